@@ -1,0 +1,642 @@
+"""Sweeps as data: parse, validate and expand a TOML sweep file into tasks.
+
+A sweep names *instance groups* (a generator family with parameters and
+seeds, or an instance file), *targets* to vary (ℓmax, ω of eq. (3)) and
+*algorithms* (a registry name with a parameter grid). Expansion is the
+cartesian product group × seed × grid point × target × algorithm × algorithm
+grid point; every task gets a **stable key**: a hash of everything that
+determines its result (instance recipe, targets, algorithm, parameters,
+evaluation settings and the code version) and nothing else, so that
+re-running the same sweep — or another sweep sharing tasks — against the same
+results store skips what is already finished.
+
+Like benchopt, nothing here knows about any single solver: an algorithm is a
+name (looked up in :mod:`deplbench.heuristics.registry`, or one of the
+oracles of :mod:`deplbench.benchmarks.tasks`) plus parameters.
+
+File format (every key other than those marked *required* is optional)::
+
+    [sweep]
+    name = "quick"              # default: the file's stem
+    description = "..."
+    time_limit_s = 120          # hard wall-clock limit per task (default 600)
+    [sweep.evaluation]          # out-of-sample judging of every plan
+    samples = 20000             # forwarded to heuristics.registry.solve
+    seed = 0
+
+    [[instances]]
+    id = "alexnet"              # required, unique: algorithms refer to it
+    family = "realistic"        # required unless `path` is given
+    params = { model = "alexnet" }       # fixed generator parameters
+    grid = { n_models = [3, 5, 8] }      # cartesian product of these lists
+    seeds = [0, 1]              # default [0]; `seed = 3` is also accepted
+    [instances.targets]         # each a number or a list (cartesian product)
+    loss_max = [5.0, 9.0, 13.0] # overrides the instance's ℓmax
+    omega = 0.99                # overrides the instance's ω
+
+    [[instances]]
+    id = "mine"
+    path = "my_instance.json"   # relative to the sweep file
+
+    [[algorithms]]
+    name = "depl"               # required: registry name or oracle
+    label = "depl-eta"          # default: name; only for reading the store
+    params = { epsilon = 0.1 }  # fixed solver parameters
+    grid = { eta = [25, 50, 100, 200] }
+    instances = ["alexnet"]     # default: every instance group
+    time_limit_s = 300          # overrides [sweep].time_limit_s
+
+``params`` holds values passed as they are (a list stays a list); only
+``grid`` and ``targets`` are expanded. An invalid file raises
+:class:`~deplbench.errors.SweepError` naming the offending key, e.g.
+``algorithms[2].grid.eta``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+import math
+import os
+from collections.abc import Iterator, Mapping
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from deplbench import __version__
+from deplbench.errors import SweepError
+
+try:  # Python ≥ 3.11
+    import tomllib
+except ModuleNotFoundError:  # pragma: no cover - Python 3.10
+    import tomli as tomllib  # type: ignore[no-redef]
+
+#: Directory of the sweeps shipped with the package (``deplbench run quick``).
+PACKAGED_SWEEPS = Path(__file__).resolve().parent / "sweeps"
+
+#: Default hard per-task wall-clock limit (seconds) when the file gives none.
+DEFAULT_TIME_LIMIT_S = 600.0
+
+#: Targets a sweep may vary; they override the instance fields of the same
+#: meaning (DESIGN.md: ``loss_max`` = ℓmax, ``omega`` = ω of eq. (3)).
+TARGET_FIELDS = ("loss_max", "omega")
+
+_SWEEP_KEYS = {"name", "description", "time_limit_s", "evaluation"}
+_EVALUATION_KEYS = {"samples", "seed"}
+_INSTANCE_KEYS = {"id", "family", "path", "params", "grid", "seeds", "seed", "targets"}
+_ALGORITHM_KEYS = {"name", "label", "params", "grid", "instances", "time_limit_s"}
+_TOP_KEYS = {"sweep", "instances", "algorithms"}
+
+
+# --------------------------------------------------------------------------
+# data classes
+# --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Task:
+    """One unit of work: build one instance, run one algorithm on it.
+
+    Everything is plain JSON-able data so that a task crosses process and
+    Dask boundaries unchanged (:meth:`to_dict` / :meth:`from_dict`).
+
+    Attributes
+    ----------
+    key : str
+        Stable hash of the result-determining fields (see :func:`task_key`).
+    sweep : str
+        Name of the sweep that produced the task (not part of the key).
+    group : str
+        The ``[[instances]].id`` the instance comes from.
+    family : str
+        Generator family, or ``"file"`` for an instance file.
+    instance_params : dict
+        Generator parameters (fixed + this grid point); for a file,
+        ``{"path": ..., "sha256": ...}``.
+    instance_seed : int or None
+        Generator seed (None for files).
+    targets : dict
+        ``{"loss_max": .., "omega": ..}`` overrides (either may be absent).
+    algorithm : str
+        Registry name or oracle name.
+    label : str
+        Display label of the algorithm entry.
+    params : dict
+        Solver parameters (fixed + this grid point).
+    evaluation : dict
+        Out-of-sample evaluation settings forwarded to the solve call.
+    time_limit_s : float
+        Hard wall-clock limit enforced by the executor (not part of the key:
+        it decides whether a result arrives, not what it is).
+    code_version : str
+        ``deplbench.__version__`` at expansion time.
+    """
+
+    key: str
+    sweep: str
+    group: str
+    family: str
+    instance_params: dict
+    instance_seed: int | None
+    targets: dict
+    algorithm: str
+    label: str
+    params: dict
+    evaluation: dict
+    time_limit_s: float
+    code_version: str = __version__
+
+    def to_dict(self) -> dict:
+        """Return a JSON-able dict (round-trips through :meth:`from_dict`)."""
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Task:
+        """Rebuild a task from :meth:`to_dict` output."""
+        return cls(**dict(data))
+
+
+@dataclass(frozen=True)
+class InstanceGroup:
+    """One validated ``[[instances]]`` entry."""
+
+    id: str
+    family: str
+    params: dict
+    grid: dict
+    seeds: tuple
+    targets: dict
+    path: str | None = None
+
+
+@dataclass(frozen=True)
+class AlgorithmEntry:
+    """One validated ``[[algorithms]]`` entry."""
+
+    name: str
+    label: str
+    params: dict
+    grid: dict
+    instances: tuple | None
+    time_limit_s: float
+
+
+@dataclass(frozen=True)
+class Sweep:
+    """A validated sweep file.
+
+    Use :func:`load_sweep` to build one and :meth:`tasks` to expand it.
+    """
+
+    name: str
+    description: str
+    time_limit_s: float
+    evaluation: dict
+    instances: tuple
+    algorithms: tuple
+    source: str | None = None
+    text: str = field(default="", repr=False)
+
+    def tasks(self) -> list[Task]:
+        """Expand into the ordered list of tasks (see :func:`expand`)."""
+        return expand(self)
+
+
+# --------------------------------------------------------------------------
+# keys
+# --------------------------------------------------------------------------
+
+
+def canonical_json(value: Any) -> str:
+    """JSON with sorted keys and no whitespace: equal data, equal text.
+
+    Integral floats are written as floats and ints as ints, so ``eta = 200``
+    and ``eta = 200.0`` are *different* keys; TOML keeps the distinction and
+    so does the solver's parameter validation.
+    """
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), allow_nan=False)
+
+
+def task_key(
+    instance: Mapping[str, Any],
+    targets: Mapping[str, Any],
+    algorithm: str,
+    params: Mapping[str, Any],
+    evaluation: Mapping[str, Any],
+    code_version: str = __version__,
+) -> str:
+    """Stable identifier of a task's result.
+
+    Parameters
+    ----------
+    instance : mapping
+        ``{"family", "params", "seed"}`` recipe of the instance.
+    targets : mapping
+        ℓmax/ω overrides.
+    algorithm : str
+        Algorithm name.
+    params : mapping
+        Solver parameters.
+    evaluation : mapping
+        Out-of-sample evaluation settings.
+    code_version : str
+        Package version; bumping it invalidates every stored result.
+
+    Returns
+    -------
+    str
+        First 24 hex digits of the SHA-256 of the canonical JSON.
+
+    Notes
+    -----
+    The sweep name, the group id, the label and the time limit are left out
+    on purpose: they do not change what the task computes, so two sweeps
+    sharing a task share its row.
+    """
+    payload = canonical_json(
+        {
+            "instance": dict(instance),
+            "targets": dict(targets),
+            "algorithm": algorithm,
+            "params": dict(params),
+            "evaluation": dict(evaluation),
+            "code_version": code_version,
+        }
+    )
+    return hashlib.sha256(payload.encode()).hexdigest()[:24]
+
+
+# --------------------------------------------------------------------------
+# loading and validation
+# --------------------------------------------------------------------------
+
+
+def resolve_sweep_path(path: str | os.PathLike) -> Path:
+    """Find a sweep file: the path itself, else a packaged sweep by name.
+
+    ``quick`` and ``quick.toml`` both resolve to the packaged
+    ``benchmarks/sweeps/quick.toml`` when no such local file exists.
+
+    Raises
+    ------
+    SweepError
+        If neither exists.
+    """
+    candidate = Path(path)
+    if candidate.is_file():
+        return candidate
+    name = candidate.name if candidate.suffix == ".toml" else candidate.name + ".toml"
+    packaged = PACKAGED_SWEEPS / name
+    if len(candidate.parts) == 1 and packaged.is_file():
+        return packaged
+    raise SweepError(f"sweep file not found: {path}")
+
+
+def load_sweep(path: str | os.PathLike, *, check_names: bool = True) -> Sweep:
+    """Read, validate and return a sweep file.
+
+    Parameters
+    ----------
+    path : path-like
+        TOML file, or the name of a packaged sweep (``quick``).
+    check_names : bool
+        Also check algorithm names and parameter names against the solver
+        registry and family names against the instance generators. Switch off
+        only to parse a file for inspection where those layers are absent.
+
+    Returns
+    -------
+    Sweep
+
+    Raises
+    ------
+    SweepError
+        Unreadable TOML or any invalid key; the message names the key.
+    """
+    file = resolve_sweep_path(path)
+    text = file.read_text(encoding="utf-8")
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise SweepError(f"{file}: invalid TOML: {exc}") from exc
+    return parse_sweep(data, base_dir=file.parent, default_name=file.stem,
+                       source=str(file), text=text, check_names=check_names)
+
+
+def parse_sweep(
+    data: Mapping[str, Any],
+    *,
+    base_dir: str | os.PathLike = ".",
+    default_name: str = "sweep",
+    source: str | None = None,
+    text: str = "",
+    check_names: bool = True,
+) -> Sweep:
+    """Validate an already-parsed sweep mapping (see module docstring).
+
+    Raises
+    ------
+    SweepError
+        Naming the first offending key.
+    """
+    _require_table(data, "top level")
+    _reject_unknown(data, _TOP_KEYS, "")
+    head = data.get("sweep", {})
+    _require_table(head, "sweep")
+    _reject_unknown(head, _SWEEP_KEYS, "sweep.")
+    name = head.get("name", default_name)
+    _require_str(name, "sweep.name")
+    description = head.get("description", "")
+    _require_str(description, "sweep.description", allow_empty=True)
+    time_limit = _positive_number(head.get("time_limit_s", DEFAULT_TIME_LIMIT_S),
+                                  "sweep.time_limit_s")
+    evaluation = head.get("evaluation", {})
+    _require_table(evaluation, "sweep.evaluation")
+    _reject_unknown(evaluation, _EVALUATION_KEYS, "sweep.evaluation.")
+    if "samples" in evaluation:
+        _positive_int(evaluation["samples"], "sweep.evaluation.samples")
+    if "seed" in evaluation:
+        _nonnegative_int(evaluation["seed"], "sweep.evaluation.seed")
+
+    raw_instances = data.get("instances")
+    if not isinstance(raw_instances, list) or not raw_instances:
+        raise SweepError("instances: a sweep needs at least one [[instances]] table")
+    groups = tuple(
+        _parse_instance_group(entry, f"instances[{i}]", Path(base_dir))
+        for i, entry in enumerate(raw_instances)
+    )
+    ids = [g.id for g in groups]
+    for i, gid in enumerate(ids):
+        if gid in ids[:i]:
+            raise SweepError(f"instances[{i}].id: duplicate id {gid!r}")
+
+    raw_algorithms = data.get("algorithms")
+    if not isinstance(raw_algorithms, list) or not raw_algorithms:
+        raise SweepError("algorithms: a sweep needs at least one [[algorithms]] table")
+    algorithms = tuple(
+        _parse_algorithm(entry, f"algorithms[{i}]", set(ids), time_limit)
+        for i, entry in enumerate(raw_algorithms)
+    )
+    if check_names:
+        _check_names(groups, algorithms)
+    return Sweep(name=name, description=description, time_limit_s=time_limit,
+                 evaluation=dict(evaluation), instances=groups,
+                 algorithms=algorithms, source=source, text=text)
+
+
+def _parse_instance_group(entry: Any, where: str, base_dir: Path) -> InstanceGroup:
+    _require_table(entry, where)
+    _reject_unknown(entry, _INSTANCE_KEYS, f"{where}.")
+    gid = entry.get("id")
+    if gid is None:
+        raise SweepError(f"{where}.id: required (a unique name for the group)")
+    _require_str(gid, f"{where}.id")
+    has_family, has_path = "family" in entry, "path" in entry
+    if has_family == has_path:
+        raise SweepError(f"{where}: give exactly one of `family` or `path`")
+    params = entry.get("params", {})
+    _require_table(params, f"{where}.params")
+    grid = _parse_grid(entry.get("grid", {}), f"{where}.grid")
+    for k in grid:
+        if k in params:
+            raise SweepError(f"{where}.grid.{k}: also set in {where}.params")
+    if "seeds" in entry and "seed" in entry:
+        raise SweepError(f"{where}: give `seeds` or `seed`, not both")
+    seeds = entry.get("seeds", [entry["seed"]] if "seed" in entry else [0])
+    if not isinstance(seeds, list) or not seeds:
+        raise SweepError(f"{where}.seeds: must be a non-empty list of integers")
+    for j, s in enumerate(seeds):
+        _nonnegative_int(s, f"{where}.seeds[{j}]")
+    if len(set(seeds)) != len(seeds):
+        raise SweepError(f"{where}.seeds: duplicate seeds")
+    targets = _parse_targets(entry.get("targets", {}), f"{where}.targets")
+
+    path = None
+    family = entry.get("family", "file")
+    if has_path:
+        _require_str(entry["path"], f"{where}.path")
+        file = Path(entry["path"])
+        if not file.is_absolute():
+            file = base_dir / file
+        if not file.is_file():
+            raise SweepError(f"{where}.path: instance file not found: {file}")
+        if params or grid:
+            raise SweepError(f"{where}: `params`/`grid` need a `family`, not a `path`")
+        path = str(file.resolve())
+        seeds = [None]
+    else:
+        _require_str(family, f"{where}.family")
+    return InstanceGroup(id=gid, family=family, params=dict(params), grid=grid,
+                         seeds=tuple(seeds), targets=targets, path=path)
+
+
+def _parse_algorithm(entry: Any, where: str, ids: set, default_limit: float) -> AlgorithmEntry:
+    _require_table(entry, where)
+    _reject_unknown(entry, _ALGORITHM_KEYS, f"{where}.")
+    name = entry.get("name")
+    if name is None:
+        raise SweepError(f"{where}.name: required (an algorithm registry name)")
+    _require_str(name, f"{where}.name")
+    label = entry.get("label", name)
+    _require_str(label, f"{where}.label")
+    params = entry.get("params", {})
+    _require_table(params, f"{where}.params")
+    grid = _parse_grid(entry.get("grid", {}), f"{where}.grid")
+    for k in grid:
+        if k in params:
+            raise SweepError(f"{where}.grid.{k}: also set in {where}.params")
+    groups = entry.get("instances")
+    if groups is not None:
+        if not isinstance(groups, list) or not groups:
+            raise SweepError(f"{where}.instances: must be a non-empty list of instance ids")
+        for j, g in enumerate(groups):
+            if g not in ids:
+                raise SweepError(f"{where}.instances[{j}]: unknown instance id {g!r} "
+                                 f"(known: {', '.join(sorted(ids))})")
+        groups = tuple(groups)
+    limit = _positive_number(entry.get("time_limit_s", default_limit), f"{where}.time_limit_s")
+    return AlgorithmEntry(name=name, label=label, params=dict(params), grid=grid,
+                          instances=groups, time_limit_s=limit)
+
+
+def _parse_grid(grid: Any, where: str) -> dict:
+    _require_table(grid, where)
+    out = {}
+    for k, values in grid.items():
+        if not isinstance(values, list) or not values:
+            raise SweepError(f"{where}.{k}: a grid axis must be a non-empty list")
+        if len({canonical_json(v) for v in values}) != len(values):
+            raise SweepError(f"{where}.{k}: duplicate values")
+        out[k] = list(values)
+    return out
+
+
+def _parse_targets(targets: Any, where: str) -> dict:
+    _require_table(targets, where)
+    _reject_unknown(targets, set(TARGET_FIELDS), f"{where}.")
+    out = {}
+    for k, values in targets.items():
+        values = values if isinstance(values, list) else [values]
+        if not values:
+            raise SweepError(f"{where}.{k}: must be a number or a non-empty list")
+        for j, v in enumerate(values):
+            _finite_number(v, f"{where}.{k}[{j}]")
+        if k == "omega" and not all(0.0 < v < 1.0 for v in values):
+            raise SweepError(f"{where}.omega: every ω must lie in (0, 1)")
+        if len(set(values)) != len(values):
+            raise SweepError(f"{where}.{k}: duplicate values")
+        out[k] = [float(v) for v in values]
+    return out
+
+
+def _check_names(groups: tuple, algorithms: tuple) -> None:
+    """Fail fast on names the lower layers do not know.
+
+    The lookups are lazy so that this module imports without them; a layer
+    that is not installed makes every name of that kind unknown.
+    """
+    from deplbench.benchmarks import tasks as task_mod
+
+    families = task_mod.available_families()
+    for i, g in enumerate(groups):
+        if g.path is None and g.family not in families:
+            raise SweepError(f"instances[{i}].family: unknown family {g.family!r} "
+                             f"(available: {', '.join(sorted(families)) or 'none'})")
+        if g.path is None:
+            known = task_mod.family_parameters(g.family)
+            if known is not None:
+                for k in list(g.params) + list(g.grid):
+                    if k not in known:
+                        section = "params" if k in g.params else "grid"
+                        raise SweepError(
+                            f"instances[{i}].{section}.{k}: unknown parameter of family "
+                            f"{g.family!r} (known: {', '.join(sorted(known))})")
+    names = task_mod.available_algorithms()
+    for i, a in enumerate(algorithms):
+        if a.name not in names:
+            raise SweepError(f"algorithms[{i}].name: unknown algorithm {a.name!r} "
+                             f"(available: {', '.join(sorted(names)) or 'none'})")
+        known = task_mod.algorithm_parameters(a.name)
+        if known is not None:
+            for k in list(a.params) + list(a.grid):
+                if k not in known:
+                    section = "params" if k in a.params else "grid"
+                    raise SweepError(
+                        f"algorithms[{i}].{section}.{k}: unknown parameter of {a.name!r} "
+                        f"(known: {', '.join(sorted(known)) or 'none'})")
+
+
+# --------------------------------------------------------------------------
+# expansion
+# --------------------------------------------------------------------------
+
+
+def grid_points(fixed: Mapping[str, Any], grid: Mapping[str, list]) -> Iterator[dict]:
+    """Yield ``fixed`` merged with each point of the cartesian product of ``grid``.
+
+    Axes vary in file order with the last axis fastest, so the task order
+    follows the file.
+    """
+    axes = list(grid)
+    for combo in itertools.product(*(grid[a] for a in axes)):
+        point = dict(fixed)
+        point.update(zip(axes, combo))
+        yield point
+
+
+def expand(sweep: Sweep) -> list[Task]:
+    """Expand a sweep into tasks, in file order, without duplicates.
+
+    Parameters
+    ----------
+    sweep : Sweep
+
+    Returns
+    -------
+    list of Task
+        Group × seed × instance grid point × target point × algorithm ×
+        algorithm grid point. Two entries producing the same key (e.g. the
+        same algorithm listed twice) yield one task.
+    """
+    evaluation = dict(sweep.evaluation)
+    tasks: list[Task] = []
+    seen: set[str] = set()
+    for group in sweep.instances:
+        if group.path is not None:
+            recipes = [(
+                {"path": group.path, "sha256": _file_sha256(group.path)}, None)]
+        else:
+            recipes = [(p, s) for p in grid_points(group.params, group.grid)
+                       for s in group.seeds]
+        target_points = list(grid_points({}, group.targets))
+        algos = [a for a in sweep.algorithms if a.instances is None or group.id in a.instances]
+        for inst_params, seed in recipes:
+            recipe = {"family": group.family, "params": inst_params, "seed": seed}
+            for targets in target_points:
+                for algo in algos:
+                    for params in grid_points(algo.params, algo.grid):
+                        key = task_key(recipe, targets, algo.name, params, evaluation)
+                        if key in seen:
+                            continue
+                        seen.add(key)
+                        tasks.append(Task(
+                            key=key, sweep=sweep.name, group=group.id,
+                            family=group.family, instance_params=inst_params,
+                            instance_seed=seed, targets=targets,
+                            algorithm=algo.name, label=algo.label, params=params,
+                            evaluation=evaluation, time_limit_s=algo.time_limit_s,
+                        ))
+    return tasks
+
+
+def _file_sha256(path: str) -> str:
+    # The content, not the path, identifies a file instance: editing the file
+    # must invalidate its results, moving it must not.
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()[:24]
+
+
+# --------------------------------------------------------------------------
+# small validators (each names the key it checks)
+# --------------------------------------------------------------------------
+
+
+def _require_table(value: Any, where: str) -> None:
+    if not isinstance(value, Mapping):
+        raise SweepError(f"{where}: must be a table, got {type(value).__name__}")
+
+
+def _reject_unknown(table: Mapping, allowed: set, prefix: str) -> None:
+    for k in table:
+        if k not in allowed:
+            raise SweepError(f"{prefix}{k}: unknown key (allowed: {', '.join(sorted(allowed))})")
+
+
+def _require_str(value: Any, where: str, *, allow_empty: bool = False) -> None:
+    if not isinstance(value, str) or (not allow_empty and not value.strip()):
+        raise SweepError(f"{where}: must be a non-empty string")
+
+
+def _finite_number(value: Any, where: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise SweepError(f"{where}: must be a finite number, got {value!r}")
+    return float(value)
+
+
+def _positive_number(value: Any, where: str) -> float:
+    v = _finite_number(value, where)
+    if v <= 0:
+        raise SweepError(f"{where}: must be > 0, got {value!r}")
+    return v
+
+
+def _positive_int(value: Any, where: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+        raise SweepError(f"{where}: must be a positive integer, got {value!r}")
+    return value
+
+
+def _nonnegative_int(value: Any, where: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise SweepError(f"{where}: must be a non-negative integer, got {value!r}")
+    return value

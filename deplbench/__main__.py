@@ -1,0 +1,7 @@
+"""``python -m deplbench`` is the same as the ``deplbench`` command."""
+
+import sys
+
+from deplbench.cli import main
+
+sys.exit(main())

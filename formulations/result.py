@@ -1,0 +1,104 @@
+"""The one result record every algorithm returns (MILP included).
+
+Modelled on scipy's ``OptimizeResult`` and benchopt's solver outputs: results
+are data. ``status`` is one of
+
+``optimal``     proven optimal within the requested gap (exact methods);
+``feasible``    a plan that meets every constraint, optimality not claimed
+                (heuristics);
+``time_limit``  stopped by the time limit, with or without an incumbent;
+``infeasible``  no plan found/exists, ``message`` says why;
+``error``       the algorithm failed, ``message`` says how.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from deplbench.formulations.plan import Plan, parse_plan
+
+STATUSES = ("optimal", "feasible", "time_limit", "infeasible", "error")
+
+
+def _clean(value):
+    """JSON-safe numbers: inf/nan become None."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
+
+
+@dataclass
+class SolveResult:
+    """Status, plan, cost, bound, gap, runtime, parameters and diagnostics."""
+
+    algorithm: str
+    status: str
+    message: str = ""
+    plan: Plan | None = None
+    cost: float | None = None
+    lower_bound: float | None = None
+    gap: float | None = None
+    runtime_s: float = 0.0
+    params: dict[str, Any] = field(default_factory=dict)
+    diagnostics: dict[str, Any] = field(default_factory=dict)
+    evaluation: dict[str, Any] | None = None
+    variants: dict[str, str] = field(default_factory=dict)
+
+    def __post_init__(self):
+        if self.status not in STATUSES:
+            raise ValueError(f"status: must be one of {STATUSES}, got {self.status!r}")
+
+    @property
+    def has_plan(self) -> bool:
+        return self.plan is not None
+
+    @staticmethod
+    def relative_gap(cost: float | None, lower_bound: float | None) -> float | None:
+        """(cost − bound) / |cost|, the MIP-style relative gap (0 when both are 0)."""
+        if cost is None or lower_bound is None or not math.isfinite(cost):
+            return None
+        if cost == 0:
+            return 0.0 if lower_bound >= 0 else None
+        return max(0.0, (cost - lower_bound) / abs(cost))
+
+    def to_dict(self) -> dict[str, Any]:
+        ev = self.evaluation or {}
+        return {
+            "algorithm": self.algorithm,
+            "status": self.status,
+            "message": self.message,
+            "cost": _clean(self.cost),
+            "lower_bound": _clean(self.lower_bound),
+            "gap": _clean(self.gap),
+            "runtime_s": self.runtime_s,
+            "quantile_oos": ev.get("quantile"),
+            "quantile_ci": ev.get("quantile_ci"),
+            "verdict": ev.get("verdict"),
+            "plan": self.plan.to_dict() if self.plan is not None else None,
+            "params": self.params,
+            "diagnostics": self.diagnostics,
+            "evaluation": self.evaluation,
+            "variants": self.variants,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "SolveResult":
+        return cls(
+            algorithm=data["algorithm"],
+            status=data["status"],
+            message=data.get("message", ""),
+            plan=parse_plan(data["plan"]) if data.get("plan") is not None else None,
+            cost=data.get("cost"),
+            lower_bound=data.get("lower_bound"),
+            gap=data.get("gap"),
+            runtime_s=data.get("runtime_s", 0.0),
+            params=dict(data.get("params") or {}),
+            diagnostics=dict(data.get("diagnostics") or {}),
+            evaluation=data.get("evaluation"),
+            variants=dict(data.get("variants") or {}),
+        )
+
+
+__all__ = ["SolveResult", "STATUSES"]

@@ -1,0 +1,146 @@
+"""Joint loss scenarios shared by every algorithm (SPEC §1, "The quantile").
+
+Constraint (3) bounds the ω-quantile of ℓ(K). The exact MILP replaces it by its
+sample-average approximation over S joint scenarios (Luedtke & Ahmed 2008):
+scenario s fixes every random term — the improvement multiplier X of every
+(epoch k, model m) and the jump of every (epoch k, allowed switch p) — so the
+final loss ℓ_s(K) of a plan is linear in the plan's binaries, and a plan is
+SAA-feasible when at most ⌊(1−ω)S⌋ scenarios exceed ℓmax.
+
+Streams: :class:`ScenarioSampler` derives two independent generators from one
+seed, ``default_rng([seed, 0])`` for in-sample scenarios (the ones a solver
+optimises over) and ``default_rng([seed, 1])`` for out-of-sample judgement, so
+the same seed always gives the same scenarios and the evaluation never reuses
+the optimisation's draws.
+
+Examples
+--------
+>>> from deplbench.instances.generators import generate   # doctest: +SKIP
+>>> sc = ScenarioSampler(instance, seed=3).in_sample(100)  # doctest: +SKIP
+>>> sc.final_losses([0, 0, 1], gammas=[1, 1, 1]).shape    # doctest: +SKIP
+(100,)
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+IN_SAMPLE, OUT_OF_SAMPLE = 0, 1
+
+
+def allowed_violations(omega: float, n_scenarios: int) -> int:
+    """⌊(1−ω)S⌋: how many scenarios may exceed ℓmax (eq. (3) as an SAA)."""
+    # The small epsilon guards against (1−0.99)·100 = 0.99999… flooring to 0.
+    return int(math.floor((1.0 - omega) * n_scenarios + 1e-9))
+
+
+def quantile_rank(omega: float, n: int) -> int:
+    """1-based rank of the order statistic that the SAA treats as the
+    ω-quantile: the plan is SAA-feasible iff X_(rank) ≤ ℓmax."""
+    return n - allowed_violations(omega, n)
+
+
+@dataclass(frozen=True)
+class Scenarios:
+    """S joint draws of every random loss term.
+
+    Attributes
+    ----------
+    improvement : ndarray, shape (S, K̄, |M|)
+        X draws: the run term of model m at epoch k in scenario s is
+        ``−γ · run_scale[k, m] · improvement[s, k, m]``.
+    jump : ndarray, shape (S, K̄, |P|)
+        l_sw draws for switch pair p (``instance.switch_pairs[p]``) happening
+        at epoch k (the epoch that uses the new model).
+    run_scale : ndarray, shape (K̄, |M|)
+        A_m · decay_m(k) (``instance.run_scale``).
+    initial_loss : float
+    seed : int
+    stream : int
+        0 in-sample, 1 out-of-sample.
+    """
+
+    improvement: np.ndarray
+    jump: np.ndarray
+    run_scale: np.ndarray
+    switch_index: dict
+    initial_loss: float
+    seed: int
+    stream: int
+
+    @property
+    def n_scenarios(self) -> int:
+        return self.improvement.shape[0]
+
+    def run_change(self, gamma: float = 1.0) -> np.ndarray:
+        """(S, K̄, |M|) loss change of one epoch of each model (negative)."""
+        return -gamma * self.run_scale[None, :, :] * self.improvement
+
+    def final_losses(self, models, gammas) -> np.ndarray:
+        """ℓ_s(K) for every scenario, for a model-index sequence (length K)
+        and the data multiplier γ of each epoch.
+
+        Raises
+        ------
+        KeyError
+            If two consecutive models form a switch that is not allowed.
+        """
+        models = np.asarray(models, dtype=int)
+        gammas = np.asarray(gammas, dtype=float)
+        k = np.arange(models.size)
+        run = -(gammas * self.run_scale[k, models])[None, :] * self.improvement[:, k, models]
+        loss = self.initial_loss + run.sum(axis=1)
+        for epoch in range(1, models.size):
+            prev, cur = int(models[epoch - 1]), int(models[epoch])
+            if prev != cur:
+                loss = loss + self.jump[:, epoch, self.switch_index[(prev, cur)]]
+        return loss
+
+    def violations(self, models, gammas, loss_max: float) -> int:
+        """Number of scenarios whose final loss exceeds ℓmax."""
+        return int(np.count_nonzero(self.final_losses(models, gammas) > loss_max + 1e-9))
+
+
+class ScenarioSampler:
+    """Seeded scenario source for one instance (see module docstring)."""
+
+    def __init__(self, instance, seed: int = 0):
+        self.instance = instance
+        self.seed = int(seed)
+
+    def generator(self, stream: int) -> np.random.Generator:
+        return np.random.default_rng([self.seed, stream])
+
+    def _draw(self, n: int, stream: int) -> Scenarios:
+        inst = self.instance
+        rng = self.generator(stream)
+        K = inst.horizon
+        improvement = np.empty((n, K, inst.n_models))
+        for m, model in enumerate(inst.models):
+            improvement[:, :, m] = model.improvement.sample(rng, (n, K))
+        jump = np.empty((n, K, len(inst.switches)))
+        for p, sw in enumerate(inst.switches):
+            jump[:, :, p] = sw.jump.sample(rng, (n, K))
+        return Scenarios(
+            improvement=improvement,
+            jump=jump,
+            run_scale=inst.run_scale,
+            switch_index=inst.switch_index,
+            initial_loss=float(inst.initial_loss),
+            seed=self.seed,
+            stream=stream,
+        )
+
+    def in_sample(self, n_scenarios: int) -> Scenarios:
+        """The S scenarios a solver optimises over (stream 0)."""
+        return self._draw(int(n_scenarios), IN_SAMPLE)
+
+    def out_of_sample(self, n_scenarios: int) -> Scenarios:
+        """Fresh scenarios for judging a plan (stream 1)."""
+        return self._draw(int(n_scenarios), OUT_OF_SAMPLE)
+
+
+__all__ = ["Scenarios", "ScenarioSampler", "allowed_violations", "quantile_rank", "IN_SAMPLE", "OUT_OF_SAMPLE"]

@@ -1,0 +1,386 @@
+"""The instance model and its JSON format (DepL paper Sec. III, eqs. (1)–(8)).
+
+One validated pydantic v2 model, :class:`Instance`, carries everything the
+problem (2)–(6) needs: models (full DNN and compressed versions) with their
+loss law (8), the allowed model switches with their loss jumps, the training
+clusters, the datasets, the transfer costs β(d, n), the targets ℓ(0), ℓmax, ω,
+Tmax, the horizon K̄, and the two variant flags where the paper's printed
+equations contradict its text (SPEC §1):
+
+``transfer_cost_mode``
+    ``"once"`` (default, the text: a one-time transfer before training) or
+    ``"per_epoch"`` (β inside Σ_k in the printed eq. (2)).
+``data_rule``
+    ``"intended"`` (default, the text: inactive nodes neither receive nor use
+    datasets, so a cluster may hold data only if it trains at least once) or
+    ``"printed"`` (eq. (6) for every k: a cluster holding data trains in every
+    epoch).
+
+Validation lives in the model's validators and raises messages that name the
+field (``clusters[1].capacity: ...``); :func:`parse_instance` and
+:func:`load_instance` turn them into :class:`~deplbench.errors.InstanceError`.
+
+Examples
+--------
+>>> from deplbench.instances.model import parse_instance
+>>> inst = parse_instance({
+...     "name": "toy", "initial_loss": 10, "loss_max": 5, "omega": 0.9,
+...     "time_max": 10, "horizon": 4,
+...     "models": [{"name": "m0", "size": 0, "compute": 1, "loss_scale": 2,
+...                 "loss_offset": 0, "decay": "none",
+...                 "improvement": {"kind": "point", "value": 1}}],
+...     "clusters": [{"name": "A", "capacity": 10, "unit_cost": 1, "bandwidth": 1}],
+...     "datasets": [{"name": "d0", "size": 1, "usefulness": 1}]})
+>>> inst.n_models, inst.n_clusters
+(1, 1)
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from functools import cached_property
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from deplbench.errors import InstanceError
+from deplbench.instances import datalaw
+from deplbench.instances.distributions import Distribution
+
+FORMAT_VERSION = 1
+_FINITE = dict(allow_inf_nan=False)
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class ModelVersion(_Strict):
+    """A model version m ∈ M (full DNN or a compressed one), eq. (8).
+
+    The run term at global epoch k is ``−γ(S) · loss_scale · decay(k) · X`` with
+    ``decay(k) = 1/sqrt(k + loss_offset)`` (``"inv_sqrt"``, eq. (8)) or 1
+    (``"none"``, the deterministic knapsack reduction of Property 1).
+    """
+
+    name: str = Field(min_length=1)
+    size: float = Field(ge=0, description="s(m): model size, eq. (1) numerator of the communication term", **_FINITE)
+    compute: float = Field(gt=0, description="c_m: per-epoch compute need on one reference dataset", **_FINITE)
+    loss_scale: float = Field(gt=0, description="A_m of eq. (8)", **_FINITE)
+    loss_offset: float = Field(default=0.0, ge=0, description="B_m of eq. (8)", **_FINITE)
+    decay: Literal["inv_sqrt", "none"] = "inv_sqrt"
+    improvement: Distribution = Field(description="X_m of eq. (8): the per-epoch improvement multiplier")
+
+
+class Switch(_Strict):
+    """An allowed switch m → m' and its loss jump l_sw (positive on average)."""
+
+    from_model: str
+    to_model: str
+    jump: Distribution
+
+
+class Cluster(_Strict):
+    """A training cluster n ∈ N: capacity r(n), unit cost κ(n), bandwidth b(n)."""
+
+    name: str = Field(min_length=1)
+    capacity: float = Field(gt=0, description="r(n), eq. (5)", **_FINITE)
+    unit_cost: float = Field(ge=0, description="κ(n), eq. (2)", **_FINITE)
+    bandwidth: float = Field(gt=0, description="b(n), eq. (1)", **_FINITE)
+
+
+class Dataset(_Strict):
+    """A dataset d ∈ D: size σ_d and usefulness u_d (see ``datalaw``)."""
+
+    name: str = Field(min_length=1)
+    size: float = Field(gt=0, **_FINITE)
+    usefulness: float = Field(gt=0, **_FINITE)
+
+
+class TransferCost(_Strict):
+    """β(d, n): the network cost of sending dataset d to cluster n."""
+
+    dataset: str
+    cluster: str
+    cost: float = Field(ge=0, **_FINITE)
+
+
+class Provenance(BaseModel):
+    """Where an instance came from: generator, parameters, seed, assumptions."""
+
+    model_config = ConfigDict(extra="allow", frozen=True)
+    generator: str = "manual"
+    parameters: dict[str, Any] = Field(default_factory=dict)
+    seed: int | None = None
+    assumptions: list[str] = Field(default_factory=list)
+
+
+class Instance(_Strict):
+    """One instance of problem (2)–(6). See the module docstring."""
+
+    format_version: Literal[1] = FORMAT_VERSION
+    name: str = "instance"
+    initial_loss: float = Field(description="ℓ(0)", **_FINITE)
+    loss_max: float = Field(description="ℓmax: the bound on the ω-quantile of ℓ(K), eq. (3)", **_FINITE)
+    omega: float = Field(gt=0, lt=1, description="ω: the quantile level of eq. (3)", **_FINITE)
+    time_max: float = Field(gt=0, description="Tmax, eq. (4)", **_FINITE)
+    horizon: int = Field(ge=1, description="K̄: the largest number of epochs")
+    transfer_cost_mode: Literal["once", "per_epoch"] = "once"
+    data_rule: Literal["intended", "printed"] = "intended"
+    models: list[ModelVersion] = Field(min_length=1)
+    switches: list[Switch] = Field(default_factory=list)
+    clusters: list[Cluster] = Field(min_length=1)
+    datasets: list[Dataset] = Field(min_length=1)
+    transfer_costs: list[TransferCost] = Field(default_factory=list)
+    provenance: Provenance = Field(default_factory=Provenance)
+
+    @model_validator(mode="after")
+    def _consistency(self) -> "Instance":
+        if not self.loss_max < self.initial_loss:
+            raise ValueError(
+                f"loss_max: must be below initial_loss ({self.loss_max} >= {self.initial_loss}); "
+                "the target would be met with no training"
+            )
+        for field in ("models", "clusters", "datasets"):
+            names = [item.name for item in getattr(self, field)]
+            dup = sorted({n for n in names if names.count(n) > 1})
+            if dup:
+                raise ValueError(f"{field}: duplicate names {dup}")
+        model_names = {m.name for m in self.models}
+        seen = set()
+        for i, sw in enumerate(self.switches):
+            for attr in ("from_model", "to_model"):
+                if getattr(sw, attr) not in model_names:
+                    raise ValueError(
+                        f"switches[{i}].{attr}: unknown model {getattr(sw, attr)!r} "
+                        f"(models are {sorted(model_names)})"
+                    )
+            if sw.from_model == sw.to_model:
+                raise ValueError(f"switches[{i}]: a switch from {sw.from_model!r} to itself is implicit; remove it")
+            if (sw.from_model, sw.to_model) in seen:
+                raise ValueError(f"switches[{i}]: duplicate switch {sw.from_model!r} -> {sw.to_model!r}")
+            seen.add((sw.from_model, sw.to_model))
+        cluster_names = {c.name for c in self.clusters}
+        dataset_names = {d.name for d in self.datasets}
+        pairs = set()
+        for i, tc in enumerate(self.transfer_costs):
+            if tc.dataset not in dataset_names:
+                raise ValueError(f"transfer_costs[{i}].dataset: unknown dataset {tc.dataset!r}")
+            if tc.cluster not in cluster_names:
+                raise ValueError(f"transfer_costs[{i}].cluster: unknown cluster {tc.cluster!r}")
+            if (tc.dataset, tc.cluster) in pairs:
+                raise ValueError(f"transfer_costs[{i}]: duplicate entry for ({tc.dataset!r}, {tc.cluster!r})")
+            pairs.add((tc.dataset, tc.cluster))
+        return self
+
+    # ------------------------------------------------------------------ sizes
+    @property
+    def n_models(self) -> int:
+        return len(self.models)
+
+    @property
+    def n_clusters(self) -> int:
+        return len(self.clusters)
+
+    @property
+    def n_datasets(self) -> int:
+        return len(self.datasets)
+
+    # ---------------------------------------------------------------- indices
+    @cached_property
+    def model_index(self) -> dict[str, int]:
+        return {m.name: i for i, m in enumerate(self.models)}
+
+    @cached_property
+    def cluster_index(self) -> dict[str, int]:
+        return {c.name: i for i, c in enumerate(self.clusters)}
+
+    @cached_property
+    def dataset_index(self) -> dict[str, int]:
+        return {d.name: i for i, d in enumerate(self.datasets)}
+
+    @cached_property
+    def switch_pairs(self) -> list[tuple[int, int]]:
+        """Allowed switches (i, j), i ≠ j, as model indices; index p is the
+        column of the scenario jump matrix."""
+        return [(self.model_index[s.from_model], self.model_index[s.to_model]) for s in self.switches]
+
+    @cached_property
+    def switch_index(self) -> dict[tuple[int, int], int]:
+        return {pair: p for p, pair in enumerate(self.switch_pairs)}
+
+    @cached_property
+    def allowed(self) -> np.ndarray:
+        """Boolean (|M|, |M|) matrix: ``allowed[i, j]`` iff epoch k may use j
+        after i (staying on a model is always allowed)."""
+        a = np.eye(self.n_models, dtype=bool)
+        for i, j in self.switch_pairs:
+            a[i, j] = True
+        return a
+
+    def can_switch(self, from_model: str, to_model: str) -> bool:
+        return bool(self.allowed[self.model_index[from_model], self.model_index[to_model]])
+
+    # ------------------------------------------------------------ parameters
+    @cached_property
+    def model_compute(self) -> np.ndarray:
+        return np.array([m.compute for m in self.models])
+
+    @cached_property
+    def model_size(self) -> np.ndarray:
+        return np.array([m.size for m in self.models])
+
+    @cached_property
+    def capacity(self) -> np.ndarray:
+        return np.array([c.capacity for c in self.clusters])
+
+    @cached_property
+    def unit_cost(self) -> np.ndarray:
+        return np.array([c.unit_cost for c in self.clusters])
+
+    @cached_property
+    def bandwidth(self) -> np.ndarray:
+        return np.array([c.bandwidth for c in self.clusters])
+
+    @cached_property
+    def transfer_matrix(self) -> np.ndarray:
+        """β as a (|D|, |N|) array (absent entries are 0)."""
+        beta = np.zeros((self.n_datasets, self.n_clusters))
+        for tc in self.transfer_costs:
+            beta[self.dataset_index[tc.dataset], self.cluster_index[tc.cluster]] = tc.cost
+        return beta
+
+    @cached_property
+    def decay_matrix(self) -> np.ndarray:
+        """(K̄, |M|) array of decay_m(k) for k = 1..K̄ (eq. (8))."""
+        k = np.arange(1, self.horizon + 1, dtype=float)[:, None]
+        out = np.ones((self.horizon, self.n_models))
+        for i, m in enumerate(self.models):
+            if m.decay == "inv_sqrt":
+                out[:, i] = 1.0 / np.sqrt(k[:, 0] + m.loss_offset)
+        return out
+
+    @cached_property
+    def run_scale(self) -> np.ndarray:
+        """(K̄, |M|) array of A_m · decay_m(k): the loss change at X = 1 and
+        γ = 1 is ``−run_scale``."""
+        return self.decay_matrix * np.array([m.loss_scale for m in self.models])[None, :]
+
+    def data_effect(self, dataset_names) -> tuple[float, float]:
+        """(volume V(S), learning multiplier γ(S)) of a dataset set (``datalaw``)."""
+        ds = [self.datasets[self.dataset_index[d]] for d in dataset_names]
+        volume = datalaw.data_volume(d.size for d in ds)
+        gamma = datalaw.learning_multiplier(
+            datalaw.useful_volume([d.size for d in ds], [d.usefulness for d in ds])
+        )
+        return volume, gamma
+
+    @property
+    def all_datasets(self) -> list[str]:
+        return [d.name for d in self.datasets]
+
+    # ------------------------------------------------------------------- I/O
+    def to_json(self) -> str:
+        """Canonical JSON (byte-identical for identical instances)."""
+        return self.model_dump_json(by_alias=True, indent=2) + "\n"
+
+    def save(self, path: str | Path) -> None:
+        Path(path).write_text(self.to_json(), encoding="utf-8")
+
+    def with_changes(self, **changes: Any) -> "Instance":
+        """A re-validated copy with top-level fields replaced (e.g. targets)."""
+        data = self.model_dump(by_alias=True)
+        data.update(changes)
+        return parse_instance(data)
+
+
+def _format_validation_error(exc: ValidationError, prefix: str = "") -> str:
+    lines = []
+    for err in exc.errors():
+        loc = ""
+        for part in err["loc"]:
+            if isinstance(part, int):
+                loc += f"[{part}]"
+            else:
+                # pydantic puts the discriminator tag in the location of
+                # union members ("improvement.inverse_gamma.shape"): keep it,
+                # it tells the user which distribution kind was checked.
+                loc += f".{part}" if loc else str(part)
+        msg = err["msg"]
+        if msg.startswith("Value error, "):
+            msg = msg[len("Value error, "):]
+            # Our model validator already names the field.
+            lines.append(f"{prefix}{msg}" if not loc else f"{prefix}{loc}: {msg}")
+        else:
+            lines.append(f"{prefix}{loc or '<root>'}: {msg}")
+    return "; ".join(lines)
+
+
+def parse_instance(data: Any) -> Instance:
+    """Validate a JSON-like dict into an :class:`Instance`.
+
+    Raises
+    ------
+    InstanceError
+        With a message naming each offending field and the rule it breaks.
+    """
+    if not isinstance(data, dict):
+        raise InstanceError(f"instance: expected a JSON object, got {type(data).__name__}")
+    try:
+        return Instance.model_validate(data)
+    except ValidationError as exc:
+        raise InstanceError(f"invalid instance: {_format_validation_error(exc)}") from None
+
+
+def load_instance(path: str | Path) -> Instance:
+    """Read and validate an instance JSON file.
+
+    Raises
+    ------
+    InstanceError
+        If the file is missing, is not JSON, or is not a valid instance.
+    """
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise InstanceError(f"{path}: cannot read instance file ({exc.strerror})") from None
+    try:
+        data = json.loads(text, parse_constant=_reject_constant)
+    except json.JSONDecodeError as exc:
+        raise InstanceError(f"{path}: not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})") from None
+    except ValueError as exc:
+        raise InstanceError(f"{path}: {exc}") from None
+    return parse_instance(data)
+
+
+def _reject_constant(name: str):
+    # Python's json accepts NaN/Infinity, which are not JSON and would slip
+    # non-finite numbers past the format.
+    raise ValueError(f"non-finite number {name} is not allowed in an instance")
+
+
+def instance_schema() -> dict:
+    """The JSON Schema of the instance format (``deplbench schema``)."""
+    schema = Instance.model_json_schema(by_alias=True)
+    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+    schema["title"] = "deplbench instance"
+    return schema
+
+
+__all__ = [
+    "FORMAT_VERSION",
+    "Instance",
+    "ModelVersion",
+    "Switch",
+    "Cluster",
+    "Dataset",
+    "TransferCost",
+    "Provenance",
+    "parse_instance",
+    "load_instance",
+    "instance_schema",
+]
