@@ -1,0 +1,141 @@
+"""Core primitives: exact allocation, scenario streams, result record, solver interface."""
+
+import json
+
+import numpy as np
+import pytest
+from scipy.optimize import minimize
+
+from deplbench.errors import SolverError
+from deplbench.formulations.allocation import allocate, plan_from_choices
+from deplbench.formulations.result import SolveResult
+from deplbench.formulations.scenarios import ScenarioSampler, allowed_violations, quantile_rank
+from deplbench.heuristics.base import Param, Solver, solve
+from deplbench.instances.distributions import InverseGamma
+from deplbench.instances.model import parse_instance
+
+
+def make_instance(**over):
+    ig = InverseGamma.from_moments(1.0, 0.02).model_dump()
+    data = {
+        "name": "core", "initial_loss": 10.0, "loss_max": 4.0, "omega": 0.9,
+        "time_max": 40.0, "horizon": 6,
+        "models": [
+            {"name": "big", "size": 1.0, "compute": 4.0, "loss_scale": 2.0, "loss_offset": 0.0, "improvement": ig},
+            {"name": "small", "size": 0.5, "compute": 1.0, "loss_scale": 1.2, "loss_offset": 1.0, "improvement": ig},
+        ],
+        "switches": [{"from_model": "big", "to_model": "small", "jump": {"kind": "normal", "mean": 0.2, "std": 0.05}}],
+        "clusters": [
+            {"name": "A", "capacity": 2.0, "unit_cost": 1.0, "bandwidth": 2.0},
+            {"name": "B", "capacity": 1.0, "unit_cost": 0.5, "bandwidth": 1.0},
+        ],
+        "datasets": [{"name": "d0", "size": 1.0, "usefulness": 1.0}],
+    }
+    data.update(over)
+    return parse_instance(data)
+
+
+@pytest.mark.parametrize("seed", range(25))
+def test_allocate_matches_numerical_optimum(seed):
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(1, 6))
+    c, kappa = rng.uniform(0.5, 5, n), rng.uniform(0.1, 2, n)
+    r, comm = rng.uniform(0.5, 3, n), rng.uniform(0, 0.3, n)
+    T = np.sum(c / r) + comm.sum() + rng.uniform(0.01, 5)
+    a = allocate(c, comm, kappa, r, T)
+    assert a.feasible
+    assert a.time <= T * (1 + 1e-9)
+    assert np.all(a.x <= r * (1 + 1e-12)) and np.all(a.x > 0)
+    best = np.inf
+    for x0 in (r * 0.999, r * 0.7):
+        res = minimize(lambda x: kappa @ x, x0, method="SLSQP", bounds=[(1e-6, ri) for ri in r],
+                       constraints=[{"type": "ineq", "fun": lambda x: T - np.sum(c / x) - comm.sum()}],
+                       options={"ftol": 1e-13, "maxiter": 1000})
+        if res.success and np.sum(c / res.x) + comm.sum() <= T * (1 + 1e-8):
+            best = min(best, res.fun)
+    # KKT certificate of the convex programme: one price λ with
+    # κ_k = λ c_k / x_k² on uncapped epochs and κ_k ≤ λ c_k / r_k² on capped ones.
+    lam = a.time_price
+    free = ~a.capped
+    assert np.allclose(kappa[free], lam * c[free] / a.x[free] ** 2, rtol=1e-7)
+    assert np.all(kappa[a.capped] <= lam * c[a.capped] / r[a.capped] ** 2 * (1 + 1e-7))
+    assert a.time == pytest.approx(T, rel=1e-9)
+    if np.isfinite(best):  # a general-purpose NLP solver never does better
+        assert a.cost <= best * (1 + 1e-6)
+
+
+def test_allocate_closed_form_and_infeasible():
+    c = np.array([1.0, 4.0, 9.0])
+    a = allocate(c, np.zeros(3), np.ones(3), np.full(3, 1e6), 2.0)
+    assert a.cost == pytest.approx(np.sum(np.sqrt(c)) ** 2 / 2.0, rel=1e-12)
+    bad = allocate(c, np.zeros(3), np.ones(3), np.ones(3), 10.0)  # needs 14 at capacity
+    assert not bad.feasible and "Tmax" in bad.reason
+
+
+def test_plan_from_choices_respects_constraints():
+    inst = make_instance()
+    plan = plan_from_choices(inst, ["big", "big", "small"], ["A", "B", "A"], {"A": ["d0"], "B": ["d0"]})
+    x = np.array(plan.allocations)
+    assert np.all(x <= np.array([2.0, 1.0, 2.0]) + 1e-12)
+    time = 4 / x[0] + 4 / x[1] + 1 / x[2] + 1 / 2 + 1 / 1 + 0.5 / 2
+    assert time == pytest.approx(40.0, rel=1e-9) or time < 40.0
+
+
+def test_scenarios_reproducible_and_streams_independent():
+    inst = make_instance()
+    a = ScenarioSampler(inst, seed=7).in_sample(50)
+    b = ScenarioSampler(inst, seed=7).in_sample(50)
+    c = ScenarioSampler(inst, seed=7).out_of_sample(50)
+    d = ScenarioSampler(inst, seed=8).in_sample(50)
+    assert np.array_equal(a.improvement, b.improvement) and np.array_equal(a.jump, b.jump)
+    assert not np.array_equal(a.improvement, c.improvement)
+    assert not np.array_equal(a.improvement, d.improvement)
+
+
+def test_final_losses_by_hand():
+    inst = make_instance()
+    sc = ScenarioSampler(inst, seed=1).in_sample(5)
+    losses = sc.final_losses([0, 0, 1], [1.0, 1.0, 1.0])
+    s = 3
+    expect = (10.0 - 2.0 / np.sqrt(1) * sc.improvement[s, 0, 0] - 2.0 / np.sqrt(2) * sc.improvement[s, 1, 0]
+              - 1.2 / np.sqrt(3 + 1) * sc.improvement[s, 2, 1] + sc.jump[s, 2, 0])
+    assert losses[s] == pytest.approx(expect, rel=1e-12)
+    with pytest.raises(KeyError):
+        sc.final_losses([1, 0], [1.0, 1.0])  # small -> big is not allowed
+
+
+def test_saa_counts():
+    assert allowed_violations(0.99, 100) == 1
+    assert allowed_violations(0.99, 1000) == 10
+    assert quantile_rank(0.9, 20) == 18
+
+
+def test_result_round_trip():
+    inst = make_instance()
+    plan = plan_from_choices(inst, ["big"], ["A"], {"A": ["d0"]})
+    r = SolveResult(algorithm="x", status="feasible", plan=plan, cost=1.5, lower_bound=1.0)
+    d = json.loads(json.dumps(r.to_dict()))
+    back = SolveResult.from_dict(d)
+    assert back.plan == plan and back.cost == 1.5
+    with pytest.raises(ValueError):
+        SolveResult(algorithm="x", status="done")
+
+
+class _Crashing(Solver):
+    name = "crashing"
+    parameters = {"level": Param(3, int, "a level", low=1, high=5)}
+
+    def run(self, instance, level):
+        raise RuntimeError("boom")
+
+
+def test_solve_turns_crash_into_error_record_and_checks_params():
+    inst = make_instance()
+    res = solve(inst, _Crashing, level="4")
+    assert res.status == "error" and "boom" in res.message and res.params["level"] == 4
+    with pytest.raises(SolverError, match="level"):
+        solve(inst, _Crashing, level=9)
+    with pytest.raises(SolverError, match="colour"):
+        solve(inst, _Crashing, colour=1)
+    with pytest.raises(SolverError, match="unknown algorithm"):
+        solve(inst, "no-such-algo")
