@@ -17,9 +17,14 @@ setup: $(STAMP)
 test: $(STAMP)
 	$(PY) -m pytest tests -q
 
+# pytest-benchmark suites benchmarks/bench_*.py -> results/bench/bench.json
+# (read by `deplbench report`). Exit status 5 = no suite collected yet: not
+# an error. Pass options with BENCH_ARGS, e.g. BENCH_ARGS='-k depl'.
 bench: $(STAMP)
 	mkdir -p results/bench
-	$(PY) -m pytest benchmarks -q -o python_files='bench_*.py' --benchmark-json=results/bench/bench.json
+	$(PY) -m pytest benchmarks -q -p no:cacheprovider -o python_files='bench_*.py' \
+		-o testpaths=benchmarks --benchmark-json=results/bench/bench.json \
+		--benchmark-sort=fullname $(BENCH_ARGS) || [ $$? -eq 5 ]
 
 demo: $(STAMP)
 	$(VENV)/bin/deplbench run benchmarks/sweeps/quick.toml --db results/demo.sqlite

@@ -25,7 +25,7 @@ import json
 import math
 import os
 import sqlite3
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -107,6 +107,7 @@ class ResultsStore:
     def __init__(self, path: str | os.PathLike, *, readonly: bool = False) -> None:
         self.path = Path(path)
         self.readonly = readonly
+        self._conn = None
         try:
             if readonly:
                 if not self.path.is_file():
@@ -116,6 +117,13 @@ class ResultsStore:
             else:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
                 self._conn = sqlite3.connect(str(self.path), timeout=30.0)
+                # Never add our tables to someone else's database: a file
+                # with tables but no `results` is refused before any write.
+                tables = {r[0] for r in self._conn.execute(
+                    "SELECT name FROM sqlite_master WHERE type='table'")}
+                if tables and "results" not in tables:
+                    raise SweepError(f"results store {self.path}: no `results` table "
+                                     "(not a deplbench store)")
                 # WAL: a reader (a report run while a sweep writes) never blocks
                 # the writer; FULL: a commit is on disk before insert() returns.
                 self._conn.execute("PRAGMA journal_mode=WAL")
@@ -126,7 +134,11 @@ class ResultsStore:
                 self._conn.commit()
             self._check_schema()
         except sqlite3.DatabaseError as exc:
+            self.close()
             raise SweepError(f"results store {self.path}: not a usable SQLite database ({exc})") from exc
+        except SweepError:
+            self.close()
+            raise
 
     # -- context manager ---------------------------------------------------
 
@@ -337,8 +349,3 @@ def export(path: str | os.PathLike, out: str | os.PathLike, fmt: str, *,
     else:
         frame.to_parquet(out, index=False)
     return len(frame)
-
-
-def insert_many(store: ResultsStore, records: Iterable[Mapping[str, Any]]) -> int:
-    """Add several records (each its own commit); return how many were stored."""
-    return sum(store.add(r) for r in records)

@@ -36,6 +36,7 @@ import json
 import math
 import os
 import platform
+import signal
 import subprocess
 import sys
 import time
@@ -289,20 +290,21 @@ def _solve(instance, task: Mapping[str, Any]) -> dict:
     elif name in ORACLES:
         result = ORACLES[name](instance, **params)
     else:
-        registry = _registry()
-        if registry is None:
-            raise SweepError(f"algorithm: solver registry not installed (needed for {name!r})")
-        result = registry.solve(instance, name, **_evaluation_kwargs(registry, task), **params)
+        try:
+            from deplbench.heuristics.base import solve
+        except ModuleNotFoundError as exc:
+            raise SweepError(f"algorithm: solver layer not installed (needed for {name!r})") from exc
+        result = solve(instance, name, **_evaluation_kwargs(solve, task), **params)
     return result if isinstance(result, dict) else result.to_dict()
 
 
-def _evaluation_kwargs(registry, task: Mapping[str, Any]) -> dict:
+def _evaluation_kwargs(solve: Callable, task: Mapping[str, Any]) -> dict:
     """Map the sweep's evaluation settings onto the solve() keyword names."""
     evaluation = task.get("evaluation") or {}
     if not evaluation:
         return {}
     try:
-        accepted = set(inspect.signature(registry.solve).parameters)
+        accepted = set(inspect.signature(solve).parameters)
     except (TypeError, ValueError):
         accepted = set()
     out = {}
@@ -381,6 +383,8 @@ def failure_record(task: Mapping[str, Any], error: str, *, started_at: str,
     limit or died; ``runtime_s`` is then the wall time it was given, a lower
     bound on what the solver would have needed.
     """
+    if hasattr(task, "to_dict"):
+        task = task.to_dict()
     record = base_record(task, started_at=started_at)
     record.update(status="error", message=error.splitlines()[0], error=error,
                   runtime_s=wall_s, wall_s=wall_s, finished_at=now_iso())
@@ -479,9 +483,35 @@ def _cpu_model() -> str:
 # --------------------------------------------------------------------------
 
 
+def set_parent_death_signal() -> None:
+    """Ask Linux to SIGKILL this process when its parent dies (no orphans).
+
+    A no-op elsewhere. Used by every task process and by the local
+    executor's forkserver, so that killing the runner (even ``kill -9``)
+    kills the solvers it started.
+    """
+    if not sys.platform.startswith("linux"):
+        return
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        PR_SET_PDEATHSIG = 1
+        libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    except (OSError, AttributeError):  # pragma: no cover - exotic libc
+        pass
+
+
 def main(argv: list[str] | None = None) -> int:
-    """``python -m deplbench.benchmarks.tasks TASK.json OUT.json``."""
+    """``python -m deplbench.benchmarks.tasks TASK.json OUT.json``.
+
+    The Dask executor's way to give a task a process of its own; the process
+    dies with the Dask worker that started it.
+    """
     argv = sys.argv[1:] if argv is None else argv
+    set_parent_death_signal()
+    # The runner owns Ctrl-C (see executors._local_child for why).
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     if len(argv) != 2:
         print("usage: python -m deplbench.benchmarks.tasks TASK.json OUT.json", file=sys.stderr)
         return 2

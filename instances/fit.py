@@ -427,6 +427,10 @@ class DistFit:
     chosen: Any
     reason: str = ""
     data: np.ndarray = field(default_factory=lambda: np.empty(0), repr=False)
+    #: Switch fits only: the run-term noise −c_i (x_j − E[X]) at every
+    #: observation i and X node j, so the report can draw the fitted density
+    #: of the residuals (t convolved with the run noise) over their histogram.
+    noise: np.ndarray = field(default_factory=lambda: np.zeros((1, 1)), repr=False)
 
     def diagnostics(self) -> dict:
         return {
@@ -524,8 +528,9 @@ def fit_improvement(
     Returns
     -------
     DistFit
-        ``chosen`` is an InverseGamma when accepted, otherwise an Empirical
-        of the multipliers (a PointMass when they have no spread at all).
+        ``chosen`` is an InverseGamma when accepted (KS p >= alpha and shape
+        > 2, so that mean and variance are finite), otherwise an Empirical of
+        the multipliers (a PointMass when they have no spread at all).
 
     Notes
     -----
@@ -564,6 +569,13 @@ def fit_improvement(
         p = (exceed + 1.0) / (ks_bootstrap + 1.0)
         method = f"ks-bootstrap-{int(ks_bootstrap)}"
     params = {"shape": a, "scale": b}
+    if p >= alpha and a <= 2.0:
+        # Accepted by KS but with an infinite variance (mean too for a <= 1):
+        # expectation- and moment-driven algorithms could not use it.
+        return DistFit(
+            "inverse_gamma", params, n, d, p, method, False, Empirical(samples=compress_samples(x, max_empirical)),
+            f"fitted shape {a:.3g} <= 2 gives an infinite variance; empirical sample kept", x,
+        )
     if p >= alpha:
         return DistFit("inverse_gamma", params, n, d, p, method, True, InverseGamma(shape=a, scale=b), "", x)
     return DistFit(
@@ -661,11 +673,12 @@ def fit_switch(
     ks = stats.kstest(u, "uniform")
     d, p = float(ks.statistic), float(ks.pvalue)
     params = {"df": df, "loc": loc, "scale": scale}
+    noise = -c[:, None] * (nodes[None, :] - mean_x)
     if p >= alpha:
         return DistFit("student_t", params, n, d, p, "ks-plain-pit", True, StudentT(df=df, loc=loc, scale=scale),
-                       "", resid)
+                       "", resid, noise)
     return DistFit("student_t", params, n, d, p, "ks-plain-pit", False, fallback(),
-                   f"KS rejects the Student's t fit (p = {p:.3g} < {alpha})", resid)
+                   f"KS rejects the Student's t fit (p = {p:.3g} < {alpha})", resid, noise)
 
 
 # -------------------------------------------------------------- full fit
@@ -1024,7 +1037,10 @@ def write_report(fit: FitResult, directory: str | os.PathLike) -> list[Path]:
         ax1.legend(fontsize=8)
         imp = mf.improvement
         x = imp.data
-        ax2.hist(x, bins=min(60, max(10, int(np.sqrt(x.size)))), density=True, alpha=0.5, label="empirical X")
+        # Clip the drawn range to the central 99.9 % so a heavy tail does not
+        # squash the bulk (the density is then normalised over that 99.9 %).
+        ax2.hist(x, bins=min(60, max(10, int(np.sqrt(x.size)))), density=True, alpha=0.5, label="empirical X",
+                 range=(float(np.quantile(x, 0.0005)), float(np.quantile(x, 0.9995))))
         if imp.params:
             xs = np.linspace(max(np.quantile(x, 0.001), 1e-9), np.quantile(x, 0.999), 300)
             pdf = stats.invgamma(imp.params["shape"], scale=imp.params["scale"]).pdf(xs)
@@ -1045,8 +1061,15 @@ def write_report(fit: FitResult, directory: str | os.PathLike) -> list[Path]:
             lo, hi = float(np.min(r)), float(np.max(r))
             pad = 0.1 * (hi - lo + 1e-12)
             xs = np.linspace(lo - pad, hi + pad, 300)
-            pdf = stats.t(sf.params["df"], loc=sf.params["loc"], scale=sf.params["scale"]).pdf(xs)
-            ax.plot(xs, pdf, "r-" if sf.accepted else "r--", label="fitted l_sw (Student's t)")
+            t = stats.t(sf.params["df"], loc=sf.params["loc"], scale=sf.params["scale"])
+            # The histogram holds l_sw plus the switch epoch's run noise: draw
+            # the fitted model of exactly that (t convolved with the noise,
+            # averaged over a thinned set of observations, each with all its
+            # X nodes so the thinning keeps the noise distribution), and l_sw alone.
+            noise = sf.noise[:: max(1, sf.noise.shape[0] // 64)].ravel()
+            mix = np.mean([t.pdf(xs - e) for e in noise], axis=0)
+            ax.plot(xs, mix, "r-" if sf.accepted else "r--", label="fit: l_sw + run noise")
+            ax.plot(xs, t.pdf(xs), "k:", label="fitted l_sw (Student's t)")
         ptxt = "n/a" if sf.p_value is None else f"{sf.p_value:.3g}"
         ax.set(xlabel="loss jump l_sw", ylabel="density", title=f"{a} → {b}: KS p = {ptxt}, n = {sf.n}")
         ax.legend(fontsize=8)

@@ -100,7 +100,9 @@ class ReportData:
     df : pandas.DataFrame
         One row per task attempt with the store columns plus derived ones:
         ``<json>_d`` dicts, ``instance_key`` (pairing identity), ``config``
-        (the varying solver parameters, e.g. ``"eta=50"``), ``has_plan``,
+        (the varying solver parameters, e.g. ``"eta=50"``), ``variant``
+        (non-default SPEC §1 variants, "" for the defaults), ``paper_set``,
+        ``has_plan``,
         ``exp_final_loss``, and one float column per :data:`SIZE_PARAMETERS`.
     notes : list of str
         Data problems found while reading (missing columns, bad JSON).
@@ -256,6 +258,24 @@ def _final_mean(ev: dict) -> float:
     return math.nan
 
 
+#: SPEC §1's variants and their defaults (the text's intent).
+DEFAULT_VARIANTS = {"transfer_cost_mode": "once", "data_rule": "intended"}
+
+
+def variant_tag(diagnostics: dict) -> str:
+    """"" for the default model variants, else e.g. ``"data_rule=printed"``.
+
+    The runner stores a result's ``variants`` in ``diagnostics.variants``;
+    rows without it (oracles) are taken to use the defaults, so they still
+    pair with the default-variant rows of the same instance.
+    """
+    v = diagnostics.get("variants") if isinstance(diagnostics, dict) else None
+    if not isinstance(v, dict):
+        return ""
+    return ", ".join(f"{k}={v[k]}" for k in sorted(v)
+                     if v[k] is not None and DEFAULT_VARIANTS.get(k) != v[k])
+
+
 def paper_set(family: str, instance_name: str, instance_params: dict) -> str:
     """Which of the paper's figure sets a row belongs to ("" for none)."""
     parts = [family, instance_name]
@@ -342,21 +362,31 @@ def prepare(frame: pd.DataFrame, source: str = "<DataFrame>") -> ReportData:
     # Pairing identity: the same generated instance with the same targets.
     # instance_params is canonicalised so key order in the JSON never splits
     # one instance into two.
-    df["instance_key"] = [
-        "|".join((f, n, s, _canonical(p), repr(lm), repr(om)))
-        for f, n, s, p, lm, om in zip(df["family"], df["instance_name"],
-                                      df["instance_seed"], df["instance_params_d"],
-                                      df["loss_max"], df["omega"])]
+    def obj(values) -> pd.Series:  # keeps str dtype on an empty frame too
+        return pd.Series(list(values), index=df.index, dtype=object)
+
+    df["variant"] = obj(variant_tag(d) for d in df["diagnostics_d"])
+    df["instance_key"] = obj(
+        "|".join((f, n, s, _canonical(p), repr(lm), repr(om), v))
+        for f, n, s, p, lm, om, v in zip(df["family"], df["instance_name"],
+                                         df["instance_seed"], df["instance_params_d"],
+                                         df["loss_max"], df["omega"], df["variant"]))
+    nondefault = df.loc[df["variant"] != "", "variant"].value_counts()
+    for tag, count in nondefault.items():
+        notes.append(f"{count} row(s) use the non-default model variant {tag} (SPEC §1); "
+                     "they are paired only with rows of the same variant")
     df["config"] = _config_labels(df)
-    df["paper_set"] = [paper_set(f, n, p) for f, n, p in
-                       zip(df["family"], df["instance_name"], df["instance_params_d"])]
+    df["paper_set"] = obj(paper_set(f, n, p) for f, n, p in
+                          zip(df["family"], df["instance_name"], df["instance_params_d"]))
     df["has_plan"] = df["status"].isin(PLAN_STATUSES) & df["cost"].notna()
-    df["exp_final_loss"] = [_final_mean(e) for e in df["evaluation_d"]]
+    df["has_plan"] = df["has_plan"].astype(bool)
+    df["exp_final_loss"] = pd.Series([_final_mean(e) for e in df["evaluation_d"]],
+                                     index=df.index, dtype=float)
     for name, (cols, aliases) in SIZE_PARAMETERS.items():
-        df[name] = [
+        df[name] = pd.Series([
             _as_number(v) if (v := lookup([row[c] for c in cols], aliases)) is not None
             else math.nan
-            for row in df[list(cols)].to_dict("records")]
+            for row in df[list(cols)].to_dict("records")], index=df.index, dtype=float)
     return ReportData(df=df, notes=notes, source=source)
 
 

@@ -77,11 +77,13 @@ class Figure:
 
 @dataclass
 class Note:
-    """A paragraph of text; ``missing=True`` marks a missing-data statement
-    (rendered with class ``missing`` and listed in the manifest)."""
+    """A paragraph of text. ``missing=True`` marks a missing-data statement
+    (class ``missing``, listed in the manifest); ``error=True`` marks a
+    section that failed to build (class ``error``; a bug, never expected)."""
 
     text: str
     missing: bool = False
+    error: bool = False
 
 
 Element = Union[Table, Figure, Note]

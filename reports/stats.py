@@ -197,7 +197,7 @@ def optimum_per_instance(df: pd.DataFrame) -> pd.DataFrame:
         MILP that disagrees with the DP is visible instead of averaged away.
     """
     if df.empty:
-        return pd.DataFrame(columns=list(OPTIMUM_COLUMNS))
+        return _empty_optimum()
     cand: dict[str, dict[str, float]] = {}
     for key, diag, ip in zip(df["instance_key"], df["diagnostics_d"],
                              df["instance_params_d"]):
@@ -219,7 +219,15 @@ def optimum_per_instance(df: pd.DataFrame) -> pd.DataFrame:
         lo = vals.min()
         spread = float((vals.max() - lo) / abs(lo)) if lo != 0 else float(vals.max() - lo)
         rows.append((key, srcs[src], src, len(srcs), spread))
-    return pd.DataFrame(rows, columns=list(OPTIMUM_COLUMNS))
+    return pd.DataFrame(rows, columns=list(OPTIMUM_COLUMNS)) if rows else _empty_optimum()
+
+
+def _empty_optimum() -> pd.DataFrame:
+    return pd.DataFrame({"instance_key": pd.Series(dtype=object),
+                         "optimum": pd.Series(dtype=float),
+                         "optimum_source": pd.Series(dtype=object),
+                         "n_oracles": pd.Series(dtype=int),
+                         "oracle_spread": pd.Series(dtype=float)})
 
 
 def with_ratios(df: pd.DataFrame) -> pd.DataFrame:

@@ -1,0 +1,92 @@
+"""``deplbench run`` and ``deplbench export``: the benchmark layer's commands.
+
+::
+
+    deplbench run SWEEP.toml --db results.sqlite [--workers N] [--retry-failed]
+                  [--dask-scheduler ADDR | --dask-local N] [--no-progress] [--dry-run]
+    deplbench export DB --format {csv,parquet} -o FILE [--latest]
+
+``SWEEP`` may also name a packaged sweep (``quick``, ``paper``,
+``complexity``, ``knapsack``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from deplbench.errors import SweepError
+
+
+def register(subparsers) -> None:
+    """Add the ``run`` and ``export`` sub-commands."""
+    run = subparsers.add_parser(
+        "run", help="run a benchmark sweep into a results store (resumable)",
+        description="Expand a TOML sweep into tasks and run those the results store does "
+                    "not have yet. Each task runs in its own process under a hard time "
+                    "limit; each finished task is committed at once.")
+    run.add_argument("sweep", metavar="SWEEP.toml",
+                     help="sweep file, or the name of a packaged sweep (quick, paper, "
+                          "complexity, knapsack)")
+    run.add_argument("--db", required=True, metavar="DB",
+                     help="SQLite results store (created if missing)")
+    run.add_argument("--workers", type=int, default=None, metavar="N",
+                     help="local task processes (default: usable CPU cores)")
+    run.add_argument("--retry-failed", action="store_true",
+                     help="re-run tasks whose earlier attempts all failed")
+    dask = run.add_mutually_exclusive_group()
+    dask.add_argument("--dask-scheduler", metavar="ADDR", default=None,
+                      help="submit tasks to a running dask.distributed scheduler")
+    dask.add_argument("--dask-local", type=int, metavar="N", default=None,
+                      help="start a loopback LocalCluster with N worker processes")
+    run.add_argument("--no-progress", action="store_true", help="no progress bar")
+    run.add_argument("--dry-run", action="store_true",
+                     help="validate and count the tasks, run nothing")
+    run.set_defaults(func=_run)
+
+    export = subparsers.add_parser(
+        "export", help="export a results store to CSV or Parquet",
+        description="Write the results store's frame (the DESIGN.md column contract) "
+                    "to a file.")
+    export.add_argument("db", metavar="DB", help="SQLite results store")
+    export.add_argument("--format", required=True, choices=("csv", "parquet"),
+                        help="output format (parquet needs pyarrow)")
+    export.add_argument("-o", "--output", required=True, metavar="FILE", help="output file")
+    export.add_argument("--latest", action="store_true",
+                        help="only the last attempt of each task")
+    export.set_defaults(func=_export)
+
+
+def _run(args: argparse.Namespace) -> int:
+    from deplbench.benchmarks.executors import DaskExecutor, LocalExecutor
+    from deplbench.benchmarks.runner import run_sweep, select_tasks
+    from deplbench.benchmarks.store import ResultsStore
+    from deplbench.benchmarks.sweep import load_sweep
+
+    sweep = load_sweep(args.sweep)
+    dask = args.dask_scheduler is not None or args.dask_local is not None
+    if dask and args.workers is not None:
+        raise SweepError("--workers: applies to local runs; with Dask the cluster decides")
+    if dask:
+        executor = DaskExecutor(scheduler=args.dask_scheduler, local_workers=args.dask_local)
+    else:
+        executor = LocalExecutor(workers=args.workers)
+    with ResultsStore(args.db) as store:
+        if args.dry_run:
+            tasks = sweep.tasks()
+            todo, done, failed = select_tasks(tasks, store, retry_failed=args.retry_failed)
+            print(f"sweep {sweep.name}: {len(tasks)} tasks, {done} already done, "
+                  f"{failed} failed before, {len(todo)} to run on {executor.describe()}")
+            return 0
+        summary = run_sweep(sweep, store, executor, retry_failed=args.retry_failed,
+                            progress=not args.no_progress)
+    print(summary.text(sweep.name), file=sys.stderr)
+    return 0
+
+
+def _export(args: argparse.Namespace) -> int:
+    from deplbench.benchmarks.store import export
+
+    n = export(args.db, args.output, args.format, latest=args.latest)
+    print(f"wrote {n} rows to {args.output}", file=sys.stderr)
+    return 0

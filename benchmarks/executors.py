@@ -1,0 +1,368 @@
+"""Where tasks run: a local process pool or a Dask cluster.
+
+Both executors take :class:`~deplbench.benchmarks.sweep.Task` objects and
+yield one record per task, as tasks finish, to the single process that
+writes the results store. Each task runs in a process of its own under a
+**hard** wall-clock limit: when the limit passes, the process is terminated
+(SIGTERM, then SIGKILL after :data:`KILL_GRACE_S`) and a record with
+``status = "error"`` and an ``error`` starting with ``timeout:`` is produced
+instead, so a hung solver costs its time limit and nothing more. A process
+that dies (segfault, OOM killer) yields a record starting with ``crash:``.
+
+* :class:`LocalExecutor` — ``--workers N``: up to N concurrent processes
+  forked from a ``forkserver`` that has already imported the solver stack
+  (``benchmarks/_warm.py``), so a task starts in milliseconds rather than
+  re-importing pyomo/scipy. Task processes and the forkserver ask the kernel
+  for SIGKILL when their parent dies (``PR_SET_PDEATHSIG``), so even
+  ``kill -9`` of the runner leaves no orphan solver behind.
+* :class:`DaskExecutor` — ``--dask-scheduler ADDRESS`` (a running
+  ``dask.distributed`` cluster) or ``--dask-local N`` (a ``LocalCluster`` of
+  N single-threaded worker processes bound to 127.0.0.1, no dashboard). Each
+  Dask task runs ``python -m deplbench.benchmarks.tasks`` as a subprocess
+  under the same hard limit, because a Dask worker cannot kill a running
+  Python function; the interpreter start-up (about a second) counts against
+  that limit. Remote workers need deplbench installed; on an interrupt,
+  tasks already running on a remote cluster finish there and are discarded.
+
+Ctrl-C reaches every process of the terminal's process group: task
+processes ignore it and the runner, which owns it, kills them — an
+interrupt must not be recorded as a failed task.
+"""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterable, Iterator
+from multiprocessing.connection import wait
+from pathlib import Path
+from typing import Any
+
+from deplbench.benchmarks import tasks as task_mod
+from deplbench.benchmarks.sweep import Task
+from deplbench.errors import SweepError
+
+#: Module the forkserver imports once (it imports the solver stack, each
+#: import guarded), so forked workers start warm.
+PRELOAD = ("deplbench.benchmarks._warm",)
+
+#: Seconds between SIGTERM and SIGKILL for a task over its limit. Short:
+#: the limit is hard, the grace is only for a clean exit of well-behaved code.
+KILL_GRACE_S = 0.5
+
+
+def default_workers() -> int:
+    """Usable CPU cores (affinity-aware), at least 1."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # pragma: no cover - non-Linux
+        return max(1, os.cpu_count() or 1)
+
+
+def limit_threads() -> None:
+    """Default BLAS/OpenMP pools to one thread per task process.
+
+    N task processes on N cores each spawning N BLAS threads would
+    oversubscribe the machine and distort every runtime. Explicit settings
+    in the environment win; the values end up in each row's ``env``.
+    """
+    for var in task_mod.THREAD_VARS:
+        os.environ.setdefault(var, "1")
+
+
+def _timeout_message(task: Task) -> str:
+    return (f"timeout: task exceeded its hard time limit of {task.time_limit_s:g} s "
+            f"and was killed")
+
+
+# --------------------------------------------------------------------------
+# local
+# --------------------------------------------------------------------------
+
+
+def _forwarded_env() -> dict[str, str]:
+    """Environment the parent hands each task process explicitly.
+
+    The forkserver keeps the environment it started with; a plugin list or
+    thread setting changed later in the parent (tests do that) must still
+    reach the task.
+    """
+    names = (task_mod.PLUGIN_ENV, *task_mod.THREAD_VARS)
+    return {n: os.environ[n] for n in names if n in os.environ}
+
+
+def _local_child(conn, task: dict, env: dict[str, str]) -> None:
+    """Body of a local worker process: run one task, send its record."""
+    task_mod.set_parent_death_signal()
+    # Ctrl-C reaches the whole process group; the runner handles it (kills
+    # this process, stores nothing). Left on, the interrupt would turn into
+    # a "failed" row that a plain resume would then skip.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if task_mod.PLUGIN_ENV not in env:
+        os.environ.pop(task_mod.PLUGIN_ENV, None)
+    os.environ.update(env)
+    try:
+        record = task_mod.run_task(task)
+        conn.send(record)
+    except BaseException as exc:  # noqa: BLE001 - e.g. an unpicklable record
+        try:
+            conn.send(task_mod.failure_record(
+                task, f"worker: could not return the record ({type(exc).__name__}: {exc})",
+                started_at=task_mod.now_iso(), wall_s=0.0))
+        except BaseException:  # noqa: BLE001 - the parent then sees a dead worker
+            pass
+    finally:
+        conn.close()
+
+
+class LocalExecutor:
+    """Run tasks in local processes, at most ``workers`` at a time.
+
+    Parameters
+    ----------
+    workers : int, optional
+        Concurrent task processes (default: usable cores).
+    start_method : {"forkserver", "spawn", "fork"}
+        How task processes are created; ``forkserver`` is the default on
+        Linux (fast and safe with a multi-threaded parent).
+    """
+
+    def __init__(self, workers: int | None = None, start_method: str | None = None) -> None:
+        workers = default_workers() if workers is None else workers
+        if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+            raise SweepError(f"--workers: must be a positive integer, got {workers!r}")
+        self.workers = workers
+        if start_method is None:
+            start_method = "forkserver" if "forkserver" in mp.get_all_start_methods() else "spawn"
+        self.start_method = start_method
+        self._running: dict[Any, tuple] = {}
+
+    def describe(self) -> str:
+        return f"local({self.workers} workers, {self.start_method})"
+
+    def _context(self):
+        ctx = mp.get_context(self.start_method)
+        if self.start_method == "forkserver":
+            ctx.set_forkserver_preload(list(PRELOAD))
+        return ctx
+
+    def run(self, tasks: Iterable[Task]) -> Iterator[tuple[Task, dict]]:
+        """Yield ``(task, record)`` as tasks finish (completion order).
+
+        Closing the generator early (or an exception in the consumer, e.g.
+        Ctrl-C) kills every running task process.
+        """
+        limit_threads()
+        ctx = self._context()
+        env = _forwarded_env()
+        pending = list(tasks)[::-1]  # pop() from the end keeps file order
+        running = self._running
+        try:
+            while pending or running:
+                while pending and len(running) < self.workers:
+                    task = pending.pop()
+                    recv, send = ctx.Pipe(duplex=False)
+                    proc = ctx.Process(target=_local_child, args=(send, task.to_dict(), env),
+                                       name=f"deplbench-{task.key}", daemon=True)
+                    started = task_mod.now_iso()
+                    proc.start()
+                    send.close()  # only the child writes; EOF then means it died
+                    running[recv] = (proc, task, time.monotonic(), started)
+                deadline = min(t0 + task.time_limit_s for _, task, t0, _ in running.values())
+                timeout = max(0.0, deadline - time.monotonic())
+                ready = wait(list(running), timeout=timeout)
+                for conn in ready:
+                    proc, task, t0, started = running.pop(conn)
+                    try:
+                        record = conn.recv()
+                    except (EOFError, OSError):
+                        proc.join(timeout=5)
+                        code = proc.exitcode
+                        record = task_mod.failure_record(
+                            task, f"crash: task process died with exit code {code}"
+                                  f"{_signal_name(code)} before returning a record",
+                            started_at=started, wall_s=time.monotonic() - t0)
+                    conn.close()
+                    proc.join(timeout=5)
+                    yield task, record
+                now = time.monotonic()
+                for conn in [c for c, (_, task, t0, _) in running.items()
+                             if now >= t0 + task.time_limit_s]:
+                    proc, task, t0, started = running.pop(conn)
+                    _kill(proc)
+                    conn.close()
+                    yield task, task_mod.failure_record(
+                        task, _timeout_message(task), started_at=started,
+                        wall_s=time.monotonic() - t0)
+        finally:
+            self.close()
+
+    def close(self) -> None:
+        """Kill every task process still running (idempotent)."""
+        while self._running:
+            conn, (proc, *_rest) = self._running.popitem()
+            _kill(proc, grace=0.0)
+            conn.close()
+
+
+def _kill(proc, grace: float = KILL_GRACE_S) -> None:
+    if proc.is_alive():
+        proc.terminate()
+        proc.join(timeout=grace)
+    if proc.is_alive():
+        proc.kill()
+    proc.join(timeout=5)
+
+
+def _signal_name(code: int | None) -> str:
+    if code is not None and code < 0:
+        try:
+            return f" ({signal.Signals(-code).name})"
+        except ValueError:
+            return ""
+    return ""
+
+
+# --------------------------------------------------------------------------
+# Dask
+# --------------------------------------------------------------------------
+
+
+def run_task_isolated(task: dict, time_limit_s: float) -> dict:
+    """Run one task in a fresh Python subprocess under a hard time limit.
+
+    This is the function Dask workers execute. ``subprocess.run`` kills the
+    child with SIGKILL when ``time_limit_s`` passes.
+
+    Returns
+    -------
+    dict
+        The task's record, or a failure record (timeout / crash).
+    """
+    started, t0 = task_mod.now_iso(), time.monotonic()
+    env = dict(os.environ)
+    for var in task_mod.THREAD_VARS:
+        env.setdefault(var, "1")
+    with tempfile.TemporaryDirectory(prefix="deplbench-task-") as tmp:
+        task_file, out_file = Path(tmp, "task.json"), Path(tmp, "record.json")
+        import json
+
+        task_file.write_text(json.dumps(task), encoding="utf-8")
+        try:
+            proc = subprocess.run(
+                [sys.executable, "-m", "deplbench.benchmarks.tasks", str(task_file), str(out_file)],
+                capture_output=True, text=True, timeout=time_limit_s, env=env)
+        except subprocess.TimeoutExpired:
+            return task_mod.failure_record(
+                task, _timeout_message(Task.from_dict(task)), started_at=started,
+                wall_s=time.monotonic() - t0)
+        if proc.returncode != 0 or not out_file.is_file():
+            tail = (proc.stderr or "").strip()[-2000:]
+            return task_mod.failure_record(
+                task, f"crash: task process exited with code {proc.returncode}"
+                      f"{_signal_name(proc.returncode)}\n{tail}",
+                started_at=started, wall_s=time.monotonic() - t0)
+        return json.loads(out_file.read_text(encoding="utf-8"))
+
+
+class DaskExecutor:
+    """Submit tasks to a dask.distributed cluster.
+
+    Parameters
+    ----------
+    scheduler : str, optional
+        Address of a running scheduler (``tcp://host:8786``).
+    local_workers : int, optional
+        Start a ``LocalCluster`` with this many single-threaded worker
+        processes on 127.0.0.1 instead (no dashboard, loopback only).
+    connect_timeout_s : float
+        How long to try reaching ``scheduler``.
+
+    Raises
+    ------
+    SweepError
+        Neither or both given, or the scheduler cannot be reached.
+    """
+
+    def __init__(self, scheduler: str | None = None, local_workers: int | None = None, *,
+                 connect_timeout_s: float = 20.0) -> None:
+        if (scheduler is None) == (local_workers is None):
+            raise SweepError("--dask-scheduler/--dask-local: give exactly one")
+        if local_workers is not None and (isinstance(local_workers, bool)
+                                          or not isinstance(local_workers, int)
+                                          or local_workers < 1):
+            raise SweepError(f"--dask-local: must be a positive integer, got {local_workers!r}")
+        self.scheduler = scheduler
+        self.local_workers = local_workers
+        self.connect_timeout_s = connect_timeout_s
+        self._client = None
+        self._cluster = None
+        self._futures: list = []
+
+    def describe(self) -> str:
+        if self.scheduler is not None:
+            return f"dask({self.scheduler})"
+        return f"dask-local({self.local_workers} workers)"
+
+    def _connect(self):
+        try:
+            from distributed import Client, LocalCluster
+        except ImportError as exc:  # pragma: no cover - dependency of the package
+            raise SweepError(f"--dask-*: dask.distributed is not installed ({exc})") from exc
+        limit_threads()  # LocalCluster workers inherit this environment
+        if self.scheduler is not None:
+            try:
+                self._client = Client(self.scheduler, timeout=f"{self.connect_timeout_s}s")
+            except (OSError, TimeoutError, ValueError) as exc:
+                raise SweepError(f"--dask-scheduler: cannot reach {self.scheduler} ({exc})") from exc
+        else:
+            self._cluster = LocalCluster(n_workers=self.local_workers, threads_per_worker=1,
+                                         processes=True, host="127.0.0.1",
+                                         dashboard_address=None)
+            self._client = Client(self._cluster)
+        return self._client
+
+    def run(self, tasks: Iterable[Task]) -> Iterator[tuple[Task, dict]]:
+        """Yield ``(task, record)`` as Dask tasks complete."""
+        from distributed import as_completed
+
+        client = self._connect()
+        try:
+            by_future = {}
+            for task in tasks:
+                # pure=False: a retried task must run again, not reuse a result.
+                fut = client.submit(run_task_isolated, task.to_dict(), task.time_limit_s,
+                                    pure=False, key=f"deplbench-{task.key}-{os.urandom(4).hex()}")
+                by_future[fut] = task
+            self._futures = list(by_future)
+            for fut in as_completed(self._futures):
+                task = by_future[fut]
+                try:
+                    record = fut.result()
+                except Exception as exc:  # noqa: BLE001 - a lost worker, not the task
+                    record = task_mod.failure_record(
+                        task, f"dask: {type(exc).__name__}: {exc}",
+                        started_at=task_mod.now_iso(), wall_s=0.0)
+                yield task, record
+        finally:
+            self.close()
+
+    def close(self) -> None:
+        """Cancel outstanding futures and shut down what this executor started."""
+        if self._client is not None:
+            try:
+                if self._futures:
+                    self._client.cancel(self._futures)
+            except Exception:  # noqa: BLE001 - shutting down anyway
+                pass
+            self._client.close()
+            self._client = None
+        if self._cluster is not None:
+            self._cluster.close()
+            self._cluster = None
+        self._futures = []

@@ -1,0 +1,497 @@
+"""DepL's expanded graph (Sec. IV-B) and its minimum-cost path.
+
+Vertices and edges
+------------------
+A vertex is (m, k, i, j): model m used in epoch k, elapsed-time bucket i and
+loss bucket j. With resolution η:
+
+* time: bucket i represents an elapsed time of i·Tmax/η, i = 0..η; an epoch of
+  model m advances i by δ_m = ⌈τ_m / (Tmax/η)⌉ where τ_m is the epoch time of
+  m on the most capable cluster at full capacity (the paper's "least
+  restrictive option" for the later stages). Rounding *up* makes the
+  represented time an upper bound of the real one along every path;
+* loss: bucket j represents the tracked quantile surrogate
+  ``target + j·Δℓ`` (see :mod:`.quantile_transform`), j = 1..J, with
+  Δℓ = (ℓ(0) + headroom − target)/η (the paper's ℓ(0)/η step, measured from the
+  target instead of from 0). An edge m → m' into epoch k shifts j by
+  ⌈(φ_run(m', k) + φ_jump(m, m'))/Δℓ⌉ — rounded *up*, so the represented
+  surrogate is an upper bound of the exact one. Bucket j ≤ 0 means the
+  surrogate is at or below the target: the state is feasible and is joined to
+  the virtual sink Ω by a zero-weight edge. States above bucket J or past
+  bucket η in time are not represented (dropping them only removes paths).
+
+Because every represented quantity is an upper bound, every path to Ω is a
+feasible model sequence in the real quantities the surrogate models
+(time at full capacity ≤ Tmax, surrogate quantile ≤ ℓmax).
+
+Edge weight
+-----------
+Entering epoch k with model m' costs w_{m'} = sqrt(κ* · c(m', D̂)) where κ* is
+the unit cost of the most capable cluster. A path of weight W then has, on
+that cluster, the real-x optimal cost W² / (Tmax − Σ comm) whenever the
+capacity does not bind (the water-filling closed form of
+``formulations.allocation``; a lower bound when it binds). Minimising W is
+therefore minimising the cost of the model sequence; for the knapsack-derived
+instances (SPEC §3) it is exact. The plan's actual cost comes from stage 3.
+
+Solving it
+----------
+Edges only go from layer k to k + 1, so the graph is a DAG and a dynamic
+program over layers replaces Dijkstra: each layer is an array of shape
+(|M|, η+1, J+1), and an edge class (m → m') is one shifted element-wise
+minimum (min-plus propagation with a constant shift in i and j) — numpy does
+the whole layer in |M|² vectorised operations. The layer's predecessor model
+is stored (int8/int16) for path recovery. Once every live state costs at
+least the best sink found, later layers cannot improve (weights are
+positive) and the DP stops.
+
+:func:`solve_networkx` builds the very same graph explicitly with networkx
+and runs Dijkstra to Ω: the reference the tests and
+``benchmarks/depl_targets.py`` compare against.
+
+References
+----------
+DepL paper, Sec. IV-B and Property 2; G. Xue et al., "Finding a path subject
+to many additive QoS constraints", IEEE/ACM ToN 2007 (ref. [21]).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from deplbench.errors import SolverError
+
+
+@dataclass(frozen=True)
+class GraphSpec:
+    """Everything that defines one expanded graph (integers after rounding).
+
+    Attributes
+    ----------
+    weights : ndarray, shape (M,)
+        Edge weight w_m of an epoch on model m (> 0).
+    time_steps : ndarray of int, shape (M,)
+        δ_m, time buckets one epoch of m takes (≥ 1).
+    n_time : int
+        η: time buckets 0..η are represented.
+    run_shift : ndarray of int, shape (K̄, M)
+        Loss-bucket shift of the run term of m at epoch k (not used directly;
+        kept for diagnostics).
+    shift : ndarray of int, shape (K̄, M, M)
+        Total loss-bucket shift of an edge m → m' entering epoch k (row k−1);
+        for k = 1 the row ``first_shift`` is used instead.
+    first_shift : ndarray of int, shape (M,)
+        Loss-bucket shift of the first epoch on m' (no switch).
+    allowed : ndarray of bool, shape (M, M)
+    n_loss : int
+        J: loss buckets 1..J are represented, 0 is "feasible".
+    start_loss : int
+        j0, the bucket of ℓ(0).
+    horizon : int
+        K̄, the largest number of epochs.
+    forbidden_first : tuple
+        Models that may not start (unused by DepL; for tests).
+    """
+
+    weights: np.ndarray
+    time_steps: np.ndarray
+    n_time: int
+    shift: np.ndarray
+    first_shift: np.ndarray
+    allowed: np.ndarray
+    n_loss: int
+    start_loss: int
+    horizon: int
+    loss_step: float = 1.0
+    time_step: float = 1.0
+    target: float = 0.0
+
+    @property
+    def n_models(self) -> int:
+        return int(self.weights.size)
+
+    @property
+    def nominal_vertices(self) -> int:
+        """|M|·K̄·(η+1)·J, the paper's vertex count |M|Kη² (plus Ω)."""
+        return self.n_models * self.horizon * (self.n_time + 1) * self.n_loss + 1
+
+
+@dataclass
+class PathResult:
+    """Minimum-cost path to Ω.
+
+    Attributes
+    ----------
+    feasible : bool
+    weight : float
+        W of the best path (inf if none).
+    models : list[int]
+        Model index per epoch.
+    end_time_bucket, end_loss_bucket : int
+    vertices, edges : int
+        Reachable vertices (+ Ω) and edges relaxed by the DP.
+    layers : int
+        Layers (epochs) explored before the DP stopped.
+    seconds : float
+    """
+
+    feasible: bool
+    weight: float = math.inf
+    models: list = field(default_factory=list)
+    end_time_bucket: int = -1
+    vertices: int = 0
+    edges: int = 0
+    layers: int = 0
+    seconds: float = 0.0
+
+
+def build_spec(
+    weights,
+    epoch_time,
+    time_max: float,
+    run_phi,
+    jump_phi,
+    allowed,
+    initial_loss: float,
+    target: float,
+    eta: int,
+    eta_loss: int | None = None,
+    rounding: str = "up",
+) -> GraphSpec:
+    """Round the real features into an integer :class:`GraphSpec` (conservatively).
+
+    Parameters
+    ----------
+    weights : array_like, shape (M,)
+        Edge weight per model (> 0).
+    epoch_time : array_like, shape (M,)
+        τ_m, real epoch time of m (full capacity of the most capable cluster).
+    time_max : float
+        Tmax.
+    run_phi : array_like, shape (K̄, M)
+        Additive loss surrogate of the run term per epoch and model.
+    jump_phi : array_like, shape (M, M)
+        Additive loss surrogate of a switch (0 on the diagonal, inf if not allowed).
+    allowed : array_like of bool, shape (M, M)
+    initial_loss : float
+        ℓ(0).
+    target : float
+        The surrogate's threshold ℓmax − offset.
+    eta : int
+        Resolution η (time axis; also the loss axis unless ``eta_loss``).
+    eta_loss : int, optional
+        Loss-axis resolution (default η).
+    rounding : {"up", "nearest"}
+        Loss-shift rounding. ``"up"`` (default) makes every path of the graph
+        feasible in the surrogate; ``"nearest"`` halves the typical
+        accumulated error (a random walk instead of a drift) but a path must
+        then be verified with its exact surrogate value (DepL does). Time is
+        always rounded up.
+
+    Returns
+    -------
+    GraphSpec
+
+    Raises
+    ------
+    SolverError
+        If η < 1 or the shapes disagree.
+    """
+    eta = int(eta)
+    eta_loss = int(eta if eta_loss is None else eta_loss)
+    if eta < 1 or eta_loss < 1:
+        raise SolverError(f"parameter 'eta': must be >= 1, got {eta}")
+    w = np.asarray(weights, dtype=float)
+    tau = np.asarray(epoch_time, dtype=float)
+    run_phi = np.asarray(run_phi, dtype=float)
+    jump_phi = np.asarray(jump_phi, dtype=float)
+    allowed = np.asarray(allowed, dtype=bool)
+    M = w.size
+    if tau.shape != (M,) or run_phi.ndim != 2 or run_phi.shape[1] != M or jump_phi.shape != (M, M):
+        raise SolverError("expanded graph: inconsistent shapes of weights / epoch_time / run_phi / jump_phi")
+    horizon = run_phi.shape[0]
+    dt = time_max / eta
+    # ⌈τ/Δt⌉ (at least one bucket): the represented time never undercuts the real one.
+    steps = np.maximum(1, np.ceil(tau / dt - 1e-12)).astype(np.int64)
+    # Loss axis: room for one worst switch above ℓ(0).
+    finite_jumps = jump_phi[np.isfinite(jump_phi) & allowed]
+    headroom = max(0.0, float(finite_jumps.max())) if finite_jumps.size else 0.0
+    span = initial_loss + headroom - target
+    if span <= 0:  # the target is above the start: nothing to do (caller handles)
+        span = max(abs(initial_loss), 1.0)
+    dl = span / eta_loss
+    n_loss = eta_loss
+    if rounding not in ("up", "nearest"):
+        raise SolverError(f"parameter 'rounding': must be 'up' or 'nearest', got {rounding!r}")
+    rnd = (lambda v: np.ceil(v - 1e-12)) if rounding == "up" else np.rint
+    start = int(math.ceil((initial_loss - target) / dl - 1e-12))
+    total = run_phi[:, None, :] + np.where(allowed, jump_phi, 0.0)[None, :, :]
+    with np.errstate(invalid="ignore"):
+        shift = rnd(total / dl)
+    shift = np.where(np.isfinite(shift), shift, n_loss + 1).astype(np.int64)
+    first = rnd(run_phi[0] / dl).astype(np.int64)
+    return GraphSpec(
+        weights=w, time_steps=steps, n_time=eta, shift=shift, first_shift=first,
+        allowed=allowed, n_loss=n_loss, start_loss=start, horizon=horizon,
+        loss_step=dl, time_step=dt, target=target,
+    )
+
+
+def _box(layer: np.ndarray, origin=(0, 0)) -> tuple[int, int, int, int] | None:
+    """Bounding box (i0, i1, j0, j1), inclusive, of the finite entries of a 2-D array
+    whose element [0, 0] sits at ``origin``."""
+    fin = np.isfinite(layer)
+    rows = np.flatnonzero(fin.any(axis=1))
+    if rows.size == 0:
+        return None
+    cols = np.flatnonzero(fin[rows[0]:rows[-1] + 1].any(axis=0))
+    return (int(rows[0]) + origin[0], int(rows[-1]) + origin[0],
+            int(cols[0]) + origin[1], int(cols[-1]) + origin[1])
+
+
+def _union(a, b):
+    if a is None:
+        return b
+    if b is None:
+        return a
+    return (min(a[0], b[0]), max(a[1], b[1]), min(a[2], b[2]), max(a[3], b[3]))
+
+
+def solve_dp(spec: GraphSpec, count: bool = True) -> PathResult:
+    """Minimum-weight path to Ω by a layer-vectorised dynamic program.
+
+    Parameters
+    ----------
+    spec : GraphSpec
+    count : bool
+        Count reachable vertices and relaxed edges (diagnostics).
+
+    Returns
+    -------
+    PathResult
+
+    Notes
+    -----
+    Layer k holds W(m, i, j) = least weight of a path reaching (m, k, i, j).
+    Per layer and edge class (m → m') the update is one shifted element-wise
+    minimum ``new[m'][i+δ, j+s] = min(new, cur[m][i, j])`` (the weight w_{m'}
+    is added once afterwards). Only the bounding box of the live states of
+    each model is touched — the reachable band is far smaller than the
+    (η+1)×J layer — and two layer buffers are recycled, so the work per
+    layer is proportional to the live band, not to η². Predecessor models
+    are stored per layer inside each box (int8) for path recovery.
+    """
+    t0 = time.perf_counter()
+    M, nT, J = spec.n_models, spec.n_time, spec.n_loss
+    w, steps, allowed = spec.weights, spec.time_steps, spec.allowed
+    pred_dtype = np.int8 if M < 127 else np.int16
+    best = math.inf
+    best_end = None  # (layer k (1-based), m', i', m_prev, i_prev, j_prev)
+    vertices = 1 + 1  # source + Ω
+    edges = 0
+    bufs = [np.full((M, nT + 1, J + 1), np.inf), np.full((M, nT + 1, J + 1), np.inf)]
+    buf_boxes = [[None] * M, [None] * M]
+    cur = bufs[0]
+    boxes = [None] * M
+    # Layer 1: from the source (time 0, loss bucket j0).
+    for m in range(M):
+        i1 = int(steps[m])
+        if i1 > nT:
+            continue
+        j1 = int(spec.start_loss + spec.first_shift[m])
+        edges += 1
+        if j1 <= 0:
+            if w[m] < best:
+                best, best_end = float(w[m]), (1, m, i1, -1, 0, 0)
+        elif j1 <= J:
+            cur[m, i1, j1] = w[m]
+            boxes[m] = (i1, i1, j1, j1)
+    buf_boxes[0] = list(boxes)
+    # preds[layer-1][m] = (i0, j0, int8 array) or None; layer 1 comes from the source.
+    preds: list[list] = [[None] * M]
+    if count:
+        vertices += sum(b is not None for b in boxes)
+    layers = 1
+    min_w = float(w.min())
+    for k in range(2, spec.horizon + 1):
+        live_min = min((float(cur[m, b[0]:b[1] + 1, b[2]:b[3] + 1].min()) for m, b in enumerate(boxes)
+                        if b is not None), default=math.inf)
+        if not math.isfinite(live_min) or live_min + min_w >= best:
+            break
+        layers = k
+        # Destination boxes (Part A landings only).
+        plan = []
+        dst_boxes = [None] * M
+        for mp in range(M):
+            d = int(steps[mp])
+            if d > nT:
+                continue
+            for m in range(M):
+                b = boxes[m]
+                if b is None or not allowed[m, mp]:
+                    continue
+                i0, i1 = b[0], min(b[1], nT - d)
+                if i0 > i1:
+                    continue
+                s = int(spec.shift[k - 1, m, mp])
+                plan.append((mp, m, d, i0, i1, s))
+                lo, hi = max(b[2], 1 - s), min(b[3], J - s)
+                if lo <= hi:
+                    dst_boxes[mp] = _union(dst_boxes[mp], (i0 + d, i1 + d, lo + s, hi + s))
+        slot = (k - 1) % 2  # layer 1 lives in bufs[0]
+        new = bufs[slot]
+        for m, b in enumerate(buf_boxes[slot]):  # recycle: wipe what the buffer held
+            if b is not None:
+                new[m, b[0]:b[1] + 1, b[2]:b[3] + 1] = np.inf
+        buf_boxes[slot] = list(dst_boxes)
+        layer_pred = [None] * M
+        for mp, b in enumerate(dst_boxes):
+            if b is not None:
+                layer_pred[mp] = (b[0], b[2], np.full((b[1] - b[0] + 1, b[3] - b[2] + 1), -1, dtype=pred_dtype))
+        for mp, m, d, i0, i1, s in plan:
+            b = boxes[m]
+            # Part A: landing inside the represented loss range 1..J.
+            lo, hi = max(b[2], 1 - s), min(b[3], J - s)
+            if lo <= hi:
+                src = cur[m, i0:i1 + 1, lo:hi + 1]
+                dst = new[mp, i0 + d:i1 + d + 1, lo + s:hi + s + 1]
+                better = src < dst
+                np.copyto(dst, src, where=better)
+                pi0, pj0, parr = layer_pred[mp]
+                parr[i0 + d - pi0:i1 + d - pi0 + 1, lo + s - pj0:hi + s - pj0 + 1][better] = m
+                if count:
+                    edges += int(np.isfinite(src).sum())
+            # Part B: landing at or below the target -> feasible, edge to Ω.
+            lo, hi = b[2], min(b[3], -s)
+            if lo <= hi:
+                feas = cur[m, i0:i1 + 1, lo:hi + 1]
+                if count:
+                    edges += int(np.isfinite(feas).sum())
+                idx = int(np.argmin(feas))
+                val = float(feas.flat[idx]) + w[mp]
+                if val < best:
+                    ii, jj = np.unravel_index(idx, feas.shape)
+                    best = val
+                    best_end = (k, mp, int(ii) + i0 + d, m, int(ii) + i0, int(jj) + lo)
+        new_boxes = [None] * M
+        for mp, b in enumerate(dst_boxes):
+            if b is None:
+                continue
+            view = new[mp, b[0]:b[1] + 1, b[2]:b[3] + 1]
+            view += w[mp]
+            new_boxes[mp] = _box(view, (b[0], b[2]))
+            if count:
+                vertices += int(np.isfinite(view).sum())
+        cur, boxes = new, new_boxes
+        preds.append(layer_pred)
+    res = PathResult(feasible=best_end is not None, weight=best, vertices=vertices, edges=edges,
+                     layers=layers, seconds=0.0)
+    if best_end is not None:
+        k, mp, i_end, m, i, j = best_end
+        models = [mp]
+        res.end_time_bucket = i_end
+        # Walk back through the predecessor tables.
+        while m >= 0:
+            models.append(m)
+            layer = k - len(models) + 1  # 1-based layer index of model m
+            entry = preds[layer - 1][m]
+            pm = -1 if entry is None else int(entry[2][i - entry[0], j - entry[1]])
+            if pm < 0:
+                break
+            i -= int(steps[m])
+            j -= int(spec.shift[layer - 1, pm, m])
+            m = pm
+        res.models = models[::-1]
+    res.seconds = time.perf_counter() - t0
+    return res
+
+
+def build_networkx(spec: GraphSpec):
+    """The same expanded graph as an explicit ``networkx.DiGraph``.
+
+    Vertices are ``"source"``, ``"omega"`` and (k, m, i, j) for every state
+    reachable from the source; edge attribute ``weight``. Built layer by
+    layer in pure Python: the reference implementation, not a fast one.
+    """
+    import networkx as nx
+
+    M, nT, J = spec.n_models, spec.n_time, spec.n_loss
+    g = nx.DiGraph()
+    g.add_node("source")
+    g.add_node("omega")
+    frontier = set()
+    for m in range(M):
+        i1 = int(spec.time_steps[m])
+        if i1 > nT:
+            continue
+        j1 = spec.start_loss + int(spec.first_shift[m])
+        if j1 > J:
+            continue
+        v = (1, m, i1, max(j1, 0))
+        g.add_edge("source", v, weight=float(spec.weights[m]))
+        if j1 <= 0:
+            g.add_edge(v, "omega", weight=0.0)
+        else:
+            frontier.add(v)
+    for k in range(2, spec.horizon + 1):
+        nxt = set()
+        for (_, m, i, j) in frontier:
+            for mp in range(M):
+                if not spec.allowed[m, mp]:
+                    continue
+                i2 = i + int(spec.time_steps[mp])
+                if i2 > nT:
+                    continue
+                j2 = j + int(spec.shift[k - 1, m, mp])
+                if j2 > J:
+                    continue
+                v = (k, mp, i2, max(j2, 0))
+                g.add_edge((k - 1, m, i, j), v, weight=float(spec.weights[mp]))
+                if j2 <= 0:
+                    g.add_edge(v, "omega", weight=0.0)
+                else:
+                    nxt.add(v)
+        frontier = nxt
+        if not frontier:
+            break
+    return g
+
+
+def solve_networkx(spec: GraphSpec) -> PathResult:
+    """Reference: Dijkstra from the source to Ω on :func:`build_networkx`'s graph."""
+    import networkx as nx
+
+    t0 = time.perf_counter()
+    g = build_networkx(spec)
+    res = PathResult(feasible=False, vertices=g.number_of_nodes(), edges=g.number_of_edges())
+    try:
+        length, path = nx.single_source_dijkstra(g, "source", "omega", weight="weight")
+    except nx.NetworkXNoPath:
+        res.seconds = time.perf_counter() - t0
+        return res
+    res.feasible = True
+    res.weight = float(length)
+    res.models = [v[1] for v in path[1:-1]]
+    res.layers = len(res.models)
+    res.end_time_bucket = path[-2][2]
+    res.seconds = time.perf_counter() - t0
+    return res
+
+
+def path_features(spec: GraphSpec, models) -> tuple[float, int, int]:
+    """(weight, end time bucket, end loss bucket) of a model sequence in ``spec``'s
+    rounded arithmetic — for tests and diagnostics."""
+    models = [int(m) for m in models]
+    weight = float(sum(spec.weights[m] for m in models))
+    i = int(sum(spec.time_steps[m] for m in models))
+    j = spec.start_loss + int(spec.first_shift[models[0]])
+    for k in range(1, len(models)):
+        j += int(spec.shift[k, models[k - 1], models[k]])
+    return weight, i, j
+
+
+__all__ = ["GraphSpec", "PathResult", "build_spec", "solve_dp", "build_networkx", "solve_networkx", "path_features"]

@@ -1,0 +1,131 @@
+"""Render a list of sections to one self-contained ``index.html``.
+
+Self-contained means: no script, no web font, no CDN; styles are inline and
+every figure or table is a relative link to a file written beside the page
+(``figures/``, ``tables/``), so the folder can be zipped, mailed or opened
+offline. All text from the store is HTML-escaped.
+"""
+
+from __future__ import annotations
+
+import html
+
+from deplbench.reports.elements import Figure, Note, Section, Table, fmt_cell
+
+#: Tables longer than this are cut in the HTML (the CSV has every row).
+HTML_MAX_ROWS = 200
+
+_CSS = """
+body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;max-width:1100px;
+margin:2em auto;padding:0 1em;color:#222;line-height:1.45}
+h1{font-size:1.6em}h2{border-bottom:1px solid #ccc;padding-bottom:.2em;margin-top:2em}
+h3{font-size:1.05em;margin-bottom:.3em}
+table{border-collapse:collapse;font-size:.82em;margin:.4em 0 1em}
+th,td{border:1px solid #ccc;padding:.2em .45em;text-align:left;vertical-align:top}
+th{background:#f3f3f3}
+td.num{text-align:right;font-variant-numeric:tabular-nums}
+.missing{background:#fff6e0;border-left:4px solid #e0a000;padding:.4em .7em}
+.error{background:#fde8e8;border-left:4px solid #c00;padding:.4em .7em}
+.caption{color:#555;font-size:.9em}
+figure{margin:1em 0}figure img{max-width:100%;border:1px solid #eee}
+.v-holds{background:#e3f5e3}.v-fails{background:#fbe0e0}.v-unmeasured{background:#eee}
+nav ol{columns:2}
+.meta{color:#555;font-size:.9em}
+"""
+
+_VERDICT_CLASS = {"holds": "v-holds", "does not hold": "v-fails",
+                  "not measured in this run": "v-unmeasured",
+                  "consistent": "v-holds", "contradicts": "v-fails"}
+
+
+def _e(text) -> str:
+    return html.escape(str(text), quote=True)
+
+
+def render_table(t: Table) -> str:
+    """A table with its caption and links to the CSV and Markdown files."""
+    out = [f'<div class="table" id="table-{_e(t.name)}"><h3>{_e(t.title)}</h3>']
+    if t.caption:
+        out.append(f'<p class="caption">{_e(t.caption)}</p>')
+    out.append(f'<p class="caption">Files: <a href="tables/{_e(t.name)}.csv">CSV</a> · '
+               f'<a href="tables/{_e(t.name)}.md">Markdown</a> — {len(t.frame)} row(s).</p>')
+    if t.frame.empty:
+        out.append('<p class="missing">This table is empty: the store holds no rows '
+                   'it could be computed from.</p></div>')
+        return "\n".join(out)
+    out.append("<table><thead><tr>" + "".join(f"<th>{_e(c)}</th>" for c in t.frame.columns)
+               + "</tr></thead><tbody>")
+    for row in t.frame.head(HTML_MAX_ROWS).itertuples(index=False, name=None):
+        cells = []
+        for col, v in zip(t.frame.columns, row):
+            cls = []
+            if isinstance(v, (int, float)) and not isinstance(v, bool):
+                cls.append("num")
+            if col in ("verdict",) and str(v) in _VERDICT_CLASS:
+                cls.append(_VERDICT_CLASS[str(v)])
+            attr = f' class="{" ".join(cls)}"' if cls else ""
+            cells.append(f"<td{attr}>{_e(fmt_cell(v))}</td>")
+        out.append("<tr>" + "".join(cells) + "</tr>")
+    out.append("</tbody></table>")
+    if len(t.frame) > HTML_MAX_ROWS:
+        out.append(f'<p class="caption">Showing the first {HTML_MAX_ROWS} of '
+                   f'{len(t.frame)} rows; the CSV has all of them.</p>')
+    out.append("</div>")
+    return "\n".join(out)
+
+
+def render_figure(f: Figure, formats: tuple[str, ...]) -> str:
+    """An ``<img>`` of the PNG (or the first format) plus links to all formats."""
+    main = "png" if "png" in formats else formats[0]
+    links = " · ".join(f'<a href="figures/{_e(f.name)}.{fmt}">{fmt.upper()}</a>'
+                       for fmt in formats)
+    return (f'<figure id="figure-{_e(f.name)}"><h3>{_e(f.title)}</h3>'
+            f'<img src="figures/{_e(f.name)}.{main}" alt="{_e(f.title)}">'
+            f'<figcaption class="caption">{_e(f.caption)} ({links})</figcaption></figure>')
+
+
+def render_note(n: Note) -> str:
+    cls = ' class="error"' if n.error else ' class="missing"' if n.missing else ""
+    return f"<p{cls}>{_e(n.text)}</p>"
+
+
+def render(title: str, meta: list[str], sections: list[Section],
+           formats: tuple[str, ...] = ("png", "svg")) -> str:
+    """The whole page.
+
+    Parameters
+    ----------
+    title : str
+        Page title and heading.
+    meta : list of str
+        Lines under the heading (source, row count, code versions).
+    sections : list of Section
+        In display order; each becomes ``<section id=...>``.
+    formats : tuple of str
+        Figure formats written (the first PNG is embedded).
+
+    Returns
+    -------
+    str
+        HTML5 text.
+    """
+    out = ["<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
+           f"<title>{_e(title)}</title>", f"<style>{_CSS}</style></head><body>",
+           f"<h1>{_e(title)}</h1>"]
+    out += [f'<p class="meta">{_e(m)}</p>' for m in meta]
+    out.append("<nav><ol>" + "".join(f'<li><a href="#{_e(s.id)}">{_e(s.title)}</a></li>'
+                                     for s in sections) + "</ol></nav>")
+    for s in sections:
+        out.append(f'<section id="{_e(s.id)}"><h2>{_e(s.title)}</h2>')
+        if s.intro:
+            out.append(f"<p>{_e(s.intro)}</p>")
+        for el in s.elements:
+            if isinstance(el, Table):
+                out.append(render_table(el))
+            elif isinstance(el, Figure):
+                out.append(render_figure(el, formats))
+            elif isinstance(el, Note):
+                out.append(render_note(el))
+        out.append("</section>")
+    out.append("</body></html>")
+    return "\n".join(out) + "\n"

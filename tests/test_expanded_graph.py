@@ -1,0 +1,140 @@
+"""DepL's expanded graph (heuristics/expanded_graph.py): the vectorised DAG DP
+against the networkx reference and against brute force, conservative
+rounding, and monotonicity in η."""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+import pytest
+
+from deplbench.errors import SolverError
+from deplbench.heuristics.expanded_graph import (
+    build_networkx,
+    build_spec,
+    path_features,
+    solve_dp,
+    solve_networkx,
+)
+
+
+def random_features(rng, M=3, horizon=6):
+    """Random real features of a small expanded graph (loss improves on average)."""
+    weights = rng.uniform(0.5, 2.0, M)
+    epoch_time = rng.uniform(0.5, 2.0, M)
+    run_phi = -rng.uniform(0.5, 3.0, (horizon, M))
+    jump = rng.uniform(0.0, 1.5, (M, M))
+    np.fill_diagonal(jump, 0.0)
+    allowed = rng.random((M, M)) < 0.7
+    np.fill_diagonal(allowed, True)
+    jump = np.where(allowed, jump, np.inf)
+    return weights, epoch_time, run_phi, jump, allowed
+
+
+def brute_force(spec):
+    """Least-weight model sequence that is feasible in the spec's rounded arithmetic."""
+    best = math.inf
+    for K in range(1, spec.horizon + 1):
+        for seq in itertools.product(range(spec.n_models), repeat=K):
+            if any(not spec.allowed[a, b] for a, b in zip(seq[:-1], seq[1:])):
+                continue
+            # every prefix must stay represented (time <= η, loss bucket <= J)
+            ok = True
+            i, j = 0, spec.start_loss
+            for k, m in enumerate(seq):
+                i += int(spec.time_steps[m])
+                j += int(spec.first_shift[m]) if k == 0 else int(spec.shift[k, seq[k - 1], m])
+                if i > spec.n_time or j > spec.n_loss or (j <= 0 and k < K - 1):
+                    ok = False
+                    break
+            if ok and j <= 0:
+                best = min(best, float(sum(spec.weights[m] for m in seq)))
+    return best
+
+
+@pytest.mark.parametrize("seed", range(8))
+@pytest.mark.parametrize("rounding", ["up", "nearest"])
+def test_dp_matches_networkx_and_brute_force(seed, rounding):
+    rng = np.random.default_rng(seed)
+    M, horizon = (2, 6) if seed % 2 else (3, 5)
+    w, tau, run, jump, allowed = random_features(rng, M, horizon)
+    eta = int(rng.integers(5, 13))
+    spec = build_spec(w, tau, time_max=float(tau.mean() * horizon * 0.8), run_phi=run, jump_phi=jump,
+                      allowed=allowed, initial_loss=10.0, target=10.0 - float(rng.uniform(2, 8)), eta=eta,
+                      rounding=rounding)
+    dp = solve_dp(spec)
+    ref = solve_networkx(spec)
+    bf = brute_force(spec)
+    assert dp.feasible == ref.feasible == math.isfinite(bf)
+    if dp.feasible:
+        assert dp.weight == pytest.approx(ref.weight, rel=1e-12)
+        assert dp.weight == pytest.approx(bf, rel=1e-12)
+        # the recovered path really has that weight and reaches Ω in the graph
+        weight, i_end, j_end = path_features(spec, dp.models)
+        assert weight == pytest.approx(dp.weight, rel=1e-12)
+        assert i_end <= spec.n_time and j_end <= 0
+        assert all(allowed[a, b] for a, b in zip(dp.models[:-1], dp.models[1:]))
+
+
+def test_up_rounding_is_conservative_in_real_quantities():
+    """Every path the 'up' graph accepts meets the real time budget and the real
+    (unrounded) surrogate target."""
+    for seed in range(20):
+        rng = np.random.default_rng(100 + seed)
+        w, tau, run, jump, allowed = random_features(rng, 3, 8)
+        time_max = float(tau.mean() * 5)
+        target = 10.0 - float(rng.uniform(3, 12))
+        spec = build_spec(w, tau, time_max, run, jump, allowed, 10.0, target, eta=int(rng.integers(4, 40)))
+        res = solve_dp(spec)
+        if not res.feasible:
+            continue
+        m = res.models
+        real_time = float(tau[m].sum())
+        real_loss = 10.0 + float(run[np.arange(len(m)), m].sum()) + float(
+            sum(jump[a, b] for a, b in zip(m[:-1], m[1:]) if a != b))
+        assert real_time <= time_max * (1 + 1e-12)
+        assert real_loss <= target + 1e-9
+
+
+def test_weight_non_increasing_when_eta_doubles():
+    """Nested grids (η doubling) only add feasible paths: the optimum cannot rise."""
+    rng = np.random.default_rng(7)
+    w, tau, run, jump, allowed = random_features(rng, 3, 10)
+    weights = []
+    for eta in (4, 8, 16, 32, 64, 128):
+        spec = build_spec(w, tau, float(tau.mean() * 7), run, jump, allowed, 20.0, 20.0 - 14.0, eta)
+        res = solve_dp(spec)
+        weights.append(res.weight)
+    assert all(b <= a + 1e-12 for a, b in zip(weights, weights[1:]))
+    assert math.isfinite(weights[-1])
+    assert weights[-1] < weights[0] or not math.isfinite(weights[0])
+
+
+def test_graph_sizes_are_reported_and_consistent():
+    rng = np.random.default_rng(3)
+    w, tau, run, jump, allowed = random_features(rng, 3, 6)
+    spec = build_spec(w, tau, float(tau.mean() * 6), run, jump, allowed, 10.0, 2.0, eta=10)
+    g = build_networkx(spec)
+    dp = solve_dp(spec)
+    assert g.number_of_nodes() > 2 and g.number_of_edges() > 0
+    assert 2 < dp.vertices <= spec.nominal_vertices
+    # The DP prunes states that cannot beat the best sink; never more than the full graph.
+    assert dp.edges <= g.number_of_edges()
+
+
+def test_infeasible_graph():
+    w = np.array([1.0])
+    spec = build_spec(w, [1.0], 3.0, np.full((5, 1), -1.0), np.zeros((1, 1)), np.ones((1, 1), bool),
+                      10.0, 0.0, eta=10)  # needs 10 epochs of time 1 with Tmax 3
+    assert not solve_dp(spec).feasible
+    assert not solve_networkx(spec).feasible
+
+
+def test_bad_parameters():
+    with pytest.raises(SolverError, match="eta"):
+        build_spec([1.0], [1.0], 1.0, np.zeros((2, 1)), np.zeros((1, 1)), np.ones((1, 1), bool), 1.0, 0.0, eta=0)
+    with pytest.raises(SolverError, match="rounding"):
+        build_spec([1.0], [1.0], 1.0, np.zeros((2, 1)), np.zeros((1, 1)), np.ones((1, 1), bool), 1.0, 0.0,
+                   eta=3, rounding="down")

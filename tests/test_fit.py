@@ -1,0 +1,371 @@
+"""Tests of ``deplbench fit`` (instances/fit.py, instances/fit_cli.py).
+
+Logs are simulated with numpy directly from known loss-model parameters
+(eq. (8) and l_sw, DepL Sec. VI-A), independently of the fitter's code, and
+fitted back.
+
+Identifiability: with X fixed to 1 in the least-squares step (the paper's
+step (i)), the fit recovers the product A·E[X] and the multipliers X/E[X];
+so the inverse-gamma shape is recovered as is and its scale as b/E[X].
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats
+
+from deplbench.errors import DeplbenchError
+from deplbench.instances import fit as F
+from deplbench.instances.distributions import InverseGamma
+from deplbench.instances.model import load_instance, parse_instance
+
+# The known instance the logs are drawn from. Multipliers follow Table I
+# (AlexNet fast-unsteady / slow-steady moments); A, B, the jump are ours.
+L0 = 10.0
+NAMES = ["big", "small"]
+TRUE_INSTANCE = parse_instance({
+    "name": "truth", "initial_loss": L0, "loss_max": 4.0, "omega": 0.9, "time_max": 60.0, "horizon": 30,
+    "models": [
+        {"name": "big", "size": 1.0, "compute": 2.0, "loss_scale": 3.0, "loss_offset": 2.0,
+         "improvement": InverseGamma.from_moments(1.02, 0.031).model_dump()},
+        {"name": "small", "size": 0.5, "compute": 1.0, "loss_scale": 2.0, "loss_offset": 5.0,
+         "improvement": InverseGamma.from_moments(0.98, 0.007).model_dump()},
+    ],
+    "switches": [{"from_model": "big", "to_model": "small",
+                  "jump": {"kind": "student_t", "df": 6.0, "loc": 0.4, "scale": 0.08}}],
+    "clusters": [{"name": "A", "capacity": 100.0, "unit_cost": 1.0, "bandwidth": 10.0}],
+    "datasets": [{"name": "d0", "size": 1.0, "usefulness": 1.0}],
+})
+TRUE = {m.name: {"A": m.loss_scale, "B": m.loss_offset, "X": m.improvement} for m in TRUE_INSTANCE.models}
+JUMP = TRUE_INSTANCE.switches[0].jump
+
+
+def simulate(inst=TRUE_INSTANCE, seed: int = 0, n_runs: int = 600, epochs: int = 30, pair=("big", "small"),
+             lognormal_sigma: float | None = None) -> pd.DataFrame:
+    """Long-format logs drawn with numpy from ``inst``'s parameters (γ = 1):
+    a third of the runs train only ``pair[0]``, a third only ``pair[1]``, a
+    third ``pair[0]`` for K1 ∈ [3, 20] epochs then switch to ``pair[1]``.
+    ``lognormal_sigma`` replaces every X by a mean-1 lognormal (wrong family)."""
+    rng = np.random.default_rng(seed)
+    models = [inst.models[inst.model_index[n]] for n in pair]
+    kind = np.arange(n_runs) % 3
+    k1 = rng.integers(3, 21, n_runs)
+    k = np.arange(1, epochs + 1)
+    m = np.where(kind[:, None] == 0, 0, np.where(kind[:, None] == 1, 1, (k[None, :] > k1[:, None]).astype(int)))
+    x = np.empty(m.shape)
+    for i, mv in enumerate(models):
+        mask = m == i
+        if lognormal_sigma is None:
+            X = mv.improvement  # inverse-gamma: X = b / Gamma(a, 1)
+            x[mask] = X.scale / rng.standard_gamma(X.shape, mask.sum())
+        else:
+            x[mask] = rng.lognormal(-lognormal_sigma**2 / 2, lognormal_sigma, mask.sum())
+    a = np.array([mv.loss_scale for mv in models])[m]
+    b = np.array([mv.loss_offset for mv in models])[m]
+    delta = -a / np.sqrt(k[None, :] + b) * x
+    switch = np.zeros(m.shape, dtype=bool)
+    switch[:, 1:] = m[:, 1:] != m[:, :-1]
+    jump = next(sw.jump for sw in inst.switches if (sw.from_model, sw.to_model) == tuple(pair))
+    delta[switch] += jump.loc + jump.scale * rng.standard_t(jump.df, switch.sum())
+    l0 = inst.initial_loss
+    loss = l0 + np.cumsum(delta, axis=1)
+    runs = np.repeat([f"run{r}" for r in range(n_runs)], epochs + 1)
+    ep = np.tile(np.arange(epochs + 1), n_runs)
+    model = np.concatenate([np.full((n_runs, 1), ""), np.array(pair)[m]], axis=1).ravel()
+    lossc = np.concatenate([np.full((n_runs, 1), l0), loss], axis=1).ravel()
+    return pd.DataFrame({"run": runs, "epoch": ep, "model": model, "loss": lossc})
+
+
+def base_dict(horizon: int = 12, loss_max: float = 4.0) -> dict:
+    point = {"kind": "point", "value": 1.0}
+    return {
+        "name": "toy", "initial_loss": L0, "loss_max": loss_max, "omega": 0.9, "time_max": 60.0,
+        "horizon": horizon,
+        "models": [
+            {"name": "big", "size": 1.0, "compute": 2.0, "loss_scale": 1.0, "improvement": point},
+            {"name": "small", "size": 0.5, "compute": 1.0, "loss_scale": 1.0, "improvement": point},
+            {"name": "unused", "size": 0.2, "compute": 0.5, "loss_scale": 1.0, "improvement": point},
+        ],
+        "switches": [
+            {"from_model": "big", "to_model": "small", "jump": {"kind": "point", "value": 0.1}},
+            {"from_model": "small", "to_model": "big", "jump": {"kind": "point", "value": 0.2}},
+            {"from_model": "big", "to_model": "unused", "jump": {"kind": "point", "value": 0.3}},
+        ],
+        "clusters": [{"name": "A", "capacity": 100.0, "unit_cost": 1.0, "bandwidth": 10.0},
+                     {"name": "B", "capacity": 50.0, "unit_cost": 1.2, "bandwidth": 10.0}],
+        "datasets": [{"name": "d0", "size": 1.0, "usefulness": 1.0}],
+    }
+
+
+@pytest.fixture(scope="module")
+def good_logs() -> pd.DataFrame:
+    return simulate(seed=7)
+
+
+@pytest.fixture(scope="module")
+def good_fit(good_logs) -> F.FitResult:
+    return F.fit_logs(F.Logs(F.validate_logs(good_logs)))
+
+
+def run_cli(*args, cwd=None):
+    return subprocess.run([sys.executable, "-m", "deplbench", *map(str, args)], capture_output=True, text=True,
+                          cwd=cwd, timeout=120)
+
+
+# ------------------------------------------------------------ recovery
+def test_decay_parameters_recovered(good_fit):
+    """A_m·E[X_m] within 2 % and B_m within 10 % (and within 4 standard errors)."""
+    for name in NAMES:
+        d = good_fit.models[name].decay
+        a_true = TRUE[name]["A"] * TRUE[name]["X"].mean()
+        assert abs(d.A - a_true) / a_true < 0.02, (name, d.A, a_true)
+        assert abs(d.B - TRUE[name]["B"]) / TRUE[name]["B"] < 0.10, (name, d.B)
+        assert abs(d.A - a_true) < 4 * d.A_se and abs(d.B - TRUE[name]["B"]) < 4 * d.B_se
+
+
+def test_inverse_gamma_recovered_and_not_rejected(good_fit):
+    """Shape within 10 %, scale/E[X]-normalised within 10 %; KS keeps the true family."""
+    for name in NAMES:
+        imp = good_fit.models[name].improvement
+        X = TRUE[name]["X"]
+        assert imp.accepted and imp.chosen.kind == "inverse_gamma"
+        assert imp.p_value >= 0.05
+        assert abs(imp.params["shape"] - X.shape) / X.shape < 0.10, (name, imp.params, X)
+        assert abs(imp.params["scale"] - X.scale / X.mean()) / (X.scale / X.mean()) < 0.10
+        # the normalised multipliers have mean ≈ 1 (A absorbed E[X])
+        assert abs(imp.chosen.mean() - 1.0) < 0.01
+
+
+def test_switch_jump_recovered(good_fit):
+    """One observed pair (big → small) with ~200 switches: Student's t kept,
+    loc within 0.03 and scale within 30 % although each switch epoch also
+    carries a run-noise term of comparable size (deconvolved)."""
+    assert list(good_fit.switches) == [("big", "small")]
+    sw = good_fit.switches[("big", "small")]
+    assert sw.n == 200
+    assert sw.accepted and sw.chosen.kind == "student_t" and sw.p_value >= 0.05
+    assert abs(sw.params["loc"] - JUMP.loc) < 0.03
+    assert abs(sw.params["scale"] - JUMP.scale) / JUMP.scale < 0.30
+    assert sw.params["df"] > 2
+
+
+def test_wrong_family_gives_low_p_values():
+    """Lognormal multipliers (σ = 0.8): KS rejects the inverse-gamma for both
+    models and the instance keeps the empirical sample instead."""
+    fit = F.fit_logs(F.Logs(F.validate_logs(simulate(seed=3, lognormal_sigma=0.8))), max_empirical=500)
+    for name in NAMES:
+        imp = fit.models[name].improvement
+        assert imp.p_value < 1e-3, (name, imp.p_value)
+        assert not imp.accepted and imp.chosen.kind == "empirical"
+        assert len(imp.chosen.samples) == 500
+        # the compressed sample keeps the quantiles of the multipliers
+        assert abs(np.median(imp.chosen.samples) - np.median(imp.data)) < 0.02
+
+
+def test_inverse_gamma_mle_matches_scipy():
+    rng = np.random.default_rng(0)
+    x = stats.invgamma(7.0, scale=5.0).rvs(4000, random_state=rng)
+    a, b = F.fit_inverse_gamma(x)
+    a_ref, _, b_ref = stats.invgamma.fit(x, floc=0)
+    assert abs(a - a_ref) / a_ref < 1e-3 and abs(b - b_ref) / b_ref < 1e-3
+    ll = stats.invgamma(a, scale=b).logpdf(x).sum()
+    assert ll >= stats.invgamma(a * 1.01, scale=b).logpdf(x).sum()
+    assert ll >= stats.invgamma(a, scale=b * 0.99).logpdf(x).sum()
+
+
+def test_ks_bootstrap_pvalues():
+    rng = np.random.default_rng(1)
+    good = InverseGamma(shape=30.0, scale=29.0).sample(rng, 400)
+    bad = rng.lognormal(0.0, 0.8, 400)
+    p_good = F.fit_improvement(good, ks_bootstrap=49, rng=np.random.default_rng(2)).p_value
+    p_bad = F.fit_improvement(bad, ks_bootstrap=49, rng=np.random.default_rng(2)).p_value
+    assert p_bad == pytest.approx(1 / 50)  # no replicate is as extreme
+    assert p_good > 0.05
+
+
+# ------------------------------------------------------ instance + CLI
+def test_cli_fit_writes_valid_instance_and_report(tmp_path, good_logs):
+    logs = tmp_path / "logs.csv"
+    good_logs.to_csv(logs, index=False)
+    base = tmp_path / "base.json"
+    base.write_text(json.dumps(base_dict()))
+    out, rep = tmp_path / "fitted.json", tmp_path / "report"
+    r = run_cli("fit", logs, "--base", base, "-o", out, "--report", rep)
+    assert r.returncode == 0, r.stderr
+    inst = load_instance(out)
+    assert [m.name for m in inst.models] == ["big", "small"]  # 'unused' has no logs: dropped
+    big = inst.models[0]
+    assert big.decay == "inv_sqrt" and big.improvement.kind == "inverse_gamma"
+    assert big.size == 1.0 and big.compute == 2.0  # from the base
+    pairs = {(s.from_model, s.to_model): s.jump.kind for s in inst.switches}
+    assert pairs == {("big", "small"): "student_t", ("small", "big"): "point"}  # unobserved: kept from base
+    assert inst.initial_loss == pytest.approx(L0) and inst.loss_max == 4.0
+    prov = inst.provenance
+    assert prov.generator == "fit"
+    assert prov.parameters["logs_sha256"] == hashlib.sha256(logs.read_bytes()).hexdigest()
+    diag = prov.model_extra["fit"]
+    assert diag["models"]["big"]["improvement"]["p_value"] >= 0.05
+    assert diag["base_models_dropped"] == ["unused"]
+    pngs = sorted(p.name for p in rep.glob("*.png"))
+    assert pngs == ["model-big.png", "model-small.png", "pvalues.png", "switch-big--small.png"]
+    assert all((rep / p).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" for p in pngs)
+    assert json.loads((rep / "fit-report.json").read_text())["runs"] == 600
+    v = run_cli("validate", out)
+    assert v.returncode == 0, v.stdout + v.stderr
+
+
+def test_cli_bad_input_no_traceback_and_output_untouched(tmp_path, good_logs):
+    bad = good_logs.copy()
+    bad["loss"] = bad["loss"].astype(object)
+    bad.loc[45, "loss"] = "oops"
+    logs = tmp_path / "bad.csv"
+    bad.to_csv(logs, index=False)
+    base = tmp_path / "base.json"
+    base.write_text(json.dumps(base_dict()))
+    out = tmp_path / "out.json"
+    out.write_text("previous contents")
+    r = run_cli("fit", logs, "--base", base, "-o", out, "--report", tmp_path / "rep")
+    assert r.returncode != 0
+    assert "Traceback" not in r.stderr and r.stderr.startswith("error:")
+    assert "'loss'" in r.stderr and "line 47" in r.stderr and "oops" in r.stderr
+    assert out.read_text() == "previous contents"
+    assert not (tmp_path / "rep").exists()
+    assert not list(tmp_path.glob(".out.json.*"))
+
+
+def test_fitted_instance_solves_with_depl_and_milp(good_fit):
+    from deplbench.heuristics.base import solve
+    from deplbench.heuristics.registry import get_solver
+
+    inst = F.build_instance(good_fit, parse_instance(base_dict(horizon=8, loss_max=5.0)))
+    for algo in ("depl", "milp"):
+        cls = get_solver(algo)
+        params = {k: v for k, v in {"scenarios": 200, "time_limit": 30.0, "eta": 20}.items() if k in cls.parameters}
+        res = solve(inst, algo, eval_samples=5000, **params)
+        assert res.status in ("optimal", "feasible"), (algo, res.status, res.message)
+        assert res.plan is not None and 1 <= len(res.plan.epochs) <= 8
+        assert res.evaluation is not None
+
+
+# ------------------------------------------------------------ bad input
+def _err(frame: pd.DataFrame, **kw) -> str:
+    with pytest.raises(DeplbenchError) as info:
+        F.fit_logs(F.Logs(F.validate_logs(frame)), **kw)
+    return str(info.value)
+
+
+@pytest.fixture(scope="module")
+def small_logs() -> pd.DataFrame:
+    return simulate(seed=11, n_runs=6, epochs=10)
+
+
+def test_missing_column(small_logs):
+    msg = _err(small_logs.drop(columns="model"))
+    assert "missing column" in msg and "'model'" in msg
+
+
+def test_non_numeric_and_nan_loss(small_logs):
+    bad = small_logs.astype(str)
+    bad.loc[3, "loss"] = "abc"
+    msg = _err(bad)
+    assert "'loss'" in msg and "'abc'" in msg and "line 5" in msg
+    bad = small_logs.copy()
+    bad.loc[4, "loss"] = np.nan
+    msg = _err(bad)
+    assert "'loss'" in msg and "line 6" in msg
+    bad = small_logs.astype(str)
+    bad.loc[4, "loss"] = ""
+    assert "missing value" in _err(bad)
+    bad.loc[4, "loss"] = "inf"
+    assert "non-finite" in _err(bad)
+
+
+def test_bad_epochs(small_logs):
+    bad = small_logs.copy()
+    bad.loc[5, "epoch"] = 4  # duplicate of row 4
+    assert "twice" in _err(bad)
+    bad = small_logs.drop(index=5)
+    assert "jumps from epoch 4 to 6" in _err(bad)
+    bad = small_logs.astype(str)
+    bad.loc[2, "epoch"] = "1.5"
+    assert "'epoch'" in _err(bad)
+    bad = small_logs.copy()
+    bad.loc[3, "model"] = ""
+    assert "'model'" in _err(bad)
+
+
+def test_single_run(small_logs):
+    msg = _err(small_logs[small_logs["run"] == "run0"])
+    assert "only one run" in msg and "'run'" in msg
+
+
+def test_model_with_too_few_epochs(small_logs):
+    # 'small' appears only at epochs 1-2 of a short run: one usable epoch.
+    extra = pd.DataFrame({"run": ["x", "x", "x", "y", "y", "y"], "epoch": [0, 1, 2, 0, 1, 2],
+                          "model": ["", "tiny", "tiny", "", "tiny", "tiny"], "loss": [10, 9, 8.5, 10, 9.1, 8.4]})
+    msg = _err(pd.concat([small_logs, extra], ignore_index=True))
+    assert "model 'tiny'" in msg and "distinct epoch" in msg
+
+
+def test_loss_not_decreasing(small_logs):
+    bad = small_logs.copy()
+    bad["loss"] = 2 * L0 - bad["loss"]  # mirror: loss rises
+    msg = _err(bad)
+    assert "does not decrease" in msg and "model 'big'" in msg
+
+
+def test_unknown_model_and_bad_target(good_fit):
+    base = base_dict()
+    base["models"] = [m for m in base["models"] if m["name"] != "small"]
+    base["switches"] = [s for s in base["switches"] if "small" not in (s["from_model"], s["to_model"])]
+    with pytest.raises(DeplbenchError, match="'small' not in the base"):
+        F.build_instance(good_fit, parse_instance(base))
+    with pytest.raises(DeplbenchError, match="loss_max"):
+        F.build_instance(good_fit, parse_instance(base_dict()), loss_max=L0 + 1)
+    with pytest.raises(DeplbenchError, match="data_gamma"):
+        F.build_instance(good_fit, parse_instance(base_dict()), data_gamma=0.0)
+
+
+def test_data_gamma_rescales_loss_scale(good_fit):
+    base = parse_instance(base_dict())
+    one = F.build_instance(good_fit, base)
+    two = F.build_instance(good_fit, base, data_gamma=2.0)
+    assert two.models[0].loss_scale == pytest.approx(one.models[0].loss_scale / 2)
+    assert one.models[0].loss_scale == pytest.approx(good_fit.models["big"].decay.A)
+
+
+def test_heavy_tailed_fit_falls_back_to_empirical():
+    """An inverse-gamma with shape <= 2 has an infinite variance: even when
+    KS accepts it, the instance keeps the empirical sample."""
+    x = InverseGamma(shape=1.6, scale=0.6).sample(np.random.default_rng(4), 2000)
+    imp = F.fit_improvement(x)
+    assert imp.p_value >= 0.05 and imp.params["shape"] < 2
+    assert imp.chosen.kind == "empirical" and "infinite variance" in imp.reason
+
+
+def test_family_default_base_round_trip(tmp_path):
+    """Without --base the realistic family supplies everything but the loss
+    model: logs drawn from the AlexNet family instance are fitted back onto it."""
+    from deplbench.instances.generators import generate
+
+    fam = generate("realistic", family="alexnet")
+    logs = tmp_path / "alexnet.csv"
+    simulate(fam, seed=5, n_runs=300, pair=("fast-unsteady", "intermediate")).to_csv(logs, index=False)
+    inst, fit = F.fit_instance(logs, family="alexnet")
+    assert [m.name for m in inst.models] == ["fast-unsteady", "intermediate"]
+    assert inst.clusters == fam.clusters and inst.datasets == fam.datasets and inst.loss_max == fam.loss_max
+    for m in inst.models:
+        true = fam.models[fam.model_index[m.name]]
+        target = true.loss_scale * true.improvement.mean()
+        assert abs(m.loss_scale - target) / target < 0.03, (m.name, m.loss_scale, target)
+        assert fit.models[m.name].improvement.p_value >= 0.05
+    kinds = {(s.from_model, s.to_model): s.jump.kind for s in inst.switches}
+    assert kinds == {("fast-unsteady", "intermediate"): "student_t"}
+    assert inst.provenance.parameters["base"] == "realistic family 'alexnet'"

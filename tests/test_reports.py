@@ -1,0 +1,447 @@
+"""Tests of deplbench.reports: a report built from small stores has every
+section, every file it links, every promised table column, and says what
+is missing instead of crashing."""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from html.parser import HTMLParser
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from deplbench.errors import DeplbenchError
+from deplbench.reports import claims as claims_mod
+from deplbench.reports import tables as tabs
+from deplbench.reports.build import ReportOptions, build_report
+from deplbench.reports.data import STORE_COLUMNS, ReportError, load_bench_json, prepare
+from deplbench.reports.stats import (
+    loglog_fit, optimum_per_instance, performance_profile, shifted_geometric_mean,
+)
+
+SECTION_IDS = ("data", "paper", "gaps", "ratio", "complexity", "claims")
+SMALL = ReportOptions(scale=0.4, dpi=40, formats=("png",))
+MODELS = ("fast-unsteady", "intermediate", "slow-steady")
+
+
+# --------------------------------------------------------------------------
+# synthetic stores (exactly the DESIGN.md store columns)
+
+
+def _row(**kw) -> dict:
+    r = {c: None for c in STORE_COLUMNS}
+    r.update(kw)
+    for c in ("instance_params", "params", "plan", "diagnostics", "evaluation", "env"):
+        if isinstance(r[c], (dict, list)):
+            r[c] = json.dumps(r[c])
+    return r
+
+
+def _evaluation(rng, k, loss_max, spread):
+    mean = np.linspace(20.0, 0.8 * loss_max, k + 1)
+    return {"mean": mean.tolist(), "p01": (mean - spread).tolist(),
+            "p99": (mean + spread).tolist(), "expected_loss": float(mean[-1]),
+            "epochs_per_model": {m: int(rng.integers(0, k + 1)) for m in MODELS},
+            "cost_per_model": {m: float(rng.uniform(1, 5)) for m in MODELS}}
+
+
+def make_frame(seed: int = 0, depl_factor: float = 1.01, best_exp_factor: float = 1.4,
+               eta_exponent: float = 2.0, violations: int = 0) -> pd.DataFrame:
+    """AlexNet/MobileNet target sweeps (milp, depl at two η, best-exp), a
+    knapsack size sweep with dp_optimum, an η runtime sweep and one error."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for net in ("alexnet", "mobilenet"):
+        for s in (0, 1):
+            for lm in (5.0, 9.0, 13.0):
+                opt = 100.0 / lm * (1 + 0.1 * s)
+                common = dict(sweep="paper", family="realistic", instance_name=f"{net}-{s}",
+                              instance_params={"model": net, "n_models": 3},
+                              instance_seed=s, loss_max=lm, omega=0.99,
+                              code_version="0.1.0", plan={"epochs": []})
+                runs = (("milp", {"scenarios": 50}, opt, 2.0, 0.2),
+                        ("depl", {"eta": 200, "epsilon": 0.1}, opt * depl_factor, 0.3, 0.3),
+                        ("depl", {"eta": 50, "epsilon": 0.1}, opt * depl_factor * 1.04, 0.05,
+                         0.3),
+                        ("best-exp", {"eta": 200, "epsilon": 0.1}, opt * best_exp_factor,
+                         0.1, 1.0))
+                for alg, params, cost, rt, spread in runs:
+                    k = int(30 / lm) + 2
+                    q = lm * (0.99 if alg != "best-exp" else 1.05)
+                    rows.append(_row(
+                        **common, key=f"{net}-{s}-{lm}-{alg}-{params}", algorithm=alg,
+                        params=params, status="optimal" if alg == "milp" else "feasible",
+                        cost=cost, lower_bound=opt if alg == "milp" else None,
+                        gap=0.0 if alg == "milp" else None, runtime_s=rt,
+                        quantile_oos=q, quantile_ci_low=q - 0.01, quantile_ci_high=q + 0.01,
+                        verdict="feasible" if q < lm else "infeasible", epochs=k,
+                        evaluation=_evaluation(rng, k, lm, spread),
+                        diagnostics={"submodularity": {"violated": violations, "checked": 12,
+                                                       "exhaustive": True}}
+                        if alg == "depl" else {}))
+    for n in (5, 10, 20, 40):
+        for s in (0, 1):
+            dp = 10.0 + n
+            for alg, rt, cost in (("milp", 0.01 * n ** 1.5, dp),
+                                  ("depl", 0.001 * n ** 2, dp * 1.02)):
+                rows.append(_row(
+                    key=f"k{n}-{s}-{alg}", sweep="knapsack", family="knapsack",
+                    instance_name=f"knap-{n}-{s}",
+                    instance_params={"cls": "uncorrelated", "n_items": n}, instance_seed=s,
+                    algorithm=alg, params={"eta": 100, "epsilon": 0.1} if alg == "depl" else {},
+                    status="optimal" if alg == "milp" else "feasible", cost=cost,
+                    runtime_s=rt * rng.uniform(0.95, 1.05), loss_max=1.0, omega=0.99,
+                    quantile_oos=0.9, quantile_ci_low=0.9, quantile_ci_high=0.9,
+                    verdict="feasible", epochs=3, plan={"epochs": []},
+                    diagnostics={"dp_optimum": dp},
+                    evaluation={"mean": [2.0, 1.5, 0.9], "p01": [2.0, 1.5, 0.9],
+                                "p99": [2.0, 1.5, 0.9]}))
+    for eta in (10, 20, 40, 80):
+        for s in (0, 1, 2):
+            rows.append(_row(
+                key=f"eta{eta}-{s}", sweep="complexity", family="synthetic",
+                instance_name=f"syn-{s}", instance_params={"n_models": 4, "horizon": 20},
+                instance_seed=s, algorithm="depl", params={"eta": eta, "epsilon": 0.1},
+                status="feasible", cost=50.0,
+                runtime_s=1e-4 * eta ** eta_exponent * rng.uniform(0.95, 1.05),
+                loss_max=2.0, omega=0.99, quantile_oos=1.9, verdict="feasible", epochs=10))
+    rows.append(_row(key="err", sweep="paper", family="realistic", instance_name="alexnet-0",
+                     instance_params={"model": "alexnet", "n_models": 3}, instance_seed=0,
+                     algorithm="pact", params={}, status="error", message="boom",
+                     error="Traceback ...", runtime_s=0.1, loss_max=5.0, omega=0.99))
+    return pd.DataFrame(rows, columns=list(STORE_COLUMNS))
+
+
+class _Links(HTMLParser):
+    def __init__(self):
+        super().__init__()
+        self.refs, self.section_ids, self.tags = [], [], set()
+
+    def handle_starttag(self, tag, attrs):
+        a = dict(attrs)
+        self.tags.add(tag)
+        if tag == "img":
+            self.refs.append(a["src"])
+        if tag == "a" and not a.get("href", "").startswith("#"):
+            self.refs.append(a["href"])
+        if tag == "section":
+            self.section_ids.append(a["id"])
+
+
+def _parse(index: Path) -> _Links:
+    p = _Links()
+    p.feed(index.read_text(encoding="utf-8"))
+    return p
+
+
+def _promised_columns() -> dict[str, tuple]:
+    """Every table the report writes → the columns it promises."""
+    return {
+        "overview": tabs.OVERVIEW_COLUMNS, "fig5_cost_vs_target": tabs.COST_VS_TARGET_COLUMNS,
+        "fig5_normalised_expected_loss": tabs.NORM_LOSS_COLUMNS,
+        "fig5_eta_effect": tabs.ETA_EFFECT_COLUMNS,
+        "fig7_epochs_per_model": tabs.PER_MODEL_COLUMNS,
+        "fig8_cost_per_model": tabs.PER_MODEL_COLUMNS, "gaps": tabs.GAPS_COLUMNS,
+        "oracle_agreement": tabs.ORACLE_COLUMNS, "milp_status": tabs.MILP_STATUS_COLUMNS,
+        "milp_time_limit": tabs.MILP_LIMIT_COLUMNS, "runtime_sgm": tabs.SGM_COLUMNS,
+        "performance_profiles": tabs.PROFILE_COLUMNS,
+        "competitive_ratio": tabs.RATIO_VS_COLUMNS, "complexity_fits": tabs.FIT_COLUMNS,
+        "bench": tabs.BENCH_COLUMNS, "claims_audit": claims_mod.CLAIMS_COLUMNS,
+        "depl_vs_best_exp": claims_mod.PAIRS_COLUMNS, "target_misses": tabs.MISSES_COLUMNS,
+        "oos_quantiles": tabs.OOS_COLUMNS,
+    }
+
+
+def _check_report(out: Path, summary) -> str:
+    """Shared structural checks; returns the HTML text."""
+    assert summary.errors == []
+    text = (out / "index.html").read_text(encoding="utf-8")
+    parsed = _parse(out / "index.html")
+    assert tuple(parsed.section_ids) == SECTION_IDS
+    assert "script" not in parsed.tags and "link" not in parsed.tags
+    for ref in parsed.refs:
+        assert not re.match(r"^[a-z]+://", ref), f"network reference {ref}"
+        assert (out / ref).is_file(), f"broken link {ref}"
+    promised = _promised_columns()
+    for name in summary.tables:
+        csv = pd.read_csv(out / "tables" / f"{name}.csv")
+        assert tuple(csv.columns) == tuple(promised[name]), name
+        md = (out / "tables" / f"{name}.md").read_text(encoding="utf-8")
+        header = next(line for line in md.splitlines() if line.startswith("| "))
+        assert [c.strip() for c in header.strip("|").split(" | ")] == list(promised[name])
+        assert f"tables/{name}.csv" in parsed.refs
+    for name in summary.figures:
+        assert f"figures/{name}.png" in parsed.refs
+    manifest = json.loads((out / "manifest.json").read_text())
+    for rel in manifest["figures"] + manifest["tables"]:
+        assert (out / rel).is_file()
+    return text
+
+
+# --------------------------------------------------------------------------
+# the full report
+
+
+@pytest.fixture(scope="module")
+def full_report(tmp_path_factory):
+    out = tmp_path_factory.mktemp("full")
+    bench = tmp_path_factory.mktemp("bench")
+    (bench / "run.json").write_text(json.dumps({"benchmarks": [
+        {"name": f"test_depl_graph[{eta}]", "fullname": f"b.py::test_depl_graph[{eta}]",
+         "group": "depl-graph", "params": {"eta": eta}, "extra_info": {},
+         "stats": {"min": 1e-5 * eta ** 3, "median": 1.1e-5 * eta ** 3,
+                   "mean": 1.2e-5 * eta ** 3, "stddev": 1e-6, "rounds": 5}}
+        for eta in (8, 16, 32, 64)]}))
+    (bench / "junk.json").write_text("{not json")
+    opts = ReportOptions(scale=0.4, dpi=40, formats=("png", "svg"))
+    summary = build_report(make_frame(), out, bench_json=bench, options=opts)
+    return out, summary
+
+
+def test_full_report_structure(full_report):
+    out, summary = full_report
+    text = _check_report(out, summary)
+    for name in summary.figures:  # both formats written and linked
+        assert (out / "figures" / f"{name}.svg").is_file()
+        assert f'href="figures/{name}.svg"' in text
+    # the paper's figures for both sets, the profiles, the η complexity plot
+    for fig in ("cost_vs_target_alexnet", "cost_vs_target_mobilenet",
+                "normalised_loss_alexnet", "eta_effect_alexnet",
+                "fig7_epochs_per_model_alexnet", "fig8_cost_per_model_alexnet",
+                "fig9_trajectories_alexnet", "performance_profiles", "ratio_vs_eta",
+                "complexity_eta", "complexity_knapsack"):
+        assert fig in summary.figures, fig
+    # a bad benchmark file is reported, not fatal
+    assert "junk.json: not a pytest-benchmark JSON file" in text
+
+
+def test_full_report_numbers(full_report):
+    out, summary = full_report
+    gaps = pd.read_csv(out / "tables" / "gaps.csv")
+    depl = gaps[(gaps["family"] == "realistic") & (gaps["algorithm"] == "depl")
+                & (gaps["config"].str.contains("eta=200"))]
+    assert len(depl) == 1 and depl["ratio_median"].iloc[0] == pytest.approx(1.01)
+    knap = gaps[(gaps["family"] == "knapsack") & (gaps["algorithm"] == "milp")]
+    assert knap["optimum_sources"].iloc[0] == "dp"
+    assert knap["ratio_max"].iloc[0] == pytest.approx(1.0)
+    status = pd.read_csv(out / "tables" / "milp_status.csv")
+    assert status["optimal"].sum() == 12 + 8
+    fits = pd.read_csv(out / "tables" / "complexity_fits.csv")
+    eta = fits[(fits["source"] == "store") & (fits["parameter"] == "eta")]
+    assert eta["slope"].iloc[0] == pytest.approx(2.0, abs=0.1)
+    assert eta["verdict"].iloc[0] == "contradicts"  # slope 2 vs claimed η^-4
+    bench = fits[fits["source"] == "bench"]
+    assert bench["slope"].iloc[0] == pytest.approx(3.0, abs=1e-6)
+    misses = pd.read_csv(out / "tables" / "target_misses.csv").set_index("algorithm")
+    assert misses.loc["best-exp", "missed"] == 12
+    assert misses.loc["best-exp", "missed_confirmed"] == 12
+    assert misses.loc["milp", "missed"] == 0
+    oos = pd.read_csv(out / "tables" / "oos_quantiles.csv")
+    assert set(oos["met_target"]) <= {"yes", "no", "n/a"}
+    assert (oos["algorithm"] != "pact").all()  # the errored run has no plan
+
+
+def test_claims_audit_rows(full_report):
+    _, summary = full_report
+    c = summary.claims.set_index("claim")
+    assert len(c) == 5 and set(c["verdict"]) <= set(claims_mod.VERDICTS)
+    assert c.loc["Property 2: complexity", "verdict"] == claims_mod.FAILS
+    assert c.loc["Property 3: competitive ratio", "verdict"] == claims_mod.FAILS
+    assert c.loc["Sec. IV-A: submodularity", "verdict"] == claims_mod.HOLDS
+    assert c.loc["Figs. 5–6: DepL virtually matches the optimum", "verdict"] == \
+        claims_mod.HOLDS
+    # saving 1 - 1.01/1.4 = 27.9 % ≥ 27 %
+    assert c.loc["Figs. 5–6: DepL beats best-exp by over 27 %", "verdict"] == \
+        claims_mod.HOLDS
+    assert "27.9 %" in c.loc["Figs. 5–6: DepL beats best-exp by over 27 %", "measured"]
+
+
+def test_claims_flip_with_the_data():
+    df = prepare(make_frame(depl_factor=1.10, best_exp_factor=1.2, eta_exponent=-4.5,
+                            violations=3)).df
+    from deplbench.reports.stats import with_ratios
+
+    ratios = with_ratios(df)
+    table = claims_mod.audit(df, ratios, tabs.complexity_fits(df)).set_index("claim")
+    assert table.loc["Sec. IV-A: submodularity", "verdict"] == claims_mod.FAILS
+    assert table.loc["Figs. 5–6: DepL virtually matches the optimum", "verdict"] == \
+        claims_mod.FAILS
+    assert table.loc["Figs. 5–6: DepL beats best-exp by over 27 %", "verdict"] == \
+        claims_mod.FAILS
+    # runtime falling as η^-4.5 is within O(η^-4); |M| slope 2 within O(|M|^2)
+    assert table.loc["Property 2: complexity", "verdict"] == claims_mod.HOLDS
+
+
+# --------------------------------------------------------------------------
+# missing data
+
+
+def test_empty_store_says_so(tmp_path):
+    summary = build_report(pd.DataFrame(columns=list(STORE_COLUMNS)), tmp_path, options=SMALL)
+    text = _check_report(tmp_path, summary)
+    assert summary.figures == []
+    assert "The store is empty" in text
+    assert text.count('class="missing"') >= 5
+    assert set(summary.claims["verdict"]) == {claims_mod.UNMEASURED}
+
+
+def test_no_milp_rows_says_so(tmp_path):
+    df = make_frame()
+    summary = build_report(df[df["algorithm"] != "milp"], tmp_path, options=SMALL)
+    text = _check_report(tmp_path, summary)
+    assert "No milp rows in this store" in text
+    assert "no exact-optimum row" in text  # Fig. 5 centre cannot be normalised
+    assert pd.read_csv(tmp_path / "tables" / "milp_status.csv").empty
+    # the knapsack DP still gives an optimum, so gaps exist there
+    gaps = pd.read_csv(tmp_path / "tables" / "gaps.csv")
+    assert gaps.loc[gaps["family"] == "knapsack", "with_optimum"].sum() == 8
+    c = summary.claims.set_index("claim")
+    assert c.loc["Figs. 5–6: DepL virtually matches the optimum", "verdict"] == \
+        claims_mod.UNMEASURED
+
+
+def test_missing_columns_and_bad_json(tmp_path):
+    df = make_frame().drop(columns=["evaluation", "diagnostics"])
+    df.loc[0, "params"] = "{broken"
+    summary = build_report(df, tmp_path, options=SMALL)
+    text = _check_report(tmp_path, summary)
+    assert "lacks columns diagnostics, evaluation" in text
+    assert "unparsable JSON in column &#x27;params&#x27;" in text
+    assert not any(f.startswith("fig9") for f in summary.figures)
+
+
+def test_store_roundtrip_and_cli(tmp_path, capsys):
+    from deplbench.benchmarks.store import ResultsStore
+    from deplbench.cli import main
+
+    db = tmp_path / "r.sqlite"
+    with ResultsStore(db) as store:
+        for rec in make_frame().head(24).to_dict("records"):
+            store.add({k: v for k, v in rec.items() if v is not None})
+    rc = main(["report", str(db), "--out", str(tmp_path / "rep"), "--no-svg",
+               "--scale", "0.4", "--dpi", "40"])
+    assert rc == 0
+    assert (tmp_path / "rep" / "index.html").is_file()
+    out = capsys.readouterr().out
+    assert out.startswith("report: ") and "] Property 2: complexity" in out
+    rc = main(["report", str(tmp_path / "nope.sqlite"), "--out", str(tmp_path / "x")])
+    err = capsys.readouterr().err
+    assert rc == 2 and err.startswith("error: DB: no results store")
+    rc = main(["report", str(db), "--out", str(tmp_path / "y"), "--sgm-shift", "0"])
+    assert rc == 2 and "sgm_shift" in capsys.readouterr().err
+
+
+def test_bad_inputs_raise_named_errors(tmp_path):
+    with pytest.raises(ReportError, match="source"):
+        build_report([1, 2], tmp_path / "a")
+    with pytest.raises(ReportError, match="frame"):
+        prepare({"cost": [1.0]})
+    f = tmp_path / "file"
+    f.write_text("x")
+    with pytest.raises(ReportError, match="--out"):
+        build_report(make_frame().head(3), f, options=SMALL)
+    with pytest.raises(ReportError, match="formats"):
+        build_report(make_frame().head(3), tmp_path / "b",
+                     options=ReportOptions(formats=("pdf",)))
+    with pytest.raises(ReportError, match="--bench-json"):
+        load_bench_json(tmp_path / "absent")
+    assert issubclass(ReportError, DeplbenchError)
+
+
+# --------------------------------------------------------------------------
+# statistics
+
+
+def test_shifted_geometric_mean():
+    assert shifted_geometric_mean([1.0, 3.0], shift=1.0) == pytest.approx(math.sqrt(8) - 1)
+    assert shifted_geometric_mean([5.0, 5.0, 5.0], shift=10.0) == pytest.approx(5.0)
+    assert math.isnan(shifted_geometric_mean([]))
+    with pytest.raises(ReportError, match="shift"):
+        shifted_geometric_mean([1.0], shift=0)
+
+
+def test_loglog_fit_recovers_exponent_and_interval():
+    rng = np.random.default_rng(3)
+    x = np.repeat([4.0, 8.0, 16.0, 32.0, 64.0], 4)
+    y = 0.3 * x ** 1.5 * np.exp(rng.normal(0, 0.05, x.size))
+    fit = loglog_fit(x, y)
+    assert fit.ci_low < fit.slope < fit.ci_high
+    assert fit.contains(1.5) and not fit.contains(2.0)
+    exact = loglog_fit([1, 2, 4], [3, 12, 48])
+    assert exact.slope == pytest.approx(2.0) and exact.r2 == pytest.approx(1.0)
+    assert loglog_fit([2, 2, 2], [1, 2, 3]) is None
+
+
+def test_performance_profile_ratios():
+    m = pd.DataFrame({"a": [1.0, 4.0, np.nan], "b": [2.0, 2.0, np.nan]},
+                     index=["p1", "p2", "p3"])
+    r = performance_profile(m)
+    assert list(r.index) == ["p1", "p2"]  # nobody solved p3
+    assert r.loc["p1", "a"] == 1.0 and r.loc["p1", "b"] == 2.0
+    assert r.loc["p2", "a"] == 2.0 and r.loc["p2", "b"] == 1.0
+    m.loc["p2", "b"] = np.nan
+    assert np.isinf(performance_profile(m).loc["p2", "b"])
+
+
+def test_optimum_priority_and_disagreement():
+    df = prepare(make_frame()).df
+    opt = optimum_per_instance(df)
+    knap = opt[opt["instance_key"].str.startswith("knapsack")]
+    assert (knap["optimum_source"] == "dp").all() and (knap["n_oracles"] == 2).all()
+    assert (knap["oracle_spread"] < 1e-9).all()
+    # a MILP that disagrees with the DP shows up instead of being averaged away
+    bad = make_frame()
+    i = bad.index[(bad["family"] == "knapsack") & (bad["algorithm"] == "milp")][0]
+    bad.loc[i, "cost"] = bad.loc[i, "cost"] * 1.5
+    agree = tabs.oracle_agreement(prepare(bad).df).set_index("family")
+    assert agree.loc["knapsack", "disagreeing"] == 1
+    assert agree.loc["knapsack", "max_relative_spread"] == pytest.approx(0.5)
+
+
+def test_submodularity_keys_and_sampled_checks():
+    assert claims_mod.submodularity_record(
+        {"submodularity": {"violated": 2, "checked": 9, "exhaustive": False}}) == (2, 9, False)
+    assert claims_mod.submodularity_record({"submodular_violations": 0})[0] == 0
+    assert claims_mod.submodularity_record({"graphs": []}) is None
+    df = make_frame()
+    i = df.index[df["algorithm"] == "depl"][0]
+    df.loc[i, "diagnostics"] = json.dumps(
+        {"submodularity": {"violated": 0, "checked": 50, "exhaustive": False}})
+    row = claims_mod.submodularity(prepare(df).df)
+    assert row["verdict"] == claims_mod.HOLDS and "sampled" in row["measured"]
+
+
+def test_three_point_slope_gets_no_verdict():
+    fit = loglog_fit([2, 4, 8], [1.0, 4.2, 15.0])
+    assert fit.n == 3 and tabs.exponent_verdict(fit, -4.0) == "too few points"
+    fit4 = loglog_fit([2, 4, 8, 16], [1.0, 4.2, 15.0, 66.0])
+    assert tabs.exponent_verdict(fit4, -4.0) == "contradicts"
+    assert tabs.exponent_verdict(fit4, 2.0) == "consistent"
+    assert tabs.exponent_verdict(fit4, None) == "no claim"
+    # ε is asymptotic as ε → 0: runtime ∝ ε^-0.3 is within O(1/ε), ε^-2 is not
+    eps = [0.5, 0.2, 0.1, 0.05, 0.01]
+    slow = loglog_fit(eps, [e ** -0.3 for e in eps])
+    fast = loglog_fit(eps, [e ** -2.0 * (1 + 0.01 * i) for i, e in enumerate(eps)])
+    assert tabs.exponent_verdict(slow, -1.0, "small") == "consistent"
+    assert tabs.exponent_verdict(fast, -1.0, "small") == "contradicts"
+
+
+def test_printed_variant_rows_are_not_paired_with_default_ones():
+    df = make_frame()
+    knap = df["family"] == "knapsack"
+    default = json.dumps({"dp_optimum": 15.0,
+                          "variants": {"transfer_cost_mode": "once", "data_rule": "intended"}})
+    df.loc[knap, "diagnostics"] = default
+    i = df.index[knap & (df["algorithm"] == "depl")][0]
+    df.loc[i, "diagnostics"] = json.dumps(
+        {"variants": {"transfer_cost_mode": "once", "data_rule": "printed"}})
+    data = prepare(df)
+    assert data.df.loc[i, "variant"] == "data_rule=printed"
+    assert (data.df.loc[knap & (data.df.index != i), "variant"] == "").all()
+    assert any("data_rule=printed" in n for n in data.notes)
+    twin = data.df[knap & (data.df["instance_name"] == data.df.loc[i, "instance_name"])]
+    assert twin["instance_key"].nunique() == 2

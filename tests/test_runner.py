@@ -1,0 +1,396 @@
+"""Runner integration tests: local pool, hard limits, resume after SIGKILL,
+Ctrl-C, Dask LocalCluster, CLI.
+
+The algorithms and the instance family used here are test-only: they live in
+a plugin file written to ``tmp_path`` and are activated through the
+``DEPLBENCH_TASK_PLUGINS`` environment variable, so the public solver
+registry never sees them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from deplbench.benchmarks import tasks as task_mod
+from deplbench.benchmarks.cli import register  # noqa: F401 - import check
+from deplbench.benchmarks.executors import DaskExecutor, LocalExecutor
+from deplbench.benchmarks.runner import run_sweep
+from deplbench.benchmarks.store import ResultsStore
+from deplbench.benchmarks.sweep import load_sweep
+from deplbench.cli import main as cli_main
+from deplbench.errors import SweepError
+
+PLUGIN = textwrap.dedent('''
+    """Test-only family and algorithm for the runner tests."""
+    import os
+    import time
+    from deplbench.instances.model import parse_instance
+
+    def tiny(seed=0, n_models=2):
+        models = [{"name": f"m{i}", "size": 0.0, "compute": 1.0 + i + seed,
+                   "loss_scale": 1.0, "decay": "none",
+                   "improvement": {"kind": "point", "value": 1.0}}
+                  for i in range(n_models)]
+        return parse_instance({
+            "name": f"tiny-{seed}-{n_models}", "initial_loss": 10.0, "loss_max": 8.0,
+            "omega": 0.9, "time_max": 10.0, "horizon": 4, "models": models,
+            "clusters": [{"name": "A", "capacity": 10.0, "unit_cost": 1.0,
+                          "bandwidth": 1.0}],
+            "datasets": [{"name": "d", "size": 1.0, "usefulness": 1.0}]})
+
+    def work(instance, delay=0.0, mode="ok"):
+        pid_file = os.environ.get("TEST_PID_FILE")
+        if pid_file:
+            with open(pid_file, "a") as f:
+                f.write(f"{os.getpid()}\\n")
+        time.sleep(delay)
+        if mode == "raise":
+            raise RuntimeError("boom from test-work")
+        if mode == "hang":
+            time.sleep(3600)
+        # A cost that depends on the instance and the target, so rows differ.
+        cost = sum(m.compute for m in instance.models) * instance.loss_max + delay
+        return {"algorithm": "test-work", "status": "feasible", "cost": cost,
+                "runtime_s": delay, "params": {"delay": delay, "mode": mode},
+                "plan": {"epochs": [{"model": "m0", "cluster": "A", "allocation": 1.0}],
+                         "datasets": {"A": ["d"]}}}
+
+    FAMILIES = {"test-tiny": tiny}
+    ALGORITHMS = {"test-work": work}
+    ALGORITHM_PARAMETERS = {"test-work": ["delay", "mode"]}
+''')
+
+
+@pytest.fixture
+def plugin(tmp_path, monkeypatch):
+    """Write the plugin and point DEPLBENCH_TASK_PLUGINS at it."""
+    path = tmp_path / "plugin.py"
+    path.write_text(PLUGIN)
+    monkeypatch.setenv(task_mod.PLUGIN_ENV, str(path))
+    return path
+
+
+def write_sweep(tmp_path: Path, body: str, name: str = "s.toml") -> Path:
+    path = tmp_path / name
+    path.write_text(textwrap.dedent(body))
+    return path
+
+
+MIXED = """
+    [sweep]
+    name = "mixed"
+    time_limit_s = 20
+    [[instances]]
+    id = "tiny"
+    family = "test-tiny"
+    grid = { n_models = [2, 3] }
+    targets = { loss_max = [7.0, 8.0] }
+    [[algorithms]]
+    name = "test-work"
+    [[algorithms]]
+    name = "test-work"
+    label = "raises"
+    params = { mode = "raise" }
+    instances = ["tiny"]
+    [[algorithms]]
+    name = "test-work"
+    label = "hangs"
+    params = { mode = "hang" }
+    time_limit_s = 1.0
+"""
+
+
+def test_local_sweep_records_ok_raise_and_timeout_then_resumes(tmp_path, plugin):
+    sweep = load_sweep(write_sweep(tmp_path, MIXED))
+    tasks = sweep.tasks()
+    assert len(tasks) == 2 * 2 * 3
+    db = tmp_path / "r.sqlite"
+    t0 = time.monotonic()
+    with ResultsStore(db) as store:
+        summary = run_sweep(sweep, store, LocalExecutor(workers=2), progress=False)
+        frame = store.frame()
+    elapsed = time.monotonic() - t0
+    assert summary.ran == 12 and summary.ok == 4 and summary.failed == 8
+    assert sorted(frame["key"]) == sorted(t.key for t in tasks)
+    by_mode = {m: frame[frame["params"].map(lambda p: json.loads(p).get("mode", "ok")) == m]
+               for m in ("ok", "raise", "hang")}
+    ok = by_mode["ok"]
+    assert (ok["status"] == "feasible").all() and ok["error"].isna().all()
+    # cost = Σ compute × ℓmax: proves the target override reached the instance.
+    expected = {(2, 7.0): 21.0, (2, 8.0): 24.0, (3, 7.0): 42.0, (3, 8.0): 48.0}
+    got = {(json.loads(p)["n_models"], lm): c
+           for p, lm, c in zip(ok["instance_params"], ok["loss_max"], ok["cost"])}
+    assert got == expected
+    assert (by_mode["raise"]["status"] == "error").all()
+    assert by_mode["raise"]["error"].str.contains("boom from test-work").all()
+    hang = by_mode["hang"]
+    assert (hang["status"] == "error").all()
+    assert hang["error"].str.startswith("timeout:").all()
+    # Killed at the 1 s limit, not after the hour the task asked for.
+    assert (hang["runtime_s"] >= 1.0).all() and (hang["runtime_s"] < 10.0).all()
+    assert elapsed < 30.0
+    env = json.loads(ok["env"].iloc[0])
+    assert env["versions"]["numpy"] and "threads" in env and env["cpu_count"] >= 1
+
+    # Resume: nothing runs again; failures are skipped without --retry-failed.
+    with ResultsStore(db) as store:
+        again = run_sweep(sweep, store, LocalExecutor(workers=2), progress=False)
+        assert again.ran == 0 and again.already_done == 4 and again.skipped_failed == 8
+        assert store.count() == 12
+
+
+def test_retry_failed_adds_attempts_and_keeps_history(tmp_path, plugin):
+    body = MIXED.replace('time_limit_s = 1.0', 'time_limit_s = 0.5').replace(
+        'grid = { n_models = [2, 3] }', 'grid = { n_models = [2] }').replace(
+        'targets = { loss_max = [7.0, 8.0] }', '')
+    sweep = load_sweep(write_sweep(tmp_path, body))
+    db = tmp_path / "r.sqlite"
+    with ResultsStore(db) as store:
+        first = run_sweep(sweep, store, LocalExecutor(workers=2), progress=False)
+        assert (first.ok, first.failed) == (1, 2)
+        second = run_sweep(sweep, store, LocalExecutor(workers=2), retry_failed=True,
+                           progress=False)
+        assert second.ran == 2 and second.failed == 2
+        frame = store.frame()
+        latest = store.frame(latest=True)
+    assert len(frame) == 5 and frame["key"].nunique() == 3
+    assert len(latest) == 3 and sorted(latest["key"]) == sorted(frame["key"].unique())
+
+
+def _kill_sweep(n_tasks: int, delay: float) -> str:
+    delays = ", ".join(str(round(delay + i * 1e-3, 4)) for i in range(n_tasks))
+    return f"""
+        [sweep]
+        name = "killme"
+        time_limit_s = 30
+        [[instances]]
+        id = "tiny"
+        family = "test-tiny"
+        [[algorithms]]
+        name = "test-work"
+        grid = {{ delay = [{delays}] }}
+    """
+
+
+def _rows(db: Path) -> list[tuple]:
+    conn = sqlite3.connect(db)
+    try:
+        assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+        return conn.execute("SELECT attempt, key, status, finished_at FROM results "
+                            "ORDER BY attempt").fetchall()
+    finally:
+        conn.close()
+
+
+def _start_cli(sweep: Path, db: Path, workers: int = 2) -> subprocess.Popen:
+    return subprocess.Popen(
+        [sys.executable, "-m", "deplbench", "run", str(sweep), "--db", str(db),
+         "--workers", str(workers), "--no-progress"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=dict(os.environ))
+
+
+def _wait_rows(db: Path, at_least: int, proc: subprocess.Popen, timeout: float = 60) -> None:
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if db.exists():
+            try:
+                if len(_rows(db)) >= at_least:
+                    return
+            except sqlite3.OperationalError:  # schema not created yet
+                pass
+        assert proc.poll() is None, proc.communicate()
+        time.sleep(0.05)
+    raise AssertionError(f"fewer than {at_least} rows after {timeout} s")
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return False
+    return "\nState:\tZ" not in state  # a zombie has stopped running
+
+
+def test_sigkill_mid_sweep_then_resume_loses_nothing_duplicates_nothing(
+        tmp_path, plugin, monkeypatch):
+    pid_file = tmp_path / "pids.txt"
+    monkeypatch.setenv("TEST_PID_FILE", str(pid_file))
+    n = 16
+    sweep_file = write_sweep(tmp_path, _kill_sweep(n, delay=0.25))
+    keys = {t.key for t in load_sweep(sweep_file).tasks()}
+    assert len(keys) == n
+    db = tmp_path / "k.sqlite"
+    proc = _start_cli(sweep_file, db)
+    _wait_rows(db, 3, proc)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait(timeout=10)
+    assert proc.returncode == -signal.SIGKILL
+    before = _rows(db)
+    assert 3 <= len(before) < n, "the kill must land mid-sweep"
+    # No orphan: every task process dies with the runner (PR_SET_PDEATHSIG).
+    pids = [int(p) for p in pid_file.read_text().split()]
+    end = time.monotonic() + 5
+    while any(_alive(p) for p in pids) and time.monotonic() < end:
+        time.sleep(0.05)
+    assert not [p for p in pids if _alive(p)]
+    assert _rows(db) == before
+
+    rc = cli_main(["run", str(sweep_file), "--db", str(db), "--workers", "2", "--no-progress"])
+    assert rc == 0
+    after = _rows(db)
+    assert after[:len(before)] == before  # every finished row kept, unchanged
+    assert len(after) == n
+    assert {r[1] for r in after} == keys  # no lost task, no duplicate
+    assert all(r[2] == "feasible" for r in after)
+    monkeypatch.delenv("TEST_PID_FILE")
+
+
+def test_sigkill_leaves_no_orphan_task_process(tmp_path, plugin, monkeypatch):
+    pid_file = tmp_path / "pids.txt"
+    monkeypatch.setenv("TEST_PID_FILE", str(pid_file))
+    sweep_file = write_sweep(tmp_path, """
+        [[instances]]
+        id = "tiny"
+        family = "test-tiny"
+        seeds = [0, 1]
+        [[algorithms]]
+        name = "test-work"
+        params = { mode = "hang" }
+        time_limit_s = 60
+    """)
+    proc = _start_cli(sweep_file, tmp_path / "o.sqlite")
+    pids: list[int] = []
+    try:
+        end = time.monotonic() + 60
+        while len(pids) < 2 and time.monotonic() < end:
+            assert proc.poll() is None, proc.communicate()
+            time.sleep(0.05)
+            pids = [int(p) for p in pid_file.read_text().split()] if pid_file.exists() else []
+        assert len(pids) == 2
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=10)
+        # The hung tasks would sleep an hour; they must die with the runner.
+        end = time.monotonic() + 5
+        while any(_alive(p) for p in pids) and time.monotonic() < end:
+            time.sleep(0.05)
+        assert not [p for p in pids if _alive(p)]
+    finally:
+        for p in pids:
+            if _alive(p):
+                os.kill(p, signal.SIGKILL)
+        if proc.poll() is None:
+            proc.kill()
+
+
+def test_ctrl_c_stops_cleanly_without_failed_rows(tmp_path, plugin):
+    sweep_file = write_sweep(tmp_path, _kill_sweep(12, delay=0.3))
+    db = tmp_path / "c.sqlite"
+    proc = _start_cli(sweep_file, db)
+    _wait_rows(db, 2, proc)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=20)
+    assert proc.returncode == 130, err
+    assert b"Traceback" not in err
+    rows = _rows(db)
+    assert 2 <= len(rows) < 12
+    assert all(r[2] == "feasible" for r in rows)  # the interrupt is not a failure
+
+
+def test_dask_local_cluster_stores_the_same_rows_as_local(tmp_path, plugin):
+    body = """
+        [sweep]
+        name = "dask"
+        time_limit_s = 60
+        [[instances]]
+        id = "tiny"
+        family = "test-tiny"
+        seeds = [0, 1]
+        targets = { loss_max = [7.0, 8.0] }
+        [[algorithms]]
+        name = "test-work"
+        [[algorithms]]
+        name = "test-work"
+        label = "raises"
+        params = { mode = "raise" }
+        instances = ["tiny"]
+    """
+    sweep = load_sweep(write_sweep(tmp_path, body))
+    cols = ["key", "family", "instance_name", "instance_params", "instance_seed",
+            "algorithm", "params", "status", "cost", "loss_max", "omega", "epochs", "plan"]
+    frames = {}
+    for name, executor in (("local", LocalExecutor(workers=2)),
+                           ("dask", DaskExecutor(local_workers=2))):
+        with ResultsStore(tmp_path / f"{name}.sqlite") as store:
+            summary = run_sweep(sweep, store, executor, progress=False)
+            assert summary.ran == 8 and summary.ok == 4 and summary.failed == 4
+            frames[name] = store.frame().sort_values("key")[cols].reset_index(drop=True)
+    assert frames["local"].equals(frames["dask"])
+    assert not executor._client and not executor._cluster  # shut down
+
+
+def test_dask_scheduler_unreachable_is_a_clear_error(tmp_path, plugin):
+    sweep = load_sweep(write_sweep(tmp_path, _kill_sweep(1, delay=0.0)))
+    # A closed loopback port: nothing listens there.
+    executor = DaskExecutor(scheduler="tcp://127.0.0.1:9", connect_timeout_s=1.0)
+    with ResultsStore(tmp_path / "x.sqlite") as store:
+        with pytest.raises(SweepError, match="--dask-scheduler: cannot reach"):
+            run_sweep(sweep, store, executor, progress=False)
+        assert store.count() == 0
+
+
+def test_cli_invalid_sweep_fails_fast_naming_the_key(tmp_path, plugin, capsys):
+    bad = write_sweep(tmp_path, """
+        [[instances]]
+        id = "tiny"
+        family = "test-tiny"
+        [[algorithms]]
+        name = "test-work"
+        grid = { dealy = [1, 2] }
+    """)
+    db = tmp_path / "never.sqlite"
+    rc = cli_main(["run", str(bad), "--db", str(db)])
+    err = capsys.readouterr().err
+    assert rc == 2 and "algorithms[0].grid.dealy" in err and "Traceback" not in err
+    assert not db.exists()  # failed before touching the store
+
+
+def test_cli_run_dry_run_and_export_csv(tmp_path, plugin, capsys):
+    sweep_file = write_sweep(tmp_path, _kill_sweep(3, delay=0.0))
+    db = tmp_path / "e.sqlite"
+    assert cli_main(["run", str(sweep_file), "--db", str(db), "--dry-run"]) == 0
+    assert "3 to run" in capsys.readouterr().out
+    assert cli_main(["run", str(sweep_file), "--db", str(db), "--no-progress",
+                     "--workers", "1"]) == 0
+    out = tmp_path / "out" / "r.csv"
+    assert cli_main(["export", str(db), "--format", "csv", "-o", str(out)]) == 0
+    import pandas as pd
+
+    exported = pd.read_csv(out)
+    assert len(exported) == 3 and list(exported.columns)[:3] == ["key", "sweep", "family"]
+    assert cli_main(["export", str(tmp_path / "missing.sqlite"), "--format", "csv",
+                     "-o", str(out)]) == 2
+    assert "not found" in capsys.readouterr().err
+
+
+def test_task_error_paths_never_raise(plugin):
+    base = {"key": "k", "sweep": "s", "group": "g", "family": "test-tiny",
+            "instance_params": {}, "instance_seed": 0, "targets": {"loss_max": 99.0},
+            "algorithm": "test-work", "label": "x", "params": {}, "evaluation": {},
+            "time_limit_s": 5.0}
+    # ℓmax above ℓ(0): the instance rejects the target, the record says why.
+    rec = task_mod.run_task(base)
+    assert rec["status"] == "error" and "loss_max" in rec["message"]
+    rec = task_mod.run_task({**base, "targets": {}, "family": "no-such-family"})
+    assert rec["status"] == "error" and rec["error"]
+    rec = task_mod.run_task({**base, "targets": {}})
+    assert rec["status"] == "feasible" and rec["loss_max"] == 8.0 and rec["omega"] == 0.9

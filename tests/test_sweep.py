@@ -1,0 +1,200 @@
+"""Sweep files: parsing, expansion, stable keys, fail-fast validation, and
+the packaged sweeps."""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+from deplbench.benchmarks import tasks as task_mod
+from deplbench.benchmarks.sweep import (
+    PACKAGED_SWEEPS, Task, load_sweep, parse_sweep, resolve_sweep_path, task_key,
+)
+from deplbench.errors import SweepError
+
+try:
+    import tomllib
+except ModuleNotFoundError:  # pragma: no cover
+    import tomli as tomllib
+
+BASE = """
+[sweep]
+name = "demo"
+time_limit_s = 30
+evaluation = { samples = 1000, seed = 3 }
+
+[[instances]]
+id = "alex"
+family = "realistic"
+params = { family = "alexnet" }
+seeds = [0, 1]
+targets = { loss_max = [5.0, 9.0, 13.0], omega = 0.99 }
+
+[[instances]]
+id = "ks"
+family = "knapsack"
+params = { n_items = 6 }
+grid = { item_class = ["uncorrelated", "strongly"], R = [50, 100] }
+
+[[algorithms]]
+name = "depl"
+grid = { eta = [50, 100] }
+
+[[algorithms]]
+name = "knapsack-dp"
+instances = ["ks"]
+time_limit_s = 5
+"""
+
+
+def parse(text: str, **kw):
+    kw.setdefault("check_names", False)
+    return parse_sweep(tomllib.loads(textwrap.dedent(text)), **kw)
+
+
+def test_expansion_counts_order_and_fields():
+    sweep = parse(BASE)
+    tasks = sweep.tasks()
+    # alex: 2 seeds × 3 targets × depl(2 η) = 12; ks: 4 grid points × (2 + 1) = 12
+    assert len(tasks) == 24 and len({t.key for t in tasks}) == 24
+    alex = [t for t in tasks if t.group == "alex"]
+    assert [(t.instance_seed, t.targets["loss_max"], t.params["eta"]) for t in alex[:4]] == [
+        (0, 5.0, 50), (0, 5.0, 100), (0, 9.0, 50), (0, 9.0, 100)]
+    assert all(t.targets["omega"] == 0.99 and t.time_limit_s == 30.0 for t in alex)
+    dp = [t for t in tasks if t.algorithm == "knapsack-dp"]
+    assert len(dp) == 4 and all(t.time_limit_s == 5.0 and t.group == "ks" for t in dp)
+    assert {(t.instance_params["item_class"], t.instance_params["R"]) for t in dp} == {
+        ("uncorrelated", 50), ("uncorrelated", 100), ("strongly", 50), ("strongly", 100)}
+    assert all(t.instance_params["n_items"] == 6 for t in dp)
+    assert all(t.evaluation == {"samples": 1000, "seed": 3} for t in tasks)
+    t = tasks[0]
+    assert Task.from_dict(t.to_dict()) == t
+
+
+def test_keys_are_stable_and_cover_exactly_what_changes_the_result():
+    keys = [t.key for t in parse(BASE).tasks()]
+    assert keys == [t.key for t in parse(BASE).tasks()]  # deterministic
+    # Label, time limit, sweep name and group id do not change a result...
+    cosmetic = BASE.replace('name = "demo"', 'name = "other"').replace(
+        "time_limit_s = 30", "time_limit_s = 99").replace('id = "alex"', 'id = "alx"').replace(
+        '[[algorithms]]\nname = "depl"', '[[algorithms]]\nname = "depl"\nlabel = "DepL"')
+    assert [t.key for t in parse(cosmetic).tasks()] == keys
+    # ...evaluation settings, parameters, seeds and code version do.
+    assert set(t.key for t in parse(BASE.replace("seed = 3", "seed = 4")).tasks()).isdisjoint(keys)
+    moved = parse(BASE.replace("eta = [50, 100]", "eta = [50, 101]")).tasks()
+    assert len(set(t.key for t in moved) - set(keys)) == 6 + 4  # only the η = 101 tasks
+    base = ({"family": "f", "params": {}, "seed": 0}, {}, "depl", {"eta": 1}, {})
+    assert task_key(*base) != task_key(*base, code_version="999")
+    assert task_key(*base) != task_key(base[0], {}, "depl", {"eta": 1.0}, {})
+
+
+def test_duplicate_tasks_collapse():
+    text = BASE + '\n[[algorithms]]\nname = "depl"\nparams = { eta = 50 }\ninstances = ["alex"]\n'
+    assert len(parse(text).tasks()) == 24
+
+
+def test_instance_file_group(tmp_path):
+    inst = tmp_path / "i.json"
+    inst.write_text('{"x": 1}')
+    sweep = parse(f'[[instances]]\nid = "f"\npath = "i.json"\n'
+                  f'[[algorithms]]\nname = "depl"\n', base_dir=tmp_path)
+    (t,) = sweep.tasks()
+    assert t.family == "file" and t.instance_seed is None
+    assert t.instance_params["path"] == str(inst.resolve())
+    inst.write_text('{"x": 2}')  # new content, new key
+    (t2,) = parse(f'[[instances]]\nid = "f"\npath = "i.json"\n'
+                  f'[[algorithms]]\nname = "depl"\n', base_dir=tmp_path).tasks()
+    assert t2.key != t.key
+
+
+@pytest.mark.parametrize("edit, where", [
+    (("[sweep]", "[sweep]\nbogus = 1"), "sweep.bogus"),
+    (("time_limit_s = 30", "time_limit_s = -1"), "sweep.time_limit_s"),
+    (("samples = 1000", "samples = 0"), "sweep.evaluation.samples"),
+    (('id = "ks"', 'id = "alex"'), "instances[1].id"),
+    (("seeds = [0, 1]", "seeds = [0, -1]"), "instances[0].seeds[1]"),
+    (("seeds = [0, 1]", 'seeds = "0"'), "instances[0].seeds"),
+    (("omega = 0.99", "omega = 1.5"), "instances[0].targets.omega"),
+    (("loss_max = [5.0, 9.0, 13.0]", 'loss_max = ["a"]'), "instances[0].targets.loss_max[0]"),
+    (("targets = {", "targets = { lmax = 1,"), "instances[0].targets.lmax"),
+    (("R = [50, 100]", "R = 50"), "instances[1].grid.R"),
+    (("R = [50, 100]", "R = [50, 50]"), "instances[1].grid.R"),
+    (('family = "knapsack"', 'family = "knapsack"\npath = "x.json"'), "instances[1]"),
+    (('grid = { eta = [50, 100] }', 'grid = { eta = [] }'), "algorithms[0].grid.eta"),
+    (('instances = ["ks"]', 'instances = ["nope"]'), "algorithms[1].instances[0]"),
+    (('[[algorithms]]\nname = "depl"', '[[algorithms]]\nnme = "depl"'), "algorithms[0].nme"),
+    (("time_limit_s = 5", "time_limit_s = true"), "algorithms[1].time_limit_s"),
+])
+def test_invalid_sweeps_name_the_key(edit, where):
+    old, new = edit
+    assert old in BASE
+    with pytest.raises(SweepError) as info:
+        parse(BASE.replace(old, new, 1))
+    assert str(info.value).startswith(where), str(info.value)
+
+
+def test_missing_sections_and_bad_toml(tmp_path):
+    with pytest.raises(SweepError, match="^instances:"):
+        parse('[[algorithms]]\nname = "depl"\n')
+    with pytest.raises(SweepError, match="^algorithms:"):
+        parse('[[instances]]\nid = "a"\nfamily = "realistic"\n')
+    bad = tmp_path / "bad.toml"
+    bad.write_text("[[instances]\nid = 1")
+    with pytest.raises(SweepError, match="invalid TOML"):
+        load_sweep(bad, check_names=False)
+    with pytest.raises(SweepError, match="not found"):
+        load_sweep(tmp_path / "nope.toml")
+
+
+def test_names_are_checked_against_the_lower_layers():
+    with pytest.raises(SweepError, match=r"^algorithms\[0\]\.name: unknown algorithm 'nope'"):
+        parse(BASE.replace('name = "depl"', 'name = "nope"'), check_names=True)
+    with pytest.raises(SweepError, match=r"^instances\[1\]\.family: unknown family"):
+        parse(BASE.replace('family = "knapsack"', 'family = "knapsak"'), check_names=True)
+    with pytest.raises(SweepError, match=r"^instances\[1\]\.grid\.R2: unknown parameter"):
+        parse(BASE.replace("R = [50, 100]", "R2 = [50, 100]"), check_names=True)
+    with pytest.raises(SweepError, match=r"^algorithms\[0\]\.grid\.etaa: unknown parameter"):
+        parse(BASE.replace("eta = [50, 100]", "etaa = [50, 100]"), check_names=True)
+    assert len(parse(BASE, check_names=True).tasks()) == 24
+
+
+PACKAGED = ("quick", "paper", "complexity", "knapsack")
+
+
+@pytest.mark.parametrize("name", PACKAGED)
+def test_packaged_sweeps_are_valid(name):
+    assert resolve_sweep_path(name) == PACKAGED_SWEEPS / f"{name}.toml"
+    sweep = load_sweep(name, check_names=False)
+    tasks = sweep.tasks()
+    assert sweep.name == name and tasks
+    # Every name must be registered (loadable or not: another layer may still
+    # be landing) and every instance recipe must generate.
+    from deplbench.heuristics.registry import SOLVERS
+
+    loadable = task_mod.available_algorithms()
+    for a in sweep.algorithms:
+        assert a.name in SOLVERS or a.name in task_mod.ORACLES, a.name
+        if a.name in loadable:  # parameter names checked once the solver exists
+            known = task_mod.algorithm_parameters(a.name)
+            assert set(a.params) | set(a.grid) <= known, (a.name, known)
+    from deplbench.instances.generators import generate
+
+    for t in {(t.family, repr(sorted(t.instance_params.items())), t.instance_seed): t
+              for t in tasks}.values():
+        inst = generate(t.family, seed=t.instance_seed, **t.instance_params)
+        if t.targets:
+            inst.with_changes(**t.targets)
+
+
+def test_quick_sweep_feeds_every_report_section():
+    tasks = load_sweep("quick", check_names=False).tasks()
+    algos = {t.algorithm for t in tasks}
+    assert {"depl", "best-exp", "milp", "pact", "static-learn", "one-switch"} <= algos
+    alex = [t for t in tasks if t.instance_params.get("family") == "alexnet"]
+    assert len({t.targets.get("loss_max") for t in alex}) >= 3  # Figs. 5, 7-9
+    assert len({t.params.get("eta") for t in alex if t.algorithm == "depl"}) >= 3  # η effect
+    ks = [t for t in tasks if t.family == "knapsack"]
+    assert {"milp", "depl"} <= {t.algorithm for t in ks}
+    assert {t.family for t in tasks} >= {"realistic", "knapsack", "scaling"}
+    assert len(tasks) <= 150  # a few minutes on 2 cores
