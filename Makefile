@@ -34,7 +34,8 @@ reproduce: $(STAMP)
 	$(VENV)/bin/deplbench run benchmarks/sweeps/paper.toml --db results/full.sqlite
 	$(VENV)/bin/deplbench run benchmarks/sweeps/complexity.toml --db results/full.sqlite
 	$(VENV)/bin/deplbench run benchmarks/sweeps/knapsack.toml --db results/full.sqlite
-	$(VENV)/bin/deplbench report results/full.sqlite --out reports/full
+	$(MAKE) bench
+	$(VENV)/bin/deplbench report results/full.sqlite --out reports/full --bench-json results/bench
 
 clean:
 	rm -rf $(VENV) results reports/demo reports/full .pytest_cache .benchmarks

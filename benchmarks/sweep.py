@@ -65,7 +65,7 @@ from pathlib import Path
 from typing import Any
 
 from deplbench import __version__
-from deplbench.errors import SweepError
+from deplbench.errors import DeplbenchError, SweepError
 
 try:  # Python ≥ 3.11
     import tomllib
@@ -515,6 +515,10 @@ def _check_names(groups: tuple, algorithms: tuple) -> None:
     names = task_mod.available_algorithms()
     for i, a in enumerate(algorithms):
         if a.name not in names:
+            try:  # registered but broken/missing module: say so, not "unknown"
+                task_mod.algorithm_parameters(a.name)
+            except DeplbenchError as exc:
+                raise SweepError(f"algorithms[{i}].name: {exc}") from None
             raise SweepError(f"algorithms[{i}].name: unknown algorithm {a.name!r} "
                              f"(available: {', '.join(sorted(names)) or 'none'})")
         known = task_mod.algorithm_parameters(a.name)

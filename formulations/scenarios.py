@@ -104,6 +104,23 @@ class Scenarios:
         return int(np.count_nonzero(self.final_losses(models, gammas) > loss_max + 1e-9))
 
 
+def _draw_columns(rng, dists, n: int, K: int) -> np.ndarray:
+    """(n, K, len(dists)) draws, one column per distribution.
+
+    When every distribution is a point mass (the knapsack reduction, where
+    all |M|(|M|−1) switch pairs exist), the result is a read-only broadcast
+    view that costs no memory; point masses never consume random numbers,
+    so the stream is the same either way.
+    """
+    if all(d.is_deterministic for d in dists):
+        values = np.array([d.mean() for d in dists], dtype=float)
+        return np.broadcast_to(values[None, None, :], (n, K, len(dists)))
+    out = np.empty((n, K, len(dists)))
+    for j, d in enumerate(dists):
+        out[:, :, j] = d.sample(rng, (n, K))
+    return out
+
+
 class ScenarioSampler:
     """Seeded scenario source for one instance (see module docstring)."""
 
@@ -118,12 +135,8 @@ class ScenarioSampler:
         inst = self.instance
         rng = self.generator(stream)
         K = inst.horizon
-        improvement = np.empty((n, K, inst.n_models))
-        for m, model in enumerate(inst.models):
-            improvement[:, :, m] = model.improvement.sample(rng, (n, K))
-        jump = np.empty((n, K, len(inst.switches)))
-        for p, sw in enumerate(inst.switches):
-            jump[:, :, p] = sw.jump.sample(rng, (n, K))
+        improvement = _draw_columns(rng, [m.improvement for m in inst.models], n, K)
+        jump = _draw_columns(rng, [sw.jump for sw in inst.switches], n, K)
         return Scenarios(
             improvement=improvement,
             jump=jump,

@@ -45,7 +45,6 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from deplbench.errors import SolverError
 from deplbench.formulations.allocation import allocate
 from deplbench.formulations.evaluate import evaluate_plan, transfer_cost
 from deplbench.formulations.plan import Epoch, Plan

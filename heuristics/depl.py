@@ -81,7 +81,7 @@ from deplbench.heuristics.dataset_selection import (
     exhaustive_minimum,
     submodularity_check,
 )
-from deplbench.heuristics.expanded_graph import build_spec, solve_dp
+from deplbench.heuristics.expanded_graph import build_spec, solve_dp, solve_dp_labels
 from deplbench.heuristics.quantile_transform import METHODS, LossModel, build_bounds, validate_method
 from deplbench.heuristics.vnf_allocation import place_and_allocate, validate_epsilon
 
@@ -129,13 +129,28 @@ def _stage2(instance, gamma: float, volume: float, method: str, eta: int, n_thet
     tau = comp / instance.capacity[n_star] + comm
     kappa = float(instance.unit_cost[n_star])
     # κ* = 0 would make every path free: keep sqrt(c) as the tie-breaking proxy.
-    weights = np.sqrt(comp * (kappa if kappa > 0 else 1.0))
-    lm = LossModel.from_instance(instance, gamma)
+    root = np.sqrt(comp * (kappa if kappa > 0 else 1.0))
     m_star = int(np.lexsort((-instance.model_size, -instance.model_compute))[0])
+    # The water-filling cost of a path is W²/(Tmax − C), C its communication
+    # time: not additive. Its tangent at a reference path (W0, C0) is, up to a
+    # constant factor, W + W0/(2(Tmax − C0))·C — additive, so the edge weight
+    # is w_m = sqrt(κ*·c_m) + λ·comm_m with λ = W0/(2(Tmax − C0)) taken at the
+    # stage-1 reference (m* for K̂ epochs). λ = 0 without communication time,
+    # where W²/Tmax is exact (the knapsack instances).
+    budget0 = time_max - ref_epochs * comm[m_star]
+    lam = ref_epochs * root[m_star] / (2.0 * budget0) if budget0 > 0 else 0.0
+    weights = root + lam * comm
+    lm = LossModel.from_instance(instance, gamma)
     bounds = build_bounds(lm, method, n_theta, ref_model=m_star, ref_epochs=ref_epochs, tail_share=tail_share)
     out = Stage2()
     seen = set()
-    for b in bounds:
+    # Centre of the θ grid first: its path's weight then prunes the other
+    # graphs (the weights are the same in every graph, only the loss axis
+    # changes), which mostly stop after a few layers.
+    mid = (len(bounds) - 1) / 2.0
+    order = sorted(range(len(bounds)), key=lambda i: abs(i - mid))
+    incumbent = math.inf
+    for b in (bounds[i] for i in order):
         target = loss_max - b.offset
         entry = {"method": b.method, "param": b.param, "target": target, "rounding": rounding}
         cap_target = instance.initial_loss - 1e-9 * max(1.0, abs(instance.initial_loss))
@@ -144,7 +159,8 @@ def _stage2(instance, gamma: float, volume: float, method: str, eta: int, n_thet
         while True:
             spec = build_spec(weights, tau, time_max, b.run_phi, b.jump_phi, instance.allowed,
                               instance.initial_loss, min(target, cap_target), eta, rounding=mode)
-            res = solve_dp(spec)
+            solver = solve_dp_labels if mode == "label" else solve_dp
+            res = solver(spec, bound=incumbent)
             entry["vertices"] = entry.get("vertices", 0) + res.vertices
             entry["edges"] = entry.get("edges", 0) + res.edges
             entry["seconds"] = entry.get("seconds", 0.0) + res.seconds
@@ -152,6 +168,9 @@ def _stage2(instance, gamma: float, volume: float, method: str, eta: int, n_thet
                 break
             excess = b.path_bound(instance.initial_loss, res.models) - loss_max
             if excess <= 0:
+                break
+            if mode == "label":  # exact labels already checked u <= 0; only round-off can get here
+                res.feasible = excess <= 1e-9 * max(1.0, abs(loss_max))
                 break
             rounds += 1
             if rounds > verify_rounds:
@@ -164,9 +183,11 @@ def _stage2(instance, gamma: float, volume: float, method: str, eta: int, n_thet
         entry.update(nominal_vertices=spec.nominal_vertices, layers=res.layers, feasible=res.feasible,
                      weight=float(res.weight) if res.feasible else None, verify_rounds=rounds,
                      final_rounding=mode)
+        entry["incumbent"] = incumbent if math.isfinite(incumbent) else None
         out.graphs.append(entry)
         if not res.feasible:
             continue
+        incumbent = min(incumbent, float(res.weight))
         key = tuple(res.models)
         if key in seen:
             continue
@@ -177,7 +198,7 @@ def _stage2(instance, gamma: float, volume: float, method: str, eta: int, n_thet
         m = np.asarray(res.models)
         alloc = allocate(comp[m], comm[m], np.full(k, kappa), np.full(k, instance.capacity[n_star]), instance.time_max)
         est = alloc.cost if alloc.feasible else math.inf
-        out.candidates.append(Candidate(list(res.models), res.weight, est, b,
+        out.candidates.append(Candidate(list(res.models), float(res.weight), est, b,
                                         b.path_bound(instance.initial_loss, res.models)))
     out.candidates.sort(key=lambda c: (c.estimate, c.weight))
     out.seconds = time.perf_counter() - t0
@@ -244,8 +265,10 @@ _PARAMS = {
     "n_theta": Param(5, int, "θ (or s) values tried for the surrogate", low=1, high=64),
     "tail_share": Param(0.1, float, "share of 1−ω spent truncating heavy-tailed increments (chernoff)",
                         low=0.0, low_inclusive=False, high=0.99),
-    "rounding": Param("nearest", str, "loss-bucket rounding: up (every graph path feasible) or nearest "
-                      "(paths verified with their exact surrogate)", choices=("up", "nearest")),
+    "rounding": Param("label", str, "loss axis of the expanded graph: label (exact loss labels, buckets only "
+                      "merge paths), up (increments rounded up: every graph path feasible, the paper's "
+                      "graph) or nearest (rounded to nearest, the path is verified exactly)",
+                      choices=("label", "up", "nearest")),
     "dataset_method": Param("min-norm", str, "dataset selection: min-norm (Fujishige–Wolfe) or exhaustive",
                             choices=("min-norm", "exhaustive")),
     "reoptimize": Param(True, bool, "re-optimise x exactly for the chosen clusters after the (1+ε) DP"),

@@ -26,13 +26,14 @@ feasible model sequence in the real quantities the surrogate models
 
 Edge weight
 -----------
-Entering epoch k with model m' costs w_{m'} = sqrt(κ* · c(m', D̂)) where κ* is
-the unit cost of the most capable cluster. A path of weight W then has, on
-that cluster, the real-x optimal cost W² / (Tmax − Σ comm) whenever the
-capacity does not bind (the water-filling closed form of
-``formulations.allocation``; a lower bound when it binds). Minimising W is
-therefore minimising the cost of the model sequence; for the knapsack-derived
-instances (SPEC §3) it is exact. The plan's actual cost comes from stage 3.
+Entering epoch k with model m' costs a fixed w_{m'} > 0 (DepL uses
+w_m = sqrt(κ*·c(m, D̂)) + λ·comm_m, see ``heuristics.depl``): a path of
+square-root weight W = Σ sqrt(κ*·c) has, on the most capable cluster, the
+real-x optimal cost W² / (Tmax − Σ comm) whenever the capacity does not bind
+(the water-filling closed form of ``formulations.allocation``; a lower bound
+when it binds), and the λ·comm term is the tangent of that cost in the
+communication time. For the knapsack-derived instances (no communication)
+minimising W is exact. The plan's actual cost comes from stage 3.
 
 Solving it
 ----------
@@ -109,6 +110,10 @@ class GraphSpec:
     loss_step: float = 1.0
     time_step: float = 1.0
     target: float = 0.0
+    #: Unrounded counterparts in loss-bucket units (for :func:`solve_dp_labels`).
+    shift_exact: np.ndarray | None = None
+    first_exact: np.ndarray | None = None
+    start_exact: float = 0.0
 
     @property
     def n_models(self) -> int:
@@ -225,11 +230,12 @@ def build_spec(
         span = max(abs(initial_loss), 1.0)
     dl = span / eta_loss
     n_loss = eta_loss
-    if rounding not in ("up", "nearest"):
-        raise SolverError(f"parameter 'rounding': must be 'up' or 'nearest', got {rounding!r}")
-    rnd = (lambda v: np.ceil(v - 1e-12)) if rounding == "up" else np.rint
+    if rounding not in ("up", "nearest", "label"):
+        raise SolverError(f"parameter 'rounding': must be 'label', 'up' or 'nearest', got {rounding!r}")
+    rnd = np.rint if rounding == "nearest" else (lambda v: np.ceil(v - 1e-12))
     start = int(math.ceil((initial_loss - target) / dl - 1e-12))
     total = run_phi[:, None, :] + np.where(allowed, jump_phi, 0.0)[None, :, :]
+    exact = np.where(np.isfinite(total), total / dl, np.inf)
     with np.errstate(invalid="ignore"):
         shift = rnd(total / dl)
     shift = np.where(np.isfinite(shift), shift, n_loss + 1).astype(np.int64)
@@ -238,6 +244,7 @@ def build_spec(
         weights=w, time_steps=steps, n_time=eta, shift=shift, first_shift=first,
         allowed=allowed, n_loss=n_loss, start_loss=start, horizon=horizon,
         loss_step=dl, time_step=dt, target=target,
+        shift_exact=exact, first_exact=run_phi[0] / dl, start_exact=(initial_loss - target) / dl,
     )
 
 
@@ -261,7 +268,7 @@ def _union(a, b):
     return (min(a[0], b[0]), max(a[1], b[1]), min(a[2], b[2]), max(a[3], b[3]))
 
 
-def solve_dp(spec: GraphSpec, count: bool = True) -> PathResult:
+def solve_dp(spec: GraphSpec, count: bool = True, bound: float = math.inf) -> PathResult:
     """Minimum-weight path to Ω by a layer-vectorised dynamic program.
 
     Parameters
@@ -269,6 +276,10 @@ def solve_dp(spec: GraphSpec, count: bool = True) -> PathResult:
     spec : GraphSpec
     count : bool
         Count reachable vertices and relaxed edges (diagnostics).
+    bound : float
+        Incumbent weight (e.g. from another graph with the same weights):
+        states that cannot beat it are pruned; ``feasible`` is False if no
+        lighter path exists.
 
     Returns
     -------
@@ -289,7 +300,7 @@ def solve_dp(spec: GraphSpec, count: bool = True) -> PathResult:
     M, nT, J = spec.n_models, spec.n_time, spec.n_loss
     w, steps, allowed = spec.weights, spec.time_steps, spec.allowed
     pred_dtype = np.int8 if M < 127 else np.int16
-    best = math.inf
+    best = float(bound)  # an incumbent weight: only strictly lighter paths are sought
     best_end = None  # (layer k (1-based), m', i', m_prev, i_prev, j_prev)
     vertices = 1 + 1  # source + Ω
     edges = 0
@@ -362,7 +373,7 @@ def solve_dp(spec: GraphSpec, count: bool = True) -> PathResult:
                 better = src < dst
                 np.copyto(dst, src, where=better)
                 pi0, pj0, parr = layer_pred[mp]
-                parr[i0 + d - pi0:i1 + d - pi0 + 1, lo + s - pj0:hi + s - pj0 + 1][better] = m
+                np.copyto(parr[i0 + d - pi0:i1 + d - pi0 + 1, lo + s - pj0:hi + s - pj0 + 1], m, where=better)
                 if count:
                     edges += int(np.isfinite(src).sum())
             # Part B: landing at or below the target -> feasible, edge to Ω.
@@ -377,16 +388,16 @@ def solve_dp(spec: GraphSpec, count: bool = True) -> PathResult:
                     ii, jj = np.unravel_index(idx, feas.shape)
                     best = val
                     best_end = (k, mp, int(ii) + i0 + d, m, int(ii) + i0, int(jj) + lo)
-        new_boxes = [None] * M
         for mp, b in enumerate(dst_boxes):
             if b is None:
                 continue
             view = new[mp, b[0]:b[1] + 1, b[2]:b[3] + 1]
             view += w[mp]
-            new_boxes[mp] = _box(view, (b[0], b[2]))
             if count:
                 vertices += int(np.isfinite(view).sum())
-        cur, boxes = new, new_boxes
+        # The union of the shifted source boxes bounds the live states (it is
+        # not shrunk to the finite ones: measured, that costs more than it saves).
+        cur, boxes = new, dst_boxes
         preds.append(layer_pred)
     res = PathResult(feasible=best_end is not None, weight=best, vertices=vertices, edges=edges,
                      layers=layers, seconds=0.0)
@@ -408,6 +419,181 @@ def solve_dp(spec: GraphSpec, count: bool = True) -> PathResult:
         res.models = models[::-1]
     res.seconds = time.perf_counter() - t0
     return res
+
+
+def solve_dp_labels(spec: GraphSpec, count: bool = True, bound: float = math.inf) -> PathResult:
+    """Minimum-weight path with *exact loss labels* (no accumulated rounding).
+
+    The same layered DP as :func:`solve_dp`, but every state also stores the
+    exact surrogate value u (in loss-bucket units above the target) of the
+    path that reached it, and the loss bucket is j = ⌈u⌉ computed from that
+    exact value instead of from a sum of rounded increments. An edge m → m'
+    maps u to u + f (f the unrounded shift), so a state of bucket j lands in
+    bucket j + ⌈f⌉ − 1 or j + ⌈f⌉ (two vectorised passes); a path reaches Ω
+    only when its exact u ≤ 0. Buckets now only decide which paths are
+    *merged* (the lighter one is kept), not what a path's loss is, so
+
+    * every path returned meets the surrogate target exactly (in floating
+      point), like the conservative graph, and
+    * the rounding error no longer accumulates along the path (with rounding
+      up, a K-epoch path loses up to K·Δℓ of its budget; here nothing).
+
+    It is a label-setting DP rather than a fixed graph: merging can drop a
+    heavier path with a lower loss, so it is a heuristic whose result is
+    compared, not equated, with the networkx reference. Time stays rounded
+    up per epoch (conservative).
+    """
+    t0 = time.perf_counter()
+    M, nT, J = spec.n_models, spec.n_time, spec.n_loss
+    w, steps, allowed = spec.weights, spec.time_steps, spec.allowed
+    fexact = spec.shift_exact
+    pred_dtype = np.int8 if M < 127 else np.int16
+    best = float(bound)  # an incumbent weight: only strictly lighter paths are sought
+    best_end = None  # (layer k, m', i', m_prev, i_prev, j_prev)
+    vertices, edges = 2, 0
+    Wb = [np.full((M, nT + 1, J + 1), np.inf), np.full((M, nT + 1, J + 1), np.inf)]
+    Ub = [np.full((M, nT + 1, J + 1), np.inf), np.full((M, nT + 1, J + 1), np.inf)]
+    buf_boxes = [[None] * M, [None] * M]
+    W, U = Wb[0], Ub[0]
+    boxes = [None] * M
+    for m in range(M):
+        i1 = int(steps[m])
+        if i1 > nT:
+            continue
+        u1 = spec.start_exact + float(spec.first_exact[m])
+        edges += 1
+        if u1 <= 0:
+            if w[m] < best:
+                best, best_end = float(w[m]), (1, m, i1, -1, 0, 0)
+            continue
+        j1 = int(math.ceil(u1))
+        if j1 <= J:
+            W[m, i1, j1], U[m, i1, j1] = w[m], u1
+            boxes[m] = (i1, i1, j1, j1)
+    buf_boxes[0] = list(boxes)
+    preds: list[list] = [[None] * M]
+    vertices += sum(b is not None for b in boxes)
+    layers = 1
+    min_w = float(w.min())
+    jcols = np.arange(J + 1)
+    for k in range(2, spec.horizon + 1):
+        live_min = min((float(W[m, b[0]:b[1] + 1, b[2]:b[3] + 1].min()) for m, b in enumerate(boxes)
+                        if b is not None), default=math.inf)
+        if not math.isfinite(live_min) or live_min + min_w >= best:
+            break
+        layers = k
+        plan = []
+        dst_boxes = [None] * M
+        for mp in range(M):
+            d = int(steps[mp])
+            if d > nT:
+                continue
+            for m in range(M):
+                b = boxes[m]
+                if b is None or not allowed[m, mp]:
+                    continue
+                i0, i1 = b[0], min(b[1], nT - d)
+                if i0 > i1:
+                    continue
+                f = float(fexact[k - 1, m, mp])
+                if not math.isfinite(f):
+                    continue
+                c = int(math.ceil(f))
+                plan.append((mp, m, d, i0, i1, f, c))
+                for s in (c - 1, c):
+                    lo, hi = max(b[2], 1 - s), min(b[3], J - s)
+                    if lo <= hi:
+                        dst_boxes[mp] = _union(dst_boxes[mp], (i0 + d, i1 + d, lo + s, hi + s))
+        slot = (k - 1) % 2
+        Wn, Un = Wb[slot], Ub[slot]
+        for m, b in enumerate(buf_boxes[slot]):
+            if b is not None:
+                Wn[m, b[0]:b[1] + 1, b[2]:b[3] + 1] = np.inf
+        buf_boxes[slot] = list(dst_boxes)
+        layer_pred = [None] * M
+        for mp, b in enumerate(dst_boxes):
+            if b is not None:
+                shape = (b[1] - b[0] + 1, b[3] - b[2] + 1)
+                layer_pred[mp] = (b[0], b[2], np.full(shape, -1, dtype=pred_dtype), np.zeros(shape, dtype=np.int32))
+        for mp, m, d, i0, i1, f, c in plan:
+            b = boxes[m]
+            j0, j1 = b[2], b[3]
+            srcW = W[m, i0:i1 + 1, j0:j1 + 1]
+            u_new = U[m, i0:i1 + 1, j0:j1 + 1] + f
+            live = np.isfinite(srcW)
+            if count:
+                edges += int(live.sum())
+            # Reaching the target exactly: edge to Ω.
+            feas = live & (u_new <= 0)
+            if feas.any():
+                cand = np.where(feas, srcW, np.inf)
+                idx = int(np.argmin(cand))
+                val = float(cand.flat[idx]) + w[mp]
+                if val < best:
+                    ii, jj = np.unravel_index(idx, cand.shape)
+                    best = val
+                    best_end = (k, mp, int(ii) + i0 + d, m, int(ii) + i0, int(jj) + j0)
+            with np.errstate(invalid="ignore"):
+                dj = np.ceil(u_new) - jcols[None, j0:j1 + 1]
+            go = live & (u_new > 0)
+            for s in (c - 1, c):
+                lo, hi = max(j0, 1 - s), min(j1, J - s)
+                if lo > hi:
+                    continue
+                sl = slice(lo - j0, hi - j0 + 1)
+                cand = np.where(go[:, sl] & (dj[:, sl] == s), srcW[:, sl], np.inf)
+                dst = Wn[mp, i0 + d:i1 + d + 1, lo + s:hi + s + 1]
+                better = cand < dst
+                if not better.any():
+                    continue
+                np.copyto(dst, cand, where=better)
+                Un[mp, i0 + d:i1 + d + 1, lo + s:hi + s + 1][better] = u_new[:, sl][better]
+                pi0, pj0, parr, pj = layer_pred[mp]
+                rows = slice(i0 + d - pi0, i1 + d - pi0 + 1)
+                cols = slice(lo + s - pj0, hi + s - pj0 + 1)
+                parr[rows, cols][better] = m
+                pj[rows, cols][better] = np.broadcast_to(jcols[lo:hi + 1], better.shape)[better]
+        new_boxes = [None] * M
+        for mp, b in enumerate(dst_boxes):
+            if b is None:
+                continue
+            view = Wn[mp, b[0]:b[1] + 1, b[2]:b[3] + 1]
+            view += w[mp]
+            new_boxes[mp] = _box(view, (b[0], b[2]))
+            if count:
+                vertices += int(np.isfinite(view).sum())
+        W, U, boxes = Wn, Un, new_boxes
+        preds.append(layer_pred)
+    res = PathResult(feasible=best_end is not None, weight=best, vertices=vertices, edges=edges,
+                     layers=layers, seconds=0.0)
+    if best_end is not None:
+        k, mp, i_end, m, i, j = best_end
+        models = [mp]
+        res.end_time_bucket = i_end
+        while m >= 0:
+            models.append(m)
+            layer = k - len(models) + 1
+            entry = preds[layer - 1][m]
+            if entry is None:
+                break
+            pm = int(entry[2][i - entry[0], j - entry[1]])
+            if pm < 0:
+                break
+            j = int(entry[3][i - entry[0], j - entry[1]])
+            i -= int(steps[m])
+            m = pm
+        res.models = models[::-1]
+    res.seconds = time.perf_counter() - t0
+    return res
+
+
+def exact_loss_units(spec: GraphSpec, models) -> float:
+    """Exact surrogate u (loss-bucket units above the target) at the end of a path."""
+    models = [int(m) for m in models]
+    u = spec.start_exact + float(spec.first_exact[models[0]])
+    for k in range(1, len(models)):
+        u += float(spec.shift_exact[k, models[k - 1], models[k]])
+    return u
 
 
 def build_networkx(spec: GraphSpec):
@@ -494,4 +680,5 @@ def path_features(spec: GraphSpec, models) -> tuple[float, int, int]:
     return weight, i, j
 
 
-__all__ = ["GraphSpec", "PathResult", "build_spec", "solve_dp", "build_networkx", "solve_networkx", "path_features"]
+__all__ = ["GraphSpec", "PathResult", "build_spec", "solve_dp", "solve_dp_labels", "build_networkx",
+           "solve_networkx", "path_features", "exact_loss_units"]

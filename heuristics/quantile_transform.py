@@ -98,7 +98,7 @@ METHODS = ("chernoff", "cantelli", "normal", "expected")
 #: Quantile grid used for the upper Riemann sums: uniform in the bulk,
 #: geometric towards both ends so the tails are resolved to ~1e-15.
 _GRID_BULK = 1024
-_GRID_TAIL = np.logspace(-15, -3, 61)
+_GRID_TAIL = np.logspace(-15, -2, 261)
 
 
 def _quantile_grid() -> np.ndarray:

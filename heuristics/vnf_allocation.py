@@ -64,6 +64,8 @@ from deplbench.errors import SolverError
 MAX_BUCKETS = 200_000
 #: Largest number of allocation levels per (epoch group, cluster).
 MAX_LEVELS = 5_000
+#: Largest options × buckets table gathered at once in the DP.
+_GATHER_MAX = 4_000_000
 #: Enumerate cluster subsets up to this many clusters.
 MAX_SUBSET_CLUSTERS = 6
 
@@ -201,22 +203,38 @@ def _dp(groups, epoch_group, time_max: float, eps2: float, lb: float, ub: float)
     dp[0] = 0.0
     choices = np.empty((K, n_buckets), dtype=np.int32)
     states = 0
+    buckets = np.arange(n_buckets)
+    gathers = {}
     for k in range(K):
         g = epoch_group[k]
         t, q = groups[g][0], rounded[g]
+        if t.size * n_buckets <= _GATHER_MAX:
+            # One vectorised min over options: gather dp[b − q_o] (O × B).
+            if g not in gathers:
+                src = buckets[None, :] - q[:, None]
+                valid = src >= 0
+                gathers[g] = (np.where(valid, src, 0), valid, int(valid.sum()))
+            src, valid, n_valid = gathers[g]
+            cand = np.where(valid, dp[src] + t[:, None], np.inf)
+            o = np.argmin(cand, axis=0)
+            dp = cand[o, buckets]
+            choices[k] = o
+            states += n_valid
+            continue
+        # Large tables: loop over options to bound memory.
         new = np.full(n_buckets, np.inf)
         ch = choices[k]
-        ch.fill(-1)
+        ch.fill(0)
         for o in range(t.size):
-            s = int(q[o])
-            if s >= n_buckets:
+            sft = int(q[o])
+            if sft >= n_buckets:
                 continue
-            cand = dp[: n_buckets - s] + t[o]
-            view = new[s:]
+            cand = dp[: n_buckets - sft] + t[o]
+            view = new[sft:]
             better = cand < view
             np.copyto(view, cand, where=better)
-            ch[s:][better] = o
-            states += n_buckets - s
+            ch[sft:][better] = o
+            states += n_buckets - sft
         dp = new
     fits = np.nonzero(dp <= time_max * (1 + 1e-9))[0]
     if fits.size == 0:

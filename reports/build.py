@@ -478,7 +478,8 @@ def _section_claims(ctx: _Ctx) -> Section:
                 f"{100 * claims_mod.MATCH_MEDIAN_GAP:g} % and 90th-percentile gap ≤ "
                 f"{100 * claims_mod.MATCH_P90_GAP:g} %; 'over 27 %' means a target-mean "
                 "saving vs best-exp ≥ 27 % at some ℓmax; a complexity exponent fails when "
-                "its 95 % interval lies wholly above the claimed one; Property 3 fails "
+                "its 95 % interval lies wholly above the claimed one (for ε, asymptotic "
+                "as ε → 0: wholly below), from ≥ 4 runs; Property 3 fails "
                 "when any plan's ratio exceeds (1/η)(1+ε).")
     table = claims_mod.audit(ctx.df, ctx.ratios, ctx.fits)
     s.add(Table("claims_audit", "Claims audit", table, claims_mod.CLAIMS_COLUMNS))

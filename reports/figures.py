@@ -27,6 +27,8 @@ PANEL = (4.2, 3.0)
 #: Fixed colours so an algorithm looks the same in every figure.
 _PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b",
             "#e377c2", "#7f7f7f", "#bcbd22", "#17becf")
+_MARKERS = ("o", "s", "^", "D", "v", "P")
+_DASHES = ("-", "--", "-.", ":")
 _KNOWN = ("milp", "brute-force", "depl", "best-exp", "pact", "static-learn",
           "one-switch")
 
@@ -53,6 +55,27 @@ def _log_axis(ax, which: str) -> None:
     axis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
     axis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
     axis.set_minor_formatter(NullFormatter())
+
+
+def _shared_legend(fig, axes) -> None:
+    """One legend for all panels (a panel may lack an algorithm that had no
+    plan at its target), outside the axes on the right."""
+    seen: dict[str, object] = {}
+    for ax in np.ravel(axes):
+        for h, lbl in zip(*ax.get_legend_handles_labels()):
+            seen.setdefault(lbl, h)
+    if seen:
+        fig.legend(list(seen.values()), list(seen), loc="outside right upper", fontsize=7)
+
+
+def _value_ticks(ax, values, max_ticks: int = 8) -> None:
+    """Put the x ticks at the values actually run (η = 25, 50, 100, 200)
+    when there are few of them; a log locator would skip some."""
+    v = np.unique(np.asarray(values, float))
+    v = v[np.isfinite(v) & (v > 0)]
+    if 0 < v.size <= max_ticks:
+        ax.set_xticks(v, [f"{x:g}" for x in v])
+        ax.xaxis.set_minor_formatter(NullFormatter())
 
 
 def _label(alg: str, cfg: str) -> str:
@@ -125,6 +148,7 @@ def eta_effect(tab: pd.DataFrame, paper_set: str, scale: float = 1.0) -> Figure 
             g = g.sort_values("eta")
             ax.plot(g["eta"], g["cost_mean"], marker="o", ms=3, color=colour(alg), label=alg)
         _log_axis(ax, "x")
+        _value_ticks(ax, t["eta"])
         ax.set_xlabel("η (graph resolution)")
     ax.set_ylabel("cost (2)")
     ax.set_title(paper_set, fontsize=9)
@@ -143,11 +167,15 @@ def per_model(tab: pd.DataFrame, paper_set: str, ylabel: str,
     algs = sorted(t["algorithm"].unique(), key=lambda a: (a not in _KNOWN, _KNOWN.index(a)
                                                           if a in _KNOWN else 0, a))
     models = sorted(t["model"].unique())
-    fig, axes = _figure(ncols=len(algs), scale=scale * 0.8, sharey=True)
+    ncols = min(len(algs), 4)  # wrap: seven algorithms side by side are unreadable
+    nrows = -(-len(algs) // ncols)
+    fig, axes = _figure(ncols=ncols, nrows=nrows, scale=scale * 0.8, sharey=True)
+    for ax in axes.ravel()[len(algs):]:
+        ax.set_axis_off()
     targets = sorted(t["loss_max"].unique())
     pos = np.arange(len(targets))
     mcol = {m: _PALETTE[(i + 2) % len(_PALETTE)] for i, m in enumerate(models)}
-    for ax, alg in zip(axes[0], algs):
+    for ax, alg in zip(axes.ravel(), algs):
         g = t[t["algorithm"] == alg].pivot_table(index="loss_max", columns="model",
                                                  values="value", aggfunc="mean")
         g = g.reindex(index=targets, columns=models).fillna(0.0)
@@ -158,8 +186,9 @@ def per_model(tab: pd.DataFrame, paper_set: str, ylabel: str,
         ax.set_xticks(pos, [f"{x:g}" for x in targets], fontsize=7, rotation=45)
         ax.set_title(alg, fontsize=9)
         ax.set_xlabel("target ℓmax", fontsize=8)
-    axes[0, 0].set_ylabel(ylabel)
-    axes[0, -1].legend(fontsize=6)
+    for row in axes:
+        row[0].set_ylabel(ylabel)
+    _shared_legend(fig, axes)
     return fig
 
 
@@ -192,7 +221,7 @@ def trajectories(rows: pd.DataFrame, targets: list[float],
     if not drawn:
         return None
     axes[0, 0].set_ylabel("loss ℓ(k): mean, 1st–99th pct")
-    axes[0, 0].legend(fontsize=7)
+    _shared_legend(fig, axes)
     return fig
 
 
@@ -260,6 +289,7 @@ def ratio_vs(tab: pd.DataFrame, param: str, scale: float = 1.0) -> Figure | None
     ax.axhline(1.0, color="k", lw=0.8, ls=":", label="ratio = 1 (optimum)")
     _log_axis(ax, "x")
     _log_axis(ax, "y")
+    _value_ticks(ax, tab[param])
     ax.set_xlabel(size_label(param))
     ax.set_ylabel("competitive ratio cost / optimum")
     ax.legend(fontsize=6)
@@ -271,8 +301,9 @@ def complexity(fits: pd.DataFrame, param: str, scale: float = 1.0,
                max_series: int = 12) -> Figure | None:
     """Runtime against one size parameter on log-log axes: the points of
     each series' best fit, the fitted line (slope and 95 % interval in the
-    legend) and the claimed exponent(s) as dashed reference lines anchored
-    at the series' first point."""
+    legend) and the claimed exponent(s) as reference lines anchored at the
+    first series' first point. The y-range follows the data (the reference
+    lines leave the panel at their own slope rather than squash the data)."""
     f = fits[fits["parameter"] == param]
     if f.empty:
         return None
@@ -280,26 +311,39 @@ def complexity(fits: pd.DataFrame, param: str, scale: float = 1.0,
     fig, ax = _figure(scale=scale * 1.1)
     ax = ax[0, 0]
     claimed, implied, _ = CLAIMED_EXPONENTS[param]
+    seen: dict[str, int] = {}
+    ys_all = []
     for i, row in enumerate(f.itertuples(index=False)):
         x = np.asarray(row.x_values, float)
         y = np.asarray(row.y_values, float)
+        ys_all.append(y)
         c = colour(row.algorithm) if row.source == "store" else _PALETTE[i % len(_PALETTE)]
+        # several series of one algorithm share its colour: tell them apart
+        # by marker and dash
+        j = seen[row.algorithm] = seen.get(row.algorithm, -1) + 1
+        marker, dash = _MARKERS[j % len(_MARKERS)], _DASHES[j % len(_DASHES)]
         name = f"{row.algorithm} [{row.series}]"
-        ax.scatter(x, y, s=8, color=c, alpha=0.6)
+        ax.scatter(x, y, s=10, color=c, alpha=0.6, marker=marker)
         xs = np.geomspace(x.min(), x.max(), 20)
         ci = (f"[{row.ci_low:.2f}, {row.ci_high:.2f}]" if math.isfinite(row.ci_low)
               else "[n/a]")
-        ax.plot(xs, np.exp(row.intercept) * xs ** row.slope, color=c, lw=1.2,
+        ax.plot(xs, np.exp(row.intercept) * xs ** row.slope, color=c, lw=1.2, ls=dash,
+                marker=marker, markevery=[0, len(xs) - 1], ms=3,
                 label=f"{name}: slope {row.slope:.2f} {ci}")
-        x0, y0 = xs[0], float(np.exp(row.intercept) * xs[0] ** row.slope)
         if i == 0:
+            x0, y0 = xs[0], float(np.exp(row.intercept) * xs[0] ** row.slope)
             for e, ls, what in ((claimed, "--", "claimed"), (implied, ":", "implied")):
                 if e is None or (what == "implied" and e == claimed):
                     continue
                 ax.plot(xs, y0 * (xs / x0) ** e, color="k", ls=ls, lw=0.9,
                         label=f"{what} exponent {e:+g}")
+    ally = np.concatenate(ys_all)
+    ally = ally[np.isfinite(ally) & (ally > 0)]
+    if ally.size:
+        ax.set_ylim(ally.min() / 3.0, ally.max() * 3.0)
     _log_axis(ax, "x")
-    ax.set_yscale("log")
+    _log_axis(ax, "y")
+    _value_ticks(ax, np.concatenate([np.asarray(v, float) for v in f["x_values"]]))
     ax.set_xlabel(size_label(param))
     ax.set_ylabel("runtime [s]")
     ax.legend(fontsize=6)

@@ -212,6 +212,18 @@ def test_plans_pass_constraints_and_meet_target_out_of_sample(algo, data_rule):
 
 
 @pytest.mark.parametrize("algo", ALGOS)
+def test_per_epoch_transfer_costs_are_counted_like_the_evaluator(algo):
+    inst = stochastic_instance(loss_max=9.0, horizon=24, time_max=3.0).with_changes(
+        transfer_cost_mode="per_epoch",
+        transfer_costs=[{"dataset": "d0", "cluster": "A1", "cost": 0.2}, {"dataset": "d0", "cluster": "B1", "cost": 0.1}])
+    res = solve(inst, algo, evaluate=False, **FAST)
+    assert res.status == "feasible", res.message
+    ev = evaluate_plan(inst, res.plan, samples=500)
+    assert ev.transfer_cost >= 0.1 * res.plan.n_epochs - 1e-12
+    assert res.cost == pytest.approx(ev.cost, rel=1e-12)
+
+
+@pytest.mark.parametrize("algo", ALGOS)
 def test_unreachable_target_is_infeasible_with_reason(algo):
     inst = stochastic_instance(loss_max=1.0, horizon=4)
     res = solve(inst, algo, **FAST)

@@ -1,0 +1,177 @@
+"""DepL performance targets, measured side by side (issue 4).
+
+Run::
+
+    python benchmarks/depl_targets.py            # full (a few minutes)
+    python benchmarks/depl_targets.py --quick    # smaller networkx sweep
+
+Measures, on the realistic AlexNet instance (``generate("realistic",
+family="alexnet")``, K̄ = 100):
+
+1. DepL end to end at η = 200 (its own out-of-sample check with 2·10⁴
+   samples included; the suite's separate evaluation excluded): median wall
+   time over repeats, and peak memory (tracemalloc peak of the run and the
+   process's max RSS). Target: ≤ 0.5 s, ≤ 1 GB.
+2. DepL at η = 800: completes (time, cost).
+3. The layer-vectorised DAG DP against the networkx reference (explicit
+   graph + Dijkstra to Ω) on the *same* expanded graph (stage 2's graph at the
+   centre θ, conservative rounding): both must return the same path weight;
+   η grows until networkx needs more than 60 s (or would, extrapolating the
+   last two sizes). Target: DP ≥ 100× faster at the largest η the reference
+   finishes within 60 s.
+4. For context: DepL and best-exp cost per ℓmax ∈ {5, 7, 9, 13} and the
+   effect of the loss-axis rounding mode.
+
+Writes ``results/bench/depl_targets.json`` and prints a summary.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import resource
+import statistics
+import sys
+import time
+import tracemalloc
+from pathlib import Path
+
+import numpy as np
+
+from deplbench.heuristics.base import solve
+from deplbench.heuristics.depl import most_capable_cluster
+from deplbench.heuristics.expanded_graph import build_spec, solve_dp, solve_networkx
+from deplbench.heuristics.quantile_transform import LossModel, build_bounds
+from deplbench.instances.generators import generate
+
+NX_LIMIT_S = 60.0
+
+
+def stage2_spec(instance, eta: int, rounding: str = "up"):
+    """Stage 2's expanded graph (centre θ of the Chernoff grid, γ = 1)."""
+    n = most_capable_cluster(instance)
+    comp = instance.model_compute
+    comm = instance.model_size / instance.bandwidth[n]
+    tau = comp / instance.capacity[n] + comm
+    w = np.sqrt(comp * instance.unit_cost[n])
+    lm = LossModel.from_instance(instance, 1.0)
+    b = build_bounds(lm, "chernoff", 1, ref_model=0, ref_epochs=60)[0]
+    return build_spec(w, tau, instance.time_max, b.run_phi, b.jump_phi, instance.allowed,
+                      instance.initial_loss, instance.loss_max - b.offset, eta, rounding=rounding)
+
+
+def time_depl(instance, eta: int, repeats: int, **params) -> dict:
+    times, res = [], None
+    for _ in range(repeats):
+        res = solve(instance, "depl", evaluate=False, eta=eta, eval_samples=20_000, **params)
+        times.append(res.runtime_s)
+    tracemalloc.start()
+    solve(instance, "depl", evaluate=False, eta=eta, eval_samples=20_000, **params)
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    return {
+        "eta": eta, "status": res.status, "cost": res.cost, "epochs": res.plan.n_epochs if res.plan else None,
+        "median_s": statistics.median(times), "min_s": min(times), "repeats": repeats,
+        "peak_traced_mb": peak / 2**20,
+        "stage_seconds": res.diagnostics.get("stage_seconds"),
+        "graph_vertices": res.diagnostics.get("graph_vertices"),
+    }
+
+
+def dp_vs_networkx(instance, etas) -> list[dict]:
+    rows = []
+    last = []
+    for eta in etas:
+        if len(last) >= 2:
+            (e1, t1), (e2, t2) = last[-2:]
+            slope = math.log(max(t2, 1e-6) / max(t1, 1e-6)) / math.log(e2 / e1)
+            predicted = t2 * (eta / e2) ** max(slope, 1.0)
+            if predicted > 2 * NX_LIMIT_S:
+                print(f"  η={eta}: networkx predicted {predicted:.0f} s > {2 * NX_LIMIT_S:.0f} s, stopping", flush=True)
+                break
+        spec = stage2_spec(instance, eta)
+        t0 = time.perf_counter()
+        dp = solve_dp(spec)
+        dp_s = time.perf_counter() - t0
+        # best of 3 for the (fast) DP
+        for _ in range(2):
+            t0 = time.perf_counter()
+            solve_dp(spec)
+            dp_s = min(dp_s, time.perf_counter() - t0)
+        t0 = time.perf_counter()
+        ref = solve_networkx(spec)
+        nx_s = time.perf_counter() - t0
+        agree = dp.feasible == ref.feasible and (not dp.feasible or math.isclose(dp.weight, ref.weight, rel_tol=1e-12))
+        row = {"eta": eta, "dp_s": dp_s, "networkx_s": nx_s, "speedup": nx_s / dp_s, "agree": agree,
+               "weight": dp.weight if dp.feasible else None, "nx_vertices": ref.vertices, "nx_edges": ref.edges,
+               "dp_vertices": dp.vertices, "dp_edges": dp.edges, "within_limit": nx_s <= NX_LIMIT_S}
+        rows.append(row)
+        print(f"  η={eta:4d}  dp {dp_s * 1e3:8.1f} ms  networkx {nx_s:8.2f} s  ×{row['speedup']:8.0f}  "
+              f"agree={agree}  nx graph {ref.vertices}/{ref.edges}", flush=True)
+        last.append((eta, nx_s))
+        if nx_s > NX_LIMIT_S:
+            break
+    return rows
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--quick", action="store_true", help="fewer repeats and a smaller networkx sweep")
+    ap.add_argument("--out", default="results/bench/depl_targets.json")
+    args = ap.parse_args(argv)
+    inst = generate("realistic", family="alexnet")
+    out: dict = {"instance": inst.name, "loss_max": inst.loss_max, "horizon": inst.horizon}
+    reps = 3 if args.quick else 7
+    solve(inst, "depl", evaluate=False, eval_samples=20_000)  # warm imports and caches
+
+    print("1. DepL end to end, η = 200 (target ≤ 0.5 s, ≤ 1 GB)", flush=True)
+    out["eta200"] = time_depl(inst, 200, reps)
+    out["max_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(f"  median {out['eta200']['median_s']:.3f} s (min {out['eta200']['min_s']:.3f}), "
+          f"traced peak {out['eta200']['peak_traced_mb']:.1f} MB, process max RSS {out['max_rss_mb']:.0f} MB, "
+          f"cost {out['eta200']['cost']:.1f}", flush=True)
+
+    print("2. DepL at η = 800", flush=True)
+    out["eta800"] = time_depl(inst, 800, 1 if args.quick else 3)
+    print(f"  {out['eta800']['status']} in {out['eta800']['median_s']:.2f} s, traced peak "
+          f"{out['eta800']['peak_traced_mb']:.1f} MB, cost {out['eta800']['cost']:.1f}", flush=True)
+
+    print("3. DAG DP vs networkx on the same graph (target ≥ 100× at the largest η networkx does in 60 s)",
+          flush=True)
+    etas = [10, 20, 30, 40] if args.quick else [10, 20, 30, 40, 50, 60, 80, 100, 120, 160, 200]
+    rows = dp_vs_networkx(inst, etas)
+    out["dp_vs_networkx"] = rows
+    ok = [r for r in rows if r["within_limit"]]
+    if ok:
+        top = ok[-1]
+        out["largest_eta_networkx_within_60s"] = top["eta"]
+        out["speedup_at_largest_eta"] = top["speedup"]
+        print(f"  largest η with networkx ≤ 60 s: {top['eta']}, speed-up ×{top['speedup']:.0f}, "
+              f"all agree: {all(r['agree'] for r in rows)}", flush=True)
+
+    print("4. Cost by ℓmax (DepL default, DepL with the paper's rounded-up graph, best-exp)", flush=True)
+    table = []
+    for lmax in (5.0, 7.0, 9.0, 13.0):
+        i2 = inst.with_changes(loss_max=lmax)
+        row = {"loss_max": lmax}
+        for label, algo, params in (("depl", "depl", {}), ("depl_up", "depl", {"rounding": "up"}),
+                                    ("best_exp", "best-exp", {})):
+            r = solve(i2, algo, eval_samples=20_000, **params)
+            row[label] = {"status": r.status, "cost": r.cost, "runtime_s": r.runtime_s,
+                          "quantile_oos": (r.evaluation or {}).get("quantile")}
+        table.append(row)
+        fmt = lambda d: f"{d['cost']:.1f}" if d["cost"] else d["status"]  # noqa: E731
+        print(f"  ℓmax={lmax:4.1f}  depl {fmt(row['depl'])}  depl(up) {fmt(row['depl_up'])}  "
+              f"best-exp {fmt(row['best_exp'])}", flush=True)
+    out["cost_by_loss_max"] = table
+
+    path = Path(args.out)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(out, indent=2, default=float) + "\n", encoding="utf-8")
+    print(f"wrote {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,222 @@
+"""Cross-algorithm integration tests: every registered algorithm, end to end.
+
+For every name in the registry (``heuristics.registry.SOLVERS`` — the
+*registered* names, so an algorithm whose module is missing fails here
+instead of being skipped silently):
+
+* it loads and declares its parameters;
+* on a small realistic and a small knapsack-derived instance its status is
+  one of the allowed ones and any plan it returns passes the evaluator's
+  hard-constraint checks;
+* no algorithm's plan is cheaper than an exact optimum it could have been
+  compared with: the brute force on tiny instances (when the plan is
+  feasible on the brute force's own in-sample scenarios) and the knapsack DP
+  of ``formulations.knapsack`` on knapsack-derived instances;
+* ``deplbench solve INSTANCE --algo NAME --json`` runs as a subprocess and
+  prints exactly one JSON object.
+
+Parameters that only make runs shorter (scenario counts, time limits,
+check sample sizes) are passed to an algorithm only if it declares them.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+import pytest
+
+from deplbench.formulations.evaluate import evaluate_plan
+from deplbench.formulations.knapsack import knapsack_optimum_from_instance
+from deplbench.formulations.result import SolveResult
+from deplbench.formulations.scenarios import ScenarioSampler, allowed_violations
+from deplbench.heuristics.base import Param, solve
+from deplbench.heuristics.registry import SOLVERS, get_solver
+from deplbench.instances.generators import generate
+
+NAMES = list(SOLVERS)
+ALLOWED = {"optimal", "feasible", "time_limit", "infeasible"}
+#: Scenario set shared by the brute force and every algorithm that takes one.
+SCENARIOS, SEED = 60, 3
+#: Run-shortening parameters, applied only where an algorithm declares them.
+FAST = {
+    "scenarios": SCENARIOS,
+    "seed": SEED,
+    "time_limit": 20.0,
+    "check_samples": 2000,
+    "max_checks": 10,
+}
+EVAL_SAMPLES = 2000
+
+
+def fast_params(name: str) -> dict:
+    try:
+        declared = get_solver(name).parameters
+    except Exception:  # noqa: BLE001 - a missing algorithm is reported by the tests themselves
+        return {}
+    return {k: v for k, v in FAST.items() if k in declared}
+
+
+def refused_by_size(name: str, inst, res) -> bool:
+    """The brute force refuses (status ``error``, with a message) instances
+    beyond K̄ ≤ 6, |M| ≤ 3, |N| ≤ 2 — its documented reach, not a failure."""
+    too_big = inst.horizon > 6 or inst.n_models > 3 or inst.n_clusters > 2
+    return name == "brute-force" and too_big and res.status == "error" and bool(res.message)
+
+
+# ------------------------------------------------------------------ instances
+@pytest.fixture(scope="module")
+def realistic_small():
+    """AlexNet versions (DepL Table I) on one A- and one B-class cluster, K̄ = 20."""
+    return generate("realistic", family="alexnet", loss_max=16.0, horizon=20, n_a=1, n_b=1, time_max=60.0)
+
+
+@pytest.fixture(scope="module")
+def knapsack_small():
+    return generate("knapsack", item_class="uncorrelated", n_items=5, horizon=6, R=20, seed=2)
+
+
+def tiny_instances():
+    """Within the brute force's reach (K̄ ≤ 6, |M| ≤ 3, |N| ≤ 2)."""
+    return [
+        generate("realistic", family="alexnet", loss_max=18.5, horizon=5, n_a=1, n_b=1, omega=0.9,
+                 time_max=20.0),
+        generate("scaling", n_models=3, n_clusters=2, horizon=5, seed=1),
+        generate("scaling", n_models=2, n_clusters=2, n_datasets=2, horizon=4, seed=4),
+    ]
+
+
+@pytest.fixture(scope="module")
+def results(realistic_small, knapsack_small):
+    """One run of every algorithm on both small instances (shared by tests)."""
+    out = {}
+    for label, inst in (("realistic", realistic_small), ("knapsack", knapsack_small)):
+        for name in NAMES:
+            try:
+                get_solver(name)
+            except Exception as exc:  # noqa: BLE001 - reported by test_registry_loads
+                out[(label, name)] = exc
+                continue
+            out[(label, name)] = solve(inst, name, eval_samples=EVAL_SAMPLES, **fast_params(name))
+    return out
+
+
+# ---------------------------------------------------------------------- tests
+@pytest.mark.parametrize("name", NAMES)
+def test_registry_loads(name):
+    cls = get_solver(name)
+    assert cls.name == name
+    assert all(isinstance(p, Param) for p in cls.parameters.values())
+
+
+@pytest.mark.parametrize("label", ["realistic", "knapsack"])
+@pytest.mark.parametrize("name", NAMES)
+def test_status_and_constraints(results, realistic_small, knapsack_small, name, label):
+    res = results[(label, name)]
+    if isinstance(res, Exception):
+        pytest.fail(f"{name} cannot be loaded: {res}")
+    inst = realistic_small if label == "realistic" else knapsack_small
+    assert res.algorithm == name
+    if refused_by_size(name, inst, res):
+        return
+    assert res.status in ALLOWED, f"{name}: {res.status} ({res.message})"
+    if res.status in ("infeasible",) and res.plan is None:
+        assert res.message, "an infeasible result must say why"
+    if res.plan is not None:
+        ev = evaluate_plan(inst, res.plan, samples=EVAL_SAMPLES, seed=5)
+        assert ev.constraints_ok, f"{name}: {ev.violations}"
+        assert res.cost == pytest.approx(ev.cost, rel=1e-6)
+        assert res.evaluation is not None and res.evaluation["samples"] >= 1
+    if res.status in ("optimal", "feasible"):
+        assert res.plan is not None
+    # The record survives JSON.
+    back = SolveResult.from_dict(json.loads(json.dumps(res.to_dict())))
+    assert back.status == res.status and back.plan == res.plan
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_nothing_beats_the_knapsack_dp(results, knapsack_small, name):
+    """A deterministic plan that reaches ℓmax within Tmax costs ≥ the DP optimum."""
+    res = results[("knapsack", name)]
+    if isinstance(res, Exception):
+        pytest.fail(f"{name} cannot be loaded: {res}")
+    optimum = knapsack_optimum_from_instance(knapsack_small)
+    assert math.isfinite(optimum)
+    if refused_by_size(name, knapsack_small, res):
+        return
+    if res.plan is None:
+        assert res.status in ("infeasible", "time_limit")
+        return
+    ev = evaluate_plan(knapsack_small, res.plan, samples=100)
+    assert ev.exact
+    if ev.feasible:
+        assert res.cost >= optimum * (1 - 1e-7), f"{name}: {res.cost} < DP optimum {optimum}"
+
+
+def _saa_feasible(inst, plan, scenarios) -> bool:
+    models = [inst.model_index[m] for m in plan.models]
+    gammas = [inst.data_effect(plan.datasets.get(c, []))[1] for c in plan.clusters]
+    losses = scenarios.final_losses(models, gammas)
+    return int(np.count_nonzero(losses > inst.loss_max + 1e-9)) <= allowed_violations(inst.omega, losses.size)
+
+
+@pytest.mark.parametrize("index", range(3))
+def test_no_algorithm_beats_brute_force_on_tiny_instances(index):
+    inst = tiny_instances()[index]
+    bf = solve(inst, "brute-force", evaluate=False, **fast_params("brute-force"))
+    assert bf.status in ("optimal", "infeasible"), bf.message
+    scen = ScenarioSampler(inst, SEED).in_sample(SCENARIOS)
+    checked = []
+    for name in NAMES:
+        if name == "brute-force":
+            continue
+        res = solve(inst, name, evaluate=False, **fast_params(name))
+        assert res.status in ALLOWED, f"{name}: {res.status} ({res.message})"
+        if res.plan is None:
+            continue
+        ev = evaluate_plan(inst, res.plan, samples=200)
+        if not (ev.constraints_ok and _saa_feasible(inst, res.plan, scen)):
+            continue
+        # The plan is feasible for the brute force's own SAA problem.
+        assert bf.status == "optimal", f"{name} found an SAA-feasible plan the brute force missed"
+        assert res.cost >= bf.cost * (1 - 1e-6), f"{name}: {res.cost} < brute-force optimum {bf.cost}"
+        checked.append(name)
+    assert checked, "at least one algorithm should produce a comparable plan"
+
+
+def _cli(path, name):
+    cmd = [sys.executable, "-m", "deplbench", "solve", str(path), "--algo", name, "--json",
+           "--eval-samples", str(EVAL_SAMPLES)]
+    for key, value in fast_params(name).items():
+        cmd += ["--param", f"{key}={value}"]
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+
+
+@pytest.mark.parametrize("label", ["realistic", "knapsack"])
+def test_cli_solve_json_for_every_algorithm(tmp_path, realistic_small, knapsack_small, label):
+    inst = realistic_small if label == "realistic" else knapsack_small
+    path = tmp_path / f"{label}.json"
+    inst.save(path)
+    # Two at a time: the suite shares a 2-core machine.
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        runs = dict(zip(NAMES, pool.map(lambda n: _cli(path, n), NAMES)))
+    failures = []
+    for name, proc in runs.items():
+        lines = [ln for ln in proc.stdout.splitlines() if ln.strip()]
+        if proc.returncode not in (0, 1) or len(lines) != 1:
+            failures.append(f"{name}: rc={proc.returncode}, stdout lines={len(lines)}, stderr={proc.stderr.strip()[-300:]}")
+            continue
+        assert "Traceback" not in proc.stderr, f"{name}: {proc.stderr}"
+        record = json.loads(lines[0])
+        assert record["algorithm"] == name
+        if name == "brute-force" and record["status"] == "error":
+            assert record["message"]          # refused: beyond its size limits
+            continue
+        assert record["status"] in ALLOWED, f"{name}: {record['status']} ({record['message']})"
+        if record["plan"] is not None:
+            assert record["quantile_oos"] is not None and len(record["quantile_ci"]) == 2
+    assert not failures, "\n".join(failures)

@@ -1,0 +1,191 @@
+"""The out-of-sample evaluator against hand-computed cases (eqs. (1)–(6), (8))."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from scipy import stats
+from scipy.integrate import trapezoid
+from scipy.optimize import brentq
+
+from deplbench.errors import PlanError
+from deplbench.formulations.evaluate import evaluate_plan
+from deplbench.formulations.plan import Epoch, Plan
+from deplbench.instances.model import parse_instance
+
+
+def det_instance(**changes) -> dict:
+    """Deterministic two-model, two-cluster instance (every term a point mass)."""
+    data = {
+        "name": "det", "initial_loss": 10.0, "loss_max": 7.5, "omega": 0.9, "time_max": 10.0, "horizon": 4,
+        "models": [
+            # run term −A/sqrt(k+B)·X with A = 2, B = 3, X = 1: −1 at k = 1, −2/sqrt(5) at k = 2
+            {"name": "m", "size": 1.0, "compute": 4.0, "loss_scale": 2.0, "loss_offset": 3.0,
+             "decay": "inv_sqrt", "improvement": {"kind": "point", "value": 1.0}},
+            # no decay: −1.5·0.8 = −1.2 every epoch
+            {"name": "p", "size": 0.5, "compute": 1.0, "loss_scale": 1.5, "loss_offset": 0.0,
+             "decay": "none", "improvement": {"kind": "point", "value": 0.8}},
+        ],
+        "switches": [{"from_model": "m", "to_model": "p", "jump": {"kind": "point", "value": 0.3}}],
+        "clusters": [{"name": "A", "capacity": 10.0, "unit_cost": 1.0, "bandwidth": 2.0},
+                     {"name": "B", "capacity": 4.0, "unit_cost": 2.0, "bandwidth": 1.0}],
+        "datasets": [{"name": "d0", "size": 1.0, "usefulness": 1.0},
+                     {"name": "d1", "size": 3.0, "usefulness": 1.0}],
+        "transfer_costs": [{"dataset": "d0", "cluster": "A", "cost": 5.0},
+                           {"dataset": "d0", "cluster": "B", "cost": 7.0}],
+    }
+    data.update(changes)
+    return data
+
+
+def plan(epochs, datasets) -> Plan:
+    return Plan(epochs=[Epoch(model=m, cluster=c, allocation=x) for m, c, x in epochs], datasets=datasets)
+
+
+def test_deterministic_three_epochs_by_hand():
+    inst = parse_instance(det_instance())
+    p = plan([("m", "A", 2.0), ("m", "A", 4.0), ("p", "A", 1.0)], {"A": ["d0"]})
+    ev = evaluate_plan(inst, p, samples=1000)
+    # ℓ(3) = 10 − 2/sqrt(4) − 2/sqrt(5) − 1.2 + 0.3 (switch m → p at k = 3)
+    expected = 10 - 1 - 2 / math.sqrt(5) - 1.2 + 0.3
+    assert ev.exact and ev.samples == 1
+    assert ev.quantile == pytest.approx(expected, abs=1e-12)
+    assert ev.quantile_ci == (ev.quantile, ev.quantile)
+    assert ev.mean == pytest.approx([10, 9, 9 - 2 / math.sqrt(5), expected])
+    # eq. (1): T = 4/2 + 1/2 + 4/4 + 1/2 + 1/1 + 0.5/2 = 5.25
+    assert ev.time == pytest.approx(5.25)
+    # eq. (2): κ·Σx = 7, plus the one-time transfer β(d0, A) = 5
+    assert ev.compute_cost == pytest.approx(7.0) and ev.transfer_cost == pytest.approx(5.0)
+    assert ev.cost == pytest.approx(12.0)
+    assert ev.verdict == "feasible" and ev.feasible and ev.violations == []
+    assert ev.epochs_per_model == {"m": 2, "p": 1}
+    assert ev.cost_per_model == pytest.approx({"m": 6.0, "p": 1.0})
+    # The same plan misses a tighter target: verdict follows ℓmax exactly.
+    strict = evaluate_plan(parse_instance(det_instance(loss_max=7.0)), p, samples=1000)
+    assert strict.verdict == "infeasible" and not strict.feasible
+
+
+def test_transfer_cost_once_versus_per_epoch():
+    p = plan([("m", "A", 2.0), ("m", "A", 2.0), ("m", "A", 2.0)], {"A": ["d0"]})
+    once = evaluate_plan(parse_instance(det_instance()), p, samples=100)
+    per_epoch = evaluate_plan(parse_instance(det_instance(transfer_cost_mode="per_epoch")), p, samples=100)
+    # Text (default): β paid once = 5. Printed eq. (2): inside Σ_k, K = 3 times.
+    assert once.transfer_cost == pytest.approx(5.0)
+    assert per_epoch.transfer_cost == pytest.approx(15.0)
+    assert per_epoch.cost - once.cost == pytest.approx(10.0)
+    assert once.compute_cost == per_epoch.compute_cost == pytest.approx(6.0)
+
+
+def test_data_rule_intended_versus_printed():
+    handover = plan([("m", "A", 3.0), ("p", "B", 3.0)], {"A": ["d0"], "B": ["d0"]})
+    idle_holder = plan([("m", "A", 3.0), ("m", "A", 3.0)], {"A": ["d0"], "B": ["d0"]})
+    single = plan([("m", "A", 3.0), ("p", "A", 3.0)], {"A": ["d0"]})
+    intended = parse_instance(det_instance())
+    printed = parse_instance(det_instance(data_rule="printed"))
+    # Intended reading: the sequential hand-over A → B is allowed.
+    assert evaluate_plan(intended, handover, samples=100).constraints_ok
+    # Printed eq. (6) for every k: a cluster holding data must train in every epoch.
+    ev = evaluate_plan(printed, handover, samples=100)
+    assert not ev.constraints_ok
+    assert any("datasets.A" in v and "every epoch" in v for v in ev.violations)
+    assert any("datasets.B" in v for v in ev.violations)
+    # Both readings forbid data on a cluster that never trains.
+    for inst in (intended, printed):
+        ev = evaluate_plan(inst, idle_holder, samples=100)
+        assert any(v.startswith("datasets.B") for v in ev.violations)
+    # One cluster holding the data and training throughout satisfies both.
+    for inst in (intended, printed):
+        assert evaluate_plan(inst, single, samples=100).constraints_ok
+    # The transfer of a second holder is paid: β(d0, A) + β(d0, B) = 12.
+    assert evaluate_plan(intended, handover, samples=100).transfer_cost == pytest.approx(12.0)
+
+
+def test_data_law_scales_work_and_learning():
+    inst = parse_instance(det_instance(loss_max=9.5))
+    # d1: σ = 3, u = 1 → V = 3 (three times the work), γ = log2(1 + 3) = 2.
+    ev = evaluate_plan(inst, plan([("p", "A", 3.0)], {"A": ["d1"]}), samples=100)
+    assert ev.quantile == pytest.approx(10 - 2 * 1.2)
+    assert ev.time == pytest.approx(3 * 1.0 / 3.0 + 0.5 / 2.0)
+    both = evaluate_plan(inst, plan([("p", "A", 3.0)], {"A": ["d0", "d1"]}), samples=100)
+    # V = 4, U = 4 → γ = log2(5)
+    assert both.quantile == pytest.approx(10 - math.log2(5) * 1.2)
+    assert both.time == pytest.approx(4 / 3 + 0.25)
+
+
+def test_constraint_violations_are_named():
+    inst = parse_instance(det_instance(horizon=2, time_max=3.0))
+    bad = plan([("p", "A", 1.0), ("m", "A", 20.0), ("m", "B", 0.5)], {"A": ["d0"], "B": ["d0"]})
+    ev = evaluate_plan(inst, bad, samples=100)
+    text = " | ".join(ev.violations)
+    assert "exceed the horizon" in text                       # K = 3 > K̄ = 2
+    assert "epochs[1].model" in text and "not allowed" in text  # p → m is not in the switch table
+    assert "epochs[1].allocation" in text and "capacity" in text  # 20 > r(A) = 10 (eq. (5))
+    assert "time:" in text                                     # eq. (4)
+    assert not ev.feasible
+
+
+@pytest.mark.parametrize("p, field", [
+    (plan([("ghost", "A", 1.0)], {"A": ["d0"]}), "epochs[0].model"),
+    (plan([("m", "Z", 1.0)], {"A": ["d0"]}), "epochs[0].cluster"),
+    (plan([("m", "A", 1.0)], {"A": ["d9"]}), "datasets.A"),
+])
+def test_plan_naming_unknown_things_is_an_error(p, field):
+    with pytest.raises(PlanError, match=field.replace("[", r"\[").replace("]", r"\]")):
+        evaluate_plan(parse_instance(det_instance()), p, samples=100)
+
+
+def random_instance(omega: float) -> dict:
+    data = det_instance(omega=omega, loss_max=9.9)
+    data["models"][0]["improvement"] = {"kind": "inverse_gamma", "shape": 12.0, "scale": 11.0}
+    data["switches"][0]["jump"] = {"kind": "student_t", "df": 5.0, "loc": 0.3, "scale": 0.1}
+    return data
+
+
+@pytest.mark.parametrize("omega", [0.5, 0.9, 0.99])
+def test_one_random_epoch_matches_the_analytic_quantile(omega):
+    inst = parse_instance(random_instance(omega))
+    ev = evaluate_plan(inst, plan([("m", "A", 5.0)], {"A": ["d0"]}), samples=200_000, seed=3)
+    # ℓ(1) = 10 − (2/sqrt(1 + 3))·X, so its ω-quantile is 10 − 1·F_X^{-1}(1 − ω).
+    truth = 10 - stats.invgamma(12.0, scale=11.0).ppf(1 - omega)
+    lo, hi = ev.quantile_ci
+    assert lo <= truth <= hi
+    assert hi - lo < 0.02
+    assert not ev.exact and ev.samples == 200_000
+
+
+def test_switch_jump_distribution_enters_the_quantile():
+    inst = parse_instance(random_instance(0.9))
+    ev = evaluate_plan(inst, plan([("m", "A", 5.0), ("p", "A", 5.0)], {"A": ["d0"]}), samples=200_000, seed=4)
+    # ℓ(2) = 10 − X − 1.2 + J with X ~ IG(12, 11) and J ~ 0.3 + 0.1·t5, independent:
+    # its 0.9-quantile by numerical convolution of the two densities.
+    x = np.linspace(0.2, 3.0, 4001)
+    fx = stats.invgamma(12.0, scale=11.0).pdf(x)
+    # P(−X + J ≤ z) = ∫ f_X(x) F_J(z + x) dx
+    def cdf(z):
+        return trapezoid(fx * stats.t(5.0, loc=0.3, scale=0.1).cdf(z + x), x)
+    z90 = brentq(lambda z: cdf(z) - 0.9, -3.0, 2.0)
+    truth = 10 - 1.2 + z90
+    lo, hi = ev.quantile_ci
+    assert lo <= truth <= hi
+    # Expected loss: 10 − E[X] − 1.2 + E[J] = 10 − 1 − 1.2 + 0.3
+    assert ev.expected_loss == pytest.approx(8.1, abs=0.005)
+
+
+def test_evaluation_is_seeded():
+    inst = parse_instance(random_instance(0.9))
+    p = plan([("m", "A", 5.0), ("m", "A", 5.0)], {"A": ["d0"]})
+    a, b = (evaluate_plan(inst, p, samples=5000, seed=9) for _ in range(2))
+    c = evaluate_plan(inst, p, samples=5000, seed=10)
+    assert a.quantile == b.quantile and a.p99 == b.p99
+    assert a.quantile != c.quantile
+
+
+def test_bad_evaluation_arguments():
+    inst = parse_instance(det_instance())
+    p = plan([("m", "A", 2.0)], {"A": ["d0"]})
+    with pytest.raises(PlanError, match="samples"):
+        evaluate_plan(inst, p, samples=10)
+    with pytest.raises(PlanError, match="confidence"):
+        evaluate_plan(inst, p, confidence=1.5)
