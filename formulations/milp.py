@@ -379,46 +379,118 @@ def _quantile_ok(losses: np.ndarray, p: int, lmax: float) -> np.ndarray:
     return np.count_nonzero(losses > lmax + LOSS_TOL, axis=0) <= p
 
 
-def _block_heuristic(data: _Data, k_min: int, k_max: int, deadline: float):
-    """Best plan with at most two model blocks on a single cluster (exact check).
+def _shortest_last_block(data: _Data, pre: np.ndarray, start: np.ndarray, model: int,
+                         cum: np.ndarray, k_lo: int, k_hi: int) -> np.ndarray:
+    """Fewest epochs L ≥ 1 of a final block of ``model`` that make each partial
+    plan SAA-feasible (0 where no L up to k_hi − start works).
 
-    For every data class σ, block models m1 → m2 (allowed switch or the same
-    model) and first-block length K1, the shortest second block that meets
-    the in-sample quantile is found; its exact cost on every cluster is
-    computed with ``allocate``. Returns the best :class:`_Choice` or None.
+    ``pre`` (S, P) is each partial plan's loss just before the block (switch
+    jump included), ``start`` (P,) its first epoch, ``cum`` the cumulative
+    improvement of the data class. With non-negative improvements the loss
+    falls as the block grows, so all P searches bisect together.
     """
-    best = None
+    P = start.size
+    lo = np.maximum(1, k_lo - start)
+    hi = k_hi - start
+    found = np.zeros(P, dtype=np.int64)
+    if P == 0:
+        return found
+    idx = np.arange(P)
+
+    def ok(length):
+        end = start + length
+        loss = pre - (cum[:, end, model] - cum[:, start, model])
+        return _quantile_ok(loss, data.p, data.lmax)
+
+    valid = lo <= hi
+    if data.nonneg:
+        good = np.zeros(P, dtype=bool)
+        good[valid] = ok(np.where(valid, hi, 1))[valid]
+        a, b = lo.copy(), hi.copy()          # invariant: b works for `good`
+        while True:
+            open_ = good & (a < b)
+            if not open_.any():
+                break
+            mid = (a + b) // 2
+            res = ok(np.where(open_, mid, b))
+            b = np.where(open_ & res, mid, b)
+            a = np.where(open_ & ~res, mid + 1, a)
+        found[good] = b[good]
+    else:
+        todo = valid.copy()
+        length = lo.copy()
+        while todo.any():
+            res = ok(np.where(todo, np.minimum(length, hi), lo))
+            hit = todo & res
+            found[hit] = length[hit]
+            todo &= ~res
+            length += 1
+            todo &= length <= hi
+        del idx
+    return found
+
+
+def _block_heuristic(data: _Data, k_min: int, k_max: int, deadline: float):
+    """Best plan of at most three model blocks on one cluster (exact check).
+
+    Blocks follow allowed switches (m1 → m2 → m3). For every data class and
+    every choice of the first block lengths, the shortest final block meeting
+    the in-sample quantile is found (:func:`_shortest_last_block`); candidates
+    are costed exactly with ``allocate`` on every cluster, after a closed-form
+    lower bound has discarded the hopeless ones. Returns the best
+    :class:`_Choice` or None (also when ``deadline`` passes first).
+    """
     S, M = data.S, data.M
-    starts = [(m1, m2) for m1 in range(M) for m2 in range(M) if m1 == m2 or data.inst.allowed[m1, m2]]
+    allowed = data.inst.allowed
+    best = [None]
+
+    def consider(models):
+        classes = np.full(models.size, s_idx)
+        for n in range(data.Nn):
+            c = data.c[models, n, s_idx]
+            kap = data.kap[models, n, s_idx]
+            slack = data.T - data.comm[models, n, s_idx].sum()
+            if slack <= 0:
+                continue
+            if best[0] is not None and np.sum(np.sqrt(c * kap)) ** 2 / slack >= best[0].cost:
+                continue
+            ch = data.evaluate(models, classes, np.full(models.size, n), {n: s_idx})
+            if ch.violations <= data.p and ch.feasible_time and (best[0] is None or ch.cost < best[0].cost):
+                best[0] = ch
+
     for s_idx in range(data.Sig):
-        gam = data.gam[s_idx]
-        cum = np.cumsum(gam * data.a, axis=1)  # (S, K, M): improvement after k+1 epochs
-        cum = np.concatenate([np.zeros((S, 1, M)), cum], axis=1)  # cum[:, k] = first k epochs
-        for m1, m2 in starts:
-            k1_range = [0] if m1 == m2 else range(1, k_max)
-            pidx = None if m1 == m2 else data.inst.switch_index[(m1, m2)]
-            for k1 in k1_range:
-                if time.perf_counter() > deadline:
-                    return best
-                k2 = np.arange(max(1, k_min - k1), k_max - k1 + 1)
-                if k2.size == 0:
+        cum = np.concatenate([np.zeros((S, 1, M)), np.cumsum(data.gam[s_idx] * data.a, axis=1)], axis=1)
+        for m1 in range(M):
+            # one block
+            L = _shortest_last_block(data, np.full((S, 1), data.l0), np.array([0]), m1, cum, k_min, k_max)
+            if L[0]:
+                consider(np.full(L[0], m1))
+            for m2 in range(M):
+                if m2 == m1 or not allowed[m1, m2]:
                     continue
-                tot = k1 + k2
-                loss = (data.l0 - cum[:, k1, m1][:, None]
-                        - (cum[:, tot, m2] - cum[:, k1, m2][:, None]))
-                if pidx is not None:
-                    loss = loss + data.J[:, k1, pidx][:, None]
-                ok = _quantile_ok(loss, data.p, data.lmax)
-                if not ok.any():
-                    continue
-                kk2 = int(k2[np.argmax(ok)])
-                models = np.array([m1] * k1 + [m2] * kk2)
-                classes = np.full(models.size, s_idx)
-                for n in range(data.Nn):
-                    ch = data.evaluate(models, classes, np.full(models.size, n), {n: s_idx})
-                    if ch.violations <= data.p and ch.feasible_time and (best is None or ch.cost < best.cost):
-                        best = ch
-    return best
+                p12 = data.inst.switch_index[(m1, m2)]
+                k1 = np.arange(1, k_max)
+                pre = data.l0 - cum[:, k1, m1] + data.J[:, k1, p12]
+                L = _shortest_last_block(data, pre, k1, m2, cum, k_min, k_max)
+                for a, l2 in zip(k1, L):
+                    if l2:
+                        consider(np.array([m1] * a + [m2] * l2))
+                for m3 in range(M):
+                    if m3 == m2 or not allowed[m2, m3]:
+                        continue
+                    if time.perf_counter() > deadline:
+                        return best[0]
+                    p23 = data.inst.switch_index[(m2, m3)]
+                    for a in range(1, k_max - 1):
+                        k2 = np.arange(1, k_max - a)
+                        st = a + k2
+                        pre = (data.l0 - cum[:, a, m1][:, None] + data.J[:, a, p12][:, None]
+                               - (cum[:, st, m2] - cum[:, a, m2][:, None]) + data.J[:, st, p23])
+                        L = _shortest_last_block(data, pre, st, m3, cum, k_min, k_max)
+                        for b, l3 in zip(k2, L):
+                            if l3:
+                                consider(np.array([m1] * a + [m2] * b + [m3] * l3))
+    return best[0]
 
 
 def _k_max_from_cost(data: _Data, ub: float, lams: np.ndarray) -> int:
@@ -639,12 +711,60 @@ class _MatrixModel:
         return self
 
 
+def _cluster_rows(mm: _MatrixModel, d: _Data, N: np.ndarray, q: np.ndarray, K: int) -> None:
+    """Rows shared by the fast formulations: data rule (6), symmetry, capacity.
+
+    ``N`` (M, |N|, Σ) are the integer epoch counts per configuration and ``q``
+    (|N|, Σ) the data-class binaries; K bounds any count.
+    """
+    M, Nn, Sig = d.M, d.Nn, d.Sig
+    # a cluster trains on class σ only if it holds σ: Σ_m N[m,n,σ] ≤ K q[n,σ]
+    cols = np.concatenate([N.transpose(1, 2, 0).reshape(Nn * Sig, M), q.reshape(Nn * Sig, 1)], axis=1)
+    vals = np.tile(np.concatenate([np.ones(M), [-float(K)]]), Nn * Sig)
+    mm.rows(np.repeat(np.arange(Nn * Sig), M + 1), cols, vals, -np.inf, 0.0)
+    if d.inst.data_rule == "printed":
+        # eq. (6) for every k: one cluster holds data and trains throughout
+        mm.rows(np.zeros(Nn * Sig), q.ravel(), 1.0, 1.0, 1.0)
+    else:
+        # one data class per cluster; holding data requires training (eq. (6), intended)
+        mm.rows(np.repeat(np.arange(Nn), Sig), q.ravel(), 1.0, -np.inf, 1.0)
+        cols = np.concatenate([q.reshape(Nn * Sig, 1), N.transpose(1, 2, 0).reshape(Nn * Sig, M)], axis=1)
+        vals = np.tile(np.concatenate([[1.0], -np.ones(M)]), Nn * Sig)
+        mm.rows(np.repeat(np.arange(Nn * Sig), M + 1), cols, vals, -np.inf, 0.0)
+    # identical clusters are interchangeable (with their data): order them by
+    # total epochs to cut the symmetric half of the search
+    for n1, n2 in _identical_cluster_pairs(d):
+        cols = np.concatenate([N[:, n1, :].ravel(), N[:, n2, :].ravel()])
+        vals = np.concatenate([np.ones(M * Sig), -np.ones(M * Sig)])
+        mm.rows(np.zeros(cols.size), cols, vals, 0.0, np.inf)
+    # time at full capacity fits (the λ → ∞ cut; eqs. (4)–(5))
+    mm.rows(np.zeros(M * Nn * Sig), N.ravel(), d.tmin.ravel(), -np.inf, d.T)
+
+
+def _identical_cluster_pairs(d: _Data) -> list[tuple[int, int]]:
+    """Consecutive pairs of clusters with equal r, κ, b and β (a chain per group)."""
+    inst = d.inst
+    out = []
+    for n1 in range(d.Nn):
+        for n2 in range(n1 + 1, d.Nn):
+            same = (inst.capacity[n1] == inst.capacity[n2] and inst.unit_cost[n1] == inst.unit_cost[n2]
+                    and inst.bandwidth[n1] == inst.bandwidth[n2] and np.array_equal(d.beta[n1], d.beta[n2]))
+            if same:
+                out.append((n1, n2))
+                break
+    return out
+
+
 class _FastModel:
     """The fast formulation (see module docstring) as a :class:`_MatrixModel`."""
 
-    def __init__(self, data: _Data, bounds: _Bounds):
+    def __init__(self, data: _Data, bounds: _Bounds, scenario_subset=None):
         self.data = d = data
         self.bounds = bounds
+        # Scenario generation: rows only for a subset (a relaxation; the cut
+        # loop checks every plan on all S scenarios and adds what it violates).
+        self.scen = (np.arange(d.S) if scenario_subset is None
+                     else np.unique(np.asarray(scenario_subset, dtype=np.int64)))
         K = self.K = max(1, bounds.k_max)
         M, Nn, Sig, P = d.M, d.Nn, d.Sig, d.P
         mm = self.mm = _MatrixModel()
@@ -662,7 +782,7 @@ class _FastModel:
         per_epoch = d.inst.transfer_cost_mode == "per_epoch" and np.any(d.beta > 0)
         self.h = mm.cols("h", (K, Nn, Sig), cost=np.broadcast_to(d.beta, (K, Nn, Sig))) if per_epoch else None
         bigm = bounds.bigm
-        self.soft = np.nonzero(bigm > 0)[0] if d.p > 0 else np.zeros(0, dtype=np.int64)
+        self.soft = self.scen[bigm[self.scen] > 0] if d.p > 0 else np.zeros(0, dtype=np.int64)
         self.v = mm.cols("v", (self.soft.size,), integer=True)
         # --------------------------------------------------------------- rows
         # activity: the first k_min epochs are active, then a prefix (flow).
@@ -700,26 +820,7 @@ class _FastModel:
         cols = np.concatenate([self.N.transpose(0, 2, 1).reshape(M * Sig, Nn), epoch_cols], axis=1)
         vals = np.tile(np.concatenate([np.ones(Nn), -np.ones(K)]), M * Sig)
         mm.rows(np.repeat(np.arange(M * Sig), Nn + K), cols, vals, 0.0, 0.0)
-        # a cluster trains on class σ only if it holds σ: Σ_m N[m,n,σ] ≤ K q[n,σ]
-        cols = np.concatenate([self.N.transpose(1, 2, 0).reshape(Nn * Sig, M), self.q.reshape(Nn * Sig, 1)], axis=1)
-        vals = np.tile(np.concatenate([np.ones(M), [-float(K)]]), Nn * Sig)
-        mm.rows(np.repeat(np.arange(Nn * Sig), M + 1), cols, vals, -np.inf, 0.0)
-        if d.inst.data_rule == "printed":
-            # eq. (6) for every k: one cluster holds data and trains throughout
-            mm.rows(np.zeros(Nn * Sig), self.q.ravel(), 1.0, 1.0, 1.0)
-        else:
-            # one data class per cluster; holding data requires training (eq. (6), intended)
-            mm.rows(np.repeat(np.arange(Nn), Sig), self.q.ravel(), 1.0, -np.inf, 1.0)
-            cols = np.concatenate([self.q.reshape(Nn * Sig, 1), self.N.transpose(1, 2, 0).reshape(Nn * Sig, M)], axis=1)
-            vals = np.tile(np.concatenate([[1.0], -np.ones(M)]), Nn * Sig)
-            mm.rows(np.repeat(np.arange(Nn * Sig), M + 1), cols, vals, -np.inf, 0.0)
-        # identical clusters: break the symmetry by total epochs
-        for n1, n2 in self._identical_cluster_pairs():
-            cols = np.concatenate([self.N[:, n1, :].ravel(), self.N[:, n2, :].ravel()])
-            vals = np.concatenate([np.ones(M * Sig), -np.ones(M * Sig)])
-            mm.rows(np.zeros(cols.size), cols, vals, 0.0, np.inf)
-        # time at full capacity fits (the λ → ∞ cut; eq. (4)–(5))
-        mm.rows(np.zeros(M * Nn * Sig), self.N.ravel(), d.tmin.ravel(), -np.inf, d.T)
+        _cluster_rows(mm, d, self.N, self.q, K)
         if self.h is not None:
             # per-epoch transfer (printed eq. (2)): h[k,n,σ] ≥ q[n,σ] + Σ_m u[k,m] − 1
             R = K * Nn * Sig
@@ -737,19 +838,21 @@ class _FastModel:
         for lam in d.cut_grid(bounds.lam):
             self._cut_block(lam)
         # scenario rows: ℓ0 − Σ γ a u + Σ J f − M v ≤ ℓmax
-        S = d.S
+        sc = self.scen
+        S = sc.size
         run_cols = (self.e if Sig > 1 else self.u).ravel()                 # (K·M)
-        run_coef = -d.a[:, :K, :].reshape(S, K * M) * (1.0 if Sig > 1 else float(d.gam[0]))
+        run_coef = -d.a[sc, :K, :].reshape(S, K * M) * (1.0 if Sig > 1 else float(d.gam[0]))
         parts_c = [np.broadcast_to(run_cols, (S, K * M))]
         parts_v = [run_coef]
         if K > 1 and d.P:
             sw_cols = self.f[:, M:].ravel()                                   # (K−1)·P
             parts_c.append(np.broadcast_to(sw_cols, (S, sw_cols.size)))
-            parts_v.append(d.J[:, 1:K, :].reshape(S, -1))
+            parts_v.append(d.J[sc, 1:K, :].reshape(S, -1))
+        pos = np.searchsorted(sc, self.soft)
         vcol = np.full(S, -1, dtype=np.int64)
         vval = np.zeros(S)
-        vcol[self.soft] = self.v
-        vval[self.soft] = -bigm[self.soft]
+        vcol[pos] = self.v
+        vval[pos] = -bigm[self.soft]
         has_v = vcol >= 0
         cols = np.concatenate(parts_c + [np.where(has_v, vcol, parts_c[0][:, 0])[:, None]], axis=1)
         vals = np.concatenate(parts_v + [vval[:, None]], axis=1)
@@ -758,18 +861,6 @@ class _FastModel:
         mm.finish()
 
     # ------------------------------------------------------------------ parts
-    def _identical_cluster_pairs(self):
-        d = self.data
-        out = []
-        for n1 in range(d.Nn):
-            for n2 in range(n1 + 1, d.Nn):
-                same = (d.inst.capacity[n1] == d.inst.capacity[n2] and d.inst.unit_cost[n1] == d.inst.unit_cost[n2]
-                        and d.inst.bandwidth[n1] == d.inst.bandwidth[n2] and np.array_equal(d.beta[n1], d.beta[n2]))
-                if same and not any(b == n2 for _, b in out):
-                    out.append((n1, n2))
-                    break
-        return out
-
     def _cut_block(self, lam: float):
         d = self.data
         g = d.g(lam).ravel()

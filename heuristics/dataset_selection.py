@@ -410,7 +410,7 @@ def submodularity_check(obj: DataObjective, rng: np.random.Generator | None = No
         vals = obj.values(all_masks(n))
         # Every (A, B) pair with A ⊆ B: each element is out of B (0), in B∖A
         # (1) or in A (2) — 3^n codes.
-        codes = np.array(list(itertools.product((0, 1, 2), repeat=n)), dtype=np.int8).reshape(-1, n)
+        codes = (np.arange(3**n, dtype=np.int64)[:, None] // (3 ** np.arange(n, dtype=np.int64)) % 3).astype(np.int8)
         weights = (1 << np.arange(n, dtype=np.int64))
         a_bits = (codes == 2) @ weights
         b_bits = (codes >= 1) @ weights

@@ -24,6 +24,25 @@ Because every represented quantity is an upper bound, every path to Ω is a
 feasible model sequence in the real quantities the surrogate models
 (time at full capacity ≤ Tmax, surrogate quantile ≤ ℓmax).
 
+Three loss axes (``rounding``)
+------------------------------
+``"up"``
+    The paper's graph with conservative rounding, as above. Its price: every
+    epoch can lose up to Δℓ of the loss budget, K·Δℓ along a K-epoch path —
+    measured on the realistic AlexNet instance (K ≈ 50–100, η = 200) this
+    makes ℓmax = 5 infeasible and nearly doubles the cost at ℓmax = 7.
+``"nearest"``
+    The same fixed graph with increments rounded to the nearest bucket (the
+    error becomes a random walk instead of a drift); a path is then *not*
+    guaranteed feasible and DepL verifies it with its exact surrogate,
+    lowering the target and re-solving when it fails.
+``"label"`` (DepL's default, :func:`solve_dp_labels`)
+    The DP carries each state's *exact* surrogate value and buckets only
+    decide which paths are merged; a path reaches Ω only if its exact value
+    meets the target. Every returned path is feasible, as with ``"up"``, and
+    rounding no longer accumulates. This is a label-setting DP, not a fixed
+    graph, so it is compared with brute force rather than with networkx.
+
 Edge weight
 -----------
 Entering epoch k with model m' costs a fixed w_{m'} > 0 (DepL uses
@@ -38,16 +57,17 @@ minimising W is exact. The plan's actual cost comes from stage 3.
 Solving it
 ----------
 Edges only go from layer k to k + 1, so the graph is a DAG and a dynamic
-program over layers replaces Dijkstra: each layer is an array of shape
-(|M|, η+1, J+1), and an edge class (m → m') is one shifted element-wise
-minimum (min-plus propagation with a constant shift in i and j) — numpy does
-the whole layer in |M|² vectorised operations. The layer's predecessor model
-is stored (int8/int16) for path recovery. Once every live state costs at
-least the best sink found, later layers cannot improve (weights are
-positive) and the DP stops.
+program over layers replaces Dijkstra. A layer is an array over
+(model, time bucket, loss bucket), restricted to the bounding box of the live
+states, and an edge class (m → m') is one shifted element-wise minimum
+(min-plus propagation with a constant shift in i and j) — numpy does a whole
+layer in |M|² vectorised operations. The layer's predecessor model is stored
+(int8) for path recovery. Once every live state costs at least the best sink
+found, later layers cannot improve (weights are positive) and the DP stops.
 
 :func:`solve_networkx` builds the very same graph explicitly with networkx
-and runs Dijkstra to Ω: the reference the tests and
+(reachable vertices, or every vertex of the paper's definition with
+``full=True``) and runs Dijkstra to Ω: the reference the tests and
 ``benchmarks/depl_targets.py`` compare against.
 
 References
@@ -547,12 +567,12 @@ def solve_dp_labels(spec: GraphSpec, count: bool = True, bound: float = math.inf
                 if not better.any():
                     continue
                 np.copyto(dst, cand, where=better)
-                Un[mp, i0 + d:i1 + d + 1, lo + s:hi + s + 1][better] = u_new[:, sl][better]
+                np.copyto(Un[mp, i0 + d:i1 + d + 1, lo + s:hi + s + 1], u_new[:, sl], where=better)
                 pi0, pj0, parr, pj = layer_pred[mp]
                 rows = slice(i0 + d - pi0, i1 + d - pi0 + 1)
                 cols = slice(lo + s - pj0, hi + s - pj0 + 1)
-                parr[rows, cols][better] = m
-                pj[rows, cols][better] = np.broadcast_to(jcols[lo:hi + 1], better.shape)[better]
+                np.copyto(parr[rows, cols], m, where=better)
+                np.copyto(pj[rows, cols], jcols[None, lo:hi + 1], where=better)
         new_boxes = [None] * M
         for mp, b in enumerate(dst_boxes):
             if b is None:
@@ -596,12 +616,23 @@ def exact_loss_units(spec: GraphSpec, models) -> float:
     return u
 
 
-def build_networkx(spec: GraphSpec):
+def build_networkx(spec: GraphSpec, full: bool = False):
     """The same expanded graph as an explicit ``networkx.DiGraph``.
 
-    Vertices are ``"source"``, ``"omega"`` and (k, m, i, j) for every state
-    reachable from the source; edge attribute ``weight``. Built layer by
-    layer in pure Python: the reference implementation, not a fast one.
+    Vertices are ``"source"``, ``"omega"`` and (k, m, i, j); edge attribute
+    ``weight``. Built in pure Python: the reference implementation, not a
+    fast one.
+
+    Parameters
+    ----------
+    spec : GraphSpec
+    full : bool
+        False (default): only the vertices reachable from the source, layer
+        by layer. True: every vertex (m, k, i, j), k = 1..K̄, i = 0..η,
+        j = 1..J, of the paper's definition (|M|·K̄·(η+1)·J of them) with all
+        their out-edges, plus the feasible (j = 0) vertices joined to Ω —
+        unreachable vertices cannot change the shortest path, so both graphs
+        have the same answer.
     """
     import networkx as nx
 
@@ -623,8 +654,12 @@ def build_networkx(spec: GraphSpec):
             g.add_edge(v, "omega", weight=0.0)
         else:
             frontier.add(v)
+    if full:
+        frontier = {(1, m, i, j) for m in range(M) for i in range(nT + 1) for j in range(1, J + 1)}
+        g.add_nodes_from(frontier)
     for k in range(2, spec.horizon + 1):
         nxt = set()
+        edges = []
         for (_, m, i, j) in frontier:
             for mp in range(M):
                 if not spec.allowed[m, mp]:
@@ -636,23 +671,28 @@ def build_networkx(spec: GraphSpec):
                 if j2 > J:
                     continue
                 v = (k, mp, i2, max(j2, 0))
-                g.add_edge((k - 1, m, i, j), v, weight=float(spec.weights[mp]))
+                edges.append(((k - 1, m, i, j), v, float(spec.weights[mp])))
                 if j2 <= 0:
-                    g.add_edge(v, "omega", weight=0.0)
-                else:
+                    edges.append((v, "omega", 0.0))
+                elif not full:
                     nxt.add(v)
+        g.add_weighted_edges_from(edges)
+        if full:
+            nxt = {(k, m, i, j) for m in range(M) for i in range(nT + 1) for j in range(1, J + 1)}
+            if k < spec.horizon:
+                g.add_nodes_from(nxt)
         frontier = nxt
         if not frontier:
             break
     return g
 
 
-def solve_networkx(spec: GraphSpec) -> PathResult:
+def solve_networkx(spec: GraphSpec, full: bool = False) -> PathResult:
     """Reference: Dijkstra from the source to Ω on :func:`build_networkx`'s graph."""
     import networkx as nx
 
     t0 = time.perf_counter()
-    g = build_networkx(spec)
+    g = build_networkx(spec, full=full)
     res = PathResult(feasible=False, vertices=g.number_of_nodes(), edges=g.number_of_edges())
     try:
         length, path = nx.single_source_dijkstra(g, "source", "omega", weight="weight")

@@ -416,6 +416,8 @@ def chernoff_bound(lm: LossModel, theta: float, tail_share: float) -> IncrementB
     jump = np.full((n_models, n_models), np.inf)
     np.fill_diagonal(jump, 0.0)
     for pair, d in lm.jumps.items():
+        if horizon < 2:
+            continue  # a one-epoch plan never switches: no jump to bound
         dl = delta if jump_trunc[pair] else 0.0
         grid = lm.grid(d, "upper", dl) if _kind(d) not in _CLOSED else None
         jump[pair] = log_mgf(d, theta, dl, grid) / theta

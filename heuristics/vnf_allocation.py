@@ -65,7 +65,7 @@ MAX_BUCKETS = 200_000
 #: Largest number of allocation levels per (epoch group, cluster).
 MAX_LEVELS = 5_000
 #: Largest options × buckets table gathered at once in the DP.
-_GATHER_MAX = 4_000_000
+_GATHER_MAX = 1_000_000
 #: Enumerate cluster subsets up to this many clusters.
 MAX_SUBSET_CLUSTERS = 6
 

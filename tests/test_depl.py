@@ -74,7 +74,7 @@ def test_knapsack_ratio_never_below_one_and_falls_with_eta(item_class, seed):
 
 
 # ------------------------------------------------------------ realistic family
-@pytest.mark.parametrize("rounding", ["nearest", "up"])
+@pytest.mark.parametrize("rounding", ["label", "nearest", "up"])
 def test_depl_plan_passes_the_evaluator(alexnet9, rounding):
     res = solve(alexnet9, "depl", eval_samples=20_000, rounding=rounding)
     assert res.status == "feasible", res.message

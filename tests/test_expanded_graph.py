@@ -68,10 +68,13 @@ def test_dp_matches_networkx_and_brute_force(seed, rounding):
                       rounding=rounding)
     dp = solve_dp(spec)
     ref = solve_networkx(spec)
+    full = solve_networkx(spec, full=True)  # the paper's graph: every (m, k, i, j)
     bf = brute_force(spec)
-    assert dp.feasible == ref.feasible == math.isfinite(bf)
+    assert dp.feasible == ref.feasible == full.feasible == math.isfinite(bf)
+    assert full.vertices >= ref.vertices
     if dp.feasible:
         assert dp.weight == pytest.approx(ref.weight, rel=1e-12)
+        assert dp.weight == pytest.approx(full.weight, rel=1e-12)
         assert dp.weight == pytest.approx(bf, rel=1e-12)
         # the recovered path really has that weight and reaches Ω in the graph
         weight, i_end, j_end = path_features(spec, dp.models)
