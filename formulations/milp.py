@@ -122,7 +122,7 @@ from deplbench.formulations.result import SolveResult
 from deplbench.formulations.scenarios import ScenarioSampler, allowed_violations
 
 #: Formulations accepted by :func:`solve_milp`.
-FORMULATIONS = ("fast", "naive")
+FORMULATIONS = ("fast", "flow", "naive")
 #: Backends for the fast formulation ("highs": matrices straight to highspy).
 BACKENDS = ("highs", "pyomo")
 #: Largest |D| handled exactly by enumerating each cluster's dataset subset.
@@ -212,6 +212,13 @@ class _Data:
         self.a = inst.run_scale[None, :, :] * sc.improvement
         self.J = sc.jump
         self.nonneg = bool(np.all(self.a >= 0))
+        # Identical scenarios (always so for deterministic instances) share one
+        # row; their multiplicity weighs the violation budget.
+        flat = np.concatenate([self.a.reshape(self.S, -1), self.J.reshape(self.S, -1)], axis=1)
+        _, first, inverse, mult = np.unique(flat, axis=0, return_index=True, return_inverse=True,
+                                            return_counts=True)
+        self.uniq = first.astype(np.int64)          # representative scenario of each class
+        self.mult = mult.astype(np.int64)
         self._data_classes()
         mc = inst.model_compute
         self.c = mc[:, None, None] * self.vol[None, None, :] * np.ones((1, self.Nn, 1))
@@ -609,7 +616,7 @@ class _Bounds:
     seconds: dict = field(default_factory=dict)
 
 
-def _structural_bounds(data: _Data, deadline: float, tight: bool = True) -> _Bounds:
+def _structural_bounds(data: _Data, deadline: float, tight: bool = True, bigm: bool = True) -> _Bounds:
     """K range, incumbent and big-M values; or the reason the SAA is infeasible."""
     t0 = time.perf_counter()
     reach = _min_epochs(data)
@@ -637,10 +644,7 @@ def _structural_bounds(data: _Data, deadline: float, tight: bool = True) -> _Bou
         lam = inc.alloc.time_price if inc.alloc.time_price > 0 else lam
         k_max = min(k_max, _k_max_from_cost(data, ub, data.cut_grid(lam)[::8]))
         k_max = max(k_max, inc.models.size)
-    if tight:
-        bigm = _tight_bigm(data, k_min, k_max, ub, lam if ub is not None else None)
-    else:
-        bigm = None
+    bigm = _tight_bigm(data, k_min, k_max, ub, lam if ub is not None else None) if (tight and bigm) else None
     t3 = time.perf_counter()
     return _Bounds(k_min, k_max, bigm, inc, lam,
                    seconds={"k_range": t1 - t0, "heuristic": t2 - t1, "bigm": t3 - t2})
@@ -763,8 +767,14 @@ class _FastModel:
         self.bounds = bounds
         # Scenario generation: rows only for a subset (a relaxation; the cut
         # loop checks every plan on all S scenarios and adds what it violates).
-        self.scen = (np.arange(d.S) if scenario_subset is None
-                     else np.unique(np.asarray(scenario_subset, dtype=np.int64)))
+        order = np.argsort(d.uniq)
+        if scenario_subset is None:
+            self.scen, mult = d.uniq[order], d.mult[order]
+        else:
+            self.scen = np.unique(np.asarray(scenario_subset, dtype=np.int64))
+            mult = np.ones(self.scen.size, dtype=np.int64)
+        # a scenario whose copies alone exceed the budget can never be violated
+        soft_mask = (bounds.bigm[self.scen] > 0) & (mult <= d.p)
         K = self.K = max(1, bounds.k_max)
         M, Nn, Sig, P = d.M, d.Nn, d.Sig, d.P
         mm = self.mm = _MatrixModel()
@@ -782,7 +792,8 @@ class _FastModel:
         per_epoch = d.inst.transfer_cost_mode == "per_epoch" and np.any(d.beta > 0)
         self.h = mm.cols("h", (K, Nn, Sig), cost=np.broadcast_to(d.beta, (K, Nn, Sig))) if per_epoch else None
         bigm = bounds.bigm
-        self.soft = self.scen[bigm[self.scen] > 0] if d.p > 0 else np.zeros(0, dtype=np.int64)
+        self.soft = self.scen[soft_mask] if d.p > 0 else np.zeros(0, dtype=np.int64)
+        self.soft_mult = mult[soft_mask] if d.p > 0 else np.zeros(0, dtype=np.int64)
         self.v = mm.cols("v", (self.soft.size,), integer=True)
         # --------------------------------------------------------------- rows
         # activity: the first k_min epochs are active, then a prefix (flow).
@@ -832,7 +843,7 @@ class _FastModel:
             mm.rows(np.repeat(np.arange(R), M + 2), cols, vals, -1.0, np.inf)
         # quantile budget
         if self.soft.size:
-            mm.rows(np.zeros(self.soft.size), self.v, 1.0, -np.inf, float(d.p))
+            mm.rows(np.zeros(self.soft.size), self.v, self.soft_mult.astype(float), -np.inf, float(d.p))
         # cost cuts on the grid
         self.cut_rows = []
         for lam in d.cut_grid(bounds.lam):
@@ -935,6 +946,219 @@ class _FastModel:
         held = {int(n): int(q[n].argmax()) for n in range(d.Nn) if q[n].sum() > 0}
         for n in set(clusters.tolist()):
             held.setdefault(int(n), int(classes[clusters == n][0]))
+        return d.evaluate(models, classes, clusters, held)
+
+
+#: The sequence-enumeration formulation is used only below this many candidate
+#: plans (after dominance); beyond it the flow formulation is built.
+MAX_CANDIDATES = 200_000
+
+
+def _dag_paths(allowed: np.ndarray) -> list[tuple[int, ...]] | None:
+    """All model paths of the switch graph, or None when it has a cycle."""
+    M = allowed.shape[0]
+    adj = [[j for j in range(M) if j != i and allowed[i, j]] for i in range(M)]
+    state = [0] * M
+
+    def cyclic(i):
+        state[i] = 1
+        for j in adj[i]:
+            if state[j] == 1 or (state[j] == 0 and cyclic(j)):
+                return True
+        state[i] = 2
+        return False
+
+    if any(state[i] == 0 and cyclic(i) for i in range(M)):
+        return None
+    paths = []
+
+    def walk(path):
+        paths.append(tuple(path))
+        for j in adj[path[-1]]:
+            walk(path + [j])
+
+    for i in range(M):
+        walk([i])
+    return paths
+
+
+def _enumeration_size(paths, k_max: int) -> float:
+    """Upper bound on the prefixes to enumerate: Σ_paths C(k_max, len − 1)."""
+    return float(sum(math.comb(k_max, len(p) - 1) for p in paths))
+
+
+def _enumerate_candidates(data: _Data, k_min: int, k_max: int, paths, deadline: float):
+    """Every SAA-feasible model sequence that is not dominated (Sig = 1).
+
+    A plan of an acyclic switch graph is a path of models with a block length
+    each. For each path and each choice of all but the last block length, only
+    the shortest SAA-feasible last block can be optimal when improvements are
+    non-negative (a longer one costs more — F is increasing in the counts —
+    and the shorter one is feasible); otherwise every feasible length is kept.
+    Count vectors dominated componentwise by another candidate's are dropped.
+
+    Returns (list of model-index arrays, counts (C, M)) or None on timeout.
+    """
+    S, M = data.S, data.M
+    cum = np.concatenate([np.zeros((S, 1, M)), np.cumsum(data.gam[0] * data.a, axis=1)], axis=1)
+    seqs: list[np.ndarray] = []
+
+    def last_block(pre, start, model):
+        if data.nonneg:
+            L = _shortest_last_block(data, pre, start, model, cum, k_min, k_max)
+            return [(j, int(l)) for j, l in enumerate(L) if l]
+        out = []
+        for j in range(start.size):
+            for length in range(max(1, k_min - start[j]), k_max - start[j] + 1):
+                loss = pre[:, j] - (cum[:, start[j] + length, model] - cum[:, start[j], model])
+                if _quantile_ok(loss[:, None], data.p, data.lmax)[0]:
+                    out.append((j, length))
+        return out
+
+    def extend(path, blocks, pre, start):
+        # blocks: lengths fixed so far (all but the last two blocks of path)
+        depth = len(blocks)
+        if time.perf_counter() > deadline:
+            raise TimeoutError
+        if depth == len(path) - 1:
+            for _, length in last_block(pre[:, None], np.array([start]), path[-1]):
+                seqs.append(np.repeat(path, blocks + [length]))
+            return
+        m, nxt = path[depth], path[depth + 1]
+        p = data.inst.switch_index[(m, nxt)]
+        remaining = len(path) - depth - 1
+        lengths = np.arange(1, k_max - start - remaining + 1)
+        if lengths.size == 0:
+            return
+        ends = start + lengths
+        pre_next = pre[:, None] - (cum[:, ends, m] - cum[:, start, m][:, None]) + data.J[:, np.minimum(ends, data.K - 1), p]
+        if depth == len(path) - 2:
+            for j, length in last_block(pre_next, ends, nxt):
+                seqs.append(np.repeat(path, blocks + [int(lengths[j]), length]))
+        else:
+            for j, a in enumerate(lengths):
+                extend(path, blocks + [int(a)], pre_next[:, j], int(ends[j]))
+
+    try:
+        for path in paths:
+            extend(list(path), [], np.full(S, data.l0), 0)
+    except TimeoutError:
+        return None
+    if not seqs:
+        return [], np.zeros((0, M))
+    counts = np.array([np.bincount(s, minlength=M) for s in seqs], dtype=float)
+    # Pareto filter: drop count vectors dominated by another candidate's. In
+    # lexicographic order a dominating vector comes first, so one pass with
+    # a vectorised test against the kept ones suffices.
+    order = np.lexsort(counts.T[::-1])
+    kept = np.empty((0, M))
+    keep = []
+    for i in order:
+        c = counts[i]
+        if kept.shape[0] and np.any(np.all(kept <= c, axis=1)):
+            continue
+        keep.append(i)
+        kept = np.vstack([kept, c[None, :]])
+    keep = sorted(keep)
+    return [seqs[i] for i in keep], counts[keep]
+
+
+class _EnumModel:
+    """Sequence-enumeration formulation for acyclic switch graphs (Sig = 1).
+
+    One binary z_c per candidate model sequence (every SAA-feasible,
+    undominated sequence, found by exact in-sample checks), the same integer
+    cluster counts N, data binaries q and λ cuts as the flow formulation:
+    Σ_c z_c = 1 and Σ_n N[m,n] = Σ_c n_m(c) z_c. The quantile is enforced by
+    the enumeration itself (infeasible sequences are not candidates), so the
+    model has no scenario rows; it is exact because every feasible plan is
+    dominated by a candidate with the same or fewer epochs of every model.
+    """
+
+    def __init__(self, data: _Data, bounds: _Bounds, seqs, counts):
+        self.data = d = data
+        self.bounds = bounds
+        self.seqs = list(seqs)
+        self.counts_c = np.asarray(counts, dtype=float)
+        C = len(self.seqs)
+        K = self.K = int(max(s.size for s in self.seqs))
+        M, Nn, Sig = d.M, d.Nn, d.Sig
+        mm = self.mm = _MatrixModel()
+        self.z = mm.cols("z", (C,), integer=True)
+        self.N = mm.cols("N", (M, Nn, Sig), ub=K, integer=True)
+        self.q = mm.cols("q", (Nn, Sig), integer=True,
+                         cost=d.beta if d.inst.transfer_cost_mode == "once" else 0.0)
+        self.theta = int(mm.cols("theta", (1,), ub=np.inf, cost=1.0)[0])
+        per_epoch = d.inst.transfer_cost_mode == "per_epoch" and np.any(d.beta > 0)
+        self.H = mm.cols("H", (Nn, Sig), ub=np.inf, cost=1.0) if per_epoch else None
+        mm.rows(np.zeros(C), self.z, 1.0, 1.0, 1.0)
+        # Σ_n N[m,n,0] = Σ_c n_m(c) z_c
+        cols = np.concatenate([self.N[:, :, 0], np.broadcast_to(self.z, (M, C))], axis=1)
+        vals = np.concatenate([np.ones((M, Nn)), -self.counts_c.T], axis=1)
+        mm.rows(np.repeat(np.arange(M), Nn + C), cols, vals, 0.0, 0.0)
+        _cluster_rows(mm, d, self.N, self.q, K)
+        if self.H is not None:
+            # printed eq. (2): H[n] ≥ β_n·K_plan − β_n·K·(1 − q[n]) (exact for binary q)
+            Kc = np.array([s.size for s in self.seqs], dtype=float)
+            for n in range(Nn):
+                b = float(d.beta[n, 0])
+                if b > 0:
+                    cols = np.concatenate([[self.H[n, 0], self.q[n, 0]], self.z])
+                    vals = np.concatenate([[1.0, -b * K], -b * Kc])
+                    mm.rows(np.zeros(cols.size), cols, vals, -b * K, np.inf)
+        for lam in d.cut_grid(bounds.lam):
+            g = d.g(lam).ravel()
+            mm.rows(np.zeros(1 + g.size), np.concatenate([[self.theta], self.N.ravel()]),
+                    np.concatenate([[1.0], -g]), -lam * d.T, np.inf)
+        mm.finish()
+        self.index = {tuple(s.tolist()): i for i, s in enumerate(self.seqs)}
+
+    def cut_row(self, lam: float):
+        d = self.data
+        g = d.g(lam).ravel()
+        return (np.concatenate([[self.theta], self.N.ravel()]).astype(np.int32),
+                np.concatenate([[1.0], -g]), -lam * d.T)
+
+    def solution_from_choice(self, ch: _Choice) -> np.ndarray | None:
+        d = self.data
+        i = self.index.get(tuple(ch.models.tolist()))
+        if i is None:
+            return None
+        x = np.zeros(self.mm.ncol)
+        x[self.z[i]] = 1.0
+        N = ch.counts(d)
+        x[self.N.ravel()] = N.ravel()
+        for n, s in ch.held.items():
+            x[self.q[n, s]] = 1.0
+            if self.H is not None:
+                x[self.H[n, s]] = d.beta[n, s] * ch.models.size
+        theta = ch.alloc.cost
+        for lam in d.cut_grid(self.bounds.lam):
+            theta = max(theta, float(np.sum(d.g(lam) * N) - lam * d.T))
+        for lam in getattr(self, "extra_lams", []):
+            theta = max(theta, float(np.sum(d.g(lam) * N) - lam * d.T))
+        x[self.theta] = theta
+        return x
+
+    def choice_from_solution(self, x: np.ndarray) -> _Choice | None:
+        d = self.data
+        i = int(np.argmax(x[self.z]))
+        models = self.seqs[i]
+        classes = np.zeros(models.size, dtype=int)
+        N = np.rint(x[self.N]).astype(int)
+        clusters = np.full(models.size, -1)
+        for m in range(d.M):
+            ep = np.nonzero(models == m)[0]
+            pos = 0
+            for n in range(d.Nn):
+                clusters[ep[pos:pos + N[m, n, 0]]] = n
+                pos += N[m, n, 0]
+        if np.any(clusters < 0):
+            return None
+        q = np.rint(x[self.q]).astype(int)
+        held = {int(n): 0 for n in range(d.Nn) if q[n, 0] > 0}
+        for n in set(clusters.tolist()):
+            held.setdefault(int(n), 0)
         return d.evaluate(models, classes, clusters, held)
 
 
@@ -1343,17 +1567,34 @@ def solve_milp(instance, scenarios: int = 1000, seed: int = 0, time_limit: float
     try:
         data = _Data(instance, scenarios, seed)
         diag.update(scenarios=data.S, allowed_violations=data.p, data_classes=data.Sig)
-        bounds = _structural_bounds(data, deadline, tight=(formulation == "fast"))
-        diag["bounds_s"] = bounds.seconds
+        t_data = time.perf_counter()
+        bounds = _structural_bounds(data, deadline, tight=(formulation != "naive"), bigm=False)
         if bounds.infeasible:
             diag["build_s"] = time.perf_counter() - t0
             return _result("infeasible", bounds.infeasible, params=params, diag=diag)
         diag.update(k_min=bounds.k_min, k_max=bounds.k_max,
                     heuristic_cost=bounds.incumbent.cost if bounds.incumbent is not None else None)
-        if formulation == "fast":
+        timing = {"scenarios": t_data - t0, **bounds.seconds}
+        model = None
+        if formulation == "fast" and data.Sig == 1:
+            model = _try_enumeration(data, bounds, deadline, diag, timing)
+            if isinstance(model, SolveResult):
+                model.params.update(params)
+                return model
+        if formulation in ("fast", "flow") and model is None:
+            diag["variant"] = "flow"
+            t1 = time.perf_counter()
+            inc = bounds.incumbent
+            bounds.bigm = _tight_bigm(data, bounds.k_min, bounds.k_max, inc.cost if inc is not None else None,
+                                      bounds.lam if inc is not None else None)
+            timing["bigm"] = time.perf_counter() - t1
+            t1 = time.perf_counter()
             model = _FastModel(data, bounds)
+            timing["matrix"] = time.perf_counter() - t1
             diag.update(bigm_mean=float(bounds.bigm.mean()), bigm_max=float(bounds.bigm.max()),
                         hard_scenario_rows=int(np.count_nonzero(bounds.bigm <= 0)))
+        t1 = time.perf_counter()
+        if formulation in ("fast", "flow"):
             if backend == "highs":
                 be = _HighsBackend(model.mm, threads, seed, verbose)
             else:
@@ -1362,23 +1603,59 @@ def solve_milp(instance, scenarios: int = 1000, seed: int = 0, time_limit: float
             diag.update(n_vars=model.mm.ncol, n_cons=model.mm.nrow, n_nonzeros=int(model.mm.A.nnz))
             best = bounds.incumbent
         else:
+            diag["variant"] = "naive"
             model = _NaiveModel(data, data.lam_reference(max(bounds.k_min, 1)))
             be = _PyomoBackend(model.model, model.xvars, threads, seed, verbose)
             diag.update(n_vars=len(model.xvars), n_cons=be.n_rows,
                         bigm_mean=float(model.bigm.mean()), bigm_max=float(model.bigm.max()))
             best = None
+        timing["solver_model"] = time.perf_counter() - t1
         if write_lp:
             try:
                 be.write(write_lp)
             except Exception as exc:  # noqa: BLE001 - an unwritable file is the user's input
                 raise SolverError(f"write_lp: cannot write {write_lp!r} ({exc})") from None
         diag["build_s"] = time.perf_counter() - t0
+        diag["build_breakdown_s"] = {k: round(v, 4) for k, v in timing.items()}
         return _cut_loop(data, model, be, best, gap, deadline, params, diag, t0)
     except SolverError:
         raise
     except MemoryError:
         return _result("error", f"out of memory building the MILP (S = {scenarios}, K̄ = {instance.horizon}); "
                        "use fewer scenarios", params=params, diag=diag)
+
+
+def _try_enumeration(data: _Data, bounds: _Bounds, deadline: float, diag: dict, timing: dict):
+    """The enumeration model when the switch graph is acyclic and small enough.
+
+    Returns an :class:`_EnumModel`, None (use the flow formulation) or an
+    ``infeasible`` :class:`SolveResult` when no sequence meets the quantile.
+    """
+    paths = _dag_paths(data.inst.allowed)
+    if paths is None or _enumeration_size(paths, bounds.k_max) > MAX_CANDIDATES:
+        return None
+    t1 = time.perf_counter()
+    found = _enumerate_candidates(data, bounds.k_min, bounds.k_max, paths, deadline)
+    timing["enumerate"] = time.perf_counter() - t1
+    if found is None:
+        return None
+    seqs, counts = found
+    inc = bounds.incumbent
+    if inc is not None and not any(np.array_equal(s, inc.models) for s in seqs):
+        # keep the incumbent as a candidate so it can warm-start HiGHS
+        seqs = seqs + [inc.models.copy()]
+        counts = np.vstack([counts, np.bincount(inc.models, minlength=data.M)[None, :]])
+    diag.update(variant="enumeration", candidates=len(seqs))
+    if not seqs:
+        diag["build_s"] = sum(timing.values())
+        return _result("infeasible", (
+            f"no model sequence of at most {bounds.k_max} epochs (the most that Tmax = {data.T:g} allows) "
+            f"meets the quantile: each leaves more than {data.p} of {data.S} in-sample scenarios above "
+            f"ℓmax = {data.lmax:g}"), diag=diag)
+    t1 = time.perf_counter()
+    model = _EnumModel(data, bounds, seqs, counts)
+    timing["matrix"] = time.perf_counter() - t1
+    return model
 
 
 def _cut_loop(data: _Data, model, be, best, gap, deadline, params, diag, t0) -> SolveResult:
@@ -1391,7 +1668,9 @@ def _cut_loop(data: _Data, model, be, best, gap, deadline, params, diag, t0) -> 
     while True:
         rounds += 1
         if best is not None:
-            be.set_start(model.solution_from_choice(best))
+            start = model.solution_from_choice(best)
+            if start is not None:
+                be.set_start(start)
         left = deadline - time.perf_counter()
         if left <= 0:
             message = "time limit reached before the master was solved"

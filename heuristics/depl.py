@@ -203,7 +203,7 @@ def _stage2(instance, gamma: float, volume: float, method: str, eta: int, n_thet
             if excess <= 0:
                 break
             if mode == "label":  # exact labels already checked u <= 0; only round-off can get here
-                res.feasible = excess <= 1e-9 * max(1.0, abs(loss_max))
+                res.feasible = excess <= 1e-8 * max(1.0, abs(loss_max), abs(instance.initial_loss))
                 break
             rounds += 1
             if rounds > verify_rounds:

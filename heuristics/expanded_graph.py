@@ -441,6 +441,12 @@ def solve_dp(spec: GraphSpec, count: bool = True, bound: float = math.inf) -> Pa
     return res
 
 
+#: Round-off tolerance of the exact-label feasibility test u <= 0, in loss
+#: buckets: a path that meets the target exactly (integer knapsack values)
+#: must not be lost to 1e-13 of accumulated floating-point error.
+_U_TOL = 1e-9
+
+
 def solve_dp_labels(spec: GraphSpec, count: bool = True, bound: float = math.inf) -> PathResult:
     """Minimum-weight path with *exact loss labels* (no accumulated rounding).
 
@@ -482,7 +488,7 @@ def solve_dp_labels(spec: GraphSpec, count: bool = True, bound: float = math.inf
             continue
         u1 = spec.start_exact + float(spec.first_exact[m])
         edges += 1
-        if u1 <= 0:
+        if u1 <= _U_TOL:
             if w[m] < best:
                 best, best_end = float(w[m]), (1, m, i1, -1, 0, 0)
             continue
@@ -544,7 +550,7 @@ def solve_dp_labels(spec: GraphSpec, count: bool = True, bound: float = math.inf
             if count:
                 edges += int(live.sum())
             # Reaching the target exactly: edge to Ω.
-            feas = live & (u_new <= 0)
+            feas = live & (u_new <= _U_TOL)
             if feas.any():
                 cand = np.where(feas, srcW, np.inf)
                 idx = int(np.argmin(cand))
@@ -555,7 +561,7 @@ def solve_dp_labels(spec: GraphSpec, count: bool = True, bound: float = math.inf
                     best_end = (k, mp, int(ii) + i0 + d, m, int(ii) + i0, int(jj) + j0)
             with np.errstate(invalid="ignore"):
                 dj = np.ceil(u_new) - jcols[None, j0:j1 + 1]
-            go = live & (u_new > 0)
+            go = live & (u_new > _U_TOL)
             for s in (c - 1, c):
                 lo, hi = max(j0, 1 - s), min(j1, J - s)
                 if lo > hi:

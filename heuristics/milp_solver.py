@@ -1,0 +1,59 @@
+"""The exact MILP as a registered solver (``deplbench solve INST --algo milp``).
+
+A thin wrapper: the model lives in :mod:`deplbench.formulations.milp` (imports
+flow downward only); this class declares its parameters for the registry, the
+CLI (``--scenarios --seed --time-limit --gap --formulation --write-lp``) and
+the benchmark runner.
+
+Examples
+--------
+>>> from deplbench.heuristics.base import solve                      # doctest: +SKIP
+>>> res = solve(instance, "milp", scenarios=300, time_limit=30)        # doctest: +SKIP
+>>> res.status, res.cost, res.lower_bound, res.gap                     # doctest: +SKIP
+('optimal', 1777.18, 1777.18, 0.0)
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from deplbench.formulations.milp import BACKENDS, FORMULATIONS, solve_milp
+from deplbench.formulations.result import SolveResult
+from deplbench.heuristics.base import Param, Solver
+
+
+class Milp(Solver):
+    """Exact SAA optimum of problem (2)–(6) by Pyomo/HiGHS (see ``formulations.milp``).
+
+    ``status`` is ``optimal`` when (cost − bound)/cost ≤ ``gap``, otherwise
+    ``time_limit`` (with the best plan and bound so far), ``infeasible`` (with
+    the reason) or ``error``. Optimality refers to the S in-sample scenarios
+    drawn with ``seed``; the returned plan is judged out-of-sample by
+    :func:`deplbench.heuristics.base.solve`.
+    """
+
+    name: ClassVar[str] = "milp"
+    description: ClassVar[str] = "exact MILP of (2)-(6) with the scenario (SAA) quantile, Pyomo + HiGHS"
+    exact: ClassVar[bool] = True
+    parameters: ClassVar[dict[str, Param]] = {
+        "scenarios": Param(1000, int, "in-sample scenarios S of the SAA quantile", low=1),
+        "seed": Param(0, int, "seed of the in-sample scenarios (ScenarioSampler)", low=0),
+        "time_limit": Param(60.0, float, "wall-clock seconds for build and solve", low=0.0,
+                            low_inclusive=False),
+        "gap": Param(1e-4, float, "relative optimality gap (UB − LB)/UB", low=0.0, low_inclusive=False,
+                     high=0.999999),
+        "threads": Param(1, int, "HiGHS threads", low=1),
+        "formulation": Param("fast", str, "fast (sequence enumeration when the switch graph is acyclic, "
+                             "else flow), flow (always the flow formulation) or naive (textbook)",
+                             choices=FORMULATIONS),
+        "write_lp": Param(None, str, "write the first master model to FILE (.lp or .mps)", nullable=True),
+        "backend": Param("highs", str, "fast/flow model to HiGHS directly (highs) or through Pyomo (pyomo)",
+                         choices=BACKENDS),
+    }
+
+    def run(self, instance, **params) -> SolveResult:
+        """Solve; never raises for an instance (bad options raise SolverError)."""
+        return solve_milp(instance, **params)
+
+
+__all__ = ["Milp"]
