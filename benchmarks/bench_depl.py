@@ -53,7 +53,7 @@ def stage2_spec(instance, eta: int):
 @pytest.mark.parametrize("eta", [50, 200, 800])
 def test_depl_end_to_end(benchmark, eta):
     inst = alexnet()
-    res = benchmark(solve, inst, "depl", evaluate=False, eta=eta, eval_samples=20_000)
+    res = benchmark(solve, inst, "depl", evaluate=False, eta=eta, check_samples=20_000)
     assert res.status == "feasible"
     benchmark.extra_info.update(cost=res.cost, epochs=res.plan.n_epochs,
                                 vertices=res.diagnostics["graph_vertices"])
@@ -61,7 +61,7 @@ def test_depl_end_to_end(benchmark, eta):
 
 def test_best_exp_end_to_end(benchmark):
     inst = alexnet()
-    res = benchmark(solve, inst, "best-exp", evaluate=False, eval_samples=20_000)
+    res = benchmark(solve, inst, "best-exp", evaluate=False, check_samples=20_000)
     assert res.status == "feasible"
     benchmark.extra_info.update(cost=res.cost, epochs=res.plan.n_epochs)
 

@@ -64,10 +64,10 @@ def stage2_spec(instance, eta: int, rounding: str = "up"):
 def time_depl(instance, eta: int, repeats: int, **params) -> dict:
     times, res = [], None
     for _ in range(repeats):
-        res = solve(instance, "depl", evaluate=False, eta=eta, eval_samples=20_000, **params)
+        res = solve(instance, "depl", evaluate=False, eta=eta, check_samples=20_000, **params)
         times.append(res.runtime_s)
     tracemalloc.start()
-    solve(instance, "depl", evaluate=False, eta=eta, eval_samples=20_000, **params)
+    solve(instance, "depl", evaluate=False, eta=eta, check_samples=20_000, **params)
     _, peak = tracemalloc.get_traced_memory()
     tracemalloc.stop()
     return {
@@ -128,7 +128,7 @@ def main(argv=None) -> int:
     inst = generate("realistic", family="alexnet")
     out: dict = {"instance": inst.name, "loss_max": inst.loss_max, "horizon": inst.horizon}
     reps = 3 if args.quick else 7
-    solve(inst, "depl", evaluate=False, eval_samples=20_000)  # warm imports and caches
+    solve(inst, "depl", evaluate=False, check_samples=20_000)  # warm imports and caches
 
     print("1. DepL end to end, η = 200 (target ≤ 0.5 s, ≤ 1 GB)", flush=True)
     out["eta200"] = time_depl(inst, 200, reps)
@@ -175,7 +175,7 @@ def main(argv=None) -> int:
         for label, algo, params in (("depl", "depl", {}), ("depl_up", "depl", {"rounding": "up"}),
                                     ("depl_normal", "depl", {"quantile_method": "normal"}),
                                     ("best_exp", "best-exp", {})):
-            r = solve(i2, algo, eval_samples=20_000, **params)
+            r = solve(i2, algo, check_samples=20_000, **params)
             row[label] = {"status": r.status, "cost": r.cost, "runtime_s": r.runtime_s,
                           "quantile_oos": (r.evaluation or {}).get("quantile")}
         table.append(row)

@@ -290,7 +290,7 @@ _PARAMS = {
     "epsilon": Param(0.1, float, "(1+ε) approximation of the cluster/allocation stage", low=0.0,
                      low_inclusive=False, high=10.0),
     "seed": Param(0, int, "seed of the out-of-sample check and of sampled diagnostics"),
-    "eval_samples": Param(20_000, int, "trajectories of DepL's own out-of-sample check", low=100),
+    "check_samples": Param(20_000, int, "trajectories of DepL's own out-of-sample check", low=100),
     "max_retries": Param(3, int, "tightening retries after a failed out-of-sample check", low=0),
     "max_backtracks": Param(8, int, "stage backtracks (dataset blacklists + deadline tightenings)", low=0),
     "quantile_method": Param("chernoff", str, "additive quantile surrogate: " + ", ".join(METHODS),
@@ -304,7 +304,7 @@ _PARAMS = {
                       choices=("label", "up", "nearest")),
     "dataset_method": Param("min-norm", str, "dataset selection: min-norm (Fujishige–Wolfe) or exhaustive",
                             choices=("min-norm", "exhaustive")),
-    "reoptimize": Param(True, bool, "re-optimise x exactly for the chosen clusters after the (1+ε) DP"),
+    "reoptimize": Param(False, bool, "re-optimise x exactly (water-filling) for the chosen clusters after the (1+ε) stage; off by default so the result reflects the paper's (1+ε) scheme"),
 }
 
 
@@ -440,7 +440,7 @@ class DepL(Solver):
 
             # ---- out-of-sample check --------------------------------------------------
             t0 = time.perf_counter()
-            ev = evaluate_plan(instance, plan, samples=p["eval_samples"], seed=_check_seed(p["seed"]),
+            ev = evaluate_plan(instance, plan, samples=p["check_samples"], seed=_check_seed(p["seed"]),
                                trajectory=False)
             diag["stage_seconds"]["evaluation"] += time.perf_counter() - t0
             if ev.feasible:
@@ -524,7 +524,7 @@ class BestExp(DepL):
         # Simulate the base plan and every extension length at once (own
         # stream, independent of the evaluator's).
         rng = np.random.default_rng([int(p["seed"]), 23])
-        n = int(p["eval_samples"])
+        n = int(p["check_samples"])
         traj = simulate_trajectories(instance, full, np.full(full.size, gamma), n, rng)
         rank = quantile_rank(instance.omega, n)
         q = np.partition(traj[:, K:], rank - 1, axis=0)[rank - 1]

@@ -46,6 +46,8 @@ def knapsack_optimum(inst):
 
 
 def depl_cost(inst, **params):
+    # Exact re-allocation isolates the effect of η from that of ε.
+    params.setdefault("reoptimize", True)
     res = solve(inst, "depl", evaluate=False, **params)
     return res.cost if res.status == "feasible" else math.inf
 
@@ -77,7 +79,7 @@ def test_knapsack_ratio_never_below_one_and_falls_with_eta(item_class, seed):
 # ------------------------------------------------------------ realistic family
 @pytest.mark.parametrize("rounding", ["label", "nearest", "up"])
 def test_depl_plan_passes_the_evaluator(alexnet9, rounding):
-    res = solve(alexnet9, "depl", eval_samples=20_000, rounding=rounding)
+    res = solve(alexnet9, "depl", check_samples=20_000, rounding=rounding)
     assert res.status == "feasible", res.message
     ev = res.evaluation
     assert ev["feasible"] and ev["constraints_ok"] and ev["verdict"] == "feasible"
@@ -97,7 +99,7 @@ def test_depl_plan_passes_the_evaluator(alexnet9, rounding):
 
 def test_unreachable_target_is_reported_infeasible(alexnet9):
     inst = alexnet9.with_changes(loss_max=0.5)
-    res = solve(inst, "depl", eval_samples=2000)
+    res = solve(inst, "depl", check_samples=2000)
     assert res.status == "infeasible" and res.plan is None
     assert "no model path" in res.message
 
@@ -105,19 +107,19 @@ def test_unreachable_target_is_reported_infeasible(alexnet9):
 def test_out_of_sample_failure_tightens_and_retries(alexnet9):
     """With the expected loss as surrogate the first plan misses the quantile
     target; DepL must tighten ℓmax and retry, or report infeasible."""
-    res = solve(alexnet9, "depl", quantile_method="expected", max_retries=6, eval_samples=20_000)
+    res = solve(alexnet9, "depl", quantile_method="expected", max_retries=6, check_samples=20_000)
     d = res.diagnostics
     assert len(d["retries"]) >= 1
     assert d["retries"][0]["quantile"] > alexnet9.loss_max
     assert res.status == "feasible" and res.evaluation["feasible"]
     assert d["loss_max_effective"] < alexnet9.loss_max
-    res0 = solve(alexnet9, "depl", quantile_method="expected", max_retries=0, eval_samples=20_000)
+    res0 = solve(alexnet9, "depl", quantile_method="expected", max_retries=0, check_samples=20_000)
     assert res0.status == "infeasible" and res0.plan is None
     assert "out-of-sample" in res0.message
 
 
 def test_best_exp_trains_on_until_quantile_met(alexnet9):
-    res = solve(alexnet9, "best-exp", eval_samples=20_000)
+    res = solve(alexnet9, "best-exp", check_samples=20_000)
     assert res.status == "feasible", res.message
     assert res.evaluation["feasible"]
     t = res.diagnostics["train_on"]
@@ -177,7 +179,7 @@ def test_allocation_failure_blacklists_the_path(monkeypatch, alexnet9):
         return real(*args, **kwargs)
 
     monkeypatch.setattr(depl_module, "place_and_allocate", flaky)
-    res = solve(alexnet9, "depl", eval_samples=5000)
+    res = solve(alexnet9, "depl", check_samples=5000)
     assert calls["n"] >= 2
     assert res.diagnostics["backtracks"][0]["stage"] == "allocation"
     assert res.diagnostics["backtracks"][0]["reason"] == "injected failure"
@@ -186,7 +188,7 @@ def test_allocation_failure_blacklists_the_path(monkeypatch, alexnet9):
 
 def test_datasets_family_with_transfer_costs_runs():
     inst = generate("datasets", n_datasets=4, seed=1)
-    res = solve(inst, "depl", eval_samples=5000)
+    res = solve(inst, "depl", check_samples=5000)
     assert res.status in ("feasible", "infeasible"), res.message
     assert res.diagnostics["submodularity"]["exhaustive"]
     if res.status == "feasible":
