@@ -196,8 +196,14 @@ class _Data:
     def __init__(self, instance, n_scenarios: int, seed: int):
         inst = instance
         self.inst = inst
-        self.S = int(n_scenarios)
-        self.p = allowed_violations(inst.omega, self.S)
+        #: S as requested; with only point masses every scenario is the same,
+        #: so one is drawn (identical to any of the S) and none may be violated
+        #: (⌊(1−ω)S⌋ < S for ω > 0).
+        self.S_nominal = int(n_scenarios)
+        self.deterministic = all(m.improvement.is_deterministic for m in inst.models) and all(
+            sw.jump.is_deterministic for sw in inst.switches)
+        self.S = 1 if self.deterministic else self.S_nominal
+        self.p = 0 if self.deterministic else allowed_violations(inst.omega, self.S)
         self.K = int(inst.horizon)
         self.M = inst.n_models
         self.Nn = inst.n_clusters
@@ -949,6 +955,120 @@ class _FastModel:
         return d.evaluate(models, classes, clusters, held)
 
 
+def _order_invariant(data: _Data) -> bool:
+    """True when every scenario's loss depends on the epoch counts only.
+
+    That holds when each model's run term does not change with the epoch
+    index (no decay and the same draw at every epoch, e.g. point masses),
+    every jump is exactly zero and every switch is allowed: then any order of
+    the same epochs gives the same loss, cost and time (the knapsack family).
+    """
+    M = data.M
+    complete = bool(np.all(data.inst.allowed | np.eye(M, dtype=bool)))
+    return (complete and bool(np.all(data.a == data.a[:, :1, :]))
+            and (data.P == 0 or not np.any(data.J)))
+
+
+class _CountModel:
+    """Count formulation for order-invariant instances (see :func:`_order_invariant`).
+
+    The plan is only its epoch counts N(m,n,σ); the scenario loss is
+    ℓ0 − Σ γ_σ a_s(m) N(m,n,σ) (linear), K = Σ N ≤ K̄. Data rule, capacity,
+    λ cuts and transfer costs are the flow formulation's. Without epoch
+    variables the knapsack symmetry (any permutation of epochs) disappears.
+    """
+
+    def __init__(self, data: _Data, bounds: _Bounds):
+        self.data = d = data
+        self.bounds = bounds
+        K = self.K = max(1, bounds.k_max)
+        M, Nn, Sig = d.M, d.Nn, d.Sig
+        mm = self.mm = _MatrixModel()
+        self.N = mm.cols("N", (M, Nn, Sig), ub=K, integer=True)
+        self.q = mm.cols("q", (Nn, Sig), integer=True,
+                         cost=d.beta if d.inst.transfer_cost_mode == "once" else 0.0)
+        self.theta = int(mm.cols("theta", (1,), ub=np.inf, cost=1.0)[0])
+        per_epoch = d.inst.transfer_cost_mode == "per_epoch" and np.any(d.beta > 0)
+        self.H = mm.cols("H", (Nn, Sig), ub=np.inf, cost=1.0) if per_epoch else None
+        scen, mult = d.uniq, d.mult
+        a0 = d.a[scen, 0, :]                                  # (U, M): per-epoch amount at γ = 1
+        # crude but valid big-M: no plan of ≥ 1 epoch ends above ℓ0 + K̄·(largest rise)
+        rise = np.maximum(0.0, -(a0[:, :, None] * d.gam[None, None, :]).min(axis=(1, 2)))
+        bigm = d.l0 + K * rise - d.lmax
+        soft = (mult <= d.p) & (bigm > 0) if d.p > 0 else np.zeros(scen.size, dtype=bool)
+        self.v = mm.cols("v", (int(soft.sum()),), integer=True)
+        mm.rows(np.zeros(self.N.size), self.N.ravel(), 1.0, max(1.0, float(bounds.k_min)), float(K))
+        _cluster_rows(mm, d, self.N, self.q, K)
+        if self.H is not None:
+            Nflat = self.N.ravel()
+            for n in range(Nn):
+                for s in range(Sig):
+                    b = float(d.beta[n, s])
+                    if b > 0:
+                        cols = np.concatenate([[self.H[n, s], self.q[n, s]], Nflat])
+                        vals = np.concatenate([[1.0, -b * K], -b * np.ones(Nflat.size)])
+                        mm.rows(np.zeros(cols.size), cols, vals, -b * K, np.inf)
+        if soft.any():
+            mm.rows(np.zeros(self.v.size), self.v, mult[soft].astype(float), -np.inf, float(d.p))
+        for lam in d.cut_grid(bounds.lam):
+            g = d.g(lam).ravel()
+            mm.rows(np.zeros(1 + g.size), np.concatenate([[self.theta], self.N.ravel()]),
+                    np.concatenate([[1.0], -g]), -lam * d.T, np.inf)
+        # scenario rows: ℓ0 − Σ γ_σ a_s(m) N(m,n,σ) − M_s v_s ≤ ℓmax
+        U = scen.size
+        coef = -(a0[:, :, None, None] * d.gam[None, None, None, :]) * np.ones((1, 1, Nn, 1))   # (U, M, Nn, Σ)
+        cols = np.broadcast_to(self.N.ravel(), (U, self.N.size))
+        vcol = np.full(U, int(self.N.ravel()[0]))
+        vval = np.zeros(U)
+        vcol[soft] = self.v
+        vval[soft] = -bigm[soft]
+        mm.rows(np.repeat(np.arange(U), self.N.size + 1),
+                np.concatenate([cols, vcol[:, None]], axis=1),
+                np.concatenate([coef.reshape(U, -1), vval[:, None]], axis=1), -np.inf, d.lmax - d.l0)
+        self.soft = scen[soft]
+        mm.finish()
+
+    def cut_row(self, lam: float):
+        d = self.data
+        g = d.g(lam).ravel()
+        return (np.concatenate([[self.theta], self.N.ravel()]).astype(np.int32),
+                np.concatenate([[1.0], -g]), -lam * d.T)
+
+    def solution_from_choice(self, ch: _Choice) -> np.ndarray:
+        d = self.data
+        x = np.zeros(self.mm.ncol)
+        N = ch.counts(d)
+        x[self.N.ravel()] = N.ravel()
+        for n, s in ch.held.items():
+            x[self.q[n, s]] = 1.0
+            if self.H is not None:
+                x[self.H[n, s]] = d.beta[n, s] * ch.models.size
+        theta = ch.alloc.cost
+        for lam in list(d.cut_grid(self.bounds.lam)) + list(getattr(self, "extra_lams", [])):
+            theta = max(theta, float(np.sum(d.g(lam) * N) - lam * d.T))
+        x[self.theta] = theta
+        if self.v.size:
+            over = ch.losses[self.soft] > d.lmax + 1e-12
+            x[self.v[over]] = 1.0
+        return x
+
+    def choice_from_solution(self, x: np.ndarray) -> _Choice | None:
+        d = self.data
+        N = np.rint(x[self.N]).astype(int)
+        if N.sum() == 0:
+            return None
+        idx = np.argwhere(N > 0)                          # (m, n, σ) in index order
+        reps = N[N > 0]
+        models = np.repeat(idx[:, 0], reps)
+        clusters = np.repeat(idx[:, 1], reps)
+        classes = np.repeat(idx[:, 2], reps)
+        q = np.rint(x[self.q]).astype(int)
+        held = {int(n): int(q[n].argmax()) for n in range(d.Nn) if q[n].sum() > 0}
+        for n, s in zip(clusters, classes):
+            held.setdefault(int(n), int(s))
+        return d.evaluate(models, classes, clusters, held)
+
+
 #: The sequence-enumeration formulation is used only below this many candidate
 #: plans (after dominance); beyond it the flow formulation is built.
 MAX_CANDIDATES = 200_000
@@ -1566,7 +1686,9 @@ def solve_milp(instance, scenarios: int = 1000, seed: int = 0, time_limit: float
                        f"{MAX_DATASETS} (each cluster's dataset subset is enumerated)", params=params, diag=diag)
     try:
         data = _Data(instance, scenarios, seed)
-        diag.update(scenarios=data.S, allowed_violations=data.p, data_classes=data.Sig)
+        diag.update(scenarios=data.S_nominal, deterministic=data.deterministic,
+                    allowed_violations=allowed_violations(instance.omega, data.S_nominal),
+                    data_classes=data.Sig)
         t_data = time.perf_counter()
         bounds = _structural_bounds(data, deadline, tight=(formulation != "naive"), bigm=False)
         if bounds.infeasible:
@@ -1576,7 +1698,12 @@ def solve_milp(instance, scenarios: int = 1000, seed: int = 0, time_limit: float
                     heuristic_cost=bounds.incumbent.cost if bounds.incumbent is not None else None)
         timing = {"scenarios": t_data - t0, **bounds.seconds}
         model = None
-        if formulation == "fast" and data.Sig == 1:
+        if formulation == "fast" and _order_invariant(data):
+            t1 = time.perf_counter()
+            model = _CountModel(data, bounds)
+            timing["matrix"] = time.perf_counter() - t1
+            diag["variant"] = "counts"
+        if formulation == "fast" and model is None and data.Sig == 1:
             model = _try_enumeration(data, bounds, deadline, diag, timing)
             if isinstance(model, SolveResult):
                 model.params.update(params)
@@ -1719,7 +1846,7 @@ def _cut_loop(data: _Data, model, be, best, gap, deadline, params, diag, t0) -> 
     diag.update(nodes=nodes, lp_iterations=iters, rounds=rounds, cuts_added=cuts,
                 solve_s=time.perf_counter() - t_solve, total_s=time.perf_counter() - t0)
     if best is not None:
-        diag["in_sample_violations"] = int(best.violations)
+        diag["in_sample_violations"] = int(best.violations) * (data.S_nominal if data.deterministic else 1)
         diag["epochs"] = int(best.models.size)
     if status == "infeasible":
         return _result("infeasible", message, params=params, diag=diag)
