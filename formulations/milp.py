@@ -43,58 +43,85 @@ silently. Instead (SPEC §1 allows any sound route):
 
 Formulations
 ------------
-``formulation="fast"`` (default) is built as sparse matrices with numpy and
-passed to highspy directly (``backend="pyomo"`` builds the very same matrix
-model as a Pyomo model and solves it through Pyomo's ``appsi_highs``; the
-tests check both give the same optimum):
+``formulation="fast"`` (default) picks the strongest exact model the instance
+allows, built as sparse matrices with numpy and passed to highspy directly
+(``backend="pyomo"`` builds the very same matrices as a Pyomo model solved
+through Pyomo's ``appsi_highs``; tests check both give the same optimum):
 
-* Flow over the epoch × model state graph: u(k,m) = epoch k trains model m,
-  arc flows f(k,i,j) for allowed transitions (staying is always allowed),
-  conservation makes the active epochs a prefix and the switch indicators
-  exact without product linearisations.
-* Clusters aggregated into integer counts N(m,n,σ): the cluster an epoch
-  runs on does not change the loss (only its data class σ does), and cost and
-  time only depend on how many epochs of each configuration run, so any
-  assignment of epochs to clusters with those counts is optimal. The epoch
-  variables carry the data class σ only when there is more than one.
-* Datasets: each cluster holds one data class σ (a non-empty subset of D),
-  q(n,σ) ∈ {0,1}; the data law's γ(σ) and V(σ) are numbers per class, so the
-  data choice stays linear. Classes with equal (V, γ, β) are merged and, when
-  every improvement draw is non-negative, classes dominated in (V, γ, β) are
-  dropped (a dominating class is never worse in any scenario).
-* Tight big-M values and bounds from the structure (all valid for every plan
-  that is SAA-feasible and not dearer than the incumbent, the only plans the
-  search needs; the incumbent itself is kept separately):
-  - K_min: per scenario, a DP over the state graph gives the fewest epochs
-    after which *some* plan can reach ℓmax; a feasible plan satisfies at
-    least S − p scenarios, so K ≥ the (p+1)-th largest of them.
-  - K_max: the cost cuts give K · min_j g_j(λ) − λ Tmax ≤ cost ≤ UB.
-  - M_s: a Lagrangian longest-path DP per scenario,
-    M_s = min_{μ,ν≥0} max_plans [ℓ_s − μ(ℓ̄ − ℓmax − δ) − ν(cutcost − UB)] − ℓmax,
-    where ℓ̄ is the scenario-average loss (feasible plans have
-    ℓ̄ ≤ ℓmax + δ, δ = sum of the p largest M_t / S, iterated) and cutcost the
-    linear cost lower bound; M_s ≤ 0 turns row s into a hard constraint.
-  A block heuristic (one or two model blocks on one cluster, exact in-sample
-  check, exact allocation) provides the incumbent that these bounds use and
-  a warm start for HiGHS.
+1. ``counts`` when the loss is order-invariant (every run term independent of
+   the epoch index, zero jumps, every switch allowed — the knapsack family):
+   only the integer epoch counts N(m,n,σ) are variables.
+2. ``enumeration`` when the switch graph is acyclic and there is one data
+   class (the realistic families: switches only towards more pruning). A
+   plan is then a path of models with one block length each; every
+   SAA-feasible, undominated sequence is found by exact in-sample checks
+   (for each path and all but the last block length, only the shortest
+   feasible last block can be optimal, since F grows with the counts; count
+   vectors dominated by another candidate's are dropped) and the MILP picks
+   one sequence (binary z_c) plus the cluster counts, data and λ cuts. No
+   scenario rows remain. Used while at most ``MAX_CANDIDATES`` prefixes
+   need checking.
+3. ``flow`` otherwise (``formulation="flow"`` forces it):
+
+   * Flow over the epoch × model state graph: u(k,m) = epoch k trains model
+     m, arc flows f(k,i,j) for allowed transitions (staying is always
+     allowed); conservation makes the active epochs a prefix and the switch
+     indicators exact without product linearisations.
+   * One scenario row per *distinct* scenario (multiplicity weighs the
+     violation budget; deterministic instances have one, hard).
+   * Tight big-M values and bounds from the structure, valid for every plan
+     that is SAA-feasible and not dearer than the incumbent (the only plans
+     the search needs; the incumbent itself is kept separately):
+     K_min — per scenario a min-plus DP over the state graph gives the
+     fewest epochs after which *some* plan reaches ℓmax; a feasible plan
+     satisfies at least S − p scenarios, so K ≥ the (p+1)-th largest.
+     K_max — the λ cuts give K·min_j g_j(λ) − λ Tmax ≤ cost ≤ UB.
+     M_s — a Lagrangian longest-path DP per scenario,
+     M_s = min_{μ,ν≥0} max_plans [ℓ_s − μ(ℓ̄ − ℓmax − δ) − ν(cut − UB)] − ℓmax,
+     with ℓ̄ the scenario-average loss (feasible plans have ℓ̄ ≤ ℓmax + δ,
+     δ = sum of the p largest M_t / S, iterated) and "cut" the linear cost
+     lower bound; M_s ≤ 0 turns row s into a hard constraint.
+
+Common to the three: clusters are aggregated into integer counts N(m,n,σ)
+(the cluster an epoch runs on does not change the loss, only its data class
+σ does, and cost and time depend only on how many epochs of each
+configuration run); each cluster holds one data class σ (a non-empty subset
+of D), q(n,σ) ∈ {0,1}, so the data law's γ(σ) and V(σ) are numbers and the
+data choice stays linear (classes equal in (V, γ, β) are merged; with
+non-negative improvement draws, dominated classes are dropped). A block
+heuristic (up to three model blocks on one cluster, exact in-sample check,
+exact allocation; at most a tenth of the time limit) provides the incumbent
+that the bounds use and a MIP start.
 
 ``formulation="naive"`` is the textbook model written in Pyomo: per-epoch
-binaries for activity a(k), model m(k), cluster y(k,n), product variables
-m(k)·y(k,n)·q(n,σ) and m(k−1)·m(k) linearised with the standard three
-inequalities, the printed/intended (6) per epoch, and crude big-M values
-(ℓ(0) plus every non-negative jump minus ℓmax). It uses the same exactness
-contract (cuts on per-epoch configuration variables) and is the benchmark's
-reference; tests check that both formulations agree on the optimum.
+binaries for activity a(k), model m(k), cluster y(k,n), z(d,n) and data
+classes, products m(k)·y(k,n)·q(n,σ) and m(k−1)·m(k) linearised with the
+standard inequalities, (6) per epoch as printed or intended, one row per
+scenario and crude big-M values (ℓ(0) plus every possible loss increase
+minus ℓmax); no incumbent, no bounds. It has the same exactness contract and
+is the benchmark's reference; tests check that all formulations agree.
+
+Why the flow formulation is not enough on its own
+-------------------------------------------------
+The SAA rows have random *coefficients*. A convex combination of plans that
+use different models in the same epochs averages independent noise, so the
+LP relaxation's quantile is far below any single plan's: on realistic
+AlexNet (ℓmax = 9, S = 1000) the root LP is 1590.8, the LP with the optimal
+plan's violated scenarios fixed is still 1699.6, fixing K changes nothing
+(≈1604), and the optimum is 1802.63; tight big-M values do not close that.
+Branch-and-bound must separate the mixtures, which takes minutes at S = 1000
+(S = 100: 15 s, S = 300: 35 s on one core). Hence the enumeration and
+count variants where the structure allows them.
 
 Sizes solved exactly
 --------------------
 Every dimension is exact; the limits are sizes, not approximations:
 datasets by enumerating per-cluster subsets for |D| ≤ 6 (at most 63 data
 classes; larger |D| is refused with status ``error``); models, clusters,
-horizon and S are limited only by memory and time (the scenario block has
-S·K̄·(|M|+|P|) non-zeros). Typical: the realistic AlexNet family (|M| = 3,
-|N| = 2, |D| = 1, K̄ = 100) at S = 1000 is proven optimal in seconds; see
-``benchmarks/milp_targets.py``.
+horizon and S are limited only by memory and time (the flow scenario block
+has S·K̄·(|M|+|P|) non-zeros). The realistic AlexNet family (|M| = 3, |N| = 2,
+|D| = 1, K̄ = 100) at S = 1000 is proven optimal in well under a second by
+the enumeration variant; see ``benchmarks/milp_targets.py``.
 
 References
 ----------
@@ -172,7 +199,7 @@ def _check_options(scenarios, seed, time_limit, gap, threads, formulation, write
 
 
 # =============================================================================
-# Problem data shared by both formulations
+# Problem data shared by every formulation
 # =============================================================================
 
 
@@ -221,8 +248,7 @@ class _Data:
         # Identical scenarios (always so for deterministic instances) share one
         # row; their multiplicity weighs the violation budget.
         flat = np.concatenate([self.a.reshape(self.S, -1), self.J.reshape(self.S, -1)], axis=1)
-        _, first, inverse, mult = np.unique(flat, axis=0, return_index=True, return_inverse=True,
-                                            return_counts=True)
+        _, first, mult = np.unique(flat, axis=0, return_index=True, return_counts=True)
         self.uniq = first.astype(np.int64)          # representative scenario of each class
         self.mult = mult.astype(np.int64)
         self._data_classes()
@@ -408,7 +434,6 @@ def _shortest_last_block(data: _Data, pre: np.ndarray, start: np.ndarray, model:
     found = np.zeros(P, dtype=np.int64)
     if P == 0:
         return found
-    idx = np.arange(P)
 
     def ok(length):
         end = start + length
@@ -439,7 +464,6 @@ def _shortest_last_block(data: _Data, pre: np.ndarray, start: np.ndarray, model:
             todo &= ~res
             length += 1
             todo &= length <= hi
-        del idx
     return found
 
 
@@ -608,7 +632,8 @@ def _tight_bigm(data: _Data, k_min: int, k_max: int, ub: float | None, lam: floa
         M_s = new
         if done:
             break
-    return M_s
+    # round-off margin on the soft rows (hard rows: every such plan has ℓ_s ≤ ℓmax)
+    return np.where(M_s > 0, M_s + BIGM_SLACK * (1.0 + abs(data.lmax)), 0.0)
 
 
 @dataclass
@@ -622,8 +647,13 @@ class _Bounds:
     seconds: dict = field(default_factory=dict)
 
 
-def _structural_bounds(data: _Data, deadline: float, tight: bool = True, bigm: bool = True) -> _Bounds:
-    """K range, incumbent and big-M values; or the reason the SAA is infeasible."""
+def _structural_bounds(data: _Data, deadline: float, tight: bool = True, bigm: bool = True,
+                       heuristic_budget: float = 3.0) -> _Bounds:
+    """K range, incumbent and big-M values; or the reason the SAA is infeasible.
+
+    The block heuristic gets at most ``heuristic_budget`` seconds (it only
+    provides an incumbent; exactness never depends on it).
+    """
     t0 = time.perf_counter()
     reach = _min_epochs(data)
     order = np.sort(reach)[::-1]
@@ -641,7 +671,8 @@ def _structural_bounds(data: _Data, deadline: float, tight: bool = True, bigm: b
             f"fastest epoch (full capacity) takes {fastest:.6g}, so {k_min * fastest:.6g} > Tmax = {data.T:g}"))
     k_max = min(data.K, int(math.floor(data.T / fastest * (1 + 1e-12) + 1e-9)))
     t1 = time.perf_counter()
-    inc = _block_heuristic(data, k_min, k_max, deadline) if tight else None
+    inc = (_block_heuristic(data, k_min, k_max, min(deadline, t1 + heuristic_budget))
+           if tight and heuristic_budget > 0 else None)
     t2 = time.perf_counter()
     lam = data.lam_reference(k_min)
     ub = None
@@ -808,7 +839,6 @@ class _FastModel:
                 lo=np.where(np.arange(K) < forced, 1.0, -np.inf), hi=1.0)
         if K > 1:
             arcs = np.array(self.arcs)
-            kk = np.arange(1, K)
             # inflow of (k, j) equals u[k, j]
             for j in range(M):
                 sel = np.nonzero(arcs[:, 1] == j)[0]
@@ -821,7 +851,6 @@ class _FastModel:
                 cols = np.concatenate([self.f[:, sel], self.u[:-1, i][:, None]], axis=1)
                 vals = np.concatenate([np.ones(sel.size), [-1.0]])
                 mm.rows(np.repeat(np.arange(K - 1), sel.size + 1), cols, np.tile(vals, K - 1), -np.inf, 0.0)
-            del kk
         if Sig > 1:
             # Σ_σ w = u and e = Σ_σ γ_σ w, per (k, m)
             cols = np.concatenate([self.w.reshape(K * M, Sig), self.u.reshape(K * M, 1)], axis=1)
@@ -851,7 +880,6 @@ class _FastModel:
         if self.soft.size:
             mm.rows(np.zeros(self.soft.size), self.v, self.soft_mult.astype(float), -np.inf, float(d.p))
         # cost cuts on the grid
-        self.cut_rows = []
         for lam in d.cut_grid(bounds.lam):
             self._cut_block(lam)
         # scenario rows: ℓ0 − Σ γ a u + Σ J f − M v ≤ ℓmax
@@ -1298,6 +1326,19 @@ class _MasterOutcome:
     message: str = ""
 
 
+_SCHEDULER_THREADS: list[int] = []
+
+
+def _use_threads(threads: int) -> None:
+    """HiGHS keeps one global thread scheduler per process; a run asking for a
+    different thread count fails ("Not Set") unless it is reset first."""
+    import highspy
+
+    if _SCHEDULER_THREADS and _SCHEDULER_THREADS[0] != threads:
+        highspy.Highs.resetGlobalScheduler(True)
+    _SCHEDULER_THREADS[:] = [threads]
+
+
 class _HighsBackend:
     """The matrix model handed to highspy (no modelling layer in between)."""
 
@@ -1309,6 +1350,7 @@ class _HighsBackend:
         h.setOptionValue("output_flag", bool(verbose))
         h.setOptionValue("threads", int(threads))
         h.setOptionValue("random_seed", int(seed) % (2**31 - 1))
+        self.threads = int(threads)
         lp = highspy.HighsLp()
         lp.num_col_ = mm.ncol
         lp.num_row_ = mm.nrow
@@ -1347,9 +1389,15 @@ class _HighsBackend:
         h = self.h
         h.setOptionValue("time_limit", max(float(time_left), 1e-3))
         h.setOptionValue("mip_rel_gap", float(rel_gap))
+        _use_threads(self.threads)
         h.run()
         st = h.getModelStatus()
         S = self.highspy.HighsModelStatus
+        if st == S.kNotset:
+            # another HiGHS user in this process changed the global scheduler
+            self.highspy.Highs.resetGlobalScheduler(True)
+            h.run()
+            st = h.getModelStatus()
         info = h.getInfo()
         nodes = int(info.mip_node_count)
         iters = int(info.simplex_iteration_count)
@@ -1386,6 +1434,7 @@ class _PyomoBackend:
         self.opt.config.load_solution = False
         self.opt.config.stream_solver = bool(verbose)
         self.opt.highs_options = {"threads": int(threads), "random_seed": int(seed) % (2**31 - 1)}
+        self.threads = int(threads)
         self.ncol = len(xvars)
 
     @property
@@ -1412,6 +1461,7 @@ class _PyomoBackend:
 
         self.opt.config.time_limit = max(float(time_left), 1e-3)
         self.opt.config.mip_gap = float(rel_gap)
+        _use_threads(self.threads)
         res = self.opt.solve(self.model)
         hi = self.opt._solver_model
         info = hi.getInfo()
@@ -1690,7 +1740,11 @@ def solve_milp(instance, scenarios: int = 1000, seed: int = 0, time_limit: float
                     allowed_violations=allowed_violations(instance.omega, data.S_nominal),
                     data_classes=data.Sig)
         t_data = time.perf_counter()
-        bounds = _structural_bounds(data, deadline, tight=(formulation != "naive"), bigm=False)
+        # The incumbent heuristic is skipped where the count model applies
+        # (it is solved at once) and otherwise gets a tenth of the time.
+        budget = 0.0 if (formulation == "fast" and _order_invariant(data)) else min(3.0, 0.1 * float(time_limit))
+        bounds = _structural_bounds(data, deadline, tight=(formulation != "naive"), bigm=False,
+                                    heuristic_budget=budget)
         if bounds.infeasible:
             diag["build_s"] = time.perf_counter() - t0
             return _result("infeasible", bounds.infeasible, params=params, diag=diag)
@@ -1843,7 +1897,7 @@ def _cut_loop(data: _Data, model, be, best, gap, deadline, params, diag, t0) -> 
             message = ("the master's solution could not be confirmed (in-sample recount or round limit)"
                        if best is not None else "the master found no plan")
             break
-    diag.update(nodes=nodes, lp_iterations=iters, rounds=rounds, cuts_added=cuts,
+    diag.update(nodes=nodes, lp_iterations=iters, iterations=iters, rounds=rounds, cuts_added=cuts,
                 solve_s=time.perf_counter() - t_solve, total_s=time.perf_counter() - t0)
     if best is not None:
         diag["in_sample_violations"] = int(best.violations) * (data.S_nominal if data.deterministic else 1)

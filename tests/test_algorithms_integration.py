@@ -171,10 +171,11 @@ def test_no_algorithm_beats_brute_force_on_tiny_instances(index):
     assert bf.status in ("optimal", "infeasible"), bf.message
     scen = ScenarioSampler(inst, SEED).in_sample(SCENARIOS)
     checked = []
-    for name in NAMES:
-        if name == "brute-force":
-            continue
-        res = solve(inst, name, evaluate=False, **fast_params(name))
+    # StaticLearn's equal-share chains need longer horizons than the brute
+    # force reaches; its single-model mode is compared as well.
+    runs = [(name, {}) for name in NAMES if name != "brute-force"] + [("static-learn", {"mode": "single"})]
+    for name, extra in runs:
+        res = solve(inst, name, evaluate=False, **fast_params(name), **extra)
         assert res.status in ALLOWED, f"{name}: {res.status} ({res.message})"
         if res.plan is None:
             continue
@@ -183,9 +184,9 @@ def test_no_algorithm_beats_brute_force_on_tiny_instances(index):
             continue
         # The plan is feasible for the brute force's own SAA problem.
         assert bf.status == "optimal", f"{name} found an SAA-feasible plan the brute force missed"
-        assert res.cost >= bf.cost * (1 - 1e-6), f"{name}: {res.cost} < brute-force optimum {bf.cost}"
+        assert res.cost >= bf.cost * (1 - 1e-6), f"{name}{extra}: {res.cost} < brute-force optimum {bf.cost}"
         checked.append(name)
-    assert checked, "at least one algorithm should produce a comparable plan"
+    assert len(checked) >= 3, f"too few comparable plans: {checked}"
 
 
 def _cli(path, name):
