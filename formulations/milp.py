@@ -1102,8 +1102,9 @@ class _CountModel:
 MAX_CANDIDATES = 200_000
 
 
-def _dag_paths(allowed: np.ndarray) -> list[tuple[int, ...]] | None:
-    """All model paths of the switch graph, or None when it has a cycle."""
+def _dag_paths(allowed: np.ndarray, limit: int = MAX_CANDIDATES) -> list[tuple[int, ...]] | None:
+    """All model paths of the switch graph, or None when it has a cycle or
+    more than ``limit`` paths."""
     M = allowed.shape[0]
     adj = [[j for j in range(M) if j != i and allowed[i, j]] for i in range(M)]
     state = [0] * M
@@ -1121,13 +1122,15 @@ def _dag_paths(allowed: np.ndarray) -> list[tuple[int, ...]] | None:
     paths = []
 
     def walk(path):
+        if len(paths) > limit:
+            return
         paths.append(tuple(path))
         for j in adj[path[-1]]:
             walk(path + [j])
 
     for i in range(M):
         walk([i])
-    return paths
+    return paths if len(paths) <= limit else None
 
 
 def _enumeration_size(paths, k_max: int) -> float:
