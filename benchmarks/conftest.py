@@ -25,22 +25,24 @@ import pytest  # noqa: E402
 
 
 @functools.lru_cache(maxsize=256)
-def _generate(family: str, seed: int, items: tuple):
+def _generate(generator: str, seed: int, items: tuple):
     from deplbench.instances.generators import generate
 
-    return generate(family, seed=seed, **dict(items))
+    return generate(generator, seed=seed, **dict(items))
 
 
 @pytest.fixture(scope="session")
 def make_instance():
-    """``make_instance(family, seed=0, **params)`` → a cached generated Instance.
+    """``make_instance(generator, seed=0, **params)`` → a cached generated Instance.
 
     Instances are immutable (frozen pydantic models), so sharing one across
     benchmarks is safe.
     """
 
-    def factory(family: str, seed: int = 0, **params):
-        return _generate(family, seed, tuple(sorted(params.items())))
+    # The first argument is positional-only so that ``family=`` (the realistic
+    # generator's own parameter: alexnet, mobilenet, pact-vgg11) passes through.
+    def factory(generator: str, /, seed: int = 0, **params):
+        return _generate(generator, seed, tuple(sorted(params.items())))
 
     return factory
 

@@ -120,7 +120,7 @@ def register(subparsers) -> None:
     p.add_argument("--seed", type=int, help="seed of the algorithm's own draws")
     p.add_argument("--time-limit", type=float, help="time limit in seconds")
     p.add_argument("--gap", type=float, help="relative optimality gap tolerance")
-    p.add_argument("--formulation", choices=["fast", "naive"], help="MILP formulation")
+    p.add_argument("--formulation", choices=["fast", "flow", "naive"], help="MILP formulation (fast picks counts, enumeration or flow by structure)")
     p.add_argument("--write-lp", metavar="FILE", help="write the MILP as .lp or .mps")
     p.add_argument("--eta", type=int, help="DepL resolution η")
     p.add_argument("--epsilon", type=float, help="DepL allocation accuracy ε")
