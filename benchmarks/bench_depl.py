@@ -5,6 +5,7 @@ python_files='bench_*.py'``). Timed regions:
 
 * DepL end to end on the realistic AlexNet instance (K̄ = 100, ℓmax = 9) at
   η ∈ {50, 200, 800}, its own out-of-sample check at 2·10⁴ samples included;
+* DepL with ``calibrate=True`` (η = 200) on the same instance;
 * best-exp on the same instance;
 * stage 2 alone: one expanded-graph DP at η ∈ {100, 200, 400, 800};
 * stage 3 alone: the (1+ε) placement of a 60-epoch sequence at
@@ -57,6 +58,19 @@ def test_depl_end_to_end(benchmark, eta):
     assert res.status == "feasible"
     benchmark.extra_info.update(cost=res.cost, epochs=res.plan.n_epochs,
                                 vertices=res.diagnostics["graph_vertices"])
+
+
+def test_depl_calibrated_end_to_end(benchmark):
+    """``calibrate=True`` (η = 200): the proven run plus the per-surrogate
+    target search and its out-of-sample tests."""
+    inst = alexnet()
+    res = benchmark.pedantic(solve, args=(inst, "depl"), kwargs=dict(evaluate=False, calibrate=True,
+                                                                     check_samples=20_000),
+                             rounds=3, iterations=1)
+    assert res.status == "feasible"
+    cal = res.diagnostics["calibration"]
+    benchmark.extra_info.update(cost=res.cost, base_cost=cal["base_cost"], epochs=res.plan.n_epochs,
+                                guarantee=res.diagnostics["guarantee"], tests=len(cal["tests"]))
 
 
 def test_best_exp_end_to_end(benchmark):

@@ -70,17 +70,11 @@ def test_solve_fast_S1000(benchmark, alexnet):
                                 build_s=res.diagnostics["build_s"])
 
 
-def test_solve_flow_S100(benchmark, alexnet):
+@pytest.mark.parametrize("formulation, scenarios", [("flow", 100), ("naive", 30)],
+                         ids=["flow_S100", "naive_S30"])
+def test_solve_slow_formulation(benchmark, alexnet, formulation, scenarios):
     res = benchmark.pedantic(milp.solve_milp, args=(alexnet,),
-                             kwargs={"scenarios": 100, "time_limit": 120, "formulation": "flow"},
-                             rounds=1, iterations=1)
-    assert res.status in ("optimal", "time_limit")
-    benchmark.extra_info.update(status=res.status, gap=res.gap, nodes=res.diagnostics.get("nodes"))
-
-
-def test_solve_naive_S30(benchmark, alexnet):
-    res = benchmark.pedantic(milp.solve_milp, args=(alexnet,),
-                             kwargs={"scenarios": 30, "time_limit": 120, "formulation": "naive"},
+                             kwargs={"scenarios": scenarios, "time_limit": 120, "formulation": formulation},
                              rounds=1, iterations=1)
     assert res.status in ("optimal", "time_limit")
     benchmark.extra_info.update(status=res.status, gap=res.gap, nodes=res.diagnostics.get("nodes"))

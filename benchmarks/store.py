@@ -48,9 +48,10 @@ JSON_COLUMNS = frozenset({"instance_params", "params", "plan", "diagnostics",
 #: the task (so a row can be re-run exactly), the full result record.
 EXTRA_COLUMNS: tuple[str, ...] = ("attempt", "failed", "task", "record")
 
-_REAL = {"cost", "lower_bound", "gap", "runtime_s", "quantile_oos", "quantile_ci_low",
-         "quantile_ci_high", "loss_max", "omega"}
-_INT = {"instance_seed", "epochs"}
+#: Columns stored as SQLite REAL / INTEGER (the others are TEXT).
+REAL_COLUMNS = frozenset({"cost", "lower_bound", "gap", "runtime_s", "quantile_oos", "quantile_ci_low",
+                          "quantile_ci_high", "loss_max", "omega"})
+INT_COLUMNS = frozenset({"instance_seed", "epochs"})
 
 SCHEMA_VERSION = "1"
 
@@ -58,7 +59,7 @@ _SCHEMA = f"""
 CREATE TABLE IF NOT EXISTS results (
     attempt INTEGER PRIMARY KEY AUTOINCREMENT,
     failed INTEGER NOT NULL,
-    {", ".join(f"{c} {'REAL' if c in _REAL else 'INTEGER' if c in _INT else 'TEXT'}"
+    {", ".join(f"{c} {'REAL' if c in REAL_COLUMNS else 'INTEGER' if c in INT_COLUMNS else 'TEXT'}"
                + (" NOT NULL" if c == "key" else "") for c in COLUMNS)},
     task TEXT,
     record TEXT
@@ -260,9 +261,9 @@ class ResultsStore:
                  if latest else "")
         sql = f"SELECT {', '.join(cols)} FROM results {where} ORDER BY attempt"
         frame = pd.read_sql_query(sql, self._conn)
-        for c in _REAL:
+        for c in REAL_COLUMNS:
             frame[c] = pd.to_numeric(frame[c], errors="coerce").astype("float64")
-        for c in _INT:
+        for c in INT_COLUMNS:
             frame[c] = frame[c].astype("Int64")
         return frame
 
@@ -278,24 +279,27 @@ def _to_column(column: str, value: Any) -> Any:
         return None
     if column in JSON_COLUMNS:
         return value if isinstance(value, str) else _dumps(value)
-    if column in _REAL:
+    if column in REAL_COLUMNS:
         v = float(value)
         # NaN is not a number SQLite keeps (it becomes NULL anyway); infinity
         # is kept as text-free REAL. Store NaN as NULL explicitly.
         return None if math.isnan(v) else v
-    if column in _INT:
+    if column in INT_COLUMNS:
         return int(value)
     return value if isinstance(value, str) else str(value)
 
 
 def _dumps(value: Any) -> str:
-    return json.dumps(value, default=_json_default, allow_nan=True)
+    return json.dumps(value, default=json_default, allow_nan=True)
 
 
-def _json_default(obj: Any) -> Any:
-    # numpy scalars/arrays and pydantic models sneak into diagnostics: convert
-    # rather than fail, because losing a finished row is worse than a lossy
-    # representation of one field.
+def json_default(obj: Any) -> Any:
+    """``json.dumps(default=...)`` for task records: numpy, pydantic, sets.
+
+    Numpy scalars/arrays and pydantic models sneak into diagnostics: convert
+    rather than fail, because losing a finished row is worse than a lossy
+    representation of one field.
+    """
     if hasattr(obj, "tolist"):
         return obj.tolist()
     if hasattr(obj, "model_dump"):

@@ -395,12 +395,7 @@ def _parse_instance_group(entry: Any, where: str, base_dir: Path) -> InstanceGro
     has_family, has_path = "family" in entry, "path" in entry
     if has_family == has_path:
         raise SweepError(f"{where}: give exactly one of `family` or `path`")
-    params = entry.get("params", {})
-    _require_table(params, f"{where}.params")
-    grid = _parse_grid(entry.get("grid", {}), f"{where}.grid")
-    for k in grid:
-        if k in params:
-            raise SweepError(f"{where}.grid.{k}: also set in {where}.params")
+    params, grid = _parse_params_grid(entry, where)
     if "seeds" in entry and "seed" in entry:
         raise SweepError(f"{where}: give `seeds` or `seed`, not both")
     seeds = entry.get("seeds", [entry["seed"]] if "seed" in entry else [0])
@@ -440,12 +435,7 @@ def _parse_algorithm(entry: Any, where: str, ids: set, default_limit: float) -> 
     _require_str(name, f"{where}.name")
     label = entry.get("label", name)
     _require_str(label, f"{where}.label")
-    params = entry.get("params", {})
-    _require_table(params, f"{where}.params")
-    grid = _parse_grid(entry.get("grid", {}), f"{where}.grid")
-    for k in grid:
-        if k in params:
-            raise SweepError(f"{where}.grid.{k}: also set in {where}.params")
+    params, grid = _parse_params_grid(entry, where)
     groups = entry.get("instances")
     if groups is not None:
         if not isinstance(groups, list) or not groups:
@@ -458,6 +448,17 @@ def _parse_algorithm(entry: Any, where: str, ids: set, default_limit: float) -> 
     limit = _positive_number(entry.get("time_limit_s", default_limit), f"{where}.time_limit_s")
     return AlgorithmEntry(name=name, label=label, params=dict(params), grid=grid,
                           instances=groups, time_limit_s=limit)
+
+
+def _parse_params_grid(entry: Mapping, where: str) -> tuple[Mapping, dict]:
+    """The fixed ``params`` and the ``grid`` axes of a table; a key may be in one only."""
+    params = entry.get("params", {})
+    _require_table(params, f"{where}.params")
+    grid = _parse_grid(entry.get("grid", {}), f"{where}.grid")
+    for k in grid:
+        if k in params:
+            raise SweepError(f"{where}.grid.{k}: also set in {where}.params")
+    return params, grid
 
 
 def _parse_grid(grid: Any, where: str) -> dict:
@@ -504,14 +505,8 @@ def _check_names(groups: tuple, algorithms: tuple) -> None:
             raise SweepError(f"instances[{i}].family: unknown family {g.family!r} "
                              f"(available: {', '.join(sorted(families)) or 'none'})")
         if g.path is None:
-            known = task_mod.family_parameters(g.family)
-            if known is not None:
-                for k in list(g.params) + list(g.grid):
-                    if k not in known:
-                        section = "params" if k in g.params else "grid"
-                        raise SweepError(
-                            f"instances[{i}].{section}.{k}: unknown parameter of family "
-                            f"{g.family!r} (known: {', '.join(sorted(known))})")
+            _check_param_names(f"instances[{i}]", g.params, g.grid,
+                               task_mod.family_parameters(g.family), f"family {g.family!r}")
     names = task_mod.available_algorithms()
     for i, a in enumerate(algorithms):
         if a.name not in names:
@@ -521,14 +516,20 @@ def _check_names(groups: tuple, algorithms: tuple) -> None:
                 raise SweepError(f"algorithms[{i}].name: {exc}") from None
             raise SweepError(f"algorithms[{i}].name: unknown algorithm {a.name!r} "
                              f"(available: {', '.join(sorted(names)) or 'none'})")
-        known = task_mod.algorithm_parameters(a.name)
-        if known is not None:
-            for k in list(a.params) + list(a.grid):
-                if k not in known:
-                    section = "params" if k in a.params else "grid"
-                    raise SweepError(
-                        f"algorithms[{i}].{section}.{k}: unknown parameter of {a.name!r} "
-                        f"(known: {', '.join(sorted(known)) or 'none'})")
+        _check_param_names(f"algorithms[{i}]", a.params, a.grid,
+                           task_mod.algorithm_parameters(a.name), repr(a.name))
+
+
+def _check_param_names(where: str, params: Mapping, grid: Mapping, known: set[str] | None,
+                       owner: str) -> None:
+    """Every ``params``/``grid`` key must be one of ``known`` (None: cannot tell)."""
+    if known is None:
+        return
+    for k in list(params) + list(grid):
+        if k not in known:
+            section = "params" if k in params else "grid"
+            raise SweepError(f"{where}.{section}.{k}: unknown parameter of {owner} "
+                             f"(known: {', '.join(sorted(known)) or 'none'})")
 
 
 # --------------------------------------------------------------------------

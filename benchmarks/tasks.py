@@ -47,6 +47,7 @@ from pathlib import Path
 from typing import Any
 
 from deplbench import __version__
+from deplbench.benchmarks.store import json_default
 from deplbench.errors import DeplbenchError, InstanceError, SweepError
 
 #: Environment variable naming plugin modules (module names or ``.py`` paths,
@@ -101,22 +102,26 @@ def _plugin_table(attr: str) -> dict:
     return table
 
 
-def _registry():
+def _optional_module(layer: str, module: str):
+    """``deplbench.<layer>.<module>``, or None when that layer is not installed.
+
+    Only the layer itself being absent is tolerated, never a missing
+    dependency inside it.
+    """
     try:
-        return importlib.import_module("deplbench.heuristics.registry")
+        return importlib.import_module(f"deplbench.{layer}.{module}")
     except ModuleNotFoundError as exc:
-        if exc.name and exc.name.startswith("deplbench.heuristics"):
+        if exc.name and exc.name.startswith(f"deplbench.{layer}"):
             return None
         raise
+
+
+def _registry():
+    return _optional_module("heuristics", "registry")
 
 
 def _generators():
-    try:
-        return importlib.import_module("deplbench.instances.generators")
-    except ModuleNotFoundError as exc:
-        if exc.name and exc.name.startswith("deplbench.instances"):
-            return None
-        raise
+    return _optional_module("instances", "generators")
 
 
 def available_algorithms() -> set[str]:
@@ -520,19 +525,9 @@ def main(argv: list[str] | None = None) -> int:
     out = Path(argv[1])
     tmp = out.with_suffix(out.suffix + ".tmp")
     # Written then renamed: a reader never sees half a record.
-    tmp.write_text(json.dumps(record, default=_json_default), encoding="utf-8")
+    tmp.write_text(json.dumps(record, default=json_default), encoding="utf-8")
     os.replace(tmp, out)
     return 0
-
-
-def _json_default(obj: Any) -> Any:
-    if hasattr(obj, "tolist"):
-        return obj.tolist()
-    if hasattr(obj, "model_dump"):
-        return obj.model_dump(mode="json")
-    if hasattr(obj, "to_dict"):
-        return obj.to_dict()
-    return repr(obj)
 
 
 if __name__ == "__main__":  # pragma: no cover

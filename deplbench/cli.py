@@ -9,7 +9,10 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import json
+import math
 import sys
+from typing import Any
 
 from deplbench import __version__
 from deplbench.errors import DeplbenchError
@@ -24,6 +27,30 @@ COMMAND_MODULES = (
     "deplbench.benchmarks.cli",
     "deplbench.reports.cli",
 )
+
+
+def finite_json(obj: Any) -> Any:
+    """``obj`` with every non-finite float replaced by None, recursively
+    (dicts, lists, tuples), so that it is strict JSON."""
+    if isinstance(obj, float):
+        return obj if math.isfinite(obj) else None
+    if isinstance(obj, dict):
+        return {k: finite_json(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [finite_json(v) for v in obj]
+    return obj
+
+
+def print_json(obj: Any, *, indent: int | None = None, strict: bool = False) -> None:
+    """Print ``obj`` as one JSON document on stdout (the sub-commands' ``--json``).
+
+    ``strict``: non-finite numbers become null (see :func:`finite_json`)
+    rather than the tokens ``Infinity``/``NaN`` that strict parsers reject.
+    """
+    if strict:
+        obj = finite_json(obj)
+    json.dump(obj, sys.stdout, indent=indent, allow_nan=not strict)
+    sys.stdout.write("\n")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -18,9 +18,8 @@ Exit status: 0 when the plan was evaluated (whatever the verdict), 1 with
 from __future__ import annotations
 
 import argparse
-import json
-import math
-import sys
+
+from deplbench.cli import print_json
 
 
 def register(subparsers) -> None:
@@ -60,17 +59,6 @@ def _summary(ev) -> str:
     return "\n".join(lines)
 
 
-def _finite(obj):
-    """Recursively replace non-finite floats by None (strict JSON)."""
-    if isinstance(obj, float):
-        return obj if math.isfinite(obj) else None
-    if isinstance(obj, dict):
-        return {k: _finite(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [_finite(v) for v in obj]
-    return obj
-
-
 def run_evaluate(args: argparse.Namespace) -> int:
     """Handler of ``deplbench evaluate``.
 
@@ -90,8 +78,7 @@ def run_evaluate(args: argparse.Namespace) -> int:
     if args.json:
         # Strict JSON: a non-finite number (e.g. the time of a plan with a
         # zero allocation) becomes null rather than the invalid token Infinity.
-        json.dump(_finite(ev.to_dict()), sys.stdout, allow_nan=False)
-        sys.stdout.write("\n")
+        print_json(ev.to_dict(), strict=True)
     else:
         print(_summary(ev))
     return 1 if (args.check and not ev.feasible) else 0

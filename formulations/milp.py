@@ -397,7 +397,7 @@ def _min_epochs(data: _Data) -> tuple[np.ndarray, np.ndarray]:
     Returns (K_s, min loss per length) with K_s = K̄+1 when no plan of at most
     K̄ epochs reaches ℓmax in scenario s. A min-plus DP over the state graph.
     """
-    S, K, M = data.S, data.K, data.M
+    S, K = data.S, data.K
     amt = _best_gamma_amount(data)
     best = data.l0 - amt[:, 0, :]
     reach = np.full(S, K + 1)
@@ -796,7 +796,108 @@ def _identical_cluster_pairs(d: _Data) -> list[tuple[int, int]]:
     return out
 
 
-class _FastModel:
+def _held_classes(q: np.ndarray, clusters, classes) -> dict[int, int]:
+    """Data class held per cluster, read from the rounded binaries ``q`` (|N|, Σ).
+
+    A cluster that trains without a q set (the master's rows forbid it; only
+    round-off could cause it) holds the class of its first epoch.
+    """
+    held = {int(n): int(q[n].argmax()) for n in range(q.shape[0]) if q[n].sum() > 0}
+    for n, s in zip(clusters, classes):
+        held.setdefault(int(n), int(s))
+    return held
+
+
+def _clusters_from_counts(models: np.ndarray, classes: np.ndarray, N: np.ndarray) -> np.ndarray:
+    """Cluster of each epoch from the integer counts N (M, |N|, Σ).
+
+    The epochs of configuration (m, σ), in order, fill cluster 0 with
+    N[m,0,σ] epochs, then cluster 1, ... (any order is equivalent: clusters
+    train sequentially and the loss depends only on the model sequence and
+    the data each epoch sees). −1 marks epochs the counts do not cover.
+    """
+    clusters = np.full(models.size, -1)
+    M, Nn, Sig = N.shape
+    for m in range(M):
+        for s in range(Sig):
+            ep = np.nonzero((models == m) & (classes == s))[0]
+            pos = 0
+            for n in range(Nn):
+                take = N[m, n, s]
+                clusters[ep[pos:pos + take]] = n
+                pos += take
+    return clusters
+
+
+class _MatrixFormulation:
+    """What the matrix formulations share: integer counts N(m,n,σ), data-class
+    binaries q(n,σ), the cost epigraph θ ≥ F(N) by λ cuts, and warm starts.
+
+    Subclasses set ``data``, ``bounds``, ``mm`` and ``H`` (the per-epoch
+    transfer columns (|N|, Σ), or None) and call :meth:`_count_columns`.
+    """
+
+    #: λ of the cuts the cut loop added after the build (beyond the grid).
+    extra_lams: tuple = ()
+    H = None
+
+    def _count_columns(self, K: int) -> bool:
+        """Add N, q and θ (in this column order); True when the printed
+        per-epoch transfer cost (2) needs columns of its own."""
+        d, mm = self.data, self.mm
+        self.N = mm.cols("N", (d.M, d.Nn, d.Sig), ub=K, integer=True)
+        self.q = mm.cols("q", (d.Nn, d.Sig), integer=True,
+                         cost=d.beta if d.inst.transfer_cost_mode == "once" else 0.0)
+        self.theta = int(mm.cols("theta", (1,), ub=np.inf, cost=1.0)[0])
+        return bool(d.inst.transfer_cost_mode == "per_epoch" and np.any(d.beta > 0))
+
+    def _per_epoch_transfer_rows(self, K: int, epoch_cols: np.ndarray, epoch_coef: np.ndarray) -> None:
+        """H[n,σ] ≥ β·K_plan − β·K·(1 − q[n,σ]), K_plan = Σ epoch_coef·epoch_cols
+        (exact for binary q: the printed eq. (2) pays β every epoch)."""
+        d = self.data
+        for n in range(d.Nn):
+            for s in range(d.Sig):
+                b = float(d.beta[n, s])
+                if b > 0:
+                    cols = np.concatenate([[self.H[n, s], self.q[n, s]], epoch_cols])
+                    vals = np.concatenate([[1.0, -b * K], -b * epoch_coef])
+                    self.mm.rows(np.zeros(cols.size), cols, vals, -b * K, np.inf)
+
+    def cut_row(self, lam: float):
+        """(cols, vals, lo) of the cut θ ≥ Σ g(λ) N − λT."""
+        d = self.data
+        g = d.g(lam).ravel()
+        return (np.concatenate([[self.theta], self.N.ravel()]).astype(np.int32),
+                np.concatenate([[1.0], -g]), -lam * d.T)
+
+    def _cut_grid_rows(self) -> None:
+        for lam in self.data.cut_grid(self.bounds.lam):
+            cols, vals, lo = self.cut_row(lam)
+            self.mm.rows(np.zeros(cols.size), cols, vals, lo, np.inf)
+
+    def cut_lams(self) -> list:
+        return list(self.data.cut_grid(self.bounds.lam)) + list(self.extra_lams)
+
+    def _start_counts(self, x: np.ndarray, ch: _Choice, N: np.ndarray) -> None:
+        """Warm-start values of N, q, H and θ (the tightest cut at the plan)."""
+        d = self.data
+        x[self.N.ravel()] = N.ravel()
+        for n, s in ch.held.items():
+            x[self.q[n, s]] = 1.0
+            if self.H is not None:
+                x[self.H[n, s]] = d.beta[n, s] * ch.models.size
+        theta = ch.alloc.cost
+        for lam in self.cut_lams():
+            theta = max(theta, float(np.sum(d.g(lam) * N) - lam * d.T))
+        x[self.theta] = theta
+
+    def _start_violations(self, x: np.ndarray, ch: _Choice) -> None:
+        if self.soft.size:
+            over = ch.losses[self.soft] > self.data.lmax + 1e-12
+            x[self.v[over]] = 1.0
+
+
+class _FastModel(_MatrixFormulation):
     """The fast formulation (see module docstring) as a :class:`_MatrixModel`."""
 
     def __init__(self, data: _Data, bounds: _Bounds, scenario_subset=None):
@@ -813,7 +914,7 @@ class _FastModel:
         # a scenario whose copies alone exceed the budget can never be violated
         soft_mask = (bounds.bigm[self.scen] > 0) & (mult <= d.p)
         K = self.K = max(1, bounds.k_max)
-        M, Nn, Sig, P = d.M, d.Nn, d.Sig, d.P
+        M, Nn, Sig = d.M, d.Nn, d.Sig
         mm = self.mm = _MatrixModel()
         # ------------------------------------------------------------ columns
         self.u = mm.cols("u", (K, M), integer=True)
@@ -822,11 +923,7 @@ class _FastModel:
         self.arcs = [(i, i) for i in range(M)] + d.pairs
         A = len(self.arcs)
         self.f = mm.cols("f", (K - 1, A)) if K > 1 else np.zeros((0, A), dtype=np.int64)
-        self.N = mm.cols("N", (M, Nn, Sig), ub=K, integer=True)
-        self.q = mm.cols("q", (Nn, Sig), integer=True,
-                         cost=d.beta if d.inst.transfer_cost_mode == "once" else 0.0)
-        self.theta = int(mm.cols("theta", (1,), ub=np.inf, cost=1.0)[0])
-        per_epoch = d.inst.transfer_cost_mode == "per_epoch" and np.any(d.beta > 0)
+        per_epoch = self._count_columns(K)
         self.h = mm.cols("h", (K, Nn, Sig), cost=np.broadcast_to(d.beta, (K, Nn, Sig))) if per_epoch else None
         bigm = bounds.bigm
         self.soft = self.scen[soft_mask] if d.p > 0 else np.zeros(0, dtype=np.int64)
@@ -880,8 +977,7 @@ class _FastModel:
         if self.soft.size:
             mm.rows(np.zeros(self.soft.size), self.v, self.soft_mult.astype(float), -np.inf, float(d.p))
         # cost cuts on the grid
-        for lam in d.cut_grid(bounds.lam):
-            self._cut_block(lam)
+        self._cut_grid_rows()
         # scenario rows: ℓ0 − Σ γ a u + Σ J f − M v ≤ ℓmax
         sc = self.scen
         S = sc.size
@@ -905,21 +1001,6 @@ class _FastModel:
         self.scen_rows = mm.rows(np.repeat(np.arange(S), width), cols, vals, -np.inf, d.lmax - d.l0)
         mm.finish()
 
-    # ------------------------------------------------------------------ parts
-    def _cut_block(self, lam: float):
-        d = self.data
-        g = d.g(lam).ravel()
-        cols = np.concatenate([[self.theta], self.N.ravel()])
-        vals = np.concatenate([[1.0], -g])
-        self.mm.rows(np.zeros(cols.size), cols, vals, -lam * d.T, np.inf)
-
-    def cut_row(self, lam: float):
-        """(cols, vals, lo) of the cut θ ≥ Σ g(λ) N − λT."""
-        d = self.data
-        g = d.g(lam).ravel()
-        return (np.concatenate([[self.theta], self.N.ravel()]).astype(np.int32),
-                np.concatenate([[1.0], -g]), -lam * d.T)
-
     # --------------------------------------------------------------- solution
     def solution_from_choice(self, ch: _Choice) -> np.ndarray:
         d = self.data
@@ -933,26 +1014,15 @@ class _FastModel:
         arc_index = {a: i for i, a in enumerate(self.arcs)}
         for k in range(1, K):
             x[self.f[k - 1, arc_index[(int(ch.models[k - 1]), int(ch.models[k]))]]] = 1.0
-        x[self.N.ravel()] = ch.counts(d).ravel()
-        for n, s in ch.held.items():
-            x[self.q[n, s]] = 1.0
-            if self.h is not None:
+        self._start_counts(x, ch, ch.counts(d))
+        if self.h is not None:
+            for n, s in ch.held.items():
                 x[self.h[:K, n, s]] = 1.0
-        theta = ch.alloc.cost
-        for lam in self.cut_lams():
-            theta = max(theta, float(np.sum(d.g(lam) * ch.counts(d)) - lam * d.T))
-        x[self.theta] = theta
-        if self.soft.size:
-            over = ch.losses[self.soft] > d.lmax + 1e-12
-            x[self.v[over]] = 1.0
+        self._start_violations(x, ch)
         return x
-
-    def cut_lams(self):
-        return list(self.data.cut_grid(self.bounds.lam)) + list(getattr(self, "extra_lams", []))
 
     def choice_from_solution(self, x: np.ndarray) -> _Choice | None:
         d = self.data
-        K, M = self.K, d.M
         u = np.rint(x[self.u]).astype(int)
         active = u.sum(axis=1) > 0
         n_ep = int(active.sum())
@@ -964,22 +1034,10 @@ class _FastModel:
             classes = w[np.arange(n_ep), models].argmax(axis=1)
         else:
             classes = np.zeros(n_ep, dtype=int)
-        N = np.rint(x[self.N]).astype(int)
-        clusters = np.full(n_ep, -1)
-        for m in range(M):
-            for s in range(d.Sig):
-                ep = np.nonzero((models == m) & (classes == s))[0]
-                pos = 0
-                for n in range(d.Nn):
-                    take = N[m, n, s]
-                    clusters[ep[pos:pos + take]] = n
-                    pos += take
+        clusters = _clusters_from_counts(models, classes, np.rint(x[self.N]).astype(int))
         if np.any(clusters < 0):
             return None
-        q = np.rint(x[self.q]).astype(int)
-        held = {int(n): int(q[n].argmax()) for n in range(d.Nn) if q[n].sum() > 0}
-        for n in set(clusters.tolist()):
-            held.setdefault(int(n), int(classes[clusters == n][0]))
+        held = _held_classes(np.rint(x[self.q]).astype(int), clusters, classes)
         return d.evaluate(models, classes, clusters, held)
 
 
@@ -997,7 +1055,7 @@ def _order_invariant(data: _Data) -> bool:
             and (data.P == 0 or not np.any(data.J)))
 
 
-class _CountModel:
+class _CountModel(_MatrixFormulation):
     """Count formulation for order-invariant instances (see :func:`_order_invariant`).
 
     The plan is only its epoch counts N(m,n,σ); the scenario loss is
@@ -1010,13 +1068,9 @@ class _CountModel:
         self.data = d = data
         self.bounds = bounds
         K = self.K = max(1, bounds.k_max)
-        M, Nn, Sig = d.M, d.Nn, d.Sig
+        Nn, Sig = d.Nn, d.Sig
         mm = self.mm = _MatrixModel()
-        self.N = mm.cols("N", (M, Nn, Sig), ub=K, integer=True)
-        self.q = mm.cols("q", (Nn, Sig), integer=True,
-                         cost=d.beta if d.inst.transfer_cost_mode == "once" else 0.0)
-        self.theta = int(mm.cols("theta", (1,), ub=np.inf, cost=1.0)[0])
-        per_epoch = d.inst.transfer_cost_mode == "per_epoch" and np.any(d.beta > 0)
+        per_epoch = self._count_columns(K)
         self.H = mm.cols("H", (Nn, Sig), ub=np.inf, cost=1.0) if per_epoch else None
         scen, mult = d.uniq, d.mult
         a0 = d.a[scen, 0, :]                                  # (U, M): per-epoch amount at γ = 1
@@ -1027,21 +1081,11 @@ class _CountModel:
         self.v = mm.cols("v", (int(soft.sum()),), integer=True)
         mm.rows(np.zeros(self.N.size), self.N.ravel(), 1.0, max(1.0, float(bounds.k_min)), float(K))
         _cluster_rows(mm, d, self.N, self.q, K)
-        if self.H is not None:
-            Nflat = self.N.ravel()
-            for n in range(Nn):
-                for s in range(Sig):
-                    b = float(d.beta[n, s])
-                    if b > 0:
-                        cols = np.concatenate([[self.H[n, s], self.q[n, s]], Nflat])
-                        vals = np.concatenate([[1.0, -b * K], -b * np.ones(Nflat.size)])
-                        mm.rows(np.zeros(cols.size), cols, vals, -b * K, np.inf)
+        if self.H is not None:   # the plan's epochs are Σ N
+            self._per_epoch_transfer_rows(K, self.N.ravel(), np.ones(self.N.size))
         if soft.any():
             mm.rows(np.zeros(self.v.size), self.v, mult[soft].astype(float), -np.inf, float(d.p))
-        for lam in d.cut_grid(bounds.lam):
-            g = d.g(lam).ravel()
-            mm.rows(np.zeros(1 + g.size), np.concatenate([[self.theta], self.N.ravel()]),
-                    np.concatenate([[1.0], -g]), -lam * d.T, np.inf)
+        self._cut_grid_rows()
         # scenario rows: ℓ0 − Σ γ_σ a_s(m) N(m,n,σ) − M_s v_s ≤ ℓmax
         U = scen.size
         coef = -(a0[:, :, None, None] * d.gam[None, None, None, :]) * np.ones((1, 1, Nn, 1))   # (U, M, Nn, Σ)
@@ -1056,28 +1100,10 @@ class _CountModel:
         self.soft = scen[soft]
         mm.finish()
 
-    def cut_row(self, lam: float):
-        d = self.data
-        g = d.g(lam).ravel()
-        return (np.concatenate([[self.theta], self.N.ravel()]).astype(np.int32),
-                np.concatenate([[1.0], -g]), -lam * d.T)
-
     def solution_from_choice(self, ch: _Choice) -> np.ndarray:
-        d = self.data
         x = np.zeros(self.mm.ncol)
-        N = ch.counts(d)
-        x[self.N.ravel()] = N.ravel()
-        for n, s in ch.held.items():
-            x[self.q[n, s]] = 1.0
-            if self.H is not None:
-                x[self.H[n, s]] = d.beta[n, s] * ch.models.size
-        theta = ch.alloc.cost
-        for lam in list(d.cut_grid(self.bounds.lam)) + list(getattr(self, "extra_lams", [])):
-            theta = max(theta, float(np.sum(d.g(lam) * N) - lam * d.T))
-        x[self.theta] = theta
-        if self.v.size:
-            over = ch.losses[self.soft] > d.lmax + 1e-12
-            x[self.v[over]] = 1.0
+        self._start_counts(x, ch, ch.counts(self.data))
+        self._start_violations(x, ch)
         return x
 
     def choice_from_solution(self, x: np.ndarray) -> _Choice | None:
@@ -1090,10 +1116,7 @@ class _CountModel:
         models = np.repeat(idx[:, 0], reps)
         clusters = np.repeat(idx[:, 1], reps)
         classes = np.repeat(idx[:, 2], reps)
-        q = np.rint(x[self.q]).astype(int)
-        held = {int(n): int(q[n].argmax()) for n in range(d.Nn) if q[n].sum() > 0}
-        for n, s in zip(clusters, classes):
-            held.setdefault(int(n), int(s))
+        held = _held_classes(np.rint(x[self.q]).astype(int), clusters, classes)
         return d.evaluate(models, classes, clusters, held)
 
 
@@ -1214,7 +1237,7 @@ def _enumerate_candidates(data: _Data, k_min: int, k_max: int, paths, deadline: 
     return [seqs[i] for i in keep], counts[keep]
 
 
-class _EnumModel:
+class _EnumModel(_MatrixFormulation):
     """Sequence-enumeration formulation for acyclic switch graphs (Sig = 1).
 
     One binary z_c per candidate model sequence (every SAA-feasible,
@@ -1236,11 +1259,7 @@ class _EnumModel:
         M, Nn, Sig = d.M, d.Nn, d.Sig
         mm = self.mm = _MatrixModel()
         self.z = mm.cols("z", (C,), integer=True)
-        self.N = mm.cols("N", (M, Nn, Sig), ub=K, integer=True)
-        self.q = mm.cols("q", (Nn, Sig), integer=True,
-                         cost=d.beta if d.inst.transfer_cost_mode == "once" else 0.0)
-        self.theta = int(mm.cols("theta", (1,), ub=np.inf, cost=1.0)[0])
-        per_epoch = d.inst.transfer_cost_mode == "per_epoch" and np.any(d.beta > 0)
+        per_epoch = self._count_columns(K)
         self.H = mm.cols("H", (Nn, Sig), ub=np.inf, cost=1.0) if per_epoch else None
         mm.rows(np.zeros(C), self.z, 1.0, 1.0, 1.0)
         # Σ_n N[m,n,0] = Σ_c n_m(c) z_c
@@ -1248,69 +1267,29 @@ class _EnumModel:
         vals = np.concatenate([np.ones((M, Nn)), -self.counts_c.T], axis=1)
         mm.rows(np.repeat(np.arange(M), Nn + C), cols, vals, 0.0, 0.0)
         _cluster_rows(mm, d, self.N, self.q, K)
-        if self.H is not None:
-            # printed eq. (2): H[n] ≥ β_n·K_plan − β_n·K·(1 − q[n]) (exact for binary q)
-            Kc = np.array([s.size for s in self.seqs], dtype=float)
-            for n in range(Nn):
-                b = float(d.beta[n, 0])
-                if b > 0:
-                    cols = np.concatenate([[self.H[n, 0], self.q[n, 0]], self.z])
-                    vals = np.concatenate([[1.0, -b * K], -b * Kc])
-                    mm.rows(np.zeros(cols.size), cols, vals, -b * K, np.inf)
-        for lam in d.cut_grid(bounds.lam):
-            g = d.g(lam).ravel()
-            mm.rows(np.zeros(1 + g.size), np.concatenate([[self.theta], self.N.ravel()]),
-                    np.concatenate([[1.0], -g]), -lam * d.T, np.inf)
+        if self.H is not None:   # the plan's epochs are Σ_c K_c z_c
+            self._per_epoch_transfer_rows(K, self.z, np.array([s.size for s in self.seqs], dtype=float))
+        self._cut_grid_rows()
         mm.finish()
         self.index = {tuple(s.tolist()): i for i, s in enumerate(self.seqs)}
 
-    def cut_row(self, lam: float):
-        d = self.data
-        g = d.g(lam).ravel()
-        return (np.concatenate([[self.theta], self.N.ravel()]).astype(np.int32),
-                np.concatenate([[1.0], -g]), -lam * d.T)
-
     def solution_from_choice(self, ch: _Choice) -> np.ndarray | None:
-        d = self.data
         i = self.index.get(tuple(ch.models.tolist()))
         if i is None:
             return None
         x = np.zeros(self.mm.ncol)
         x[self.z[i]] = 1.0
-        N = ch.counts(d)
-        x[self.N.ravel()] = N.ravel()
-        for n, s in ch.held.items():
-            x[self.q[n, s]] = 1.0
-            if self.H is not None:
-                x[self.H[n, s]] = d.beta[n, s] * ch.models.size
-        theta = ch.alloc.cost
-        for lam in d.cut_grid(self.bounds.lam):
-            theta = max(theta, float(np.sum(d.g(lam) * N) - lam * d.T))
-        for lam in getattr(self, "extra_lams", []):
-            theta = max(theta, float(np.sum(d.g(lam) * N) - lam * d.T))
-        x[self.theta] = theta
+        self._start_counts(x, ch, ch.counts(self.data))
         return x
 
     def choice_from_solution(self, x: np.ndarray) -> _Choice | None:
-        d = self.data
-        i = int(np.argmax(x[self.z]))
-        models = self.seqs[i]
-        classes = np.zeros(models.size, dtype=int)
-        N = np.rint(x[self.N]).astype(int)
-        clusters = np.full(models.size, -1)
-        for m in range(d.M):
-            ep = np.nonzero(models == m)[0]
-            pos = 0
-            for n in range(d.Nn):
-                clusters[ep[pos:pos + N[m, n, 0]]] = n
-                pos += N[m, n, 0]
+        models = self.seqs[int(np.argmax(x[self.z]))]
+        classes = np.zeros(models.size, dtype=int)   # Σ = 1: one data class
+        clusters = _clusters_from_counts(models, classes, np.rint(x[self.N]).astype(int))
         if np.any(clusters < 0):
             return None
-        q = np.rint(x[self.q]).astype(int)
-        held = {int(n): 0 for n in range(d.Nn) if q[n, 0] > 0}
-        for n in set(clusters.tolist()):
-            held.setdefault(int(n), 0)
-        return d.evaluate(models, classes, clusters, held)
+        held = _held_classes(np.rint(x[self.q]).astype(int), clusters, classes)
+        return self.data.evaluate(models, classes, clusters, held)
 
 
 # =============================================================================
@@ -1884,7 +1863,7 @@ def _cut_loop(data: _Data, model, be, best, gap, deadline, params, diag, t0) -> 
                     best = ch
                 if ch.alloc.cost > out.x[theta] * (1 + 1e-9) + 1e-9 and ch.alloc.time_price > 0:
                     be.add_cut(*model.cut_row(ch.alloc.time_price))
-                    model.extra_lams = list(getattr(model, "extra_lams", [])) + [ch.alloc.time_price]
+                    model.extra_lams = [*model.extra_lams, ch.alloc.time_price]
                     cuts += 1
                     added = True
         if best is not None:

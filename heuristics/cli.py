@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import json
-import sys
 
+from deplbench.cli import print_json
 from deplbench.errors import SolverError
 
 #: Dedicated flags of ``solve`` → solver parameter names (issue 3's CLI).
@@ -55,8 +55,7 @@ def _cmd_solve(args) -> int:
             json.dump(record, fh, indent=2)
             fh.write("\n")
     if args.json:
-        json.dump(record, sys.stdout)
-        sys.stdout.write("\n")
+        print_json(record)
     else:
         ev = result.evaluation or {}
         print(f"algorithm   {result.algorithm}")
@@ -98,8 +97,7 @@ def _cmd_algorithms(args) -> int:
             }
         )
     if args.json:
-        json.dump(rows, sys.stdout, indent=2)
-        sys.stdout.write("\n")
+        print_json(rows, indent=2)
         return 0
     for row in rows:
         if not row["available"]:

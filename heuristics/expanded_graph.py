@@ -288,6 +288,99 @@ def _union(a, b):
     return (min(a[0], b[0]), max(a[1], b[1]), min(a[2], b[2]), max(a[3], b[3]))
 
 
+def _live_min(layer: np.ndarray, boxes) -> float:
+    """Least weight over the live boxes of one layer (inf when none is live)."""
+    return min((float(layer[m, b[0]:b[1] + 1, b[2]:b[3] + 1].min()) for m, b in enumerate(boxes)
+                if b is not None), default=math.inf)
+
+
+def _wipe(layer: np.ndarray, boxes) -> None:
+    """Reset what a recycled layer buffer held (only its boxes were written)."""
+    for m, b in enumerate(boxes):
+        if b is not None:
+            layer[m, b[0]:b[1] + 1, b[2]:b[3] + 1] = np.inf
+
+
+def _layer_plan(spec: GraphSpec, boxes, edge):
+    """The edge classes m → m' leaving one layer, and the boxes they land in.
+
+    ``edge(m, m')`` returns ``(payload, shifts)`` — the loss-bucket shifts
+    an edge of that class may take — or None for no edge. Returns the plan
+    ``[(m', m, d, i0, i1, payload)]`` (d = time step of m', rows i0..i1 of
+    m's box that stay within the time budget) and the union of the shifted
+    boxes per destination model (landings inside the loss range 1..J only).
+    """
+    M, nT, J = spec.n_models, spec.n_time, spec.n_loss
+    plan = []
+    dst_boxes = [None] * M
+    for mp in range(M):
+        d = int(spec.time_steps[mp])
+        if d > nT:
+            continue
+        for m in range(M):
+            b = boxes[m]
+            if b is None or not spec.allowed[m, mp]:
+                continue
+            i0, i1 = b[0], min(b[1], nT - d)
+            if i0 > i1:
+                continue
+            e = edge(m, mp)
+            if e is None:
+                continue
+            payload, shifts = e
+            plan.append((mp, m, d, i0, i1, payload))
+            for s in shifts:
+                lo, hi = max(b[2], 1 - s), min(b[3], J - s)
+                if lo <= hi:
+                    dst_boxes[mp] = _union(dst_boxes[mp], (i0 + d, i1 + d, lo + s, hi + s))
+    return plan, dst_boxes
+
+
+def _edge_to_omega(block: np.ndarray, w_mp: float, best: float, best_end, k: int, mp: int, m: int,
+                   i0: int, d: int, j0: int):
+    """Offer the lightest state of ``block`` (rows i0.., loss columns j0.. of
+    model m in layer k−1; inf = none) an edge m → m' into Ω.
+
+    Returns the updated (best, best_end): only a strictly lighter path wins.
+    """
+    idx = int(np.argmin(block))
+    val = float(block.flat[idx]) + w_mp
+    if val < best:
+        ii, jj = np.unravel_index(idx, block.shape)
+        return val, (k, mp, int(ii) + i0 + d, m, int(ii) + i0, int(jj) + j0)
+    return best, best_end
+
+
+def _path_result(t0: float, spec: GraphSpec, best: float, best_end, preds, stats, prev_loss) -> PathResult:
+    """Package a DP's answer, walking back through its predecessor tables.
+
+    ``best_end`` is (layer k, m', i', m_prev, i_prev, j_prev) or None;
+    ``preds[layer-1][m]`` = (i0, j0, predecessor-model array, ...) or None;
+    ``prev_loss(entry, layer, pm, m, i, j)`` gives the loss bucket of the
+    predecessor state; ``stats`` = (vertices, edges, layers).
+    """
+    vertices, edges, layers = stats
+    res = PathResult(feasible=best_end is not None, weight=best, vertices=vertices, edges=edges,
+                     layers=layers, seconds=0.0)
+    if best_end is not None:
+        k, mp, i_end, m, i, j = best_end
+        models = [mp]
+        res.end_time_bucket = i_end
+        while m >= 0:
+            models.append(m)
+            layer = k - len(models) + 1  # 1-based layer index of model m
+            entry = preds[layer - 1][m]
+            pm = -1 if entry is None else int(entry[2][i - entry[0], j - entry[1]])
+            if pm < 0:
+                break
+            j = prev_loss(entry, layer, pm, m, i, j)
+            i -= int(spec.time_steps[m])
+            m = pm
+        res.models = models[::-1]
+    res.seconds = time.perf_counter() - t0
+    return res
+
+
 def solve_dp(spec: GraphSpec, count: bool = True, bound: float = math.inf) -> PathResult:
     """Minimum-weight path to Ω by a layer-vectorised dynamic program.
 
@@ -318,7 +411,7 @@ def solve_dp(spec: GraphSpec, count: bool = True, bound: float = math.inf) -> Pa
     """
     t0 = time.perf_counter()
     M, nT, J = spec.n_models, spec.n_time, spec.n_loss
-    w, steps, allowed = spec.weights, spec.time_steps, spec.allowed
+    w, steps = spec.weights, spec.time_steps
     pred_dtype = np.int8 if M < 127 else np.int16
     best = float(bound)  # an incumbent weight: only strictly lighter paths are sought
     best_end = None  # (layer k (1-based), m', i', m_prev, i_prev, j_prev)
@@ -349,35 +442,20 @@ def solve_dp(spec: GraphSpec, count: bool = True, bound: float = math.inf) -> Pa
     layers = 1
     min_w = float(w.min())
     for k in range(2, spec.horizon + 1):
-        live_min = min((float(cur[m, b[0]:b[1] + 1, b[2]:b[3] + 1].min()) for m, b in enumerate(boxes)
-                        if b is not None), default=math.inf)
+        live_min = _live_min(cur, boxes)
         if not math.isfinite(live_min) or live_min + min_w >= best:
             break
         layers = k
-        # Destination boxes (Part A landings only).
-        plan = []
-        dst_boxes = [None] * M
-        for mp in range(M):
-            d = int(steps[mp])
-            if d > nT:
-                continue
-            for m in range(M):
-                b = boxes[m]
-                if b is None or not allowed[m, mp]:
-                    continue
-                i0, i1 = b[0], min(b[1], nT - d)
-                if i0 > i1:
-                    continue
-                s = int(spec.shift[k - 1, m, mp])
-                plan.append((mp, m, d, i0, i1, s))
-                lo, hi = max(b[2], 1 - s), min(b[3], J - s)
-                if lo <= hi:
-                    dst_boxes[mp] = _union(dst_boxes[mp], (i0 + d, i1 + d, lo + s, hi + s))
+        shift_k = spec.shift[k - 1]
+
+        def edge(m, mp):
+            s = int(shift_k[m, mp])
+            return s, (s,)
+
+        plan, dst_boxes = _layer_plan(spec, boxes, edge)
         slot = (k - 1) % 2  # layer 1 lives in bufs[0]
         new = bufs[slot]
-        for m, b in enumerate(buf_boxes[slot]):  # recycle: wipe what the buffer held
-            if b is not None:
-                new[m, b[0]:b[1] + 1, b[2]:b[3] + 1] = np.inf
+        _wipe(new, buf_boxes[slot])  # recycle the buffer
         buf_boxes[slot] = list(dst_boxes)
         layer_pred = [None] * M
         for mp, b in enumerate(dst_boxes):
@@ -402,12 +480,7 @@ def solve_dp(spec: GraphSpec, count: bool = True, bound: float = math.inf) -> Pa
                 feas = cur[m, i0:i1 + 1, lo:hi + 1]
                 if count:
                     edges += int(np.isfinite(feas).sum())
-                idx = int(np.argmin(feas))
-                val = float(feas.flat[idx]) + w[mp]
-                if val < best:
-                    ii, jj = np.unravel_index(idx, feas.shape)
-                    best = val
-                    best_end = (k, mp, int(ii) + i0 + d, m, int(ii) + i0, int(jj) + lo)
+                best, best_end = _edge_to_omega(feas, w[mp], best, best_end, k, mp, m, i0, d, lo)
         for mp, b in enumerate(dst_boxes):
             if b is None:
                 continue
@@ -419,26 +492,9 @@ def solve_dp(spec: GraphSpec, count: bool = True, bound: float = math.inf) -> Pa
         # not shrunk to the finite ones: measured, that costs more than it saves).
         cur, boxes = new, dst_boxes
         preds.append(layer_pred)
-    res = PathResult(feasible=best_end is not None, weight=best, vertices=vertices, edges=edges,
-                     layers=layers, seconds=0.0)
-    if best_end is not None:
-        k, mp, i_end, m, i, j = best_end
-        models = [mp]
-        res.end_time_bucket = i_end
-        # Walk back through the predecessor tables.
-        while m >= 0:
-            models.append(m)
-            layer = k - len(models) + 1  # 1-based layer index of model m
-            entry = preds[layer - 1][m]
-            pm = -1 if entry is None else int(entry[2][i - entry[0], j - entry[1]])
-            if pm < 0:
-                break
-            i -= int(steps[m])
-            j -= int(spec.shift[layer - 1, pm, m])
-            m = pm
-        res.models = models[::-1]
-    res.seconds = time.perf_counter() - t0
-    return res
+    # the predecessor's bucket is j minus the rounded shift of the edge taken
+    return _path_result(t0, spec, best, best_end, preds, (vertices, edges, layers),
+                        lambda entry, layer, pm, m, i, j: j - int(spec.shift[layer - 1, pm, m]))
 
 
 #: Round-off tolerance of the exact-label feasibility test u <= 0, in loss
@@ -471,7 +527,7 @@ def solve_dp_labels(spec: GraphSpec, count: bool = True, bound: float = math.inf
     """
     t0 = time.perf_counter()
     M, nT, J = spec.n_models, spec.n_time, spec.n_loss
-    w, steps, allowed = spec.weights, spec.time_steps, spec.allowed
+    w, steps = spec.weights, spec.time_steps
     fexact = spec.shift_exact
     pred_dtype = np.int8 if M < 127 else np.int16
     best = float(bound)  # an incumbent weight: only strictly lighter paths are sought
@@ -503,45 +559,30 @@ def solve_dp_labels(spec: GraphSpec, count: bool = True, bound: float = math.inf
     min_w = float(w.min())
     jcols = np.arange(J + 1)
     for k in range(2, spec.horizon + 1):
-        live_min = min((float(W[m, b[0]:b[1] + 1, b[2]:b[3] + 1].min()) for m, b in enumerate(boxes)
-                        if b is not None), default=math.inf)
+        live_min = _live_min(W, boxes)
         if not math.isfinite(live_min) or live_min + min_w >= best:
             break
         layers = k
-        plan = []
-        dst_boxes = [None] * M
-        for mp in range(M):
-            d = int(steps[mp])
-            if d > nT:
-                continue
-            for m in range(M):
-                b = boxes[m]
-                if b is None or not allowed[m, mp]:
-                    continue
-                i0, i1 = b[0], min(b[1], nT - d)
-                if i0 > i1:
-                    continue
-                f = float(fexact[k - 1, m, mp])
-                if not math.isfinite(f):
-                    continue
-                c = int(math.ceil(f))
-                plan.append((mp, m, d, i0, i1, f, c))
-                for s in (c - 1, c):
-                    lo, hi = max(b[2], 1 - s), min(b[3], J - s)
-                    if lo <= hi:
-                        dst_boxes[mp] = _union(dst_boxes[mp], (i0 + d, i1 + d, lo + s, hi + s))
+        fexact_k = fexact[k - 1]
+
+        def edge(m, mp):
+            f = float(fexact_k[m, mp])
+            if not math.isfinite(f):
+                return None
+            c = int(math.ceil(f))
+            return (f, c), (c - 1, c)
+
+        plan, dst_boxes = _layer_plan(spec, boxes, edge)
         slot = (k - 1) % 2
         Wn, Un = Wb[slot], Ub[slot]
-        for m, b in enumerate(buf_boxes[slot]):
-            if b is not None:
-                Wn[m, b[0]:b[1] + 1, b[2]:b[3] + 1] = np.inf
+        _wipe(Wn, buf_boxes[slot])  # stale U entries are masked by W = inf
         buf_boxes[slot] = list(dst_boxes)
         layer_pred = [None] * M
         for mp, b in enumerate(dst_boxes):
             if b is not None:
                 shape = (b[1] - b[0] + 1, b[3] - b[2] + 1)
                 layer_pred[mp] = (b[0], b[2], np.full(shape, -1, dtype=pred_dtype), np.zeros(shape, dtype=np.int32))
-        for mp, m, d, i0, i1, f, c in plan:
+        for mp, m, d, i0, i1, (f, c) in plan:
             b = boxes[m]
             j0, j1 = b[2], b[3]
             srcW = W[m, i0:i1 + 1, j0:j1 + 1]
@@ -552,13 +593,8 @@ def solve_dp_labels(spec: GraphSpec, count: bool = True, bound: float = math.inf
             # Reaching the target exactly: edge to Ω.
             feas = live & (u_new <= _U_TOL)
             if feas.any():
-                cand = np.where(feas, srcW, np.inf)
-                idx = int(np.argmin(cand))
-                val = float(cand.flat[idx]) + w[mp]
-                if val < best:
-                    ii, jj = np.unravel_index(idx, cand.shape)
-                    best = val
-                    best_end = (k, mp, int(ii) + i0 + d, m, int(ii) + i0, int(jj) + j0)
+                best, best_end = _edge_to_omega(np.where(feas, srcW, np.inf), w[mp], best, best_end,
+                                                k, mp, m, i0, d, j0)
             with np.errstate(invalid="ignore"):
                 dj = np.ceil(u_new) - jcols[None, j0:j1 + 1]
             go = live & (u_new > _U_TOL)
@@ -590,27 +626,9 @@ def solve_dp_labels(spec: GraphSpec, count: bool = True, bound: float = math.inf
                 vertices += int(np.isfinite(view).sum())
         W, U, boxes = Wn, Un, new_boxes
         preds.append(layer_pred)
-    res = PathResult(feasible=best_end is not None, weight=best, vertices=vertices, edges=edges,
-                     layers=layers, seconds=0.0)
-    if best_end is not None:
-        k, mp, i_end, m, i, j = best_end
-        models = [mp]
-        res.end_time_bucket = i_end
-        while m >= 0:
-            models.append(m)
-            layer = k - len(models) + 1
-            entry = preds[layer - 1][m]
-            if entry is None:
-                break
-            pm = int(entry[2][i - entry[0], j - entry[1]])
-            if pm < 0:
-                break
-            j = int(entry[3][i - entry[0], j - entry[1]])
-            i -= int(steps[m])
-            m = pm
-        res.models = models[::-1]
-    res.seconds = time.perf_counter() - t0
-    return res
+    # the predecessor's bucket is stored beside its model (buckets come from exact labels)
+    return _path_result(t0, spec, best, best_end, preds, (vertices, edges, layers),
+                        lambda entry, layer, pm, m, i, j: int(entry[3][i - entry[0], j - entry[1]]))
 
 
 def exact_loss_units(spec: GraphSpec, models) -> float:

@@ -213,6 +213,31 @@ def _student_t(df: float, loc: float, scale: float) -> dict:
     return {"kind": "student_t", "df": df, "loc": loc, "scale": scale}
 
 
+def _pruning_switches(jump_locs: Mapping[tuple[str, str], float]) -> list[dict]:
+    """Allowed switches (towards more pruning) with l_sw ~ t(4, loc, 0.4·loc)."""
+    return [{"from_model": a, "to_model": b,
+             "jump": _student_t(REALISTIC_JUMP_DF, loc, REALISTIC_JUMP_SCALE_RATIO * loc)}
+            for (a, b), loc in jump_locs.items()]
+
+
+#: The single reference dataset of the realistic and knapsack families (γ = 1).
+_ONE_DATASET = ({"name": "d0", "size": 1.0, "usefulness": 1.0},)
+
+
+def _instance_data(name: str, initial_loss: float, loss_max: float, omega: float, time_max: float,
+                   horizon: int, models: list[dict], switches: list[dict], clusters: list[dict],
+                   provenance: dict, datasets=_ONE_DATASET, transfer_costs: list[dict] | None = None) -> dict:
+    """The instance JSON of a generator, before validation by :func:`_build`."""
+    data = {
+        "name": name, "initial_loss": initial_loss, "loss_max": loss_max, "omega": omega,
+        "time_max": time_max, "horizon": horizon, "models": models, "switches": switches,
+        "clusters": clusters, "datasets": [dict(d) for d in datasets], "provenance": provenance,
+    }
+    if transfer_costs is not None:
+        data["transfer_costs"] = transfer_costs
+    return data
+
+
 def _build(data: dict) -> Instance:
     """Validate generated data; a failure here is a generator bug or bad params."""
     return parse_instance(data)
@@ -224,7 +249,7 @@ def _build(data: dict) -> Instance:
 
 
 def _realistic_dnn(family: str, n_a: int, n_b: int, loss_max: float, omega: float,
-                   horizon: int, time_max: float, seed: int) -> dict:
+                   horizon: int, time_max: float) -> dict:
     table = TABLE_I[family]
     models = []
     for name, (mean, var, need) in table.items():
@@ -237,11 +262,7 @@ def _realistic_dnn(family: str, n_a: int, n_b: int, loss_max: float, omega: floa
             "decay": "inv_sqrt",
             "improvement": _inverse_gamma(mean, var),
         })
-    switches = [
-        {"from_model": a, "to_model": b,
-         "jump": _student_t(REALISTIC_JUMP_DF, loc, REALISTIC_JUMP_SCALE_RATIO * loc)}
-        for (a, b), loc in REALISTIC_JUMP_LOC.items()
-    ]
+    switches = _pruning_switches(REALISTIC_JUMP_LOC)
     clusters = [{"name": f"A{i + 1}", **A_CLASS, "bandwidth": A_CLASS_BANDWIDTH} for i in range(n_a)]
     clusters += [{"name": f"B{i + 1}", **B_CLASS, "bandwidth": B_CLASS_BANDWIDTH} for i in range(n_b)]
     assumptions = [
@@ -264,19 +285,8 @@ def _realistic_dnn(family: str, n_a: int, n_b: int, loss_max: float, omega: floa
         f"Ours: Tmax = {REALISTIC_TIME_MAX:g} by default, K̄ = {REALISTIC_HORIZON} by default, "
         "one dataset of size 1 and usefulness 1 (γ = 1).",
     ]
-    return {
-        "name": f"realistic-{family}",
-        "initial_loss": REALISTIC_INITIAL_LOSS,
-        "loss_max": loss_max,
-        "omega": omega,
-        "time_max": time_max,
-        "horizon": horizon,
-        "models": models,
-        "switches": switches,
-        "clusters": clusters,
-        "datasets": [{"name": "d0", "size": 1.0, "usefulness": 1.0}],
-        "provenance": {"assumptions": assumptions},
-    }
+    return _instance_data(f"realistic-{family}", REALISTIC_INITIAL_LOSS, loss_max, omega, time_max, horizon,
+                          models, switches, clusters, {"assumptions": assumptions})
 
 
 def _realistic_pact(loss_max: float, omega: float, horizon: int, time_max: float) -> dict:
@@ -301,10 +311,7 @@ def _realistic_pact(loss_max: float, omega: float, horizon: int, time_max: float
             "decay": "inv_sqrt",
             "improvement": _inverse_gamma(PACT_X_MEAN, PACT_X_VAR),
         })
-    switches = [
-        {"from_model": a, "to_model": b, "jump": _student_t(REALISTIC_JUMP_DF, loc, REALISTIC_JUMP_SCALE_RATIO * loc)}
-        for (a, b), loc in PACT_JUMP_LOC.items()
-    ]
+    switches = _pruning_switches(PACT_JUMP_LOC)
     clusters = [
         {"name": n, "capacity": capacity[n], "unit_cost": 1.0, "bandwidth": PACT_BANDWIDTH}
         for n in ("gold", "silver", "bronze")
@@ -332,19 +339,8 @@ def _realistic_pact(loss_max: float, omega: float, horizon: int, time_max: float
         "Ours: one dataset of size 1 and usefulness 1; β = 0; ω = 0.99 (PACT itself is "
         "expectation-driven).",
     ]
-    return {
-        "name": "realistic-pact-vgg11",
-        "initial_loss": PACT_INITIAL_LOSS,
-        "loss_max": loss_max,
-        "omega": omega,
-        "time_max": time_max,
-        "horizon": horizon,
-        "models": models,
-        "switches": switches,
-        "clusters": clusters,
-        "datasets": [{"name": "d0", "size": 1.0, "usefulness": 1.0}],
-        "provenance": {"assumptions": assumptions},
-    }
+    return _instance_data("realistic-pact-vgg11", PACT_INITIAL_LOSS, loss_max, omega, time_max, horizon,
+                          models, switches, clusters, {"assumptions": assumptions})
 
 
 def realistic(*, family: str = "alexnet", n_a: int | None = None, n_b: int | None = None,
@@ -432,7 +428,7 @@ def realistic(*, family: str = "alexnet", n_a: int | None = None, n_b: int | Non
     if is_pact:
         data = _realistic_pact(loss_max, omega, horizon, time_max)
     else:
-        data = _realistic_dnn(family, n_a, n_b, loss_max, omega, horizon, time_max, seed)
+        data = _realistic_dnn(family, n_a, n_b, loss_max, omega, horizon, time_max)
     params = {"family": family, "loss_max": loss_max, "omega": omega, "horizon": horizon, "time_max": time_max}
     if not is_pact:
         params.update(n_a=n_a, n_b=n_b)
@@ -585,24 +581,12 @@ def knapsack(*, item_class: str = "uncorrelated", n_items: int = 10, R: int = 10
         "K̄·max w²/Tmax).",
         "Ours: ω = 0.5 (deterministic instance, any ω gives the same constraint); bandwidth 1.",
     ]
-    data = {
-        "name": f"knapsack-{item_class}-n{n_items}-s{seed}",
-        "initial_loss": float(target),
-        "loss_max": 0.0,
-        "omega": 0.5,
-        "time_max": time_max,
-        "horizon": horizon,
-        "models": models,
-        "switches": switches,
-        "clusters": [{"name": "C0", "capacity": capacity, "unit_cost": 1.0, "bandwidth": 1.0}],
-        "datasets": [{"name": "d0", "size": 1.0, "usefulness": 1.0}],
-        "provenance": {
-            "generator": "knapsack", "parameters": params, "seed": seed, "assumptions": assumptions,
-            "items": {"weights": w.tolist(), "values": v.tolist(), "class": item_class, "R": R,
-                      "target": target},
-        },
-    }
-    return _build(data)
+    return _build(_instance_data(
+        f"knapsack-{item_class}-n{n_items}-s{seed}", float(target), 0.0, 0.5, time_max, horizon, models,
+        switches, [{"name": "C0", "capacity": capacity, "unit_cost": 1.0, "bandwidth": 1.0}],
+        {"generator": "knapsack", "parameters": params, "seed": seed, "assumptions": assumptions,
+         "items": {"weights": w.tolist(), "values": v.tolist(), "class": item_class, "R": R,
+                   "target": target}}))
 
 
 # ---------------------------------------------------------------------------
@@ -626,12 +610,10 @@ def _reference_target(models: list[dict], model_idx: int, gamma: float, epochs: 
     of its expected improvement, so the reference plan is feasible (with
     high probability out of sample) and the optimum can beat it.
     """
-    from deplbench.instances.distributions import InverseGamma as _IG
-
     m = models[model_idx]
     k = np.arange(1, epochs + 1, dtype=float)
     scale = gamma * m["loss_scale"] / np.sqrt(k + m["loss_offset"])
-    dist = _IG(shape=m["improvement"]["shape"], scale=m["improvement"]["scale"])
+    dist = InverseGamma(shape=m["improvement"]["shape"], scale=m["improvement"]["scale"])
     draws = dist.sample(rng, (REFERENCE_SAMPLES, epochs))
     finals = initial_loss - draws @ scale
     q = float(np.quantile(finals, omega))
@@ -670,6 +652,32 @@ def _random_models(rng: np.random.Generator, n_models: int) -> tuple[list[dict],
                              "jump": _student_t(REALISTIC_JUMP_DF, loc, _sig(REALISTIC_JUMP_SCALE_RATIO * loc))})
             p += 1
     return models, switches
+
+
+def _random_datasets(sizes: np.ndarray, useful: np.ndarray) -> list[dict]:
+    """Datasets d0, d1, ... with sizes rescaled so that U(D) = Σ u_d σ_d = 1.
+
+    γ(D) = 1 then: the whole data pool learns like the realistic family's
+    single reference dataset, so magnitudes do not drift with |D|, and
+    subsets trade slower learning for less work.
+    """
+    sizes = sizes / float(np.sum(sizes * useful))
+    return [{"name": f"d{i}", "size": _sig(sizes[i]), "usefulness": _sig(useful[i])} for i in range(sizes.size)]
+
+
+def _transfer_costs(beta: np.ndarray, datasets: list[dict], clusters: list[dict],
+                    max_transfer_cost: float) -> list[dict]:
+    """β(d, n) = beta[d, n] · σ_d (none when ``max_transfer_cost`` is 0)."""
+    if max_transfer_cost <= 0:
+        return []
+    return [{"dataset": d["name"], "cluster": c["name"], "cost": _sig(beta[i, j] * d["size"])}
+            for i, d in enumerate(datasets) for j, c in enumerate(clusters)]
+
+
+def _reference_assumption(ref: dict) -> str:
+    return (f"Ours: reference plan {ref['epochs']} epochs of {ref['model']} on {ref['cluster']} with every "
+            "dataset; Tmax = 1.5 × its full-capacity time; ℓmax = its ω-quantile + 2% of its expected "
+            "improvement (unless loss_max is given).")
 
 
 def _place_targets(models, clusters, datasets, horizon, omega, rng, loss_max, initial_loss):
@@ -763,16 +771,11 @@ def scaling(*, n_models: int = 3, n_clusters: int = 2, n_datasets: int = 1, hori
                  "bandwidth": _sig(rng.uniform(0.5, 2.0))} for i in range(n_clusters)]
     sizes = rng.uniform(0.5, 1.5, n_datasets)
     useful = rng.uniform(0.5, 1.5, n_datasets)
-    # U(D) = Σ u σ = 1 (γ(D) = 1): the whole data pool is one reference
-    # dataset's worth, so magnitudes do not drift with |D|.
-    sizes = sizes / float(np.sum(sizes * useful))
-    datasets = [{"name": f"d{i}", "size": _sig(sizes[i]), "usefulness": _sig(useful[i])}
-                for i in range(n_datasets)]
-    transfer = []
-    if max_transfer_cost > 0:
-        beta = rng.uniform(0.0, max_transfer_cost, (n_datasets, n_clusters))
-        transfer = [{"dataset": d["name"], "cluster": c["name"], "cost": _sig(beta[i, j] * d["size"])}
-                    for i, d in enumerate(datasets) for j, c in enumerate(clusters)]
+    datasets = _random_datasets(sizes, useful)
+    # β is drawn only when used, so the draws that place ℓmax do not depend
+    # on an unused parameter.
+    beta = rng.uniform(0.0, max_transfer_cost, (n_datasets, n_clusters)) if max_transfer_cost > 0 else None
+    transfer = _transfer_costs(beta, datasets, clusters, max_transfer_cost)
     time_max, loss_max, ref = _place_targets(models, clusters, datasets, horizon, omega, rng, loss_max,
                                              SCALING_INITIAL_LOSS)
     params = {"n_models": n_models, "n_clusters": n_clusters, "n_datasets": n_datasets, "horizon": horizon,
@@ -783,19 +786,13 @@ def scaling(*, n_models: int = 3, n_clusters: int = 2, n_datasets: int = 1, hori
         "var U(0.005, 0.03)); pruning-direction switches with t(4, U(0.1, 0.4), 0.4·loc) jumps; "
         "r ~ U(50, 150), κ ~ U(0.8, 1.5), b ~ U(0.5, 2); σ, u ~ U(0.5, 1.5) with σ rescaled so that "
         "Σ u σ = 1 (γ(D) = 1); ℓ(0) = 21.",
-        f"Ours: reference plan {ref['epochs']} epochs of {ref['model']} on {ref['cluster']} with every "
-        "dataset; Tmax = 1.5 × its full-capacity time; ℓmax = its ω-quantile + 2% of its expected "
-        "improvement (unless loss_max is given).",
+        _reference_assumption(ref),
     ]
-    data = {
-        "name": f"scaling-M{n_models}-N{n_clusters}-D{n_datasets}-K{horizon}-s{seed}",
-        "initial_loss": SCALING_INITIAL_LOSS, "loss_max": loss_max, "omega": omega, "time_max": time_max,
-        "horizon": horizon, "models": models, "switches": switches, "clusters": clusters,
-        "datasets": datasets, "transfer_costs": transfer,
-        "provenance": {"generator": "scaling", "parameters": params, "seed": seed, "assumptions": assumptions,
-                       "reference_plan": ref},
-    }
-    return _build(data)
+    return _build(_instance_data(
+        f"scaling-M{n_models}-N{n_clusters}-D{n_datasets}-K{horizon}-s{seed}", SCALING_INITIAL_LOSS, loss_max,
+        omega, time_max, horizon, models, switches, clusters,
+        {"generator": "scaling", "parameters": params, "seed": seed, "assumptions": assumptions,
+         "reference_plan": ref}, datasets=datasets, transfer_costs=transfer))
 
 
 def datasets(*, n_datasets: int = 5, n_clusters: int = 2, horizon: int = 50, omega: float = 0.99,
@@ -854,7 +851,7 @@ def datasets(*, n_datasets: int = 5, n_clusters: int = 2, horizon: int = 50, ome
         loss_max = _float_param("loss_max", loss_max)
     seed = _seed(seed)
     rng = np.random.default_rng(seed)
-    base = _realistic_dnn("alexnet", 1, 0, REALISTIC_LOSS_MAX, omega, horizon, REALISTIC_TIME_MAX, seed)
+    base = _realistic_dnn("alexnet", 1, 0, REALISTIC_LOSS_MAX, omega, horizon, REALISTIC_TIME_MAX)
     models, switches = base["models"], base["switches"]
     clusters = []
     for i in range(n_clusters):
@@ -862,16 +859,10 @@ def datasets(*, n_datasets: int = 5, n_clusters: int = 2, horizon: int = 50, ome
         clusters.append({"name": f"{tag}{i // 2 + 1}", **cls, "bandwidth": bw})
     sizes = rng.lognormal(0.0, size_spread, n_datasets)
     useful = rng.lognormal(0.0, usefulness_spread, n_datasets)
-    # Normalise so that all datasets together have U(D) = 1, i.e. γ(D) = 1:
-    # the full data set then learns like the realistic family's single
-    # reference dataset, and subsets trade slower learning for less work.
-    sizes = sizes / float(np.sum(sizes * useful))
-    dsets = [{"name": f"d{i}", "size": _sig(sizes[i]), "usefulness": _sig(useful[i])} for i in range(n_datasets)]
+    dsets = _random_datasets(sizes, useful)
+    # Drawn even when unused (unlike scaling): keeps existing seeds' instances.
     beta = rng.uniform(0.0, max_transfer_cost, (n_datasets, n_clusters))
-    transfer = []
-    if max_transfer_cost > 0:
-        transfer = [{"dataset": d["name"], "cluster": c["name"], "cost": _sig(beta[i, j] * d["size"])}
-                    for i, d in enumerate(dsets) for j, c in enumerate(clusters)]
+    transfer = _transfer_costs(beta, dsets, clusters, max_transfer_cost)
     time_max, loss_max, ref = _place_targets(models, clusters, dsets, horizon, omega, rng, loss_max,
                                              REALISTIC_INITIAL_LOSS)
     params = {"n_datasets": n_datasets, "n_clusters": n_clusters, "horizon": horizon, "omega": omega,
@@ -881,19 +872,13 @@ def datasets(*, n_datasets: int = 5, n_clusters: int = 2, horizon: int = 50, ome
         f"Ours: σ_d ~ LogNormal(0, {size_spread}) rescaled so that Σ u_d σ_d = 1 (γ(D) = 1), "
         f"u_d ~ LogNormal(0, {usefulness_spread}); "
         f"β(d, n) ~ U(0, {max_transfer_cost:g})·σ_d; clusters alternate A-class/B-class.",
-        f"Ours: reference plan {ref['epochs']} epochs of {ref['model']} on {ref['cluster']} with every "
-        "dataset; Tmax = 1.5 × its full-capacity time; ℓmax = its ω-quantile + 2% of its expected "
-        "improvement (unless loss_max is given).",
+        _reference_assumption(ref),
     ]
-    data = {
-        "name": f"datasets-D{n_datasets}-N{n_clusters}-K{horizon}-s{seed}",
-        "initial_loss": REALISTIC_INITIAL_LOSS, "loss_max": loss_max, "omega": omega, "time_max": time_max,
-        "horizon": horizon, "models": models, "switches": switches, "clusters": clusters,
-        "datasets": dsets, "transfer_costs": transfer,
-        "provenance": {"generator": "datasets", "parameters": params, "seed": seed, "assumptions": assumptions,
-                       "reference_plan": ref},
-    }
-    return _build(data)
+    return _build(_instance_data(
+        f"datasets-D{n_datasets}-N{n_clusters}-K{horizon}-s{seed}", REALISTIC_INITIAL_LOSS, loss_max, omega,
+        time_max, horizon, models, switches, clusters,
+        {"generator": "datasets", "parameters": params, "seed": seed, "assumptions": assumptions,
+         "reference_plan": ref}, datasets=dsets, transfer_costs=transfer))
 
 
 # ---------------------------------------------------------------------------

@@ -242,13 +242,11 @@ def _section_paper(ctx: _Ctx) -> Section:
                 "cost / proven optimum where one is known." + ref_txt))
     for ps in sets:
         which = _SET_FIGS.get(ps, ps)
-        f = figs.cost_vs_target(cvt, ps, ctx.opts.scale)
-        if f is None:
-            s.missing(f"{ps}: no plan with a target ℓmax to draw cost vs target ({which}).")
-        else:
-            s.add(Figure(f"cost_vs_target_{ps.replace('-', '_')}",
-                         f"{which} (left): cost vs ℓmax — {ps}", f,
-                         "Lines: mean cost over instances; band: min–max."))
+        s.add_figure(figs.cost_vs_target(cvt, ps, ctx.opts.scale),
+                     f"cost_vs_target_{ps.replace('-', '_')}",
+                     f"{which} (left): cost vs ℓmax — {ps}",
+                     "Lines: mean cost over instances; band: min–max.",
+                     missing=f"{ps}: no plan with a target ℓmax to draw cost vs target ({which}).")
 
     norm = tabs.normalised_expected_loss(r)
     s.add(Table("fig5_normalised_expected_loss", "Expected final loss normalised to the "
@@ -257,25 +255,21 @@ def _section_paper(ctx: _Ctx) -> Section:
                 "and targets (brute force, else MILP with status optimal). Below 1: the "
                 "plan learns more than the quantile target requires."))
     for ps in [p for p in sets if p != "pact-vgg11"]:
-        f = figs.normalised_loss(norm, ps, ctx.opts.scale)
-        if f is None:
-            s.missing(f"{ps}: no exact-optimum row (milp/brute-force, status optimal) with "
-                      "an evaluation to normalise the expected loss by (Fig. 5 centre).")
-        else:
-            s.add(Figure(f"normalised_loss_{ps}", f"{_SET_FIGS[ps]} (centre): normalised "
-                         f"expected loss — {ps}", f, "Dotted line: the optimum."))
+        s.add_figure(figs.normalised_loss(norm, ps, ctx.opts.scale), f"normalised_loss_{ps}",
+                     f"{_SET_FIGS[ps]} (centre): normalised expected loss — {ps}",
+                     "Dotted line: the optimum.",
+                     missing=f"{ps}: no exact-optimum row (milp/brute-force, status optimal) with "
+                             "an evaluation to normalise the expected loss by (Fig. 5 centre).")
 
     eta = tabs.eta_effect(r)
     s.add(Table("fig5_eta_effect", "Effect of η (Fig. 5 right)", eta,
                 tabs.ETA_EFFECT_COLUMNS, "Every configuration with a recorded η."))
     for ps in [p for p in sets if p != "pact-vgg11"]:
-        f = figs.eta_effect(eta, ps, ctx.opts.scale)
-        if f is None:
-            s.missing(f"{ps}: fewer than two values of η were run, so the effect of η "
-                      f"({_SET_FIGS[ps]} right) cannot be drawn.")
-        else:
-            s.add(Figure(f"eta_effect_{ps}", f"{_SET_FIGS[ps]} (right): effect of η — {ps}",
-                         f, "Darker = smaller η (coarser expanded graph)."))
+        s.add_figure(figs.eta_effect(eta, ps, ctx.opts.scale), f"eta_effect_{ps}",
+                     f"{_SET_FIGS[ps]} (right): effect of η — {ps}",
+                     "Darker = smaller η (coarser expanded graph).",
+                     missing=f"{ps}: fewer than two values of η were run, so the effect of η "
+                             f"({_SET_FIGS[ps]} right) cannot be drawn.")
 
     for field_, name, label, fig_no in (
             ("epochs_per_model", "fig7_epochs_per_model", "epochs", "Fig. 7"),
@@ -286,14 +280,10 @@ def _section_paper(ctx: _Ctx) -> Section:
                     f"Mean {label} per model over the instances at each target "
                     f"(evaluation.{field_}); a model a plan did not use counts as 0."))
         for ps in sets:
-            f = figs.per_model(t, ps, f"mean {label}", ctx.opts.scale)
-            if f is None:
-                s.missing(f"{ps}: no evaluation.{field_} in the stored evaluations "
-                          f"({fig_no}).")
-            else:
-                s.add(Figure(f"{name}_{ps.replace('-', '_')}",
-                             f"{fig_no}-style: {label} per model — {ps}", f,
-                             "One panel per algorithm; stacked bars per target."))
+            s.add_figure(figs.per_model(t, ps, f"mean {label}", ctx.opts.scale),
+                         f"{name}_{ps.replace('-', '_')}", f"{fig_no}-style: {label} per model — {ps}",
+                         "One panel per algorithm; stacked bars per target.",
+                         missing=f"{ps}: no evaluation.{field_} in the stored evaluations ({fig_no}).")
 
     for ps in sets:
         sub = r[(r["paper_set"] == ps)]
@@ -310,15 +300,13 @@ def _section_paper(ctx: _Ctx) -> Section:
             best = sorted(counts[counts == counts.max()].index)[0]
             picked.append(g[g["instance_key"] == best])
         rows = pd.concat(picked) if picked else sub.iloc[0:0]
-        f = figs.trajectories(rows, targets, ctx.opts.scale)
-        if f is None:
-            s.missing(f"{ps}: no evaluation with per-epoch mean/p01/p99 arrays (Fig. 9).")
-        else:
-            s.add(Figure(f"fig9_trajectories_{ps.replace('-', '_')}",
-                         f"Fig. 9-style: loss trajectories — {ps}", f,
-                         "Line: expected loss per epoch (entry 0 = ℓ(0)); band: 1st–99th "
-                         "percentile of the out-of-sample trajectories; dotted: ℓmax. One "
-                         "instance per target (the one most algorithms ran)."))
+        s.add_figure(figs.trajectories(rows, targets, ctx.opts.scale),
+                     f"fig9_trajectories_{ps.replace('-', '_')}",
+                     f"Fig. 9-style: loss trajectories — {ps}",
+                     "Line: expected loss per epoch (entry 0 = ℓ(0)); band: 1st–99th "
+                     "percentile of the out-of-sample trajectories; dotted: ℓmax. One "
+                     "instance per target (the one most algorithms ran).",
+                     missing=f"{ps}: no evaluation with per-epoch mean/p01/p99 arrays (Fig. 9).")
     return s
 
 
@@ -368,16 +356,14 @@ def _section_gaps(ctx: _Ctx) -> Section:
                 "(Achterberg 2007); our solves take seconds, hence 1 s by default "
                 "(--sgm-shift)."))
     mats = tabs.profile_matrices(df)
-    f = figs.profiles(mats, ctx.opts.scale)
-    if f is None:
-        s.missing("No family has two or more algorithms on two or more common "
-                  "instances: performance profiles need common problems.")
-    else:
-        s.add(Figure("performance_profiles", "Dolan–Moré performance profiles", f,
-                     "Per family (at most 6, most problems first): ρ(τ) = share of "
-                     "problems (instance + targets) on which the algorithm is within a "
-                     "factor τ of the best one; no plan = failure (the curve never "
-                     "reaches 1). Dolan & Moré, Math. Program. 91 (2002)."))
+    s.add_figure(figs.profiles(mats, ctx.opts.scale), "performance_profiles",
+                 "Dolan–Moré performance profiles",
+                 "Per family (at most 6, most problems first): ρ(τ) = share of "
+                 "problems (instance + targets) on which the algorithm is within a "
+                 "factor τ of the best one; no plan = failure (the curve never "
+                 "reaches 1). Dolan & Moré, Math. Program. 91 (2002).",
+                 missing="No family has two or more algorithms on two or more common "
+                         "instances: performance profiles need common problems.")
     s.add(Table("performance_profiles", "Performance profile values",
                 tabs.profile_summary(mats), tabs.PROFILE_COLUMNS,
                 "best = ρ(1): share of problems where the algorithm is (one of) the best."))
@@ -403,13 +389,11 @@ def _section_ratio(ctx: _Ctx) -> Section:
                 s.missing(f"Only one value of {tabs.size_label(p)} was run: the ratio "
                           f"against {tabs.size_label(p)} is a single point, not drawn.")
             continue
-        f = figs.ratio_vs(t, p, ctx.opts.scale)
-        if f is None:
-            s.missing(f"Nothing to draw against {tabs.size_label(p)}.")
-        else:
-            s.add(Figure(f"ratio_vs_{p}", f"Competitive ratio vs {tabs.size_label(p)}", f,
-                         "Solid: measured median (band min–max); dashed: Property 3's "
-                         "(1/η)(1+ε); dotted: ratio 1. Log-log axes."))
+        s.add_figure(figs.ratio_vs(t, p, ctx.opts.scale), f"ratio_vs_{p}",
+                     f"Competitive ratio vs {tabs.size_label(p)}",
+                     "Solid: measured median (band min–max); dashed: Property 3's "
+                     "(1/η)(1+ε); dotted: ratio 1. Log-log axes.",
+                     missing=f"Nothing to draw against {tabs.size_label(p)}.")
     return s
 
 

@@ -20,26 +20,19 @@ from typing import Any, Iterable
 import numpy as np
 import pandas as pd
 
+from deplbench.benchmarks import store as _store
 from deplbench.errors import DeplbenchError
 
-#: Store columns, in the order of the contract in docs/DESIGN.md.
-STORE_COLUMNS: tuple[str, ...] = (
-    "key", "sweep", "family", "instance_name", "instance_params", "instance_seed",
-    "algorithm", "params", "status", "message", "cost", "lower_bound", "gap",
-    "runtime_s", "quantile_oos", "quantile_ci_low", "quantile_ci_high", "verdict",
-    "loss_max", "omega", "epochs", "plan", "diagnostics", "evaluation", "error",
-    "started_at", "finished_at", "env", "code_version",
-)
+#: Store columns, in the order of the contract in docs/DESIGN.md (defined
+#: once, by the store that writes them).
+STORE_COLUMNS: tuple[str, ...] = _store.COLUMNS
 
 #: Columns holding JSON text; parsed into ``<name>_d`` dict columns.
-JSON_COLUMNS: tuple[str, ...] = (
-    "instance_params", "params", "plan", "diagnostics", "evaluation", "env",
-)
+JSON_COLUMNS: tuple[str, ...] = tuple(c for c in STORE_COLUMNS if c in _store.JSON_COLUMNS)
 
-NUMERIC_COLUMNS: tuple[str, ...] = (
-    "cost", "lower_bound", "gap", "runtime_s", "quantile_oos", "quantile_ci_low",
-    "quantile_ci_high", "loss_max", "omega", "epochs",
-)
+#: Columns coerced to numbers (the REAL ones and the epoch count; the
+#: instance seed is an identity, not a quantity).
+NUMERIC_COLUMNS: tuple[str, ...] = tuple(c for c in STORE_COLUMNS if c in _store.REAL_COLUMNS) + ("epochs",)
 
 #: Statuses whose row carries a usable plan (a time-limited MILP may still
 #: hold an incumbent; it counts as a plan only if it has a cost).

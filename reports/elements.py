@@ -102,6 +102,15 @@ class Section:
         if element is not None:
             self.elements.append(element)
 
+    def add_figure(self, fig: Any, name: str, title: str, caption: str = "", *,
+                   missing: str) -> None:
+        """Add ``fig`` as a :class:`Figure`; when the drawing function had
+        nothing to draw (``fig`` is None), record ``missing`` instead."""
+        if fig is None:
+            self.missing(missing)
+        else:
+            self.elements.append(Figure(name, title, fig, caption))
+
     def missing(self, text: str) -> None:
         """Record that something could not be drawn, and why."""
         self.elements.append(Note(text, missing=True))

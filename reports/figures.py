@@ -47,6 +47,31 @@ def _figure(ncols: int = 1, nrows: int = 1, scale: float = 1.0, sharey: bool = F
     return fig, axes
 
 
+def _one_panel(scale: float = 1.0):
+    """A one-panel figure and its axes."""
+    fig, axes = _figure(scale=scale)
+    return fig, axes[0, 0]
+
+
+def _finish_set_panel(ax, paper_set: str, ylabel: str, legend_size: int = 7) -> None:
+    """Y label, title (the paper set), legend and grid of a Fig. 5/6 panel."""
+    ax.set_ylabel(ylabel)
+    ax.set_title(paper_set, fontsize=9)
+    ax.legend(fontsize=legend_size)
+    ax.grid(alpha=0.3)
+
+
+def _finish_loglog(ax, param: str, x_values, ylabel: str) -> None:
+    """Log-log axes against a size parameter, ticks at the values run."""
+    _log_axis(ax, "x")
+    _log_axis(ax, "y")
+    _value_ticks(ax, x_values)
+    ax.set_xlabel(size_label(param))
+    ax.set_ylabel(ylabel)
+    ax.legend(fontsize=6)
+    ax.grid(alpha=0.3, which="both")
+
+
 def _log_axis(ax, which: str) -> None:
     """Log scale with plain tick labels (1, 2, 5, 10, ...), readable over
     the one or two decades our sweeps span, unlike 3×10¹."""
@@ -89,8 +114,7 @@ def cost_vs_target(tab: pd.DataFrame, paper_set: str, scale: float = 1.0,
     t = tab[tab["paper_set"] == paper_set]
     if t.empty:
         return None
-    fig, ax = _figure(scale=scale)
-    ax = ax[0, 0]
+    fig, ax = _one_panel(scale)
     for (alg, cfg), g in t.groupby(["algorithm", "config"], sort=True):
         g = g.sort_values("loss_max")
         ax.plot(g["loss_max"], g["cost_mean"], marker="o", ms=3, color=colour(alg),
@@ -99,10 +123,7 @@ def cost_vs_target(tab: pd.DataFrame, paper_set: str, scale: float = 1.0,
             ax.fill_between(g["loss_max"], g["cost_min"], g["cost_max"],
                             color=colour(alg), alpha=0.15, lw=0)
     ax.set_xlabel("target ℓmax (ω-quantile of the final loss)")
-    ax.set_ylabel(ylabel)
-    ax.set_title(paper_set, fontsize=9)
-    ax.legend(fontsize=7)
-    ax.grid(alpha=0.3)
+    _finish_set_panel(ax, paper_set, ylabel)
     return fig
 
 
@@ -111,18 +132,14 @@ def normalised_loss(tab: pd.DataFrame, paper_set: str, scale: float = 1.0) -> Fi
     t = tab[tab["paper_set"] == paper_set]
     if t.empty:
         return None
-    fig, ax = _figure(scale=scale)
-    ax = ax[0, 0]
+    fig, ax = _one_panel(scale)
     for alg, g in t.groupby("algorithm", sort=True):
         g = g.sort_values("loss_max")
         ax.plot(g["loss_max"], g["exp_loss_ratio_mean"], marker="o", ms=3,
                 color=colour(alg), label=alg)
     ax.axhline(1.0, color="k", lw=0.8, ls=":")
     ax.set_xlabel("target ℓmax")
-    ax.set_ylabel("E[ℓ(K)] / E[ℓ(K)] of the optimum")
-    ax.set_title(paper_set, fontsize=9)
-    ax.legend(fontsize=7)
-    ax.grid(alpha=0.3)
+    _finish_set_panel(ax, paper_set, "E[ℓ(K)] / E[ℓ(K)] of the optimum")
     return fig
 
 
@@ -132,8 +149,7 @@ def eta_effect(tab: pd.DataFrame, paper_set: str, scale: float = 1.0) -> Figure 
     t = tab[tab["paper_set"] == paper_set]
     if t.empty or t["eta"].nunique() < 2:
         return None
-    fig, ax = _figure(scale=scale)
-    ax = ax[0, 0]
+    fig, ax = _one_panel(scale)
     if t["loss_max"].nunique() >= 2:
         groups = list(t.groupby(["algorithm", "eta"], sort=True))
         # a sequential colour map: darker = coarser graph (smaller η)
@@ -150,10 +166,7 @@ def eta_effect(tab: pd.DataFrame, paper_set: str, scale: float = 1.0) -> Figure 
         _log_axis(ax, "x")
         _value_ticks(ax, t["eta"])
         ax.set_xlabel("η (graph resolution)")
-    ax.set_ylabel("cost (2)")
-    ax.set_title(paper_set, fontsize=9)
-    ax.legend(fontsize=6)
-    ax.grid(alpha=0.3)
+    _finish_set_panel(ax, paper_set, "cost (2)", legend_size=6)
     return fig
 
 
@@ -267,8 +280,7 @@ def ratio_vs(tab: pd.DataFrame, param: str, scale: float = 1.0) -> Figure | None
     if tab.empty or tab[param].nunique() < 1:
         return None
     other = "epsilon" if param == "eta" else "eta"
-    fig, ax = _figure(scale=scale)
-    ax = ax[0, 0]
+    fig, ax = _one_panel(scale)
     drawn = False
     for (alg, ov), g in tab.groupby(["algorithm", other], sort=True, dropna=False):
         g = g.sort_values(param)
@@ -287,13 +299,7 @@ def ratio_vs(tab: pd.DataFrame, param: str, scale: float = 1.0) -> Figure | None
     if not drawn:
         return None
     ax.axhline(1.0, color="k", lw=0.8, ls=":", label="ratio = 1 (optimum)")
-    _log_axis(ax, "x")
-    _log_axis(ax, "y")
-    _value_ticks(ax, tab[param])
-    ax.set_xlabel(size_label(param))
-    ax.set_ylabel("competitive ratio cost / optimum")
-    ax.legend(fontsize=6)
-    ax.grid(alpha=0.3, which="both")
+    _finish_loglog(ax, param, tab[param], "competitive ratio cost / optimum")
     return fig
 
 
@@ -308,8 +314,7 @@ def complexity(fits: pd.DataFrame, param: str, scale: float = 1.0,
     if f.empty:
         return None
     f = f.head(max_series)
-    fig, ax = _figure(scale=scale * 1.1)
-    ax = ax[0, 0]
+    fig, ax = _one_panel(scale * 1.1)
     claimed, implied, _ = CLAIMED_EXPONENTS[param]
     seen: dict[str, int] = {}
     ys_all = []
@@ -341,11 +346,5 @@ def complexity(fits: pd.DataFrame, param: str, scale: float = 1.0,
     ally = ally[np.isfinite(ally) & (ally > 0)]
     if ally.size:
         ax.set_ylim(ally.min() / 3.0, ally.max() * 3.0)
-    _log_axis(ax, "x")
-    _log_axis(ax, "y")
-    _value_ticks(ax, np.concatenate([np.asarray(v, float) for v in f["x_values"]]))
-    ax.set_xlabel(size_label(param))
-    ax.set_ylabel("runtime [s]")
-    ax.legend(fontsize=6)
-    ax.grid(alpha=0.3, which="both")
+    _finish_loglog(ax, param, np.concatenate([np.asarray(v, float) for v in f["x_values"]]), "runtime [s]")
     return fig

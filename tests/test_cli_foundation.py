@@ -16,25 +16,7 @@ import pytest
 
 from deplbench.formulations.allocation import plan_from_choices
 from deplbench.instances.generators import generate
-
-
-
-def base_instance() -> dict:
-    """A small valid instance (kept local: tests do not import each other)."""
-    return {
-        "name": "base", "initial_loss": 10.0, "loss_max": 5.0, "omega": 0.9, "time_max": 20.0, "horizon": 5,
-        "models": [
-            {"name": "big", "size": 0.5, "compute": 2.0, "loss_scale": 2.0, "loss_offset": 1.0,
-             "decay": "inv_sqrt", "improvement": {"kind": "inverse_gamma", "shape": 12.0, "scale": 11.0}},
-            {"name": "small", "size": 0.1, "compute": 1.0, "loss_scale": 1.5,
-             "decay": "none", "improvement": {"kind": "point", "value": 1.0}},
-        ],
-        "switches": [{"from_model": "big", "to_model": "small",
-                      "jump": {"kind": "student_t", "df": 4.0, "loc": 0.2, "scale": 0.05}}],
-        "clusters": [{"name": "A", "capacity": 10.0, "unit_cost": 1.0, "bandwidth": 1.0},
-                     {"name": "B", "capacity": 5.0, "unit_cost": 1.2, "bandwidth": 2.0}],
-        "datasets": [{"name": "d0", "size": 1.0, "usefulness": 1.0}],
-    }
+from instance_data import base_instance
 
 
 def deplbench(*args, cwd=None) -> subprocess.CompletedProcess:

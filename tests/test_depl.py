@@ -330,3 +330,87 @@ def test_placement_with_transfer_costs_and_printed_rule():
         assert len(set(single.clusters.tolist())) == 1
     tight = place_and_allocate(compute, comm, kappa, cap, 1e-3, 0.1)
     assert not tight.feasible and tight.reason
+
+
+# ------------------------------------------------------------- calibrated DepL
+@pytest.fixture(scope="module")
+def calibrated9(alexnet9):
+    return solve(alexnet9, "depl", evaluate=False, calibrate=True)
+
+
+def _plan_signature(res):
+    return [(e.model, e.cluster, e.allocation) for e in res.plan.epochs], res.plan.datasets
+
+
+def test_default_is_unchanged_by_the_calibrate_parameter(alexnet9, calibrated9):
+    """calibrate defaults to False, and calibrate=True starts from exactly the
+    default's proven plan (same cost) before it searches."""
+    plain = solve(alexnet9, "depl", evaluate=False)
+    off = solve(alexnet9, "depl", evaluate=False, calibrate=False)
+    assert plain.params["calibrate"] is False
+    assert _plan_signature(plain) == _plan_signature(off) and plain.cost == off.cost
+    assert plain.diagnostics["guarantee"] == "proven" and "calibration" not in plain.diagnostics
+    assert plain.diagnostics["quantile_bound"] <= alexnet9.loss_max + 1e-9
+    assert calibrated9.diagnostics["calibration"]["base_cost"] == pytest.approx(plain.cost, rel=1e-12)
+
+
+def test_calibrated_cost_not_above_default_and_its_own_test_accepts_it(alexnet9, calibrated9):
+    res = calibrated9
+    assert res.status == "feasible", res.message
+    d = res.diagnostics
+    cal = d["calibration"]
+    default_cost = cal["base_cost"]
+    assert res.cost <= default_cost * (1 + 1e-12)
+    # On this instance the proven bound leaves room: calibration must use it.
+    assert d["guarantee"] == "statistical" and res.cost < 0.97 * default_cost
+    assert cal["improved"] and 1 <= len(cal["tests"]) <= depl_module.CALIBRATION_STEPS
+    # The returned plan is the first (and only) test that passed, and
+    # re-running that test (its seed, level and sample count) accepts it.
+    passed = [t for t in cal["tests"] if t["passed"]]
+    assert len(passed) == 1 and cal["tests"][-1] is passed[0] and passed[0]["cost"] == pytest.approx(res.cost)
+    level = cal["confidence_per_test"]
+    assert level == pytest.approx(1 - 0.05 / depl_module.CALIBRATION_STEPS)
+    ev = depl_module.evaluate_plan(alexnet9, res.plan, samples=passed[0]["samples"], seed=passed[0]["seed"],
+                                   confidence=level, trajectory=False)
+    assert ev.feasible and ev.quantile_ci[1] <= alexnet9.loss_max
+    # Test seeds are DepL's own: never the suite's evaluation seed (0) nor the first check's.
+    seeds = {t["seed"] for t in cal["tests"]}
+    assert 0 not in seeds and depl_module._check_seed(0) not in seeds
+    assert "statistical" in d["bound"]["guarantee"]
+    json.dumps(res.to_dict())
+
+
+def test_calibration_never_returns_a_plan_its_test_rejects(monkeypatch, alexnet9):
+    """Make every calibration test fail: DepL must fall back on the proven plan."""
+    real = depl_module.evaluate_plan
+    calls = []
+
+    def rejecting(instance, plan, samples=100_000, seed=0, confidence=0.95, trajectory=True):
+        ev = real(instance, plan, samples=samples, seed=seed, confidence=confidence, trajectory=trajectory)
+        if seed != depl_module._check_seed(0):  # a calibration test
+            calls.append(seed)
+            ev.verdict, ev.feasible = "infeasible", False
+        return ev
+
+    monkeypatch.setattr(depl_module, "evaluate_plan", rejecting)
+    res = solve(alexnet9, "depl", evaluate=False, calibrate=True, check_samples=5000)
+    plain = solve(alexnet9, "depl", evaluate=False, check_samples=5000)
+    cal = res.diagnostics["calibration"]
+    assert calls and len(calls) == len(cal["tests"]) <= depl_module.CALIBRATION_STEPS
+    assert not cal["improved"] and all(not t["passed"] for t in cal["tests"])
+    assert res.status == "feasible" and res.diagnostics["guarantee"] == "proven"
+    assert _plan_signature(res) == _plan_signature(plain)
+
+
+def test_calibration_is_skipped_on_deterministic_instances():
+    inst = generate("knapsack", n_items=4, horizon=5, seed=0)
+    res = solve(inst, "depl", evaluate=False, calibrate=True)
+    assert res.status == "feasible"
+    assert "deterministic" in res.diagnostics["calibration"]["skipped"]
+    assert res.diagnostics["guarantee"] == "proven"
+    assert res.cost == pytest.approx(solve(inst, "depl", evaluate=False).cost)
+
+
+def test_best_exp_has_no_calibrate_parameter(alexnet9):
+    with pytest.raises(SolverError, match="calibrate"):
+        solve(alexnet9, "best-exp", calibrate=True)

@@ -12,25 +12,7 @@ from deplbench.errors import InstanceError
 from deplbench.instances.distributions import InverseGamma
 from deplbench.instances.generators import TABLE_I, generate
 from deplbench.instances.model import load_instance, parse_instance
-
-
-def base_instance() -> dict:
-    """A small valid instance with every section filled in."""
-    return {
-        "name": "base", "initial_loss": 10.0, "loss_max": 5.0, "omega": 0.9, "time_max": 20.0, "horizon": 5,
-        "models": [
-            {"name": "big", "size": 0.5, "compute": 2.0, "loss_scale": 2.0, "loss_offset": 1.0,
-             "decay": "inv_sqrt", "improvement": {"kind": "inverse_gamma", "shape": 12.0, "scale": 11.0}},
-            {"name": "small", "size": 0.1, "compute": 1.0, "loss_scale": 1.5, "loss_offset": 0.0,
-             "decay": "inv_sqrt", "improvement": {"kind": "point", "value": 1.0}},
-        ],
-        "switches": [{"from_model": "big", "to_model": "small",
-                      "jump": {"kind": "student_t", "df": 4.0, "loc": 0.2, "scale": 0.05}}],
-        "clusters": [{"name": "A", "capacity": 10.0, "unit_cost": 1.0, "bandwidth": 1.0},
-                     {"name": "B", "capacity": 5.0, "unit_cost": 1.2, "bandwidth": 2.0}],
-        "datasets": [{"name": "d0", "size": 1.0, "usefulness": 1.0}],
-        "transfer_costs": [{"dataset": "d0", "cluster": "B", "cost": 3.0}],
-    }
+from instance_data import base_instance
 
 
 def mutated(path, value):

@@ -86,6 +86,17 @@ def write_sweep(tmp_path: Path, body: str, name: str = "s.toml") -> Path:
     return path
 
 
+#: test-work as it is and as a variant that raises (the TOML tail of a sweep).
+WORK_AND_RAISE = """
+    [[algorithms]]
+    name = "test-work"
+    [[algorithms]]
+    name = "test-work"
+    label = "raises"
+    params = { mode = "raise" }
+    instances = ["tiny"]
+"""
+
 MIXED = """
     [sweep]
     name = "mixed"
@@ -95,13 +106,7 @@ MIXED = """
     family = "test-tiny"
     grid = { n_models = [2, 3] }
     targets = { loss_max = [7.0, 8.0] }
-    [[algorithms]]
-    name = "test-work"
-    [[algorithms]]
-    name = "test-work"
-    label = "raises"
-    params = { mode = "raise" }
-    instances = ["tiny"]
+""" + WORK_AND_RAISE + """
     [[algorithms]]
     name = "test-work"
     label = "hangs"
@@ -308,22 +313,15 @@ def test_ctrl_c_stops_cleanly_without_failed_rows(tmp_path, plugin):
 
 def test_dask_local_cluster_stores_the_same_rows_as_local(tmp_path, plugin):
     body = """
-        [sweep]
-        name = "dask"
-        time_limit_s = 60
-        [[instances]]
-        id = "tiny"
-        family = "test-tiny"
-        seeds = [0, 1]
-        targets = { loss_max = [7.0, 8.0] }
-        [[algorithms]]
-        name = "test-work"
-        [[algorithms]]
-        name = "test-work"
-        label = "raises"
-        params = { mode = "raise" }
-        instances = ["tiny"]
-    """
+    [sweep]
+    name = "dask"
+    time_limit_s = 60
+    [[instances]]
+    id = "tiny"
+    family = "test-tiny"
+    seeds = [0, 1]
+    targets = { loss_max = [7.0, 8.0] }
+""" + WORK_AND_RAISE
     sweep = load_sweep(write_sweep(tmp_path, body))
     cols = ["key", "family", "instance_name", "instance_params", "instance_seed",
             "algorithm", "params", "status", "cost", "loss_max", "omega", "epochs", "plan"]
