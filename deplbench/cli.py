@@ -11,6 +11,7 @@ import argparse
 import importlib
 import json
 import math
+import os
 import sys
 from typing import Any
 
@@ -87,6 +88,11 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:
+        # `deplbench algorithms | head`: the reader left; not an error.
+        # Point stdout at devnull so the interpreter's final flush is silent.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
     except (OSError, ValueError) as exc:
         # File-system problems and value errors raised by libraries are still
         # the user's input (a missing file, a bad number): one line, no trace.
