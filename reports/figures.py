@@ -61,14 +61,23 @@ def _finish_set_panel(ax, paper_set: str, ylabel: str, legend_size: int = 7) -> 
     ax.grid(alpha=0.3)
 
 
-def _finish_loglog(ax, param: str, x_values, ylabel: str) -> None:
+def _finish_loglog(ax, param: str, x_values, ylabel: str, legend_outside: bool = False) -> None:
     """Log-log axes against a size parameter, ticks at the values run."""
     _log_axis(ax, "x")
     _log_axis(ax, "y")
     _value_ticks(ax, x_values)
+    v = np.asarray(x_values, float)
+    v = v[np.isfinite(v) & (v > 0)]
+    if v.size and v.max() / v.min() > 300:
+        # Over 2.5 decades the 1-2-5 tick labels collide: tilt them.
+        ax.tick_params(axis="x", labelrotation=45)
     ax.set_xlabel(size_label(param))
     ax.set_ylabel(ylabel)
-    ax.legend(fontsize=6)
+    if legend_outside:
+        # Many series: beside the panel, so the data keep the whole panel.
+        ax.legend(fontsize=6, loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0)
+    else:
+        ax.legend(fontsize=6)
     ax.grid(alpha=0.3, which="both")
 
 
@@ -273,19 +282,31 @@ def profiles(matrices: dict[tuple[str, str], pd.DataFrame],
     return fig
 
 
-def ratio_vs(tab: pd.DataFrame, param: str, scale: float = 1.0) -> Figure | None:
+def ratio_vs(tab: pd.DataFrame, param: str, scale: float = 1.0,
+             max_series_per_algorithm: int = 3) -> Figure | None:
     """Measured competitive ratio against η or ε with Property 3's
     (1/η)(1+ε) drawn beside it, and the line ratio = 1 that no feasible
-    plan of a minimisation problem can go below."""
+    plan of a minimisation problem can go below.
+
+    Per algorithm only the ``max_series_per_algorithm`` values of the other
+    parameter with the most points along ``param`` are drawn (a full η × ε
+    grid would otherwise bury the panel); the table has every series."""
     if tab.empty or tab[param].nunique() < 1:
         return None
     other = "epsilon" if param == "eta" else "eta"
-    fig, ax = _one_panel(scale)
-    drawn = False
+    groups = []
     for (alg, ov), g in tab.groupby(["algorithm", other], sort=True, dropna=False):
-        g = g.sort_values(param)
         if g[param].nunique() < 2 and param == "epsilon":
             continue
+        groups.append((alg, ov, g.sort_values(param)))
+    kept: list = []
+    for alg in sorted({a for a, _, _ in groups}):
+        mine = [x for x in groups if x[0] == alg]
+        mine.sort(key=lambda x: -x[2][param].nunique())
+        kept += sorted(mine[:max_series_per_algorithm], key=lambda x: (pd.isna(x[1]), x[1]))
+    fig, ax = _one_panel(scale * 1.3)
+    drawn = False
+    for alg, ov, g in kept:
         lbl = (f"{alg} ({size_label(other)}={ov:g})" if not pd.isna(ov)
                else f"{alg} ({size_label(other)} not recorded)")
         ax.plot(g[param], g["ratio_median"], marker="o", ms=3, color=colour(alg),
@@ -299,7 +320,7 @@ def ratio_vs(tab: pd.DataFrame, param: str, scale: float = 1.0) -> Figure | None
     if not drawn:
         return None
     ax.axhline(1.0, color="k", lw=0.8, ls=":", label="ratio = 1 (optimum)")
-    _finish_loglog(ax, param, tab[param], "competitive ratio cost / optimum")
+    _finish_loglog(ax, param, tab[param], "competitive ratio cost / optimum", legend_outside=True)
     return fig
 
 
