@@ -596,8 +596,9 @@ def expand(sweep: Sweep) -> list[Task]:
 
 
 def _file_sha256(path: str) -> str:
-    # The content, not the path, identifies a file instance: editing the file
-    # must invalidate its results, moving it must not.
+    # The content hash goes into the task key next to the path, so editing
+    # the file invalidates its results. (Moving the file changes the key too:
+    # the path is part of the recipe the sweep records.)
     return hashlib.sha256(Path(path).read_bytes()).hexdigest()[:24]
 
 

@@ -21,6 +21,7 @@ Examples
 
 from __future__ import annotations
 
+import math
 import time
 import traceback
 from dataclasses import dataclass
@@ -62,15 +63,21 @@ class Param:
                 else:
                     value = bool(value)
             elif self.type is int:
-                if isinstance(value, float) and not value.is_integer():
+                # A CLI string "1.5" must not be truncated to 1 silently, so
+                # strings go through the same integrality check as floats.
+                number = float(value) if isinstance(value, str) else value
+                if isinstance(number, float) and not number.is_integer():
                     raise ValueError(value)
-                value = int(float(value)) if isinstance(value, str) else int(value)
+                value = int(number)
             else:
                 value = self.type(value)
-        except (TypeError, ValueError):
+        except (TypeError, ValueError, OverflowError):
             raise SolverError(
                 f"parameter {name!r}: expected {self.type.__name__}, got {value!r}"
             ) from None
+        if isinstance(value, float) and math.isnan(value):
+            # NaN passes every bound comparison; reject it here by name.
+            raise SolverError(f"parameter {name!r}: expected a number, got nan")
         if self.choices is not None and value not in self.choices:
             raise SolverError(f"parameter {name!r}: must be one of {list(self.choices)}, got {value!r}")
         if self.low is not None and (value < self.low or (not self.low_inclusive and value == self.low)):
@@ -186,8 +193,19 @@ def solve(
                 result.cost = ev.cost
             elif abs(ev.cost - result.cost) > 1e-6 * max(1.0, abs(ev.cost)):
                 result.diagnostics["cost_mismatch"] = {"reported": result.cost, "evaluated": ev.cost}
+            if ev.violations and result.status in ("optimal", "feasible", "time_limit"):
+                # The contract: a returned plan passes the hard constraints
+                # (4)-(6) or the record says infeasible. (An out-of-sample
+                # quantile miss is not a violation: it is the verdict, kept
+                # in the evaluation, e.g. for SAA-optimal MILP plans.)
+                result.diagnostics["reported_status"] = result.status
+                result.status = "infeasible"
+                result.message = "the returned plan violates hard constraints: " + "; ".join(ev.violations[:3])
         except DeplbenchError as exc:
             result.diagnostics["evaluation_error"] = str(exc)
+            result.diagnostics["reported_status"] = result.status
+            result.status = "error"
+            result.message = f"the returned plan could not be evaluated: {exc}"
         result.diagnostics["eval_s"] = time.perf_counter() - t0
     if result.gap is None and result.lower_bound is not None:
         result.gap = SolveResult.relative_gap(result.cost, result.lower_bound)

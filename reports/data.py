@@ -165,7 +165,7 @@ def load_store(path: str | Path) -> pd.DataFrame:
     except ImportError as exc:  # the benchmarks layer is not installed
         raise ReportError(f"DB: cannot import the results store ({exc})") from exc
     try:
-        return ResultsStore(path).frame()
+        return ResultsStore(path, readonly=True).frame()  # a report never writes to the store
     except DeplbenchError:
         raise
     except Exception as exc:  # a corrupt file is user input, not a bug

@@ -139,3 +139,49 @@ def test_solve_turns_crash_into_error_record_and_checks_params():
         solve(inst, _Crashing, colour=1)
     with pytest.raises(SolverError, match="unknown algorithm"):
         solve(inst, "no-such-algo")
+
+
+def test_param_convert_rejects_fractional_int_strings_and_nan():
+    # "1.5" for an int parameter used to be truncated to 1 without a word.
+    assert Param(3, int, low=1).convert("level", "2") == 2
+    assert Param(3, int, low=1).convert("level", "2.0") == 2
+    with pytest.raises(SolverError, match="level"):
+        Param(3, int, low=1).convert("level", "1.5")
+    # NaN passes every bound comparison, so it must be refused explicitly.
+    with pytest.raises(SolverError, match="eps"):
+        Param(0.1, float, low=0.0, low_inclusive=False, high=10.0).convert("eps", "nan")
+    with pytest.raises(SolverError, match="eps"):
+        Param(0.1, float).convert("eps", float("nan"))
+
+
+class _Overcommitting(Solver):
+    """Returns a plan whose allocation exceeds the cluster's capacity (5)."""
+
+    name = "overcommitting"
+    parameters = {}
+
+    def run(self, instance):
+        from deplbench.formulations.plan import Epoch, Plan
+
+        plan = Plan(epochs=[Epoch(model="big", cluster="A", allocation=5.0)], datasets={"A": ["d0"]})
+        return SolveResult(algorithm=self.name, status="feasible", plan=plan, cost=5.0)
+
+
+class _Misnaming(Solver):
+    name = "misnaming"
+    parameters = {}
+
+    def run(self, instance):
+        from deplbench.formulations.plan import Epoch, Plan
+
+        plan = Plan(epochs=[Epoch(model="nope", cluster="A", allocation=1.0)], datasets={"A": ["d0"]})
+        return SolveResult(algorithm=self.name, status="optimal", plan=plan, cost=1.0)
+
+
+def test_solve_downgrades_plans_that_break_hard_constraints():
+    inst = make_instance()
+    res = solve(inst, _Overcommitting, eval_samples=1000)
+    assert res.status == "infeasible" and "capacity" in res.message
+    assert res.diagnostics["reported_status"] == "feasible"
+    bad = solve(inst, _Misnaming, eval_samples=1000)
+    assert bad.status == "error" and "nope" in bad.message

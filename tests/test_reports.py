@@ -445,3 +445,21 @@ def test_printed_variant_rows_are_not_paired_with_default_ones():
     assert any("data_rule=printed" in n for n in data.notes)
     twin = data.df[knap & (data.df["instance_name"] == data.df.loc[i, "instance_name"])]
     assert twin["instance_key"].nunique() == 2
+
+
+def test_milp_optimum_prefers_the_largest_scenario_set():
+    """Fewer in-sample scenarios loosen the SAA and lower the cost: the
+    optimum a ratio is measured against is the run with the most scenarios,
+    not the cheapest one."""
+    common = dict(family="scaling", instance_name="s", instance_params={"n_models": 3},
+                  instance_seed=0, loss_max=5.0, omega=0.9, algorithm="milp", status="optimal",
+                  diagnostics={}, evaluation=None, runtime_s=1.0)
+    rows = [
+        _row(key="a", cost=90.0, params={"scenarios": 10}, **common),
+        _row(key="b", cost=100.0, params={"scenarios": 200}, **common),
+        _row(key="c", cost=95.0, params={"scenarios": 40}, **common),
+    ]
+    opt = optimum_per_instance(prepare(pd.DataFrame(rows, columns=list(STORE_COLUMNS))).df)
+    assert len(opt) == 1
+    assert opt["optimum"].iloc[0] == 100.0
+    assert opt["optimum_source"].iloc[0] == "milp"
