@@ -256,6 +256,9 @@ def evaluate_plan(
         raise PlanError(f"samples: need at least 100 trajectories, got {samples}")
     if not 0 < confidence < 1:
         raise PlanError(f"confidence: must be in (0, 1), got {confidence}")
+    if isinstance(seed, bool) or not float(seed).is_integer() or int(seed) < 0:
+        # numpy's own message ("expected non-negative integer") names no field.
+        raise PlanError(f"seed: must be a non-negative integer, got {seed!r}")
     models, clusters, gammas = plan_indices(instance, plan)
     violations, time = _check_constraints(instance, plan, models, clusters)
     x = np.array(plan.allocations, dtype=float)
@@ -273,6 +276,19 @@ def evaluate_plan(
     )
     rng = np.random.default_rng([int(seed), OUT_OF_SAMPLE])
     n = 1 if exact else int(samples)
+    try:
+        return _simulate_and_judge(instance, plan, models, gammas, n, rng, exact, trajectory, seed, confidence,
+                                   violations, time, compute_cost, transfer)
+    except MemoryError:
+        raise PlanError(
+            f"samples: {n} trajectories of {plan.n_epochs} epochs do not fit in memory"
+            + (" with the per-epoch bands" if trajectory else "") + "; use fewer samples"
+        ) from None
+
+
+def _simulate_and_judge(instance, plan, models, gammas, n, rng, exact, trajectory, seed, confidence,
+                        violations, time, compute_cost, transfer) -> Evaluation:
+    """The Monte-Carlo part of :func:`evaluate_plan` (inputs already validated)."""
     finals = np.empty(n)
     mean = np.zeros(plan.n_epochs + 1)
     p01 = p99 = None

@@ -1689,8 +1689,9 @@ def solve_milp(instance, scenarios: int = 1000, seed: int = 0, time_limit: float
     -------
     SolveResult
         ``status`` is ``optimal`` (gap met), ``time_limit`` (with the best plan
-        found, or none, and the bound), ``infeasible`` (``message`` says why) or
-        ``error``. ``cost`` is the exact real-x cost of ``plan``;
+        found, or none, and the bound), ``feasible`` (a plan whose optimality
+        the cut loop could not prove for a reason other than time, said in
+        ``message``), ``infeasible`` (``message`` says why) or ``error``. ``cost`` is the exact real-x cost of ``plan``;
         ``diagnostics`` holds nodes, build_s, solve_s, rounds, in-sample
         violations, n_vars, n_cons and the structural bounds.
 
@@ -1851,8 +1852,9 @@ def _cut_loop(data: _Data, model, be, best, gap, deadline, params, diag, t0) -> 
                            f"{data.p} of {data.S} in-sample scenarios above ℓmax = {data.lmax:g}) and "
                            f"Tmax = {data.T:g}")
             else:
-                # The master contains the incumbent, so this is numerical trouble.
-                status, message = "time_limit", "the master was reported infeasible around the incumbent"
+                # The master contains the incumbent, so this is numerical
+                # trouble: the incumbent stands, its optimality is unproven.
+                status, message = "feasible", "the master was reported infeasible around the incumbent"
             break
         lower = max(lower, out.bound)
         added = False
@@ -1876,8 +1878,13 @@ def _cut_loop(data: _Data, model, be, best, gap, deadline, params, diag, t0) -> 
             message = "time limit reached"
             break
         if not added or rounds >= MAX_ROUNDS:
-            message = ("the master's solution could not be confirmed (in-sample recount or round limit)"
-                       if best is not None else "the master found no plan")
+            # Not a time limit: a plan whose optimality the cut loop could
+            # not prove is "feasible"; no plan at all is an error.
+            if best is not None:
+                status = "feasible"
+                message = "the master's solution could not be confirmed (in-sample recount or round limit)"
+            else:
+                status, message = "error", "the master found no plan"
             break
     diag.update(nodes=nodes, lp_iterations=iters, iterations=iters, rounds=rounds, cuts_added=cuts,
                 solve_s=time.perf_counter() - t_solve, total_s=time.perf_counter() - t0)

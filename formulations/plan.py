@@ -87,6 +87,8 @@ def load_plan(path: str | Path) -> Plan:
         data = json.loads(path.read_text(encoding="utf-8"))
     except OSError as exc:
         raise PlanError(f"{path}: cannot read plan file ({exc.strerror})") from None
+    except UnicodeDecodeError as exc:
+        raise PlanError(f"{path}: not a UTF-8 text file (byte {exc.start}: {exc.reason})") from None
     except json.JSONDecodeError as exc:
         raise PlanError(f"{path}: not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})") from None
     if isinstance(data, dict) and "plan" in data and "epochs" not in data:

@@ -227,6 +227,9 @@ class Empirical(_Dist):
         return float(self._array().var())
 
     def sample(self, rng: np.random.Generator, size) -> np.ndarray:
+        if self.is_deterministic:
+            # Like a point mass: a constant draws nothing from the stream.
+            return np.full(size, self.samples[0], dtype=float)
         return rng.choice(self._array(), size=size, replace=True)
 
 

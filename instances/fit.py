@@ -763,6 +763,9 @@ def fit_logs(
         decrease).
     """
     _validate_settings(alpha, ks_bootstrap, max_empirical, min_switch_samples, min_epochs)
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+        # numpy's own message ("expected non-negative integer") names no field.
+        raise LogError(f"seed: must be an integer >= 0, got {seed!r}")
     ch = loss_changes(logs)
     rng = np.random.default_rng(seed)
     order = list(dict.fromkeys(logs.frame["model"][logs.frame["epoch"] >= 1]))

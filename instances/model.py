@@ -51,6 +51,11 @@ from deplbench.instances import datalaw
 from deplbench.instances.distributions import Distribution
 
 FORMAT_VERSION = 1
+#: Largest accepted horizon K̄. Every layer allocates arrays with a K̄ axis
+#: (decay tables, scenario draws), so an absurd K̄ such as 10^9 would pass
+#: validation and then exhaust memory (the process is killed, no message);
+#: 10^5 epochs is three orders of magnitude beyond the paper's K̄ = 100.
+MAX_HORIZON = 100_000
 _FINITE = dict(allow_inf_nan=False)
 
 
@@ -127,7 +132,7 @@ class Instance(_Strict):
     loss_max: float = Field(description="ℓmax: the bound on the ω-quantile of ℓ(K), eq. (3)", **_FINITE)
     omega: float = Field(gt=0, lt=1, description="ω: the quantile level of eq. (3)", **_FINITE)
     time_max: float = Field(gt=0, description="Tmax, eq. (4)", **_FINITE)
-    horizon: int = Field(ge=1, description="K̄: the largest number of epochs")
+    horizon: int = Field(ge=1, le=MAX_HORIZON, description="K̄: the largest number of epochs")
     transfer_cost_mode: Literal["once", "per_epoch"] = "once"
     data_rule: Literal["intended", "printed"] = "intended"
     models: list[ModelVersion] = Field(min_length=1)
@@ -348,6 +353,8 @@ def load_instance(path: str | Path) -> Instance:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise InstanceError(f"{path}: cannot read instance file ({exc.strerror})") from None
+    except UnicodeDecodeError as exc:
+        raise InstanceError(f"{path}: not a UTF-8 text file (byte {exc.start}: {exc.reason})") from None
     try:
         data = json.loads(text, parse_constant=_reject_constant)
     except json.JSONDecodeError as exc:
@@ -373,6 +380,7 @@ def instance_schema() -> dict:
 
 __all__ = [
     "FORMAT_VERSION",
+    "MAX_HORIZON",
     "Instance",
     "ModelVersion",
     "Switch",

@@ -189,3 +189,26 @@ def test_bad_evaluation_arguments():
         evaluate_plan(inst, p, samples=10)
     with pytest.raises(PlanError, match="confidence"):
         evaluate_plan(inst, p, confidence=1.5)
+    # numpy's "expected non-negative integer" named no field.
+    with pytest.raises(PlanError, match="seed"):
+        evaluate_plan(inst, p, samples=100, seed=-1)
+
+
+def test_out_of_memory_is_a_plan_error_naming_samples(monkeypatch):
+    import deplbench.formulations.evaluate as evaluate_module
+
+    def no_memory(*args, **kwargs):
+        raise MemoryError
+    monkeypatch.setattr(evaluate_module, "simulate_trajectories", no_memory)
+    inst = parse_instance(random_instance(0.9))
+    with pytest.raises(PlanError, match="samples: 1000 trajectories"):
+        evaluate_plan(inst, plan([("m", "A", 5.0)], {"A": ["d0"]}), samples=1000)
+
+
+def test_load_plan_rejects_non_utf8_file_by_name(tmp_path):
+    from deplbench.formulations.plan import load_plan
+
+    path = tmp_path / "plan.json"
+    path.write_bytes(b"\xff\xfe{}")
+    with pytest.raises(PlanError, match="plan.json: not a UTF-8"):
+        load_plan(path)

@@ -371,3 +371,9 @@ def test_family_default_base_round_trip(tmp_path):
     kinds = {(s.from_model, s.to_model): s.jump.kind for s in inst.switches}
     assert kinds == {("fast-unsteady", "intermediate"): "student_t"}
     assert inst.provenance.parameters["base"] == "realistic family 'alexnet'"
+
+
+def test_negative_seed_is_named(small_logs):
+    # numpy's own "expected non-negative integer" named no field.
+    with pytest.raises(DeplbenchError, match="seed"):
+        F.fit_logs(F.Logs(F.validate_logs(small_logs)), seed=-1)

@@ -48,6 +48,8 @@ BAD_INPUTS = [
     (("switches", 0, "jump", "df"), 0.0, "switches[0].jump.student_t.df"),
     (("models", 1, "improvement"), {"kind": "gamma", "value": 1}, "models[1].improvement"),
     (("horizon",), 0, "horizon"),
+    # A validated K̄ of 10^9 used to pass and then exhaust memory in every layer.
+    (("horizon",), 10**9, "horizon"),
     (("transfer_costs", 0, "cluster"), "Z", "transfer_costs[0].cluster"),
     (("datasets", 0, "size"), 0.0, "datasets[0].size"),
     (("clusters",), _DELETE, "clusters"),
@@ -80,6 +82,12 @@ def test_not_a_json_object_or_file(tmp_path):
         load_instance(nan)
     with pytest.raises(InstanceError, match="cannot read"):
         load_instance(tmp_path / "missing.json")
+    # Not UTF-8: a one-line error naming the file (was a bare codec message
+    # without the file name, which also aborted `validate` on later files).
+    binary = tmp_path / "binary.json"
+    binary.write_bytes(b"\xff\xfe{}")
+    with pytest.raises(InstanceError, match="binary.json: not a UTF-8"):
+        load_instance(binary)
 
 
 @pytest.mark.parametrize("family, params", [
