@@ -163,23 +163,6 @@ def _order_statistic_ci(sorted_values: np.ndarray, omega: float, confidence: flo
     return float(sorted_values[lo - 1]), float(sorted_values[hi - 1])
 
 
-def _run_scale(instance, models: np.ndarray) -> np.ndarray:
-    """A_m · decay_m(k) of each epoch k = 1..K of a model-index sequence.
-
-    ``instance.run_scale`` stops at K̄; a plan longer than K̄ is reported as a
-    violation, and is still simulated (decay extended past K̄) rather than
-    indexing out of bounds.
-    """
-    K = models.size
-    if K <= instance.horizon:
-        return instance.run_scale[np.arange(K), models]
-    k = np.arange(1, K + 1, dtype=float)
-    a = np.array([m.loss_scale for m in instance.models])[models]
-    b = np.array([m.loss_offset for m in instance.models])[models]
-    inv_sqrt = np.array([m.decay == "inv_sqrt" for m in instance.models])[models]
-    return a * np.where(inv_sqrt, 1.0 / np.sqrt(k + b), 1.0)
-
-
 def simulate_trajectories(instance, models, gammas, n: int, rng: np.random.Generator) -> np.ndarray:
     """Loss trajectories ℓ(0..K), shape (n, K+1), for a fixed model sequence.
 
@@ -190,7 +173,7 @@ def simulate_trajectories(instance, models, gammas, n: int, rng: np.random.Gener
     K = models.size
     steps = np.zeros((n, K))
     if K:
-        scale = gammas * _run_scale(instance, models)
+        scale = gammas * instance.run_scale_for(models.size)[np.arange(models.size), models]
         for m in np.unique(models):
             cols = np.nonzero(models == m)[0]
             steps[:, cols] -= scale[cols] * instance.models[m].improvement.sample(rng, (n, cols.size))

@@ -258,15 +258,24 @@ class Instance(_Strict):
             beta[self.dataset_index[tc.dataset], self.cluster_index[tc.cluster]] = tc.cost
         return beta
 
+    def decay_for(self, n_epochs: int) -> np.ndarray:
+        """(n_epochs, |M|) array of decay_m(k), k = 1..n_epochs (eq. (8)).
+
+        Defined past K̄ too, so a plan longer than the horizon can still be
+        simulated (and reported as violating it)."""
+        k = np.arange(1, n_epochs + 1, dtype=float)[:, None]
+        offset = np.array([m.loss_offset for m in self.models])[None, :]
+        inv_sqrt = np.array([m.decay == "inv_sqrt" for m in self.models])[None, :]
+        return np.where(inv_sqrt, 1.0 / np.sqrt(k + offset), 1.0)
+
+    def run_scale_for(self, n_epochs: int) -> np.ndarray:
+        """(n_epochs, |M|) array of A_m · decay_m(k)."""
+        return self.decay_for(n_epochs) * np.array([m.loss_scale for m in self.models])[None, :]
+
     @cached_property
     def decay_matrix(self) -> np.ndarray:
         """(K̄, |M|) array of decay_m(k) for k = 1..K̄ (eq. (8))."""
-        k = np.arange(1, self.horizon + 1, dtype=float)[:, None]
-        out = np.ones((self.horizon, self.n_models))
-        for i, m in enumerate(self.models):
-            if m.decay == "inv_sqrt":
-                out[:, i] = 1.0 / np.sqrt(k[:, 0] + m.loss_offset)
-        return out
+        return self.decay_for(self.horizon)
 
     @cached_property
     def run_scale(self) -> np.ndarray:
