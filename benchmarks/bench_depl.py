@@ -1,4 +1,4 @@
-"""pytest-benchmark suite for DepL (heuristics/depl.py) and its stages.
+"""pytest-benchmark suite for DepL (solvers/depl.py) and its stages.
 
 Run with ``make bench`` (or ``pytest benchmarks/bench_depl.py -o
 python_files='bench_*.py'``). Timed regions:
@@ -23,12 +23,12 @@ import functools
 import numpy as np
 import pytest
 
-from deplbench.heuristics.base import solve
-from deplbench.heuristics.dataset_selection import DataObjective, SubsetRanker
-from deplbench.heuristics.depl import most_capable_cluster
-from deplbench.heuristics.expanded_graph import build_spec, solve_dp
-from deplbench.heuristics.quantile_transform import LossModel, build_bounds
-from deplbench.heuristics.vnf_allocation import place_and_allocate
+from deplbench.solvers.base import solve
+from deplbench.solvers.dataset_selection import DataObjective, SubsetRanker
+from deplbench.solvers.depl import most_capable_cluster
+from deplbench.solvers.expanded_graph import build_spec, solve_dp
+from deplbench.solvers.quantile_transform import LossModel, build_bounds
+from deplbench.solvers.vnf_allocation import place_and_allocate
 from deplbench.instances.generators import generate
 
 

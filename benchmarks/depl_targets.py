@@ -48,10 +48,10 @@ from pathlib import Path
 
 import numpy as np
 
-from deplbench.heuristics.base import solve
-from deplbench.heuristics.depl import most_capable_cluster
-from deplbench.heuristics.expanded_graph import build_spec, solve_dp, solve_networkx
-from deplbench.heuristics.quantile_transform import LossModel, build_bounds
+from deplbench.solvers.base import solve
+from deplbench.solvers.depl import most_capable_cluster
+from deplbench.solvers.expanded_graph import build_spec, solve_dp, solve_networkx
+from deplbench.solvers.quantile_transform import LossModel, build_bounds
 from deplbench.instances.generators import generate
 
 NX_LIMIT_S = 60.0

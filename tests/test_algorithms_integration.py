@@ -1,6 +1,6 @@
 """Cross-algorithm integration tests: every registered algorithm, end to end.
 
-For every name in the registry (``heuristics.registry.SOLVERS`` — the
+For every name in the registry (``solvers.registry.SOLVERS`` — the
 *registered* names, so an algorithm whose module is missing fails here
 instead of being skipped silently):
 
@@ -34,8 +34,8 @@ from deplbench.formulations.evaluate import evaluate_plan
 from deplbench.formulations.knapsack import knapsack_optimum_from_instance
 from deplbench.formulations.result import SolveResult
 from deplbench.formulations.scenarios import ScenarioSampler, allowed_violations
-from deplbench.heuristics.base import Param, solve
-from deplbench.heuristics.registry import SOLVERS, get_solver
+from deplbench.solvers.base import Param, solve
+from deplbench.solvers.registry import SOLVERS, get_solver
 from deplbench.instances.generators import generate
 
 NAMES = list(SOLVERS)

@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 from deplbench.formulations.scenarios import ScenarioSampler, allowed_violations
-from deplbench.heuristics import brute_force
-from deplbench.heuristics.base import solve
+from deplbench.solvers import brute_force
+from deplbench.solvers.base import solve
 from deplbench.instances.model import parse_instance
 from milp_instances import tiny_instance
 

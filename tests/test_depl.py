@@ -1,6 +1,6 @@
-"""DepL and best-exp (heuristics/depl.py) end to end, plus the quantile
-transforms (heuristics/quantile_transform.py) and the (1+ε) allocation stage
-(heuristics/vnf_allocation.py)."""
+"""DepL and best-exp (solvers/depl.py) end to end, plus the quantile
+transforms (solvers/quantile_transform.py) and the (1+ε) allocation stage
+(solvers/vnf_allocation.py)."""
 
 from __future__ import annotations
 
@@ -17,9 +17,9 @@ from deplbench.formulations.allocation import allocate
 from deplbench.formulations.evaluate import simulate_trajectories
 from deplbench.formulations.knapsack import covering_dp
 from deplbench.formulations.scenarios import quantile_rank
-from deplbench.heuristics import depl as depl_module
-from deplbench.heuristics.base import solve
-from deplbench.heuristics.quantile_transform import (
+from deplbench.solvers import depl as depl_module
+from deplbench.solvers.base import solve
+from deplbench.solvers.quantile_transform import (
     LossModel,
     build_bounds,
     chernoff_bound,
@@ -27,7 +27,7 @@ from deplbench.heuristics.quantile_transform import (
     log_mgf,
     tangent_bound,
 )
-from deplbench.heuristics.vnf_allocation import place_and_allocate
+from deplbench.solvers.vnf_allocation import place_and_allocate
 from deplbench.instances.distributions import InverseGamma, StudentT
 from deplbench.instances.generators import generate
 from deplbench.instances.model import parse_instance
@@ -174,7 +174,7 @@ def test_allocation_failure_blacklists_the_path(monkeypatch, alexnet9):
     def flaky(*args, **kwargs):
         calls["n"] += 1
         if calls["n"] == 1:
-            from deplbench.heuristics.vnf_allocation import PlacementResult
+            from deplbench.solvers.vnf_allocation import PlacementResult
             return PlacementResult(False, reason="injected failure")
         return real(*args, **kwargs)
 

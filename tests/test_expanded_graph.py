@@ -1,4 +1,4 @@
-"""DepL's expanded graph (heuristics/expanded_graph.py): the vectorised DAG DP
+"""DepL's expanded graph (solvers/expanded_graph.py): the vectorised DAG DP
 against the networkx reference and against brute force, conservative
 rounding, and monotonicity in η."""
 
@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from deplbench.errors import SolverError
-from deplbench.heuristics.expanded_graph import (
+from deplbench.solvers.expanded_graph import (
     build_networkx,
     build_spec,
     exact_loss_units,

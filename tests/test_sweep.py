@@ -170,7 +170,7 @@ def test_packaged_sweeps_are_valid(name):
     assert sweep.name == name and tasks
     # Every name must be registered (loadable or not: another layer may still
     # be landing) and every instance recipe must generate.
-    from deplbench.heuristics.registry import SOLVERS
+    from deplbench.solvers.registry import SOLVERS
 
     loadable = task_mod.available_algorithms()
     for a in sweep.algorithms:

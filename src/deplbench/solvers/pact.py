@@ -103,7 +103,7 @@ How each element maps onto this suite (every interpretation we made)
   above target; horizon or deadline exhausted → ``infeasible``.
 * **Datasets**: PACT's nodes own their data; here one dataset set S is given
   to every training cluster and PACT runs once per candidate S
-  (:func:`~deplbench.heuristics.baselines.dataset_subsets`), keeping the
+  (:func:`~deplbench.solvers.baselines.dataset_subsets`), keeping the
   cheapest verified plan. β enters the final cost, not the edge weights.
   Under the printed eq. (6) the cluster never changes.
 
@@ -126,8 +126,8 @@ import numpy as np
 
 from deplbench.errors import SolverError
 from deplbench.formulations.result import SolveResult
-from deplbench.heuristics.base import Param, Solver
-from deplbench.heuristics.baselines import (
+from deplbench.solvers.base import Param, Solver
+from deplbench.solvers.baselines import (
     DataSetting,
     common_parameters,
     data_setting,

@@ -7,7 +7,7 @@ the benchmark runner.
 
 Examples
 --------
->>> from deplbench.heuristics.base import solve                      # doctest: +SKIP
+>>> from deplbench.solvers.base import solve                      # doctest: +SKIP
 >>> res = solve(instance, "milp", scenarios=300, time_limit=30)        # doctest: +SKIP
 >>> res.status, res.cost, res.lower_bound, res.gap                     # doctest: +SKIP
 ('optimal', 1777.18, 1777.18, 0.0)
@@ -19,7 +19,7 @@ from typing import ClassVar
 
 from deplbench.formulations.milp import BACKENDS, FORMULATIONS, solve_milp
 from deplbench.formulations.result import SolveResult
-from deplbench.heuristics.base import Param, Solver
+from deplbench.solvers.base import Param, Solver
 
 
 class Milp(Solver):
@@ -29,7 +29,7 @@ class Milp(Solver):
     ``time_limit`` (with the best plan and bound so far), ``infeasible`` (with
     the reason) or ``error``. Optimality refers to the S in-sample scenarios
     drawn with ``seed``; the returned plan is judged out-of-sample by
-    :func:`deplbench.heuristics.base.solve`.
+    :func:`deplbench.solvers.base.solve`.
     """
 
     name: ClassVar[str] = "milp"

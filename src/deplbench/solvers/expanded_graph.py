@@ -46,7 +46,7 @@ Three loss axes (``rounding``)
 Edge weight
 -----------
 Entering epoch k with model m' costs a fixed w_{m'} > 0 (DepL uses
-w_m = sqrt(κ*·c(m, D̂)) + λ·comm_m, see ``heuristics.depl``): a path of
+w_m = sqrt(κ*·c(m, D̂)) + λ·comm_m, see ``solvers.depl``): a path of
 square-root weight W = Σ sqrt(κ*·c) has, on the most capable cluster, the
 real-x optimal cost W² / (Tmax − Σ comm) whenever the capacity does not bind
 (the water-filling closed form of ``formulations.allocation``; a lower bound

@@ -1,5 +1,5 @@
 """The PACT paper's static baselines, StaticLearn and OneSwitch, and the
-helpers they share with :mod:`deplbench.heuristics.pact`.
+helpers they share with :mod:`deplbench.solvers.pact`.
 
 Both baselines come from PACT Sec. VI-B ("Benchmark solutions"):
 
@@ -50,7 +50,7 @@ from deplbench.formulations.evaluate import evaluate_plan, transfer_cost
 from deplbench.formulations.plan import Epoch, Plan
 from deplbench.formulations.result import SolveResult
 from deplbench.formulations.scenarios import ScenarioSampler, quantile_rank
-from deplbench.heuristics.base import Param, Solver
+from deplbench.solvers.base import Param, Solver
 
 #: The out-of-sample check inside the baselines uses ``seed + CHECK_SEED_OFFSET``
 #: so that it is independent of both the in-sample scenarios (stream 0 of
@@ -63,7 +63,7 @@ LOSS_TOL = 1e-9
 
 
 # --------------------------------------------------------------------------
-# Shared helpers (also used by heuristics.pact)
+# Shared helpers (also used by solvers.pact)
 # --------------------------------------------------------------------------
 def common_parameters() -> dict[str, Param]:
     """The parameters every baseline of this module and PACT share.
@@ -118,7 +118,7 @@ def dataset_subsets(instance, limit: int) -> list[tuple[str, ...]]:
     and OneSwitch are PACT's baselines and have none either. Our instances
     need z(d, n), so every baseline gives the *same* set S to each cluster
     that trains and picks the cheapest S among these candidates (our
-    interpretation; DepL's own dataset stage is in ``heuristics.depl``).
+    interpretation; DepL's own dataset stage is in ``solvers.depl``).
     """
     names = instance.all_datasets
     if 2 ** len(names) - 1 <= limit:

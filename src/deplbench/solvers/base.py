@@ -13,7 +13,7 @@ out-of-sample evaluator, attaching the evaluation to the record.
 
 Examples
 --------
->>> from deplbench.heuristics.base import solve               # doctest: +SKIP
+>>> from deplbench.solvers.base import solve               # doctest: +SKIP
 >>> res = solve(instance, "depl", eta=100)                     # doctest: +SKIP
 >>> res.status, res.cost, res.evaluation["verdict"]            # doctest: +SKIP
 ('feasible', 1234.5, 'feasible')
@@ -160,7 +160,7 @@ def solve(
         failure inside the algorithm becomes a result with status ``error``.
     """
     if isinstance(algorithm, str):
-        from deplbench.heuristics.registry import get_solver
+        from deplbench.solvers.registry import get_solver
 
         cls = get_solver(algorithm)
     else:

@@ -26,10 +26,10 @@ MODULES = (
     "deplbench.instances.model", "deplbench.instances.generators",
     "deplbench.formulations.evaluate", "deplbench.formulations.scenarios",
     "deplbench.formulations.knapsack", "pyomo.environ", "highspy",
-    "deplbench.formulations.milp", "deplbench.heuristics.registry",
-    "deplbench.heuristics.depl", "deplbench.heuristics.pact",
-    "deplbench.heuristics.baselines", "deplbench.heuristics.milp_solver",
-    "deplbench.heuristics.brute_force", "deplbench.benchmarks.tasks",
+    "deplbench.formulations.milp", "deplbench.solvers.registry",
+    "deplbench.solvers.depl", "deplbench.solvers.pact",
+    "deplbench.solvers.baselines", "deplbench.solvers.milp_solver",
+    "deplbench.solvers.brute_force", "deplbench.benchmarks.tasks",
 )
 
 

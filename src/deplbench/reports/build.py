@@ -137,7 +137,7 @@ def solver_default(algorithm: str, name: str) -> float | None:
     at the solver's default, which Property 3's bound needs (η, ε).
     """
     try:
-        from deplbench.heuristics.registry import get_solver
+        from deplbench.solvers.registry import get_solver
 
         solver = get_solver(algorithm)
         par = (getattr(solver, "parameters", None) or {}).get(name)

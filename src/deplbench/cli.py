@@ -24,7 +24,7 @@ COMMAND_MODULES = (
     "deplbench.instances.cli",
     "deplbench.instances.fit_cli",
     "deplbench.formulations.cli",
-    "deplbench.heuristics.cli",
+    "deplbench.solvers.cli",
     "deplbench.benchmarks.cli",
     "deplbench.reports.cli",
 )

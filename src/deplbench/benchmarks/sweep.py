@@ -11,7 +11,7 @@ re-running the same sweep — or another sweep sharing tasks — against the sam
 results store skips what is already finished.
 
 Like benchopt, nothing here knows about any single solver: an algorithm is a
-name (looked up in :mod:`deplbench.heuristics.registry`, or one of the
+name (looked up in :mod:`deplbench.solvers.registry`, or one of the
 oracles of :mod:`deplbench.benchmarks.tasks`) plus parameters.
 
 File format (every key other than those marked *required* is optional)::
@@ -21,7 +21,7 @@ File format (every key other than those marked *required* is optional)::
     description = "..."
     time_limit_s = 120          # hard wall-clock limit per task (default 600)
     [sweep.evaluation]          # out-of-sample judging of every plan
-    samples = 20000             # forwarded to heuristics.registry.solve
+    samples = 20000             # forwarded to solvers.registry.solve
     seed = 0
 
     [[instances]]

@@ -6,7 +6,7 @@ The layers are installed as sub-packages (see ``docs/DESIGN.md``)::
 
     deplbench.instances     instance model, JSON format, distributions, generators
     deplbench.formulations  plans, exact evaluation, scenarios, allocation, MILP
-    deplbench.heuristics    DepL and the baselines behind one solver interface
+    deplbench.solvers    DepL and the baselines behind one solver interface
     deplbench.benchmarks    sweeps, executors, results store, pytest-benchmark suites
     deplbench.reports       HTML/CSV/Markdown reports and the claims audit
 """

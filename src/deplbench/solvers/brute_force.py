@@ -20,7 +20,7 @@ K̄ ≤ 6, |M| ≤ 3, |N| ≤ 2, |D| ≤ 3 are refused with status ``error``.
 
 Examples
 --------
->>> from deplbench.heuristics.base import solve                 # doctest: +SKIP
+>>> from deplbench.solvers.base import solve                 # doctest: +SKIP
 >>> solve(tiny_instance, "brute-force", scenarios=50).status     # doctest: +SKIP
 'optimal'
 """
@@ -37,7 +37,7 @@ from deplbench.formulations.allocation import allocate
 from deplbench.formulations.plan import Epoch, Plan
 from deplbench.formulations.result import SolveResult
 from deplbench.formulations.scenarios import ScenarioSampler, allowed_violations
-from deplbench.heuristics.base import Param, Solver
+from deplbench.solvers.base import Param, Solver
 
 #: Largest instance the exhaustive search accepts (SPEC: tiny instances).
 LIMITS = {"horizon": 6, "models": 3, "clusters": 2, "datasets": 3}

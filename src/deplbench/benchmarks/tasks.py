@@ -15,7 +15,7 @@ in this order, in
 2. the oracles of this module (:data:`ORACLES`: ``knapsack-dp``, the exact
    covering-knapsack DP of SPEC §3, whose row gives reports the ground truth
    of knapsack-derived instances);
-3. :mod:`deplbench.heuristics.registry`.
+3. :mod:`deplbench.solvers.registry`.
 
 Every task on a knapsack-derived instance (one whose provenance carries the
 knapsack items) also gets ``diagnostics["dp_optimum"]``: the DP optimum, so a
@@ -117,7 +117,7 @@ def _optional_module(layer: str, module: str):
 
 
 def _registry():
-    return _optional_module("heuristics", "registry")
+    return _optional_module("solvers", "registry")
 
 
 def _generators():
@@ -296,7 +296,7 @@ def _solve(instance, task: Mapping[str, Any]) -> dict:
         result = ORACLES[name](instance, **params)
     else:
         try:
-            from deplbench.heuristics.base import solve
+            from deplbench.solvers.base import solve
         except ModuleNotFoundError as exc:
             raise SweepError(f"algorithm: solver layer not installed (needed for {name!r})") from exc
         result = solve(instance, name, **_evaluation_kwargs(solve, task), **params)

@@ -2,7 +2,7 @@
 
 The CLI and the benchmark runner look algorithms up here by name and know
 nothing else about them. The exact MILP lives in ``formulations`` and is
-registered through its thin wrapper in ``heuristics.milp_solver`` (imports
+registered through its thin wrapper in ``solvers.milp_solver`` (imports
 flow downward only).
 """
 
@@ -14,13 +14,13 @@ from deplbench.errors import SolverError
 
 #: name → "module:Class"
 SOLVERS: dict[str, str] = {
-    "milp": "deplbench.heuristics.milp_solver:Milp",
-    "depl": "deplbench.heuristics.depl:DepL",
-    "best-exp": "deplbench.heuristics.depl:BestExp",
-    "pact": "deplbench.heuristics.pact:Pact",
-    "static-learn": "deplbench.heuristics.baselines:StaticLearn",
-    "one-switch": "deplbench.heuristics.baselines:OneSwitch",
-    "brute-force": "deplbench.heuristics.brute_force:BruteForce",
+    "milp": "deplbench.solvers.milp_solver:Milp",
+    "depl": "deplbench.solvers.depl:DepL",
+    "best-exp": "deplbench.solvers.depl:BestExp",
+    "pact": "deplbench.solvers.pact:Pact",
+    "static-learn": "deplbench.solvers.baselines:StaticLearn",
+    "one-switch": "deplbench.solvers.baselines:OneSwitch",
+    "brute-force": "deplbench.solvers.brute_force:BruteForce",
 }
 
 

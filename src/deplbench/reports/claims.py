@@ -38,7 +38,7 @@ BEST_EXP_SAVING = 0.27
 
 #: Where DepL's per-instance submodularity check of K̂(D̂)·T̂(D̂) is read:
 #: ``diagnostics["submodularity"] = {"checked", "violated", "exhaustive", ...}``
-#: (what heuristics/depl.py writes), else the flat keys below.
+#: (what solvers/depl.py writes), else the flat keys below.
 SUBMODULAR_DICT_KEY = "submodularity"
 SUBMODULAR_VIOLATION_KEYS = ("submodular_violations", "submodularity_violations")
 SUBMODULAR_CHECK_KEYS = ("submodular_checks", "submodularity_checks")

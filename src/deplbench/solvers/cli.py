@@ -31,8 +31,8 @@ def _parse_kv(items: list[str]) -> dict[str, str]:
 
 
 def _cmd_solve(args) -> int:
-    from deplbench.heuristics.base import solve
-    from deplbench.heuristics.registry import get_solver
+    from deplbench.solvers.base import solve
+    from deplbench.solvers.registry import get_solver
     from deplbench.instances.model import load_instance
 
     instance = load_instance(args.instance)
@@ -78,7 +78,7 @@ def _cmd_solve(args) -> int:
 
 
 def _cmd_algorithms(args) -> int:
-    from deplbench.heuristics.registry import SOLVERS, get_solver
+    from deplbench.solvers.registry import SOLVERS, get_solver
 
     rows = []
     for name in SOLVERS:

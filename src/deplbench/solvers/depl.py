@@ -115,8 +115,8 @@ from deplbench.formulations.evaluate import evaluate_plan, simulate_trajectories
 from deplbench.formulations.plan import Epoch, Plan
 from deplbench.formulations.result import SolveResult
 from deplbench.formulations.scenarios import ScenarioSampler, quantile_rank
-from deplbench.heuristics.base import Param, Solver
-from deplbench.heuristics.dataset_selection import (
+from deplbench.solvers.base import Param, Solver
+from deplbench.solvers.dataset_selection import (
     EXHAUSTIVE_MIN_MAX,
     DataObjective,
     SubsetRanker,
@@ -124,9 +124,9 @@ from deplbench.heuristics.dataset_selection import (
     exhaustive_minimum,
     submodularity_check,
 )
-from deplbench.heuristics.expanded_graph import build_spec, solve_dp, solve_dp_labels
-from deplbench.heuristics.quantile_transform import METHODS, LossModel, build_bounds, validate_method
-from deplbench.heuristics.vnf_allocation import place_and_allocate, validate_epsilon
+from deplbench.solvers.expanded_graph import build_spec, solve_dp, solve_dp_labels
+from deplbench.solvers.quantile_transform import METHODS, LossModel, build_bounds, validate_method
+from deplbench.solvers.vnf_allocation import place_and_allocate, validate_epsilon
 
 
 # ----------------------------------------------------------------------------- helpers
