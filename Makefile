@@ -1,21 +1,61 @@
-# deplbench — the README's commands. Each target sets up .venv itself.
+# deplbench — the README's commands. Each target sets up .venv itself, from
+# the lockfile requirements/lock.txt (every dependency pinned), so a new
+# release of any dependency cannot change what a fresh machine installs.
+# `make lock` refreshes the lock; `make test-latest` tries the newest releases.
 PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
+LOCK   := requirements/lock.txt
+LATEST := .venv-latest
 
-.PHONY: setup test bench targets demo reproduce clean
+# The lock is compiled with CPython 3.11 and pins releases (numpy 2.4,
+# pandas 3) that need Python >= 3.11.
+export PYCHECK := import sys; sys.exit(0 if sys.version_info >= (3, 11) else \
+	"requirements/lock.txt needs Python >= 3.11; run make with PYTHON=python3.11 (or newer)")
 
-$(STAMP): pyproject.toml
-	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e ".[test]"
+.PHONY: setup test test-fast test-latest lock bench targets demo reproduce clean
+
+# The venv's own pip (not upgraded: nothing unpinned is downloaded) installs
+# the locked set, build backend included; then deplbench itself, editable,
+# without dependencies and without build isolation (isolation would fetch the
+# newest setuptools). `pip check` fails if the lock no longer satisfies
+# pyproject.toml (a dependency added there but not locked: run `make lock`).
+$(STAMP): $(LOCK) pyproject.toml
+	test -x $(PY) || { $(PYTHON) -c "$$PYCHECK" && $(PYTHON) -m venv $(VENV); }
+	$(PY) -m pip install -q -r $(LOCK)
+	$(PY) -m pip install -q --no-deps --no-build-isolation -e .
+	$(PY) -m pip check
 	touch $(STAMP)
 
 setup: $(STAMP)
 
+# The full suite (about 10 minutes on 2 cores).
 test: $(STAMP)
 	$(PY) -m pytest tests -q
+
+# The quick loop (under a minute): every layer, without the tests marked
+# slow or integration (tests/conftest.py marks them).
+test-fast: $(STAMP)
+	$(PY) -m pytest tests -q -x -m "not slow and not integration"
+
+# The suite against the newest releases of every dependency, in a separate
+# venv so that .venv keeps the locked versions. Upgrading is a deliberate
+# step: if this passes, `make lock` and commit the new lock.
+test-latest:
+	test -x $(LATEST)/bin/python || $(PYTHON) -m venv $(LATEST)
+	$(LATEST)/bin/python -m pip install -q -U pip
+	$(LATEST)/bin/python -m pip install -q -U -e ".[test,peers]"
+	$(LATEST)/bin/python -m pip list --format=freeze | grep -v "^-e\|^deplbench"
+	$(LATEST)/bin/python -m pytest tests -q -p no:cacheprovider
+
+# Refresh the lock to the newest releases allowed by pyproject.toml (lower
+# bounds only), test extra, peers extra and build backend included.
+lock: $(STAMP)
+	$(PY) -m pip install -q pip-tools
+	CUSTOM_COMPILE_COMMAND="make lock" $(PY) -m piptools compile --quiet --upgrade \
+		--allow-unsafe --strip-extras --build-deps-for editable --extra test --extra peers \
+		--no-emit-index-url --no-emit-find-links --output-file $(LOCK) pyproject.toml
 
 # pytest-benchmark suites benchmarks/bench_*.py -> results/bench/bench.json
 # (read by `deplbench report`). Exit status 5 = no suite collected yet: not
@@ -45,4 +85,4 @@ reproduce: $(STAMP)
 	$(VENV)/bin/deplbench report results/full.sqlite --out reports/full --bench-json results/bench
 
 clean:
-	rm -rf $(VENV) results reports/demo reports/full .pytest_cache .benchmarks
+	rm -rf $(VENV) $(LATEST) results reports/demo reports/full .pytest_cache .benchmarks .hypothesis

@@ -17,7 +17,8 @@ from deplbench.formulations.allocation import allocate
 from deplbench.formulations.evaluate import simulate_trajectories
 from deplbench.formulations.knapsack import covering_dp
 from deplbench.formulations.scenarios import quantile_rank
-from deplbench.solvers import depl as depl_module
+from deplbench.solvers import depl_calibration as calibration_module
+from deplbench.solvers import depl_stages as stages_module
 from deplbench.solvers.base import solve
 from deplbench.solvers.quantile_transform import (
     LossModel,
@@ -168,7 +169,7 @@ def test_dataset_blacklist_backtrack():
 
 
 def test_allocation_failure_blacklists_the_path(monkeypatch, alexnet9):
-    real = depl_module.place_and_allocate
+    real = stages_module.place_and_allocate
     calls = {"n": 0}
 
     def flaky(*args, **kwargs):
@@ -178,7 +179,7 @@ def test_allocation_failure_blacklists_the_path(monkeypatch, alexnet9):
             return PlacementResult(False, reason="injected failure")
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(depl_module, "place_and_allocate", flaky)
+    monkeypatch.setattr(stages_module, "place_and_allocate", flaky)
     res = solve(alexnet9, "depl", check_samples=5000)
     assert calls["n"] >= 2
     assert res.diagnostics["backtracks"][0]["stage"] == "allocation"
@@ -363,40 +364,40 @@ def test_calibrated_cost_not_above_default_and_its_own_test_accepts_it(alexnet9,
     assert res.cost <= default_cost * (1 + 1e-12)
     # On this instance the proven bound leaves room: calibration must use it.
     assert d["guarantee"] == "statistical" and res.cost < 0.97 * default_cost
-    assert cal["improved"] and 1 <= len(cal["tests"]) <= depl_module.CALIBRATION_STEPS
+    assert cal["improved"] and 1 <= len(cal["tests"]) <= calibration_module.CALIBRATION_STEPS
     # The returned plan is the first (and only) test that passed, and
     # re-running that test (its seed, level and sample count) accepts it.
     passed = [t for t in cal["tests"] if t["passed"]]
     assert len(passed) == 1 and cal["tests"][-1] is passed[0] and passed[0]["cost"] == pytest.approx(res.cost)
     level = cal["confidence_per_test"]
-    assert level == pytest.approx(1 - 0.05 / depl_module.CALIBRATION_STEPS)
-    ev = depl_module.evaluate_plan(alexnet9, res.plan, samples=passed[0]["samples"], seed=passed[0]["seed"],
+    assert level == pytest.approx(1 - 0.05 / calibration_module.CALIBRATION_STEPS)
+    ev = calibration_module.evaluate_plan(alexnet9, res.plan, samples=passed[0]["samples"], seed=passed[0]["seed"],
                                    confidence=level, trajectory=False)
     assert ev.feasible and ev.quantile_ci[1] <= alexnet9.loss_max
     # Test seeds are DepL's own: never the suite's evaluation seed (0) nor the first check's.
     seeds = {t["seed"] for t in cal["tests"]}
-    assert 0 not in seeds and depl_module._check_seed(0) not in seeds
+    assert 0 not in seeds and stages_module.check_seed(0) not in seeds
     assert "statistical" in d["bound"]["guarantee"]
     json.dumps(res.to_dict())
 
 
 def test_calibration_never_returns_a_plan_its_test_rejects(monkeypatch, alexnet9):
     """Make every calibration test fail: DepL must fall back on the proven plan."""
-    real = depl_module.evaluate_plan
+    real = calibration_module.evaluate_plan
     calls = []
 
     def rejecting(instance, plan, samples=100_000, seed=0, confidence=0.95, trajectory=True):
         ev = real(instance, plan, samples=samples, seed=seed, confidence=confidence, trajectory=trajectory)
-        if seed != depl_module._check_seed(0):  # a calibration test
+        if seed != stages_module.check_seed(0):  # a calibration test
             calls.append(seed)
             ev.verdict, ev.feasible = "infeasible", False
         return ev
 
-    monkeypatch.setattr(depl_module, "evaluate_plan", rejecting)
+    monkeypatch.setattr(calibration_module, "evaluate_plan", rejecting)
     res = solve(alexnet9, "depl", evaluate=False, calibrate=True, check_samples=5000)
     plain = solve(alexnet9, "depl", evaluate=False, check_samples=5000)
     cal = res.diagnostics["calibration"]
-    assert calls and len(calls) == len(cal["tests"]) <= depl_module.CALIBRATION_STEPS
+    assert calls and len(calls) == len(cal["tests"]) <= calibration_module.CALIBRATION_STEPS
     assert not cal["improved"] and all(not t["passed"] for t in cal["tests"])
     assert res.status == "feasible" and res.diagnostics["guarantee"] == "proven"
     assert _plan_signature(res) == _plan_signature(plain)
@@ -414,3 +415,15 @@ def test_calibration_is_skipped_on_deterministic_instances():
 def test_best_exp_has_no_calibrate_parameter(alexnet9):
     with pytest.raises(SolverError, match="calibrate"):
         solve(alexnet9, "best-exp", calibrate=True)
+
+
+def test_best_exp_is_composed_not_derived_from_depl():
+    """Issue 12: best-exp shares DepL's stages and the one train-on rule
+    instead of subclassing DepL and deleting parameters."""
+    from deplbench.solvers.best_exp import BestExp
+    from deplbench.solvers.depl import DepL
+    from deplbench.solvers.depl_stages import LOOP_PARAMS
+
+    assert not issubclass(BestExp, DepL)
+    assert set(BestExp.parameters) == set(LOOP_PARAMS)
+    assert set(LOOP_PARAMS) < set(DepL.parameters)

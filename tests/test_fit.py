@@ -1,4 +1,4 @@
-"""Tests of ``deplbench fit`` (instances/fit.py, instances/fit_cli.py).
+"""Tests of ``deplbench fit`` (instances/fit.py, cli/fit.py).
 
 Logs are simulated with numpy directly from known loss-model parameters
 (eq. (8) and l_sw, DepL Sec. VI-A), independently of the fitter's code, and
@@ -377,3 +377,16 @@ def test_negative_seed_is_named(small_logs):
     # numpy's own "expected non-negative integer" named no field.
     with pytest.raises(DeplbenchError, match="seed"):
         F.fit_logs(F.Logs(F.validate_logs(small_logs)), seed=-1)
+
+
+def test_instance_layer_never_imports_matplotlib():
+    # Plotting lives in reports/ (reports.fit_plots draws the fit report);
+    # the bottom layer must load without it (issue 12).
+    code = ("import sys\n"
+            "import deplbench.instances.fit, deplbench.instances.generators, deplbench.instances.model\n"
+            "from deplbench.instances import fit\n"
+            "assert hasattr(fit, 'fit_logs') and not hasattr(fit, 'write_report')\n"
+            "print('matplotlib' in sys.modules)\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "False"

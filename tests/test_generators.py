@@ -276,3 +276,130 @@ def test_datasets_family_heterogeneous_and_not_always_submodular():
         assert evaluate_plan(inst, plan, samples=20_000, seed=1, trajectory=False).feasible
     # Sec. IV-A's submodularity claim fails on some generated instances.
     assert not all(verdicts)
+
+
+# ------------------------------------------- switch graphs and |D| up to 10
+
+
+def _has_cycle(n: int, edges) -> bool:
+    """Kahn's algorithm on the directed switch graph (independent of the model)."""
+    indeg = [0] * n
+    out = [[] for _ in range(n)]
+    for i, j in edges:
+        out[i].append(j)
+        indeg[j] += 1
+    ready = [v for v in range(n) if indeg[v] == 0]
+    seen = 0
+    while ready:
+        v = ready.pop()
+        seen += 1
+        for w in out[v]:
+            indeg[w] -= 1
+            if indeg[w] == 0:
+                ready.append(w)
+    return seen < n
+
+
+SWITCH_FAMILIES = [
+    ("realistic", {"family": "alexnet"}),
+    ("realistic", {"family": "mobilenet", "n_a": 2}),
+    ("realistic", {"family": "pact-vgg11"}),
+    ("scaling", {"n_models": 5, "n_datasets": 2}),
+    ("datasets", {"n_datasets": 3}),
+]
+
+
+@pytest.mark.parametrize("family, params", SWITCH_FAMILIES)
+def test_switches_any_is_the_complete_cyclic_graph(family, params):
+    pruned = generate(family, seed=4, **params)
+    explicit = generate(family, seed=4, switches="pruning", **params)
+    cyclic = generate(family, seed=4, switches="any", **params)
+    # The default is the pruning graph, unchanged and acyclic.
+    assert explicit.to_json() == pruned.to_json()
+    assert "switches" not in pruned.provenance.parameters
+    assert not _has_cycle(pruned.n_models, pruned.switch_pairs)
+    # "any": every ordered pair, hence a cycle, reproducibly.
+    n = cyclic.n_models
+    assert set(cyclic.switch_pairs) == {(i, j) for i in range(n) for j in range(n) if i != j}
+    assert cyclic.allowed.all()
+    assert _has_cycle(n, cyclic.switch_pairs)
+    assert cyclic.to_json() == generate(family, seed=4, switches="any", **params).to_json()
+    assert cyclic.provenance.parameters["switches"] == "any"
+    assert "switches=any" in " ".join(cyclic.provenance.assumptions)
+    # The pruning switches keep their position and law; each reverse switch
+    # has the documented law t(4, 2·loc, 0.4·2·loc) of its opposite.
+    k = len(pruned.switches)
+    assert [s.model_dump() for s in cyclic.switches[:k]] == [s.model_dump() for s in pruned.switches]
+    forward = {(s.from_model, s.to_model): s.jump for s in pruned.switches}
+    for s in cyclic.switches[k:]:
+        fwd = forward[(s.to_model, s.from_model)]
+        assert s.jump.kind == "student_t" and s.jump.df == fwd.df == 4.0
+        assert s.jump.loc == pytest.approx(2.0 * fwd.loc, rel=1e-5)
+        assert s.jump.scale == pytest.approx(0.4 * s.jump.loc, rel=1e-5)
+    # Everything except the switch graph is the pruning twin's.
+    a, b = pruned.model_dump(), cyclic.model_dump()
+    assert {key for key in a if a[key] != b[key]} == {"name", "switches", "provenance"}
+
+
+def test_switches_any_admits_a_plan_that_pruning_forbids():
+    # fast → slow → fast: growing a pruned model back (a cycle in the plan).
+    blocks = ["fast-unsteady"] * 3 + ["slow-steady"] * 3 + ["fast-unsteady"] * 3
+    cyclic = generate("realistic", family="alexnet", switches="any", loss_max=19.0)
+    plan = plan_from_choices(cyclic, blocks, ["A1"] * len(blocks), {"A1": ["d0"]})
+    ev = evaluate_plan(cyclic, plan, samples=2000, seed=0, trajectory=False)
+    assert ev.constraints_ok
+    assert not any("not allowed" in v for v in ev.violations)
+    pruned = generate("realistic", family="alexnet", loss_max=19.0)
+    ev = evaluate_plan(pruned, plan, samples=2000, seed=0, trajectory=False)
+    assert not ev.constraints_ok
+    assert any("'slow-steady' -> 'fast-unsteady' is not allowed" in v for v in ev.violations)
+
+
+@pytest.mark.parametrize("family, params", [
+    ("realistic", {"switches": "cyclic"}), ("scaling", {"switches": 1}), ("datasets", {"switches": None}),
+    ("scaling", {"switches": "any", "n_models": 201}),
+])
+def test_bad_switches_name_the_field(family, params):
+    field = "n_models" if "n_models" in params else "switches"
+    with pytest.raises(InstanceError, match=field):
+        generate(family, **params)
+
+
+@pytest.mark.parametrize("n_datasets", [7, 8, 9, 10])
+def test_datasets_family_up_to_ten(n_datasets, tmp_path):
+    from deplbench.instances.model import load_instance
+
+    inst = generate("datasets", n_datasets=n_datasets, n_clusters=2, horizon=50, seed=0)
+    assert inst.n_datasets == n_datasets and inst.n_clusters == 2 and inst.horizon == 50
+    assert len({d.name for d in inst.datasets}) == n_datasets
+    assert len(inst.transfer_costs) == 2 * n_datasets
+    # The file round-trips through the loader (the format itself has no |D| limit).
+    path = tmp_path / "d.json"
+    inst.save(path)
+    assert load_instance(path).to_json() == inst.to_json()
+    ref = inst.provenance.reference_plan
+    plan = plan_from_choices(inst, [ref["model"]] * ref["epochs"], [ref["cluster"]] * ref["epochs"],
+                             {ref["cluster"]: inst.all_datasets})
+    assert evaluate_plan(inst, plan, samples=20_000, seed=1, trajectory=False).feasible
+
+
+def test_general_sweep_instances():
+    from pathlib import Path
+
+    from deplbench.benchmarks.sweep import load_sweep
+
+    path = Path(__file__).resolve().parents[1] / "src/deplbench/benchmarks/sweeps/general.toml"
+    tasks = load_sweep(path, check_names=False).tasks()
+    by_group = {}
+    for t in tasks:
+        inst = generate(t.family, seed=t.instance_seed, **t.instance_params).with_changes(**t.targets)
+        by_group.setdefault(t.group, set()).add(inst.loss_max)
+        if t.group == "alexnet-any":
+            assert _has_cycle(inst.n_models, inst.switch_pairs) and inst.n_clusters == 2
+            assert inst.horizon == 100 and inst.omega == 0.99
+            assert t.params["scenarios"] == 1000 if t.algorithm == "milp" else True
+        else:
+            assert inst.n_datasets == 10 and inst.n_clusters == 2 and inst.horizon == 50
+            assert t.params["scenarios"] == 200 if t.algorithm == "milp" else True
+    assert by_group["alexnet-any"] == {5.0, 7.0, 9.0, 11.0, 13.0}
+    assert {t.algorithm for t in tasks} == {"milp", "depl"}

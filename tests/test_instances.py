@@ -145,3 +145,112 @@ def test_from_moments_rejects_bad_moments():
         InverseGamma.from_moments(1.0, 0.0)
     with pytest.raises(ValueError, match="mean"):
         InverseGamma.from_moments(float("nan"), 0.1)
+
+
+# ------------------------------------------------ strict types (issues 11, 16)
+
+#: (mutation path, wrong-typed value, field the message must name). Each was
+#: silently coerced before: ``true`` read as 1, ``"4"`` as 4, ``false`` as 0.
+LAX_TYPES = [
+    (("horizon",), True, "horizon"),
+    (("horizon",), "4", "horizon"),
+    (("horizon",), 4.5, "horizon"),
+    (("horizon",), 4.0, "horizon"),
+    (("omega",), "0.9", "omega"),
+    (("omega",), True, "omega"),
+    (("clusters", 0, "unit_cost"), False, "clusters[0].unit_cost"),
+    (("clusters", 1, "capacity"), "100.0", "clusters[1].capacity"),
+    (("format_version",), True, "format_version"),
+    (("format_version",), "1", "format_version"),
+    (("initial_loss",), "10", "initial_loss"),
+    (("models", 0, "compute"), None, "models[0].compute"),
+    (("models", 1, "loss_scale"), [1.5], "models[1].loss_scale"),
+    (("models", 0, "improvement", "shape"), "12", "models[0].improvement.inverse_gamma.shape"),
+    (("models", 1, "improvement", "value"), True, "models[1].improvement.point.value"),
+    (("switches", 0, "jump", "df"), "4", "switches[0].jump.student_t.df"),
+    (("datasets", 0, "usefulness"), True, "datasets[0].usefulness"),
+    (("transfer_costs", 0, "cost"), "3", "transfer_costs[0].cost"),
+    (("provenance",), {"seed": True}, "provenance.seed"),
+]
+
+
+@pytest.mark.parametrize("path, value, field", LAX_TYPES, ids=[f"{b[2]}={b[1]!r}" for b in LAX_TYPES])
+def test_wrong_types_are_refused_naming_the_field(path, value, field):
+    with pytest.raises(InstanceError) as err:
+        parse_instance(mutated(path, value))
+    msg = str(err.value)
+    assert field in msg and "\n" not in msg
+    assert "valid" in msg or "must be" in msg or "Input should be" in msg
+
+
+def test_empirical_samples_must_be_numbers():
+    data = mutated(("models", 1, "improvement"), {"kind": "empirical", "samples": [1.0, True, 0.9]})
+    with pytest.raises(InstanceError, match=r"models\[1\]\.improvement\.empirical\.samples\[1\]"):
+        parse_instance(data)
+    data = mutated(("models", 1, "improvement"), {"kind": "empirical", "samples": [1.0, "0.9"]})
+    with pytest.raises(InstanceError, match=r"samples\[1\]"):
+        parse_instance(data)
+
+
+def test_right_types_still_accepted():
+    # Integers are numbers; NumPy scalars from callers are numbers too.
+    data = mutated(("omega",), 0.9)
+    data.update(initial_loss=10, time_max=np.float64(20.0), horizon=np.int64(5), format_version=1)
+    data["clusters"][0]["capacity"] = 10
+    inst = parse_instance(data)
+    assert inst.horizon == 5 and type(inst.horizon) is int and inst.clusters[0].capacity == 10.0
+    assert inst.with_changes(horizon=3, loss_max=4).horizon == 3
+
+
+def _nested(depth):
+    value = []
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
+def test_deep_nesting_is_a_clear_error(tmp_path):
+    # Issue 16: a JSON file nested 5,000 deep gave a RecursionError traceback.
+    deep = tmp_path / "deep.json"
+    deep.write_text("[" * 5000 + "]" * 5000, encoding="utf-8")
+    with pytest.raises(InstanceError, match="deep.json: JSON nested too deeply"):
+        load_instance(deep)
+    inside = tmp_path / "inside.json"
+    inside.write_text(json.dumps(base_instance())[:-1] + ', "provenance": {"x": ' + "[" * 5000 + "]" * 5000 + "}}",
+                      encoding="utf-8")
+    with pytest.raises(InstanceError, match="inside.json"):
+        load_instance(inside)
+    # Deep but readable: validated data that pydantic could not write back.
+    with pytest.raises(InstanceError, match=r"provenance\.x\[0\]\[0\].*nested more than 64"):
+        parse_instance(mutated(("provenance",), {"x": _nested(500)}))
+    # Reasonable nesting in provenance stays allowed.
+    assert parse_instance(mutated(("provenance",), {"x": _nested(20)})).provenance.x == _nested(20)
+
+
+def test_validate_cli_one_line_per_bad_file(tmp_path):
+    """`deplbench validate` (a subprocess, once for every file: the CLI import
+    is slow on a loaded machine): exit 2 and exactly one stderr line per bad
+    file, naming the file and the field."""
+    import subprocess
+    import sys
+
+    cases = {
+        "horizon": mutated(("horizon",), True), "omega": mutated(("omega",), "0.9"),
+        "clusters[0].unit_cost": mutated(("clusters", 0, "unit_cost"), False),
+        "clusters[1].capacity": mutated(("clusters", 1, "capacity"), "100.0"),
+        "format_version": mutated(("format_version",), True),
+    }
+    files = {}
+    for i, (field, data) in enumerate(cases.items()):
+        files[field] = tmp_path / f"bad{i}.json"
+        files[field].write_text(json.dumps(data), encoding="utf-8")
+    files["nested too deeply"] = tmp_path / "deep.json"
+    files["nested too deeply"].write_text("[" * 5000 + "]" * 5000, encoding="utf-8")
+    r = subprocess.run([sys.executable, "-m", "deplbench", "validate", *map(str, files.values())],
+                       capture_output=True, text=True, timeout=600)
+    assert r.returncode == 2, r.stderr
+    assert r.stdout == "" and "Traceback" not in r.stderr
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == len(files), r.stderr
+    for line, (field, path) in zip(lines, files.items()):
+        assert line.startswith(f"error: {path}") and field in line, line

@@ -63,7 +63,9 @@ def test_dp_hand_case_and_edge_cases():
 @pytest.mark.parametrize(
     "kwargs, field",
     [
-        (dict(weights=[1.5, 2], values=[1, 1], target=1, max_items=1), "weights"),
+        (dict(weights=[float("inf"), 2], values=[1, 1], target=1, max_items=1), "weights"),
+        (dict(weights=[1, 2], values=[1.5, 1], target=1, max_items=1), "values"),
+        (dict(weights=[1, 2], values=[1e300, 1], target=1, max_items=1), "values"),
         (dict(weights=[0, 2], values=[1, 1], target=1, max_items=1), "weights"),
         (dict(weights=[1, 2], values=[-1, 1], target=1, max_items=1), "values"),
         (dict(weights=[1, 2], values=[1], target=1, max_items=1), "equal length"),
@@ -143,9 +145,15 @@ def test_dp_optimum_equals_brute_force_over_all_plans(seed):
     assert best == pytest.approx(knapsack_optimum_from_instance(inst), rel=1e-9)
 
 
-def test_optimum_from_instance_requires_items():
+def test_dp_accepts_real_weights():
+    # Only the values index the DP table; real weights sqrt(c) are exact.
+    sol = covering_dp([1.5, 2.25], [2, 3], target=4, max_items=2)
+    assert sol.weight == pytest.approx(3.0) and sol.counts.tolist() == [2, 0]
+
+
+def test_optimum_from_instance_refuses_non_knapsack_structure():
     inst = generate("realistic", family="alexnet")
-    with pytest.raises(InstanceError, match="provenance.items"):
+    with pytest.raises(InstanceError, match="knapsack reduction"):
         knapsack_optimum_from_instance(inst)
 
 
@@ -154,3 +162,67 @@ def test_optimum_from_instance_infeasible_is_inf():
     assert math.isfinite(knapsack_optimum_from_instance(inst))  # K̄ copies of the best item
     tighter = inst.with_changes(horizon=2)
     assert knapsack_optimum_from_instance(tighter) == math.inf
+
+
+# --------------------------------------------------------------------------
+# the registered knapsack-dp solver derives its data from the instance
+# (issue 16 item 1: a stale provenance once produced a wrong ground truth)
+# --------------------------------------------------------------------------
+
+
+def _rescaled(inst, factor):
+    data = inst.model_dump()
+    for m in data["models"]:
+        m["loss_scale"] *= factor
+    return parse_instance(data)
+
+
+def _brute_force_cost(inst):
+    """Cheapest feasible plan over every model sequence (one cluster, one dataset)."""
+    names = [m.name for m in inst.models]
+    best = math.inf
+    for k in range(1, inst.horizon + 1):
+        for seq in itertools.product(names, repeat=k):
+            plan = plan_from_choices(inst, list(seq), ["C0"] * k, {"C0": ["d0"]})
+            ev = evaluate_plan(inst, plan, samples=100, trajectory=False)
+            if ev.feasible:
+                best = min(best, ev.cost)
+    return best
+
+
+def test_knapsack_dp_doubled_loss_scale_is_not_the_old_optimum():
+    from deplbench.solvers.base import solve
+
+    inst = generate("knapsack", item_class="uncorrelated", n_items=3, R=20, horizon=4, seed=2)
+    old = solve(inst, "knapsack-dp", eval_samples=200)
+    doubled = _rescaled(inst, 2.0)
+    new = solve(doubled, "knapsack-dp", eval_samples=200)
+    assert old.status == new.status == "optimal"
+    truth = _brute_force_cost(doubled)
+    assert new.cost == pytest.approx(truth, rel=1e-9)
+    assert new.cost < old.cost  # twice the improvement per epoch: fewer/cheaper epochs suffice
+    assert "provenance_mismatch" in new.diagnostics and "provenance_mismatch" not in old.diagnostics
+    # the returned plan is the optimum, judged by the evaluator like any other plan
+    assert new.evaluation["verdict"] == "feasible" and new.evaluation["cost"] == pytest.approx(truth, rel=1e-9)
+    assert knapsack_optimum_from_instance(doubled) == pytest.approx(truth, rel=1e-9)
+
+
+def test_knapsack_dp_refuses_what_it_cannot_solve_exactly():
+    from deplbench.solvers.base import solve
+
+    res = solve(generate("realistic", family="alexnet"), "knapsack-dp")
+    assert res.status == "error" and "knapsack reduction" in res.message and res.plan is None
+    inst = generate("knapsack", n_items=3, R=20, horizon=3, seed=0)
+    half = _rescaled(inst, 0.5 + 1e-3)  # non-integral improvements
+    res = solve(half, "knapsack-dp")
+    assert res.status == "error" and "not an integer" in res.message
+
+
+def test_knapsack_dp_infeasible_and_listed():
+    from deplbench.solvers.base import solve
+    from deplbench.solvers.registry import available, solver_info
+
+    inst = generate("knapsack", n_items=4, horizon=3, target_fraction=1.0, seed=1).with_changes(horizon=2)
+    res = solve(inst, "knapsack-dp")
+    assert res.status == "infeasible" and res.plan is None
+    assert "knapsack-dp" in available() and solver_info("knapsack-dp")["exact"] is True

@@ -16,7 +16,9 @@ import pytest
 
 from deplbench.errors import DeplbenchError
 from deplbench.reports import claims as claims_mod
+from deplbench.reports import complexity as cx
 from deplbench.reports import tables as tabs
+from deplbench.reports.headline import HEADLINE_COLUMNS
 from deplbench.reports.build import ReportOptions, build_report
 from deplbench.reports.data import STORE_COLUMNS, ReportError, load_bench_json, prepare
 from deplbench.reports.stats import (
@@ -29,13 +31,34 @@ MODELS = ("fast-unsteady", "intermediate", "slow-steady")
 
 
 # --------------------------------------------------------------------------
-# synthetic stores (exactly the DESIGN.md store columns)
+# synthetic stores (exactly the task-record columns)
+
+#: Solver metadata as the runner stores it in every record (H3's registry).
+META = {
+    "milp": {"algorithm_label": "MILP", "exact": True,
+             "style": {"colour": "#1f77b4", "marker": "o", "linestyle": "--"}},
+    "knapsack-dp": {"algorithm_label": "knapsack DP", "exact": True,
+                    "style": {"colour": "#7f7f7f", "marker": "*", "linestyle": ":"}},
+    "depl": {"algorithm_label": "DepL", "exact": False,
+             "style": {"colour": "#2ca02c", "marker": "^", "linestyle": "-"}},
+    "best-exp": {"algorithm_label": "best-exp", "exact": False,
+                 "style": {"colour": "#ff7f0e", "marker": "o", "linestyle": "-"}},
+    "pact": {"algorithm_label": "PACT", "exact": False,
+             "style": {"colour": "#9467bd", "marker": "D", "linestyle": ":"}},
+}
 
 
 def _row(**kw) -> dict:
     r = {c: None for c in STORE_COLUMNS}
+    alg = kw.get("algorithm")
+    r.update(META.get(alg, {}))
+    r["label"] = alg
+    params = kw.get("params") or {}
+    for name in ("eta", "epsilon", "scenarios"):
+        r[name] = params.get(name)
     r.update(kw)
-    for c in ("instance_params", "params", "plan", "diagnostics", "evaluation", "env"):
+    for c in ("instance_params", "params", "plan", "diagnostics", "evaluation", "env",
+              "style"):
         if isinstance(r[c], (dict, list)):
             r[c] = json.dumps(r[c])
     return r
@@ -50,69 +73,90 @@ def _evaluation(rng, k, loss_max, spread):
 
 
 def make_frame(seed: int = 0, depl_factor: float = 1.01, best_exp_factor: float = 1.4,
-               eta_exponent: float = 2.0, violations: int = 0) -> pd.DataFrame:
+               eta_exponent: float = 2.0, violations: int = 0, work: bool = False,
+               plugin: bool = False) -> pd.DataFrame:
     """AlexNet/MobileNet target sweeps (milp, depl at two η, best-exp), a
-    knapsack size sweep with dp_optimum, an η runtime sweep and one error."""
+    knapsack size sweep with the knapsack DP, an η runtime sweep and one
+    error; ``work`` adds DepL vertex counters ∝ η², ``plugin`` a third-party
+    solver 'zz-plugin' nobody in deplbench knows, with its own style."""
     rng = np.random.default_rng(seed)
     rows = []
+    plug = dict(algorithm_label="ZZ", exact=False,
+                style={"colour": "#123456", "marker": "X", "linestyle": "-."})
     for net in ("alexnet", "mobilenet"):
         for s in (0, 1):
             for lm in (5.0, 9.0, 13.0):
                 opt = 100.0 / lm * (1 + 0.1 * s)
                 common = dict(sweep="paper", family="realistic", instance_name=f"{net}-{s}",
-                              instance_params={"model": net, "n_models": 3},
-                              instance_seed=s, loss_max=lm, omega=0.99,
+                              instance_set=net, instance_params={"family": net},
+                              instance_seed=s, instance_sha=f"{net}-{s}-{lm}",
+                              n_models=3, horizon=100, loss_max=lm, omega=0.99,
                               code_version="0.1.0", plan={"epochs": []})
-                runs = (("milp", {"scenarios": 50}, opt, 2.0, 0.2),
-                        ("depl", {"eta": 200, "epsilon": 0.1}, opt * depl_factor, 0.3, 0.3),
-                        ("depl", {"eta": 50, "epsilon": 0.1}, opt * depl_factor * 1.04, 0.05,
-                         0.3),
-                        ("best-exp", {"eta": 200, "epsilon": 0.1}, opt * best_exp_factor,
-                         0.1, 1.0))
-                for alg, params, cost, rt, spread in runs:
+                runs = [("milp", "milp", {"scenarios": 50}, opt, 2.0, 0.2),
+                        ("depl", "depl", {"eta": 200, "epsilon": 0.1}, opt * depl_factor,
+                         0.3, 0.3),
+                        ("depl", "depl-eta", {"eta": 50, "epsilon": 0.1},
+                         opt * depl_factor * 1.04, 0.05, 0.3),
+                        ("best-exp", "best-exp", {"eta": 200, "epsilon": 0.1},
+                         opt * best_exp_factor, 0.1, 1.0)]
+                if plugin:
+                    runs.append(("zz-plugin", "zz-plugin", {"knob": 1}, opt * 1.2, 0.4, 0.3))
+                for alg, label, params, cost, rt, spread in runs:
                     k = int(30 / lm) + 2
                     q = lm * (0.99 if alg != "best-exp" else 1.05)
+                    ev = _evaluation(rng, k, lm, spread)
                     rows.append(_row(
-                        **common, key=f"{net}-{s}-{lm}-{alg}-{params}", algorithm=alg,
+                        **common, key=f"{net}-{s}-{lm}-{label}", algorithm=alg,
+                        **(plug if alg == "zz-plugin" else {}), label=label,
                         params=params, status="optimal" if alg == "milp" else "feasible",
                         cost=cost, lower_bound=opt if alg == "milp" else None,
                         gap=0.0 if alg == "milp" else None, runtime_s=rt,
                         quantile_oos=q, quantile_ci_low=q - 0.01, quantile_ci_high=q + 0.01,
+                        ci_level=0.95, ci_method="order-statistic",
                         verdict="feasible" if q < lm else "infeasible", epochs=k,
-                        evaluation=_evaluation(rng, k, lm, spread),
+                        expected_loss=ev["expected_loss"], evaluation=ev,
                         diagnostics={"submodularity": {"violated": violations, "checked": 12,
                                                        "exhaustive": True}}
                         if alg == "depl" else {}))
     for n in (5, 10, 20, 40):
         for s in (0, 1):
             dp = 10.0 + n
-            for alg, rt, cost in (("milp", 0.01 * n ** 1.5, dp),
-                                  ("depl", 0.001 * n ** 2, dp * 1.02)):
+            runs = [("knapsack-dp", 1e-4 * n, dp, {}), ("milp", 0.01 * n ** 1.5, dp,
+                                                         {"scenarios": 1}),
+                    ("depl", 0.001 * n ** 2, dp * 1.02, {"eta": 100, "epsilon": 0.1})]
+            if plugin:
+                runs.append(("zz-plugin", 0.002 * n, dp * 1.1, {"knob": 1}))
+            for alg, rt, cost, params in runs:
                 rows.append(_row(
                     key=f"k{n}-{s}-{alg}", sweep="knapsack", family="knapsack",
-                    instance_name=f"knap-{n}-{s}",
-                    instance_params={"cls": "uncorrelated", "n_items": n}, instance_seed=s,
-                    algorithm=alg, params={"eta": 100, "epsilon": 0.1} if alg == "depl" else {},
-                    status="optimal" if alg == "milp" else "feasible", cost=cost,
-                    runtime_s=rt * rng.uniform(0.95, 1.05), loss_max=1.0, omega=0.99,
-                    quantile_oos=0.9, quantile_ci_low=0.9, quantile_ci_high=0.9,
+                    instance_set="knapsack", instance_name=f"knap-{n}-{s}",
+                    instance_params={"item_class": "uncorrelated", "n_items": n},
+                    instance_seed=s, instance_sha=f"knap-{n}-{s}", n_models=n, horizon=10,
+                    algorithm=alg, **(plug if alg == "zz-plugin" else {}), params=params,
+                    status="optimal" if META.get(alg, {}).get("exact") else "feasible",
+                    cost=cost, runtime_s=rt * rng.uniform(0.95, 1.05), loss_max=1.0,
+                    omega=0.99, quantile_oos=0.9, quantile_ci_low=0.9, quantile_ci_high=0.9,
                     verdict="feasible", epochs=3, plan={"epochs": []},
-                    diagnostics={"dp_optimum": dp},
                     evaluation={"mean": [2.0, 1.5, 0.9], "p01": [2.0, 1.5, 0.9],
                                 "p99": [2.0, 1.5, 0.9]}))
     for eta in (10, 20, 40, 80):
         for s in (0, 1, 2):
+            diag = {"work": {"vertices": 7 * eta ** 2, "edges": 3 * eta ** 2 + 11 * eta}} \
+                if work else {}
             rows.append(_row(
                 key=f"eta{eta}-{s}", sweep="complexity", family="synthetic",
-                instance_name=f"syn-{s}", instance_params={"n_models": 4, "horizon": 20},
-                instance_seed=s, algorithm="depl", params={"eta": eta, "epsilon": 0.1},
-                status="feasible", cost=50.0,
-                runtime_s=1e-4 * eta ** eta_exponent * rng.uniform(0.95, 1.05),
-                loss_max=2.0, omega=0.99, quantile_oos=1.9, verdict="feasible", epochs=10))
+                instance_set="scale", instance_name=f"syn-{s}",
+                instance_params={"n_models": 4, "horizon": 20}, instance_seed=s,
+                instance_sha=f"syn-{s}", n_models=4, horizon=20, algorithm="depl",
+                label="depl-eta", params={"eta": eta, "epsilon": 0.1}, status="feasible",
+                cost=50.0, runtime_s=1e-4 * eta ** eta_exponent * rng.uniform(0.95, 1.05),
+                loss_max=2.0, omega=0.99, quantile_oos=1.9, verdict="feasible", epochs=10,
+                diagnostics=diag))
     rows.append(_row(key="err", sweep="paper", family="realistic", instance_name="alexnet-0",
-                     instance_params={"model": "alexnet", "n_models": 3}, instance_seed=0,
-                     algorithm="pact", params={}, status="error", message="boom",
-                     error="Traceback ...", runtime_s=0.1, loss_max=5.0, omega=0.99))
+                     instance_set="alexnet", instance_params={"family": "alexnet"},
+                     instance_seed=0, algorithm="pact", params={}, status="error",
+                     message="boom", error="Traceback ...", runtime_s=0.1, loss_max=5.0,
+                     omega=0.99))
     return pd.DataFrame(rows, columns=list(STORE_COLUMNS))
 
 
@@ -152,7 +196,8 @@ def _promised_columns() -> dict[str, tuple]:
         "competitive_ratio": tabs.RATIO_VS_COLUMNS, "complexity_fits": tabs.FIT_COLUMNS,
         "bench": tabs.BENCH_COLUMNS, "claims_audit": claims_mod.CLAIMS_COLUMNS,
         "depl_vs_best_exp": claims_mod.PAIRS_COLUMNS, "target_misses": tabs.MISSES_COLUMNS,
-        "oos_quantiles": tabs.OOS_COLUMNS,
+        "oos_quantiles": tabs.OOS_COLUMNS, "algorithms": tabs.ALGORITHM_COLUMNS,
+        "complexity_counters": cx.COUNTER_COLUMNS, "headline": HEADLINE_COLUMNS,
     }
 
 
@@ -226,12 +271,17 @@ def test_full_report_numbers(full_report):
                 & (gaps["config"].str.contains("eta=200"))]
     assert len(depl) == 1 and depl["ratio_median"].iloc[0] == pytest.approx(1.01)
     knap = gaps[(gaps["family"] == "knapsack") & (gaps["algorithm"] == "milp")]
-    assert knap["optimum_sources"].iloc[0] == "dp"
+    # the scenario-free exact solver is the reference optimum
+    assert knap["optimum_sources"].iloc[0] == "knapsack-dp"
     assert knap["ratio_max"].iloc[0] == pytest.approx(1.0)
-    status = pd.read_csv(out / "tables" / "milp_status.csv")
-    assert status["optimal"].sum() == 12 + 8
+    status = pd.read_csv(out / "tables" / "milp_status.csv").set_index("algorithm")
+    # every exact solver of the records, and nothing else
+    assert set(status.index) == {"milp", "knapsack-dp"}
+    assert status.loc["milp", "optimal"].sum() == 12 + 8
+    assert status.loc["knapsack-dp", "optimal"].sum() == 8
     fits = pd.read_csv(out / "tables" / "complexity_fits.csv")
-    eta = fits[(fits["source"] == "store") & (fits["parameter"] == "eta")]
+    eta = fits[(fits["source"] == "store") & (fits["parameter"] == "eta")
+               & (fits["family"] == "synthetic")]
     assert eta["slope"].iloc[0] == pytest.approx(2.0, abs=0.1)
     assert eta["verdict"].iloc[0] == "contradicts"  # slope 2 vs claimed η^-4
     bench = fits[fits["source"] == "bench"]
@@ -293,15 +343,24 @@ def test_no_milp_rows_says_so(tmp_path):
     df = make_frame()
     summary = build_report(df[df["algorithm"] != "milp"], tmp_path, options=SMALL)
     text = _check_report(tmp_path, summary)
-    assert "No milp rows in this store" in text
     assert "no exact-optimum row" in text  # Fig. 5 centre cannot be normalised
-    assert pd.read_csv(tmp_path / "tables" / "milp_status.csv").empty
     # the knapsack DP still gives an optimum, so gaps exist there
     gaps = pd.read_csv(tmp_path / "tables" / "gaps.csv")
-    assert gaps.loc[gaps["family"] == "knapsack", "with_optimum"].sum() == 8
+    knap = gaps[(gaps["family"] == "knapsack") & (gaps["algorithm"] == "depl")]
+    assert knap["with_optimum"].sum() == 8
     c = summary.claims.set_index("claim")
     assert c.loc["Figs. 5–6: DepL virtually matches the optimum", "verdict"] == \
         claims_mod.UNMEASURED
+
+
+def test_no_exact_rows_says_so(tmp_path):
+    df = make_frame()
+    summary = build_report(df[~df["exact"].fillna(False).astype(bool)], tmp_path,
+                           options=SMALL)
+    text = _check_report(tmp_path, summary)
+    assert "No exact-solver rows in this store" in text
+    assert "No proven optimum in this store" in text
+    assert pd.read_csv(tmp_path / "tables" / "milp_status.csv").empty
 
 
 def test_missing_columns_and_bad_json(tmp_path):
@@ -390,8 +449,9 @@ def test_performance_profile_ratios():
 def test_optimum_priority_and_disagreement():
     df = prepare(make_frame()).df
     opt = optimum_per_instance(df)
-    knap = opt[opt["instance_key"].str.startswith("knapsack")]
-    assert (knap["optimum_source"] == "dp").all() and (knap["n_oracles"] == 2).all()
+    knap = opt[opt["instance_key"].str.startswith("knap-")]
+    assert len(knap) == 8
+    assert (knap["optimum_source"] == "knapsack-dp").all() and (knap["n_oracles"] == 2).all()
     assert (knap["oracle_spread"] < 1e-9).all()
     # a MILP that disagrees with the DP shows up instead of being averaged away
     bad = make_frame()
@@ -405,7 +465,8 @@ def test_optimum_priority_and_disagreement():
 def test_submodularity_keys_and_sampled_checks():
     assert claims_mod.submodularity_record(
         {"submodularity": {"violated": 2, "checked": 9, "exhaustive": False}}) == (2, 9, False)
-    assert claims_mod.submodularity_record({"submodular_violations": 0})[0] == 0
+    # only the key DepL writes is read: no aliases nothing produces
+    assert claims_mod.submodularity_record({"submodular_violations": 0}) is None
     assert claims_mod.submodularity_record({"graphs": []}) is None
     df = make_frame()
     i = df.index[df["algorithm"] == "depl"][0]
@@ -430,15 +491,15 @@ def test_three_point_slope_gets_no_verdict():
     assert tabs.exponent_verdict(fast, -1.0, "small") == "contradicts"
 
 
-def test_printed_variant_rows_are_not_paired_with_default_ones():
+def test_printed_variant_rows_are_noted_and_not_paired():
     df = make_frame()
     knap = df["family"] == "knapsack"
-    default = json.dumps({"dp_optimum": 15.0,
-                          "variants": {"transfer_cost_mode": "once", "data_rule": "intended"}})
-    df.loc[knap, "diagnostics"] = default
+    df.loc[knap, "transfer_cost_mode"] = "once"
+    df.loc[knap, "data_rule"] = "intended"
     i = df.index[knap & (df["algorithm"] == "depl")][0]
-    df.loc[i, "diagnostics"] = json.dumps(
-        {"variants": {"transfer_cost_mode": "once", "data_rule": "printed"}})
+    # the runner hashes the instance as solved: another variant, another sha
+    df.loc[i, "data_rule"] = "printed"
+    df.loc[i, "instance_sha"] = df.loc[i, "instance_sha"] + "-printed"
     data = prepare(df)
     assert data.df.loc[i, "variant"] == "data_rule=printed"
     assert (data.df.loc[knap & (data.df.index != i), "variant"] == "").all()
@@ -452,7 +513,7 @@ def test_milp_optimum_prefers_the_largest_scenario_set():
     optimum a ratio is measured against is the run with the most scenarios,
     not the cheapest one."""
     common = dict(family="scaling", instance_name="s", instance_params={"n_models": 3},
-                  instance_seed=0, loss_max=5.0, omega=0.9, algorithm="milp", status="optimal",
+                  instance_seed=0, instance_sha="s", loss_max=5.0, omega=0.9, algorithm="milp", status="optimal",
                   diagnostics={}, evaluation=None, runtime_s=1.0)
     rows = [
         _row(key="a", cost=90.0, params={"scenarios": 10}, **common),

@@ -22,10 +22,10 @@ from pathlib import Path
 import pytest
 
 from deplbench.benchmarks import tasks as task_mod
-from deplbench.benchmarks.cli import register  # noqa: F401 - import check
+from deplbench.cli.benchmarks import register  # noqa: F401 - import check
 from deplbench.benchmarks.executors import DaskExecutor, LocalExecutor
 from deplbench.benchmarks.runner import run_sweep
-from deplbench.benchmarks.store import ResultsStore
+from deplbench.benchmarks.store import COLUMNS, ResultsStore
 from deplbench.benchmarks.sweep import load_sweep
 from deplbench.cli import main as cli_main
 from deplbench.errors import SweepError
@@ -120,11 +120,9 @@ def test_local_sweep_records_ok_raise_and_timeout_then_resumes(tmp_path, plugin)
     tasks = sweep.tasks()
     assert len(tasks) == 2 * 2 * 3
     db = tmp_path / "r.sqlite"
-    t0 = time.monotonic()
     with ResultsStore(db) as store:
         summary = run_sweep(sweep, store, LocalExecutor(workers=2), progress=False)
         frame = store.frame()
-    elapsed = time.monotonic() - t0
     assert summary.ran == 12 and summary.ok == 4 and summary.failed == 8
     assert sorted(frame["key"]) == sorted(t.key for t in tasks)
     by_mode = {m: frame[frame["params"].map(lambda p: json.loads(p).get("mode", "ok")) == m]
@@ -143,7 +141,6 @@ def test_local_sweep_records_ok_raise_and_timeout_then_resumes(tmp_path, plugin)
     assert hang["error"].str.startswith("timeout:").all()
     # Killed at the 1 s limit, not after the hour the task asked for.
     assert (hang["runtime_s"] >= 1.0).all() and (hang["runtime_s"] < 10.0).all()
-    assert elapsed < 30.0
     env = json.loads(ok["env"].iloc[0])
     assert env["versions"]["numpy"] and "threads" in env and env["cpu_count"] >= 1
 
@@ -374,7 +371,7 @@ def test_cli_run_dry_run_and_export_csv(tmp_path, plugin, capsys):
     import pandas as pd
 
     exported = pd.read_csv(out)
-    assert len(exported) == 3 and list(exported.columns)[:3] == ["key", "sweep", "family"]
+    assert len(exported) == 3 and tuple(exported.columns)[:len(COLUMNS)] == COLUMNS
     assert cli_main(["export", str(tmp_path / "missing.sqlite"), "--format", "csv",
                      "-o", str(out)]) == 2
     assert "not found" in capsys.readouterr().err
@@ -392,3 +389,130 @@ def test_task_error_paths_never_raise(plugin):
     assert rec["status"] == "error" and rec["error"]
     rec = task_mod.run_task({**base, "targets": {}})
     assert rec["status"] == "feasible" and rec["loss_max"] == 8.0 and rec["omega"] == 0.9
+
+
+# --------------------------------------------------------------------------
+# exit status, dry run, file moves (issue 11 items 5-6)
+
+
+def test_cli_run_exits_1_when_a_task_failed(tmp_path, plugin, capsys):
+    sweep_file = write_sweep(tmp_path, """
+        [[instances]]
+        id = "tiny"
+        family = "test-tiny"
+    """ + WORK_AND_RAISE)
+    db = tmp_path / "f.sqlite"
+    rc = cli_main(["run", str(sweep_file), "--db", str(db), "--workers", "1", "--no-progress"])
+    err = capsys.readouterr().err
+    assert rc == 1 and "1 ok, 1 failed" in err and "boom from test-work" in err
+    # Nothing left to run: the failure is history, the status says all is well.
+    assert cli_main(["run", str(sweep_file), "--db", str(db), "--no-progress"]) == 0
+
+
+def test_dry_run_builds_every_instance_and_never_creates_the_db(tmp_path, plugin, capsys):
+    # ℓmax = 12 is above the tiny instance's ℓ(0) = 10: every task would fail.
+    sweep_file = write_sweep(tmp_path, """
+        [[instances]]
+        id = "tiny"
+        family = "test-tiny"
+        targets = { loss_max = [7.0, 12.0] }
+        [[algorithms]]
+        name = "test-work"
+    """)
+    db = tmp_path / "sub" / "never.sqlite"
+    assert cli_main(["run", str(sweep_file), "--db", str(db), "--dry-run"]) == 2
+    err = capsys.readouterr().err
+    assert "instances[0]" in err and "loss_max" in err and "Traceback" not in err
+    assert not db.exists() and not db.parent.exists()
+    good = write_sweep(tmp_path, _kill_sweep(2, delay=0.0), name="good.toml")
+    assert cli_main(["run", str(good), "--db", str(db), "--dry-run"]) == 0
+    assert "2 to run" in capsys.readouterr().out
+    assert not db.exists()
+
+
+def test_moving_an_instance_file_does_not_rerun_its_tasks(tmp_path, plugin):
+    from deplbench.benchmarks.lookup import load_plugins
+
+    tiny = next(m for m in load_plugins() if hasattr(m, "tiny")).tiny
+    first = tmp_path / "a"
+    first.mkdir()
+    tiny(seed=3).save(first / "inst.json")
+    body = """
+        [[instances]]
+        id = "f"
+        path = "inst.json"
+        [[algorithms]]
+        name = "test-work"
+        grid = { delay = [0.0, 0.001] }
+    """
+    db = tmp_path / "r.sqlite"
+    with ResultsStore(db) as store:
+        s1 = run_sweep(load_sweep(write_sweep(first, body)), store, LocalExecutor(workers=1),
+                       progress=False)
+        assert (s1.ran, s1.ok) == (2, 2)
+        second = tmp_path / "b"
+        (first).rename(second)
+        (second / "inst.json").rename(second / "renamed.json")
+        moved = load_sweep(write_sweep(second, body.replace("inst.json", "renamed.json")))
+        s2 = run_sweep(moved, store, LocalExecutor(workers=1), progress=False)
+        assert s2.ran == 0 and s2.already_done == 2
+        frame = store.frame()
+    assert frame["instance_path"].str.endswith("a/inst.json").all()
+    assert frame["family"].eq("file").all() and frame["instance_sha"].nunique() == 1
+
+
+# --------------------------------------------------------------------------
+# several runners on one store (issue 16 item 8)
+
+STABLE = ["key", "sweep", "instance_group", "family", "instance_params", "instance_seed",
+          "instance_id", "instance_sha", "algorithm", "label", "params", "status", "cost",
+          "loss_max", "omega", "epochs", "plan"]
+
+
+def _frame(db: Path):
+    with ResultsStore(db, readonly=True) as store:
+        return store.frame().sort_values("key")[STABLE].reset_index(drop=True)
+
+
+def test_two_runners_on_one_store_split_the_sweep_without_duplicates(
+        tmp_path, plugin, monkeypatch):
+    pid_file = tmp_path / "pids.txt"
+    monkeypatch.setenv("TEST_PID_FILE", str(pid_file))
+    n = 12
+    sweep_file = write_sweep(tmp_path, _kill_sweep(n, delay=0.2))
+    db = tmp_path / "shared.sqlite"
+    procs = [_start_cli(sweep_file, db, workers=1) for _ in range(2)]
+    outs = [p.communicate(timeout=600) for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], outs
+    # Each task executed exactly once in all (the plugin logs every execution).
+    assert len(pid_file.read_text().split()) == n
+    rows = _rows(db)
+    assert len(rows) == n and len({r[1] for r in rows}) == n
+    # Nothing left leased.
+    with ResultsStore(db) as store:
+        assert store.leases() == []
+    # The same rows as one runner alone.
+    pid_file.unlink()
+    alone = tmp_path / "alone.sqlite"
+    with ResultsStore(alone) as store:
+        run_sweep(load_sweep(sweep_file), store, LocalExecutor(workers=1), progress=False)
+    assert _frame(db).equals(_frame(alone))
+    monkeypatch.delenv("TEST_PID_FILE")
+
+
+def test_kill_9_of_one_of_two_runners_loses_nothing(tmp_path, plugin):
+    n = 12
+    sweep_file = write_sweep(tmp_path, _kill_sweep(n, delay=0.3))
+    keys = {t.key for t in load_sweep(sweep_file).tasks()}
+    db = tmp_path / "shared.sqlite"
+    victim = _start_cli(sweep_file, db, workers=1)
+    survivor = _start_cli(sweep_file, db, workers=1)
+    _wait_rows(db, 2, victim)
+    os.kill(victim.pid, signal.SIGKILL)
+    victim.wait(timeout=10)
+    # The survivor takes over whatever the victim held: no re-run needed.
+    _, err = survivor.communicate(timeout=600)
+    assert survivor.returncode == 0, err
+    rows = _rows(db)
+    assert {r[1] for r in rows} == keys and len(rows) == n
+    assert all(r[2] == "feasible" for r in rows)

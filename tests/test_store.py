@@ -12,6 +12,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from deplbench.benchmarks import record as record_mod
+from deplbench.benchmarks import tasks as task_mod
 from deplbench.benchmarks.store import COLUMNS, ResultsStore, export, is_failure
 from deplbench.errors import SweepError
 
@@ -36,22 +38,107 @@ def record(key: str, **over) -> dict:
     return rec
 
 
-def test_frame_has_exactly_the_design_columns_and_round_trips(tmp_path):
+def test_frame_has_the_record_columns_then_params_and_round_trips(tmp_path):
     with ResultsStore(tmp_path / "r.sqlite") as store:
-        assert store.add(record("a"))
+        assert store.add(record("a", exact=False, eta=200, eval_exact=0))
         frame = store.frame()
-    assert tuple(frame.columns) == COLUMNS
-    # The contract reports/ was written against (docs/DESIGN.md).
-    from deplbench.reports.data import STORE_COLUMNS
-
-    assert COLUMNS == STORE_COLUMNS
+        bare = store.frame(params=False)
+    assert tuple(frame.columns) == COLUMNS + ("param_eta",)
+    assert tuple(bare.columns) == COLUMNS
+    assert COLUMNS == record_mod.COLUMNS  # one schema, defined by the record
     row = frame.iloc[0]
     assert row["cost"] == 123.5 and row["epochs"] == 3 and row["instance_seed"] == 0
+    assert row["param_eta"] == 200 and row["eta"] == 200.0
+    assert row["exact"] is False or row["exact"] == False  # noqa: E712 - pandas boolean
+    assert frame["exact"].dtype == "boolean" and frame["eval_exact"].iloc[0] == False  # noqa: E712
     assert json.loads(row["diagnostics"]) == {"arr": [0, 1, 2], "x": 1.5}
     assert json.loads(row["evaluation"])["mean"] == [10.0, 9.5, 9.0]
     assert json.loads(row["plan"])["datasets"] == {"A1": ["d0"]}
     assert math.isnan(row["lower_bound"]) and pd.isna(row["error"])
-    assert frame["cost"].dtype == np.float64
+    assert frame["cost"].dtype == np.float64 and str(frame["n_models"].dtype) == "Int64"
+
+
+def test_every_column_is_documented_with_a_kind():
+    assert set(record_mod.KIND) == set(COLUMNS) == set(record_mod.DOC)
+    assert all(record_mod.DOC[c].strip() for c in COLUMNS)
+    assert set(record_mod.KIND.values()) <= set(record_mod.KINDS)
+    table = record_mod.describe_columns()
+    assert all(f"| `{c}` |" in table for c in COLUMNS)
+
+
+def test_record_rejects_wrong_kinds_naming_the_column(tmp_path):
+    with ResultsStore(tmp_path / "r.sqlite") as store:
+        with pytest.raises(SweepError, match="record.status"):
+            store.add(record("a", status="great"))
+        with pytest.raises(SweepError, match="record.cost"):
+            store.add(record("a", cost="cheap"))
+        with pytest.raises(SweepError, match="record.epochs"):
+            store.add(record("a", epochs=2.5))
+        assert store.count() == 0
+
+
+def test_params_parameter_columns_keep_one_value_per_cell(tmp_path):
+    with ResultsStore(tmp_path / "r.sqlite") as store:
+        store.add(record("a", params={"eta": 50, "grid": [1, 2]}))
+        store.add(record("b", algorithm="milp", params={"scenarios": 100, "backend": "highs"}))
+        frame = store.frame()
+    assert list(frame.columns[len(COLUMNS):]) == ["param_eta", "param_grid", "param_scenarios",
+                                                 "param_backend"]
+    assert frame["param_eta"].tolist()[0] == 50 and pd.isna(frame["param_eta"].iloc[1])
+    assert frame["param_grid"].iloc[0] == "[1, 2]"
+    assert frame["param_scenarios"].iloc[1] == 100
+
+
+def test_evaluation_and_instance_columns_are_expanded_from_a_real_solve():
+    from deplbench.formulations.evaluate import evaluate_plan
+    from deplbench.instances.generators import generate
+
+    inst = generate("knapsack", seed=0, n_items=4, horizon=4)
+    task = {"key": "k", "sweep": "s", "group": "ks", "instance_set": "knap",
+            "family": "knapsack", "instance_params": {"n_items": 4}, "instance_seed": 0,
+            "targets": {}, "algorithm": "depl", "label": "depl", "params": {"eta": 50},
+            "evaluation": {}, "time_limit_s": 5.0}
+    rec = task_mod.base_record(task)
+    rec.update(record_mod.instance_columns(inst))
+    from deplbench.solvers.base import solve
+
+    res = solve(inst, "depl", eta=50, eval_samples=500)
+    task_mod.fill_from_result(rec, res.to_dict())
+    ev = evaluate_plan(inst, res.plan, samples=500, seed=0)
+    row = record_mod.TaskRecord.from_mapping(rec)
+    assert row.instance_group == "ks" and row.instance_set == "knap"
+    assert row.n_models == inst.n_models and row.horizon == inst.horizon
+    assert row.n_clusters == inst.n_clusters and row.n_datasets == inst.n_datasets
+    assert row.time_max == inst.time_max and row.loss_max == inst.loss_max
+    assert row.eta == 50 and row.epsilon == res.params["epsilon"]
+    assert row.algorithm_label and row.exact is False
+    assert row.quantile_oos == ev.quantile and row.verdict == ev.verdict
+    assert (row.quantile_ci_low, row.quantile_ci_high) == tuple(ev.quantile_ci)
+    assert row.ci_level == ev.confidence and row.ci_method
+    assert row.eval_samples == ev.samples and row.eval_exact == ev.exact
+    assert row.epochs == len(res.plan.epochs)
+    assert row.instance_id == task_mod.instance_id(task) and len(row.instance_sha) == 24
+
+
+def test_an_older_store_gains_the_new_columns(tmp_path):
+    path = tmp_path / "old.sqlite"
+    conn = sqlite3.connect(path)
+    conn.executescript("""
+        CREATE TABLE results (attempt INTEGER PRIMARY KEY AUTOINCREMENT,
+            failed INTEGER NOT NULL, key TEXT NOT NULL, sweep TEXT, status TEXT,
+            cost REAL, params TEXT, task TEXT, record TEXT);
+        INSERT INTO results (failed, key, sweep, status, cost, params)
+            VALUES (0, 'old', 's', 'feasible', 5.0, '{"eta": 10}');
+    """)
+    conn.commit()
+    conn.close()
+    with ResultsStore(path, readonly=True) as ro:  # read-only: missing columns read NULL
+        frame = ro.frame()
+    assert frame["cost"].tolist() == [5.0] and frame["n_models"].isna().all()
+    with ResultsStore(path) as store:
+        assert store.add(record("new"))
+        frame = store.frame()
+    assert frame["key"].tolist() == ["old", "new"] and frame["param_eta"].tolist() == [10, 200]
 
 
 def test_one_success_per_key_but_failures_are_history(tmp_path):
@@ -125,7 +212,7 @@ def test_export_csv_and_parquet(tmp_path):
         store.add(record("b", status="error", error="timeout: t", cost=None))
     n = export(db, tmp_path / "r.csv", "csv")
     back = pd.read_csv(tmp_path / "r.csv")
-    assert n == 2 and tuple(back.columns) == COLUMNS
+    assert n == 2 and tuple(back.columns) == COLUMNS + ("param_eta",)
     assert back.set_index("key").loc["a", "cost"] == 123.5
     with pytest.raises(SweepError, match="--format"):
         export(db, tmp_path / "r.xlsx", "xlsx")
@@ -135,3 +222,81 @@ def test_export_csv_and_parquet(tmp_path):
     else:
         assert export(db, tmp_path / "r.parquet", "parquet") == 2
         assert tuple(pd.read_parquet(tmp_path / "r.parquet").columns) == COLUMNS
+
+
+# --------------------------------------------------------------------------
+# leases: several runners on one store (issue 16 item 8)
+
+
+def test_a_lease_is_exclusive_until_stored_expired_or_its_owner_dies(tmp_path):
+    import subprocess
+    import sys
+    import time
+
+    from deplbench.benchmarks.leases import Owner
+
+    path = tmp_path / "r.sqlite"
+    a, b = Owner(ttl_s=60.0), Owner(ttl_s=60.0)
+    with ResultsStore(path) as one, ResultsStore(path) as two:
+        assert one.claim("k1", a)
+        assert not two.claim("k1", b)          # live lease of another owner
+        assert one.claim("k1", a)              # re-claiming one's own is fine
+        assert two.claim("k2", b) and not one.claim("k2", a)
+        # Storing the row drops the lease in the same transaction; a finished
+        # key is never claimed again.
+        assert one.add(record("k1"), lease_owner=a.id)
+        assert {r["key"] for r in one.leases()} == {"k2"}
+        assert not two.claim("k1", b)
+        # Expired (owner stopped renewing): free.
+        short = Owner(ttl_s=0.05)
+        assert one.claim("k3", short)
+        time.sleep(0.1)
+        assert two.claim("k3", b)
+        # Renewal keeps it: a heartbeat moves the expiry forward.
+        before = {r["key"]: r["expires"] for r in two.leases()}["k3"]
+        assert two.renew(b) == 2
+        assert {r["key"]: r["expires"] for r in two.leases()}["k3"] >= before
+        # An owner on this host whose pid is gone: free at once, long before
+        # its expiry.
+        dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                              capture_output=True, text=True, check=True)
+        ghost = Owner(pid=int(dead.stdout), ttl_s=3600.0)
+        assert one.claim("k4", ghost)
+        assert two.claim("k4", b)
+        # A failed attempt stored after a runner started counts as handled
+        # for that runner (no second try within one run) ...
+        since = one.last_attempt()
+        assert one.add(record("k5", status="error", error="boom"))
+        assert not two.claim("k5", b, since_attempt=since)
+        # ... but a later run (--retry-failed) may take it.
+        assert two.claim("k5", b, since_attempt=two.last_attempt())
+        two.release_all(b)
+        assert all(r["owner"] != b.id for r in two.leases())
+
+
+def test_claims_are_atomic_across_processes(tmp_path):
+    """Many processes race for the same keys: each key goes to exactly one."""
+    import subprocess
+    import sys
+
+    path = tmp_path / "r.sqlite"
+    ResultsStore(path).close()
+    script = (
+        "import sys\n"
+        "from deplbench.benchmarks.store import ResultsStore\n"
+        "from deplbench.benchmarks.leases import Owner\n"
+        "o = Owner()\n"
+        "with ResultsStore(sys.argv[1]) as s:\n"
+        "    got = [k for k in map(str, range(40)) if s.claim(k, o)]\n"
+        "print(' '.join(got), flush=True)\n"
+        # Stay alive until every racer has claimed: a dead owner's leases are
+        # free, so an early exit would hand its keys to the next racer.
+        "sys.stdin.read()\n")
+    procs = [subprocess.Popen([sys.executable, "-c", script, str(path)], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, text=True) for _ in range(3)]
+    outs = [p.stdout.readline().split() for p in procs]
+    for p in procs:
+        p.communicate(timeout=120)
+    assert all(p.returncode == 0 for p in procs)
+    claimed = [k for out in outs for k in out]
+    assert sorted(claimed, key=int) == [str(k) for k in range(40)]  # each once

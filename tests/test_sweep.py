@@ -101,10 +101,18 @@ def test_instance_file_group(tmp_path):
                   f'[[algorithms]]\nname = "depl"\n', base_dir=tmp_path)
     (t,) = sweep.tasks()
     assert t.family == "file" and t.instance_seed is None
-    assert t.instance_params["path"] == str(inst.resolve())
-    inst.write_text('{"x": 2}')  # new content, new key
-    (t2,) = parse(f'[[instances]]\nid = "f"\npath = "i.json"\n'
-                  f'[[algorithms]]\nname = "depl"\n', base_dir=tmp_path).tasks()
+    assert t.instance_path == str(inst.resolve())
+    assert set(t.instance_params) == {"sha256"}  # the content, never the path
+    # Moved (another directory, another name): same content, same key.
+    moved = tmp_path / "elsewhere"
+    moved.mkdir()
+    inst.rename(moved / "renamed.json")
+    (t_moved,) = parse(f'[[instances]]\nid = "f"\npath = "renamed.json"\n'
+                       f'[[algorithms]]\nname = "depl"\n', base_dir=moved).tasks()
+    assert t_moved.key == t.key and t_moved.instance_path == str((moved / "renamed.json").resolve())
+    (moved / "renamed.json").write_text('{"x": 2}')  # new content, new key
+    (t2,) = parse(f'[[instances]]\nid = "f"\npath = "renamed.json"\n'
+                  f'[[algorithms]]\nname = "depl"\n', base_dir=moved).tasks()
     assert t2.key != t.key
 
 
@@ -165,26 +173,16 @@ PACKAGED = ("quick", "paper", "complexity", "knapsack")
 @pytest.mark.parametrize("name", PACKAGED)
 def test_packaged_sweeps_are_valid(name):
     assert resolve_sweep_path(name) == PACKAGED_SWEEPS / f"{name}.toml"
-    sweep = load_sweep(name, check_names=False)
+    # Full validation: names, every parameter value through the solver's
+    # Param, every instance built with its targets.
+    sweep = load_sweep(name)
     tasks = sweep.tasks()
     assert sweep.name == name and tasks
-    # Every name must be registered (loadable or not: another layer may still
-    # be landing) and every instance recipe must generate.
-    from deplbench.solvers.registry import SOLVERS
-
-    loadable = task_mod.available_algorithms()
+    names = task_mod.available_algorithms()
     for a in sweep.algorithms:
-        assert a.name in SOLVERS or a.name in task_mod.ORACLES, a.name
-        if a.name in loadable:  # parameter names checked once the solver exists
-            known = task_mod.algorithm_parameters(a.name)
-            assert set(a.params) | set(a.grid) <= known, (a.name, known)
-    from deplbench.instances.generators import generate
-
-    for t in {(t.family, repr(sorted(t.instance_params.items())), t.instance_seed): t
-              for t in tasks}.values():
-        inst = generate(t.family, seed=t.instance_seed, **t.instance_params)
-        if t.targets:
-            inst.with_changes(**t.targets)
+        assert a.name in names, a.name
+        known = task_mod.algorithm_parameters(a.name)
+        assert set(a.params) | set(a.grid) <= known, (a.name, known)
 
 
 def test_quick_sweep_feeds_every_report_section():
@@ -198,3 +196,88 @@ def test_quick_sweep_feeds_every_report_section():
     assert {"milp", "depl"} <= {t.algorithm for t in ks}
     assert {t.family for t in tasks} >= {"realistic", "knapsack", "scaling"}
     assert len(tasks) <= 150  # a few minutes on 2 cores
+
+
+# --------------------------------------------------------------------------
+# complete validation at load (issue 16 item 7) and hostile files (item 3)
+
+VALUES = """
+[[instances]]
+id = "ks"
+family = "knapsack"
+params = { n_items = 4, horizon = 4 }
+
+[[algorithms]]
+name = "ALGO"
+params = { PARAMS }
+"""
+
+
+@pytest.mark.parametrize("algo, params, where", [
+    ("depl", "eta = -5", "algorithms[0].params.eta"),
+    ("depl", 'eta = "abc"', "algorithms[0].params.eta"),
+    ("depl", 'eta = "200"', "algorithms[0].params.eta"),  # a string is not a number
+    ("depl", "epsilon = nan", "algorithms[0].params.epsilon"),
+    ("milp", "scenarios = -10", "algorithms[0].params.scenarios"),
+    ("milp", "time_limit = -1", "algorithms[0].params.time_limit"),
+])
+def test_every_parameter_value_goes_through_the_solvers_param(tmp_path, algo, params, where):
+    path = tmp_path / "s.toml"
+    path.write_text(VALUES.replace("ALGO", algo).replace("PARAMS", params))
+    with pytest.raises(SweepError) as info:
+        load_sweep(path)
+    msg = str(info.value)
+    assert msg.startswith(where) and "\n" not in msg
+
+
+def test_grid_values_are_checked_one_by_one(tmp_path):
+    path = tmp_path / "s.toml"
+    path.write_text(VALUES.replace("ALGO", "depl").replace("params = { PARAMS }",
+                                                           "grid = { eta = [50, 0] }"))
+    with pytest.raises(SweepError, match=r"^algorithms\[0\]\.grid\.eta\[1\]: .*>= 1"):
+        load_sweep(path)
+
+
+def test_generator_parameters_targets_and_files_are_checked_at_load(tmp_path):
+    path = tmp_path / "s.toml"
+    path.write_text(VALUES.replace("ALGO", "depl").replace("params = { PARAMS }", "")
+                    .replace("n_items = 4", 'n_items = "six"'))
+    with pytest.raises(SweepError, match=r"^instances\[0\] \(id 'ks'.*n_items"):
+        load_sweep(path)
+    # A target the instance rejects: ℓmax above ℓ(0).
+    path.write_text(VALUES.replace("ALGO", "depl").replace("params = { PARAMS }", "")
+                    .replace('id = "ks"', 'id = "ks"\ntargets = { loss_max = [1e9] }'))
+    with pytest.raises(SweepError, match=r"^instances\[0\] .*loss_max"):
+        load_sweep(path)
+    # An instance file that exists but is not a valid instance.
+    (tmp_path / "bad.json").write_text('{"format_version": 1, "name": "x"}')
+    path.write_text('[[instances]]\nid = "f"\npath = "bad.json"\n'
+                    '[[algorithms]]\nname = "depl"\n')
+    with pytest.raises(SweepError, match=r"^instances\[0\] \(id 'f'; path .*bad.json"):
+        load_sweep(path)
+    # Inspection without the lower layers stays possible.
+    assert load_sweep(path, check_names=False).tasks()
+
+
+def test_unknown_algorithm_lists_every_registered_one():
+    from deplbench.solvers.registry import available
+
+    with pytest.raises(SweepError) as info:
+        parse(BASE.replace('name = "depl"', 'name = "nope"'), check_names=True)
+    listed = str(info.value).split("(available: ", 1)[1]
+    assert set(available()) <= set(listed.rstrip(")").split(", "))
+    assert "knapsack-dp" in listed
+
+
+def test_non_utf8_and_deeply_nested_sweeps_are_one_line_errors(tmp_path):
+    latin = tmp_path / "latin.toml"
+    latin.write_bytes('[sweep]\ndescription = "caf\u00e9"\n'.encode("latin-1"))
+    with pytest.raises(SweepError) as info:
+        load_sweep(latin)
+    assert str(latin) in str(info.value) and "UTF-8" in str(info.value)
+    deep = tmp_path / "deep.toml"
+    deep.write_text("x = " + "[" * 5000 + "]" * 5000 + "\n")
+    with pytest.raises(SweepError) as info:
+        load_sweep(deep)
+    assert str(deep) in str(info.value) and "nested too deeply" in str(info.value)
+    assert "\n" not in str(info.value)

@@ -160,19 +160,28 @@ class LocalExecutor:
         limit_threads()
         ctx = self._context()
         env = _forwarded_env()
-        pending = list(tasks)[::-1]  # pop() from the end keeps file order
+        # Pulled one at a time as slots free up: the runner claims each task
+        # (a lease in the store) only when it is about to start, so several
+        # runners on one store split the work instead of one taking it all.
+        pending = iter(tasks)
+        more = True
         running = self._running
         try:
-            while pending or running:
-                while pending and len(running) < self.workers:
-                    task = pending.pop()
+            while more or running:
+                while more and len(running) < self.workers:
+                    task = next(pending, None)
+                    if task is None:
+                        more = False
+                        break
                     recv, send = ctx.Pipe(duplex=False)
                     proc = ctx.Process(target=_local_child, args=(send, task.to_dict(), env),
                                        name=f"deplbench-{task.key}", daemon=True)
                     started = task_mod.now_iso()
-                    proc.start()
+                    _start_uninterrupted(proc)
                     send.close()  # only the child writes; EOF then means it died
                     running[recv] = (proc, task, time.monotonic(), started)
+                if not running:
+                    break
                 deadline = min(t0 + task.time_limit_s for _, task, t0, _ in running.values())
                 timeout = max(0.0, deadline - time.monotonic())
                 ready = wait(list(running), timeout=timeout)
@@ -208,6 +217,29 @@ class LocalExecutor:
             conn, (proc, *_rest) = self._running.popitem()
             _kill(proc, grace=0.0)
             conn.close()
+
+
+def _start_uninterrupted(proc) -> None:
+    """``proc.start()`` with Ctrl-C held back until the child has its task.
+
+    An interrupt between the forkserver's fork and the hand-over of the
+    pickled task leaves the child reading a closed pipe: it prints an
+    ``EOFError`` traceback. The interrupt is deferred (main thread only,
+    where Python runs signal handlers) and raised right after the start.
+    """
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        proc.start()
+        return
+    caught: list[int] = []
+    previous = signal.signal(signal.SIGINT, lambda signum, frame: caught.append(signum))
+    try:
+        proc.start()
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    if caught:
+        raise KeyboardInterrupt
 
 
 def _kill(proc, grace: float = KILL_GRACE_S) -> None:

@@ -1,23 +1,33 @@
 """Run a sweep: expand, skip what the store already has, execute, store.
 
-The runner is the only process that writes the results store; executors
-send it one record per finished task and it commits each immediately
-(:meth:`~deplbench.benchmarks.store.ResultsStore.add`). Hence resuming is
-just running again: tasks with a successful row are skipped, tasks whose
-attempts all failed are skipped too unless ``retry_failed``, and everything
-else runs.
+Within one runner, the runner process is the only one that writes the
+results store; executors send it one record per finished task and it commits
+each immediately (:meth:`~deplbench.benchmarks.store.ResultsStore.add`).
+Hence resuming is just running again: tasks with a successful row are
+skipped, tasks whose attempts all failed are skipped too unless
+``retry_failed``, and everything else runs.
+
+Several runners may share one store: each task is claimed (a lease, see
+:mod:`deplbench.benchmarks.leases`) just before it starts, so the runners
+split the sweep; a runner that finds no more tasks to claim waits for the
+tasks other runners hold, and takes over those whose owner died.
 """
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 from dataclasses import dataclass, field
 from typing import TextIO
 
+from deplbench.benchmarks import leases
 from deplbench.benchmarks import tasks as task_mod
 from deplbench.benchmarks.store import ResultsStore, is_failure
 from deplbench.benchmarks.sweep import Sweep, Task
+
+#: Seconds between looks at tasks other runners hold.
+POLL_S = 0.25
 
 
 @dataclass
@@ -38,7 +48,9 @@ class RunSummary:
         Outcomes of the executed tasks.
     duplicates : int
         Executed but not stored because a successful row appeared meanwhile
-        (another runner on the same store).
+        (another runner on the same store, without leases).
+    elsewhere : int
+        Finished by another runner on the same store during this call.
     elapsed_s : float
         Wall time of the call.
     failures : list of (label, key, first error line)
@@ -51,8 +63,14 @@ class RunSummary:
     ok: int = 0
     failed: int = 0
     duplicates: int = 0
+    elsewhere: int = 0
     elapsed_s: float = 0.0
     failures: list = field(default_factory=list)
+
+    @property
+    def exit_status(self) -> int:
+        """1 when a task run by this call failed, else 0 (the CLI's status)."""
+        return 1 if self.failed else 0
 
     def text(self, name: str) -> str:
         """A short human summary."""
@@ -60,6 +78,7 @@ class RunSummary:
                  f"{self.skipped_failed} failed before (use --retry-failed), "
                  f"{self.ran} run: {self.ok} ok, {self.failed} failed"
                  + (f", {self.duplicates} duplicate(s) not stored" if self.duplicates else "")
+                 + (f", {self.elsewhere} done by another runner" if self.elsewhere else "")
                  + f" ({self.elapsed_s:.1f} s)"]
         for label, key, err in self.failures[:10]:
             lines.append(f"  failed {label} [{key}]: {err}")
@@ -68,15 +87,17 @@ class RunSummary:
         return "\n".join(lines)
 
 
-def select_tasks(tasks: list[Task], store: ResultsStore, *,
+def select_tasks(tasks: list[Task], store: ResultsStore | None, *,
                  retry_failed: bool) -> tuple[list[Task], int, int]:
     """Tasks still to run, and how many were skipped as done / as failed.
+
+    ``store`` None stands for an empty store (a dry run on a new database).
 
     Returns
     -------
     (todo, already_done, skipped_failed)
     """
-    done, failed = store.finished_keys(), store.failed_keys()
+    done, failed = (store.finished_keys(), store.failed_keys()) if store else (set(), set())
     todo, n_done, n_failed = [], 0, 0
     for t in tasks:
         if t.key in done:
@@ -89,7 +110,8 @@ def select_tasks(tasks: list[Task], store: ResultsStore, *,
 
 
 def run_sweep(sweep: Sweep, store: ResultsStore, executor, *, retry_failed: bool = False,
-              progress: bool = True, stream: TextIO | None = None) -> RunSummary:
+              progress: bool = True, stream: TextIO | None = None,
+              owner: leases.Owner | None = None) -> RunSummary:
     """Execute the tasks of ``sweep`` that ``store`` does not have yet.
 
     Parameters
@@ -100,28 +122,36 @@ def run_sweep(sweep: Sweep, store: ResultsStore, executor, *, retry_failed: bool
         Opened for writing; each finished task is committed at once.
     executor : LocalExecutor or DaskExecutor
         Anything with ``run(tasks) -> iterator of (task, record)`` and
-        ``describe()``.
+        ``describe()``; it should pull ``tasks`` lazily (each task is
+        claimed when pulled).
     retry_failed : bool
         Re-run tasks whose previous attempts all failed.
     progress : bool
         Show a tqdm bar (counts, failures, ETA) on ``stream``.
     stream : file, optional
         Where the bar goes (default stderr).
+    owner : leases.Owner, optional
+        This runner's lease identity (default: a new one for this process).
 
     Returns
     -------
     RunSummary
+        ``summary.failed`` counts the failed tasks; ``summary.exit_status``
+        is 1 when there were any.
 
     Notes
     -----
     An interrupt (Ctrl-C) propagates after the executor has killed its
-    running tasks; rows committed before it are kept. A task that raises or
-    times out is stored as a failed row and the sweep continues.
+    running tasks; rows committed before it are kept and this runner's
+    leases are released. A task that raises or times out is stored as a
+    failed row and the sweep continues.
     """
     t0 = time.monotonic()
+    owner = owner or leases.Owner()
     tasks = sweep.tasks()
     todo, n_done, n_failed = select_tasks(tasks, store, retry_failed=retry_failed)
     summary = RunSummary(total=len(tasks), already_done=n_done, skipped_failed=n_failed)
+    since = store.last_attempt()
     store.add_run(sweep=sweep.name, source=sweep.source, sweep_text=sweep.text,
                   started_at=task_mod.now_iso(), tasks=len(tasks), todo=len(todo),
                   executor=executor.describe(), env=task_mod.environment())
@@ -133,10 +163,41 @@ def run_sweep(sweep: Sweep, store: ResultsStore, executor, *, retry_failed: bool
 
     bar = tqdm(total=len(todo), desc=sweep.name, unit="task", disable=not progress,
                file=stream or sys.stderr, dynamic_ncols=True, smoothing=0.1)
-    results = executor.run(todo)
+    held: list[Task] = []  # leased by another runner when we looked
+
+    def claimed(candidates):
+        for task in candidates:
+            if store.claim(task.key, owner, since_attempt=since):
+                yield task
+            else:
+                held.append(task)
+
+    try:
+        with leases.Heartbeat(store.path, owner):
+            # First pass: claim each task as the executor pulls it.
+            _execute(executor, claimed(todo), store, owner, summary, bar)
+            # Then the tasks other runners held: wait for them, and take over
+            # those whose owner's lease lapses (it died).
+            pending, held[:] = _still_held(store, held, since, summary, bar), []
+            while pending:
+                time.sleep(POLL_S)
+                ready = list(claimed(pending))
+                if ready:
+                    _execute(executor, iter(ready), store, owner, summary, bar)
+                pending, held[:] = _still_held(store, held, since, summary, bar), []
+    finally:
+        bar.close()
+        store.release_all(owner)
+    summary.elapsed_s = time.monotonic() - t0
+    return summary
+
+
+def _execute(executor, tasks, store: ResultsStore, owner, summary: RunSummary, bar) -> None:
+    """Run ``tasks`` on ``executor``, storing each record as it arrives."""
+    results = executor.run(tasks)
     try:
         for task, record in results:
-            stored = store.add(record, task=task.to_dict())
+            stored = store.add(record, task=task.to_dict(), lease_owner=owner.id)
             summary.ran += 1
             if not stored:
                 summary.duplicates += 1
@@ -153,6 +214,90 @@ def run_sweep(sweep: Sweep, store: ResultsStore, executor, *, retry_failed: bool
         # Closing the generator makes the executor kill what still runs
         # (Ctrl-C, or an error while storing).
         results.close()
-        bar.close()
-    summary.elapsed_s = time.monotonic() - t0
-    return summary
+
+
+def _still_held(store: ResultsStore, held: list[Task], since: int, summary: RunSummary,
+                bar) -> list[Task]:
+    """Of the tasks another runner held, those not finished yet (to retry).
+
+    A task with a row stored after this run started was done elsewhere; the
+    others are tried again, and are claimed as soon as their owner's lease
+    lapses (owner finished without storing, or died).
+    """
+    if not held:
+        return []
+    done = store.settled_keys(since)
+    again = []
+    for task in held:
+        if task.key in done:
+            summary.elsewhere += 1
+            bar.update(1)
+        else:
+            again.append(task)
+    return again
+
+
+@dataclass
+class DryRun:
+    """What :func:`dry_run` found: the counts a real run would start from."""
+
+    name: str
+    total: int
+    already_done: int
+    skipped_failed: int
+    todo: int
+    instances_checked: int | None
+    executor: str
+
+    def text(self) -> str:
+        checked = (f" ({self.instances_checked} instance(s) built and validated)"
+                   if self.instances_checked is not None else "")
+        return (f"sweep {self.name}: {self.total} tasks, {self.already_done} already done, "
+                f"{self.skipped_failed} failed before, {self.todo} to run on "
+                f"{self.executor or 'the default executor'}{checked}")
+
+
+def dry_run(sweep: Sweep, db: str | os.PathLike, executor_description: str = "", *,
+            retry_failed: bool = False, check_instances: bool = True) -> DryRun:
+    """Validate a sweep completely and count its tasks; write nothing.
+
+    Parameters
+    ----------
+    sweep : Sweep
+        Loaded with :func:`~deplbench.benchmarks.sweep.load_sweep`.
+    db : path-like
+        The results store a run would use. Opened read-only if it exists;
+        never created.
+    executor_description : str
+        Shown in the summary.
+    retry_failed : bool
+        Count failed tasks as to-run, as the real run would.
+    check_instances : bool
+        Build every distinct instance of the tasks still to run (targets
+        applied), so a target the instance rejects (e.g. ℓmax ≥ ℓ(0)) fails
+        here rather than as failed rows.
+
+    Returns
+    -------
+    DryRun
+
+    Raises
+    ------
+    SweepError
+        An instance cannot be built (naming the group and the reason), or
+        the store is unusable.
+    """
+    from pathlib import Path
+
+    from deplbench.benchmarks.validate import check_instances as _check
+
+    tasks = sweep.tasks()
+    path = Path(db)
+    if path.exists():
+        with ResultsStore(path, readonly=True) as store:
+            todo, done, failed = select_tasks(tasks, store, retry_failed=retry_failed)
+    else:
+        todo, done, failed = select_tasks(tasks, None, retry_failed=retry_failed)
+    n_checked = _check(todo) if check_instances else None
+    return DryRun(name=sweep.name, total=len(tasks), already_done=done, skipped_failed=failed,
+                  todo=len(todo), instances_checked=n_checked, executor=executor_description)

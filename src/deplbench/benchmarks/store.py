@@ -7,60 +7,74 @@ Durability contract
   committed row survives the writer being killed (Ctrl-C, ``kill -9``) at any
   instant, and SQLite's atomic commit means a row is either fully there or
   absent — never half-written.
-* Only the runner process writes; workers send records back to it (the
-  executors see to that), so there is no write contention.
+* Within one runner only the runner process writes; workers send records
+  back to it (the executors see to that).
 * At most one *successful* row per task key: a partial unique index enforces
   it, so a resumed or concurrently started duplicate run cannot store a task
   twice. Failed attempts (the task raised, timed out, its process died, or the
   solver returned status ``error``) are kept as history; ``--retry-failed``
   adds new attempts.
 
-What ``reports/`` reads is :meth:`ResultsStore.frame`, whose columns are the
-contract in ``docs/DESIGN.md`` ("Results store").
+Several runners on one store
+----------------------------
+Runners sharing a database file (on one machine or several) split a sweep
+through **leases** (:mod:`deplbench.benchmarks.leases`): before running a
+task a runner takes a lease row for its key in an ``IMMEDIATE`` transaction,
+which fails if the task is finished or leased by a live owner. A lease names
+its owner (host, pid, a random token) and expires unless the owner renews it
+(a heartbeat thread); on the owner's own host a dead pid frees it at once.
+Storing the task's row drops its lease in the same transaction, so ``kill
+-9`` of any runner loses nothing: its leases lapse and the next claim takes
+the tasks over.
+
+What ``reports/`` reads is :meth:`ResultsStore.frame`: the columns of
+:class:`~deplbench.benchmarks.record.TaskRecord` (typed, documented there)
+plus one ``param_<name>`` column per solver parameter.
 """
 
 from __future__ import annotations
 
 import json
-import math
 import os
 import sqlite3
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from deplbench.benchmarks import leases as _leases
+from deplbench.benchmarks import record as _record
+from deplbench.benchmarks.record import json_default  # noqa: F401 - public re-export
 from deplbench.errors import SweepError
 
-#: The columns of :meth:`ResultsStore.frame` (DESIGN.md contract), in order.
-COLUMNS: tuple[str, ...] = (
-    "key", "sweep", "family", "instance_name", "instance_params", "instance_seed",
-    "algorithm", "params", "status", "message", "cost", "lower_bound", "gap",
-    "runtime_s", "quantile_oos", "quantile_ci_low", "quantile_ci_high", "verdict",
-    "loss_max", "omega", "epochs", "plan", "diagnostics", "evaluation", "error",
-    "started_at", "finished_at", "env", "code_version",
-)
+#: The stored columns, in order: the fields of
+#: :class:`~deplbench.benchmarks.record.TaskRecord` (their kinds and
+#: meanings are documented there).
+COLUMNS: tuple[str, ...] = _record.COLUMNS
 
 #: Columns holding JSON text; a record may give them as Python objects.
-JSON_COLUMNS = frozenset({"instance_params", "params", "plan", "diagnostics",
-                          "evaluation", "env"})
+JSON_COLUMNS = _record.JSON_COLUMNS
 
-#: Extra stored columns beyond the contract: the attempt id, the failure flag,
+#: Extra stored columns beyond the record: the attempt id, the failure flag,
 #: the task (so a row can be re-run exactly), the full result record.
 EXTRA_COLUMNS: tuple[str, ...] = ("attempt", "failed", "task", "record")
 
-#: Columns stored as SQLite REAL / INTEGER (the others are TEXT).
-REAL_COLUMNS = frozenset({"cost", "lower_bound", "gap", "runtime_s", "quantile_oos", "quantile_ci_low",
-                          "quantile_ci_high", "loss_max", "omega"})
-INT_COLUMNS = frozenset({"instance_seed", "epochs"})
+#: Columns stored as SQLite REAL / INTEGER / 0-1 INTEGER (the others are TEXT).
+REAL_COLUMNS = _record.REAL_COLUMNS
+INT_COLUMNS = _record.INT_COLUMNS
+BOOL_COLUMNS = _record.BOOL_COLUMNS
 
-SCHEMA_VERSION = "1"
+#: Prefix of the per-parameter columns :meth:`ResultsStore.frame` adds.
+PARAM_PREFIX = "param_"
+
+#: 2: the typed record of ``benchmarks/record.py``, and leases.
+SCHEMA_VERSION = "2"
 
 _SCHEMA = f"""
 CREATE TABLE IF NOT EXISTS results (
     attempt INTEGER PRIMARY KEY AUTOINCREMENT,
     failed INTEGER NOT NULL,
-    {", ".join(f"{c} {'REAL' if c in REAL_COLUMNS else 'INTEGER' if c in INT_COLUMNS else 'TEXT'}"
-               + (" NOT NULL" if c == "key" else "") for c in COLUMNS)},
+    {", ".join(f"{c} {_record.SQL_TYPE[_record.KIND[c]]}" + (" NOT NULL" if c == "key" else "")
+               for c in COLUMNS)},
     task TEXT,
     record TEXT
 );
@@ -71,8 +85,13 @@ CREATE TABLE IF NOT EXISTS runs (
     sweep TEXT, source TEXT, sweep_text TEXT, started_at TEXT,
     tasks INTEGER, todo INTEGER, executor TEXT, env TEXT
 );
+CREATE TABLE IF NOT EXISTS leases (
+    key TEXT PRIMARY KEY, owner TEXT NOT NULL, host TEXT NOT NULL, pid INTEGER NOT NULL,
+    claimed_at REAL NOT NULL, expires REAL NOT NULL
+);
 CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value TEXT);
 """
+
 
 
 def is_failure(record: Mapping[str, Any]) -> bool:
@@ -96,19 +115,26 @@ class ResultsStore:
         ``readonly``.
     readonly : bool
         Open an existing store without the right to modify it (export,
-        reports).
+        reports, ``--dry-run``).
 
     Raises
     ------
     SweepError
         The file is missing (``readonly``), is not an SQLite database, or is
-        a database without the store's ``results`` table/columns.
+        a database without the store's ``results`` table.
+
+    Notes
+    -----
+    A store written by an older schema gets the new columns added (NULL in
+    its old rows) when opened for writing; opened read-only, the missing
+    columns read as NULL.
     """
 
     def __init__(self, path: str | os.PathLike, *, readonly: bool = False) -> None:
         self.path = Path(path)
         self.readonly = readonly
         self._conn = None
+        self._present: set[str] = set()
         try:
             if readonly:
                 if not self.path.is_file():
@@ -130,6 +156,7 @@ class ResultsStore:
                 self._conn.execute("PRAGMA journal_mode=WAL")
                 self._conn.execute("PRAGMA synchronous=FULL")
                 self._conn.executescript(_SCHEMA)
+                self._migrate()
                 self._conn.execute("INSERT OR IGNORE INTO meta VALUES ('schema_version', ?)",
                                    (SCHEMA_VERSION,))
                 self._conn.commit()
@@ -156,27 +183,50 @@ class ResultsStore:
             conn.close()
             self._conn = None
 
+    def _columns(self) -> set[str]:
+        return {row[1] for row in self._conn.execute("PRAGMA table_info(results)")}
+
+    def _migrate(self) -> None:
+        """Add the columns an older store lacks (their old rows read NULL)."""
+        present = self._columns()
+        for c in COLUMNS:
+            if c not in present:
+                kind = _record.SQL_TYPE[_record.KIND[c]]
+                self._conn.execute(f"ALTER TABLE results ADD COLUMN {c} {kind}")
+        self._conn.execute("INSERT OR REPLACE INTO meta VALUES ('schema_version', ?)",
+                           (SCHEMA_VERSION,))
+
     def _check_schema(self) -> None:
-        cols = {row[1] for row in self._conn.execute("PRAGMA table_info(results)")}
+        cols = self._columns()
         if not cols:
             raise SweepError(f"results store {self.path}: no `results` table (not a deplbench store)")
-        missing = [c for c in COLUMNS + EXTRA_COLUMNS if c not in cols]
+        missing = [c for c in ("key",) + EXTRA_COLUMNS if c not in cols]
         if missing:
             raise SweepError(f"results store {self.path}: missing column(s) {', '.join(missing)}")
+        self._present = cols
+
+    def _writable(self) -> None:
+        if self.readonly:
+            raise SweepError(f"results store {self.path} was opened read-only")
 
     # -- writing -----------------------------------------------------------
 
-    def add(self, record: Mapping[str, Any], *, task: Mapping[str, Any] | None = None) -> bool:
+    def add(self, record: Mapping[str, Any], *, task: Mapping[str, Any] | None = None,
+            lease_owner: str | None = None) -> bool:
         """Insert one finished attempt and commit it.
 
         Parameters
         ----------
         record : mapping
             Values for :data:`COLUMNS` (missing ones are NULL; JSON columns
-            may be Python objects). Extra keys are kept in the ``record``
-            column, so nothing the task reported is dropped.
+            may be Python objects), checked by
+            :meth:`~deplbench.benchmarks.record.TaskRecord.from_mapping`.
+            Extra keys are kept in the ``record`` column, so nothing the task
+            reported is dropped.
         task : mapping, optional
             The task dict, stored so a row can be reproduced exactly.
+        lease_owner : str, optional
+            Drop this owner's lease on the key in the same transaction.
 
         Returns
         -------
@@ -187,36 +237,71 @@ class ResultsStore:
         Raises
         ------
         SweepError
-            Missing ``key``, or the store is read-only.
+            Missing ``key``, a value of the wrong kind, or a read-only store.
         """
-        if self.readonly:
-            raise SweepError(f"results store {self.path} was opened read-only")
-        if not record.get("key"):
-            raise SweepError("record.key: required to store a result")
-        values = [_to_column(c, record.get(c)) for c in COLUMNS]
+        self._writable()
+        row = _record.TaskRecord.from_mapping(record).to_row()
         failed = int(is_failure(record))
-        full = _dumps(dict(record))
-        task_json = _dumps(dict(task)) if task is not None else None
+        full = _record.dumps(dict(record))
+        task_json = _record.dumps(dict(task)) if task is not None else None
         placeholders = ", ".join("?" * (len(COLUMNS) + 3))
         sql = (f"INSERT INTO results (failed, {', '.join(COLUMNS)}, task, record) "
                f"VALUES ({placeholders})")
-        try:
-            with self._conn:  # one transaction per row, committed on exit
-                self._conn.execute(sql, [failed, *values, task_json, full])
-        except sqlite3.IntegrityError:
-            return False
-        return True
+        stored = True
+        with self._conn:  # one transaction per row, committed on exit
+            try:
+                self._conn.execute(sql, [failed, *row, task_json, full])
+            except sqlite3.IntegrityError:
+                stored = False
+            if lease_owner is not None:
+                _leases.release(self._conn, [record["key"]], lease_owner)
+        return stored
 
     def add_run(self, *, sweep: str, source: str | None, sweep_text: str, started_at: str,
                 tasks: int, todo: int, executor: str, env: Mapping[str, Any]) -> None:
         """Record one invocation of the runner (provenance; not read by reports)."""
-        if self.readonly:
-            raise SweepError(f"results store {self.path} was opened read-only")
+        self._writable()
         with self._conn:
             self._conn.execute(
                 "INSERT INTO runs (sweep, source, sweep_text, started_at, tasks, todo, executor, env)"
                 " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                (sweep, source, sweep_text, started_at, tasks, todo, executor, _dumps(dict(env))))
+                (sweep, source, sweep_text, started_at, tasks, todo, executor,
+                 _record.dumps(dict(env))))
+
+    # -- leases (several runners on one store) -------------------------------
+
+    def claim(self, key: str, owner: _leases.Owner, *, since_attempt: int = 0) -> bool:
+        """Take the lease on ``key`` unless it is done or leased by a live owner.
+
+        See :func:`deplbench.benchmarks.leases.claim`.
+        """
+        self._writable()
+        return _leases.claim(self._conn, key, owner, since_attempt=since_attempt)
+
+    def release_all(self, owner: _leases.Owner | str) -> None:
+        """Drop every lease ``owner`` holds (a runner that stops)."""
+        self._writable()
+        _leases.release_all(self._conn, owner)
+
+    def last_attempt(self) -> int:
+        """The highest attempt id stored (0 for an empty store)."""
+        return int(self._conn.execute("SELECT COALESCE(MAX(attempt), 0) FROM results")
+                   .fetchone()[0])
+
+    def renew(self, owner: _leases.Owner) -> int:
+        """Push back the expiry of every lease ``owner`` holds (heartbeat)."""
+        self._writable()
+        return _leases.renew(self._conn, owner)
+
+    def release(self, keys: Iterable[str], owner: _leases.Owner | str) -> None:
+        """Drop ``owner``'s leases on ``keys`` (a task that was not stored)."""
+        self._writable()
+        with self._conn:
+            _leases.release(self._conn, list(keys), owner)
+
+    def leases(self) -> list[dict]:
+        """Every lease row (key, owner, host, pid, claimed_at, expires)."""
+        return _leases.rows(self._conn)
 
     # -- reading -----------------------------------------------------------
 
@@ -230,6 +315,13 @@ class ResultsStore:
             "SELECT DISTINCT key FROM results WHERE failed = 1 "
             "AND key NOT IN (SELECT key FROM results WHERE failed = 0)")}
 
+    def settled_keys(self, since_attempt: int) -> set[str]:
+        """Keys with a successful row, or with any row stored after
+        ``since_attempt`` (handled by some runner since then)."""
+        return {r[0] for r in self._conn.execute(
+            "SELECT DISTINCT key FROM results WHERE failed = 0 OR attempt > ?",
+            (since_attempt,))}
+
     def count(self) -> int:
         """Number of stored attempts."""
         return int(self._conn.execute("SELECT COUNT(*) FROM results").fetchone()[0])
@@ -238,7 +330,7 @@ class ResultsStore:
         """``PRAGMA integrity_check`` passes."""
         return self._conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
 
-    def frame(self, *, latest: bool = False, extra: bool = False):
+    def frame(self, *, latest: bool = False, extra: bool = False, params: bool = True):
         """The results as a :class:`pandas.DataFrame` (what reports read).
 
         Parameters
@@ -248,23 +340,41 @@ class ResultsStore:
             only its final outcome). Default: every attempt, oldest first.
         extra : bool
             Append :data:`EXTRA_COLUMNS` (attempt, failed, task, record).
+        params : bool
+            Append one ``param_<name>`` column per solver parameter found in
+            any row's ``params`` (None where a row's solver lacks it).
 
         Returns
         -------
         pandas.DataFrame
-            Columns :data:`COLUMNS` (then the extras), JSON columns as text.
+            Columns :data:`COLUMNS` (typed: REAL as float64, INTEGER as
+            Int64, bool as boolean, JSON columns as text), then the
+            ``param_*`` columns in first-seen order, then the extras.
         """
         import pandas as pd
 
         cols = list(COLUMNS) + (list(EXTRA_COLUMNS) if extra else [])
+        have = [c for c in cols if c in self._present]
         where = ("WHERE attempt IN (SELECT MAX(attempt) FROM results GROUP BY key)"
                  if latest else "")
-        sql = f"SELECT {', '.join(cols)} FROM results {where} ORDER BY attempt"
+        sql = f"SELECT {', '.join(have)} FROM results {where} ORDER BY attempt"
         frame = pd.read_sql_query(sql, self._conn)
+        for c in cols:
+            if c not in frame.columns:
+                frame[c] = None
+        frame = frame[cols]
         for c in REAL_COLUMNS:
             frame[c] = pd.to_numeric(frame[c], errors="coerce").astype("float64")
         for c in INT_COLUMNS:
-            frame[c] = frame[c].astype("Int64")
+            frame[c] = pd.to_numeric(frame[c], errors="coerce").astype("Int64")
+        for c in BOOL_COLUMNS:
+            frame[c] = frame[c].map(lambda v: None if v is None or v != v else bool(v)
+                                    ).astype("boolean")
+        if params:
+            expanded = expand_params(frame["params"])
+            if not expanded.empty:
+                at = len(COLUMNS)
+                frame = pd.concat([frame.iloc[:, :at], expanded, frame.iloc[:, at:]], axis=1)
         return frame
 
     def records(self) -> list[dict]:
@@ -273,42 +383,34 @@ class ResultsStore:
                 self._conn.execute("SELECT record FROM results ORDER BY attempt")]
 
 
-def _to_column(column: str, value: Any) -> Any:
-    """Convert one record value into what SQLite stores for ``column``."""
-    if value is None:
-        return None
-    if column in JSON_COLUMNS:
-        return value if isinstance(value, str) else _dumps(value)
-    if column in REAL_COLUMNS:
-        v = float(value)
-        # NaN is not a number SQLite keeps (it becomes NULL anyway); infinity
-        # is kept as text-free REAL. Store NaN as NULL explicitly.
-        return None if math.isnan(v) else v
-    if column in INT_COLUMNS:
-        return int(value)
-    return value if isinstance(value, str) else str(value)
+def expand_params(column) -> Any:
+    """``param_<name>`` columns from a column of parameter JSON texts.
 
-
-def _dumps(value: Any) -> str:
-    return json.dumps(value, default=json_default, allow_nan=True)
-
-
-def json_default(obj: Any) -> Any:
-    """``json.dumps(default=...)`` for task records: numpy, pydantic, sets.
-
-    Numpy scalars/arrays and pydantic models sneak into diagnostics: convert
-    rather than fail, because losing a finished row is worse than a lossy
-    representation of one field.
+    A scalar stays a scalar (int, float, bool, str); a list or table is
+    kept as canonical JSON text so the column has one type per cell.
     """
-    if hasattr(obj, "tolist"):
-        return obj.tolist()
-    if hasattr(obj, "model_dump"):
-        return obj.model_dump(mode="json")
-    if hasattr(obj, "to_dict"):
-        return obj.to_dict()
-    if isinstance(obj, (set, frozenset, tuple)):
-        return list(obj)
-    return repr(obj)
+    import pandas as pd
+
+    parsed = []
+    for text in column:
+        try:
+            value = json.loads(text) if isinstance(text, str) else (text or {})
+        except ValueError:
+            value = {}
+        parsed.append(value if isinstance(value, dict) else {})
+    names: list[str] = []
+    for p in parsed:
+        names.extend(k for k in p if k not in names)
+    data = {}
+    for name in names:
+        cells = []
+        for p in parsed:
+            v = p.get(name)
+            if isinstance(v, (list, dict)):
+                v = json.dumps(v, sort_keys=True)
+            cells.append(v)
+        data[PARAM_PREFIX + name] = pd.Series(cells, index=column.index, dtype=object)
+    return pd.DataFrame(data, index=column.index)
 
 
 def export(path: str | os.PathLike, out: str | os.PathLike, fmt: str, *,
@@ -345,7 +447,9 @@ def export(path: str | os.PathLike, out: str | os.PathLike, fmt: str, *,
             raise SweepError("--format parquet: needs the pyarrow package "
                              "(pip install pyarrow), or use --format csv")
     with ResultsStore(path, readonly=True) as store:
-        frame = store.frame(latest=latest)
+        # Parameter columns of mixed types do not fit a Parquet column: the
+        # `params` JSON column carries them in the export.
+        frame = store.frame(latest=latest, params=(fmt == "csv"))
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     if fmt == "csv":

@@ -26,6 +26,8 @@ File format (every key other than those marked *required* is optional)::
 
     [[instances]]
     id = "alexnet"              # required, unique: algorithms refer to it
+    set = "alexnet"             # the paper/figure set (default: the id); groups
+                                # sharing a set are read together by reports
     family = "realistic"        # required unless `path` is given
     params = { model = "alexnet" }       # fixed generator parameters
     grid = { n_models = [3, 5, 8] }      # cartesian product of these lists
@@ -84,7 +86,7 @@ TARGET_FIELDS = ("loss_max", "omega")
 
 _SWEEP_KEYS = {"name", "description", "time_limit_s", "evaluation"}
 _EVALUATION_KEYS = {"samples", "seed"}
-_INSTANCE_KEYS = {"id", "family", "path", "params", "grid", "seeds", "seed", "targets"}
+_INSTANCE_KEYS = {"id", "set", "family", "path", "params", "grid", "seeds", "seed", "targets"}
 _ALGORITHM_KEYS = {"name", "label", "params", "grid", "instances", "time_limit_s"}
 _TOP_KEYS = {"sweep", "instances", "algorithms"}
 
@@ -113,7 +115,8 @@ class Task:
         Generator family, or ``"file"`` for an instance file.
     instance_params : dict
         Generator parameters (fixed + this grid point); for a file,
-        ``{"path": ..., "sha256": ...}``.
+        ``{"sha256": ...}`` (its content hash; the path is not part of
+        the key, so moving a file does not re-run its tasks).
     instance_seed : int or None
         Generator seed (None for files).
     targets : dict
@@ -131,6 +134,10 @@ class Task:
         it decides whether a result arrives, not what it is).
     code_version : str
         ``deplbench.__version__`` at expansion time.
+    instance_set : str
+        The group's paper/figure set (``[[instances]].set``, default its id).
+    instance_path : str or None
+        The instance file (``family == "file"``), not part of the key.
     """
 
     key: str
@@ -146,6 +153,8 @@ class Task:
     evaluation: dict
     time_limit_s: float
     code_version: str = __version__
+    instance_set: str = ""
+    instance_path: str | None = None
 
     def to_dict(self) -> dict:
         """Return a JSON-able dict (round-trips through :meth:`from_dict`)."""
@@ -168,6 +177,7 @@ class InstanceGroup:
     seeds: tuple
     targets: dict
     path: str | None = None
+    set: str = ""
 
 
 @dataclass(frozen=True)
@@ -293,7 +303,8 @@ def resolve_sweep_path(path: str | os.PathLike) -> Path:
     raise SweepError(f"sweep file not found: {path}")
 
 
-def load_sweep(path: str | os.PathLike, *, check_names: bool = True) -> Sweep:
+def load_sweep(path: str | os.PathLike, *, check_names: bool = True,
+               check_instances: bool | None = None) -> Sweep:
     """Read, validate and return a sweep file.
 
     Parameters
@@ -301,9 +312,16 @@ def load_sweep(path: str | os.PathLike, *, check_names: bool = True) -> Sweep:
     path : path-like
         TOML file, or the name of a packaged sweep (``quick``).
     check_names : bool
-        Also check algorithm names and parameter names against the solver
-        registry and family names against the instance generators. Switch off
-        only to parse a file for inspection where those layers are absent.
+        Also check algorithm names, parameter names and parameter values
+        against the solver registry (each value through the solver's own
+        ``Param``) and family names against the instance generators. Switch
+        off only to parse a file for inspection where those layers are
+        absent.
+    check_instances : bool, optional
+        Build every instance the sweep uses, targets applied
+        (:func:`deplbench.benchmarks.validate.check_instances`): generator
+        parameters, instance files and targets are then checked before
+        anything runs. Default: ``check_names``.
 
     Returns
     -------
@@ -312,16 +330,33 @@ def load_sweep(path: str | os.PathLike, *, check_names: bool = True) -> Sweep:
     Raises
     ------
     SweepError
-        Unreadable TOML or any invalid key; the message names the key.
+        Unreadable or non-UTF-8 file, invalid or too deeply nested TOML, or
+        any invalid key or value; the message names the file or the key.
     """
     file = resolve_sweep_path(path)
-    text = file.read_text(encoding="utf-8")
+    try:
+        text = file.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise SweepError(f"{file}: not UTF-8 text ({exc.reason} at byte {exc.start}); "
+                         "TOML files must be UTF-8") from None
+    except OSError as exc:
+        raise SweepError(f"{file}: cannot read the sweep file ({exc.strerror or exc})") from None
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
-        raise SweepError(f"{file}: invalid TOML: {exc}") from exc
-    return parse_sweep(data, base_dir=file.parent, default_name=file.stem,
-                       source=str(file), text=text, check_names=check_names)
+        raise SweepError(f"{file}: invalid TOML: {exc}") from None
+    except RecursionError:
+        raise SweepError(f"{file}: invalid TOML: arrays or tables nested too deeply") from None
+    try:
+        sweep = parse_sweep(data, base_dir=file.parent, default_name=file.stem,
+                            source=str(file), text=text, check_names=check_names)
+    except RecursionError:
+        raise SweepError(f"{file}: values nested too deeply") from None
+    if check_names if check_instances is None else check_instances:
+        from deplbench.benchmarks.validate import check_instances as _check
+
+        _check(sweep.tasks(), sweep.instances)
+    return sweep
 
 
 def parse_sweep(
@@ -379,7 +414,10 @@ def parse_sweep(
         for i, entry in enumerate(raw_algorithms)
     )
     if check_names:
+        from deplbench.benchmarks.validate import check_parameters
+
         _check_names(groups, algorithms)
+        check_parameters(algorithms)
     return Sweep(name=name, description=description, time_limit_s=time_limit,
                  evaluation=dict(evaluation), instances=groups,
                  algorithms=algorithms, source=source, text=text)
@@ -392,6 +430,8 @@ def _parse_instance_group(entry: Any, where: str, base_dir: Path) -> InstanceGro
     if gid is None:
         raise SweepError(f"{where}.id: required (a unique name for the group)")
     _require_str(gid, f"{where}.id")
+    set_name = entry.get("set", gid)
+    _require_str(set_name, f"{where}.set")
     has_family, has_path = "family" in entry, "path" in entry
     if has_family == has_path:
         raise SweepError(f"{where}: give exactly one of `family` or `path`")
@@ -423,7 +463,7 @@ def _parse_instance_group(entry: Any, where: str, base_dir: Path) -> InstanceGro
     else:
         _require_str(family, f"{where}.family")
     return InstanceGroup(id=gid, family=family, params=dict(params), grid=grid,
-                         seeds=tuple(seeds), targets=targets, path=path)
+                         seeds=tuple(seeds), targets=targets, path=path, set=set_name)
 
 
 def _parse_algorithm(entry: Any, where: str, ids: set, default_limit: float) -> AlgorithmEntry:
@@ -454,6 +494,8 @@ def _parse_params_grid(entry: Mapping, where: str) -> tuple[Mapping, dict]:
     """The fixed ``params`` and the ``grid`` axes of a table; a key may be in one only."""
     params = entry.get("params", {})
     _require_table(params, f"{where}.params")
+    for k, v in params.items():
+        _require_finite(v, f"{where}.params.{k}")
     grid = _parse_grid(entry.get("grid", {}), f"{where}.grid")
     for k in grid:
         if k in params:
@@ -467,6 +509,8 @@ def _parse_grid(grid: Any, where: str) -> dict:
     for k, values in grid.items():
         if not isinstance(values, list) or not values:
             raise SweepError(f"{where}.{k}: a grid axis must be a non-empty list")
+        for j, v in enumerate(values):
+            _require_finite(v, f"{where}.{k}[{j}]")
         if len({canonical_json(v) for v in values}) != len(values):
             raise SweepError(f"{where}.{k}: duplicate values")
         out[k] = list(values)
@@ -569,8 +613,7 @@ def expand(sweep: Sweep) -> list[Task]:
     seen: set[str] = set()
     for group in sweep.instances:
         if group.path is not None:
-            recipes = [(
-                {"path": group.path, "sha256": _file_sha256(group.path)}, None)]
+            recipes = [({"sha256": _file_sha256(group.path)}, None)]
         else:
             recipes = [(p, s) for p in grid_points(group.params, group.grid)
                        for s in group.seeds]
@@ -591,14 +634,14 @@ def expand(sweep: Sweep) -> list[Task]:
                             instance_seed=seed, targets=targets,
                             algorithm=algo.name, label=algo.label, params=params,
                             evaluation=evaluation, time_limit_s=algo.time_limit_s,
+                            instance_set=group.set or group.id, instance_path=group.path,
                         ))
     return tasks
 
 
 def _file_sha256(path: str) -> str:
-    # The content hash goes into the task key next to the path, so editing
-    # the file invalidates its results. (Moving the file changes the key too:
-    # the path is part of the recipe the sweep records.)
+    # The content hash is the file's identity in the task key: editing the
+    # file invalidates its results, moving or renaming it does not.
     return hashlib.sha256(Path(path).read_bytes()).hexdigest()[:24]
 
 
@@ -621,6 +664,18 @@ def _reject_unknown(table: Mapping, allowed: set, prefix: str) -> None:
 def _require_str(value: Any, where: str, *, allow_empty: bool = False) -> None:
     if not isinstance(value, str) or (not allow_empty and not value.strip()):
         raise SweepError(f"{where}: must be a non-empty string")
+
+
+def _require_finite(value: Any, where: str) -> None:
+    """No NaN or infinity anywhere in a value (keys are canonical JSON)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        raise SweepError(f"{where}: must be finite, got {value!r}")
+    if isinstance(value, list):
+        for j, v in enumerate(value):
+            _require_finite(v, f"{where}[{j}]")
+    elif isinstance(value, Mapping):
+        for k, v in value.items():
+            _require_finite(v, f"{where}.{k}")
 
 
 def _finite_number(value: Any, where: str) -> float:

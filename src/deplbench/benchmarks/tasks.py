@@ -3,23 +3,14 @@
 :func:`run_task` is what every executor runs, in a process of its own. It
 never raises: any exception becomes a record with ``status = "error"`` and
 the traceback in ``error``, so one bad task cannot stop a sweep. The record's
-keys are the store columns (:data:`deplbench.benchmarks.store.COLUMNS`) plus
-``label``, ``group``, ``wall_s`` (task wall time including instance
-generation) and ``result`` (the solver's full ``SolveResult.to_dict()``).
+keys are the columns of :class:`~deplbench.benchmarks.record.TaskRecord` plus
+``result`` (the solver's full ``SolveResult.to_dict()``), kept in the
+store's ``record`` column.
 
-Nothing here knows any particular solver: an algorithm is looked up by name,
-in this order, in
-
-1. test/extension plugins named by the environment variable
-   ``DEPLBENCH_TASK_PLUGINS`` (see :func:`load_plugins`);
-2. the oracles of this module (:data:`ORACLES`: ``knapsack-dp``, the exact
-   covering-knapsack DP of SPEC §3, whose row gives reports the ground truth
-   of knapsack-derived instances);
-3. :mod:`deplbench.solvers.registry`.
-
-Every task on a knapsack-derived instance (one whose provenance carries the
-knapsack items) also gets ``diagnostics["dp_optimum"]``: the DP optimum, so a
-report can compute competitive ratios of any algorithm row directly.
+Nothing here knows any particular solver: an algorithm is looked up by name
+(:mod:`deplbench.benchmarks.lookup`: test plugins, then the solver registry)
+and every algorithm is run the same way — the knapsack DP included, which is
+the registered exact solver ``knapsack-dp``.
 
 Run as a module (``python -m deplbench.benchmarks.tasks TASK.json OUT.json``)
 it executes one task and writes the record; the Dask executor uses that to
@@ -29,11 +20,8 @@ give each task a process it can kill.
 from __future__ import annotations
 
 import functools
-import importlib
-import importlib.util
 import inspect
 import json
-import math
 import os
 import platform
 import signal
@@ -47,16 +35,13 @@ from pathlib import Path
 from typing import Any
 
 from deplbench import __version__
-from deplbench.benchmarks.store import json_default
+from deplbench.benchmarks import record as _record
+from deplbench.benchmarks.record import json_default
+from deplbench.benchmarks.lookup import (  # noqa: F401 - public names, re-exported
+    PLUGIN_ENV, _generators, _plugin_table, algorithm_parameters, available_algorithms,
+    available_families, family_parameters, load_plugins, parameter_specs, solver_info,
+)
 from deplbench.errors import DeplbenchError, InstanceError, SweepError
-
-#: Environment variable naming plugin modules (module names or ``.py`` paths,
-#: separated by ``os.pathsep``). A plugin may define ``ALGORITHMS`` —
-#: ``{name: fn(instance, **params) -> SolveResult | dict}`` — with optional
-#: ``ALGORITHM_PARAMETERS = {name: iterable of names}``, and ``FAMILIES`` —
-#: ``{name: fn(seed=int, **params) -> Instance}``. Used by the tests to add
-#: algorithms that raise or hang without touching the public registry.
-PLUGIN_ENV = "DEPLBENCH_TASK_PLUGINS"
 
 #: Thread-count variables recorded in every row's environment (BLAS/OpenMP
 #: threads change timings, so they belong next to the runtime).
@@ -65,130 +50,6 @@ THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
 
 _PACKAGES = ("numpy", "scipy", "pandas", "pydantic", "networkx", "pyomo", "highspy",
              "dask", "distributed")
-
-
-# --------------------------------------------------------------------------
-# plugins and name lookup
-# --------------------------------------------------------------------------
-
-
-@functools.lru_cache(maxsize=None)
-def _load_plugin(spec: str):
-    if spec.endswith(".py"):
-        path = Path(spec)
-        name = f"_deplbench_plugin_{abs(hash(str(path.resolve())))}"
-        module_spec = importlib.util.spec_from_file_location(name, path)
-        if module_spec is None or module_spec.loader is None or not path.is_file():
-            raise SweepError(f"{PLUGIN_ENV}: plugin file not found: {spec}")
-        module = importlib.util.module_from_spec(module_spec)
-        module_spec.loader.exec_module(module)
-        return module
-    try:
-        return importlib.import_module(spec)
-    except ImportError as exc:
-        raise SweepError(f"{PLUGIN_ENV}: cannot import plugin {spec!r} ({exc})") from exc
-
-
-def load_plugins() -> list:
-    """Import the plugins named by :data:`PLUGIN_ENV` (cached per process)."""
-    raw = os.environ.get(PLUGIN_ENV, "")
-    return [_load_plugin(s) for s in raw.split(os.pathsep) if s.strip()]
-
-
-def _plugin_table(attr: str) -> dict:
-    table: dict = {}
-    for module in load_plugins():
-        table.update(getattr(module, attr, {}) or {})
-    return table
-
-
-def _optional_module(layer: str, module: str):
-    """``deplbench.<layer>.<module>``, or None when that layer is not installed.
-
-    Only the layer itself being absent is tolerated, never a missing
-    dependency inside it.
-    """
-    try:
-        return importlib.import_module(f"deplbench.{layer}.{module}")
-    except ModuleNotFoundError as exc:
-        if exc.name and exc.name.startswith(f"deplbench.{layer}"):
-            return None
-        raise
-
-
-def _registry():
-    return _optional_module("solvers", "registry")
-
-
-def _generators():
-    return _optional_module("instances", "generators")
-
-
-def available_algorithms() -> set[str]:
-    """Every algorithm name a task can run (plugins, oracles, registry)."""
-    names = set(_plugin_table("ALGORITHMS")) | set(ORACLES)
-    registry = _registry()
-    if registry is not None:
-        names |= set(registry.available())
-    return names
-
-
-def algorithm_parameters(name: str) -> set[str] | None:
-    """Parameter names ``name`` accepts, or None if it does not declare them."""
-    plugin = _plugin_table("ALGORITHM_PARAMETERS")
-    if name in plugin:
-        return set(plugin[name])
-    if name in _plugin_table("ALGORITHMS"):
-        return None
-    if name in ORACLES:
-        return set()
-    registry = _registry()
-    if registry is None:
-        return None
-    solver = registry.get_solver(name)
-    params = getattr(solver, "parameters", None)
-    return set(params) if params is not None else None
-
-
-def available_families() -> set[str]:
-    """Every instance family a sweep can name (plugins and generators)."""
-    names = set(_plugin_table("FAMILIES"))
-    gen = _generators()
-    if gen is not None:
-        names |= set(_generator_families(gen))
-    return names
-
-
-def family_parameters(family: str) -> set[str] | None:
-    """Generator parameter names of ``family``, or None if not introspectable."""
-    plugin = _plugin_table("FAMILIES")
-    fn = plugin.get(family)
-    if fn is None:
-        gen = _generators()
-        if gen is None:
-            return None
-        fn = _generator_families(gen).get(family)
-    if fn is None:
-        return None
-    try:
-        sig = inspect.signature(fn)
-    except (TypeError, ValueError):
-        return None
-    if any(p.kind is p.VAR_KEYWORD for p in sig.parameters.values()):
-        return None
-    return {n for n, p in sig.parameters.items()
-            if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)} - {"seed", "rng"}
-
-
-def _generator_families(gen) -> dict[str, Callable]:
-    """The family → generator-function table of ``instances.generators``."""
-    for attr in ("FAMILIES", "GENERATORS", "REGISTRY"):
-        table = getattr(gen, attr, None)
-        if isinstance(table, Mapping):
-            return dict(table)
-    if hasattr(gen, "available_families"):
-        return {name: None for name in gen.available_families()}
-    return {}
 
 
 # --------------------------------------------------------------------------
@@ -219,7 +80,24 @@ def build_instance(task: Mapping[str, Any]):
     if family == "file":
         from deplbench.instances.model import load_instance
 
-        instance = load_instance(params["path"])
+        path = task.get("instance_path") or params.get("path")
+        if not path:
+            raise InstanceError("instance_path: a file task needs the instance file's path")
+        expected = params.get("sha256")
+        if expected is not None:
+            import hashlib
+
+            try:
+                actual = hashlib.sha256(Path(path).read_bytes()).hexdigest()[:24]
+            except OSError as exc:
+                raise InstanceError(f"instance_path: cannot read {path}: "
+                                    f"{exc.strerror or exc}") from None
+            if actual != expected:
+                # The key promises this content; a file edited since the
+                # sweep was expanded would store a result under a wrong key.
+                raise InstanceError(f"instance_path: {path} changed since the sweep was "
+                                    f"expanded (sha256 {actual}, expected {expected})")
+        instance = load_instance(path)
     else:
         plugin = _plugin_table("FAMILIES")
         if family in plugin:
@@ -239,49 +117,6 @@ def build_instance(task: Mapping[str, Any]):
 
 
 # --------------------------------------------------------------------------
-# oracles
-# --------------------------------------------------------------------------
-
-
-def _dp_optimum(instance) -> float | None:
-    """DP optimum of a knapsack-derived instance, None for any other instance."""
-    if getattr(instance.provenance, "items", None) is None:
-        return None
-    from deplbench.formulations.knapsack import knapsack_optimum_from_instance
-
-    try:
-        return float(knapsack_optimum_from_instance(instance))
-    except InstanceError:
-        return None
-
-
-def knapsack_dp_oracle(instance, **params) -> dict:
-    """Oracle ``knapsack-dp``: the exact covering-knapsack optimum (SPEC §3).
-
-    Returns a result dict with ``cost`` = (min Σw)²/Tmax and status
-    ``optimal`` (``infeasible`` when no ≤ K̄-epoch plan reaches the target),
-    no plan, and the DP runtime. Shares no code with the MILP or heuristics.
-    """
-    t0 = time.perf_counter()
-    value = _dp_optimum(instance)
-    runtime = time.perf_counter() - t0
-    if value is None:
-        return {"algorithm": "knapsack-dp", "status": "error", "runtime_s": runtime,
-                "message": "knapsack-dp: instance is not knapsack-derived "
-                           "(provenance.items missing)", "params": dict(params)}
-    feasible = math.isfinite(value)
-    return {"algorithm": "knapsack-dp", "status": "optimal" if feasible else "infeasible",
-            "message": "covering-knapsack DP optimum (SPEC §3)",
-            "cost": value if feasible else None, "lower_bound": value if feasible else None,
-            "gap": 0.0 if feasible else None, "runtime_s": runtime, "params": dict(params),
-            "diagnostics": {"dp_optimum": value}}
-
-
-#: Algorithms the benchmark layer itself provides (exact oracles).
-ORACLES: dict[str, Callable[..., dict]] = {"knapsack-dp": knapsack_dp_oracle}
-
-
-# --------------------------------------------------------------------------
 # running
 # --------------------------------------------------------------------------
 
@@ -292,8 +127,6 @@ def _solve(instance, task: Mapping[str, Any]) -> dict:
     plugin = _plugin_table("ALGORITHMS")
     if name in plugin:
         result = plugin[name](instance, **params)
-    elif name in ORACLES:
-        result = ORACLES[name](instance, **params)
     else:
         try:
             from deplbench.solvers.base import solve
@@ -344,17 +177,9 @@ def run_task(task: Mapping[str, Any]) -> dict:
     instance = None
     try:
         instance = build_instance(task)
-        record["instance_name"] = instance.name
-        record["loss_max"] = float(instance.loss_max)
-        record["omega"] = float(instance.omega)
+        record.update(_record.instance_columns(instance))
         result = _solve(instance, task)
         fill_from_result(record, result)
-        # the knapsack-dp oracle has just computed it: do not run the DP twice
-        dp = record["diagnostics"].get("dp_optimum") if task["algorithm"] in ORACLES else None
-        if dp is None:
-            dp = _dp_optimum(instance)
-        if dp is not None:
-            record["diagnostics"] = {**record["diagnostics"], "dp_optimum": dp}
     except Exception as exc:  # noqa: BLE001 - a task must never take the sweep down
         record["status"] = "error"
         user = isinstance(exc, DeplbenchError)
@@ -368,19 +193,46 @@ def run_task(task: Mapping[str, Any]) -> dict:
     return record
 
 
+def instance_id(task: Mapping[str, Any]) -> str:
+    """12-hex id of the task's instance recipe, targets left out.
+
+    Every target point and algorithm run on one generated instance (or one
+    instance file's content) shares it.
+    """
+    import hashlib
+
+    from deplbench.benchmarks.sweep import canonical_json
+
+    recipe = {"family": task["family"], "params": task["instance_params"],
+              "seed": task.get("instance_seed")}
+    return hashlib.sha256(canonical_json(recipe).encode()).hexdigest()[:12]
+
+
 def base_record(task: Mapping[str, Any], *, started_at: str | None = None) -> dict:
-    """The record fields known before the task runs (identity and environment)."""
+    """The record fields known before the task runs (identity, algorithm
+    metadata, environment); see :class:`~deplbench.benchmarks.record.TaskRecord`."""
     targets = task.get("targets") or {}
-    return {
-        "key": task["key"], "sweep": task["sweep"], "group": task.get("group"),
+    env = environment()
+    record = {
+        "key": task["key"], "sweep": task["sweep"], "instance_group": task.get("group"),
+        "instance_set": task.get("instance_set") or task.get("group"),
         "label": task.get("label"), "family": task["family"],
         "instance_name": None, "instance_params": task["instance_params"],
-        "instance_seed": task.get("instance_seed"), "algorithm": task["algorithm"],
+        "instance_seed": task.get("instance_seed"),
+        "instance_path": task.get("instance_path"), "instance_id": instance_id(task),
+        "algorithm": task["algorithm"],
         "params": task["params"], "status": None, "message": "",
         "loss_max": targets.get("loss_max"), "omega": targets.get("omega"),
         "error": None, "started_at": started_at or now_iso(), "finished_at": None,
-        "env": environment(), "code_version": task.get("code_version", __version__),
+        "env": env, "code_version": task.get("code_version", __version__),
+        "git_commit": env.get("git_commit"), "hostname": env.get("hostname"),
     }
+    record.update(_record.parameter_columns(task["params"]))
+    try:
+        record.update(solver_info(task["algorithm"]))
+    except DeplbenchError:
+        pass  # unknown algorithm: the task itself will say so
+    return record
 
 
 def failure_record(task: Mapping[str, Any], error: str, *, started_at: str,
@@ -407,6 +259,7 @@ def fill_from_result(record: dict, result: Mapping[str, Any]) -> None:
             record[k] = result[k]
     record["message"] = result.get("message") or ""
     record["params"] = result.get("params") or record["params"]
+    record.update(_record.parameter_columns(record["params"]))
     plan = result.get("plan")
     record["plan"] = plan
     record["epochs"] = len(plan.get("epochs", [])) if isinstance(plan, Mapping) else None
@@ -416,12 +269,14 @@ def fill_from_result(record: dict, result: Mapping[str, Any]) -> None:
         record["diagnostics"].setdefault("variants", variants)
     evaluation = dict(result.get("evaluation") or {})
     record["evaluation"] = evaluation or None
-    q = result.get("quantile_oos", evaluation.get("quantile_oos", evaluation.get("quantile")))
-    ci = result.get("quantile_ci", evaluation.get("quantile_ci"))
-    record["quantile_oos"] = q
-    if isinstance(ci, (list, tuple)) and len(ci) == 2:
-        record["quantile_ci_low"], record["quantile_ci_high"] = ci
-    record["verdict"] = evaluation.get("verdict")
+    record.update(_record.evaluation_columns(evaluation))
+    # A result may carry the quantile without a full evaluation (plugins).
+    if record.get("quantile_oos") is None and result.get("quantile_oos") is not None:
+        record["quantile_oos"] = result["quantile_oos"]
+        ci = result.get("quantile_ci")
+        if isinstance(ci, (list, tuple)) and len(ci) == 2:
+            record["quantile_ci_low"], record["quantile_ci_high"] = ci
+        record["verdict"] = result.get("verdict")
 
 
 def now_iso() -> str:

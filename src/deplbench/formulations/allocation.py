@@ -15,7 +15,7 @@ found exactly by a sort over the breakpoints θ_k = r_k·sqrt(κ_k/c_k)
 
 Without binding capacities the optimum is the closed form
 ``(Σ_k sqrt(c_k κ_k))² / (Tmax − Σ_k comm_k)``, the cost formula behind the
-knapsack reduction of SPEC §3.
+knapsack reduction of DepL Property 1 (docs/instances.md §4.3).
 
 Every algorithm in the suite turns its discrete choices into a plan with this
 module, so costs are comparable: differences come from the choices, never from
@@ -30,6 +30,7 @@ import numpy as np
 
 from deplbench.errors import PlanError
 from deplbench.formulations.plan import Epoch, Plan
+from deplbench.instances.datalaw import compute_need
 
 #: Relative slack accepted on the time budget (floating-point round-off only).
 TIME_RTOL = 1e-9
@@ -172,7 +173,7 @@ def epoch_parameters(instance, models, clusters, datasets) -> tuple[np.ndarray, 
     for name, held in datasets.items():
         if name in instance.cluster_index and held:
             volume[instance.cluster_index[name]], gamma[instance.cluster_index[name]] = instance.data_effect(held)
-    compute = instance.model_compute[mi] * volume[ci]
+    compute = compute_need(instance.model_compute[mi], volume[ci])   # c(m, S) = c_m·V(S), datalaw
     comm = instance.model_size[mi] / instance.bandwidth[ci]
     return compute, comm, instance.unit_cost[ci], instance.capacity[ci], gamma[ci]
 

@@ -15,6 +15,11 @@ gets a verdict:
 A plan whose random terms are all point masses is evaluated exactly (one
 trajectory, an interval of zero width).
 
+Beside the quantile verdict, ``certified_verdict`` states at the same confidence what
+the exact Clopper–Pearson bounds on the violation probability P(ℓ(K) > ℓmax)
+prove: ``certified feasible`` / ``not certified`` / ``certified infeasible``
+(``formulations.binomial``; Luedtke & Ahmed 2008, Sec. 4).
+
 The per-epoch mean and 1st/99th percentiles of ℓ(k), k = 0..K, are returned
 for the paper's Fig. 9.
 
@@ -34,6 +39,8 @@ from scipy import stats
 
 from deplbench.errors import PlanError
 from deplbench.formulations.allocation import TIME_RTOL, epoch_parameters
+from deplbench.formulations.binomial import (CERTIFIED_FEASIBLE, CERTIFIED_INFEASIBLE, NOT_CERTIFIED,
+                                            clopper_pearson_lower, clopper_pearson_upper)
 from deplbench.formulations.plan import Plan
 from deplbench.formulations.scenarios import OUT_OF_SAMPLE, quantile_rank
 
@@ -68,6 +75,15 @@ class Evaluation:
     p99: list[float] = field(default_factory=list)
     epochs_per_model: dict[str, int] = field(default_factory=dict)
     cost_per_model: dict[str, float] = field(default_factory=dict)
+    #: Draws with ℓ(K) > ℓmax, and the exact Clopper–Pearson bounds on the
+    #: violation probability at ``confidence`` (``formulations.binomial``).
+    violation_count: int | None = None
+    violation_ub: float | None = None
+    violation_lb: float | None = None
+    violation_ub_level: float | None = None
+    #: "certified feasible" (upper bound ≤ 1 − ω and (4)–(6) hold), "certified
+    #: infeasible" (lower bound > 1 − ω, or (4)–(6) broken) or "not certified".
+    certified_verdict: str | None = None
 
     def to_dict(self) -> dict:
         d = asdict(self)
@@ -298,6 +314,7 @@ def _simulate_and_judge(instance, plan, models, gammas, n, rng, exact, trajector
         verdict = "infeasible"
     else:
         verdict = "undecided"
+    n_viol, v_ub, v_lb, certified = _certify(finals, n, exact, instance, tol, confidence, violations)
     per_model_epochs: dict[str, int] = {}
     per_model_cost: dict[str, float] = {}
     for e, m in zip(plan.epochs, models):
@@ -329,7 +346,35 @@ def _simulate_and_judge(instance, plan, models, gammas, n, rng, exact, trajector
         p99=p99.tolist() if trajectory else [],
         epochs_per_model=per_model_epochs,
         cost_per_model=per_model_cost,
+        violation_count=n_viol,
+        violation_ub=v_ub,
+        violation_lb=v_lb,
+        violation_ub_level=float(confidence),
+        certified_verdict=certified,
     )
+
+
+def _certify(finals, n, exact, instance, tol, confidence, violations):
+    """Violation count and Clopper–Pearson verdict on P(ℓ(K) > ℓmax) ≤ 1 − ω.
+
+    The draws are the evaluator's own, made after the plan was fixed, so the
+    exact binomial bounds apply (``formulations.binomial``). A plan whose
+    random terms are point masses has probability exactly 0 or 1.
+    """
+    count = int(n - np.searchsorted(finals, instance.loss_max + tol, side="right"))
+    if exact:
+        ub = lb = float(count > 0)
+    else:
+        ub = clopper_pearson_upper(count, n, confidence)
+        lb = clopper_pearson_lower(count, n, confidence)
+    risk = 1.0 - float(instance.omega)
+    if violations or lb > risk:
+        certified = CERTIFIED_INFEASIBLE
+    elif ub <= risk:
+        certified = CERTIFIED_FEASIBLE
+    else:
+        certified = NOT_CERTIFIED
+    return count, ub, lb, certified
 
 
 __all__ = ["Evaluation", "evaluate_plan", "plan_indices", "transfer_cost", "simulate_trajectories"]

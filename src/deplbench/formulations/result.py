@@ -18,15 +18,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from deplbench.formulations.plan import Plan, parse_plan
+from deplbench.jsonio import finite_number
 
 STATUSES = ("optimal", "feasible", "time_limit", "infeasible", "error")
 
 
-def _clean(value):
-    """JSON-safe numbers: inf/nan become None."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    return value
+# JSON-safe numbers (inf/nan become None): the one definition in jsonio.
+_clean = finite_number
 
 
 @dataclass

@@ -1,4 +1,4 @@
-"""Joint loss scenarios shared by every algorithm (SPEC §1, "The quantile").
+"""Joint loss scenarios shared by every algorithm (DepL eq. (3); docs/DESIGN.md, "Model semantics").
 
 Constraint (3) bounds the ω-quantile of ℓ(K). The exact MILP replaces it by its
 sample-average approximation over S joint scenarios (Luedtke & Ahmed 2008):
@@ -74,10 +74,6 @@ class Scenarios:
     @property
     def n_scenarios(self) -> int:
         return self.improvement.shape[0]
-
-    def run_change(self, gamma: float = 1.0) -> np.ndarray:
-        """(S, K̄, |M|) loss change of one epoch of each model (negative)."""
-        return -gamma * self.run_scale[None, :, :] * self.improvement
 
     def final_losses(self, models, gammas) -> np.ndarray:
         """ℓ_s(K) for every scenario, for a model-index sequence (length K)

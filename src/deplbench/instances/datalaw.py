@@ -24,6 +24,8 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 
+import numpy as np
+
 LN2 = math.log(2.0)
 
 
@@ -37,11 +39,25 @@ def useful_volume(sizes: Iterable[float], usefulness: Iterable[float]) -> float:
     return float(sum(s * u for s, u in zip(sizes, usefulness, strict=True)))
 
 
-def learning_multiplier(useful: float) -> float:
-    """γ(S) = ln(1 + U(S)) / ln 2 (0 for no data)."""
-    return math.log1p(useful) / LN2 if useful > 0 else 0.0
+def learning_multiplier(useful):
+    """γ(S) = ln(1 + U(S)) / ln 2 (0 for no data).
+
+    Parameters
+    ----------
+    useful : float or array_like
+        U(S) of one dataset set, or of many (vectorised: an array in, an
+        array out, e.g. for every candidate subset at once).
+
+    Returns
+    -------
+    float or numpy.ndarray
+    """
+    if np.ndim(useful) == 0:
+        return math.log1p(useful) / LN2 if useful > 0 else 0.0
+    u = np.asarray(useful, dtype=float)
+    return np.where(u > 0, np.log1p(np.maximum(u, 0.0)) / LN2, 0.0)
 
 
-def compute_need(model_compute: float, volume: float) -> float:
-    """c(m, S) = c_m · V(S)."""
+def compute_need(model_compute, volume):
+    """c(m, S) = c_m · V(S) (scalars or broadcasting NumPy arrays)."""
     return model_compute * volume

@@ -29,7 +29,9 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 from scipy import stats
 
-_FINITE = dict(allow_inf_nan=False)
+#: Parameters are strict JSON numbers: ``true`` or ``"0.5"`` is refused, not
+#: coerced (docs/instances.md §1).
+_FINITE = dict(allow_inf_nan=False, strict=True)
 
 
 class _Dist(BaseModel):
@@ -94,7 +96,8 @@ class InverseGamma(_Dist):
     def var(self) -> float:
         if self.shape <= 2:
             return math.inf
-        return self.scale**2 / ((self.shape - 1.0) ** 2 * (self.shape - 2.0))
+        m = self.scale / (self.shape - 1.0)  # mean²/(a−2) as m·(m/(a−2)): no float ** overflow (shape 1e300)
+        return m * (m / (self.shape - 2.0))
 
     def sample(self, rng: np.random.Generator, size) -> np.ndarray:
         # X = b / G with G ~ Gamma(a, 1): numpy's gamma sampler is several
@@ -192,7 +195,7 @@ class Empirical(_Dist):
     """The empirical distribution of measured samples (bootstrap draws)."""
 
     kind: Literal["empirical"] = "empirical"
-    samples: list[float] = Field(min_length=1)
+    samples: list[Annotated[float, Field(strict=True)]] = Field(min_length=1)
 
     @field_validator("samples")
     @classmethod

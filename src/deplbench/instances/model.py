@@ -5,7 +5,7 @@ problem (2)–(6) needs: models (full DNN and compressed versions) with their
 loss law (8), the allowed model switches with their loss jumps, the training
 clusters, the datasets, the transfer costs β(d, n), the targets ℓ(0), ℓmax, ω,
 Tmax, the horizon K̄, and the two variant flags where the paper's printed
-equations contradict its text (SPEC §1):
+equations contradict its text (docs/DESIGN.md, "Model semantics"):
 
 ``transfer_cost_mode``
     ``"once"`` (default, the text: a one-time transfer before training) or
@@ -41,10 +41,10 @@ import json
 import math
 from functools import cached_property
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, model_validator
 
 from deplbench.errors import InstanceError
 from deplbench.instances import datalaw
@@ -56,7 +56,34 @@ FORMAT_VERSION = 1
 #: validation and then exhaust memory (the process is killed, no message);
 #: 10^5 epochs is three orders of magnitude beyond the paper's K̄ = 100.
 MAX_HORIZON = 100_000
-_FINITE = dict(allow_inf_nan=False)
+#: Deepest nesting of lists/objects accepted in an instance. The format itself
+#: needs 4 levels (``models[0].improvement.samples[0]``); free-form provenance
+#: gets room to spare. Deeper data could be validated but not written back
+#: (pydantic's serialiser stops at its own depth limit) and, read from a file,
+#: would exhaust Python's recursion limit in ``json`` (issue 16: a 5,000-deep
+#: file gave a RecursionError traceback).
+MAX_NESTING = 64
+#: Number fields are strict (docs/instances.md §1): a JSON number and nothing
+#: else. Without ``strict`` pydantic reads ``true`` as 1 and ``"0.9"`` as 0.9,
+#: silently (issues 11 and 16).
+_FINITE = dict(allow_inf_nan=False, strict=True)
+
+
+def _plain_int(value: Any) -> Any:
+    """NumPy integers are integers (callers compute sizes with NumPy)."""
+    return int(value) if isinstance(value, np.integer) else value
+
+
+def _not_bool(value: Any) -> Any:
+    # ``True == 1`` in Python, so ``Literal[1]`` alone accepts ``true``.
+    if isinstance(value, bool):
+        raise ValueError(f"must be the integer {FORMAT_VERSION}, got {value!r}")
+    return value
+
+
+#: An integer field: a JSON integer (or a NumPy integer), never a bool, a
+#: float or a string.
+StrictInt = Annotated[int, BeforeValidator(_plain_int), Field(strict=True)]
 
 
 class _Strict(BaseModel):
@@ -119,20 +146,20 @@ class Provenance(BaseModel):
     model_config = ConfigDict(extra="allow", frozen=True)
     generator: str = "manual"
     parameters: dict[str, Any] = Field(default_factory=dict)
-    seed: int | None = None
+    seed: StrictInt | None = None
     assumptions: list[str] = Field(default_factory=list)
 
 
 class Instance(_Strict):
     """One instance of problem (2)–(6). See the module docstring."""
 
-    format_version: Literal[1] = FORMAT_VERSION
+    format_version: Annotated[Literal[1], BeforeValidator(_not_bool)] = FORMAT_VERSION
     name: str = "instance"
     initial_loss: float = Field(description="ℓ(0)", **_FINITE)
     loss_max: float = Field(description="ℓmax: the bound on the ω-quantile of ℓ(K), eq. (3)", **_FINITE)
     omega: float = Field(gt=0, lt=1, description="ω: the quantile level of eq. (3)", **_FINITE)
     time_max: float = Field(gt=0, description="Tmax, eq. (4)", **_FINITE)
-    horizon: int = Field(ge=1, le=MAX_HORIZON, description="K̄: the largest number of epochs")
+    horizon: StrictInt = Field(ge=1, le=MAX_HORIZON, description="K̄: the largest number of epochs")
     transfer_cost_mode: Literal["once", "per_epoch"] = "once"
     data_rule: Literal["intended", "printed"] = "intended"
     models: list[ModelVersion] = Field(min_length=1)
@@ -225,9 +252,6 @@ class Instance(_Strict):
         for i, j in self.switch_pairs:
             a[i, j] = True
         return a
-
-    def can_switch(self, from_model: str, to_model: str) -> bool:
-        return bool(self.allowed[self.model_index[from_model], self.model_index[to_model]])
 
     # ------------------------------------------------------------ parameters
     @cached_property
@@ -343,10 +367,34 @@ def parse_instance(data: Any) -> Instance:
     """
     if not isinstance(data, dict):
         raise InstanceError(f"instance: expected a JSON object, got {type(data).__name__}")
+    _check_nesting(data)
     try:
         return Instance.model_validate(data)
     except ValidationError as exc:
         raise InstanceError(f"invalid instance: {_format_validation_error(exc)}") from None
+
+
+def _check_nesting(data: Any) -> None:
+    """Refuse data nested deeper than :data:`MAX_NESTING`, naming where.
+
+    Iterative (an explicit stack), so any depth is measured without
+    recursion.
+    """
+    stack: list[tuple[Any, int, str]] = [(data, 0, "")]
+    while stack:
+        value, depth, loc = stack.pop()
+        if isinstance(value, dict):
+            items = ((f"{loc}.{k}" if loc else str(k), v) for k, v in value.items())
+        elif isinstance(value, (list, tuple)):
+            items = ((f"{loc}[{i}]", v) for i, v in enumerate(value))
+        else:
+            continue
+        if depth >= MAX_NESTING:
+            if len(loc) > 80:  # cut at a segment boundary, so the location stays readable
+                loc = loc[:max(loc.rfind("[", 0, 80), loc.rfind(".", 0, 80))] + "…"
+            raise InstanceError(f"{loc}: nested more than {MAX_NESTING} levels deep (the instance format "
+                                "never needs more than a few)")
+        stack.extend((v, depth + 1, child) for child, v in items)
 
 
 def load_instance(path: str | Path) -> Instance:
@@ -366,11 +414,17 @@ def load_instance(path: str | Path) -> Instance:
         raise InstanceError(f"{path}: not a UTF-8 text file (byte {exc.start}: {exc.reason})") from None
     try:
         data = json.loads(text, parse_constant=_reject_constant)
+    except RecursionError:
+        raise InstanceError(f"{path}: JSON nested too deeply to read (an instance needs a few levels; "
+                            f"the limit is {MAX_NESTING})") from None
     except json.JSONDecodeError as exc:
         raise InstanceError(f"{path}: not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})") from None
     except ValueError as exc:
         raise InstanceError(f"{path}: {exc}") from None
-    return parse_instance(data)
+    try:
+        return parse_instance(data)
+    except InstanceError as exc:
+        raise InstanceError(f"{path}: {exc}") from None
 
 
 def _reject_constant(name: str):
@@ -390,6 +444,7 @@ def instance_schema() -> dict:
 __all__ = [
     "FORMAT_VERSION",
     "MAX_HORIZON",
+    "MAX_NESTING",
     "Instance",
     "ModelVersion",
     "Switch",

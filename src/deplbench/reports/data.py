@@ -1,12 +1,15 @@
 """Loading and normalising what a report is built from.
 
 A report reads exactly two things: the results-store frame (one row per
-finished task attempt, column contract in ``docs/DESIGN.md``) and,
-optionally, pytest-benchmark JSON files. This module turns the store frame
-into a :class:`ReportData`: JSON columns parsed, numbers coerced, the
-instance identity used for pairing algorithms fixed, the size parameters of
-Property 2 extracted under their documented aliases, and every oddity
-(missing column, unparsable JSON) recorded as a note instead of raised.
+finished task attempt, the columns of
+:class:`deplbench.benchmarks.record.TaskRecord`) and, optionally,
+pytest-benchmark JSON files. This module turns the store frame into a
+:class:`ReportData`: JSON columns parsed, numbers coerced, and a few derived
+columns named below. It reads columns and never guesses: the instance sizes,
+the paper set, the algorithm's label, exactness and plotting style, and the
+parameters as run are all columns of the record. Every oddity (a missing
+column, unparsable JSON, rows written by an older store without the pairing
+identity) becomes a note, not an exception.
 """
 
 from __future__ import annotations
@@ -15,49 +18,38 @@ import json
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
-import numpy as np
 import pandas as pd
 
-from deplbench.benchmarks import store as _store
+from deplbench.benchmarks import record as _record
 from deplbench.errors import DeplbenchError
 
-#: Store columns, in the order of the contract in docs/DESIGN.md (defined
-#: once, by the store that writes them).
-STORE_COLUMNS: tuple[str, ...] = _store.COLUMNS
+#: Store columns: the fields of the task record, in order (defined once, by
+#: the record the store writes).
+STORE_COLUMNS: tuple[str, ...] = _record.COLUMNS
 
 #: Columns holding JSON text; parsed into ``<name>_d`` dict columns.
-JSON_COLUMNS: tuple[str, ...] = tuple(c for c in STORE_COLUMNS if c in _store.JSON_COLUMNS)
+JSON_COLUMNS: tuple[str, ...] = tuple(c for c in STORE_COLUMNS if c in _record.JSON_COLUMNS)
 
-#: Columns coerced to numbers (the REAL ones and the epoch count; the
-#: instance seed is an identity, not a quantity).
-NUMERIC_COLUMNS: tuple[str, ...] = tuple(c for c in STORE_COLUMNS if c in _store.REAL_COLUMNS) + ("epochs",)
+#: Columns coerced to float (REAL and INTEGER quantities; the instance seed
+#: is an identity, not a quantity, and stays text).
+NUMERIC_COLUMNS: tuple[str, ...] = tuple(
+    c for c in STORE_COLUMNS
+    if (c in _record.REAL_COLUMNS or c in _record.INT_COLUMNS) and c != "instance_seed")
+
+#: Text columns (missing values read as "").
+TEXT_COLUMNS: tuple[str, ...] = tuple(
+    c for c in STORE_COLUMNS if _record.KIND[c] == "text")
 
 #: Statuses whose row carries a usable plan (a time-limited MILP may still
 #: hold an incumbent; it counts as a plan only if it has a cost).
 PLAN_STATUSES = frozenset({"optimal", "feasible", "time_limit"})
 
-#: Algorithms whose ``status == "optimal"`` is a *proven* optimum.
-EXACT_ALGORITHMS = ("milp", "brute-force")
-
-#: Size parameters of Property 2 (plus |N| and S, which SPEC §5 adds), the
-#: store columns searched (in order) and the key aliases accepted there.
-#: The first alias is the documented, expected key (docs/reports.md).
-SIZE_PARAMETERS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
-    "eta": (("params_d", "instance_params_d"), ("eta", "resolution")),
-    "epsilon": (("params_d", "instance_params_d"), ("epsilon", "eps")),
-    "n_models": (("instance_params_d", "params_d"),
-                 ("n_models", "models", "num_models", "n_items", "items")),
-    "horizon": (("instance_params_d", "params_d"),
-                ("horizon", "max_epochs", "k_bar", "K")),
-    "n_datasets": (("instance_params_d", "params_d"),
-                   ("n_datasets", "datasets", "num_datasets")),
-    "n_clusters": (("instance_params_d", "params_d"),
-                   ("n_clusters", "clusters", "num_clusters")),
-    "scenarios": (("params_d", "instance_params_d"),
-                  ("scenarios", "n_scenarios", "S")),
-}
+#: Size parameters of Property 2 (plus |N| and S): each is a record column
+#: of the same name (sizes of the built instance; η, ε, S as run).
+SIZE_PARAMETERS: tuple[str, ...] = ("eta", "epsilon", "n_models", "horizon", "n_datasets",
+                                    "n_clusters", "scenarios")
 
 #: Human labels for the size parameters (figure axes, tables).
 SIZE_LABELS: dict[str, str] = {
@@ -65,19 +57,20 @@ SIZE_LABELS: dict[str, str] = {
     "n_datasets": "|D|", "n_clusters": "|N|", "scenarios": "S",
 }
 
-#: The paper's figure sets: (label, substrings searched case-insensitively in
-#: the family, the instance name and the string values of instance_params).
-#: ``family = "realistic", params = {model = "alexnet"}`` is the AlexNet set.
-PAPER_SETS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("alexnet", ("alexnet",)),
-    ("mobilenet", ("mobilenet",)),
-    ("pact-vgg11", ("pact", "vgg")),
-)
+#: The papers' figure sets, by the record's ``instance_set`` (a sweep's
+#: ``[[instances]].set``, default its group id), and the figure each
+#: reproduces: DepL Figs. 5/6 (Sec. VI-B) and PACT Fig. 6.
+PAPER_SETS: dict[str, str] = {"alexnet": "DepL Fig. 5", "mobilenet": "DepL Fig. 6",
+                              "pact-vgg11": "PACT Fig. 6"}
 
 #: Parameter keys that differ between repetitions without changing the
-#: configuration (excluded from the ``config`` label).
-_NON_CONFIG_KEYS = frozenset({"seed", "eval_seed", "evaluation_seed", "samples",
-                              "eval_samples", "threads", "verbose"})
+#: configuration (excluded from the ``config`` label and fit signatures).
+NON_CONFIG_KEYS = frozenset({"seed", "eval_seed", "samples", "eval_samples", "threads",
+                             "verbose", "write_lp"})
+
+#: The model variants of eq. (2) and Sec. III-B and their defaults; rows of
+#: another variant solve another instance (their ``instance_sha`` differs).
+DEFAULT_VARIANTS = {"transfer_cost_mode": "once", "data_rule": "intended"}
 
 
 class ReportError(DeplbenchError, ValueError):
@@ -92,11 +85,15 @@ class ReportData:
     ----------
     df : pandas.DataFrame
         One row per task attempt with the store columns plus derived ones:
-        ``<json>_d`` dicts, ``instance_key`` (pairing identity), ``config``
-        (the varying solver parameters, e.g. ``"eta=50"``), ``variant``
-        (non-default SPEC §1 variants, "" for the defaults), ``paper_set``,
-        ``has_plan``,
-        ``exp_final_loss``, and one float column per :data:`SIZE_PARAMETERS`.
+        ``<json>_d`` dicts; ``solver`` (the registry name, the record's
+        ``algorithm``); ``algorithm`` (the series a row belongs to: the
+        sweep entry's ``label``, default the registry name); ``is_exact``
+        (the record's ``exact``, False where unknown); ``instance_key``
+        (pairing identity: the record's ``instance_sha``); ``config`` (the
+        parameters that vary within the series, e.g. ``"eta=50"``);
+        ``variant`` (non-default model variants, "" for the defaults);
+        ``paper_set`` (the ``instance_set`` when it is one of
+        :data:`PAPER_SETS`, else ""); ``has_plan``; ``exp_final_loss``.
     notes : list of str
         Data problems found while reading (missing columns, bad JSON).
     source : str
@@ -150,7 +147,7 @@ def load_store(path: str | Path) -> pd.DataFrame:
     Returns
     -------
     pandas.DataFrame
-        ``ResultsStore(path).frame()``.
+        ``ResultsStore(path, readonly=True).frame(params=False)``.
 
     Raises
     ------
@@ -160,20 +157,19 @@ def load_store(path: str | Path) -> pd.DataFrame:
     path = Path(path)
     if not path.exists():
         raise ReportError(f"DB: no results store at {path}")
+    from deplbench.benchmarks.store import ResultsStore
+
     try:
-        from deplbench.benchmarks.store import ResultsStore
-    except ImportError as exc:  # the benchmarks layer is not installed
-        raise ReportError(f"DB: cannot import the results store ({exc})") from exc
-    try:
-        return ResultsStore(path, readonly=True).frame()  # a report never writes to the store
+        with ResultsStore(path, readonly=True) as store:  # a report never writes
+            return store.frame(params=False)
     except DeplbenchError:
         raise
     except Exception as exc:  # a corrupt file is user input, not a bug
         raise ReportError(f"DB: cannot read results store {path}: {exc}") from exc
 
 
-def _parse_json(value: Any) -> tuple[dict, bool]:
-    """Parse one JSON cell; returns (dict, ok). Empty / null cells are ok."""
+def parse_json(value: Any) -> tuple[dict, bool]:
+    """Parse one JSON cell into a dict; returns (dict, ok). Empty cells are ok."""
     if isinstance(value, dict):
         return value, True
     if value is None or (isinstance(value, float) and math.isnan(value)):
@@ -187,116 +183,53 @@ def _parse_json(value: Any) -> tuple[dict, bool]:
             parsed = json.loads(value)
         except (ValueError, TypeError):
             return {}, False
+        if parsed is None:
+            return {}, True
         return (parsed, True) if isinstance(parsed, dict) else ({}, False)
     return {}, False
 
 
-def _canonical(d: dict) -> str:
-    """Key-order independent JSON text of a dict (pairing identity)."""
+def canonical(d: Any) -> str:
+    """Key-order independent JSON text (pairing and grouping identity)."""
     return json.dumps(d, sort_keys=True, default=str)
 
 
-def _as_number(value: Any) -> float:
-    """A size value as float: numbers as is, sequences by their length."""
-    if isinstance(value, bool):
+def _as_float(value: Any) -> float:
+    if isinstance(value, bool) or value is None:
         return math.nan
-    if isinstance(value, (int, float, np.integer, np.floating)):
-        return float(value)
-    if isinstance(value, (list, tuple, dict)):
-        return float(len(value))
     try:
         return float(value)
     except (TypeError, ValueError):
         return math.nan
 
 
-def lookup(row_dicts: Iterable[dict], aliases: Iterable[str]) -> Any:
-    """First value found under any alias, in any of the dicts (in order).
-
-    Also looks one level into nested dicts (``{"sizes": {"n_models": 3}}``),
-    because generators group their parameters differently.
-    """
-    aliases = tuple(aliases)
-    dicts = [d for d in row_dicts if isinstance(d, dict)]
-    for d in dicts:
-        for a in aliases:
-            if a in d and d[a] is not None:
-                return d[a]
-    for d in dicts:
-        for sub in d.values():
-            if isinstance(sub, dict):
-                for a in aliases:
-                    if a in sub and sub[a] is not None:
-                        return sub[a]
-    return None
+def variant_tag(transfer_cost_mode: str, data_rule: str) -> str:
+    """"" for the default model variants, else e.g. ``"data_rule=printed"``."""
+    given = {"transfer_cost_mode": transfer_cost_mode, "data_rule": data_rule}
+    return ", ".join(f"{k}={v}" for k, v in sorted(given.items())
+                     if v and DEFAULT_VARIANTS.get(k) != v)
 
 
-def _final_mean(ev: dict) -> float:
-    """Expected final loss E[ℓ(K)]: the evaluation's ``expected_loss``, else
-    the last entry of its per-epoch ``mean`` array (k = 0..K)."""
-    if not isinstance(ev, dict):
-        return math.nan
-    try:
-        v = float(ev.get("expected_loss"))
-        if math.isfinite(v):
-            return v
-    except (TypeError, ValueError):
-        pass
-    mean = ev.get("mean")
-    if isinstance(mean, (list, tuple)) and mean:
-        try:
-            return float(mean[-1])
-        except (TypeError, ValueError):
-            return math.nan
-    return math.nan
-
-
-#: SPEC §1's variants and their defaults (the text's intent).
-DEFAULT_VARIANTS = {"transfer_cost_mode": "once", "data_rule": "intended"}
-
-
-def variant_tag(diagnostics: dict) -> str:
-    """"" for the default model variants, else e.g. ``"data_rule=printed"``.
-
-    The runner stores a result's ``variants`` in ``diagnostics.variants``;
-    rows without it (oracles) are taken to use the defaults, so they still
-    pair with the default-variant rows of the same instance.
-    """
-    v = diagnostics.get("variants") if isinstance(diagnostics, dict) else None
-    if not isinstance(v, dict):
-        return ""
-    return ", ".join(f"{k}={v[k]}" for k in sorted(v)
-                     if v[k] is not None and DEFAULT_VARIANTS.get(k) != v[k])
-
-
-def paper_set(family: str, instance_name: str, instance_params: dict) -> str:
-    """Which of the paper's figure sets a row belongs to ("" for none)."""
-    parts = [family, instance_name]
-    parts += [v for v in instance_params.values() if isinstance(v, str)]
-    text = " ".join(parts).lower()
-    for label, needles in PAPER_SETS:
-        if any(n in text for n in needles):
-            return label
-    return ""
-
-
-def _config_labels(df: pd.DataFrame) -> pd.Series:
+def config_labels(df: pd.DataFrame, by: tuple[str, ...] = ("family", "algorithm")
+                  ) -> pd.Series:
     """Label each row with the solver parameters that vary within its
-    (family, algorithm) group, e.g. ``"eta=50, epsilon=0.1"``.
+    ``by`` group, e.g. ``"eta=50, epsilon=0.1"``.
 
-    Only *varying* keys are named so that tables stay readable, and rows of
-    different configurations are never averaged together silently.
+    The record stores parameters as run (defaults included), so the keys
+    that vary are exactly what the sweep varied; naming only those keeps
+    tables readable, and rows of different configurations are never
+    averaged together silently.
     """
     labels = pd.Series("", index=df.index, dtype=object)
     if df.empty:
         return labels
-    for _, grp in df.groupby(["family", "algorithm"], dropna=False, sort=False):
+    for _, grp in df.groupby(list(by), dropna=False, sort=False):
         keys: set[str] = set()
         for d in grp["params_d"]:
-            keys.update(k for k in d if k not in _NON_CONFIG_KEYS)
+            keys.update(k for k in d if k not in NON_CONFIG_KEYS)
         varying = sorted(
             k for k in keys
-            if len({_canonical({"v": d.get(k)}) for d in grp["params_d"]}) > 1)
+            if len({canonical({"v": d.get(k)}) for d in grp["params_d"]}) > 1)
         if not varying:
             continue
         for idx, d in zip(grp.index, grp["params_d"]):
@@ -336,57 +269,59 @@ def prepare(frame: pd.DataFrame, source: str = "<DataFrame>") -> ReportData:
         df[c] = None
     df = df.reset_index(drop=True)
 
-    for c in ("family", "sweep", "instance_name", "algorithm", "status", "verdict",
-              "message", "error", "code_version"):
-        df[c] = df[c].astype(object).where(df[c].notna(), "").map(str)
+    def obj(values) -> pd.Series:  # keeps object dtype on an empty frame too
+        return pd.Series(list(values), index=df.index, dtype=object)
+
+    for c in TEXT_COLUMNS:
+        df[c] = obj("" if pd.isna(v) else str(v) for v in df[c])
     for c in NUMERIC_COLUMNS:
-        df[c] = pd.to_numeric(df[c], errors="coerce").astype(float)
-    df["instance_seed"] = df["instance_seed"].astype(object).where(
-        df["instance_seed"].notna(), "").map(str)
+        df[c] = pd.to_numeric(df[c].astype(object), errors="coerce").astype(float)
+    df["instance_seed"] = obj("" if pd.isna(v) else str(v) for v in df["instance_seed"])
 
     for c in JSON_COLUMNS:
-        parsed = [_parse_json(v) for v in df[c]]
-        df[c + "_d"] = pd.Series([p[0] for p in parsed], index=df.index, dtype=object)
+        parsed = [parse_json(v) for v in df[c]]
+        df[c + "_d"] = obj(p[0] for p in parsed)
         bad = sum(not p[1] for p in parsed)
         if bad:
             notes.append(f"{bad} row(s) have unparsable JSON in column '{c}' "
                          "(treated as empty)")
 
-    # Pairing identity: the same generated instance with the same targets.
-    # instance_params is canonicalised so key order in the JSON never splits
-    # one instance into two.
-    def obj(values) -> pd.Series:  # keeps str dtype on an empty frame too
-        return pd.Series(list(values), index=df.index, dtype=object)
+    # The series a row belongs to is its sweep entry: the record's label
+    # (e.g. "depl-calibrated"), by default the registry name.
+    df["solver"] = df["algorithm"]
+    df["algorithm"] = obj(lbl or alg for lbl, alg in zip(df["label"], df["solver"]))
+    df["is_exact"] = obj(bool(v) if not pd.isna(v) else False
+                         for v in df["exact"]).astype(bool)
+    unknown = int((df["exact"].isna() & (df["solver"] != "")).sum()) if not df.empty else 0
+    if unknown:
+        notes.append(f"{unknown} row(s) do not record whether their solver is exact "
+                     "(column 'exact'); they never serve as a proven optimum")
 
-    df["variant"] = obj(variant_tag(d) for d in df["diagnostics_d"])
-    df["instance_key"] = obj(
-        "|".join((f, n, s, _canonical(p), repr(lm), repr(om), v))
-        for f, n, s, p, lm, om, v in zip(df["family"], df["instance_name"],
-                                         df["instance_seed"], df["instance_params_d"],
-                                         df["loss_max"], df["omega"], df["variant"]))
-    nondefault = df.loc[df["variant"] != "", "variant"].value_counts()
-    for tag, count in nondefault.items():
-        notes.append(f"{count} row(s) use the non-default model variant {tag} (SPEC §1); "
-                     "they are paired only with rows of the same variant")
-    # DepL's opt-in calibrated variant trades the proven quantile bound for a
-    # statistical one: it is a different algorithm for every comparison
-    # (Figs. 5-6, the claims audit keeps the paper's guaranteed DepL).
-    calibrated = (df["algorithm"] == "depl") & obj(
-        bool(d.get("calibrate")) for d in df["params_d"]).astype(bool)
-    df.loc[calibrated, "algorithm"] = "depl-calibrated"
-    df["config"] = _config_labels(df)
-    df["paper_set"] = obj(paper_set(f, n, p) for f, n, p in
-                          zip(df["family"], df["instance_name"], df["instance_params_d"]))
-    df["has_plan"] = df["status"].isin(PLAN_STATUSES) & df["cost"].notna()
-    df["has_plan"] = df["has_plan"].astype(bool)
-    df["exp_final_loss"] = pd.Series([_final_mean(e) for e in df["evaluation_d"]],
-                                     index=df.index, dtype=float)
-    for name, (cols, aliases) in SIZE_PARAMETERS.items():
-        df[name] = pd.Series([
-            _as_number(v) if (v := lookup([row[c] for c in cols], aliases)) is not None
-            else math.nan
-            for row in df[list(cols)].to_dict("records")], index=df.index, dtype=float)
+    # Pairing identity: the instance as solved (targets and variants
+    # applied). A row without it is paired with nothing.
+    nosha = df["instance_sha"] == ""
+    df["instance_key"] = obj(s if s else f"row:{k}:{i}"
+                             for i, (s, k) in enumerate(zip(df["instance_sha"], df["key"])))
+    n_unpaired = int((nosha & (df["status"].isin(PLAN_STATUSES))).sum())
+    if n_unpaired:
+        notes.append(f"{n_unpaired} row(s) with a plan record no instance_sha (a failed "
+                     "build or an older store): they are compared with no other row")
+    df["variant"] = obj(variant_tag(t, r) for t, r in
+                        zip(df["transfer_cost_mode"], df["data_rule"]))
+    for tag, count in df.loc[df["variant"] != "", "variant"].value_counts().items():
+        notes.append(f"{count} row(s) use the non-default model variant {tag}; their "
+                     "instances differ from the default ones, so they are paired only "
+                     "with rows of the same variant")
+    df["config"] = config_labels(df)
+    df["paper_set"] = obj(s if s in PAPER_SETS else "" for s in df["instance_set"])
+    df["has_plan"] = (df["status"].isin(PLAN_STATUSES) & df["cost"].notna()).astype(bool)
+    df["exp_final_loss"] = df["expected_loss"].astype(float)
     return ReportData(df=df, notes=notes, source=source)
+
+
+def param_value(params: dict, name: str) -> Any:
+    """``params[name]`` of a parsed ``params`` cell (None when absent)."""
+    return params.get(name) if isinstance(params, dict) else None
 
 
 # --------------------------------------------------------------------------
@@ -406,8 +341,8 @@ def load_bench_json(directory: str | Path | None) -> tuple[pd.DataFrame, list[st
     frame : pandas.DataFrame
         One row per benchmark: ``file, group, name, fullname, param_json,
         min_s, median_s, mean_s, stddev_s, rounds`` plus one float column
-        per :data:`SIZE_PARAMETERS` found in the benchmark's ``params`` or
-        ``extra_info``.
+        per :data:`SIZE_PARAMETERS`, read from the benchmark's ``params``
+        (pytest parametrisation) or ``extra_info`` under that exact name.
     notes : list of str
         Files that could not be read, and why.
 
@@ -439,27 +374,23 @@ def load_bench_json(directory: str | Path | None) -> tuple[pd.DataFrame, list[st
             if not isinstance(b, dict):
                 continue
             stats = b.get("stats") or {}
-            params = b.get("params") or {}
-            extra = b.get("extra_info") or {}
+            params = b.get("params") if isinstance(b.get("params"), dict) else {}
+            extra = b.get("extra_info") if isinstance(b.get("extra_info"), dict) else {}
             row = {
-                "file": f.name,
-                "group": b.get("group") or "",
-                "name": b.get("name", ""),
-                "fullname": b.get("fullname", ""),
-                "param_json": _canonical(params if isinstance(params, dict) else {}),
+                "file": f.name, "group": b.get("group") or "", "name": b.get("name", ""),
+                "fullname": b.get("fullname", ""), "param_json": canonical(params),
                 "min_s": stats.get("min"), "median_s": stats.get("median"),
                 "mean_s": stats.get("mean"), "stddev_s": stats.get("stddev"),
                 "rounds": stats.get("rounds"),
             }
-            for name, (_, aliases) in SIZE_PARAMETERS.items():
-                v = lookup([params, extra], aliases)
-                row[name] = _as_number(v) if v is not None else math.nan
+            for name in SIZE_PARAMETERS:
+                row[name] = _as_float(params.get(name, extra.get(name)))
             rows.append(row)
     if files and not rows:
         notes.append("no benchmark entries found in the pytest-benchmark JSON files")
     out = pd.DataFrame(rows, columns=cols)
-    for c in ("min_s", "median_s", "mean_s", "stddev_s", "rounds"):
-        out[c] = pd.to_numeric(out[c], errors="coerce")
+    for c in ("min_s", "median_s", "mean_s", "stddev_s", "rounds", *SIZE_PARAMETERS):
+        out[c] = pd.to_numeric(out[c], errors="coerce").astype(float)
     return out, notes
 
 
@@ -473,3 +404,10 @@ def bench_algorithm(name: str, fullname: str = "", group: str = "") -> str:
         if base.startswith(prefix):
             base = base[len(prefix):]
     return base or "benchmark"
+
+
+__all__ = ["STORE_COLUMNS", "JSON_COLUMNS", "NUMERIC_COLUMNS", "PLAN_STATUSES",
+           "SIZE_PARAMETERS", "SIZE_LABELS", "PAPER_SETS", "NON_CONFIG_KEYS",
+           "ReportError", "ReportData", "validate_frame", "load_store", "parse_json",
+           "canonical", "variant_tag", "config_labels", "prepare", "param_value",
+           "load_bench_json", "bench_algorithm"]

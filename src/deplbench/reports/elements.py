@@ -34,6 +34,8 @@ class Table:
         The columns this table promises (also when it is empty).
     caption : str
         How to read it: definitions, units, what was excluded.
+    collapse : bool
+        Show it folded (``<details>``) in the HTML; long tables fold anyway.
     """
 
     name: str
@@ -41,6 +43,7 @@ class Table:
     frame: pd.DataFrame
     columns: tuple[str, ...]
     caption: str = ""
+    collapse: bool = False
 
     def __post_init__(self) -> None:
         _check_name(self.name)

@@ -1,16 +1,23 @@
 """Figures of the report, drawn with matplotlib's object API (Agg).
 
 Every function takes the frames built in :mod:`deplbench.reports.tables`
-(so every plotted number is also in a CSV) and returns a
+(so every plotted number is also in a CSV) and the series styles of
+:mod:`deplbench.reports.styles` (so every algorithm, a third-party one
+included, looks the same in every figure), and returns a
 :class:`matplotlib.figure.Figure`, or None when there is nothing to draw;
 the caller then says so in the report. No pyplot: figures are plain
 objects, never registered in a global state, so building a report leaves
 no open figures behind and needs no display.
+
+Layout rules (issue 15): legends sit outside the axes, every axis names
+its unit, ratio axes are linear near 1, and log axes label only as many
+ticks as fit.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 
 import numpy as np
 import pandas as pd
@@ -18,141 +25,138 @@ from matplotlib import colormaps
 from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
-from deplbench.reports.tables import CLAIMED_EXPONENTS, size_label
+from deplbench.reports.complexity import CLAIMED_EXPONENTS, TIME
 from deplbench.reports.stats import performance_profile, profile_curve
+from deplbench.reports.styles import PALETTE, SeriesInfo, info_for, ordered
 
-#: Base size of one panel, inches; ``scale`` multiplies it (tests use 0.5).
+#: Base size of one panel, inches; ``scale`` multiplies it (tests use 0.4).
 PANEL = (4.2, 3.0)
 
-#: Fixed colours so an algorithm looks the same in every figure.
-_PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b",
-            "#e377c2", "#7f7f7f", "#bcbd22", "#17becf")
+#: Axis labels with units for the size parameters.
+SIZE_AXIS = {
+    "eta": "η (graph resolution, steps per unit) [–]", "epsilon": "ε (allocation tolerance) [–]",
+    "n_models": "|M| [model versions]", "horizon": "K̄ [epochs]",
+    "n_datasets": "|D| [datasets]", "n_clusters": "|N| [clusters]",
+    "scenarios": "S [in-sample scenarios]",
+}
+COST_AXIS = "cost, eq. (2) [cost units]"
+TARGET_AXIS = "target ℓmax, ω-quantile of ℓ(K) [loss]"
+
+Styles = Mapping[str, SeriesInfo]
+
 _MARKERS = ("o", "s", "^", "D", "v", "P")
 _DASHES = ("-", "--", "-.", ":")
-_KNOWN = ("milp", "brute-force", "depl", "best-exp", "pact", "static-learn",
-          "one-switch")
 
 
-def colour(name: str) -> str:
-    """Stable colour of an algorithm (known names first, others hashed)."""
-    if name in _KNOWN:
-        return _PALETTE[_KNOWN.index(name)]
-    return _PALETTE[len(_KNOWN) + sum(map(ord, name)) % (len(_PALETTE) - len(_KNOWN))]
-
-
-def _figure(ncols: int = 1, nrows: int = 1, scale: float = 1.0, sharey: bool = False):
-    fig = Figure(figsize=(PANEL[0] * ncols * scale, PANEL[1] * nrows * scale),
-                 layout="constrained")
+def _figure(ncols: int = 1, nrows: int = 1, scale: float = 1.0, sharey: bool = False,
+            width: float | None = None):
+    w = PANEL[0] * ncols if width is None else width
+    fig = Figure(figsize=(w * scale, PANEL[1] * nrows * scale), layout="constrained")
     axes = fig.subplots(nrows, ncols, squeeze=False, sharey=sharey)
     return fig, axes
 
 
-def _one_panel(scale: float = 1.0):
-    """A one-panel figure and its axes."""
-    fig, axes = _figure(scale=scale)
+def _one_panel(scale: float = 1.0, width: float | None = None):
+    """A one-panel figure (room on the right for the legend) and its axes."""
+    fig, axes = _figure(scale=scale, width=width if width is not None else PANEL[0] * 1.5)
     return fig, axes[0, 0]
 
 
-def _finish_set_panel(ax, paper_set: str, ylabel: str, legend_size: int = 7) -> None:
-    """Y label, title (the paper set), legend and grid of a Fig. 5/6 panel."""
-    ax.set_ylabel(ylabel)
-    ax.set_title(paper_set, fontsize=9)
-    ax.legend(fontsize=legend_size)
-    ax.grid(alpha=0.3)
-
-
-def _finish_loglog(ax, param: str, x_values, ylabel: str, legend_outside: bool = False) -> None:
-    """Log-log axes against a size parameter, ticks at the values run."""
-    _log_axis(ax, "x")
-    _log_axis(ax, "y")
-    _value_ticks(ax, x_values)
-    v = np.asarray(x_values, float)
-    v = v[np.isfinite(v) & (v > 0)]
-    if v.size and v.max() / v.min() > 300:
-        # Over 2.5 decades the 1-2-5 tick labels collide: tilt them.
-        ax.tick_params(axis="x", labelrotation=45)
-    ax.set_xlabel(size_label(param))
-    ax.set_ylabel(ylabel)
-    if legend_outside:
-        # Many series: beside the panel, so the data keep the whole panel.
-        ax.legend(fontsize=6, loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0)
-    else:
-        ax.legend(fontsize=6)
-    ax.grid(alpha=0.3, which="both")
-
-
-def _log_axis(ax, which: str) -> None:
-    """Log scale with plain tick labels (1, 2, 5, 10, ...), readable over
-    the one or two decades our sweeps span, unlike 3×10¹."""
-    getattr(ax, f"set_{which}scale")("log")
-    axis = ax.xaxis if which == "x" else ax.yaxis
-    axis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
-    axis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
-    axis.set_minor_formatter(NullFormatter())
-
-
-def _shared_legend(fig, axes) -> None:
-    """One legend for all panels (a panel may lack an algorithm that had no
-    plan at its target), outside the axes on the right."""
+def _legend(fig, axes, fontsize: float = 7) -> None:
+    """One legend for all panels, outside the axes on the right (a panel
+    may lack a series that had no plan at its target)."""
     seen: dict[str, object] = {}
     for ax in np.ravel(axes):
         for h, lbl in zip(*ax.get_legend_handles_labels()):
             seen.setdefault(lbl, h)
     if seen:
-        fig.legend(list(seen.values()), list(seen), loc="outside right upper", fontsize=7)
+        fig.legend(list(seen.values()), list(seen), loc="outside right upper",
+                   fontsize=fontsize)
+
+
+def _log_axis(ax, which: str, values=None) -> None:
+    """Log scale with plain tick labels (1, 2, 5, 10, ...). Over more than
+    1.5 decades only the powers of ten are labelled, so labels never run
+    into each other ("100200")."""
+    getattr(ax, f"set_{which}scale")("log")
+    axis = ax.xaxis if which == "x" else ax.yaxis
+    subs = (1.0, 2.0, 5.0)
+    if values is not None:
+        v = np.asarray(values, float)
+        v = v[np.isfinite(v) & (v > 0)]
+        if v.size and v.max() / v.min() > 30:
+            subs = (1.0,)
+    axis.set_major_locator(LogLocator(base=10, subs=subs))
+    axis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+    axis.set_minor_formatter(NullFormatter())
 
 
 def _value_ticks(ax, values, max_ticks: int = 8) -> None:
     """Put the x ticks at the values actually run (η = 25, 50, 100, 200)
-    when there are few of them; a log locator would skip some."""
+    when there are few of them; tilt them when they would crowd."""
     v = np.unique(np.asarray(values, float))
     v = v[np.isfinite(v) & (v > 0)]
     if 0 < v.size <= max_ticks:
         ax.set_xticks(v, [f"{x:g}" for x in v])
         ax.xaxis.set_minor_formatter(NullFormatter())
+        close = v.size > 1 and np.min(np.diff(np.log(v))) < 0.25 * np.log(v[-1] / v[0]) / v.size
+        if close or v.size > 5:
+            ax.tick_params(axis="x", labelrotation=45)
 
 
 def _label(alg: str, cfg: str) -> str:
     return f"{alg} ({cfg})" if cfg else alg
 
 
-def cost_vs_target(tab: pd.DataFrame, paper_set: str, scale: float = 1.0,
-                   ylabel: str = "cost (2)") -> Figure | None:
-    """Cost against the target ℓmax per algorithm (Figs. 5/6 left): mean
+def _line(ax, x, y, st: SeriesInfo, label: str, **kw) -> None:
+    ax.plot(x, y, color=st.colour, marker=st.marker, ls=st.linestyle, ms=3, label=label, **kw)
+
+
+def cost_vs_target(tab: pd.DataFrame, paper_set: str, styles: Styles,
+                   scale: float = 1.0) -> Figure | None:
+    """Cost against the target ℓmax per series (Figs. 5/6 left): mean
     over instances, shaded between min and max."""
     t = tab[tab["paper_set"] == paper_set]
     if t.empty:
         return None
     fig, ax = _one_panel(scale)
-    for (alg, cfg), g in t.groupby(["algorithm", "config"], sort=True):
-        g = g.sort_values("loss_max")
-        ax.plot(g["loss_max"], g["cost_mean"], marker="o", ms=3, color=colour(alg),
-                label=_label(alg, cfg))
-        if (g["instances"] > 1).any():
-            ax.fill_between(g["loss_max"], g["cost_min"], g["cost_max"],
-                            color=colour(alg), alpha=0.15, lw=0)
-    ax.set_xlabel("target ℓmax (ω-quantile of the final loss)")
-    _finish_set_panel(ax, paper_set, ylabel)
+    for alg in ordered(t["algorithm"], styles):
+        st = info_for(styles, alg)
+        for cfg, g in t[t["algorithm"] == alg].groupby("config", sort=True):
+            g = g.sort_values("loss_max")
+            _line(ax, g["loss_max"], g["cost_mean"], st, _label(alg, cfg))
+            if (g["instances"] > 1).any():
+                ax.fill_between(g["loss_max"], g["cost_min"], g["cost_max"],
+                                color=st.colour, alpha=0.15, lw=0)
+    ax.set_xlabel(TARGET_AXIS)
+    ax.set_ylabel(COST_AXIS)
+    ax.set_title(paper_set, fontsize=9)
+    ax.grid(alpha=0.3)
+    _legend(fig, [ax])
     return fig
 
 
-def normalised_loss(tab: pd.DataFrame, paper_set: str, scale: float = 1.0) -> Figure | None:
+def normalised_loss(tab: pd.DataFrame, paper_set: str, styles: Styles,
+                    scale: float = 1.0) -> Figure | None:
     """Expected final loss normalised to the optimum's (Fig. 5 centre)."""
     t = tab[tab["paper_set"] == paper_set]
     if t.empty:
         return None
     fig, ax = _one_panel(scale)
-    for alg, g in t.groupby("algorithm", sort=True):
-        g = g.sort_values("loss_max")
-        ax.plot(g["loss_max"], g["exp_loss_ratio_mean"], marker="o", ms=3,
-                color=colour(alg), label=alg)
-    ax.axhline(1.0, color="k", lw=0.8, ls=":")
-    ax.set_xlabel("target ℓmax")
-    _finish_set_panel(ax, paper_set, "E[ℓ(K)] / E[ℓ(K)] of the optimum")
+    for alg in ordered(t["algorithm"], styles):
+        g = t[t["algorithm"] == alg].sort_values("loss_max")
+        _line(ax, g["loss_max"], g["exp_loss_ratio_mean"], info_for(styles, alg), alg)
+    ax.axhline(1.0, color="k", lw=0.8, ls=":", label="the optimum")
+    ax.set_xlabel(TARGET_AXIS)
+    ax.set_ylabel("E[ℓ(K)] / E[ℓ(K)] of the optimum [ratio]")
+    ax.set_title(paper_set, fontsize=9)
+    ax.grid(alpha=0.3)
+    _legend(fig, [ax])
     return fig
 
 
-def eta_effect(tab: pd.DataFrame, paper_set: str, scale: float = 1.0) -> Figure | None:
+def eta_effect(tab: pd.DataFrame, paper_set: str, styles: Styles,
+               scale: float = 1.0) -> Figure | None:
     """Cost for each η (Fig. 5 right): against ℓmax when several targets
     were run, else against η itself."""
     t = tab[tab["paper_set"] == paper_set]
@@ -165,38 +169,41 @@ def eta_effect(tab: pd.DataFrame, paper_set: str, scale: float = 1.0) -> Figure 
         shades = colormaps["viridis"](np.linspace(0.0, 0.85, len(groups)))
         for shade, ((alg, eta), g) in zip(shades, groups):
             g = g.sort_values("loss_max")
-            ax.plot(g["loss_max"], g["cost_mean"], marker="o", ms=3, color=shade,
-                    label=f"{alg} η={eta:g}")
-        ax.set_xlabel("target ℓmax")
+            ax.plot(g["loss_max"], g["cost_mean"], marker=info_for(styles, alg).marker, ms=3,
+                    color=shade, label=f"{alg} η={eta:g}")
+        ax.set_xlabel(TARGET_AXIS)
     else:
-        for alg, g in t.groupby("algorithm", sort=True):
-            g = g.sort_values("eta")
-            ax.plot(g["eta"], g["cost_mean"], marker="o", ms=3, color=colour(alg), label=alg)
-        _log_axis(ax, "x")
+        for alg in ordered(t["algorithm"], styles):
+            g = t[t["algorithm"] == alg].sort_values("eta")
+            _line(ax, g["eta"], g["cost_mean"], info_for(styles, alg), alg)
+        _log_axis(ax, "x", t["eta"])
         _value_ticks(ax, t["eta"])
-        ax.set_xlabel("η (graph resolution)")
-    _finish_set_panel(ax, paper_set, "cost (2)", legend_size=6)
+        ax.set_xlabel(SIZE_AXIS["eta"])
+    ax.set_ylabel(COST_AXIS)
+    ax.set_title(paper_set, fontsize=9)
+    ax.grid(alpha=0.3)
+    _legend(fig, [ax], fontsize=6)
     return fig
 
 
-def per_model(tab: pd.DataFrame, paper_set: str, ylabel: str,
+def per_model(tab: pd.DataFrame, paper_set: str, ylabel: str, styles: Styles,
               scale: float = 1.0) -> Figure | None:
     """Stacked bars per target of what each model version received
-    (Figs. 7/8), one panel per algorithm."""
+    (Figs. 7/8), one panel per series."""
     t = tab[tab["paper_set"] == paper_set]
     if t.empty:
         return None
-    algs = sorted(t["algorithm"].unique(), key=lambda a: (a not in _KNOWN, _KNOWN.index(a)
-                                                          if a in _KNOWN else 0, a))
+    algs = ordered(t["algorithm"], styles)
     models = sorted(t["model"].unique())
-    ncols = min(len(algs), 4)  # wrap: seven algorithms side by side are unreadable
+    ncols = min(len(algs), 4)  # wrap: seven series side by side are unreadable
     nrows = -(-len(algs) // ncols)
-    fig, axes = _figure(ncols=ncols, nrows=nrows, scale=scale * 0.8, sharey=True)
+    fig, axes = _figure(ncols=ncols, nrows=nrows, scale=scale * 0.8, sharey=True,
+                        width=PANEL[0] * ncols + 1.5)
     for ax in axes.ravel()[len(algs):]:
         ax.set_axis_off()
     targets = sorted(t["loss_max"].unique())
     pos = np.arange(len(targets))
-    mcol = {m: _PALETTE[(i + 2) % len(_PALETTE)] for i, m in enumerate(models)}
+    mcol = {m: PALETTE[(i + 2) % len(PALETTE)] for i, m in enumerate(models)}
     for ax, alg in zip(axes.ravel(), algs):
         g = t[t["algorithm"] == alg].pivot_table(index="loss_max", columns="model",
                                                  values="value", aggfunc="mean")
@@ -207,47 +214,49 @@ def per_model(tab: pd.DataFrame, paper_set: str, ylabel: str,
             bottom += g[m].to_numpy()
         ax.set_xticks(pos, [f"{x:g}" for x in targets], fontsize=7, rotation=45)
         ax.set_title(alg, fontsize=9)
-        ax.set_xlabel("target ℓmax", fontsize=8)
+        ax.set_xlabel("target ℓmax [loss]", fontsize=8)
     for row in axes:
         row[0].set_ylabel(ylabel)
-    _shared_legend(fig, axes)
+    _legend(fig, axes)
     return fig
 
 
-def trajectories(rows: pd.DataFrame, targets: list[float],
+def trajectories(rows: pd.DataFrame, targets: list[float], styles: Styles,
                  scale: float = 1.0) -> Figure | None:
     """Expected loss with the 1st–99th percentile band (Fig. 9), one panel
-    per target, one line per algorithm (its first instance at that target).
+    per target, one line per series (its first instance at that target).
     """
     if rows.empty or not targets:
         return None
-    fig, axes = _figure(ncols=len(targets), scale=scale * 0.9, sharey=True)
+    fig, axes = _figure(ncols=len(targets), scale=scale * 0.9, sharey=True,
+                        width=PANEL[0] * len(targets) + 1.5)
     drawn = 0
     for ax, lm in zip(axes[0], targets):
         g = rows[rows["loss_max"] == lm]
-        for alg, ga in g.groupby("algorithm", sort=True):
-            ev = ga.iloc[0]["evaluation_d"]
+        for alg in ordered(g["algorithm"], styles):
+            ev = g[g["algorithm"] == alg].iloc[0]["evaluation_d"]
             mean = np.asarray(ev.get("mean") or [], float)
             if mean.size == 0:
                 continue
+            st = info_for(styles, alg)
             k = np.arange(mean.size)  # entry 0 is ℓ(0)
-            ax.plot(k, mean, color=colour(alg), label=alg, lw=1.2)
+            ax.plot(k, mean, color=st.colour, ls=st.linestyle, label=alg, lw=1.2)
             lo, hi = ev.get("p01") or [], ev.get("p99") or []
             if len(lo) == mean.size and len(hi) == mean.size:
-                ax.fill_between(k, lo, hi, color=colour(alg), alpha=0.15, lw=0)
+                ax.fill_between(k, lo, hi, color=st.colour, alpha=0.15, lw=0)
             drawn += 1
         ax.axhline(lm, color="k", ls=":", lw=0.8)
         ax.set_title(f"guaranteed loss ℓmax = {lm:g}", fontsize=9)
-        ax.set_xlabel("epoch k")
+        ax.set_xlabel("epoch k [epochs]")
         ax.grid(alpha=0.3)
     if not drawn:
         return None
-    axes[0, 0].set_ylabel("loss ℓ(k): mean, 1st–99th pct")
-    _shared_legend(fig, axes)
+    axes[0, 0].set_ylabel("loss ℓ(k) [loss]: mean, 1st–99th pct")
+    _legend(fig, axes)
     return fig
 
 
-def profiles(matrices: dict[tuple[str, str], pd.DataFrame],
+def profiles(matrices: dict[tuple[str, str], pd.DataFrame], styles: Styles,
              scale: float = 1.0) -> Figure | None:
     """Dolan–Moré performance profiles: one row of panels per family,
     one panel per metric (runtime, cost)."""
@@ -256,7 +265,8 @@ def profiles(matrices: dict[tuple[str, str], pd.DataFrame],
         return None
     families = list(dict.fromkeys(f for f, _ in mats))
     metrics = list(dict.fromkeys(m for _, m in mats))
-    fig, axes = _figure(ncols=len(metrics), nrows=len(families), scale=scale)
+    fig, axes = _figure(ncols=len(metrics), nrows=len(families), scale=scale,
+                        width=PANEL[0] * len(metrics) + 1.5)
     for i, fam in enumerate(families):
         for j, metric in enumerate(metrics):
             ax = axes[i, j]
@@ -269,26 +279,30 @@ def profiles(matrices: dict[tuple[str, str], pd.DataFrame],
             finite = vals[np.isfinite(vals)]
             top = max(2.0, float(finite.max()) * 1.1) if finite.size else 2.0
             taus = np.geomspace(1.0, top, 200)
-            for alg in r.columns:
-                ax.step(taus, profile_curve(r[alg], taus), where="post",
-                        color=colour(alg), label=alg)
-            _log_axis(ax, "x")
+            for alg in ordered(r.columns, styles):
+                st = info_for(styles, alg)
+                ax.step(taus, profile_curve(r[alg], taus), where="post", color=st.colour,
+                        ls=st.linestyle, label=alg)
+            _log_axis(ax, "x", [1.0, top])
+            ax.tick_params(labelsize=7)
             ax.set_ylim(-0.02, 1.02)
-            ax.set_xlabel("τ (ratio to the best on each problem)", fontsize=8)
-            ax.set_ylabel("ρ(τ)", fontsize=8)
+            ax.set_xlabel("τ, ratio to the best on each problem [–]", fontsize=8)
+            ax.set_ylabel("ρ(τ) [share of problems]", fontsize=8)
             ax.set_title(f"{fam}: {metric}, {len(r)} problems", fontsize=8)
             ax.grid(alpha=0.3)
-            ax.legend(fontsize=6)
+    _legend(fig, axes)
     return fig
 
 
-def ratio_vs(tab: pd.DataFrame, param: str, scale: float = 1.0,
+def ratio_vs(tab: pd.DataFrame, param: str, styles: Styles, scale: float = 1.0,
              max_series_per_algorithm: int = 3) -> Figure | None:
-    """Measured competitive ratio against η or ε with Property 3's
-    (1/η)(1+ε) drawn beside it, and the line ratio = 1 that no feasible
-    plan of a minimisation problem can go below.
+    """Measured competitive ratio against η or ε: left, on a linear axis
+    around 1 (DepL's few-percent excess is visible); right, on log axes
+    beside Property 3's (1/η)(1+ε), which lies two orders of magnitude
+    below the line ratio = 1 that no feasible plan of a minimisation
+    problem can go below.
 
-    Per algorithm only the ``max_series_per_algorithm`` values of the other
+    Per series only the ``max_series_per_algorithm`` values of the other
     parameter with the most points along ``param`` are drawn (a full η × ε
     grid would otherwise bury the panel); the table has every series."""
     if tab.empty or tab[param].nunique() < 1:
@@ -300,55 +314,78 @@ def ratio_vs(tab: pd.DataFrame, param: str, scale: float = 1.0,
             continue
         groups.append((alg, ov, g.sort_values(param)))
     kept: list = []
-    for alg in sorted({a for a, _, _ in groups}):
+    for alg in ordered({a for a, _, _ in groups}, styles):
         mine = [x for x in groups if x[0] == alg]
         mine.sort(key=lambda x: -x[2][param].nunique())
         kept += sorted(mine[:max_series_per_algorithm], key=lambda x: (pd.isna(x[1]), x[1]))
-    fig, ax = _one_panel(scale * 1.3)
-    drawn = False
-    for alg, ov, g in kept:
-        lbl = (f"{alg} ({size_label(other)}={ov:g})" if not pd.isna(ov)
-               else f"{alg} ({size_label(other)} not recorded)")
-        ax.plot(g[param], g["ratio_median"], marker="o", ms=3, color=colour(alg),
-                label=f"{lbl}: measured median")
-        ax.fill_between(g[param], g["ratio_min"], g["ratio_max"], color=colour(alg),
-                        alpha=0.15, lw=0)
-        if g["property3_bound"].notna().any():
-            ax.plot(g[param], g["property3_bound"], ls="--", color=colour(alg), lw=1,
-                    label=f"{lbl}: Property 3, (1/η)(1+ε)")
-        drawn = True
-    if not drawn:
+    if not kept:
         return None
-    ax.axhline(1.0, color="k", lw=0.8, ls=":", label="ratio = 1 (optimum)")
-    _finish_loglog(ax, param, tab[param], "competitive ratio cost / optimum", legend_outside=True)
+    fig, axes = _figure(ncols=2, scale=scale, width=PANEL[0] * 2 + 2.2)
+    lin, log = axes[0]
+    for alg, ov, g in kept:
+        st = styles.get(alg) or info_for(styles, alg.split(" [")[0])
+        lbl = (f"{alg} ({SIZE_AXIS[other].split(' ')[0]}={ov:g})" if not pd.isna(ov)
+               else f"{alg} ({other} not recorded)")
+        for ax in (lin, log):
+            ax.plot(g[param], g["ratio_median"], marker=st.marker, ms=3, color=st.colour,
+                    ls=st.linestyle, label=f"{lbl}: measured median (band min–max)")
+            ax.fill_between(g[param], g["ratio_min"], g["ratio_max"], color=st.colour,
+                            alpha=0.15, lw=0)
+        if g["property3_bound"].notna().any():
+            log.plot(g[param], g["property3_bound"], ls="--", color=st.colour, lw=1,
+                     marker="x", ms=3, label=f"{lbl}: Property 3, (1/η)(1+ε)")
+    for ax in (lin, log):
+        ax.axhline(1.0, color="k", lw=0.8, ls=":", label="ratio = 1 (the optimum)")
+        _log_axis(ax, "x", tab[param])
+        _value_ticks(ax, tab[param])
+        ax.set_xlabel(SIZE_AXIS[param], fontsize=8)
+        ax.grid(alpha=0.3, which="both")
+    shown = pd.concat([g for _, _, g in kept])
+    lo = min(1.0, float(shown["ratio_min"].min()))
+    hi = max(1.0, float(shown["ratio_max"].max()))
+    pad = max(0.01, 0.08 * (hi - lo))
+    lin.set_ylim(lo - pad, hi + pad)
+    lin.set_ylabel("cost / proven optimum [ratio], linear", fontsize=8)
+    lin.set_title("measured ratio", fontsize=9)
+    vals = np.concatenate([shown[c].to_numpy(float) for c in
+                           ("ratio_min", "ratio_max", "property3_bound")])
+    _log_axis(log, "y", vals)
+    log.set_ylabel("cost / proven optimum [ratio], log", fontsize=8)
+    log.set_title("measured vs Property 3's claim", fontsize=9)
+    _legend(fig, axes, fontsize=6)
     return fig
 
 
-def complexity(fits: pd.DataFrame, param: str, scale: float = 1.0,
+def complexity(fits: pd.DataFrame, param: str, styles: Styles, scale: float = 1.0,
                max_series: int = 12) -> Figure | None:
-    """Runtime against one size parameter on log-log axes: the points of
-    each series' best fit, the fitted line (slope and 95 % interval in the
-    legend) and the claimed exponent(s) as reference lines anchored at the
-    first series' first point. The y-range follows the data (the reference
-    lines leave the panel at their own slope rather than squash the data)."""
+    """A measure (runtime, or a work counter) against one size parameter on
+    log-log axes: the points of each series' best fit, the fitted line
+    (slope and 95 % interval in the legend) and the claimed exponent(s) as
+    reference lines anchored at the first series' first point. The y-range
+    follows the data (the reference lines leave the panel at their own
+    slope rather than squash the data)."""
     f = fits[fits["parameter"] == param]
     if f.empty:
         return None
     f = f.head(max_series)
-    fig, ax = _one_panel(scale * 1.1)
+    fig, ax = _one_panel(scale * 1.1, width=PANEL[0] * 1.9)
     claimed, implied, _ = CLAIMED_EXPONENTS[param]
     seen: dict[str, int] = {}
     ys_all = []
+    measures = set(f["measure"]) if "measure" in f else {TIME}
     for i, row in enumerate(f.itertuples(index=False)):
         x = np.asarray(row.x_values, float)
         y = np.asarray(row.y_values, float)
         ys_all.append(y)
-        c = colour(row.algorithm) if row.source == "store" else _PALETTE[i % len(_PALETTE)]
+        st = info_for(styles, row.algorithm)
+        c = st.colour if row.source == "store" else PALETTE[i % len(PALETTE)]
         # several series of one algorithm share its colour: tell them apart
         # by marker and dash
         j = seen[row.algorithm] = seen.get(row.algorithm, -1) + 1
         marker, dash = _MARKERS[j % len(_MARKERS)], _DASHES[j % len(_DASHES)]
         name = f"{row.algorithm} [{row.series}]"
+        if len(measures) > 1:
+            name += f" {getattr(row, 'measure', TIME)}"
         ax.scatter(x, y, s=10, color=c, alpha=0.6, marker=marker)
         xs = np.geomspace(x.min(), x.max(), 20)
         ci = (f"[{row.ci_low:.2f}, {row.ci_high:.2f}]" if math.isfinite(row.ci_low)
@@ -367,5 +404,12 @@ def complexity(fits: pd.DataFrame, param: str, scale: float = 1.0,
     ally = ally[np.isfinite(ally) & (ally > 0)]
     if ally.size:
         ax.set_ylim(ally.min() / 3.0, ally.max() * 3.0)
-    _finish_loglog(ax, param, np.concatenate([np.asarray(v, float) for v in f["x_values"]]), "runtime [s]")
+    xall = np.concatenate([np.asarray(v, float) for v in f["x_values"]])
+    _log_axis(ax, "x", xall)
+    _log_axis(ax, "y", ally)
+    _value_ticks(ax, xall)
+    ax.set_xlabel(SIZE_AXIS[param])
+    ax.set_ylabel("runtime [s]" if measures == {TIME} else "work counted [count]")
+    ax.grid(alpha=0.3, which="both")
+    _legend(fig, [ax], fontsize=6)
     return fig

@@ -15,13 +15,25 @@ from deplbench.reports.elements import Figure, Note, Section, Table, fmt_cell
 #: Tables longer than this are cut in the HTML (the CSV has every row).
 HTML_MAX_ROWS = 200
 
+#: Tables longer than this are folded (``<details>``) so the page stays short.
+FOLD_ROWS = 15
+
 _CSS = """
+*{box-sizing:border-box}
 body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;max-width:1100px;
-margin:2em auto;padding:0 1em;color:#222;line-height:1.45}
+margin:2em auto;padding:0 1em;color:#222;line-height:1.45;overflow-wrap:anywhere}
+.scroll{max-width:100%;overflow-x:auto}
+.scroll.tall{max-height:32em;overflow-y:auto}
+details>summary{cursor:pointer;color:#245;margin:.3em 0}
+.headline{border:2px solid #456;border-radius:6px;padding:.6em 1em;background:#f5f8fb;
+margin:1em 0 2em}
+.headline h2{margin-top:.2em;border:none}
+.headline table{font-size:.85em}
 h1{font-size:1.6em}h2{border-bottom:1px solid #ccc;padding-bottom:.2em;margin-top:2em}
 h3{font-size:1.05em;margin-bottom:.3em}
 table{border-collapse:collapse;font-size:.82em;margin:.4em 0 1em}
-th,td{border:1px solid #ccc;padding:.2em .45em;text-align:left;vertical-align:top}
+th,td{border:1px solid #ccc;padding:.2em .45em;text-align:left;vertical-align:top;
+max-width:28em;overflow-wrap:anywhere}
 th{background:#f3f3f3}
 td.num{text-align:right;font-variant-numeric:tabular-nums}
 .missing{background:#fff6e0;border-left:4px solid #e0a000;padding:.4em .7em}
@@ -53,11 +65,27 @@ def render_table(t: Table) -> str:
         out.append('<p class="missing">This table is empty: the store holds no rows '
                    'it could be computed from.</p></div>')
         return "\n".join(out)
-    out.append("<table><thead><tr>" + "".join(f"<th>{_e(c)}</th>" for c in t.frame.columns)
-               + "</tr></thead><tbody>")
-    for row in t.frame.head(HTML_MAX_ROWS).itertuples(index=False, name=None):
+    body = [_table_html(t.frame.head(HTML_MAX_ROWS))]
+    if len(t.frame) > HTML_MAX_ROWS:
+        body.append(f'<p class="caption">Showing the first {HTML_MAX_ROWS} of '
+                    f'{len(t.frame)} rows; the CSV has all of them.</p>')
+    tall = " tall" if len(t.frame) > FOLD_ROWS else ""
+    inner = f'<div class="scroll{tall}">' + "\n".join(body) + "</div>"
+    if t.collapse or len(t.frame) > FOLD_ROWS:
+        inner = (f"<details><summary>Show the table ({len(t.frame)} rows, "
+                 f"{len(t.frame.columns)} columns)</summary>{inner}</details>")
+    out.append(inner)
+    out.append("</div>")
+    return "\n".join(out)
+
+
+def _table_html(frame) -> str:
+    """A plain ``<table>`` of ``frame`` (cells escaped, verdicts coloured)."""
+    out = ["<table><thead><tr>" + "".join(f"<th>{_e(c)}</th>" for c in frame.columns)
+           + "</tr></thead><tbody>"]
+    for row in frame.itertuples(index=False, name=None):
         cells = []
-        for col, v in zip(t.frame.columns, row):
+        for col, v in zip(frame.columns, row):
             cls = []
             if isinstance(v, (int, float)) and not isinstance(v, bool):
                 cls.append("num")
@@ -67,10 +95,6 @@ def render_table(t: Table) -> str:
             cells.append(f"<td{attr}>{_e(fmt_cell(v))}</td>")
         out.append("<tr>" + "".join(cells) + "</tr>")
     out.append("</tbody></table>")
-    if len(t.frame) > HTML_MAX_ROWS:
-        out.append(f'<p class="caption">Showing the first {HTML_MAX_ROWS} of '
-                   f'{len(t.frame)} rows; the CSV has all of them.</p>')
-    out.append("</div>")
     return "\n".join(out)
 
 
@@ -89,8 +113,27 @@ def render_note(n: Note) -> str:
     return f"<p{cls}>{_e(n.text)}</p>"
 
 
+def render_headline(box: Section) -> str:
+    """The at-a-glance box above the table of contents."""
+    out = [f'<div class="headline" id="{_e(box.id)}"><h2>{_e(box.title)}</h2>']
+    if box.intro:
+        out.append(f'<p class="caption">{_e(box.intro)}</p>')
+    for el in box.elements:
+        if isinstance(el, Table):
+            out.append(f"<h3>{_e(el.title)}</h3>")
+            if el.caption:
+                out.append(f'<p class="caption">{_e(el.caption)}</p>')
+            out.append('<div class="scroll">' + _table_html(el.frame) + "</div>")
+            out.append(f'<p class="caption">Files: <a href="tables/{_e(el.name)}.csv">CSV</a>'
+                       f' · <a href="tables/{_e(el.name)}.md">Markdown</a></p>')
+        elif isinstance(el, Note):
+            out.append(render_note(el))
+    out.append("</div>")
+    return "\n".join(out)
+
+
 def render(title: str, meta: list[str], sections: list[Section],
-           formats: tuple[str, ...] = ("png", "svg")) -> str:
+           formats: tuple[str, ...] = ("png", "svg"), headline: Section | None = None) -> str:
     """The whole page.
 
     Parameters
@@ -103,6 +146,8 @@ def render(title: str, meta: list[str], sections: list[Section],
         In display order; each becomes ``<section id=...>``.
     formats : tuple of str
         Figure formats written (the first PNG is embedded).
+    headline : Section, optional
+        The at-a-glance box, drawn above the table of contents.
 
     Returns
     -------
@@ -113,6 +158,8 @@ def render(title: str, meta: list[str], sections: list[Section],
            f"<title>{_e(title)}</title>", f"<style>{_CSS}</style></head><body>",
            f"<h1>{_e(title)}</h1>"]
     out += [f'<p class="meta">{_e(m)}</p>' for m in meta]
+    if headline is not None:
+        out.append(render_headline(headline))
     out.append("<nav><ol>" + "".join(f'<li><a href="#{_e(s.id)}">{_e(s.title)}</a></li>'
                                      for s in sections) + "</ol></nav>")
     for s in sections:

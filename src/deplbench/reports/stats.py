@@ -14,11 +14,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats as sps
 
-from deplbench.reports.data import EXACT_ALGORITHMS, ReportError, lookup
-
-#: Diagnostics keys holding an independent exact optimum (the covering-
-#: knapsack DP of SPEC §3, stored by the knapsack sweep). First = expected.
-DP_OPTIMUM_KEYS = ("dp_optimum", "knapsack_optimum")
+from deplbench.reports.data import NON_CONFIG_KEYS, ReportError, canonical
 
 #: Relative tolerance under which two optima of one instance "agree".
 AGREEMENT_RTOL = 1e-6
@@ -174,12 +170,12 @@ def profile_curve(ratios: pd.Series, taus: np.ndarray) -> np.ndarray:
 # proven optima and competitive ratios
 
 
-OPTIMUM_COLUMNS = ("instance_key", "optimum", "optimum_source", "n_oracles",
-                   "oracle_spread")
+OPTIMUM_COLUMNS = ("instance_key", "optimum", "optimum_source", "optimum_exp_loss",
+                   "n_oracles", "oracle_spread")
 
 
 def optimum_per_instance(df: pd.DataFrame) -> pd.DataFrame:
-    """The proven optimum of every instance (same instance and targets).
+    """The proven optimum of every instance (same ``instance_sha``).
 
     Parameters
     ----------
@@ -189,58 +185,49 @@ def optimum_per_instance(df: pd.DataFrame) -> pd.DataFrame:
     Returns
     -------
     pandas.DataFrame
-        Columns :data:`OPTIMUM_COLUMNS`. Sources, by priority: ``dp`` (a
-        ``dp_optimum`` value in any row's diagnostics — the independent
-        covering-knapsack DP), ``brute-force`` and ``milp`` (their
-        ``optimal`` row with the most in-sample scenarios S, the closest to
-        the true chance constraint; fewer scenarios loosen the SAA and lower
-        the cost, so the cheapest row would bias every ratio upward; ties by
-        the lower cost). ``oracle_spread`` is the
-        relative spread (max − min)/min between all available sources, so a
-        MILP that disagrees with the DP is visible instead of averaged away.
+        Columns :data:`OPTIMUM_COLUMNS`. Candidates are the rows of exact
+        solvers (record column ``exact``) with status ``optimal`` and a
+        cost. Per solver, the row with the most in-sample scenarios S is
+        kept (a scenario-free solver, S NULL, solves the chance constraint
+        itself and comes first): fewer scenarios loosen the SAA and lower
+        the cost, so the cheapest row would bias every ratio upward; ties go
+        to the lower cost. Among solvers, the record's ``reference_priority``
+        (lower first; the solver declares it) picks the optimum when the
+        column is present, else the same scenario order. ``optimum_source``
+        names the solver, ``optimum_exp_loss`` is that row's E[ℓ(K)], and
+        ``oracle_spread`` is the relative spread (max − min)/min between the
+        solvers' optima, so a MILP that disagrees with the knapsack DP is
+        visible instead of averaged away.
     """
     if df.empty:
         return _empty_optimum()
-    cand: dict[str, dict[str, float]] = {}
-    for key, diag, ip in zip(df["instance_key"], df["diagnostics_d"],
-                             df["instance_params_d"]):
-        v = lookup([diag, ip], DP_OPTIMUM_KEYS)
-        try:
-            v = float(v) if v is not None else math.nan
-        except (TypeError, ValueError):
-            v = math.nan
-        if math.isfinite(v):
-            cand.setdefault(key, {})["dp"] = v
-    exact = df[df["algorithm"].isin(EXACT_ALGORITHMS) & (df["status"] == "optimal")
-               & df["cost"].notna()]
-    if not exact.empty:
-        scen = [_scenario_count(d) for d in exact["params_d"]]
-        exact = exact.assign(_scenarios=scen).sort_values(
-            ["_scenarios", "cost"], ascending=[False, True], kind="stable")
-        for (key, alg), cost in exact.groupby(["instance_key", "algorithm"], sort=False)["cost"].first().items():
-            cand.setdefault(key, {})[alg] = float(cost)
+    exact = df[df["is_exact"] & (df["status"] == "optimal") & df["cost"].notna()]
+    if exact.empty:
+        return _empty_optimum()
+    scen = exact["scenarios"].astype(float)
+    prio = (pd.to_numeric(exact["reference_priority"], errors="coerce").astype(float)
+            if "reference_priority" in exact else pd.Series(np.nan, index=exact.index))
+    exact = exact.assign(_free=scen.isna(), _scen=scen.fillna(np.inf),
+                         _prio=prio.fillna(np.inf))
+    exact = exact.sort_values(["_prio", "_free", "_scen", "cost"],
+                              ascending=[True, False, False, True], kind="stable")
+    best = exact.groupby(["instance_key", "solver"], sort=False).head(1)
     rows = []
-    for key, srcs in cand.items():
-        src = next(s for s in ("dp", "brute-force", "milp") if s in srcs)
-        vals = np.array(list(srcs.values()))
+    for key, g in best.groupby("instance_key", sort=False):
+        ref = g.iloc[0]  # already in priority order
+        vals = g["cost"].to_numpy(float)
         lo = vals.min()
         spread = float((vals.max() - lo) / abs(lo)) if lo != 0 else float(vals.max() - lo)
-        rows.append((key, srcs[src], src, len(srcs), spread))
-    return pd.DataFrame(rows, columns=list(OPTIMUM_COLUMNS)) if rows else _empty_optimum()
-
-
-def _scenario_count(params: dict) -> float:
-    """In-sample scenario count S of an exact run (0 when not recorded)."""
-    try:
-        return float((params or {}).get("scenarios") or 0)
-    except (TypeError, ValueError):
-        return 0.0
+        rows.append((key, float(ref["cost"]), ref["solver"], float(ref["exp_final_loss"]),
+                     len(g), spread))
+    return pd.DataFrame(rows, columns=list(OPTIMUM_COLUMNS))
 
 
 def _empty_optimum() -> pd.DataFrame:
     return pd.DataFrame({"instance_key": pd.Series(dtype=object),
                          "optimum": pd.Series(dtype=float),
                          "optimum_source": pd.Series(dtype=object),
+                         "optimum_exp_loss": pd.Series(dtype=float),
                          "n_oracles": pd.Series(dtype=int),
                          "oracle_spread": pd.Series(dtype=float)})
 
@@ -253,38 +240,69 @@ def with_ratios(df: pd.DataFrame) -> pd.DataFrame:
     pandas.DataFrame
         The rows of ``df`` with ``has_plan``, plus ``optimum``,
         ``optimum_source`` and ``ratio`` = cost / optimum (NaN when no
-        optimum is known; the competitive ratio of SPEC §5).
+        optimum is known; the competitive ratio of Property 3).
     """
     plans = df[df["has_plan"]].copy() if not df.empty else df.copy()
     opt = optimum_per_instance(df)
-    plans = plans.merge(opt[["instance_key", "optimum", "optimum_source"]],
+    plans = plans.merge(opt[["instance_key", "optimum", "optimum_source", "optimum_exp_loss"]],
                         on="instance_key", how="left")
     with np.errstate(divide="ignore", invalid="ignore"):
         plans["ratio"] = plans["cost"] / plans["optimum"].where(plans["optimum"] > 0)
     return plans
 
 
-def reference_config(df: pd.DataFrame) -> pd.DataFrame:
-    """Keep, per (family, algorithm), the rows of its most frequent config.
+def reference_config(df: pd.DataFrame, by: str = "algorithm") -> pd.DataFrame:
+    """Keep, per (family, ``by``), the rows of its most frequent configuration.
 
-    Figures that draw one line per algorithm (Fig. 5 left, profiles) must
-    not mix DepL at η = 5 with DepL at η = 200; they use the configuration
-    the sweep ran most often (ties: the lexicographically first label),
-    and say which in their caption.
+    Figures that draw one line per series (Fig. 5 left, profiles) must not
+    mix DepL at η = 25 with DepL at η = 200; they use the configuration the
+    sweep ran most often (ties: the lexicographically first label), and say
+    which in their caption. With ``by="solver"`` the configuration is the
+    pair (series, config), so one sweep entry of that solver is chosen.
     """
     if df.empty:
         return df
     keep = []
-    for _, grp in df.groupby(["family", "algorithm"], sort=False):
-        counts = grp["config"].value_counts()
+    for _, grp in df.groupby(["family", by], sort=False):
+        conf = grp["algorithm"] + "\x00" + grp["config"] if by != "algorithm" else grp["config"]
+        counts = conf.value_counts()
         top = sorted(counts[counts == counts.max()].index)[0]
-        keep.append(grp[grp["config"] == top])
+        keep.append(grp[conf == top])
     return pd.concat(keep) if keep else df.iloc[0:0]
 
 
 def reference_labels(df: pd.DataFrame) -> dict[tuple[str, str], str]:
-    """{(family, algorithm): config label} chosen by :func:`reference_config`."""
+    """{(family, series): config label} chosen by :func:`reference_config`."""
     ref = reference_config(df)
     if ref.empty:
         return {}
     return {k: g["config"].iloc[0] for k, g in ref.groupby(["family", "algorithm"])}
+
+
+def swept_series(df: pd.DataFrame, swept: tuple[str, ...]) -> pd.Series:
+    """Name the series along the ``swept`` parameters: one per solver and
+    setting of its *other* parameters.
+
+    Rows of different sweep entries that differ only in a swept parameter
+    (DepL's default entry at η = 200 and its ``depl-eta`` entry) form one
+    series, named after the solver; an entry whose other parameters differ
+    (``depl-calibrated``) stays a series of its own, named by its label.
+    Names are unique: clashes get the distinguishing parameters appended.
+    """
+    if df.empty:
+        return pd.Series(dtype=object, index=df.index)
+    drop = set(swept) | NON_CONFIG_KEYS
+    sig = [canonical({k: v for k, v in d.items() if k not in drop}) for d in df["params_d"]]
+    key = pd.Series(list(zip(df["solver"], sig)), index=df.index)
+    names: dict[tuple, str] = {}
+    for k, g in df.groupby(key, sort=True):
+        labels = sorted(set(g["algorithm"]))
+        names[k] = labels[0] if len(labels) == 1 else k[0]
+    taken: dict[str, list[tuple]] = {}
+    for k, n in names.items():
+        taken.setdefault(n, []).append(k)
+    for n, ks in taken.items():
+        if len(ks) > 1:
+            for k in ks:
+                names[k] = f"{n} [{k[1]}]"
+    return key.map(names).astype(object)

@@ -10,37 +10,24 @@ is also in a CSV.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 
 import numpy as np
 import pandas as pd
 
-from deplbench.reports.data import (
-    EXACT_ALGORITHMS, SIZE_LABELS, SIZE_PARAMETERS, _canonical, bench_algorithm,
+from deplbench.reports.complexity import (  # noqa: F401 - re-exported
+    BENCH_COLUMNS, CLAIMED_EXPONENTS, FIT_COLUMNS, FIT_EXTRA_COLUMNS, MIN_VERDICT_POINTS,
+    best_fits, bench_summary, complexity_fits, exponent_verdict,
 )
+from deplbench.reports.data import SIZE_LABELS
+from deplbench.reports.styles import SeriesInfo, info_for, ordered
 from deplbench.reports.stats import (
-    loglog_fit, optimum_per_instance, performance_profile, profile_curve,
-    reference_config, shifted_geometric_mean,
+    optimum_per_instance, performance_profile, profile_curve, reference_config,
+    shifted_geometric_mean, swept_series,
 )
 
 #: Relative tolerance for "at the optimum" / "below the optimum".
 RATIO_RTOL = 1e-6
-
-#: Property 2's exponents per size parameter, as printed, and the exponent
-#: its own vertex count implies (V = |M|·K·η², O(V²) ⇒ η⁺⁴); None = no term.
-CLAIMED_EXPONENTS: dict[str, tuple[float | None, float | None, str]] = {
-    "eta": (-4.0, 4.0, "η⁻⁴ as printed; |M|Kη² vertices with O(V²) imply η⁺⁴"),
-    "epsilon": (-1.0, -1.0, "1/ε (VNF placement stage)"),
-    "n_models": (2.0, 2.0, "|M|²"),
-    "horizon": (2.0, 2.0, "K²"),
-    "n_datasets": (2.0, 2.0, "|D|²"),
-    "n_clusters": (None, None, "no |N| term in Property 2"),
-    "scenarios": (None, None, "no S term (DepL uses no scenarios)"),
-}
-
-#: Direction in which each big-O bound is asymptotic: sizes grow ("large"),
-#: but ε is an accuracy that shrinks ("small": O(1/ε) bounds the cost of
-#: ε → 0, so a runtime falling *faster* than ε⁻¹ as ε grows is the violation).
-ASYMPTOTIC_REGIME: dict[str, str] = {"epsilon": "small"}
 
 _STATUSES = ("optimal", "feasible", "time_limit", "infeasible", "error")
 
@@ -69,6 +56,27 @@ def overview(df: pd.DataFrame) -> pd.DataFrame:
                      **{s: int(counts.get(s, 0)) for s in _STATUSES},
                      "median_runtime_s": float(g["runtime_s"].median())})
     return pd.DataFrame(rows, columns=list(OVERVIEW_COLUMNS))
+
+
+ALGORITHM_COLUMNS = ("algorithm", "solver", "label", "exact", "colour", "marker",
+                     "linestyle", "runs", "with_plan", "families")
+
+
+def algorithms(df: pd.DataFrame, styles: Mapping[str, SeriesInfo]) -> pd.DataFrame:
+    """Every series in the store with its solver's metadata from the records
+    (display label, exactness, style), in the report's listing order."""
+    if df.empty:
+        return _empty(ALGORITHM_COLUMNS)
+    rows = []
+    for alg in ordered(df["algorithm"], styles):
+        g = df[df["algorithm"] == alg]
+        st = info_for(styles, alg)
+        rows.append({"algorithm": alg, "solver": st.solver, "label": st.display,
+                     "exact": "yes" if st.exact else "no", "colour": st.colour,
+                     "marker": st.marker, "linestyle": st.linestyle, "runs": len(g),
+                     "with_plan": int(g["has_plan"].sum()),
+                     "families": ", ".join(sorted(set(g["family"])))})
+    return pd.DataFrame(rows, columns=list(ALGORITHM_COLUMNS))
 
 
 # --------------------------------------------------------------------------
@@ -111,23 +119,17 @@ NORM_LOSS_COLUMNS = ("paper_set", "algorithm", "loss_max", "pairs",
 def normalised_expected_loss(ratios: pd.DataFrame) -> pd.DataFrame:
     """Fig. 5 (centre): E[ℓ(K)] of each plan divided by the optimum's.
 
-    The optimum's expected final loss is taken from the exact solver's row
-    (brute force, else MILP, status optimal) on the same instance and
-    targets; a value below 1 means the plan trains further than the
+    The optimum's expected final loss is taken from the exact row that
+    gives the instance's proven optimum
+    (:func:`~deplbench.reports.stats.optimum_per_instance`); a value below 1 means the plan trains further than the
     quantile target needs (the paper's "waste of resources").
     """
     if ratios.empty:
         return _empty(NORM_LOSS_COLUMNS)
     sub = reference_config(ratios[ratios["paper_set"] != ""])
-    exact = sub[sub["algorithm"].isin(EXACT_ALGORITHMS) & (sub["status"] == "optimal")
-                & sub["exp_final_loss"].notna()]
-    if exact.empty:
-        return _empty(NORM_LOSS_COLUMNS)
-    # brute force first: it is the paper's "optimal" baseline
-    exact = exact.assign(_prio=exact["algorithm"].map({"brute-force": 0, "milp": 1}))
-    ref = (exact.sort_values("_prio").groupby("instance_key")["exp_final_loss"].first()
-           .rename("opt_loss"))
-    sub = sub.join(ref, on="instance_key")
+    # the optimum's E[ℓ(K)] comes from the same exact row that gives the
+    # proven optimum (stats.optimum_per_instance)
+    sub = sub.assign(opt_loss=sub["optimum_exp_loss"])
     sub = sub[sub["opt_loss"].notna() & sub["exp_final_loss"].notna()
               & (sub["opt_loss"] != 0)]
     if sub.empty:
@@ -228,7 +230,7 @@ ORACLE_COLUMNS = ("family", "instances_with_optimum", "with_two_oracles",
 
 
 def oracle_agreement(df: pd.DataFrame) -> pd.DataFrame:
-    """Do the exact oracles (DP, brute force, MILP) agree where several ran?"""
+    """Do the exact solvers (record column ``exact``) agree where several ran?"""
     opt = optimum_per_instance(df)
     if opt.empty:
         return _empty(ORACLE_COLUMNS)
@@ -245,37 +247,42 @@ def oracle_agreement(df: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=list(ORACLE_COLUMNS))
 
 
-MILP_STATUS_COLUMNS = ("family", "config", "runs", *_STATUSES, "other")
+MILP_STATUS_COLUMNS = ("family", "algorithm", "config", "runs", *_STATUSES, "other")
+
+
+def _exact_rows(df: pd.DataFrame) -> pd.DataFrame:
+    return df[df["is_exact"]] if not df.empty else df
 
 
 def milp_status(df: pd.DataFrame) -> pd.DataFrame:
-    """How the MILP's runs ended, per family and configuration."""
-    sub = df[df["algorithm"] == "milp"] if not df.empty else df
+    """How the exact solvers' runs ended (record column ``exact``), per
+    family, solver series and configuration."""
+    sub = _exact_rows(df)
     if sub.empty:
         return _empty(MILP_STATUS_COLUMNS)
     rows = []
-    for (fam, cfg), g in sub.groupby(["family", "config"], sort=True):
+    for (fam, alg, cfg), g in sub.groupby(["family", "algorithm", "config"], sort=True):
         c = g["status"].value_counts()
-        rows.append({"family": fam, "config": cfg, "runs": len(g),
+        rows.append({"family": fam, "algorithm": alg, "config": cfg, "runs": len(g),
                      **{s: int(c.get(s, 0)) for s in _STATUSES},
                      "other": int(len(g) - sum(c.get(s, 0) for s in _STATUSES))})
     return pd.DataFrame(rows, columns=list(MILP_STATUS_COLUMNS))
 
 
-MILP_LIMIT_COLUMNS = ("family", "config", "at_time_limit", "with_incumbent",
+MILP_LIMIT_COLUMNS = ("family", "algorithm", "config", "at_time_limit", "with_incumbent",
                       "with_bound", "gap_median", "gap_max", "runtime_median_s")
 
 
 def milp_time_limit(df: pd.DataFrame) -> pd.DataFrame:
-    """The MILP's remaining relative gap when it hit its time limit."""
-    sub = df[(df["algorithm"] == "milp") & (df["status"] == "time_limit")] \
-        if not df.empty else df
+    """The exact solvers' remaining relative gap when they hit their time limit."""
+    sub = _exact_rows(df)
+    sub = sub[sub["status"] == "time_limit"] if not sub.empty else sub
     if sub.empty:
         return _empty(MILP_LIMIT_COLUMNS)
     rows = []
-    for (fam, cfg), g in sub.groupby(["family", "config"], sort=True):
+    for (fam, alg, cfg), g in sub.groupby(["family", "algorithm", "config"], sort=True):
         gp = g["gap"].dropna()
-        rows.append({"family": fam, "config": cfg, "at_time_limit": len(g),
+        rows.append({"family": fam, "algorithm": alg, "config": cfg, "at_time_limit": len(g),
                      "with_incumbent": int(g["cost"].notna().sum()),
                      "with_bound": int(g["lower_bound"].notna().sum()),
                      "gap_median": float(gp.median()) if len(gp) else math.nan,
@@ -379,33 +386,34 @@ def property3_bound(eta, epsilon):
     return (1.0 / np.asarray(eta, float)) * (1.0 + np.asarray(epsilon, float))
 
 
-def ratio_vs(ratios: pd.DataFrame, epsilon_default: float | None = None) -> pd.DataFrame:
-    """Competitive ratio for every (algorithm, η, ε) measured.
+def ratio_vs(ratios: pd.DataFrame) -> pd.DataFrame:
+    """Competitive ratio for every (series, η, ε) measured.
 
     Parameters
     ----------
     ratios : pandas.DataFrame
         :func:`~deplbench.reports.stats.with_ratios` output.
-    epsilon_default : float, optional
-        ε to assume where a row records η but not ε (the solver's default);
-        None leaves ε = NaN and the bound undefined for those rows.
 
     Returns
     -------
     pandas.DataFrame
-        Rows with an η and a known optimum only; ``within_bound`` is the
-        share of instances whose ratio is ≤ Property 3's (1/η)(1+ε).
+        Rows with an η and a known optimum only. A series here is one
+        solver with every parameter but η and ε fixed
+        (:func:`~deplbench.reports.stats.swept_series`), so DepL's η sweep
+        and its default entry form one line. η and ε are the values the
+        record stores as run; a row without ε has no bound
+        (``property3_bound`` NaN). ``within_bound`` is the share of
+        instances whose ratio is ≤ Property 3's (1/η)(1+ε).
     """
     if ratios.empty:
         return _empty(RATIO_VS_COLUMNS)
     sub = ratios[ratios["eta"].notna() & ratios["ratio"].notna()].copy()
     if sub.empty:
         return _empty(RATIO_VS_COLUMNS)
-    if epsilon_default is not None:
-        sub["epsilon"] = sub["epsilon"].fillna(float(epsilon_default))
+    sub["_series"] = swept_series(sub, ("eta", "epsilon"))
     sub["_eps"] = sub["epsilon"].fillna(-1.0)  # groupby key; NaN restored below
     rows = []
-    for (alg, eta, eps), g in sub.groupby(["algorithm", "eta", "_eps"], sort=True):
+    for (alg, eta, eps), g in sub.groupby(["_series", "eta", "_eps"], sort=True):
         eps = math.nan if eps == -1.0 else eps
         bound = float(property3_bound(eta, eps))
         r = g["ratio"]
@@ -418,163 +426,13 @@ def ratio_vs(ratios: pd.DataFrame, epsilon_default: float | None = None) -> pd.D
 
 
 # --------------------------------------------------------------------------
-# Section 4: complexity
-
-FIT_COLUMNS = ("source", "family", "series", "algorithm", "parameter", "fixed", "points",
-               "distinct_values", "min_value", "max_value", "slope", "ci_low", "ci_high",
-               "r2", "claimed_exponent", "implied_exponent", "verdict")
-
-#: Columns kept beside FIT_COLUMNS for drawing (not written to the CSV).
-FIT_EXTRA_COLUMNS = ("intercept", "x_values", "y_values")
-
-#: Statuses whose runtime is a completed solve (time limits are censored at
-#: the limit and errors measure nothing, so both would bend the slope).
-_TIMED_STATUSES = frozenset({"optimal", "feasible", "infeasible"})
-
-
-#: Fewest runs behind a slope before it is compared with a claim: with 3
-#: points the t-interval has 1 degree of freedom (t ≈ 12.7) and is so wide
-#: that "consistent" would mean nothing.
-MIN_VERDICT_POINTS = 4
-
-
-def exponent_verdict(fit, claimed: float | None, regime: str = "large") -> str:
-    """Compare a fitted slope with a big-O exponent.
-
-    O(p^c) is an upper bound. For p → ∞ (``regime="large"``) a slope below c
-    is consistent and one whose whole 95 % interval lies above c
-    contradicts it. For p → 0 (``"small"``, ε) the inequality flips: runtime
-    ≤ C·p^c as p → 0 needs slope ≥ c, so an interval wholly below c
-    contradicts. Fewer than :data:`MIN_VERDICT_POINTS` runs give
-    "too few points".
-    """
-    if claimed is None:
-        return "no claim"
-    if fit is None or not math.isfinite(fit.ci_low) or fit.n < MIN_VERDICT_POINTS:
-        return "too few points"
-    if regime == "small":
-        return "contradicts" if fit.ci_high < claimed else "consistent"
-    return "contradicts" if fit.ci_low > claimed else "consistent"
-
-
-def _fit_rows(source, frame, alg_col, time_col, sig_col_fn) -> list[dict]:
-    rows = []
-    for p in SIZE_PARAMETERS:
-        sub = frame[frame[p].notna() & frame[time_col].notna() & (frame[time_col] > 0)]
-        if sub.empty:
-            continue
-        sig = [sig_col_fn(r, p) for r in sub.to_dict("records")]
-        sub = sub.assign(_sig=sig)
-        for (fam, alg, s), g in sub.groupby(["family", alg_col, "_sig"], sort=True):
-            if g[p].nunique() < 3:
-                continue  # a slope through two sizes has no interval
-            fit = loglog_fit(g[p], g[time_col])
-            if fit is None:
-                continue
-            claimed, implied, _ = CLAIMED_EXPONENTS[p]
-            # series = family plus the generator's string parameters (a knapsack
-            # class, a network), so fits of one family stay distinguishable
-            ip = g["instance_params_d"].iloc[0] if "instance_params_d" in g else {}
-            tags = [str(v) for k, v in sorted(ip.items())
-                    if isinstance(v, str) and k not in SIZE_PARAMETERS[p][1]]
-            rows.append({
-                "source": source, "family": fam, "series": "/".join([str(fam), *tags]),
-                "algorithm": alg, "parameter": p,
-                "fixed": s, "points": fit.n, "distinct_values": int(g[p].nunique()),
-                "min_value": float(g[p].min()), "max_value": float(g[p].max()),
-                "slope": fit.slope, "ci_low": fit.ci_low, "ci_high": fit.ci_high,
-                "r2": fit.r2,
-                "claimed_exponent": math.nan if claimed is None else claimed,
-                "implied_exponent": math.nan if implied is None else implied,
-                "verdict": exponent_verdict(fit, claimed,
-                                            ASYMPTOTIC_REGIME.get(p, "large")),
-                # for the figure only (not in the CSV)
-                "intercept": fit.intercept, "x_values": g[p].to_numpy(float),
-                "y_values": g[time_col].to_numpy(float)})
-    return rows
-
-
-def _strip(d: dict, p: str) -> dict:
-    aliases = set(SIZE_PARAMETERS[p][1])
-    return {k: v for k, v in d.items()
-            if k not in aliases and k not in ("seed", "samples", "eval_seed")}
-
-
-def complexity_fits(df: pd.DataFrame, bench: pd.DataFrame | None = None) -> pd.DataFrame:
-    """Log-log runtime slopes against every size parameter that varies.
-
-    A fit pools the runs of one family and algorithm whose *other* instance
-    and solver parameters are identical (``fixed`` shows them), so a slope
-    in |M| is never confounded with a change in η; seeds, repetitions and
-    targets are replicates. Needs ≥ 3 distinct sizes. Benchmark JSON rows (median
-    time) are fitted the same way with ``source = "bench"``.
-    """
-    rows: list[dict] = []
-    if not df.empty:
-        timed = df[df["status"].isin(_TIMED_STATUSES)]
-
-        # Targets are not part of the signature: generators derive ℓmax from
-        # the instance size (scaling, knapsack), so keying on it would put
-        # every size in a group of its own. Targets a sweep sets explicitly
-        # are balanced across the grid and act as replicates.
-        def sig(r, p):
-            return "; ".join(x for x in (
-                _canonical(_strip(r["instance_params_d"], p)),
-                _canonical(_strip(r["params_d"], p))) if x != "{}")
-
-        rows += _fit_rows("store", timed, "algorithm", "runtime_s", sig)
-    if bench is not None and not bench.empty:
-        b = bench.copy()
-        b["family"] = b["file"]
-        b["series"] = [bench_algorithm(n, f, g) for n, f, g in
-                       zip(b["name"], b["fullname"], b["group"])]
-
-        def bsig(r, p):
-            import json
-            return _canonical(_strip(json.loads(r["param_json"]), p))
-
-        rows += _fit_rows("bench", b, "series", "median_s", bsig)
-    if not rows:
-        return _empty(FIT_COLUMNS + FIT_EXTRA_COLUMNS)
-    return pd.DataFrame(rows, columns=list(FIT_COLUMNS + FIT_EXTRA_COLUMNS))
-
-
-def best_fits(fits: pd.DataFrame, algorithm: str | None = None,
-              by_family: bool = False) -> pd.DataFrame:
-    """One fit per (source, algorithm, parameter) — per series (family and
-    class) too with ``by_family`` — choosing the one with the most points, then the widest
-    size range (what the claims audit quotes and the figures draw)."""
-    if fits.empty:
-        return fits
-    f = fits if algorithm is None else fits[fits["algorithm"] == algorithm]
-    if f.empty:
-        return f
-    f = f.assign(_span=np.log(f["max_value"].astype(float) / f["min_value"].astype(float)))
-    f = f.sort_values(["points", "_span"], ascending=False)
-    keys = ["source", "series", "algorithm", "parameter"] if by_family else [
-        "source", "algorithm", "parameter"]
-    return f.groupby(keys, sort=False).head(1).drop(columns="_span")
-
-
-BENCH_COLUMNS = ("file", "group", "name", "median_s", "mean_s", "stddev_s", "min_s",
-                 "rounds")
-
-
-def bench_summary(bench: pd.DataFrame | None) -> pd.DataFrame:
-    """The pytest-benchmark entries, as measured."""
-    if bench is None or bench.empty:
-        return _empty(BENCH_COLUMNS)
-    return bench[list(BENCH_COLUMNS)].sort_values(["file", "group", "name"])
-
-
-# --------------------------------------------------------------------------
 # Section 5: out-of-sample quantiles
 
 def _judged_plans(df: pd.DataFrame) -> pd.DataFrame:
     """Rows holding a plan to judge: a cost, and a stored plan or evaluation.
 
-    Oracle rows (``knapsack-dp``) carry an optimal cost but no plan; they
-    prove a value, they are not plans, so they are left out here.
+    A row that proves a value without returning a plan (an oracle that
+    reports only the optimum) is not a plan, so it is left out here.
     """
     if df.empty:
         return df
@@ -584,7 +442,7 @@ def _judged_plans(df: pd.DataFrame) -> pd.DataFrame:
 
 OOS_COLUMNS = ("family", "instance_name", "instance_seed", "algorithm", "config",
                "status", "loss_max", "omega", "quantile_oos", "quantile_ci_low",
-               "quantile_ci_high", "verdict", "met_target")
+               "quantile_ci_high", "ci_level", "ci_method", "verdict", "met_target")
 
 
 def oos_quantiles(df: pd.DataFrame) -> pd.DataFrame:

@@ -21,107 +21,128 @@ Examples
 
 from __future__ import annotations
 
-import math
 import time
 import traceback
+import zlib
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from deplbench.errors import DeplbenchError, SolverError
 from deplbench.formulations.evaluate import evaluate_plan
+from deplbench.formulations.preprocess import reduce_instance
 from deplbench.formulations.result import SolveResult
+from deplbench.params import Param, resolve
 
 #: Default out-of-sample trajectories used to judge every returned plan.
 DEFAULT_EVAL_SAMPLES = 50_000
 
 
+#: Colours of the built-in algorithms come first; a solver that declares no
+#: style gets one of the remaining colours, picked by a stable hash of its
+#: name (the same in every process and every report).
+PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b",
+           "#e377c2", "#7f7f7f", "#bcbd22", "#17becf")
+MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*", "<", ">")
+LINESTYLES = ("-", "--", "-.", ":")
+
+
 @dataclass(frozen=True)
-class Param:
-    """A solver parameter: default, type, optional bounds/choices, help text."""
+class PlotStyle:
+    """How an algorithm looks in every figure: matplotlib colour, marker, line style."""
 
-    default: Any
-    type: type = float
-    help: str = ""
-    low: float | None = None
-    high: float | None = None
-    low_inclusive: bool = True
-    choices: tuple | None = None
-    nullable: bool = False
+    colour: str
+    marker: str = "o"
+    linestyle: str = "-"
 
-    def convert(self, name: str, value: Any) -> Any:
-        """Convert (CLI strings included) and check one value."""
-        if value is None or (isinstance(value, str) and value.lower() in ("none", "null")):
-            if self.nullable or self.default is None:
-                return None
-            raise SolverError(f"parameter {name!r}: a value is required")
-        try:
-            if self.type is bool:
-                if isinstance(value, str):
-                    if value.lower() not in ("1", "0", "true", "false", "yes", "no"):
-                        raise ValueError(value)
-                    value = value.lower() in ("1", "true", "yes")
-                else:
-                    value = bool(value)
-            elif self.type is int:
-                # A CLI string "1.5" must not be truncated to 1 silently, so
-                # strings go through the same integrality check as floats.
-                number = float(value) if isinstance(value, str) else value
-                if isinstance(number, float) and not number.is_integer():
-                    raise ValueError(value)
-                value = int(number)
-            else:
-                value = self.type(value)
-        except (TypeError, ValueError, OverflowError):
-            raise SolverError(
-                f"parameter {name!r}: expected {self.type.__name__}, got {value!r}"
-            ) from None
-        if isinstance(value, float) and math.isnan(value):
-            # NaN passes every bound comparison; reject it here by name.
-            raise SolverError(f"parameter {name!r}: expected a number, got nan")
-        if self.choices is not None and value not in self.choices:
-            raise SolverError(f"parameter {name!r}: must be one of {list(self.choices)}, got {value!r}")
-        if self.low is not None and (value < self.low or (not self.low_inclusive and value == self.low)):
-            op = ">=" if self.low_inclusive else ">"
-            raise SolverError(f"parameter {name!r}: must be {op} {self.low}, got {value!r}")
-        if self.high is not None and value > self.high:
-            raise SolverError(f"parameter {name!r}: must be <= {self.high}, got {value!r}")
-        return value
+    def to_dict(self) -> dict[str, str]:
+        return {"colour": self.colour, "marker": self.marker, "linestyle": self.linestyle}
 
-    def describe(self) -> dict[str, Any]:
-        d = {"default": self.default, "type": self.type.__name__, "help": self.help}
-        if self.choices is not None:
-            d["choices"] = list(self.choices)
-        if self.low is not None:
-            d["low"] = self.low
-        if self.high is not None:
-            d["high"] = self.high
-        return d
+    @classmethod
+    def for_name(cls, name: str) -> "PlotStyle":
+        """A deterministic style for a solver that declares none.
+
+        Drawn from the palette's last colours (the first seven belong to the
+        built-in algorithms) with a CRC-32 of the name, which unlike
+        ``hash()`` does not change between processes.
+        """
+        h = zlib.crc32(name.encode("utf-8"))
+        spare = PALETTE[7:]
+        return cls(spare[h % len(spare)], MARKERS[(h // 7) % len(MARKERS)],
+                   LINESTYLES[(h // 71) % len(LINESTYLES)])
 
 
 class Solver:
-    """Base class of every algorithm. Subclasses set the class attributes and
-    implement :meth:`run`."""
+    """Base class of every algorithm: metadata as class data, and :meth:`run`.
+
+    A solver declares itself completely; nothing else in deplbench has to
+    change to add one (see docs/extending.md).
+
+    Attributes
+    ----------
+    name : str
+        Registry name (``--algo NAME``, the ``algorithm`` column of results).
+    label : str
+        Display name in tables and figures (default: ``name``).
+    description : str
+        One line for ``deplbench algorithms``.
+    parameters : dict of str to Param
+        Every tunable parameter, validated by :mod:`deplbench.params`.
+    exact : bool
+        True for methods that prove optimality (their ``optimal`` rows serve
+        as the reference optimum in reports).
+    reference_priority : int
+        Among exact methods, which optimum a report trusts first when several
+        ran on one instance (lower first).
+    style : PlotStyle or None
+        Colour, marker, line style; None picks :meth:`PlotStyle.for_name`.
+    preprocess : bool
+        Whether :func:`solve` removes unusable models/clusters first
+        (:mod:`deplbench.formulations.preprocess`); True for every built-in.
+    """
 
     name: ClassVar[str] = ""
+    label: ClassVar[str] = ""
     description: ClassVar[str] = ""
     parameters: ClassVar[dict[str, Param]] = {}
-    #: True for methods that prove optimality (MILP, brute force).
     exact: ClassVar[bool] = False
+    reference_priority: ClassVar[int] = 100
+    style: ClassVar[PlotStyle | None] = None
+    preprocess: ClassVar[bool] = True
 
     def run(self, instance, **params) -> SolveResult:  # pragma: no cover - abstract
         raise NotImplementedError
 
     @classmethod
-    def resolve_params(cls, params: dict[str, Any]) -> dict[str, Any]:
-        """Defaults filled in, unknown names rejected, values converted."""
-        unknown = sorted(set(params) - set(cls.parameters))
-        if unknown:
-            known = ", ".join(sorted(cls.parameters)) or "none"
-            raise SolverError(f"algorithm {cls.name!r} has no parameter {unknown[0]!r} (parameters: {known})")
-        out = {}
-        for key, spec in cls.parameters.items():
-            out[key] = spec.convert(key, params[key]) if key in params else spec.default
-        return out
+    def resolve_params(cls, params: dict[str, Any], *, strict: bool = False,
+                       error: type[DeplbenchError] = SolverError) -> dict[str, Any]:
+        """Defaults filled in, unknown names rejected, values converted.
+
+        ``strict`` refuses strings for numbers (typed sources such as sweep
+        TOML files); ``error`` is the exception class raised (default
+        :class:`~deplbench.errors.SolverError`).
+        """
+        return resolve(cls.parameters, params, owner=f"algorithm {cls.name!r}", strict=strict, error=error)
+
+    @classmethod
+    def display_label(cls) -> str:
+        return cls.label or cls.name
+
+    @classmethod
+    def plot_style(cls) -> PlotStyle:
+        return cls.style if cls.style is not None else PlotStyle.for_name(cls.name)
+
+    @classmethod
+    def info(cls) -> dict[str, Any]:
+        """JSON-able metadata: what the runner stores in each task record."""
+        return {
+            "name": cls.name,
+            "label": cls.display_label(),
+            "exact": bool(cls.exact),
+            "reference_priority": int(cls.reference_priority),
+            "description": cls.description,
+            "style": cls.plot_style().to_dict(),
+            "parameters": {k: p.describe() for k, p in cls.parameters.items()},
+        }
 
 
 def solve(
@@ -140,6 +161,11 @@ def solve(
     instance : Instance
     algorithm : str or Solver subclass
         A registry name (``deplbench algorithms`` lists them) or a class.
+        Unless the class sets ``preprocess = False``, unusable models,
+        clusters and datasets are removed first
+        (:func:`~deplbench.formulations.preprocess.reduce_instance`; recorded
+        in ``diagnostics["preprocess"]``), and the plan is judged on the
+        original ``instance``.
     evaluate : bool, default True
         Judge the returned plan with :func:`~deplbench.formulations.evaluate.evaluate_plan`.
     eval_samples, eval_seed : int
@@ -168,8 +194,15 @@ def solve(
     resolved = cls.resolve_params(params)
     variants = {"transfer_cost_mode": instance.transfer_cost_mode, "data_rule": instance.data_rule}
     start = time.perf_counter()
+    reduction = None
     try:
-        result = cls().run(instance, **resolved)
+        # Unusable models/clusters/datasets never reach a solver (see
+        # formulations.preprocess); names are kept, so the plan needs no mapping.
+        reduction = reduce_instance(instance) if cls.preprocess else None
+        if reduction is not None and reduction.instance is None:
+            result = SolveResult(algorithm=cls.name, status="infeasible", message=reduction.reason)
+        else:
+            result = cls().run(reduction.instance if reduction is not None else instance, **resolved)
     except DeplbenchError as exc:
         result = SolveResult(algorithm=cls.name, status="error", message=str(exc))
     except Exception as exc:  # noqa: BLE001 - a crash must become data
@@ -180,6 +213,11 @@ def solve(
             diagnostics={"traceback": traceback.format_exc(limit=20)},
         )
     elapsed = time.perf_counter() - start
+    if not isinstance(result, SolveResult):
+        result = SolveResult(algorithm=cls.name, status="error",
+                             message=f"{cls.__name__}.run returned {type(result).__name__}, not a SolveResult")
+    if reduction is not None and (reduction.changed or reduction.instance is None):
+        result.diagnostics["preprocess"] = reduction.summary()
     result.algorithm = cls.name
     result.runtime_s = elapsed
     result.params = {**resolved, **result.params}
@@ -212,4 +250,4 @@ def solve(
     return result
 
 
-__all__ = ["Param", "Solver", "solve", "DEFAULT_EVAL_SAMPLES"]
+__all__ = ["Param", "PlotStyle", "Solver", "solve", "DEFAULT_EVAL_SAMPLES"]

@@ -46,11 +46,14 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from deplbench.formulations.allocation import allocate
+from deplbench.instances.datalaw import compute_need
 from deplbench.formulations.evaluate import evaluate_plan, transfer_cost
 from deplbench.formulations.plan import Epoch, Plan
 from deplbench.formulations.result import SolveResult
 from deplbench.formulations.scenarios import ScenarioSampler, quantile_rank
-from deplbench.solvers.base import Param, Solver
+from deplbench.solvers.base import Param, PlotStyle, Solver
+from deplbench.solvers.train_on import LOSS_TOL
+from deplbench.solvers.train_on import train_on as shared_train_on
 
 #: The out-of-sample check inside the baselines uses ``seed + CHECK_SEED_OFFSET``
 #: so that it is independent of both the in-sample scenarios (stream 0 of
@@ -58,8 +61,6 @@ from deplbench.solvers.base import Param, Solver
 #: 0 by default): a plan is never selected on the draws that grade it.
 CHECK_SEED_OFFSET = 7919
 
-#: Absolute slack on ℓmax in SAA comparisons (floating-point round-off only).
-LOSS_TOL = 1e-9
 
 
 # --------------------------------------------------------------------------
@@ -165,7 +166,7 @@ class DataSetting:
 def data_setting(instance, subset) -> DataSetting:
     """Build the :class:`DataSetting` of one dataset set."""
     volume, gamma = instance.data_effect(subset)
-    compute = instance.model_compute * volume
+    compute = compute_need(instance.model_compute, volume)
     comm = instance.model_size[:, None] / instance.bandwidth[None, :]
     tau = compute[:, None] / instance.capacity[None, :] + comm
     weight = np.sqrt(compute[:, None] * instance.unit_cost[None, :])
@@ -264,10 +265,12 @@ def oos_checker(instance, params) -> OosCheck:
 def train_on(instance, setting: DataSetting, models, clusters, scen, check: OosCheck):
     """Keep training the last (model, cluster) until the target is met.
 
-    The "trains on until the quantile target is actually met" rule of the
-    DepL paper's best-exp (Sec. VI-B): epochs of the plan's last model on its
-    last cluster are appended one at a time until the plan is SAA-feasible
-    on ``scen`` *and* passes the out-of-sample check.
+    The shared rule of :func:`deplbench.solvers.train_on.train_on` (best-exp's
+    "trains on until the quantile target is actually met", DepL paper
+    Sec. VI-B) with the baselines' parts: the appended epochs repeat the
+    plan's last model on its last cluster, the quantile is the SAA order
+    statistic on ``scen``, plans get the exact allocation, and ``check`` is
+    the out-of-sample check (with its budget).
 
     Returns
     -------
@@ -275,23 +278,27 @@ def train_on(instance, setting: DataSetting, models, clusters, scen, check: OosC
         The plan (None on failure), the final model and cluster index lists,
         the number of epochs appended, and the failure reason ("" on success).
     """
-    models, clusters = list(models), list(clusters)
-    added = 0
-    while True:
-        if len(models) > instance.horizon:
-            return None, models, clusters, added, f"training on would exceed the horizon K̄ = {instance.horizon}"
-        plan = build_plan(instance, setting, models, clusters)
-        if plan is None:
-            return None, models, clusters, added, "training on would miss the deadline Tmax"
-        q = float(saa_quantile(scen.final_losses(models, [setting.gamma] * len(models)), instance.omega))
-        if q <= instance.loss_max + LOSS_TOL:
-            if check.exhausted:
-                return None, models, clusters, added, f"out-of-sample check budget ({check.budget}) spent"
-            if check.passes(plan):
-                return plan, models, clusters, added, ""
-        models.append(models[-1])
-        clusters.append(clusters[-1])
-        added += 1
+    base = list(zip((int(m) for m in models), (int(n) for n in clusters)))
+    room = max(0, instance.horizon - len(base))
+    extension = [base[-1]] * room
+
+    def quantile(j):
+        seq = [m for m, _ in base] + [base[-1][0]] * j
+        return saa_quantile(scen.final_losses(seq, [setting.gamma] * len(seq)), instance.omega)
+
+    def build(seq):
+        plan = build_plan(instance, setting, [m for m, _ in seq], [n for _, n in seq])
+        return plan, "" if plan is not None else "no allocation fits"
+
+    def passes(plan):
+        return None if check.exhausted else check.passes(plan)
+
+    if len(base) > instance.horizon:
+        return None, list(models), list(clusters), 0, f"the plan exceeds the horizon K̄ = {instance.horizon}"
+    res = shared_train_on(base, extension, quantile, instance.loss_max, build, passes)
+    seq_m = [m for m, _ in res.sequence]
+    seq_n = [n for _, n in res.sequence]
+    return res.plan, seq_m, seq_n, res.added, res.reason
 
 
 def cheapest_cluster(instance, setting: DataSetting, model: int) -> int:
@@ -358,6 +365,8 @@ class OneSwitch(Solver):
     """
 
     name = "one-switch"
+    label = "one-switch"
+    style = PlotStyle("#e377c2", "P", "-.")
     description = "PACT's OneSwitch baseline: cheapest plan with at most one model switch"
     parameters = {
         **common_parameters(),
@@ -489,6 +498,8 @@ class StaticLearn(Solver):
     """
 
     name = "static-learn"
+    label = "static-learn"
+    style = PlotStyle("#8c564b", "v", "-.")
     description = "PACT's StaticLearn baseline: all models in a fixed chain with equal expected loss shares"
     parameters = {
         **common_parameters(),

@@ -37,7 +37,7 @@ from deplbench.formulations.allocation import allocate
 from deplbench.formulations.plan import Epoch, Plan
 from deplbench.formulations.result import SolveResult
 from deplbench.formulations.scenarios import ScenarioSampler, allowed_violations
-from deplbench.solvers.base import Param, Solver
+from deplbench.solvers.base import Param, PlotStyle, Solver
 
 #: Largest instance the exhaustive search accepts (SPEC: tiny instances).
 LIMITS = {"horizon": 6, "models": 3, "clusters": 2, "datasets": 3}
@@ -142,6 +142,9 @@ class BruteForce(Solver):
     name: ClassVar[str] = "brute-force"
     description: ClassVar[str] = "exhaustive search over every plan (tiny instances only)"
     exact: ClassVar[bool] = True
+    label: ClassVar[str] = "brute force"
+    reference_priority: ClassVar[int] = 1
+    style: ClassVar[PlotStyle] = PlotStyle("#d62728", "s", "--")
     parameters: ClassVar[dict[str, Param]] = {
         "scenarios": Param(1000, int, "in-sample scenarios S (same sampler as the MILP)", low=1),
         "seed": Param(0, int, "seed of the in-sample scenarios", low=0),

@@ -78,6 +78,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from deplbench.errors import InstanceError
+from deplbench.instances.datalaw import compute_need
 
 #: Exhaustive submodularity check / minimisation up to this many datasets
 #: (3^10 · 10 ≈ 6·10^5 triples, 2^16 subsets).
@@ -184,12 +185,14 @@ class DataObjective:
                 out[beyond] = kbar + extra  # decay 1: one unit per epoch
             else:
                 base = math.sqrt(kbar + self.offset + 0.5)
-                out[beyond] = (base + extra / 2.0) ** 2 - self.offset - 0.5
+                with np.errstate(over="ignore"):  # a hopeless γ needs +inf epochs, not a warning
+                    out[beyond] = (base + extra / 2.0) ** 2 - self.offset - 0.5
         return np.where(need <= 0, 0.0, out)
 
     def epoch_time(self, volume) -> np.ndarray:
         """T̂ for an array of data volumes."""
-        return self.compute * np.asarray(volume, dtype=float) / self.capacity + self.comm_time
+        with np.errstate(over="ignore"):
+            return compute_need(self.compute, np.asarray(volume, dtype=float)) / self.capacity + self.comm_time
 
     def values(self, masks) -> np.ndarray:
         """f for a boolean array of subsets, shape (..., |D|); +inf for ∅."""

@@ -1,9 +1,9 @@
 """The exact MILP as a registered solver (``deplbench solve INST --algo milp``).
 
-A thin wrapper: the model lives in :mod:`deplbench.formulations.milp` (imports
-flow downward only); this class declares its parameters for the registry, the
-CLI (``--scenarios --seed --time-limit --gap --formulation --write-lp``) and
-the benchmark runner.
+A thin wrapper: the model lives in the package :mod:`deplbench.formulations.milp`
+(imports flow downward only); this class declares its parameters for the
+registry, the CLI (``--scenarios --seed --time-limit --gap --formulation
+--write-lp``, the others through ``--param``) and the benchmark runner.
 
 Examples
 --------
@@ -17,9 +17,9 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from deplbench.formulations.milp import BACKENDS, FORMULATIONS, solve_milp
+from deplbench.formulations.milp import BACKENDS, FORMULATIONS, MEMORY_LIMIT_GIB, solve_milp
 from deplbench.formulations.result import SolveResult
-from deplbench.solvers.base import Param, Solver
+from deplbench.solvers.base import Param, PlotStyle, Solver
 
 
 class Milp(Solver):
@@ -35,6 +35,9 @@ class Milp(Solver):
     name: ClassVar[str] = "milp"
     description: ClassVar[str] = "exact MILP of (2)-(6) with the scenario (SAA) quantile, Pyomo + HiGHS"
     exact: ClassVar[bool] = True
+    label: ClassVar[str] = "MILP"
+    reference_priority: ClassVar[int] = 2
+    style: ClassVar[PlotStyle] = PlotStyle("#1f77b4", "o", "--")
     parameters: ClassVar[dict[str, Param]] = {
         "scenarios": Param(1000, int, "in-sample scenarios S of the SAA quantile", low=1),
         "seed": Param(0, int, "seed of the in-sample scenarios (ScenarioSampler)", low=0),
@@ -43,12 +46,16 @@ class Milp(Solver):
         "gap": Param(1e-4, float, "relative optimality gap (UB − LB)/UB", low=0.0, low_inclusive=False,
                      high=0.999999),
         "threads": Param(1, int, "HiGHS threads", low=1),
-        "formulation": Param("fast", str, "fast (sequence enumeration when the switch graph is acyclic, "
-                             "else flow), flow (always the flow formulation) or naive (textbook)",
-                             choices=FORMULATIONS),
+        "formulation": Param("fast", str, "fast (picks by structure: counts for order-invariant losses, "
+                             "sequence enumeration for acyclic switch graphs, else flow) or one of them "
+                             "forced; naive is the textbook model", choices=FORMULATIONS),
         "write_lp": Param(None, str, "write the first master model to FILE (.lp or .mps)", nullable=True),
         "backend": Param("highs", str, "fast/flow model to HiGHS directly (highs) or through Pyomo (pyomo)",
                          choices=BACKENDS),
+        "node_limit": Param(None, int, "branch-and-bound nodes over all master solves (a machine-independent "
+                            "limit); none = unlimited", low=1, nullable=True),
+        "memory_limit": Param(MEMORY_LIMIT_GIB, float, "GiB the scenarios and the model may take (estimated "
+                              "before building; larger builds are refused)", low=0.0, low_inclusive=False),
     }
 
     def run(self, instance, **params) -> SolveResult:

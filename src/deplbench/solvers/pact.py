@@ -126,7 +126,7 @@ import numpy as np
 
 from deplbench.errors import SolverError
 from deplbench.formulations.result import SolveResult
-from deplbench.solvers.base import Param, Solver
+from deplbench.solvers.base import Param, PlotStyle, Solver
 from deplbench.solvers.baselines import (
     DataSetting,
     common_parameters,
@@ -563,6 +563,8 @@ class Pact(Solver):
     """
 
     name = "pact"
+    label = "PACT"
+    style = PlotStyle("#9467bd", "D", ":")
     description = "PACT: robust-estimator expanded graph, opportunity/risk scoring, one action per epoch"
     parameters = {
         **common_parameters(),

@@ -278,11 +278,6 @@ def log_mgf(dist, theta: float, delta: float = 0.0, grid=None) -> float:
     return float(_lse(theta * x, w))
 
 
-def _finite_moments(dist) -> tuple[float, float]:
-    mean, var = float(dist.mean()), float(dist.var())
-    return mean, var
-
-
 @dataclass(frozen=True)
 class LossModel:
     """The numbers the transforms need, extracted from an instance and γ.

@@ -115,10 +115,17 @@ def _options(c: float, comm: np.ndarray, kappa: np.ndarray, cap: np.ndarray, clu
         avail = time_max - comm[n]
         if avail <= 0 or c / cap[n] > avail:
             continue
-        # Levels down to the slowest allocation that still fits alone.
-        jmax = int(math.floor(math.log(cap[n] * avail / c) / log_step)) if c > 0 else 0
-        jmax = min(jmax, MAX_LEVELS)
-        x = cap[n] * (1.0 + eps1) ** (-np.arange(jmax + 1, dtype=float))
+        # Levels from the slowest allocation that still fits alone, x_lo =
+        # c/(Tmax − comm), up by factors (1+ε'), and r(n) itself: every real
+        # x in [x_lo, r] rounds up to a level within (1+ε'). Anchored at the
+        # bottom so that a huge capacity (1e300) does not push every level
+        # above the useful range (MAX_LEVELS would stop 10^103 short of it).
+        # Logs are summed, never taken of a product that can overflow.
+        log_lo = math.log(c) - math.log(avail) if c > 0 else math.log(cap[n])
+        span = math.log(cap[n]) - log_lo
+        n_up = int(min(math.ceil(span / log_step), MAX_LEVELS)) if span > 0 else 0
+        x = np.exp(log_lo + log_step * np.arange(n_up, dtype=float))
+        x = np.concatenate([[cap[n]], x[x < cap[n]][::-1]])  # full capacity first
         if kappa[n] == 0:
             x = x[:1]  # a free cluster: full capacity is both fastest and free
         ts.append(c / x + comm[n])
@@ -192,13 +199,18 @@ def _dp(groups, epoch_group, time_max: float, eps2: float, lb: float, ub: float)
         # A zero lower bound: every option of some group is free; round on UB.
         u = max(ub, 1e-300) * eps2 / K
         guarantee = lb > 0 or ub == 0
-    n_buckets = int(math.ceil(ub / u)) + K + 1 if ub > 0 else K + 1
+    ratio = ub / u if ub > 0 else 0.0   # may be inf for a tiny unit: compare before any int()
+    n_buckets = int(math.ceil(ratio)) + K + 1 if ratio < MAX_BUCKETS else MAX_BUCKETS + 1
     if n_buckets > MAX_BUCKETS:
         u = ub / (MAX_BUCKETS - K - 1)
         n_buckets = MAX_BUCKETS
         guarantee = False
-    rounded = [np.ceil(g[1] / u - 1e-9).astype(np.int64) if u > 0 else np.zeros(g[1].size, dtype=np.int64)
-               for g in groups]
+    # A rounded cost at or beyond the last bucket can never be part of a
+    # solution: clip there before the int64 cast, which would otherwise turn
+    # huge or non-finite quotients into garbage indices.
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        rounded = [np.nan_to_num(np.minimum(np.ceil(g[1] / u - 1e-9), n_buckets), nan=n_buckets).astype(np.int64)
+                   if u > 0 else np.zeros(g[1].size, dtype=np.int64) for g in groups]
     dp = np.full(n_buckets, np.inf)
     dp[0] = 0.0
     choices = np.empty((K, n_buckets), dtype=np.int32)

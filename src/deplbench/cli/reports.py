@@ -37,7 +37,8 @@ def _run(args: argparse.Namespace) -> int:
     from deplbench.reports.build import ReportOptions, build_report
 
     opts = ReportOptions(title=args.title, sgm_shift=args.sgm_shift, scale=args.scale,
-                         dpi=args.dpi, formats=("png",) if args.no_svg else ("png", "svg"))
+                         dpi=args.dpi, formats=("png",) if args.no_svg else ("png", "svg"),
+                         progress=True)  # status lines on stderr (issue 15 item 6)
     summary = build_report(args.db, args.out, args.bench_json, opts)
     print(f"report: {summary.index} ({len(summary.figures)} figures, "
           f"{len(summary.tables)} tables, {len(summary.missing)} missing-data notes)")

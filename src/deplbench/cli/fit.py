@@ -77,7 +77,9 @@ def run_fit(args: argparse.Namespace) -> int:
         seed=args.seed, max_empirical=args.max_empirical, min_switch_samples=args.min_switch_samples,
     )
     if args.report:
-        files = fitlib.write_report(fit, args.report)
+        from deplbench.reports.fit_plots import write_report
+
+        files = write_report(fit, args.report)
     fitlib.write_instance_atomic(instance, out)
     _summary(instance, fit)
     if args.report:

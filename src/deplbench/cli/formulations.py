@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import argparse
 
-from deplbench.cli import print_json
+from deplbench.jsonio import print_json
 
 
 def register(subparsers) -> None:

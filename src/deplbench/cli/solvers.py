@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import json
+import sys
 
-from deplbench.cli import print_json
+from deplbench.jsonio import print_json
 from deplbench.errors import SolverError
 
 #: Dedicated flags of ``solve`` → solver parameter names (issue 3's CLI).
@@ -78,34 +79,23 @@ def _cmd_solve(args) -> int:
 
 
 def _cmd_algorithms(args) -> int:
-    from deplbench.solvers.registry import SOLVERS, get_solver
+    from deplbench.solvers.registry import all_solver_info, problems
 
-    rows = []
-    for name in SOLVERS:
-        try:
-            cls = get_solver(name)
-        except SolverError as exc:
-            rows.append({"name": name, "available": False, "reason": str(exc)})
-            continue
-        rows.append(
-            {
-                "name": name,
-                "available": True,
-                "exact": cls.exact,
-                "description": cls.description,
-                "parameters": {k: p.describe() for k, p in cls.parameters.items()},
-            }
-        )
+    rows = all_solver_info(include_unavailable=True)
     if args.json:
         print_json(rows, indent=2)
         return 0
     for row in rows:
+        origin = "" if row["source"]["kind"] == "builtin" else f"  [plugin: {row['source'].get('distribution')}]"
         if not row["available"]:
-            print(f"{row['name']:<13} (unavailable: {row['reason']})")
+            print(f"{row['name']:<13} (unavailable: {row['reason']}){origin}")
             continue
-        print(f"{row['name']:<13} {row['description']}")
+        kind = "exact" if row["exact"] else "heuristic"
+        print(f"{row['name']:<13} {row['description']}  ({kind}){origin}")
         for pname, p in row["parameters"].items():
             print(f"    {pname:<14} {p['type']:<6} default={p['default']!r:<10} {p['help']}")
+    for problem in problems():
+        print(f"warning: {problem}", file=sys.stderr)
     return 0
 
 

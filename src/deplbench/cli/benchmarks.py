@@ -41,7 +41,9 @@ def register(subparsers) -> None:
                       help="start a loopback LocalCluster with N worker processes")
     run.add_argument("--no-progress", action="store_true", help="no progress bar")
     run.add_argument("--dry-run", action="store_true",
-                     help="validate and count the tasks, run nothing")
+                     help="validate everything a run would use (every parameter value, "
+                          "every instance built with its targets) and count the tasks; "
+                          "runs nothing and never creates DB")
     run.set_defaults(func=_run)
 
     export = subparsers.add_parser(
@@ -58,11 +60,14 @@ def register(subparsers) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
+    """Run (or dry-run) a sweep; exit status 1 when any task failed."""
     from deplbench.benchmarks.executors import DaskExecutor, LocalExecutor
-    from deplbench.benchmarks.runner import run_sweep, select_tasks
+    from deplbench.benchmarks.runner import dry_run, run_sweep
     from deplbench.benchmarks.store import ResultsStore
     from deplbench.benchmarks.sweep import load_sweep
 
+    # Validated completely here (every parameter value, every instance built
+    # with its targets), so --dry-run catches what would fail for input reasons.
     sweep = load_sweep(args.sweep)
     dask = args.dask_scheduler is not None or args.dask_local is not None
     if dask and args.workers is not None:
@@ -71,17 +76,17 @@ def _run(args: argparse.Namespace) -> int:
         executor = DaskExecutor(scheduler=args.dask_scheduler, local_workers=args.dask_local)
     else:
         executor = LocalExecutor(workers=args.workers)
+    if args.dry_run:
+        # Never creates the database: an existing one is only read.
+        report = dry_run(sweep, args.db, executor.describe(), retry_failed=args.retry_failed,
+                         check_instances=False)
+        print(report.text())
+        return 0
     with ResultsStore(args.db) as store:
-        if args.dry_run:
-            tasks = sweep.tasks()
-            todo, done, failed = select_tasks(tasks, store, retry_failed=args.retry_failed)
-            print(f"sweep {sweep.name}: {len(tasks)} tasks, {done} already done, "
-                  f"{failed} failed before, {len(todo)} to run on {executor.describe()}")
-            return 0
         summary = run_sweep(sweep, store, executor, retry_failed=args.retry_failed,
                             progress=not args.no_progress)
     print(summary.text(sweep.name), file=sys.stderr)
-    return 0
+    return summary.exit_status
 
 
 def _export(args: argparse.Namespace) -> int:

@@ -9,7 +9,7 @@ Usage::
 
 Every user error (unknown family or parameter, a value out of range, a file
 that is not a valid instance) surfaces as ``error: <message naming the
-field>`` with exit status 2, never a traceback (``deplbench.cli.main``).
+field>`` with exit status 2, never a traceback (:func:`deplbench.cli.main`).
 """
 
 from __future__ import annotations

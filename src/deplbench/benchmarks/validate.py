@@ -1,0 +1,127 @@
+"""Deep validation of a sweep: every value checked before anything runs.
+
+:func:`~deplbench.benchmarks.sweep.parse_sweep` checks a sweep's structure
+and names; this module checks its *values* the way the run would use them,
+so that ``deplbench run --dry-run`` catches everything that would otherwise
+become failed rows for input reasons:
+
+* every solver parameter value (fixed and every grid value) goes through the
+  solver's own declared parameter (``Param.convert``: type, bounds,
+  choices), e.g. ``eta = -5`` fails as ``algorithms[0].params.eta``;
+* every instance the tasks need is built once, with its targets applied:
+  generator parameters are checked by the generator (``n_items = "six"``),
+  instance files are opened and validated, and a target the instance
+  rejects (ℓmax ≥ ℓ(0)) fails naming the group and the target.
+
+Every failure is a :class:`~deplbench.errors.SweepError` naming the key.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from deplbench.benchmarks import tasks as task_mod
+from deplbench.errors import DeplbenchError, SweepError
+
+
+def check_parameters(algorithms: Iterable) -> None:
+    """Check every parameter value of every ``[[algorithms]]`` entry.
+
+    Parameters
+    ----------
+    algorithms : iterable of AlgorithmEntry
+        The parsed entries, in file order.
+
+    Raises
+    ------
+    SweepError
+        Naming ``algorithms[i].params.<name>`` or
+        ``algorithms[i].grid.<name>[j]`` and the solver's rule.
+    """
+    for i, entry in enumerate(algorithms):
+        specs = task_mod.parameter_specs(entry.name)
+        if not specs:
+            continue  # no declared specs (plugin, oracle): names were checked
+        where = f"algorithms[{i}]"
+        for name, value in entry.params.items():
+            _convert(specs, name, value, f"{where}.params.{name}")
+        for name, values in entry.grid.items():
+            for j, value in enumerate(values):
+                _convert(specs, name, value, f"{where}.grid.{name}[{j}]")
+
+
+def _convert(specs: Mapping[str, Any], name: str, value: Any, where: str) -> None:
+    spec = specs.get(name)
+    convert = getattr(spec, "convert", None)
+    if convert is None:
+        return
+    try:
+        try:
+            # Typed source: a TOML string never becomes a number (strict).
+            convert(name, value, strict=True, error=SweepError)
+        except TypeError as exc:
+            if "strict" not in str(exc) and "error" not in str(exc):
+                raise
+            convert(name, value)  # an older Param without the keywords
+    except DeplbenchError as exc:
+        raise SweepError(f"{where}: {exc}") from None
+    except (TypeError, ValueError, OverflowError) as exc:
+        raise SweepError(f"{where}: invalid value {value!r} ({exc})") from None
+
+
+def check_instances(tasks: Iterable, groups: Iterable | None = None) -> int:
+    """Build every distinct instance the tasks use (targets applied).
+
+    Parameters
+    ----------
+    tasks : iterable of Task
+    groups : iterable of InstanceGroup, optional
+        To name a failing group by its position (``instances[i]``).
+
+    Returns
+    -------
+    int
+        Number of distinct instances built.
+
+    Raises
+    ------
+    SweepError
+        The first instance that cannot be built, naming the group, the seed,
+        the grid point, the targets and the reason.
+    """
+    index = {g.id: i for i, g in enumerate(groups or ())}
+    seen: set = set()
+    for task in tasks:
+        data = task.to_dict()
+        ident = (task_mod.instance_id(data), task.instance_path,
+                 tuple(sorted(task.targets.items())))
+        if ident in seen:
+            continue
+        seen.add(ident)
+        try:
+            task_mod.build_instance(data)
+        except RecursionError:
+            raise SweepError(f"{_where(task, index)}: instance nested too deeply") from None
+        except Exception as exc:  # noqa: BLE001 - any failure here is the input's
+            reason = str(exc) if isinstance(exc, DeplbenchError) else f"{type(exc).__name__}: {exc}"
+            raise SweepError(f"{_where(task, index)}: {reason}") from None
+    return len(seen)
+
+
+def _where(task, index: Mapping[str, int]) -> str:
+    """``instances[i]`` (id, file or seed and grid point, targets) of a task."""
+    head = f"instances[{index[task.group]}]" if task.group in index else "instances"
+    parts = [f"id {task.group!r}"]
+    if task.instance_path:
+        parts.append(f"path {task.instance_path}")
+    else:
+        parts.append(f"seed {task.instance_seed}")
+        if task.instance_params:
+            parts.append(", ".join(f"{k}={v!r}" for k, v in task.instance_params.items()))
+    if task.targets:
+        parts.append("targets " + ", ".join(f"{k}={v:g}" for k, v in task.targets.items()))
+    return f"{head} ({'; '.join(parts)})"
+
+
+__all__ = ["check_parameters", "check_instances"]

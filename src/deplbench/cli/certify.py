@@ -1,0 +1,113 @@
+"""``deplbench certify``: a certified bracket on the chance-constrained optimum.
+
+Prints LB (statistical lower bound from M SAA replications), UB (the cheapest
+plan whose violation probability is certified ≤ 1 − ω by Clopper–Pearson on
+N′ fresh draws), the relative width, the confidence and method of each, and
+the UB plan; ``--json`` prints the whole record as one JSON object. See
+``deplbench.solvers.certified`` and docs/certify.md.
+"""
+
+from __future__ import annotations
+
+import json
+
+from deplbench.errors import SolverError
+from deplbench.jsonio import finite_json, print_json
+
+
+def _cmd_certify(args) -> int:
+    from deplbench.instances.model import load_instance
+    from deplbench.solvers.certified import (candidate_plans, certify, parse_risk_grid,
+                                             process_map)
+
+    instance = load_instance(args.instance)
+    if args.workers < 1:
+        raise SolverError(f"--workers: must be >= 1, got {args.workers}")
+    extra, failed = candidate_plans(instance, args.with_algorithms or "")
+    bracket = certify(instance, confidence=args.confidence, replications=args.replications,
+                      scenarios=args.scenarios, validation=args.validation,
+                      risk_grid=parse_risk_grid(args.risk_grid), time_limit=args.time_limit,
+                      seed=args.seed, candidates=extra, map=process_map(args.workers),
+                      grid_seeds=args.grid_seeds)
+    if failed:
+        bracket["candidate_failures"] = failed
+    if args.output:
+        with open(args.output, "w", encoding="utf-8") as fh:
+            json.dump(finite_json(bracket), fh, indent=2)
+            fh.write("\n")
+    if args.json:
+        print_json(bracket, strict=True)
+    else:
+        _print_text(bracket)
+    return 0 if bracket["status"] == "bracket" else 1
+
+
+def _print_text(b: dict) -> None:
+    lo, up = b["lower_bound"], b["upper_bound"]
+    print(f"instance    {b['instance']}  (ω = {b['omega']}, ℓmax = {b['loss_max']:g})")
+    print(f"status      {b['status']}: {b['message']}")
+    if lo["value"] is not None:
+        print(f"LB          {lo['value']:.6g}  at confidence {lo['confidence']:.4g}  [{lo['method']}]")
+    else:
+        print(f"LB          none  [{lo['method']}]")
+    if up is not None:
+        print(f"UB          {up['value']:.6g}  at confidence {up['confidence']:.4g}  [{up['method']}]")
+        print(f"            plan from {up['source']}: {up['violation_count']} of {up['draws']} draws "
+              f"exceed ℓmax, violation ≤ {up['violation_ub']:.5g} (≤ 1 − ω = {b['risk']:.4g})")
+    else:
+        print("UB          none (no candidate plan certified feasible)")
+    if b["width"] is not None:
+        print(f"width       {100 * b['width']:.3g} %  (UB − LB)/UB, bracket confidence ≥ {b['confidence']:.4g}")
+    saa = [c for c in b["saa_optima"] if c is not None]
+    if saa:
+        print(f"SAA optima  {len(saa)} replications, min {min(saa):.6g}, max {max(saa):.6g} "
+              "(optimal for their own scenarios only)")
+    rt = b["runtime_s"]
+    print(f"runtime     {rt['total']:.1f} s (SAA solves {rt['saa_solves_wall']:.1f} s wall, "
+          f"validation {rt['validation']:.1f} s; {rt['cpu']:.1f} CPU s in all)")
+    if up is not None:
+        models = [e["model"] for e in up["plan"]["epochs"]]
+        runs, prev = [], None
+        for m in models:
+            if m == prev:
+                runs[-1][1] += 1
+            else:
+                runs.append([m, 1])
+            prev = m
+        print(f"UB plan     {len(models)} epochs: " + ", ".join(f"{m} ×{n}" for m, n in runs))
+    for name, why in (b.get("candidate_failures") or {}).items():
+        print(f"note        candidate algorithm {name} gave no plan ({why})")
+
+
+def register(subparsers) -> None:
+    """Add ``certify`` to the ``deplbench`` command."""
+    from deplbench.solvers.certified import (DEFAULT_CONFIDENCE, DEFAULT_GRID_SEEDS, DEFAULT_REPLICATIONS,
+                                             DEFAULT_RISK_GRID, DEFAULT_SCENARIOS, DEFAULT_VALIDATION)
+
+    p = subparsers.add_parser(
+        "certify", help="certified bracket [LB, UB] on the chance-constrained optimum",
+        description="Statistical lower bound from M SAA replications (Luedtke & Ahmed 2008) and the "
+                    "cheapest plan whose violation probability is certified <= 1 - omega by an exact "
+                    "Clopper-Pearson bound on N' fresh draws. Exit status 1 when no full bracket results.")
+    p.add_argument("instance", help="instance JSON file")
+    p.add_argument("--confidence", type=float, default=DEFAULT_CONFIDENCE,
+                   help=f"joint confidence 1 - beta of the bracket (default {DEFAULT_CONFIDENCE})")
+    p.add_argument("--replications", type=int, default=DEFAULT_REPLICATIONS,
+                   help=f"M SAA replications for the lower bound (default {DEFAULT_REPLICATIONS})")
+    p.add_argument("--scenarios", type=int, default=DEFAULT_SCENARIOS,
+                   help=f"S scenarios per SAA solve (default {DEFAULT_SCENARIOS})")
+    p.add_argument("--validation", type=int, default=DEFAULT_VALIDATION,
+                   help=f"N' fresh draws certifying candidate plans (default {DEFAULT_VALIDATION})")
+    p.add_argument("--risk-grid", default=",".join(f"{f:g}" for f in DEFAULT_RISK_GRID),
+                   help="tightened SAA risk factors f, gamma = f*(1-omega), comma-separated "
+                        "(default %(default)s)")
+    p.add_argument("--grid-seeds", type=int, default=DEFAULT_GRID_SEEDS,
+                   help=f"SAA solves per tightened level (default {DEFAULT_GRID_SEEDS})")
+    p.add_argument("--time-limit", type=float, default=60.0, help="seconds per SAA solve (default 60)")
+    p.add_argument("--seed", type=int, default=0, help="base seed of the replications (default 0)")
+    p.add_argument("--with", dest="with_algorithms", metavar="ALGOS", default="",
+                   help="comma-separated algorithms whose plans are also UB candidates, e.g. depl,best-exp")
+    p.add_argument("--workers", type=int, default=1, help="local processes for the SAA solves (default 1)")
+    p.add_argument("-o", "--output", help="also write the bracket record as JSON")
+    p.add_argument("--json", action="store_true", help="print one JSON object on stdout")
+    p.set_defaults(func=_cmd_certify)

@@ -1,0 +1,352 @@
+"""Backends: hand a formulation's model to a MILP solver and read the outcome.
+
+What is here
+------------
+* :class:`_HighsBackend` — a :class:`~.matrix._MatrixModel` straight to
+  highspy (no modelling layer), with MIP starts and cuts added in place.
+* :class:`_PyomoBackend` — a Pyomo model through Pyomo's persistent
+  ``appsi_highs`` interface (the naive formulation, or a matrix model turned
+  into Pyomo by :func:`_pyomo_from_matrix` with ``backend="pyomo"``).
+* :func:`make_backend` — the choice between them for one built model.
+
+Every backend offers ``solve(time_left, rel_gap, node_limit)`` →
+:class:`_MasterOutcome`, ``add_cut(cols, vals, lo)``, ``set_start(x)``,
+``write(path)`` and ``n_rows``; that is all the cut loop uses.
+
+Clean stdout
+------------
+highspy ≥ 1.16 prints its banner when ``Highs()`` is constructed, before
+``output_flag`` can be set, and Pyomo's appsi interface constructs a new
+``Highs()`` on every solve. :func:`quiet_stdout` therefore points file
+descriptor 1 at stderr around every construction, run and write (the CLI's
+``--json`` contract: stdout carries only the requested output; the log with
+``verbose=True`` goes to stderr too). The swap is process-wide, so output of
+other threads during a solve also lands on stderr.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import math
+import os
+import sys
+from dataclasses import dataclass
+
+import numpy as np
+
+from deplbench.formulations.milp.matrix import _MatrixModel
+
+_LIBC = None
+
+
+def _flush_c_stdio() -> None:
+    """fflush(NULL): push out what C/C++ code buffered for fd 1."""
+    global _LIBC
+    try:
+        if _LIBC is None:
+            _LIBC = ctypes.CDLL(None)
+        _LIBC.fflush(None)
+    except (OSError, AttributeError):  # pragma: no cover - no libc symbol table
+        pass
+
+
+@contextlib.contextmanager
+def quiet_stdout():
+    """Send everything written to file descriptor 1 to stderr (fd 2) meanwhile.
+
+    Native solver code writes to fd 1 directly, so replacing ``sys.stdout``
+    would not help; the descriptor itself is redirected and restored.
+    """
+    try:
+        sys.stdout.flush()
+    except (OSError, ValueError):
+        pass
+    _flush_c_stdio()
+    try:
+        saved = os.dup(1)
+    except OSError:                 # no fd 1 at all: nothing to protect
+        yield
+        return
+    try:
+        os.dup2(2, 1)
+        yield
+    finally:
+        _flush_c_stdio()
+        os.dup2(saved, 1)
+        os.close(saved)
+
+
+@dataclass
+class _MasterOutcome:
+    """One master solve: status, solution, objective, dual bound, work counts."""
+
+    status: str            # "optimal" | "time_limit" | "node_limit" | "infeasible" | "error"
+    x: np.ndarray | None
+    objective: float
+    bound: float
+    nodes: int
+    lp_iterations: int
+    message: str = ""
+
+
+def _tolerances(rel_gap: float) -> dict:
+    """HiGHS options that let the master prove ``rel_gap``.
+
+    HiGHS stops at an absolute gap of 1e-6 and lets rows be violated by
+    1e-6 (MIP) / 1e-7 (LP), so θ may sit that far below the cut it must
+    satisfy; at a relative gap below 1e-6 (e.g. 1e-9 against brute force)
+    the absolute gap is switched off and the tolerances are tightened to the
+    gap (HiGHS accepts down to 1e-10).
+    """
+    opts = {"mip_abs_gap": 0.0}
+    if rel_gap < 1e-6:
+        tol = max(1e-10, float(rel_gap))
+        opts.update(mip_feasibility_tolerance=tol, primal_feasibility_tolerance=tol)
+    return opts
+
+
+_SCHEDULER_THREADS: list[int] = []
+
+
+def _use_threads(threads: int) -> None:
+    """HiGHS keeps one global thread scheduler per process; a run asking for a
+    different thread count fails ("Not Set") unless it is reset first."""
+    import highspy
+
+    if _SCHEDULER_THREADS and _SCHEDULER_THREADS[0] != threads:
+        highspy.Highs.resetGlobalScheduler(True)
+    _SCHEDULER_THREADS[:] = [threads]
+
+
+class _HighsBackend:
+    """The matrix model handed to highspy (no modelling layer in between)."""
+
+    def __init__(self, mm: _MatrixModel, threads: int, seed: int, verbose: bool = False):
+        import highspy
+
+        self.highspy = highspy
+        with quiet_stdout():
+            h = self.h = highspy.Highs()
+        h.setOptionValue("output_flag", bool(verbose))
+        h.setOptionValue("threads", int(threads))
+        h.setOptionValue("random_seed", int(seed) % (2**31 - 1))
+        self.threads = int(threads)
+        lp = highspy.HighsLp()
+        lp.num_col_ = mm.ncol
+        lp.num_row_ = mm.nrow
+        lp.col_cost_ = mm.cost
+        lp.col_lower_ = mm.lb
+        lp.col_upper_ = mm.ub
+        lp.row_lower_ = mm.row_lo
+        lp.row_upper_ = mm.row_hi
+        lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
+        lp.a_matrix_.start_ = mm.A.indptr.astype(np.int32)
+        lp.a_matrix_.index_ = mm.A.indices.astype(np.int32)
+        lp.a_matrix_.value_ = mm.A.data
+        lp.integrality_ = [highspy.HighsVarType.kInteger if i else highspy.HighsVarType.kContinuous
+                           for i in mm.integer]
+        with quiet_stdout():
+            h.passModel(lp)
+        self.ncol = mm.ncol
+
+    @property
+    def n_rows(self) -> int:
+        return int(self.h.getNumRow())
+
+    @property
+    def n_nonzeros(self) -> int:
+        return int(self.h.getNumNz())
+
+    def write(self, path: str) -> None:
+        with quiet_stdout():
+            self.h.writeModel(str(path))
+
+    def add_cut(self, cols, vals, lo) -> None:
+        self.h.addRow(float(lo), self.highspy.kHighsInf, len(cols), np.asarray(cols, np.int32),
+                      np.asarray(vals, float))
+
+    def set_start(self, x: np.ndarray) -> None:
+        sol = self.highspy.HighsSolution()
+        sol.col_value = list(map(float, x))
+        sol.value_valid = True
+        self.h.setSolution(sol)
+
+    def solve(self, time_left: float, rel_gap: float, node_limit: int | None = None) -> _MasterOutcome:
+        h = self.h
+        h.setOptionValue("time_limit", max(float(time_left), 1e-3))
+        h.setOptionValue("mip_rel_gap", float(rel_gap))
+        if node_limit is not None:
+            h.setOptionValue("mip_max_nodes", int(node_limit))
+        for key, value in _tolerances(rel_gap).items():
+            h.setOptionValue(key, value)
+        _use_threads(self.threads)
+        with quiet_stdout():
+            h.run()
+        st = h.getModelStatus()
+        S = self.highspy.HighsModelStatus
+        if st == S.kNotset:
+            # another HiGHS user in this process changed the global scheduler
+            self.highspy.Highs.resetGlobalScheduler(True)
+            with quiet_stdout():
+                h.run()
+            st = h.getModelStatus()
+        info = h.getInfo()
+        nodes = int(info.mip_node_count)
+        iters = int(info.simplex_iteration_count)
+        has_x = info.primal_solution_status == 2
+        x = np.array(h.getSolution().col_value) if has_x else None
+        obj = float(info.objective_function_value) if has_x else math.inf
+        bound = float(info.mip_dual_bound)
+        if st == S.kOptimal:
+            return _MasterOutcome("optimal", x, obj, bound, nodes, iters)
+        if st == S.kInfeasible:
+            return _MasterOutcome("infeasible", None, math.inf, math.inf, nodes, iters)
+        if st in (S.kTimeLimit, S.kInterrupt, S.kObjectiveBound):
+            return _MasterOutcome("time_limit", x, obj, bound, nodes, iters)
+        if st in (S.kIterationLimit, S.kSolutionLimit):   # mip_max_nodes reached
+            return _MasterOutcome("node_limit", x, obj, bound, nodes, iters)
+        return _MasterOutcome("error", x, obj, bound, nodes, iters,
+                              message=f"HiGHS stopped with model status {h.modelStatusToString(st)!r}")
+
+
+class _PyomoBackend:
+    """A Pyomo model solved through Pyomo's persistent ``appsi_highs`` interface.
+
+    ``xvars`` fixes the order of the columns so that solutions are arrays and
+    cuts are (column, value) lists, exactly as for :class:`_HighsBackend`.
+    """
+
+    def __init__(self, model, xvars, threads: int, seed: int, verbose: bool = False):
+        import pyomo.environ as pe
+        from pyomo.contrib.appsi.solvers.highs import Highs
+
+        self.pe = pe
+        self.model = model
+        self.xvars = xvars
+        model.deplbench_cuts = pe.ConstraintList()
+        self.opt = Highs()
+        self.opt.config.load_solution = False
+        self.opt.config.stream_solver = bool(verbose)
+        self.opt.highs_options = {"threads": int(threads), "random_seed": int(seed) % (2**31 - 1)}
+        self.threads = int(threads)
+        self.ncol = len(xvars)
+
+    @property
+    def n_rows(self) -> int:
+        return sum(1 for _ in self.model.component_data_objects(self.pe.Constraint, active=True))
+
+    @property
+    def n_nonzeros(self) -> int:
+        """Variables appearing in each row, summed (the matrix's non-zeros)."""
+        from pyomo.repn import generate_standard_repn
+
+        total = 0
+        for con in self.model.component_data_objects(self.pe.Constraint, active=True):
+            repn = generate_standard_repn(con.body, compute_values=True)
+            total += sum(1 for c in repn.linear_coefs if c != 0)
+        return total
+
+    def write(self, path: str) -> None:
+        with quiet_stdout():
+            self.model.write(str(path), io_options={"symbolic_solver_labels": True})
+
+    def add_cut(self, cols, vals, lo) -> None:
+        from pyomo.core.expr.numeric_expr import LinearExpression
+
+        expr = LinearExpression(constant=0.0, linear_coefs=[float(v) for v in vals],
+                                linear_vars=[self.xvars[int(c)] for c in cols])
+        self.model.deplbench_cuts.add(expr >= float(lo))
+
+    def set_start(self, x: np.ndarray) -> None:
+        # appsi_highs does not pass MIP starts; the incumbent is kept by the
+        # cut loop instead (documented in solve_milp's Notes).
+        return None
+
+    def solve(self, time_left: float, rel_gap: float, node_limit: int | None = None) -> _MasterOutcome:
+        from pyomo.contrib.appsi.base import TerminationCondition as TC
+
+        self.opt.config.time_limit = max(float(time_left), 1e-3)
+        self.opt.config.mip_gap = float(rel_gap)
+        extra = _tolerances(rel_gap)
+        if node_limit is not None:
+            extra["mip_max_nodes"] = int(node_limit)
+        self.opt.highs_options = {**self.opt.highs_options, **extra}
+        _use_threads(self.threads)
+        with quiet_stdout():
+            res = self.opt.solve(self.model)
+        hi = self.opt._solver_model
+        info = hi.getInfo()
+        nodes, iters = int(info.mip_node_count), int(info.simplex_iteration_count)
+        tc = res.termination_condition
+        has_x = res.best_feasible_objective is not None
+        x = None
+        if has_x:
+            res.solution_loader.load_vars()
+            x = np.array([v.value if v.value is not None else 0.0 for v in self.xvars], dtype=float)
+        obj = float(res.best_feasible_objective) if has_x else math.inf
+        bound = res.best_objective_bound
+        bound = float(bound) if bound is not None else -math.inf
+        if tc == TC.optimal:
+            return _MasterOutcome("optimal", x, obj, bound, nodes, iters)
+        if tc == TC.infeasible:
+            return _MasterOutcome("infeasible", None, math.inf, math.inf, nodes, iters)
+        if tc in (TC.maxTimeLimit, TC.interrupted, TC.objectiveLimit):
+            return _MasterOutcome("time_limit", x, obj, bound, nodes, iters)
+        if tc == TC.maxIterations or (node_limit is not None and nodes >= node_limit):
+            return _MasterOutcome("node_limit", x, obj, bound, nodes, iters)
+        return _MasterOutcome("error", x, obj, bound, nodes, iters,
+                              message=f"HiGHS (through Pyomo) stopped with {tc}")
+
+
+def _pyomo_from_matrix(mm: _MatrixModel):
+    """The fast formulation's matrix as a Pyomo model (one linear row per row)."""
+    import pyomo.environ as pe
+    from pyomo.core.expr.numeric_expr import LinearExpression
+
+    m = pe.ConcreteModel(name="deplbench_milp_fast")
+    m.I = pe.RangeSet(0, mm.ncol - 1)
+
+    def dom(_, i):
+        return pe.Integers if mm.integer[i] else pe.Reals
+
+    def bnd(_, i):
+        lo, hi = mm.lb[i], mm.ub[i]
+        return (None if not math.isfinite(lo) else float(lo), None if not math.isfinite(hi) else float(hi))
+
+    m.x = pe.Var(m.I, domain=dom, bounds=bnd)
+    xs = [m.x[i] for i in range(mm.ncol)]
+    m.obj = pe.Objective(expr=LinearExpression(
+        constant=0.0, linear_coefs=[float(c) for c in mm.cost[mm.cost != 0]],
+        linear_vars=[xs[i] for i in np.nonzero(mm.cost)[0]]), sense=pe.minimize)
+    R = mm.A.tocsr()
+    m.rows = pe.ConstraintList()
+    for r in range(mm.nrow):
+        lo, hi = mm.row_lo[r], mm.row_hi[r]
+        a, b = R.indptr[r], R.indptr[r + 1]
+        expr = LinearExpression(constant=0.0, linear_coefs=R.data[a:b].tolist(),
+                                linear_vars=[xs[i] for i in R.indices[a:b]])
+        m.rows.add((None if not math.isfinite(lo) else float(lo), expr,
+                    None if not math.isfinite(hi) else float(hi)))
+    return m, xs
+
+
+def make_backend(model, backend: str, threads: int, seed: int, verbose: bool = False):
+    """The backend for one built formulation.
+
+    A model with ``mm`` (a :class:`_MatrixModel`) goes to highspy directly
+    (``backend="highs"``) or through Pyomo (``backend="pyomo"``); a model
+    with ``pyomo_model`` and ``xvars`` (the naive one) always through Pyomo.
+    Returns (backend object, name of the route actually used).
+    """
+    mm = getattr(model, "mm", None)
+    if mm is not None:
+        if backend == "highs":
+            return _HighsBackend(mm, threads, seed, verbose), "highs"
+        pm, xs = _pyomo_from_matrix(mm)
+        return _PyomoBackend(pm, xs, threads, seed, verbose), "pyomo"
+    return _PyomoBackend(model.pyomo_model, model.xvars, threads, seed, verbose), "pyomo"
+
+
+__all__ = ["quiet_stdout", "make_backend", "_MasterOutcome", "_HighsBackend", "_PyomoBackend",
+           "_pyomo_from_matrix", "_use_threads"]

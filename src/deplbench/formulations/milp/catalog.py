@@ -1,0 +1,190 @@
+"""The formulation table: which MILP formulations exist and which one ``fast`` picks.
+
+One job: name every formulation, say when it applies, and choose. A
+formulation is a :class:`Formulation` row; ``formulation="fast"`` tries the
+rows of :data:`FAST_CHAIN` in order and uses the first one that applies to
+the instance and builds (a build may decline, e.g. enumeration with too many
+candidates); the last row of the chain is the fallback that always applies.
+Any registered name can also be forced (``formulation="flow"``); forcing a
+formulation whose structure the instance lacks gives status ``error`` with
+the reason, never a wrong model.
+
+How a formulation plugs in
+--------------------------
+Write one module in this package with a model class and a build function
+``build(ctx: BuildContext) -> model | None | Verdict`` (None declines, a
+:class:`~.options.Verdict` ends the solve with its status, e.g. an
+``infeasible`` proof), then add one :class:`Formulation` row to
+:data:`BUILTIN` below (and its name to :data:`FAST_CHAIN` if ``fast`` should
+try it; :func:`set_fallback` moves a name to the end of the chain). The model
+must offer what :func:`~.cutloop._cut_loop` and
+:func:`~.backends.make_backend` use:
+
+``mm``
+    a finished :class:`~.matrix._MatrixModel` (any backend), or instead
+``pyomo_model`` and ``xvars``
+    a Pyomo model and its variables in column order (Pyomo backend);
+``theta``
+    the column of the cost epigraph θ ≥ F(N);
+``cut_row(lam) -> (cols, vals, lo)``
+    the λ cut θ ≥ Σ_j g_j(λ) N_j − λ Tmax as a row ``vals·x[cols] ≥ lo``;
+``extra_lams``
+    list of the λ of cuts added after the build (the loop appends);
+``solution_from_choice(choice) -> ndarray | None``
+    a MIP start for a :class:`~.data._Choice` (None if it cannot give one);
+``choice_from_solution(x) -> _Choice | None``
+    the plan a master solution encodes, evaluated with ``data.evaluate``.
+
+Subclassing :class:`~.matrix._MatrixFormulation` provides ``theta``,
+``cut_row``, the counts N, data binaries q and the shared rows.
+
+References
+----------
+docs/DESIGN.md ("Registry names → classes"); the package docstring.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable
+
+from deplbench.formulations.milp.bounds import _Bounds
+from deplbench.formulations.milp.counts import _order_invariant, build_counts
+from deplbench.formulations.milp.data import _Data
+from deplbench.formulations.milp.enumeration import build_enumeration
+from deplbench.formulations.milp.flow import build_flow
+from deplbench.formulations.milp.naive import build_naive
+
+#: Rough bytes per non-zero of a matrix model while it is built and handed to
+#: the solver (COO blocks, CSC, the solver's own copy and presolve).
+BYTES_PER_NONZERO = 120
+
+
+class ModelTooLarge(Exception):
+    """The estimated model exceeds the memory limit (the message says by how much)."""
+
+
+def _always(data: _Data) -> bool:
+    return True
+
+
+@dataclass(frozen=True)
+class Formulation:
+    """One row of the formulation table.
+
+    Attributes
+    ----------
+    name : str
+        The ``formulation=`` value that forces it.
+    build : callable
+        ``build(ctx) -> model | None | Verdict`` (see the module docstring).
+    applies : callable
+        ``applies(data) -> bool``: a cheap structural test; ``fast`` skips a
+        row that does not apply, forcing it gives status ``error``.
+    requires : str
+        What ``applies`` checks, for that error message.
+    incumbent : bool
+        Run the block heuristic before building (an incumbent for bounds and
+        a MIP start); False where it would not pay.
+    description : str
+    """
+
+    name: str
+    build: Callable
+    applies: Callable[[_Data], bool] = _always
+    requires: str = ""
+    incumbent: bool = True
+    description: str = ""
+
+
+@dataclass
+class BuildContext:
+    """What a build function receives.
+
+    ``diag`` and ``timing`` are the result's diagnostics and build-time
+    breakdown (a build adds its own entries); ``options`` the validated
+    options of :func:`solve_milp`.
+    """
+
+    data: _Data
+    bounds: _Bounds
+    deadline: float
+    memory_bytes: float
+    diag: dict = field(default_factory=dict)
+    timing: dict = field(default_factory=dict)
+    options: dict = field(default_factory=dict)
+
+    def check_size(self, label: str, rows: int, cols: int, nonzeros: int,
+                   bytes_per_nonzero: float = BYTES_PER_NONZERO) -> None:
+        """Record the estimated size; raise :class:`ModelTooLarge` when it
+        would not fit in the memory limit."""
+        need = float(nonzeros) * bytes_per_nonzero + 64.0 * (rows + cols)
+        self.diag.setdefault("size_estimates", {})[label] = {
+            "rows": int(rows), "columns": int(cols), "nonzeros": int(nonzeros), "bytes": int(need)}
+        if need > self.memory_bytes:
+            raise ModelTooLarge(
+                f"the {label} model would need about {need / 2**30:.2f} GiB ({rows:,} rows, {cols:,} columns, "
+                f"{nonzeros:,} non-zeros) > memory_limit {self.memory_bytes / 2**30:.2f} GiB; "
+                "use fewer scenarios or a smaller horizon")
+
+
+#: The table (order matters only through FAST_CHAIN).
+BUILTIN: tuple[Formulation, ...] = (
+    Formulation("counts", build_counts, _order_invariant,
+                requires="an order-invariant loss (no decay, epoch-independent draws, zero jumps, "
+                         "every switch allowed)",
+                incumbent=False, description="integer epoch counts only (the knapsack family)"),
+    Formulation("enumeration", build_enumeration, lambda d: d.Sig == 1,
+                requires="one data class (and, to build, an acyclic switch graph with few enough sequences)",
+                description="one binary per undominated SAA-feasible model sequence"),
+    Formulation("flow", build_flow, description="epoch × model flow with one row per distinct scenario"),
+    Formulation("naive", build_naive, incumbent=False,
+                description="the textbook per-epoch model in Pyomo (the reference)"),
+)
+
+_TABLE: dict[str, Formulation] = {f.name: f for f in BUILTIN}
+#: What ``fast`` tries, in order; the last entry is the fallback.
+FAST_CHAIN: list[str] = ["counts", "enumeration", "flow"]
+
+
+def register(formulation: Formulation, fast_position: int | None = None) -> None:
+    """Add (or replace) a row; ``fast_position`` inserts it into the chain."""
+    _TABLE[formulation.name] = formulation
+    if fast_position is not None:
+        if formulation.name in FAST_CHAIN:
+            FAST_CHAIN.remove(formulation.name)
+        FAST_CHAIN.insert(fast_position, formulation.name)
+
+
+def set_fallback(name: str) -> None:
+    """Make ``name`` the last formulation ``fast`` tries."""
+    if name not in _TABLE:
+        raise KeyError(name)
+    if name in FAST_CHAIN:
+        FAST_CHAIN.remove(name)
+    FAST_CHAIN.append(name)
+
+
+def formulation_names() -> tuple[str, ...]:
+    """Every value ``formulation=`` accepts: ``fast`` and each row's name."""
+    return ("fast", *_TABLE)
+
+
+def get(name: str) -> Formulation:
+    return _TABLE[name]
+
+
+def candidates(name: str, data: _Data) -> tuple[list[Formulation], str]:
+    """The rows to try for ``formulation=name``, or ([], reason) when a
+    forced formulation does not apply to this instance."""
+    if name == "fast":
+        rows = [_TABLE[n] for n in FAST_CHAIN if _TABLE[n].applies(data)]
+        return rows, "" if rows else "no formulation of the fast chain applies"
+    row = _TABLE[name]
+    if not row.applies(data):
+        return [], f"formulation: {name!r} needs {row.requires or 'a structure this instance lacks'}"
+    return [row], ""
+
+
+__all__ = ["Formulation", "BuildContext", "ModelTooLarge", "BUILTIN", "FAST_CHAIN", "register",
+           "set_fallback", "formulation_names", "get", "candidates", "BYTES_PER_NONZERO"]

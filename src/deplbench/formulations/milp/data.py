@@ -1,0 +1,292 @@
+"""Problem data every MILP formulation shares: scenarios, data classes, configurations.
+
+What is computed
+----------------
+:class:`_Data` draws the S in-sample scenarios of
+``ScenarioSampler(instance, seed)`` (Luedtke & Ahmed 2008's SAA of eq. (3)),
+merges identical scenarios (their multiplicity weighs the violation budget
+⌊(1−ω)S⌋), enumerates the data classes σ (non-empty dataset subsets, equal
+ones merged, dominated ones dropped when improvements are non-negative) and
+tabulates every configuration j = (model m, cluster n, data class σ): compute
+need c_j (eq. (1) with the data law of docs/DESIGN.md), unit cost κ_j,
+capacity r_j, communication time s(m)/b(n) and the fastest epoch time
+t_j = c_j/r_j + comm_j (eqs. (1), (5)).
+
+Unusable configurations
+-----------------------
+A configuration whose fastest epoch alone exceeds Tmax (t_j > Tmax, or t_j not
+finite: e.g. compute 1e15 or a bandwidth of 5e-324) can appear in no feasible
+plan, so it is pruned exactly: ``usable[j]`` is False, its count is fixed to
+0 in every formulation and its cut and capacity coefficients are 0, which
+keeps the solver's matrix free of meaningless 1e15-sized numbers. The plan
+evaluation (:meth:`_Data.evaluate`) still uses the true numbers.
+
+:class:`_Choice` is one plan's discrete choices (model, cluster, data class
+per epoch) with its exact real-x allocation (``formulations.allocation``),
+transfer cost and in-sample losses: the numbers the cut loop trusts.
+
+References
+----------
+DepL paper eqs. (1)–(8); J. Luedtke, S. Ahmed, SIAM J. Optim. 19 (2008).
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from deplbench.formulations.allocation import allocate
+from deplbench.formulations.milp.options import CUT_RATIO, CUT_SPAN, LOSS_TOL
+from deplbench.formulations.plan import Epoch, Plan
+from deplbench.formulations.scenarios import ScenarioSampler, allowed_violations
+
+
+def data_bytes(instance, n_scenarios: int) -> int:
+    """Peak bytes :class:`_Data` needs for the scenario arrays (an estimate).
+
+    The improvement and jump draws (S, K̄, |M|) and (S, K̄, |P|), the scaled
+    improvements (S, K̄, |M|) and the flattened copy that merges identical
+    scenarios (sorted once more inside ``np.unique``): about four float64
+    arrays of S·K̄·(|M|+|P|). Point masses are drawn once (S = 1).
+    """
+    deterministic = all(m.improvement.is_deterministic for m in instance.models) and all(
+        sw.jump.is_deterministic for sw in instance.switches)
+    S = 1 if deterministic else int(n_scenarios)
+    width = int(instance.horizon) * (instance.n_models + len(instance.switch_pairs))
+    return 4 * 8 * S * width
+
+
+def _phi(lam: float, c: np.ndarray, kappa: np.ndarray, r: np.ndarray) -> np.ndarray:
+    """min_{0<x≤r} κx + λc/x, elementwise (the per-epoch Lagrangian cost).
+
+    Interior optimum x = sqrt(λc/κ) gives 2 sqrt(λcκ); past the capacity the
+    minimum sits at x = r (also when κ = 0).
+    """
+    with np.errstate(divide="ignore", invalid="ignore"):
+        x = np.where(kappa > 0, np.sqrt(lam * c / np.where(kappa > 0, kappa, 1.0)), np.inf)
+    return np.where(x <= r, 2.0 * np.sqrt(lam * c * kappa), kappa * r + lam * c / r)
+
+
+class _Data:
+    """Numbers both formulations need: scenarios, data classes, configurations.
+
+    Configuration arrays are indexed (model m, cluster n, data class σ).
+    """
+
+    def __init__(self, instance, n_scenarios: int, seed: int):
+        inst = instance
+        self.inst = inst
+        #: S as requested; with only point masses every scenario is the same,
+        #: so one is drawn (identical to any of the S) and none may be violated
+        #: (⌊(1−ω)S⌋ < S for ω > 0).
+        self.S_nominal = int(n_scenarios)
+        self.deterministic = all(m.improvement.is_deterministic for m in inst.models) and all(
+            sw.jump.is_deterministic for sw in inst.switches)
+        self.S = 1 if self.deterministic else self.S_nominal
+        self.p = 0 if self.deterministic else allowed_violations(inst.omega, self.S)
+        self.K = int(inst.horizon)
+        self.M = inst.n_models
+        self.Nn = inst.n_clusters
+        self.pairs = list(inst.switch_pairs)
+        self.P = len(self.pairs)
+        self.l0 = float(inst.initial_loss)
+        self.lmax = float(inst.loss_max)
+        self.T = float(inst.time_max)
+        sc = ScenarioSampler(inst, seed).in_sample(self.S)
+        self.scenarios = sc
+        # a[s,k,m] = improvement amount at γ = 1: the run term is −γ·a.
+        self.a = inst.run_scale[None, :, :] * sc.improvement
+        self.J = sc.jump
+        self.nonneg = bool(np.all(self.a >= 0))
+        # Identical scenarios (always so for deterministic instances) share one
+        # row; their multiplicity weighs the violation budget.
+        flat = np.concatenate([self.a.reshape(self.S, -1), self.J.reshape(self.S, -1)], axis=1)
+        _, first, mult = np.unique(flat, axis=0, return_index=True, return_counts=True)
+        self.uniq = first.astype(np.int64)          # representative scenario of each class
+        self.mult = mult.astype(np.int64)
+        self._data_classes()
+        mc = inst.model_compute
+        with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
+            # extreme inputs (1e300, 5e-324) may overflow to inf: such
+            # configurations are unusable and pruned below
+            self.c = mc[:, None, None] * self.vol[None, None, :] * np.ones((1, self.Nn, 1))
+            self.comm = np.broadcast_to((inst.model_size[:, None] / inst.bandwidth[None, :])[:, :, None],
+                                        self.c.shape).copy()
+        self.kap = np.broadcast_to(inst.unit_cost[None, :, None], self.c.shape).copy()
+        self.cap = np.broadcast_to(inst.capacity[None, :, None], self.c.shape).copy()
+        #: fastest possible epoch time per configuration (x = r)
+        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+            self.tmin = self.c / self.cap + self.comm
+        #: configurations one epoch of which fits in Tmax (the others are
+        #: pruned exactly: no feasible plan uses them; see the module doc)
+        self.usable = np.isfinite(self.tmin) & (self.tmin <= self.T * (1 + 1e-9)) & np.isfinite(self.kap)
+        #: t_j on usable configurations, 0 elsewhere (their counts are 0):
+        #: the capacity row's coefficients
+        self.tmin_row = np.where(self.usable, self.tmin, 0.0)
+        #: fastest epoch of any usable configuration (inf when none is usable)
+        self.fastest = float(self.tmin[self.usable].min()) if self.usable.any() else math.inf
+
+    def _data_classes(self) -> None:
+        inst = self.inst
+        D = inst.n_datasets
+        beta = inst.transfer_matrix  # (D, N)
+        raw = []
+        for size in range(1, D + 1):
+            for sub in itertools.combinations(range(D), size):
+                names = [inst.datasets[d].name for d in sub]
+                vol, gam = inst.data_effect(names)
+                raw.append((sub, vol, gam, beta[list(sub), :].sum(axis=0)))
+        # Merge classes that are identical for every purpose (keep the first).
+        uniq = []
+        for cls in raw:
+            if not any(abs(cls[1] - u[1]) <= 1e-12 * max(1, u[1]) and abs(cls[2] - u[2]) <= 1e-12 * max(1, u[2])
+                       and np.allclose(cls[3], u[3], rtol=1e-12, atol=0) for u in uniq):
+                uniq.append(cls)
+        keep = uniq
+        if self.nonneg and len(uniq) > 1:
+            # With non-negative improvements a class with ≤ volume, ≥ γ and ≤ β
+            # everywhere is at least as good in cost, time and every scenario.
+            keep = []
+            for i, u in enumerate(uniq):
+                dominated = any(
+                    j != i and w[1] <= u[1] and w[2] >= u[2] and np.all(w[3] <= u[3])
+                    for j, w in enumerate(uniq)
+                )
+                if not dominated:
+                    keep.append(u)
+        self.classes = [k[0] for k in keep]
+        self.vol = np.array([k[1] for k in keep], dtype=float)
+        self.gam = np.array([k[2] for k in keep], dtype=float)
+        self.beta = np.array([k[3] for k in keep], dtype=float).T  # (N, Σ)
+        self.Sig = len(self.classes)
+
+    def cost_floor(self) -> np.ndarray:
+        """Least cost of one epoch of each configuration: κ_j c_j/(Tmax − comm_j).
+
+        The epoch needs x ≥ c_j/(Tmax − comm_j) to fit in Tmax even alone
+        (eqs. (1), (4)), so every plan using j costs at least this much.
+        """
+        with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
+            floor = self.kap * self.c / (self.T - self.comm)
+        return np.where(self.usable, np.nan_to_num(floor, nan=np.inf, posinf=np.inf), np.inf)
+
+    def prune_dearer_than(self, ub: float) -> int:
+        """Mark unusable every configuration whose single epoch costs more
+        than ``ub`` (the incumbent's cost: no plan using it can be optimal).
+        Returns how many were pruned."""
+        dear = self.usable & (self.cost_floor() > ub * (1 + 1e-9) + 1e-12)
+        if dear.any():
+            self.usable = self.usable & ~dear
+            self.tmin_row = np.where(self.usable, self.tmin, 0.0)
+        return int(dear.sum())
+
+    def badly_scaled(self) -> bool:
+        """True when the usable configurations' one-epoch costs span more than
+        1e9 (the solver's matrix would then hold meaningless magnitudes)."""
+        floor = self.cost_floor()[self.usable]
+        floor = floor[floor > 0]
+        return bool(floor.size) and (not np.isfinite(floor).all() or floor.max() > 1e9 * floor.min())
+
+    # ------------------------------------------------------------- cost cuts
+    def g(self, lam: float) -> np.ndarray:
+        """g_j(λ) per configuration (m, n, σ): the slope of the λ cut.
+
+        0 on unusable configurations (their counts are fixed to 0, so any
+        coefficient is valid and 0 keeps the row well scaled).
+        """
+        with np.errstate(over="ignore", invalid="ignore"):
+            g = _phi(lam, self.c, self.kap, self.cap) + lam * self.comm
+        return np.where(self.usable, g, 0.0)
+
+    def g_min(self, lam: float) -> float:
+        """min_j g_j(λ) over usable configurations (inf when none is usable)."""
+        g = self.g(lam)[self.usable]
+        return float(g.min()) if g.size else math.inf
+
+    def cut_grid(self, lam_ref: float) -> np.ndarray:
+        n = int(math.ceil(math.log(CUT_SPAN) / math.log(CUT_RATIO)))
+        return lam_ref * CUT_RATIO ** np.arange(-n, n + 1)
+
+    def lam_reference(self, n_epochs: float) -> float:
+        """A typical price: uncapped closed form for n epochs of a median config."""
+        use = self.usable if self.usable.any() else np.ones_like(self.usable)
+        with np.errstate(over="ignore", invalid="ignore"):
+            root = float(np.median(np.sqrt(self.c[use] * self.kap[use])))
+            slack = max(self.T - n_epochs * float(np.median(self.comm[use])), 1e-3 * self.T)
+            lam = (n_epochs * root / slack) ** 2
+        return lam if (lam > 0 and math.isfinite(lam)) else 1.0
+
+    # ------------------------------------------------------ exact evaluation
+    def evaluate(self, models, classes, clusters, held) -> "_Choice":
+        """Exact cost (allocation + transfer) and in-sample violations of choices."""
+        models = np.asarray(models, dtype=int)
+        classes = np.asarray(classes, dtype=int)
+        clusters = np.asarray(clusters, dtype=int)
+        K = models.size
+        c = self.c[models, clusters, classes]
+        comm = self.comm[models, clusters, classes]
+        kap = self.kap[models, clusters, classes]
+        cap = self.cap[models, clusters, classes]
+        alloc = allocate(c, comm, kap, cap, self.T)
+        once = float(sum(self.beta[n, s] for n, s in held.items()))
+        transfer = once * (K if self.inst.transfer_cost_mode == "per_epoch" else 1)
+        losses = self.losses(models, classes)
+        viol = int(np.count_nonzero(losses > self.lmax + LOSS_TOL))
+        return _Choice(models, classes, clusters, dict(held), alloc, transfer, viol, losses)
+
+    def losses(self, models, classes) -> np.ndarray:
+        """ℓ_s(K) per in-sample scenario (independent of the scenario helper)."""
+        models = np.asarray(models, dtype=int)
+        classes = np.asarray(classes, dtype=int)
+        k = np.arange(models.size)
+        loss = self.l0 - (self.gam[classes][None, :] * self.a[:, k, models]).sum(axis=1)
+        for e in range(1, models.size):
+            if models[e] != models[e - 1]:
+                loss = loss + self.J[:, e, self.inst.switch_index[(int(models[e - 1]), int(models[e]))]]
+        return loss
+
+
+@dataclass
+class _Choice:
+    """Discrete choices of one plan, exactly evaluated."""
+
+    models: np.ndarray
+    classes: np.ndarray
+    clusters: np.ndarray
+    held: dict  # cluster index -> data class index
+    alloc: object
+    transfer: float
+    violations: int
+    losses: np.ndarray
+
+    @property
+    def feasible_time(self) -> bool:
+        return bool(self.alloc.feasible)
+
+    @property
+    def cost(self) -> float:
+        return float(self.alloc.cost + self.transfer) if self.alloc.feasible else math.inf
+
+    def counts(self, data: _Data) -> np.ndarray:
+        N = np.zeros((data.M, data.Nn, data.Sig))
+        np.add.at(N, (self.models, self.clusters, self.classes), 1.0)
+        return N
+
+    def to_plan(self, data: _Data) -> Plan:
+        inst = data.inst
+        epochs = [
+            Epoch(model=inst.models[m].name, cluster=inst.clusters[n].name, allocation=float(x))
+            for m, n, x in zip(self.models, self.clusters, self.alloc.x)
+        ]
+        datasets = {
+            inst.clusters[n].name: [inst.datasets[d].name for d in data.classes[s]]
+            for n, s in sorted(self.held.items())
+        }
+        return Plan(epochs=epochs, datasets=datasets)
+
+
+
+__all__ = ["_Data", "_Choice", "_phi", "data_bytes"]

@@ -1,0 +1,558 @@
+"""The ``general`` exact formulation: any switch graph, |D| ≤ 12, any clusters.
+
+What is solved
+--------------
+The same SAA problem as every MILP formulation of this package (module
+docstring of the package): minimise the real-x cost of eqs. (2), (4), (5)
+over plans whose final loss exceeds ℓmax in at most p = ⌊(1−ω)S⌋ of the S
+in-sample scenarios of ``ScenarioSampler(instance, seed).in_sample(S)``
+(Luedtke & Ahmed 2008). The exactness contract is unchanged: the returned
+plan is feasible with real allocations costed exactly by ``allocate``, the
+returned bound is a valid lower bound, and status ``optimal`` means their
+relative gap is at most ``gap``.
+
+Why not a big-M MILP
+--------------------
+The chance constraint has random *technology* coefficients (every draw
+multiplies a plan binary). The literature for finite-support chance
+constraints strengthens the big-M rows: Luedtke, Ahmed & Nemhauser (2010,
+Math. Prog. 122) with per-scenario quantile big-M values and the mixing/star
+inequalities of the resulting mixing set, Küçükyavuz (2012, Math. Prog. 132)
+with the full mixing-set hull, Luedtke (2014, Math. Prog. 146) with a
+branch-and-cut *decomposition* whose cuts come from single-scenario
+subproblems h_s(π) = min{πx : x ∈ X, scenario s holds}, and Xie & Ahmed
+(2018, "On quantile cuts and their closure for chance constrained
+optimization problems", Math. Prog. 172) with quantile cuts
+πx ≥ (p+1)-th largest h_s(π). All of them tighten the link between the plan
+x and the violation binaries; none removes the weakness measured on this
+problem (package docstring, "Why the flow formulation is not enough"): the
+LP relaxation *mixes* plans that use different models in the same epoch,
+which averages independent noise, and with the violated scenarios of the
+optimal plan fixed the LP is still 6 % below the optimum. We measured that
+HiGHS needs about a minute per master even with only 20 scenario rows on
+the cyclic AlexNet instance (S = 100): the flow polytope itself is the
+bottleneck, not the number or the big-M of the scenario rows.
+
+What we do instead
+------------------
+We keep Luedtke's ingredients but branch on *plans*, where they are exact:
+
+1. **Data classes without per-cluster enumeration in a model.** A cluster's
+   data enters the loss only through γ(σ) and the cost only through V(σ)
+   and β(σ, n). With non-negative improvement draws a class with ≥ γ,
+   ≤ V and ≤ β dominates, so each cluster keeps its Pareto set (vectorised
+   over the 2^|D| subsets; 79 of 1023 at |D| = 10 for the datasets family).
+   Assignments (which clusters train, which class each holds) are searched
+   by a best-first branch-and-bound over *boxes* of classes: a box is
+   bounded with its optimistic class (largest γ, smallest V, smallest β of
+   the box), which relaxes every assignment inside it.
+2. **Blocks.** For one assignment a plan is a sequence of blocks (maximal
+   runs of one model on one γ-group of clusters). The search branches on
+   the next block (virtual model and length); with non-negative
+   improvements only the shortest SAA-feasible last block can be optimal
+   (F grows with the counts), exactly as in the enumeration formulation.
+   Cycles in the switch graph are just more successors.
+3. **Cost bound by λ-duality** (package docstring): F(N) ≥ Σ_j g_j(λ) N_j
+   − λ Tmax for every λ ≥ 0, so a prefix has a linear weight; λ is the time
+   price of the incumbent (re-set when a better one appears).
+4. **Quantile bound from single-scenario subproblems.** A completion must
+   satisfy at least S − p scenarios, so its weight is at least the
+   (p+1)-th largest of cb_s, the cheapest completion satisfying scenario s
+   alone (Luedtke 2014's h_s with π the cost; the order statistic is Xie &
+   Ahmed's quantile cut). cb_s is bounded below by the Lagrangian relaxation
+   of the single scenario row, max_μ [V^μ_s(k, v) + μ (L_s − ℓmax)], where
+   V^μ is one backward min-plus DP over the epoch × virtual-model graph for
+   all scenarios and a grid of μ at once (``general_search.py``). This is
+   the "strong per-scenario bound from a min-plus DP".
+5. **Exact leaves.** A complete plan's cluster split inside a γ-group is
+   chosen by local search with exact ``allocate`` calls (feasible real-x
+   plan, upper bound) and bounded by the continuous split's λ-dual (lower
+   bound); if they differ by more than the tolerance the split is
+   enumerated exhaustively.
+
+Every discarded node, leaf and box keeps its bound; the returned lower bound
+is min(incumbent, smallest discarded bound) — valid because every plan lies
+in exactly one discarded subtree or is the incumbent. No big-M constants
+and no LP tolerances enter the proof: losses are compared with the same
+1e-9 tolerance as ``Scenarios.violations``, and bounds are ordinary floating
+point sums.
+
+Limits
+------
+Exact for every dimension; |D| ≤ 12 (the Pareto filter compares all subset
+pairs). Signed improvement draws disable the γ-dominance and the
+shortest-last-block rule (all lengths are kept, boxes are single classes).
+Time grows with how many block sequences come within the bound's gap of
+the optimum; see ``benchmarks/general_targets.py`` for measured times.
+
+References
+----------
+DepL paper eqs. (1)–(6); J. Luedtke, S. Ahmed, SIAM J. Optim. 19 (2008);
+J. Luedtke, S. Ahmed, G. Nemhauser, Math. Prog. 122 (2010) 247–272;
+S. Küçükyavuz, Math. Prog. 132 (2012) 31–56; J. Luedtke, Math. Prog. 146
+(2014) 219–244; W. Xie, S. Ahmed, Math. Prog. 172 (2018) 621–646.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import math
+import time
+
+import numpy as np
+
+from deplbench.errors import SolverError
+from deplbench.formulations.allocation import allocate
+from deplbench.formulations.milp.general_search import BlockSearch, Config, Problem, phi
+from deplbench.formulations.plan import Epoch, Plan
+from deplbench.formulations.result import SolveResult
+from deplbench.formulations.scenarios import ScenarioSampler, allowed_violations
+
+#: Largest |D| (all 2^|D| − 1 subsets are compared pairwise per cluster).
+MAX_DATASETS_GENERAL = 12
+#: Largest number of integer cluster splits enumerated at one leaf.
+MAX_SPLITS = 50_000
+#: Re-set λ to the incumbent's time price when they differ by more than this.
+LAMBDA_RESET = 0.02
+
+
+def general_applies(instance) -> tuple[bool, str]:
+    """Whether ``general`` can solve the instance (and why not)."""
+    if instance.n_datasets > MAX_DATASETS_GENERAL:
+        return False, (f"datasets: {instance.n_datasets} datasets exceed the general formulation's limit of "
+                       f"{MAX_DATASETS_GENERAL}")
+    return True, ""
+
+
+def _check_options(scenarios, seed, time_limit, gap, threads) -> None:
+    if isinstance(scenarios, bool) or not isinstance(scenarios, (int, np.integer)) or scenarios < 1:
+        raise SolverError(f"scenarios: must be a positive integer, got {scenarios!r}")
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+        raise SolverError(f"seed: must be a non-negative integer, got {seed!r}")
+    if isinstance(time_limit, bool) or not isinstance(time_limit, (int, float)) or not math.isfinite(time_limit) \
+            or time_limit <= 0:
+        raise SolverError(f"time_limit: must be a positive number of seconds, got {time_limit!r}")
+    if isinstance(gap, bool) or not isinstance(gap, (int, float)) or not math.isfinite(gap) or not 0 < gap < 1:
+        raise SolverError(f"gap: must be a relative gap in (0, 1), got {gap!r}")
+    if isinstance(threads, bool) or not isinstance(threads, (int, np.integer)) or threads < 1:
+        raise SolverError(f"threads: must be a positive integer, got {threads!r}")
+
+
+# =============================================================================
+# Data classes
+# =============================================================================
+
+
+def _cluster_classes(instance, nonneg: bool):
+    """Per cluster, the candidate data classes sorted by γ (descending).
+
+    Returns (subsets (C, D) bool, volume (C,), gamma (C,), per-cluster lists
+    of class indices). With non-negative draws, classes dominated in
+    (γ ↑, V ↓, β(·, n) ↓) are dropped; identical ones are merged always.
+    """
+    D = instance.n_datasets
+    size = np.array([d.size for d in instance.datasets])
+    useful = np.array([d.usefulness for d in instance.datasets])
+    masks = np.arange(1, 2 ** D)
+    bits = ((masks[:, None] >> np.arange(D)) & 1).astype(bool)
+    names = [d.name for d in instance.datasets]
+    # the data law through the instance itself (datalaw.py), one call per subset
+    vg = np.array([instance.data_effect([names[d] for d in np.nonzero(b)[0]]) for b in bits])
+    vol, gam = vg[:, 0], vg[:, 1]
+    beta = bits.astype(float) @ instance.transfer_matrix          # (C, N)
+    keep_per_cluster = []
+    for n in range(instance.n_clusters):
+        b = beta[:, n]
+        key = np.stack([gam, vol, b], axis=1)
+        _, first = np.unique(key, axis=0, return_index=True)
+        cand = np.sort(first)
+        if nonneg:
+            g, v, bb = gam[cand], vol[cand], b[cand]
+            dom = np.zeros(cand.size, dtype=bool)
+            for lo in range(0, cand.size, 512):
+                sl = slice(lo, lo + 512)
+                ge = (g[None, :] >= g[sl, None]) & (v[None, :] <= v[sl, None]) & (bb[None, :] <= bb[sl, None])
+                st = (g[None, :] > g[sl, None]) | (v[None, :] < v[sl, None]) | (bb[None, :] < bb[sl, None])
+                dom[sl] = (ge & st).any(axis=1)
+            cand = cand[~dom]
+        order = np.lexsort((vol[cand], -gam[cand]))
+        keep_per_cluster.append(cand[order])
+    return bits, vol, gam, beta, keep_per_cluster
+
+
+# =============================================================================
+# Leaves: exact cost of a block sequence
+# =============================================================================
+
+
+class _Leaves:
+    """Exact evaluation of complete plans; keeps the incumbent."""
+
+    def __init__(self, prob: Problem, instance):
+        self.prob, self.inst = prob, instance
+        self.best_cost = math.inf
+        self.best = None          # (models, clusters, classes per cluster, alloc)
+        self.best_price = 0.0
+        self.cache: dict = {}
+        self.evaluations = 0
+
+    def _exact(self, models, clusters, cfg: Config, pos_of):
+        P = self.prob
+        pos = np.array([pos_of[int(n)] for n in clusters])
+        c = P.c_m[models] * cfg.volume[pos]
+        alloc = allocate(c, P.comm[models, clusters], P.kap[clusters], P.cap[clusters], P.T)
+        used = np.unique(pos)
+        beta = float(cfg.beta[used].sum())
+        transfer = beta * (models.size if P.per_epoch else 1)
+        cost = alloc.cost + transfer if alloc.feasible else math.inf
+        return cost, alloc
+
+    def evaluate(self, search: BlockSearch, vseq: np.ndarray, tol: float):
+        """(lower bound, exact cost) of the best cluster split of ``vseq``."""
+        P, cfg = self.prob, search.cfg
+        counts = np.bincount(vseq, minlength=search.nv)
+        key = (tuple(cfg.clusters.tolist()), tuple(cfg.classes), tuple(counts.tolist()), tuple(vseq.tolist()))
+        if key in self.cache:
+            return self.cache[key]
+        self.evaluations += 1
+        models = search.vm[vseq]
+        groups = search.vg[vseq]
+        pos_of = {int(n): i for i, n in enumerate(cfg.clusters)}
+        # start: every epoch on its group's cheapest cluster at the search's λ
+        w = P.weights(cfg, search.lam)
+        members = [np.array(cfg.groups[g]) for g in range(len(cfg.groups))]
+        pos = np.array([members[g][int(np.argmin(w[m, members[g]]))] for m, g in zip(models, groups)])
+        clusters = cfg.clusters[pos]
+        cost, alloc = self._exact(models, clusters, cfg, pos_of)
+        multi = [g for g in range(len(members)) if members[g].size > 1 and np.any(groups == g)]
+        if multi:
+            cost, clusters, alloc = self._local_search(models, groups, clusters, members, cfg, pos_of, cost, alloc)
+            lb = self._dual_bound(models, groups, members, cfg, alloc)
+            if lb < cost * (1 - tol) and math.isfinite(cost) or not math.isfinite(cost):
+                ex = self._enumerate_splits(models, groups, members, cfg, pos_of)
+                if ex is not None:
+                    cost, clusters, alloc = ex
+                    lb = cost
+        else:
+            lb = cost
+        if cost < self.best_cost:
+            self.best_cost = cost
+            used = sorted(set(int(n) for n in clusters))
+            self.best = (models.copy(), clusters.copy(), {n: cfg.classes[pos_of[n]] for n in used}, alloc)
+            self.best_price = float(alloc.time_price)
+        self.cache[key] = (lb, cost)
+        return lb, cost
+
+    def _local_search(self, models, groups, clusters, members, cfg, pos_of, cost, alloc):
+        """Move single epochs between clusters of a group while the exact cost falls."""
+        clusters = clusters.copy()
+        improved = True
+        while improved:
+            improved = False
+            best = (cost, None)
+            for m in np.unique(models):
+                for g in np.unique(groups[models == m]):
+                    mem = members[g]
+                    if mem.size < 2:
+                        continue
+                    idx = np.nonzero((models == m) & (groups == g))[0]
+                    for src in np.unique(clusters[idx]):
+                        e = idx[clusters[idx] == src][-1]
+                        for dst in cfg.clusters[mem]:
+                            if dst == src:
+                                continue
+                            trial = clusters.copy()
+                            trial[e] = dst
+                            c2, a2 = self._exact(models, trial, cfg, pos_of)
+                            if c2 < best[0] * (1 - 1e-12):
+                                best = (c2, (trial, a2))
+            if best[1] is not None:
+                cost = best[0]
+                clusters, alloc = best[1]
+                improved = True
+        return cost, clusters, alloc
+
+    def _dual_bound(self, models, groups, members, cfg, alloc) -> float:
+        """max_λ Σ_epochs min_{n in group} g(λ) − λT + transfer (continuous split)."""
+        P = self.prob
+        pairs, counts = np.unique(np.stack([models, groups], axis=1), axis=0, return_counts=True)
+        tm = P.tmin(cfg)
+        if sum(cnt * min(tm[m, i] for i in members[g]) for (m, g), cnt in zip(pairs, counts)) > P.T * (1 + 1e-12):
+            return math.inf
+        # β of the clusters the plan must use: the single-member groups it uses
+        must = [int(members[g][0]) for g in np.unique(groups) if members[g].size == 1]
+        beta = float(cfg.beta[must].sum()) if must else 0.0
+        transfer_lb = beta * (models.size if P.per_epoch else 1)
+
+        def h(lam):
+            w = P.weights(cfg, lam)
+            if P.per_epoch:
+                w = w - float(cfg.beta.sum())
+            return float(sum(cnt * w[m, members[g]].min() for (m, g), cnt in zip(pairs, counts))) - lam * P.T
+
+        lam0 = alloc.time_price if getattr(alloc, "time_price", 0) > 0 else 1.0
+        lo, hi = math.log(lam0) - 8.0, math.log(lam0) + 8.0
+        gr = (math.sqrt(5) - 1) / 2
+        a, b = lo, hi
+        x1, x2 = b - gr * (b - a), a + gr * (b - a)
+        f1, f2 = h(math.exp(x1)), h(math.exp(x2))
+        best = max(f1, f2, h(lam0))
+        for _ in range(80):
+            if f1 < f2:
+                a, x1, f1 = x1, x2, f2
+                x2 = a + gr * (b - a)
+                f2 = h(math.exp(x2))
+            else:
+                b, x2, f2 = x2, x1, f1
+                x1 = b - gr * (b - a)
+                f1 = h(math.exp(x1))
+            best = max(best, f1, f2)
+        return best + transfer_lb
+
+    def _enumerate_splits(self, models, groups, members, cfg, pos_of):
+        """Every integer split of each (model, group) count over the group's clusters."""
+        pairs = [(int(m), int(g)) for m, g in sorted(set(zip(models.tolist(), groups.tolist())))]
+        choices = []
+        total = 1
+        for m, g in pairs:
+            mem = cfg.clusters[members[g]]
+            cnt = int(np.count_nonzero((models == m) & (groups == g)))
+            opts = [c for c in itertools.product(range(cnt + 1), repeat=mem.size - 1) if sum(c) <= cnt]
+            total *= len(opts)
+            choices.append((m, g, mem, cnt, opts))
+        if total > MAX_SPLITS:
+            return None
+        best = (math.inf, None, None)
+        for combo in itertools.product(*[c[4] for c in choices]):
+            clusters = np.empty(models.size, dtype=int)
+            for (m, g, mem, cnt, _), split in zip(choices, combo):
+                idx = np.nonzero((models == m) & (groups == g))[0]
+                sizes = list(split) + [cnt - sum(split)]
+                clusters[idx] = np.repeat(mem, sizes)
+            c, a = self._exact(models, clusters, cfg, pos_of)
+            if c < best[0]:
+                best = (c, clusters, a)
+        return best if best[1] is not None else None
+
+
+# =============================================================================
+# Assignments: best-first search over boxes of classes
+# =============================================================================
+
+
+class _Box:
+    """Per cluster: None (does not train) or a range [lo, hi) of its class list."""
+
+    __slots__ = ("ranges",)
+
+    def __init__(self, ranges):
+        self.ranges = tuple(ranges)
+
+    def is_leaf(self) -> bool:
+        return all(r is None or r[1] - r[0] == 1 for r in self.ranges)
+
+    def split(self):
+        n = max((i for i, r in enumerate(self.ranges) if r is not None), key=lambda i: self.ranges[i][1] - self.ranges[i][0])
+        lo, hi = self.ranges[n]
+        mid = (lo + hi) // 2
+        left = list(self.ranges)
+        right = list(self.ranges)
+        left[n], right[n] = (lo, mid), (mid, hi)
+        return _Box(left), _Box(right)
+
+
+def _config(box: _Box, lists, vol, gam, beta) -> Config:
+    """The box's optimistic configuration (exact for a leaf box)."""
+    used = [n for n, r in enumerate(box.ranges) if r is not None]
+    g, v, b, cls = [], [], [], []
+    for n in used:
+        lo, hi = box.ranges[n]
+        idx = lists[n][lo:hi]
+        g.append(gam[idx].max())
+        v.append(vol[idx].min())
+        b.append(beta[idx, n].min())
+        cls.append(int(idx[0]) if hi - lo == 1 else None)
+    return Config(np.array(used), cls, np.array(g), np.array(v), np.array(b))
+
+
+def _root_boxes(instance, lists):
+    N = instance.n_clusters
+    sizes = [1] if instance.data_rule == "printed" else range(1, N + 1)
+    out = []
+    for r in sizes:
+        for used in itertools.combinations(range(N), r):
+            if any(len(lists[n]) == 0 for n in used):
+                continue
+            out.append(_Box([(0, len(lists[n])) if n in used else None for n in range(N)]))
+    return out
+
+
+def _kmax(prob: Problem, search_w: np.ndarray, vtmin: np.ndarray, const: float, ub: float) -> int:
+    k = prob.K
+    fastest = float(vtmin.min())
+    if fastest > 0:
+        k = min(k, int(math.floor(prob.T / fastest * (1 + 1e-12) + 1e-9)))
+    wmin = float(search_w.min())
+    if math.isfinite(ub) and wmin > 0:
+        k = min(k, int(math.floor((ub - const) / wmin * (1 + 1e-9) + 1e-9)))
+    return max(k, 0)
+
+
+def solve_general(instance, scenarios: int = 1000, seed: int = 0, time_limit: float = 60.0,
+                  gap: float = 1e-4, threads: int = 1, verbose: bool = False) -> SolveResult:
+    """Solve the SAA of problem (2)–(6) exactly with the ``general`` formulation.
+
+    Parameters
+    ----------
+    instance : Instance
+    scenarios : int, default 1000
+        S, the in-sample scenarios of ``ScenarioSampler(instance, seed)``.
+    seed : int, default 0
+        Seed of the scenarios.
+    time_limit : float, default 60
+        Wall-clock seconds for everything (scenarios, bounds, search).
+    gap : float, default 1e-4
+        Relative gap (UB − LB)/UB at which the plan is declared optimal.
+    threads : int, default 1
+        Accepted for interface compatibility (the search is single-threaded).
+    verbose : bool
+        Print progress to stderr.
+
+    Returns
+    -------
+    SolveResult
+        ``optimal`` (gap met), ``time_limit`` (best plan and bound so far),
+        ``infeasible`` (the search proved that no plan meets the quantile,
+        Tmax and K̄; ``message`` says so) or ``error`` (|D| too large).
+        Never ``feasible``: a completed search has met the gap.
+
+    Raises
+    ------
+    SolverError
+        For invalid options, naming the option.
+    """
+    _check_options(scenarios, seed, time_limit, gap, threads)
+    params = {"scenarios": int(scenarios), "seed": int(seed), "time_limit": float(time_limit),
+              "gap": float(gap), "threads": int(threads), "formulation": "general"}
+    t0 = time.perf_counter()
+    deadline = t0 + float(time_limit)
+    diag: dict = {"formulation": "general", "variant": "general",
+                  "exactness": "real-x cost via λ-dual bounds of the convex F(N); plans costed with allocate()"}
+    ok, why = general_applies(instance)
+    if not ok:
+        return SolveResult(algorithm="milp", status="error", message=why, params=params, diagnostics=diag)
+    inst = instance
+    deterministic = all(m.improvement.is_deterministic for m in inst.models) and all(
+        sw.jump.is_deterministic for sw in inst.switches)
+    S = 1 if deterministic else int(scenarios)
+    p = 0 if deterministic else allowed_violations(inst.omega, S)
+    sc = ScenarioSampler(inst, seed).in_sample(S)
+    a = inst.run_scale[None, :, :] * sc.improvement
+    prob = Problem(inst, a, sc.jump, p)
+    diag.update(scenarios=int(scenarios), deterministic=deterministic,
+                allowed_violations=allowed_violations(inst.omega, int(scenarios)))
+    bits, vol, gam, beta, lists = _cluster_classes(inst, prob.nonneg)
+    diag["data_classes_per_cluster"] = [int(len(x)) for x in lists]
+    leaves = _Leaves(prob, inst)
+    tol = 0.5 * float(gap)
+    # λ and μ scales before any incumbent: a median configuration's closed form
+    root_cfg = _config(_Box([(0, len(lists[n])) for n in range(inst.n_clusters)]), lists, vol, gam, beta)
+    tm = prob.tmin(root_cfg)
+    k_est = max(1.0, min(prob.K, prob.T / max(float(tm.min()), 1e-12)) / 2)
+    root = float(np.median(np.sqrt(prob.c_m[:, None] * root_cfg.volume[None, :] * prob.kap[root_cfg.clusters][None, :])))
+    slack = max(prob.T - k_est * float(np.median(prob.comm)), 1e-3 * prob.T)
+    lam = max((k_est * root / slack) ** 2, 1e-12)
+    est_cost = k_est ** 2 * root ** 2 / slack
+    lam_resets = 0
+    lb_discard = math.inf
+    nodes = leaves_seen = boxes = 0
+    counter = itertools.count()
+    heap = []
+    for box in (_Box([(0, len(lists[n])) if r is not None else None for n, r in enumerate(b.ranges)])
+                for b in _root_boxes(inst, lists)):
+        heapq.heappush(heap, (-math.inf, next(counter), box))
+    timed_out = False
+    while heap:
+        bound, _, box = heapq.heappop(heap)
+        ub = leaves.best_cost
+        if bound >= ub - tol * abs(ub):
+            lb_discard = min(lb_discard, bound)
+            continue
+        if time.perf_counter() > deadline:
+            heapq.heappush(heap, (bound, next(counter), box))
+            timed_out = True
+            break
+        boxes += 1
+        cfg = _config(box, lists, vol, gam, beta)
+        mu_ref = (ub if math.isfinite(ub) else est_cost) / max(prob.l0 - prob.lmax, 1e-12)
+        probe = BlockSearch.__new__(BlockSearch)
+        w = prob.weights(cfg, lam)
+        const = -lam * prob.T + (0.0 if prob.per_epoch else float(cfg.beta.sum()))
+        kmax = _kmax(prob, w, prob.tmin(cfg), const, ub)
+        if kmax < 1:
+            lb_discard = min(lb_discard, ub)
+            continue
+        search = BlockSearch(prob, cfg, lam, kmax, mu_ref)
+        rb = max(search.root_bound(), bound)
+        if rb >= ub - tol * abs(ub):
+            lb_discard = min(lb_discard, rb)
+            continue
+        if not box.is_leaf():
+            for child in box.split():
+                heapq.heappush(heap, (rb, next(counter), child))
+            continue
+        stats = search.run(ub, tol, deadline, lambda vseq: leaves.evaluate(search, vseq, tol))
+        nodes += stats["nodes"]
+        leaves_seen += stats["leaves"]
+        if stats["timeout"]:
+            lb_discard = min(lb_discard, stats["lb"])
+            timed_out = True
+            break
+        # a better incumbent with another time price: redo this box with its λ
+        price = leaves.best_price
+        if (price > 0 and abs(price - lam) > LAMBDA_RESET * lam and lam_resets < 5
+                and leaves.best_cost < ub):
+            lam = price
+            lam_resets += 1
+            heapq.heappush(heap, (rb, next(counter), box))
+            continue
+        lb_discard = min(lb_discard, stats["lb"])
+        del probe
+    open_bounds = [b for b, _, _ in heap]
+    diag.update(nodes=nodes, leaves=leaves_seen, boxes=boxes, leaf_evaluations=leaves.evaluations,
+                lambda_resets=lam_resets, time_price=lam, total_s=time.perf_counter() - t0)
+    if leaves.best is None:
+        if timed_out:
+            return SolveResult(algorithm="milp", status="time_limit", message="time limit reached before any plan",
+                               lower_bound=None, params=params, diagnostics=diag)
+        return SolveResult(algorithm="milp", status="infeasible", message=(
+            f"no plan of at most K̄ = {inst.horizon} epochs meets both the quantile (at most {p} of {S} "
+            f"in-sample scenarios above ℓmax = {prob.lmax:g}) and Tmax = {prob.T:g} (exhaustive search)"),
+            params=params, diagnostics=diag)
+    cost = leaves.best_cost
+    lower = min([cost, lb_discard] + open_bounds) if timed_out else min(cost, lb_discard)
+    g = SolveResult.relative_gap(cost, lower)
+    models, clusters, held, alloc = leaves.best
+    losses = prob.losses(models, np.array([gam[held[int(n)]] for n in clusters]))
+    viol = int(np.count_nonzero(losses > prob.lmax + 1e-9))
+    plan = Plan(epochs=[Epoch(model=inst.models[m].name, cluster=inst.clusters[n].name, allocation=float(x))
+                        for m, n, x in zip(models, clusters, alloc.x)],
+                datasets={inst.clusters[n].name: [inst.datasets[d].name for d in np.nonzero(bits[c])[0]]
+                          for n, c in sorted(held.items())})
+    diag.update(in_sample_violations=viol * (int(scenarios) if deterministic else 1), epochs=int(models.size))
+    if viol > p:   # the search only accepts SAA-feasible leaves; this guards the bookkeeping
+        return SolveResult(algorithm="milp", status="error", message="internal check failed: plan violates the "
+                           "in-sample quantile", params=params, diagnostics=diag)
+    if g is not None and g <= gap:
+        status, message = "optimal", f"optimal within relative gap {g:.2e} (tolerance {gap:g})"
+    elif timed_out:
+        status, message = "time_limit", "time limit reached"
+    else:
+        status, message = "time_limit", (f"search complete but the leaf split bounds leave a gap of {g:.2e} "
+                                         f"(tolerance {gap:g})")
+    return SolveResult(algorithm="milp", status=status, message=message, plan=plan, cost=cost, lower_bound=lower,
+                       gap=g, params=params, diagnostics=diag)
+
+
+__all__ = ["solve_general", "general_applies", "MAX_DATASETS_GENERAL"]

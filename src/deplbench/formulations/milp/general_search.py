@@ -1,0 +1,337 @@
+"""Block branch-and-bound for one data assignment (the ``general`` formulation's core).
+
+For a fixed choice of which clusters train and which data class each holds,
+a plan is a sequence of *blocks*: maximal runs of one virtual model
+v = (model m, γ-group g), where a γ-group gathers the used clusters whose
+data classes have the same learning multiplier γ (the loss cannot tell them
+apart, only the cost can, so the cluster of each epoch inside a group is
+chosen at the leaves). The search branches on the next block's virtual
+model and length and prunes with the bound of :class:`BlockSearch`.
+
+Bounds (see the ``general`` module docstring for the derivation):
+
+* cost: for any λ ≥ 0 the real-x cost satisfies F(N) ≥ Σ_j g_j(λ) N_j − λ
+  Tmax (the Lagrangian dual of the time budget, eqs. (2), (4)), so a prefix
+  carries the linear weight W = Σ_k w_{v_k}(λ) with w_v the cheapest
+  cluster's g_j(λ) in the group;
+* quantile: a completion must leave at most p scenarios above ℓmax, hence
+  costs at least the (p+1)-th largest of the per-scenario minima cb_s; each
+  cb_s is bounded below by the Lagrangian relaxation of the single scenario
+  row, max_μ [V^μ_s(k, v) + μ (L_s − ℓmax)], with V^μ a backward min-plus DP
+  over the epoch × virtual-model graph (Luedtke 2014's single-scenario
+  subproblems; the order statistic is the quantile bound of Xie & Ahmed 2018).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+#: Tolerance on ℓ_s(K) ≤ ℓmax when counting violations (as ``Scenarios.violations``).
+LOSS_TOL = 1e-9
+#: Multipliers μ of the single-scenario Lagrangian bound, relative to μ_ref.
+MU_FACTORS = np.concatenate([[0.0], 1.3 ** np.arange(-8, 9)])
+
+
+def phi(lam: float, c: np.ndarray, kappa: np.ndarray, r: np.ndarray) -> np.ndarray:
+    """min_{0<x≤r} κx + λc/x elementwise (the per-epoch Lagrangian cost)."""
+    c, kappa, r = np.broadcast_arrays(np.asarray(c, float), np.asarray(kappa, float), np.asarray(r, float))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        x = np.where(kappa > 0, np.sqrt(lam * c / np.where(kappa > 0, kappa, 1.0)), np.inf)
+    return np.where(x <= r, 2.0 * np.sqrt(lam * c * kappa), kappa * r + lam * c / r)
+
+
+@dataclass
+class Config:
+    """One data assignment: used clusters, their class parameters, the γ-groups.
+
+    ``gamma``, ``volume``, ``beta`` and ``classes`` are per used cluster
+    (``clusters``); for a relaxed box they are the box's optimistic values.
+    """
+
+    clusters: np.ndarray          # used cluster indices
+    classes: list                 # class index per used cluster (None for a relaxed box)
+    gamma: np.ndarray
+    volume: np.ndarray
+    beta: np.ndarray              # one-time transfer per used cluster
+    groups: list = field(default_factory=list)   # lists of positions into ``clusters``
+
+    def __post_init__(self):
+        if not self.groups:
+            order = np.argsort(-self.gamma, kind="stable")
+            groups: list = []
+            for i in order:
+                if groups and self.gamma[groups[-1][0]] == self.gamma[i]:
+                    groups[-1].append(int(i))
+                else:
+                    groups.append([int(i)])
+            self.groups = groups
+
+
+class Problem:
+    """Scenario data and instance arrays every search shares."""
+
+    def __init__(self, instance, a: np.ndarray, J: np.ndarray, p: int):
+        inst = self.inst = instance
+        self.a = a                      # (S, K̄, M): improvement at γ = 1
+        self.J = J                      # (S, K̄, P)
+        self.S, self.K, self.M = a.shape
+        self.p = int(p)
+        self.cumA = np.concatenate([np.zeros((self.S, 1, self.M)), np.cumsum(a, axis=1)], axis=1)
+        self.l0 = float(inst.initial_loss)
+        self.lmax = float(inst.loss_max)
+        self.T = float(inst.time_max)
+        self.nonneg = bool(np.all(a >= 0))
+        self.allowed = inst.allowed
+        self.switch_index = inst.switch_index
+        self.c_m = inst.model_compute
+        self.comm = inst.model_size[:, None] / inst.bandwidth[None, :]     # (M, N)
+        self.kap = inst.unit_cost
+        self.cap = inst.capacity
+        self.per_epoch = inst.transfer_cost_mode == "per_epoch"
+
+    def weights(self, cfg: Config, lam: float) -> np.ndarray:
+        """g_j(λ) per (model, used cluster): shape (M, U)."""
+        n = cfg.clusters
+        c = self.c_m[:, None] * cfg.volume[None, :]
+        w = phi(lam, c, self.kap[n][None, :], self.cap[n][None, :]) + lam * self.comm[:, n]
+        if self.per_epoch:
+            # the printed eq. (2) pays every holder's β in every epoch
+            w = w + float(cfg.beta.sum())
+        return w
+
+    def tmin(self, cfg: Config) -> np.ndarray:
+        """Fastest epoch time per (model, used cluster)."""
+        n = cfg.clusters
+        return self.c_m[:, None] * cfg.volume[None, :] / self.cap[n][None, :] + self.comm[:, n]
+
+    def losses(self, models: np.ndarray, gammas: np.ndarray) -> np.ndarray:
+        """ℓ_s(K) of a model sequence with per-epoch γ (checked independently of the search)."""
+        k = np.arange(models.size)
+        loss = self.l0 - (gammas[None, :] * self.a[:, k, models]).sum(axis=1)
+        for e in range(1, models.size):
+            if models[e] != models[e - 1]:
+                loss = loss + self.J[:, e, self.switch_index[(int(models[e - 1]), int(models[e]))]]
+        return loss
+
+
+@dataclass
+class Leaf:
+    """A complete plan found by the search (virtual model per epoch)."""
+
+    seq: np.ndarray
+
+
+class BlockSearch:
+    """Depth-first block branch-and-bound for one :class:`Config` at one λ.
+
+    Parameters
+    ----------
+    prob : Problem
+    cfg : Config
+    lam : float
+        The time price of the linear cost weights (any λ ≥ 0 gives valid bounds).
+    kmax : int
+        Largest number of epochs any plan worth finding can have.
+    """
+
+    def __init__(self, prob: Problem, cfg: Config, lam: float, kmax: int, mu_ref: float):
+        self.prob, self.cfg, self.lam = prob, cfg, float(lam)
+        P = prob
+        w_mu = P.weights(cfg, lam)                                   # (M, U)
+        G = len(cfg.groups)
+        self.vm = np.repeat(np.arange(P.M), G)                       # virtual model -> model
+        self.vg = np.tile(np.arange(G), P.M)                         # virtual model -> group
+        self.vgamma = np.array([cfg.gamma[cfg.groups[g][0]] for g in self.vg])
+        self.w = np.array([min(w_mu[m, i] for i in cfg.groups[g]) for m, g in zip(self.vm, self.vg)])
+        tm = P.tmin(cfg)
+        self.vtmin = np.array([min(tm[m, i] for i in cfg.groups[g]) for m, g in zip(self.vm, self.vg)])
+        self.nv = self.vm.size
+        self.const = -self.lam * P.T + (0.0 if P.per_epoch else float(cfg.beta.sum()))
+        self.kmax = int(min(kmax, P.K))
+        # successors: same model other group (no jump), or an allowed switch (jump p)
+        self.succ = []
+        for v in range(self.nv):
+            out = []
+            for u in range(self.nv):
+                if u == v:
+                    continue
+                mv, mu_ = int(self.vm[v]), int(self.vm[u])
+                if mv == mu_:
+                    out.append((u, -1))
+                elif P.allowed[mv, mu_]:
+                    out.append((u, P.switch_index[(mv, mu_)]))
+            self.succ.append(out)
+        self.mus = float(mu_ref) * MU_FACTORS
+        self._table()
+
+    # ------------------------------------------------------------------ bound
+    def _table(self) -> None:
+        """V^μ_s(k, v) for k = 0..kmax, shape (kmax+1, nμ, S, nv) (backward DP)."""
+        P, mus = self.prob, self.mus
+        S, nv, K = P.S, self.nv, self.kmax
+        V = np.zeros((K + 1, mus.size, S, nv))
+        gam_a = np.empty((S, nv))
+        for k in range(K - 1, -1, -1):
+            gam_a[:] = self.vgamma[None, :] * P.a[:, k, self.vm]             # (S, nv)
+            enter = self.w[None, None, :] - mus[:, None, None] * gam_a[None, :, :] + V[k + 1]  # (nμ, S, nv)
+            best = np.minimum(enter, 0.0)                                    # stay (no jump) or stop
+            for v in range(nv):
+                for u, p in self.succ[v]:
+                    cand = enter[:, :, u] if p < 0 else enter[:, :, u] + mus[:, None] * P.J[:, k, p][None, :]
+                    np.minimum(best[:, :, v], cand, out=best[:, :, v])
+            V[k] = best
+        self.V = V
+        # mean bound (see completion_bound): the scenario-average DP per μ and
+        # the per-scenario largest completion change U_s (a max-plus DP)
+        abar = P.a.mean(axis=0)                                              # (K̄, M)
+        Jbar = P.J.mean(axis=0) if P.J.size else P.J.reshape(P.K, 0)
+        Vm = np.zeros((K + 1, mus.size, nv))
+        U = np.zeros((K + 1, S, nv))
+        for k in range(K - 1, -1, -1):
+            enter = self.w[None, :] - mus[:, None] * (self.vgamma * abar[k, self.vm])[None, :] + Vm[k + 1]
+            best = np.minimum(enter, 0.0)
+            upe = -(self.vgamma[None, :] * P.a[:, k, self.vm]) + U[k + 1]               # (S, nv)
+            ubest = np.maximum(upe, 0.0)
+            for v in range(nv):
+                for u, p in self.succ[v]:
+                    if p < 0:
+                        cand, ucand = enter[:, u], upe[:, u]
+                    else:
+                        cand = enter[:, u] + mus * Jbar[k, p]
+                        ucand = upe[:, u] + P.J[:, k, p]
+                    np.minimum(best[:, v], cand, out=best[:, v])
+                    np.maximum(ubest[:, v], ucand, out=ubest[:, v])
+            Vm[k] = best
+            U[k] = ubest
+        self.Vm, self.U = Vm, U
+
+    def completion_bound(self, k: np.ndarray, v: int, L: np.ndarray) -> np.ndarray:
+        """Lower bound on the linear weight of any completion, per candidate.
+
+        ``k`` (C,) epochs done, ``L`` (S, C) losses; returns (C,).
+        """
+        P = self.prob
+        Vk = self.V[k, :, :, v]                                            # (C, nμ, S)
+        cb = (Vk + self.mus[None, :, None] * (L.T[:, None, :] - P.lmax)).max(axis=1)   # (C, S)
+        np.maximum(cb, 0.0, out=cb)
+        if P.p == 0:
+            q = cb.max(axis=1)
+        else:
+            q = np.partition(cb, P.S - P.p - 1, axis=1)[:, P.S - P.p - 1]
+        return np.maximum(q, self.mean_bound(k, v, L))
+
+    def mean_bound(self, k: np.ndarray, v: int, L: np.ndarray) -> np.ndarray:
+        """Bound from the satisfied scenarios' average (one DP on mean draws).
+
+        A completion c satisfying a set T of S − p scenarios has
+        Σ_T (L_s + Δ_s(c) − ℓmax) ≤ 0, Σ_T Δ_s(c) ≥ S·Δ̄(c) − Σ_{top p} U_s
+        (U_s ≥ Δ_s(c) for every completion) and Σ_T (L_s − ℓmax) ≥ the sum of
+        the S − p smallest; Lagrange with μ/(S − p) and minimise over c.
+        """
+        P = self.prob
+        S, p = P.S, P.p
+        n = S - p
+        Ls = np.sort(L, axis=0)                                              # (S, C)
+        low = (Ls[:n] - P.lmax).sum(axis=0)                                  # (C,)
+        Uk = self.U[k, :, v]                                                 # (C, S)
+        topU = np.sort(Uk, axis=1)[:, S - p:].sum(axis=1) if p else np.zeros(k.size)
+        Vm = self.Vm[k, :, v]                                                # (C, nμ)
+        # Vm(μ) = min_c weight(c) + μ Δ̄(c): the multiplier of the averaged row is μ/S
+        val = Vm + (self.mus[None, :] / S) * (low[:, None] - topU[:, None])
+        return np.maximum(val.max(axis=1), 0.0)
+
+    def root_bound(self) -> float:
+        """Bound on every plan of this configuration (the first block is free)."""
+        P = self.prob
+        L0 = np.full((P.S, 1), P.l0)
+        best = math.inf
+        V1 = self.V[1] if self.kmax >= 1 else None
+        if V1 is None:
+            return math.inf
+        # enter v at epoch 0 from the empty plan: w_v − μγ a + V[1]
+        enter = (self.w[None, None, :] - self.mus[:, None, None] * (self.vgamma[None, :] * P.a[:, 0, self.vm])[None]
+                 + V1)                                                       # (nμ, S, nv)
+        cbv = enter.min(axis=2) + self.mus[:, None] * (L0[:, 0][None, :] - P.lmax)
+        cb = np.maximum(cbv.max(axis=0), 0.0)
+        q = cb.max() if P.p == 0 else np.partition(cb, P.S - P.p - 1)[P.S - P.p - 1]
+        best = float(q) + self.const
+        return best
+
+    # ----------------------------------------------------------------- search
+    def run(self, ub: float, prune_tol: float, deadline: float, on_leaf) -> dict:
+        """Depth-first search; ``on_leaf(seq) -> (lb, ub_or_inf)`` evaluates plans.
+
+        Returns statistics and ``lb``: the smallest bound among discarded
+        nodes (the global bound is min(incumbent, this)); ``timeout`` when the
+        deadline stopped the search (``lb`` then includes the open nodes).
+        """
+        P = self.prob
+        stats = {"nodes": 0, "leaves": 0, "lb": math.inf, "timeout": False}
+        # node: (bound, k, v, L (S,), W, seq tuple of (v, length))
+        stack = [(self.root_bound(), 0, -1, np.full(P.S, P.l0), 0.0, ())]
+        ub_box = [ub]
+
+        def cut(bound):
+            return bound >= ub_box[0] - prune_tol * abs(ub_box[0])
+
+        while stack:
+            if time.perf_counter() > deadline:
+                stats["timeout"] = True
+                stats["lb"] = min([stats["lb"]] + [b for b, *_ in stack])
+                return stats
+            bound, k, v, L, W, seq = stack.pop()
+            if cut(bound):
+                stats["lb"] = min(stats["lb"], bound)
+                continue
+            stats["nodes"] += 1
+            children = []
+            succ = [(u, -1) for u in range(self.nv)] if v < 0 else self.succ[v]
+            maxlen = self.kmax - k
+            if maxlen <= 0:
+                continue
+            lens = np.arange(1, maxlen + 1)
+            for u, p in succ:
+                m = int(self.vm[u])
+                pre = L + P.J[:, k, p] if p >= 0 else L
+                gain = self.vgamma[u] * (P.cumA[:, k + 1:k + maxlen + 1, m] - P.cumA[:, k, m][:, None])
+                losses = pre[:, None] - gain                                  # (S, maxlen)
+                viol = np.count_nonzero(losses > P.lmax + LOSS_TOL, axis=0)
+                ok = viol <= P.p
+                Wl = W + lens * self.w[u]
+                first = int(np.argmax(ok)) if ok.any() else -1
+                if P.nonneg:
+                    leaf_idx = [first] if first >= 0 else []
+                    inner = np.arange(0, (first if first >= 0 else maxlen))
+                else:
+                    leaf_idx = list(np.nonzero(ok)[0])
+                    inner = np.arange(0, maxlen)
+                inner = inner[inner < maxlen - 1]            # a further block must fit
+                for i in leaf_idx:
+                    lb_leaf = Wl[i] + self.const
+                    if cut(lb_leaf):
+                        stats["lb"] = min(stats["lb"], lb_leaf)
+                        continue
+                    stats["leaves"] += 1
+                    full = seq + ((u, int(lens[i])),)
+                    vseq = np.concatenate([np.full(n, vv) for vv, n in full])
+                    lb_exact, ub_new = on_leaf(vseq)
+                    stats["lb"] = min(stats["lb"], lb_exact)  # min(ub, ·) is taken by the caller
+                    if ub_new < ub_box[0]:
+                        ub_box[0] = ub_new
+                if inner.size:
+                    cbs = self.completion_bound(k + lens[inner], u, losses[:, inner])
+                    bounds = Wl[inner] + cbs + self.const
+                    for i, b in zip(inner, bounds):
+                        if cut(b):
+                            stats["lb"] = min(stats["lb"], b)
+                            continue
+                        children.append((b, k + int(lens[i]), u, losses[:, i].copy(), float(Wl[i]),
+                                         seq + ((u, int(lens[i])),)))
+            children.sort(key=lambda c: -c[0])        # best bound popped first
+            stack.extend(children)
+        stats["ub"] = ub_box[0]
+        return stats

@@ -1,0 +1,200 @@
+"""The entry point :func:`solve_milp`: data, bounds, formulation, backend, cut loop.
+
+One job: run the stages in order under one time and memory budget and turn
+every outcome into a :class:`~deplbench.formulations.result.SolveResult`.
+What each stage computes and guarantees is said in its module (the package
+docstring gives the overview).
+
+Time and memory (docs/DESIGN.md, "what every solver promises")
+--------------------------------------------------------------
+``time_limit`` covers everything: scenario drawing, bounds, the build and
+the solves. Every long loop of the build checks the deadline and stops with
+status ``time_limit`` (:class:`~.options.BuildTimeout`). Memory is estimated
+before anything large is allocated — the scenario arrays
+(:func:`~.data.data_bytes`) and each formulation's rows, columns and
+non-zeros (:meth:`~.catalog.BuildContext.check_size`) — and a build above
+``memory_limit`` is refused with status ``error`` and a message saying how
+much it would need.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from deplbench.errors import SolverError
+from deplbench.formulations.milp import catalog
+from deplbench.formulations.milp.backends import make_backend
+from deplbench.formulations.milp.bounds import _structural_bounds
+from deplbench.formulations.milp.cutloop import _cut_loop, _result
+from deplbench.formulations.milp.data import _Data, data_bytes
+from deplbench.formulations.milp.options import (
+    MAX_DATASETS,
+    MEMORY_LIMIT_GIB,
+    BuildTimeout,
+    Verdict,
+    check_options,
+)
+from deplbench.formulations.result import SolveResult
+from deplbench.formulations.scenarios import allowed_violations
+
+
+def solve_milp(instance, scenarios: int = 1000, seed: int = 0, time_limit: float = 60.0,
+               gap: float = 1e-4, threads: int = 1, formulation: str = "fast",
+               write_lp: str | None = None, backend: str = "highs", verbose: bool = False,
+               node_limit: int | None = None, memory_limit: float = MEMORY_LIMIT_GIB) -> SolveResult:
+    """Solve the SAA of problem (2)–(6) exactly (see the package docstring).
+
+    Parameters
+    ----------
+    instance : Instance
+    scenarios : int, default 1000
+        S, the in-sample scenarios of ``ScenarioSampler(instance, seed)``.
+    seed : int, default 0
+        Seed of the scenarios (and of HiGHS's random choices).
+    time_limit : float, default 60
+        Wall-clock seconds for everything (scenario drawing, bounds, build,
+        solves).
+    gap : float, default 1e-4
+        Relative gap (UB − LB)/UB at which the plan is declared optimal.
+    threads : int, default 1
+        HiGHS threads.
+    formulation : str, default "fast"
+        ``"fast"`` picks by structure (counts, enumeration, flow; see
+        :mod:`.catalog`); any registered name forces that formulation.
+    write_lp : str, optional
+        Write the first master model to this file (``.lp`` or ``.mps``).
+    backend : {"highs", "pyomo"}
+        How a matrix formulation reaches HiGHS: matrices straight to highspy,
+        or the same matrices as a Pyomo model through ``appsi_highs``. The
+        naive formulation is always a Pyomo model.
+    verbose : bool
+        Show the HiGHS log (on stderr; stdout stays clean).
+    node_limit : int, optional
+        Branch-and-bound nodes allowed over all master solves: a limit that,
+        unlike ``time_limit``, does not depend on the machine's speed.
+    memory_limit : float, default 2
+        GiB the scenario arrays and the model may take (estimated before
+        building).
+
+    Returns
+    -------
+    SolveResult
+        ``status`` is ``optimal`` (gap met), ``time_limit`` (with the best plan
+        found, or none, and the bound), ``feasible`` (a plan whose optimality
+        the cut loop could not prove for a reason other than time, e.g. the
+        node limit, said in ``message``), ``infeasible`` (``message`` says
+        why) or ``error`` (never with a cost). ``cost`` is the exact real-x
+        cost of ``plan``. ``diagnostics`` holds the work counters (n_vars,
+        n_cons, n_nonzeros, nodes, lp_iterations, rounds, cuts_added; exact
+        and deterministic), timings (build_s, solve_s, total_s,
+        build_breakdown_s), the structural bounds and the variant used.
+
+    Raises
+    ------
+    SolverError
+        Only for invalid options (naming the option); never for an instance.
+
+    Notes
+    -----
+    The Pyomo routes cannot pass a MIP start to HiGHS; the incumbent from the
+    block heuristic still bounds the search (it is kept by the cut loop and
+    enters the gap), so results agree, only node counts differ.
+    """
+    check_options(scenarios, seed, time_limit, gap, threads, formulation, write_lp, backend,
+                  catalog.formulation_names(), node_limit=node_limit, memory_limit=memory_limit)
+    params = {"scenarios": int(scenarios), "seed": int(seed), "time_limit": float(time_limit),
+              "gap": float(gap), "threads": int(threads), "formulation": formulation,
+              "write_lp": write_lp, "backend": backend,
+              "node_limit": None if node_limit is None else int(node_limit),
+              "memory_limit": float(memory_limit)}
+    t0 = time.perf_counter()
+    deadline = t0 + float(time_limit)
+    diag: dict = {"formulation": formulation,
+                  "exactness": "real-x cost via exact λ cuts of the convex F(N); plan costed with allocate()"}
+    memory_bytes = float(memory_limit) * 2**30
+    if instance.n_datasets > MAX_DATASETS:
+        return _result("error", f"datasets: {instance.n_datasets} datasets exceed the exact MILP's limit of "
+                       f"{MAX_DATASETS} (each cluster's dataset subset is enumerated)", params=params, diag=diag)
+    need = data_bytes(instance, scenarios)
+    if need > memory_bytes:
+        return _result("error", (
+            f"the in-sample scenarios would need about {need / 2**30:.2f} GiB (S = {scenarios} × K̄ = "
+            f"{instance.horizon} × {instance.n_models + len(instance.switch_pairs)} random terms) > "
+            f"memory_limit {float(memory_limit):.2f} GiB; use fewer scenarios or a smaller horizon"),
+            params=params, diag=diag)
+    try:
+        return _solve_stages(instance, scenarios, seed, time_limit, gap, threads, formulation, write_lp,
+                             backend, verbose, node_limit, memory_bytes, params, diag, t0, deadline)
+    except BuildTimeout as exc:
+        diag["build_s"] = time.perf_counter() - t0
+        return _result("time_limit", f"time limit reached while building the MILP ({exc})",
+                       params=params, diag=diag)
+    except catalog.ModelTooLarge as exc:
+        diag["build_s"] = time.perf_counter() - t0
+        return _result("error", str(exc), params=params, diag=diag)
+    except MemoryError:
+        return _result("error", f"out of memory building the MILP (S = {scenarios}, K̄ = {instance.horizon}); "
+                       "use fewer scenarios", params=params, diag=diag)
+
+
+def _solve_stages(instance, scenarios, seed, time_limit, gap, threads, formulation, write_lp, backend,
+                  verbose, node_limit, memory_bytes, params, diag, t0, deadline) -> SolveResult:
+    """Data → bounds → formulation (catalog) → backend → cut loop."""
+    data = _Data(instance, scenarios, seed)
+    diag.update(scenarios=data.S_nominal, deterministic=data.deterministic,
+                allowed_violations=allowed_violations(instance.omega, data.S_nominal),
+                data_classes=data.Sig, unusable_configurations=int(np.count_nonzero(~data.usable)))
+    t_data = time.perf_counter()
+    if t_data > deadline:
+        raise BuildTimeout("drawing the scenarios")
+    rows, why = catalog.candidates(formulation, data)
+    if not rows:
+        return _result("error", why, params=params, diag=diag)
+    # The incumbent heuristic runs when the first formulation to try wants it,
+    # with a tenth of the time limit (at most 3 s).
+    # Badly scaled costs (e.g. a unit cost of 1e300) need an incumbent too:
+    # it lets the dear configurations be pruned exactly.
+    want = rows[0].incumbent or data.badly_scaled()
+    budget = min(3.0, 0.1 * float(time_limit)) if want else 0.0
+    bounds = _structural_bounds(data, deadline, tight=budget > 0, bigm=False, heuristic_budget=budget)
+    if bounds.infeasible:
+        diag["build_s"] = time.perf_counter() - t0
+        return _result("infeasible", bounds.infeasible, params=params, diag=diag)
+    if bounds.incumbent is not None:
+        diag["pruned_dear_configurations"] = data.prune_dearer_than(bounds.incumbent.cost)
+    diag.update(k_min=bounds.k_min, k_max=bounds.k_max,
+                heuristic_cost=bounds.incumbent.cost if bounds.incumbent is not None else None)
+    ctx = catalog.BuildContext(data, bounds, deadline, memory_bytes, diag=diag,
+                               timing={"scenarios": t_data - t0, **bounds.seconds}, options=params)
+    model = spec = None
+    for spec in rows:
+        out = spec.build(ctx)
+        if out is None:
+            continue
+        if isinstance(out, Verdict):
+            diag["build_s"] = time.perf_counter() - t0
+            return _result(out.status, out.message, params=params, diag=diag)
+        model = out
+        break
+    if model is None:
+        return _result("error", "no formulation could be built (every candidate declined)",
+                       params=params, diag=diag)
+    diag["variant"] = spec.name
+    t1 = time.perf_counter()
+    be, route = make_backend(model, backend, threads, seed, verbose)
+    diag.update(backend=route, n_vars=int(be.ncol), n_cons=int(be.n_rows), n_nonzeros=int(be.n_nonzeros))
+    ctx.timing["solver_model"] = time.perf_counter() - t1
+    if write_lp:
+        try:
+            be.write(write_lp)
+        except Exception as exc:  # noqa: BLE001 - an unwritable file is the user's input
+            raise SolverError(f"write_lp: cannot write {write_lp!r} ({exc})") from None
+    diag["build_s"] = time.perf_counter() - t0
+    diag["build_breakdown_s"] = {k: round(v, 4) for k, v in ctx.timing.items()}
+    best = bounds.incumbent if (spec.incumbent or want) else None
+    return _cut_loop(data, model, be, best, gap, deadline, params, diag, t0, node_limit=node_limit)
+
+
+__all__ = ["solve_milp"]

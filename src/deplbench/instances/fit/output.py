@@ -1,0 +1,87 @@
+"""Writing the fit's outputs atomically (the instance file and the JSON report).
+
+A file is written to a temporary name in its directory and renamed, so the
+target is either untouched or complete (``deplbench fit`` never leaves a
+half-written instance behind). The report's figures are drawn by
+:mod:`deplbench.reports.fit_plots` (plotting lives above the instance layer,
+docs/DESIGN.md), which writes through :func:`write_bytes_atomic` too.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+
+from deplbench.instances.fit.logs import LogError
+
+#: Name of the JSON summary in a fit report directory.
+REPORT_JSON = "fit-report.json"
+
+
+def write_instance_atomic(instance, path: str | os.PathLike) -> Path:
+    """Write ``instance.to_json()`` to ``path`` via a temporary file + rename.
+
+    The rename is atomic on POSIX, so ``path`` is either untouched or complete.
+
+    Raises
+    ------
+    LogError
+        If the target directory does not exist or is not writable.
+    """
+    path = Path(path)
+    write_bytes_atomic(path, instance.to_json().encode("utf-8"))
+    return path
+
+
+def write_bytes_atomic(path: str | os.PathLike, data: bytes) -> None:
+    """Write ``data`` to ``path`` via a temporary file in the same directory + rename.
+
+    Raises
+    ------
+    LogError
+        If the directory does not exist or the file cannot be written (the
+        message names the file).
+    """
+    path = Path(path)
+    parent = path.parent if str(path.parent) else Path(".")
+    if not parent.is_dir():
+        raise LogError(f"{path}: directory {parent} does not exist")
+    fd, tmp = tempfile.mkstemp(dir=parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+        os.replace(tmp, path)
+    except OSError as exc:
+        Path(tmp).unlink(missing_ok=True)
+        raise LogError(f"{path}: cannot write ({exc.strerror})") from None
+
+
+def report_directory(directory: str | os.PathLike) -> Path:
+    """Create the report directory (and parents) if needed.
+
+    Raises
+    ------
+    LogError
+        Naming ``--report`` and the directory when it cannot be created.
+    """
+    out = Path(directory)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise LogError(f"--report {out}: cannot create directory ({exc.strerror})") from None
+    return out
+
+
+def write_report_json(fit, directory: str | os.PathLike) -> Path:
+    """Write :meth:`FitResult.diagnostics` as ``fit-report.json`` in ``directory``.
+
+    Returns
+    -------
+    Path
+        The file written.
+    """
+    target = report_directory(directory) / REPORT_JSON
+    write_bytes_atomic(target, (json.dumps(fit.diagnostics(), indent=2) + "\n").encode())
+    return target

@@ -1,0 +1,169 @@
+"""JSON values, cleaned in one place, and JSON output.
+
+Every layer writes JSON: instance files, result records, solver diagnostics,
+the results store's JSON columns and the commands' ``--json`` output. Two
+things break strict JSON on the way: numpy scalars and arrays (``json`` does
+not know them) and the non-finite floats ``inf``/``nan`` (``json`` writes the
+tokens ``Infinity``/``NaN``, which strict parsers such as ``jq`` or
+JavaScript's ``JSON.parse`` reject). This bottom module (it imports nothing
+from deplbench) is the one place where values are made JSON-safe; see
+docs/DESIGN.md for the ``--json`` contract (one JSON object on stdout).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+from typing import Any, TextIO
+
+import numpy as np
+
+__all__ = [
+    "finite_number",
+    "optional_float",
+    "to_jsonable",
+    "finite_json",
+    "json_default",
+    "print_json",
+]
+
+
+def finite_number(value: Any) -> Any:
+    """``value`` unchanged, except a non-finite float, which becomes None.
+
+    Parameters
+    ----------
+    value : Any
+        Typically a float or None (a cost, a bound, a gap).
+
+    Returns
+    -------
+    Any
+        None for ``inf``/``-inf``/``nan``; ``value`` itself otherwise (numpy
+        floats are returned as plain floats).
+    """
+    if isinstance(value, (float, np.floating)):
+        value = float(value)
+        return value if math.isfinite(value) else None
+    return value
+
+
+def optional_float(value: Any) -> float | None:
+    """``float(value)``, or None when ``value`` is None or not finite.
+
+    Parameters
+    ----------
+    value : Any
+        None or anything ``float()`` accepts (a numpy scalar, an int).
+
+    Returns
+    -------
+    float or None
+    """
+    if value is None:
+        return None
+    value = float(value)
+    return value if math.isfinite(value) else None
+
+
+def to_jsonable(obj: Any, *, finite: bool = False) -> Any:
+    """``obj`` as plain Python that :func:`json.dumps` accepts, recursively.
+
+    Parameters
+    ----------
+    obj : Any
+        Dicts, lists, tuples, sets, numpy arrays and scalars, and plain values,
+        nested in any way.
+    finite : bool, default False
+        Also replace every non-finite float by None (strict JSON).
+
+    Returns
+    -------
+    Any
+        Dicts (keys made strings when they are not), lists (from lists,
+        tuples, sets in sorted order when sortable, numpy arrays), bool, int,
+        float, str, None; other objects are returned unchanged.
+    """
+    if isinstance(obj, dict):
+        return {k if isinstance(k, str) else str(k): to_jsonable(v, finite=finite)
+                for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [to_jsonable(v, finite=finite) for v in obj]
+    if isinstance(obj, (set, frozenset)):
+        try:
+            items = sorted(obj)
+        except TypeError:
+            items = list(obj)
+        return [to_jsonable(v, finite=finite) for v in items]
+    if isinstance(obj, np.ndarray):
+        return to_jsonable(obj.tolist(), finite=finite)
+    if isinstance(obj, (bool, np.bool_)):
+        return bool(obj)
+    if isinstance(obj, np.integer):
+        return int(obj)
+    if isinstance(obj, (float, np.floating)):
+        obj = float(obj)
+        return None if finite and not math.isfinite(obj) else obj
+    return obj
+
+
+def finite_json(obj: Any) -> Any:
+    """``obj`` made JSON-safe with every non-finite float replaced by None.
+
+    Shorthand for ``to_jsonable(obj, finite=True)``: the form of ``--json``
+    output with ``strict=True`` and of anything a strict parser must read.
+    """
+    return to_jsonable(obj, finite=True)
+
+
+def json_default(obj: Any) -> Any:
+    """The ``default=`` hook of :func:`json.dumps` for records and diagnostics.
+
+    Converts numpy arrays and scalars, pydantic models, objects with
+    ``to_dict()`` and sets; anything else becomes its ``repr``. Lossy on
+    purpose: the results store would rather keep a finished row with one
+    field in a lossy form than lose the row.
+
+    Parameters
+    ----------
+    obj : Any
+        An object :mod:`json` could not serialise.
+
+    Returns
+    -------
+    Any
+        A JSON-serialisable replacement.
+    """
+    if hasattr(obj, "tolist"):
+        return obj.tolist()
+    if hasattr(obj, "model_dump"):
+        return obj.model_dump(mode="json")
+    if hasattr(obj, "to_dict"):
+        return obj.to_dict()
+    if isinstance(obj, (set, frozenset, tuple)):
+        return list(obj)
+    return repr(obj)
+
+
+def print_json(obj: Any, *, indent: int | None = None, strict: bool = False,
+               file: TextIO | None = None) -> None:
+    """Print ``obj`` as one JSON document and a newline (the ``--json`` output).
+
+    Parameters
+    ----------
+    obj : Any
+        The document; numpy values are converted (:func:`to_jsonable`).
+    indent : int, optional
+        Passed to :func:`json.dump`.
+    strict : bool, default False
+        Non-finite numbers become null (:func:`finite_json`) rather than the
+        tokens ``Infinity``/``NaN`` that strict parsers reject.
+    file : text stream, optional
+        Where to write; default ``sys.stdout`` at the time of the call (the
+        CLI points it at the real standard output while a command runs).
+    """
+    stream = sys.stdout if file is None else file
+    obj = to_jsonable(obj, finite=strict)
+    json.dump(obj, stream, indent=indent, allow_nan=not strict)
+    stream.write("\n")

@@ -1,0 +1,215 @@
+"""Declared parameters: the one validation path for every tunable value.
+
+A :class:`Param` describes one parameter as data — default, type, bounds or
+choices, help text — and :meth:`Param.convert` is the only place a value is
+converted and checked. Solvers declare their parameters with it
+(``Solver.parameters``), and so can generators and sweep loaders: this module
+sits at the bottom of the package (it imports only :mod:`deplbench.errors`),
+so every layer may use it.
+
+Two input styles are supported:
+
+* **lenient** (default): command-line strings such as ``eta=200`` or
+  ``calibrate=yes`` are converted (``"2.0"`` → 2 for an int; ``"1.5"`` is
+  refused, never truncated);
+* **strict** (``strict=True``): typed sources (TOML, JSON) must already carry
+  the declared type — a string is never coerced to a number, and a boolean is
+  never a number (``true`` is not 1).
+
+Every refusal raises the caller's error class (default
+:class:`~deplbench.errors.SolverError`) with a one-line message naming the
+parameter.
+
+Examples
+--------
+>>> from deplbench.params import Param, resolve
+>>> spec = {"eta": Param(200, int, "resolution", low=1)}
+>>> resolve(spec, {"eta": "50"}, owner="algorithm 'depl'")
+{'eta': 50}
+>>> resolve(spec, {}, owner="algorithm 'depl'")
+{'eta': 200}
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from deplbench.errors import DeplbenchError, SolverError
+
+_TRUE = ("1", "true", "yes", "on")
+_FALSE = ("0", "false", "no", "off")
+
+
+@dataclass(frozen=True)
+class Param:
+    """A parameter: default, type, optional bounds/choices, help text.
+
+    Parameters
+    ----------
+    default : object
+        Value used when the parameter is not given (``None`` makes it optional).
+    type : {float, int, bool, str}
+        Declared type.
+    help : str
+        One line for ``deplbench algorithms`` and the docs.
+    low, high : float, optional
+        Bounds (``low`` exclusive when ``low_inclusive`` is False; ``high``
+        always inclusive).
+    choices : tuple, optional
+        The admissible values.
+    nullable : bool, default False
+        Whether ``None`` (or the strings ``"none"``/``"null"``) is accepted.
+    """
+
+    default: Any
+    type: type = float
+    help: str = ""
+    low: float | None = None
+    high: float | None = None
+    low_inclusive: bool = True
+    choices: tuple | None = None
+    nullable: bool = False
+
+    def convert(self, name: str, value: Any, *, strict: bool = False,
+                error: type[DeplbenchError] = SolverError) -> Any:
+        """Convert and check one value.
+
+        Parameters
+        ----------
+        name : str
+            The parameter's name, used in every message.
+        value : object
+            The value as given (CLI string, TOML/JSON value, Python object).
+        strict : bool, default False
+            Refuse strings for non-string types (typed sources such as TOML).
+        error : type, default SolverError
+            Error class raised on refusal (e.g. ``SweepError`` for sweeps).
+
+        Returns
+        -------
+        object
+            The value as ``self.type`` (or None when nullable).
+
+        Raises
+        ------
+        error
+            Wrong type, fractional int, NaN/inf for a bounded number,
+            out-of-range or not among ``choices``.
+        """
+        if value is None or (not strict and isinstance(value, str) and value.lower() in ("none", "null")):
+            if self.nullable or self.default is None:
+                return None
+            raise error(f"parameter {name!r}: a value is required")
+        expected = self.type.__name__
+        if strict and isinstance(value, str) and self.type is not str:
+            raise error(f"parameter {name!r}: expected {expected}, got the string {value!r}")
+        if self.type is not bool and isinstance(value, bool):
+            # bool is an int subclass: true/false would silently become 1/0.
+            raise error(f"parameter {name!r}: expected {expected}, got {value!r}")
+        try:
+            value = self._coerce(value)
+        except (TypeError, ValueError, OverflowError):
+            raise error(f"parameter {name!r}: expected {expected}, got {value!r}") from None
+        if isinstance(value, float) and math.isnan(value):
+            # NaN passes every bound comparison; reject it here by name.
+            raise error(f"parameter {name!r}: expected a number, got nan")
+        if self.choices is not None and value not in self.choices:
+            raise error(f"parameter {name!r}: must be one of {list(self.choices)}, got {value!r}")
+        if self.low is not None and (value < self.low or (not self.low_inclusive and value == self.low)):
+            op = ">=" if self.low_inclusive else ">"
+            raise error(f"parameter {name!r}: must be {op} {self.low}, got {value!r}")
+        if self.high is not None and value > self.high:
+            raise error(f"parameter {name!r}: must be <= {self.high}, got {value!r}")
+        return value
+
+    def _coerce(self, value: Any) -> Any:
+        """``value`` as ``self.type``; ValueError/TypeError when it is not one."""
+        if self.type is bool:
+            if isinstance(value, str):
+                low = value.strip().lower()
+                if low in _TRUE:
+                    return True
+                if low in _FALSE:
+                    return False
+                raise ValueError(value)
+            if isinstance(value, bool):
+                return value
+            if isinstance(value, (int, float)) and value in (0, 1):
+                return bool(value)
+            raise TypeError(value)
+        if self.type is int:
+            # A CLI string "1.5" must not be truncated to 1 silently, so
+            # strings go through the same integrality check as floats.
+            number = float(value) if isinstance(value, str) else value
+            if isinstance(number, float) and not number.is_integer():
+                raise ValueError(value)
+            if not isinstance(number, (int, float)) and not hasattr(number, "__index__"):
+                raise TypeError(value)
+            return int(number)
+        if self.type is float:
+            if not isinstance(value, (int, float, str)) and not hasattr(value, "__float__"):
+                raise TypeError(value)
+            return float(value)
+        if self.type is str and not isinstance(value, str):
+            raise TypeError(value)
+        return self.type(value)
+
+    def describe(self) -> dict[str, Any]:
+        """JSON-able description: default, type, help, and any bounds/choices."""
+        d: dict[str, Any] = {"default": _json_value(self.default), "type": self.type.__name__,
+                             "help": self.help}
+        if self.choices is not None:
+            d["choices"] = list(self.choices)
+        if self.low is not None:
+            d["low"] = self.low
+            d["low_inclusive"] = self.low_inclusive
+        if self.high is not None:
+            d["high"] = self.high
+        if self.nullable:
+            d["nullable"] = True
+        return d
+
+
+def _json_value(value: Any) -> Any:
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
+
+
+def resolve(parameters: Mapping[str, Param], given: Mapping[str, Any], *, owner: str,
+            strict: bool = False, error: type[DeplbenchError] = SolverError) -> dict[str, Any]:
+    """Defaults filled in, unknown names rejected, every value converted.
+
+    Parameters
+    ----------
+    parameters : mapping of str to Param
+        The declared parameters.
+    given : mapping
+        The values supplied by the caller.
+    owner : str
+        What the parameters belong to, for messages (``"algorithm 'depl'"``).
+    strict, error
+        Passed to :meth:`Param.convert`.
+
+    Returns
+    -------
+    dict
+        One entry per declared parameter, in declaration order.
+
+    Raises
+    ------
+    error
+        Naming the first unknown or invalid parameter.
+    """
+    unknown = sorted(set(given) - set(parameters))
+    if unknown:
+        known = ", ".join(sorted(parameters)) or "none"
+        raise error(f"{owner} has no parameter {unknown[0]!r} (parameters: {known})")
+    return {key: spec.convert(key, given[key], strict=strict, error=error) if key in given else spec.default
+            for key, spec in parameters.items()}
+
+
+__all__ = ["Param", "resolve"]

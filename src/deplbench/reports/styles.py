@@ -1,0 +1,133 @@
+"""How each series looks and in which order it is listed, from the records.
+
+A solver declares its plotting style (colour, marker, line style) and
+whether it is exact; the runner stores both in every task record (columns
+``style`` and ``exact``). This module turns those columns into a
+:class:`SeriesInfo` per series, so a third-party algorithm appears in every
+figure with its own style and no report module keeps a list of algorithms.
+A record without a style gets a deterministic one from :data:`PALETTE`,
+picked by a CRC-32 of the name (stable across processes, unlike ``hash``).
+"""
+
+from __future__ import annotations
+
+import zlib
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+import pandas as pd
+
+#: Fallback colours, markers and line styles (matplotlib's tab10 and friends).
+PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b",
+           "#e377c2", "#7f7f7f", "#bcbd22", "#17becf")
+MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*", "<", ">")
+LINESTYLES = ("-", "--", "-.", ":")
+
+
+@dataclass(frozen=True)
+class SeriesInfo:
+    """One series (a sweep entry: label, default the registry name).
+
+    Attributes
+    ----------
+    name : str
+        Series name as shown (the record's ``label``).
+    solver : str
+        Registry name of the algorithm behind it.
+    display : str
+        The solver's display label (``algorithm_label``).
+    exact : bool
+        The solver proves optimality.
+    colour, marker, linestyle : str
+        Matplotlib style.
+    """
+
+    name: str
+    solver: str
+    display: str
+    exact: bool
+    colour: str
+    marker: str
+    linestyle: str
+
+
+def _crc(name: str) -> int:
+    return zlib.crc32(name.encode("utf-8"))
+
+
+def fallback_style(name: str) -> tuple[str, str, str]:
+    """A deterministic (colour, marker, linestyle) for a name."""
+    h = _crc(name)
+    return (PALETTE[h % len(PALETTE)], MARKERS[(h // 7) % len(MARKERS)],
+            LINESTYLES[(h // 71) % len(LINESTYLES)])
+
+
+def _declared(style: Mapping | None) -> tuple[str, str, str] | None:
+    """(colour, marker, linestyle) of a record's style object, or None."""
+    if not isinstance(style, Mapping):
+        return None
+    colour = style.get("colour") or style.get("color")
+    if not isinstance(colour, str) or not colour:
+        return None
+    marker = style.get("marker") if isinstance(style.get("marker"), str) else "o"
+    ls = style.get("linestyle") if isinstance(style.get("linestyle"), str) else "-"
+    return colour, marker, ls
+
+
+def series_info(df: pd.DataFrame) -> dict[str, SeriesInfo]:
+    """A :class:`SeriesInfo` for every series and every solver in ``df``.
+
+    Parameters
+    ----------
+    df : pandas.DataFrame
+        Prepared store frame (columns ``algorithm`` = series, ``solver``,
+        ``algorithm_label``, ``is_exact``, ``style_d``).
+
+    Returns
+    -------
+    dict
+        Keyed by series name, and by solver name for solvers that only run
+        under other labels (complexity fits are per solver). A series whose
+        name differs from its solver's (``depl-calibrated``) keeps the
+        solver's colour with its own marker and line style, so variants of
+        one algorithm read as a family.
+    """
+    out: dict[str, SeriesInfo] = {}
+    if df.empty:
+        return out
+    cols = ["algorithm", "solver", "algorithm_label", "is_exact", "style_d"]
+    by_solver: dict[str, tuple] = {}
+    for alg, solver, display, exact, style in df[cols].itertuples(index=False, name=None):
+        base = _declared(style)
+        if solver not in by_solver or (by_solver[solver][0] is None and base is not None):
+            by_solver[solver] = (base, display or solver, bool(exact))
+    for solver, (base, display, exact) in by_solver.items():
+        c, m, ls = base or fallback_style(solver)
+        out[solver] = SeriesInfo(solver, solver, display, exact, c, m, ls)
+    for alg, solver in df[["algorithm", "solver"]].drop_duplicates().itertuples(
+            index=False, name=None):
+        if alg in out:
+            continue
+        parent = out[solver]
+        h = _crc(alg)
+        markers = [x for x in MARKERS if x != parent.marker]
+        styles = [x for x in LINESTYLES if x != parent.linestyle]
+        out[alg] = SeriesInfo(alg, solver, parent.display, parent.exact, parent.colour,
+                              markers[h % len(markers)], styles[(h // 7) % len(styles)])
+    return out
+
+
+def info_for(styles: Mapping[str, SeriesInfo], name: str) -> SeriesInfo:
+    """The series' info, or a fallback for a name no record carries (a
+    pytest-benchmark series)."""
+    got = styles.get(name)
+    if got is not None:
+        return got
+    c, m, ls = fallback_style(name)
+    return SeriesInfo(name, name, name, False, c, m, ls)
+
+
+def ordered(names: Iterable[str], styles: Mapping[str, SeriesInfo]) -> list[str]:
+    """Series in listing order: exact solvers first (they are the reference),
+    then by name; the order is the same in every table and figure."""
+    return sorted(set(names), key=lambda n: (not info_for(styles, n).exact, n))

@@ -1,0 +1,155 @@
+"""The certified bracket (solvers/certified.py) and the evaluator's certified verdict.
+
+References are independent of the code under test: the covering DP for
+knapsack-derived instances, brute force over 10⁵ scenarios for tiny
+stochastic ones, and the Clopper–Pearson definition for the verdicts.
+"""
+
+import json
+import math
+
+import numpy as np
+import pytest
+
+from deplbench.errors import SolverError
+from deplbench.formulations.binomial import CERTIFIED_FEASIBLE, clopper_pearson_upper
+from deplbench.formulations.evaluate import evaluate_plan, plan_indices, simulate_trajectories
+from deplbench.formulations.knapsack import knapsack_optimum_from_instance
+from deplbench.instances.generators import generate
+from deplbench.solvers.base import solve
+from deplbench.solvers.certified import certify, process_map
+
+FAST = dict(time_limit=5.0)
+
+
+# ------------------------------------------------------------- deterministic
+
+
+@pytest.mark.parametrize("item_class,seed", [("uncorrelated", 0), ("strongly", 1), ("subset-sum", 2)])
+def test_knapsack_bracket_collapses_to_dp_optimum(item_class, seed):
+    inst = generate("knapsack", n_items=6, horizon=6, item_class=item_class, seed=seed)
+    opt = knapsack_optimum_from_instance(inst)
+    b = certify(inst, replications=4, scenarios=50, validation=1000, **FAST)
+    assert b["exact"] and b["status"] == "bracket"
+    assert b["lower_bound"]["value"] == pytest.approx(opt, rel=1e-6)
+    assert b["upper_bound"]["value"] == pytest.approx(opt, rel=1e-6)
+    assert b["width"] <= 1e-6
+    assert b["lower_bound"]["confidence"] == 1.0 and b["confidence"] == 1.0
+
+
+def test_milp_certified_algorithm_on_deterministic_instance():
+    inst = generate("knapsack", n_items=5, horizon=5, seed=3)
+    opt = knapsack_optimum_from_instance(inst)
+    res = solve(inst, "milp-certified", replications=2, scenarios=10, validation=500, time_limit=5.0,
+                eval_samples=1000)
+    assert res.status == "feasible"
+    assert res.cost == pytest.approx(opt, rel=1e-6)
+    assert res.lower_bound == pytest.approx(opt, rel=1e-6)
+    assert res.diagnostics["bracket"]["status"] == "bracket"
+    assert res.evaluation["certified_verdict"] == CERTIFIED_FEASIBLE
+    json.dumps(res.to_dict())  # the record is JSON-ready
+
+
+# ------------------------------------------------------------- stochastic
+
+
+def _boundary_instance(seed):
+    """A tiny stochastic instance whose optimal plan P sits near the chance
+    constraint's edge (violation ≈ 0.095 at ω = 0.9): SAA replications then
+    disagree on whether P is feasible, so the order statistic matters."""
+    base = generate("scaling", n_models=3, n_clusters=1, horizon=6, omega=0.9, seed=seed)
+    inst0 = base.with_changes(loss_max=float(base.initial_loss - 0.5))
+    plan = solve(inst0, "brute-force", scenarios=2000, evaluate=False).plan
+    m, _, g = plan_indices(inst0, plan)
+    finals = simulate_trajectories(inst0, m, g, 400_000, np.random.default_rng(12345))[:, -1]
+    return base.with_changes(loss_max=float(np.quantile(finals, 0.905)))
+
+
+@pytest.mark.parametrize("seed", [0, 2])
+def test_lb_below_near_exact_optimum_and_every_certified_plan(seed):
+    inst = _boundary_instance(seed)
+    # Near-exact reference: the exhaustive optimum over 10^5 scenarios.
+    ref = solve(inst, "brute-force", scenarios=100_000, seed=99, evaluate=False)
+    assert ref.status == "optimal"
+    b = certify(inst, replications=8, scenarios=200, validation=20_000, risk_grid=(), **FAST)
+    lb = b["lower_bound"]["value"]
+    assert b["lower_bound"]["order"] == 2 and b["lower_bound"]["confidence"] == pytest.approx(0.975)
+    # the replications disagree, so the test exercises the order statistic
+    assert len({round(v, 6) for v in b["saa_optima"]}) > 1
+    assert lb <= ref.cost * (1 + 1e-9)
+    certified = [c for c in b["candidates"] if c["certified"]]
+    assert certified and all(lb <= c["cost"] * (1 + 1e-9) for c in certified)
+    assert b["upper_bound"]["value"] == min(c["cost"] for c in certified)
+    # the UB plan really meets the chance constraint on fresh, larger draws
+    from deplbench.formulations.plan import parse_plan
+    ev = evaluate_plan(inst, parse_plan(b["upper_bound"]["plan"]), samples=200_000, seed=4242, trajectory=False)
+    assert ev.violation_count / ev.samples <= 1 - inst.omega + 0.003
+
+
+def test_plan_missing_lmax_out_of_sample_is_never_certified():
+    inst = _boundary_instance(0)
+    missed = 0
+    for s in range(6):
+        # SAA optima on 20 scenarios overfit: several miss ℓmax out of sample.
+        plan = solve(inst, "brute-force", scenarios=20, seed=s, evaluate=False).plan
+        if plan is None:
+            continue
+        ev = evaluate_plan(inst, plan, samples=20_000, seed=7, trajectory=False)
+        if ev.verdict == "infeasible" or ev.quantile > inst.loss_max:
+            missed += 1
+            assert ev.certified_verdict != CERTIFIED_FEASIBLE
+            assert ev.violation_ub > 1 - inst.omega
+    assert missed >= 1  # the check above ran on at least one failing plan
+
+
+def test_evaluation_certificate_matches_clopper_pearson():
+    inst = _boundary_instance(2)
+    plan = solve(inst, "brute-force", scenarios=500, seed=1, evaluate=False).plan
+    ev = evaluate_plan(inst, plan, samples=5000, seed=3, confidence=0.9, trajectory=False)
+    m, _, g = plan_indices(inst, plan)
+    assert ev.violation_ub == pytest.approx(clopper_pearson_upper(ev.violation_count, 5000, 0.9))
+    assert ev.violation_ub_level == 0.9
+    assert ev.violation_lb <= ev.violation_count / 5000 <= ev.violation_ub
+
+
+def test_process_map_gives_the_same_bracket():
+    inst = generate("knapsack", n_items=5, horizon=5, seed=4)
+    seq = certify(inst, replications=2, scenarios=5, validation=200, **FAST)
+    par = certify(inst, replications=2, scenarios=5, validation=200, map=process_map(2), **FAST)
+    assert par["lower_bound"]["value"] == seq["lower_bound"]["value"]
+    assert par["upper_bound"]["value"] == seq["upper_bound"]["value"]
+
+
+# ------------------------------------------------------------- bad input
+
+
+@pytest.mark.parametrize("kwargs,field", [
+    (dict(confidence=1.2), "confidence"),
+    (dict(replications=0), "replications"),
+    (dict(validation=10), "validation"),
+    (dict(risk_grid=(1.5,)), "risk_grid"),
+    (dict(time_limit=-1.0), "time_limit"),
+    (dict(grid_seeds=0), "grid_seeds"),
+])
+def test_bad_arguments_name_the_field(kwargs, field):
+    inst = generate("knapsack", n_items=4, horizon=4, seed=0)
+    with pytest.raises(SolverError, match=f"^{field}:"):
+        certify(inst, **kwargs)
+
+
+def test_cli_json_and_bad_option(tmp_path, capsys):
+    from deplbench.cli import main
+
+    path = tmp_path / "k.json"
+    generate("knapsack", n_items=4, horizon=4, seed=0).save(path)
+    code = main(["certify", str(path), "--json", "--replications", "2", "--scenarios", "5",
+                 "--validation", "200", "--time-limit", "5"])
+    out = capsys.readouterr().out
+    record = json.loads(out)  # exactly one JSON object
+    assert code == 0 and record["status"] == "bracket"
+    assert record["lower_bound"]["value"] == pytest.approx(record["upper_bound"]["value"], rel=1e-6)
+    code = main(["certify", str(path), "--replications", "0"])
+    captured = capsys.readouterr()
+    assert code == 2 and captured.out == ""
+    assert captured.err.strip().count("\n") == 0 and "replications" in captured.err
+    assert not math.isnan(record["width"])

@@ -1,0 +1,264 @@
+"""Fuzz corpus for the instance format (issue 16): hostile input meets a clear contract.
+
+Strategies mutate valid instances — wrong types, extremes, NaN/inf, deep
+nesting, unknown names and keys, huge sizes — and feed them to the loader
+(:func:`parse_instance` for Python data, :func:`load_instance` for files).
+The contract, for every input:
+
+* either an :class:`~deplbench.errors.InstanceError` whose message is one line
+  and starts each of its parts with the location of a field of the format
+  (``clusters[1].capacity: ...``) or, for a file, the file name;
+* or a valid :class:`Instance` whose numbers are finite, whose types are the
+  declared ones, and which survives a JSON round trip unchanged.
+
+Never another exception, never a traceback. Cases that once broke the
+contract are kept as explicit ``@example``s (see ``REGRESSIONS``).
+
+Examples per test: few by default (fast, deterministic: ``derandomize``);
+set ``DEPLBENCH_FUZZ=full`` for a long random search.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import math
+import os
+import re
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from deplbench.errors import InstanceError
+from deplbench.instances.generators import generate
+from deplbench.instances.model import MAX_NESTING, Instance, load_instance, parse_instance
+from instance_data import base_instance
+
+FULL = os.environ.get("DEPLBENCH_FUZZ", "").lower() == "full"
+#: No wall-clock deadline (the machine may be loaded); no example database
+#: written into the working tree; deterministic unless DEPLBENCH_FUZZ=full.
+FUZZ = settings(
+    max_examples=2000 if FULL else 60,
+    deadline=None,
+    database=None,
+    derandomize=not FULL,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much],
+)
+
+#: Valid starting points: a hand-written instance with every section, and one
+#: of each generator family (small sizes).
+SEEDS = [
+    base_instance(),
+    json.loads(generate("realistic", family="alexnet", switches="any").to_json()),
+    json.loads(generate("knapsack", n_items=3, horizon=3, seed=1).to_json()),
+    json.loads(generate("datasets", n_datasets=3, seed=2).to_json()),
+]
+TOP_FIELDS = set(Instance.model_fields)
+
+
+# ------------------------------------------------------------------ helpers
+
+
+def _paths(data, prefix=()):
+    """Every location in ``data`` (dict keys and list indices), depth first."""
+    out = []
+    if isinstance(data, dict):
+        for k, v in data.items():
+            out.append(prefix + (k,))
+            out += _paths(v, prefix + (k,))
+    elif isinstance(data, list):
+        for i, v in enumerate(data):
+            out.append(prefix + (i,))
+            out += _paths(v, prefix + (i,))
+    return out
+
+
+def _set(data, path, value):
+    target = data
+    for key in path[:-1]:
+        target = target[key]
+    target[path[-1]] = value
+
+
+def _delete(data, path):
+    target = data
+    for key in path[:-1]:
+        target = target[key]
+    del target[path[-1]]
+
+
+def _nested(depth):
+    value = 1.0
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
+#: A field location as the loader writes it: ``name``, ``a.b``, ``a[0].b``.
+_LOC = r"[A-Za-z_][A-Za-z0-9_]*(?:\[\d+\]|\.[A-Za-z0-9_]+)*(?:…)?"
+
+
+def _check_error(msg: str, file_name: str | None = None) -> None:
+    """One line; every part names a field of the format (or the file)."""
+    assert "\n" not in msg and "Traceback" not in msg, msg
+    if file_name is not None:
+        assert msg.startswith(f"{file_name}: "), msg
+        msg = msg[len(file_name) + 2:]
+        if msg.startswith(("not valid JSON", "JSON nested too deeply", "non-finite number")):
+            return
+    msg = msg.removeprefix("invalid instance: ")
+    for part in msg.split("; "):
+        m = re.match(rf"({_LOC}|<root>)(?::| \(| )", part)
+        assert m, f"no field named in {part!r} (message {msg!r})"
+        head = re.split(r"[.\[]", m.group(1))[0]
+        assert head in TOP_FIELDS or head in {"<root>", "instance"}, (head, msg)
+
+
+def _check_valid(inst: Instance) -> None:
+    """A valid instance: finite numbers, declared types, a lossless JSON round trip."""
+    assert isinstance(inst.horizon, int) and not isinstance(inst.horizon, bool)
+    assert inst.format_version == 1 and not isinstance(inst.format_version, bool)
+    for x in (inst.initial_loss, inst.loss_max, inst.omega, inst.time_max):
+        assert isinstance(x, float) and math.isfinite(x)
+    for m in inst.models:
+        assert all(isinstance(v, float) and math.isfinite(v)
+                   for v in (m.size, m.compute, m.loss_scale, m.loss_offset))
+    for c in inst.clusters:
+        assert all(isinstance(v, float) and math.isfinite(v) for v in (c.capacity, c.unit_cost, c.bandwidth))
+    again = parse_instance(json.loads(inst.to_json()))
+    assert again == inst
+
+
+def _contract(data) -> None:
+    """Apply the loader to Python data and check the contract."""
+    try:
+        inst = parse_instance(data)
+    except InstanceError as exc:
+        _check_error(str(exc))
+    else:
+        _check_valid(inst)
+
+
+# --------------------------------------------------------------- strategies
+
+_FLOATS = st.one_of(
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.sampled_from([0.0, -0.0, 1e308, -1e308, 5e-324, 1e-300, 1e300, 0.5, 1.0, 2.0, 99.0]),
+)
+_INTS = st.one_of(st.integers(-10, 10), st.sampled_from([0, 1, 100_000, 100_001, 2**31, 2**63, -(2**63), 10**30]))
+#: Values of the wrong type or at the extremes, for any location.
+HOSTILE = st.one_of(
+    st.booleans(),
+    st.none(),
+    _INTS,
+    _FLOATS,
+    st.text(max_size=8),
+    st.sampled_from(["0.9", "4", "1e3", "NaN", "inf", "true", "", "ghost"]),
+    st.lists(_FLOATS, max_size=3),
+    st.dictionaries(st.text(max_size=5), _INTS, max_size=2),
+    st.sampled_from([_nested(MAX_NESTING + 5), _nested(10), [[[]]], {}, []]),
+)
+
+
+@st.composite
+def mutated(draw):
+    """A valid seed instance with one to three mutations."""
+    data = copy.deepcopy(draw(st.sampled_from(SEEDS)))
+    for _ in range(draw(st.integers(1, 3))):
+        paths = _paths(data)
+        op = draw(st.sampled_from(["replace", "replace", "replace", "delete", "add_key", "grow"]))
+        if op == "add_key" or not paths:
+            dicts = [p for p in [()] + paths if isinstance(_get(data, p), dict)]
+            where = draw(st.sampled_from(dicts))
+            key = draw(st.one_of(st.text(min_size=1, max_size=10), st.sampled_from(["kind", "name", "extra"])))
+            target = _get(data, where)
+            target[key] = draw(HOSTILE)
+            continue
+        path = draw(st.sampled_from(paths))
+        if op == "delete":
+            _delete(data, path)
+        elif op == "grow":
+            # Huge or duplicated sections: a list repeated (duplicate names),
+            # or a number blown up.
+            value = _get(data, path)
+            if isinstance(value, list) and value:
+                _set(data, path, value * draw(st.sampled_from([2, 50])))
+            elif isinstance(value, (int, float)) and not isinstance(value, bool):
+                _set(data, path, value * draw(st.sampled_from([1e6, 1e300, -1.0, 0.0])))
+            else:
+                _set(data, path, draw(HOSTILE))
+        else:
+            _set(data, path, draw(HOSTILE))
+    return data
+
+
+def _get(data, path):
+    for key in path:
+        data = data[key]
+    return data
+
+
+# -------------------------------------------------------------------- tests
+
+#: Inputs that once broke the contract, kept as fixed regression examples
+#: (built lazily: hypothesis's printer recurses on deeply nested examples).
+REGRESSIONS = {
+    # issues 11/16: silently coerced before strict types
+    "horizon-true": lambda: {**base_instance(), "horizon": True},
+    "horizon-str": lambda: {**base_instance(), "horizon": "4"},
+    "omega-str": lambda: {**base_instance(), "omega": "0.9"},
+    "version-true": lambda: {**base_instance(), "format_version": True},
+    "unit-cost-false": lambda: _with(base_instance(), ("clusters", 0, "unit_cost"), False),
+    "capacity-str": lambda: _with(base_instance(), ("clusters", 1, "capacity"), "100.0"),
+    # issue 16: deep nesting inside free-form provenance was validated but
+    # could not be serialised back (pydantic's depth limit)
+    "provenance-deep": lambda: {**base_instance(), "provenance": {"x": _nested(500)}},
+}
+
+
+def _with(data, path, value):
+    _set(data, path, value)
+    return data
+
+
+@pytest.mark.parametrize("name", list(REGRESSIONS))
+def test_regressions(name):
+    data = REGRESSIONS[name]()
+    with pytest.raises(InstanceError) as err:
+        parse_instance(data)
+    _check_error(str(err.value))
+
+
+@FUZZ
+@given(mutated())
+def test_mutated_instances_meet_the_contract(data):
+    _contract(data)
+
+
+@FUZZ
+@given(st.sampled_from(SEEDS), st.sampled_from(sorted(TOP_FIELDS - {"provenance"})), HOSTILE)
+def test_any_top_level_field_any_value(seed, field, value):
+    data = copy.deepcopy(seed)
+    data[field] = value
+    _contract(data)
+
+
+@FUZZ
+@given(mutated(), st.sampled_from(["plain", "nan", "deep"]))
+def test_files_meet_the_contract(tmp_path_factory, data, how):
+    """Through a file: non-finite constants and deep nesting at the JSON level."""
+    path = tmp_path_factory.mktemp("fuzz") / "inst.json"
+    text = json.dumps(data, allow_nan=True)
+    if how == "nan":
+        text = text.replace('"omega": ', '"omega": NaN, "x_": ', 1)
+    elif how == "deep":
+        text = text[:-1] + ', "provenance": ' + "[" * 5000 + "]" * 5000 + "}"
+    path.write_text(text, encoding="utf-8")
+    try:
+        inst = load_instance(path)
+    except InstanceError as exc:
+        _check_error(str(exc), file_name=str(path))
+    else:
+        assert how == "plain"
+        _check_valid(inst)

@@ -1,0 +1,102 @@
+"""Standard output carries only the requested output (issue 11).
+
+Every sub-command that has ``--json`` is run as a subprocess on a small
+generated instance and its stdout must parse with one :func:`json.loads`
+(exactly one JSON document: a second document, a banner line or a log line
+would make it fail). highspy 1.16 prints "Running HiGHS ..." from C++ when a
+``Highs()`` object is created, so ``solve --algo milp --json`` is the case
+that broke. The mechanism itself (:func:`deplbench.cli.stdout_only_for_output`)
+is also tested with a C-level write that does not depend on any solver's
+version.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from deplbench.cli import build_parser
+from deplbench.instances.generators import generate
+
+
+def deplbench(*args, cwd=None) -> subprocess.CompletedProcess:
+    # A generous budget: a loaded 2-core machine needs ~10 s per command.
+    return subprocess.run([sys.executable, "-m", "deplbench", *map(str, args)],
+                          capture_output=True, text=True, cwd=cwd, timeout=900)
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory):
+    """A tiny knapsack instance (one cluster, K̄ = 4) and an MILP result for it."""
+    root = tmp_path_factory.mktemp("json_stdout")
+    inst = root / "k.json"
+    inst.write_text(generate("knapsack", n_items=4, seed=0, horizon=4).to_json(), encoding="utf-8")
+    result = root / "milp.json"
+    proc = deplbench("solve", inst, "--algo", "milp", "--eval-samples", 500, "-o", result)
+    assert proc.returncode == 0, proc.stderr
+    return {"instance": inst, "result": result}
+
+
+#: command → arguments after the command name ({instance}/{result} filled in)
+#: and the expected top-level JSON type.
+JSON_COMMANDS = {
+    "solve-milp": (["solve", "{instance}", "--algo", "milp", "--eval-samples", "500", "--json"], dict),
+    "solve-depl": (["solve", "{instance}", "--algo", "depl", "--eval-samples", "500", "--json"], dict),
+    "algorithms": (["algorithms", "--json"], list),
+    "evaluate": (["evaluate", "{instance}", "{result}", "--samples", "500", "--json"], dict),
+    "certify": (["certify", "{instance}", "--replications", "2", "--scenarios", "20",
+                 "--validation", "200", "--grid-seeds", "1", "--risk-grid", "1", "--json"], dict),
+}
+
+
+def _json_subcommands() -> set[str]:
+    parser = build_parser()
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    return {name for name, p in sub.choices.items()
+            if any("--json" in a.option_strings for a in p._actions)}
+
+
+def test_every_json_command_is_covered():
+    """A new ``--json`` command must be added to JSON_COMMANDS."""
+    covered = {args[0] for args, _ in JSON_COMMANDS.values()}
+    assert _json_subcommands() == covered
+
+
+@pytest.mark.parametrize("case", sorted(JSON_COMMANDS))
+def test_json_stdout_is_one_document(case, files):
+    args, kind = JSON_COMMANDS[case]
+    proc = deplbench(*(a.format(**files) for a in args))
+    assert proc.returncode == 0, proc.stderr
+    assert "Traceback" not in proc.stderr
+    doc = json.loads(proc.stdout)  # fails on a banner, a log line or a second document
+    assert isinstance(doc, kind)
+    assert proc.stdout.endswith("}\n" if kind is dict else "]\n")
+    if case == "solve-milp":
+        assert doc["algorithm"] == "milp" and doc["status"] == "optimal"
+
+
+def test_c_level_writes_go_to_stderr(tmp_path):
+    """What a library writes to file descriptor 1 while a command runs goes
+    to stderr; ``print`` (the command's own output) still reaches stdout, and
+    descriptor 1 is restored afterwards."""
+    script = textwrap.dedent("""
+        import os
+        from deplbench.cli import stdout_only_for_output
+        print("before", flush=True)
+        with stdout_only_for_output():
+            os.write(1, b"BANNER from C\\n")
+            print("requested output")
+        print("after", flush=True)
+        os.write(1, b"fd1 restored\\n")
+    """)
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == "before\nrequested output\nafter\nfd1 restored\n"
+    assert proc.stderr == "BANNER from C\n"
+
