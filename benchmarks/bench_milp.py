@@ -1,4 +1,4 @@
-"""pytest-benchmark suite for the exact MILP (formulations/milp.py).
+"""pytest-benchmark suite for the exact MILP (the package formulations/milp/).
 
 Run with ``make bench`` (or ``pytest benchmarks/bench_milp.py -o
 python_files='bench_*.py'``). Timed regions, all on the realistic AlexNet

@@ -19,7 +19,10 @@ from deplbench.instances.generators import generate
 from deplbench.solvers.base import solve
 from deplbench.solvers.certified import certify, process_map
 
-FAST = dict(time_limit=5.0)
+#: A budget, not a limit: tiny instances solve in well under a second, so the
+#: results never depend on the machine's speed (a 5 s limit could be hit on a
+#: loaded machine and change the bracket).
+FAST = dict(time_limit=600.0)
 
 
 # ------------------------------------------------------------- deterministic
@@ -40,7 +43,7 @@ def test_knapsack_bracket_collapses_to_dp_optimum(item_class, seed):
 def test_milp_certified_algorithm_on_deterministic_instance():
     inst = generate("knapsack", n_items=5, horizon=5, seed=3)
     opt = knapsack_optimum_from_instance(inst)
-    res = solve(inst, "milp-certified", replications=2, scenarios=10, validation=500, time_limit=5.0,
+    res = solve(inst, "milp-certified", replications=2, scenarios=10, validation=500, time_limit=600.0,
                 eval_samples=1000)
     assert res.status == "feasible"
     assert res.cost == pytest.approx(opt, rel=1e-6)
@@ -53,16 +56,16 @@ def test_milp_certified_algorithm_on_deterministic_instance():
 # ------------------------------------------------------------- stochastic
 
 
-def _boundary_instance(seed):
+def _boundary_instance(seed, level=0.905):
     """A tiny stochastic instance whose optimal plan P sits near the chance
-    constraint's edge (violation ≈ 0.095 at ω = 0.9): SAA replications then
-    disagree on whether P is feasible, so the order statistic matters."""
+    constraint's edge (violation ≈ 1 − ``level``, ω = 0.9): SAA replications
+    then disagree on whether P is feasible, so the order statistic matters."""
     base = generate("scaling", n_models=3, n_clusters=1, horizon=6, omega=0.9, seed=seed)
     inst0 = base.with_changes(loss_max=float(base.initial_loss - 0.5))
     plan = solve(inst0, "brute-force", scenarios=2000, evaluate=False).plan
     m, _, g = plan_indices(inst0, plan)
     finals = simulate_trajectories(inst0, m, g, 400_000, np.random.default_rng(12345))[:, -1]
-    return base.with_changes(loss_max=float(np.quantile(finals, 0.905)))
+    return base.with_changes(loss_max=float(np.quantile(finals, level)))
 
 
 @pytest.mark.parametrize("seed", [0, 2])
@@ -87,10 +90,11 @@ def test_lb_below_near_exact_optimum_and_every_certified_plan(seed):
 
 
 def test_plan_missing_lmax_out_of_sample_is_never_certified():
-    inst = _boundary_instance(0)
+    # P now violates with probability ≈ 0.12 > 1 − ω: SAA optima on 20
+    # scenarios (2 may be violated) often pick it anyway and miss ℓmax.
+    inst = _boundary_instance(0, level=0.88)
     missed = 0
     for s in range(6):
-        # SAA optima on 20 scenarios overfit: several miss ℓmax out of sample.
         plan = solve(inst, "brute-force", scenarios=20, seed=s, evaluate=False).plan
         if plan is None:
             continue
@@ -143,7 +147,7 @@ def test_cli_json_and_bad_option(tmp_path, capsys):
     path = tmp_path / "k.json"
     generate("knapsack", n_items=4, horizon=4, seed=0).save(path)
     code = main(["certify", str(path), "--json", "--replications", "2", "--scenarios", "5",
-                 "--validation", "200", "--time-limit", "5"])
+                 "--validation", "200", "--time-limit", "600"])
     out = capsys.readouterr().out
     record = json.loads(out)  # exactly one JSON object
     assert code == 0 and record["status"] == "bracket"
@@ -153,3 +157,76 @@ def test_cli_json_and_bad_option(tmp_path, capsys):
     assert code == 2 and captured.out == ""
     assert captured.err.strip().count("\n") == 0 and "replications" in captured.err
     assert not math.isnan(record["width"])
+
+
+# ------------------------------------------------------------- report section
+
+
+def _frame_rows():
+    """A prepared-frame stand-in: one AlexNet instance with a bracket
+    [900, 1000], DepL certified at 1010, best-exp certified at 1500, the SAA
+    MILP plan (cost 950) not certified; a second instance without bracket."""
+    bracket = {"status": "bracket", "confidence": 0.95,
+               "lower_bound": {"value": 900.0, "confidence": 0.975, "method": "order statistic"},
+               "upper_bound": {"value": 1000.0, "method": "Clopper-Pearson"}}
+    base = dict(paper_set="alexnet", instance_set="alexnet", family="realistic", loss_max=9.0,
+                has_plan=True, params_d={}, scenarios=None, lower_bound=None, diagnostics_d={})
+    return [
+        {**base, "solver": "milp-certified", "algorithm": "milp-certified", "instance_key": "a",
+         "cost": 1000.0, "lower_bound": 900.0, "status": "feasible", "certified_verdict": "certified feasible",
+         "diagnostics_d": {"bracket": bracket}},
+        {**base, "solver": "depl", "algorithm": "depl", "instance_key": "a", "cost": 1010.0,
+         "status": "feasible", "certified_verdict": "certified feasible"},
+        {**base, "solver": "best-exp", "algorithm": "best-exp", "instance_key": "a", "cost": 1500.0,
+         "status": "feasible", "certified_verdict": "certified feasible"},
+        {**base, "solver": "milp", "algorithm": "milp", "instance_key": "a", "cost": 950.0,
+         "status": "optimal", "certified_verdict": "certified infeasible", "scenarios": 1000},
+        {**base, "solver": "depl", "algorithm": "depl", "instance_key": "b", "cost": 5.0,
+         "status": "feasible", "certified_verdict": "certified feasible"},
+    ]
+
+
+def test_bracket_report_ratios_and_rejudged_claims():
+    import pandas as pd
+
+    from deplbench.reports import bracket as rb
+    from deplbench.reports.claims import FAILS, HOLDS
+
+    df = pd.DataFrame(_frame_rows())
+    sec = rb.bracket_section(df)
+    br = sec["brackets"]
+    assert list(br["instance_key"]) == ["a"]
+    assert br.loc[0, "width"] == pytest.approx(0.1)
+    ratios = sec["ratios"].set_index("algorithm")
+    assert ratios.loc["depl", "cost_over_ub"] == pytest.approx(1.01)
+    assert ratios.loc["depl", "cost_over_lb"] == pytest.approx(1010 / 900)
+    assert ratios.loc["depl", "cost_over_saa_opt"] == pytest.approx(1010 / 950)
+    # the SAA plan is not certified feasible: listed, never compared
+    assert math.isnan(ratios.loc["milp", "cost_over_ub"]) and ratios.loc["milp", "certified_verdict"] == \
+        "certified infeasible"
+    claims = sec["claims"].set_index("claim")
+    match = claims.loc["Figs. 5–6: DepL virtually matches the optimum"]
+    # gap in [1 %, 12.2 %]: the lower end meets 2 %, the upper end does not
+    assert match["verdict"] == rb.UNDECIDED
+    beats = claims.loc["Figs. 5–6: DepL beats best-exp by over 27 %"]
+    assert beats["verdict"] == HOLDS and "32.7 %" in beats["measured"]  # 1 − 1010/1500
+    # a tighter bracket decides the first claim
+    rows = _frame_rows()
+    rows[0]["lower_bound"] = 995.0
+    m2 = rb.rejudged_claims(pd.DataFrame(rows)).set_index("claim")
+    assert m2.loc["Figs. 5–6: DepL virtually matches the optimum", "verdict"] == HOLDS
+    rows[1]["cost"] = 1100.0   # 10 % above UB: fails whatever z* is in the bracket
+    m3 = rb.rejudged_claims(pd.DataFrame(rows)).set_index("claim")
+    assert m3.loc["Figs. 5–6: DepL virtually matches the optimum", "verdict"] == FAILS
+
+
+def test_bracket_report_without_brackets_is_unmeasured():
+    import pandas as pd
+
+    from deplbench.reports import bracket as rb
+    from deplbench.reports.claims import UNMEASURED
+
+    df = pd.DataFrame(_frame_rows()[1:])
+    sec = rb.bracket_section(df)
+    assert sec["brackets"].empty and sec["ratios"].empty
+    assert set(sec["claims"]["verdict"]) == {UNMEASURED}

@@ -21,7 +21,7 @@ from instance_data import base_instance
 
 def deplbench(*args, cwd=None) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "deplbench", *map(str, args)], capture_output=True,
-                          text=True, cwd=cwd, timeout=120)
+                          text=True, cwd=cwd, timeout=600)
 
 
 def assert_clean_failure(proc, *fragments):
@@ -170,3 +170,90 @@ def test_help_lists_parameters(args, capsys):
         assert "target_fraction" in out and "pact-vgg11" in out
     else:
         assert "--samples" in out and "--check" in out
+
+
+# ----------------------------------------------------------------- exit codes and messages (issue 11 item 7)
+@pytest.fixture
+def knapsack_file(tmp_path):
+    path = tmp_path / "k.json"
+    path.write_text(generate("knapsack", n_items=4, seed=0, horizon=4).to_json(), encoding="utf-8")
+    return path
+
+
+def _one_error_line(err: str) -> str:
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert len(lines) == 1, err
+    assert lines[0].startswith("error: ") and "Traceback" not in err and "[Errno" not in err
+    return lines[0]
+
+
+@pytest.mark.parametrize("args, fragments", [
+    (("--write-lp", "model.txt"), ("--write-lp model.txt", ".lp or .mps")),
+    (("--param", "write_lp=model.txt"), ("--param write_lp model.txt", ".lp or .mps")),
+    (("--write-lp", "{tmp}/absent/m.lp"), ("--write-lp", "absent", "does not exist")),
+])
+def test_solve_bad_write_lp_is_input_error(args, fragments, knapsack_file, tmp_path, capsys):
+    """A bad --write-lp is the user's input: exit 2, one line naming the
+    option, nothing on stdout (it used to be a solve with status error, exit 1)."""
+    args = [a.format(tmp=tmp_path) for a in args]
+    status, out, err = run_main(capsys, "solve", knapsack_file, "--algo", "milp", *args)
+    assert status == 2 and out == ""
+    line = _one_error_line(err)
+    for fragment in fragments:
+        assert fragment in line, line
+
+
+def test_os_error_message_names_file_and_problem():
+    from deplbench.cli import os_error_message
+
+    msg = os_error_message(FileExistsError(17, "File exists", "/etc/hostname"))
+    assert msg == "/etc/hostname: file exists"
+    assert os_error_message(PermissionError(13, "Permission denied", "/root/x", None)) == \
+        "/root/x: permission denied"
+    assert os_error_message(OSError(18, "Invalid cross-device link", "a", None, "b")) == \
+        "a -> b: invalid cross-device link"
+    assert os_error_message(OSError("disk on fire")) == "disk on fire"
+
+
+def test_file_system_errors_are_one_line(tmp_path, knapsack_file, capsys):
+    """Raw errno text never reaches the user: the line names the file and the
+    problem (``[Errno 21] Is a directory: ...`` before)."""
+    from deplbench.benchmarks.store import ResultsStore
+
+    db = tmp_path / "s.sqlite"
+    with ResultsStore(db):
+        pass
+    status, out, err = run_main(capsys, "export", db, "--format", "csv", "-o", tmp_path)
+    assert status == 2 and out == ""
+    line = _one_error_line(err)
+    assert str(tmp_path) in line and "is a directory" in line
+    # A file where a directory is expected, in solve's -o (checked after the solve).
+    (tmp_path / "afile").write_text("x")
+    status, out, err = run_main(capsys, "solve", knapsack_file, "--algo", "knapsack-dp",
+                                "--eval-samples", 100, "-o", tmp_path / "afile" / "r.json")
+    assert status == 2 and out == ""
+    line = _one_error_line(err)
+    assert "--output" in line and "afile" in line and "not a directory" in line
+
+
+def test_main_help_documents_exit_statuses(capsys):
+    status, out, _ = run_main(capsys, "--help")
+    assert status == 0
+    text = out[out.index("exit status:"):]
+    for code, word in (("0", "success"), ("1", "failed tasks in `run`"), ("2", "bad input"), ("130", "interrupted")):
+        assert f"  {code} " in text and word in text.replace("\n       ", " "), (code, text)
+
+
+def test_solve_help_has_description_defaults_and_algorithms(capsys):
+    from deplbench.solvers.registry import all_solver_info
+
+    status, out, _ = run_main(capsys, "solve", "--help")
+    assert status == 0
+    flat = " ".join(out.split())
+    assert "out of sample" in flat                                     # the description
+    assert "(default 50000)" in flat                                   # --eval-samples
+    milp = next(r for r in all_solver_info() if r["name"] == "milp")
+    assert f"milp {milp['parameters']['scenarios']['default']}" in flat  # per-algorithm default
+    algos = out[out.index("algorithms ("):]
+    for row in all_solver_info(include_unavailable=True):
+        assert f"\n  {row['name']} " in algos, row["name"]

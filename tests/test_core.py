@@ -185,3 +185,100 @@ def test_solve_downgrades_plans_that_break_hard_constraints():
     assert res.diagnostics["reported_status"] == "feasible"
     bad = solve(inst, _Misnaming, eval_samples=1000)
     assert bad.status == "error" and "nope" in bad.message
+
+
+# --------------------------------------------------------------------------
+# deplbench.params: the one validation path (issue 12) and strict typing (issue 11 item 4)
+# --------------------------------------------------------------------------
+
+
+def test_param_is_one_class_reexported_from_solvers_base():
+    from deplbench import params
+
+    assert Param is params.Param
+
+
+@pytest.mark.parametrize("value", [True, False])
+def test_param_never_reads_a_boolean_as_a_number(value):
+    with pytest.raises(SolverError, match="eta"):
+        Param(200, int, low=1).convert("eta", value)
+    with pytest.raises(SolverError, match="eps"):
+        Param(0.1, float).convert("eps", value)
+
+
+def test_param_strict_refuses_strings_for_numbers_and_names_the_error_class():
+    from deplbench.errors import SweepError
+    from deplbench.params import resolve
+
+    spec = {"eta": Param(200, int, low=1), "calibrate": Param(False, bool)}
+    assert resolve(spec, {"eta": "50", "calibrate": "yes"}, owner="x") == {"eta": 50, "calibrate": True}
+    with pytest.raises(SweepError, match="'eta'.*string"):
+        resolve(spec, {"eta": "50"}, owner="x", strict=True, error=SweepError)
+    with pytest.raises(SweepError, match="has no parameter 'etaa'"):
+        resolve(spec, {"etaa": 5}, owner="algorithm 'depl'", strict=True, error=SweepError)
+    with pytest.raises(SolverError, match="calibrate"):
+        Param(False, bool).convert("calibrate", 2)
+    with pytest.raises(SolverError, match="name"):
+        Param("a", str).convert("name", 3)
+    assert resolve(spec, {"eta": 7}, owner="x", strict=True) == {"eta": 7, "calibrate": False}
+
+
+# --------------------------------------------------------------------------
+# registry: solvers declare themselves (issue 12)
+# --------------------------------------------------------------------------
+
+
+def test_every_builtin_declares_label_style_and_exactness():
+    import json as _json
+
+    from deplbench.solvers.registry import SOLVERS, available, solver_info
+
+    names = available()
+    assert "knapsack-dp" in names and "best-exp" in names
+    styles = set()
+    for name in names:
+        info = solver_info(name)
+        assert _json.loads(_json.dumps(info)) == info  # JSON-able, as stored in task records
+        assert info["name"] == name and info["label"] and info["description"]
+        assert set(info["style"]) == {"colour", "marker", "linestyle"}
+        styles.add(tuple(sorted(info["style"].items())))
+        assert info["source"]["kind"] == "builtin" and name in SOLVERS
+    assert len(styles) == len(names)  # no two built-ins look the same in a figure
+    exact = {n for n in names if solver_info(n)["exact"]}
+    assert {"brute-force", "knapsack-dp"} <= exact and not exact & {"depl", "best-exp", "pact"}
+
+
+def test_default_style_is_deterministic_and_not_a_builtin_colour():
+    from deplbench.solvers.base import PALETTE, PlotStyle
+
+    a, b = PlotStyle.for_name("my-greedy"), PlotStyle.for_name("my-greedy")
+    assert a == b and a.colour in PALETTE[7:]
+
+
+def test_registry_loads_entry_points_and_reports_broken_ones(monkeypatch):
+    from importlib import metadata
+
+    from deplbench.solvers import registry
+
+    class EP:
+        def __init__(self, name, value):
+            self.name, self.value, self.dist = name, value, None
+
+    eps = [EP("crashing", "tests.test_core:_Crashing"), EP("depl", "x:Y"), EP("ghost", "no_such_mod:X"),
+           EP("misnamed", "tests.test_core:_Overcommitting")]
+    monkeypatch.setattr(metadata, "entry_points", lambda group=None: eps if group == registry.ENTRY_POINT_GROUP else [])
+    registry.refresh()
+    try:
+        assert "crashing" in registry.available() and registry.get_solver("crashing") is _Crashing
+        assert registry.solver_info("crashing")["source"]["kind"] == "entry point"
+        assert any("'depl'" in p and "built-in" in p for p in registry.problems())
+        assert registry.get_solver("depl").__name__ == "DepL"  # the built-in wins
+        with pytest.raises(SolverError, match="cannot be loaded"):
+            registry.get_solver("ghost")
+        with pytest.raises(SolverError, match="name"):
+            registry.get_solver("misnamed")
+        rows = {r["name"]: r for r in registry.all_solver_info(include_unavailable=True)}
+        assert rows["ghost"]["available"] is False and rows["crashing"]["available"] is True
+    finally:
+        monkeypatch.undo()
+        registry.refresh()

@@ -116,7 +116,7 @@ def good_fit(good_logs) -> F.FitResult:
 
 def run_cli(*args, cwd=None):
     return subprocess.run([sys.executable, "-m", "deplbench", *map(str, args)], capture_output=True, text=True,
-                          cwd=cwd, timeout=120)
+                          cwd=cwd, timeout=600)
 
 
 # ------------------------------------------------------------ recovery
@@ -249,7 +249,7 @@ def test_fitted_instance_solves(good_fit, algo):
 
     inst = F.build_instance(good_fit, parse_instance(base_dict(horizon=8, loss_max=5.0)))
     cls = get_solver(algo)
-    params = {k: v for k, v in {"scenarios": 200, "time_limit": 30.0}.items() if k in cls.parameters}
+    params = {k: v for k, v in {"scenarios": 200, "time_limit": 600.0}.items() if k in cls.parameters}
     res = solve(inst, algo, eval_samples=5000, **params)
     assert res.status in ("optimal", "feasible"), (algo, res.status, res.message)
     assert res.plan is not None and 1 <= len(res.plan.epochs) <= 8

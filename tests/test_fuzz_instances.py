@@ -96,7 +96,7 @@ def _nested(depth):
 
 
 #: A field location as the loader writes it: ``name``, ``a.b``, ``a[0].b``.
-_LOC = r"[A-Za-z_][A-Za-z0-9_]*(?:\[\d+\]|\.[A-Za-z0-9_]+)*(?:…)?"
+_LOC = r"[A-Za-z_][A-Za-z0-9_]*(?:\[\d+\]|\['(?:[^'\\]|\\.)*'\]|\[\"(?:[^\"\\]|\\.)*\"\]|\.[A-Za-z0-9_]+)*(?:…)?"
 
 
 def _check_error(msg: str, file_name: str | None = None) -> None:
@@ -148,17 +148,20 @@ _FLOATS = st.one_of(
 )
 _INTS = st.one_of(st.integers(-10, 10), st.sampled_from([0, 1, 100_000, 100_001, 2**31, 2**63, -(2**63), 10**30]))
 #: Values of the wrong type or at the extremes, for any location.
-HOSTILE = st.one_of(
+_HOSTILE = st.one_of(
     st.booleans(),
     st.none(),
     _INTS,
     _FLOATS,
     st.text(max_size=8),
-    st.sampled_from(["0.9", "4", "1e3", "NaN", "inf", "true", "", "ghost"]),
+    st.sampled_from(["0.9", "4", "1e3", "NaN", "inf", "true", "", "ghost", "\ud800", "a\udfffb"]),
     st.lists(_FLOATS, max_size=3),
     st.dictionaries(st.text(max_size=5), _INTS, max_size=2),
     st.sampled_from([_nested(MAX_NESTING + 5), _nested(10), [[[]]], {}, []]),
 )
+#: A fresh copy each draw: a shared mutable value changed by a later mutation
+#: would make the strategy depend on earlier examples (or build a cycle).
+HOSTILE = _HOSTILE.map(copy.deepcopy)
 
 
 @st.composite
@@ -171,7 +174,8 @@ def mutated(draw):
         if op == "add_key" or not paths:
             dicts = [p for p in [()] + paths if isinstance(_get(data, p), dict)]
             where = draw(st.sampled_from(dicts))
-            key = draw(st.one_of(st.text(min_size=1, max_size=10), st.sampled_from(["kind", "name", "extra"])))
+            key = draw(st.one_of(st.text(min_size=1, max_size=10),
+                                 st.sampled_from(["kind", "name", "extra", "0", "\ud800"])))
             target = _get(data, where)
             target[key] = draw(HOSTILE)
             continue
@@ -214,6 +218,12 @@ REGRESSIONS = {
     # issue 16: deep nesting inside free-form provenance was validated but
     # could not be serialised back (pydantic's depth limit)
     "provenance-deep": lambda: {**base_instance(), "provenance": {"x": _nested(500)}},
+    # found by this corpus: an unknown top-level key "0" was reported as "0: Extra inputs ..."
+    "unknown-key-0": lambda: {**base_instance(), "0": 1},
+    # found by this corpus: a lone surrogate (JSON "\ud800") validated, then
+    # the instance could not be written back as UTF-8
+    "surrogate-name": lambda: {**base_instance(), "name": "\ud800"},
+    "surrogate-key": lambda: {**base_instance(), "provenance": {"a\udfff": 1}},
 }
 
 

@@ -4,6 +4,7 @@ is missing instead of crashing."""
 
 from __future__ import annotations
 
+import html
 import json
 import math
 import re
@@ -21,6 +22,7 @@ from deplbench.reports import tables as tabs
 from deplbench.reports.headline import HEADLINE_COLUMNS
 from deplbench.reports.build import ReportOptions, build_report
 from deplbench.reports.data import STORE_COLUMNS, ReportError, load_bench_json, prepare
+from deplbench.reports.styles import PALETTE, fallback_style, series_info
 from deplbench.reports.stats import (
     loglog_fit, optimum_per_instance, performance_profile, shifted_geometric_mean,
 )
@@ -243,7 +245,8 @@ def full_report(tmp_path_factory):
         for eta in (8, 16, 32, 64)]}))
     (bench / "junk.json").write_text("{not json")
     opts = ReportOptions(scale=0.4, dpi=40, formats=("png", "svg"))
-    summary = build_report(make_frame(), out, bench_json=bench, options=opts)
+    summary = build_report(make_frame(work=True, plugin=True), out, bench_json=bench,
+                           options=opts)
     return out, summary
 
 
@@ -267,8 +270,8 @@ def test_full_report_structure(full_report):
 def test_full_report_numbers(full_report):
     out, summary = full_report
     gaps = pd.read_csv(out / "tables" / "gaps.csv")
-    depl = gaps[(gaps["family"] == "realistic") & (gaps["algorithm"] == "depl")
-                & (gaps["config"].str.contains("eta=200"))]
+    # the sweep entry's label is the series; its parameters did not vary
+    depl = gaps[(gaps["family"] == "realistic") & (gaps["algorithm"] == "depl")]
     assert len(depl) == 1 and depl["ratio_median"].iloc[0] == pytest.approx(1.01)
     knap = gaps[(gaps["family"] == "knapsack") & (gaps["algorithm"] == "milp")]
     # the scenario-free exact solver is the reference optimum
@@ -308,6 +311,101 @@ def test_claims_audit_rows(full_report):
     assert c.loc["Figs. 5–6: DepL beats best-exp by over 27 %", "verdict"] == \
         claims_mod.HOLDS
     assert "27.9 %" in c.loc["Figs. 5–6: DepL beats best-exp by over 27 %", "measured"]
+
+
+def test_unknown_algorithm_in_every_listing_section(full_report):
+    """A third-party solver nobody in deplbench has heard of appears in every
+    section that lists algorithms, drawn in the style its records carry."""
+    out, summary = full_report
+    listing = ("overview", "algorithms", "fig5_cost_vs_target", "fig7_epochs_per_model",
+               "fig8_cost_per_model", "gaps", "runtime_sgm", "performance_profiles",
+               "target_misses", "oos_quantiles", "headline")
+    for name in listing:
+        t = pd.read_csv(out / "tables" / f"{name}.csv")
+        assert "zz-plugin" in set(t["algorithm"]), name
+    alg = pd.read_csv(out / "tables" / "algorithms.csv").set_index("algorithm")
+    assert alg.loc["zz-plugin", "colour"] == "#123456"
+    assert alg.loc["zz-plugin", "label"] == "ZZ" and alg.loc["zz-plugin", "exact"] == "no"
+    assert alg.loc["milp", "exact"] == "yes"
+    # exact solvers are listed first, in every table
+    assert list(alg.index[:2]) == ["knapsack-dp", "milp"]
+    for fig in ("cost_vs_target_alexnet", "performance_profiles", "fig9_trajectories_alexnet"):
+        svg = (out / "figures" / f"{fig}.svg").read_text()
+        assert "#123456" in svg, fig
+    assert "#2ca02c" in (out / "figures" / "cost_vs_target_alexnet.svg").read_text()
+
+
+def test_series_styles_from_records_and_fallback():
+    df = make_frame(plugin=True)
+    i = df["algorithm"] == "zz-plugin"
+    df.loc[i, "style"] = None
+    info = series_info(prepare(df).df)
+    fb = fallback_style("zz-plugin")
+    assert (info["zz-plugin"].colour, info["zz-plugin"].marker,
+            info["zz-plugin"].linestyle) == fb
+    assert fb == fallback_style("zz-plugin") and fb[0] in PALETTE
+    assert info["depl"].colour == "#2ca02c" and info["depl"].marker == "^"
+    # a labelled entry of the same solver keeps its colour, not its line
+    var = info["depl-eta"]
+    assert var.colour == "#2ca02c" and var.solver == "depl"
+    assert (var.marker, var.linestyle) != ("^", "-")
+    assert info["milp"].exact and not info["depl"].exact
+
+
+def test_headline_box(full_report):
+    out, summary = full_report
+    text = (out / "index.html").read_text(encoding="utf-8")
+    box = text.index('class="headline"')
+    assert box < text.index("<nav>")
+    head = pd.read_csv(out / "tables" / "headline.csv")
+    assert set(head["set"]) == {"alexnet", "mobilenet"}
+    alex = head[head["set"] == "alexnet"].set_index("algorithm")
+    assert alex.loc["milp", "ratio_median"] == pytest.approx(1.0)
+    assert alex.loc["depl", "ratio_median"] == pytest.approx(1.01)
+    assert alex.loc["best-exp", "met_target_oos"] == 0
+    assert alex.loc["best-exp", "evaluated"] == 6
+    assert alex.loc["depl", "met_target_oos"] == 6
+    # the claims, one line each, inside the box
+    inner = text[box:text.index("<nav>")]
+    for row in summary.claims.itertuples(index=False):
+        assert f"[{row.verdict}] {row.claim}" in html.unescape(inner)
+
+
+def test_tables_never_wider_than_the_page(full_report):
+    out, _ = full_report
+    text = (out / "index.html").read_text(encoding="utf-8")
+    assert ".scroll{max-width:100%;overflow-x:auto}" in text
+    # every table sits in a horizontally scrolling box
+    assert text.count("<table>") == len(re.findall(r'<div class="scroll[^"]*"><table>', text))
+    # long tables are folded
+    assert "<details><summary>Show the table" in text
+
+
+def test_work_counters_fitted_beside_runtime(full_report):
+    out, summary = full_report
+    fits = pd.read_csv(out / "tables" / "complexity_fits.csv")
+    v = fits[(fits["measure"] == "vertices") & (fits["parameter"] == "eta")]
+    assert len(v) == 1
+    # exact counts 7·η²: the counter slope recovers 2 with a tight interval
+    assert v["slope"].iloc[0] == pytest.approx(2.0, abs=0.01)
+    assert v["ci_high"].iloc[0] - v["ci_low"].iloc[0] < 0.01
+    assert v["implied_exponent"].iloc[0] == 2.0
+    counters = pd.read_csv(out / "tables" / "complexity_counters.csv")
+    row = counters[(counters["counter"] == "vertices")].iloc[0]
+    assert row["time_slope"] == pytest.approx(2.0, abs=0.1) and row["time_points"] == 12
+    assert "complexity_work_eta" in summary.figures
+    p2 = summary.claims.set_index("claim").loc["Property 2: complexity", "measured"]
+    assert "counter 'edges' slope" in p2 or "counter 'vertices' slope" in p2
+    assert "judged on work counters (exact counts) for η" in p2
+
+
+def test_counter_slope_recovers_known_exponent():
+    rng = np.random.default_rng(5)
+    x = np.repeat([3.0, 6.0, 12.0, 24.0, 48.0], 2)
+    fit = loglog_fit(x, 5 * x ** 1.5)  # a deterministic count: no noise
+    assert fit.slope == pytest.approx(1.5, abs=1e-9)
+    noisy = loglog_fit(x, 5 * x ** 1.5 * np.exp(rng.normal(0, 0.3, x.size)))
+    assert noisy.ci_high - noisy.ci_low > 100 * (fit.ci_high - fit.ci_low)
 
 
 def test_claims_flip_with_the_data():
@@ -368,7 +466,7 @@ def test_missing_columns_and_bad_json(tmp_path):
     df.loc[0, "params"] = "{broken"
     summary = build_report(df, tmp_path, options=SMALL)
     text = _check_report(tmp_path, summary)
-    assert "lacks columns diagnostics, evaluation" in text
+    assert re.search(r"lacks columns [a-z_, ]*evaluation, diagnostics", text)
     assert "unparsable JSON in column &#x27;params&#x27;" in text
     assert not any(f.startswith("fig9") for f in summary.figures)
 
@@ -380,13 +478,16 @@ def test_store_roundtrip_and_cli(tmp_path, capsys):
     db = tmp_path / "r.sqlite"
     with ResultsStore(db) as store:
         for rec in make_frame().head(24).to_dict("records"):
-            store.add({k: v for k, v in rec.items() if v is not None})
+            store.add({k: v for k, v in rec.items()
+                       if v is not None and not (isinstance(v, float) and math.isnan(v))})
     rc = main(["report", str(db), "--out", str(tmp_path / "rep"), "--no-svg",
                "--scale", "0.4", "--dpi", "40"])
     assert rc == 0
     assert (tmp_path / "rep" / "index.html").is_file()
-    out = capsys.readouterr().out
-    assert out.startswith("report: ") and "] Property 2: complexity" in out
+    cap = capsys.readouterr()
+    assert cap.out.startswith("report: ") and "] Property 2: complexity" in cap.out
+    # progress goes to stderr, never to stdout
+    assert "section claims" in cap.err and "section claims" not in cap.out
     rc = main(["report", str(tmp_path / "nope.sqlite"), "--out", str(tmp_path / "x")])
     err = capsys.readouterr().err
     assert rc == 2 and err.startswith("error: DB: no results store")

@@ -100,7 +100,7 @@ WORK_AND_RAISE = """
 MIXED = """
     [sweep]
     name = "mixed"
-    time_limit_s = 20
+    time_limit_s = 300
     [[instances]]
     id = "tiny"
     family = "test-tiny"
@@ -201,7 +201,7 @@ def _start_cli(sweep: Path, db: Path, workers: int = 2) -> subprocess.Popen:
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=dict(os.environ))
 
 
-def _wait_rows(db: Path, at_least: int, proc: subprocess.Popen, timeout: float = 60) -> None:
+def _wait_rows(db: Path, at_least: int, proc: subprocess.Popen, timeout: float = 300) -> None:
     end = time.monotonic() + timeout
     while time.monotonic() < end:
         if db.exists():
@@ -241,7 +241,7 @@ def test_sigkill_mid_sweep_then_resume_loses_nothing_duplicates_nothing(
     assert 3 <= len(before) < n, "the kill must land mid-sweep"
     # No orphan: every task process dies with the runner (PR_SET_PDEATHSIG).
     pids = [int(p) for p in pid_file.read_text().split()]
-    end = time.monotonic() + 5
+    end = time.monotonic() + 30
     while any(_alive(p) for p in pids) and time.monotonic() < end:
         time.sleep(0.05)
     assert not [p for p in pids if _alive(p)]
@@ -273,7 +273,7 @@ def test_sigkill_leaves_no_orphan_task_process(tmp_path, plugin, monkeypatch):
     proc = _start_cli(sweep_file, tmp_path / "o.sqlite")
     pids: list[int] = []
     try:
-        end = time.monotonic() + 60
+        end = time.monotonic() + 300
         while len(pids) < 2 and time.monotonic() < end:
             assert proc.poll() is None, proc.communicate()
             time.sleep(0.05)
@@ -282,7 +282,7 @@ def test_sigkill_leaves_no_orphan_task_process(tmp_path, plugin, monkeypatch):
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait(timeout=10)
         # The hung tasks would sleep an hour; they must die with the runner.
-        end = time.monotonic() + 5
+        end = time.monotonic() + 30
         while any(_alive(p) for p in pids) and time.monotonic() < end:
             time.sleep(0.05)
         assert not [p for p in pids if _alive(p)]
@@ -300,7 +300,7 @@ def test_ctrl_c_stops_cleanly_without_failed_rows(tmp_path, plugin):
     proc = _start_cli(sweep_file, db)
     _wait_rows(db, 2, proc)
     proc.send_signal(signal.SIGINT)
-    _, err = proc.communicate(timeout=20)
+    _, err = proc.communicate(timeout=120)
     assert proc.returncode == 130, err
     assert b"Traceback" not in err
     rows = _rows(db)

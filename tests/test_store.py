@@ -296,7 +296,7 @@ def test_claims_are_atomic_across_processes(tmp_path):
                               stdout=subprocess.PIPE, text=True) for _ in range(3)]
     outs = [p.stdout.readline().split() for p in procs]
     for p in procs:
-        p.communicate(timeout=120)
+        p.communicate(timeout=600)
     assert all(p.returncode == 0 for p in procs)
     claimed = [k for out in outs for k in out]
     assert sorted(claimed, key=int) == [str(k) for k in range(40)]  # each once

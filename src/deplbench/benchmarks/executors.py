@@ -265,17 +265,76 @@ def _signal_name(code: int | None) -> str:
 # --------------------------------------------------------------------------
 
 
-def run_task_isolated(task: dict, time_limit_s: float) -> dict:
-    """Run one task in a fresh Python subprocess under a hard time limit.
+#: Per-process forkserver context of a Dask worker (created on first use).
+_WORKER_CONTEXT = None
 
-    This is the function Dask workers execute. ``subprocess.run`` kills the
-    child with SIGKILL when ``time_limit_s`` passes.
+
+def _worker_context():
+    """The forkserver context of this (Dask worker) process, preloaded once.
+
+    The first task on a worker starts a forkserver that imports the solver
+    stack (``benchmarks/_warm.py``); every later task is forked from it in
+    milliseconds. This is what makes Dask as fast as the local pool: the
+    per-task cost is a fork, not a Python start-up and the solver imports.
+    """
+    global _WORKER_CONTEXT
+    if _WORKER_CONTEXT is None:
+        ctx = mp.get_context("forkserver")
+        ctx.set_forkserver_preload(list(PRELOAD))
+        _WORKER_CONTEXT = ctx
+    return _WORKER_CONTEXT
+
+
+def run_task_warm(task: dict, time_limit_s: float) -> dict:
+    """Run one task in a process forked from this worker's warm forkserver.
+
+    Same hard limit and failure records as the local executor. Needs a
+    process allowed to have children (a non-daemonic Dask worker: the
+    executor's LocalCluster starts them so).
+    """
+    ctx = _worker_context()
+    recv, send = ctx.Pipe(duplex=False)
+    proc = ctx.Process(target=_local_child, args=(send, task, _forwarded_env()),
+                       name=f"deplbench-{task.get('key')}", daemon=True)
+    started, t0 = task_mod.now_iso(), time.monotonic()
+    proc.start()
+    send.close()
+    try:
+        if recv.poll(time_limit_s):
+            try:
+                return recv.recv()
+            except (EOFError, OSError):
+                proc.join(timeout=5)
+                code = proc.exitcode
+                return task_mod.failure_record(
+                    task, f"crash: task process died with exit code {code}{_signal_name(code)} "
+                          "before returning a record",
+                    started_at=started, wall_s=time.monotonic() - t0)
+        _kill(proc)
+        return task_mod.failure_record(task, _timeout_message(Task.from_dict(task)),
+                                       started_at=started, wall_s=time.monotonic() - t0)
+    finally:
+        recv.close()
+        _kill(proc, grace=KILL_GRACE_S)
+
+
+def run_task_isolated(task: dict, time_limit_s: float) -> dict:
+    """Run one task in its own process under a hard time limit.
+
+    This is the function Dask workers execute. In a worker that may have
+    children it forks the task from a warm forkserver
+    (:func:`run_task_warm`); in a daemonic worker (the default of an
+    external ``dask-worker``) it starts ``python -m deplbench.benchmarks.tasks``
+    instead, which ``subprocess.run`` kills with SIGKILL when
+    ``time_limit_s`` passes (about a second of start-up per task).
 
     Returns
     -------
     dict
         The task's record, or a failure record (timeout / crash).
     """
+    if not mp.current_process().daemon and "forkserver" in mp.get_all_start_methods():
+        return run_task_warm(task, time_limit_s)
     started, t0 = task_mod.now_iso(), time.monotonic()
     env = dict(os.environ)
     for var in task_mod.THREAD_VARS:
@@ -353,9 +412,14 @@ class DaskExecutor:
             except (OSError, TimeoutError, ValueError) as exc:
                 raise SweepError(f"--dask-scheduler: cannot reach {self.scheduler} ({exc})") from exc
         else:
-            self._cluster = LocalCluster(n_workers=self.local_workers, threads_per_worker=1,
-                                         processes=True, host="127.0.0.1",
-                                         dashboard_address=None)
+            import dask
+
+            # Non-daemonic workers may fork task processes from a warm
+            # forkserver (run_task_warm) instead of starting Python per task.
+            with dask.config.set({"distributed.worker.daemon": False}):
+                self._cluster = LocalCluster(n_workers=self.local_workers,
+                                             threads_per_worker=1, processes=True,
+                                             host="127.0.0.1", dashboard_address=None)
             self._client = Client(self._cluster)
         return self._client
 
@@ -364,25 +428,51 @@ class DaskExecutor:
         from distributed import as_completed
 
         client = self._connect()
+        pending = iter(tasks)
+        by_future: dict = {}
+
+        def submit_next() -> bool:
+            task = next(pending, None)
+            if task is None:
+                return False
+            # pure=False: a retried task must run again, not reuse a result.
+            fut = client.submit(run_task_isolated, task.to_dict(), task.time_limit_s,
+                                pure=False, key=f"deplbench-{task.key}-{os.urandom(4).hex()}")
+            by_future[fut] = task
+            self._futures.append(fut)
+            done.add(fut)
+            return True
+
         try:
-            by_future = {}
-            for task in tasks:
-                # pure=False: a retried task must run again, not reuse a result.
-                fut = client.submit(run_task_isolated, task.to_dict(), task.time_limit_s,
-                                    pure=False, key=f"deplbench-{task.key}-{os.urandom(4).hex()}")
-                by_future[fut] = task
-            self._futures = list(by_future)
-            for fut in as_completed(self._futures):
-                task = by_future[fut]
+            # A bounded window of tasks in flight, topped up as tasks finish:
+            # tasks are pulled (and claimed by the runner) only when a worker
+            # will soon be free, so runners sharing a store split the work.
+            done = as_completed()
+            for _ in range(2 * self._n_workers(client)):
+                if not submit_next():
+                    break
+            for fut in done:
+                task = by_future.pop(fut)
+                self._futures.remove(fut)
                 try:
                     record = fut.result()
                 except Exception as exc:  # noqa: BLE001 - a lost worker, not the task
                     record = task_mod.failure_record(
                         task, f"dask: {type(exc).__name__}: {exc}",
                         started_at=task_mod.now_iso(), wall_s=0.0)
+                fut.release()
+                submit_next()
                 yield task, record
         finally:
             self.close()
+
+    def _n_workers(self, client) -> int:
+        if self.local_workers is not None:
+            return self.local_workers
+        try:
+            return max(1, len(client.scheduler_info().get("workers", {})))
+        except Exception:  # noqa: BLE001 - a guess is enough for the window size
+            return 1
 
     def close(self) -> None:
         """Cancel outstanding futures and shut down what this executor started."""

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import errno
 import importlib
 import os
 import sys
@@ -20,6 +19,7 @@ from collections.abc import Iterator
 
 from deplbench import __version__
 from deplbench.errors import DeplbenchError
+from deplbench.cli.messages import os_error_message
 from deplbench.jsonio import finite_json, print_json  # noqa: F401  (re-exported)
 
 #: Modules contributing sub-commands, in the order they appear in ``--help``.
@@ -133,20 +133,6 @@ def stdout_only_for_output() -> Iterator[None]:
         os.dup2(saved, fd)
         with contextlib.suppress(OSError):
             real.close()
-
-
-def os_error_message(exc: OSError) -> str:
-    """One line for a file-system error: the file, then the problem in words.
-
-    ``[Errno 17] File exists: '/etc/hostname'`` becomes
-    ``/etc/hostname: file exists``.
-    """
-    problem = (exc.strerror or errno.errorcode.get(exc.errno or 0, "") or str(exc)).strip()
-    problem = problem[:1].lower() + problem[1:]
-    files = [f for f in (exc.filename, exc.filename2) if f is not None]
-    if not files:
-        return problem or type(exc).__name__
-    return f"{' -> '.join(os.fsdecode(f) for f in files)}: {problem}"
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -82,7 +82,8 @@ def _print_text(b: dict) -> None:
 def register(subparsers) -> None:
     """Add ``certify`` to the ``deplbench`` command."""
     from deplbench.solvers.certified import (DEFAULT_CONFIDENCE, DEFAULT_GRID_SEEDS, DEFAULT_REPLICATIONS,
-                                             DEFAULT_RISK_GRID, DEFAULT_SCENARIOS, DEFAULT_VALIDATION)
+                                             DEFAULT_RISK_GRID, DEFAULT_SCENARIOS, DEFAULT_TIME_LIMIT,
+                                             DEFAULT_VALIDATION)
 
     p = subparsers.add_parser(
         "certify", help="certified bracket [LB, UB] on the chance-constrained optimum",
@@ -103,7 +104,8 @@ def register(subparsers) -> None:
                         "(default %(default)s)")
     p.add_argument("--grid-seeds", type=int, default=DEFAULT_GRID_SEEDS,
                    help=f"SAA solves per tightened level (default {DEFAULT_GRID_SEEDS})")
-    p.add_argument("--time-limit", type=float, default=60.0, help="seconds per SAA solve (default 60)")
+    p.add_argument("--time-limit", type=float, default=DEFAULT_TIME_LIMIT,
+                   help=f"wall seconds per SAA solve (default {DEFAULT_TIME_LIMIT:g})")
     p.add_argument("--seed", type=int, default=0, help="base seed of the replications (default 0)")
     p.add_argument("--with", dest="with_algorithms", metavar="ALGOS", default="",
                    help="comma-separated algorithms whose plans are also UB candidates, e.g. depl,best-exp")

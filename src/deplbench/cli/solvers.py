@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import argparse
 import json
+import os
 import sys
+import textwrap
 
-from deplbench.jsonio import print_json
+from deplbench.cli.messages import os_error_message
 from deplbench.errors import SolverError
+from deplbench.jsonio import print_json
 
 #: Dedicated flags of ``solve`` → solver parameter names (issue 3's CLI).
 _FLAG_PARAMS = {
@@ -47,14 +51,20 @@ def _cmd_solve(args) -> int:
             flag = "--" + attr.replace("_", "-")
             raise SolverError(f"{flag}: algorithm {args.algo!r} has no parameter {pname!r}")
         params[pname] = value
+    if params.get("write_lp") is not None:
+        _check_write_lp(str(params["write_lp"]),
+                        "--write-lp" if args.write_lp is not None else "--param write_lp")
     result = solve(
         instance, args.algo, eval_samples=args.eval_samples, eval_seed=args.eval_seed, **params
     )
     record = result.to_dict()
     if args.output:
-        with open(args.output, "w", encoding="utf-8") as fh:
-            json.dump(record, fh, indent=2)
-            fh.write("\n")
+        try:
+            with open(args.output, "w", encoding="utf-8") as fh:
+                json.dump(record, fh, indent=2)
+                fh.write("\n")
+        except OSError as exc:
+            raise SolverError(f"--output {args.output}: cannot write ({os_error_message(exc)})") from None
     if args.json:
         print_json(record)
     else:
@@ -99,25 +109,96 @@ def _cmd_algorithms(args) -> int:
     return 0
 
 
+class _HelpWithAlgorithms(argparse.Action):
+    """``solve --help``: the algorithm list and each flag's per-algorithm
+    defaults are read from the registry only when help is asked for (loading
+    every solver for every command would slow them all down)."""
+
+    def __init__(self, option_strings, dest=argparse.SUPPRESS, default=argparse.SUPPRESS,
+                 help=None):
+        super().__init__(option_strings, dest=dest, default=default, nargs=0, help=help)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        from deplbench.solvers.registry import all_solver_info
+
+        rows = all_solver_info(include_unavailable=True)
+        for action in parser._actions:
+            pname = _FLAG_PARAMS.get(action.dest)
+            if pname is None:
+                continue
+            defaults = [f"{r['name']} {_show(r['parameters'][pname]['default'])}" for r in rows
+                        if r["available"] and pname in r["parameters"]]
+            action.help = (f"{action.help} (default per algorithm: " + ", ".join(defaults) + ")"
+                           if defaults else f"{action.help} (no algorithm takes it)")
+        lines = ["algorithms (`deplbench algorithms` lists every parameter; --param KEY=VALUE sets it):"]
+        for r in rows:
+            if not r["available"]:
+                lines.append(f"  {r['name']:<15} unavailable: {r['reason']}")
+                continue
+            kind = "exact" if r["exact"] else "heuristic"
+            lines += textwrap.wrap(f"{r['description']} ({kind})", 78,
+                                   initial_indent=f"  {r['name']:<15} ", subsequent_indent=" " * 18)
+        lines += [""] + textwrap.wrap(
+            "exit status: 0 a result was produced (any status but error), 1 the algorithm "
+            "failed (status error), 2 bad input (one line naming the option or field).", 78)
+        parser.epilog = "\n".join(lines)
+        parser.print_help()
+        parser.exit()
+
+
+def _show(value) -> str:
+    return "none" if value is None else f"{value:g}" if isinstance(value, float) else str(value)
+
+
+def _check_write_lp(path: str, flag: str) -> None:
+    """``--write-lp``: a .lp or .mps file in an existing directory.
+
+    Checked before solving so that a bad name is the user's input error (exit
+    status 2 naming the option), not a failed solve. The MILP checks the same
+    when called from Python (formulations.milp.options).
+    """
+    ext = os.path.splitext(path)[1].lower()
+    if ext not in (".lp", ".mps"):
+        raise SolverError(f"{flag} {path}: file name must end in .lp or .mps")
+    parent = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(parent):
+        raise SolverError(f"{flag} {path}: directory {parent} does not exist")
+
+
 def register(subparsers) -> None:
-    p = subparsers.add_parser("solve", help="run one algorithm on an instance")
+    """Add ``solve`` and ``algorithms`` to the deplbench CLI."""
+    p = subparsers.add_parser(
+        "solve", help="run one algorithm on an instance",
+        description=textwrap.fill(
+            "Run one algorithm on an instance and judge the plan it returns out of sample: cost "
+            "(2), the hard constraints (4)-(6) and the ω-quantile of the final loss (3) with a "
+            "confidence interval from --eval-samples fresh trajectories. Prints a summary, or "
+            "with --json the result record as one JSON object.", 78),
+        formatter_class=argparse.RawDescriptionHelpFormatter, add_help=False)
+    p.add_argument("-h", "--help", action=_HelpWithAlgorithms,
+                   help="show this help (with the algorithm list) and exit")
     p.add_argument("instance", help="instance JSON file")
-    p.add_argument("--algo", required=True, help="algorithm name (see `deplbench algorithms`)")
-    p.add_argument("--param", action="append", default=[], metavar="KEY=VALUE", help="algorithm parameter (repeatable)")
-    p.add_argument("--scenarios", type=int, help="in-sample scenarios S (MILP, brute force)")
-    p.add_argument("--seed", type=int, help="seed of the algorithm's own draws")
-    p.add_argument("--time-limit", type=float, help="time limit in seconds")
+    p.add_argument("--algo", required=True, metavar="NAME",
+                   help="algorithm name (listed below and by `deplbench algorithms`)")
+    p.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
+                   help="algorithm parameter (repeatable); the flags below are shortcuts")
+    p.add_argument("--scenarios", type=int, metavar="S", help="in-sample scenarios S")
+    p.add_argument("--seed", type=int, metavar="N", help="seed of the algorithm's own draws")
+    p.add_argument("--time-limit", type=float, metavar="SEC", help="time limit in seconds")
     p.add_argument("--gap", type=float, help="relative optimality gap tolerance")
-    p.add_argument("--formulation", choices=["fast", "flow", "naive"], help="MILP formulation (fast picks counts, enumeration or flow by structure)")
-    p.add_argument("--write-lp", metavar="FILE", help="write the MILP as .lp or .mps")
+    p.add_argument("--formulation", choices=["fast", "flow", "naive"],
+                   help="MILP formulation (fast picks counts, enumeration or flow by structure)")
+    p.add_argument("--write-lp", metavar="FILE", help="write the MILP model to FILE (.lp or .mps)")
     p.add_argument("--eta", type=int, help="DepL resolution η")
     p.add_argument("--epsilon", type=float, help="DepL allocation accuracy ε")
-    p.add_argument("--eval-samples", type=int, default=50_000, help="out-of-sample trajectories (default 50000)")
-    p.add_argument("--eval-seed", type=int, default=0, help="seed of the out-of-sample evaluation")
-    p.add_argument("-o", "--output", help="also write the result record as JSON")
-    p.add_argument("--json", action="store_true", help="print one JSON object on stdout")
+    p.add_argument("--eval-samples", type=int, default=50_000, metavar="N",
+                   help="out-of-sample trajectories (default 50000)")
+    p.add_argument("--eval-seed", type=int, default=0, metavar="N",
+                   help="seed of the out-of-sample evaluation (default 0)")
+    p.add_argument("-o", "--output", metavar="FILE", help="also write the result record as JSON")
+    p.add_argument("--json", action="store_true", help="print the result record as one JSON object")
     p.set_defaults(func=_cmd_solve)
 
     a = subparsers.add_parser("algorithms", help="list algorithms and their parameters")
-    a.add_argument("--json", action="store_true")
+    a.add_argument("--json", action="store_true", help="print the list as one JSON array")
     a.set_defaults(func=_cmd_algorithms)

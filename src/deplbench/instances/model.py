@@ -173,7 +173,7 @@ class Instance(_Strict):
     def _consistency(self) -> "Instance":
         if not self.loss_max < self.initial_loss:
             raise ValueError(
-                f"loss_max: must be below initial_loss ({self.loss_max} >= {self.initial_loss}); "
+                f"loss_max: must be below initial_loss ({self.loss_max} >= {self.initial_loss}): "
                 "the target would be met with no training"
             )
         for field in ("models", "clusters", "datasets"):
@@ -191,7 +191,7 @@ class Instance(_Strict):
                         f"(models are {sorted(model_names)})"
                     )
             if sw.from_model == sw.to_model:
-                raise ValueError(f"switches[{i}]: a switch from {sw.from_model!r} to itself is implicit; remove it")
+                raise ValueError(f"switches[{i}]: a switch from {sw.from_model!r} to itself is implicit, remove it")
             if (sw.from_model, sw.to_model) in seen:
                 raise ValueError(f"switches[{i}]: duplicate switch {sw.from_model!r} -> {sw.to_model!r}")
             seen.add((sw.from_model, sw.to_model))
@@ -339,7 +339,14 @@ def _format_validation_error(exc: ValidationError, prefix: str = "") -> str:
     lines = []
     for err in exc.errors():
         loc = ""
-        for part in err["loc"]:
+        parts = err["loc"]
+        if err["type"] == "extra_forbidden" and parts:
+            # Name the unknown key as a key, under the object that holds it:
+            # a key such as "0" or "a b" would not read as a location.
+            parts, err = parts[:-1], {**err, "msg": f"unknown field {parts[-1]!r} (not part of the format)"}
+            if not parts:
+                parts = ("instance",)
+        for part in parts:
             if isinstance(part, int):
                 loc += f"[{part}]"
             else:
@@ -354,6 +361,7 @@ def _format_validation_error(exc: ValidationError, prefix: str = "") -> str:
             lines.append(f"{prefix}{msg}" if not loc else f"{prefix}{loc}: {msg}")
         else:
             lines.append(f"{prefix}{loc or '<root>'}: {msg}")
+    # "; " separates the errors, so no single message contains it.
     return "; ".join(lines)
 
 
@@ -374,8 +382,27 @@ def parse_instance(data: Any) -> Instance:
         raise InstanceError(f"invalid instance: {_format_validation_error(exc)}") from None
 
 
+def _check_text(loc: str, text: str, what: str = "text") -> None:
+    """Refuse text that cannot be written as UTF-8 (a lone surrogate such as
+    ``"\\ud800"``, which JSON's ``\\u`` escapes can carry): it would validate and
+    then fail when the instance is saved or stored."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise InstanceError(f"{loc or 'instance'}: {what} is not valid Unicode (character {exc.start}: "
+                            f"{exc.reason})") from None
+
+
+def _key_loc(loc: str, key: Any) -> str:
+    """``loc.key``, or ``loc['key']`` for a key that is not an identifier."""
+    if isinstance(key, str) and key.isidentifier():
+        return f"{loc}.{key}" if loc else key
+    return f"{loc or 'instance'}[{key!r}]"
+
+
 def _check_nesting(data: Any) -> None:
-    """Refuse data nested deeper than :data:`MAX_NESTING`, naming where.
+    """Refuse data nested deeper than :data:`MAX_NESTING`, or text that is not
+    valid Unicode, naming where.
 
     Iterative (an explicit stack), so any depth is measured without
     recursion.
@@ -383,8 +410,14 @@ def _check_nesting(data: Any) -> None:
     stack: list[tuple[Any, int, str]] = [(data, 0, "")]
     while stack:
         value, depth, loc = stack.pop()
+        if isinstance(value, str):
+            _check_text(loc, value)
+            continue
         if isinstance(value, dict):
-            items = ((f"{loc}.{k}" if loc else str(k), v) for k, v in value.items())
+            for key in value:
+                if isinstance(key, str):
+                    _check_text(loc or "instance", key, what="a key")
+            items = ((_key_loc(loc, k), v) for k, v in value.items())
         elif isinstance(value, (list, tuple)):
             items = ((f"{loc}[{i}]", v) for i, v in enumerate(value))
         else:
@@ -415,7 +448,7 @@ def load_instance(path: str | Path) -> Instance:
     try:
         data = json.loads(text, parse_constant=_reject_constant)
     except RecursionError:
-        raise InstanceError(f"{path}: JSON nested too deeply to read (an instance needs a few levels; "
+        raise InstanceError(f"{path}: JSON nested too deeply to read (an instance needs a few levels, "
                             f"the limit is {MAX_NESTING})") from None
     except json.JSONDecodeError as exc:
         raise InstanceError(f"{path}: not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})") from None

@@ -241,25 +241,39 @@ def build_spec(
     horizon = run_phi.shape[0]
     dt = time_max / eta
     # ⌈τ/Δt⌉ (at least one bucket): the represented time never undercuts the real one.
-    steps = np.maximum(1, np.ceil(tau / dt - 1e-12)).astype(np.int64)
+    # Non-finite or huge quotients (τ = inf, Tmax/η tiny) are clipped to
+    # η + 1 buckets — an epoch that never fits — before the int64 cast, which
+    # would otherwise wrap them to negative indices.
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        steps = np.nan_to_num(np.clip(np.ceil(tau / dt - 1e-12), 1, eta + 1), nan=eta + 1).astype(np.int64)
     # Loss axis: room for one worst switch above ℓ(0).
     finite_jumps = jump_phi[np.isfinite(jump_phi) & allowed]
     headroom = max(0.0, float(finite_jumps.max())) if finite_jumps.size else 0.0
+    if not (math.isfinite(target) and math.isfinite(initial_loss)):
+        raise SolverError(f"expanded graph: the loss target must be finite, got {target!r}")
     span = initial_loss + headroom - target
-    if span <= 0:  # the target is above the start: nothing to do (caller handles)
-        span = max(abs(initial_loss), 1.0)
+    if not (span > 0 and math.isfinite(span)):
+        # the target is above the start (caller handles), or an infinite
+        # headroom: fall back on a finite scale
+        span = max(abs(initial_loss), abs(target), 1.0)
     dl = span / eta_loss
     n_loss = eta_loss
     if rounding not in ("up", "nearest", "label"):
         raise SolverError(f"parameter 'rounding': must be 'label', 'up' or 'nearest', got {rounding!r}")
     rnd = np.rint if rounding == "nearest" else (lambda v: np.ceil(v - 1e-12))
-    start = int(math.ceil((initial_loss - target) / dl - 1e-12))
+    start = int(min(math.ceil((initial_loss - target) / dl - 1e-12), n_loss + 1))
     total = run_phi[:, None, :] + np.where(allowed, jump_phi, 0.0)[None, :, :]
     exact = np.where(np.isfinite(total), total / dl, np.inf)
-    with np.errstate(invalid="ignore"):
+    # Shifts are clipped to [−(2·n_loss + 2), n_loss + 1] before the int64
+    # cast: past either end a shift means the same thing (the target is
+    # reached / the path is dead), and unclipped 1e300-sized quotients would
+    # wrap around (an IndexError before this guard).
+    lo_clip, hi_clip = -(2 * n_loss + 2), n_loss + 1
+    with np.errstate(invalid="ignore", over="ignore"):
         shift = rnd(total / dl)
-    shift = np.where(np.isfinite(shift), shift, n_loss + 1).astype(np.int64)
-    first = rnd(run_phi[0] / dl).astype(np.int64)
+        shift = np.where(np.isfinite(shift), np.clip(shift, lo_clip, hi_clip), hi_clip).astype(np.int64)
+        first = rnd(run_phi[0] / dl)
+        first = np.where(np.isfinite(first), np.clip(first, lo_clip, hi_clip), hi_clip).astype(np.int64)
     return GraphSpec(
         weights=w, time_steps=steps, n_time=eta, shift=shift, first_shift=first,
         allowed=allowed, n_loss=n_loss, start_loss=start, horizon=horizon,
@@ -548,6 +562,8 @@ def solve_dp_labels(spec: GraphSpec, count: bool = True, bound: float = math.inf
             if w[m] < best:
                 best, best_end = float(w[m]), (1, m, i1, -1, 0, 0)
             continue
+        if not math.isfinite(u1):  # +inf/NaN surrogate: the epoch can never reach the target
+            continue
         j1 = int(math.ceil(u1))
         if j1 <= J:
             W[m, i1, j1], U[m, i1, j1] = w[m], u1
@@ -567,8 +583,11 @@ def solve_dp_labels(spec: GraphSpec, count: bool = True, bound: float = math.inf
 
         def edge(m, mp):
             f = float(fexact_k[m, mp])
-            if not math.isfinite(f):
+            if math.isnan(f) or f == math.inf:
                 return None
+            # Past −(2J + 2) every label lands at or below the target anyway;
+            # clipping keeps ceil() finite and the bucket arithmetic small.
+            f = max(f, -(2.0 * J + 2.0))
             c = int(math.ceil(f))
             return (f, c), (c - 1, c)
 

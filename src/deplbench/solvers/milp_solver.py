@@ -41,8 +41,8 @@ class Milp(Solver):
     parameters: ClassVar[dict[str, Param]] = {
         "scenarios": Param(1000, int, "in-sample scenarios S of the SAA quantile", low=1),
         "seed": Param(0, int, "seed of the in-sample scenarios (ScenarioSampler)", low=0),
-        "time_limit": Param(60.0, float, "wall-clock seconds for build and solve", low=0.0,
-                            low_inclusive=False),
+        "time_limit": Param(60.0, float, "wall-clock seconds for build and solve (none: no limit)", low=0.0,
+                            low_inclusive=False, nullable=True),
         "gap": Param(1e-4, float, "relative optimality gap (UB − LB)/UB", low=0.0, low_inclusive=False,
                      high=0.999999),
         "threads": Param(1, int, "HiGHS threads", low=1),

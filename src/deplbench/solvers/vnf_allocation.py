@@ -58,6 +58,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from deplbench.errors import SolverError
+from deplbench.formulations.allocation import allocate
 
 #: Largest DP table (rounded-cost buckets) before the cost unit is coarsened
 #: (the (1+ε) guarantee is then reported as lost).
@@ -107,25 +108,33 @@ class PlacementResult:
 
 
 def _options(c: float, comm: np.ndarray, kappa: np.ndarray, cap: np.ndarray, clusters,
-             time_max: float, eps1: float):
-    """Pareto-optimal (time, cost, cluster, x) options of one epoch."""
+             time_max: float, eps1: float, upper: float = math.inf):
+    """Pareto-optimal (time, cost, cluster, x) options of one epoch.
+
+    ``upper`` is the cost of a known feasible solution: in a solution no
+    dearer, every epoch has κx ≤ upper, so levels above upper·(1+ε')/κ can
+    be dropped without touching the (1+ε') argument.
+    """
     ts, ps, ns, xs = [], [], [], []
     log_step = math.log1p(eps1)
     for n in clusters:
         avail = time_max - comm[n]
         if avail <= 0 or c / cap[n] > avail:
             continue
+        top = float(cap[n])
+        if kappa[n] > 0 and math.isfinite(upper):
+            top = min(top, upper * (1.0 + eps1) / kappa[n])
         # Levels from the slowest allocation that still fits alone, x_lo =
         # c/(Tmax − comm), up by factors (1+ε'), and r(n) itself: every real
         # x in [x_lo, r] rounds up to a level within (1+ε'). Anchored at the
         # bottom so that a huge capacity (1e300) does not push every level
         # above the useful range (MAX_LEVELS would stop 10^103 short of it).
         # Logs are summed, never taken of a product that can overflow.
-        log_lo = math.log(c) - math.log(avail) if c > 0 else math.log(cap[n])
-        span = math.log(cap[n]) - log_lo
+        log_lo = math.log(c) - math.log(avail) if c > 0 else math.log(top)
+        span = math.log(top) - log_lo
         n_up = int(min(math.ceil(span / log_step), MAX_LEVELS)) if span > 0 else 0
         x = np.exp(log_lo + log_step * np.arange(n_up, dtype=float))
-        x = np.concatenate([[cap[n]], x[x < cap[n]][::-1]])  # full capacity first
+        x = np.concatenate([[top], x[x < top][::-1]])  # fastest useful level first
         if kappa[n] == 0:
             x = x[:1]  # a free cluster: full capacity is both fastest and free
         ts.append(c / x + comm[n])
@@ -149,7 +158,27 @@ def _lagrangian(groups, counts, time_max: float):
     L(λ) = Σ_g n_g·min_o (p_o + λ t_o) − λ·Tmax is a lower bound for every
     λ ≥ 0 (weak duality); bisection on λ finds the best one. The choice at
     the smallest time-feasible λ found gives the UB.
+
+    Times are measured in units of Tmax and costs in units of the cheapest
+    total, so the price λ searched is of order 1 whatever the instance's
+    scale (with Tmax = 1e300 the unscaled λ ≈ 1e-595 underflows, the
+    bisection never reaches it and the DP loses its guarantee).
     """
+    pscale = float(sum(n * float(g[1].min()) for g, n in zip(groups, counts)))
+    if not (math.isfinite(pscale) and pscale > 0):
+        pscale = 1.0
+    scaled = [(t / time_max, p / pscale, nn, x) for (t, p, nn, x) in groups]
+    res = _lagrangian_unit(scaled, counts)
+    if res is None:
+        return None
+    lb, ub = res
+    return lb * pscale, ub * pscale
+
+
+def _lagrangian_unit(groups, counts):
+    """:func:`_lagrangian` with Tmax = 1 (the caller scales)."""
+    time_max = 1.0
+
     def evaluate(lam):
         val = 0.0
         tot_t = 0.0
@@ -263,13 +292,21 @@ def _dp(groups, epoch_group, time_max: float, eps2: float, lb: float, ub: float)
 def _place_subset(compute, comm, kappa, cap, clusters, time_max, eps, epoch_group_key):
     """(1+ε) placement restricted to ``clusters`` (no transfer cost)."""
     eps1 = math.sqrt(1.0 + eps) - 1.0
+    # A feasible solution's cost bounds every useful level (see _options):
+    # the exact allocation with every epoch on one cluster, best cluster.
+    upper = math.inf
+    compute = np.asarray(compute, dtype=float)
+    for n in clusters:
+        one = allocate(compute, comm[:, n], np.full(compute.size, kappa[n]), np.full(compute.size, cap[n]), time_max)
+        if one.feasible:
+            upper = min(upper, float(one.cost))
     keys = sorted(set(epoch_group_key))
     key_index = {k: i for i, k in enumerate(keys)}
     epoch_group = [key_index[k] for k in epoch_group_key]
     groups = []
     for key in keys:
         k = epoch_group_key.index(key)
-        opt = _options(float(compute[k]), comm[k], kappa, cap, clusters, time_max, eps1)
+        opt = _options(float(compute[k]), comm[k], kappa, cap, clusters, time_max, eps1, upper)
         if opt is None:
             return PlacementResult(False, reason="an epoch fits on none of the allowed clusters")
         groups.append(opt)

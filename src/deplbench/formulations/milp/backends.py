@@ -144,6 +144,8 @@ class _HighsBackend:
         lp.a_matrix_.start_ = mm.A.indptr.astype(np.int32)
         lp.a_matrix_.index_ = mm.A.indices.astype(np.int32)
         lp.a_matrix_.value_ = mm.A.data
+        lp.col_names_ = mm.col_names()
+        lp.row_names_ = mm.row_names()
         lp.integrality_ = [highspy.HighsVarType.kInteger if i else highspy.HighsVarType.kContinuous
                            for i in mm.integer]
         with quiet_stdout():
@@ -266,7 +268,7 @@ class _PyomoBackend:
     def solve(self, time_left: float, rel_gap: float, node_limit: int | None = None) -> _MasterOutcome:
         from pyomo.contrib.appsi.base import TerminationCondition as TC
 
-        self.opt.config.time_limit = max(float(time_left), 1e-3)
+        self.opt.config.time_limit = max(float(time_left), 1e-3) if math.isfinite(time_left) else None
         self.opt.config.mip_gap = float(rel_gap)
         extra = _tolerances(rel_gap)
         if node_limit is not None:
@@ -331,15 +333,22 @@ def _pyomo_from_matrix(mm: _MatrixModel):
     return m, xs
 
 
-def make_backend(model, backend: str, threads: int, seed: int, verbose: bool = False):
+def make_backend(model, backend: str, threads: int, seed: int, verbose: bool = False, solver: str = "highs"):
     """The backend for one built formulation.
 
     A model with ``mm`` (a :class:`_MatrixModel`) goes to highspy directly
-    (``backend="highs"``) or through Pyomo (``backend="pyomo"``); a model
-    with ``pyomo_model`` and ``xvars`` (the naive one) always through Pyomo.
+    (``backend="highs"``), through Pyomo (``backend="pyomo"``) or to SCIP
+    (``solver="scip"``, see :mod:`.scip`); a model with ``pyomo_model`` and
+    ``xvars`` (the naive one) always through Pyomo to HiGHS.
     Returns (backend object, name of the route actually used).
     """
     mm = getattr(model, "mm", None)
+    if solver == "scip":
+        from deplbench.formulations.milp.scip import _ScipBackend
+
+        if mm is None:
+            raise ValueError("solver 'scip' needs a matrix formulation")
+        return _ScipBackend(mm, threads, seed, verbose), "scip"
     if mm is not None:
         if backend == "highs":
             return _HighsBackend(mm, threads, seed, verbose), "highs"
@@ -348,5 +357,12 @@ def make_backend(model, backend: str, threads: int, seed: int, verbose: bool = F
     return _PyomoBackend(model.pyomo_model, model.xvars, threads, seed, verbose), "pyomo"
 
 
-__all__ = ["quiet_stdout", "make_backend", "_MasterOutcome", "_HighsBackend", "_PyomoBackend",
+def highs_version() -> str:
+    """``"highspy X"`` as installed."""
+    import importlib.metadata as md
+
+    return f"highspy {md.version('highspy')}"
+
+
+__all__ = ["quiet_stdout", "make_backend", "highs_version", "_MasterOutcome", "_HighsBackend", "_PyomoBackend",
            "_pyomo_from_matrix", "_use_threads"]

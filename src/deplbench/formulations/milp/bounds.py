@@ -37,10 +37,11 @@ from deplbench.formulations.milp.data import _Choice, _Data
 from deplbench.formulations.milp.options import BIGM_SLACK, LOSS_TOL, BuildTimeout
 
 
-def _best_gamma_amount(data: _Data) -> np.ndarray:
-    """max_σ γ_σ·a[s,k,m]: the most favourable run term of each node."""
+def _best_gamma_amount(data: _Data, k_hi: int | None = None) -> np.ndarray:
+    """max_σ γ_σ·a[s,k,m] for k < k_hi: the most favourable run term of each node."""
     g = data.gam
-    return np.maximum(g.max() * data.a, g.min() * data.a)
+    a = data.a if k_hi is None else data.a[:, :k_hi, :]
+    return np.maximum(g.max() * a, g.min() * a)
 
 
 def _min_epochs(data: _Data, k_hi: int | None = None, deadline: float = math.inf) -> np.ndarray:
@@ -57,7 +58,7 @@ def _min_epochs(data: _Data, k_hi: int | None = None, deadline: float = math.inf
     """
     S, K = data.S, data.K
     k_hi = K if k_hi is None else min(K, int(k_hi))
-    amt = _best_gamma_amount(data)
+    amt = _best_gamma_amount(data, max(k_hi, 1))
     best = data.l0 - amt[:, 0, :]
     reach = np.full(S, K + 1)
     hit = best.min(axis=1) <= data.lmax + LOSS_TOL

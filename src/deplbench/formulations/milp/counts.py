@@ -55,22 +55,23 @@ class _CountModel(_MatrixFormulation):
         self.bounds = bounds
         K = self.K = max(1, bounds.k_max)
         Nn, Sig = d.Nn, d.Sig
-        mm = self.mm = _MatrixModel()
+        mm = self.mm = _MatrixModel(d.labels())
         per_epoch = self._count_columns(K)
-        self.H = mm.cols("H", (Nn, Sig), ub=np.inf, cost=1.0) if per_epoch else None
+        self.H = mm.cols("H", (Nn, Sig), ub=np.inf, cost=1.0, axes=("cluster", "class")) if per_epoch else None
         scen, mult = d.uniq, d.mult
         a0 = d.a[scen, 0, :]                                  # (U, M): per-epoch amount at γ = 1
         # crude but valid big-M: no plan of ≥ 1 epoch ends above ℓ0 + K̄·(largest rise)
         rise = np.maximum(0.0, -(a0[:, :, None] * d.gam[None, None, :]).min(axis=(1, 2)))
         bigm = d.l0 + K * rise - d.lmax
         soft = (mult <= d.p) & (bigm > 0) if d.p > 0 else np.zeros(scen.size, dtype=bool)
-        self.v = mm.cols("v", (int(soft.sum()),), integer=True)
-        mm.rows(np.zeros(self.N.size), self.N.ravel(), 1.0, max(1.0, float(bounds.k_min)), float(K))
+        self.v = mm.cols("v", (int(soft.sum()),), integer=True, axes=([f"s{i}" for i in scen[soft]],))
+        mm.rows(np.zeros(self.N.size), self.N.ravel(), 1.0, max(1.0, float(bounds.k_min)), float(K), name="epochs")
         _cluster_rows(mm, d, self.N, self.q, K)
         if self.H is not None:   # the plan's epochs are Σ N
             self._per_epoch_transfer_rows(K, self.N.ravel(), np.ones(self.N.size))
         if soft.any():
-            mm.rows(np.zeros(self.v.size), self.v, mult[soft].astype(float), -np.inf, float(d.p))
+            mm.rows(np.zeros(self.v.size), self.v, mult[soft].astype(float), -np.inf, float(d.p),
+                    name="violation_budget")
         self._cut_grid_rows()
         # scenario rows: ℓ0 − Σ γ_σ a_s(m) N(m,n,σ) − M_s v_s ≤ ℓmax
         U = scen.size
@@ -82,7 +83,8 @@ class _CountModel(_MatrixFormulation):
         vval[soft] = -bigm[soft]
         mm.rows(np.repeat(np.arange(U), self.N.size + 1),
                 np.concatenate([cols, vcol[:, None]], axis=1),
-                np.concatenate([coef.reshape(U, -1), vval[:, None]], axis=1), -np.inf, d.lmax - d.l0)
+                np.concatenate([coef.reshape(U, -1), vval[:, None]], axis=1), -np.inf, d.lmax - d.l0,
+                name="scenario", labels=[f"s{i}" for i in scen])
         self.soft = scen[soft]
         mm.finish()
 

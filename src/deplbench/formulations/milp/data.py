@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import time
 from dataclasses import dataclass
 
 import numpy as np
@@ -57,6 +58,65 @@ def data_bytes(instance, n_scenarios: int) -> int:
     S = 1 if deterministic else int(n_scenarios)
     width = int(instance.horizon) * (instance.n_models + len(instance.switch_pairs))
     return 4 * 8 * S * width
+
+
+def draw_seconds(instance, n_scenarios: int, probe: int = 200_000) -> float:
+    """Seconds the in-sample draws are expected to take on this machine now.
+
+    Draws ``probe`` values of every random term from a throwaway generator
+    (not the scenario stream) and scales the time to S·K̄ draws per term; 0
+    when the draws are few (< 20·probe in all), where it would not pay.
+    Lets :func:`solve_milp` refuse a draw that cannot finish in the time
+    limit instead of overrunning it (the sampler cannot be interrupted).
+    """
+    dists = [m.improvement for m in instance.models] + [sw.jump for sw in instance.switches]
+    random = [d for d in dists if not d.is_deterministic]
+    per_term = int(n_scenarios) * int(instance.horizon)
+    if not random or per_term * len(random) < 20 * probe:
+        return 0.0
+    rng = np.random.default_rng(0)
+    t0 = time.perf_counter()
+    for d in random:
+        d.sample(rng, (probe,))
+    return (time.perf_counter() - t0) * per_term / probe
+
+
+def _distinct_rows(parts: list) -> tuple[np.ndarray, np.ndarray]:
+    """Classes of identical scenarios: (first index of each class, ascending;
+    its multiplicity).
+
+    Row s of the scenario data is the concatenation of ``part[s]`` over the
+    parts. Rows are grouped by two fixed random projections (O(S·width), no
+    copy — ``np.unique(axis=0)`` sorts whole rows and took 38 s at K̄ = 1e5),
+    then every grouped row is compared exactly with its representative; a
+    projection tie between different rows (or a non-finite projection) falls
+    back to the exact ``np.unique``, so the classes are always exact.
+    """
+    S = parts[0].shape[0]
+    flat = [p.reshape(S, -1) for p in parts if p.size]
+    if S == 1 or not flat:
+        return np.zeros(1, dtype=np.int64), np.array([S], dtype=np.int64)
+    rng = np.random.default_rng(20240531)     # fixed: the classes never depend on it
+    keys = np.zeros((S, 2))
+    with np.errstate(over="ignore", invalid="ignore"):
+        for X in flat:
+            keys += X @ rng.standard_normal((X.shape[1], 2))
+    exact = np.isfinite(keys).all()
+    if exact:
+        _, first, inv = np.unique(keys, axis=0, return_index=True, return_inverse=True)
+        inv = inv.ravel()
+        rep = first[inv]
+        for s in np.nonzero(rep != np.arange(S))[0]:
+            if not all(np.array_equal(X[s], X[rep[s]]) for X in flat):
+                exact = False
+                break
+    if not exact:
+        cat = np.concatenate(flat, axis=1)
+        _, first, inv = np.unique(cat, axis=0, return_index=True, return_inverse=True)
+        inv = inv.ravel()
+    order = np.argsort(first)
+    mult = np.bincount(inv, minlength=first.size)
+    return first[order].astype(np.int64), mult[order].astype(np.int64)
 
 
 def _phi(lam: float, c: np.ndarray, kappa: np.ndarray, r: np.ndarray) -> np.ndarray:
@@ -96,17 +156,16 @@ class _Data:
         self.lmax = float(inst.loss_max)
         self.T = float(inst.time_max)
         sc = ScenarioSampler(inst, seed).in_sample(self.S)
-        self.scenarios = sc
         # a[s,k,m] = improvement amount at γ = 1: the run term is −γ·a.
         self.a = inst.run_scale[None, :, :] * sc.improvement
         self.J = sc.jump
+        del sc   # the improvement draws are no longer needed (memory)
         self.nonneg = bool(np.all(self.a >= 0))
         # Identical scenarios (always so for deterministic instances) share one
         # row; their multiplicity weighs the violation budget.
-        flat = np.concatenate([self.a.reshape(self.S, -1), self.J.reshape(self.S, -1)], axis=1)
-        _, first, mult = np.unique(flat, axis=0, return_index=True, return_counts=True)
-        self.uniq = first.astype(np.int64)          # representative scenario of each class
-        self.mult = mult.astype(np.int64)
+        first, mult = _distinct_rows([self.a, self.J])
+        self.uniq = first          # representative scenario of each class (ascending)
+        self.mult = mult
         self._data_classes()
         mc = inst.model_compute
         with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
@@ -162,6 +221,15 @@ class _Data:
         self.gam = np.array([k[2] for k in keep], dtype=float)
         self.beta = np.array([k[3] for k in keep], dtype=float).T  # (N, Σ)
         self.Sig = len(self.classes)
+
+    def labels(self) -> dict:
+        """Names of the positions of each axis, for named rows and columns in
+        written models (model, cluster, data class, epoch 1-based, switch)."""
+        inst = self.inst
+        return {"model": [m.name for m in inst.models], "cluster": [c.name for c in inst.clusters],
+                "class": ["+".join(inst.datasets[d].name for d in cls) for cls in self.classes],
+                "epoch": [f"k{k + 1}" for k in range(self.K)],
+                "arc": None}
 
     def cost_floor(self) -> np.ndarray:
         """Least cost of one epoch of each configuration: κ_j c_j/(Tmax − comm_j).
@@ -289,4 +357,4 @@ class _Choice:
 
 
 
-__all__ = ["_Data", "_Choice", "_phi", "data_bytes"]
+__all__ = ["_Data", "_Choice", "_phi", "data_bytes", "draw_seconds"]

@@ -176,15 +176,15 @@ class _EnumModel(_MatrixFormulation):
         C = len(self.seqs)
         K = self.K = int(max(s.size for s in self.seqs))
         M, Nn, Sig = d.M, d.Nn, d.Sig
-        mm = self.mm = _MatrixModel()
+        mm = self.mm = _MatrixModel(d.labels())
         self.z = mm.cols("z", (C,), integer=True)
         per_epoch = self._count_columns(K)
-        self.H = mm.cols("H", (Nn, Sig), ub=np.inf, cost=1.0) if per_epoch else None
-        mm.rows(np.zeros(C), self.z, 1.0, 1.0, 1.0)
+        self.H = mm.cols("H", (Nn, Sig), ub=np.inf, cost=1.0, axes=("cluster", "class")) if per_epoch else None
+        mm.rows(np.zeros(C), self.z, 1.0, 1.0, 1.0, name="one_sequence")
         # Σ_n N[m,n,0] = Σ_c n_m(c) z_c
         cols = np.concatenate([self.N[:, :, 0], np.broadcast_to(self.z, (M, C))], axis=1)
         vals = np.concatenate([np.ones((M, Nn)), -self.counts_c.T], axis=1)
-        mm.rows(np.repeat(np.arange(M), Nn + C), cols, vals, 0.0, 0.0)
+        mm.rows(np.repeat(np.arange(M), Nn + C), cols, vals, 0.0, 0.0, name="counts")
         _cluster_rows(mm, d, self.N, self.q, K)
         if self.H is not None:   # the plan's epochs are Σ_c K_c z_c
             self._per_epoch_transfer_rows(K, self.z, np.array([s.size for s in self.seqs], dtype=float))

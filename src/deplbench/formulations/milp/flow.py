@@ -71,25 +71,29 @@ class _FlowModel(_MatrixFormulation):
         soft_mask = (bounds.bigm[self.scen] > 0) & (mult <= d.p)
         K = self.K = max(1, bounds.k_max)
         M, Nn, Sig = d.M, d.Nn, d.Sig
-        mm = self.mm = _MatrixModel()
+        mm = self.mm = _MatrixModel(d.labels())
         # ------------------------------------------------------------ columns
-        self.u = mm.cols("u", (K, M), integer=True)
-        self.w = mm.cols("w", (K, M, Sig), integer=True) if Sig > 1 else None
-        self.e = mm.cols("e", (K, M), ub=float(d.gam.max())) if Sig > 1 else None
+        self.u = mm.cols("u", (K, M), integer=True, axes=("epoch", "model"))
+        self.w = mm.cols("w", (K, M, Sig), integer=True, axes=("epoch", "model", "class")) if Sig > 1 else None
+        self.e = mm.cols("e", (K, M), ub=float(d.gam.max()), axes=("epoch", "model")) if Sig > 1 else None
         self.arcs = [(i, i) for i in range(M)] + d.pairs
         A = len(self.arcs)
-        self.f = mm.cols("f", (K - 1, A)) if K > 1 else np.zeros((0, A), dtype=np.int64)
+        names = [m.name for m in d.inst.models]
+        arc_names = [names[i] if i == j else f"{names[i]}_to_{names[j]}" for i, j in self.arcs]
+        self.f = (mm.cols("f", (K - 1, A), axes=([f"k{k + 2}" for k in range(K - 1)], arc_names))
+                  if K > 1 else np.zeros((0, A), dtype=np.int64))
         per_epoch = self._count_columns(K)
-        self.h = mm.cols("h", (K, Nn, Sig), cost=np.broadcast_to(d.beta, (K, Nn, Sig))) if per_epoch else None
+        self.h = (mm.cols("h", (K, Nn, Sig), cost=np.broadcast_to(d.beta, (K, Nn, Sig)),
+                          axes=("epoch", "cluster", "class")) if per_epoch else None)
         bigm = bounds.bigm
         self.soft = self.scen[soft_mask] if d.p > 0 else np.zeros(0, dtype=np.int64)
         self.soft_mult = mult[soft_mask] if d.p > 0 else np.zeros(0, dtype=np.int64)
-        self.v = mm.cols("v", (self.soft.size,), integer=True)
+        self.v = mm.cols("v", (self.soft.size,), integer=True, axes=([f"s{i}" for i in self.soft],))
         # --------------------------------------------------------------- rows
         # activity: the first k_min epochs are active, then a prefix (flow).
         forced = min(max(bounds.k_min, 1), K)
         mm.rows(np.repeat(np.arange(K), M), self.u.ravel(), 1.0,
-                lo=np.where(np.arange(K) < forced, 1.0, -np.inf), hi=1.0)
+                lo=np.where(np.arange(K) < forced, 1.0, -np.inf), hi=1.0, name="active")
         if K > 1:
             arcs = np.array(self.arcs)
             # inflow of (k, j) equals u[k, j]
@@ -97,28 +101,28 @@ class _FlowModel(_MatrixFormulation):
                 sel = np.nonzero(arcs[:, 1] == j)[0]
                 cols = np.concatenate([self.f[:, sel], self.u[1:, j][:, None]], axis=1)
                 vals = np.concatenate([np.ones(sel.size), [-1.0]])
-                mm.rows(np.repeat(np.arange(K - 1), sel.size + 1), cols, np.tile(vals, K - 1), 0.0, 0.0)
+                mm.rows(np.repeat(np.arange(K - 1), sel.size + 1), cols, np.tile(vals, K - 1), 0.0, 0.0, name="inflow")
             # outflow of (k−1, i) at most u[k−1, i]
             for i in range(M):
                 sel = np.nonzero(arcs[:, 0] == i)[0]
                 cols = np.concatenate([self.f[:, sel], self.u[:-1, i][:, None]], axis=1)
                 vals = np.concatenate([np.ones(sel.size), [-1.0]])
-                mm.rows(np.repeat(np.arange(K - 1), sel.size + 1), cols, np.tile(vals, K - 1), -np.inf, 0.0)
+                mm.rows(np.repeat(np.arange(K - 1), sel.size + 1), cols, np.tile(vals, K - 1), -np.inf, 0.0, name="outflow")
         if Sig > 1:
             # Σ_σ w = u and e = Σ_σ γ_σ w, per (k, m)
             cols = np.concatenate([self.w.reshape(K * M, Sig), self.u.reshape(K * M, 1)], axis=1)
             vals = np.tile(np.concatenate([np.ones(Sig), [-1.0]]), K * M)
-            mm.rows(np.repeat(np.arange(K * M), Sig + 1), cols, vals, 0.0, 0.0)
+            mm.rows(np.repeat(np.arange(K * M), Sig + 1), cols, vals, 0.0, 0.0, name="split_class")
             cols = np.concatenate([self.w.reshape(K * M, Sig), self.e.reshape(K * M, 1)], axis=1)
             vals = np.tile(np.concatenate([d.gam, [-1.0]]), K * M)
-            mm.rows(np.repeat(np.arange(K * M), Sig + 1), cols, vals, 0.0, 0.0)
+            mm.rows(np.repeat(np.arange(K * M), Sig + 1), cols, vals, 0.0, 0.0, name="data_multiplier")
             epoch_cols = self.w.transpose(1, 2, 0).reshape(M * Sig, K)  # (m, σ) × k
         else:
             epoch_cols = self.u.T.reshape(M, K)
         # counts: Σ_n N[m,n,σ] = Σ_k w[k,m,σ]
         cols = np.concatenate([self.N.transpose(0, 2, 1).reshape(M * Sig, Nn), epoch_cols], axis=1)
         vals = np.tile(np.concatenate([np.ones(Nn), -np.ones(K)]), M * Sig)
-        mm.rows(np.repeat(np.arange(M * Sig), Nn + K), cols, vals, 0.0, 0.0)
+        mm.rows(np.repeat(np.arange(M * Sig), Nn + K), cols, vals, 0.0, 0.0, name="counts")
         _cluster_rows(mm, d, self.N, self.q, K)
         if self.h is not None:
             # per-epoch transfer (printed eq. (2)): h[k,n,σ] ≥ q[n,σ] + Σ_m u[k,m] − 1
@@ -128,10 +132,11 @@ class _FlowModel(_MatrixFormulation):
             uu = np.repeat(self.u, Nn * Sig, axis=0)                       # (R, M)
             cols = np.concatenate([hh, qq, uu], axis=1)
             vals = np.tile(np.concatenate([[1.0, -1.0], -np.ones(M)]), R)
-            mm.rows(np.repeat(np.arange(R), M + 2), cols, vals, -1.0, np.inf)
+            mm.rows(np.repeat(np.arange(R), M + 2), cols, vals, -1.0, np.inf, name="transfer_epoch")
         # quantile budget
         if self.soft.size:
-            mm.rows(np.zeros(self.soft.size), self.v, self.soft_mult.astype(float), -np.inf, float(d.p))
+            mm.rows(np.zeros(self.soft.size), self.v, self.soft_mult.astype(float), -np.inf, float(d.p),
+                    name="violation_budget")
         # cost cuts on the grid
         self._cut_grid_rows()
         # scenario rows: ℓ0 − Σ γ a u + Σ J f − M v ≤ ℓmax
@@ -154,7 +159,8 @@ class _FlowModel(_MatrixFormulation):
         cols = np.concatenate(parts_c + [np.where(has_v, vcol, parts_c[0][:, 0])[:, None]], axis=1)
         vals = np.concatenate(parts_v + [vval[:, None]], axis=1)
         width = cols.shape[1]
-        self.scen_rows = mm.rows(np.repeat(np.arange(S), width), cols, vals, -np.inf, d.lmax - d.l0)
+        self.scen_rows = mm.rows(np.repeat(np.arange(S), width), cols, vals, -np.inf, d.lmax - d.l0,
+                                 name="scenario", labels=[f"s{i}" for i in sc])
         mm.finish()
 
     # --------------------------------------------------------------- solution

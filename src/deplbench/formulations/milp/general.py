@@ -104,7 +104,7 @@ import numpy as np
 
 from deplbench.errors import SolverError
 from deplbench.formulations.allocation import allocate
-from deplbench.formulations.milp.general_search import BlockSearch, Config, Problem, phi
+from deplbench.formulations.milp.general_search import BlockSearch, Config, Problem, prunable
 from deplbench.formulations.plan import Epoch, Plan
 from deplbench.formulations.result import SolveResult
 from deplbench.formulations.scenarios import ScenarioSampler, allowed_violations
@@ -476,7 +476,7 @@ def solve_general(instance, scenarios: int = 1000, seed: int = 0, time_limit: fl
     while heap:
         bound, _, box = heapq.heappop(heap)
         ub = leaves.best_cost
-        if bound >= ub - tol * abs(ub):
+        if prunable(bound, ub, tol):
             lb_discard = min(lb_discard, bound)
             continue
         if time.perf_counter() > deadline:
@@ -486,7 +486,6 @@ def solve_general(instance, scenarios: int = 1000, seed: int = 0, time_limit: fl
         boxes += 1
         cfg = _config(box, lists, vol, gam, beta)
         mu_ref = (ub if math.isfinite(ub) else est_cost) / max(prob.l0 - prob.lmax, 1e-12)
-        probe = BlockSearch.__new__(BlockSearch)
         w = prob.weights(cfg, lam)
         const = -lam * prob.T + (0.0 if prob.per_epoch else float(cfg.beta.sum()))
         kmax = _kmax(prob, w, prob.tmin(cfg), const, ub)
@@ -495,7 +494,7 @@ def solve_general(instance, scenarios: int = 1000, seed: int = 0, time_limit: fl
             continue
         search = BlockSearch(prob, cfg, lam, kmax, mu_ref)
         rb = max(search.root_bound(), bound)
-        if rb >= ub - tol * abs(ub):
+        if prunable(rb, ub, tol):
             lb_discard = min(lb_discard, rb)
             continue
         if not box.is_leaf():
@@ -518,7 +517,6 @@ def solve_general(instance, scenarios: int = 1000, seed: int = 0, time_limit: fl
             heapq.heappush(heap, (rb, next(counter), box))
             continue
         lb_discard = min(lb_discard, stats["lb"])
-        del probe
     open_bounds = [b for b, _, _ in heap]
     diag.update(nodes=nodes, leaves=leaves_seen, boxes=boxes, leaf_evaluations=leaves.evaluations,
                 lambda_resets=lam_resets, time_price=lam, total_s=time.perf_counter() - t0)

@@ -118,6 +118,21 @@ class Problem:
         return loss
 
 
+def prunable(bound: float, ub: float, tol: float) -> bool:
+    """A subtree with this bound cannot beat the incumbent by more than tol."""
+    if math.isinf(ub):
+        return bound == math.inf
+    return bound >= ub - tol * abs(ub)
+
+
+def order_invariant(P: Problem) -> bool:
+    """True when every scenario's loss depends on the epoch counts only (every
+    switch allowed, zero jumps, run terms independent of the epoch index: the
+    knapsack family)."""
+    complete = bool(np.all(P.allowed))
+    return complete and bool(np.all(P.a == P.a[:, :1, :])) and (P.J.size == 0 or not np.any(P.J))
+
+
 @dataclass
 class Leaf:
     """A complete plan found by the search (virtual model per epoch)."""
@@ -153,11 +168,14 @@ class BlockSearch:
         self.const = -self.lam * P.T + (0.0 if P.per_epoch else float(cfg.beta.sum()))
         self.kmax = int(min(kmax, P.K))
         # successors: same model other group (no jump), or an allowed switch (jump p)
+        self.order_invariant = order_invariant(P)
         self.succ = []
         for v in range(self.nv):
             out = []
             for u in range(self.nv):
-                if u == v:
+                if u == v or (self.order_invariant and u < v):
+                    # order-invariant loss: any permutation of a plan has the same loss,
+                    # cost and time, so blocks in increasing virtual-model order suffice
                     continue
                 mv, mu_ = int(self.vm[v]), int(self.vm[u])
                 if mv == mu_:
@@ -191,23 +209,29 @@ class BlockSearch:
         Jbar = P.J.mean(axis=0) if P.J.size else P.J.reshape(P.K, 0)
         Vm = np.zeros((K + 1, mus.size, nv))
         U = np.zeros((K + 1, S, nv))
+        Dn = np.zeros((K + 1, S, nv))          # most favourable completion change (min-plus)
         for k in range(K - 1, -1, -1):
             enter = self.w[None, :] - mus[:, None] * (self.vgamma * abar[k, self.vm])[None, :] + Vm[k + 1]
             best = np.minimum(enter, 0.0)
             upe = -(self.vgamma[None, :] * P.a[:, k, self.vm]) + U[k + 1]               # (S, nv)
             ubest = np.maximum(upe, 0.0)
+            dpe = -(self.vgamma[None, :] * P.a[:, k, self.vm]) + Dn[k + 1]
+            dbest = np.minimum(dpe, 0.0)
             for v in range(nv):
                 for u, p in self.succ[v]:
                     if p < 0:
-                        cand, ucand = enter[:, u], upe[:, u]
+                        cand, ucand, dcand = enter[:, u], upe[:, u], dpe[:, u]
                     else:
                         cand = enter[:, u] + mus * Jbar[k, p]
                         ucand = upe[:, u] + P.J[:, k, p]
+                        dcand = dpe[:, u] + P.J[:, k, p]
                     np.minimum(best[:, v], cand, out=best[:, v])
                     np.maximum(ubest[:, v], ucand, out=ubest[:, v])
+                    np.minimum(dbest[:, v], dcand, out=dbest[:, v])
             Vm[k] = best
             U[k] = ubest
-        self.Vm, self.U = Vm, U
+            Dn[k] = dbest
+        self.Vm, self.U, self.Dn = Vm, U, Dn
 
     def completion_bound(self, k: np.ndarray, v: int, L: np.ndarray) -> np.ndarray:
         """Lower bound on the linear weight of any completion, per candidate.
@@ -222,7 +246,11 @@ class BlockSearch:
             q = cb.max(axis=1)
         else:
             q = np.partition(cb, P.S - P.p - 1, axis=1)[:, P.S - P.p - 1]
-        return np.maximum(q, self.mean_bound(k, v, L))
+        out = np.maximum(q, self.mean_bound(k, v, L))
+        # μ → ∞: scenarios no completion can bring to ℓmax (min-plus DP)
+        unreachable = np.count_nonzero(L.T + self.Dn[k, :, v] > P.lmax + LOSS_TOL, axis=1)
+        out[unreachable > P.p] = math.inf
+        return out
 
     def mean_bound(self, k: np.ndarray, v: int, L: np.ndarray) -> np.ndarray:
         """Bound from the satisfied scenarios' average (one DP on mean draws).
@@ -259,6 +287,9 @@ class BlockSearch:
         cb = np.maximum(cbv.max(axis=0), 0.0)
         q = cb.max() if P.p == 0 else np.partition(cb, P.S - P.p - 1)[P.S - P.p - 1]
         best = float(q) + self.const
+        first = (-(self.vgamma[None, :] * P.a[:, 0, self.vm]) + self.Dn[1]).min(axis=1) + P.l0
+        if np.count_nonzero(first > P.lmax + LOSS_TOL) > P.p:
+            return math.inf
         return best
 
     # ----------------------------------------------------------------- search
@@ -276,7 +307,7 @@ class BlockSearch:
         ub_box = [ub]
 
         def cut(bound):
-            return bound >= ub_box[0] - prune_tol * abs(ub_box[0])
+            return prunable(bound, ub_box[0], prune_tol)
 
         while stack:
             if time.perf_counter() > deadline:

@@ -27,23 +27,44 @@ DepL paper eqs. (2), (4)–(6); docs/DESIGN.md ("Model semantics").
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import scipy.sparse as sp
 
 from deplbench.formulations.milp.data import _Choice, _Data
 
 
-class _MatrixModel:
-    """Columns, bounds, integrality and rows in COO blocks (vectorised build)."""
+def _safe(label) -> str:
+    """A name fragment MPS and LP files accept (letters, digits, ``_`` and ``.``)."""
+    return re.sub(r"[^A-Za-z0-9_.]", "_", str(label)) or "_"
 
-    def __init__(self):
+
+class _MatrixModel:
+    """Columns, bounds, integrality and rows in COO blocks (vectorised build).
+
+    ``labels`` maps an axis kind ("model", "cluster", "class", ...) to the
+    names of its positions; a block declared with ``axes`` gets column names
+    such as ``N_alexnet_A1_d0`` (see :meth:`col_names`).
+    """
+
+    def __init__(self, labels: dict | None = None):
+        self.labels = dict(labels or {})
+        self._axes: dict[str, tuple] = {}
         self.ncol = 0
         self._lb, self._ub, self._int, self._cost, self._names = [], [], [], [], []
         self._r, self._c, self._v, self._lo, self._hi = [], [], [], [], []
         self._row_names: list[tuple[str, int, int]] = []
         self.nrow = 0
 
-    def cols(self, name: str, shape, lb=0.0, ub=1.0, integer=False, cost=0.0) -> np.ndarray:
+    def cols(self, name: str, shape, lb=0.0, ub=1.0, integer=False, cost=0.0, axes=None) -> np.ndarray:
+        """Add a block of columns of ``shape``; returns their indices in that shape.
+
+        ``axes`` names each dimension: a key of ``labels`` or an explicit
+        sequence of labels (for file names only; None numbers them).
+        """
+        if axes is not None:
+            self._axes[name] = tuple(axes)
         n = int(np.prod(shape)) if shape else 1
         idx = np.arange(self.ncol, self.ncol + n).reshape(shape if shape else ())
         self.ncol += n
@@ -58,10 +79,11 @@ class _MatrixModel:
         self._names.append((name, idx))
         return idx
 
-    def rows(self, row_local, col, val, lo, hi, name: str = "r") -> np.ndarray:
+    def rows(self, row_local, col, val, lo, hi, name: str = "r", labels=None) -> np.ndarray:
         """Add rows; ``row_local`` numbers them 0..n−1 within this block.
 
-        ``name`` labels the block (rows are written as ``name_i``)."""
+        ``name`` labels the block: rows are written as ``name_i`` (numbered on
+        over blocks of one name), or ``name_label`` with one label per row."""
         lo = np.atleast_1d(np.asarray(lo, float))
         hi = np.atleast_1d(np.asarray(hi, float))
         row_local = np.asarray(row_local, dtype=np.int64).ravel()
@@ -78,31 +100,44 @@ class _MatrixModel:
         self._lo.append(lo)
         self._hi.append(hi)
         ids = np.arange(self.nrow, self.nrow + n)
-        self._row_names.append((name, self.nrow, n))
+        self._row_names.append((name, self.nrow, n, None if labels is None else list(labels)))
         self.nrow += n
         return ids
 
+    def _label(self, axis, i: int) -> str:
+        names = self.labels.get(axis) if isinstance(axis, str) else axis
+        if names is None or i >= len(names):
+            return str(i)
+        return _safe(names[i])
+
     def col_names(self) -> list[str]:
-        """One name per column: the block name and the column's multi-index,
-        e.g. ``N_2_0_1`` for N(m=2, n=0, σ=1)."""
+        """One unique name per column: the block name and its position, with
+        labels where the block declared ``axes`` (e.g. ``N_alexnet_A1_d0`` for
+        N(model, cluster, data class), ``u_k3_alexnet``), else indices
+        (``N_2_0_1``)."""
         out = [""] * self.ncol
         for name, idx in self._names:
             idx = np.asarray(idx)
             if idx.ndim == 0:
                 out[int(idx)] = name
                 continue
+            axes = self._axes.get(name)
             for pos in np.ndindex(idx.shape):
-                out[int(idx[pos])] = name + "_" + "_".join(map(str, pos))
-        return out
+                parts = [self._label(axes[d], i) if axes and d < len(axes) else str(i) for d, i in enumerate(pos)]
+                out[int(idx[pos])] = name + "_" + "_".join(parts)
+        return _unique(out)
 
     def row_names(self) -> list[str]:
         """One name per row: the block name and the row's number in its block."""
         out, seen = [], {}
-        for name, _start, n in self._row_names:
+        for name, _start, n, labels in self._row_names:
+            if labels is not None and len(labels) == n:
+                out.extend(f"{name}_{_safe(lab)}" for lab in labels)
+                continue
             first = seen.get(name, 0)   # blocks of one name are numbered on
             out.extend(f"{name}_{i}" for i in range(first, first + n))
             seen[name] = first + n
-        return out
+        return _unique(out)
 
     def finish(self):
         self.lb = np.concatenate(self._lb)
@@ -117,6 +152,17 @@ class _MatrixModel:
         self.A = sp.csc_matrix((v, (r, c)), shape=(self.nrow, self.ncol))
         self.A.sum_duplicates()
         return self
+
+
+def _unique(names: list[str]) -> list[str]:
+    """Append ``#k`` to repeated names (labels may coincide after _safe)."""
+    seen: dict[str, int] = {}
+    out = []
+    for n in names:
+        k = seen.get(n, 0)
+        seen[n] = k + 1
+        out.append(n if k == 0 else f"{n}#{k}")
+    return out
 
 
 def _cluster_rows(mm: _MatrixModel, d: _Data, N: np.ndarray, q: np.ndarray, K: int) -> None:
@@ -213,8 +259,9 @@ class _MatrixFormulation:
         per-epoch transfer cost (2) needs columns of its own."""
         d, mm = self.data, self.mm
         # unusable configurations (one epoch exceeds Tmax) are fixed to 0
-        self.N = mm.cols("N", (d.M, d.Nn, d.Sig), ub=np.where(d.usable, float(K), 0.0), integer=True)
-        self.q = mm.cols("q", (d.Nn, d.Sig), integer=True,
+        self.N = mm.cols("N", (d.M, d.Nn, d.Sig), ub=np.where(d.usable, float(K), 0.0), integer=True,
+                         axes=("model", "cluster", "class"))
+        self.q = mm.cols("q", (d.Nn, d.Sig), integer=True, axes=("cluster", "class"),
                          cost=d.beta if d.inst.transfer_cost_mode == "once" else 0.0)
         self.theta = int(mm.cols("theta", (1,), ub=np.inf, cost=1.0)[0])
         return bool(d.inst.transfer_cost_mode == "per_epoch" and np.any(d.beta > 0))

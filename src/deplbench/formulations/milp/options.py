@@ -19,8 +19,8 @@ from deplbench.errors import SolverError
 
 #: Backends for the matrix formulations ("highs": matrices straight to highspy).
 BACKENDS = ("highs", "pyomo")
-#: MILP solvers the cut loop can drive ("highs" is always there; "scip" needs
-#: pyscipopt, the ``[peers]`` extra).
+#: MILP solvers the cut loop can drive: HiGHS always; SCIP through pyscipopt
+#: (the ``[peers]`` extra) for the matrix formulations.
 SOLVERS = ("highs", "scip")
 #: Largest |D| handled exactly by enumerating each cluster's dataset subset.
 MAX_DATASETS = 6
@@ -89,11 +89,8 @@ def check_options(scenarios, seed, time_limit, gap, threads, formulation, write_
     """
     _positive_int(scenarios, "scenarios")
     _positive_int(seed, "seed", low=0)
-    if isinstance(time_limit, bool):
-        raise SolverError(f"time_limit: must be a positive number of seconds, got {time_limit!r}")
-    if not isinstance(time_limit, (int, float, np.integer, np.floating)) or not math.isfinite(time_limit) \
-            or time_limit <= 0:
-        raise SolverError(f"time_limit: must be a positive number of seconds, got {time_limit!r}")
+    if time_limit is not None:   # None: no wall-clock limit
+        _positive_real(time_limit, "time_limit")
     if isinstance(gap, bool) or not isinstance(gap, (int, float, np.floating)) or not math.isfinite(gap) \
             or not 0 < gap < 1:
         raise SolverError(f"gap: must be a relative gap in (0, 1), got {gap!r}")
@@ -104,6 +101,16 @@ def check_options(scenarios, seed, time_limit, gap, threads, formulation, write_
         raise SolverError(f"backend: must be one of {list(BACKENDS)}, got {backend!r}")
     if solver not in SOLVERS:
         raise SolverError(f"solver: must be one of {list(SOLVERS)}, got {solver!r}")
+    if solver == "scip":
+        if formulation == "naive":
+            raise SolverError("solver: 'scip' solves the matrix formulations; naive is a Pyomo model "
+                              "(use solver='highs')")
+        if backend != "highs":
+            raise SolverError("solver: 'scip' reads the matrix model itself; use backend='highs' with it")
+        try:
+            import pyscipopt  # noqa: F401
+        except ImportError:
+            raise SolverError("solver: 'scip' needs pyscipopt (pip install 'deplbench[peers]')") from None
     if node_limit is not None:
         _positive_int(node_limit, "node_limit")
     _positive_real(memory_limit, "memory_limit")

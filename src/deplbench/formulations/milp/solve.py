@@ -19,6 +19,7 @@ much it would need.
 
 from __future__ import annotations
 
+import math
 import time
 
 import numpy as np
@@ -28,7 +29,7 @@ from deplbench.formulations.milp import catalog
 from deplbench.formulations.milp.backends import make_backend
 from deplbench.formulations.milp.bounds import _structural_bounds
 from deplbench.formulations.milp.cutloop import _cut_loop, _result
-from deplbench.formulations.milp.data import _Data, data_bytes
+from deplbench.formulations.milp.data import _Data, data_bytes, draw_seconds
 from deplbench.formulations.milp.options import (
     MAX_DATASETS,
     MEMORY_LIMIT_GIB,
@@ -40,7 +41,7 @@ from deplbench.formulations.result import SolveResult
 from deplbench.formulations.scenarios import allowed_violations
 
 
-def solve_milp(instance, scenarios: int = 1000, seed: int = 0, time_limit: float = 60.0,
+def solve_milp(instance, scenarios: int = 1000, seed: int = 0, time_limit: float | None = 60.0,
                gap: float = 1e-4, threads: int = 1, formulation: str = "fast",
                write_lp: str | None = None, backend: str = "highs", verbose: bool = False,
                node_limit: int | None = None, memory_limit: float = MEMORY_LIMIT_GIB) -> SolveResult:
@@ -53,9 +54,10 @@ def solve_milp(instance, scenarios: int = 1000, seed: int = 0, time_limit: float
         S, the in-sample scenarios of ``ScenarioSampler(instance, seed)``.
     seed : int, default 0
         Seed of the scenarios (and of HiGHS's random choices).
-    time_limit : float, default 60
+    time_limit : float or None, default 60
         Wall-clock seconds for everything (scenario drawing, bounds, build,
-        solves).
+        solves); None for no limit (with ``node_limit``, or on instances
+        known to be tiny: runs that must not depend on the machine's speed).
     gap : float, default 1e-4
         Relative gap (UB − LB)/UB at which the plan is declared optimal.
     threads : int, default 1
@@ -104,13 +106,14 @@ def solve_milp(instance, scenarios: int = 1000, seed: int = 0, time_limit: float
     """
     check_options(scenarios, seed, time_limit, gap, threads, formulation, write_lp, backend,
                   catalog.formulation_names(), node_limit=node_limit, memory_limit=memory_limit)
-    params = {"scenarios": int(scenarios), "seed": int(seed), "time_limit": float(time_limit),
+    params = {"scenarios": int(scenarios), "seed": int(seed),
+              "time_limit": None if time_limit is None else float(time_limit),
               "gap": float(gap), "threads": int(threads), "formulation": formulation,
               "write_lp": write_lp, "backend": backend,
               "node_limit": None if node_limit is None else int(node_limit),
               "memory_limit": float(memory_limit)}
     t0 = time.perf_counter()
-    deadline = t0 + float(time_limit)
+    deadline = t0 + (math.inf if time_limit is None else float(time_limit))
     diag: dict = {"formulation": formulation,
                   "exactness": "real-x cost via exact λ cuts of the convex F(N); plan costed with allocate()"}
     memory_bytes = float(memory_limit) * 2**30
@@ -125,23 +128,31 @@ def solve_milp(instance, scenarios: int = 1000, seed: int = 0, time_limit: float
             f"memory_limit {float(memory_limit):.2f} GiB; use fewer scenarios or a smaller horizon"),
             params=params, diag=diag)
     try:
-        return _solve_stages(instance, scenarios, seed, time_limit, gap, threads, formulation, write_lp,
-                             backend, verbose, node_limit, memory_bytes, params, diag, t0, deadline)
+        res = _solve_stages(instance, scenarios, seed, time_limit, gap, threads, formulation, write_lp,
+                            backend, verbose, node_limit, memory_bytes, params, diag, t0, deadline)
     except BuildTimeout as exc:
         diag["build_s"] = time.perf_counter() - t0
-        return _result("time_limit", f"time limit reached while building the MILP ({exc})",
-                       params=params, diag=diag)
+        res = _result("time_limit", f"time limit reached while building the MILP ({exc})",
+                      params=params, diag=diag)
     except catalog.ModelTooLarge as exc:
         diag["build_s"] = time.perf_counter() - t0
-        return _result("error", str(exc), params=params, diag=diag)
+        res = _result("error", str(exc), params=params, diag=diag)
     except MemoryError:
-        return _result("error", f"out of memory building the MILP (S = {scenarios}, K̄ = {instance.horizon}); "
-                       "use fewer scenarios", params=params, diag=diag)
+        res = _result("error", f"out of memory building the MILP (S = {scenarios}, K̄ = {instance.horizon}); "
+                      "use fewer scenarios", params=params, diag=diag)
+    res.diagnostics.setdefault("total_s", time.perf_counter() - t0)
+    return res
 
 
 def _solve_stages(instance, scenarios, seed, time_limit, gap, threads, formulation, write_lp, backend,
                   verbose, node_limit, memory_bytes, params, diag, t0, deadline) -> SolveResult:
     """Data → bounds → formulation (catalog) → backend → cut loop."""
+    left = deadline - time.perf_counter()
+    if math.isfinite(left):
+        est = draw_seconds(instance, scenarios)
+        if est > left:
+            raise BuildTimeout(f"drawing the S × K̄ = {scenarios} × {instance.horizon} scenarios would take "
+                               f"about {est:.0f} s here, more than the {max(left, 0):.1f} s left")
     data = _Data(instance, scenarios, seed)
     diag.update(scenarios=data.S_nominal, deterministic=data.deterministic,
                 allowed_violations=allowed_violations(instance.omega, data.S_nominal),
@@ -157,7 +168,7 @@ def _solve_stages(instance, scenarios, seed, time_limit, gap, threads, formulati
     # Badly scaled costs (e.g. a unit cost of 1e300) need an incumbent too:
     # it lets the dear configurations be pruned exactly.
     want = rows[0].incumbent or data.badly_scaled()
-    budget = min(3.0, 0.1 * float(time_limit)) if want else 0.0
+    budget = min(3.0, 0.1 * (math.inf if time_limit is None else float(time_limit))) if want else 0.0
     bounds = _structural_bounds(data, deadline, tight=budget > 0, bigm=False, heuristic_budget=budget)
     if bounds.infeasible:
         diag["build_s"] = time.perf_counter() - t0

@@ -1,0 +1,47 @@
+"""One-line messages for errors the CLI reports (exit status 2).
+
+Python's own text for a file-system error is ``[Errno 17] File exists:
+'/etc/hostname'``: the errno number means nothing to a user and the problem
+comes before the file. The CLI names the file first, then the problem in
+words, like every other ``error:`` line (docs/DESIGN.md, "Errors").
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+
+__all__ = ["os_error_message"]
+
+
+def os_error_message(exc: OSError) -> str:
+    """One line for a file-system error: the file, then the problem in words.
+
+    Parameters
+    ----------
+    exc : OSError
+        Any :class:`OSError` (``FileExistsError``, ``PermissionError``, ...).
+
+    Returns
+    -------
+    str
+        ``"<file>: <problem>"`` (``"<file> -> <file2>: <problem>"`` for a
+        rename), or the problem alone when the error names no file; never
+        the ``[Errno N]`` prefix.
+
+    Examples
+    --------
+    >>> os_error_message(FileExistsError(17, "File exists", "/etc/hostname"))
+    '/etc/hostname: file exists'
+    """
+    problem = (exc.strerror or "").strip()
+    if not problem and exc.errno is not None:
+        problem = os.strerror(exc.errno) if exc.errno in errno.errorcode else ""
+    if not problem:
+        # No errno (an OSError raised with a plain message by a library).
+        problem = str(exc).strip() or type(exc).__name__
+    problem = problem[:1].lower() + problem[1:]
+    files = [os.fsdecode(f) for f in (exc.filename, exc.filename2) if f is not None]
+    if not files:
+        return problem
+    return f"{' -> '.join(files)}: {problem}"

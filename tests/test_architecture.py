@@ -1,0 +1,224 @@
+"""The package's architecture, checked from the source (docs/DESIGN.md).
+
+1. **Imports flow one way**: the bottom modules (the top-level
+   ``deplbench.errors``, ``deplbench.params``, ``deplbench.jsonio``, the
+   package's ``__init__`` and any other top-level module) ← instances ←
+   formulations ← solvers ← benchmarks ← reports ← cli (``__main__`` sits
+   with the CLI). A module may import its own layer and the layers below it,
+   never one above: not at module level, not inside a function, not under
+   ``if TYPE_CHECKING``, not through ``importlib.import_module("...")`` with
+   a literal name. There is no list of exceptions.
+2. **Modules stay small**: none above 600 lines unless its module docstring
+   says why in a sentence starting "Longer than 600 lines because".
+
+Both checks read every ``.py`` file under ``src/deplbench`` with :mod:`ast`;
+nothing is imported, so a module that fails to import is still checked.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+SRC = Path(__file__).resolve().parents[1] / "src"
+PACKAGE = SRC / "deplbench"
+
+#: Sub-packages, bottom to top; the top-level modules are layer 0 ("bottom").
+LAYERS = ("instances", "formulations", "solvers", "benchmarks", "reports", "cli")
+BOTTOM, TOP = 0, len(LAYERS)
+#: Top-level modules that are not at the bottom: ``python -m deplbench`` runs the CLI.
+TOP_MODULES = {"__main__": TOP}
+
+MAX_LINES = 600
+REASON = "Longer than 600 lines because"
+#: The reason must open a sentence and go on to say something.
+_REASON_SENTENCE = re.compile(r"(?:^|[.!?:]\s)" + re.escape(REASON) + r"\s+\w")
+
+
+# --------------------------------------------------------------------- model
+def module_name(path: Path) -> str:
+    """``src/deplbench/solvers/depl.py`` → ``deplbench.solvers.depl``
+    (a package's ``__init__.py`` is the package itself)."""
+    parts = list(path.relative_to(SRC).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def layer_of(name: str) -> int | None:
+    """The layer of a ``deplbench`` module name; None when it belongs to no
+    known layer (a new sub-package must be placed in LAYERS)."""
+    parts = name.split(".")
+    assert parts[0] == "deplbench", name
+    if len(parts) == 1:
+        return BOTTOM
+    head = parts[1]
+    if head in LAYERS:
+        return LAYERS.index(head) + 1
+    if head in TOP_MODULES:
+        return TOP_MODULES[head]
+    if (PACKAGE / f"{head}.py").is_file():
+        return BOTTOM
+    return None
+
+
+def layer_label(level: int) -> str:
+    return "bottom" if level == BOTTOM else LAYERS[level - 1]
+
+
+@dataclass(frozen=True)
+class Import:
+    target: str   # the deplbench module (or package) imported
+    line: int
+    how: str      # "import", "from", "importlib"
+
+
+def _is_package(path: Path) -> bool:
+    return path.name == "__init__.py"
+
+
+def imports_of(source: str, name: str, *, is_package: bool) -> list[Import]:
+    """Every ``deplbench`` module the source of module ``name`` imports.
+
+    Walks the whole tree, so imports in functions, classes and ``if`` blocks
+    count. Relative imports are resolved against ``name``. ``from pkg import
+    x`` names ``pkg.x`` when ``x`` is a sub-module of ``pkg`` in the source
+    tree, else ``pkg``. Literal ``importlib.import_module("...")`` and
+    ``__import__("...")`` calls count too.
+    """
+    tree = ast.parse(source)
+    package = name if is_package else name.rpartition(".")[0]
+    found: list[Import] = []
+
+    def add(target: str, node: ast.AST, how: str) -> None:
+        if target == "deplbench" or target.startswith("deplbench."):
+            found.append(Import(target, node.lineno, how))
+
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                add(alias.name, node, "import")
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")
+                if node.level > 1:
+                    base = base[: len(base) - (node.level - 1)]
+                base_name = ".".join(base + ([node.module] if node.module else []))
+            else:
+                base_name = node.module or ""
+            for alias in node.names:
+                sub = f"{base_name}.{alias.name}"
+                add(sub if _exists(sub) else base_name, node, "from")
+        elif isinstance(node, ast.Call):
+            func = node.func
+            called = (func.attr if isinstance(func, ast.Attribute)
+                      else func.id if isinstance(func, ast.Name) else "")
+            if called in ("import_module", "__import__") and node.args \
+                    and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str):
+                add(node.args[0].value, node, "importlib")
+    return found
+
+
+def _exists(name: str) -> bool:
+    """Whether ``name`` is a module or package in the source tree."""
+    path = SRC.joinpath(*name.split("."))
+    return path.with_suffix(".py").is_file() or (path / "__init__.py").is_file()
+
+
+def upward_imports(source: str, name: str, *, is_package: bool) -> list[str]:
+    """Messages for every import of ``name`` that goes up a layer (or to a
+    module in no known layer)."""
+    own = layer_of(name)
+    problems = []
+    if own is None:
+        return [f"{name}: in no layer; add its sub-package to LAYERS in tests/test_architecture.py"]
+    for imp in imports_of(source, name, is_package=is_package):
+        target = layer_of(imp.target)
+        if target is None:
+            problems.append(f"{name}:{imp.line} imports {imp.target}, which is in no layer")
+        elif target > own:
+            problems.append(f"{name}:{imp.line} ({layer_label(own)}) imports {imp.target} "
+                            f"({layer_label(target)}) [{imp.how}]")
+    return problems
+
+
+def source_files() -> list[Path]:
+    return sorted(PACKAGE.rglob("*.py"))
+
+
+def states_reason(docstring: str) -> bool:
+    """Whether the docstring has a sentence starting "Longer than 600 lines because ..."."""
+    return bool(_REASON_SENTENCE.search(" ".join(docstring.split())))
+
+
+# --------------------------------------------------------------------- the checker can fail
+@pytest.mark.parametrize("name, source, is_package, expected", [
+    # a lazy import inside a function is still an upward edge
+    ("deplbench.instances.model",
+     "def f():\n    from deplbench.solvers.registry import get_solver\n", False,
+     ["deplbench.solvers.registry"]),
+    # relative imports resolve against the module's package
+    ("deplbench.formulations.evaluate", "from ..benchmarks import store\n", False,
+     ["deplbench.benchmarks.store"]),
+    ("deplbench.formulations", "from .milp import solve\nfrom . import plan\n", True, []),
+    # importlib with a literal name; TYPE_CHECKING blocks count
+    ("deplbench.jsonio", "import importlib\nimportlib.import_module('deplbench.cli')\n", False,
+     ["deplbench.cli"]),
+    ("deplbench.solvers.depl",
+     "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import deplbench.reports.data\n", False,
+     ["deplbench.reports.data"]),
+    # downward and same-layer imports are fine; the package root is the bottom
+    ("deplbench.cli.solvers", "from deplbench import __version__\nimport deplbench.solvers.base\n",
+     False, []),
+    ("deplbench.params", "from deplbench.errors import SolverError\n", False, []),
+    ("deplbench.__main__", "from deplbench.cli import main\n", False, []),
+])
+def test_checker_finds_upward_imports(name, source, is_package, expected):
+    problems = upward_imports(source, name, is_package=is_package)
+    assert len(problems) == len(expected), problems
+    for problem, target in zip(problems, expected):
+        assert f"imports {target} " in problem
+
+
+@pytest.mark.parametrize("doc, ok", [
+    ("The MILP.\n\nLonger than 600 lines because the four models share one\nmatrix builder.", True),
+    ("Longer than 600 lines because splitting would scatter one algorithm.", True),
+    ("The MILP. It is longer than 600 lines because of history.", False),   # not a sentence start
+    ("Longer than 600 lines because", False),                              # no reason given
+    ("The MILP.", False),
+])
+def test_reason_must_open_a_sentence(doc, ok):
+    assert states_reason(doc) is ok
+
+
+def test_checker_knows_every_subpackage():
+    """Every sub-package under src/deplbench is placed in a layer."""
+    subpackages = {p.parent.name for p in PACKAGE.glob("*/__init__.py")}
+    assert subpackages <= set(LAYERS), subpackages - set(LAYERS)
+
+
+# --------------------------------------------------------------------- the package
+def test_imports_flow_one_way():
+    problems = []
+    for path in source_files():
+        problems += upward_imports(path.read_text(encoding="utf-8"), module_name(path),
+                                   is_package=_is_package(path))
+    assert not problems, "upward imports:\n" + "\n".join(problems)
+
+
+def test_modules_at_most_600_lines_unless_a_reason_is_given():
+    too_long = []
+    for path in source_files():
+        text = path.read_text(encoding="utf-8")
+        n = len(text.splitlines())
+        if n <= MAX_LINES:
+            continue
+        doc = ast.get_docstring(ast.parse(text)) or ""
+        if not states_reason(doc):
+            too_long.append(f"{path.relative_to(SRC)}: {n} lines")
+    assert not too_long, (f"modules above {MAX_LINES} lines without '{REASON} ...' in the docstring:\n"
+                          + "\n".join(too_long))

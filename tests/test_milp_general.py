@@ -1,0 +1,176 @@
+"""The ``general`` exact formulation against independent references.
+
+* brute force (``solvers/brute_force.search``: exhaustive, shares no code
+  with the formulation) on tiny instances with cyclic switch graphs and
+  |D| = 7..10;
+* the MILP's enumeration and flow formulations on small stochastic
+  instances;
+* the covering-knapsack DP on knapsack-derived instances.
+
+No wall-clock limits: every solve gets a budget far above what it needs and
+the tests assert the status ``optimal`` (a budget overrun fails loudly).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from deplbench.errors import SolverError
+from deplbench.formulations.knapsack import knapsack_optimum_from_instance
+from deplbench.formulations.milp import solve_milp
+from deplbench.formulations.milp.general import MAX_DATASETS_GENERAL, _cluster_classes, solve_general
+from deplbench.formulations.plan import Plan
+from deplbench.formulations.scenarios import ScenarioSampler, allowed_violations
+from deplbench.instances.generators import generate
+from deplbench.solvers.brute_force import search
+from milp_instances import tiny_instance
+
+BUDGET = 3600.0
+
+
+def _assert_plan_valid(inst, res, S, seed=0):
+    """The plan meets Tmax, K̄ and the in-sample quantile; its cost is its exact cost."""
+    plan: Plan = res.plan
+    assert 1 <= len(plan.epochs) <= inst.horizon
+    sc = ScenarioSampler(inst, seed).in_sample(S)
+    models = np.array([inst.model_index[e.model] for e in plan.epochs])
+    for a, b in zip(models[:-1], models[1:]):
+        assert inst.allowed[a, b]
+    held = {c: inst.data_effect(ds) for c, ds in plan.datasets.items()}
+    gam = np.array([held[e.cluster][1] for e in plan.epochs])
+    vol = np.array([held[e.cluster][0] for e in plan.epochs])
+    losses = sc.final_losses(models, gam)
+    assert np.count_nonzero(losses > inst.loss_max + 1e-9) <= allowed_violations(inst.omega, S)
+    n = np.array([inst.cluster_index[e.cluster] for e in plan.epochs])
+    x = np.array([e.allocation for e in plan.epochs])
+    assert np.all(x <= inst.capacity[n] * (1 + 1e-9))
+    t = inst.model_compute[models] * vol / x + inst.model_size[models] / inst.bandwidth[n]
+    assert t.sum() <= inst.time_max * (1 + 1e-7)
+    beta = inst.transfer_matrix
+    once = sum(beta[inst.dataset_index[d], inst.cluster_index[c]] for c, ds in plan.datasets.items() for d in ds)
+    transfer = once * (len(plan.epochs) if inst.transfer_cost_mode == "per_epoch" else 1)
+    assert math.isclose(float(np.sum(inst.unit_cost[n] * x)) + transfer, res.cost, rel_tol=1e-7, abs_tol=1e-9)
+    # every cluster that holds data trains (intended rule) and every training cluster holds data
+    assert set(plan.datasets) == {e.cluster for e in plan.epochs}
+
+
+def _check_against_brute_force(inst, S):
+    best, _, _ = search(inst, S, 0)
+    res = solve_general(inst, scenarios=S, time_limit=BUDGET)
+    if math.isinf(best):
+        assert res.status == "infeasible", res.message
+        return res
+    assert res.status == "optimal", res.message
+    assert res.cost == pytest.approx(best, rel=1e-4, abs=1e-9)
+    assert res.lower_bound <= best * (1 + 1e-9) + 1e-12
+    _assert_plan_valid(inst, res, S)
+    return res
+
+
+# ----------------------------------------------------------- brute force
+
+
+@pytest.mark.parametrize("n_datasets,seed", [(7, 1), (8, 2), (9, 3), (10, 4)])
+def test_many_datasets_cyclic_equals_brute_force(n_datasets, seed):
+    inst = tiny_instance(seed=seed, n_datasets=n_datasets, n_clusters=1, horizon=3, n_models=2,
+                         all_switches=True, beta_high=0.2)
+    assert inst.n_datasets == n_datasets
+    _check_against_brute_force(inst, 30)
+
+
+def test_seven_datasets_two_clusters_equals_brute_force():
+    inst = tiny_instance(seed=5, n_datasets=7, n_clusters=2, horizon=2, n_models=1, all_switches=True)
+    _check_against_brute_force(inst, 20)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2, 3])
+def test_cyclic_three_models_two_clusters_equals_brute_force(seed):
+    inst = tiny_instance(seed=seed, n_datasets=2, n_clusters=2, horizon=4, n_models=3, all_switches=True)
+    _check_against_brute_force(inst, 40)
+
+
+@pytest.mark.parametrize("transfer,rule", [("per_epoch", "intended"), ("once", "printed")])
+def test_variants_equal_brute_force(transfer, rule):
+    inst = tiny_instance(seed=7, n_datasets=2, n_clusters=2, horizon=4, n_models=3, all_switches=True,
+                         transfer=transfer, rule=rule)
+    _check_against_brute_force(inst, 30)
+
+
+def test_infeasible_is_proven():
+    inst = tiny_instance(seed=3, n_datasets=1, n_clusters=1, horizon=2, n_models=2, all_switches=True,
+                         loss_max=-50.0)
+    res = _check_against_brute_force(inst, 20)
+    assert res.status == "infeasible" and "no plan" in res.message
+
+
+# ------------------------------------------------- MILP formulations
+
+
+@pytest.mark.parametrize("seed,all_switches", [(0, False), (1, False), (2, True), (3, True)])
+def test_equals_milp_on_small_stochastic(seed, all_switches):
+    inst = tiny_instance(seed=seed, n_datasets=1, n_clusters=2, horizon=7, n_models=3, all_switches=all_switches)
+    S = 150
+    ref = solve_milp(inst, scenarios=S, time_limit=BUDGET, formulation="fast")
+    assert ref.status == "optimal", ref.message
+    res = solve_general(inst, scenarios=S, time_limit=BUDGET)
+    assert res.status == "optimal", res.message
+    assert res.cost == pytest.approx(ref.cost, rel=2e-4)
+    _assert_plan_valid(inst, res, S)
+
+
+def test_equals_flow_with_two_datasets():
+    inst = tiny_instance(seed=11, n_datasets=2, n_clusters=2, horizon=5, n_models=2, all_switches=True)
+    S = 60
+    ref = solve_milp(inst, scenarios=S, time_limit=BUDGET, formulation="flow")
+    assert ref.status == "optimal", ref.message
+    res = solve_general(inst, scenarios=S, time_limit=BUDGET)
+    assert res.status == "optimal", res.message
+    assert res.cost == pytest.approx(ref.cost, rel=2e-4)
+
+
+# ------------------------------------------------------------ knapsack DP
+
+
+@pytest.mark.parametrize("item_class,seed", [("uncorrelated", 0), ("strongly", 1), ("subset-sum", 2)])
+def test_knapsack_equals_dp(item_class, seed):
+    inst = generate("knapsack", item_class=item_class, n_items=6, R=30, horizon=6, seed=seed)
+    opt = knapsack_optimum_from_instance(inst)
+    res = solve_general(inst, scenarios=10, time_limit=BUDGET)
+    assert res.status == "optimal", res.message
+    assert res.cost == pytest.approx(opt, rel=1e-6)
+
+
+# ------------------------------------------------------------- interface
+
+
+def test_dominated_classes_are_dropped_only_when_safe():
+    inst = tiny_instance(seed=2, n_datasets=6, n_clusters=2, horizon=2, n_models=1)
+    bits, vol, gam, beta, lists = _cluster_classes(inst, nonneg=True)
+    assert bits.shape[0] == 63
+    for n, keep in enumerate(lists):
+        assert 0 < len(keep) <= 63
+        # no kept class is dominated by any class
+        for i in keep:
+            dom = (gam >= gam[i]) & (vol <= vol[i]) & (beta[:, n] <= beta[i, n]) & (
+                (gam > gam[i]) | (vol < vol[i]) | (beta[:, n] < beta[i, n]))
+            assert not dom.any()
+    _, _, _, _, all_lists = _cluster_classes(inst, nonneg=False)
+    assert all(len(x) == 63 for x in all_lists)
+
+
+def test_too_many_datasets_is_an_error_result():
+    inst = tiny_instance(seed=0, n_datasets=MAX_DATASETS_GENERAL + 1, n_clusters=1, horizon=1, n_models=1)
+    res = solve_general(inst, scenarios=5, time_limit=10)
+    assert res.status == "error" and "datasets" in res.message
+
+
+@pytest.mark.parametrize("kw,name", [({"scenarios": 0}, "scenarios"), ({"gap": 1.5}, "gap"),
+                                     ({"time_limit": -1}, "time_limit"), ({"seed": -2}, "seed"),
+                                     ({"threads": 0}, "threads")])
+def test_bad_options_name_the_option(kw, name):
+    inst = tiny_instance(seed=0, horizon=2)
+    with pytest.raises(SolverError, match=name):
+        solve_general(inst, **kw)
