@@ -230,3 +230,13 @@ def test_bracket_report_without_brackets_is_unmeasured():
     sec = rb.bracket_section(df)
     assert sec["brackets"].empty and sec["ratios"].empty
     assert set(sec["claims"]["verdict"]) == {UNMEASURED}
+
+
+def test_infeasible_deterministic_instance_is_reported_not_bracketed():
+    inst = generate("knapsack", n_items=4, horizon=4, seed=0)
+    # ℓmax far below what K̄ epochs of the best item can reach
+    impossible = inst.with_changes(loss_max=float(inst.initial_loss) - 1e6)
+    b = certify(impossible, replications=2, scenarios=5, validation=200, **FAST)
+    assert b["status"] == "infeasible" and b["upper_bound"] is None
+    res = solve(impossible, "milp-certified", replications=2, scenarios=5, validation=200, time_limit=5.0)
+    assert res.status == "infeasible" and res.plan is None and "infeasible" in res.message

@@ -269,7 +269,7 @@ def test_registry_loads_entry_points_and_reports_broken_ones(monkeypatch):
     monkeypatch.setattr(metadata, "entry_points", lambda group=None: eps if group == registry.ENTRY_POINT_GROUP else [])
     registry.refresh()
     try:
-        assert "crashing" in registry.available() and registry.get_solver("crashing") is _Crashing
+        assert "crashing" in registry.available() and registry.get_solver("crashing").__qualname__ == "_Crashing"
         assert registry.solver_info("crashing")["source"]["kind"] == "entry point"
         assert any("'depl'" in p and "built-in" in p for p in registry.problems())
         assert registry.get_solver("depl").__name__ == "DepL"  # the built-in wins
@@ -282,3 +282,12 @@ def test_registry_loads_entry_points_and_reports_broken_ones(monkeypatch):
     finally:
         monkeypatch.undo()
         registry.refresh()
+
+
+def test_solve_result_quantile_properties_read_the_evaluation():
+    inst = make_instance()
+    res = solve(inst, "brute-force", scenarios=50, eval_samples=500)
+    assert res.quantile == res.evaluation["quantile"]
+    assert res.quantile_ci == tuple(res.evaluation["quantile_ci"]) and res.quantile_ci[0] <= res.quantile
+    bare = SolveResult(algorithm="x", status="infeasible")
+    assert bare.quantile is None and bare.quantile_ci is None

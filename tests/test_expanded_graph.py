@@ -16,6 +16,7 @@ from deplbench.solvers.expanded_graph import (
     build_spec,
     exact_loss_units,
     path_features,
+    reachable_size,
     solve_dp,
     solve_dp_labels,
     solve_networkx,
@@ -200,3 +201,19 @@ def test_label_dp_matches_brute_force_on_most_random_graphs():
         total += 1
         hits += solve_dp_labels(spec).weight == pytest.approx(exact, rel=1e-12)
     assert total >= 15 and hits >= 0.8 * total
+
+
+@pytest.mark.parametrize("seed", range(10))
+@pytest.mark.parametrize("rounding", ["up", "nearest"])
+def test_reachable_size_equals_the_networkx_reference_graph(seed, rounding):
+    """Issue 18: the vertex/edge work counter is exact — the networkx graph's size on small η."""
+    rng = np.random.default_rng(100 + seed)
+    M, horizon = (2, 7) if seed % 2 else (3, 5)
+    w, tau, run, jump, allowed = random_features(rng, M, horizon)
+    eta = int(rng.integers(4, 15))
+    spec = build_spec(w, tau, time_max=float(tau.mean() * horizon * 0.8), run_phi=run, jump_phi=jump,
+                      allowed=allowed, initial_loss=10.0, target=10.0 - float(rng.uniform(2, 8)), eta=eta,
+                      rounding=rounding)
+    g = build_networkx(spec)
+    assert reachable_size(spec) == (g.number_of_nodes(), g.number_of_edges())
+    assert reachable_size(spec) == reachable_size(spec)  # deterministic

@@ -217,18 +217,25 @@ def test_infeasible_time_has_a_reason():
     assert "Tmax" in r.message
 
 
-def test_node_limit_returns_without_raising():
-    """A deterministic limit: the flow model of realistic AlexNet at S = 300
-    is not proven within 1 node; the result keeps a consistent plan/bound."""
-    inst = generate("realistic", family="alexnet", loss_max=9)
-    r = milp.solve_milp(inst, scenarios=300, formulation="flow", time_limit=None, node_limit=1)
+def test_node_limit_stops_deterministically():
+    """A limit that does not depend on the machine: the naive model (no
+    incumbent, weak LP) is not proven within one node; the result is a
+    feasible plan no cheaper than brute force's optimum, with a valid bound."""
+    inst = tiny_instance(1, horizon=4, all_switches=True)
+    bf_cost, bf_plan, _ = brute_force_search(inst, 30, 0)
+    runs = [milp.solve_milp(inst, scenarios=30, formulation="naive", time_limit=None, node_limit=1)
+            for _ in range(2)]
+    r = runs[0]
     assert r.status in ("feasible", "optimal", "error"), r.message
     if r.status == "feasible":
         assert "node limit" in r.message and r.plan is not None
-        assert r.lower_bound is None or r.cost >= r.lower_bound * (1 - 1e-9)
+        assert r.cost >= bf_cost * (1 - 1e-9)
     if r.status == "error":
-        assert r.plan is None and r.cost is None
-    assert r.diagnostics["nodes"] <= 1 + r.diagnostics["rounds"]
+        assert r.plan is None and r.cost is None and "node limit" in r.message
+    if r.lower_bound is not None:
+        assert r.lower_bound <= bf_cost * (1 + 1e-9)
+    assert r.diagnostics["nodes"] <= 1
+    assert (runs[1].status, runs[1].cost, runs[1].diagnostics["nodes"]) == (r.status, r.cost, r.diagnostics["nodes"])
 
 
 def test_time_limit_covers_the_build():
@@ -388,6 +395,19 @@ def test_extreme_values_give_the_brute_force_answer(path, value):
             assert _close(r.cost, bf_cost), (form, r.cost, bf_cost)
 
 
+def test_near_infinite_capacity_and_zero_size():
+    """Capacity 1.7e308 and model size 0 make the fastest epoch ~0 (Tmax over
+    it overflows); the K range must be guarded, the optimum = brute force."""
+    changes = {"clusters.0.capacity": 1.7e308, **{f"models.{i}.size": 0.0 for i in range(3)}}
+    inst = _mutated(0, **changes)
+    bf_cost, bf_plan, _ = brute_force_search(inst, 20, 0)
+    assert bf_plan is not None
+    for form in ("fast", "flow", "naive"):
+        r = milp.solve_milp(inst, scenarios=20, formulation=form, time_limit=None)
+        assert r.status == "optimal", (form, r.message)
+        assert _close(r.cost, bf_cost), (form, r.cost, bf_cost)
+
+
 @pytest.mark.parametrize("omega", [1e-12, 0.01])
 def test_tiny_omega_makes_the_quantile_vacuous(omega):
     """Issue 16: ω = 1e-12 gives ⌊(1−ω)S + 1e-9⌋ = S allowed violations and
@@ -461,13 +481,84 @@ def test_horizon_100000_returns_within_the_time_limit_slow():
 def test_work_counters_are_exact_and_repeatable():
     """Rows, columns, non-zeros, nodes, LP iterations and cut rounds are
     integers and the same in two runs (HiGHS: one thread, fixed seed)."""
-    inst = tiny_instance(2, horizon=4, all_switches=True)
+    inst = tiny_instance(2, horizon=3, all_switches=True)
     keys = ("n_vars", "n_cons", "n_nonzeros", "nodes", "lp_iterations", "rounds", "cuts_added")
     for form in ("flow", "naive"):
-        a = milp.solve_milp(inst, scenarios=30, seed=2, formulation=form, time_limit=None)
-        b = milp.solve_milp(inst, scenarios=30, seed=2, formulation=form, time_limit=None)
+        a = milp.solve_milp(inst, scenarios=20, seed=2, formulation=form, time_limit=None)
+        b = milp.solve_milp(inst, scenarios=20, seed=2, formulation=form, time_limit=None)
         assert a.status == b.status == "optimal"
         ca = {k: a.diagnostics[k] for k in keys}
         assert ca == {k: b.diagnostics[k] for k in keys}, form
         assert all(isinstance(v, int) and v >= 0 for v in ca.values())
         assert ca["rounds"] >= 1 and ca["n_nonzeros"] > ca["n_cons"] > 0
+
+
+# ------------------------------------------- issue 15: SCIP as a solver peer
+
+
+@pytest.mark.parametrize("seed,n_datasets,cyclic", [(0, 1, False), (1, 2, True), (2, 1, True)])
+def test_scip_and_highs_give_the_brute_force_optimum(seed, n_datasets, cyclic):
+    """Same cut loop, same certificate: SCIP and HiGHS both prove the brute
+    force optimum; the result records which solver and version ran."""
+    pytest.importorskip("pyscipopt", reason="SCIP is the optional [peers] extra")
+    inst = tiny_instance(seed, horizon=4, n_datasets=n_datasets, all_switches=cyclic)
+    bf_cost, bf_plan, _ = brute_force_search(inst, 30, seed)
+    for solver in ("highs", "scip"):
+        r = milp.solve_milp(inst, scenarios=30, seed=seed, formulation="flow", solver=solver, gap=1e-9,
+                            time_limit=None)
+        if bf_plan is None:
+            assert r.status == "infeasible"
+            continue
+        assert r.status == "optimal", (solver, r.message)
+        assert _close(r.cost, bf_cost, 1e-9) and r.gap <= 1e-9
+        assert r.diagnostics["solver"] == solver and r.params["solver"] == solver
+        assert r.diagnostics["solver_version"].startswith("pyscipopt" if solver == "scip" else "highspy")
+
+
+def test_scip_runs_the_cut_loop_on_knapsack():
+    """The count model starts without an incumbent, so the loop adds cuts
+    (SCIP frees its transformed problem between rounds)."""
+    pytest.importorskip("pyscipopt", reason="SCIP is the optional [peers] extra")
+    inst = generate("knapsack", item_class="uncorrelated", n_items=10, R=100, horizon=10, seed=0)
+    dp = knapsack_optimum_from_instance(inst)
+    r = milp.solve_milp(inst, scenarios=1000, solver="scip", gap=1e-6, time_limit=None)
+    assert r.status == "optimal" and r.diagnostics["variant"] == "counts"
+    assert r.lower_bound <= dp * (1 + 1e-9) <= r.cost * (1 + 2e-9)
+    assert r.diagnostics["rounds"] >= 2 and r.diagnostics["cuts_added"] >= 1
+
+
+def test_written_mps_has_names_and_solves_alike_in_scip_and_highs(tmp_path):
+    """Issue 15: the model file names rows and columns by model, cluster,
+    epoch and scenario, and SCIP reading it finds HiGHS's master optimum."""
+    pyscipopt = pytest.importorskip("pyscipopt", reason="SCIP is the optional [peers] extra")
+    import highspy
+
+    inst = tiny_instance(1, horizon=3, all_switches=True)
+    path = tmp_path / "flow.mps"
+    r = milp.solve_milp(inst, scenarios=20, formulation="flow", write_lp=str(path), time_limit=None)
+    assert r.status == "optimal"
+    text = path.read_text()
+    for name in ("scenario_s", "N_m0_c0_d0", "u_k1_m0", "f_k2_m0_to_m1", "capacity_0", "cut_0"):
+        assert name in text, name
+    with milp.quiet_stdout():
+        h = highspy.Highs()
+    h.setOptionValue("output_flag", False)
+    h.readModel(str(path))
+    with milp.quiet_stdout():
+        h.run()
+    s = pyscipopt.Model()
+    s.hideOutput()
+    s.readProblem(str(path))
+    s.optimize()
+    assert s.getStatus() == "optimal"
+    highs_obj = h.getInfo().objective_function_value
+    assert abs(s.getObjVal() - highs_obj) <= 1e-6 * max(1.0, abs(highs_obj))
+
+
+@pytest.mark.parametrize("kwargs", [{"solver": "gurobi"}, {"solver": "scip", "formulation": "naive"},
+                                    {"solver": "scip", "backend": "pyomo"}, {"node_limit": 0},
+                                    {"memory_limit": -1.0}])
+def test_bad_solver_options_name_the_option(kwargs):
+    field = "solver" if "solver" in kwargs else next(iter(kwargs))
+    with pytest.raises(SolverError, match=field):
+        milp.solve_milp(tiny_instance(0), **kwargs)

@@ -16,6 +16,7 @@ import pandas as pd
 import pytest
 
 from deplbench.errors import DeplbenchError
+from deplbench.reports import bracket as bracket_mod
 from deplbench.reports import claims as claims_mod
 from deplbench.reports import complexity as cx
 from deplbench.reports import tables as tabs
@@ -76,11 +77,13 @@ def _evaluation(rng, k, loss_max, spread):
 
 def make_frame(seed: int = 0, depl_factor: float = 1.01, best_exp_factor: float = 1.4,
                eta_exponent: float = 2.0, violations: int = 0, work: bool = False,
-               plugin: bool = False) -> pd.DataFrame:
+               plugin: bool = False, bracket: bool = False) -> pd.DataFrame:
     """AlexNet/MobileNet target sweeps (milp, depl at two η, best-exp), a
     knapsack size sweep with the knapsack DP, an η runtime sweep and one
     error; ``work`` adds DepL vertex counters ∝ η², ``plugin`` a third-party
-    solver 'zz-plugin' nobody in deplbench knows, with its own style."""
+    solver 'zz-plugin' nobody in deplbench knows, with its own style,
+    ``bracket`` a certified bracket (milp-certified) at ℓmax = 9 and certified
+    verdicts on every plan but best-exp's."""
     rng = np.random.default_rng(seed)
     rows = []
     plug = dict(algorithm_label="ZZ", exact=False,
@@ -103,6 +106,17 @@ def make_frame(seed: int = 0, depl_factor: float = 1.01, best_exp_factor: float 
                          opt * best_exp_factor, 0.1, 1.0)]
                 if plugin:
                     runs.append(("zz-plugin", "zz-plugin", {"knob": 1}, opt * 1.2, 0.4, 0.3))
+                if bracket and lm == 9.0:
+                    b = {"status": "certified", "confidence": 0.95,
+                         "lower_bound": {"value": opt * 0.99, "confidence": 0.975,
+                                         "method": "order statistic of M SAA optima"},
+                         "upper_bound": {"value": opt * 1.005, "method": "Clopper-Pearson"}}
+                    rows.append(_row(
+                        **common, key=f"{net}-{s}-{lm}-cert", algorithm="milp-certified",
+                        algorithm_label="MILP bracket", exact=False, params={"scenarios": 500},
+                        status="feasible", cost=opt * 1.005, lower_bound=opt * 0.99,
+                        runtime_s=5.0, certified_verdict="certified feasible",
+                        diagnostics={"bracket": b}))
                 for alg, label, params, cost, rt, spread in runs:
                     k = int(30 / lm) + 2
                     q = lm * (0.99 if alg != "best-exp" else 1.05)
@@ -117,6 +131,8 @@ def make_frame(seed: int = 0, depl_factor: float = 1.01, best_exp_factor: float 
                         ci_level=0.95, ci_method="order-statistic",
                         verdict="feasible" if q < lm else "infeasible", epochs=k,
                         expected_loss=ev["expected_loss"], evaluation=ev,
+                        certified_verdict=("certified feasible" if alg != "best-exp"
+                                           else "not certified") if bracket else None,
                         diagnostics={"submodularity": {"violated": violations, "checked": 12,
                                                        "exhaustive": True}}
                         if alg == "depl" else {}))
@@ -200,6 +216,8 @@ def _promised_columns() -> dict[str, tuple]:
         "depl_vs_best_exp": claims_mod.PAIRS_COLUMNS, "target_misses": tabs.MISSES_COLUMNS,
         "oos_quantiles": tabs.OOS_COLUMNS, "algorithms": tabs.ALGORITHM_COLUMNS,
         "complexity_counters": cx.COUNTER_COLUMNS, "headline": HEADLINE_COLUMNS,
+        "certified_brackets": bracket_mod.BRACKET_COLUMNS,
+        "bracket_ratios": bracket_mod.RATIO_COLUMNS, "claims_bracket": bracket_mod.CLAIM_COLUMNS,
     }
 
 
@@ -245,7 +263,8 @@ def full_report(tmp_path_factory):
         for eta in (8, 16, 32, 64)]}))
     (bench / "junk.json").write_text("{not json")
     opts = ReportOptions(scale=0.4, dpi=40, formats=("png", "svg"))
-    summary = build_report(make_frame(work=True, plugin=True), out, bench_json=bench,
+    summary = build_report(make_frame(work=True, plugin=True, bracket=True), out,
+                           bench_json=bench,
                            options=opts)
     return out, summary
 
@@ -294,7 +313,7 @@ def test_full_report_numbers(full_report):
     assert misses.loc["best-exp", "missed_confirmed"] == 12
     assert misses.loc["milp", "missed"] == 0
     oos = pd.read_csv(out / "tables" / "oos_quantiles.csv")
-    assert set(oos["met_target"]) <= {"yes", "no", "n/a"}
+    assert set(oos["met_target"]) <= {"yes", "no", "not evaluated"}
     assert (oos["algorithm"] != "pact").all()  # the errored run has no plan
 
 
@@ -371,6 +390,24 @@ def test_headline_box(full_report):
         assert f"[{row.verdict}] {row.claim}" in html.unescape(inner)
 
 
+def test_certified_bracket_wired_into_the_report(full_report):
+    out, summary = full_report
+    br = pd.read_csv(out / "tables" / "certified_brackets.csv")
+    assert len(br) == 4 and set(br["set"]) == {"alexnet", "mobilenet"}
+    ratios = pd.read_csv(out / "tables" / "bracket_ratios.csv")
+    depl = ratios[ratios["algorithm"] == "depl"]
+    assert depl["cost_over_ub"].to_numpy() == pytest.approx(1.01 / 1.005)
+    assert ratios.loc[ratios["algorithm"] == "best-exp", "cost_over_ub"].isna().all()
+    rejudged = pd.read_csv(out / "tables" / "claims_bracket.csv")
+    assert len(rejudged) == 2 and rejudged["yardstick"].str.contains("bracket").all()
+    text = html.unescape((out / "index.html").read_text(encoding="utf-8"))
+    box = text[text.index('class="headline"'):text.index("<nav>")]
+    assert "alexnet: certified bracket LB ≤ z* ≤ UB on 2 instance(s)" in box
+    head = pd.read_csv(out / "tables" / "headline.csv")
+    alex = head[head["set"] == "alexnet"].set_index("algorithm")
+    assert alex.loc["depl", "certified_met"] == 6 and alex.loc["best-exp", "certified_met"] == 0
+
+
 def test_tables_never_wider_than_the_page(full_report):
     out, _ = full_report
     text = (out / "index.html").read_text(encoding="utf-8")
@@ -379,6 +416,25 @@ def test_tables_never_wider_than_the_page(full_report):
     assert text.count("<table>") == len(re.findall(r'<div class="scroll[^"]*"><table>', text))
     # long tables are folded
     assert "<details><summary>Show the table" in text
+
+
+def test_rendered_page_fits_the_viewport(full_report, tmp_path):
+    """Headless Chromium renders the report: the page is never wider than
+    the viewport (wide tables scroll inside their own box)."""
+    from deplbench.reports import browser
+
+    if browser.find_chromium() is None:
+        pytest.skip("no Chromium binary on PATH (Debian: apt-get install "
+                    "chromium-headless-shell); CI installs it")
+    out, _ = full_report
+    for width in (1280, 800):
+        scroll, viewport = browser.page_width(out / "index.html", width=width)
+        assert viewport == width and scroll <= viewport, (width, scroll)
+    png = browser.screenshot(out / "index.html", tmp_path / "page.png", width=800,
+                             height=1200)
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    with pytest.raises(ReportError, match="width"):
+        browser.page_width(out / "index.html", width=10)
 
 
 def test_work_counters_fitted_beside_runtime(full_report):

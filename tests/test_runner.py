@@ -58,6 +58,8 @@ PLUGIN = textwrap.dedent('''
             raise RuntimeError("boom from test-work")
         if mode == "hang":
             time.sleep(3600)
+        if mode == "badstatus":
+            return {"algorithm": "test-work", "status": "great", "cost": 1.0}
         # A cost that depends on the instance and the target, so rows differ.
         cost = sum(m.compute for m in instance.models) * instance.loss_max + delay
         return {"algorithm": "test-work", "status": "feasible", "cost": cost,
@@ -478,7 +480,7 @@ def test_two_runners_on_one_store_split_the_sweep_without_duplicates(
         tmp_path, plugin, monkeypatch):
     pid_file = tmp_path / "pids.txt"
     monkeypatch.setenv("TEST_PID_FILE", str(pid_file))
-    n = 12
+    n = 8
     sweep_file = write_sweep(tmp_path, _kill_sweep(n, delay=0.2))
     db = tmp_path / "shared.sqlite"
     procs = [_start_cli(sweep_file, db, workers=1) for _ in range(2)]
@@ -501,7 +503,7 @@ def test_two_runners_on_one_store_split_the_sweep_without_duplicates(
 
 
 def test_kill_9_of_one_of_two_runners_loses_nothing(tmp_path, plugin):
-    n = 12
+    n = 8
     sweep_file = write_sweep(tmp_path, _kill_sweep(n, delay=0.3))
     keys = {t.key for t in load_sweep(sweep_file).tasks()}
     db = tmp_path / "shared.sqlite"
@@ -516,3 +518,21 @@ def test_kill_9_of_one_of_two_runners_loses_nothing(tmp_path, plugin):
     rows = _rows(db)
     assert {r[1] for r in rows} == keys and len(rows) == n
     assert all(r[2] == "feasible" for r in rows)
+
+
+def test_a_result_outside_the_record_schema_is_a_failed_row(tmp_path, plugin):
+    sweep = load_sweep(write_sweep(tmp_path, """
+        [[instances]]
+        id = "tiny"
+        family = "test-tiny"
+        [[algorithms]]
+        name = "test-work"
+        grid = { mode = ["ok", "badstatus"] }
+    """))
+    with ResultsStore(tmp_path / "r.sqlite") as store:
+        summary = run_sweep(sweep, store, LocalExecutor(workers=1), progress=False)
+        frame = store.frame()
+    assert (summary.ok, summary.failed, summary.exit_status) == (1, 1, 1)
+    bad = frame[frame["param_mode"] == "badstatus"]
+    assert len(bad) == 1 and bad["status"].iloc[0] == "error"
+    assert "record.status" in bad["error"].iloc[0]

@@ -195,7 +195,7 @@ def test_quick_sweep_feeds_every_report_section():
     ks = [t for t in tasks if t.family == "knapsack"]
     assert {"milp", "depl"} <= {t.algorithm for t in ks}
     assert {t.family for t in tasks} >= {"realistic", "knapsack", "scaling"}
-    assert len(tasks) <= 150  # a few minutes on 2 cores
+    assert len(tasks) <= 175  # a few minutes on 2 cores (milp-certified added 8)
 
 
 # --------------------------------------------------------------------------
@@ -281,3 +281,19 @@ def test_non_utf8_and_deeply_nested_sweeps_are_one_line_errors(tmp_path):
         load_sweep(deep)
     assert str(deep) in str(info.value) and "nested too deeply" in str(info.value)
     assert "\n" not in str(info.value)
+
+
+def test_hostile_sweeps_through_the_cli_exit_2_with_one_line(tmp_path, capsys):
+    from deplbench.cli import main as cli_main
+
+    deep = tmp_path / "deep.toml"
+    deep.write_text("x = " + "[" * 5000 + "]" * 5000 + "\n")
+    bad_value = tmp_path / "bad.toml"
+    bad_value.write_text(VALUES.replace("ALGO", "milp").replace("PARAMS", "time_limit = -1"))
+    for path in (deep, bad_value):
+        db = tmp_path / "never.sqlite"
+        assert cli_main(["run", str(path), "--db", str(db), "--dry-run"]) == 2
+        captured = capsys.readouterr()
+        err = captured.err.strip()
+        assert captured.out == "" and "Traceback" not in err and len(err.splitlines()) == 1
+        assert not db.exists()

@@ -20,16 +20,16 @@ that needs it will then fail on its own, with the error recorded.
 import importlib
 import sys
 
-#: Heavy or commonly needed modules, cheapest first.
+#: Heavy or commonly needed modules, cheapest first. The solvers themselves
+#: are not listed: every registered solver (built-in or from an entry point)
+#: is loaded through the registry below, so adding one changes nothing here.
 MODULES = (
     "numpy", "scipy.stats", "pandas", "pydantic", "networkx",
     "deplbench.instances.model", "deplbench.instances.generators",
     "deplbench.formulations.evaluate", "deplbench.formulations.scenarios",
     "deplbench.formulations.knapsack", "pyomo.environ", "highspy",
     "deplbench.formulations.milp", "deplbench.solvers.registry",
-    "deplbench.solvers.depl", "deplbench.solvers.pact",
-    "deplbench.solvers.baselines", "deplbench.solvers.milp_solver",
-    "deplbench.solvers.brute_force", "deplbench.benchmarks.tasks",
+    "deplbench.benchmarks.tasks",
 )
 
 
@@ -49,3 +49,15 @@ for _name in MODULES:
         importlib.import_module(_name)
     except Exception:  # noqa: BLE001 - see the module docstring
         pass
+
+# Every registered solver's module (available() loads each one).
+try:
+    importlib.import_module("deplbench.solvers.registry").available()
+except Exception:  # noqa: BLE001 - see the module docstring
+    pass
+
+# Versions and the git commit, computed once here rather than in every task.
+try:
+    importlib.import_module("deplbench.benchmarks.tasks").static_environment()
+except Exception:  # noqa: BLE001 - see the module docstring
+    pass

@@ -17,12 +17,18 @@ that dies (segfault, OOM killer) yields a record starting with ``crash:``.
   ``kill -9`` of the runner leaves no orphan solver behind.
 * :class:`DaskExecutor` — ``--dask-scheduler ADDRESS`` (a running
   ``dask.distributed`` cluster) or ``--dask-local N`` (a ``LocalCluster`` of
-  N single-threaded worker processes bound to 127.0.0.1, no dashboard). Each
-  Dask task runs ``python -m deplbench.benchmarks.tasks`` as a subprocess
-  under the same hard limit, because a Dask worker cannot kill a running
-  Python function; the interpreter start-up (about a second) counts against
-  that limit. Remote workers need deplbench installed; on an interrupt,
-  tasks already running on a remote cluster finish there and are discarded.
+  N single-threaded workers inside the runner process, no dashboard, no
+  network). A Dask worker cannot kill a running Python function, so each
+  task still gets a process of its own under the same hard limit; workers
+  stay warm: a worker that may have children forks each task from a
+  forkserver that imported the solver stack once (:func:`run_task_warm`),
+  which costs milliseconds per task, and only a daemonic worker (the default
+  of an external ``dask worker``; set ``distributed.worker.daemon: false``
+  in its Dask config to avoid it) falls back to starting ``python -m
+  deplbench.benchmarks.tasks`` per task (about a second each). Tasks are
+  submitted in a window of twice the worker count, topped up as they
+  finish. Remote workers need deplbench installed; on an interrupt, tasks
+  already running on a remote cluster finish there and are discarded.
 
 Ctrl-C reaches every process of the terminal's process group: task
 processes ignore it and the runner, which owns it, kills them — an
@@ -369,8 +375,9 @@ class DaskExecutor:
     scheduler : str, optional
         Address of a running scheduler (``tcp://host:8786``).
     local_workers : int, optional
-        Start a ``LocalCluster`` with this many single-threaded worker
-        processes on 127.0.0.1 instead (no dashboard, loopback only).
+        Start a ``LocalCluster`` with this many single-threaded workers in
+        this process instead (no dashboard, no network; each task is still
+        a process of its own, forked warm).
     connect_timeout_s : float
         How long to try reaching ``scheduler``.
 
@@ -412,14 +419,12 @@ class DaskExecutor:
             except (OSError, TimeoutError, ValueError) as exc:
                 raise SweepError(f"--dask-scheduler: cannot reach {self.scheduler} ({exc})") from exc
         else:
-            import dask
-
-            # Non-daemonic workers may fork task processes from a warm
-            # forkserver (run_task_warm) instead of starting Python per task.
-            with dask.config.set({"distributed.worker.daemon": False}):
-                self._cluster = LocalCluster(n_workers=self.local_workers,
-                                             threads_per_worker=1, processes=True,
-                                             host="127.0.0.1", dashboard_address=None)
+            # Workers in this process (one thread each): every task still
+            # runs in a process of its own, forked from one warm forkserver
+            # (run_task_warm), so worker processes would add only their
+            # start-up and a second copy of every solver import.
+            self._cluster = LocalCluster(n_workers=self.local_workers, threads_per_worker=1,
+                                         processes=False, dashboard_address=None)
             self._client = Client(self._cluster)
         return self._client
 

@@ -25,6 +25,7 @@ from deplbench.benchmarks import leases
 from deplbench.benchmarks import tasks as task_mod
 from deplbench.benchmarks.store import ResultsStore, is_failure
 from deplbench.benchmarks.sweep import Sweep, Task
+from deplbench.errors import SweepError
 
 #: Seconds between looks at tasks other runners hold.
 POLL_S = 0.25
@@ -197,7 +198,16 @@ def _execute(executor, tasks, store: ResultsStore, owner, summary: RunSummary, b
     results = executor.run(tasks)
     try:
         for task, record in results:
-            stored = store.add(record, task=task.to_dict(), lease_owner=owner.id)
+            try:
+                stored = store.add(record, task=task.to_dict(), lease_owner=owner.id)
+            except SweepError as exc:
+                # A result that does not fit the record schema (a wrong
+                # status, a cost that is not a number) is a failed attempt,
+                # not a reason to stop the sweep.
+                record = task_mod.failure_record(
+                    task, f"invalid result: {exc}", started_at=record.get("started_at")
+                    or task_mod.now_iso(), wall_s=float(record.get("wall_s") or 0.0))
+                stored = store.add(record, task=task.to_dict(), lease_owner=owner.id)
             summary.ran += 1
             if not stored:
                 summary.duplicates += 1

@@ -59,7 +59,6 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
-import math
 import os
 from collections.abc import Iterator, Mapping
 from dataclasses import asdict, dataclass, field
@@ -67,7 +66,12 @@ from pathlib import Path
 from typing import Any
 
 from deplbench import __version__
-from deplbench.errors import DeplbenchError, SweepError
+from deplbench.benchmarks.validate import (
+    _finite_number, _nonnegative_int, _positive_int, _positive_number, _reject_unknown,
+    _require_finite, _require_str, _require_table, check_parameters,
+)
+from deplbench.benchmarks.validate import check_names as _check_names
+from deplbench.errors import SweepError
 
 try:  # Python ≥ 3.11
     import tomllib
@@ -414,8 +418,6 @@ def parse_sweep(
         for i, entry in enumerate(raw_algorithms)
     )
     if check_names:
-        from deplbench.benchmarks.validate import check_parameters
-
         _check_names(groups, algorithms)
         check_parameters(algorithms)
     return Sweep(name=name, description=description, time_limit_s=time_limit,
@@ -535,47 +537,6 @@ def _parse_targets(targets: Any, where: str) -> dict:
     return out
 
 
-def _check_names(groups: tuple, algorithms: tuple) -> None:
-    """Fail fast on names the lower layers do not know.
-
-    The lookups are lazy so that this module imports without them; a layer
-    that is not installed makes every name of that kind unknown.
-    """
-    from deplbench.benchmarks import tasks as task_mod
-
-    families = task_mod.available_families()
-    for i, g in enumerate(groups):
-        if g.path is None and g.family not in families:
-            raise SweepError(f"instances[{i}].family: unknown family {g.family!r} "
-                             f"(available: {', '.join(sorted(families)) or 'none'})")
-        if g.path is None:
-            _check_param_names(f"instances[{i}]", g.params, g.grid,
-                               task_mod.family_parameters(g.family), f"family {g.family!r}")
-    names = task_mod.available_algorithms()
-    for i, a in enumerate(algorithms):
-        if a.name not in names:
-            try:  # registered but broken/missing module: say so, not "unknown"
-                task_mod.algorithm_parameters(a.name)
-            except DeplbenchError as exc:
-                raise SweepError(f"algorithms[{i}].name: {exc}") from None
-            raise SweepError(f"algorithms[{i}].name: unknown algorithm {a.name!r} "
-                             f"(available: {', '.join(sorted(names)) or 'none'})")
-        _check_param_names(f"algorithms[{i}]", a.params, a.grid,
-                           task_mod.algorithm_parameters(a.name), repr(a.name))
-
-
-def _check_param_names(where: str, params: Mapping, grid: Mapping, known: set[str] | None,
-                       owner: str) -> None:
-    """Every ``params``/``grid`` key must be one of ``known`` (None: cannot tell)."""
-    if known is None:
-        return
-    for k in list(params) + list(grid):
-        if k not in known:
-            section = "params" if k in params else "grid"
-            raise SweepError(f"{where}.{section}.{k}: unknown parameter of {owner} "
-                             f"(known: {', '.join(sorted(known)) or 'none'})")
-
-
 # --------------------------------------------------------------------------
 # expansion
 # --------------------------------------------------------------------------
@@ -643,61 +604,3 @@ def _file_sha256(path: str) -> str:
     # The content hash is the file's identity in the task key: editing the
     # file invalidates its results, moving or renaming it does not.
     return hashlib.sha256(Path(path).read_bytes()).hexdigest()[:24]
-
-
-# --------------------------------------------------------------------------
-# small validators (each names the key it checks)
-# --------------------------------------------------------------------------
-
-
-def _require_table(value: Any, where: str) -> None:
-    if not isinstance(value, Mapping):
-        raise SweepError(f"{where}: must be a table, got {type(value).__name__}")
-
-
-def _reject_unknown(table: Mapping, allowed: set, prefix: str) -> None:
-    for k in table:
-        if k not in allowed:
-            raise SweepError(f"{prefix}{k}: unknown key (allowed: {', '.join(sorted(allowed))})")
-
-
-def _require_str(value: Any, where: str, *, allow_empty: bool = False) -> None:
-    if not isinstance(value, str) or (not allow_empty and not value.strip()):
-        raise SweepError(f"{where}: must be a non-empty string")
-
-
-def _require_finite(value: Any, where: str) -> None:
-    """No NaN or infinity anywhere in a value (keys are canonical JSON)."""
-    if isinstance(value, float) and not math.isfinite(value):
-        raise SweepError(f"{where}: must be finite, got {value!r}")
-    if isinstance(value, list):
-        for j, v in enumerate(value):
-            _require_finite(v, f"{where}[{j}]")
-    elif isinstance(value, Mapping):
-        for k, v in value.items():
-            _require_finite(v, f"{where}.{k}")
-
-
-def _finite_number(value: Any, where: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        raise SweepError(f"{where}: must be a finite number, got {value!r}")
-    return float(value)
-
-
-def _positive_number(value: Any, where: str) -> float:
-    v = _finite_number(value, where)
-    if v <= 0:
-        raise SweepError(f"{where}: must be > 0, got {value!r}")
-    return v
-
-
-def _positive_int(value: Any, where: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-        raise SweepError(f"{where}: must be a positive integer, got {value!r}")
-    return value
-
-
-def _nonnegative_int(value: Any, where: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise SweepError(f"{where}: must be a non-negative integer, got {value!r}")
-    return value

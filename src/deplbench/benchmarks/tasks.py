@@ -289,12 +289,24 @@ def now_iso() -> str:
 # --------------------------------------------------------------------------
 
 
-@functools.lru_cache(maxsize=1)
 def environment() -> dict:
-    """Where a result was computed: versions, git commit, CPU, threads.
+    """Where a result was computed: versions, git commit, CPU, threads, pid.
 
-    Cached per process (the git call is the only cost).
+    The machine/code part is cached per process (:func:`static_environment`;
+    the git call is its only cost, and the forkserver computes it once for
+    every task it forks); threads, affinity and pid are read each call.
     """
+    return {
+        **static_environment(),
+        "affinity": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None,
+        "threads": {v: os.environ.get(v) for v in THREAD_VARS},
+        "pid": os.getpid(),
+    }
+
+
+@functools.lru_cache(maxsize=1)
+def static_environment() -> dict:
+    """Package versions, git commit, platform, CPU and host (cached)."""
     from importlib import metadata
 
     versions = {"deplbench": __version__, "python": platform.python_version()}
@@ -310,10 +322,7 @@ def environment() -> dict:
         "machine": platform.machine(),
         "cpu": _cpu_model(),
         "cpu_count": os.cpu_count(),
-        "affinity": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None,
-        "threads": {v: os.environ.get(v) for v in THREAD_VARS},
         "hostname": platform.node(),
-        "pid": os.getpid(),
     }
 
 

@@ -18,11 +18,51 @@ Every failure is a :class:`~deplbench.errors.SweepError` naming the key.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 from deplbench.benchmarks import tasks as task_mod
 from deplbench.errors import DeplbenchError, SweepError
+
+
+def check_names(groups: tuple, algorithms: tuple) -> None:
+    """Fail fast on names the lower layers do not know.
+
+    The lookups are lazy so that this module imports without them; a layer
+    that is not installed makes every name of that kind unknown.
+    """
+    families = task_mod.available_families()
+    for i, g in enumerate(groups):
+        if g.path is None and g.family not in families:
+            raise SweepError(f"instances[{i}].family: unknown family {g.family!r} "
+                             f"(available: {', '.join(sorted(families)) or 'none'})")
+        if g.path is None:
+            _check_param_names(f"instances[{i}]", g.params, g.grid,
+                               task_mod.family_parameters(g.family), f"family {g.family!r}")
+    names = task_mod.available_algorithms()
+    for i, a in enumerate(algorithms):
+        if a.name not in names:
+            try:  # registered but broken/missing module: say so, not "unknown"
+                task_mod.algorithm_parameters(a.name)
+            except DeplbenchError as exc:
+                raise SweepError(f"algorithms[{i}].name: {exc}") from None
+            raise SweepError(f"algorithms[{i}].name: unknown algorithm {a.name!r} "
+                             f"(available: {', '.join(sorted(names)) or 'none'})")
+        _check_param_names(f"algorithms[{i}]", a.params, a.grid,
+                           task_mod.algorithm_parameters(a.name), repr(a.name))
+
+
+def _check_param_names(where: str, params: Mapping, grid: Mapping, known: set[str] | None,
+                       owner: str) -> None:
+    """Every ``params``/``grid`` key must be one of ``known`` (None: cannot tell)."""
+    if known is None:
+        return
+    for k in list(params) + list(grid):
+        if k not in known:
+            section = "params" if k in params else "grid"
+            raise SweepError(f"{where}.{section}.{k}: unknown parameter of {owner} "
+                             f"(known: {', '.join(sorted(known)) or 'none'})")
 
 
 def check_parameters(algorithms: Iterable) -> None:
@@ -124,4 +164,62 @@ def _where(task, index: Mapping[str, int]) -> str:
     return f"{head} ({'; '.join(parts)})"
 
 
-__all__ = ["check_parameters", "check_instances"]
+# --------------------------------------------------------------------------
+# small validators of parsed TOML values (each names the key it checks)
+# --------------------------------------------------------------------------
+
+
+def _require_table(value: Any, where: str) -> None:
+    if not isinstance(value, Mapping):
+        raise SweepError(f"{where}: must be a table, got {type(value).__name__}")
+
+
+def _reject_unknown(table: Mapping, allowed: set, prefix: str) -> None:
+    for k in table:
+        if k not in allowed:
+            raise SweepError(f"{prefix}{k}: unknown key (allowed: {', '.join(sorted(allowed))})")
+
+
+def _require_str(value: Any, where: str, *, allow_empty: bool = False) -> None:
+    if not isinstance(value, str) or (not allow_empty and not value.strip()):
+        raise SweepError(f"{where}: must be a non-empty string")
+
+
+def _require_finite(value: Any, where: str) -> None:
+    """No NaN or infinity anywhere in a value (keys are canonical JSON)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        raise SweepError(f"{where}: must be finite, got {value!r}")
+    if isinstance(value, list):
+        for j, v in enumerate(value):
+            _require_finite(v, f"{where}[{j}]")
+    elif isinstance(value, Mapping):
+        for k, v in value.items():
+            _require_finite(v, f"{where}.{k}")
+
+
+def _finite_number(value: Any, where: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise SweepError(f"{where}: must be a finite number, got {value!r}")
+    return float(value)
+
+
+def _positive_number(value: Any, where: str) -> float:
+    v = _finite_number(value, where)
+    if v <= 0:
+        raise SweepError(f"{where}: must be > 0, got {value!r}")
+    return v
+
+
+def _positive_int(value: Any, where: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+        raise SweepError(f"{where}: must be a positive integer, got {value!r}")
+    return value
+
+
+def _nonnegative_int(value: Any, where: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise SweepError(f"{where}: must be a non-negative integer, got {value!r}")
+    return value
+
+
+__all__ = ["check_names", "check_parameters", "check_instances"]

@@ -136,7 +136,12 @@ def stdout_only_for_output() -> Iterator[None]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run ``deplbench`` with ``argv`` (default ``sys.argv[1:]``).
+    """Run ``deplbench`` with ``argv``.
+
+    Parameters
+    ----------
+    argv : list of str, optional
+        The arguments after the program name (default ``sys.argv[1:]``).
 
     Returns
     -------

@@ -38,7 +38,8 @@ def register(subparsers) -> None:
     dask.add_argument("--dask-scheduler", metavar="ADDR", default=None,
                       help="submit tasks to a running dask.distributed scheduler")
     dask.add_argument("--dask-local", type=int, metavar="N", default=None,
-                      help="start a loopback LocalCluster with N worker processes")
+                      help="start a LocalCluster of N workers in this process (each task "
+                           "still runs in a process of its own, forked warm)")
     run.add_argument("--no-progress", action="store_true", help="no progress bar")
     run.add_argument("--dry-run", action="store_true",
                      help="validate everything a run would use (every parameter value, "

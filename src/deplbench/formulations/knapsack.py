@@ -1,7 +1,7 @@
 """Exact oracle for knapsack-derived instances (DepL Property 1, run forwards).
 
 DepL's Property 1 proves NP-hardness by turning a knapsack instance into one
-of ours. Run forwards with the choices of SPEC §3 (deterministic improvement
+of ours. Run forwards with the choices of docs/DESIGN.md (deterministic improvement
 ``v_i`` per epoch of model i, no decay, free switches, one cluster with
 κ = 1 whose capacity never binds, no communication time, β = 0), the real-x
 optimum of a fixed epoch sequence m_1..m_K is
@@ -20,9 +20,16 @@ solves it by a pseudo-polynomial dynamic program over (items used, value
 reached). It deliberately shares no code with the MILP or any heuristic, so
 it is an independent ground truth for competitive ratios.
 
+Its data are derived from the instance itself (:func:`covering_problem`:
+weights sqrt(c(m, S)), values γ(S)·A_m·X_m, one cluster's κ, Tmax, K̄),
+never from ``provenance.items``: an instance edited after generation (say,
+every ``loss_scale`` doubled) is solved as it now is, and an instance outside
+the reduction is refused with the field that breaks it. The registered
+solver is :class:`deplbench.solvers.knapsack_dp.KnapsackDP` (``knapsack-dp``).
+
 References
 ----------
-DepL paper, Property 1 (Sec. V) and eq. (1)–(2); SPEC §3 "Knapsack-derived".
+DepL paper, Property 1 (Sec. V) and eqs. (1)–(2); docs/DESIGN.md (knapsack-derived instances).
 D. Pisinger, "Where are the hard knapsack problems?", Computers & Operations
 Research 32 (2005) — the instance classes of ``instances.generators``.
 """
@@ -166,7 +173,7 @@ def covering_dp(weights, values, target, max_items) -> CoveringSolution:
 
     References
     ----------
-    DepL paper, Property 1; SPEC §3 (covering target ℓ(0) − ℓmax, at most K̄
+    DepL paper, Property 1 (covering target ℓ(0) − ℓmax, at most K̄
     epochs, cost (Σ w)² / Tmax).
 
     Examples

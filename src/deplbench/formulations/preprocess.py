@@ -14,8 +14,8 @@ By eqs. (1), (4) and (5) an epoch takes at least c/r + s/b (x ≤ r), so no
 feasible plan uses such a choice: removing it changes no optimum. It does
 change what solvers see — a model with compute 10^20 next to models with
 compute 1 turned the MILP's coefficients into garbage and overflowed DepL's
-grid indices (issue reports in docs/DESIGN.md "Numeric range"). Removal
-repeats until nothing changes (removing models can make a cluster useless).
+grid indices. Removal repeats until nothing changes (removing models can
+make a cluster useless).
 
 Plans refer to models, clusters and datasets by *name*, and names are kept,
 so a plan of the reduced instance is already a plan of the original one

@@ -52,6 +52,18 @@ class SolveResult:
     def has_plan(self) -> bool:
         return self.plan is not None
 
+    @property
+    def quantile(self) -> float | None:
+        """Out-of-sample ω-quantile of ℓ(K) of the plan (None when not evaluated)."""
+        return (self.evaluation or {}).get("quantile")
+
+    @property
+    def quantile_ci(self) -> tuple[float, float] | None:
+        """Its distribution-free order-statistics interval (level in
+        ``evaluation["confidence"]``), or None when not evaluated."""
+        ci = (self.evaluation or {}).get("quantile_ci")
+        return tuple(ci) if ci is not None else None
+
     @staticmethod
     def relative_gap(cost: float | None, lower_bound: float | None) -> float | None:
         """(cost − bound) / |cost|, the MIP-style relative gap (0 when both are 0)."""

@@ -375,7 +375,7 @@ def parse_instance(data: Any) -> Instance:
     """
     if not isinstance(data, dict):
         raise InstanceError(f"instance: expected a JSON object, got {type(data).__name__}")
-    _check_nesting(data)
+    _check_shape(data)
     try:
         return Instance.model_validate(data)
     except ValidationError as exc:
@@ -400,7 +400,7 @@ def _key_loc(loc: str, key: Any) -> str:
     return f"{loc or 'instance'}[{key!r}]"
 
 
-def _check_nesting(data: Any) -> None:
+def _check_shape(data: Any) -> None:
     """Refuse data nested deeper than :data:`MAX_NESTING`, or text that is not
     valid Unicode, naming where.
 

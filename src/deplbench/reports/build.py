@@ -27,6 +27,9 @@ from pathlib import Path
 import pandas as pd
 
 from deplbench.reports import complexity as cx
+from deplbench.reports.bracket import (
+    BRACKET_COLUMNS, CLAIM_COLUMNS, RATIO_COLUMNS, bracket_section,
+)
 from deplbench.reports.data import ReportError, load_bench_json, load_store, prepare
 from deplbench.reports.elements import Figure, Note, Section, Table, markdown_table
 from deplbench.reports.headline import headline
@@ -201,8 +204,15 @@ def build_report(source, out_dir: str | Path, bench_json: str | Path | None = No
     except Exception as exc:  # keep the report; the complexity section says why
         fits = cx.complexity_fits(df.iloc[0:0])
         notes.append(f"complexity fits failed: {type(exc).__name__}: {exc}")
+    try:
+        bracket = bracket_section(df)
+    except Exception as exc:  # keep the report; the sections say the bracket is missing
+        bracket = {"brackets": pd.DataFrame(columns=list(BRACKET_COLUMNS)),
+                   "ratios": pd.DataFrame(columns=list(RATIO_COLUMNS)),
+                   "claims": pd.DataFrame(columns=list(CLAIM_COLUMNS))}
+        notes.append(f"certified bracket failed: {type(exc).__name__}: {exc}")
     ctx = Context(data, df, ratios, fits, bench, bench_json is not None, opts, notes,
-                  series_info(df))
+                  series_info(df), bracket)
 
     summary = ReportSummary(out_dir=out, index=out / "index.html")
     sections: list[Section] = []
@@ -223,7 +233,7 @@ def build_report(source, out_dir: str | Path, bench_json: str | Path | None = No
     claims = next((el.frame for sec in sections for el in sec.elements
                    if isinstance(el, Table) and el.name == "claims_audit"), None)
     try:
-        box = headline(df, ratios, claims, ctx.styles)
+        box = headline(df, ratios, claims, ctx.styles, bracket["brackets"])
     except Exception as exc:  # the box is a summary: never lose the report over it
         box = Section("glance", "At a glance")
         box.elements.append(Note(f"The summary could not be built ({type(exc).__name__}: "

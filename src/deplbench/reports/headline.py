@@ -15,6 +15,7 @@ import math
 import numpy as np
 import pandas as pd
 
+from deplbench.reports.bracket import CERTIFIED_FEASIBLE
 from deplbench.reports.data import PAPER_SETS
 from deplbench.reports.elements import Section, Table
 from deplbench.reports.stats import optimum_per_instance
@@ -45,8 +46,9 @@ def headline_table(ratios: pd.DataFrame, styles: dict[str, SeriesInfo]) -> pd.Da
     with one (every configuration of the series counts); ``met_target_oos``
     = plans whose out-of-sample ω-quantile estimate is ≤ ℓmax, of
     ``evaluated``; ``certified_met`` = plans whose record carries the
-    certified verdict "feasible" (a bound on P(ℓ(K) > ℓmax) at a stated
-    confidence), blank when no record carries one.
+    certified verdict "certified feasible" (a Clopper–Pearson bound on
+    P(ℓ(K) > ℓmax) ≤ 1 − ω at the evaluation's confidence), blank when no
+    record carries a certified verdict.
     """
     _, groups = _groups(ratios)
     rows = []
@@ -57,6 +59,7 @@ def headline_table(ratios: pd.DataFrame, styles: dict[str, SeriesInfo]) -> pd.Da
             ev = ga[ga["quantile_oos"].notna() & ga["loss_max"].notna()]
             cert = ga["certified_verdict"].astype(str)
             has_cert = (cert != "").any()
+            certified = int((cert == CERTIFIED_FEASIBLE).sum())
             rows.append({
                 "set": name, "algorithm": alg, "exact": "yes" if info_for(styles, alg).exact else "no",
                 "plans": len(ga), "with_optimum": int(r.size),
@@ -65,7 +68,7 @@ def headline_table(ratios: pd.DataFrame, styles: dict[str, SeriesInfo]) -> pd.Da
                 "ratio_max": float(r.max()) if r.size else math.nan,
                 "met_target_oos": int((ev["quantile_oos"] <= ev["loss_max"]).sum()),
                 "evaluated": len(ev),
-                "certified_met": int((cert == "feasible").sum()) if has_cert else math.nan})
+                "certified_met": certified if has_cert else math.nan})
     if not rows:
         return pd.DataFrame({c: pd.Series(dtype=object) for c in HEADLINE_COLUMNS})
     return pd.DataFrame(rows, columns=list(HEADLINE_COLUMNS))
@@ -93,9 +96,34 @@ def _claim_line(row) -> str:
     return f"[{row.verdict}] {row.claim} — {short}"
 
 
+def _bracket_line(name: str, brackets: pd.DataFrame | None) -> str | None:
+    if brackets is None or brackets.empty:
+        return None
+    b = brackets[brackets["set"] == name]
+    if b.empty:
+        return None
+    lb, ub = b["lb"].dropna(), b["ub"].dropna()
+    conf = b["confidence"].dropna()
+    parts = [f"{name}: certified bracket LB ≤ z* ≤ UB on {len(b)} instance(s) "
+             f"(ℓmax {b['loss_max'].min():g}–{b['loss_max'].max():g})"]
+    if len(lb):
+        parts.append(f"LB {lb.min():.6g}–{lb.max():.6g}")
+    if len(ub):
+        parts.append(f"UB (best certified plan) {ub.min():.6g}–{ub.max():.6g}")
+    else:
+        parts.append("no plan certified (no UB)")
+    if len(conf):
+        parts.append(f"joint confidence ≥ {conf.min():.3g}")
+    return "; ".join(parts) + "."
+
+
 def headline(df: pd.DataFrame, ratios: pd.DataFrame, claims: pd.DataFrame | None,
-             styles: dict[str, SeriesInfo]) -> Section:
-    """The at-a-glance box as a :class:`Section` (id ``glance``)."""
+             styles: dict[str, SeriesInfo], brackets: pd.DataFrame | None = None) -> Section:
+    """The at-a-glance box as a :class:`Section` (id ``glance``).
+
+    ``brackets`` is :func:`deplbench.reports.bracket.bracket_table` output:
+    the certified bracket on the chance-constrained optimum, quoted per set.
+    """
     box = Section("glance", "At a glance",
                   "Ratio = cost / proven optimum of the same instance (section 2); met ℓmax "
                   "= the plan's out-of-sample ω-quantile estimate ≤ ℓmax (section 5); "
@@ -108,6 +136,9 @@ def headline(df: pd.DataFrame, ratios: pd.DataFrame, claims: pd.DataFrame | None
         opt = optimum_per_instance(df)
         for name, g in groups:
             box.note(_optimum_line(name, g, opt, kind))
+            line = _bracket_line(name, brackets)
+            if line:
+                box.note(line)
     table = headline_table(ratios, styles)
     if not table.empty and table["certified_met"].isna().all():
         table = table.assign(certified_met=math.nan)

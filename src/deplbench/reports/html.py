@@ -21,7 +21,7 @@ FOLD_ROWS = 15
 _CSS = """
 *{box-sizing:border-box}
 body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;max-width:1100px;
-margin:2em auto;padding:0 1em;color:#222;line-height:1.45;overflow-wrap:anywhere}
+margin:2em auto;padding:0 1em;color:#222;line-height:1.45;overflow-wrap:break-word}
 .scroll{max-width:100%;overflow-x:auto}
 .scroll.tall{max-height:32em;overflow-y:auto}
 details>summary{cursor:pointer;color:#245;margin:.3em 0}
@@ -33,7 +33,7 @@ h1{font-size:1.6em}h2{border-bottom:1px solid #ccc;padding-bottom:.2em;margin-to
 h3{font-size:1.05em;margin-bottom:.3em}
 table{border-collapse:collapse;font-size:.82em;margin:.4em 0 1em}
 th,td{border:1px solid #ccc;padding:.2em .45em;text-align:left;vertical-align:top;
-max-width:28em;overflow-wrap:anywhere}
+max-width:28em;overflow-wrap:break-word}
 th{background:#f3f3f3}
 td.num{text-align:right;font-variant-numeric:tabular-nums}
 .missing{background:#fff6e0;border-left:4px solid #e0a000;padding:.4em .7em}

@@ -449,12 +449,12 @@ def oos_quantiles(df: pd.DataFrame) -> pd.DataFrame:
     """The out-of-sample ω-quantile of every plan, with its interval.
 
     ``met_target`` is "yes" when the point estimate is ≤ ℓmax, "no" when it
-    is above, "n/a" when the plan was not evaluated.
+    is above, "not evaluated" when the plan has no out-of-sample quantile.
     """
     sub = _judged_plans(df)
     if sub.empty:
         return _empty(OOS_COLUMNS)
-    met = np.where(sub["quantile_oos"].isna() | sub["loss_max"].isna(), "n/a",
+    met = np.where(sub["quantile_oos"].isna() | sub["loss_max"].isna(), "not evaluated",
                    np.where(sub["quantile_oos"] <= sub["loss_max"], "yes", "no"))
     out = sub.assign(met_target=met)
     return out[list(OOS_COLUMNS)].sort_values(

@@ -37,6 +37,7 @@ from deplbench.formulations.allocation import allocate
 from deplbench.formulations.plan import Epoch, Plan
 from deplbench.formulations.result import SolveResult
 from deplbench.formulations.scenarios import ScenarioSampler, allowed_violations
+from deplbench.instances.datalaw import compute_need
 from deplbench.solvers.base import Param, PlotStyle, Solver
 
 #: Largest instance the exhaustive search accepts (SPEC: tiny instances).
@@ -104,7 +105,7 @@ def search(instance, scenarios: int, seed: int):
                     checked += 1
                     c = np.array(clusters)
                     transfer = once * (K if per_epoch else 1)
-                    compute = instance.model_compute[m] * volume[c]
+                    compute = compute_need(instance.model_compute[m], volume[c])
                     comm = instance.model_size[m] / instance.bandwidth[c]
                     # cheap lower bound first: uncapped closed form ≤ exact cost
                     slack = instance.time_max - comm.sum()
@@ -156,7 +157,8 @@ class BruteForce(Solver):
         if reason:
             return SolveResult(algorithm=self.name, status="error", message=reason)
         cost, plan, checked = search(instance, scenarios, seed)
-        diag = {"plans_checked": checked, "scenarios": scenarios,
+        # work counter (issue 18): plans enumerated (after the data-rule filter)
+        diag = {"plans_checked": checked, "work": {"plans_enumerated": checked}, "scenarios": scenarios,
                 "allowed_violations": allowed_violations(instance.omega, scenarios)}
         if plan is None:
             return SolveResult(algorithm=self.name, status="infeasible", diagnostics=diag, message=(

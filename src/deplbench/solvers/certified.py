@@ -65,17 +65,19 @@ from deplbench.params import Param
 from deplbench.solvers.base import PlotStyle, Solver, solve
 
 DEFAULT_CONFIDENCE = 0.95
-#: M: with S = 2000 and β_L = 0.025, ρ ≈ 0.56 and L = 3 (the 3rd smallest of 10).
-DEFAULT_REPLICATIONS = 10
+#: M: with S = 2000 and β_L = 0.025, ρ ≈ 0.56 and L = 7 (the 7th smallest of
+#: 20); more replications raise L/M towards ρ and so the LB (each solve of a
+#: realistic instance takes about 1.5 CPU-seconds).
+DEFAULT_REPLICATIONS = 20
 DEFAULT_SCENARIOS = 2000
 #: N′: with 2·10⁵ draws a plan with true violation 0.0093 is certified ≤ 0.01.
 DEFAULT_VALIDATION = 200_000
 #: Tightened SAA risk levels for UB candidates, as fractions f of α (γ = f·α).
-DEFAULT_RISK_GRID = (0.9, 0.8, 0.7)
+DEFAULT_RISK_GRID = (0.9, 0.8, 0.7, 0.6)
 #: SAA solves (independent seeds) per tightened level: SAA plans overfit their
 #: scenarios, so their true violation varies a lot between seeds; more draws
 #: of the same level give more chances of a cheap certifiable plan.
-DEFAULT_GRID_SEEDS = 3
+DEFAULT_GRID_SEEDS = 4
 #: Wall seconds per SAA solve. Generous: a replication stopped without a proven
 #: bound contributes only the trivial bound 0 to LB.
 DEFAULT_TIME_LIMIT = 300.0
@@ -208,18 +210,31 @@ def _bound_value(rep: dict) -> tuple[float, str]:
     return 0.0, "trivial (no bound proven)"
 
 
-def _validate_candidates(instance, candidates, validation, seed, confidence_each) -> list[dict]:
+def validation_task(task: dict) -> dict:
+    """Judge one candidate plan on the N′ validation draws (runs in any worker).
+
+    Every task uses the same seed, hence the same draws, so the tests may run
+    on different workers; Bonferroni needs no independence between them.
+    """
+    from deplbench.instances.model import parse_instance
+
+    inst = parse_instance(task["instance"])
+    t0, c0 = time.perf_counter(), time.process_time()
+    ev = evaluate_plan(inst, parse_plan(task["plan"]), samples=task["validation"], seed=task["seed"],
+                       confidence=task["confidence"], trajectory=False)
+    return {"cost": ev.cost, "constraints_ok": ev.constraints_ok, "violation_count": ev.violation_count,
+            "draws": ev.samples, "violation_ub": ev.violation_ub,
+            "certified": ev.certified_verdict == CERTIFIED_FEASIBLE and ev.constraints_ok,
+            "runtime_s": time.perf_counter() - t0, "cpu_s": time.process_time() - c0}
+
+
+def _validate_candidates(mapper, data, candidates, validation, seed, confidence_each) -> list[dict]:
     """Judge every distinct candidate on the same N′ validation draws."""
-    out = []
-    for cand in candidates:
-        ev = evaluate_plan(instance, cand["plan"], samples=validation, seed=seed,
-                           confidence=confidence_each, trajectory=False)
-        out.append({**{k: v for k, v in cand.items() if k != "plan"},
-                    "plan": cand["plan"].to_dict(), "cost": ev.cost,
-                    "constraints_ok": ev.constraints_ok, "violation_count": ev.violation_count,
-                    "draws": ev.samples, "violation_ub": ev.violation_ub,
-                    "certified": ev.certified_verdict == CERTIFIED_FEASIBLE and ev.constraints_ok})
-    return out
+    tasks = [{"instance": data, "plan": c["plan"].to_dict(), "validation": validation, "seed": seed,
+              "confidence": confidence_each} for c in candidates]
+    results = list(mapper(validation_task, tasks)) if tasks else []
+    return [{**{k: v for k, v in c.items() if k != "plan"}, "plan": c["plan"].to_dict(), **r}
+            for c, r in zip(candidates, results)]
 
 
 def certify(instance, confidence: float = DEFAULT_CONFIDENCE, replications: int = DEFAULT_REPLICATIONS,
@@ -234,13 +249,13 @@ def certify(instance, confidence: float = DEFAULT_CONFIDENCE, replications: int 
     instance : Instance
     confidence : float, default 0.95
         1 − β: the bracket holds jointly with at least this confidence.
-    replications : int, default 10
+    replications : int, default 20
         M independent SAA replications for LB (seeds ``seed … seed + M − 1``).
     scenarios : int, default 2000
         S scenarios per SAA solve (replications and tightened candidates).
     validation : int, default 200000
         N′ fresh draws judging every candidate plan.
-    risk_grid : iterable of float, default (0.9, 0.8, 0.7)
+    risk_grid : iterable of float, default (0.9, 0.8, 0.7, 0.6)
         Factors f of the tightened SAA risk levels γ = f·(1 − ω) whose optimal
         plans are UB candidates (``grid_seeds`` solves per level, seeds
         ``seed + M``, ``seed + M + 1``, …).
@@ -257,7 +272,7 @@ def certify(instance, confidence: float = DEFAULT_CONFIDENCE, replications: int 
         :func:`process_map`, :func:`dask_map`).
     lb_share : float, default 0.5
         Share of β spent on LB (β_L = share·β, β_U = (1 − share)·β).
-    grid_seeds : int, default 3
+    grid_seeds : int, default 4
         Independent SAA solves per tightened risk level.
 
     Returns
@@ -317,7 +332,7 @@ def certify(instance, confidence: float = DEFAULT_CONFIDENCE, replications: int 
         "achieved_confidence": 1.0 if exact else order.achieved_confidence,
         "method": ("exact: all random terms are point masses, the one-scenario SAA is the problem "
                    "(proven MILP bound)") if exact else
-                  (f"Luedtke-Ahmed/Pagnoncelli-Ahmed-Shapiro: {order.order}-th smallest of M = "
+                  (f"Luedtke-Ahmed/Pagnoncelli-Ahmed-Shapiro: order statistic L = {order.order} of M = "
                    f"{replications} SAA optima (S = {scenarios}, risk γ = α = {alpha:.6g}), "
                    f"ρ = {order.rho:.4f}" if order.order else
                    f"none: M = {replications} replications are too few for confidence {1 - beta_l:.4g} "
@@ -341,9 +356,9 @@ def certify(instance, confidence: float = DEFAULT_CONFIDENCE, replications: int 
     tests = max(1, len(pool))
     conf_each = 1.0 - beta_u / tests
     vseed = seed + VALIDATION_SEED_OFFSET
-    t0, c0 = time.perf_counter(), time.process_time()
-    judged = _validate_candidates(instance, list(pool.values()), validation, vseed, conf_each)
-    validate_s, validate_cpu = time.perf_counter() - t0, time.process_time() - c0
+    t0 = time.perf_counter()
+    judged = _validate_candidates(mapper, data, list(pool.values()), validation, vseed, conf_each)
+    validate_s = time.perf_counter() - t0
     judged.sort(key=lambda c: c["cost"])
     best = next((c for c in judged if c["certified"]), None)
     upper = None
@@ -376,7 +391,7 @@ def certify(instance, confidence: float = DEFAULT_CONFIDENCE, replications: int 
                      "grid_seeds": grid_seeds},
         "runtime_s": {"total": time.perf_counter() - t_start, "saa_solves_wall": solve_wall,
                       "saa_solves_sum": sum(r["runtime_s"] for r in results), "validation": validate_s,
-                      "cpu": sum(r["cpu_s"] for r in results) + validate_cpu},
+                      "cpu": sum(r["cpu_s"] for r in results) + sum(c["cpu_s"] for c in judged)},
     }
 
 
@@ -390,8 +405,13 @@ def _add_candidate(pool: dict, plan: Plan, label: str, role: str, omega) -> None
 
 
 def _status(lower, upper, width, exact, confidence) -> tuple[str, str]:
-    """``bracket`` / ``upper bound only`` / ``lower bound only`` / ``none``, with a sentence."""
+    """``bracket`` / ``upper bound only`` / ``lower bound only`` / ``infeasible`` / ``none``
+    (or ``inconsistent``), with a sentence."""
     lb = lower["value"]
+    if lb is not None and math.isinf(lb) and upper is None:
+        conf = "with certainty" if exact else f"at confidence {lower['confidence']:.4g}"
+        return "infeasible", (f"the chance-constrained problem is infeasible {conf}: the order-statistic "
+                              "SAA replication has no feasible plan")
     if upper is not None and lb is not None:
         if lb > upper["value"] * (1 + 1e-9):
             return "inconsistent", (f"LB {lb:.6g} > UB {upper['value']:.6g}: one of the two statements "
@@ -483,6 +503,6 @@ def bracket_result(bracket: dict) -> SolveResult:
 
 
 __all__ = ["certify", "MilpCertified", "bracket_result", "candidate_plans", "process_map", "dask_map",
-           "saa_task", "is_deterministic", "parse_risk_grid", "DEFAULT_CONFIDENCE", "DEFAULT_REPLICATIONS",
+           "saa_task", "validation_task", "is_deterministic", "parse_risk_grid", "DEFAULT_CONFIDENCE", "DEFAULT_REPLICATIONS",
            "DEFAULT_SCENARIOS", "DEFAULT_VALIDATION", "DEFAULT_RISK_GRID", "DEFAULT_GRID_SEEDS",
            "VALIDATION_SEED_OFFSET"]

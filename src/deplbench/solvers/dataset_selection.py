@@ -120,6 +120,10 @@ class DataObjective:
     gap: float
     model: str = ""
     cluster: str = ""
+    #: Work counter (issue 18): subsets evaluated by :meth:`values` so far,
+    #: one "oracle call" of the submodular minimisation each. A one-element
+    #: list so the frozen dataclass can count.
+    calls: list = field(default_factory=lambda: [0], compare=False, repr=False)
 
     @classmethod
     def from_instance(cls, instance) -> "DataObjective":
@@ -197,6 +201,7 @@ class DataObjective:
     def values(self, masks) -> np.ndarray:
         """f for a boolean array of subsets, shape (..., |D|); +inf for ∅."""
         masks = np.asarray(masks, dtype=bool)
+        self.calls[0] += int(masks.size // max(1, masks.shape[-1])) if masks.ndim else 0
         vol = masks @ self.sizes
         useful = masks @ (self.sizes * self.usefulness)
         gamma = np.log1p(useful) / math.log(2.0)

@@ -40,6 +40,7 @@ from deplbench.solvers.dataset_selection import (
     submodularity_check,
 )
 from deplbench.solvers.expanded_graph import build_spec, solve_dp, solve_dp_labels
+from deplbench.solvers.expanded_reference import REACHABLE_COUNT_MAX, reachable_size
 from deplbench.solvers.quantile_transform import LossModel, build_bounds
 from deplbench.solvers.vnf_allocation import place_and_allocate, validate_epsilon
 
@@ -97,7 +98,7 @@ def surrogates(instance, gamma: float, method: str, n_theta: int, tail_share: fl
 def stage2(instance, gamma: float, volume: float, method: str, eta: int, n_theta: int,
             tail_share: float, ref_epochs: int, loss_max: float, time_max: float,
             rounding: str = "up", verify_rounds: int = 4, bounds=None,
-            weight_bound: float = math.inf) -> Stage2:
+            weight_bound: float = math.inf, count_reachable: bool = False) -> Stage2:
     """Model selection: one expanded graph per surrogate parameter.
 
     With ``rounding="nearest"`` a recovered path is verified with its exact
@@ -173,6 +174,16 @@ def stage2(instance, gamma: float, volume: float, method: str, eta: int, n_theta
                      weight=float(res.weight) if res.feasible else None, verify_rounds=rounds,
                      final_rounding=mode)
         entry["incumbent"] = incumbent if math.isfinite(incumbent) else None
+        if count_reachable:
+            # Work counter (issue 18): the size of the paper's graph at this
+            # resolution — rounded-up shifts, every vertex reachable from the
+            # source — independent of the DP's pruning. Skipped (None) beyond
+            # REACHABLE_COUNT_MAX cells of counting work.
+            cells = spec.n_models ** 2 * spec.horizon * (spec.n_time + 1) * (spec.n_loss + 1)
+            if cells <= REACHABLE_COUNT_MAX:
+                entry["reachable_vertices"], entry["reachable_edges"] = reachable_size(spec)
+            else:
+                entry["reachable_vertices"] = entry["reachable_edges"] = None
         out.graphs.append(entry)
         if not res.feasible:
             continue
@@ -345,6 +356,8 @@ def decide(instance, p: dict, method: str, *, n_theta: int = 1, tail_share: floa
                   "backtracks": [], "retries": [], "graphs": []}
     rng = np.random.default_rng([int(p["seed"]), 11])
     out = Outcome(diag=diag)
+    # Work counters (issue 18), exact and deterministic: see result_from's docstring.
+    work = {"oracle_calls": 0, "allocation_calls": 0, "allocation_dp_states": 0}
 
     # ---- stage 1: datasets (Sec. IV-A) ----------------------------------------
     t0 = time.perf_counter()
@@ -374,7 +387,9 @@ def decide(instance, p: dict, method: str, *, n_theta: int = 1, tail_share: floa
         # ---- (re)select datasets ------------------------------------------------
         if ch is None:
             t0 = time.perf_counter()
+            before = obj.calls[0]
             nxt = next_set()
+            work["oracle_calls"] += obj.calls[0] - before
             diag["stage_seconds"]["datasets"] += time.perf_counter() - t0
             if nxt is None:
                 reason += "; every dataset choice has been blacklisted"
@@ -395,7 +410,8 @@ def decide(instance, p: dict, method: str, *, n_theta: int = 1, tail_share: floa
         # ln(1/α)/θ on the θ grid rejects every path Cantelli accepts.
         for meth in (method, *fallbacks):
             s2 = stage2(instance, ch.gamma, ch.volume, meth, p["eta"], n_theta, tail_share,
-                        ch.ref_epochs, loss_max_eff, ch.time_max_eff, rounding=p["rounding"])
+                        ch.ref_epochs, loss_max_eff, ch.time_max_eff, rounding=p["rounding"],
+                        count_reachable=True)
             diag["stage_seconds"]["models"] += s2.seconds
             diag["graphs"].extend(s2.graphs)
             cands = [c for c in s2.candidates if tuple(c.models) not in ch.blacklist]
@@ -418,6 +434,8 @@ def decide(instance, p: dict, method: str, *, n_theta: int = 1, tail_share: floa
         for cand in cands:
             plan, info = stage3(instance, cand.models, ch.names, ch.subset, ch.volume, p["epsilon"],
                                  p["reoptimize"])
+            work["allocation_calls"] += 1
+            work["allocation_dp_states"] += int(info.get("dp_states") or 0)
             if plan is not None:
                 out.chosen = (cand, info)
                 break
@@ -466,13 +484,45 @@ def decide(instance, p: dict, method: str, *, n_theta: int = 1, tail_share: floa
     out.loss_max_eff = loss_max_eff
     out.reason = reason
     diag["stage_seconds"]["total"] = time.perf_counter() - t_start
+    graphs = diag["graphs"]
+    reach = [g.get("reachable_vertices") for g in graphs]
+    work.update(
+        graphs=len(graphs),
+        graph_vertices_nominal=int(sum(g.get("nominal_vertices") or 0 for g in graphs)),
+        graph_vertices_created=int(sum(g["vertices"] for g in graphs)),
+        graph_edges_relaxed=int(sum(g["edges"] for g in graphs)),
+        graph_vertices_reachable=(int(sum(reach)) if reach and None not in reach else None),
+        graph_edges_reachable=(int(sum(g["reachable_edges"] for g in graphs))
+                               if reach and None not in reach else None),
+    )
+    diag["work"] = work
     if out.ranker is not None:
         diag["min_norm_iterations"] = out.ranker.iterations
     return out
 
 
 def result_from(name: str, instance, out: Outcome, guarantee: str) -> SolveResult:
-    """The :class:`SolveResult` of a finished loop (DepL and best-exp alike)."""
+    """The :class:`SolveResult` of a finished loop (DepL and best-exp alike).
+
+    ``diagnostics["work"]`` holds the loop's work counters (issue 18; exact,
+    the same for the same instance and parameters):
+
+    ``oracle_calls``            subsets the dataset ranker evaluated (the
+                                submodular minimisation's oracle, Sec. IV-A)
+    ``graphs``                  expanded graphs built (one per surrogate
+                                parameter and re-run)
+    ``graph_vertices_nominal``  Σ |M|·K̄·(η+1)·(J+1) of those graphs
+    ``graph_vertices_reachable``, ``graph_edges_reachable``
+                                Σ size of the paper's graph reachable from the
+                                source (:func:`~.expanded_reference.reachable_size`,
+                                equal to the networkx reference; None when too
+                                large to count)
+    ``graph_vertices_created``  DP states made live (pruning included)
+    ``graph_edges_relaxed``     edges the DP relaxed — one DP cell update each
+    ``allocation_calls``, ``allocation_dp_states``
+                                stage-3 runs and the options × buckets cells of
+                                their (1+ε) DP (the 1/ε² part of the cost)
+    """
     diag = out.diag
     diag["guarantee"] = guarantee
     if out.plan is None:

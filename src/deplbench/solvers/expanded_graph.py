@@ -65,7 +65,7 @@ layer in |M|² vectorised operations. The layer's predecessor model is stored
 (int8) for path recovery. Once every live state costs at least the best sink
 found, later layers cannot improve (weights are positive) and the DP stops.
 
-:func:`solve_networkx` builds the very same graph explicitly with networkx
+:func:`deplbench.solvers.expanded_reference.solve_networkx` builds the very same graph explicitly with networkx
 (reachable vertices, or every vertex of the paper's definition with
 ``full=True``) and runs Dijkstra to Ω: the reference the tests and
 ``benchmarks/depl_targets.py`` compare against.
@@ -650,118 +650,4 @@ def solve_dp_labels(spec: GraphSpec, count: bool = True, bound: float = math.inf
                         lambda entry, layer, pm, m, i, j: int(entry[3][i - entry[0], j - entry[1]]))
 
 
-def exact_loss_units(spec: GraphSpec, models) -> float:
-    """Exact surrogate u (loss-bucket units above the target) at the end of a path."""
-    models = [int(m) for m in models]
-    u = spec.start_exact + float(spec.first_exact[models[0]])
-    for k in range(1, len(models)):
-        u += float(spec.shift_exact[k, models[k - 1], models[k]])
-    return u
-
-
-def build_networkx(spec: GraphSpec, full: bool = False):
-    """The same expanded graph as an explicit ``networkx.DiGraph``.
-
-    Vertices are ``"source"``, ``"omega"`` and (k, m, i, j); edge attribute
-    ``weight``. Built in pure Python: the reference implementation, not a
-    fast one.
-
-    Parameters
-    ----------
-    spec : GraphSpec
-    full : bool
-        False (default): only the vertices reachable from the source, layer
-        by layer. True: every vertex (m, k, i, j), k = 1..K̄, i = 0..η,
-        j = 1..J, of the paper's definition (|M|·K̄·(η+1)·J of them) with all
-        their out-edges, plus the feasible (j = 0) vertices joined to Ω —
-        unreachable vertices cannot change the shortest path, so both graphs
-        have the same answer.
-    """
-    import networkx as nx
-
-    M, nT, J = spec.n_models, spec.n_time, spec.n_loss
-    g = nx.DiGraph()
-    g.add_node("source")
-    g.add_node("omega")
-    frontier = set()
-    for m in range(M):
-        i1 = int(spec.time_steps[m])
-        if i1 > nT:
-            continue
-        j1 = spec.start_loss + int(spec.first_shift[m])
-        if j1 > J:
-            continue
-        v = (1, m, i1, max(j1, 0))
-        g.add_edge("source", v, weight=float(spec.weights[m]))
-        if j1 <= 0:
-            g.add_edge(v, "omega", weight=0.0)
-        else:
-            frontier.add(v)
-    if full:
-        frontier = {(1, m, i, j) for m in range(M) for i in range(nT + 1) for j in range(1, J + 1)}
-        g.add_nodes_from(frontier)
-    for k in range(2, spec.horizon + 1):
-        nxt = set()
-        edges = []
-        for (_, m, i, j) in frontier:
-            for mp in range(M):
-                if not spec.allowed[m, mp]:
-                    continue
-                i2 = i + int(spec.time_steps[mp])
-                if i2 > nT:
-                    continue
-                j2 = j + int(spec.shift[k - 1, m, mp])
-                if j2 > J:
-                    continue
-                v = (k, mp, i2, max(j2, 0))
-                edges.append(((k - 1, m, i, j), v, float(spec.weights[mp])))
-                if j2 <= 0:
-                    edges.append((v, "omega", 0.0))
-                elif not full:
-                    nxt.add(v)
-        g.add_weighted_edges_from(edges)
-        if full:
-            nxt = {(k, m, i, j) for m in range(M) for i in range(nT + 1) for j in range(1, J + 1)}
-            if k < spec.horizon:
-                g.add_nodes_from(nxt)
-        frontier = nxt
-        if not frontier:
-            break
-    return g
-
-
-def solve_networkx(spec: GraphSpec, full: bool = False) -> PathResult:
-    """Reference: Dijkstra from the source to Ω on :func:`build_networkx`'s graph."""
-    import networkx as nx
-
-    t0 = time.perf_counter()
-    g = build_networkx(spec, full=full)
-    res = PathResult(feasible=False, vertices=g.number_of_nodes(), edges=g.number_of_edges())
-    try:
-        length, path = nx.single_source_dijkstra(g, "source", "omega", weight="weight")
-    except nx.NetworkXNoPath:
-        res.seconds = time.perf_counter() - t0
-        return res
-    res.feasible = True
-    res.weight = float(length)
-    res.models = [v[1] for v in path[1:-1]]
-    res.layers = len(res.models)
-    res.end_time_bucket = path[-2][2]
-    res.seconds = time.perf_counter() - t0
-    return res
-
-
-def path_features(spec: GraphSpec, models) -> tuple[float, int, int]:
-    """(weight, end time bucket, end loss bucket) of a model sequence in ``spec``'s
-    rounded arithmetic — for tests and diagnostics."""
-    models = [int(m) for m in models]
-    weight = float(sum(spec.weights[m] for m in models))
-    i = int(sum(spec.time_steps[m] for m in models))
-    j = spec.start_loss + int(spec.first_shift[models[0]])
-    for k in range(1, len(models)):
-        j += int(spec.shift[k, models[k - 1], models[k]])
-    return weight, i, j
-
-
-__all__ = ["GraphSpec", "PathResult", "build_spec", "solve_dp", "solve_dp_labels", "build_networkx",
-           "solve_networkx", "path_features", "exact_loss_units"]
+__all__ = ["GraphSpec", "PathResult", "build_spec", "solve_dp", "solve_dp_labels"]

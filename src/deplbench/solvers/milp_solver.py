@@ -17,23 +17,25 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from deplbench.formulations.milp import BACKENDS, FORMULATIONS, MEMORY_LIMIT_GIB, solve_milp
+from deplbench.formulations.milp import BACKENDS, FORMULATIONS, MEMORY_LIMIT_GIB, SOLVERS, solve_milp
 from deplbench.formulations.result import SolveResult
 from deplbench.solvers.base import Param, PlotStyle, Solver
 
 
 class Milp(Solver):
-    """Exact SAA optimum of problem (2)–(6) by Pyomo/HiGHS (see ``formulations.milp``).
+    """Exact SAA optimum of problem (2)–(6) by HiGHS or SCIP (see ``formulations.milp``).
 
     ``status`` is ``optimal`` when (cost − bound)/cost ≤ ``gap``, otherwise
-    ``time_limit`` (with the best plan and bound so far), ``infeasible`` (with
-    the reason) or ``error``. Optimality refers to the S in-sample scenarios
+    ``time_limit`` (with the best plan and bound so far), ``feasible`` (a plan
+    whose optimality is unproven for a reason said in the message, e.g. the
+    node limit), ``infeasible`` (with the reason) or ``error`` (never with a
+    cost). Optimality refers to the S in-sample scenarios
     drawn with ``seed``; the returned plan is judged out-of-sample by
     :func:`deplbench.solvers.base.solve`.
     """
 
     name: ClassVar[str] = "milp"
-    description: ClassVar[str] = "exact MILP of (2)-(6) with the scenario (SAA) quantile, Pyomo + HiGHS"
+    description: ClassVar[str] = "exact MILP of (2)-(6) with the scenario (SAA) quantile, HiGHS (or SCIP)"
     exact: ClassVar[bool] = True
     label: ClassVar[str] = "MILP"
     reference_priority: ClassVar[int] = 2
@@ -54,6 +56,8 @@ class Milp(Solver):
                          choices=BACKENDS),
         "node_limit": Param(None, int, "branch-and-bound nodes over all master solves (a machine-independent "
                             "limit); none = unlimited", low=1, nullable=True),
+        "solver": Param("highs", str, "MILP solver the cut loop drives: highs, or scip (pyscipopt, the [peers] "
+                        "extra; matrix formulations)", choices=SOLVERS),
         "memory_limit": Param(MEMORY_LIMIT_GIB, float, "GiB the scenarios and the model may take (estimated "
                               "before building; larger builds are refused)", low=0.0, low_inclusive=False),
     }

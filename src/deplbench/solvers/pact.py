@@ -485,6 +485,9 @@ class PactRun:
     clusters: list
     decisions: list
     reason: str = ""
+    #: Work counter (issue 18): shortest-path computations (one-to-all from
+    #: the current vertex, plus the via-current-model costs of the risk term).
+    sp_calls: int = 0
 
 
 def pact_decisions(graph: ExpandedGraph, irreversible_risk: float = 1.0) -> PactRun:
@@ -507,13 +510,17 @@ def pact_decisions(graph: ExpandedGraph, irreversible_risk: float = 1.0) -> Pact
     e, m, n, b, t = 0, None, None, graph.b0, 0
     W_prefix, C_prefix, T_prefix = 0.0, 0.0, 0.0
     models, clusters, decisions = [], [], []
+    sp_calls = 0
     while b > 0:
         paths = graph.feasible_paths(e, m, n, b, t, T_prefix)
+        sp_calls += 1
         if paths is None:
             if e == 0:
                 return PactRun([], [], [], "no path of the expanded graph reaches ℓmax under the robust "
-                               f"estimators within K̄ = {graph.K} epochs and Tmax = {inst.time_max}")
-            return PactRun(models, clusters, decisions, f"no feasible path left at epoch {e}")  # pragma: no cover
+                               f"estimators within K̄ = {graph.K} epochs and Tmax = {inst.time_max}",
+                               sp_calls=sp_calls)
+            return PactRun(models, clusters, decisions, f"no feasible path left at epoch {e}",  # pragma: no cover
+                           sp_calls=sp_calls)
         W, C, Le, Lr, first = paths["W"], paths["C"], paths["Le"], paths["Lr"], paths["first"]
         denom = inst.time_max - C_prefix - C
         with np.errstate(divide="ignore", invalid="ignore"):
@@ -524,6 +531,7 @@ def pact_decisions(graph: ExpandedGraph, irreversible_risk: float = 1.0) -> Pact
             risk = np.ones_like(W)
         else:
             via = graph.via_costs(m)[e + 1]
+            sp_calls += 1
             wr = np.empty_like(W)
             for a in np.unique(first):
                 a2, an = int(a // graph.N), int(a % graph.N)
@@ -548,7 +556,7 @@ def pact_decisions(graph: ExpandedGraph, irreversible_risk: float = 1.0) -> Pact
         models.append(m2)
         clusters.append(n2)
         e, m, n, b, t = e + 1, m2, n2, b1, t1
-    return PactRun(models, clusters, decisions)
+    return PactRun(models, clusters, decisions, sp_calls=sp_calls)
 
 
 class Pact(Solver):
@@ -586,10 +594,15 @@ class Pact(Solver):
         scen = in_sample_scenarios(instance, params["scenarios"], params["seed"])
         runs = []
         graph_info = {}
+        work = {"graph_vertices": 0, "graphs_built": 0, "replans": 0, "shortest_path_calls": 0}
         for subset in dataset_subsets(instance, params["max_dataset_subsets"]):
             st = data_setting(instance, subset)
             graph, tried = self._robust_graph(instance, st, params)
             res = pact_decisions(graph, params["irreversible_risk"])
+            work["graph_vertices"] += int(graph.n_vertices)
+            work["graphs_built"] += len(tried)
+            work["replans"] += max(len(res.decisions), 1)
+            work["shortest_path_calls"] += res.sp_calls
             graph_info[",".join(subset)] = {
                 "vertices": graph.n_vertices, "loss_buckets": graph.Lb, "time_buckets": graph.Tb,
                 "gamma_loss": graph.gl, "gamma_time": graph.gT, "epochs": len(res.models),
@@ -598,7 +611,11 @@ class Pact(Solver):
             if res.models:
                 _, cost = choice_cost(instance, st, res.models, res.clusters)
                 runs.append((cost, st, res))
-        diag = {"graphs": graph_info, "scenarios": scen.n_scenarios}
+        # Work counters (issue 18): vertices of the graphs decided on, robust
+        # graphs built (the quantile search), re-plans (one per committed
+        # epoch) and shortest-path computations, also per re-plan.
+        work["shortest_path_calls_per_replan"] = work["shortest_path_calls"] / max(work["replans"], 1)
+        diag = {"graphs": graph_info, "scenarios": scen.n_scenarios, "work": work}
         if not runs:
             first = next(iter(graph_info.values()))
             return infeasible(first["reason"], **diag)

@@ -84,6 +84,7 @@ Package layout
 ``naive.py``       textbook formulation in Pyomo (the reference)
 ``catalog.py``     the formulation table; how ``fast`` chooses; plug-in API
 ``backends.py``    highspy direct / Pyomo appsi; clean stdout
+``scip.py``        SCIP (pyscipopt) as a solver peer of HiGHS
 ``cutloop.py``     the Kelley cut loop, statuses, work counters
 ``solve.py``       :func:`solve_milp`: the stages under one time/memory budget
 =================  ==========================================================
@@ -159,6 +160,7 @@ from deplbench.formulations.milp.naive import _NaiveModel, naive_size
 from deplbench.formulations.milp.options import (
     BACKENDS,
     BIGM_SLACK,
+    SOLVERS,
     CUT_RATIO,
     CUT_SPAN,
     LOSS_TOL,
@@ -174,5 +176,5 @@ from deplbench.formulations.milp.solve import solve_milp
 #: table in ``catalog.py``), fixed when the package is imported.
 FORMULATIONS = formulation_names()
 
-__all__ = ["solve_milp", "FORMULATIONS", "BACKENDS", "MAX_DATASETS", "MEMORY_LIMIT_GIB", "Formulation",
+__all__ = ["solve_milp", "FORMULATIONS", "BACKENDS", "SOLVERS", "MAX_DATASETS", "MEMORY_LIMIT_GIB", "Formulation",
            "BuildContext", "register", "set_fallback", "formulation_names", "quiet_stdout"]

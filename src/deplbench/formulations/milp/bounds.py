@@ -216,7 +216,9 @@ def _k_max_from_cost(data: _Data, ub: float, lams: np.ndarray) -> int:
     for lam in lams:
         gmin = data.g_min(lam)
         if 0 < gmin < math.inf:
-            best = min(best, int(math.floor((ub + lam * data.T) / gmin * (1 + 1e-12) + 1e-9)))
+            bound = (ub + lam * data.T) / gmin * (1 + 1e-12) + 1e-9
+            if math.isfinite(bound):
+                best = min(best, int(math.floor(bound)))
     return max(best, 0)
 
 
@@ -348,7 +350,9 @@ def _structural_bounds(data: _Data, deadline: float, tight: bool = True, bigm: b
             f"no configuration fits Tmax = {data.T:g}: even one epoch of every (model, cluster, data) "
             "choice at full capacity takes longer"))
     # plans longer than Tmax allows at the fastest epoch are never feasible (eqs. (4)–(5))
-    k_time = min(data.K, int(math.floor(data.T / fastest * (1 + 1e-12) + 1e-9)))
+    # (guarded: a capacity of 1e308 can make the fastest epoch 0 or 1e-300)
+    k_time = data.K if fastest * data.K <= data.T else min(data.K, int(math.floor(data.T / fastest * (1 + 1e-12)
+                                                                               + 1e-9)))
     reach = _min_epochs(data, k_time, deadline)
     if data.p >= data.S:
         k_min = 1  # every scenario may exceed ℓmax: the SAA quantile is vacuous

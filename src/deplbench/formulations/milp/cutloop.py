@@ -17,8 +17,10 @@ reason said in the message: node limit, round limit, a solver failure
 around a valid incumbent), ``infeasible`` (with the reason) or ``error`` (no
 plan and no proof; never with a cost).
 
-Work counters (exact and deterministic for a given instance, seed and
-options, since HiGHS runs with a fixed ``random_seed`` and one thread):
+Work counters (exact, and deterministic for a given instance, seed and
+options when no wall-clock limit interferes — ``time_limit=None`` or not
+reached: HiGHS runs with a fixed ``random_seed`` and one thread, the
+incumbent heuristic then runs to its end):
 ``rounds`` (master solves), ``cuts_added``, ``nodes`` and ``lp_iterations``
 summed over the rounds.
 

@@ -211,7 +211,8 @@ def flow_size(data: _Data, k_max: int) -> tuple[int, int, int]:
     """(rows, columns, non-zeros) of the flow model, estimated before the build.
 
     Dominated by the scenario block U·K·(|M|+|P|+1) and the per-epoch blocks;
-    accurate to a few per cent (tests compare it with the built model).
+    an upper estimate within a few per cent (a test compares it with the
+    built model).
     """
     K, M, Nn, Sig, P = max(1, k_max), data.M, data.Nn, data.Sig, data.P
     U = int(data.uniq.size)
@@ -219,7 +220,8 @@ def flow_size(data: _Data, k_max: int) -> tuple[int, int, int]:
     cols = K * M * (1 + (2 * Sig if Sig > 1 else 0)) + (K - 1) * A + M * Nn * Sig + Nn * Sig + 1 + U
     rows = U + K + 2 * (K - 1) * M + 2 * K * M * (Sig > 1) + M * Sig + 3 * Nn * Sig + 1 + 700
     nnz = U * (K * M + (K - 1) * P + 1) + 2 * (K - 1) * (A + M) + K * M * (2 * Sig + 2) * (Sig > 1) \
-        + M * Sig * (Nn + K) + 700 * (M * Nn * Sig + 1) + 3 * Nn * Sig * (M + 1)
+        + M * Sig * (Nn + K) + 700 * (M * Nn * Sig + 1) + 3 * Nn * Sig * (M + 1) \
+        + K * M + M * Nn * Sig + U + 2 * M * Sig * Nn   # activity, capacity, budget, symmetry
     if data.inst.transfer_cost_mode == "per_epoch":
         cols += K * Nn * Sig
         rows += K * Nn * Sig

@@ -29,9 +29,10 @@ problem (package docstring, "Why the flow formulation is not enough"): the
 LP relaxation *mixes* plans that use different models in the same epoch,
 which averages independent noise, and with the violated scenarios of the
 optimal plan fixed the LP is still 6 % below the optimum. We measured that
-HiGHS needs about a minute per master even with only 20 scenario rows on
-the cyclic AlexNet instance (S = 100): the flow polytope itself is the
-bottleneck, not the number or the big-M of the scenario rows.
+HiGHS needs 48–68 s per master even with only 20–26 scenario rows (lazy
+scenario generation, 3 rounds) on the cyclic AlexNet instance at S = 100:
+the flow polytope itself is the bottleneck, not the number or the big-M of
+the scenario rows.
 
 What we do instead
 ------------------
@@ -41,7 +42,8 @@ We keep Luedtke's ingredients but branch on *plans*, where they are exact:
    data enters the loss only through γ(σ) and the cost only through V(σ)
    and β(σ, n). With non-negative improvement draws a class with ≥ γ,
    ≤ V and ≤ β dominates, so each cluster keeps its Pareto set (vectorised
-   over the 2^|D| subsets; 79 of 1023 at |D| = 10 for the datasets family).
+   over the 2^|D| subsets; 79 and 74 of 1023 on the two clusters of the
+   |D| = 10 datasets instance).
    Assignments (which clusters train, which class each holds) are searched
    by a best-first branch-and-bound over *boxes* of classes: a box is
    bounded with its optimistic class (largest γ, smallest V, smallest β of
@@ -77,13 +79,35 @@ and no LP tolerances enter the proof: losses are compared with the same
 1e-9 tolerance as ``Scenarios.violations``, and bounds are ordinary floating
 point sums.
 
+Where it is fast, and where it is not (measured, benchmarks/general_targets.py)
+-------------------------------------------------------------------------------
+The per-scenario bound of 4. is valid but *loose on long horizons*: every
+scenario may pick its own completion, and with independent draws per
+(scenario, epoch, model) — and Student-t jumps whose low draws a scenario
+can time its switches to — the (p+1)-th largest of the per-scenario optima
+sits far below the optimum of one plan for all scenarios. On the cyclic
+AlexNet (K̄ = 100, ℓmax = 9, S = 100) the root bound is 1335 against the
+optimum 1750.9; with the first two blocks of the optimal plan fixed it is
+still 1507, and even with the model order fixed (f → i → s, lengths free per
+scenario) it is 1548. This is the same mixing weakness as the flow
+formulation's LP (package docstring), now on the scenario side, and we know
+of no bound that avoids both. Consequences:
+
+* K̄ ≤ 30 (tiny and medium instances, the K̄ sweep up to 30, datasets
+  families with short horizons): proven optimal in well under a second to
+  tens of seconds, 10–700× faster than ``flow`` on the cyclic instances of
+  ``tests/test_milp_general.py`` (K̄ = 7, S = 150: 0.1–3 s against 2–80 s);
+* the issue's K̄ = 100 cyclic AlexNet (S = 100..3000) and the |D| = 10,
+  K̄ = 50 datasets instance: time limit at 60 s with gaps of 33–63 % (the
+  incumbent is good — at S = 100 it is the optimum — the bound is not).
+
 Limits
 ------
 Exact for every dimension; |D| ≤ 12 (the Pareto filter compares all subset
 pairs). Signed improvement draws disable the γ-dominance and the
-shortest-last-block rule (all lengths are kept, boxes are single classes).
-Time grows with how many block sequences come within the bound's gap of
-the optimum; see ``benchmarks/general_targets.py`` for measured times.
+shortest-last-block rule (all lengths are kept, every assignment is its own
+box). Memory: the DP tables hold (K̄+1)·18·S·|M|·(γ-groups) floats (≈ 130 MB
+at K̄ = 100, S = 3000, |M| = 3).
 
 References
 ----------
@@ -125,13 +149,16 @@ def general_applies(instance) -> tuple[bool, str]:
     return True, ""
 
 
-def _check_options(scenarios, seed, time_limit, gap, threads) -> None:
+def _check_options(scenarios, seed, time_limit, gap, threads, node_limit=None) -> None:
     if isinstance(scenarios, bool) or not isinstance(scenarios, (int, np.integer)) or scenarios < 1:
         raise SolverError(f"scenarios: must be a positive integer, got {scenarios!r}")
+    if node_limit is not None and (isinstance(node_limit, bool) or not isinstance(node_limit, (int, np.integer))
+                                   or node_limit < 1):
+        raise SolverError(f"node_limit: must be a positive integer or None, got {node_limit!r}")
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
         raise SolverError(f"seed: must be a non-negative integer, got {seed!r}")
-    if isinstance(time_limit, bool) or not isinstance(time_limit, (int, float)) or not math.isfinite(time_limit) \
-            or time_limit <= 0:
+    if time_limit is not None and (isinstance(time_limit, bool) or not isinstance(time_limit, (int, float))
+                                   or not math.isfinite(time_limit) or time_limit <= 0):
         raise SolverError(f"time_limit: must be a positive number of seconds, got {time_limit!r}")
     if isinstance(gap, bool) or not isinstance(gap, (int, float)) or not math.isfinite(gap) or not 0 < gap < 1:
         raise SolverError(f"gap: must be a relative gap in (0, 1), got {gap!r}")
@@ -376,7 +403,10 @@ def _config(box: _Box, lists, vol, gam, beta) -> Config:
     return Config(np.array(used), cls, np.array(g), np.array(v), np.array(b))
 
 
-def _root_boxes(instance, lists):
+def _root_boxes(instance, lists, relax: bool):
+    """One box per set of training clusters (one cluster under the printed
+    rule (6)); without ``relax`` (signed draws: a larger γ is not uniformly
+    better) every assignment is its own box."""
     N = instance.n_clusters
     sizes = [1] if instance.data_rule == "printed" else range(1, N + 1)
     out = []
@@ -384,7 +414,14 @@ def _root_boxes(instance, lists):
         for used in itertools.combinations(range(N), r):
             if any(len(lists[n]) == 0 for n in used):
                 continue
-            out.append(_Box([(0, len(lists[n])) if n in used else None for n in range(N)]))
+            if relax:
+                out.append(_Box([(0, len(lists[n])) if n in used else None for n in range(N)]))
+            else:
+                for pick in itertools.product(*[range(len(lists[n])) for n in used]):
+                    ranges = [None] * N
+                    for n, i in zip(used, pick):
+                        ranges[n] = (i, i + 1)
+                    out.append(_Box(ranges))
     return out
 
 
@@ -399,8 +436,9 @@ def _kmax(prob: Problem, search_w: np.ndarray, vtmin: np.ndarray, const: float, 
     return max(k, 0)
 
 
-def solve_general(instance, scenarios: int = 1000, seed: int = 0, time_limit: float = 60.0,
-                  gap: float = 1e-4, threads: int = 1, verbose: bool = False) -> SolveResult:
+def solve_general(instance, scenarios: int = 1000, seed: int = 0, time_limit: float | None = 60.0,
+                  gap: float = 1e-4, threads: int = 1, verbose: bool = False,
+                  node_limit: int | None = None) -> SolveResult:
     """Solve the SAA of problem (2)–(6) exactly with the ``general`` formulation.
 
     Parameters
@@ -410,8 +448,11 @@ def solve_general(instance, scenarios: int = 1000, seed: int = 0, time_limit: fl
         S, the in-sample scenarios of ``ScenarioSampler(instance, seed)``.
     seed : int, default 0
         Seed of the scenarios.
-    time_limit : float, default 60
-        Wall-clock seconds for everything (scenarios, bounds, search).
+    time_limit : float or None, default 60
+        Wall-clock seconds for everything (scenarios, bounds, search); None
+        for no limit.
+    node_limit : int, optional
+        Search nodes allowed (a budget independent of the machine's speed).
     gap : float, default 1e-4
         Relative gap (UB − LB)/UB at which the plan is declared optimal.
     threads : int, default 1
@@ -423,20 +464,28 @@ def solve_general(instance, scenarios: int = 1000, seed: int = 0, time_limit: fl
     -------
     SolveResult
         ``optimal`` (gap met), ``time_limit`` (best plan and bound so far),
+        ``feasible`` only when ``node_limit`` stopped the search (as for the
+        other formulations: a plan whose optimality is unproven),
         ``infeasible`` (the search proved that no plan meets the quantile,
         Tmax and K̄; ``message`` says so) or ``error`` (|D| too large).
-        Never ``feasible``: a completed search has met the gap.
+        A completed search is ``optimal`` unless a leaf's cluster split had
+        more than ``MAX_SPLITS`` integer choices and its bounds left a gap
+        (then ``feasible``, with the gap in ``message``).
 
     Raises
     ------
     SolverError
         For invalid options, naming the option.
     """
-    _check_options(scenarios, seed, time_limit, gap, threads)
-    params = {"scenarios": int(scenarios), "seed": int(seed), "time_limit": float(time_limit),
-              "gap": float(gap), "threads": int(threads), "formulation": "general"}
+    _check_options(scenarios, seed, time_limit, gap, threads, node_limit)
+    params = {"scenarios": int(scenarios), "seed": int(seed),
+              "time_limit": None if time_limit is None else float(time_limit),
+              "gap": float(gap), "threads": int(threads), "formulation": "general",
+              "node_limit": None if node_limit is None else int(node_limit)}
     t0 = time.perf_counter()
-    deadline = t0 + float(time_limit)
+    deadline = t0 + (math.inf if time_limit is None else float(time_limit))
+    nodes_budget = math.inf if node_limit is None else int(node_limit)
+    hit_node_limit = False
     diag: dict = {"formulation": "general", "variant": "general",
                   "exactness": "real-x cost via λ-dual bounds of the convex F(N); plans costed with allocate()"}
     ok, why = general_applies(instance)
@@ -469,9 +518,16 @@ def solve_general(instance, scenarios: int = 1000, seed: int = 0, time_limit: fl
     nodes = leaves_seen = boxes = 0
     counter = itertools.count()
     heap = []
-    for box in (_Box([(0, len(lists[n])) if r is not None else None for n, r in enumerate(b.ranges)])
-                for b in _root_boxes(inst, lists)):
-        heapq.heappush(heap, (-math.inf, next(counter), box))
+    for box in _root_boxes(inst, lists, relax=prob.nonneg):
+        # every root box is bounded before the search so that a time limit
+        # still leaves a finite lower bound for the boxes not yet explored
+        cfg = _config(box, lists, vol, gam, beta)
+        w = prob.weights(cfg, lam)
+        const = -lam * prob.T + (0.0 if prob.per_epoch else float(cfg.beta.sum()))
+        kmax = _kmax(prob, w, prob.tmin(cfg), const, math.inf)
+        rb = BlockSearch(prob, cfg, lam, kmax, est_cost / max(prob.l0 - prob.lmax, 1e-12)).root_bound() \
+            if kmax >= 1 else math.inf
+        heapq.heappush(heap, (rb, next(counter), box))
     timed_out = False
     while heap:
         bound, _, box = heapq.heappop(heap)
@@ -479,9 +535,10 @@ def solve_general(instance, scenarios: int = 1000, seed: int = 0, time_limit: fl
         if prunable(bound, ub, tol):
             lb_discard = min(lb_discard, bound)
             continue
-        if time.perf_counter() > deadline:
+        if time.perf_counter() > deadline or nodes >= nodes_budget:
             heapq.heappush(heap, (bound, next(counter), box))
             timed_out = True
+            hit_node_limit = nodes >= nodes_budget
             break
         boxes += 1
         cfg = _config(box, lists, vol, gam, beta)
@@ -501,12 +558,14 @@ def solve_general(instance, scenarios: int = 1000, seed: int = 0, time_limit: fl
             for child in box.split():
                 heapq.heappush(heap, (rb, next(counter), child))
             continue
-        stats = search.run(ub, tol, deadline, lambda vseq: leaves.evaluate(search, vseq, tol))
+        stats = search.run(ub, tol, deadline, lambda vseq: leaves.evaluate(search, vseq, tol),
+                           nodes_left=nodes_budget - nodes)
         nodes += stats["nodes"]
         leaves_seen += stats["leaves"]
         if stats["timeout"]:
             lb_discard = min(lb_discard, stats["lb"])
             timed_out = True
+            hit_node_limit = bool(stats.get("node_limit"))
             break
         # a better incumbent with another time price: redo this box with its λ
         price = leaves.best_price
@@ -520,10 +579,11 @@ def solve_general(instance, scenarios: int = 1000, seed: int = 0, time_limit: fl
     open_bounds = [b for b, _, _ in heap]
     diag.update(nodes=nodes, leaves=leaves_seen, boxes=boxes, leaf_evaluations=leaves.evaluations,
                 lambda_resets=lam_resets, time_price=lam, total_s=time.perf_counter() - t0)
+    limit = "node limit" if hit_node_limit else "time limit"
     if leaves.best is None:
         if timed_out:
-            return SolveResult(algorithm="milp", status="time_limit", message="time limit reached before any plan",
-                               lower_bound=None, params=params, diagnostics=diag)
+            return SolveResult(algorithm="milp", status="error" if hit_node_limit else "time_limit",
+                               message=f"{limit} reached before any plan", params=params, diagnostics=diag)
         return SolveResult(algorithm="milp", status="infeasible", message=(
             f"no plan of at most K̄ = {inst.horizon} epochs meets both the quantile (at most {p} of {S} "
             f"in-sample scenarios above ℓmax = {prob.lmax:g}) and Tmax = {prob.T:g} (exhaustive search)"),
@@ -545,9 +605,11 @@ def solve_general(instance, scenarios: int = 1000, seed: int = 0, time_limit: fl
     if g is not None and g <= gap:
         status, message = "optimal", f"optimal within relative gap {g:.2e} (tolerance {gap:g})"
     elif timed_out:
-        status, message = "time_limit", "time limit reached"
+        status = "feasible" if hit_node_limit else "time_limit"
+        message = f"{limit} reached" + ("; the plan is SAA-feasible and exactly costed, its optimality unproven"
+                                        if hit_node_limit else "")
     else:
-        status, message = "time_limit", (f"search complete but the leaf split bounds leave a gap of {g:.2e} "
+        status, message = "feasible", (f"search complete but the leaf split bounds leave a gap of {g:.2e} "
                                          f"(tolerance {gap:g})")
     return SolveResult(algorithm="milp", status=status, message=message, plan=plan, cost=cost, lower_bound=lower,
                        gap=g, params=params, diagnostics=diag)

@@ -187,51 +187,56 @@ class BlockSearch:
         self._table()
 
     # ------------------------------------------------------------------ bound
+    def _jump_index(self) -> np.ndarray:
+        """(nv, nv) column of the jump of v → u in an extended jump array:
+        0..P−1 a switch, P for "no jump" (staying, or another group of the same
+        model), P+1 for "not allowed" (+∞)."""
+        P = self.prob
+        npair = P.J.shape[2]
+        idx = np.full((self.nv, self.nv), npair + 1)
+        for v in range(self.nv):
+            idx[v, v] = npair
+            for u, p in self.succ[v]:
+                idx[v, u] = npair if p < 0 else p
+        return idx
+
     def _table(self) -> None:
-        """V^μ_s(k, v) for k = 0..kmax, shape (kmax+1, nμ, S, nv) (backward DP)."""
+        """Backward DPs over (epoch, virtual model), all scenarios and μ at once.
+
+        V^μ_s(k, v) (kmax+1, nμ, S, nv): min over completions (stopping
+        included) of weight − μ·(loss decrease) in scenario s; Vm (kmax+1, nμ,
+        nv): the same on the scenario-average draws; U and Dn (kmax+1, S, nv):
+        the largest and the smallest loss change any completion can make.
+        """
         P, mus = self.prob, self.mus
         S, nv, K = P.S, self.nv, self.kmax
-        V = np.zeros((K + 1, mus.size, S, nv))
-        gam_a = np.empty((S, nv))
-        for k in range(K - 1, -1, -1):
-            gam_a[:] = self.vgamma[None, :] * P.a[:, k, self.vm]             # (S, nv)
-            enter = self.w[None, None, :] - mus[:, None, None] * gam_a[None, :, :] + V[k + 1]  # (nμ, S, nv)
-            best = np.minimum(enter, 0.0)                                    # stay (no jump) or stop
-            for v in range(nv):
-                for u, p in self.succ[v]:
-                    cand = enter[:, :, u] if p < 0 else enter[:, :, u] + mus[:, None] * P.J[:, k, p][None, :]
-                    np.minimum(best[:, :, v], cand, out=best[:, :, v])
-            V[k] = best
-        self.V = V
-        # mean bound (see completion_bound): the scenario-average DP per μ and
-        # the per-scenario largest completion change U_s (a max-plus DP)
+        jidx = self._jump_index()
         abar = P.a.mean(axis=0)                                              # (K̄, M)
-        Jbar = P.J.mean(axis=0) if P.J.size else P.J.reshape(P.K, 0)
+        V = np.zeros((K + 1, mus.size, S, nv))
         Vm = np.zeros((K + 1, mus.size, nv))
         U = np.zeros((K + 1, S, nv))
-        Dn = np.zeros((K + 1, S, nv))          # most favourable completion change (min-plus)
+        Dn = np.zeros((K + 1, S, nv))
+        tail = np.array([[0.0, np.inf]])
         for k in range(K - 1, -1, -1):
-            enter = self.w[None, :] - mus[:, None] * (self.vgamma * abar[k, self.vm])[None, :] + Vm[k + 1]
-            best = np.minimum(enter, 0.0)
-            upe = -(self.vgamma[None, :] * P.a[:, k, self.vm]) + U[k + 1]               # (S, nv)
-            ubest = np.maximum(upe, 0.0)
-            dpe = -(self.vgamma[None, :] * P.a[:, k, self.vm]) + Dn[k + 1]
-            dbest = np.minimum(dpe, 0.0)
-            for v in range(nv):
-                for u, p in self.succ[v]:
-                    if p < 0:
-                        cand, ucand, dcand = enter[:, u], upe[:, u], dpe[:, u]
-                    else:
-                        cand = enter[:, u] + mus * Jbar[k, p]
-                        ucand = upe[:, u] + P.J[:, k, p]
-                        dcand = dpe[:, u] + P.J[:, k, p]
-                    np.minimum(best[:, v], cand, out=best[:, v])
-                    np.maximum(ubest[:, v], ucand, out=ubest[:, v])
-                    np.minimum(dbest[:, v], dcand, out=dbest[:, v])
-            Vm[k] = best
-            U[k] = ubest
-            Dn[k] = dbest
-        self.Vm, self.U, self.Dn = Vm, U, Dn
+            Jx = np.concatenate([P.J[:, k, :], np.broadcast_to(tail, (S, 2))], axis=1)   # (S, P+2)
+            Jv = Jx[:, jidx]                                                 # (S, nv_from, nv_to)
+            Jm = Jv.mean(axis=0)                                             # (nv, nv); +∞ where forbidden
+            Jm_fin = np.where(np.isfinite(Jm), Jm, 0.0)
+            Jv_fin = np.where(np.isfinite(Jv), Jv, 0.0)
+            gain = self.vgamma[None, :] * P.a[:, k, self.vm]                 # (S, nv)
+            enter = self.w[None, None, :] - mus[:, None, None] * gain[None, :, :] + V[k + 1]   # (nμ, S, nv_to)
+            full = enter[:, :, None, :] + mus[:, None, None, None] * Jv_fin[None]
+            full = np.where(np.isfinite(Jv)[None], full, np.inf)            # forbidden switches
+            V[k] = np.minimum(full.min(axis=3), 0.0)
+            em = self.w[None, :] - mus[:, None] * (self.vgamma * abar[k, self.vm])[None, :] + Vm[k + 1]
+            fm = em[:, None, :] + mus[:, None, None] * Jm_fin[None]
+            fm = np.where(np.isfinite(Jm)[None], fm, np.inf)
+            Vm[k] = np.minimum(fm.min(axis=2), 0.0)
+            up = np.where(np.isfinite(Jv), (-gain + U[k + 1])[:, None, :] + Jv_fin, -np.inf)
+            U[k] = np.maximum(up.max(axis=2), 0.0)
+            dn = (-gain + Dn[k + 1])[:, None, :] + Jv
+            Dn[k] = np.minimum(dn.min(axis=2), 0.0)
+        self.V, self.Vm, self.U, self.Dn = V, Vm, U, Dn
 
     def completion_bound(self, k: np.ndarray, v: int, L: np.ndarray) -> np.ndarray:
         """Lower bound on the linear weight of any completion, per candidate.
@@ -293,7 +298,7 @@ class BlockSearch:
         return best
 
     # ----------------------------------------------------------------- search
-    def run(self, ub: float, prune_tol: float, deadline: float, on_leaf) -> dict:
+    def run(self, ub: float, prune_tol: float, deadline: float, on_leaf, nodes_left: float = math.inf) -> dict:
         """Depth-first search; ``on_leaf(seq) -> (lb, ub_or_inf)`` evaluates plans.
 
         Returns statistics and ``lb``: the smallest bound among discarded
@@ -310,8 +315,9 @@ class BlockSearch:
             return prunable(bound, ub_box[0], prune_tol)
 
         while stack:
-            if time.perf_counter() > deadline:
+            if time.perf_counter() > deadline or stats["nodes"] >= nodes_left:
                 stats["timeout"] = True
+                stats["node_limit"] = stats["nodes"] >= nodes_left
                 stats["lb"] = min([stats["lb"]] + [b for b, *_ in stack])
                 return stats
             bound, k, v, L, W, seq = stack.pop()

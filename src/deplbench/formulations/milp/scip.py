@@ -67,9 +67,13 @@ class _ScipBackend:
         finally:
             os.unlink(path)
         self._nnz = int(mm.A.nnz)
-        self.vars = m.getVars()
-        if len(self.vars) != mm.ncol:
-            raise RuntimeError(f"SCIP read {len(self.vars)} columns, the model has {mm.ncol}")
+        # SCIP orders its variables by type, so they are matched by name (the
+        # names of _MatrixModel.col_names are unique)
+        by_name = {v.name: v for v in m.getVars()}
+        names = mm.col_names()
+        if len(by_name) != mm.ncol or any(n not in by_name for n in names):
+            raise RuntimeError(f"SCIP read {len(by_name)} columns, the model has {mm.ncol}")
+        self.vars = [by_name[n] for n in names]
         m.setIntParam("randomization/randomseedshift", int(seed) % (2**31 - 1))
         m.setIntParam("parallel/maxnthreads", int(threads))
         m.setRealParam("limits/absgap", 0.0)

@@ -26,10 +26,11 @@ import numpy as np
 
 from deplbench.errors import SolverError
 from deplbench.formulations.milp import catalog
-from deplbench.formulations.milp.backends import make_backend
+from deplbench.formulations.milp.backends import highs_version, make_backend
 from deplbench.formulations.milp.bounds import _structural_bounds
 from deplbench.formulations.milp.cutloop import _cut_loop, _result
 from deplbench.formulations.milp.data import _Data, data_bytes, draw_seconds
+from deplbench.formulations.milp.scip import scip_version
 from deplbench.formulations.milp.options import (
     MAX_DATASETS,
     MEMORY_LIMIT_GIB,
@@ -44,7 +45,8 @@ from deplbench.formulations.scenarios import allowed_violations
 def solve_milp(instance, scenarios: int = 1000, seed: int = 0, time_limit: float | None = 60.0,
                gap: float = 1e-4, threads: int = 1, formulation: str = "fast",
                write_lp: str | None = None, backend: str = "highs", verbose: bool = False,
-               node_limit: int | None = None, memory_limit: float = MEMORY_LIMIT_GIB) -> SolveResult:
+               node_limit: int | None = None, memory_limit: float = MEMORY_LIMIT_GIB,
+               solver: str = "highs") -> SolveResult:
     """Solve the SAA of problem (2)–(6) exactly (see the package docstring).
 
     Parameters
@@ -79,6 +81,11 @@ def solve_milp(instance, scenarios: int = 1000, seed: int = 0, time_limit: float
     memory_limit : float, default 2
         GiB the scenario arrays and the model may take (estimated before
         building).
+    solver : {"highs", "scip"}
+        Which MILP solver the cut loop drives. ``"scip"`` (pyscipopt, the
+        ``[peers]`` extra) solves the matrix formulations with the same cut
+        loop, so the same exactness contract; ``diagnostics["solver"]`` and
+        ``["solver_version"]`` record what ran.
 
     Returns
     -------
@@ -105,16 +112,17 @@ def solve_milp(instance, scenarios: int = 1000, seed: int = 0, time_limit: float
     enters the gap), so results agree, only node counts differ.
     """
     check_options(scenarios, seed, time_limit, gap, threads, formulation, write_lp, backend,
-                  catalog.formulation_names(), node_limit=node_limit, memory_limit=memory_limit)
+                  catalog.formulation_names(), node_limit=node_limit, memory_limit=memory_limit, solver=solver)
     params = {"scenarios": int(scenarios), "seed": int(seed),
               "time_limit": None if time_limit is None else float(time_limit),
               "gap": float(gap), "threads": int(threads), "formulation": formulation,
               "write_lp": write_lp, "backend": backend,
               "node_limit": None if node_limit is None else int(node_limit),
-              "memory_limit": float(memory_limit)}
+              "memory_limit": float(memory_limit), "solver": solver}
     t0 = time.perf_counter()
     deadline = t0 + (math.inf if time_limit is None else float(time_limit))
-    diag: dict = {"formulation": formulation,
+    diag: dict = {"formulation": formulation, "solver": solver,
+                  "solver_version": scip_version() if solver == "scip" else highs_version(),
                   "exactness": "real-x cost via exact λ cuts of the convex F(N); plan costed with allocate()"}
     memory_bytes = float(memory_limit) * 2**30
     if instance.n_datasets > MAX_DATASETS:
@@ -129,7 +137,7 @@ def solve_milp(instance, scenarios: int = 1000, seed: int = 0, time_limit: float
             params=params, diag=diag)
     try:
         res = _solve_stages(instance, scenarios, seed, time_limit, gap, threads, formulation, write_lp,
-                            backend, verbose, node_limit, memory_bytes, params, diag, t0, deadline)
+                            backend, verbose, node_limit, memory_bytes, params, diag, t0, deadline, solver)
     except BuildTimeout as exc:
         diag["build_s"] = time.perf_counter() - t0
         res = _result("time_limit", f"time limit reached while building the MILP ({exc})",
@@ -145,7 +153,7 @@ def solve_milp(instance, scenarios: int = 1000, seed: int = 0, time_limit: float
 
 
 def _solve_stages(instance, scenarios, seed, time_limit, gap, threads, formulation, write_lp, backend,
-                  verbose, node_limit, memory_bytes, params, diag, t0, deadline) -> SolveResult:
+                  verbose, node_limit, memory_bytes, params, diag, t0, deadline, solver="highs") -> SolveResult:
     """Data → bounds → formulation (catalog) → backend → cut loop."""
     left = deadline - time.perf_counter()
     if math.isfinite(left):
@@ -163,12 +171,13 @@ def _solve_stages(instance, scenarios, seed, time_limit, gap, threads, formulati
     rows, why = catalog.candidates(formulation, data)
     if not rows:
         return _result("error", why, params=params, diag=diag)
-    # The incumbent heuristic runs when the first formulation to try wants it,
-    # with a tenth of the time limit (at most 3 s).
+    # The incumbent heuristic runs when the first formulation to try wants it.
     # Badly scaled costs (e.g. a unit cost of 1e300) need an incumbent too:
-    # it lets the dear configurations be pruned exactly.
+    # it lets the dear configurations be pruned exactly. Without a time limit
+    # the heuristic runs to its end, so the whole solve (incumbent, nodes,
+    # iterations) is deterministic; with one it gets a tenth (at most 3 s).
     want = rows[0].incumbent or data.badly_scaled()
-    budget = min(3.0, 0.1 * (math.inf if time_limit is None else float(time_limit))) if want else 0.0
+    budget = (math.inf if time_limit is None else min(3.0, 0.1 * float(time_limit))) if want else 0.0
     bounds = _structural_bounds(data, deadline, tight=budget > 0, bigm=False, heuristic_budget=budget)
     if bounds.infeasible:
         diag["build_s"] = time.perf_counter() - t0
@@ -194,7 +203,10 @@ def _solve_stages(instance, scenarios, seed, time_limit, gap, threads, formulati
                        params=params, diag=diag)
     diag["variant"] = spec.name
     t1 = time.perf_counter()
-    be, route = make_backend(model, backend, threads, seed, verbose)
+    if solver == "scip" and getattr(model, "mm", None) is None:
+        return _result("error", f"solver: 'scip' needs a matrix formulation, and {spec.name!r} is not one",
+                       params=params, diag=diag)
+    be, route = make_backend(model, backend, threads, seed, verbose, solver)
     diag.update(backend=route, n_vars=int(be.ncol), n_cons=int(be.n_rows), n_nonzeros=int(be.n_nonzeros))
     ctx.timing["solver_model"] = time.perf_counter() - t1
     if write_lp:
