@@ -50,7 +50,8 @@ import numpy as np
 
 from deplbench.solvers.base import solve
 from deplbench.solvers.depl import most_capable_cluster
-from deplbench.solvers.expanded_graph import build_spec, solve_dp, solve_networkx
+from deplbench.solvers.expanded_graph import build_spec, solve_dp
+from deplbench.solvers.expanded_reference import solve_networkx
 from deplbench.solvers.quantile_transform import LossModel, build_bounds
 from deplbench.instances.generators import generate
 

@@ -11,9 +11,9 @@ by what it does:
   the test modules' ``deplbench(...)`` helper), or runs sweeps through the
   process-pool/Dask executors, or lives in a module that is end-to-end as a
   whole (:data:`INTEGRATION_MODULES`);
-* ``slow``: the test takes more than about two seconds on its own on this
-  2-core machine (measured with ``pytest --durations``), listed in
-  :data:`SLOW_TESTS` by module and test-name prefix.
+* ``slow``: the test takes more than about half a second of CPU on its own,
+  listed in :data:`SLOW_TESTS`, or uses a fixture that takes seconds to
+  build (:data:`SLOW_FIXTURES`).
 
 A test marked by hand (``@pytest.mark.slow``) keeps its mark.
 """
@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import inspect
 import re
+import warnings
 
 import pytest
 
@@ -35,9 +36,76 @@ INTEGRATION_MODULES = frozenset({
 _PROCESS_PATTERN = re.compile(
     r"\bsubprocess\.|(?<![\w.])deplbench\(|\bLocalExecutor\(|\bDaskExecutor\(|\bcli_main\(\s*\[?\s*\"run\"")
 
-#: module → test-name prefixes of tests that take more than ~2 s alone
-#: (``--durations`` on this machine). A prefix matches parametrised ids too.
-SLOW_TESTS: dict[str, tuple[str, ...]] = {}
+#: Module-scoped fixtures that take seconds to build (a whole report, a
+#: calibrated DepL run): every test that uses one is slow.
+SLOW_FIXTURES = frozenset({"full_report", "calibrated9"})
+
+#: module → tests that take more than 0.5 s of CPU on their own (measured on
+#: this machine by CPU time per test, which a loaded machine does not
+#: inflate). A bare name marks every parametrisation of the test function; a
+#: name with ``[id]`` marks that case only, so cheap cases of a parametrised
+#: check stay in the quick loop.
+SLOW_TESTS: dict[str, tuple[str, ...]] = {
+    "test_certify": ("test_lb_below_near_exact_optimum_and_every_certified_plan",),
+    "test_depl": (
+        "test_allocation_failure_blacklists_the_path",
+        "test_best_exp_trains_on_until_quantile_met",
+        "test_calibration_never_returns_a_plan_its_test_rejects",
+        "test_chernoff_bound_covers_the_simulated_quantile",
+        "test_datasets_family_with_transfer_costs_runs",
+        "test_depl_plan_passes_the_evaluator",
+        "test_out_of_sample_failure_tightens_and_retries",
+        "test_unreachable_target_is_reported_infeasible",
+    ),
+    "test_fit": (
+        "test_decay_parameters_recovered",
+        "test_family_default_base_round_trip",
+        "test_inverse_gamma_recovered_and_not_rejected",
+        "test_wrong_family_gives_low_p_values",
+    ),
+    "test_fuzz_instances": ("test_mutated_instances_meet_the_contract",),
+    "test_generators": (
+        "test_realistic_alexnet_magnitudes_fig7_fig9",
+        "test_realistic_mobilenet_is_cheaper_than_alexnet",
+    ),
+    "test_milp": (
+        "test_data_rule_changes_the_optimum_and_both_solvers_follow",
+        "test_extreme_values_give_the_brute_force_answer[clusters.0.unit_cost-1e+300]",
+        "test_fast_flow_naive_and_pyomo_agree",
+        "test_knapsack_dp_between_bound_and_cost",
+        "test_milp_equals_brute_force[0-2-once-intended-False]",
+        "test_milp_equals_brute_force[1-2-once-intended-True]",
+        "test_milp_equals_brute_force[1-2-per_epoch-printed-True]",
+        "test_milp_equals_brute_force[2-1-per_epoch-printed-False]",
+        "test_milp_equals_brute_force[2-2-once-intended-False]",
+        "test_milp_equals_brute_force[2-2-per_epoch-printed-False]",
+        "test_naive_at_gap_1e9_equals_brute_force",
+        "test_node_limit_stops_deterministically",
+        "test_near_infinite_capacity_and_zero_size",
+        "test_scip_and_highs_give_the_brute_force_optimum",
+        "test_realistic_enumeration_equals_flow",
+        "test_work_counters_are_exact_and_repeatable",
+    ),
+    "test_milp_general": (
+        "test_equals_flow_with_two_datasets",
+        "test_equals_milp_on_small_stochastic[4-True]",
+        "test_equals_milp_on_small_stochastic[5-True]",
+        "test_equals_milp_on_small_stochastic[6-True]",
+        "test_many_datasets_cyclic_equals_brute_force[10-4]",
+        "test_seven_datasets_two_clusters_equals_brute_force",
+        "test_variants_equal_brute_force[per_epoch-intended]",
+    ),
+    "test_reports": (
+        "test_missing_columns_and_bad_json",
+        "test_no_exact_rows_says_so",
+        "test_no_milp_rows_says_so",
+        "test_store_roundtrip_and_cli",
+    ),
+    "test_sweep": (
+        "test_packaged_sweeps_are_valid[complexity]",
+        "test_packaged_sweeps_are_valid[knapsack]",
+    ),
+}
 
 
 def _source(obj) -> str:
@@ -59,11 +127,11 @@ def _process_helpers(module) -> re.Pattern | None:
                  if inspect.isfunction(f) and not n.startswith("test")
                  and getattr(f, "__module__", None) == name}
         starters: set[str] = set()
-        while True:
-            calls = re.compile("|".join([_PROCESS_PATTERN.pattern]
-                                        + [rf"(?<![\w.]){re.escape(n)}\(" for n in starters]))
+        while True:   # to a fixed point: helpers calling helpers
             more = {n for n, src in funcs.items() if n not in starters
-                    and calls.search(src.partition(":")[2] if src else "")}
+                    and (_PROCESS_PATTERN.search(src)
+                         or any(re.search(rf"(?<![\w.]){re.escape(h)}\(", src)
+                                for h in starters if h != n))}
             if not more:
                 break
             starters |= more
@@ -82,11 +150,22 @@ def _starts_processes(item: pytest.Item) -> bool:
     return bool(helpers and helpers.search(source))
 
 
+@pytest.hookimpl(tryfirst=True)   # before `-m` deselects by these marks
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    seen: dict[str, set[str]] = {}
     for item in items:
         module = item.module.__name__.rpartition(".")[2] if item.module else ""
         if module in INTEGRATION_MODULES or _starts_processes(item):
             item.add_marker(pytest.mark.integration)
-        name = getattr(item, "originalname", None) or item.name
-        if any(name.startswith(prefix) for prefix in SLOW_TESTS.get(module, ())):
+        listed = SLOW_TESTS.get(module, ())
+        function = getattr(item, "originalname", None) or item.name
+        seen.setdefault(module, set()).update((item.name, function))
+        if (item.name in listed or function in listed
+                or SLOW_FIXTURES.intersection(getattr(item, "fixturenames", ()))):
             item.add_marker(pytest.mark.slow)
+    # A renamed or removed test would silently lose its mark: say so.
+    stale = [f"{module}::{name}" for module, names in SLOW_TESTS.items() if module in seen
+             for name in names if name not in seen[module]]
+    if stale and not config.getoption("keyword") and not config.getoption("markexpr"):
+        warnings.warn(pytest.PytestWarning(
+            "tests/conftest.py SLOW_TESTS names tests that do not exist: " + ", ".join(stale)))

@@ -11,14 +11,12 @@ import numpy as np
 import pytest
 
 from deplbench.errors import SolverError
-from deplbench.solvers.expanded_graph import (
+from deplbench.solvers.expanded_graph import build_spec, solve_dp, solve_dp_labels
+from deplbench.solvers.expanded_reference import (
     build_networkx,
-    build_spec,
     exact_loss_units,
     path_features,
     reachable_size,
-    solve_dp,
-    solve_dp_labels,
     solve_networkx,
 )
 

@@ -681,3 +681,22 @@ def test_milp_optimum_prefers_the_largest_scenario_set():
     assert len(opt) == 1
     assert opt["optimum"].iloc[0] == 100.0
     assert opt["optimum_source"].iloc[0] == "milp"
+
+
+def test_no_report_module_imports_the_solver_layer():
+    """Reports read the record's columns; the solver registry is never
+    imported (issue 12), not even lazily inside a function."""
+    import ast
+
+    import deplbench.reports as pkg
+
+    for path in Path(pkg.__file__).parent.glob("*.py"):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            names = []
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                names = [node.module or ""]
+            for n in names:
+                assert not n.startswith("deplbench.solvers"), f"{path.name} imports {n}"

@@ -536,3 +536,17 @@ def test_a_result_outside_the_record_schema_is_a_failed_row(tmp_path, plugin):
     bad = frame[frame["param_mode"] == "badstatus"]
     assert len(bad) == 1 and bad["status"].iloc[0] == "error"
     assert "record.status" in bad["error"].iloc[0]
+
+
+def test_warm_dask_task_path_enforces_the_hard_limit_and_reports_crashes(plugin):
+    from deplbench.benchmarks.executors import run_task_warm
+
+    base = {"key": "k", "sweep": "s", "group": "g", "family": "test-tiny",
+            "instance_params": {}, "instance_seed": 0, "targets": {},
+            "algorithm": "test-work", "label": "x", "params": {}, "evaluation": {},
+            "time_limit_s": 1.0}
+    ok = run_task_warm(base, 60.0)
+    assert ok["status"] == "feasible" and ok["cost"] == 8.0 * 3.0
+    hung = run_task_warm({**base, "params": {"mode": "hang"}}, 1.0)
+    assert hung["status"] == "error" and hung["error"].startswith("timeout:")
+    assert 1.0 <= hung["runtime_s"] < 60.0

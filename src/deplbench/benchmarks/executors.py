@@ -17,9 +17,10 @@ that dies (segfault, OOM killer) yields a record starting with ``crash:``.
   ``kill -9`` of the runner leaves no orphan solver behind.
 * :class:`DaskExecutor` — ``--dask-scheduler ADDRESS`` (a running
   ``dask.distributed`` cluster) or ``--dask-local N`` (a ``LocalCluster`` of
-  N single-threaded workers inside the runner process, no dashboard, no
-  network). A Dask worker cannot kill a running Python function, so each
-  task still gets a process of its own under the same hard limit; workers
+  N single-threaded workers inside the runner process; they talk
+  in-process and bind only loopback HTTP ports). A Dask worker cannot kill
+  a running Python function, so each task still gets a process of its own
+  under the same hard limit; workers
   stay warm: a worker that may have children forks each task from a
   forkserver that imported the solver stack once (:func:`run_task_warm`),
   which costs milliseconds per task, and only a daemonic worker (the default
@@ -376,8 +377,8 @@ class DaskExecutor:
         Address of a running scheduler (``tcp://host:8786``).
     local_workers : int, optional
         Start a ``LocalCluster`` with this many single-threaded workers in
-        this process instead (no dashboard, no network; each task is still
-        a process of its own, forked warm).
+        this process instead (in-process communication, loopback-only HTTP;
+        each task is still a process of its own, forked warm).
     connect_timeout_s : float
         How long to try reaching ``scheduler``.
 
@@ -423,8 +424,12 @@ class DaskExecutor:
             # runs in a process of its own, forked from one warm forkserver
             # (run_task_warm), so worker processes would add only their
             # start-up and a second copy of every solver import.
+            # Workers talk in-process (inproc://); the HTTP servers a
+            # scheduler and its workers always start are bound to loopback
+            # on free ports (``dashboard_address=None`` would mean 0.0.0.0:8787).
             self._cluster = LocalCluster(n_workers=self.local_workers, threads_per_worker=1,
-                                         processes=False, dashboard_address=None)
+                                         processes=False, dashboard_address="127.0.0.1:0",
+                                         worker_dashboard_address="127.0.0.1:0")
             self._client = Client(self._cluster)
         return self._client
 

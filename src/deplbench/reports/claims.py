@@ -170,7 +170,7 @@ def property3(ratios: pd.DataFrame) -> dict:
     if sub.empty:
         return _row(claim, "DepL paper §V", says,
                     f"no '{algorithm}' plan with a recorded η on an instance with a proven "
-                    "optimum (milp/brute-force status optimal, or a dp_optimum)",
+                    "optimum (an exact solver's row with status optimal)",
                     UNMEASURED, evidence)
     eps = sub["epsilon"].fillna(0.0)
     bound = property3_bound(sub["eta"], eps)

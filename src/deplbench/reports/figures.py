@@ -322,13 +322,19 @@ def ratio_vs(tab: pd.DataFrame, param: str, styles: Styles, scale: float = 1.0,
         return None
     fig, axes = _figure(ncols=2, scale=scale, width=PANEL[0] * 2 + 2.2)
     lin, log = axes[0]
+    seen: dict[str, int] = {}
     for alg, ov, g in kept:
         st = styles.get(alg) or info_for(styles, alg.split(" [")[0])
+        # several values of the other parameter share the series' colour:
+        # the first keeps its style, the others get their own marker and dash
+        j = seen[alg] = seen.get(alg, -1) + 1
+        marker = st.marker if j == 0 else _MARKERS[j % len(_MARKERS)]
+        dash = st.linestyle if j == 0 else _DASHES[j % len(_DASHES)]
         lbl = (f"{alg} ({SIZE_AXIS[other].split(' ')[0]}={ov:g})" if not pd.isna(ov)
                else f"{alg} ({other} not recorded)")
         for ax in (lin, log):
-            ax.plot(g[param], g["ratio_median"], marker=st.marker, ms=3, color=st.colour,
-                    ls=st.linestyle, label=f"{lbl}: measured median (band min–max)")
+            ax.plot(g[param], g["ratio_median"], marker=marker, ms=3, color=st.colour,
+                    ls=dash, label=f"{lbl}: measured median (band min–max)")
             ax.fill_between(g[param], g["ratio_min"], g["ratio_max"], color=st.colour,
                             alpha=0.15, lw=0)
         if g["property3_bound"].notna().any():

@@ -74,6 +74,12 @@ def headline_table(ratios: pd.DataFrame, styles: dict[str, SeriesInfo]) -> pd.Da
     return pd.DataFrame(rows, columns=list(HEADLINE_COLUMNS))
 
 
+def _span(values: pd.Series, fmt: str = ".6g") -> str:
+    """"a–b", or "a" when every value is the same."""
+    lo, hi = float(values.min()), float(values.max())
+    return f"{lo:{fmt}}" if lo == hi else f"{lo:{fmt}}–{hi:{fmt}}"
+
+
 def _optimum_line(name: str, g: pd.DataFrame, opt: pd.DataFrame, kind: str) -> str:
     keys = set(g["instance_key"])
     o = opt[opt["instance_key"].isin(keys)]
@@ -82,10 +88,9 @@ def _optimum_line(name: str, g: pd.DataFrame, opt: pd.DataFrame, kind: str) -> s
         return f"{title}: no proven optimum on this {kind}'s instances."
     lm = g.loc[g["instance_key"].isin(set(o["instance_key"])), "loss_max"].dropna()
     src = ", ".join(f"{k} {v}" for k, v in o["optimum_source"].value_counts().items())
-    targets = (f" at ℓmax {lm.min():g}–{lm.max():g}" if lm.size and lm.min() != lm.max()
-               else f" at ℓmax {lm.min():g}" if lm.size else "")
+    targets = f" at ℓmax {_span(lm, 'g')}" if lm.size else ""
     return (f"{title}: proven optimum on {len(o)} instance(s){targets}: cost "
-            f"{o['optimum'].min():.6g}–{o['optimum'].max():.6g} (source: {src}).")
+            f"{_span(o['optimum'])} (source: {src}).")
 
 
 def _claim_line(row) -> str:
@@ -105,11 +110,11 @@ def _bracket_line(name: str, brackets: pd.DataFrame | None) -> str | None:
     lb, ub = b["lb"].dropna(), b["ub"].dropna()
     conf = b["confidence"].dropna()
     parts = [f"{name}: certified bracket LB ≤ z* ≤ UB on {len(b)} instance(s) "
-             f"(ℓmax {b['loss_max'].min():g}–{b['loss_max'].max():g})"]
+             f"(ℓmax {_span(b['loss_max'], 'g')})"]
     if len(lb):
-        parts.append(f"LB {lb.min():.6g}–{lb.max():.6g}")
+        parts.append(f"LB {_span(lb)}")
     if len(ub):
-        parts.append(f"UB (best certified plan) {ub.min():.6g}–{ub.max():.6g}")
+        parts.append(f"UB (best certified plan) {_span(ub)}")
     else:
         parts.append("no plan certified (no UB)")
     if len(conf):

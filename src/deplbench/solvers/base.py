@@ -1,12 +1,18 @@
 """One solver interface for every algorithm (benchopt-style).
 
-An algorithm is a small declarative class: a registry ``name``, its
-``parameters`` as data (:class:`Param`: default, type, bounds, help) and a
-``run(instance, **params) -> SolveResult`` method. The runner, the CLI and the
-reports call :func:`solve` and know nothing about any single algorithm.
+An algorithm is a small declarative class: a registry ``name``, a display
+``label``, its ``parameters`` as data (:class:`~deplbench.params.Param`,
+re-exported here: default, type, bounds, help), whether it is ``exact``, its
+plotting ``style`` (:class:`PlotStyle`) and a ``run(instance, **params) ->
+SolveResult`` method. The runner and the CLI call :func:`solve` and know
+nothing about any single algorithm; the reports read the metadata stored
+with each row (:func:`deplbench.solvers.registry.solver_info`). A third-party
+package adds one through an entry point (docs/extending.md).
 
 :func:`solve` validates and converts the parameters (raising
-:class:`~deplbench.errors.SolverError` naming the parameter), times the run,
+:class:`~deplbench.errors.SolverError` naming the parameter), removes
+unusable models/clusters/datasets (:mod:`deplbench.formulations.preprocess`),
+times the run,
 turns an unexpected exception into a result with status ``error`` (a crash
 never escapes to a sweep), and judges the returned plan with the
 out-of-sample evaluator, attaching the evaluation to the record.

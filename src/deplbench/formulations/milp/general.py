@@ -81,25 +81,31 @@ point sums.
 
 Where it is fast, and where it is not (measured, benchmarks/general_targets.py)
 -------------------------------------------------------------------------------
-The per-scenario bound of 4. is valid but *loose on long horizons*: every
-scenario may pick its own completion, and with independent draws per
-(scenario, epoch, model) — and Student-t jumps whose low draws a scenario
-can time its switches to — the (p+1)-th largest of the per-scenario optima
-sits far below the optimum of one plan for all scenarios. On the cyclic
-AlexNet (K̄ = 100, ℓmax = 9, S = 100) the root bound is 1335 against the
-optimum 1750.9; with the first two blocks of the optimal plan fixed it is
-still 1507, and even with the model order fixed (f → i → s, lengths free per
-scenario) it is 1548. This is the same mixing weakness as the flow
-formulation's LP (package docstring), now on the scenario side, and we know
-of no bound that avoids both. Consequences:
+The per-scenario bound of 4. is valid but *loose on long horizons with a
+hard target*: every scenario may pick its own completion, and with
+independent draws per (scenario, epoch, model) — and Student-t jumps whose
+low draws a scenario can time its switches to — the (p+1)-th largest of the
+per-scenario optima sits far below the optimum of one plan for all
+scenarios. On the cyclic AlexNet (K̄ = 100, ℓmax = 9, S = 100) the root
+bound is 1335 against the optimum 1750.9; with the first two blocks of the
+optimal plan fixed it is still 1507, and even with the model order fixed
+(f → i → s, lengths free per scenario) it is 1548. This is the same mixing
+weakness as the flow formulation's LP (package docstring), now on the
+scenario side. λ matters as much: the search restarts a box as soon as the
+incumbent's time price differs from the tables' λ by more than 25 %
+(without it, ℓmax = 13 at S = 300 did not close in 60 s; with it, 9 s).
+Measured on a loaded 2-core machine (load average 11–13):
 
-* K̄ ≤ 30 (tiny and medium instances, the K̄ sweep up to 30, datasets
-  families with short horizons): proven optimal in well under a second to
-  tens of seconds, 10–700× faster than ``flow`` on the cyclic instances of
-  ``tests/test_milp_general.py`` (K̄ = 7, S = 150: 0.1–3 s against 2–80 s);
-* the issue's K̄ = 100 cyclic AlexNet (S = 100..3000) and the |D| = 10,
-  K̄ = 50 datasets instance: time limit at 60 s with gaps of 33–63 % (the
-  incumbent is good — at S = 100 it is the optimum — the bound is not).
+* cyclic AlexNet with ℓmax = 13 (K̄ = 100, S = 1000): optimal in 19–23 s;
+* the cyclic AlexNet family with K̄ = 20..60 (ℓmax, Tmax scaled with K̄),
+  S = 300: optimal in 1.0–3.1 s, time ∝ K̄^1.0; on its K̄ = 30 member time
+  ∝ S^0.72 (S = 100..3000: 0.5–6.6 s); ``flow`` needs 2.3 s (K̄ = 20) and
+  15.8 s (K̄ = 30) on the same instances;
+* the cyclic tiny instances of ``tests/test_milp_general.py`` (K̄ = 7,
+  S = 150): 0.1–3.3 s against 2–80 s for ``flow``;
+* the issue's targets, cyclic AlexNet K̄ = 100, ℓmax = 9, S = 100..3000 and
+  the |D| = 10, K̄ = 50 datasets instance (S = 200): time limit at 60 s with
+  gaps of 32–35 % (the bound, not the incumbent, is what is missing).
 
 Limits
 ------
@@ -127,7 +133,7 @@ import time
 import numpy as np
 
 from deplbench.errors import SolverError
-from deplbench.formulations.allocation import allocate
+from deplbench.formulations.milp.general_leaves import Leaves
 from deplbench.formulations.milp.general_search import BlockSearch, Config, Problem, prunable
 from deplbench.formulations.plan import Epoch, Plan
 from deplbench.formulations.result import SolveResult
@@ -135,8 +141,6 @@ from deplbench.formulations.scenarios import ScenarioSampler, allowed_violations
 
 #: Largest |D| (all 2^|D| − 1 subsets are compared pairwise per cluster).
 MAX_DATASETS_GENERAL = 12
-#: Largest number of integer cluster splits enumerated at one leaf.
-MAX_SPLITS = 50_000
 #: Re-set λ to the incumbent's time price when they differ by more than this.
 LAMBDA_RESET = 0.02
 
@@ -206,161 +210,6 @@ def _cluster_classes(instance, nonneg: bool):
         order = np.lexsort((vol[cand], -gam[cand]))
         keep_per_cluster.append(cand[order])
     return bits, vol, gam, beta, keep_per_cluster
-
-
-# =============================================================================
-# Leaves: exact cost of a block sequence
-# =============================================================================
-
-
-class _Leaves:
-    """Exact evaluation of complete plans; keeps the incumbent."""
-
-    def __init__(self, prob: Problem, instance):
-        self.prob, self.inst = prob, instance
-        self.best_cost = math.inf
-        self.best = None          # (models, clusters, classes per cluster, alloc)
-        self.best_price = 0.0
-        self.cache: dict = {}
-        self.evaluations = 0
-
-    def _exact(self, models, clusters, cfg: Config, pos_of):
-        P = self.prob
-        pos = np.array([pos_of[int(n)] for n in clusters])
-        c = P.c_m[models] * cfg.volume[pos]
-        alloc = allocate(c, P.comm[models, clusters], P.kap[clusters], P.cap[clusters], P.T)
-        used = np.unique(pos)
-        beta = float(cfg.beta[used].sum())
-        transfer = beta * (models.size if P.per_epoch else 1)
-        cost = alloc.cost + transfer if alloc.feasible else math.inf
-        return cost, alloc
-
-    def evaluate(self, search: BlockSearch, vseq: np.ndarray, tol: float):
-        """(lower bound, exact cost) of the best cluster split of ``vseq``."""
-        P, cfg = self.prob, search.cfg
-        counts = np.bincount(vseq, minlength=search.nv)
-        key = (tuple(cfg.clusters.tolist()), tuple(cfg.classes), tuple(counts.tolist()), tuple(vseq.tolist()))
-        if key in self.cache:
-            return self.cache[key]
-        self.evaluations += 1
-        models = search.vm[vseq]
-        groups = search.vg[vseq]
-        pos_of = {int(n): i for i, n in enumerate(cfg.clusters)}
-        # start: every epoch on its group's cheapest cluster at the search's λ
-        w = P.weights(cfg, search.lam)
-        members = [np.array(cfg.groups[g]) for g in range(len(cfg.groups))]
-        pos = np.array([members[g][int(np.argmin(w[m, members[g]]))] for m, g in zip(models, groups)])
-        clusters = cfg.clusters[pos]
-        cost, alloc = self._exact(models, clusters, cfg, pos_of)
-        multi = [g for g in range(len(members)) if members[g].size > 1 and np.any(groups == g)]
-        if multi:
-            cost, clusters, alloc = self._local_search(models, groups, clusters, members, cfg, pos_of, cost, alloc)
-            lb = self._dual_bound(models, groups, members, cfg, alloc)
-            if lb < cost * (1 - tol) and math.isfinite(cost) or not math.isfinite(cost):
-                ex = self._enumerate_splits(models, groups, members, cfg, pos_of)
-                if ex is not None:
-                    cost, clusters, alloc = ex
-                    lb = cost
-        else:
-            lb = cost
-        if cost < self.best_cost:
-            self.best_cost = cost
-            used = sorted(set(int(n) for n in clusters))
-            self.best = (models.copy(), clusters.copy(), {n: cfg.classes[pos_of[n]] for n in used}, alloc)
-            self.best_price = float(alloc.time_price)
-        self.cache[key] = (lb, cost)
-        return lb, cost
-
-    def _local_search(self, models, groups, clusters, members, cfg, pos_of, cost, alloc):
-        """Move single epochs between clusters of a group while the exact cost falls."""
-        clusters = clusters.copy()
-        improved = True
-        while improved:
-            improved = False
-            best = (cost, None)
-            for m in np.unique(models):
-                for g in np.unique(groups[models == m]):
-                    mem = members[g]
-                    if mem.size < 2:
-                        continue
-                    idx = np.nonzero((models == m) & (groups == g))[0]
-                    for src in np.unique(clusters[idx]):
-                        e = idx[clusters[idx] == src][-1]
-                        for dst in cfg.clusters[mem]:
-                            if dst == src:
-                                continue
-                            trial = clusters.copy()
-                            trial[e] = dst
-                            c2, a2 = self._exact(models, trial, cfg, pos_of)
-                            if c2 < best[0] * (1 - 1e-12):
-                                best = (c2, (trial, a2))
-            if best[1] is not None:
-                cost = best[0]
-                clusters, alloc = best[1]
-                improved = True
-        return cost, clusters, alloc
-
-    def _dual_bound(self, models, groups, members, cfg, alloc) -> float:
-        """max_λ Σ_epochs min_{n in group} g(λ) − λT + transfer (continuous split)."""
-        P = self.prob
-        pairs, counts = np.unique(np.stack([models, groups], axis=1), axis=0, return_counts=True)
-        tm = P.tmin(cfg)
-        if sum(cnt * min(tm[m, i] for i in members[g]) for (m, g), cnt in zip(pairs, counts)) > P.T * (1 + 1e-12):
-            return math.inf
-        # β of the clusters the plan must use: the single-member groups it uses
-        must = [int(members[g][0]) for g in np.unique(groups) if members[g].size == 1]
-        beta = float(cfg.beta[must].sum()) if must else 0.0
-        transfer_lb = beta * (models.size if P.per_epoch else 1)
-
-        def h(lam):
-            w = P.weights(cfg, lam)
-            if P.per_epoch:
-                w = w - float(cfg.beta.sum())
-            return float(sum(cnt * w[m, members[g]].min() for (m, g), cnt in zip(pairs, counts))) - lam * P.T
-
-        lam0 = alloc.time_price if getattr(alloc, "time_price", 0) > 0 else 1.0
-        lo, hi = math.log(lam0) - 8.0, math.log(lam0) + 8.0
-        gr = (math.sqrt(5) - 1) / 2
-        a, b = lo, hi
-        x1, x2 = b - gr * (b - a), a + gr * (b - a)
-        f1, f2 = h(math.exp(x1)), h(math.exp(x2))
-        best = max(f1, f2, h(lam0))
-        for _ in range(80):
-            if f1 < f2:
-                a, x1, f1 = x1, x2, f2
-                x2 = a + gr * (b - a)
-                f2 = h(math.exp(x2))
-            else:
-                b, x2, f2 = x2, x1, f1
-                x1 = b - gr * (b - a)
-                f1 = h(math.exp(x1))
-            best = max(best, f1, f2)
-        return best + transfer_lb
-
-    def _enumerate_splits(self, models, groups, members, cfg, pos_of):
-        """Every integer split of each (model, group) count over the group's clusters."""
-        pairs = [(int(m), int(g)) for m, g in sorted(set(zip(models.tolist(), groups.tolist())))]
-        choices = []
-        total = 1
-        for m, g in pairs:
-            mem = cfg.clusters[members[g]]
-            cnt = int(np.count_nonzero((models == m) & (groups == g)))
-            opts = [c for c in itertools.product(range(cnt + 1), repeat=mem.size - 1) if sum(c) <= cnt]
-            total *= len(opts)
-            choices.append((m, g, mem, cnt, opts))
-        if total > MAX_SPLITS:
-            return None
-        best = (math.inf, None, None)
-        for combo in itertools.product(*[c[4] for c in choices]):
-            clusters = np.empty(models.size, dtype=int)
-            for (m, g, mem, cnt, _), split in zip(choices, combo):
-                idx = np.nonzero((models == m) & (groups == g))[0]
-                sizes = list(split) + [cnt - sum(split)]
-                clusters[idx] = np.repeat(mem, sizes)
-            c, a = self._exact(models, clusters, cfg, pos_of)
-            if c < best[0]:
-                best = (c, clusters, a)
-        return best if best[1] is not None else None
 
 
 # =============================================================================
@@ -469,7 +318,7 @@ def solve_general(instance, scenarios: int = 1000, seed: int = 0, time_limit: fl
         ``infeasible`` (the search proved that no plan meets the quantile,
         Tmax and K̄; ``message`` says so) or ``error`` (|D| too large).
         A completed search is ``optimal`` unless a leaf's cluster split had
-        more than ``MAX_SPLITS`` integer choices and its bounds left a gap
+        more than ``general_leaves.MAX_SPLITS`` integer choices and its bounds left a gap
         (then ``feasible``, with the gap in ``message``).
 
     Raises
@@ -503,7 +352,7 @@ def solve_general(instance, scenarios: int = 1000, seed: int = 0, time_limit: fl
                 allowed_violations=allowed_violations(inst.omega, int(scenarios)))
     bits, vol, gam, beta, lists = _cluster_classes(inst, prob.nonneg)
     diag["data_classes_per_cluster"] = [int(len(x)) for x in lists]
-    leaves = _Leaves(prob, inst)
+    leaves = Leaves(prob, inst)
     tol = 0.5 * float(gap)
     # λ and μ scales before any incumbent: a median configuration's closed form
     root_cfg = _config(_Box([(0, len(lists[n])) for n in range(inst.n_clusters)]), lists, vol, gam, beta)
@@ -529,14 +378,24 @@ def solve_general(instance, scenarios: int = 1000, seed: int = 0, time_limit: fl
             if kmax >= 1 else math.inf
         heapq.heappush(heap, (rb, next(counter), box))
     timed_out = False
-    while heap:
-        bound, _, box = heapq.heappop(heap)
+    dive: list = []     # LIFO of boxes while there is no incumbent (a depth-first dive)
+    while heap or dive:
+        if dive and leaves.best is None:
+            bound, _, box = dive.pop()
+        else:
+            for item in dive:
+                heapq.heappush(heap, item)
+            dive.clear()
+            bound, _, box = heapq.heappop(heap)
         ub = leaves.best_cost
         if prunable(bound, ub, tol):
             lb_discard = min(lb_discard, bound)
             continue
         if time.perf_counter() > deadline or nodes >= nodes_budget:
             heapq.heappush(heap, (bound, next(counter), box))
+            for item in dive:
+                heapq.heappush(heap, item)
+            dive.clear()
             timed_out = True
             hit_node_limit = nodes >= nodes_budget
             break
@@ -555,15 +414,35 @@ def solve_general(instance, scenarios: int = 1000, seed: int = 0, time_limit: fl
             lb_discard = min(lb_discard, rb)
             continue
         if not box.is_leaf():
-            for child in box.split():
-                heapq.heappush(heap, (rb, next(counter), child))
+            left, right = box.split()
+            if leaves.best is None:     # classes are sorted by γ: the left half first
+                dive.extend([(rb, next(counter), right), (rb, next(counter), left)])
+            else:
+                heapq.heappush(heap, (rb, next(counter), left))
+                heapq.heappush(heap, (rb, next(counter), right))
             continue
-        stats = search.run(ub, tol, deadline, lambda vseq: leaves.evaluate(search, vseq, tol),
-                           nodes_left=nodes_budget - nodes)
+        def on_leaf(vseq, search=search):
+            out = leaves.evaluate(search, vseq, tol)
+            price = leaves.best_price
+            # the bounds are only as good as λ: restart early when the incumbent's
+            # time price is far from the one the tables were built with
+            if price > 0 and abs(math.log(price / search.lam)) > math.log(1.25) and lam_resets < 8:
+                search.abort = True
+            return out
+
+        stats = search.run(ub, tol, deadline, on_leaf, nodes_left=nodes_budget - nodes)
         nodes += stats["nodes"]
         leaves_seen += stats["leaves"]
+        if stats.get("aborted"):
+            lam = leaves.best_price
+            lam_resets += 1
+            heapq.heappush(heap, (rb, next(counter), box))
+            continue
         if stats["timeout"]:
             lb_discard = min(lb_discard, stats["lb"])
+            for item in dive:
+                heapq.heappush(heap, item)
+            dive.clear()
             timed_out = True
             hit_node_limit = bool(stats.get("node_limit"))
             break
@@ -576,7 +455,21 @@ def solve_general(instance, scenarios: int = 1000, seed: int = 0, time_limit: fl
             heapq.heappush(heap, (rb, next(counter), box))
             continue
         lb_discard = min(lb_discard, stats["lb"])
-    open_bounds = [b for b, _, _ in heap]
+    open_bounds = []
+    heap.sort()
+    n_rebound = 0
+    grace = deadline + (0.02 * float(time_limit) if time_limit is not None else math.inf)
+    while n_rebound < min(20, len(heap)) and time.perf_counter() < grace:
+        b, _, box = heap[n_rebound]
+        n_rebound += 1
+        # open boxes were bounded at an earlier λ; any λ is valid, keep the better
+        cfg = _config(box, lists, vol, gam, beta)
+        const = -lam * prob.T + (0.0 if prob.per_epoch else float(cfg.beta.sum()))
+        kmax = _kmax(prob, prob.weights(cfg, lam), prob.tmin(cfg), const, leaves.best_cost)
+        mu_ref = (leaves.best_cost if math.isfinite(leaves.best_cost) else est_cost) / max(prob.l0 - prob.lmax, 1e-12)
+        rb = BlockSearch(prob, cfg, lam, kmax, mu_ref).root_bound() if kmax >= 1 else math.inf
+        open_bounds.append(max(b, rb))
+    open_bounds += [b for b, _, _ in heap[n_rebound:]]
     diag.update(nodes=nodes, leaves=leaves_seen, boxes=boxes, leaf_evaluations=leaves.evaluations,
                 lambda_resets=lam_resets, time_price=lam, total_s=time.perf_counter() - t0)
     limit = "node limit" if hit_node_limit else "time limit"

@@ -133,13 +133,6 @@ def order_invariant(P: Problem) -> bool:
     return complete and bool(np.all(P.a == P.a[:, :1, :])) and (P.J.size == 0 or not np.any(P.J))
 
 
-@dataclass
-class Leaf:
-    """A complete plan found by the search (virtual model per epoch)."""
-
-    seq: np.ndarray
-
-
 class BlockSearch:
     """Depth-first block branch-and-bound for one :class:`Config` at one λ.
 
@@ -184,6 +177,7 @@ class BlockSearch:
                     out.append((u, P.switch_index[(mv, mu_)]))
             self.succ.append(out)
         self.mus = float(mu_ref) * MU_FACTORS
+        self.abort = False
         self._table()
 
     # ------------------------------------------------------------------ bound
@@ -359,6 +353,9 @@ class BlockSearch:
                     stats["lb"] = min(stats["lb"], lb_exact)  # min(ub, ·) is taken by the caller
                     if ub_new < ub_box[0]:
                         ub_box[0] = ub_new
+                    if self.abort:      # the caller wants to restart with another λ
+                        stats["aborted"] = True
+                        return stats
                 if inner.size:
                     cbs = self.completion_bound(k + lens[inner], u, losses[:, inner])
                     bounds = Wl[inner] + cbs + self.const
