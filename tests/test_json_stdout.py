@@ -39,7 +39,14 @@ def files(tmp_path_factory):
     result = root / "milp.json"
     proc = deplbench("solve", inst, "--algo", "milp", "--eval-samples", 500, "-o", result)
     assert proc.returncode == 0, proc.stderr
-    return {"instance": inst, "result": result}
+    lib = root / "lib"
+    proc = deplbench("library", "build", "--out", lib, "--only", LIBRARY_ENTRY, "--time-limit", 600)
+    assert proc.returncode == 0, proc.stderr
+    return {"instance": inst, "result": result, "lib": lib, "tmp": root}
+
+
+#: One small entry of the instance library (``deplbench library``).
+LIBRARY_ENTRY = "scaling-m3-n2-k10"
 
 
 #: command → arguments after the command name ({instance}/{result} filled in)
@@ -51,20 +58,37 @@ JSON_COMMANDS = {
     "evaluate": (["evaluate", "{instance}", "{result}", "--samples", "500", "--json"], dict),
     "certify": (["certify", "{instance}", "--replications", "2", "--scenarios", "20",
                  "--validation", "200", "--grid-seeds", "1", "--risk-grid", "1", "--json"], dict),
+    "library-build": (["library", "build", "--out", "{tmp}/lib-json", "--only", LIBRARY_ENTRY,
+                       "--time-limit", "600", "--json"], dict),
+    "library-check": (["library", "check", "{lib}", "--only", LIBRARY_ENTRY, "--time-limit", "600",
+                       "--json"], dict),
 }
 
 
-def _json_subcommands() -> set[str]:
-    parser = build_parser()
-    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
-    return {name for name, p in sub.choices.items()
-            if any("--json" in a.option_strings for a in p._actions)}
+def _command(args: list[str]) -> str:
+    """The (sub-)command an argument list runs: ``solve``, ``library build``."""
+    words = [args[0]]
+    if args[0] == "library":
+        words.append(args[1])
+    return " ".join(words)
+
+
+def _json_subcommands(parser: argparse.ArgumentParser, prefix: str = "") -> set[str]:
+    """Every (nested) sub-command that has a ``--json`` option."""
+    found = set()
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                if any("--json" in a.option_strings for a in sub._actions):
+                    found.add(prefix + name)
+                found |= _json_subcommands(sub, prefix + name + " ")
+    return found
 
 
 def test_every_json_command_is_covered():
     """A new ``--json`` command must be added to JSON_COMMANDS."""
-    covered = {args[0] for args, _ in JSON_COMMANDS.values()}
-    assert _json_subcommands() == covered
+    covered = {_command(args) for args, _ in JSON_COMMANDS.values()}
+    assert _json_subcommands(build_parser()) == covered
 
 
 @pytest.mark.parametrize("case", sorted(JSON_COMMANDS))

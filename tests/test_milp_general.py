@@ -141,12 +141,23 @@ def test_equals_milp_on_small_stochastic(seed, all_switches):
 
 def test_equals_flow_with_two_datasets():
     inst = tiny_instance(seed=11, n_datasets=2, n_clusters=2, horizon=5, n_models=2, all_switches=True)
-    S = 60
+    S = 40
     ref = solve_milp(inst, scenarios=S, time_limit=BUDGET, formulation="flow")
     assert ref.status == "optimal", ref.message
     res = solve_general(inst, scenarios=S, time_limit=BUDGET)
     assert res.status == "optimal", res.message
     assert res.cost == pytest.approx(ref.cost, rel=2e-4)
+
+
+def test_node_limit_is_never_reported_optimal_without_proof():
+    inst = tiny_instance(seed=2, n_datasets=1, n_clusters=2, horizon=7, n_models=3, all_switches=True)
+    full = solve_general(inst, scenarios=150, time_limit=BUDGET)
+    assert full.status == "optimal" and full.diagnostics["nodes"] > 5
+    cut = solve_general(inst, scenarios=150, time_limit=BUDGET, node_limit=2)
+    assert cut.status in ("feasible", "error")
+    if cut.status == "feasible":
+        assert cut.cost >= full.cost * (1 - 1e-9)
+        assert cut.lower_bound <= full.cost * (1 + 1e-9)
 
 
 # ------------------------------------------------------------ knapsack DP

@@ -455,6 +455,28 @@ def test_work_counters_fitted_beside_runtime(full_report):
     assert "judged on work counters (exact counts) for η" in p2
 
 
+def test_property2_epsilon_judged_on_the_steepest_fall():
+    """As ε → 0 the dominant counter is the one that grows fastest as ε
+    shrinks (1/ε² here), not the flattest; a constant counter cannot hide it."""
+    rows = []
+    for eps in (0.5, 0.2, 0.1, 0.05, 0.01):
+        rows.append(_row(key=f"e{eps}", family="synthetic", instance_name="s",
+                         instance_sha="s", instance_params={"n_models": 3}, n_models=3,
+                         algorithm="depl", params={"eta": 100, "epsilon": eps},
+                         status="feasible", cost=1.0, runtime_s=0.1 / eps ** 0.5,
+                         diagnostics={"work": {"cells": 100 / eps ** 2, "graphs": 5}}))
+    df = prepare(pd.DataFrame(rows, columns=list(STORE_COLUMNS))).df
+    fits = cx.complexity_fits(df)
+    cells = fits[fits["measure"] == "cells"].iloc[0]
+    assert cells["slope"] == pytest.approx(-2.0, abs=1e-9)
+    row = claims_mod.property2(fits)
+    assert "counter 'cells' slope -2.00" in row["measured"]
+    assert row["verdict"] == claims_mod.FAILS  # faster than 1/ε as ε → 0
+    # on runtime alone (ε^-0.5) the same claim holds
+    no_work = fits[fits["measure"] == cx.TIME]
+    assert claims_mod.property2(no_work)["verdict"] == claims_mod.HOLDS
+
+
 def test_counter_slope_recovers_known_exponent():
     rng = np.random.default_rng(5)
     x = np.repeat([3.0, 6.0, 12.0, 24.0, 48.0], 2)

@@ -31,6 +31,7 @@ COMMAND_MODULES = (
     "deplbench.cli.solvers",
     "deplbench.cli.certify",
     "deplbench.cli.benchmarks",
+    "deplbench.cli.library",
     "deplbench.cli.reports",
 )
 

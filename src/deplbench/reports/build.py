@@ -241,10 +241,12 @@ def build_report(source, out_dir: str | Path, bench_json: str | Path | None = No
         summary.errors.append(f"glance: {type(exc).__name__}: {exc}\n"
                               + traceback.format_exc(limit=3))
 
-    say("writing tables and figures")
     for sec in [box, *sections]:
         if sec is not box:
             summary.sections.append((sec.id, sec.title))
+        n_fig = sum(isinstance(el, Figure) for el in sec.elements)
+        n_tab = sum(isinstance(el, Table) for el in sec.elements)
+        say(f"writing {sec.id}: {n_tab} table(s), {n_fig} figure(s)")
         for el in sec.elements:
             if isinstance(el, Table):
                 _write_table(out, el)

@@ -25,7 +25,7 @@ from matplotlib import colormaps
 from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
-from deplbench.reports.complexity import CLAIMED_EXPONENTS, TIME
+from deplbench.reports.complexity import CLAIMED_EXPONENTS, TIME, VERTEX_EXPONENTS
 from deplbench.reports.stats import performance_profile, profile_curve
 from deplbench.reports.styles import PALETTE, SeriesInfo, info_for, ordered
 
@@ -379,12 +379,17 @@ def complexity(fits: pd.DataFrame, param: str, styles: Styles, scale: float = 1.
     seen: dict[str, int] = {}
     ys_all = []
     measures = set(f["measure"]) if "measure" in f else {TIME}
+    if measures != {TIME}:  # work: the vertex count's own exponent (Sec. V)
+        implied = VERTEX_EXPONENTS.get(param)
     for i, row in enumerate(f.itertuples(index=False)):
         x = np.asarray(row.x_values, float)
         y = np.asarray(row.y_values, float)
         ys_all.append(y)
         st = info_for(styles, row.algorithm)
-        c = st.colour if row.source == "store" else PALETTE[i % len(PALETTE)]
+        # one colour per series of runtime; with several counters of one
+        # solver in the panel, one palette colour per counter
+        c = (st.colour if row.source == "store" and len(measures) == 1
+             else PALETTE[i % len(PALETTE)])
         # several series of one algorithm share its colour: tell them apart
         # by marker and dash
         j = seen[row.algorithm] = seen.get(row.algorithm, -1) + 1
@@ -401,8 +406,10 @@ def complexity(fits: pd.DataFrame, param: str, styles: Styles, scale: float = 1.
                 label=f"{name}: slope {row.slope:.2f} {ci}")
         if i == 0:
             x0, y0 = xs[0], float(np.exp(row.intercept) * xs[0] ** row.slope)
-            for e, ls, what in ((claimed, "--", "claimed"), (implied, ":", "implied")):
-                if e is None or (what == "implied" and e == claimed):
+            for e, ls, what in ((claimed, "--", "claimed (runtime)"),
+                                (implied, ":", "implied (runtime)" if measures == {TIME}
+                                 else "vertex count |M|Kη²")):
+                if e is None or (ls == ":" and e == claimed):
                     continue
                 ax.plot(xs, y0 * (xs / x0) ** e, color="k", ls=ls, lw=0.9,
                         label=f"{what} exponent {e:+g}")

@@ -364,7 +364,8 @@ def section_complexity(ctx: Context) -> Section:
         f = figs.complexity(work, p, ctx.styles, ctx.scale)
         s.add(Figure(f"complexity_work_{p}", f"Work counted vs {tabs.size_label(p)}", f,
                      "Exact counts of diagnostics.work per run; lines: OLS fit (slope, "
-                     "95 % CI); dashed: Property 2's exponent for the runtime."))
+                     "95 % CI); dashed: Property 2's exponent for the runtime; dotted: "
+                     "the exponent of the vertex count |M|·K·η² (DepL Sec. V)."))
     knap = best[is_knap & (best["parameter"] == "n_models")] if not best.empty else best
     if knap.empty:
         s.missing(f"No {KNAPSACK_FAMILY}-family sweep over the number of items: the exact "

@@ -89,10 +89,10 @@ ENTRIES: tuple[LibraryEntry, ...] = (
     LibraryEntry("scaling-m4-n3-k20", "scaling", {"n_models": 4, "n_clusters": 3, "horizon": 20, "seed": 0},
                  {}, 200, "fast", "full", "scaling"),
     # Heterogeneous datasets: which data each cluster holds matters (Sec. IV-A).
+    LibraryEntry("datasets-d2-n2-k8", "datasets", {"n_datasets": 2, "n_clusters": 2, "horizon": 8, "seed": 0},
+                 {}, 50, "fast", "small", "datasets"),
     LibraryEntry("datasets-d3-n2-k10", "datasets", {"n_datasets": 3, "n_clusters": 2, "horizon": 10, "seed": 0},
-                 {}, 100, "fast", "small", "datasets"),
-    LibraryEntry("datasets-d5-n2-k20", "datasets", {"n_datasets": 5, "n_clusters": 2, "horizon": 20, "seed": 0},
-                 {}, 200, "fast", "full", "datasets"),
+                 {}, 100, "fast", "full", "datasets"),
     # The general problem: cyclic switch graphs (switches="any") and many datasets.
     LibraryEntry("scaling-any-m3-n2-k10", "scaling",
                  {"n_models": 3, "n_clusters": 2, "horizon": 10, "switches": "any", "seed": 0},

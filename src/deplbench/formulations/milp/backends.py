@@ -144,13 +144,13 @@ class _HighsBackend:
         lp.a_matrix_.start_ = mm.A.indptr.astype(np.int32)
         lp.a_matrix_.index_ = mm.A.indices.astype(np.int32)
         lp.a_matrix_.value_ = mm.A.data
-        lp.col_names_ = mm.col_names()
-        lp.row_names_ = mm.row_names()
         lp.integrality_ = [highspy.HighsVarType.kInteger if i else highspy.HighsVarType.kContinuous
                            for i in mm.integer]
         with quiet_stdout():
             h.passModel(lp)
         self.ncol = mm.ncol
+        self._mm = mm
+        self._named = False
 
     @property
     def n_rows(self) -> int:
@@ -160,7 +160,19 @@ class _HighsBackend:
     def n_nonzeros(self) -> int:
         return int(self.h.getNumNz())
 
+    def name_rows_and_columns(self) -> None:
+        """Give HiGHS the model's row and column names (only for files: the
+        names of 100,000 columns cost seconds that a solve does not need)."""
+        if self._named:
+            return
+        for i, name in enumerate(self._mm.col_names()):
+            self.h.passColName(i, name)
+        for i, name in enumerate(self._mm.row_names()):
+            self.h.passRowName(i, name)
+        self._named = True
+
     def write(self, path: str) -> None:
+        self.name_rows_and_columns()
         with quiet_stdout():
             self.h.writeModel(str(path))
 

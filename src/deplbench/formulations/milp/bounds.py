@@ -150,6 +150,8 @@ def _block_heuristic(data: _Data, k_min: int, k_max: int, deadline: float):
             raise BuildTimeout("heuristic")
         classes = np.full(models.size, s_idx)
         for n in range(data.Nn):
+            if n % 256 == 255 and time.perf_counter() > deadline:   # 20,000 clusters
+                raise BuildTimeout("heuristic")
             if not data.usable[models, n, s_idx].all():
                 continue
             c = data.c[models, n, s_idx]

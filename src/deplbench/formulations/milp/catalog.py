@@ -125,7 +125,7 @@ class BuildContext:
             raise ModelTooLarge(
                 f"the {label} model would need about {need / 2**30:.2f} GiB ({rows:,} rows, {cols:,} columns, "
                 f"{nonzeros:,} non-zeros) > memory_limit {self.memory_bytes / 2**30:.2f} GiB; "
-                "use fewer scenarios or a smaller horizon")
+                "use fewer scenarios, a smaller horizon or fewer clusters")
 
 
 #: The table (order matters only through FAST_CHAIN).

@@ -24,7 +24,13 @@ import numpy as np
 
 from deplbench.formulations.milp.bounds import _Bounds
 from deplbench.formulations.milp.data import _Choice, _Data
-from deplbench.formulations.milp.matrix import _cluster_rows, _held_classes, _MatrixFormulation, _MatrixModel
+from deplbench.formulations.milp.matrix import (
+    _cluster_rows,
+    _held_classes,
+    _MatrixFormulation,
+    _MatrixModel,
+    shared_size,
+)
 
 
 def _order_invariant(data: _Data) -> bool:
@@ -112,6 +118,10 @@ class _CountModel(_MatrixFormulation):
 
 def build_counts(ctx):
     """Catalog entry: :class:`_CountModel` (the catalog checks applicability)."""
+    d = ctx.data
+    rows, cols, nnz = shared_size(d)
+    U = int(d.uniq.size)
+    ctx.check_size("counts", rows + U + 2, cols + U + d.Nn * d.Sig, nnz + U * (d.M * d.Nn * d.Sig + 2) + 2 * U)
     t1 = time.perf_counter()
     model = _CountModel(ctx.data, ctx.bounds)
     ctx.timing["matrix"] = time.perf_counter() - t1

@@ -40,7 +40,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from deplbench.formulations.allocation import allocate
-from deplbench.formulations.milp.options import CUT_RATIO, CUT_SPAN, LOSS_TOL
+from deplbench.formulations.milp.options import CUT_RATIO, CUT_SPAN, LOSS_TOL, MAX_CUT_NONZEROS
 from deplbench.formulations.plan import Epoch, Plan
 from deplbench.formulations.scenarios import ScenarioSampler, allowed_violations
 
@@ -58,6 +58,56 @@ def data_bytes(instance, n_scenarios: int) -> int:
     S = 1 if deterministic else int(n_scenarios)
     width = int(instance.horizon) * (instance.n_models + len(instance.switch_pairs))
     return 4 * 8 * S * width
+
+
+def _dominated_clusters(cap, kap, bw, beta, chunk: int = 512) -> np.ndarray:
+    """Clusters n for which another cluster n' is at least as good in every
+    respect — capacity r ≥, unit cost κ ≤, bandwidth b ≥, transfer cost
+    β ≤ — and better in one, or equal with a lower index (one of each group
+    of identical clusters is kept).
+
+    With one data class this pruning is exact: moving every epoch of n to n'
+    (same x ≤ r(n) ≤ r(n')) keeps each epoch time (eq. (1)) and the loss, does
+    not raise the compute cost (eq. (2)), and the data transfer moves from n
+    to n' at no higher β (eq. (6) either way). An O(|N|) pass handles
+    clusters equal in (r, b, β) (20,000 copies of two clusters cost ms), then
+    every remaining pair is tested while at most 4000 remain (skipping that
+    only keeps more clusters, never a wrong one).
+    """
+    n = cap.size
+    out = np.zeros(n, dtype=bool)
+    # First, in O(|N|): among clusters equal in (r, b, β) all but the cheapest
+    # (lowest index on ties) are dominated.
+    order = np.lexsort((np.arange(n), kap, beta, bw, cap))
+    key = np.stack([cap, bw, beta], axis=1)[order]
+    same = np.zeros(n, dtype=bool)
+    same[1:] = np.all(key[1:] == key[:-1], axis=1)
+    out[order[same]] = True
+    # Then every pair among the rest, while that stays cheap (it is a subset
+    # of the same dominance relation, so skipping it only keeps more).
+    rest = np.nonzero(~out)[0]
+    if rest.size > 4000:
+        return out
+    r_out = _pairwise_dominated(cap[rest], kap[rest], bw[rest], beta[rest], rest, chunk)
+    out[rest[r_out]] = True
+    return out
+
+
+def _pairwise_dominated(cap, kap, bw, beta, idx, chunk: int) -> np.ndarray:
+    """The dominance test of :func:`_dominated_clusters` on every pair."""
+    n = cap.size
+    out = np.zeros(n, dtype=bool)
+    with np.errstate(invalid="ignore"):
+        for a in range(0, n, chunk):
+            b = slice(a, min(n, a + chunk))
+            geq = ((cap[None, :] >= cap[b, None]) & (kap[None, :] <= kap[b, None])
+                   & (bw[None, :] >= bw[b, None]) & (beta[None, :] <= beta[b, None]))
+            strict = ((cap[None, :] > cap[b, None]) | (kap[None, :] < kap[b, None])
+                      | (bw[None, :] > bw[b, None]) | (beta[None, :] < beta[b, None]))
+            better = geq & (strict | (idx[None, :] < idx[b, None]))
+            better[np.arange(b.stop - a), np.arange(a, b.stop)] = False
+            out[b] = better.any(axis=1)
+    return out
 
 
 def draw_seconds(instance, n_scenarios: int, probe: int = 200_000) -> float:
@@ -182,6 +232,12 @@ class _Data:
         #: configurations one epoch of which fits in Tmax (the others are
         #: pruned exactly: no feasible plan uses them; see the module doc)
         self.usable = np.isfinite(self.tmin) & (self.tmin <= self.T * (1 + 1e-9)) & np.isfinite(self.kap)
+        #: clusters dominated by another (see _dominated_clusters); with one
+        #: data class their epochs can always move to the dominating cluster
+        self.dominated = np.zeros(self.Nn, dtype=bool)
+        if self.Sig == 1 and self.Nn > 1:
+            self.dominated = _dominated_clusters(inst.capacity, inst.unit_cost, inst.bandwidth, self.beta[:, 0])
+            self.usable[:, self.dominated, :] = False
         #: t_j on usable configurations, 0 elsewhere (their counts are 0):
         #: the capacity row's coefficients
         self.tmin_row = np.where(self.usable, self.tmin, 0.0)
@@ -274,9 +330,22 @@ class _Data:
         g = self.g(lam)[self.usable]
         return float(g.min()) if g.size else math.inf
 
+    @property
+    def n_cuts(self) -> int:
+        """Rows of the initial λ grid: ratio CUT_RATIO over λ_ref·[1/CUT_SPAN,
+        CUT_SPAN] (699 rows), fewer when the grid would exceed
+        MAX_CUT_NONZEROS (e.g. 20,000 clusters): the cut loop still adds the
+        exact cut of every plan it meets, so exactness does not depend on the
+        grid, only the number of rounds does."""
+        half = int(math.ceil(math.log(CUT_SPAN) / math.log(CUT_RATIO)))
+        J = self.M * self.Nn * self.Sig + 1
+        half = max(8, min(half, MAX_CUT_NONZEROS // (2 * J)))
+        return 2 * half + 1
+
     def cut_grid(self, lam_ref: float) -> np.ndarray:
-        n = int(math.ceil(math.log(CUT_SPAN) / math.log(CUT_RATIO)))
-        return lam_ref * CUT_RATIO ** np.arange(-n, n + 1)
+        half = (self.n_cuts - 1) // 2
+        ratio = CUT_SPAN ** (1.0 / half)
+        return lam_ref * ratio ** np.arange(-half, half + 1)
 
     def lam_reference(self, n_epochs: float) -> float:
         """A typical price: uncapped closed form for n epochs of a median config."""

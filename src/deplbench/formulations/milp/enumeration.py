@@ -38,6 +38,7 @@ from deplbench.formulations.milp.matrix import (
     _held_classes,
     _MatrixFormulation,
     _MatrixModel,
+    shared_size,
 )
 
 
@@ -211,7 +212,8 @@ class _EnumModel(_MatrixFormulation):
         return self.data.evaluate(models, classes, clusters, held)
 
 
-def _try_enumeration(data: _Data, bounds: _Bounds, deadline: float, diag: dict, timing: dict):
+def _try_enumeration(data: _Data, bounds: _Bounds, deadline: float, diag: dict, timing: dict,
+                     check_size=lambda *args, **kw: None):
     """The enumeration model when the switch graph is acyclic and small enough.
 
     Returns an :class:`_EnumModel`, None (use the flow formulation) or an
@@ -237,6 +239,12 @@ def _try_enumeration(data: _Data, bounds: _Bounds, deadline: float, diag: dict, 
             f"no model sequence of at most {bounds.k_max} epochs (the most that Tmax = {data.T:g} allows) "
             f"meets the quantile: each leaves more than {data.p} of {data.S} in-sample scenarios above "
             f"ℓmax = {data.lmax:g}"))
+    C = len(seqs)
+    rows, cols, nnz = shared_size(data)
+    per_epoch = data.inst.transfer_cost_mode == "per_epoch"
+    paid = int(np.count_nonzero(data.beta > 0)) if per_epoch else 0      # transfer rows (eq. (2) printed)
+    check_size("enumeration", rows + 1 + data.M + paid, cols + C + data.Nn * data.Sig,
+               nnz + C + data.M * (data.Nn + C) + paid * (C + 2))
     t1 = time.perf_counter()
     model = _EnumModel(data, bounds, seqs, counts)
     timing["matrix"] = time.perf_counter() - t1
@@ -246,7 +254,7 @@ def _try_enumeration(data: _Data, bounds: _Bounds, deadline: float, diag: dict, 
 def build_enumeration(ctx):
     """Catalog entry: :func:`_try_enumeration` (None declines: too many
     candidates, a cyclic switch graph, or the deadline passed)."""
-    return _try_enumeration(ctx.data, ctx.bounds, ctx.deadline, ctx.diag, ctx.timing)
+    return _try_enumeration(ctx.data, ctx.bounds, ctx.deadline, ctx.diag, ctx.timing, ctx.check_size)
 
 
 __all__ = ["MAX_CANDIDATES", "_dag_paths", "_enumeration_size", "_enumerate_candidates", "_EnumModel",

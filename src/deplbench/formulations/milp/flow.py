@@ -217,10 +217,11 @@ def flow_size(data: _Data, k_max: int) -> tuple[int, int, int]:
     K, M, Nn, Sig, P = max(1, k_max), data.M, data.Nn, data.Sig, data.P
     U = int(data.uniq.size)
     A = M + P
+    G = data.n_cuts
     cols = K * M * (1 + (2 * Sig if Sig > 1 else 0)) + (K - 1) * A + M * Nn * Sig + Nn * Sig + 1 + U
-    rows = U + K + 2 * (K - 1) * M + 2 * K * M * (Sig > 1) + M * Sig + 3 * Nn * Sig + 1 + 700
+    rows = U + K + 2 * (K - 1) * M + 2 * K * M * (Sig > 1) + M * Sig + 3 * Nn * Sig + 1 + G
     nnz = U * (K * M + (K - 1) * P + 1) + 2 * (K - 1) * (A + M) + K * M * (2 * Sig + 2) * (Sig > 1) \
-        + M * Sig * (Nn + K) + 700 * (M * Nn * Sig + 1) + 3 * Nn * Sig * (M + 1) \
+        + M * Sig * (Nn + K) + G * (M * Nn * Sig + 1) + 3 * Nn * Sig * (M + 1) \
         + K * M + M * Nn * Sig + U + 2 * M * Sig * Nn   # activity, capacity, budget, symmetry
     if data.inst.transfer_cost_mode == "per_epoch":
         cols += K * Nn * Sig

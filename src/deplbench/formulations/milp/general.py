@@ -134,7 +134,7 @@ import numpy as np
 
 from deplbench.errors import SolverError
 from deplbench.formulations.milp.general_leaves import Leaves
-from deplbench.formulations.milp.general_search import BlockSearch, Config, Problem, prunable
+from deplbench.formulations.milp.general_search import MU_FACTORS, BlockSearch, Config, Problem, prunable
 from deplbench.formulations.plan import Epoch, Plan
 from deplbench.formulations.result import SolveResult
 from deplbench.formulations.scenarios import ScenarioSampler, allowed_violations
@@ -143,6 +143,8 @@ from deplbench.formulations.scenarios import ScenarioSampler, allowed_violations
 MAX_DATASETS_GENERAL = 12
 #: Re-set λ to the incumbent's time price when they differ by more than this.
 LAMBDA_RESET = 0.02
+#: Memory (GiB) the bound tables may take (as the MILP's default memory_limit).
+MEMORY_LIMIT_GIB = 2.0
 
 
 def general_applies(instance) -> tuple[bool, str]:
@@ -341,6 +343,12 @@ def solve_general(instance, scenarios: int = 1000, seed: int = 0, time_limit: fl
     if not ok:
         return SolveResult(algorithm="milp", status="error", message=why, params=params, diagnostics=diag)
     inst = instance
+    # the DP tables: (K̄+1)·nμ·S·|M|·(γ-groups ≤ |N|) floats, about three alive at once
+    need = 3.0 * 8 * (inst.horizon + 1) * len(MU_FACTORS) * int(scenarios) * inst.n_models * inst.n_clusters
+    if need > MEMORY_LIMIT_GIB * 2**30:
+        return SolveResult(algorithm="milp", status="error", params=params, diagnostics=diag, message=(
+            f"the general formulation's bound tables would need about {need / 2**30:.1f} GiB > "
+            f"{MEMORY_LIMIT_GIB:g} GiB (S = {scenarios}, K̄ = {inst.horizon}); use fewer scenarios"))
     deterministic = all(m.improvement.is_deterministic for m in inst.models) and all(
         sw.jump.is_deterministic for sw in inst.switches)
     S = 1 if deterministic else int(scenarios)

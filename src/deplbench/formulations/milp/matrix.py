@@ -195,18 +195,30 @@ def _cluster_rows(mm: _MatrixModel, d: _Data, N: np.ndarray, q: np.ndarray, K: i
     mm.rows(np.zeros(M * Nn * Sig), N.ravel(), d.tmin_row.ravel(), -np.inf, d.T, name="capacity")
 
 
+def shared_size(d: _Data) -> tuple[int, int, int]:
+    """(rows, columns, non-zeros) of what every matrix formulation has: the
+    counts N, data binaries q, θ, the λ cut grid (``d.n_cuts`` dense rows
+    over N) and :func:`_cluster_rows` (an upper estimate)."""
+    J = d.M * d.Nn * d.Sig
+    C = d.Nn * d.Sig
+    rows = d.n_cuts + 3 * C + d.Nn + 1 + d.Nn
+    cols = J + C + 1
+    nnz = d.n_cuts * (J + 1) + 3 * C * (d.M + 1) + J + 2 * d.M * d.Sig * d.Nn
+    return rows, cols, nnz
+
+
 def _identical_cluster_pairs(d: _Data) -> list[tuple[int, int]]:
-    """Consecutive pairs of clusters with equal r, κ, b and β (a chain per group)."""
+    """Consecutive pairs of clusters with equal r, κ, b and β (a chain per
+    group), found by hashing each cluster's numbers (O(|N|), as 20,000
+    clusters need)."""
     inst = d.inst
-    out = []
-    for n1 in range(d.Nn):
-        for n2 in range(n1 + 1, d.Nn):
-            same = (inst.capacity[n1] == inst.capacity[n2] and inst.unit_cost[n1] == inst.unit_cost[n2]
-                    and inst.bandwidth[n1] == inst.bandwidth[n2] and np.array_equal(d.beta[n1], d.beta[n2]))
-            if same:
-                out.append((n1, n2))
-                break
-    return out
+    groups: dict[tuple, list[int]] = {}
+    for n in range(d.Nn):
+        key = (float(inst.capacity[n]), float(inst.unit_cost[n]), float(inst.bandwidth[n]),
+               d.beta[n].tobytes())
+        groups.setdefault(key, []).append(n)
+    pairs = [(g[i], g[i + 1]) for g in groups.values() for i in range(len(g) - 1)]
+    return sorted(pairs)
 
 
 def _held_classes(q: np.ndarray, clusters, classes) -> dict[int, int]:
@@ -312,5 +324,5 @@ class _MatrixFormulation:
             x[self.v[over]] = 1.0
 
 
-__all__ = ["_MatrixModel", "_MatrixFormulation", "_cluster_rows", "_identical_cluster_pairs",
+__all__ = ["_MatrixModel", "_MatrixFormulation", "shared_size", "_cluster_rows", "_identical_cluster_pairs",
            "_held_classes", "_clusters_from_counts"]

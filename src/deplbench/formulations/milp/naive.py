@@ -176,8 +176,8 @@ def naive_size(data: _Data) -> tuple[int, int, int]:
     """(rows, columns, non-zeros) of the naive model, estimated before the build."""
     K, M, Nn, Sig, S, P = data.K, data.M, data.Nn, data.Sig, data.S, data.P
     cols = K * (1 + M + Nn + M * Nn * Sig) + (K - 1) * P + M * Nn * Sig + S + 1
-    rows = K * (3 + 4 * M * Nn * Sig + Nn) + (K - 1) * (M * M + 3 * P) + S + 1 + 700
-    nnz = S * (K * M * Nn * Sig + (K - 1) * P + 1) + K * 13 * M * Nn * Sig + 700 * M * Nn * Sig
+    rows = K * (3 + 4 * M * Nn * Sig + Nn) + (K - 1) * (M * M + 3 * P) + S + 1 + data.n_cuts
+    nnz = S * (K * M * Nn * Sig + (K - 1) * P + 1) + K * 13 * M * Nn * Sig + data.n_cuts * (M * Nn * Sig + 1)
     return int(rows), int(cols), int(nnz)
 
 

@@ -29,6 +29,9 @@ MAX_DATASETS = 6
 CUT_RATIO = 1.02
 #: The cut grid spans λ_ref·[1/CUT_SPAN, CUT_SPAN].
 CUT_SPAN = 1e3
+#: The initial cut grid is made coarser when its dense rows over all counts
+#: N would hold more non-zeros than this (many clusters); see _Data.n_cuts.
+MAX_CUT_NONZEROS = 1_000_000
 #: Safety margin added to every big-M (absolute, times 1 + |ℓmax|).
 BIGM_SLACK = 1e-6
 #: Tolerance on ℓ_s(K) ≤ ℓmax when counting in-sample violations (the same
@@ -123,5 +126,5 @@ def check_options(scenarios, seed, time_limit, gap, threads, formulation, write_
             raise SolverError(f"write_lp: directory {parent!r} does not exist")
 
 
-__all__ = ["BACKENDS", "SOLVERS", "MAX_DATASETS", "CUT_RATIO", "CUT_SPAN", "BIGM_SLACK", "LOSS_TOL",
+__all__ = ["BACKENDS", "SOLVERS", "MAX_DATASETS", "CUT_RATIO", "CUT_SPAN", "MAX_CUT_NONZEROS", "BIGM_SLACK", "LOSS_TOL",
            "MAX_ROUNDS", "MEMORY_LIMIT_GIB", "BuildTimeout", "Verdict", "check_options"]

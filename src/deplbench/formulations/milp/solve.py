@@ -164,7 +164,8 @@ def _solve_stages(instance, scenarios, seed, time_limit, gap, threads, formulati
     data = _Data(instance, scenarios, seed)
     diag.update(scenarios=data.S_nominal, deterministic=data.deterministic,
                 allowed_violations=allowed_violations(instance.omega, data.S_nominal),
-                data_classes=data.Sig, unusable_configurations=int(np.count_nonzero(~data.usable)))
+                data_classes=data.Sig, unusable_configurations=int(np.count_nonzero(~data.usable)),
+                dominated_clusters=int(np.count_nonzero(data.dominated)))
     t_data = time.perf_counter()
     if t_data > deadline:
         raise BuildTimeout("drawing the scenarios")
