@@ -4,43 +4,24 @@ The same code as README.md's "Use it from Python" section; tests/test_python_api
 runs this file in CI. Usage::
 
     python examples/python_api.py [WORKDIR]     # default: a new temporary directory
+
+The ``if __name__ == "__main__":`` guard is needed: the sweep runner starts
+worker processes, which import the main module.
 """
 
 import sys
 import tempfile
 from pathlib import Path
 
-# --- generate an instance (DepL Sec. VI-B, Table I) -------------------------
-from deplbench.instances.generators import generate
-
-inst = generate("realistic", family="alexnet", loss_max=9.0)
-print(inst.name, [m.name for m in inst.models], "K̄ =", inst.horizon)
-
-# --- solve it: DepL, and the exact MILP for comparison ----------------------
-from deplbench.solvers.base import solve
-
-r = solve(inst, "depl", eta=50, eval_samples=2000)
-print("DepL:", r.status, "cost", round(r.cost, 2), "epochs", r.plan.n_epochs)
-print("  out-of-sample 0.99-quantile of the final loss:", round(r.quantile, 3),
-      "95% CI", tuple(round(v, 3) for v in r.quantile_ci), "vs lmax", inst.loss_max)
-
-opt = solve(inst, "milp", scenarios=200, time_limit=60.0, evaluate=False)
-print("MILP:", opt.status, "cost", round(opt.cost, 2), "ratio DepL/MILP", round(r.cost / opt.cost, 3))
-
-# --- evaluate any plan (here DepL's) with more samples ----------------------
-from deplbench.formulations.evaluate import evaluate_plan
-
-ev = evaluate_plan(inst, r.plan, samples=5000, seed=1)
-print("re-evaluated quantile", round(ev.quantile, 3), "constraints ok:", ev.constraints_ok)
-
-# --- run a small sweep into a results store, then load it as a DataFrame ----
 from deplbench.benchmarks.executors import LocalExecutor
 from deplbench.benchmarks.runner import run_sweep
 from deplbench.benchmarks.store import ResultsStore
 from deplbench.benchmarks.sweep import load_sweep
+from deplbench.formulations.evaluate import evaluate_plan
+from deplbench.instances.generators import generate
+from deplbench.solvers.base import solve
 
-work = Path(sys.argv[1]) if len(sys.argv) > 1 else Path(tempfile.mkdtemp(prefix="deplbench-"))
-(work / "mini.toml").write_text("""
+MINI_SWEEP = """
 [sweep]
 name = "mini"
 evaluation = { samples = 2000, seed = 0 }
@@ -57,12 +38,36 @@ grid = { eta = [25, 100] }
 
 [[algorithms]]
 name = "knapsack-dp"
-""")
-sweep = load_sweep(work / "mini.toml")
-with ResultsStore(work / "results.sqlite") as store:
-    summary = run_sweep(sweep, store, LocalExecutor(workers=1), progress=False)
-print("sweep:", summary.ok, "tasks ok,", summary.failed, "failed")
+"""
 
-df = ResultsStore(work / "results.sqlite", readonly=True).frame()
-print(df[["instance_name", "algorithm", "param_eta", "status", "cost", "quantile_oos", "verdict"]]
-      .to_string(index=False))
+
+def main(work: Path) -> None:
+    # Generate an instance (DepL Sec. VI-B, Table I).
+    inst = generate("realistic", family="alexnet", loss_max=9.0)
+    print(inst.name, [m.name for m in inst.models], "K̄ =", inst.horizon)
+
+    # Solve it: DepL, and the exact MILP (SAA on 200 scenarios) for comparison.
+    r = solve(inst, "depl", eta=50, eval_samples=2000)
+    print("DepL:", r.status, "cost", round(r.cost, 2), "epochs", r.plan.n_epochs)
+    print("  out-of-sample 0.99-quantile of the final loss:", round(r.quantile, 3),
+          "95% CI", tuple(round(v, 3) for v in r.quantile_ci), "vs lmax", inst.loss_max)
+    opt = solve(inst, "milp", scenarios=200, time_limit=60.0, evaluate=False)
+    print("MILP:", opt.status, "cost", round(opt.cost, 2), "ratio DepL/MILP", round(r.cost / opt.cost, 3))
+
+    # Evaluate any plan (here DepL's) again, with other samples.
+    ev = evaluate_plan(inst, r.plan, samples=5000, seed=1)
+    print("re-evaluated quantile", round(ev.quantile, 3), "constraints ok:", ev.constraints_ok)
+
+    # Run a small sweep into a results store, then load it as a DataFrame.
+    (work / "mini.toml").write_text(MINI_SWEEP)
+    sweep = load_sweep(work / "mini.toml")
+    with ResultsStore(work / "results.sqlite") as store:
+        summary = run_sweep(sweep, store, LocalExecutor(workers=1), progress=False)
+    print("sweep:", summary.ok, "tasks ok,", summary.failed, "failed")
+    df = ResultsStore(work / "results.sqlite", readonly=True).frame()
+    print(df[["instance_name", "algorithm", "param_eta", "status", "cost", "quantile_oos", "verdict"]]
+          .to_string(index=False))
+
+
+if __name__ == "__main__":
+    main(Path(sys.argv[1]) if len(sys.argv) > 1 else Path(tempfile.mkdtemp(prefix="deplbench-")))

@@ -319,11 +319,6 @@ def prepare(frame: pd.DataFrame, source: str = "<DataFrame>") -> ReportData:
     return ReportData(df=df, notes=notes, source=source)
 
 
-def param_value(params: dict, name: str) -> Any:
-    """``params[name]`` of a parsed ``params`` cell (None when absent)."""
-    return params.get(name) if isinstance(params, dict) else None
-
-
 # --------------------------------------------------------------------------
 # pytest-benchmark JSON
 
@@ -409,5 +404,5 @@ def bench_algorithm(name: str, fullname: str = "", group: str = "") -> str:
 __all__ = ["STORE_COLUMNS", "JSON_COLUMNS", "NUMERIC_COLUMNS", "PLAN_STATUSES",
            "SIZE_PARAMETERS", "SIZE_LABELS", "PAPER_SETS", "NON_CONFIG_KEYS",
            "ReportError", "ReportData", "validate_frame", "load_store", "parse_json",
-           "canonical", "variant_tag", "config_labels", "prepare", "param_value",
+           "canonical", "variant_tag", "config_labels", "prepare",
            "load_bench_json", "bench_algorithm"]

@@ -40,7 +40,7 @@ from deplbench.formulations.scenarios import ScenarioSampler, allowed_violations
 from deplbench.instances.datalaw import compute_need
 from deplbench.solvers.base import Param, PlotStyle, Solver
 
-#: Largest instance the exhaustive search accepts (SPEC: tiny instances).
+#: Largest instance the exhaustive search accepts (tiny instances only, docs/DESIGN.md registry table).
 LIMITS = {"horizon": 6, "models": 3, "clusters": 2, "datasets": 3}
 #: Same tolerance as ``Scenarios.violations``.
 _LOSS_TOL = 1e-9

@@ -111,6 +111,12 @@ Complexity: one backward DP per distinct current model and one forward DP
 per epoch, each O(K̄ · |M|²|N| · L · T) array work with L, T the bucket
 counts (PACT Property 2's bound, restricted to reachable layers).
 
+Modules: the expanded graph (Algs. 1–2 and the risk term's backward DP) is
+:class:`~deplbench.solvers.pact_graph.ExpandedGraph`, re-exported here; the
+data settings, plan costs and checks shared with the static baselines are in
+:mod:`deplbench.solvers.baseline_common`. This module holds the decision
+loop (Alg. 3, :func:`pact_decisions`) and the :class:`Pact` solver.
+
 References
 ----------
 PACT paper Sec. IV (estimators), Sec. V (Algs. 1–3, Property 3), Sec. VI-B;
@@ -119,7 +125,6 @@ DepL paper Sec. III eqs. (1)–(8) and Sec. VI-B.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -127,343 +132,21 @@ import numpy as np
 from deplbench.errors import SolverError
 from deplbench.formulations.result import SolveResult
 from deplbench.solvers.base import Param, PlotStyle, Solver
-from deplbench.solvers.baselines import (
+from deplbench.solvers.baseline_common import (
     DataSetting,
+    choice_cost,
     common_parameters,
     data_setting,
     dataset_subsets,
-    expected_improvement,
     in_sample_scenarios,
     infeasible,
     oos_checker,
     success,
-    choice_cost,
     train_on,
 )
+from deplbench.solvers.pact_graph import ExpandedGraph
 
 _INF = np.inf
-#: Round-off guard of the ceil() casts of Alg. 1 lines 17–18: an increment
-#: that is an exact multiple of the resolution must not gain a bucket.
-_CEIL_EPS = 1e-9
-
-
-def _jump_estimates(instance, q: float) -> tuple[np.ndarray, np.ndarray]:
-    """(robust, expected) switch jumps as (|M|, |M|) arrays; 0 on the
-    diagonal (staying), NaN where the switch is not allowed."""
-    M = instance.n_models
-    rob = np.full((M, M), np.nan)
-    exp = np.full((M, M), np.nan)
-    np.fill_diagonal(rob, 0.0)
-    np.fill_diagonal(exp, 0.0)
-    for (i, j), sw in zip(instance.switch_pairs, instance.switches):
-        rob[i, j] = float(sw.jump.ppf(q))
-        mean = sw.jump.mean()
-        exp[i, j] = float(mean) if math.isfinite(mean) else float(sw.jump.ppf(0.5))
-    return rob, exp
-
-
-def _has_cycle(adj: np.ndarray) -> bool:
-    """Whether the directed graph with adjacency matrix ``adj`` has a cycle."""
-    adj = adj.copy()
-    alive = np.ones(adj.shape[0], dtype=bool)
-    while alive.any():
-        sinks = alive & ~adj[:, alive].any(axis=1)
-        if not sinks.any():
-            return True
-        alive &= ~sinks
-    return False
-
-
-class ExpandedGraph:
-    """PACT's expanded graph (Alg. 1) for one dataset set, as dense layers.
-
-    Layer e (e = 0..K̄) holds the vertices "after e epochs": an array of shape
-    (|M|, |N|, Lb, Tb) over (model, cluster, loss bucket, time bucket). Loss
-    bucket b means ℓ ≤ ℓmax + b·γ_ℓ (b = 0: feasible, absorbing); time bucket
-    t means T ≤ t·γ_T. The action leaving layer e is the epoch with global
-    index k = e + 1.
-
-    Parameters
-    ----------
-    instance : Instance
-    setting : DataSetting
-    robust_quantile : float
-    loss_resolution, time_resolution : int
-    """
-
-    def __init__(self, instance, setting: DataSetting, robust_quantile: float,
-                 loss_resolution: int, time_resolution: int):
-        self.instance = instance
-        self.setting = setting
-        M, N, K = instance.n_models, instance.n_clusters, instance.horizon
-        self.M, self.N, self.K = M, N, K
-        self.printed = instance.data_rule == "printed"
-        self.robust_quantile = q = float(robust_quantile)
-        x_rob = np.array([float(m.improvement.ppf(1.0 - q)) for m in instance.models])
-        x_exp = np.array([expected_improvement(m.improvement) for m in instance.models])
-        g = setting.gamma
-        run_rob = g * instance.run_scale * x_rob[None, :]        # (K, M) robust improvement
-        run_exp = g * instance.run_scale * x_exp[None, :]
-        jump_rob, jump_exp = _jump_estimates(instance, q)
-        self.allowed = instance.allowed
-        # Exact loss change of the action (m → m2) executed at epoch index e.
-        self.change_rob = jump_rob[None, :, :] - run_rob[:, None, :]    # (K, M, M)
-        self.change_exp = jump_exp[None, :, :] - run_exp[:, None, :]
-        self.first_rob = -run_rob[0]                                   # (M,) first epoch: no jump
-        self.first_exp = -run_exp[0]
-        span = instance.initial_loss - instance.loss_max
-        self.gl = span / loss_resolution
-        self.b0 = int(loss_resolution)
-        top_jump = np.nanmax(np.where(self.allowed & ~np.eye(M, dtype=bool), jump_rob, 0.0)) if M > 1 else 0.0
-        self.Lb = self.b0 + int(math.ceil(max(0.0, top_jump) / self.gl - _CEIL_EPS)) + 1
-        with np.errstate(invalid="ignore"):
-            db = np.ceil(self.change_rob / self.gl - _CEIL_EPS)
-        self.db = np.where(np.isfinite(db), db, self.Lb + 1).astype(np.int64)    # (K, M, M)
-        self.db_first = np.ceil(self.first_rob / self.gl - _CEIL_EPS).astype(np.int64)
-        tau = setting.tau
-        self.tau = tau
-        self.usable = tau <= instance.time_max * (1 + 1e-9)
-        #: "label": exact minimum time carried along each path (no time axis);
-        #: "bucket": PACT's time axis rounded up to multiples of γ_T.
-        self.time_mode = "label" if time_resolution == 0 else "bucket"
-        if not self.usable.any() or self.time_mode == "label":
-            self.Tb, self.gT = 1, instance.time_max
-            self.dt = np.zeros((M, N), dtype=np.int64)
-        elif K * tau[self.usable].max() <= instance.time_max * (1 + 1e-9):
-            # No path of ≤ K̄ epochs can miss the deadline: one time bucket.
-            self.Tb, self.gT = 1, instance.time_max
-            self.dt = np.zeros((M, N), dtype=np.int64)
-        else:
-            self.Tb = int(time_resolution) + 1
-            self.gT = instance.time_max / time_resolution
-            self.dt = np.ceil(tau / self.gT - _CEIL_EPS).astype(np.int64)
-        self.dt = np.where(self.usable, self.dt, self.Tb)      # unusable: always out of range
-        self.weight = setting.weight
-        self.comm = setting.comm
-        self.time_collapsed = self.Tb == 1
-        self.time_max = instance.time_max * (1 + 1e-9)
-        self._via_cache: dict[int, list[np.ndarray]] = {}
-        self._groups: dict = {}
-        # Highest loss-bucket climb a path can still make: bounded when the
-        # switch graph is acyclic (at most |M|−1 switches), else unbounded.
-        off = self.allowed & ~np.eye(M, dtype=bool)
-        climb = np.where(off[None], self.db, 0).max(initial=0) if M > 1 else 0
-        stay_climbs = bool((self.db[:, np.arange(M), np.arange(M)] > 0).any())   # X can be negative
-        self.max_climb = (None if (stay_climbs or _has_cycle(off))
-                          else int(max(0, climb)) * max(M - 1, 0))
-
-    # ------------------------------------------------------------ geometry
-    @property
-    def n_vertices(self) -> int:
-        """|V| of Alg. 1 restricted to our bounded loss range, plus source and Ω."""
-        return self.K * self.M * self.N * self.Lb * self.Tb + 2
-
-    def _dt_groups(self, m2: int, n: int | None):
-        """Usable target clusters of model m2 grouped by their time shift
-        (one group in the label mode); only cluster n under the printed rule."""
-        key = (m2, n if self.printed else None)
-        if key not in self._groups:
-            cands = [n] if (self.printed and n is not None) else range(self.N)
-            ok = [c for c in cands if self.usable[m2, c]]
-            by_dt: dict[int, list[int]] = {}
-            for c in ok:
-                by_dt.setdefault(int(self.dt[m2, c]), []).append(c)
-            self._groups[key] = [(dt, np.array(cs, dtype=np.int64)) for dt, cs in sorted(by_dt.items())]
-        return self._groups[key]
-
-    def _targets(self, m: int, n: int | None):
-        """Actions (m2, n2) allowed from model m (cluster n under the printed rule)."""
-        for m2 in np.nonzero(self.allowed[m])[0]:
-            for n2 in ([n] if (self.printed and n is not None) else range(self.N)):
-                if self.usable[m2, n2]:
-                    yield int(m2), int(n2)
-
-    # ----------------------------------------------------- backward DP (J)
-    def _bwd_shift(self, arr: np.ndarray, d: int, dt: int) -> np.ndarray:
-        """out[b, t] = arr[max(b + d, 0), t + dt] (inf outside the grid)."""
-        Lb, Tb = arr.shape
-        out = np.full((Lb, Tb), _INF)
-        if dt >= Tb or d >= Lb:
-            return out
-        idx = np.maximum(np.arange(Lb) + d, 0)
-        ok = idx < Lb
-        out[ok, : Tb - dt] = arr[idx[ok], dt:]
-        return out
-
-    def via_costs(self, m0: int) -> list[np.ndarray]:
-        """Jvia[e][m, n, b, t]: cheapest weight from a vertex to Ω through a
-        vertex of model ``m0`` (Alg. 3 line 11), for every layer e = 0..K̄."""
-        if m0 in self._via_cache:
-            return self._via_cache[m0]
-        M, N, Lb, Tb, K = self.M, self.N, self.Lb, self.Tb, self.K
-        J_next = np.full((M, N, Lb, Tb), _INF)
-        J_next[:, :, 0, :] = 0.0
-        V_next = np.full((M, N, Lb, Tb), _INF)
-        V_next[m0] = J_next[m0]
-        layers: list[np.ndarray] = [None] * (K + 1)  # type: ignore[list-item]
-        layers[K] = V_next.astype(np.float32)
-        for e in range(K - 1, -1, -1):
-            J = np.full((M, N, Lb, Tb), _INF)
-            V = np.full((M, N, Lb, Tb), _INF)
-            for m in range(M):
-                for m2 in np.nonzero(self.allowed[m])[0]:
-                    d = int(self.db[e, m, m2])
-                    for n2 in range(N):
-                        if not self.usable[m2, n2]:
-                            continue
-                        w = self.weight[m2, n2]
-                        dt = int(self.dt[m2, n2])
-                        cj = self._bwd_shift(J_next[m2, n2], d, dt) + w
-                        cv = self._bwd_shift(V_next[m2, n2], d, dt) + w
-                        if self.printed:
-                            np.minimum(J[m, n2], cj, out=J[m, n2])
-                            np.minimum(V[m, n2], cv, out=V[m, n2])
-                        else:
-                            np.minimum(J[m], cj[None], out=J[m])
-                            np.minimum(V[m], cv[None], out=V[m])
-            J[:, :, 0, :] = 0.0                      # feasible vertices are joined to Ω
-            V[:, :, 0, :] = _INF                     # ... but only through model m0
-            V[m0] = J[m0]
-            layers[e] = V.astype(np.float32)
-            J_next, V_next = J, V
-        self._via_cache = {m0: layers}               # one model at a time bounds memory
-        return layers
-
-    # ---------------------------------------------------- forward DP (Alg. 2)
-    def _fwd_shift(self, arr: np.ndarray, d: int, dt: int):
-        """Scatter a source layer slice by an action: target (max(b+d, 0), t+dt).
-
-        Returns the shifted distances and, for every target, the source loss
-        row (the minimum over the rows merged into the feasible bucket 0).
-        """
-        Lb, Tb = arr.shape
-        out = np.full((Lb, Tb), _INF)
-        src_b = np.zeros((Lb, Tb), dtype=np.int64)
-        if dt >= Tb:
-            return out, src_b
-        src = arr[:, : Tb - dt]
-        lo, hi = max(1, 1 + d), min(Lb, Lb + d)
-        if lo < hi:
-            out[lo:hi, dt:] = src[lo - d: hi - d]
-            src_b[lo:hi, dt:] = np.arange(lo - d, hi - d)[:, None]
-        if d < 0:
-            top = min(-d, Lb - 1)
-            block = src[1: top + 1]
-            if block.size:
-                arg = np.argmin(block, axis=0)
-                out[0, dt:] = block[arg, np.arange(block.shape[1])]
-                src_b[0, dt:] = arg + 1
-        return out, src_b
-
-    def feasible_paths(self, e0: int, m0: int | None, n0: int | None, b0: int, t0: int,
-                       time0: float = 0.0):
-        """Shortest paths from the current vertex to every vertex joined to Ω.
-
-        Returns
-        -------
-        dict of ndarray
-            One entry per reachable feasible vertex: ``W`` (summed edge
-            weights), ``C`` (summed communication time), ``Le``/``Lr`` (exact
-            expected/robust loss change), ``first`` (first action as
-            m2·|N| + n2), ``T`` (exact minimum elapsed time at the end,
-            starting from ``time0``) and the feasible vertex reached: ``end``
-            (layer), ``model``, ``cluster``, ``time_bucket``. None when no
-            feasible vertex is reachable.
-
-        Notes
-        -----
-        In ``time_mode == "label"`` a vertex keeps its least-weight path only,
-        with that path's exact time; an edge that would take it past Tmax is
-        dropped. Every returned path is thus exactly deadline-feasible, but a
-        costlier, faster path merged away at some vertex is lost (the price
-        of having no time axis).
-        """
-        M, N, Tb, K = self.M, self.N, self.Tb, self.K
-        if e0 >= K:
-            return None
-        # Rows above what the remaining switches can climb to are unreachable:
-        # crop them (late re-plans then work on small arrays).
-        Lb = self.Lb if self.max_climb is None else min(self.Lb, b0 + self.max_climb + 1)
-        # labels: 0 C, 1 Le, 2 Lr, 3 first action, 4 exact minimum time
-        D = np.full((M, N, Lb, Tb), _INF)
-        L = np.zeros((5, M, N, Lb, Tb))
-        if m0 is None:
-            sources = [(m2, n2) for m2 in range(M) for n2 in range(N) if self.usable[m2, n2]]
-        else:
-            sources = list(self._targets(m0, n0))
-        for m2, n2 in sources:
-            if m0 is None:
-                d, cr, ce = int(self.db_first[m2]), self.first_rob[m2], self.first_exp[m2]
-            else:
-                d, cr, ce = int(self.db[e0, m0, m2]), self.change_rob[e0, m0, m2], self.change_exp[e0, m0, m2]
-            b1, t1 = max(b0 + d, 0), t0 + int(self.dt[m2, n2])
-            if b1 >= Lb or t1 >= Tb or time0 + self.tau[m2, n2] > self.time_max:
-                continue
-            D[m2, n2, b1, t1] = self.weight[m2, n2]
-            L[:, m2, n2, b1, t1] = (self.comm[m2, n2], ce, cr, m2 * N + n2, time0 + self.tau[m2, n2])
-        found = []
-        e = e0 + 1
-        tcols = np.arange(Tb)
-        while True:
-            feas = np.isfinite(D[:, :, 0, :])
-            if feas.any():
-                mm, nn, tt = np.nonzero(feas)
-                found.append((D[mm, nn, 0, tt], L[:, mm, nn, 0, tt], np.vstack([np.full(mm.size, e), mm, nn, tt])))
-            D[:, :, 0, :] = _INF                      # absorbing: no out-edges
-            live = np.isfinite(D).any(axis=(1, 2, 3))
-            if e >= K or not live.any():
-                break
-            Dn = np.full((M, N, Lb, Tb), _INF)
-            Ln = np.zeros((5, M, N, Lb, Tb))
-            for m in np.nonzero(live)[0]:
-                if self.printed:
-                    groups = [(n, D[m, n], L[:, m, n]) for n in range(N) if np.isfinite(D[m, n]).any()]
-                else:
-                    # The action's effect does not depend on the source cluster:
-                    # keep the best source cluster per (b, t) first.
-                    arg = np.argmin(D[m], axis=0)
-                    Dm = np.take_along_axis(D[m], arg[None], axis=0)[0]
-                    Lm = np.take_along_axis(L[:, m], arg[None, None], axis=1)[:, 0]
-                    groups = [(None, Dm, Lm)]
-                for n, Dsrc, Lsrc in groups:
-                    for m2 in np.nonzero(self.allowed[m])[0]:
-                        d = int(self.db[e, m, m2])
-                        for dt, n2s in self._dt_groups(m2, n):
-                            cand, sb = self._fwd_shift(Dsrc, d, dt)
-                            if not np.isfinite(cand).any():
-                                continue
-                            st = np.broadcast_to(np.clip(tcols - dt, 0, Tb - 1), sb.shape)
-                            lab = Lsrc[:, sb, st]
-                            # Vectorised over the target clusters sharing this time shift.
-                            cand = cand[None] + self.weight[m2, n2s][:, None, None]
-                            labn = np.repeat(lab[:, None], n2s.size, axis=1)
-                            labn[0] += self.comm[m2, n2s][:, None, None]
-                            labn[1] += self.change_exp[e, m, m2]
-                            labn[2] += self.change_rob[e, m, m2]
-                            labn[4] += self.tau[m2, n2s][:, None, None]
-                            better = (cand < Dn[m2, n2s]) & (labn[4] <= self.time_max)
-                            if not better.any():
-                                continue
-                            Dn[m2, n2s] = np.where(better, cand, Dn[m2, n2s])
-                            Ln[:, m2, n2s] = np.where(better[None], labn, Ln[:, m2, n2s])
-            D, L = Dn, Ln
-            e += 1
-        if not found:
-            return None
-        W = np.concatenate([f[0] for f in found])
-        lab = np.concatenate([f[1] for f in found], axis=1)
-        where = np.concatenate([f[2] for f in found], axis=1)
-        return {"W": W, "C": lab[0], "Le": lab[1], "Lr": lab[2], "first": lab[3].astype(np.int64), "T": lab[4],
-                "end": where[0], "model": where[1], "cluster": where[2], "time_bucket": where[3]}
-
-    def has_path(self) -> bool:
-        """Whether some path from the initial vertex reaches ℓmax (Alg. 2 finds any)."""
-        return self.feasible_paths(0, None, None, self.b0, 0) is not None
-
-    def landing(self, e0: int, m0: int | None, b0: int, t0: int, m2: int, n2: int) -> tuple[int, int]:
-        """The vertex (b, t) that action (m2, n2) from (e0, m0, b0, t0) reaches."""
-        d = int(self.db_first[m2]) if m0 is None else int(self.db[e0, m0, m2])
-        return max(b0 + d, 0), t0 + int(self.dt[m2, n2])
 
 
 def _loss_resolution(instance, params) -> int:
