@@ -203,3 +203,36 @@ def test_bad_options_name_the_option(kw, name):
     inst = tiny_instance(seed=0, horizon=2)
     with pytest.raises(SolverError, match=name):
         solve_general(inst, **kw)
+
+
+# ------------------------------------------------- reached through solve()
+
+
+def test_fast_routes_many_datasets_to_general_and_matches_brute_force():
+    """Beyond the matrix formulations' dataset limit, ``fast`` (the default
+    of ``solve(instance, "milp")``) must not refuse: it dispatches to
+    ``general``, whose optimum equals exhaustive search."""
+    from deplbench.formulations.milp import MAX_DATASETS
+    from deplbench.solvers.base import solve
+
+    inst = tiny_instance(seed=1, n_datasets=MAX_DATASETS + 1, n_clusters=1, horizon=4, n_models=2,
+                         all_switches=True)
+    res = solve(inst, "milp", scenarios=30, time_limit=None, evaluate=False)
+    assert res.status == "optimal", res.message
+    assert res.diagnostics["variant"] == "general"
+    ref = _check_against_brute_force(inst, 30)
+    assert res.cost == pytest.approx(ref.cost, rel=1e-6)
+
+
+def test_general_is_forceable_and_refuses_scip_by_name():
+    from deplbench.solvers.base import solve
+
+    inst = tiny_instance(seed=2, n_datasets=1, n_clusters=2, horizon=5, n_models=2, all_switches=True)
+    forced = solve(inst, "milp", scenarios=20, time_limit=None, formulation="general", evaluate=False)
+    flow = solve(inst, "milp", scenarios=20, time_limit=None, formulation="flow", evaluate=False)
+    assert forced.status == flow.status == "optimal", (forced.message, flow.message)
+    assert forced.diagnostics["variant"] == "general"
+    assert forced.cost == pytest.approx(flow.cost, rel=2e-4)
+    scip = solve(inst, "milp", scenarios=20, time_limit=None, formulation="general", solver="scip",
+                 evaluate=False)
+    assert scip.status == "error" and "solver" in scip.message

@@ -424,6 +424,13 @@ class DaskExecutor:
             # runs in a process of its own, forked from one warm forkserver
             # (run_task_warm), so worker processes would add only their
             # start-up and a second copy of every solver import.
+            # Start the warm forkserver now: it imports the solver stack
+            # while the cluster starts, instead of after it, on the first task.
+            if "forkserver" in mp.get_all_start_methods():
+                from multiprocessing import forkserver
+
+                _worker_context()
+                forkserver.ensure_running()
             # Workers talk in-process (inproc://); the HTTP servers a
             # scheduler and its workers always start are bound to loopback
             # on free ports (``dashboard_address=None`` would mean 0.0.0.0:8787).

@@ -53,7 +53,7 @@ import json
 import math
 import time
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from deplbench.errors import SolverError
 from deplbench.formulations.binomial import (CERTIFIED_FEASIBLE, lower_bound_order,

@@ -49,8 +49,9 @@ class Milp(Solver):
                      high=0.999999),
         "threads": Param(1, int, "HiGHS threads", low=1),
         "formulation": Param("fast", str, "fast (picks by structure: counts for order-invariant losses, "
-                             "sequence enumeration for acyclic switch graphs, else flow) or one of them "
-                             "forced; naive is the textbook model", choices=FORMULATIONS),
+                             "sequence enumeration for acyclic switch graphs, else flow; general beyond 6 datasets) or one of "
+                             "them forced; naive is the textbook model, general the block branch-and-bound for any "
+                             "switch graph and up to 12 datasets", choices=FORMULATIONS),
         "write_lp": Param(None, str, "write the first master model to FILE (.lp or .mps)", nullable=True),
         "backend": Param("highs", str, "fast/flow model to HiGHS directly (highs) or through Pyomo (pyomo)",
                          choices=BACKENDS),

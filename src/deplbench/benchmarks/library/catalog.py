@@ -94,6 +94,9 @@ ENTRIES: tuple[LibraryEntry, ...] = (
     LibraryEntry("datasets-d3-n2-k10", "datasets", {"n_datasets": 3, "n_clusters": 2, "horizon": 10, "seed": 0},
                  {}, 100, "fast", "full", "datasets"),
     # The general problem: cyclic switch graphs (switches="any") and many datasets.
+    LibraryEntry("scaling-any-m2-n2-k8", "scaling",
+                 {"n_models": 2, "n_clusters": 2, "horizon": 8, "switches": "any", "seed": 0},
+                 {}, 50, "flow", "small", "general"),
     LibraryEntry("scaling-any-m3-n2-k10", "scaling",
                  {"n_models": 3, "n_clusters": 2, "horizon": 10, "switches": "any", "seed": 0},
                  {}, 100, "flow", "small", "general"),

@@ -165,9 +165,18 @@ def set_fallback(name: str) -> None:
     FAST_CHAIN.append(name)
 
 
+#: Complete exact solvers that are not matrix models for the cut loop: they
+#: are dispatched by :func:`~.solve.solve_milp` before any matrix stage and
+#: return a finished result under the same exactness contract.
+#: ``general`` (:mod:`.general`) handles any switch graph and up to
+#: :data:`~.general.MAX_DATASETS_GENERAL` datasets.
+DIRECT: tuple[str, ...] = ("general",)
+
+
 def formulation_names() -> tuple[str, ...]:
-    """Every value ``formulation=`` accepts: ``fast`` and each row's name."""
-    return ("fast", *_TABLE)
+    """Every value ``formulation=`` accepts: ``fast``, each row's name and
+    the direct solvers of :data:`DIRECT`."""
+    return ("fast", *_TABLE, *DIRECT)
 
 
 def get(name: str) -> Formulation:
@@ -187,4 +196,4 @@ def candidates(name: str, data: _Data) -> tuple[list[Formulation], str]:
 
 
 __all__ = ["Formulation", "BuildContext", "ModelTooLarge", "BUILTIN", "FAST_CHAIN", "register",
-           "set_fallback", "formulation_names", "get", "candidates", "BYTES_PER_NONZERO"]
+           "set_fallback", "DIRECT", "formulation_names", "get", "candidates", "BYTES_PER_NONZERO"]
