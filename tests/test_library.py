@@ -32,8 +32,8 @@ from deplbench.errors import SolverError
 from deplbench.instances.model import load_instance
 from deplbench.solvers.base import solve
 
-TINY = ["knapsack-uncorrelated-n10", "scaling-any-m2-n2-k8", "datasets-d10-n2-k50"]
-WITH_MPS = TINY[:2]
+TINY = ["knapsack-uncorrelated-n10", "scaling-any-m2-n2-k8"]
+WITH_MPS = TINY
 CLI = [sys.executable, "-m", "deplbench"]
 
 
@@ -66,18 +66,28 @@ def test_files_manifest_and_solu_parse(lib):
     manifest = json.loads((lib / "manifest.json").read_text())
     assert [e["name"] for e in manifest["entries"]] == [e.name for e in entries("full") if e.name in TINY]
     solu = read_solu(str(lib / SOLU))
-    assert sorted(solu) == sorted(WITH_MPS)            # the |D| = 10 instance has no MPS
+    assert sorted(solu) == sorted(WITH_MPS)
     for name in WITH_MPS:
         assert solu[name].tag == "=opt="
         assert (lib / "mps" / f"{name}.mps").is_file()
     for e in manifest["entries"]:
         inst = load_instance(lib / e["instance"])       # every instance file validates
         assert inst.n_datasets == e["n_datasets"]
-    d10 = next(e for e in manifest["entries"] if e["name"] == "datasets-d10-n2-k50")
-    assert d10["mps"] is None and d10["note"].startswith("no MPS")
     csv_lines = (lib / "library.csv").read_text().splitlines()
     assert len(csv_lines) == 1 + len(TINY) and csv_lines[0].startswith("name,group,n_models")
     assert "| name | group |" in (lib / "library.md").read_text()
+
+
+def test_instance_without_a_milp_has_json_but_no_mps(tmp_path):
+    """|D| = 10 exceeds the MILP's dataset enumeration: instance JSON only, no
+    .solu line. (The real-x solve's time limit only affects its table columns.)"""
+    name = "datasets-d10-n2-k50"
+    build_library(str(tmp_path), only=[name], solve_time_limit=1.0)
+    assert load_instance(tmp_path / "instances" / f"{name}.json").n_datasets == 10
+    assert not (tmp_path / "mps" / f"{name}.mps").exists()
+    assert read_solu(str(tmp_path / SOLU)) == {}
+    (e,) = json.loads((tmp_path / "manifest.json").read_text())["entries"]
+    assert e["mps"] is None and e["note"].startswith("no MPS") and e["solu_tag"] is None
 
 
 def test_mps_names_are_meaningful(lib):
@@ -120,9 +130,11 @@ def test_knapsack_real_x_optimum_matches_the_dp(lib):
 
 
 def test_mps_files_are_deterministic(lib, tmp_path):
-    build_library(str(tmp_path / "again"), only=["knapsack-uncorrelated-n10"])
-    name = "mps/knapsack-uncorrelated-n10.mps"
-    assert (tmp_path / "again" / name).read_bytes() == (lib / name).read_bytes()
+    """Same code, same instance and S: the same bytes (no wall-clock limit while writing)."""
+    build_library(str(tmp_path / "again"), only=WITH_MPS)
+    for name in WITH_MPS:
+        path = f"mps/{name}.mps"
+        assert (tmp_path / "again" / path).read_bytes() == (lib / path).read_bytes()
 
 
 def test_check_agrees_on_the_built_library(lib):

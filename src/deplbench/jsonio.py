@@ -26,6 +26,7 @@ __all__ = [
     "finite_json",
     "json_default",
     "print_json",
+    "canonical_json",
 ]
 
 
@@ -167,3 +168,14 @@ def print_json(obj: Any, *, indent: int | None = None, strict: bool = False,
     obj = to_jsonable(obj, finite=strict)
     json.dump(obj, stream, indent=indent, allow_nan=not strict)
     stream.write("\n")
+
+
+def canonical_json(value: Any) -> str:
+    """JSON with sorted keys and no whitespace: equal data, equal text (the
+    identity of a task's parameters in its key, see docs/DESIGN.md).
+
+    Integral floats are written as floats and ints as ints, so ``eta = 200``
+    and ``eta = 200.0`` are *different* keys; TOML keeps the distinction and
+    so does the solver's parameter validation.
+    """
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), allow_nan=False)

@@ -58,7 +58,6 @@ from __future__ import annotations
 
 import hashlib
 import itertools
-import json
 import os
 from collections.abc import Iterator, Mapping
 from dataclasses import asdict, dataclass, field
@@ -72,6 +71,7 @@ from deplbench.benchmarks.validate import (
 )
 from deplbench.benchmarks.validate import check_names as _check_names
 from deplbench.errors import SweepError
+from deplbench.jsonio import canonical_json  # noqa: F401 - re-exported: part of this module's API
 
 try:  # Python ≥ 3.11
     import tomllib
@@ -220,16 +220,6 @@ class Sweep:
 # --------------------------------------------------------------------------
 # keys
 # --------------------------------------------------------------------------
-
-
-def canonical_json(value: Any) -> str:
-    """JSON with sorted keys and no whitespace: equal data, equal text.
-
-    Integral floats are written as floats and ints as ints, so ``eta = 200``
-    and ``eta = 200.0`` are *different* keys; TOML keeps the distinction and
-    so does the solver's parameter validation.
-    """
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), allow_nan=False)
 
 
 def task_key(

@@ -201,7 +201,7 @@ def instance_id(task: Mapping[str, Any]) -> str:
     """
     import hashlib
 
-    from deplbench.benchmarks.sweep import canonical_json
+    from deplbench.jsonio import canonical_json
 
     recipe = {"family": task["family"], "params": task["instance_params"],
               "seed": task.get("instance_seed")}

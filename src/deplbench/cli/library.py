@@ -35,7 +35,9 @@ def register(subparsers) -> None:
     b.add_argument("--size", choices=("small", "full"), default="small",
                    help="small: a couple of minutes to build (default); full: every entry")
     b.add_argument("--time-limit", type=float, default=60.0, metavar="T",
-                   help="seconds per HiGHS solve of an MPS file and per deplbench solve (default 60)")
+                   help="seconds per HiGHS solve of an MPS file, which gives the .solu value (default 60)")
+    b.add_argument("--solve-time-limit", type=float, default=None, metavar="T",
+                   help="seconds per deplbench exact real-x solve, for the table (default: --time-limit)")
     b.add_argument("--gap", type=float, default=1e-6, help="relative gap of the .solu solves (default 1e-6)")
     b.add_argument("--only", action="append", metavar="NAME", help="build only this instance (repeatable)")
     b.add_argument("--force", action="store_true", help="write into a non-empty directory")
@@ -70,7 +72,8 @@ def run_build(args: argparse.Namespace) -> int:
     from deplbench.benchmarks.library import build_library
 
     manifest = build_library(args.out, size=args.size, time_limit=args.time_limit, gap=args.gap,
-                             overwrite=args.force, only=args.only, progress=_progress)
+                             overwrite=args.force, only=args.only, progress=_progress,
+                             solve_time_limit=args.solve_time_limit)
     if args.json:
         print_json(manifest)
     else:

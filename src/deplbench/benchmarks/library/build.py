@@ -57,7 +57,7 @@ SOLU_HEADER = """deplbench instance library {version} (deplbench {code}), MIPLIB
 Each value is the optimum of the MPS file mps/<name>.mps (a minimisation): the
 first cut-loop master of deplbench's exact MILP for the SAA of problem (2)-(6),
 a relaxation of the real-x SAA problem. It is NOT the real-x optimum
-(deplbench_cost in library.csv), which is never smaller.
+(deplbench_cost in library.csv), which is never smaller (up to rounding).
 =opt=: proven optimal by HiGHS {highs} within relative gap {gap:g};
 =best=: best value found, optimality unproven within {limit:g} s; =inf=: infeasible."""
 
@@ -80,7 +80,8 @@ def _check_build_args(out, size, time_limit, gap, overwrite) -> Path:
 
 def build_library(out: str, size: str = "small", time_limit: float = 60.0, gap: float = 1e-6,
                   overwrite: bool = False, only: list[str] | None = None,
-                  progress: Callable[[str], None] | None = None) -> dict:
+                  progress: Callable[[str], None] | None = None,
+                  solve_time_limit: float | None = None) -> dict:
     """Write the library into directory ``out``.
 
     Parameters
@@ -90,8 +91,7 @@ def build_library(out: str, size: str = "small", time_limit: float = 60.0, gap: 
     size : {"small", "full"}, default "small"
         Which entries (:func:`.catalog.entries`).
     time_limit : float, default 60
-        Seconds for each HiGHS solve of an MPS file and for each deplbench
-        exact solve.
+        Seconds for each HiGHS solve of an MPS file (the .solu values).
     gap : float, default 1e-6
         Relative gap of the HiGHS solves that give the .solu values.
     overwrite : bool
@@ -100,6 +100,9 @@ def build_library(out: str, size: str = "small", time_limit: float = 60.0, gap: 
         Build only the entries with these names (tests, partial rebuilds).
     progress : callable, optional
         Called with one line of text per finished entry.
+    solve_time_limit : float, optional
+        Seconds for each deplbench exact real-x solve (default ``time_limit``);
+        it affects only the ``deplbench_*`` columns, never the MPS or .solu.
 
     Returns
     -------
@@ -114,6 +117,11 @@ def build_library(out: str, size: str = "small", time_limit: float = 60.0, gap: 
         For an invalid argument (naming it) or an unknown name in ``only``.
     """
     root = _check_build_args(out, size, time_limit, gap, overwrite)
+    if solve_time_limit is None:
+        solve_time_limit = time_limit
+    elif isinstance(solve_time_limit, bool) or not isinstance(solve_time_limit, (int, float)) \
+            or not math.isfinite(solve_time_limit) or solve_time_limit <= 0:
+        raise SolverError(f"solve_time_limit: must be a positive number of seconds, got {solve_time_limit!r}")
     chosen = entries(size)
     if only is not None:
         known = {e.name for e in entries("full")}
@@ -127,7 +135,7 @@ def build_library(out: str, size: str = "small", time_limit: float = 60.0, gap: 
     highs = ""
     for entry in chosen:
         t0 = time.perf_counter()
-        rec = _build_entry(root, entry, float(time_limit), float(gap))
+        rec = _build_entry(root, entry, float(time_limit), float(gap), float(solve_time_limit))
         highs = rec.get("mps_solver_version") or highs
         records.append(rec)
         if progress is not None:
@@ -135,7 +143,8 @@ def build_library(out: str, size: str = "small", time_limit: float = 60.0, gap: 
                      f"deplbench {rec['deplbench_status']} {rec.get('deplbench_cost')} "
                      f"({time.perf_counter() - t0:.1f} s)")
     manifest = {"library_version": LIBRARY_VERSION, "deplbench_version": __version__, "size": size,
-                "time_limit": float(time_limit), "gap": float(gap), "highs_version": highs,
+                "time_limit": float(time_limit), "solve_time_limit": float(solve_time_limit),
+                "gap": float(gap), "highs_version": highs,
                 "solu": SOLU, "entries": records}
     solu = [SoluEntry(r["solu_tag"], r["name"], r.get("mps_value") if r["solu_tag"] in ("=opt=", "=best=")
                       else None) for r in records if r.get("mps")]
@@ -146,7 +155,7 @@ def build_library(out: str, size: str = "small", time_limit: float = 60.0, gap: 
     return manifest
 
 
-def _build_entry(root: Path, entry: LibraryEntry, time_limit: float, gap: float) -> dict:
+def _build_entry(root: Path, entry: LibraryEntry, time_limit: float, gap: float, solve_time_limit: float) -> dict:
     """Instance JSON, MPS, HiGHS on the MPS, deplbench's real-x solve: one record."""
     inst = generate(entry.family, **entry.params)
     if entry.targets:
@@ -170,8 +179,8 @@ def _build_entry(root: Path, entry: LibraryEntry, time_limit: float, gap: float)
             first = solve_milp(inst, scenarios=entry.scenarios, seed=0, time_limit=None, node_limit=1,
                                formulation=entry.formulation, write_lp=str(mps))
         rec["variant"] = first.diagnostics.get("variant")
-        if first.status == "optimal":
-            real = first                      # the cut loop finished within that node
+        if first.status in ("optimal", "infeasible"):
+            real = first                      # the cut loop finished within that node, or no plan exists
         if mps.is_file():
             rec["mps"] = f"mps/{entry.name}.mps"
             rec["mps_sha256"] = hashlib.sha256(mps.read_bytes()).hexdigest()
@@ -188,7 +197,7 @@ def _build_entry(root: Path, entry: LibraryEntry, time_limit: float, gap: float)
         rec["note"] = "no MPS: no MILP formulation applies (see docs/library.md)"
     if real is None:
         with quiet_stdout():
-            real = solve_milp(inst, scenarios=entry.scenarios, seed=0, time_limit=time_limit)
+            real = solve_milp(inst, scenarios=entry.scenarios, seed=0, time_limit=solve_time_limit)
     rec.update(deplbench_status=real.status, deplbench_cost=real.cost, deplbench_lower=real.lower_bound,
                deplbench_seconds=round(float(real.diagnostics.get("total_s", 0.0)), 3),
                deplbench_message=real.message)
