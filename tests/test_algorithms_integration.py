@@ -49,6 +49,11 @@ FAST = {
     "time_limit": 600.0,  # a budget tiny instances never reach, not a wall-clock test
     "check_samples": 2000,
     "max_checks": 10,
+    # milp-certified: a small bracket (its statistics are tested in test_certify)
+    "replications": 4,
+    "risk_grid": "0.8",
+    "grid_seeds": 1,
+    "validation": 2000,
 }
 EVAL_SAMPLES = 2000
 

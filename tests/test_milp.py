@@ -279,9 +279,18 @@ def test_bad_options_name_the_option(kwargs, field):
 
 
 def test_too_many_datasets_is_an_error_result():
+    # The matrix formulations enumerate dataset subsets per cluster: forced,
+    # they refuse beyond MAX_DATASETS with the field named; ``fast`` hands
+    # such instances to ``general`` instead (tests/test_milp_general.py),
+    # which in turn refuses beyond its own limit.
+    from deplbench.formulations.milp.general import MAX_DATASETS_GENERAL
+
     inst = tiny_instance(0, n_datasets=milp.MAX_DATASETS + 1)
-    r = milp.solve_milp(inst, scenarios=10, time_limit=None)
+    r = milp.solve_milp(inst, scenarios=10, time_limit=None, formulation="flow")
     assert r.status == "error" and "datasets" in r.message
+    huge = tiny_instance(0, n_datasets=MAX_DATASETS_GENERAL + 1)
+    r = milp.solve_milp(huge, scenarios=10, time_limit=None)
+    assert r.status == "error" and "datasets" in r.message, r.message
 
 
 def test_cli_solve_with_dedicated_flags(tmp_path):

@@ -58,8 +58,9 @@ Each value is the optimum of the MPS file mps/<name>.mps (a minimisation): the
 first cut-loop master of deplbench's exact MILP for the SAA of problem (2)-(6),
 a relaxation of the real-x SAA problem. It is NOT the real-x optimum
 (deplbench_cost in library.csv), which is never smaller (up to rounding).
-=opt=: proven optimal by HiGHS {highs} within relative gap {gap:g};
-=best=: best value found, optimality unproven within {limit:g} s; =inf=: infeasible."""
+=opt=: proven optimal within relative gap {gap:g} by HiGHS {highs} (by SCIP where HiGHS
+did not finish or failed: solu_solver in manifest.json); =best=: best value found,
+optimality unproven within {limit:g} s; =inf=: infeasible; =unkn=: no value."""
 
 
 def _check_build_args(out, size, time_limit, gap, overwrite) -> Path:
@@ -139,14 +140,14 @@ def build_library(out: str, size: str = "small", time_limit: float = 60.0, gap: 
         highs = rec.get("mps_solver_version") or highs
         records.append(rec)
         if progress is not None:
-            progress(f"{entry.name}: MPS {rec['solu_tag']} {rec.get('mps_value')}, "
+            progress(f"{entry.name}: MPS {rec['solu_tag']} {rec.get('solu_value')}, "
                      f"deplbench {rec['deplbench_status']} {rec.get('deplbench_cost')} "
                      f"({time.perf_counter() - t0:.1f} s)")
     manifest = {"library_version": LIBRARY_VERSION, "deplbench_version": __version__, "size": size,
                 "time_limit": float(time_limit), "solve_time_limit": float(solve_time_limit),
                 "gap": float(gap), "highs_version": highs,
                 "solu": SOLU, "entries": records}
-    solu = [SoluEntry(r["solu_tag"], r["name"], r.get("mps_value") if r["solu_tag"] in ("=opt=", "=best=")
+    solu = [SoluEntry(r["solu_tag"], r["name"], r.get("solu_value") if r["solu_tag"] in ("=opt=", "=best=")
                       else None) for r in records if r.get("mps")]
     write_solu(str(root / SOLU), solu, SOLU_HEADER.format(version=LIBRARY_VERSION, code=__version__,
                                                           highs=highs, gap=gap, limit=time_limit))
@@ -189,6 +190,17 @@ def _build_entry(root: Path, entry: LibraryEntry, time_limit: float, gap: float,
                        mps_solver_version=out.version, mps_status=out.status, mps_value=out.primal,
                        mps_bound=out.dual, mps_gap=out.gap, mps_seconds=round(out.seconds, 3),
                        mps_nodes=out.nodes)
+            rec["solu_solver"] = "highs"
+            if out.status not in ("optimal", "infeasible"):
+                # HiGHS did not finish (or failed numerically): a second
+                # opinion from SCIP, when installed, may still prove the
+                # file's optimum; the table keeps HiGHS's own outcome.
+                alt = _scip_second_opinion(str(mps), time_limit, gap)
+                if alt is not None and (alt.status in ("optimal", "infeasible") or
+                                        (out.primal is None and alt.primal is not None)):
+                    out = alt
+                    rec["solu_solver"] = f"scip {alt.version}"
+            rec["solu_value"] = out.primal
             rec["solu_tag"] = {"optimal": "=opt=", "infeasible": "=inf="}.get(
                 out.status, "=best=" if out.primal is not None else "=unkn=")
         else:
@@ -202,6 +214,14 @@ def _build_entry(root: Path, entry: LibraryEntry, time_limit: float, gap: float,
                deplbench_seconds=round(float(real.diagnostics.get("total_s", 0.0)), 3),
                deplbench_message=real.message)
     return rec
+
+
+def _scip_second_opinion(path: str, time_limit: float, gap: float):
+    """SCIP's outcome on ``path``, or None when pyscipopt is not installed."""
+    try:
+        return solve_mps(path, "scip", time_limit, gap)
+    except SolverError:
+        return None
 
 
 def library_files(root: str) -> dict:

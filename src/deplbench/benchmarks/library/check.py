@@ -82,7 +82,7 @@ def check_library(root: str, solver: str = "highs", time_limit: float = 60.0, ga
         ``{"library": dir, "library_version", "solver", "version", "time_limit", "gap",
         "tolerance", "instances": [per-instance outcome with "agrees" and "reason"],
         "summary": {"solver", "version", "instances", "solved", "shifted_geomean_s",
-        "mean_gap_unsolved", "mismatches", "unreadable"}}``. An instance is
+        "mean_gap_unsolved", "mismatches", "errors"}}``. An instance is
         *solved* when the solver proved optimality within ``gap`` inside the
         limit and agrees with the .solu.
 
@@ -135,7 +135,7 @@ def summarise(rows: list[dict], solver: str, version: str, time_limit: float) ->
             "shifted_geomean_s": shifted_geomean(times) if rows else math.nan, "shift_s": SHIFT_S,
             "mean_gap_unsolved": (sum(gaps) / len(gaps)) if gaps else None,
             "mismatches": sum(1 for r in rows if r["agrees"] is False),
-            "unreadable": sum(1 for r in rows if r["status"] == "error")}
+            "errors": sum(1 for r in rows if r["status"] == "error")}
 
 
 __all__ = ["SHIFT_S", "check_library", "shifted_geomean", "summarise"]

@@ -27,8 +27,10 @@ COLUMNS = (
     ("mps_status", "HiGHS status", "HiGHS on the MPS file within the build's time limit"),
     ("mps_seconds", "HiGHS s", "HiGHS wall time on the MPS file (s)"),
     ("mps_nodes", "nodes", "HiGHS branch-and-bound nodes"),
-    ("solu_tag", ".solu", "the file's line tag (=opt=, =best=, =inf=)"),
-    ("mps_value", "MPS optimum", "the .solu value: optimum of the MPS file (a relaxation)"),
+    ("mps_value", "HiGHS value", "HiGHS's best value on the MPS file"),
+    ("solu_tag", ".solu", "the file's line tag (=opt=, =best=, =inf=, =unkn=)"),
+    ("solu_value", "MPS optimum", "the .solu value: optimum of the MPS file (a relaxation)"),
+    ("solu_solver", ".solu by", "the solver that gave the .solu line (HiGHS; SCIP where HiGHS failed)"),
     ("deplbench_status", "deplbench status", "deplbench's exact real-x solve"),
     ("deplbench_cost", "real-x cost", "exact real-x SAA cost of deplbench's plan (>= MPS optimum)"),
     ("deplbench_seconds", "deplbench s", "wall time of deplbench's solve (s)"),
@@ -55,12 +57,12 @@ def write_tables(root: str, records: list[dict]) -> None:
             w.writerow(["" if r.get(k) is None else repr(r[k]) if isinstance(r.get(k), float) else r[k]
                         for k, _, _ in COLUMNS])
     lines = ["# deplbench instance library: sizes and difficulty", "",
-             "| " + " | ".join(h for _, h, _ in COLUMNS) + " |",
+             "| " + " | ".join(h.replace("|", "\\|") for _, h, _ in COLUMNS) + " |",
              "|" + "|".join("---" for _ in COLUMNS) + "|"]
     for r in records:
         lines.append("| " + " | ".join(_fmt(r.get(k)).replace("|", "\\|") for k, _, _ in COLUMNS) + " |")
     lines += ["", "Columns:", ""]
-    lines += [f"- **{h}**: {meaning}" for _, h, meaning in COLUMNS]
+    lines += ["- **" + h.replace("|", "\\|") + f"**: {meaning}" for _, h, meaning in COLUMNS]
     with open(os.path.join(root, "library.md"), "w", encoding="utf-8") as fh:
         fh.write("\n".join(lines) + "\n")
 
