@@ -17,32 +17,16 @@ import warnings
 import pytest
 
 from deplbench.formulations.preprocess import reduce_instance
-from deplbench.instances.distributions import InverseGamma
 from deplbench.instances.generators import generate
 from deplbench.instances.model import parse_instance
+from instance_data import two_model_data
 from deplbench.solvers.base import solve
 
 SMALL_EVAL = 2000
 
 
 def small_data(**over):
-    ig = InverseGamma.from_moments(1.0, 0.02).model_dump()
-    data = {
-        "name": "pre", "initial_loss": 10.0, "loss_max": 7.0, "omega": 0.9,
-        "time_max": 40.0, "horizon": 4,
-        "models": [
-            {"name": "big", "size": 1.0, "compute": 4.0, "loss_scale": 2.0, "loss_offset": 0.0, "improvement": ig},
-            {"name": "small", "size": 0.5, "compute": 1.0, "loss_scale": 1.2, "loss_offset": 1.0, "improvement": ig},
-        ],
-        "switches": [{"from_model": "big", "to_model": "small", "jump": {"kind": "normal", "mean": 0.2, "std": 0.05}}],
-        "clusters": [
-            {"name": "A", "capacity": 2.0, "unit_cost": 1.0, "bandwidth": 2.0},
-            {"name": "B", "capacity": 1.0, "unit_cost": 0.5, "bandwidth": 1.0},
-        ],
-        "datasets": [{"name": "d0", "size": 1.0, "usefulness": 1.0}],
-    }
-    data.update(over)
-    return data
+    return two_model_data(**{"name": "pre", "loss_max": 7.0, "horizon": 4, **over})
 
 
 def with_huge_model(compute: float):

@@ -85,14 +85,7 @@ def _as_vector(name: str, data) -> np.ndarray:
 
 def _as_integer_vector(name: str, data, *, minimum: int) -> np.ndarray:
     """Validate a 1-D vector of integral numbers ≥ ``minimum``."""
-    try:
-        arr = np.asarray(data, dtype=float)
-    except (TypeError, ValueError) as exc:
-        raise InstanceError(f"{name} must be a list of numbers ({exc})") from None
-    if arr.ndim != 1 or arr.size == 0:
-        raise InstanceError(f"{name} must be a non-empty 1-D list of numbers")
-    if not np.all(np.isfinite(arr)):
-        raise InstanceError(f"{name} must contain only finite numbers")
+    arr = _as_vector(name, data)
     if not np.all(arr == np.round(arr)):
         raise InstanceError(f"{name} must contain integers (the DP is pseudo-polynomial)")
     if np.any(arr < minimum):
