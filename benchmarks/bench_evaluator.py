@@ -8,7 +8,7 @@ python_files='bench_*.py'``). Timed regions:
   without the per-epoch mean/1st/99th-percentile bands of Fig. 9;
 * ``simulate_trajectories`` alone (the Monte-Carlo kernel), 10⁵ × 100;
 * ``covering_dp`` on knapsack instances of growing target (the exact oracle
-  of SPEC §3).
+  of the DepL paper's Property 1 reduction).
 
 Each evaluator benchmark stores its throughput (epoch-steps simulated per
 second) in ``extra_info["steps_per_s"]``.

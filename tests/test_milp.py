@@ -170,6 +170,49 @@ def test_knapsack_dp_between_bound_and_cost(item_class, seed):
         assert r.diagnostics["deterministic"] is True
 
 
+@pytest.mark.parametrize("backend", ["highs", "pyomo"])
+def test_knapsack_weakly_seed0_is_solved_to_the_dp_optimum(backend):
+    """Regression: HiGHS 1.16 ended this master in "Solve error" (θ accepted
+    1e-6 below a λ cut, then its final check saw 1.00001e-6 > 1e-6), which
+    left no plan; the master is now solved again with tighter tolerances."""
+    inst = generate("knapsack", item_class="weakly", n_items=10, seed=0)
+    dp = knapsack_optimum_from_instance(inst)
+    r = milp.solve_milp(inst, scenarios=1, seed=0, time_limit=None, backend=backend)
+    assert r.status == "optimal", r.message
+    assert r.cost == pytest.approx(dp, rel=1e-9)
+    assert r.lower_bound <= dp * (1 + 1e-9) and r.gap <= 1e-4
+    assert evaluate_plan(inst, r.plan).cost == pytest.approx(r.cost, rel=1e-9)
+
+
+def test_solve_error_is_retried_with_tighter_tolerances_and_never_accepted():
+    """The retry of a HiGHS "Solve error" (backends._retry_solve_errors):
+    each run gets ten times tighter row tolerances, work is summed, and a
+    run that keeps failing stays an error (no plan, no bound is kept)."""
+    from deplbench.formulations.milp import backends as B
+
+    def fake(fail_times):
+        calls = []
+
+        def run(left, rel_gap, nl, tighten):
+            calls.append((tighten, B._tolerances(rel_gap, tighten)["mip_feasibility_tolerance"], nl))
+            if tighten < fail_times:
+                return B._MasterOutcome("error", None, math.inf, 0.0, 3, 10, message="Solve error"), True
+            return B._MasterOutcome("optimal", np.zeros(1), 5.0, 5.0, 2, 7), False
+        return run, calls
+
+    run, calls = fake(1)
+    out = B._retry_solve_errors(run, math.inf, 5e-5, 100)
+    assert (out.status, out.retries, out.nodes, out.lp_iterations) == ("optimal", 1, 5, 17)
+    assert [c[0] for c in calls] == [0, 1] and calls[1][1] == pytest.approx(1e-7) and calls[1][2] == 97
+    run, calls = fake(99)
+    out = B._retry_solve_errors(run, math.inf, 5e-5, None)
+    assert out.status == "error" and out.retries == B.SOLVE_ERROR_RETRIES == len(calls) - 1
+    assert "retries" in out.message
+    # never tighter than the 1e-10 HiGHS accepts; the first run keeps the default
+    assert B._tolerances(1e-9, 2)["mip_feasibility_tolerance"] == 1e-10
+    assert B._tolerances(5e-5, 0)["mip_feasibility_tolerance"] == 1e-6
+
+
 # ---------------------------------------------------- bounds are valid
 
 

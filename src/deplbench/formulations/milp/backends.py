@@ -31,6 +31,7 @@ import ctypes
 import math
 import os
 import sys
+import time
 from dataclasses import dataclass
 
 import numpy as np
@@ -88,9 +89,18 @@ class _MasterOutcome:
     nodes: int
     lp_iterations: int
     message: str = ""
+    #: extra runs after a HiGHS "Solve error" (see :func:`_tolerances`)
+    retries: int = 0
 
 
-def _tolerances(rel_gap: float) -> dict:
+#: HiGHS's default row tolerance of the MIP solver (``mip_feasibility_tolerance``).
+MIP_FEASIBILITY_TOL = 1e-6
+#: Extra HiGHS runs of one master after a "Solve error", each with the row
+#: tolerances ten times tighter (see :func:`_tolerances`).
+SOLVE_ERROR_RETRIES = 2
+
+
+def _tolerances(rel_gap: float, tighten: int = 0) -> dict:
     """HiGHS options that let the master prove ``rel_gap``.
 
     HiGHS stops at an absolute gap of 1e-6 and lets rows be violated by
@@ -98,12 +108,52 @@ def _tolerances(rel_gap: float) -> dict:
     satisfy; at a relative gap below 1e-6 (e.g. 1e-9 against brute force)
     the absolute gap is switched off and the tolerances are tightened to the
     gap (HiGHS accepts down to 1e-10).
+
+    ``tighten`` = t divides both row tolerances by 10**t (floor 1e-10): the
+    retry after a HiGHS "Solve error". HiGHS ≥ 1.12 can accept a point whose
+    continuous θ sits exactly ``mip_feasibility_tolerance`` below a λ cut,
+    and its final check on the original (un-presolved) model then sees that
+    row violated by the tolerance plus round-off (e.g. 1.00001e-6 > 1e-6) and
+    discards the solution and the bound (ERGO-Code/HiGHS issue #2782). A
+    stricter tolerance moves that edge; the retry is a full solve whose
+    optimality HiGHS proves again, never an acceptance of the failed one.
+    Every value is set explicitly, so a retry never leaks into the next round.
     """
-    opts = {"mip_abs_gap": 0.0}
+    feas, primal = MIP_FEASIBILITY_TOL, 1e-7
     if rel_gap < 1e-6:
-        tol = max(1e-10, float(rel_gap))
-        opts.update(mip_feasibility_tolerance=tol, primal_feasibility_tolerance=tol)
-    return opts
+        feas = primal = max(1e-10, float(rel_gap))
+    scale = 10.0 ** -int(tighten)
+    return {"mip_abs_gap": 0.0, "mip_feasibility_tolerance": max(1e-10, feas * scale),
+            "primal_feasibility_tolerance": max(1e-10, min(primal, feas * scale))}
+
+
+def _retry_solve_errors(run, time_left: float, rel_gap: float, node_limit: int | None,
+                        before_retry=None) -> _MasterOutcome:
+    """``run(time_left, rel_gap, node_limit, tighten) -> (outcome, solve_error)``
+    once, and again with ``tighten`` = 1, 2, ... (:func:`_tolerances`) while
+    HiGHS ends in "Solve error", at most :data:`SOLVE_ERROR_RETRIES` times,
+    within the same time and node budget. Nodes and LP iterations of every
+    run are counted; ``retries`` says how many extra runs there were."""
+    t0 = time.perf_counter()
+    nodes = iters = 0
+    out = None
+    for attempt in range(SOLVE_ERROR_RETRIES + 1):
+        left = time_left - (time.perf_counter() - t0)
+        nl = None if node_limit is None else node_limit - nodes
+        if attempt and (left <= 0 or (nl is not None and nl <= 0)):
+            break
+        if attempt and before_retry is not None:
+            before_retry()
+        out, solve_error = run(left, rel_gap, nl, attempt)
+        nodes += out.nodes
+        iters += out.lp_iterations
+        out.nodes, out.lp_iterations, out.retries = nodes, iters, attempt
+        if not solve_error:
+            return out
+    if out.retries:
+        tol = _tolerances(rel_gap, out.retries)["mip_feasibility_tolerance"]
+        out.message += f" (also after {out.retries} retries, the last with mip_feasibility_tolerance {tol:g})"
+    return out
 
 
 _SCHEDULER_THREADS: list[int] = []
@@ -151,6 +201,7 @@ class _HighsBackend:
         self.ncol = mm.ncol
         self._mm = mm
         self._named = False
+        self._start = None
 
     @property
     def n_rows(self) -> int:
@@ -181,18 +232,32 @@ class _HighsBackend:
                       np.asarray(vals, float))
 
     def set_start(self, x: np.ndarray) -> None:
+        self._start = np.asarray(x, float).copy()
+        self._pass_start()
+
+    def _pass_start(self) -> None:
+        if self._start is None:
+            return
         sol = self.highspy.HighsSolution()
-        sol.col_value = list(map(float, x))
+        sol.col_value = list(map(float, self._start))
         sol.value_valid = True
         self.h.setSolution(sol)
 
     def solve(self, time_left: float, rel_gap: float, node_limit: int | None = None) -> _MasterOutcome:
+        """Run HiGHS on the master; after a "Solve error" run it again with
+        tighter row tolerances (at most :data:`SOLVE_ERROR_RETRIES` times, see
+        :func:`_tolerances`) within the same time and node budget."""
+        return _retry_solve_errors(self._run, time_left, rel_gap, node_limit, self._pass_start)
+
+    def _run(self, time_left: float, rel_gap: float, node_limit: int | None,
+             tighten: int) -> tuple[_MasterOutcome, bool]:
+        """One HiGHS run; (outcome, True when HiGHS ended in "Solve error")."""
         h = self.h
         h.setOptionValue("time_limit", max(float(time_left), 1e-3))
         h.setOptionValue("mip_rel_gap", float(rel_gap))
         if node_limit is not None:
             h.setOptionValue("mip_max_nodes", int(node_limit))
-        for key, value in _tolerances(rel_gap).items():
+        for key, value in _tolerances(rel_gap, tighten).items():
             h.setOptionValue(key, value)
         _use_threads(self.threads)
         with quiet_stdout():
@@ -213,15 +278,16 @@ class _HighsBackend:
         obj = float(info.objective_function_value) if has_x else math.inf
         bound = float(info.mip_dual_bound)
         if st == S.kOptimal:
-            return _MasterOutcome("optimal", x, obj, bound, nodes, iters)
+            return _MasterOutcome("optimal", x, obj, bound, nodes, iters), False
         if st == S.kInfeasible:
-            return _MasterOutcome("infeasible", None, math.inf, math.inf, nodes, iters)
+            return _MasterOutcome("infeasible", None, math.inf, math.inf, nodes, iters), False
         if st in (S.kTimeLimit, S.kInterrupt, S.kObjectiveBound):
-            return _MasterOutcome("time_limit", x, obj, bound, nodes, iters)
+            return _MasterOutcome("time_limit", x, obj, bound, nodes, iters), False
         if st in (S.kIterationLimit, S.kSolutionLimit):   # mip_max_nodes reached
-            return _MasterOutcome("node_limit", x, obj, bound, nodes, iters)
-        return _MasterOutcome("error", x, obj, bound, nodes, iters,
-                              message=f"HiGHS stopped with model status {h.modelStatusToString(st)!r}")
+            return _MasterOutcome("node_limit", x, obj, bound, nodes, iters), False
+        return (_MasterOutcome("error", x, obj, bound, nodes, iters,
+                               message=f"HiGHS stopped with model status {h.modelStatusToString(st)!r}"),
+                st == S.kSolveError)
 
 
 class _PyomoBackend:
@@ -278,11 +344,23 @@ class _PyomoBackend:
         return None
 
     def solve(self, time_left: float, rel_gap: float, node_limit: int | None = None) -> _MasterOutcome:
+        """As :meth:`_HighsBackend.solve`: a HiGHS "Solve error" is retried
+        with tighter row tolerances within the same time and node budget."""
+        return _retry_solve_errors(self._run, time_left, rel_gap, node_limit)
+        if out.retries:
+            tol = _tolerances(rel_gap, out.retries)["mip_feasibility_tolerance"]
+            out.message += f" (also after {out.retries} retries, the last with mip_feasibility_tolerance {tol:g})"
+        return out
+
+    def _run(self, time_left: float, rel_gap: float, node_limit: int | None,
+             tighten: int) -> tuple[_MasterOutcome, bool]:
+        """One solve; (outcome, True when HiGHS ended in "Solve error")."""
+        import highspy
         from pyomo.contrib.appsi.base import TerminationCondition as TC
 
         self.opt.config.time_limit = max(float(time_left), 1e-3) if math.isfinite(time_left) else None
         self.opt.config.mip_gap = float(rel_gap)
-        extra = _tolerances(rel_gap)
+        extra = _tolerances(rel_gap, tighten)
         if node_limit is not None:
             extra["mip_max_nodes"] = int(node_limit)
         self.opt.highs_options = {**self.opt.highs_options, **extra}
@@ -290,6 +368,7 @@ class _PyomoBackend:
         with quiet_stdout():
             res = self.opt.solve(self.model)
         hi = self.opt._solver_model
+        solve_error = hi.getModelStatus() == highspy.HighsModelStatus.kSolveError
         info = hi.getInfo()
         nodes, iters = int(info.mip_node_count), int(info.simplex_iteration_count)
         tc = res.termination_condition
@@ -302,15 +381,15 @@ class _PyomoBackend:
         bound = res.best_objective_bound
         bound = float(bound) if bound is not None else -math.inf
         if tc == TC.optimal:
-            return _MasterOutcome("optimal", x, obj, bound, nodes, iters)
+            return _MasterOutcome("optimal", x, obj, bound, nodes, iters), False
         if tc == TC.infeasible:
-            return _MasterOutcome("infeasible", None, math.inf, math.inf, nodes, iters)
+            return _MasterOutcome("infeasible", None, math.inf, math.inf, nodes, iters), False
         if tc in (TC.maxTimeLimit, TC.interrupted, TC.objectiveLimit):
-            return _MasterOutcome("time_limit", x, obj, bound, nodes, iters)
+            return _MasterOutcome("time_limit", x, obj, bound, nodes, iters), False
         if tc == TC.maxIterations or (node_limit is not None and nodes >= node_limit):
-            return _MasterOutcome("node_limit", x, obj, bound, nodes, iters)
-        return _MasterOutcome("error", x, obj, bound, nodes, iters,
-                              message=f"HiGHS (through Pyomo) stopped with {tc}")
+            return _MasterOutcome("node_limit", x, obj, bound, nodes, iters), False
+        return (_MasterOutcome("error", x, obj, bound, nodes, iters,
+                               message=f"HiGHS (through Pyomo) stopped with {tc}"), solve_error)
 
 
 def _pyomo_from_matrix(mm: _MatrixModel):
@@ -377,4 +456,4 @@ def highs_version() -> str:
 
 
 __all__ = ["quiet_stdout", "make_backend", "highs_version", "_MasterOutcome", "_HighsBackend", "_PyomoBackend",
-           "_pyomo_from_matrix", "_use_threads"]
+           "_pyomo_from_matrix", "_use_threads", "_tolerances", "SOLVE_ERROR_RETRIES"]

@@ -22,7 +22,9 @@ options when no wall-clock limit interferes — ``time_limit=None`` or not
 reached: HiGHS runs with a fixed ``random_seed`` and one thread, the
 incumbent heuristic then runs to its end):
 ``rounds`` (master solves), ``cuts_added``, ``nodes`` and ``lp_iterations``
-summed over the rounds.
+summed over the rounds, and ``solver_retries``: master runs repeated with
+tighter row tolerances after a HiGHS "Solve error" (``backends._tolerances``;
+the repeated run proves optimality afresh, nothing of the failed one is kept).
 
 References
 ----------
@@ -82,7 +84,7 @@ def _cut_loop(data: _Data, model, be, best, gap, deadline, params, diag, t0,
     """
     t_solve = time.perf_counter()
     lower = -math.inf
-    nodes = iters = rounds = cuts = 0
+    nodes = iters = rounds = cuts = retries = 0
     status, message = "time_limit", ""
     theta = model.theta
     while True:
@@ -102,6 +104,7 @@ def _cut_loop(data: _Data, model, be, best, gap, deadline, params, diag, t0,
         out = be.solve(left, gap * 0.5, nodes_left)
         nodes += out.nodes
         iters += out.lp_iterations
+        retries += getattr(out, "retries", 0)
         if out.status == "error":
             # A solver failure is never reported with a cost: an incumbent,
             # exactly costed and SAA-feasible, is kept as "feasible".
@@ -158,7 +161,7 @@ def _cut_loop(data: _Data, model, be, best, gap, deadline, params, diag, t0,
             else:
                 status, message = "error", "the master found no plan"
             break
-    diag.update(nodes=nodes, lp_iterations=iters, rounds=rounds, cuts_added=cuts,
+    diag.update(nodes=nodes, lp_iterations=iters, rounds=rounds, cuts_added=cuts, solver_retries=retries,
                 solve_s=time.perf_counter() - t_solve, total_s=time.perf_counter() - t0)
     if best is not None:
         diag["in_sample_violations"] = int(best.violations) * (data.S_nominal if data.deterministic else 1)
