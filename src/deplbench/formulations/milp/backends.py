@@ -347,10 +347,6 @@ class _PyomoBackend:
         """As :meth:`_HighsBackend.solve`: a HiGHS "Solve error" is retried
         with tighter row tolerances within the same time and node budget."""
         return _retry_solve_errors(self._run, time_left, rel_gap, node_limit)
-        if out.retries:
-            tol = _tolerances(rel_gap, out.retries)["mip_feasibility_tolerance"]
-            out.message += f" (also after {out.retries} retries, the last with mip_feasibility_tolerance {tol:g})"
-        return out
 
     def _run(self, time_left: float, rel_gap: float, node_limit: int | None,
              tighten: int) -> tuple[_MasterOutcome, bool]:
