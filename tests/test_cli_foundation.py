@@ -257,3 +257,17 @@ def test_solve_help_has_description_defaults_and_algorithms(capsys):
     algos = out[out.index("algorithms ("):]
     for row in all_solver_info(include_unavailable=True):
         assert f"\n  {row['name']} " in algos, row["name"]
+
+
+@pytest.mark.parametrize("args,needle", [
+    (("validate", "x.json", "--json"), "unrecognized arguments: --json"),
+    (("solve",), "required"),
+    (("nosuch",), "invalid choice"),
+])
+def test_usage_errors_are_one_line_with_status_2(capsys, args, needle):
+    # The error contract holds for argparse's own errors too: one line on
+    # stderr naming the problem (no usage block), exit 2, nothing on stdout.
+    status, out, err = run_main(capsys, *args)
+    assert status == 2 and out == ""
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: ") and needle in lines[0], err

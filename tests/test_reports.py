@@ -655,6 +655,18 @@ def test_submodularity_keys_and_sampled_checks():
     assert row["verdict"] == claims_mod.HOLDS and "sampled" in row["measured"]
 
 
+def test_submodularity_with_nothing_checked_is_not_a_pass():
+    # Single-dataset instances give DepL no triple to check: 0 of 0 checked
+    # everywhere is no evidence, so the verdict is "not measured", not "holds".
+    df = make_frame()
+    df["diagnostics"] = json.dumps({"submodularity": {"violated": 0, "checked": 0, "exhaustive": True}})
+    row = claims_mod.submodularity(prepare(df).df)
+    assert row["verdict"] == claims_mod.UNMEASURED, row
+    i = df.index[0]
+    df.loc[i, "diagnostics"] = json.dumps({"submodularity": {"violated": 0, "checked": 5, "exhaustive": True}})
+    assert claims_mod.submodularity(prepare(df).df)["verdict"] == claims_mod.HOLDS
+
+
 def test_three_point_slope_gets_no_verdict():
     fit = loglog_fit([2, 4, 8], [1.0, 4.2, 15.0])
     assert fit.n == 3 and tabs.exponent_verdict(fit, -4.0) == "too few points"

@@ -56,6 +56,17 @@ def _epilog() -> str:
     return "\n".join(lines)
 
 
+class _OneLineErrorParser(argparse.ArgumentParser):
+    """An argument parser whose usage errors are one line on stderr with exit
+    status 2 (the CLI's error contract), e.g. ``error: deplbench validate:
+    unrecognized arguments: --json (see deplbench validate --help)``.
+    Sub-command parsers inherit the class through ``add_subparsers``."""
+
+    def error(self, message: str):  # noqa: D102 - argparse's hook
+        sys.stderr.write(f"error: {self.prog}: {message} (see {self.prog} --help)\n")
+        raise SystemExit(2)
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The ``deplbench`` argument parser with every available command group.
 
@@ -69,7 +80,7 @@ def build_parser() -> argparse.ArgumentParser:
         When a command module exists but one of its own imports is missing
         (only a command module that is itself absent is skipped).
     """
-    parser = argparse.ArgumentParser(
+    parser = _OneLineErrorParser(
         prog="deplbench",
         description="Benchmark suite for dependable training orchestration (DepL).",
         epilog=_epilog(),

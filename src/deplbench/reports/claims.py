@@ -230,7 +230,11 @@ def submodularity(df: pd.DataFrame) -> dict:
     if sampled:
         txt += (f"; on {sampled} instance(s) the check was sampled, not exhaustive, so "
                 "'no violation' there is evidence, not proof")
-    return _row(claim, "DepL paper §IV-A", says, txt, FAILS if n_bad else HOLDS, evidence)
+    # Zero triples checked on every instance (e.g. single-dataset instances)
+    # is no evidence either way: "not measured", never a pass.
+    nothing_checked = bool(np.isfinite(checks).all() and np.nansum(checks) == 0)
+    verdict = FAILS if n_bad else (UNMEASURED if nothing_checked else HOLDS)
+    return _row(claim, "DepL paper §IV-A", says, txt, verdict, evidence)
 
 
 def _fig56(ratios: pd.DataFrame) -> tuple[pd.DataFrame, str]:
