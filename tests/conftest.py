@@ -30,6 +30,7 @@ import pytest
 INTEGRATION_MODULES = frozenset({
     "test_algorithms_integration",
     "test_json_stdout",
+    "test_library",        # builds a library, re-solves MPS files with HiGHS and SCIP
 })
 
 #: What in a test function's source means it starts processes.
@@ -49,6 +50,7 @@ SLOW_FIXTURES = frozenset({"full_report", "calibrated9"})
 SLOW_TESTS: dict[str, tuple[str, ...]] = {
     "test_certify": ("test_lb_below_near_exact_optimum_and_every_certified_plan",),
     "test_depl": (
+        "test_knapsack_ratio_never_below_one_and_falls_with_eta",
         "test_allocation_failure_blacklists_the_path",
         "test_best_exp_trains_on_until_quantile_met",
         "test_calibration_never_returns_a_plan_its_test_rejects",
@@ -70,6 +72,12 @@ SLOW_TESTS: dict[str, tuple[str, ...]] = {
         "test_realistic_mobilenet_is_cheaper_than_alexnet",
     ),
     "test_milp": (
+        "test_dominated_clusters_are_pruned_exactly",
+        "test_knapsack_weakly_seed0_is_solved_to_the_dp_optimum",
+        "test_tiny_omega_makes_the_quantile_vacuous",
+        "test_milp_equals_brute_force[0-2-per_epoch-printed-False]",
+        "test_milp_equals_brute_force[1-1-once-intended-True]",
+        "test_milp_equals_brute_force[2-1-once-intended-False]",
         "test_data_rule_changes_the_optimum_and_both_solvers_follow",
         "test_extreme_values_give_the_brute_force_answer",
         "test_fast_flow_naive_and_pyomo_agree",
@@ -88,6 +96,10 @@ SLOW_TESTS: dict[str, tuple[str, ...]] = {
         "test_work_counters_are_exact_and_repeatable",
     ),
     "test_milp_general": (
+        "test_general_is_forceable_and_refuses_scip_by_name",
+        "test_many_datasets_cyclic_equals_brute_force[9-3]",
+        "test_equals_milp_on_small_stochastic[0-False]",
+        "test_equals_milp_on_small_stochastic[1-False]",
         "test_cyclic_three_models_two_clusters_equals_brute_force",
         "test_equals_flow_with_two_datasets",
         "test_equals_milp_on_small_stochastic[4-True]",
@@ -103,6 +115,7 @@ SLOW_TESTS: dict[str, tuple[str, ...]] = {
         "test_no_milp_rows_says_so",
         "test_store_roundtrip_and_cli",
     ),
+    "test_runner": ("test_warm_dask_task_path_enforces_the_hard_limit_and_reports_crashes",),
     "test_sweep": (
         "test_packaged_sweeps_are_valid[complexity]",
         "test_packaged_sweeps_are_valid[knapsack]",
