@@ -13,10 +13,7 @@ from deplbench.benchmarks.sweep import (
 )
 from deplbench.errors import SweepError
 
-try:
-    import tomllib
-except ModuleNotFoundError:  # pragma: no cover
-    import tomli as tomllib
+import tomllib
 
 BASE = """
 [sweep]

@@ -73,10 +73,7 @@ from deplbench.benchmarks.validate import check_names as _check_names
 from deplbench.errors import SweepError
 from deplbench.jsonio import canonical_json  # noqa: F401 - re-exported: part of this module's API
 
-try:  # Python ≥ 3.11
-    import tomllib
-except ModuleNotFoundError:  # pragma: no cover - Python 3.10
-    import tomli as tomllib  # type: ignore[no-redef]
+import tomllib
 
 #: Directory of the sweeps shipped with the package (``deplbench run quick``).
 PACKAGED_SWEEPS = Path(__file__).resolve().parent / "sweeps"
