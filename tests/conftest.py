@@ -116,6 +116,7 @@ SLOW_TESTS: dict[str, tuple[str, ...]] = {
         "test_store_roundtrip_and_cli",
     ),
     "test_runner": ("test_warm_dask_task_path_enforces_the_hard_limit_and_reports_crashes",),
+    "test_solver_peers": ("test_pyomo_peers_give_the_brute_force_optimum", "test_pyomo_peer_solves_the_naive_pyomo_model"),
     "test_sweep": (
         "test_packaged_sweeps_are_valid[complexity]",
         "test_packaged_sweeps_are_valid[knapsack]",

@@ -90,20 +90,63 @@ def test_instance_without_a_milp_has_json_but_no_mps(tmp_path):
     assert e["mps"] is None and e["note"].startswith("no MPS") and e["solu_tag"] is None
 
 
-def test_solu_value_when_highs_fails_on_the_file(tmp_path):
-    """knapsack-weakly-n10: with the current λ grid HiGHS 1.16 ends with 'Solve
-    error' on this MPS (deplbench's own MILP too); the .solu line must still be
-    the file's optimum (SCIP's second opinion), and SCIP's check must agree."""
+def test_highs_solves_the_file_it_failed_on_by_retrying(tmp_path):
+    """knapsack-weakly-n10: HiGHS 1.16 ends its first run on this MPS in
+    'Solve error' (HiGHS #2782: a λ-cut row violated by 1.00001e-6 > 1e-6);
+    solve_mps runs it again with tighter row tolerances, so HiGHS itself
+    proves the file's optimum, which SCIP confirms independently."""
     name = "knapsack-weakly-n10"
     build_library(str(tmp_path), only=[name], time_limit=600.0)
     (e,) = json.loads((tmp_path / "manifest.json").read_text())["entries"]
     line = read_solu(str(tmp_path / SOLU))[name]
-    assert line.tag == "=opt="
-    assert e["solu_solver"] == "highs" if e["mps_status"] == "optimal" else e["solu_solver"].startswith("scip")
+    assert line.tag == "=opt=" and e["mps_status"] == "optimal" and e["solu_solver"] == "highs"
+    highs = solve_mps(str(tmp_path / "mps" / f"{name}.mps"), "highs", time_limit=600.0, gap=1e-6)
+    assert highs.status == "optimal" and highs.primal == line.value
+    assert highs.retries == e["mps_retries"] and ("Solve error" in highs.message) == (highs.retries > 0)
+    res = check_library(str(tmp_path), "highs", time_limit=600.0)
+    assert res["summary"]["mismatches"] == 0 and res["summary"]["solved"] == 1
+    pytest.importorskip("pyscipopt", reason="SCIP is the optional [peers] extra")
     scip = solve_mps(str(tmp_path / "mps" / f"{name}.mps"), "scip", time_limit=600.0, gap=1e-7)
     assert scip.status == "optimal" and scip.primal == pytest.approx(line.value, rel=1e-6)
-    res = check_library(str(tmp_path), "scip", time_limit=600.0)
-    assert res["summary"]["mismatches"] == 0 and res["summary"]["solved"] == 1
+
+
+class _FakeHighs:
+    """highspy.Highs stand-in: 'Solve error' on the first ``fails`` runs."""
+
+    def __init__(self, fails):
+        import highspy
+
+        self.S = highspy.HighsModelStatus
+        self.fails, self.runs, self.options, self.cleared = fails, 0, [], 0
+
+    def setOptionValue(self, key, value):
+        self.options.append((self.runs, key, value))
+
+    def clearSolver(self):
+        self.cleared += 1
+
+    def run(self):
+        self.runs += 1
+
+    def getInfo(self):
+        return type("I", (), {"mip_node_count": 3})()
+
+    def getModelStatus(self):
+        return self.S.kSolveError if self.runs <= self.fails else self.S.kOptimal
+
+
+@pytest.mark.parametrize("fails,runs", [(0, 1), (1, 2), (2, 3), (5, 3)])
+def test_highs_retries_a_solve_error_with_tighter_tolerances(fails, runs):
+    """Each retry starts afresh with the row tolerances ten times tighter;
+    at most SOLVE_ERROR_RETRIES retries; the first run keeps HiGHS's defaults."""
+    from deplbench.benchmarks.library.mps import _highs_runs
+
+    h = _FakeHighs(fails)
+    _, nodes, retries = _highs_runs(h, 600.0, 1e-6)
+    assert h.runs == runs and retries == runs - 1 and h.cleared == runs - 1 and nodes == 3 * runs
+    feas = {r: v for r, k, v in h.options if k == "mip_feasibility_tolerance"}
+    assert 0 not in feas                                      # defaults on the first run
+    assert [feas[r] for r in sorted(feas)] == pytest.approx([1e-7, 1e-8][:runs - 1])
 
 
 def test_mps_names_are_meaningful(lib):

@@ -239,7 +239,7 @@ def test_generator_parameters_targets_and_files_are_checked_at_load(tmp_path):
     path = tmp_path / "s.toml"
     path.write_text(VALUES.replace("ALGO", "depl").replace("params = { PARAMS }", "")
                     .replace("n_items = 4", 'n_items = "six"'))
-    with pytest.raises(SweepError, match=r"^instances\[0\] \(id 'ks'.*n_items"):
+    with pytest.raises(SweepError, match=r"^instances\[0\]\.params\.n_items: .*expected int"):
         load_sweep(path)
     # A target the instance rejects: ℓmax above ℓ(0).
     path.write_text(VALUES.replace("ALGO", "depl").replace("params = { PARAMS }", "")
@@ -294,3 +294,73 @@ def test_hostile_sweeps_through_the_cli_exit_2_with_one_line(tmp_path, capsys):
         err = captured.err.strip()
         assert captured.out == "" and "Traceback" not in err and len(err.splitlines()) == 1
         assert not db.exists()
+
+
+# ------------------------------------------- issue 15: the solver axis (H4)
+
+SOLVER_AXIS = """
+[sweep]
+name = "peers"
+[[instances]]
+id = "ks"
+family = "knapsack"
+params = { n_items = 6 }
+{instance_extra}
+[[algorithms]]
+name = "milp"
+params = { scenarios = 50 }
+{milp_extra}
+[[algorithms]]
+name = "depl"
+"""
+
+
+def _axis(instance_extra="", milp_extra="", **kw):
+    return parse(SOLVER_AXIS.replace("{instance_extra}", instance_extra).replace("{milp_extra}", milp_extra), **kw)
+
+
+def test_solver_axis_on_an_algorithm_expands_tasks_and_keys():
+    plain = _axis().tasks()
+    tasks = _axis(milp_extra='solvers = ["highs", "pyomo:appsi_highs"]').tasks()
+    assert len(plain) == 2 and len(tasks) == 3
+    milp = [t for t in tasks if t.algorithm == "milp"]
+    assert [t.params["solver"] for t in milp] == ["highs", "pyomo:appsi_highs"]
+    assert len({t.key for t in tasks}) == 3                       # the solver is part of the key
+    assert all("solver" not in t.params for t in tasks if t.algorithm == "depl")
+
+
+def test_solver_axis_on_an_instance_reaches_only_algorithms_that_take_a_solver():
+    tasks = _axis(instance_extra='solvers = ["highs", "scip"]', check_names=True,
+                  milp_extra="").tasks()
+    assert sorted((t.algorithm, t.params.get("solver")) for t in tasks) == [
+        ("depl", None), ("milp", "highs"), ("milp", "scip")]
+    # an algorithm's own axis wins over the instance's
+    tasks = _axis(instance_extra='solvers = ["highs", "scip"]', milp_extra='solvers = ["pyomo:appsi_highs"]').tasks()
+    assert [t.params["solver"] for t in tasks if t.algorithm == "milp"] == ["pyomo:appsi_highs"]
+
+
+@pytest.mark.parametrize("inst,milp,where", [
+    ("", 'solvers = ["highs", "gurobi"]', r"^algorithms\[0\]\.solvers\[1\]: unknown solver 'gurobi'"),
+    ("", 'solvers = ["pyomo:nosuch"]', r"^algorithms\[0\]\.solvers\[0\]: unknown solver 'pyomo:nosuch'"),
+    ("", "solvers = []", r"^algorithms\[0\]\.solvers: must be a non-empty list"),
+    ("", 'solvers = ["highs", "highs"]', r"^algorithms\[0\]\.solvers: duplicate"),
+    ("", "solvers = [1]", r"^algorithms\[0\]\.solvers\[0\]"),
+    ('solvers = "highs"', "", r"^instances\[0\]\.solvers: must be a non-empty list"),
+    ("", 'solvers = ["highs"]\ngrid = { solver = ["scip"] }', r"^algorithms\[0\]\.solvers: the solver is also set"),
+])
+def test_bad_solver_axes_name_the_field(inst, milp, where):
+    with pytest.raises(SweepError, match=where):
+        _axis(instance_extra=inst, milp_extra=milp)
+
+
+def test_solver_axis_checks_availability_and_the_algorithm_at_load(monkeypatch):
+    from deplbench.formulations.milp import peers
+
+    text = SOLVER_AXIS.replace("{instance_extra}", "").replace("{milp_extra}", "")
+    text = text.replace('[[algorithms]]\nname = "depl"', '[[algorithms]]\nname = "depl"\nsolvers = ["highs"]')
+    with pytest.raises(SweepError, match=r"^algorithms\[1\]\.solvers: algorithm 'depl' has no solver parameter"):
+        parse(text, check_names=True)
+    monkeypatch.setattr("deplbench.benchmarks.solver_axis.availability",
+                        lambda name: (False, "not installed") if name == "scip" else peers.availability(name))
+    with pytest.raises(SweepError, match=r"^algorithms\[0\]\.solvers\[1\]: solver 'scip' is not available here"):
+        _axis(milp_extra='solvers = ["highs", "scip"]', check_names=True)

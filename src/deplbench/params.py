@@ -13,8 +13,9 @@ Two input styles are supported:
   ``calibrate=yes`` are converted (``"2.0"`` → 2 for an int; ``"1.5"`` is
   refused, never truncated);
 * **strict** (``strict=True``): typed sources (TOML, JSON) must already carry
-  the declared type — a string is never coerced to a number, and a boolean is
-  never a number (``true`` is not 1).
+  the declared type — a string is never coerced to a number, a boolean is
+  never a number (``true`` is not 1), and a float is never an integer
+  (``3.0`` is refused where an int is declared).
 
 Every refusal raises the caller's error class (default
 :class:`~deplbench.errors.SolverError`) with a one-line message naming the
@@ -109,6 +110,10 @@ class Param:
         if self.type is not bool and isinstance(value, bool):
             # bool is an int subclass: true/false would silently become 1/0.
             raise error(f"parameter {name!r}: expected {expected}, got {value!r}")
+        if strict and self.type is int and isinstance(value, float):
+            # A typed source tells 3 from 3.0: a float where an integer is
+            # declared is refused, never truncated or silently converted.
+            raise error(f"parameter {name!r}: expected int, got the float {value!r}")
         try:
             value = self._coerce(value)
         except (TypeError, ValueError, OverflowError):

@@ -47,11 +47,16 @@ File format (every key other than those marked *required* is optional)::
     grid = { eta = [25, 50, 100, 200] }
     instances = ["alexnet"]     # default: every instance group
     time_limit_s = 300          # overrides [sweep].time_limit_s
+    # solvers = ["highs", "scip"]: for an exact MILP entry (milp), once per
+    # MILP solver; also on [[instances]] (benchmarks/solver_axis.py)
 
 ``params`` holds values passed as they are (a list stays a list); only
 ``grid`` and ``targets`` are expanded. An invalid file raises
 :class:`~deplbench.errors.SweepError` naming the offending key, e.g.
 ``algorithms[2].grid.eta``.
+
+Longer than 600 lines because this docstring documents the whole sweep file
+format; the code is parsing, validation and expansion of that one format.
 """
 
 from __future__ import annotations
@@ -67,8 +72,9 @@ from typing import Any
 from deplbench import __version__
 from deplbench.benchmarks.validate import (
     _finite_number, _nonnegative_int, _positive_int, _positive_number, _reject_unknown,
-    _require_finite, _require_str, _require_table, check_parameters,
+    _require_finite, _require_str, _require_table, check_evaluation, check_parameters,
 )
+from deplbench.benchmarks import solver_axis as _axis
 from deplbench.benchmarks.validate import check_names as _check_names
 from deplbench.errors import SweepError
 from deplbench.jsonio import canonical_json  # noqa: F401 - re-exported: part of this module's API
@@ -87,8 +93,8 @@ TARGET_FIELDS = ("loss_max", "omega")
 
 _SWEEP_KEYS = {"name", "description", "time_limit_s", "evaluation"}
 _EVALUATION_KEYS = {"samples", "seed"}
-_INSTANCE_KEYS = {"id", "set", "family", "path", "params", "grid", "seeds", "seed", "targets"}
-_ALGORITHM_KEYS = {"name", "label", "params", "grid", "instances", "time_limit_s"}
+_INSTANCE_KEYS = {"id", "set", "family", "path", "params", "grid", "seeds", "seed", "targets", "solvers"}
+_ALGORITHM_KEYS = {"name", "label", "params", "grid", "instances", "time_limit_s", "solvers"}
 _TOP_KEYS = {"sweep", "instances", "algorithms"}
 
 
@@ -179,6 +185,7 @@ class InstanceGroup:
     targets: dict
     path: str | None = None
     set: str = ""
+    solvers: tuple | None = None     # the solver axis (benchmarks.solver_axis)
 
 
 @dataclass(frozen=True)
@@ -191,6 +198,7 @@ class AlgorithmEntry:
     grid: dict
     instances: tuple | None
     time_limit_s: float
+    solvers: tuple | None = None     # the solver axis (benchmarks.solver_axis)
 
 
 @dataclass(frozen=True)
@@ -407,6 +415,8 @@ def parse_sweep(
     if check_names:
         _check_names(groups, algorithms)
         check_parameters(algorithms)
+        check_evaluation(evaluation)   # through solve()'s own parameters (H6, issue 16)
+        _axis.check_solvers(groups, algorithms)
     return Sweep(name=name, description=description, time_limit_s=time_limit,
                  evaluation=dict(evaluation), instances=groups,
                  algorithms=algorithms, source=source, text=text)
@@ -443,7 +453,11 @@ def _parse_instance_group(entry: Any, where: str, base_dir: Path) -> InstanceGro
         file = Path(entry["path"])
         if not file.is_absolute():
             file = base_dir / file
-        if not file.is_file():
+        try:
+            found = file.is_file()
+        except (OSError, ValueError) as exc:   # too long a name, a NUL byte (H6, issue 16)
+            raise SweepError(f"{where}.path: cannot look up the instance file ({exc})") from None
+        if not found:
             raise SweepError(f"{where}.path: instance file not found: {file}")
         if params or grid:
             raise SweepError(f"{where}: `params`/`grid` need a `family`, not a `path`")
@@ -451,8 +465,9 @@ def _parse_instance_group(entry: Any, where: str, base_dir: Path) -> InstanceGro
         seeds = [None]
     else:
         _require_str(family, f"{where}.family")
+    solvers = _axis.entry_solvers(entry, where)
     return InstanceGroup(id=gid, family=family, params=dict(params), grid=grid,
-                         seeds=tuple(seeds), targets=targets, path=path, set=set_name)
+                         seeds=tuple(seeds), targets=targets, path=path, set=set_name, solvers=solvers)
 
 
 def _parse_algorithm(entry: Any, where: str, ids: set, default_limit: float) -> AlgorithmEntry:
@@ -470,13 +485,14 @@ def _parse_algorithm(entry: Any, where: str, ids: set, default_limit: float) -> 
         if not isinstance(groups, list) or not groups:
             raise SweepError(f"{where}.instances: must be a non-empty list of instance ids")
         for j, g in enumerate(groups):
-            if g not in ids:
+            if not isinstance(g, str) or g not in ids:   # a list is unhashable (H6, issue 16)
                 raise SweepError(f"{where}.instances[{j}]: unknown instance id {g!r} "
                                  f"(known: {', '.join(sorted(ids))})")
         groups = tuple(groups)
     limit = _positive_number(entry.get("time_limit_s", default_limit), f"{where}.time_limit_s")
+    solvers = _axis.entry_solvers(entry, where, params, grid)
     return AlgorithmEntry(name=name, label=label, params=dict(params), grid=grid,
-                          instances=groups, time_limit_s=limit)
+                          instances=groups, time_limit_s=limit, solvers=solvers)
 
 
 def _parse_params_grid(entry: Mapping, where: str) -> tuple[Mapping, dict]:
@@ -571,7 +587,8 @@ def expand(sweep: Sweep) -> list[Task]:
             recipe = {"family": group.family, "params": inst_params, "seed": seed}
             for targets in target_points:
                 for algo in algos:
-                    for params in grid_points(algo.params, algo.grid):
+                    for params in _axis.with_solvers(grid_points(algo.params, algo.grid),
+                                                     _axis.solver_axis(group, algo)):
                         key = task_key(recipe, targets, algo.name, params, evaluation)
                         if key in seen:
                             continue

@@ -40,6 +40,7 @@ def check_names(groups: tuple, algorithms: tuple) -> None:
         if g.path is None:
             _check_param_names(f"instances[{i}]", g.params, g.grid,
                                task_mod.family_parameters(g.family), f"family {g.family!r}")
+            _check_family_types(f"instances[{i}]", g.family, g.params, g.grid)
     names = task_mod.available_algorithms()
     for i, a in enumerate(algorithms):
         if a.name not in names:
@@ -63,6 +64,64 @@ def _check_param_names(where: str, params: Mapping, grid: Mapping, known: set[st
             section = "params" if k in params else "grid"
             raise SweepError(f"{where}.{section}.{k}: unknown parameter of {owner} "
                              f"(known: {', '.join(sorted(known)) or 'none'})")
+
+
+def _check_family_types(where: str, family: str, params: Mapping, grid: Mapping) -> None:
+    """Generator parameters carry the type of their declared default.
+
+    A sweep is a typed source: ``n_items = "6"`` or ``horizon = 3.0`` would
+    be converted silently by the generator (which also serves the CLI's
+    strings), and the task key would differ from that of ``6``/``3`` for
+    the same instance. Checked with :class:`~deplbench.params.Param` in
+    strict mode, the type taken from the generator's default (a default of
+    None leaves the type to the generator).
+    """
+    gen = task_mod._generators()
+    if gen is None or family not in getattr(gen, "FAMILIES", {}):
+        return  # a plugin family: its own function checks its values
+    from deplbench.params import Param
+
+    defaults = gen.family_parameters(family)
+    values = [(f"{where}.params.{k}", k, v) for k, v in params.items()]
+    values += [(f"{where}.grid.{k}[{j}]", k, v) for k, vs in grid.items() for j, v in enumerate(vs)]
+    for loc, name, value in values:
+        default = defaults.get(name)
+        if default is None or type(default) not in (int, float, bool, str):
+            continue
+        try:
+            Param(default, type(default)).convert(name, value, strict=True, error=SweepError)
+        except SweepError as exc:
+            raise SweepError(f"{loc}: {exc}") from None
+
+
+def check_evaluation(evaluation: Mapping, where: str = "sweep.evaluation") -> None:
+    """The sweep's evaluation settings through :func:`~deplbench.solvers.base.solve`'s
+    own declared parameters (``samples`` → ``eval_samples``, ``seed`` →
+    ``eval_seed``), so a value ``solve`` would refuse fails at load."""
+    try:
+        from deplbench.solvers.base import EVALUATION_PARAMETERS
+    except ImportError:
+        return
+    for ours, theirs in (("samples", "eval_samples"), ("seed", "eval_seed")):
+        if ours in evaluation:
+            try:
+                EVALUATION_PARAMETERS[theirs].convert(theirs, evaluation[ours], strict=True, error=SweepError)
+            except SweepError as exc:
+                raise SweepError(f"{where}.{ours}: {exc}") from None
+
+
+def _check_evaluation_memory(samples: int, horizon: int, where: str) -> None:
+    """Refuse ``samples`` whose trajectories of K̄ epochs cannot be evaluated
+    within the evaluator's memory budget (they would fail every task)."""
+    try:
+        from deplbench.formulations.evaluate import MEMORY_BUDGET
+    except ImportError:
+        return
+    per = 16 + (horizon + 1) * 24      # as formulations.evaluate._check_memory, with bands
+    if samples * per > MEMORY_BUDGET:
+        raise SweepError(f"sweep.evaluation.samples: {samples} trajectories of up to {horizon} epochs "
+                         f"({where}) need {samples * per / 2**30:.3g} GiB, over the evaluator's "
+                         f"{MEMORY_BUDGET / 2**30:g} GiB; use at most {MEMORY_BUDGET // per}")
 
 
 def check_parameters(algorithms: Iterable) -> None:
@@ -140,12 +199,16 @@ def check_instances(tasks: Iterable, groups: Iterable | None = None) -> int:
             continue
         seen.add(ident)
         try:
-            task_mod.build_instance(data)
+            instance = task_mod.build_instance(data)
         except RecursionError:
             raise SweepError(f"{_where(task, index)}: instance nested too deeply") from None
         except Exception as exc:  # noqa: BLE001 - any failure here is the input's
             reason = str(exc) if isinstance(exc, DeplbenchError) else f"{type(exc).__name__}: {exc}"
             raise SweepError(f"{_where(task, index)}: {reason}") from None
+        samples = (task.evaluation or {}).get("samples")
+        horizon = getattr(instance, "horizon", None)
+        if isinstance(samples, int) and isinstance(horizon, int):
+            _check_evaluation_memory(samples, horizon, _where(task, index))
     return len(seen)
 
 
@@ -175,9 +238,15 @@ def _require_table(value: Any, where: str) -> None:
 
 
 def _reject_unknown(table: Mapping, allowed: set, prefix: str) -> None:
+    """An unknown key is named as a location (``sweep.sampels: unknown
+    key``), or, when it is not an identifier (``"0"``, ``"a b"``, which do not
+    read as locations), quoted under the table that holds it (``top level:
+    unknown key '0'``)."""
     for k in table:
         if k not in allowed:
-            raise SweepError(f"{prefix}{k}: unknown key (allowed: {', '.join(sorted(allowed))})")
+            where = (f"{prefix}{k}: unknown key" if k.isidentifier() and k.isascii()
+                     else f"{prefix.rstrip('.') or 'top level'}: unknown key {k!r}")
+            raise SweepError(f"{where} (allowed: {', '.join(sorted(allowed))})")
 
 
 def _require_str(value: Any, where: str, *, allow_empty: bool = False) -> None:
@@ -222,4 +291,4 @@ def _nonnegative_int(value: Any, where: str) -> int:
     return value
 
 
-__all__ = ["check_names", "check_parameters", "check_instances"]
+__all__ = ["check_names", "check_parameters", "check_instances", "check_evaluation"]

@@ -28,7 +28,10 @@ def _cmd_certify(args) -> int:
                       scenarios=args.scenarios, validation=args.validation,
                       risk_grid=parse_risk_grid(args.risk_grid), time_limit=args.time_limit,
                       seed=args.seed, candidates=extra, map=process_map(args.workers),
-                      grid_seeds=args.grid_seeds)
+                      grid_seeds=args.grid_seeds, target_width=args.target_width,
+                      refine_share=args.refine_share, refine_replications=args.refine_replications,
+                      refine_scenarios=args.refine_scenarios, refine_validation=args.refine_validation,
+                      refine_candidates=args.refine_candidates)
     if failed:
         bracket["candidate_failures"] = failed
     if args.output:
@@ -58,6 +61,19 @@ def _print_text(b: dict) -> None:
         print("UB          none (no candidate plan certified feasible)")
     if b["width"] is not None:
         print(f"width       {100 * b['width']:.3g} %  (UB − LB)/UB, bracket confidence ≥ {b['confidence']:.4g}")
+    for st in b.get("stages", []):
+        if st["stage"] == 1:
+            w = "none" if st["width"] is None else f"{100 * st['width']:.3g} %"
+            print(f"stage 1     width {w}  (β_L1 = {st['beta_lower']:.4g}, β_U1 = {st['beta_upper']:.4g}, "
+                  f"{st['tests']} tests)")
+        elif st.get("ran"):
+            w = "none" if st.get("width") is None else f"{100 * st['width']:.3g} %"
+            print(f"stage 2     ran ({st['reason']}): M₂ = {st['replications']} at S₂ = {st['scenarios']}, "
+                  f"{st['tests']} tests on N'₂ = {st['validation']} draws; width {w}  "
+                  f"(β_L2 = {st['beta_lower']:.4g}, β_U2 = {st['beta_upper']:.4g})")
+        else:
+            print(f"stage 2     not run ({st['reason']}); its β share (β_L2 = {st['beta_lower']:.4g}, "
+                  f"β_U2 = {st['beta_upper']:.4g}) stays unused")
     saa = [c for c in b["saa_optima"] if c is not None]
     if saa:
         print(f"SAA optima  {len(saa)} replications, min {min(saa):.6g}, max {max(saa):.6g} "
@@ -81,9 +97,10 @@ def _print_text(b: dict) -> None:
 
 def register(subparsers) -> None:
     """Add ``certify`` to the ``deplbench`` command."""
-    from deplbench.solvers.certified import (DEFAULT_CONFIDENCE, DEFAULT_GRID_SEEDS, DEFAULT_REPLICATIONS,
-                                             DEFAULT_RISK_GRID, DEFAULT_SCENARIOS, DEFAULT_TIME_LIMIT,
-                                             DEFAULT_VALIDATION)
+    from deplbench.solvers.certified import (DEFAULT_CONFIDENCE, DEFAULT_GRID_SEEDS, DEFAULT_REFINE_CANDIDATES,
+                                             DEFAULT_REFINE_SHARE, DEFAULT_REFINE_VALIDATION,
+                                             DEFAULT_REPLICATIONS, DEFAULT_RISK_GRID, DEFAULT_SCENARIOS,
+                                             DEFAULT_TARGET_WIDTH, DEFAULT_TIME_LIMIT, DEFAULT_VALIDATION)
 
     p = subparsers.add_parser(
         "certify", help="certified bracket [LB, UB] on the chance-constrained optimum",
@@ -110,6 +127,20 @@ def register(subparsers) -> None:
     p.add_argument("--with", dest="with_algorithms", metavar="ALGOS", default="",
                    help="comma-separated algorithms whose plans are also UB candidates, e.g. depl,best-exp")
     p.add_argument("--workers", type=int, default=1, help="local processes for the SAA solves (default 1)")
+    g = p.add_argument_group("refinement (stage 2, run only when the stage-1 bracket is wider than the target)")
+    g.add_argument("--target-width", type=float, default=DEFAULT_TARGET_WIDTH,
+                   help=f"relative width (UB - LB)/UB above which stage 2 runs; 0 disables it and gives "
+                        f"stage 1 the whole beta (default {DEFAULT_TARGET_WIDTH:g})")
+    g.add_argument("--refine-share", type=float, default=DEFAULT_REFINE_SHARE,
+                   help=f"share of beta_L and beta_U reserved for stage 2 (default {DEFAULT_REFINE_SHARE:g})")
+    g.add_argument("--refine-replications", type=int, default=None,
+                   help="M2 stage-2 replications (default: M)")
+    g.add_argument("--refine-scenarios", type=int, default=None,
+                   help="S2 scenarios per stage-2 SAA solve (default: 3*S)")
+    g.add_argument("--refine-validation", type=int, default=DEFAULT_REFINE_VALIDATION,
+                   help=f"N'2 fresh draws per stage-2 test (default {DEFAULT_REFINE_VALIDATION})")
+    g.add_argument("--refine-candidates", type=int, default=DEFAULT_REFINE_CANDIDATES,
+                   help=f"at most this many stage-2 tests (default {DEFAULT_REFINE_CANDIDATES})")
     p.add_argument("-o", "--output", help="also write the bracket record as JSON")
     p.add_argument("--json", action="store_true", help="print one JSON object on stdout")
     p.set_defaults(func=_cmd_certify)

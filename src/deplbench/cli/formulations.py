@@ -68,13 +68,27 @@ def run_evaluate(args: argparse.Namespace) -> int:
         Unreadable/invalid instance or plan, a plan naming unknown models,
         clusters or datasets, or ``--samples``/``--confidence`` out of range.
     """
+    from deplbench.errors import PlanError
     from deplbench.formulations.evaluate import evaluate_plan
-    from deplbench.formulations.plan import load_plan
+    from deplbench.formulations.plan import check_plan_names, load_plan
     from deplbench.instances.model import load_instance
 
     instance = load_instance(args.instance)
     plan = load_plan(args.plan)
-    ev = evaluate_plan(instance, plan, samples=args.samples, seed=args.seed, confidence=args.confidence)
+    try:
+        check_plan_names(instance, plan)
+    except PlanError as exc:
+        # A name the instance lacks is the plan file's fault: say which file.
+        raise PlanError(f"{args.plan}: {exc}") from None
+    try:
+        ev = evaluate_plan(instance, plan, samples=args.samples, seed=args.seed, confidence=args.confidence)
+    except PlanError as exc:
+        # The remaining refusals are about the options: name them as typed.
+        msg = str(exc)
+        for option in ("samples", "seed", "confidence"):
+            if msg.startswith(f"{option}: "):
+                msg = f"--{msg}"
+        raise PlanError(msg) from None
     if args.json:
         # Strict JSON: a non-finite number (e.g. the time of a plan with a
         # zero allocation) becomes null rather than the invalid token Infinity.

@@ -5,6 +5,10 @@ Usage::
     deplbench library build --out DIR [--size small|full] [--time-limit T] [--gap G] [--force]
     deplbench library check DIR [--solver highs|scip ...] [--time-limit T] [--tolerance R] [--json]
 
+``--solver`` on ``check`` takes the solvers that read MPS files (HiGHS,
+SCIP); ``deplbench solve --solver`` also takes Pyomo's SolverFactory solvers,
+which are given models rather than files.
+
 What the files mean (which value the .solu holds, and how it relates to
 deplbench's real-x optimum) is documented in ``docs/library.md``; the
 library is :mod:`deplbench.benchmarks.library`.
@@ -52,8 +56,8 @@ def register(subparsers) -> None:
                                    "mean of time (shift 10 s), mean gap at the limit. Exit status 1 on any "
                                    "mismatch.")
     c.add_argument("dir", metavar="DIR", help="a library directory written by `deplbench library build`")
-    c.add_argument("--solver", action="append", choices=("highs", "scip"), metavar="NAME",
-                   help="highs (default) or scip; repeat to compare solvers")
+    c.add_argument("--solver", action="append", metavar="NAME",
+                   help="highs (default) or scip (the solvers that read MPS files here); repeat to compare")
     c.add_argument("--time-limit", type=float, default=60.0, metavar="T", help="seconds per instance (default 60)")
     c.add_argument("--gap", type=float, default=1e-6, help="relative gap at which a solve stops (default 1e-6)")
     c.add_argument("--tolerance", type=float, default=1e-5,
@@ -83,11 +87,30 @@ def run_build(args: argparse.Namespace) -> int:
     return 0
 
 
+def _check_mps_solvers(solvers: list[str]) -> None:
+    """``--solver``: a solver that reads MPS files and is installed (one-line
+    error naming the option, exit status 2, before anything is solved)."""
+    from deplbench.benchmarks.library import MPS_SOLVERS
+    from deplbench.errors import SolverError
+    from deplbench.formulations.milp.peers import availability
+
+    for name in solvers:
+        if name not in MPS_SOLVERS:
+            hint = (" (Pyomo's solvers are given models, not files: use it with `deplbench solve --solver`)"
+                    if name.startswith("pyomo:") else "")
+            raise SolverError(f"--solver: {name!r} cannot re-solve library files; these read MPS files: "
+                              f"{', '.join(MPS_SOLVERS)}{hint}")
+        ok, why = availability(name)
+        if not ok:
+            raise SolverError(f"--solver: {name!r} is not available: {why}")
+
+
 def run_check(args: argparse.Namespace) -> int:
     """Handler of ``deplbench library check``; exit status 1 on any mismatch."""
     from deplbench.benchmarks.library import check_library, format_check
 
     solvers = list(dict.fromkeys(args.solver or ["highs"]))
+    _check_mps_solvers(solvers)
     runs = [check_library(args.dir, solver=s, time_limit=args.time_limit, gap=args.gap, rel_tol=args.tolerance,
                           only=args.only, progress=_progress) for s in solvers]
     summaries = [r["summary"] for r in runs]

@@ -19,6 +19,7 @@ _FLAG_PARAMS = {
     "time_limit": "time_limit",
     "gap": "gap",
     "formulation": "formulation",
+    "solver": "solver",
     "write_lp": "write_lp",
     "eta": "eta",
     "epsilon": "epsilon",
@@ -51,6 +52,13 @@ def _cmd_solve(args) -> int:
             flag = "--" + attr.replace("_", "-")
             raise SolverError(f"{flag}: algorithm {args.algo!r} has no parameter {pname!r}")
         params[pname] = value
+    if args.solver is not None:
+        from deplbench.formulations.milp.peers import check_solver
+
+        # before solving: an unknown or absent solver is the user's input
+        # (exit 2 naming --solver), not a failed solve
+        check_solver(args.solver, "--solver", formulation=params.get("formulation"),
+                     backend=params.get("backend", "highs"))
     if params.get("write_lp") is not None:
         _check_write_lp(str(params["write_lp"]),
                         "--write-lp" if args.write_lp is not None else "--param write_lp")
@@ -88,12 +96,31 @@ def _cmd_solve(args) -> int:
     return 0 if result.status != "error" else 1
 
 
+def _solver_lines() -> list[str]:
+    """The MILP solvers (``--solver``) and whether each runs here."""
+    from deplbench.formulations.milp.peers import solver_table
+
+    lines = ["MILP solvers (--solver NAME, or --param solver=NAME; exact algorithms with a `solver` "
+             "parameter):"]
+    for row in solver_table():
+        what = f"available: {row['version']}" if row["available"] else f"unavailable: {row['reason']}"
+        lines += textwrap.wrap(what, 78, initial_indent=f"  {row['name']:<24} ", subsequent_indent=" " * 27)
+    return lines
+
+
 def _cmd_algorithms(args) -> int:
+    from deplbench.formulations.milp.peers import solver_table
     from deplbench.solvers.registry import all_solver_info, problems
 
     rows = all_solver_info(include_unavailable=True)
     if args.json:
-        print_json(rows, indent=2)
+        if args.solvers:
+            print_json(solver_table(), indent=2)
+        else:
+            print_json(rows, indent=2)
+        return 0
+    if args.solvers:
+        print("\n".join(_solver_lines()))
         return 0
     for row in rows:
         origin = "" if row["source"]["kind"] == "builtin" else f"  [plugin: {row['source'].get('distribution')}]"
@@ -104,6 +131,8 @@ def _cmd_algorithms(args) -> int:
         print(f"{row['name']:<13} {row['description']}  ({kind}){origin}")
         for pname, p in row["parameters"].items():
             print(f"    {pname:<14} {p['type']:<6} default={p['default']!r:<10} {p['help']}")
+    print()
+    print("\n".join(_solver_lines()))
     for problem in problems():
         print(f"warning: {problem}", file=sys.stderr)
     return 0
@@ -138,6 +167,7 @@ class _HelpWithAlgorithms(argparse.Action):
             kind = "exact" if r["exact"] else "heuristic"
             lines += textwrap.wrap(f"{r['description']} ({kind})", 78,
                                    initial_indent=f"  {r['name']:<15} ", subsequent_indent=" " * 18)
+        lines += [""] + _solver_lines()
         lines += [""] + textwrap.wrap(
             "exit status: 0 a result was produced (any status but error), 1 the algorithm "
             "failed (status error), 2 bad input (one line naming the option or field).", 78)
@@ -188,6 +218,9 @@ def register(subparsers) -> None:
     p.add_argument("--gap", type=float, help="relative optimality gap tolerance")
     p.add_argument("--formulation", choices=["fast", "flow", "naive"],
                    help="MILP formulation (fast picks counts, enumeration or flow by structure)")
+    p.add_argument("--solver", metavar="NAME",
+                   help="MILP solver of an exact algorithm: highs, scip or pyomo:NAME (a Pyomo SolverFactory "
+                        "solver, e.g. pyomo:cbc); listed below with what is available here")
     p.add_argument("--write-lp", metavar="FILE", help="write the MILP model to FILE (.lp or .mps)")
     p.add_argument("--eta", type=int, help="DepL resolution η")
     p.add_argument("--epsilon", type=float, help="DepL allocation accuracy ε")
@@ -201,4 +234,6 @@ def register(subparsers) -> None:
 
     a = subparsers.add_parser("algorithms", help="list algorithms and their parameters")
     a.add_argument("--json", action="store_true", help="print the list as one JSON array")
+    a.add_argument("--solvers", action="store_true",
+                   help="list only the MILP solvers (--solver) and which are available here")
     a.set_defaults(func=_cmd_algorithms)

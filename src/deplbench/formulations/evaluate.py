@@ -41,7 +41,7 @@ from deplbench.errors import PlanError
 from deplbench.formulations.allocation import TIME_RTOL, epoch_parameters
 from deplbench.formulations.binomial import (CERTIFIED_FEASIBLE, CERTIFIED_INFEASIBLE, NOT_CERTIFIED,
                                             clopper_pearson_lower, clopper_pearson_upper)
-from deplbench.formulations.plan import Plan
+from deplbench.formulations.plan import Plan, check_plan_names, datasets_loc, parse_plan
 from deplbench.formulations.scenarios import OUT_OF_SAMPLE, quantile_rank
 
 #: Trajectories simulated per block: bounds memory at ~block·K·8 bytes.
@@ -99,19 +99,7 @@ def plan_indices(instance, plan: Plan) -> tuple[np.ndarray, np.ndarray, np.ndarr
     PlanError
         If the plan names a model, cluster or dataset the instance lacks.
     """
-    for k, e in enumerate(plan.epochs):
-        if e.model not in instance.model_index:
-            raise PlanError(f"epochs[{k}].model: unknown model {e.model!r}")
-        if e.cluster not in instance.cluster_index:
-            raise PlanError(f"epochs[{k}].cluster: unknown cluster {e.cluster!r}")
-    for cluster, held in plan.datasets.items():
-        if cluster not in instance.cluster_index:
-            raise PlanError(f"datasets.{cluster}: unknown cluster {cluster!r}")
-        for d in held:
-            if d not in instance.dataset_index:
-                raise PlanError(f"datasets.{cluster}: unknown dataset {d!r}")
-        if len(set(held)) != len(held):
-            raise PlanError(f"datasets.{cluster}: a dataset is listed twice")
+    check_plan_names(instance, plan)
     models = np.array([instance.model_index[e.model] for e in plan.epochs], dtype=int)
     clusters = np.array([instance.cluster_index[e.cluster] for e in plan.epochs], dtype=int)
     gammas = np.array(
@@ -163,9 +151,10 @@ def _check_constraints(instance, plan: Plan, models, clusters) -> tuple[list[str
         if not held:
             continue
         if instance.data_rule == "intended" and cluster not in active:
-            violations.append(f"datasets.{cluster}: holds data but never trains (eq. (6), intended reading)")
+            violations.append(f"{datasets_loc(cluster)}: holds data but never trains (eq. (6), intended reading)")
         if instance.data_rule == "printed" and any(c != cluster for c in plan.clusters):
-            violations.append(f"datasets.{cluster}: holds data but does not train in every epoch (eq. (6) as printed)")
+            violations.append(f"{datasets_loc(cluster)}: holds data but does not train in every epoch "
+                              "(eq. (6) as printed)")
     return violations, time
 
 
@@ -251,13 +240,7 @@ def evaluate_plan(
     >>> ev.verdict, ev.quantile_ci                          # doctest: +SKIP
     ('feasible', (8.71, 8.74))
     """
-    if int(samples) < 100:
-        raise PlanError(f"samples: need at least 100 trajectories, got {samples}")
-    if not 0 < confidence < 1:
-        raise PlanError(f"confidence: must be in (0, 1), got {confidence}")
-    if isinstance(seed, bool) or not float(seed).is_integer() or int(seed) < 0:
-        # numpy's own message ("expected non-negative integer") names no field.
-        raise PlanError(f"seed: must be a non-negative integer, got {seed!r}")
+    plan, samples, seed, confidence = _check_arguments(instance, plan, samples, seed, confidence, trajectory)
     models, clusters, gammas = plan_indices(instance, plan)
     violations, time = _check_constraints(instance, plan, models, clusters)
     x = np.array(plan.allocations, dtype=float)
@@ -275,6 +258,7 @@ def evaluate_plan(
     )
     rng = np.random.default_rng([int(seed), OUT_OF_SAMPLE])
     n = 1 if exact else int(samples)
+    _check_memory(n, plan.n_epochs, trajectory)
     try:
         return _simulate_and_judge(instance, plan, models, gammas, n, rng, exact, trajectory, seed, confidence,
                                    violations, time, compute_cost, transfer)
@@ -285,6 +269,56 @@ def evaluate_plan(
         ) from None
 
 
+#: Memory the evaluator may use for trajectories (bytes): the blocks are
+#: sized to it, and the per-epoch bands (which keep every trajectory) are
+#: refused beyond it with a message naming ``samples`` rather than letting
+#: the kernel kill the process (docs/DESIGN.md, "Input rules").
+MEMORY_BUDGET = 2 * 2**30
+#: Bytes per trajectory value at the peak: the draws, the steps and the
+#: trajectory itself (blocks); the kept blocks, their concatenation and
+#: the percentile's copy (bands).
+_BYTES_PER_VALUE = 8 * 3
+
+
+def _check_arguments(instance, plan, samples, seed, confidence, trajectory):
+    """Validated ``(plan, samples, seed, confidence)`` of :func:`evaluate_plan`.
+
+    Every refusal names the argument (docs/DESIGN.md, "Input rules"); a
+    plan may be given as a JSON-like dict.
+    """
+    from deplbench.instances.model import Instance
+
+    if not isinstance(instance, Instance):
+        raise PlanError(f"instance: expected an Instance (deplbench.instances.model), got {type(instance).__name__}")
+    plan = parse_plan(plan)
+    if isinstance(samples, bool) or not isinstance(samples, (int, np.integer)):
+        raise PlanError(f"samples: expected an integer, got {samples!r}")
+    if samples < 100:
+        raise PlanError(f"samples: need at least 100 trajectories, got {samples}")
+    if (isinstance(confidence, bool) or not isinstance(confidence, (int, float, np.floating))
+            or not 0 < confidence < 1):
+        raise PlanError(f"confidence: must be a number in (0, 1), got {confidence!r}")
+    if (isinstance(seed, bool) or not isinstance(seed, (int, np.integer, float))
+            or not float(seed).is_integer() or seed < 0):
+        # numpy's own message ("expected non-negative integer") names no field.
+        raise PlanError(f"seed: must be a non-negative integer, got {seed!r}")
+    if (plan.n_epochs + 1) * _BYTES_PER_VALUE > MEMORY_BUDGET:
+        raise PlanError(f"epochs: {plan.n_epochs} epochs are too many to simulate within "
+                        f"{MEMORY_BUDGET / 2**30:g} GiB")
+    return plan, int(samples), int(seed), float(confidence)
+
+
+def _check_memory(n: int, n_epochs: int, trajectory: bool) -> None:
+    """Refuse, naming ``samples``, a simulation that would not fit the budget."""
+    width = n_epochs + 1
+    need = n * 16 + (n * width * _BYTES_PER_VALUE if trajectory else 0)   # final losses, sorted copy
+    if need > MEMORY_BUDGET:
+        per = 16 + (width * _BYTES_PER_VALUE if trajectory else 0)
+        raise PlanError(f"samples: {n} trajectories of {n_epochs} epochs need {need / 2**30:.3g} GiB"
+                        + (" with the per-epoch bands" if trajectory else "")
+                        + f" (budget {MEMORY_BUDGET / 2**30:g} GiB); use at most {MEMORY_BUDGET // per} samples")
+
+
 def _simulate_and_judge(instance, plan, models, gammas, n, rng, exact, trajectory, seed, confidence,
                         violations, time, compute_cost, transfer) -> Evaluation:
     """The Monte-Carlo part of :func:`evaluate_plan` (inputs already validated)."""
@@ -292,8 +326,11 @@ def _simulate_and_judge(instance, plan, models, gammas, n, rng, exact, trajector
     mean = np.zeros(plan.n_epochs + 1)
     p01 = p99 = None
     keep = [] if trajectory else None
-    for start in range(0, n, _BLOCK):
-        size = min(_BLOCK, n - start)
+    # Blocks sized to the memory budget: 25,000 trajectories of a 10^5-epoch
+    # plan would need 60 GB.
+    block = max(1, min(_BLOCK, MEMORY_BUDGET // ((plan.n_epochs + 1) * _BYTES_PER_VALUE)))
+    for start in range(0, n, block):
+        size = min(block, n - start)
         traj = simulate_trajectories(instance, models, gammas, size, rng)
         finals[start:start + size] = traj[:, -1]
         mean += traj.sum(axis=0)

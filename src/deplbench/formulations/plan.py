@@ -15,22 +15,26 @@ Examples
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, StrictStr, ValidationError
 
 from deplbench.errors import PlanError
+from deplbench.instances.model import _format_validation_error, _key_loc, check_shape, read_json
 
 
 class Epoch(BaseModel):
-    """One active epoch: model m(k), cluster n with y(k, n) = 1, allocation x(k, n)."""
+    """One active epoch: model m(k), cluster n with y(k, n) = 1, allocation x(k, n).
+
+    Strict types (docs/DESIGN.md, "Input rules"): names are JSON strings,
+    the allocation a finite JSON number — never ``"2.0"`` or ``true``.
+    """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
-    model: str
-    cluster: str
-    allocation: float = Field(allow_inf_nan=False)
+    model: StrictStr
+    cluster: StrictStr
+    allocation: float = Field(allow_inf_nan=False, strict=True)
 
 
 class Plan(BaseModel):
@@ -38,7 +42,7 @@ class Plan(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
     epochs: list[Epoch] = Field(default_factory=list)
-    datasets: dict[str, list[str]] = Field(default_factory=dict)
+    datasets: dict[StrictStr, list[StrictStr]] = Field(default_factory=dict)
 
     @property
     def n_epochs(self) -> int:
@@ -67,35 +71,81 @@ class Plan(BaseModel):
 
 
 def parse_plan(data: Any) -> Plan:
-    """Validate a JSON-like dict into a :class:`Plan` (raises PlanError)."""
+    """Validate a JSON-like dict into a :class:`Plan`.
+
+    Raises
+    ------
+    PlanError
+        Naming each offending field as the instance format does
+        (``epochs[2].allocation: ...``, ``datasets['A 1']: ...``).
+    """
+    if isinstance(data, Plan):
+        return data
     if not isinstance(data, dict):
         raise PlanError(f"plan: expected a JSON object, got {type(data).__name__}")
+    check_shape(data, root="plan", error=PlanError)
     try:
         return Plan.model_validate(data)
     except ValidationError as exc:
-        parts = []
-        for err in exc.errors():
-            loc = ".".join(str(p) for p in err["loc"]) or "<root>"
-            parts.append(f"{loc}: {err['msg']}")
-        raise PlanError("invalid plan: " + "; ".join(parts)) from None
+        raise PlanError("invalid plan: " + _format_validation_error(exc, root="plan")) from None
 
 
 def load_plan(path: str | Path) -> Plan:
-    """Read a plan JSON file (a bare plan, or a solver result with a ``plan`` key)."""
+    """Read a plan JSON file (a bare plan, or a solver result with a ``plan`` key).
+
+    Raises
+    ------
+    PlanError
+        Unreadable, non-UTF-8 or invalid JSON (``NaN``/``Infinity`` included),
+        or not a valid plan; every message starts with the file name.
+    """
     path = Path(path)
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise PlanError(f"{path}: cannot read plan file ({exc.strerror})") from None
-    except UnicodeDecodeError as exc:
-        raise PlanError(f"{path}: not a UTF-8 text file (byte {exc.start}: {exc.reason})") from None
-    except json.JSONDecodeError as exc:
-        raise PlanError(f"{path}: not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})") from None
+    data = read_json(path, what="plan", error=PlanError)
     if isinstance(data, dict) and "plan" in data and "epochs" not in data:
         if data["plan"] is None:
             raise PlanError(f"{path}: the result holds no plan (status {data.get('status')!r})")
         data = data["plan"]
-    return parse_plan(data)
+    try:
+        return parse_plan(data)
+    except PlanError as exc:
+        raise PlanError(f"{path}: {exc}") from None
 
 
-__all__ = ["Epoch", "Plan", "parse_plan", "load_plan"]
+def datasets_loc(cluster: str) -> str:
+    """The location of a cluster's dataset list in messages: ``datasets.A1``,
+    or ``datasets['A 1']`` for a name that is not an ASCII identifier."""
+    return _key_loc("datasets", cluster, "plan")
+
+
+def check_plan_names(instance, plan: Plan) -> None:
+    """Every model, cluster and dataset the plan names exists in ``instance``.
+
+    Parameters
+    ----------
+    instance : Instance
+    plan : Plan
+
+    Raises
+    ------
+    PlanError
+        ``epochs[k].model: unknown model 'x'``, ``epochs[k].cluster: ...``,
+        ``datasets.A: unknown cluster ...`` / ``unknown dataset ...`` /
+        ``a dataset is listed twice`` (the first offence).
+    """
+    for k, e in enumerate(plan.epochs):
+        if e.model not in instance.model_index:
+            raise PlanError(f"epochs[{k}].model: unknown model {e.model!r}")
+        if e.cluster not in instance.cluster_index:
+            raise PlanError(f"epochs[{k}].cluster: unknown cluster {e.cluster!r}")
+    for cluster, held in plan.datasets.items():
+        loc = datasets_loc(cluster)
+        if cluster not in instance.cluster_index:
+            raise PlanError(f"{loc}: unknown cluster {cluster!r}")
+        for j, d in enumerate(held):
+            if d not in instance.dataset_index:
+                raise PlanError(f"{loc}[{j}]: unknown dataset {d!r}")
+        if len(set(held)) != len(held):
+            raise PlanError(f"{loc}: a dataset is listed twice")
+
+
+__all__ = ["Epoch", "Plan", "parse_plan", "load_plan", "check_plan_names", "datasets_loc"]

@@ -46,7 +46,7 @@ from typing import Annotated, Any, Literal
 import numpy as np
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, model_validator
 
-from deplbench.errors import InstanceError
+from deplbench.errors import DeplbenchError, InstanceError
 from deplbench.instances import datalaw
 from deplbench.instances.distributions import Distribution
 
@@ -177,8 +177,7 @@ class Instance(_Strict):
                 "the target would be met with no training"
             )
         for field in ("models", "clusters", "datasets"):
-            names = [item.name for item in getattr(self, field)]
-            dup = sorted({n for n in names if names.count(n) > 1})
+            dup = _duplicates(item.name for item in getattr(self, field))
             if dup:
                 raise ValueError(f"{field}: duplicate names {dup}")
         model_names = {m.name for m in self.models}
@@ -335,7 +334,21 @@ class Instance(_Strict):
         return parse_instance(data)
 
 
-def _format_validation_error(exc: ValidationError, prefix: str = "") -> str:
+def _duplicates(names) -> list[str]:
+    """The names occurring more than once, sorted: one pass with a set.
+
+    Linear in the number of names (``list.count`` per name was quadratic:
+    20,000 clusters took minutes to load; docs/DESIGN.md, "Input rules")."""
+    seen: set[str] = set()
+    dup: set[str] = set()
+    for name in names:
+        if name in seen:
+            dup.add(name)
+        seen.add(name)
+    return sorted(dup)
+
+
+def _format_validation_error(exc: ValidationError, prefix: str = "", root: str = "instance") -> str:
     lines = []
     for err in exc.errors():
         loc = ""
@@ -345,15 +358,16 @@ def _format_validation_error(exc: ValidationError, prefix: str = "") -> str:
             # a key such as "0" or "a b" would not read as a location.
             parts, err = parts[:-1], {**err, "msg": f"unknown field {parts[-1]!r} (not part of the format)"}
             if not parts:
-                parts = ("instance",)
+                parts = (root,)
         for part in parts:
             if isinstance(part, int):
                 loc += f"[{part}]"
             else:
                 # pydantic puts the discriminator tag in the location of
                 # union members ("improvement.inverse_gamma.shape"): keep it,
-                # it tells the user which distribution kind was checked.
-                loc += f".{part}" if loc else str(part)
+                # it tells the user which distribution kind was checked. A key
+                # that is not an identifier ("a b", "0") is quoted.
+                loc = _key_loc(loc, part, root)
         msg = err["msg"]
         if msg.startswith("Value error, "):
             msg = msg[len("Value error, "):]
@@ -375,49 +389,57 @@ def parse_instance(data: Any) -> Instance:
     """
     if not isinstance(data, dict):
         raise InstanceError(f"instance: expected a JSON object, got {type(data).__name__}")
-    _check_shape(data)
+    check_shape(data)
     try:
         return Instance.model_validate(data)
     except ValidationError as exc:
         raise InstanceError(f"invalid instance: {_format_validation_error(exc)}") from None
 
 
-def _check_text(loc: str, text: str, what: str = "text") -> None:
+def _check_text(loc: str, text: str, what: str = "text", *, root: str = "instance",
+                error: type[DeplbenchError] = InstanceError) -> None:
     """Refuse text that cannot be written as UTF-8 (a lone surrogate such as
     ``"\\ud800"``, which JSON's ``\\u`` escapes can carry): it would validate and
     then fail when the instance is saved or stored."""
     try:
         text.encode("utf-8")
     except UnicodeEncodeError as exc:
-        raise InstanceError(f"{loc or 'instance'}: {what} is not valid Unicode (character {exc.start}: "
-                            f"{exc.reason})") from None
+        raise error(f"{loc or root}: {what} is not valid Unicode (character {exc.start}: "
+                    f"{exc.reason})") from None
 
 
-def _key_loc(loc: str, key: Any) -> str:
-    """``loc.key``, or ``loc['key']`` for a key that is not an identifier."""
-    if isinstance(key, str) and key.isidentifier():
+def _key_loc(loc: str, key: Any, root: str = "instance") -> str:
+    """``loc.key``, or ``loc['key']`` for a key that is not an ASCII identifier."""
+    if isinstance(key, str) and key.isidentifier() and key.isascii():
         return f"{loc}.{key}" if loc else key
-    return f"{loc or 'instance'}[{key!r}]"
+    return f"{loc or root}[{key!r}]"
 
 
-def _check_shape(data: Any) -> None:
+def check_shape(data: Any, *, root: str = "instance", error: type[DeplbenchError] = InstanceError) -> None:
     """Refuse data nested deeper than :data:`MAX_NESTING`, or text that is not
     valid Unicode, naming where.
 
     Iterative (an explicit stack), so any depth is measured without
-    recursion.
+    recursion. Shared by every JSON format of the package (instances,
+    plans: ``root`` names the document, ``error`` is the class raised).
+
+    Raises
+    ------
+    error
+        ``<location>: nested more than 64 levels deep ...`` or ``<location>:
+        text is not valid Unicode ...``.
     """
     stack: list[tuple[Any, int, str]] = [(data, 0, "")]
     while stack:
         value, depth, loc = stack.pop()
         if isinstance(value, str):
-            _check_text(loc, value)
+            _check_text(loc, value, root=root, error=error)
             continue
         if isinstance(value, dict):
             for key in value:
                 if isinstance(key, str):
-                    _check_text(loc or "instance", key, what="a key")
-            items = ((_key_loc(loc, k), v) for k, v in value.items())
+                    _check_text(loc or root, key, what="a key", root=root, error=error)
+            items = ((_key_loc(loc, k, root), v) for k, v in value.items())
         elif isinstance(value, (list, tuple)):
             items = ((f"{loc}[{i}]", v) for i, v in enumerate(value))
         else:
@@ -425,9 +447,10 @@ def _check_shape(data: Any) -> None:
         if depth >= MAX_NESTING:
             if len(loc) > 80:  # cut at a segment boundary, so the location stays readable
                 loc = loc[:max(loc.rfind("[", 0, 80), loc.rfind(".", 0, 80))] + "…"
-            raise InstanceError(f"{loc}: nested more than {MAX_NESTING} levels deep (the instance format "
-                                "never needs more than a few)")
+            raise error(f"{loc}: nested more than {MAX_NESTING} levels deep (the {root} format "
+                        "never needs more than a few)")
         stack.extend((v, depth + 1, child) for child, v in items)
+
 
 
 def load_instance(path: str | Path) -> Instance:
@@ -439,31 +462,57 @@ def load_instance(path: str | Path) -> Instance:
         If the file is missing, is not JSON, or is not a valid instance.
     """
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise InstanceError(f"{path}: cannot read instance file ({exc.strerror})") from None
-    except UnicodeDecodeError as exc:
-        raise InstanceError(f"{path}: not a UTF-8 text file (byte {exc.start}: {exc.reason})") from None
-    try:
-        data = json.loads(text, parse_constant=_reject_constant)
-    except RecursionError:
-        raise InstanceError(f"{path}: JSON nested too deeply to read (an instance needs a few levels, "
-                            f"the limit is {MAX_NESTING})") from None
-    except json.JSONDecodeError as exc:
-        raise InstanceError(f"{path}: not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})") from None
-    except ValueError as exc:
-        raise InstanceError(f"{path}: {exc}") from None
+    data = read_json(path, what="instance")
     try:
         return parse_instance(data)
     except InstanceError as exc:
         raise InstanceError(f"{path}: {exc}") from None
 
 
-def _reject_constant(name: str):
+def read_json(path: str | Path, *, what: str = "instance",
+              error: type[DeplbenchError] = InstanceError) -> Any:
+    """The JSON value of a file, every failure one line naming the file.
+
+    Parameters
+    ----------
+    path : path-like
+    what : str
+        The document's kind, for messages (``"instance"``, ``"plan"``).
+    error : type
+        The :class:`~deplbench.errors.DeplbenchError` subclass raised.
+
+    Raises
+    ------
+    error
+        Unreadable or non-UTF-8 file, invalid JSON, the non-JSON constants
+        ``NaN``/``Infinity`` that Python's ``json`` accepts, or nesting too
+        deep for the parser (a ``RecursionError`` otherwise, issue 16).
+    """
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise error(f"{path}: cannot read {what} file ({exc.strerror or exc})") from None
+    except UnicodeDecodeError as exc:
+        raise error(f"{path}: not a UTF-8 text file (byte {exc.start}: {exc.reason})") from None
+    except ValueError as exc:   # e.g. an embedded NUL byte in the path
+        raise error(f"{path!r}: cannot read {what} file ({exc})") from None
+    try:
+        return json.loads(text, parse_constant=lambda name: _reject_constant(name, what))
+    except RecursionError:
+        raise error(f"{path}: JSON nested too deeply to read (a {what} needs a few levels, "
+                    f"the limit is {MAX_NESTING})") from None
+    except json.JSONDecodeError as exc:
+        raise error(f"{path}: not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})") from None
+    except ValueError as exc:
+        raise error(f"{path}: {exc}") from None
+
+
+def _reject_constant(name: str, what: str = "instance"):
     # Python's json accepts NaN/Infinity, which are not JSON and would slip
     # non-finite numbers past the format.
-    raise ValueError(f"non-finite number {name} is not allowed in an instance")
+    raise ValueError(f"non-finite number {name} is not allowed in an {what}" if what[0] in "aeiou"
+                     else f"non-finite number {name} is not allowed in a {what}")
 
 
 def instance_schema() -> dict:
@@ -487,5 +536,7 @@ __all__ = [
     "Provenance",
     "parse_instance",
     "load_instance",
+    "read_json",
+    "check_shape",
     "instance_schema",
 ]

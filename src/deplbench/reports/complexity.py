@@ -14,6 +14,15 @@ measure are fitted side by side:
 
 Each slope is compared with the exponent Property 2 prints and with the one
 the algorithm's own structure implies (DepL paper Sec. V).
+
+A counter is exact per instance, so its fit has per-instance intercepts
+(a within-instance, "fixed effects" OLS: rows of one instance — same seed
+and targets — share an intercept, and only how each instance's count moves
+with the size enters the slope); pooling instances with different counts
+into one intercept would turn their differences into a spurious interval.
+Rows of a sweep entry labelled ``*-counts`` (:data:`COUNTS_SUFFIX`,
+``complexity.toml``'s larger, unrepeated points) count work only: their
+runtimes are left out of the time fits.
 """
 
 from __future__ import annotations
@@ -23,11 +32,12 @@ import math
 
 import numpy as np
 import pandas as pd
+from scipy import stats as sps
 
 from deplbench.reports.data import (
     NON_CONFIG_KEYS, SIZE_LABELS, SIZE_PARAMETERS, bench_algorithm, canonical,
 )
-from deplbench.reports.stats import loglog_fit
+from deplbench.reports.stats import SlopeFit, loglog_fit
 
 #: Property 2's exponents per size parameter for the *runtime*, as printed,
 #: and the exponent its own vertex count implies (V = |M|·K·η², O(V²) ⇒
@@ -49,6 +59,18 @@ CLAIMED_EXPONENTS: dict[str, tuple[float | None, float | None, str]] = {
 #: declare its own in ``diagnostics["work_exponents"][counter][parameter]``.
 VERTEX_EXPONENTS: dict[str, float] = {"eta": 2.0, "n_models": 1.0, "horizon": 1.0}
 
+#: Solvers whose vertex/edge counters count DepL's expanded graph, the one
+#: :data:`VERTEX_EXPONENTS` describes. Another solver's graph (PACT's is
+#: over (k, m, n, ℓ, T), PACT Sec. V) has exponents of its own, which it
+#: declares in ``diagnostics["work_exponents"]``; without a declaration
+#: its counters get no implied exponent rather than DepL's.
+DEPL_GRAPH_SOLVERS = frozenset({"depl", "best-exp"})
+
+#: Label suffix of a sweep entry that runs for its work counters only
+#: (``complexity.toml``: larger sizes, one seed): its runtimes stay out of
+#: the time fits, whose points are the repeated, comparable ones.
+COUNTS_SUFFIX = "-counts"
+
 #: Direction in which each big-O bound is asymptotic: sizes grow ("large"),
 #: but ε is an accuracy that shrinks ("small": O(1/ε) bounds the cost of
 #: ε → 0, so a runtime falling *faster* than ε⁻¹ as ε grows is the violation).
@@ -56,7 +78,7 @@ ASYMPTOTIC_REGIME: dict[str, str] = {"epsilon": "small"}
 
 FIT_COLUMNS = ("source", "family", "series", "algorithm", "measure", "parameter", "fixed",
                "points", "distinct_values", "min_value", "max_value", "slope", "ci_low",
-               "ci_high", "r2", "claimed_exponent", "implied_exponent", "verdict")
+               "ci_high", "r2", "method", "claimed_exponent", "implied_exponent", "verdict")
 
 #: Columns kept beside FIT_COLUMNS for drawing (not written to the CSV).
 FIT_EXTRA_COLUMNS = ("intercept", "x_values", "y_values")
@@ -145,24 +167,135 @@ def _signatures(g: pd.DataFrame, p: str, ip_col: str, par_col: str | None) -> li
     return ["; ".join(x for x in (a, b) if x != "{}") for a, b in zip(out_ip, out_par)]
 
 
-def _implied(p: str, measure: str, declared: dict) -> float | None:
-    """Implied exponent of ``measure`` in ``p`` (see :data:`VERTEX_EXPONENTS`)."""
+def _implied(p: str, measure: str, declared: dict, solver: str = "depl") -> float | None:
+    """Implied exponent of ``measure`` in ``p``: the solver's declaration
+    (``diagnostics["work_exponents"]``), else :data:`VERTEX_EXPONENTS` for
+    DepL's expanded graph (:data:`DEPL_GRAPH_SOLVERS`), else None."""
     if measure == TIME:
         return CLAIMED_EXPONENTS[p][1]
     got = (declared.get(measure) or {}).get(p) if isinstance(declared, dict) else None
     if isinstance(got, (int, float)) and not isinstance(got, bool):
         return float(got)
-    if "vertices" in measure or "edges" in measure:
+    if solver in DEPL_GRAPH_SOLVERS and ("vertices" in measure or "edges" in measure):
         return VERTEX_EXPONENTS.get(p)
     return None
 
 
-def _fit_group(source, fam, alg, p, measure, s, g, x, y, ip, declared) -> dict | None:
-    fit = loglog_fit(x, y)
+def within_fit(x, y, groups, confidence: float = 0.95) -> SlopeFit | None:
+    """Common log-log slope with one intercept per group (fixed effects).
+
+    Fits log(y) = a_g + b·log(x) by OLS: log x and log y are centred within
+    each group and b is the slope of the centred values, with a two-sided
+    t-interval on n − G − 1 degrees of freedom (G groups that contribute,
+    i.e. hold ≥ 2 distinct sizes; singletons carry no information on b and
+    are dropped).
+
+    Parameters
+    ----------
+    x, y : array_like
+        Positive sizes and measures; other pairs are dropped.
+    groups : array_like
+        Group label of each pair (an instance: seed and targets).
+    confidence : float, optional
+        Level of the interval.
+
+    Returns
+    -------
+    SlopeFit or None
+        None when no group has two distinct sizes. ``intercept`` is the
+        mean of the per-group intercepts (for drawing); ``r2`` is the
+        within-group R².
+
+    Notes
+    -----
+    For exact counts that follow C_g·p^b on every instance the interval
+    collapses to b; its width measures only how far the counts bend away
+    from one power law, not the spread between instances.
+    """
+    x = np.asarray(x, dtype=float)
+    y = np.asarray(y, dtype=float)
+    g = np.asarray([str(v) for v in groups], dtype=object)
+    ok = np.isfinite(x) & np.isfinite(y) & (x > 0) & (y > 0)
+    lx, ly, g = np.log(x[ok]), np.log(y[ok]), g[ok]
+    if lx.size == 0:
+        return None
+    codes, inv = np.unique(g, return_inverse=True)
+    cnt = np.bincount(inv)
+    mx = np.bincount(inv, lx) / cnt
+    my = np.bincount(inv, ly) / cnt
+    dx, dy = lx - mx[inv], ly - my[inv]
+    spread = np.bincount(inv, dx ** 2)
+    keep = spread[inv] > 1e-24          # groups holding ≥ 2 distinct sizes
+    if not keep.any():
+        return None
+    dx, dy, inv_k = dx[keep], dy[keep], inv[keep]
+    n, n_groups = int(dx.size), int(np.unique(inv_k).size)
+    sxx = float((dx ** 2).sum())
+    slope = float((dx * dy).sum() / sxx)
+    resid = dy - slope * dx
+    sse, sst = float((resid ** 2).sum()), float((dy ** 2).sum())
+    r2 = 1.0 - sse / sst if sst > 0 else 1.0
+    used = np.unique(inv_k)
+    intercept = float(np.mean(my[used] - slope * mx[used]))
+    dof = n - n_groups - 1
+    if dof < 1:
+        return SlopeFit(slope, intercept, math.nan, math.nan, math.nan, n, r2)
+    stderr = math.sqrt(sse / dof / sxx)
+    t = float(sps.t.ppf(0.5 + confidence / 2, dof))
+    return SlopeFit(slope, intercept, slope - t * stderr, slope + t * stderr, stderr, n, r2)
+
+
+def _contributing(x, groups) -> np.ndarray:
+    """Labels of the groups holding ≥ 2 distinct sizes (those a
+    :func:`within_fit` uses)."""
+    seen: dict[str, set] = {}
+    for xi, gi in zip(np.asarray(x, float), groups):
+        seen.setdefault(str(gi), set()).add(float(xi))
+    return np.array([k for k, v in seen.items() if len(v) >= 2], dtype=object)
+
+
+#: Size parameters that are solver settings: varying them leaves the instance
+#: as it is, so rows of one instance (``instance_sha``) are the replicates.
+SOLVER_SIZES = frozenset({"eta", "epsilon", "scenarios"})
+
+
+def _replicate_labels(g: pd.DataFrame, p: str) -> list[list[str]]:
+    """Candidate labels of the instance each row of a fit group measures,
+    apart from the size ``p``, most specific first.
+
+    For a solver setting (:data:`SOLVER_SIZES`) the instance solved is the
+    replicate. For an instance size the instance changes with the size, so
+    a replicate is its generator seed and targets — or the seed alone, since
+    the scaling generators derive ℓmax from the size (then no target is
+    shared by two sizes and the first labelling leaves nothing to fit).
+    """
+    if p in SOLVER_SIZES:
+        return [[str(v) for v in g["instance_key"]]]
+    seeds = [str(v) for v in g["instance_seed"]]
+    group = [str(v) for v in g["instance_group"]]
+    targets = [f"{lm!r}|{om!r}" for lm, om in zip(g["loss_max"], g["omega"])]
+    return [[f"{a}|{b}|{c}" for a, b, c in zip(group, seeds, targets)],
+            [f"{a}|{b}" for a, b in zip(group, seeds)]]
+
+
+def _fit_group(source, fam, alg, p, measure, s, g, x, y, ip, declared,
+               replicates=None) -> dict | None:
+    fit = None
+    method = "pooled OLS"
+    for labels in replicates or ():
+        reps = np.asarray([str(v) for v in labels], dtype=object)
+        fit = within_fit(x, y, reps)
+        used = np.isin(reps, _contributing(x, reps))
+        if fit is not None and fit.n >= 3 and np.unique(np.asarray(x, float)[used]).size >= 3:
+            method = "within-instance OLS"
+            break
+        fit = None
+    if fit is None:
+        fit = loglog_fit(x, y)
     if fit is None:
         return None
     claimed = CLAIMED_EXPONENTS[p][0]
-    implied = _implied(p, measure, declared)
+    implied = _implied(p, measure, declared, alg)
     # series = family plus the generator's string parameters (a knapsack
     # class, a network), so fits of one family stay distinguishable
     tags = [str(v) for k, v in sorted(ip.items()) if isinstance(v, str)]
@@ -171,7 +304,7 @@ def _fit_group(source, fam, alg, p, measure, s, g, x, y, ip, declared) -> dict |
         "algorithm": alg, "measure": measure, "parameter": p, "fixed": s, "points": fit.n,
         "distinct_values": int(np.unique(x).size), "min_value": float(np.min(x)),
         "max_value": float(np.max(x)), "slope": fit.slope, "ci_low": fit.ci_low,
-        "ci_high": fit.ci_high, "r2": fit.r2,
+        "ci_high": fit.ci_high, "r2": fit.r2, "method": method,
         "claimed_exponent": math.nan if claimed is None else claimed,
         "implied_exponent": math.nan if implied is None else implied,
         # Property 2 bounds the runtime; a counter is judged against the
@@ -206,10 +339,14 @@ def _store_fits(df: pd.DataFrame) -> list[dict]:
                 ip = g["instance_params_d"].iloc[0]
                 x = g[p].to_numpy(float)
                 t = g["runtime_s"].to_numpy(float)
-                ok = np.isfinite(t) & (t > 0)
-                r = _fit_group("store", fam, alg, p, TIME, s, g, x[ok], t[ok], ip, {})
-                if r is not None:
-                    rows.append(r)
+                counts_only = np.array([str(a).endswith(COUNTS_SUFFIX) for a in g["algorithm"]],
+                                       dtype=bool)
+                ok = np.isfinite(t) & (t > 0) & ~counts_only
+                if np.unique(x[ok]).size >= 3:
+                    r = _fit_group("store", fam, alg, p, TIME, s, g, x[ok], t[ok], ip, {})
+                    if r is not None:
+                        rows.append(r)
+                reps = [np.asarray(r, dtype=object) for r in _replicate_labels(g, p)]
                 names = sorted({k for w in g["_work"] for k in w})
                 declared = next((d.get("work_exponents") for d in g["diagnostics_d"]
                                  if isinstance(d.get("work_exponents"), dict)), {})
@@ -219,7 +356,7 @@ def _store_fits(df: pd.DataFrame) -> list[dict]:
                     if np.unique(x[ok]).size < 3:
                         continue
                     r = _fit_group("store", fam, alg, p, name, s, g, x[ok], vals[ok], ip,
-                                   declared)
+                                   declared, replicates=[r[ok] for r in reps])
                     if r is not None:
                         rows.append(r)
     return rows

@@ -20,6 +20,7 @@ from deplbench.reports import bracket as bracket_mod
 from deplbench.reports import claims as claims_mod
 from deplbench.reports import complexity as cx
 from deplbench.reports import figures as figs
+from deplbench.reports import solvers as solvers_mod
 from deplbench.reports import tables as tabs
 from deplbench.reports.data import PAPER_SETS, SIZE_PARAMETERS, ReportData
 from deplbench.reports.elements import Figure, Section, Table
@@ -239,6 +240,7 @@ def section_gaps(ctx: Context) -> Section:
                 tabs.MILP_LIMIT_COLUMNS,
                 "gap = the solver's relative gap (incumbent − bound)/incumbent when it "
                 "stopped at the limit."))
+    solvers_mod.add_solver_table(s, df)         # issue 15: MILP solver vs solver (reports/solvers.py)
     sh = ctx.opts.sgm_shift
     br = ctx.bracket
     s.add(Table("certified_brackets", "Certified bracket on the chance-constrained optimum",

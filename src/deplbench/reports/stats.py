@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats as sps
 
+from deplbench.benchmarks.sgm import shifted_geomean
 from deplbench.reports.data import NON_CONFIG_KEYS, ReportError, canonical
 
 #: Relative tolerance under which two optima of one instance "agree".
@@ -74,15 +75,8 @@ def shifted_geometric_mean(values, shift: float = 1.0) -> float:
     ReportError
         If ``shift`` is not positive or a value is negative.
     """
-    if not (isinstance(shift, (int, float)) and shift > 0 and math.isfinite(shift)):
-        raise ReportError(f"shift: must be a positive number, got {shift!r}")
-    v = np.asarray(values, dtype=float)
-    v = v[np.isfinite(v)]
-    if v.size == 0:
-        return math.nan
-    if (v < 0).any():
-        raise ReportError("values: shifted geometric mean needs non-negative values")
-    return float(np.exp(np.mean(np.log(v + shift))) - shift)
+    # one implementation for the report and `library check` (benchmarks.sgm)
+    return shifted_geomean(values, shift, error=ReportError)
 
 
 def loglog_fit(x, y, confidence: float = 0.95) -> SlopeFit | None:

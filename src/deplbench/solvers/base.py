@@ -34,6 +34,9 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from deplbench.errors import DeplbenchError, SolverError
+from deplbench.formulations.closed_loop import (  # noqa: F401 - the policy interface, re-exported
+    STOP, ClosedLoopPolicy, Decision, FixedPlanPolicy, PolicyState, StopAtTarget, simulate,
+)
 from deplbench.formulations.evaluate import evaluate_plan
 from deplbench.formulations.preprocess import reduce_instance
 from deplbench.formulations.result import SolveResult
@@ -118,6 +121,17 @@ class Solver:
     def run(self, instance, **params) -> SolveResult:  # pragma: no cover - abstract
         raise NotImplementedError
 
+    def closed_loop_policy(self, instance, result: SolveResult, **params) -> ClosedLoopPolicy | None:
+        """Optional: how the algorithm acts when it observes each epoch's loss.
+
+        Returns a :class:`~deplbench.formulations.closed_loop.ClosedLoopPolicy`
+        built from the result of :meth:`run` on ``instance``, or None (the
+        default): the algorithm is a fixed plan, simulated by
+        :class:`~deplbench.formulations.closed_loop.FixedPlanPolicy`. See
+        :func:`closed_loop`.
+        """
+        return None
+
     @classmethod
     def resolve_params(cls, params: dict[str, Any], *, strict: bool = False,
                        error: type[DeplbenchError] = SolverError) -> dict[str, Any]:
@@ -149,6 +163,37 @@ class Solver:
             "style": cls.plot_style().to_dict(),
             "parameters": {k: p.describe() for k, p in cls.parameters.items()},
         }
+
+
+#: The evaluation arguments of :func:`solve`, checked like solver parameters.
+EVALUATION_PARAMETERS = {
+    "evaluate": Param(True, bool, "judge the returned plan out of sample"),
+    "eval_samples": Param(DEFAULT_EVAL_SAMPLES, int, "out-of-sample trajectories", low=100),
+    "eval_seed": Param(0, int, "seed of the out-of-sample stream", low=0),
+}
+
+
+def _check_solve_arguments(instance, algorithm, evaluate, eval_samples, eval_seed) -> type[Solver]:
+    """The solver class, after checking :func:`solve`'s own arguments.
+
+    Raises SolverError naming the argument (docs/DESIGN.md, "Input rules"),
+    so a wrong value fails before the run rather than as a status ``error``
+    record or a TypeError from deep inside.
+    """
+    from deplbench.instances.model import Instance
+
+    if not isinstance(instance, Instance):
+        raise SolverError(f"instance: expected an Instance (deplbench.instances.model), "
+                          f"got {type(instance).__name__}")
+    for name, value in (("evaluate", evaluate), ("eval_samples", eval_samples), ("eval_seed", eval_seed)):
+        EVALUATION_PARAMETERS[name].convert(name, value, strict=True)
+    if isinstance(algorithm, str):
+        from deplbench.solvers.registry import get_solver
+
+        return get_solver(algorithm)
+    if isinstance(algorithm, type) and issubclass(algorithm, Solver):
+        return algorithm
+    raise SolverError(f"algorithm: expected a registry name or a Solver subclass, got {type(algorithm).__name__}")
 
 
 def solve(
@@ -191,12 +236,7 @@ def solve(
         Unknown algorithm or invalid parameters — the caller's mistake. Any
         failure inside the algorithm becomes a result with status ``error``.
     """
-    if isinstance(algorithm, str):
-        from deplbench.solvers.registry import get_solver
-
-        cls = get_solver(algorithm)
-    else:
-        cls = algorithm
+    cls = _check_solve_arguments(instance, algorithm, evaluate, eval_samples, eval_seed)
     resolved = cls.resolve_params(params)
     variants = {"transfer_cost_mode": instance.transfer_cost_mode, "data_rule": instance.data_rule}
     start = time.perf_counter()
@@ -256,4 +296,61 @@ def solve(
     return result
 
 
-__all__ = ["Param", "PlotStyle", "Solver", "solve", "DEFAULT_EVAL_SAMPLES"]
+def closed_loop(instance, result: SolveResult, algorithm: str | type[Solver] | None = None, *,
+                runs: int = 10_000, seed: int = 0, confidence: float = 0.95) -> dict:
+    """Closed-loop simulation of a solve result (docs/DESIGN.md, "Closed-loop evaluation").
+
+    Simulates, on the same seeded runs (:func:`~deplbench.formulations.closed_loop.simulate`):
+    ``plan`` — the returned plan as a fixed plan (its final loss equals the
+    static evaluator's for the same seed); ``plan_stopped`` — the same plan
+    stopped as soon as the observed ℓ ≤ ℓmax; ``policy`` — the algorithm's own
+    closed-loop policy when it has one (:meth:`Solver.closed_loop_policy`),
+    else None.
+
+    Parameters
+    ----------
+    instance : Instance
+        The instance the result was solved on (targets applied).
+    result : SolveResult
+    algorithm : str or Solver subclass, optional
+        Default: ``result.algorithm``.
+    runs, seed, confidence
+        As :func:`~deplbench.formulations.closed_loop.simulate`.
+
+    Returns
+    -------
+    dict
+        ``{"runs", "seed", "confidence", "plan", "plan_stopped", "policy"}``,
+        each simulation as its ``summary()`` (None when not applicable).
+
+    Raises
+    ------
+    SolverError
+        Unknown algorithm. PlanError: invalid runs/seed/confidence.
+    """
+    if algorithm is None:
+        algorithm = result.algorithm
+    if isinstance(algorithm, str):
+        from deplbench.solvers.registry import get_solver
+
+        cls = get_solver(algorithm)
+    else:
+        cls = algorithm
+    out = {"runs": int(runs), "seed": int(seed), "confidence": float(confidence),
+           "plan": None, "plan_stopped": None, "policy": None}
+    if result.plan is None:
+        return out
+    fixed = FixedPlanPolicy(instance, result.plan, name=f"{cls.display_label()} (plan)")
+    out["plan"] = simulate(instance, fixed, runs, seed, confidence).summary()
+    stopped = StopAtTarget(fixed, instance.loss_max, name=f"{cls.display_label()} (plan, stop at ℓmax)")
+    out["plan_stopped"] = simulate(instance, stopped, runs, seed, confidence).summary()
+    policy = cls().closed_loop_policy(instance, result, **{k: v for k, v in (result.params or {}).items()
+                                                          if k in cls.parameters})
+    if policy is not None:
+        out["policy"] = simulate(instance, policy, runs, seed, confidence).summary()
+    return out
+
+
+__all__ = ["Param", "PlotStyle", "Solver", "solve", "closed_loop", "DEFAULT_EVAL_SAMPLES",
+           "ClosedLoopPolicy", "FixedPlanPolicy", "StopAtTarget", "PolicyState", "Decision", "STOP",
+           "simulate"]

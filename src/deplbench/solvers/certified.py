@@ -23,7 +23,13 @@ UB  — the cheapest candidate plan whose violation probability P(ℓ(K) > ℓma
       with confidence ≥ 1 − β_U whatever the tests' dependence.
 
 By default β_L = β_U = β/2, so the bracket LB ≤ z* ≤ UB holds *jointly* with
-confidence ≥ 1 − β (union bound). On an instance whose random terms are all
+confidence ≥ 1 − β (union bound). When the stage-1 bracket is wider than
+``target_width`` (default 2 %), a second stage spends more: M₂ fresh
+replications at S₂ = 3·S scenarios (a second LB; the larger is kept), and
+N′₂ = 10⁶ fresh draws on the few cheapest plans that could be certified there
+(:mod:`.certified_refine`). Half of β_L and of β_U is reserved for it before
+any draw is made (Bonferroni over the stages), so the joint confidence stays
+1 − β whether or not stage 2 runs. On an instance whose random terms are all
 point masses the SAA with one scenario is the true problem: one replication
 gives LB = UB = the MILP optimum, with certainty.
 
@@ -49,20 +55,21 @@ Examples
 
 from __future__ import annotations
 
-import json
 import math
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from typing import ClassVar
 
 from deplbench.errors import SolverError
-from deplbench.formulations.binomial import (CERTIFIED_FEASIBLE, lower_bound_order,
-                                             order_statistic_bound)
-from deplbench.formulations.evaluate import evaluate_plan
 from deplbench.formulations.plan import Plan, parse_plan
 from deplbench.formulations.result import SolveResult
 from deplbench.params import Param
 from deplbench.solvers.base import PlotStyle, Solver, solve
+from deplbench.solvers.certified_refine import (add_saa_plans, judge, lower_from_replications, run_saa,
+                                                saa_tasks, select_for_refinement, split_beta)
+from deplbench.solvers.certified_tasks import (Mapper, _add_candidate, _sequential_map, _validate_candidates,
+                                               dask_map, is_deterministic, parse_risk_grid, process_map,
+                                               saa_task, validation_task)
 
 DEFAULT_CONFIDENCE = 0.95
 #: M: with S = 2000 and β_L = 0.025, ρ ≈ 0.56 and L = 7 (the 7th smallest of
@@ -85,205 +92,148 @@ DEFAULT_TIME_LIMIT = 300.0
 #: (seed, seed + 1, …) nor the sweeps' evaluation (seed 0) use, so the
 #: validation draws are independent of every candidate plan.
 VALIDATION_SEED_OFFSET = 1_000_003
-
-Mapper = Callable[[Callable[[dict], dict], list], Iterable[dict]]
-
-
-def _sequential_map(fn, tasks):
-    return [fn(t) for t in tasks]
-
-
-def process_map(workers: int) -> Mapper:
-    """A ``map`` running tasks on a local pool of ``workers`` processes."""
-    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
-        raise SolverError(f"workers: must be an integer >= 1, got {workers!r}")
-
-    def run(fn, tasks):
-        import multiprocessing as mp
-        from concurrent.futures import ProcessPoolExecutor
-
-        tasks = list(tasks)
-        if workers == 1 or len(tasks) <= 1:
-            return _sequential_map(fn, tasks)
-        with ProcessPoolExecutor(max_workers=min(workers, len(tasks)),
-                                 mp_context=mp.get_context("forkserver")) as pool:
-            return list(pool.map(fn, tasks))
-
-    return run
-
-
-def dask_map(client) -> Mapper:
-    """A ``map`` submitting tasks to a ``dask.distributed.Client``."""
-
-    def run(fn, tasks):
-        futures = client.map(fn, list(tasks), pure=False)
-        return client.gather(futures)
-
-    return run
-
-
-def is_deterministic(instance) -> bool:
-    """True when every random loss term is a point mass (the SAA is then exact)."""
-    return all(m.improvement.is_deterministic for m in instance.models) and all(
-        sw.jump.is_deterministic for sw in instance.switches)
+#: Stage 2 runs when the stage-1 bracket is wider than this (issue 13's target:
+#: 2 % at confidence 0.95 on the realistic instances).
+DEFAULT_TARGET_WIDTH = 0.02
+#: Share of β_L and of β_U reserved for stage 2 (certified_refine.split_beta).
+DEFAULT_REFINE_SHARE = 0.5
+#: N′₂: with 10⁶ draws a plan with true violation 0.0097 is certified ≤ 0.01
+#: at the per-test level of six stage-2 tests.
+DEFAULT_REFINE_VALIDATION = 1_000_000
+DEFAULT_REFINE_CANDIDATES = 6
+#: Mildly tightened stage-2 levels: at S₂ = 3·S a plan overfits less, so γ
+#: close to α already gives plans whose true violation is below α.
+DEFAULT_REFINE_RISK_GRID = (0.95, 0.9)
+DEFAULT_REFINE_GRID_SEEDS = 2
 
 
 def _check_args(instance, confidence, replications, scenarios, validation, risk_grid, time_limit,
-                seed, gap, lb_share, grid_seeds) -> tuple[float, ...]:
-    """Validate :func:`certify`'s arguments; return the risk grid as floats."""
-    def integer(name, value, low):
+                seed, gap, lb_share, grid_seeds, target_width, refine_share, refine_replications,
+                refine_scenarios, refine_validation, refine_candidates, refine_risk_grid,
+                refine_grid_seeds) -> tuple[tuple[float, ...], tuple[float, ...]]:
+    """Validate :func:`certify`'s arguments; return both risk grids as floats."""
+    def integer(name, value, low, optional=False):
+        if optional and value is None:
+            return
         if isinstance(value, bool) or not isinstance(value, int) or value < low:
             raise SolverError(f"{name}: must be an integer >= {low}, got {value!r}")
 
-    if not isinstance(confidence, (int, float)) or isinstance(confidence, bool) or not 0 < confidence < 1:
-        raise SolverError(f"confidence: must be in (0, 1), got {confidence!r}")
+    def share(name, value):
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < 1:
+            raise SolverError(f"{name}: must be in (0, 1), got {value!r}")
+
+    def factors(name, values):
+        try:
+            out = tuple(float(f) for f in values)
+        except (TypeError, ValueError):
+            raise SolverError(f"{name}: expected numbers in (0, 1], got {values!r}") from None
+        for f in out:
+            if not 0 < f <= 1:
+                raise SolverError(f"{name}: every factor f (γ = f·α) must be in (0, 1], got {f!r}")
+        return out
+
+    share("confidence", confidence)
     integer("replications", replications, 1)
     integer("scenarios", scenarios, 1)
     integer("validation", validation, 100)
     integer("seed", seed, 0)
     integer("grid_seeds", grid_seeds, 1)
-    if not isinstance(time_limit, (int, float)) or not time_limit > 0 or not math.isfinite(time_limit):
+    if isinstance(time_limit, bool) or not isinstance(time_limit, (int, float)) or not time_limit > 0 \
+            or not math.isfinite(time_limit):
         raise SolverError(f"time_limit: must be a positive number of seconds, got {time_limit!r}")
-    if not isinstance(gap, (int, float)) or not 0 < gap < 1:
-        raise SolverError(f"gap: must be in (0, 1), got {gap!r}")
-    if not isinstance(lb_share, (int, float)) or not 0 < lb_share < 1:
-        raise SolverError(f"lb_share: must be in (0, 1), got {lb_share!r}")
-    grid = tuple(float(f) for f in risk_grid)
-    for f in grid:
-        if not 0 < f <= 1:
-            raise SolverError(f"risk_grid: every factor f (γ = f·α) must be in (0, 1], got {f!r}")
+    share("gap", gap)
+    share("lb_share", lb_share)
+    if target_width is not None and (isinstance(target_width, bool) or not isinstance(target_width, (int, float))
+                                     or not 0 <= target_width < 1):
+        raise SolverError(f"target_width: must be in [0, 1) (0 or None: no refinement), got {target_width!r}")
+    share("refine_share", refine_share)
+    integer("refine_replications", refine_replications, 1, optional=True)
+    integer("refine_scenarios", refine_scenarios, 1, optional=True)
+    integer("refine_validation", refine_validation, 100)
+    integer("refine_candidates", refine_candidates, 1)
+    integer("refine_grid_seeds", refine_grid_seeds, 1)
+    grid = factors("risk_grid", risk_grid)
+    refine_grid = factors("refine_risk_grid", refine_risk_grid)
     if not 0 < instance.omega < 1:  # pragma: no cover - the instance model enforces it
         raise SolverError(f"omega: must be in (0, 1), got {instance.omega!r}")
-    return grid
-
-
-def parse_risk_grid(text: str) -> tuple[float, ...]:
-    """``"0.9,0.8"`` → (0.9, 0.8); an empty string gives no tightened level."""
-    items = [t.strip() for t in str(text).split(",") if t.strip()]
-    try:
-        return tuple(float(t) for t in items)
-    except ValueError:
-        raise SolverError(f"risk_grid: expected comma-separated numbers in (0, 1], got {text!r}") from None
-
-
-def saa_task(task: dict) -> dict:
-    """One SAA solve by the registered exact ``milp`` (runs in any worker).
-
-    ``task`` holds ``instance`` (JSON-ready data), ``omega`` (the SAA's
-    quantile level 1 − γ), ``scenarios``, ``seed``, ``time_limit``, ``gap``
-    and ``role``/``factor`` labels; returns a JSON-ready dict.
-    """
-    from deplbench.instances.model import parse_instance
-
-    inst = parse_instance(task["instance"])
-    if task["omega"] != inst.omega:
-        inst = inst.with_changes(omega=task["omega"])
-    t0, c0 = time.perf_counter(), time.process_time()
-    res = solve(inst, "milp", evaluate=False, scenarios=task["scenarios"], seed=task["seed"],
-                time_limit=task["time_limit"], gap=task["gap"])
-    return {
-        "role": task["role"], "factor": task.get("factor"), "seed": task["seed"],
-        "omega": task["omega"], "scenarios": task["scenarios"], "status": res.status,
-        "message": res.message, "cost": res.cost, "lower_bound": res.lower_bound,
-        "plan": res.plan.to_dict() if res.plan is not None else None,
-        "runtime_s": time.perf_counter() - t0,
-        # CPU seconds of this process (HiGHS runs single-threaded here): a
-        # load-independent measure of the work, next to the wall time.
-        "cpu_s": time.process_time() - c0,
-    }
-
-
-def _bound_value(rep: dict) -> tuple[float, str]:
-    """A valid lower bound on one replication's SAA optimum, and its kind.
-
-    An SAA proven infeasible has optimum +∞; the MILP's proven bound is used
-    when there is one; otherwise (error, stop without a bound) 0 is the only
-    safe value, since every cost (2) is ≥ 0.
-    """
-    if rep["status"] == "infeasible":
-        return math.inf, "infeasible"
-    if rep["lower_bound"] is not None and math.isfinite(rep["lower_bound"]):
-        bound = rep["lower_bound"]
-        if rep["cost"] is not None:
-            bound = min(bound, rep["cost"])
-        return max(0.0, float(bound)), "milp bound"
-    return 0.0, "trivial (no bound proven)"
-
-
-def validation_task(task: dict) -> dict:
-    """Judge one candidate plan on the N′ validation draws (runs in any worker).
-
-    Every task uses the same seed, hence the same draws, so the tests may run
-    on different workers; Bonferroni needs no independence between them.
-    """
-    from deplbench.instances.model import parse_instance
-
-    inst = parse_instance(task["instance"])
-    t0, c0 = time.perf_counter(), time.process_time()
-    ev = evaluate_plan(inst, parse_plan(task["plan"]), samples=task["validation"], seed=task["seed"],
-                       confidence=task["confidence"], trajectory=False)
-    return {"cost": ev.cost, "constraints_ok": ev.constraints_ok, "violation_count": ev.violation_count,
-            "draws": ev.samples, "violation_ub": ev.violation_ub,
-            "certified": ev.certified_verdict == CERTIFIED_FEASIBLE and ev.constraints_ok,
-            "runtime_s": time.perf_counter() - t0, "cpu_s": time.process_time() - c0}
-
-
-def _validate_candidates(mapper, data, candidates, validation, seed, confidence_each) -> list[dict]:
-    """Judge every distinct candidate on the same N′ validation draws."""
-    tasks = [{"instance": data, "plan": c["plan"].to_dict(), "validation": validation, "seed": seed,
-              "confidence": confidence_each} for c in candidates]
-    results = list(mapper(validation_task, tasks)) if tasks else []
-    return [{**{k: v for k, v in c.items() if k != "plan"}, "plan": c["plan"].to_dict(), **r}
-            for c, r in zip(candidates, results)]
+    return grid, refine_grid
 
 
 def certify(instance, confidence: float = DEFAULT_CONFIDENCE, replications: int = DEFAULT_REPLICATIONS,
             scenarios: int = DEFAULT_SCENARIOS, validation: int = DEFAULT_VALIDATION,
             risk_grid: Iterable[float] = DEFAULT_RISK_GRID, time_limit: float = DEFAULT_TIME_LIMIT,
             seed: int = 0, gap: float = 1e-4, candidates: Mapping[str, Plan] | None = None,
-            map: Mapper | None = None, lb_share: float = 0.5, grid_seeds: int = DEFAULT_GRID_SEEDS) -> dict:
+            map: Mapper | None = None, lb_share: float = 0.5, grid_seeds: int = DEFAULT_GRID_SEEDS,
+            target_width: float | None = DEFAULT_TARGET_WIDTH, refine_share: float = DEFAULT_REFINE_SHARE,
+            refine_replications: int | None = None, refine_scenarios: int | None = None,
+            refine_validation: int = DEFAULT_REFINE_VALIDATION,
+            refine_candidates: int = DEFAULT_REFINE_CANDIDATES,
+            refine_risk_grid: Iterable[float] = DEFAULT_REFINE_RISK_GRID,
+            refine_grid_seeds: int = DEFAULT_REFINE_GRID_SEEDS) -> dict:
     """Certified bracket [LB, UB] on the true chance-constrained optimum.
 
     Parameters
     ----------
     instance : Instance
     confidence : float, default 0.95
-        1 − β: the bracket holds jointly with at least this confidence.
+        1 − β: the bracket holds jointly with at least this confidence,
+        whether or not the refinement (stage 2) runs.
     replications : int, default 20
         M independent SAA replications for LB (seeds ``seed … seed + M − 1``).
     scenarios : int, default 2000
-        S scenarios per SAA solve (replications and tightened candidates).
+        S scenarios per stage-1 SAA solve (replications and tightened candidates).
     validation : int, default 200000
-        N′ fresh draws judging every candidate plan.
+        N′ fresh draws judging every stage-1 candidate plan.
     risk_grid : iterable of float, default (0.9, 0.8, 0.7, 0.6)
         Factors f of the tightened SAA risk levels γ = f·(1 − ω) whose optimal
         plans are UB candidates (``grid_seeds`` solves per level, seeds
         ``seed + M``, ``seed + M + 1``, …).
     time_limit : float, default 300
-        Seconds per SAA solve (a stopped solve still gives a valid bound).
+        Seconds per SAA solve (a stopped solve still gives a valid bound:
+        the MILP's dual bound at the limit).
     seed : int, default 0
-        Base seed; validation uses ``seed + VALIDATION_SEED_OFFSET``.
+        Base seed; validation uses ``seed + VALIDATION_SEED_OFFSET`` (stage 1)
+        and that plus 1 (stage 2).
     gap : float, default 1e-4
         MILP relative gap per SAA solve (LB uses the proven bound, not the cost).
     candidates : mapping of str to Plan, optional
         More UB candidates, e.g. other algorithms' plans, by label.
     map : callable, optional
-        ``map(fn, tasks)`` executing the SAA solves (default sequential; see
-        :func:`process_map`, :func:`dask_map`).
+        ``map(fn, tasks)`` executing the SAA solves and the validation
+        (default sequential; see :func:`process_map`, :func:`dask_map`).
     lb_share : float, default 0.5
         Share of β spent on LB (β_L = share·β, β_U = (1 − share)·β).
     grid_seeds : int, default 4
         Independent SAA solves per tightened risk level.
+    target_width : float or None, default 0.02
+        Relative width (UB − LB)/UB above which stage 2 runs; None or 0
+        disables stage 2 (then stage 1 gets the whole β).
+    refine_share : float, default 0.5
+        Share of β_L and of β_U reserved for stage 2 when it may run
+        (:func:`~.certified_refine.split_beta`).
+    refine_replications : int, optional
+        M₂, stage-2 replications (default M).
+    refine_scenarios : int, optional
+        S₂, scenarios per stage-2 SAA solve (default 3·S).
+    refine_validation : int, default 1000000
+        N′₂ fresh draws for each stage-2 test.
+    refine_candidates : int, default 6
+        At most this many plans get a stage-2 test (T₂ ≤ this).
+    refine_risk_grid : iterable of float, default (0.95, 0.9)
+        Tightened levels of the stage-2 SAA candidates (``refine_grid_seeds`` each).
+    refine_grid_seeds : int, default 2
 
     Returns
     -------
     dict
         JSON-ready bracket record: ``lower_bound`` (value, confidence, method,
-        order L, ρ, …), ``upper_bound`` (value, plan, source, violation count,
-        draws, Clopper–Pearson bound, per-test confidence, tests T),
-        ``width`` = (UB − LB)/UB, ``confidence``, ``status``, ``message``,
-        ``replications`` and ``candidates`` (every SAA optimum, bound and
-        timing) and ``runtime_s``.
+        order L, ρ, ``stages``: each stage's LB), ``upper_bound`` (value, plan,
+        source, violation count, draws, Clopper–Pearson bound, per-test
+        confidence, tests T, which stage's test certified it), ``width`` =
+        (UB − LB)/UB, ``confidence``, ``beta`` (the split of β), ``stages``
+        (width after each stage, whether and why stage 2 ran), ``status``,
+        ``message``, ``replications`` and ``candidates`` (every SAA optimum,
+        bound, test and timing) and ``runtime_s``.
 
     Raises
     ------
@@ -294,114 +244,158 @@ def certify(instance, confidence: float = DEFAULT_CONFIDENCE, replications: int 
     Notes
     -----
     A replication that fails or stops without a proven bound contributes 0
-    (costs are ≥ 0) — LB stays valid, only looser. See
-    :mod:`deplbench.formulations.binomial` for both bounds' exact statements.
+    (costs are ≥ 0) — LB stays valid, only looser; one stopped by its time
+    limit contributes the MILP's dual bound. See
+    :mod:`deplbench.formulations.binomial` for both bounds' exact statements
+    and :mod:`.certified_refine` for the two-stage β accounting.
     """
-    grid = _check_args(instance, confidence, replications, scenarios, validation, risk_grid,
-                       time_limit, seed, gap, lb_share, grid_seeds)
+    grid, refine_grid = _check_args(instance, confidence, replications, scenarios, validation, risk_grid,
+                                    time_limit, seed, gap, lb_share, grid_seeds, target_width, refine_share,
+                                    refine_replications, refine_scenarios, refine_validation,
+                                    refine_candidates, refine_risk_grid, refine_grid_seeds)
     mapper = map or _sequential_map
     t_start = time.perf_counter()
-    beta = 1.0 - float(confidence)
-    beta_l, beta_u = lb_share * beta, (1.0 - lb_share) * beta
     alpha = 1.0 - float(instance.omega)
     exact = is_deterministic(instance)
     data = instance.model_dump(mode="json", by_alias=True)
     if exact:
         # One scenario is the distribution: the SAA is the true problem.
         replications, scenarios, grid, gap = 1, 1, (), min(gap, 1e-7)
-    base = {"instance": data, "scenarios": scenarios, "time_limit": float(time_limit), "gap": float(gap)}
-    tasks = [{**base, "role": "replication", "omega": float(instance.omega), "seed": seed + i}
-             for i in range(replications)]
-    levels = [f for f in grid for _ in range(grid_seeds)]
-    tasks += [{**base, "role": "tightened", "factor": f, "omega": 1.0 - f * alpha,
-               "seed": seed + replications + j} for j, f in enumerate(levels)]
-    t0 = time.perf_counter()
-    results = list(mapper(saa_task, tasks))
-    solve_wall = time.perf_counter() - t0
-    reps = [r for r in results if r["role"] == "replication"]
-    for rep in reps:
-        rep["value"], rep["value_kind"] = _bound_value(rep)
+    refining = bool(target_width) and not exact
+    m2 = replications if refine_replications is None else refine_replications
+    s2 = 3 * scenarios if refine_scenarios is None else refine_scenarios
+    betas = split_beta(confidence, lb_share, refine_share, refining)
+    beta_l1, beta_l2 = betas["lower_stages"]
+    beta_u1, beta_u2 = betas["upper_stages"]
+    timing = {"saa_solves_wall": 0.0, "validation": 0.0}
 
-    # ---- LB: order statistic of the replications (binomial formula) -------
-    order = lower_bound_order(replications, scenarios, alpha, 1.0 - beta_l,
-                              rho=1.0 if exact else None)
-    lb_value = order_statistic_bound([r["value"] for r in reps], order.order) if order.order else None
-    lower = {
-        "value": lb_value,
-        "confidence": 1.0 if exact else 1.0 - beta_l,
-        "achieved_confidence": 1.0 if exact else order.achieved_confidence,
-        "method": ("exact: all random terms are point masses, the one-scenario SAA is the problem "
-                   "(proven MILP bound)") if exact else
-                  (f"Luedtke-Ahmed/Pagnoncelli-Ahmed-Shapiro: order statistic L = {order.order} of M = "
-                   f"{replications} SAA optima (S = {scenarios}, risk γ = α = {alpha:.6g}), "
-                   f"ρ = {order.rho:.4f}" if order.order else
-                   f"none: M = {replications} replications are too few for confidence {1 - beta_l:.4g} "
-                   f"(ρ = {order.rho:.4f})"),
-        **{k: v for k, v in order.to_dict().items() if k not in ("confidence", "achieved_confidence")},
-        # Replications stopped without a proven bound count as 0: LB stays
-        # valid but loosens; a nonzero count here says to raise time_limit.
-        "trivial_replications": sum(r["value_kind"].startswith("trivial") for r in reps),
-    }
-
-    # ---- UB: cheapest candidate certified on fresh draws (Bonferroni) -----
+    # ---- stage 1: LB from M replications, UB from T₁ tests on N′ draws ------
+    tasks = saa_tasks(data, instance.omega, alpha, replications, scenarios, grid, grid_seeds, seed,
+                      time_limit, gap, stage=1)
+    results, wall = run_saa(mapper, tasks)
+    timing["saa_solves_wall"] += wall
+    reps1 = [r for r in results if r["role"] == "replication"]
+    lower1 = lower_from_replications(reps1, scenarios, alpha, beta_l1, exact, stage=1)
     pool: dict[str, dict] = {}
-    for r in results:
-        if r["plan"] is None:
-            continue
-        label = (f"replication seed {r['seed']}" if r["role"] == "replication"
-                 else f"SAA at γ = {r['factor']:g}·α, seed {r['seed']}")
-        _add_candidate(pool, parse_plan(r["plan"]), label, r["role"], r["omega"])
+    add_saa_plans(pool, results, stage=1)
     for label, plan in (candidates or {}).items():
-        _add_candidate(pool, plan, str(label), "external", None)
-    tests = max(1, len(pool))
-    conf_each = 1.0 - beta_u / tests
-    vseed = seed + VALIDATION_SEED_OFFSET
+        key = _add_candidate(pool, plan, str(label), "external", None)
+        if key is not None:
+            pool[key]["stage"] = 1
+    vseed1 = seed + VALIDATION_SEED_OFFSET
     t0 = time.perf_counter()
-    judged = _validate_candidates(mapper, data, list(pool.values()), validation, vseed, conf_each)
-    validate_s = time.perf_counter() - t0
-    judged.sort(key=lambda c: c["cost"])
-    best = next((c for c in judged if c["certified"]), None)
-    upper = None
-    if best is not None:
-        upper = {"value": best["cost"], "plan": best["plan"], "source": best["source"],
-                 "sources": best["sources"], "violation_count": best["violation_count"],
-                 "draws": best["draws"], "violation_ub": best["violation_ub"],
-                 "confidence": 1.0 if exact else 1.0 - beta_u, "per_test_confidence": conf_each,
-                 "tests": tests, "validation_seed": vseed,
-                 "method": ("exact: the plan's loss is deterministic" if exact else
-                            f"one-sided Clopper-Pearson on N' = {validation} fresh draws (seed {vseed}), "
-                            f"each of T = {tests} candidates at {conf_each:.6g} (Bonferroni)")}
-    width = None
-    if upper is not None and lb_value is not None and math.isfinite(lb_value) and upper["value"] > 0:
-        width = (upper["value"] - lb_value) / upper["value"]
-    elif upper is not None and lb_value is not None and upper["value"] == 0 == lb_value:
-        width = 0.0
+    judged, upper = judge(mapper, data, list(pool.values()), validation, vseed1, beta_u1, exact, "stage 1")
+    timing["validation"] += time.perf_counter() - t0
+    lb1 = lower1["value"]
+    width1 = _width(lb1, upper)
+    stages = [{"stage": 1, "lower": lb1, "upper": upper["value"] if upper else None, "width": width1,
+               "beta_lower": beta_l1, "beta_upper": beta_u1, "tests": len(judged)}]
+    lower, lower2 = lower1, None
+    all_reps = reps1
+
+    # ---- stage 2: only when the stage-1 bracket is wider than the target ----
+    need = refining and not (width1 is not None and width1 <= target_width)
+    if refining and not need:
+        stages.append({"stage": 2, "ran": False, "reason": f"stage-1 width {100 * width1:.3g} % ≤ target "
+                       f"{100 * target_width:.3g} %", "beta_lower": beta_l2, "beta_upper": beta_u2})
+    if need:
+        first = seed + replications + len(grid) * grid_seeds
+        tasks2 = saa_tasks(data, instance.omega, alpha, m2, s2, refine_grid, refine_grid_seeds, first,
+                           time_limit, gap, stage=2)
+        results2, wall = run_saa(mapper, tasks2)
+        timing["saa_solves_wall"] += wall
+        results += results2
+        reps2 = [r for r in results2 if r["role"] == "replication"]
+        all_reps = reps1 + reps2
+        lower2 = lower_from_replications(reps2, s2, alpha, beta_l2, exact, stage=2)
+        new_keys = add_saa_plans(pool, results2, stage=2)
+        # Screen the new plans on the stage-1 draws (independent of the stage-2
+        # draws): a selection aid, never a certificate.
+        t0 = time.perf_counter()
+        screened = _validate_candidates(mapper, data, [pool[k] for k in new_keys], validation, vseed1,
+                                        1.0 - beta_u1)
+        for c in screened:
+            c["certified"], c["test"] = False, "screened on the stage-1 draws (no certificate)"
+        chosen = select_for_refinement(judged + screened, upper["value"] if upper else None, alpha,
+                                       refine_validation, beta_u2, refine_candidates)
+        vseed2 = vseed1 + 1
+        judged2, upper2 = judge(mapper, data, [_unjudged(c) for c in chosen], refine_validation, vseed2,
+                                beta_u2, exact, "stage 2") if chosen else ([], None)
+        timing["validation"] += time.perf_counter() - t0
+        if upper2 is not None and (upper is None or upper2["value"] < upper["value"]):
+            upper = upper2
+        judged = judged + screened + judged2
+        lower = lower2 if (lower2["value"] is not None and
+                           (lb1 is None or lower2["value"] > lb1)) else lower1
+        stages.append({"stage": 2, "ran": True, "reason": ("no full stage-1 bracket" if width1 is None else
+                                                          f"stage-1 width {100 * width1:.3g} % > target "
+                                                          f"{100 * target_width:.3g} %"),
+                       "lower": lower2["value"], "upper": upper2["value"] if upper2 else None,
+                       "beta_lower": beta_l2, "beta_upper": beta_u2, "replications": m2, "scenarios": s2,
+                       "validation": refine_validation, "tests": len(judged2), "screened": len(screened)})
+    lower = _combined_lower(lower, lower1, lower2, betas, exact, refining)
+    if upper is not None:
+        upper = {**upper, "confidence": 1.0 if exact else 1.0 - betas["upper"],
+                 "beta_stages": betas["upper_stages"]}
+    width = _width(lower["value"], upper)
+    if refining and stages[-1].get("ran"):
+        stages[-1]["width"] = width
     status, message = _status(lower, upper, width, exact, confidence)
+    judged.sort(key=lambda c: c["cost"])
     return {
         "instance": instance.name, "omega": float(instance.omega), "risk": alpha,
         "loss_max": float(instance.loss_max), "confidence": 1.0 if exact else float(confidence),
         "exact": exact, "status": status, "message": message,
         "lower_bound": lower, "upper_bound": upper, "width": width,
-        "saa_optima": [r["cost"] for r in reps],
-        "replications": [{k: v for k, v in r.items() if k != "plan"} for r in reps],
+        "beta": betas, "stages": stages,
+        "saa_optima": [r["cost"] for r in reps1],
+        "saa_optima_stage2": [r["cost"] for r in all_reps[len(reps1):]],
+        "replications": [{k: v for k, v in r.items() if k != "plan"} for r in all_reps],
         "candidates": [{k: v for k, v in c.items() if k != "plan"} for c in judged],
         "settings": {"confidence": float(confidence), "replications": replications, "scenarios": scenarios,
                      "validation": validation, "risk_grid": list(grid), "time_limit": float(time_limit),
                      "seed": seed, "gap": float(gap), "lb_share": float(lb_share),
-                     "grid_seeds": grid_seeds},
-        "runtime_s": {"total": time.perf_counter() - t_start, "saa_solves_wall": solve_wall,
-                      "saa_solves_sum": sum(r["runtime_s"] for r in results), "validation": validate_s,
+                     "grid_seeds": grid_seeds, "target_width": float(target_width or 0.0),
+                     "refine_share": float(refine_share), "refine_replications": m2, "refine_scenarios": s2,
+                     "refine_validation": refine_validation, "refine_candidates": refine_candidates,
+                     "refine_risk_grid": list(refine_grid), "refine_grid_seeds": refine_grid_seeds},
+        "runtime_s": {"total": time.perf_counter() - t_start, **timing,
+                      "saa_solves_sum": sum(r["runtime_s"] for r in results),
                       "cpu": sum(r["cpu_s"] for r in results) + sum(c["cpu_s"] for c in judged)},
     }
 
 
-def _add_candidate(pool: dict, plan: Plan, label: str, role: str, omega) -> None:
-    """Identical plans are tested once (fewer tests, milder Bonferroni)."""
-    key = json.dumps(plan.to_dict(), sort_keys=True)
-    if key in pool:
-        pool[key]["sources"].append(label)
-        return
-    pool[key] = {"plan": plan, "source": label, "sources": [label], "role": role, "saa_omega": omega}
+def _unjudged(c: dict) -> dict:
+    """A judged candidate back as a pool entry (plan object, no test results)."""
+    keep = ("source", "sources", "role", "saa_omega", "stage")
+    return {**{k: c[k] for k in keep if k in c}, "plan": parse_plan(c["plan"]),
+            "stage1_violation_count": c["violation_count"], "stage1_draws": c["draws"]}
+
+
+def _width(lb, upper) -> float | None:
+    """(UB − LB)/UB, 0 when both are 0, None without a finite pair."""
+    if upper is None or lb is None or not math.isfinite(lb):
+        return None
+    if upper["value"] > 0:
+        return (upper["value"] - lb) / upper["value"]
+    return 0.0 if upper["value"] == 0 == lb else None
+
+
+def _combined_lower(best: dict, lower1: dict, lower2: dict | None, betas: dict, exact: bool,
+                    refining: bool) -> dict:
+    """LB = max over the stages, at confidence 1 − β_L (Bonferroni over the stages)."""
+    out = {k: v for k, v in best.items() if k != "stage"}
+    out["from_stage"] = best["stage"]
+    out["stages"] = [lower1] + ([lower2] if lower2 is not None else [])
+    out["trivial_replications"] = sum(s["trivial_replications"] for s in out["stages"])
+    out["time_limit_bounds"] = sum(s["time_limit_bounds"] for s in out["stages"])
+    if not exact:
+        out["confidence"] = 1.0 - betas["lower"]
+        if refining:
+            out["method"] = (f"max over 2 stages (β_L = {betas['lower_stages'][0]:.4g} + "
+                             f"{betas['lower_stages'][1]:.4g}, Bonferroni); from stage {best['stage']}: "
+                             + best["method"])
+    return out
 
 
 def _status(lower, upper, width, exact, confidence) -> tuple[str, str]:
@@ -458,6 +452,14 @@ class MilpCertified(Solver):
         "algorithms": Param("", str, "comma-separated algorithms whose plans are also UB candidates"),
         "grid_seeds": Param(DEFAULT_GRID_SEEDS, int, "SAA solves per tightened risk level", low=1),
         "workers": Param(1, int, "local processes for the SAA solves", low=1),
+        "target_width": Param(DEFAULT_TARGET_WIDTH, float, "stage 2 runs when the stage-1 width is above "
+                              "this (0: never; stage 1 then gets the whole β)", low=0.0, high=0.999999),
+        "refine_share": Param(DEFAULT_REFINE_SHARE, float, "share of β_L and β_U reserved for stage 2",
+                              low=0.0, low_inclusive=False, high=0.999999),
+        "refine_replications": Param(0, int, "M₂ stage-2 replications (0: M)", low=0),
+        "refine_scenarios": Param(0, int, "S₂ scenarios per stage-2 SAA solve (0: 3·S)", low=0),
+        "refine_validation": Param(DEFAULT_REFINE_VALIDATION, int, "N'₂ fresh draws per stage-2 test", low=100),
+        "refine_candidates": Param(DEFAULT_REFINE_CANDIDATES, int, "at most this many stage-2 tests", low=1),
     }
 
     def run(self, instance, **params) -> SolveResult:
@@ -468,10 +470,19 @@ class MilpCertified(Solver):
                           scenarios=params["scenarios"], validation=params["validation"], risk_grid=grid,
                           time_limit=params["time_limit"], seed=params["seed"], gap=params["gap"],
                           candidates=extra, map=process_map(params["workers"]),
-                          grid_seeds=params["grid_seeds"])
+                          grid_seeds=params["grid_seeds"], **refine_options(params))
         if failed:
             bracket["candidate_failures"] = failed
         return bracket_result(bracket)
+
+
+def refine_options(params: Mapping) -> dict:
+    """The stage-2 keyword arguments of :func:`certify` from algorithm/CLI
+    parameters (0 for M₂ or S₂ means "the default": M, 3·S)."""
+    return {"target_width": params["target_width"], "refine_share": params["refine_share"],
+            "refine_replications": params["refine_replications"] or None,
+            "refine_scenarios": params["refine_scenarios"] or None,
+            "refine_validation": params["refine_validation"], "refine_candidates": params["refine_candidates"]}
 
 
 def candidate_plans(instance, algorithms: str) -> tuple[dict[str, Plan], dict[str, str]]:
@@ -502,7 +513,9 @@ def bracket_result(bracket: dict) -> SolveResult:
                        gap=bracket["width"], diagnostics=diag)
 
 
-__all__ = ["certify", "MilpCertified", "bracket_result", "candidate_plans", "process_map", "dask_map",
-           "saa_task", "validation_task", "is_deterministic", "parse_risk_grid", "DEFAULT_CONFIDENCE", "DEFAULT_REPLICATIONS",
-           "DEFAULT_SCENARIOS", "DEFAULT_VALIDATION", "DEFAULT_RISK_GRID", "DEFAULT_GRID_SEEDS",
-           "VALIDATION_SEED_OFFSET"]
+__all__ = ["certify", "MilpCertified", "bracket_result", "candidate_plans", "refine_options", "process_map",
+           "dask_map", "saa_task", "validation_task", "is_deterministic", "parse_risk_grid",
+           "DEFAULT_CONFIDENCE", "DEFAULT_REPLICATIONS", "DEFAULT_SCENARIOS", "DEFAULT_VALIDATION",
+           "DEFAULT_RISK_GRID", "DEFAULT_GRID_SEEDS", "DEFAULT_TIME_LIMIT", "DEFAULT_TARGET_WIDTH",
+           "DEFAULT_REFINE_SHARE", "DEFAULT_REFINE_VALIDATION", "DEFAULT_REFINE_CANDIDATES",
+           "DEFAULT_REFINE_RISK_GRID", "DEFAULT_REFINE_GRID_SEEDS", "VALIDATION_SEED_OFFSET"]

@@ -257,7 +257,7 @@ LOOP_PARAMS: dict[str, Param] = {
     "eta": Param(200, int, "expanded-graph resolution η (time and loss buckets)", low=1, high=5000),
     "epsilon": Param(0.1, float, "(1+ε) approximation of the cluster/allocation stage", low=0.0,
                      low_inclusive=False, high=10.0),
-    "seed": Param(0, int, "seed of the out-of-sample check and of sampled diagnostics"),
+    "seed": Param(0, int, "seed of the out-of-sample check and of sampled diagnostics", low=0),
     "check_samples": Param(20_000, int, "trajectories of the solver's own out-of-sample check", low=100),
     "max_retries": Param(3, int, "tightening retries after a failed out-of-sample check", low=0),
     "max_backtracks": Param(8, int, "stage backtracks (dataset blacklists + deadline tightenings)", low=0),

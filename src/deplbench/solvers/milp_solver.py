@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from deplbench.formulations.milp import BACKENDS, FORMULATIONS, MEMORY_LIMIT_GIB, SOLVERS, solve_milp
+from deplbench.formulations.milp import BACKENDS, FORMULATIONS, MEMORY_LIMIT_GIB, solve_milp
 from deplbench.formulations.result import SolveResult
 from deplbench.solvers.base import Param, PlotStyle, Solver
 
@@ -57,8 +57,9 @@ class Milp(Solver):
                          choices=BACKENDS),
         "node_limit": Param(None, int, "branch-and-bound nodes over all master solves (a machine-independent "
                             "limit); none = unlimited", low=1, nullable=True),
-        "solver": Param("highs", str, "MILP solver the cut loop drives: highs, or scip (pyscipopt, the [peers] "
-                        "extra; matrix formulations)", choices=SOLVERS),
+        "solver": Param("highs", str, "MILP solver the cut loop drives: highs, scip (pyscipopt, the [peers] "
+                        "extra; matrix formulations) or pyomo:NAME (a Pyomo SolverFactory solver, e.g. "
+                        "pyomo:cbc); `deplbench solve --help` lists those available"),
         "memory_limit": Param(MEMORY_LIMIT_GIB, float, "GiB the scenarios and the model may take (estimated "
                               "before building; larger builds are refused)", low=0.0, low_inclusive=False),
     }

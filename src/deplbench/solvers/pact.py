@@ -148,6 +148,13 @@ from deplbench.solvers.pact_graph import ExpandedGraph
 
 _INF = np.inf
 
+#: Exponents of ``work["graph_vertices"]`` implied by the graph's layout
+#: (issue 18; read by reports/complexity.py): K̄·|M|·|N|·L·T vertices per
+#: dataset set with L = max(200, 20·K̄) loss buckets by default (∝ K̄ for
+#: K̄ ≥ 10) and T = 1 time bucket by default; S sizes only the SAA check.
+WORK_EXPONENTS = {"graph_vertices": {"horizon": 2.0, "n_models": 1.0, "n_clusters": 1.0,
+                                     "scenarios": 0.0}}
+
 
 def _loss_resolution(instance, params) -> int:
     """The loss buckets used: the parameter, or max(200, 20·K̄) when it is 0.
@@ -173,8 +180,54 @@ class PactRun:
     sp_calls: int = 0
 
 
+def score_paths(graph: ExpandedGraph, paths: dict, e: int, m: int | None, b: int, t: int,
+                W_prefix: float, C_prefix: float, irreversible_risk: float = 1.0):
+    """Alg. 3 (CHOOSEACTION): the score of every feasible path, and the best one.
+
+    Parameters
+    ----------
+    graph : ExpandedGraph
+    paths : dict
+        :meth:`ExpandedGraph.feasible_paths` from the current vertex (e, m, ·, b, t).
+    W_prefix, C_prefix : float
+        Edge weights and time already committed: the score's weight[p] is the
+        closed-form real-x cost ``(W_prefix + W)² / (Tmax − C_prefix − C)``
+        (open loop: the committed prefix's weights and communication time;
+        closed loop: ``W_prefix = 0`` and ``C_prefix`` = the elapsed time, so
+        only the remaining path is priced with the remaining time).
+    irreversible_risk : float
+
+    Returns
+    -------
+    (int, ndarray, ndarray, ndarray)
+        Index of the best path, and the score, opp and risk of every path.
+    """
+    inst = graph.instance
+    W, C, Le, Lr, first = paths["W"], paths["C"], paths["Le"], paths["Lr"], paths["first"]
+    denom = inst.time_max - C_prefix - C
+    with np.errstate(divide="ignore", invalid="ignore"):
+        cost = np.where(denom > 0, (W_prefix + W) ** 2 / np.where(denom > 0, denom, 1.0), _INF)
+        opp = np.where(Lr < 0, Le / np.where(Lr < 0, Lr, -1.0), 1.0)
+    opp = np.maximum(opp, 1.0)
+    if m is None:
+        risk = np.ones_like(W)
+    else:
+        via = graph.via_costs(m)[e + 1]
+        wr = np.empty_like(W)
+        for a in np.unique(first):
+            a2, an = int(a // graph.N), int(a % graph.N)
+            b1, t1 = graph.landing(e, m, b, t, a2, an)
+            wr[first == a] = graph.weight[a2, an] + float(via[a2, an, b1, t1])
+        with np.errstate(divide="ignore", invalid="ignore"):
+            ratio = np.where(W > 0, wr / np.where(W > 0, W, 1.0), 1.0)
+        risk = np.where(np.isfinite(wr), np.maximum(ratio, 1.0), irreversible_risk)
+    score = cost * risk / opp
+    best = int(np.lexsort((paths["end"], W, score))[0])
+    return best, score, opp, risk
+
+
 def pact_decisions(graph: ExpandedGraph, irreversible_risk: float = 1.0) -> PactRun:
-    """PACT's loop: re-plan from the robust-estimated state, commit one action.
+    """PACT's open loop: re-plan from the robust-estimated state, commit one action.
 
     Parameters
     ----------
@@ -204,33 +257,15 @@ def pact_decisions(graph: ExpandedGraph, irreversible_risk: float = 1.0) -> Pact
                                sp_calls=sp_calls)
             return PactRun(models, clusters, decisions, f"no feasible path left at epoch {e}",  # pragma: no cover
                            sp_calls=sp_calls)
-        W, C, Le, Lr, first = paths["W"], paths["C"], paths["Le"], paths["Lr"], paths["first"]
-        denom = inst.time_max - C_prefix - C
-        with np.errstate(divide="ignore", invalid="ignore"):
-            cost = np.where(denom > 0, (W_prefix + W) ** 2 / np.where(denom > 0, denom, 1.0), _INF)
-            opp = np.where(Lr < 0, Le / np.where(Lr < 0, Lr, -1.0), 1.0)
-        opp = np.maximum(opp, 1.0)
-        if m is None:
-            risk = np.ones_like(W)
-        else:
-            via = graph.via_costs(m)[e + 1]
+        if m is not None:
             sp_calls += 1
-            wr = np.empty_like(W)
-            for a in np.unique(first):
-                a2, an = int(a // graph.N), int(a % graph.N)
-                b1, t1 = graph.landing(e, m, b, t, a2, an)
-                wr[first == a] = graph.weight[a2, an] + float(via[a2, an, b1, t1])
-            with np.errstate(divide="ignore", invalid="ignore"):
-                ratio = np.where(W > 0, wr / np.where(W > 0, W, 1.0), 1.0)
-            risk = np.where(np.isfinite(wr), np.maximum(ratio, 1.0), irreversible_risk)
-        score = cost * risk / opp
-        best = int(np.lexsort((paths["end"], W, score))[0])
-        a = int(first[best])
+        best, score, opp, risk = score_paths(graph, paths, e, m, b, t, W_prefix, C_prefix, irreversible_risk)
+        a = int(paths["first"][best])
         m2, n2 = a // graph.N, a % graph.N
         b1, t1 = graph.landing(e, m, b, t, m2, n2)
         decisions.append({
             "epoch": e + 1, "model": inst.models[m2].name, "cluster": inst.clusters[n2].name,
-            "candidates": int(W.size), "score": float(score[best]), "opp": float(opp[best]),
+            "candidates": int(paths["W"].size), "score": float(score[best]), "opp": float(opp[best]),
             "risk": float(risk[best]), "robust_loss": inst.loss_max + b1 * graph.gl,
         })
         W_prefix += graph.weight[m2, n2]
@@ -270,7 +305,35 @@ class Pact(Solver):
                                      "at robust_quantile", low=0.0, high=1.0 - 1e-9),
         "quantile_bisections": Param(6, int, "bisection steps of that search (0 = go straight to the minimum)",
                                      low=0),
+        "mode": Param("closed-loop", str, "closed-loop: in closed-loop simulation PACT re-plans every epoch "
+                      "from the observed state (its paper); open-loop: it follows its plan (re-planned from "
+                      "robust predictions). The static plan is the same in both modes",
+                      choices=("closed-loop", "open-loop")),
+        "memo_loss": Param(1, int, "closed loop: PACT loss buckets merged into one decision cell", low=1),
+        "memo_time": Param(100, int, "closed loop: elapsed-time cells up to Tmax for the decision memo",
+                           low=1),
     }
+
+    def closed_loop_policy(self, instance, result, **params):
+        """Closed-loop PACT (:class:`~deplbench.solvers.pact_policy.PactPolicy`) in
+        ``mode="closed-loop"``; None (the plan is simulated as a fixed plan) in
+        ``mode="open-loop"`` or when the run returned no plan.
+
+        The policy re-uses the open-loop run's choices: its dataset set and
+        the robust quantile its graph was built at (``diagnostics``).
+        """
+        from deplbench.solvers.pact_policy import PactPolicy
+
+        params = self.resolve_params(params)
+        diag = result.diagnostics or {}
+        if params["mode"] == "open-loop" or result.plan is None or "datasets" not in diag:
+            return None
+        subset = tuple(diag["datasets"])
+        q = float(diag["graphs"][",".join(subset)]["robust_quantile"])
+        graph = ExpandedGraph(instance, data_setting(instance, subset), q, _loss_resolution(instance, params),
+                              params["time_resolution"])
+        return PactPolicy(instance, graph, result.plan.datasets, result.plan, params["irreversible_risk"],
+                          params["memo_loss"], params["memo_time"])
 
     def run(self, instance, **params) -> SolveResult:
         self._validate(instance, params)
@@ -298,7 +361,8 @@ class Pact(Solver):
         # graphs built (the quantile search), re-plans (one per committed
         # epoch) and shortest-path computations, also per re-plan.
         work["shortest_path_calls_per_replan"] = work["shortest_path_calls"] / max(work["replans"], 1)
-        diag = {"graphs": graph_info, "scenarios": scen.n_scenarios, "work": work}
+        diag = {"graphs": graph_info, "scenarios": scen.n_scenarios, "work": work,
+                "work_exponents": WORK_EXPONENTS}
         if not runs:
             first = next(iter(graph_info.values()))
             return infeasible(first["reason"], **diag)

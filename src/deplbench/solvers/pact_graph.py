@@ -46,6 +46,8 @@ _INF = np.inf
 #: Round-off guard of the ceil() casts of Alg. 1 lines 17–18: an increment
 #: that is an exact multiple of the resolution must not gain a bucket.
 _CEIL_EPS = 1e-9
+#: Current models whose risk-term layers (Alg. 3 line 11) are kept at once.
+_VIA_KEEP = 4
 
 
 def _jump_estimates(instance, q: float) -> tuple[np.ndarray, np.ndarray]:
@@ -227,7 +229,12 @@ class ExpandedGraph:
             V[m0] = J[m0]
             layers[e] = V.astype(np.float32)
             J_next, V_next = J, V
-        self._via_cache = {m0: layers}               # one model at a time bounds memory
+        # Bounded memory: keep the layers of at most _VIA_KEEP current models
+        # (the closed-loop policy alternates between models; the open loop
+        # asks for one model at a time).
+        while len(self._via_cache) >= _VIA_KEEP:
+            self._via_cache.pop(next(iter(self._via_cache)))
+        self._via_cache[m0] = layers
         return layers
 
     # ---------------------------------------------------- forward DP (Alg. 2)

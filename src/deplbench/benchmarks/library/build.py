@@ -189,7 +189,7 @@ def _build_entry(root: Path, entry: LibraryEntry, time_limit: float, gap: float,
             rec.update(rows=out.rows, cols=out.cols, nonzeros=out.nonzeros, integers=out.integers,
                        mps_solver_version=out.version, mps_status=out.status, mps_value=out.primal,
                        mps_bound=out.dual, mps_gap=out.gap, mps_seconds=round(out.seconds, 3),
-                       mps_nodes=out.nodes)
+                       mps_nodes=out.nodes, mps_retries=out.retries)
             rec["solu_solver"] = "highs"
             if out.status not in ("optimal", "infeasible"):
                 # HiGHS did not finish (or failed numerically): a second

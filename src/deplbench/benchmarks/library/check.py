@@ -24,18 +24,7 @@ from deplbench.errors import SolverError
 from deplbench.benchmarks.library.build import SOLU, library_files
 from deplbench.benchmarks.library.mps import MPS_SOLVERS, solve_mps
 from deplbench.benchmarks.library.solu import read_solu, agrees
-
-#: Shift of the shifted geometric mean of solve times (seconds), as in Mittelmann's tables.
-SHIFT_S = 10.0
-
-
-def shifted_geomean(values, shift: float = SHIFT_S) -> float:
-    """exp(mean(log(t + shift))) − shift; NaN for no values."""
-    vals = [float(v) for v in values]
-    if not vals:
-        return math.nan
-    return math.exp(sum(math.log(v + shift) for v in vals) / len(vals)) - shift
-
+from deplbench.benchmarks.sgm import SHIFT_S, shifted_geomean  # noqa: F401 - re-exported
 
 def _check_args(solvers, time_limit, gap, rel_tol) -> None:
     """Raise :class:`SolverError` naming the first invalid argument."""

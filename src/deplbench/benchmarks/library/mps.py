@@ -21,7 +21,7 @@ import time
 from dataclasses import asdict, dataclass
 
 from deplbench.errors import SolverError
-from deplbench.formulations.milp.backends import quiet_stdout
+from deplbench.formulations.milp.backends import SOLVE_ERROR_RETRIES, _tolerances, quiet_stdout
 
 #: Solvers that can re-solve a library file.
 MPS_SOLVERS = ("highs", "scip")
@@ -51,6 +51,8 @@ class MpsOutcome:
         Size of the model as the solver read it.
     message : str
         Solver status text or the error.
+    retries : int
+        Extra HiGHS runs after a "Solve error" (:func:`_highs_runs`).
     """
 
     solver: str
@@ -66,6 +68,7 @@ class MpsOutcome:
     nonzeros: int
     integers: int
     message: str = ""
+    retries: int = 0
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -131,6 +134,8 @@ def solve_mps(path: str, solver: str = "highs", time_limit: float = 60.0, gap: f
 
 
 def _solve_highs(path, time_limit, gap, threads, seed) -> MpsOutcome:
+    """HiGHS on the file; a "Solve error" is run again with tighter row
+    tolerances (see :func:`_highs_runs`)."""
     import highspy
 
     with quiet_stdout():
@@ -139,7 +144,6 @@ def _solve_highs(path, time_limit, gap, threads, seed) -> MpsOutcome:
         h.setOptionValue("output_flag", False)
         h.setOptionValue("threads", int(threads))
         h.setOptionValue("random_seed", int(seed))
-        h.setOptionValue("time_limit", float(time_limit))
         h.setOptionValue("mip_rel_gap", float(gap))
         h.setOptionValue("mip_abs_gap", 0.0)
         st = h.readModel(path)
@@ -148,14 +152,15 @@ def _solve_highs(path, time_limit, gap, threads, seed) -> MpsOutcome:
                           f"HiGHS could not read {path!r}")
     lp = h.getLp()
     integers = sum(1 for t in (lp.integrality_ or []) if t != highspy.HighsVarType.kContinuous)
-    t0 = time.perf_counter()
-    with quiet_stdout():
-        h.run()
-    seconds = time.perf_counter() - t0
+    seconds, nodes, retries = _highs_runs(h, time_limit, gap)
     ms = h.getModelStatus()
     info = h.getInfo()
     S = highspy.HighsModelStatus
     text = h.modelStatusToString(ms)
+    if retries:
+        tol = _tolerances(gap, retries)["mip_feasibility_tolerance"]
+        text += (f" (after {retries} {'retry' if retries == 1 else 'retries'} of a 'Solve error', the last "
+                 f"with mip_feasibility_tolerance {tol:g})")
     status = {S.kOptimal: "optimal", S.kInfeasible: "infeasible", S.kTimeLimit: "time_limit",
               S.kUnbounded: "unbounded"}.get(ms, "error")
     has_x = info.primal_solution_status == 2
@@ -165,9 +170,48 @@ def _solve_highs(path, time_limit, gap, threads, seed) -> MpsOutcome:
         dual = None
     if status == "optimal" and dual is None:
         dual = primal
+    if status == "error" and not has_x:
+        dual = None                      # a failed run proves nothing
     return MpsOutcome("highs", version, status, primal, dual, relative_gap(primal, dual),
-                      seconds, int(info.mip_node_count) if integers else 0, int(lp.num_row_),
-                      int(lp.num_col_), int(len(lp.a_matrix_.value_)), integers, text)
+                      seconds, nodes if integers else 0, int(lp.num_row_),
+                      int(lp.num_col_), int(len(lp.a_matrix_.value_)), integers, text, retries)
+
+
+def _highs_runs(h, time_limit: float, gap: float) -> tuple[float, int, int]:
+    """Run ``h`` once, and again while it ends in "Solve error" (at most
+    :data:`~deplbench.formulations.milp.backends.SOLVE_ERROR_RETRIES` times),
+    each retry with the row tolerances ten times tighter
+    (:func:`~deplbench.formulations.milp.backends._tolerances`), within the
+    one time limit. HiGHS ≥ 1.12 can end a MIP in "Solve error" when its
+    final check on the un-presolved model sees a λ-cut row violated by the
+    feasibility tolerance plus round-off, e.g. 1.00001e-6 > 1e-6
+    (ERGO-Code/HiGHS issue #2782; the library's ``knapsack-weakly-n10``). A
+    retry is a new solve whose result HiGHS proves afresh; nothing of the
+    failed run is kept. The first run uses HiGHS's defaults, as any user's.
+
+    Returns (seconds of all runs, nodes of all runs, retries).
+    """
+    import highspy
+
+    t0 = time.perf_counter()
+    nodes = 0
+    retries = 0
+    for attempt in range(SOLVE_ERROR_RETRIES + 1):
+        left = float(time_limit) - (time.perf_counter() - t0)
+        if attempt:
+            if left <= 0:
+                break
+            h.clearSolver()              # start afresh: no state of the failed run
+            for key, value in _tolerances(gap, attempt).items():
+                h.setOptionValue(key, value)
+            retries = attempt
+        h.setOptionValue("time_limit", max(left, 1e-3))
+        with quiet_stdout():
+            h.run()
+        nodes += max(0, int(h.getInfo().mip_node_count))
+        if h.getModelStatus() != highspy.HighsModelStatus.kSolveError:
+            break
+    return time.perf_counter() - t0, nodes, retries
 
 
 def _highs_version(h) -> str:

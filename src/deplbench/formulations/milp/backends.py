@@ -7,7 +7,9 @@ What is here
 * :class:`_PyomoBackend` — a Pyomo model through Pyomo's persistent
   ``appsi_highs`` interface (the naive formulation, or a matrix model turned
   into Pyomo by :func:`_pyomo_from_matrix` with ``backend="pyomo"``).
-* :func:`make_backend` — the choice between them for one built model.
+* :func:`make_backend` — the choice between them for one built model, and
+  the solver peers: SCIP (:mod:`.scip`) and any Pyomo ``SolverFactory``
+  solver (:mod:`.pyomo_peer`); which names exist: :mod:`.peers`.
 
 Every backend offers ``solve(time_left, rel_gap, node_limit)`` →
 :class:`_MasterOutcome`, ``add_cut(cols, vals, lo)``, ``set_start(x)``,
@@ -426,10 +428,16 @@ def make_backend(model, backend: str, threads: int, seed: int, verbose: bool = F
     A model with ``mm`` (a :class:`_MatrixModel`) goes to highspy directly
     (``backend="highs"``), through Pyomo (``backend="pyomo"``) or to SCIP
     (``solver="scip"``, see :mod:`.scip`); a model with ``pyomo_model`` and
-    ``xvars`` (the naive one) always through Pyomo to HiGHS.
+    ``xvars`` (the naive one) through Pyomo to HiGHS. ``solver="pyomo:NAME"``
+    sends either kind to Pyomo's ``SolverFactory(NAME)`` (:mod:`.pyomo_peer`;
+    names and availability in :mod:`.peers`).
     Returns (backend object, name of the route actually used).
     """
     mm = getattr(model, "mm", None)
+    if solver.startswith("pyomo:"):
+        from deplbench.formulations.milp.pyomo_peer import _PyomoPeerBackend
+
+        return _PyomoPeerBackend.from_model(solver, model, threads, seed, verbose), solver
     if solver == "scip":
         from deplbench.formulations.milp.scip import _ScipBackend
 

@@ -133,6 +133,7 @@ import time
 import numpy as np
 
 from deplbench.errors import SolverError
+from deplbench.formulations.milp.general_groups import GroupPool, GroupTables
 from deplbench.formulations.milp.general_leaves import Leaves
 from deplbench.formulations.milp.general_search import MU_FACTORS, BlockSearch, Config, Problem, prunable
 from deplbench.formulations.plan import Epoch, Plan
@@ -143,6 +144,8 @@ from deplbench.formulations.scenarios import ScenarioSampler, allowed_violations
 MAX_DATASETS_GENERAL = 12
 #: Re-set λ to the incumbent's time price when they differ by more than this.
 LAMBDA_RESET = 0.02
+#: Share of the time limit the root Kelley loops of the group pool may take.
+POOL_SHARE = 0.3
 #: Memory (GiB) the bound tables may take (as the MILP's default memory_limit).
 MEMORY_LIMIT_GIB = 2.0
 
@@ -371,6 +374,36 @@ def solve_general(instance, scenarios: int = 1000, seed: int = 0, time_limit: fl
     lam = max((k_est * root / slack) ** 2, 1e-12)
     est_cost = k_est ** 2 * root ** 2 / slack
     lam_resets = 0
+    # the scenario-group bound (general_groups.py): one pool of multipliers for every search,
+    # filled by Kelley's method on the optimistic root configuration within a share of the time
+    pool = None
+    if S > 1:
+        k_root = _kmax(prob, prob.weights(root_cfg, lam), prob.tmin(root_cfg), -lam * prob.T, math.inf)
+        if k_root >= 1:
+            s_root = BlockSearch(prob, root_cfg, lam, k_root, est_cost / max(prob.l0 - prob.lmax, 1e-12))
+            pool = GroupPool(prob, np.argsort(-s_root.scenario_root_bounds(), kind="stable"))
+            pool.extend(s_root, t0 + POOL_SHARE * (deadline - t0))
+            if root_cfg.classes and all(c is not None for c in root_cfg.classes):
+                for seq in pool.feasible_columns(s_root, pool.columns):
+                    leaves.evaluate(s_root, seq, tol)
+    probed: set = set()
+
+    def refresh_pool(lam_new, ub_now):
+        # multipliers tuned to the new λ (the old ones stay: every π is valid)
+        if pool is None:
+            return
+        kr = _kmax(prob, prob.weights(root_cfg, lam_new), prob.tmin(root_cfg), -lam_new * prob.T, ub_now)
+        if kr >= 1:
+            now = time.perf_counter()
+            mu = (ub_now if math.isfinite(ub_now) else est_cost) / max(prob.l0 - prob.lmax, 1e-12)
+            pool.extend(BlockSearch(prob, root_cfg, lam_new, kr, mu), now + 0.1 * (deadline - now), iters=15)
+
+    def make_search(cfg, lam, kmax, mu_ref):
+        search = BlockSearch(prob, cfg, lam, kmax, mu_ref)
+        if pool is not None and pool.complete:
+            search.groups = GroupTables(pool, search)
+        return search
+
     lb_discard = math.inf
     nodes = leaves_seen = boxes = 0
     counter = itertools.count()
@@ -382,7 +415,7 @@ def solve_general(instance, scenarios: int = 1000, seed: int = 0, time_limit: fl
         w = prob.weights(cfg, lam)
         const = -lam * prob.T + (0.0 if prob.per_epoch else float(cfg.beta.sum()))
         kmax = _kmax(prob, w, prob.tmin(cfg), const, math.inf)
-        rb = BlockSearch(prob, cfg, lam, kmax, est_cost / max(prob.l0 - prob.lmax, 1e-12)).root_bound() \
+        rb = make_search(cfg, lam, kmax, est_cost / max(prob.l0 - prob.lmax, 1e-12)).root_bound() \
             if kmax >= 1 else math.inf
         heapq.heappush(heap, (rb, next(counter), box))
     timed_out = False
@@ -416,7 +449,20 @@ def solve_general(instance, scenarios: int = 1000, seed: int = 0, time_limit: fl
         if kmax < 1:
             lb_discard = min(lb_discard, ub)
             continue
-        search = BlockSearch(prob, cfg, lam, kmax, mu_ref)
+        search = make_search(cfg, lam, kmax, mu_ref)
+        if box.is_leaf() and pool is not None and box.ranges not in probed:
+            # the DP paths of the pool's multipliers on this assignment are plans: try them
+            probed.add(box.ranges)
+            for seq in pool.probe(search):
+                leaves.evaluate(search, seq, tol)
+            ub = leaves.best_cost
+            price = leaves.best_price
+            if price > 0 and abs(math.log(price / lam)) > math.log(1 + LAMBDA_RESET) and lam_resets < 8:
+                lam = price
+                lam_resets += 1
+                refresh_pool(lam, ub)
+                heapq.heappush(heap, (bound, next(counter), box))
+                continue
         rb = max(search.root_bound(), bound)
         if prunable(rb, ub, tol):
             lb_discard = min(lb_discard, rb)
@@ -444,6 +490,7 @@ def solve_general(instance, scenarios: int = 1000, seed: int = 0, time_limit: fl
         if stats.get("aborted"):
             lam = leaves.best_price
             lam_resets += 1
+            refresh_pool(lam, leaves.best_cost)
             heapq.heappush(heap, (rb, next(counter), box))
             continue
         if stats["timeout"]:
@@ -460,6 +507,7 @@ def solve_general(instance, scenarios: int = 1000, seed: int = 0, time_limit: fl
                 and leaves.best_cost < ub):
             lam = price
             lam_resets += 1
+            refresh_pool(lam, leaves.best_cost)
             heapq.heappush(heap, (rb, next(counter), box))
             continue
         lb_discard = min(lb_discard, stats["lb"])
@@ -475,7 +523,7 @@ def solve_general(instance, scenarios: int = 1000, seed: int = 0, time_limit: fl
         const = -lam * prob.T + (0.0 if prob.per_epoch else float(cfg.beta.sum()))
         kmax = _kmax(prob, prob.weights(cfg, lam), prob.tmin(cfg), const, leaves.best_cost)
         mu_ref = (leaves.best_cost if math.isfinite(leaves.best_cost) else est_cost) / max(prob.l0 - prob.lmax, 1e-12)
-        rb = BlockSearch(prob, cfg, lam, kmax, mu_ref).root_bound() if kmax >= 1 else math.inf
+        rb = make_search(cfg, lam, kmax, mu_ref).root_bound() if kmax >= 1 else math.inf
         open_bounds.append(max(b, rb))
     open_bounds += [b for b, _, _ in heap[n_rebound:]]
     diag.update(nodes=nodes, leaves=leaves_seen, boxes=boxes, leaf_evaluations=leaves.evaluations,
@@ -483,8 +531,11 @@ def solve_general(instance, scenarios: int = 1000, seed: int = 0, time_limit: fl
     limit = "node limit" if hit_node_limit else "time limit"
     if leaves.best is None:
         if timed_out:
+            # the open and discarded boxes' bounds are valid without a plan too
+            lower = min([lb_discard] + open_bounds)
             return SolveResult(algorithm="milp", status="error" if hit_node_limit else "time_limit",
-                               message=f"{limit} reached before any plan", params=params, diagnostics=diag)
+                               message=f"{limit} reached before any plan", params=params, diagnostics=diag,
+                               lower_bound=lower if math.isfinite(lower) else None)
         return SolveResult(algorithm="milp", status="infeasible", message=(
             f"no plan of at most K̄ = {inst.horizon} epochs meets both the quantile (at most {p} of {S} "
             f"in-sample scenarios above ℓmax = {prob.lmax:g}) and Tmax = {prob.T:g} (exhaustive search)"),

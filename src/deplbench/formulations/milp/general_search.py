@@ -176,8 +176,10 @@ class BlockSearch:
                 elif P.allowed[mv, mu_]:
                     out.append((u, P.switch_index[(mv, mu_)]))
             self.succ.append(out)
+        self.mu_ref = float(mu_ref)
         self.mus = float(mu_ref) * MU_FACTORS
         self.abort = False
+        self.groups = None      # a general_groups.GroupBound, attached by the caller
         self._table()
 
     # ------------------------------------------------------------------ bound
@@ -232,20 +234,32 @@ class BlockSearch:
             Dn[k] = np.minimum(dn.min(axis=2), 0.0)
         self.V, self.Vm, self.U, self.Dn = V, Vm, U, Dn
 
-    def completion_bound(self, k: np.ndarray, v: int, L: np.ndarray) -> np.ndarray:
+    def completion_bound(self, k: np.ndarray, v: int, L: np.ndarray, skip=None) -> np.ndarray:
         """Lower bound on the linear weight of any completion, per candidate.
 
-        ``k`` (C,) epochs done, ``L`` (S, C) losses; returns (C,).
+        ``k`` (C,) epochs done, ``L`` (S, C) losses; returns (C,). The
+        bound is the largest of the scenario-group bound (``general_groups``),
+        the per-scenario bound and the mean bound; ``skip(bound) -> bool mask``
+        marks candidates the group bound already prunes (the others are not
+        computed for them: any valid bound is enough to prune).
         """
         P = self.prob
-        Vk = self.V[k, :, :, v]                                            # (C, nμ, S)
-        cb = (Vk + self.mus[None, :, None] * (L.T[:, None, :] - P.lmax)).max(axis=1)   # (C, S)
-        np.maximum(cb, 0.0, out=cb)
-        if P.p == 0:
-            q = cb.max(axis=1)
-        else:
-            q = np.partition(cb, P.S - P.p - 1, axis=1)[:, P.S - P.p - 1]
-        out = np.maximum(q, self.mean_bound(k, v, L))
+        out = np.zeros(k.size)
+        todo = np.arange(k.size)
+        if self.groups is not None:
+            out = self.groups.bound(k, v, L)
+            if skip is not None:
+                todo = np.nonzero(~skip(out))[0]
+        if todo.size:
+            kt, Lt = k[todo], L[:, todo]
+            Vk = self.V[kt, :, :, v]                                            # (C, nμ, S)
+            cb = (Vk + self.mus[None, :, None] * (Lt.T[:, None, :] - P.lmax)).max(axis=1)   # (C, S)
+            np.maximum(cb, 0.0, out=cb)
+            if P.p == 0:
+                q = cb.max(axis=1)
+            else:
+                q = np.partition(cb, P.S - P.p - 1, axis=1)[:, P.S - P.p - 1]
+            out[todo] = np.maximum(out[todo], np.maximum(q, self.mean_bound(kt, v, Lt)))
         # μ → ∞: scenarios no completion can bring to ℓmax (min-plus DP)
         unreachable = np.count_nonzero(L.T + self.Dn[k, :, v] > P.lmax + LOSS_TOL, axis=1)
         out[unreachable > P.p] = math.inf
@@ -271,20 +285,24 @@ class BlockSearch:
         val = Vm + (self.mus[None, :] / S) * (low[:, None] - topU[:, None])
         return np.maximum(val.max(axis=1), 0.0)
 
+    def scenario_root_bounds(self) -> np.ndarray:
+        """cb_s at the root: the per-scenario completion bound of the empty plan (S,)."""
+        P = self.prob
+        # enter v at epoch 0 from the empty plan: w_v − μγ a + V[1]
+        enter = (self.w[None, None, :] - self.mus[:, None, None] * (self.vgamma[None, :] * P.a[:, 0, self.vm])[None]
+                 + self.V[1])                                                # (nμ, S, nv)
+        cbv = enter.min(axis=2) + self.mus[:, None] * (P.l0 - P.lmax)
+        return np.maximum(cbv.max(axis=0), 0.0)
+
     def root_bound(self) -> float:
         """Bound on every plan of this configuration (the first block is free)."""
         P = self.prob
-        L0 = np.full((P.S, 1), P.l0)
-        best = math.inf
-        V1 = self.V[1] if self.kmax >= 1 else None
-        if V1 is None:
+        if self.kmax < 1:
             return math.inf
-        # enter v at epoch 0 from the empty plan: w_v − μγ a + V[1]
-        enter = (self.w[None, None, :] - self.mus[:, None, None] * (self.vgamma[None, :] * P.a[:, 0, self.vm])[None]
-                 + V1)                                                       # (nμ, S, nv)
-        cbv = enter.min(axis=2) + self.mus[:, None] * (L0[:, 0][None, :] - P.lmax)
-        cb = np.maximum(cbv.max(axis=0), 0.0)
+        cb = self.scenario_root_bounds()
         q = cb.max() if P.p == 0 else np.partition(cb, P.S - P.p - 1)[P.S - P.p - 1]
+        if self.groups is not None:
+            q = max(float(q), self.groups.root())
         best = float(q) + self.const
         first = (-(self.vgamma[None, :] * P.a[:, 0, self.vm]) + self.Dn[1]).min(axis=1) + P.l0
         if np.count_nonzero(first > P.lmax + LOSS_TOL) > P.p:
@@ -357,13 +375,18 @@ class BlockSearch:
                         stats["aborted"] = True
                         return stats
                 if inner.size:
-                    cbs = self.completion_bound(k + lens[inner], u, losses[:, inner])
-                    bounds = Wl[inner] + cbs + self.const
-                    for i, b in zip(inner, bounds):
-                        if cut(b):
-                            stats["lb"] = min(stats["lb"], b)
-                            continue
-                        children.append((b, k + int(lens[i]), u, losses[:, i].copy(), float(Wl[i]),
+                    base = Wl[inner] + self.const
+                    cbs = self.completion_bound(k + lens[inner], u, losses[:, inner],
+                                                skip=lambda b, base=base: base + b >= ub_box[0] - prune_tol * abs(ub_box[0])
+                                                if math.isfinite(ub_box[0]) else np.zeros(b.size, bool))
+                    # a child's completions are its parent's: the parent's bound holds too
+                    bounds = np.maximum(Wl[inner] + cbs + self.const, bound)
+                    thr = ub_box[0] - prune_tol * abs(ub_box[0]) if math.isfinite(ub_box[0]) else math.inf
+                    pruned = bounds >= thr
+                    if pruned.any():
+                        stats["lb"] = min(stats["lb"], float(bounds[pruned].min()))
+                    for i, b in zip(inner[~pruned], bounds[~pruned]):
+                        children.append((float(b), k + int(lens[i]), u, losses[:, i].copy(), float(Wl[i]),
                                          seq + ((u, int(lens[i])),)))
             children.sort(key=lambda c: -c[0])        # best bound popped first
             stack.extend(children)

@@ -19,8 +19,9 @@ from deplbench.errors import SolverError
 
 #: Backends for the matrix formulations ("highs": matrices straight to highspy).
 BACKENDS = ("highs", "pyomo")
-#: MILP solvers the cut loop can drive: HiGHS always; SCIP through pyscipopt
-#: (the ``[peers]`` extra) for the matrix formulations.
+#: MILP solvers with a backend of their own: HiGHS always; SCIP through
+#: pyscipopt (the ``[peers]`` extra) for the matrix formulations. Any Pyomo
+#: SolverFactory solver is reached as ``"pyomo:NAME"`` (see .peers).
 SOLVERS = ("highs", "scip")
 #: Largest |D| handled exactly by enumerating each cluster's dataset subset.
 MAX_DATASETS = 6
@@ -102,18 +103,9 @@ def check_options(scenarios, seed, time_limit, gap, threads, formulation, write_
         raise SolverError(f"formulation: must be one of {list(formulations)}, got {formulation!r}")
     if backend not in BACKENDS:
         raise SolverError(f"backend: must be one of {list(BACKENDS)}, got {backend!r}")
-    if solver not in SOLVERS:
-        raise SolverError(f"solver: must be one of {list(SOLVERS)}, got {solver!r}")
-    if solver == "scip":
-        if formulation == "naive":
-            raise SolverError("solver: 'scip' solves the matrix formulations; naive is a Pyomo model "
-                              "(use solver='highs')")
-        if backend != "highs":
-            raise SolverError("solver: 'scip' reads the matrix model itself; use backend='highs' with it")
-        try:
-            import pyscipopt  # noqa: F401
-        except ImportError:
-            raise SolverError("solver: 'scip' needs pyscipopt (pip install 'deplbench[peers]')") from None
+    from deplbench.formulations.milp.peers import check_solver
+
+    check_solver(solver, "solver", formulation, backend)
     if node_limit is not None:
         _positive_int(node_limit, "node_limit")
     _positive_real(memory_limit, "memory_limit")

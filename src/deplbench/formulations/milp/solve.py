@@ -26,11 +26,11 @@ import numpy as np
 
 from deplbench.errors import SolverError
 from deplbench.formulations.milp import catalog
-from deplbench.formulations.milp.backends import highs_version, make_backend
+from deplbench.formulations.milp.backends import make_backend
 from deplbench.formulations.milp.bounds import _structural_bounds
 from deplbench.formulations.milp.cutloop import _cut_loop, _result
 from deplbench.formulations.milp.data import _Data, data_bytes, draw_seconds
-from deplbench.formulations.milp.scip import scip_version
+from deplbench.formulations.milp.peers import solver_version
 from deplbench.formulations.milp.options import (
     MAX_DATASETS,
     MEMORY_LIMIT_GIB,
@@ -81,10 +81,13 @@ def solve_milp(instance, scenarios: int = 1000, seed: int = 0, time_limit: float
     memory_limit : float, default 2
         GiB the scenario arrays and the model may take (estimated before
         building).
-    solver : {"highs", "scip"}
-        Which MILP solver the cut loop drives. ``"scip"`` (pyscipopt, the
-        ``[peers]`` extra) solves the matrix formulations with the same cut
-        loop, so the same exactness contract; ``diagnostics["solver"]`` and
+    solver : str, default "highs"
+        Which MILP solver the cut loop drives: ``"highs"``, ``"scip"``
+        (pyscipopt, the ``[peers]`` extra; matrix formulations) or
+        ``"pyomo:NAME"``, any Pyomo ``SolverFactory`` solver deplbench knows
+        the options of (:mod:`.peers`: ``pyomo:cbc``, ``pyomo:gurobi``,
+        ``pyomo:appsi_highs``, ...). Every one runs the same cut loop, so the
+        same exactness contract; ``diagnostics["solver"]`` and
         ``["solver_version"]`` record what ran.
 
     Returns
@@ -122,7 +125,7 @@ def solve_milp(instance, scenarios: int = 1000, seed: int = 0, time_limit: float
     t0 = time.perf_counter()
     deadline = t0 + (math.inf if time_limit is None else float(time_limit))
     diag: dict = {"formulation": formulation, "solver": solver,
-                  "solver_version": scip_version() if solver == "scip" else highs_version(),
+                  "solver_version": solver_version(solver),
                   "exactness": "real-x cost via exact λ cuts of the convex F(N); plan costed with allocate()"}
     memory_bytes = float(memory_limit) * 2**30
     if formulation == "general" or (formulation == "fast" and instance.n_datasets > MAX_DATASETS):
@@ -245,7 +248,11 @@ def _solve_stages(instance, scenarios, seed, time_limit, gap, threads, formulati
     diag["build_s"] = time.perf_counter() - t0
     diag["build_breakdown_s"] = {k: round(v, 4) for k, v in ctx.timing.items()}
     best = bounds.incumbent if (spec.incumbent or want) else None
-    return _cut_loop(data, model, be, best, gap, deadline, params, diag, t0, node_limit=node_limit)
+    res = _cut_loop(data, model, be, best, gap, deadline, params, diag, t0, node_limit=node_limit)
+    note = getattr(be, "bound_note", None)        # a solver peer that reports no dual bound (.pyomo_peer)
+    if note and res.status != "optimal":
+        res.message = f"{res.message}; {note}" if res.message else note
+    return res
 
 
 __all__ = ["solve_milp"]

@@ -1,0 +1,315 @@
+"""Scenario-group quantile bound for the ``general`` block search.
+
+Why
+---
+The per-scenario completion bound of :class:`~.general_search.BlockSearch`
+lets every scenario pick its own completion. With independent draws per
+(scenario, epoch, model) a scenario's own plan collects, epoch by epoch, the
+best of the models' draws and times its switches to its lowest jumps, so the
+(p+1)-th largest per-scenario optimum sits far below the cost of one plan for
+all scenarios (on the cyclic AlexNet, K̄ = 100, ℓmax = 9: 1282 against an
+optimum near 1750 at S = 100). The bound of this module forces *one*
+completion on a whole group of scenarios.
+
+The bound (proof)
+-----------------
+Fix a search node: k epochs done, last virtual model v, per-scenario losses
+L_s. A completion c (possibly empty) has a linear weight W(c) ≥ 0 (the
+λ-dual cost weights, ``general`` module docstring) and lowers scenario s's
+loss by Δ_s(c) (improvements minus switch jumps), so its final loss is
+L_s − Δ_s(c).
+
+1. *One group.* Let G be a set of scenarios and π ∈ R^G, π ≥ 0. If c leaves
+   every s ∈ G at or below ℓmax, then each term π_s (L_s − Δ_s(c) − ℓmax) is
+   ≤ 0, so
+
+       W(c) ≥ W(c) + Σ_{s∈G} π_s (L_s − Δ_s(c) − ℓmax)
+            ≥ min_{c'} [W(c') − Σ_{s∈G} π_s Δ_s(c')] + Σ_{s∈G} π_s (L_s − ℓmax)
+            = V^π(k, v) + π·(L_G − ℓmax),
+
+   where the minimum runs over *all* completions from (k, v) (every allowed
+   successor, every length, stopping included, at most kmax epochs in all),
+   a superset of those the search enumerates. W(c) is linear in the epochs
+   and Σ_s π_s Δ_s(c) is a sum of per-epoch and per-switch terms with the
+   aggregated draws Σ_s π_s a_s and Σ_s π_s J_s, so V^π is one backward
+   min-plus DP over (epoch, virtual model), exactly like the per-scenario
+   table but on one "pseudo-scenario" per π. Any π gives a valid bound; the
+   best π is the Lagrangian dual of "all of G satisfied", i.e. the LP
+   relaxation of that path problem with |G| side constraints. Hence
+   h_G := max(0, max_{π ∈ Π_G} [V^π(k, v) + π·(L_G − ℓmax)]) for any finite
+   pool Π_G of multipliers.
+2. *Quantile over groups.* Let G_1..G_r (r ≥ p+1) be disjoint. A completion
+   that leaves at most p scenarios above ℓmax (the SAA constraint) has a
+   violated member in at most p groups, so it satisfies every member of at
+   least r − p groups and W(c) ≥ h_{G_j} for each of them; therefore W(c) is
+   at least the (p+1)-th largest of h_{G_1}, .., h_{G_r}. With singleton
+   groups this is the per-scenario bound of ``general_search`` (Luedtke
+   2014's single-scenario subproblems, the order statistic of Xie & Ahmed
+   2018's quantile cuts); with larger groups it is the scenario-grouping
+   bound of Ahmed, Luedtke, Song & Xie (2017) and Deng et al. (2021), here
+   with a Lagrangian (rather than an exact) group subproblem.
+
+No quantity in the argument depends on how the groups or the π are chosen,
+so both are heuristics for strength only: we deal the scenarios, sorted by
+their per-scenario root bound (hardest first), round-robin into r = p+1
+groups (each group gets one of the p+1 hardest), and fill each pool by
+Kelley's cutting-plane method on the dual at the root state (column
+generation: each DP solution is a column; the LP over the columns gives the
+next π; every iterate is kept, it is valid everywhere).
+
+Measured (one run, load ≈ 5 on 2 cores): cyclic AlexNet K̄ = 100, ℓmax = 9,
+root bound 1282 → 1596 at S = 100 and 1244 → 1578 at S = 1000.
+
+References
+----------
+J. Luedtke, Math. Prog. 146 (2014) 219–244; W. Xie, S. Ahmed, Math. Prog.
+172 (2018) 621–646; S. Ahmed, J. Luedtke, Y. Song, W. Xie, "Nonanticipative
+duality, relaxations, and formulations for chance-constrained stochastic
+programs", Math. Prog. 162 (2017) 51–81; Y. Deng, H. Jia, S. Ahmed, J. Lee,
+S. Shen, "Scenario grouping and decomposition algorithms for
+chance-constrained programs", INFORMS J. Comput. 33 (2021) 757–773;
+J. Kelley, J. SIAM 8 (1960).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+
+import numpy as np
+from scipy.optimize import linprog
+
+#: Kelley iterations per group at the root (each is one DP and one small LP).
+MAX_ITERS = 40
+#: Stop a group's Kelley loop when LP bound − best dual value ≤ this × |best|.
+REL_TOL = 2e-3
+#: Upper bound on each π_s, relative to μ_ref (keeps Kelley's LP bounded).
+PI_BOX = 3.0
+
+
+class GroupPool:
+    """Scenario groups and the pool of multipliers π, shared by every search.
+
+    A π is valid for every configuration, λ and node (module docstring), so
+    the pool is filled once (and may grow) and each
+    :class:`~.general_search.BlockSearch` only builds its DP tables from it.
+
+    Parameters
+    ----------
+    prob : Problem
+    order : ndarray
+        Scenarios, hardest first; dealt round-robin into p + 1 groups.
+    """
+
+    def __init__(self, prob, order: np.ndarray):
+        self.prob = P = prob
+        self.r = P.p + 1
+        self.groups = [np.sort(order[j::self.r]) for j in range(self.r)]
+        self.pis: list[list[np.ndarray]] = [[] for _ in self.groups]    # per group, π on G
+        self.columns: list[np.ndarray] = []      # root sequences found by the DP (plans)
+        self.version = 0
+        self._pack()
+
+    def _pack(self) -> None:
+        """Dense (R, S) pool, group owner per row, and the aggregated draws."""
+        P = self.prob
+        rows, owner = [], []
+        for g, G in enumerate(self.groups):
+            for pi in self.pis[g]:
+                full = np.zeros(P.S)
+                full[G] = pi
+                rows.append(full)
+                owner.append(g)
+        self.Pi = np.array(rows).reshape(-1, P.S)
+        self.owner = np.array(owner, dtype=int)
+        # every group is present once filled; reduceat needs the first row of each
+        self.starts = np.searchsorted(self.owner, np.arange(self.r))
+        self.complete = all(len(x) > 0 for x in self.pis)
+        self.a = np.einsum("rs,skm->rkm", self.Pi, P.a)          # (R, K̄, M)
+        self.J = np.einsum("rs,skp->rkp", self.Pi, P.J)          # (R, K̄, P)
+        self.version += 1
+
+    def extend(self, search, deadline: float, k0: int = 0, v0: int = -1, L=None,
+               iters: int = MAX_ITERS) -> None:
+        """Kelley's method on every group's dual at node (k0, v0, L) of ``search``; keep every iterate."""
+        for g, G in enumerate(self.groups):
+            pi0 = self.pis[g][-1] if self.pis[g] else None
+            self.pis[g].extend(_kelley(self, search, G, deadline, k0, v0, L, pi0, iters))
+        self._pack()
+
+    def probe(self, search) -> list:
+        """Plans from the DP paths of the last π of every group on ``search``'s assignment."""
+        if self.Pi.shape[0] == 0 or search.kmax < 1:
+            return []
+        jidx = search._jump_index()
+        ends = list(self.starts[1:] - 1) + [self.Pi.shape[0] - 1]
+        seqs = [_path(search, jidx, self.a[r], self.J[r])[1] for r in ends]
+        return self.feasible_columns(search, seqs)
+
+    def feasible_columns(self, search, seqs) -> list:
+        """Distinct shortest SAA-feasible prefixes of DP sequences (incumbent candidates)."""
+        P, s = self.prob, search
+        out, seen = [], set()
+        for seq in seqs:
+            if seq.size == 0 or seq.max() >= s.nv:
+                continue
+            m = s.vm[seq]
+            k = np.arange(seq.size)
+            step = -(s.vgamma[seq][None, :] * P.a[:, k, m])
+            for e in range(1, seq.size):
+                if m[e] != m[e - 1]:
+                    step[:, e] += P.J[:, e, P.switch_index[(int(m[e - 1]), int(m[e]))]]
+            traj = P.l0 + np.cumsum(step, axis=1)
+            ok = np.count_nonzero(traj > P.lmax + 1e-9, axis=0) <= P.p
+            if ok.any():
+                pre = seq[: int(np.argmax(ok)) + 1]
+                key = tuple(pre.tolist())
+                if key not in seen:
+                    seen.add(key)
+                    out.append(pre)
+        return out
+
+
+def _path(search, jidx, a: np.ndarray, J: np.ndarray, k0: int = 0, v0: int = -1):
+    """min_c W(c) − Σ π_s Δ_s(c) over completions from (k0, v0), with the
+    aggregated draws ``a`` (K, M) and ``J`` (K, P) of one π; and the sequence.
+
+    From the root (v0 = −1) a completion has at least one epoch; from a node
+    it may be empty (value 0, empty sequence).
+    """
+    s = search
+    K, nv = s.kmax, s.nv
+    if k0 >= K:
+        return 0.0, np.zeros(0, dtype=int)
+    gain = s.vgamma[None, :] * a[:K, s.vm]                    # (K, nv)
+    V = np.zeros((K + 1, nv))
+    ch = np.full((K + 1, nv), -1)
+    rows = np.arange(nv)
+    for k in range(K - 1, k0, -1):
+        Jx = np.concatenate([J[k], [0.0, np.inf]])[jidx]   # (nv_from, nv_to)
+        tot = Jx + (s.w - gain[k] + V[k + 1])[None, :]
+        u = tot.argmin(axis=1)
+        val = tot[rows, u]
+        stop = val >= 0
+        V[k] = np.where(stop, 0.0, val)
+        ch[k] = np.where(stop, -1, u)
+    enter = s.w - gain[k0] + V[k0 + 1]
+    if v0 >= 0:
+        enter = enter + np.concatenate([J[k0], [0.0, np.inf]])[jidx[v0]]
+    v = int(enter.argmin())
+    if v0 >= 0 and enter[v] >= 0:
+        return 0.0, np.zeros(0, dtype=int)
+    seq = [v]
+    k = k0 + 1
+    while k < K and ch[k, v] >= 0:
+        v = int(ch[k, v])
+        seq.append(v)
+        k += 1
+    return float(enter[seq[0]]), np.array(seq)
+
+
+def _delta(prob, search, seq: np.ndarray, G: np.ndarray, k0: int = 0, v0: int = -1) -> np.ndarray:
+    """Δ_s of a completion ``seq`` from (k0, v0) for s ∈ G (loss decrease)."""
+    P, s = prob, search
+    if seq.size == 0:
+        return np.zeros(G.size)
+    full = np.concatenate([[v0], seq]) if v0 >= 0 else seq
+    m = s.vm[full]
+    off = 1 if v0 >= 0 else 0
+    k = k0 + np.arange(seq.size)
+    d = (s.vgamma[seq][None, :] * P.a[G][:, k, s.vm[seq]]).sum(axis=1)
+    for e in range(1, full.size):
+        if m[e] != m[e - 1]:
+            d -= P.J[G, k0 + e - off, P.switch_index[(int(m[e - 1]), int(m[e]))]]
+    return d
+
+
+def _kelley(pool: GroupPool, search, G: np.ndarray, deadline: float, k0: int = 0, v0: int = -1, L=None,
+            pi0=None, iters: int = MAX_ITERS) -> list:
+    """Cutting-plane ascent on max_π V^π(k0, v0) + π·(L_G − ℓmax), π ≥ 0 on G.
+
+    Returns every iterate π (each gives a valid bound everywhere)."""
+    P, s = pool.prob, search
+    g = G.size
+    jidx = s._jump_index()
+    box = PI_BOX * max(s.mu_ref, 1e-12)
+    slack = (np.full(g, P.l0) if L is None else L[G]) - P.lmax
+    pi = np.full(g, max(s.mu_ref, 1e-12) / g) if pi0 is None else pi0.copy()
+    aG, JG = P.a[G], P.J[G]
+    cols_A, cols_b, out = [], [], []
+    best = -math.inf
+    for _ in range(iters):
+        val, seq = _path(s, jidx, np.einsum("s,skm->km", pi, aG), np.einsum("s,skp->kp", pi, JG), k0, v0)
+        out.append(pi.copy())
+        best = max(best, val + float(pi @ slack))
+        if k0 == 0 and v0 < 0:
+            pool.columns.append(seq)
+        d = _delta(P, s, seq, G, k0, v0)
+        cols_A.append(np.concatenate([[1.0], -(slack - d)]))
+        cols_b.append(float(s.w[seq].sum()))
+        if time.perf_counter() > deadline:
+            break
+        res = linprog(np.concatenate([[-1.0], np.zeros(g)]), A_ub=np.array(cols_A), b_ub=np.array(cols_b),
+                      bounds=[(None, None)] + [(0.0, box)] * g, method="highs")
+        if res.status != 0:
+            break
+        pi = np.clip(res.x[1:], 0.0, box)
+        if -res.fun - best <= REL_TOL * max(abs(best), 1e-12):
+            out.append(pi.copy())
+            break
+    pool.last_best = best
+    return out
+
+
+class GroupTables:
+    """V^π(k, v) of every π of a :class:`GroupPool` for one search, and the bound."""
+
+    def __init__(self, pool: GroupPool, search):
+        self.pool, self.search = pool, search
+        P = pool.prob
+        K, nv = search.kmax, search.nv
+        self.Pi, self.starts = pool.Pi, pool.starts
+        R = self.Pi.shape[0]
+        a, J = pool.a[:, :K], pool.J[:, :K]
+        jidx = search._jump_index()
+        V = np.zeros((K + 1, R, nv))
+        tail = np.broadcast_to(np.array([[0.0, np.inf]]), (R, 2))
+        for k in range(K - 1, -1, -1):
+            Jx = np.concatenate([J[:, k, :], tail], axis=1)[:, jidx]   # (R, nv_from, nv_to)
+            enter = search.w[None, :] - search.vgamma[None, :] * a[:, k, search.vm] + V[k + 1]
+            V[k] = np.minimum((enter[:, None, :] + Jx).min(axis=2), 0.0)
+        # (k, v) → (R,) contiguous for the node bound
+        self.V = np.ascontiguousarray(V.transpose(0, 2, 1))            # (K+1, nv, R)
+        if K >= 1:
+            self.V_root = (search.w[None, :] - search.vgamma[None, :] * a[:, 0, search.vm] + V[1]).min(axis=1)
+        else:
+            self.V_root = np.full(R, math.inf)
+        self.lmax = P.lmax
+        # per group: its rows of the pool and its compact multipliers (the pool is
+        # block-diagonal in the scenarios, so the product is done group by group)
+        ends = list(self.starts[1:]) + [R]
+        self.blocks = [(G, slice(int(a0), int(b0)), self.Pi[a0:b0][:, G]) for G, a0, b0 in
+                       zip(pool.groups, self.starts, ends)]
+
+    def bound(self, k: np.ndarray, v: int, L: np.ndarray) -> np.ndarray:
+        """(p+1)-th largest group bound per candidate; ``k`` (C,), ``L`` (S, C)."""
+        Vk = self.V[k, v, :]                                              # (C, R)
+        out = np.full(k.size, np.inf)
+        for G, rows, PiG in self.blocks:
+            h = (Vk[:, rows].T + PiG @ (L[G] - self.lmax)).max(axis=0)     # (C,)
+            np.minimum(out, np.maximum(h, 0.0), out=out)
+        # r = p + 1 groups: the (p+1)-th largest group bound is the smallest
+        return out
+
+    def root(self) -> float:
+        P = self.pool.prob
+        val = self.V_root + self.Pi.sum(axis=1) * (P.l0 - P.lmax)
+        return float(self._quantile(val[:, None])[0])
+
+    def _quantile(self, val: np.ndarray) -> np.ndarray:
+        # the pool is stored group by group: one max per group, then the quantile
+        h = np.maximum(np.maximum.reduceat(val, self.starts, axis=0), 0.0)     # (r, C)
+        return h.min(axis=0)      # r = p + 1 groups: the (p+1)-th largest is the smallest
+
+
+__all__ = ["GroupPool", "GroupTables", "MAX_ITERS", "REL_TOL", "PI_BOX"]

@@ -1,0 +1,264 @@
+"""Pyomo ``SolverFactory`` solvers as peers of HiGHS: the same model, the same cut loop.
+
+What is solved, and what is guaranteed
+--------------------------------------
+``solver="pyomo:NAME"`` hands the formulation's model to ``SolverFactory(NAME)``
+(CBC, GLPK, Gurobi, CPLEX, HiGHS through appsi, ...; :mod:`.peers` lists
+the names): a matrix formulation (counts, enumeration, flow) as the Pyomo
+model of :func:`.backends._pyomo_from_matrix`, the naive formulation as the
+Pyomo model it already is. :func:`~.cutloop._cut_loop` drives it exactly as
+it drives HiGHS: each exact λ cut is added as a Pyomo constraint, every plan
+is re-costed with ``allocate``, and ``optimal`` means (UB − LB)/UB ≤ gap
+with LB the solver's dual bound. So the exactness contract holds whichever
+solver runs.
+
+The dual bound is what the solver reports (Pyomo's
+``results.problem.lower_bound``), never derived from the incumbent:
+
+* a solver that reports none (``None``, ``-inf``; e.g. ``appsi_cbc``)
+  leaves the bound unproven, and the cut loop can then never say ``optimal``
+  (it says ``feasible``, with the plan);
+* when the solver stops "optimal" at the relative gap g asked for, a shell
+  interface (an executable whose log Pyomo parses) may report the
+  incumbent's value as the bound (Pyomo's CBC parser does); for those the
+  bound used is at most obj − g·|obj|, which is what an "optimal within g"
+  proof guarantees. Solver-API interfaces (appsi, direct, persistent)
+  report the solver's own dual bound, used as it is.
+
+Not passed: MIP starts (the incumbent is kept by the cut loop instead, as
+for the Pyomo route to HiGHS), so node counts differ from the highspy route;
+``nodes`` is what the interface reports (0 when it reports nothing).
+A HiGHS-family peer that ends in an error is retried with tighter row
+tolerances, as the direct HiGHS backend is (HiGHS #2782, see
+:func:`.backends._tolerances`).
+
+References
+----------
+Hart et al., "Pyomo — Optimization Modeling in Python", 3rd ed., Springer
+(2021), Ch. 6 (solver interfaces); J. Forrest, R. Lougee-Heimer, "CBC user
+guide" (ratioGap, allowableGap, sec).
+"""
+
+from __future__ import annotations
+
+import math
+import subprocess
+
+import numpy as np
+
+from deplbench.formulations.milp.backends import (
+    _HighsBackend,
+    _MasterOutcome,
+    _pyomo_from_matrix,
+    _retry_solve_errors,
+    _tolerances,
+    quiet_stdout,
+)
+from deplbench.formulations.milp.peers import PYOMO_FAMILIES, PYOMO_PREFIX, _quiet_pyomo, pyomo_family
+
+
+class _PyomoPeerBackend:
+    """A model solved by ``SolverFactory(NAME)`` (same interface as ``_HighsBackend``).
+
+    Parameters
+    ----------
+    solver : str
+        ``"pyomo:NAME"``.
+    pyomo_model, xvars
+        The Pyomo model and its variables in column order (solutions are
+        arrays and cuts are (column, value) lists, as for the other backends).
+    mm : _MatrixModel, optional
+        The matrix model, when there is one: :meth:`write` then writes the
+        named MPS/LP file of the highspy route.
+    """
+
+    def __init__(self, solver: str, pyomo_model, xvars, threads: int, seed: int, verbose: bool = False,
+                 mm=None):
+        import pyomo.environ as pe
+        from pyomo.opt import SolverFactory
+
+        self.pe = pe
+        self.name = solver[len(PYOMO_PREFIX):]
+        self.family = pyomo_family(self.name)
+        self.spec = PYOMO_FAMILIES[self.family]
+        with _quiet_pyomo(), quiet_stdout():
+            self.opt = SolverFactory(self.name)
+        self.model = pyomo_model
+        self.xvars = list(xvars)
+        pyomo_model.deplbench_cuts = pe.ConstraintList()
+        self.objective = next(pyomo_model.component_data_objects(pe.Objective, active=True))
+        self.verbose = bool(verbose)
+        self.threads, self.seed = int(threads), int(seed)
+        self.ncol = len(self.xvars)
+        self._mm = mm
+        # Shell interfaces (a solver executable, its log parsed by Pyomo) may
+        # report the incumbent's value as the bound once the solver stops
+        # "optimal" at the gap asked for (Pyomo's CBC parser does); the
+        # solver-API interfaces (appsi, direct, persistent) report the
+        # solver's own dual bound.
+        from pyomo.opt.solver.shellcmd import SystemCallSolver
+
+        self._parses_log = isinstance(self.opt, SystemCallSolver)
+        #: why optimality could not be proven, when the solver gave no bound
+        self.bound_note: str | None = None
+        self._lb = np.array([-math.inf if v.lb is None else float(v.lb) for v in self.xvars])
+        self._ub = np.array([math.inf if v.ub is None else float(v.ub) for v in self.xvars])
+
+    @classmethod
+    def from_model(cls, solver: str, model, threads: int, seed: int, verbose: bool = False):
+        """The backend for a built formulation: its matrix (``mm``) as a Pyomo
+        model, or its own Pyomo model (``pyomo_model``, ``xvars``: naive)."""
+        mm = getattr(model, "mm", None)
+        if mm is not None:
+            pm, xs = _pyomo_from_matrix(mm)
+            return cls(solver, pm, xs, threads, seed, verbose, mm=mm)
+        return cls(solver, model.pyomo_model, model.xvars, threads, seed, verbose)
+
+    @property
+    def n_rows(self) -> int:
+        return sum(1 for _ in self.model.component_data_objects(self.pe.Constraint, active=True))
+
+    @property
+    def n_nonzeros(self) -> int:
+        if self._mm is not None:
+            return int(self._mm.A.nnz) + sum(
+                len(c.body.linear_vars) for c in self.model.deplbench_cuts.values())
+        from pyomo.repn import generate_standard_repn
+
+        total = 0
+        for con in self.model.component_data_objects(self.pe.Constraint, active=True):
+            repn = generate_standard_repn(con.body, compute_values=True)
+            total += sum(1 for c in repn.linear_coefs if c != 0)
+        return total
+
+    def write(self, path: str) -> None:
+        if self._mm is not None:          # the named file of the highspy route
+            _HighsBackend(self._mm, self.threads, self.seed).write(path)
+            return
+        with quiet_stdout():
+            self.model.write(str(path), io_options={"symbolic_solver_labels": True})
+
+    def add_cut(self, cols, vals, lo) -> None:
+        from pyomo.core.expr.numeric_expr import LinearExpression
+
+        expr = LinearExpression(constant=0.0, linear_coefs=[float(v) for v in vals],
+                                linear_vars=[self.xvars[int(c)] for c in cols])
+        self.model.deplbench_cuts.add(expr >= float(lo))
+
+    def set_start(self, x: np.ndarray) -> None:
+        # Not every SolverFactory interface takes a MIP start; the incumbent
+        # is kept by the cut loop instead (module docstring).
+        return None
+
+    def solve(self, time_left: float, rel_gap: float, node_limit: int | None = None) -> _MasterOutcome:
+        """One master solve; a HiGHS-family error is retried with tighter row
+        tolerances within the same budget (:func:`.backends._retry_solve_errors`)."""
+        return _retry_solve_errors(self._run, time_left, rel_gap, node_limit)
+
+    def _options(self, rel_gap: float, node_limit: int | None, tighten: int) -> dict | str:
+        """The solver's options in its own names, or a message why it cannot run."""
+        spec = self.spec
+        opts = {spec["rel_gap"]: float(rel_gap)}
+        if spec["abs_gap"]:
+            opts[spec["abs_gap"]] = 0.0
+        if spec["threads"]:
+            opts[spec["threads"]] = self.threads
+        if spec["seed"]:
+            opts[spec["seed"]] = self.seed % (2**31 - 1)
+        if node_limit is not None:
+            if not spec["nodes"]:
+                return f"{PYOMO_PREFIX}{self.name} takes no node limit (node_limit was given)"
+            opts[spec["nodes"]] = int(node_limit)
+        if self.family == "highs":
+            opts.update({k: v for k, v in _tolerances(rel_gap, tighten).items() if k != "mip_abs_gap"})
+        return opts
+
+    def _run(self, time_left: float, rel_gap: float, node_limit: int | None,
+             tighten: int) -> tuple[_MasterOutcome, bool]:
+        """One solve; (outcome, True when a HiGHS-family solver ended in an error)."""
+        from pyomo.opt import TerminationCondition as TC
+
+        opts = self._options(rel_gap, node_limit, tighten)
+        label = f"{PYOMO_PREFIX}{self.name}"
+        if isinstance(opts, str):
+            return _MasterOutcome("error", None, math.inf, -math.inf, 0, 0, message=opts), False
+        limit = max(float(time_left), 1.0 if self.family == "cbc" else 1e-3) \
+            if math.isfinite(time_left) else None
+        try:
+            with quiet_stdout(), _quiet_pyomo():
+                res = self.opt.solve(self.model, load_solutions=False, tee=self.verbose, timelimit=limit,
+                                     options=opts)
+        except subprocess.TimeoutExpired:
+            # Pyomo kills a solver executable that overruns its time limit
+            return _MasterOutcome("time_limit", None, math.inf, -math.inf, 0, 0,
+                                  message=f"{label} overran the time limit and was stopped"), False
+        except Exception as exc:  # noqa: BLE001 - a solver failure is an outcome, not a crash
+            return _MasterOutcome("error", None, math.inf, -math.inf, 0, 0,
+                                  message=f"{label} failed: {type(exc).__name__}: {exc}"), False
+        tc = res.solver.termination_condition
+        x = self._load(res)
+        obj = float(self.pe.value(self.objective.expr)) if x is not None else math.inf
+        bound = self._bound(res, x is not None and tc == TC.optimal and self._parses_log, obj, rel_gap)
+        if x is not None and not math.isfinite(bound) and tc in (TC.optimal, TC.maxTimeLimit):
+            self.bound_note = (f"{label} reported no dual bound, so optimality cannot be proven "
+                               "(the plan is exactly costed and SAA-feasible)")
+        nodes = self._nodes(res)
+        if tc == TC.optimal and x is not None:
+            return _MasterOutcome("optimal", x, obj, bound, nodes, 0), False
+        if tc in (TC.infeasible, TC.infeasibleOrUnbounded):
+            return _MasterOutcome("infeasible", None, math.inf, math.inf, nodes, 0), False
+        if tc == TC.maxTimeLimit:
+            return _MasterOutcome("time_limit", x, obj, bound, nodes, 0), False
+        if tc in (TC.maxEvaluations, TC.maxIterations):
+            return _MasterOutcome("node_limit", x, obj, bound, nodes, 0), False
+        return (_MasterOutcome("error", x, obj, bound, nodes, 0,
+                               message=f"{label} stopped with termination condition {tc}"),
+                self.family == "highs" and tc in (TC.error, TC.solverFailure, TC.internalSolverError))
+
+    def _load(self, res) -> np.ndarray | None:
+        """The solution as an array in column order, or None without one.
+
+        A variable that appears in no row is dropped by the file writers and
+        comes back without a value; any value within its bounds is optimal
+        for it, so the one closest to 0 is used."""
+        if len(res.solution) == 0:
+            return None
+        for v in self.xvars:
+            v.set_value(None, skip_validation=True)
+        try:
+            self.model.solutions.load_from(res)
+        except Exception:  # noqa: BLE001 - a result without values is no solution
+            return None
+        vals = np.array([math.nan if v.value is None else float(v.value) for v in self.xvars])
+        missing = np.isnan(vals)
+        if missing.all():
+            return None
+        vals[missing] = np.clip(0.0, self._lb[missing], self._ub[missing])
+        for i in np.nonzero(missing)[0]:
+            self.xvars[i].set_value(float(vals[i]), skip_validation=True)
+        return vals
+
+    @staticmethod
+    def _bound(res, optimal: bool, obj: float, rel_gap: float) -> float:
+        """The solver's reported dual bound (module docstring); -inf when none."""
+        lb = res.problem.lower_bound
+        try:
+            lb = float(lb)
+        except (TypeError, ValueError):
+            return -math.inf
+        if not math.isfinite(lb):
+            return -math.inf
+        if optimal and math.isfinite(obj):
+            lb = min(lb, obj - rel_gap * abs(obj))
+        return lb
+
+    @staticmethod
+    def _nodes(res) -> int:
+        try:
+            n = res.solver.statistics.branch_and_bound.number_of_bounded_subproblems
+            return max(0, int(n)) if n is not None else 0
+        except (AttributeError, TypeError, ValueError):
+            return 0
+
+
+__all__ = ["_PyomoPeerBackend"]

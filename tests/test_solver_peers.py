@@ -1,0 +1,333 @@
+"""Solver peers (issue 15 item 1): ``--solver``, Pyomo SolverFactory peers, their exactness.
+
+Every peer runs deplbench's cut loop, so the exactness contract is checked the
+same way for each: the brute-force (or covering-knapsack DP) optimum is
+found and proven, the bound is the solver's, and a solver that reports no
+dual bound never says ``optimal``. ``pyomo:appsi_highs`` (highspy, in the
+lockfile) always runs; CBC (``coinor-cbc``, installed by ``.ci/run``) runs
+where its executable exists and the tests say so when it does not.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import shutil
+import sys
+
+import pytest
+
+from deplbench.cli import main as cli_main
+from deplbench.errors import SolverError
+from deplbench.formulations import milp
+from deplbench.formulations.knapsack import knapsack_optimum_from_instance
+from deplbench.formulations.milp.peers import (
+    PYOMO_FAMILIES,
+    availability,
+    available_solvers,
+    check_solver,
+    known_solvers,
+    pyomo_family,
+    solver_table,
+)
+from deplbench.formulations.milp.pyomo_peer import _PyomoPeerBackend
+from deplbench.instances.generators import generate
+from deplbench.solvers.brute_force import search as brute_force_search
+from milp_instances import tiny_instance
+
+CBC = pytest.mark.skipif(shutil.which("cbc") is None,
+                         reason="the CBC executable is absent (Debian package coinor-cbc; .ci/run installs it)")
+
+
+def _close(a, b, rtol):
+    return abs(a - b) <= rtol * max(1.0, abs(a), abs(b))
+
+
+# ------------------------------------------------------------------ names
+
+
+def test_known_names_and_families():
+    names = known_solvers()
+    assert names[:2] == ["highs", "scip"]
+    assert {"pyomo:cbc", "pyomo:appsi_highs", "pyomo:gurobi", "pyomo:cplex"} <= set(names)
+    for fam, spec in PYOMO_FAMILIES.items():
+        assert all(pyomo_family(n) == fam for n in spec["names"])
+    assert pyomo_family("nosuchsolver") is None
+
+
+def test_appsi_highs_is_available_wherever_the_lock_is_installed():
+    """CI must run at least one Pyomo peer: highspy is a locked dependency,
+    so Pyomo's appsi_highs interface is always there."""
+    ok, version = availability("pyomo:appsi_highs")
+    assert ok, version
+    assert version.startswith("pyomo ") and "appsi_highs" in version
+    assert "pyomo:appsi_highs" in available_solvers()
+    table = {r["name"]: r for r in solver_table()}
+    assert table["highs"]["available"] and table["pyomo:appsi_highs"]["available"]
+    assert all(("version" in r) == r["available"] and ("reason" in r) != r["available"] for r in table.values())
+
+
+@pytest.mark.parametrize("name,match", [
+    ("gurobi", r"^--solver: unknown solver 'gurobi'"),
+    ("pyomo:nosuchsolver", r"^--solver: 'pyomo:nosuchsolver' is not available: deplbench does not know"),
+    ("pyomo:bad name", r"not a SolverFactory name"),
+    ("", r"^--solver: must be a solver name"),
+    (3, r"^--solver: must be a solver name"),
+])
+def test_bad_solver_names_are_refused_naming_the_option(name, match):
+    with pytest.raises(SolverError, match=match) as err:
+        check_solver(name, "--solver")
+    assert "\n" not in str(err.value)
+
+
+def test_scip_refuses_naive_but_pyomo_peers_take_it():
+    with pytest.raises(SolverError, match="solver: 'scip' solves the matrix formulations"):
+        check_solver("scip", formulation="naive")
+    check_solver("pyomo:appsi_highs", formulation="naive")
+    with pytest.raises(SolverError, match="backend='pyomo' only routes HiGHS"):
+        check_solver("pyomo:appsi_highs", backend="pyomo")
+
+
+def test_an_absent_solver_is_unavailable_with_the_reason(monkeypatch):
+    """A SolverFactory name of a known family whose solver is not installed
+    (no GLPK executable on the path here)."""
+    monkeypatch.setenv("PATH", "/nonexistent")
+    availability.cache_clear()
+    try:
+        ok, why = availability("pyomo:glpk")
+        assert not ok and "not installed" in why
+        with pytest.raises(SolverError, match=r"^solver: 'pyomo:glpk' is not available: .*available here: highs"):
+            check_solver("pyomo:glpk")
+    finally:
+        availability.cache_clear()
+
+
+# -------------------------------------------------- exactness of the peers
+
+
+def _peers() -> list:
+    return ["pyomo:appsi_highs", pytest.param("pyomo:cbc", marks=CBC)]
+
+
+@pytest.mark.parametrize("solver", _peers())
+@pytest.mark.parametrize("seed,n_datasets,cyclic", [(0, 1, False), (1, 2, True)])
+def test_pyomo_peers_give_the_brute_force_optimum(solver, seed, n_datasets, cyclic):
+    """Same cut loop, same certificate as HiGHS: the brute-force optimum,
+    proven within the gap by the solver's own bound; solver and version recorded."""
+    inst = tiny_instance(seed, horizon=4, n_datasets=n_datasets, all_switches=cyclic)
+    bf_cost, bf_plan, _ = brute_force_search(inst, 30, seed)
+    r = milp.solve_milp(inst, scenarios=30, seed=seed, formulation="flow", solver=solver, gap=1e-7,
+                        time_limit=None)
+    if bf_plan is None:
+        assert r.status == "infeasible"
+        return
+    assert r.status == "optimal", r.message
+    assert _close(r.cost, bf_cost, 1e-7) and r.gap <= 1e-7
+    assert r.lower_bound <= bf_cost * (1 + 1e-9)
+    assert r.diagnostics["solver"] == solver == r.params["solver"] == r.diagnostics["backend"]
+    assert r.diagnostics["solver_version"].startswith("pyomo ")
+    assert solver.split(":")[1] in r.diagnostics["solver_version"]
+
+
+@pytest.mark.parametrize("solver", _peers())
+def test_pyomo_peers_run_the_cut_loop_on_knapsack(solver):
+    """The count model starts without an incumbent, so the loop re-solves
+    the master with added cuts through Pyomo; the covering-knapsack DP is
+    the independent optimum."""
+    inst = generate("knapsack", item_class="uncorrelated", n_items=10, R=100, horizon=10, seed=0)
+    dp = knapsack_optimum_from_instance(inst)
+    r = milp.solve_milp(inst, scenarios=1000, solver=solver, gap=1e-6, time_limit=None)
+    assert r.status == "optimal", r.message
+    assert r.diagnostics["variant"] == "counts"
+    assert r.lower_bound <= dp * (1 + 1e-9) <= r.cost * (1 + 2e-6)
+    assert r.diagnostics["rounds"] >= 2 and r.diagnostics["cuts_added"] >= 1
+
+
+def test_pyomo_peer_solves_the_naive_pyomo_model():
+    inst = tiny_instance(2, horizon=3)
+    ref = milp.solve_milp(inst, scenarios=20, seed=2, formulation="flow", gap=1e-7, time_limit=None)
+    r = milp.solve_milp(inst, scenarios=20, seed=2, formulation="naive", solver="pyomo:appsi_highs", gap=1e-7,
+                        time_limit=None)
+    assert ref.status == r.status == "optimal", r.message
+    assert _close(r.cost, ref.cost, 1e-7)
+
+
+@CBC
+def test_a_peer_without_a_dual_bound_never_claims_optimal():
+    """Pyomo's appsi_cbc interface reports no dual bound (-inf): the plan is
+    exact and SAA-feasible, but optimality is unproven and the result says why."""
+    inst = tiny_instance(0, horizon=4)
+    bf_cost, _, _ = brute_force_search(inst, 30, 0)
+    r = milp.solve_milp(inst, scenarios=30, seed=0, formulation="flow", solver="pyomo:appsi_cbc", gap=1e-6,
+                        time_limit=None)
+    assert r.status == "feasible" and r.lower_bound is None and r.gap is None
+    assert "no dual bound" in r.message
+    assert r.cost >= bf_cost * (1 - 1e-9)
+
+
+class _Res:
+    """A stand-in for Pyomo's SolverResults (problem.lower_bound only)."""
+
+    def __init__(self, lb):
+        self.problem = type("P", (), {"lower_bound": lb})()
+
+
+@pytest.mark.parametrize("lb,optimal,expect", [
+    (None, True, -math.inf), (float("-inf"), True, -math.inf), (float("nan"), False, -math.inf),
+    (100.0, False, 100.0), (100.0, True, 100.0 - 1e-3 * 100.0), (90.0, True, 90.0),
+])
+def test_the_bound_is_the_reported_one_capped_by_the_gap_proof(lb, optimal, expect):
+    """No reported bound → -inf (never optimal); a shell interface that
+    reports the incumbent as the bound at "optimal" → at most obj − g·|obj|."""
+    assert _PyomoPeerBackend._bound(_Res(lb), optimal, 100.0, 1e-3) == pytest.approx(expect)
+
+
+def test_node_limit_reaches_the_peer():
+    inst = generate("knapsack", item_class="uncorrelated", n_items=10, R=100, horizon=10, seed=0)
+    r = milp.solve_milp(inst, scenarios=1000, solver="pyomo:appsi_highs", gap=1e-9, time_limit=None,
+                        node_limit=1)
+    assert r.status in ("feasible", "optimal", "error")
+    assert r.status != "optimal" or r.gap <= 1e-9
+
+
+# ---------------------------------------------------------------- the CLI
+
+
+@pytest.fixture(scope="module")
+def inst_file(tmp_path_factory):
+    path = tmp_path_factory.mktemp("peers") / "tiny.json"
+    tiny_instance(0, horizon=4).save(path)
+    return path
+
+
+@pytest.mark.parametrize("argv,match", [
+    (["--algo", "milp", "--solver", "pyomo:nosuchsolver"], "--solver: 'pyomo:nosuchsolver' is not available"),
+    (["--algo", "milp", "--solver", "cplexx"], "--solver: unknown solver 'cplexx'"),
+    (["--algo", "depl", "--solver", "scip"], "--solver: algorithm 'depl' has no parameter 'solver'"),
+])
+def test_cli_bad_solver_is_one_line_exit_2(inst_file, capsys, argv, match):
+    assert cli_main(["solve", str(inst_file), *argv]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err.count("\n") == 1 and match in err
+    if argv[1] == "milp":
+        assert "available here: highs" in err
+
+
+def test_cli_solve_with_a_pyomo_peer_records_it(inst_file, capsys):
+    assert cli_main(["solve", str(inst_file), "--algo", "milp", "--solver", "pyomo:appsi_highs", "--scenarios",
+                     "30", "--gap", "1e-7", "--eval-samples", "200", "--json"]) == 0
+    rec = json.loads(capsys.readouterr().out)
+    assert rec["status"] == "optimal"
+    assert rec["params"]["solver"] == "pyomo:appsi_highs"
+    assert rec["diagnostics"]["solver_version"].startswith("pyomo ")
+
+
+def test_cli_lists_solvers_and_availability(capsys):
+    assert cli_main(["algorithms", "--solvers", "--json"]) == 0
+    rows = {r["name"]: r for r in json.loads(capsys.readouterr().out)}
+    assert rows["pyomo:appsi_highs"]["available"] and rows["highs"]["available"]
+    assert rows["scip"]["available"] == (availability("scip")[0])
+    assert cli_main(["algorithms"]) == 0
+    text = capsys.readouterr().out
+    assert "MILP solvers (--solver NAME" in text and "pyomo:appsi_highs" in text
+    with pytest.raises(SystemExit):
+        cli_main(["solve", "--help"])
+    text = capsys.readouterr().out
+    assert "--solver NAME" in text and "MILP solvers" in text and "pyomo:cbc" in text
+
+
+# ------------------------------------------------- the report's solver table
+
+
+def _store_row(key, solver, status, runtime, gap=None, limit=60.0, sha="i1", scenarios=100):
+    params = {"solver": solver, "time_limit": limit, "scenarios": scenarios, "gap": 1e-4}
+    return {"key": key, "algorithm": "milp", "label": "milp", "exact": True, "family": "scaling",
+            "status": status, "runtime_s": runtime, "gap": gap, "cost": 10.0, "instance_sha": sha,
+            "params": json.dumps(params), "diagnostics": json.dumps({"solver_version": f"v-{solver}"})}
+
+
+def test_solver_table_counts_solved_sgm_and_gap_on_common_problems():
+    import pandas as pd
+
+    from deplbench.benchmarks.sgm import shifted_geomean
+    from deplbench.reports.data import prepare
+    from deplbench.reports.solvers import solver_comparison
+
+    rows = [_store_row("a1", "highs", "optimal", 2.0, 0.0), _store_row("a2", "scip", "optimal", 5.0, 0.0),
+            _store_row("b1", "highs", "time_limit", 61.0, 0.02, sha="i2"),
+            _store_row("b2", "scip", "optimal", 30.0, 0.0, sha="i2"),
+            # a problem only HiGHS ran is left out of the comparison
+            _store_row("c1", "highs", "optimal", 1.0, 0.0, sha="i3"),
+            # the same instance with another S is another problem; only SCIP ran it
+            _store_row("d2", "scip", "time_limit", 60.0, 0.5, scenarios=200)]
+    df = prepare(pd.DataFrame(rows)).df
+    t = solver_comparison(df).set_index("solver")
+    assert list(t.index) == ["highs", "scip"] and (t["problems"] == 2).all()
+    assert t.loc["highs", "solved"] == 1 and t.loc["scip", "solved"] == 2
+    # unsolved at its time limit (60 s, not the measured 61 s), as Mittelmann counts
+    assert t.loc["highs", "sgm_time_s"] == pytest.approx(shifted_geomean([2.0, 60.0], 10.0))
+    assert t.loc["scip", "sgm_time_s"] == pytest.approx(math.sqrt(15 * 40) - 10)
+    assert t.loc["highs", "mean_gap_at_limit"] == pytest.approx(0.02) and math.isnan(t.loc["scip", "mean_gap_at_limit"])
+    assert t.loc["scip", "version"] == "v-scip" and (t["shift_s"] == 10.0).all()
+
+
+def test_solver_table_with_one_solver_is_a_note_not_a_crash():
+    import pandas as pd
+
+    from deplbench.reports.data import prepare
+    from deplbench.reports.elements import Note, Section, Table
+    from deplbench.reports.solvers import add_solver_table
+
+    for rows, says in [([_store_row("a1", "highs", "optimal", 2.0)], "MILP solver highs but no problem"),
+                       ([], "no exact run in this store records a MILP solver")]:
+        sec = Section("gaps", "2.", "")
+        add_solver_table(sec, prepare(pd.DataFrame(rows)).df)
+        notes = [e for e in sec.elements if isinstance(e, Note)]
+        tables = [e for e in sec.elements if isinstance(e, Table)]
+        assert len(tables) == 1 and tables[0].frame.empty
+        assert any(says in n.text for n in notes), [n.text for n in notes]
+
+
+def test_sweep_with_a_solver_axis_fills_the_report_table(tmp_path):
+    """End to end: a sweep's solvers axis → stored rows with param solver →
+    the report's solver table compares them (both prove the DP optimum)."""
+    from deplbench.benchmarks.executors import LocalExecutor
+    from deplbench.benchmarks.runner import run_sweep
+    from deplbench.benchmarks.store import ResultsStore
+    from deplbench.benchmarks.sweep import load_sweep
+    from deplbench.reports.data import prepare
+    from deplbench.reports.solvers import solver_comparison
+
+    path = tmp_path / "peers.toml"
+    path.write_text('''
+[sweep]
+name = "peers"
+time_limit_s = 300
+evaluation = { samples = 200, seed = 0 }
+[[instances]]
+id = "ks"
+family = "knapsack"
+params = { n_items = 6, item_class = "uncorrelated" }
+[[algorithms]]
+name = "milp"
+params = { scenarios = 50, time_limit = 120.0 }
+solvers = ["highs", "pyomo:appsi_highs"]
+''')
+    sweep = load_sweep(path)
+    assert [t.params["solver"] for t in sweep.tasks()] == ["highs", "pyomo:appsi_highs"]
+    with ResultsStore(tmp_path / "r.sqlite") as store:
+        summary = run_sweep(sweep, store, LocalExecutor(workers=1), progress=False)
+        frame = store.frame(params=False)
+    assert summary.ok == 2, summary
+    df = prepare(frame).df
+    assert sorted(df["params_d"].map(lambda d: d["solver"])) == ["highs", "pyomo:appsi_highs"]
+    costs = df["cost"].to_numpy(float)
+    assert _close(costs[0], costs[1], 1e-6)
+    t = solver_comparison(df).set_index("solver")
+    assert list(t.index) == ["highs", "pyomo:appsi_highs"]
+    assert (t["problems"] == 1).all() and (t["solved"] == 1).all()
+    assert t.loc["pyomo:appsi_highs", "version"].startswith("pyomo ")
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(pytest.main([__file__, "-q"]))
