@@ -77,6 +77,25 @@ def rows(db: Path) -> dict[str, dict]:
         con.close()
 
 
+def busy(db: Path) -> dict:
+    """Task time in a store: the sum of the tasks' own wall times, and when
+    the first task started after the run began (the runner's start-up)."""
+    import datetime as dt
+
+    con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    try:
+        walls = [r[0] or 0.0 for r in con.execute("SELECT wall_s FROM results")]
+        runs = [dt.datetime.fromisoformat(r[0]).timestamp()
+                for r in con.execute("SELECT started_at FROM runs")]
+        first = con.execute("SELECT MIN(started_at) FROM results").fetchone()[0]
+    finally:
+        con.close()
+    startup = (dt.datetime.fromisoformat(first).timestamp() - min(runs)) if first and runs \
+        else float("nan")
+    return {"task_s": round(sum(walls), 2), "mean_task_s": round(sum(walls) / max(len(walls), 1), 3),
+            "first_task_after_s": round(startup, 2)}
+
+
 def compare(a: dict[str, dict], b: dict[str, dict]) -> dict:
     """Differences between two stores' rows.
 
@@ -106,6 +125,13 @@ def compare(a: dict[str, dict], b: dict[str, dict]) -> dict:
 
 def dask_part(sweep: Path, reps: int, tmp: Path) -> dict:
     modes = {"local": ["--workers", "2"], "dask": ["--dask-local", "2"]}
+    # Every run reads one snapshot: the sweep file may change while this runs.
+    import hashlib
+    import shutil
+
+    name = sweep
+    sweep = Path(shutil.copy(sweep, tmp / sweep.name))
+    digest = hashlib.sha256(sweep.read_bytes()).hexdigest()[:12]
     runs = []
     for rep in range(reps):
         order = ["local", "dask"] if rep % 2 == 0 else ["dask", "local"]
@@ -116,11 +142,13 @@ def dask_part(sweep: Path, reps: int, tmp: Path) -> dict:
                                           *modes[mode]], tmp / f"{mode}-{rep}.log")])
             after = load()
             r = rows(db)
+            b = busy(db)
             runs.append({"rep": rep, "mode": mode, "wall_s": round(wall, 2), "exit": codes[0],
                          "tasks": len(r), "failed": sum(x["status"] == "error" for x in r.values()),
-                         "load_before": before, "load_after": after})
+                         **b, "load_before": before, "load_after": after})
             print(f"  rep {rep} {mode:5s}: {wall:7.1f} s, {len(r)} rows "
-                  f"({runs[-1]['failed']} error), exit {codes[0]}, load {before} -> {after}",
+                  f"({runs[-1]['failed']} error), exit {codes[0]}, task time {b['task_s']:.0f} s, "
+                  f"first task after {b['first_task_after_s']:.1f} s, load {before} -> {after}",
                   flush=True)
     total = {m: sum(x["wall_s"] for x in runs if x["mode"] == m) for m in modes}
     per_rep = []
@@ -129,8 +157,14 @@ def dask_part(sweep: Path, reps: int, tmp: Path) -> dict:
         per_rep.append(round(w["dask"] / w["local"], 3))
     diff = compare(rows(tmp / "local-0.sqlite"), rows(tmp / "dask-0.sqlite"))
     ratio = total["dask"] / total["local"]
-    return {"sweep": str(sweep.relative_to(ROOT) if sweep.is_relative_to(ROOT) else sweep),
-            "runs": runs, "ratio_per_rep": per_rep, "ratio": round(ratio, 3),
+    # The same tasks take longer when the shared machine is busier; the
+    # ratio of the tasks' own summed times says by how much, and the wall
+    # ratio divided by it is the executor's own overhead (1 = none).
+    task = {m: sum(x["task_s"] for x in runs if x["mode"] == m) for m in modes}
+    task_ratio = task["dask"] / task["local"] if task["local"] else float("nan")
+    return {"task_time_ratio": round(task_ratio, 3),
+            "ratio_per_task_time": round(ratio / task_ratio, 3),"sweep": str(name.relative_to(ROOT) if name.is_relative_to(ROOT) else name),
+            "sweep_sha256": digest, "runs": runs, "ratio_per_rep": per_rep, "ratio": round(ratio, 3),
             "target": 1.3, "met": ratio <= 1.3, "rows_compared": diff}
 
 
@@ -142,11 +176,11 @@ def dask_part(sweep: Path, reps: int, tmp: Path) -> dict:
 def lease_sweep(n_tasks: int, path: Path) -> Path:
     """A sweep of ``n_tasks`` DepL tasks of ~1–3 s each (AlexNet).
 
-    Distinct tasks come from ℓmax × η × generator seed; DepL at η = 25–50 on
+    Distinct tasks come from ℓmax × η × generator seed; DepL at η = 100–200 on
     the realistic AlexNet instance takes one to a few seconds.
     """
     loss_max = [7.0, 9.0, 11.0, 13.0]
-    etas = [25, 50]
+    etas = [100, 200]
     n_seeds = max(1, -(-n_tasks // (len(loss_max) * len(etas))))
     text = f"""[sweep]
 name = "leases"
@@ -187,12 +221,15 @@ def leases_part(n_tasks: int, reps: int, tmp: Path) -> dict:
             dup = sum(x["stored"] > 1 for x in r.values())
             logs = [(tmp / f"leases-{mode}-{rep}-{i}.log").read_text(encoding="utf-8").strip()
                     .splitlines()[-1:] for i in range(n)]
+            b = busy(db)
             runs.append({"rep": rep, "mode": mode, "wall_s": round(wall, 2), "exit": codes,
-                         "tasks": len(r), "stored_twice": dup,
+                         "tasks": len(r), "stored_twice": dup, **b,
                          "summaries": [x[0] if x else "" for x in logs],
                          "load_before": before, "load_after": after})
             print(f"  rep {rep} {mode} runner(s): {wall:7.1f} s, {len(r)} rows, "
-                  f"{dup} stored twice, exit {codes}, load {before} -> {after}", flush=True)
+                  f"{dup} stored twice, exit {codes}, mean task {b['mean_task_s']:.2f} s, "
+                  f"first task after {b['first_task_after_s']:.1f} s, "
+                  f"load {before} -> {after}", flush=True)
             for s in runs[-1]["summaries"]:
                 print(f"      {s}", flush=True)
     total = {m: sum(x["wall_s"] for x in runs if x["mode"] == m) for m in ("one", "two")}
@@ -202,7 +239,15 @@ def leases_part(n_tasks: int, reps: int, tmp: Path) -> dict:
         per_rep.append(round(w["two"] / w["one"], 3))
     diff = compare(rows(tmp / "leases-one-0.sqlite"), rows(tmp / "leases-two-0.sqlite"))
     ratio = total["two"] / total["one"]
+    # How much slower each task ran with two runners than with one: 1 when
+    # the machine had a second core free, 2 when the two runners shared one.
+    # The ratio divided by it is what the runners' coordination (leases,
+    # start-up) made of the CPU they got: 0.5 = nothing lost.
+    mean = {m: sum(x["mean_task_s"] for x in runs if x["mode"] == m) for m in ("one", "two")}
+    slowdown = mean["two"] / mean["one"] if mean["one"] else float("nan")
     return {"tasks": n_tasks, "runs": runs, "ratio_per_rep": per_rep, "ratio": round(ratio, 3),
+            "task_slowdown": round(slowdown, 3),
+            "ratio_per_task_time": round(ratio / slowdown, 3),
             "target": "about 0.5", "rows_compared": diff}
 
 
@@ -221,24 +266,29 @@ def main(argv: list[str] | None = None) -> int:
                     "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
     tmp = Path(tempfile.mkdtemp(prefix="runner-targets-"))
     try:
-        if args.part in ("dask", "all"):
-            print(f"# Dask LocalCluster(2) vs local pool (2 workers) on {args.sweep}, "
-                  f"{args.reps} repetition(s), load {load()}", flush=True)
-            d = result["dask"] = dask_part(args.sweep.resolve(), args.reps, tmp)
-            print(f"dask/local = {d['ratio']:.3f} (per repetition {d['ratio_per_rep']}); "
-                  f"target <= 1.3: {'met' if d['met'] else 'MISSED'}; rows: "
-                  f"{d['rows_compared']['only_first']}/{d['rows_compared']['only_second']} keys "
-                  f"in one store only, {len(d['rows_compared']['status_differs'])} status and "
-                  f"{len(d['rows_compared']['cost_differs'])} exact-cost difference(s)", flush=True)
         if args.part in ("leases", "all"):
             print(f"# two runners (1 worker each) vs one runner (1 worker), {args.lease_tasks} "
                   f"DepL tasks, {args.reps} repetition(s), load {load()}", flush=True)
             d = result["leases"] = leases_part(args.lease_tasks, args.reps, tmp)
             print(f"two/one = {d['ratio']:.3f} (per repetition {d['ratio_per_rep']}); "
-                  f"target about 0.5; rows: {d['rows_compared']['only_first']}/"
+                  f"target about 0.5; each task ran {d['task_slowdown']:.2f}x as long with "
+                  f"two runners (1 = a second core was free), so per unit of task time "
+                  f"two/one = {d['ratio_per_task_time']:.3f}; "
+                  f"rows: {d['rows_compared']['only_first']}/"
                   f"{d['rows_compared']['only_second']} keys in one store only, "
                   f"{len(d['rows_compared']['status_differs'])} status and "
                   f"{len(d['rows_compared']['cost_differs'])} cost difference(s)", flush=True)
+        if args.part in ("dask", "all"):
+            print(f"# Dask LocalCluster(2) vs local pool (2 workers) on {args.sweep}, "
+                  f"{args.reps} repetition(s), load {load()}", flush=True)
+            d = result["dask"] = dask_part(args.sweep.resolve(), args.reps, tmp)
+            print(f"dask/local = {d['ratio']:.3f} (per repetition {d['ratio_per_rep']}); "
+                  f"target <= 1.3: {'met' if d['met'] else 'MISSED'}; the tasks' own time "
+                  f"dask/local = {d['task_time_ratio']:.3f} (machine load), so per unit of "
+                  f"task time {d['ratio_per_task_time']:.3f}; rows: "
+                  f"{d['rows_compared']['only_first']}/{d['rows_compared']['only_second']} keys "
+                  f"in one store only, {len(d['rows_compared']['status_differs'])} status and "
+                  f"{len(d['rows_compared']['cost_differs'])} exact-cost difference(s)", flush=True)
     finally:
         result["load_end"] = load()
         if args.keep:

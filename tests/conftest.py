@@ -48,7 +48,12 @@ SLOW_FIXTURES = frozenset({"full_report", "calibrated9"})
 #: function; a name with ``[id]`` marks that case only, so cheap cases of a
 #: parametrised check stay in the quick loop.
 SLOW_TESTS: dict[str, tuple[str, ...]] = {
-    "test_certify": ("test_lb_below_near_exact_optimum_and_every_certified_plan",),
+    "test_closed_loop": ("test_depl_receding_is_registered_and_replans", "test_closed_loop_pact_differs_from_open_loop",
+                         "test_report_shows_the_closed_loop_table_and_the_pact_claim", "test_pact_claim_rows_flip_with_the_data"),
+    "test_certify": ("test_lb_below_near_exact_optimum_and_every_certified_plan",
+                     "test_forced_second_stage_keeps_every_statement_valid",
+                     "test_stage_two_skipped_when_stage_one_meets_the_target",
+                     "test_replication_stopped_at_its_limit_contributes_its_dual_bound"),
     "test_depl": (
         "test_knapsack_ratio_never_below_one_and_falls_with_eta",
         "test_allocation_failure_blacklists_the_path",
@@ -67,6 +72,9 @@ SLOW_TESTS: dict[str, tuple[str, ...]] = {
         "test_wrong_family_gives_low_p_values",
     ),
     "test_fuzz_instances": ("test_mutated_instances_meet_the_contract",),
+    "test_fuzz_plans": ("test_mutated_plans", "test_plan_files"),   # *_quick variants stay in test-fast
+    "test_fuzz_sweeps": ("test_mutated_sweeps",),
+    "test_instances": ("test_large_instance_with_a_late_duplicate_is_refused",),
     "test_generators": (
         "test_realistic_alexnet_magnitudes_fig7_fig9",
         "test_realistic_mobilenet_is_cheaper_than_alexnet",
@@ -108,6 +116,7 @@ SLOW_TESTS: dict[str, tuple[str, ...]] = {
         "test_many_datasets_cyclic_equals_brute_force[10-4]",
         "test_seven_datasets_two_clusters_equals_brute_force",
         "test_variants_equal_brute_force[per_epoch-intended]",
+        "test_group_bound_is_below_every_feasible_completion",
     ),
     "test_reports": (
         "test_missing_columns_and_bad_json",
@@ -116,7 +125,10 @@ SLOW_TESTS: dict[str, tuple[str, ...]] = {
         "test_store_roundtrip_and_cli",
     ),
     "test_runner": ("test_warm_dask_task_path_enforces_the_hard_limit_and_reports_crashes",),
-    "test_solver_peers": ("test_pyomo_peers_give_the_brute_force_optimum", "test_pyomo_peer_solves_the_naive_pyomo_model"),
+    "test_solver_peers": ("test_pyomo_peers_give_the_brute_force_optimum", "test_pyomo_peer_solves_the_naive_pyomo_model",
+                          "test_packaged_peers_sweep_runs_every_milp_task_once_per_solver",
+                          "test_pyomo_peers_run_the_cut_loop_on_knapsack",
+                          "test_a_peer_without_a_dual_bound_never_claims_optimal"),
     "test_sweep": (
         "test_packaged_sweeps_are_valid[complexity]",
         "test_packaged_sweeps_are_valid[knapsack]",

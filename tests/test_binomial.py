@@ -146,3 +146,19 @@ def test_order_statistic_bound():
     assert b.order_statistic_bound(vals, 2) == 3.0
     assert b.order_statistic_bound(vals, 4) == math.inf
     assert b.order_statistic_bound(vals, None) == -math.inf
+
+
+@pytest.mark.parametrize("risk", [0.01, 0.05, 0.1])
+def test_a_plan_seen_above_the_risk_is_never_certified(risk):
+    """Whenever the observed violation frequency V/N′ exceeds the risk (so the
+    empirical ω-quantile is above ℓmax), the Clopper–Pearson upper bound does
+    too — such a plan is never certified feasible. Checked at the smallest
+    such V (p̄ grows with V) for every N′ ≤ 60 and a few larger ones."""
+    for n in [*range(1, 61), 99, 100, 101, 199, 200, 999, 1000, 1001]:
+        v = math.floor(risk * n + 1e-9) + 1
+        if v > n:
+            continue
+        assert v / n > risk
+        for conf in (0.5, 0.95, 0.999):
+            assert b.clopper_pearson_upper(v, n, conf) > risk
+            assert b.violation_verdict(v, n, risk, conf) != b.CERTIFIED_FEASIBLE

@@ -17,7 +17,9 @@ from deplbench.formulations.evaluate import evaluate_plan, plan_indices, simulat
 from deplbench.formulations.knapsack import knapsack_optimum_from_instance
 from deplbench.instances.generators import generate
 from deplbench.solvers.base import solve
+from deplbench.solvers import certified_tasks
 from deplbench.solvers.certified import certify, process_map
+from deplbench.solvers.certified_refine import predicted_certifiable, select_for_refinement, split_beta
 
 #: A budget, not a limit: tiny instances solve in well under a second, so the
 #: results never depend on the machine's speed (a 5 s limit could be hit on a
@@ -74,9 +76,11 @@ def test_lb_below_near_exact_optimum_and_every_certified_plan(seed):
     # Near-exact reference: the exhaustive optimum over 10^5 scenarios.
     ref = solve(inst, "brute-force", scenarios=100_000, seed=99, evaluate=False)
     assert ref.status == "optimal"
-    b = certify(inst, replications=8, scenarios=200, validation=20_000, risk_grid=(), **FAST)
+    # one stage (target_width=0): the whole β_L = 0.025 goes to this LB
+    b = certify(inst, replications=8, scenarios=200, validation=20_000, risk_grid=(), target_width=0, **FAST)
     lb = b["lower_bound"]["value"]
     assert b["lower_bound"]["order"] == 2 and b["lower_bound"]["confidence"] == pytest.approx(0.975)
+    assert len(b["stages"]) == 1 and b["beta"]["lower_stages"] == [pytest.approx(0.025), 0.0]
     # the replications disagree, so the test exercises the order statistic
     assert len({round(v, 6) for v in b["saa_optima"]}) > 1
     assert lb <= ref.cost * (1 + 1e-9)
@@ -134,6 +138,13 @@ def test_process_map_gives_the_same_bracket():
     (dict(risk_grid=(1.5,)), "risk_grid"),
     (dict(time_limit=-1.0), "time_limit"),
     (dict(grid_seeds=0), "grid_seeds"),
+    (dict(target_width=-0.1), "target_width"),
+    (dict(target_width=1.0), "target_width"),
+    (dict(refine_share=0.0), "refine_share"),
+    (dict(refine_validation=10), "refine_validation"),
+    (dict(refine_candidates=0), "refine_candidates"),
+    (dict(refine_scenarios=0), "refine_scenarios"),
+    (dict(refine_risk_grid=(0.0,)), "refine_risk_grid"),
 ])
 def test_bad_arguments_name_the_field(kwargs, field):
     inst = generate("knapsack", n_items=4, horizon=4, seed=0)
@@ -156,6 +167,10 @@ def test_cli_json_and_bad_option(tmp_path, capsys):
     captured = capsys.readouterr()
     assert code == 2 and captured.out == ""
     assert captured.err.strip().count("\n") == 0 and "replications" in captured.err
+    code = main(["certify", str(path), "--refine-share", "1.5"])
+    captured = capsys.readouterr()
+    assert code == 2 and captured.out == ""
+    assert captured.err.strip().count("\n") == 0 and "refine_share" in captured.err
     assert not math.isnan(record["width"])
 
 
@@ -240,3 +255,134 @@ def test_infeasible_deterministic_instance_is_reported_not_bracketed():
     assert b["status"] == "infeasible" and b["upper_bound"] is None
     res = solve(impossible, "milp-certified", replications=2, scenarios=5, validation=200, time_limit=5.0)
     assert res.status == "infeasible" and res.plan is None and "infeasible" in res.message
+
+
+# ------------------------------------------------------------- stage 2 (refinement)
+
+
+def test_beta_split_sums_to_beta_and_reserves_nothing_without_refinement():
+    b = split_beta(0.95, 0.5, 0.5, refining=True)
+    assert b["lower_stages"] == [pytest.approx(0.0125), pytest.approx(0.0125)]
+    assert b["upper_stages"] == [pytest.approx(0.0125), pytest.approx(0.0125)]
+    assert sum(b["lower_stages"]) + sum(b["upper_stages"]) == pytest.approx(0.05)
+    b = split_beta(0.9, 0.3, 0.25, refining=True)
+    assert b["lower_stages"] == [pytest.approx(0.0225), pytest.approx(0.0075)]
+    assert b["upper_stages"] == [pytest.approx(0.0525), pytest.approx(0.0175)]
+    # stage 2 impossible: stage 1 gets the whole β
+    b = split_beta(0.95, 0.5, 0.5, refining=False)
+    assert b["lower_stages"] == [pytest.approx(0.025), 0.0] and b["upper_stages"] == [pytest.approx(0.025), 0.0]
+
+
+def test_predicted_certifiable_hand_values():
+    # 0 of N′₁ scales to 0 of N′₂: p̄ = 1 − β^(1/N′₂); 1 − 0.01^(1/1000) = 0.0046 ≤ 0.01
+    assert predicted_certifiable(0, 1000, 1000, 0.01, 0.99)
+    # 0.95 % on 10⁶ draws: p̄ ≈ 0.0095 + 2.33·√(0.0095·0.9905/10⁶) ≈ 0.00973 ≤ 0.01
+    assert predicted_certifiable(1900, 200_000, 1_000_000, 0.01, 0.99)
+    # 1.0 % cannot be certified ≤ 1 % by any number of draws
+    assert not predicted_certifiable(2000, 200_000, 1_000_000, 0.01, 0.99)
+
+
+def test_selection_keeps_cheap_plausible_plans_only():
+    def cand(cost, v, ok=True, certified=False):
+        return {"cost": cost, "violation_count": v, "draws": 200_000, "constraints_ok": ok,
+                "certified": certified}
+    pool = [cand(90, 1900), cand(80, 2400), cand(95, 1000), cand(85, 1500, ok=False), cand(70, 100, certified=True),
+            cand(120, 0), cand(99, 1800)]
+    chosen = select_for_refinement(pool, 100.0, 0.01, 1_000_000, 0.0125, max_tests=2)
+    # 80 (1.2 %) cannot be certified, 85 breaks (4)–(6), 70 is certified, 120 is dearer than UB
+    assert [c["cost"] for c in chosen] == [90, 95]
+    assert [c["cost"] for c in select_for_refinement(pool, None, 0.01, 1_000_000, 0.0125, 10)] == [90, 95, 99, 120]
+
+
+def test_forced_second_stage_keeps_every_statement_valid():
+    """Stage 2 forced (target width 0.1 %): LB = the larger stage LB and still
+    below the near-exact optimum and every certified plan; stage-2 seeds and
+    draws are disjoint from stage 1's; every certified plan meets the chance
+    constraint on 2·10⁵ further draws."""
+    from deplbench.formulations.plan import parse_plan
+
+    inst = _boundary_instance(1)
+    ref = solve(inst, "brute-force", scenarios=100_000, seed=99, evaluate=False)
+    b = certify(inst, replications=8, scenarios=100, validation=5_000, risk_grid=(0.8,), grid_seeds=1,
+                target_width=0.001, refine_replications=8, refine_scenarios=300, refine_validation=100_000,
+                refine_candidates=3, refine_risk_grid=(0.9,), refine_grid_seeds=1, **FAST)
+    st1, st2 = b["stages"]
+    assert st2["ran"] and st2["scenarios"] == 300
+    assert b["beta"]["lower_stages"] == [pytest.approx(0.0125), pytest.approx(0.0125)]
+    assert b["lower_bound"]["confidence"] == pytest.approx(0.975) and b["confidence"] == 0.95
+    lbs = [s["value"] for s in b["lower_bound"]["stages"]]
+    assert b["lower_bound"]["value"] == max(v for v in lbs if v is not None)
+    assert [s["confidence"] for s in b["lower_bound"]["stages"]] == [pytest.approx(0.9875)] * 2
+    lb = b["lower_bound"]["value"]
+    assert lb <= ref.cost * (1 + 1e-9)
+    seeds1 = {r["seed"] for r in b["replications"] if r["stage"] == 1}
+    seeds2 = {r["seed"] for r in b["replications"] if r["stage"] == 2}
+    assert len(seeds1) == 8 and len(seeds2) == 8 and not seeds1 & seeds2
+    tests1 = [c for c in b["candidates"] if c["test"] == "stage 1"]
+    tests2 = [c for c in b["candidates"] if c["test"] == "stage 2"]
+    assert 1 <= len(tests2) == st2["tests"] <= 3
+    # The optimal plan P violates with probability ≈ 0.095 < 0.1: 5000 draws
+    # cannot certify it (stage 1 keeps a dearer plan), 10⁵ fresh draws can.
+    assert st1["upper"] is not None and b["upper_bound"]["test"] == "stage 2"
+    assert b["upper_bound"]["value"] < st1["upper"]
+    c1seed = tests1[0]["validation_seed"]
+    c2seed = c1seed + 1
+    assert all(c["validation_seed"] == c1seed for c in tests1)
+    assert all(c["test_confidence"] == pytest.approx(1 - 0.0125 / len(tests1)) for c in tests1)
+    assert all(c["test_confidence"] == pytest.approx(1 - 0.0125 / len(tests2)) for c in tests2)
+    for c in tests2:   # on N′₂ fresh draws, Bonferroni within stage 2
+        assert c["draws"] == 100_000 and c["validation_seed"] == c2seed
+    certified = [c for c in b["candidates"] if c["certified"]]
+    assert all(c["test"] in ("stage 1", "stage 2") for c in certified)  # screens never certify
+    assert all(lb <= c["cost"] * (1 + 1e-9) for c in certified)
+    if b["upper_bound"] is not None:
+        assert b["upper_bound"]["value"] == min(c["cost"] for c in certified)
+        assert b["upper_bound"]["confidence"] == pytest.approx(0.975)
+    if b["upper_bound"] is not None:
+        ev = evaluate_plan(inst, parse_plan(b["upper_bound"]["plan"]), samples=200_000, seed=4243,
+                           trajectory=False)
+        assert ev.violation_count / ev.samples <= 1 - inst.omega + 0.003
+    assert len(tests1) == st1["tests"]
+
+
+def test_stage_two_skipped_when_stage_one_meets_the_target():
+    inst = _boundary_instance(2)
+    b = certify(inst, replications=6, scenarios=100, validation=5_000, risk_grid=(0.8,), grid_seeds=1,
+                target_width=0.99, **FAST)
+    assert b["status"] == "bracket" and b["width"] <= 0.99
+    assert b["stages"][1]["ran"] is False
+    # the reserved share stays reserved: the statement is the unconditional one
+    assert b["lower_bound"]["confidence"] == pytest.approx(0.975)
+    assert b["lower_bound"]["stages"][0]["confidence"] == pytest.approx(0.9875)
+    assert {r["stage"] for r in b["replications"]} == {1}
+
+
+# ------------------------------------------------------------- MILP stopped at its limit
+
+
+def test_replication_stopped_at_its_limit_contributes_its_dual_bound(monkeypatch):
+    """A replication stopped by its time limit gives the MILP's dual bound, not 0.
+
+    The general formulation bounds its root boxes before the search looks
+    at the clock, so a 1 ms limit stops every solve before any plan, on any
+    machine, with a valid bound (a limit that is always hit, not one a slow
+    machine might miss)."""
+    inst = generate("scaling", n_models=3, n_clusters=2, horizon=8, omega=0.9, seed=0)
+    full = solve(inst, "milp", evaluate=False, scenarios=30, seed=1, formulation="general", time_limit=None)
+    stopped = solve(inst, "milp", evaluate=False, scenarios=30, seed=1, formulation="general", time_limit=1e-3)
+    assert stopped.status == "time_limit" and stopped.plan is None
+    assert stopped.lower_bound is not None and 0 < stopped.lower_bound <= full.cost * (1 + 1e-9)
+
+    real_solve = certified_tasks.solve
+
+    def general(instance, name, **kw):
+        return real_solve(instance, name, **{**kw, "formulation": "general"})
+
+    monkeypatch.setattr(certified_tasks, "solve", general)
+    b = certify(inst, replications=5, scenarios=30, validation=500, risk_grid=(), time_limit=1e-3,
+                target_width=0)
+    reps = b["replications"]
+    assert all(r["status"] == "time_limit" and r["value_kind"] == "milp bound" for r in reps)
+    assert b["lower_bound"]["trivial_replications"] == 0 and b["lower_bound"]["time_limit_bounds"] == 5
+    assert b["lower_bound"]["value"] > 0
+    assert b["lower_bound"]["value"] == sorted(r["lower_bound"] for r in reps)[b["lower_bound"]["order"] - 1]

@@ -254,3 +254,38 @@ def test_validate_cli_one_line_per_bad_file(tmp_path):
     assert len(lines) == len(files), r.stderr
     for line, (field, path) in zip(lines, files.items()):
         assert line.startswith(f"error: {path}") and field in line, line
+
+
+class _Counted(str):
+    """A name that counts its equality comparisons."""
+
+    calls = 0
+
+    def __eq__(self, other):
+        type(self).calls += 1
+        return str.__eq__(self, other)
+
+    __hash__ = str.__hash__
+
+
+def test_duplicate_name_check_is_linear():
+    """The duplicate-name check compares each name a bounded number of times
+    (it was ``names.count(n)`` per name: N² comparisons, minutes for 200,000
+    datasets). Counted, not timed, so a loaded machine cannot make it flaky."""
+    from deplbench.instances.model import _duplicates
+
+    n = 3000
+    names = [_Counted(f"d{i}") for i in range(n)] + [_Counted("d7"), _Counted("d11")]
+    _Counted.calls = 0
+    assert _duplicates(names) == ["d11", "d7"]
+    assert _Counted.calls <= 4 * n        # the quadratic check made about n² = 9·10⁶
+
+
+def test_large_instance_with_a_late_duplicate_is_refused():
+    """100,000 datasets are checked in about a second of CPU; the quadratic
+    check made 10^10 comparisons (over three minutes on this machine)."""
+    data = base_instance()
+    data["datasets"] = [{"name": f"d{i}", "size": 1.0, "usefulness": 1.0} for i in range(100_000)]
+    data["datasets"].append({"name": "d12345", "size": 1.0, "usefulness": 1.0})
+    with pytest.raises(InstanceError, match=r"datasets: duplicate names \['d12345'\]"):
+        parse_instance(data)

@@ -236,3 +236,76 @@ def test_general_is_forceable_and_refuses_scip_by_name():
     scip = solve(inst, "milp", scenarios=20, time_limit=None, formulation="general", solver="scip",
                  evaluate=False)
     assert scip.status == "error" and "solver" in scip.message
+
+
+# ------------------------------------------- scenario-group bound (general_groups.py)
+
+
+def _group_setup(seed, S):
+    from deplbench.formulations.milp.general import _Box, _config
+    from deplbench.formulations.milp.general_groups import GroupPool, GroupTables
+    from deplbench.formulations.milp.general_search import BlockSearch, Problem
+
+    inst = tiny_instance(seed=seed, n_datasets=1, n_clusters=2, horizon=5, n_models=3, all_switches=True)
+    sc = ScenarioSampler(inst, 0).in_sample(S)
+    p = allowed_violations(inst.omega, S)
+    prob = Problem(inst, inst.run_scale[None] * sc.improvement, sc.jump, p)
+    _, vol, gam, beta, lists = _cluster_classes(inst, prob.nonneg)
+    cfg = _config(_Box([(0, len(x)) for x in lists]), lists, vol, gam, beta)
+    search = BlockSearch(prob, cfg, 1.0, inst.horizon, 10.0)
+    pool = GroupPool(prob, np.argsort(-search.scenario_root_bounds(), kind="stable"))
+    pool.extend(search, math.inf)
+    return prob, search, pool, GroupTables(pool, search)
+
+
+def _all_sequences(search):
+    """Every virtual-model sequence of 1..kmax epochs the switch graph allows."""
+    out, frontier = [], [(v,) for v in range(search.nv)]
+    while frontier:
+        out += frontier
+        nxt = []
+        for seq in frontier:
+            if len(seq) < search.kmax:
+                nxt += [seq + (u,) for u in [seq[-1]] + [u for u, _ in search.succ[seq[-1]]]]
+        frontier = nxt
+    return out
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_group_bound_is_below_every_feasible_completion(seed):
+    """At every prefix node (k, v, L) of a tiny cyclic instance, the group bound,
+    its node-level re-optimisation and the full completion bound never exceed
+    the cheapest completion that leaves at most p scenarios above ℓmax
+    (exhaustive enumeration of all sequences)."""
+    S = 40
+    prob, search, pool, tables = _group_setup(seed, S)
+    assert prob.p >= 1 and len(pool.groups) == prob.p + 1
+    assert sorted(np.concatenate(pool.groups).tolist()) == list(range(S))     # a partition
+    seqs = _all_sequences(search)
+    feas = {}
+    for seq in seqs:
+        v = np.array(seq)
+        losses = prob.losses(search.vm[v], search.vgamma[v])
+        if np.count_nonzero(losses > prob.lmax + 1e-9) <= prob.p:
+            feas[seq] = float(search.w[v].sum())
+    assert feas, "the instance should have feasible plans"
+    best_total = min(feas.values())
+    assert tables.root() <= best_total + 1e-9
+    assert tables.root() > 0.5 * best_total          # and it is not a trivial bound
+    assert search.root_bound() - search.const <= best_total + 1e-9
+    checked = 0
+    for pre in seqs:
+        if len(pre) >= search.kmax:
+            continue
+        rest = [w - float(search.w[list(pre)].sum()) for s, w in feas.items() if s[:len(pre)] == pre]
+        if not rest:
+            continue
+        v = np.array(pre)
+        k = len(pre)
+        L = prob.losses(search.vm[v], search.vgamma[v])
+        b = float(tables.bound(np.array([k]), int(pre[-1]), L[:, None])[0])
+        nb = tables.node_bound(k, int(pre[-1]), L, math.inf, math.inf)
+        cb = float(search.completion_bound(np.array([k]), int(pre[-1]), L[:, None])[0])
+        assert b <= min(rest) + 1e-7 and nb <= min(rest) + 1e-7 and cb <= min(rest) + 1e-7, (pre, b, nb, min(rest))
+        checked += 1
+    assert checked > 20

@@ -21,6 +21,8 @@ from deplbench.reports import claims as claims_mod
 from deplbench.reports import complexity as cx
 from deplbench.reports import tables as tabs
 from deplbench.reports.headline import HEADLINE_COLUMNS
+from deplbench.reports.solvers import SOLVER_COLUMNS
+from deplbench.reports import closed_loop as cl_mod
 from deplbench.reports.build import ReportOptions, build_report
 from deplbench.reports.data import STORE_COLUMNS, ReportError, load_bench_json, prepare
 from deplbench.reports.styles import PALETTE, fallback_style, series_info
@@ -28,7 +30,7 @@ from deplbench.reports.stats import (
     loglog_fit, optimum_per_instance, performance_profile, shifted_geometric_mean,
 )
 
-SECTION_IDS = ("data", "paper", "gaps", "ratio", "complexity", "claims")
+SECTION_IDS = ("data", "paper", "gaps", "ratio", "complexity", "claims", "closed_loop")
 SMALL = ReportOptions(scale=0.4, dpi=40, formats=("png",))
 MODELS = ("fast-unsteady", "intermediate", "slow-steady")
 
@@ -218,6 +220,8 @@ def _promised_columns() -> dict[str, tuple]:
         "complexity_counters": cx.COUNTER_COLUMNS, "headline": HEADLINE_COLUMNS,
         "certified_brackets": bracket_mod.BRACKET_COLUMNS,
         "bracket_ratios": bracket_mod.RATIO_COLUMNS, "claims_bracket": bracket_mod.CLAIM_COLUMNS,
+        "solver_comparison": SOLVER_COLUMNS,
+        "closed_loop": cl_mod.CLOSED_LOOP_COLUMNS, "pact_comparison": cl_mod.PACT_COMPARISON_COLUMNS,
     }
 
 
@@ -320,7 +324,10 @@ def test_full_report_numbers(full_report):
 def test_claims_audit_rows(full_report):
     _, summary = full_report
     c = summary.claims.set_index("claim")
-    assert len(c) == 5 and set(c["verdict"]) <= set(claims_mod.VERDICTS)
+    assert len(c) == 7 and set(c["verdict"]) <= set(claims_mod.VERDICTS)
+    # no PACT-VGG11 rows in this store: PACT's Fig. 6 claim (closed and open loop) is not measured
+    assert (c.loc[[k for k in c.index if k.startswith("PACT Fig. 6")], "verdict"]
+            == claims_mod.UNMEASURED).sum() == 2
     assert c.loc["Property 2: complexity", "verdict"] == claims_mod.FAILS
     assert c.loc["Property 3: competitive ratio", "verdict"] == claims_mod.FAILS
     assert c.loc["Sec. IV-A: submodularity", "verdict"] == claims_mod.HOLDS

@@ -80,6 +80,13 @@ def test_bad_solver_names_are_refused_naming_the_option(name, match):
     assert "\n" not in str(err.value)
 
 
+def test_solve_milp_refuses_a_bad_solver_before_building():
+    with pytest.raises(SolverError, match=r"^solver: unknown solver 'cbc'"):
+        milp.solve_milp(tiny_instance(0), solver="cbc")            # Pyomo's name needs the pyomo: prefix
+    with pytest.raises(SolverError, match=r"^solver: 'pyomo:nosuch' is not available"):
+        milp.solve_milp(tiny_instance(0), solver="pyomo:nosuch")
+
+
 def test_scip_refuses_naive_but_pyomo_peers_take_it():
     with pytest.raises(SolverError, match="solver: 'scip' solves the matrix formulations"):
         check_solver("scip", formulation="naive")
@@ -182,12 +189,24 @@ def test_the_bound_is_the_reported_one_capped_by_the_gap_proof(lb, optimal, expe
     assert _PyomoPeerBackend._bound(_Res(lb), optimal, 100.0, 1e-3) == pytest.approx(expect)
 
 
-def test_node_limit_reaches_the_peer():
-    inst = generate("knapsack", item_class="uncorrelated", n_items=10, R=100, horizon=10, seed=0)
-    r = milp.solve_milp(inst, scenarios=1000, solver="pyomo:appsi_highs", gap=1e-9, time_limit=None,
-                        node_limit=1)
-    assert r.status in ("feasible", "optimal", "error")
-    assert r.status != "optimal" or r.gap <= 1e-9
+def test_options_are_passed_in_each_solvers_own_names():
+    """Gap, absolute gap 0, threads, seed and node limit in the solver's
+    option names; a solver without a node-limit option refuses node_limit
+    (the run becomes an error outcome naming it, never an unlimited run)."""
+    be = _PyomoPeerBackend.__new__(_PyomoPeerBackend)    # only the option mapping is exercised
+    be.threads, be.seed, be.name = 2, 7, "peer"
+    for family, expect in [("highs", {"mip_rel_gap": 1e-4, "mip_abs_gap": 0.0, "threads": 2, "random_seed": 7,
+                                      "mip_max_nodes": 5}),
+                           ("cbc", {"ratioGap": 1e-4, "allowableGap": 0.0, "threads": 2, "randomCbcSeed": 8,
+                                    "maxNodes": 5}),
+                           ("gurobi", {"MIPGap": 1e-4, "MIPGapAbs": 0.0, "Threads": 2, "Seed": 7,
+                                       "NodeLimit": 5})]:
+        be.family, be.spec = family, PYOMO_FAMILIES[family]
+        opts = be._options(1e-4, 5, 0)
+        assert {k: opts[k] for k in expect} == expect, family
+    be.family, be.spec = "glpk", PYOMO_FAMILIES["glpk"]
+    assert be._options(1e-4, None, 0) == {"mipgap": 1e-4}
+    assert "takes no node limit" in be._options(1e-4, 5, 0)
 
 
 # ---------------------------------------------------------------- the CLI
@@ -229,7 +248,7 @@ def test_cli_lists_solvers_and_availability(capsys):
     assert rows["scip"]["available"] == (availability("scip")[0])
     assert cli_main(["algorithms"]) == 0
     text = capsys.readouterr().out
-    assert "MILP solvers (--solver NAME" in text and "pyomo:appsi_highs" in text
+    assert "MILP solvers (--solver NAME" in text and "never 'optimal'" in text and "pyomo:appsi_highs" in text
     with pytest.raises(SystemExit):
         cli_main(["solve", "--help"])
     text = capsys.readouterr().out
@@ -327,6 +346,21 @@ solvers = ["highs", "pyomo:appsi_highs"]
     assert list(t.index) == ["highs", "pyomo:appsi_highs"]
     assert (t["problems"] == 1).all() and (t["solved"] == 1).all()
     assert t.loc["pyomo:appsi_highs", "version"].startswith("pyomo ")
+
+
+def test_packaged_peers_sweep_runs_every_milp_task_once_per_solver():
+    from deplbench.benchmarks.sweep import load_sweep
+
+    sweep = load_sweep("peers")
+    tasks = sweep.tasks()
+    milp_tasks = [t for t in tasks if t.algorithm == "milp"]
+    by_problem: dict = {}
+    for t in milp_tasks:
+        by_problem.setdefault((t.group, json.dumps(t.instance_params, sort_keys=True), t.instance_seed,
+                               json.dumps(t.targets, sort_keys=True)), []).append(t.params["solver"])
+    assert len(by_problem) == 10
+    assert all(v == ["highs", "scip", "pyomo:appsi_highs"] for v in by_problem.values())
+    assert all("solver" not in t.params for t in tasks if t.algorithm == "knapsack-dp")
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -52,3 +52,93 @@ def test_brute_force_counts_plans_enumerated():
     res = solve(inst, "brute-force", scenarios=1, evaluate=False)
     # one cluster, one dataset: every sequence of 1..3 epochs over 2 models
     assert res.diagnostics["work"]["plans_enumerated"] == 2 + 4 + 8
+
+
+# --------------------------------------------------------------------------
+# the report's counter fits (reports/complexity.py)
+# --------------------------------------------------------------------------
+
+import json  # noqa: E402
+
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+
+from deplbench.benchmarks.store import COLUMNS as STORE_COLUMNS  # noqa: E402
+from deplbench.reports import complexity as cx  # noqa: E402
+from deplbench.reports.data import prepare  # noqa: E402
+from deplbench.reports.stats import loglog_fit  # noqa: E402
+
+
+def _row(**kw) -> dict:
+    r = {c: None for c in STORE_COLUMNS}
+    r.update(status="feasible", cost=1.0, exact=False, family="synthetic")
+    r.update(kw)
+    r["label"] = kw.get("label", kw.get("algorithm"))
+    for c in ("instance_params", "params", "diagnostics"):
+        if isinstance(r[c], dict):
+            r[c] = json.dumps(r[c])
+    return r
+
+
+def _eta_frame(counts_label=None):
+    """Three instances (different constants C_i) × η; counts C_i·η^1.7 exactly,
+    runtimes noisy; optionally extra "-counts" rows at larger η."""
+    rng = np.random.default_rng(3)
+    rows = []
+    for i, c in enumerate((10.0, 300.0, 7000.0)):
+        for eta in (10, 20, 40, 80):
+            rows.append(_row(key=f"k{i}-{eta}", instance_sha=f"sha{i}", instance_seed=i,
+                             instance_params={"n_models": 3}, n_models=3, algorithm="depl",
+                             params={"eta": eta}, eta=eta,
+                             runtime_s=0.01 * eta ** 0.5 * np.exp(rng.normal(0, 0.2)),
+                             diagnostics={"work": {"vertices": c * eta ** 1.7}}))
+        if counts_label:
+            for eta in (160, 320):
+                rows.append(_row(key=f"c{i}-{eta}", instance_sha=f"sha{i}", instance_seed=i,
+                                 instance_params={"n_models": 3}, n_models=3,
+                                 algorithm="depl", label=counts_label, params={"eta": eta},
+                                 eta=eta, runtime_s=1e3,
+                                 diagnostics={"work": {"vertices": c * eta ** 1.7}}))
+    return prepare(pd.DataFrame(rows, columns=list(STORE_COLUMNS))).df
+
+
+def test_within_instance_fit_recovers_a_known_exponent_tightly():
+    df = _eta_frame()
+    fits = cx.complexity_fits(df)
+    v = fits[(fits["measure"] == "vertices") & (fits["parameter"] == "eta")].iloc[0]
+    assert v["method"] == "within-instance OLS"
+    assert v["slope"] == pytest.approx(1.7, abs=0.01)
+    assert v["ci_high"] - v["ci_low"] < 0.01
+    # pooling the three instances into one intercept: the same data, a wide interval
+    pooled = loglog_fit(df["eta"], [json.loads(d)["work"]["vertices"] for d in df["diagnostics"]])
+    assert pooled.ci_high - pooled.ci_low > 1.0
+
+
+def test_within_fit_drops_singleton_groups_and_counts_degrees_of_freedom():
+    x = np.array([1.0, 2.0, 4.0, 1.0, 2.0, 4.0, 8.0])
+    y = np.array([3.0, 6.0, 12.0, 5.0, 10.0, 20.0, 999.0])
+    g = ["a", "a", "a", "b", "b", "b", "c"]          # "c" is a single point
+    fit = cx.within_fit(x, y, g)
+    assert fit.slope == pytest.approx(1.0, abs=1e-12) and fit.n == 6
+    assert fit.ci_high - fit.ci_low == pytest.approx(0.0, abs=1e-9)
+    assert cx.within_fit([1.0, 2.0], [1.0, 2.0], ["a", "b"]) is None
+
+
+def test_counts_only_rows_enter_counter_fits_but_not_time_fits():
+    df = _eta_frame(counts_label="depl-counts")
+    fits = cx.complexity_fits(df)
+    t = fits[(fits["measure"] == cx.TIME) & (fits["parameter"] == "eta")]
+    v = fits[(fits["measure"] == "vertices") & (fits["parameter"] == "eta")]
+    assert len(t) == 1 and t["max_value"].iloc[0] == 80 and t["points"].iloc[0] == 12
+    assert v["max_value"].iloc[0] == 320 and v["points"].iloc[0] == 18
+    assert t["slope"].iloc[0] < 1.0  # the counts rows' 1000 s runtimes would steepen it
+
+
+def test_pact_graph_gets_its_own_implied_exponent(small):
+    res = solve(small, "pact", scenarios=100, check_samples=1000, evaluate=False)
+    declared = res.diagnostics["work_exponents"]
+    assert declared["graph_vertices"]["horizon"] == 2.0
+    # the report uses the declaration, and never DepL's |M|·K·η² for PACT
+    assert cx._implied("horizon", "graph_vertices", declared, "pact") == 2.0
+    assert cx._implied("eta", "graph_vertices", {}, "pact") is None
+    assert cx._implied("eta", "graph_vertices_reachable", {}, "depl") == 2.0

@@ -30,6 +30,10 @@ MODULES = (
     "deplbench.formulations.knapsack", "pyomo.environ", "highspy",
     "deplbench.formulations.milp", "deplbench.solvers.registry",
     "deplbench.benchmarks.tasks",
+    # The task process's own entry point (executors._local_child): without
+    # it every task would import it, and sweep/validate/tomllib with it, after
+    # the fork — about 0.1 s per task (more where no .pyc can be written).
+    "deplbench.benchmarks.executors",
 )
 
 

@@ -152,6 +152,18 @@ class LocalExecutor:
     def describe(self) -> str:
         return f"local({self.workers} workers, {self.start_method})"
 
+    def prepare(self) -> None:
+        """Start the warm forkserver now, before the sweep is loaded.
+
+        Its imports (the whole solver stack, seconds) then run in a process
+        of their own while the runner validates the sweep, instead of after
+        it, before the first task. Optional: :meth:`run` starts it anyway.
+        """
+        limit_threads()  # before the forkserver imports numpy (BLAS pools)
+        if self.start_method == "forkserver":
+            self._context()
+            _start_forkserver()
+
     def _context(self):
         ctx = mp.get_context(self.start_method)
         if self.start_method == "forkserver":
@@ -226,6 +238,13 @@ class LocalExecutor:
             conn.close()
 
 
+def _start_forkserver() -> None:
+    """Start this process's forkserver (preloaded with :data:`PRELOAD`)."""
+    from multiprocessing import forkserver
+
+    forkserver.ensure_running()
+
+
 def _start_uninterrupted(proc) -> None:
     """``proc.start()`` with Ctrl-C held back until the child has its task.
 
@@ -274,6 +293,29 @@ def _signal_name(code: int | None) -> str:
 
 #: Per-process forkserver context of a Dask worker (created on first use).
 _WORKER_CONTEXT = None
+
+#: Dask settings of the executor's own LocalCluster (``--dask-local``).
+#: Its scheduler and workers live in the runner process, next to the store
+#: writer, on a machine whose cores the task processes already fill, so
+#: whatever they compute is taken from the tasks:
+#:
+#: * ``worker-saturation`` 1.0: a worker gets a task only when its thread is
+#:   free; the rest wait at the scheduler and go to whichever worker frees
+#:   first. With the default 1.1 a single-threaded worker holds a second
+#:   task in its own queue, where it waits behind a long task (a 60 s MILP)
+#:   while the other worker idles, and work stealing must move it back;
+#: * work stealing off (nothing is queued at a worker to steal);
+#: * the statistical profiler off (it samples every thread's stack every
+#:   10 ms), the system monitor every 2 s instead of 0.5 s.
+#:
+#: An external scheduler keeps its own configuration.
+LOCAL_CLUSTER_CONFIG = {
+    "distributed.scheduler.worker-saturation": 1.0,
+    "distributed.scheduler.work-stealing": False,
+    "distributed.worker.profile.enabled": False,
+    "distributed.admin.system-monitor.interval": "2s",
+    "distributed.admin.system-monitor.gil.enabled": False,
+}
 
 
 def _worker_context():
@@ -408,6 +450,17 @@ class DaskExecutor:
             return f"dask({self.scheduler})"
         return f"dask-local({self.local_workers} workers)"
 
+    def prepare(self) -> None:
+        """For a LocalCluster: start the warm forkserver its workers fork
+        tasks from now, so its imports overlap the loading of the sweep (as
+        :meth:`LocalExecutor.prepare`). Nothing to do for a remote cluster."""
+        if self.local_workers is None:
+            return
+        limit_threads()  # before the forkserver imports numpy (BLAS pools)
+        if "forkserver" in mp.get_all_start_methods():
+            _worker_context()
+            _start_forkserver()
+
     def _connect(self):
         try:
             from distributed import Client, LocalCluster
@@ -424,20 +477,24 @@ class DaskExecutor:
             # runs in a process of its own, forked from one warm forkserver
             # (run_task_warm), so worker processes would add only their
             # start-up and a second copy of every solver import.
-            # Start the warm forkserver now: it imports the solver stack
-            # while the cluster starts, instead of after it, on the first task.
-            if "forkserver" in mp.get_all_start_methods():
-                from multiprocessing import forkserver
-
-                _worker_context()
-                forkserver.ensure_running()
+            # Start the warm forkserver now (if prepare() did not): it
+            # imports the solver stack while the cluster starts, instead of
+            # after it, on the first task.
+            self.prepare()
             # Workers talk in-process (inproc://); the HTTP servers a
             # scheduler and its workers always start are bound to loopback
             # on free ports (``dashboard_address=None`` would mean 0.0.0.0:8787).
-            self._cluster = LocalCluster(n_workers=self.local_workers, threads_per_worker=1,
-                                         processes=False, dashboard_address="127.0.0.1:0",
-                                         worker_dashboard_address="127.0.0.1:0")
-            self._client = Client(self._cluster)
+            # LOCAL_CLUSTER_CONFIG: no sampling profiler or memory monitor
+            # competing with the tasks for the runner's CPU, and tasks held
+            # by the scheduler until a worker is free (see its comment).
+            import dask
+
+            with dask.config.set(LOCAL_CLUSTER_CONFIG):
+                self._cluster = LocalCluster(n_workers=self.local_workers, threads_per_worker=1,
+                                             processes=False, memory_limit=0,
+                                             dashboard_address="127.0.0.1:0",
+                                             worker_dashboard_address="127.0.0.1:0")
+                self._client = Client(self._cluster)
         return self._client
 
     def run(self, tasks: Iterable[Task]) -> Iterator[tuple[Task, dict]]:
@@ -464,16 +521,25 @@ class DaskExecutor:
             # A bounded window of tasks in flight, topped up as tasks finish:
             # tasks are pulled (and claimed by the runner) only when a worker
             # will soon be free, so runners sharing a store split the work.
-            done = as_completed()
+            # The window is twice the worker count so that a worker finishing
+            # a task finds the next one already at the scheduler instead of
+            # waiting for this thread to store a record and submit another.
+            # with_results: each result arrives with its completion, without
+            # a second round trip to the cluster per task.
+            done = as_completed(with_results=True, raise_errors=False)
             for _ in range(2 * self._n_workers(client)):
                 if not submit_next():
                     break
-            for fut in done:
+            for fut, result in done:
                 task = by_future.pop(fut)
                 self._futures.remove(fut)
-                try:
-                    record = fut.result()
-                except Exception as exc:  # noqa: BLE001 - a lost worker, not the task
+                if isinstance(result, dict) and fut.status == "finished":
+                    record = result
+                else:  # a lost worker or a failed function, not the task's own error
+                    # raise_errors=False hands an error over as (type, exc, tb)
+                    # and a cancellation as the CancelledError itself.
+                    exc = result[1] if isinstance(result, tuple) and len(result) == 3 \
+                        else result
                     record = task_mod.failure_record(
                         task, f"dask: {type(exc).__name__}: {exc}",
                         started_at=task_mod.now_iso(), wall_s=0.0)

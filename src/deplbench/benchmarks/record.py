@@ -151,6 +151,22 @@ class TaskRecord:
                                                  "provided)")
     evaluation: Any = _col("json", "the complete evaluation (per-epoch mean/p01/p99, "
                                    "per-model epochs and cost, ...)")
+    # -- closed-loop simulation (formulations.closed_loop; sweep option
+    #    [sweep.evaluation] closed_loop = {runs, seed, confidence, sets}) ----
+    closed_loop: Any = _col("json", "closed-loop simulation summaries: 'plan' (the plan as a fixed "
+                                    "policy), 'plan_stopped' (stopped once ℓ ≤ ℓmax), 'policy' (the "
+                                    "algorithm's own policy, or None); None when not simulated")
+    cl_mode: str | None = _col("text", "which simulation the cl_* columns give: 'policy' (the "
+                                       "algorithm re-plans from observed losses) or 'plan' (fixed plan)")
+    cl_runs: int | None = _col("int", "simulated runs of the closed-loop simulation")
+    cl_p_success: float | None = _col("real", "share of runs with ℓ(K) ≤ ℓmax within Tmax and K̄")
+    cl_p_success_low: float | None = _col("real", "lower end of its two-sided Clopper–Pearson "
+                                                  "interval at closed_loop.confidence")
+    cl_p_success_high: float | None = _col("real", "upper end of that interval")
+    cl_cost_mean: float | None = _col("real", "mean cost (2) actually spent per run")
+    cl_cost_q99: float | None = _col("real", "99th percentile of the cost per run")
+    cl_epochs_mean: float | None = _col("real", "mean epochs per run")
+    cl_loss_quantile: float | None = _col("real", "ω-quantile of the final loss over the runs")
     # -- run -----------------------------------------------------------------
     diagnostics: Any = _col("json", "solver diagnostics (free form)")
     error: str | None = _col("text", "exception/timeout/crash text of a failed attempt")
@@ -321,6 +337,21 @@ def evaluation_columns(evaluation: Mapping[str, Any] | None) -> dict:
     return out
 
 
+def closed_loop_columns(closed_loop: Mapping[str, Any] | None) -> dict:
+    """The cl_* columns from :func:`deplbench.solvers.base.closed_loop` output:
+    the algorithm's own policy when it has one, else its plan as a fixed policy."""
+    cl = dict(closed_loop or {})
+    mode = "policy" if cl.get("policy") else ("plan" if cl.get("plan") else None)
+    if mode is None:
+        return {"cl_mode": None}
+    s = cl[mode]
+    ci = s.get("p_success_ci") or (None, None)
+    return {"cl_mode": mode, "cl_runs": s.get("runs"), "cl_p_success": s.get("p_success"),
+            "cl_p_success_low": ci[0], "cl_p_success_high": ci[1],
+            "cl_cost_mean": (s.get("cost") or {}).get("mean"), "cl_cost_q99": (s.get("cost") or {}).get("q99"),
+            "cl_epochs_mean": (s.get("epochs") or {}).get("mean"), "cl_loss_quantile": s.get("loss_quantile")}
+
+
 def describe_columns() -> str:
     """A Markdown table of every column: name, kind, meaning."""
     lines = ["| column | kind | meaning |", "|---|---|---|"]
@@ -331,5 +362,5 @@ def describe_columns() -> str:
 
 __all__ = ["TaskRecord", "COLUMNS", "KIND", "DOC", "JSON_COLUMNS", "REAL_COLUMNS",
            "INT_COLUMNS", "BOOL_COLUMNS", "STATUSES", "convert", "dumps", "json_default",
-           "instance_columns", "parameter_columns", "evaluation_columns",
+           "instance_columns", "parameter_columns", "evaluation_columns", "closed_loop_columns",
            "describe_columns"]

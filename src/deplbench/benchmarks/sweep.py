@@ -71,7 +71,7 @@ from typing import Any
 
 from deplbench import __version__
 from deplbench.benchmarks.validate import (
-    _finite_number, _nonnegative_int, _positive_int, _positive_number, _reject_unknown,
+    _finite_number, _nonnegative_int, _positive_int, _reject_unknown, _time_limit,
     _require_finite, _require_str, _require_table, check_evaluation, check_parameters,
 )
 from deplbench.benchmarks import solver_axis as _axis
@@ -92,7 +92,7 @@ DEFAULT_TIME_LIMIT_S = 600.0
 TARGET_FIELDS = ("loss_max", "omega")
 
 _SWEEP_KEYS = {"name", "description", "time_limit_s", "evaluation"}
-_EVALUATION_KEYS = {"samples", "seed"}
+_EVALUATION_KEYS = {"samples", "seed", "closed_loop"}  # closed_loop: benchmarks.tasks.check_closed_loop
 _INSTANCE_KEYS = {"id", "set", "family", "path", "params", "grid", "seeds", "seed", "targets", "solvers"}
 _ALGORITHM_KEYS = {"name", "label", "params", "grid", "instances", "time_limit_s", "solvers"}
 _TOP_KEYS = {"sweep", "instances", "algorithms"}
@@ -383,7 +383,7 @@ def parse_sweep(
     _require_str(name, "sweep.name")
     description = head.get("description", "")
     _require_str(description, "sweep.description", allow_empty=True)
-    time_limit = _positive_number(head.get("time_limit_s", DEFAULT_TIME_LIMIT_S),
+    time_limit = _time_limit(head.get("time_limit_s", DEFAULT_TIME_LIMIT_S),
                                   "sweep.time_limit_s")
     evaluation = head.get("evaluation", {})
     _require_table(evaluation, "sweep.evaluation")
@@ -392,6 +392,9 @@ def parse_sweep(
         _positive_int(evaluation["samples"], "sweep.evaluation.samples")
     if "seed" in evaluation:
         _nonnegative_int(evaluation["seed"], "sweep.evaluation.seed")
+    if "closed_loop" in evaluation:
+        from deplbench.benchmarks.tasks import check_closed_loop
+        check_closed_loop(evaluation["closed_loop"], "sweep.evaluation.closed_loop")
 
     raw_instances = data.get("instances")
     if not isinstance(raw_instances, list) or not raw_instances:
@@ -489,7 +492,7 @@ def _parse_algorithm(entry: Any, where: str, ids: set, default_limit: float) -> 
                 raise SweepError(f"{where}.instances[{j}]: unknown instance id {g!r} "
                                  f"(known: {', '.join(sorted(ids))})")
         groups = tuple(groups)
-    limit = _positive_number(entry.get("time_limit_s", default_limit), f"{where}.time_limit_s")
+    limit = _time_limit(entry.get("time_limit_s", default_limit), f"{where}.time_limit_s")
     solvers = _axis.entry_solvers(entry, where, params, grid)
     return AlgorithmEntry(name=name, label=label, params=dict(params), grid=grid,
                           instances=groups, time_limit_s=limit, solvers=solvers)

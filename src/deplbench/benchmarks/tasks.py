@@ -133,7 +133,75 @@ def _solve(instance, task: Mapping[str, Any]) -> dict:
         except ModuleNotFoundError as exc:
             raise SweepError(f"algorithm: solver layer not installed (needed for {name!r})") from exc
         result = solve(instance, name, **_evaluation_kwargs(solve, task), **params)
+        settings = closed_loop_settings(task)
+        if settings is not None:
+            out = result.to_dict()
+            out["closed_loop"] = _closed_loop(instance, result, name, settings)
+            return out
     return result if isinstance(result, dict) else result.to_dict()
+
+
+#: Keys of a sweep's ``[sweep.evaluation] closed_loop = {...}`` table.
+CLOSED_LOOP_KEYS = {"runs": 10_000, "seed": 0, "confidence": 0.95, "sets": None}
+
+
+def check_closed_loop(settings: Any, where: str = "sweep.evaluation.closed_loop") -> dict:
+    """Validate a sweep's closed-loop settings; return them with defaults.
+
+    ``runs`` (≥ 2, default 10000), ``seed`` (≥ 0, default 0), ``confidence``
+    (in (0, 1), default 0.95) and ``sets`` (a list of instance sets whose
+    tasks are simulated; default: every task).
+
+    Raises
+    ------
+    SweepError
+        Naming the offending key.
+    """
+    if not isinstance(settings, Mapping):
+        raise SweepError(f"{where}: expected a table, got {type(settings).__name__}")
+    unknown = sorted(set(settings) - set(CLOSED_LOOP_KEYS))
+    if unknown:
+        raise SweepError(f"{where}.{unknown[0]}: unknown key (known: {', '.join(CLOSED_LOOP_KEYS)})")
+    out = {**CLOSED_LOOP_KEYS, **dict(settings)}
+    for key, low in (("runs", 2), ("seed", 0)):
+        v = out[key]
+        if isinstance(v, bool) or not isinstance(v, int) or v < low:
+            raise SweepError(f"{where}.{key}: expected an integer ≥ {low}, got {v!r}")
+    c = out["confidence"]
+    if isinstance(c, bool) or not isinstance(c, (int, float)) or not 0 < c < 1:
+        raise SweepError(f"{where}.confidence: expected a number in (0, 1), got {c!r}")
+    sets = out["sets"]
+    if sets is not None and (not isinstance(sets, list) or not all(isinstance(x, str) and x for x in sets)):
+        raise SweepError(f"{where}.sets: expected a list of instance-set names, got {sets!r}")
+    return out
+
+
+def closed_loop_settings(task: Mapping[str, Any]) -> dict | None:
+    """The task's closed-loop settings, or None when it is not simulated
+    (no ``closed_loop`` in its evaluation, or its instance set not listed)."""
+    raw = (task.get("evaluation") or {}).get("closed_loop")
+    if raw is None:
+        return None
+    settings = check_closed_loop(raw)
+    group_set = task.get("instance_set") or task.get("group")
+    if settings["sets"] is not None and group_set not in settings["sets"]:
+        return None
+    return settings
+
+
+def _closed_loop(instance, result, name: str, settings: Mapping[str, Any]) -> dict:
+    """Closed-loop simulation of the result (:func:`deplbench.solvers.base.closed_loop`);
+    a failure is recorded in the returned dict, never raised."""
+    from deplbench.solvers.base import closed_loop
+
+    t0 = time.perf_counter()
+    try:
+        out = closed_loop(instance, result, name, runs=settings["runs"], seed=settings["seed"],
+                          confidence=settings["confidence"])
+    except Exception as exc:  # noqa: BLE001 - the solve's record must survive
+        out = {"error": f"{type(exc).__name__}: {exc}"}
+    out["wall_s"] = time.perf_counter() - t0
+    return out
 
 
 def _evaluation_kwargs(solve: Callable, task: Mapping[str, Any]) -> dict:
@@ -270,6 +338,9 @@ def fill_from_result(record: dict, result: Mapping[str, Any]) -> None:
     evaluation = dict(result.get("evaluation") or {})
     record["evaluation"] = evaluation or None
     record.update(_record.evaluation_columns(evaluation))
+    if result.get("closed_loop") is not None:
+        record["closed_loop"] = result["closed_loop"]
+        record.update(_record.closed_loop_columns(result["closed_loop"]))
     # A result may carry the quantile without a full evaluation (plugins).
     if record.get("quantile_oos") is None and result.get("quantile_oos") is not None:
         record["quantile_oos"] = result["quantile_oos"]

@@ -279,6 +279,21 @@ def _positive_number(value: Any, where: str) -> float:
     return v
 
 
+#: Largest per-task time limit (seconds, about 11.6 days). The executors
+#: wait on their task processes with ``multiprocessing`` (``poll()`` takes
+#: milliseconds as a C int): beyond 2^31 ms, about 24.8 days, the wait
+#: itself raised OverflowError and took the whole run down (issue 16).
+MAX_TIME_LIMIT_S = 1e6
+
+
+def _time_limit(value: Any, where: str) -> float:
+    """A per-task time limit: a finite number in (0, :data:`MAX_TIME_LIMIT_S`]."""
+    v = _positive_number(value, where)
+    if v > MAX_TIME_LIMIT_S:
+        raise SweepError(f"{where}: must be at most {MAX_TIME_LIMIT_S:g} s (about 11.6 days), got {value!r}")
+    return v
+
+
 def _positive_int(value: Any, where: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
         raise SweepError(f"{where}: must be a positive integer, got {value!r}")

@@ -67,9 +67,6 @@ def _run(args: argparse.Namespace) -> int:
     from deplbench.benchmarks.store import ResultsStore
     from deplbench.benchmarks.sweep import load_sweep
 
-    # Validated completely here (every parameter value, every instance built
-    # with its targets), so --dry-run catches what would fail for input reasons.
-    sweep = load_sweep(args.sweep)
     dask = args.dask_scheduler is not None or args.dask_local is not None
     if dask and args.workers is not None:
         raise SweepError("--workers: applies to local runs; with Dask the cluster decides")
@@ -77,6 +74,13 @@ def _run(args: argparse.Namespace) -> int:
         executor = DaskExecutor(scheduler=args.dask_scheduler, local_workers=args.dask_local)
     else:
         executor = LocalExecutor(workers=args.workers)
+    if not args.dry_run:
+        # The task processes' warm forkserver imports the solver stack (seconds)
+        # while the sweep below is validated, not after it.
+        executor.prepare()
+    # Validated completely here (every parameter value, every instance built
+    # with its targets), so --dry-run catches what would fail for input reasons.
+    sweep = load_sweep(args.sweep)
     if args.dry_run:
         # Never creates the database: an existing one is only read.
         report = dry_run(sweep, args.db, executor.describe(), retry_failed=args.retry_failed,

@@ -78,6 +78,9 @@ def _print_text(b: dict) -> None:
     if saa:
         print(f"SAA optima  {len(saa)} replications, min {min(saa):.6g}, max {max(saa):.6g} "
               "(optimal for their own scenarios only)")
+    saa2 = [c for c in b.get("saa_optima_stage2", []) if c is not None]
+    if saa2:
+        print(f"            stage 2: {len(saa2)} replications, min {min(saa2):.6g}, max {max(saa2):.6g}")
     rt = b["runtime_s"]
     print(f"runtime     {rt['total']:.1f} s (SAA solves {rt['saa_solves_wall']:.1f} s wall, "
           f"validation {rt['validation']:.1f} s; {rt['cpu']:.1f} CPU s in all)")

@@ -102,7 +102,8 @@ def _check_mps_solvers(solvers: list[str]) -> None:
                               f"{', '.join(MPS_SOLVERS)}{hint}")
         ok, why = availability(name)
         if not ok:
-            raise SolverError(f"--solver: {name!r} is not available: {why}")
+            here = ", ".join(n for n in MPS_SOLVERS if availability(n)[0])
+            raise SolverError(f"--solver: {name!r} is not available: {why} (available here: {here})")
 
 
 def run_check(args: argparse.Namespace) -> int:

@@ -100,10 +100,12 @@ def _solver_lines() -> list[str]:
     """The MILP solvers (``--solver``) and whether each runs here."""
     from deplbench.formulations.milp.peers import solver_table
 
-    lines = ["MILP solvers (--solver NAME, or --param solver=NAME; exact algorithms with a `solver` "
-             "parameter):"]
+    lines = textwrap.wrap("MILP solvers (--solver NAME or --param solver=NAME, for exact algorithms with a "
+                          "`solver` parameter; docs/library.md):", 78)
     for row in solver_table():
         what = f"available: {row['version']}" if row["available"] else f"unavailable: {row['reason']}"
+        if row.get("note"):
+            what += f" ({row['note']})"
         lines += textwrap.wrap(what, 78, initial_indent=f"  {row['name']:<24} ", subsequent_indent=" " * 27)
     return lines
 

@@ -142,7 +142,9 @@ def _check_constraints(instance, plan: Plan, models, clusters) -> tuple[list[str
             violations.append(
                 f"epochs[{k}].allocation: {x[k]:.6g} exceeds capacity r = {capacity[k]:.6g} (eq. (5))"
             )
-    with np.errstate(divide="ignore"):
+    # An allocation of 5e-324 or 1e308 gives an infinite time or cost: a
+    # number to report (the plan violates (4)/(5)), not a warning on stderr.
+    with np.errstate(divide="ignore", over="ignore"):
         time = float(np.sum(np.where(x > 0, compute / np.where(x > 0, x, 1.0), np.inf)) + comm.sum()) if K else 0.0
     if time > instance.time_max * (1 + TIME_RTOL):
         violations.append(f"time: total {time:.6g} exceeds Tmax = {instance.time_max:.6g} (eq. (4))")
@@ -244,7 +246,8 @@ def evaluate_plan(
     models, clusters, gammas = plan_indices(instance, plan)
     violations, time = _check_constraints(instance, plan, models, clusters)
     x = np.array(plan.allocations, dtype=float)
-    compute_cost = float(np.sum(instance.unit_cost[clusters] * x)) if plan.n_epochs else 0.0
+    with np.errstate(over="ignore"):
+        compute_cost = float(np.sum(instance.unit_cost[clusters] * x)) if plan.n_epochs else 0.0
     transfer = transfer_cost(instance, plan)
 
     used_models = set(models.tolist())

@@ -21,7 +21,8 @@ from typing import Annotated, Any
 from pydantic import BaseModel, ConfigDict, Field, StrictStr, ValidationError
 
 from deplbench.errors import PlanError
-from deplbench.instances.model import _format_validation_error, _key_loc, check_shape, read_json
+from deplbench.instances.model import (_format_validation_error, _key_loc, _reject_unknown_fields, check_shape,
+                                      read_json)
 
 
 class Epoch(BaseModel):
@@ -83,6 +84,7 @@ def parse_plan(data: Any) -> Plan:
         return data
     if not isinstance(data, dict):
         raise PlanError(f"plan: expected a JSON object, got {type(data).__name__}")
+    _reject_unknown_fields(data, Plan.model_fields, "plan", PlanError)
     check_shape(data, root="plan", error=PlanError)
     try:
         return Plan.model_validate(data)

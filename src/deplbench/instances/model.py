@@ -389,11 +389,22 @@ def parse_instance(data: Any) -> Instance:
     """
     if not isinstance(data, dict):
         raise InstanceError(f"instance: expected a JSON object, got {type(data).__name__}")
+    _reject_unknown_fields(data, Instance.model_fields, "instance", InstanceError)
     check_shape(data)
     try:
         return Instance.model_validate(data)
     except ValidationError as exc:
         raise InstanceError(f"invalid instance: {_format_validation_error(exc)}") from None
+
+
+def _reject_unknown_fields(data: dict, fields, root: str, error: type[DeplbenchError]) -> None:
+    """An unknown top-level key is named as such before anything inside it
+    is looked at (else a problem in its value would be reported under a
+    location the format does not have)."""
+    for key in data:
+        if key not in fields:
+            shown = repr(key).encode("ascii", "backslashreplace").decode() if isinstance(key, str) else repr(key)
+            raise error(f"{root}: unknown field {shown} (not part of the format, whose fields are {', '.join(fields)})")
 
 
 def _check_text(loc: str, text: str, what: str = "text", *, root: str = "instance",

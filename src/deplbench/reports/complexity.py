@@ -271,11 +271,11 @@ def _replicate_labels(g: pd.DataFrame, p: str) -> list[list[str]]:
     """
     if p in SOLVER_SIZES:
         return [[str(v) for v in g["instance_key"]]]
+    # Not the sweep group: a counts-only group (complexity.toml) regenerates
+    # the same family and seed at other sizes, one series with its timed twin.
     seeds = [str(v) for v in g["instance_seed"]]
-    group = [str(v) for v in g["instance_group"]]
     targets = [f"{lm!r}|{om!r}" for lm, om in zip(g["loss_max"], g["omega"])]
-    return [[f"{a}|{b}|{c}" for a, b, c in zip(group, seeds, targets)],
-            [f"{a}|{b}" for a, b in zip(group, seeds)]]
+    return [[f"{a}|{b}" for a, b in zip(seeds, targets)], seeds]
 
 
 def _fit_group(source, fam, alg, p, measure, s, g, x, y, ip, declared,

@@ -134,7 +134,8 @@ def validation_task(task: dict) -> dict:
     ev = evaluate_plan(inst, parse_plan(task["plan"]), samples=task["validation"], seed=task["seed"],
                        confidence=task["confidence"], trajectory=False)
     return {"cost": ev.cost, "constraints_ok": ev.constraints_ok, "violation_count": ev.violation_count,
-            "draws": ev.samples, "violation_ub": ev.violation_ub,
+            "draws": ev.samples, "violation_ub": ev.violation_ub, "validation_seed": task["seed"],
+            "test_confidence": task["confidence"],
             "certified": ev.certified_verdict == CERTIFIED_FEASIBLE and ev.constraints_ok,
             "runtime_s": time.perf_counter() - t0, "cpu_s": time.process_time() - c0}
 

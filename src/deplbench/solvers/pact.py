@@ -309,8 +309,10 @@ class Pact(Solver):
                       "from the observed state (its paper); open-loop: it follows its plan (re-planned from "
                       "robust predictions). The static plan is the same in both modes",
                       choices=("closed-loop", "open-loop")),
-        "memo_loss": Param(1, int, "closed loop: PACT loss buckets merged into one decision cell", low=1),
-        "memo_time": Param(100, int, "closed loop: elapsed-time cells up to Tmax for the decision memo",
+        "closed_loop_resolution": Param(500, int, "closed loop: loss buckets of the re-planning graph "
+                                        "(0 = loss_resolution's)", low=0),
+        "memo_loss": Param(10, int, "closed loop: loss buckets merged into one decision cell", low=1),
+        "memo_time": Param(20, int, "closed loop: elapsed-time cells up to Tmax for the decision memo",
                            low=1),
     }
 
@@ -330,8 +332,8 @@ class Pact(Solver):
             return None
         subset = tuple(diag["datasets"])
         q = float(diag["graphs"][",".join(subset)]["robust_quantile"])
-        graph = ExpandedGraph(instance, data_setting(instance, subset), q, _loss_resolution(instance, params),
-                              params["time_resolution"])
+        res = params["closed_loop_resolution"] or _loss_resolution(instance, params)
+        graph = ExpandedGraph(instance, data_setting(instance, subset), q, res, params["time_resolution"])
         return PactPolicy(instance, graph, result.plan.datasets, result.plan, params["irreversible_risk"],
                           params["memo_loss"], params["memo_time"])
 

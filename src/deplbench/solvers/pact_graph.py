@@ -364,6 +364,125 @@ class ExpandedGraph:
         return {"W": W, "C": lab[0], "Le": lab[1], "Lr": lab[2], "first": lab[3].astype(np.int64), "T": lab[4],
                 "end": where[0], "model": where[1], "cluster": where[2], "time_bucket": where[3]}
 
+    def feasible_paths_batch(self, e0: int, m0: int | None, n0: int | None, b0s, time0s) -> list:
+        """:meth:`feasible_paths` from several current vertices at once.
+
+        The sources share the epoch ``e0``, model ``m0`` and cluster ``n0``
+        and differ in loss bucket ``b0s[s]`` and exact elapsed time
+        ``time0s[s]`` (time bucket 0: the closed-loop policy carries the
+        elapsed time as a label). One forward DP with a leading source axis
+        replaces len(b0s) DPs: the closed-loop PACT policy asks for every
+        loss/time cell of a group of runs in one call.
+
+        Returns
+        -------
+        list of (dict or None)
+            Per source, what :meth:`feasible_paths` returns from it.
+        """
+        b0s = np.asarray(b0s, dtype=np.int64)
+        time0s = np.asarray(time0s, dtype=float)
+        S = b0s.size
+        M, N, Tb, K = self.M, self.N, self.Tb, self.K
+        if e0 >= K or S == 0:
+            return [None] * S
+        top = int(b0s.max())
+        Lb = self.Lb if self.max_climb is None else min(self.Lb, top + self.max_climb + 1)
+        D = np.full((S, M, N, Lb, Tb), _INF)
+        L = np.zeros((5, S, M, N, Lb, Tb))
+        srcs = np.arange(S)
+        if m0 is None:
+            sources = [(m2, n2) for m2 in range(M) for n2 in range(N) if self.usable[m2, n2]]
+        else:
+            sources = list(self._targets(m0, n0))
+        for m2, n2 in sources:
+            if m0 is None:
+                d, cr, ce = int(self.db_first[m2]), self.first_rob[m2], self.first_exp[m2]
+            else:
+                d, cr, ce = int(self.db[e0, m0, m2]), self.change_rob[e0, m0, m2], self.change_exp[e0, m0, m2]
+            b1 = np.maximum(b0s + d, 0)
+            t1 = int(self.dt[m2, n2])
+            ok = (b1 < Lb) & (t1 < Tb) & (time0s + self.tau[m2, n2] <= self.time_max)
+            s_ok, b_ok = srcs[ok], b1[ok]
+            D[s_ok, m2, n2, b_ok, t1] = self.weight[m2, n2]
+            for j, v in enumerate((self.comm[m2, n2], ce, cr, m2 * N + n2)):
+                L[j, s_ok, m2, n2, b_ok, t1] = v
+            L[4, s_ok, m2, n2, b_ok, t1] = time0s[ok] + self.tau[m2, n2]
+        found = []
+        e = e0 + 1
+        rows = np.arange(Lb)
+        while True:
+            feas = np.isfinite(D[:, :, :, 0, :])
+            if feas.any():
+                ss, mm, nn, tt = np.nonzero(feas)
+                found.append((ss, D[ss, mm, nn, 0, tt], L[:, ss, mm, nn, 0, tt],
+                              np.vstack([np.full(mm.size, e), mm, nn, tt])))
+            D[:, :, :, 0, :] = _INF
+            live = np.isfinite(D).any(axis=(0, 2, 3, 4))
+            if e >= K or not live.any():
+                break
+            Dn = np.full((S, M, N, Lb, Tb), _INF)
+            Ln = np.zeros((5, S, M, N, Lb, Tb))
+            for m in np.nonzero(live)[0]:
+                if self.printed:
+                    groups = [(n, D[:, m, n], L[:, :, m, n]) for n in range(N) if np.isfinite(D[:, m, n]).any()]
+                else:
+                    arg = np.argmin(D[:, m], axis=1)                                   # (S, Lb, Tb)
+                    Dm = np.take_along_axis(D[:, m], arg[:, None], axis=1)[:, 0]
+                    Lm = np.take_along_axis(L[:, :, m], arg[None, :, None], axis=2)[:, :, 0]
+                    groups = [(None, Dm, Lm)]
+                for n, Dsrc, Lsrc in groups:                     # Dsrc (S, Lb, Tb), Lsrc (5, S, Lb, Tb)
+                    for m2 in np.nonzero(self.allowed[m])[0]:
+                        d = int(self.db[e, m, m2])
+                        for dt, n2s in self._dt_groups(m2, n):
+                            if dt >= Tb:
+                                continue
+                            cand = np.full((S, Lb, Tb), _INF)
+                            sb = np.zeros((S, Lb, Tb), dtype=np.int64)
+                            src = Dsrc[:, :, : Tb - dt]
+                            lo, hi = max(1, 1 + d), min(Lb, Lb + d)
+                            if lo < hi:
+                                cand[:, lo:hi, dt:] = src[:, lo - d: hi - d]
+                                sb[:, lo:hi, dt:] = rows[lo - d: hi - d][None, :, None]
+                            if d < 0:
+                                topr = min(-d, Lb - 1)
+                                block = src[:, 1: topr + 1]
+                                if block.shape[1]:
+                                    arg = np.argmin(block, axis=1)              # (S, Tb - dt)
+                                    cand[:, 0, dt:] = np.take_along_axis(block, arg[:, None], axis=1)[:, 0]
+                                    sb[:, 0, dt:] = arg + 1
+                            if not np.isfinite(cand).any():
+                                continue
+                            st = np.broadcast_to(np.clip(np.arange(Tb) - dt, 0, Tb - 1), sb.shape)
+                            sidx = np.broadcast_to(srcs[:, None, None], sb.shape)
+                            lab = Lsrc[:, sidx, sb, st]                          # (5, S, Lb, Tb)
+                            cand = cand[:, None] + self.weight[m2, n2s][None, :, None, None]
+                            labn = np.repeat(lab[:, :, None], n2s.size, axis=2)  # (5, S, n2, Lb, Tb)
+                            labn[0] += self.comm[m2, n2s][None, :, None, None]
+                            labn[1] += self.change_exp[e, m, m2]
+                            labn[2] += self.change_rob[e, m, m2]
+                            labn[4] += self.tau[m2, n2s][None, :, None, None]
+                            cur = Dn[:, m2][:, n2s]
+                            better = (cand < cur) & (labn[4] <= self.time_max)
+                            if not better.any():
+                                continue
+                            Dn[:, m2, n2s] = np.where(better, cand, cur)
+                            Ln[:, :, m2, n2s] = np.where(better[None], labn, Ln[:, :, m2][:, :, n2s])
+            D, L = Dn, Ln
+            e += 1
+        out: list = [None] * S
+        if not found:
+            return out
+        ss = np.concatenate([f[0] for f in found])
+        W = np.concatenate([f[1] for f in found])
+        lab = np.concatenate([f[2] for f in found], axis=1)
+        where = np.concatenate([f[3] for f in found], axis=1)
+        for s_ in np.unique(ss):
+            k = ss == s_
+            out[int(s_)] = {"W": W[k], "C": lab[0, k], "Le": lab[1, k], "Lr": lab[2, k],
+                            "first": lab[3, k].astype(np.int64), "T": lab[4, k], "end": where[0, k],
+                            "model": where[1, k], "cluster": where[2, k], "time_bucket": where[3, k]}
+        return out
+
     def has_path(self) -> bool:
         """Whether some path from the initial vertex reaches ℓmax (Alg. 2 finds any)."""
         return self.feasible_paths(0, None, None, self.b0, 0) is not None

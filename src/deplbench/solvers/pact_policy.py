@@ -16,8 +16,12 @@ Interpretations (each one ours; PACT leaves them open)
   robust and expected estimators equal the unconditional ones; conditioning
   means re-anchoring the expanded graph at the observed loss: the current
   vertex is the loss bucket b = ⌈(ℓ(k) − ℓmax)/γ_ℓ⌉ (Alg. 1 line 17's
-  round-up) of the same graph the open-loop run built (same robust quantile,
-  same resolutions).
+  round-up) of a graph at the robust quantile the open-loop run used, with
+  ``closed_loop_resolution`` loss buckets (default 500, coarser than the
+  open loop's max(200, 20·K̄): every decision re-anchors on the observed
+  loss, so the per-step round-up only biases the predicted remainder; on
+  PACT-VGG11 ℓmax = 0.3, 10⁴ runs, mean cost 855 at 500 buckets vs 847 at
+  2000, 20 s vs 58 s).
 * **Stopping.** An observed ℓ(k) ≤ ℓmax is PACT's feasible vertex (joined to
   Ω): the run stops.
 * **Elapsed time.** The current vertex carries the realised elapsed time
@@ -82,7 +86,7 @@ class PactPolicy(ClosedLoopPolicy):
     name = "PACT (closed loop)"
 
     def __init__(self, instance, graph: ExpandedGraph, datasets: dict, reference_plan: Plan | None,
-                 irreversible_risk: float = 1.0, memo_loss: int = 1, memo_time: int = 100):
+                 irreversible_risk: float = 1.0, memo_loss: int = 10, memo_time: int = 20):
         self.instance = instance
         self.graph = graph
         self.setting: DataSetting = graph.setting
@@ -93,36 +97,41 @@ class PactPolicy(ClosedLoopPolicy):
         self.gT_memo = instance.time_max / max(1, int(memo_time))
         self._memo: dict = {}
         self.replans = 0
+        self.batches = 0
         self.no_path = 0
 
     def datasets(self) -> dict[str, list[str]]:
         return self._datasets
 
     def describe(self) -> dict:
-        return {"replans": self.replans, "memo_cells": len(self._memo), "no_path_cells": self.no_path,
+        return {"replans": self.replans, "batched_dps": self.batches, "memo_cells": len(self._memo), "no_path_cells": self.no_path,
                 "loss_buckets": int(self.graph.b0), "gamma_loss": float(self.graph.gl),
                 "robust_quantile": float(self.graph.robust_quantile),
                 "memo_loss": self.memo_loss, "memo_time_step": float(self.gT_memo)}
 
     # ------------------------------------------------------------------
-    def _choose(self, e: int, m: int | None, n: int | None, b: int, T: float):
-        """(m2, n2, W, C) of the best path from the cell, or None (no path)."""
-        key = (e, m, n, b, T)
-        if key in self._memo:
-            return self._memo[key]
+    def _choose_many(self, e: int, m: int | None, n: int | None, cells) -> list:
+        """(m2, n2, W, C) of the best path from each (loss bucket, time) cell,
+        or None (no path); memoised, the missing cells in one batched DP."""
         g = self.graph
-        self.replans += 1
-        out = None
-        if e < g.K and b < g.Lb:
-            paths = g.feasible_paths(e, m, n, b, 0, T)
-            if paths is not None:
-                best, _, _, _ = score_paths(g, paths, e, m, b, 0, 0.0, T, self.irreversible_risk)
-                a = int(paths["first"][best])
-                out = (a // g.N, a % g.N, float(paths["W"][best]), float(paths["C"][best]))
-        if out is None:
-            self.no_path += 1
-        self._memo[key] = out
-        return out
+        todo = [c for c in cells if (e, m, n) + c not in self._memo]
+        if todo:
+            self.replans += len(todo)
+            self.batches += 1
+            ok = [c for c in todo if e < g.K and c[0] < g.Lb]
+            results = dict.fromkeys(todo)
+            if ok:
+                all_paths = g.feasible_paths_batch(e, m, n, [c[0] for c in ok], [c[1] for c in ok])
+                for c, paths in zip(ok, all_paths):
+                    if paths is None:
+                        continue
+                    best, _, _, _ = score_paths(g, paths, e, m, c[0], 0, 0.0, c[1], self.irreversible_risk)
+                    a = int(paths["first"][best])
+                    results[c] = (a // g.N, a % g.N, float(paths["W"][best]), float(paths["C"][best]))
+            for c, r in results.items():
+                self.no_path += r is None
+                self._memo[(e, m, n) + c] = r
+        return [self._memo[(e, m, n) + c] for c in cells]
 
     def decide(self, state: PolicyState) -> Decision:
         inst, g = self.instance, self.graph
@@ -141,9 +150,10 @@ class PactPolicy(ClosedLoopPolicy):
         uniq, inv = np.unique(cells, axis=0, return_inverse=True)
         inv = inv.reshape(-1)
         st = self.setting
-        for j, (bb, tt) in enumerate(uniq):
+        choices = self._choose_many(state.epoch, state.model, state.cluster,
+                                    [(int(bb), float(tt)) for bb, tt in uniq])
+        for j, choice in enumerate(choices):
             sel = rows[inv == j]
-            choice = self._choose(state.epoch, state.model, state.cluster, int(bb), float(tt))
             if choice is None:
                 if state.model is None:
                     continue      # no path at all from the start: the run never begins

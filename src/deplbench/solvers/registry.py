@@ -49,6 +49,7 @@ SOLVERS: dict[str, str] = {
     "brute-force": "deplbench.solvers.brute_force:BruteForce",
     "knapsack-dp": "deplbench.solvers.knapsack_dp:KnapsackDP",
     "depl": "deplbench.solvers.depl:DepL",
+    "depl-receding": "deplbench.solvers.depl_receding:DepLReceding",
     "best-exp": "deplbench.solvers.best_exp:BestExp",
     "pact": "deplbench.solvers.pact:Pact",
     "static-learn": "deplbench.solvers.baselines:StaticLearn",

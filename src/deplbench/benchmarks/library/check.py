@@ -105,7 +105,7 @@ def check_library(root: str, solver: str = "highs", time_limit: float = 60.0, ga
         version = out.version or version
         ok, why = agrees(entry, out.status, out.primal, out.dual, rel_tol)
         row.update(status=out.status, primal=out.primal, dual=out.dual, gap=out.gap,
-                   seconds=round(out.seconds, 3), nodes=out.nodes, agrees=ok, reason=why)
+                   seconds=round(out.seconds, 3), nodes=out.nodes, retries=out.retries, agrees=ok, reason=why)
         rows.append(row)
         if progress is not None:
             progress(f"{name}: {solver} {out.status} {out.primal} in {out.seconds:.2f} s; "

@@ -85,6 +85,8 @@ Package layout
 ``catalog.py``     the formulation table; how ``fast`` chooses; plug-in API
 ``backends.py``    highspy direct / Pyomo appsi; clean stdout
 ``scip.py``        SCIP (pyscipopt) as a solver peer of HiGHS
+``pyomo_peer.py``  any Pyomo SolverFactory solver as a peer (``pyomo:NAME``)
+``peers.py``       solver names, availability, versions, validation
 ``cutloop.py``     the Kelley cut loop, statuses, work counters
 ``solve.py``       :func:`solve_milp`: the stages under one time/memory budget
 =================  ==========================================================

@@ -173,6 +173,50 @@ def set_fallback(name: str) -> None:
 DIRECT: tuple[str, ...] = ("general",)
 
 
+def _cyclic(allowed) -> bool:
+    """Whether the switch graph (off-diagonal of ``allowed``) has a directed cycle."""
+    import numpy as np
+
+    adj = np.array(allowed, dtype=bool)
+    np.fill_diagonal(adj, False)
+    # Kahn's algorithm: a DAG empties by repeatedly removing sources
+    alive = np.ones(adj.shape[0], dtype=bool)
+    while alive.any():
+        src = alive & ~adj[alive].any(axis=0)
+        if not src.any():
+            return True
+        alive &= ~src
+    return False
+
+
+def _counts_structure(instance) -> bool:
+    """The order-invariant structure of ``counts`` checked on the instance
+    alone (every switch allowed, point-mass runs without decay, zero jumps)."""
+    import numpy as np
+
+    return (bool(np.all(instance.allowed)) and bool(np.all(instance.run_scale == instance.run_scale[:1]))
+            and all(m.improvement.is_deterministic for m in instance.models)
+            and all(sw.jump.is_deterministic and getattr(sw.jump, "value", None) == 0.0
+                    for sw in instance.switches))
+
+
+def fast_prefers_general(instance, max_datasets: int) -> tuple[bool, str]:
+    """Whether ``fast`` should dispatch to the direct ``general`` solver.
+
+    By structure: more than ``max_datasets`` datasets (the matrix
+    formulations enumerate each cluster's subsets), or a cyclic switch graph
+    that is not the order-invariant ``counts`` structure (``enumeration``
+    needs an acyclic graph; measured side by side, ``general`` beats ``flow``
+    on cyclic instances: benchmarks/general_targets.py and the ``general``
+    module docstring). Returns (choice, reason).
+    """
+    if instance.n_datasets > max_datasets:
+        return True, f"{instance.n_datasets} datasets > {max_datasets}"
+    if _cyclic(instance.allowed) and not _counts_structure(instance):
+        return True, "cyclic switch graph"
+    return False, ""
+
+
 def formulation_names() -> tuple[str, ...]:
     """Every value ``formulation=`` accepts: ``fast``, each row's name and
     the direct solvers of :data:`DIRECT`."""
@@ -195,5 +239,5 @@ def candidates(name: str, data: _Data) -> tuple[list[Formulation], str]:
     return [row], ""
 
 
-__all__ = ["Formulation", "BuildContext", "ModelTooLarge", "BUILTIN", "FAST_CHAIN", "register",
+__all__ = ["Formulation", "BuildContext", "ModelTooLarge", "BUILTIN", "FAST_CHAIN", "register", "fast_prefers_general",
            "set_fallback", "DIRECT", "formulation_names", "get", "candidates", "BYTES_PER_NONZERO"]

@@ -57,15 +57,22 @@ We keep Luedtke's ingredients but branch on *plans*, where they are exact:
 3. **Cost bound by λ-duality** (package docstring): F(N) ≥ Σ_j g_j(λ) N_j
    − λ Tmax for every λ ≥ 0, so a prefix has a linear weight; λ is the time
    price of the incumbent (re-set when a better one appears).
-4. **Quantile bound from single-scenario subproblems.** A completion must
-   satisfy at least S − p scenarios, so its weight is at least the
-   (p+1)-th largest of cb_s, the cheapest completion satisfying scenario s
-   alone (Luedtke 2014's h_s with π the cost; the order statistic is Xie &
-   Ahmed's quantile cut). cb_s is bounded below by the Lagrangian relaxation
-   of the single scenario row, max_μ [V^μ_s(k, v) + μ (L_s − ℓmax)], where
-   V^μ is one backward min-plus DP over the epoch × virtual-model graph for
-   all scenarios and a grid of μ at once (``general_search.py``). This is
-   the "strong per-scenario bound from a min-plus DP".
+4. **Quantile bounds from scenario groups** (``general_groups.py``). A
+   completion must satisfy at least S − p scenarios. The scenarios are dealt
+   into p + 1 disjoint groups; a completion satisfying every member of a
+   group G costs at least max_π [V^π(k, v) + π·(L_G − ℓmax)], the
+   Lagrangian (LP) bound of "one path satisfies all of G" — one backward
+   min-plus DP per multiplier vector π over the epoch × virtual-model graph,
+   on the π-aggregated draws. At most p groups hold a violated scenario, so
+   the completion costs at least the (p+1)-th largest (here: the smallest)
+   group bound (scenario grouping: Ahmed, Luedtke, Song & Xie 2017; Deng et
+   al. 2021; the order statistic is Xie & Ahmed's quantile bound). The π
+   pool is filled once by Kelley's method at the root and is valid for every
+   node, assignment and λ; its DP paths are plans and seed the incumbent.
+   Singleton groups give the per-scenario bound of Luedtke (2014)'s
+   single-scenario subproblems, max_μ [V^μ_s(k, v) + μ (L_s − ℓmax)],
+   which is kept (``general_search.py``) and maxed with the group bound;
+   the proof is in ``general_groups``.
 5. **Exact leaves.** A complete plan's cluster split inside a γ-group is
    chosen by local search with exact ``allocate`` calls (feasible real-x
    plan, upper bound) and bounded by the continuous split's λ-dual (lower
@@ -81,31 +88,28 @@ point sums.
 
 Where it is fast, and where it is not (measured, benchmarks/general_targets.py)
 -------------------------------------------------------------------------------
-The per-scenario bound of 4. is valid but *loose on long horizons with a
-hard target*: every scenario may pick its own completion, and with
-independent draws per (scenario, epoch, model) — and Student-t jumps whose
-low draws a scenario can time its switches to — the (p+1)-th largest of the
-per-scenario optima sits far below the optimum of one plan for all
-scenarios. On the cyclic AlexNet (K̄ = 100, ℓmax = 9, S = 100) the root
-bound is 1335 against the optimum 1750.9; with the first two blocks of the
-optimal plan fixed it is still 1507, and even with the model order fixed
-(f → i → s, lengths free per scenario) it is 1548. This is the same mixing
-weakness as the flow formulation's LP (package docstring), now on the
-scenario side. λ matters as much: the search restarts a box as soon as the
-incumbent's time price differs from the tables' λ by more than 25 %
-(without it, ℓmax = 13 at S = 300 did not close in 60 s; with it, 9 s).
-Measured on a loaded 2-core machine (load average 11–13):
+The per-scenario bound alone is loose on long horizons with a hard target:
+every scenario may pick its own completion and, with independent draws per
+(scenario, epoch, model), collects the best model's draw each epoch. On the
+cyclic AlexNet (K̄ = 100, ℓmax = 9, S = 100) its root bound is 1282 against
+the optimum 1750.9; the group bound's is 1596 (S = 1000: 1244 → 1578). The
+group bound is itself an LP relaxation: its basis mixes up to |G| + 1
+paths, which averages the independent jump draws of different switch
+epochs; with the first two blocks of the optimal plan fixed it is still
+5 % below the optimum (re-optimising π at every depth-1 node, available as
+``general_search.NODE_DEPTH``, did not reduce the node count: off). λ matters
+as much: the search restarts a box when the incumbent's time price differs
+from the tables' λ (any λ is valid, the incumbent's is near the best).
+Measured on the shared 2-core machine (load average 8–12, numbers in the
+README's measured-performance table):
 
-* cyclic AlexNet with ℓmax = 13 (K̄ = 100, S = 1000): optimal in 19–23 s;
-* the cyclic AlexNet family with K̄ = 20..60 (ℓmax, Tmax scaled with K̄),
-  S = 300: optimal in 1.0–3.1 s, time ∝ K̄^1.0; on its K̄ = 30 member time
-  ∝ S^0.72 (S = 100..3000: 0.5–6.6 s); ``flow`` needs 2.3 s (K̄ = 20) and
-  15.8 s (K̄ = 30) on the same instances;
-* the cyclic tiny instances of ``tests/test_milp_general.py`` (K̄ = 7,
-  S = 150): 0.1–3.3 s against 2–80 s for ``flow``;
-* the issue's targets, cyclic AlexNet K̄ = 100, ℓmax = 9, S = 100..3000 and
-  the |D| = 10, K̄ = 50 datasets instance (S = 200): time limit at 60 s with
-  gaps of 32–35 % (the bound, not the incumbent, is what is missing).
+* cyclic AlexNet, ℓmax = 9, S = 100: optimal in 34–49 s (12 k nodes);
+  S = 300: optimal in 54 s where ``flow`` stops at 11.6 % after 120 s;
+  S = 1000: 12.7 % gap at 60 s (was 35 %);
+* the |D| = 10, K̄ = 50 datasets instance (S = 200): 41 % gap at 40 s: the
+  box bounds of the class assignments (optimistic class per box) are weak
+  and the incumbent (three leaves) is poor;
+* the cyclic tiny instances of ``tests/test_milp_general.py``: seconds.
 
 Limits
 ------
@@ -463,7 +467,10 @@ def solve_general(instance, scenarios: int = 1000, seed: int = 0, time_limit: fl
                 refresh_pool(lam, ub)
                 heapq.heappush(heap, (bound, next(counter), box))
                 continue
-        rb = max(search.root_bound(), bound)
+        # a box that is not a leaf is only bounded: the group bound alone (cheap, and
+        # usually the stronger) is enough; a leaf box is searched with every table
+        cutoff = -math.inf if not box.is_leaf() else (ub - tol * abs(ub) if math.isfinite(ub) else math.inf)
+        rb = max(search.root_bound(cutoff), bound)
         if prunable(rb, ub, tol):
             lb_discard = min(lb_discard, rb)
             continue

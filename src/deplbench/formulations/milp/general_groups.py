@@ -83,6 +83,8 @@ from scipy.optimize import linprog
 MAX_ITERS = 40
 #: Stop a group's Kelley loop when LP bound − best dual value ≤ this × |best|.
 REL_TOL = 2e-3
+#: Kelley iterations for one node's bound (warm-started).
+NODE_ITERS = 6
 #: Upper bound on each π_s, relative to μ_ref (keeps Kelley's LP bounded).
 PI_BOX = 3.0
 
@@ -300,6 +302,31 @@ class GroupTables:
             np.minimum(out, np.maximum(h, 0.0), out=out)
         # r = p + 1 groups: the (p+1)-th largest group bound is the smallest
         return out
+
+    def node_bound(self, k: int, v: int, L: np.ndarray, threshold: float, deadline: float,
+                   iters: int = NODE_ITERS) -> float:
+        """A stronger bound for one node: Kelley's method on each group's dual at
+        this node, warm-started from the pool's best π there.
+
+        Groups are improved weakest first and the loop stops as soon as one
+        stays below ``threshold`` (the node cannot be pruned); groups not
+        improved keep their pool value, so the result is always valid.
+        """
+        Vk = self.V[k, v, :]
+        h = []
+        for G, rows, PiG in self.blocks:
+            val = Vk[rows] + PiG @ (L[G] - self.lmax)
+            h.append((max(float(val.max()), 0.0), int(val.argmax())))
+        vals = [x[0] for x in h]
+        for g in np.argsort(vals):
+            if vals[g] >= threshold:
+                break
+            G, rows, PiG = self.blocks[g]
+            _kelley(self.pool, self.search, G, deadline, k, v, L, PiG[h[g][1]], iters)
+            vals[g] = max(vals[g], self.pool.last_best, 0.0)
+            if vals[g] < threshold:
+                break
+        return float(min(vals))
 
     def root(self) -> float:
         P = self.pool.prob

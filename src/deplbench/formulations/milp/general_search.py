@@ -19,7 +19,11 @@ Bounds (see the ``general`` module docstring for the derivation):
   cb_s is bounded below by the Lagrangian relaxation of the single scenario
   row, max_μ [V^μ_s(k, v) + μ (L_s − ℓmax)], with V^μ a backward min-plus DP
   over the epoch × virtual-model graph (Luedtke 2014's single-scenario
-  subproblems; the order statistic is the quantile bound of Xie & Ahmed 2018).
+  subproblems; the order statistic is the quantile bound of Xie & Ahmed 2018);
+* the same over p + 1 scenario *groups* with one completion per group
+  (``general_groups.py``, attached as ``BlockSearch.groups``): usually the
+  strongest, computed first, and the others are skipped where it prunes.
+  A child's bound is at least its parent's (its completions are a subset).
 """
 
 from __future__ import annotations
@@ -32,6 +36,8 @@ import numpy as np
 
 #: Tolerance on ℓ_s(K) ≤ ℓmax when counting violations (as ``Scenarios.violations``).
 LOSS_TOL = 1e-9
+#: Nodes with at most this many blocks get a re-optimised group bound.
+NODE_DEPTH = 0
 #: Multipliers μ of the single-scenario Lagrangian bound, relative to μ_ref.
 MU_FACTORS = np.concatenate([[0.0], 1.3 ** np.arange(-8, 9)])
 
@@ -179,8 +185,9 @@ class BlockSearch:
         self.mu_ref = float(mu_ref)
         self.mus = float(mu_ref) * MU_FACTORS
         self.abort = False
-        self.groups = None      # a general_groups.GroupBound, attached by the caller
-        self._table()
+        self.groups = None      # a general_groups.GroupTables, attached by the caller
+        self.node_depth = NODE_DEPTH
+        self._tables = None     # the per-scenario DP tables, built on first use
 
     # ------------------------------------------------------------------ bound
     def _jump_index(self) -> np.ndarray:
@@ -232,7 +239,33 @@ class BlockSearch:
             U[k] = np.maximum(up.max(axis=2), 0.0)
             dn = (-gain + Dn[k + 1])[:, None, :] + Jv
             Dn[k] = np.minimum(dn.min(axis=2), 0.0)
-        self.V, self.Vm, self.U, self.Dn = V, Vm, U, Dn
+        self._tables = (V, Vm, U, Dn)
+
+    # the per-scenario tables cost (kmax+1)·nμ·S·nv² work: built only when a
+    # bound needs them (a box the group bound prunes never builds them)
+    @property
+    def V(self):
+        if self._tables is None:
+            self._table()
+        return self._tables[0]
+
+    @property
+    def Vm(self):
+        if self._tables is None:
+            self._table()
+        return self._tables[1]
+
+    @property
+    def U(self):
+        if self._tables is None:
+            self._table()
+        return self._tables[2]
+
+    @property
+    def Dn(self):
+        if self._tables is None:
+            self._table()
+        return self._tables[3]
 
     def completion_bound(self, k: np.ndarray, v: int, L: np.ndarray, skip=None) -> np.ndarray:
         """Lower bound on the linear weight of any completion, per candidate.
@@ -294,11 +327,19 @@ class BlockSearch:
         cbv = enter.min(axis=2) + self.mus[:, None] * (P.l0 - P.lmax)
         return np.maximum(cbv.max(axis=0), 0.0)
 
-    def root_bound(self) -> float:
-        """Bound on every plan of this configuration (the first block is free)."""
+    def root_bound(self, cutoff: float = math.inf) -> float:
+        """Bound on every plan of this configuration (the first block is free).
+
+        When the group bound alone reaches ``cutoff`` it is returned without
+        building the per-scenario tables (any valid bound that prunes will do).
+        """
         P = self.prob
         if self.kmax < 1:
             return math.inf
+        if self.groups is not None:
+            gb = self.groups.root() + self.const
+            if gb >= cutoff:
+                return gb
         cb = self.scenario_root_bounds()
         q = cb.max() if P.p == 0 else np.partition(cb, P.S - P.p - 1)[P.S - P.p - 1]
         if self.groups is not None:
@@ -336,6 +377,16 @@ class BlockSearch:
             if cut(bound):
                 stats["lb"] = min(stats["lb"], bound)
                 continue
+            if 1 <= len(seq) <= self.node_depth and self.groups is not None and math.isfinite(ub_box[0]):
+                # shallow nodes: re-optimise the group multipliers at the node (the
+                # bound then holds for every descendant through the parent rule)
+                thr = ub_box[0] - prune_tol * abs(ub_box[0])
+                bound = max(bound, W + self.const + self.groups.node_bound(k, v, L, thr - W - self.const,
+                                                                           deadline))
+                stats["node_bounds"] = stats.get("node_bounds", 0) + 1
+                if cut(bound):
+                    stats["lb"] = min(stats["lb"], bound)
+                    continue
             stats["nodes"] += 1
             children = []
             succ = [(u, -1) for u in range(self.nv)] if v < 0 else self.succ[v]

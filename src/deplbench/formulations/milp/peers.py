@@ -69,6 +69,11 @@ PYOMO_FAMILIES: dict[str, dict] = {
 
 _NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
 
+#: SolverFactory interfaces known to report no dual bound (Pyomo 6.10's
+#: appsi_cbc returns -inf): they run, but the cut loop can never prove
+#: ``optimal`` with them (said in listings; enforced by the bound itself).
+NO_DUAL_BOUND = frozenset({"appsi_cbc"})
+
 
 def pyomo_family(name: str) -> str | None:
     """The family of a SolverFactory name (``"appsi_highs"`` → ``"highs"``), or None."""
@@ -141,7 +146,7 @@ def availability(name: str) -> tuple[bool, str]:
     except Exception as exc:  # noqa: BLE001 - a probe reports, never raises
         return False, f"SolverFactory({inner!r}) failed: {exc}"
     if not ok:
-        return False, f"SolverFactory({inner!r}) is not available here (solver not installed)"
+        return False, f"not installed here (SolverFactory({inner!r}) finds no solver)"
     return True, f"pyomo {_pyomo_version()} {inner} {_dotted(version)}".rstrip()
 
 
@@ -170,7 +175,10 @@ def solver_table() -> list[dict]:
     rows = []
     for name in known_solvers():
         ok, text = availability(name)
-        rows.append({"name": name, "available": ok, ("version" if ok else "reason"): text})
+        row = {"name": name, "available": ok, ("version" if ok else "reason"): text}
+        if name[len(PYOMO_PREFIX):] in NO_DUAL_BOUND:
+            row["note"] = "reports no dual bound: its results are never 'optimal'"
+        rows.append(row)
     return rows
 
 
@@ -218,5 +226,5 @@ def check_solver(name, option: str = "solver", formulation: str | None = None,
                           f"(available here: {', '.join(available_solvers())})")
 
 
-__all__ = ["DIRECT_SOLVERS", "PYOMO_PREFIX", "PYOMO_FAMILIES", "pyomo_family", "known_solvers", "availability",
+__all__ = ["DIRECT_SOLVERS", "PYOMO_PREFIX", "PYOMO_FAMILIES", "NO_DUAL_BOUND", "pyomo_family", "known_solvers", "availability",
            "solver_version", "solver_table", "available_solvers", "check_solver"]

@@ -164,7 +164,9 @@ class _PyomoPeerBackend:
         if spec["threads"]:
             opts[spec["threads"]] = self.threads
         if spec["seed"]:
-            opts[spec["seed"]] = self.seed % (2**31 - 1)
+            # CBC reads randomCbcSeed 0 as "seed from the clock": shift by one
+            # so that the same seed gives the same run
+            opts[spec["seed"]] = self.seed % (2**31 - 2) + (1 if self.family == "cbc" else 0)
         if node_limit is not None:
             if not spec["nodes"]:
                 return f"{PYOMO_PREFIX}{self.name} takes no node limit (node_limit was given)"

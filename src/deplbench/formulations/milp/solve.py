@@ -128,13 +128,9 @@ def solve_milp(instance, scenarios: int = 1000, seed: int = 0, time_limit: float
                   "solver_version": solver_version(solver),
                   "exactness": "real-x cost via exact λ cuts of the convex F(N); plan costed with allocate()"}
     memory_bytes = float(memory_limit) * 2**30
-    if formulation == "general" or (formulation == "fast" and instance.n_datasets > MAX_DATASETS):
-        # The matrix formulations enumerate each cluster's dataset subsets,
-        # so beyond MAX_DATASETS ``fast`` falls back to the general block
-        # branch-and-bound (Luedtke 2014-style scenario bounds; see
-        # .general), which needs no enumeration per cluster. On cyclic
-        # instances within MAX_DATASETS ``fast`` keeps flow: measured faster
-        # at K̄ = 100 (benchmarks/general_targets.py).
+    if formulation == "general" or (formulation == "fast" and catalog.fast_prefers_general(instance, MAX_DATASETS)[0]):
+        # By structure (catalog.fast_prefers_general): beyond MAX_DATASETS or on a
+        # cyclic switch graph ``fast`` uses the general block branch-and-bound (.general).
         return _solve_general(instance, params, diag, verbose, t0)
     if instance.n_datasets > MAX_DATASETS:
         return _result("error", f"datasets: {instance.n_datasets} datasets exceed the exact MILP's limit of "

@@ -1,0 +1,232 @@
+"""Closed-loop evaluation in the report: the table beside the static one, a
+figure like PACT's Fig. 6 (left), and the PACT claim.
+
+Reads the ``closed_loop`` column of the task records (written when a sweep
+sets ``[sweep.evaluation] closed_loop = {...}``;
+:func:`deplbench.solvers.base.closed_loop`). Every row with it gives up to
+three closed-loop series on the same seeded runs:
+
+``plan``          the algorithm's static plan, run to its end whatever the
+                  loss (a fixed policy; same draws as the static evaluator);
+``plan_stopped``  the same plan stopped as soon as the observed ℓ ≤ ℓmax;
+``policy``        the algorithm's own re-planning policy (closed-loop PACT,
+                  receding-horizon DepL), when it has one.
+
+The PACT claim (PACT paper Sec. VI-C: "PACT outperforms the alternative
+solutions, and closely matches the optimum") is judged in
+:mod:`deplbench.reports.claims` from :func:`pact_comparison`.
+
+References
+----------
+PACT paper Sec. VI-B/C, Fig. 6 (left); docs/DESIGN.md "Closed-loop evaluation".
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+
+from deplbench.reports.elements import Section, Table
+from deplbench.reports.figures import COST_AXIS, TARGET_AXIS, _legend, _one_panel
+from deplbench.reports.styles import info_for, ordered
+
+#: The closed-loop series of a record, in display order, and their labels.
+MODES = (("plan", "plan (run to its end)"), ("plan_stopped", "plan, stopped at ℓmax"),
+         ("policy", "own policy (re-plans)"))
+
+CLOSED_LOOP_COLUMNS = (
+    "set", "loss_max", "algorithm", "mode", "static_cost", "static_quantile", "static_verdict",
+    "runs", "p_success", "p_success_low", "p_success_high", "cost_mean", "cost_sem", "cost_q50",
+    "cost_q99", "epochs_mean", "time_mean", "loss_quantile", "deadline_missed", "policy_calls", "sim_s",
+)
+
+#: Columns of :func:`pact_comparison`.
+PACT_COMPARISON_COLUMNS = (
+    "loss_max", "pact_open", "pact_closed", "pact_closed_sem", "pact_closed_p_success", "optimum",
+    "optimum_status", "optimum_stopped", "static_learn", "static_learn_stopped", "one_switch",
+    "one_switch_stopped")
+
+#: The PACT paper's set and the algorithms its claim names (registry names).
+PACT_SET = "pact-vgg11"
+PACT, STATIC_LEARN, ONE_SWITCH = "pact", "static-learn", "one-switch"
+
+
+def _set_of(row) -> str:
+    return row["paper_set"] if row.get("paper_set") else str(row.get("family") or "")
+
+
+def closed_loop_table(df: pd.DataFrame) -> pd.DataFrame:
+    """One row per (record, closed-loop series), static columns beside.
+
+    ``static_cost`` / ``static_quantile`` / ``static_verdict`` are the
+    record's static evaluation (cost (2) of the plan, out-of-sample
+    ω-quantile, verdict); the other columns are the closed-loop summary
+    (``formulations.closed_loop.ClosedLoopResult.summary``): P(success) with
+    its two-sided Clopper–Pearson interval, mean (± standard error) and
+    quantiles of the cost actually spent, mean epochs and time, the
+    ω-quantile of the final loss, runs aborted at Tmax, policy calls and the
+    simulation's wall time.
+    """
+    rows = []
+    if df.empty or "closed_loop_d" not in df:
+        return pd.DataFrame(columns=list(CLOSED_LOOP_COLUMNS))
+    for _, r in df.iterrows():
+        cl = r["closed_loop_d"]
+        if not isinstance(cl, dict) or not cl:
+            continue
+        for mode, _label in MODES:
+            s = cl.get(mode)
+            if not isinstance(s, dict):
+                continue
+            ci = s.get("p_success_ci") or [math.nan, math.nan]
+            cost = s.get("cost") or {}
+            rows.append({
+                "set": _set_of(r), "loss_max": r["loss_max"], "algorithm": r["algorithm"], "mode": mode,
+                "static_cost": r["cost"], "static_quantile": r.get("quantile_oos"),
+                "static_verdict": r.get("verdict"), "runs": s.get("runs"),
+                "p_success": s.get("p_success"), "p_success_low": ci[0], "p_success_high": ci[1],
+                "cost_mean": cost.get("mean"), "cost_sem": s.get("cost_sem"), "cost_q50": cost.get("q50"),
+                "cost_q99": cost.get("q99"), "epochs_mean": (s.get("epochs") or {}).get("mean"),
+                "time_mean": (s.get("time") or {}).get("mean"), "loss_quantile": s.get("loss_quantile"),
+                "deadline_missed": s.get("deadline_missed"), "policy_calls": s.get("policy_calls"),
+                "sim_s": s.get("wall_s"),
+            })
+    if not rows:
+        return pd.DataFrame(columns=list(CLOSED_LOOP_COLUMNS))
+    t = pd.DataFrame(rows, columns=list(CLOSED_LOOP_COLUMNS))
+    order = {m: i for i, (m, _) in enumerate(MODES)}
+    return (t.assign(_o=t["mode"].map(order)).sort_values(["set", "loss_max", "algorithm", "_o"])
+            .drop(columns="_o").reset_index(drop=True))
+
+
+def pact_comparison(df: pd.DataFrame) -> pd.DataFrame:
+    """Per target ℓmax of the PACT set: PACT's costs (open loop = its static
+    plan; closed loop = its policy's mean, with standard error) beside the
+    optimum's, StaticLearn's and OneSwitch's plans (static cost, and mean
+    cost when stopped at ℓmax in closed loop).
+
+    The optimum is the exact solver's plan on the same instance (status
+    optimal preferred; a time-limited incumbent is used and flagged in
+    ``optimum_status``).
+    """
+    cols = list(PACT_COMPARISON_COLUMNS)
+    if df.empty:
+        return pd.DataFrame(columns=cols)
+    sub = df[(df["paper_set"] == PACT_SET) & df["has_plan"]] if "paper_set" in df else df.iloc[0:0]
+    if sub.empty:
+        return pd.DataFrame(columns=cols)
+    out = []
+
+    def stopped(r):
+        cl = r["closed_loop_d"] if isinstance(r["closed_loop_d"], dict) else {}
+        s = cl.get("plan_stopped")
+        return (s.get("cost") or {}).get("mean", math.nan) if isinstance(s, dict) else math.nan
+
+    for lm, g in sub.groupby("loss_max", sort=True):
+        row = {c: math.nan for c in cols}
+        row["loss_max"] = float(lm)
+        row["optimum_status"] = ""
+        p = g[g["solver"] == PACT]
+        if not p.empty:
+            r = p.iloc[0]
+            row["pact_open"] = r["cost"]
+            cl = r["closed_loop_d"] if isinstance(r["closed_loop_d"], dict) else {}
+            pol = cl.get("policy") if isinstance(cl.get("policy"), dict) else None
+            if pol:
+                row["pact_closed"] = pol["cost"]["mean"]
+                row["pact_closed_sem"] = pol.get("cost_sem", math.nan)
+                row["pact_closed_p_success"] = pol.get("p_success", math.nan)
+        ex = g[g["is_exact"]]
+        if not ex.empty:
+            ex = ex.assign(_o=(ex["status"] != "optimal").astype(int)).sort_values(["_o", "cost"])
+            r = ex.iloc[0]
+            row["optimum"], row["optimum_status"] = r["cost"], r["status"]
+            row["optimum_stopped"] = stopped(r)
+        for name, key in ((STATIC_LEARN, "static_learn"), (ONE_SWITCH, "one_switch")):
+            h = g[g["solver"] == name]
+            if not h.empty:
+                r = h.sort_values("cost").iloc[0]
+                row[key], row[f"{key}_stopped"] = r["cost"], stopped(r)
+        out.append(row)
+    return pd.DataFrame(out, columns=cols)
+
+
+def fig6_left(table: pd.DataFrame, styles, scale: float = 1.0):
+    """PACT Fig. 6 (left)-style: cost vs ℓmax on the PACT set; solid = static
+    plan cost, dashed = mean cost in closed loop (the algorithm's own policy
+    where it has one, else its plan stopped at ℓmax), bars ± 1.96 s.e."""
+    t = table[table["set"] == PACT_SET] if not table.empty else table
+    if t.empty:
+        return None
+    fig, ax = _one_panel(scale)
+    for alg in ordered(t["algorithm"], styles):
+        st = info_for(styles, alg)
+        g = t[t["algorithm"] == alg]
+        base = g[g["mode"] == "plan"].sort_values("loss_max")
+        if not base.empty:
+            ax.plot(base["loss_max"], base["static_cost"], color=st.colour, marker=st.marker, ls="-",
+                    ms=3, label=f"{alg}: plan (static)")
+        cl = g[g["mode"] == "policy"]
+        what = "closed loop (own policy)"
+        if cl.empty:
+            cl, what = g[g["mode"] == "plan_stopped"], "plan stopped at ℓmax"
+        cl = cl.sort_values("loss_max")
+        if not cl.empty:
+            ax.errorbar(cl["loss_max"], cl["cost_mean"], yerr=1.96 * cl["cost_sem"].fillna(0.0),
+                        color=st.colour, marker=st.marker, ls="--", ms=3, capsize=2,
+                        label=f"{alg}: {what}")
+    ax.set_xlabel(TARGET_AXIS)
+    ax.set_ylabel(COST_AXIS)
+    ax.set_title(f"{PACT_SET}: static plans vs closed loop", fontsize=9)
+    ax.grid(alpha=0.3)
+    _legend(fig, [ax])
+    return fig
+
+
+def section_closed_loop(ctx) -> Section:
+    """The report section (registered in :data:`deplbench.reports.sections.SECTION_BUILDERS`)."""
+    s = Section("closed_loop", "6. Closed-loop evaluation (algorithms judged as they run)",
+                "The static sections judge plans drawn up before training. Here each task "
+                "whose sweep asked for it ([sweep.evaluation] closed_loop) is also simulated on "
+                "seeded runs that observe the loss after every epoch "
+                "(formulations/closed_loop.py): its plan run to its end (the same draws as the "
+                "static evaluator: same final losses), the plan stopped as soon as ℓ ≤ ℓmax, and "
+                "the algorithm's own re-planning policy where it has one (PACT re-plans every "
+                "epoch, as its paper runs it; receding-horizon DepL). A run succeeds when it "
+                "ends with ℓ ≤ ℓmax within Tmax and K̄; cost is what the run actually spent. "
+                "A fair comparison sets a re-planning policy beside the other plans stopped at "
+                "ℓmax (they observe the loss too), not only beside their static cost. "
+                "docs/DESIGN.md, 'Closed-loop evaluation'.")
+    t = closed_loop_table(ctx.df)
+    if t.empty:
+        s.missing("No record carries a closed-loop simulation: run a sweep with "
+                  "[sweep.evaluation] closed_loop = { runs = 10000, seed = 0 } (quick.toml and "
+                  "paper.toml do so for the PACT set).")
+    s.add(Table("closed_loop", "Closed loop beside static, per task and series", t,
+                CLOSED_LOOP_COLUMNS,
+                "static_*: the record's static evaluation of the plan. mode: plan / plan_stopped / "
+                "policy (module reports/closed_loop.py). p_success with its two-sided "
+                "Clopper–Pearson interval (level: the sweep's closed_loop.confidence, default "
+                "0.95); cost_mean ± cost_sem (standard error), quantiles over runs; loss_quantile "
+                "= ω-quantile of ℓ(K) over the runs; sim_s = simulation wall time."))
+    comp = pact_comparison(ctx.df)
+    s.add(Table("pact_comparison", "PACT's setting (PACT Fig. 6 left): costs per target", comp,
+                PACT_COMPARISON_COLUMNS,
+                "pact_open = PACT's static plan (re-planned from robust predictions); pact_closed = "
+                "mean cost of closed-loop PACT (± pact_closed_sem); *_stopped = that plan's mean cost "
+                "when stopped at ℓmax in closed loop; optimum = the exact solver's plan (SAA)."))
+    if comp.empty:
+        s.missing(f"No plan on the {PACT_SET} set: PACT's Fig. 6 (left) cannot be drawn.")
+    s.add_figure(fig6_left(t, ctx.styles, ctx.scale), "pact_fig6_left",
+                 "PACT Fig. 6 (left)-style: cost vs ℓmax, static and closed loop",
+                 "Solid: each algorithm's static plan cost. Dashed: mean cost in closed loop — "
+                 "the algorithm's own policy where it has one, else its plan stopped at ℓmax; "
+                 "bars ± 1.96 standard errors over the runs.",
+                 missing=f"No closed-loop simulation on the {PACT_SET} set.")
+    return s
+
+
+__all__ = ["CLOSED_LOOP_COLUMNS", "PACT_COMPARISON_COLUMNS", "closed_loop_table", "pact_comparison", "fig6_left",
+           "section_closed_loop", "PACT_SET"]

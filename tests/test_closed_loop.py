@@ -1,0 +1,251 @@
+"""Closed-loop simulation (formulations/closed_loop.py), closed-loop PACT,
+receding-horizon DepL, the sweep option and the report section (issue 17)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from deplbench.errors import PlanError, SweepError
+from deplbench.formulations.allocation import plan_from_choices
+from deplbench.formulations.closed_loop import (
+    BLOCK, STOP, ClosedLoopPolicy, Decision, FixedPlanPolicy, StopAtTarget, simulate,
+)
+from deplbench.formulations.evaluate import evaluate_plan
+from deplbench.instances.generators import generate
+
+
+@pytest.fixture(scope="module")
+def vgg():
+    return generate("realistic", family="pact-vgg11", loss_max=0.3)
+
+
+@pytest.fixture(scope="module")
+def plan(vgg):
+    # L for 18 epochs, then M for 16, all on gold: one allowed switch (L→M)
+    p = plan_from_choices(vgg, ["L"] * 18 + ["M"] * 16, ["gold"] * 34, {"gold": ["d0"]})
+    assert p is not None
+    return p
+
+
+def test_fixed_plan_gives_the_static_evaluators_quantile_exactly(vgg, plan):
+    ev = evaluate_plan(vgg, plan, samples=3000, seed=5, trajectory=False)
+    res = simulate(vgg, FixedPlanPolicy(vgg, plan), runs=3000, seed=5)
+    s = res.summary()
+    # same draws: the same order statistic, bit for bit, and the same interval
+    assert s["loss_quantile"] == ev.quantile
+    assert tuple(s["loss_quantile_ci"]) == tuple(ev.quantile_ci)
+    assert s["violations"] == ev.violation_count
+    assert s["cost"]["mean"] == pytest.approx(ev.cost, rel=1e-12)
+    assert s["epochs"]["min"] == s["epochs"]["max"] == plan.n_epochs
+    # another seed draws other losses
+    other = simulate(vgg, FixedPlanPolicy(vgg, plan), runs=3000, seed=6).summary()
+    assert other["loss_quantile"] != s["loss_quantile"]
+
+
+def test_fixed_plan_matches_across_evaluator_blocks(vgg, plan):
+    n = BLOCK + 500                       # two blocks, as the evaluator draws them
+    ev = evaluate_plan(vgg, plan, samples=n, seed=1, trajectory=False)
+    s = simulate(vgg, FixedPlanPolicy(vgg, plan), runs=n, seed=1).summary()
+    assert s["loss_quantile"] == ev.quantile and s["violations"] == ev.violation_count
+
+
+def test_stopping_at_target_is_never_dearer_run_by_run(vgg, plan):
+    full = simulate(vgg, FixedPlanPolicy(vgg, plan), runs=4000, seed=2)
+    stop = simulate(vgg, StopAtTarget(FixedPlanPolicy(vgg, plan), vgg.loss_max), runs=4000, seed=2)
+    # common random numbers: compare the same runs
+    assert np.all(stop.cost <= full.cost + 1e-9)
+    assert np.all(stop.epochs <= full.epochs)
+    assert stop.cost.mean() < full.cost.mean()          # this plan often reaches ℓmax early
+    # a run whose plan ends at ℓ(K) ≤ ℓmax has met ℓmax at some epoch: the stopped run succeeds too
+    assert np.all(stop.success[full.success])
+    assert stop.successes >= full.successes
+
+
+class _Greedy(ClosedLoopPolicy):
+    """Trains L on gold at full capacity until ℓ ≤ ℓmax (uses the observations)."""
+
+    name = "greedy"
+
+    def __init__(self, instance):
+        self.instance = instance
+
+    def datasets(self):
+        return {"gold": ["d0"]}
+
+    def decide(self, state):
+        d = Decision.constant(state.size, 0, 0, self.instance.capacity[0])
+        d.model[state.loss <= self.instance.loss_max] = STOP
+        return d
+
+
+def test_simulator_accounts_time_cost_and_success(vgg):
+    res = simulate(vgg, _Greedy(vgg), runs=500, seed=0)
+    s = res.summary()
+    tau = vgg.model_compute[0] / vgg.capacity[0] + vgg.model_size[0] / vgg.bandwidth[0]
+    np.testing.assert_allclose(res.time, res.epochs * tau)
+    np.testing.assert_allclose(res.cost, res.epochs * vgg.capacity[0] * vgg.unit_cost[0])
+    assert np.all(res.final_loss[res.success] <= vgg.loss_max)
+    lo, hi = s["p_success_ci"]
+    assert lo <= s["p_success"] <= hi and "Clopper" in s["p_success_method"]
+
+
+def test_bad_arguments_name_the_field(vgg, plan):
+    pol = FixedPlanPolicy(vgg, plan)
+    for kwargs, field in ((dict(runs=1), "runs"), (dict(runs=True), "runs"), (dict(seed=-1), "seed"),
+                          (dict(confidence=1.5), "confidence"), (dict(max_epochs=0), "max_epochs")):
+        with pytest.raises(PlanError, match=f"^{field}:"):
+            simulate(vgg, pol, **kwargs)
+
+
+def test_closed_loop_pact_differs_from_open_loop():
+    """A short, loose case: PACT's per-step 0.95 robust estimates are far more
+    pessimistic than what the runs realise, so observing the loss matters."""
+    from deplbench.solvers.base import closed_loop, solve
+
+    inst = generate("realistic", family="pact-vgg11", horizon=20, loss_max=0.8, time_max=300.0)
+    common = dict(evaluate=False, check_samples=2000, scenarios=200, closed_loop_resolution=100)
+    closed = solve(inst, "pact", mode="closed-loop", **common)
+    opened = solve(inst, "pact", mode="open-loop", **common)
+    assert closed.plan == opened.plan                    # the static plan does not depend on the mode
+    a = closed_loop(inst, closed, runs=2000, seed=0)
+    b = closed_loop(inst, opened, runs=2000, seed=0)
+    assert b["policy"] is None                           # open loop: PACT's plan is a fixed policy
+    drop = ("wall_s",)
+    assert {k: v for k, v in a["plan"].items() if k not in drop} == \
+        {k: v for k, v in b["plan"].items() if k not in drop}
+    pol = a["policy"]
+    assert pol["policy_info"]["replans"] > 1
+    # closed-loop PACT spends less than its open-loop plan run to its end...
+    assert pol["cost"]["mean"] < 0.9 * a["plan"]["cost"]["mean"]
+    # ...and chooses other actions than that plan merely stopped at ℓmax
+    assert abs(pol["cost"]["mean"] / a["plan_stopped"]["cost"]["mean"] - 1) > 0.05
+    assert pol["p_success"] >= 0.99
+
+
+def test_depl_receding_is_registered_and_replans():
+    from deplbench.solvers.base import closed_loop, solve
+    from deplbench.solvers.registry import available
+
+    assert "depl-receding" in available()
+    inst = generate("realistic", family="pact-vgg11", horizon=30, loss_max=0.6, time_max=400.0)
+    res = solve(inst, "depl-receding", evaluate=False, replan_every=5)
+    assert res.status == "feasible"
+    cl = closed_loop(inst, res, runs=1000, seed=0)
+    info = cl["policy"]["policy_info"]
+    assert info["replans"] >= 1
+    # the re-planned sub-problem starts where the run is
+    from deplbench.solvers.depl_receding import sub_instance
+
+    sub = sub_instance(inst, 10, 1, 0.9, 150.0, ["gold"])
+    assert sub.initial_loss == 0.9 and sub.time_max == pytest.approx(250.0) and sub.horizon == 20
+    assert [m.name for m in sub.models] == ["M", "S"]    # L cannot be reached back from M
+    assert sub.models[0].loss_offset == pytest.approx(inst.models[1].loss_offset + 10)
+
+
+# --------------------------------------------------------------------------
+# sweep option and record
+
+
+def test_sweep_option_validated_with_named_fields():
+    from deplbench.benchmarks.sweep import parse_sweep
+    from deplbench.benchmarks.tasks import check_closed_loop, closed_loop_settings
+
+    base = {"instances": [{"id": "p", "family": "realistic", "params": {"family": "pact-vgg11"}}],
+            "algorithms": [{"name": "one-switch"}]}
+    ok = parse_sweep({**base, "sweep": {"evaluation": {"closed_loop": {"runs": 100, "sets": ["p"]}}}})
+    task = ok.tasks()[0].to_dict()
+    assert closed_loop_settings(task)["runs"] == 100
+    assert closed_loop_settings({**task, "instance_set": "other"}) is None
+    for bad, field in (({"runs": 1}, "runs"), ({"rnus": 5}, "rnus"), ({"sets": "p"}, "sets"),
+                       ({"confidence": 2}, "confidence")):
+        with pytest.raises(SweepError, match=f"closed_loop.{field}"):
+            parse_sweep({**base, "sweep": {"evaluation": {"closed_loop": bad}}})
+    assert check_closed_loop({})["runs"] == 10_000
+
+
+def test_task_record_carries_the_closed_loop_columns():
+    from deplbench.benchmarks.record import TaskRecord
+    from deplbench.benchmarks.sweep import parse_sweep
+    from deplbench.benchmarks.tasks import run_task
+
+    sweep = parse_sweep({
+        "sweep": {"evaluation": {"samples": 1000, "closed_loop": {"runs": 300}}},
+        "instances": [{"id": "p", "family": "realistic",
+                       "params": {"family": "pact-vgg11", "horizon": 20, "time_max": 300.0},
+                       "targets": {"loss_max": 0.8}}],
+        "algorithms": [{"name": "one-switch", "params": {"scenarios": 100, "check_samples": 1000}}]})
+    rec = run_task(sweep.tasks()[0].to_dict())
+    assert rec["status"] == "feasible", rec.get("error")
+    row = TaskRecord.from_mapping(rec)
+    assert row.cl_mode == "plan" and row.cl_runs == 300
+    assert row.cl_p_success_low <= row.cl_p_success <= row.cl_p_success_high
+    assert row.cl_cost_mean == pytest.approx(rec["cost"])            # a fixed plan spends its cost
+    assert row.closed_loop["plan_stopped"]["cost"]["mean"] <= row.cl_cost_mean
+
+
+# --------------------------------------------------------------------------
+# report
+
+
+def _summary(cost_mean, p=1.0, sem=0.5):
+    return {"runs": 1000, "p_success": p, "p_success_ci": [p - 0.01, p], "cost": {"mean": cost_mean,
+            "q50": cost_mean, "q99": cost_mean}, "cost_sem": sem, "epochs": {"mean": 30.0},
+            "time": {"mean": 900.0}, "loss_quantile": 0.1, "deadline_missed": 0, "policy_calls": 40,
+            "wall_s": 0.1, "policy_info": {}}
+
+
+def pact_frame(pact_closed=(1.01, 0.99), one_switch=1.05) -> pd.DataFrame:
+    from deplbench.benchmarks.record import COLUMNS
+
+    rows = []
+    for lm, opt in ((0.15, 1500.0), (0.3, 880.0)):
+        base = dict(sweep="t", family="realistic", instance_set="pact-vgg11", instance_sha=f"v-{lm}",
+                    instance_name="vgg", loss_max=lm, omega=0.99, n_models=3, horizon=100,
+                    code_version="0", plan={"epochs": []}, status="feasible", quantile_oos=lm - 0.01,
+                    verdict="feasible")
+        f = pact_closed[0] if lm == 0.15 else pact_closed[1]
+        for alg, exact, cost, pol in (("milp", True, opt, None), ("pact", False, 1.8 * opt, f * opt),
+                                      ("static-learn", False, 1.5 * opt, None),
+                                      ("one-switch", False, one_switch * opt, None)):
+            cl = {"plan": _summary(cost, sem=0.0), "plan_stopped": _summary(0.93 * cost),
+                  "policy": _summary(pol) if pol else None}
+            rows.append({**base, "key": f"{alg}-{lm}", "algorithm": alg, "exact": exact, "cost": cost,
+                         "status": "optimal" if exact else "feasible", "closed_loop": cl})
+    return pd.DataFrame([{c: r.get(c) for c in COLUMNS} for r in rows], columns=list(COLUMNS))
+
+
+def test_pact_claim_rows_flip_with_the_data():
+    from deplbench.reports import claims as claims_mod
+    from deplbench.reports.data import prepare
+
+    df = prepare(pact_frame()).df
+    rows = {r["claim"].split(" — ")[1].split(" ")[0]: r for r in claims_mod.pact_claims(df)}
+    assert rows["closed"]["verdict"] == claims_mod.HOLDS            # +1 %, −1 %; below both
+    assert rows["open"]["verdict"] == claims_mod.FAILS              # +80 %
+    assert "closed-loop simulation" in rows["closed"]["claim"] and "static" in rows["open"]["claim"]
+    worse = prepare(pact_frame(pact_closed=(1.10, 1.08))).df          # 8–10 % above the optimum
+    assert claims_mod.pact_claims(worse)[0]["verdict"] == claims_mod.FAILS
+    tie = prepare(pact_frame(one_switch=1.01)).df                     # OneSwitch as cheap as PACT
+    r = claims_mod.pact_claims(tie)[0]
+    assert r["verdict"] == claims_mod.FAILS and "below OneSwitch at 1/2" in r["measured"]
+
+
+def test_report_shows_the_closed_loop_table_and_the_pact_claim(tmp_path):
+    from deplbench.reports.build import ReportOptions, build_report
+
+    summary = build_report(pact_frame(), tmp_path, options=ReportOptions(scale=0.4, dpi=40,
+                                                                         formats=("png",)))
+    assert not summary.errors
+    assert "closed_loop" in summary.tables and "pact_comparison" in summary.tables
+    assert "pact_fig6_left" in summary.figures
+    t = pd.read_csv(tmp_path / "tables" / "closed_loop.csv")
+    assert set(t["mode"]) == {"plan", "plan_stopped", "policy"}
+    assert {"static_cost", "cost_mean", "p_success_low"} <= set(t.columns)   # static beside closed loop
+    claims = summary.claims.set_index("claim")
+    pact_rows = [c for c in claims.index if c.startswith("PACT Fig. 6")]
+    assert len(pact_rows) == 2
+    assert claims.loc[pact_rows[0], "verdict"] == "holds"
+    html = (tmp_path / "index.html").read_text(encoding="utf-8")
+    assert "Closed-loop evaluation" in html
