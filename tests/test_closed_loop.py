@@ -249,3 +249,23 @@ def test_report_shows_the_closed_loop_table_and_the_pact_claim(tmp_path):
     assert claims.loc[pact_rows[0], "verdict"] == "holds"
     html = (tmp_path / "index.html").read_text(encoding="utf-8")
     assert "Closed-loop evaluation" in html
+
+
+def test_cli_simulate_json_and_bad_input(tmp_path, capsys):
+    import json
+
+    from deplbench.cli import main
+
+    path = tmp_path / "vgg.json"
+    generate("realistic", family="pact-vgg11", horizon=20, loss_max=0.8, time_max=300.0).save(path)
+    assert main(["simulate", str(path), "--algorithm", "one-switch", "--runs", "300", "--eval-samples", "500",
+                 "--param", "scenarios=100", "--param", "check_samples=500", "--json"]) == 0
+    out = capsys.readouterr()
+    data = json.loads(out.out)                          # exactly one JSON object on stdout
+    assert data["closed_loop"]["plan"]["runs"] == 300 and data["closed_loop"]["policy"] is None
+    assert data["closed_loop"]["plan"]["cost"]["mean"] == pytest.approx(data["static"]["cost"])
+    for argv, field in ((["--runs", "1"], "--runs"), (["--confidence", "2"], "--confidence"),
+                        (["--seed", "-3"], "--seed")):
+        assert main(["simulate", str(path), "--algorithm", "one-switch", *argv]) == 2
+        err = capsys.readouterr().err.strip()
+        assert err.count("\n") == 0 and field in err

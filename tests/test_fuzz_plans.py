@@ -29,6 +29,7 @@ import copy
 import io
 import json
 import math
+import warnings
 from functools import lru_cache
 
 import pytest
@@ -282,9 +283,13 @@ def mutated(draw):
 
 
 def python_contract(name: str, plan) -> None:
-    """Through the Python API, the plan given as JSON-like data."""
+    """Through the Python API, the plan given as JSON-like data. A numpy
+    RuntimeWarning (overflow, invalid value) is a failure: the CLI would
+    print it on stderr next to the result."""
     try:
-        ev = evaluate_plan(instance(name), plan, samples=SAMPLES, seed=0)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", RuntimeWarning)
+            ev = evaluate_plan(instance(name), plan, samples=SAMPLES, seed=0)
     except PlanError as exc:
         check_plan_error(str(exc))
     else:
@@ -497,6 +502,10 @@ def test_solve_api_arguments_are_named(args, kwargs, field):
 @example(("base", {"epochs": [{"model": "big", "cluster": "A", "allocation": "2.0"}], "datasets": {"A": ["d0"]}}))
 @example(("base", {"epochs": [{"model": "big", "cluster": "A", "allocation": 1}] * 7, "datasets": {"A": ["d0"]}}))
 @example(("printed", {"epochs": [{"model": "big", "cluster": "A", "allocation": 10.0}], "datasets": {"B": ["d0"]}}))
+# an allocation of 5e-324 / 1e308: overflow RuntimeWarnings on stderr (time and cost are inf)
+@example(("base", {"epochs": [{"model": "big", "cluster": "A", "allocation": 5e-324}], "datasets": {"A": ["d0"]}}))
+@example(("knapsack", {"epochs": [{"model": "item0", "cluster": "C0", "allocation": 1e308}] * 3,
+                       "datasets": {"C0": ["d0"]}}))
 @QUICK
 @given(mutated())
 def test_mutated_plans_quick(case):

@@ -180,7 +180,8 @@ def check_tasks(path) -> None:
         cls = get_solver(task.algorithm)
         cls.resolve_params(task.params, strict=True)
         ev = task.evaluation
-        assert math.isfinite(task.time_limit_s) and task.time_limit_s > 0
+        # multiprocessing's poll() takes the limit in milliseconds as a C int
+        assert 0 < task.time_limit_s <= (2**31 - 1) / 1000
         if task.family != "file":
             defaults = family_parameters(task.family)
             for name, value in task.instance_params.items():
@@ -242,6 +243,17 @@ REGRESSIONS = {
     "samples-huge": lambda d: _with(d, ("sweep", "evaluation", "samples"), 2**62),
     # a negative DepL seed passed the Param and failed at run time
     "depl-seed-negative": lambda d: _with(d, ("algorithms", 0, "params", "seed"), -5),
+    # evaluation.samples below what solve() accepts: every task failed
+    "samples-five": lambda d: _with(d, ("sweep", "evaluation", "samples"), 5),
+    # a float for an integer solver parameter was truncated silently
+    "eta-float": lambda d: _with(d, ("algorithms", 0, "grid", "eta"), [10.0, 20]),
+    # a list inside `instances`: TypeError (unhashable) from the membership test
+    "instances-nested-list": lambda d: _with(d, ("algorithms", 2, "instances"), [[]]),
+    # a time limit beyond 2^31 ms: OverflowError in the executor's wait
+    "time-limit-huge": lambda d: _with(d, ("sweep", "time_limit_s"), 1e7),
+    # a key with a newline made the message two lines; "0" did not read as a location
+    "key-newline": lambda d: _with(d, ("instances", 0, "params", "a\nb"), 1),
+    "top-key-0": lambda d: _with(d, ("0",), 1),
 }
 
 

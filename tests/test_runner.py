@@ -335,6 +335,24 @@ def test_dask_local_cluster_stores_the_same_rows_as_local(tmp_path, plugin):
     assert not executor._client and not executor._cluster  # shut down
 
 
+def test_dask_function_failure_is_a_failed_row_not_a_crash(tmp_path, plugin, monkeypatch):
+    """Results arrive with their completions (as_completed with_results): a
+    failure of the Dask-side function (not of the task) still becomes one
+    failed row per task, and the sweep goes on."""
+    from deplbench.benchmarks import executors as ex_mod
+
+    def broken(task, time_limit_s):
+        raise RuntimeError("worker lost its disk")
+
+    monkeypatch.setattr(ex_mod, "run_task_isolated", broken)
+    sweep = load_sweep(write_sweep(tmp_path, _kill_sweep(3, delay=0.0)))
+    with ResultsStore(tmp_path / "d.sqlite") as store:
+        summary = run_sweep(sweep, store, DaskExecutor(local_workers=1), progress=False)
+        frame = store.frame()
+    assert (summary.ran, summary.failed) == (3, 3)
+    assert frame["error"].str.startswith("dask: RuntimeError: worker lost its disk").all()
+
+
 def test_dask_scheduler_unreachable_is_a_clear_error(tmp_path, plugin):
     sweep = load_sweep(write_sweep(tmp_path, _kill_sweep(1, delay=0.0)))
     # A closed loopback port: nothing listens there.

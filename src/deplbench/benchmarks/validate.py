@@ -233,8 +233,19 @@ def _where(task, index: Mapping[str, int]) -> str:
 
 
 def _require_table(value: Any, where: str) -> None:
+    """A TOML table whose keys are names (ASCII identifiers).
+
+    Every key of the sweep format, and every generator or solver parameter
+    name, is an identifier; any other key (``"a b"``, ``"0"``, one with a
+    newline) can only be a mistake, and would not read as a location in
+    the messages that name it.
+    """
     if not isinstance(value, Mapping):
         raise SweepError(f"{where}: must be a table, got {type(value).__name__}")
+    for k in value:
+        if not (isinstance(k, str) and k.isidentifier() and k.isascii()):
+            shown = repr(k).encode("ascii", "backslashreplace").decode()
+            raise SweepError(f"{where}: key {shown} is not a name (keys are identifiers such as n_items)")
 
 
 def _reject_unknown(table: Mapping, allowed: set, prefix: str) -> None:
@@ -263,7 +274,8 @@ def _require_finite(value: Any, where: str) -> None:
             _require_finite(v, f"{where}[{j}]")
     elif isinstance(value, Mapping):
         for k, v in value.items():
-            _require_finite(v, f"{where}.{k}")
+            _require_finite(v, f"{where}.{k}" if isinstance(k, str) and k.isidentifier() and k.isascii()
+                            else f"{where}[{k!r}]")
 
 
 def _finite_number(value: Any, where: str) -> float:

@@ -29,6 +29,7 @@ COMMAND_MODULES = (
     "deplbench.cli.fit",
     "deplbench.cli.formulations",
     "deplbench.cli.solvers",
+    "deplbench.cli.simulate",
     "deplbench.cli.certify",
     "deplbench.cli.benchmarks",
     "deplbench.cli.library",

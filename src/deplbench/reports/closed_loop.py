@@ -179,7 +179,7 @@ def fig6_left(table: pd.DataFrame, styles, scale: float = 1.0):
                         label=f"{alg}: {what}")
     ax.set_xlabel(TARGET_AXIS)
     ax.set_ylabel(COST_AXIS)
-    ax.set_title(f"{PACT_SET}: static plans vs closed loop", fontsize=9)
+    ax.set_title(f"{PACT_SET}: static vs closed loop", fontsize=8)
     ax.grid(alpha=0.3)
     _legend(fig, [ax])
     return fig

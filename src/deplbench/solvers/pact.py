@@ -88,11 +88,20 @@ How each element maps onto this suite (every interpretation we made)
   path that reaches ℓmax).
 * **Re-planning**: PACT observes the true loss after each epoch. A plan of
   this suite is a fixed :class:`~deplbench.formulations.plan.Plan` chosen
-  before training, so the realised loss is not available; PACT re-plans from
-  the *robust-estimated* state instead (the vertex its committed action
-  lands on), commits one action, and repeats until that state meets ℓmax.
+  before training, so the realised loss is not available; PACT's *static
+  plan* (open loop, :func:`pact_decisions`) re-plans from the
+  *robust-estimated* state instead (the vertex its committed action lands
+  on), commits one action, and repeats until that state meets ℓmax.
   Because the committed action's path stays available, every re-plan has a
   candidate and the loop ends within K̄ epochs.
+* **Closed loop** (``mode``): in the closed-loop simulator
+  (:mod:`deplbench.formulations.closed_loop`, :meth:`Pact.closed_loop_policy`)
+  ``mode="closed-loop"`` (default: PACT as its paper runs it) re-plans every
+  epoch from the *observed* state (:mod:`deplbench.solvers.pact_policy`,
+  which states its interpretations); ``mode="open-loop"`` follows the static
+  plan. The static plan — hence every static number — is the same in both
+  modes, which is why the paper's mode can be the default. Alg. 3's scoring
+  is :func:`score_paths`, shared by both.
 * **Meeting (3) for real**: the finished plan is checked on the in-sample
   scenarios (SAA, as the MILP) and out-of-sample
   (:func:`~deplbench.formulations.evaluate.evaluate_plan`, independent
@@ -437,4 +446,4 @@ class Pact(Solver):
                 "(over 1e8); lower the resolutions")
 
 
-__all__ = ["Pact", "ExpandedGraph", "pact_decisions", "PactRun"]
+__all__ = ["Pact", "ExpandedGraph", "pact_decisions", "score_paths", "PactRun"]
