@@ -153,7 +153,7 @@ def test_schema_and_evaluate(tmp_path, capsys):
     assert status == 1 and "verdict        infeasible" in out
 
     status, _, err = run_main(capsys, "evaluate", ipath, ipath)      # an instance is not a plan
-    assert status == 2 and "invalid plan" in err
+    assert status == 2 and f"{ipath}: plan: unknown field 'format_version'" in err
     write_json(tmp_path / "ghost.json", {"epochs": [{"model": "ghost", "cluster": "A1", "allocation": 1}],
                                          "datasets": {"A1": ["d0"]}})
     status, _, err = run_main(capsys, "evaluate", ipath, tmp_path / "ghost.json", "--samples", 10)

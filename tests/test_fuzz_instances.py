@@ -14,8 +14,9 @@ The contract, for every input:
 Never another exception, never a traceback. Cases that once broke the
 contract are kept as explicit ``@example``s (see ``REGRESSIONS``).
 
-Examples per test: few by default (fast, deterministic: ``derandomize``);
-set ``DEPLBENCH_FUZZ=full`` for a long random search.
+Examples per test: 60, deterministic (``derandomize``, no database; see
+``tests/fuzz_common.py``); set ``DEPLBENCH_FUZZ=full`` for a long random
+search.
 """
 
 from __future__ import annotations
@@ -23,28 +24,21 @@ from __future__ import annotations
 import copy
 import json
 import math
-import os
 import re
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from deplbench.errors import InstanceError
 from deplbench.instances.generators import generate
-from deplbench.instances.model import MAX_NESTING, Instance, load_instance, parse_instance
+from deplbench.instances.model import Instance, load_instance, parse_instance
+from fuzz_common import FULL, HOSTILE, LOC, delete, get, nested, paths, put
 from instance_data import base_instance
 
-FULL = os.environ.get("DEPLBENCH_FUZZ", "").lower() == "full"
-#: No wall-clock deadline (the machine may be loaded); no example database
-#: written into the working tree; deterministic unless DEPLBENCH_FUZZ=full.
-FUZZ = settings(
-    max_examples=2000 if FULL else 60,
-    deadline=None,
-    database=None,
-    derandomize=not FULL,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much],
-)
+#: No wall-clock deadline, no example database, deterministic unless
+#: DEPLBENCH_FUZZ=full (see tests/fuzz_common.py).
+FUZZ = FULL
 
 #: Valid starting points: a hand-written instance with every section, and one
 #: of each generator family (small sizes).
@@ -59,44 +53,7 @@ TOP_FIELDS = set(Instance.model_fields)
 
 # ------------------------------------------------------------------ helpers
 
-
-def _paths(data, prefix=()):
-    """Every location in ``data`` (dict keys and list indices), depth first."""
-    out = []
-    if isinstance(data, dict):
-        for k, v in data.items():
-            out.append(prefix + (k,))
-            out += _paths(v, prefix + (k,))
-    elif isinstance(data, list):
-        for i, v in enumerate(data):
-            out.append(prefix + (i,))
-            out += _paths(v, prefix + (i,))
-    return out
-
-
-def _set(data, path, value):
-    target = data
-    for key in path[:-1]:
-        target = target[key]
-    target[path[-1]] = value
-
-
-def _delete(data, path):
-    target = data
-    for key in path[:-1]:
-        target = target[key]
-    del target[path[-1]]
-
-
-def _nested(depth):
-    value = 1.0
-    for _ in range(depth):
-        value = [value]
-    return value
-
-
-#: A field location as the loader writes it: ``name``, ``a.b``, ``a[0].b``.
-_LOC = r"[A-Za-z_][A-Za-z0-9_]*(?:\[\d+\]|\['(?:[^'\\]|\\.)*'\]|\[\"(?:[^\"\\]|\\.)*\"\]|\.[A-Za-z0-9_]+)*(?:…)?"
+_paths, _set, _delete, _get, _nested, _LOC = paths, put, delete, get, nested, LOC
 
 
 def _check_error(msg: str, file_name: str | None = None) -> None:
@@ -142,28 +99,6 @@ def _contract(data) -> None:
 
 # --------------------------------------------------------------- strategies
 
-_FLOATS = st.one_of(
-    st.floats(allow_nan=True, allow_infinity=True),
-    st.sampled_from([0.0, -0.0, 1e308, -1e308, 5e-324, 1e-300, 1e300, 0.5, 1.0, 2.0, 99.0]),
-)
-_INTS = st.one_of(st.integers(-10, 10), st.sampled_from([0, 1, 100_000, 100_001, 2**31, 2**63, -(2**63), 10**30]))
-#: Values of the wrong type or at the extremes, for any location.
-_HOSTILE = st.one_of(
-    st.booleans(),
-    st.none(),
-    _INTS,
-    _FLOATS,
-    st.text(max_size=8),
-    st.sampled_from(["0.9", "4", "1e3", "NaN", "inf", "true", "", "ghost", "\ud800", "a\udfffb"]),
-    st.lists(_FLOATS, max_size=3),
-    st.dictionaries(st.text(max_size=5), _INTS, max_size=2),
-    st.sampled_from([_nested(MAX_NESTING + 5), _nested(10), [[[]]], {}, []]),
-)
-#: A fresh copy each draw: a shared mutable value changed by a later mutation
-#: would make the strategy depend on earlier examples (or build a cycle).
-HOSTILE = _HOSTILE.map(copy.deepcopy)
-
-
 @st.composite
 def mutated(draw):
     """A valid seed instance with one to three mutations."""
@@ -194,12 +129,6 @@ def mutated(draw):
                 _set(data, path, draw(HOSTILE))
         else:
             _set(data, path, draw(HOSTILE))
-    return data
-
-
-def _get(data, path):
-    for key in path:
-        data = data[key]
     return data
 
 

@@ -70,24 +70,20 @@ def run_evaluate(args: argparse.Namespace) -> int:
     """
     from deplbench.errors import PlanError
     from deplbench.formulations.evaluate import evaluate_plan
-    from deplbench.formulations.plan import check_plan_names, load_plan
+    from deplbench.formulations.plan import load_plan
     from deplbench.instances.model import load_instance
 
     instance = load_instance(args.instance)
     plan = load_plan(args.plan)
     try:
-        check_plan_names(instance, plan)
-    except PlanError as exc:
-        # A name the instance lacks is the plan file's fault: say which file.
-        raise PlanError(f"{args.plan}: {exc}") from None
-    try:
         ev = evaluate_plan(instance, plan, samples=args.samples, seed=args.seed, confidence=args.confidence)
     except PlanError as exc:
-        # The remaining refusals are about the options: name them as typed.
         msg = str(exc)
-        for option in ("samples", "seed", "confidence"):
-            if msg.startswith(f"{option}: "):
-                msg = f"--{msg}"
+        if msg.startswith(("epochs", "datasets")):
+            # A name the instance lacks is the plan file's fault: say which file.
+            msg = f"{args.plan}: {msg}"
+        elif msg.startswith(("samples: ", "seed: ", "confidence: ")):
+            msg = f"--{msg}"          # the options, named as typed
         raise PlanError(msg) from None
     if args.json:
         # Strict JSON: a non-finite number (e.g. the time of a plan with a

@@ -38,7 +38,6 @@ Examples
 from __future__ import annotations
 
 import json
-import math
 from functools import cached_property
 from pathlib import Path
 from typing import Annotated, Any, Literal

@@ -415,8 +415,10 @@ def best_fits(fits: pd.DataFrame, algorithm: str | None = None, by_family: bool 
               measure: str | None = TIME) -> pd.DataFrame:
     """One fit per (source, algorithm, measure, parameter) — per series
     (family and class) too with ``by_family`` — choosing the one with the
-    most points, then the widest size range (what the claims audit quotes
-    and the figures draw). ``measure=None`` keeps every measure."""
+    most points, then the widest size range, then the largest measured
+    values (the instances nearest the asymptotic regime a big-O bound is
+    about; what the claims audit quotes and the figures draw).
+    ``measure=None`` keeps every measure."""
     if fits.empty:
         return fits
     f = fits if algorithm is None else fits[fits["algorithm"] == algorithm]
@@ -424,12 +426,14 @@ def best_fits(fits: pd.DataFrame, algorithm: str | None = None, by_family: bool 
         f = f[f["measure"] == measure]
     if f.empty:
         return f
-    f = f.assign(_span=np.log(f["max_value"].astype(float) / f["min_value"].astype(float)))
-    f = f.sort_values(["points", "_span"], ascending=False, kind="stable")
+    f = f.assign(_span=np.log(f["max_value"].astype(float) / f["min_value"].astype(float)),
+                 _top=[float(np.max(y)) if "y_values" in f and np.size(y) else 0.0
+                       for y in (f["y_values"] if "y_values" in f else [[]] * len(f))])
+    f = f.sort_values(["points", "_span", "_top"], ascending=False, kind="stable")
     keys = ["source", "algorithm", "measure", "parameter"]
     if by_family:
         keys.insert(1, "series")
-    return f.groupby(keys, sort=False).head(1).drop(columns="_span")
+    return f.groupby(keys, sort=False).head(1).drop(columns=["_span", "_top"])
 
 
 COUNTER_COLUMNS = ("algorithm", "parameter", "counter", "counter_slope", "counter_ci",

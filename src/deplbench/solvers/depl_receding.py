@@ -46,7 +46,7 @@ from deplbench.formulations.closed_loop import STOP, ClosedLoopPolicy, Decision,
 from deplbench.formulations.evaluate import plan_indices
 from deplbench.formulations.plan import Plan
 from deplbench.params import Param
-from deplbench.solvers.base import PlotStyle, Solver
+from deplbench.solvers.base import PlotStyle, Solver, solve
 from deplbench.solvers.depl import DepL
 
 
@@ -124,7 +124,9 @@ class RecedingPolicy(ClosedLoopPolicy):
         pid = None
         sub = sub_instance(self.instance, k, m, loss, elapsed, list(self._datasets))
         if sub is not None:
-            res = DepL().run(sub, **self.depl_params)
+            # through solve(): the sub-instance is preprocessed like any other,
+            # and a failure inside DepL becomes status "error" (no plan), not a crash
+            res = solve(sub, DepL, evaluate=False, **self.depl_params)
             if res.plan is not None and res.plan.n_epochs:
                 im = np.array([self.instance.model_index[e.model] for e in res.plan.epochs])
                 ic = np.array([self.instance.cluster_index[e.cluster] for e in res.plan.epochs])

@@ -56,6 +56,10 @@ through Pyomo's ``appsi_highs``; tests check both give the same optimum):
 3. ``flow`` (``flow.py``) otherwise: epoch × model flow, one row per distinct
    scenario with tight big-M values (``bounds.py``).
 
+Before these, ``fast`` dispatches to the direct ``general`` solver
+(``general.py``) when ``catalog.fast_prefers_general`` says so: more than
+MAX_DATASETS datasets, or a cyclic switch graph without the counts structure.
+
 ``formulation="naive"`` (``naive.py``) is the textbook per-epoch model in
 Pyomo with crude big-M values, no incumbent and no bounds: the benchmark's
 reference. Any name in the table can be forced.

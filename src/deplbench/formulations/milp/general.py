@@ -533,6 +533,8 @@ def solve_general(instance, scenarios: int = 1000, seed: int = 0, time_limit: fl
         rb = make_search(cfg, lam, kmax, mu_ref).root_bound() if kmax >= 1 else math.inf
         open_bounds.append(max(b, rb))
     open_bounds += [b for b, _, _ in heap[n_rebound:]]
+    diag.update(group_multipliers=0 if pool is None else int(pool.Pi.shape[0]),
+                scenario_groups=0 if pool is None else len(pool.groups))
     diag.update(nodes=nodes, leaves=leaves_seen, boxes=boxes, leaf_evaluations=leaves.evaluations,
                 lambda_resets=lam_resets, time_price=lam, total_s=time.perf_counter() - t0)
     limit = "node limit" if hit_node_limit else "time limit"
