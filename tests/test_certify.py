@@ -144,6 +144,7 @@ def test_process_map_gives_the_same_bracket():
     (dict(refine_validation=10), "refine_validation"),
     (dict(refine_candidates=0), "refine_candidates"),
     (dict(refine_scenarios=0), "refine_scenarios"),
+    (dict(refine_replications=0), "refine_replications"),
     (dict(refine_risk_grid=(0.0,)), "refine_risk_grid"),
 ])
 def test_bad_arguments_name_the_field(kwargs, field):

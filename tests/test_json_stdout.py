@@ -58,6 +58,8 @@ JSON_COMMANDS = {
     "evaluate": (["evaluate", "{instance}", "{result}", "--samples", "500", "--json"], dict),
     "certify": (["certify", "{instance}", "--replications", "2", "--scenarios", "20",
                  "--validation", "200", "--grid-seeds", "1", "--risk-grid", "1", "--json"], dict),
+    "simulate": (["simulate", "{instance}", "--algo", "depl", "--runs", "500",
+                  "--eval-samples", "500", "--json"], dict),
     "library-build": (["library", "build", "--out", "{tmp}/lib-json", "--only", LIBRARY_ENTRY,
                        "--time-limit", "600", "--json"], dict),
     "library-check": (["library", "check", "{lib}", "--only", LIBRARY_ENTRY, "--time-limit", "600",

@@ -101,6 +101,7 @@ def _print_text(b: dict) -> None:
 def register(subparsers) -> None:
     """Add ``certify`` to the ``deplbench`` command."""
     from deplbench.solvers.certified import (DEFAULT_CONFIDENCE, DEFAULT_GRID_SEEDS, DEFAULT_REFINE_CANDIDATES,
+                                             DEFAULT_REFINE_REPLICATIONS,
                                              DEFAULT_REFINE_SHARE, DEFAULT_REFINE_VALIDATION,
                                              DEFAULT_REPLICATIONS, DEFAULT_RISK_GRID, DEFAULT_SCENARIOS,
                                              DEFAULT_TARGET_WIDTH, DEFAULT_TIME_LIMIT, DEFAULT_VALIDATION)
@@ -136,10 +137,10 @@ def register(subparsers) -> None:
                         f"stage 1 the whole beta (default {DEFAULT_TARGET_WIDTH:g})")
     g.add_argument("--refine-share", type=float, default=DEFAULT_REFINE_SHARE,
                    help=f"share of beta_L and beta_U reserved for stage 2 (default {DEFAULT_REFINE_SHARE:g})")
-    g.add_argument("--refine-replications", type=int, default=None,
-                   help="M2 stage-2 replications (default: M)")
+    g.add_argument("--refine-replications", type=int, default=DEFAULT_REFINE_REPLICATIONS,
+                   help=f"M2 stage-2 replications (default {DEFAULT_REFINE_REPLICATIONS})")
     g.add_argument("--refine-scenarios", type=int, default=None,
-                   help="S2 scenarios per stage-2 SAA solve (default: 3*S)")
+                   help="S2 scenarios per stage-2 SAA solve (default: 10*S)")
     g.add_argument("--refine-validation", type=int, default=DEFAULT_REFINE_VALIDATION,
                    help=f"N'2 fresh draws per stage-2 test (default {DEFAULT_REFINE_VALIDATION})")
     g.add_argument("--refine-candidates", type=int, default=DEFAULT_REFINE_CANDIDATES,

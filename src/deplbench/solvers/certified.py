@@ -25,7 +25,7 @@ UB  — the cheapest candidate plan whose violation probability P(ℓ(K) > ℓma
 By default β_L = β_U = β/2, so the bracket LB ≤ z* ≤ UB holds *jointly* with
 confidence ≥ 1 − β (union bound). When the stage-1 bracket is wider than
 ``target_width`` (default 2 %), a second stage spends more: M₂ fresh
-replications at S₂ = 3·S scenarios (a second LB; the larger is kept), and
+replications at S₂ = 10·S scenarios (a second LB; the larger is kept), and
 N′₂ = 10⁶ fresh draws on the few cheapest plans that could be certified there
 (:mod:`.certified_refine`). Half of β_L and of β_U is reserved for it before
 any draw is made (Bonferroni over the stages), so the joint confidence stays
@@ -101,7 +101,14 @@ DEFAULT_REFINE_SHARE = 0.5
 #: at the per-test level of six stage-2 tests.
 DEFAULT_REFINE_VALIDATION = 1_000_000
 DEFAULT_REFINE_CANDIDATES = 6
-#: Mildly tightened stage-2 levels: at S₂ = 3·S a plan overfits less, so γ
+#: M₂: 30 replications of S₂ = 10·S = 20 000 scenarios. Plans whose violation
+#: probability sits just above α (AlexNet ℓmax = 11: a plan costing 939.73
+#: violates with probability ≈ 0.0106) pass an SAA at S = 6000 in about a third
+#: of the replications, enough to hold the order statistic L₂ ≈ M₂/3 down;
+#: at S₂ = 20 000 they pass in about a fifth (about 6 CPU-seconds per solve).
+DEFAULT_REFINE_REPLICATIONS = 30
+DEFAULT_REFINE_SCENARIOS_FACTOR = 10
+#: Mildly tightened stage-2 levels: at S₂ = 10·S a plan overfits less, so γ
 #: close to α already gives plans whose true violation is below α.
 DEFAULT_REFINE_RISK_GRID = (0.95, 0.9)
 DEFAULT_REFINE_GRID_SEEDS = 2
@@ -147,7 +154,7 @@ def _check_args(instance, confidence, replications, scenarios, validation, risk_
                                      or not 0 <= target_width < 1):
         raise SolverError(f"target_width: must be in [0, 1) (0 or None: no refinement), got {target_width!r}")
     share("refine_share", refine_share)
-    integer("refine_replications", refine_replications, 1, optional=True)
+    integer("refine_replications", refine_replications, 1)
     integer("refine_scenarios", refine_scenarios, 1, optional=True)
     integer("refine_validation", refine_validation, 100)
     integer("refine_candidates", refine_candidates, 1)
@@ -165,7 +172,7 @@ def certify(instance, confidence: float = DEFAULT_CONFIDENCE, replications: int 
             seed: int = 0, gap: float = 1e-4, candidates: Mapping[str, Plan] | None = None,
             map: Mapper | None = None, lb_share: float = 0.5, grid_seeds: int = DEFAULT_GRID_SEEDS,
             target_width: float | None = DEFAULT_TARGET_WIDTH, refine_share: float = DEFAULT_REFINE_SHARE,
-            refine_replications: int | None = None, refine_scenarios: int | None = None,
+            refine_replications: int = DEFAULT_REFINE_REPLICATIONS, refine_scenarios: int | None = None,
             refine_validation: int = DEFAULT_REFINE_VALIDATION,
             refine_candidates: int = DEFAULT_REFINE_CANDIDATES,
             refine_risk_grid: Iterable[float] = DEFAULT_REFINE_RISK_GRID,
@@ -211,10 +218,10 @@ def certify(instance, confidence: float = DEFAULT_CONFIDENCE, replications: int 
     refine_share : float, default 0.5
         Share of β_L and of β_U reserved for stage 2 when it may run
         (:func:`~.certified_refine.split_beta`).
-    refine_replications : int, optional
-        M₂, stage-2 replications (default M).
+    refine_replications : int, default 30
+        M₂, stage-2 replications.
     refine_scenarios : int, optional
-        S₂, scenarios per stage-2 SAA solve (default 3·S).
+        S₂, scenarios per stage-2 SAA solve (default 10·S).
     refine_validation : int, default 1000000
         N′₂ fresh draws for each stage-2 test.
     refine_candidates : int, default 6
@@ -262,8 +269,8 @@ def certify(instance, confidence: float = DEFAULT_CONFIDENCE, replications: int 
         # One scenario is the distribution: the SAA is the true problem.
         replications, scenarios, grid, gap = 1, 1, (), min(gap, 1e-7)
     refining = bool(target_width) and not exact
-    m2 = replications if refine_replications is None else refine_replications
-    s2 = 3 * scenarios if refine_scenarios is None else refine_scenarios
+    m2 = refine_replications
+    s2 = DEFAULT_REFINE_SCENARIOS_FACTOR * scenarios if refine_scenarios is None else refine_scenarios
     betas = split_beta(confidence, lb_share, refine_share, refining)
     beta_l1, beta_l2 = betas["lower_stages"]
     beta_u1, beta_u2 = betas["upper_stages"]
@@ -456,8 +463,8 @@ class MilpCertified(Solver):
                               "this (0: never; stage 1 then gets the whole β)", low=0.0, high=0.999999),
         "refine_share": Param(DEFAULT_REFINE_SHARE, float, "share of β_L and β_U reserved for stage 2",
                               low=0.0, low_inclusive=False, high=0.999999),
-        "refine_replications": Param(0, int, "M₂ stage-2 replications (0: M)", low=0),
-        "refine_scenarios": Param(0, int, "S₂ scenarios per stage-2 SAA solve (0: 3·S)", low=0),
+        "refine_replications": Param(DEFAULT_REFINE_REPLICATIONS, int, "M₂ stage-2 replications", low=1),
+        "refine_scenarios": Param(0, int, "S₂ scenarios per stage-2 SAA solve (0: 10·S)", low=0),
         "refine_validation": Param(DEFAULT_REFINE_VALIDATION, int, "N'₂ fresh draws per stage-2 test", low=100),
         "refine_candidates": Param(DEFAULT_REFINE_CANDIDATES, int, "at most this many stage-2 tests", low=1),
     }
@@ -478,9 +485,9 @@ class MilpCertified(Solver):
 
 def refine_options(params: Mapping) -> dict:
     """The stage-2 keyword arguments of :func:`certify` from algorithm/CLI
-    parameters (0 for M₂ or S₂ means "the default": M, 3·S)."""
+    parameters (0 for S₂ means "the default", 10·S)."""
     return {"target_width": params["target_width"], "refine_share": params["refine_share"],
-            "refine_replications": params["refine_replications"] or None,
+            "refine_replications": params["refine_replications"],
             "refine_scenarios": params["refine_scenarios"] or None,
             "refine_validation": params["refine_validation"], "refine_candidates": params["refine_candidates"]}
 
@@ -517,5 +524,5 @@ __all__ = ["certify", "MilpCertified", "bracket_result", "candidate_plans", "ref
            "dask_map", "saa_task", "validation_task", "is_deterministic", "parse_risk_grid",
            "DEFAULT_CONFIDENCE", "DEFAULT_REPLICATIONS", "DEFAULT_SCENARIOS", "DEFAULT_VALIDATION",
            "DEFAULT_RISK_GRID", "DEFAULT_GRID_SEEDS", "DEFAULT_TIME_LIMIT", "DEFAULT_TARGET_WIDTH",
-           "DEFAULT_REFINE_SHARE", "DEFAULT_REFINE_VALIDATION", "DEFAULT_REFINE_CANDIDATES",
+           "DEFAULT_REFINE_SHARE", "DEFAULT_REFINE_REPLICATIONS", "DEFAULT_REFINE_SCENARIOS_FACTOR", "DEFAULT_REFINE_VALIDATION", "DEFAULT_REFINE_CANDIDATES",
            "DEFAULT_REFINE_RISK_GRID", "DEFAULT_REFINE_GRID_SEEDS", "VALIDATION_SEED_OFFSET"]
