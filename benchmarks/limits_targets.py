@@ -71,8 +71,11 @@ def _rss_bytes(pid: int) -> int:
 
 def measure(cmd: list[str], hard_timeout_s: float, rss_cap: float) -> dict:
     """Run ``cmd``; wall time, exit status, peak RSS, stdout; killed past the caps."""
-    out = tempfile.TemporaryFile()
-    err = tempfile.TemporaryFile()
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        return _measure(cmd, hard_timeout_s, rss_cap, out, err)
+
+
+def _measure(cmd, hard_timeout_s, rss_cap, out, err) -> dict:
     t0 = time.perf_counter()
     proc = subprocess.Popen(cmd, stdout=out, stderr=err, cwd=ROOT, start_new_session=True)
     killed: list[str] = []

@@ -108,12 +108,12 @@ def compare(a: dict[str, dict], b: dict[str, dict]) -> dict:
     status_diff, cost_diff = [], []
     for k in keys_a & keys_b:
         ra, rb = a[k], b[k]
+        comparable = ra["cost"] is not None and rb["cost"] is not None and (
+            ra["status"] == "optimal" or (ra["status"] == "feasible" and not ra["exact"]))
         if ra["status"] != rb["status"]:
             status_diff.append((ra["label"], ra["status"], rb["status"]))
-        elif ra["cost"] is not None and rb["cost"] is not None and (
-                ra["status"] == "optimal" or (ra["status"] == "feasible" and not ra["exact"])):
-            if abs(ra["cost"] - rb["cost"]) > 1e-6 * max(1.0, abs(ra["cost"])):
-                cost_diff.append((ra["label"], ra["cost"], rb["cost"]))
+        elif comparable and abs(ra["cost"] - rb["cost"]) > 1e-6 * max(1.0, abs(ra["cost"])):
+            cost_diff.append((ra["label"], ra["cost"], rb["cost"]))
     return {"only_first": len(keys_a - keys_b), "only_second": len(keys_b - keys_a),
             "status_differs": status_diff, "cost_differs": cost_diff}
 
@@ -245,7 +245,7 @@ def leases_part(n_tasks: int, reps: int, tmp: Path) -> dict:
     # start-up) made of the CPU they got: 0.5 = nothing lost.
     mean = {m: sum(x["mean_task_s"] for x in runs if x["mode"] == m) for m in ("one", "two")}
     slowdown = mean["two"] / mean["one"] if mean["one"] else float("nan")
-    return {"tasks": n_tasks, "runs": runs, "ratio_per_rep": per_rep, "ratio": round(ratio, 3),
+    return {"tasks": runs[0]["tasks"], "runs": runs, "ratio_per_rep": per_rep, "ratio": round(ratio, 3),
             "task_slowdown": round(slowdown, 3),
             "ratio_per_task_time": round(ratio / slowdown, 3),
             "target": "about 0.5", "rows_compared": diff}
@@ -256,7 +256,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--part", choices=("dask", "leases", "all"), default="all")
     ap.add_argument("--reps", type=int, default=2, help="repetitions (alternating order)")
     ap.add_argument("--sweep", type=Path, default=QUICK, help="sweep of the Dask part")
-    ap.add_argument("--lease-tasks", type=int, default=40, help="tasks of the leases part")
+    ap.add_argument("--lease-tasks", type=int, default=40,
+                    help="tasks of the leases part (rounded up to a multiple of 8)")
     ap.add_argument("--out", type=Path, default=ROOT / "results" / "bench" / "runner_targets.json")
     ap.add_argument("--keep", action="store_true", help="keep the stores and logs (printed)")
     args = ap.parse_args(argv)
@@ -267,8 +268,8 @@ def main(argv: list[str] | None = None) -> int:
     tmp = Path(tempfile.mkdtemp(prefix="runner-targets-"))
     try:
         if args.part in ("leases", "all"):
-            print(f"# two runners (1 worker each) vs one runner (1 worker), {args.lease_tasks} "
-                  f"DepL tasks, {args.reps} repetition(s), load {load()}", flush=True)
+            print(f"# two runners (1 worker each) vs one runner (1 worker), about "
+                  f"{args.lease_tasks} DepL tasks, {args.reps} repetition(s), load {load()}", flush=True)
             d = result["leases"] = leases_part(args.lease_tasks, args.reps, tmp)
             print(f"two/one = {d['ratio']:.3f} (per repetition {d['ratio_per_rep']}); "
                   f"target about 0.5; each task ran {d['task_slowdown']:.2f}x as long with "

@@ -309,3 +309,26 @@ def test_group_bound_is_below_every_feasible_completion(seed):
         assert b <= min(rest) + 1e-7 and nb <= min(rest) + 1e-7 and cb <= min(rest) + 1e-7, (pre, b, nb, min(rest))
         checked += 1
     assert checked > 20
+
+
+def test_fast_chooses_general_by_structure():
+    """``fast`` dispatches to ``general`` for > MAX_DATASETS datasets and for cyclic
+    switch graphs with few clusters; acyclic, order-invariant (knapsack) and
+    many-cluster instances stay on the matrix chain; forced ``general`` refuses
+    too many clusters by name."""
+    from deplbench.formulations.milp import MAX_DATASETS
+    from deplbench.formulations.milp.catalog import MAX_CLUSTERS_GENERAL_FAST, fast_prefers_general
+    from deplbench.formulations.milp.general import MAX_CLUSTERS_GENERAL
+
+    assert fast_prefers_general(generate("realistic", family="alexnet", switches="any"), MAX_DATASETS)[0]
+    assert not fast_prefers_general(generate("realistic", family="alexnet"), MAX_DATASETS)[0]
+    assert not fast_prefers_general(generate("knapsack", item_class="uncorrelated", n_items=6, R=30, horizon=6,
+                                             seed=0), MAX_DATASETS)[0]
+    assert fast_prefers_general(tiny_instance(seed=0, n_datasets=MAX_DATASETS + 1, n_clusters=1, horizon=2),
+                                MAX_DATASETS)[0]
+    many = tiny_instance(seed=0, n_clusters=MAX_CLUSTERS_GENERAL_FAST + 1, horizon=2, all_switches=True)
+    assert fast_prefers_general(tiny_instance(seed=0, n_clusters=2, horizon=2, all_switches=True), MAX_DATASETS)[0]
+    assert not fast_prefers_general(many, MAX_DATASETS)[0]
+    huge = tiny_instance(seed=0, n_clusters=MAX_CLUSTERS_GENERAL + 1, horizon=1, n_models=1)
+    res = solve_general(huge, scenarios=5, time_limit=10)
+    assert res.status == "error" and "clusters" in res.message

@@ -9,9 +9,17 @@ enumerated. Same instance and seed ⇒ the same counts.
 
 from __future__ import annotations
 
+import json
+
+import numpy as np
+import pandas as pd
 import pytest
 
+from deplbench.benchmarks.store import COLUMNS as STORE_COLUMNS
 from deplbench.instances.generators import generate
+from deplbench.reports import complexity as cx
+from deplbench.reports.data import prepare
+from deplbench.reports.stats import loglog_fit
 from deplbench.solvers.base import solve
 
 
@@ -57,16 +65,6 @@ def test_brute_force_counts_plans_enumerated():
 # --------------------------------------------------------------------------
 # the report's counter fits (reports/complexity.py)
 # --------------------------------------------------------------------------
-
-import json  # noqa: E402
-
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
-
-from deplbench.benchmarks.store import COLUMNS as STORE_COLUMNS  # noqa: E402
-from deplbench.reports import complexity as cx  # noqa: E402
-from deplbench.reports.data import prepare  # noqa: E402
-from deplbench.reports.stats import loglog_fit  # noqa: E402
 
 
 def _row(**kw) -> dict:

@@ -35,7 +35,11 @@ import pandas as pd
 from scipy import stats as sps
 
 from deplbench.reports.data import (
-    NON_CONFIG_KEYS, SIZE_LABELS, SIZE_PARAMETERS, bench_algorithm, canonical,
+    NON_CONFIG_KEYS,
+    SIZE_LABELS,
+    SIZE_PARAMETERS,
+    bench_algorithm,
+    canonical,
 )
 from deplbench.reports.stats import SlopeFit, loglog_fit
 
@@ -219,7 +223,7 @@ def within_fit(x, y, groups, confidence: float = 0.95) -> SlopeFit | None:
     lx, ly, g = np.log(x[ok]), np.log(y[ok]), g[ok]
     if lx.size == 0:
         return None
-    codes, inv = np.unique(g, return_inverse=True)
+    _, inv = np.unique(g, return_inverse=True)
     cnt = np.bincount(inv)
     mx = np.bincount(inv, lx) / cnt
     my = np.bincount(inv, ly) / cnt

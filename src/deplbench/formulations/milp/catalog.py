@@ -173,6 +173,11 @@ def set_fallback(name: str) -> None:
 DIRECT: tuple[str, ...] = ("general",)
 
 
+#: ``general`` searches every set of training clusters as a root box (2^|N| − 1)
+#: and has no cluster-dominance pruning; with more clusters ``fast`` keeps ``flow``.
+MAX_CLUSTERS_GENERAL_FAST = 4
+
+
 def _cyclic(allowed) -> bool:
     """Whether the switch graph (off-diagonal of ``allowed``) has a directed cycle."""
     import numpy as np
@@ -205,14 +210,16 @@ def fast_prefers_general(instance, max_datasets: int) -> tuple[bool, str]:
 
     By structure: more than ``max_datasets`` datasets (the matrix
     formulations enumerate each cluster's subsets), or a cyclic switch graph
-    that is not the order-invariant ``counts`` structure (``enumeration``
+    that is not the order-invariant ``counts`` structure, with at most
+    :data:`MAX_CLUSTERS_GENERAL_FAST` clusters (``enumeration``
     needs an acyclic graph; measured side by side, ``general`` beats ``flow``
     on cyclic instances: benchmarks/general_targets.py and the ``general``
     module docstring). Returns (choice, reason).
     """
     if instance.n_datasets > max_datasets:
         return True, f"{instance.n_datasets} datasets > {max_datasets}"
-    if _cyclic(instance.allowed) and not _counts_structure(instance):
+    if (_cyclic(instance.allowed) and not _counts_structure(instance)
+            and instance.n_clusters <= MAX_CLUSTERS_GENERAL_FAST):
         return True, "cyclic switch graph"
     return False, ""
 

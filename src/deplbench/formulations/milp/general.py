@@ -103,10 +103,12 @@ from the tables' λ (any λ is valid, the incumbent's is near the best).
 Measured on the shared 2-core machine (load average 8–12, numbers in the
 README's measured-performance table):
 
-* cyclic AlexNet, ℓmax = 9, S = 100: optimal in 34–49 s (12 k nodes);
-  S = 300: optimal in 54 s where ``flow`` stops at 11.6 % after 120 s;
-  S = 1000: 12.7 % gap at 60 s (was 35 %);
-* the |D| = 10, K̄ = 50 datasets instance (S = 200): 41 % gap at 40 s: the
+* cyclic AlexNet, ℓmax = 9, S = 100: optimal in 28–49 s (12 k nodes);
+  S = 300: optimal in 54–58 s where ``flow`` stops at 11.6 % after 60 s
+  and after 120 s; S = 1000: 12.7–13.4 % gap at 60 s (was 35 %); S = 3000:
+  28.6 %; ℓmax = 13, S = 1000: optimal in 47 s; K̄ = 20..60 (S = 300):
+  1.3–5.0 s, ``flow`` 1.2× slower at K̄ = 20 and 7.4× at K̄ = 30;
+* the |D| = 10, K̄ = 50 datasets instance (S = 200): 41 % gap at 60 s: the
   box bounds of the class assignments (optimistic class per box) are weak
   and the incumbent (three leaves) is poor;
 * the cyclic tiny instances of ``tests/test_milp_general.py``: seconds.
@@ -114,7 +116,8 @@ README's measured-performance table):
 Limits
 ------
 Exact for every dimension; |D| ≤ 12 (the Pareto filter compares all subset
-pairs). Signed improvement draws disable the γ-dominance and the
+pairs), |N| ≤ 12 (every set of training clusters is a root box; no
+cluster-dominance pruning, so ``fast`` keeps ``flow`` above 4 clusters). Signed improvement draws disable the γ-dominance and the
 shortest-last-block rule (all lengths are kept, every assignment is its own
 box). Memory: the DP tables hold (K̄+1)·18·S·|M|·(γ-groups) floats (≈ 130 MB
 at K̄ = 100, S = 3000, |M| = 3).
@@ -124,7 +127,10 @@ References
 DepL paper eqs. (1)–(6); J. Luedtke, S. Ahmed, SIAM J. Optim. 19 (2008);
 J. Luedtke, S. Ahmed, G. Nemhauser, Math. Prog. 122 (2010) 247–272;
 S. Küçükyavuz, Math. Prog. 132 (2012) 31–56; J. Luedtke, Math. Prog. 146
-(2014) 219–244; W. Xie, S. Ahmed, Math. Prog. 172 (2018) 621–646.
+(2014) 219–244; W. Xie, S. Ahmed, Math. Prog. 172 (2018) 621–646;
+S. Ahmed, J. Luedtke, Y. Song, W. Xie, Math. Prog. 162 (2017) 51–81 (scenario
+grouping); Y. Deng, H. Jia, S. Ahmed, J. Lee, S. Shen, INFORMS J. Comput. 33
+(2021) 757–773.
 """
 
 from __future__ import annotations
@@ -139,13 +145,21 @@ import numpy as np
 from deplbench.errors import SolverError
 from deplbench.formulations.milp.general_groups import GroupPool, GroupTables
 from deplbench.formulations.milp.general_leaves import Leaves
-from deplbench.formulations.milp.general_search import MU_FACTORS, BlockSearch, Config, Problem, prunable
+from deplbench.formulations.milp.general_search import (
+    MU_FACTORS,
+    BlockSearch,
+    Config,
+    Problem,
+    prunable,
+)
 from deplbench.formulations.plan import Epoch, Plan
 from deplbench.formulations.result import SolveResult
 from deplbench.formulations.scenarios import ScenarioSampler, allowed_violations
 
 #: Largest |D| (all 2^|D| − 1 subsets are compared pairwise per cluster).
 MAX_DATASETS_GENERAL = 12
+#: Largest |N| (the 2^|N| − 1 sets of training clusters are the root boxes).
+MAX_CLUSTERS_GENERAL = 12
 #: Re-set λ to the incumbent's time price when they differ by more than this.
 LAMBDA_RESET = 0.02
 #: Share of the time limit the root Kelley loops of the group pool may take.
@@ -156,6 +170,9 @@ MEMORY_LIMIT_GIB = 2.0
 
 def general_applies(instance) -> tuple[bool, str]:
     """Whether ``general`` can solve the instance (and why not)."""
+    if instance.n_clusters > MAX_CLUSTERS_GENERAL:
+        return False, (f"clusters: {instance.n_clusters} clusters exceed the general formulation's limit of "
+                       f"{MAX_CLUSTERS_GENERAL} (every set of training clusters is a root box)")
     if instance.n_datasets > MAX_DATASETS_GENERAL:
         return False, (f"datasets: {instance.n_datasets} datasets exceed the general formulation's limit of "
                        f"{MAX_DATASETS_GENERAL}")
@@ -576,4 +593,4 @@ def solve_general(instance, scenarios: int = 1000, seed: int = 0, time_limit: fl
                        gap=g, params=params, diagnostics=diag)
 
 
-__all__ = ["solve_general", "general_applies", "MAX_DATASETS_GENERAL"]
+__all__ = ["solve_general", "general_applies", "MAX_DATASETS_GENERAL", "MAX_CLUSTERS_GENERAL"]

@@ -128,9 +128,11 @@ def solve_milp(instance, scenarios: int = 1000, seed: int = 0, time_limit: float
                   "solver_version": solver_version(solver),
                   "exactness": "real-x cost via exact λ cuts of the convex F(N); plan costed with allocate()"}
     memory_bytes = float(memory_limit) * 2**30
-    if formulation == "general" or (formulation == "fast" and catalog.fast_prefers_general(instance, MAX_DATASETS)[0]):
-        # By structure (catalog.fast_prefers_general): beyond MAX_DATASETS or on a
-        # cyclic switch graph ``fast`` uses the general block branch-and-bound (.general).
+    if formulation == "general" or (formulation == "fast" and catalog.fast_prefers_general(instance, MAX_DATASETS)[0]
+                                    and (write_lp is None or instance.n_datasets > MAX_DATASETS)):
+        # By structure (catalog.fast_prefers_general): beyond MAX_DATASETS or on a cyclic
+        # switch graph ``fast`` uses the general block branch-and-bound (.general); a
+        # requested LP file needs a matrix model, so then ``fast`` keeps the matrix chain.
         return _solve_general(instance, params, diag, verbose, t0)
     if instance.n_datasets > MAX_DATASETS:
         return _result("error", f"datasets: {instance.n_datasets} datasets exceed the exact MILP's limit of "
