@@ -110,6 +110,13 @@ def _local_child(conn, task: dict, env: dict[str, str]) -> None:
     # this process, stores nothing). Left on, the interrupt would turn into
     # a "failed" row that a plain resume would then skip.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    # Whatever a solver prints (HiGHS's banner) goes to stderr: the runner's
+    # stdout carries only what was asked for. The record travels by pipe.
+    try:
+        sys.stdout.flush()
+        os.dup2(2, 1)
+    except (OSError, ValueError):
+        pass
     if task_mod.PLUGIN_ENV not in env:
         os.environ.pop(task_mod.PLUGIN_ENV, None)
     os.environ.update(env)
