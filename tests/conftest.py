@@ -48,6 +48,7 @@ SLOW_FIXTURES = frozenset({"full_report", "calibrated9"})
 #: function; a name with ``[id]`` marks that case only, so cheap cases of a
 #: parametrised check stay in the quick loop.
 SLOW_TESTS: dict[str, tuple[str, ...]] = {
+    "test_solver_limits": ("test_best_exp_refuses_train_on_trajectories_at_horizon_100000",),
     "test_closed_loop": ("test_depl_receding_is_registered_and_replans", "test_closed_loop_pact_differs_from_open_loop",
                          "test_report_shows_the_closed_loop_table_and_the_pact_claim", "test_pact_claim_rows_flip_with_the_data"),
     "test_certify": ("test_lb_below_near_exact_optimum_and_every_certified_plan",

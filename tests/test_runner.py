@@ -22,12 +22,12 @@ from pathlib import Path
 import pytest
 
 from deplbench.benchmarks import tasks as task_mod
-from deplbench.cli.benchmarks import register  # noqa: F401 - import check
 from deplbench.benchmarks.executors import DaskExecutor, LocalExecutor
 from deplbench.benchmarks.runner import run_sweep
 from deplbench.benchmarks.store import COLUMNS, ResultsStore
 from deplbench.benchmarks.sweep import load_sweep
 from deplbench.cli import main as cli_main
+from deplbench.cli.benchmarks import register  # noqa: F401 - import check
 from deplbench.errors import SweepError
 
 PLUGIN = textwrap.dedent('''
@@ -60,6 +60,9 @@ PLUGIN = textwrap.dedent('''
             time.sleep(3600)
         if mode == "badstatus":
             return {"algorithm": "test-work", "status": "great", "cost": 1.0}
+        if mode == "chatter":  # as a solver banner would
+            print("chatter from python")
+            os.write(1, b"chatter from C\\n")
         # A cost that depends on the instance and the target, so rows differ.
         cost = sum(m.compute for m in instance.models) * instance.loss_max + delay
         return {"algorithm": "test-work", "status": "feasible", "cost": cost,
@@ -294,6 +297,23 @@ def test_sigkill_leaves_no_orphan_task_process(tmp_path, plugin, monkeypatch):
                 os.kill(p, signal.SIGKILL)
         if proc.poll() is None:
             proc.kill()
+
+
+def test_task_output_never_reaches_the_runners_stdout(tmp_path, plugin):
+    sweep_file = write_sweep(tmp_path, """
+        [[instances]]
+        id = "tiny"
+        family = "test-tiny"
+        [[algorithms]]
+        name = "test-work"
+        params = { mode = "chatter" }
+    """)
+    proc = _start_cli(sweep_file, tmp_path / "c.sqlite", workers=1)
+    out, err = proc.communicate(timeout=300)
+    assert proc.returncode == 0, err
+    assert out == b""
+    assert b"chatter from python" in err and b"chatter from C" in err
+    assert [r[2] for r in _rows(tmp_path / "c.sqlite")] == ["feasible"]
 
 
 def test_ctrl_c_stops_cleanly_without_failed_rows(tmp_path, plugin):

@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from deplbench.errors import DeplbenchError, SolverError
+from deplbench.limits import TimeLimitReached, deadline
 from deplbench.formulations.closed_loop import (  # noqa: F401 - the policy interface, re-exported
     STOP, ClosedLoopPolicy, Decision, FixedPlanPolicy, PolicyState, StopAtTarget, simulate,
 )
@@ -248,7 +249,11 @@ def solve(
         if reduction is not None and reduction.instance is None:
             result = SolveResult(algorithm=cls.name, status="infeasible", message=reduction.reason)
         else:
-            result = cls().run(reduction.instance if reduction is not None else instance, **resolved)
+            # A declared time_limit sets the deadline every check_time() reads (deplbench.limits).
+            with deadline(resolved.get("time_limit")):
+                result = cls().run(reduction.instance if reduction is not None else instance, **resolved)
+    except TimeLimitReached as exc:  # a heuristic's deadline (deplbench.limits): no plan
+        result = SolveResult(algorithm=cls.name, status="time_limit", message=str(exc))
     except DeplbenchError as exc:
         result = SolveResult(algorithm=cls.name, status="error", message=str(exc))
     except Exception as exc:  # noqa: BLE001 - a crash must become data

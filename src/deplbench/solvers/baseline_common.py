@@ -44,6 +44,7 @@ from deplbench.formulations.plan import Epoch, Plan
 from deplbench.formulations.result import SolveResult
 from deplbench.formulations.scenarios import ScenarioSampler, quantile_rank
 from deplbench.params import Param
+from deplbench.limits import FLOAT_BYTES, check_memory
 from deplbench.solvers.train_on import train_on as shared_train_on
 
 #: The out-of-sample check inside the baselines uses ``seed + CHECK_SEED_OFFSET``
@@ -71,6 +72,41 @@ def common_parameters() -> dict[str, Param]:
             7, int, "enumerate all non-empty dataset subsets when there are at most this many", low=1
         ),
     }
+
+
+#: The baselines' time limit (enforced by deplbench.limits.check_time in their loops).
+TIME_LIMIT_PARAM = Param(None, float, "wall-clock seconds (none: no limit); past it the result is status "
+                         "time_limit with no plan (docs/DESIGN.md, limits)", low=0.0, low_inclusive=False,
+                         nullable=True)
+
+
+def scenario_bytes(instance, scenarios: int, extra_columns: int = 0) -> int:
+    """Peak bytes of the in-sample scenarios and their prefix sums (an estimate).
+
+    The draws (S, K̄, |M|) and (S, K̄, |P|), the prefix sums (S, K̄+1, |M|)
+    and one draw's temporary (S, K̄): float64 each. Point masses are drawn
+    once (S = 1), as :func:`in_sample_scenarios` does. ``extra_columns``
+    adds a caller's own (S, K̄+1) arrays.
+    """
+    S = 1 if is_deterministic(instance) else int(scenarios)
+    columns = 2 * instance.n_models + len(instance.switches) + 1 + int(extra_columns)
+    return FLOAT_BYTES * S * (int(instance.horizon) + 1) * columns
+
+
+def in_sample_scenarios_checked(instance, scenarios: int, seed: int, who: str, extra_columns: int = 0):
+    """:func:`in_sample_scenarios` after the memory estimate (deplbench.limits).
+
+    Raises
+    ------
+    MemoryLimitExceeded
+        When :func:`scenario_bytes` exceeds the memory budget (names
+        scenarios and horizon).
+    """
+    check_memory(scenario_bytes(instance, scenarios, extra_columns),
+                 f"{who}'s in-sample scenarios (scenarios = {int(scenarios)} × horizon = {instance.horizon} × "
+                 f"{instance.n_models} models + {len(instance.switches)} switches)",
+                 "use fewer scenarios or a smaller horizon")
+    return in_sample_scenarios(instance, scenarios, seed)
 
 
 def is_deterministic(instance) -> bool:
@@ -326,6 +362,9 @@ __all__ = [
     "dataset_subsets",
     "expected_improvement",
     "in_sample_scenarios",
+    "in_sample_scenarios_checked",
+    "scenario_bytes",
+    "TIME_LIMIT_PARAM",
     "infeasible",
     "is_deterministic",
     "oos_checker",

@@ -47,9 +47,11 @@ import math
 import numpy as np
 
 from deplbench.formulations.result import SolveResult
+from deplbench.limits import check_time
 from deplbench.solvers.base import Param, PlotStyle, Solver
 from deplbench.solvers.baseline_common import (  # noqa: F401 - re-exported (old import path)
     CHECK_SEED_OFFSET,
+    TIME_LIMIT_PARAM,
     DataSetting,
     OosCheck,
     assign_datasets,
@@ -61,6 +63,7 @@ from deplbench.solvers.baseline_common import (  # noqa: F401 - re-exported (old
     dataset_subsets,
     expected_improvement,
     in_sample_scenarios,
+    in_sample_scenarios_checked,
     infeasible,
     is_deterministic,
     oos_checker,
@@ -118,11 +121,15 @@ class OneSwitch(Solver):
     description = "PACT's OneSwitch baseline: cheapest plan with at most one model switch"
     parameters = {
         **common_parameters(),
+        "time_limit": TIME_LIMIT_PARAM,
         "allow_no_switch": Param(True, bool, "also consider plans that never switch (K2 = 0)"),
     }
 
     def run(self, instance, **params) -> SolveResult:
-        scen = in_sample_scenarios(instance, params["scenarios"], params["seed"])
+        # _prefix_runs' scaled copy (|M| columns) and one K1's loss matrix
+        # and its partitioned copy (2 columns) on top of the scenarios.
+        scen = in_sample_scenarios_checked(instance, params["scenarios"], params["seed"], "one-switch",
+                                           extra_columns=instance.n_models + 2)
         Q = _prefix_runs(instance, scen)
         S, K = scen.n_scenarios, instance.horizon
         M, N = instance.n_models, instance.n_clusters
@@ -145,6 +152,7 @@ class OneSwitch(Solver):
                 else:
                     p = instance.switch_index[(m1, m2)]
                     for k1 in range(1, K):
+                        check_time(f"one-switch, switch after epoch {k1} of {K}")
                         # ℓ_s(K1, K2) for K2 = 1..K̄−K1; the jump hits epoch index K1.
                         base = l0 - g * Q[:, k1, m1] + scen.jump[:, k1, p] + g * Q[:, k1, m2]
                         loss = base[:, None] - g * Q[:, k1 + 1:, m2]
@@ -152,6 +160,7 @@ class OneSwitch(Solver):
                         if ok.size:
                             min_k2[k1] = ok[0] + 1
                 for k1 in np.nonzero(min_k2 >= 0)[0]:
+                    check_time(f"one-switch, costing K1 = {k1}")
                     k2 = int(min_k2[k1])
                     for n1 in range(N):
                         for n2 in ([n1] if (printed or m1 == m2) else range(N)):
@@ -171,6 +180,7 @@ class OneSwitch(Solver):
         check = oos_checker(instance, params)
         reason = ""
         for rank, (cost, si, m1, n1, m2, n2, k1, k2) in enumerate(candidates):
+            check_time(f"{self.name}'s out-of-sample checks, candidate {rank}")
             if check.exhausted:
                 break
             models = [m1] * k1 + [m2] * k2
@@ -251,6 +261,7 @@ class StaticLearn(Solver):
     description = "PACT's StaticLearn baseline: all models in a fixed chain with equal expected loss shares"
     parameters = {
         **common_parameters(),
+        "time_limit": TIME_LIMIT_PARAM,
         "mode": Param("equal-share", str, "equal-share (PACT) or single (one model/cluster)",
                       choices=("equal-share", "single")),
         "share_tolerance": Param(0.05, float, "largest relative spread of the per-model loss shares", low=0.0),
@@ -258,7 +269,7 @@ class StaticLearn(Solver):
     }
 
     def run(self, instance, **params) -> SolveResult:
-        scen = in_sample_scenarios(instance, params["scenarios"], params["seed"])
+        scen = in_sample_scenarios_checked(instance, params["scenarios"], params["seed"], "static-learn")
         K, N = instance.horizon, instance.n_clusters
         printed = instance.data_rule == "printed"
         settings = [data_setting(instance, sub) for sub in dataset_subsets(instance, params["max_dataset_subsets"])]
@@ -282,6 +293,7 @@ class StaticLearn(Solver):
                 cluster_options = self._cluster_options(instance, st, chain, printed)
                 kept = 0
                 for counts in self._equal_share_counts(share_rate, chain, K, tol):
+                    check_time(f"static-learn, epochs per model {list(counts)}")
                     models = [m for m, c in zip(chain, counts) for _ in range(c)]
                     q = float(saa_quantile(scen.final_losses(models, [st.gamma] * len(models)), instance.omega))
                     if q > instance.loss_max + LOSS_TOL:
@@ -308,6 +320,7 @@ class StaticLearn(Solver):
         candidates.sort(key=lambda c: c[0])
         check = oos_checker(instance, params)
         for rank, (cost, chain, counts, si, cl) in enumerate(candidates):
+            check_time(f"{self.name}'s out-of-sample checks, candidate {rank}")
             if check.exhausted:
                 break
             models = [m for m, c in zip(chain, counts) for _ in range(c)]

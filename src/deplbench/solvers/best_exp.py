@@ -34,6 +34,7 @@ from deplbench.formulations.evaluate import evaluate_plan, simulate_trajectories
 from deplbench.formulations.result import SolveResult
 from deplbench.formulations.scenarios import quantile_rank
 from deplbench.solvers.base import PlotStyle, Solver
+from deplbench.limits import FLOAT_BYTES, check_memory
 from deplbench.solvers.depl_stages import LOOP_PARAMS, check_seed, decide, result_from, stage3, validate_loop_params
 from deplbench.solvers.train_on import train_on
 
@@ -92,6 +93,11 @@ class BestExp(Solver):
             # stream, independent of the evaluator's): q[j] after K + j epochs.
             rng = np.random.default_rng([int(p["seed"]), 23])
             n = int(p["check_samples"])
+            # steps, trajectories, one draw's temporary and the partitioned
+            # copy: about four float64 arrays of n × (K + room + 1).
+            check_memory(4 * FLOAT_BYTES * n * (full.size + 1),
+                         f"best-exp's train-on trajectories (check_samples = {n} × {full.size + 1} epochs, "
+                         f"horizon = {instance.horizon})", "use fewer check_samples or a smaller horizon")
             traj = simulate_trajectories(instance, full, np.full(full.size, ch.gamma), n, rng)
             rank = quantile_rank(instance.omega, n)
             q = np.partition(traj[:, K:], rank - 1, axis=0)[rank - 1]

@@ -30,6 +30,7 @@ from deplbench.formulations.plan import Epoch, Plan
 from deplbench.formulations.result import SolveResult
 from deplbench.instances.datalaw import compute_need
 from deplbench.jsonio import to_jsonable
+from deplbench.limits import check_time
 from deplbench.params import Param
 from deplbench.solvers.dataset_selection import (
     EXHAUSTIVE_MIN_MAX,
@@ -259,6 +260,9 @@ LOOP_PARAMS: dict[str, Param] = {
                      low_inclusive=False, high=10.0),
     "seed": Param(0, int, "seed of the out-of-sample check and of sampled diagnostics", low=0),
     "check_samples": Param(20_000, int, "trajectories of the solver's own out-of-sample check", low=100),
+    "time_limit": Param(None, float, "wall-clock seconds (none: no limit); past it the result is status "
+                        "time_limit with no plan (docs/DESIGN.md, limits)", low=0.0, low_inclusive=False,
+                        nullable=True),
     "max_retries": Param(3, int, "tightening retries after a failed out-of-sample check", low=0),
     "max_backtracks": Param(8, int, "stage backtracks (dataset blacklists + deadline tightenings)", low=0),
     "rounding": Param("label", str, "loss axis of the expanded graph: label (exact loss labels, buckets only "
@@ -384,6 +388,8 @@ def decide(instance, p: dict, method: str, *, n_theta: int = 1, tail_share: floa
     reason = "no dataset choice was tried"
     ch: Choice | None = None
     while True:
+        check_time("DepL's decision loop, after "
+                   f"{len(diag['backtracks'])} backtrack(s)")
         # ---- (re)select datasets ------------------------------------------------
         if ch is None:
             t0 = time.perf_counter()
@@ -432,6 +438,7 @@ def decide(instance, p: dict, method: str, *, n_theta: int = 1, tail_share: floa
         plan = None
         t0 = time.perf_counter()
         for cand in cands:
+            check_time("DepL's allocation stage")
             plan, info = stage3(instance, cand.models, ch.names, ch.subset, ch.volume, p["epsilon"],
                                  p["reoptimize"])
             work["allocation_calls"] += 1

@@ -36,6 +36,7 @@ import time
 
 import numpy as np
 
+from deplbench.limits import check_time
 from deplbench.solvers.expanded_spec import GraphSpec, PathResult
 
 
@@ -213,6 +214,7 @@ def solve_dp(spec: GraphSpec, count: bool = True, bound: float = math.inf) -> Pa
     layers = 1
     min_w = float(w.min())
     for k in range(2, spec.horizon + 1):
+        check_time(f"expanded-graph DP, layer {k} of {spec.horizon}")
         live_min = _live_min(cur, boxes)
         if not math.isfinite(live_min) or live_min + min_w >= best:
             break
@@ -332,6 +334,7 @@ def solve_dp_labels(spec: GraphSpec, count: bool = True, bound: float = math.inf
     min_w = float(w.min())
     jcols = np.arange(J + 1)
     for k in range(2, spec.horizon + 1):
+        check_time(f"expanded-graph DP, layer {k} of {spec.horizon}")
         live_min = _live_min(W, boxes)
         if not math.isfinite(live_min) or live_min + min_w >= best:
             break

@@ -92,6 +92,7 @@ import numpy as np
 from scipy import stats
 
 from deplbench.errors import SolverError
+from deplbench.limits import check_time
 
 METHODS = ("chernoff", "cantelli", "normal", "expected")
 
@@ -203,6 +204,27 @@ def _lse(a: np.ndarray, w: np.ndarray) -> np.ndarray:
     return np.log(np.exp(a - m) @ w) + m[..., 0]
 
 
+#: Values (float64) of one block of the (t, grid) matrix in :func:`_lse_outer`:
+#: 4 Mi values = 32 MiB, so a horizon-100000 transform never holds the whole
+#: (K̄, grid) matrix (3.7 GB at K̄ = 100000; docs/DESIGN.md, limits).
+_BLOCK_VALUES = 1 << 22
+
+
+def _lse_outer(t: np.ndarray, x: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """log Σ_i w_i·e^{−t·x_i} for every entry of ``t``, in row blocks.
+
+    Same values as ``_lse(-t[..., None] * x, w)`` with memory bounded by
+    :data:`_BLOCK_VALUES`; the deadline is checked once per block.
+    """
+    flat = t.reshape(-1)
+    out = np.empty(flat.size)
+    rows = max(1, _BLOCK_VALUES // max(1, x.size))
+    for i in range(0, flat.size, rows):
+        check_time(f"quantile transform, epoch {i} of {flat.size}")
+        out[i:i + rows] = _lse(-flat[i:i + rows, None] * x, w)
+    return out.reshape(t.shape)
+
+
 def lower_grid(dist, delta: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
     """(x, weight) of the left-end-point quantile grid of max(X, X_δ)."""
     u = _U
@@ -252,11 +274,11 @@ def log_laplace(dist, t: np.ndarray, delta: float = 0.0, grid=None) -> np.ndarra
         return -t * float(dist.value)
     if kind == "empirical":
         x = np.asarray(dist.samples, dtype=float)
-        return _lse(-t[..., None] * x, np.full(x.size, 1.0 / x.size))
+        return _lse_outer(t, x, np.full(x.size, 1.0 / x.size))
     if kind == "normal":
         return -t * dist.mean() + 0.5 * t * t * dist.var()
     x, w = grid if grid is not None else lower_grid(dist, delta)
-    return _lse(-t[..., None] * x, w)
+    return _lse_outer(t, x, w)
 
 
 def log_mgf(dist, theta: float, delta: float = 0.0, grid=None) -> float:

@@ -24,6 +24,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from deplbench.limits import check_time
+
 #: Absolute slack on ℓmax when comparing an estimated quantile (round-off only).
 LOSS_TOL = 1e-9
 
@@ -89,6 +91,7 @@ def train_on(base: Sequence, extension: Sequence, quantile: Callable[[int], floa
     """
     out = TrainOn(sequence=list(base))
     for j in range(len(extension) + 1):
+        check_time(f"training {what} on, {j} epoch(s) appended")
         q = float(quantile(j))
         seq = list(base) + list(extension[:j])
         if not q <= loss_max + LOSS_TOL * max(1.0, abs(loss_max)):

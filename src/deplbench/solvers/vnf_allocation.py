@@ -59,6 +59,7 @@ import numpy as np
 
 from deplbench.errors import SolverError
 from deplbench.formulations.allocation import allocate
+from deplbench.limits import check_memory, check_time
 
 #: Largest DP table (rounded-cost buckets) before the cost unit is coarsened
 #: (the (1+ε) guarantee is then reported as lost).
@@ -240,6 +241,9 @@ def _dp(groups, epoch_group, time_max: float, eps2: float, lb: float, ub: float)
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
         rounded = [np.nan_to_num(np.minimum(np.ceil(g[1] / u - 1e-9), n_buckets), nan=n_buckets).astype(np.int64)
                    if u > 0 else np.zeros(g[1].size, dtype=np.int64) for g in groups]
+    # The choice table is K × buckets int32: refuse before allocating it.
+    check_memory(4 * K * n_buckets, f"the (1+ε) allocation table ({K} epochs × {n_buckets} cost buckets)",
+                 "use a larger epsilon or a smaller horizon")
     dp = np.full(n_buckets, np.inf)
     dp[0] = 0.0
     choices = np.empty((K, n_buckets), dtype=np.int32)
@@ -247,6 +251,7 @@ def _dp(groups, epoch_group, time_max: float, eps2: float, lb: float, ub: float)
     buckets = np.arange(n_buckets)
     gathers = {}
     for k in range(K):
+        check_time(f"(1+ε) allocation DP, epoch {k} of {K}")
         g = epoch_group[k]
         t, q = groups[g][0], rounded[g]
         if t.size * n_buckets <= _GATHER_MAX:

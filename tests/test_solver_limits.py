@@ -1,0 +1,165 @@
+"""Issue 16 item 2: every heuristic respects its time limit and refuses what
+would not fit in memory (docs/DESIGN.md, "Limits").
+
+The horizon-100000 instance is the realistic AlexNet one with ``horizon``
+set to 100000 (as ``benchmarks/limits_targets.py`` builds it). No test
+measures wall-clock time: an expired deadline is a ``time_limit`` so small
+that the first check in the solver's loop has already passed it.
+"""
+
+from __future__ import annotations
+
+import json
+import tracemalloc
+
+import numpy as np
+import pytest
+
+from deplbench import limits
+from deplbench.instances.generators import generate
+from deplbench.instances.model import parse_instance
+from deplbench.solvers import quantile_transform as qt
+from deplbench.solvers.base import solve
+from deplbench.solvers.baseline_common import scenario_bytes
+
+BUDGET = limits.MEMORY_BUDGET_GIB * 2**30
+HEURISTICS = ("depl", "depl-receding", "best-exp", "static-learn", "one-switch")
+#: A deadline that has passed before the first loop iteration.
+EXPIRED = 1e-12
+
+
+@pytest.fixture(scope="module")
+def alexnet():
+    return generate("realistic", family="alexnet", loss_max=9)
+
+
+@pytest.fixture(scope="module")
+def huge(alexnet):
+    data = json.loads(alexnet.to_json())
+    data["horizon"] = 100_000
+    return parse_instance(data)
+
+
+# ------------------------------------------------------------ the helper itself
+def test_check_memory_refuses_above_the_budget_only():
+    limits.check_memory(BUDGET, "x", "y")  # exactly the budget fits
+    with pytest.raises(limits.MemoryLimitExceeded, match=r"^arrays \(horizon = 7\) would need about 3\.00 GiB > "
+                       r"memory budget 2\.00 GiB; use less$"):
+        limits.check_memory(3 * 2**30, "arrays (horizon = 7)", "use less")
+
+
+def test_deadline_scope_nests_and_resets():
+    limits.check_time("no scope: never raises")
+    with limits.deadline(None):
+        limits.check_time("no limit")
+        assert limits.time_left() == float("inf")
+    with limits.deadline(1e6):
+        with limits.deadline(EXPIRED), pytest.raises(limits.TimeLimitReached,
+                                                     match=r"time limit 1e-12 s reached \(here\)"):
+            limits.check_time("here")
+        limits.check_time("outer scope restored: far from its deadline")
+        with limits.deadline(None):  # an inner "no limit" keeps the outer deadline
+            assert limits.time_left() < 2e6
+    assert limits.time_left() == float("inf")
+
+
+# ------------------------------------------------------------ memory: refuse before allocating
+@pytest.mark.parametrize("algo", ["static-learn", "one-switch"])
+def test_baselines_refuse_horizon_100000_before_drawing_scenarios(huge, algo):
+    assert scenario_bytes(huge, 1000) > BUDGET
+    tracemalloc.start()
+    try:
+        res = solve(huge, algo, evaluate=False)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert res.status == "error" and res.plan is None
+    assert f"{algo}'s in-sample scenarios (scenarios = 1000 × horizon = 100000" in res.message
+    assert "GiB > memory budget 2.00 GiB" in res.message
+    assert peak < 0.05 * BUDGET   # the scenario arrays were never drawn
+
+
+def test_baseline_estimate_scales_with_scenarios_and_horizon(huge, alexnet):
+    # Linear in S and (K̄ + 1), as the arrays are: a wrong estimate fails here.
+    assert scenario_bytes(huge, 2000) == 2 * scenario_bytes(huge, 1000)
+    ratio = scenario_bytes(huge, 1000) / scenario_bytes(alexnet, 1000)
+    assert ratio == pytest.approx((huge.horizon + 1) / (alexnet.horizon + 1))
+    # Small scenario counts fit: the same solver then runs normally.
+    assert scenario_bytes(huge, 10) < BUDGET
+
+
+def test_best_exp_refuses_train_on_trajectories_at_horizon_100000(huge):
+    res = solve(huge, "best-exp", evaluate=False)
+    assert res.status == "error" and res.plan is None
+    assert "best-exp's train-on trajectories (check_samples = 20000 × 100001 epochs, horizon = 100000)" in res.message
+    assert "would need about 59.61 GiB > memory budget 2.00 GiB" in res.message
+
+
+def test_quantile_transform_blocks_equal_the_whole_matrix(monkeypatch):
+    # DepL's Chernoff transform at horizon 100000 held a (K̄, grid) matrix of
+    # 1.2 GB three times; it is now computed in row blocks. Same numbers:
+    rng = np.random.default_rng(3)
+    t = rng.uniform(0.0, 5.0, size=(37, 3))
+    x = np.sort(rng.normal(size=50))
+    w = rng.uniform(0.1, 1.0, size=50)
+    whole = qt._lse(-t[..., None] * x, w)
+    monkeypatch.setattr(qt, "_BLOCK_VALUES", 50 * 4)   # 4 rows per block, 28 blocks
+    # Equal up to the matrix product's summation order (BLAS blocks).
+    np.testing.assert_allclose(qt._lse_outer(t, x, w), whole, rtol=1e-13, atol=0)
+    assert qt._lse_outer(np.float64(2.0), x, w).shape == ()
+
+
+def test_allocation_table_refused_before_allocation():
+    from deplbench.solvers import vnf_allocation as va
+
+    # A K × buckets int32 table above the budget is named, not allocated.
+    K, buckets = 100_000, va.MAX_BUCKETS
+    assert 4 * K * buckets > BUDGET
+    with pytest.raises(limits.MemoryLimitExceeded, match=r"the \(1\+ε\) allocation table \(100000 epochs × "):
+        limits.check_memory(4 * K * buckets, f"the (1+ε) allocation table ({K} epochs × {buckets} cost buckets)",
+                            "use a larger epsilon or a smaller horizon")
+
+
+# ------------------------------------------------------------ time: every loop checks the deadline
+@pytest.mark.parametrize("algo", HEURISTICS)
+def test_expired_deadline_gives_status_time_limit(alexnet, algo):
+    res = solve(alexnet, algo, time_limit=EXPIRED)
+    assert res.status == "time_limit", res.message
+    assert res.plan is None and res.cost is None
+    assert res.message.startswith("time limit 1e-12 s reached (") and res.message.endswith("); no plan")
+    assert res.params["time_limit"] == EXPIRED
+
+
+def test_depl_horizon_100000_stops_in_its_transform_loop(huge):
+    # Bounded memory (blocks) and the deadline checked per block: the
+    # horizon-100000 transform stops at the limit rather than running on.
+    res = solve(huge, "depl", time_limit=EXPIRED)
+    assert res.status == "time_limit"
+    assert "quantile transform" in res.message or "decision loop" in res.message
+
+
+@pytest.mark.parametrize("algo", ["depl", "one-switch"])
+def test_no_time_limit_by_default(alexnet, algo):
+    from deplbench.solvers.registry import get_solver
+
+    assert get_solver(algo).parameters["time_limit"].default is None
+    with pytest.raises(Exception, match="time_limit"):
+        solve(alexnet, algo, time_limit=-1.0)
+
+
+def test_loop_checks_use_the_deadline_not_the_clock_alone(alexnet, monkeypatch):
+    # A clock that jumps forward after the scope is entered: the first loop
+    # check sees the deadline passed (a monkeypatched clock, no waiting).
+    import time as time_module
+
+    real = time_module.perf_counter
+    calls = {"n": 0}
+
+    def clock():
+        calls["n"] += 1
+        return real() + (0.0 if calls["n"] == 1 else 1e9)
+
+    monkeypatch.setattr(limits.time, "perf_counter", clock)
+    with limits.deadline(100.0), pytest.raises(limits.TimeLimitReached,
+                                               match=r"time limit 100 s reached \(expanded-graph DP"):
+        limits.check_time("expanded-graph DP, layer 2 of 100")
