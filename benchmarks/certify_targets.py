@@ -10,7 +10,7 @@ family=..., loss_max=ℓmax)``: K̄ = 100, ω = 0.99, ℓmax ∈ {5, 7, 9, 11, 1
 the paper's range), :func:`deplbench.solvers.certified.certify` at its
 defaults (confidence 0.95; stage 1: M = 20, S = 2000, N′ = 2·10⁵, risk grid
 0.9/0.8/0.7/0.6 × 4 seeds; stage 2 when the stage-1 width exceeds 2 %:
-M₂ = 20 at S₂ = 6000, risk grid 0.95/0.9 × 2 seeds, ≤ 6 tests on N′₂ = 10⁶
+M₂ = 80 at S₂ = 20 000, risk grid 0.95/0.9 × 2 seeds, ≤ 6 tests on N′₂ = 10⁶
 draws) with DepL's plan as an extra candidate. Targets:
 
 1. bracket width (UB − LB)/UB ≤ 2 % at joint confidence 0.95;

@@ -317,7 +317,7 @@ def test_task_output_never_reaches_the_runners_stdout(tmp_path, plugin):
 
 
 def test_ctrl_c_stops_cleanly_without_failed_rows(tmp_path, plugin):
-    sweep_file = write_sweep(tmp_path, _kill_sweep(12, delay=0.3))
+    sweep_file = write_sweep(tmp_path, _kill_sweep(12, delay=1.0))
     db = tmp_path / "c.sqlite"
     proc = _start_cli(sweep_file, db)
     _wait_rows(db, 2, proc)
