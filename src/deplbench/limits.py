@@ -27,9 +27,10 @@ import time
 
 from deplbench.errors import DeplbenchError, SolverError
 
-#: Default memory budget (GiB) of any solver's largest arrays: the same as the
-#: MILP's default ``memory_limit`` (formulations.milp.options.MEMORY_LIMIT_GIB)
-#: and the out-of-sample evaluator's budget (formulations.evaluate).
+#: Default memory budget (GiB) of any solver's largest arrays. The MILP's
+#: default ``memory_limit`` (formulations.milp.options.MEMORY_LIMIT_GIB), the
+#: general formulation's bound tables and the out-of-sample evaluator's
+#: budget (formulations.evaluate.MEMORY_BUDGET) are all read from here.
 MEMORY_BUDGET_GIB = 2.0
 
 #: Bytes of one float64 value.

@@ -38,6 +38,7 @@ import numpy as np
 from scipy import stats
 
 from deplbench.errors import PlanError
+from deplbench.limits import MEMORY_BUDGET_GIB
 from deplbench.formulations.allocation import TIME_RTOL, epoch_parameters
 from deplbench.formulations.binomial import (CERTIFIED_FEASIBLE, CERTIFIED_INFEASIBLE, NOT_CERTIFIED,
                                             clopper_pearson_lower, clopper_pearson_upper)
@@ -276,7 +277,7 @@ def evaluate_plan(
 #: sized to it, and the per-epoch bands (which keep every trajectory) are
 #: refused beyond it with a message naming ``samples`` rather than letting
 #: the kernel kill the process (docs/DESIGN.md, "Input rules").
-MEMORY_BUDGET = 2 * 2**30
+MEMORY_BUDGET = int(MEMORY_BUDGET_GIB * 2**30)  # the suite's one budget (deplbench.limits)
 #: Bytes per trajectory value at the peak: the draws, the steps and the
 #: trajectory itself (blocks); the kept blocks, their concatenation and
 #: the percentile's copy (bands).

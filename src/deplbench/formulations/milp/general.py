@@ -143,6 +143,7 @@ import time
 import numpy as np
 
 from deplbench.errors import SolverError
+from deplbench.limits import MEMORY_BUDGET_GIB
 from deplbench.formulations.milp.general_groups import GroupPool, GroupTables
 from deplbench.formulations.milp.general_leaves import Leaves
 from deplbench.formulations.milp.general_search import (
@@ -164,8 +165,8 @@ MAX_CLUSTERS_GENERAL = 12
 LAMBDA_RESET = 0.02
 #: Share of the time limit the root Kelley loops of the group pool may take.
 POOL_SHARE = 0.3
-#: Memory (GiB) the bound tables may take (as the MILP's default memory_limit).
-MEMORY_LIMIT_GIB = 2.0
+#: Memory (GiB) the bound tables may take: the suite's one budget (deplbench.limits).
+MEMORY_LIMIT_GIB = MEMORY_BUDGET_GIB
 
 
 def general_applies(instance) -> tuple[bool, str]:

@@ -16,6 +16,7 @@ import os
 import numpy as np
 
 from deplbench.errors import SolverError
+from deplbench.limits import MEMORY_BUDGET_GIB
 
 #: Backends for the matrix formulations ("highs": matrices straight to highspy).
 BACKENDS = ("highs", "pyomo")
@@ -43,8 +44,8 @@ MAX_ROUNDS = 50
 #: Default memory budget (GiB) for the scenario arrays and the model; a build
 #: estimated above it is refused with status ``error`` before anything large
 #: is allocated (docs/DESIGN.md, "what every solver promises about time and
-#: memory").
-MEMORY_LIMIT_GIB = 2.0
+#: memory"); the suite's one budget, deplbench.limits).
+MEMORY_LIMIT_GIB = MEMORY_BUDGET_GIB
 
 
 class BuildTimeout(Exception):
