@@ -54,6 +54,7 @@ FAST = {
     "risk_grid": "0.8",
     "grid_seeds": 1,
     "validation": 2000,
+    "target_width": 0.0,  # one stage: the second (80 SAA replications) is tested in test_certify
 }
 EVAL_SAMPLES = 2000
 
