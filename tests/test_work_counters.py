@@ -140,3 +140,15 @@ def test_pact_graph_gets_its_own_implied_exponent(small):
     assert cx._implied("horizon", "graph_vertices", declared, "pact") == 2.0
     assert cx._implied("eta", "graph_vertices", {}, "pact") is None
     assert cx._implied("eta", "graph_vertices_reachable", {}, "depl") == 2.0
+
+
+def test_per_graph_counters_divide_by_the_graphs_built():
+    """DepL's totals depend on how many graphs it built (retries change with
+    η); the per-graph counters are the size Sec. V's vertex count describes."""
+    from deplbench.reports.complexity import work_counters
+
+    got = work_counters({"work": {"graphs": 10, "graph_vertices_nominal": 1950010, "allocation_calls": 3,
+                                  "flag": True}})
+    assert got["graph_vertices_nominal_per_graph"] == 195001.0
+    assert "allocation_calls_per_graph" not in got and "flag" not in got
+    assert "graph_vertices_nominal_per_graph" not in work_counters({"work": {"graph_vertices_nominal": 5}})

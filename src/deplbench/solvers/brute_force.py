@@ -106,7 +106,8 @@ def search(instance, scenarios: int, seed: int):
                     c = np.array(clusters)
                     transfer = once * (K if per_epoch else 1)
                     compute = compute_need(instance.model_compute[m], volume[c])
-                    comm = instance.model_size[m] / instance.bandwidth[c]
+                    with np.errstate(over="ignore"):  # a bandwidth of 5e-324 gives inf: no slack, skipped
+                        comm = instance.model_size[m] / instance.bandwidth[c]
                     # cheap lower bound first: uncapped closed form ≤ exact cost
                     slack = instance.time_max - comm.sum()
                     if slack <= 0:
