@@ -30,15 +30,17 @@ $(STAMP): $(LOCK) pyproject.toml
 
 setup: $(STAMP)
 
-# The full suite (about 10 minutes on 2 cores). Extra pytest options:
-# PYTEST_ARGS, e.g. PYTEST_ARGS='-x -k milp'.
+# The full suite, on every core (pytest-xdist; a test module's tests stay in
+# one worker, so module fixtures are built once). Extra pytest options:
+# PYTEST_ARGS, e.g. PYTEST_ARGS='-x -k milp'; PYTEST_ARGS='-n 0' runs serially.
+XDIST ?= -n auto --dist loadscope
 test: $(STAMP)
-	$(PY) -m pytest tests -q $(PYTEST_ARGS)
+	$(PY) -m pytest tests -q $(XDIST) $(PYTEST_ARGS)
 
 # The quick loop (under a minute: 45 s of CPU): every layer, without the
 # tests marked slow or integration (tests/conftest.py marks them).
 test-fast: $(STAMP)
-	$(PY) -m pytest tests -q -m "not slow and not integration" $(PYTEST_ARGS)
+	$(PY) -m pytest tests -q $(XDIST) -m "not slow and not integration" $(PYTEST_ARGS)
 
 # The suite against the newest releases of every dependency, in a separate
 # venv so that .venv keeps the locked versions. Upgrading is a deliberate
@@ -48,7 +50,7 @@ test-latest:
 	$(LATEST)/bin/python -m pip install -q -U pip
 	$(LATEST)/bin/python -m pip install -q -U -e ".[test,peers]"
 	$(LATEST)/bin/python -m pip list --format=freeze | grep -v "^-e\|^deplbench"
-	$(LATEST)/bin/python -m pytest tests -q -p no:cacheprovider
+	$(LATEST)/bin/python -m pytest tests -q -p no:cacheprovider $(XDIST)
 
 # Refresh the lock to the newest releases allowed by pyproject.toml (lower
 # bounds only), test extra, peers extra and build backend included.

@@ -118,6 +118,24 @@ def compare(a: dict[str, dict], b: dict[str, dict]) -> dict:
             "status_differs": status_diff, "cost_differs": cost_diff}
 
 
+def ratios(runs: list[dict], reps: int, base: str, other: str, task_key: str) -> tuple[float, list, float]:
+    """``other``/``base`` from the runs of both modes.
+
+    Returns the wall-time ratio of the summed runs, the ratio in each
+    repetition (rounded), and the ratio of the tasks' own times ``task_key``
+    (a column of :func:`busy`) summed over the runs: how much slower the
+    same tasks ran, NaN when ``base`` has none.
+    """
+    total = {m: sum(x["wall_s"] for x in runs if x["mode"] == m) for m in (base, other)}
+    per_rep = []
+    for rep in range(reps):
+        w = {x["mode"]: x["wall_s"] for x in runs if x["rep"] == rep}
+        per_rep.append(round(w[other] / w[base], 3))
+    task = {m: sum(x[task_key] for x in runs if x["mode"] == m) for m in (base, other)}
+    task_ratio = task[other] / task[base] if task[base] else float("nan")
+    return total[other] / total[base], per_rep, task_ratio
+
+
 # --------------------------------------------------------------------------
 # 1. Dask LocalCluster(2) against the local pool
 # --------------------------------------------------------------------------
@@ -150,20 +168,14 @@ def dask_part(sweep: Path, reps: int, tmp: Path) -> dict:
                   f"({runs[-1]['failed']} error), exit {codes[0]}, task time {b['task_s']:.0f} s, "
                   f"first task after {b['first_task_after_s']:.1f} s, load {before} -> {after}",
                   flush=True)
-    total = {m: sum(x["wall_s"] for x in runs if x["mode"] == m) for m in modes}
-    per_rep = []
-    for rep in range(reps):
-        w = {x["mode"]: x["wall_s"] for x in runs if x["rep"] == rep}
-        per_rep.append(round(w["dask"] / w["local"], 3))
-    diff = compare(rows(tmp / "local-0.sqlite"), rows(tmp / "dask-0.sqlite"))
-    ratio = total["dask"] / total["local"]
     # The same tasks take longer when the shared machine is busier; the
     # ratio of the tasks' own summed times says by how much, and the wall
     # ratio divided by it is the executor's own overhead (1 = none).
-    task = {m: sum(x["task_s"] for x in runs if x["mode"] == m) for m in modes}
-    task_ratio = task["dask"] / task["local"] if task["local"] else float("nan")
+    ratio, per_rep, task_ratio = ratios(runs, reps, "local", "dask", "task_s")
+    diff = compare(rows(tmp / "local-0.sqlite"), rows(tmp / "dask-0.sqlite"))
     return {"task_time_ratio": round(task_ratio, 3),
-            "ratio_per_task_time": round(ratio / task_ratio, 3),"sweep": str(name.relative_to(ROOT) if name.is_relative_to(ROOT) else name),
+            "ratio_per_task_time": round(ratio / task_ratio, 3),
+            "sweep": str(name.relative_to(ROOT) if name.is_relative_to(ROOT) else name),
             "sweep_sha256": digest, "runs": runs, "ratio_per_rep": per_rep, "ratio": round(ratio, 3),
             "target": 1.3, "met": ratio <= 1.3, "rows_compared": diff}
 
@@ -232,19 +244,12 @@ def leases_part(n_tasks: int, reps: int, tmp: Path) -> dict:
                   f"load {before} -> {after}", flush=True)
             for s in runs[-1]["summaries"]:
                 print(f"      {s}", flush=True)
-    total = {m: sum(x["wall_s"] for x in runs if x["mode"] == m) for m in ("one", "two")}
-    per_rep = []
-    for rep in range(reps):
-        w = {x["mode"]: x["wall_s"] for x in runs if x["rep"] == rep}
-        per_rep.append(round(w["two"] / w["one"], 3))
-    diff = compare(rows(tmp / "leases-one-0.sqlite"), rows(tmp / "leases-two-0.sqlite"))
-    ratio = total["two"] / total["one"]
     # How much slower each task ran with two runners than with one: 1 when
     # the machine had a second core free, 2 when the two runners shared one.
     # The ratio divided by it is what the runners' coordination (leases,
     # start-up) made of the CPU they got: 0.5 = nothing lost.
-    mean = {m: sum(x["mean_task_s"] for x in runs if x["mode"] == m) for m in ("one", "two")}
-    slowdown = mean["two"] / mean["one"] if mean["one"] else float("nan")
+    ratio, per_rep, slowdown = ratios(runs, reps, "one", "two", "mean_task_s")
+    diff = compare(rows(tmp / "leases-one-0.sqlite"), rows(tmp / "leases-two-0.sqlite"))
     return {"tasks": runs[0]["tasks"], "runs": runs, "ratio_per_rep": per_rep, "ratio": round(ratio, 3),
             "task_slowdown": round(slowdown, 3),
             "ratio_per_task_time": round(ratio / slowdown, 3),

@@ -1,7 +1,8 @@
 """Shared pieces of the fuzz corpus (tests/test_fuzz_*.py, issue 16).
 
 Hostile values, structural mutations of JSON-like data, the error-message
-contract, and the example budget:
+contract, the CLI run in this process (:func:`run_cli`), and the example
+budget:
 
 * every fuzz property exists twice: a quick variant (:data:`QUICK`, few
   examples, part of ``make test-fast``) and a thorough one (:data:`FULL`,
@@ -14,13 +15,16 @@ contract, and the example budget:
 
 from __future__ import annotations
 
+import contextlib
 import copy
+import io
 import os
 import re
 
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 
+from deplbench.cli import main as cli_entry
 from deplbench.instances.model import MAX_NESTING
 
 RANDOM = os.environ.get("DEPLBENCH_FUZZ", "").lower() == "full"
@@ -122,3 +126,17 @@ def named_field(part: str, heads: set[str]) -> bool:
     """Whether ``part`` starts with a location whose first segment is in ``heads``."""
     m = re.match(rf"({LOC}|<root>)(?::| \(| )", part)
     return bool(m) and (re.split(r"[.\[]", m.group(1))[0] in heads or m.group(1) == "<root>")
+
+
+# ------------------------------------------------------------------ the CLI
+
+
+def run_cli(*args) -> tuple[int, str, str]:
+    """``deplbench ARGS`` in this process: (status, stdout, stderr)."""
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            status = cli_entry([str(a) for a in args])
+        except SystemExit as exc:   # argparse usage errors
+            status = exc.code
+    return status, out.getvalue(), err.getvalue()

@@ -55,16 +55,23 @@ def brute_force(spec):
     return best
 
 
+def random_spec(rng, M: int, horizon: int, etas: tuple[int, int], rounding: str):
+    """A random graph spec and its switch matrix: features, then η drawn from
+    [etas[0], etas[1]), then ℓmax; Tmax is 0.8 × mean epoch time × K̄, ℓ(0) = 10."""
+    w, tau, run, jump, allowed = random_features(rng, M, horizon)
+    eta = int(rng.integers(*etas))
+    spec = build_spec(w, tau, time_max=float(tau.mean() * horizon * 0.8), run_phi=run, jump_phi=jump,
+                      allowed=allowed, initial_loss=10.0, target=10.0 - float(rng.uniform(2, 8)), eta=eta,
+                      rounding=rounding)
+    return spec, allowed
+
+
 @pytest.mark.parametrize("seed", range(8))
 @pytest.mark.parametrize("rounding", ["up", "nearest"])
 def test_dp_matches_networkx_and_brute_force(seed, rounding):
     rng = np.random.default_rng(seed)
     M, horizon = (2, 6) if seed % 2 else (3, 5)
-    w, tau, run, jump, allowed = random_features(rng, M, horizon)
-    eta = int(rng.integers(5, 13))
-    spec = build_spec(w, tau, time_max=float(tau.mean() * horizon * 0.8), run_phi=run, jump_phi=jump,
-                      allowed=allowed, initial_loss=10.0, target=10.0 - float(rng.uniform(2, 8)), eta=eta,
-                      rounding=rounding)
+    spec, allowed = random_spec(rng, M, horizon, (5, 13), rounding)
     dp = solve_dp(spec)
     ref = solve_networkx(spec)
     full = solve_networkx(spec, full=True)  # the paper's graph: every (m, k, i, j)
@@ -207,11 +214,7 @@ def test_reachable_size_equals_the_networkx_reference_graph(seed, rounding):
     """Issue 18: the vertex/edge work counter is exact — the networkx graph's size on small η."""
     rng = np.random.default_rng(100 + seed)
     M, horizon = (2, 7) if seed % 2 else (3, 5)
-    w, tau, run, jump, allowed = random_features(rng, M, horizon)
-    eta = int(rng.integers(4, 15))
-    spec = build_spec(w, tau, time_max=float(tau.mean() * horizon * 0.8), run_phi=run, jump_phi=jump,
-                      allowed=allowed, initial_loss=10.0, target=10.0 - float(rng.uniform(2, 8)), eta=eta,
-                      rounding=rounding)
+    spec, _ = random_spec(rng, M, horizon, (4, 15), rounding)
     g = build_networkx(spec)
     assert reachable_size(spec) == (g.number_of_nodes(), g.number_of_edges())
     assert reachable_size(spec) == reachable_size(spec)  # deterministic

@@ -24,9 +24,7 @@ contract are kept as explicit regression examples (:data:`REGRESSIONS`).
 
 from __future__ import annotations
 
-import contextlib
 import copy
-import io
 import json
 import math
 import warnings
@@ -36,13 +34,12 @@ import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from deplbench.cli import main as cli_entry
 from deplbench.errors import PlanError, SolverError
 from deplbench.formulations.allocation import TIME_RTOL, plan_from_choices
 from deplbench.formulations.evaluate import evaluate_plan
 from deplbench.instances.generators import generate
 from deplbench.instances.model import parse_instance
-from fuzz_common import FULL, HOSTILE, QUICK, check_one_line, delete, get, named_field, nested, paths, put
+from fuzz_common import FULL, HOSTILE, QUICK, check_one_line, delete, get, named_field, nested, paths, put, run_cli
 from instance_data import base_instance
 
 PLAN_HEADS = {"epochs", "datasets", "plan"}
@@ -294,17 +291,6 @@ def python_contract(name: str, plan) -> None:
         check_plan_error(str(exc))
     else:
         check_evaluation(name, plan, ev)
-
-
-def run_cli(*args) -> tuple[int, str, str]:
-    """``deplbench ARGS`` in this process: (status, stdout, stderr)."""
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        try:
-            status = cli_entry([str(a) for a in args])
-        except SystemExit as exc:   # argparse usage errors
-            status = exc.code
-    return status, out.getvalue(), err.getvalue()
 
 
 def cli_contract(tmp_path, name: str, text: str, check: bool) -> None:

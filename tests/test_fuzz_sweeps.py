@@ -19,9 +19,7 @@ Cases that once broke the contract are kept as regression examples.
 
 from __future__ import annotations
 
-import contextlib
 import copy
-import io
 import json
 import math
 import re
@@ -32,13 +30,12 @@ from hypothesis import strategies as st
 
 from deplbench.benchmarks.sweep import load_sweep
 from deplbench.benchmarks.tasks import build_instance
-from deplbench.cli import main as cli_entry
 from deplbench.errors import SweepError
 from deplbench.instances.generators import family_parameters
 from deplbench.instances.model import Instance
 from deplbench.solvers.base import _check_solve_arguments
 from deplbench.solvers.registry import get_solver
-from fuzz_common import FULL, HOSTILE, LOC, QUICK, check_one_line, delete, get, paths, put
+from fuzz_common import FULL, HOSTILE, LOC, QUICK, check_one_line, delete, get, paths, put, run_cli
 from instance_data import base_instance
 
 SWEEP_HEADS = {"sweep", "instances", "algorithms"}
@@ -143,17 +140,6 @@ def mutated(draw):
 
 
 # -------------------------------------------------------------------- runs
-
-
-def run_cli(*args) -> tuple[int, str, str]:
-    """``deplbench ARGS`` in this process: (status, stdout, stderr)."""
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        try:
-            status = cli_entry([str(a) for a in args])
-        except SystemExit as exc:
-            status = exc.code
-    return status, out.getvalue(), err.getvalue()
 
 
 def check_sweep_error(msg: str, sweep_file: str) -> None:

@@ -639,3 +639,41 @@ def test_bad_solver_options_name_the_option(kwargs):
     field = "solver" if "solver" in kwargs else next(iter(kwargs))
     with pytest.raises(SolverError, match=field):
         milp.solve_milp(tiny_instance(0), **kwargs)
+
+
+def test_heuristic_time_changes_the_work_not_the_optimum():
+    """The incumbent heuristic only prunes (``heuristic_time``): off, short
+    and unlimited give the same proven optimum; only the run with it on
+    records a heuristic incumbent, and that incumbent is never below it."""
+    inst = generate("realistic", family="alexnet", loss_max=9.0, horizon=40,
+                    time_max=80.0).with_changes(loss_max=float(generate(
+                        "realistic", family="alexnet", horizon=40, time_max=80.0).initial_loss) - 4.0)
+    runs = {h: milp.solve_milp(inst, scenarios=100, seed=2, time_limit=None, heuristic_time=h)
+            for h in (0.0, 0.5, None)}
+    costs = {h: r.cost for h, r in runs.items()}
+    assert all(r.status == "optimal" for r in runs.values()), {h: r.message for h, r in runs.items()}
+    assert max(costs.values()) - min(costs.values()) <= 1e-6 * max(costs.values()), costs
+    assert runs[0.0].diagnostics["heuristic_cost"] is None
+    assert runs[None].diagnostics["heuristic_cost"] is not None
+    assert runs[None].diagnostics["heuristic_cost"] >= runs[None].cost * (1 - 1e-9)
+    assert runs[0.5].params["heuristic_time"] == 0.5
+
+
+@pytest.mark.parametrize("bad", [-1.0, float("nan"), float("inf"), "fast", True])
+def test_heuristic_time_rejects_bad_values_naming_the_option(bad):
+    with pytest.raises(SolverError, match="^heuristic_time:"):
+        milp.solve_milp(tiny_instance(), scenarios=10, heuristic_time=bad)
+
+
+def test_enumeration_model_runs_without_presolve_and_matches_flow():
+    """The enumeration model asks HiGHS for presolve off (its probing was
+    nearly the whole solve); the optimum must still equal the flow model's."""
+    from deplbench.formulations.milp.enumeration import _EnumModel
+
+    assert _EnumModel.highs_options == {"presolve": "off"}
+    inst = generate("realistic", family="mobilenet", horizon=30, time_max=60.0)
+    inst = inst.with_changes(loss_max=float(inst.initial_loss) - 3.0)
+    enum = milp.solve_milp(inst, scenarios=50, seed=1, time_limit=None, formulation="enumeration")
+    flow = milp.solve_milp(inst, scenarios=50, seed=1, time_limit=None, formulation="flow")
+    assert enum.diagnostics["variant"] == "enumeration" and enum.status == flow.status == "optimal"
+    assert enum.cost == pytest.approx(flow.cost, rel=1e-4)

@@ -209,6 +209,45 @@ def test_options_are_passed_in_each_solvers_own_names():
     assert "takes no node limit" in be._options(1e-4, 5, 0)
 
 
+def test_every_route_to_a_matrix_model_counts_cuts_rows_and_files_alike(tmp_path):
+    """highspy, appsi_highs and a SolverFactory peer on one matrix model
+    count the same rows and non-zeros before and after the same λ cut and
+    reach the same optimum (the cut moves it); the peer writes the highspy
+    route's named file, a peer without the matrix Pyomo's own file."""
+    from deplbench.formulations.milp.backends import _HighsBackend, _PyomoBackend, _pyomo_from_matrix
+    from deplbench.formulations.milp.matrix import _MatrixModel
+
+    def matrix():
+        mm = _MatrixModel()
+        x = mm.cols("x", (3,), lb=0.0, ub=10.0, integer=True, cost=[3.0, 2.0, 4.0])
+        mm.rows([0, 0, 1, 1], [x[0], x[1], x[1], x[2]], [1.0, 1.0, 1.0, 2.0], [2.0, 1.0], math.inf, name="cover")
+        return mm.finish()
+
+    mm = matrix()
+    peer_pm, peer_xs = _pyomo_from_matrix(mm)
+    routes = {"highs": _HighsBackend(mm, 1, 0),
+              "appsi": _PyomoBackend(*_pyomo_from_matrix(mm), 1, 0),
+              "peer": _PyomoPeerBackend("pyomo:appsi_highs", peer_pm, peer_xs, 1, 0, mm=mm)}
+    routes["highs"].write(tmp_path / "highs.lp")
+    routes["peer"].write(tmp_path / "peer.lp")
+    highs_file = (tmp_path / "highs.lp").read_text()
+    assert "cover_0" in highs_file and (tmp_path / "peer.lp").read_text() == highs_file
+    for name, be in routes.items():
+        assert (be.ncol, be.n_rows, be.n_nonzeros) == (3, 2, 4), name
+        assert be.solve(math.inf, 1e-9).objective == pytest.approx(4.0), name     # x1 = 2
+        be.add_cut([0, 2], [1.0, 1.0], 5.0)                                       # x0 + x2 >= 5
+        assert (be.n_rows, be.n_nonzeros) == (3, 6), name
+        out = be.solve(math.inf, 1e-9)
+        # x0 = 4, x2 = 1 (16) beats x0 = 5, x1 = 1 (17) and x0 = 3, x2 = 2 (17)
+        assert out.status == "optimal" and out.objective == pytest.approx(16.0), (name, out.message)
+    bare_pm, bare_xs = _pyomo_from_matrix(matrix())
+    bare = _PyomoPeerBackend("pyomo:appsi_highs", bare_pm, bare_xs, 1, 0)
+    assert (bare.n_rows, bare.n_nonzeros) == (2, 4)
+    bare.write(tmp_path / "bare.lp")
+    bare_file = (tmp_path / "bare.lp").read_text()
+    assert "cover_0" not in bare_file and "rows" in bare_file
+
+
 # ---------------------------------------------------------------- the CLI
 
 

@@ -5,18 +5,9 @@ from __future__ import annotations
 import argparse
 import textwrap
 
+from deplbench.cli.solvers import _parse_kv
 from deplbench.errors import SolverError
 from deplbench.jsonio import print_json
-
-
-def _parse_kv(items: list[str]) -> dict[str, str]:
-    out = {}
-    for item in items or []:
-        key, sep, value = item.partition("=")
-        if not sep or not key:
-            raise SolverError(f"--param: expected key=value, got {item!r}")
-        out[key.strip().replace("-", "_")] = value.strip()
-    return out
 
 
 def _check(args) -> None:

@@ -27,6 +27,16 @@ _FLAG_PARAMS = {
 
 
 def _parse_kv(items: list[str]) -> dict[str, str]:
+    """``--param KEY=VALUE`` items as {key: value} (``solve`` and ``simulate``).
+
+    Keys have ``-`` turned into ``_`` (``--param time-limit=5``); values
+    stay strings, converted by the solver's ``Param`` table.
+
+    Raises
+    ------
+    SolverError
+        An item without ``=`` or without a key, naming ``--param`` (exit 2).
+    """
     out = {}
     for item in items or []:
         key, sep, value = item.partition("=")

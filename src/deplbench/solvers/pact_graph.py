@@ -181,6 +181,17 @@ class ExpandedGraph:
                 if self.usable[m2, n2]:
                     yield int(m2), int(n2)
 
+    def _first_edges(self, e0: int, m0: int | None, n0: int | None) -> list[tuple]:
+        """The edges out of the current vertex, each as (m2, n2, Δb, robust
+        and expected loss change): from the source (``m0`` None) to every
+        usable configuration, else the actions allowed from (m0, n0) at
+        epoch ``e0``; where the forward searches start."""
+        if m0 is None:
+            return [(m2, n2, int(self.db_first[m2]), self.first_rob[m2], self.first_exp[m2])
+                    for m2 in range(self.M) for n2 in range(self.N) if self.usable[m2, n2]]
+        return [(m2, n2, int(self.db[e0, m0, m2]), self.change_rob[e0, m0, m2], self.change_exp[e0, m0, m2])
+                for m2, n2 in self._targets(m0, n0)]
+
     # ----------------------------------------------------- backward DP (J)
     def _bwd_shift(self, arr: np.ndarray, d: int, dt: int) -> np.ndarray:
         """out[b, t] = arr[max(b + d, 0), t + dt] (inf outside the grid)."""
@@ -295,15 +306,7 @@ class ExpandedGraph:
         # labels: 0 C, 1 Le, 2 Lr, 3 first action, 4 exact minimum time
         D = np.full((M, N, Lb, Tb), _INF)
         L = np.zeros((5, M, N, Lb, Tb))
-        if m0 is None:
-            sources = [(m2, n2) for m2 in range(M) for n2 in range(N) if self.usable[m2, n2]]
-        else:
-            sources = list(self._targets(m0, n0))
-        for m2, n2 in sources:
-            if m0 is None:
-                d, cr, ce = int(self.db_first[m2]), self.first_rob[m2], self.first_exp[m2]
-            else:
-                d, cr, ce = int(self.db[e0, m0, m2]), self.change_rob[e0, m0, m2], self.change_exp[e0, m0, m2]
+        for m2, n2, d, cr, ce in self._first_edges(e0, m0, n0):
             b1, t1 = max(b0 + d, 0), t0 + int(self.dt[m2, n2])
             if b1 >= Lb or t1 >= Tb or time0 + self.tau[m2, n2] > self.time_max:
                 continue
@@ -390,15 +393,7 @@ class ExpandedGraph:
         D = np.full((S, M, N, Lb, Tb), _INF)
         L = np.zeros((5, S, M, N, Lb, Tb))
         srcs = np.arange(S)
-        if m0 is None:
-            sources = [(m2, n2) for m2 in range(M) for n2 in range(N) if self.usable[m2, n2]]
-        else:
-            sources = list(self._targets(m0, n0))
-        for m2, n2 in sources:
-            if m0 is None:
-                d, cr, ce = int(self.db_first[m2]), self.first_rob[m2], self.first_exp[m2]
-            else:
-                d, cr, ce = int(self.db[e0, m0, m2]), self.change_rob[e0, m0, m2], self.change_exp[e0, m0, m2]
+        for m2, n2, d, cr, ce in self._first_edges(e0, m0, n0):
             b1 = np.maximum(b0s + d, 0)
             t1 = int(self.dt[m2, n2])
             ok = (b1 < Lb) & (t1 < Tb) & (time0s + self.tau[m2, n2] <= self.time_max)

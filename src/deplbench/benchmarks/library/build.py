@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 import os
 import time
 from collections.abc import Callable
@@ -42,7 +41,7 @@ from pathlib import Path
 from deplbench import __version__
 from deplbench.errors import SolverError
 from deplbench.benchmarks.library.catalog import LIBRARY_VERSION, LibraryEntry, entries
-from deplbench.benchmarks.library.mps import solve_mps
+from deplbench.benchmarks.library.mps import _check_fraction, _check_seconds, solve_mps
 from deplbench.benchmarks.library.solu import SoluEntry, write_solu
 from deplbench.benchmarks.library.table import write_tables
 from deplbench.formulations.milp import solve_milp
@@ -66,11 +65,8 @@ optimality unproven within {limit:g} s; =inf=: infeasible; =unkn=: no value."""
 def _check_build_args(out, size, time_limit, gap, overwrite) -> Path:
     """Validate the arguments of :func:`build_library` (errors name the argument)."""
     entries(size)          # raises naming `size`
-    if isinstance(time_limit, bool) or not isinstance(time_limit, (int, float)) \
-            or not math.isfinite(time_limit) or time_limit <= 0:
-        raise SolverError(f"time_limit: must be a positive number of seconds, got {time_limit!r}")
-    if isinstance(gap, bool) or not isinstance(gap, (int, float)) or not 0 < gap < 1:
-        raise SolverError(f"gap: must be a relative gap in (0, 1), got {gap!r}")
+    _check_seconds(time_limit, "time_limit")
+    _check_fraction(gap, "gap", "relative gap")
     path = Path(out)
     if path.exists() and not path.is_dir():
         raise SolverError(f"out: {str(path)!r} exists and is not a directory")
@@ -120,9 +116,8 @@ def build_library(out: str, size: str = "small", time_limit: float = 60.0, gap: 
     root = _check_build_args(out, size, time_limit, gap, overwrite)
     if solve_time_limit is None:
         solve_time_limit = time_limit
-    elif isinstance(solve_time_limit, bool) or not isinstance(solve_time_limit, (int, float)) \
-            or not math.isfinite(solve_time_limit) or solve_time_limit <= 0:
-        raise SolverError(f"solve_time_limit: must be a positive number of seconds, got {solve_time_limit!r}")
+    else:
+        _check_seconds(solve_time_limit, "solve_time_limit")
     chosen = entries(size)
     if only is not None:
         known = {e.name for e in entries("full")}

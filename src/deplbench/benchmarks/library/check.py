@@ -22,7 +22,7 @@ import os
 
 from deplbench.errors import SolverError
 from deplbench.benchmarks.library.build import SOLU, library_files
-from deplbench.benchmarks.library.mps import MPS_SOLVERS, solve_mps
+from deplbench.benchmarks.library.mps import MPS_SOLVERS, _check_fraction, _check_seconds, solve_mps
 from deplbench.benchmarks.library.solu import read_solu, agrees
 from deplbench.benchmarks.sgm import SHIFT_S, shifted_geomean  # noqa: F401 - re-exported
 
@@ -33,13 +33,9 @@ def _check_args(solvers, time_limit, gap, rel_tol) -> None:
     for s in solvers:
         if s not in MPS_SOLVERS:
             raise SolverError(f"solver: must be one of {list(MPS_SOLVERS)}, got {s!r}")
-    if isinstance(time_limit, bool) or not isinstance(time_limit, (int, float)) \
-            or not math.isfinite(time_limit) or time_limit <= 0:
-        raise SolverError(f"time_limit: must be a positive number of seconds, got {time_limit!r}")
-    if isinstance(gap, bool) or not isinstance(gap, (int, float)) or not 0 < gap < 1:
-        raise SolverError(f"gap: must be a relative gap in (0, 1), got {gap!r}")
-    if isinstance(rel_tol, bool) or not isinstance(rel_tol, (int, float)) or not 0 < rel_tol < 1:
-        raise SolverError(f"tolerance: must be a relative tolerance in (0, 1), got {rel_tol!r}")
+    _check_seconds(time_limit, "time_limit")
+    _check_fraction(gap, "gap", "relative gap")
+    _check_fraction(rel_tol, "tolerance", "relative tolerance")
 
 
 def check_library(root: str, solver: str = "highs", time_limit: float = 60.0, gap: float = 1e-6,

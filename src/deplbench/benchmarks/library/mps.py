@@ -84,17 +84,31 @@ def relative_gap(primal: float | None, dual: float | None) -> float | None:
     return max(0.0, (primal - dual) / abs(primal))
 
 
+def _check_seconds(value, name: str) -> None:
+    """Raise :class:`SolverError` naming ``name`` unless ``value`` is a
+    positive, finite number of seconds (a bool is not a number here)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) \
+            or not math.isfinite(value) or value <= 0:
+        raise SolverError(f"{name}: must be a positive number of seconds, got {value!r}")
+
+
+def _check_fraction(value, name: str, what: str, zero: bool = False) -> None:
+    """Raise :class:`SolverError` naming ``name`` unless ``value`` is a
+    number in (0, 1), or in [0, 1) with ``zero``; ``what`` says what it is
+    ("relative gap")."""
+    number = not isinstance(value, bool) and isinstance(value, (int, float))
+    if not (number and (0 <= value if zero else 0 < value) and value < 1):
+        raise SolverError(f"{name}: must be a {what} in {'[' if zero else '('}0, 1), got {value!r}")
+
+
 def _check_args(path, solver, time_limit, gap, threads) -> None:
     """Raise :class:`SolverError` naming the first invalid argument."""
     if solver not in MPS_SOLVERS:
         raise SolverError(f"solver: must be one of {list(MPS_SOLVERS)}, got {solver!r}")
     if not os.path.isfile(path):
         raise SolverError(f"path: no MPS file {str(path)!r}")
-    if isinstance(time_limit, bool) or not isinstance(time_limit, (int, float)) \
-            or not math.isfinite(time_limit) or time_limit <= 0:
-        raise SolverError(f"time_limit: must be a positive number of seconds, got {time_limit!r}")
-    if isinstance(gap, bool) or not isinstance(gap, (int, float)) or not 0 <= gap < 1:
-        raise SolverError(f"gap: must be a relative gap in [0, 1), got {gap!r}")
+    _check_seconds(time_limit, "time_limit")
+    _check_fraction(gap, "gap", "relative gap", zero=True)
     if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
         raise SolverError(f"threads: must be a positive integer, got {threads!r}")
 

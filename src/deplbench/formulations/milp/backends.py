@@ -6,7 +6,9 @@ What is here
   highspy (no modelling layer), with MIP starts and cuts added in place.
 * :class:`_PyomoBackend` — a Pyomo model through Pyomo's persistent
   ``appsi_highs`` interface (the naive formulation, or a matrix model turned
-  into Pyomo by :func:`_pyomo_from_matrix` with ``backend="pyomo"``).
+  into Pyomo by :func:`_pyomo_from_matrix` with ``backend="pyomo"``); what
+  it shares with the ``SolverFactory`` peer (rows, cuts, files) is
+  :class:`_PyomoModelBackend`.
 * :func:`make_backend` — the choice between them for one built model, and
   the solver peers: SCIP (:mod:`.scip`) and any Pyomo ``SolverFactory``
   solver (:mod:`.pyomo_peer`); which names exist: :mod:`.peers`.
@@ -174,7 +176,8 @@ def _use_threads(threads: int) -> None:
 class _HighsBackend:
     """The matrix model handed to highspy (no modelling layer in between)."""
 
-    def __init__(self, mm: _MatrixModel, threads: int, seed: int, verbose: bool = False):
+    def __init__(self, mm: _MatrixModel, threads: int, seed: int, verbose: bool = False,
+                 options: dict | None = None):
         import highspy
 
         self.highspy = highspy
@@ -183,6 +186,10 @@ class _HighsBackend:
         h.setOptionValue("output_flag", bool(verbose))
         h.setOptionValue("threads", int(threads))
         h.setOptionValue("random_seed", int(seed) % (2**31 - 1))
+        # A formulation's own HiGHS settings (its ``highs_options``), e.g. the
+        # enumeration model's light presolve (.enumeration._EnumModel).
+        for key, value in (options or {}).items():
+            h.setOptionValue(key, value)
         self.threads = int(threads)
         lp = highspy.HighsLp()
         lp.num_col_ = mm.ncol
@@ -292,27 +299,32 @@ class _HighsBackend:
                 st == S.kSolveError)
 
 
-class _PyomoBackend:
-    """A Pyomo model solved through Pyomo's persistent ``appsi_highs`` interface.
+class _PyomoModelBackend:
+    """What every backend on a Pyomo model shares: rows, non-zeros, files,
+    cuts and (no) MIP starts; the solver and its run are the subclass's
+    (:class:`_PyomoBackend`, :class:`.pyomo_peer._PyomoPeerBackend`).
 
     ``xvars`` fixes the order of the columns so that solutions are arrays and
     cuts are (column, value) lists, exactly as for :class:`_HighsBackend`.
+    A subclass sets the solver up and defines ``_run(time_left, rel_gap,
+    node_limit, tighten) -> (outcome, solve_error)``.
     """
 
-    def __init__(self, model, xvars, threads: int, seed: int, verbose: bool = False):
+    #: the matrix model the Pyomo model was built from, when the subclass
+    #: keeps it: non-zeros are then read off its matrix and :meth:`write`
+    #: writes the named file of the highspy route
+    _mm: _MatrixModel | None = None
+
+    def _attach(self, model, xvars, threads: int, seed: int) -> None:
+        """Keep the model and its columns and give it the cut list."""
         import pyomo.environ as pe
-        from pyomo.contrib.appsi.solvers.highs import Highs
 
         self.pe = pe
         self.model = model
-        self.xvars = xvars
+        self.xvars = list(xvars)
         model.deplbench_cuts = pe.ConstraintList()
-        self.opt = Highs()
-        self.opt.config.load_solution = False
-        self.opt.config.stream_solver = bool(verbose)
-        self.opt.highs_options = {"threads": int(threads), "random_seed": int(seed) % (2**31 - 1)}
-        self.threads = int(threads)
-        self.ncol = len(xvars)
+        self.threads, self.seed = int(threads), int(seed)
+        self.ncol = len(self.xvars)
 
     @property
     def n_rows(self) -> int:
@@ -321,6 +333,9 @@ class _PyomoBackend:
     @property
     def n_nonzeros(self) -> int:
         """Variables appearing in each row, summed (the matrix's non-zeros)."""
+        if self._mm is not None:
+            return int(self._mm.A.nnz) + sum(
+                len(c.body.linear_vars) for c in self.model.deplbench_cuts.values())
         from pyomo.repn import generate_standard_repn
 
         total = 0
@@ -330,6 +345,9 @@ class _PyomoBackend:
         return total
 
     def write(self, path: str) -> None:
+        if self._mm is not None:          # the named file of the highspy route
+            _HighsBackend(self._mm, self.threads, self.seed).write(path)
+            return
         with quiet_stdout():
             self.model.write(str(path), io_options={"symbolic_solver_labels": True})
 
@@ -341,14 +359,33 @@ class _PyomoBackend:
         self.model.deplbench_cuts.add(expr >= float(lo))
 
     def set_start(self, x: np.ndarray) -> None:
-        # appsi_highs does not pass MIP starts; the incumbent is kept by the
-        # cut loop instead (documented in solve_milp's Notes).
+        # Neither appsi_highs nor every SolverFactory interface passes MIP
+        # starts; the incumbent is kept by the cut loop instead (documented
+        # in solve_milp's Notes).
         return None
 
     def solve(self, time_left: float, rel_gap: float, node_limit: int | None = None) -> _MasterOutcome:
-        """As :meth:`_HighsBackend.solve`: a HiGHS "Solve error" is retried
-        with tighter row tolerances within the same time and node budget."""
+        """One master solve, as :meth:`_HighsBackend.solve`: a run that ends
+        in a HiGHS "Solve error" (appsi_highs, or a HiGHS-family peer) is
+        retried with tighter row tolerances within the same time and node
+        budget (:func:`_retry_solve_errors`)."""
         return _retry_solve_errors(self._run, time_left, rel_gap, node_limit)
+
+
+class _PyomoBackend(_PyomoModelBackend):
+    """A Pyomo model solved through Pyomo's persistent ``appsi_highs`` interface.
+
+    Rows, cuts and files as every Pyomo-model backend (:class:`_PyomoModelBackend`).
+    """
+
+    def __init__(self, model, xvars, threads: int, seed: int, verbose: bool = False):
+        from pyomo.contrib.appsi.solvers.highs import Highs
+
+        self._attach(model, xvars, threads, seed)
+        self.opt = Highs()
+        self.opt.config.load_solution = False
+        self.opt.config.stream_solver = bool(verbose)
+        self.opt.highs_options = {"threads": int(threads), "random_seed": int(seed) % (2**31 - 1)}
 
     def _run(self, time_left: float, rel_gap: float, node_limit: int | None,
              tighten: int) -> tuple[_MasterOutcome, bool]:
@@ -446,7 +483,7 @@ def make_backend(model, backend: str, threads: int, seed: int, verbose: bool = F
         return _ScipBackend(mm, threads, seed, verbose), "scip"
     if mm is not None:
         if backend == "highs":
-            return _HighsBackend(mm, threads, seed, verbose), "highs"
+            return _HighsBackend(mm, threads, seed, verbose, getattr(model, "highs_options", None)), "highs"
         pm, xs = _pyomo_from_matrix(mm)
         return _PyomoBackend(pm, xs, threads, seed, verbose), "pyomo"
     return _PyomoBackend(model.pyomo_model, model.xvars, threads, seed, verbose), "pyomo"
@@ -460,4 +497,5 @@ def highs_version() -> str:
 
 
 __all__ = ["quiet_stdout", "make_backend", "highs_version", "_MasterOutcome", "_HighsBackend", "_PyomoBackend",
+           "_PyomoModelBackend",
            "_pyomo_from_matrix", "_use_threads", "_tolerances", "SOLVE_ERROR_RETRIES"]

@@ -82,15 +82,30 @@ def _quantile_ok(losses: np.ndarray, p: int, lmax: float) -> np.ndarray:
     return np.count_nonzero(losses > lmax + LOSS_TOL, axis=0) <= p
 
 
+def _cumulative_by_model(data: _Data, s_idx: int) -> tuple[np.ndarray, np.ndarray]:
+    """Cumulative improvement of data class ``s_idx``: (cum (S, K+1, M), cum_t (M, K+1, S)).
+
+    ``cum_t`` is the same numbers laid out so that one model's value at a set
+    of epochs is a block of contiguous rows: the bisection of
+    :func:`_shortest_last_block` gathers whole scenario rows instead of strided
+    elements (about half the time of an SAA solve at S = 20 000 was spent in
+    those gathers).
+    """
+    S, M = data.S, data.M
+    cum = np.concatenate([np.zeros((S, 1, M)), np.cumsum(data.gam[s_idx] * data.a, axis=1)], axis=1)
+    return cum, np.ascontiguousarray(cum.transpose(2, 1, 0))
+
+
 def _shortest_last_block(data: _Data, pre: np.ndarray, start: np.ndarray, model: int,
-                         cum: np.ndarray, k_lo: int, k_hi: int) -> np.ndarray:
+                         cum_t: np.ndarray, k_lo: int, k_hi: int) -> np.ndarray:
     """Fewest epochs L ≥ 1 of a final block of ``model`` that make each partial
     plan SAA-feasible (0 where no L up to k_hi − start works).
 
     ``pre`` (S, P) is each partial plan's loss just before the block (switch
-    jump included), ``start`` (P,) its first epoch, ``cum`` the cumulative
-    improvement of the data class. With non-negative improvements the loss
-    falls as the block grows, so all P searches bisect together.
+    jump included), ``start`` (P,) its first epoch, ``cum_t`` (M, K+1, S) the
+    cumulative improvement of the data class (:func:`_cumulative_by_model`).
+    With non-negative improvements the loss falls as the block grows, so all P
+    searches bisect together.
     """
     P = start.size
     lo = np.maximum(1, k_lo - start)
@@ -98,11 +113,14 @@ def _shortest_last_block(data: _Data, pre: np.ndarray, start: np.ndarray, model:
     found = np.zeros(P, dtype=np.int64)
     if P == 0:
         return found
+    cum_m = cum_t[model]                          # (K+1, S), rows contiguous
+    base = pre.T + cum_m[start]                   # (P, S): loss before the block plus its start offset
+    threshold = data.lmax + LOSS_TOL
 
     def ok(length):
-        end = start + length
-        loss = pre - (cum[:, end, model] - cum[:, start, model])
-        return _quantile_ok(loss, data.p, data.lmax)
+        # The same test as _quantile_ok, on the (P, S) layout.
+        loss = base - cum_m[start + length]
+        return np.count_nonzero(loss > threshold, axis=1) <= data.p
 
     valid = lo <= hi
     if data.nonneg:
@@ -179,10 +197,10 @@ def _blocks(data: _Data, k_min: int, k_max: int, deadline: float, consider, idx:
     allowed = data.inst.allowed
     for s_idx in range(data.Sig):
         idx[0] = s_idx
-        cum = np.concatenate([np.zeros((S, 1, M)), np.cumsum(data.gam[s_idx] * data.a, axis=1)], axis=1)
+        cum, cum_t = _cumulative_by_model(data, s_idx)
         for m1 in range(M):
             # one block
-            L = _shortest_last_block(data, np.full((S, 1), data.l0), np.array([0]), m1, cum, k_min, k_max)
+            L = _shortest_last_block(data, np.full((S, 1), data.l0), np.array([0]), m1, cum_t, k_min, k_max)
             if L[0]:
                 consider(np.full(L[0], m1))
             for m2 in range(M):
@@ -191,7 +209,7 @@ def _blocks(data: _Data, k_min: int, k_max: int, deadline: float, consider, idx:
                 p12 = data.inst.switch_index[(m1, m2)]
                 k1 = np.arange(1, k_max)
                 pre = data.l0 - cum[:, k1, m1] + data.J[:, k1, p12]
-                L = _shortest_last_block(data, pre, k1, m2, cum, k_min, k_max)
+                L = _shortest_last_block(data, pre, k1, m2, cum_t, k_min, k_max)
                 for a, l2 in zip(k1, L):
                     if l2:
                         consider(np.array([m1] * a + [m2] * l2))
@@ -206,7 +224,7 @@ def _blocks(data: _Data, k_min: int, k_max: int, deadline: float, consider, idx:
                         st = a + k2
                         pre = (data.l0 - cum[:, a, m1][:, None] + data.J[:, a, p12][:, None]
                                - (cum[:, st, m2] - cum[:, a, m2][:, None]) + data.J[:, st, p23])
-                        L = _shortest_last_block(data, pre, st, m3, cum, k_min, k_max)
+                        L = _shortest_last_block(data, pre, st, m3, cum_t, k_min, k_max)
                         for b, l3 in zip(k2, L):
                             if l3:
                                 consider(np.array([m1] * a + [m2] * b + [m3] * l3))
@@ -393,4 +411,4 @@ def _structural_bounds(data: _Data, deadline: float, tight: bool = True, bigm: b
 
 
 __all__ = ["_Bounds", "_structural_bounds", "_tight_bigm", "_block_heuristic", "_min_epochs",
-           "_shortest_last_block", "_quantile_ok", "_k_max_from_cost", "_dp_max"]
+           "_shortest_last_block", "_cumulative_by_model", "_quantile_ok", "_k_max_from_cost", "_dp_max"]

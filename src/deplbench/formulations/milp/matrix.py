@@ -265,6 +265,8 @@ class _MatrixFormulation:
     #: λ of the cuts the cut loop added after the build (beyond the grid).
     extra_lams: tuple = ()
     H = None
+    #: HiGHS options this formulation sets on the direct highspy route.
+    highs_options: dict = {}
 
     def _count_columns(self, K: int) -> bool:
         """Add N, q and θ (in this column order); True when the printed

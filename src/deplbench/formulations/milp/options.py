@@ -78,7 +78,8 @@ def _positive_real(value, name: str) -> None:
 
 
 def check_options(scenarios, seed, time_limit, gap, threads, formulation, write_lp, backend,
-                  formulations, node_limit=None, memory_limit=MEMORY_LIMIT_GIB, solver="highs") -> None:
+                  formulations, node_limit=None, memory_limit=MEMORY_LIMIT_GIB, solver="highs",
+                  heuristic_time=None) -> None:
     """Validate the options of :func:`solve_milp`.
 
     Parameters
@@ -110,6 +111,10 @@ def check_options(scenarios, seed, time_limit, gap, threads, formulation, write_
     if node_limit is not None:
         _positive_int(node_limit, "node_limit")
     _positive_real(memory_limit, "memory_limit")
+    if heuristic_time is not None and (isinstance(heuristic_time, bool)
+                                       or not isinstance(heuristic_time, (int, float, np.integer, np.floating))
+                                       or not math.isfinite(heuristic_time) or heuristic_time < 0):
+        raise SolverError(f"heuristic_time: must be a finite number of seconds ≥ 0 or None, got {heuristic_time!r}")
     if write_lp is not None:
         ext = os.path.splitext(str(write_lp))[1].lower()
         if ext not in (".lp", ".mps"):

@@ -47,18 +47,22 @@ import subprocess
 import numpy as np
 
 from deplbench.formulations.milp.backends import (
-    _HighsBackend,
     _MasterOutcome,
     _pyomo_from_matrix,
-    _retry_solve_errors,
+    _PyomoModelBackend,
     _tolerances,
     quiet_stdout,
 )
 from deplbench.formulations.milp.peers import PYOMO_FAMILIES, PYOMO_PREFIX, _quiet_pyomo, pyomo_family
 
 
-class _PyomoPeerBackend:
+class _PyomoPeerBackend(_PyomoModelBackend):
     """A model solved by ``SolverFactory(NAME)`` (same interface as ``_HighsBackend``).
+
+    Rows, non-zeros, files, cuts, MIP starts (none) and the retry of a
+    HiGHS-family error are those of every Pyomo-model backend
+    (:class:`.backends._PyomoModelBackend`); here are the solver's options,
+    its run and how its result is read.
 
     Parameters
     ----------
@@ -74,22 +78,16 @@ class _PyomoPeerBackend:
 
     def __init__(self, solver: str, pyomo_model, xvars, threads: int, seed: int, verbose: bool = False,
                  mm=None):
-        import pyomo.environ as pe
         from pyomo.opt import SolverFactory
 
-        self.pe = pe
         self.name = solver[len(PYOMO_PREFIX):]
         self.family = pyomo_family(self.name)
         self.spec = PYOMO_FAMILIES[self.family]
         with _quiet_pyomo(), quiet_stdout():
             self.opt = SolverFactory(self.name)
-        self.model = pyomo_model
-        self.xvars = list(xvars)
-        pyomo_model.deplbench_cuts = pe.ConstraintList()
-        self.objective = next(pyomo_model.component_data_objects(pe.Objective, active=True))
+        self._attach(pyomo_model, xvars, threads, seed)
+        self.objective = next(pyomo_model.component_data_objects(self.pe.Objective, active=True))
         self.verbose = bool(verbose)
-        self.threads, self.seed = int(threads), int(seed)
-        self.ncol = len(self.xvars)
         self._mm = mm
         # Shell interfaces (a solver executable, its log parsed by Pyomo) may
         # report the incumbent's value as the bound once the solver stops
@@ -113,47 +111,6 @@ class _PyomoPeerBackend:
             pm, xs = _pyomo_from_matrix(mm)
             return cls(solver, pm, xs, threads, seed, verbose, mm=mm)
         return cls(solver, model.pyomo_model, model.xvars, threads, seed, verbose)
-
-    @property
-    def n_rows(self) -> int:
-        return sum(1 for _ in self.model.component_data_objects(self.pe.Constraint, active=True))
-
-    @property
-    def n_nonzeros(self) -> int:
-        if self._mm is not None:
-            return int(self._mm.A.nnz) + sum(
-                len(c.body.linear_vars) for c in self.model.deplbench_cuts.values())
-        from pyomo.repn import generate_standard_repn
-
-        total = 0
-        for con in self.model.component_data_objects(self.pe.Constraint, active=True):
-            repn = generate_standard_repn(con.body, compute_values=True)
-            total += sum(1 for c in repn.linear_coefs if c != 0)
-        return total
-
-    def write(self, path: str) -> None:
-        if self._mm is not None:          # the named file of the highspy route
-            _HighsBackend(self._mm, self.threads, self.seed).write(path)
-            return
-        with quiet_stdout():
-            self.model.write(str(path), io_options={"symbolic_solver_labels": True})
-
-    def add_cut(self, cols, vals, lo) -> None:
-        from pyomo.core.expr.numeric_expr import LinearExpression
-
-        expr = LinearExpression(constant=0.0, linear_coefs=[float(v) for v in vals],
-                                linear_vars=[self.xvars[int(c)] for c in cols])
-        self.model.deplbench_cuts.add(expr >= float(lo))
-
-    def set_start(self, x: np.ndarray) -> None:
-        # Not every SolverFactory interface takes a MIP start; the incumbent
-        # is kept by the cut loop instead (module docstring).
-        return None
-
-    def solve(self, time_left: float, rel_gap: float, node_limit: int | None = None) -> _MasterOutcome:
-        """One master solve; a HiGHS-family error is retried with tighter row
-        tolerances within the same budget (:func:`.backends._retry_solve_errors`)."""
-        return _retry_solve_errors(self._run, time_left, rel_gap, node_limit)
 
     def _options(self, rel_gap: float, node_limit: int | None, tighten: int) -> dict | str:
         """The solver's options in its own names, or a message why it cannot run."""
