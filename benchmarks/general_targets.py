@@ -70,6 +70,7 @@ def _run(label, inst, S, formulation, time_limit):
     row = {"label": label, "instance": inst.name, "horizon": int(inst.horizon), "S": int(S),
            "formulation": formulation, "status": res.status, "cost": res.cost, "lower_bound": res.lower_bound,
            "gap": res.gap, "seconds": round(wall, 3), "nodes": res.diagnostics.get("nodes"),
+           "incumbent_seed": res.diagnostics.get("incumbent_seed"),
            "load_before": before, "load_after": after, "message": res.message}
     gap = "—" if res.gap is None else f"{res.gap:.2e}"
     cost = "—" if res.cost is None else f"{res.cost:.4f}"

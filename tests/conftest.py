@@ -81,6 +81,7 @@ SLOW_TESTS: dict[str, tuple[str, ...]] = {
         "test_realistic_mobilenet_is_cheaper_than_alexnet",
     ),
     "test_milp": (
+        "test_enumeration_model_runs_without_presolve_and_matches_flow", "test_heuristic_time_changes_the_work_not_the_optimum",
         "test_dominated_clusters_are_pruned_exactly",
         "test_knapsack_weakly_seed0_is_solved_to_the_dp_optimum",
         "test_tiny_omega_makes_the_quantile_vacuous",
@@ -118,7 +119,12 @@ SLOW_TESTS: dict[str, tuple[str, ...]] = {
         "test_seven_datasets_two_clusters_equals_brute_force",
         "test_variants_equal_brute_force[per_epoch-intended]",
         "test_group_bound_is_below_every_feasible_completion",
+        "test_switch_counting_dp_equals_exhaustive_minimum",
+        "test_switch_counting_group_bound_is_below_every_feasible_completion",
+        "test_short_plan_enumeration_finds_the_best_short_plan",
+        "test_short_plan_coverage_does_not_change_the_optimum",
     ),
+    "test_milp_general_datasets": ("test_same_optimum_with_class_leaves_on_and_off", "test_every_leaf_bound_is_below_its_assignment_optimum", "test_seven_datasets_two_clusters_equal_brute_force", "test_two_clusters_many_datasets_equal_exhaustive_enumeration", "test_stopped_search_keeps_a_valid_bound_and_never_claims_optimal"),
     "test_reports": (
         "test_missing_columns_and_bad_json",
         "test_no_exact_rows_says_so",

@@ -332,3 +332,215 @@ def test_fast_chooses_general_by_structure():
     huge = tiny_instance(seed=0, n_clusters=MAX_CLUSTERS_GENERAL + 1, horizon=1, n_models=1)
     res = solve_general(huge, scenarios=5, time_limit=10)
     assert res.status == "error" and "clusters" in res.message
+
+
+# ------------- ≤ 3-block enumeration and the block-counting group bound (general_incumbent.py)
+
+
+def _switches(seq) -> int:
+    return sum(1 for a, b in zip(seq[:-1], seq[1:]) if a != b)
+
+
+def _completion_value(prob, search, pre, rest, pi, L):
+    """W(rest) − Σ_s π_s Δ_s(rest) after the prefix ``pre`` (exhaustive reference)."""
+    from deplbench.formulations.milp.general_groups import _delta
+
+    G = np.arange(prob.S)
+    if not rest:
+        return 0.0
+    d = _delta(prob, search, np.array(rest), G, len(pre), pre[-1] if pre else -1)
+    return float(search.w[list(rest)].sum() - pi @ d)
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_switch_counting_dp_equals_exhaustive_minimum(seed):
+    """``_path`` with ``need`` switches (the block-counting DP) returns exactly the
+    minimum of W − π·Δ over every completion with at least ``need`` switches, from
+    the root and from every prefix, and the sequence it returns attains it; the
+    vectorised ``GroupTables`` layers give the same numbers for every pool row."""
+    from deplbench.formulations.milp.general_groups import _path
+
+    S = 12
+    prob, search, pool, tables = _group_setup(seed, S)
+    jidx = search._jump_index()
+    seqs = _all_sequences(search)
+    rng = np.random.default_rng(seed)
+    layers, roots = tables._switch_layers(4)
+    for trial in range(3):
+        pi = rng.uniform(0.0, 2.0, S) * search.mu_ref / S
+        a = np.einsum("s,skm->km", pi, prob.a)
+        J = np.einsum("s,skp->kp", pi, prob.J)
+        for need in (1, 2, 3):
+            # root: every plan with ≥ need switches
+            ref = min([_completion_value(prob, search, (), s, pi, None) for s in seqs if _switches(s) >= need],
+                      default=math.inf)
+            val, seq = _path(search, jidx, a, J, 0, -1, need)
+            assert val == pytest.approx(ref, abs=1e-9)
+            if math.isfinite(val):
+                assert _switches(tuple(seq)) >= need
+                assert _completion_value(prob, search, (), tuple(seq), pi, None) == pytest.approx(val, abs=1e-9)
+            for pre in seqs:
+                if len(pre) >= search.kmax:
+                    continue
+                # completions of pre: sequences extending it (staying on pre[-1] allowed, as in the bound)
+                rest = [s[len(pre):] for s in seqs if s[:len(pre)] == pre and len(s) > len(pre)]
+                ok = [r for r in rest if _switches((pre[-1],) + r) >= need]
+                ref = min([_completion_value(prob, search, pre, r, pi, None) for r in ok], default=math.inf)
+                val, seq = _path(search, jidx, a, J, len(pre), pre[-1], need)
+                assert val == pytest.approx(ref, abs=1e-9), (pre, need)
+                if math.isfinite(val):
+                    assert _switches((pre[-1],) + tuple(seq)) >= need
+    # the tables (every π of the pool at once) against the single-π DP
+    for r in range(0, pool.Pi.shape[0], max(1, pool.Pi.shape[0] // 5)):
+        for need in (1, 2, 3):
+            val, _ = _path(search, jidx, pool.a[r], pool.J[r], 0, -1, need)
+            assert roots[need, r] == pytest.approx(val, abs=1e-9)
+            for k in range(1, search.kmax):
+                for v in range(search.nv):
+                    val, _ = _path(search, jidx, pool.a[r], pool.J[r], k, v, need)
+                    assert layers[k, v, need, r] == pytest.approx(val, abs=1e-9)
+
+
+@pytest.mark.parametrize("seed", [0, 2])
+def test_switch_counting_group_bound_is_below_every_feasible_completion(seed):
+    """With multipliers tuned for ≥ 3-block plans, the group bound counting only
+    completions with ≥ c more switches never exceeds the cheapest SAA-feasible
+    completion with that many switches (exhaustive), at the root and every prefix."""
+    from deplbench.formulations.milp.general_groups import GroupTables
+
+    S = 40
+    prob, search, pool, _ = _group_setup(seed, S)
+    search.min_blocks = 3
+    pool.extend(search, math.inf)           # Kelley with need = 2 at the root
+    tables = GroupTables(pool, search)
+    seqs = _all_sequences(search)
+    feas = {}
+    for seq in seqs:
+        v = np.array(seq)
+        losses = prob.losses(search.vm[v], search.vgamma[v])
+        if np.count_nonzero(losses > prob.lmax + 1e-9) <= prob.p:
+            feas[seq] = float(search.w[v].sum())
+    for need in (1, 2):
+        many = [w for s, w in feas.items() if _switches(s) >= need]
+        assert tables.root(need) <= min(many, default=math.inf) + 1e-9
+    assert search.root_bound() - search.const <= min(
+        [w for s, w in feas.items() if _switches(s) >= 2], default=math.inf) + 1e-9
+    checked = 0
+    for pre in seqs:
+        if len(pre) >= search.kmax:
+            continue
+        v = np.array(pre)
+        L = prob.losses(search.vm[v], search.vgamma[v])
+        W = float(search.w[v].sum())
+        for need in (1, 2):
+            rest = [w - W for s, w in feas.items() if s[:len(pre)] == pre and len(s) > len(pre)
+                    and _switches(s[len(pre) - 1:]) >= need]
+            if not rest:
+                continue
+            b = float(tables.bound(np.array([len(pre)]), int(pre[-1]), L[:, None], need)[0])
+            cb = float(search.completion_bound(np.array([len(pre)]), int(pre[-1]), L[:, None], need=need)[0])
+            assert b <= min(rest) + 1e-7 and cb <= min(rest) + 1e-7, (pre, need, b, min(rest))
+            checked += 1
+    assert checked > 10
+
+
+def _short_plan_setup(seed, S, horizon=6):
+    from deplbench.formulations.milp.general import _Box, _config
+    from deplbench.formulations.milp.general_leaves import Leaves
+    from deplbench.formulations.milp.general_search import BlockSearch, Problem
+
+    inst = tiny_instance(seed=seed, n_datasets=1, n_clusters=2, horizon=horizon, n_models=3, all_switches=True)
+    sc = ScenarioSampler(inst, 0).in_sample(S)
+    prob = Problem(inst, inst.run_scale[None] * sc.improvement, sc.jump, allowed_violations(inst.omega, S))
+    _, vol, gam, beta, lists = _cluster_classes(inst, prob.nonneg)
+    cfg = _config(_Box([(0, len(x)) for x in lists]), lists, vol, gam, beta)
+    return inst, prob, BlockSearch(prob, cfg, 1.0, inst.horizon, 10.0), Leaves(prob, inst)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 4])
+def test_short_plan_enumeration_finds_the_best_short_plan(seed):
+    """``cover`` (every plan of ≤ 3 blocks with the shortest feasible last block)
+    returns the cheapest SAA-feasible plan of ≤ 3 blocks — checked against every
+    sequence of the horizon — and registers the coverage only when complete."""
+    from deplbench.formulations.milp.general_incumbent import MAX_BLOCKS, cover, dual_bounds
+    from deplbench.formulations.milp.general_leaves import Leaves
+    from deplbench.formulations.milp.general_search import config_key
+
+    S = 30
+    inst, prob, search, leaves = _short_plan_setup(seed, S, horizon=5)
+    out = cover(prob, search, leaves, 1e-6, math.inf)
+    assert out["complete"] and prob.covered[config_key(search.cfg)] == MAX_BLOCKS + 1
+    assert search.min_blocks == MAX_BLOCKS + 1
+    ref = Leaves(prob, inst)
+    best = math.inf
+    for seq in _all_sequences(search):
+        if _switches(seq) > MAX_BLOCKS - 1:
+            continue
+        v = np.array(seq)
+        losses = prob.losses(search.vm[v], search.vgamma[v])
+        if np.count_nonzero(losses > prob.lmax + 1e-9) <= prob.p:
+            lb, exact = ref.evaluate(search, v, 1e-6)
+            best = min(best, exact)
+            # the λ-grid bound that orders the candidates is a lower bound on the cost of every
+            # plan that uses all clusters of the assignment (it charges their transfers β)
+            counts = np.bincount(v, minlength=search.nv)[None, :].astype(float)
+            assert dual_bounds(prob, search, counts)[0] - float(search.cfg.beta.sum()) <= exact * (1 + 1e-9) + 1e-9
+    assert leaves.best_cost == pytest.approx(best, rel=1e-9)
+    # a second call on the same assignment does not run again
+    assert cover(prob, search, leaves, 1e-6, math.inf)["skipped"] == "seen"
+
+
+@pytest.mark.parametrize("seed,jump_loc", [(0, None), (3, None), (6, None), (1, -0.4), (5, -0.4)])
+def test_short_plan_coverage_does_not_change_the_optimum(seed, jump_loc):
+    """The solve with the ≤ 3-block enumeration and the block-counting bound equals
+    the solve without them and the flow MILP; negative jump means (every switch
+    lowers the loss) make optima with four or more blocks, which only the
+    block-counting search can find once the short plans are covered."""
+    from deplbench.formulations.milp import general_incumbent
+
+    inst = tiny_instance(seed=seed, n_datasets=1, n_clusters=2, horizon=7, n_models=3, all_switches=True)
+    if jump_loc is not None:
+        sw = [s.model_dump() for s in inst.switches]
+        for s in sw:
+            s["jump"]["loc"] = jump_loc
+        inst = inst.with_changes(switches=sw)
+    S = 60
+    on = solve_general(inst, scenarios=S, time_limit=BUDGET)
+    old = general_incumbent.ENABLED
+    try:
+        general_incumbent.ENABLED = False
+        off = solve_general(inst, scenarios=S, time_limit=BUDGET)
+    finally:
+        general_incumbent.ENABLED = old
+    ref = solve_milp(inst, scenarios=S, time_limit=BUDGET, formulation="flow")
+    assert on.status == off.status == ref.status, (on.message, off.message, ref.message)
+    if on.status == "infeasible":
+        return
+    assert on.status == "optimal"
+    assert on.diagnostics["incumbent_seed"]["complete"]
+    assert on.cost == pytest.approx(off.cost, rel=1e-4) and on.cost == pytest.approx(ref.cost, rel=2e-4)
+    assert on.lower_bound <= ref.cost * (1 + 1e-4)
+    _assert_plan_valid(inst, res=on, S=S)
+    if jump_loc is not None:
+        models = [e.model for e in on.plan.epochs]
+        assert _switches(models) >= 3      # the instance does exercise ≥ 4-block plans
+
+
+def test_a_covered_assignment_covers_a_subset_only_without_transfers():
+    """Coverage passes from an assignment to one of its cluster subsets (same
+    classes) only when every left-out cluster has β = 0: the covered run's
+    bounds charge the β of all its clusters."""
+    from deplbench.formulations.milp.general import _Box, _config
+    from deplbench.formulations.milp.general_search import config_key, covered_blocks
+
+    inst, prob, search, _ = _short_plan_setup(0, 20, horizon=3)
+    _, vol, gam, beta, lists = _cluster_classes(inst, prob.nonneg)
+    key = config_key(search.cfg)
+    only0 = _config(_Box([(0, 1), None]), lists, vol, gam, beta)
+    only1 = _config(_Box([None, (0, 1)]), lists, vol, gam, beta)
+    assert covered_blocks(prob, only0) == covered_blocks(prob, only1) == 1
+    prob.covered[key] = 4
+    prob.covered_beta[key] = (0.0, 0.3)          # cluster 0 free, cluster 1 paid
+    assert covered_blocks(prob, search.cfg) == 4
+    assert covered_blocks(prob, only1) == 4      # leaves out cluster 0 (β = 0)
+    assert covered_blocks(prob, only0) == 1      # leaves out cluster 1 (β = 0.3): not covered

@@ -174,8 +174,13 @@ def test_retry_failed_adds_attempts_and_keeps_history(tmp_path, plugin):
     assert len(latest) == 3 and sorted(latest["key"]) == sorted(frame["key"].unique())
 
 
-def _kill_sweep(n_tasks: int, delay: float) -> str:
-    delays = ", ".join(str(round(delay + i * 1e-3, 4)) for i in range(n_tasks))
+def _kill_sweep(n_tasks: int, delay: float, slow_after: int | None = None, slow_delay: float = 20.0) -> str:
+    """A sweep of ``n_tasks`` test-work tasks sleeping ``delay`` s (distinct
+    by 1 ms each); from task ``slow_after`` on they sleep ``slow_delay`` s, so
+    a test that interrupts after the first rows cannot be overtaken by the
+    sweep finishing first, however slowly a loaded machine polls."""
+    delays = ", ".join(str(round((delay if slow_after is None or i < slow_after else slow_delay) + i * 1e-3, 4))
+                       for i in range(n_tasks))
     return f"""
         [sweep]
         name = "killme"
@@ -317,7 +322,7 @@ def test_task_output_never_reaches_the_runners_stdout(tmp_path, plugin):
 
 
 def test_ctrl_c_stops_cleanly_without_failed_rows(tmp_path, plugin):
-    sweep_file = write_sweep(tmp_path, _kill_sweep(12, delay=1.0))
+    sweep_file = write_sweep(tmp_path, _kill_sweep(12, delay=0.5, slow_after=2))
     db = tmp_path / "c.sqlite"
     proc = _start_cli(sweep_file, db)
     _wait_rows(db, 2, proc)

@@ -44,10 +44,16 @@ We keep Luedtke's ingredients but branch on *plans*, where they are exact:
    ≤ V and ≤ β dominates, so each cluster keeps its Pareto set (vectorised
    over the 2^|D| subsets; 79 and 74 of 1023 on the two clusters of the
    |D| = 10 datasets instance).
-   Assignments (which clusters train, which class each holds) are searched
-   by a best-first branch-and-bound over *boxes* of classes: a box is
-   bounded with its optimistic class (largest γ, smallest V, smallest β of
-   the box), which relaxes every assignment inside it.
+   Assignments (which clusters train, which class each holds) are leaves
+   of the search. While they are few (``general_classes.ASSIGNMENT_LIMIT``;
+   5999 on that instance) every assignment is its own leaf, and all of them
+   are bounded at once with their exact classes by one vectorised
+   scenario-group DP (``general_classes.py``, proof there); the multiplier
+   pool is tuned on a real single-cluster assignment rather than on the
+   optimistic corner. Beyond the limit, a best-first branch-and-bound over
+   *boxes* of classes: a box is bounded with its optimistic class (largest
+   γ, smallest V, smallest β of the box), which relaxes every assignment
+   inside it (``CLASS_LEAVES = False`` forces the boxes).
 2. **Blocks.** For one assignment a plan is a sequence of blocks (maximal
    runs of one model on one γ-group of clusters). The search branches on
    the next block (virtual model and length); with non-negative
@@ -78,6 +84,15 @@ We keep Luedtke's ingredients but branch on *plans*, where they are exact:
    plan, upper bound) and bounded by the continuous split's λ-dual (lower
    bound); if they differ by more than the tolerance the split is
    enumerated exhaustively.
+6. **Short plans enumerated, then only long ones bounded**
+   (``general_incumbent.py``). Every SAA-feasible plan of at most 3 blocks
+   of an assignment (cycles included) is found with the enumeration
+   formulation's shortest-last-block rule and costed exactly; once that
+   pass is complete the group bound counts switches (one more DP state) and
+   bounds only completions with ≥ 3 switches. Without it the converged root
+   group bound of the cyclic AlexNet (S = 1000) was 1609 against the optimum
+   1802.6: its LP mixed cheap infeasible two-block plans with dear feasible
+   three-block ones; with it, 1790.
 
 Every discarded node, leaf and box keeps its bound; the returned lower bound
 is min(incumbent, smallest discarded bound) — valid because every plan lies
@@ -86,31 +101,24 @@ and no LP tolerances enter the proof: losses are compared with the same
 1e-9 tolerance as ``Scenarios.violations``, and bounds are ordinary floating
 point sums.
 
-Where it is fast, and where it is not (measured, benchmarks/general_targets.py)
--------------------------------------------------------------------------------
-The per-scenario bound alone is loose on long horizons with a hard target:
-every scenario may pick its own completion and, with independent draws per
-(scenario, epoch, model), collects the best model's draw each epoch. On the
-cyclic AlexNet (K̄ = 100, ℓmax = 9, S = 100) its root bound is 1282 against
-the optimum 1750.9; the group bound's is 1596 (S = 1000: 1244 → 1578). The
-group bound is itself an LP relaxation: its basis mixes up to |G| + 1
-paths, which averages the independent jump draws of different switch
-epochs; with the first two blocks of the optimal plan fixed it is still
-5 % below the optimum (re-optimising π at every depth-1 node, available as
-``general_search.NODE_DEPTH``, did not reduce the node count: off). λ matters
-as much: the search restarts a box when the incumbent's time price differs
-from the tables' λ (any λ is valid, the incumbent's is near the best).
-Measured on the shared 2-core machine (load average 8–12, numbers in the
-README's measured-performance table):
+Where it is fast, and where it is not
+-------------------------------------
+Measured with ``python benchmarks/general_targets.py --time-limit 60`` (one
+process, load 1.8–2.0 on the 2-core machine; README's measured-performance
+table):
 
-* cyclic AlexNet, ℓmax = 9, S = 100: optimal in 28–49 s (12 k nodes);
-  S = 300: optimal in 54–58 s where ``flow`` stops at 11.6 % after 60 s
-  and after 120 s; S = 1000: 12.7–13.4 % gap at 60 s (was 35 %); S = 3000:
-  28.6 %; ℓmax = 13, S = 1000: optimal in 47 s; K̄ = 20..60 (S = 300):
-  1.3–5.0 s, ``flow`` 1.2× slower at K̄ = 20 and 7.4× at K̄ = 30;
-* the |D| = 10, K̄ = 50 datasets instance (S = 200): 41 % gap at 60 s: the
-  box bounds of the class assignments (optimistic class per box) are weak
-  and the incumbent (three leaves) is poor;
+* cyclic AlexNet (``switches="any"``, K̄ = 100, ℓmax = 9, 2 clusters):
+  S = 100 optimal in 1.0 s, S = 300 in 2.6 s (``flow``: 11.5 % gap at 60 s),
+  S = 1000 in 9.9 s, S = 3000 3.1 % gap at 60 s (31 scenario groups; Kelley
+  stops at its iteration cap within its time share, root bound 1780 against
+  1835.7); ℓmax = 13, S = 1000: 4.3 s; K̄ = 20..60 at S = 300: 0.3–1.3 s;
+* the |D| = 10, K̄ = 50 datasets instance (S = 200): 7.5 % gap at 60 s
+  (load 1.6–3.1; was 40.6 % with box bounds over the classes). The
+  incumbent 1475.61 is the best single-cluster plan and two-cluster plans
+  come within 0.4 %; what is missing is the proof: a leaf's group bound
+  stays 8.5 % below the optimum (path mixing), 231 of 5999 leaves lie below
+  the incumbent, and a two-cluster leaf alone needs 20–35 k block-search
+  nodes (``general_classes`` docstring);
 * the cyclic tiny instances of ``tests/test_milp_general.py``: seconds.
 
 Limits
@@ -144,7 +152,11 @@ import numpy as np
 
 from deplbench.errors import SolverError
 from deplbench.limits import MEMORY_BUDGET_GIB
+from deplbench.formulations.milp.general_boxes import _Box, _cluster_classes, _config, _kmax, _root_boxes
+from deplbench.formulations.milp.general_classes import (assignment_bounds, leaf_assignments, rebound_leaves,
+                                                         seed_assignment)
 from deplbench.formulations.milp.general_groups import GroupPool, GroupTables
+from deplbench.formulations.milp.general_incumbent import cover, seed_root
 from deplbench.formulations.milp.general_leaves import Leaves
 from deplbench.formulations.milp.general_search import (
     MU_FACTORS,
@@ -165,6 +177,9 @@ MAX_CLUSTERS_GENERAL = 12
 LAMBDA_RESET = 0.02
 #: Share of the time limit the root Kelley loops of the group pool may take.
 POOL_SHARE = 0.3
+#: Search every class assignment as its own leaf when they are few (general_classes.py);
+#: False restores the box search over classes (kept for comparison and tests).
+CLASS_LEAVES = True
 #: Memory (GiB) the bound tables may take: the suite's one budget (deplbench.limits).
 MEMORY_LIMIT_GIB = MEMORY_BUDGET_GIB
 
@@ -200,116 +215,6 @@ def _check_options(scenarios, seed, time_limit, gap, threads, node_limit=None) -
 # =============================================================================
 # Data classes
 # =============================================================================
-
-
-def _cluster_classes(instance, nonneg: bool):
-    """Per cluster, the candidate data classes sorted by γ (descending).
-
-    Returns (subsets (C, D) bool, volume (C,), gamma (C,), per-cluster lists
-    of class indices). With non-negative draws, classes dominated in
-    (γ ↑, V ↓, β(·, n) ↓) are dropped; identical ones are merged always.
-    """
-    D = instance.n_datasets
-    size = np.array([d.size for d in instance.datasets])
-    useful = np.array([d.usefulness for d in instance.datasets])
-    masks = np.arange(1, 2 ** D)
-    bits = ((masks[:, None] >> np.arange(D)) & 1).astype(bool)
-    names = [d.name for d in instance.datasets]
-    # the data law through the instance itself (datalaw.py), one call per subset
-    vg = np.array([instance.data_effect([names[d] for d in np.nonzero(b)[0]]) for b in bits])
-    vol, gam = vg[:, 0], vg[:, 1]
-    beta = bits.astype(float) @ instance.transfer_matrix          # (C, N)
-    keep_per_cluster = []
-    for n in range(instance.n_clusters):
-        b = beta[:, n]
-        key = np.stack([gam, vol, b], axis=1)
-        _, first = np.unique(key, axis=0, return_index=True)
-        cand = np.sort(first)
-        if nonneg:
-            g, v, bb = gam[cand], vol[cand], b[cand]
-            dom = np.zeros(cand.size, dtype=bool)
-            for lo in range(0, cand.size, 512):
-                sl = slice(lo, lo + 512)
-                ge = (g[None, :] >= g[sl, None]) & (v[None, :] <= v[sl, None]) & (bb[None, :] <= bb[sl, None])
-                st = (g[None, :] > g[sl, None]) | (v[None, :] < v[sl, None]) | (bb[None, :] < bb[sl, None])
-                dom[sl] = (ge & st).any(axis=1)
-            cand = cand[~dom]
-        order = np.lexsort((vol[cand], -gam[cand]))
-        keep_per_cluster.append(cand[order])
-    return bits, vol, gam, beta, keep_per_cluster
-
-
-# =============================================================================
-# Assignments: best-first search over boxes of classes
-# =============================================================================
-
-
-class _Box:
-    """Per cluster: None (does not train) or a range [lo, hi) of its class list."""
-
-    __slots__ = ("ranges",)
-
-    def __init__(self, ranges):
-        self.ranges = tuple(ranges)
-
-    def is_leaf(self) -> bool:
-        return all(r is None or r[1] - r[0] == 1 for r in self.ranges)
-
-    def split(self):
-        n = max((i for i, r in enumerate(self.ranges) if r is not None), key=lambda i: self.ranges[i][1] - self.ranges[i][0])
-        lo, hi = self.ranges[n]
-        mid = (lo + hi) // 2
-        left = list(self.ranges)
-        right = list(self.ranges)
-        left[n], right[n] = (lo, mid), (mid, hi)
-        return _Box(left), _Box(right)
-
-
-def _config(box: _Box, lists, vol, gam, beta) -> Config:
-    """The box's optimistic configuration (exact for a leaf box)."""
-    used = [n for n, r in enumerate(box.ranges) if r is not None]
-    g, v, b, cls = [], [], [], []
-    for n in used:
-        lo, hi = box.ranges[n]
-        idx = lists[n][lo:hi]
-        g.append(gam[idx].max())
-        v.append(vol[idx].min())
-        b.append(beta[idx, n].min())
-        cls.append(int(idx[0]) if hi - lo == 1 else None)
-    return Config(np.array(used), cls, np.array(g), np.array(v), np.array(b))
-
-
-def _root_boxes(instance, lists, relax: bool):
-    """One box per set of training clusters (one cluster under the printed
-    rule (6)); without ``relax`` (signed draws: a larger γ is not uniformly
-    better) every assignment is its own box."""
-    N = instance.n_clusters
-    sizes = [1] if instance.data_rule == "printed" else range(1, N + 1)
-    out = []
-    for r in sizes:
-        for used in itertools.combinations(range(N), r):
-            if any(len(lists[n]) == 0 for n in used):
-                continue
-            if relax:
-                out.append(_Box([(0, len(lists[n])) if n in used else None for n in range(N)]))
-            else:
-                for pick in itertools.product(*[range(len(lists[n])) for n in used]):
-                    ranges = [None] * N
-                    for n, i in zip(used, pick):
-                        ranges[n] = (i, i + 1)
-                    out.append(_Box(ranges))
-    return out
-
-
-def _kmax(prob: Problem, search_w: np.ndarray, vtmin: np.ndarray, const: float, ub: float) -> int:
-    k = prob.K
-    fastest = float(vtmin.min())
-    if fastest > 0:
-        k = min(k, int(math.floor(prob.T / fastest * (1 + 1e-12) + 1e-9)))
-    wmin = float(search_w.min())
-    if math.isfinite(ub) and wmin > 0:
-        k = min(k, int(math.floor((ub - const) / wmin * (1 + 1e-9) + 1e-9)))
-    return max(k, 0)
 
 
 def solve_general(instance, scenarios: int = 1000, seed: int = 0, time_limit: float | None = 60.0,
@@ -396,16 +301,29 @@ def solve_general(instance, scenarios: int = 1000, seed: int = 0, time_limit: fl
     lam = max((k_est * root / slack) ** 2, 1e-12)
     est_cost = k_est ** 2 * root ** 2 / slack
     lam_resets = 0
+    if root_cfg.classes and all(c is not None for c in root_cfg.classes):
+        # every plan of ≤ 3 blocks, exactly (general_incumbent.py): an early incumbent and its time price
+        diag["incumbent_seed"] = seed_root(prob, root_cfg, leaves, lam, tol, _kmax, deadline)
+        if leaves.best is not None and leaves.best_price > 0:
+            lam, est_cost = leaves.best_price, leaves.best_cost
+    # few class assignments: each becomes a leaf (general_classes.py), and the pool is tuned on
+    # a real single-cluster assignment (the optimistic root corner is no class at all)
+    pool_cfg = root_cfg
+    leaf_list = leaf_assignments(inst, lists) if CLASS_LEAVES and S > 1 else None
+    seed_cls = seed_assignment(prob, lists, vol, gam, beta) if leaf_list is not None else None
+    if seed_cls is not None and leaves.best is None:
+        n0, c0, est_cost, lam = seed_cls
+        pool_cfg = Config(np.array([n0]), [c0], gam[[c0]], vol[[c0]], np.array([beta[c0, n0]]))
     # the scenario-group bound (general_groups.py): one pool of multipliers for every search,
     # filled by Kelley's method on the optimistic root configuration within a share of the time
     pool = None
     if S > 1:
-        k_root = _kmax(prob, prob.weights(root_cfg, lam), prob.tmin(root_cfg), -lam * prob.T, math.inf)
+        k_root = _kmax(prob, prob.weights(pool_cfg, lam), prob.tmin(pool_cfg), -lam * prob.T, leaves.best_cost)
         if k_root >= 1:
-            s_root = BlockSearch(prob, root_cfg, lam, k_root, est_cost / max(prob.l0 - prob.lmax, 1e-12))
+            s_root = BlockSearch(prob, pool_cfg, lam, k_root, est_cost / max(prob.l0 - prob.lmax, 1e-12))
             pool = GroupPool(prob, np.argsort(-s_root.scenario_root_bounds(), kind="stable"))
             pool.extend(s_root, t0 + POOL_SHARE * (deadline - t0))
-            if root_cfg.classes and all(c is not None for c in root_cfg.classes):
+            if pool_cfg.classes and all(c is not None for c in pool_cfg.classes):
                 for seq in pool.feasible_columns(s_root, pool.columns):
                     leaves.evaluate(s_root, seq, tol)
     probed: set = set()
@@ -414,11 +332,11 @@ def solve_general(instance, scenarios: int = 1000, seed: int = 0, time_limit: fl
         # multipliers tuned to the new λ (the old ones stay: every π is valid)
         if pool is None:
             return
-        kr = _kmax(prob, prob.weights(root_cfg, lam_new), prob.tmin(root_cfg), -lam_new * prob.T, ub_now)
+        kr = _kmax(prob, prob.weights(pool_cfg, lam_new), prob.tmin(pool_cfg), -lam_new * prob.T, ub_now)
         if kr >= 1:
             now = time.perf_counter()
             mu = (ub_now if math.isfinite(ub_now) else est_cost) / max(prob.l0 - prob.lmax, 1e-12)
-            pool.extend(BlockSearch(prob, root_cfg, lam_new, kr, mu), now + 0.1 * (deadline - now), iters=15)
+            pool.extend(BlockSearch(prob, pool_cfg, lam_new, kr, mu), now + 0.1 * (deadline - now), iters=15)
 
     def make_search(cfg, lam, kmax, mu_ref):
         search = BlockSearch(prob, cfg, lam, kmax, mu_ref)
@@ -430,7 +348,15 @@ def solve_general(instance, scenarios: int = 1000, seed: int = 0, time_limit: fl
     nodes = leaves_seen = boxes = 0
     counter = itertools.count()
     heap = []
-    for box in _root_boxes(inst, lists, relax=prob.nonneg):
+    # few assignments: each is a leaf with its own exact-class group bound (general_classes.py)
+    if pool is None or not pool.complete:
+        leaf_list = None
+    if leaf_list is not None:
+        for rng, rb in zip(leaf_list, assignment_bounds(prob, pool, lam, leaf_list, lists, vol, gam, beta, deadline)):
+            if rb < math.inf:       # +inf: no epoch of this assignment fits Tmax
+                heapq.heappush(heap, (float(rb), next(counter), _Box(rng)))
+        diag["assignments"] = len(leaf_list)
+    for box in (_root_boxes(inst, lists, relax=prob.nonneg) if leaf_list is None else []):
         # every root box is bounded before the search so that a time limit
         # still leaves a finite lower bound for the boxes not yet explored
         cfg = _config(box, lists, vol, gam, beta)
@@ -442,7 +368,13 @@ def solve_general(instance, scenarios: int = 1000, seed: int = 0, time_limit: fl
         heapq.heappush(heap, (rb, next(counter), box))
     timed_out = False
     dive: list = []     # LIFO of boxes while there is no incumbent (a depth-first dive)
+    # (an incumbent from general_incumbent already set λ and tuned the pool on an assignment containing it)
+    rebounded = leaf_list is None or ("incumbent_seed" in diag and leaves.best is not None)
     while heap or dive:
+        if not rebounded and leaves.best is not None and time.perf_counter() < deadline:
+            # first incumbent: tune the pool on its assignment and price, raise every open leaf's bound
+            rebounded = True
+            diag["leaves_rebounded"] = rebound_leaves(heap, prob, pool, leaves, lists, vol, gam, beta, deadline)
         if dive and leaves.best is None:
             bound, _, box = dive.pop()
         else:
@@ -477,6 +409,8 @@ def solve_general(instance, scenarios: int = 1000, seed: int = 0, time_limit: fl
             probed.add(box.ranges)
             for seq in pool.probe(search):
                 leaves.evaluate(search, seq, tol)
+            # every ≤ 3-block plan of this assignment, exactly (general_incumbent.cover)
+            cover(prob, search, leaves, tol, deadline)
             ub = leaves.best_cost
             price = leaves.best_price
             if price > 0 and abs(math.log(price / lam)) > math.log(1 + LAMBDA_RESET) and lam_resets < 8:

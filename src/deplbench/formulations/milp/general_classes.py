@@ -1,0 +1,329 @@
+"""Class assignments of the ``general`` formulation: one leaf each, all bounded at once.
+
+Why
+---
+A plan of the ``general`` formulation first fixes an *assignment*: which
+clusters train and which data class σ (a Pareto-optimal dataset subset, see
+``general._cluster_classes``) each of them holds. The assignments used to be
+searched best-first over *boxes* of classes, each bounded by its optimistic
+corner (largest γ, smallest V, smallest β of the box). A corner is never a
+real class: on the |D| = 10 datasets instance (79 and 74 classes on two
+clusters, 153 single-cluster and 5846 two-cluster assignments) the corner
+of a box of four classes per cluster was still bounded near 680 against an
+incumbent of 1475.6, and the search ended at a 40.6 % gap without reaching a
+single two-cluster leaf.
+
+What this module does instead
+-----------------------------
+While the assignments are few (at most ``ASSIGNMENT_LIMIT``; the product
+Π_n (1 + |classes of n|) − 1 under the intended data rule), every assignment
+becomes its own leaf and all of them are bounded by **one vectorised
+min-plus DP**: the scenario-group bound of ``general_groups`` (one backward
+DP over (epoch, model) per multiplier vector π of the shared pool, p + 1
+disjoint scenario groups, the (p+1)-th largest group bound), evaluated with
+each assignment's exact classes instead of a box corner. Leaves are then
+searched best-first by that bound with the unchanged exact leaf search
+(``general_search.BlockSearch``), and a time limit leaves the smallest
+bound of the leaves not yet searched as the global lower bound.
+
+Where the multipliers are tuned. The pool's π come from Kelley's method on
+one configuration; tuned on the optimistic root corner they bounded the
+real assignments near 127 (probe). :func:`seed_assignment` picks instead
+the single-cluster assignment whose mean-draw plan is cheapest, with that
+plan's time price as λ; after the first incumbent, :func:`rebound_leaves`
+adds π tuned on the incumbent's assignment at its price and raises every
+open leaf's bound. Both are heuristics for strength only.
+
+Why the DP may merge clusters per model. The block search's virtual models
+are (model m, γ-group g); a step between two virtual models of the same
+model has no jump and is always allowed, a step between models m → m' pays
+the switch jump whatever the groups. So the DP value at (k, (m, g)) does not
+depend on g, and one state per model with node weight
+min_g [w_{m,g}(λ) − γ_g·(π-aggregated improvement)] gives exactly the same
+numbers (``tests/test_milp_general_datasets.py`` checks equality with
+``GroupTables.root`` leaf by leaf). This is what makes the DP cheap enough to
+run for thousands of assignments at once: (assignments × π × |M|) per epoch.
+
+Validity (every discarded leaf keeps its bound). For one assignment the
+value is the group bound of ``general_groups`` (proof there: Lagrangian
+relaxation of "one completion satisfies every scenario of the group", at
+most p groups hold a violated scenario) plus the assignment's constant
+(−λ·Tmax and the one-time transfers Σ β, eqs. (2), (4) with the λ-dual of
+the package docstring). Every π and every λ ≥ 0 gives a valid bound, so the
+bounds may be recomputed with a better λ or a larger pool and the larger
+value kept (:func:`rebound`). The horizon of each assignment is its own
+Tmax/(fastest epoch) cap, as in ``general._kmax`` without the incumbent
+term, so the bound holds for every plan of the assignment, not only for
+plans cheaper than some incumbent.
+
+Measured, and what is still missing (|D| = 10 datasets instance, S = 200)
+------------------------------------------------------------------------
+All 5999 leaf bounds take about 2 s (load ≈ 1; equal to the per-leaf
+``GroupTables`` values, 0.3–0.4 ms per leaf instead of 10–20 ms per box).
+The smallest leaf bound is 1350–1365 against the incumbent 1475.61 (the best
+single-cluster plan, 40 epochs of "intermediate" on cluster A1, found by the
+first leaf searched), so the gap at the 60 s limit falls from 40.6 % to
+7.5 % (lower bound 1365.2; 61.2 s, load 1.6–3.1). On the smaller
+datasets instance |D| = 7, K̄ = 5, S = 30 (seed 2, optimum on two
+clusters) the leaves prove the optimum in 1.4 s, the box search in 15 s.
+The target (proven optimal in 60 s) is still missed, for two measured
+reasons:
+
+* the group bound is a path LP; it mixes plans with independent draws and
+  stays about 8.5 % below the optimum even on the optimum's own assignment
+  (1350 against 1475.6), so 231 of the 5999 leaves (3 single-cluster, 228
+  two-cluster) are below the incumbent and need the block search;
+* a two-cluster leaf has six virtual models, and moving between the two
+  clusters on the same model is free (no jump), so the block search
+  enumerates every interleaving: one such leaf took 20–35 k nodes and
+  35–60 s alone (probe, load ≈ 1), while a single-cluster leaf takes
+  0.4 s. Two-cluster "top-up" plans (38–39 epochs on the main class, 1–4 on
+  a cheap class of the other cluster) come within 0.4 % of the incumbent
+  (1481.5), so no relaxation looser than that can discard them.
+
+Closing it needs a bound that sees one path per scenario group (an exact
+group subproblem, or branching that separates paths) and a pair search
+that does not enumerate interleavings (e.g. per-scenario optimistic
+placement of the second cluster's epochs inside a model block, which
+depends only on the counts).
+
+References
+----------
+DepL paper eqs. (2)–(6); J. Luedtke, Math. Prog. 146 (2014) 219–244
+(single-scenario subproblems); W. Xie, S. Ahmed, Math. Prog. 172 (2018)
+621–646 (the quantile order statistic); S. Ahmed, J. Luedtke, Y. Song,
+W. Xie, Math. Prog. 162 (2017) 51–81 and Y. Deng et al., INFORMS J. Comput.
+33 (2021) 757–773 (scenario grouping).
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import math
+import time
+
+import numpy as np
+
+from deplbench.formulations.milp.general_boxes import _kmax
+from deplbench.formulations.milp.general_search import phi
+
+#: Largest number of assignments enumerated as leaves (beyond it: boxes).
+ASSIGNMENT_LIMIT = 20_000
+#: Share of the remaining time the Kelley loops on the first incumbent's assignment may take.
+REBOUND_SHARE = 0.05
+#: Assignments per block of the vectorised DP (memory ≈ CHUNK·R·|M|² floats).
+CHUNK = 1024
+
+
+def count_assignments(instance, lists) -> int:
+    """How many assignments there are (used clusters × one class each)."""
+    sizes = [len(x) for x in lists]
+    if instance.data_rule == "printed":      # eq. (6) as printed: one training cluster
+        return int(sum(sizes))
+    total = 1
+    for c in sizes:
+        total *= 1 + c
+    return total - 1
+
+
+def leaf_assignments(instance, lists, limit: int = ASSIGNMENT_LIMIT) -> list | None:
+    """Every assignment as per-cluster ranges ((i, i+1) or None), or None if more than ``limit``.
+
+    The ranges are those of ``general._Box`` (a leaf box), so the general
+    search handles each assignment exactly as a leaf of its box search.
+    """
+    if count_assignments(instance, lists) > limit:
+        return None
+    N = instance.n_clusters
+    sizes = [1] if instance.data_rule == "printed" else range(1, N + 1)
+    out = []
+    for r in sizes:
+        for used in itertools.combinations(range(N), r):
+            if any(len(lists[n]) == 0 for n in used):
+                continue
+            for pick in itertools.product(*[range(len(lists[n])) for n in used]):
+                ranges = [None] * N
+                for n, i in zip(used, pick):
+                    ranges[n] = (i, i + 1)
+                out.append(tuple(ranges))
+    return out
+
+
+def _tables(prob, lam: float, ranges_list, lists, vol, gam, beta):
+    """Per assignment: weights (A, U, M) (+∞ on unused slots), γ (A, U), horizon (A,), constant (A,)."""
+    P = prob
+    N = len(lists)
+    A = len(ranges_list)
+    W = np.full((A, N, P.M), np.inf)
+    G = np.zeros((A, N))
+    fastest = np.full(A, np.inf)
+    bsum = np.zeros(A)
+    for n in range(N):
+        idx = np.array([-1 if r[n] is None else lists[n][r[n][0]] for r in ranges_list])
+        on = idx >= 0
+        if not on.any():
+            continue
+        cls = idx[on]
+        c = P.c_m[None, :] * vol[cls][:, None]                              # (a, M)
+        w = phi(lam, c, P.kap[n], P.cap[n]) + lam * P.comm[None, :, n]
+        W[on, n] = w
+        G[on, n] = gam[cls]
+        tmin = c / P.cap[n] + P.comm[None, :, n]
+        fastest[on] = np.minimum(fastest[on], tmin.min(axis=1))
+        bsum[on] += beta[cls, n]
+    if P.per_epoch:
+        # the printed eq. (2) pays every holder's β in every epoch (Problem.weights)
+        W = W + bsum[:, None, None]
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        kcap = np.where(fastest > 0, np.floor(P.T / fastest * (1 + 1e-12) + 1e-9), P.K)
+    kmax = np.clip(np.nan_to_num(kcap, nan=0.0, posinf=P.K), 0, P.K).astype(int)
+    const = -lam * P.T + (0.0 if P.per_epoch else bsum)
+    return W, G, kmax, np.broadcast_to(const, (A,)).astype(float)
+
+
+def assignment_bounds(prob, pool, lam: float, ranges_list, lists, vol, gam, beta,
+                      deadline: float = math.inf) -> np.ndarray:
+    """The scenario-group root bound of every assignment (module docstring), shape (A,).
+
+    ``+inf`` marks an assignment with no epoch that fits Tmax. Equals
+    ``BlockSearch(prob, cfg, lam, kmax).groups.root() + const`` of the same
+    assignment with the same pool (tested), at a fraction of the cost.
+    Assignments not reached before ``deadline`` get 0 (the first ``CHUNK``
+    are always bounded), a valid bound since every cost of eq. (2) is
+    non-negative (κ, x, β ≥ 0).
+    """
+    P = prob
+    A = len(ranges_list)
+    out = np.full(A, np.inf)
+    if A == 0 or pool is None or pool.Pi.shape[0] == 0:
+        return out
+    W, G, kmax, const = _tables(P, lam, ranges_list, lists, vol, gam, beta)
+    a = pool.a                                                  # (R, K̄, M)
+    # allowed model switches (m → m2) with their jump index; staying costs no jump
+    moves = [(m, m2, P.switch_index[(m, m2)]) for m in range(P.M) for m2 in range(P.M)
+             if m2 != m and P.allowed[m, m2]]
+    slack = pool.Pi.sum(axis=1) * (P.l0 - P.lmax)               # (R,)
+    Kb = min(int(kmax.max()), P.K)
+    for lo in range(0, A, CHUNK):
+        sl = slice(lo, min(A, lo + CHUNK))
+        # The first chunk is always bounded, as every root box was before
+        # leaves existed: a time limit then still leaves a positive bound.
+        if lo > 0 and time.perf_counter() > deadline:
+            out[lo:] = 0.0
+            break
+        Wc, Gc, kc = W[sl], G[sl], kmax[sl]
+        used = np.nonzero(np.isfinite(Wc).any(axis=(0, 2)))[0]
+        V = np.zeros((Wc.shape[0], a.shape[0], P.M))            # V[k+1]: completions after epoch k
+        root = None
+        for k in range(Kb - 1, -1, -1):
+            node = None
+            for u in used:
+                # +inf on unused slots stays +inf (γ = 0 there)
+                t = Wc[:, u, None, :] - Gc[:, u, None, None] * a[None, :, k, :]      # (a, R, M)
+                node = t if node is None else np.minimum(node, t)
+            enter = node + V
+            if k == 0:
+                root = enter.min(axis=2)                          # at least one epoch
+                break
+            Vk = enter.copy()                                     # stay on the model
+            Jk = pool.J[:, k, :]
+            for m, m2, pj in moves:
+                np.minimum(Vk[:, :, m], enter[:, :, m2] + Jk[None, :, pj], out=Vk[:, :, m])
+            np.minimum(Vk, 0.0, out=Vk)
+            short = k >= kc
+            if short.any():
+                Vk[short] = 0.0
+            V = Vk
+        if root is None:
+            continue
+        val = root + slack[None, :]                                # (a, R)
+        h = np.maximum(np.maximum.reduceat(val, pool.starts, axis=1), 0.0)   # per group
+        b = h.min(axis=1) + const[sl]
+        out[sl] = np.where(kc >= 1, b, np.inf)
+    return out
+
+
+def rebound_leaves(heap: list, prob, pool, leaves, lists, vol, gam, beta, deadline: float) -> int:
+    """After the first incumbent: Kelley on its assignment at its time price, then :func:`rebound`.
+
+    The new multipliers join the shared pool (every π stays valid), at most
+    ``REBOUND_SHARE`` of the remaining time.
+    """
+    from deplbench.formulations.milp.general_search import BlockSearch, Config
+
+    models, clusters, held, alloc = leaves.best
+    used = sorted(held)
+    cls = [held[n] for n in used]
+    cfg = Config(np.array(used), cls, gam[cls], vol[cls], np.array([beta[c, n] for c, n in zip(cls, used)]))
+    lam = leaves.best_price if leaves.best_price > 0 else 1.0
+    now = time.perf_counter()
+    # Kelley tunes π for completions of at most kmax epochs: the horizon the
+    # incumbent's cost allows (as the root pool's), not K̄ — π tuned for
+    # K̄-epoch completions gave negative bounds on shorter searches.
+    const = -lam * prob.T + (0.0 if prob.per_epoch else float(cfg.beta.sum()))
+    kmax = max(1, _kmax(prob, prob.weights(cfg, lam), prob.tmin(cfg), const, leaves.best_cost))
+    search = BlockSearch(prob, cfg, lam, kmax, leaves.best_cost / max(prob.l0 - prob.lmax, 1e-12))
+    pool.extend(search, now + REBOUND_SHARE * max(deadline - now, 0.0))
+    return rebound(heap, prob, pool, lam, lists, vol, gam, beta, deadline)
+
+
+def rebound(heap: list, prob, pool, lam: float, lists, vol, gam, beta, deadline: float = math.inf) -> int:
+    """Raise the bounds of the open leaves of ``heap`` (items (bound, tie, box)) in place.
+
+    Any λ and any π give valid bounds, so each leaf keeps the larger of its
+    old and new value; the heap is re-heapified. Returns how many rose.
+    """
+    leaves = [i for i, item in enumerate(heap) if item[2].is_leaf()]
+    if not leaves:
+        return 0
+    new = assignment_bounds(prob, pool, lam, [heap[i][2].ranges for i in leaves], lists, vol, gam, beta, deadline)
+    raised = 0
+    for i, b in zip(leaves, new):
+        old, tie, box = heap[i]
+        if b > old:
+            heap[i] = (float(b), tie, box)
+            raised += 1
+    heapq.heapify(heap)
+    return raised
+
+
+
+
+
+def seed_assignment(prob, lists, vol, gam, beta):
+    """The single-cluster assignment whose mean-draw plan is cheapest: where to tune the pool.
+
+    For every (cluster n, class σ) and model m, N = the fewest epochs of m
+    after which the scenario-average loss l0 − γ_σ·Σ ā reaches ℓmax, costed
+    by the uncapped closed form β + κ_n c_m V_σ N² / (Tmax − N·comm)
+    (allocation module docstring). Only a heuristic choice (where the
+    multipliers are tuned and which λ to start with): no bound depends on it.
+
+    Returns ``(cluster, class, proxy cost, time price λ)`` or None.
+    """
+    P = prob
+    cumbar = P.cumA.mean(axis=0)                                         # (K̄+1, M)
+    best = None
+    for n, cls in enumerate(lists):
+        if len(cls) == 0:
+            continue
+        g = gam[cls]
+        # (C, K̄+1, M): mean loss after k epochs of model m only
+        reach = P.l0 - g[:, None, None] * cumbar[None, :, :] <= P.lmax
+        reach[:, 0, :] = False
+        ok = reach.any(axis=1)                                           # (C, M)
+        N = np.where(ok, reach.argmax(axis=1), 0).astype(float)          # (C, M)
+        slack = P.T - N * P.comm[None, :, n]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            cost = P.kap[n] * P.c_m[None, :] * vol[cls][:, None] * N ** 2 / slack
+        cost = np.where(ok & (slack > 0), cost, np.inf) + beta[cls, n][:, None]
+        i, m = np.unravel_index(int(np.argmin(cost)), cost.shape)
+        if math.isfinite(cost[i, m]) and (best is None or cost[i, m] < best[2]):
+            theta = math.sqrt(P.kap[n] * P.c_m[m] * vol[cls[i]]) * N[i, m] / slack[i, m]
+            best = (n, int(cls[i]), float(cost[i, m]), theta ** 2)
+    return best
+
+__all__ = ["ASSIGNMENT_LIMIT", "count_assignments", "leaf_assignments", "assignment_bounds", "rebound",
+           "rebound_leaves",
+           "seed_assignment"]
