@@ -31,9 +31,11 @@ $(STAMP): $(LOCK) pyproject.toml
 setup: $(STAMP)
 
 # The full suite, on every core (pytest-xdist; a test module's tests stay in
-# one worker, so module fixtures are built once). Extra pytest options:
-# PYTEST_ARGS, e.g. PYTEST_ARGS='-x -k milp'; PYTEST_ARGS='-n 0' runs serially.
-XDIST ?= -n auto --dist loadscope
+# one worker, so module fixtures are built once; at most 4 workers: some
+# tests start process pools of their own and may use the 2 GiB memory budget).
+# Extra pytest options: PYTEST_ARGS, e.g. PYTEST_ARGS='-x -k milp';
+# XDIST='-n 0' runs serially.
+XDIST ?= -n auto --maxprocesses=4 --dist loadscope
 test: $(STAMP)
 	$(PY) -m pytest tests -q $(XDIST) $(PYTEST_ARGS)
 

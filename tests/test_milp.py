@@ -652,7 +652,8 @@ def test_heuristic_time_changes_the_work_not_the_optimum():
             for h in (0.0, 0.5, None)}
     costs = {h: r.cost for h, r in runs.items()}
     assert all(r.status == "optimal" for r in runs.values()), {h: r.message for h, r in runs.items()}
-    assert max(costs.values()) - min(costs.values()) <= 1e-6 * max(costs.values()), costs
+    # each is optimal within gap 1e-4 (the plans may differ within it)
+    assert max(costs.values()) - min(costs.values()) <= 2e-4 * max(costs.values()), costs
     assert runs[0.0].diagnostics["heuristic_cost"] is None
     assert runs[None].diagnostics["heuristic_cost"] is not None
     assert runs[None].diagnostics["heuristic_cost"] >= runs[None].cost * (1 - 1e-9)
@@ -665,15 +666,25 @@ def test_heuristic_time_rejects_bad_values_naming_the_option(bad):
         milp.solve_milp(tiny_instance(), scenarios=10, heuristic_time=bad)
 
 
-def test_enumeration_model_runs_without_presolve_and_matches_flow():
+def test_enumeration_model_runs_without_presolve_and_matches_flow(monkeypatch):
     """The enumeration model asks HiGHS for presolve off (its probing was
-    nearly the whole solve); the optimum must still equal the flow model's."""
-    from deplbench.formulations.milp.enumeration import _EnumModel
+    nearly the whole solve), and HiGHS gets it; the flow model keeps HiGHS's
+    default; the optimum must still equal the flow model's."""
+    from deplbench.formulations.milp import backends
 
-    assert _EnumModel.highs_options == {"presolve": "off"}
+    seen = []
+    real_init = backends._HighsBackend.__init__
+
+    def spy(self, *args, **kwargs):
+        real_init(self, *args, **kwargs)
+        seen.append(self.h.getOptionValue("presolve")[1])   # (status, value)
+
+    monkeypatch.setattr(backends._HighsBackend, "__init__", spy)
     inst = generate("realistic", family="mobilenet", horizon=30, time_max=60.0)
     inst = inst.with_changes(loss_max=float(inst.initial_loss) - 3.0)
     enum = milp.solve_milp(inst, scenarios=50, seed=1, time_limit=None, formulation="enumeration")
+    assert seen == ["off"]
     flow = milp.solve_milp(inst, scenarios=50, seed=1, time_limit=None, formulation="flow")
+    assert seen[1:] and set(seen[1:]) == {"choose"}
     assert enum.diagnostics["variant"] == "enumeration" and enum.status == flow.status == "optimal"
     assert enum.cost == pytest.approx(flow.cost, rel=1e-4)

@@ -67,9 +67,9 @@ from deplbench.params import Param
 from deplbench.solvers.base import PlotStyle, Solver, solve
 from deplbench.solvers.certified_refine import (add_saa_plans, judge, lower_from_replications, run_saa,
                                                 saa_tasks, select_for_refinement, split_beta)
-from deplbench.solvers.certified_tasks import (Mapper, _add_candidate, _sequential_map, _validate_candidates,
-                                               dask_map, is_deterministic, parse_risk_grid, process_map,
-                                               saa_task, validation_task)
+from deplbench.solvers.certified_tasks import (SAA_HEURISTIC_TIME, Mapper, _add_candidate, _sequential_map,
+                                               _validate_candidates, dask_map, is_deterministic,
+                                               parse_risk_grid, process_map, saa_task, validation_task)
 
 DEFAULT_CONFIDENCE = 0.95
 #: M: with S = 2000 and β_L = 0.025, ρ ≈ 0.56 and L = 7 (the 7th smallest of
@@ -362,7 +362,8 @@ def certify(instance, confidence: float = DEFAULT_CONFIDENCE, replications: int 
         "candidates": [{k: v for k, v in c.items() if k != "plan"} for c in judged],
         "settings": {"confidence": float(confidence), "replications": replications, "scenarios": scenarios,
                      "validation": validation, "risk_grid": list(grid), "time_limit": float(time_limit),
-                     "seed": seed, "gap": float(gap), "lb_share": float(lb_share),
+                     "seed": seed, "gap": float(gap), "saa_heuristic_time": SAA_HEURISTIC_TIME,
+                     "lb_share": float(lb_share),
                      "grid_seeds": grid_seeds, "target_width": float(target_width or 0.0),
                      "refine_share": float(refine_share), "refine_replications": m2, "refine_scenarios": s2,
                      "refine_validation": refine_validation, "refine_candidates": refine_candidates,

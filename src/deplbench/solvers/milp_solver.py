@@ -61,7 +61,7 @@ class Milp(Solver):
                         "extra; matrix formulations) or pyomo:NAME (a Pyomo SolverFactory solver, e.g. "
                         "pyomo:cbc); `deplbench solve --help` lists those available"),
         "heuristic_time": Param(None, float, "seconds the block heuristic may spend seeding the incumbent (0: off; "
-                                "none: min(3, time_limit/10), unlimited without a time limit)", low=0.0,
+                                "none: min(3, time_limit/10), unlimited without a time limit; matrix formulations only)", low=0.0,
                                 nullable=True),
         "memory_limit": Param(MEMORY_LIMIT_GIB, float, "GiB the scenarios and the model may take (estimated "
                               "before building; larger builds are refused)", low=0.0, low_inclusive=False),

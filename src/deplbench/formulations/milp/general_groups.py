@@ -396,6 +396,9 @@ class GroupTables:
         self.Pi, self.starts = pool.Pi, pool.starts
         R = self.Pi.shape[0]
         a, J = pool.a[:, :K], pool.J[:, :K]
+        # The pool's draws as they are now, with Pi and starts: the switch
+        # layers built later must use the same rows even if the pool grows.
+        self._a, self._J = a, J
         jidx = search._jump_index()
         V = np.zeros((K + 1, R, nv))
         tail = np.broadcast_to(np.array([[0.0, np.inf]]), (R, 2))
@@ -422,10 +425,10 @@ class GroupTables:
         for every π at once); c = 0 is ``self.V``. Built once, on first use."""
         if self._counted is not None and self._counted[0].shape[2] >= C:
             return self._counted
-        pool, search = self.pool, self.search
+        search = self.search
         K, nv = search.kmax, search.nv
         R = self.Pi.shape[0]
-        a, J = pool.a[:, :K], pool.J[:, :K]
+        a, J = self._a, self._J
         jidx = search._jump_index()
         V = np.full((K + 1, R, nv, C), np.inf)
         V[K, :, :, 0] = 0.0

@@ -94,9 +94,12 @@ def solve_milp(instance, scenarios: int = 1000, seed: int = 0, time_limit: float
         spend seeding the incumbent; 0 turns it off. Default: min(3, a tenth
         of ``time_limit``), unlimited without a time limit (then the whole
         solve is deterministic). The incumbent only prunes: exactness never
-        depends on it. Many short solves of one instance (the certified
-        bracket's SAA replications) gain from a small value: at S = 20 000 the
-        default 3 s were half of an AlexNet solve.
+        depends on it, but with a finite budget the incumbent, and so which
+        plan within ``gap`` is returned, can depend on the machine's speed.
+        Many short solves of one instance (the certified bracket's SAA
+        replications) gain from a small value: at S = 20 000 the default 3 s
+        were half of an AlexNet solve. The ``general`` formulation has no such
+        heuristic and ignores it.
 
     Returns
     -------
