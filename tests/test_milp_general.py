@@ -258,6 +258,18 @@ def _group_setup(seed, S):
     return prob, search, pool, GroupTables(pool, search)
 
 
+def _feasible_sequence_weights(prob, search) -> dict:
+    """Every virtual-model sequence of ``search`` that leaves at most p
+    scenarios above ℓmax, with its weight (exhaustive; tiny instances)."""
+    feas = {}
+    for seq in _all_sequences(search):
+        v = np.array(seq)
+        losses = prob.losses(search.vm[v], search.vgamma[v])
+        if np.count_nonzero(losses > prob.lmax + 1e-9) <= prob.p:
+            feas[seq] = float(search.w[v].sum())
+    return feas
+
+
 def _all_sequences(search):
     """Every virtual-model sequence of 1..kmax epochs the switch graph allows."""
     out, frontier = [], [(v,) for v in range(search.nv)]
@@ -282,12 +294,7 @@ def test_group_bound_is_below_every_feasible_completion(seed):
     assert prob.p >= 1 and len(pool.groups) == prob.p + 1
     assert sorted(np.concatenate(pool.groups).tolist()) == list(range(S))     # a partition
     seqs = _all_sequences(search)
-    feas = {}
-    for seq in seqs:
-        v = np.array(seq)
-        losses = prob.losses(search.vm[v], search.vgamma[v])
-        if np.count_nonzero(losses > prob.lmax + 1e-9) <= prob.p:
-            feas[seq] = float(search.w[v].sum())
+    feas = _feasible_sequence_weights(prob, search)
     assert feas, "the instance should have feasible plans"
     best_total = min(feas.values())
     assert tables.root() <= best_total + 1e-9
@@ -414,12 +421,7 @@ def test_switch_counting_group_bound_is_below_every_feasible_completion(seed):
     pool.extend(search, math.inf)           # Kelley with need = 2 at the root
     tables = GroupTables(pool, search)
     seqs = _all_sequences(search)
-    feas = {}
-    for seq in seqs:
-        v = np.array(seq)
-        losses = prob.losses(search.vm[v], search.vgamma[v])
-        if np.count_nonzero(losses > prob.lmax + 1e-9) <= prob.p:
-            feas[seq] = float(search.w[v].sum())
+    feas = _feasible_sequence_weights(prob, search)
     for need in (1, 2):
         many = [w for s, w in feas.items() if _switches(s) >= need]
         assert tables.root(need) <= min(many, default=math.inf) + 1e-9

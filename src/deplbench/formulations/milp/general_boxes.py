@@ -99,26 +99,39 @@ def _config(box: _Box, lists, vol, gam, beta) -> Config:
     return Config(np.array(used), cls, np.array(g), np.array(v), np.array(b))
 
 
+def _cluster_sets(instance, lists):
+    """The sets of training clusters an assignment may use: every non-empty
+    set (one cluster under the printed rule (6)), without clusters that have
+    no candidate class."""
+    N = instance.n_clusters
+    sizes = [1] if instance.data_rule == "printed" else range(1, N + 1)
+    for r in sizes:
+        for used in itertools.combinations(range(N), r):
+            if all(len(lists[n]) for n in used):
+                yield used
+
+
+def _leaf_ranges(instance, lists):
+    """Every class assignment as per-cluster ranges ((i, i+1), or None for a
+    cluster that does not train), in the order of :func:`_cluster_sets`."""
+    N = instance.n_clusters
+    for used in _cluster_sets(instance, lists):
+        for pick in itertools.product(*[range(len(lists[n])) for n in used]):
+            ranges = [None] * N
+            for n, i in zip(used, pick):
+                ranges[n] = (i, i + 1)
+            yield tuple(ranges)
+
+
 def _root_boxes(instance, lists, relax: bool):
     """One box per set of training clusters (one cluster under the printed
     rule (6)); without ``relax`` (signed draws: a larger γ is not uniformly
     better) every assignment is its own box."""
     N = instance.n_clusters
-    sizes = [1] if instance.data_rule == "printed" else range(1, N + 1)
-    out = []
-    for r in sizes:
-        for used in itertools.combinations(range(N), r):
-            if any(len(lists[n]) == 0 for n in used):
-                continue
-            if relax:
-                out.append(_Box([(0, len(lists[n])) if n in used else None for n in range(N)]))
-            else:
-                for pick in itertools.product(*[range(len(lists[n])) for n in used]):
-                    ranges = [None] * N
-                    for n, i in zip(used, pick):
-                        ranges[n] = (i, i + 1)
-                    out.append(_Box(ranges))
-    return out
+    if not relax:
+        return [_Box(list(ranges)) for ranges in _leaf_ranges(instance, lists)]
+    return [_Box([(0, len(lists[n])) if n in used else None for n in range(N)])
+            for used in _cluster_sets(instance, lists)]
 
 
 def _kmax(prob: Problem, search_w: np.ndarray, vtmin: np.ndarray, const: float, ub: float) -> int:
@@ -132,4 +145,4 @@ def _kmax(prob: Problem, search_w: np.ndarray, vtmin: np.ndarray, const: float, 
     return max(k, 0)
 
 
-__all__ = ["_cluster_classes", "_Box", "_config", "_root_boxes", "_kmax"]
+__all__ = ["_cluster_classes", "_Box", "_config", "_cluster_sets", "_leaf_ranges", "_root_boxes", "_kmax"]

@@ -99,13 +99,12 @@ W. Xie, Math. Prog. 162 (2017) 51–81 and Y. Deng et al., INFORMS J. Comput.
 from __future__ import annotations
 
 import heapq
-import itertools
 import math
 import time
 
 import numpy as np
 
-from deplbench.formulations.milp.general_boxes import _kmax
+from deplbench.formulations.milp.general_boxes import _kmax, _leaf_ranges
 from deplbench.formulations.milp.general_search import phi
 
 #: Largest number of assignments enumerated as leaves (beyond it: boxes).
@@ -130,24 +129,12 @@ def count_assignments(instance, lists) -> int:
 def leaf_assignments(instance, lists, limit: int = ASSIGNMENT_LIMIT) -> list | None:
     """Every assignment as per-cluster ranges ((i, i+1) or None), or None if more than ``limit``.
 
-    The ranges are those of ``general._Box`` (a leaf box), so the general
+    The ranges are those of a leaf ``general_boxes._Box``, so the general
     search handles each assignment exactly as a leaf of its box search.
     """
     if count_assignments(instance, lists) > limit:
         return None
-    N = instance.n_clusters
-    sizes = [1] if instance.data_rule == "printed" else range(1, N + 1)
-    out = []
-    for r in sizes:
-        for used in itertools.combinations(range(N), r):
-            if any(len(lists[n]) == 0 for n in used):
-                continue
-            for pick in itertools.product(*[range(len(lists[n])) for n in used]):
-                ranges = [None] * N
-                for n, i in zip(used, pick):
-                    ranges[n] = (i, i + 1)
-                out.append(tuple(ranges))
-    return out
+    return list(_leaf_ranges(instance, lists))
 
 
 def _tables(prob, lam: float, ranges_list, lists, vol, gam, beta):
