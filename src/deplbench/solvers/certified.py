@@ -106,7 +106,8 @@ DEFAULT_REFINE_CANDIDATES = 6
 #: violates with probability ≈ 0.0104) still pass an SAA at S₂ = 20 000 in
 #: about 30 % of the replications (9 of 30 measured), as often as the order
 #: L₂/M₂ = 9/30 allows at M₂ = 30; at M₂ = 80, L₂ = 32 (40 %), so they no
-#: longer hold LB down. About 4.5 CPU-seconds per solve there.
+#: longer hold LB down. About 3 CPU-seconds per solve there (AlexNet ℓmax = 11:
+#: 309 CPU-s for the whole bracket, docs/certify.md).
 DEFAULT_REFINE_REPLICATIONS = 80
 DEFAULT_REFINE_SCENARIOS_FACTOR = 10
 #: Mildly tightened stage-2 levels: at S₂ = 10·S a plan overfits less, so γ
