@@ -258,11 +258,11 @@ def _group_setup(seed, S):
     return prob, search, pool, GroupTables(pool, search)
 
 
-def _feasible_sequence_weights(prob, search) -> dict:
-    """Every virtual-model sequence of ``search`` that leaves at most p
-    scenarios above ℓmax, with its weight (exhaustive; tiny instances)."""
+def _feasible_sequence_weights(prob, search, seqs) -> dict:
+    """Those of ``seqs`` (virtual-model sequences of ``search``) that leave at
+    most p scenarios above ℓmax, with their weights (tiny instances)."""
     feas = {}
-    for seq in _all_sequences(search):
+    for seq in seqs:
         v = np.array(seq)
         losses = prob.losses(search.vm[v], search.vgamma[v])
         if np.count_nonzero(losses > prob.lmax + 1e-9) <= prob.p:
@@ -294,7 +294,7 @@ def test_group_bound_is_below_every_feasible_completion(seed):
     assert prob.p >= 1 and len(pool.groups) == prob.p + 1
     assert sorted(np.concatenate(pool.groups).tolist()) == list(range(S))     # a partition
     seqs = _all_sequences(search)
-    feas = _feasible_sequence_weights(prob, search)
+    feas = _feasible_sequence_weights(prob, search, seqs)
     assert feas, "the instance should have feasible plans"
     best_total = min(feas.values())
     assert tables.root() <= best_total + 1e-9
@@ -421,7 +421,7 @@ def test_switch_counting_group_bound_is_below_every_feasible_completion(seed):
     pool.extend(search, math.inf)           # Kelley with need = 2 at the root
     tables = GroupTables(pool, search)
     seqs = _all_sequences(search)
-    feas = _feasible_sequence_weights(prob, search)
+    feas = _feasible_sequence_weights(prob, search, seqs)
     for need in (1, 2):
         many = [w for s, w in feas.items() if _switches(s) >= need]
         assert tables.root(need) <= min(many, default=math.inf) + 1e-9
