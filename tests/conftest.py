@@ -124,6 +124,8 @@ SLOW_TESTS: dict[str, tuple[str, ...]] = {
         "test_short_plan_enumeration_finds_the_best_short_plan",
         "test_short_plan_coverage_does_not_change_the_optimum",
     ),
+    "test_milp_general_pairs": ("test_same_optimum_with_pair_search_and_groups_on_and_off",
+                                "test_pair_search_equals_brute_force"),
     "test_milp_general_datasets": ("test_same_optimum_with_class_leaves_on_and_off", "test_every_leaf_bound_is_below_its_assignment_optimum", "test_seven_datasets_two_clusters_equal_brute_force", "test_two_clusters_many_datasets_equal_exhaustive_enumeration", "test_stopped_search_keeps_a_valid_bound_and_never_claims_optimal"),
     "test_reports": (
         "test_missing_columns_and_bad_json",

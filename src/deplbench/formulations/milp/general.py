@@ -93,6 +93,23 @@ We keep Luedtke's ingredients but branch on *plans*, where they are exact:
    group bound of the cyclic AlexNet (S = 1000) was 1609 against the optimum
    1802.6: its LP mixed cheap infeasible two-block plans with dear feasible
    three-block ones; with it, 1790.
+7. **Two γ-groups: model blocks with counts, not interleavings**
+   (``general_pairs.py``). With two γ-groups a block of item 2 is a run of
+   one *model* with j epochs on the γ_hi group and ℓ − j on the γ_lo group,
+   in an order left open: the cost depends on the counts only, and the
+   loss of every order is, scenario by scenario, at least the one of the
+   best order (the j largest draws on γ_hi: rearrangement inequality), so
+   the bounds of items 3–4 hold at those optimistic losses. A completion
+   after a block must switch model first, and when only one block of a
+   terminal model can follow, its per-scenario exact cost is the bound. A
+   relaxed leaf is turned into a plan by ``general_placement.realise``,
+   which proves by an exact, pruned placement search when no order meets
+   the quantile (the search then goes on above that cell); a leaf it can
+   neither order nor refute keeps its bound and blocks ``optimal``
+   (``unrealised_leaves``). Neighbouring two-cluster assignments are first
+   bounded together by their corner (``general_pair_groups.py``).
+   ``PAIR_SEARCH = False`` / ``PAIR_GROUPS = False`` restore the
+   interleaving search and the one-by-one leaves.
 
 Every discarded node, leaf and box keeps its bound; the returned lower bound
 is min(incumbent, smallest discarded bound) — valid because every plan lies
@@ -112,13 +129,13 @@ table):
   S = 1000 in 9.9 s, S = 3000 3.1 % gap at 60 s (31 scenario groups; Kelley
   stops at its iteration cap within its time share, root bound 1780 against
   1835.7); ℓmax = 13, S = 1000: 4.3 s; K̄ = 20..60 at S = 300: 0.3–1.3 s;
-* the |D| = 10, K̄ = 50 datasets instance (S = 200): 7.5 % gap at 60 s
-  (load 1.6–3.1; was 40.6 % with box bounds over the classes). The
-  incumbent 1475.61 is the best single-cluster plan and two-cluster plans
-  come within 0.4 %; what is missing is the proof: a leaf's group bound
-  stays 8.5 % below the optimum (path mixing), 231 of 5999 leaves lie below
-  the incumbent, and a two-cluster leaf alone needs 20–35 k block-search
-  nodes (``general_classes`` docstring);
+* the |D| = 10, K̄ = 50 datasets instance (S = 200): optimal in T2_SECONDS
+  (T2_LOAD), cost 1469.43 on two clusters (the best single-cluster plan
+  costs 1475.61). Before item 7 it stopped at a 7.5 % gap at 60 s: the leaf
+  group bound stays about 8 % below the optimum (path mixing), about 200
+  two-cluster leaves lie below the incumbent, and the interleaving search
+  needed 20–35 k nodes per such leaf (about 30 model-block nodes now;
+  ``general_classes`` docstring);
 * the cyclic tiny instances of ``tests/test_milp_general.py``: seconds.
 
 Limits
@@ -146,6 +163,7 @@ from __future__ import annotations
 import heapq
 import itertools
 import math
+import sys
 import time
 
 import numpy as np
@@ -158,6 +176,8 @@ from deplbench.formulations.milp.general_classes import (assignment_bounds, leaf
 from deplbench.formulations.milp.general_groups import GroupPool, GroupTables
 from deplbench.formulations.milp.general_incumbent import cover, seed_root
 from deplbench.formulations.milp.general_leaves import Leaves
+from deplbench.formulations.milp.general_pair_groups import PairGroups
+from deplbench.formulations.milp.general_pairs import PairSearch, pair_applies
 from deplbench.formulations.milp.general_search import (
     MU_FACTORS,
     BlockSearch,
@@ -180,6 +200,12 @@ POOL_SHARE = 0.3
 #: Search every class assignment as its own leaf when they are few (general_classes.py);
 #: False restores the box search over classes (kept for comparison and tests).
 CLASS_LEAVES = True
+#: Search assignments with two γ-groups over model blocks (general_pairs.py); False
+#: restores the interleaving search (kept for comparison and tests).
+PAIR_SEARCH = True
+#: With PAIR_SEARCH: bound blocks of neighbouring two-cluster assignments by their
+#: corner first (general_pair_groups.PairGroups); False searches every assignment alone.
+PAIR_GROUPS = True
 #: Memory (GiB) the bound tables may take: the suite's one budget (deplbench.limits).
 MEMORY_LIMIT_GIB = MEMORY_BUDGET_GIB
 
@@ -339,13 +365,15 @@ def solve_general(instance, scenarios: int = 1000, seed: int = 0, time_limit: fl
             pool.extend(BlockSearch(prob, pool_cfg, lam_new, kr, mu), now + 0.1 * (deadline - now), iters=15)
 
     def make_search(cfg, lam, kmax, mu_ref):
-        search = BlockSearch(prob, cfg, lam, kmax, mu_ref)
+        # two γ-groups: model blocks with counts, no interleavings (general_pairs.py)
+        kind = PairSearch if PAIR_SEARCH and pair_applies(prob, cfg) else BlockSearch
+        search = kind(prob, cfg, lam, kmax, mu_ref)
         if pool is not None and pool.complete:
             search.groups = GroupTables(pool, search)
         return search
 
     lb_discard = math.inf
-    nodes = leaves_seen = boxes = 0
+    nodes = leaves_seen = boxes = unrealised = pair_runs = dead_cells = 0
     counter = itertools.count()
     heap = []
     # few assignments: each is a leaf with its own exact-class group bound (general_classes.py)
@@ -367,6 +395,9 @@ def solve_general(instance, scenarios: int = 1000, seed: int = 0, time_limit: fl
             if kmax >= 1 else math.inf
         heapq.heappush(heap, (rb, next(counter), box))
     timed_out = False
+    # neighbouring two-cluster assignments bounded together (general_pair_groups.PairGroups)
+    pair_groups = (PairGroups(prob, pool, lists, vol, gam, beta) if PAIR_SEARCH and PAIR_GROUPS
+                   and leaf_list is not None and prob.nonneg else None)
     dive: list = []     # LIFO of boxes while there is no incumbent (a depth-first dive)
     # (an incumbent from general_incumbent already set λ and tuned the pool on an assignment containing it)
     rebounded = leaf_list is None or ("incumbent_seed" in diag and leaves.best is not None)
@@ -394,6 +425,15 @@ def solve_general(instance, scenarios: int = 1000, seed: int = 0, time_limit: fl
             timed_out = True
             hit_node_limit = nodes >= nodes_budget
             break
+        if pair_groups is not None and box.is_leaf() and leaves.best is not None:
+            # two-cluster leaves: first try to discard their block of neighbours at once
+            if pair_groups.covers(box.ranges):
+                continue        # its group's bound is already in lb_discard
+            glb = pair_groups.try_discard(box.ranges, lam, ub, tol, deadline,
+                                          ub / max(prob.l0 - prob.lmax, 1e-12))
+            if glb is not None:
+                lb_discard = min(lb_discard, glb)
+                continue
         boxes += 1
         cfg = _config(box, lists, vol, gam, beta)
         mu_ref = (ub if math.isfinite(ub) else est_cost) / max(prob.l0 - prob.lmax, 1e-12)
@@ -409,8 +449,10 @@ def solve_general(instance, scenarios: int = 1000, seed: int = 0, time_limit: fl
             probed.add(box.ranges)
             for seq in pool.probe(search):
                 leaves.evaluate(search, seq, tol)
-            # every ≤ 3-block plan of this assignment, exactly (general_incumbent.cover)
-            cover(prob, search, leaves, tol, deadline)
+            # every ≤ 3-block plan of this assignment, exactly (general_incumbent.cover); a
+            # PairSearch counts blocks differently and cannot skip them, so it is not run there
+            if not isinstance(search, PairSearch):
+                cover(prob, search, leaves, tol, deadline)
             ub = leaves.best_cost
             price = leaves.best_price
             if price > 0 and abs(math.log(price / lam)) > math.log(1 + LAMBDA_RESET) and lam_resets < 8:
@@ -443,9 +485,20 @@ def solve_general(instance, scenarios: int = 1000, seed: int = 0, time_limit: fl
                 search.abort = True
             return out
 
-        stats = search.run(ub, tol, deadline, on_leaf, nodes_left=nodes_budget - nodes)
+        if isinstance(search, PairSearch):
+            stats = search.run(ub, tol, deadline, on_leaf, nodes_left=nodes_budget - nodes,
+                               leaf_bound=lambda vseq, search=search: leaves.counts_bound(search, vseq))
+            unrealised += stats["unrealised"]
+            pair_runs += 1
+            dead_cells += stats.get("dead", 0)
+        else:
+            stats = search.run(ub, tol, deadline, on_leaf, nodes_left=nodes_budget - nodes)
         nodes += stats["nodes"]
         leaves_seen += stats["leaves"]
+        if verbose:
+            print(f"general: box {box.ranges} {type(search).__name__} root {rb:.2f} ub {leaves.best_cost:.2f} "
+                  f"nodes {stats['nodes']} leaves {stats['leaves']} lb {stats['lb']:.2f} "
+                  f"t {time.perf_counter() - t0:.1f}s", file=sys.stderr)
         if stats.get("aborted"):
             lam = leaves.best_price
             lam_resets += 1
@@ -484,10 +537,13 @@ def solve_general(instance, scenarios: int = 1000, seed: int = 0, time_limit: fl
         mu_ref = (leaves.best_cost if math.isfinite(leaves.best_cost) else est_cost) / max(prob.l0 - prob.lmax, 1e-12)
         rb = make_search(cfg, lam, kmax, mu_ref).root_bound() if kmax >= 1 else math.inf
         open_bounds.append(max(b, rb))
-    open_bounds += [b for b, _, _ in heap[n_rebound:]]
+    open_bounds += [b for b, _, box in heap[n_rebound:] if pair_groups is None or not pair_groups.covers(box.ranges)]
+    if pair_groups is not None:
+        diag["pair_groups"] = dict(pair_groups.stats, seconds=round(pair_groups.stats["seconds"], 3))
     diag.update(group_multipliers=0 if pool is None else int(pool.Pi.shape[0]),
                 scenario_groups=0 if pool is None else len(pool.groups))
-    diag.update(nodes=nodes, leaves=leaves_seen, boxes=boxes, leaf_evaluations=leaves.evaluations,
+    diag.update(nodes=nodes, leaves=leaves_seen, boxes=boxes, unrealised_leaves=unrealised,
+                pair_searches=pair_runs, unplaceable_cells=dead_cells, leaf_evaluations=leaves.evaluations,
                 lambda_resets=lam_resets, time_price=lam, total_s=time.perf_counter() - t0)
     limit = "node limit" if hit_node_limit else "time limit"
     if leaves.best is None:
@@ -521,6 +577,11 @@ def solve_general(instance, scenarios: int = 1000, seed: int = 0, time_limit: fl
         status = "feasible" if hit_node_limit else "time_limit"
         message = f"{limit} reached" + ("; the plan is SAA-feasible and exactly costed, its optimality unproven"
                                         if hit_node_limit else "")
+    elif unrealised:
+        status, message = "feasible", (
+            f"search complete but {unrealised} two-group leaves could not be ordered (more than "
+            f"general_placement.MAX_PLACEMENTS partial placements); their bounds leave a gap of {g:.2e} "
+            f"(tolerance {gap:g})")
     else:
         status, message = "feasible", (f"search complete but the leaf split bounds leave a gap of {g:.2e} "
                                          f"(tolerance {gap:g})")

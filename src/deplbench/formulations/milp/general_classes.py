@@ -56,36 +56,22 @@ Tmax/(fastest epoch) cap, as in ``general._kmax`` without the incumbent
 term, so the bound holds for every plan of the assignment, not only for
 plans cheaper than some incumbent.
 
-Measured, and what is still missing (|D| = 10 datasets instance, S = 200)
-------------------------------------------------------------------------
+Measured (|D| = 10 datasets instance, S = 200)
+----------------------------------------------
 All 5999 leaf bounds take about 2 s (load ≈ 1; equal to the per-leaf
 ``GroupTables`` values, 0.3–0.4 ms per leaf instead of 10–20 ms per box).
-The smallest leaf bound is 1350–1365 against the incumbent 1475.61 (the best
-single-cluster plan, 40 epochs of "intermediate" on cluster A1, found by the
-first leaf searched), so the gap at the 60 s limit falls from 40.6 % to
-7.5 % (lower bound 1365.2; 61.2 s, load 1.6–3.1). On the smaller
-datasets instance |D| = 7, K̄ = 5, S = 30 (seed 2, optimum on two
-clusters) the leaves prove the optimum in 1.4 s, the box search in 15 s.
-The target (proven optimal in 60 s) is still missed, for two measured
-reasons:
-
-* the group bound is a path LP; it mixes plans with independent draws and
-  stays about 8.5 % below the optimum even on the optimum's own assignment
-  (1350 against 1475.6), so 231 of the 5999 leaves (3 single-cluster, 228
-  two-cluster) are below the incumbent and need the block search;
-* a two-cluster leaf has six virtual models, and moving between the two
-  clusters on the same model is free (no jump), so the block search
-  enumerates every interleaving: one such leaf took 20–35 k nodes and
-  35–60 s alone (probe, load ≈ 1), while a single-cluster leaf takes
-  0.4 s. Two-cluster "top-up" plans (38–39 epochs on the main class, 1–4 on
-  a cheap class of the other cluster) come within 0.4 % of the incumbent
-  (1481.5), so no relaxation looser than that can discard them.
-
-Closing it needs a bound that sees one path per scenario group (an exact
-group subproblem, or branching that separates paths) and a pair search
-that does not enumerate interleavings (e.g. per-scenario optimistic
-placement of the second cluster's epochs inside a model block, which
-depends only on the counts).
+They are still weak: the group bound is a path LP that mixes plans with
+independent draws, so it stays about 8 % below the optimum even on the
+optimum's own assignment, and about 200 leaves (almost all two-cluster) lie
+below the incumbent. What proves them is the search that follows, not this
+bound: a two-cluster leaf is searched over model blocks with epoch counts
+per cluster, without enumerating interleavings (``general_pairs``; it took
+20–35 k interleaving nodes per leaf before, about 30 block nodes now), and
+blocks of neighbouring two-cluster assignments are discarded together by
+their corner (``general_pair_groups``). The optimum, 1469.43, is a
+two-cluster plan (43 epochs of "intermediate", 6 of them on B1 holding d8
+and d9); the best single-cluster plan costs 1475.61. Timings: README's
+measured-performance table (``benchmarks/general_targets.py``, its T2).
 
 References
 ----------

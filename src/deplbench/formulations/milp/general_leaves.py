@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import itertools
 import math
+from types import SimpleNamespace
 
 import numpy as np
 
@@ -67,7 +68,10 @@ class Leaves:
         if multi:
             cost, clusters, alloc = self._local_search(models, groups, clusters, members, cfg, pos_of, cost, alloc)
             lb = self._dual_bound(models, groups, members, cfg, alloc)
-            if lb < cost * (1 - tol) and math.isfinite(cost) or not math.isfinite(cost):
+            # the exact split only matters when the leaf could still beat the incumbent:
+            # otherwise its bound lb already discards it (and the local search's plan is real)
+            could_win = not math.isfinite(self.best_cost) or lb < self.best_cost * (1 - tol)
+            if could_win and (lb < cost * (1 - tol) and math.isfinite(cost) or not math.isfinite(cost)):
                 ex = self._enumerate_splits(models, groups, members, cfg, pos_of)
                 if ex is not None:
                     cost, clusters, alloc = ex
@@ -81,6 +85,14 @@ class Leaves:
             self.best_price = float(alloc.time_price)
         self.cache[key] = (lb, cost)
         return lb, cost
+
+    def counts_bound(self, search: BlockSearch, vseq: np.ndarray) -> float:
+        """Lower bound on the cost of the epoch counts of ``vseq`` in any order and any
+        cluster split of its γ-groups (the λ-dual of ``_dual_bound``); does not touch
+        the incumbent (``general_pairs`` uses it for leaves it could not realise)."""
+        members = [np.array(g) for g in search.cfg.groups]
+        return self._dual_bound(search.vm[vseq], search.vg[vseq], members, search.cfg,
+                                SimpleNamespace(time_price=search.lam))
 
     def _local_search(self, models, groups, clusters, members, cfg, pos_of, cost, alloc):
         """Move single epochs between clusters of a group while the exact cost falls."""

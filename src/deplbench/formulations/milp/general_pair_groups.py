@@ -1,0 +1,97 @@
+"""Neighbouring two-cluster class assignments bounded together (the ``general`` formulation).
+
+See :class:`PairGroups`. The corner relaxation is the box bound of
+``general_boxes`` (largest γ, smallest volume, smallest transfer cost of the
+block); the search that bounds it is :class:`~.general_pairs.PairSearch` in
+``bound_only`` mode.
+
+References
+----------
+DepL paper eqs. (2)–(6); ``general`` module docstring, item 1.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+
+from deplbench.formulations.milp.general_pairs import PairSearch
+from deplbench.formulations.milp.general_search import prunable
+
+
+class PairGroups:
+    """Bound neighbouring two-cluster assignments together before searching them one by one.
+
+    Assignments that share one cluster's class and hold neighbouring classes
+    (in the γ order of ``general._cluster_classes``) on the other are
+    relaxed by their box corner (largest γ, smallest volume and transfer of
+    the block, ``general_boxes._config``): with non-negative draws every
+    plan of every assignment in the block is matched by a corner plan of no
+    more loss and no more cost, so a :class:`PairSearch` of the corner in
+    ``bound_only`` mode that finishes with a bound at the incumbent discards
+    the whole block. Aligned blocks of ``sizes`` classes are tried, largest
+    first, each at most once and within ``node_limit`` search nodes (a
+    corner that needs more is left to the single searches). Only strength
+    and speed depend on the blocks; validity does not.
+    """
+
+    def __init__(self, prob, pool, lists, vol, gam, beta, sizes=(8, 4), node_limit: int = 150):
+        self.prob, self.pool = prob, pool
+        self.lists, self.vol, self.gam, self.beta = lists, vol, gam, beta
+        self.sizes, self.node_limit = tuple(sizes), int(node_limit)
+        self.tried: set = set()
+        self.discarded: list = []      # group boxes' ranges whose every assignment is discarded
+        self.stats = {"tried": 0, "pruned": 0, "seconds": 0.0}
+
+    def covers(self, ranges) -> bool:
+        """Whether the assignment ``ranges`` lies in a discarded group."""
+        return any(all((r is None and g is None) or (r is not None and g is not None and g[0] <= r[0] and r[1] <= g[1])
+                       for r, g in zip(ranges, grp)) for grp in self.discarded)
+
+    def try_discard(self, ranges, lam: float, ub: float, tol: float, deadline: float, mu_ref: float):
+        """Bound the blocks around the leaf ``ranges``; returns the bound of a discarded
+        block (the leaf is in it) or None."""
+        from deplbench.formulations.milp.general_boxes import _Box, _config, _kmax
+        from deplbench.formulations.milp.general_groups import GroupTables
+
+        P = self.prob
+        used = [n for n, r in enumerate(ranges) if r is not None]
+        if len(used) != 2 or not math.isfinite(ub):
+            return None
+        n = used[-1]
+        i = ranges[n][0]
+        for g in self.sizes:
+            lo = (i // g) * g
+            hi = min(lo + g, len(self.lists[n]))
+            if hi - lo <= 1:
+                continue
+            grp = list(ranges)
+            grp[n] = (lo, hi)
+            grp = tuple(grp)
+            if grp in self.tried:
+                continue
+            self.tried.add(grp)
+            cfg = _config(_Box(grp), self.lists, self.vol, self.gam, self.beta)
+            if len(cfg.groups) != 2:
+                continue
+            t0 = time.perf_counter()
+            const = -lam * P.T + (0.0 if P.per_epoch else float(cfg.beta.sum()))
+            kmax = _kmax(P, P.weights(cfg, lam), P.tmin(cfg), const, ub)
+            if kmax < 1:
+                lb = ub     # no epoch fits below the incumbent
+                st = {"timeout": False, "lb": math.inf}
+            else:
+                search = PairSearch(P, cfg, lam, kmax, mu_ref)
+                search.groups = GroupTables(self.pool, search)
+                st = search.run(ub, tol, deadline, None, nodes_left=self.node_limit, bound_only=True)
+                lb = max(st["lb"], search.root_bound()) if st["lb"] == math.inf else st["lb"]
+            self.stats["tried"] += 1
+            self.stats["seconds"] += time.perf_counter() - t0
+            if not st["timeout"] and prunable(lb, ub, tol):
+                self.discarded.append(grp)
+                self.stats["pruned"] += 1
+                return lb
+        return None
+
+
+__all__ = ["PairGroups"]

@@ -1,0 +1,495 @@
+"""Two γ-groups without enumerating interleavings: the ``general`` search over model blocks.
+
+Why
+---
+When an assignment's used clusters hold classes with two different learning
+multipliers γ_hi > γ_lo (two γ-groups, e.g. the two clusters of the
+|D| = 10 datasets instance with different classes), the block search of
+:class:`~.general_search.BlockSearch` branches on *virtual* models
+(model, γ-group). Moving between the two groups on the same model is free
+(no switch jump), so it enumerates every interleaving of the two clusters'
+epochs: one such assignment took 20–35 k nodes (``general_classes``
+docstring). Yet the cost of eqs. (2), (4), (5) depends on the epoch counts
+only, not on their order.
+
+What this module does
+---------------------
+:class:`PairSearch` branches on *model* blocks: a maximal run of one model
+m over epochs k..k+ℓ−1 with j of them on the γ_hi group and ℓ − j on the
+γ_lo group, without fixing which. Each plan lies in exactly one such
+sequence of blocks (consecutive blocks change model, so they pay a switch
+jump, eq. (3) and Sec. III).
+
+*Optimistic placement (the relaxation).* For scenario s the block lowers the
+loss by γ_lo·Σ a_s + (γ_hi − γ_lo)·Σ_{j chosen epochs} a_s, which is largest
+when the γ_hi epochs are the j largest draws of the block in *that*
+scenario (rearrangement inequality). Every interleaving with these counts
+has, scenario by scenario, a loss at least this optimistic one, so
+every bound of :class:`BlockSearch` evaluated at the optimistic losses is a
+valid bound for all of them (each bound is non-decreasing in the losses).
+With non-negative improvement draws the optimistic loss falls when either
+count grows (one more epoch in the block: keep the old placement and add
+the new epoch to either group), and so does the real-x cost F grow, so a
+last block needs only its Pareto-minimal feasible counts, the
+two-dimensional form of the enumeration formulation's shortest-last-block
+rule.
+
+*Leaves are realised, not assumed.* A relaxed leaf whose optimistic losses
+meet the quantile fixes the counts, hence the exact cost, but not the
+order. :func:`.general_placement.realise` tries placements (each block's γ_hi epochs
+on the epochs that help the most critical scenarios, then on the earliest
+epochs, then every placement while there are at most
+``general_placement.MAX_PLACEMENTS``) and hands the first SAA-feasible one to the exact leaf
+evaluation. When none is found the leaf keeps its bound, the λ-dual of its
+counts (``general_leaves.Leaves._dual_bound``), which is valid for every
+order; the search's lower bound includes it, so an unrealised leaf below
+the incumbent can only widen the reported gap, never fake optimality
+(``diagnostics["unrealised_leaves"]`` counts them).
+
+Measured (|D| = 10 datasets instance, S = 200): README's measured-performance
+table and ``benchmarks/general_targets.py``.
+
+References
+----------
+DepL paper eqs. (2)–(6), Sec. III; J. Luedtke, Math. Prog. 146 (2014)
+219–244; G. H. Hardy, J. E. Littlewood, G. Pólya, *Inequalities* (1934),
+Thm. 368 (rearrangement inequality).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+
+import numpy as np
+
+from deplbench.formulations.milp.general_placement import placements, realise, sequence
+from deplbench.formulations.milp.general_search import LOSS_TOL, BlockSearch, prunable
+
+#: Bytes the per-problem block sums (``block_sums``) may keep.
+BLOCK_CACHE_BYTES = 256 * 2**20
+#: Need lowered by this before the shifted searchsorted of ``last_block_bound`` (covers rounding).
+SHIFT_SLACK = 1e-9
+#: Scenarios (of largest prefix loss) that screen candidates in ``last_block_bound``.
+SCREEN = 24
+
+
+def block_sums(prob, k: int, m: int):
+    """Per scenario, the sums of a block of model m from epoch k: ``total`` (S, L)
+    (Σ a over ℓ = 1..L epochs) and ``top`` (S, L, L+1) (the j largest of them, −∞
+    for j > ℓ), with L = K̄ − k. Independent of the assignment, so kept on the
+    problem (within ``BLOCK_CACHE_BYTES``, oldest dropped first)."""
+    cache = prob.__dict__.setdefault("_pair_blocks", {})
+    hit = cache.get((k, m))
+    if hit is not None:
+        return hit
+    S, L = prob.S, prob.K - k
+    win = prob.a[:, k:, m]                                                   # (S, L)
+    total = np.cumsum(win, axis=1)
+    top = np.full((S, L, L + 1), -np.inf)
+    top[:, :, 0] = 0.0
+    for ell in range(1, L + 1):
+        top[:, ell - 1, 1:ell + 1] = np.cumsum(np.sort(win[:, :ell], axis=1)[:, ::-1], axis=1)
+    size = total.nbytes + top.nbytes
+    used = prob.__dict__.get("_pair_bytes", 0)
+    while cache and used + size > BLOCK_CACHE_BYTES:
+        old = cache.pop(next(iter(cache)))
+        used -= old[0].nbytes + old[1].nbytes
+    cache[(k, m)] = (total, top)
+    prob._pair_bytes = used + size
+    return total, top
+
+
+def pair_applies(prob, cfg) -> bool:
+    """True when :class:`PairSearch` is exact for ``cfg``: two γ-groups, non-negative draws."""
+    return len(cfg.groups) == 2 and bool(prob.nonneg) and all(c is not None for c in cfg.classes)
+
+
+class PairSearch(BlockSearch):
+    """Depth-first search over model blocks (model, #γ_hi epochs, #γ_lo epochs).
+
+    Same constructor and bounds as :class:`BlockSearch`; the group order of
+    ``Config`` puts the larger γ first (group 0). Plans of few blocks that
+    ``general_incumbent.cover`` evaluated are not skipped here (their block
+    count in this search differs), so ``min_blocks`` stays 1: every bound
+    counts every completion.
+    """
+
+    def __init__(self, prob, cfg, lam, kmax, mu_ref):
+        super().__init__(prob, cfg, lam, kmax, mu_ref)
+        if len(cfg.groups) != 2 or not prob.nonneg:
+            raise ValueError("cfg: PairSearch needs exactly two γ-groups and non-negative improvement draws")
+        self.gamma_hi, self.gamma_lo = float(self.vgamma[0]), float(self.vgamma[1])
+        self.w_hi = self.w[0::2].copy()          # (M,): virtual model v = 2m + g
+        self.w_lo = self.w[1::2].copy()
+        self._forced = None      # the group tables with a switch forced first, built on first use
+        self._last_cache: dict = {}        # per terminal model: last_block_bound's tables
+        self._dn = None
+        # models whose blocks end every plan (no allowed switch out of them)
+        self.terminal = np.array([not any(u != m and prob.allowed[m, u] for u in range(prob.M))
+                                  for m in range(prob.M)])
+        # models every switch out of which leads to a terminal model (one block left after them)
+        self.last_only = np.array([(~self.terminal[m]) and all(self.terminal[u] for u in range(prob.M)
+                                                              if u != m and prob.allowed[m, u])
+                                   for m in range(prob.M)])
+
+    # the covered short plans are counted in virtual blocks: not usable here
+    @property
+    def min_blocks(self) -> int:
+        return 1
+
+    @min_blocks.setter
+    def min_blocks(self, value) -> None:
+        pass
+
+    # -------------------------------------------------------------- bounds
+    def _forced_table(self) -> np.ndarray:
+        """V^π_f(k, m) (K+1, M, R): the group DP's completions from a model block of m
+        that ends before epoch k, i.e. that stop or *switch* model first.
+
+        A model block is maximal, so its completion cannot continue with m on
+        either group; ``GroupTables.V`` allows that (it is the completion set of
+        a virtual model), this one does not: one more DP step over the
+        successors u with m → model(u) an allowed switch (eq. (3)'s jump paid),
+        on the pool's π-aggregated draws. Valid by the proof of
+        ``general_groups`` (a minimum over a subset of completions).
+        """
+        if self._forced is not None:
+            return self._forced
+        P, T = self.prob, self.groups
+        K = self.kmax
+        R = T.Pi.shape[0]
+        a, J = T._a, T._J                                        # (R, K, M), (R, K, P)
+        Vf = np.zeros((K + 1, P.M, R))
+        for k in range(K):
+            enter = self.w[None, :] - self.vgamma[None, :] * a[:, k, self.vm] + T.V[k + 1].T    # (R, nv)
+            for m in range(P.M):
+                best = np.zeros(R)
+                for u in range(self.nv):
+                    mu_ = int(self.vm[u])
+                    if mu_ == m or not P.allowed[m, mu_]:
+                        continue
+                    np.minimum(best, enter[:, u] + J[:, k, P.switch_index[(m, mu_)]], out=best)
+                Vf[k, m] = best
+        self._forced = np.ascontiguousarray(Vf)
+        return self._forced
+
+    def completion_bound(self, k: np.ndarray, v: int, L: np.ndarray, skip=None, need: int = 0) -> np.ndarray:
+        """Group bound over completions that switch model first (``_forced_table``),
+        plus the unreachable-scenario test of :meth:`BlockSearch.completion_bound`;
+        without group tables, the inherited bound. ``v`` is a virtual model of the
+        block's model."""
+        if self.groups is None:
+            return super().completion_bound(k, v, L, skip, need)
+        P = self.prob
+        Vk = self._forced_table()[k, int(self.vm[v]), :]                      # (C, R)
+        out = np.full(k.size, np.inf)
+        for G, rows, PiG in self.groups.blocks:
+            h = (Vk[:, rows].T + PiG @ (L[G] - P.lmax)).max(axis=0)
+            np.minimum(out, np.maximum(h, 0.0), out=out)
+        unreachable = np.count_nonzero(L.T + self.Dn[k, :, v] > P.lmax + LOSS_TOL, axis=1)
+        out[unreachable > P.p] = math.inf
+        return out
+
+    def root_bound(self, cutoff: float = math.inf) -> float:
+        """The group bound of every plan of the assignment (:meth:`BlockSearch.root_bound`
+        without the per-scenario tables, whose bound the search does not use)."""
+        if self.groups is None:
+            return super().root_bound(cutoff)
+        if self.kmax < 1:
+            return math.inf
+        return self.groups.root(0) + self.const
+
+    @property
+    def Dn(self) -> np.ndarray:
+        """(kmax+1, S, nv): the largest loss decrease (most negative change) any
+        completion from (k, v) can make, per scenario (the μ → ∞ end of
+        :meth:`BlockSearch._table`, without its μ tables)."""
+        if self._dn is None:
+            P = self.prob
+            S, nv, K = P.S, self.nv, self.kmax
+            jidx = self._jump_index()
+            tail = np.array([[0.0, np.inf]])
+            Dn = np.zeros((K + 1, S, nv))
+            for k in range(K - 1, -1, -1):
+                Jv = np.concatenate([P.J[:, k, :], np.broadcast_to(tail, (S, 2))], axis=1)[:, jidx]
+                gain = self.vgamma[None, :] * P.a[:, k, self.vm]
+                Dn[k] = np.minimum(((-gain + Dn[k + 1])[:, None, :] + Jv).min(axis=2), 0.0)
+            self._dn = Dn
+        return self._dn
+
+    # ----------------------------------------------------------- one block
+    def _gains(self, k: int, m: int) -> np.ndarray:
+        """Optimistic loss decrease of every (ℓ, j) block of model m from epoch k.
+
+        (S, maxlen, maxlen+1) with maxlen = kmax − k: axis 1 is ℓ − 1, axis 2
+        the γ_hi epochs j = 0..ℓ (−∞ where j > ℓ): γ_lo·Σ a + (γ_hi − γ_lo)·(the
+        j largest a of the block), scenario by scenario (module docstring).
+        """
+        total, top = block_sums(self.prob, k, m)
+        maxlen = self.kmax - k
+        return (self.gamma_lo * total[:, :maxlen, None]
+                + (self.gamma_hi - self.gamma_lo) * top[:, :maxlen, :maxlen + 1])
+
+    def _block(self, k: int, m: int, pre: np.ndarray, maxlen: int) -> np.ndarray:
+        """Optimistic losses (S, maxlen, maxlen+1) of every block (ℓ, j) of m from
+        epoch k after prefix losses ``pre`` (+∞ where j > ℓ)."""
+        total, top = block_sums(self.prob, k, m)
+        return (pre[:, None, None] - self.gamma_lo * total[:, :maxlen, None]
+                - (self.gamma_hi - self.gamma_lo) * top[:, :maxlen, :maxlen + 1])
+
+    def _last_tables(self, u: int, starts) -> dict:
+        """Per terminal model u, one sorted array holding, for every start k' and
+        scenario s, the running maximum of the block's optimistic gains over its
+        cells (ℓ, j) sorted by linear weight; filled segment by segment as the
+        starts ``starts`` are first needed. Row (k', s) is shifted by
+        (row number)·span so that the whole array stays sorted and one
+        searchsorted answers every (child, scenario) query of a node
+        (``last_block_bound``)."""
+        P = self.prob
+        T = self._last_cache.get(u)
+        if T is None:
+            K = self.kmax
+            ncell = np.array([(K - k) * (K - k + 3) // 2 for k in range(K + 1)], dtype=np.int64)
+            pos0 = np.concatenate([[0], np.cumsum(P.S * ncell)])                 # segment starts
+            wpos0 = np.concatenate([[0], np.cumsum(ncell)])
+            row0 = np.arange(K + 2) * P.S
+            gmax = max(self.gamma_hi, self.gamma_lo) * float(P.cumA[:, -1, u].max()) + 1.0
+            span = 2.0 * gmax + 1.0
+            T = {"ncell": ncell, "pos0": pos0, "wpos0": wpos0, "row0": row0, "span": span, "gmax": gmax,
+                 "flat": np.empty(int(pos0[-1])), "weight": np.full(int(wpos0[-1]), np.inf),
+                 "done": np.zeros(K + 1, bool), "placed": np.zeros(K + 1, bool)}
+            self._last_cache[u] = T
+        lo_k, hi_k = int(min(starts)), int(max(starts))
+        for k in range(lo_k, hi_k + 1):
+            # a start not needed but inside the searched slice holds its rows' offsets only
+            # (sorted, never matched by a query)
+            if not T["placed"][k] and k not in set(int(x) for x in starts):
+                rows = (T["row0"][k] + np.arange(P.S)) * T["span"]
+                T["flat"][T["pos0"][k]:T["pos0"][k + 1]] = np.repeat(rows, T["ncell"][k])
+                T["placed"][k] = True
+        for k in starts:
+            k = int(k)
+            if T["done"][k] or k >= self.kmax:
+                continue
+            T["placed"][k] = True
+            G = self._gains(k, u)
+            maxlen = G.shape[1]
+            ll, jj = np.nonzero(np.arange(maxlen + 1)[None, :] <= np.arange(1, maxlen + 1)[:, None])
+            weight = jj * self.w_hi[u] + (ll + 1 - jj) * self.w_lo[u]
+            order = np.argsort(weight, kind="stable")
+            Mx = np.maximum.accumulate(G[:, ll[order], jj[order]], axis=1)           # (S, C) rows non-decreasing
+            rows = (T["row0"][k] + np.arange(P.S)) * T["span"]
+            T["flat"][T["pos0"][k]:T["pos0"][k + 1]] = (Mx + rows[:, None]).ravel()
+            T["weight"][T["wpos0"][k]:T["wpos0"][k + 1]] = weight[order]
+            T["done"][k] = True
+        return T
+
+    def last_block_bound(self, kc: np.ndarray, m: int, L: np.ndarray, cut=None) -> np.ndarray:
+        """Bound on completions that are exactly one block of a terminal successor of m.
+
+        ``kc`` (C,) epochs done per candidate, ``L`` (S, C) prefix losses after a
+        block of m. A completion that is one block of u must satisfy at least
+        S − p scenarios, and satisfying scenario s needs a cell whose optimistic
+        gain reaches L_s + jump − ℓmax; the cheapest such cell (by linear
+        weight) per scenario is found on the running maximum of the
+        weight-sorted gains, and the (p+1)-th largest of these per-scenario
+        minima bounds the completion's weight (Luedtke 2014's single-scenario
+        subproblems, here solved exactly because the completion is one block).
+        The minimum over the successors u bounds the completion. Returns (C,)
+        (+∞: none).
+
+        ``cut`` (C,), optional: values at which a candidate is pruned. The
+        bound is then first computed on the ``SCREEN`` scenarios of largest
+        loss only — the (p+1)-th largest over a subset of scenarios is at most
+        the one over all, so that screen is a valid (weaker) bound — and on
+        all scenarios only for the candidates the screen leaves below ``cut``.
+        """
+        if cut is not None and self.prob.S > 2 * SCREEN:
+            rows = np.argsort(-L.max(axis=1), kind="stable")[:SCREEN]
+            out = self._last_block_bound(kc, m, L, rows)
+            rest = np.nonzero(out < cut)[0]
+            if rest.size:
+                out[rest] = self._last_block_bound(kc[rest], m, L[:, rest], None)
+            return out
+        return self._last_block_bound(kc, m, L, None)
+
+    def _last_block_bound(self, kc: np.ndarray, m: int, L: np.ndarray, rows) -> np.ndarray:
+        """:meth:`last_block_bound` over the scenarios ``rows`` (None: all)."""
+        P = self.prob
+        C = L.shape[1]
+        srows = np.arange(P.S) if rows is None else np.asarray(rows)
+        nrow = srows.size
+        # the (p+1)-th largest over the rows: over a subset this is never above the full one
+        q_at = nrow - P.p - 1
+        best = np.full(C, np.inf)
+        live = kc < self.kmax
+        if not live.any():
+            return best
+        kc_l, L_l = kc[live], L[:, live]
+        out = np.full(kc_l.size, np.inf)
+        for u in range(P.M):
+            if u == m or not P.allowed[m, u]:
+                continue
+            T = self._last_tables(u, np.unique(kc_l))
+            need = (L_l[srows] + P.J[srows][:, kc_l, P.switch_index[(m, u)]]
+                    - P.lmax - LOSS_TOL)                                                    # (rows, C')
+            # the shift's rounding (≤ 1e-10 here) is covered by lowering the need by
+            # SHIFT_SLACK, which can only lower the bound
+            shift = (T["row0"][kc_l][None, :] + srows[:, None]) * T["span"]                 # (rows, C')
+            q = np.clip(need - SHIFT_SLACK, -1.0, T["gmax"]) + shift
+            # only the slice of the starts asked for is searched (the rest may be unfilled)
+            a0, a1 = int(T["pos0"][kc_l.min()]), int(T["pos0"][kc_l.max() + 1])
+            idx = np.searchsorted(T["flat"][a0:a1], q.ravel(), side="left").reshape(q.shape) + a0
+            start = T["pos0"][kc_l][None, :] + srows[:, None] * T["ncell"][kc_l][None, :]
+            cell = idx - start
+            ok = cell < T["ncell"][kc_l][None, :]
+            per = np.where(ok, T["weight"][np.where(ok, T["wpos0"][kc_l][None, :] + cell, 0)], np.inf)
+            if q_at < 0:
+                q_p = np.zeros(per.shape[1])    # fewer rows than p + 1: no bound from them
+            else:
+                q_p = np.partition(per, q_at, axis=0)[q_at]
+            np.minimum(out, q_p, out=out)
+        best[live] = out
+        return best
+
+    # ------------------------------------------------------------- search
+    def run(self, ub: float, prune_tol: float, deadline: float, on_leaf, nodes_left: float = math.inf,
+            leaf_bound=None, bound_only: bool = False) -> dict:
+        """Depth-first search over model blocks; same contract as :meth:`BlockSearch.run`.
+
+        ``leaf_bound(vseq) -> float``: a lower bound on the cost of the
+        counts of ``vseq`` whatever their order (used for unrealised leaves;
+        default: the linear weight of the counts, valid at any λ).
+        """
+        P = self.prob
+        stats = {"nodes": 0, "leaves": 0, "lb": math.inf, "timeout": False, "unrealised": 0}
+        stack = [(self.root_bound(), 0, -1, np.full(P.S, P.l0), 0.0, ())]
+        ub_box = [ub]
+
+        def thr():
+            return ub_box[0] - prune_tol * abs(ub_box[0]) if math.isfinite(ub_box[0]) else math.inf
+
+        while stack:
+            if time.perf_counter() > deadline or stats["nodes"] >= nodes_left:
+                stats["timeout"] = True
+                stats["node_limit"] = stats["nodes"] >= nodes_left
+                stats["lb"] = min([stats["lb"]] + [b for b, *_ in stack])
+                return stats
+            bound, k, m_last, L, W, seq = stack.pop()
+            if prunable(bound, ub_box[0], prune_tol):
+                stats["lb"] = min(stats["lb"], bound)
+                continue
+            stats["nodes"] += 1
+            maxlen = self.kmax - k
+            if maxlen <= 0:
+                continue
+            children = []
+            nxt = range(P.M) if m_last < 0 else [u for u in range(P.M) if u != m_last and P.allowed[m_last, u]]
+            for m in nxt:
+                # cells of linear weight at or above the threshold can be neither leaves nor
+                # inner children (both are pruned on that weight): only shorter blocks are formed
+                wmin = min(float(self.w_hi[m]), float(self.w_lo[m]))
+                room = thr() - self.const - W
+                span = maxlen if wmin <= 0 or not math.isfinite(room) else min(maxlen, int(math.floor(room / wmin)))
+                if span < 1:
+                    stats["lb"] = min(stats["lb"], W + wmin + self.const)
+                    continue
+                jj = np.arange(span + 1)[None, :]
+                ll = np.arange(1, span + 1)[:, None]
+                valid = jj <= ll                                               # (span, span+1)
+                pre = L + P.J[:, k, P.switch_index[(m_last, m)]] if m_last >= 0 else L
+                losses = self._block(k, m, pre, span)                         # (S, ℓ, j)
+                viol = np.count_nonzero(losses > P.lmax + LOSS_TOL, axis=0)   # (ℓ, j)
+                feas = valid & (viol <= P.p)
+                Wl = W + jj * self.w_hi[m] + (ll - jj) * self.w_lo[m]           # (ℓ, j)
+                # Pareto-minimal feasible counts (n_hi = j, n_lo = ℓ − j): neither one fewer
+                # γ_hi epoch (ℓ−1, j−1) nor one fewer γ_lo epoch (ℓ−1, j) is feasible
+                dead = np.zeros_like(feas)       # relaxed-feasible, but no placement is (proved)
+                seen = np.zeros_like(feas)
+                while True:
+                    ok = feas & ~dead
+                    fewer_hi = np.zeros_like(ok)
+                    fewer_hi[1:, 1:] = ok[:-1, :-1]
+                    fewer_lo = np.zeros_like(ok)
+                    fewer_lo[1:, :] = ok[:-1, :]
+                    leaf = ok & ~fewer_hi & ~fewer_lo & ~seen
+                    if not leaf.any():
+                        break
+                    seen |= leaf
+                    for li, j in zip(*np.nonzero(leaf)):
+                        lb_leaf = float(Wl[li, j]) + self.const
+                        if prunable(lb_leaf, ub_box[0], prune_tol):
+                            stats["lb"] = min(stats["lb"], lb_leaf)
+                            continue
+                        stats["leaves"] += 1
+                        if bound_only:
+                            # a box corner: its leaves are no plans, only bounds on the box's
+                            stats["lb"] = min(stats["lb"], lb_leaf)
+                            continue
+                        full = seq + ((m, k, int(j), int(li) + 1),)
+                        vseq, decided = realise(self, full, losses[:, li, j])
+                        if vseq is None and decided:
+                            # no order of these counts meets the quantile: an infeasible
+                            # cell, so the cells above it and its continuations are searched
+                            dead[li, j] = True
+                            stats["dead"] = stats.get("dead", 0) + 1
+                            continue
+                        if vseq is None:
+                            # undecided: its bound holds for it and for every cell above it
+                            stats["unrealised"] += 1
+                            pick = placements(self, full, losses[:, li, j])[0]
+                            lb_u = lb_leaf if leaf_bound is None else max(
+                                lb_leaf, leaf_bound(sequence(self, full, pick)))
+                            stats["lb"] = min(stats["lb"], lb_u)
+                            continue
+                        lb_exact, ub_new = on_leaf(vseq)
+                        stats["lb"] = min(stats["lb"], lb_exact)
+                        if ub_new < ub_box[0]:
+                            ub_box[0] = ub_new
+                        if self.abort:
+                            stats["aborted"] = True
+                            return stats
+                feas = feas & ~dead
+                # inner children: not yet feasible, room for another block of another model
+                if self.terminal[m]:
+                    continue
+                inner = valid & ~feas & (ll < maxlen)
+                li, ji = np.nonzero(inner)
+                if li.size == 0:
+                    continue
+                base = Wl[li, ji] + self.const
+                t = thr()
+                keep = base < t
+                if not keep.all():
+                    stats["lb"] = min(stats["lb"], float(base[~keep].min()))
+                li, ji, base = li[keep], ji[keep], base[keep]
+                if li.size == 0:
+                    continue
+                Lc = losses[:, li, ji]                                          # (S, C)
+                cbs = self.completion_bound(k + li + 1, 2 * m, Lc,
+                                            skip=lambda b, base=base: base + b >= thr())
+                if self.last_only[m]:
+                    # every continuation is one block of a terminal model: bound it exactly per
+                    # scenario (last_block_bound) where the group bound does not prune
+                    sel = np.nonzero(base + cbs < t)[0]
+                    if sel.size:
+                        cbs[sel] = np.maximum(cbs[sel], self.last_block_bound(k + li[sel] + 1, m, Lc[:, sel],
+                                                                              cut=t - base[sel]))
+                bounds = np.maximum(base + cbs, bound)
+                pruned = bounds >= t
+                if pruned.any():
+                    stats["lb"] = min(stats["lb"], float(bounds[pruned].min()))
+                for c in np.nonzero(~pruned)[0]:
+                    children.append((float(bounds[c]), k + int(li[c]) + 1, m, Lc[:, c].copy(),
+                                     float(W + ji[c] * self.w_hi[m] + (li[c] + 1 - ji[c]) * self.w_lo[m]),
+                                     seq + ((m, k, int(ji[c]), int(li[c]) + 1),)))
+            children.sort(key=lambda c: -c[0])
+            stack.extend(children)
+        stats["ub"] = ub_box[0]
+        return stats
+
+
+
+
+__all__ = ["PairSearch", "pair_applies", "block_sums"]

@@ -1,0 +1,167 @@
+"""Placing a relaxed leaf's epochs: which epochs of each model block run on the γ_lo group.
+
+:class:`~.general_pairs.PairSearch` fixes, per model block, only how many
+epochs run on each of two γ-groups, and bounds the block with the
+scenario-by-scenario best order (the optimistic placement). Its leaves are
+therefore counts, not plans. This module turns such a leaf into a plan, or
+proves that none of its orders meets the SAA quantile:
+
+* :func:`placements` proposes orders (the γ_hi epochs where they help the
+  scenarios closest to ℓmax, then the earliest epochs);
+* :func:`place` is exact: starting from every epoch on γ_hi, moving an epoch
+  to γ_lo raises every scenario's loss by (γ_hi − γ_lo)·a ≥ 0, so partial
+  placements are pruned as soon as more than p scenarios are violated, and
+  the search runs level by level, vectorised (at most ``MAX_PLACEMENTS``
+  partial placements per level, beyond which it answers "undecided");
+* :func:`realise` combines them.
+
+References
+----------
+DepL paper eq. (3) (the quantile), Sec. III; J. Luedtke, S. Ahmed, SIAM J.
+Optim. 19 (2008) (the SAA count).
+"""
+
+from __future__ import annotations
+
+
+import numpy as np
+
+from deplbench.formulations.milp.general_search import LOSS_TOL
+
+#: Largest number of partial placements :func:`place` keeps at one level.
+MAX_PLACEMENTS = 20_000
+#: Candidate placements whose losses are formed at once (memory ≈ PLACE_CHUNK·S floats).
+PLACE_CHUNK = 8192
+#: Critical scenarios (beyond the p + 1 hardest) that steer the first placement tried.
+CRITICAL_EXTRA = 8
+
+
+def placements(search, seq, loss_opt):
+    """Candidate γ_hi position sets per block, best guesses first.
+
+    ``search`` is the :class:`~.general_pairs.PairSearch`; ``seq`` its blocks
+    (model, first epoch, γ_hi epochs j, length ℓ); ``loss_opt`` the leaf's
+    optimistic losses (S,), whose largest entries name the critical scenarios.
+    """
+    P = search.prob
+    crit = np.argsort(-loss_opt)[:P.p + 1 + CRITICAL_EXTRA]
+    cands = []
+    for rule in ("critical", "early"):
+        pick = []
+        for (m, k0, j, ell) in seq:
+            idx = np.arange(k0, k0 + ell)
+            if rule == "critical":
+                score = P.a[crit][:, idx, m].sum(axis=0)
+                order = np.argsort(-score, kind="stable")
+            else:
+                order = np.arange(ell)
+            pick.append(np.sort(order[:j]))
+        cands.append(pick)
+    return cands
+
+
+def sequence(search, seq, pick):
+    """Virtual-model sequence of a relaxed leaf with γ_hi positions ``pick``."""
+    parts = []
+    for (m, k0, j, ell), hi in zip(seq, pick):
+        g = np.ones(ell, dtype=int)
+        g[hi] = 0
+        parts.append(2 * m + g)
+    return np.concatenate(parts)
+
+
+def feasible(search, vseq) -> bool:
+    """Whether the virtual-model sequence meets the SAA quantile (at most p violations)."""
+    P = search.prob
+    losses = P.losses(search.vm[vseq], search.vgamma[vseq])
+    return int(np.count_nonzero(losses > P.lmax + LOSS_TOL)) <= P.p
+
+
+def realise(search, seq, loss_opt):
+    """Place the counts of ``seq``: ``(vseq, decided)``.
+
+    ``seq``: blocks (model, first epoch, γ_hi epochs j, length ℓ);
+    ``loss_opt``: the relaxed leaf's optimistic losses (S,). Returns an
+    SAA-feasible virtual-model sequence with these counts and
+    ``decided=True``; or ``(None, True)`` when no placement is feasible
+    (proved by :func:`place`); or ``(None, False)`` when
+    :func:`place` stopped at ``MAX_PLACEMENTS`` partial placements.
+    """
+    tried = set()
+    for pick in placements(search, seq, loss_opt):
+        vseq = sequence(search, seq, pick)
+        key = vseq.tobytes()
+        if key in tried:
+            continue
+        tried.add(key)
+        if feasible(search, vseq):
+            return vseq, True
+    lo_picks, decided = place(search, seq)
+    if lo_picks is None:
+        return None, decided
+    hi = [np.setdiff1d(np.arange(ell), lo) for (_, _, _, ell), lo in zip(seq, lo_picks)]
+    vseq = sequence(search, seq, hi)
+    if not feasible(search, vseq):        # guards the bookkeeping: _place counts the same losses
+        return None, False
+    return vseq, True
+
+
+def place(search, seq):
+    """Exact placement search: which epochs of each block run on the γ_lo group.
+
+    Start from every epoch on γ_hi; moving epoch k of block b to γ_lo raises
+    every scenario's loss by (γ_hi − γ_lo)·a_s(k, m_b) ≥ 0, so the number
+    of violated scenarios never falls as moves are added and a partial
+    placement with more than p violations is discarded with all its
+    completions. Placements are built block by block in increasing epoch
+    order, level by level, vectorised over the survivors. Returns
+    ``(lo positions per block or None, decided)``; ``decided`` is False
+    when more than ``MAX_PLACEMENTS`` partial placements survived a level.
+    """
+    P = search.prob
+    d_gamma = search.gamma_hi - search.gamma_lo
+    loss = np.full(P.S, P.l0)
+    prev = -1
+    incs = []
+    for (m, k0, j, ell) in seq:
+        if prev >= 0:
+            loss = loss + P.J[:, k0, P.switch_index[(prev, m)]]
+        prev = m
+        win = P.a[:, k0:k0 + ell, m]                                      # (S, ℓ)
+        loss = loss - search.gamma_hi * win.sum(axis=1)
+        incs.append(d_gamma * win.T)                                      # (ℓ, S)
+    states = loss[None, :]                                                # (N, S)
+    picks = [np.zeros((1, 0), dtype=int) for _ in seq]
+    if np.count_nonzero(states[0] > P.lmax + LOSS_TOL) > P.p:
+        return None, True
+    for b, (m, k0, j, ell) in enumerate(seq):
+        n_lo = ell - j
+        last = np.full(states.shape[0], -1)
+        for t in range(n_lo):
+            hi_pos = ell - (n_lo - t)                                      # room for the rest
+            pos = np.arange(ell)
+            mask = (pos[None, :] > last[:, None]) & (pos[None, :] <= hi_pos)
+            si, pi = np.nonzero(mask)
+            keep_s, keep_p, keep_l = [], [], []
+            count = 0
+            for c0 in range(0, si.size, PLACE_CHUNK):
+                cs, cp = si[c0:c0 + PLACE_CHUNK], pi[c0:c0 + PLACE_CHUNK]
+                new = states[cs] + incs[b][cp]
+                ok = np.count_nonzero(new > P.lmax + LOSS_TOL, axis=1) <= P.p
+                count += int(ok.sum())
+                if count > MAX_PLACEMENTS:
+                    return None, False
+                keep_s.append(cs[ok])
+                keep_p.append(cp[ok])
+                keep_l.append(new[ok])
+            if count == 0:
+                return None, True
+            ks, kp = np.concatenate(keep_s), np.concatenate(keep_p)
+            states = np.concatenate(keep_l)
+            picks = [pk[ks] for pk in picks]
+            picks[b] = np.concatenate([picks[b], kp[:, None]], axis=1)
+            last = kp
+    return [pk[0] for pk in picks], True
+
+
+__all__ = ["placements", "sequence", "feasible", "realise", "place", "MAX_PLACEMENTS", "PLACE_CHUNK"]
