@@ -97,6 +97,20 @@ def test_same_optimum_with_pair_search_and_groups_on_and_off(n_datasets, horizon
         assert r.lower_bound <= best * (1 + 1e-9)
 
 
+@pytest.mark.parametrize("seed,cyclic,omega", [(7, False, 0.8), (40, True, 0.9), (17, False, 0.8)])
+def test_lower_bound_stays_valid_with_a_loose_gap(seed, cyclic, omega):
+    """gap = 0.2: the search discards everything within 10 % of the incumbent
+    (cells not formed, blocks cut by weight); every such discard must still
+    leave a valid bound, so the reported bound never exceeds the optimum."""
+    inst = _tiny(seed, cyclic, omega)
+    S = 20
+    best, _, _ = brute_force(inst, S, 0)
+    res = _solve(inst, S, gap=0.2)
+    assert res.status == "optimal"
+    assert res.lower_bound <= best * (1 + 1e-9)
+    assert best <= res.cost <= best / (1 - 0.2) * (1 + 1e-9)
+
+
 def test_undecided_orders_never_claim_optimal(monkeypatch):
     """When the exact placement search gives up (``place`` answers "undecided",
     as it does beyond MAX_PLACEMENTS) and the one guess left (γ_hi epochs
@@ -181,6 +195,78 @@ def test_exact_placement_finds_an_order_exactly_when_one_exists(shift):
                 assert feasible(s, sequence(s, seq, his))
         finally:
             prob.lmax = old
+
+
+def test_placement_search_with_a_tiny_beam_never_refutes_a_feasible_order(monkeypatch):
+    """MAX_PLACEMENTS = 1 keeps one partial placement per level: a complete one
+    must still be feasible, and "no order" may only be answered when none
+    exists (otherwise the answer is "undecided")."""
+    prob, s = _pair_search()
+    monkeypatch.setattr(general_placement, "MAX_PLACEMENTS", 1)
+    seen = {"found": 0, "undecided": 0}
+    for shift in (-0.2, 0.0, 0.2, 0.5):
+        for ell0, j0, ell1, j1 in [(4, 2, 3, 1), (4, 1, 3, 1), (5, 2, 2, 0)]:
+            seq = ((0, 0, j0, ell0), (1, ell0, j1, ell1))
+            losses = np.array([_exact_losses(prob, s, seq, [h0, h1])
+                               for h0 in _orders(ell0, j0) for h1 in _orders(ell1, j1)])
+            old = prob.lmax
+            prob.lmax = float(np.quantile(losses, 0.5)) + shift
+            try:
+                exists = bool(np.any(np.count_nonzero(losses > prob.lmax + 1e-9, axis=1) <= prob.p))
+                lo, decided = place(s, seq)
+                if lo is not None:
+                    seen["found"] += 1
+                    his = [np.setdiff1d(np.arange(L), x) for (_, _, _, L), x in zip(seq, lo)]
+                    assert decided and feasible(s, sequence(s, seq, his))
+                elif decided:
+                    assert not exists
+                else:
+                    seen["undecided"] += 1
+            finally:
+                prob.lmax = old
+    assert seen["found"] > 0
+
+
+def _cells_min_weight(prob, s, k0, m, L):
+    """Per candidate and scenario, the cheapest one-block completion cell satisfying
+    that scenario (optimistic losses), over every terminal successor; then the
+    (p+1)-th largest: the exact value last_block_bound computes, by enumeration."""
+    out = []
+    for c in range(L.shape[1]):
+        per = np.full(prob.S, np.inf)
+        for u in range(prob.M):
+            if u == m or not prob.allowed[m, u]:
+                continue
+            pre = L[:, c] + prob.J[:, k0, prob.switch_index[(m, u)]]
+            grid = s._block(k0, u, pre, s.kmax - k0)
+            for ell in range(1, s.kmax - k0 + 1):
+                for j in range(ell + 1):
+                    ok = grid[:, ell - 1, j] <= prob.lmax + 1e-9
+                    per = np.where(ok, np.minimum(per, j * s.w_hi[u] + (ell - j) * s.w_lo[u]), per)
+        out.append(np.sort(per)[prob.S - prob.p - 1])
+    return np.array(out)
+
+
+def test_one_block_bound_is_exact_and_its_screen_is_below_it():
+    """With S = 60 > 2·SCREEN the screen runs: the screened value is never above
+    the exact one and equals it wherever it does not reach the cut."""
+    prob, s = _pair_search(S=60, horizon=8)
+    m = 1                                        # model 1 → model 2 only (terminal)
+    assert s.last_only[m]
+    rng = np.random.default_rng(2)
+    for k0 in (1, 3):
+        # prefix losses a one-block completion can bring to ℓmax, but not always cheaply
+        reach = s._gains(k0, 2)[:, -1, -1]                       # every epoch left, all on γ_hi
+        L = prob.lmax + rng.uniform(0.1, 0.9, (prob.S, 6)) * reach[:, None]
+        exact = _cells_min_weight(prob, s, k0, m, L)
+        bound = s.last_block_bound(np.full(6, k0), m, L)
+        assert np.allclose(bound, exact, rtol=1e-12, atol=1e-9)
+        assert np.any(np.isfinite(exact) & (exact > 0))
+        cut = np.median(exact[np.isfinite(exact)]) * np.ones(6)
+        screened = s.last_block_bound(np.full(6, k0), m, L, cut=cut)
+        assert np.all(screened <= bound + 1e-9)
+        below = screened < cut
+        assert np.allclose(screened[below], bound[below], rtol=1e-12, atol=1e-9)
 
 
 def test_one_block_bound_is_below_every_feasible_cell():

@@ -105,7 +105,7 @@ We keep Luedtke's ingredients but branch on *plans*, where they are exact:
    relaxed leaf is turned into a plan by ``general_placement.realise``,
    which proves by an exact, pruned placement search when no order meets
    the quantile (the search then goes on above that cell); a leaf it can
-   neither order nor refute keeps its bound and blocks ``optimal``
+   neither order nor refute keeps its bound, which enters the lower bound
    (``unrealised_leaves``). Neighbouring two-cluster assignments are first
    bounded together by their corner (``general_pair_groups.py``).
    ``PAIR_SEARCH = False`` / ``PAIR_GROUPS = False`` restore the
@@ -579,9 +579,9 @@ def solve_general(instance, scenarios: int = 1000, seed: int = 0, time_limit: fl
                                         if hit_node_limit else "")
     elif unrealised:
         status, message = "feasible", (
-            f"search complete but {unrealised} two-group leaves could not be ordered (more than "
-            f"general_placement.MAX_PLACEMENTS partial placements); their bounds leave a gap of {g:.2e} "
-            f"(tolerance {gap:g})")
+            f"search complete but a gap of {g:.2e} remains (tolerance {gap:g}): {unrealised} two-group "
+            f"leaves could not be ordered (more than general_placement.MAX_PLACEMENTS partial "
+            f"placements) and keep only their bounds, or a leaf's cluster split kept its bound")
     else:
         status, message = "feasible", (f"search complete but the leaf split bounds leave a gap of {g:.2e} "
                                          f"(tolerance {gap:g})")

@@ -84,7 +84,9 @@ class PairGroups:
                 search = PairSearch(P, cfg, lam, kmax, mu_ref)
                 search.groups = GroupTables(self.pool, search)
                 st = search.run(ub, tol, deadline, None, nodes_left=self.node_limit, bound_only=True)
-                lb = max(st["lb"], search.root_bound()) if st["lb"] == math.inf else st["lb"]
+                # every plan of the corner below the incumbent left its bound in st["lb"]
+                # (+inf: the relaxation has no plan at all, so neither has the block)
+                lb = st["lb"]
             self.stats["tried"] += 1
             self.stats["seconds"] += time.perf_counter() - t0
             if not st["timeout"] and prunable(lb, ub, tol):

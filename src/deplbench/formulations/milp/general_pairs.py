@@ -36,15 +36,32 @@ rule.
 
 *Leaves are realised, not assumed.* A relaxed leaf whose optimistic losses
 meet the quantile fixes the counts, hence the exact cost, but not the
-order. :func:`.general_placement.realise` tries placements (each block's γ_hi epochs
-on the epochs that help the most critical scenarios, then on the earliest
-epochs, then every placement while there are at most
-``general_placement.MAX_PLACEMENTS``) and hands the first SAA-feasible one to the exact leaf
-evaluation. When none is found the leaf keeps its bound, the λ-dual of its
-counts (``general_leaves.Leaves._dual_bound``), which is valid for every
-order; the search's lower bound includes it, so an unrealised leaf below
-the incumbent can only widen the reported gap, never fake optimality
-(``diagnostics["unrealised_leaves"]`` counts them).
+order. :func:`.general_placement.realise` tries two guesses (each block's
+γ_hi epochs on the epochs that help the most critical scenarios, then on
+the earliest epochs), then the exact placement search
+:func:`.general_placement.place`, and hands the first SAA-feasible order to
+the exact leaf evaluation. Three outcomes:
+
+* an order is found: the leaf is a plan, costed exactly;
+* no order exists (proved): the cell is infeasible after all, so it
+  becomes an inner child (another block may follow) and the cells above
+  it in the same block become candidate leaves in turn
+  (``diagnostics["unplaceable_cells"]``);
+* undecided (the placement search kept more than
+  ``general_placement.MAX_PLACEMENTS`` partial placements at one level):
+  the leaf keeps its bound, the λ-dual of its counts
+  (``general_leaves.Leaves.counts_bound``), valid for every order and for
+  every cell above it; the search's lower bound includes it, so it can only
+  widen the reported gap, never fake optimality
+  (``diagnostics["unrealised_leaves"]``).
+
+*The other bounds.* A completion after a model block must switch model
+first, so the group bound of ``general_groups`` is taken over those
+completions only (``_forced_table``). When every switch out of the block's
+model leads to a terminal model, the completion is one block, and its
+per-scenario cheapest cell is found exactly (``last_block_bound``); the
+(p+1)-th largest of these bounds it. Cells whose linear weight already
+reaches the incumbent are not formed; their bound is recorded.
 
 Measured (|D| = 10 datasets instance, S = 200): README's measured-performance
 table and ``benchmarks/general_targets.py``.
@@ -64,8 +81,13 @@ import time
 import numpy as np
 
 from deplbench.formulations.milp.general_placement import placements, realise, sequence
-from deplbench.formulations.milp.general_search import LOSS_TOL, BlockSearch, prunable
+from deplbench.formulations.milp.general_search import LOSS_TOL, BlockSearch, order_invariant, prunable
 
+#: Largest gain table of one block start (S·K̄·(K̄+1) floats) for which PairSearch is used.
+PAIR_TABLE_BYTES = 64 * 2**20
+#: Largest last-block table per terminal model (about S·K̄³/6 floats); beyond it
+#: ``last_block_bound`` is not used (the group bound alone, weaker and still valid).
+LAST_TABLE_BYTES = 256 * 2**20
 #: Bytes the per-problem block sums (``block_sums``) may keep.
 BLOCK_CACHE_BYTES = 256 * 2**20
 #: Need lowered by this before the shifted searchsorted of ``last_block_bound`` (covers rounding).
@@ -101,8 +123,19 @@ def block_sums(prob, k: int, m: int):
 
 
 def pair_applies(prob, cfg) -> bool:
-    """True when :class:`PairSearch` is exact for ``cfg``: two γ-groups, non-negative draws."""
-    return len(cfg.groups) == 2 and bool(prob.nonneg) and all(c is not None for c in cfg.classes)
+    """True when :class:`PairSearch` is exact for ``cfg`` and its tables fit.
+
+    Two γ-groups with γ ≥ 0 and non-negative draws (the rearrangement
+    argument and the monotone cells of the module docstring need both), real
+    classes (leaves are costed), and not the order-invariant structure
+    (there :class:`BlockSearch` keeps only increasing virtual-model orders
+    and its tables, which PairSearch reuses, cover only those). The gain
+    table of one block start, S·K̄·(K̄+1) floats, must fit
+    ``PAIR_TABLE_BYTES``; otherwise the interleaving search is used.
+    """
+    return (len(cfg.groups) == 2 and bool(prob.nonneg) and bool(np.all(np.asarray(cfg.gamma) >= 0))
+            and all(c is not None for c in cfg.classes) and not order_invariant(prob)
+            and 8 * prob.S * prob.K * (prob.K + 1) <= PAIR_TABLE_BYTES)
 
 
 class PairSearch(BlockSearch):
@@ -117,8 +150,10 @@ class PairSearch(BlockSearch):
 
     def __init__(self, prob, cfg, lam, kmax, mu_ref):
         super().__init__(prob, cfg, lam, kmax, mu_ref)
-        if len(cfg.groups) != 2 or not prob.nonneg:
-            raise ValueError("cfg: PairSearch needs exactly two γ-groups and non-negative improvement draws")
+        if (len(cfg.groups) != 2 or not prob.nonneg or not np.all(np.asarray(cfg.gamma) >= 0)
+                or order_invariant(prob)):
+            raise ValueError("cfg: PairSearch needs exactly two γ-groups with γ ≥ 0, non-negative improvement "
+                             "draws and an order-dependent loss")
         self.gamma_hi, self.gamma_lo = float(self.vgamma[0]), float(self.vgamma[1])
         self.w_hi = self.w[0::2].copy()          # (M,): virtual model v = 2m + g
         self.w_lo = self.w[1::2].copy()
@@ -128,8 +163,11 @@ class PairSearch(BlockSearch):
         # models whose blocks end every plan (no allowed switch out of them)
         self.terminal = np.array([not any(u != m and prob.allowed[m, u] for u in range(prob.M))
                                   for m in range(prob.M)])
-        # models every switch out of which leads to a terminal model (one block left after them)
-        self.last_only = np.array([(~self.terminal[m]) and all(self.terminal[u] for u in range(prob.M)
+        # models every switch out of which leads to a terminal model (one block left after them);
+        # none when the last-block tables would not fit LAST_TABLE_BYTES
+        K = self.kmax
+        fits = 8 * prob.S * (K * (K + 1) * (K + 5) // 6) <= LAST_TABLE_BYTES
+        self.last_only = fits & np.array([(~self.terminal[m]) and all(self.terminal[u] for u in range(prob.M)
                                                               if u != m and prob.allowed[m, u])
                                    for m in range(prob.M)])
 
@@ -260,11 +298,11 @@ class PairSearch(BlockSearch):
                  "flat": np.empty(int(pos0[-1])), "weight": np.full(int(wpos0[-1]), np.inf),
                  "done": np.zeros(K + 1, bool), "placed": np.zeros(K + 1, bool)}
             self._last_cache[u] = T
-        lo_k, hi_k = int(min(starts)), int(max(starts))
-        for k in range(lo_k, hi_k + 1):
+        wanted = set(int(x) for x in starts)
+        for k in range(min(wanted), max(wanted) + 1):
             # a start not needed but inside the searched slice holds its rows' offsets only
             # (sorted, never matched by a query)
-            if not T["placed"][k] and k not in set(int(x) for x in starts):
+            if not T["placed"][k] and k not in wanted:
                 rows = (T["row0"][k] + np.arange(P.S)) * T["span"]
                 T["flat"][T["pos0"][k]:T["pos0"][k + 1]] = np.repeat(rows, T["ncell"][k])
                 T["placed"][k] = True
@@ -334,8 +372,9 @@ class PairSearch(BlockSearch):
             T = self._last_tables(u, np.unique(kc_l))
             need = (L_l[srows] + P.J[srows][:, kc_l, P.switch_index[(m, u)]]
                     - P.lmax - LOSS_TOL)                                                    # (rows, C')
-            # the shift's rounding (≤ 1e-10 here) is covered by lowering the need by
-            # SHIFT_SLACK, which can only lower the bound
+            # table and query add the same shift (same integer times the same float) and
+            # rounding to nearest is monotone, so a cell can only be found earlier (cheaper);
+            # SHIFT_SLACK lowers the need further, which can only lower the bound
             shift = (T["row0"][kc_l][None, :] + srows[:, None]) * T["span"]                 # (rows, C')
             q = np.clip(need - SHIFT_SLACK, -1.0, T["gmax"]) + shift
             # only the slice of the starts asked for is searched (the rest may be unfilled)
@@ -392,8 +431,10 @@ class PairSearch(BlockSearch):
                 wmin = min(float(self.w_hi[m]), float(self.w_lo[m]))
                 room = thr() - self.const - W
                 span = maxlen if wmin <= 0 or not math.isfinite(room) else min(maxlen, int(math.floor(room / wmin)))
+                if span < maxlen:
+                    # the longer blocks are not formed: their bound is what discards them
+                    stats["lb"] = min(stats["lb"], W + (span + 1) * wmin + self.const)
                 if span < 1:
-                    stats["lb"] = min(stats["lb"], W + wmin + self.const)
                     continue
                 jj = np.arange(span + 1)[None, :]
                 ll = np.arange(1, span + 1)[:, None]

@@ -28,7 +28,7 @@ import numpy as np
 
 from deplbench.formulations.milp.general_search import LOSS_TOL
 
-#: Largest number of partial placements :func:`place` keeps at one level.
+#: Partial placements :func:`place` keeps at one level (beyond: the best ones, undecided if none completes).
 MAX_PLACEMENTS = 20_000
 #: Candidate placements whose losses are formed at once (memory ≈ PLACE_CHUNK·S floats).
 PLACE_CHUNK = 8192
@@ -110,54 +110,79 @@ def place(search, seq):
     """Exact placement search: which epochs of each block run on the γ_lo group.
 
     Start from every epoch on γ_hi; moving epoch k of block b to γ_lo raises
-    every scenario's loss by (γ_hi − γ_lo)·a_s(k, m_b) ≥ 0, so the number
-    of violated scenarios never falls as moves are added and a partial
-    placement with more than p violations is discarded with all its
-    completions. Placements are built block by block in increasing epoch
-    order, level by level, vectorised over the survivors. Returns
-    ``(lo positions per block or None, decided)``; ``decided`` is False
-    when more than ``MAX_PLACEMENTS`` partial placements survived a level.
+    every scenario's loss by (γ_hi − γ_lo)·a_s(k, m_b) ≥ 0. Placements are
+    built block by block in increasing epoch order, level by level,
+    vectorised over the survivors. A partial placement is discarded with all
+    its completions when, even if every move still to make (r more in this
+    block after its last position, all of the later blocks') raised each
+    scenario's loss by the least possible — the r smallest raises after that
+    position, scenario by scenario — more than p scenarios would exceed
+    ℓmax (a valid test: raises are non-negative, so the true completion
+    raises each loss at least that much).
+
+    When more than ``MAX_PLACEMENTS`` partial placements survive a level, the
+    ones with the fewest certain violations (then the smallest total excess)
+    are kept: a complete placement found then is still feasible (it is
+    checked), but running out of survivors no longer proves that none
+    exists. Returns ``(lo positions per block or None, decided)``; ``decided``
+    is False only in that case.
     """
     P = search.prob
     d_gamma = search.gamma_hi - search.gamma_lo
+    tol = P.lmax + LOSS_TOL
     loss = np.full(P.S, P.l0)
     prev = -1
-    incs = []
+    incs, least = [], []
     for (m, k0, j, ell) in seq:
         if prev >= 0:
             loss = loss + P.J[:, k0, P.switch_index[(prev, m)]]
         prev = m
         win = P.a[:, k0:k0 + ell, m]                                      # (S, ℓ)
         loss = loss - search.gamma_hi * win.sum(axis=1)
-        incs.append(d_gamma * win.T)                                      # (ℓ, S)
+        inc = d_gamma * win.T                                             # (ℓ, S)
+        incs.append(inc)
+        n_lo = ell - j
+        # least[b][start, r]: per scenario, the r smallest raises among positions ≥ start
+        tab = np.zeros((ell + 1, n_lo + 1, P.S))
+        for start in range(ell):
+            srt = np.cumsum(np.sort(inc[start:], axis=0), axis=0)        # (ℓ − start, S)
+            r = min(n_lo, ell - start)
+            tab[start, 1:r + 1] = srt[:r]
+            tab[start, r + 1:] = np.inf                                    # not enough positions left
+        tab[ell, 1:] = np.inf
+        least.append(tab)
+    later = [sum(least[c][0, seq[c][3] - seq[c][2]] for c in range(b + 1, len(seq))) + np.zeros(P.S)
+             for b in range(len(seq))]                                     # the later blocks' least raise
+    if np.count_nonzero(loss + least[0][0, seq[0][3] - seq[0][2]] + later[0] > tol) > P.p:
+        return None, True
     states = loss[None, :]                                                # (N, S)
     picks = [np.zeros((1, 0), dtype=int) for _ in seq]
-    if np.count_nonzero(states[0] > P.lmax + LOSS_TOL) > P.p:
-        return None, True
+    truncated = False
     for b, (m, k0, j, ell) in enumerate(seq):
         n_lo = ell - j
         last = np.full(states.shape[0], -1)
         for t in range(n_lo):
-            hi_pos = ell - (n_lo - t)                                      # room for the rest
+            r = n_lo - t - 1                                               # moves left in this block
             pos = np.arange(ell)
-            mask = (pos[None, :] > last[:, None]) & (pos[None, :] <= hi_pos)
+            mask = (pos[None, :] > last[:, None]) & (pos[None, :] <= ell - 1 - r)
             si, pi = np.nonzero(mask)
-            keep_s, keep_p, keep_l = [], [], []
-            count = 0
+            kept = None                                                    # (states idx, pos, loss, score)
             for c0 in range(0, si.size, PLACE_CHUNK):
                 cs, cp = si[c0:c0 + PLACE_CHUNK], pi[c0:c0 + PLACE_CHUNK]
                 new = states[cs] + incs[b][cp]
-                ok = np.count_nonzero(new > P.lmax + LOSS_TOL, axis=1) <= P.p
-                count += int(ok.sum())
-                if count > MAX_PLACEMENTS:
-                    return None, False
-                keep_s.append(cs[ok])
-                keep_p.append(cp[ok])
-                keep_l.append(new[ok])
-            if count == 0:
-                return None, True
-            ks, kp = np.concatenate(keep_s), np.concatenate(keep_p)
-            states = np.concatenate(keep_l)
+                floor = new + least[b][cp + 1, r] + later[b]
+                viol = np.count_nonzero(floor > tol, axis=1)
+                ok = viol <= P.p
+                score = viol[ok] + np.maximum(floor[ok] - tol, 0.0).sum(axis=1) / (1.0 + np.abs(tol))
+                part = (cs[ok], cp[ok], new[ok], score)
+                kept = part if kept is None else tuple(np.concatenate([x, y]) for x, y in zip(kept, part))
+                if kept[0].size > MAX_PLACEMENTS:
+                    truncated = True
+                    best = np.argsort(kept[3], kind="stable")[:MAX_PLACEMENTS]
+                    kept = tuple(x[best] for x in kept)
+            if kept is None or kept[0].size == 0:
+                return None, not truncated
+            ks, kp, states, _ = kept
             picks = [pk[ks] for pk in picks]
             picks[b] = np.concatenate([picks[b], kp[:, None]], axis=1)
             last = kp
