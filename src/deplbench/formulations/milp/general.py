@@ -121,16 +121,16 @@ point sums.
 Where it is fast, and where it is not
 -------------------------------------
 Measured with ``python benchmarks/general_targets.py --time-limit 60`` (one
-process, load 1.8–2.0 on the 2-core machine; README's measured-performance
+process, load 1.1–1.6 on the 2-core machine; README's measured-performance
 table):
 
 * cyclic AlexNet (``switches="any"``, K̄ = 100, ℓmax = 9, 2 clusters):
-  S = 100 optimal in 1.0 s, S = 300 in 2.6 s (``flow``: 11.5 % gap at 60 s),
-  S = 1000 in 9.9 s, S = 3000 3.1 % gap at 60 s (31 scenario groups; Kelley
+  S = 100 optimal in 1.05 s, S = 300 in 2.4 s (``flow``: 11.5 % gap at 60 s),
+  S = 1000 in 8.8 s, S = 3000 3.1 % gap at 60 s (31 scenario groups; Kelley
   stops at its iteration cap within its time share, root bound 1780 against
-  1835.7); ℓmax = 13, S = 1000: 4.3 s; K̄ = 20..60 at S = 300: 0.3–1.3 s;
-* the |D| = 10, K̄ = 50 datasets instance (S = 200): optimal in T2_SECONDS
-  (T2_LOAD), cost 1469.43 on two clusters (the best single-cluster plan
+  1835.7); ℓmax = 13, S = 1000: 3.8 s; K̄ = 20..60 at S = 300: 0.3–1.1 s;
+* the |D| = 10, K̄ = 50 datasets instance (S = 200): optimal in 27.6 s
+  (load 1.3→1.6), cost 1469.43 on two clusters (the best single-cluster plan
   costs 1475.61). Before item 7 it stopped at a 7.5 % gap at 60 s: the leaf
   group bound stays about 8 % below the optimum (path mixing), about 200
   two-cluster leaves lie below the incumbent, and the interleaving search

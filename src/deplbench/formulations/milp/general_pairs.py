@@ -76,12 +76,11 @@ Thm. 368 (rearrangement inequality).
 from __future__ import annotations
 
 import math
-import time
 
 import numpy as np
 
 from deplbench.formulations.milp.general_placement import placements, realise, sequence
-from deplbench.formulations.milp.general_search import LOSS_TOL, BlockSearch, order_invariant, prunable
+from deplbench.formulations.milp.general_search import LOSS_TOL, BlockSearch, order_invariant, prunable, stopped
 
 #: Largest gain table of one block start (S·K̄·(K̄+1) floats) for which PairSearch is used.
 PAIR_TABLE_BYTES = 64 * 2**20
@@ -410,10 +409,7 @@ class PairSearch(BlockSearch):
             return ub_box[0] - prune_tol * abs(ub_box[0]) if math.isfinite(ub_box[0]) else math.inf
 
         while stack:
-            if time.perf_counter() > deadline or stats["nodes"] >= nodes_left:
-                stats["timeout"] = True
-                stats["node_limit"] = stats["nodes"] >= nodes_left
-                stats["lb"] = min([stats["lb"]] + [b for b, *_ in stack])
+            if stopped(stats, stack, deadline, nodes_left):
                 return stats
             bound, k, m_last, L, W, seq = stack.pop()
             if prunable(bound, ub_box[0], prune_tol):

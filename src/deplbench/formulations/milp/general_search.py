@@ -184,6 +184,18 @@ def prunable(bound: float, ub: float, tol: float) -> bool:
     return bound >= ub - tol * abs(ub)
 
 
+def stopped(stats: dict, stack: list, deadline: float, nodes_left: float) -> bool:
+    """The deadline or the node budget stops a depth-first search: mark ``stats``
+    (``timeout``, ``node_limit``) and fold the open nodes' bounds (first item of
+    each stack entry) into ``stats["lb"]``. Returns whether it stopped."""
+    if time.perf_counter() <= deadline and stats["nodes"] < nodes_left:
+        return False
+    stats["timeout"] = True
+    stats["node_limit"] = stats["nodes"] >= nodes_left
+    stats["lb"] = min([stats["lb"]] + [b for b, *_ in stack])
+    return True
+
+
 def order_invariant(P: Problem) -> bool:
     """True when every scenario's loss depends on the epoch counts only (every
     switch allowed, zero jumps, run terms independent of the epoch index: the
@@ -430,10 +442,7 @@ class BlockSearch:
             return prunable(bound, ub_box[0], prune_tol)
 
         while stack:
-            if time.perf_counter() > deadline or stats["nodes"] >= nodes_left:
-                stats["timeout"] = True
-                stats["node_limit"] = stats["nodes"] >= nodes_left
-                stats["lb"] = min([stats["lb"]] + [b for b, *_ in stack])
+            if stopped(stats, stack, deadline, nodes_left):
                 return stats
             bound, k, v, L, W, seq = stack.pop()
             if cut(bound):
