@@ -80,7 +80,8 @@ import math
 import numpy as np
 
 from deplbench.formulations.milp.general_placement import placements, realise, sequence
-from deplbench.formulations.milp.general_search import LOSS_TOL, BlockSearch, order_invariant, prunable, stopped
+from deplbench.formulations.milp.general_search import (LOSS_TOL, BlockSearch, largest_decrease, order_invariant,
+                                                        prunable, stopped)
 
 #: Largest gain table of one block start (S·K̄·(K̄+1) floats) for which PairSearch is used.
 PAIR_TABLE_BYTES = 64 * 2**20
@@ -239,41 +240,31 @@ class PairSearch(BlockSearch):
 
     @property
     def Dn(self) -> np.ndarray:
-        """(kmax+1, S, nv): the largest loss decrease (most negative change) any
-        completion from (k, v) can make, per scenario (the μ → ∞ end of
-        :meth:`BlockSearch._table`, without its μ tables)."""
+        """(kmax+1, S, nv): the largest loss decrease any completion from (k, v) can
+        make, per scenario (``general_search.largest_decrease``), without the μ
+        tables of :meth:`BlockSearch._table`, which this search does not use."""
         if self._dn is None:
-            P = self.prob
-            S, nv, K = P.S, self.nv, self.kmax
-            jidx = self._jump_index()
-            tail = np.array([[0.0, np.inf]])
-            Dn = np.zeros((K + 1, S, nv))
-            for k in range(K - 1, -1, -1):
-                Jv = np.concatenate([P.J[:, k, :], np.broadcast_to(tail, (S, 2))], axis=1)[:, jidx]
-                gain = self.vgamma[None, :] * P.a[:, k, self.vm]
-                Dn[k] = np.minimum(((-gain + Dn[k + 1])[:, None, :] + Jv).min(axis=2), 0.0)
-            self._dn = Dn
+            self._dn = largest_decrease(self)
         return self._dn
 
     # ----------------------------------------------------------- one block
-    def _gains(self, k: int, m: int) -> np.ndarray:
+    def _gains(self, k: int, m: int, maxlen: int | None = None) -> np.ndarray:
         """Optimistic loss decrease of every (ℓ, j) block of model m from epoch k.
 
-        (S, maxlen, maxlen+1) with maxlen = kmax − k: axis 1 is ℓ − 1, axis 2
-        the γ_hi epochs j = 0..ℓ (−∞ where j > ℓ): γ_lo·Σ a + (γ_hi − γ_lo)·(the
-        j largest a of the block), scenario by scenario (module docstring).
+        (S, maxlen, maxlen+1), maxlen ≤ kmax − k (default: kmax − k): axis 1 is
+        ℓ − 1, axis 2 the γ_hi epochs j = 0..ℓ (−∞ where j > ℓ): γ_lo·Σ a +
+        (γ_hi − γ_lo)·(the j largest a of the block), scenario by scenario
+        (module docstring).
         """
         total, top = block_sums(self.prob, k, m)
-        maxlen = self.kmax - k
+        maxlen = self.kmax - k if maxlen is None else maxlen
         return (self.gamma_lo * total[:, :maxlen, None]
                 + (self.gamma_hi - self.gamma_lo) * top[:, :maxlen, :maxlen + 1])
 
     def _block(self, k: int, m: int, pre: np.ndarray, maxlen: int) -> np.ndarray:
         """Optimistic losses (S, maxlen, maxlen+1) of every block (ℓ, j) of m from
         epoch k after prefix losses ``pre`` (+∞ where j > ℓ)."""
-        total, top = block_sums(self.prob, k, m)
-        return (pre[:, None, None] - self.gamma_lo * total[:, :maxlen, None]
-                - (self.gamma_hi - self.gamma_lo) * top[:, :maxlen, :maxlen + 1])
+        return pre[:, None, None] - self._gains(k, m, maxlen)
 
     def _last_tables(self, u: int, starts) -> dict:
         """Per terminal model u, one sorted array holding, for every start k' and

@@ -184,6 +184,23 @@ def prunable(bound: float, ub: float, tol: float) -> bool:
     return bound >= ub - tol * abs(ub)
 
 
+def largest_decrease(search) -> np.ndarray:
+    """Dn (kmax+1, S, nv): per scenario, the most negative loss change (improvements
+    minus switch jumps) any completion from (k, v) can make, stopping included —
+    the μ → ∞ end of the per-scenario DP (a backward min-plus recursion over
+    ``search``'s epoch × virtual-model graph, forbidden switches at +∞)."""
+    P = search.prob
+    S, nv, K = P.S, search.nv, search.kmax
+    jidx = search._jump_index()
+    tail = np.array([[0.0, np.inf]])
+    Dn = np.zeros((K + 1, S, nv))
+    for k in range(K - 1, -1, -1):
+        Jv = np.concatenate([P.J[:, k, :], np.broadcast_to(tail, (S, 2))], axis=1)[:, jidx]   # (S, from, to)
+        gain = search.vgamma[None, :] * P.a[:, k, search.vm]
+        Dn[k] = np.minimum(((-gain + Dn[k + 1])[:, None, :] + Jv).min(axis=2), 0.0)
+    return Dn
+
+
 def stopped(stats: dict, stack: list, deadline: float, nodes_left: float) -> bool:
     """The deadline or the node budget stops a depth-first search: mark ``stats``
     (``timeout``, ``node_limit``) and fold the open nodes' bounds (first item of
@@ -286,7 +303,6 @@ class BlockSearch:
         V = np.zeros((K + 1, mus.size, S, nv))
         Vm = np.zeros((K + 1, mus.size, nv))
         U = np.zeros((K + 1, S, nv))
-        Dn = np.zeros((K + 1, S, nv))
         tail = np.array([[0.0, np.inf]])
         for k in range(K - 1, -1, -1):
             Jx = np.concatenate([P.J[:, k, :], np.broadcast_to(tail, (S, 2))], axis=1)   # (S, P+2)
@@ -305,9 +321,7 @@ class BlockSearch:
             Vm[k] = np.minimum(fm.min(axis=2), 0.0)
             up = np.where(np.isfinite(Jv), (-gain + U[k + 1])[:, None, :] + Jv_fin, -np.inf)
             U[k] = np.maximum(up.max(axis=2), 0.0)
-            dn = (-gain + Dn[k + 1])[:, None, :] + Jv
-            Dn[k] = np.minimum(dn.min(axis=2), 0.0)
-        self._tables = (V, Vm, U, Dn)
+        self._tables = (V, Vm, U, largest_decrease(self))
 
     # the per-scenario tables cost (kmax+1)·nμ·S·nv² work: built only when a
     # bound needs them (a box the group bound prunes never builds them)
