@@ -27,6 +27,7 @@ import pytest
 
 from deplbench.formulations.milp import general, general_placement
 from deplbench.formulations.milp.general import solve_general
+from deplbench.formulations.milp.general_leaves import Leaves
 from deplbench.formulations.milp.general_pairs import PairSearch, pair_applies
 from deplbench.formulations.milp.general_placement import feasible, place, sequence
 from deplbench.formulations.milp.general_search import Config, Problem
@@ -277,3 +278,33 @@ def test_one_block_bound_is_exact_and_its_screen_is_below_it():
         assert np.all(screened <= bound + 1e-9)
         below = screened < cut
         assert np.allclose(screened[below], bound[below], rtol=1e-12, atol=1e-9)
+
+
+def test_discarded_cells_keep_a_bound_below_the_optimum():
+    """Run the model-block search of one assignment with a made-up incumbent
+    above its optimum and a loose tolerance: cells and subtrees are then
+    discarded by weight (some blocks are not even formed). Whatever the run
+    finds or discards, min(best plan found, recorded bound) must stay at or
+    below the assignment's optimum, found first by the same search with no
+    incumbent and a tight tolerance, at the optimum's own time price.
+
+    No transfer cost here: the search charges every cluster of the
+    assignment its β (a plan of this assignment trains on both, eq. (6) as
+    intended), while a plan found on one cluster only is costed as the
+    one-cluster assignment it is; with β = 0 both agree."""
+    prob, s0 = _pair_search()
+    cfg = Config(s0.cfg.clusters, list(s0.cfg.classes), s0.cfg.gamma.copy(), s0.cfg.volume.copy(), np.zeros(2))
+    s = PairSearch(prob, cfg, 1.0, s0.kmax, 1.0)
+    full = Leaves(prob, prob.inst)
+    s.run(math.inf, 1e-12, math.inf, lambda v: full.evaluate(s, v, 1e-12))
+    opt = full.best_cost
+    assert math.isfinite(opt)
+    cut = 0
+    for tol in (0.05, 0.2, 0.5):
+        for factor in (1.0, 1.1, 1.5):
+            s2 = PairSearch(prob, cfg, full.best_price, s.kmax, 1.0)
+            found = Leaves(prob, prob.inst)
+            st = s2.run(opt * factor, tol, math.inf, lambda v, s2=s2, found=found, tol=tol: found.evaluate(s2, v, tol))
+            assert min(found.best_cost, st["lb"]) <= opt * (1 + 1e-9)
+            cut += found.best_cost > opt * (1 + 1e-9)
+    assert cut > 0          # some runs did not reach the optimum: their bound is what is checked
