@@ -389,7 +389,7 @@ def solve_general(instance, scenarios: int = 1000, seed: int = 0, time_limit: fl
         # still leaves a finite lower bound for the boxes not yet explored
         cfg = _config(box, lists, vol, gam, beta)
         w = prob.weights(cfg, lam)
-        const = -lam * prob.T + (0.0 if prob.per_epoch else float(cfg.beta.sum()))
+        const = prob.dual_constant(cfg, lam)
         kmax = _kmax(prob, w, prob.tmin(cfg), const, math.inf)
         rb = make_search(cfg, lam, kmax, est_cost / max(prob.l0 - prob.lmax, 1e-12)).root_bound() \
             if kmax >= 1 else math.inf
@@ -438,7 +438,7 @@ def solve_general(instance, scenarios: int = 1000, seed: int = 0, time_limit: fl
         cfg = _config(box, lists, vol, gam, beta)
         mu_ref = (ub if math.isfinite(ub) else est_cost) / max(prob.l0 - prob.lmax, 1e-12)
         w = prob.weights(cfg, lam)
-        const = -lam * prob.T + (0.0 if prob.per_epoch else float(cfg.beta.sum()))
+        const = prob.dual_constant(cfg, lam)
         kmax = _kmax(prob, w, prob.tmin(cfg), const, ub)
         if kmax < 1:
             lb_discard = min(lb_discard, ub)
@@ -532,7 +532,7 @@ def solve_general(instance, scenarios: int = 1000, seed: int = 0, time_limit: fl
         n_rebound += 1
         # open boxes were bounded at an earlier λ; any λ is valid, keep the better
         cfg = _config(box, lists, vol, gam, beta)
-        const = -lam * prob.T + (0.0 if prob.per_epoch else float(cfg.beta.sum()))
+        const = prob.dual_constant(cfg, lam)
         kmax = _kmax(prob, prob.weights(cfg, lam), prob.tmin(cfg), const, leaves.best_cost)
         mu_ref = (leaves.best_cost if math.isfinite(leaves.best_cost) else est_cost) / max(prob.l0 - prob.lmax, 1e-12)
         rb = make_search(cfg, lam, kmax, mu_ref).root_bound() if kmax >= 1 else math.inf

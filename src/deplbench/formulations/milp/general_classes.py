@@ -234,7 +234,7 @@ def rebound_leaves(heap: list, prob, pool, leaves, lists, vol, gam, beta, deadli
     # Kelley tunes π for completions of at most kmax epochs: the horizon the
     # incumbent's cost allows (as the root pool's), not K̄ — π tuned for
     # K̄-epoch completions gave negative bounds on shorter searches.
-    const = -lam * prob.T + (0.0 if prob.per_epoch else float(cfg.beta.sum()))
+    const = prob.dual_constant(cfg, lam)
     kmax = max(1, _kmax(prob, prob.weights(cfg, lam), prob.tmin(cfg), const, leaves.best_cost))
     search = BlockSearch(prob, cfg, lam, kmax, leaves.best_cost / max(prob.l0 - prob.lmax, 1e-12))
     pool.extend(search, now + REBOUND_SHARE * max(deadline - now, 0.0))

@@ -220,7 +220,7 @@ def dual_bounds(prob, search, counts: np.ndarray) -> np.ndarray:
     for lam in search.lam * LAMBDA_GRID:
         wm = P.weights(cfg, lam)
         w = np.array([min(wm[m, i] for i in cfg.groups[g]) for m, g in zip(search.vm, search.vg)])
-        const = -lam * P.T + (0.0 if P.per_epoch else float(cfg.beta.sum()))
+        const = P.dual_constant(cfg, lam)
         np.maximum(best, counts @ w + const, out=best)
     return best
 

@@ -75,7 +75,7 @@ class PairGroups:
             if len(cfg.groups) != 2:
                 continue
             t0 = time.perf_counter()
-            const = -lam * P.T + (0.0 if P.per_epoch else float(cfg.beta.sum()))
+            const = P.dual_constant(cfg, lam)
             kmax = _kmax(P, P.weights(cfg, lam), P.tmin(cfg), const, ub)
             if kmax < 1:
                 lb = ub     # no epoch fits below the incumbent

@@ -161,15 +161,15 @@ class PairSearch(BlockSearch):
         self._last_cache: dict = {}        # per terminal model: last_block_bound's tables
         self._dn = None
         # models whose blocks end every plan (no allowed switch out of them)
-        self.terminal = np.array([not any(u != m and prob.allowed[m, u] for u in range(prob.M))
-                                  for m in range(prob.M)])
+        #: per model, the models an allowed switch leads to (a block is followed by another model)
+        self.next_models = [[u for u in range(prob.M) if u != m and prob.allowed[m, u]] for m in range(prob.M)]
+        self.terminal = np.array([not nxt for nxt in self.next_models])
         # models every switch out of which leads to a terminal model (one block left after them);
         # none when the last-block tables would not fit LAST_TABLE_BYTES
         K = self.kmax
         fits = 8 * prob.S * (K * (K + 1) * (K + 5) // 6) <= LAST_TABLE_BYTES
-        self.last_only = fits & np.array([(~self.terminal[m]) and all(self.terminal[u] for u in range(prob.M)
-                                                              if u != m and prob.allowed[m, u])
-                                   for m in range(prob.M)])
+        self.last_only = fits & np.array([(not self.terminal[m]) and all(self.terminal[u] for u in self.next_models[m])
+                                          for m in range(prob.M)])
 
     # the covered short plans are counted in virtual blocks: not usable here
     @property
@@ -205,7 +205,7 @@ class PairSearch(BlockSearch):
                 best = np.zeros(R)
                 for u in range(self.nv):
                     mu_ = int(self.vm[u])
-                    if mu_ == m or not P.allowed[m, mu_]:
+                    if mu_ not in self.next_models[m]:
                         continue
                     np.minimum(best, enter[:, u] + J[:, k, P.switch_index[(m, mu_)]], out=best)
                 Vf[k, m] = best
@@ -356,9 +356,7 @@ class PairSearch(BlockSearch):
             return best
         kc_l, L_l = kc[live], L[:, live]
         out = np.full(kc_l.size, np.inf)
-        for u in range(P.M):
-            if u == m or not P.allowed[m, u]:
-                continue
+        for u in self.next_models[m]:
             T = self._last_tables(u, np.unique(kc_l))
             need = (L_l[srows] + P.J[srows][:, kc_l, P.switch_index[(m, u)]]
                     - P.lmax - LOSS_TOL)                                                    # (rows, C')
@@ -411,7 +409,7 @@ class PairSearch(BlockSearch):
             if maxlen <= 0:
                 continue
             children = []
-            nxt = range(P.M) if m_last < 0 else [u for u in range(P.M) if u != m_last and P.allowed[m_last, u]]
+            nxt = range(P.M) if m_last < 0 else self.next_models[m_last]
             for m in nxt:
                 # cells of linear weight at or above the threshold can be neither leaves nor
                 # inner children (both are pruned on that weight): only shorter blocks are formed

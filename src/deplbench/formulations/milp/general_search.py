@@ -130,6 +130,12 @@ class Problem:
             w = w + float(cfg.beta.sum())
         return w
 
+    def dual_constant(self, cfg: Config, lam: float) -> float:
+        """The constant of the λ-dual cost bound F(N) ≥ Σ_j g_j(λ) N_j + this:
+        −λ·Tmax plus the one-time transfers of the assignment's clusters (under
+        the printed per-epoch eq. (2) they are in the weights instead)."""
+        return -float(lam) * self.T + (0.0 if self.per_epoch else float(cfg.beta.sum()))
+
     def tmin(self, cfg: Config) -> np.ndarray:
         """Fastest epoch time per (model, used cluster)."""
         n = cfg.clusters
@@ -246,7 +252,7 @@ class BlockSearch:
         tm = P.tmin(cfg)
         self.vtmin = np.array([min(tm[m, i] for i in cfg.groups[g]) for m, g in zip(self.vm, self.vg)])
         self.nv = self.vm.size
-        self.const = -self.lam * P.T + (0.0 if P.per_epoch else float(cfg.beta.sum()))
+        self.const = P.dual_constant(cfg, self.lam)
         self.kmax = int(min(kmax, P.K))
         # successors: same model other group (no jump), or an allowed switch (jump p)
         self.order_invariant = order_invariant(P)
