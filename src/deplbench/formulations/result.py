@@ -8,7 +8,10 @@ are data. ``status`` is one of
                 (heuristics);
 ``time_limit``  stopped by the time limit, with or without an incumbent;
 ``infeasible``  no plan found/exists, ``message`` says why;
-``error``       the algorithm failed, ``message`` says how.
+``error``       the algorithm failed, ``message`` says how;
+``skipped``     the algorithm does not apply to this instance
+                (:meth:`deplbench.solvers.base.Solver.applies`), ``message``
+                says why; not a failure.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ from typing import Any
 from deplbench.formulations.plan import Plan, parse_plan
 from deplbench.jsonio import finite_number
 
-STATUSES = ("optimal", "feasible", "time_limit", "infeasible", "error")
+STATUSES = ("optimal", "feasible", "time_limit", "infeasible", "error", "skipped")
 
 
 # JSON-safe numbers (inf/nan become None): the one definition in jsonio.

@@ -43,6 +43,9 @@ from deplbench.formulations.preprocess import reduce_instance
 from deplbench.formulations.result import SolveResult
 from deplbench.params import Param, resolve
 
+#: What an algorithm's result can be a reference for (:attr:`Solver.reference`).
+REFERENCE_KINDS = ("", "saa", "certified-static", "exact-static", "adaptive")
+
 #: Default out-of-sample trajectories used to judge every returned plan.
 DEFAULT_EVAL_SAMPLES = 50_000
 
@@ -103,6 +106,16 @@ class Solver:
     reference_priority : int
         Among exact methods, which optimum a report trusts first when several
         ran on one instance (lower first).
+    reference : str
+        Which optimum this algorithm's result is a reference for, read by the
+        reports from the task record (never by name): ``""`` (none, the
+        default), ``"saa"`` (optimum of the sample-average problem on its S
+        scenarios), ``"certified-static"`` (statistical bracket on the true
+        static optimum), ``"exact-static"`` (deterministic bracket on the
+        true chance-constrained static optimum, exact violation
+        probabilities), ``"adaptive"`` (bracket on the least expected cost of
+        any closed-loop policy with P(success) >= omega). See
+        :data:`REFERENCE_KINDS`.
     style : PlotStyle or None
         Colour, marker, line style; None picks :meth:`PlotStyle.for_name`.
     preprocess : bool
@@ -116,11 +129,23 @@ class Solver:
     parameters: ClassVar[dict[str, Param]] = {}
     exact: ClassVar[bool] = False
     reference_priority: ClassVar[int] = 100
+    reference: ClassVar[str] = ""
     style: ClassVar[PlotStyle | None] = None
     preprocess: ClassVar[bool] = True
 
     def run(self, instance, **params) -> SolveResult:  # pragma: no cover - abstract
         raise NotImplementedError
+
+    @classmethod
+    def applies(cls, instance) -> tuple[bool, str]:
+        """Whether the algorithm applies to ``instance``, and if not, why (one line).
+
+        The default applies everywhere. An algorithm that declines an
+        instance (its structure is outside what the method handles) returns
+        ``(False, reason)``; the runner and :func:`solve` then record status
+        ``skipped`` with the reason, which is not a failure.
+        """
+        return True, ""
 
     def closed_loop_policy(self, instance, result: SolveResult, **params) -> ClosedLoopPolicy | None:
         """Optional: how the algorithm acts when it observes each epoch's loss.
@@ -160,6 +185,7 @@ class Solver:
             "label": cls.display_label(),
             "exact": bool(cls.exact),
             "reference_priority": int(cls.reference_priority),
+            "reference": str(cls.reference),
             "description": cls.description,
             "style": cls.plot_style().to_dict(),
             "parameters": {k: p.describe() for k, p in cls.parameters.items()},
@@ -356,6 +382,6 @@ def closed_loop(instance, result: SolveResult, algorithm: str | type[Solver] | N
     return out
 
 
-__all__ = ["Param", "PlotStyle", "Solver", "solve", "closed_loop", "DEFAULT_EVAL_SAMPLES",
+__all__ = ["Param", "PlotStyle", "Solver", "REFERENCE_KINDS", "solve", "closed_loop", "DEFAULT_EVAL_SAMPLES",
            "ClosedLoopPolicy", "FixedPlanPolicy", "StopAtTarget", "PolicyState", "Decision", "STOP",
            "simulate"]

@@ -446,6 +446,7 @@ class MilpCertified(Solver):
     description: ClassVar[str] = ("certified bracket on the chance-constrained optimum: LB from M SAA "
                                   "replications, plan = cheapest Clopper-Pearson-certified candidate")
     exact: ClassVar[bool] = False
+    reference: ClassVar[str] = "certified-static"
     style: ClassVar[PlotStyle] = PlotStyle("#1f77b4", "*", ":")
     parameters: ClassVar[dict[str, Param]] = {
         "confidence": Param(DEFAULT_CONFIDENCE, float, "joint confidence 1 − β of the bracket",

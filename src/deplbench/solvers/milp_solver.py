@@ -39,6 +39,7 @@ class Milp(Solver):
     exact: ClassVar[bool] = True
     label: ClassVar[str] = "MILP"
     reference_priority: ClassVar[int] = 2
+    reference: ClassVar[str] = "saa"
     style: ClassVar[PlotStyle] = PlotStyle("#1f77b4", "o", "--")
     parameters: ClassVar[dict[str, Param]] = {
         "scenarios": Param(1000, int, "in-sample scenarios S of the SAA quantile", low=1),
