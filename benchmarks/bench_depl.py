@@ -23,7 +23,7 @@ import functools
 import numpy as np
 import pytest
 
-from deplbench.solvers.base import solve
+from deplbench.solvers.run import solve
 from deplbench.solvers.dataset_selection import DataObjective, SubsetRanker
 from deplbench.solvers.depl import most_capable_cluster
 from deplbench.solvers.expanded_graph import build_spec, solve_dp

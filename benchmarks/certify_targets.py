@@ -36,7 +36,7 @@ from pathlib import Path
 
 from deplbench.formulations.evaluate import evaluate_plan
 from deplbench.instances.generators import generate
-from deplbench.solvers.base import solve
+from deplbench.solvers.run import solve
 from deplbench.solvers.certified import certify, process_map
 
 

@@ -48,7 +48,7 @@ from pathlib import Path
 
 import numpy as np
 
-from deplbench.solvers.base import solve
+from deplbench.solvers.run import solve
 from deplbench.solvers.depl import most_capable_cluster
 from deplbench.solvers.expanded_graph import build_spec, solve_dp
 from deplbench.solvers.expanded_reference import solve_networkx

@@ -19,7 +19,7 @@ from deplbench.benchmarks.store import ResultsStore
 from deplbench.benchmarks.sweep import load_sweep
 from deplbench.formulations.evaluate import evaluate_plan
 from deplbench.instances.generators import generate
-from deplbench.solvers.base import solve
+from deplbench.solvers.run import solve
 
 MINI_SWEEP = """
 [sweep]

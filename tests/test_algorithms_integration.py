@@ -34,7 +34,8 @@ from deplbench.formulations.evaluate import evaluate_plan
 from deplbench.formulations.knapsack import knapsack_optimum_from_instance
 from deplbench.formulations.result import SolveResult
 from deplbench.formulations.scenarios import ScenarioSampler, allowed_violations
-from deplbench.solvers.base import Param, solve
+from deplbench.solvers.base import Param
+from deplbench.solvers.run import solve
 from deplbench.solvers.registry import SOLVERS, get_solver
 from deplbench.instances.generators import generate
 

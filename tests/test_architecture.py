@@ -8,10 +8,16 @@
    never one above: not at module level, not inside a function, not under
    ``if TYPE_CHECKING``, not through ``importlib.import_module("...")`` with
    a literal name. There is no list of exceptions.
-2. **Modules stay small**: none above 600 lines unless its module docstring
+2. **No import cycle**: no two modules import each other, directly or
+   through others, counting every import the first check counts (inside
+   functions, under ``if TYPE_CHECKING``, literal ``importlib`` calls). An
+   edge goes to the module named (``from pkg import name`` goes to
+   ``pkg.name`` when that is a module, else to ``pkg``); the implicit import
+   of a module's parent packages is not an edge.
+3. **Modules stay small**: none above 600 lines unless its module docstring
    says why in a sentence starting "Longer than 600 lines because".
 
-Both checks read every ``.py`` file under ``src/deplbench`` with :mod:`ast`;
+The checks read every ``.py`` file under ``src/deplbench`` with :mod:`ast`;
 nothing is imported, so a module that fails to import is still checked.
 """
 
@@ -22,6 +28,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+import networkx as nx
 import pytest
 
 SRC = Path(__file__).resolve().parents[1] / "src"
@@ -81,14 +88,15 @@ def _is_package(path: Path) -> bool:
     return path.name == "__init__.py"
 
 
-def imports_of(source: str, name: str, *, is_package: bool) -> list[Import]:
+def imports_of(source: str, name: str, *, is_package: bool, modules=frozenset()) -> list[Import]:
     """Every ``deplbench`` module the source of module ``name`` imports.
 
     Walks the whole tree, so imports in functions, classes and ``if`` blocks
     count. Relative imports are resolved against ``name``. ``from pkg import
     x`` names ``pkg.x`` when ``x`` is a sub-module of ``pkg`` in the source
     tree, else ``pkg``. Literal ``importlib.import_module("...")`` and
-    ``__import__("...")`` calls count too.
+    ``__import__("...")`` calls count too. ``modules``: names of modules
+    that exist besides those in the source tree (a synthetic package).
     """
     tree = ast.parse(source)
     package = name if is_package else name.rpartition(".")[0]
@@ -112,7 +120,7 @@ def imports_of(source: str, name: str, *, is_package: bool) -> list[Import]:
                 base_name = node.module or ""
             for alias in node.names:
                 sub = f"{base_name}.{alias.name}"
-                add(sub if _exists(sub) else base_name, node, "from")
+                add(sub if sub in modules or _exists(sub) else base_name, node, "from")
         elif isinstance(node, ast.Call):
             func = node.func
             called = (func.attr if isinstance(func, ast.Attribute)
@@ -144,6 +152,34 @@ def upward_imports(source: str, name: str, *, is_package: bool) -> list[str]:
             problems.append(f"{name}:{imp.line} ({layer_label(own)}) imports {imp.target} "
                             f"({layer_label(target)}) [{imp.how}]")
     return problems
+
+
+def import_graph(modules: dict[str, tuple[str, bool]]) -> nx.DiGraph:
+    """The import graph of ``{name: (source, is_package)}``: an edge a → b for
+    every import of module b in module a (b within ``deplbench``; self-imports
+    dropped)."""
+    graph = nx.DiGraph()
+    for name, (source, is_package) in modules.items():
+        graph.add_node(name)
+        for imp in imports_of(source, name, is_package=is_package, modules=modules.keys()):
+            if imp.target != name:
+                graph.add_edge(name, imp.target, line=imp.line)
+    return graph
+
+
+def import_cycles(graph: nx.DiGraph) -> list[str]:
+    """One message per strongly connected component of more than one module:
+    its modules and one cycle through them, with the importing lines."""
+    problems = []
+    for component in sorted(sorted(c) for c in nx.strongly_connected_components(graph) if len(c) > 1):
+        cycle = nx.find_cycle(graph.subgraph(component), source=component[0])
+        path = " → ".join(f"{a}:{graph.edges[a, b]['line']}" for a, b in cycle) + f" → {cycle[0][0]}"
+        problems.append(f"{len(component)} modules import each other ({', '.join(component)}): {path}")
+    return problems
+
+
+def package_modules() -> dict[str, tuple[str, bool]]:
+    return {module_name(p): (p.read_text(encoding="utf-8"), _is_package(p)) for p in source_files()}
 
 
 def source_files() -> list[Path]:
@@ -184,6 +220,31 @@ def test_checker_finds_upward_imports(name, source, is_package, expected):
         assert f"imports {target} " in problem
 
 
+@pytest.mark.parametrize("modules, expected", [
+    # a two-module cycle closed by an import inside a function
+    ({"deplbench.solvers.a": ("from deplbench.solvers.b import f\n", False),
+      "deplbench.solvers.b": ("def f():\n    from deplbench.solvers import a\n", False)},
+     [{"deplbench.solvers.a", "deplbench.solvers.b"}]),
+    # a longer cycle through relative imports and a TYPE_CHECKING block
+    ({"deplbench.formulations.x": ("from .y import g\n", False),
+      "deplbench.formulations.y": ("import deplbench.formulations.z\n", False),
+      "deplbench.formulations.z": ("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n"
+                                   "    from deplbench.formulations import x\n", False),
+      "deplbench.formulations.w": ("from .x import g\n", False)},
+     [{"deplbench.formulations.x", "deplbench.formulations.y", "deplbench.formulations.z"}]),
+    # a chain, and a module importing itself, are not cycles
+    ({"deplbench.solvers.a": ("import deplbench.solvers.b\nimport deplbench.solvers.a\n", False),
+      "deplbench.solvers.b": ("import deplbench.errors\n", False)}, []),
+])
+def test_checker_finds_import_cycles(modules, expected):
+    """The cycle check fails on a planted cycle (and only on a cycle)."""
+    problems = import_cycles(import_graph(modules))
+    assert len(problems) == len(expected), problems
+    for problem, members in zip(problems, expected):
+        named = set(problem.split("(")[1].split(")")[0].split(", "))
+        assert named == members, problem
+
+
 @pytest.mark.parametrize("doc, ok", [
     ("The MILP.\n\nLonger than 600 lines because the four models share one\nmatrix builder.", True),
     ("Longer than 600 lines because splitting would scatter one algorithm.", True),
@@ -208,6 +269,11 @@ def test_imports_flow_one_way():
         problems += upward_imports(path.read_text(encoding="utf-8"), module_name(path),
                                    is_package=_is_package(path))
     assert not problems, "upward imports:\n" + "\n".join(problems)
+
+
+def test_no_import_cycles():
+    problems = import_cycles(import_graph(package_modules()))
+    assert not problems, "import cycles:\n" + "\n".join(problems)
 
 
 def test_modules_at_most_600_lines_unless_a_reason_is_given():

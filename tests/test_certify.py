@@ -16,7 +16,7 @@ from deplbench.formulations.binomial import CERTIFIED_FEASIBLE, clopper_pearson_
 from deplbench.formulations.evaluate import evaluate_plan, plan_indices, simulate_trajectories
 from deplbench.formulations.knapsack import knapsack_optimum_from_instance
 from deplbench.instances.generators import generate
-from deplbench.solvers.base import solve
+from deplbench.solvers.run import solve
 from deplbench.solvers import certified_tasks
 from deplbench.solvers.certified import certify, process_map
 from deplbench.solvers.certified_refine import predicted_certifiable, select_for_refinement, split_beta

@@ -102,7 +102,7 @@ def test_bad_arguments_name_the_field(vgg, plan):
 def test_closed_loop_pact_differs_from_open_loop():
     """A short, loose case: PACT's per-step 0.95 robust estimates are far more
     pessimistic than what the runs realise, so observing the loss matters."""
-    from deplbench.solvers.base import closed_loop, solve
+    from deplbench.solvers.run import closed_loop, solve
 
     inst = generate("realistic", family="pact-vgg11", horizon=20, loss_max=0.8, time_max=300.0)
     common = dict(evaluate=False, check_samples=2000, scenarios=200, closed_loop_resolution=100)
@@ -125,7 +125,7 @@ def test_closed_loop_pact_differs_from_open_loop():
 
 
 def test_depl_receding_is_registered_and_replans():
-    from deplbench.solvers.base import closed_loop, solve
+    from deplbench.solvers.run import closed_loop, solve
     from deplbench.solvers.registry import available
 
     assert "depl-receding" in available()

@@ -10,7 +10,8 @@ from deplbench.errors import SolverError
 from deplbench.formulations.allocation import allocate, plan_from_choices
 from deplbench.formulations.result import SolveResult
 from deplbench.formulations.scenarios import ScenarioSampler, allowed_violations, quantile_rank
-from deplbench.solvers.base import Param, Solver, solve
+from deplbench.solvers.base import Param, Solver
+from deplbench.solvers.run import solve
 from deplbench.instances.model import parse_instance
 from instance_data import two_model_data
 

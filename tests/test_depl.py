@@ -19,7 +19,7 @@ from deplbench.formulations.knapsack import covering_dp
 from deplbench.formulations.scenarios import quantile_rank
 from deplbench.solvers import depl_calibration as calibration_module
 from deplbench.solvers import depl_stages as stages_module
-from deplbench.solvers.base import solve
+from deplbench.solvers.run import solve
 from deplbench.solvers.quantile_transform import (
     LossModel,
     build_bounds,

@@ -376,7 +376,7 @@ def test_seed_plans_are_feasible_and_recomputed(name):
 
 def test_knapsack_optimum_is_the_solvers():
     """The exhaustive search above agrees with the registered exact solvers."""
-    from deplbench.solvers.base import solve
+    from deplbench.solvers.run import solve
 
     for algo in ("brute-force", "knapsack-dp"):
         r = solve(instance("knapsack"), algo, eval_samples=SAMPLES)
@@ -476,7 +476,7 @@ def test_evaluate_api_wrong_objects_are_named(args, field):
     ((None, "depl"), {"ghost": 1}, "ghost"),
 ])
 def test_solve_api_arguments_are_named(args, kwargs, field):
-    from deplbench.solvers.base import solve
+    from deplbench.solvers.run import solve
 
     inst = instance("knapsack") if args[0] is None else args[0]
     with pytest.raises(SolverError) as err:

@@ -10,7 +10,7 @@ then run ``deplbench run SWEEP --dry-run`` in this process. The contract:
 * or exit status 0, and then every task the sweep lists would not fail for
   input reasons: its parameters pass the solver's own declared ``Param``\\ s
   (strict, as a typed TOML source), its evaluation settings pass
-  :func:`deplbench.solvers.base.solve`'s argument checks, its instance builds
+  :func:`deplbench.solvers.run.solve`'s argument checks, its instance builds
   (targets applied) and its generator parameters carry the declared types
   (no ``"6"`` read as 6), and its time limit is a positive finite number.
 
@@ -33,7 +33,7 @@ from deplbench.benchmarks.tasks import build_instance
 from deplbench.errors import SweepError
 from deplbench.instances.generators import family_parameters
 from deplbench.instances.model import Instance
-from deplbench.solvers.base import _check_solve_arguments
+from deplbench.solvers.run import check_solve_arguments
 from deplbench.solvers.registry import get_solver
 from fuzz_common import FULL, HOSTILE, LOC, QUICK, check_one_line, delete, get, paths, put, run_cli
 from instance_data import base_instance
@@ -180,7 +180,7 @@ def check_tasks(path) -> None:
                             task.targets], sort_keys=True)
         if ident not in built:
             built[ident] = build_instance(task.to_dict())
-        _check_solve_arguments(built[ident], cls, True, ev.get("samples", 50_000), ev.get("seed", 0))
+        check_solve_arguments(built[ident], cls, True, ev.get("samples", 50_000), ev.get("seed", 0))
 
 
 def contract(tmp_path, text: bytes | str) -> None:

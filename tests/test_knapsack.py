@@ -183,7 +183,7 @@ def _rescaled(inst, factor):
 
 
 def test_knapsack_dp_doubled_loss_scale_is_not_the_old_optimum():
-    from deplbench.solvers.base import solve
+    from deplbench.solvers.run import solve
 
     inst = generate("knapsack", item_class="uncorrelated", n_items=3, R=20, horizon=4, seed=2)
     old = solve(inst, "knapsack-dp", eval_samples=200)
@@ -200,7 +200,7 @@ def test_knapsack_dp_doubled_loss_scale_is_not_the_old_optimum():
 
 
 def test_knapsack_dp_refuses_what_it_cannot_solve_exactly():
-    from deplbench.solvers.base import solve
+    from deplbench.solvers.run import solve
 
     res = solve(generate("realistic", family="alexnet"), "knapsack-dp")
     assert res.status == "error" and "knapsack reduction" in res.message and res.plan is None
@@ -211,7 +211,7 @@ def test_knapsack_dp_refuses_what_it_cannot_solve_exactly():
 
 
 def test_knapsack_dp_infeasible_and_listed():
-    from deplbench.solvers.base import solve
+    from deplbench.solvers.run import solve
     from deplbench.solvers.registry import available, solver_info
 
     inst = generate("knapsack", n_items=4, horizon=3, target_fraction=1.0, seed=1).with_changes(horizon=2)

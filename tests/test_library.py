@@ -30,7 +30,7 @@ from deplbench.benchmarks.library import (
 from deplbench.cli import main
 from deplbench.errors import SolverError
 from deplbench.instances.model import load_instance
-from deplbench.solvers.base import solve
+from deplbench.solvers.run import solve
 
 TINY = ["knapsack-uncorrelated-n10", "scaling-any-m2-n2-k8"]
 WITH_MPS = TINY

@@ -213,7 +213,7 @@ def test_fast_routes_many_datasets_to_general_and_matches_brute_force():
     of ``solve(instance, "milp")``) must not refuse: it dispatches to
     ``general``, whose optimum equals exhaustive search."""
     from deplbench.formulations.milp import MAX_DATASETS
-    from deplbench.solvers.base import solve
+    from deplbench.solvers.run import solve
 
     inst = tiny_instance(seed=1, n_datasets=MAX_DATASETS + 1, n_clusters=1, horizon=4, n_models=2,
                          all_switches=True)
@@ -225,7 +225,7 @@ def test_fast_routes_many_datasets_to_general_and_matches_brute_force():
 
 
 def test_general_is_forceable_and_refuses_scip_by_name():
-    from deplbench.solvers.base import solve
+    from deplbench.solvers.run import solve
 
     inst = tiny_instance(seed=2, n_datasets=1, n_clusters=2, horizon=5, n_models=2, all_switches=True)
     forced = solve(inst, "milp", scenarios=20, time_limit=None, formulation="general", evaluate=False)

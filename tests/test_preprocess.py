@@ -20,7 +20,7 @@ from deplbench.formulations.preprocess import reduce_instance
 from deplbench.instances.generators import generate
 from deplbench.instances.model import parse_instance
 from instance_data import two_model_data
-from deplbench.solvers.base import solve
+from deplbench.solvers.run import solve
 
 SMALL_EVAL = 2000
 

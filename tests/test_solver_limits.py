@@ -19,7 +19,7 @@ from deplbench import limits
 from deplbench.instances.generators import generate
 from deplbench.instances.model import parse_instance
 from deplbench.solvers import quantile_transform as qt
-from deplbench.solvers.base import solve
+from deplbench.solvers.run import solve
 from deplbench.solvers.baseline_common import scenario_bytes
 
 BUDGET = limits.MEMORY_BUDGET_GIB * 2**30

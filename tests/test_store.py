@@ -100,7 +100,7 @@ def test_evaluation_and_instance_columns_are_expanded_from_a_real_solve():
             "evaluation": {}, "time_limit_s": 5.0}
     rec = task_mod.base_record(task)
     rec.update(record_mod.instance_columns(inst))
-    from deplbench.solvers.base import solve
+    from deplbench.solvers.run import solve
 
     res = solve(inst, "depl", eta=50, eval_samples=500)
     task_mod.fill_from_result(rec, res.to_dict())

@@ -20,7 +20,7 @@ from deplbench.instances.generators import generate
 from deplbench.reports import complexity as cx
 from deplbench.reports.data import prepare
 from deplbench.reports.stats import loglog_fit
-from deplbench.solvers.base import solve
+from deplbench.solvers.run import solve
 
 
 @pytest.fixture(scope="module")

@@ -7,13 +7,13 @@ A bottom helper shared by the formulations and the solvers (it imports only
   shapes are known in advance: horizon K̄, scenarios S, samples n, η …) and
   :func:`check_memory` refuses a build above :data:`MEMORY_BUDGET_GIB` with
   :class:`MemoryLimitExceeded`, a one-line message naming what is too large
-  and the estimate in GiB. :func:`~deplbench.solvers.base.solve` turns it into
+  and the estimate in GiB. :func:`~deplbench.solvers.run.solve` turns it into
   a result with status ``error`` — the same status and wording the MILP uses
   for its scenario arrays ("would need about X GiB").
 * **Time.** A solver that declares ``time_limit`` runs its body inside
   :func:`deadline` and calls :func:`check_time` once per main-loop iteration
   (per epoch, DP layer, candidate); past the deadline it raises
-  :class:`TimeLimitReached`, which :func:`~deplbench.solvers.base.solve`
+  :class:`TimeLimitReached`, which :func:`~deplbench.solvers.run.solve`
   turns into status ``time_limit`` with the message and no plan. The check is
   a context variable read and one clock call: cheap enough for every layer.
 """

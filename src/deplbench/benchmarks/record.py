@@ -338,7 +338,7 @@ def evaluation_columns(evaluation: Mapping[str, Any] | None) -> dict:
 
 
 def closed_loop_columns(closed_loop: Mapping[str, Any] | None) -> dict:
-    """The cl_* columns from :func:`deplbench.solvers.base.closed_loop` output:
+    """The cl_* columns from :func:`deplbench.solvers.run.closed_loop` output:
     the algorithm's own policy when it has one, else its plan as a fixed policy."""
     cl = dict(closed_loop or {})
     mode = "policy" if cl.get("policy") else ("plan" if cl.get("plan") else None)

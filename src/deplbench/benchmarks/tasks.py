@@ -129,7 +129,7 @@ def _solve(instance, task: Mapping[str, Any]) -> dict:
         result = plugin[name](instance, **params)
     else:
         try:
-            from deplbench.solvers.base import solve
+            from deplbench.solvers.run import solve
         except ModuleNotFoundError as exc:
             raise SweepError(f"algorithm: solver layer not installed (needed for {name!r})") from exc
         result = solve(instance, name, **_evaluation_kwargs(solve, task), **params)
@@ -190,9 +190,9 @@ def closed_loop_settings(task: Mapping[str, Any]) -> dict | None:
 
 
 def _closed_loop(instance, result, name: str, settings: Mapping[str, Any]) -> dict:
-    """Closed-loop simulation of the result (:func:`deplbench.solvers.base.closed_loop`);
+    """Closed-loop simulation of the result (:func:`deplbench.solvers.run.closed_loop`);
     a failure is recorded in the returned dict, never raised."""
-    from deplbench.solvers.base import closed_loop
+    from deplbench.solvers.run import closed_loop
 
     t0 = time.perf_counter()
     try:

@@ -95,11 +95,11 @@ def _check_family_types(where: str, family: str, params: Mapping, grid: Mapping)
 
 
 def check_evaluation(evaluation: Mapping, where: str = "sweep.evaluation") -> None:
-    """The sweep's evaluation settings through :func:`~deplbench.solvers.base.solve`'s
+    """The sweep's evaluation settings through :func:`~deplbench.solvers.run.solve`'s
     own declared parameters (``samples`` → ``eval_samples``, ``seed`` →
     ``eval_seed``), so a value ``solve`` would refuse fails at load."""
     try:
-        from deplbench.solvers.base import EVALUATION_PARAMETERS
+        from deplbench.solvers.run import EVALUATION_PARAMETERS
     except ImportError:
         return
     for ours, theirs in (("samples", "eval_samples"), ("seed", "eval_seed")):

@@ -33,7 +33,7 @@ def _line(name: str, s: dict | None) -> str:
 
 def _cmd_simulate(args) -> int:
     from deplbench.instances.model import load_instance
-    from deplbench.solvers.base import closed_loop, solve
+    from deplbench.solvers.run import closed_loop, solve
     from deplbench.solvers.registry import get_solver
 
     _check(args)

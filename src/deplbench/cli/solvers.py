@@ -47,7 +47,7 @@ def _parse_kv(items: list[str]) -> dict[str, str]:
 
 
 def _cmd_solve(args) -> int:
-    from deplbench.solvers.base import solve
+    from deplbench.solvers.run import solve
     from deplbench.solvers.registry import get_solver
     from deplbench.instances.model import load_instance
 

@@ -3,7 +3,7 @@ figure like PACT's Fig. 6 (left), and the PACT claim.
 
 Reads the ``closed_loop`` column of the task records (written when a sweep
 sets ``[sweep.evaluation] closed_loop = {...}``;
-:func:`deplbench.solvers.base.closed_loop`). Every row with it gives up to
+:func:`deplbench.solvers.run.closed_loop`). Every row with it gives up to
 three closed-loop series on the same seeded runs:
 
 ``plan``          the algorithm's static plan, run to its end whatever the

@@ -20,7 +20,7 @@ K̄ ≤ 6, |M| ≤ 3, |N| ≤ 2, |D| ≤ 3 are refused with status ``error``.
 
 Examples
 --------
->>> from deplbench.solvers.base import solve                 # doctest: +SKIP
+>>> from deplbench.solvers.run import solve                 # doctest: +SKIP
 >>> solve(tiny_instance, "brute-force", scenarios=50).status     # doctest: +SKIP
 'optimal'
 """

@@ -64,7 +64,8 @@ from deplbench.errors import SolverError
 from deplbench.formulations.plan import Plan, parse_plan
 from deplbench.formulations.result import SolveResult
 from deplbench.params import Param
-from deplbench.solvers.base import PlotStyle, Solver, solve
+from deplbench.solvers.base import PlotStyle, Solver
+from deplbench.solvers.run import solve
 from deplbench.solvers.certified_refine import (add_saa_plans, judge, lower_from_replications, run_saa,
                                                 saa_tasks, select_for_refinement, split_beta)
 from deplbench.solvers.certified_tasks import (SAA_HEURISTIC_TIME, Mapper, _add_candidate, _sequential_map,

@@ -24,7 +24,7 @@ from deplbench.errors import SolverError
 from deplbench.formulations.binomial import CERTIFIED_FEASIBLE
 from deplbench.formulations.evaluate import evaluate_plan
 from deplbench.formulations.plan import Plan, parse_plan
-from deplbench.solvers.base import solve
+from deplbench.solvers.run import solve
 
 Mapper = Callable[[Callable[[dict], dict], list], Iterable[dict]]
 

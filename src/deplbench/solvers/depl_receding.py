@@ -46,7 +46,8 @@ from deplbench.formulations.closed_loop import STOP, ClosedLoopPolicy, Decision,
 from deplbench.formulations.evaluate import plan_indices
 from deplbench.formulations.plan import Plan
 from deplbench.params import Param
-from deplbench.solvers.base import PlotStyle, Solver, solve
+from deplbench.solvers.base import PlotStyle, Solver
+from deplbench.solvers.run import solve
 from deplbench.solvers.depl import DepL
 
 

@@ -13,7 +13,7 @@ provenance is reported in ``diagnostics["provenance_mismatch"]``.
 Any other instance is refused with status ``error`` and the field that
 breaks the reduction, never answered with a wrong optimum. The returned plan
 is the optimal epoch sequence with its closed-form allocation, so
-:func:`deplbench.solvers.base.solve` judges it like every other plan.
+:func:`deplbench.solvers.run.solve` judges it like every other plan.
 
 References
 ----------

@@ -7,7 +7,7 @@ registry, the CLI (``--scenarios --seed --time-limit --gap --formulation
 
 Examples
 --------
->>> from deplbench.solvers.base import solve                      # doctest: +SKIP
+>>> from deplbench.solvers.run import solve                      # doctest: +SKIP
 >>> res = solve(instance, "milp", scenarios=300, time_limit=30)        # doctest: +SKIP
 >>> res.status, res.cost, res.lower_bound, res.gap                     # doctest: +SKIP
 ('optimal', 1777.18, 1777.18, 0.0)
@@ -31,7 +31,7 @@ class Milp(Solver):
     node limit), ``infeasible`` (with the reason) or ``error`` (never with a
     cost). Optimality refers to the S in-sample scenarios
     drawn with ``seed``; the returned plan is judged out-of-sample by
-    :func:`deplbench.solvers.base.solve`.
+    :func:`deplbench.solvers.run.solve`.
     """
 
     name: ClassVar[str] = "milp"

@@ -101,7 +101,7 @@ How each element maps onto this suite (every interpretation we made)
   which states its interpretations); ``mode="open-loop"`` follows the static
   plan. The static plan — hence every static number — is the same in both
   modes, which is why the paper's mode can be the default. Alg. 3's scoring
-  is :func:`score_paths`, shared by both.
+  is :func:`~deplbench.solvers.pact_graph.score_paths`, shared by both.
 * **Meeting (3) for real**: the finished plan is checked on the in-sample
   scenarios (SAA, as the MILP) and out-of-sample
   (:func:`~deplbench.formulations.evaluate.evaluate_plan`, independent
@@ -136,8 +136,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numpy as np
-
 from deplbench.errors import SolverError
 from deplbench.formulations.result import SolveResult
 from deplbench.solvers.base import Param, PlotStyle, Solver
@@ -153,9 +151,7 @@ from deplbench.solvers.baseline_common import (
     success,
     train_on,
 )
-from deplbench.solvers.pact_graph import ExpandedGraph
-
-_INF = np.inf
+from deplbench.solvers.pact_graph import ExpandedGraph, score_paths
 
 #: Exponents of ``work["graph_vertices"]`` implied by the graph's layout
 #: (issue 18; read by reports/complexity.py): K̄·|M|·|N|·L·T vertices per
@@ -187,52 +183,6 @@ class PactRun:
     #: Work counter (issue 18): shortest-path computations (one-to-all from
     #: the current vertex, plus the via-current-model costs of the risk term).
     sp_calls: int = 0
-
-
-def score_paths(graph: ExpandedGraph, paths: dict, e: int, m: int | None, b: int, t: int,
-                W_prefix: float, C_prefix: float, irreversible_risk: float = 1.0):
-    """Alg. 3 (CHOOSEACTION): the score of every feasible path, and the best one.
-
-    Parameters
-    ----------
-    graph : ExpandedGraph
-    paths : dict
-        :meth:`ExpandedGraph.feasible_paths` from the current vertex (e, m, ·, b, t).
-    W_prefix, C_prefix : float
-        Edge weights and time already committed: the score's weight[p] is the
-        closed-form real-x cost ``(W_prefix + W)² / (Tmax − C_prefix − C)``
-        (open loop: the committed prefix's weights and communication time;
-        closed loop: ``W_prefix = 0`` and ``C_prefix`` = the elapsed time, so
-        only the remaining path is priced with the remaining time).
-    irreversible_risk : float
-
-    Returns
-    -------
-    (int, ndarray, ndarray, ndarray)
-        Index of the best path, and the score, opp and risk of every path.
-    """
-    inst = graph.instance
-    W, C, Le, Lr, first = paths["W"], paths["C"], paths["Le"], paths["Lr"], paths["first"]
-    denom = inst.time_max - C_prefix - C
-    with np.errstate(divide="ignore", invalid="ignore"):
-        cost = np.where(denom > 0, (W_prefix + W) ** 2 / np.where(denom > 0, denom, 1.0), _INF)
-        opp = np.where(Lr < 0, Le / np.where(Lr < 0, Lr, -1.0), 1.0)
-    opp = np.maximum(opp, 1.0)
-    if m is None:
-        risk = np.ones_like(W)
-    else:
-        via = graph.via_costs(m)[e + 1]
-        wr = np.empty_like(W)
-        for a in np.unique(first):
-            a2, an = int(a // graph.N), int(a % graph.N)
-            b1, t1 = graph.landing(e, m, b, t, a2, an)
-            wr[first == a] = graph.weight[a2, an] + float(via[a2, an, b1, t1])
-        with np.errstate(divide="ignore", invalid="ignore"):
-            ratio = np.where(W > 0, wr / np.where(W > 0, W, 1.0), 1.0)
-        risk = np.where(np.isfinite(wr), np.maximum(ratio, 1.0), irreversible_risk)
-    score = cost * risk / opp
-    best = int(np.lexsort((paths["end"], W, score))[0])
-    return best, score, opp, risk
 
 
 def pact_decisions(graph: ExpandedGraph, irreversible_risk: float = 1.0) -> PactRun:

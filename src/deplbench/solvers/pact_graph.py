@@ -3,7 +3,10 @@
 :class:`ExpandedGraph` builds Alg. 1's vertex set (k, m, n, ℓ, T) as dense
 numpy layers and answers Alg. 2's query (shortest paths from the current
 vertex to every vertex joined to the sink Ω) and the risk term of Alg. 3
-(cheapest completion through a vertex of the current model).
+(cheapest completion through a vertex of the current model);
+:func:`score_paths` is Alg. 3's scoring, shared by the open loop
+(:mod:`deplbench.solvers.pact`) and the closed loop
+(:mod:`deplbench.solvers.pact_policy`).
 :mod:`deplbench.solvers.pact` runs PACT's decision loop on it; its module
 docstring states every interpretation made (robust estimators, edge
 weights, the two time modes, resolutions).
@@ -488,4 +491,50 @@ class ExpandedGraph:
         return max(b0 + d, 0), t0 + int(self.dt[m2, n2])
 
 
-__all__ = ["ExpandedGraph"]
+def score_paths(graph: ExpandedGraph, paths: dict, e: int, m: int | None, b: int, t: int,
+                W_prefix: float, C_prefix: float, irreversible_risk: float = 1.0):
+    """Alg. 3 (CHOOSEACTION): the score of every feasible path, and the best one.
+
+    Parameters
+    ----------
+    graph : ExpandedGraph
+    paths : dict
+        :meth:`ExpandedGraph.feasible_paths` from the current vertex (e, m, ·, b, t).
+    W_prefix, C_prefix : float
+        Edge weights and time already committed: the score's weight[p] is the
+        closed-form real-x cost ``(W_prefix + W)² / (Tmax − C_prefix − C)``
+        (open loop: the committed prefix's weights and communication time;
+        closed loop: ``W_prefix = 0`` and ``C_prefix`` = the elapsed time, so
+        only the remaining path is priced with the remaining time).
+    irreversible_risk : float
+
+    Returns
+    -------
+    (int, ndarray, ndarray, ndarray)
+        Index of the best path, and the score, opp and risk of every path.
+    """
+    inst = graph.instance
+    W, C, Le, Lr, first = paths["W"], paths["C"], paths["Le"], paths["Lr"], paths["first"]
+    denom = inst.time_max - C_prefix - C
+    with np.errstate(divide="ignore", invalid="ignore"):
+        cost = np.where(denom > 0, (W_prefix + W) ** 2 / np.where(denom > 0, denom, 1.0), _INF)
+        opp = np.where(Lr < 0, Le / np.where(Lr < 0, Lr, -1.0), 1.0)
+    opp = np.maximum(opp, 1.0)
+    if m is None:
+        risk = np.ones_like(W)
+    else:
+        via = graph.via_costs(m)[e + 1]
+        wr = np.empty_like(W)
+        for a in np.unique(first):
+            a2, an = int(a // graph.N), int(a % graph.N)
+            b1, t1 = graph.landing(e, m, b, t, a2, an)
+            wr[first == a] = graph.weight[a2, an] + float(via[a2, an, b1, t1])
+        with np.errstate(divide="ignore", invalid="ignore"):
+            ratio = np.where(W > 0, wr / np.where(W > 0, W, 1.0), 1.0)
+        risk = np.where(np.isfinite(wr), np.maximum(ratio, 1.0), irreversible_risk)
+    score = cost * risk / opp
+    best = int(np.lexsort((paths["end"], W, score))[0])
+    return best, score, opp, risk
+
+
+__all__ = ["ExpandedGraph", "score_paths"]

@@ -61,8 +61,7 @@ import numpy as np
 from deplbench.formulations.closed_loop import STOP, ClosedLoopPolicy, Decision, PolicyState, reached
 from deplbench.formulations.plan import Plan
 from deplbench.solvers.baseline_common import DataSetting
-from deplbench.solvers.pact import score_paths
-from deplbench.solvers.pact_graph import _CEIL_EPS, ExpandedGraph
+from deplbench.solvers.pact_graph import _CEIL_EPS, ExpandedGraph, score_paths
 
 
 class PactPolicy(ClosedLoopPolicy):

@@ -120,7 +120,6 @@ from deplbench.formulations.milp.backends import (
     _PyomoBackend,
     _pyomo_from_matrix,
     _use_threads,
-    make_backend,
     quiet_stdout,
 )
 from deplbench.formulations.milp.bounds import (
@@ -176,6 +175,7 @@ from deplbench.formulations.milp.options import (
     BuildTimeout,
     Verdict,
 )
+from deplbench.formulations.milp.routes import make_backend
 from deplbench.formulations.milp.solve import solve_milp
 
 #: Formulations accepted by :func:`solve_milp` (``fast`` and every row of the

@@ -9,9 +9,11 @@ What is here
   into Pyomo by :func:`_pyomo_from_matrix` with ``backend="pyomo"``); what
   it shares with the ``SolverFactory`` peer (rows, cuts, files) is
   :class:`_PyomoModelBackend`.
-* :func:`make_backend` — the choice between them for one built model, and
-  the solver peers: SCIP (:mod:`.scip`) and any Pyomo ``SolverFactory``
-  solver (:mod:`.pyomo_peer`); which names exist: :mod:`.peers`.
+* The solver peers, built on these: SCIP (:mod:`.scip`) and any Pyomo
+  ``SolverFactory`` solver (:mod:`.pyomo_peer`); which names exist:
+  :mod:`.peers`; the choice between all of them for one built model:
+  :func:`.routes.make_backend` (a module above the backends, so that no
+  backend imports another back).
 
 Every backend offers ``solve(time_left, rel_gap, node_limit)`` →
 :class:`_MasterOutcome`, ``add_cut(cols, vals, lo)``, ``set_start(x)``,
@@ -459,36 +461,6 @@ def _pyomo_from_matrix(mm: _MatrixModel):
     return m, xs
 
 
-def make_backend(model, backend: str, threads: int, seed: int, verbose: bool = False, solver: str = "highs"):
-    """The backend for one built formulation.
-
-    A model with ``mm`` (a :class:`_MatrixModel`) goes to highspy directly
-    (``backend="highs"``), through Pyomo (``backend="pyomo"``) or to SCIP
-    (``solver="scip"``, see :mod:`.scip`); a model with ``pyomo_model`` and
-    ``xvars`` (the naive one) through Pyomo to HiGHS. ``solver="pyomo:NAME"``
-    sends either kind to Pyomo's ``SolverFactory(NAME)`` (:mod:`.pyomo_peer`;
-    names and availability in :mod:`.peers`).
-    Returns (backend object, name of the route actually used).
-    """
-    mm = getattr(model, "mm", None)
-    if solver.startswith("pyomo:"):
-        from deplbench.formulations.milp.pyomo_peer import _PyomoPeerBackend
-
-        return _PyomoPeerBackend.from_model(solver, model, threads, seed, verbose), solver
-    if solver == "scip":
-        from deplbench.formulations.milp.scip import _ScipBackend
-
-        if mm is None:
-            raise ValueError("solver 'scip' needs a matrix formulation")
-        return _ScipBackend(mm, threads, seed, verbose), "scip"
-    if mm is not None:
-        if backend == "highs":
-            return _HighsBackend(mm, threads, seed, verbose, getattr(model, "highs_options", None)), "highs"
-        pm, xs = _pyomo_from_matrix(mm)
-        return _PyomoBackend(pm, xs, threads, seed, verbose), "pyomo"
-    return _PyomoBackend(model.pyomo_model, model.xvars, threads, seed, verbose), "pyomo"
-
-
 def highs_version() -> str:
     """``"highspy X"`` as installed."""
     import importlib.metadata as md
@@ -496,6 +468,6 @@ def highs_version() -> str:
     return f"highspy {md.version('highspy')}"
 
 
-__all__ = ["quiet_stdout", "make_backend", "highs_version", "_MasterOutcome", "_HighsBackend", "_PyomoBackend",
+__all__ = ["quiet_stdout", "highs_version", "_MasterOutcome", "_HighsBackend", "_PyomoBackend",
            "_PyomoModelBackend",
            "_pyomo_from_matrix", "_use_threads", "_tolerances", "SOLVE_ERROR_RETRIES"]

@@ -105,9 +105,6 @@ def check_options(scenarios, seed, time_limit, gap, threads, formulation, write_
         raise SolverError(f"formulation: must be one of {list(formulations)}, got {formulation!r}")
     if backend not in BACKENDS:
         raise SolverError(f"backend: must be one of {list(BACKENDS)}, got {backend!r}")
-    from deplbench.formulations.milp.peers import check_solver
-
-    check_solver(solver, "solver", formulation, backend)
     if node_limit is not None:
         _positive_int(node_limit, "node_limit")
     _positive_real(memory_limit, "memory_limit")

@@ -26,11 +26,11 @@ import numpy as np
 
 from deplbench.errors import SolverError
 from deplbench.formulations.milp import catalog
-from deplbench.formulations.milp.backends import make_backend
+from deplbench.formulations.milp.routes import make_backend
 from deplbench.formulations.milp.bounds import _structural_bounds
 from deplbench.formulations.milp.cutloop import _cut_loop, _result
 from deplbench.formulations.milp.data import _Data, data_bytes, draw_seconds
-from deplbench.formulations.milp.peers import solver_version
+from deplbench.formulations.milp.peers import check_solver, solver_version
 from deplbench.formulations.milp.options import (
     MAX_DATASETS,
     MEMORY_LIMIT_GIB,
@@ -128,6 +128,7 @@ def solve_milp(instance, scenarios: int = 1000, seed: int = 0, time_limit: float
     check_options(scenarios, seed, time_limit, gap, threads, formulation, write_lp, backend,
                   catalog.formulation_names(), node_limit=node_limit, memory_limit=memory_limit, solver=solver,
                   heuristic_time=heuristic_time)
+    check_solver(solver, "solver", formulation, backend)
     params = {"scenarios": int(scenarios), "seed": int(seed),
               "time_limit": None if time_limit is None else float(time_limit),
               "gap": float(gap), "threads": int(threads), "formulation": formulation,
