@@ -183,6 +183,35 @@ def test_param_is_one_class_reexported_from_solvers_base():
     assert Param is params.Param
 
 
+@pytest.mark.parametrize("spec, value, expected", [
+    # an exclusive upper bound (a share in (0, 1))
+    (Param(0.5, float, low=0.0, low_inclusive=False, high=1.0, high_inclusive=False), 0.999, 0.999),
+    (Param(0.5, float, low=0.0, low_inclusive=False, high=1.0, high_inclusive=False), 1.0, "must be < 1.0"),
+    (Param(0.5, float, high=1.0), 1.0, 1.0),
+    # finite refuses ±inf; without it inf passes a lower bound
+    (Param(1.0, float, low=0.0, finite=True), float("inf"), "must be finite"),
+    (Param(1.0, float, low=0.0), float("inf"), float("inf")),
+    # tuples: a CLI string is split, every element converted and bounded
+    (Param((0.9,), tuple, low=0.0, low_inclusive=False, high=1.0), "0.9,0.8", (0.9, 0.8)),
+    (Param((0.9,), tuple, low=0.0, low_inclusive=False, high=1.0), [1, 0.5], (1.0, 0.5)),
+    (Param((0.9,), tuple, low=0.0, low_inclusive=False, high=1.0), (0.9, 1.5), "every element must be <= 1.0"),
+    (Param((0.9,), tuple, low=0.0, low_inclusive=False, high=1.0), (0.9, float("nan")), "every element"),
+    (Param((0.9,), tuple), (True,), "expected tuple"),
+    (Param((0.9,), tuple), 0.9, "expected tuple"),
+    (Param((2,), tuple, item=int, low=1), (3, 2.0), (3, 2)),
+    # a last check with its own reason
+    (Param("a.lp", str, check=lambda v: "" if v.endswith(".lp") else "must end in .lp"), "m.txt",
+     "must end in .lp"),
+    (Param("a.lp", str, check=lambda v: "" if v.endswith(".lp") else "must end in .lp"), "m.lp", "m.lp"),
+])
+def test_param_bounds_tuples_and_checks(spec, value, expected):
+    if isinstance(expected, str) and expected != value:
+        with pytest.raises(SolverError, match=rf"^parameter 'x': .*{expected}"):
+            spec.convert("x", value, strict=True)
+    else:
+        assert spec.convert("x", value) == expected
+
+
 @pytest.mark.parametrize("value", [True, False])
 def test_param_never_reads_a_boolean_as_a_number(value):
     with pytest.raises(SolverError, match="eta"):

@@ -662,7 +662,7 @@ def test_heuristic_time_changes_the_work_not_the_optimum():
 
 @pytest.mark.parametrize("bad", [-1.0, float("nan"), float("inf"), "fast", True])
 def test_heuristic_time_rejects_bad_values_naming_the_option(bad):
-    with pytest.raises(SolverError, match="^heuristic_time:"):
+    with pytest.raises(SolverError, match="^parameter .heuristic_time.:"):
         milp.solve_milp(tiny_instance(), scenarios=10, heuristic_time=bad)
 
 

@@ -34,7 +34,7 @@ Examples
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -57,12 +57,21 @@ class Param:
     help : str
         One line for ``deplbench algorithms`` and the docs.
     low, high : float, optional
-        Bounds (``low`` exclusive when ``low_inclusive`` is False; ``high``
-        always inclusive).
+        Bounds (``low`` exclusive when ``low_inclusive`` is False, ``high``
+        exclusive when ``high_inclusive`` is False).
     choices : tuple, optional
         The admissible values.
     nullable : bool, default False
         Whether ``None`` (or the strings ``"none"``/``"null"``) is accepted.
+    finite : bool, default False
+        Whether ±inf is refused (NaN always is).
+    item : type, optional
+        With ``type=tuple``: the type of every element (a CLI string is split
+        at commas); bounds and ``finite`` then apply to each element.
+    check : callable, optional
+        A last check of the converted value, ``check(value) -> str``: a
+        non-empty string is the reason it is refused (e.g. a file name whose
+        directory does not exist).
     """
 
     default: Any
@@ -73,6 +82,10 @@ class Param:
     low_inclusive: bool = True
     choices: tuple | None = None
     nullable: bool = False
+    high_inclusive: bool = True
+    finite: bool = False
+    item: type | None = None
+    check: Callable[[Any], str] | None = None
 
     def convert(self, name: str, value: Any, *, strict: bool = False,
                 error: type[DeplbenchError] = SolverError) -> Any:
@@ -118,20 +131,40 @@ class Param:
             value = self._coerce(value)
         except (TypeError, ValueError, OverflowError):
             raise error(f"parameter {name!r}: expected {expected}, got {value!r}") from None
-        if isinstance(value, float) and math.isnan(value):
-            # NaN passes every bound comparison; reject it here by name.
-            raise error(f"parameter {name!r}: expected a number, got nan")
         if self.choices is not None and value not in self.choices:
             raise error(f"parameter {name!r}: must be one of {list(self.choices)}, got {value!r}")
+        for element in (value if self.type is tuple else (value,)):
+            self._check_bounds(name, element, error, of="every element " if self.type is tuple else "")
+        reason = self.check(value) if self.check is not None else ""
+        if reason:
+            raise error(f"parameter {name!r}: {reason}")
+        return value
+
+    def _check_bounds(self, name: str, value: Any, error: type[DeplbenchError], of: str) -> None:
+        """NaN, ±inf (when ``finite``) and the bounds, for one number."""
+        if isinstance(value, float) and math.isnan(value):
+            # NaN passes every bound comparison; reject it here by name.
+            raise error(f"parameter {name!r}: {of}expected a number, got nan")
+        if self.finite and isinstance(value, float) and math.isinf(value):
+            raise error(f"parameter {name!r}: {of}must be finite, got {value!r}")
         if self.low is not None and (value < self.low or (not self.low_inclusive and value == self.low)):
             op = ">=" if self.low_inclusive else ">"
-            raise error(f"parameter {name!r}: must be {op} {self.low}, got {value!r}")
-        if self.high is not None and value > self.high:
-            raise error(f"parameter {name!r}: must be <= {self.high}, got {value!r}")
-        return value
+            raise error(f"parameter {name!r}: {of}must be {op} {self.low}, got {value!r}")
+        if self.high is not None and (value > self.high or (not self.high_inclusive and value == self.high)):
+            op = "<=" if self.high_inclusive else "<"
+            raise error(f"parameter {name!r}: {of}must be {op} {self.high}, got {value!r}")
 
     def _coerce(self, value: Any) -> Any:
         """``value`` as ``self.type``; ValueError/TypeError when it is not one."""
+        if self.type is tuple:
+            if isinstance(value, str):
+                value = [v for v in value.split(",") if v.strip()]
+            elif isinstance(value, (bytes, Mapping)) or not hasattr(value, "__iter__"):
+                raise TypeError(value)
+            element = Param(None, self.item or float)
+            if element.type is not bool and any(isinstance(v, bool) for v in value):
+                raise TypeError(value)   # as for a single number: true is not 1
+            return tuple(element._coerce(v) for v in value)
         if self.type is bool:
             if isinstance(value, str):
                 low = value.strip().lower()
@@ -164,7 +197,8 @@ class Param:
 
     def describe(self) -> dict[str, Any]:
         """JSON-able description: default, type, help, and any bounds/choices."""
-        d: dict[str, Any] = {"default": _json_value(self.default), "type": self.type.__name__,
+        default = list(self.default) if isinstance(self.default, tuple) else self.default
+        d: dict[str, Any] = {"default": _json_value(default), "type": self.type.__name__,
                              "help": self.help}
         if self.choices is not None:
             d["choices"] = list(self.choices)
@@ -173,6 +207,12 @@ class Param:
             d["low_inclusive"] = self.low_inclusive
         if self.high is not None:
             d["high"] = self.high
+            if not self.high_inclusive:
+                d["high_inclusive"] = False
+        if self.item is not None:
+            d["item"] = self.item.__name__
+        if self.finite:
+            d["finite"] = True
         if self.nullable:
             d["nullable"] = True
         return d

@@ -1,8 +1,10 @@
 """Options of :func:`~deplbench.formulations.milp.solve_milp` and the MILP's constants.
 
-One job: say which options exist, which values they take, and reject anything
-else with a :class:`~deplbench.errors.SolverError` that names the option
-(the style of ``scipy.optimize._milp._milp_iv``). Nothing here depends on an
+One job: say which options exist and which values they take
+(:func:`option_table`, :class:`~deplbench.params.Param` declarations), and
+reject anything else with a :class:`~deplbench.errors.SolverError` that
+names the option, through :func:`deplbench.params.resolve` like every other
+parameter. Nothing here depends on an
 instance: an option that is valid but cannot be used on a given instance
 (a forced formulation whose structure is absent, a model that would not fit
 in memory) is reported as a result with status ``error`` and the reason.
@@ -10,13 +12,10 @@ in memory) is reported as a result with status ``error`` and the reason.
 
 from __future__ import annotations
 
-import math
 import os
 
-import numpy as np
-
-from deplbench.errors import SolverError
 from deplbench.limits import MEMORY_BUDGET_GIB
+from deplbench.params import Param, resolve
 
 #: Backends for the matrix formulations ("highs": matrices straight to highspy).
 BACKENDS = ("highs", "pyomo")
@@ -65,61 +64,62 @@ class Verdict:
         return f"Verdict({self.status!r}, {self.message!r})"
 
 
-def _positive_int(value, name: str, low: int = 1) -> None:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
-        kind = "a positive" if low == 1 else "a non-negative"
-        raise SolverError(f"{name}: must be {kind} integer, got {value!r}")
+def _lp_file(path: str) -> str:
+    """Why ``write_lp`` cannot be written ("" when it can)."""
+    ext = os.path.splitext(path)[1].lower()
+    if ext not in (".lp", ".mps"):
+        return f"file name must end in .lp or .mps, got {path!r}"
+    parent = os.path.dirname(os.path.abspath(path))
+    return "" if os.path.isdir(parent) else f"directory {parent!r} does not exist"
 
 
-def _positive_real(value, name: str) -> None:
-    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)) \
-            or not math.isfinite(value) or value <= 0:
-        raise SolverError(f"{name}: must be a positive finite number, got {value!r}")
+def option_table(formulations) -> dict[str, Param]:
+    """The options of :func:`solve_milp` as :class:`~deplbench.params.Param`
+    declarations (the one validation path); ``formulations`` are the
+    formulation names accepted (``"fast"`` and every registered one, see
+    :mod:`deplbench.formulations.milp.catalog`)."""
+    positive = {"low": 0.0, "low_inclusive": False, "finite": True}
+    return {
+        "scenarios": Param(1000, int, "S, in-sample scenarios", low=1),
+        "seed": Param(0, int, "seed of the scenarios and of the solver", low=0),
+        "time_limit": Param(60.0, float, "wall-clock seconds for everything (None: no limit)",
+                            nullable=True, **positive),
+        "gap": Param(1e-4, float, "relative MIP gap", low=0.0, low_inclusive=False, high=1.0,
+                     high_inclusive=False),
+        "threads": Param(1, int, "solver threads", low=1),
+        "formulation": Param("fast", str, "formulation", choices=tuple(formulations)),
+        "write_lp": Param(None, str, "write the first master model to this .lp or .mps file",
+                          nullable=True, check=_lp_file),
+        "backend": Param("highs", str, "route of the matrix formulations", choices=BACKENDS),
+        "node_limit": Param(None, int, "branch-and-bound nodes per solve (None: no limit)", low=1,
+                            nullable=True),
+        "memory_limit": Param(MEMORY_LIMIT_GIB, float, "GiB for the scenario arrays and the model",
+                              **positive),
+        "solver": Param("highs", str, "MILP solver (names and availability: .peers.check_solver)"),
+        "heuristic_time": Param(None, float, "seconds of the incumbent heuristic (None: no limit)",
+                                low=0.0, finite=True, nullable=True),
+    }
 
 
 def check_options(scenarios, seed, time_limit, gap, threads, formulation, write_lp, backend,
                   formulations, node_limit=None, memory_limit=MEMORY_LIMIT_GIB, solver="highs",
                   heuristic_time=None) -> None:
-    """Validate the options of :func:`solve_milp`.
-
-    Parameters
-    ----------
-    formulations : sequence of str
-        The formulation names accepted (``"fast"`` and every registered one,
-        see :mod:`deplbench.formulations.milp.catalog`).
+    """Validate the options of :func:`solve_milp` against :func:`option_table`
+    (strictly: the Python API passes typed values).
 
     Raises
     ------
     SolverError
-        Naming the first invalid option.
+        One line naming the first invalid option. Whether ``solver`` is
+        installed and fits the formulation is :func:`.peers.check_solver`'s.
     """
-    _positive_int(scenarios, "scenarios")
-    _positive_int(seed, "seed", low=0)
-    if time_limit is not None:   # None: no wall-clock limit
-        _positive_real(time_limit, "time_limit")
-    if isinstance(gap, bool) or not isinstance(gap, (int, float, np.floating)) or not math.isfinite(gap) \
-            or not 0 < gap < 1:
-        raise SolverError(f"gap: must be a relative gap in (0, 1), got {gap!r}")
-    _positive_int(threads, "threads")
-    if formulation not in formulations:
-        raise SolverError(f"formulation: must be one of {list(formulations)}, got {formulation!r}")
-    if backend not in BACKENDS:
-        raise SolverError(f"backend: must be one of {list(BACKENDS)}, got {backend!r}")
-    if node_limit is not None:
-        _positive_int(node_limit, "node_limit")
-    _positive_real(memory_limit, "memory_limit")
-    if heuristic_time is not None and (isinstance(heuristic_time, bool)
-                                       or not isinstance(heuristic_time, (int, float, np.integer, np.floating))
-                                       or not math.isfinite(heuristic_time) or heuristic_time < 0):
-        raise SolverError(f"heuristic_time: must be a finite number of seconds ≥ 0 or None, got {heuristic_time!r}")
-    if write_lp is not None:
-        ext = os.path.splitext(str(write_lp))[1].lower()
-        if ext not in (".lp", ".mps"):
-            raise SolverError(f"write_lp: file name must end in .lp or .mps, got {write_lp!r}")
-        parent = os.path.dirname(os.path.abspath(str(write_lp)))
-        if not os.path.isdir(parent):
-            raise SolverError(f"write_lp: directory {parent!r} does not exist")
+    given = {"scenarios": scenarios, "seed": seed, "time_limit": time_limit, "gap": gap, "threads": threads,
+             "formulation": formulation, "backend": backend, "node_limit": node_limit,
+             "write_lp": os.fspath(write_lp) if isinstance(write_lp, os.PathLike) else write_lp,
+             "memory_limit": memory_limit, "solver": solver, "heuristic_time": heuristic_time}
+    resolve(option_table(formulations), given, owner="solve_milp", strict=True)
 
 
 __all__ = ["BACKENDS", "SOLVERS", "MAX_DATASETS", "CUT_RATIO", "CUT_SPAN", "MAX_CUT_NONZEROS", "BIGM_SLACK", "LOSS_TOL",
-           "MAX_ROUNDS", "MEMORY_LIMIT_GIB", "BuildTimeout", "Verdict", "check_options"]
+           "MAX_ROUNDS", "MEMORY_LIMIT_GIB", "BuildTimeout", "Verdict", "check_options",
+           "option_table"]
