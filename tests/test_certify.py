@@ -149,7 +149,7 @@ def test_process_map_gives_the_same_bracket():
 ])
 def test_bad_arguments_name_the_field(kwargs, field):
     inst = generate("knapsack", n_items=4, horizon=4, seed=0)
-    with pytest.raises(SolverError, match=f"^{field}:"):
+    with pytest.raises(SolverError, match=f"^parameter {field!r}:"):
         certify(inst, **kwargs)
 
 

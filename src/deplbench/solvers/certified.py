@@ -55,10 +55,12 @@ Examples
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
-from collections.abc import Iterable, Mapping
-from typing import ClassVar
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
 
 from deplbench.errors import SolverError
 from deplbench.formulations.plan import Plan, parse_plan
@@ -68,170 +70,59 @@ from deplbench.solvers.base import PlotStyle, Solver
 from deplbench.solvers.run import solve
 from deplbench.solvers.certified_refine import (add_saa_plans, judge, lower_from_replications, run_saa,
                                                 saa_tasks, select_for_refinement, split_beta)
+from deplbench.solvers.certified_settings import (  # noqa: F401 - the defaults, re-exported
+    DEFAULT_CONFIDENCE, DEFAULT_GRID_SEEDS, DEFAULT_REFINE_CANDIDATES, DEFAULT_REFINE_GRID_SEEDS,
+    DEFAULT_REFINE_REPLICATIONS, DEFAULT_REFINE_RISK_GRID, DEFAULT_REFINE_SCENARIOS_FACTOR, DEFAULT_REFINE_SHARE,
+    DEFAULT_REFINE_VALIDATION, DEFAULT_REPLICATIONS, DEFAULT_RISK_GRID, DEFAULT_SCENARIOS, DEFAULT_TARGET_WIDTH,
+    DEFAULT_TIME_LIMIT, DEFAULT_VALIDATION, VALIDATION_SEED_OFFSET, CertifySettings,
+)
 from deplbench.solvers.certified_tasks import (SAA_HEURISTIC_TIME, Mapper, _add_candidate, _sequential_map,
                                                _validate_candidates, dask_map, is_deterministic,
                                                parse_risk_grid, process_map, saa_task, validation_task)
 
-DEFAULT_CONFIDENCE = 0.95
-#: M: with S = 2000 and β_L = 0.025, ρ ≈ 0.56 and L = 7 (the 7th smallest of
-#: 20); more replications raise L/M towards ρ and so the LB (each solve of a
-#: realistic instance takes about 1.5 CPU-seconds).
-DEFAULT_REPLICATIONS = 20
-DEFAULT_SCENARIOS = 2000
-#: N′: with 2·10⁵ draws a plan with true violation 0.0093 is certified ≤ 0.01.
-DEFAULT_VALIDATION = 200_000
-#: Tightened SAA risk levels for UB candidates, as fractions f of α (γ = f·α).
-DEFAULT_RISK_GRID = (0.9, 0.8, 0.7, 0.6)
-#: SAA solves (independent seeds) per tightened level: SAA plans overfit their
-#: scenarios, so their true violation varies a lot between seeds; more draws
-#: of the same level give more chances of a cheap certifiable plan.
-DEFAULT_GRID_SEEDS = 4
-#: Wall seconds per SAA solve. Generous: a replication stopped without a proven
-#: bound contributes only the trivial bound 0 to LB.
-DEFAULT_TIME_LIMIT = 300.0
-#: Validation seed = seed + this offset: a seed that neither the replications
-#: (seed, seed + 1, …) nor the sweeps' evaluation (seed 0) use, so the
-#: validation draws are independent of every candidate plan.
-VALIDATION_SEED_OFFSET = 1_000_003
-#: Stage 2 runs when the stage-1 bracket is wider than this (issue 13's target:
-#: 2 % at confidence 0.95 on the realistic instances).
-DEFAULT_TARGET_WIDTH = 0.02
-#: Share of β_L and of β_U reserved for stage 2 (certified_refine.split_beta).
-DEFAULT_REFINE_SHARE = 0.5
-#: N′₂: with 10⁶ draws a plan with true violation 0.0097 is certified ≤ 0.01
-#: at the per-test level of six stage-2 tests.
-DEFAULT_REFINE_VALIDATION = 1_000_000
-DEFAULT_REFINE_CANDIDATES = 6
-#: M₂ = 80 replications of S₂ = 10·S = 20 000 scenarios. Plans whose violation
-#: probability sits just above α (AlexNet ℓmax = 11: a plan costing 939.73
-#: violates with probability ≈ 0.0104) still pass an SAA at S₂ = 20 000 in
-#: about 30 % of the replications (9 of 30 measured), as often as the order
-#: L₂/M₂ = 9/30 allows at M₂ = 30; at M₂ = 80, L₂ = 32 (40 %), so they no
-#: longer hold LB down. About 3 CPU-seconds per solve there (AlexNet ℓmax = 11:
-#: 309 CPU-s for the whole bracket, docs/certify.md).
-DEFAULT_REFINE_REPLICATIONS = 80
-DEFAULT_REFINE_SCENARIOS_FACTOR = 10
-#: Mildly tightened stage-2 levels: at S₂ = 10·S a plan overfits less, so γ
-#: close to α already gives plans whose true violation is below α.
-DEFAULT_REFINE_RISK_GRID = (0.95, 0.9)
-DEFAULT_REFINE_GRID_SEEDS = 2
-
-
-def _check_args(instance, confidence, replications, scenarios, validation, risk_grid, time_limit,
-                seed, gap, lb_share, grid_seeds, target_width, refine_share, refine_replications,
-                refine_scenarios, refine_validation, refine_candidates, refine_risk_grid,
-                refine_grid_seeds) -> tuple[tuple[float, ...], tuple[float, ...]]:
-    """Validate :func:`certify`'s arguments; return both risk grids as floats."""
-    def integer(name, value, low, optional=False):
-        if optional and value is None:
-            return
-        if isinstance(value, bool) or not isinstance(value, int) or value < low:
-            raise SolverError(f"{name}: must be an integer >= {low}, got {value!r}")
-
-    def share(name, value):
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < 1:
-            raise SolverError(f"{name}: must be in (0, 1), got {value!r}")
-
-    def factors(name, values):
-        try:
-            out = tuple(float(f) for f in values)
-        except (TypeError, ValueError):
-            raise SolverError(f"{name}: expected numbers in (0, 1], got {values!r}") from None
-        for f in out:
-            if not 0 < f <= 1:
-                raise SolverError(f"{name}: every factor f (γ = f·α) must be in (0, 1], got {f!r}")
-        return out
-
-    share("confidence", confidence)
-    integer("replications", replications, 1)
-    integer("scenarios", scenarios, 1)
-    integer("validation", validation, 100)
-    integer("seed", seed, 0)
-    integer("grid_seeds", grid_seeds, 1)
-    if isinstance(time_limit, bool) or not isinstance(time_limit, (int, float)) or not time_limit > 0 \
-            or not math.isfinite(time_limit):
-        raise SolverError(f"time_limit: must be a positive number of seconds, got {time_limit!r}")
-    share("gap", gap)
-    share("lb_share", lb_share)
-    if target_width is not None and (isinstance(target_width, bool) or not isinstance(target_width, (int, float))
-                                     or not 0 <= target_width < 1):
-        raise SolverError(f"target_width: must be in [0, 1) (0 or None: no refinement), got {target_width!r}")
-    share("refine_share", refine_share)
-    integer("refine_replications", refine_replications, 1)
-    integer("refine_scenarios", refine_scenarios, 1, optional=True)
-    integer("refine_validation", refine_validation, 100)
-    integer("refine_candidates", refine_candidates, 1)
-    integer("refine_grid_seeds", refine_grid_seeds, 1)
-    grid = factors("risk_grid", risk_grid)
-    refine_grid = factors("refine_risk_grid", refine_risk_grid)
-    if not 0 < instance.omega < 1:  # pragma: no cover - the instance model enforces it
-        raise SolverError(f"omega: must be in (0, 1), got {instance.omega!r}")
-    return grid, refine_grid
-
-
-def certify(instance, confidence: float = DEFAULT_CONFIDENCE, replications: int = DEFAULT_REPLICATIONS,
-            scenarios: int = DEFAULT_SCENARIOS, validation: int = DEFAULT_VALIDATION,
-            risk_grid: Iterable[float] = DEFAULT_RISK_GRID, time_limit: float = DEFAULT_TIME_LIMIT,
-            seed: int = 0, gap: float = 1e-4, candidates: Mapping[str, Plan] | None = None,
-            map: Mapper | None = None, lb_share: float = 0.5, grid_seeds: int = DEFAULT_GRID_SEEDS,
-            target_width: float | None = DEFAULT_TARGET_WIDTH, refine_share: float = DEFAULT_REFINE_SHARE,
-            refine_replications: int = DEFAULT_REFINE_REPLICATIONS, refine_scenarios: int | None = None,
-            refine_validation: int = DEFAULT_REFINE_VALIDATION,
-            refine_candidates: int = DEFAULT_REFINE_CANDIDATES,
-            refine_risk_grid: Iterable[float] = DEFAULT_REFINE_RISK_GRID,
-            refine_grid_seeds: int = DEFAULT_REFINE_GRID_SEEDS) -> dict:
+def certify(instance, settings: CertifySettings | None = None, *, candidates: Mapping[str, Plan] | None = None,
+            map: Mapper | None = None, **options: Any) -> dict:
     """Certified bracket [LB, UB] on the true chance-constrained optimum.
 
     Parameters
     ----------
     instance : Instance
-    confidence : float, default 0.95
-        1 − β: the bracket holds jointly with at least this confidence,
-        whether or not the refinement (stage 2) runs.
-    replications : int, default 20
-        M independent SAA replications for LB (seeds ``seed … seed + M − 1``).
-    scenarios : int, default 2000
-        S scenarios per stage-1 SAA solve (replications and tightened candidates).
-    validation : int, default 200000
-        N′ fresh draws judging every stage-1 candidate plan.
-    risk_grid : iterable of float, default (0.9, 0.8, 0.7, 0.6)
-        Factors f of the tightened SAA risk levels γ = f·(1 − ω) whose optimal
-        plans are UB candidates (``grid_seeds`` solves per level, seeds
-        ``seed + M``, ``seed + M + 1``, …).
-    time_limit : float, default 300
-        Seconds per SAA solve (a stopped solve still gives a valid bound:
-        the MILP's dual bound at the limit).
-    seed : int, default 0
-        Base seed; validation uses ``seed + VALIDATION_SEED_OFFSET`` (stage 1)
-        and that plus 1 (stage 2).
-    gap : float, default 1e-4
-        MILP relative gap per SAA solve (LB uses the proven bound, not the cost).
+    settings : CertifySettings, optional
+        Every setting of the bracket (:mod:`.certified_settings`); default:
+        built from ``**options``.
     candidates : mapping of str to Plan, optional
         More UB candidates, e.g. other algorithms' plans, by label.
     map : callable, optional
         ``map(fn, tasks)`` executing the SAA solves and the validation
         (default sequential; see :func:`process_map`, :func:`dask_map`).
-    lb_share : float, default 0.5
-        Share of β spent on LB (β_L = share·β, β_U = (1 − share)·β).
-    grid_seeds : int, default 4
-        Independent SAA solves per tightened risk level.
-    target_width : float or None, default 0.02
-        Relative width (UB − LB)/UB above which stage 2 runs; None or 0
-        disables stage 2 (then stage 1 gets the whole β).
-    refine_share : float, default 0.5
-        Share of β_L and of β_U reserved for stage 2 when it may run
-        (:func:`~.certified_refine.split_beta`).
-    refine_replications : int, default 80
-        M₂, stage-2 replications.
-    refine_scenarios : int, optional
-        S₂, scenarios per stage-2 SAA solve (default 10·S).
-    refine_validation : int, default 1000000
-        N′₂ fresh draws for each stage-2 test.
-    refine_candidates : int, default 6
-        At most this many plans get a stage-2 test (T₂ ≤ this).
-    refine_risk_grid : iterable of float, default (0.95, 0.9)
-        Tightened levels of the stage-2 SAA candidates (``refine_grid_seeds`` each).
-    refine_grid_seeds : int, default 2
+    **options
+        The fields of :class:`CertifySettings` as keywords, when ``settings``
+        is not given:
+
+        * ``confidence`` (0.95): 1 − β; the bracket holds jointly with at least
+          this confidence, whether or not the refinement (stage 2) runs.
+        * ``replications`` (20): M independent SAA replications for LB (seeds
+          ``seed … seed + M − 1``); ``scenarios`` (2000): S scenarios per
+          stage-1 SAA solve (replications and tightened candidates).
+        * ``validation`` (200000): N′ fresh draws judging every stage-1 candidate.
+        * ``risk_grid`` ((0.9, 0.8, 0.7, 0.6)): factors f of the tightened SAA
+          risk levels γ = f·(1 − ω) whose optimal plans are UB candidates
+          (``grid_seeds`` (4) solves per level, seeds ``seed + M``, …).
+        * ``time_limit`` (300): seconds per SAA solve (a stopped solve still
+          gives a valid bound: the MILP's dual bound at the limit); ``gap``
+          (1e-4): MILP relative gap per SAA solve (LB uses the proven bound).
+        * ``seed`` (0): base seed; validation uses ``seed + VALIDATION_SEED_OFFSET``
+          (stage 1) and that plus 1 (stage 2).
+        * ``lb_share`` (0.5): share of β spent on LB (β_L = share·β).
+        * ``target_width`` (0.02): relative width (UB − LB)/UB above which
+          stage 2 runs; None or 0 disables it (stage 1 then gets the whole β).
+        * ``refine_share`` (0.5): share of β_L and of β_U reserved for stage 2
+          (:func:`~.certified_refine.split_beta`); ``refine_replications``
+          (80): M₂; ``refine_scenarios`` (None: 10·S): S₂;
+          ``refine_validation`` (10⁶): N′₂ draws per stage-2 test;
+          ``refine_candidates`` (6): at most this many stage-2 tests;
+          ``refine_risk_grid`` ((0.95, 0.9)) and ``refine_grid_seeds`` (2):
+          the stage-2 SAA candidates.
 
     Returns
     -------
@@ -248,7 +139,8 @@ def certify(instance, confidence: float = DEFAULT_CONFIDENCE, replications: int 
     Raises
     ------
     SolverError
-        For an invalid argument (the message names it). Failures inside the
+        For an invalid setting (one line naming it), or ``settings`` and
+        ``**options`` both given. Failures inside the
         SAA solves never raise: they weaken the bound (see Notes).
 
     Notes
@@ -259,120 +151,155 @@ def certify(instance, confidence: float = DEFAULT_CONFIDENCE, replications: int 
     :mod:`deplbench.formulations.binomial` for both bounds' exact statements
     and :mod:`.certified_refine` for the two-stage β accounting.
     """
-    grid, refine_grid = _check_args(instance, confidence, replications, scenarios, validation, risk_grid,
-                                    time_limit, seed, gap, lb_share, grid_seeds, target_width, refine_share,
-                                    refine_replications, refine_scenarios, refine_validation,
-                                    refine_candidates, refine_risk_grid, refine_grid_seeds)
-    mapper = map or _sequential_map
+    if settings is None:
+        settings = CertifySettings.from_options(**options)
+    elif options:
+        raise SolverError(f"{sorted(options)[0]}: give certify's settings either as a CertifySettings "
+                          "or as keywords, not both")
     t_start = time.perf_counter()
-    alpha = 1.0 - float(instance.omega)
     exact = is_deterministic(instance)
-    data = instance.model_dump(mode="json", by_alias=True)
     if exact:
         # One scenario is the distribution: the SAA is the true problem.
-        replications, scenarios, grid, gap = 1, 1, (), min(gap, 1e-7)
-    refining = bool(target_width) and not exact
-    m2 = refine_replications
-    s2 = DEFAULT_REFINE_SCENARIOS_FACTOR * scenarios if refine_scenarios is None else refine_scenarios
-    betas = split_beta(confidence, lb_share, refine_share, refining)
-    beta_l1, beta_l2 = betas["lower_stages"]
-    beta_u1, beta_u2 = betas["upper_stages"]
-    timing = {"saa_solves_wall": 0.0, "validation": 0.0}
-
-    # ---- stage 1: LB from M replications, UB from T₁ tests on N′ draws ------
-    tasks = saa_tasks(data, instance.omega, alpha, replications, scenarios, grid, grid_seeds, seed,
-                      time_limit, gap, stage=1)
-    results, wall = run_saa(mapper, tasks)
-    timing["saa_solves_wall"] += wall
-    reps1 = [r for r in results if r["role"] == "replication"]
-    lower1 = lower_from_replications(reps1, scenarios, alpha, beta_l1, exact, stage=1)
-    pool: dict[str, dict] = {}
-    add_saa_plans(pool, results, stage=1)
-    for label, plan in (candidates or {}).items():
-        key = _add_candidate(pool, plan, str(label), "external", None)
-        if key is not None:
-            pool[key]["stage"] = 1
-    vseed1 = seed + VALIDATION_SEED_OFFSET
-    t0 = time.perf_counter()
-    judged, upper = judge(mapper, data, list(pool.values()), validation, vseed1, beta_u1, exact, "stage 1")
-    timing["validation"] += time.perf_counter() - t0
-    lb1 = lower1["value"]
-    width1 = _width(lb1, upper)
-    stages = [{"stage": 1, "lower": lb1, "upper": upper["value"] if upper else None, "width": width1,
-               "beta_lower": beta_l1, "beta_upper": beta_u1, "tests": len(judged)}]
+        settings = dataclasses.replace(settings, replications=1, scenarios=1, risk_grid=(),
+                                       gap=min(settings.gap, 1e-7))
+    refining = bool(settings.target_width) and not exact
+    run = _Run(instance, settings, map or _sequential_map, instance.model_dump(mode="json", by_alias=True),
+               1.0 - float(instance.omega), exact,
+               split_beta(settings.confidence, settings.lb_share, settings.refine_share, refining))
+    lower1, upper, judged = _stage_one(run, candidates)
+    width1 = _width(lower1["value"], upper)
     lower, lower2 = lower1, None
-    all_reps = reps1
-
-    # ---- stage 2: only when the stage-1 bracket is wider than the target ----
-    need = refining and not (width1 is not None and width1 <= target_width)
+    need = refining and not (width1 is not None and width1 <= settings.target_width)
     if refining and not need:
-        stages.append({"stage": 2, "ran": False, "reason": f"stage-1 width {100 * width1:.3g} % ≤ target "
-                       f"{100 * target_width:.3g} %", "beta_lower": beta_l2, "beta_upper": beta_u2})
+        run.stages.append({"stage": 2, "ran": False, "reason": f"stage-1 width {100 * width1:.3g} % ≤ target "
+                           f"{100 * settings.target_width:.3g} %", "beta_lower": run.betas["lower_stages"][1],
+                           "beta_upper": run.betas["upper_stages"][1]})
     if need:
-        first = seed + replications + len(grid) * grid_seeds
-        tasks2 = saa_tasks(data, instance.omega, alpha, m2, s2, refine_grid, refine_grid_seeds, first,
-                           time_limit, gap, stage=2)
-        results2, wall = run_saa(mapper, tasks2)
-        timing["saa_solves_wall"] += wall
-        results += results2
-        reps2 = [r for r in results2 if r["role"] == "replication"]
-        all_reps = reps1 + reps2
-        lower2 = lower_from_replications(reps2, s2, alpha, beta_l2, exact, stage=2)
-        new_keys = add_saa_plans(pool, results2, stage=2)
-        # Screen the new plans on the stage-1 draws (independent of the stage-2
-        # draws): a selection aid, never a certificate.
-        t0 = time.perf_counter()
-        screened = _validate_candidates(mapper, data, [pool[k] for k in new_keys], validation, vseed1,
-                                        1.0 - beta_u1)
-        for c in screened:
-            c["certified"], c["test"] = False, "screened on the stage-1 draws (no certificate)"
-        chosen = select_for_refinement(judged + screened, upper["value"] if upper else None, alpha,
-                                       refine_validation, beta_u2, refine_candidates)
-        vseed2 = vseed1 + 1
-        judged2, upper2 = judge(mapper, data, [_unjudged(c) for c in chosen], refine_validation, vseed2,
-                                beta_u2, exact, "stage 2") if chosen else ([], None)
-        timing["validation"] += time.perf_counter() - t0
-        if upper2 is not None and (upper is None or upper2["value"] < upper["value"]):
-            upper = upper2
-        judged = judged + screened + judged2
+        lower2, upper, judged = _stage_two(run, upper, judged, width1)
         lower = lower2 if (lower2["value"] is not None and
-                           (lb1 is None or lower2["value"] > lb1)) else lower1
-        stages.append({"stage": 2, "ran": True, "reason": ("no full stage-1 bracket" if width1 is None else
-                                                          f"stage-1 width {100 * width1:.3g} % > target "
-                                                          f"{100 * target_width:.3g} %"),
-                       "lower": lower2["value"], "upper": upper2["value"] if upper2 else None,
-                       "beta_lower": beta_l2, "beta_upper": beta_u2, "replications": m2, "scenarios": s2,
-                       "validation": refine_validation, "tests": len(judged2), "screened": len(screened)})
-    lower = _combined_lower(lower, lower1, lower2, betas, exact, refining)
+                           (lower1["value"] is None or lower2["value"] > lower1["value"])) else lower1
+    return _bracket_record(run, _combined_lower(lower, lower1, lower2, run.betas, exact, refining), upper,
+                           judged, refining, t_start)
+
+
+@dataclass
+class _Run:
+    """What every stage of one :func:`certify` call reads, and what they add up."""
+
+    instance: Any
+    settings: CertifySettings
+    mapper: Mapper
+    data: dict
+    alpha: float
+    exact: bool
+    betas: dict
+    results: list = field(default_factory=list)
+    reps: list = field(default_factory=list)
+    pool: dict = field(default_factory=dict)
+    stages: list = field(default_factory=list)
+    timing: dict = field(default_factory=lambda: {"saa_solves_wall": 0.0, "validation": 0.0})
+    n_stage1: int = 0
+
+    @property
+    def validation_seed(self) -> int:
+        """Seed of the stage-1 draws (stage 2: this plus 1)."""
+        return self.settings.seed + VALIDATION_SEED_OFFSET
+
+
+def _stage_one(run: _Run, candidates: Mapping[str, Plan] | None) -> tuple[dict, dict | None, list]:
+    """LB from M replications, UB from T₁ tests on N′ draws: (LB record, UB or None, judged candidates)."""
+    s = run.settings
+    beta_l1, beta_u1 = run.betas["lower_stages"][0], run.betas["upper_stages"][0]
+    tasks = saa_tasks(run.data, run.instance.omega, run.alpha, s.replications, s.scenarios, s.risk_grid,
+                      s.grid_seeds, s.seed, s.time_limit, s.gap, stage=1)
+    results, wall = run_saa(run.mapper, tasks)
+    run.timing["saa_solves_wall"] += wall
+    run.results += results
+    run.reps = [r for r in results if r["role"] == "replication"]
+    run.n_stage1 = len(run.reps)
+    lower1 = lower_from_replications(run.reps, s.scenarios, run.alpha, beta_l1, run.exact, stage=1)
+    add_saa_plans(run.pool, results, stage=1)
+    for label, plan in (candidates or {}).items():
+        key = _add_candidate(run.pool, plan, str(label), "external", None)
+        if key is not None:
+            run.pool[key]["stage"] = 1
+    t0 = time.perf_counter()
+    judged, upper = judge(run.mapper, run.data, list(run.pool.values()), s.validation, run.validation_seed,
+                          beta_u1, run.exact, "stage 1")
+    run.timing["validation"] += time.perf_counter() - t0
+    run.stages.append({"stage": 1, "lower": lower1["value"], "upper": upper["value"] if upper else None,
+                       "width": _width(lower1["value"], upper), "beta_lower": beta_l1, "beta_upper": beta_u1,
+                       "tests": len(judged)})
+    return lower1, upper, judged
+
+
+def _stage_two(run: _Run, upper: dict | None, judged: list, width1: float | None) -> tuple[dict, dict | None, list]:
+    """M₂ replications at S₂ scenarios (a second LB) and N′₂-draw tests of the few
+    cheapest plans that could be certified there (:mod:`.certified_refine`):
+    (stage-2 LB record, best UB, every judged or screened candidate)."""
+    s = run.settings
+    beta_l2, beta_u1, beta_u2 = run.betas["lower_stages"][1], *run.betas["upper_stages"]
+    s2 = s.stage2_scenarios
+    first = s.seed + s.replications + len(s.risk_grid) * s.grid_seeds
+    tasks2 = saa_tasks(run.data, run.instance.omega, run.alpha, s.refine_replications, s2, s.refine_risk_grid,
+                       s.refine_grid_seeds, first, s.time_limit, s.gap, stage=2)
+    results2, wall = run_saa(run.mapper, tasks2)
+    run.timing["saa_solves_wall"] += wall
+    run.results += results2
+    reps2 = [r for r in results2 if r["role"] == "replication"]
+    run.reps = run.reps + reps2
+    lower2 = lower_from_replications(reps2, s2, run.alpha, beta_l2, run.exact, stage=2)
+    new_keys = add_saa_plans(run.pool, results2, stage=2)
+    # Screen the new plans on the stage-1 draws (independent of the stage-2
+    # draws): a selection aid, never a certificate.
+    t0 = time.perf_counter()
+    screened = _validate_candidates(run.mapper, run.data, [run.pool[k] for k in new_keys], s.validation,
+                                    run.validation_seed, 1.0 - beta_u1)
+    for c in screened:
+        c["certified"], c["test"] = False, "screened on the stage-1 draws (no certificate)"
+    chosen = select_for_refinement(judged + screened, upper["value"] if upper else None, run.alpha,
+                                   s.refine_validation, beta_u2, s.refine_candidates)
+    judged2, upper2 = judge(run.mapper, run.data, [_unjudged(c) for c in chosen], s.refine_validation,
+                            run.validation_seed + 1, beta_u2, run.exact, "stage 2") if chosen else ([], None)
+    run.timing["validation"] += time.perf_counter() - t0
+    if upper2 is not None and (upper is None or upper2["value"] < upper["value"]):
+        upper = upper2
+    reason = ("no full stage-1 bracket" if width1 is None else
+              f"stage-1 width {100 * width1:.3g} % > target {100 * s.target_width:.3g} %")
+    run.stages.append({"stage": 2, "ran": True, "reason": reason, "lower": lower2["value"],
+                       "upper": upper2["value"] if upper2 else None, "beta_lower": beta_l2, "beta_upper": beta_u2,
+                       "replications": s.refine_replications, "scenarios": s2, "validation": s.refine_validation,
+                       "tests": len(judged2), "screened": len(screened)})
+    return lower2, upper, judged + screened + judged2
+
+
+def _bracket_record(run: _Run, lower: dict, upper: dict | None, judged: list, refining: bool,
+                    t_start: float) -> dict:
+    """The JSON-ready bracket record (see :func:`certify`, Returns)."""
+    s, exact = run.settings, run.exact
     if upper is not None:
-        upper = {**upper, "confidence": 1.0 if exact else 1.0 - betas["upper"],
-                 "beta_stages": betas["upper_stages"]}
+        upper = {**upper, "confidence": 1.0 if exact else 1.0 - run.betas["upper"],
+                 "beta_stages": run.betas["upper_stages"]}
     width = _width(lower["value"], upper)
-    if refining and stages[-1].get("ran"):
-        stages[-1]["width"] = width
-    status, message = _status(lower, upper, width, exact, confidence)
+    if refining and run.stages[-1].get("ran"):
+        run.stages[-1]["width"] = width
+    status, message = _status(lower, upper, width, exact, s.confidence)
     judged.sort(key=lambda c: c["cost"])
+    n1 = run.n_stage1
     return {
-        "instance": instance.name, "omega": float(instance.omega), "risk": alpha,
-        "loss_max": float(instance.loss_max), "confidence": 1.0 if exact else float(confidence),
+        "instance": run.instance.name, "omega": float(run.instance.omega), "risk": run.alpha,
+        "loss_max": float(run.instance.loss_max), "confidence": 1.0 if exact else float(s.confidence),
         "exact": exact, "status": status, "message": message,
         "lower_bound": lower, "upper_bound": upper, "width": width,
-        "beta": betas, "stages": stages,
-        "saa_optima": [r["cost"] for r in reps1],
-        "saa_optima_stage2": [r["cost"] for r in all_reps[len(reps1):]],
-        "replications": [{k: v for k, v in r.items() if k != "plan"} for r in all_reps],
+        "beta": run.betas, "stages": run.stages,
+        "saa_optima": [r["cost"] for r in run.reps[:n1]],
+        "saa_optima_stage2": [r["cost"] for r in run.reps[n1:]],
+        "replications": [{k: v for k, v in r.items() if k != "plan"} for r in run.reps],
         "candidates": [{k: v for k, v in c.items() if k != "plan"} for c in judged],
-        "settings": {"confidence": float(confidence), "replications": replications, "scenarios": scenarios,
-                     "validation": validation, "risk_grid": list(grid), "time_limit": float(time_limit),
-                     "seed": seed, "gap": float(gap), "saa_heuristic_time": SAA_HEURISTIC_TIME,
-                     "lb_share": float(lb_share),
-                     "grid_seeds": grid_seeds, "target_width": float(target_width or 0.0),
-                     "refine_share": float(refine_share), "refine_replications": m2, "refine_scenarios": s2,
-                     "refine_validation": refine_validation, "refine_candidates": refine_candidates,
-                     "refine_risk_grid": list(refine_grid), "refine_grid_seeds": refine_grid_seeds},
-        "runtime_s": {"total": time.perf_counter() - t_start, **timing,
-                      "saa_solves_sum": sum(r["runtime_s"] for r in results),
-                      "cpu": sum(r["cpu_s"] for r in results) + sum(c["cpu_s"] for c in judged)},
+        "settings": {**s.record(), "saa_heuristic_time": SAA_HEURISTIC_TIME},
+        "runtime_s": {"total": time.perf_counter() - t_start, **run.timing,
+                      "saa_solves_sum": sum(r["runtime_s"] for r in run.results),
+                      "cpu": sum(r["cpu_s"] for r in run.results) + sum(c["cpu_s"] for c in judged)},
     }
 
 
@@ -525,7 +452,7 @@ def bracket_result(bracket: dict) -> SolveResult:
                        gap=bracket["width"], diagnostics=diag)
 
 
-__all__ = ["certify", "MilpCertified", "bracket_result", "candidate_plans", "refine_options", "process_map",
+__all__ = ["certify", "CertifySettings", "MilpCertified", "bracket_result", "candidate_plans", "refine_options", "process_map",
            "dask_map", "saa_task", "validation_task", "is_deterministic", "parse_risk_grid",
            "DEFAULT_CONFIDENCE", "DEFAULT_REPLICATIONS", "DEFAULT_SCENARIOS", "DEFAULT_VALIDATION",
            "DEFAULT_RISK_GRID", "DEFAULT_GRID_SEEDS", "DEFAULT_TIME_LIMIT", "DEFAULT_TARGET_WIDTH",
