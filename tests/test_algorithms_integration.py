@@ -68,26 +68,17 @@ def fast_params(name: str) -> dict:
     return {k: v for k, v in FAST.items() if k in declared}
 
 
-def refused_by_size(name: str, inst, res) -> bool:
-    """The brute force refuses (status ``error``, with a message) instances
-    beyond K̄ ≤ 6, |M| ≤ 3, |N| ≤ 2 — its documented reach, not a failure."""
-    too_big = inst.horizon > 6 or inst.n_models > 3 or inst.n_clusters > 2
-    if name == "knapsack-dp":
-        return refused_by_structure(name, inst, res)
-    return name == "brute-force" and too_big and res.status == "error" and bool(res.message)
-
-
-def refused_by_structure(name: str, inst, res) -> bool:
-    """knapsack-dp refuses (status ``error``, naming the field) every instance
-    outside the knapsack reduction — never answers it with a wrong optimum."""
-    from deplbench.errors import InstanceError
-    from deplbench.formulations.knapsack import covering_problem
-
-    try:
-        covering_problem(inst)
-    except InstanceError:
-        return name == "knapsack-dp" and res.status == "error" and "does not apply" in res.message
-    return False
+def declined(name: str, inst, res) -> bool:
+    """Whether the algorithm declares that it does not apply to ``inst``
+    (:meth:`Solver.applies`); then, and only then, its result is ``skipped``
+    with the declared reason and no plan — a declared limit, not a failure."""
+    applies, reason = get_solver(name).applies(inst)
+    if applies:
+        assert res.status != "skipped", f"{name} applies but was skipped: {res.message}"
+        return False
+    assert res.status == "skipped" and res.message == reason and reason, (name, res.status, res.message)
+    assert res.plan is None and res.evaluation is None
+    return True
 
 
 # ------------------------------------------------------------------ instances
@@ -143,7 +134,7 @@ def test_status_and_constraints(results, realistic_small, knapsack_small, name, 
         pytest.fail(f"{name} cannot be loaded: {res}")
     inst = realistic_small if label == "realistic" else knapsack_small
     assert res.algorithm == name
-    if refused_by_size(name, inst, res):
+    if declined(name, inst, res):
         return
     assert res.status in ALLOWED, f"{name}: {res.status} ({res.message})"
     if res.status in ("infeasible",) and res.plan is None:
@@ -168,7 +159,7 @@ def test_nothing_beats_the_knapsack_dp(results, knapsack_small, name):
         pytest.fail(f"{name} cannot be loaded: {res}")
     optimum = knapsack_optimum_from_instance(knapsack_small)
     assert math.isfinite(optimum)
-    if refused_by_size(name, knapsack_small, res):
+    if declined(name, knapsack_small, res):
         return
     if res.plan is None:
         assert res.status in ("infeasible", "time_limit")
@@ -198,7 +189,7 @@ def test_no_algorithm_beats_brute_force_on_tiny_instances(index):
     runs = [(name, {}) for name in NAMES if name != "brute-force"] + [("static-learn", {"mode": "single"})]
     for name, extra in runs:
         res = solve(inst, name, evaluate=False, **fast_params(name), **extra)
-        if refused_by_structure(name, inst, res):
+        if declined(name, inst, res):
             continue
         assert res.status in ALLOWED, f"{name}: {res.status} ({res.message})"
         if res.plan is None:
@@ -238,9 +229,9 @@ def test_cli_solve_json_for_every_algorithm(tmp_path, realistic_small, knapsack_
         assert "Traceback" not in proc.stderr, f"{name}: {proc.stderr}"
         record = json.loads(lines[0])
         assert record["algorithm"] == name
-        if name in ("brute-force", "knapsack-dp") and record["status"] == "error":
-            assert record["message"]          # refused: beyond its size limits / outside the reduction
-            assert name == "brute-force" or label == "realistic"
+        applies, reason = get_solver(name).applies(inst)
+        if not applies:   # a declared limit: skipped with the declared reason
+            assert record["status"] == "skipped" and record["message"] == reason, record
             continue
         assert record["status"] in ALLOWED, f"{name}: {record['status']} ({record['message']})"
         if record["plan"] is not None:

@@ -55,11 +55,16 @@ def test_infeasible_instance_has_a_reason():
     assert r.status == "infeasible" and "quantile" in r.message and r.plan is None
 
 
-def test_refuses_instances_too_big_to_enumerate():
-    r = solve(tiny_instance(0, horizon=7), "brute-force", scenarios=10, evaluate=False)
-    assert r.status == "error" and "horizon = 7" in r.message
-    r = solve(tiny_instance(0, n_clusters=3), "brute-force", scenarios=10, evaluate=False)
-    assert r.status == "error" and "clusters = 3" in r.message
+def test_declines_instances_too_big_to_enumerate():
+    """applies() says no exactly beyond LIMITS, naming the dimension; solve()
+    then records ``skipped`` with that reason instead of running."""
+    assert brute_force.BruteForce.applies(tiny_instance(0, horizon=6)) == (True, "")
+    for inst, named in ((tiny_instance(0, horizon=7), "horizon = 7"),
+                        (tiny_instance(0, n_clusters=3), "clusters = 3")):
+        applies, reason = brute_force.BruteForce.applies(inst)
+        assert not applies and named in reason
+        r = solve(inst, "brute-force", scenarios=10, evaluate=False)
+        assert r.status == "skipped" and r.message == reason and r.plan is None and r.runtime_s == 0.0
 
 
 @pytest.mark.parametrize("rule", ["intended", "printed"])

@@ -163,6 +163,48 @@ class _Misnaming(Solver):
         return SolveResult(algorithm=self.name, status="optimal", plan=plan, cost=1.0)
 
 
+class _Declining(Solver):
+    """Declares it applies only to one-cluster instances; run() must then never be called."""
+
+    name = "declining"
+    parameters = {"level": Param(1, int, low=1)}
+
+    @classmethod
+    def applies(cls, instance):
+        return (instance.n_clusters == 1, f"needs one cluster, got {instance.n_clusters}")
+
+    def run(self, instance, level):
+        raise AssertionError("run() called although applies() said no")
+
+
+class _BrokenDeclaration(_Declining):
+    name = "broken-declaration"
+
+    @classmethod
+    def applies(cls, instance):
+        raise ValueError("boom")
+
+
+def test_solve_records_skipped_when_the_algorithm_does_not_apply():
+    from deplbench.benchmarks.record import STATUSES
+    from deplbench.benchmarks.store import is_failure
+
+    inst = make_instance()
+    assert inst.n_clusters != 1
+    res = solve(inst, _Declining, level=2)
+    assert res.status == "skipped" and res.message == f"needs one cluster, got {inst.n_clusters}"
+    assert res.plan is None and res.evaluation is None and res.params == {"level": 2}
+    # bad parameters are still the caller's mistake, checked first
+    with pytest.raises(SolverError, match="level"):
+        solve(inst, _Declining, level=0)
+    # skipped is a status of records, and not a failure (never retried)
+    record = {"status": res.status, "message": res.message, "error": None}
+    assert "skipped" in STATUSES and not is_failure(record)
+    # a declaration that crashes is an error, not a traceback
+    broken = solve(inst, _BrokenDeclaration)
+    assert broken.status == "error" and "boom" in broken.message
+
+
 def test_solve_downgrades_plans_that_break_hard_constraints():
     inst = make_instance()
     res = solve(inst, _Overcommitting, eval_samples=1000)

@@ -202,12 +202,18 @@ def test_knapsack_dp_doubled_loss_scale_is_not_the_old_optimum():
 def test_knapsack_dp_refuses_what_it_cannot_solve_exactly():
     from deplbench.solvers.run import solve
 
-    res = solve(generate("realistic", family="alexnet"), "knapsack-dp")
-    assert res.status == "error" and "knapsack reduction" in res.message and res.plan is None
+    from deplbench.solvers.knapsack_dp import KnapsackDP
+
+    realistic = generate("realistic", family="alexnet")
+    applies, reason = KnapsackDP.applies(realistic)
+    assert not applies and "knapsack reduction" in reason
+    res = solve(realistic, "knapsack-dp")
+    assert res.status == "skipped" and res.message == reason and res.plan is None
+    assert KnapsackDP.applies(generate("knapsack", n_items=3, R=20, horizon=3, seed=0)) == (True, "")
     inst = generate("knapsack", n_items=3, R=20, horizon=3, seed=0)
     half = _rescaled(inst, 0.5 + 1e-3)  # non-integral improvements
     res = solve(half, "knapsack-dp")
-    assert res.status == "error" and "not an integer" in res.message
+    assert res.status == "skipped" and "not an integer" in res.message
 
 
 def test_knapsack_dp_infeasible_and_listed():

@@ -37,7 +37,7 @@ from deplbench.jsonio import json_default  # the one numpy/pydantic-aware json.d
 
 #: What a record's ``status`` may be (the solver statuses of
 #: ``formulations.result.STATUSES``; ``None`` only while a task runs).
-STATUSES = ("optimal", "feasible", "time_limit", "infeasible", "error")
+STATUSES = ("optimal", "feasible", "time_limit", "infeasible", "error", "skipped")
 
 #: How :func:`deplbench.formulations.evaluate.evaluate_plan` builds the
 #: quantile's interval when the evaluation does not name its method itself.

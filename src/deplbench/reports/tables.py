@@ -29,7 +29,7 @@ from deplbench.reports.stats import (
 #: Relative tolerance for "at the optimum" / "below the optimum".
 RATIO_RTOL = 1e-6
 
-_STATUSES = ("optimal", "feasible", "time_limit", "infeasible", "error")
+_STATUSES = ("optimal", "feasible", "time_limit", "infeasible", "error", "skipped")
 
 
 def _empty(columns) -> pd.DataFrame:

@@ -152,11 +152,17 @@ class BruteForce(Solver):
         "seed": Param(0, int, "seed of the in-sample scenarios", low=0),
     }
 
-    def run(self, instance, scenarios: int = 1000, seed: int = 0) -> SolveResult:
-        """Enumerate; status ``error`` when the instance is too large."""
+    @classmethod
+    def applies(cls, instance) -> tuple[bool, str]:
+        """Only within :data:`LIMITS` (the reason names the dimension beyond it)."""
         reason = _too_big(instance)
-        if reason:
-            return SolveResult(algorithm=self.name, status="error", message=reason)
+        return not reason, reason
+
+    def run(self, instance, scenarios: int = 1000, seed: int = 0) -> SolveResult:
+        """Enumerate; status ``skipped`` when the instance is too large."""
+        applies, reason = self.applies(instance)
+        if not applies:
+            return SolveResult(algorithm=self.name, status="skipped", message=reason)
         cost, plan, checked = search(instance, scenarios, seed)
         # work counter (issue 18): plans enumerated (after the data-rule filter)
         diag = {"plans_checked": checked, "work": {"plans_enumerated": checked}, "scenarios": scenarios,

@@ -26,7 +26,7 @@ import math
 from typing import ClassVar
 
 from deplbench.errors import InstanceError
-from deplbench.formulations.knapsack import provenance_mismatch, solve_knapsack_instance
+from deplbench.formulations.knapsack import covering_problem, provenance_mismatch, solve_knapsack_instance
 from deplbench.formulations.plan import Epoch, Plan
 from deplbench.formulations.result import SolveResult
 from deplbench.solvers.base import Param, PlotStyle, Solver
@@ -43,6 +43,15 @@ class KnapsackDP(Solver):
     reference_priority: ClassVar[int] = 0
     style: ClassVar[PlotStyle] = PlotStyle("#7f7f7f", "*", ":")
     parameters: ClassVar[dict[str, Param]] = {}
+
+    @classmethod
+    def applies(cls, instance) -> tuple[bool, str]:
+        """Only knapsack-structured instances (:func:`~deplbench.formulations.knapsack.covering_problem`)."""
+        try:
+            covering_problem(instance)
+        except InstanceError as exc:
+            return False, f"knapsack-dp does not apply: {exc}"
+        return True, ""
 
     def run(self, instance) -> SolveResult:
         """Solve; an instance outside the reduction gives status ``error`` with the reason."""

@@ -71,6 +71,21 @@ def check_solve_arguments(instance, algorithm, evaluate, eval_samples, eval_seed
     raise SolverError(f"algorithm: expected a registry name or a Solver subclass, got {type(algorithm).__name__}")
 
 
+def _declined(cls: type[Solver], instance) -> SolveResult | None:
+    """The ``skipped`` result when the algorithm declares it does not apply
+    (:meth:`~deplbench.solvers.base.Solver.applies`), ``error`` when the
+    declaration itself fails, None when it applies."""
+    try:
+        ok, reason = cls.applies(instance)
+    except Exception as exc:  # noqa: BLE001 - a crash must become data
+        return SolveResult(algorithm=cls.name, status="error", runtime_s=0.0,
+                           message=f"{cls.__name__}.applies failed: {type(exc).__name__}: {exc}")
+    if ok:
+        return None
+    return SolveResult(algorithm=cls.name, status="skipped", runtime_s=0.0,
+                       message=str(reason) or f"{cls.name} does not apply to this instance")
+
+
 def solve(
     instance,
     algorithm: str | type[Solver],
@@ -103,7 +118,9 @@ def solve(
     -------
     SolveResult
         ``runtime_s`` is the algorithm's own wall time (evaluation excluded,
-        recorded as ``diagnostics['eval_s']``).
+        recorded as ``diagnostics['eval_s']``). Status ``skipped`` (with the
+        reason, no plan, not run) when the algorithm declares that it does
+        not apply to ``instance``.
 
     Raises
     ------
@@ -114,6 +131,10 @@ def solve(
     cls = check_solve_arguments(instance, algorithm, evaluate, eval_samples, eval_seed)
     resolved = cls.resolve_params(params)
     variants = {"transfer_cost_mode": instance.transfer_cost_mode, "data_rule": instance.data_rule}
+    declined = _declined(cls, instance)
+    if declined is not None:
+        declined.params, declined.variants = dict(resolved), variants
+        return declined
     start = time.perf_counter()
     reduction = None
     try:
