@@ -186,7 +186,8 @@ def _frame_rows():
                "lower_bound": {"value": 900.0, "confidence": 0.975, "method": "order statistic"},
                "upper_bound": {"value": 1000.0, "method": "Clopper-Pearson"}}
     base = dict(paper_set="alexnet", instance_set="alexnet", family="realistic", loss_max=9.0,
-                has_plan=True, params_d={}, scenarios=None, lower_bound=None, diagnostics_d={})
+                has_plan=True, params_d={}, scenarios=None, lower_bound=None, diagnostics_d={},
+                is_exact=False, reference_priority=100, reference="")
     return [
         {**base, "solver": "milp-certified", "algorithm": "milp-certified", "instance_key": "a",
          "cost": 1000.0, "lower_bound": 900.0, "status": "feasible", "certified_verdict": "certified feasible",
@@ -196,7 +197,12 @@ def _frame_rows():
         {**base, "solver": "best-exp", "algorithm": "best-exp", "instance_key": "a", "cost": 1500.0,
          "status": "feasible", "certified_verdict": "certified feasible"},
         {**base, "solver": "milp", "algorithm": "milp", "instance_key": "a", "cost": 950.0,
-         "status": "optimal", "certified_verdict": "certified infeasible", "scenarios": 1000},
+         "status": "optimal", "certified_verdict": "certified infeasible", "scenarios": 1000,
+         "is_exact": True, "reference_priority": 2, "reference": "saa"},
+        # an exact SAA optimum on fewer scenarios (a looser SAA): not the yardstick
+        {**base, "solver": "brute-force", "algorithm": "brute-force", "instance_key": "a", "cost": 940.0,
+         "status": "optimal", "certified_verdict": "certified infeasible", "scenarios": 500,
+         "is_exact": True, "reference_priority": 1, "reference": "saa"},
         {**base, "solver": "depl", "algorithm": "depl", "instance_key": "b", "cost": 5.0,
          "status": "feasible", "certified_verdict": "certified feasible"},
     ]
@@ -217,6 +223,13 @@ def test_bracket_report_ratios_and_rejudged_claims():
     assert ratios.loc["depl", "cost_over_ub"] == pytest.approx(1.01)
     assert ratios.loc["depl", "cost_over_lb"] == pytest.approx(1010 / 900)
     assert ratios.loc["depl", "cost_over_saa_opt"] == pytest.approx(1010 / 950)
+    # the SAA optimum is found by what the record declares, not by the name "milp"
+    renamed = df.replace({"solver": {"milp": "my-saa"}, "algorithm": {"milp": "my-saa"}})
+    again = rb.bracket_section(renamed)["ratios"].set_index("algorithm")
+    assert again.loc["depl", "cost_over_saa_opt"] == pytest.approx(1010 / 950)
+    undeclared = df.assign(reference="")
+    assert math.isnan(rb.bracket_section(undeclared)["ratios"].set_index("algorithm")
+                      .loc["depl", "cost_over_saa_opt"])
     # the SAA plan is not certified feasible: listed, never compared
     assert math.isnan(ratios.loc["milp", "cost_over_ub"]) and ratios.loc["milp", "certified_verdict"] == \
         "certified infeasible"

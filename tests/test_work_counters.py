@@ -137,9 +137,22 @@ def test_pact_graph_gets_its_own_implied_exponent(small):
     declared = res.diagnostics["work_exponents"]
     assert declared["graph_vertices"]["horizon"] == 2.0
     # the report uses the declaration, and never DepL's |M|·K·η² for PACT
-    assert cx._implied("horizon", "graph_vertices", declared, "pact") == 2.0
-    assert cx._implied("eta", "graph_vertices", {}, "pact") is None
-    assert cx._implied("eta", "graph_vertices_reachable", {}, "depl") == 2.0
+    assert cx._implied("horizon", "graph_vertices", declared) == 2.0
+    assert cx._implied("eta", "graph_vertices", declared) is None
+    # an undeclared counter has no implied exponent, whatever its name
+    assert cx._implied("eta", "graph_vertices_reachable", {}) is None
+
+
+def test_depl_declares_its_graph_exponents(small):
+    """DepL's counters carry Sec. V's |M|·K·η² in the result, and the report
+    reads them from there (per-graph counters take their total's)."""
+    res = solve(small, "depl", evaluate=False)
+    declared = res.diagnostics["work_exponents"]
+    assert set(declared) <= set(res.diagnostics["work"])
+    assert cx._implied("eta", "graph_vertices_reachable", declared) == 2.0
+    assert cx._implied("eta", "graph_vertices_nominal_per_graph", declared) == 2.0
+    assert cx._implied("n_models", "graph_edges_relaxed", declared) == 1.0
+    assert cx._implied("n_clusters", "graph_edges_relaxed", declared) is None
 
 
 def test_per_graph_counters_divide_by_the_graphs_built():

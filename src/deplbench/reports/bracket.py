@@ -107,14 +107,27 @@ def bracket_table(df: pd.DataFrame) -> pd.DataFrame:
 
 
 def _saa_optima(df: pd.DataFrame) -> dict:
-    """instance_key → (SAA optimum, S) of the MILP row with the most scenarios."""
-    milp = df[(df["solver"] == "milp") & (df["status"] == "optimal") & df["cost"].notna()]
-    out = {}
-    for key, grp in milp.groupby("instance_key"):
-        s = pd.to_numeric(grp.get("scenarios"), errors="coerce") if "scenarios" in grp else None
-        row = grp.loc[s.idxmax()] if s is not None and s.notna().any() else grp.iloc[0]
-        out[key] = (float(row["cost"]), _num(row.get("scenarios")))
-    return out
+    """instance_key → (SAA optimum, S): a proven optimum of the sample-average
+    problem, chosen from the record, never by algorithm name.
+
+    Candidates are the ``optimal`` rows of exact solvers (record column
+    ``exact``) that ran on S in-sample scenarios (``scenarios`` set: a
+    scenario-free exact solver solves another problem); where the record
+    says which optimum a row is a reference for (column ``reference``), only
+    ``"saa"`` rows. The row with the most scenarios wins (fewer loosen the
+    SAA and lower the cost), then the lowest ``reference_priority``.
+    """
+    scen = pd.to_numeric(df["scenarios"], errors="coerce") if "scenarios" in df else pd.Series(np.nan, df.index)
+    keep = df["is_exact"] & (df["status"] == "optimal") & df["cost"].notna() & scen.notna()
+    if "reference" in df:
+        keep &= df["reference"] == "saa"
+    rows = df[keep].assign(_scen=scen[keep])
+    prio = (pd.to_numeric(rows["reference_priority"], errors="coerce") if "reference_priority" in rows
+            else pd.Series(np.nan, index=rows.index))
+    rows = rows.assign(_prio=prio.fillna(np.inf)).sort_values(["_scen", "_prio"], ascending=[False, True],
+                                                              kind="stable")
+    return {key: (float(grp["cost"].iloc[0]), _num(grp["_scen"].iloc[0]))
+            for key, grp in rows.groupby("instance_key", sort=False)}
 
 
 def bracket_ratio_table(df: pd.DataFrame, brackets: pd.DataFrame | None = None) -> pd.DataFrame:

@@ -59,16 +59,15 @@ CLAIMED_EXPONENTS: dict[str, tuple[float | None, float | None, str]] = {
 #: The exponent the expanded graph's size implies for a counter of vertices
 #: or edges (a name containing "vertices" or "edges"): DepL paper Sec. V, the
 #: count printed above Property 2, |M|·K·η² vertices in this package's η
-#: (solvers/expanded_graph.py: |M|·K̄·(η+1)·J with J ∝ η). A solver may
-#: declare its own in ``diagnostics["work_exponents"][counter][parameter]``.
+#: (solvers/expanded_graph.py: |M|·K̄·(η+1)·J with J ∝ η). The reports take
+#: a counter's implied exponent only from the solver's declaration,
+#: ``diagnostics["work_exponents"][counter][parameter]`` (DepL and best-exp
+#: declare these, PACT its own graph's); this table draws the reference
+#: line of the work figures.
 VERTEX_EXPONENTS: dict[str, float] = {"eta": 2.0, "n_models": 1.0, "horizon": 1.0}
 
-#: Solvers whose vertex/edge counters count DepL's expanded graph, the one
-#: :data:`VERTEX_EXPONENTS` describes. Another solver's graph (PACT's is
-#: over (k, m, n, ℓ, T), PACT Sec. V) has exponents of its own, which it
-#: declares in ``diagnostics["work_exponents"]``; without a declaration
-#: its counters get no implied exponent rather than DepL's.
-DEPL_GRAPH_SOLVERS = frozenset({"depl", "best-exp"})
+#: Suffix of a counter divided by the graphs built (:func:`work_counters`).
+PER_GRAPH = "_per_graph"
 
 #: Label suffix of a sweep entry that runs for its work counters only
 #: (``complexity.toml``: larger sizes, one seed): its runtimes stay out of
@@ -147,7 +146,7 @@ def work_counters(diagnostics: dict) -> dict[str, float]:
     graphs = out.get("graphs", 0.0)
     if graphs > 0:
         for k in [k for k in out if k.startswith("graph_")]:
-            out[f"{k}_per_graph"] = out[k] / graphs
+            out[f"{k}{PER_GRAPH}"] = out[k] / graphs
     return out
 
 
@@ -185,17 +184,18 @@ def _signatures(g: pd.DataFrame, p: str, ip_col: str, par_col: str | None) -> li
     return ["; ".join(x for x in (a, b) if x != "{}") for a, b in zip(out_ip, out_par)]
 
 
-def _implied(p: str, measure: str, declared: dict, solver: str = "depl") -> float | None:
-    """Implied exponent of ``measure`` in ``p``: the solver's declaration
-    (``diagnostics["work_exponents"]``), else :data:`VERTEX_EXPONENTS` for
-    DepL's expanded graph (:data:`DEPL_GRAPH_SOLVERS`), else None."""
+def _implied(p: str, measure: str, declared: dict) -> float | None:
+    """Implied exponent of ``measure`` in ``p``: the claim for runtimes, else
+    the solver's declaration (``diagnostics["work_exponents"]``; a
+    ``*_per_graph`` counter takes its total's), else None."""
     if measure == TIME:
         return CLAIMED_EXPONENTS[p][1]
-    got = (declared.get(measure) or {}).get(p) if isinstance(declared, dict) else None
+    if not isinstance(declared, dict):
+        return None
+    entry = declared.get(measure) or declared.get(measure.removesuffix(PER_GRAPH)) or {}
+    got = entry.get(p) if isinstance(entry, dict) else None
     if isinstance(got, (int, float)) and not isinstance(got, bool):
         return float(got)
-    if solver in DEPL_GRAPH_SOLVERS and ("vertices" in measure or "edges" in measure):
-        return VERTEX_EXPONENTS.get(p)
     return None
 
 
@@ -313,7 +313,7 @@ def _fit_group(source, fam, alg, p, measure, s, g, x, y, ip, declared,
     if fit is None:
         return None
     claimed = CLAIMED_EXPONENTS[p][0]
-    implied = _implied(p, measure, declared, alg)
+    implied = _implied(p, measure, declared)
     # series = family plus the generator's string parameters (a knapsack
     # class, a network), so fits of one family stay distinguishable
     tags = [str(v) for k, v in sorted(ip.items()) if isinstance(v, str)]

@@ -253,6 +253,15 @@ def stage3(instance, models, dataset_names, dataset_idx, volume, epsilon: float,
 
 
 # ----------------------------------------------------------------------- parameters
+#: Exponents of the expanded-graph counters in ``diagnostics["work"]`` implied
+#: by the graph's layout (read by reports/complexity.py): DepL paper Sec. V,
+#: the count above Property 2, |M|·K̄·(η+1)·J vertices with J ∝ η, so
+#: |M|·K̄·η² (the edges follow the vertices, a bounded number per vertex).
+_GRAPH_EXPONENTS = {"eta": 2.0, "n_models": 1.0, "horizon": 1.0}
+WORK_EXPONENTS = {counter: dict(_GRAPH_EXPONENTS) for counter in (
+    "graph_vertices_nominal", "graph_vertices_created", "graph_vertices_reachable", "graph_edges_relaxed",
+    "graph_edges_reachable")}
+
 #: Parameters of the decision loop, shared by DepL and best-exp.
 LOOP_PARAMS: dict[str, Param] = {
     "eta": Param(200, int, "expanded-graph resolution η (time and loss buckets)", low=1, high=5000),
@@ -503,6 +512,7 @@ def decide(instance, p: dict, method: str, *, n_theta: int = 1, tail_share: floa
                                if reach and None not in reach else None),
     )
     diag["work"] = work
+    diag["work_exponents"] = WORK_EXPONENTS
     if out.ranker is not None:
         diag["min_norm_iterations"] = out.ranker.iterations
     return out
@@ -551,5 +561,5 @@ def result_from(name: str, instance, out: Outcome, guarantee: str) -> SolveResul
                        plan=out.plan, cost=ev.cost, diagnostics=jsonable(diag))
 
 
-__all__ = ["Candidate", "Choice", "LOOP_PARAMS", "Outcome", "Stage2", "check_seed", "decide", "jsonable",
+__all__ = ["Candidate", "Choice", "LOOP_PARAMS", "WORK_EXPONENTS", "Outcome", "Stage2", "check_seed", "decide", "jsonable",
            "most_capable_cluster", "result_from", "stage2", "stage3", "surrogates", "validate_loop_params"]
