@@ -64,22 +64,29 @@ from __future__ import annotations
 import hashlib
 import itertools
 import os
+import tomllib
 from collections.abc import Iterator, Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 from deplbench import __version__
-from deplbench.benchmarks.validate import (
-    _finite_number, _nonnegative_int, _positive_int, _reject_unknown, _time_limit,
-    _require_finite, _require_str, _require_table, check_evaluation, check_parameters,
-)
 from deplbench.benchmarks import solver_axis as _axis
+from deplbench.benchmarks.validate import (
+    _finite_number,
+    _nonnegative_int,
+    _positive_int,
+    _reject_unknown,
+    _require_finite,
+    _require_str,
+    _require_table,
+    _time_limit,
+    check_evaluation,
+    check_parameters,
+)
 from deplbench.benchmarks.validate import check_names as _check_names
 from deplbench.errors import SweepError
 from deplbench.jsonio import canonical_json  # noqa: F401 - re-exported: part of this module's API
-
-import tomllib
 
 #: Directory of the sweeps shipped with the package (``deplbench run quick``).
 PACKAGED_SWEEPS = Path(__file__).resolve().parent / "sweeps"

@@ -36,11 +36,19 @@ from typing import Any
 
 from deplbench import __version__
 from deplbench.benchmarks import record as _record
-from deplbench.benchmarks.record import json_default
 from deplbench.benchmarks.lookup import (  # noqa: F401 - public names, re-exported
-    PLUGIN_ENV, _generators, _plugin_table, algorithm_parameters, available_algorithms,
-    available_families, family_parameters, load_plugins, parameter_specs, solver_info,
+    PLUGIN_ENV,
+    _generators,
+    _plugin_table,
+    algorithm_parameters,
+    available_algorithms,
+    available_families,
+    family_parameters,
+    load_plugins,
+    parameter_specs,
+    solver_info,
 )
+from deplbench.benchmarks.record import json_default
 from deplbench.errors import DeplbenchError, InstanceError, SweepError
 
 #: Thread-count variables recorded in every row's environment (BLAS/OpenMP

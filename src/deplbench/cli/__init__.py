@@ -18,8 +18,8 @@ import textwrap
 from collections.abc import Iterator
 
 from deplbench import __version__
-from deplbench.errors import DeplbenchError
 from deplbench.cli.messages import os_error_message
+from deplbench.errors import DeplbenchError
 from deplbench.jsonio import finite_json, print_json  # noqa: F401  (re-exported)
 
 #: Modules contributing sub-commands, in the order they appear in ``--help``.

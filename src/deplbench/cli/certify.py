@@ -17,8 +17,7 @@ from deplbench.jsonio import finite_json, print_json
 
 def _cmd_certify(args) -> int:
     from deplbench.instances.model import load_instance
-    from deplbench.solvers.certified import (candidate_plans, certify, parse_risk_grid,
-                                             process_map)
+    from deplbench.solvers.certified import candidate_plans, certify, parse_risk_grid, process_map
 
     instance = load_instance(args.instance)
     if args.workers < 1:
@@ -100,11 +99,20 @@ def _print_text(b: dict) -> None:
 
 def register(subparsers) -> None:
     """Add ``certify`` to the ``deplbench`` command."""
-    from deplbench.solvers.certified import (DEFAULT_CONFIDENCE, DEFAULT_GRID_SEEDS, DEFAULT_REFINE_CANDIDATES,
-                                             DEFAULT_REFINE_REPLICATIONS,
-                                             DEFAULT_REFINE_SHARE, DEFAULT_REFINE_VALIDATION,
-                                             DEFAULT_REPLICATIONS, DEFAULT_RISK_GRID, DEFAULT_SCENARIOS,
-                                             DEFAULT_TARGET_WIDTH, DEFAULT_TIME_LIMIT, DEFAULT_VALIDATION)
+    from deplbench.solvers.certified import (
+        DEFAULT_CONFIDENCE,
+        DEFAULT_GRID_SEEDS,
+        DEFAULT_REFINE_CANDIDATES,
+        DEFAULT_REFINE_REPLICATIONS,
+        DEFAULT_REFINE_SHARE,
+        DEFAULT_REFINE_VALIDATION,
+        DEFAULT_REPLICATIONS,
+        DEFAULT_RISK_GRID,
+        DEFAULT_SCENARIOS,
+        DEFAULT_TARGET_WIDTH,
+        DEFAULT_TIME_LIMIT,
+        DEFAULT_VALIDATION,
+    )
 
     p = subparsers.add_parser(
         "certify", help="certified bracket [LB, UB] on the chance-constrained optimum",

@@ -33,8 +33,8 @@ def _line(name: str, s: dict | None) -> str:
 
 def _cmd_simulate(args) -> int:
     from deplbench.instances.model import load_instance
-    from deplbench.solvers.run import closed_loop, solve
     from deplbench.solvers.registry import get_solver
+    from deplbench.solvers.run import closed_loop, solve
 
     _check(args)
     instance = load_instance(args.instance)

@@ -47,9 +47,9 @@ def _parse_kv(items: list[str]) -> dict[str, str]:
 
 
 def _cmd_solve(args) -> int:
-    from deplbench.solvers.run import solve
-    from deplbench.solvers.registry import get_solver
     from deplbench.instances.model import load_instance
+    from deplbench.solvers.registry import get_solver
+    from deplbench.solvers.run import solve
 
     instance = load_instance(args.instance)
     cls = get_solver(args.algo)

@@ -90,6 +90,7 @@ import numpy as np
 from deplbench.errors import PlanError
 from deplbench.formulations.allocation import TIME_RTOL
 from deplbench.formulations.binomial import clopper_pearson_lower, clopper_pearson_upper
+
 # the evaluator's own interval and index mapping: a fixed plan's numbers must
 # be the static evaluator's, bit for bit
 from deplbench.formulations.evaluate import _order_statistic_ci, plan_indices

@@ -38,12 +38,17 @@ import numpy as np
 from scipy import stats
 
 from deplbench.errors import PlanError
-from deplbench.limits import MEMORY_BUDGET_GIB
 from deplbench.formulations.allocation import TIME_RTOL, epoch_parameters
-from deplbench.formulations.binomial import (CERTIFIED_FEASIBLE, CERTIFIED_INFEASIBLE, NOT_CERTIFIED,
-                                            clopper_pearson_lower, clopper_pearson_upper)
+from deplbench.formulations.binomial import (
+    CERTIFIED_FEASIBLE,
+    CERTIFIED_INFEASIBLE,
+    NOT_CERTIFIED,
+    clopper_pearson_lower,
+    clopper_pearson_upper,
+)
 from deplbench.formulations.plan import Plan, check_plan_names, datasets_loc, parse_plan
 from deplbench.formulations.scenarios import OUT_OF_SAMPLE, quantile_rank
+from deplbench.limits import MEMORY_BUDGET_GIB
 
 #: Trajectories simulated per block: bounds memory at ~block·K·8 bytes.
 _BLOCK = 25_000

@@ -21,8 +21,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, StrictStr, ValidationError
 
 from deplbench.errors import PlanError
-from deplbench.instances.model import (_format_validation_error, _key_loc, _reject_unknown_fields, check_shape,
-                                      read_json)
+from deplbench.instances.model import _format_validation_error, _key_loc, _reject_unknown_fields, check_shape, read_json
 
 
 class Epoch(BaseModel):

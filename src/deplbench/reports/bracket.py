@@ -32,8 +32,17 @@ import math
 import numpy as np
 import pandas as pd
 
-from deplbench.reports.claims import (BEST_EXP, BEST_EXP_SAVING, FAILS, FIG56_SETS, HOLDS, MATCH_MEDIAN_GAP,
-                                      MATCH_P90_GAP, UNMEASURED, paper_depl)
+from deplbench.reports.claims import (
+    BEST_EXP,
+    BEST_EXP_SAVING,
+    FAILS,
+    FIG56_SETS,
+    HOLDS,
+    MATCH_MEDIAN_GAP,
+    MATCH_P90_GAP,
+    UNMEASURED,
+    paper_depl,
+)
 
 #: Registry name of the bracket algorithm.
 CERTIFIED = "milp-certified"

@@ -28,7 +28,10 @@ import pandas as pd
 
 from deplbench.reports import complexity as cx
 from deplbench.reports.bracket import (
-    BRACKET_COLUMNS, CLAIM_COLUMNS, RATIO_COLUMNS, bracket_section,
+    BRACKET_COLUMNS,
+    CLAIM_COLUMNS,
+    RATIO_COLUMNS,
+    bracket_section,
 )
 from deplbench.reports.data import ReportError, load_bench_json, load_store, prepare
 from deplbench.reports.elements import Figure, Note, Section, Table, markdown_table

@@ -16,15 +16,26 @@ import numpy as np
 import pandas as pd
 
 from deplbench.reports.complexity import (  # noqa: F401 - re-exported
-    BENCH_COLUMNS, CLAIMED_EXPONENTS, FIT_COLUMNS, FIT_EXTRA_COLUMNS, MIN_VERDICT_POINTS,
-    best_fits, bench_summary, complexity_fits, exponent_verdict,
+    BENCH_COLUMNS,
+    CLAIMED_EXPONENTS,
+    FIT_COLUMNS,
+    FIT_EXTRA_COLUMNS,
+    MIN_VERDICT_POINTS,
+    bench_summary,
+    best_fits,
+    complexity_fits,
+    exponent_verdict,
 )
 from deplbench.reports.data import SIZE_LABELS
-from deplbench.reports.styles import SeriesInfo, info_for, ordered
 from deplbench.reports.stats import (
-    optimum_per_instance, performance_profile, profile_curve, reference_config,
-    shifted_geometric_mean, swept_series,
+    optimum_per_instance,
+    performance_profile,
+    profile_curve,
+    reference_config,
+    shifted_geometric_mean,
+    swept_series,
 )
+from deplbench.reports.styles import SeriesInfo, info_for, ordered
 
 #: Relative tolerance for "at the optimum" / "below the optimum".
 RATIO_RTOL = 1e-6

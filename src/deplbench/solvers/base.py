@@ -23,7 +23,13 @@ from typing import Any, ClassVar
 
 from deplbench.errors import DeplbenchError, SolverError
 from deplbench.formulations.closed_loop import (  # noqa: F401 - the policy interface, re-exported
-    STOP, ClosedLoopPolicy, Decision, FixedPlanPolicy, PolicyState, StopAtTarget, simulate,
+    STOP,
+    ClosedLoopPolicy,
+    Decision,
+    FixedPlanPolicy,
+    PolicyState,
+    StopAtTarget,
+    simulate,
 )
 from deplbench.formulations.result import SolveResult
 from deplbench.params import Param, resolve

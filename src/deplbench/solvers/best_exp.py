@@ -33,8 +33,8 @@ import numpy as np
 from deplbench.formulations.evaluate import evaluate_plan, simulate_trajectories
 from deplbench.formulations.result import SolveResult
 from deplbench.formulations.scenarios import quantile_rank
-from deplbench.solvers.base import PlotStyle, Solver
 from deplbench.limits import FLOAT_BYTES, check_memory
+from deplbench.solvers.base import PlotStyle, Solver
 from deplbench.solvers.depl_stages import LOOP_PARAMS, check_seed, decide, result_from, stage3, validate_loop_params
 from deplbench.solvers.train_on import train_on
 

@@ -67,18 +67,49 @@ from deplbench.formulations.plan import Plan, parse_plan
 from deplbench.formulations.result import SolveResult
 from deplbench.params import Param
 from deplbench.solvers.base import PlotStyle, Solver
-from deplbench.solvers.run import solve
-from deplbench.solvers.certified_refine import (add_saa_plans, judge, lower_from_replications, run_saa,
-                                                saa_tasks, select_for_refinement, split_beta)
-from deplbench.solvers.certified_settings import (  # noqa: F401 - the defaults, re-exported
-    DEFAULT_CONFIDENCE, DEFAULT_GRID_SEEDS, DEFAULT_REFINE_CANDIDATES, DEFAULT_REFINE_GRID_SEEDS,
-    DEFAULT_REFINE_REPLICATIONS, DEFAULT_REFINE_RISK_GRID, DEFAULT_REFINE_SCENARIOS_FACTOR, DEFAULT_REFINE_SHARE,
-    DEFAULT_REFINE_VALIDATION, DEFAULT_REPLICATIONS, DEFAULT_RISK_GRID, DEFAULT_SCENARIOS, DEFAULT_TARGET_WIDTH,
-    DEFAULT_TIME_LIMIT, DEFAULT_VALIDATION, VALIDATION_SEED_OFFSET, CertifySettings,
+from deplbench.solvers.certified_refine import (
+    add_saa_plans,
+    judge,
+    lower_from_replications,
+    run_saa,
+    saa_tasks,
+    select_for_refinement,
+    split_beta,
 )
-from deplbench.solvers.certified_tasks import (SAA_HEURISTIC_TIME, Mapper, _add_candidate, _sequential_map,
-                                               _validate_candidates, dask_map, is_deterministic,
-                                               parse_risk_grid, process_map, saa_task, validation_task)
+from deplbench.solvers.certified_settings import (  # noqa: F401 - the defaults, re-exported
+    DEFAULT_CONFIDENCE,
+    DEFAULT_GRID_SEEDS,
+    DEFAULT_REFINE_CANDIDATES,
+    DEFAULT_REFINE_GRID_SEEDS,
+    DEFAULT_REFINE_REPLICATIONS,
+    DEFAULT_REFINE_RISK_GRID,
+    DEFAULT_REFINE_SCENARIOS_FACTOR,
+    DEFAULT_REFINE_SHARE,
+    DEFAULT_REFINE_VALIDATION,
+    DEFAULT_REPLICATIONS,
+    DEFAULT_RISK_GRID,
+    DEFAULT_SCENARIOS,
+    DEFAULT_TARGET_WIDTH,
+    DEFAULT_TIME_LIMIT,
+    DEFAULT_VALIDATION,
+    VALIDATION_SEED_OFFSET,
+    CertifySettings,
+)
+from deplbench.solvers.certified_tasks import (
+    SAA_HEURISTIC_TIME,
+    Mapper,
+    _add_candidate,
+    _sequential_map,
+    _validate_candidates,
+    dask_map,
+    is_deterministic,
+    parse_risk_grid,
+    process_map,
+    saa_task,
+    validation_task,
+)
+from deplbench.solvers.run import solve
+
 
 def certify(instance, settings: CertifySettings | None = None, *, candidates: Mapping[str, Plan] | None = None,
             map: Mapper | None = None, **options: Any) -> dict:

@@ -58,11 +58,9 @@ from __future__ import annotations
 import math
 import time
 
-from deplbench.formulations.binomial import (clopper_pearson_upper, lower_bound_order,
-                                             order_statistic_bound)
+from deplbench.formulations.binomial import clopper_pearson_upper, lower_bound_order, order_statistic_bound
 from deplbench.formulations.plan import parse_plan
-from deplbench.solvers.certified_tasks import (_add_candidate, _bound_value, _validate_candidates,
-                                               saa_task)
+from deplbench.solvers.certified_tasks import _add_candidate, _bound_value, _validate_candidates, saa_task
 
 
 def split_beta(confidence: float, lb_share: float, refine_share: float, refining: bool) -> dict:

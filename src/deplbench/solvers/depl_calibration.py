@@ -25,7 +25,6 @@ from deplbench.formulations.evaluate import evaluate_plan, simulate_trajectories
 from deplbench.formulations.scenarios import ScenarioSampler, quantile_rank
 from deplbench.solvers.depl_stages import check_seed, stage2, stage3, surrogates
 
-
 #: Stage-2 targets tried by ``calibrate=True`` (expansion, then bisection).
 CALIBRATION_STEPS = 6
 #: Family-wise level of the calibration checks: each check's interval is at

@@ -47,8 +47,8 @@ from deplbench.formulations.evaluate import plan_indices
 from deplbench.formulations.plan import Plan
 from deplbench.params import Param
 from deplbench.solvers.base import PlotStyle, Solver
-from deplbench.solvers.run import solve
 from deplbench.solvers.depl import DepL
+from deplbench.solvers.run import solve
 
 
 def _reachable(allowed: np.ndarray, m: int) -> list[int]:

@@ -45,7 +45,6 @@ from deplbench.solvers.expanded_reference import REACHABLE_COUNT_MAX, reachable_
 from deplbench.solvers.quantile_transform import LossModel, build_bounds
 from deplbench.solvers.vnf_allocation import place_and_allocate, validate_epsilon
 
-
 # ----------------------------------------------------------------------------- helpers
 # Diagnostics as plain Python (numpy scalars/arrays would break ``json``):
 # the one JSON-cleaning function, deplbench.jsonio.to_jsonable.

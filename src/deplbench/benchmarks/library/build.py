@@ -39,11 +39,11 @@ from collections.abc import Callable
 from pathlib import Path
 
 from deplbench import __version__
-from deplbench.errors import SolverError
 from deplbench.benchmarks.library.catalog import LIBRARY_VERSION, LibraryEntry, entries
 from deplbench.benchmarks.library.mps import _check_fraction, _check_seconds, solve_mps
 from deplbench.benchmarks.library.solu import SoluEntry, write_solu
 from deplbench.benchmarks.library.table import write_tables
+from deplbench.errors import SolverError
 from deplbench.formulations.milp import solve_milp
 from deplbench.formulations.milp.backends import quiet_stdout
 from deplbench.instances.generators import generate

@@ -20,11 +20,12 @@ from __future__ import annotations
 import math
 import os
 
-from deplbench.errors import SolverError
 from deplbench.benchmarks.library.build import SOLU, library_files
 from deplbench.benchmarks.library.mps import MPS_SOLVERS, _check_fraction, _check_seconds, solve_mps
-from deplbench.benchmarks.library.solu import read_solu, agrees
+from deplbench.benchmarks.library.solu import agrees, read_solu
 from deplbench.benchmarks.sgm import SHIFT_S, shifted_geomean  # noqa: F401 - re-exported
+from deplbench.errors import SolverError
+
 
 def _check_args(solvers, time_limit, gap, rel_tol) -> None:
     """Raise :class:`SolverError` naming the first invalid argument."""

@@ -117,8 +117,8 @@ cutting-plane method for solving convex programs", J. SIAM 8 (1960).
 from deplbench.formulations.milp.backends import (
     _HighsBackend,
     _MasterOutcome,
-    _PyomoBackend,
     _pyomo_from_matrix,
+    _PyomoBackend,
     _use_threads,
     quiet_stdout,
 )
@@ -147,9 +147,9 @@ from deplbench.formulations.milp.data import _Choice, _Data, _phi, data_bytes
 from deplbench.formulations.milp.enumeration import (
     MAX_CANDIDATES,
     _dag_paths,
-    _EnumModel,
     _enumerate_candidates,
     _enumeration_size,
+    _EnumModel,
     _try_enumeration,
 )
 from deplbench.formulations.milp.flow import _FastModel, _FlowModel, flow_size
@@ -165,13 +165,13 @@ from deplbench.formulations.milp.naive import _NaiveModel, naive_size
 from deplbench.formulations.milp.options import (
     BACKENDS,
     BIGM_SLACK,
-    SOLVERS,
     CUT_RATIO,
     CUT_SPAN,
     LOSS_TOL,
     MAX_DATASETS,
     MAX_ROUNDS,
     MEMORY_LIMIT_GIB,
+    SOLVERS,
     BuildTimeout,
     Verdict,
 )

@@ -31,16 +31,15 @@ import numpy as np
 
 from deplbench.formulations.milp.bounds import _Bounds, _cumulative_by_model, _quantile_ok, _shortest_last_block
 from deplbench.formulations.milp.data import _Choice, _Data
-from deplbench.formulations.milp.options import Verdict
 from deplbench.formulations.milp.matrix import (
-    _clusters_from_counts,
     _cluster_rows,
+    _clusters_from_counts,
     _held_classes,
     _MatrixFormulation,
     _MatrixModel,
     shared_size,
 )
-
+from deplbench.formulations.milp.options import Verdict
 
 MAX_CANDIDATES = 200_000
 

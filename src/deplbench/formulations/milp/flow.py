@@ -45,8 +45,8 @@ import numpy as np
 from deplbench.formulations.milp.bounds import _Bounds, _tight_bigm
 from deplbench.formulations.milp.data import _Choice, _Data
 from deplbench.formulations.milp.matrix import (
-    _clusters_from_counts,
     _cluster_rows,
+    _clusters_from_counts,
     _held_classes,
     _MatrixFormulation,
     _MatrixModel,

@@ -9,7 +9,7 @@ three so that none of them imports another back (the peers build on
 
 from __future__ import annotations
 
-from deplbench.formulations.milp.backends import _HighsBackend, _PyomoBackend, _pyomo_from_matrix
+from deplbench.formulations.milp.backends import _HighsBackend, _pyomo_from_matrix, _PyomoBackend
 from deplbench.formulations.milp.pyomo_peer import _PyomoPeerBackend
 from deplbench.formulations.milp.scip import _ScipBackend
 

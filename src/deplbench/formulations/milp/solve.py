@@ -26,11 +26,9 @@ import numpy as np
 
 from deplbench.errors import SolverError
 from deplbench.formulations.milp import catalog
-from deplbench.formulations.milp.routes import make_backend
 from deplbench.formulations.milp.bounds import _structural_bounds
 from deplbench.formulations.milp.cutloop import _cut_loop, _result
 from deplbench.formulations.milp.data import _Data, data_bytes, draw_seconds
-from deplbench.formulations.milp.peers import check_solver, solver_version
 from deplbench.formulations.milp.options import (
     MAX_DATASETS,
     MEMORY_LIMIT_GIB,
@@ -38,6 +36,8 @@ from deplbench.formulations.milp.options import (
     Verdict,
     check_options,
 )
+from deplbench.formulations.milp.peers import check_solver, solver_version
+from deplbench.formulations.milp.routes import make_backend
 from deplbench.formulations.result import SolveResult
 from deplbench.formulations.scenarios import allowed_violations
 

@@ -47,11 +47,28 @@ tests), :mod:`.pipeline` (the whole fit and the instance it builds),
 
 from deplbench.instances.fit.decay import B_MAX, MIN_EPOCHS, DecayFit, fit_decay, multipliers
 from deplbench.instances.fit.distfit import (
-    SWITCH_NODES, DistFit, compress_samples, fit_improvement, fit_inverse_gamma, fit_switch,
+    SWITCH_NODES,
+    DistFit,
+    compress_samples,
+    fit_improvement,
+    fit_inverse_gamma,
+    fit_switch,
 )
-from deplbench.instances.fit.logs import REQUIRED_COLUMNS, Changes, LogError, Logs, loss_changes, read_logs, validate_logs
+from deplbench.instances.fit.logs import (
+    REQUIRED_COLUMNS,
+    Changes,
+    LogError,
+    Logs,
+    loss_changes,
+    read_logs,
+    validate_logs,
+)
 from deplbench.instances.fit.output import (
-    REPORT_JSON, report_directory, write_bytes_atomic, write_instance_atomic, write_report_json,
+    REPORT_JSON,
+    report_directory,
+    write_bytes_atomic,
+    write_instance_atomic,
+    write_report_json,
 )
 from deplbench.instances.fit.pipeline import FitResult, ModelFit, build_instance, family_base, fit_instance, fit_logs
 

@@ -20,6 +20,7 @@ from deplbench.instances.fit.distfit import DistFit, fit_improvement, fit_switch
 from deplbench.instances.fit.logs import LogError, Logs, loss_changes, read_logs
 from deplbench.jsonio import optional_float as _num
 
+
 # -------------------------------------------------------------- full fit
 @dataclass
 class ModelFit:

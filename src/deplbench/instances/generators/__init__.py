@@ -57,7 +57,6 @@ from deplbench.instances.generators.pisinger import KNAPSACK_CLASSES, knapsack, 
 from deplbench.instances.generators.synthetic import datasets, scaling
 from deplbench.instances.model import Instance
 
-
 # ---------------------------------------------------------------------------
 # entry point
 # ---------------------------------------------------------------------------

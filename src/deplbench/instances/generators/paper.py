@@ -11,8 +11,16 @@ from collections.abc import Mapping
 
 from deplbench.errors import InstanceError
 from deplbench.instances.generators.common import (
-    REGROW_JUMP_FACTOR, SWITCH_MODES, _build, _choice_param, _float_param, _instance_data, _int_param,
-    _inverse_gamma, _seed, _student_t,
+    REGROW_JUMP_FACTOR,
+    SWITCH_MODES,
+    _build,
+    _choice_param,
+    _float_param,
+    _instance_data,
+    _int_param,
+    _inverse_gamma,
+    _seed,
+    _student_t,
 )
 from deplbench.instances.model import Instance
 

@@ -13,7 +13,12 @@ import numpy as np
 
 from deplbench.errors import InstanceError
 from deplbench.instances.generators.common import (
-    _build, _choice_param, _float_param, _instance_data, _int_param, _seed,
+    _build,
+    _choice_param,
+    _float_param,
+    _instance_data,
+    _int_param,
+    _seed,
 )
 from deplbench.instances.model import Instance
 

@@ -15,12 +15,30 @@ import numpy as np
 from deplbench.instances import datalaw
 from deplbench.instances.distributions import InverseGamma
 from deplbench.instances.generators.common import (
-    REGROW_JUMP_FACTOR, SWITCH_MODES, _build, _choice_param, _float_param, _instance_data, _int_param,
-    _inverse_gamma, _seed, _sig, _student_t,
+    REGROW_JUMP_FACTOR,
+    SWITCH_MODES,
+    _build,
+    _choice_param,
+    _float_param,
+    _instance_data,
+    _int_param,
+    _inverse_gamma,
+    _seed,
+    _sig,
+    _student_t,
 )
 from deplbench.instances.generators.paper import (
-    A_CLASS, A_CLASS_BANDWIDTH, B_CLASS, B_CLASS_BANDWIDTH, REALISTIC_INITIAL_LOSS, REALISTIC_JUMP_DF,
-    REALISTIC_JUMP_SCALE_RATIO, REALISTIC_LOSS_MAX, REALISTIC_TIME_MAX, _realistic_dnn, _regrow_assumption,
+    A_CLASS,
+    A_CLASS_BANDWIDTH,
+    B_CLASS,
+    B_CLASS_BANDWIDTH,
+    REALISTIC_INITIAL_LOSS,
+    REALISTIC_JUMP_DF,
+    REALISTIC_JUMP_SCALE_RATIO,
+    REALISTIC_LOSS_MAX,
+    REALISTIC_TIME_MAX,
+    _realistic_dnn,
+    _regrow_assumption,
 )
 from deplbench.instances.model import Instance
 
