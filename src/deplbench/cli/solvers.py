@@ -92,7 +92,8 @@ def _cmd_solve(args) -> int:
         if result.cost is not None:
             print(f"cost        {result.cost:.6g}")
         if result.lower_bound is not None:
-            print(f"lower bound {result.lower_bound:.6g}   gap {result.gap if result.gap is not None else float('nan'):.3g}")
+            gap = result.gap if result.gap is not None else float("nan")
+            print(f"lower bound {result.lower_bound:.6g}   gap {gap:.3g}")
         print(f"runtime     {result.runtime_s:.3f} s")
         if ev:
             lo, hi = ev["quantile_ci"]

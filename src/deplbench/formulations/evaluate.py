@@ -363,7 +363,7 @@ def _simulate_and_judge(instance, plan, models, gammas, n, rng, exact, trajector
     n_viol, v_ub, v_lb, certified = _certify(finals, n, exact, instance, tol, confidence, violations)
     per_model_epochs: dict[str, int] = {}
     per_model_cost: dict[str, float] = {}
-    for e, m in zip(plan.epochs, models):
+    for e, _m in zip(plan.epochs, models):
         per_model_epochs[e.model] = per_model_epochs.get(e.model, 0) + 1
         per_model_cost[e.model] = per_model_cost.get(e.model, 0.0) + float(
             instance.unit_cost[instance.cluster_index[e.cluster]] * e.allocation

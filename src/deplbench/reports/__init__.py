@@ -3,8 +3,8 @@
 The layer reads only :meth:`deplbench.benchmarks.store.ResultsStore.frame`
 (the columns of :class:`deplbench.benchmarks.record.TaskRecord`) and,
 optionally, pytest-benchmark JSON files; it never imports the solver
-registry (an algorithm's label, exactness and style are record columns). :func:`deplbench.reports.build.build_report` writes a
-self-contained directory: ``index.html``, ``figures/*.png|svg``,
+registry (an algorithm's label, exactness and style are record columns).
+:func:`deplbench.reports.build.build_report` writes a self-contained directory: ``index.html``, ``figures/*.png|svg``,
 ``tables/*.csv|md`` and ``manifest.json``. What each section computes, and
 which store keys it expects, is documented in ``docs/reports.md``.
 """

@@ -97,7 +97,7 @@ def series_info(df: pd.DataFrame) -> dict[str, SeriesInfo]:
         return out
     cols = ["algorithm", "solver", "algorithm_label", "is_exact", "style_d"]
     by_solver: dict[str, tuple] = {}
-    for alg, solver, display, exact, style in df[cols].itertuples(index=False, name=None):
+    for _alg, solver, display, exact, style in df[cols].itertuples(index=False, name=None):
         base = _declared(style)
         if solver not in by_solver or (by_solver[solver][0] is None and base is not None):
             by_solver[solver] = (base, display or solver, bool(exact))

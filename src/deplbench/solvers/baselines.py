@@ -270,7 +270,7 @@ class StaticLearn(Solver):
 
     def run(self, instance, **params) -> SolveResult:
         scen = in_sample_scenarios_checked(instance, params["scenarios"], params["seed"], "static-learn")
-        K, N = instance.horizon, instance.n_clusters
+        K = instance.horizon
         printed = instance.data_rule == "printed"
         settings = [data_setting(instance, sub) for sub in dataset_subsets(instance, params["max_dataset_subsets"])]
         if params["mode"] == "single":
@@ -319,7 +319,7 @@ class StaticLearn(Solver):
                 **diag)
         candidates.sort(key=lambda c: c[0])
         check = oos_checker(instance, params)
-        for rank, (cost, chain, counts, si, cl) in enumerate(candidates):
+        for rank, (_cost, chain, counts, si, cl) in enumerate(candidates):
             check_time(f"{self.name}'s out-of-sample checks, candidate {rank}")
             if check.exhausted:
                 break

@@ -483,9 +483,10 @@ def bracket_result(bracket: dict) -> SolveResult:
                        gap=bracket["width"], diagnostics=diag)
 
 
-__all__ = ["certify", "CertifySettings", "MilpCertified", "bracket_result", "candidate_plans", "refine_options", "process_map",
-           "dask_map", "saa_task", "validation_task", "is_deterministic", "parse_risk_grid",
+__all__ = ["certify", "CertifySettings", "MilpCertified", "bracket_result", "candidate_plans", "refine_options",
+           "process_map", "dask_map", "saa_task", "validation_task", "is_deterministic", "parse_risk_grid",
            "DEFAULT_CONFIDENCE", "DEFAULT_REPLICATIONS", "DEFAULT_SCENARIOS", "DEFAULT_VALIDATION",
            "DEFAULT_RISK_GRID", "DEFAULT_GRID_SEEDS", "DEFAULT_TIME_LIMIT", "DEFAULT_TARGET_WIDTH",
-           "DEFAULT_REFINE_SHARE", "DEFAULT_REFINE_REPLICATIONS", "DEFAULT_REFINE_SCENARIOS_FACTOR", "DEFAULT_REFINE_VALIDATION", "DEFAULT_REFINE_CANDIDATES",
-           "DEFAULT_REFINE_RISK_GRID", "DEFAULT_REFINE_GRID_SEEDS", "VALIDATION_SEED_OFFSET"]
+           "DEFAULT_REFINE_SHARE", "DEFAULT_REFINE_REPLICATIONS", "DEFAULT_REFINE_SCENARIOS_FACTOR",
+           "DEFAULT_REFINE_VALIDATION", "DEFAULT_REFINE_CANDIDATES", "DEFAULT_REFINE_RISK_GRID",
+           "DEFAULT_REFINE_GRID_SEEDS", "VALIDATION_SEED_OFFSET"]

@@ -274,7 +274,7 @@ def min_norm_point(F, n: int, tol: float = 1e-10, max_iter: int = 1000) -> tuple
     S = [x.copy()]
     lam = np.array([1.0])
     it = 0
-    for it in range(1, max_iter + 1):
+    for it in range(1, max_iter + 1):  # noqa: B007 - after the loop, the iterations run
         q = greedy(x)
         xx = float(x @ x)
         if xx - float(x @ q) <= tol * max(xx, 1.0):

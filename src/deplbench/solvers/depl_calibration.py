@@ -257,7 +257,7 @@ def calibrate(ctx: Context, start: float, plan0, eval0) -> Calibration:
         pool.append((cost, key, plan, info))
     pool.sort(key=lambda r: r[0])
     out.info["stage3_runs"] = len(pool)
-    for j, (cost, key, plan, info) in enumerate(
+    for j, (_cost, key, plan, info) in enumerate(
             [r for r in pool if r[0] < eval0.cost * (1 - 1e-12)][:CALIBRATION_STEPS]):
         cand = estimates[key][0]
         ev = evaluate_plan(inst, plan, samples=ctx.check_samples, seed=_calibration_seed(ctx.seed, j),

@@ -560,5 +560,6 @@ def result_from(name: str, instance, out: Outcome, guarantee: str) -> SolveResul
                        plan=out.plan, cost=ev.cost, diagnostics=jsonable(diag))
 
 
-__all__ = ["Candidate", "Choice", "LOOP_PARAMS", "WORK_EXPONENTS", "Outcome", "Stage2", "check_seed", "decide", "jsonable",
-           "most_capable_cluster", "result_from", "stage2", "stage3", "surrogates", "validate_loop_params"]
+__all__ = ["Candidate", "Choice", "LOOP_PARAMS", "WORK_EXPONENTS", "Outcome", "Stage2", "check_seed", "decide",
+           "jsonable", "most_capable_cluster", "result_from", "stage2", "stage3", "surrogates",
+           "validate_loop_params"]

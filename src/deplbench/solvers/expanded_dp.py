@@ -221,7 +221,7 @@ def solve_dp(spec: GraphSpec, count: bool = True, bound: float = math.inf) -> Pa
         layers = k
         shift_k = spec.shift[k - 1]
 
-        def edge(m, mp):
+        def edge(m, mp, shift_k=shift_k):   # bound now: called within this layer only
             s = int(shift_k[m, mp])
             return s, (s,)
 
@@ -341,7 +341,7 @@ def solve_dp_labels(spec: GraphSpec, count: bool = True, bound: float = math.inf
         layers = k
         fexact_k = fexact[k - 1]
 
-        def edge(m, mp):
+        def edge(m, mp, fexact_k=fexact_k):   # bound now: called within this layer only
             f = float(fexact_k[m, mp])
             if math.isnan(f) or f == math.inf:
                 return None

@@ -50,9 +50,9 @@ class Milp(Solver):
                      high=0.999999),
         "threads": Param(1, int, "HiGHS threads", low=1),
         "formulation": Param("fast", str, "fast (picks by structure: counts for order-invariant losses, "
-                             "sequence enumeration for acyclic switch graphs, else flow; general beyond 6 datasets) or one of "
-                             "them forced; naive is the textbook model, general the block branch-and-bound for any "
-                             "switch graph and up to 12 datasets", choices=FORMULATIONS),
+                             "sequence enumeration for acyclic switch graphs, else flow; general beyond 6 "
+                             "datasets) or one of them forced; naive is the textbook model, general the block "
+                             "branch-and-bound for any switch graph and up to 12 datasets", choices=FORMULATIONS),
         "write_lp": Param(None, str, "write the first master model to FILE (.lp or .mps)", nullable=True),
         "backend": Param("highs", str, "fast/flow model to HiGHS directly (highs) or through Pyomo (pyomo)",
                          choices=BACKENDS),
@@ -62,7 +62,8 @@ class Milp(Solver):
                         "extra; matrix formulations) or pyomo:NAME (a Pyomo SolverFactory solver, e.g. "
                         "pyomo:cbc); `deplbench solve --help` lists those available"),
         "heuristic_time": Param(None, float, "seconds the block heuristic may spend seeding the incumbent (0: off; "
-                                "none: min(3, time_limit/10), unlimited without a time limit; matrix formulations only)", low=0.0,
+                                "none: min(3, time_limit/10), unlimited without a time limit; matrix "
+                                "formulations only)", low=0.0,
                                 nullable=True),
         "memory_limit": Param(MEMORY_LIMIT_GIB, float, "GiB the scenarios and the model may take (estimated "
                               "before building; larger builds are refused)", low=0.0, low_inclusive=False),

@@ -104,7 +104,8 @@ class PactPolicy(ClosedLoopPolicy):
         return self._datasets
 
     def describe(self) -> dict:
-        return {"replans": self.replans, "batched_dps": self.batches, "memo_cells": len(self._memo), "no_path_cells": self.no_path,
+        return {"replans": self.replans, "batched_dps": self.batches, "memo_cells": len(self._memo),
+                "no_path_cells": self.no_path,
                 "loss_buckets": int(self.graph.b0), "gamma_loss": float(self.graph.gl),
                 "robust_quantile": float(self.graph.robust_quantile),
                 "memo_loss": self.memo_loss, "memo_time_step": float(self.gT_memo)}

@@ -99,7 +99,7 @@ def _enumerate_candidates(data: _Data, k_min: int, k_max: int, paths, deadline: 
     def last_block(pre, start, model):
         if data.nonneg:
             L = _shortest_last_block(data, pre, start, model, cum_t, k_min, k_max)
-            return [(j, int(l)) for j, l in enumerate(L) if l]
+            return [(j, int(n)) for j, n in enumerate(L) if n]
         out = []
         for j in range(start.size):
             for length in range(max(1, k_min - start[j]), k_max - start[j] + 1):
@@ -124,7 +124,8 @@ def _enumerate_candidates(data: _Data, k_min: int, k_max: int, paths, deadline: 
         if lengths.size == 0:
             return
         ends = start + lengths
-        pre_next = pre[:, None] - (cum[:, ends, m] - cum[:, start, m][:, None]) + data.J[:, np.minimum(ends, data.K - 1), p]
+        pre_next = (pre[:, None] - (cum[:, ends, m] - cum[:, start, m][:, None])
+                    + data.J[:, np.minimum(ends, data.K - 1), p])
         if depth == len(path) - 2:
             for j, length in last_block(pre_next, ends, nxt):
                 seqs.append(np.repeat(path, blocks + [int(lengths[j]), length]))

@@ -107,7 +107,8 @@ class _FlowModel(_MatrixFormulation):
                 sel = np.nonzero(arcs[:, 0] == i)[0]
                 cols = np.concatenate([self.f[:, sel], self.u[:-1, i][:, None]], axis=1)
                 vals = np.concatenate([np.ones(sel.size), [-1.0]])
-                mm.rows(np.repeat(np.arange(K - 1), sel.size + 1), cols, np.tile(vals, K - 1), -np.inf, 0.0, name="outflow")
+                mm.rows(np.repeat(np.arange(K - 1), sel.size + 1), cols, np.tile(vals, K - 1), -np.inf, 0.0,
+                        name="outflow")
         if Sig > 1:
             # Σ_σ w = u and e = Σ_σ γ_σ w, per (k, m)
             cols = np.concatenate([self.w.reshape(K * M, Sig), self.u.reshape(K * M, 1)], axis=1)

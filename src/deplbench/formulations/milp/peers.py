@@ -226,5 +226,6 @@ def check_solver(name, option: str = "solver", formulation: str | None = None,
                           f"(available here: {', '.join(available_solvers())})")
 
 
-__all__ = ["DIRECT_SOLVERS", "PYOMO_PREFIX", "PYOMO_FAMILIES", "NO_DUAL_BOUND", "pyomo_family", "known_solvers", "availability",
+__all__ = ["DIRECT_SOLVERS", "PYOMO_PREFIX", "PYOMO_FAMILIES", "NO_DUAL_BOUND", "pyomo_family", "known_solvers",
+           "availability",
            "solver_version", "solver_table", "available_solvers", "check_solver"]

@@ -178,7 +178,8 @@ def _realistic_dnn(family: str, n_a: int, n_b: int, loss_max: float, omega: floa
     ]
     if switch_mode == "any":
         assumptions.append(_regrow_assumption("fast-unsteady→intermediate→slow-steady"))
-    return _instance_data(f"realistic-{family}" + ("-any" if switch_mode == "any" else ""), REALISTIC_INITIAL_LOSS, loss_max, omega, time_max, horizon,
+    name = f"realistic-{family}" + ("-any" if switch_mode == "any" else "")
+    return _instance_data(name, REALISTIC_INITIAL_LOSS, loss_max, omega, time_max, horizon,
                           models, switches, clusters, {"assumptions": assumptions})
 
 
@@ -235,7 +236,8 @@ def _realistic_pact(loss_max: float, omega: float, horizon: int, time_max: float
     ]
     if switch_mode == "any":
         assumptions.append(_regrow_assumption("L→M→S"))
-    return _instance_data("realistic-pact-vgg11" + ("-any" if switch_mode == "any" else ""), PACT_INITIAL_LOSS, loss_max, omega, time_max, horizon,
+    name = "realistic-pact-vgg11" + ("-any" if switch_mode == "any" else "")
+    return _instance_data(name, PACT_INITIAL_LOSS, loss_max, omega, time_max, horizon,
                           models, switches, clusters, {"assumptions": assumptions})
 
 
