@@ -14,7 +14,7 @@ LATEST := .venv-latest
 export PYCHECK := import sys; sys.exit(0 if sys.version_info >= (3, 11) else \
 	"requirements/lock.txt needs Python >= 3.11; run make with PYTHON=python3.11 (or newer)")
 
-.PHONY: setup test test-fast test-latest lock bench targets demo reproduce clean
+.PHONY: setup lint test test-fast test-latest lock bench targets demo reproduce clean
 
 # The venv's own pip (not upgraded: nothing unpinned is downloaded) installs
 # the locked set, build backend included; then deplbench itself, editable,
@@ -30,13 +30,19 @@ $(STAMP): $(LOCK) pyproject.toml
 
 setup: $(STAMP)
 
+# Lint and type checks of the package first (configuration in pyproject.toml):
+# ruff (pyflakes, pycodestyle, isort, bugbear) and mypy on src/deplbench.
+lint: $(STAMP)
+	$(PY) -m ruff check
+	$(PY) -m mypy
+
 # The full suite, on every core (pytest-xdist; a test module's tests stay in
 # one worker, so module fixtures are built once; at most 4 workers: some
 # tests start process pools of their own and may use the 2 GiB memory budget).
 # Extra pytest options: PYTEST_ARGS, e.g. PYTEST_ARGS='-x -k milp';
 # XDIST='-n 0' runs serially.
 XDIST ?= -n auto --maxprocesses=4 --dist loadscope
-test: $(STAMP)
+test: lint
 	$(PY) -m pytest tests -q $(XDIST) $(PYTEST_ARGS)
 
 # The quick loop (under a minute: 45 s of CPU): every layer, without the

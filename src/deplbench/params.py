@@ -33,6 +33,7 @@ Examples
 
 from __future__ import annotations
 
+import builtins
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -75,7 +76,7 @@ class Param:
     """
 
     default: Any
-    type: type = float
+    type: builtins.type = float
     help: str = ""
     low: float | None = None
     high: float | None = None
@@ -84,11 +85,11 @@ class Param:
     nullable: bool = False
     high_inclusive: bool = True
     finite: bool = False
-    item: type | None = None
+    item: builtins.type | None = None
     check: Callable[[Any], str] | None = None
 
     def convert(self, name: str, value: Any, *, strict: bool = False,
-                error: type[DeplbenchError] = SolverError) -> Any:
+                error: builtins.type[DeplbenchError] = SolverError) -> Any:
         """Convert and check one value.
 
         Parameters
@@ -140,7 +141,7 @@ class Param:
             raise error(f"parameter {name!r}: {reason}")
         return value
 
-    def _check_bounds(self, name: str, value: Any, error: type[DeplbenchError], of: str) -> None:
+    def _check_bounds(self, name: str, value: Any, error: builtins.type[DeplbenchError], of: str) -> None:
         """NaN, ±inf (when ``finite``) and the bounds, for one number."""
         if isinstance(value, float) and math.isnan(value):
             # NaN passes every bound comparison; reject it here by name.

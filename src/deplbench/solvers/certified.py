@@ -193,17 +193,18 @@ def certify(instance, settings: CertifySettings | None = None, *, candidates: Ma
         # One scenario is the distribution: the SAA is the true problem.
         settings = dataclasses.replace(settings, replications=1, scenarios=1, risk_grid=(),
                                        gap=min(settings.gap, 1e-7))
-    refining = bool(settings.target_width) and not exact
+    target = settings.target_width or 0.0
+    refining = target > 0 and not exact
     run = _Run(instance, settings, map or _sequential_map, instance.model_dump(mode="json", by_alias=True),
                1.0 - float(instance.omega), exact,
                split_beta(settings.confidence, settings.lb_share, settings.refine_share, refining))
     lower1, upper, judged = _stage_one(run, candidates)
     width1 = _width(lower1["value"], upper)
     lower, lower2 = lower1, None
-    need = refining and not (width1 is not None and width1 <= settings.target_width)
-    if refining and not need:
+    need = refining and not (width1 is not None and width1 <= target)
+    if refining and not need and width1 is not None:
         run.stages.append({"stage": 2, "ran": False, "reason": f"stage-1 width {100 * width1:.3g} % ≤ target "
-                           f"{100 * settings.target_width:.3g} %", "beta_lower": run.betas["lower_stages"][1],
+                           f"{100 * target:.3g} %", "beta_lower": run.betas["lower_stages"][1],
                            "beta_upper": run.betas["upper_stages"][1]})
     if need:
         lower2, upper, judged = _stage_two(run, upper, judged, width1)
@@ -269,7 +270,8 @@ def _stage_two(run: _Run, upper: dict | None, judged: list, width1: float | None
     cheapest plans that could be certified there (:mod:`.certified_refine`):
     (stage-2 LB record, best UB, every judged or screened candidate)."""
     s = run.settings
-    beta_l2, beta_u1, beta_u2 = run.betas["lower_stages"][1], *run.betas["upper_stages"]
+    beta_l2 = run.betas["lower_stages"][1]
+    beta_u1, beta_u2 = run.betas["upper_stages"]
     s2 = s.stage2_scenarios
     first = s.seed + s.replications + len(s.risk_grid) * s.grid_seeds
     tasks2 = saa_tasks(run.data, run.instance.omega, run.alpha, s.refine_replications, s2, s.refine_risk_grid,
@@ -296,7 +298,7 @@ def _stage_two(run: _Run, upper: dict | None, judged: list, width1: float | None
     if upper2 is not None and (upper is None or upper2["value"] < upper["value"]):
         upper = upper2
     reason = ("no full stage-1 bracket" if width1 is None else
-              f"stage-1 width {100 * width1:.3g} % > target {100 * s.target_width:.3g} %")
+              f"stage-1 width {100 * width1:.3g} % > target {100 * (s.target_width or 0.0):.3g} %")
     run.stages.append({"stage": 2, "ran": True, "reason": reason, "lower": lower2["value"],
                        "upper": upper2["value"] if upper2 else None, "beta_lower": beta_l2, "beta_upper": beta_u2,
                        "replications": s.refine_replications, "scenarios": s2, "validation": s.refine_validation,

@@ -70,34 +70,36 @@ DEFAULT_REFINE_SCENARIOS_FACTOR = 10
 DEFAULT_REFINE_RISK_GRID = (0.95, 0.9)
 DEFAULT_REFINE_GRID_SEEDS = 2
 
-_SHARE = {"low": 0.0, "low_inclusive": False, "high": 1.0, "high_inclusive": False}
-_FACTORS = {"low": 0.0, "low_inclusive": False, "high": 1.0}
+def _share(default: float, help: str) -> Param:
+    """A share or probability in the open interval (0, 1)."""
+    return Param(default, float, help, low=0.0, low_inclusive=False, high=1.0, high_inclusive=False)
+
 
 #: Every setting of :func:`~deplbench.solvers.certified.certify` (the help
 #: texts are its docstring's, shortened).
 SETTINGS_PARAMETERS: dict[str, Param] = {
-    "confidence": Param(DEFAULT_CONFIDENCE, float, "joint confidence 1 − β of the bracket", **_SHARE),
+    "confidence": _share(DEFAULT_CONFIDENCE, "joint confidence 1 − β of the bracket"),
     "replications": Param(DEFAULT_REPLICATIONS, int, "M SAA replications for the lower bound", low=1),
     "scenarios": Param(DEFAULT_SCENARIOS, int, "S scenarios per stage-1 SAA solve", low=1),
     "validation": Param(DEFAULT_VALIDATION, int, "N′ fresh draws judging every stage-1 candidate", low=100),
     "risk_grid": Param(DEFAULT_RISK_GRID, tuple, "factors f of the tightened risk levels γ = f·(1 − ω)",
-                       **_FACTORS),
+                       low=0.0, low_inclusive=False, high=1.0),
     "time_limit": Param(DEFAULT_TIME_LIMIT, float, "seconds per SAA solve", low=0.0, low_inclusive=False,
                         finite=True),
     "seed": Param(0, int, "base seed of the replications", low=0),
-    "gap": Param(1e-4, float, "MILP relative gap per SAA solve", **_SHARE),
-    "lb_share": Param(0.5, float, "share of β spent on the lower bound", **_SHARE),
+    "gap": _share(1e-4, "MILP relative gap per SAA solve"),
+    "lb_share": _share(0.5, "share of β spent on the lower bound"),
     "grid_seeds": Param(DEFAULT_GRID_SEEDS, int, "SAA solves per tightened risk level", low=1),
     "target_width": Param(DEFAULT_TARGET_WIDTH, float, "stage 2 runs above this relative width "
                           "(0 or None: never)", low=0.0, high=1.0, high_inclusive=False, nullable=True),
-    "refine_share": Param(DEFAULT_REFINE_SHARE, float, "share of β_L and β_U reserved for stage 2", **_SHARE),
+    "refine_share": _share(DEFAULT_REFINE_SHARE, "share of β_L and β_U reserved for stage 2"),
     "refine_replications": Param(DEFAULT_REFINE_REPLICATIONS, int, "M₂ stage-2 replications", low=1),
     "refine_scenarios": Param(None, int, "S₂ scenarios per stage-2 SAA solve (None: 10·S)", low=1,
                               nullable=True),
     "refine_validation": Param(DEFAULT_REFINE_VALIDATION, int, "N′₂ fresh draws per stage-2 test", low=100),
     "refine_candidates": Param(DEFAULT_REFINE_CANDIDATES, int, "at most this many stage-2 tests", low=1),
     "refine_risk_grid": Param(DEFAULT_REFINE_RISK_GRID, tuple, "tightened levels of the stage-2 candidates",
-                              **_FACTORS),
+                              low=0.0, low_inclusive=False, high=1.0),
     "refine_grid_seeds": Param(DEFAULT_REFINE_GRID_SEEDS, int, "stage-2 SAA solves per level", low=1),
 }
 

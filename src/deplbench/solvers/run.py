@@ -234,8 +234,8 @@ def closed_loop(instance, result: SolveResult, algorithm: str | type[Solver] | N
         cls = get_solver(algorithm)
     else:
         cls = algorithm
-    out = {"runs": int(runs), "seed": int(seed), "confidence": float(confidence),
-           "plan": None, "plan_stopped": None, "policy": None}
+    out: dict[str, Any] = {"runs": int(runs), "seed": int(seed), "confidence": float(confidence),
+                           "plan": None, "plan_stopped": None, "policy": None}
     if result.plan is None:
         return out
     fixed = FixedPlanPolicy(instance, result.plan, name=f"{cls.display_label()} (plan)")

@@ -78,12 +78,11 @@ def option_table(formulations) -> dict[str, Param]:
     declarations (the one validation path); ``formulations`` are the
     formulation names accepted (``"fast"`` and every registered one, see
     :mod:`deplbench.formulations.milp.catalog`)."""
-    positive = {"low": 0.0, "low_inclusive": False, "finite": True}
     return {
         "scenarios": Param(1000, int, "S, in-sample scenarios", low=1),
         "seed": Param(0, int, "seed of the scenarios and of the solver", low=0),
         "time_limit": Param(60.0, float, "wall-clock seconds for everything (None: no limit)",
-                            nullable=True, **positive),
+                            nullable=True, low=0.0, low_inclusive=False, finite=True),
         "gap": Param(1e-4, float, "relative MIP gap", low=0.0, low_inclusive=False, high=1.0,
                      high_inclusive=False),
         "threads": Param(1, int, "solver threads", low=1),
@@ -94,7 +93,7 @@ def option_table(formulations) -> dict[str, Param]:
         "node_limit": Param(None, int, "branch-and-bound nodes per solve (None: no limit)", low=1,
                             nullable=True),
         "memory_limit": Param(MEMORY_LIMIT_GIB, float, "GiB for the scenario arrays and the model",
-                              **positive),
+                              low=0.0, low_inclusive=False, finite=True),
         "solver": Param("highs", str, "MILP solver (names and availability: .peers.check_solver)"),
         "heuristic_time": Param(None, float, "seconds of the incumbent heuristic (None: no limit)",
                                 low=0.0, finite=True, nullable=True),
