@@ -288,3 +288,35 @@ def test_modules_at_most_600_lines_unless_a_reason_is_given():
             too_long.append(f"{path.relative_to(SRC)}: {n} lines")
     assert not too_long, (f"modules above {MAX_LINES} lines without '{REASON} ...' in the docstring:\n"
                           + "\n".join(too_long))
+
+
+# --------------------------------------------------------------------- docs/DESIGN.md
+DESIGN = SRC.parent / "docs" / "DESIGN.md"
+_SOLVER_ROW = re.compile(r"^\| `([^`]+)` \| `(deplbench\.[\w.]+:\w+)`", re.M)
+
+
+def design_solver_table(text: str) -> list[tuple[str, str]]:
+    """(name, "module:Class") of every row of the solver table in DESIGN.md's
+    section "Registry names → classes"."""
+    start = text.index("## Registry names")
+    end = text.find("\n## ", start + 1)
+    return _SOLVER_ROW.findall(text[start:end if end > 0 else None])
+
+
+def test_design_lists_every_registered_solver():
+    """docs/DESIGN.md's solver table is the registry's SOLVERS, name for name
+    and class for class, in order."""
+    from deplbench.solvers.registry import SOLVERS
+
+    listed = design_solver_table(DESIGN.read_text(encoding="utf-8"))
+    assert listed == list(SOLVERS.items()), (
+        "docs/DESIGN.md's solver table differs from solvers.registry.SOLVERS:\n"
+        f"missing: {sorted(set(SOLVERS.items()) - set(listed))}\nnot registered: "
+        f"{sorted(set(listed) - set(SOLVERS.items()))}")
+
+
+def test_design_table_check_can_fail():
+    text = ("## Registry names → classes\n\n| name | class |\n|---|---|\n"
+            "| `a` | `deplbench.solvers.x:A` (notes) | yes |\n| `b` | `deplbench.solvers.y:B` | no |\n"
+            "\n## Next\n| `c` | `deplbench.solvers.z:C` | no |\n")
+    assert design_solver_table(text) == [("a", "deplbench.solvers.x:A"), ("b", "deplbench.solvers.y:B")]
