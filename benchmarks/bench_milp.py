@@ -30,18 +30,18 @@ from deplbench.instances.generators import generate
 
 def _build(instance, scenarios, formulation):
     """Everything solve_milp does before the first HiGHS run."""
-    data = milp._Data(instance, scenarios, 0)
-    bounds = milp._structural_bounds(data, math.inf, tight=formulation != "naive", bigm=False)
+    data = milp.Data(instance, scenarios, 0)
+    bounds = milp.structural_bounds(data, math.inf, tight=formulation != "naive", bigm=False)
     if formulation == "naive":
-        model = milp._NaiveModel(data, data.lam_reference(bounds.k_min))
-        return milp._PyomoBackend(model.model, model.xvars, 1, 0)
+        model = milp.NaiveModel(data, data.lam_reference(bounds.k_min))
+        return milp.PyomoBackend(model.model, model.xvars, 1, 0)
     if formulation == "enumeration":
-        model = milp._try_enumeration(data, bounds, math.inf, {}, {})
+        model = milp.try_enumeration(data, bounds, math.inf, {}, {})
     else:
         inc = bounds.incumbent
-        bounds.bigm = milp._tight_bigm(data, bounds.k_min, bounds.k_max, inc.cost, bounds.lam)
-        model = milp._FastModel(data, bounds)
-    return milp._HighsBackend(model.mm, 1, 0)
+        bounds.bigm = milp.tight_bigm(data, bounds.k_min, bounds.k_max, inc.cost, bounds.lam)
+        model = milp.FastModel(data, bounds)
+    return milp.HighsBackend(model.mm, 1, 0)
 
 
 @pytest.fixture(scope="module")

@@ -1,6 +1,6 @@
 """``--param KEY=VALUE``: one parser for ``solve`` and ``simulate``.
 
-Both commands read ``--param`` through ``deplbench.cli.solvers._parse_kv``;
+Both commands read ``--param`` through ``deplbench.cli.solvers.parse_kv``;
 a malformed item is the user's input (one ``error:`` line naming
 ``--param``, exit 2) and a key's ``-`` is read as ``_``.
 """

@@ -51,7 +51,7 @@ def test_cut_slope_is_the_gradient_of_F(seed):
 
     base = F(N)
     lam = base.time_price
-    g = milp._phi(lam, c, kap, r) + lam * comm
+    g = milp.phi(lam, c, kap, r) + lam * comm
     assert _close(float(N @ g - lam * T), base.cost, 1e-9)
     h = 1e-5
     for j in range(J):
@@ -194,10 +194,10 @@ def test_solve_error_is_retried_with_tighter_tolerances_and_never_accepted():
         calls = []
 
         def run(left, rel_gap, nl, tighten):
-            calls.append((tighten, B._tolerances(rel_gap, tighten)["mip_feasibility_tolerance"], nl))
+            calls.append((tighten, B.solver_tolerances(rel_gap, tighten)["mip_feasibility_tolerance"], nl))
             if tighten < fail_times:
-                return B._MasterOutcome("error", None, math.inf, 0.0, 3, 10, message="Solve error"), True
-            return B._MasterOutcome("optimal", np.zeros(1), 5.0, 5.0, 2, 7), False
+                return B.MasterOutcome("error", None, math.inf, 0.0, 3, 10, message="Solve error"), True
+            return B.MasterOutcome("optimal", np.zeros(1), 5.0, 5.0, 2, 7), False
         return run, calls
 
     run, calls = fake(1)
@@ -209,8 +209,8 @@ def test_solve_error_is_retried_with_tighter_tolerances_and_never_accepted():
     assert out.status == "error" and out.retries == B.SOLVE_ERROR_RETRIES == len(calls) - 1
     assert "retries" in out.message
     # never tighter than the 1e-10 HiGHS accepts; the first run keeps the default
-    assert B._tolerances(1e-9, 2)["mip_feasibility_tolerance"] == 1e-10
-    assert B._tolerances(5e-5, 0)["mip_feasibility_tolerance"] == 1e-6
+    assert B.solver_tolerances(1e-9, 2)["mip_feasibility_tolerance"] == 1e-10
+    assert B.solver_tolerances(5e-5, 0)["mip_feasibility_tolerance"] == 1e-6
 
 
 # ---------------------------------------------------- bounds are valid
@@ -221,11 +221,11 @@ def test_structural_bounds_hold_for_every_cheap_feasible_plan(seed, cyclic):
     """K_min, K_max and the tight big-M hold for every SAA-feasible plan with
     cost ≤ the incumbent (checked by enumerating every single-cluster plan)."""
     inst = tiny_instance(seed, horizon=5, n_clusters=1, all_switches=cyclic)
-    data = milp._Data(inst, 60, seed)
-    b = milp._structural_bounds(data, deadline=math.inf)
+    data = milp.Data(inst, 60, seed)
+    b = milp.structural_bounds(data, deadline=math.inf)
     assert not b.infeasible and b.incumbent is not None
     ub = b.incumbent.cost
-    bigm = milp._tight_bigm(data, b.k_min, b.k_max, ub, b.lam)
+    bigm = milp.tight_bigm(data, b.k_min, b.k_max, ub, b.lam)
     crude = data.l0 + np.maximum(0, data.J.max(axis=2)).sum(axis=1) - data.lmax
     assert np.all(bigm <= crude + 1e-9)        # tighter than ℓ(0) + all jumps
     assert np.mean(bigm) < 0.8 * np.mean(crude)
@@ -673,13 +673,13 @@ def test_enumeration_model_runs_without_presolve_and_matches_flow(monkeypatch):
     from deplbench.formulations.milp import backends
 
     seen = []
-    real_init = backends._HighsBackend.__init__
+    real_init = backends.HighsBackend.__init__
 
     def spy(self, *args, **kwargs):
         real_init(self, *args, **kwargs)
         seen.append(self.h.getOptionValue("presolve")[1])   # (status, value)
 
-    monkeypatch.setattr(backends._HighsBackend, "__init__", spy)
+    monkeypatch.setattr(backends.HighsBackend, "__init__", spy)
     inst = generate("realistic", family="mobilenet", horizon=30, time_max=60.0)
     inst = inst.with_changes(loss_max=float(inst.initial_loss) - 3.0)
     enum = milp.solve_milp(inst, scenarios=50, seed=1, time_limit=None, formulation="enumeration")

@@ -30,7 +30,7 @@ from deplbench.formulations.milp.peers import (
     pyomo_family,
     solver_table,
 )
-from deplbench.formulations.milp.pyomo_peer import _PyomoPeerBackend
+from deplbench.formulations.milp.pyomo_peer import PyomoPeerBackend
 from deplbench.instances.generators import generate
 from deplbench.solvers.brute_force import search as brute_force_search
 from milp_instances import tiny_instance
@@ -186,14 +186,14 @@ class _Res:
 def test_the_bound_is_the_reported_one_capped_by_the_gap_proof(lb, optimal, expect):
     """No reported bound → -inf (never optimal); a shell interface that
     reports the incumbent as the bound at "optimal" → at most obj − g·|obj|."""
-    assert _PyomoPeerBackend._bound(_Res(lb), optimal, 100.0, 1e-3) == pytest.approx(expect)
+    assert PyomoPeerBackend._bound(_Res(lb), optimal, 100.0, 1e-3) == pytest.approx(expect)
 
 
 def test_options_are_passed_in_each_solvers_own_names():
     """Gap, absolute gap 0, threads, seed and node limit in the solver's
     option names; a solver without a node-limit option refuses node_limit
     (the run becomes an error outcome naming it, never an unlimited run)."""
-    be = _PyomoPeerBackend.__new__(_PyomoPeerBackend)    # only the option mapping is exercised
+    be = PyomoPeerBackend.__new__(PyomoPeerBackend)    # only the option mapping is exercised
     be.threads, be.seed, be.name = 2, 7, "peer"
     for family, expect in [("highs", {"mip_rel_gap": 1e-4, "mip_abs_gap": 0.0, "threads": 2, "random_seed": 7,
                                       "mip_max_nodes": 5}),
@@ -214,20 +214,20 @@ def test_every_route_to_a_matrix_model_counts_cuts_rows_and_files_alike(tmp_path
     count the same rows and non-zeros before and after the same λ cut and
     reach the same optimum (the cut moves it); the peer writes the highspy
     route's named file, a peer without the matrix Pyomo's own file."""
-    from deplbench.formulations.milp.backends import _HighsBackend, _PyomoBackend, _pyomo_from_matrix
-    from deplbench.formulations.milp.matrix import _MatrixModel
+    from deplbench.formulations.milp.backends import HighsBackend, PyomoBackend, pyomo_from_matrix
+    from deplbench.formulations.milp.matrix import MatrixModel
 
     def matrix():
-        mm = _MatrixModel()
+        mm = MatrixModel()
         x = mm.cols("x", (3,), lb=0.0, ub=10.0, integer=True, cost=[3.0, 2.0, 4.0])
         mm.rows([0, 0, 1, 1], [x[0], x[1], x[1], x[2]], [1.0, 1.0, 1.0, 2.0], [2.0, 1.0], math.inf, name="cover")
         return mm.finish()
 
     mm = matrix()
-    peer_pm, peer_xs = _pyomo_from_matrix(mm)
-    routes = {"highs": _HighsBackend(mm, 1, 0),
-              "appsi": _PyomoBackend(*_pyomo_from_matrix(mm), 1, 0),
-              "peer": _PyomoPeerBackend("pyomo:appsi_highs", peer_pm, peer_xs, 1, 0, mm=mm)}
+    peer_pm, peer_xs = pyomo_from_matrix(mm)
+    routes = {"highs": HighsBackend(mm, 1, 0),
+              "appsi": PyomoBackend(*pyomo_from_matrix(mm), 1, 0),
+              "peer": PyomoPeerBackend("pyomo:appsi_highs", peer_pm, peer_xs, 1, 0, mm=mm)}
     routes["highs"].write(tmp_path / "highs.lp")
     routes["peer"].write(tmp_path / "peer.lp")
     highs_file = (tmp_path / "highs.lp").read_text()
@@ -240,8 +240,8 @@ def test_every_route_to_a_matrix_model_counts_cuts_rows_and_files_alike(tmp_path
         out = be.solve(math.inf, 1e-9)
         # x0 = 4, x2 = 1 (16) beats x0 = 5, x1 = 1 (17) and x0 = 3, x2 = 2 (17)
         assert out.status == "optimal" and out.objective == pytest.approx(16.0), (name, out.message)
-    bare_pm, bare_xs = _pyomo_from_matrix(matrix())
-    bare = _PyomoPeerBackend("pyomo:appsi_highs", bare_pm, bare_xs, 1, 0)
+    bare_pm, bare_xs = pyomo_from_matrix(matrix())
+    bare = PyomoPeerBackend("pyomo:appsi_highs", bare_pm, bare_xs, 1, 0)
     assert (bare.n_rows, bare.n_nonzeros) == (2, 4)
     bare.write(tmp_path / "bare.lp")
     bare_file = (tmp_path / "bare.lp").read_text()

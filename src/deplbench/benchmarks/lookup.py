@@ -63,7 +63,7 @@ def load_plugins() -> list:
     return [_load_plugin(s) for s in raw.split(os.pathsep) if s.strip()]
 
 
-def _plugin_table(attr: str) -> dict:
+def plugin_table(attr: str) -> dict:
     table: dict = {}
     for module in load_plugins():
         table.update(getattr(module, attr, {}) or {})
@@ -88,13 +88,13 @@ def _registry():
     return _optional_module("solvers", "registry")
 
 
-def _generators():
+def generator_table():
     return _optional_module("instances", "generators")
 
 
 def available_algorithms() -> set[str]:
     """Every algorithm name a task can run (plugins and the solver registry)."""
-    names = set(_plugin_table("ALGORITHMS"))
+    names = set(plugin_table("ALGORITHMS"))
     registry = _registry()
     if registry is not None:
         names |= set(registry.available())
@@ -103,10 +103,10 @@ def available_algorithms() -> set[str]:
 
 def algorithm_parameters(name: str) -> set[str] | None:
     """Parameter names ``name`` accepts, or None if it does not declare them."""
-    plugin = _plugin_table("ALGORITHM_PARAMETERS")
+    plugin = plugin_table("ALGORITHM_PARAMETERS")
     if name in plugin:
         return set(plugin[name])
-    if name in _plugin_table("ALGORITHMS"):
+    if name in plugin_table("ALGORITHMS"):
         return None
     registry = _registry()
     if registry is None:
@@ -121,7 +121,7 @@ def parameter_specs(name: str) -> dict | None:
 
     None when the algorithm declares names only (a plugin) or nothing.
     """
-    if name in _plugin_table("ALGORITHMS"):
+    if name in plugin_table("ALGORITHMS"):
         return None
     registry = _registry()
     if registry is None:
@@ -151,10 +151,10 @@ def solver_info(name: str) -> dict:
         The algorithm is not known anywhere.
     """
     info: Any = None
-    plugin_info = _plugin_table("ALGORITHM_INFO")
+    plugin_info = plugin_table("ALGORITHM_INFO")
     if name in plugin_info:
         info = plugin_info[name]
-    elif name in _plugin_table("ALGORITHMS"):
+    elif name in plugin_table("ALGORITHMS"):
         info = {}
     else:
         registry = _registry()
@@ -194,8 +194,8 @@ def _style(style: Any) -> Any:
 
 def available_families() -> set[str]:
     """Every instance family a sweep can name (plugins and generators)."""
-    names = set(_plugin_table("FAMILIES"))
-    gen = _generators()
+    names = set(plugin_table("FAMILIES"))
+    gen = generator_table()
     if gen is not None:
         names |= set(_generator_families(gen))
     return names
@@ -203,10 +203,10 @@ def available_families() -> set[str]:
 
 def family_parameters(family: str) -> set[str] | None:
     """Generator parameter names of ``family``, or None if not introspectable."""
-    plugin = _plugin_table("FAMILIES")
+    plugin = plugin_table("FAMILIES")
     fn = plugin.get(family)
     if fn is None:
-        gen = _generators()
+        gen = generator_table()
         if gen is None:
             return None
         fn = _generator_families(gen).get(family)

@@ -22,7 +22,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from deplbench.benchmarks.lookup import algorithm_parameters
-from deplbench.benchmarks.validate import _require_str
+from deplbench.benchmarks.validate import require_str
 from deplbench.errors import SweepError
 from deplbench.formulations.milp.peers import availability, known_solvers
 
@@ -33,7 +33,7 @@ def parse_solvers(value: Any, where: str) -> tuple:
     if not isinstance(value, list) or not value:
         raise SweepError(f"{where}: must be a non-empty list of solver names (e.g. [\"highs\", \"scip\"])")
     for j, name in enumerate(value):
-        _require_str(name, f"{where}[{j}]")
+        require_str(name, f"{where}[{j}]")
         if name not in known_solvers():
             ok, why = availability(name)
             raise SweepError(f"{where}[{j}]: unknown solver {name!r}"

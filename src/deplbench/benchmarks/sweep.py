@@ -73,14 +73,14 @@ from typing import Any
 from deplbench import __version__
 from deplbench.benchmarks import solver_axis as _axis
 from deplbench.benchmarks.validate import (
-    _finite_number,
-    _nonnegative_int,
-    _positive_int,
-    _reject_unknown,
-    _require_finite,
-    _require_str,
-    _require_table,
-    _time_limit,
+    finite_number,
+    nonnegative_int,
+    positive_int,
+    reject_unknown,
+    require_finite,
+    require_str,
+    require_table,
+    check_time_limit,
     check_evaluation,
     check_parameters,
 )
@@ -381,24 +381,24 @@ def parse_sweep(
     SweepError
         Naming the first offending key.
     """
-    _require_table(data, "top level")
-    _reject_unknown(data, _TOP_KEYS, "")
+    require_table(data, "top level")
+    reject_unknown(data, _TOP_KEYS, "")
     head = data.get("sweep", {})
-    _require_table(head, "sweep")
-    _reject_unknown(head, _SWEEP_KEYS, "sweep.")
+    require_table(head, "sweep")
+    reject_unknown(head, _SWEEP_KEYS, "sweep.")
     name = head.get("name", default_name)
-    _require_str(name, "sweep.name")
+    require_str(name, "sweep.name")
     description = head.get("description", "")
-    _require_str(description, "sweep.description", allow_empty=True)
-    time_limit = _time_limit(head.get("time_limit_s", DEFAULT_TIME_LIMIT_S),
+    require_str(description, "sweep.description", allow_empty=True)
+    time_limit = check_time_limit(head.get("time_limit_s", DEFAULT_TIME_LIMIT_S),
                                   "sweep.time_limit_s")
     evaluation = head.get("evaluation", {})
-    _require_table(evaluation, "sweep.evaluation")
-    _reject_unknown(evaluation, _EVALUATION_KEYS, "sweep.evaluation.")
+    require_table(evaluation, "sweep.evaluation")
+    reject_unknown(evaluation, _EVALUATION_KEYS, "sweep.evaluation.")
     if "samples" in evaluation:
-        _positive_int(evaluation["samples"], "sweep.evaluation.samples")
+        positive_int(evaluation["samples"], "sweep.evaluation.samples")
     if "seed" in evaluation:
-        _nonnegative_int(evaluation["seed"], "sweep.evaluation.seed")
+        nonnegative_int(evaluation["seed"], "sweep.evaluation.seed")
     if "closed_loop" in evaluation:
         from deplbench.benchmarks.tasks import check_closed_loop
         check_closed_loop(evaluation["closed_loop"], "sweep.evaluation.closed_loop")
@@ -433,14 +433,14 @@ def parse_sweep(
 
 
 def _parse_instance_group(entry: Any, where: str, base_dir: Path) -> InstanceGroup:
-    _require_table(entry, where)
-    _reject_unknown(entry, _INSTANCE_KEYS, f"{where}.")
+    require_table(entry, where)
+    reject_unknown(entry, _INSTANCE_KEYS, f"{where}.")
     gid = entry.get("id")
     if gid is None:
         raise SweepError(f"{where}.id: required (a unique name for the group)")
-    _require_str(gid, f"{where}.id")
+    require_str(gid, f"{where}.id")
     set_name = entry.get("set", gid)
-    _require_str(set_name, f"{where}.set")
+    require_str(set_name, f"{where}.set")
     has_family, has_path = "family" in entry, "path" in entry
     if has_family == has_path:
         raise SweepError(f"{where}: give exactly one of `family` or `path`")
@@ -451,7 +451,7 @@ def _parse_instance_group(entry: Any, where: str, base_dir: Path) -> InstanceGro
     if not isinstance(seeds, list) or not seeds:
         raise SweepError(f"{where}.seeds: must be a non-empty list of integers")
     for j, s in enumerate(seeds):
-        _nonnegative_int(s, f"{where}.seeds[{j}]")
+        nonnegative_int(s, f"{where}.seeds[{j}]")
     if len(set(seeds)) != len(seeds):
         raise SweepError(f"{where}.seeds: duplicate seeds")
     targets = _parse_targets(entry.get("targets", {}), f"{where}.targets")
@@ -459,7 +459,7 @@ def _parse_instance_group(entry: Any, where: str, base_dir: Path) -> InstanceGro
     path = None
     family = entry.get("family", "file")
     if has_path:
-        _require_str(entry["path"], f"{where}.path")
+        require_str(entry["path"], f"{where}.path")
         file = Path(entry["path"])
         if not file.is_absolute():
             file = base_dir / file
@@ -474,21 +474,21 @@ def _parse_instance_group(entry: Any, where: str, base_dir: Path) -> InstanceGro
         path = str(file.resolve())
         seeds = [None]
     else:
-        _require_str(family, f"{where}.family")
+        require_str(family, f"{where}.family")
     solvers = _axis.entry_solvers(entry, where)
     return InstanceGroup(id=gid, family=family, params=dict(params), grid=grid,
                          seeds=tuple(seeds), targets=targets, path=path, set=set_name, solvers=solvers)
 
 
 def _parse_algorithm(entry: Any, where: str, ids: set, default_limit: float) -> AlgorithmEntry:
-    _require_table(entry, where)
-    _reject_unknown(entry, _ALGORITHM_KEYS, f"{where}.")
+    require_table(entry, where)
+    reject_unknown(entry, _ALGORITHM_KEYS, f"{where}.")
     name = entry.get("name")
     if name is None:
         raise SweepError(f"{where}.name: required (an algorithm registry name)")
-    _require_str(name, f"{where}.name")
+    require_str(name, f"{where}.name")
     label = entry.get("label", name)
-    _require_str(label, f"{where}.label")
+    require_str(label, f"{where}.label")
     params, grid = _parse_params_grid(entry, where)
     groups = entry.get("instances")
     if groups is not None:
@@ -499,7 +499,7 @@ def _parse_algorithm(entry: Any, where: str, ids: set, default_limit: float) -> 
                 raise SweepError(f"{where}.instances[{j}]: unknown instance id {g!r} "
                                  f"(known: {', '.join(sorted(ids))})")
         groups = tuple(groups)
-    limit = _time_limit(entry.get("time_limit_s", default_limit), f"{where}.time_limit_s")
+    limit = check_time_limit(entry.get("time_limit_s", default_limit), f"{where}.time_limit_s")
     solvers = _axis.entry_solvers(entry, where, params, grid)
     return AlgorithmEntry(name=name, label=label, params=dict(params), grid=grid,
                           instances=groups, time_limit_s=limit, solvers=solvers)
@@ -508,9 +508,9 @@ def _parse_algorithm(entry: Any, where: str, ids: set, default_limit: float) -> 
 def _parse_params_grid(entry: Mapping, where: str) -> tuple[Mapping, dict]:
     """The fixed ``params`` and the ``grid`` axes of a table; a key may be in one only."""
     params = entry.get("params", {})
-    _require_table(params, f"{where}.params")
+    require_table(params, f"{where}.params")
     for k, v in params.items():
-        _require_finite(v, f"{where}.params.{k}")
+        require_finite(v, f"{where}.params.{k}")
     grid = _parse_grid(entry.get("grid", {}), f"{where}.grid")
     for k in grid:
         if k in params:
@@ -519,13 +519,13 @@ def _parse_params_grid(entry: Mapping, where: str) -> tuple[Mapping, dict]:
 
 
 def _parse_grid(grid: Any, where: str) -> dict:
-    _require_table(grid, where)
+    require_table(grid, where)
     out = {}
     for k, values in grid.items():
         if not isinstance(values, list) or not values:
             raise SweepError(f"{where}.{k}: a grid axis must be a non-empty list")
         for j, v in enumerate(values):
-            _require_finite(v, f"{where}.{k}[{j}]")
+            require_finite(v, f"{where}.{k}[{j}]")
         if len({canonical_json(v) for v in values}) != len(values):
             raise SweepError(f"{where}.{k}: duplicate values")
         out[k] = list(values)
@@ -533,15 +533,15 @@ def _parse_grid(grid: Any, where: str) -> dict:
 
 
 def _parse_targets(targets: Any, where: str) -> dict:
-    _require_table(targets, where)
-    _reject_unknown(targets, set(TARGET_FIELDS), f"{where}.")
+    require_table(targets, where)
+    reject_unknown(targets, set(TARGET_FIELDS), f"{where}.")
     out = {}
     for k, values in targets.items():
         values = values if isinstance(values, list) else [values]
         if not values:
             raise SweepError(f"{where}.{k}: must be a number or a non-empty list")
         for j, v in enumerate(values):
-            _finite_number(v, f"{where}.{k}[{j}]")
+            finite_number(v, f"{where}.{k}[{j}]")
         if k == "omega" and not all(0.0 < v < 1.0 for v in values):
             raise SweepError(f"{where}.omega: every ω must lie in (0, 1)")
         if len(set(values)) != len(values):

@@ -38,8 +38,8 @@ from deplbench import __version__
 from deplbench.benchmarks import record as _record
 from deplbench.benchmarks.lookup import (  # noqa: F401 - public names, re-exported
     PLUGIN_ENV,
-    _generators,
-    _plugin_table,
+    generator_table,
+    plugin_table,
     algorithm_parameters,
     available_algorithms,
     available_families,
@@ -107,11 +107,11 @@ def build_instance(task: Mapping[str, Any]):
                                     f"expanded (sha256 {actual}, expected {expected})")
         instance = load_instance(path)
     else:
-        plugin = _plugin_table("FAMILIES")
+        plugin = plugin_table("FAMILIES")
         if family in plugin:
             instance = plugin[family](seed=task["instance_seed"], **params)
         else:
-            gen = _generators()
+            gen = generator_table()
             if gen is None:
                 raise InstanceError(f"family: no instance generators installed for {family!r}")
             try:
@@ -132,7 +132,7 @@ def build_instance(task: Mapping[str, Any]):
 def _solve(instance, task: Mapping[str, Any]) -> dict:
     """Run the task's algorithm and return its result as a dict."""
     name, params = task["algorithm"], dict(task["params"])
-    plugin = _plugin_table("ALGORITHMS")
+    plugin = plugin_table("ALGORITHMS")
     if name in plugin:
         result = plugin[name](instance, **params)
     else:

@@ -76,7 +76,7 @@ def _check_family_types(where: str, family: str, params: Mapping, grid: Mapping)
     strict mode, the type taken from the generator's default (a default of
     None leaves the type to the generator).
     """
-    gen = task_mod._generators()
+    gen = task_mod.generator_table()
     if gen is None or family not in getattr(gen, "FAMILIES", {}):
         return  # a plugin family: its own function checks its values
     from deplbench.params import Param
@@ -232,7 +232,7 @@ def _where(task, index: Mapping[str, int]) -> str:
 # --------------------------------------------------------------------------
 
 
-def _require_table(value: Any, where: str) -> None:
+def require_table(value: Any, where: str) -> None:
     """A TOML table whose keys are names (ASCII identifiers).
 
     Every key of the sweep format, and every generator or solver parameter
@@ -248,7 +248,7 @@ def _require_table(value: Any, where: str) -> None:
             raise SweepError(f"{where}: key {shown} is not a name (keys are identifiers such as n_items)")
 
 
-def _reject_unknown(table: Mapping, allowed: set, prefix: str) -> None:
+def reject_unknown(table: Mapping, allowed: set, prefix: str) -> None:
     """An unknown key is named as a location (``sweep.sampels: unknown
     key``), or, when it is not an identifier (``"0"``, ``"a b"``, which do not
     read as locations), quoted under the table that holds it (``top level:
@@ -260,32 +260,32 @@ def _reject_unknown(table: Mapping, allowed: set, prefix: str) -> None:
             raise SweepError(f"{where} (allowed: {', '.join(sorted(allowed))})")
 
 
-def _require_str(value: Any, where: str, *, allow_empty: bool = False) -> None:
+def require_str(value: Any, where: str, *, allow_empty: bool = False) -> None:
     if not isinstance(value, str) or (not allow_empty and not value.strip()):
         raise SweepError(f"{where}: must be a non-empty string")
 
 
-def _require_finite(value: Any, where: str) -> None:
+def require_finite(value: Any, where: str) -> None:
     """No NaN or infinity anywhere in a value (keys are canonical JSON)."""
     if isinstance(value, float) and not math.isfinite(value):
         raise SweepError(f"{where}: must be finite, got {value!r}")
     if isinstance(value, list):
         for j, v in enumerate(value):
-            _require_finite(v, f"{where}[{j}]")
+            require_finite(v, f"{where}[{j}]")
     elif isinstance(value, Mapping):
         for k, v in value.items():
-            _require_finite(v, f"{where}.{k}" if isinstance(k, str) and k.isidentifier() and k.isascii()
+            require_finite(v, f"{where}.{k}" if isinstance(k, str) and k.isidentifier() and k.isascii()
                             else f"{where}[{k!r}]")
 
 
-def _finite_number(value: Any, where: str) -> float:
+def finite_number(value: Any, where: str) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
         raise SweepError(f"{where}: must be a finite number, got {value!r}")
     return float(value)
 
 
 def _positive_number(value: Any, where: str) -> float:
-    v = _finite_number(value, where)
+    v = finite_number(value, where)
     if v <= 0:
         raise SweepError(f"{where}: must be > 0, got {value!r}")
     return v
@@ -298,7 +298,7 @@ def _positive_number(value: Any, where: str) -> float:
 MAX_TIME_LIMIT_S = 1e6
 
 
-def _time_limit(value: Any, where: str) -> float:
+def check_time_limit(value: Any, where: str) -> float:
     """A per-task time limit: a finite number in (0, :data:`MAX_TIME_LIMIT_S`]."""
     v = _positive_number(value, where)
     if v > MAX_TIME_LIMIT_S:
@@ -306,16 +306,18 @@ def _time_limit(value: Any, where: str) -> float:
     return v
 
 
-def _positive_int(value: Any, where: str) -> int:
+def positive_int(value: Any, where: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
         raise SweepError(f"{where}: must be a positive integer, got {value!r}")
     return value
 
 
-def _nonnegative_int(value: Any, where: str) -> int:
+def nonnegative_int(value: Any, where: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
         raise SweepError(f"{where}: must be a non-negative integer, got {value!r}")
     return value
 
 
-__all__ = ["check_names", "check_parameters", "check_instances", "check_evaluation"]
+__all__ = ["check_names", "check_parameters", "check_instances", "check_evaluation",
+           "check_time_limit", "finite_number", "nonnegative_int", "positive_int", "reject_unknown",
+           "require_finite", "require_str", "require_table"]

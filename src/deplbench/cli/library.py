@@ -123,9 +123,9 @@ def run_check(args: argparse.Namespace) -> int:
             print(format_check(r))
             print()
         if len(runs) > 1:
-            from deplbench.benchmarks.library.table import _align
+            from deplbench.benchmarks.library.table import align_table
             head = ("solver", "version", "solved", "sgm time s (shift 10)", "mean gap at limit", "mismatches")
-            print(_align([head] + [(s["solver"], s["version"], f"{s['solved']}/{s['instances']}",
+            print(align_table([head] + [(s["solver"], s["version"], f"{s['solved']}/{s['instances']}",
                                     f"{s['shifted_geomean_s']:.2f}",
                                     "-" if s["mean_gap_unsolved"] is None else f"{s['mean_gap_unsolved']:.2e}",
                                     str(s["mismatches"])) for s in summaries]))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import textwrap
 
-from deplbench.cli.solvers import _parse_kv
+from deplbench.cli.solvers import parse_kv
 from deplbench.errors import SolverError
 from deplbench.jsonio import print_json
 
@@ -39,7 +39,7 @@ def _cmd_simulate(args) -> int:
     _check(args)
     instance = load_instance(args.instance)
     get_solver(args.algorithm)
-    params = _parse_kv(args.param)
+    params = parse_kv(args.param)
     result = solve(instance, args.algorithm, eval_samples=args.eval_samples, eval_seed=args.seed, **params)
     cl = closed_loop(instance, result, args.algorithm, runs=args.runs, seed=args.seed,
                      confidence=args.confidence)

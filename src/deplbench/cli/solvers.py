@@ -26,7 +26,7 @@ _FLAG_PARAMS = {
 }
 
 
-def _parse_kv(items: list[str]) -> dict[str, str]:
+def parse_kv(items: list[str]) -> dict[str, str]:
     """``--param KEY=VALUE`` items as {key: value} (``solve`` and ``simulate``).
 
     Keys have ``-`` turned into ``_`` (``--param time-limit=5``); values
@@ -53,7 +53,7 @@ def _cmd_solve(args) -> int:
 
     instance = load_instance(args.instance)
     cls = get_solver(args.algo)
-    params = _parse_kv(args.param)
+    params = parse_kv(args.param)
     for attr, pname in _FLAG_PARAMS.items():
         value = getattr(args, attr, None)
         if value is None:

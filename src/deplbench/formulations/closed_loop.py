@@ -93,7 +93,7 @@ from deplbench.formulations.binomial import clopper_pearson_lower, clopper_pears
 
 # the evaluator's own interval and index mapping: a fixed plan's numbers must
 # be the static evaluator's, bit for bit
-from deplbench.formulations.evaluate import _order_statistic_ci, plan_indices
+from deplbench.formulations.evaluate import order_statistic_ci, plan_indices
 from deplbench.formulations.plan import Plan
 from deplbench.formulations.scenarios import OUT_OF_SAMPLE, quantile_rank
 from deplbench.instances.datalaw import compute_need
@@ -310,7 +310,7 @@ class ClosedLoopResult:
         side = 1.0 - (1.0 - conf) / 2.0
         finals = np.sort(self.final_loss)
         rank = quantile_rank(self.omega, n)
-        q_ci = _order_statistic_ci(finals, self.omega, conf)
+        q_ci = order_statistic_ci(finals, self.omega, conf)
         viol = int(np.count_nonzero(~reached(self.final_loss, self.loss_max)))
 
         def dist(a):

@@ -166,7 +166,7 @@ def _check_constraints(instance, plan: Plan, models, clusters) -> tuple[list[str
     return violations, time
 
 
-def _order_statistic_ci(sorted_values: np.ndarray, omega: float, confidence: float) -> tuple[float, float]:
+def order_statistic_ci(sorted_values: np.ndarray, omega: float, confidence: float) -> tuple[float, float]:
     """Distribution-free interval [X_(l), X_(u)] for the ω-quantile."""
     n = sorted_values.size
     alpha = 1.0 - confidence
@@ -352,7 +352,7 @@ def _simulate_and_judge(instance, plan, models, gammas, n, rng, exact, trajector
     finals.sort()
     rank = quantile_rank(instance.omega, n)
     quantile = float(finals[rank - 1])
-    ci = (quantile, quantile) if exact else _order_statistic_ci(finals, instance.omega, confidence)
+    ci = (quantile, quantile) if exact else order_statistic_ci(finals, instance.omega, confidence)
     tol = 1e-9 * max(1.0, abs(instance.loss_max))
     if ci[1] <= instance.loss_max + tol:
         verdict = "feasible"
@@ -423,4 +423,5 @@ def _certify(finals, n, exact, instance, tol, confidence, violations):
     return count, ub, lb, certified
 
 
-__all__ = ["Evaluation", "evaluate_plan", "plan_indices", "transfer_cost", "simulate_trajectories"]
+__all__ = ["Evaluation", "evaluate_plan", "plan_indices", "transfer_cost", "simulate_trajectories",
+           "MEMORY_BUDGET", "order_statistic_ci"]

@@ -21,7 +21,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, StrictStr, ValidationError
 
 from deplbench.errors import PlanError
-from deplbench.instances.model import _format_validation_error, _key_loc, _reject_unknown_fields, check_shape, read_json
+from deplbench.instances.model import format_validation_error, key_loc, reject_unknown_fields, check_shape, read_json
 
 
 class Epoch(BaseModel):
@@ -83,12 +83,12 @@ def parse_plan(data: Any) -> Plan:
         return data
     if not isinstance(data, dict):
         raise PlanError(f"plan: expected a JSON object, got {type(data).__name__}")
-    _reject_unknown_fields(data, Plan.model_fields, "plan", PlanError)
+    reject_unknown_fields(data, Plan.model_fields, "plan", PlanError)
     check_shape(data, root="plan", error=PlanError)
     try:
         return Plan.model_validate(data)
     except ValidationError as exc:
-        raise PlanError("invalid plan: " + _format_validation_error(exc, root="plan")) from None
+        raise PlanError("invalid plan: " + format_validation_error(exc, root="plan")) from None
 
 
 def load_plan(path: str | Path) -> Plan:
@@ -115,7 +115,7 @@ def load_plan(path: str | Path) -> Plan:
 def datasets_loc(cluster: str) -> str:
     """The location of a cluster's dataset list in messages: ``datasets.A1``,
     or ``datasets['A 1']`` for a name that is not an ASCII identifier."""
-    return _key_loc("datasets", cluster, "plan")
+    return key_loc("datasets", cluster, "plan")
 
 
 def check_plan_names(instance, plan: Plan) -> None:

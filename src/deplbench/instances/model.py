@@ -347,7 +347,7 @@ def _duplicates(names) -> list[str]:
     return sorted(dup)
 
 
-def _format_validation_error(exc: ValidationError, prefix: str = "", root: str = "instance") -> str:
+def format_validation_error(exc: ValidationError, prefix: str = "", root: str = "instance") -> str:
     lines = []
     for err in exc.errors():
         loc = ""
@@ -366,7 +366,7 @@ def _format_validation_error(exc: ValidationError, prefix: str = "", root: str =
                 # union members ("improvement.inverse_gamma.shape"): keep it,
                 # it tells the user which distribution kind was checked. A key
                 # that is not an identifier ("a b", "0") is quoted.
-                loc = _key_loc(loc, part, root)
+                loc = key_loc(loc, part, root)
         msg = err["msg"]
         if msg.startswith("Value error, "):
             msg = msg[len("Value error, "):]
@@ -388,15 +388,15 @@ def parse_instance(data: Any) -> Instance:
     """
     if not isinstance(data, dict):
         raise InstanceError(f"instance: expected a JSON object, got {type(data).__name__}")
-    _reject_unknown_fields(data, Instance.model_fields, "instance", InstanceError)
+    reject_unknown_fields(data, Instance.model_fields, "instance", InstanceError)
     check_shape(data)
     try:
         return Instance.model_validate(data)
     except ValidationError as exc:
-        raise InstanceError(f"invalid instance: {_format_validation_error(exc)}") from None
+        raise InstanceError(f"invalid instance: {format_validation_error(exc)}") from None
 
 
-def _reject_unknown_fields(data: dict, fields, root: str, error: type[DeplbenchError]) -> None:
+def reject_unknown_fields(data: dict, fields, root: str, error: type[DeplbenchError]) -> None:
     """An unknown top-level key is named as such before anything inside it
     is looked at (else a problem in its value would be reported under a
     location the format does not have)."""
@@ -418,7 +418,7 @@ def _check_text(loc: str, text: str, what: str = "text", *, root: str = "instanc
                     f"{exc.reason})") from None
 
 
-def _key_loc(loc: str, key: Any, root: str = "instance") -> str:
+def key_loc(loc: str, key: Any, root: str = "instance") -> str:
     """``loc.key``, or ``loc['key']`` for a key that is not an ASCII identifier."""
     if isinstance(key, str) and key.isidentifier() and key.isascii():
         return f"{loc}.{key}" if loc else key
@@ -449,7 +449,7 @@ def check_shape(data: Any, *, root: str = "instance", error: type[DeplbenchError
             for key in value:
                 if isinstance(key, str):
                     _check_text(loc or root, key, what="a key", root=root, error=error)
-            items = ((_key_loc(loc, k, root), v) for k, v in value.items())
+            items = ((key_loc(loc, k, root), v) for k, v in value.items())
         elif isinstance(value, (list, tuple)):
             items = ((f"{loc}[{i}]", v) for i, v in enumerate(value))
         else:
@@ -548,5 +548,4 @@ __all__ = [
     "load_instance",
     "read_json",
     "check_shape",
-    "instance_schema",
-]
+    "instance_schema", "format_validation_error", "key_loc", "reject_unknown_fields"]

@@ -289,4 +289,4 @@ def bracket_section(df: pd.DataFrame) -> dict[str, pd.DataFrame]:
 
 __all__ = ["bracket_table", "bracket_ratio_table", "rejudged_claims", "bracket_section",
            "matches_optimum_bracket", "beats_best_exp_bracket", "BRACKET_COLUMNS", "RATIO_COLUMNS",
-           "CLAIM_COLUMNS", "UNDECIDED", "CERTIFIED"]
+           "CLAIM_COLUMNS", "UNDECIDED", "CERTIFIED", "CERTIFIED_FEASIBLE"]

@@ -28,7 +28,7 @@ import math
 import pandas as pd
 
 from deplbench.reports.elements import Section, Table
-from deplbench.reports.figures import COST_AXIS, TARGET_AXIS, _legend, _one_panel
+from deplbench.reports.figures import COST_AXIS, TARGET_AXIS, add_legend, one_panel
 from deplbench.reports.styles import info_for, ordered
 
 #: The closed-loop series of a record, in display order, and their labels.
@@ -159,7 +159,7 @@ def fig6_left(table: pd.DataFrame, styles, scale: float = 1.0):
     t = table[table["set"] == PACT_SET] if not table.empty else table
     if t.empty:
         return None
-    fig, ax = _one_panel(scale)
+    fig, ax = one_panel(scale)
     for alg in ordered(t["algorithm"], styles):
         st = info_for(styles, alg)
         g = t[t["algorithm"] == alg]
@@ -180,7 +180,7 @@ def fig6_left(table: pd.DataFrame, styles, scale: float = 1.0):
     ax.set_ylabel(COST_AXIS)
     ax.set_title(f"{PACT_SET}: static vs closed loop", fontsize=8)
     ax.grid(alpha=0.3)
-    _legend(fig, [ax])
+    add_legend(fig, [ax])
     return fig
 
 

@@ -56,13 +56,13 @@ def _figure(ncols: int = 1, nrows: int = 1, scale: float = 1.0, sharey: bool = F
     return fig, axes
 
 
-def _one_panel(scale: float = 1.0, width: float | None = None):
+def one_panel(scale: float = 1.0, width: float | None = None):
     """A one-panel figure (room on the right for the legend) and its axes."""
     fig, axes = _figure(scale=scale, width=width if width is not None else PANEL[0] * 1.5)
     return fig, axes[0, 0]
 
 
-def _legend(fig, axes, fontsize: float = 7) -> None:
+def add_legend(fig, axes, fontsize: float = 7) -> None:
     """One legend for all panels, outside the axes on the right (a panel
     may lack a series that had no plan at its target)."""
     seen: dict[str, object] = {}
@@ -119,7 +119,7 @@ def cost_vs_target(tab: pd.DataFrame, paper_set: str, styles: Styles,
     t = tab[tab["paper_set"] == paper_set]
     if t.empty:
         return None
-    fig, ax = _one_panel(scale)
+    fig, ax = one_panel(scale)
     for alg in ordered(t["algorithm"], styles):
         st = info_for(styles, alg)
         for cfg, g in t[t["algorithm"] == alg].groupby("config", sort=True):
@@ -132,7 +132,7 @@ def cost_vs_target(tab: pd.DataFrame, paper_set: str, styles: Styles,
     ax.set_ylabel(COST_AXIS)
     ax.set_title(paper_set, fontsize=9)
     ax.grid(alpha=0.3)
-    _legend(fig, [ax])
+    add_legend(fig, [ax])
     return fig
 
 
@@ -142,7 +142,7 @@ def normalised_loss(tab: pd.DataFrame, paper_set: str, styles: Styles,
     t = tab[tab["paper_set"] == paper_set]
     if t.empty:
         return None
-    fig, ax = _one_panel(scale)
+    fig, ax = one_panel(scale)
     for alg in ordered(t["algorithm"], styles):
         g = t[t["algorithm"] == alg].sort_values("loss_max")
         _line(ax, g["loss_max"], g["exp_loss_ratio_mean"], info_for(styles, alg), alg)
@@ -151,7 +151,7 @@ def normalised_loss(tab: pd.DataFrame, paper_set: str, styles: Styles,
     ax.set_ylabel("E[ℓ(K)] / E[ℓ(K)] of the optimum [ratio]")
     ax.set_title(paper_set, fontsize=9)
     ax.grid(alpha=0.3)
-    _legend(fig, [ax])
+    add_legend(fig, [ax])
     return fig
 
 
@@ -162,7 +162,7 @@ def eta_effect(tab: pd.DataFrame, paper_set: str, styles: Styles,
     t = tab[tab["paper_set"] == paper_set]
     if t.empty or t["eta"].nunique() < 2:
         return None
-    fig, ax = _one_panel(scale)
+    fig, ax = one_panel(scale)
     if t["loss_max"].nunique() >= 2:
         groups = list(t.groupby(["algorithm", "eta"], sort=True))
         # a sequential colour map: darker = coarser graph (smaller η)
@@ -182,7 +182,7 @@ def eta_effect(tab: pd.DataFrame, paper_set: str, styles: Styles,
     ax.set_ylabel(COST_AXIS)
     ax.set_title(paper_set, fontsize=9)
     ax.grid(alpha=0.3)
-    _legend(fig, [ax], fontsize=6)
+    add_legend(fig, [ax], fontsize=6)
     return fig
 
 
@@ -217,7 +217,7 @@ def per_model(tab: pd.DataFrame, paper_set: str, ylabel: str, styles: Styles,
         ax.set_xlabel("target ℓmax [loss]", fontsize=8)
     for row in axes:
         row[0].set_ylabel(ylabel)
-    _legend(fig, axes)
+    add_legend(fig, axes)
     return fig
 
 
@@ -252,7 +252,7 @@ def trajectories(rows: pd.DataFrame, targets: list[float], styles: Styles,
     if not drawn:
         return None
     axes[0, 0].set_ylabel("loss ℓ(k) [loss]: mean, 1st–99th pct")
-    _legend(fig, axes)
+    add_legend(fig, axes)
     return fig
 
 
@@ -290,7 +290,7 @@ def profiles(matrices: dict[tuple[str, str], pd.DataFrame], styles: Styles,
             ax.set_ylabel("ρ(τ) [share of problems]", fontsize=8)
             ax.set_title(f"{fam}: {metric}, {len(r)} problems", fontsize=8)
             ax.grid(alpha=0.3)
-    _legend(fig, axes)
+    add_legend(fig, axes)
     return fig
 
 
@@ -358,7 +358,7 @@ def ratio_vs(tab: pd.DataFrame, param: str, styles: Styles, scale: float = 1.0,
     _log_axis(log, "y", vals)
     log.set_ylabel("cost / proven optimum [ratio], log", fontsize=8)
     log.set_title("measured vs Property 3's claim", fontsize=9)
-    _legend(fig, axes, fontsize=6)
+    add_legend(fig, axes, fontsize=6)
     return fig
 
 
@@ -374,7 +374,7 @@ def complexity(fits: pd.DataFrame, param: str, styles: Styles, scale: float = 1.
     if f.empty:
         return None
     f = f.head(max_series)
-    fig, ax = _one_panel(scale * 1.1, width=PANEL[0] * 1.9)
+    fig, ax = one_panel(scale * 1.1, width=PANEL[0] * 1.9)
     claimed, implied, _ = CLAIMED_EXPONENTS[param]
     seen: dict[str, int] = {}
     ys_all = []
@@ -424,5 +424,5 @@ def complexity(fits: pd.DataFrame, param: str, styles: Styles, scale: float = 1.
     ax.set_xlabel(SIZE_AXIS[param])
     ax.set_ylabel("runtime [s]" if measures == {TIME} else "work counted [count]")
     ax.grid(alpha=0.3, which="both")
-    _legend(fig, [ax], fontsize=6)
+    add_legend(fig, [ax], fontsize=6)
     return fig

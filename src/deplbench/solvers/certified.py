@@ -98,9 +98,9 @@ from deplbench.solvers.certified_settings import (  # noqa: F401 - the defaults,
 from deplbench.solvers.certified_tasks import (
     SAA_HEURISTIC_TIME,
     Mapper,
-    _add_candidate,
-    _sequential_map,
-    _validate_candidates,
+    add_candidate,
+    sequential_map,
+    validate_candidates,
     dask_map,
     is_deterministic,
     parse_risk_grid,
@@ -195,7 +195,7 @@ def certify(instance, settings: CertifySettings | None = None, *, candidates: Ma
                                        gap=min(settings.gap, 1e-7))
     target = settings.target_width or 0.0
     refining = target > 0 and not exact
-    run = _Run(instance, settings, map or _sequential_map, instance.model_dump(mode="json", by_alias=True),
+    run = _Run(instance, settings, map or sequential_map, instance.model_dump(mode="json", by_alias=True),
                1.0 - float(instance.omega), exact,
                split_beta(settings.confidence, settings.lb_share, settings.refine_share, refining))
     lower1, upper, judged = _stage_one(run, candidates)
@@ -252,7 +252,7 @@ def _stage_one(run: _Run, candidates: Mapping[str, Plan] | None) -> tuple[dict, 
     lower1 = lower_from_replications(run.reps, s.scenarios, run.alpha, beta_l1, run.exact, stage=1)
     add_saa_plans(run.pool, results, stage=1)
     for label, plan in (candidates or {}).items():
-        key = _add_candidate(run.pool, plan, str(label), "external", None)
+        key = add_candidate(run.pool, plan, str(label), "external", None)
         if key is not None:
             run.pool[key]["stage"] = 1
     t0 = time.perf_counter()
@@ -286,7 +286,7 @@ def _stage_two(run: _Run, upper: dict | None, judged: list, width1: float | None
     # Screen the new plans on the stage-1 draws (independent of the stage-2
     # draws): a selection aid, never a certificate.
     t0 = time.perf_counter()
-    screened = _validate_candidates(run.mapper, run.data, [run.pool[k] for k in new_keys], s.validation,
+    screened = validate_candidates(run.mapper, run.data, [run.pool[k] for k in new_keys], s.validation,
                                     run.validation_seed, 1.0 - beta_u1)
     for c in screened:
         c["certified"], c["test"] = False, "screened on the stage-1 draws (no certificate)"

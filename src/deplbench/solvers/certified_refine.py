@@ -60,7 +60,7 @@ import time
 
 from deplbench.formulations.binomial import clopper_pearson_upper, lower_bound_order, order_statistic_bound
 from deplbench.formulations.plan import parse_plan
-from deplbench.solvers.certified_tasks import _add_candidate, _bound_value, _validate_candidates, saa_task
+from deplbench.solvers.certified_tasks import add_candidate, bound_value, validate_candidates, saa_task
 
 
 def split_beta(confidence: float, lb_share: float, refine_share: float, refining: bool) -> dict:
@@ -111,11 +111,11 @@ def lower_from_replications(reps: list[dict], scenarios: int, alpha: float, beta
     """The order-statistic LB of one stage's replications at confidence 1 − ``beta_l``.
 
     Each replication's value is a valid lower bound on its SAA optimum
-    (:func:`~.certified_tasks._bound_value`: the MILP's proven dual bound,
+    (:func:`~.certified_tasks.bound_value`: the MILP's proven dual bound,
     +∞ for a proven-infeasible SAA, 0 without any bound).
     """
     for rep in reps:
-        rep["value"], rep["value_kind"] = _bound_value(rep)
+        rep["value"], rep["value_kind"] = bound_value(rep)
     m = len(reps)
     order = lower_bound_order(m, scenarios, alpha, 1.0 - beta_l, rho=1.0 if exact else None)
     value = order_statistic_bound([r["value"] for r in reps], order.order) if order.order else None
@@ -149,7 +149,7 @@ def add_saa_plans(pool: dict, results: list[dict], stage: int) -> list[str]:
             continue
         label = (f"replication seed {r['seed']} (S = {r['scenarios']})" if r["role"] == "replication"
                  else f"SAA at γ = {r['factor']:g}·α, seed {r['seed']} (S = {r['scenarios']})")
-        key = _add_candidate(pool, parse_plan(r["plan"]), label, r["role"], r["omega"])
+        key = add_candidate(pool, parse_plan(r["plan"]), label, r["role"], r["omega"])
         if key is not None:
             pool[key]["stage"] = stage
             new.append(key)
@@ -163,7 +163,7 @@ def judge(mapper, data: dict, entries: list[dict], draws: int, vseed: int, beta_
     UB record, or None."""
     tests = max(1, len(entries))
     conf_each = 1.0 - beta_u / tests
-    judged = _validate_candidates(mapper, data, entries, draws, vseed, conf_each)
+    judged = validate_candidates(mapper, data, entries, draws, vseed, conf_each)
     for c in judged:
         c["test"] = validation_label
     judged.sort(key=lambda c: c["cost"])

@@ -29,7 +29,7 @@ from deplbench.solvers.run import solve
 Mapper = Callable[[Callable[[dict], dict], list], Iterable[dict]]
 
 
-def _sequential_map(fn, tasks):
+def sequential_map(fn, tasks):
     return [fn(t) for t in tasks]
 
 
@@ -44,7 +44,7 @@ def process_map(workers: int) -> Mapper:
 
         tasks = list(tasks)
         if workers == 1 or len(tasks) <= 1:
-            return _sequential_map(fn, tasks)
+            return sequential_map(fn, tasks)
         with ProcessPoolExecutor(max_workers=min(workers, len(tasks)),
                                  mp_context=mp.get_context("forkserver")) as pool:
             return list(pool.map(fn, tasks))
@@ -112,7 +112,7 @@ def saa_task(task: dict) -> dict:
     }
 
 
-def _bound_value(rep: dict) -> tuple[float, str]:
+def bound_value(rep: dict) -> tuple[float, str]:
     """A valid lower bound on one replication's SAA optimum, and its kind.
 
     An SAA proven infeasible has optimum +∞; the MILP's proven bound is used
@@ -148,7 +148,7 @@ def validation_task(task: dict) -> dict:
             "runtime_s": time.perf_counter() - t0, "cpu_s": time.process_time() - c0}
 
 
-def _validate_candidates(mapper, data, candidates, validation, seed, confidence_each) -> list[dict]:
+def validate_candidates(mapper, data, candidates, validation, seed, confidence_each) -> list[dict]:
     """Judge every distinct candidate on the same N′ validation draws."""
     tasks = [{"instance": data, "plan": c["plan"].to_dict(), "validation": validation, "seed": seed,
               "confidence": confidence_each} for c in candidates]
@@ -157,7 +157,7 @@ def _validate_candidates(mapper, data, candidates, validation, seed, confidence_
             for c, r in zip(candidates, results)]
 
 
-def _add_candidate(pool: dict, plan: Plan, label: str, role: str, omega) -> str | None:
+def add_candidate(pool: dict, plan: Plan, label: str, role: str, omega) -> str | None:
     """Identical plans are tested once (fewer tests, milder Bonferroni).
     Returns the pool key of a new plan, None for one already there."""
     key = json.dumps(plan.to_dict(), sort_keys=True)
@@ -169,4 +169,5 @@ def _add_candidate(pool: dict, plan: Plan, label: str, role: str, omega) -> str 
 
 
 __all__ = ["Mapper", "process_map", "dask_map", "is_deterministic", "parse_risk_grid", "saa_task",
-           "validation_task"]
+           "validation_task",
+           "SAA_HEURISTIC_TIME", "add_candidate", "bound_value", "sequential_map", "validate_candidates"]

@@ -520,5 +520,4 @@ __all__ = [
     "exhaustive_minimum",
     "submodularity_check",
     "SubsetRanker",
-    "all_masks",
-]
+    "all_masks", "EXHAUSTIVE_MIN_MAX"]

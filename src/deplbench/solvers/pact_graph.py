@@ -48,7 +48,7 @@ from deplbench.solvers.baseline_common import DataSetting, expected_improvement
 _INF = np.inf
 #: Round-off guard of the ceil() casts of Alg. 1 lines 17–18: an increment
 #: that is an exact multiple of the resolution must not gain a bucket.
-_CEIL_EPS = 1e-9
+CEIL_EPS = 1e-9
 #: Current models whose risk-term layers (Alg. 3 line 11) are kept at once.
 _VIA_KEEP = 4
 
@@ -121,11 +121,11 @@ class ExpandedGraph:
         self.gl = span / loss_resolution
         self.b0 = int(loss_resolution)
         top_jump = np.nanmax(np.where(self.allowed & ~np.eye(M, dtype=bool), jump_rob, 0.0)) if M > 1 else 0.0
-        self.Lb = self.b0 + int(math.ceil(max(0.0, top_jump) / self.gl - _CEIL_EPS)) + 1
+        self.Lb = self.b0 + int(math.ceil(max(0.0, top_jump) / self.gl - CEIL_EPS)) + 1
         with np.errstate(invalid="ignore"):
-            db = np.ceil(self.change_rob / self.gl - _CEIL_EPS)
+            db = np.ceil(self.change_rob / self.gl - CEIL_EPS)
         self.db = np.where(np.isfinite(db), db, self.Lb + 1).astype(np.int64)    # (K, M, M)
-        self.db_first = np.ceil(self.first_rob / self.gl - _CEIL_EPS).astype(np.int64)
+        self.db_first = np.ceil(self.first_rob / self.gl - CEIL_EPS).astype(np.int64)
         tau = setting.tau
         self.tau = tau
         self.usable = tau <= instance.time_max * (1 + 1e-9)
@@ -142,7 +142,7 @@ class ExpandedGraph:
         else:
             self.Tb = int(time_resolution) + 1
             self.gT = instance.time_max / time_resolution
-            self.dt = np.ceil(tau / self.gT - _CEIL_EPS).astype(np.int64)
+            self.dt = np.ceil(tau / self.gT - CEIL_EPS).astype(np.int64)
         self.dt = np.where(self.usable, self.dt, self.Tb)      # unusable: always out of range
         self.weight = setting.weight
         self.comm = setting.comm
@@ -537,4 +537,4 @@ def score_paths(graph: ExpandedGraph, paths: dict, e: int, m: int | None, b: int
     return best, score, opp, risk
 
 
-__all__ = ["ExpandedGraph", "score_paths"]
+__all__ = ["ExpandedGraph", "score_paths", "CEIL_EPS"]

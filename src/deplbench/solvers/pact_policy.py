@@ -61,7 +61,7 @@ import numpy as np
 from deplbench.formulations.closed_loop import STOP, ClosedLoopPolicy, Decision, PolicyState, reached
 from deplbench.formulations.plan import Plan
 from deplbench.solvers.baseline_common import DataSetting
-from deplbench.solvers.pact_graph import _CEIL_EPS, ExpandedGraph, score_paths
+from deplbench.solvers.pact_graph import CEIL_EPS, ExpandedGraph, score_paths
 
 
 class PactPolicy(ClosedLoopPolicy):
@@ -142,10 +142,10 @@ class PactPolicy(ClosedLoopPolicy):
         if not live.any():
             return out
         with np.errstate(invalid="ignore"):
-            b = np.ceil((state.loss - inst.loss_max) / g.gl - _CEIL_EPS).astype(np.int64)
+            b = np.ceil((state.loss - inst.loss_max) / g.gl - CEIL_EPS).astype(np.int64)
         b = np.maximum(b, 1)
         bm = -(-b // self.memo_loss) * self.memo_loss
-        tm = np.ceil(state.time / self.gT_memo - _CEIL_EPS) * self.gT_memo
+        tm = np.ceil(state.time / self.gT_memo - CEIL_EPS) * self.gT_memo
         cells = np.stack([bm, tm], axis=1)[live]
         rows = np.nonzero(live)[0]
         uniq, inv = np.unique(cells, axis=0, return_inverse=True)

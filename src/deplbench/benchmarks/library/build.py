@@ -40,7 +40,7 @@ from pathlib import Path
 
 from deplbench import __version__
 from deplbench.benchmarks.library.catalog import LIBRARY_VERSION, LibraryEntry, entries
-from deplbench.benchmarks.library.mps import _check_fraction, _check_seconds, solve_mps
+from deplbench.benchmarks.library.mps import check_fraction, check_seconds, solve_mps
 from deplbench.benchmarks.library.solu import SoluEntry, write_solu
 from deplbench.benchmarks.library.table import write_tables
 from deplbench.errors import SolverError
@@ -65,8 +65,8 @@ optimality unproven within {limit:g} s; =inf=: infeasible; =unkn=: no value."""
 def _check_build_args(out, size, time_limit, gap, overwrite) -> Path:
     """Validate the arguments of :func:`build_library` (errors name the argument)."""
     entries(size)          # raises naming `size`
-    _check_seconds(time_limit, "time_limit")
-    _check_fraction(gap, "gap", "relative gap")
+    check_seconds(time_limit, "time_limit")
+    check_fraction(gap, "gap", "relative gap")
     path = Path(out)
     if path.exists() and not path.is_dir():
         raise SolverError(f"out: {str(path)!r} exists and is not a directory")
@@ -117,7 +117,7 @@ def build_library(out: str, size: str = "small", time_limit: float = 60.0, gap: 
     if solve_time_limit is None:
         solve_time_limit = time_limit
     else:
-        _check_seconds(solve_time_limit, "solve_time_limit")
+        check_seconds(solve_time_limit, "solve_time_limit")
     chosen = entries(size)
     if only is not None:
         known = {e.name for e in entries("full")}

@@ -21,7 +21,7 @@ import math
 import os
 
 from deplbench.benchmarks.library.build import SOLU, library_files
-from deplbench.benchmarks.library.mps import MPS_SOLVERS, _check_fraction, _check_seconds, solve_mps
+from deplbench.benchmarks.library.mps import MPS_SOLVERS, check_fraction, check_seconds, solve_mps
 from deplbench.benchmarks.library.solu import agrees, read_solu
 from deplbench.benchmarks.sgm import SHIFT_S, shifted_geomean  # noqa: F401 - re-exported
 from deplbench.errors import SolverError
@@ -34,9 +34,9 @@ def _check_args(solvers, time_limit, gap, rel_tol) -> None:
     for s in solvers:
         if s not in MPS_SOLVERS:
             raise SolverError(f"solver: must be one of {list(MPS_SOLVERS)}, got {s!r}")
-    _check_seconds(time_limit, "time_limit")
-    _check_fraction(gap, "gap", "relative gap")
-    _check_fraction(rel_tol, "tolerance", "relative tolerance")
+    check_seconds(time_limit, "time_limit")
+    check_fraction(gap, "gap", "relative gap")
+    check_fraction(rel_tol, "tolerance", "relative tolerance")
 
 
 def check_library(root: str, solver: str = "highs", time_limit: float = 60.0, gap: float = 1e-6,

@@ -21,7 +21,7 @@ import time
 from dataclasses import asdict, dataclass
 
 from deplbench.errors import SolverError
-from deplbench.formulations.milp.backends import SOLVE_ERROR_RETRIES, _tolerances, quiet_stdout
+from deplbench.formulations.milp.backends import SOLVE_ERROR_RETRIES, solver_tolerances, quiet_stdout
 
 #: Solvers that can re-solve a library file.
 MPS_SOLVERS = ("highs", "scip")
@@ -84,7 +84,7 @@ def relative_gap(primal: float | None, dual: float | None) -> float | None:
     return max(0.0, (primal - dual) / abs(primal))
 
 
-def _check_seconds(value, name: str) -> None:
+def check_seconds(value, name: str) -> None:
     """Raise :class:`SolverError` naming ``name`` unless ``value`` is a
     positive, finite number of seconds (a bool is not a number here)."""
     if isinstance(value, bool) or not isinstance(value, (int, float)) \
@@ -92,7 +92,7 @@ def _check_seconds(value, name: str) -> None:
         raise SolverError(f"{name}: must be a positive number of seconds, got {value!r}")
 
 
-def _check_fraction(value, name: str, what: str, zero: bool = False) -> None:
+def check_fraction(value, name: str, what: str, zero: bool = False) -> None:
     """Raise :class:`SolverError` naming ``name`` unless ``value`` is a
     number in (0, 1), or in [0, 1) with ``zero``; ``what`` says what it is
     ("relative gap")."""
@@ -107,8 +107,8 @@ def _check_args(path, solver, time_limit, gap, threads) -> None:
         raise SolverError(f"solver: must be one of {list(MPS_SOLVERS)}, got {solver!r}")
     if not os.path.isfile(path):
         raise SolverError(f"path: no MPS file {str(path)!r}")
-    _check_seconds(time_limit, "time_limit")
-    _check_fraction(gap, "gap", "relative gap", zero=True)
+    check_seconds(time_limit, "time_limit")
+    check_fraction(gap, "gap", "relative gap", zero=True)
     if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
         raise SolverError(f"threads: must be a positive integer, got {threads!r}")
 
@@ -172,7 +172,7 @@ def _solve_highs(path, time_limit, gap, threads, seed) -> MpsOutcome:
     S = highspy.HighsModelStatus
     text = h.modelStatusToString(ms)
     if retries:
-        tol = _tolerances(gap, retries)["mip_feasibility_tolerance"]
+        tol = solver_tolerances(gap, retries)["mip_feasibility_tolerance"]
         text += (f" (after {retries} {'retry' if retries == 1 else 'retries'} of a 'Solve error', the last "
                  f"with mip_feasibility_tolerance {tol:g})")
     status = {S.kOptimal: "optimal", S.kInfeasible: "infeasible", S.kTimeLimit: "time_limit",
@@ -195,7 +195,7 @@ def _highs_runs(h, time_limit: float, gap: float) -> tuple[float, int, int]:
     """Run ``h`` once, and again while it ends in "Solve error" (at most
     :data:`~deplbench.formulations.milp.backends.SOLVE_ERROR_RETRIES` times),
     each retry with the row tolerances ten times tighter
-    (:func:`~deplbench.formulations.milp.backends._tolerances`), within the
+    (:func:`~deplbench.formulations.milp.backends.solver_tolerances`), within the
     one time limit. HiGHS ≥ 1.12 can end a MIP in "Solve error" when its
     final check on the un-presolved model sees a λ-cut row violated by the
     feasibility tolerance plus round-off, e.g. 1.00001e-6 > 1e-6
@@ -216,7 +216,7 @@ def _highs_runs(h, time_limit: float, gap: float) -> tuple[float, int, int]:
             if left <= 0:
                 break
             h.clearSolver()              # start afresh: no state of the failed run
-            for key, value in _tolerances(gap, attempt).items():
+            for key, value in solver_tolerances(gap, attempt).items():
                 h.setOptionValue(key, value)
             retries = attempt
         h.setOptionValue("time_limit", max(left, 1e-3))
@@ -284,4 +284,4 @@ def _scip_nonzeros(m) -> int:
     return total
 
 
-__all__ = ["MPS_SOLVERS", "MpsOutcome", "relative_gap", "solve_mps"]
+__all__ = ["MPS_SOLVERS", "MpsOutcome", "relative_gap", "solve_mps", "check_fraction", "check_seconds"]

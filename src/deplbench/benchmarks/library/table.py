@@ -76,12 +76,12 @@ def format_check(result: dict) -> str:
                      _fmt(r.get("primal")), _fmt(r.get("dual")),
                      "" if r.get("gap") is None else f"{r['gap']:.2e}", f"{r['seconds']:.2f}",
                      {True: "yes", False: "NO", None: "-"}[r["agrees"]]))
-    out = [_align(rows), ""]
+    out = [align_table(rows), ""]
     s = result["summary"]
     head = ("solver", "version", "instances", "solved", "sgm time s (shift 10)", "mean gap at limit",
             "mismatches")
     gap = s["mean_gap_unsolved"]
-    out.append(_align([head, (s["solver"], s["version"], str(s["instances"]), str(s["solved"]),
+    out.append(align_table([head, (s["solver"], s["version"], str(s["instances"]), str(s["solved"]),
                               f"{s['shifted_geomean_s']:.2f}", "-" if gap is None else f"{gap:.2e}",
                               str(s["mismatches"]))]))
     for r in result["instances"]:
@@ -90,9 +90,9 @@ def format_check(result: dict) -> str:
     return "\n".join(out)
 
 
-def _align(rows) -> str:
+def align_table(rows) -> str:
     widths = [max(len(str(r[i])) for r in rows) for i in range(len(rows[0]))]
     return "\n".join("  ".join(str(c).ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows)
 
 
-__all__ = ["COLUMNS", "format_check", "write_tables"]
+__all__ = ["COLUMNS", "format_check", "write_tables", "align_table"]

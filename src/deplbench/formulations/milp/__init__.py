@@ -115,23 +115,23 @@ cutting-plane method for solving convex programs", J. SIAM 8 (1960).
 """
 
 from deplbench.formulations.milp.backends import (
-    _HighsBackend,
-    _MasterOutcome,
-    _pyomo_from_matrix,
-    _PyomoBackend,
-    _use_threads,
+    HighsBackend,
+    MasterOutcome,
+    pyomo_from_matrix,
+    PyomoBackend,
+    use_threads,
     quiet_stdout,
 )
 from deplbench.formulations.milp.bounds import (
-    _block_heuristic,
-    _Bounds,
-    _dp_max,
-    _k_max_from_cost,
-    _min_epochs,
-    _quantile_ok,
-    _shortest_last_block,
-    _structural_bounds,
-    _tight_bigm,
+    block_heuristic,
+    Bounds,
+    dp_max,
+    k_max_from_cost,
+    min_epochs,
+    quantile_ok,
+    shortest_last_block,
+    structural_bounds,
+    tight_bigm,
 )
 from deplbench.formulations.milp.catalog import (
     BuildContext,
@@ -141,27 +141,27 @@ from deplbench.formulations.milp.catalog import (
     register,
     set_fallback,
 )
-from deplbench.formulations.milp.counts import _CountModel, _order_invariant
-from deplbench.formulations.milp.cutloop import _cut_loop, _result
-from deplbench.formulations.milp.data import _Choice, _Data, _phi, data_bytes
+from deplbench.formulations.milp.counts import CountModel, order_invariant
+from deplbench.formulations.milp.cutloop import cut_loop, cut_loop_result
+from deplbench.formulations.milp.data import Choice, Data, phi, data_bytes
 from deplbench.formulations.milp.enumeration import (
     MAX_CANDIDATES,
-    _dag_paths,
-    _enumerate_candidates,
-    _enumeration_size,
-    _EnumModel,
-    _try_enumeration,
+    dag_paths,
+    enumerate_candidates,
+    enumeration_size,
+    EnumModel,
+    try_enumeration,
 )
-from deplbench.formulations.milp.flow import _FastModel, _FlowModel, flow_size
+from deplbench.formulations.milp.flow import FastModel, FlowModel, flow_size
 from deplbench.formulations.milp.matrix import (
-    _cluster_rows,
-    _clusters_from_counts,
-    _held_classes,
-    _identical_cluster_pairs,
-    _MatrixFormulation,
-    _MatrixModel,
+    cluster_rows,
+    clusters_from_counts,
+    held_classes,
+    identical_cluster_pairs,
+    MatrixFormulation,
+    MatrixModel,
 )
-from deplbench.formulations.milp.naive import _NaiveModel, naive_size
+from deplbench.formulations.milp.naive import NaiveModel, naive_size
 from deplbench.formulations.milp.options import (
     BACKENDS,
     BIGM_SLACK,

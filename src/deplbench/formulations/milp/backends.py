@@ -2,13 +2,13 @@
 
 What is here
 ------------
-* :class:`_HighsBackend` — a :class:`~.matrix._MatrixModel` straight to
+* :class:`HighsBackend` — a :class:`~.matrix.MatrixModel` straight to
   highspy (no modelling layer), with MIP starts and cuts added in place.
-* :class:`_PyomoBackend` — a Pyomo model through Pyomo's persistent
+* :class:`PyomoBackend` — a Pyomo model through Pyomo's persistent
   ``appsi_highs`` interface (the naive formulation, or a matrix model turned
-  into Pyomo by :func:`_pyomo_from_matrix` with ``backend="pyomo"``); what
+  into Pyomo by :func:`pyomo_from_matrix` with ``backend="pyomo"``); what
   it shares with the ``SolverFactory`` peer (rows, cuts, files) is
-  :class:`_PyomoModelBackend`.
+  :class:`PyomoModelBackend`.
 * The solver peers, built on these: SCIP (:mod:`.scip`) and any Pyomo
   ``SolverFactory`` solver (:mod:`.pyomo_peer`); which names exist:
   :mod:`.peers`; the choice between all of them for one built model:
@@ -16,7 +16,7 @@ What is here
   backend imports another back).
 
 Every backend offers ``solve(time_left, rel_gap, node_limit)`` →
-:class:`_MasterOutcome`, ``add_cut(cols, vals, lo)``, ``set_start(x)``,
+:class:`MasterOutcome`, ``add_cut(cols, vals, lo)``, ``set_start(x)``,
 ``write(path)`` and ``n_rows``; that is all the cut loop uses.
 
 Clean stdout
@@ -42,7 +42,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from deplbench.formulations.milp.matrix import _MatrixModel
+from deplbench.formulations.milp.matrix import MatrixModel
 
 _LIBC = None
 
@@ -85,7 +85,7 @@ def quiet_stdout():
 
 
 @dataclass
-class _MasterOutcome:
+class MasterOutcome:
     """One master solve: status, solution, objective, dual bound, work counts."""
 
     status: str            # "optimal" | "time_limit" | "node_limit" | "infeasible" | "error"
@@ -95,18 +95,18 @@ class _MasterOutcome:
     nodes: int
     lp_iterations: int
     message: str = ""
-    #: extra runs after a HiGHS "Solve error" (see :func:`_tolerances`)
+    #: extra runs after a HiGHS "Solve error" (see :func:`solver_tolerances`)
     retries: int = 0
 
 
 #: HiGHS's default row tolerance of the MIP solver (``mip_feasibility_tolerance``).
 MIP_FEASIBILITY_TOL = 1e-6
 #: Extra HiGHS runs of one master after a "Solve error", each with the row
-#: tolerances ten times tighter (see :func:`_tolerances`).
+#: tolerances ten times tighter (see :func:`solver_tolerances`).
 SOLVE_ERROR_RETRIES = 2
 
 
-def _tolerances(rel_gap: float, tighten: int = 0) -> dict:
+def solver_tolerances(rel_gap: float, tighten: int = 0) -> dict:
     """HiGHS options that let the master prove ``rel_gap``.
 
     HiGHS stops at an absolute gap of 1e-6 and lets rows be violated by
@@ -134,9 +134,9 @@ def _tolerances(rel_gap: float, tighten: int = 0) -> dict:
 
 
 def _retry_solve_errors(run, time_left: float, rel_gap: float, node_limit: int | None,
-                        before_retry=None) -> _MasterOutcome:
+                        before_retry=None) -> MasterOutcome:
     """``run(time_left, rel_gap, node_limit, tighten) -> (outcome, solve_error)``
-    once, and again with ``tighten`` = 1, 2, ... (:func:`_tolerances`) while
+    once, and again with ``tighten`` = 1, 2, ... (:func:`solver_tolerances`) while
     HiGHS ends in "Solve error", at most :data:`SOLVE_ERROR_RETRIES` times,
     within the same time and node budget. Nodes and LP iterations of every
     run are counted; ``retries`` says how many extra runs there were."""
@@ -157,7 +157,7 @@ def _retry_solve_errors(run, time_left: float, rel_gap: float, node_limit: int |
         if not solve_error:
             return out
     if out.retries:
-        tol = _tolerances(rel_gap, out.retries)["mip_feasibility_tolerance"]
+        tol = solver_tolerances(rel_gap, out.retries)["mip_feasibility_tolerance"]
         out.message += f" (also after {out.retries} retries, the last with mip_feasibility_tolerance {tol:g})"
     return out
 
@@ -165,7 +165,7 @@ def _retry_solve_errors(run, time_left: float, rel_gap: float, node_limit: int |
 _SCHEDULER_THREADS: list[int] = []
 
 
-def _use_threads(threads: int) -> None:
+def use_threads(threads: int) -> None:
     """HiGHS keeps one global thread scheduler per process; a run asking for a
     different thread count fails ("Not Set") unless it is reset first."""
     import highspy
@@ -175,10 +175,10 @@ def _use_threads(threads: int) -> None:
     _SCHEDULER_THREADS[:] = [threads]
 
 
-class _HighsBackend:
+class HighsBackend:
     """The matrix model handed to highspy (no modelling layer in between)."""
 
-    def __init__(self, mm: _MatrixModel, threads: int, seed: int, verbose: bool = False,
+    def __init__(self, mm: MatrixModel, threads: int, seed: int, verbose: bool = False,
                  options: dict | None = None):
         import highspy
 
@@ -189,7 +189,7 @@ class _HighsBackend:
         h.setOptionValue("threads", int(threads))
         h.setOptionValue("random_seed", int(seed) % (2**31 - 1))
         # A formulation's own HiGHS settings (its ``highs_options``), e.g. the
-        # enumeration model's light presolve (.enumeration._EnumModel).
+        # enumeration model's light presolve (.enumeration.EnumModel).
         for key, value in (options or {}).items():
             h.setOptionValue(key, value)
         self.threads = int(threads)
@@ -254,23 +254,23 @@ class _HighsBackend:
         sol.value_valid = True
         self.h.setSolution(sol)
 
-    def solve(self, time_left: float, rel_gap: float, node_limit: int | None = None) -> _MasterOutcome:
+    def solve(self, time_left: float, rel_gap: float, node_limit: int | None = None) -> MasterOutcome:
         """Run HiGHS on the master; after a "Solve error" run it again with
         tighter row tolerances (at most :data:`SOLVE_ERROR_RETRIES` times, see
-        :func:`_tolerances`) within the same time and node budget."""
+        :func:`solver_tolerances`) within the same time and node budget."""
         return _retry_solve_errors(self._run, time_left, rel_gap, node_limit, self._pass_start)
 
     def _run(self, time_left: float, rel_gap: float, node_limit: int | None,
-             tighten: int) -> tuple[_MasterOutcome, bool]:
+             tighten: int) -> tuple[MasterOutcome, bool]:
         """One HiGHS run; (outcome, True when HiGHS ended in "Solve error")."""
         h = self.h
         h.setOptionValue("time_limit", max(float(time_left), 1e-3))
         h.setOptionValue("mip_rel_gap", float(rel_gap))
         if node_limit is not None:
             h.setOptionValue("mip_max_nodes", int(node_limit))
-        for key, value in _tolerances(rel_gap, tighten).items():
+        for key, value in solver_tolerances(rel_gap, tighten).items():
             h.setOptionValue(key, value)
-        _use_threads(self.threads)
+        use_threads(self.threads)
         with quiet_stdout():
             h.run()
         st = h.getModelStatus()
@@ -289,25 +289,25 @@ class _HighsBackend:
         obj = float(info.objective_function_value) if has_x else math.inf
         bound = float(info.mip_dual_bound)
         if st == S.kOptimal:
-            return _MasterOutcome("optimal", x, obj, bound, nodes, iters), False
+            return MasterOutcome("optimal", x, obj, bound, nodes, iters), False
         if st == S.kInfeasible:
-            return _MasterOutcome("infeasible", None, math.inf, math.inf, nodes, iters), False
+            return MasterOutcome("infeasible", None, math.inf, math.inf, nodes, iters), False
         if st in (S.kTimeLimit, S.kInterrupt, S.kObjectiveBound):
-            return _MasterOutcome("time_limit", x, obj, bound, nodes, iters), False
+            return MasterOutcome("time_limit", x, obj, bound, nodes, iters), False
         if st in (S.kIterationLimit, S.kSolutionLimit):   # mip_max_nodes reached
-            return _MasterOutcome("node_limit", x, obj, bound, nodes, iters), False
-        return (_MasterOutcome("error", x, obj, bound, nodes, iters,
+            return MasterOutcome("node_limit", x, obj, bound, nodes, iters), False
+        return (MasterOutcome("error", x, obj, bound, nodes, iters,
                                message=f"HiGHS stopped with model status {h.modelStatusToString(st)!r}"),
                 st == S.kSolveError)
 
 
-class _PyomoModelBackend:
+class PyomoModelBackend:
     """What every backend on a Pyomo model shares: rows, non-zeros, files,
     cuts and (no) MIP starts; the solver and its run are the subclass's
-    (:class:`_PyomoBackend`, :class:`.pyomo_peer._PyomoPeerBackend`).
+    (:class:`PyomoBackend`, :class:`.pyomo_peer.PyomoPeerBackend`).
 
     ``xvars`` fixes the order of the columns so that solutions are arrays and
-    cuts are (column, value) lists, exactly as for :class:`_HighsBackend`.
+    cuts are (column, value) lists, exactly as for :class:`HighsBackend`.
     A subclass sets the solver up and defines ``_run(time_left, rel_gap,
     node_limit, tighten) -> (outcome, solve_error)``.
     """
@@ -315,7 +315,7 @@ class _PyomoModelBackend:
     #: the matrix model the Pyomo model was built from, when the subclass
     #: keeps it: non-zeros are then read off its matrix and :meth:`write`
     #: writes the named file of the highspy route
-    _mm: _MatrixModel | None = None
+    _mm: MatrixModel | None = None
 
     def _attach(self, model, xvars, threads: int, seed: int) -> None:
         """Keep the model and its columns and give it the cut list."""
@@ -348,7 +348,7 @@ class _PyomoModelBackend:
 
     def write(self, path: str) -> None:
         if self._mm is not None:          # the named file of the highspy route
-            _HighsBackend(self._mm, self.threads, self.seed).write(path)
+            HighsBackend(self._mm, self.threads, self.seed).write(path)
             return
         with quiet_stdout():
             self.model.write(str(path), io_options={"symbolic_solver_labels": True})
@@ -366,18 +366,18 @@ class _PyomoModelBackend:
         # in solve_milp's Notes).
         return None
 
-    def solve(self, time_left: float, rel_gap: float, node_limit: int | None = None) -> _MasterOutcome:
-        """One master solve, as :meth:`_HighsBackend.solve`: a run that ends
+    def solve(self, time_left: float, rel_gap: float, node_limit: int | None = None) -> MasterOutcome:
+        """One master solve, as :meth:`HighsBackend.solve`: a run that ends
         in a HiGHS "Solve error" (appsi_highs, or a HiGHS-family peer) is
         retried with tighter row tolerances within the same time and node
         budget (:func:`_retry_solve_errors`)."""
         return _retry_solve_errors(self._run, time_left, rel_gap, node_limit)
 
 
-class _PyomoBackend(_PyomoModelBackend):
+class PyomoBackend(PyomoModelBackend):
     """A Pyomo model solved through Pyomo's persistent ``appsi_highs`` interface.
 
-    Rows, cuts and files as every Pyomo-model backend (:class:`_PyomoModelBackend`).
+    Rows, cuts and files as every Pyomo-model backend (:class:`PyomoModelBackend`).
     """
 
     def __init__(self, model, xvars, threads: int, seed: int, verbose: bool = False):
@@ -390,18 +390,18 @@ class _PyomoBackend(_PyomoModelBackend):
         self.opt.highs_options = {"threads": int(threads), "random_seed": int(seed) % (2**31 - 1)}
 
     def _run(self, time_left: float, rel_gap: float, node_limit: int | None,
-             tighten: int) -> tuple[_MasterOutcome, bool]:
+             tighten: int) -> tuple[MasterOutcome, bool]:
         """One solve; (outcome, True when HiGHS ended in "Solve error")."""
         import highspy
         from pyomo.contrib.appsi.base import TerminationCondition as TC
 
         self.opt.config.time_limit = max(float(time_left), 1e-3) if math.isfinite(time_left) else None
         self.opt.config.mip_gap = float(rel_gap)
-        extra = _tolerances(rel_gap, tighten)
+        extra = solver_tolerances(rel_gap, tighten)
         if node_limit is not None:
             extra["mip_max_nodes"] = int(node_limit)
         self.opt.highs_options = {**self.opt.highs_options, **extra}
-        _use_threads(self.threads)
+        use_threads(self.threads)
         with quiet_stdout():
             res = self.opt.solve(self.model)
         hi = self.opt._solver_model
@@ -418,18 +418,18 @@ class _PyomoBackend(_PyomoModelBackend):
         bound = res.best_objective_bound
         bound = float(bound) if bound is not None else -math.inf
         if tc == TC.optimal:
-            return _MasterOutcome("optimal", x, obj, bound, nodes, iters), False
+            return MasterOutcome("optimal", x, obj, bound, nodes, iters), False
         if tc == TC.infeasible:
-            return _MasterOutcome("infeasible", None, math.inf, math.inf, nodes, iters), False
+            return MasterOutcome("infeasible", None, math.inf, math.inf, nodes, iters), False
         if tc in (TC.maxTimeLimit, TC.interrupted, TC.objectiveLimit):
-            return _MasterOutcome("time_limit", x, obj, bound, nodes, iters), False
+            return MasterOutcome("time_limit", x, obj, bound, nodes, iters), False
         if tc == TC.maxIterations or (node_limit is not None and nodes >= node_limit):
-            return _MasterOutcome("node_limit", x, obj, bound, nodes, iters), False
-        return (_MasterOutcome("error", x, obj, bound, nodes, iters,
+            return MasterOutcome("node_limit", x, obj, bound, nodes, iters), False
+        return (MasterOutcome("error", x, obj, bound, nodes, iters,
                                message=f"HiGHS (through Pyomo) stopped with {tc}"), solve_error)
 
 
-def _pyomo_from_matrix(mm: _MatrixModel):
+def pyomo_from_matrix(mm: MatrixModel):
     """The fast formulation's matrix as a Pyomo model (one linear row per row)."""
     import pyomo.environ as pe
     from pyomo.core.expr.numeric_expr import LinearExpression
@@ -468,6 +468,6 @@ def highs_version() -> str:
     return f"highspy {md.version('highspy')}"
 
 
-__all__ = ["quiet_stdout", "highs_version", "_MasterOutcome", "_HighsBackend", "_PyomoBackend",
-           "_PyomoModelBackend",
-           "_pyomo_from_matrix", "_use_threads", "_tolerances", "SOLVE_ERROR_RETRIES"]
+__all__ = ["quiet_stdout", "highs_version", "MasterOutcome", "HighsBackend", "PyomoBackend",
+           "PyomoModelBackend",
+           "pyomo_from_matrix", "use_threads", "solver_tolerances", "SOLVE_ERROR_RETRIES"]

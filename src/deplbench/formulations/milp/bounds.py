@@ -9,11 +9,11 @@ incumbent, the only plans the search needs; the incumbent is kept apart)
   K ≥ the (p+1)-th largest (K ≥ 1 when p ≥ S: the quantile is then vacuous).
 * K_max — Tmax over the fastest usable epoch (eqs. (4)–(5)), and the λ cuts:
   K·min_j g_j(λ) − λ Tmax ≤ cost ≤ UB.
-* The incumbent — :func:`_block_heuristic`: the best plan of at most three
+* The incumbent — :func:`block_heuristic`: the best plan of at most three
   model blocks on one cluster, checked exactly in-sample and costed exactly
   with ``allocate``; it bounds the search and warm-starts the solver.
   Exactness never depends on it.
-* M_s — a Lagrangian longest-path DP per scenario (:func:`_tight_bigm`),
+* M_s — a Lagrangian longest-path DP per scenario (:func:`tight_bigm`),
   M_s = min_{μ,ν≥0} max_plans [ℓ_s − μ(ℓ̄ − ℓmax − δ) − ν(cut − UB)] − ℓmax,
   with ℓ̄ the scenario-average loss (feasible plans have ℓ̄ ≤ ℓmax + δ,
   δ = sum of the p largest M_t / S, iterated) and "cut" the linear cost
@@ -33,18 +33,18 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from deplbench.formulations.milp.data import _Choice, _Data
+from deplbench.formulations.milp.data import Choice, Data
 from deplbench.formulations.milp.options import BIGM_SLACK, LOSS_TOL, BuildTimeout
 
 
-def _best_gamma_amount(data: _Data, k_hi: int | None = None) -> np.ndarray:
+def _best_gamma_amount(data: Data, k_hi: int | None = None) -> np.ndarray:
     """max_σ γ_σ·a[s,k,m] for k < k_hi: the most favourable run term of each node."""
     g = data.gam
     a = data.a if k_hi is None else data.a[:, :k_hi, :]
     return np.maximum(g.max() * a, g.min() * a)
 
 
-def _min_epochs(data: _Data, k_hi: int | None = None, deadline: float = math.inf) -> np.ndarray:
+def min_epochs(data: Data, k_hi: int | None = None, deadline: float = math.inf) -> np.ndarray:
     """Per scenario, the fewest epochs after which some plan reaches ℓmax.
 
     Returns K_s with K_s = K̄+1 when no plan of at most ``k_hi`` (default K̄)
@@ -77,17 +77,17 @@ def _min_epochs(data: _Data, k_hi: int | None = None, deadline: float = math.inf
     return reach
 
 
-def _quantile_ok(losses: np.ndarray, p: int, lmax: float) -> np.ndarray:
+def quantile_ok(losses: np.ndarray, p: int, lmax: float) -> np.ndarray:
     """SAA feasibility per column: at most p of the S rows exceed ℓmax."""
     return np.count_nonzero(losses > lmax + LOSS_TOL, axis=0) <= p
 
 
-def _cumulative_by_model(data: _Data, s_idx: int) -> tuple[np.ndarray, np.ndarray]:
+def cumulative_by_model(data: Data, s_idx: int) -> tuple[np.ndarray, np.ndarray]:
     """Cumulative improvement of data class ``s_idx``: (cum (S, K+1, M), cum_t (M, K+1, S)).
 
     ``cum_t`` is the same numbers laid out so that one model's value at a set
     of epochs is a block of contiguous rows: the bisection of
-    :func:`_shortest_last_block` gathers whole scenario rows instead of strided
+    :func:`shortest_last_block` gathers whole scenario rows instead of strided
     elements (about half the time of an SAA solve at S = 20 000 was spent in
     those gathers).
     """
@@ -96,14 +96,14 @@ def _cumulative_by_model(data: _Data, s_idx: int) -> tuple[np.ndarray, np.ndarra
     return cum, np.ascontiguousarray(cum.transpose(2, 1, 0))
 
 
-def _shortest_last_block(data: _Data, pre: np.ndarray, start: np.ndarray, model: int,
+def shortest_last_block(data: Data, pre: np.ndarray, start: np.ndarray, model: int,
                          cum_t: np.ndarray, k_lo: int, k_hi: int) -> np.ndarray:
     """Fewest epochs L ≥ 1 of a final block of ``model`` that make each partial
     plan SAA-feasible (0 where no L up to k_hi − start works).
 
     ``pre`` (S, P) is each partial plan's loss just before the block (switch
     jump included), ``start`` (P,) its first epoch, ``cum_t`` (M, K+1, S) the
-    cumulative improvement of the data class (:func:`_cumulative_by_model`).
+    cumulative improvement of the data class (:func:`cumulative_by_model`).
     With non-negative improvements the loss falls as the block grows, so all P
     searches bisect together.
     """
@@ -118,7 +118,7 @@ def _shortest_last_block(data: _Data, pre: np.ndarray, start: np.ndarray, model:
     threshold = data.lmax + LOSS_TOL
 
     def ok(length):
-        # The same test as _quantile_ok, on the (P, S) layout.
+        # The same test as quantile_ok, on the (P, S) layout.
         loss = base - cum_m[start + length]
         return np.count_nonzero(loss > threshold, axis=1) <= data.p
 
@@ -149,15 +149,15 @@ def _shortest_last_block(data: _Data, pre: np.ndarray, start: np.ndarray, model:
     return found
 
 
-def _block_heuristic(data: _Data, k_min: int, k_max: int, deadline: float):
+def block_heuristic(data: Data, k_min: int, k_max: int, deadline: float):
     """Best plan of at most three model blocks on one cluster (exact check).
 
     Blocks follow allowed switches (m1 → m2 → m3). For every data class and
     every choice of the first block lengths, the shortest final block meeting
-    the in-sample quantile is found (:func:`_shortest_last_block`); candidates
+    the in-sample quantile is found (:func:`shortest_last_block`); candidates
     are costed exactly with ``allocate`` on every cluster, after a closed-form
     lower bound has discarded the hopeless ones. Returns the best
-    :class:`_Choice` or None (also when ``deadline`` passes first).
+    :class:`Choice` or None (also when ``deadline`` passes first).
     """
     best = [None]
     idx = [0]
@@ -190,17 +190,17 @@ def _block_heuristic(data: _Data, k_min: int, k_max: int, deadline: float):
     return best[0]
 
 
-def _blocks(data: _Data, k_min: int, k_max: int, deadline: float, consider, idx: list) -> None:
-    """Generate the block plans of :func:`_block_heuristic` (``idx[0]`` is the
+def _blocks(data: Data, k_min: int, k_max: int, deadline: float, consider, idx: list) -> None:
+    """Generate the block plans of :func:`block_heuristic` (``idx[0]`` is the
     current data class, read by ``consider``)."""
     S, M = data.S, data.M
     allowed = data.inst.allowed
     for s_idx in range(data.Sig):
         idx[0] = s_idx
-        cum, cum_t = _cumulative_by_model(data, s_idx)
+        cum, cum_t = cumulative_by_model(data, s_idx)
         for m1 in range(M):
             # one block
-            L = _shortest_last_block(data, np.full((S, 1), data.l0), np.array([0]), m1, cum_t, k_min, k_max)
+            L = shortest_last_block(data, np.full((S, 1), data.l0), np.array([0]), m1, cum_t, k_min, k_max)
             if L[0]:
                 consider(np.full(L[0], m1))
             for m2 in range(M):
@@ -209,7 +209,7 @@ def _blocks(data: _Data, k_min: int, k_max: int, deadline: float, consider, idx:
                 p12 = data.inst.switch_index[(m1, m2)]
                 k1 = np.arange(1, k_max)
                 pre = data.l0 - cum[:, k1, m1] + data.J[:, k1, p12]
-                L = _shortest_last_block(data, pre, k1, m2, cum_t, k_min, k_max)
+                L = shortest_last_block(data, pre, k1, m2, cum_t, k_min, k_max)
                 for a, l2 in zip(k1, L):
                     if l2:
                         consider(np.array([m1] * a + [m2] * l2))
@@ -224,13 +224,13 @@ def _blocks(data: _Data, k_min: int, k_max: int, deadline: float, consider, idx:
                         st = a + k2
                         pre = (data.l0 - cum[:, a, m1][:, None] + data.J[:, a, p12][:, None]
                                - (cum[:, st, m2] - cum[:, a, m2][:, None]) + data.J[:, st, p23])
-                        L = _shortest_last_block(data, pre, st, m3, cum_t, k_min, k_max)
+                        L = shortest_last_block(data, pre, st, m3, cum_t, k_min, k_max)
                         for b, l3 in zip(k2, L):
                             if l3:
                                 consider(np.array([m1] * a + [m2] * b + [m3] * l3))
 
 
-def _k_max_from_cost(data: _Data, ub: float, lams: np.ndarray) -> int:
+def k_max_from_cost(data: Data, ub: float, lams: np.ndarray) -> int:
     """Largest K any plan of cost ≤ ub can have: K·min_j g_j(λ) − λT ≤ ub."""
     best = data.K
     for lam in lams:
@@ -242,7 +242,7 @@ def _k_max_from_cost(data: _Data, ub: float, lams: np.ndarray) -> int:
     return max(best, 0)
 
 
-def _dp_max(node, arc, pairs, k_lo: int, k_hi: int, deadline: float = math.inf) -> np.ndarray:
+def dp_max(node, arc, pairs, k_lo: int, k_hi: int, deadline: float = math.inf) -> np.ndarray:
     """Longest prefix path over the epoch × model graph, lengths k_lo..k_hi.
 
     Parameters
@@ -275,7 +275,7 @@ def _dp_max(node, arc, pairs, k_lo: int, k_hi: int, deadline: float = math.inf) 
     return top
 
 
-def _tight_bigm(data: _Data, k_min: int, k_max: int, ub: float | None, lam: float | None,
+def tight_bigm(data: Data, k_min: int, k_max: int, ub: float | None, lam: float | None,
                 rounds: int = 3, deadline: float = math.inf) -> np.ndarray:
     """Per-scenario big-M from a Lagrangian longest-path DP (see module doc).
 
@@ -311,7 +311,7 @@ def _tight_bigm(data: _Data, k_min: int, k_max: int, ub: float | None, lam: floa
         ak = data.a[:, k, :]
         return np.maximum(-gams.max() * ak, -gams.min() * ak)
 
-    M_s = data.l0 + _dp_max(crude_node, lambda k: data.J[:, k, :], data.pairs, k_min, k_max, deadline) - data.lmax
+    M_s = data.l0 + dp_max(crude_node, lambda k: data.J[:, k, :], data.pairs, k_min, k_max, deadline) - data.lmax
     M_s = np.maximum(M_s, 0.0)
 
     for _ in range(rounds):
@@ -330,7 +330,7 @@ def _tight_bigm(data: _Data, k_min: int, k_max: int, ub: float | None, lam: floa
             return data.J[:, k, :][:, None, :] - mu[None, :, None] * Jbar[k][None, None, :]
 
         const = data.l0 - mu * (data.l0 - data.lmax - delta) + nu * cost_const
-        h = const[None, :] + _dp_max(node, arc, data.pairs, k_min, k_max, deadline)
+        h = const[None, :] + dp_max(node, arc, data.pairs, k_min, k_max, deadline)
         new = np.minimum(M_s, np.maximum(h.min(axis=1) - data.lmax, 0.0))
         done = np.allclose(new, M_s, rtol=1e-6, atol=1e-9)
         M_s = new
@@ -341,18 +341,18 @@ def _tight_bigm(data: _Data, k_min: int, k_max: int, ub: float | None, lam: floa
 
 
 @dataclass
-class _Bounds:
+class Bounds:
     k_min: int
     k_max: int
     bigm: np.ndarray
-    incumbent: _Choice | None
+    incumbent: Choice | None
     lam: float
     infeasible: str = ""
     seconds: dict = field(default_factory=dict)
 
 
-def _structural_bounds(data: _Data, deadline: float, tight: bool = True, bigm: bool = True,
-                       heuristic_budget: float = 3.0) -> _Bounds:
+def structural_bounds(data: Data, deadline: float, tight: bool = True, bigm: bool = True,
+                       heuristic_budget: float = 3.0) -> Bounds:
     """K range, incumbent and big-M values; or the reason the SAA is infeasible.
 
     The block heuristic gets at most ``heuristic_budget`` seconds (it only
@@ -366,14 +366,14 @@ def _structural_bounds(data: _Data, deadline: float, tight: bool = True, bigm: b
     t0 = time.perf_counter()
     fastest = data.fastest
     if not math.isfinite(fastest):
-        return _Bounds(0, 0, np.zeros(0), None, 0.0, infeasible=(
+        return Bounds(0, 0, np.zeros(0), None, 0.0, infeasible=(
             f"no configuration fits Tmax = {data.T:g}: even one epoch of every (model, cluster, data) "
             "choice at full capacity takes longer"))
     # plans longer than Tmax allows at the fastest epoch are never feasible (eqs. (4)–(5))
     # (guarded: a capacity of 1e308 can make the fastest epoch 0 or 1e-300)
     k_time = data.K if fastest * data.K <= data.T else min(data.K, int(math.floor(data.T / fastest * (1 + 1e-12)
                                                                                + 1e-9)))
-    reach = _min_epochs(data, k_time, deadline)
+    reach = min_epochs(data, k_time, deadline)
     if data.p >= data.S:
         k_min = 1  # every scenario may exceed ℓmax: the SAA quantile is vacuous
     else:
@@ -381,18 +381,18 @@ def _structural_bounds(data: _Data, deadline: float, tight: bool = True, bigm: b
     if k_min > k_time:
         unreachable = int(np.count_nonzero(reach > data.K))
         if k_time < data.K:
-            return _Bounds(0, 0, np.zeros(0), None, 0.0, infeasible=(
+            return Bounds(0, 0, np.zeros(0), None, 0.0, infeasible=(
                 f"even the fastest plan misses Tmax: at most {k_time} epochs fit in Tmax = {data.T:g} "
                 f"(the fastest epoch at full capacity takes {fastest:.6g}), but with at most that many "
                 f"epochs {unreachable} of {data.S} in-sample scenarios stay above ℓmax = {data.lmax:g} "
                 f"while at most {data.p} may (the quantile)"))
-        return _Bounds(0, 0, np.zeros(0), None, 0.0, infeasible=(
+        return Bounds(0, 0, np.zeros(0), None, 0.0, infeasible=(
             f"no plan of at most K̄ = {data.K} epochs meets the quantile on the scenarios: in "
             f"{unreachable} of {data.S} in-sample scenarios even the most favourable model sequence "
             f"stays above ℓmax = {data.lmax:g}, but at most {data.p} may"))
     k_max = k_time
     t1 = time.perf_counter()
-    inc = (_block_heuristic(data, k_min, k_max, min(deadline, t1 + heuristic_budget))
+    inc = (block_heuristic(data, k_min, k_max, min(deadline, t1 + heuristic_budget))
            if tight and heuristic_budget > 0 else None)
     t2 = time.perf_counter()
     lam = data.lam_reference(k_min)
@@ -400,15 +400,19 @@ def _structural_bounds(data: _Data, deadline: float, tight: bool = True, bigm: b
     if inc is not None:
         ub = inc.cost
         lam = inc.alloc.time_price if inc.alloc.time_price > 0 else lam
-        k_max = min(k_max, _k_max_from_cost(data, ub, data.cut_grid(lam)[::8]))
+        k_max = min(k_max, k_max_from_cost(data, ub, data.cut_grid(lam)[::8]))
         k_max = max(k_max, inc.models.size)
-    bigm = (_tight_bigm(data, k_min, k_max, ub, lam if ub is not None else None, deadline=deadline)
+    bigm = (tight_bigm(data, k_min, k_max, ub, lam if ub is not None else None, deadline=deadline)
             if (tight and bigm) else None)
     t3 = time.perf_counter()
-    return _Bounds(k_min, k_max, bigm, inc, lam,
+    return Bounds(k_min, k_max, bigm, inc, lam,
                    seconds={"k_range": t1 - t0, "heuristic": t2 - t1, "bigm": t3 - t2})
 
 
 
-__all__ = ["_Bounds", "_structural_bounds", "_tight_bigm", "_block_heuristic", "_min_epochs",
-           "_shortest_last_block", "_cumulative_by_model", "_quantile_ok", "_k_max_from_cost", "_dp_max"]
+#: The former private name, still imported by general_incumbent (to be
+#: switched to the public name there).
+_shortest_last_block = shortest_last_block
+
+__all__ = ["Bounds", "structural_bounds", "tight_bigm", "block_heuristic", "min_epochs",
+           "shortest_last_block", "cumulative_by_model", "quantile_ok", "k_max_from_cost", "dp_max"]

@@ -17,11 +17,11 @@ Write one module in this package with a model class and a build function
 ``infeasible`` proof), then add one :class:`Formulation` row to
 :data:`BUILTIN` below (and its name to :data:`FAST_CHAIN` if ``fast`` should
 try it; :func:`set_fallback` moves a name to the end of the chain). The model
-must offer what :func:`~.cutloop._cut_loop` and
+must offer what :func:`~.cutloop.cut_loop` and
 :func:`~.backends.make_backend` use:
 
 ``mm``
-    a finished :class:`~.matrix._MatrixModel` (any backend), or instead
+    a finished :class:`~.matrix.MatrixModel` (any backend), or instead
 ``pyomo_model`` and ``xvars``
     a Pyomo model and its variables in column order (Pyomo backend);
 ``theta``
@@ -31,11 +31,11 @@ must offer what :func:`~.cutloop._cut_loop` and
 ``extra_lams``
     list of the λ of cuts added after the build (the loop appends);
 ``solution_from_choice(choice) -> ndarray | None``
-    a MIP start for a :class:`~.data._Choice` (None if it cannot give one);
-``choice_from_solution(x) -> _Choice | None``
+    a MIP start for a :class:`~.data.Choice` (None if it cannot give one);
+``choice_from_solution(x) -> Choice | None``
     the plan a master solution encodes, evaluated with ``data.evaluate``.
 
-Subclassing :class:`~.matrix._MatrixFormulation` provides ``theta``,
+Subclassing :class:`~.matrix.MatrixFormulation` provides ``theta``,
 ``cut_row``, the counts N, data binaries q and the shared rows.
 
 References
@@ -48,9 +48,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable
 
-from deplbench.formulations.milp.bounds import _Bounds
-from deplbench.formulations.milp.counts import _order_invariant, build_counts
-from deplbench.formulations.milp.data import _Data
+from deplbench.formulations.milp.bounds import Bounds
+from deplbench.formulations.milp.counts import order_invariant, build_counts
+from deplbench.formulations.milp.data import Data
 from deplbench.formulations.milp.enumeration import build_enumeration
 from deplbench.formulations.milp.flow import build_flow
 from deplbench.formulations.milp.naive import build_naive
@@ -64,7 +64,7 @@ class ModelTooLarge(Exception):
     """The estimated model exceeds the memory limit (the message says by how much)."""
 
 
-def _always(data: _Data) -> bool:
+def _always(data: Data) -> bool:
     return True
 
 
@@ -91,7 +91,7 @@ class Formulation:
 
     name: str
     build: Callable
-    applies: Callable[[_Data], bool] = _always
+    applies: Callable[[Data], bool] = _always
     requires: str = ""
     incumbent: bool = True
     description: str = ""
@@ -106,8 +106,8 @@ class BuildContext:
     options of :func:`solve_milp`.
     """
 
-    data: _Data
-    bounds: _Bounds
+    data: Data
+    bounds: Bounds
     deadline: float
     memory_bytes: float
     diag: dict = field(default_factory=dict)
@@ -130,7 +130,7 @@ class BuildContext:
 
 #: The table (order matters only through FAST_CHAIN).
 BUILTIN: tuple[Formulation, ...] = (
-    Formulation("counts", build_counts, _order_invariant,
+    Formulation("counts", build_counts, order_invariant,
                 requires="an order-invariant loss (no decay, epoch-independent draws, zero jumps, "
                          "every switch allowed)",
                 incumbent=False, description="integer epoch counts only (the knapsack family)"),
@@ -234,7 +234,7 @@ def get(name: str) -> Formulation:
     return _TABLE[name]
 
 
-def candidates(name: str, data: _Data) -> tuple[list[Formulation], str]:
+def candidates(name: str, data: Data) -> tuple[list[Formulation], str]:
     """The rows to try for ``formulation=name``, or ([], reason) when a
     forced formulation does not apply to this instance."""
     if name == "fast":

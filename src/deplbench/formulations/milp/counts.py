@@ -3,7 +3,7 @@
 What is solved
 --------------
 When every scenario's loss depends on the epoch counts only
-(:func:`_order_invariant`: run terms independent of the epoch index, zero
+(:func:`order_invariant`: run terms independent of the epoch index, zero
 jumps, every switch allowed — the reduction of the DepL paper's Property 1),
 a plan is only its counts N(m,n,σ): the loss ℓ0 − Σ γ_σ a_s(m) N(m,n,σ) is
 linear, K = Σ N ≤ K̄, and the data rule, capacity row, λ cuts and transfer
@@ -22,18 +22,18 @@ import time
 
 import numpy as np
 
-from deplbench.formulations.milp.bounds import _Bounds
-from deplbench.formulations.milp.data import _Choice, _Data
+from deplbench.formulations.milp.bounds import Bounds
+from deplbench.formulations.milp.data import Choice, Data
 from deplbench.formulations.milp.matrix import (
-    _cluster_rows,
-    _held_classes,
-    _MatrixFormulation,
-    _MatrixModel,
+    cluster_rows,
+    held_classes,
+    MatrixFormulation,
+    MatrixModel,
     shared_size,
 )
 
 
-def _order_invariant(data: _Data) -> bool:
+def order_invariant(data: Data) -> bool:
     """True when every scenario's loss depends on the epoch counts only.
 
     That holds when each model's run term does not change with the epoch
@@ -47,8 +47,8 @@ def _order_invariant(data: _Data) -> bool:
             and (data.P == 0 or not np.any(data.J)))
 
 
-class _CountModel(_MatrixFormulation):
-    """Count formulation for order-invariant instances (see :func:`_order_invariant`).
+class CountModel(MatrixFormulation):
+    """Count formulation for order-invariant instances (see :func:`order_invariant`).
 
     The plan is only its epoch counts N(m,n,σ); the scenario loss is
     ℓ0 − Σ γ_σ a_s(m) N(m,n,σ) (linear), K = Σ N ≤ K̄. Data rule, capacity,
@@ -56,12 +56,12 @@ class _CountModel(_MatrixFormulation):
     variables the knapsack symmetry (any permutation of epochs) disappears.
     """
 
-    def __init__(self, data: _Data, bounds: _Bounds):
+    def __init__(self, data: Data, bounds: Bounds):
         self.data = d = data
         self.bounds = bounds
         K = self.K = max(1, bounds.k_max)
         Nn, Sig = d.Nn, d.Sig
-        mm = self.mm = _MatrixModel(d.labels())
+        mm = self.mm = MatrixModel(d.labels())
         per_epoch = self._count_columns(K)
         self.H = mm.cols("H", (Nn, Sig), ub=np.inf, cost=1.0, axes=("cluster", "class")) if per_epoch else None
         scen, mult = d.uniq, d.mult
@@ -72,7 +72,7 @@ class _CountModel(_MatrixFormulation):
         soft = (mult <= d.p) & (bigm > 0) if d.p > 0 else np.zeros(scen.size, dtype=bool)
         self.v = mm.cols("v", (int(soft.sum()),), integer=True, axes=([f"s{i}" for i in scen[soft]],))
         mm.rows(np.zeros(self.N.size), self.N.ravel(), 1.0, max(1.0, float(bounds.k_min)), float(K), name="epochs")
-        _cluster_rows(mm, d, self.N, self.q, K)
+        cluster_rows(mm, d, self.N, self.q, K)
         if self.H is not None:   # the plan's epochs are Σ N
             self._per_epoch_transfer_rows(K, self.N.ravel(), np.ones(self.N.size))
         if soft.any():
@@ -94,13 +94,13 @@ class _CountModel(_MatrixFormulation):
         self.soft = scen[soft]
         mm.finish()
 
-    def solution_from_choice(self, ch: _Choice) -> np.ndarray:
+    def solution_from_choice(self, ch: Choice) -> np.ndarray:
         x = np.zeros(self.mm.ncol)
         self._start_counts(x, ch, ch.counts(self.data))
         self._start_violations(x, ch)
         return x
 
-    def choice_from_solution(self, x: np.ndarray) -> _Choice | None:
+    def choice_from_solution(self, x: np.ndarray) -> Choice | None:
         d = self.data
         N = np.rint(x[self.N]).astype(int)
         if N.sum() == 0:
@@ -110,22 +110,22 @@ class _CountModel(_MatrixFormulation):
         models = np.repeat(idx[:, 0], reps)
         clusters = np.repeat(idx[:, 1], reps)
         classes = np.repeat(idx[:, 2], reps)
-        held = _held_classes(np.rint(x[self.q]).astype(int), clusters, classes)
+        held = held_classes(np.rint(x[self.q]).astype(int), clusters, classes)
         return d.evaluate(models, classes, clusters, held)
 
 
 
 
 def build_counts(ctx):
-    """Catalog entry: :class:`_CountModel` (the catalog checks applicability)."""
+    """Catalog entry: :class:`CountModel` (the catalog checks applicability)."""
     d = ctx.data
     rows, cols, nnz = shared_size(d)
     U = int(d.uniq.size)
     ctx.check_size("counts", rows + U + 2, cols + U + d.Nn * d.Sig, nnz + U * (d.M * d.Nn * d.Sig + 2) + 2 * U)
     t1 = time.perf_counter()
-    model = _CountModel(ctx.data, ctx.bounds)
+    model = CountModel(ctx.data, ctx.bounds)
     ctx.timing["matrix"] = time.perf_counter() - t1
     return model
 
 
-__all__ = ["_order_invariant", "_CountModel", "build_counts"]
+__all__ = ["order_invariant", "CountModel", "build_counts"]

@@ -23,7 +23,7 @@ reached: HiGHS runs with a fixed ``random_seed`` and one thread, the
 incumbent heuristic then runs to its end):
 ``rounds`` (master solves), ``cuts_added``, ``nodes`` and ``lp_iterations``
 summed over the rounds, and ``solver_retries``: master runs repeated with
-tighter row tolerances after a HiGHS "Solve error" (``backends._tolerances``;
+tighter row tolerances after a HiGHS "Solve error" (``backends.solver_tolerances``;
 the repeated run proves optimality afresh, nothing of the failed one is kept).
 
 References
@@ -37,13 +37,13 @@ from __future__ import annotations
 import math
 import time
 
-from deplbench.formulations.milp.data import _Data
+from deplbench.formulations.milp.data import Data
 from deplbench.formulations.milp.options import MAX_ROUNDS
 from deplbench.formulations.result import SolveResult
 
 
-def _result(status, message, data=None, best=None, lower=None, params=None, diag=None) -> SolveResult:
-    """The MILP's :class:`SolveResult`; ``best`` (a :class:`_Choice`) gives
+def cut_loop_result(status, message, data=None, best=None, lower=None, params=None, diag=None) -> SolveResult:
+    """The MILP's :class:`SolveResult`; ``best`` (a :class:`Choice`) gives
     plan and exact cost, ``lower`` the proven bound (capped at the cost)."""
     plan = best.to_plan(data) if best is not None else None
     cost = best.cost if best is not None else None
@@ -55,19 +55,19 @@ def _result(status, message, data=None, best=None, lower=None, params=None, diag
                        lower_bound=lower, gap=gap, params=dict(params or {}), diagnostics=dict(diag or {}))
 
 
-def _cut_loop(data: _Data, model, be, best, gap, deadline, params, diag, t0,
+def cut_loop(data: Data, model, be, best, gap, deadline, params, diag, t0,
               node_limit: int | None = None) -> SolveResult:
     """Solve the master, re-cost its plan exactly, add the exact cut, repeat.
 
     Parameters
     ----------
-    data : _Data
+    data : Data
     model
         A built formulation (``theta``, ``cut_row``, ``extra_lams``,
         ``solution_from_choice``, ``choice_from_solution``; see ``catalog``).
     be
         Its backend (``solve``, ``add_cut``, ``set_start``).
-    best : _Choice or None
+    best : Choice or None
         The incumbent (SAA-feasible, exactly costed) or None.
     gap : float
         Relative gap at which the plan is declared optimal.
@@ -167,8 +167,8 @@ def _cut_loop(data: _Data, model, be, best, gap, deadline, params, diag, t0,
         diag["in_sample_violations"] = int(best.violations) * (data.S_nominal if data.deterministic else 1)
         diag["epochs"] = int(best.models.size)
     if status in ("infeasible", "error"):
-        return _result(status, message, params=params, diag=diag)
-    return _result(status, message, data, best, lower if math.isfinite(lower) else None, params, diag)
+        return cut_loop_result(status, message, params=params, diag=diag)
+    return cut_loop_result(status, message, data, best, lower if math.isfinite(lower) else None, params, diag)
 
 
 def _limit_status(best, reason: str) -> tuple[str, str]:
@@ -179,4 +179,4 @@ def _limit_status(best, reason: str) -> tuple[str, str]:
     return "error", f"{reason}; no plan found"
 
 
-__all__ = ["_result", "_cut_loop"]
+__all__ = ["cut_loop_result", "cut_loop"]

@@ -2,7 +2,7 @@
 
 What is computed
 ----------------
-:class:`_Data` draws the S in-sample scenarios of
+:class:`Data` draws the S in-sample scenarios of
 ``ScenarioSampler(instance, seed)`` (Luedtke & Ahmed 2008's SAA of eq. (3)),
 merges identical scenarios (their multiplicity weighs the violation budget
 ⌊(1−ω)S⌋), enumerates the data classes σ (non-empty dataset subsets, equal
@@ -19,9 +19,9 @@ finite: e.g. compute 1e15 or a bandwidth of 5e-324) can appear in no feasible
 plan, so it is pruned exactly: ``usable[j]`` is False, its count is fixed to
 0 in every formulation and its cut and capacity coefficients are 0, which
 keeps the solver's matrix free of meaningless 1e15-sized numbers. The plan
-evaluation (:meth:`_Data.evaluate`) still uses the true numbers.
+evaluation (:meth:`Data.evaluate`) still uses the true numbers.
 
-:class:`_Choice` is one plan's discrete choices (model, cluster, data class
+:class:`Choice` is one plan's discrete choices (model, cluster, data class
 per epoch) with its exact real-x allocation (``formulations.allocation``),
 transfer cost and in-sample losses: the numbers the cut loop trusts.
 
@@ -46,7 +46,7 @@ from deplbench.formulations.scenarios import ScenarioSampler, allowed_violations
 
 
 def data_bytes(instance, n_scenarios: int) -> int:
-    """Peak bytes :class:`_Data` needs for the scenario arrays (an estimate).
+    """Peak bytes :class:`Data` needs for the scenario arrays (an estimate).
 
     The improvement and jump draws (S, K̄, |M|) and (S, K̄, |P|), the scaled
     improvements (S, K̄, |M|) and the flattened copy that merges identical
@@ -169,7 +169,7 @@ def _distinct_rows(parts: list) -> tuple[np.ndarray, np.ndarray]:
     return first[order].astype(np.int64), mult[order].astype(np.int64)
 
 
-def _phi(lam: float, c: np.ndarray, kappa: np.ndarray, r: np.ndarray) -> np.ndarray:
+def phi(lam: float, c: np.ndarray, kappa: np.ndarray, r: np.ndarray) -> np.ndarray:
     """min_{0<x≤r} κx + λc/x, elementwise (the per-epoch Lagrangian cost).
 
     Interior optimum x = sqrt(λc/κ) gives 2 sqrt(λcκ); past the capacity the
@@ -180,7 +180,7 @@ def _phi(lam: float, c: np.ndarray, kappa: np.ndarray, r: np.ndarray) -> np.ndar
     return np.where(x <= r, 2.0 * np.sqrt(lam * c * kappa), kappa * r + lam * c / r)
 
 
-class _Data:
+class Data:
     """Numbers both formulations need: scenarios, data classes, configurations.
 
     Configuration arrays are indexed (model m, cluster n, data class σ).
@@ -322,7 +322,7 @@ class _Data:
         coefficient is valid and 0 keeps the row well scaled).
         """
         with np.errstate(over="ignore", invalid="ignore"):
-            g = _phi(lam, self.c, self.kap, self.cap) + lam * self.comm
+            g = phi(lam, self.c, self.kap, self.cap) + lam * self.comm
         return np.where(self.usable, g, 0.0)
 
     def g_min(self, lam: float) -> float:
@@ -357,7 +357,7 @@ class _Data:
         return lam if (lam > 0 and math.isfinite(lam)) else 1.0
 
     # ------------------------------------------------------ exact evaluation
-    def evaluate(self, models, classes, clusters, held) -> "_Choice":
+    def evaluate(self, models, classes, clusters, held) -> "Choice":
         """Exact cost (allocation + transfer) and in-sample violations of choices."""
         models = np.asarray(models, dtype=int)
         classes = np.asarray(classes, dtype=int)
@@ -372,7 +372,7 @@ class _Data:
         transfer = once * (K if self.inst.transfer_cost_mode == "per_epoch" else 1)
         losses = self.losses(models, classes)
         viol = int(np.count_nonzero(losses > self.lmax + LOSS_TOL))
-        return _Choice(models, classes, clusters, dict(held), alloc, transfer, viol, losses)
+        return Choice(models, classes, clusters, dict(held), alloc, transfer, viol, losses)
 
     def losses(self, models, classes) -> np.ndarray:
         """ℓ_s(K) per in-sample scenario (independent of the scenario helper)."""
@@ -387,7 +387,7 @@ class _Data:
 
 
 @dataclass
-class _Choice:
+class Choice:
     """Discrete choices of one plan, exactly evaluated."""
 
     models: np.ndarray
@@ -407,12 +407,12 @@ class _Choice:
     def cost(self) -> float:
         return float(self.alloc.cost + self.transfer) if self.alloc.feasible else math.inf
 
-    def counts(self, data: _Data) -> np.ndarray:
+    def counts(self, data: Data) -> np.ndarray:
         N = np.zeros((data.M, data.Nn, data.Sig))
         np.add.at(N, (self.models, self.clusters, self.classes), 1.0)
         return N
 
-    def to_plan(self, data: _Data) -> Plan:
+    def to_plan(self, data: Data) -> Plan:
         inst = data.inst
         epochs = [
             Epoch(model=inst.models[m].name, cluster=inst.clusters[n].name, allocation=float(x))
@@ -426,4 +426,4 @@ class _Choice:
 
 
 
-__all__ = ["_Data", "_Choice", "_phi", "data_bytes", "draw_seconds"]
+__all__ = ["Data", "Choice", "phi", "data_bytes", "draw_seconds"]

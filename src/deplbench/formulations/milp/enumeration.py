@@ -29,14 +29,14 @@ import time
 
 import numpy as np
 
-from deplbench.formulations.milp.bounds import _Bounds, _cumulative_by_model, _quantile_ok, _shortest_last_block
-from deplbench.formulations.milp.data import _Choice, _Data
+from deplbench.formulations.milp.bounds import Bounds, cumulative_by_model, quantile_ok, shortest_last_block
+from deplbench.formulations.milp.data import Choice, Data
 from deplbench.formulations.milp.matrix import (
-    _cluster_rows,
-    _clusters_from_counts,
-    _held_classes,
-    _MatrixFormulation,
-    _MatrixModel,
+    cluster_rows,
+    clusters_from_counts,
+    held_classes,
+    MatrixFormulation,
+    MatrixModel,
     shared_size,
 )
 from deplbench.formulations.milp.options import Verdict
@@ -44,7 +44,7 @@ from deplbench.formulations.milp.options import Verdict
 MAX_CANDIDATES = 200_000
 
 
-def _dag_paths(allowed: np.ndarray, limit: int = MAX_CANDIDATES) -> list[tuple[int, ...]] | None:
+def dag_paths(allowed: np.ndarray, limit: int = MAX_CANDIDATES) -> list[tuple[int, ...]] | None:
     """All model paths of the switch graph, or None when it has a cycle or
     more than ``limit`` paths."""
     M = allowed.shape[0]
@@ -75,12 +75,12 @@ def _dag_paths(allowed: np.ndarray, limit: int = MAX_CANDIDATES) -> list[tuple[i
     return paths if len(paths) <= limit else None
 
 
-def _enumeration_size(paths, k_max: int) -> float:
+def enumeration_size(paths, k_max: int) -> float:
     """Upper bound on the prefixes to enumerate: Σ_paths C(k_max, len − 1)."""
     return float(sum(math.comb(k_max, len(p) - 1) for p in paths))
 
 
-def _enumerate_candidates(data: _Data, k_min: int, k_max: int, paths, deadline: float):
+def enumerate_candidates(data: Data, k_min: int, k_max: int, paths, deadline: float):
     """Every SAA-feasible model sequence that is not dominated (Sig = 1).
 
     A plan of an acyclic switch graph is a path of models with a block length
@@ -93,18 +93,18 @@ def _enumerate_candidates(data: _Data, k_min: int, k_max: int, paths, deadline: 
     Returns (list of model-index arrays, counts (C, M)) or None on timeout.
     """
     S, M = data.S, data.M
-    cum, cum_t = _cumulative_by_model(data, 0)
+    cum, cum_t = cumulative_by_model(data, 0)
     seqs: list[np.ndarray] = []
 
     def last_block(pre, start, model):
         if data.nonneg:
-            L = _shortest_last_block(data, pre, start, model, cum_t, k_min, k_max)
+            L = shortest_last_block(data, pre, start, model, cum_t, k_min, k_max)
             return [(j, int(n)) for j, n in enumerate(L) if n]
         out = []
         for j in range(start.size):
             for length in range(max(1, k_min - start[j]), k_max - start[j] + 1):
                 loss = pre[:, j] - (cum[:, start[j] + length, model] - cum[:, start[j], model])
-                if _quantile_ok(loss[:, None], data.p, data.lmax)[0]:
+                if quantile_ok(loss[:, None], data.p, data.lmax)[0]:
                     out.append((j, length))
         return out
 
@@ -157,7 +157,7 @@ def _enumerate_candidates(data: _Data, k_min: int, k_max: int, paths, deadline: 
     return [seqs[i] for i in keep], counts[keep]
 
 
-class _EnumModel(_MatrixFormulation):
+class EnumModel(MatrixFormulation):
     """Sequence-enumeration formulation for acyclic switch graphs (Sig = 1).
 
     One binary z_c per candidate model sequence (every SAA-feasible,
@@ -177,7 +177,7 @@ class _EnumModel(_MatrixFormulation):
     #: in total with presolve, 20.7 s without.
     highs_options = {"presolve": "off"}
 
-    def __init__(self, data: _Data, bounds: _Bounds, seqs, counts):
+    def __init__(self, data: Data, bounds: Bounds, seqs, counts):
         self.data = d = data
         self.bounds = bounds
         self.seqs = list(seqs)
@@ -185,7 +185,7 @@ class _EnumModel(_MatrixFormulation):
         C = len(self.seqs)
         K = self.K = int(max(s.size for s in self.seqs))
         M, Nn, Sig = d.M, d.Nn, d.Sig
-        mm = self.mm = _MatrixModel(d.labels())
+        mm = self.mm = MatrixModel(d.labels())
         self.z = mm.cols("z", (C,), integer=True)
         per_epoch = self._count_columns(K)
         self.H = mm.cols("H", (Nn, Sig), ub=np.inf, cost=1.0, axes=("cluster", "class")) if per_epoch else None
@@ -194,14 +194,14 @@ class _EnumModel(_MatrixFormulation):
         cols = np.concatenate([self.N[:, :, 0], np.broadcast_to(self.z, (M, C))], axis=1)
         vals = np.concatenate([np.ones((M, Nn)), -self.counts_c.T], axis=1)
         mm.rows(np.repeat(np.arange(M), Nn + C), cols, vals, 0.0, 0.0, name="counts")
-        _cluster_rows(mm, d, self.N, self.q, K)
+        cluster_rows(mm, d, self.N, self.q, K)
         if self.H is not None:   # the plan's epochs are Σ_c K_c z_c
             self._per_epoch_transfer_rows(K, self.z, np.array([s.size for s in self.seqs], dtype=float))
         self._cut_grid_rows()
         mm.finish()
         self.index = {tuple(s.tolist()): i for i, s in enumerate(self.seqs)}
 
-    def solution_from_choice(self, ch: _Choice) -> np.ndarray | None:
+    def solution_from_choice(self, ch: Choice) -> np.ndarray | None:
         i = self.index.get(tuple(ch.models.tolist()))
         if i is None:
             return None
@@ -210,28 +210,28 @@ class _EnumModel(_MatrixFormulation):
         self._start_counts(x, ch, ch.counts(self.data))
         return x
 
-    def choice_from_solution(self, x: np.ndarray) -> _Choice | None:
+    def choice_from_solution(self, x: np.ndarray) -> Choice | None:
         models = self.seqs[int(np.argmax(x[self.z]))]
         classes = np.zeros(models.size, dtype=int)   # Σ = 1: one data class
-        clusters = _clusters_from_counts(models, classes, np.rint(x[self.N]).astype(int))
+        clusters = clusters_from_counts(models, classes, np.rint(x[self.N]).astype(int))
         if np.any(clusters < 0):
             return None
-        held = _held_classes(np.rint(x[self.q]).astype(int), clusters, classes)
+        held = held_classes(np.rint(x[self.q]).astype(int), clusters, classes)
         return self.data.evaluate(models, classes, clusters, held)
 
 
-def _try_enumeration(data: _Data, bounds: _Bounds, deadline: float, diag: dict, timing: dict,
+def try_enumeration(data: Data, bounds: Bounds, deadline: float, diag: dict, timing: dict,
                      check_size=lambda *args, **kw: None):
     """The enumeration model when the switch graph is acyclic and small enough.
 
-    Returns an :class:`_EnumModel`, None (use the flow formulation) or an
+    Returns an :class:`EnumModel`, None (use the flow formulation) or an
     ``infeasible`` :class:`Verdict` when no sequence meets the quantile.
     """
-    paths = _dag_paths(data.inst.allowed)
-    if paths is None or _enumeration_size(paths, bounds.k_max) > MAX_CANDIDATES:
+    paths = dag_paths(data.inst.allowed)
+    if paths is None or enumeration_size(paths, bounds.k_max) > MAX_CANDIDATES:
         return None
     t1 = time.perf_counter()
-    found = _enumerate_candidates(data, bounds.k_min, bounds.k_max, paths, deadline)
+    found = enumerate_candidates(data, bounds.k_min, bounds.k_max, paths, deadline)
     timing["enumerate"] = time.perf_counter() - t1
     if found is None:
         return None
@@ -254,16 +254,16 @@ def _try_enumeration(data: _Data, bounds: _Bounds, deadline: float, diag: dict, 
     check_size("enumeration", rows + 1 + data.M + paid, cols + C + data.Nn * data.Sig,
                nnz + C + data.M * (data.Nn + C) + paid * (C + 2))
     t1 = time.perf_counter()
-    model = _EnumModel(data, bounds, seqs, counts)
+    model = EnumModel(data, bounds, seqs, counts)
     timing["matrix"] = time.perf_counter() - t1
     return model
 
 
 def build_enumeration(ctx):
-    """Catalog entry: :func:`_try_enumeration` (None declines: too many
+    """Catalog entry: :func:`try_enumeration` (None declines: too many
     candidates, a cyclic switch graph, or the deadline passed)."""
-    return _try_enumeration(ctx.data, ctx.bounds, ctx.deadline, ctx.diag, ctx.timing, ctx.check_size)
+    return try_enumeration(ctx.data, ctx.bounds, ctx.deadline, ctx.diag, ctx.timing, ctx.check_size)
 
 
-__all__ = ["MAX_CANDIDATES", "_dag_paths", "_enumeration_size", "_enumerate_candidates", "_EnumModel",
-           "_try_enumeration", "build_enumeration"]
+__all__ = ["MAX_CANDIDATES", "dag_paths", "enumeration_size", "enumerate_candidates", "EnumModel",
+           "try_enumeration", "build_enumeration"]

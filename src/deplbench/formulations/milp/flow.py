@@ -42,21 +42,21 @@ import time
 
 import numpy as np
 
-from deplbench.formulations.milp.bounds import _Bounds, _tight_bigm
-from deplbench.formulations.milp.data import _Choice, _Data
+from deplbench.formulations.milp.bounds import Bounds, tight_bigm
+from deplbench.formulations.milp.data import Choice, Data
 from deplbench.formulations.milp.matrix import (
-    _cluster_rows,
-    _clusters_from_counts,
-    _held_classes,
-    _MatrixFormulation,
-    _MatrixModel,
+    cluster_rows,
+    clusters_from_counts,
+    held_classes,
+    MatrixFormulation,
+    MatrixModel,
 )
 
 
-class _FlowModel(_MatrixFormulation):
-    """The flow formulation (see module docstring) as a :class:`_MatrixModel`."""
+class FlowModel(MatrixFormulation):
+    """The flow formulation (see module docstring) as a :class:`MatrixModel`."""
 
-    def __init__(self, data: _Data, bounds: _Bounds, scenario_subset=None):
+    def __init__(self, data: Data, bounds: Bounds, scenario_subset=None):
         self.data = d = data
         self.bounds = bounds
         # Scenario generation: rows only for a subset (a relaxation; the cut
@@ -71,7 +71,7 @@ class _FlowModel(_MatrixFormulation):
         soft_mask = (bounds.bigm[self.scen] > 0) & (mult <= d.p)
         K = self.K = max(1, bounds.k_max)
         M, Nn, Sig = d.M, d.Nn, d.Sig
-        mm = self.mm = _MatrixModel(d.labels())
+        mm = self.mm = MatrixModel(d.labels())
         # ------------------------------------------------------------ columns
         self.u = mm.cols("u", (K, M), integer=True, axes=("epoch", "model"))
         self.w = mm.cols("w", (K, M, Sig), integer=True, axes=("epoch", "model", "class")) if Sig > 1 else None
@@ -124,7 +124,7 @@ class _FlowModel(_MatrixFormulation):
         cols = np.concatenate([self.N.transpose(0, 2, 1).reshape(M * Sig, Nn), epoch_cols], axis=1)
         vals = np.tile(np.concatenate([np.ones(Nn), -np.ones(K)]), M * Sig)
         mm.rows(np.repeat(np.arange(M * Sig), Nn + K), cols, vals, 0.0, 0.0, name="counts")
-        _cluster_rows(mm, d, self.N, self.q, K)
+        cluster_rows(mm, d, self.N, self.q, K)
         if self.h is not None:
             # per-epoch transfer (printed eq. (2)): h[k,n,σ] ≥ q[n,σ] + Σ_m u[k,m] − 1
             R = K * Nn * Sig
@@ -165,7 +165,7 @@ class _FlowModel(_MatrixFormulation):
         mm.finish()
 
     # --------------------------------------------------------------- solution
-    def solution_from_choice(self, ch: _Choice) -> np.ndarray:
+    def solution_from_choice(self, ch: Choice) -> np.ndarray:
         d = self.data
         x = np.zeros(self.mm.ncol)
         K = ch.models.size
@@ -184,7 +184,7 @@ class _FlowModel(_MatrixFormulation):
         self._start_violations(x, ch)
         return x
 
-    def choice_from_solution(self, x: np.ndarray) -> _Choice | None:
+    def choice_from_solution(self, x: np.ndarray) -> Choice | None:
         d = self.data
         u = np.rint(x[self.u]).astype(int)
         active = u.sum(axis=1) > 0
@@ -197,18 +197,18 @@ class _FlowModel(_MatrixFormulation):
             classes = w[np.arange(n_ep), models].argmax(axis=1)
         else:
             classes = np.zeros(n_ep, dtype=int)
-        clusters = _clusters_from_counts(models, classes, np.rint(x[self.N]).astype(int))
+        clusters = clusters_from_counts(models, classes, np.rint(x[self.N]).astype(int))
         if np.any(clusters < 0):
             return None
-        held = _held_classes(np.rint(x[self.q]).astype(int), clusters, classes)
+        held = held_classes(np.rint(x[self.q]).astype(int), clusters, classes)
         return d.evaluate(models, classes, clusters, held)
 
 
 #: The old name (the flow model was once the only "fast" one).
-_FastModel = _FlowModel
+FastModel = FlowModel
 
 
-def flow_size(data: _Data, k_max: int) -> tuple[int, int, int]:
+def flow_size(data: Data, k_max: int) -> tuple[int, int, int]:
     """(rows, columns, non-zeros) of the flow model, estimated before the build.
 
     Dominated by the scenario block U·K·(|M|+|P|+1) and the per-epoch blocks;
@@ -232,20 +232,20 @@ def flow_size(data: _Data, k_max: int) -> tuple[int, int, int]:
 
 
 def build_flow(ctx):
-    """Catalog entry: tight big-M values, then :class:`_FlowModel`."""
+    """Catalog entry: tight big-M values, then :class:`FlowModel`."""
     data, bounds = ctx.data, ctx.bounds
     ctx.check_size("flow", *flow_size(data, bounds.k_max))
     t1 = time.perf_counter()
     inc = bounds.incumbent
-    bounds.bigm = _tight_bigm(data, bounds.k_min, bounds.k_max, inc.cost if inc is not None else None,
+    bounds.bigm = tight_bigm(data, bounds.k_min, bounds.k_max, inc.cost if inc is not None else None,
                               bounds.lam if inc is not None else None, deadline=ctx.deadline)
     ctx.timing["bigm"] = time.perf_counter() - t1
     t1 = time.perf_counter()
-    model = _FlowModel(data, bounds)
+    model = FlowModel(data, bounds)
     ctx.timing["matrix"] = time.perf_counter() - t1
     ctx.diag.update(bigm_mean=float(bounds.bigm.mean()), bigm_max=float(bounds.bigm.max()),
                     hard_scenario_rows=int(np.count_nonzero(bounds.bigm <= 0)))
     return model
 
 
-__all__ = ["_FlowModel", "_FastModel", "flow_size", "build_flow"]
+__all__ = ["FlowModel", "FastModel", "flow_size", "build_flow"]

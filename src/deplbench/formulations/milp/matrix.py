@@ -2,21 +2,21 @@
 
 What is here
 ------------
-* :class:`_MatrixModel` — columns (bounds, integrality, cost) and rows added
+* :class:`MatrixModel` — columns (bounds, integrality, cost) and rows added
   in vectorised COO blocks, each block named, finished into one CSC matrix;
   the form every backend consumes (highspy directly, Pyomo, SCIP).
-* :class:`_MatrixFormulation` — what the matrix formulations share: integer
+* :class:`MatrixFormulation` — what the matrix formulations share: integer
   epoch counts N(m,n,σ) per configuration, data-class binaries q(n,σ), the
   cost epigraph θ ≥ F(N) by λ cuts (the exactness contract of the package
   docstring), per-epoch transfer rows of the printed eq. (2), warm starts.
-* :func:`_cluster_rows` — the data rule (6) as printed or intended, the
+* :func:`cluster_rows` — the data rule (6) as printed or intended, the
   symmetry order of identical clusters and the capacity row
   Σ_j t_j N_j ≤ Tmax (the λ → ∞ cut of eqs. (4)–(5)).
 * helpers that turn a solution's counts back into one cluster per epoch.
 
-A formulation plugs in by subclassing :class:`_MatrixFormulation`, creating
-``self.mm = _MatrixModel()``, calling :meth:`_MatrixFormulation._count_columns`
-and :func:`_cluster_rows`, adding its own columns and rows, calling
+A formulation plugs in by subclassing :class:`MatrixFormulation`, creating
+``self.mm = MatrixModel()``, calling :meth:`MatrixFormulation._count_columns`
+and :func:`cluster_rows`, adding its own columns and rows, calling
 ``self.mm.finish()``, and implementing ``solution_from_choice`` and
 ``choice_from_solution`` (see ``catalog.py`` for the full protocol).
 
@@ -32,7 +32,7 @@ import re
 import numpy as np
 import scipy.sparse as sp
 
-from deplbench.formulations.milp.data import _Choice, _Data
+from deplbench.formulations.milp.data import Choice, Data
 
 
 def _safe(label) -> str:
@@ -40,7 +40,7 @@ def _safe(label) -> str:
     return re.sub(r"[^A-Za-z0-9_.]", "_", str(label)) or "_"
 
 
-class _MatrixModel:
+class MatrixModel:
     """Columns, bounds, integrality and rows in COO blocks (vectorised build).
 
     ``labels`` maps an axis kind ("model", "cluster", "class", ...) to the
@@ -165,7 +165,7 @@ def _unique(names: list[str]) -> list[str]:
     return out
 
 
-def _cluster_rows(mm: _MatrixModel, d: _Data, N: np.ndarray, q: np.ndarray, K: int) -> None:
+def cluster_rows(mm: MatrixModel, d: Data, N: np.ndarray, q: np.ndarray, K: int) -> None:
     """Rows shared by the fast formulations: data rule (6), symmetry, capacity.
 
     ``N`` (M, |N|, Σ) are the integer epoch counts per configuration and ``q``
@@ -187,7 +187,7 @@ def _cluster_rows(mm: _MatrixModel, d: _Data, N: np.ndarray, q: np.ndarray, K: i
         mm.rows(np.repeat(np.arange(Nn * Sig), M + 1), cols, vals, -np.inf, 0.0, name="holds_trains")
     # identical clusters are interchangeable (with their data): order them by
     # total epochs to cut the symmetric half of the search
-    for n1, n2 in _identical_cluster_pairs(d):
+    for n1, n2 in identical_cluster_pairs(d):
         cols = np.concatenate([N[:, n1, :].ravel(), N[:, n2, :].ravel()])
         vals = np.concatenate([np.ones(M * Sig), -np.ones(M * Sig)])
         mm.rows(np.zeros(cols.size), cols, vals, 0.0, np.inf, name="symmetry")
@@ -195,10 +195,10 @@ def _cluster_rows(mm: _MatrixModel, d: _Data, N: np.ndarray, q: np.ndarray, K: i
     mm.rows(np.zeros(M * Nn * Sig), N.ravel(), d.tmin_row.ravel(), -np.inf, d.T, name="capacity")
 
 
-def shared_size(d: _Data) -> tuple[int, int, int]:
+def shared_size(d: Data) -> tuple[int, int, int]:
     """(rows, columns, non-zeros) of what every matrix formulation has: the
     counts N, data binaries q, θ, the λ cut grid (``d.n_cuts`` dense rows
-    over N) and :func:`_cluster_rows` (an upper estimate)."""
+    over N) and :func:`cluster_rows` (an upper estimate)."""
     J = d.M * d.Nn * d.Sig
     C = d.Nn * d.Sig
     rows = d.n_cuts + 3 * C + d.Nn + 1 + d.Nn
@@ -207,7 +207,7 @@ def shared_size(d: _Data) -> tuple[int, int, int]:
     return rows, cols, nnz
 
 
-def _identical_cluster_pairs(d: _Data) -> list[tuple[int, int]]:
+def identical_cluster_pairs(d: Data) -> list[tuple[int, int]]:
     """Consecutive pairs of clusters with equal r, κ, b and β (a chain per
     group), found by hashing each cluster's numbers (O(|N|), as 20,000
     clusters need)."""
@@ -221,7 +221,7 @@ def _identical_cluster_pairs(d: _Data) -> list[tuple[int, int]]:
     return sorted(pairs)
 
 
-def _held_classes(q: np.ndarray, clusters, classes) -> dict[int, int]:
+def held_classes(q: np.ndarray, clusters, classes) -> dict[int, int]:
     """Data class held per cluster, read from the rounded binaries ``q`` (|N|, Σ).
 
     A cluster that trains without a q set (the master's rows forbid it; only
@@ -233,7 +233,7 @@ def _held_classes(q: np.ndarray, clusters, classes) -> dict[int, int]:
     return held
 
 
-def _clusters_from_counts(models: np.ndarray, classes: np.ndarray, N: np.ndarray) -> np.ndarray:
+def clusters_from_counts(models: np.ndarray, classes: np.ndarray, N: np.ndarray) -> np.ndarray:
     """Cluster of each epoch from the integer counts N (M, |N|, Σ).
 
     The epochs of configuration (m, σ), in order, fill cluster 0 with
@@ -254,7 +254,7 @@ def _clusters_from_counts(models: np.ndarray, classes: np.ndarray, N: np.ndarray
     return clusters
 
 
-class _MatrixFormulation:
+class MatrixFormulation:
     """What the matrix formulations share: integer counts N(m,n,σ), data-class
     binaries q(n,σ), the cost epigraph θ ≥ F(N) by λ cuts, and warm starts.
 
@@ -307,7 +307,7 @@ class _MatrixFormulation:
     def cut_lams(self) -> list:
         return list(self.data.cut_grid(self.bounds.lam)) + list(self.extra_lams)
 
-    def _start_counts(self, x: np.ndarray, ch: _Choice, N: np.ndarray) -> None:
+    def _start_counts(self, x: np.ndarray, ch: Choice, N: np.ndarray) -> None:
         """Warm-start values of N, q, H and θ (the tightest cut at the plan)."""
         d = self.data
         x[self.N.ravel()] = N.ravel()
@@ -320,11 +320,11 @@ class _MatrixFormulation:
             theta = max(theta, float(np.sum(d.g(lam) * N) - lam * d.T))
         x[self.theta] = theta
 
-    def _start_violations(self, x: np.ndarray, ch: _Choice) -> None:
+    def _start_violations(self, x: np.ndarray, ch: Choice) -> None:
         if self.soft.size:
             over = ch.losses[self.soft] > self.data.lmax + 1e-12
             x[self.v[over]] = 1.0
 
 
-__all__ = ["_MatrixModel", "_MatrixFormulation", "shared_size", "_cluster_rows", "_identical_cluster_pairs",
-           "_held_classes", "_clusters_from_counts"]
+__all__ = ["MatrixModel", "MatrixFormulation", "shared_size", "cluster_rows", "identical_cluster_pairs",
+           "held_classes", "clusters_from_counts"]

@@ -13,7 +13,7 @@ same exactness contract; tests check that all formulations agree, and that
 naive equals brute force at any gap.
 
 It is always solved through Pyomo (``appsi_highs``), which cannot pass a MIP
-start, so :meth:`_NaiveModel.solution_from_choice` returns None: the cut loop
+start, so :meth:`NaiveModel.solution_from_choice` returns None: the cut loop
 keeps the best plan itself.
 
 References
@@ -27,15 +27,15 @@ import time
 
 import numpy as np
 
-from deplbench.formulations.milp.data import _Choice, _Data
+from deplbench.formulations.milp.data import Choice, Data
 
 
-class _NaiveModel:
+class NaiveModel:
     """Per-epoch binaries a(k), m(k), y(k,n), data classes q(n,σ), z(d,n),
     product variables linearised with the standard inequalities, crude big-M.
     """
 
-    def __init__(self, data: _Data, lam_ref: float):
+    def __init__(self, data: Data, lam_ref: float):
         import pyomo.environ as pe
 
         d = self.data = data
@@ -149,7 +149,7 @@ class _NaiveModel:
         return (np.concatenate([[self.theta_idx], self.cnt_idx]), np.concatenate([[1.0], -g]),
                 -lam * self.data.T)
 
-    def choice_from_solution(self, x: np.ndarray) -> _Choice | None:
+    def choice_from_solution(self, x: np.ndarray) -> Choice | None:
         d = self.data
         mk = np.rint(x[self.m_idx]).astype(int)
         yk = np.rint(x[self.y_idx]).astype(int)
@@ -166,13 +166,13 @@ class _NaiveModel:
         classes = np.array([held[int(n)] for n in clusters])
         return d.evaluate(models, classes, clusters, held)
 
-    def solution_from_choice(self, ch: _Choice) -> None:
+    def solution_from_choice(self, ch: Choice) -> None:
         """No warm start: the Pyomo route cannot pass one (the cut loop keeps
         the incumbent and its cost enters the gap instead)."""
         return None
 
 
-def naive_size(data: _Data) -> tuple[int, int, int]:
+def naive_size(data: Data) -> tuple[int, int, int]:
     """(rows, columns, non-zeros) of the naive model, estimated before the build."""
     K, M, Nn, Sig, S, P = data.K, data.M, data.Nn, data.Sig, data.S, data.P
     cols = K * (1 + M + Nn + M * Nn * Sig) + (K - 1) * P + M * Nn * Sig + S + 1
@@ -182,14 +182,14 @@ def naive_size(data: _Data) -> tuple[int, int, int]:
 
 
 def build_naive(ctx):
-    """Catalog entry: :class:`_NaiveModel` (Pyomo: about 1 kB per non-zero)."""
+    """Catalog entry: :class:`NaiveModel` (Pyomo: about 1 kB per non-zero)."""
     data = ctx.data
     ctx.check_size("naive", *naive_size(data), bytes_per_nonzero=1000)
     t1 = time.perf_counter()
-    model = _NaiveModel(data, data.lam_reference(max(ctx.bounds.k_min, 1)))
+    model = NaiveModel(data, data.lam_reference(max(ctx.bounds.k_min, 1)))
     ctx.timing["matrix"] = time.perf_counter() - t1
     ctx.diag.update(bigm_mean=float(model.bigm.mean()), bigm_max=float(model.bigm.max()))
     return model
 
 
-__all__ = ["_NaiveModel", "naive_size", "build_naive"]
+__all__ = ["NaiveModel", "naive_size", "build_naive"]

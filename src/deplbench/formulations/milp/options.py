@@ -31,7 +31,7 @@ CUT_RATIO = 1.02
 #: The cut grid spans λ_ref·[1/CUT_SPAN, CUT_SPAN].
 CUT_SPAN = 1e3
 #: The initial cut grid is made coarser when its dense rows over all counts
-#: N would hold more non-zeros than this (many clusters); see _Data.n_cuts.
+#: N would hold more non-zeros than this (many clusters); see Data.n_cuts.
 MAX_CUT_NONZEROS = 1_000_000
 #: Safety margin added to every big-M (absolute, times 1 + |ℓmax|).
 BIGM_SLACK = 1e-6

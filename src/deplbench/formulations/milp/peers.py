@@ -89,7 +89,7 @@ def known_solvers() -> list[str]:
 
 
 @contextlib.contextmanager
-def _quiet_pyomo():
+def quiet_pyomo():
     """Pyomo logs a warning for every solver executable it cannot find; a
     probe is a question, so its answer is returned instead of logged."""
     logger = logging.getLogger("pyomo")
@@ -135,7 +135,7 @@ def availability(name: str) -> tuple[bool, str]:
         from pyomo.opt import SolverFactory
 
         # appsi_highs constructs a Highs object here, whose banner goes to fd 1
-        with _quiet_pyomo(), quiet_stdout():
+        with quiet_pyomo(), quiet_stdout():
             opt = SolverFactory(inner)
             ok = bool(opt.available(exception_flag=False))
             if ok and hasattr(opt, "license_is_valid"):
@@ -228,4 +228,4 @@ def check_solver(name, option: str = "solver", formulation: str | None = None,
 
 __all__ = ["DIRECT_SOLVERS", "PYOMO_PREFIX", "PYOMO_FAMILIES", "NO_DUAL_BOUND", "pyomo_family", "known_solvers",
            "availability",
-           "solver_version", "solver_table", "available_solvers", "check_solver"]
+           "solver_version", "solver_table", "available_solvers", "check_solver", "quiet_pyomo"]

@@ -5,8 +5,8 @@ What is solved, and what is guaranteed
 ``solver="pyomo:NAME"`` hands the formulation's model to ``SolverFactory(NAME)``
 (CBC, GLPK, Gurobi, CPLEX, HiGHS through appsi, ...; :mod:`.peers` lists
 the names): a matrix formulation (counts, enumeration, flow) as the Pyomo
-model of :func:`.backends._pyomo_from_matrix`, the naive formulation as the
-Pyomo model it already is. :func:`~.cutloop._cut_loop` drives it exactly as
+model of :func:`.backends.pyomo_from_matrix`, the naive formulation as the
+Pyomo model it already is. :func:`~.cutloop.cut_loop` drives it exactly as
 it drives HiGHS: each exact λ cut is added as a Pyomo constraint, every plan
 is re-costed with ``allocate``, and ``optimal`` means (UB − LB)/UB ≤ gap
 with LB the solver's dual bound. So the exactness contract holds whichever
@@ -30,7 +30,7 @@ for the Pyomo route to HiGHS), so node counts differ from the highspy route;
 ``nodes`` is what the interface reports (0 when it reports nothing).
 A HiGHS-family peer that ends in an error is retried with tighter row
 tolerances, as the direct HiGHS backend is (HiGHS #2782, see
-:func:`.backends._tolerances`).
+:func:`.backends.solver_tolerances`).
 
 References
 ----------
@@ -47,21 +47,21 @@ import subprocess
 import numpy as np
 
 from deplbench.formulations.milp.backends import (
-    _MasterOutcome,
-    _pyomo_from_matrix,
-    _PyomoModelBackend,
-    _tolerances,
+    MasterOutcome,
+    pyomo_from_matrix,
+    PyomoModelBackend,
+    solver_tolerances,
     quiet_stdout,
 )
-from deplbench.formulations.milp.peers import PYOMO_FAMILIES, PYOMO_PREFIX, _quiet_pyomo, pyomo_family
+from deplbench.formulations.milp.peers import PYOMO_FAMILIES, PYOMO_PREFIX, quiet_pyomo, pyomo_family
 
 
-class _PyomoPeerBackend(_PyomoModelBackend):
-    """A model solved by ``SolverFactory(NAME)`` (same interface as ``_HighsBackend``).
+class PyomoPeerBackend(PyomoModelBackend):
+    """A model solved by ``SolverFactory(NAME)`` (same interface as ``HighsBackend``).
 
     Rows, non-zeros, files, cuts, MIP starts (none) and the retry of a
     HiGHS-family error are those of every Pyomo-model backend
-    (:class:`.backends._PyomoModelBackend`); here are the solver's options,
+    (:class:`.backends.PyomoModelBackend`); here are the solver's options,
     its run and how its result is read.
 
     Parameters
@@ -71,7 +71,7 @@ class _PyomoPeerBackend(_PyomoModelBackend):
     pyomo_model, xvars
         The Pyomo model and its variables in column order (solutions are
         arrays and cuts are (column, value) lists, as for the other backends).
-    mm : _MatrixModel, optional
+    mm : MatrixModel, optional
         The matrix model, when there is one: :meth:`write` then writes the
         named MPS/LP file of the highspy route.
     """
@@ -83,7 +83,7 @@ class _PyomoPeerBackend(_PyomoModelBackend):
         self.name = solver[len(PYOMO_PREFIX):]
         self.family = pyomo_family(self.name)
         self.spec = PYOMO_FAMILIES[self.family]
-        with _quiet_pyomo(), quiet_stdout():
+        with quiet_pyomo(), quiet_stdout():
             self.opt = SolverFactory(self.name)
         self._attach(pyomo_model, xvars, threads, seed)
         self.objective = next(pyomo_model.component_data_objects(self.pe.Objective, active=True))
@@ -108,7 +108,7 @@ class _PyomoPeerBackend(_PyomoModelBackend):
         model, or its own Pyomo model (``pyomo_model``, ``xvars``: naive)."""
         mm = getattr(model, "mm", None)
         if mm is not None:
-            pm, xs = _pyomo_from_matrix(mm)
+            pm, xs = pyomo_from_matrix(mm)
             return cls(solver, pm, xs, threads, seed, verbose, mm=mm)
         return cls(solver, model.pyomo_model, model.xvars, threads, seed, verbose)
 
@@ -129,30 +129,30 @@ class _PyomoPeerBackend(_PyomoModelBackend):
                 return f"{PYOMO_PREFIX}{self.name} takes no node limit (node_limit was given)"
             opts[spec["nodes"]] = int(node_limit)
         if self.family == "highs":
-            opts.update({k: v for k, v in _tolerances(rel_gap, tighten).items() if k != "mip_abs_gap"})
+            opts.update({k: v for k, v in solver_tolerances(rel_gap, tighten).items() if k != "mip_abs_gap"})
         return opts
 
     def _run(self, time_left: float, rel_gap: float, node_limit: int | None,
-             tighten: int) -> tuple[_MasterOutcome, bool]:
+             tighten: int) -> tuple[MasterOutcome, bool]:
         """One solve; (outcome, True when a HiGHS-family solver ended in an error)."""
         from pyomo.opt import TerminationCondition as TC
 
         opts = self._options(rel_gap, node_limit, tighten)
         label = f"{PYOMO_PREFIX}{self.name}"
         if isinstance(opts, str):
-            return _MasterOutcome("error", None, math.inf, -math.inf, 0, 0, message=opts), False
+            return MasterOutcome("error", None, math.inf, -math.inf, 0, 0, message=opts), False
         limit = max(float(time_left), 1.0 if self.family == "cbc" else 1e-3) \
             if math.isfinite(time_left) else None
         try:
-            with quiet_stdout(), _quiet_pyomo():
+            with quiet_stdout(), quiet_pyomo():
                 res = self.opt.solve(self.model, load_solutions=False, tee=self.verbose, timelimit=limit,
                                      options=opts)
         except subprocess.TimeoutExpired:
             # Pyomo kills a solver executable that overruns its time limit
-            return _MasterOutcome("time_limit", None, math.inf, -math.inf, 0, 0,
+            return MasterOutcome("time_limit", None, math.inf, -math.inf, 0, 0,
                                   message=f"{label} overran the time limit and was stopped"), False
         except Exception as exc:  # noqa: BLE001 - a solver failure is an outcome, not a crash
-            return _MasterOutcome("error", None, math.inf, -math.inf, 0, 0,
+            return MasterOutcome("error", None, math.inf, -math.inf, 0, 0,
                                   message=f"{label} failed: {type(exc).__name__}: {exc}"), False
         tc = res.solver.termination_condition
         x = self._load(res)
@@ -163,14 +163,14 @@ class _PyomoPeerBackend(_PyomoModelBackend):
                                "(the plan is exactly costed and SAA-feasible)")
         nodes = self._nodes(res)
         if tc == TC.optimal and x is not None:
-            return _MasterOutcome("optimal", x, obj, bound, nodes, 0), False
+            return MasterOutcome("optimal", x, obj, bound, nodes, 0), False
         if tc in (TC.infeasible, TC.infeasibleOrUnbounded):
-            return _MasterOutcome("infeasible", None, math.inf, math.inf, nodes, 0), False
+            return MasterOutcome("infeasible", None, math.inf, math.inf, nodes, 0), False
         if tc == TC.maxTimeLimit:
-            return _MasterOutcome("time_limit", x, obj, bound, nodes, 0), False
+            return MasterOutcome("time_limit", x, obj, bound, nodes, 0), False
         if tc in (TC.maxEvaluations, TC.maxIterations):
-            return _MasterOutcome("node_limit", x, obj, bound, nodes, 0), False
-        return (_MasterOutcome("error", x, obj, bound, nodes, 0,
+            return MasterOutcome("node_limit", x, obj, bound, nodes, 0), False
+        return (MasterOutcome("error", x, obj, bound, nodes, 0,
                                message=f"{label} stopped with termination condition {tc}"),
                 self.family == "highs" and tc in (TC.error, TC.solverFailure, TC.internalSolverError))
 
@@ -220,4 +220,4 @@ class _PyomoPeerBackend(_PyomoModelBackend):
             return 0
 
 
-__all__ = ["_PyomoPeerBackend"]
+__all__ = ["PyomoPeerBackend"]

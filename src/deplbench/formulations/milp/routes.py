@@ -9,15 +9,15 @@ three so that none of them imports another back (the peers build on
 
 from __future__ import annotations
 
-from deplbench.formulations.milp.backends import _HighsBackend, _pyomo_from_matrix, _PyomoBackend
-from deplbench.formulations.milp.pyomo_peer import _PyomoPeerBackend
-from deplbench.formulations.milp.scip import _ScipBackend
+from deplbench.formulations.milp.backends import HighsBackend, pyomo_from_matrix, PyomoBackend
+from deplbench.formulations.milp.pyomo_peer import PyomoPeerBackend
+from deplbench.formulations.milp.scip import ScipBackend
 
 
 def make_backend(model, backend: str, threads: int, seed: int, verbose: bool = False, solver: str = "highs"):
     """The backend for one built formulation.
 
-    A model with ``mm`` (a :class:`_MatrixModel`) goes to highspy directly
+    A model with ``mm`` (a :class:`MatrixModel`) goes to highspy directly
     (``backend="highs"``), through Pyomo (``backend="pyomo"``) or to SCIP
     (``solver="scip"``, see :mod:`.scip`); a model with ``pyomo_model`` and
     ``xvars`` (the naive one) through Pyomo to HiGHS. ``solver="pyomo:NAME"``
@@ -27,17 +27,17 @@ def make_backend(model, backend: str, threads: int, seed: int, verbose: bool = F
     """
     mm = getattr(model, "mm", None)
     if solver.startswith("pyomo:"):
-        return _PyomoPeerBackend.from_model(solver, model, threads, seed, verbose), solver
+        return PyomoPeerBackend.from_model(solver, model, threads, seed, verbose), solver
     if solver == "scip":
         if mm is None:
             raise ValueError("solver 'scip' needs a matrix formulation")
-        return _ScipBackend(mm, threads, seed, verbose), "scip"
+        return ScipBackend(mm, threads, seed, verbose), "scip"
     if mm is not None:
         if backend == "highs":
-            return _HighsBackend(mm, threads, seed, verbose, getattr(model, "highs_options", None)), "highs"
-        pm, xs = _pyomo_from_matrix(mm)
-        return _PyomoBackend(pm, xs, threads, seed, verbose), "pyomo"
-    return _PyomoBackend(model.pyomo_model, model.xvars, threads, seed, verbose), "pyomo"
+            return HighsBackend(mm, threads, seed, verbose, getattr(model, "highs_options", None)), "highs"
+        pm, xs = pyomo_from_matrix(mm)
+        return PyomoBackend(pm, xs, threads, seed, verbose), "pyomo"
+    return PyomoBackend(model.pyomo_model, model.xvars, threads, seed, verbose), "pyomo"
 
 
 __all__ = ["make_backend"]

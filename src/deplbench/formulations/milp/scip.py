@@ -5,7 +5,7 @@ What is solved, and what is guaranteed
 ``solver="scip"`` hands a matrix formulation's model (counts, enumeration,
 flow) to SCIP through pyscipopt (the ``[peers]`` extra): HiGHS writes the
 model as MPS with the named rows and columns of :mod:`.matrix`, SCIP reads
-it, and :func:`~.cutloop._cut_loop` drives it exactly as it drives HiGHS —
+it, and :func:`~.cutloop.cut_loop` drives it exactly as it drives HiGHS —
 the master is re-solved with each exact λ cut added, every plan is re-costed
 with ``allocate``, and ``optimal`` means (UB − LB)/UB ≤ gap with LB SCIP's
 proven dual bound. So the exactness contract (package docstring) holds
@@ -28,8 +28,8 @@ import tempfile
 
 import numpy as np
 
-from deplbench.formulations.milp.backends import _HighsBackend, _MasterOutcome, quiet_stdout
-from deplbench.formulations.milp.matrix import _MatrixModel
+from deplbench.formulations.milp.backends import HighsBackend, MasterOutcome, quiet_stdout
+from deplbench.formulations.milp.matrix import MatrixModel
 
 
 def scip_version() -> str | None:
@@ -47,14 +47,14 @@ def scip_version() -> str | None:
     return f"pyscipopt {md.version('pyscipopt')} (SCIP {version})"
 
 
-class _ScipBackend:
-    """A :class:`_MatrixModel` solved by SCIP (same interface as ``_HighsBackend``)."""
+class ScipBackend:
+    """A :class:`MatrixModel` solved by SCIP (same interface as ``HighsBackend``)."""
 
-    def __init__(self, mm: _MatrixModel, threads: int, seed: int, verbose: bool = False):
+    def __init__(self, mm: MatrixModel, threads: int, seed: int, verbose: bool = False):
         import pyscipopt
 
         self.pyscipopt = pyscipopt
-        writer = _HighsBackend(mm, threads, seed)          # the MPS route (names kept)
+        writer = HighsBackend(mm, threads, seed)          # the MPS route (names kept)
         fd, path = tempfile.mkstemp(suffix=".mps")
         os.close(fd)
         try:
@@ -68,7 +68,7 @@ class _ScipBackend:
             os.unlink(path)
         self._nnz = int(mm.A.nnz)
         # SCIP orders its variables by type, so they are matched by name (the
-        # names of _MatrixModel.col_names are unique)
+        # names of MatrixModel.col_names are unique)
         by_name = {v.name: v for v in m.getVars()}
         names = mm.col_names()
         if len(by_name) != mm.ncol or any(n not in by_name for n in names):
@@ -107,7 +107,7 @@ class _ScipBackend:
     def set_start(self, x: np.ndarray) -> None:
         self._start = np.asarray(x, dtype=float)
 
-    def solve(self, time_left: float, rel_gap: float, node_limit: int | None = None) -> _MasterOutcome:
+    def solve(self, time_left: float, rel_gap: float, node_limit: int | None = None) -> MasterOutcome:
         m = self.m
         self._to_problem_stage()
         m.setRealParam("limits/time", max(float(time_left), 1e-3) if math.isfinite(time_left) else 1e20)
@@ -136,14 +136,14 @@ class _ScipBackend:
             obj = float(m.getSolObjVal(best))
         bound = float(m.getDualbound())
         if st in ("optimal", "gaplimit"):
-            return _MasterOutcome("optimal", x, obj, bound, nodes, iters)
+            return MasterOutcome("optimal", x, obj, bound, nodes, iters)
         if st == "infeasible":
-            return _MasterOutcome("infeasible", None, math.inf, math.inf, nodes, iters)
+            return MasterOutcome("infeasible", None, math.inf, math.inf, nodes, iters)
         if st in ("timelimit", "userinterrupt"):
-            return _MasterOutcome("time_limit", x, obj, bound, nodes, iters)
+            return MasterOutcome("time_limit", x, obj, bound, nodes, iters)
         if st in ("nodelimit", "totalnodelimit", "stallnodelimit"):
-            return _MasterOutcome("node_limit", x, obj, bound, nodes, iters)
-        return _MasterOutcome("error", x, obj, bound, nodes, iters, message=f"SCIP stopped with status {st!r}")
+            return MasterOutcome("node_limit", x, obj, bound, nodes, iters)
+        return MasterOutcome("error", x, obj, bound, nodes, iters, message=f"SCIP stopped with status {st!r}")
 
 
-__all__ = ["_ScipBackend", "scip_version"]
+__all__ = ["ScipBackend", "scip_version"]

@@ -26,9 +26,9 @@ import numpy as np
 
 from deplbench.errors import SolverError
 from deplbench.formulations.milp import catalog
-from deplbench.formulations.milp.bounds import _structural_bounds
-from deplbench.formulations.milp.cutloop import _cut_loop, _result
-from deplbench.formulations.milp.data import _Data, data_bytes, draw_seconds
+from deplbench.formulations.milp.bounds import structural_bounds
+from deplbench.formulations.milp.cutloop import cut_loop, cut_loop_result
+from deplbench.formulations.milp.data import Data, data_bytes, draw_seconds
 from deplbench.formulations.milp.options import (
     MAX_DATASETS,
     MEMORY_LIMIT_GIB,
@@ -90,7 +90,7 @@ def solve_milp(instance, scenarios: int = 1000, seed: int = 0, time_limit: float
         same exactness contract; ``diagnostics["solver"]`` and
         ``["solver_version"]`` record what ran.
     heuristic_time : float, optional
-        Seconds the block heuristic (:func:`.bounds._block_heuristic`) may
+        Seconds the block heuristic (:func:`.bounds.block_heuristic`) may
         spend seeding the incumbent; 0 turns it off. Default: min(3, a tenth
         of ``time_limit``), unlimited without a time limit (then the whole
         solve is deterministic). The incumbent only prunes: exactness never
@@ -149,11 +149,11 @@ def solve_milp(instance, scenarios: int = 1000, seed: int = 0, time_limit: float
         # requested LP file needs a matrix model, so then ``fast`` keeps the matrix chain.
         return _solve_general(instance, params, diag, verbose, t0)
     if instance.n_datasets > MAX_DATASETS:
-        return _result("error", f"datasets: {instance.n_datasets} datasets exceed the exact MILP's limit of "
+        return cut_loop_result("error", f"datasets: {instance.n_datasets} datasets exceed the exact MILP's limit of "
                        f"{MAX_DATASETS} (each cluster's dataset subset is enumerated)", params=params, diag=diag)
     need = data_bytes(instance, scenarios)
     if need > memory_bytes:
-        return _result("error", (
+        return cut_loop_result("error", (
             f"the in-sample scenarios would need about {need / 2**30:.2f} GiB (S = {scenarios} × K̄ = "
             f"{instance.horizon} × {instance.n_models + len(instance.switch_pairs)} random terms) > "
             f"memory_limit {float(memory_limit):.2f} GiB; use fewer scenarios or a smaller horizon"),
@@ -163,13 +163,13 @@ def solve_milp(instance, scenarios: int = 1000, seed: int = 0, time_limit: float
                             backend, verbose, node_limit, memory_bytes, params, diag, t0, deadline, solver)
     except BuildTimeout as exc:
         diag["build_s"] = time.perf_counter() - t0
-        res = _result("time_limit", f"time limit reached while building the MILP ({exc})",
+        res = cut_loop_result("time_limit", f"time limit reached while building the MILP ({exc})",
                       params=params, diag=diag)
     except catalog.ModelTooLarge as exc:
         diag["build_s"] = time.perf_counter() - t0
-        res = _result("error", str(exc), params=params, diag=diag)
+        res = cut_loop_result("error", str(exc), params=params, diag=diag)
     except MemoryError:
-        res = _result("error", f"out of memory building the MILP (S = {scenarios}, K̄ = {instance.horizon}); "
+        res = cut_loop_result("error", f"out of memory building the MILP (S = {scenarios}, K̄ = {instance.horizon}); "
                       "use fewer scenarios", params=params, diag=diag)
     res.diagnostics.setdefault("total_s", time.perf_counter() - t0)
     return res
@@ -181,9 +181,9 @@ def _solve_general(instance, params, diag, verbose, t0) -> SolveResult:
 
     ok, why = general_applies(instance)
     if not ok:
-        return _result("error", f"formulation: 'general' does not apply: {why}", params=params, diag=diag)
+        return cut_loop_result("error", f"formulation: 'general' does not apply: {why}", params=params, diag=diag)
     if params["solver"] != "highs":
-        return _result("error", f"solver: {params['solver']!r} cannot run the 'general' formulation "
+        return cut_loop_result("error", f"solver: {params['solver']!r} cannot run the 'general' formulation "
                        "(a branch-and-bound of its own, not a matrix model)", params=params, diag=diag)
     res = solve_general(instance, scenarios=params["scenarios"], seed=params["seed"],
                         time_limit=params["time_limit"], gap=params["gap"], threads=params["threads"],
@@ -203,7 +203,7 @@ def _solve_stages(instance, scenarios, seed, time_limit, gap, threads, formulati
         if est > left:
             raise BuildTimeout(f"drawing the S × K̄ = {scenarios} × {instance.horizon} scenarios would take "
                                f"about {est:.0f} s here, more than the {max(left, 0):.1f} s left")
-    data = _Data(instance, scenarios, seed)
+    data = Data(instance, scenarios, seed)
     diag.update(scenarios=data.S_nominal, deterministic=data.deterministic,
                 allowed_violations=allowed_violations(instance.omega, data.S_nominal),
                 data_classes=data.Sig, unusable_configurations=int(np.count_nonzero(~data.usable)),
@@ -213,7 +213,7 @@ def _solve_stages(instance, scenarios, seed, time_limit, gap, threads, formulati
         raise BuildTimeout("drawing the scenarios")
     rows, why = catalog.candidates(formulation, data)
     if not rows:
-        return _result("error", why, params=params, diag=diag)
+        return cut_loop_result("error", why, params=params, diag=diag)
     # The incumbent heuristic runs when the first formulation to try wants it.
     # Badly scaled costs (e.g. a unit cost of 1e300) need an incumbent too:
     # it lets the dear configurations be pruned exactly. Without a time limit
@@ -224,10 +224,10 @@ def _solve_stages(instance, scenarios, seed, time_limit, gap, threads, formulati
     if params.get("heuristic_time") is not None:
         budget = float(params["heuristic_time"])
     budget = budget if want else 0.0
-    bounds = _structural_bounds(data, deadline, tight=budget > 0, bigm=False, heuristic_budget=budget)
+    bounds = structural_bounds(data, deadline, tight=budget > 0, bigm=False, heuristic_budget=budget)
     if bounds.infeasible:
         diag["build_s"] = time.perf_counter() - t0
-        return _result("infeasible", bounds.infeasible, params=params, diag=diag)
+        return cut_loop_result("infeasible", bounds.infeasible, params=params, diag=diag)
     if bounds.incumbent is not None:
         diag["pruned_dear_configurations"] = data.prune_dearer_than(bounds.incumbent.cost)
     diag.update(k_min=bounds.k_min, k_max=bounds.k_max,
@@ -241,16 +241,16 @@ def _solve_stages(instance, scenarios, seed, time_limit, gap, threads, formulati
             continue
         if isinstance(out, Verdict):
             diag["build_s"] = time.perf_counter() - t0
-            return _result(out.status, out.message, params=params, diag=diag)
+            return cut_loop_result(out.status, out.message, params=params, diag=diag)
         model = out
         break
     if model is None:
-        return _result("error", "no formulation could be built (every candidate declined)",
+        return cut_loop_result("error", "no formulation could be built (every candidate declined)",
                        params=params, diag=diag)
     diag["variant"] = spec.name
     t1 = time.perf_counter()
     if solver == "scip" and getattr(model, "mm", None) is None:
-        return _result("error", f"solver: 'scip' needs a matrix formulation, and {spec.name!r} is not one",
+        return cut_loop_result("error", f"solver: 'scip' needs a matrix formulation, and {spec.name!r} is not one",
                        params=params, diag=diag)
     be, route = make_backend(model, backend, threads, seed, verbose, solver)
     diag.update(backend=route, n_vars=int(be.ncol), n_cons=int(be.n_rows), n_nonzeros=int(be.n_nonzeros))
@@ -263,7 +263,7 @@ def _solve_stages(instance, scenarios, seed, time_limit, gap, threads, formulati
     diag["build_s"] = time.perf_counter() - t0
     diag["build_breakdown_s"] = {k: round(v, 4) for k, v in ctx.timing.items()}
     best = bounds.incumbent if (spec.incumbent or want) else None
-    res = _cut_loop(data, model, be, best, gap, deadline, params, diag, t0, node_limit=node_limit)
+    res = cut_loop(data, model, be, best, gap, deadline, params, diag, t0, node_limit=node_limit)
     note = getattr(be, "bound_note", None)        # a solver peer that reports no dual bound (.pyomo_peer)
     if note and res.status != "optimal":
         res.message = f"{res.message}; {note}" if res.message else note

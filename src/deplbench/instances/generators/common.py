@@ -39,12 +39,12 @@ REGROW_JUMP_FACTOR = 2.0
 # ---------------------------------------------------------------------------
 
 
-def _int_param(name: str, value: Any, lo: int, hi: int | None = None) -> int:
+def int_param(name: str, value: Any, lo: int, hi: int | None = None) -> int:
     """An integer parameter in [lo, hi]; CLI strings are parsed, ``"2.5"`` and ``True`` refused."""
     return Param(lo, int, low=lo, high=hi).convert(name, value, error=InstanceError)
 
 
-def _float_param(name: str, value: Any, *, gt: float | None = None, ge: float | None = None,
+def float_param(name: str, value: Any, *, gt: float | None = None, ge: float | None = None,
                  lt: float | None = None, le: float | None = None) -> float:
     """A finite float parameter with optional strict (gt, lt) or loose (ge, le) bounds."""
     out = Param(0.0, float).convert(name, value, error=InstanceError)
@@ -58,16 +58,16 @@ def _float_param(name: str, value: Any, *, gt: float | None = None, ge: float | 
     return out
 
 
-def _choice_param(name: str, value: Any, choices) -> str:
+def choice_param(name: str, value: Any, choices) -> str:
     """One of ``choices`` (strings)."""
     return Param(choices[0], str, choices=tuple(choices)).convert(name, value, error=InstanceError)
 
 
-def _seed(seed: Any) -> int:
-    return _int_param("seed", seed, 0)
+def seed_param(seed: Any) -> int:
+    return int_param("seed", seed, 0)
 
 
-def _sig(x: float, digits: int = 6) -> float:
+def significant(x: float, digits: int = 6) -> float:
     """Round a drawn number to ``digits`` significant digits.
 
     Keeps instance files readable; reproducibility does not depend on it
@@ -76,13 +76,13 @@ def _sig(x: float, digits: int = 6) -> float:
     return float(f"{float(x):.{digits}g}")
 
 
-def _inverse_gamma(mean: float, var: float) -> dict:
+def inverse_gamma(mean: float, var: float) -> dict:
     """Moment-matched inverse-gamma X (DepL Table I → eq. (8))."""
     dist = InverseGamma.from_moments(mean, var)
     return {"kind": "inverse_gamma", "shape": dist.shape, "scale": dist.scale}
 
 
-def _student_t(df: float, loc: float, scale: float) -> dict:
+def student_t(df: float, loc: float, scale: float) -> dict:
     return {"kind": "student_t", "df": df, "loc": loc, "scale": scale}
 
 
@@ -90,10 +90,10 @@ def _student_t(df: float, loc: float, scale: float) -> dict:
 _ONE_DATASET = ({"name": "d0", "size": 1.0, "usefulness": 1.0},)
 
 
-def _instance_data(name: str, initial_loss: float, loss_max: float, omega: float, time_max: float,
+def instance_data(name: str, initial_loss: float, loss_max: float, omega: float, time_max: float,
                    horizon: int, models: list[dict], switches: list[dict], clusters: list[dict],
                    provenance: dict, datasets=_ONE_DATASET, transfer_costs: list[dict] | None = None) -> dict:
-    """The instance JSON of a generator, before validation by :func:`_build`."""
+    """The instance JSON of a generator, before validation by :func:`build_instance`."""
     data = {
         "name": name, "initial_loss": initial_loss, "loss_max": loss_max, "omega": omega,
         "time_max": time_max, "horizon": horizon, "models": models, "switches": switches,
@@ -104,6 +104,6 @@ def _instance_data(name: str, initial_loss: float, loss_max: float, omega: float
     return data
 
 
-def _build(data: dict) -> Instance:
+def build_instance(data: dict) -> Instance:
     """Validate generated data; a failure here is a generator bug or bad params."""
     return parse_instance(data)

@@ -13,14 +13,14 @@ from deplbench.errors import InstanceError
 from deplbench.instances.generators.common import (
     REGROW_JUMP_FACTOR,
     SWITCH_MODES,
-    _build,
-    _choice_param,
-    _float_param,
-    _instance_data,
-    _int_param,
-    _inverse_gamma,
-    _seed,
-    _student_t,
+    build_instance,
+    choice_param,
+    float_param,
+    instance_data,
+    int_param,
+    inverse_gamma,
+    seed_param,
+    student_t,
 )
 from deplbench.instances.model import Instance
 
@@ -120,11 +120,11 @@ def _pruning_switches(jump_locs: Mapping[tuple[str, str], float], mode: str = "p
     if mode == "any":
         pairs.update({(b, a): REGROW_JUMP_FACTOR * loc for (a, b), loc in jump_locs.items()})
     return [{"from_model": a, "to_model": b,
-             "jump": _student_t(REALISTIC_JUMP_DF, loc, REALISTIC_JUMP_SCALE_RATIO * loc)}
+             "jump": student_t(REALISTIC_JUMP_DF, loc, REALISTIC_JUMP_SCALE_RATIO * loc)}
             for (a, b), loc in pairs.items()]
 
 
-def _regrow_assumption(forward: str) -> str:
+def regrow_assumption(forward: str) -> str:
     """The ``provenance.assumptions`` line of ``switches="any"``."""
     return (f"Ours (switches=any): every ordered pair of models is an allowed switch, so the switch graph "
             f"has cycles. Towards more pruning ({forward}) the jumps are those of the pruning mode; a "
@@ -139,7 +139,7 @@ def _regrow_assumption(forward: str) -> str:
 # ---------------------------------------------------------------------------
 
 
-def _realistic_dnn(family: str, n_a: int, n_b: int, loss_max: float, omega: float,
+def realistic_dnn(family: str, n_a: int, n_b: int, loss_max: float, omega: float,
                    horizon: int, time_max: float, switch_mode: str = "pruning") -> dict:
     table = TABLE_I[family]
     models = []
@@ -151,7 +151,7 @@ def _realistic_dnn(family: str, n_a: int, n_b: int, loss_max: float, omega: floa
             "loss_scale": REALISTIC_LOSS_SCALE[name],
             "loss_offset": REALISTIC_LOSS_OFFSET[name],
             "decay": "inv_sqrt",
-            "improvement": _inverse_gamma(mean, var),
+            "improvement": inverse_gamma(mean, var),
         })
     switches = _pruning_switches(REALISTIC_JUMP_LOC, switch_mode)
     clusters = [{"name": f"A{i + 1}", **A_CLASS, "bandwidth": A_CLASS_BANDWIDTH} for i in range(n_a)]
@@ -177,9 +177,9 @@ def _realistic_dnn(family: str, n_a: int, n_b: int, loss_max: float, omega: floa
         "one dataset of size 1 and usefulness 1 (γ = 1).",
     ]
     if switch_mode == "any":
-        assumptions.append(_regrow_assumption("fast-unsteady→intermediate→slow-steady"))
+        assumptions.append(regrow_assumption("fast-unsteady→intermediate→slow-steady"))
     name = f"realistic-{family}" + ("-any" if switch_mode == "any" else "")
-    return _instance_data(name, REALISTIC_INITIAL_LOSS, loss_max, omega, time_max, horizon,
+    return instance_data(name, REALISTIC_INITIAL_LOSS, loss_max, omega, time_max, horizon,
                           models, switches, clusters, {"assumptions": assumptions})
 
 
@@ -204,7 +204,7 @@ def _realistic_pact(loss_max: float, omega: float, horizon: int, time_max: float
             "loss_scale": PACT_LOSS_SCALE[name],
             "loss_offset": PACT_LOSS_OFFSET[name],
             "decay": "inv_sqrt",
-            "improvement": _inverse_gamma(PACT_X_MEAN, PACT_X_VAR),
+            "improvement": inverse_gamma(PACT_X_MEAN, PACT_X_VAR),
         })
     switches = _pruning_switches(PACT_JUMP_LOC, switch_mode)
     clusters = [
@@ -235,9 +235,9 @@ def _realistic_pact(loss_max: float, omega: float, horizon: int, time_max: float
         "expectation-driven).",
     ]
     if switch_mode == "any":
-        assumptions.append(_regrow_assumption("L→M→S"))
+        assumptions.append(regrow_assumption("L→M→S"))
     name = "realistic-pact-vgg11" + ("-any" if switch_mode == "any" else "")
-    return _instance_data(name, PACT_INITIAL_LOSS, loss_max, omega, time_max, horizon,
+    return instance_data(name, PACT_INITIAL_LOSS, loss_max, omega, time_max, horizon,
                           models, switches, clusters, {"assumptions": assumptions})
 
 
@@ -321,30 +321,30 @@ def realistic(*, family: str = "alexnet", n_a: int | None = None, n_b: int | Non
     DepL paper Sec. VI-A (eq. (8), Fig. 4), Sec. VI-B (Table I, Figs. 5–9);
     PACT paper Sec. VI-B.
     """
-    family = _choice_param("family", family, ("alexnet", "mobilenet", "pact-vgg11"))
-    switches = _choice_param("switches", switches, SWITCH_MODES)
-    seed = _seed(seed)
-    omega = _float_param("omega", omega, gt=0.0, lt=1.0)
-    horizon = _int_param("horizon", horizon, 1)
+    family = choice_param("family", family, ("alexnet", "mobilenet", "pact-vgg11"))
+    switches = choice_param("switches", switches, SWITCH_MODES)
+    seed = seed_param(seed)
+    omega = float_param("omega", omega, gt=0.0, lt=1.0)
+    horizon = int_param("horizon", horizon, 1)
     is_pact = family == "pact-vgg11"
     if is_pact and (n_a is not None or n_b is not None):
         raise InstanceError("parameter n_a/n_b: the pact-vgg11 family has fixed gold/silver/bronze clusters")
-    n_a = 1 if n_a is None else _int_param("n_a", n_a, 0, 1000)
-    n_b = 1 if n_b is None else _int_param("n_b", n_b, 0, 1000)
+    n_a = 1 if n_a is None else int_param("n_a", n_a, 0, 1000)
+    n_b = 1 if n_b is None else int_param("n_b", n_b, 0, 1000)
     if n_a + n_b < 1:
         raise InstanceError("parameter n_a/n_b: need at least one cluster (n_a + n_b ≥ 1)")
     default_lmax = PACT_LOSS_MAX if is_pact else REALISTIC_LOSS_MAX
     default_tmax = PACT_TIME_MAX if is_pact else REALISTIC_TIME_MAX
-    loss_max = default_lmax if loss_max is None else _float_param("loss_max", loss_max)
-    time_max = default_tmax if time_max is None else _float_param("time_max", time_max, gt=0.0)
+    loss_max = default_lmax if loss_max is None else float_param("loss_max", loss_max)
+    time_max = default_tmax if time_max is None else float_param("time_max", time_max, gt=0.0)
     if is_pact:
         data = _realistic_pact(loss_max, omega, horizon, time_max, switches)
     else:
-        data = _realistic_dnn(family, n_a, n_b, loss_max, omega, horizon, time_max, switches)
+        data = realistic_dnn(family, n_a, n_b, loss_max, omega, horizon, time_max, switches)
     params = {"family": family, "loss_max": loss_max, "omega": omega, "horizon": horizon, "time_max": time_max}
     if not is_pact:
         params.update(n_a=n_a, n_b=n_b)
     if switches != "pruning":
         params["switches"] = switches
     data["provenance"].update(generator="realistic", parameters=params, seed=seed)
-    return _build(data)
+    return build_instance(data)

@@ -13,12 +13,12 @@ import numpy as np
 
 from deplbench.errors import InstanceError
 from deplbench.instances.generators.common import (
-    _build,
-    _choice_param,
-    _float_param,
-    _instance_data,
-    _int_param,
-    _seed,
+    build_instance,
+    choice_param,
+    float_param,
+    instance_data,
+    int_param,
+    seed_param,
 )
 from deplbench.instances.model import Instance
 
@@ -148,13 +148,13 @@ def knapsack(*, item_class: str = "uncorrelated", n_items: int = 10, R: int = 10
     DepL paper, Property 1; docs/instances.md §4.3; D. Pisinger, Computers & Operations
     Research 32 (2005) 2271–2284.
     """
-    item_class = _choice_param("item_class", item_class, KNAPSACK_CLASSES)
-    n_items = _int_param("n_items", n_items, 1, 200)
-    R = _int_param("R", R, 10, 10**7)
-    horizon = _int_param("horizon", horizon, 1)
-    target_fraction = _float_param("target_fraction", target_fraction, gt=0.0, le=1.0)
-    time_max = _float_param("time_max", time_max, gt=0.0)
-    seed = _seed(seed)
+    item_class = choice_param("item_class", item_class, KNAPSACK_CLASSES)
+    n_items = int_param("n_items", n_items, 1, 200)
+    R = int_param("R", R, 10, 10**7)
+    horizon = int_param("horizon", horizon, 1)
+    target_fraction = float_param("target_fraction", target_fraction, gt=0.0, le=1.0)
+    time_max = float_param("time_max", time_max, gt=0.0)
+    seed = seed_param(seed)
     rng = np.random.default_rng(seed)
     w, v = knapsack_items(item_class, n_items, R, rng)
     target = max(1, math.ceil(target_fraction * horizon * int(v.max()) - 1e-9))
@@ -179,7 +179,7 @@ def knapsack(*, item_class: str = "uncorrelated", n_items: int = 10, R: int = 10
         "K̄·max w²/Tmax).",
         "Ours: ω = 0.5 (deterministic instance, any ω gives the same constraint); bandwidth 1.",
     ]
-    return _build(_instance_data(
+    return build_instance(instance_data(
         f"knapsack-{item_class}-n{n_items}-s{seed}", float(target), 0.0, 0.5, time_max, horizon, models,
         switches, [{"name": "C0", "capacity": capacity, "unit_cost": 1.0, "bandwidth": 1.0}],
         {"generator": "knapsack", "parameters": params, "seed": seed, "assumptions": assumptions,

@@ -17,15 +17,15 @@ from deplbench.instances.distributions import InverseGamma
 from deplbench.instances.generators.common import (
     REGROW_JUMP_FACTOR,
     SWITCH_MODES,
-    _build,
-    _choice_param,
-    _float_param,
-    _instance_data,
-    _int_param,
-    _inverse_gamma,
-    _seed,
-    _sig,
-    _student_t,
+    build_instance,
+    choice_param,
+    float_param,
+    instance_data,
+    int_param,
+    inverse_gamma,
+    seed_param,
+    significant,
+    student_t,
 )
 from deplbench.instances.generators.paper import (
     A_CLASS,
@@ -37,8 +37,8 @@ from deplbench.instances.generators.paper import (
     REALISTIC_JUMP_SCALE_RATIO,
     REALISTIC_LOSS_MAX,
     REALISTIC_TIME_MAX,
-    _realistic_dnn,
-    _regrow_assumption,
+    realistic_dnn,
+    regrow_assumption,
 )
 from deplbench.instances.model import Instance
 
@@ -71,7 +71,7 @@ def _reference_target(models: list[dict], model_idx: int, gamma: float, epochs: 
     finals = initial_loss - draws @ scale
     q = float(np.quantile(finals, omega))
     improvement = float(scale.sum() * dist.mean())
-    return _sig(q + REFERENCE_MARGIN * improvement, 5)
+    return significant(q + REFERENCE_MARGIN * improvement, 5)
 
 
 def _random_models(rng: np.random.Generator, n_models: int,
@@ -95,28 +95,28 @@ def _random_models(rng: np.random.Generator, n_models: int,
     for i in range(n_models):
         models.append({
             "name": f"m{i}",
-            "size": _sig(0.2 * rel[i]),
-            "compute": _sig(100.0 * rel[i]),
-            "loss_scale": _sig(rel[i] ** 0.25 * a_noise[i]),
-            "loss_offset": _sig(offsets[i]),
+            "size": significant(0.2 * rel[i]),
+            "compute": significant(100.0 * rel[i]),
+            "loss_scale": significant(rel[i] ** 0.25 * a_noise[i]),
+            "loss_offset": significant(offsets[i]),
             "decay": "inv_sqrt",
-            "improvement": _inverse_gamma(_sig(means[i]), _sig(variances[i])),
+            "improvement": inverse_gamma(significant(means[i]), significant(variances[i])),
         })
     n_pairs = n_models * (n_models - 1) // 2
     locs = rng.uniform(0.1, 0.4, n_pairs)
     switches, p = [], 0
     for i in range(n_models):
         for j in range(i + 1, n_models):
-            loc = _sig(locs[p])
+            loc = significant(locs[p])
             switches.append({"from_model": f"m{i}", "to_model": f"m{j}",
-                             "jump": _student_t(REALISTIC_JUMP_DF, loc, _sig(REALISTIC_JUMP_SCALE_RATIO * loc))})
+                             "jump": student_t(REALISTIC_JUMP_DF, loc, significant(REALISTIC_JUMP_SCALE_RATIO * loc))})
             p += 1
     if switch_mode == "any":
         reverse = []
         for sw in switches:
             loc = REGROW_JUMP_FACTOR * sw["jump"]["loc"]
             reverse.append({"from_model": sw["to_model"], "to_model": sw["from_model"],
-                            "jump": _student_t(REALISTIC_JUMP_DF, loc, _sig(REALISTIC_JUMP_SCALE_RATIO * loc))})
+                            "jump": student_t(REALISTIC_JUMP_DF, loc, significant(REALISTIC_JUMP_SCALE_RATIO * loc))})
         switches += reverse
     return models, switches
 
@@ -129,7 +129,8 @@ def _random_datasets(sizes: np.ndarray, useful: np.ndarray) -> list[dict]:
     subsets trade slower learning for less work.
     """
     sizes = sizes / float(np.sum(sizes * useful))
-    return [{"name": f"d{i}", "size": _sig(sizes[i]), "usefulness": _sig(useful[i])} for i in range(sizes.size)]
+    return [{"name": f"d{i}", "size": significant(sizes[i]), "usefulness": significant(useful[i])}
+            for i in range(sizes.size)]
 
 
 def _transfer_costs(beta: np.ndarray, datasets: list[dict], clusters: list[dict],
@@ -137,7 +138,7 @@ def _transfer_costs(beta: np.ndarray, datasets: list[dict], clusters: list[dict]
     """β(d, n) = beta[d, n] · σ_d (none when ``max_transfer_cost`` is 0)."""
     if max_transfer_cost <= 0:
         return []
-    return [{"dataset": d["name"], "cluster": c["name"], "cost": _sig(beta[i, j] * d["size"])}
+    return [{"dataset": d["name"], "cluster": c["name"], "cost": significant(beta[i, j] * d["size"])}
             for i, d in enumerate(datasets) for j, c in enumerate(clusters)]
 
 
@@ -167,15 +168,15 @@ def _place_targets(models, clusters, datasets, horizon, omega, rng, loss_max, in
     cl = max(clusters, key=lambda c: c["capacity"])
     epoch_time = (datalaw.compute_need(models[best]["compute"], volume) / cl["capacity"]
                   + models[best]["size"] / cl["bandwidth"])
-    time_max = _sig(1.5 * k_ref * epoch_time, 5)
+    time_max = significant(1.5 * k_ref * epoch_time, 5)
     if loss_max is None:
         loss_max = _reference_target(models, best, gamma, k_ref, initial_loss, omega, rng)
     return time_max, loss_max, {"model": models[best]["name"], "cluster": cl["name"], "epochs": k_ref}
 
 
 def _check_sizes(n_models, n_clusters, n_datasets, horizon):
-    return (_int_param("n_models", n_models, 1, 500), _int_param("n_clusters", n_clusters, 1, 500),
-            _int_param("n_datasets", n_datasets, 1, 500), _int_param("horizon", horizon, 1, 10_000))
+    return (int_param("n_models", n_models, 1, 500), int_param("n_clusters", n_clusters, 1, 500),
+            int_param("n_datasets", n_datasets, 1, 500), int_param("horizon", horizon, 1, 10_000))
 
 
 SCALING_INITIAL_LOSS = 21.0
@@ -236,18 +237,19 @@ def scaling(*, n_models: int = 3, n_clusters: int = 2, n_datasets: int = 1, hori
     instance's generator) + 2 % of its expected improvement.
     """
     n_models, n_clusters, n_datasets, horizon = _check_sizes(n_models, n_clusters, n_datasets, horizon)
-    switches = _choice_param("switches", switches, SWITCH_MODES)
+    switches = choice_param("switches", switches, SWITCH_MODES)
     if switches == "any":
-        _int_param("n_models", n_models, 1, 200)
-    omega = _float_param("omega", omega, gt=0.0, lt=1.0)
-    max_transfer_cost = _float_param("max_transfer_cost", max_transfer_cost, ge=0.0)
+        int_param("n_models", n_models, 1, 200)
+    omega = float_param("omega", omega, gt=0.0, lt=1.0)
+    max_transfer_cost = float_param("max_transfer_cost", max_transfer_cost, ge=0.0)
     if loss_max is not None:
-        loss_max = _float_param("loss_max", loss_max)
-    seed = _seed(seed)
+        loss_max = float_param("loss_max", loss_max)
+    seed = seed_param(seed)
     rng = np.random.default_rng(seed)
     models, switch_list = _random_models(rng, n_models, switches)
-    clusters = [{"name": f"c{i}", "capacity": _sig(rng.uniform(50, 150)), "unit_cost": _sig(rng.uniform(0.8, 1.5)),
-                 "bandwidth": _sig(rng.uniform(0.5, 2.0))} for i in range(n_clusters)]
+    clusters = [{"name": f"c{i}", "capacity": significant(rng.uniform(50, 150)),
+                 "unit_cost": significant(rng.uniform(0.8, 1.5)), "bandwidth": significant(rng.uniform(0.5, 2.0))}
+                for i in range(n_clusters)]
     sizes = rng.uniform(0.5, 1.5, n_datasets)
     useful = rng.uniform(0.5, 1.5, n_datasets)
     datasets = _random_datasets(sizes, useful)
@@ -270,9 +272,9 @@ def scaling(*, n_models: int = 3, n_clusters: int = 2, n_datasets: int = 1, hori
         _reference_assumption(ref),
     ]
     if switches == "any":
-        assumptions.append(_regrow_assumption("m_i→m_j for i < j, larger to smaller"))
+        assumptions.append(regrow_assumption("m_i→m_j for i < j, larger to smaller"))
     name = f"scaling-M{n_models}-N{n_clusters}-D{n_datasets}-K{horizon}" + ("-any" if switches == "any" else "")
-    return _build(_instance_data(
+    return build_instance(instance_data(
         f"{name}-s{seed}", SCALING_INITIAL_LOSS, loss_max,
         omega, time_max, horizon, models, switch_list, clusters,
         {"generator": "scaling", "parameters": params, "seed": seed, "assumptions": assumptions,
@@ -330,19 +332,19 @@ def datasets(*, n_datasets: int = 5, n_clusters: int = 2, horizon: int = 50, ome
     enumerate dataset subsets per cluster (2^|D| of them) set their own limit
     and refuse larger instances with a message.
     """
-    n_datasets = _int_param("n_datasets", n_datasets, 1, 500)
-    switches = _choice_param("switches", switches, SWITCH_MODES)
-    n_clusters = _int_param("n_clusters", n_clusters, 1, 500)
-    horizon = _int_param("horizon", horizon, 1, 10_000)
-    omega = _float_param("omega", omega, gt=0.0, lt=1.0)
-    max_transfer_cost = _float_param("max_transfer_cost", max_transfer_cost, ge=0.0)
-    size_spread = _float_param("size_spread", size_spread, ge=0.0, le=3.0)
-    usefulness_spread = _float_param("usefulness_spread", usefulness_spread, ge=0.0, le=3.0)
+    n_datasets = int_param("n_datasets", n_datasets, 1, 500)
+    switches = choice_param("switches", switches, SWITCH_MODES)
+    n_clusters = int_param("n_clusters", n_clusters, 1, 500)
+    horizon = int_param("horizon", horizon, 1, 10_000)
+    omega = float_param("omega", omega, gt=0.0, lt=1.0)
+    max_transfer_cost = float_param("max_transfer_cost", max_transfer_cost, ge=0.0)
+    size_spread = float_param("size_spread", size_spread, ge=0.0, le=3.0)
+    usefulness_spread = float_param("usefulness_spread", usefulness_spread, ge=0.0, le=3.0)
     if loss_max is not None:
-        loss_max = _float_param("loss_max", loss_max)
-    seed = _seed(seed)
+        loss_max = float_param("loss_max", loss_max)
+    seed = seed_param(seed)
     rng = np.random.default_rng(seed)
-    base = _realistic_dnn("alexnet", 1, 0, REALISTIC_LOSS_MAX, omega, horizon, REALISTIC_TIME_MAX, switches)
+    base = realistic_dnn("alexnet", 1, 0, REALISTIC_LOSS_MAX, omega, horizon, REALISTIC_TIME_MAX, switches)
     models, switch_list = base["models"], base["switches"]
     clusters = []
     for i in range(n_clusters):
@@ -368,7 +370,7 @@ def datasets(*, n_datasets: int = 5, n_clusters: int = 2, horizon: int = 50, ome
         _reference_assumption(ref),
     ] + base["provenance"]["assumptions"][8:]
     name = f"datasets-D{n_datasets}-N{n_clusters}-K{horizon}" + ("-any" if switches == "any" else "")
-    return _build(_instance_data(
+    return build_instance(instance_data(
         f"{name}-s{seed}", REALISTIC_INITIAL_LOSS, loss_max, omega,
         time_max, horizon, models, switch_list, clusters,
         {"generator": "datasets", "parameters": params, "seed": seed, "assumptions": assumptions,
