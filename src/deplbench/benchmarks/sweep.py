@@ -73,6 +73,9 @@ from typing import Any
 from deplbench import __version__
 from deplbench.benchmarks import solver_axis as _axis
 from deplbench.benchmarks.validate import (
+    check_evaluation,
+    check_parameters,
+    check_time_limit,
     finite_number,
     nonnegative_int,
     positive_int,
@@ -80,9 +83,6 @@ from deplbench.benchmarks.validate import (
     require_finite,
     require_str,
     require_table,
-    check_time_limit,
-    check_evaluation,
-    check_parameters,
 )
 from deplbench.benchmarks.validate import check_names as _check_names
 from deplbench.errors import SweepError

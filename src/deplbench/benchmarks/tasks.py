@@ -38,14 +38,14 @@ from deplbench import __version__
 from deplbench.benchmarks import record as _record
 from deplbench.benchmarks.lookup import (  # noqa: F401 - public names, re-exported
     PLUGIN_ENV,
-    generator_table,
-    plugin_table,
     algorithm_parameters,
     available_algorithms,
     available_families,
     family_parameters,
+    generator_table,
     load_plugins,
     parameter_specs,
+    plugin_table,
     solver_info,
 )
 from deplbench.benchmarks.record import json_default

@@ -21,7 +21,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, StrictStr, ValidationError
 
 from deplbench.errors import PlanError
-from deplbench.instances.model import format_validation_error, key_loc, reject_unknown_fields, check_shape, read_json
+from deplbench.instances.model import check_shape, format_validation_error, key_loc, read_json, reject_unknown_fields
 
 
 class Epoch(BaseModel):

@@ -99,13 +99,13 @@ from deplbench.solvers.certified_tasks import (
     SAA_HEURISTIC_TIME,
     Mapper,
     add_candidate,
-    sequential_map,
-    validate_candidates,
     dask_map,
     is_deterministic,
     parse_risk_grid,
     process_map,
     saa_task,
+    sequential_map,
+    validate_candidates,
     validation_task,
 )
 from deplbench.solvers.run import solve

@@ -60,7 +60,7 @@ import time
 
 from deplbench.formulations.binomial import clopper_pearson_upper, lower_bound_order, order_statistic_bound
 from deplbench.formulations.plan import parse_plan
-from deplbench.solvers.certified_tasks import add_candidate, bound_value, validate_candidates, saa_task
+from deplbench.solvers.certified_tasks import add_candidate, bound_value, saa_task, validate_candidates
 
 
 def split_beta(confidence: float, lb_share: float, refine_share: float, refining: bool) -> dict:

@@ -21,7 +21,7 @@ import time
 from dataclasses import asdict, dataclass
 
 from deplbench.errors import SolverError
-from deplbench.formulations.milp.backends import SOLVE_ERROR_RETRIES, solver_tolerances, quiet_stdout
+from deplbench.formulations.milp.backends import SOLVE_ERROR_RETRIES, quiet_stdout, solver_tolerances
 
 #: Solvers that can re-solve a library file.
 MPS_SOLVERS = ("highs", "scip")

@@ -117,14 +117,14 @@ cutting-plane method for solving convex programs", J. SIAM 8 (1960).
 from deplbench.formulations.milp.backends import (
     HighsBackend,
     MasterOutcome,
-    pyomo_from_matrix,
     PyomoBackend,
-    use_threads,
+    pyomo_from_matrix,
     quiet_stdout,
+    use_threads,
 )
 from deplbench.formulations.milp.bounds import (
-    block_heuristic,
     Bounds,
+    block_heuristic,
     dp_max,
     k_max_from_cost,
     min_epochs,
@@ -143,23 +143,23 @@ from deplbench.formulations.milp.catalog import (
 )
 from deplbench.formulations.milp.counts import CountModel, order_invariant
 from deplbench.formulations.milp.cutloop import cut_loop, cut_loop_result
-from deplbench.formulations.milp.data import Choice, Data, phi, data_bytes
+from deplbench.formulations.milp.data import Choice, Data, data_bytes, phi
 from deplbench.formulations.milp.enumeration import (
     MAX_CANDIDATES,
+    EnumModel,
     dag_paths,
     enumerate_candidates,
     enumeration_size,
-    EnumModel,
     try_enumeration,
 )
 from deplbench.formulations.milp.flow import FastModel, FlowModel, flow_size
 from deplbench.formulations.milp.matrix import (
+    MatrixFormulation,
+    MatrixModel,
     cluster_rows,
     clusters_from_counts,
     held_classes,
     identical_cluster_pairs,
-    MatrixFormulation,
-    MatrixModel,
 )
 from deplbench.formulations.milp.naive import NaiveModel, naive_size
 from deplbench.formulations.milp.options import (

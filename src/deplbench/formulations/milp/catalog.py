@@ -49,7 +49,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from deplbench.formulations.milp.bounds import Bounds
-from deplbench.formulations.milp.counts import order_invariant, build_counts
+from deplbench.formulations.milp.counts import build_counts, order_invariant
 from deplbench.formulations.milp.data import Data
 from deplbench.formulations.milp.enumeration import build_enumeration
 from deplbench.formulations.milp.flow import build_flow

@@ -25,10 +25,10 @@ import numpy as np
 from deplbench.formulations.milp.bounds import Bounds
 from deplbench.formulations.milp.data import Choice, Data
 from deplbench.formulations.milp.matrix import (
-    cluster_rows,
-    held_classes,
     MatrixFormulation,
     MatrixModel,
+    cluster_rows,
+    held_classes,
     shared_size,
 )
 

@@ -32,11 +32,11 @@ import numpy as np
 from deplbench.formulations.milp.bounds import Bounds, cumulative_by_model, quantile_ok, shortest_last_block
 from deplbench.formulations.milp.data import Choice, Data
 from deplbench.formulations.milp.matrix import (
+    MatrixFormulation,
+    MatrixModel,
     cluster_rows,
     clusters_from_counts,
     held_classes,
-    MatrixFormulation,
-    MatrixModel,
     shared_size,
 )
 from deplbench.formulations.milp.options import Verdict

@@ -45,11 +45,11 @@ import numpy as np
 from deplbench.formulations.milp.bounds import Bounds, tight_bigm
 from deplbench.formulations.milp.data import Choice, Data
 from deplbench.formulations.milp.matrix import (
+    MatrixFormulation,
+    MatrixModel,
     cluster_rows,
     clusters_from_counts,
     held_classes,
-    MatrixFormulation,
-    MatrixModel,
 )
 
 

@@ -48,12 +48,12 @@ import numpy as np
 
 from deplbench.formulations.milp.backends import (
     MasterOutcome,
-    pyomo_from_matrix,
     PyomoModelBackend,
-    solver_tolerances,
+    pyomo_from_matrix,
     quiet_stdout,
+    solver_tolerances,
 )
-from deplbench.formulations.milp.peers import PYOMO_FAMILIES, PYOMO_PREFIX, quiet_pyomo, pyomo_family
+from deplbench.formulations.milp.peers import PYOMO_FAMILIES, PYOMO_PREFIX, pyomo_family, quiet_pyomo
 
 
 class PyomoPeerBackend(PyomoModelBackend):

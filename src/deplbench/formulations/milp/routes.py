@@ -9,7 +9,7 @@ three so that none of them imports another back (the peers build on
 
 from __future__ import annotations
 
-from deplbench.formulations.milp.backends import HighsBackend, pyomo_from_matrix, PyomoBackend
+from deplbench.formulations.milp.backends import HighsBackend, PyomoBackend, pyomo_from_matrix
 from deplbench.formulations.milp.pyomo_peer import PyomoPeerBackend
 from deplbench.formulations.milp.scip import ScipBackend
 
