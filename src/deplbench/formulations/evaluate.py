@@ -244,9 +244,13 @@ def evaluate_plan(
 
     Examples
     --------
-    >>> ev = evaluate_plan(instance, plan, samples=20_000)  # doctest: +SKIP
-    >>> ev.verdict, ev.quantile_ci                          # doctest: +SKIP
-    ('feasible', (8.71, 8.74))
+    >>> from deplbench.instances.generators import generate
+    >>> from deplbench.solvers.run import solve
+    >>> instance = generate("scaling", n_models=3, horizon=8, seed=0)
+    >>> plan = solve(instance, "depl", evaluate=False).plan
+    >>> ev = evaluate_plan(instance, plan, samples=20_000)
+    >>> ev.verdict, ev.constraints_ok, round(ev.cost, 2)
+    ('feasible', True, 139.36)
     """
     plan, samples, seed, confidence = _check_arguments(instance, plan, samples, seed, confidence, trajectory)
     models, clusters, gammas = plan_indices(instance, plan)

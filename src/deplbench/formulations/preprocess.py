@@ -23,9 +23,11 @@ so a plan of the reduced instance is already a plan of the original one
 
 Examples
 --------
->>> red = reduce_instance(instance)                          # doctest: +SKIP
->>> red.instance.n_models, red.removed["models"]             # doctest: +SKIP
-(2, [{'name': 'huge', 'reason': 'fastest epoch 1e+15 > Tmax 200'}])
+>>> from deplbench.instances.generators import generate
+>>> instance = generate("scaling", n_models=3, horizon=8, seed=0).with_changes(time_max=3.0)
+>>> red = reduce_instance(instance)
+>>> red.instance.n_models, red.removed["models"]
+(2, [{'name': 'm0', 'reason': 'fastest epoch 3.73227 > Tmax 3'}])
 """
 
 from __future__ import annotations

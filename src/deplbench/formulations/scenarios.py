@@ -15,9 +15,10 @@ the optimisation's draws.
 
 Examples
 --------
->>> from deplbench.instances.generators import generate   # doctest: +SKIP
->>> sc = ScenarioSampler(instance, seed=3).in_sample(100)  # doctest: +SKIP
->>> sc.final_losses([0, 0, 1], gammas=[1, 1, 1]).shape    # doctest: +SKIP
+>>> from deplbench.instances.generators import generate
+>>> instance = generate("scaling", n_models=3, horizon=8, seed=0)
+>>> sc = ScenarioSampler(instance, seed=3).in_sample(100)
+>>> sc.final_losses([0, 0, 1], gammas=[1, 1, 1]).shape
 (100,)
 """
 

@@ -20,9 +20,12 @@ K̄ ≤ 6, |M| ≤ 3, |N| ≤ 2, |D| ≤ 3 are refused with status ``error``.
 
 Examples
 --------
->>> from deplbench.solvers.run import solve                 # doctest: +SKIP
->>> solve(tiny_instance, "brute-force", scenarios=50).status     # doctest: +SKIP
-'optimal'
+>>> from deplbench.instances.generators import generate
+>>> from deplbench.solvers.run import solve
+>>> tiny = generate("scaling", n_models=2, n_clusters=2, horizon=4, seed=1)
+>>> res = solve(tiny, "brute-force", scenarios=50)
+>>> res.status, round(res.cost, 2)
+('optimal', 208.01)
 """
 
 from __future__ import annotations

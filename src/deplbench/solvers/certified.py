@@ -47,10 +47,14 @@ B. K. Pagnoncelli, S. Ahmed and A. Shapiro, J. Optim. Theory Appl. 142
 
 Examples
 --------
->>> from deplbench.solvers.certified import certify          # doctest: +SKIP
->>> b = certify(instance, replications=10, scenarios=2000)    # doctest: +SKIP
->>> b["lower_bound"]["value"], b["upper_bound"]["value"], b["width"]   # doctest: +SKIP
-(1821.3, 1853.9, 0.0176)
+On an instance without randomness (one scenario is the distribution) the
+bracket closes with certainty:
+
+>>> from deplbench.instances.generators import generate
+>>> knapsack = generate("knapsack", n_items=4, horizon=4, seed=0)
+>>> b = certify(knapsack, replications=2, scenarios=20, validation=1000)
+>>> b["status"], b["exact"], b["lower_bound"]["value"], b["upper_bound"]["value"], b["width"]
+('bracket', True, 29584.0, 29584.0, 0.0)
 """
 
 from __future__ import annotations

@@ -7,10 +7,12 @@ registry, the CLI (``--scenarios --seed --time-limit --gap --formulation
 
 Examples
 --------
->>> from deplbench.solvers.run import solve                      # doctest: +SKIP
->>> res = solve(instance, "milp", scenarios=300, time_limit=30)        # doctest: +SKIP
->>> res.status, res.cost, res.lower_bound, res.gap                     # doctest: +SKIP
-('optimal', 1777.18, 1777.18, 0.0)
+>>> from deplbench.instances.generators import generate
+>>> from deplbench.solvers.run import solve
+>>> instance = generate("scaling", n_models=3, horizon=8, seed=0)
+>>> res = solve(instance, "milp", scenarios=100, time_limit=30)
+>>> res.status, round(res.cost, 2), res.gap
+('optimal', 138.47, 0.0)
 """
 
 from __future__ import annotations

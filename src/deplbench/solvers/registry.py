@@ -22,10 +22,10 @@ exactness and plotting style from the record and never import this module.
 
 Examples
 --------
->>> from deplbench.solvers.registry import available, solver_info   # doctest: +SKIP
->>> "depl" in available()                                              # doctest: +SKIP
+>>> from deplbench.solvers.registry import available, solver_info
+>>> "depl" in available()
 True
->>> solver_info("milp")["exact"]                                       # doctest: +SKIP
+>>> solver_info("milp")["exact"]
 True
 """
 

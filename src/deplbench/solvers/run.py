@@ -17,10 +17,13 @@ other back.
 
 Examples
 --------
->>> from deplbench.solvers.run import solve               # doctest: +SKIP
->>> res = solve(instance, "depl", eta=100)                    # doctest: +SKIP
->>> res.status, res.cost, res.evaluation["verdict"]           # doctest: +SKIP
-('feasible', 1234.5, 'feasible')
+>>> from deplbench.instances.generators import generate
+>>> instance = generate("scaling", n_models=3, horizon=8, seed=0)
+>>> res = solve(instance, "depl")
+>>> res.status, round(res.cost, 2), res.evaluation["verdict"]
+('feasible', 139.36, 'feasible')
+>>> solve(instance, "knapsack-dp").status      # declines: not a knapsack instance
+'skipped'
 """
 
 from __future__ import annotations
