@@ -71,6 +71,7 @@ def _boundary_instance(seed, level=0.905):
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
+@pytest.mark.slow
 def test_lb_below_near_exact_optimum_and_every_certified_plan(seed):
     inst = _boundary_instance(seed)
     # Near-exact reference: the exhaustive optimum over 10^5 scenarios.
@@ -308,6 +309,7 @@ def test_selection_keeps_cheap_plausible_plans_only():
     assert [c["cost"] for c in select_for_refinement(pool, None, 0.01, 1_000_000, 0.0125, 10)] == [90, 95, 99, 120]
 
 
+@pytest.mark.slow
 def test_forced_second_stage_keeps_every_statement_valid():
     """Stage 2 forced (target width 0.1 %): LB = the larger stage LB and still
     below the near-exact optimum and every certified plan; stage-2 seeds and
@@ -359,6 +361,7 @@ def test_forced_second_stage_keeps_every_statement_valid():
     assert len(tests1) == st1["tests"]
 
 
+@pytest.mark.slow
 def test_stage_two_skipped_when_stage_one_meets_the_target():
     inst = _boundary_instance(2)
     b = certify(inst, replications=6, scenarios=100, validation=5_000, risk_grid=(0.8,), grid_seeds=1,
@@ -374,6 +377,7 @@ def test_stage_two_skipped_when_stage_one_meets_the_target():
 # ------------------------------------------------------------- MILP stopped at its limit
 
 
+@pytest.mark.slow
 def test_replication_stopped_at_its_limit_contributes_its_dual_bound(monkeypatch):
     """A replication stopped by its time limit gives the MILP's dual bound, not 0.
 

@@ -99,6 +99,7 @@ def test_bad_arguments_name_the_field(vgg, plan):
             simulate(vgg, pol, **kwargs)
 
 
+@pytest.mark.slow
 def test_closed_loop_pact_differs_from_open_loop():
     """A short, loose case: PACT's per-step 0.95 robust estimates are far more
     pessimistic than what the runs realise, so observing the loss matters."""
@@ -124,6 +125,7 @@ def test_closed_loop_pact_differs_from_open_loop():
     assert pol["p_success"] >= 0.99
 
 
+@pytest.mark.slow
 def test_depl_receding_is_registered_and_replans():
     from deplbench.solvers.run import closed_loop, solve
     from deplbench.solvers.registry import available
@@ -216,6 +218,7 @@ def pact_frame(pact_closed=(1.01, 0.99), one_switch=1.05) -> pd.DataFrame:
     return pd.DataFrame([{c: r.get(c) for c in COLUMNS} for r in rows], columns=list(COLUMNS))
 
 
+@pytest.mark.slow
 def test_pact_claim_rows_flip_with_the_data():
     from deplbench.reports import claims as claims_mod
     from deplbench.reports.data import prepare
@@ -232,6 +235,7 @@ def test_pact_claim_rows_flip_with_the_data():
     assert r["verdict"] == claims_mod.FAILS and "below OneSwitch at 1/2" in r["measured"]
 
 
+@pytest.mark.slow
 def test_report_shows_the_closed_loop_table_and_the_pact_claim(tmp_path):
     from deplbench.reports.build import ReportOptions, build_report
 

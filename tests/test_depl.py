@@ -58,6 +58,7 @@ KNAPSACK = [("uncorrelated", 0), ("strongly", 1), ("weakly", 2), ("subset-sum", 
 
 
 @pytest.mark.parametrize("item_class,seed", KNAPSACK)
+@pytest.mark.slow
 def test_knapsack_ratio_never_below_one_and_falls_with_eta(item_class, seed):
     """Deterministic knapsack instances (Property 1 run forwards): the DP of
     ``formulations.knapsack`` is the exact optimum. With conservative rounding
@@ -79,6 +80,7 @@ def test_knapsack_ratio_never_below_one_and_falls_with_eta(item_class, seed):
 
 # ------------------------------------------------------------ realistic family
 @pytest.mark.parametrize("rounding", ["label", "nearest", "up"])
+@pytest.mark.slow
 def test_depl_plan_passes_the_evaluator(alexnet9, rounding):
     res = solve(alexnet9, "depl", check_samples=20_000, rounding=rounding)
     assert res.status == "feasible", res.message
@@ -98,6 +100,7 @@ def test_depl_plan_passes_the_evaluator(alexnet9, rounding):
     json.dumps(res.to_dict())  # JSON-safe (no numpy scalars)
 
 
+@pytest.mark.slow
 def test_unreachable_target_is_reported_infeasible(alexnet9):
     inst = alexnet9.with_changes(loss_max=0.5)
     res = solve(inst, "depl", check_samples=2000)
@@ -105,6 +108,7 @@ def test_unreachable_target_is_reported_infeasible(alexnet9):
     assert "no model path" in res.message
 
 
+@pytest.mark.slow
 def test_out_of_sample_failure_tightens_and_retries(alexnet9):
     """With the expected loss as surrogate the first plan misses the quantile
     target; DepL must tighten ℓmax and retry, or report infeasible."""
@@ -119,6 +123,7 @@ def test_out_of_sample_failure_tightens_and_retries(alexnet9):
     assert "out-of-sample" in res0.message
 
 
+@pytest.mark.slow
 def test_best_exp_trains_on_until_quantile_met(alexnet9):
     res = solve(alexnet9, "best-exp", check_samples=20_000)
     assert res.status == "feasible", res.message
@@ -168,6 +173,7 @@ def test_dataset_blacklist_backtrack():
     assert res0.status == "infeasible"
 
 
+@pytest.mark.slow
 def test_allocation_failure_blacklists_the_path(monkeypatch, alexnet9):
     real = stages_module.place_and_allocate
     calls = {"n": 0}
@@ -187,6 +193,7 @@ def test_allocation_failure_blacklists_the_path(monkeypatch, alexnet9):
     assert res.status == "feasible" and res.evaluation["feasible"]
 
 
+@pytest.mark.slow
 def test_datasets_family_with_transfer_costs_runs():
     inst = generate("datasets", n_datasets=4, seed=1)
     res = solve(inst, "depl", check_samples=5000)
@@ -227,6 +234,7 @@ def test_truncated_student_t_mgf_is_a_tight_upper_bound():
     assert exact - 1e-12 <= got <= exact + 5e-3
 
 
+@pytest.mark.slow
 def test_chernoff_bound_covers_the_simulated_quantile(alexnet9):
     """For fixed model sequences, every surrogate of the grid (chernoff,
     cantelli) bounds the Monte-Carlo ω-quantile; the normal one only approximates it."""
@@ -381,6 +389,7 @@ def test_calibrated_cost_not_above_default_and_its_own_test_accepts_it(alexnet9,
     json.dumps(res.to_dict())
 
 
+@pytest.mark.slow
 def test_calibration_never_returns_a_plan_its_test_rejects(monkeypatch, alexnet9):
     """Make every calibration test fail: DepL must fall back on the proven plan."""
     real = calibration_module.evaluate_plan

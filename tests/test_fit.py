@@ -120,6 +120,7 @@ def run_cli(*args, cwd=None):
 
 
 # ------------------------------------------------------------ recovery
+@pytest.mark.slow
 def test_decay_parameters_recovered(good_fit):
     """A_m·E[X_m] within 2 % and B_m within 10 % (and within 4 standard errors)."""
     for name in NAMES:
@@ -130,6 +131,7 @@ def test_decay_parameters_recovered(good_fit):
         assert abs(d.A - a_true) < 4 * d.A_se and abs(d.B - TRUE[name]["B"]) < 4 * d.B_se
 
 
+@pytest.mark.slow
 def test_inverse_gamma_recovered_and_not_rejected(good_fit):
     """Shape within 10 %, scale/E[X]-normalised within 10 %; KS keeps the true family."""
     for name in NAMES:
@@ -156,6 +158,7 @@ def test_switch_jump_recovered(good_fit):
     assert sw.params["df"] > 2
 
 
+@pytest.mark.slow
 def test_wrong_family_gives_low_p_values():
     """Lognormal multipliers (σ = 0.8): KS rejects the inverse-gamma for both
     models and the instance keeps the empirical sample instead."""
@@ -352,6 +355,7 @@ def test_heavy_tailed_fit_falls_back_to_empirical():
     assert imp.chosen.kind == "empirical" and "infinite variance" in imp.reason
 
 
+@pytest.mark.slow
 def test_family_default_base_round_trip(tmp_path):
     """Without --base the realistic family supplies everything but the loss
     model: logs drawn from the AlexNet family instance are fitted back onto it."""

@@ -171,6 +171,7 @@ def test_regressions(name):
 
 @FUZZ
 @given(mutated())
+@pytest.mark.slow
 def test_mutated_instances_meet_the_contract(data):
     _contract(data)
 

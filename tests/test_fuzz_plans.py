@@ -500,6 +500,7 @@ def test_mutated_plans_quick(case):
 
 @FULL
 @given(mutated())
+@pytest.mark.slow
 def test_mutated_plans(case):
     python_contract(*case)
 
@@ -513,6 +514,7 @@ def test_plan_files_quick(tmp_path_factory, case, how, check):
 
 @FULL
 @given(mutated(), st.sampled_from(["plain", "plain", "result", "nan", "deep", "huge"]), st.booleans())
+@pytest.mark.slow
 def test_plan_files(tmp_path_factory, case, how, check):
     name, plan = case
     cli_contract(tmp_path_factory.mktemp("plan"), name, _as_text(plan, how), check)

@@ -292,6 +292,7 @@ def test_mutated_sweeps_quick(tmp_path_factory, data):
 
 @FULL
 @given(mutated(), st.sampled_from(["plain", "plain", "plain", "latin1", "truncated", "deep"]))
+@pytest.mark.slow
 def test_mutated_sweeps(tmp_path_factory, data, how):
     contract(tmp_path_factory.mktemp("sweep"), raw(data, how))
 

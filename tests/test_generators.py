@@ -127,6 +127,7 @@ def _evaluate_blocks(inst, blocks, cluster, samples=20_000):
     return evaluate_plan(inst, plan, samples=samples, seed=5, trajectory=False)
 
 
+@pytest.mark.slow
 def test_realistic_alexnet_magnitudes_fig7_fig9():
     inst = generate("realistic", family="alexnet")
     rng = np.random.default_rng(0)
@@ -155,6 +156,7 @@ def test_realistic_alexnet_magnitudes_fig7_fig9():
     assert costs[9.0] < _single_model_optimum(inst, 9.0, rng)[0]
 
 
+@pytest.mark.slow
 def test_realistic_mobilenet_is_cheaper_than_alexnet():
     # DepL Sec. VI-B: MobileNet costs less than AlexNet for the same target.
     costs = []

@@ -281,6 +281,7 @@ def test_duplicate_name_check_is_linear():
     assert _Counted.calls <= 4 * n        # the quadratic check made about n² = 9·10⁶
 
 
+@pytest.mark.slow
 def test_large_instance_with_a_late_duplicate_is_refused():
     """100,000 datasets are checked in about a second of CPU; the quadratic
     check made 10^10 comparisons (over three minutes on this machine)."""

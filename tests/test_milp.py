@@ -69,7 +69,11 @@ def test_cut_slope_is_the_gradient_of_F(seed):
 # ------------------------------------------------------------ brute force
 
 
-CASES = [(seed, nd, tr, rule, seed % 2 == 1)
+#: (seed, |D|, transfer mode) of the cases that take under half a second of
+#: CPU; the others are marked slow (deselected by `make test-fast`).
+_QUICK_CASES = {(0, 1, "once"), (0, 1, "per_epoch"), (1, 1, "per_epoch")}
+CASES = [pytest.param(seed, nd, tr, rule, seed % 2 == 1,
+                      marks=() if (seed, nd, tr) in _QUICK_CASES else pytest.mark.slow)
          for seed in range(3)
          for nd in (1, 2)
          for tr, rule in (("once", "intended"), ("per_epoch", "printed"))]
@@ -114,6 +118,7 @@ def _handover_instance(rule: str):
     })
 
 
+@pytest.mark.slow
 def test_data_rule_changes_the_optimum_and_both_solvers_follow():
     """Hand-checked: intended (6) lets A train two epochs at x = 1 and B one at
     x = 2 (cost 2 + 6 = 8); printed (6) keeps one cluster, all on B:
@@ -133,6 +138,7 @@ def test_data_rule_changes_the_optimum_and_both_solvers_follow():
 
 
 @pytest.mark.parametrize("seed,n_datasets,cyclic", [(0, 1, False), (1, 2, True)])
+@pytest.mark.slow
 def test_fast_flow_naive_and_pyomo_agree(seed, n_datasets, cyclic):
     inst = tiny_instance(seed, horizon=4, n_datasets=n_datasets, all_switches=cyclic,
                          transfer="per_epoch" if seed else "once")
@@ -145,6 +151,7 @@ def test_fast_flow_naive_and_pyomo_agree(seed, n_datasets, cyclic):
     assert all(_close(c, costs[0]) for c in costs), out
 
 
+@pytest.mark.slow
 def test_realistic_enumeration_equals_flow():
     inst = generate("realistic", family="alexnet", loss_max=13)
     fast = milp.solve_milp(inst, scenarios=40, seed=3, time_limit=None)
@@ -159,6 +166,7 @@ def test_realistic_enumeration_equals_flow():
 
 @pytest.mark.parametrize("item_class,seed", [("uncorrelated", 0), ("strongly", 1), ("subset-sum", 2),
                                              ("inverse-strongly", 3)])
+@pytest.mark.slow
 def test_knapsack_dp_between_bound_and_cost(item_class, seed):
     inst = generate("knapsack", item_class=item_class, n_items=10, R=100, horizon=10, seed=seed)
     dp = knapsack_optimum_from_instance(inst)
@@ -171,6 +179,7 @@ def test_knapsack_dp_between_bound_and_cost(item_class, seed):
 
 
 @pytest.mark.parametrize("backend", ["highs", "pyomo"])
+@pytest.mark.slow
 def test_knapsack_weakly_seed0_is_solved_to_the_dp_optimum(backend):
     """Regression: HiGHS 1.16 ended this master in "Solve error" (θ accepted
     1e-6 below a λ cut, then its final check saw 1.00001e-6 > 1e-6), which
@@ -260,6 +269,7 @@ def test_infeasible_time_has_a_reason():
     assert "Tmax" in r.message
 
 
+@pytest.mark.slow
 def test_node_limit_stops_deterministically():
     """A limit that does not depend on the machine: the naive model (no
     incumbent, weak LP) is not proven within one node; the result is a
@@ -370,6 +380,7 @@ def _mutated(seed=0, base_horizon=3, **changes):
 
 
 @pytest.mark.parametrize("seed,cyclic", [(0, False), (1, True), (2, True)])
+@pytest.mark.slow
 def test_naive_at_gap_1e9_equals_brute_force(seed, cyclic):
     """Issue 11: naive crashed (no solution_from_choice) whenever its first
     master did not meet the gap; at 1e-9 it must converge to brute force."""
@@ -433,6 +444,7 @@ def test_unusable_configuration_is_pruned(form):
     ("clusters.0.unit_cost", 1e300), ("models.1.size", 1e300), ("clusters.0.bandwidth", 5e-324),
     ("datasets.0.size", 1e300), ("clusters.0.capacity", 1e300), ("time_max", 1e300),
 ])
+@pytest.mark.slow
 def test_extreme_values_give_the_brute_force_answer(path, value):
     """Issue 16: such values gave "HiGHS stopped with model status 'Empty'"
     while still reporting a cost; now optimal = brute force, or infeasible
@@ -448,6 +460,7 @@ def test_extreme_values_give_the_brute_force_answer(path, value):
             assert _close(r.cost, bf_cost), (form, r.cost, bf_cost)
 
 
+@pytest.mark.slow
 def test_dominated_clusters_are_pruned_exactly():
     """With one data class a cluster no better than another in r, κ, b and β
     is never needed: 300 copies of two clusters (slightly dearer copies) give
@@ -472,6 +485,7 @@ def test_dominated_clusters_are_pruned_exactly():
         assert {e.cluster for e in r.plan.epochs} <= {"c0", "c1"}
 
 
+@pytest.mark.slow
 def test_near_infinite_capacity_and_zero_size():
     """Capacity 1.7e308 and model size 0 make the fastest epoch ~0 (Tmax over
     it overflows); the K range must be guarded, the optimum = brute force."""
@@ -486,6 +500,7 @@ def test_near_infinite_capacity_and_zero_size():
 
 
 @pytest.mark.parametrize("omega", [1e-12, 0.01])
+@pytest.mark.slow
 def test_tiny_omega_makes_the_quantile_vacuous(omega):
     """Issue 16: ω = 1e-12 gives ⌊(1−ω)S + 1e-9⌋ = S allowed violations and
     an IndexError in the K range; every scenario may now exceed ℓmax."""
@@ -555,6 +570,7 @@ def test_horizon_100000_returns_within_the_time_limit_slow():
 # ------------------------------------------- issue 18: work counters
 
 
+@pytest.mark.slow
 def test_work_counters_are_exact_and_repeatable():
     """Rows, columns, non-zeros, nodes, LP iterations and cut rounds are
     integers and the same in two runs (HiGHS: one thread, fixed seed)."""
@@ -574,6 +590,7 @@ def test_work_counters_are_exact_and_repeatable():
 
 
 @pytest.mark.parametrize("seed,n_datasets,cyclic", [(0, 1, False), (1, 2, True), (2, 1, True)])
+@pytest.mark.slow
 def test_scip_and_highs_give_the_brute_force_optimum(seed, n_datasets, cyclic):
     """Same cut loop, same certificate: SCIP and HiGHS both prove the brute
     force optimum; the result records which solver and version ran."""
@@ -641,6 +658,7 @@ def test_bad_solver_options_name_the_option(kwargs):
         milp.solve_milp(tiny_instance(0), **kwargs)
 
 
+@pytest.mark.slow
 def test_heuristic_time_changes_the_work_not_the_optimum():
     """The incumbent heuristic only prunes (``heuristic_time``): off, short
     and unlimited give the same proven optimum; only the run with it on
@@ -666,6 +684,7 @@ def test_heuristic_time_rejects_bad_values_naming_the_option(bad):
         milp.solve_milp(tiny_instance(), scenarios=10, heuristic_time=bad)
 
 
+@pytest.mark.slow
 def test_enumeration_model_runs_without_presolve_and_matches_flow(monkeypatch):
     """The enumeration model asks HiGHS for presolve off (its probing was
     nearly the whole solve), and HiGHS gets it; the flow model keeps HiGHS's

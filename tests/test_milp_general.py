@@ -73,7 +73,8 @@ def _check_against_brute_force(inst, S):
 # ----------------------------------------------------------- brute force
 
 
-@pytest.mark.parametrize("n_datasets,seed", [(7, 1), (8, 2), (9, 3), (10, 4)])
+@pytest.mark.parametrize("n_datasets,seed", [(7, 1), (8, 2), pytest.param(9, 3, marks=pytest.mark.slow),
+                                             pytest.param(10, 4, marks=pytest.mark.slow)])
 def test_many_datasets_cyclic_equals_brute_force(n_datasets, seed):
     inst = tiny_instance(seed=seed, n_datasets=n_datasets, n_clusters=1, horizon=3, n_models=2,
                          all_switches=True, beta_high=0.2)
@@ -81,18 +82,21 @@ def test_many_datasets_cyclic_equals_brute_force(n_datasets, seed):
     _check_against_brute_force(inst, 30)
 
 
+@pytest.mark.slow
 def test_seven_datasets_two_clusters_equals_brute_force():
     inst = tiny_instance(seed=5, n_datasets=7, n_clusters=2, horizon=2, n_models=1, all_switches=True)
     _check_against_brute_force(inst, 20)
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2, 3])
+@pytest.mark.slow
 def test_cyclic_three_models_two_clusters_equals_brute_force(seed):
     inst = tiny_instance(seed=seed, n_datasets=2, n_clusters=2, horizon=4, n_models=3, all_switches=True)
     _check_against_brute_force(inst, 40)
 
 
-@pytest.mark.parametrize("transfer,rule", [("per_epoch", "intended"), ("once", "printed")])
+@pytest.mark.parametrize("transfer,rule", [pytest.param("per_epoch", "intended", marks=pytest.mark.slow),
+                                           ("once", "printed")])
 def test_variants_equal_brute_force(transfer, rule):
     inst = tiny_instance(seed=7, n_datasets=2, n_clusters=2, horizon=4, n_models=3, all_switches=True,
                          transfer=transfer, rule=rule)
@@ -123,8 +127,11 @@ def test_infeasible_is_proven():
 # ------------------------------------------------- MILP formulations
 
 
-@pytest.mark.parametrize("seed,all_switches", [(0, False), (1, False), (3, True), (4, True), (5, True),
-                                                (6, True)])
+@pytest.mark.parametrize("seed,all_switches", [pytest.param(0, False, marks=pytest.mark.slow),
+                                                pytest.param(1, False, marks=pytest.mark.slow), (3, True),
+                                                pytest.param(4, True, marks=pytest.mark.slow),
+                                                pytest.param(5, True, marks=pytest.mark.slow),
+                                                pytest.param(6, True, marks=pytest.mark.slow)])
 def test_equals_milp_on_small_stochastic(seed, all_switches):
     inst = tiny_instance(seed=seed, n_datasets=1, n_clusters=2, horizon=7, n_models=3, all_switches=all_switches)
     S = 150
@@ -139,6 +146,7 @@ def test_equals_milp_on_small_stochastic(seed, all_switches):
     _assert_plan_valid(inst, res, S)
 
 
+@pytest.mark.slow
 def test_equals_flow_with_two_datasets():
     inst = tiny_instance(seed=11, n_datasets=2, n_clusters=2, horizon=5, n_models=2, all_switches=True)
     S = 40
@@ -224,6 +232,7 @@ def test_fast_routes_many_datasets_to_general_and_matches_brute_force():
     assert res.cost == pytest.approx(ref.cost, rel=1e-6)
 
 
+@pytest.mark.slow
 def test_general_is_forceable_and_refuses_scip_by_name():
     from deplbench.solvers.run import solve
 
@@ -284,6 +293,7 @@ def _all_sequences(search):
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
+@pytest.mark.slow
 def test_group_bound_is_below_every_feasible_completion(seed):
     """At every prefix node (k, v, L) of a tiny cyclic instance, the group bound,
     its node-level re-optimisation and the full completion bound never exceed
@@ -360,6 +370,7 @@ def _completion_value(prob, search, pre, rest, pi, L):
 
 
 @pytest.mark.parametrize("seed", [0, 1])
+@pytest.mark.slow
 def test_switch_counting_dp_equals_exhaustive_minimum(seed):
     """``_path`` with ``need`` switches (the block-counting DP) returns exactly the
     minimum of W − π·Δ over every completion with at least ``need`` switches, from
@@ -409,6 +420,7 @@ def test_switch_counting_dp_equals_exhaustive_minimum(seed):
 
 
 @pytest.mark.parametrize("seed", [0, 2])
+@pytest.mark.slow
 def test_switch_counting_group_bound_is_below_every_feasible_completion(seed):
     """With multipliers tuned for ≥ 3-block plans, the group bound counting only
     completions with ≥ c more switches never exceeds the cheapest SAA-feasible
@@ -460,6 +472,7 @@ def _short_plan_setup(seed, S, horizon=6):
 
 
 @pytest.mark.parametrize("seed", [0, 1, 4])
+@pytest.mark.slow
 def test_short_plan_enumeration_finds_the_best_short_plan(seed):
     """``cover`` (every plan of ≤ 3 blocks with the shortest feasible last block)
     returns the cheapest SAA-feasible plan of ≤ 3 blocks — checked against every
@@ -493,6 +506,7 @@ def test_short_plan_enumeration_finds_the_best_short_plan(seed):
 
 
 @pytest.mark.parametrize("seed,jump_loc", [(0, None), (3, None), (6, None), (1, -0.4), (5, -0.4)])
+@pytest.mark.slow
 def test_short_plan_coverage_does_not_change_the_optimum(seed, jump_loc):
     """The solve with the ≤ 3-block enumeration and the block-counting bound equals
     the solve without them and the flow MILP; negative jump means (every switch

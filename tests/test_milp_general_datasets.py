@@ -137,6 +137,7 @@ CASES = [(7, 2, 7.0, 1), (8, 0, 7.0, 2), (9, 4, 7.0, 1), (10, 14, None, 1)]
 
 
 @pytest.mark.parametrize("n_datasets,seed,loss_max,used", CASES)
+@pytest.mark.slow
 def test_two_clusters_many_datasets_equal_exhaustive_enumeration(n_datasets, seed, loss_max, used):
     inst = _instance(n_datasets, seed, loss_max)
     S = 20
@@ -154,6 +155,7 @@ def test_two_clusters_many_datasets_equal_exhaustive_enumeration(n_datasets, see
 
 # (the box search, "off", takes minutes on some instances: |D| = 10 seed 10 took 340 s)
 @pytest.mark.parametrize("n_datasets,seed,loss_max", [(7, 21, None), (8, 0, 7.0), (10, 14, None)])
+@pytest.mark.slow
 def test_same_optimum_with_class_leaves_on_and_off(n_datasets, seed, loss_max):
     inst = _instance(n_datasets, seed, loss_max)
     S = 20
@@ -165,6 +167,7 @@ def test_same_optimum_with_class_leaves_on_and_off(n_datasets, seed, loss_max):
     assert on.cost == pytest.approx(off.cost, rel=1e-4)
 
 
+@pytest.mark.slow
 def test_seven_datasets_two_clusters_equal_brute_force():
     """The repository's brute force (every subset pair, every plan, exact ``allocate``)."""
     inst = tiny_instance(seed=6, n_datasets=7, n_clusters=2, horizon=2, n_models=1, all_switches=True)
@@ -176,6 +179,7 @@ def test_seven_datasets_two_clusters_equal_brute_force():
     assert res.lower_bound <= best * (1 + 1e-9)
 
 
+@pytest.mark.slow
 def test_stopped_search_keeps_a_valid_bound_and_never_claims_optimal():
     """The datasets family (|D| = 7, two clusters, K̄ = 5; its optimum uses both
     clusters): a node budget of 2 stops the search with open leaves. Their
@@ -253,6 +257,7 @@ def _assignment_optimum(inst, prob, cfg):
 
 
 @pytest.mark.parametrize("n_datasets,seed", [(7, 51), (9, 52)])
+@pytest.mark.slow
 def test_every_leaf_bound_is_below_its_assignment_optimum(n_datasets, seed):
     """If a leaf's bound exceeded the optimum of its own assignment, the search
     could discard the optimum: checked on every assignment, plus a check that

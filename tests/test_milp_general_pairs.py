@@ -63,6 +63,7 @@ BRUTE = [(7, False, 0.8, True), (25, False, 0.9, True), (40, True, 0.9, True), (
 
 
 @pytest.mark.parametrize("seed,cyclic,omega,dead", BRUTE)
+@pytest.mark.slow
 def test_pair_search_equals_brute_force(seed, cyclic, omega, dead):
     inst = _tiny(seed, cyclic, omega)
     S = 20
@@ -81,6 +82,7 @@ DATASETS = [(6, 6, 0, True), (7, 5, 2, True), (10, 5, 0, False)]
 
 
 @pytest.mark.parametrize("n_datasets,horizon,seed,with_off", DATASETS)
+@pytest.mark.slow
 def test_same_optimum_with_pair_search_and_groups_on_and_off(n_datasets, horizon, seed, with_off):
     inst = generate("datasets", n_datasets=n_datasets, n_clusters=2, horizon=horizon, seed=seed)
     S = 30

@@ -522,6 +522,7 @@ def test_empty_store_says_so(tmp_path):
     assert set(summary.claims["verdict"]) == {claims_mod.UNMEASURED}
 
 
+@pytest.mark.slow
 def test_no_milp_rows_says_so(tmp_path):
     df = make_frame()
     summary = build_report(df[df["algorithm"] != "milp"], tmp_path, options=SMALL)
@@ -536,6 +537,7 @@ def test_no_milp_rows_says_so(tmp_path):
         claims_mod.UNMEASURED
 
 
+@pytest.mark.slow
 def test_no_exact_rows_says_so(tmp_path):
     df = make_frame()
     summary = build_report(df[~df["exact"].fillna(False).astype(bool)], tmp_path,
@@ -546,6 +548,7 @@ def test_no_exact_rows_says_so(tmp_path):
     assert pd.read_csv(tmp_path / "tables" / "milp_status.csv").empty
 
 
+@pytest.mark.slow
 def test_missing_columns_and_bad_json(tmp_path):
     df = make_frame().drop(columns=["evaluation", "diagnostics"])
     df.loc[0, "params"] = "{broken"
@@ -556,6 +559,7 @@ def test_missing_columns_and_bad_json(tmp_path):
     assert not any(f.startswith("fig9") for f in summary.figures)
 
 
+@pytest.mark.slow
 def test_store_roundtrip_and_cli(tmp_path, capsys):
     from deplbench.benchmarks.store import ResultsStore
     from deplbench.cli import main

@@ -581,6 +581,7 @@ def test_a_result_outside_the_record_schema_is_a_failed_row(tmp_path, plugin):
     assert "record.status" in bad["error"].iloc[0]
 
 
+@pytest.mark.slow
 def test_warm_dask_task_path_enforces_the_hard_limit_and_reports_crashes(plugin):
     from deplbench.benchmarks.executors import run_task_warm
 

@@ -88,6 +88,7 @@ def test_baseline_estimate_scales_with_scenarios_and_horizon(huge, alexnet):
     assert scenario_bytes(huge, 10) < BUDGET
 
 
+@pytest.mark.slow
 def test_best_exp_refuses_train_on_trajectories_at_horizon_100000(huge):
     res = solve(huge, "best-exp", evaluate=False)
     assert res.status == "error" and res.plan is None

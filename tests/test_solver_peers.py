@@ -118,6 +118,7 @@ def _peers() -> list:
 
 @pytest.mark.parametrize("solver", _peers())
 @pytest.mark.parametrize("seed,n_datasets,cyclic", [(0, 1, False), (1, 2, True)])
+@pytest.mark.slow
 def test_pyomo_peers_give_the_brute_force_optimum(solver, seed, n_datasets, cyclic):
     """Same cut loop, same certificate as HiGHS: the brute-force optimum,
     proven within the gap by the solver's own bound; solver and version recorded."""
@@ -137,6 +138,7 @@ def test_pyomo_peers_give_the_brute_force_optimum(solver, seed, n_datasets, cycl
 
 
 @pytest.mark.parametrize("solver", _peers())
+@pytest.mark.slow
 def test_pyomo_peers_run_the_cut_loop_on_knapsack(solver):
     """The count model starts without an incumbent, so the loop re-solves
     the master with added cuts through Pyomo; the covering-knapsack DP is
@@ -150,6 +152,7 @@ def test_pyomo_peers_run_the_cut_loop_on_knapsack(solver):
     assert r.diagnostics["rounds"] >= 2 and r.diagnostics["cuts_added"] >= 1
 
 
+@pytest.mark.slow
 def test_pyomo_peer_solves_the_naive_pyomo_model():
     inst = tiny_instance(2, horizon=3)
     ref = milp.solve_milp(inst, scenarios=20, seed=2, formulation="flow", gap=1e-7, time_limit=None)
@@ -160,6 +163,7 @@ def test_pyomo_peer_solves_the_naive_pyomo_model():
 
 
 @CBC
+@pytest.mark.slow
 def test_a_peer_without_a_dual_bound_never_claims_optimal():
     """Pyomo's appsi_cbc interface reports no dual bound (-inf): the plan is
     exact and SAA-feasible, but optimality is unproven and the result says why."""
@@ -387,6 +391,7 @@ solvers = ["highs", "pyomo:appsi_highs"]
     assert t.loc["pyomo:appsi_highs", "version"].startswith("pyomo ")
 
 
+@pytest.mark.slow
 def test_packaged_peers_sweep_runs_every_milp_task_once_per_solver():
     from deplbench.benchmarks.sweep import load_sweep
 

@@ -167,7 +167,8 @@ def test_names_are_checked_against_the_lower_layers():
 PACKAGED = ("quick", "paper", "complexity", "knapsack")
 
 
-@pytest.mark.parametrize("name", PACKAGED)
+@pytest.mark.parametrize("name", ["quick", "paper", pytest.param("complexity", marks=pytest.mark.slow),
+                                  pytest.param("knapsack", marks=pytest.mark.slow)])
 def test_packaged_sweeps_are_valid(name):
     assert resolve_sweep_path(name) == PACKAGED_SWEEPS / f"{name}.toml"
     # Full validation: names, every parameter value through the solver's
