@@ -405,3 +405,17 @@ def test_general_sweep_instances():
             assert t.params["scenarios"] == 200 if t.algorithm == "milp" else True
     assert by_group["alexnet-any"] == {5.0, 7.0, 9.0, 11.0, 13.0}
     assert {t.algorithm for t in tasks} == {"milp", "depl"}
+
+
+def test_every_family_docstring_has_the_shared_sections():
+    """The seed/Returns/Raises text is written once (generators.common.SHARED_DOC)
+    and filled into every family's docstring, with no placeholder left."""
+    from deplbench.instances.generators import datasets, generate, knapsack, realistic, scaling
+    from deplbench.instances.generators.common import SHARED_DOC
+
+    for func in (realistic, scaling, datasets, knapsack, generate):
+        doc = func.__doc__
+        assert not any(p in doc for p in SHARED_DOC), func.__name__
+        assert "Returns\n    -------\n    Instance" in doc, func.__name__
+    for func in (scaling, datasets, knapsack, generate):
+        assert SHARED_DOC["{seed}"] in func.__doc__, func.__name__

@@ -51,7 +51,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from deplbench.errors import InstanceError
-from deplbench.instances.generators.common import REGROW_JUMP_FACTOR, SWITCH_MODES
+from deplbench.instances.generators.common import REGROW_JUMP_FACTOR, SWITCH_MODES, generator_doc
 from deplbench.instances.generators.paper import A_CLASS, B_CLASS, PRUNING, TABLE_I, realistic
 from deplbench.instances.generators.pisinger import KNAPSACK_CLASSES, knapsack, knapsack_items
 from deplbench.instances.generators.synthetic import datasets, scaling
@@ -88,23 +88,20 @@ def _family(family: str) -> Callable[..., Instance]:
         raise InstanceError(f"family: unknown instance family {family!r} (known: {', '.join(FAMILIES)})") from None
 
 
+@generator_doc
 def generate(family: str, /, *, seed: int = 0, **params: Any) -> Instance:
     """Generate one instance of a family, reproducibly.
 
     Parameters
     ----------
     family : {"realistic", "knapsack", "scaling", "datasets"}
-    seed : int, default 0
-        Seed of ``numpy.random.default_rng``; the same family, parameters and
-        seed give byte-identical JSON.
+    {seed}
     **params
         The family's parameters (see each family function). ``realistic``
         takes ``family="alexnet"|"mobilenet"|"pact-vgg11"`` (``family`` is
         positional-only here, so the keyword reaches the family).
 
-    Returns
-    -------
-    Instance
+    {returns}
 
     Raises
     ------

@@ -35,6 +35,36 @@ REGROW_JUMP_FACTOR = 2.0
 
 
 # ---------------------------------------------------------------------------
+# The docstring sections every family shares
+# ---------------------------------------------------------------------------
+
+#: numpydoc text shared by the generator docstrings, filled in at the
+#: placeholders ``{seed}``, ``{returns}`` and ``{raises}`` by :func:`generator_doc`.
+SHARED_DOC = {
+    "{seed}": """seed : int, default 0
+        Seed of ``numpy.random.default_rng``, recorded in the provenance; the
+        same family, parameters and seed give byte-identical JSON.""",
+    "{returns}": """Returns
+    -------
+    Instance""",
+    "{raises}": """Raises
+    ------
+    InstanceError
+        Naming the offending parameter.""",
+}
+
+
+def generator_doc(func):
+    """Decorator: fill :data:`SHARED_DOC` into ``func``'s docstring, so that
+    the sections every generator shares are written once."""
+    doc = func.__doc__ or ""
+    for placeholder, text in SHARED_DOC.items():
+        doc = doc.replace(placeholder, text)
+    func.__doc__ = doc
+    return func
+
+
+# ---------------------------------------------------------------------------
 # Validation helpers
 # ---------------------------------------------------------------------------
 

@@ -16,6 +16,7 @@ from deplbench.instances.generators.common import (
     build_instance,
     choice_param,
     float_param,
+    generator_doc,
     instance_data,
     int_param,
     inverse_gamma,
@@ -241,6 +242,7 @@ def _realistic_pact(loss_max: float, omega: float, horizon: int, time_max: float
                           models, switches, clusters, {"assumptions": assumptions})
 
 
+@generator_doc
 def realistic(*, family: str = "alexnet", n_a: int | None = None, n_b: int | None = None,
               loss_max: float | None = None, omega: float = 0.99, horizon: int = REALISTIC_HORIZON,
               time_max: float | None = None, switches: str = "pruning", seed: int = 0) -> Instance:
@@ -275,14 +277,9 @@ def realistic(*, family: str = "alexnet", n_a: int | None = None, n_b: int | Non
     seed : int, default 0
         Recorded in the provenance; the family has no randomness.
 
-    Returns
-    -------
-    Instance
+    {returns}
 
-    Raises
-    ------
-    InstanceError
-        Naming the offending parameter.
+    {raises}
 
     Notes
     -----

@@ -16,6 +16,7 @@ from deplbench.instances.generators.common import (
     build_instance,
     choice_param,
     float_param,
+    generator_doc,
     instance_data,
     int_param,
     seed_param,
@@ -96,6 +97,7 @@ def knapsack_items(item_class: str, n_items: int, R: int, rng: np.random.Generat
     return w.astype(np.int64), v.astype(np.int64)
 
 
+@generator_doc
 def knapsack(*, item_class: str = "uncorrelated", n_items: int = 10, R: int = 100, horizon: int = 10,
              target_fraction: float = 0.5, time_max: float = 1.0, seed: int = 0) -> Instance:
     """DepL Property 1 run forwards: a covering knapsack as a training instance.
@@ -117,7 +119,7 @@ def knapsack(*, item_class: str = "uncorrelated", n_items: int = 10, R: int = 10
         (1 makes "K̄ epochs of the most valuable model" the only solution).
     time_max : float, default 1.0
         Tmax; the optimal cost is (min Σ w)² / Tmax.
-    seed : int, default 0
+    {seed}
 
     Returns
     -------
@@ -129,10 +131,7 @@ def knapsack(*, item_class: str = "uncorrelated", n_items: int = 10, R: int = 10
         ω = 0.5; ℓ(0) = T, ℓmax = 0. ``provenance.items`` holds ``weights``,
         ``values``, ``class``, ``R`` and ``target``.
 
-    Raises
-    ------
-    InstanceError
-        Naming the offending parameter.
+    {raises}
 
     Notes
     -----

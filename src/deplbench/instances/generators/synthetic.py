@@ -20,6 +20,7 @@ from deplbench.instances.generators.common import (
     build_instance,
     choice_param,
     float_param,
+    generator_doc,
     instance_data,
     int_param,
     inverse_gamma,
@@ -182,6 +183,7 @@ def _check_sizes(n_models, n_clusters, n_datasets, horizon):
 SCALING_INITIAL_LOSS = 21.0
 
 
+@generator_doc
 def scaling(*, n_models: int = 3, n_clusters: int = 2, n_datasets: int = 1, horizon: int = 20,
             omega: float = 0.9, loss_max: float | None = None, max_transfer_cost: float = 0.0,
             switches: str = "pruning", seed: int = 0) -> Instance:
@@ -205,16 +207,11 @@ def scaling(*, n_models: int = 3, n_clusters: int = 2, n_datasets: int = 1, hori
         smaller model (acyclic), or every ordered pair (cyclic; |M| ≤ 200,
         since there are |M|(|M|−1) switches). Recorded in
         ``provenance.parameters`` only when not the default.
-    seed : int, default 0
+    {seed}
 
-    Returns
-    -------
-    Instance
+    {returns}
 
-    Raises
-    ------
-    InstanceError
-        Naming the offending parameter.
+    {raises}
 
     Notes
     -----
@@ -281,6 +278,7 @@ def scaling(*, n_models: int = 3, n_clusters: int = 2, n_datasets: int = 1, hori
          "reference_plan": ref}, datasets=datasets, transfer_costs=transfer))
 
 
+@generator_doc
 def datasets(*, n_datasets: int = 5, n_clusters: int = 2, horizon: int = 50, omega: float = 0.99,
              loss_max: float | None = None, max_transfer_cost: float = 50.0, size_spread: float = 0.6,
              usefulness_spread: float = 0.8, switches: str = "pruning", seed: int = 0) -> Instance:
@@ -304,16 +302,11 @@ def datasets(*, n_datasets: int = 5, n_clusters: int = 2, horizon: int = 50, ome
         σ_d ~ LogNormal(0, size_spread), u_d ~ LogNormal(0, usefulness_spread).
     switches : {"pruning", "any"}, default "pruning"
         The AlexNet trio's switch graph, as in :func:`realistic`.
-    seed : int, default 0
+    {seed}
 
-    Returns
-    -------
-    Instance
+    {returns}
 
-    Raises
-    ------
-    InstanceError
-        Naming the offending parameter.
+    {raises}
 
     Notes
     -----
