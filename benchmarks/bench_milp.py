@@ -20,8 +20,6 @@ naive at S = 300, build ≤ 10 % of the total) are measured side by side by
 
 from __future__ import annotations
 
-import math
-
 import pytest
 
 from deplbench.formulations import milp
@@ -31,12 +29,12 @@ from deplbench.instances.generators import generate
 def _build(instance, scenarios, formulation):
     """Everything solve_milp does before the first HiGHS run."""
     data = milp.Data(instance, scenarios, 0)
-    bounds = milp.structural_bounds(data, math.inf, tight=formulation != "naive", bigm=False)
+    bounds = milp.structural_bounds(data, tight=formulation != "naive", bigm=False)
     if formulation == "naive":
         model = milp.NaiveModel(data, data.lam_reference(bounds.k_min))
         return milp.PyomoBackend(model.model, model.xvars, 1, 0)
     if formulation == "enumeration":
-        model = milp.try_enumeration(data, bounds, math.inf, {}, {})
+        model = milp.try_enumeration(data, bounds, {}, {})
     else:
         inc = bounds.incumbent
         bounds.bigm = milp.tight_bigm(data, bounds.k_min, bounds.k_max, inc.cost, bounds.lam)

@@ -231,7 +231,7 @@ def test_structural_bounds_hold_for_every_cheap_feasible_plan(seed, cyclic):
     cost ≤ the incumbent (checked by enumerating every single-cluster plan)."""
     inst = tiny_instance(seed, horizon=5, n_clusters=1, all_switches=cyclic)
     data = milp.Data(inst, 60, seed)
-    b = milp.structural_bounds(data, deadline=math.inf)
+    b = milp.structural_bounds(data)
     assert not b.infeasible and b.incumbent is not None
     ub = b.incumbent.cost
     bigm = milp.tight_bigm(data, b.k_min, b.k_max, ub, b.lam)

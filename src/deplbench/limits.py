@@ -96,6 +96,11 @@ def time_left() -> float:
     return _DEADLINE.get() - time.perf_counter()
 
 
+def expired() -> bool:
+    """Whether the current deadline has passed (never without one)."""
+    return time.perf_counter() > _DEADLINE.get()
+
+
 def check_time(where: str) -> None:
     """Raise :class:`TimeLimitReached` if the current deadline has passed.
 
@@ -110,4 +115,4 @@ def check_time(where: str) -> None:
 
 
 __all__ = ["MEMORY_BUDGET_GIB", "FLOAT_BYTES", "MemoryLimitExceeded", "TimeLimitReached", "check_memory",
-           "deadline", "time_left", "check_time"]
+           "deadline", "time_left", "expired", "check_time"]

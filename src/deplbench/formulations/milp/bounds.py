@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from deplbench import limits
 from deplbench.formulations.milp.data import Choice, Data
 from deplbench.formulations.milp.options import BIGM_SLACK, LOSS_TOL, BuildTimeout
 
@@ -44,7 +45,7 @@ def _best_gamma_amount(data: Data, k_hi: int | None = None) -> np.ndarray:
     return np.maximum(g.max() * a, g.min() * a)
 
 
-def min_epochs(data: Data, k_hi: int | None = None, deadline: float = math.inf) -> np.ndarray:
+def min_epochs(data: Data, k_hi: int | None = None) -> np.ndarray:
     """Per scenario, the fewest epochs after which some plan reaches ℓmax.
 
     Returns K_s with K_s = K̄+1 when no plan of at most ``k_hi`` (default K̄)
@@ -54,7 +55,7 @@ def min_epochs(data: Data, k_hi: int | None = None, deadline: float = math.inf) 
     Raises
     ------
     BuildTimeout
-        When ``deadline`` passes.
+        When the deadline of :func:`deplbench.limits.deadline` passes.
     """
     S, K = data.S, data.K
     k_hi = K if k_hi is None else min(K, int(k_hi))
@@ -66,7 +67,7 @@ def min_epochs(data: Data, k_hi: int | None = None, deadline: float = math.inf) 
     for k in range(1, k_hi):
         if (reach <= K).all():
             break
-        if time.perf_counter() > deadline:
+        if limits.expired():
             raise BuildTimeout("the K range (fewest epochs per scenario)")
         cand = best.copy()
         for p, (i, j) in enumerate(data.pairs):
@@ -149,7 +150,7 @@ def shortest_last_block(data: Data, pre: np.ndarray, start: np.ndarray, model: i
     return found
 
 
-def block_heuristic(data: Data, k_min: int, k_max: int, deadline: float):
+def block_heuristic(data: Data, k_min: int, k_max: int):
     """Best plan of at most three model blocks on one cluster (exact check).
 
     Blocks follow allowed switches (m1 → m2 → m3). For every data class and
@@ -157,18 +158,18 @@ def block_heuristic(data: Data, k_min: int, k_max: int, deadline: float):
     the in-sample quantile is found (:func:`shortest_last_block`); candidates
     are costed exactly with ``allocate`` on every cluster, after a closed-form
     lower bound has discarded the hopeless ones. Returns the best
-    :class:`Choice` or None (also when ``deadline`` passes first).
+    :class:`Choice` or None (also when the :mod:`deplbench.limits` deadline passes first).
     """
     best = [None]
     idx = [0]
 
     def consider(models):
         s_idx = idx[0]
-        if time.perf_counter() > deadline:
+        if limits.expired():
             raise BuildTimeout("heuristic")
         classes = np.full(models.size, s_idx)
         for n in range(data.Nn):
-            if n % 256 == 255 and time.perf_counter() > deadline:   # 20,000 clusters
+            if n % 256 == 255 and limits.expired():   # 20,000 clusters
                 raise BuildTimeout("heuristic")
             if not data.usable[models, n, s_idx].all():
                 continue
@@ -184,13 +185,13 @@ def block_heuristic(data: Data, k_min: int, k_max: int, deadline: float):
                 best[0] = ch
 
     try:
-        _blocks(data, k_min, k_max, deadline, consider, idx)
+        _blocks(data, k_min, k_max, consider, idx)
     except BuildTimeout:
         pass
     return best[0]
 
 
-def _blocks(data: Data, k_min: int, k_max: int, deadline: float, consider, idx: list) -> None:
+def _blocks(data: Data, k_min: int, k_max: int, consider, idx: list) -> None:
     """Generate the block plans of :func:`block_heuristic` (``idx[0]`` is the
     current data class, read by ``consider``)."""
     S, M = data.S, data.M
@@ -218,7 +219,7 @@ def _blocks(data: Data, k_min: int, k_max: int, deadline: float, consider, idx: 
                         continue
                     p23 = data.inst.switch_index[(m2, m3)]
                     for a in range(1, k_max - 1):
-                        if time.perf_counter() > deadline:
+                        if limits.expired():
                             return
                         k2 = np.arange(1, k_max - a)
                         st = a + k2
@@ -242,7 +243,7 @@ def k_max_from_cost(data: Data, ub: float, lams: np.ndarray) -> int:
     return max(best, 0)
 
 
-def dp_max(node, arc, pairs, k_lo: int, k_hi: int, deadline: float = math.inf) -> np.ndarray:
+def dp_max(node, arc, pairs, k_lo: int, k_hi: int) -> np.ndarray:
     """Longest prefix path over the epoch × model graph, lengths k_lo..k_hi.
 
     Parameters
@@ -262,7 +263,7 @@ def dp_max(node, arc, pairs, k_lo: int, k_hi: int, deadline: float = math.inf) -
     best = np.array(node(0), dtype=float)
     top = best.max(axis=-1) if k_lo <= 1 else np.full(best.shape[:-1], -np.inf)
     for k in range(1, k_hi):
-        if time.perf_counter() > deadline:
+        if limits.expired():
             raise BuildTimeout("big-M values (longest-path DP)")
         cand = best.copy()
         if pairs:
@@ -276,7 +277,7 @@ def dp_max(node, arc, pairs, k_lo: int, k_hi: int, deadline: float = math.inf) -
 
 
 def tight_bigm(data: Data, k_min: int, k_max: int, ub: float | None, lam: float | None,
-                rounds: int = 3, deadline: float = math.inf) -> np.ndarray:
+                rounds: int = 3) -> np.ndarray:
     """Per-scenario big-M from a Lagrangian longest-path DP (see module doc).
 
     For μ, ν ≥ 0 and every SAA-feasible plan x with K ∈ [k_min, k_max] and
@@ -311,7 +312,7 @@ def tight_bigm(data: Data, k_min: int, k_max: int, ub: float | None, lam: float 
         ak = data.a[:, k, :]
         return np.maximum(-gams.max() * ak, -gams.min() * ak)
 
-    M_s = data.l0 + dp_max(crude_node, lambda k: data.J[:, k, :], data.pairs, k_min, k_max, deadline) - data.lmax
+    M_s = data.l0 + dp_max(crude_node, lambda k: data.J[:, k, :], data.pairs, k_min, k_max) - data.lmax
     M_s = np.maximum(M_s, 0.0)
 
     for _ in range(rounds):
@@ -330,7 +331,7 @@ def tight_bigm(data: Data, k_min: int, k_max: int, ub: float | None, lam: float 
             return data.J[:, k, :][:, None, :] - mu[None, :, None] * Jbar[k][None, None, :]
 
         const = data.l0 - mu * (data.l0 - data.lmax - delta) + nu * cost_const
-        h = const[None, :] + dp_max(node, arc, data.pairs, k_min, k_max, deadline)
+        h = const[None, :] + dp_max(node, arc, data.pairs, k_min, k_max)
         new = np.minimum(M_s, np.maximum(h.min(axis=1) - data.lmax, 0.0))
         done = np.allclose(new, M_s, rtol=1e-6, atol=1e-9)
         M_s = new
@@ -351,8 +352,8 @@ class Bounds:
     seconds: dict = field(default_factory=dict)
 
 
-def structural_bounds(data: Data, deadline: float, tight: bool = True, bigm: bool = True,
-                       heuristic_budget: float = 3.0) -> Bounds:
+def structural_bounds(data: Data, tight: bool = True, bigm: bool = True,
+                      heuristic_budget: float = 3.0) -> Bounds:
     """K range, incumbent and big-M values; or the reason the SAA is infeasible.
 
     The block heuristic gets at most ``heuristic_budget`` seconds (it only
@@ -361,7 +362,7 @@ def structural_bounds(data: Data, deadline: float, tight: bool = True, bigm: boo
     Raises
     ------
     BuildTimeout
-        When ``deadline`` passes before the K range is known.
+        When the :mod:`deplbench.limits` deadline passes before the K range is known.
     """
     t0 = time.perf_counter()
     fastest = data.fastest
@@ -373,7 +374,7 @@ def structural_bounds(data: Data, deadline: float, tight: bool = True, bigm: boo
     # (guarded: a capacity of 1e308 can make the fastest epoch 0 or 1e-300)
     k_time = data.K if fastest * data.K <= data.T else min(data.K, int(math.floor(data.T / fastest * (1 + 1e-12)
                                                                                + 1e-9)))
-    reach = min_epochs(data, k_time, deadline)
+    reach = min_epochs(data, k_time)
     if data.p >= data.S:
         k_min = 1  # every scenario may exceed ℓmax: the SAA quantile is vacuous
     else:
@@ -392,8 +393,11 @@ def structural_bounds(data: Data, deadline: float, tight: bool = True, bigm: boo
             f"stays above ℓmax = {data.lmax:g}, but at most {data.p} may"))
     k_max = k_time
     t1 = time.perf_counter()
-    inc = (block_heuristic(data, k_min, k_max, min(deadline, t1 + heuristic_budget))
-           if tight and heuristic_budget > 0 else None)
+    inc = None
+    if tight and heuristic_budget > 0:
+        # the heuristic's own budget, within the solve's deadline (nested scopes keep the earlier one)
+        with limits.deadline(heuristic_budget if math.isfinite(heuristic_budget) else None):
+            inc = block_heuristic(data, k_min, k_max)
     t2 = time.perf_counter()
     lam = data.lam_reference(k_min)
     ub = None
@@ -402,7 +406,7 @@ def structural_bounds(data: Data, deadline: float, tight: bool = True, bigm: boo
         lam = inc.alloc.time_price if inc.alloc.time_price > 0 else lam
         k_max = min(k_max, k_max_from_cost(data, ub, data.cut_grid(lam)[::8]))
         k_max = max(k_max, inc.models.size)
-    bigm = (tight_bigm(data, k_min, k_max, ub, lam if ub is not None else None, deadline=deadline)
+    bigm = (tight_bigm(data, k_min, k_max, ub, lam if ub is not None else None)
             if (tight and bigm) else None)
     t3 = time.perf_counter()
     return Bounds(k_min, k_max, bigm, inc, lam,

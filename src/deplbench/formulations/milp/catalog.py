@@ -108,7 +108,6 @@ class BuildContext:
 
     data: Data
     bounds: Bounds
-    deadline: float
     memory_bytes: float
     diag: dict = field(default_factory=dict)
     timing: dict = field(default_factory=dict)

@@ -37,6 +37,7 @@ from __future__ import annotations
 import math
 import time
 
+from deplbench import limits
 from deplbench.formulations.milp.data import Data
 from deplbench.formulations.milp.options import MAX_ROUNDS
 from deplbench.formulations.result import SolveResult
@@ -55,7 +56,7 @@ def cut_loop_result(status, message, data=None, best=None, lower=None, params=No
                        lower_bound=lower, gap=gap, params=dict(params or {}), diagnostics=dict(diag or {}))
 
 
-def cut_loop(data: Data, model, be, best, gap, deadline, params, diag, t0,
+def cut_loop(data: Data, model, be, best, gap, params, diag, t0,
               node_limit: int | None = None) -> SolveResult:
     """Solve the master, re-cost its plan exactly, add the exact cut, repeat.
 
@@ -71,11 +72,10 @@ def cut_loop(data: Data, model, be, best, gap, deadline, params, diag, t0,
         The incumbent (SAA-feasible, exactly costed) or None.
     gap : float
         Relative gap at which the plan is declared optimal.
-    deadline : float
-        ``time.perf_counter()`` value at which to stop.
     node_limit : int, optional
         Branch-and-bound nodes allowed over all rounds (a deterministic
-        limit, unlike ``deadline``).
+        limit, unlike the wall-clock deadline of :func:`deplbench.limits.deadline`,
+        which the caller opens and every master solve gets the rest of).
 
     Returns
     -------
@@ -93,7 +93,7 @@ def cut_loop(data: Data, model, be, best, gap, deadline, params, diag, t0,
             start = model.solution_from_choice(best)
             if start is not None:
                 be.set_start(start)
-        left = deadline - time.perf_counter()
+        left = limits.time_left()
         if left <= 0:
             message = "time limit reached before the master was solved"
             break

@@ -29,6 +29,7 @@ import time
 
 import numpy as np
 
+from deplbench import limits
 from deplbench.formulations.milp.bounds import Bounds, cumulative_by_model, quantile_ok, shortest_last_block
 from deplbench.formulations.milp.data import Choice, Data
 from deplbench.formulations.milp.matrix import (
@@ -80,7 +81,7 @@ def enumeration_size(paths, k_max: int) -> float:
     return float(sum(math.comb(k_max, len(p) - 1) for p in paths))
 
 
-def enumerate_candidates(data: Data, k_min: int, k_max: int, paths, deadline: float):
+def enumerate_candidates(data: Data, k_min: int, k_max: int, paths):
     """Every SAA-feasible model sequence that is not dominated (Sig = 1).
 
     A plan of an acyclic switch graph is a path of models with a block length
@@ -111,7 +112,7 @@ def enumerate_candidates(data: Data, k_min: int, k_max: int, paths, deadline: fl
     def extend(path, blocks, pre, start):
         # blocks: lengths fixed so far (all but the last two blocks of path)
         depth = len(blocks)
-        if time.perf_counter() > deadline:
+        if limits.expired():
             raise TimeoutError
         if depth == len(path) - 1:
             for _, length in last_block(pre[:, None], np.array([start]), path[-1]):
@@ -220,7 +221,7 @@ class EnumModel(MatrixFormulation):
         return self.data.evaluate(models, classes, clusters, held)
 
 
-def try_enumeration(data: Data, bounds: Bounds, deadline: float, diag: dict, timing: dict,
+def try_enumeration(data: Data, bounds: Bounds, diag: dict, timing: dict,
                      check_size=lambda *args, **kw: None):
     """The enumeration model when the switch graph is acyclic and small enough.
 
@@ -231,7 +232,7 @@ def try_enumeration(data: Data, bounds: Bounds, deadline: float, diag: dict, tim
     if paths is None or enumeration_size(paths, bounds.k_max) > MAX_CANDIDATES:
         return None
     t1 = time.perf_counter()
-    found = enumerate_candidates(data, bounds.k_min, bounds.k_max, paths, deadline)
+    found = enumerate_candidates(data, bounds.k_min, bounds.k_max, paths)
     timing["enumerate"] = time.perf_counter() - t1
     if found is None:
         return None
@@ -262,7 +263,7 @@ def try_enumeration(data: Data, bounds: Bounds, deadline: float, diag: dict, tim
 def build_enumeration(ctx):
     """Catalog entry: :func:`try_enumeration` (None declines: too many
     candidates, a cyclic switch graph, or the deadline passed)."""
-    return try_enumeration(ctx.data, ctx.bounds, ctx.deadline, ctx.diag, ctx.timing, ctx.check_size)
+    return try_enumeration(ctx.data, ctx.bounds, ctx.diag, ctx.timing, ctx.check_size)
 
 
 __all__ = ["MAX_CANDIDATES", "dag_paths", "enumeration_size", "enumerate_candidates", "EnumModel",

@@ -238,7 +238,7 @@ def build_flow(ctx):
     t1 = time.perf_counter()
     inc = bounds.incumbent
     bounds.bigm = tight_bigm(data, bounds.k_min, bounds.k_max, inc.cost if inc is not None else None,
-                              bounds.lam if inc is not None else None, deadline=ctx.deadline)
+                              bounds.lam if inc is not None else None)
     ctx.timing["bigm"] = time.perf_counter() - t1
     t1 = time.perf_counter()
     model = FlowModel(data, bounds)

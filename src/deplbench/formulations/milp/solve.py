@@ -24,6 +24,7 @@ import time
 
 import numpy as np
 
+from deplbench import limits
 from deplbench.errors import SolverError
 from deplbench.formulations.milp import catalog
 from deplbench.formulations.milp.bounds import structural_bounds
@@ -137,7 +138,6 @@ def solve_milp(instance, scenarios: int = 1000, seed: int = 0, time_limit: float
               "memory_limit": float(memory_limit), "solver": solver,
               "heuristic_time": None if heuristic_time is None else float(heuristic_time)}
     t0 = time.perf_counter()
-    deadline = t0 + (math.inf if time_limit is None else float(time_limit))
     diag: dict = {"formulation": formulation, "solver": solver,
                   "solver_version": solver_version(solver),
                   "exactness": "real-x cost via exact λ cuts of the convex F(N); plan costed with allocate()"}
@@ -159,8 +159,10 @@ def solve_milp(instance, scenarios: int = 1000, seed: int = 0, time_limit: float
             f"memory_limit {float(memory_limit):.2f} GiB; use fewer scenarios or a smaller horizon"),
             params=params, diag=diag)
     try:
-        res = _solve_stages(instance, scenarios, seed, time_limit, gap, threads, formulation, write_lp,
-                            backend, verbose, node_limit, memory_bytes, params, diag, t0, deadline, solver)
+        # One deadline for every stage (deplbench.limits): the build's loops and the cut loop read it.
+        with limits.deadline(time_limit):
+            res = _solve_stages(instance, scenarios, seed, time_limit, gap, threads, formulation, write_lp,
+                                backend, verbose, node_limit, memory_bytes, params, diag, t0, solver)
     except BuildTimeout as exc:
         diag["build_s"] = time.perf_counter() - t0
         res = cut_loop_result("time_limit", f"time limit reached while building the MILP ({exc})",
@@ -195,9 +197,10 @@ def _solve_general(instance, params, diag, verbose, t0) -> SolveResult:
 
 
 def _solve_stages(instance, scenarios, seed, time_limit, gap, threads, formulation, write_lp, backend,
-                  verbose, node_limit, memory_bytes, params, diag, t0, deadline, solver="highs") -> SolveResult:
-    """Data → bounds → formulation (catalog) → backend → cut loop."""
-    left = deadline - time.perf_counter()
+                  verbose, node_limit, memory_bytes, params, diag, t0, solver="highs") -> SolveResult:
+    """Data → bounds → formulation (catalog) → backend → cut loop, within the
+    :mod:`deplbench.limits` deadline the caller opened."""
+    left = limits.time_left()
     if math.isfinite(left):
         est = draw_seconds(instance, scenarios)
         if est > left:
@@ -209,7 +212,7 @@ def _solve_stages(instance, scenarios, seed, time_limit, gap, threads, formulati
                 data_classes=data.Sig, unusable_configurations=int(np.count_nonzero(~data.usable)),
                 dominated_clusters=int(np.count_nonzero(data.dominated)))
     t_data = time.perf_counter()
-    if t_data > deadline:
+    if limits.expired():
         raise BuildTimeout("drawing the scenarios")
     rows, why = catalog.candidates(formulation, data)
     if not rows:
@@ -224,7 +227,7 @@ def _solve_stages(instance, scenarios, seed, time_limit, gap, threads, formulati
     if params.get("heuristic_time") is not None:
         budget = float(params["heuristic_time"])
     budget = budget if want else 0.0
-    bounds = structural_bounds(data, deadline, tight=budget > 0, bigm=False, heuristic_budget=budget)
+    bounds = structural_bounds(data, tight=budget > 0, bigm=False, heuristic_budget=budget)
     if bounds.infeasible:
         diag["build_s"] = time.perf_counter() - t0
         return cut_loop_result("infeasible", bounds.infeasible, params=params, diag=diag)
@@ -232,7 +235,7 @@ def _solve_stages(instance, scenarios, seed, time_limit, gap, threads, formulati
         diag["pruned_dear_configurations"] = data.prune_dearer_than(bounds.incumbent.cost)
     diag.update(k_min=bounds.k_min, k_max=bounds.k_max,
                 heuristic_cost=bounds.incumbent.cost if bounds.incumbent is not None else None)
-    ctx = catalog.BuildContext(data, bounds, deadline, memory_bytes, diag=diag,
+    ctx = catalog.BuildContext(data, bounds, memory_bytes, diag=diag,
                                timing={"scenarios": t_data - t0, **bounds.seconds}, options=params)
     model = spec = None
     for spec in rows:
@@ -263,7 +266,7 @@ def _solve_stages(instance, scenarios, seed, time_limit, gap, threads, formulati
     diag["build_s"] = time.perf_counter() - t0
     diag["build_breakdown_s"] = {k: round(v, 4) for k, v in ctx.timing.items()}
     best = bounds.incumbent if (spec.incumbent or want) else None
-    res = cut_loop(data, model, be, best, gap, deadline, params, diag, t0, node_limit=node_limit)
+    res = cut_loop(data, model, be, best, gap, params, diag, t0, node_limit=node_limit)
     note = getattr(be, "bound_note", None)        # a solver peer that reports no dual bound (.pyomo_peer)
     if note and res.status != "optimal":
         res.message = f"{res.message}; {note}" if res.message else note
