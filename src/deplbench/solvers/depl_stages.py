@@ -371,24 +371,7 @@ def decide(instance, p: dict, method: str, *, n_theta: int = 1, tail_share: floa
     # Work counters (issue 18), exact and deterministic: see result_from's docstring.
     work = {"oracle_calls": 0, "allocation_calls": 0, "allocation_dp_states": 0}
 
-    # ---- stage 1: datasets (Sec. IV-A) ----------------------------------------
-    t0 = time.perf_counter()
-    obj = DataObjective.from_instance(instance)
-    diag["submodularity"] = submodularity_check(obj, rng)
-    if p["dataset_method"] == "exhaustive":
-        masks = all_masks(obj.n)[1:]
-        vals = obj.values(masks)
-        order = np.argsort(vals, kind="stable")
-        ranking = iter([(tuple(np.nonzero(masks[i])[0].tolist()), float(vals[i])) for i in order])
-        next_set = lambda: next(ranking, None)  # noqa: E731
-    else:
-        out.ranker = SubsetRanker(obj)
-        next_set = out.ranker.next
-    if obj.n <= EXHAUSTIVE_MIN_MAX:
-        ex = exhaustive_minimum(obj)
-        diag["dataset_exhaustive"] = {"subset": [instance.datasets[i].name for i in ex.subset],
-                                      "value": ex.value}
-    diag["stage_seconds"]["datasets"] += time.perf_counter() - t0
+    obj, next_set = _dataset_ranking(instance, p, out, rng)
 
     loss_max_eff = float(instance.loss_max)
     backtracks_left = int(p["max_backtracks"])
@@ -398,41 +381,14 @@ def decide(instance, p: dict, method: str, *, n_theta: int = 1, tail_share: floa
     while True:
         check_time("DepL's decision loop, after "
                    f"{len(diag['backtracks'])} backtrack(s)")
-        # ---- (re)select datasets ------------------------------------------------
-        if ch is None:
-            t0 = time.perf_counter()
-            before = obj.calls[0]
-            nxt = next_set()
-            work["oracle_calls"] += obj.calls[0] - before
-            diag["stage_seconds"]["datasets"] += time.perf_counter() - t0
-            if nxt is None:
+        if ch is None:   # (re)select datasets
+            ch = _next_choice(instance, obj, next_set, work, diag)
+            if ch is None:
                 reason += "; every dataset choice has been blacklisted"
                 break
-            subset, fval = nxt
-            names = [instance.datasets[i].name for i in subset]
-            volume, gamma = instance.data_effect(names)
-            k_hat = float(obj.epochs_needed(np.array([gamma]))[0])
-            diag.setdefault("dataset_choices", []).append({"subset": names, "objective": fval, "k_hat": k_hat})
-            ref_epochs = (int(min(instance.horizon, max(1, math.ceil(k_hat)))) if math.isfinite(k_hat)
-                          else instance.horizon)
-            ch = Choice(names, subset, volume, gamma, ref_epochs, float(instance.time_max), set())
             out.choice = ch
 
-        # ---- stage 2: models (Sec. IV-B) ------------------------------------------
-        # The surrogate first, then its fallbacks (equally proven) when it
-        # accepts no path at all: e.g. at ω = 1e-6 the Chernoff offset
-        # ln(1/α)/θ on the θ grid rejects every path Cantelli accepts.
-        for meth in (method, *fallbacks):
-            s2 = stage2(instance, ch.gamma, ch.volume, meth, p["eta"], n_theta, tail_share,
-                        ch.ref_epochs, loss_max_eff, ch.time_max_eff, rounding=p["rounding"],
-                        count_reachable=True)
-            diag["stage_seconds"]["models"] += s2.seconds
-            diag["graphs"].extend(s2.graphs)
-            cands = [c for c in s2.candidates if tuple(c.models) not in ch.blacklist]
-            if cands:
-                if meth != method:
-                    diag.setdefault("surrogate_fallbacks", []).append({"datasets": ch.names, "method": meth})
-                break
+        cands = _model_paths(instance, ch, (method, *fallbacks), p, n_theta, tail_share, loss_max_eff, diag)
         if not cands:
             reason = f"no model path meets the quantile target within Tmax and K̄ for datasets {ch.names}"
             diag["backtracks"].append({"stage": "models", "action": "blacklist datasets", "datasets": ch.names})
@@ -442,22 +398,7 @@ def decide(instance, p: dict, method: str, *, n_theta: int = 1, tail_share: floa
             backtracks_left -= 1
             continue
 
-        # ---- stage 3: clusters + allocation (Sec. IV-C) -----------------------------
-        plan = None
-        t0 = time.perf_counter()
-        for cand in cands:
-            check_time("DepL's allocation stage")
-            plan, info = stage3(instance, cand.models, ch.names, ch.subset, ch.volume, p["epsilon"],
-                                 p["reoptimize"])
-            work["allocation_calls"] += 1
-            work["allocation_dp_states"] += int(info.get("dp_states") or 0)
-            if plan is not None:
-                out.chosen = (cand, info)
-                break
-            ch.blacklist.add(tuple(cand.models))
-            diag["backtracks"].append({"stage": "allocation", "action": "blacklist model path",
-                                       "epochs": len(cand.models), "reason": info["reason"]})
-        diag["stage_seconds"]["allocation"] += time.perf_counter() - t0
+        plan = _allocate_first(instance, cands, ch, p, work, diag, out)
         if plan is None:
             reason = "no cluster/allocation fits Tmax for the selected model paths"
             if backtracks_left == 0:
@@ -499,22 +440,113 @@ def decide(instance, p: dict, method: str, *, n_theta: int = 1, tail_share: floa
     out.loss_max_eff = loss_max_eff
     out.reason = reason
     diag["stage_seconds"]["total"] = time.perf_counter() - t_start
-    graphs = diag["graphs"]
-    reach = [g.get("reachable_vertices") for g in graphs]
-    work.update(
-        graphs=len(graphs),
-        graph_vertices_nominal=int(sum(g.get("nominal_vertices") or 0 for g in graphs)),
-        graph_vertices_created=int(sum(g["vertices"] for g in graphs)),
-        graph_edges_relaxed=int(sum(g["edges"] for g in graphs)),
-        graph_vertices_reachable=(int(sum(reach)) if reach and None not in reach else None),
-        graph_edges_reachable=(int(sum(g["reachable_edges"] for g in graphs))
-                               if reach and None not in reach else None),
-    )
-    diag["work"] = work
+    diag["work"] = _work_totals(work, diag["graphs"])
     diag["work_exponents"] = WORK_EXPONENTS
     if out.ranker is not None:
         diag["min_norm_iterations"] = out.ranker.iterations
     return out
+
+
+def _dataset_ranking(instance, p: dict, out: Outcome, rng: np.random.Generator):
+    """Stage 1 (Sec. IV-A): the dataset objective and a callable giving the
+    dataset subsets in increasing objective order, ``(subset, value)`` or None
+    when exhausted (the min-norm ranker, or all subsets for ``exhaustive``)."""
+    diag = out.diag
+    t0 = time.perf_counter()
+    obj = DataObjective.from_instance(instance)
+    diag["submodularity"] = submodularity_check(obj, rng)
+    if p["dataset_method"] == "exhaustive":
+        masks = all_masks(obj.n)[1:]
+        vals = obj.values(masks)
+        order = np.argsort(vals, kind="stable")
+        ranking = iter([(tuple(np.nonzero(masks[i])[0].tolist()), float(vals[i])) for i in order])
+        next_set = lambda: next(ranking, None)  # noqa: E731
+    else:
+        out.ranker = SubsetRanker(obj)
+        next_set = out.ranker.next
+    if obj.n <= EXHAUSTIVE_MIN_MAX:
+        ex = exhaustive_minimum(obj)
+        diag["dataset_exhaustive"] = {"subset": [instance.datasets[i].name for i in ex.subset],
+                                      "value": ex.value}
+    diag["stage_seconds"]["datasets"] += time.perf_counter() - t0
+    return obj, next_set
+
+
+def _next_choice(instance, obj, next_set, work: dict, diag: dict) -> Choice | None:
+    """The next dataset subset as a :class:`Choice` (None when none is left),
+    with K̂, the epochs its objective says are needed, as stage 2's reference."""
+    t0 = time.perf_counter()
+    before = obj.calls[0]
+    nxt = next_set()
+    work["oracle_calls"] += obj.calls[0] - before
+    diag["stage_seconds"]["datasets"] += time.perf_counter() - t0
+    if nxt is None:
+        return None
+    subset, fval = nxt
+    names = [instance.datasets[i].name for i in subset]
+    volume, gamma = instance.data_effect(names)
+    k_hat = float(obj.epochs_needed(np.array([gamma]))[0])
+    diag.setdefault("dataset_choices", []).append({"subset": names, "objective": fval, "k_hat": k_hat})
+    ref_epochs = (int(min(instance.horizon, max(1, math.ceil(k_hat)))) if math.isfinite(k_hat)
+                  else instance.horizon)
+    return Choice(names, subset, volume, gamma, ref_epochs, float(instance.time_max), set())
+
+
+def _model_paths(instance, ch: Choice, methods: tuple[str, ...], p: dict, n_theta: int, tail_share: float,
+                 loss_max_eff: float, diag: dict) -> list:
+    """Stage 2 (Sec. IV-B): the model paths not blacklisted for ``ch``.
+
+    The surrogate first, then its fallbacks (equally proven) when it accepts
+    no path at all: e.g. at ω = 1e-6 the Chernoff offset ln(1/α)/θ on the θ
+    grid rejects every path Cantelli accepts.
+    """
+    cands: list = []
+    for meth in methods:
+        s2 = stage2(instance, ch.gamma, ch.volume, meth, p["eta"], n_theta, tail_share,
+                    ch.ref_epochs, loss_max_eff, ch.time_max_eff, rounding=p["rounding"],
+                    count_reachable=True)
+        diag["stage_seconds"]["models"] += s2.seconds
+        diag["graphs"].extend(s2.graphs)
+        cands = [c for c in s2.candidates if tuple(c.models) not in ch.blacklist]
+        if cands:
+            if meth != methods[0]:
+                diag.setdefault("surrogate_fallbacks", []).append({"datasets": ch.names, "method": meth})
+            break
+    return cands
+
+
+def _allocate_first(instance, cands: list, ch: Choice, p: dict, work: dict, diag: dict, out: Outcome):
+    """Stage 3 (Sec. IV-C): clusters and allocation for the first candidate
+    path that fits Tmax (recorded in ``out.chosen``); the paths that do not
+    are blacklisted. None when none fits."""
+    plan = None
+    t0 = time.perf_counter()
+    for cand in cands:
+        check_time("DepL's allocation stage")
+        plan, info = stage3(instance, cand.models, ch.names, ch.subset, ch.volume, p["epsilon"],
+                             p["reoptimize"])
+        work["allocation_calls"] += 1
+        work["allocation_dp_states"] += int(info.get("dp_states") or 0)
+        if plan is not None:
+            out.chosen = (cand, info)
+            break
+        ch.blacklist.add(tuple(cand.models))
+        diag["backtracks"].append({"stage": "allocation", "action": "blacklist model path",
+                                   "epochs": len(cand.models), "reason": info["reason"]})
+    diag["stage_seconds"]["allocation"] += time.perf_counter() - t0
+    return plan
+
+
+def _work_totals(work: dict, graphs: list) -> dict:
+    """The loop's counters plus the expanded graphs' totals (see :func:`result_from`)."""
+    reach = [g.get("reachable_vertices") for g in graphs]
+    complete = bool(reach) and None not in reach
+    return {**work, "graphs": len(graphs),
+            "graph_vertices_nominal": int(sum(g.get("nominal_vertices") or 0 for g in graphs)),
+            "graph_vertices_created": int(sum(g["vertices"] for g in graphs)),
+            "graph_edges_relaxed": int(sum(g["edges"] for g in graphs)),
+            "graph_vertices_reachable": int(sum(reach)) if complete else None,
+            "graph_edges_reachable": int(sum(g["reachable_edges"] for g in graphs)) if complete else None}
 
 
 def result_from(name: str, instance, out: Outcome, guarantee: str) -> SolveResult:
