@@ -191,62 +191,87 @@ def calibrate(ctx: Context, start: float, plan0, eval0) -> Calibration:
     if not loss_max - eval0.quantile > tol:
         out.info["skipped"] = "the accepted plan has no room below ℓmax"
         return out
-    bounds = surrogates(inst, ctx.gamma, ctx.method, ctx.n_theta, ctx.tail_share, ctx.ref_epochs)
     models0 = [inst.model_index[e.model] for e in plan0.epochs]
-    # Targets at or above ℓ(0) are all equivalent (every path is accepted).
-    cap = float(inst.initial_loss)
-    estimator = _QuantileEstimator(inst, ctx.gamma, ctx.check_samples, _estimation_seed(ctx.seed), level)
-    estimates: dict = {}   # model sequence -> (candidate, quantile estimate, upper end of its interval)
+    limit = loss_max + tol
+    prober = _Prober(ctx, _QuantileEstimator(inst, ctx.gamma, ctx.check_samples, _estimation_seed(ctx.seed), level))
+    for bound in surrogates(inst, ctx.gamma, ctx.method, ctx.n_theta, ctx.tail_share, ctx.ref_epochs):
+        scale = bound.path_bound(inst.initial_loss, models0) - eval0.quantile + (loss_max - start)
+        row = {"param": bound.param, "scale": scale, "probes": []}
+        out.info["surrogates"].append(row)
+        if math.isfinite(scale) and scale > tol:
+            # Targets at or above ℓ(0) are all equivalent (every path is accepted).
+            _search_target(prober, bound, start, scale, float(inst.initial_loss), limit, row["probes"])
+    pool = _stage3_pool(ctx, prober.estimates, limit, tuple(models0))
+    out.info["stage3_runs"] = len(pool)
+    _test_cheapest(ctx, pool, prober.estimates, eval0, level, out)
+    if out.improved:
+        out.info.update(improved=True, cost=out.evaluation.cost,
+                        saving=1.0 - out.evaluation.cost / eval0.cost if eval0.cost > 0 else 0.0)
+    return out
 
-    def probe(b, target, lighter_than):
-        """The path surrogate ``b`` accepts at ``target`` and its simulated quantile.
+
+@dataclass
+class _Prober:
+    """Stage 2 re-run for one surrogate at a looser target, and the simulated
+    quantile of the path it accepts (kept per model sequence in ``estimates``:
+    sequence → (candidate, quantile estimate, upper end of its interval))."""
+
+    ctx: Context
+    estimator: object
+    estimates: dict = field(default_factory=dict)
+
+    def __call__(self, bound, target: float, lighter_than):
+        """The path surrogate ``bound`` accepts at ``target`` (its model sequence).
 
         ``lighter_than`` is the model sequence accepted at a tighter target
         (still accepted here): the graph only looks for lighter paths and
         falls back on it. The quantile depends on the model sequence only
         (not on clusters or allocations), so stage 3 is deferred to the tests."""
-        w = estimates[lighter_than][0].weight if lighter_than is not None else math.inf
-        s2 = stage2(inst, ctx.gamma, ctx.volume, ctx.method, ctx.eta, ctx.n_theta, ctx.tail_share,
-                     ctx.ref_epochs, target, ctx.time_max_eff, rounding=ctx.rounding, bounds=[b],
-                     weight_bound=w * (1.0 + 1e-12))
+        ctx = self.ctx
+        w = self.estimates[lighter_than][0].weight if lighter_than is not None else math.inf
+        s2 = stage2(ctx.instance, ctx.gamma, ctx.volume, ctx.method, ctx.eta, ctx.n_theta, ctx.tail_share,
+                    ctx.ref_epochs, target, ctx.time_max_eff, rounding=ctx.rounding, bounds=[bound],
+                    weight_bound=w * (1.0 + 1e-12))
         cands = [c for c in s2.candidates if tuple(c.models) not in ctx.blacklist]
         if not cands:
             return lighter_than
         key = tuple(cands[0].models)
-        if key not in estimates:
-            q, upper = estimator(key)
-            estimates[key] = (cands[0], q, upper)
+        if key not in self.estimates:
+            q, upper = self.estimator(key)
+            self.estimates[key] = (cands[0], q, upper)
         return key
 
-    for b in bounds:
-        scale = b.path_bound(inst.initial_loss, models0) - eval0.quantile + (loss_max - start)
-        row = {"param": b.param, "scale": scale, "probes": []}
-        out.info["surrogates"].append(row)
-        if not (math.isfinite(scale) and scale > tol):
-            continue
-        lo, hi, lo_key = 0.0, math.inf, None
-        for _ in range(CALIBRATION_STEPS):
-            lam = 0.5 * (lo + hi) if math.isfinite(hi) else lo + 0.5
-            target = min(start + lam * scale, cap)
-            key = probe(b, target, lo_key)
-            passed = key is not None and estimates[key][2] <= loss_max + tol
-            p_row = {"lambda": lam, "target": target, "passed": passed}
-            if key is not None:
-                cand, q, _ = estimates[key]
-                p_row.update(epochs=len(key), estimate=cand.estimate, quantile=q)
-            row["probes"].append(p_row)
-            if passed:
-                lo, lo_key = lam, key
-                if target >= cap:
-                    break
-            else:
-                hi = lam
 
-    # Stage 3 for the most promising sequences (by stage 2's cost estimate),
-    # then tests, cheapest plan first, each on fresh draws.
-    models_key0 = tuple(models0)
+def _search_target(prober: _Prober, bound, start: float, scale: float, cap: float, limit: float,
+                   probes: list) -> None:
+    """One surrogate's bounded search over t = start + λ·scale (see :func:`calibrate`,
+    Notes): λ = ½, then +½ while probes pass, then bisection; at most
+    :data:`CALIBRATION_STEPS` probes, each appended to ``probes``."""
+    lo, hi, lo_key = 0.0, math.inf, None
+    for _ in range(CALIBRATION_STEPS):
+        lam = 0.5 * (lo + hi) if math.isfinite(hi) else lo + 0.5
+        target = min(start + lam * scale, cap)
+        key = prober(bound, target, lo_key)
+        passed = key is not None and prober.estimates[key][2] <= limit
+        p_row = {"lambda": lam, "target": target, "passed": passed}
+        if key is not None:
+            cand, q, _ = prober.estimates[key]
+            p_row.update(epochs=len(key), estimate=cand.estimate, quantile=q)
+        probes.append(p_row)
+        if passed:
+            lo, lo_key = lam, key
+            if target >= cap:
+                break
+        else:
+            hi = lam
+
+
+def _stage3_pool(ctx: Context, estimates: dict, limit: float, models_key0: tuple) -> list:
+    """Stage 3 for the most promising passing sequences (by stage 2's cost
+    estimate, other than the accepted one): (cost, sequence, plan, info), cheapest first."""
+    inst = ctx.instance
     passing = sorted((cand.estimate, key) for key, (cand, _, upper) in estimates.items()
-                     if upper <= loss_max + tol and key != models_key0)
+                     if upper <= limit and key != models_key0)
     pool = []
     for _, key in passing[:CALIBRATION_STEPS]:
         plan, info = stage3(inst, list(key), ctx.names, ctx.subset, ctx.volume, ctx.epsilon, ctx.reoptimize)
@@ -256,11 +281,16 @@ def calibrate(ctx: Context, start: float, plan0, eval0) -> Calibration:
                      + transfer_cost(inst, plan))  # objective (2), as the evaluator computes it
         pool.append((cost, key, plan, info))
     pool.sort(key=lambda r: r[0])
-    out.info["stage3_runs"] = len(pool)
-    for j, (_cost, key, plan, info) in enumerate(
-            [r for r in pool if r[0] < eval0.cost * (1 - 1e-12)][:CALIBRATION_STEPS]):
+    return pool
+
+
+def _test_cheapest(ctx: Context, pool: list, estimates: dict, eval0, level: float, out: Calibration) -> None:
+    """Test the plans cheaper than the accepted one, cheapest first, each on
+    fresh draws (one stream per test); the first that passes goes into ``out``."""
+    cheaper = [r for r in pool if r[0] < eval0.cost * (1 - 1e-12)][:CALIBRATION_STEPS]
+    for j, (_cost, key, plan, info) in enumerate(cheaper):
         cand = estimates[key][0]
-        ev = evaluate_plan(inst, plan, samples=ctx.check_samples, seed=_calibration_seed(ctx.seed, j),
+        ev = evaluate_plan(ctx.instance, plan, samples=ctx.check_samples, seed=_calibration_seed(ctx.seed, j),
                            confidence=level, trajectory=False)
         out.info["tests"].append({"seed": _calibration_seed(ctx.seed, j), "samples": ev.samples,
                                   "epochs": plan.n_epochs, "cost": ev.cost, "quantile": ev.quantile,
@@ -269,11 +299,7 @@ def calibrate(ctx: Context, start: float, plan0, eval0) -> Calibration:
         if ev.feasible:
             out.improved, out.plan, out.evaluation, out.chosen = True, plan, ev, (cand, info)
             out.target = float(cand.quantile_bound)
-            break
-    if out.improved:
-        out.info.update(improved=True, cost=out.evaluation.cost,
-                        saving=1.0 - out.evaluation.cost / eval0.cost if eval0.cost > 0 else 0.0)
-    return out
+            return
 
 
 __all__ = ["CALIBRATION_CONFIDENCE", "CALIBRATION_STEPS", "Calibration", "Context", "calibrate"]
