@@ -594,3 +594,23 @@ def test_warm_dask_task_path_enforces_the_hard_limit_and_reports_crashes(plugin)
     hung = run_task_warm({**base, "params": {"mode": "hang"}}, 1.0)
     assert hung["status"] == "error" and hung["error"].startswith("timeout:")
     assert 1.0 <= hung["runtime_s"] < 60.0
+
+
+def test_a_declined_task_is_stored_as_skipped_not_failed(tmp_path):
+    """A task whose algorithm declares it does not apply (brute force beyond
+    its reach) is recorded with status skipped and the reason, and the store
+    counts it as finished, not as a failure to retry."""
+    from deplbench.instances.generators import generate
+    from deplbench.solvers.brute_force import BruteForce
+
+    task = {"key": "k-skip", "sweep": "s", "group": "g", "family": "scaling",
+            "instance_params": {"n_models": 3, "horizon": 8}, "instance_seed": 0, "targets": {},
+            "algorithm": "brute-force", "label": "brute-force", "params": {}, "evaluation": {},
+            "time_limit_s": 60.0}
+    applies, reason = BruteForce.applies(generate("scaling", n_models=3, horizon=8, seed=0))
+    assert not applies
+    rec = task_mod.run_task(task)
+    assert rec["status"] == "skipped" and rec["message"] == reason and not rec["error"]
+    with ResultsStore(tmp_path / "r.sqlite") as store:
+        store.add(rec, task=task)
+        assert store.finished_keys() == {"k-skip"} and store.failed_keys() == set()
