@@ -16,7 +16,8 @@ allowed switches, every cluster sequence, every dataset assignment z(d, n)
 
 It shares no code with ``formulations/milp.py``: only the core primitives
 (instance model, scenario sampler, allocation). Instances larger than
-K̄ ≤ 6, |M| ≤ 3, |N| ≤ 2, |D| ≤ 3 are refused with status ``error``.
+K̄ ≤ 6, |M| ≤ 3, |N| ≤ 2, |D| ≤ 3 are declined (:meth:`BruteForce.applies`:
+status ``skipped`` with the dimension beyond the limit).
 
 Examples
 --------

@@ -10,8 +10,10 @@ instance's models, never read from ``provenance.items``: an instance whose
 models were edited after generation is solved as it is, and the stale
 provenance is reported in ``diagnostics["provenance_mismatch"]``.
 
-Any other instance is refused with status ``error`` and the field that
-breaks the reduction, never answered with a wrong optimum. The returned plan
+Any other instance is declined (:meth:`KnapsackDP.applies`: status
+``skipped`` with the field that breaks the reduction), never answered with a
+wrong optimum; an instance the reduction accepts but the DP cannot solve
+exactly (table too large, capacity binding) gives status ``error``. The returned plan
 is the optimal epoch sequence with its closed-form allocation, so
 :func:`deplbench.solvers.run.solve` judges it like every other plan.
 
@@ -54,7 +56,7 @@ class KnapsackDP(Solver):
         return True, ""
 
     def run(self, instance) -> SolveResult:
-        """Solve; an instance outside the reduction gives status ``error`` with the reason."""
+        """Solve; an instance the DP cannot solve exactly gives status ``error`` with the reason."""
         try:
             sol = solve_knapsack_instance(instance)
         except InstanceError as exc:
