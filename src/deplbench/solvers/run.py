@@ -35,6 +35,7 @@ from typing import Any
 from deplbench.errors import DeplbenchError, SolverError
 from deplbench.formulations.closed_loop import FixedPlanPolicy, StopAtTarget, simulate
 from deplbench.formulations.evaluate import evaluate_plan
+from deplbench.formulations.plan import Plan
 from deplbench.formulations.preprocess import reduce_instance
 from deplbench.formulations.result import SolveResult
 from deplbench.instances.model import Instance
@@ -172,31 +173,38 @@ def solve(
     result.params = {**resolved, **result.params}
     result.variants = variants
     if evaluate and result.plan is not None:
-        t0 = time.perf_counter()
-        try:
-            ev = evaluate_plan(instance, result.plan, samples=eval_samples, seed=eval_seed)
-            result.evaluation = ev.to_dict()
-            if result.cost is None:
-                result.cost = ev.cost
-            elif abs(ev.cost - result.cost) > 1e-6 * max(1.0, abs(ev.cost)):
-                result.diagnostics["cost_mismatch"] = {"reported": result.cost, "evaluated": ev.cost}
-            if ev.violations and result.status in ("optimal", "feasible", "time_limit"):
-                # The contract: a returned plan passes the hard constraints
-                # (4)-(6) or the record says infeasible. (An out-of-sample
-                # quantile miss is not a violation: it is the verdict, kept
-                # in the evaluation, e.g. for SAA-optimal MILP plans.)
-                result.diagnostics["reported_status"] = result.status
-                result.status = "infeasible"
-                result.message = "the returned plan violates hard constraints: " + "; ".join(ev.violations[:3])
-        except DeplbenchError as exc:
-            result.diagnostics["evaluation_error"] = str(exc)
-            result.diagnostics["reported_status"] = result.status
-            result.status = "error"
-            result.message = f"the returned plan could not be evaluated: {exc}"
-        result.diagnostics["eval_s"] = time.perf_counter() - t0
+        _judge(instance, result, result.plan, eval_samples, eval_seed)
     if result.gap is None and result.lower_bound is not None:
         result.gap = SolveResult.relative_gap(result.cost, result.lower_bound)
     return result
+
+
+def _judge(instance, result: SolveResult, plan: Plan, eval_samples: int, eval_seed: int) -> None:
+    """Judge ``plan`` (the result's) out of sample on ``instance`` (in place): the
+    evaluation, the cost when the solver gave none, and status ``infeasible``
+    when the plan breaks a hard constraint (4)–(6)."""
+    t0 = time.perf_counter()
+    try:
+        ev = evaluate_plan(instance, plan, samples=eval_samples, seed=eval_seed)
+        result.evaluation = ev.to_dict()
+        if result.cost is None:
+            result.cost = ev.cost
+        elif abs(ev.cost - result.cost) > 1e-6 * max(1.0, abs(ev.cost)):
+            result.diagnostics["cost_mismatch"] = {"reported": result.cost, "evaluated": ev.cost}
+        if ev.violations and result.status in ("optimal", "feasible", "time_limit"):
+            # The contract: a returned plan passes the hard constraints
+            # (4)-(6) or the record says infeasible. (An out-of-sample
+            # quantile miss is not a violation: it is the verdict, kept
+            # in the evaluation, e.g. for SAA-optimal MILP plans.)
+            result.diagnostics["reported_status"] = result.status
+            result.status = "infeasible"
+            result.message = "the returned plan violates hard constraints: " + "; ".join(ev.violations[:3])
+    except DeplbenchError as exc:
+        result.diagnostics["evaluation_error"] = str(exc)
+        result.diagnostics["reported_status"] = result.status
+        result.status = "error"
+        result.message = f"the returned plan could not be evaluated: {exc}"
+    result.diagnostics["eval_s"] = time.perf_counter() - t0
 
 
 def closed_loop(instance, result: SolveResult, algorithm: str | type[Solver] | None = None, *,
