@@ -327,7 +327,7 @@ def solve_general(instance, scenarios: int = 1000, seed: int = 0, time_limit: fl
     lam = max((k_est * root / slack) ** 2, 1e-12)
     est_cost = k_est ** 2 * root ** 2 / slack
     lam_resets = 0
-    if root_cfg.classes and all(c is not None for c in root_cfg.classes):
+    if root_cfg.classes and all(c is not None for c in root_cfg.classes) and prob.allows(root_cfg):
         # every plan of ≤ 3 blocks, exactly (general_incumbent.py): an early incumbent and its time price
         diag["incumbent_seed"] = seed_root(prob, root_cfg, leaves, lam, tol, _kmax, deadline)
         if leaves.best is not None and leaves.best_price > 0:
@@ -349,7 +349,7 @@ def solve_general(instance, scenarios: int = 1000, seed: int = 0, time_limit: fl
             s_root = BlockSearch(prob, pool_cfg, lam, k_root, est_cost / max(prob.l0 - prob.lmax, 1e-12))
             pool = GroupPool(prob, np.argsort(-s_root.scenario_root_bounds(), kind="stable"))
             pool.extend(s_root, t0 + POOL_SHARE * (deadline - t0))
-            if pool_cfg.classes and all(c is not None for c in pool_cfg.classes):
+            if pool_cfg.classes and all(c is not None for c in pool_cfg.classes) and prob.allows(pool_cfg):
                 for seq in pool.feasible_columns(s_root, pool.columns):
                     leaves.evaluate(s_root, seq, tol)
     probed: set = set()

@@ -304,6 +304,10 @@ def cover(prob, search, leaves, tol: float, deadline: float) -> dict:
     """
     if not ENABLED:
         return {"complete": False, "skipped": "disabled"}
+    if not prob.allows(search.cfg):
+        # the data rule (6) forbids this configuration: recording it as covered would
+        # wrongly cover its sub-assignments (general_search.covered_blocks)
+        return {"complete": False, "skipped": "data rule"}
     key = config_key(search.cfg)
     known = covered_blocks(prob, search.cfg)
     if known > 1 or key in prob.tried:

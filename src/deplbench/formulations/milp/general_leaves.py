@@ -50,6 +50,9 @@ class Leaves:
     def evaluate(self, search: BlockSearch, vseq: np.ndarray, tol: float):
         """(lower bound, exact cost) of the best cluster split of ``vseq``."""
         P, cfg = self.prob, search.cfg
+        if not P.allows(cfg):
+            # not a plan at all under the data rule (6): no cost, and +inf bounds it validly
+            return math.inf, math.inf
         counts = np.bincount(vseq, minlength=search.nv)
         key = (tuple(cfg.clusters.tolist()), tuple(cfg.classes), tuple(counts.tolist()), tuple(vseq.tolist()))
         if key in self.cache:

@@ -111,6 +111,9 @@ class Problem:
         self.kap = inst.unit_cost
         self.cap = inst.capacity
         self.per_epoch = inst.transfer_cost_mode == "per_epoch"
+        #: eq. (6) as printed: a cluster holding data trains in every epoch, so a plan
+        #: trains on one cluster only (docs/DESIGN.md, the two readings of eq. (6))
+        self.single_cluster = inst.data_rule == "printed"
         #: configurations (``config_key``) whose plans of fewer than N blocks were all
         #: evaluated exactly (``general_incumbent.cover``): key -> N
         self.covered: dict = {}
@@ -119,6 +122,16 @@ class Problem:
         self.cover_log: list = []     # its diagnostics, one dict per run
         self.cover_budget = None      # seconds all enumeration runs may take (set at the first)
         self.cover_spent = 0.0
+
+    def allows(self, cfg: Config) -> bool:
+        """Whether the data rule (6) allows plans training on every cluster of ``cfg``.
+
+        Under the printed rule only single-cluster configurations hold plans;
+        every search, seed and coverage record must ask this before it takes a
+        plan of ``cfg`` as feasible (a multi-cluster seed once gave an
+        infeasible, too cheap incumbent that pruned the true optimum).
+        """
+        return not self.single_cluster or int(np.asarray(cfg.clusters).size) <= 1
 
     def weights(self, cfg: Config, lam: float) -> np.ndarray:
         """g_j(λ) per (model, used cluster): shape (M, U)."""
