@@ -311,9 +311,8 @@ def test_group_bound_is_below_every_feasible_completion(seed):
         k = len(pre)
         L = prob.losses(search.vm[v], search.vgamma[v])
         b = float(tables.bound(np.array([k]), int(pre[-1]), L[:, None])[0])
-        nb = tables.node_bound(k, int(pre[-1]), L, math.inf, math.inf)
         cb = float(search.completion_bound(np.array([k]), int(pre[-1]), L[:, None])[0])
-        assert b <= min(rest) + 1e-7 and nb <= min(rest) + 1e-7 and cb <= min(rest) + 1e-7, (pre, b, nb, min(rest))
+        assert b <= min(rest) + 1e-7 and cb <= min(rest) + 1e-7, (pre, b, cb, min(rest))
         checked += 1
     assert checked > 20
 
@@ -498,7 +497,7 @@ def test_short_plan_coverage_does_not_change_the_optimum(seed, jump_loc):
     the solve without them and the flow MILP; negative jump means (every switch
     lowers the loss) make optima with four or more blocks, which only the
     block-counting search can find once the short plans are covered."""
-    from deplbench.formulations.milp import general_incumbent
+    from deplbench.formulations.milp.general_settings import GeneralSettings
 
     inst = tiny_instance(seed=seed, n_datasets=1, n_clusters=2, horizon=7, n_models=3, all_switches=True)
     if jump_loc is not None:
@@ -508,12 +507,8 @@ def test_short_plan_coverage_does_not_change_the_optimum(seed, jump_loc):
         inst = inst.with_changes(switches=sw)
     S = 60
     on = solve_general(inst, scenarios=S, time_limit=BUDGET)
-    old = general_incumbent.ENABLED
-    try:
-        general_incumbent.ENABLED = False
-        off = solve_general(inst, scenarios=S, time_limit=BUDGET)
-    finally:
-        general_incumbent.ENABLED = old
+    off = solve_general(inst, scenarios=S, time_limit=BUDGET, settings=GeneralSettings(short_plans=False))
+    assert off.params["general_settings"]["short_plans"] is False
     ref = solve_milp(inst, scenarios=S, time_limit=BUDGET, formulation="flow")
     assert on.status == off.status == ref.status, (on.message, off.message, ref.message)
     if on.status == "infeasible":

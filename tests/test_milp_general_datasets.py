@@ -8,7 +8,7 @@
 * per assignment: the vectorised bound equals ``GroupTables.root`` of the
   same assignment, and never exceeds that assignment's own exhaustive
   optimum (so every discarded leaf keeps a valid bound);
-* the solver with the feature on and off (``general.CLASS_LEAVES``).
+* the solver with the feature on and off (``GeneralSettings.class_leaves``).
 
 No wall-clock limits: solves get a budget far above what they need and
 assert ``optimal``.
@@ -34,6 +34,7 @@ from deplbench.formulations.milp.general_classes import (
 )
 from deplbench.formulations.milp.general_groups import GroupPool, GroupTables
 from deplbench.formulations.milp.general_search import BlockSearch, Config, Problem
+from deplbench.formulations.milp.general_settings import GeneralSettings
 from deplbench.formulations.scenarios import ScenarioSampler, allowed_violations
 from deplbench.instances.generators import generate
 from deplbench.solvers.brute_force import search
@@ -102,12 +103,8 @@ def _exhaustive_two_epochs(inst, S, seed=0):
 
 
 def _solve(inst, S, leaves_on, **kw):
-    old = general.CLASS_LEAVES
-    general.CLASS_LEAVES = leaves_on
-    try:
-        return solve_general(inst, scenarios=S, time_limit=BUDGET, **kw)
-    finally:
-        general.CLASS_LEAVES = old
+    return solve_general(inst, scenarios=S, time_limit=BUDGET, settings=GeneralSettings(class_leaves=leaves_on),
+                         **kw)
 
 
 def _assert_plan(inst, res, S):

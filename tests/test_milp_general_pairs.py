@@ -6,8 +6,8 @@ Independent references:
   sequence, exact ``allocate``) on tiny two-cluster instances, acyclic and
   cyclic, including instances where a relaxed leaf has no feasible order
   (``unplaceable_cells`` > 0) and optima that interleave the two clusters;
-* the interleaving search (``general.PAIR_SEARCH = False``) and the
-  single-assignment search (``general.PAIR_GROUPS = False``) on datasets-family
+* the interleaving search (``GeneralSettings(pair_search=False)``) and the
+  single-assignment search (``pair_groups=False``) on datasets-family
   instances with |D| = 6..10;
 * per block, every order of the two groups' epochs enumerated here with
   ``itertools`` (the optimistic block losses, the exact placement search and
@@ -25,12 +25,13 @@ import math
 import numpy as np
 import pytest
 
-from deplbench.formulations.milp import general, general_placement
+from deplbench.formulations.milp import general_placement
 from deplbench.formulations.milp.general import solve_general
 from deplbench.formulations.milp.general_leaves import Leaves
 from deplbench.formulations.milp.general_pairs import PairSearch, pair_applies
 from deplbench.formulations.milp.general_placement import feasible, place, sequence
 from deplbench.formulations.milp.general_search import Config, Problem
+from deplbench.formulations.milp.general_settings import GeneralSettings
 from deplbench.formulations.scenarios import ScenarioSampler, allowed_violations
 from deplbench.instances.generators import generate
 from deplbench.solvers.brute_force import search as brute_force
@@ -45,12 +46,8 @@ def _tiny(seed, cyclic, omega):
 
 
 def _solve(inst, S, pair_search=True, pair_groups=True, **kw):
-    old = general.PAIR_SEARCH, general.PAIR_GROUPS
-    general.PAIR_SEARCH, general.PAIR_GROUPS = pair_search, pair_groups
-    try:
-        return solve_general(inst, scenarios=S, time_limit=BUDGET, **kw)
-    finally:
-        general.PAIR_SEARCH, general.PAIR_GROUPS = old
+    settings = GeneralSettings(pair_search=pair_search, pair_groups=pair_groups)
+    return solve_general(inst, scenarios=S, time_limit=BUDGET, settings=settings, **kw)
 
 
 # ------------------------------------------------------ whole solves

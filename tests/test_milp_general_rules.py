@@ -73,6 +73,7 @@ def test_printed_rule_reproduction_through_the_milp_route():
     assert res.cost == pytest.approx(best, rel=1e-6)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("rule,transfer,n_clusters,cyclic", GRID)
 def test_equals_brute_force_one_seed(rule, transfer, n_clusters, cyclic):
     """Seed 8 failed under the printed rule with 2 clusters (cyclic) and 3 clusters (acyclic)

@@ -165,11 +165,13 @@ import itertools
 import math
 import sys
 import time
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from deplbench.errors import SolverError
 from deplbench.limits import MEMORY_BUDGET_GIB
+from deplbench.params import Param
 from deplbench.formulations.milp.general_boxes import _Box, _cluster_classes, _config, _kmax, _root_boxes
 from deplbench.formulations.milp.general_classes import (assignment_bounds, leaf_assignments, rebound_leaves,
                                                          seed_assignment)
@@ -178,13 +180,8 @@ from deplbench.formulations.milp.general_incumbent import cover, seed_root
 from deplbench.formulations.milp.general_leaves import Leaves
 from deplbench.formulations.milp.general_pair_groups import PairGroups
 from deplbench.formulations.milp.general_pairs import PairSearch, pair_applies
-from deplbench.formulations.milp.general_search import (
-    MU_FACTORS,
-    BlockSearch,
-    Config,
-    Problem,
-    prunable,
-)
+from deplbench.formulations.milp.general_search import MU_FACTORS, BlockSearch, Config, Problem, prunable
+from deplbench.formulations.milp.general_settings import GeneralSettings
 from deplbench.formulations.plan import Epoch, Plan
 from deplbench.formulations.result import SolveResult
 from deplbench.formulations.scenarios import ScenarioSampler, allowed_violations
@@ -193,21 +190,20 @@ from deplbench.formulations.scenarios import ScenarioSampler, allowed_violations
 MAX_DATASETS_GENERAL = 12
 #: Largest |N| (the 2^|N| − 1 sets of training clusters are the root boxes).
 MAX_CLUSTERS_GENERAL = 12
-#: Re-set λ to the incumbent's time price when they differ by more than this.
-LAMBDA_RESET = 0.02
-#: Share of the time limit the root Kelley loops of the group pool may take.
-POOL_SHARE = 0.3
-#: Search every class assignment as its own leaf when they are few (general_classes.py);
-#: False restores the box search over classes (kept for comparison and tests).
-CLASS_LEAVES = True
-#: Search assignments with two γ-groups over model blocks (general_pairs.py); False
-#: restores the interleaving search (kept for comparison and tests).
-PAIR_SEARCH = True
-#: With PAIR_SEARCH: bound blocks of neighbouring two-cluster assignments by their
-#: corner first (general_pair_groups.PairGroups); False searches every assignment alone.
-PAIR_GROUPS = True
 #: Memory (GiB) the bound tables may take: the suite's one budget (deplbench.limits).
 MEMORY_LIMIT_GIB = MEMORY_BUDGET_GIB
+
+#: The options of :func:`solve_general` (the one validation path, ``deplbench.params``).
+SOLVE_PARAMETERS: dict[str, Param] = {
+    "scenarios": Param(1000, int, "in-sample scenarios S", low=1),
+    "seed": Param(0, int, "seed of the in-sample scenarios", low=0),
+    "time_limit": Param(60.0, float, "wall-clock seconds (the outer stop); none: no limit", low=0.0,
+                        low_inclusive=False, nullable=True),
+    "gap": Param(1e-4, float, "relative gap (UB − LB)/UB declared optimal", low=0.0, low_inclusive=False,
+                 high=0.999999),
+    "threads": Param(1, int, "accepted for interface compatibility (single-threaded)", low=1),
+    "node_limit": Param(None, int, "search nodes allowed; none: unlimited", low=1, nullable=True),
+}
 
 
 def general_applies(instance) -> tuple[bool, str]:
@@ -221,78 +217,121 @@ def general_applies(instance) -> tuple[bool, str]:
     return True, ""
 
 
-def _check_options(scenarios, seed, time_limit, gap, threads, node_limit=None) -> None:
-    if isinstance(scenarios, bool) or not isinstance(scenarios, (int, np.integer)) or scenarios < 1:
-        raise SolverError(f"scenarios: must be a positive integer, got {scenarios!r}")
-    if node_limit is not None and (isinstance(node_limit, bool) or not isinstance(node_limit, (int, np.integer))
-                                   or node_limit < 1):
-        raise SolverError(f"node_limit: must be a positive integer or None, got {node_limit!r}")
-    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
-        raise SolverError(f"seed: must be a non-negative integer, got {seed!r}")
-    if time_limit is not None and (isinstance(time_limit, bool) or not isinstance(time_limit, (int, float))
-                                   or not math.isfinite(time_limit) or time_limit <= 0):
-        raise SolverError(f"time_limit: must be a positive number of seconds, got {time_limit!r}")
-    if isinstance(gap, bool) or not isinstance(gap, (int, float)) or not math.isfinite(gap) or not 0 < gap < 1:
-        raise SolverError(f"gap: must be a relative gap in (0, 1), got {gap!r}")
-    if isinstance(threads, bool) or not isinstance(threads, (int, np.integer)) or threads < 1:
-        raise SolverError(f"threads: must be a positive integer, got {threads!r}")
+def _clamp_bound(lower: float, diag: dict) -> float:
+    """The reported lower bound, never below 0.
 
-
-# =============================================================================
-# Data classes
-# =============================================================================
-
-
-def solve_general(instance, scenarios: int = 1000, seed: int = 0, time_limit: float | None = 60.0,
-                  gap: float = 1e-4, threads: int = 1, verbose: bool = False,
-                  node_limit: int | None = None) -> SolveResult:
-    """Solve the SAA of problem (2)–(6) exactly with the ``general`` formulation.
-
-    Parameters
-    ----------
-    instance : Instance
-    scenarios : int, default 1000
-        S, the in-sample scenarios of ``ScenarioSampler(instance, seed)``.
-    seed : int, default 0
-        Seed of the scenarios.
-    time_limit : float or None, default 60
-        Wall-clock seconds for everything (scenarios, bounds, search); None
-        for no limit.
-    node_limit : int, optional
-        Search nodes allowed (a budget independent of the machine's speed).
-    gap : float, default 1e-4
-        Relative gap (UB − LB)/UB at which the plan is declared optimal.
-    threads : int, default 1
-        Accepted for interface compatibility (the search is single-threaded).
-    verbose : bool
-        Print progress to stderr.
-
-    Returns
-    -------
-    SolveResult
-        ``optimal`` (gap met), ``time_limit`` (best plan and bound so far),
-        ``feasible`` only when ``node_limit`` stopped the search (as for the
-        other formulations: a plan whose optimality is unproven),
-        ``infeasible`` (the search proved that no plan meets the quantile,
-        Tmax and K̄; ``message`` says so) or ``error`` (|D| too large).
-        A completed search is ``optimal`` unless a leaf's cluster split had
-        more than ``general_leaves.MAX_SPLITS`` integer choices and its bounds left a gap
-        (then ``feasible``, with the gap in ``message``).
-
-    Raises
-    ------
-    SolverError
-        For invalid options, naming the option.
+    Every plan costs κ·x + β ≥ 0 (eq. (2): unit costs, allocations and
+    transfer costs are non-negative), so 0 is a valid bound; the λ-dual and
+    group bounds of a stopped search can fall below it (an open node's
+    −λ·Tmax term). With a bound ≥ 0 and a cost ≥ 0 the gap (UB − LB)/UB is at
+    most 1 (100 %).
     """
-    _check_options(scenarios, seed, time_limit, gap, threads, node_limit)
-    params = {"scenarios": int(scenarios), "seed": int(seed),
-              "time_limit": None if time_limit is None else float(time_limit),
-              "gap": float(gap), "threads": int(threads), "formulation": "general",
-              "node_limit": None if node_limit is None else int(node_limit)}
-    t0 = time.perf_counter()
-    deadline = t0 + (math.inf if time_limit is None else float(time_limit))
-    nodes_budget = math.inf if node_limit is None else int(node_limit)
-    hit_node_limit = False
+    if math.isfinite(lower) and lower < 0:
+        diag["lower_bound_clamped"] = (f"the search's bound {lower:.6g} is below 0; every plan costs "
+                                       "κ·x + β ≥ 0 (eq. (2)), so 0 is reported")
+        return 0.0
+    return lower
+
+
+# =============================================================================
+# The state of one solve, and its phases: setup, bounding, search, result
+# =============================================================================
+
+
+@dataclass
+class _Run:
+    """Everything one solve carries between its phases."""
+
+    inst: object
+    prob: Problem
+    opts: GeneralSettings
+    params: dict
+    diag: dict
+    t0: float
+    deadline: float
+    nodes_budget: float
+    tol: float
+    S: int
+    deterministic: bool
+    bits: np.ndarray
+    vol: np.ndarray
+    gam: np.ndarray
+    beta: np.ndarray
+    lists: list
+    leaves: Leaves
+    lam: float = 1.0
+    est_cost: float = 1.0
+    lam_resets: int = 0
+    pool: GroupPool | None = None
+    pool_cfg: Config | None = None
+    leaf_list: list | None = None
+    pair_groups: PairGroups | None = None
+    heap: list = field(default_factory=list)
+    dive: list = field(default_factory=list)
+    counter: itertools.count = field(default_factory=itertools.count)
+    probed: set = field(default_factory=set)
+    lb_discard: float = math.inf
+    stopped_in: str | None = None     # the phase the time or node limit stopped
+    hit_node_limit: bool = False
+    searched: bool = False            # the root boxes/leaves were all bounded
+    verbose: bool = False             # progress to stderr
+    work: dict = field(default_factory=lambda: dict(nodes=0, leaves=0, boxes=0, unrealised_leaves=0,
+                                                    pair_searches=0, unplaceable_cells=0))
+
+    def out_of_time(self, phase: str) -> bool:
+        """The outer wall-clock stop: True (and the phase recorded) once the limit has passed."""
+        if time.perf_counter() > self.deadline:
+            self.stopped_in = self.stopped_in or phase
+            return True
+        return False
+
+    def mu_ref(self, ub: float | None = None) -> float:
+        """The scale of the scenario multipliers: a cost per unit of loss above ℓmax."""
+        ub = self.leaves.best_cost if ub is None else ub
+        return (ub if math.isfinite(ub) else self.est_cost) / max(self.prob.l0 - self.prob.lmax, 1e-12)
+
+    def push(self, bound: float, box: _Box) -> None:
+        heapq.heappush(self.heap, (float(bound), next(self.counter), box))
+
+    def reset_due(self, lam: float | None = None) -> bool:
+        """The one λ-reset rule: the incumbent's time price differs from λ by more than
+        the factor 1 + ``lambda_reset`` and re-sets are left (every λ ≥ 0 gives valid
+        bounds; a λ near the optimum's price gives strong ones, module docstring item 3)."""
+        price, lam = self.leaves.best_price, self.lam if lam is None else lam
+        return (price > 0 and self.lam_resets < self.opts.max_lambda_resets
+                and abs(math.log(price / lam)) > math.log1p(self.opts.lambda_reset))
+
+    def reset_lambda(self) -> None:
+        """λ ← the incumbent's time price; new multipliers tuned to it join the pool."""
+        self.lam = self.leaves.best_price
+        self.lam_resets += 1
+        iters = self.opts.refresh_kelley_iterations
+        if self.pool is None or iters == 0:
+            return
+        P, cfg = self.prob, self.pool_cfg
+        kr = _kmax(P, P.weights(cfg, self.lam), P.tmin(cfg), -self.lam * P.T, self.leaves.best_cost)
+        if kr >= 1:
+            self.pool.extend(BlockSearch(P, cfg, self.lam, kr, self.mu_ref()), self.deadline, iters=iters)
+
+    def make_search(self, cfg: Config, kmax: int):
+        """The search of one configuration: model blocks with counts for two γ-groups
+        (general_pairs.py), else blocks; with the pool's group tables once it is filled."""
+        kind = (PairSearch if self.opts.pair_search and pair_applies(self.prob, cfg) else BlockSearch)
+        search = kind(self.prob, cfg, self.lam, kmax, self.mu_ref())
+        if self.pool is not None and self.pool.complete:
+            search.groups = GroupTables(self.pool, search)
+        return search
+
+    def box_search(self, box: _Box, ub: float):
+        """(configuration, search or None when no epoch fits below ``ub``) of a box."""
+        cfg = _config(box, self.lists, self.vol, self.gam, self.beta)
+        P = self.prob
+        kmax = _kmax(P, P.weights(cfg, self.lam), P.tmin(cfg), P.dual_constant(cfg, self.lam), ub)
+        return cfg, (self.make_search(cfg, kmax) if kmax >= 1 else None)
+
+
+def _setup(instance, scenarios, seed, node_limit, gap, params, opts, t0, deadline):
+    """Scenarios, the shared problem arrays and the Pareto classes; or an error result."""
     diag: dict = {"formulation": "general", "variant": "general",
                   "exactness": "real-x cost via λ-dual bounds of the convex F(N); plans costed with allocate()"}
     ok, why = general_applies(instance)
@@ -310,283 +349,377 @@ def solve_general(instance, scenarios: int = 1000, seed: int = 0, time_limit: fl
     S = 1 if deterministic else int(scenarios)
     p = 0 if deterministic else allowed_violations(inst.omega, S)
     sc = ScenarioSampler(inst, seed).in_sample(S)
-    a = inst.run_scale[None, :, :] * sc.improvement
-    prob = Problem(inst, a, sc.jump, p)
+    prob = Problem(inst, inst.run_scale[None, :, :] * sc.improvement, sc.jump, p, settings=opts)
     diag.update(scenarios=int(scenarios), deterministic=deterministic,
                 allowed_violations=allowed_violations(inst.omega, int(scenarios)))
     bits, vol, gam, beta, lists = _cluster_classes(inst, prob.nonneg)
     diag["data_classes_per_cluster"] = [int(len(x)) for x in lists]
-    leaves = Leaves(prob, inst)
-    tol = 0.5 * float(gap)
+    return _Run(inst=inst, prob=prob, opts=opts, params=params, diag=diag, t0=t0, deadline=deadline,
+                nodes_budget=math.inf if node_limit is None else int(node_limit), tol=0.5 * float(gap), S=S,
+                deterministic=deterministic, bits=bits, vol=vol, gam=gam, beta=beta, lists=lists,
+                leaves=Leaves(prob, inst))
+
+
+def _seed(run: _Run) -> None:
+    """λ and μ scales, the first incumbent (short plans) and the scenario-group pool."""
+    P, inst, lists = run.prob, run.inst, run.lists
     # λ and μ scales before any incumbent: a median configuration's closed form
-    root_cfg = _config(_Box([(0, len(lists[n])) for n in range(inst.n_clusters)]), lists, vol, gam, beta)
-    tm = prob.tmin(root_cfg)
-    k_est = max(1.0, min(prob.K, prob.T / max(float(tm.min()), 1e-12)) / 2)
-    root = float(np.median(np.sqrt(prob.c_m[:, None] * root_cfg.volume[None, :] * prob.kap[root_cfg.clusters][None, :])))
-    slack = max(prob.T - k_est * float(np.median(prob.comm)), 1e-3 * prob.T)
-    lam = max((k_est * root / slack) ** 2, 1e-12)
-    est_cost = k_est ** 2 * root ** 2 / slack
-    lam_resets = 0
-    if root_cfg.classes and all(c is not None for c in root_cfg.classes) and prob.allows(root_cfg):
+    root_cfg = _config(_Box([(0, len(lists[n])) for n in range(inst.n_clusters)]), lists, run.vol, run.gam,
+                       run.beta)
+    tm = P.tmin(root_cfg)
+    k_est = max(1.0, min(P.K, P.T / max(float(tm.min()), 1e-12)) / 2)
+    root = float(np.median(np.sqrt(P.c_m[:, None] * root_cfg.volume[None, :] * P.kap[root_cfg.clusters][None, :])))
+    slack = max(P.T - k_est * float(np.median(P.comm)), 1e-3 * P.T)
+    run.lam = max((k_est * root / slack) ** 2, 1e-12)
+    run.est_cost = k_est ** 2 * root ** 2 / slack
+    is_leaf = bool(root_cfg.classes) and all(c is not None for c in root_cfg.classes)
+    # the data rule (6) decides whether the all-cluster configuration holds plans at all:
+    # under the printed rule it does not, and its plans must not seed the incumbent
+    if is_leaf and P.allows(root_cfg):
         # every plan of ≤ 3 blocks, exactly (general_incumbent.py): an early incumbent and its time price
-        diag["incumbent_seed"] = seed_root(prob, root_cfg, leaves, lam, tol, _kmax, deadline)
-        if leaves.best is not None and leaves.best_price > 0:
-            lam, est_cost = leaves.best_price, leaves.best_cost
+        run.diag["incumbent_seed"] = seed_root(P, root_cfg, run.leaves, run.lam, run.tol, _kmax, run.deadline)
+        if run.leaves.best is not None and run.leaves.best_price > 0:
+            run.lam, run.est_cost = run.leaves.best_price, run.leaves.best_cost
+    if run.out_of_time("bounding"):
+        return
     # few class assignments: each becomes a leaf (general_classes.py), and the pool is tuned on
     # a real single-cluster assignment (the optimistic root corner is no class at all)
-    pool_cfg = root_cfg
-    leaf_list = leaf_assignments(inst, lists) if CLASS_LEAVES and S > 1 else None
-    seed_cls = seed_assignment(prob, lists, vol, gam, beta) if leaf_list is not None else None
-    if seed_cls is not None and leaves.best is None:
-        n0, c0, est_cost, lam = seed_cls
-        pool_cfg = Config(np.array([n0]), [c0], gam[[c0]], vol[[c0]], np.array([beta[c0, n0]]))
-    # the scenario-group bound (general_groups.py): one pool of multipliers for every search,
-    # filled by Kelley's method on the optimistic root configuration within a share of the time
-    pool = None
-    if S > 1:
-        k_root = _kmax(prob, prob.weights(pool_cfg, lam), prob.tmin(pool_cfg), -lam * prob.T, leaves.best_cost)
-        if k_root >= 1:
-            s_root = BlockSearch(prob, pool_cfg, lam, k_root, est_cost / max(prob.l0 - prob.lmax, 1e-12))
-            pool = GroupPool(prob, np.argsort(-s_root.scenario_root_bounds(), kind="stable"))
-            pool.extend(s_root, t0 + POOL_SHARE * (deadline - t0))
-            if pool_cfg.classes and all(c is not None for c in pool_cfg.classes) and prob.allows(pool_cfg):
-                for seq in pool.feasible_columns(s_root, pool.columns):
-                    leaves.evaluate(s_root, seq, tol)
-    probed: set = set()
+    run.pool_cfg = root_cfg
+    run.leaf_list = (leaf_assignments(inst, lists, run.opts.assignment_limit)
+                     if run.opts.class_leaves and run.S > 1 else None)
+    seed_cls = seed_assignment(P, lists, run.vol, run.gam, run.beta) if run.leaf_list is not None else None
+    if seed_cls is not None and run.leaves.best is None:
+        n0, c0, run.est_cost, run.lam = seed_cls
+        run.pool_cfg = Config(np.array([n0]), [c0], run.gam[[c0]], run.vol[[c0]], np.array([run.beta[c0, n0]]))
+    if run.S > 1:
+        _fill_pool(run, is_leaf)
 
-    def refresh_pool(lam_new, ub_now):
-        # multipliers tuned to the new λ (the old ones stay: every π is valid)
-        if pool is None:
-            return
-        kr = _kmax(prob, prob.weights(pool_cfg, lam_new), prob.tmin(pool_cfg), -lam_new * prob.T, ub_now)
-        if kr >= 1:
-            now = time.perf_counter()
-            mu = (ub_now if math.isfinite(ub_now) else est_cost) / max(prob.l0 - prob.lmax, 1e-12)
-            pool.extend(BlockSearch(prob, pool_cfg, lam_new, kr, mu), now + 0.1 * (deadline - now), iters=15)
 
-    def make_search(cfg, lam, kmax, mu_ref):
-        # two γ-groups: model blocks with counts, no interleavings (general_pairs.py)
-        kind = PairSearch if PAIR_SEARCH and pair_applies(prob, cfg) else BlockSearch
-        search = kind(prob, cfg, lam, kmax, mu_ref)
-        if pool is not None and pool.complete:
-            search.groups = GroupTables(pool, search)
-        return search
+def _fill_pool(run: _Run, is_leaf: bool) -> None:
+    """The scenario-group bound (general_groups.py): one pool of multipliers for every
+    search, filled by ``root_kelley_iterations`` Kelley iterations per group."""
+    P, cfg = run.prob, run.pool_cfg
+    k_root = _kmax(P, P.weights(cfg, run.lam), P.tmin(cfg), -run.lam * P.T, run.leaves.best_cost)
+    if k_root < 1:
+        return
+    s_root = BlockSearch(P, cfg, run.lam, k_root, run.est_cost / max(P.l0 - P.lmax, 1e-12))
+    run.pool = GroupPool(P, np.argsort(-s_root.scenario_root_bounds(), kind="stable"))
+    run.pool.extend(s_root, run.deadline, iters=run.opts.root_kelley_iterations)
+    if cfg.classes and all(c is not None for c in cfg.classes) and P.allows(cfg):
+        for seq in run.pool.feasible_columns(s_root, run.pool.columns):
+            run.leaves.evaluate(s_root, seq, run.tol)
 
-    lb_discard = math.inf
-    nodes = leaves_seen = boxes = unrealised = pair_runs = dead_cells = 0
-    counter = itertools.count()
-    heap = []
-    # few assignments: each is a leaf with its own exact-class group bound (general_classes.py)
-    if pool is None or not pool.complete:
-        leaf_list = None
-    if leaf_list is not None:
-        for rng, rb in zip(leaf_list, assignment_bounds(prob, pool, lam, leaf_list, lists, vol, gam, beta, deadline)):
+
+def _bound_roots(run: _Run) -> None:
+    """Bound every assignment (few: each a leaf) or every root box before the search,
+    so that a stop still leaves a finite lower bound for what was not explored."""
+    P = run.prob
+    if run.pool is None or not run.pool.complete:
+        run.leaf_list = None
+    if run.leaf_list is not None:
+        bounds = assignment_bounds(P, run.pool, run.lam, run.leaf_list, run.lists, run.vol, run.gam, run.beta,
+                                   run.deadline)
+        for rng, rb in zip(run.leaf_list, bounds):
             if rb < math.inf:       # +inf: no epoch of this assignment fits Tmax
-                heapq.heappush(heap, (float(rb), next(counter), _Box(rng)))
-        diag["assignments"] = len(leaf_list)
-    for box in (_root_boxes(inst, lists, relax=prob.nonneg) if leaf_list is None else []):
-        # every root box is bounded before the search so that a time limit
-        # still leaves a finite lower bound for the boxes not yet explored
-        cfg = _config(box, lists, vol, gam, beta)
-        w = prob.weights(cfg, lam)
-        const = prob.dual_constant(cfg, lam)
-        kmax = _kmax(prob, w, prob.tmin(cfg), const, math.inf)
-        rb = make_search(cfg, lam, kmax, est_cost / max(prob.l0 - prob.lmax, 1e-12)).root_bound() \
-            if kmax >= 1 else math.inf
-        heapq.heappush(heap, (rb, next(counter), box))
-    timed_out = False
+                run.push(rb, _Box(rng))
+        run.diag["assignments"] = len(run.leaf_list)
+    else:
+        for box in _root_boxes(run.inst, run.lists, relax=P.nonneg):
+            _, search = run.box_search(box, math.inf)
+            run.push(search.root_bound() if search is not None else math.inf, box)
+    if run.out_of_time("bounding"):
+        return
+    run.searched = True
     # neighbouring two-cluster assignments bounded together (general_pair_groups.PairGroups)
-    pair_groups = (PairGroups(prob, pool, lists, vol, gam, beta) if PAIR_SEARCH and PAIR_GROUPS
-                   and leaf_list is not None and prob.nonneg else None)
-    dive: list = []     # LIFO of boxes while there is no incumbent (a depth-first dive)
+    if run.opts.pair_search and run.opts.pair_groups and run.leaf_list is not None and P.nonneg:
+        run.pair_groups = PairGroups(P, run.pool, run.lists, run.vol, run.gam, run.beta)
+
+
+def _next_box(run: _Run):
+    """The next open box: depth-first while there is no incumbent, then best-first."""
+    if run.dive and run.leaves.best is None:
+        return run.dive.pop()
+    for item in run.dive:
+        heapq.heappush(run.heap, item)
+    run.dive.clear()
+    return heapq.heappop(run.heap)
+
+
+def _stop(run: _Run, bound: float, box: _Box, phase: str) -> None:
+    """Keep the box (and the dive) open and record the stop."""
+    run.push(bound, box)
+    for item in run.dive:
+        heapq.heappush(run.heap, item)
+    run.dive.clear()
+    run.stopped_in = run.stopped_in or phase
+
+
+def _search(run: _Run) -> None:
+    """Best-first over boxes/assignments; each leaf assignment is searched depth-first."""
     # (an incumbent from general_incumbent already set λ and tuned the pool on an assignment containing it)
-    rebounded = leaf_list is None or ("incumbent_seed" in diag and leaves.best is not None)
-    while heap or dive:
-        if not rebounded and leaves.best is not None and time.perf_counter() < deadline:
+    rebounded = run.leaf_list is None or ("incumbent_seed" in run.diag and run.leaves.best is not None)
+    while run.heap or run.dive:
+        if not rebounded and run.leaves.best is not None:
             # first incumbent: tune the pool on its assignment and price, raise every open leaf's bound
             rebounded = True
-            diag["leaves_rebounded"] = rebound_leaves(heap, prob, pool, leaves, lists, vol, gam, beta, deadline)
-        if dive and leaves.best is None:
-            bound, _, box = dive.pop()
-        else:
-            for item in dive:
-                heapq.heappush(heap, item)
-            dive.clear()
-            bound, _, box = heapq.heappop(heap)
-        ub = leaves.best_cost
-        if prunable(bound, ub, tol):
-            lb_discard = min(lb_discard, bound)
+            run.diag["leaves_rebounded"] = rebound_leaves(run.heap, run.prob, run.pool, run.leaves, run.lists,
+                                                          run.vol, run.gam, run.beta, run.deadline)
+        bound, _, box = _next_box(run)
+        if prunable(bound, run.leaves.best_cost, run.tol):
+            run.lb_discard = min(run.lb_discard, bound)
             continue
-        if time.perf_counter() > deadline or nodes >= nodes_budget:
-            heapq.heappush(heap, (bound, next(counter), box))
-            for item in dive:
-                heapq.heappush(heap, item)
-            dive.clear()
-            timed_out = True
-            hit_node_limit = nodes >= nodes_budget
-            break
-        if pair_groups is not None and box.is_leaf() and leaves.best is not None:
-            # two-cluster leaves: first try to discard their block of neighbours at once
-            if pair_groups.covers(box.ranges):
-                continue        # its group's bound is already in lb_discard
-            glb = pair_groups.try_discard(box.ranges, lam, ub, tol, deadline,
-                                          ub / max(prob.l0 - prob.lmax, 1e-12))
-            if glb is not None:
-                lb_discard = min(lb_discard, glb)
-                continue
-        boxes += 1
-        cfg = _config(box, lists, vol, gam, beta)
-        mu_ref = (ub if math.isfinite(ub) else est_cost) / max(prob.l0 - prob.lmax, 1e-12)
-        w = prob.weights(cfg, lam)
-        const = prob.dual_constant(cfg, lam)
-        kmax = _kmax(prob, w, prob.tmin(cfg), const, ub)
-        if kmax < 1:
-            lb_discard = min(lb_discard, ub)
-            continue
-        search = make_search(cfg, lam, kmax, mu_ref)
-        if box.is_leaf() and pool is not None and box.ranges not in probed:
-            # the DP paths of the pool's multipliers on this assignment are plans: try them
-            probed.add(box.ranges)
-            for seq in pool.probe(search):
-                leaves.evaluate(search, seq, tol)
-            # every ≤ 3-block plan of this assignment, exactly (general_incumbent.cover); a
-            # PairSearch counts blocks differently and cannot skip them, so it is not run there
-            if not isinstance(search, PairSearch):
-                cover(prob, search, leaves, tol, deadline)
-            ub = leaves.best_cost
-            price = leaves.best_price
-            if price > 0 and abs(math.log(price / lam)) > math.log(1 + LAMBDA_RESET) and lam_resets < 8:
-                lam = price
-                lam_resets += 1
-                refresh_pool(lam, ub)
-                heapq.heappush(heap, (bound, next(counter), box))
-                continue
-        # a box that is not a leaf is only bounded: the group bound alone (cheap, and
-        # usually the stronger) is enough; a leaf box is searched with every table
-        cutoff = -math.inf if not box.is_leaf() else (ub - tol * abs(ub) if math.isfinite(ub) else math.inf)
-        rb = max(search.root_bound(cutoff), bound)
-        if prunable(rb, ub, tol):
-            lb_discard = min(lb_discard, rb)
-            continue
-        if not box.is_leaf():
-            left, right = box.split()
-            if leaves.best is None:     # classes are sorted by γ: the left half first
-                dive.extend([(rb, next(counter), right), (rb, next(counter), left)])
-            else:
-                heapq.heappush(heap, (rb, next(counter), left))
-                heapq.heappush(heap, (rb, next(counter), right))
-            continue
-        def on_leaf(vseq, search=search):
-            out = leaves.evaluate(search, vseq, tol)
-            price = leaves.best_price
-            # the bounds are only as good as λ: restart early when the incumbent's
-            # time price is far from the one the tables were built with
-            if price > 0 and abs(math.log(price / search.lam)) > math.log(1.25) and lam_resets < 8:
-                search.abort = True
-            return out
+        if run.out_of_time("search") or run.work["nodes"] >= run.nodes_budget:
+            run.hit_node_limit = run.stopped_in is None
+            _stop(run, bound, box, "search")
+            return
+        if not _visit(run, bound, box):
+            return
 
-        if isinstance(search, PairSearch):
-            stats = search.run(ub, tol, deadline, on_leaf, nodes_left=nodes_budget - nodes,
-                               leaf_bound=lambda vseq, search=search: leaves.counts_bound(search, vseq))
-            unrealised += stats["unrealised"]
-            pair_runs += 1
-            dead_cells += stats.get("dead", 0)
+
+def _visit(run: _Run, bound: float, box: _Box) -> bool:
+    """Process one open box; False when a limit stopped the search inside it."""
+    ub = run.leaves.best_cost
+    if run.pair_groups is not None and box.is_leaf() and run.leaves.best is not None:
+        # two-cluster leaves: first try to discard their block of neighbours at once
+        if run.pair_groups.covers(box.ranges):
+            return True         # its group's bound is already in lb_discard
+        glb = run.pair_groups.try_discard(box.ranges, run.lam, ub, run.tol, run.deadline, run.mu_ref(ub))
+        if glb is not None:
+            run.lb_discard = min(run.lb_discard, glb)
+            return True
+    run.work["boxes"] += 1
+    cfg, search = run.box_search(box, ub)
+    if search is None:
+        run.lb_discard = min(run.lb_discard, ub)
+        return True
+    if box.is_leaf() and run.pool is not None and box.ranges not in run.probed:
+        _probe(run, box, search)
+        if run.reset_due():
+            run.reset_lambda()
+            run.push(bound, box)
+            return True
+        ub = run.leaves.best_cost
+    # a box that is not a leaf is only bounded: the group bound alone (cheap, and
+    # usually the stronger) is enough; a leaf box is searched with every table
+    cutoff = -math.inf if not box.is_leaf() else (ub - run.tol * abs(ub) if math.isfinite(ub) else math.inf)
+    rb = max(search.root_bound(cutoff), bound)
+    if prunable(rb, ub, run.tol):
+        run.lb_discard = min(run.lb_discard, rb)
+        return True
+    if not box.is_leaf():
+        left, right = box.split()
+        if run.leaves.best is None:     # classes are sorted by γ: the left half first
+            run.dive.extend([(rb, next(run.counter), right), (rb, next(run.counter), left)])
         else:
-            stats = search.run(ub, tol, deadline, on_leaf, nodes_left=nodes_budget - nodes)
-        nodes += stats["nodes"]
-        leaves_seen += stats["leaves"]
-        if verbose:
-            print(f"general: box {box.ranges} {type(search).__name__} root {rb:.2f} ub {leaves.best_cost:.2f} "
-                  f"nodes {stats['nodes']} leaves {stats['leaves']} lb {stats['lb']:.2f} "
-                  f"t {time.perf_counter() - t0:.1f}s", file=sys.stderr)
-        if stats.get("aborted"):
-            lam = leaves.best_price
-            lam_resets += 1
-            refresh_pool(lam, leaves.best_cost)
-            heapq.heappush(heap, (rb, next(counter), box))
-            continue
-        if stats["timeout"]:
-            lb_discard = min(lb_discard, stats["lb"])
-            for item in dive:
-                heapq.heappush(heap, item)
-            dive.clear()
-            timed_out = True
-            hit_node_limit = bool(stats.get("node_limit"))
-            break
+            run.push(rb, left)
+            run.push(rb, right)
+        return True
+    return _search_leaf(run, box, search, rb, ub)
+
+
+def _probe(run: _Run, box: _Box, search) -> None:
+    """The pool's DP paths on this assignment are plans: try them; then every ≤ 3-block
+    plan of it, exactly (general_incumbent.cover; a PairSearch counts blocks differently
+    and cannot skip them, so it is not run there)."""
+    run.probed.add(box.ranges)
+    for seq in run.pool.probe(search):
+        run.leaves.evaluate(search, seq, run.tol)
+    if not isinstance(search, PairSearch):
+        cover(run.prob, search, run.leaves, run.tol, run.deadline)
+
+
+def _search_leaf(run: _Run, box: _Box, search, rb: float, ub: float) -> bool:
+    """The depth-first search of one assignment (general_search / general_pairs)."""
+    def on_leaf(vseq):
+        out = run.leaves.evaluate(search, vseq, run.tol)
+        # the bounds are only as good as λ: restart when the incumbent's price is far from it
+        if run.reset_due(search.lam):
+            search.abort = True
+        return out
+
+    left = run.nodes_budget - run.work["nodes"]
+    if isinstance(search, PairSearch):
+        stats = search.run(ub, run.tol, run.deadline, on_leaf, nodes_left=left,
+                           leaf_bound=lambda vseq: run.leaves.counts_bound(search, vseq))
+        run.work["unrealised_leaves"] += stats["unrealised"]
+        run.work["pair_searches"] += 1
+        run.work["unplaceable_cells"] += stats.get("dead", 0)
+    else:
+        stats = search.run(ub, run.tol, run.deadline, on_leaf, nodes_left=left)
+    run.work["nodes"] += stats["nodes"]
+    run.work["leaves"] += stats["leaves"]
+    if run.verbose:
+        print(f"general: box {box.ranges} {type(search).__name__} root {rb:.2f} ub {run.leaves.best_cost:.2f} "
+              f"nodes {stats['nodes']} leaves {stats['leaves']} lb {stats['lb']:.2f} "
+              f"t {time.perf_counter() - run.t0:.1f}s", file=sys.stderr)
+    if stats.get("aborted") or (not stats["timeout"] and run.reset_due()):
         # a better incumbent with another time price: redo this box with its λ
-        price = leaves.best_price
-        if (price > 0 and abs(price - lam) > LAMBDA_RESET * lam and lam_resets < 5
-                and leaves.best_cost < ub):
-            lam = price
-            lam_resets += 1
-            refresh_pool(lam, leaves.best_cost)
-            heapq.heappush(heap, (rb, next(counter), box))
-            continue
-        lb_discard = min(lb_discard, stats["lb"])
-    open_bounds = []
-    heap.sort()
-    n_rebound = 0
-    grace = deadline + (0.02 * float(time_limit) if time_limit is not None else math.inf)
-    while n_rebound < min(20, len(heap)) and time.perf_counter() < grace:
-        b, _, box = heap[n_rebound]
-        n_rebound += 1
-        # open boxes were bounded at an earlier λ; any λ is valid, keep the better
-        cfg = _config(box, lists, vol, gam, beta)
-        const = prob.dual_constant(cfg, lam)
-        kmax = _kmax(prob, prob.weights(cfg, lam), prob.tmin(cfg), const, leaves.best_cost)
-        mu_ref = (leaves.best_cost if math.isfinite(leaves.best_cost) else est_cost) / max(prob.l0 - prob.lmax, 1e-12)
-        rb = make_search(cfg, lam, kmax, mu_ref).root_bound() if kmax >= 1 else math.inf
-        open_bounds.append(max(b, rb))
-    open_bounds += [b for b, _, box in heap[n_rebound:] if pair_groups is None or not pair_groups.covers(box.ranges)]
-    if pair_groups is not None:
-        diag["pair_groups"] = dict(pair_groups.stats, seconds=round(pair_groups.stats["seconds"], 3))
-    diag.update(group_multipliers=0 if pool is None else int(pool.Pi.shape[0]),
-                scenario_groups=0 if pool is None else len(pool.groups))
-    diag.update(nodes=nodes, leaves=leaves_seen, boxes=boxes, unrealised_leaves=unrealised,
-                pair_searches=pair_runs, unplaceable_cells=dead_cells, leaf_evaluations=leaves.evaluations,
-                lambda_resets=lam_resets, time_price=lam, total_s=time.perf_counter() - t0)
-    limit = "node limit" if hit_node_limit else "time limit"
+        run.reset_lambda()
+        run.push(rb, box)
+        return True
+    run.lb_discard = min(run.lb_discard, stats["lb"])
+    if stats["timeout"]:
+        run.hit_node_limit = bool(stats.get("node_limit"))
+        for item in run.dive:
+            heapq.heappush(run.heap, item)
+        run.dive.clear()
+        run.stopped_in = run.stopped_in or "search"
+        return False
+    return True
+
+
+def _open_bounds(run: _Run) -> list:
+    """Bounds of the boxes left open by a stop; the first ``open_rebounds`` are
+    re-bounded at the final λ (any λ is valid; the better is kept)."""
+    run.heap.sort()
+    out = []
+    n = min(run.opts.open_rebounds, len(run.heap))
+    for i in range(n):
+        b, _, box = run.heap[i]
+        if time.perf_counter() > run.deadline + 0.02 * (run.deadline - run.t0):
+            n = i
+            break
+        _, search = run.box_search(box, run.leaves.best_cost)
+        out.append(max(b, search.root_bound() if search is not None else math.inf))
+    pg = run.pair_groups
+    out += [b for b, _, box in run.heap[n:] if pg is None or not pg.covers(box.ranges)]
+    return out
+
+
+def _result(run: _Run) -> SolveResult:
+    """The plan, its exact cost, the proven bound and the status."""
+    inst, P, diag, params, leaves = run.inst, run.prob, run.diag, run.params, run.leaves
+    stopped = run.stopped_in is not None
+    open_bounds = _open_bounds(run) if stopped else []
+    if stopped and not run.searched:
+        open_bounds.append(0.0)     # boxes never bounded: only the trivial bound (every cost ≥ 0)
+    if run.pair_groups is not None:
+        diag["pair_groups"] = dict(run.pair_groups.stats, seconds=round(run.pair_groups.stats["seconds"], 3))
+    diag.update(group_multipliers=0 if run.pool is None else int(run.pool.Pi.shape[0]),
+                scenario_groups=0 if run.pool is None else len(run.pool.groups))
+    diag.update(run.work, leaf_evaluations=leaves.evaluations, lambda_resets=run.lam_resets,
+                time_price=run.lam, enumeration_steps=P.cover_spent, stopped_in=run.stopped_in,
+                total_s=time.perf_counter() - run.t0)
+    limit = "node limit" if run.hit_node_limit else f"time limit (in the {run.stopped_in} phase)"
     if leaves.best is None:
-        if timed_out:
+        if stopped:
             # the open and discarded boxes' bounds are valid without a plan too
-            lower = min([lb_discard] + open_bounds)
-            return SolveResult(algorithm="milp", status="error" if hit_node_limit else "time_limit",
+            lower = _clamp_bound(min([run.lb_discard] + open_bounds), diag)
+            return SolveResult(algorithm="milp", status="error" if run.hit_node_limit else "time_limit",
                                message=f"{limit} reached before any plan", params=params, diagnostics=diag,
                                lower_bound=lower if math.isfinite(lower) else None)
         return SolveResult(algorithm="milp", status="infeasible", message=(
-            f"no plan of at most K̄ = {inst.horizon} epochs meets both the quantile (at most {p} of {S} "
-            f"in-sample scenarios above ℓmax = {prob.lmax:g}) and Tmax = {prob.T:g} (exhaustive search)"),
+            f"no plan of at most K̄ = {inst.horizon} epochs meets both the quantile (at most {P.p} of {run.S} "
+            f"in-sample scenarios above ℓmax = {P.lmax:g}) and Tmax = {P.T:g} (exhaustive search)"),
             params=params, diagnostics=diag)
     cost = leaves.best_cost
-    lower = min([cost, lb_discard] + open_bounds) if timed_out else min(cost, lb_discard)
+    lower = _clamp_bound(min([cost, run.lb_discard] + open_bounds), diag)
     g = SolveResult.relative_gap(cost, lower)
-    models, clusters, held, alloc = leaves.best
-    losses = prob.losses(models, np.array([gam[held[int(n)]] for n in clusters]))
-    viol = int(np.count_nonzero(losses > prob.lmax + 1e-9))
-    plan = Plan(epochs=[Epoch(model=inst.models[m].name, cluster=inst.clusters[n].name, allocation=float(x))
-                        for m, n, x in zip(models, clusters, alloc.x)],
-                datasets={inst.clusters[n].name: [inst.datasets[d].name for d in np.nonzero(bits[c])[0]]
-                          for n, c in sorted(held.items())})
-    diag.update(in_sample_violations=viol * (int(scenarios) if deterministic else 1), epochs=int(models.size))
-    if viol > p:   # the search only accepts SAA-feasible leaves; this guards the bookkeeping
+    plan, viol = _plan(run)
+    diag.update(in_sample_violations=viol * (int(params["scenarios"]) if run.deterministic else 1),
+                epochs=len(plan.epochs))
+    if viol > P.p:   # the search only accepts SAA-feasible leaves; this guards the bookkeeping
         return SolveResult(algorithm="milp", status="error", message="internal check failed: plan violates the "
                            "in-sample quantile", params=params, diagnostics=diag)
-    if g is not None and g <= gap:
-        status, message = "optimal", f"optimal within relative gap {g:.2e} (tolerance {gap:g})"
-    elif timed_out:
-        status = "feasible" if hit_node_limit else "time_limit"
+    if g is not None and g <= params["gap"]:
+        status, message = "optimal", f"optimal within relative gap {g:.2e} (tolerance {params['gap']:g})"
+    elif stopped:
+        status = "feasible" if run.hit_node_limit else "time_limit"
         message = f"{limit} reached" + ("; the plan is SAA-feasible and exactly costed, its optimality unproven"
-                                        if hit_node_limit else "")
-    elif unrealised:
+                                        if run.hit_node_limit else "")
+    elif run.work["unrealised_leaves"]:
         status, message = "feasible", (
-            f"search complete but a gap of {g:.2e} remains (tolerance {gap:g}): {unrealised} two-group "
-            f"leaves could not be ordered (more than general_placement.MAX_PLACEMENTS partial "
-            f"placements) and keep only their bounds, or a leaf's cluster split kept its bound")
+            f"search complete but a gap of {g:.2e} remains (tolerance {params['gap']:g}): "
+            f"{run.work['unrealised_leaves']} two-group leaves could not be ordered (more than "
+            "general_placement.MAX_PLACEMENTS partial placements) and keep only their bounds, or a leaf's "
+            "cluster split kept its bound")
     else:
         status, message = "feasible", (f"search complete but the leaf split bounds leave a gap of {g:.2e} "
-                                         f"(tolerance {gap:g})")
+                                       f"(tolerance {params['gap']:g})")
     return SolveResult(algorithm="milp", status=status, message=message, plan=plan, cost=cost, lower_bound=lower,
                        gap=g, params=params, diagnostics=diag)
 
 
-__all__ = ["solve_general", "general_applies", "MAX_DATASETS_GENERAL", "MAX_CLUSTERS_GENERAL"]
+def _plan(run: _Run) -> tuple[Plan, int]:
+    """The incumbent as a :class:`Plan`, and its in-sample violations (checked independently)."""
+    inst = run.inst
+    models, clusters, held, alloc = run.leaves.best
+    losses = run.prob.losses(models, np.array([run.gam[held[int(n)]] for n in clusters]))
+    viol = int(np.count_nonzero(losses > run.prob.lmax + 1e-9))
+    plan = Plan(epochs=[Epoch(model=inst.models[m].name, cluster=inst.clusters[n].name, allocation=float(x))
+                        for m, n, x in zip(models, clusters, alloc.x)],
+                datasets={inst.clusters[n].name: [inst.datasets[d].name for d in np.nonzero(run.bits[c])[0]]
+                          for n, c in sorted(held.items())})
+    return plan, viol
+
+
+def solve_general(instance, scenarios: int = 1000, seed: int = 0, time_limit: float | None = 60.0,
+                  gap: float = 1e-4, threads: int = 1, verbose: bool = False,
+                  node_limit: int | None = None, settings: GeneralSettings | dict | None = None) -> SolveResult:
+    """Solve the SAA of problem (2)–(6) exactly with the ``general`` branch-and-bound.
+
+    Parameters
+    ----------
+    instance : Instance
+    scenarios : int, default 1000
+        S, the in-sample scenarios of ``ScenarioSampler(instance, seed)``.
+    seed : int, default 0
+        Seed of the scenarios.
+    time_limit : float or None, default 60
+        Wall-clock seconds, the outer stop only (every phase is budgeted in
+        work units, ``settings``); None for no limit.
+    gap : float, default 1e-4
+        Relative gap (UB − LB)/UB at which the plan is declared optimal.
+    threads : int, default 1
+        Accepted for interface compatibility (the search is single-threaded).
+    verbose : bool
+        Print progress to stderr.
+    node_limit : int, optional
+        Search nodes allowed (a budget independent of the machine's speed).
+    settings : GeneralSettings or mapping, optional
+        Switches, tuning constants and work budgets
+        (:class:`~.general_settings.GeneralSettings`; a mapping is validated
+        option by option). Recorded in ``params["general_settings"]``.
+
+    Returns
+    -------
+    SolveResult
+        ``optimal`` (gap met), ``time_limit`` (best plan and bound so far;
+        ``diagnostics["stopped_in"]`` names the phase), ``feasible`` when
+        ``node_limit`` stopped the search or a completed search kept a gap
+        (a leaf's cluster split with more than ``general_leaves.MAX_SPLITS``
+        choices, or unrealised two-group leaves; said in ``message``),
+        ``infeasible`` (proven: no plan meets the quantile, Tmax and K̄) or
+        ``error`` (|D| or |N| too large). The lower bound is never below 0,
+        so the gap is at most 1.
+
+    Raises
+    ------
+    SolverError
+        For invalid options, one line naming the option.
+    """
+    given = dict(scenarios=scenarios, seed=seed, time_limit=time_limit, gap=gap, threads=threads,
+                 node_limit=node_limit)
+    params = {k: SOLVE_PARAMETERS[k].convert(k, v) for k, v in given.items()}
+    opts = GeneralSettings.from_params(settings)
+    params.update(formulation="general", general_settings=opts.as_dict())
+    t0 = time.perf_counter()
+    deadline = t0 + (math.inf if params["time_limit"] is None else params["time_limit"])
+    run = _setup(instance, params["scenarios"], params["seed"], params["node_limit"], params["gap"], params,
+                 opts, t0, deadline)
+    if isinstance(run, SolveResult):
+        return run
+    run.verbose = bool(verbose)
+    # the phases: setup (above), bounding (incumbent seed, group pool, root bounds), search;
+    # the wall clock is checked between and inside them and stops the solve where it is
+    last = "setup"
+    for name, phase in (("bounding", _seed), ("bounding", _bound_roots), ("search", _search)):
+        if run.stopped_in is not None or run.out_of_time(last):
+            break
+        phase(run)
+        last = name
+    return _result(run)
+
+
+__all__ = ["solve_general", "general_applies", "GeneralSettings", "SOLVE_PARAMETERS", "MAX_DATASETS_GENERAL",
+           "MAX_CLUSTERS_GENERAL"]

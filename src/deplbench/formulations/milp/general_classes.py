@@ -93,10 +93,9 @@ import numpy as np
 from deplbench.formulations.milp.general_boxes import _kmax, _leaf_ranges
 from deplbench.formulations.milp.general_search import phi
 
-#: Largest number of assignments enumerated as leaves (beyond it: boxes).
+#: Largest number of assignments enumerated as leaves by default (beyond it: boxes;
+#: a solve's limit is ``GeneralSettings.assignment_limit``).
 ASSIGNMENT_LIMIT = 20_000
-#: Share of the remaining time the Kelley loops on the first incumbent's assignment may take.
-REBOUND_SHARE = 0.05
 #: Assignments per block of the vectorised DP (memory ≈ CHUNK·R·|M|² floats).
 CHUNK = 1024
 
@@ -220,8 +219,9 @@ def assignment_bounds(prob, pool, lam: float, ranges_list, lists, vol, gam, beta
 def rebound_leaves(heap: list, prob, pool, leaves, lists, vol, gam, beta, deadline: float) -> int:
     """After the first incumbent: Kelley on its assignment at its time price, then :func:`rebound`.
 
-    The new multipliers join the shared pool (every π stays valid), at most
-    ``REBOUND_SHARE`` of the remaining time.
+    The new multipliers join the shared pool (every π stays valid):
+    ``GeneralSettings.rebound_kelley_iterations`` Kelley iterations per group
+    (a work budget; ``deadline`` is only the solve's outer stop).
     """
     from deplbench.formulations.milp.general_search import BlockSearch, Config
 
@@ -230,14 +230,15 @@ def rebound_leaves(heap: list, prob, pool, leaves, lists, vol, gam, beta, deadli
     cls = [held[n] for n in used]
     cfg = Config(np.array(used), cls, gam[cls], vol[cls], np.array([beta[c, n] for c, n in zip(cls, used)]))
     lam = leaves.best_price if leaves.best_price > 0 else 1.0
-    now = time.perf_counter()
     # Kelley tunes π for completions of at most kmax epochs: the horizon the
     # incumbent's cost allows (as the root pool's), not K̄ — π tuned for
     # K̄-epoch completions gave negative bounds on shorter searches.
     const = prob.dual_constant(cfg, lam)
     kmax = max(1, _kmax(prob, prob.weights(cfg, lam), prob.tmin(cfg), const, leaves.best_cost))
     search = BlockSearch(prob, cfg, lam, kmax, leaves.best_cost / max(prob.l0 - prob.lmax, 1e-12))
-    pool.extend(search, now + REBOUND_SHARE * max(deadline - now, 0.0))
+    iters = prob.settings.rebound_kelley_iterations
+    if iters > 0:
+        pool.extend(search, deadline, iters=iters)
     return rebound(heap, prob, pool, lam, lists, vol, gam, beta, deadline)
 
 

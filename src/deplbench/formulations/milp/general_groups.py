@@ -67,7 +67,7 @@ L_s − Δ_s(c).
 
 Kelley's iterates oscillate in the |G| ≈ 90-dimensional π space; each
 query is smoothed towards the best π so far (in-out smoothing, Wentges
-1997, ``SMOOTHING`` = 0.5): within the same 40 iterations the switch-counting
+1997, ``GeneralSettings.kelley_smoothing`` = 0.5): within the same 40 iterations the switch-counting
 root bound at S = 1000 rises from 1771 to 1790 (one probe, load ≈ 2). Any
 query point is a valid multiplier, so this changes strength only.
 
@@ -106,16 +106,10 @@ import time
 import numpy as np
 from scipy.optimize import linprog
 
-#: Kelley iterations per group at the root (each is one DP and one small LP).
+#: Kelley iterations per group by default (each is one DP and one small LP); the
+#: solve's budgets are ``GeneralSettings.*_kelley_iterations``, the loop's stopping
+#: tolerance, smoothing and π box ``kelley_rel_tol``, ``kelley_smoothing``, ``pi_box``.
 MAX_ITERS = 40
-#: Stop a group's Kelley loop when LP bound − best dual value ≤ this × |best|.
-REL_TOL = 2e-3
-#: Kelley iterations for one node's bound (warm-started).
-NODE_ITERS = 6
-#: In-out smoothing weight of the best π in Kelley's next query (0: plain Kelley).
-SMOOTHING = 0.5
-#: Upper bound on each π_s, relative to μ_ref (keeps Kelley's LP bounded).
-PI_BOX = 3.0
 
 
 class GroupPool:
@@ -347,9 +341,10 @@ def _kelley(pool: GroupPool, search, G: np.ndarray, deadline: float, k0: int = 0
 
     Returns every iterate π (each gives a valid bound everywhere)."""
     P, s = pool.prob, search
+    opts = P.settings
     g = G.size
     jidx = s._jump_index()
-    box = PI_BOX * max(s.mu_ref, 1e-12)
+    box = opts.pi_box * max(s.mu_ref, 1e-12)
     slack = (np.full(g, P.l0) if L is None else L[G]) - P.lmax
     pi = np.full(g, max(s.mu_ref, 1e-12) / g) if pi0 is None else pi0.copy()
     aG, JG = P.a[G], P.J[G]
@@ -375,13 +370,13 @@ def _kelley(pool: GroupPool, search, G: np.ndarray, deadline: float, k0: int = 0
         if res.status != 0:
             break
         pi = np.clip(res.x[1:], 0.0, box)
-        if -res.fun - best <= REL_TOL * max(abs(best), 1e-12):
+        if -res.fun - best <= opts.kelley_rel_tol * max(abs(best), 1e-12):
             out.append(pi.copy())
             break
-        if SMOOTHING > 0:
+        if opts.kelley_smoothing > 0:
             # in-out smoothing (Wentges 1997): query between the best π so far and the
             # LP's; damps Kelley's oscillation, any π stays a valid multiplier
-            pi = SMOOTHING * center + (1.0 - SMOOTHING) * pi
+            pi = opts.kelley_smoothing * center + (1.0 - opts.kelley_smoothing) * pi
     pool.last_best = best
     return out
 
@@ -458,31 +453,6 @@ class GroupTables:
         # r = p + 1 groups: the (p+1)-th largest group bound is the smallest
         return out
 
-    def node_bound(self, k: int, v: int, L: np.ndarray, threshold: float, deadline: float,
-                   iters: int = NODE_ITERS, need: int = 0) -> float:
-        """A stronger bound for one node: Kelley's method on each group's dual at
-        this node, warm-started from the pool's best π there.
-
-        Groups are improved weakest first and the loop stops as soon as one
-        stays below ``threshold`` (the node cannot be pruned); groups not
-        improved keep their pool value, so the result is always valid.
-        """
-        Vk = self.V[k, v, :] if need == 0 else self._switch_layers(need + 1)[0][k, v, need, :]
-        h = []
-        for G, rows, PiG in self.blocks:
-            val = Vk[rows] + PiG @ (L[G] - self.lmax)
-            h.append((max(float(val.max()), 0.0), int(val.argmax())))
-        vals = [x[0] for x in h]
-        for g in np.argsort(vals):
-            if vals[g] >= threshold:
-                break
-            G, rows, PiG = self.blocks[g]
-            _kelley(self.pool, self.search, G, deadline, k, v, L, PiG[h[g][1]], iters, need=need)
-            vals[g] = max(vals[g], self.pool.last_best, 0.0)
-            if vals[g] < threshold:
-                break
-        return float(min(vals))
-
     def root(self, need: int = 0) -> float:
         """Bound on every plan with at least ``need`` switches (need + 1 blocks)."""
         P = self.pool.prob
@@ -496,4 +466,4 @@ class GroupTables:
         return h.min(axis=0)      # r = p + 1 groups: the (p+1)-th largest is the smallest
 
 
-__all__ = ["GroupPool", "GroupTables", "MAX_ITERS", "REL_TOL", "PI_BOX"]
+__all__ = ["GroupPool", "GroupTables", "MAX_ITERS"]

@@ -69,8 +69,8 @@ load average 1.8–2.0 on the 2-core machine), cyclic AlexNet, K̄ = 100,
 
 Limits: only for non-negative improvement draws (signed draws keep every
 block length; the enumeration is still an incumbent heuristic there, never
-recorded as coverage), and within ``SEED_SHARE`` / ``COVER_SHARE`` of the
-time limit; an assignment left uncovered keeps the old bounds.
+recorded as coverage), and within the work budgets of ``GeneralSettings``
+(``enumeration_steps``, ``enumeration_steps_total``); an assignment left uncovered keeps the old bounds.
 
 References
 ----------
@@ -91,14 +91,9 @@ import numpy as np
 from deplbench.formulations.milp.bounds import _shortest_last_block
 from deplbench.formulations.milp.general_search import BlockSearch, config_key, covered_blocks
 
-#: Blocks per enumerated plan (three covers the realistic families' optima).
+#: Blocks per enumerated plan by default (``GeneralSettings.max_blocks``; three covers the
+#: realistic families' optima).
 MAX_BLOCKS = 3
-#: Switch for the early enumeration and the coverage it proves (tests compare on and off).
-ENABLED = True
-#: Share of the time limit the enumeration may take.
-SEED_SHARE = 0.15
-#: Share of the time left at the first run that all runs together may take.
-COVER_SHARE = 0.3
 #: Time prices (relative to the search's λ) of the candidates' cost bound.
 LAMBDA_GRID = 1.07 ** np.arange(-40, 41)
 
@@ -111,7 +106,25 @@ def _virtual_cum(prob, search) -> np.ndarray:
     return np.ascontiguousarray(out.transpose(2, 1, 0))
 
 
-def block_candidates(prob, search, deadline: float, max_blocks: int = MAX_BLOCKS, ub: float = math.inf):
+class Steps:
+    """A work budget in units (one last-block search or one exact leaf evaluation each)."""
+
+    __slots__ = ("left", "used")
+
+    def __init__(self, left: float):
+        self.left, self.used = left, 0
+
+    def take(self) -> bool:
+        """Spend one unit; False (nothing spent) when the budget is exhausted."""
+        if self.left <= 0:
+            return False
+        self.left -= 1
+        self.used += 1
+        return True
+
+
+def block_candidates(prob, search, deadline: float, max_blocks: int = MAX_BLOCKS, ub: float = math.inf,
+                     steps: Steps | None = None):
     """SAA-feasible plans of at most ``max_blocks`` blocks with the shortest last block.
 
     Parameters
@@ -126,6 +139,9 @@ def block_candidates(prob, search, deadline: float, max_blocks: int = MAX_BLOCKS
         1, 2 or 3.
     ub : float
         Plans whose λ-dual lower bound W + const reaches this are skipped.
+    steps : Steps, optional
+        Work budget: one unit per last-block search; exhausted, the
+        enumeration stops unfinished (deterministically, unlike ``deadline``).
 
     Returns
     -------
@@ -133,7 +149,7 @@ def block_candidates(prob, search, deadline: float, max_blocks: int = MAX_BLOCKS
         One plan per row: virtual models (v1, v2, v3) and lengths (n1, n2,
         n3), −1 / 0 for absent blocks.
     bool
-        Whether the enumeration finished (False: ``deadline`` stopped it).
+        Whether the enumeration finished (False: ``steps`` or ``deadline`` stopped it).
     """
     P, s = prob, search
     K, S = s.kmax, P.S
@@ -142,6 +158,7 @@ def block_candidates(prob, search, deadline: float, max_blocks: int = MAX_BLOCKS
         # longer plans have W + const > ub, so they cannot beat (or tie) the incumbent
         K = min(K, int(math.floor((ub - s.const) / wmin * (1 + 1e-9) + 1e-9)))
     rows: list = []
+    steps = steps if steps is not None else Steps(math.inf)
     if K < 1:
         return np.zeros((0, 6), dtype=np.int64), True
     cum_t = _virtual_cum(P, s)
@@ -159,6 +176,7 @@ def block_candidates(prob, search, deadline: float, max_blocks: int = MAX_BLOCKS
                                          n1[keep], n2[keep], n3[keep]]))
 
     def last(pre, start, v):
+        steps.take()
         return _shortest_last_block(data, pre, start, v, cum_t, 1, K)
 
     def done(finished):
@@ -166,7 +184,7 @@ def block_candidates(prob, search, deadline: float, max_blocks: int = MAX_BLOCKS
         return out, finished
 
     for v1 in range(s.nv):
-        if time.perf_counter() > deadline:
+        if steps.left <= 0 or time.perf_counter() > deadline:
             return done(False)
         L = last(np.full((S, 1), P.l0), np.array([0]), v1)
         add((v1, -1, -1), L, 0, 0)
@@ -179,12 +197,14 @@ def block_candidates(prob, search, deadline: float, max_blocks: int = MAX_BLOCKS
             pre = P.l0 - (cum_t[v1][a] - cum_t[v1][0]).T
             if p12 >= 0:
                 pre = pre + P.J[:, a, p12]
+            if steps.left <= 0:
+                return done(False)
             add((v1, v2, -1), a, last(pre, a, v2), 0)
             if max_blocks < 3:
                 continue
             for v3, p23 in s.succ[v2]:
                 for ai in range(1, K - 1):
-                    if time.perf_counter() > deadline:
+                    if steps.left <= 0 or time.perf_counter() > deadline:
                         return done(False)
                     # prefix weight already at the bound: longer first blocks only cost more
                     if ai * s.w[v1] + s.w[v2] + s.w[v3] + s.const >= ub:
@@ -225,12 +245,15 @@ def dual_bounds(prob, search, counts: np.ndarray) -> np.ndarray:
     return best
 
 
-def seed_incumbent(prob, search, leaves, tol: float, deadline: float, max_blocks: int = MAX_BLOCKS) -> dict:
+def seed_incumbent(prob, search, leaves, tol: float, deadline: float, max_blocks: int = MAX_BLOCKS,
+                   steps: Steps | None = None) -> dict:
     """Evaluate the ≤ ``max_blocks``-block plans of ``search``'s assignment exactly.
 
     Candidates are evaluated in increasing order of their λ-dual lower bound
     (:func:`dual_bounds`) until it reaches the incumbent
     (``leaves.best_cost``); ``leaves`` keeps the best plan and its time price.
+    ``steps`` (default unlimited) budgets the work: one unit per last-block
+    search and per evaluation.
 
     Returns
     -------
@@ -244,13 +267,14 @@ def seed_incumbent(prob, search, leaves, tol: float, deadline: float, max_blocks
         bound (``Leaves.evaluate``) reached it too.
     """
     t0 = time.perf_counter()
+    steps = steps if steps is not None else Steps(math.inf)
     done = 0
     exact_lbs: list = []
     stopped = finished = False
     n_rows = 0
     # two blocks first (cheap): their incumbent caps the horizon and prunes the three-block loop
     for blocks in sorted({min(2, max_blocks), max_blocks}):
-        rows, finished = block_candidates(prob, search, deadline, blocks, ub=leaves.best_cost)
+        rows, finished = block_candidates(prob, search, deadline, blocks, ub=leaves.best_cost, steps=steps)
         n_rows += rows.shape[0]
         counts = np.zeros((rows.shape[0], search.nv))
         for j in range(3):
@@ -263,7 +287,7 @@ def seed_incumbent(prob, search, leaves, tol: float, deadline: float, max_blocks
             # no tolerance here: the plans left out must cost at least the incumbent
             if math.isfinite(best) and lb >= best:
                 break
-            if time.perf_counter() > deadline:
+            if time.perf_counter() > deadline or not steps.take():
                 stopped = True
                 break
             exact_lbs.append(leaves.evaluate(search, vseq, tol)[0])
@@ -273,8 +297,8 @@ def seed_incumbent(prob, search, leaves, tol: float, deadline: float, max_blocks
     best = leaves.best_cost
     complete = (finished and not stopped and bool(prob.nonneg)
                 and all(b >= best * (1 - 1e-12) - 1e-12 for b in exact_lbs))
-    return {"candidates": n_rows, "evaluated": done, "seconds": time.perf_counter() - t0,
-            "cost": best, "complete": complete}
+    return {"candidates": n_rows, "evaluated": done, "steps": steps.used,
+            "seconds": time.perf_counter() - t0, "cost": best, "complete": complete}
 
 
 def seed_root(prob, cfg, leaves, lam: float, tol: float, kmax_of, deadline: float) -> dict:
@@ -290,19 +314,21 @@ def seed_root(prob, cfg, leaves, lam: float, tol: float, kmax_of, deadline: floa
 def cover(prob, search, leaves, tol: float, deadline: float) -> dict:
     """:func:`seed_incumbent` on ``search``'s assignment, once; when complete, record it.
 
-    ``deadline`` is the solve's: one run may take ``SEED_SHARE`` of the time
-    left, all runs together ``COVER_SHARE`` of the time left at the first.
-    An assignment inside a covered one (``general_search.covered_blocks``)
+    ``deadline`` is the solve's outer stop. The work is budgeted in units
+    (``GeneralSettings.enumeration_steps`` per run,
+    ``enumeration_steps_total`` for all runs together), so whether a run
+    completes does not depend on the machine. An assignment inside a covered one (``general_search.covered_blocks``)
     is not enumerated again.
 
     A complete run proves that every plan of this assignment with at most
-    ``MAX_BLOCKS`` blocks costs at least the incumbent (so at least the final
-    one), hence ``prob.covered[config_key] = MAX_BLOCKS + 1`` and
+    ``max_blocks`` blocks costs at least the incumbent (so at least the final
+    one), hence ``prob.covered[config_key] = max_blocks + 1`` and
     ``search.min_blocks`` is raised: the search's bounds then count only
     completions making a plan of ≥ MAX_BLOCKS + 1 blocks (the block-counting
     group bound of ``general_groups``), and it skips the covered leaves.
     """
-    if not ENABLED:
+    opts = prob.settings
+    if not opts.short_plans:
         return {"complete": False, "skipped": "disabled"}
     if not prob.allows(search.cfg):
         # the data rule (6) forbids this configuration: recording it as covered would
@@ -313,23 +339,19 @@ def cover(prob, search, leaves, tol: float, deadline: float) -> dict:
     if known > 1 or key in prob.tried:
         search.min_blocks = max(search.min_blocks, known)
         return {"complete": known > 1, "skipped": "seen"}
-    now = time.perf_counter()
-    if prob.cover_budget is None:
-        prob.cover_budget = COVER_SHARE * (deadline - now) if math.isfinite(deadline) else math.inf
-    left = prob.cover_budget - prob.cover_spent
+    left = opts.enumeration_steps_total - prob.cover_spent
     if left <= 0:
         return {"complete": False, "skipped": "budget"}
     prob.tried.add(key)
-    window = SEED_SHARE * (deadline - now) if math.isfinite(deadline) else math.inf
-    out = seed_incumbent(prob, search, leaves, tol, now + min(window, left))
-    prob.cover_spent += time.perf_counter() - now
+    steps = Steps(min(opts.enumeration_steps, left))
+    out = seed_incumbent(prob, search, leaves, tol, deadline, opts.max_blocks, steps=steps)
+    prob.cover_spent += steps.used
     if out["complete"]:
         prob.covered_beta[key] = tuple(float(b) for b in search.cfg.beta)
-        prob.covered[key] = MAX_BLOCKS + 1
-        search.min_blocks = MAX_BLOCKS + 1
+        prob.covered[key] = opts.max_blocks + 1
+        search.min_blocks = opts.max_blocks + 1
     prob.cover_log.append(out)
     return out
 
 
-__all__ = ["block_candidates", "cover", "dual_bounds", "seed_incumbent", "seed_root", "ENABLED", "MAX_BLOCKS",
-           "SEED_SHARE"]
+__all__ = ["Steps", "block_candidates", "cover", "dual_bounds", "seed_incumbent", "seed_root", "MAX_BLOCKS"]

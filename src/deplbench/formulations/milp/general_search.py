@@ -30,7 +30,7 @@ Bounds (see the ``general`` module docstring for the derivation):
   enough switches to reach ``min_blocks`` blocks (``general_groups``, item 3
   of the proof); the per-scenario and mean bounds still count every
   completion (valid, weaker). They are then skipped by default
-  (``SCENARIO_BOUNDS_WHEN_COVERED``): at S = 1000 they cost a third of the
+  (``GeneralSettings.scenario_bounds_when_covered``): at S = 1000 they cost a third of the
   node time and pruned nothing the counting bound did not (289 against 283
   nodes on the cyclic AlexNet).
 """
@@ -43,14 +43,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from deplbench.formulations.milp.general_settings import GeneralSettings
+
 #: Tolerance on ℓ_s(K) ≤ ℓmax when counting violations (as ``Scenarios.violations``).
 LOSS_TOL = 1e-9
-#: Nodes with at most this many blocks get a re-optimised group bound.
-NODE_DEPTH = 0
-#: Also evaluate the per-scenario and mean bounds where the short plans are covered
-#: (the switch-counting group bound is then the strong one; those two count every
-#: completion and cost O(S) per candidate).
-SCENARIO_BOUNDS_WHEN_COVERED = False
 #: Multipliers μ of the single-scenario Lagrangian bound, relative to μ_ref.
 MU_FACTORS = np.concatenate([[0.0], 1.3 ** np.arange(-8, 9)])
 
@@ -93,8 +89,10 @@ class Config:
 class Problem:
     """Scenario data and instance arrays every search shares."""
 
-    def __init__(self, instance, a: np.ndarray, J: np.ndarray, p: int):
+    def __init__(self, instance, a: np.ndarray, J: np.ndarray, p: int, settings: GeneralSettings | None = None):
         inst = self.inst = instance
+        #: switches, tuning constants and work budgets of this solve (general_settings)
+        self.settings = settings if settings is not None else GeneralSettings()
         self.a = a                      # (S, K̄, M): improvement at γ = 1
         self.J = J                      # (S, K̄, P)
         self.S, self.K, self.M = a.shape
@@ -120,8 +118,7 @@ class Problem:
         self.covered_beta: dict = {}  # their per-cluster transfer costs β (covered_blocks)
         self.tried: set = set()       # configurations the enumeration ran on
         self.cover_log: list = []     # its diagnostics, one dict per run
-        self.cover_budget = None      # seconds all enumeration runs may take (set at the first)
-        self.cover_spent = 0.0
+        self.cover_spent = 0          # work units all enumeration runs took (settings.enumeration_steps_total)
 
     def allows(self, cfg: Config) -> bool:
         """Whether the data rule (6) allows plans training on every cluster of ``cfg``.
@@ -290,7 +287,6 @@ class BlockSearch:
         # plans with fewer blocks than this were evaluated exactly beforehand
         # (general_incumbent.cover): the bounds may skip them, the search skips their leaves
         self.min_blocks = covered_blocks(prob, cfg)
-        self.node_depth = NODE_DEPTH
         self._tables = None     # the per-scenario DP tables, built on first use
 
     # ------------------------------------------------------------------ bound
@@ -387,7 +383,7 @@ class BlockSearch:
             out = self.groups.bound(k, v, L, need)
             if skip is not None:
                 todo = np.nonzero(~skip(out))[0]
-        if self.groups is not None and self.min_blocks > 1 and not SCENARIO_BOUNDS_WHEN_COVERED:
+        if self.groups is not None and self.min_blocks > 1 and not P.settings.scenario_bounds_when_covered:
             todo = todo[:0]
         if todo.size:
             kt, Lt = k[todo], L[:, todo]
@@ -481,16 +477,6 @@ class BlockSearch:
             if cut(bound):
                 stats["lb"] = min(stats["lb"], bound)
                 continue
-            if 1 <= len(seq) <= self.node_depth and self.groups is not None and math.isfinite(ub_box[0]):
-                # shallow nodes: re-optimise the group multipliers at the node (the
-                # bound then holds for every descendant through the parent rule)
-                thr = ub_box[0] - prune_tol * abs(ub_box[0])
-                bound = max(bound, W + self.const + self.groups.node_bound(
-                    k, v, L, thr - W - self.const, deadline, need=max(0, self.min_blocks - len(seq))))
-                stats["node_bounds"] = stats.get("node_bounds", 0) + 1
-                if cut(bound):
-                    stats["lb"] = min(stats["lb"], bound)
-                    continue
             stats["nodes"] += 1
             children = []
             succ = [(u, -1) for u in range(self.nv)] if v < 0 else self.succ[v]
