@@ -111,7 +111,7 @@ def test_lower_bound_stays_valid_with_a_loose_gap(seed, cyclic, omega):
 
 def test_undecided_orders_never_claim_optimal(monkeypatch):
     """When the exact placement search gives up (``place`` answers "undecided",
-    as it does beyond MAX_PLACEMENTS) and the one guess left (γ_hi epochs
+    as it does beyond ``max_placements``) and the one guess left (γ_hi epochs
     first) fails, the relaxed leaf keeps only its bound, which here is below
     the optimum: the solve must not say ``optimal`` with a wrong cost, and its
     bound stays valid."""
@@ -134,11 +134,11 @@ def test_undecided_orders_never_claim_optimal(monkeypatch):
 # ---------------------------------------------------- one block, every order
 
 
-def _pair_search(seed=3, S=12, horizon=7):
+def _pair_search(seed=3, S=12, horizon=7, settings=None):
     inst = tiny_instance(seed=seed, n_datasets=1, n_clusters=2, horizon=horizon, n_models=3, omega=0.8)
     sc = ScenarioSampler(inst, 0).in_sample(S)
     a = inst.run_scale[None, :, :] * sc.improvement
-    prob = Problem(inst, a, sc.jump, allowed_violations(inst.omega, S))
+    prob = Problem(inst, a, sc.jump, allowed_violations(inst.omega, S), settings=settings)
     cfg = Config(np.array([0, 1]), [0, 0], np.array([1.0, 0.4]), np.array([1.0, 0.7]), np.array([0.0, 0.1]))
     assert pair_applies(prob, cfg)
     return prob, PairSearch(prob, cfg, 1.0, horizon, 1.0)
@@ -195,12 +195,11 @@ def test_exact_placement_finds_an_order_exactly_when_one_exists(shift):
             prob.lmax = old
 
 
-def test_placement_search_with_a_tiny_beam_never_refutes_a_feasible_order(monkeypatch):
-    """MAX_PLACEMENTS = 1 keeps one partial placement per level: a complete one
+def test_placement_search_with_a_tiny_beam_never_refutes_a_feasible_order():
+    """max_placements = 1 keeps one partial placement per level: a complete one
     must still be feasible, and "no order" may only be answered when none
     exists (otherwise the answer is "undecided")."""
-    prob, s = _pair_search()
-    monkeypatch.setattr(general_placement, "MAX_PLACEMENTS", 1)
+    prob, s = _pair_search(settings=GeneralSettings(max_placements=1))
     seen = {"found": 0, "undecided": 0}
     for shift in (-0.2, 0.0, 0.2, 0.5):
         for ell0, j0, ell1, j1 in [(4, 2, 3, 1), (4, 1, 3, 1), (5, 2, 2, 0)]:

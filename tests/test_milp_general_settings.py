@@ -122,3 +122,24 @@ def test_a_wall_clock_stop_names_its_phase():
     assert res.diagnostics["stopped_in"] in ("setup", "bounding", "search")
     assert res.diagnostics["stopped_in"] in res.message
     assert res.lower_bound is None or res.lower_bound >= 0.0
+
+
+@pytest.mark.slow
+def test_cli_offers_the_general_formulation(tmp_path, capsys):
+    import json
+
+    from deplbench.cli import main
+
+    inst = tiny_instance(seed=2, n_datasets=1, n_clusters=2, horizon=3, n_models=2, all_switches=True)
+    path = tmp_path / "inst.json"
+    path.write_text(inst.model_dump_json(), encoding="utf-8")
+    code = main(["solve", str(path), "--algo", "milp", "--formulation", "general", "--scenarios", "10",
+                 "--param", "general_settings=pair_groups=off", "--eval-samples", "200", "--json"])
+    out = json.loads(capsys.readouterr().out)
+    assert code == 0, out
+    assert out["status"] == "optimal"
+    # a misspelt option: an error result naming it, never a traceback
+    assert main(["solve", str(path), "--algo", "milp", "--formulation", "general", "--scenarios", "10",
+                 "--param", "general_settings=pair_grups=off", "--json"]) != 0
+    bad = json.loads(capsys.readouterr().out)
+    assert bad["status"] == "error" and "'pair_grups'" in bad["message"] and "\n" not in bad["message"]

@@ -631,7 +631,7 @@ def _result(run: _Run) -> SolveResult:
         status, message = "feasible", (
             f"search complete but a gap of {g:.2e} remains (tolerance {params['gap']:g}): "
             f"{run.work['unrealised_leaves']} two-group leaves could not be ordered (more than "
-            "general_placement.MAX_PLACEMENTS partial placements) and keep only their bounds, or a leaf's "
+            "``max_placements`` partial placements) and keep only their bounds, or a leaf's "
             "cluster split kept its bound")
     else:
         status, message = "feasible", (f"search complete but the leaf split bounds leave a gap of {g:.2e} "
@@ -687,7 +687,7 @@ def solve_general(instance, scenarios: int = 1000, seed: int = 0, time_limit: fl
         ``optimal`` (gap met), ``time_limit`` (best plan and bound so far;
         ``diagnostics["stopped_in"]`` names the phase), ``feasible`` when
         ``node_limit`` stopped the search or a completed search kept a gap
-        (a leaf's cluster split with more than ``general_leaves.MAX_SPLITS``
+        (a leaf's cluster split with more than ``settings.max_splits``
         choices, or unrealised two-group leaves; said in ``message``),
         ``infeasible`` (proven: no plan meets the quantile, Tmax and K̄) or
         ``error`` (|D| or |N| too large). The lower bound is never below 0,

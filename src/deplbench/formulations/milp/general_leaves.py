@@ -21,8 +21,6 @@ import numpy as np
 from deplbench.formulations.allocation import allocate
 from deplbench.formulations.milp.general_search import BlockSearch, Config, Problem
 
-#: Largest number of integer cluster splits enumerated at one leaf.
-MAX_SPLITS = 50_000
 
 
 class Leaves:
@@ -174,7 +172,7 @@ class Leaves:
             opts = [c for c in itertools.product(range(cnt + 1), repeat=mem.size - 1) if sum(c) <= cnt]
             total *= len(opts)
             choices.append((m, g, mem, cnt, opts))
-        if total > MAX_SPLITS:
+        if total > self.prob.settings.max_splits:
             return None
         best = (math.inf, None, None)
         for combo in itertools.product(*[c[4] for c in choices]):
@@ -189,4 +187,4 @@ class Leaves:
         return best if best[1] is not None else None
 
 
-__all__ = ["Leaves", "MAX_SPLITS"]
+__all__ = ["Leaves"]

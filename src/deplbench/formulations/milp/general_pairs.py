@@ -48,7 +48,7 @@ the exact leaf evaluation. Three outcomes:
   it in the same block become candidate leaves in turn
   (``diagnostics["unplaceable_cells"]``);
 * undecided (the placement search kept more than
-  ``general_placement.MAX_PLACEMENTS`` partial placements at one level):
+  ``GeneralSettings.max_placements`` partial placements at one level):
   the leaf keeps its bound, the λ-dual of its counts
   (``general_leaves.Leaves.counts_bound``), valid for every order and for
   every cell above it; the search's lower bound includes it, so it can only

@@ -60,6 +60,9 @@ GENERAL_PARAMETERS: dict[str, Param] = {
     "enumeration_steps_total": Param(2_000_000, int, "work units of all short-plan enumerations together",
                                      low=1),
     "open_rebounds": Param(20, int, "open boxes re-bounded at the final λ when a search stops early", low=0),
+    "max_splits": Param(50_000, int, "most integer cluster splits enumerated at one leaf (general_leaves)", low=1),
+    "max_placements": Param(20_000, int, "partial placements kept per level of the two-group placement search "
+                            "(general_placement)", low=1),
 }
 
 
@@ -90,6 +93,8 @@ class GeneralSettings:
     enumeration_steps: int = 50_000
     enumeration_steps_total: int = 2_000_000
     open_rebounds: int = 20
+    max_splits: int = 50_000
+    max_placements: int = 20_000
 
     def __post_init__(self) -> None:
         # the one validation path: every field through its Param (one-line error naming it)
