@@ -301,6 +301,6 @@ def test_discarded_cells_keep_a_bound_below_the_optimum():
             s2 = PairSearch(prob, cfg, full.best_price, s.kmax, 1.0)
             found = Leaves(prob, prob.inst)
             st = s2.run(opt * factor, tol, math.inf, lambda v, s2=s2, found=found, tol=tol: found.evaluate(s2, v, tol))
-            assert min(found.best_cost, st["lb"]) <= opt * (1 + 1e-9)
+            assert min(found.best_cost, st.lb) <= opt * (1 + 1e-9)
             cut += found.best_cost > opt * (1 + 1e-9)
     assert cut > 0          # some runs did not reach the optimum: their bound is what is checked

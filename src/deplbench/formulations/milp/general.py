@@ -541,25 +541,25 @@ def _search_leaf(run: _Run, box: _Box, search, rb: float, ub: float) -> bool:
     if isinstance(search, PairSearch):
         stats = search.run(ub, run.tol, run.deadline, on_leaf, nodes_left=left,
                            leaf_bound=lambda vseq: run.leaves.counts_bound(search, vseq))
-        run.work["unrealised_leaves"] += stats["unrealised"]
+        run.work["unrealised_leaves"] += stats.unrealised
         run.work["pair_searches"] += 1
-        run.work["unplaceable_cells"] += stats.get("dead", 0)
+        run.work["unplaceable_cells"] += stats.dead
     else:
         stats = search.run(ub, run.tol, run.deadline, on_leaf, nodes_left=left)
-    run.work["nodes"] += stats["nodes"]
-    run.work["leaves"] += stats["leaves"]
+    run.work["nodes"] += stats.nodes
+    run.work["leaves"] += stats.leaves
     if run.verbose:
         print(f"general: box {box.ranges} {type(search).__name__} root {rb:.2f} ub {run.leaves.best_cost:.2f} "
-              f"nodes {stats['nodes']} leaves {stats['leaves']} lb {stats['lb']:.2f} "
+              f"nodes {stats.nodes} leaves {stats.leaves} lb {stats.lb:.2f} "
               f"t {time.perf_counter() - run.t0:.1f}s", file=sys.stderr)
-    if stats.get("aborted") or (not stats["timeout"] and run.reset_due()):
+    if stats.aborted or (not stats.timeout and run.reset_due()):
         # a better incumbent with another time price: redo this box with its λ
         run.reset_lambda()
         run.push(rb, box)
         return True
-    run.lb_discard = min(run.lb_discard, stats["lb"])
-    if stats["timeout"]:
-        run.hit_node_limit = bool(stats.get("node_limit"))
+    run.lb_discard = min(run.lb_discard, stats.lb)
+    if stats.timeout:
+        run.hit_node_limit = stats.node_limit
         for item in run.dive:
             heapq.heappush(run.heap, item)
         run.dive.clear()
@@ -713,10 +713,13 @@ def solve_general(instance, scenarios: int = 1000, seed: int = 0, time_limit: fl
     # the phases: setup (above), bounding (incumbent seed, group pool, root bounds), search;
     # the wall clock is checked between and inside them and stops the solve where it is
     last = "setup"
+    seconds = run.diag["phase_s"] = {"setup": time.perf_counter() - t0}
     for name, phase in (("bounding", _seed), ("bounding", _bound_roots), ("search", _search)):
         if run.stopped_in is not None or run.out_of_time(last):
             break
+        start = time.perf_counter()
         phase(run)
+        seconds[name] = seconds.get(name, 0.0) + time.perf_counter() - start
         last = name
     return _result(run)
 

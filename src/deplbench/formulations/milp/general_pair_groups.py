@@ -79,17 +79,17 @@ class PairGroups:
             kmax = _kmax(P, P.weights(cfg, lam), P.tmin(cfg), const, ub)
             if kmax < 1:
                 lb = ub     # no epoch fits below the incumbent
-                st = {"timeout": False, "lb": math.inf}
+                timeout = False
             else:
                 search = PairSearch(P, cfg, lam, kmax, mu_ref)
                 search.groups = GroupTables(self.pool, search)
                 st = search.run(ub, tol, deadline, None, nodes_left=self.node_limit, bound_only=True)
-                # every plan of the corner below the incumbent left its bound in st["lb"]
+                # every plan of the corner below the incumbent left its bound in st.lb
                 # (+inf: the relaxation has no plan at all, so neither has the block)
-                lb = st["lb"]
+                lb, timeout = st.lb, st.timeout
             self.stats["tried"] += 1
             self.stats["seconds"] += time.perf_counter() - t0
-            if not st["timeout"] and prunable(lb, ub, tol):
+            if not timeout and prunable(lb, ub, tol):
                 self.discarded.append(grp)
                 self.stats["pruned"] += 1
                 return lb

@@ -80,8 +80,8 @@ import math
 import numpy as np
 
 from deplbench.formulations.milp.general_placement import placements, realise, sequence
-from deplbench.formulations.milp.general_search import (LOSS_TOL, BlockSearch, largest_decrease, order_invariant,
-                                                        prunable, stopped)
+from deplbench.formulations.milp.general_search import (LOSS_TOL, BlockSearch, SearchStats, depth_first,
+                                                        largest_decrease, order_invariant, prunable)
 
 #: Largest gain table of one block start (S·K̄·(K̄+1) floats) for which PairSearch is used.
 PAIR_TABLE_BYTES = 64 * 2**20
@@ -382,7 +382,7 @@ class PairSearch(BlockSearch):
 
     # ------------------------------------------------------------- search
     def run(self, ub: float, prune_tol: float, deadline: float, on_leaf, nodes_left: float = math.inf,
-            leaf_bound=None, bound_only: bool = False) -> dict:
+            leaf_bound=None, bound_only: bool = False) -> SearchStats:
         """Depth-first search over model blocks; same contract as :meth:`BlockSearch.run`.
 
         ``leaf_bound(vseq) -> float``: a lower bound on the cost of the
@@ -390,25 +390,17 @@ class PairSearch(BlockSearch):
         default: the linear weight of the counts, valid at any λ).
         """
         P = self.prob
-        stats = {"nodes": 0, "leaves": 0, "lb": math.inf, "timeout": False, "unrealised": 0}
-        stack = [(self.root_bound(), 0, -1, np.full(P.S, P.l0), 0.0, ())]
-        ub_box = [ub]
 
-        def thr():
-            return ub_box[0] - prune_tol * abs(ub_box[0]) if math.isfinite(ub_box[0]) else math.inf
+        def expand(node, stats):
+            bound, k, m_last, L, W, seq = node
 
-        while stack:
-            if stopped(stats, stack, deadline, nodes_left):
-                return stats
-            bound, k, m_last, L, W, seq = stack.pop()
-            if prunable(bound, ub_box[0], prune_tol):
-                stats["lb"] = min(stats["lb"], bound)
-                continue
-            stats["nodes"] += 1
+            def thr():
+                return stats.threshold(prune_tol)
+
+            children = []
             maxlen = self.kmax - k
             if maxlen <= 0:
-                continue
-            children = []
+                return children
             nxt = range(P.M) if m_last < 0 else self.next_models[m_last]
             for m in nxt:
                 # cells of linear weight at or above the threshold can be neither leaves nor
@@ -418,7 +410,7 @@ class PairSearch(BlockSearch):
                 span = maxlen if wmin <= 0 or not math.isfinite(room) else min(maxlen, int(math.floor(room / wmin)))
                 if span < maxlen:
                     # the longer blocks are not formed: their bound is what discards them
-                    stats["lb"] = min(stats["lb"], W + (span + 1) * wmin + self.const)
+                    stats.discard(W + (span + 1) * wmin + self.const)
                 if span < 1:
                     continue
                 jj = np.arange(span + 1)[None, :]
@@ -445,13 +437,13 @@ class PairSearch(BlockSearch):
                     seen |= leaf
                     for li, j in zip(*np.nonzero(leaf)):
                         lb_leaf = float(Wl[li, j]) + self.const
-                        if prunable(lb_leaf, ub_box[0], prune_tol):
-                            stats["lb"] = min(stats["lb"], lb_leaf)
+                        if prunable(lb_leaf, stats.ub, prune_tol):
+                            stats.discard(lb_leaf)
                             continue
-                        stats["leaves"] += 1
+                        stats.leaves += 1
                         if bound_only:
                             # a box corner: its leaves are no plans, only bounds on the box's
-                            stats["lb"] = min(stats["lb"], lb_leaf)
+                            stats.discard(lb_leaf)
                             continue
                         full = seq + ((m, k, int(j), int(li) + 1),)
                         vseq, decided = realise(self, full, losses[:, li, j])
@@ -459,23 +451,23 @@ class PairSearch(BlockSearch):
                             # no order of these counts meets the quantile: an infeasible
                             # cell, so the cells above it and its continuations are searched
                             dead[li, j] = True
-                            stats["dead"] = stats.get("dead", 0) + 1
+                            stats.dead += 1
                             continue
                         if vseq is None:
                             # undecided: its bound holds for it and for every cell above it
-                            stats["unrealised"] += 1
+                            stats.unrealised += 1
                             pick = placements(self, full, losses[:, li, j])[0]
                             lb_u = lb_leaf if leaf_bound is None else max(
                                 lb_leaf, leaf_bound(sequence(self, full, pick)))
-                            stats["lb"] = min(stats["lb"], lb_u)
+                            stats.discard(lb_u)
                             continue
                         lb_exact, ub_new = on_leaf(vseq)
-                        stats["lb"] = min(stats["lb"], lb_exact)
-                        if ub_new < ub_box[0]:
-                            ub_box[0] = ub_new
+                        stats.discard(lb_exact)
+                        if ub_new < stats.ub:
+                            stats.ub = ub_new
                         if self.abort:
-                            stats["aborted"] = True
-                            return stats
+                            stats.aborted = True
+                            return []
                 feas = feas & ~dead
                 # inner children: not yet feasible, room for another block of another model
                 if self.terminal[m]:
@@ -488,7 +480,7 @@ class PairSearch(BlockSearch):
                 t = thr()
                 keep = base < t
                 if not keep.all():
-                    stats["lb"] = min(stats["lb"], float(base[~keep].min()))
+                    stats.discard(float(base[~keep].min()))
                 li, ji, base = li[keep], ji[keep], base[keep]
                 if li.size == 0:
                     continue
@@ -505,15 +497,15 @@ class PairSearch(BlockSearch):
                 bounds = np.maximum(base + cbs, bound)
                 pruned = bounds >= t
                 if pruned.any():
-                    stats["lb"] = min(stats["lb"], float(bounds[pruned].min()))
+                    stats.discard(float(bounds[pruned].min()))
                 for c in np.nonzero(~pruned)[0]:
                     children.append((float(bounds[c]), k + int(li[c]) + 1, m, Lc[:, c].copy(),
                                      float(W + ji[c] * self.w_hi[m] + (li[c] + 1 - ji[c]) * self.w_lo[m]),
                                      seq + ((m, k, int(ji[c]), int(li[c]) + 1),)))
-            children.sort(key=lambda c: -c[0])
-            stack.extend(children)
-        stats["ub"] = ub_box[0]
-        return stats
+            return children
+
+        root = (self.root_bound(), 0, -1, np.full(P.S, P.l0), 0.0, ())
+        return depth_first(root, expand, ub, prune_tol, deadline, nodes_left)
 
 
 

@@ -217,16 +217,78 @@ def largest_decrease(search) -> np.ndarray:
     return Dn
 
 
-def stopped(stats: dict, stack: list, deadline: float, nodes_left: float) -> bool:
+@dataclass
+class SearchStats:
+    """What one depth-first search did and proved (both searches, :func:`depth_first`).
+
+    ``lb``: the smallest bound of every discarded node, leaf and cell (the
+    search's lower bound is min(incumbent, lb)); ``ub``: the best leaf cost it
+    saw; ``timeout``: a limit stopped it (then ``lb`` includes the open nodes),
+    ``node_limit``: that limit was the node budget; ``aborted``: the caller
+    asked for a restart (another λ); ``unrealised``/``dead``: two-group leaves
+    that kept only their bound / cells proved to have no feasible order.
+    """
+
+    nodes: int = 0
+    leaves: int = 0
+    lb: float = math.inf
+    ub: float = math.inf
+    timeout: bool = False
+    node_limit: bool = False
+    aborted: bool = False
+    unrealised: int = 0
+    dead: int = 0
+
+    def discard(self, bound: float) -> None:
+        """Record the bound of a discarded node, leaf or cell."""
+        if bound < self.lb:
+            self.lb = float(bound)
+
+    def threshold(self, prune_tol: float) -> float:
+        """Bounds at or above this cannot beat the incumbent by more than the tolerance."""
+        return self.ub - prune_tol * abs(self.ub) if math.isfinite(self.ub) else math.inf
+
+
+def stopped(stats: SearchStats, stack: list, deadline: float, nodes_left: float) -> bool:
     """The deadline or the node budget stops a depth-first search: mark ``stats``
     (``timeout``, ``node_limit``) and fold the open nodes' bounds (first item of
-    each stack entry) into ``stats["lb"]``. Returns whether it stopped."""
-    if time.perf_counter() <= deadline and stats["nodes"] < nodes_left:
+    each stack entry) into ``stats.lb``. Returns whether it stopped."""
+    if time.perf_counter() <= deadline and stats.nodes < nodes_left:
         return False
-    stats["timeout"] = True
-    stats["node_limit"] = stats["nodes"] >= nodes_left
-    stats["lb"] = min([stats["lb"]] + [b for b, *_ in stack])
+    stats.timeout = True
+    stats.node_limit = stats.nodes >= nodes_left
+    stats.lb = min([stats.lb] + [b for b, *_ in stack])
     return True
+
+
+def depth_first(root, expand, ub: float, prune_tol: float, deadline: float,
+                nodes_left: float = math.inf) -> SearchStats:
+    """The depth-first driver of both searches (blocks and model blocks).
+
+    ``root``: the root node, a tuple whose first item is its bound;
+    ``expand(node, stats) -> children`` evaluates the node's leaves (updating
+    ``stats.ub``, ``stats.lb``) and returns its children (tuples, bound
+    first); it sets ``stats.aborted`` to stop. A node whose bound cannot beat
+    the incumbent is discarded with its bound; children are explored best
+    bound first. Every plan is the incumbent, a leaf whose bound entered
+    ``lb``, or below a discarded node: min(incumbent, ``lb``) is a valid bound.
+    """
+    stats = SearchStats(ub=ub)
+    stack = [root]
+    while stack:
+        if stopped(stats, stack, deadline, nodes_left):
+            return stats
+        node = stack.pop()
+        if prunable(node[0], stats.ub, prune_tol):
+            stats.discard(node[0])
+            continue
+        stats.nodes += 1
+        children = expand(node, stats)
+        if stats.aborted:
+            return stats
+        children.sort(key=lambda c: -c[0])        # best bound popped first
+        stack.extend(children)
+    return stats
 
 
 def order_invariant(P: Problem) -> bool:
@@ -454,35 +516,21 @@ class BlockSearch:
         return best
 
     # ----------------------------------------------------------------- search
-    def run(self, ub: float, prune_tol: float, deadline: float, on_leaf, nodes_left: float = math.inf) -> dict:
-        """Depth-first search; ``on_leaf(seq) -> (lb, ub_or_inf)`` evaluates plans.
-
-        Returns statistics and ``lb``: the smallest bound among discarded
-        nodes (the global bound is min(incumbent, this)); ``timeout`` when the
-        deadline stopped the search (``lb`` then includes the open nodes).
-        """
+    def run(self, ub: float, prune_tol: float, deadline: float, on_leaf,
+            nodes_left: float = math.inf) -> SearchStats:
+        """Depth-first search (:func:`depth_first`); ``on_leaf(seq) -> (lb, ub_or_inf)`` evaluates plans."""
         P = self.prob
-        stats = {"nodes": 0, "leaves": 0, "lb": math.inf, "timeout": False}
-        # node: (bound, k, v, L (S,), W, seq tuple of (v, length))
-        stack = [(self.root_bound(), 0, -1, np.full(P.S, P.l0), 0.0, ())]
-        ub_box = [ub]
 
-        def cut(bound):
-            return prunable(bound, ub_box[0], prune_tol)
+        def cut(bound, stats):
+            return prunable(bound, stats.ub, prune_tol)
 
-        while stack:
-            if stopped(stats, stack, deadline, nodes_left):
-                return stats
-            bound, k, v, L, W, seq = stack.pop()
-            if cut(bound):
-                stats["lb"] = min(stats["lb"], bound)
-                continue
-            stats["nodes"] += 1
+        def expand(node, stats):
+            bound, k, v, L, W, seq = node
             children = []
             succ = [(u, -1) for u in range(self.nv)] if v < 0 else self.succ[v]
             maxlen = self.kmax - k
             if maxlen <= 0:
-                continue
+                return children
             lens = np.arange(1, maxlen + 1)
             for u, p in succ:
                 m = int(self.vm[u])
@@ -506,35 +554,34 @@ class BlockSearch:
                     leaf_idx = []
                 for i in leaf_idx:
                     lb_leaf = Wl[i] + self.const
-                    if cut(lb_leaf):
-                        stats["lb"] = min(stats["lb"], lb_leaf)
+                    if cut(lb_leaf, stats):
+                        stats.discard(lb_leaf)
                         continue
-                    stats["leaves"] += 1
+                    stats.leaves += 1
                     full = seq + ((u, int(lens[i])),)
                     vseq = np.concatenate([np.full(n, vv) for vv, n in full])
                     lb_exact, ub_new = on_leaf(vseq)
-                    stats["lb"] = min(stats["lb"], lb_exact)  # min(ub, ·) is taken by the caller
-                    if ub_new < ub_box[0]:
-                        ub_box[0] = ub_new
+                    stats.discard(lb_exact)  # min(ub, ·) is taken by the caller
+                    if ub_new < stats.ub:
+                        stats.ub = ub_new
                     if self.abort:      # the caller wants to restart with another λ
-                        stats["aborted"] = True
-                        return stats
+                        stats.aborted = True
+                        return []
                 if inner.size:
                     base = Wl[inner] + self.const
                     cbs = self.completion_bound(k + lens[inner], u, losses[:, inner],
-                                                skip=lambda b, base=base: base + b >= ub_box[0] - prune_tol * abs(ub_box[0])
-                                                if math.isfinite(ub_box[0]) else np.zeros(b.size, bool),
+                                                skip=lambda b, base=base: base + b >= stats.threshold(prune_tol),
                                                 need=max(0, self.min_blocks - len(seq) - 1))
                     # a child's completions are its parent's: the parent's bound holds too
                     bounds = np.maximum(Wl[inner] + cbs + self.const, bound)
-                    thr = ub_box[0] - prune_tol * abs(ub_box[0]) if math.isfinite(ub_box[0]) else math.inf
+                    thr = stats.threshold(prune_tol)
                     pruned = bounds >= thr
                     if pruned.any():
-                        stats["lb"] = min(stats["lb"], float(bounds[pruned].min()))
+                        stats.discard(float(bounds[pruned].min()))
                     for i, b in zip(inner[~pruned], bounds[~pruned]):
                         children.append((float(b), k + int(lens[i]), u, losses[:, i].copy(), float(Wl[i]),
                                          seq + ((u, int(lens[i])),)))
-            children.sort(key=lambda c: -c[0])        # best bound popped first
-            stack.extend(children)
-        stats["ub"] = ub_box[0]
-        return stats
+            return children
+
+        root = (self.root_bound(), 0, -1, np.full(P.S, P.l0), 0.0, ())
+        return depth_first(root, expand, ub, prune_tol, deadline, nodes_left)
