@@ -50,7 +50,7 @@ import sys
 import time
 from pathlib import Path
 
-from deplbench.formulations.milp.general import solve_general
+from deplbench.formulations.general import solve_general
 from deplbench.instances.generators import generate
 
 

@@ -24,18 +24,18 @@ import math
 
 import numpy as np
 import pytest
+from milp_instances import tiny_instance
 
-from deplbench.formulations.milp import general_placement
-from deplbench.formulations.milp.general import solve_general
-from deplbench.formulations.milp.general_leaves import Leaves
-from deplbench.formulations.milp.general_pairs import PairSearch, pair_applies
-from deplbench.formulations.milp.general_placement import feasible, place, sequence
-from deplbench.formulations.milp.general_search import Config, Problem
-from deplbench.formulations.milp.general_settings import GeneralSettings
+from deplbench.formulations.general import placement as general_placement
+from deplbench.formulations.general import solve_general
+from deplbench.formulations.general.leaves import Leaves
+from deplbench.formulations.general.pairs import PairSearch, pair_applies
+from deplbench.formulations.general.placement import feasible, place, sequence
+from deplbench.formulations.general.search import Config, Problem
+from deplbench.formulations.general.settings import GeneralSettings
 from deplbench.formulations.scenarios import ScenarioSampler, allowed_violations
 from deplbench.instances.generators import generate
 from deplbench.solvers.brute_force import search as brute_force
-from milp_instances import tiny_instance
 
 BUDGET = 3600.0
 

@@ -15,10 +15,10 @@ import itertools
 import math
 
 import pytest
-
-from deplbench.formulations.milp.general import solve_general
-from deplbench.solvers.brute_force import search
 from milp_instances import tiny_instance
+
+from deplbench.formulations.general import solve_general
+from deplbench.solvers.brute_force import search
 
 RULES = ("intended", "printed")
 TRANSFERS = ("once", "per_epoch")

@@ -17,11 +17,12 @@ import pathlib
 import re
 
 import pytest
+from milp_instances import tiny_instance
 
 from deplbench.errors import SolverError
-from deplbench.formulations.milp.general import _clamp_bound, solve_general
-from deplbench.formulations.milp.general_settings import GENERAL_PARAMETERS, GeneralSettings
-from milp_instances import tiny_instance
+from deplbench.formulations.general import solve_general
+from deplbench.formulations.general.settings import GENERAL_PARAMETERS, GeneralSettings
+from deplbench.formulations.general.solver import _clamp_bound
 
 TESTS = pathlib.Path(__file__).parent
 

@@ -31,7 +31,7 @@ from deplbench.formulations.milp.bounds import _structural_bounds
 from deplbench.formulations.milp.cutloop import _cut_loop, _result
 from deplbench.formulations.milp.data import _Data, data_bytes, draw_seconds
 from deplbench.formulations.milp.peers import solver_version
-from deplbench.formulations.milp.general_settings import GeneralSettings
+from deplbench.formulations.general.settings import GeneralSettings
 from deplbench.formulations.milp.options import (
     MAX_DATASETS,
     MEMORY_LIMIT_GIB,
@@ -104,7 +104,7 @@ def solve_milp(instance, scenarios: int = 1000, seed: int = 0, time_limit: float
         heuristic and ignores it.
     general_settings : str or mapping, optional
         Settings of the ``general`` formulation
-        (``general_settings.GeneralSettings``: switches, tuning constants,
+        (``deplbench.formulations.general.GeneralSettings``: switches, tuning constants,
         work budgets), as ``"NAME=VALUE,NAME=VALUE"`` or a mapping; validated
         option by option. Other formulations ignore it.
 
@@ -186,7 +186,7 @@ def solve_milp(instance, scenarios: int = 1000, seed: int = 0, time_limit: float
 
 def _solve_general(instance, params, diag, verbose, t0) -> SolveResult:
     """Dispatch to the direct ``general`` solver (:mod:`.general`)."""
-    from deplbench.formulations.milp.general import general_applies, solve_general
+    from deplbench.formulations.general import general_applies, solve_general
 
     ok, why = general_applies(instance)
     if not ok:

@@ -21,13 +21,13 @@ Bounds (see the ``general`` module docstring for the derivation):
   over the epoch × virtual-model graph (Luedtke 2014's single-scenario
   subproblems; the order statistic is the quantile bound of Xie & Ahmed 2018);
 * the same over p + 1 scenario *groups* with one completion per group
-  (``general_groups.py``, attached as ``BlockSearch.groups``): usually the
+  (``groups.py``, attached as ``BlockSearch.groups``): usually the
   strongest, computed first, and the others are skipped where it prunes.
   A child's bound is at least its parent's (its completions are a subset).
 * when every plan of fewer than ``min_blocks`` blocks of the assignment was
-  evaluated exactly beforehand (``general_incumbent.cover``), the search
+  evaluated exactly beforehand (``incumbent.cover``), the search
   skips those leaves and the group bound counts only completions with
-  enough switches to reach ``min_blocks`` blocks (``general_groups``, item 3
+  enough switches to reach ``min_blocks`` blocks (``groups``, item 3
   of the proof); the per-scenario and mean bounds still count every
   completion (valid, weaker). They are then skipped by default
   (``GeneralSettings.scenario_bounds_when_covered``): at S = 1000 they cost a third of the
@@ -43,7 +43,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from deplbench.formulations.milp.general_settings import GeneralSettings
+from deplbench.formulations.general.settings import GeneralSettings
 
 #: Tolerance on ℓ_s(K) ≤ ℓmax when counting violations (as ``Scenarios.violations``).
 LOSS_TOL = 1e-9
@@ -91,7 +91,7 @@ class Problem:
 
     def __init__(self, instance, a: np.ndarray, J: np.ndarray, p: int, settings: GeneralSettings | None = None):
         inst = self.inst = instance
-        #: switches, tuning constants and work budgets of this solve (general_settings)
+        #: switches, tuning constants and work budgets of this solve (settings)
         self.settings = settings if settings is not None else GeneralSettings()
         self.a = a                      # (S, K̄, M): improvement at γ = 1
         self.J = J                      # (S, K̄, P)
@@ -113,7 +113,7 @@ class Problem:
         #: trains on one cluster only (docs/DESIGN.md, the two readings of eq. (6))
         self.single_cluster = inst.data_rule == "printed"
         #: configurations (``config_key``) whose plans of fewer than N blocks were all
-        #: evaluated exactly (``general_incumbent.cover``): key -> N
+        #: evaluated exactly (``incumbent.cover``): key -> N
         self.covered: dict = {}
         self.covered_beta: dict = {}  # their per-cluster transfer costs β (covered_blocks)
         self.tried: set = set()       # configurations the enumeration ran on
@@ -207,7 +207,7 @@ def largest_decrease(search) -> np.ndarray:
     ``search``'s epoch × virtual-model graph, forbidden switches at +∞)."""
     P = search.prob
     S, nv, K = P.S, search.nv, search.kmax
-    jidx = search._jump_index()
+    jidx = search.jump_index()
     tail = np.array([[0.0, np.inf]])
     Dn = np.zeros((K + 1, S, nv))
     for k in range(K - 1, -1, -1):
@@ -345,14 +345,14 @@ class BlockSearch:
         self.mu_ref = float(mu_ref)
         self.mus = float(mu_ref) * MU_FACTORS
         self.abort = False
-        self.groups = None      # a general_groups.GroupTables, attached by the caller
+        self.groups = None      # a groups.GroupTables, attached by the caller
         # plans with fewer blocks than this were evaluated exactly beforehand
-        # (general_incumbent.cover): the bounds may skip them, the search skips their leaves
+        # (incumbent.cover): the bounds may skip them, the search skips their leaves
         self.min_blocks = covered_blocks(prob, cfg)
         self._tables = None     # the per-scenario DP tables, built on first use
 
     # ------------------------------------------------------------------ bound
-    def _jump_index(self) -> np.ndarray:
+    def jump_index(self) -> np.ndarray:
         """(nv, nv) column of the jump of v → u in an extended jump array:
         0..P−1 a switch, P for "no jump" (staying, or another group of the same
         model), P+1 for "not allowed" (+∞)."""
@@ -375,7 +375,7 @@ class BlockSearch:
         """
         P, mus = self.prob, self.mus
         S, nv, K = P.S, self.nv, self.kmax
-        jidx = self._jump_index()
+        jidx = self.jump_index()
         abar = P.a.mean(axis=0)                                              # (K̄, M)
         V = np.zeros((K + 1, mus.size, S, nv))
         Vm = np.zeros((K + 1, mus.size, nv))
@@ -430,7 +430,7 @@ class BlockSearch:
         """Lower bound on the linear weight of any completion, per candidate.
 
         ``k`` (C,) epochs done, ``L`` (S, C) losses; returns (C,). The
-        bound is the largest of the scenario-group bound (``general_groups``),
+        bound is the largest of the scenario-group bound (``groups``),
         the per-scenario bound and the mean bound; ``skip(bound) -> bool mask``
         marks candidates the group bound already prunes (the others are not
         computed for them: any valid bound is enough to prune). ``need``: the
@@ -550,7 +550,7 @@ class BlockSearch:
                 inner = inner[inner < maxlen - 1]            # a further block must fit
                 if len(seq) + 1 < self.min_blocks:
                     # a plan of fewer than min_blocks blocks: evaluated beforehand (its cost is
-                    # at least the incumbent's, general_incumbent.cover), nothing to record
+                    # at least the incumbent's, incumbent.cover), nothing to record
                     leaf_idx = []
                 for i in leaf_idx:
                     lb_leaf = Wl[i] + self.const
@@ -562,8 +562,7 @@ class BlockSearch:
                     vseq = np.concatenate([np.full(n, vv) for vv, n in full])
                     lb_exact, ub_new = on_leaf(vseq)
                     stats.discard(lb_exact)  # min(ub, ·) is taken by the caller
-                    if ub_new < stats.ub:
-                        stats.ub = ub_new
+                    stats.ub = min(stats.ub, ub_new)
                     if self.abort:      # the caller wants to restart with another λ
                         stats.aborted = True
                         return []

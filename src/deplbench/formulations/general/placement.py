@@ -1,6 +1,6 @@
 """Placing a relaxed leaf's epochs: which epochs of each model block run on the γ_lo group.
 
-:class:`~.general_pairs.PairSearch` fixes, per model block, only how many
+:class:`~.pairs.PairSearch` fixes, per model block, only how many
 epochs run on each of two γ-groups, and bounds the block with the
 scenario-by-scenario best order (the optimistic placement). Its leaves are
 therefore counts, not plans. This module turns such a leaf into a plan, or
@@ -23,10 +23,9 @@ Optim. 19 (2008) (the SAA count).
 
 from __future__ import annotations
 
-
 import numpy as np
 
-from deplbench.formulations.milp.general_search import LOSS_TOL
+from deplbench.formulations.general.search import LOSS_TOL
 
 #: Candidate placements whose losses are formed at once (memory ≈ PLACE_CHUNK·S floats).
 PLACE_CHUNK = 8192
@@ -37,7 +36,7 @@ CRITICAL_EXTRA = 8
 def placements(search, seq, loss_opt):
     """Candidate γ_hi position sets per block, best guesses first.
 
-    ``search`` is the :class:`~.general_pairs.PairSearch`; ``seq`` its blocks
+    ``search`` is the :class:`~.pairs.PairSearch`; ``seq`` its blocks
     (model, first epoch, γ_hi epochs j, length ℓ); ``loss_opt`` the leaf's
     optimistic losses (S,), whose largest entries name the critical scenarios.
     """
@@ -187,4 +186,4 @@ def place(search, seq):
     return [pk[0] for pk in picks], True
 
 
-__all__ = ["placements", "sequence", "feasible", "realise", "place", "PLACE_CHUNK"]
+__all__ = ["PLACE_CHUNK", "feasible", "place", "placements", "realise", "sequence"]

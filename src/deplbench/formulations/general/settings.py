@@ -1,7 +1,7 @@
 """Settings of the ``general`` branch-and-bound: switches, tuning constants, work budgets.
 
 One frozen :class:`GeneralSettings` is passed into
-:func:`~.general.solve_general` and from there to every search (as
+:func:`~.solver.solve_general` and from there to every search (as
 ``Problem.settings``); no module global changes behaviour. Every phase
 before the outer wall-clock stop is budgeted in work units — Kelley
 iterations (one DP and one LP each), enumerated last blocks, exact leaf
@@ -29,13 +29,13 @@ from deplbench.params import Param, resolve
 GENERAL_PARAMETERS: dict[str, Param] = {
     # ---- switches (the off positions are kept for comparison tests)
     "class_leaves": Param(True, bool, "search every class assignment as its own leaf while they are few "
-                          "(general_classes); off: the box search over classes"),
-    "pair_search": Param(True, bool, "two γ-groups: search model blocks with counts (general_pairs); "
+                          "(classes); off: the box search over classes"),
+    "pair_search": Param(True, bool, "two γ-groups: search model blocks with counts (pairs); "
                          "off: the interleaving search"),
     "pair_groups": Param(True, bool, "with pair_search: bound neighbouring two-cluster assignments by their "
-                         "corner first (general_pair_groups)"),
+                         "corner first (pair_groups)"),
     "short_plans": Param(True, bool, "enumerate every plan of at most max_blocks blocks exactly and let the "
-                         "search skip them (general_incumbent.cover)"),
+                         "search skip them (incumbent.cover)"),
     "scenario_bounds_when_covered": Param(False, bool, "keep the per-scenario completion bound where the "
                                           "switch-counting group bound applies (slower, rarely stronger)"),
     # ---- tuning constants
@@ -60,9 +60,9 @@ GENERAL_PARAMETERS: dict[str, Param] = {
     "enumeration_steps_total": Param(2_000_000, int, "work units of all short-plan enumerations together",
                                      low=1),
     "open_rebounds": Param(20, int, "open boxes re-bounded at the final λ when a search stops early", low=0),
-    "max_splits": Param(50_000, int, "most integer cluster splits enumerated at one leaf (general_leaves)", low=1),
+    "max_splits": Param(50_000, int, "most integer cluster splits enumerated at one leaf (leaves)", low=1),
     "max_placements": Param(20_000, int, "partial placements kept per level of the two-group placement search "
-                            "(general_placement)", low=1),
+                            "(placement)", low=1),
 }
 
 

@@ -5,10 +5,10 @@ Why
 When an assignment's used clusters hold classes with two different learning
 multipliers γ_hi > γ_lo (two γ-groups, e.g. the two clusters of the
 |D| = 10 datasets instance with different classes), the block search of
-:class:`~.general_search.BlockSearch` branches on *virtual* models
+:class:`~.search.BlockSearch` branches on *virtual* models
 (model, γ-group). Moving between the two groups on the same model is free
 (no switch jump), so it enumerates every interleaving of the two clusters'
-epochs: one such assignment took 20–35 k nodes (``general_classes``
+epochs: one such assignment took 20–35 k nodes (``classes``
 docstring). Yet the cost of eqs. (2), (4), (5) depends on the epoch counts
 only, not on their order.
 
@@ -36,10 +36,10 @@ rule.
 
 *Leaves are realised, not assumed.* A relaxed leaf whose optimistic losses
 meet the quantile fixes the counts, hence the exact cost, but not the
-order. :func:`.general_placement.realise` tries two guesses (each block's
+order. :func:`.placement.realise` tries two guesses (each block's
 γ_hi epochs on the epochs that help the most critical scenarios, then on
 the earliest epochs), then the exact placement search
-:func:`.general_placement.place`, and hands the first SAA-feasible order to
+:func:`.placement.place`, and hands the first SAA-feasible order to
 the exact leaf evaluation. Three outcomes:
 
 * an order is found: the leaf is a plan, costed exactly;
@@ -50,13 +50,13 @@ the exact leaf evaluation. Three outcomes:
 * undecided (the placement search kept more than
   ``GeneralSettings.max_placements`` partial placements at one level):
   the leaf keeps its bound, the λ-dual of its counts
-  (``general_leaves.Leaves.counts_bound``), valid for every order and for
+  (``leaves.Leaves.counts_bound``), valid for every order and for
   every cell above it; the search's lower bound includes it, so it can only
   widen the reported gap, never fake optimality
   (``diagnostics["unrealised_leaves"]``).
 
 *The other bounds.* A completion after a model block must switch model
-first, so the group bound of ``general_groups`` is taken over those
+first, so the group bound of ``groups`` is taken over those
 completions only (``_forced_table``). When every switch out of the block's
 model leads to a terminal model, the completion is one block, and its
 per-scenario cheapest cell is found exactly (``last_block_bound``); the
@@ -79,9 +79,16 @@ import math
 
 import numpy as np
 
-from deplbench.formulations.milp.general_placement import placements, realise, sequence
-from deplbench.formulations.milp.general_search import (LOSS_TOL, BlockSearch, SearchStats, depth_first,
-                                                        largest_decrease, order_invariant, prunable)
+from deplbench.formulations.general.placement import placements, realise, sequence
+from deplbench.formulations.general.search import (
+    LOSS_TOL,
+    BlockSearch,
+    SearchStats,
+    depth_first,
+    largest_decrease,
+    order_invariant,
+    prunable,
+)
 
 #: Largest gain table of one block start (S·K̄·(K̄+1) floats) for which PairSearch is used.
 PAIR_TABLE_BYTES = 64 * 2**20
@@ -143,7 +150,7 @@ class PairSearch(BlockSearch):
 
     Same constructor and bounds as :class:`BlockSearch`; the group order of
     ``Config`` puts the larger γ first (group 0). Plans of few blocks that
-    ``general_incumbent.cover`` evaluated are not skipped here (their block
+    ``incumbent.cover`` evaluated are not skipped here (their block
     count in this search differs), so ``min_blocks`` stays 1: every bound
     counts every completion.
     """
@@ -190,7 +197,7 @@ class PairSearch(BlockSearch):
         a virtual model), this one does not: one more DP step over the
         successors u with m → model(u) an allowed switch (eq. (3)'s jump paid),
         on the pool's π-aggregated draws. Valid by the proof of
-        ``general_groups`` (a minimum over a subset of completions).
+        ``groups`` (a minimum over a subset of completions).
         """
         if self._forced is not None:
             return self._forced
@@ -241,7 +248,7 @@ class PairSearch(BlockSearch):
     @property
     def Dn(self) -> np.ndarray:
         """(kmax+1, S, nv): the largest loss decrease any completion from (k, v) can
-        make, per scenario (``general_search.largest_decrease``), without the μ
+        make, per scenario (``search.largest_decrease``), without the μ
         tables of :meth:`BlockSearch._table`, which this search does not use."""
         if self._dn is None:
             self._dn = largest_decrease(self)
@@ -463,8 +470,7 @@ class PairSearch(BlockSearch):
                             continue
                         lb_exact, ub_new = on_leaf(vseq)
                         stats.discard(lb_exact)
-                        if ub_new < stats.ub:
-                            stats.ub = ub_new
+                        stats.ub = min(stats.ub, ub_new)
                         if self.abort:
                             stats.aborted = True
                             return []
@@ -510,4 +516,4 @@ class PairSearch(BlockSearch):
 
 
 
-__all__ = ["PairSearch", "pair_applies", "block_sums"]
+__all__ = ["PairSearch", "block_sums", "pair_applies"]

@@ -2,14 +2,14 @@
 
 Why
 ---
-The block branch-and-bound of :mod:`.general_search` prunes against the
+The block branch-and-bound of :mod:`.search` prunes against the
 incumbent and prices time with the incumbent's λ (the λ-dual cost bound of
 the ``general`` module docstring). Before this module its first incumbents
 came from DP paths of the group multipliers and from a depth-first dive,
 and its bound was the scenario-group Lagrangian bound over *all*
 completions. On the cyclic AlexNet (K̄ = 100, ℓmax = 9, S = 1000) that bound
 was 1609 at the root against the optimum 1802.63, and it stayed there: the
-LP behind it (``general_groups``) mixes cheap infeasible two-block plans
+LP behind it (``groups``) mixes cheap infeasible two-block plans
 (i21–s25 violates 87 of the 91 scenarios of a group) with dear feasible
 three-block plans, and branching on blocks does not stop the mixing below
 the branched blocks. The search stopped at a 12.7–13.4 % gap after 60 s.
@@ -21,14 +21,14 @@ What
    included: v → u → v is a three-block plan) and every choice of all block
    lengths but the last, the shortest SAA-feasible last block — the
    in-sample test of the enumeration formulation
-   (:func:`~.bounds._shortest_last_block`, bisection over the length).
+   (:func:`shortest_last_block`, bisection over the length).
    With non-negative improvements only the shortest can be optimal: a
    longer last block, or more blocks after a block at least that long, has
    componentwise larger counts, and F grows with the counts.
 2. :func:`seed_incumbent`: two-block plans first (their incumbent caps the
    horizon and prunes the three-block loop), then three; the candidates
    are evaluated exactly with
-   :class:`~.general_leaves.Leaves` (feasible real-x plan, exact
+   :class:`~.leaves.Leaves` (feasible real-x plan, exact
    ``allocate`` cost, a valid lower bound over cluster splits) in
    increasing order of their λ-dual bound maximised over a λ grid
    (:func:`dual_bounds`; every λ ≥ 0 is valid) until that bound reaches the
@@ -38,11 +38,11 @@ What
    every evaluated plan's exact lower bound reached the incumbent — every
    plan of ≤ 3 blocks of the assignment (and of every assignment using a
    subset of its clusters with the same classes when the left-out clusters
-   have β = 0, ``general_search.covered_blocks``) provably costs at least the
+   have β = 0, ``search.covered_blocks``) provably costs at least the
    incumbent, hence at least the final incumbent. The search then skips
    those plans (``BlockSearch.min_blocks`` = 4: no leaf of depth ≤ 3) and
    bounds only completions that make ≥ 4 blocks: the group bound with a
-   switch counter (``general_groups``, item 3 of the proof). The returned
+   switch counter (``groups``, item 3 of the proof). The returned
    lower bound stays valid: every plan is covered (cost ≥ incumbent), or in
    a discarded subtree whose bound counted it, or the incumbent.
 
@@ -51,26 +51,14 @@ exact enumeration; ≥ 3: the search with a bound for that branch only), in
 the spirit of Luedtke (2014)'s decomposition: what is cheap to solve exactly
 is solved exactly, and the relaxation is asked to bound only the rest.
 
-Measured (``benchmarks/general_targets.py --time-limit 60``; one process,
-load average 1.8–2.0 on the 2-core machine), cyclic AlexNet, K̄ = 100,
-ℓmax = 9, every solve ``optimal`` unless said:
-
-* root group bound, S = 1000: 1609 → 1790 against the optimum 1802.63
-  (1796 with Kelley converged); the searches need about 350 nodes;
-* S = 100: 1.0 s; S = 300: 2.6 s (no node: the root bounds prune), where
-  ``flow`` stops at an 11.5 % gap after 60 s (≥ 23×); S = 1000: 9.9 s (was a
-  12.7–13.4 % gap at 60 s); ℓmax = 13, S = 1000: 4.3 s; S = 3000: 3.1 % gap
-  at 60 s (was 28.6 %: Kelley's 31 groups do not converge in the pool's
-  time share, root bound 1780 against the incumbent 1835.70, and a node
-  costs about 7 ms); time ∝ S^0.99 over S = 100..1000 and ∝ K̄^1.33 over
-  K̄ = 20..100 at S = 300;
-* the enumeration at S = 1000: two blocks first (their incumbent caps the
-  horizon), then three, 601 candidates in 2.0 s, one evaluated.
+Measured effect: ``benchmarks/general_targets.py`` (history there) and the
+README's measured-performance table.
 
 Limits: only for non-negative improvement draws (signed draws keep every
 block length; the enumeration is still an incumbent heuristic there, never
 recorded as coverage), and within the work budgets of ``GeneralSettings``
-(``enumeration_steps``, ``enumeration_steps_total``); an assignment left uncovered keeps the old bounds.
+(``enumeration_steps``, ``enumeration_steps_total``); an assignment left
+uncovered keeps the old bounds.
 
 References
 ----------
@@ -88,8 +76,12 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from deplbench.formulations.milp.bounds import _shortest_last_block
-from deplbench.formulations.milp.general_search import BlockSearch, config_key, covered_blocks
+from deplbench.formulations.general.search import (
+    LOSS_TOL,
+    BlockSearch,
+    config_key,
+    covered_blocks,
+)
 
 #: Blocks per enumerated plan by default (``GeneralSettings.max_blocks``; three covers the
 #: realistic families' optima).
@@ -104,6 +96,60 @@ def _virtual_cum(prob, search) -> np.ndarray:
     cum = prob.cumA[:, :K + 1, :]                                  # (S, K+1, M)
     out = cum[:, :, search.vm] * search.vgamma[None, None, :]      # (S, K+1, nv)
     return np.ascontiguousarray(out.transpose(2, 1, 0))
+
+
+def shortest_last_block(data, pre: np.ndarray, start: np.ndarray, model: int, cum_t: np.ndarray,
+                        k_lo: int, k_hi: int) -> np.ndarray:
+    """Fewest epochs L ≥ 1 of a final block of ``model`` that make each partial
+    plan SAA-feasible (0 where no L up to k_hi − start works).
+
+    ``pre`` (S, P) is each partial plan's loss just before the block (switch
+    jump included), ``start`` (P,) its first epoch, ``cum_t`` (M, K+1, S) the
+    cumulative improvement per virtual model; ``data`` gives ``lmax``, ``p``
+    and ``nonneg``. With non-negative improvements the loss falls as the block
+    grows, so all P searches bisect together; otherwise every length is tried.
+    The same test as the enumeration formulation's (``milp.bounds``), kept
+    here so that this package does not depend on the MILP package.
+    """
+    P = start.size
+    lo = np.maximum(1, k_lo - start)
+    hi = k_hi - start
+    found = np.zeros(P, dtype=np.int64)
+    if P == 0:
+        return found
+    cum_m = cum_t[model]                          # (K+1, S), rows contiguous
+    base = pre.T + cum_m[start]                   # (P, S): loss before the block plus its start offset
+    threshold = data.lmax + LOSS_TOL
+
+    def ok(length):
+        loss = base - cum_m[start + length]
+        return np.count_nonzero(loss > threshold, axis=1) <= data.p
+
+    valid = lo <= hi
+    if data.nonneg:
+        good = np.zeros(P, dtype=bool)
+        good[valid] = ok(np.where(valid, hi, 1))[valid]
+        a, b = lo.copy(), hi.copy()          # invariant: b works for `good`
+        while True:
+            open_ = good & (a < b)
+            if not open_.any():
+                break
+            mid = (a + b) // 2
+            res = ok(np.where(open_, mid, b))
+            b = np.where(open_ & res, mid, b)
+            a = np.where(open_ & ~res, mid + 1, a)
+        found[good] = b[good]
+    else:
+        todo = valid.copy()
+        length = lo.copy()
+        while todo.any():
+            res = ok(np.where(todo, np.minimum(length, hi), lo))
+            hit = todo & res
+            found[hit] = length[hit]
+            todo &= ~res
+            length += 1
+            todo &= length <= hi
+    return found
 
 
 class Steps:
@@ -129,8 +175,8 @@ def block_candidates(prob, search, deadline: float, max_blocks: int = MAX_BLOCKS
 
     Parameters
     ----------
-    prob : general_search.Problem
-    search : general_search.BlockSearch
+    prob : search.Problem
+    search : search.BlockSearch
         Gives the virtual models, their successors, weights and ``kmax``.
     deadline : float
         ``time.perf_counter()`` value after which the enumeration stops
@@ -177,7 +223,7 @@ def block_candidates(prob, search, deadline: float, max_blocks: int = MAX_BLOCKS
 
     def last(pre, start, v):
         steps.take()
-        return _shortest_last_block(data, pre, start, v, cum_t, 1, K)
+        return shortest_last_block(data, pre, start, v, cum_t, 1, K)
 
     def done(finished):
         out = np.concatenate(rows).astype(np.int64) if rows else np.zeros((0, 6), dtype=np.int64)
@@ -303,7 +349,7 @@ def seed_incumbent(prob, search, leaves, tol: float, deadline: float, max_blocks
 
 def seed_root(prob, cfg, leaves, lam: float, tol: float, kmax_of, deadline: float) -> dict:
     """:func:`cover` on a leaf configuration ``cfg`` at time price ``lam``
-    (``kmax_of`` is ``general._kmax``: the most epochs Tmax allows;
+    (``kmax_of`` is ``boxes.horizon_cap``: the most epochs Tmax allows;
     ``deadline``: the solve's)."""
     k0 = kmax_of(prob, prob.weights(cfg, lam), prob.tmin(cfg), -lam * prob.T, math.inf)
     if k0 < 1:
@@ -317,7 +363,7 @@ def cover(prob, search, leaves, tol: float, deadline: float) -> dict:
     ``deadline`` is the solve's outer stop. The work is budgeted in units
     (``GeneralSettings.enumeration_steps`` per run,
     ``enumeration_steps_total`` for all runs together), so whether a run
-    completes does not depend on the machine. An assignment inside a covered one (``general_search.covered_blocks``)
+    completes does not depend on the machine. An assignment inside a covered one (``search.covered_blocks``)
     is not enumerated again.
 
     A complete run proves that every plan of this assignment with at most
@@ -325,14 +371,14 @@ def cover(prob, search, leaves, tol: float, deadline: float) -> dict:
     one), hence ``prob.covered[config_key] = max_blocks + 1`` and
     ``search.min_blocks`` is raised: the search's bounds then count only
     completions making a plan of ≥ MAX_BLOCKS + 1 blocks (the block-counting
-    group bound of ``general_groups``), and it skips the covered leaves.
+    group bound of ``groups``), and it skips the covered leaves.
     """
     opts = prob.settings
     if not opts.short_plans:
         return {"complete": False, "skipped": "disabled"}
     if not prob.allows(search.cfg):
         # the data rule (6) forbids this configuration: recording it as covered would
-        # wrongly cover its sub-assignments (general_search.covered_blocks)
+        # wrongly cover its sub-assignments (search.covered_blocks)
         return {"complete": False, "skipped": "data rule"}
     key = config_key(search.cfg)
     known = covered_blocks(prob, search.cfg)
@@ -354,4 +400,13 @@ def cover(prob, search, leaves, tol: float, deadline: float) -> dict:
     return out
 
 
-__all__ = ["Steps", "block_candidates", "cover", "dual_bounds", "seed_incumbent", "seed_root", "MAX_BLOCKS"]
+__all__ = [
+    "MAX_BLOCKS",
+    "Steps",
+    "block_candidates",
+    "cover",
+    "dual_bounds",
+    "seed_incumbent",
+    "seed_root",
+    "shortest_last_block",
+]

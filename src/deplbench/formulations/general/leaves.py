@@ -1,6 +1,6 @@
 """Exact leaves of the ``general`` search: the cluster split of a complete plan.
 
-A complete plan from :class:`~.general_search.BlockSearch` fixes the model
+A complete plan from :class:`~.search.BlockSearch` fixes the model
 and the γ-group of every epoch; inside a group the clusters are
 interchangeable for the loss but not for the cost. :class:`Leaves` chooses
 the split by local search with exact ``allocate`` calls (a feasible real-x
@@ -19,8 +19,7 @@ from types import SimpleNamespace
 import numpy as np
 
 from deplbench.formulations.allocation import allocate
-from deplbench.formulations.milp.general_search import BlockSearch, Config, Problem
-
+from deplbench.formulations.general.search import BlockSearch, Config, Problem
 
 
 class Leaves:
@@ -90,7 +89,7 @@ class Leaves:
     def counts_bound(self, search: BlockSearch, vseq: np.ndarray) -> float:
         """Lower bound on the cost of the epoch counts of ``vseq`` in any order and any
         cluster split of its γ-groups (the λ-dual of ``_dual_bound``); does not touch
-        the incumbent (``general_pairs`` uses it for leaves it could not realise)."""
+        the incumbent (``pairs`` uses it for leaves it could not realise)."""
         members = [np.array(g) for g in search.cfg.groups]
         return self._dual_bound(search.vm[vseq], search.vg[vseq], members, search.cfg,
                                 SimpleNamespace(time_price=search.lam))

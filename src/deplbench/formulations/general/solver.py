@@ -45,15 +45,15 @@ We keep Luedtke's ingredients but branch on *plans*, where they are exact:
    over the 2^|D| subsets; 79 and 74 of 1023 on the two clusters of the
    |D| = 10 datasets instance).
    Assignments (which clusters train, which class each holds) are leaves
-   of the search. While they are few (``general_classes.ASSIGNMENT_LIMIT``;
+   of the search. While they are few (``GeneralSettings.assignment_limit``;
    5999 on that instance) every assignment is its own leaf, and all of them
    are bounded at once with their exact classes by one vectorised
-   scenario-group DP (``general_classes.py``, proof there); the multiplier
+   scenario-group DP (``classes.py``, proof there); the multiplier
    pool is tuned on a real single-cluster assignment rather than on the
    optimistic corner. Beyond the limit, a best-first branch-and-bound over
    *boxes* of classes: a box is bounded with its optimistic class (largest
    γ, smallest V, smallest β of the box), which relaxes every assignment
-   inside it (``CLASS_LEAVES = False`` forces the boxes).
+   inside it (``class_leaves=False`` forces the boxes).
 2. **Blocks.** For one assignment a plan is a sequence of blocks (maximal
    runs of one model on one γ-group of clusters). The search branches on
    the next block (virtual model and length); with non-negative
@@ -63,7 +63,7 @@ We keep Luedtke's ingredients but branch on *plans*, where they are exact:
 3. **Cost bound by λ-duality** (package docstring): F(N) ≥ Σ_j g_j(λ) N_j
    − λ Tmax for every λ ≥ 0, so a prefix has a linear weight; λ is the time
    price of the incumbent (re-set when a better one appears).
-4. **Quantile bounds from scenario groups** (``general_groups.py``). A
+4. **Quantile bounds from scenario groups** (``groups.py``). A
    completion must satisfy at least S − p scenarios. The scenarios are dealt
    into p + 1 disjoint groups; a completion satisfying every member of a
    group G costs at least max_π [V^π(k, v) + π·(L_G − ℓmax)], the
@@ -77,15 +77,15 @@ We keep Luedtke's ingredients but branch on *plans*, where they are exact:
    node, assignment and λ; its DP paths are plans and seed the incumbent.
    Singleton groups give the per-scenario bound of Luedtke (2014)'s
    single-scenario subproblems, max_μ [V^μ_s(k, v) + μ (L_s − ℓmax)],
-   which is kept (``general_search.py``) and maxed with the group bound;
-   the proof is in ``general_groups``.
+   which is kept (``search.py``) and maxed with the group bound;
+   the proof is in ``groups``.
 5. **Exact leaves.** A complete plan's cluster split inside a γ-group is
    chosen by local search with exact ``allocate`` calls (feasible real-x
    plan, upper bound) and bounded by the continuous split's λ-dual (lower
    bound); if they differ by more than the tolerance the split is
    enumerated exhaustively.
 6. **Short plans enumerated, then only long ones bounded**
-   (``general_incumbent.py``). Every SAA-feasible plan of at most 3 blocks
+   (``incumbent.py``). Every SAA-feasible plan of at most 3 blocks
    of an assignment (cycles included) is found with the enumeration
    formulation's shortest-last-block rule and costed exactly; once that
    pass is complete the group bound counts switches (one more DP state) and
@@ -94,7 +94,7 @@ We keep Luedtke's ingredients but branch on *plans*, where they are exact:
    1802.6: its LP mixed cheap infeasible two-block plans with dear feasible
    three-block ones; with it, 1790.
 7. **Two γ-groups: model blocks with counts, not interleavings**
-   (``general_pairs.py``). With two γ-groups a block of item 2 is a run of
+   (``pairs.py``). With two γ-groups a block of item 2 is a run of
    one *model* with j epochs on the γ_hi group and ℓ − j on the γ_lo group,
    in an order left open: the cost depends on the counts only, and the
    loss of every order is, scenario by scenario, at least the one of the
@@ -102,13 +102,13 @@ We keep Luedtke's ingredients but branch on *plans*, where they are exact:
    the bounds of items 3–4 hold at those optimistic losses. A completion
    after a block must switch model first, and when only one block of a
    terminal model can follow, its per-scenario exact cost is the bound. A
-   relaxed leaf is turned into a plan by ``general_placement.realise``,
+   relaxed leaf is turned into a plan by ``placement.realise``,
    which proves by an exact, pruned placement search when no order meets
    the quantile (the search then goes on above that cell); a leaf it can
    neither order nor refute keeps its bound, which enters the lower bound
    (``unrealised_leaves``). Neighbouring two-cluster assignments are first
-   bounded together by their corner (``general_pair_groups.py``).
-   ``PAIR_SEARCH = False`` / ``PAIR_GROUPS = False`` restore the
+   bounded together by their corner (``pair_groups.py``).
+   ``pair_search=False`` / ``pair_groups=False`` restore the
    interleaving search and the one-by-one leaves.
 
 Every discarded node, leaf and box keeps its bound; the returned lower bound
@@ -118,25 +118,16 @@ and no LP tolerances enter the proof: losses are compared with the same
 1e-9 tolerance as ``Scenarios.violations``, and bounds are ordinary floating
 point sums.
 
-Where it is fast, and where it is not
--------------------------------------
-Measured with ``python benchmarks/general_targets.py --time-limit 60`` (one
-process, load 1.1–1.6 on the 2-core machine; README's measured-performance
-table):
-
-* cyclic AlexNet (``switches="any"``, K̄ = 100, ℓmax = 9, 2 clusters):
-  S = 100 optimal in 1.05 s, S = 300 in 2.4 s (``flow``: 11.5 % gap at 60 s),
-  S = 1000 in 8.8 s, S = 3000 3.1 % gap at 60 s (31 scenario groups; Kelley
-  stops at its iteration cap within its time share, root bound 1780 against
-  1835.7); ℓmax = 13, S = 1000: 3.8 s; K̄ = 20..60 at S = 300: 0.3–1.1 s;
-* the |D| = 10, K̄ = 50 datasets instance (S = 200): optimal in 27.6 s
-  (load 1.3→1.6), cost 1469.43 on two clusters (the best single-cluster plan
-  costs 1475.61). Before item 7 it stopped at a 7.5 % gap at 60 s: the leaf
-  group bound stays about 8 % below the optimum (path mixing), about 200
-  two-cluster leaves lie below the incumbent, and the interleaving search
-  needed 20–35 k nodes per such leaf (about 30 model-block nodes now;
-  ``general_classes`` docstring);
-* the cyclic tiny instances of ``tests/test_milp_general.py``: seconds.
+Phases and reproducibility
+--------------------------
+:func:`solve_general` runs setup (scenarios, classes), bounding (the exact
+short-plan seed, the multiplier pool, the root bound of every assignment or
+box) and the search, then builds the result. Every phase is budgeted in
+work units of :class:`~.settings.GeneralSettings` (Kelley iterations,
+enumeration steps, nodes), so the same instance and settings give the same
+nodes, bounds and result on any machine; ``time_limit`` only stops the
+solve, and ``diagnostics["stopped_in"]`` names the phase. Measured times
+and their history: ``benchmarks/general_targets.py`` and the README.
 
 Limits
 ------
@@ -169,22 +160,37 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from deplbench.errors import SolverError
-from deplbench.limits import MEMORY_BUDGET_GIB
-from deplbench.params import Param
-from deplbench.formulations.milp.general_boxes import _Box, _cluster_classes, _config, _kmax, _root_boxes
-from deplbench.formulations.milp.general_classes import (assignment_bounds, leaf_assignments, rebound_leaves,
-                                                         seed_assignment)
-from deplbench.formulations.milp.general_groups import GroupPool, GroupTables
-from deplbench.formulations.milp.general_incumbent import cover, seed_root
-from deplbench.formulations.milp.general_leaves import Leaves
-from deplbench.formulations.milp.general_pair_groups import PairGroups
-from deplbench.formulations.milp.general_pairs import PairSearch, pair_applies
-from deplbench.formulations.milp.general_search import MU_FACTORS, BlockSearch, Config, Problem, prunable
-from deplbench.formulations.milp.general_settings import GeneralSettings
+from deplbench.formulations.general.boxes import (
+    Box,
+    box_config,
+    cluster_classes,
+    horizon_cap,
+    root_boxes,
+)
+from deplbench.formulations.general.classes import (
+    assignment_bounds,
+    leaf_assignments,
+    rebound_leaves,
+    seed_assignment,
+)
+from deplbench.formulations.general.groups import GroupPool, GroupTables
+from deplbench.formulations.general.incumbent import cover, seed_root
+from deplbench.formulations.general.leaves import Leaves
+from deplbench.formulations.general.pair_groups import PairGroups
+from deplbench.formulations.general.pairs import PairSearch, pair_applies
+from deplbench.formulations.general.search import (
+    MU_FACTORS,
+    BlockSearch,
+    Config,
+    Problem,
+    prunable,
+)
+from deplbench.formulations.general.settings import GeneralSettings
 from deplbench.formulations.plan import Epoch, Plan
 from deplbench.formulations.result import SolveResult
 from deplbench.formulations.scenarios import ScenarioSampler, allowed_violations
+from deplbench.limits import MEMORY_BUDGET_GIB
+from deplbench.params import Param
 
 #: Largest |D| (all 2^|D| − 1 subsets are compared pairwise per cluster).
 MAX_DATASETS_GENERAL = 12
@@ -290,7 +296,7 @@ class _Run:
         ub = self.leaves.best_cost if ub is None else ub
         return (ub if math.isfinite(ub) else self.est_cost) / max(self.prob.l0 - self.prob.lmax, 1e-12)
 
-    def push(self, bound: float, box: _Box) -> None:
+    def push(self, bound: float, box: Box) -> None:
         heapq.heappush(self.heap, (float(bound), next(self.counter), box))
 
     def reset_due(self, lam: float | None = None) -> bool:
@@ -309,24 +315,24 @@ class _Run:
         if self.pool is None or iters == 0:
             return
         P, cfg = self.prob, self.pool_cfg
-        kr = _kmax(P, P.weights(cfg, self.lam), P.tmin(cfg), -self.lam * P.T, self.leaves.best_cost)
+        kr = horizon_cap(P, P.weights(cfg, self.lam), P.tmin(cfg), -self.lam * P.T, self.leaves.best_cost)
         if kr >= 1:
             self.pool.extend(BlockSearch(P, cfg, self.lam, kr, self.mu_ref()), self.deadline, iters=iters)
 
     def make_search(self, cfg: Config, kmax: int):
         """The search of one configuration: model blocks with counts for two γ-groups
-        (general_pairs.py), else blocks; with the pool's group tables once it is filled."""
+        (pairs.py), else blocks; with the pool's group tables once it is filled."""
         kind = (PairSearch if self.opts.pair_search and pair_applies(self.prob, cfg) else BlockSearch)
         search = kind(self.prob, cfg, self.lam, kmax, self.mu_ref())
         if self.pool is not None and self.pool.complete:
             search.groups = GroupTables(self.pool, search)
         return search
 
-    def box_search(self, box: _Box, ub: float):
+    def box_search(self, box: Box, ub: float):
         """(configuration, search or None when no epoch fits below ``ub``) of a box."""
-        cfg = _config(box, self.lists, self.vol, self.gam, self.beta)
+        cfg = box_config(box, self.lists, self.vol, self.gam, self.beta)
         P = self.prob
-        kmax = _kmax(P, P.weights(cfg, self.lam), P.tmin(cfg), P.dual_constant(cfg, self.lam), ub)
+        kmax = horizon_cap(P, P.weights(cfg, self.lam), P.tmin(cfg), P.dual_constant(cfg, self.lam), ub)
         return cfg, (self.make_search(cfg, kmax) if kmax >= 1 else None)
 
 
@@ -352,8 +358,8 @@ def _setup(instance, scenarios, seed, node_limit, gap, params, opts, t0, deadlin
     prob = Problem(inst, inst.run_scale[None, :, :] * sc.improvement, sc.jump, p, settings=opts)
     diag.update(scenarios=int(scenarios), deterministic=deterministic,
                 allowed_violations=allowed_violations(inst.omega, int(scenarios)))
-    bits, vol, gam, beta, lists = _cluster_classes(inst, prob.nonneg)
-    diag["data_classes_per_cluster"] = [int(len(x)) for x in lists]
+    bits, vol, gam, beta, lists = cluster_classes(inst, prob.nonneg)
+    diag["data_classes_per_cluster"] = [len(x) for x in lists]
     return _Run(inst=inst, prob=prob, opts=opts, params=params, diag=diag, t0=t0, deadline=deadline,
                 nodes_budget=math.inf if node_limit is None else int(node_limit), tol=0.5 * float(gap), S=S,
                 deterministic=deterministic, bits=bits, vol=vol, gam=gam, beta=beta, lists=lists,
@@ -364,7 +370,7 @@ def _seed(run: _Run) -> None:
     """λ and μ scales, the first incumbent (short plans) and the scenario-group pool."""
     P, inst, lists = run.prob, run.inst, run.lists
     # λ and μ scales before any incumbent: a median configuration's closed form
-    root_cfg = _config(_Box([(0, len(lists[n])) for n in range(inst.n_clusters)]), lists, run.vol, run.gam,
+    root_cfg = box_config(Box([(0, len(lists[n])) for n in range(inst.n_clusters)]), lists, run.vol, run.gam,
                        run.beta)
     tm = P.tmin(root_cfg)
     k_est = max(1.0, min(P.K, P.T / max(float(tm.min()), 1e-12)) / 2)
@@ -376,13 +382,13 @@ def _seed(run: _Run) -> None:
     # the data rule (6) decides whether the all-cluster configuration holds plans at all:
     # under the printed rule it does not, and its plans must not seed the incumbent
     if is_leaf and P.allows(root_cfg):
-        # every plan of ≤ 3 blocks, exactly (general_incumbent.py): an early incumbent and its time price
-        run.diag["incumbent_seed"] = seed_root(P, root_cfg, run.leaves, run.lam, run.tol, _kmax, run.deadline)
+        # every plan of ≤ 3 blocks, exactly (incumbent.py): an early incumbent and its time price
+        run.diag["incumbent_seed"] = seed_root(P, root_cfg, run.leaves, run.lam, run.tol, horizon_cap, run.deadline)
         if run.leaves.best is not None and run.leaves.best_price > 0:
             run.lam, run.est_cost = run.leaves.best_price, run.leaves.best_cost
     if run.out_of_time("bounding"):
         return
-    # few class assignments: each becomes a leaf (general_classes.py), and the pool is tuned on
+    # few class assignments: each becomes a leaf (classes.py), and the pool is tuned on
     # a real single-cluster assignment (the optimistic root corner is no class at all)
     run.pool_cfg = root_cfg
     run.leaf_list = (leaf_assignments(inst, lists, run.opts.assignment_limit)
@@ -396,10 +402,10 @@ def _seed(run: _Run) -> None:
 
 
 def _fill_pool(run: _Run, is_leaf: bool) -> None:
-    """The scenario-group bound (general_groups.py): one pool of multipliers for every
+    """The scenario-group bound (groups.py): one pool of multipliers for every
     search, filled by ``root_kelley_iterations`` Kelley iterations per group."""
     P, cfg = run.prob, run.pool_cfg
-    k_root = _kmax(P, P.weights(cfg, run.lam), P.tmin(cfg), -run.lam * P.T, run.leaves.best_cost)
+    k_root = horizon_cap(P, P.weights(cfg, run.lam), P.tmin(cfg), -run.lam * P.T, run.leaves.best_cost)
     if k_root < 1:
         return
     s_root = BlockSearch(P, cfg, run.lam, k_root, run.est_cost / max(P.l0 - P.lmax, 1e-12))
@@ -421,16 +427,16 @@ def _bound_roots(run: _Run) -> None:
                                    run.deadline)
         for rng, rb in zip(run.leaf_list, bounds):
             if rb < math.inf:       # +inf: no epoch of this assignment fits Tmax
-                run.push(rb, _Box(rng))
+                run.push(rb, Box(rng))
         run.diag["assignments"] = len(run.leaf_list)
     else:
-        for box in _root_boxes(run.inst, run.lists, relax=P.nonneg):
+        for box in root_boxes(run.inst, run.lists, relax=P.nonneg):
             _, search = run.box_search(box, math.inf)
             run.push(search.root_bound() if search is not None else math.inf, box)
     if run.out_of_time("bounding"):
         return
     run.searched = True
-    # neighbouring two-cluster assignments bounded together (general_pair_groups.PairGroups)
+    # neighbouring two-cluster assignments bounded together (pair_groups.PairGroups)
     if run.opts.pair_search and run.opts.pair_groups and run.leaf_list is not None and P.nonneg:
         run.pair_groups = PairGroups(P, run.pool, run.lists, run.vol, run.gam, run.beta)
 
@@ -445,7 +451,7 @@ def _next_box(run: _Run):
     return heapq.heappop(run.heap)
 
 
-def _stop(run: _Run, bound: float, box: _Box, phase: str) -> None:
+def _stop(run: _Run, bound: float, box: Box, phase: str) -> None:
     """Keep the box (and the dive) open and record the stop."""
     run.push(bound, box)
     for item in run.dive:
@@ -456,7 +462,7 @@ def _stop(run: _Run, bound: float, box: _Box, phase: str) -> None:
 
 def _search(run: _Run) -> None:
     """Best-first over boxes/assignments; each leaf assignment is searched depth-first."""
-    # (an incumbent from general_incumbent already set λ and tuned the pool on an assignment containing it)
+    # (an incumbent from incumbent already set λ and tuned the pool on an assignment containing it)
     rebounded = run.leaf_list is None or ("incumbent_seed" in run.diag and run.leaves.best is not None)
     while run.heap or run.dive:
         if not rebounded and run.leaves.best is not None:
@@ -476,7 +482,7 @@ def _search(run: _Run) -> None:
             return
 
 
-def _visit(run: _Run, bound: float, box: _Box) -> bool:
+def _visit(run: _Run, bound: float, box: Box) -> bool:
     """Process one open box; False when a limit stopped the search inside it."""
     ub = run.leaves.best_cost
     if run.pair_groups is not None and box.is_leaf() and run.leaves.best is not None:
@@ -517,9 +523,9 @@ def _visit(run: _Run, bound: float, box: _Box) -> bool:
     return _search_leaf(run, box, search, rb, ub)
 
 
-def _probe(run: _Run, box: _Box, search) -> None:
+def _probe(run: _Run, box: Box, search) -> None:
     """The pool's DP paths on this assignment are plans: try them; then every ≤ 3-block
-    plan of it, exactly (general_incumbent.cover; a PairSearch counts blocks differently
+    plan of it, exactly (incumbent.cover; a PairSearch counts blocks differently
     and cannot skip them, so it is not run there)."""
     run.probed.add(box.ranges)
     for seq in run.pool.probe(search):
@@ -528,8 +534,8 @@ def _probe(run: _Run, box: _Box, search) -> None:
         cover(run.prob, search, run.leaves, run.tol, run.deadline)
 
 
-def _search_leaf(run: _Run, box: _Box, search, rb: float, ub: float) -> bool:
-    """The depth-first search of one assignment (general_search / general_pairs)."""
+def _search_leaf(run: _Run, box: Box, search, rb: float, ub: float) -> bool:
+    """The depth-first search of one assignment (search / pairs)."""
     def on_leaf(vseq):
         out = run.leaves.evaluate(search, vseq, run.tol)
         # the bounds are only as good as λ: restart when the incumbent's price is far from it
@@ -678,7 +684,7 @@ def solve_general(instance, scenarios: int = 1000, seed: int = 0, time_limit: fl
         Search nodes allowed (a budget independent of the machine's speed).
     settings : GeneralSettings or mapping, optional
         Switches, tuning constants and work budgets
-        (:class:`~.general_settings.GeneralSettings`; a mapping is validated
+        (:class:`~.settings.GeneralSettings`; a mapping is validated
         option by option). Recorded in ``params["general_settings"]``.
 
     Returns
@@ -724,5 +730,11 @@ def solve_general(instance, scenarios: int = 1000, seed: int = 0, time_limit: fl
     return _result(run)
 
 
-__all__ = ["solve_general", "general_applies", "GeneralSettings", "SOLVE_PARAMETERS", "MAX_DATASETS_GENERAL",
-           "MAX_CLUSTERS_GENERAL"]
+__all__ = [
+    "MAX_CLUSTERS_GENERAL",
+    "MAX_DATASETS_GENERAL",
+    "SOLVE_PARAMETERS",
+    "GeneralSettings",
+    "general_applies",
+    "solve_general",
+]

@@ -2,7 +2,7 @@
 
 Why
 ---
-The per-scenario completion bound of :class:`~.general_search.BlockSearch`
+The per-scenario completion bound of :class:`~.search.BlockSearch`
 lets every scenario pick its own completion. With independent draws per
 (scenario, epoch, model) a scenario's own plan collects, epoch by epoch, the
 best of the models' draws and times its switches to its lowest jumps, so the
@@ -43,14 +43,14 @@ L_s − Δ_s(c).
    violated member in at most p groups, so it satisfies every member of at
    least r − p groups and W(c) ≥ h_{G_j} for each of them; therefore W(c) is
    at least the (p+1)-th largest of h_{G_1}, .., h_{G_r}. With singleton
-   groups this is the per-scenario bound of ``general_search`` (Luedtke
+   groups this is the per-scenario bound of ``search`` (Luedtke
    2014's single-scenario subproblems, the order statistic of Xie & Ahmed
    2018's quantile cuts); with larger groups it is the scenario-grouping
    bound of Ahmed, Luedtke, Song & Xie (2017) and Deng et al. (2021), here
    with a Lagrangian (rather than an exact) group subproblem.
 
 3. *Counting switches.* When every plan of fewer than B blocks of the
-   assignment has already been evaluated exactly (``general_incumbent``),
+   assignment has already been evaluated exactly (``incumbent``),
    only completions that make a plan of at least B blocks need a bound: at a
    node with d blocks done they have at least c = max(0, B − d) switches
    (each further block starts with a change of virtual model). Step 1 holds
@@ -117,7 +117,7 @@ class GroupPool:
 
     A π is valid for every configuration, λ and node (module docstring), so
     the pool is filled once (and may grow) and each
-    :class:`~.general_search.BlockSearch` only builds its DP tables from it.
+    :class:`~.search.BlockSearch` only builds its DP tables from it.
 
     Parameters
     ----------
@@ -167,7 +167,7 @@ class GroupPool:
         """Plans from the DP paths of the last π of every group on ``search``'s assignment."""
         if self.Pi.shape[0] == 0 or search.kmax < 1:
             return []
-        jidx = search._jump_index()
+        jidx = search.jump_index()
         ends = list(self.starts[1:] - 1) + [self.Pi.shape[0] - 1]
         seqs = [_path(search, jidx, self.a[r], self.J[r])[1] for r in ends]
         return self.feasible_columns(search, seqs)
@@ -330,7 +330,7 @@ def _delta(prob, search, seq: np.ndarray, G: np.ndarray, k0: int = 0, v0: int = 
 
 def _root_need(search) -> int:
     """Switches a plan of ``search`` still needs after its first block: plans with
-    fewer than ``search.min_blocks`` blocks are already covered (``general_incumbent``)."""
+    fewer than ``search.min_blocks`` blocks are already covered (``incumbent``)."""
     return max(0, int(getattr(search, "min_blocks", 1)) - 1)
 
 
@@ -343,7 +343,7 @@ def _kelley(pool: GroupPool, search, G: np.ndarray, deadline: float, k0: int = 0
     P, s = pool.prob, search
     opts = P.settings
     g = G.size
-    jidx = s._jump_index()
+    jidx = s.jump_index()
     box = opts.pi_box * max(s.mu_ref, 1e-12)
     slack = (np.full(g, P.l0) if L is None else L[G]) - P.lmax
     pi = np.full(g, max(s.mu_ref, 1e-12) / g) if pi0 is None else pi0.copy()
@@ -394,7 +394,7 @@ class GroupTables:
         # The pool's draws as they are now, with Pi and starts: the switch
         # layers built later must use the same rows even if the pool grows.
         self._a, self._J = a, J
-        jidx = search._jump_index()
+        jidx = search.jump_index()
         V = np.zeros((K + 1, R, nv))
         tail = np.broadcast_to(np.array([[0.0, np.inf]]), (R, 2))
         for k in range(K - 1, -1, -1):
@@ -424,7 +424,7 @@ class GroupTables:
         K, nv = search.kmax, search.nv
         R = self.Pi.shape[0]
         a, J = self._a, self._J
-        jidx = search._jump_index()
+        jidx = search.jump_index()
         V = np.full((K + 1, R, nv, C), np.inf)
         V[K, :, :, 0] = 0.0
         tail = np.broadcast_to(np.array([[0.0, np.inf]]), (R, 2))
@@ -466,4 +466,4 @@ class GroupTables:
         return h.min(axis=0)      # r = p + 1 groups: the (p+1)-th largest is the smallest
 
 
-__all__ = ["GroupPool", "GroupTables", "MAX_ITERS"]
+__all__ = ["MAX_ITERS", "GroupPool", "GroupTables"]
