@@ -30,19 +30,12 @@ Algorithm (a search over plans, not a MILP; proofs in the modules named)
 
 from deplbench.formulations.general.settings import GENERAL_PARAMETERS, GeneralSettings
 from deplbench.formulations.general.solver import (
-                                                   MAX_CLUSTERS_GENERAL,
-                                                   MAX_DATASETS_GENERAL,
-                                                   SOLVE_PARAMETERS,
-                                                   general_applies,
-                                                   solve_general,
+    MAX_CLUSTERS_GENERAL,
+    MAX_DATASETS_GENERAL,
+    SOLVE_PARAMETERS,
+    general_applies,
+    solve_general,
 )
 
-__all__ = [
-                                                   "GENERAL_PARAMETERS",
-                                                   "MAX_CLUSTERS_GENERAL",
-                                                   "MAX_DATASETS_GENERAL",
-                                                   "SOLVE_PARAMETERS",
-                                                   "GeneralSettings",
-                                                   "general_applies",
-                                                   "solve_general",
-]
+__all__ = ["GENERAL_PARAMETERS", "MAX_CLUSTERS_GENERAL", "MAX_DATASETS_GENERAL", "SOLVE_PARAMETERS",
+           "GeneralSettings", "general_applies", "solve_general"]
