@@ -388,6 +388,58 @@ class PairSearch(BlockSearch):
         return best
 
     # ------------------------------------------------------------- search
+    def _leaves(self, m: int, k: int, seq: tuple, losses: np.ndarray, feas: np.ndarray, Wl: np.ndarray,
+                stats: SearchStats, prune_tol: float, on_leaf, leaf_bound, bound_only: bool) -> np.ndarray:
+        """The leaves of one model block: its Pareto-minimal feasible cells (n_hi = j, n_lo = ℓ − j:
+        neither one fewer γ_hi epoch (ℓ−1, j−1) nor one fewer γ_lo epoch (ℓ−1, j) is feasible),
+        realised and evaluated; returns the cells proved to have no feasible order (``dead``).
+        Sets ``stats.aborted`` when the caller asked for a restart."""
+        dead = np.zeros_like(feas)       # relaxed-feasible, but no placement is (proved)
+        seen = np.zeros_like(feas)
+        while True:
+            ok = feas & ~dead
+            fewer_hi = np.zeros_like(ok)
+            fewer_hi[1:, 1:] = ok[:-1, :-1]
+            fewer_lo = np.zeros_like(ok)
+            fewer_lo[1:, :] = ok[:-1, :]
+            leaf = ok & ~fewer_hi & ~fewer_lo & ~seen
+            if not leaf.any():
+                break
+            seen |= leaf
+            for li, j in zip(*np.nonzero(leaf)):
+                lb_leaf = float(Wl[li, j]) + self.const
+                if prunable(lb_leaf, stats.ub, prune_tol):
+                    stats.discard(lb_leaf)
+                    continue
+                stats.leaves += 1
+                if bound_only:
+                    # a box corner: its leaves are no plans, only bounds on the box's
+                    stats.discard(lb_leaf)
+                    continue
+                full = seq + ((m, k, int(j), int(li) + 1),)
+                vseq, decided = realise(self, full, losses[:, li, j])
+                if vseq is None and decided:
+                    # no order of these counts meets the quantile: an infeasible
+                    # cell, so the cells above it and its continuations are searched
+                    dead[li, j] = True
+                    stats.dead += 1
+                    continue
+                if vseq is None:
+                    # undecided: its bound holds for it and for every cell above it
+                    stats.unrealised += 1
+                    pick = placements(self, full, losses[:, li, j])[0]
+                    lb_u = lb_leaf if leaf_bound is None else max(
+                        lb_leaf, leaf_bound(sequence(self, full, pick)))
+                    stats.discard(lb_u)
+                    continue
+                lb_exact, ub_new = on_leaf(vseq)
+                stats.discard(lb_exact)
+                stats.ub = min(stats.ub, ub_new)
+                if self.abort:
+                    stats.aborted = True
+                    return dead
+        return dead
+
     def run(self, ub: float, prune_tol: float, deadline: float, on_leaf, nodes_left: float = math.inf,
             leaf_bound=None, bound_only: bool = False) -> SearchStats:
         """Depth-first search over model blocks; same contract as :meth:`BlockSearch.run`.
@@ -428,52 +480,9 @@ class PairSearch(BlockSearch):
                 viol = np.count_nonzero(losses > P.lmax + LOSS_TOL, axis=0)   # (ℓ, j)
                 feas = valid & (viol <= P.p)
                 Wl = W + jj * self.w_hi[m] + (ll - jj) * self.w_lo[m]           # (ℓ, j)
-                # Pareto-minimal feasible counts (n_hi = j, n_lo = ℓ − j): neither one fewer
-                # γ_hi epoch (ℓ−1, j−1) nor one fewer γ_lo epoch (ℓ−1, j) is feasible
-                dead = np.zeros_like(feas)       # relaxed-feasible, but no placement is (proved)
-                seen = np.zeros_like(feas)
-                while True:
-                    ok = feas & ~dead
-                    fewer_hi = np.zeros_like(ok)
-                    fewer_hi[1:, 1:] = ok[:-1, :-1]
-                    fewer_lo = np.zeros_like(ok)
-                    fewer_lo[1:, :] = ok[:-1, :]
-                    leaf = ok & ~fewer_hi & ~fewer_lo & ~seen
-                    if not leaf.any():
-                        break
-                    seen |= leaf
-                    for li, j in zip(*np.nonzero(leaf)):
-                        lb_leaf = float(Wl[li, j]) + self.const
-                        if prunable(lb_leaf, stats.ub, prune_tol):
-                            stats.discard(lb_leaf)
-                            continue
-                        stats.leaves += 1
-                        if bound_only:
-                            # a box corner: its leaves are no plans, only bounds on the box's
-                            stats.discard(lb_leaf)
-                            continue
-                        full = seq + ((m, k, int(j), int(li) + 1),)
-                        vseq, decided = realise(self, full, losses[:, li, j])
-                        if vseq is None and decided:
-                            # no order of these counts meets the quantile: an infeasible
-                            # cell, so the cells above it and its continuations are searched
-                            dead[li, j] = True
-                            stats.dead += 1
-                            continue
-                        if vseq is None:
-                            # undecided: its bound holds for it and for every cell above it
-                            stats.unrealised += 1
-                            pick = placements(self, full, losses[:, li, j])[0]
-                            lb_u = lb_leaf if leaf_bound is None else max(
-                                lb_leaf, leaf_bound(sequence(self, full, pick)))
-                            stats.discard(lb_u)
-                            continue
-                        lb_exact, ub_new = on_leaf(vseq)
-                        stats.discard(lb_exact)
-                        stats.ub = min(stats.ub, ub_new)
-                        if self.abort:
-                            stats.aborted = True
-                            return []
+                dead = self._leaves(m, k, seq, losses, feas, Wl, stats, prune_tol, on_leaf, leaf_bound, bound_only)
+                if stats.aborted:
+                    return []
                 feas = feas & ~dead
                 # inner children: not yet feasible, room for another block of another model
                 if self.terminal[m]:
