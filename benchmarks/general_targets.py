@@ -76,18 +76,19 @@ def _run(label, inst, S, time_limit, busy=False):
     if proc is not None:
         proc.start()
     before = _load()
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     try:
         res = solve_general(inst, scenarios=S, time_limit=time_limit)
     finally:
         if proc is not None:
             stop.set()
             proc.join(5)
-    wall = time.perf_counter() - t0
+    wall, cpu = time.perf_counter() - t0, time.process_time() - c0
     after = _load()
     d = res.diagnostics
-    row = {"label": label, "instance": inst.name, "S": int(S), "status": res.status, "cost": res.cost,
-           "lower_bound": res.lower_bound, "gap": res.gap, "seconds": round(wall, 3), "busy_beside": busy,
+    row = {"label": label, "instance": inst.name, "S": int(S), "time_limit": time_limit, "status": res.status, "cost": res.cost,
+           "lower_bound": res.lower_bound, "gap": res.gap, "seconds": round(wall, 3), "cpu_s": round(cpu, 3),
+           "busy_beside": busy,
            "nodes": d.get("nodes"), "leaves": d.get("leaves"), "boxes": d.get("boxes"),
            "leaf_evaluations": d.get("leaf_evaluations"), "group_multipliers": d.get("group_multipliers"),
            "enumeration_steps": d.get("enumeration_steps"), "stopped_in": d.get("stopped_in"),
@@ -95,23 +96,26 @@ def _run(label, inst, S, time_limit, busy=False):
     gap = "—" if res.gap is None else f"{res.gap:.2e}"
     cost = "—" if res.cost is None else f"{res.cost:.4f}"
     print(f"{label:<34} S={S:<5} {res.status:<11} cost={cost:<12} gap={gap:<9} nodes={d.get('nodes')!s:<6} "
-          f"{wall:7.2f} s  load {before:.1f}→{after:.1f}{'  (busy loop beside)' if busy else ''}", flush=True)
+          f"{wall:7.2f} s (cpu {cpu:.1f} s)  load {before:.1f}→{after:.1f}{'  (busy loop beside)' if busy else ''}", flush=True)
     return row
 
 
 def _met(r, limit=60.0) -> str:
-    return "MET" if r["status"] == "optimal" and r["seconds"] <= limit else "NOT MET"
+    """Optimal within the limit: wall seconds, or CPU seconds when the run had no time limit."""
+    spent = r["seconds"] if r["time_limit"] is not None else r["cpu_s"]
+    return "MET" if r["status"] == "optimal" and spent <= limit else "NOT MET"
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--time-limit", type=float, default=60.0)
+    ap.add_argument("--time-limit", type=lambda x: None if x == "none" else float(x), default=60.0,
+                    help="seconds per solve, or none (then the targets are judged on CPU seconds)")
     ap.add_argument("--out", default=None)
     ap.add_argument("--only", default="datasets,alexnet,repro")
     ap.add_argument("--scaling", action="store_true")
     args = ap.parse_args(argv)
     tl, only = args.time_limit, set(args.only.split(","))
-    print(f"# general_targets: time limit {tl:g} s per solve; load average {os.getloadavg()}", flush=True)
+    print(f"# general_targets: time limit {tl} s per solve; load average {os.getloadavg()}", flush=True)
     rows: dict = {"datasets": [], "alexnet": [], "repro": [], "scaling": []}
     if "datasets" in only:
         for n_datasets in (6, 7, 8, 9, 10):

@@ -68,7 +68,7 @@ L_s − Δ_s(c).
 Kelley's iterates oscillate in the |G| ≈ 90-dimensional π space; each
 query is smoothed towards the best π so far (in-out smoothing, Wentges
 1997, ``GeneralSettings.kelley_smoothing`` = 0.5): within the same 40 iterations the switch-counting
-root bound at S = 1000 rises from 1771 to 1790 (one probe, load ≈ 2). Any
+root bound at S = 1000 rises from 1771 to 1790 (one probe). Any
 query point is a valid multiplier, so this changes strength only.
 
 No quantity in the argument depends on how the groups or the π are chosen,
@@ -79,10 +79,10 @@ Kelley's cutting-plane method on the dual at the root state (column
 generation: each DP solution is a column; the LP over the columns gives the
 next π; every iterate is kept, it is valid everywhere).
 
-Measured (one run, load ≈ 5 on 2 cores): cyclic AlexNet K̄ = 100, ℓmax = 9,
+Bound values (deterministic): cyclic AlexNet K̄ = 100, ℓmax = 9,
 root bound 1282 → 1596 at S = 100 and 1244 → 1578 at S = 1000 (per-scenario
 → group bound); with the ≤ 3-block plans covered and three switches
-required (item 3; load ≈ 3), 1771 at S = 1000 within the pool's Kelley
+required (item 3), 1771 at S = 1000 within the pool's Kelley
 budget, 1796 with Kelley converged, against the optimum 1802.63.
 
 References
