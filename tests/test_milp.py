@@ -336,7 +336,7 @@ def test_too_many_datasets_is_an_error_result():
     # they refuse beyond MAX_DATASETS with the field named; ``fast`` hands
     # such instances to ``general`` instead (tests/test_milp_general.py),
     # which in turn refuses beyond its own limit.
-    from deplbench.formulations.milp.general import MAX_DATASETS_GENERAL
+    from deplbench.formulations.general import MAX_DATASETS_GENERAL
 
     inst = tiny_instance(0, n_datasets=milp.MAX_DATASETS + 1)
     r = milp.solve_milp(inst, scenarios=10, time_limit=None, formulation="flow")

@@ -17,16 +17,17 @@ import math
 
 import numpy as np
 import pytest
+from milp_instances import tiny_instance
 
 from deplbench.errors import SolverError
+from deplbench.formulations.general import MAX_DATASETS_GENERAL, solve_general
+from deplbench.formulations.general.boxes import cluster_classes
 from deplbench.formulations.knapsack import knapsack_optimum_from_instance
 from deplbench.formulations.milp import solve_milp
-from deplbench.formulations.milp.general import MAX_DATASETS_GENERAL, _cluster_classes, solve_general
 from deplbench.formulations.plan import Plan
 from deplbench.formulations.scenarios import ScenarioSampler, allowed_violations
 from deplbench.instances.generators import generate
 from deplbench.solvers.brute_force import search
-from milp_instances import tiny_instance
 
 BUDGET = 3600.0
 
@@ -185,7 +186,7 @@ def test_knapsack_equals_dp(item_class, seed):
 
 def test_dominated_classes_are_dropped_only_when_safe():
     inst = tiny_instance(seed=2, n_datasets=6, n_clusters=2, horizon=2, n_models=1)
-    bits, vol, gam, beta, lists = _cluster_classes(inst, nonneg=True)
+    bits, vol, gam, beta, lists = cluster_classes(inst, nonneg=True)
     assert bits.shape[0] == 63
     for n, keep in enumerate(lists):
         assert 0 < len(keep) <= 63
@@ -194,7 +195,7 @@ def test_dominated_classes_are_dropped_only_when_safe():
             dom = (gam >= gam[i]) & (vol <= vol[i]) & (beta[:, n] <= beta[i, n]) & (
                 (gam > gam[i]) | (vol < vol[i]) | (beta[:, n] < beta[i, n]))
             assert not dom.any()
-    _, _, _, _, all_lists = _cluster_classes(inst, nonneg=False)
+    _, _, _, _, all_lists = cluster_classes(inst, nonneg=False)
     assert all(len(x) == 63 for x in all_lists)
 
 
@@ -251,16 +252,16 @@ def test_general_is_forceable_and_refuses_scip_by_name():
 
 
 def _group_setup(seed, S):
-    from deplbench.formulations.milp.general import _Box, _config
-    from deplbench.formulations.milp.general_groups import GroupPool, GroupTables
-    from deplbench.formulations.milp.general_search import BlockSearch, Problem
+    from deplbench.formulations.general.boxes import Box, box_config
+    from deplbench.formulations.general.groups import GroupPool, GroupTables
+    from deplbench.formulations.general.search import BlockSearch, Problem
 
     inst = tiny_instance(seed=seed, n_datasets=1, n_clusters=2, horizon=5, n_models=3, all_switches=True)
     sc = ScenarioSampler(inst, 0).in_sample(S)
     p = allowed_violations(inst.omega, S)
     prob = Problem(inst, inst.run_scale[None] * sc.improvement, sc.jump, p)
-    _, vol, gam, beta, lists = _cluster_classes(inst, prob.nonneg)
-    cfg = _config(_Box([(0, len(x)) for x in lists]), lists, vol, gam, beta)
+    _, vol, gam, beta, lists = cluster_classes(inst, prob.nonneg)
+    cfg = box_config(Box([(0, len(x)) for x in lists]), lists, vol, gam, beta)
     search = BlockSearch(prob, cfg, 1.0, inst.horizon, 10.0)
     pool = GroupPool(prob, np.argsort(-search.scenario_root_bounds(), kind="stable"))
     pool.extend(search, math.inf)
@@ -321,9 +322,8 @@ def test_group_bound_is_below_every_feasible_completion(seed):
         k = len(pre)
         L = prob.losses(search.vm[v], search.vgamma[v])
         b = float(tables.bound(np.array([k]), int(pre[-1]), L[:, None])[0])
-        nb = tables.node_bound(k, int(pre[-1]), L, math.inf, math.inf)
         cb = float(search.completion_bound(np.array([k]), int(pre[-1]), L[:, None])[0])
-        assert b <= min(rest) + 1e-7 and nb <= min(rest) + 1e-7 and cb <= min(rest) + 1e-7, (pre, b, nb, min(rest))
+        assert b <= min(rest) + 1e-7 and cb <= min(rest) + 1e-7, (pre, b, cb, min(rest))
         checked += 1
     assert checked > 20
 
@@ -333,9 +333,12 @@ def test_fast_chooses_general_by_structure():
     switch graphs with few clusters; acyclic, order-invariant (knapsack) and
     many-cluster instances stay on the matrix chain; forced ``general`` refuses
     too many clusters by name."""
+    from deplbench.formulations.general import MAX_CLUSTERS_GENERAL
     from deplbench.formulations.milp import MAX_DATASETS
-    from deplbench.formulations.milp.catalog import MAX_CLUSTERS_GENERAL_FAST, fast_prefers_general
-    from deplbench.formulations.milp.general import MAX_CLUSTERS_GENERAL
+    from deplbench.formulations.milp.catalog import (
+        MAX_CLUSTERS_GENERAL_FAST,
+        fast_prefers_general,
+    )
 
     assert fast_prefers_general(generate("realistic", family="alexnet", switches="any"), MAX_DATASETS)[0]
     assert not fast_prefers_general(generate("realistic", family="alexnet"), MAX_DATASETS)[0]
@@ -360,7 +363,7 @@ def _switches(seq) -> int:
 
 def _completion_value(prob, search, pre, rest, pi, L):
     """W(rest) − Σ_s π_s Δ_s(rest) after the prefix ``pre`` (exhaustive reference)."""
-    from deplbench.formulations.milp.general_groups import _delta
+    from deplbench.formulations.general.groups import _delta
 
     G = np.arange(prob.S)
     if not rest:
@@ -376,11 +379,11 @@ def test_switch_counting_dp_equals_exhaustive_minimum(seed):
     minimum of W − π·Δ over every completion with at least ``need`` switches, from
     the root and from every prefix, and the sequence it returns attains it; the
     vectorised ``GroupTables`` layers give the same numbers for every pool row."""
-    from deplbench.formulations.milp.general_groups import _path
+    from deplbench.formulations.general.groups import _path
 
     S = 12
     prob, search, pool, tables = _group_setup(seed, S)
-    jidx = search._jump_index()
+    jidx = search.jump_index()
     seqs = _all_sequences(search)
     rng = np.random.default_rng(seed)
     layers, roots = tables._switch_layers(4)
@@ -425,7 +428,7 @@ def test_switch_counting_group_bound_is_below_every_feasible_completion(seed):
     """With multipliers tuned for ≥ 3-block plans, the group bound counting only
     completions with ≥ c more switches never exceeds the cheapest SAA-feasible
     completion with that many switches (exhaustive), at the root and every prefix."""
-    from deplbench.formulations.milp.general_groups import GroupTables
+    from deplbench.formulations.general.groups import GroupTables
 
     S = 40
     prob, search, pool, _ = _group_setup(seed, S)
@@ -459,15 +462,15 @@ def test_switch_counting_group_bound_is_below_every_feasible_completion(seed):
 
 
 def _short_plan_setup(seed, S, horizon=6):
-    from deplbench.formulations.milp.general import _Box, _config
-    from deplbench.formulations.milp.general_leaves import Leaves
-    from deplbench.formulations.milp.general_search import BlockSearch, Problem
+    from deplbench.formulations.general.boxes import Box, box_config
+    from deplbench.formulations.general.leaves import Leaves
+    from deplbench.formulations.general.search import BlockSearch, Problem
 
     inst = tiny_instance(seed=seed, n_datasets=1, n_clusters=2, horizon=horizon, n_models=3, all_switches=True)
     sc = ScenarioSampler(inst, 0).in_sample(S)
     prob = Problem(inst, inst.run_scale[None] * sc.improvement, sc.jump, allowed_violations(inst.omega, S))
-    _, vol, gam, beta, lists = _cluster_classes(inst, prob.nonneg)
-    cfg = _config(_Box([(0, len(x)) for x in lists]), lists, vol, gam, beta)
+    _, vol, gam, beta, lists = cluster_classes(inst, prob.nonneg)
+    cfg = box_config(Box([(0, len(x)) for x in lists]), lists, vol, gam, beta)
     return inst, prob, BlockSearch(prob, cfg, 1.0, inst.horizon, 10.0), Leaves(prob, inst)
 
 
@@ -477,9 +480,9 @@ def test_short_plan_enumeration_finds_the_best_short_plan(seed):
     """``cover`` (every plan of ≤ 3 blocks with the shortest feasible last block)
     returns the cheapest SAA-feasible plan of ≤ 3 blocks — checked against every
     sequence of the horizon — and registers the coverage only when complete."""
-    from deplbench.formulations.milp.general_incumbent import MAX_BLOCKS, cover, dual_bounds
-    from deplbench.formulations.milp.general_leaves import Leaves
-    from deplbench.formulations.milp.general_search import config_key
+    from deplbench.formulations.general.incumbent import MAX_BLOCKS, cover, dual_bounds
+    from deplbench.formulations.general.leaves import Leaves
+    from deplbench.formulations.general.search import config_key
 
     S = 30
     inst, prob, search, leaves = _short_plan_setup(seed, S, horizon=5)
@@ -512,7 +515,7 @@ def test_short_plan_coverage_does_not_change_the_optimum(seed, jump_loc):
     the solve without them and the flow MILP; negative jump means (every switch
     lowers the loss) make optima with four or more blocks, which only the
     block-counting search can find once the short plans are covered."""
-    from deplbench.formulations.milp import general_incumbent
+    from deplbench.formulations.general.settings import GeneralSettings
 
     inst = tiny_instance(seed=seed, n_datasets=1, n_clusters=2, horizon=7, n_models=3, all_switches=True)
     if jump_loc is not None:
@@ -522,12 +525,8 @@ def test_short_plan_coverage_does_not_change_the_optimum(seed, jump_loc):
         inst = inst.with_changes(switches=sw)
     S = 60
     on = solve_general(inst, scenarios=S, time_limit=BUDGET)
-    old = general_incumbent.ENABLED
-    try:
-        general_incumbent.ENABLED = False
-        off = solve_general(inst, scenarios=S, time_limit=BUDGET)
-    finally:
-        general_incumbent.ENABLED = old
+    off = solve_general(inst, scenarios=S, time_limit=BUDGET, settings=GeneralSettings(short_plans=False))
+    assert off.params["general_settings"]["short_plans"] is False
     ref = solve_milp(inst, scenarios=S, time_limit=BUDGET, formulation="flow")
     assert on.status == off.status == ref.status, (on.message, off.message, ref.message)
     if on.status == "infeasible":
@@ -546,14 +545,14 @@ def test_a_covered_assignment_covers_a_subset_only_without_transfers():
     """Coverage passes from an assignment to one of its cluster subsets (same
     classes) only when every left-out cluster has β = 0: the covered run's
     bounds charge the β of all its clusters."""
-    from deplbench.formulations.milp.general import _Box, _config
-    from deplbench.formulations.milp.general_search import config_key, covered_blocks
+    from deplbench.formulations.general.boxes import Box, box_config
+    from deplbench.formulations.general.search import config_key, covered_blocks
 
     inst, prob, search, _ = _short_plan_setup(0, 20, horizon=3)
-    _, vol, gam, beta, lists = _cluster_classes(inst, prob.nonneg)
+    _, vol, gam, beta, lists = cluster_classes(inst, prob.nonneg)
     key = config_key(search.cfg)
-    only0 = _config(_Box([(0, 1), None]), lists, vol, gam, beta)
-    only1 = _config(_Box([None, (0, 1)]), lists, vol, gam, beta)
+    only0 = box_config(Box([(0, 1), None]), lists, vol, gam, beta)
+    only1 = box_config(Box([None, (0, 1)]), lists, vol, gam, beta)
     assert covered_blocks(prob, only0) == covered_blocks(prob, only1) == 1
     prob.covered[key] = 4
     prob.covered_beta[key] = (0.0, 0.3)          # cluster 0 free, cluster 1 paid

@@ -8,7 +8,7 @@
 * per assignment: the vectorised bound equals ``GroupTables.root`` of the
   same assignment, and never exceeds that assignment's own exhaustive
   optimum (so every discarded leaf keeps a valid bound);
-* the solver with the feature on and off (``general.CLASS_LEAVES``).
+* the solver with the feature on and off (``GeneralSettings.class_leaves``).
 
 No wall-clock limits: solves get a budget far above what they need and
 assert ``optimal``.
@@ -21,23 +21,25 @@ import math
 
 import numpy as np
 import pytest
+from milp_instances import tiny_instance
 
 from deplbench.formulations.allocation import allocate
-from deplbench.formulations.milp import general
-from deplbench.formulations.milp.general import _cluster_classes, solve_general
-from deplbench.formulations.milp.general_classes import (
+from deplbench.formulations.general import boxes as general_boxes
+from deplbench.formulations.general import solve_general
+from deplbench.formulations.general.boxes import cluster_classes
+from deplbench.formulations.general.classes import (
     ASSIGNMENT_LIMIT,
     assignment_bounds,
     count_assignments,
     leaf_assignments,
     seed_assignment,
 )
-from deplbench.formulations.milp.general_groups import GroupPool, GroupTables
-from deplbench.formulations.milp.general_search import BlockSearch, Config, Problem
+from deplbench.formulations.general.groups import GroupPool, GroupTables
+from deplbench.formulations.general.search import BlockSearch, Config, Problem
+from deplbench.formulations.general.settings import GeneralSettings
 from deplbench.formulations.scenarios import ScenarioSampler, allowed_violations
 from deplbench.instances.generators import generate
 from deplbench.solvers.brute_force import search
-from milp_instances import tiny_instance
 
 BUDGET = 3600.0
 
@@ -102,12 +104,8 @@ def _exhaustive_two_epochs(inst, S, seed=0):
 
 
 def _solve(inst, S, leaves_on, **kw):
-    old = general.CLASS_LEAVES
-    general.CLASS_LEAVES = leaves_on
-    try:
-        return solve_general(inst, scenarios=S, time_limit=BUDGET, **kw)
-    finally:
-        general.CLASS_LEAVES = old
+    return solve_general(inst, scenarios=S, time_limit=BUDGET, settings=GeneralSettings(class_leaves=leaves_on),
+                         **kw)
 
 
 def _assert_plan(inst, res, S):
@@ -145,7 +143,7 @@ def test_two_clusters_many_datasets_equal_exhaustive_enumeration(n_datasets, see
     assert math.isfinite(best)
     res = _solve(inst, S, True)
     assert res.diagnostics.get("assignments") == count_assignments(
-        inst, _cluster_classes(inst, True)[4])              # the leaf path was taken
+        inst, cluster_classes(inst, True)[4])              # the leaf path was taken
     assert res.status == "optimal", res.message
     assert res.cost == pytest.approx(best, rel=1e-4)
     assert res.lower_bound <= best * (1 + 1e-9)
@@ -161,7 +159,7 @@ def test_same_optimum_with_class_leaves_on_and_off(n_datasets, seed, loss_max):
     S = 20
     on, off = _solve(inst, S, True), _solve(inst, S, False)
     # the leaf path runs exactly when the assignments are few enough
-    few = count_assignments(inst, _cluster_classes(inst, True)[4]) <= ASSIGNMENT_LIMIT
+    few = count_assignments(inst, cluster_classes(inst, True)[4]) <= ASSIGNMENT_LIMIT
     assert ("assignments" in on.diagnostics) == few and "assignments" not in off.diagnostics
     assert on.status == off.status == "optimal"
     assert on.cost == pytest.approx(off.cost, rel=1e-4)
@@ -204,7 +202,7 @@ def _setup(n_datasets, seed, S=24):
     inst = _instance(n_datasets, seed)
     sc = ScenarioSampler(inst, 0).in_sample(S)
     prob = Problem(inst, inst.run_scale[None] * sc.improvement, sc.jump, allowed_violations(inst.omega, S))
-    bits, vol, gam, beta, lists = _cluster_classes(inst, prob.nonneg)
+    bits, vol, gam, beta, lists = cluster_classes(inst, prob.nonneg)
     n0, c0, est, lam = seed_assignment(prob, lists, vol, gam, beta)
     cfg = Config(np.array([n0]), [c0], gam[[c0]], vol[[c0]], np.array([beta[c0, n0]]))
     s = BlockSearch(prob, cfg, lam, inst.horizon, est / (prob.l0 - prob.lmax))
@@ -227,7 +225,7 @@ def test_vectorised_bound_equals_group_tables_leaf_by_leaf():
     rng = np.random.default_rng(0)
     for i in rng.choice(len(leaves), 40, replace=False):
         cfg = _cfg(leaves[i], lists, vol, gam, beta)
-        k = general._kmax(prob, prob.weights(cfg, lam), prob.tmin(cfg), 0.0, math.inf)
+        k = general_boxes.horizon_cap(prob, prob.weights(cfg, lam), prob.tmin(cfg), 0.0, math.inf)
         s = BlockSearch(prob, cfg, lam, k, 1.0)
         s.groups = GroupTables(pool, s)
         assert b[i] == pytest.approx(s.groups.root() + s.const, rel=1e-9, abs=1e-9), leaves[i]

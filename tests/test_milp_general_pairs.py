@@ -6,8 +6,8 @@ Independent references:
   sequence, exact ``allocate``) on tiny two-cluster instances, acyclic and
   cyclic, including instances where a relaxed leaf has no feasible order
   (``unplaceable_cells`` > 0) and optima that interleave the two clusters;
-* the interleaving search (``general.PAIR_SEARCH = False``) and the
-  single-assignment search (``general.PAIR_GROUPS = False``) on datasets-family
+* the interleaving search (``GeneralSettings(pair_search=False)``) and the
+  single-assignment search (``pair_groups=False``) on datasets-family
   instances with |D| = 6..10;
 * per block, every order of the two groups' epochs enumerated here with
   ``itertools`` (the optimistic block losses, the exact placement search and
@@ -24,17 +24,18 @@ import math
 
 import numpy as np
 import pytest
+from milp_instances import tiny_instance
 
-from deplbench.formulations.milp import general, general_placement
-from deplbench.formulations.milp.general import solve_general
-from deplbench.formulations.milp.general_leaves import Leaves
-from deplbench.formulations.milp.general_pairs import PairSearch, pair_applies
-from deplbench.formulations.milp.general_placement import feasible, place, sequence
-from deplbench.formulations.milp.general_search import Config, Problem
+from deplbench.formulations.general import placement as general_placement
+from deplbench.formulations.general import solve_general
+from deplbench.formulations.general.leaves import Leaves
+from deplbench.formulations.general.pairs import PairSearch, pair_applies
+from deplbench.formulations.general.placement import feasible, place, sequence
+from deplbench.formulations.general.search import Config, Problem
+from deplbench.formulations.general.settings import GeneralSettings
 from deplbench.formulations.scenarios import ScenarioSampler, allowed_violations
 from deplbench.instances.generators import generate
 from deplbench.solvers.brute_force import search as brute_force
-from milp_instances import tiny_instance
 
 BUDGET = 3600.0
 
@@ -45,12 +46,8 @@ def _tiny(seed, cyclic, omega):
 
 
 def _solve(inst, S, pair_search=True, pair_groups=True, **kw):
-    old = general.PAIR_SEARCH, general.PAIR_GROUPS
-    general.PAIR_SEARCH, general.PAIR_GROUPS = pair_search, pair_groups
-    try:
-        return solve_general(inst, scenarios=S, time_limit=BUDGET, **kw)
-    finally:
-        general.PAIR_SEARCH, general.PAIR_GROUPS = old
+    settings = GeneralSettings(pair_search=pair_search, pair_groups=pair_groups)
+    return solve_general(inst, scenarios=S, time_limit=BUDGET, settings=settings, **kw)
 
 
 # ------------------------------------------------------ whole solves
@@ -116,7 +113,7 @@ def test_lower_bound_stays_valid_with_a_loose_gap(seed, cyclic, omega):
 
 def test_undecided_orders_never_claim_optimal(monkeypatch):
     """When the exact placement search gives up (``place`` answers "undecided",
-    as it does beyond MAX_PLACEMENTS) and the one guess left (γ_hi epochs
+    as it does beyond ``max_placements``) and the one guess left (γ_hi epochs
     first) fails, the relaxed leaf keeps only its bound, which here is below
     the optimum: the solve must not say ``optimal`` with a wrong cost, and its
     bound stays valid."""
@@ -139,11 +136,11 @@ def test_undecided_orders_never_claim_optimal(monkeypatch):
 # ---------------------------------------------------- one block, every order
 
 
-def _pair_search(seed=3, S=12, horizon=7):
+def _pair_search(seed=3, S=12, horizon=7, settings=None):
     inst = tiny_instance(seed=seed, n_datasets=1, n_clusters=2, horizon=horizon, n_models=3, omega=0.8)
     sc = ScenarioSampler(inst, 0).in_sample(S)
     a = inst.run_scale[None, :, :] * sc.improvement
-    prob = Problem(inst, a, sc.jump, allowed_violations(inst.omega, S))
+    prob = Problem(inst, a, sc.jump, allowed_violations(inst.omega, S), settings=settings)
     cfg = Config(np.array([0, 1]), [0, 0], np.array([1.0, 0.4]), np.array([1.0, 0.7]), np.array([0.0, 0.1]))
     assert pair_applies(prob, cfg)
     return prob, PairSearch(prob, cfg, 1.0, horizon, 1.0)
@@ -200,12 +197,11 @@ def test_exact_placement_finds_an_order_exactly_when_one_exists(shift):
             prob.lmax = old
 
 
-def test_placement_search_with_a_tiny_beam_never_refutes_a_feasible_order(monkeypatch):
-    """MAX_PLACEMENTS = 1 keeps one partial placement per level: a complete one
+def test_placement_search_with_a_tiny_beam_never_refutes_a_feasible_order():
+    """max_placements = 1 keeps one partial placement per level: a complete one
     must still be feasible, and "no order" may only be answered when none
     exists (otherwise the answer is "undecided")."""
-    prob, s = _pair_search()
-    monkeypatch.setattr(general_placement, "MAX_PLACEMENTS", 1)
+    prob, s = _pair_search(settings=GeneralSettings(max_placements=1))
     seen = {"found": 0, "undecided": 0}
     for shift in (-0.2, 0.0, 0.2, 0.5):
         for ell0, j0, ell1, j1 in [(4, 2, 3, 1), (4, 1, 3, 1), (5, 2, 2, 0)]:
@@ -307,6 +303,6 @@ def test_discarded_cells_keep_a_bound_below_the_optimum():
             s2 = PairSearch(prob, cfg, full.best_price, s.kmax, 1.0)
             found = Leaves(prob, prob.inst)
             st = s2.run(opt * factor, tol, math.inf, lambda v, s2=s2, found=found, tol=tol: found.evaluate(s2, v, tol))
-            assert min(found.best_cost, st["lb"]) <= opt * (1 + 1e-9)
+            assert min(found.best_cost, st.lb) <= opt * (1 + 1e-9)
             cut += found.best_cost > opt * (1 + 1e-9)
     assert cut > 0          # some runs did not reach the optimum: their bound is what is checked

@@ -229,8 +229,10 @@ def register(subparsers) -> None:
     p.add_argument("--seed", type=int, metavar="N", help="seed of the algorithm's own draws")
     p.add_argument("--time-limit", type=float, metavar="SEC", help="time limit in seconds")
     p.add_argument("--gap", type=float, help="relative optimality gap tolerance")
-    p.add_argument("--formulation", choices=["fast", "flow", "naive"],
-                   help="MILP formulation (fast picks counts, enumeration or flow by structure)")
+    p.add_argument("--formulation", choices=["fast", "flow", "naive", "general"],
+                   help="MILP formulation (fast picks counts, enumeration or flow by structure; general is the "
+                        "exact block branch-and-bound for any switch graph, tuned with --param "
+                        "general_settings=NAME=VALUE,...)")
     p.add_argument("--solver", metavar="NAME",
                    help="MILP solver of an exact algorithm: highs, scip or pyomo:NAME (a Pyomo SolverFactory "
                         "solver, e.g. pyomo:cbc); listed below with what is available here")

@@ -67,6 +67,8 @@ class Milp(Solver):
                                 "none: min(3, time_limit/10), unlimited without a time limit; matrix "
                                 "formulations only)", low=0.0,
                                 nullable=True),
+        "general_settings": Param(None, str, "settings of the general formulation as NAME=VALUE[,NAME=VALUE...] "
+                                  "(switches, tuning constants, work budgets; docs/DESIGN.md)", nullable=True),
         "memory_limit": Param(MEMORY_LIMIT_GIB, float, "GiB the scenarios and the model may take (estimated "
                               "before building; larger builds are refused)", low=0.0, low_inclusive=False),
     }

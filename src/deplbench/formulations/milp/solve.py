@@ -27,6 +27,7 @@ import numpy as np
 from deplbench import limits
 from deplbench.errors import SolverError
 from deplbench.formulations.milp import catalog
+from deplbench.formulations.general.settings import GeneralSettings
 from deplbench.formulations.milp.bounds import structural_bounds
 from deplbench.formulations.milp.cutloop import cut_loop, cut_loop_result
 from deplbench.formulations.milp.data import Data, data_bytes, draw_seconds
@@ -47,7 +48,8 @@ def solve_milp(instance, scenarios: int = 1000, seed: int = 0, time_limit: float
                gap: float = 1e-4, threads: int = 1, formulation: str = "fast",
                write_lp: str | None = None, backend: str = "highs", verbose: bool = False,
                node_limit: int | None = None, memory_limit: float = MEMORY_LIMIT_GIB,
-               solver: str = "highs", heuristic_time: float | None = None) -> SolveResult:
+               solver: str = "highs", heuristic_time: float | None = None,
+               general_settings: str | dict | None = None) -> SolveResult:
     """Solve the SAA of problem (2)–(6) exactly (see the package docstring).
 
     Parameters
@@ -101,6 +103,11 @@ def solve_milp(instance, scenarios: int = 1000, seed: int = 0, time_limit: float
         replications) gain from a small value: at S = 20 000 the default 3 s
         were half of an AlexNet solve. The ``general`` formulation has no such
         heuristic and ignores it.
+    general_settings : str or mapping, optional
+        Settings of the ``general`` formulation
+        (``deplbench.formulations.general.GeneralSettings``: switches, tuning constants,
+        work budgets), as ``"NAME=VALUE,NAME=VALUE"`` or a mapping; validated
+        option by option. Other formulations ignore it.
 
     Returns
     -------
@@ -130,13 +137,16 @@ def solve_milp(instance, scenarios: int = 1000, seed: int = 0, time_limit: float
                   catalog.formulation_names(), node_limit=node_limit, memory_limit=memory_limit, solver=solver,
                   heuristic_time=heuristic_time)
     check_solver(solver, "solver", formulation, backend)
+    if general_settings is not None:
+        general_settings = GeneralSettings.from_params(general_settings).as_dict()   # validated, by option name
     params = {"scenarios": int(scenarios), "seed": int(seed),
               "time_limit": None if time_limit is None else float(time_limit),
               "gap": float(gap), "threads": int(threads), "formulation": formulation,
               "write_lp": write_lp, "backend": backend,
               "node_limit": None if node_limit is None else int(node_limit),
               "memory_limit": float(memory_limit), "solver": solver,
-              "heuristic_time": None if heuristic_time is None else float(heuristic_time)}
+              "heuristic_time": None if heuristic_time is None else float(heuristic_time),
+              "general_settings": general_settings}
     t0 = time.perf_counter()
     diag: dict = {"formulation": formulation, "solver": solver,
                   "solver_version": solver_version(solver),
@@ -179,7 +189,7 @@ def solve_milp(instance, scenarios: int = 1000, seed: int = 0, time_limit: float
 
 def _solve_general(instance, params, diag, verbose, t0) -> SolveResult:
     """Dispatch to the direct ``general`` solver (:mod:`.general`)."""
-    from deplbench.formulations.milp.general import general_applies, solve_general
+    from deplbench.formulations.general import general_applies, solve_general
 
     ok, why = general_applies(instance)
     if not ok:
@@ -189,7 +199,7 @@ def _solve_general(instance, params, diag, verbose, t0) -> SolveResult:
                        "(a branch-and-bound of its own, not a matrix model)", params=params, diag=diag)
     res = solve_general(instance, scenarios=params["scenarios"], seed=params["seed"],
                         time_limit=params["time_limit"], gap=params["gap"], threads=params["threads"],
-                        verbose=verbose, node_limit=params["node_limit"])
+                        verbose=verbose, node_limit=params["node_limit"], settings=params["general_settings"])
     res.params = {**params, **res.params, "formulation": params["formulation"]}
     res.diagnostics = {**diag, **res.diagnostics, "variant": "general"}
     res.diagnostics.setdefault("total_s", time.perf_counter() - t0)

@@ -21,16 +21,16 @@ Bounds (see the ``general`` module docstring for the derivation):
   over the epoch × virtual-model graph (Luedtke 2014's single-scenario
   subproblems; the order statistic is the quantile bound of Xie & Ahmed 2018);
 * the same over p + 1 scenario *groups* with one completion per group
-  (``general_groups.py``, attached as ``BlockSearch.groups``): usually the
+  (``groups.py``, attached as ``BlockSearch.groups``): usually the
   strongest, computed first, and the others are skipped where it prunes.
   A child's bound is at least its parent's (its completions are a subset).
 * when every plan of fewer than ``min_blocks`` blocks of the assignment was
-  evaluated exactly beforehand (``general_incumbent.cover``), the search
+  evaluated exactly beforehand (``incumbent.cover``), the search
   skips those leaves and the group bound counts only completions with
-  enough switches to reach ``min_blocks`` blocks (``general_groups``, item 3
+  enough switches to reach ``min_blocks`` blocks (``groups``, item 3
   of the proof); the per-scenario and mean bounds still count every
   completion (valid, weaker). They are then skipped by default
-  (``SCENARIO_BOUNDS_WHEN_COVERED``): at S = 1000 they cost a third of the
+  (``GeneralSettings.scenario_bounds_when_covered``): at S = 1000 they cost a third of the
   node time and pruned nothing the counting bound did not (289 against 283
   nodes on the cyclic AlexNet).
 """
@@ -43,14 +43,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from deplbench.formulations.general.settings import GeneralSettings
+
 #: Tolerance on ℓ_s(K) ≤ ℓmax when counting violations (as ``Scenarios.violations``).
 LOSS_TOL = 1e-9
-#: Nodes with at most this many blocks get a re-optimised group bound.
-NODE_DEPTH = 0
-#: Also evaluate the per-scenario and mean bounds where the short plans are covered
-#: (the switch-counting group bound is then the strong one; those two count every
-#: completion and cost O(S) per candidate).
-SCENARIO_BOUNDS_WHEN_COVERED = False
 #: Multipliers μ of the single-scenario Lagrangian bound, relative to μ_ref.
 MU_FACTORS = np.concatenate([[0.0], 1.3 ** np.arange(-8, 9)])
 
@@ -93,8 +89,10 @@ class Config:
 class Problem:
     """Scenario data and instance arrays every search shares."""
 
-    def __init__(self, instance, a: np.ndarray, J: np.ndarray, p: int):
+    def __init__(self, instance, a: np.ndarray, J: np.ndarray, p: int, settings: GeneralSettings | None = None):
         inst = self.inst = instance
+        #: switches, tuning constants and work budgets of this solve (settings)
+        self.settings = settings if settings is not None else GeneralSettings()
         self.a = a                      # (S, K̄, M): improvement at γ = 1
         self.J = J                      # (S, K̄, P)
         self.S, self.K, self.M = a.shape
@@ -111,14 +109,26 @@ class Problem:
         self.kap = inst.unit_cost
         self.cap = inst.capacity
         self.per_epoch = inst.transfer_cost_mode == "per_epoch"
+        #: eq. (6) as printed: a cluster holding data trains in every epoch, so a plan
+        #: trains on one cluster only (docs/DESIGN.md, the two readings of eq. (6))
+        self.single_cluster = inst.data_rule == "printed"
         #: configurations (``config_key``) whose plans of fewer than N blocks were all
-        #: evaluated exactly (``general_incumbent.cover``): key -> N
+        #: evaluated exactly (``incumbent.cover``): key -> N
         self.covered: dict = {}
         self.covered_beta: dict = {}  # their per-cluster transfer costs β (covered_blocks)
         self.tried: set = set()       # configurations the enumeration ran on
         self.cover_log: list = []     # its diagnostics, one dict per run
-        self.cover_budget = None      # seconds all enumeration runs may take (set at the first)
-        self.cover_spent = 0.0
+        self.cover_spent = 0          # work units all enumeration runs took (settings.enumeration_steps_total)
+
+    def allows(self, cfg: Config) -> bool:
+        """Whether the data rule (6) allows plans training on every cluster of ``cfg``.
+
+        Under the printed rule only single-cluster configurations hold plans;
+        every search, seed and coverage record must ask this before it takes a
+        plan of ``cfg`` as feasible (a multi-cluster seed once gave an
+        infeasible, too cheap incumbent that pruned the true optimum).
+        """
+        return not self.single_cluster or int(np.asarray(cfg.clusters).size) <= 1
 
     def weights(self, cfg: Config, lam: float) -> np.ndarray:
         """g_j(λ) per (model, used cluster): shape (M, U)."""
@@ -197,7 +207,7 @@ def largest_decrease(search) -> np.ndarray:
     ``search``'s epoch × virtual-model graph, forbidden switches at +∞)."""
     P = search.prob
     S, nv, K = P.S, search.nv, search.kmax
-    jidx = search._jump_index()
+    jidx = search.jump_index()
     tail = np.array([[0.0, np.inf]])
     Dn = np.zeros((K + 1, S, nv))
     for k in range(K - 1, -1, -1):
@@ -207,16 +217,78 @@ def largest_decrease(search) -> np.ndarray:
     return Dn
 
 
-def stopped(stats: dict, stack: list, deadline: float, nodes_left: float) -> bool:
+@dataclass
+class SearchStats:
+    """What one depth-first search did and proved (both searches, :func:`depth_first`).
+
+    ``lb``: the smallest bound of every discarded node, leaf and cell (the
+    search's lower bound is min(incumbent, lb)); ``ub``: the best leaf cost it
+    saw; ``timeout``: a limit stopped it (then ``lb`` includes the open nodes),
+    ``node_limit``: that limit was the node budget; ``aborted``: the caller
+    asked for a restart (another λ); ``unrealised``/``dead``: two-group leaves
+    that kept only their bound / cells proved to have no feasible order.
+    """
+
+    nodes: int = 0
+    leaves: int = 0
+    lb: float = math.inf
+    ub: float = math.inf
+    timeout: bool = False
+    node_limit: bool = False
+    aborted: bool = False
+    unrealised: int = 0
+    dead: int = 0
+
+    def discard(self, bound: float) -> None:
+        """Record the bound of a discarded node, leaf or cell."""
+        if bound < self.lb:
+            self.lb = float(bound)
+
+    def threshold(self, prune_tol: float) -> float:
+        """Bounds at or above this cannot beat the incumbent by more than the tolerance."""
+        return self.ub - prune_tol * abs(self.ub) if math.isfinite(self.ub) else math.inf
+
+
+def stopped(stats: SearchStats, stack: list, deadline: float, nodes_left: float) -> bool:
     """The deadline or the node budget stops a depth-first search: mark ``stats``
     (``timeout``, ``node_limit``) and fold the open nodes' bounds (first item of
-    each stack entry) into ``stats["lb"]``. Returns whether it stopped."""
-    if time.perf_counter() <= deadline and stats["nodes"] < nodes_left:
+    each stack entry) into ``stats.lb``. Returns whether it stopped."""
+    if time.perf_counter() <= deadline and stats.nodes < nodes_left:
         return False
-    stats["timeout"] = True
-    stats["node_limit"] = stats["nodes"] >= nodes_left
-    stats["lb"] = min([stats["lb"]] + [b for b, *_ in stack])
+    stats.timeout = True
+    stats.node_limit = stats.nodes >= nodes_left
+    stats.lb = min([stats.lb] + [b for b, *_ in stack])
     return True
+
+
+def depth_first(root, expand, ub: float, prune_tol: float, deadline: float,
+                nodes_left: float = math.inf) -> SearchStats:
+    """The depth-first driver of both searches (blocks and model blocks).
+
+    ``root``: the root node, a tuple whose first item is its bound;
+    ``expand(node, stats) -> children`` evaluates the node's leaves (updating
+    ``stats.ub``, ``stats.lb``) and returns its children (tuples, bound
+    first); it sets ``stats.aborted`` to stop. A node whose bound cannot beat
+    the incumbent is discarded with its bound; children are explored best
+    bound first. Every plan is the incumbent, a leaf whose bound entered
+    ``lb``, or below a discarded node: min(incumbent, ``lb``) is a valid bound.
+    """
+    stats = SearchStats(ub=ub)
+    stack = [root]
+    while stack:
+        if stopped(stats, stack, deadline, nodes_left):
+            return stats
+        node = stack.pop()
+        if prunable(node[0], stats.ub, prune_tol):
+            stats.discard(node[0])
+            continue
+        stats.nodes += 1
+        children = expand(node, stats)
+        if stats.aborted:
+            return stats
+        children.sort(key=lambda c: -c[0])        # best bound popped first
+        stack.extend(children)
+    return stats
 
 
 def order_invariant(P: Problem) -> bool:
@@ -273,15 +345,14 @@ class BlockSearch:
         self.mu_ref = float(mu_ref)
         self.mus = float(mu_ref) * MU_FACTORS
         self.abort = False
-        self.groups = None      # a general_groups.GroupTables, attached by the caller
+        self.groups = None      # a groups.GroupTables, attached by the caller
         # plans with fewer blocks than this were evaluated exactly beforehand
-        # (general_incumbent.cover): the bounds may skip them, the search skips their leaves
+        # (incumbent.cover): the bounds may skip them, the search skips their leaves
         self.min_blocks = covered_blocks(prob, cfg)
-        self.node_depth = NODE_DEPTH
         self._tables = None     # the per-scenario DP tables, built on first use
 
     # ------------------------------------------------------------------ bound
-    def _jump_index(self) -> np.ndarray:
+    def jump_index(self) -> np.ndarray:
         """(nv, nv) column of the jump of v → u in an extended jump array:
         0..P−1 a switch, P for "no jump" (staying, or another group of the same
         model), P+1 for "not allowed" (+∞)."""
@@ -304,7 +375,7 @@ class BlockSearch:
         """
         P, mus = self.prob, self.mus
         S, nv, K = P.S, self.nv, self.kmax
-        jidx = self._jump_index()
+        jidx = self.jump_index()
         abar = P.a.mean(axis=0)                                              # (K̄, M)
         V = np.zeros((K + 1, mus.size, S, nv))
         Vm = np.zeros((K + 1, mus.size, nv))
@@ -359,7 +430,7 @@ class BlockSearch:
         """Lower bound on the linear weight of any completion, per candidate.
 
         ``k`` (C,) epochs done, ``L`` (S, C) losses; returns (C,). The
-        bound is the largest of the scenario-group bound (``general_groups``),
+        bound is the largest of the scenario-group bound (``groups``),
         the per-scenario bound and the mean bound; ``skip(bound) -> bool mask``
         marks candidates the group bound already prunes (the others are not
         computed for them: any valid bound is enough to prune). ``need``: the
@@ -374,7 +445,7 @@ class BlockSearch:
             out = self.groups.bound(k, v, L, need)
             if skip is not None:
                 todo = np.nonzero(~skip(out))[0]
-        if self.groups is not None and self.min_blocks > 1 and not SCENARIO_BOUNDS_WHEN_COVERED:
+        if self.groups is not None and self.min_blocks > 1 and not P.settings.scenario_bounds_when_covered:
             todo = todo[:0]
         if todo.size:
             kt, Lt = k[todo], L[:, todo]
@@ -445,45 +516,21 @@ class BlockSearch:
         return best
 
     # ----------------------------------------------------------------- search
-    def run(self, ub: float, prune_tol: float, deadline: float, on_leaf, nodes_left: float = math.inf) -> dict:
-        """Depth-first search; ``on_leaf(seq) -> (lb, ub_or_inf)`` evaluates plans.
-
-        Returns statistics and ``lb``: the smallest bound among discarded
-        nodes (the global bound is min(incumbent, this)); ``timeout`` when the
-        deadline stopped the search (``lb`` then includes the open nodes).
-        """
+    def run(self, ub: float, prune_tol: float, deadline: float, on_leaf,
+            nodes_left: float = math.inf) -> SearchStats:
+        """Depth-first search (:func:`depth_first`); ``on_leaf(seq) -> (lb, ub_or_inf)`` evaluates plans."""
         P = self.prob
-        stats = {"nodes": 0, "leaves": 0, "lb": math.inf, "timeout": False}
-        # node: (bound, k, v, L (S,), W, seq tuple of (v, length))
-        stack = [(self.root_bound(), 0, -1, np.full(P.S, P.l0), 0.0, ())]
-        ub_box = [ub]
 
-        def cut(bound):
-            return prunable(bound, ub_box[0], prune_tol)
+        def cut(bound, stats):
+            return prunable(bound, stats.ub, prune_tol)
 
-        while stack:
-            if stopped(stats, stack, deadline, nodes_left):
-                return stats
-            bound, k, v, L, W, seq = stack.pop()
-            if cut(bound):
-                stats["lb"] = min(stats["lb"], bound)
-                continue
-            if 1 <= len(seq) <= self.node_depth and self.groups is not None and math.isfinite(ub_box[0]):
-                # shallow nodes: re-optimise the group multipliers at the node (the
-                # bound then holds for every descendant through the parent rule)
-                thr = ub_box[0] - prune_tol * abs(ub_box[0])
-                bound = max(bound, W + self.const + self.groups.node_bound(
-                    k, v, L, thr - W - self.const, deadline, need=max(0, self.min_blocks - len(seq))))
-                stats["node_bounds"] = stats.get("node_bounds", 0) + 1
-                if cut(bound):
-                    stats["lb"] = min(stats["lb"], bound)
-                    continue
-            stats["nodes"] += 1
+        def expand(node, stats):
+            bound, k, v, L, W, seq = node
             children = []
             succ = [(u, -1) for u in range(self.nv)] if v < 0 else self.succ[v]
             maxlen = self.kmax - k
             if maxlen <= 0:
-                continue
+                return children
             lens = np.arange(1, maxlen + 1)
             for u, p in succ:
                 m = int(self.vm[u])
@@ -503,39 +550,37 @@ class BlockSearch:
                 inner = inner[inner < maxlen - 1]            # a further block must fit
                 if len(seq) + 1 < self.min_blocks:
                     # a plan of fewer than min_blocks blocks: evaluated beforehand (its cost is
-                    # at least the incumbent's, general_incumbent.cover), nothing to record
+                    # at least the incumbent's, incumbent.cover), nothing to record
                     leaf_idx = []
                 for i in leaf_idx:
                     lb_leaf = Wl[i] + self.const
-                    if cut(lb_leaf):
-                        stats["lb"] = min(stats["lb"], lb_leaf)
+                    if cut(lb_leaf, stats):
+                        stats.discard(lb_leaf)
                         continue
-                    stats["leaves"] += 1
+                    stats.leaves += 1
                     full = seq + ((u, int(lens[i])),)
                     vseq = np.concatenate([np.full(n, vv) for vv, n in full])
                     lb_exact, ub_new = on_leaf(vseq)
-                    stats["lb"] = min(stats["lb"], lb_exact)  # min(ub, ·) is taken by the caller
-                    if ub_new < ub_box[0]:
-                        ub_box[0] = ub_new
+                    stats.discard(lb_exact)  # min(ub, ·) is taken by the caller
+                    stats.ub = min(stats.ub, ub_new)
                     if self.abort:      # the caller wants to restart with another λ
-                        stats["aborted"] = True
-                        return stats
+                        stats.aborted = True
+                        return []
                 if inner.size:
                     base = Wl[inner] + self.const
                     cbs = self.completion_bound(k + lens[inner], u, losses[:, inner],
-                                                skip=lambda b, base=base: base + b >= ub_box[0] - prune_tol * abs(ub_box[0])
-                                                if math.isfinite(ub_box[0]) else np.zeros(b.size, bool),
+                                                skip=lambda b, base=base: base + b >= stats.threshold(prune_tol),
                                                 need=max(0, self.min_blocks - len(seq) - 1))
                     # a child's completions are its parent's: the parent's bound holds too
                     bounds = np.maximum(Wl[inner] + cbs + self.const, bound)
-                    thr = ub_box[0] - prune_tol * abs(ub_box[0]) if math.isfinite(ub_box[0]) else math.inf
+                    thr = stats.threshold(prune_tol)
                     pruned = bounds >= thr
                     if pruned.any():
-                        stats["lb"] = min(stats["lb"], float(bounds[pruned].min()))
+                        stats.discard(float(bounds[pruned].min()))
                     for i, b in zip(inner[~pruned], bounds[~pruned]):
                         children.append((float(b), k + int(lens[i]), u, losses[:, i].copy(), float(Wl[i]),
                                          seq + ((u, int(lens[i])),)))
-            children.sort(key=lambda c: -c[0])        # best bound popped first
-            stack.extend(children)
-        stats["ub"] = ub_box[0]
-        return stats
+            return children
+
+        root = (self.root_bound(), 0, -1, np.full(P.S, P.l0), 0.0, ())
+        return depth_first(root, expand, ub, prune_tol, deadline, nodes_left)

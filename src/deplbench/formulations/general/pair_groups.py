@@ -1,8 +1,8 @@
 """Neighbouring two-cluster class assignments bounded together (the ``general`` formulation).
 
 See :class:`PairGroups`. The corner relaxation is the box bound of
-``general_boxes`` (largest γ, smallest volume, smallest transfer cost of the
-block); the search that bounds it is :class:`~.general_pairs.PairSearch` in
+``boxes`` (largest γ, smallest volume, smallest transfer cost of the
+block); the search that bounds it is :class:`~.pairs.PairSearch` in
 ``bound_only`` mode.
 
 References
@@ -15,17 +15,17 @@ from __future__ import annotations
 import math
 import time
 
-from deplbench.formulations.milp.general_pairs import PairSearch
-from deplbench.formulations.milp.general_search import prunable
+from deplbench.formulations.general.pairs import PairSearch
+from deplbench.formulations.general.search import prunable
 
 
 class PairGroups:
     """Bound neighbouring two-cluster assignments together before searching them one by one.
 
     Assignments that share one cluster's class and hold neighbouring classes
-    (in the γ order of ``general._cluster_classes``) on the other are
+    (in the γ order of ``boxes.cluster_classes``) on the other are
     relaxed by their box corner (largest γ, smallest volume and transfer of
-    the block, ``general_boxes._config``): with non-negative draws every
+    the block, ``boxes._config``): with non-negative draws every
     plan of every assignment in the block is matched by a corner plan of no
     more loss and no more cost, so a :class:`PairSearch` of the corner in
     ``bound_only`` mode that finishes with a bound at the incumbent discards
@@ -51,8 +51,8 @@ class PairGroups:
     def try_discard(self, ranges, lam: float, ub: float, tol: float, deadline: float, mu_ref: float):
         """Bound the blocks around the leaf ``ranges``; returns the bound of a discarded
         block (the leaf is in it) or None."""
-        from deplbench.formulations.milp.general_boxes import _Box, _config, _kmax
-        from deplbench.formulations.milp.general_groups import GroupTables
+        from deplbench.formulations.general.boxes import Box, box_config, horizon_cap
+        from deplbench.formulations.general.groups import GroupTables
 
         P = self.prob
         used = [n for n, r in enumerate(ranges) if r is not None]
@@ -71,25 +71,25 @@ class PairGroups:
             if grp in self.tried:
                 continue
             self.tried.add(grp)
-            cfg = _config(_Box(grp), self.lists, self.vol, self.gam, self.beta)
+            cfg = box_config(Box(grp), self.lists, self.vol, self.gam, self.beta)
             if len(cfg.groups) != 2:
                 continue
             t0 = time.perf_counter()
             const = P.dual_constant(cfg, lam)
-            kmax = _kmax(P, P.weights(cfg, lam), P.tmin(cfg), const, ub)
+            kmax = horizon_cap(P, P.weights(cfg, lam), P.tmin(cfg), const, ub)
             if kmax < 1:
                 lb = ub     # no epoch fits below the incumbent
-                st = {"timeout": False, "lb": math.inf}
+                timeout = False
             else:
                 search = PairSearch(P, cfg, lam, kmax, mu_ref)
                 search.groups = GroupTables(self.pool, search)
                 st = search.run(ub, tol, deadline, None, nodes_left=self.node_limit, bound_only=True)
-                # every plan of the corner below the incumbent left its bound in st["lb"]
+                # every plan of the corner below the incumbent left its bound in st.lb
                 # (+inf: the relaxation has no plan at all, so neither has the block)
-                lb = st["lb"]
+                lb, timeout = st.lb, st.timeout
             self.stats["tried"] += 1
             self.stats["seconds"] += time.perf_counter() - t0
-            if not st["timeout"] and prunable(lb, ub, tol):
+            if not timeout and prunable(lb, ub, tol):
                 self.discarded.append(grp)
                 self.stats["pruned"] += 1
                 return lb

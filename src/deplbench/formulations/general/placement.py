@@ -1,6 +1,6 @@
 """Placing a relaxed leaf's epochs: which epochs of each model block run on the γ_lo group.
 
-:class:`~.general_pairs.PairSearch` fixes, per model block, only how many
+:class:`~.pairs.PairSearch` fixes, per model block, only how many
 epochs run on each of two γ-groups, and bounds the block with the
 scenario-by-scenario best order (the optimistic placement). Its leaves are
 therefore counts, not plans. This module turns such a leaf into a plan, or
@@ -11,7 +11,7 @@ proves that none of its orders meets the SAA quantile:
 * :func:`place` is exact: starting from every epoch on γ_hi, moving an epoch
   to γ_lo raises every scenario's loss by (γ_hi − γ_lo)·a ≥ 0, so partial
   placements are pruned as soon as more than p scenarios are violated, and
-  the search runs level by level, vectorised (at most ``MAX_PLACEMENTS``
+  the search runs level by level, vectorised (at most ``GeneralSettings.max_placements``
   partial placements per level, beyond which it answers "undecided");
 * :func:`realise` combines them.
 
@@ -23,13 +23,10 @@ Optim. 19 (2008) (the SAA count).
 
 from __future__ import annotations
 
-
 import numpy as np
 
-from deplbench.formulations.milp.general_search import LOSS_TOL
+from deplbench.formulations.general.search import LOSS_TOL
 
-#: Partial placements :func:`place` keeps at one level (beyond: the best ones, undecided if none completes).
-MAX_PLACEMENTS = 20_000
 #: Candidate placements whose losses are formed at once (memory ≈ PLACE_CHUNK·S floats).
 PLACE_CHUNK = 8192
 #: Critical scenarios (beyond the p + 1 hardest) that steer the first placement tried.
@@ -39,7 +36,7 @@ CRITICAL_EXTRA = 8
 def placements(search, seq, loss_opt):
     """Candidate γ_hi position sets per block, best guesses first.
 
-    ``search`` is the :class:`~.general_pairs.PairSearch`; ``seq`` its blocks
+    ``search`` is the :class:`~.pairs.PairSearch`; ``seq`` its blocks
     (model, first epoch, γ_hi epochs j, length ℓ); ``loss_opt`` the leaf's
     optimistic losses (S,), whose largest entries name the critical scenarios.
     """
@@ -85,7 +82,7 @@ def realise(search, seq, loss_opt):
     SAA-feasible virtual-model sequence with these counts and
     ``decided=True``; or ``(None, True)`` when no placement is feasible
     (proved by :func:`place`); or ``(None, False)`` when
-    :func:`place` stopped at ``MAX_PLACEMENTS`` partial placements.
+    :func:`place` stopped at ``GeneralSettings.max_placements`` partial placements.
     """
     tried = set()
     for pick in placements(search, seq, loss_opt):
@@ -120,7 +117,7 @@ def place(search, seq):
     ℓmax (a valid test: raises are non-negative, so the true completion
     raises each loss at least that much).
 
-    When more than ``MAX_PLACEMENTS`` partial placements survive a level, the
+    When more than ``GeneralSettings.max_placements`` partial placements survive a level, the
     ones with the fewest certain violations (then the smallest total excess)
     are kept: a complete placement found then is still feasible (it is
     checked), but running out of survivors no longer proves that none
@@ -176,9 +173,9 @@ def place(search, seq):
                 score = viol[ok] + np.maximum(floor[ok] - tol, 0.0).sum(axis=1) / (1.0 + np.abs(tol))
                 part = (cs[ok], cp[ok], new[ok], score)
                 kept = part if kept is None else tuple(np.concatenate([x, y]) for x, y in zip(kept, part))
-                if kept[0].size > MAX_PLACEMENTS:
+                if kept[0].size > P.settings.max_placements:
                     truncated = True
-                    best = np.argsort(kept[3], kind="stable")[:MAX_PLACEMENTS]
+                    best = np.argsort(kept[3], kind="stable")[:P.settings.max_placements]
                     kept = tuple(x[best] for x in kept)
             if kept is None or kept[0].size == 0:
                 return None, not truncated
@@ -189,4 +186,4 @@ def place(search, seq):
     return [pk[0] for pk in picks], True
 
 
-__all__ = ["placements", "sequence", "feasible", "realise", "place", "MAX_PLACEMENTS", "PLACE_CHUNK"]
+__all__ = ["PLACE_CHUNK", "feasible", "place", "placements", "realise", "sequence"]

@@ -2,7 +2,7 @@
 
 Why
 ---
-The per-scenario completion bound of :class:`~.general_search.BlockSearch`
+The per-scenario completion bound of :class:`~.search.BlockSearch`
 lets every scenario pick its own completion. With independent draws per
 (scenario, epoch, model) a scenario's own plan collects, epoch by epoch, the
 best of the models' draws and times its switches to its lowest jumps, so the
@@ -43,14 +43,14 @@ L_s − Δ_s(c).
    violated member in at most p groups, so it satisfies every member of at
    least r − p groups and W(c) ≥ h_{G_j} for each of them; therefore W(c) is
    at least the (p+1)-th largest of h_{G_1}, .., h_{G_r}. With singleton
-   groups this is the per-scenario bound of ``general_search`` (Luedtke
+   groups this is the per-scenario bound of ``search`` (Luedtke
    2014's single-scenario subproblems, the order statistic of Xie & Ahmed
    2018's quantile cuts); with larger groups it is the scenario-grouping
    bound of Ahmed, Luedtke, Song & Xie (2017) and Deng et al. (2021), here
    with a Lagrangian (rather than an exact) group subproblem.
 
 3. *Counting switches.* When every plan of fewer than B blocks of the
-   assignment has already been evaluated exactly (``general_incumbent``),
+   assignment has already been evaluated exactly (``incumbent``),
    only completions that make a plan of at least B blocks need a bound: at a
    node with d blocks done they have at least c = max(0, B − d) switches
    (each further block starts with a change of virtual model). Step 1 holds
@@ -67,8 +67,8 @@ L_s − Δ_s(c).
 
 Kelley's iterates oscillate in the |G| ≈ 90-dimensional π space; each
 query is smoothed towards the best π so far (in-out smoothing, Wentges
-1997, ``SMOOTHING`` = 0.5): within the same 40 iterations the switch-counting
-root bound at S = 1000 rises from 1771 to 1790 (one probe, load ≈ 2). Any
+1997, ``GeneralSettings.kelley_smoothing`` = 0.5): within the same 40 iterations the switch-counting
+root bound at S = 1000 rises from 1771 to 1790 (one probe). Any
 query point is a valid multiplier, so this changes strength only.
 
 No quantity in the argument depends on how the groups or the π are chosen,
@@ -79,10 +79,10 @@ Kelley's cutting-plane method on the dual at the root state (column
 generation: each DP solution is a column; the LP over the columns gives the
 next π; every iterate is kept, it is valid everywhere).
 
-Measured (one run, load ≈ 5 on 2 cores): cyclic AlexNet K̄ = 100, ℓmax = 9,
+Bound values (deterministic): cyclic AlexNet K̄ = 100, ℓmax = 9,
 root bound 1282 → 1596 at S = 100 and 1244 → 1578 at S = 1000 (per-scenario
 → group bound); with the ≤ 3-block plans covered and three switches
-required (item 3; load ≈ 3), 1771 at S = 1000 within the pool's Kelley
+required (item 3), 1771 at S = 1000 within the pool's Kelley
 budget, 1796 with Kelley converged, against the optimum 1802.63.
 
 References
@@ -106,16 +106,10 @@ import time
 import numpy as np
 from scipy.optimize import linprog
 
-#: Kelley iterations per group at the root (each is one DP and one small LP).
+#: Kelley iterations per group by default (each is one DP and one small LP); the
+#: solve's budgets are ``GeneralSettings.*_kelley_iterations``, the loop's stopping
+#: tolerance, smoothing and π box ``kelley_rel_tol``, ``kelley_smoothing``, ``pi_box``.
 MAX_ITERS = 40
-#: Stop a group's Kelley loop when LP bound − best dual value ≤ this × |best|.
-REL_TOL = 2e-3
-#: Kelley iterations for one node's bound (warm-started).
-NODE_ITERS = 6
-#: In-out smoothing weight of the best π in Kelley's next query (0: plain Kelley).
-SMOOTHING = 0.5
-#: Upper bound on each π_s, relative to μ_ref (keeps Kelley's LP bounded).
-PI_BOX = 3.0
 
 
 class GroupPool:
@@ -123,7 +117,7 @@ class GroupPool:
 
     A π is valid for every configuration, λ and node (module docstring), so
     the pool is filled once (and may grow) and each
-    :class:`~.general_search.BlockSearch` only builds its DP tables from it.
+    :class:`~.search.BlockSearch` only builds its DP tables from it.
 
     Parameters
     ----------
@@ -173,7 +167,7 @@ class GroupPool:
         """Plans from the DP paths of the last π of every group on ``search``'s assignment."""
         if self.Pi.shape[0] == 0 or search.kmax < 1:
             return []
-        jidx = search._jump_index()
+        jidx = search.jump_index()
         ends = list(self.starts[1:] - 1) + [self.Pi.shape[0] - 1]
         seqs = [_path(search, jidx, self.a[r], self.J[r])[1] for r in ends]
         return self.feasible_columns(search, seqs)
@@ -336,7 +330,7 @@ def _delta(prob, search, seq: np.ndarray, G: np.ndarray, k0: int = 0, v0: int = 
 
 def _root_need(search) -> int:
     """Switches a plan of ``search`` still needs after its first block: plans with
-    fewer than ``search.min_blocks`` blocks are already covered (``general_incumbent``)."""
+    fewer than ``search.min_blocks`` blocks are already covered (``incumbent``)."""
     return max(0, int(getattr(search, "min_blocks", 1)) - 1)
 
 
@@ -347,9 +341,10 @@ def _kelley(pool: GroupPool, search, G: np.ndarray, deadline: float, k0: int = 0
 
     Returns every iterate π (each gives a valid bound everywhere)."""
     P, s = pool.prob, search
+    opts = P.settings
     g = G.size
-    jidx = s._jump_index()
-    box = PI_BOX * max(s.mu_ref, 1e-12)
+    jidx = s.jump_index()
+    box = opts.pi_box * max(s.mu_ref, 1e-12)
     slack = (np.full(g, P.l0) if L is None else L[G]) - P.lmax
     pi = np.full(g, max(s.mu_ref, 1e-12) / g) if pi0 is None else pi0.copy()
     aG, JG = P.a[G], P.J[G]
@@ -375,13 +370,13 @@ def _kelley(pool: GroupPool, search, G: np.ndarray, deadline: float, k0: int = 0
         if res.status != 0:
             break
         pi = np.clip(res.x[1:], 0.0, box)
-        if -res.fun - best <= REL_TOL * max(abs(best), 1e-12):
+        if -res.fun - best <= opts.kelley_rel_tol * max(abs(best), 1e-12):
             out.append(pi.copy())
             break
-        if SMOOTHING > 0:
+        if opts.kelley_smoothing > 0:
             # in-out smoothing (Wentges 1997): query between the best π so far and the
             # LP's; damps Kelley's oscillation, any π stays a valid multiplier
-            pi = SMOOTHING * center + (1.0 - SMOOTHING) * pi
+            pi = opts.kelley_smoothing * center + (1.0 - opts.kelley_smoothing) * pi
     pool.last_best = best
     return out
 
@@ -399,7 +394,7 @@ class GroupTables:
         # The pool's draws as they are now, with Pi and starts: the switch
         # layers built later must use the same rows even if the pool grows.
         self._a, self._J = a, J
-        jidx = search._jump_index()
+        jidx = search.jump_index()
         V = np.zeros((K + 1, R, nv))
         tail = np.broadcast_to(np.array([[0.0, np.inf]]), (R, 2))
         for k in range(K - 1, -1, -1):
@@ -429,7 +424,7 @@ class GroupTables:
         K, nv = search.kmax, search.nv
         R = self.Pi.shape[0]
         a, J = self._a, self._J
-        jidx = search._jump_index()
+        jidx = search.jump_index()
         V = np.full((K + 1, R, nv, C), np.inf)
         V[K, :, :, 0] = 0.0
         tail = np.broadcast_to(np.array([[0.0, np.inf]]), (R, 2))
@@ -458,31 +453,6 @@ class GroupTables:
         # r = p + 1 groups: the (p+1)-th largest group bound is the smallest
         return out
 
-    def node_bound(self, k: int, v: int, L: np.ndarray, threshold: float, deadline: float,
-                   iters: int = NODE_ITERS, need: int = 0) -> float:
-        """A stronger bound for one node: Kelley's method on each group's dual at
-        this node, warm-started from the pool's best π there.
-
-        Groups are improved weakest first and the loop stops as soon as one
-        stays below ``threshold`` (the node cannot be pruned); groups not
-        improved keep their pool value, so the result is always valid.
-        """
-        Vk = self.V[k, v, :] if need == 0 else self._switch_layers(need + 1)[0][k, v, need, :]
-        h = []
-        for G, rows, PiG in self.blocks:
-            val = Vk[rows] + PiG @ (L[G] - self.lmax)
-            h.append((max(float(val.max()), 0.0), int(val.argmax())))
-        vals = [x[0] for x in h]
-        for g in np.argsort(vals):
-            if vals[g] >= threshold:
-                break
-            G, rows, PiG = self.blocks[g]
-            _kelley(self.pool, self.search, G, deadline, k, v, L, PiG[h[g][1]], iters, need=need)
-            vals[g] = max(vals[g], self.pool.last_best, 0.0)
-            if vals[g] < threshold:
-                break
-        return float(min(vals))
-
     def root(self, need: int = 0) -> float:
         """Bound on every plan with at least ``need`` switches (need + 1 blocks)."""
         P = self.pool.prob
@@ -496,4 +466,4 @@ class GroupTables:
         return h.min(axis=0)      # r = p + 1 groups: the (p+1)-th largest is the smallest
 
 
-__all__ = ["GroupPool", "GroupTables", "MAX_ITERS", "REL_TOL", "PI_BOX"]
+__all__ = ["MAX_ITERS", "GroupPool", "GroupTables"]

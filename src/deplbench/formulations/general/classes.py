@@ -4,7 +4,7 @@ Why
 ---
 A plan of the ``general`` formulation first fixes an *assignment*: which
 clusters train and which data class σ (a Pareto-optimal dataset subset, see
-``general._cluster_classes``) each of them holds. The assignments used to be
+``boxes.cluster_classes``) each of them holds. The assignments used to be
 searched best-first over *boxes* of classes, each bounded by its optimistic
 corner (largest γ, smallest V, smallest β of the box). A corner is never a
 real class: on the |D| = 10 datasets instance (79 and 74 classes on two
@@ -15,15 +15,15 @@ single two-cluster leaf.
 
 What this module does instead
 -----------------------------
-While the assignments are few (at most ``ASSIGNMENT_LIMIT``; the product
+While the assignments are few (at most ``GeneralSettings.assignment_limit``; the product
 Π_n (1 + |classes of n|) − 1 under the intended data rule), every assignment
 becomes its own leaf and all of them are bounded by **one vectorised
-min-plus DP**: the scenario-group bound of ``general_groups`` (one backward
+min-plus DP**: the scenario-group bound of ``groups`` (one backward
 DP over (epoch, model) per multiplier vector π of the shared pool, p + 1
 disjoint scenario groups, the (p+1)-th largest group bound), evaluated with
 each assignment's exact classes instead of a box corner. Leaves are then
 searched best-first by that bound with the unchanged exact leaf search
-(``general_search.BlockSearch``), and a time limit leaves the smallest
+(``search.BlockSearch``), and a time limit leaves the smallest
 bound of the leaves not yet searched as the global lower bound.
 
 Where the multipliers are tuned. The pool's π come from Kelley's method on
@@ -45,30 +45,30 @@ numbers (``tests/test_milp_general_datasets.py`` checks equality with
 run for thousands of assignments at once: (assignments × π × |M|) per epoch.
 
 Validity (every discarded leaf keeps its bound). For one assignment the
-value is the group bound of ``general_groups`` (proof there: Lagrangian
+value is the group bound of ``groups`` (proof there: Lagrangian
 relaxation of "one completion satisfies every scenario of the group", at
 most p groups hold a violated scenario) plus the assignment's constant
 (−λ·Tmax and the one-time transfers Σ β, eqs. (2), (4) with the λ-dual of
 the package docstring). Every π and every λ ≥ 0 gives a valid bound, so the
 bounds may be recomputed with a better λ or a larger pool and the larger
 value kept (:func:`rebound`). The horizon of each assignment is its own
-Tmax/(fastest epoch) cap, as in ``general._kmax`` without the incumbent
+Tmax/(fastest epoch) cap, as in ``boxes.horizon_cap`` without the incumbent
 term, so the bound holds for every plan of the assignment, not only for
 plans cheaper than some incumbent.
 
-Measured (|D| = 10 datasets instance, S = 200)
+Strength (|D| = 10 datasets instance, S = 200)
 ----------------------------------------------
-All 5999 leaf bounds take about 2 s (load ≈ 1; equal to the per-leaf
-``GroupTables`` values, 0.3–0.4 ms per leaf instead of 10–20 ms per box).
+All 5999 leaf bounds equal the per-leaf ``GroupTables`` values (tested)
+and cost a small fraction of a box search each.
 They are still weak: the group bound is a path LP that mixes plans with
 independent draws, so it stays about 8 % below the optimum even on the
 optimum's own assignment, and about 200 leaves (almost all two-cluster) lie
 below the incumbent. What proves them is the search that follows, not this
 bound: a two-cluster leaf is searched over model blocks with epoch counts
-per cluster, without enumerating interleavings (``general_pairs``; it took
+per cluster, without enumerating interleavings (``pairs``; it took
 20–35 k interleaving nodes per leaf before, about 30 block nodes now), and
 blocks of neighbouring two-cluster assignments are discarded together by
-their corner (``general_pair_groups``). The optimum, 1469.43, is a
+their corner (``pair_groups``). The optimum, 1469.43, is a
 two-cluster plan (43 epochs of "intermediate", 6 of them on B1 holding d8
 and d9); the best single-cluster plan costs 1475.61. Timings: README's
 measured-performance table (``benchmarks/general_targets.py``, its T2).
@@ -90,13 +90,12 @@ import time
 
 import numpy as np
 
-from deplbench.formulations.milp.general_boxes import _kmax, _leaf_ranges
-from deplbench.formulations.milp.general_search import phi
+from deplbench.formulations.general.boxes import horizon_cap, leaf_ranges
+from deplbench.formulations.general.search import phi
 
-#: Largest number of assignments enumerated as leaves (beyond it: boxes).
+#: Largest number of assignments enumerated as leaves by default (beyond it: boxes;
+#: a solve's limit is ``GeneralSettings.assignment_limit``).
 ASSIGNMENT_LIMIT = 20_000
-#: Share of the remaining time the Kelley loops on the first incumbent's assignment may take.
-REBOUND_SHARE = 0.05
 #: Assignments per block of the vectorised DP (memory ≈ CHUNK·R·|M|² floats).
 CHUNK = 1024
 
@@ -115,12 +114,12 @@ def count_assignments(instance, lists) -> int:
 def leaf_assignments(instance, lists, limit: int = ASSIGNMENT_LIMIT) -> list | None:
     """Every assignment as per-cluster ranges ((i, i+1) or None), or None if more than ``limit``.
 
-    The ranges are those of a leaf ``general_boxes._Box``, so the general
+    The ranges are those of a leaf ``boxes._Box``, so the general
     search handles each assignment exactly as a leaf of its box search.
     """
     if count_assignments(instance, lists) > limit:
         return None
-    return list(_leaf_ranges(instance, lists))
+    return list(leaf_ranges(instance, lists))
 
 
 def _tables(prob, lam: float, ranges_list, lists, vol, gam, beta):
@@ -220,24 +219,26 @@ def assignment_bounds(prob, pool, lam: float, ranges_list, lists, vol, gam, beta
 def rebound_leaves(heap: list, prob, pool, leaves, lists, vol, gam, beta, deadline: float) -> int:
     """After the first incumbent: Kelley on its assignment at its time price, then :func:`rebound`.
 
-    The new multipliers join the shared pool (every π stays valid), at most
-    ``REBOUND_SHARE`` of the remaining time.
+    The new multipliers join the shared pool (every π stays valid):
+    ``GeneralSettings.rebound_kelley_iterations`` Kelley iterations per group
+    (a work budget; ``deadline`` is only the solve's outer stop).
     """
-    from deplbench.formulations.milp.general_search import BlockSearch, Config
+    from deplbench.formulations.general.search import BlockSearch, Config
 
     models, clusters, held, alloc = leaves.best
     used = sorted(held)
     cls = [held[n] for n in used]
     cfg = Config(np.array(used), cls, gam[cls], vol[cls], np.array([beta[c, n] for c, n in zip(cls, used)]))
     lam = leaves.best_price if leaves.best_price > 0 else 1.0
-    now = time.perf_counter()
     # Kelley tunes π for completions of at most kmax epochs: the horizon the
     # incumbent's cost allows (as the root pool's), not K̄ — π tuned for
     # K̄-epoch completions gave negative bounds on shorter searches.
     const = prob.dual_constant(cfg, lam)
-    kmax = max(1, _kmax(prob, prob.weights(cfg, lam), prob.tmin(cfg), const, leaves.best_cost))
+    kmax = max(1, horizon_cap(prob, prob.weights(cfg, lam), prob.tmin(cfg), const, leaves.best_cost))
     search = BlockSearch(prob, cfg, lam, kmax, leaves.best_cost / max(prob.l0 - prob.lmax, 1e-12))
-    pool.extend(search, now + REBOUND_SHARE * max(deadline - now, 0.0))
+    iters = prob.settings.rebound_kelley_iterations
+    if iters > 0:
+        pool.extend(search, deadline, iters=iters)
     return rebound(heap, prob, pool, lam, lists, vol, gam, beta, deadline)
 
 
@@ -297,6 +298,12 @@ def seed_assignment(prob, lists, vol, gam, beta):
             best = (n, int(cls[i]), float(cost[i, m]), theta ** 2)
     return best
 
-__all__ = ["ASSIGNMENT_LIMIT", "count_assignments", "leaf_assignments", "assignment_bounds", "rebound",
-           "rebound_leaves",
-           "seed_assignment"]
+__all__ = [
+    "ASSIGNMENT_LIMIT",
+    "assignment_bounds",
+    "count_assignments",
+    "leaf_assignments",
+    "rebound",
+    "rebound_leaves",
+    "seed_assignment",
+]

@@ -1,12 +1,12 @@
 """Class assignments of the ``general`` formulation: Pareto classes, boxes, their configurations.
 
-One job: the objects :mod:`.general` searches over before any plan is
+One job: the objects :mod:`.solver` searches over before any plan is
 built. Each cluster keeps the Pareto set of its data classes (subsets of
 datasets, by usefulness γ, volume V and transfer cost β; module docstring of
-:mod:`.general`, item 1); a *box* is a range of class indices per cluster, a
-leaf box one class per training cluster; :func:`_config` turns a box into
-the optimistic :class:`~.general_search.Config` that relaxes every
-assignment inside it, and :func:`_kmax` caps a search's horizon by Tmax and
+:mod:`.solver`, item 1); a *box* is a range of class indices per cluster, a
+leaf box one class per training cluster; :func:`box_config` turns a box into
+the optimistic :class:`~.search.Config` that relaxes every
+assignment inside it, and :func:`horizon_cap` caps a search's horizon by Tmax and
 by the incumbent's cost (λ-duality, eq. (2) with (4)).
 
 References
@@ -21,10 +21,10 @@ import math
 
 import numpy as np
 
-from deplbench.formulations.milp.general_search import Config, Problem
+from deplbench.formulations.general.search import Config, Problem
 
 
-def _cluster_classes(instance, nonneg: bool):
+def cluster_classes(instance, nonneg: bool):
     """Per cluster, the candidate data classes sorted by γ (descending).
 
     Returns (subsets (C, D) bool, volume (C,), gamma (C,), per-cluster lists
@@ -64,7 +64,7 @@ def _cluster_classes(instance, nonneg: bool):
 # =============================================================================
 
 
-class _Box:
+class Box:
     """Per cluster: None (does not train) or a range [lo, hi) of its class list."""
 
     __slots__ = ("ranges",)
@@ -82,10 +82,10 @@ class _Box:
         left = list(self.ranges)
         right = list(self.ranges)
         left[n], right[n] = (lo, mid), (mid, hi)
-        return _Box(left), _Box(right)
+        return Box(left), Box(right)
 
 
-def _config(box: _Box, lists, vol, gam, beta) -> Config:
+def box_config(box: Box, lists, vol, gam, beta) -> Config:
     """The box's optimistic configuration (exact for a leaf box)."""
     used = [n for n, r in enumerate(box.ranges) if r is not None]
     g, v, b, cls = [], [], [], []
@@ -99,7 +99,7 @@ def _config(box: _Box, lists, vol, gam, beta) -> Config:
     return Config(np.array(used), cls, np.array(g), np.array(v), np.array(b))
 
 
-def _cluster_sets(instance, lists):
+def cluster_sets(instance, lists):
     """The sets of training clusters an assignment may use: every non-empty
     set (one cluster under the printed rule (6)), without clusters that have
     no candidate class."""
@@ -111,11 +111,11 @@ def _cluster_sets(instance, lists):
                 yield used
 
 
-def _leaf_ranges(instance, lists):
+def leaf_ranges(instance, lists):
     """Every class assignment as per-cluster ranges ((i, i+1), or None for a
-    cluster that does not train), in the order of :func:`_cluster_sets`."""
+    cluster that does not train), in the order of :func:`cluster_sets`."""
     N = instance.n_clusters
-    for used in _cluster_sets(instance, lists):
+    for used in cluster_sets(instance, lists):
         for pick in itertools.product(*[range(len(lists[n])) for n in used]):
             ranges = [None] * N
             for n, i in zip(used, pick):
@@ -123,18 +123,18 @@ def _leaf_ranges(instance, lists):
             yield tuple(ranges)
 
 
-def _root_boxes(instance, lists, relax: bool):
+def root_boxes(instance, lists, relax: bool):
     """One box per set of training clusters (one cluster under the printed
     rule (6)); without ``relax`` (signed draws: a larger γ is not uniformly
     better) every assignment is its own box."""
     N = instance.n_clusters
     if not relax:
-        return [_Box(list(ranges)) for ranges in _leaf_ranges(instance, lists)]
-    return [_Box([(0, len(lists[n])) if n in used else None for n in range(N)])
-            for used in _cluster_sets(instance, lists)]
+        return [Box(list(ranges)) for ranges in leaf_ranges(instance, lists)]
+    return [Box([(0, len(lists[n])) if n in used else None for n in range(N)])
+            for used in cluster_sets(instance, lists)]
 
 
-def _kmax(prob: Problem, search_w: np.ndarray, vtmin: np.ndarray, const: float, ub: float) -> int:
+def horizon_cap(prob: Problem, search_w: np.ndarray, vtmin: np.ndarray, const: float, ub: float) -> int:
     k = prob.K
     fastest = float(vtmin.min())
     if fastest > 0:
@@ -145,4 +145,4 @@ def _kmax(prob: Problem, search_w: np.ndarray, vtmin: np.ndarray, const: float, 
     return max(k, 0)
 
 
-__all__ = ["_cluster_classes", "_Box", "_config", "_cluster_sets", "_leaf_ranges", "_root_boxes", "_kmax"]
+__all__ = ["Box", "box_config", "cluster_classes", "cluster_sets", "horizon_cap", "leaf_ranges", "root_boxes"]

@@ -5,10 +5,10 @@ Why
 When an assignment's used clusters hold classes with two different learning
 multipliers γ_hi > γ_lo (two γ-groups, e.g. the two clusters of the
 |D| = 10 datasets instance with different classes), the block search of
-:class:`~.general_search.BlockSearch` branches on *virtual* models
+:class:`~.search.BlockSearch` branches on *virtual* models
 (model, γ-group). Moving between the two groups on the same model is free
 (no switch jump), so it enumerates every interleaving of the two clusters'
-epochs: one such assignment took 20–35 k nodes (``general_classes``
+epochs: one such assignment took 20–35 k nodes (``classes``
 docstring). Yet the cost of eqs. (2), (4), (5) depends on the epoch counts
 only, not on their order.
 
@@ -36,10 +36,10 @@ rule.
 
 *Leaves are realised, not assumed.* A relaxed leaf whose optimistic losses
 meet the quantile fixes the counts, hence the exact cost, but not the
-order. :func:`.general_placement.realise` tries two guesses (each block's
+order. :func:`.placement.realise` tries two guesses (each block's
 γ_hi epochs on the epochs that help the most critical scenarios, then on
 the earliest epochs), then the exact placement search
-:func:`.general_placement.place`, and hands the first SAA-feasible order to
+:func:`.placement.place`, and hands the first SAA-feasible order to
 the exact leaf evaluation. Three outcomes:
 
 * an order is found: the leaf is a plan, costed exactly;
@@ -48,15 +48,15 @@ the exact leaf evaluation. Three outcomes:
   it in the same block become candidate leaves in turn
   (``diagnostics["unplaceable_cells"]``);
 * undecided (the placement search kept more than
-  ``general_placement.MAX_PLACEMENTS`` partial placements at one level):
+  ``GeneralSettings.max_placements`` partial placements at one level):
   the leaf keeps its bound, the λ-dual of its counts
-  (``general_leaves.Leaves.counts_bound``), valid for every order and for
+  (``leaves.Leaves.counts_bound``), valid for every order and for
   every cell above it; the search's lower bound includes it, so it can only
   widen the reported gap, never fake optimality
   (``diagnostics["unrealised_leaves"]``).
 
 *The other bounds.* A completion after a model block must switch model
-first, so the group bound of ``general_groups`` is taken over those
+first, so the group bound of ``groups`` is taken over those
 completions only (``_forced_table``). When every switch out of the block's
 model leads to a terminal model, the completion is one block, and its
 per-scenario cheapest cell is found exactly (``last_block_bound``); the
@@ -79,9 +79,16 @@ import math
 
 import numpy as np
 
-from deplbench.formulations.milp.general_placement import placements, realise, sequence
-from deplbench.formulations.milp.general_search import (LOSS_TOL, BlockSearch, largest_decrease, order_invariant,
-                                                        prunable, stopped)
+from deplbench.formulations.general.placement import placements, realise, sequence
+from deplbench.formulations.general.search import (
+    LOSS_TOL,
+    BlockSearch,
+    SearchStats,
+    depth_first,
+    largest_decrease,
+    order_invariant,
+    prunable,
+)
 
 #: Largest gain table of one block start (S·K̄·(K̄+1) floats) for which PairSearch is used.
 PAIR_TABLE_BYTES = 64 * 2**20
@@ -143,7 +150,7 @@ class PairSearch(BlockSearch):
 
     Same constructor and bounds as :class:`BlockSearch`; the group order of
     ``Config`` puts the larger γ first (group 0). Plans of few blocks that
-    ``general_incumbent.cover`` evaluated are not skipped here (their block
+    ``incumbent.cover`` evaluated are not skipped here (their block
     count in this search differs), so ``min_blocks`` stays 1: every bound
     counts every completion.
     """
@@ -190,7 +197,7 @@ class PairSearch(BlockSearch):
         a virtual model), this one does not: one more DP step over the
         successors u with m → model(u) an allowed switch (eq. (3)'s jump paid),
         on the pool's π-aggregated draws. Valid by the proof of
-        ``general_groups`` (a minimum over a subset of completions).
+        ``groups`` (a minimum over a subset of completions).
         """
         if self._forced is not None:
             return self._forced
@@ -241,7 +248,7 @@ class PairSearch(BlockSearch):
     @property
     def Dn(self) -> np.ndarray:
         """(kmax+1, S, nv): the largest loss decrease any completion from (k, v) can
-        make, per scenario (``general_search.largest_decrease``), without the μ
+        make, per scenario (``search.largest_decrease``), without the μ
         tables of :meth:`BlockSearch._table`, which this search does not use."""
         if self._dn is None:
             self._dn = largest_decrease(self)
@@ -381,8 +388,60 @@ class PairSearch(BlockSearch):
         return best
 
     # ------------------------------------------------------------- search
+    def _leaves(self, m: int, k: int, seq: tuple, losses: np.ndarray, feas: np.ndarray, Wl: np.ndarray,
+                stats: SearchStats, prune_tol: float, on_leaf, leaf_bound, bound_only: bool) -> np.ndarray:
+        """The leaves of one model block: its Pareto-minimal feasible cells (n_hi = j, n_lo = ℓ − j:
+        neither one fewer γ_hi epoch (ℓ−1, j−1) nor one fewer γ_lo epoch (ℓ−1, j) is feasible),
+        realised and evaluated; returns the cells proved to have no feasible order (``dead``).
+        Sets ``stats.aborted`` when the caller asked for a restart."""
+        dead = np.zeros_like(feas)       # relaxed-feasible, but no placement is (proved)
+        seen = np.zeros_like(feas)
+        while True:
+            ok = feas & ~dead
+            fewer_hi = np.zeros_like(ok)
+            fewer_hi[1:, 1:] = ok[:-1, :-1]
+            fewer_lo = np.zeros_like(ok)
+            fewer_lo[1:, :] = ok[:-1, :]
+            leaf = ok & ~fewer_hi & ~fewer_lo & ~seen
+            if not leaf.any():
+                break
+            seen |= leaf
+            for li, j in zip(*np.nonzero(leaf)):
+                lb_leaf = float(Wl[li, j]) + self.const
+                if prunable(lb_leaf, stats.ub, prune_tol):
+                    stats.discard(lb_leaf)
+                    continue
+                stats.leaves += 1
+                if bound_only:
+                    # a box corner: its leaves are no plans, only bounds on the box's
+                    stats.discard(lb_leaf)
+                    continue
+                full = seq + ((m, k, int(j), int(li) + 1),)
+                vseq, decided = realise(self, full, losses[:, li, j])
+                if vseq is None and decided:
+                    # no order of these counts meets the quantile: an infeasible
+                    # cell, so the cells above it and its continuations are searched
+                    dead[li, j] = True
+                    stats.dead += 1
+                    continue
+                if vseq is None:
+                    # undecided: its bound holds for it and for every cell above it
+                    stats.unrealised += 1
+                    pick = placements(self, full, losses[:, li, j])[0]
+                    lb_u = lb_leaf if leaf_bound is None else max(
+                        lb_leaf, leaf_bound(sequence(self, full, pick)))
+                    stats.discard(lb_u)
+                    continue
+                lb_exact, ub_new = on_leaf(vseq)
+                stats.discard(lb_exact)
+                stats.ub = min(stats.ub, ub_new)
+                if self.abort:
+                    stats.aborted = True
+                    return dead
+        return dead
+
     def run(self, ub: float, prune_tol: float, deadline: float, on_leaf, nodes_left: float = math.inf,
-            leaf_bound=None, bound_only: bool = False) -> dict:
+            leaf_bound=None, bound_only: bool = False) -> SearchStats:
         """Depth-first search over model blocks; same contract as :meth:`BlockSearch.run`.
 
         ``leaf_bound(vseq) -> float``: a lower bound on the cost of the
@@ -390,25 +449,17 @@ class PairSearch(BlockSearch):
         default: the linear weight of the counts, valid at any λ).
         """
         P = self.prob
-        stats = {"nodes": 0, "leaves": 0, "lb": math.inf, "timeout": False, "unrealised": 0}
-        stack = [(self.root_bound(), 0, -1, np.full(P.S, P.l0), 0.0, ())]
-        ub_box = [ub]
 
-        def thr():
-            return ub_box[0] - prune_tol * abs(ub_box[0]) if math.isfinite(ub_box[0]) else math.inf
+        def expand(node, stats):
+            bound, k, m_last, L, W, seq = node
 
-        while stack:
-            if stopped(stats, stack, deadline, nodes_left):
-                return stats
-            bound, k, m_last, L, W, seq = stack.pop()
-            if prunable(bound, ub_box[0], prune_tol):
-                stats["lb"] = min(stats["lb"], bound)
-                continue
-            stats["nodes"] += 1
+            def thr():
+                return stats.threshold(prune_tol)
+
+            children = []
             maxlen = self.kmax - k
             if maxlen <= 0:
-                continue
-            children = []
+                return children
             nxt = range(P.M) if m_last < 0 else self.next_models[m_last]
             for m in nxt:
                 # cells of linear weight at or above the threshold can be neither leaves nor
@@ -418,7 +469,7 @@ class PairSearch(BlockSearch):
                 span = maxlen if wmin <= 0 or not math.isfinite(room) else min(maxlen, int(math.floor(room / wmin)))
                 if span < maxlen:
                     # the longer blocks are not formed: their bound is what discards them
-                    stats["lb"] = min(stats["lb"], W + (span + 1) * wmin + self.const)
+                    stats.discard(W + (span + 1) * wmin + self.const)
                 if span < 1:
                     continue
                 jj = np.arange(span + 1)[None, :]
@@ -429,53 +480,9 @@ class PairSearch(BlockSearch):
                 viol = np.count_nonzero(losses > P.lmax + LOSS_TOL, axis=0)   # (ℓ, j)
                 feas = valid & (viol <= P.p)
                 Wl = W + jj * self.w_hi[m] + (ll - jj) * self.w_lo[m]           # (ℓ, j)
-                # Pareto-minimal feasible counts (n_hi = j, n_lo = ℓ − j): neither one fewer
-                # γ_hi epoch (ℓ−1, j−1) nor one fewer γ_lo epoch (ℓ−1, j) is feasible
-                dead = np.zeros_like(feas)       # relaxed-feasible, but no placement is (proved)
-                seen = np.zeros_like(feas)
-                while True:
-                    ok = feas & ~dead
-                    fewer_hi = np.zeros_like(ok)
-                    fewer_hi[1:, 1:] = ok[:-1, :-1]
-                    fewer_lo = np.zeros_like(ok)
-                    fewer_lo[1:, :] = ok[:-1, :]
-                    leaf = ok & ~fewer_hi & ~fewer_lo & ~seen
-                    if not leaf.any():
-                        break
-                    seen |= leaf
-                    for li, j in zip(*np.nonzero(leaf)):
-                        lb_leaf = float(Wl[li, j]) + self.const
-                        if prunable(lb_leaf, ub_box[0], prune_tol):
-                            stats["lb"] = min(stats["lb"], lb_leaf)
-                            continue
-                        stats["leaves"] += 1
-                        if bound_only:
-                            # a box corner: its leaves are no plans, only bounds on the box's
-                            stats["lb"] = min(stats["lb"], lb_leaf)
-                            continue
-                        full = seq + ((m, k, int(j), int(li) + 1),)
-                        vseq, decided = realise(self, full, losses[:, li, j])
-                        if vseq is None and decided:
-                            # no order of these counts meets the quantile: an infeasible
-                            # cell, so the cells above it and its continuations are searched
-                            dead[li, j] = True
-                            stats["dead"] = stats.get("dead", 0) + 1
-                            continue
-                        if vseq is None:
-                            # undecided: its bound holds for it and for every cell above it
-                            stats["unrealised"] += 1
-                            pick = placements(self, full, losses[:, li, j])[0]
-                            lb_u = lb_leaf if leaf_bound is None else max(
-                                lb_leaf, leaf_bound(sequence(self, full, pick)))
-                            stats["lb"] = min(stats["lb"], lb_u)
-                            continue
-                        lb_exact, ub_new = on_leaf(vseq)
-                        stats["lb"] = min(stats["lb"], lb_exact)
-                        if ub_new < ub_box[0]:
-                            ub_box[0] = ub_new
-                        if self.abort:
-                            stats["aborted"] = True
-                            return stats
+                dead = self._leaves(m, k, seq, losses, feas, Wl, stats, prune_tol, on_leaf, leaf_bound, bound_only)
+                if stats.aborted:
+                    return []
                 feas = feas & ~dead
                 # inner children: not yet feasible, room for another block of another model
                 if self.terminal[m]:
@@ -488,7 +495,7 @@ class PairSearch(BlockSearch):
                 t = thr()
                 keep = base < t
                 if not keep.all():
-                    stats["lb"] = min(stats["lb"], float(base[~keep].min()))
+                    stats.discard(float(base[~keep].min()))
                 li, ji, base = li[keep], ji[keep], base[keep]
                 if li.size == 0:
                     continue
@@ -505,17 +512,17 @@ class PairSearch(BlockSearch):
                 bounds = np.maximum(base + cbs, bound)
                 pruned = bounds >= t
                 if pruned.any():
-                    stats["lb"] = min(stats["lb"], float(bounds[pruned].min()))
+                    stats.discard(float(bounds[pruned].min()))
                 for c in np.nonzero(~pruned)[0]:
                     children.append((float(bounds[c]), k + int(li[c]) + 1, m, Lc[:, c].copy(),
                                      float(W + ji[c] * self.w_hi[m] + (li[c] + 1 - ji[c]) * self.w_lo[m]),
                                      seq + ((m, k, int(ji[c]), int(li[c]) + 1),)))
-            children.sort(key=lambda c: -c[0])
-            stack.extend(children)
-        stats["ub"] = ub_box[0]
-        return stats
+            return children
+
+        root = (self.root_bound(), 0, -1, np.full(P.S, P.l0), 0.0, ())
+        return depth_first(root, expand, ub, prune_tol, deadline, nodes_left)
 
 
 
 
-__all__ = ["PairSearch", "pair_applies", "block_sums"]
+__all__ = ["PairSearch", "block_sums", "pair_applies"]

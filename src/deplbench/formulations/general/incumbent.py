@@ -2,14 +2,14 @@
 
 Why
 ---
-The block branch-and-bound of :mod:`.general_search` prunes against the
+The block branch-and-bound of :mod:`.search` prunes against the
 incumbent and prices time with the incumbent's λ (the λ-dual cost bound of
 the ``general`` module docstring). Before this module its first incumbents
 came from DP paths of the group multipliers and from a depth-first dive,
 and its bound was the scenario-group Lagrangian bound over *all*
 completions. On the cyclic AlexNet (K̄ = 100, ℓmax = 9, S = 1000) that bound
 was 1609 at the root against the optimum 1802.63, and it stayed there: the
-LP behind it (``general_groups``) mixes cheap infeasible two-block plans
+LP behind it (``groups``) mixes cheap infeasible two-block plans
 (i21–s25 violates 87 of the 91 scenarios of a group) with dear feasible
 three-block plans, and branching on blocks does not stop the mixing below
 the branched blocks. The search stopped at a 12.7–13.4 % gap after 60 s.
@@ -21,14 +21,14 @@ What
    included: v → u → v is a three-block plan) and every choice of all block
    lengths but the last, the shortest SAA-feasible last block — the
    in-sample test of the enumeration formulation
-   (:func:`~.bounds._shortest_last_block`, bisection over the length).
+   (:func:`shortest_last_block`, bisection over the length).
    With non-negative improvements only the shortest can be optimal: a
    longer last block, or more blocks after a block at least that long, has
    componentwise larger counts, and F grows with the counts.
 2. :func:`seed_incumbent`: two-block plans first (their incumbent caps the
    horizon and prunes the three-block loop), then three; the candidates
    are evaluated exactly with
-   :class:`~.general_leaves.Leaves` (feasible real-x plan, exact
+   :class:`~.leaves.Leaves` (feasible real-x plan, exact
    ``allocate`` cost, a valid lower bound over cluster splits) in
    increasing order of their λ-dual bound maximised over a λ grid
    (:func:`dual_bounds`; every λ ≥ 0 is valid) until that bound reaches the
@@ -38,11 +38,11 @@ What
    every evaluated plan's exact lower bound reached the incumbent — every
    plan of ≤ 3 blocks of the assignment (and of every assignment using a
    subset of its clusters with the same classes when the left-out clusters
-   have β = 0, ``general_search.covered_blocks``) provably costs at least the
+   have β = 0, ``search.covered_blocks``) provably costs at least the
    incumbent, hence at least the final incumbent. The search then skips
    those plans (``BlockSearch.min_blocks`` = 4: no leaf of depth ≤ 3) and
    bounds only completions that make ≥ 4 blocks: the group bound with a
-   switch counter (``general_groups``, item 3 of the proof). The returned
+   switch counter (``groups``, item 3 of the proof). The returned
    lower bound stays valid: every plan is covered (cost ≥ incumbent), or in
    a discarded subtree whose bound counted it, or the incumbent.
 
@@ -51,26 +51,14 @@ exact enumeration; ≥ 3: the search with a bound for that branch only), in
 the spirit of Luedtke (2014)'s decomposition: what is cheap to solve exactly
 is solved exactly, and the relaxation is asked to bound only the rest.
 
-Measured (``benchmarks/general_targets.py --time-limit 60``; one process,
-load average 1.8–2.0 on the 2-core machine), cyclic AlexNet, K̄ = 100,
-ℓmax = 9, every solve ``optimal`` unless said:
-
-* root group bound, S = 1000: 1609 → 1790 against the optimum 1802.63
-  (1796 with Kelley converged); the searches need about 350 nodes;
-* S = 100: 1.0 s; S = 300: 2.6 s (no node: the root bounds prune), where
-  ``flow`` stops at an 11.5 % gap after 60 s (≥ 23×); S = 1000: 9.9 s (was a
-  12.7–13.4 % gap at 60 s); ℓmax = 13, S = 1000: 4.3 s; S = 3000: 3.1 % gap
-  at 60 s (was 28.6 %: Kelley's 31 groups do not converge in the pool's
-  time share, root bound 1780 against the incumbent 1835.70, and a node
-  costs about 7 ms); time ∝ S^0.99 over S = 100..1000 and ∝ K̄^1.33 over
-  K̄ = 20..100 at S = 300;
-* the enumeration at S = 1000: two blocks first (their incumbent caps the
-  horizon), then three, 601 candidates in 2.0 s, one evaluated.
+Measured effect: ``benchmarks/general_targets.py`` (history there) and the
+README's measured-performance table.
 
 Limits: only for non-negative improvement draws (signed draws keep every
 block length; the enumeration is still an incumbent heuristic there, never
-recorded as coverage), and within ``SEED_SHARE`` / ``COVER_SHARE`` of the
-time limit; an assignment left uncovered keeps the old bounds.
+recorded as coverage), and within the work budgets of ``GeneralSettings``
+(``enumeration_steps``, ``enumeration_steps_total``); an assignment left
+uncovered keeps the old bounds.
 
 References
 ----------
@@ -88,17 +76,16 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from deplbench.formulations.milp.bounds import _shortest_last_block
-from deplbench.formulations.milp.general_search import BlockSearch, config_key, covered_blocks
+from deplbench.formulations.general.search import (
+    LOSS_TOL,
+    BlockSearch,
+    config_key,
+    covered_blocks,
+)
 
-#: Blocks per enumerated plan (three covers the realistic families' optima).
+#: Blocks per enumerated plan by default (``GeneralSettings.max_blocks``; three covers the
+#: realistic families' optima).
 MAX_BLOCKS = 3
-#: Switch for the early enumeration and the coverage it proves (tests compare on and off).
-ENABLED = True
-#: Share of the time limit the enumeration may take.
-SEED_SHARE = 0.15
-#: Share of the time left at the first run that all runs together may take.
-COVER_SHARE = 0.3
 #: Time prices (relative to the search's λ) of the candidates' cost bound.
 LAMBDA_GRID = 1.07 ** np.arange(-40, 41)
 
@@ -111,13 +98,85 @@ def _virtual_cum(prob, search) -> np.ndarray:
     return np.ascontiguousarray(out.transpose(2, 1, 0))
 
 
-def block_candidates(prob, search, deadline: float, max_blocks: int = MAX_BLOCKS, ub: float = math.inf):
+def shortest_last_block(data, pre: np.ndarray, start: np.ndarray, model: int, cum_t: np.ndarray,
+                        k_lo: int, k_hi: int) -> np.ndarray:
+    """Fewest epochs L ≥ 1 of a final block of ``model`` that make each partial
+    plan SAA-feasible (0 where no L up to k_hi − start works).
+
+    ``pre`` (S, P) is each partial plan's loss just before the block (switch
+    jump included), ``start`` (P,) its first epoch, ``cum_t`` (M, K+1, S) the
+    cumulative improvement per virtual model; ``data`` gives ``lmax``, ``p``
+    and ``nonneg``. With non-negative improvements the loss falls as the block
+    grows, so all P searches bisect together; otherwise every length is tried.
+    The same test as the enumeration formulation's (``milp.bounds``), kept
+    here so that this package does not depend on the MILP package.
+    """
+    P = start.size
+    lo = np.maximum(1, k_lo - start)
+    hi = k_hi - start
+    found = np.zeros(P, dtype=np.int64)
+    if P == 0:
+        return found
+    cum_m = cum_t[model]                          # (K+1, S), rows contiguous
+    base = pre.T + cum_m[start]                   # (P, S): loss before the block plus its start offset
+    threshold = data.lmax + LOSS_TOL
+
+    def ok(length):
+        loss = base - cum_m[start + length]
+        return np.count_nonzero(loss > threshold, axis=1) <= data.p
+
+    valid = lo <= hi
+    if data.nonneg:
+        good = np.zeros(P, dtype=bool)
+        good[valid] = ok(np.where(valid, hi, 1))[valid]
+        a, b = lo.copy(), hi.copy()          # invariant: b works for `good`
+        while True:
+            open_ = good & (a < b)
+            if not open_.any():
+                break
+            mid = (a + b) // 2
+            res = ok(np.where(open_, mid, b))
+            b = np.where(open_ & res, mid, b)
+            a = np.where(open_ & ~res, mid + 1, a)
+        found[good] = b[good]
+    else:
+        todo = valid.copy()
+        length = lo.copy()
+        while todo.any():
+            res = ok(np.where(todo, np.minimum(length, hi), lo))
+            hit = todo & res
+            found[hit] = length[hit]
+            todo &= ~res
+            length += 1
+            todo &= length <= hi
+    return found
+
+
+class Steps:
+    """A work budget in units (one last-block search or one exact leaf evaluation each)."""
+
+    __slots__ = ("left", "used")
+
+    def __init__(self, left: float):
+        self.left, self.used = left, 0
+
+    def take(self) -> bool:
+        """Spend one unit; False (nothing spent) when the budget is exhausted."""
+        if self.left <= 0:
+            return False
+        self.left -= 1
+        self.used += 1
+        return True
+
+
+def block_candidates(prob, search, deadline: float, max_blocks: int = MAX_BLOCKS, ub: float = math.inf,
+                     steps: Steps | None = None):
     """SAA-feasible plans of at most ``max_blocks`` blocks with the shortest last block.
 
     Parameters
     ----------
-    prob : general_search.Problem
-    search : general_search.BlockSearch
+    prob : search.Problem
+    search : search.BlockSearch
         Gives the virtual models, their successors, weights and ``kmax``.
     deadline : float
         ``time.perf_counter()`` value after which the enumeration stops
@@ -126,6 +185,9 @@ def block_candidates(prob, search, deadline: float, max_blocks: int = MAX_BLOCKS
         1, 2 or 3.
     ub : float
         Plans whose λ-dual lower bound W + const reaches this are skipped.
+    steps : Steps, optional
+        Work budget: one unit per last-block search; exhausted, the
+        enumeration stops unfinished (deterministically, unlike ``deadline``).
 
     Returns
     -------
@@ -133,7 +195,7 @@ def block_candidates(prob, search, deadline: float, max_blocks: int = MAX_BLOCKS
         One plan per row: virtual models (v1, v2, v3) and lengths (n1, n2,
         n3), −1 / 0 for absent blocks.
     bool
-        Whether the enumeration finished (False: ``deadline`` stopped it).
+        Whether the enumeration finished (False: ``steps`` or ``deadline`` stopped it).
     """
     P, s = prob, search
     K, S = s.kmax, P.S
@@ -142,6 +204,7 @@ def block_candidates(prob, search, deadline: float, max_blocks: int = MAX_BLOCKS
         # longer plans have W + const > ub, so they cannot beat (or tie) the incumbent
         K = min(K, int(math.floor((ub - s.const) / wmin * (1 + 1e-9) + 1e-9)))
     rows: list = []
+    steps = steps if steps is not None else Steps(math.inf)
     if K < 1:
         return np.zeros((0, 6), dtype=np.int64), True
     cum_t = _virtual_cum(P, s)
@@ -159,14 +222,15 @@ def block_candidates(prob, search, deadline: float, max_blocks: int = MAX_BLOCKS
                                          n1[keep], n2[keep], n3[keep]]))
 
     def last(pre, start, v):
-        return _shortest_last_block(data, pre, start, v, cum_t, 1, K)
+        steps.take()
+        return shortest_last_block(data, pre, start, v, cum_t, 1, K)
 
     def done(finished):
         out = np.concatenate(rows).astype(np.int64) if rows else np.zeros((0, 6), dtype=np.int64)
         return out, finished
 
     for v1 in range(s.nv):
-        if time.perf_counter() > deadline:
+        if steps.left <= 0 or time.perf_counter() > deadline:
             return done(False)
         L = last(np.full((S, 1), P.l0), np.array([0]), v1)
         add((v1, -1, -1), L, 0, 0)
@@ -179,12 +243,14 @@ def block_candidates(prob, search, deadline: float, max_blocks: int = MAX_BLOCKS
             pre = P.l0 - (cum_t[v1][a] - cum_t[v1][0]).T
             if p12 >= 0:
                 pre = pre + P.J[:, a, p12]
+            if steps.left <= 0:
+                return done(False)
             add((v1, v2, -1), a, last(pre, a, v2), 0)
             if max_blocks < 3:
                 continue
             for v3, p23 in s.succ[v2]:
                 for ai in range(1, K - 1):
-                    if time.perf_counter() > deadline:
+                    if steps.left <= 0 or time.perf_counter() > deadline:
                         return done(False)
                     # prefix weight already at the bound: longer first blocks only cost more
                     if ai * s.w[v1] + s.w[v2] + s.w[v3] + s.const >= ub:
@@ -225,12 +291,15 @@ def dual_bounds(prob, search, counts: np.ndarray) -> np.ndarray:
     return best
 
 
-def seed_incumbent(prob, search, leaves, tol: float, deadline: float, max_blocks: int = MAX_BLOCKS) -> dict:
+def seed_incumbent(prob, search, leaves, tol: float, deadline: float, max_blocks: int = MAX_BLOCKS,
+                   steps: Steps | None = None) -> dict:
     """Evaluate the ≤ ``max_blocks``-block plans of ``search``'s assignment exactly.
 
     Candidates are evaluated in increasing order of their λ-dual lower bound
     (:func:`dual_bounds`) until it reaches the incumbent
     (``leaves.best_cost``); ``leaves`` keeps the best plan and its time price.
+    ``steps`` (default unlimited) budgets the work: one unit per last-block
+    search and per evaluation.
 
     Returns
     -------
@@ -244,13 +313,14 @@ def seed_incumbent(prob, search, leaves, tol: float, deadline: float, max_blocks
         bound (``Leaves.evaluate``) reached it too.
     """
     t0 = time.perf_counter()
+    steps = steps if steps is not None else Steps(math.inf)
     done = 0
     exact_lbs: list = []
     stopped = finished = False
     n_rows = 0
     # two blocks first (cheap): their incumbent caps the horizon and prunes the three-block loop
     for blocks in sorted({min(2, max_blocks), max_blocks}):
-        rows, finished = block_candidates(prob, search, deadline, blocks, ub=leaves.best_cost)
+        rows, finished = block_candidates(prob, search, deadline, blocks, ub=leaves.best_cost, steps=steps)
         n_rows += rows.shape[0]
         counts = np.zeros((rows.shape[0], search.nv))
         for j in range(3):
@@ -263,7 +333,7 @@ def seed_incumbent(prob, search, leaves, tol: float, deadline: float, max_blocks
             # no tolerance here: the plans left out must cost at least the incumbent
             if math.isfinite(best) and lb >= best:
                 break
-            if time.perf_counter() > deadline:
+            if time.perf_counter() > deadline or not steps.take():
                 stopped = True
                 break
             exact_lbs.append(leaves.evaluate(search, vseq, tol)[0])
@@ -273,13 +343,13 @@ def seed_incumbent(prob, search, leaves, tol: float, deadline: float, max_blocks
     best = leaves.best_cost
     complete = (finished and not stopped and bool(prob.nonneg)
                 and all(b >= best * (1 - 1e-12) - 1e-12 for b in exact_lbs))
-    return {"candidates": n_rows, "evaluated": done, "seconds": time.perf_counter() - t0,
-            "cost": best, "complete": complete}
+    return {"candidates": n_rows, "evaluated": done, "steps": steps.used,
+            "seconds": time.perf_counter() - t0, "cost": best, "complete": complete}
 
 
 def seed_root(prob, cfg, leaves, lam: float, tol: float, kmax_of, deadline: float) -> dict:
     """:func:`cover` on a leaf configuration ``cfg`` at time price ``lam``
-    (``kmax_of`` is ``general._kmax``: the most epochs Tmax allows;
+    (``kmax_of`` is ``boxes.horizon_cap``: the most epochs Tmax allows;
     ``deadline``: the solve's)."""
     k0 = kmax_of(prob, prob.weights(cfg, lam), prob.tmin(cfg), -lam * prob.T, math.inf)
     if k0 < 1:
@@ -290,42 +360,53 @@ def seed_root(prob, cfg, leaves, lam: float, tol: float, kmax_of, deadline: floa
 def cover(prob, search, leaves, tol: float, deadline: float) -> dict:
     """:func:`seed_incumbent` on ``search``'s assignment, once; when complete, record it.
 
-    ``deadline`` is the solve's: one run may take ``SEED_SHARE`` of the time
-    left, all runs together ``COVER_SHARE`` of the time left at the first.
-    An assignment inside a covered one (``general_search.covered_blocks``)
+    ``deadline`` is the solve's outer stop. The work is budgeted in units
+    (``GeneralSettings.enumeration_steps`` per run,
+    ``enumeration_steps_total`` for all runs together), so whether a run
+    completes does not depend on the machine. An assignment inside a covered one (``search.covered_blocks``)
     is not enumerated again.
 
     A complete run proves that every plan of this assignment with at most
-    ``MAX_BLOCKS`` blocks costs at least the incumbent (so at least the final
-    one), hence ``prob.covered[config_key] = MAX_BLOCKS + 1`` and
+    ``max_blocks`` blocks costs at least the incumbent (so at least the final
+    one), hence ``prob.covered[config_key] = max_blocks + 1`` and
     ``search.min_blocks`` is raised: the search's bounds then count only
     completions making a plan of ≥ MAX_BLOCKS + 1 blocks (the block-counting
-    group bound of ``general_groups``), and it skips the covered leaves.
+    group bound of ``groups``), and it skips the covered leaves.
     """
-    if not ENABLED:
+    opts = prob.settings
+    if not opts.short_plans:
         return {"complete": False, "skipped": "disabled"}
+    if not prob.allows(search.cfg):
+        # the data rule (6) forbids this configuration: recording it as covered would
+        # wrongly cover its sub-assignments (search.covered_blocks)
+        return {"complete": False, "skipped": "data rule"}
     key = config_key(search.cfg)
     known = covered_blocks(prob, search.cfg)
     if known > 1 or key in prob.tried:
         search.min_blocks = max(search.min_blocks, known)
         return {"complete": known > 1, "skipped": "seen"}
-    now = time.perf_counter()
-    if prob.cover_budget is None:
-        prob.cover_budget = COVER_SHARE * (deadline - now) if math.isfinite(deadline) else math.inf
-    left = prob.cover_budget - prob.cover_spent
+    left = opts.enumeration_steps_total - prob.cover_spent
     if left <= 0:
         return {"complete": False, "skipped": "budget"}
     prob.tried.add(key)
-    window = SEED_SHARE * (deadline - now) if math.isfinite(deadline) else math.inf
-    out = seed_incumbent(prob, search, leaves, tol, now + min(window, left))
-    prob.cover_spent += time.perf_counter() - now
+    steps = Steps(min(opts.enumeration_steps, left))
+    out = seed_incumbent(prob, search, leaves, tol, deadline, opts.max_blocks, steps=steps)
+    prob.cover_spent += steps.used
     if out["complete"]:
         prob.covered_beta[key] = tuple(float(b) for b in search.cfg.beta)
-        prob.covered[key] = MAX_BLOCKS + 1
-        search.min_blocks = MAX_BLOCKS + 1
+        prob.covered[key] = opts.max_blocks + 1
+        search.min_blocks = opts.max_blocks + 1
     prob.cover_log.append(out)
     return out
 
 
-__all__ = ["block_candidates", "cover", "dual_bounds", "seed_incumbent", "seed_root", "ENABLED", "MAX_BLOCKS",
-           "SEED_SHARE"]
+__all__ = [
+    "MAX_BLOCKS",
+    "Steps",
+    "block_candidates",
+    "cover",
+    "dual_bounds",
+    "seed_incumbent",
+    "seed_root",
+    "shortest_last_block",
+]

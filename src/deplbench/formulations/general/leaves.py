@@ -1,6 +1,6 @@
 """Exact leaves of the ``general`` search: the cluster split of a complete plan.
 
-A complete plan from :class:`~.general_search.BlockSearch` fixes the model
+A complete plan from :class:`~.search.BlockSearch` fixes the model
 and the γ-group of every epoch; inside a group the clusters are
 interchangeable for the loss but not for the cost. :class:`Leaves` chooses
 the split by local search with exact ``allocate`` calls (a feasible real-x
@@ -19,10 +19,7 @@ from types import SimpleNamespace
 import numpy as np
 
 from deplbench.formulations.allocation import allocate
-from deplbench.formulations.milp.general_search import BlockSearch, Config, Problem
-
-#: Largest number of integer cluster splits enumerated at one leaf.
-MAX_SPLITS = 50_000
+from deplbench.formulations.general.search import BlockSearch, Config, Problem
 
 
 class Leaves:
@@ -50,6 +47,9 @@ class Leaves:
     def evaluate(self, search: BlockSearch, vseq: np.ndarray, tol: float):
         """(lower bound, exact cost) of the best cluster split of ``vseq``."""
         P, cfg = self.prob, search.cfg
+        if not P.allows(cfg):
+            # not a plan at all under the data rule (6): no cost, and +inf bounds it validly
+            return math.inf, math.inf
         counts = np.bincount(vseq, minlength=search.nv)
         key = (tuple(cfg.clusters.tolist()), tuple(cfg.classes), tuple(counts.tolist()), tuple(vseq.tolist()))
         if key in self.cache:
@@ -89,7 +89,7 @@ class Leaves:
     def counts_bound(self, search: BlockSearch, vseq: np.ndarray) -> float:
         """Lower bound on the cost of the epoch counts of ``vseq`` in any order and any
         cluster split of its γ-groups (the λ-dual of ``_dual_bound``); does not touch
-        the incumbent (``general_pairs`` uses it for leaves it could not realise)."""
+        the incumbent (``pairs`` uses it for leaves it could not realise)."""
         members = [np.array(g) for g in search.cfg.groups]
         return self._dual_bound(search.vm[vseq], search.vg[vseq], members, search.cfg,
                                 SimpleNamespace(time_price=search.lam))
@@ -171,7 +171,7 @@ class Leaves:
             opts = [c for c in itertools.product(range(cnt + 1), repeat=mem.size - 1) if sum(c) <= cnt]
             total *= len(opts)
             choices.append((m, g, mem, cnt, opts))
-        if total > MAX_SPLITS:
+        if total > self.prob.settings.max_splits:
             return None
         best = (math.inf, None, None)
         for combo in itertools.product(*[c[4] for c in choices]):
@@ -186,4 +186,4 @@ class Leaves:
         return best if best[1] is not None else None
 
 
-__all__ = ["Leaves", "MAX_SPLITS"]
+__all__ = ["Leaves"]

@@ -1,0 +1,740 @@
+"""The ``general`` exact formulation: any switch graph, |D| ≤ 12, any clusters.
+
+What is solved
+--------------
+The same SAA problem as every MILP formulation of this package (module
+docstring of the package): minimise the real-x cost of eqs. (2), (4), (5)
+over plans whose final loss exceeds ℓmax in at most p = ⌊(1−ω)S⌋ of the S
+in-sample scenarios of ``ScenarioSampler(instance, seed).in_sample(S)``
+(Luedtke & Ahmed 2008). The exactness contract is unchanged: the returned
+plan is feasible with real allocations costed exactly by ``allocate``, the
+returned bound is a valid lower bound, and status ``optimal`` means their
+relative gap is at most ``gap``.
+
+Why not a big-M MILP
+--------------------
+The chance constraint has random *technology* coefficients (every draw
+multiplies a plan binary). The literature for finite-support chance
+constraints strengthens the big-M rows: Luedtke, Ahmed & Nemhauser (2010,
+Math. Prog. 122) with per-scenario quantile big-M values and the mixing/star
+inequalities of the resulting mixing set, Küçükyavuz (2012, Math. Prog. 132)
+with the full mixing-set hull, Luedtke (2014, Math. Prog. 146) with a
+branch-and-cut *decomposition* whose cuts come from single-scenario
+subproblems h_s(π) = min{πx : x ∈ X, scenario s holds}, and Xie & Ahmed
+(2018, "On quantile cuts and their closure for chance constrained
+optimization problems", Math. Prog. 172) with quantile cuts
+πx ≥ (p+1)-th largest h_s(π). All of them tighten the link between the plan
+x and the violation binaries; none removes the weakness measured on this
+problem (package docstring, "Why the flow formulation is not enough"): the
+LP relaxation *mixes* plans that use different models in the same epoch,
+which averages independent noise, and with the violated scenarios of the
+optimal plan fixed the LP is still 6 % below the optimum. We measured that
+HiGHS needs 48–68 s per master even with only 20–26 scenario rows (lazy
+scenario generation, 3 rounds) on the cyclic AlexNet instance at S = 100:
+the flow polytope itself is the bottleneck, not the number or the big-M of
+the scenario rows.
+
+What we do instead
+------------------
+We keep Luedtke's ingredients but branch on *plans*, where they are exact:
+
+1. **Data classes without per-cluster enumeration in a model.** A cluster's
+   data enters the loss only through γ(σ) and the cost only through V(σ)
+   and β(σ, n). With non-negative improvement draws a class with ≥ γ,
+   ≤ V and ≤ β dominates, so each cluster keeps its Pareto set (vectorised
+   over the 2^|D| subsets; 79 and 74 of 1023 on the two clusters of the
+   |D| = 10 datasets instance).
+   Assignments (which clusters train, which class each holds) are leaves
+   of the search. While they are few (``GeneralSettings.assignment_limit``;
+   5999 on that instance) every assignment is its own leaf, and all of them
+   are bounded at once with their exact classes by one vectorised
+   scenario-group DP (``classes.py``, proof there); the multiplier
+   pool is tuned on a real single-cluster assignment rather than on the
+   optimistic corner. Beyond the limit, a best-first branch-and-bound over
+   *boxes* of classes: a box is bounded with its optimistic class (largest
+   γ, smallest V, smallest β of the box), which relaxes every assignment
+   inside it (``class_leaves=False`` forces the boxes).
+2. **Blocks.** For one assignment a plan is a sequence of blocks (maximal
+   runs of one model on one γ-group of clusters). The search branches on
+   the next block (virtual model and length); with non-negative
+   improvements only the shortest SAA-feasible last block can be optimal
+   (F grows with the counts), exactly as in the enumeration formulation.
+   Cycles in the switch graph are just more successors.
+3. **Cost bound by λ-duality** (package docstring): F(N) ≥ Σ_j g_j(λ) N_j
+   − λ Tmax for every λ ≥ 0, so a prefix has a linear weight; λ is the time
+   price of the incumbent (re-set when a better one appears).
+4. **Quantile bounds from scenario groups** (``groups.py``). A
+   completion must satisfy at least S − p scenarios. The scenarios are dealt
+   into p + 1 disjoint groups; a completion satisfying every member of a
+   group G costs at least max_π [V^π(k, v) + π·(L_G − ℓmax)], the
+   Lagrangian (LP) bound of "one path satisfies all of G" — one backward
+   min-plus DP per multiplier vector π over the epoch × virtual-model graph,
+   on the π-aggregated draws. At most p groups hold a violated scenario, so
+   the completion costs at least the (p+1)-th largest (here: the smallest)
+   group bound (scenario grouping: Ahmed, Luedtke, Song & Xie 2017; Deng et
+   al. 2021; the order statistic is Xie & Ahmed's quantile bound). The π
+   pool is filled once by Kelley's method at the root and is valid for every
+   node, assignment and λ; its DP paths are plans and seed the incumbent.
+   Singleton groups give the per-scenario bound of Luedtke (2014)'s
+   single-scenario subproblems, max_μ [V^μ_s(k, v) + μ (L_s − ℓmax)],
+   which is kept (``search.py``) and maxed with the group bound;
+   the proof is in ``groups``.
+5. **Exact leaves.** A complete plan's cluster split inside a γ-group is
+   chosen by local search with exact ``allocate`` calls (feasible real-x
+   plan, upper bound) and bounded by the continuous split's λ-dual (lower
+   bound); if they differ by more than the tolerance the split is
+   enumerated exhaustively.
+6. **Short plans enumerated, then only long ones bounded**
+   (``incumbent.py``). Every SAA-feasible plan of at most 3 blocks
+   of an assignment (cycles included) is found with the enumeration
+   formulation's shortest-last-block rule and costed exactly; once that
+   pass is complete the group bound counts switches (one more DP state) and
+   bounds only completions with ≥ 3 switches. Without it the converged root
+   group bound of the cyclic AlexNet (S = 1000) was 1609 against the optimum
+   1802.6: its LP mixed cheap infeasible two-block plans with dear feasible
+   three-block ones; with it, 1790.
+7. **Two γ-groups: model blocks with counts, not interleavings**
+   (``pairs.py``). With two γ-groups a block of item 2 is a run of
+   one *model* with j epochs on the γ_hi group and ℓ − j on the γ_lo group,
+   in an order left open: the cost depends on the counts only, and the
+   loss of every order is, scenario by scenario, at least the one of the
+   best order (the j largest draws on γ_hi: rearrangement inequality), so
+   the bounds of items 3–4 hold at those optimistic losses. A completion
+   after a block must switch model first, and when only one block of a
+   terminal model can follow, its per-scenario exact cost is the bound. A
+   relaxed leaf is turned into a plan by ``placement.realise``,
+   which proves by an exact, pruned placement search when no order meets
+   the quantile (the search then goes on above that cell); a leaf it can
+   neither order nor refute keeps its bound, which enters the lower bound
+   (``unrealised_leaves``). Neighbouring two-cluster assignments are first
+   bounded together by their corner (``pair_groups.py``).
+   ``pair_search=False`` / ``pair_groups=False`` restore the
+   interleaving search and the one-by-one leaves.
+
+Every discarded node, leaf and box keeps its bound; the returned lower bound
+is min(incumbent, smallest discarded bound) — valid because every plan lies
+in exactly one discarded subtree or is the incumbent. No big-M constants
+and no LP tolerances enter the proof: losses are compared with the same
+1e-9 tolerance as ``Scenarios.violations``, and bounds are ordinary floating
+point sums.
+
+Phases and reproducibility
+--------------------------
+:func:`solve_general` runs setup (scenarios, classes), bounding (the exact
+short-plan seed, the multiplier pool, the root bound of every assignment or
+box) and the search, then builds the result. Every phase is budgeted in
+work units of :class:`~.settings.GeneralSettings` (Kelley iterations,
+enumeration steps, nodes), so the same instance and settings give the same
+nodes, bounds and result on any machine; ``time_limit`` only stops the
+solve, and ``diagnostics["stopped_in"]`` names the phase. Measured times
+and their history: ``benchmarks/general_targets.py`` and the README.
+
+Limits
+------
+Exact for every dimension; |D| ≤ 12 (the Pareto filter compares all subset
+pairs), |N| ≤ 12 (every set of training clusters is a root box; no
+cluster-dominance pruning, so ``fast`` keeps ``flow`` above 4 clusters). Signed improvement draws disable the γ-dominance and the
+shortest-last-block rule (all lengths are kept, every assignment is its own
+box). Memory: the DP tables hold (K̄+1)·18·S·|M|·(γ-groups) floats (≈ 130 MB
+at K̄ = 100, S = 3000, |M| = 3).
+
+References
+----------
+DepL paper eqs. (1)–(6); J. Luedtke, S. Ahmed, SIAM J. Optim. 19 (2008);
+J. Luedtke, S. Ahmed, G. Nemhauser, Math. Prog. 122 (2010) 247–272;
+S. Küçükyavuz, Math. Prog. 132 (2012) 31–56; J. Luedtke, Math. Prog. 146
+(2014) 219–244; W. Xie, S. Ahmed, Math. Prog. 172 (2018) 621–646;
+S. Ahmed, J. Luedtke, Y. Song, W. Xie, Math. Prog. 162 (2017) 51–81 (scenario
+grouping); Y. Deng, H. Jia, S. Ahmed, J. Lee, S. Shen, INFORMS J. Comput. 33
+(2021) 757–773.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import math
+import sys
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from deplbench.formulations.general.boxes import (
+    Box,
+    box_config,
+    cluster_classes,
+    horizon_cap,
+    root_boxes,
+)
+from deplbench.formulations.general.classes import (
+    assignment_bounds,
+    leaf_assignments,
+    rebound_leaves,
+    seed_assignment,
+)
+from deplbench.formulations.general.groups import GroupPool, GroupTables
+from deplbench.formulations.general.incumbent import cover, seed_root
+from deplbench.formulations.general.leaves import Leaves
+from deplbench.formulations.general.pair_groups import PairGroups
+from deplbench.formulations.general.pairs import PairSearch, pair_applies
+from deplbench.formulations.general.search import (
+    MU_FACTORS,
+    BlockSearch,
+    Config,
+    Problem,
+    prunable,
+)
+from deplbench.formulations.general.settings import GeneralSettings
+from deplbench.formulations.plan import Epoch, Plan
+from deplbench.formulations.result import SolveResult
+from deplbench.formulations.scenarios import ScenarioSampler, allowed_violations
+from deplbench.limits import MEMORY_BUDGET_GIB
+from deplbench.params import Param
+
+#: Largest |D| (all 2^|D| − 1 subsets are compared pairwise per cluster).
+MAX_DATASETS_GENERAL = 12
+#: Largest |N| (the 2^|N| − 1 sets of training clusters are the root boxes).
+MAX_CLUSTERS_GENERAL = 12
+#: Memory (GiB) the bound tables may take: the suite's one budget (deplbench.limits).
+MEMORY_LIMIT_GIB = MEMORY_BUDGET_GIB
+
+#: The options of :func:`solve_general` (the one validation path, ``deplbench.params``).
+SOLVE_PARAMETERS: dict[str, Param] = {
+    "scenarios": Param(1000, int, "in-sample scenarios S", low=1),
+    "seed": Param(0, int, "seed of the in-sample scenarios", low=0),
+    "time_limit": Param(60.0, float, "wall-clock seconds (the outer stop); none: no limit", low=0.0,
+                        low_inclusive=False, nullable=True),
+    "gap": Param(1e-4, float, "relative gap (UB − LB)/UB declared optimal", low=0.0, low_inclusive=False,
+                 high=0.999999),
+    "threads": Param(1, int, "accepted for interface compatibility (single-threaded)", low=1),
+    "node_limit": Param(None, int, "search nodes allowed; none: unlimited", low=1, nullable=True),
+}
+
+
+def general_applies(instance) -> tuple[bool, str]:
+    """Whether ``general`` can solve the instance (and why not)."""
+    if instance.n_clusters > MAX_CLUSTERS_GENERAL:
+        return False, (f"clusters: {instance.n_clusters} clusters exceed the general formulation's limit of "
+                       f"{MAX_CLUSTERS_GENERAL} (every set of training clusters is a root box)")
+    if instance.n_datasets > MAX_DATASETS_GENERAL:
+        return False, (f"datasets: {instance.n_datasets} datasets exceed the general formulation's limit of "
+                       f"{MAX_DATASETS_GENERAL}")
+    return True, ""
+
+
+def _clamp_bound(lower: float, diag: dict) -> float:
+    """The reported lower bound, never below 0.
+
+    Every plan costs κ·x + β ≥ 0 (eq. (2): unit costs, allocations and
+    transfer costs are non-negative), so 0 is a valid bound; the λ-dual and
+    group bounds of a stopped search can fall below it (an open node's
+    −λ·Tmax term). With a bound ≥ 0 and a cost ≥ 0 the gap (UB − LB)/UB is at
+    most 1 (100 %).
+    """
+    if math.isfinite(lower) and lower < 0:
+        diag["lower_bound_clamped"] = (f"the search's bound {lower:.6g} is below 0; every plan costs "
+                                       "κ·x + β ≥ 0 (eq. (2)), so 0 is reported")
+        return 0.0
+    return lower
+
+
+# =============================================================================
+# The state of one solve, and its phases: setup, bounding, search, result
+# =============================================================================
+
+
+@dataclass
+class _Run:
+    """Everything one solve carries between its phases."""
+
+    inst: object
+    prob: Problem
+    opts: GeneralSettings
+    params: dict
+    diag: dict
+    t0: float
+    deadline: float
+    nodes_budget: float
+    tol: float
+    S: int
+    deterministic: bool
+    bits: np.ndarray
+    vol: np.ndarray
+    gam: np.ndarray
+    beta: np.ndarray
+    lists: list
+    leaves: Leaves
+    lam: float = 1.0
+    est_cost: float = 1.0
+    lam_resets: int = 0
+    pool: GroupPool | None = None
+    pool_cfg: Config | None = None
+    leaf_list: list | None = None
+    pair_groups: PairGroups | None = None
+    heap: list = field(default_factory=list)
+    dive: list = field(default_factory=list)
+    counter: itertools.count = field(default_factory=itertools.count)
+    probed: set = field(default_factory=set)
+    lb_discard: float = math.inf
+    stopped_in: str | None = None     # the phase the time or node limit stopped
+    hit_node_limit: bool = False
+    searched: bool = False            # the root boxes/leaves were all bounded
+    verbose: bool = False             # progress to stderr
+    work: dict = field(default_factory=lambda: dict(nodes=0, leaves=0, boxes=0, unrealised_leaves=0,
+                                                    pair_searches=0, unplaceable_cells=0))
+
+    def out_of_time(self, phase: str) -> bool:
+        """The outer wall-clock stop: True (and the phase recorded) once the limit has passed."""
+        if time.perf_counter() > self.deadline:
+            self.stopped_in = self.stopped_in or phase
+            return True
+        return False
+
+    def mu_ref(self, ub: float | None = None) -> float:
+        """The scale of the scenario multipliers: a cost per unit of loss above ℓmax."""
+        ub = self.leaves.best_cost if ub is None else ub
+        return (ub if math.isfinite(ub) else self.est_cost) / max(self.prob.l0 - self.prob.lmax, 1e-12)
+
+    def push(self, bound: float, box: Box) -> None:
+        heapq.heappush(self.heap, (float(bound), next(self.counter), box))
+
+    def reset_due(self, lam: float | None = None) -> bool:
+        """The one λ-reset rule: the incumbent's time price differs from λ by more than
+        the factor 1 + ``lambda_reset`` and re-sets are left (every λ ≥ 0 gives valid
+        bounds; a λ near the optimum's price gives strong ones, module docstring item 3)."""
+        price, lam = self.leaves.best_price, self.lam if lam is None else lam
+        return (price > 0 and self.lam_resets < self.opts.max_lambda_resets
+                and abs(math.log(price / lam)) > math.log1p(self.opts.lambda_reset))
+
+    def reset_lambda(self) -> None:
+        """λ ← the incumbent's time price; new multipliers tuned to it join the pool."""
+        self.lam = self.leaves.best_price
+        self.lam_resets += 1
+        iters = self.opts.refresh_kelley_iterations
+        if self.pool is None or iters == 0:
+            return
+        P, cfg = self.prob, self.pool_cfg
+        kr = horizon_cap(P, P.weights(cfg, self.lam), P.tmin(cfg), -self.lam * P.T, self.leaves.best_cost)
+        if kr >= 1:
+            self.pool.extend(BlockSearch(P, cfg, self.lam, kr, self.mu_ref()), self.deadline, iters=iters)
+
+    def make_search(self, cfg: Config, kmax: int):
+        """The search of one configuration: model blocks with counts for two γ-groups
+        (pairs.py), else blocks; with the pool's group tables once it is filled."""
+        kind = (PairSearch if self.opts.pair_search and pair_applies(self.prob, cfg) else BlockSearch)
+        search = kind(self.prob, cfg, self.lam, kmax, self.mu_ref())
+        if self.pool is not None and self.pool.complete:
+            search.groups = GroupTables(self.pool, search)
+        return search
+
+    def box_search(self, box: Box, ub: float):
+        """(configuration, search or None when no epoch fits below ``ub``) of a box."""
+        cfg = box_config(box, self.lists, self.vol, self.gam, self.beta)
+        P = self.prob
+        kmax = horizon_cap(P, P.weights(cfg, self.lam), P.tmin(cfg), P.dual_constant(cfg, self.lam), ub)
+        return cfg, (self.make_search(cfg, kmax) if kmax >= 1 else None)
+
+
+def _setup(instance, scenarios, seed, node_limit, gap, params, opts, t0, deadline):
+    """Scenarios, the shared problem arrays and the Pareto classes; or an error result."""
+    diag: dict = {"formulation": "general", "variant": "general",
+                  "exactness": "real-x cost via λ-dual bounds of the convex F(N); plans costed with allocate()"}
+    ok, why = general_applies(instance)
+    if not ok:
+        return SolveResult(algorithm="milp", status="error", message=why, params=params, diagnostics=diag)
+    inst = instance
+    # the DP tables: (K̄+1)·nμ·S·|M|·(γ-groups ≤ |N|) floats, about three alive at once
+    need = 3.0 * 8 * (inst.horizon + 1) * len(MU_FACTORS) * int(scenarios) * inst.n_models * inst.n_clusters
+    if need > MEMORY_LIMIT_GIB * 2**30:
+        return SolveResult(algorithm="milp", status="error", params=params, diagnostics=diag, message=(
+            f"the general formulation's bound tables would need about {need / 2**30:.1f} GiB > "
+            f"{MEMORY_LIMIT_GIB:g} GiB (S = {scenarios}, K̄ = {inst.horizon}); use fewer scenarios"))
+    deterministic = all(m.improvement.is_deterministic for m in inst.models) and all(
+        sw.jump.is_deterministic for sw in inst.switches)
+    S = 1 if deterministic else int(scenarios)
+    p = 0 if deterministic else allowed_violations(inst.omega, S)
+    sc = ScenarioSampler(inst, seed).in_sample(S)
+    prob = Problem(inst, inst.run_scale[None, :, :] * sc.improvement, sc.jump, p, settings=opts)
+    diag.update(scenarios=int(scenarios), deterministic=deterministic,
+                allowed_violations=allowed_violations(inst.omega, int(scenarios)))
+    bits, vol, gam, beta, lists = cluster_classes(inst, prob.nonneg)
+    diag["data_classes_per_cluster"] = [len(x) for x in lists]
+    return _Run(inst=inst, prob=prob, opts=opts, params=params, diag=diag, t0=t0, deadline=deadline,
+                nodes_budget=math.inf if node_limit is None else int(node_limit), tol=0.5 * float(gap), S=S,
+                deterministic=deterministic, bits=bits, vol=vol, gam=gam, beta=beta, lists=lists,
+                leaves=Leaves(prob, inst))
+
+
+def _seed(run: _Run) -> None:
+    """λ and μ scales, the first incumbent (short plans) and the scenario-group pool."""
+    P, inst, lists = run.prob, run.inst, run.lists
+    # λ and μ scales before any incumbent: a median configuration's closed form
+    root_cfg = box_config(Box([(0, len(lists[n])) for n in range(inst.n_clusters)]), lists, run.vol, run.gam,
+                       run.beta)
+    tm = P.tmin(root_cfg)
+    k_est = max(1.0, min(P.K, P.T / max(float(tm.min()), 1e-12)) / 2)
+    root = float(np.median(np.sqrt(P.c_m[:, None] * root_cfg.volume[None, :] * P.kap[root_cfg.clusters][None, :])))
+    slack = max(P.T - k_est * float(np.median(P.comm)), 1e-3 * P.T)
+    run.lam = max((k_est * root / slack) ** 2, 1e-12)
+    run.est_cost = k_est ** 2 * root ** 2 / slack
+    is_leaf = bool(root_cfg.classes) and all(c is not None for c in root_cfg.classes)
+    # the data rule (6) decides whether the all-cluster configuration holds plans at all:
+    # under the printed rule it does not, and its plans must not seed the incumbent
+    if is_leaf and P.allows(root_cfg):
+        # every plan of ≤ 3 blocks, exactly (incumbent.py): an early incumbent and its time price
+        run.diag["incumbent_seed"] = seed_root(P, root_cfg, run.leaves, run.lam, run.tol, horizon_cap, run.deadline)
+        if run.leaves.best is not None and run.leaves.best_price > 0:
+            run.lam, run.est_cost = run.leaves.best_price, run.leaves.best_cost
+    if run.out_of_time("bounding"):
+        return
+    # few class assignments: each becomes a leaf (classes.py), and the pool is tuned on
+    # a real single-cluster assignment (the optimistic root corner is no class at all)
+    run.pool_cfg = root_cfg
+    run.leaf_list = (leaf_assignments(inst, lists, run.opts.assignment_limit)
+                     if run.opts.class_leaves and run.S > 1 else None)
+    seed_cls = seed_assignment(P, lists, run.vol, run.gam, run.beta) if run.leaf_list is not None else None
+    if seed_cls is not None and run.leaves.best is None:
+        n0, c0, run.est_cost, run.lam = seed_cls
+        run.pool_cfg = Config(np.array([n0]), [c0], run.gam[[c0]], run.vol[[c0]], np.array([run.beta[c0, n0]]))
+    if run.S > 1:
+        _fill_pool(run, is_leaf)
+
+
+def _fill_pool(run: _Run, is_leaf: bool) -> None:
+    """The scenario-group bound (groups.py): one pool of multipliers for every
+    search, filled by ``root_kelley_iterations`` Kelley iterations per group."""
+    P, cfg = run.prob, run.pool_cfg
+    k_root = horizon_cap(P, P.weights(cfg, run.lam), P.tmin(cfg), -run.lam * P.T, run.leaves.best_cost)
+    if k_root < 1:
+        return
+    s_root = BlockSearch(P, cfg, run.lam, k_root, run.est_cost / max(P.l0 - P.lmax, 1e-12))
+    run.pool = GroupPool(P, np.argsort(-s_root.scenario_root_bounds(), kind="stable"))
+    run.pool.extend(s_root, run.deadline, iters=run.opts.root_kelley_iterations)
+    if cfg.classes and all(c is not None for c in cfg.classes) and P.allows(cfg):
+        for seq in run.pool.feasible_columns(s_root, run.pool.columns):
+            run.leaves.evaluate(s_root, seq, run.tol)
+
+
+def _bound_roots(run: _Run) -> None:
+    """Bound every assignment (few: each a leaf) or every root box before the search,
+    so that a stop still leaves a finite lower bound for what was not explored."""
+    P = run.prob
+    if run.pool is None or not run.pool.complete:
+        run.leaf_list = None
+    if run.leaf_list is not None:
+        bounds = assignment_bounds(P, run.pool, run.lam, run.leaf_list, run.lists, run.vol, run.gam, run.beta,
+                                   run.deadline)
+        for rng, rb in zip(run.leaf_list, bounds):
+            if rb < math.inf:       # +inf: no epoch of this assignment fits Tmax
+                run.push(rb, Box(rng))
+        run.diag["assignments"] = len(run.leaf_list)
+    else:
+        for box in root_boxes(run.inst, run.lists, relax=P.nonneg):
+            _, search = run.box_search(box, math.inf)
+            run.push(search.root_bound() if search is not None else math.inf, box)
+    if run.out_of_time("bounding"):
+        return
+    run.searched = True
+    # neighbouring two-cluster assignments bounded together (pair_groups.PairGroups)
+    if run.opts.pair_search and run.opts.pair_groups and run.leaf_list is not None and P.nonneg:
+        run.pair_groups = PairGroups(P, run.pool, run.lists, run.vol, run.gam, run.beta)
+
+
+def _next_box(run: _Run):
+    """The next open box: depth-first while there is no incumbent, then best-first."""
+    if run.dive and run.leaves.best is None:
+        return run.dive.pop()
+    for item in run.dive:
+        heapq.heappush(run.heap, item)
+    run.dive.clear()
+    return heapq.heappop(run.heap)
+
+
+def _stop(run: _Run, bound: float, box: Box, phase: str) -> None:
+    """Keep the box (and the dive) open and record the stop."""
+    run.push(bound, box)
+    for item in run.dive:
+        heapq.heappush(run.heap, item)
+    run.dive.clear()
+    run.stopped_in = run.stopped_in or phase
+
+
+def _search(run: _Run) -> None:
+    """Best-first over boxes/assignments; each leaf assignment is searched depth-first."""
+    # (an incumbent from incumbent already set λ and tuned the pool on an assignment containing it)
+    rebounded = run.leaf_list is None or ("incumbent_seed" in run.diag and run.leaves.best is not None)
+    while run.heap or run.dive:
+        if not rebounded and run.leaves.best is not None:
+            # first incumbent: tune the pool on its assignment and price, raise every open leaf's bound
+            rebounded = True
+            run.diag["leaves_rebounded"] = rebound_leaves(run.heap, run.prob, run.pool, run.leaves, run.lists,
+                                                          run.vol, run.gam, run.beta, run.deadline)
+        bound, _, box = _next_box(run)
+        if prunable(bound, run.leaves.best_cost, run.tol):
+            run.lb_discard = min(run.lb_discard, bound)
+            continue
+        if run.out_of_time("search") or run.work["nodes"] >= run.nodes_budget:
+            run.hit_node_limit = run.stopped_in is None
+            _stop(run, bound, box, "search")
+            return
+        if not _visit(run, bound, box):
+            return
+
+
+def _visit(run: _Run, bound: float, box: Box) -> bool:
+    """Process one open box; False when a limit stopped the search inside it."""
+    ub = run.leaves.best_cost
+    if run.pair_groups is not None and box.is_leaf() and run.leaves.best is not None:
+        # two-cluster leaves: first try to discard their block of neighbours at once
+        if run.pair_groups.covers(box.ranges):
+            return True         # its group's bound is already in lb_discard
+        glb = run.pair_groups.try_discard(box.ranges, run.lam, ub, run.tol, run.deadline, run.mu_ref(ub))
+        if glb is not None:
+            run.lb_discard = min(run.lb_discard, glb)
+            return True
+    run.work["boxes"] += 1
+    cfg, search = run.box_search(box, ub)
+    if search is None:
+        run.lb_discard = min(run.lb_discard, ub)
+        return True
+    if box.is_leaf() and run.pool is not None and box.ranges not in run.probed:
+        _probe(run, box, search)
+        if run.reset_due():
+            run.reset_lambda()
+            run.push(bound, box)
+            return True
+        ub = run.leaves.best_cost
+    # a box that is not a leaf is only bounded: the group bound alone (cheap, and
+    # usually the stronger) is enough; a leaf box is searched with every table
+    cutoff = -math.inf if not box.is_leaf() else (ub - run.tol * abs(ub) if math.isfinite(ub) else math.inf)
+    rb = max(search.root_bound(cutoff), bound)
+    if prunable(rb, ub, run.tol):
+        run.lb_discard = min(run.lb_discard, rb)
+        return True
+    if not box.is_leaf():
+        left, right = box.split()
+        if run.leaves.best is None:     # classes are sorted by γ: the left half first
+            run.dive.extend([(rb, next(run.counter), right), (rb, next(run.counter), left)])
+        else:
+            run.push(rb, left)
+            run.push(rb, right)
+        return True
+    return _search_leaf(run, box, search, rb, ub)
+
+
+def _probe(run: _Run, box: Box, search) -> None:
+    """The pool's DP paths on this assignment are plans: try them; then every ≤ 3-block
+    plan of it, exactly (incumbent.cover; a PairSearch counts blocks differently
+    and cannot skip them, so it is not run there)."""
+    run.probed.add(box.ranges)
+    for seq in run.pool.probe(search):
+        run.leaves.evaluate(search, seq, run.tol)
+    if not isinstance(search, PairSearch):
+        cover(run.prob, search, run.leaves, run.tol, run.deadline)
+
+
+def _search_leaf(run: _Run, box: Box, search, rb: float, ub: float) -> bool:
+    """The depth-first search of one assignment (search / pairs)."""
+    def on_leaf(vseq):
+        out = run.leaves.evaluate(search, vseq, run.tol)
+        # the bounds are only as good as λ: restart when the incumbent's price is far from it
+        if run.reset_due(search.lam):
+            search.abort = True
+        return out
+
+    left = run.nodes_budget - run.work["nodes"]
+    if isinstance(search, PairSearch):
+        stats = search.run(ub, run.tol, run.deadline, on_leaf, nodes_left=left,
+                           leaf_bound=lambda vseq: run.leaves.counts_bound(search, vseq))
+        run.work["unrealised_leaves"] += stats.unrealised
+        run.work["pair_searches"] += 1
+        run.work["unplaceable_cells"] += stats.dead
+    else:
+        stats = search.run(ub, run.tol, run.deadline, on_leaf, nodes_left=left)
+    run.work["nodes"] += stats.nodes
+    run.work["leaves"] += stats.leaves
+    if run.verbose:
+        print(f"general: box {box.ranges} {type(search).__name__} root {rb:.2f} ub {run.leaves.best_cost:.2f} "
+              f"nodes {stats.nodes} leaves {stats.leaves} lb {stats.lb:.2f} "
+              f"t {time.perf_counter() - run.t0:.1f}s", file=sys.stderr)
+    if stats.aborted or (not stats.timeout and run.reset_due()):
+        # a better incumbent with another time price: redo this box with its λ
+        run.reset_lambda()
+        run.push(rb, box)
+        return True
+    run.lb_discard = min(run.lb_discard, stats.lb)
+    if stats.timeout:
+        run.hit_node_limit = stats.node_limit
+        for item in run.dive:
+            heapq.heappush(run.heap, item)
+        run.dive.clear()
+        run.stopped_in = run.stopped_in or "search"
+        return False
+    return True
+
+
+def _open_bounds(run: _Run) -> list:
+    """Bounds of the boxes left open by a stop; the first ``open_rebounds`` are
+    re-bounded at the final λ (any λ is valid; the better is kept)."""
+    run.heap.sort()
+    out = []
+    n = min(run.opts.open_rebounds, len(run.heap))
+    for i in range(n):
+        b, _, box = run.heap[i]
+        if time.perf_counter() > run.deadline + 0.02 * (run.deadline - run.t0):
+            n = i
+            break
+        _, search = run.box_search(box, run.leaves.best_cost)
+        out.append(max(b, search.root_bound() if search is not None else math.inf))
+    pg = run.pair_groups
+    out += [b for b, _, box in run.heap[n:] if pg is None or not pg.covers(box.ranges)]
+    return out
+
+
+def _result(run: _Run) -> SolveResult:
+    """The plan, its exact cost, the proven bound and the status."""
+    inst, P, diag, params, leaves = run.inst, run.prob, run.diag, run.params, run.leaves
+    stopped = run.stopped_in is not None
+    open_bounds = _open_bounds(run) if stopped else []
+    if stopped and not run.searched:
+        open_bounds.append(0.0)     # boxes never bounded: only the trivial bound (every cost ≥ 0)
+    if run.pair_groups is not None:
+        diag["pair_groups"] = dict(run.pair_groups.stats, seconds=round(run.pair_groups.stats["seconds"], 3))
+    diag.update(group_multipliers=0 if run.pool is None else int(run.pool.Pi.shape[0]),
+                scenario_groups=0 if run.pool is None else len(run.pool.groups))
+    diag.update(run.work, leaf_evaluations=leaves.evaluations, lambda_resets=run.lam_resets,
+                time_price=run.lam, enumeration_steps=P.cover_spent, stopped_in=run.stopped_in,
+                total_s=time.perf_counter() - run.t0)
+    limit = "node limit" if run.hit_node_limit else f"time limit (in the {run.stopped_in} phase)"
+    if leaves.best is None:
+        if stopped:
+            # the open and discarded boxes' bounds are valid without a plan too
+            lower = _clamp_bound(min([run.lb_discard] + open_bounds), diag)
+            return SolveResult(algorithm="milp", status="error" if run.hit_node_limit else "time_limit",
+                               message=f"{limit} reached before any plan", params=params, diagnostics=diag,
+                               lower_bound=lower if math.isfinite(lower) else None)
+        return SolveResult(algorithm="milp", status="infeasible", message=(
+            f"no plan of at most K̄ = {inst.horizon} epochs meets both the quantile (at most {P.p} of {run.S} "
+            f"in-sample scenarios above ℓmax = {P.lmax:g}) and Tmax = {P.T:g} (exhaustive search)"),
+            params=params, diagnostics=diag)
+    cost = leaves.best_cost
+    lower = _clamp_bound(min([cost, run.lb_discard] + open_bounds), diag)
+    g = SolveResult.relative_gap(cost, lower)
+    plan, viol = _plan(run)
+    diag.update(in_sample_violations=viol * (int(params["scenarios"]) if run.deterministic else 1),
+                epochs=len(plan.epochs))
+    if viol > P.p:   # the search only accepts SAA-feasible leaves; this guards the bookkeeping
+        return SolveResult(algorithm="milp", status="error", message="internal check failed: plan violates the "
+                           "in-sample quantile", params=params, diagnostics=diag)
+    if g is not None and g <= params["gap"]:
+        status, message = "optimal", f"optimal within relative gap {g:.2e} (tolerance {params['gap']:g})"
+    elif stopped:
+        status = "feasible" if run.hit_node_limit else "time_limit"
+        message = f"{limit} reached" + ("; the plan is SAA-feasible and exactly costed, its optimality unproven"
+                                        if run.hit_node_limit else "")
+    elif run.work["unrealised_leaves"]:
+        status, message = "feasible", (
+            f"search complete but a gap of {g:.2e} remains (tolerance {params['gap']:g}): "
+            f"{run.work['unrealised_leaves']} two-group leaves could not be ordered (more than "
+            "``max_placements`` partial placements) and keep only their bounds, or a leaf's "
+            "cluster split kept its bound")
+    else:
+        status, message = "feasible", (f"search complete but the leaf split bounds leave a gap of {g:.2e} "
+                                       f"(tolerance {params['gap']:g})")
+    return SolveResult(algorithm="milp", status=status, message=message, plan=plan, cost=cost, lower_bound=lower,
+                       gap=g, params=params, diagnostics=diag)
+
+
+def _plan(run: _Run) -> tuple[Plan, int]:
+    """The incumbent as a :class:`Plan`, and its in-sample violations (checked independently)."""
+    inst = run.inst
+    models, clusters, held, alloc = run.leaves.best
+    losses = run.prob.losses(models, np.array([run.gam[held[int(n)]] for n in clusters]))
+    viol = int(np.count_nonzero(losses > run.prob.lmax + 1e-9))
+    plan = Plan(epochs=[Epoch(model=inst.models[m].name, cluster=inst.clusters[n].name, allocation=float(x))
+                        for m, n, x in zip(models, clusters, alloc.x)],
+                datasets={inst.clusters[n].name: [inst.datasets[d].name for d in np.nonzero(run.bits[c])[0]]
+                          for n, c in sorted(held.items())})
+    return plan, viol
+
+
+def solve_general(instance, scenarios: int = 1000, seed: int = 0, time_limit: float | None = 60.0,
+                  gap: float = 1e-4, threads: int = 1, verbose: bool = False,
+                  node_limit: int | None = None, settings: GeneralSettings | dict | None = None) -> SolveResult:
+    """Solve the SAA of problem (2)–(6) exactly with the ``general`` branch-and-bound.
+
+    Parameters
+    ----------
+    instance : Instance
+    scenarios : int, default 1000
+        S, the in-sample scenarios of ``ScenarioSampler(instance, seed)``.
+    seed : int, default 0
+        Seed of the scenarios.
+    time_limit : float or None, default 60
+        Wall-clock seconds, the outer stop only (every phase is budgeted in
+        work units, ``settings``); None for no limit.
+    gap : float, default 1e-4
+        Relative gap (UB − LB)/UB at which the plan is declared optimal.
+    threads : int, default 1
+        Accepted for interface compatibility (the search is single-threaded).
+    verbose : bool
+        Print progress to stderr.
+    node_limit : int, optional
+        Search nodes allowed (a budget independent of the machine's speed).
+    settings : GeneralSettings or mapping, optional
+        Switches, tuning constants and work budgets
+        (:class:`~.settings.GeneralSettings`; a mapping is validated
+        option by option). Recorded in ``params["general_settings"]``.
+
+    Returns
+    -------
+    SolveResult
+        ``optimal`` (gap met), ``time_limit`` (best plan and bound so far;
+        ``diagnostics["stopped_in"]`` names the phase), ``feasible`` when
+        ``node_limit`` stopped the search or a completed search kept a gap
+        (a leaf's cluster split with more than ``settings.max_splits``
+        choices, or unrealised two-group leaves; said in ``message``),
+        ``infeasible`` (proven: no plan meets the quantile, Tmax and K̄) or
+        ``error`` (|D| or |N| too large). The lower bound is never below 0,
+        so the gap is at most 1.
+
+    Raises
+    ------
+    SolverError
+        For invalid options, one line naming the option.
+    """
+    given = dict(scenarios=scenarios, seed=seed, time_limit=time_limit, gap=gap, threads=threads,
+                 node_limit=node_limit)
+    params = {k: SOLVE_PARAMETERS[k].convert(k, v) for k, v in given.items()}
+    opts = GeneralSettings.from_params(settings)
+    params.update(formulation="general", general_settings=opts.as_dict())
+    t0 = time.perf_counter()
+    deadline = t0 + (math.inf if params["time_limit"] is None else params["time_limit"])
+    run = _setup(instance, params["scenarios"], params["seed"], params["node_limit"], params["gap"], params,
+                 opts, t0, deadline)
+    if isinstance(run, SolveResult):
+        return run
+    run.verbose = bool(verbose)
+    # the phases: setup (above), bounding (incumbent seed, group pool, root bounds), search;
+    # the wall clock is checked between and inside them and stops the solve where it is
+    last = "setup"
+    seconds = run.diag["phase_s"] = {"setup": time.perf_counter() - t0}
+    for name, phase in (("bounding", _seed), ("bounding", _bound_roots), ("search", _search)):
+        if run.stopped_in is not None or run.out_of_time(last):
+            break
+        start = time.perf_counter()
+        phase(run)
+        seconds[name] = seconds.get(name, 0.0) + time.perf_counter() - start
+        last = name
+    return _result(run)
+
+
+__all__ = [
+    "MAX_CLUSTERS_GENERAL",
+    "MAX_DATASETS_GENERAL",
+    "SOLVE_PARAMETERS",
+    "GeneralSettings",
+    "general_applies",
+    "solve_general",
+]
