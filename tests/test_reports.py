@@ -16,6 +16,7 @@ import pandas as pd
 import pytest
 
 from deplbench.errors import DeplbenchError
+from deplbench.reports import browser
 from deplbench.reports import bracket as bracket_mod
 from deplbench.reports import claims as claims_mod
 from deplbench.reports import complexity as cx
@@ -425,14 +426,14 @@ def test_tables_never_wider_than_the_page(full_report):
     assert "<details><summary>Show the table" in text
 
 
+@pytest.mark.system_packages
+@pytest.mark.skipif(browser.find_chromium() is None,
+                    reason="no Chromium binary on PATH (Debian: apt-get install "
+                           "chromium-headless-shell); CI installs it")
 def test_rendered_page_fits_the_viewport(full_report, tmp_path):
     """Headless Chromium renders the report: the page is never wider than
-    the viewport (wide tables scroll inside their own box)."""
-    from deplbench.reports import browser
-
-    if browser.find_chromium() is None:
-        pytest.skip("no Chromium binary on PATH (Debian: apt-get install "
-                    "chromium-headless-shell); CI installs it")
+    the viewport (wide tables scroll inside their own box). Skipped at
+    collection, before the report fixture is built, when there is no browser."""
     out, _ = full_report
     for width in (1280, 800):
         scroll, viewport = browser.page_width(out / "index.html", width=width)
