@@ -53,7 +53,8 @@ def register(subparsers) -> None:
                     "to a file.")
     export.add_argument("db", metavar="DB", help="SQLite results store")
     export.add_argument("--format", required=True, choices=("csv", "parquet"),
-                        help="output format (parquet needs pyarrow)")
+                        help="output format (parquet needs pyarrow; the same columns as csv, a "
+                             "param_* column mixing value types as JSON text)")
     export.add_argument("-o", "--output", required=True, metavar="FILE", help="output file")
     export.add_argument("--latest", action="store_true",
                         help="only the last attempt of each task")
