@@ -55,6 +55,9 @@ class RunSummary:
     elapsed_s : float
         Wall time of the call.
     failures : list of (label, key, first error line)
+    solvers : dict
+        MILP solver actually used (the result's ``diagnostics["solver"]``)
+        → tasks run with it in this call.
     """
 
     total: int = 0
@@ -67,6 +70,7 @@ class RunSummary:
     elsewhere: int = 0
     elapsed_s: float = 0.0
     failures: list = field(default_factory=list)
+    solvers: dict = field(default_factory=dict)
 
     @property
     def exit_status(self) -> int:
@@ -80,6 +84,8 @@ class RunSummary:
                  f"{self.ran} run: {self.ok} ok, {self.failed} failed"
                  + (f", {self.duplicates} duplicate(s) not stored" if self.duplicates else "")
                  + (f", {self.elsewhere} done by another runner" if self.elsewhere else "")
+                 + (", solvers used: " + ", ".join(f"{k} ×{v}" for k, v in sorted(self.solvers.items()))
+                    if self.solvers else "")
                  + f" ({self.elapsed_s:.1f} s)"]
         for label, key, err in self.failures[:10]:
             lines.append(f"  failed {label} [{key}]: {err}")
@@ -209,6 +215,9 @@ def _execute(executor, tasks, store: ResultsStore, owner, summary: RunSummary, b
                     or task_mod.now_iso(), wall_s=float(record.get("wall_s") or 0.0))
                 stored = store.add(record, task=task.to_dict(), lease_owner=owner.id)
             summary.ran += 1
+            diag = record.get("diagnostics")
+            if isinstance(diag, dict) and isinstance(diag.get("solver"), str):
+                summary.solvers[diag["solver"]] = summary.solvers.get(diag["solver"], 0) + 1
             if not stored:
                 summary.duplicates += 1
             if is_failure(record):

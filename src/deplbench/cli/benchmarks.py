@@ -40,7 +40,9 @@ def register(subparsers) -> None:
     dask.add_argument("--dask-local", type=int, metavar="N", default=None,
                       help="start a LocalCluster of N workers in this process (each task "
                            "still runs in a process of its own, forked warm)")
-    run.add_argument("--no-progress", action="store_true", help="no progress bar")
+    run.add_argument("--no-progress", "--quiet", dest="no_progress", action="store_true",
+                     help="no progress bar (there is none either when stderr is not a terminal); "
+                          "solver output, hidden while a bar shows, then reaches stderr")
     run.add_argument("--dry-run", action="store_true",
                      help="validate everything a run would use (every parameter value, "
                           "every instance built with its targets) and count the tasks; "
@@ -88,9 +90,12 @@ def _run(args: argparse.Namespace) -> int:
                          check_instances=False)
         print(report.text())
         return 0
-    with ResultsStore(args.db) as store:
+    from deplbench.cli.progress import native_output_held, progress_wanted
+
+    show = progress_wanted(args)
+    with ResultsStore(args.db) as store, native_output_held(show) as stream:
         summary = run_sweep(sweep, store, executor, retry_failed=args.retry_failed,
-                            progress=not args.no_progress)
+                            progress=show, stream=stream)
     print(summary.text(sweep.name), file=sys.stderr)
     return summary.exit_status
 
