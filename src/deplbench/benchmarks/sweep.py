@@ -14,7 +14,10 @@ Like benchopt, nothing here knows about any single solver: an algorithm is a
 name (looked up in :mod:`deplbench.solvers.registry`, or one of the
 oracles of :mod:`deplbench.benchmarks.tasks`) plus parameters.
 
-File format (every key other than those marked *required* is optional)::
+File format (every key other than those marked *required* is optional;
+``docs/sweeps.md`` is the full reference, generated from
+:mod:`deplbench.benchmarks.sweep_keys`; tests/test_sweep_docs.py loads this
+example)::
 
     [sweep]
     name = "quick"              # default: the file's stem
@@ -29,8 +32,8 @@ File format (every key other than those marked *required* is optional)::
     set = "alexnet"             # the paper/figure set (default: the id); groups
                                 # sharing a set are read together by reports
     family = "realistic"        # required unless `path` is given
-    params = { model = "alexnet" }       # fixed generator parameters
-    grid = { n_models = [3, 5, 8] }      # cartesian product of these lists
+    params = { family = "alexnet" }      # fixed generator parameters
+    grid = { horizon = [50, 100] }       # cartesian product of these lists
     seeds = [0, 1]              # default [0]; `seed = 3` is also accepted
     [instances.targets]         # each a number or a list (cartesian product)
     loss_max = [5.0, 9.0, 13.0] # overrides the instance's ℓmax
@@ -75,6 +78,7 @@ from deplbench.benchmarks.validate import (
     _require_finite, _require_str, _require_table, check_evaluation, check_parameters,
 )
 from deplbench.benchmarks import solver_axis as _axis
+from deplbench.benchmarks.sweep_keys import keys as _keys
 from deplbench.benchmarks.validate import check_names as _check_names
 from deplbench.errors import SweepError
 from deplbench.jsonio import canonical_json  # noqa: F401 - re-exported: part of this module's API
@@ -91,11 +95,12 @@ DEFAULT_TIME_LIMIT_S = 600.0
 #: meaning (DESIGN.md: ``loss_max`` = ℓmax, ``omega`` = ω of eq. (3)).
 TARGET_FIELDS = ("loss_max", "omega")
 
-_SWEEP_KEYS = {"name", "description", "time_limit_s", "evaluation"}
-_EVALUATION_KEYS = {"samples", "seed", "closed_loop"}  # closed_loop: benchmarks.tasks.check_closed_loop
-_INSTANCE_KEYS = {"id", "set", "family", "path", "params", "grid", "seeds", "seed", "targets", "solvers"}
-_ALGORITHM_KEYS = {"name", "label", "params", "grid", "instances", "time_limit_s", "solvers"}
-_TOP_KEYS = {"sweep", "instances", "algorithms"}
+# The allowed keys, from the table docs/sweeps.md is generated from.
+_SWEEP_KEYS = _keys("sweep")
+_EVALUATION_KEYS = _keys("sweep.evaluation")  # closed_loop: benchmarks.tasks.check_closed_loop
+_INSTANCE_KEYS = _keys("instances")
+_ALGORITHM_KEYS = _keys("algorithms")
+_TOP_KEYS = _keys("top level")
 
 
 # --------------------------------------------------------------------------
@@ -220,6 +225,49 @@ class Sweep:
     def tasks(self) -> list[Task]:
         """Expand into the ordered list of tasks (see :func:`expand`)."""
         return expand(self)
+
+
+def select(sweep: Sweep, algorithms: list[str] | None = None,
+           instances: list[str] | None = None) -> Sweep:
+    """The part of ``sweep`` whose algorithm entries and instance groups match.
+
+    Parameters
+    ----------
+    sweep : Sweep
+    algorithms : list of str, optional
+        Shell-style patterns (``fnmatch``) matched against each
+        ``[[algorithms]]`` entry's ``name`` and ``label``; None keeps all.
+    instances : list of str, optional
+        Patterns matched against each ``[[instances]]`` group's ``id`` and
+        ``set``; None keeps all.
+
+    Returns
+    -------
+    Sweep
+        Same name and settings; the tasks are the full sweep's tasks of the
+        kept entries, with the same keys (a filtered run fills the same store).
+
+    Raises
+    ------
+    SweepError
+        A pattern that matches nothing, naming the option and what exists.
+    """
+    from fnmatch import fnmatchcase
+    from dataclasses import replace
+
+    def keep(items, patterns, fields, flag):
+        if not patterns:
+            return tuple(items)
+        kept = tuple(it for it in items if any(fnmatchcase(getattr(it, f), p) for p in patterns for f in fields))
+        for p in patterns:
+            if not any(fnmatchcase(getattr(it, f), p) for it in items for f in fields):
+                names = sorted({getattr(it, f) for it in items for f in fields})
+                raise SweepError(f"{flag} {p!r}: matches no entry of sweep {sweep.name!r} "
+                                 f"(there are: {', '.join(names)})")
+        return kept
+
+    return replace(sweep, algorithms=keep(sweep.algorithms, algorithms, ("name", "label"), "--algo"),
+                   instances=keep(sweep.instances, instances, ("id", "set"), "--instance"))
 
 
 # --------------------------------------------------------------------------

@@ -43,6 +43,12 @@ def register(subparsers) -> None:
     run.add_argument("--no-progress", "--quiet", dest="no_progress", action="store_true",
                      help="no progress bar (there is none either when stderr is not a terminal); "
                           "solver output, hidden while a bar shows, then reaches stderr")
+    run.add_argument("--algo", action="append", metavar="NAME",
+                     help="run only the [[algorithms]] entries whose name or label matches "
+                          "(shell glob such as 'depl*'; repeatable)")
+    run.add_argument("--instance", action="append", metavar="GLOB",
+                     help="run only the [[instances]] groups whose id or set matches "
+                          "(shell glob; repeatable)")
     run.add_argument("--dry-run", action="store_true",
                      help="validate everything a run would use (every parameter value, "
                           "every instance built with its targets) and count the tasks; "
@@ -68,7 +74,7 @@ def _run(args: argparse.Namespace) -> int:
     from deplbench.benchmarks.executors import DaskExecutor, LocalExecutor
     from deplbench.benchmarks.runner import dry_run, run_sweep
     from deplbench.benchmarks.store import ResultsStore
-    from deplbench.benchmarks.sweep import load_sweep
+    from deplbench.benchmarks.sweep import load_sweep, select
 
     dask = args.dask_scheduler is not None or args.dask_local is not None
     if dask and args.workers is not None:
@@ -83,7 +89,7 @@ def _run(args: argparse.Namespace) -> int:
         executor.prepare()
     # Validated completely here (every parameter value, every instance built
     # with its targets), so --dry-run catches what would fail for input reasons.
-    sweep = load_sweep(args.sweep)
+    sweep = select(load_sweep(args.sweep), algorithms=args.algo, instances=args.instance)
     if args.dry_run:
         # Never creates the database: an existing one is only read.
         report = dry_run(sweep, args.db, executor.describe(), retry_failed=args.retry_failed,

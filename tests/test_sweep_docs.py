@@ -1,0 +1,98 @@
+"""docs/sweeps.md is generated from the tables that validate sweep files:
+it is current, and every example in it (and in the sweep module's
+docstring) loads and expands."""
+
+from __future__ import annotations
+
+import re
+import textwrap
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from deplbench.benchmarks import sweep as sweep_mod
+from deplbench.benchmarks.sweep import load_sweep
+from deplbench.benchmarks.sweep_docs import render, toml_examples
+from deplbench.benchmarks.sweep_keys import SWEEP_KEYS
+from deplbench.cli import main as cli_main
+from deplbench.errors import SweepError
+from deplbench.instances.generators import generate
+
+DOC = Path(__file__).resolve().parents[1] / "docs" / "sweeps.md"
+
+
+def test_committed_reference_is_current():
+    assert DOC.read_text(encoding="utf-8") == render(), (
+        "docs/sweeps.md is stale: run `python -m deplbench.benchmarks.sweep_docs docs/sweeps.md`")
+
+
+def _docstring_example() -> str:
+    doc = sweep_mod.__doc__
+    block = doc[doc.index("example)::") + len("example)::"):doc.index("``params`` holds")]
+    return textwrap.dedent(block).strip("\n") + "\n"
+
+
+def _examples() -> list[str]:
+    return toml_examples(DOC.read_text(encoding="utf-8")) + [_docstring_example()]
+
+
+@pytest.mark.parametrize("index", range(3))
+def test_every_example_loads_expands_and_dry_runs(tmp_path, index, capsys):
+    text = _examples()[index]
+    (tmp_path / "my_instance.json").write_text(generate("knapsack", n_items=4, horizon=4).to_json())
+    path = tmp_path / f"example{index}.toml"
+    path.write_text(text, encoding="utf-8")
+    sweep = load_sweep(path)
+    assert sweep.tasks()
+    assert cli_main(["run", str(path), "--db", str(tmp_path / "r.sqlite"), "--dry-run"]) == 0
+    assert f"{len(sweep.tasks())} tasks" in capsys.readouterr().out
+
+
+def test_every_key_is_documented_and_shown_in_an_example():
+    doc = DOC.read_text(encoding="utf-8")
+    shown: dict[str, set] = {"top level": set(), "sweep": set(), "sweep.evaluation": set(),
+                             "instances": set(), "algorithms": set()}
+    for text in _examples():
+        data = tomllib.loads(text)
+        shown["top level"] |= set(data)
+        shown["sweep"] |= set(data.get("sweep", {}))
+        shown["sweep.evaluation"] |= set(data.get("sweep", {}).get("evaluation", {}))
+        for g in data.get("instances", []):
+            shown["instances"] |= set(g)
+        for a in data.get("algorithms", []):
+            shown["algorithms"] |= set(a)
+    for section, table in SWEEP_KEYS.items():
+        assert set(table) == shown[section], section
+        for key in table:
+            assert re.search(rf"^\| `{re.escape(key)}` \|", doc, re.M), (section, key)
+
+
+def test_a_key_outside_the_table_is_refused_naming_it(tmp_path):
+    text = _examples()[0].replace('name = "mini"', 'name = "mini"\nrepeat = 2')
+    path = tmp_path / "bad.toml"
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(SweepError, match=r"sweep\.repeat"):
+        load_sweep(path)
+
+
+def test_run_filters_by_algorithm_and_instance_glob(tmp_path, capsys):
+    from deplbench.benchmarks.sweep import select
+
+    path = tmp_path / "everything.toml"
+    path.write_text(_examples()[1], encoding="utf-8")
+    full = load_sweep(path)
+    keys = {t.key: t for t in full.tasks()}
+    only_dp = select(full, algorithms=["mil*"]).tasks()
+    assert only_dp and {t.algorithm for t in only_dp} == {"milp"}
+    assert {t.key for t in only_dp} == {k for k, t in keys.items() if t.algorithm == "milp"}
+    by_label = select(full, algorithms=["depl-eta"], instances=["alex*"]).tasks()
+    assert {(t.label, t.group) for t in by_label} == {("depl-eta", "alexnet")}
+    assert len(by_label) == sum(1 for t in keys.values() if t.label == "depl-eta")
+    with pytest.raises(SweepError, match=r"--instance 'nope\*': matches no entry .*alexnet"):
+        select(full, instances=["nope*"])
+    assert cli_main(["run", str(path), "--db", str(tmp_path / "r.sqlite"), "--dry-run",
+                     "--algo", "milp"]) == 0
+    assert f"{len(only_dp)} tasks" in capsys.readouterr().out
+    assert cli_main(["run", str(path), "--db", str(tmp_path / "r.sqlite"), "--dry-run",
+                     "--algo", "zzz"]) == 2
