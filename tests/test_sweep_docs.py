@@ -96,3 +96,25 @@ def test_run_filters_by_algorithm_and_instance_glob(tmp_path, capsys):
     assert f"{len(only_dp)} tasks" in capsys.readouterr().out
     assert cli_main(["run", str(path), "--db", str(tmp_path / "r.sqlite"), "--dry-run",
                      "--algo", "zzz"]) == 2
+
+
+def test_a_glob_path_gives_one_instance_per_matching_file(tmp_path):
+    (tmp_path / "inst").mkdir()
+    for seed in (0, 1, 2):
+        (tmp_path / "inst" / f"k{seed}.json").write_text(
+            generate("knapsack", n_items=4, horizon=4, seed=seed).to_json())
+    (tmp_path / "inst" / "notes.txt").write_text("not an instance")
+    body = textwrap.dedent("""
+        [[instances]]
+        id = "files"
+        path = "inst/k*.json"
+        [[algorithms]]
+        name = "knapsack-dp"
+    """)
+    (tmp_path / "g.toml").write_text(body)
+    tasks = load_sweep(tmp_path / "g.toml").tasks()
+    assert sorted(Path(t.instance_path).name for t in tasks) == ["k0.json", "k1.json", "k2.json"]
+    assert len({t.key for t in tasks}) == 3                 # three distinct instances (content hashes)
+    (tmp_path / "none.toml").write_text(body.replace("inst/k*.json", "inst/z*.json"))
+    with pytest.raises(SweepError, match=r"instances\[0\]\.path: no instance file matches"):
+        load_sweep(tmp_path / "none.toml")

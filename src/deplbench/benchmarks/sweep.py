@@ -41,7 +41,8 @@ example)::
 
     [[instances]]
     id = "mine"
-    path = "my_instance.json"   # relative to the sweep file
+    path = "my_instance.json"   # relative to the sweep file; a glob such as
+                                # "instances/*.json" makes one instance per file
 
     [[algorithms]]
     name = "depl"               # required: registry name or oracle
@@ -191,6 +192,9 @@ class InstanceGroup:
     path: str | None = None
     set: str = ""
     solvers: tuple | None = None     # the solver axis (benchmarks.solver_axis)
+    #: every file a glob ``path`` matched, sorted (``path`` is the first);
+    #: empty for a plain path
+    paths: tuple = ()
 
 
 @dataclass(frozen=True)
@@ -497,28 +501,50 @@ def _parse_instance_group(entry: Any, where: str, base_dir: Path) -> InstanceGro
         raise SweepError(f"{where}.seeds: duplicate seeds")
     targets = _parse_targets(entry.get("targets", {}), f"{where}.targets")
 
-    path = None
+    path, paths = None, ()
     family = entry.get("family", "file")
     if has_path:
         _require_str(entry["path"], f"{where}.path")
         file = Path(entry["path"])
         if not file.is_absolute():
             file = base_dir / file
-        try:
-            found = file.is_file()
-        except (OSError, ValueError) as exc:   # too long a name, a NUL byte (H6, issue 16)
-            raise SweepError(f"{where}.path: cannot look up the instance file ({exc})") from None
-        if not found:
-            raise SweepError(f"{where}.path: instance file not found: {file}")
         if params or grid:
             raise SweepError(f"{where}: `params`/`grid` need a `family`, not a `path`")
-        path = str(file.resolve())
+        if _GLOB_CHARS.intersection(entry["path"]):
+            paths = _glob_files(file, where)
+            path = paths[0]
+        else:
+            try:
+                found = file.is_file()
+            except (OSError, ValueError) as exc:   # too long a name, a NUL byte (H6, issue 16)
+                raise SweepError(f"{where}.path: cannot look up the instance file ({exc})") from None
+            if not found:
+                raise SweepError(f"{where}.path: instance file not found: {file}")
+            path = str(file.resolve())
         seeds = [None]
     else:
         _require_str(family, f"{where}.family")
     solvers = _axis.entry_solvers(entry, where)
     return InstanceGroup(id=gid, family=family, params=dict(params), grid=grid,
-                         seeds=tuple(seeds), targets=targets, path=path, set=set_name, solvers=solvers)
+                         seeds=tuple(seeds), targets=targets, path=path, set=set_name, solvers=solvers,
+                         paths=paths)
+
+
+_GLOB_CHARS = frozenset("*?[")
+
+
+def _glob_files(pattern: Path, where: str) -> tuple:
+    """The files a glob ``path`` matches (``*``, ``?``, ``[...]``, ``**``), sorted."""
+    import glob
+
+    try:
+        found = sorted({str(Path(f).resolve()) for f in glob.glob(str(pattern), recursive=True)
+                        if Path(f).is_file()})
+    except (OSError, ValueError) as exc:
+        raise SweepError(f"{where}.path: cannot look up the instance files ({exc})") from None
+    if not found:
+        raise SweepError(f"{where}.path: no instance file matches {pattern}")
+    return tuple(found)
 
 
 def _parse_algorithm(entry: Any, where: str, ids: set, default_limit: float) -> AlgorithmEntry:
@@ -628,13 +654,13 @@ def expand(sweep: Sweep) -> list[Task]:
     seen: set[str] = set()
     for group in sweep.instances:
         if group.path is not None:
-            recipes = [({"sha256": _file_sha256(group.path)}, None)]
+            recipes = [({"sha256": _file_sha256(f)}, None, f) for f in (group.paths or (group.path,))]
         else:
-            recipes = [(p, s) for p in grid_points(group.params, group.grid)
+            recipes = [(p, s, None) for p in grid_points(group.params, group.grid)
                        for s in group.seeds]
         target_points = list(grid_points({}, group.targets))
         algos = [a for a in sweep.algorithms if a.instances is None or group.id in a.instances]
-        for inst_params, seed in recipes:
+        for inst_params, seed, file in recipes:
             recipe = {"family": group.family, "params": inst_params, "seed": seed}
             for targets in target_points:
                 for algo in algos:
@@ -650,7 +676,7 @@ def expand(sweep: Sweep) -> list[Task]:
                             instance_seed=seed, targets=targets,
                             algorithm=algo.name, label=algo.label, params=params,
                             evaluation=evaluation, time_limit_s=algo.time_limit_s,
-                            instance_set=group.set or group.id, instance_path=group.path,
+                            instance_set=group.set or group.id, instance_path=file,
                         ))
     return tasks
 

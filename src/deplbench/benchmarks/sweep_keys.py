@@ -54,7 +54,8 @@ SWEEP_KEYS: dict[str, dict[str, SweepKey]] = {
                         '"alexnet"'),
         "family": SweepKey("string", "required unless path", "generator family (`deplbench generate`)",
                            '"realistic"'),
-        "path": SweepKey("string", "none", "an instance JSON file instead of a family (relative to the sweep file)",
+        "path": SweepKey("string", "none", "an instance JSON file instead of a family (relative to the sweep file); a glob "
+                         "(`*`, `?`, `[...]`, `**`) gives one instance per matching file",
                          '"my_instance.json"'),
         "params": SweepKey("table", "{}", "fixed generator parameters", '{ family = "alexnet" }'),
         "grid": SweepKey("table of arrays", "{}", "generator parameters to vary (cartesian product)",
