@@ -118,3 +118,31 @@ def test_a_glob_path_gives_one_instance_per_matching_file(tmp_path):
     (tmp_path / "none.toml").write_text(body.replace("inst/k*.json", "inst/z*.json"))
     with pytest.raises(SweepError, match=r"instances\[0\]\.path: no instance file matches"):
         load_sweep(tmp_path / "none.toml")
+
+
+def test_repetitions_are_separate_tasks_with_the_first_keeping_its_key(tmp_path):
+    body = textwrap.dedent("""
+        [sweep]
+        name = "rep"
+        repetitions = 2
+        [[instances]]
+        id = "k"
+        family = "knapsack"
+        params = { n_items = 4, horizon = 4 }
+        [[algorithms]]
+        name = "knapsack-dp"
+        [[algorithms]]
+        name = "depl"
+        repetitions = 3
+    """)
+    (tmp_path / "r.toml").write_text(body)
+    tasks = load_sweep(tmp_path / "r.toml").tasks()
+    by_algo = {a: sorted(t.repetition for t in tasks if t.algorithm == a) for a in ("knapsack-dp", "depl")}
+    assert by_algo == {"knapsack-dp": [0, 1], "depl": [0, 1, 2]}
+    assert len({t.key for t in tasks}) == 5
+    (tmp_path / "one.toml").write_text(body.replace("repetitions = 2\n", "").replace("repetitions = 3\n", ""))
+    single = {t.algorithm: t.key for t in load_sweep(tmp_path / "one.toml").tasks()}
+    assert all(t.key == single[t.algorithm] for t in tasks if t.repetition == 0)
+    (tmp_path / "bad.toml").write_text(body.replace("repetitions = 3", "repetitions = 0"))
+    with pytest.raises(SweepError, match=r"algorithms\[1\]\.repetitions"):
+        load_sweep(tmp_path / "bad.toml")

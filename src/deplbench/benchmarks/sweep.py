@@ -51,6 +51,8 @@ example)::
     grid = { eta = [25, 50, 100, 200] }
     instances = ["alexnet"]     # default: every instance group
     time_limit_s = 300          # overrides [sweep].time_limit_s
+    repetitions = 3             # runs of each task, each a row (default:
+                                # [sweep].repetitions, itself default 1)
     # solvers = ["highs", "scip"]: for an exact MILP entry (milp), once per
     # MILP solver; also on [[instances]] (benchmarks/solver_axis.py)
 
@@ -168,6 +170,10 @@ class Task:
     code_version: str = __version__
     instance_set: str = ""
     instance_path: str | None = None
+    #: 0 for the first run of a task, r for its r-th repetition
+    #: (``repetitions = N``); part of the key when > 0, so each repetition
+    #: is a row of its own that resumes and leases like any task
+    repetition: int = 0
 
     def to_dict(self) -> dict:
         """Return a JSON-able dict (round-trips through :meth:`from_dict`)."""
@@ -208,6 +214,7 @@ class AlgorithmEntry:
     instances: tuple | None
     time_limit_s: float
     solvers: tuple | None = None     # the solver axis (benchmarks.solver_axis)
+    repetitions: int = 1             # runs of each task (timing spread)
 
 
 @dataclass(frozen=True)
@@ -286,6 +293,7 @@ def task_key(
     params: Mapping[str, Any],
     evaluation: Mapping[str, Any],
     code_version: str = __version__,
+    repetition: int = 0,
 ) -> str:
     """Stable identifier of a task's result.
 
@@ -303,6 +311,9 @@ def task_key(
         Out-of-sample evaluation settings.
     code_version : str
         Package version; bumping it invalidates every stored result.
+    repetition : int
+        Which run of a repeated task (``repetitions = N``); 0, the first,
+        leaves the key as it is without repetitions.
 
     Returns
     -------
@@ -323,6 +334,7 @@ def task_key(
             "params": dict(params),
             "evaluation": dict(evaluation),
             "code_version": code_version,
+            **({"repetition": int(repetition)} if repetition else {}),
         }
     )
     return hashlib.sha256(payload.encode()).hexdigest()[:24]
@@ -437,6 +449,7 @@ def parse_sweep(
     _require_str(description, "sweep.description", allow_empty=True)
     time_limit = _time_limit(head.get("time_limit_s", DEFAULT_TIME_LIMIT_S),
                                   "sweep.time_limit_s")
+    repetitions = _repetitions(head.get("repetitions", 1), "sweep.repetitions")
     evaluation = head.get("evaluation", {})
     _require_table(evaluation, "sweep.evaluation")
     _reject_unknown(evaluation, _EVALUATION_KEYS, "sweep.evaluation.")
@@ -464,7 +477,7 @@ def parse_sweep(
     if not isinstance(raw_algorithms, list) or not raw_algorithms:
         raise SweepError("algorithms: a sweep needs at least one [[algorithms]] table")
     algorithms = tuple(
-        _parse_algorithm(entry, f"algorithms[{i}]", set(ids), time_limit)
+        _parse_algorithm(entry, f"algorithms[{i}]", set(ids), time_limit, repetitions)
         for i, entry in enumerate(raw_algorithms)
     )
     if check_names:
@@ -547,7 +560,19 @@ def _glob_files(pattern: Path, where: str) -> tuple:
     return tuple(found)
 
 
-def _parse_algorithm(entry: Any, where: str, ids: set, default_limit: float) -> AlgorithmEntry:
+#: Most runs of one task a sweep may ask for.
+MAX_REPETITIONS = 1000
+
+
+def _repetitions(value: Any, where: str) -> int:
+    n = _positive_int(value, where)
+    if n > MAX_REPETITIONS:
+        raise SweepError(f"{where}: at most {MAX_REPETITIONS}, got {n}")
+    return n
+
+
+def _parse_algorithm(entry: Any, where: str, ids: set, default_limit: float,
+                     default_repetitions: int = 1) -> AlgorithmEntry:
     _require_table(entry, where)
     _reject_unknown(entry, _ALGORITHM_KEYS, f"{where}.")
     name = entry.get("name")
@@ -568,8 +593,9 @@ def _parse_algorithm(entry: Any, where: str, ids: set, default_limit: float) -> 
         groups = tuple(groups)
     limit = _time_limit(entry.get("time_limit_s", default_limit), f"{where}.time_limit_s")
     solvers = _axis.entry_solvers(entry, where, params, grid)
+    repetitions = _repetitions(entry.get("repetitions", default_repetitions), f"{where}.repetitions")
     return AlgorithmEntry(name=name, label=label, params=dict(params), grid=grid,
-                          instances=groups, time_limit_s=limit, solvers=solvers)
+                          instances=groups, time_limit_s=limit, solvers=solvers, repetitions=repetitions)
 
 
 def _parse_params_grid(entry: Mapping, where: str) -> tuple[Mapping, dict]:
@@ -666,18 +692,21 @@ def expand(sweep: Sweep) -> list[Task]:
                 for algo in algos:
                     for params in _axis.with_solvers(grid_points(algo.params, algo.grid),
                                                      _axis.solver_axis(group, algo)):
-                        key = task_key(recipe, targets, algo.name, params, evaluation)
-                        if key in seen:
-                            continue
-                        seen.add(key)
-                        tasks.append(Task(
-                            key=key, sweep=sweep.name, group=group.id,
-                            family=group.family, instance_params=inst_params,
-                            instance_seed=seed, targets=targets,
-                            algorithm=algo.name, label=algo.label, params=params,
-                            evaluation=evaluation, time_limit_s=algo.time_limit_s,
-                            instance_set=group.set or group.id, instance_path=file,
-                        ))
+                        for rep in range(algo.repetitions):
+                            key = task_key(recipe, targets, algo.name, params, evaluation,
+                                           repetition=rep)
+                            if key in seen:
+                                continue
+                            seen.add(key)
+                            tasks.append(Task(
+                                key=key, sweep=sweep.name, group=group.id,
+                                family=group.family, instance_params=inst_params,
+                                instance_seed=seed, targets=targets,
+                                algorithm=algo.name, label=algo.label, params=params,
+                                evaluation=evaluation, time_limit_s=algo.time_limit_s,
+                                instance_set=group.set or group.id, instance_path=file,
+                                repetition=rep,
+                            ))
     return tasks
 
 

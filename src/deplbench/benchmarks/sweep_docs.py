@@ -64,6 +64,7 @@ name = "knapsack-dp"
 name = "everything"
 description = "every key once"
 time_limit_s = 120
+repetitions = 1
 
 [sweep.evaluation]
 samples = 5000
@@ -99,6 +100,7 @@ name = "milp"
 params = { scenarios = 100 }
 instances = ["knap"]
 solvers = ["highs"]
+repetitions = 3
 ```
 """
 

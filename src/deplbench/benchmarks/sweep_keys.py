@@ -40,6 +40,8 @@ SWEEP_KEYS: dict[str, dict[str, SweepKey]] = {
         "time_limit_s": SweepKey("number", "600", "hard wall-clock limit per task, seconds (> 0, ≤ 10⁶)", "120"),
         "evaluation": SweepKey("table", "{}", "out-of-sample judging of every plan ([sweep.evaluation])",
                                "{ samples = 20000, seed = 0 }"),
+        "repetitions": SweepKey("integer", "1", "runs of every task (1..1000), each stored as a row of its "
+                                "own; the report gives the runtime's median and IQR over them", "3"),
     },
     "sweep.evaluation": {
         "samples": SweepKey("integer", "the solver's default", "evaluation samples per plan (> 0)", "20000"),
@@ -78,6 +80,7 @@ SWEEP_KEYS: dict[str, dict[str, SweepKey]] = {
         "instances": SweepKey("array of strings", "every group", "instance group ids this entry runs on",
                               '["alexnet"]'),
         "time_limit_s": SweepKey("number", "[sweep].time_limit_s", "overrides the sweep's per-task limit", "300"),
+        "repetitions": SweepKey("integer", "[sweep].repetitions", "runs of each task of this entry", "5"),
         "solvers": SweepKey("array of strings", "the solver parameter's default",
                             "MILP solvers: each task once per solver (exact algorithms with a solver parameter)",
                             '["highs", "scip"]'),
