@@ -24,6 +24,7 @@ from deplbench.reports import tables as tabs
 from deplbench.reports.headline import HEADLINE_COLUMNS
 from deplbench.reports.solvers import SOLVER_COLUMNS
 from deplbench.reports import closed_loop as cl_mod
+from deplbench.reports import repetitions as rep_mod
 from deplbench.reports.build import ReportOptions, build_report
 from deplbench.reports.data import STORE_COLUMNS, ReportError, load_bench_json, prepare
 from deplbench.reports.styles import PALETTE, fallback_style, series_info
@@ -31,7 +32,7 @@ from deplbench.reports.stats import (
     loglog_fit, optimum_per_instance, performance_profile, shifted_geometric_mean,
 )
 
-SECTION_IDS = ("data", "paper", "gaps", "ratio", "complexity", "claims", "closed_loop")
+SECTION_IDS = ("data", "paper", "gaps", "ratio", "complexity", "claims", "closed_loop", "timing")
 SMALL = ReportOptions(scale=0.4, dpi=40, formats=("png",))
 MODELS = ("fast-unsteady", "intermediate", "slow-steady")
 
@@ -223,6 +224,7 @@ def _promised_columns() -> dict[str, tuple]:
         "bracket_ratios": bracket_mod.RATIO_COLUMNS, "claims_bracket": bracket_mod.CLAIM_COLUMNS,
         "solver_comparison": SOLVER_COLUMNS,
         "closed_loop": cl_mod.CLOSED_LOOP_COLUMNS, "pact_comparison": cl_mod.PACT_COMPARISON_COLUMNS,
+        "timing_spread": rep_mod.TIMING_COLUMNS,
     }
 
 

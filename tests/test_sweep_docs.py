@@ -146,3 +146,43 @@ def test_repetitions_are_separate_tasks_with_the_first_keeping_its_key(tmp_path)
     (tmp_path / "bad.toml").write_text(body.replace("repetitions = 3", "repetitions = 0"))
     with pytest.raises(SweepError, match=r"algorithms\[1\]\.repetitions"):
         load_sweep(tmp_path / "bad.toml")
+
+
+def test_dry_run_estimates_time_from_matching_stored_runs(tmp_path, capsys):
+    from deplbench.benchmarks.runner import estimate_time
+    from deplbench.benchmarks.store import ResultsStore
+
+    body = textwrap.dedent("""
+        [sweep]
+        name = "est"
+        [[instances]]
+        id = "k"
+        family = "knapsack"
+        params = { n_items = 4, horizon = 4 }
+        seeds = [0, 1, 2]
+        [[algorithms]]
+        name = "depl"
+        grid = { eta = [25, 50] }
+        [[algorithms]]
+        name = "best-exp"
+    """)
+    (tmp_path / "e.toml").write_text(body)
+    sweep = load_sweep(tmp_path / "e.toml")
+    todo = sweep.tasks()
+    db = tmp_path / "r.sqlite"
+    with ResultsStore(db) as store:
+        # stored runs of depl on knapsack: eta 25 took 2 s and 4 s, eta 50 took 10 s;
+        # one failed run (not a timing) and nothing for best-exp
+        for i, (eta, wall, status) in enumerate([(25, 2.0, "feasible"), (25, 4.0, "feasible"),
+                                                 (50, 10.0, "feasible"), (50, 99.0, "error")]):
+            store.add({"key": f"old{i}", "sweep": "old", "family": "knapsack", "algorithm": "depl",
+                       "params": {"eta": eta, "epsilon": 0.1}, "status": status, "wall_s": wall,
+                       "runtime_s": wall, "error": "boom" if status == "error" else None})
+        est = estimate_time(todo, store)
+    # 3 seeds × (eta 25 → median 3 s, eta 50 → 10 s); best-exp has no stored run
+    assert est == {"task_s": 3 * 3.0 + 3 * 10.0, "matched": 6, "exact": 6}
+    assert cli_main(["run", str(tmp_path / "e.toml"), "--db", str(db), "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    assert "estimated time: 39 s of task time for the 6 of 9 tasks" in out and "3 tasks without" in out
+    assert cli_main(["run", str(tmp_path / "e.toml"), "--db", str(tmp_path / "new.sqlite"), "--dry-run"]) == 0
+    assert "estimated time" not in capsys.readouterr().out     # no store: no estimate line

@@ -267,13 +267,70 @@ class DryRun:
     todo: int
     instances_checked: int | None
     executor: str
+    #: the estimate from stored runs (:func:`estimate_time`), or None
+    estimate: dict | None = None
 
     def text(self) -> str:
         checked = (f" ({self.instances_checked} instance(s) built and validated)"
                    if self.instances_checked is not None else "")
-        return (f"sweep {self.name}: {self.total} tasks, {self.already_done} already done, "
+        line = (f"sweep {self.name}: {self.total} tasks, {self.already_done} already done, "
                 f"{self.skipped_failed} failed before, {self.todo} to run on "
                 f"{self.executor or 'the default executor'}{checked}")
+        e = self.estimate
+        if not self.todo or e is None:      # nothing to run, or no store to estimate from
+            return line
+        if not e["matched"]:
+            return line + "\nestimated time: no stored run of the same algorithm and family to estimate from"
+        return (line + f"\nestimated time: {e['task_s']:.0f} s of task time for the {e['matched']} of "
+                f"{self.todo} tasks with stored runs of the same algorithm and family (median wall "
+                f"time of those runs; {e['exact']} matched on the parameters too)"
+                + (f", {self.todo - e['matched']} tasks without an estimate" if e["matched"] < self.todo
+                   else ""))
+
+
+def estimate_time(todo: list, store: ResultsStore) -> dict:
+    """Task time of ``todo`` estimated from the store's successful runs.
+
+    Each task is matched with the stored runs of the same algorithm on the
+    same instance family with the same parameters, else of the same
+    algorithm and family with any parameters; its estimate is the median
+    ``wall_s`` of those runs. A rough guide (other instances of a family can
+    take much longer), not a prediction with an error bound.
+
+    Returns
+    -------
+    dict
+        ``task_s`` (sum of the estimates, seconds of task time, not wall
+        time across workers), ``matched`` (tasks with an estimate) and
+        ``exact`` (of them, matched on the parameters too).
+    """
+    import json
+
+    frame = store.frame(params=False)
+    if frame.empty:
+        return {"task_s": 0.0, "matched": 0, "exact": 0}
+    import statistics
+
+    frame = frame[(frame["status"] != "error") & frame["wall_s"].notna()]
+    runs: dict[tuple, list] = {}     # (algorithm, family) -> [(params as run, wall_s)]
+    for algo, family, params, wall in frame[["algorithm", "family", "params", "wall_s"]].itertuples(index=False):
+        try:
+            params = json.loads(params) if isinstance(params, str) else dict(params or {})
+        except (ValueError, TypeError):
+            params = {}
+        runs.setdefault((algo, family), []).append((params, float(wall)))
+    total, matched, exact = 0.0, 0, 0
+    for task in todo:
+        candidates = runs.get((task.algorithm, task.family))
+        if not candidates:
+            continue
+        # stored params are resolved (defaults included): the task's given
+        # parameters must appear among them with the same values
+        same = [w for p, w in candidates if all(p.get(k) == v for k, v in task.params.items())]
+        exact += bool(same)
+        total += statistics.median(same or [w for _, w in candidates])
+        matched += 1
+    return {"task_s": total, "matched": matched, "exact": exact}
 
 
 def dry_run(sweep: Sweep, db: str | os.PathLike, executor_description: str = "", *,
@@ -312,11 +369,14 @@ def dry_run(sweep: Sweep, db: str | os.PathLike, executor_description: str = "",
 
     tasks = sweep.tasks()
     path = Path(db)
+    estimate = None
     if path.exists():
         with ResultsStore(path, readonly=True) as store:
             todo, done, failed = select_tasks(tasks, store, retry_failed=retry_failed)
+            estimate = estimate_time(todo, store)
     else:
         todo, done, failed = select_tasks(tasks, None, retry_failed=retry_failed)
     n_checked = _check(todo) if check_instances else None
     return DryRun(name=sweep.name, total=len(tasks), already_done=done, skipped_failed=failed,
-                  todo=len(todo), instances_checked=n_checked, executor=executor_description)
+                  todo=len(todo), instances_checked=n_checked, executor=executor_description,
+                  estimate=estimate)
