@@ -8,6 +8,7 @@ import html
 import json
 import math
 import re
+import sys
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -24,6 +25,7 @@ from deplbench.reports import tables as tabs
 from deplbench.reports.headline import HEADLINE_COLUMNS
 from deplbench.reports.solvers import SOLVER_COLUMNS
 from deplbench.reports import closed_loop as cl_mod
+from deplbench.reports import anytime as any_mod
 from deplbench.reports import repetitions as rep_mod
 from deplbench.reports.build import ReportOptions, build_report
 from deplbench.reports.data import STORE_COLUMNS, ReportError, load_bench_json, prepare
@@ -32,7 +34,7 @@ from deplbench.reports.stats import (
     loglog_fit, optimum_per_instance, performance_profile, shifted_geometric_mean,
 )
 
-SECTION_IDS = ("data", "paper", "gaps", "ratio", "complexity", "claims", "closed_loop", "timing")
+SECTION_IDS = ("data", "paper", "gaps", "ratio", "complexity", "claims", "closed_loop", "anytime", "timing")
 SMALL = ReportOptions(scale=0.4, dpi=40, formats=("png",))
 MODELS = ("fast-unsteady", "intermediate", "slow-steady")
 
@@ -224,7 +226,7 @@ def _promised_columns() -> dict[str, tuple]:
         "bracket_ratios": bracket_mod.RATIO_COLUMNS, "claims_bracket": bracket_mod.CLAIM_COLUMNS,
         "solver_comparison": SOLVER_COLUMNS,
         "closed_loop": cl_mod.CLOSED_LOOP_COLUMNS, "pact_comparison": cl_mod.PACT_COMPARISON_COLUMNS,
-        "timing_spread": rep_mod.TIMING_COLUMNS,
+        "timing_spread": rep_mod.TIMING_COLUMNS, "primal_integral": any_mod.INTEGRAL_COLUMNS,
     }
 
 
@@ -559,7 +561,7 @@ def test_missing_columns_and_bad_json(tmp_path):
     assert not any(f.startswith("fig9") for f in summary.figures)
 
 
-def test_store_roundtrip_and_cli(tmp_path, capsys):
+def test_store_roundtrip_and_cli(tmp_path, capsys, monkeypatch):
     from deplbench.benchmarks.store import ResultsStore
     from deplbench.cli import main
 
@@ -574,7 +576,17 @@ def test_store_roundtrip_and_cli(tmp_path, capsys):
     assert (tmp_path / "rep" / "index.html").is_file()
     cap = capsys.readouterr()
     assert cap.out.startswith("report: ") and "] Property 2: complexity" in cap.out
-    # progress goes to stderr, never to stdout
+    # progress lines go to stderr only, and only on a terminal (capsys is none)
+    assert "section claims" not in cap.out and "section claims" not in cap.err
+    import contextlib
+
+    from deplbench.cli import progress as progress_mod
+
+    monkeypatch.setattr(progress_mod, "progress_wanted", lambda args, stream=None: True)   # "a terminal"
+    monkeypatch.setattr(progress_mod, "native_output_held", lambda on: contextlib.nullcontext(sys.stderr))
+    assert main(["report", str(db), "--out", str(tmp_path / "rep2"), "--no-svg",
+                 "--scale", "0.4", "--dpi", "40"]) == 0
+    cap = capsys.readouterr()
     assert "section claims" in cap.err and "section claims" not in cap.out
     rc = main(["report", str(tmp_path / "nope.sqlite"), "--out", str(tmp_path / "x")])
     err = capsys.readouterr().err

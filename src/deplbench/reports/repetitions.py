@@ -67,7 +67,7 @@ def timing_spread(df: pd.DataFrame) -> pd.DataFrame:
 
 def section_timing(ctx) -> Section:
     """The report section (registered in :data:`deplbench.reports.sections.SECTION_BUILDERS`)."""
-    s = Section("timing", "7. Timing spread over repeated runs",
+    s = Section("timing", "8. Timing spread over repeated runs",
                 "Tasks of a sweep with repetitions = N run N times, each run stored as its own "
                 "row. Per configuration (series, instance, ℓmax, ω, parameters) run at least "
                 "twice: the runtime's median and inter-quartile range over the runs that gave a "

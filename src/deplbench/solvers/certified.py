@@ -298,7 +298,8 @@ def certify(instance, confidence: float = DEFAULT_CONFIDENCE, replications: int 
     lb1 = lower1["value"]
     width1 = _width(lb1, upper)
     stages = [{"stage": 1, "lower": lb1, "upper": upper["value"] if upper else None, "width": width1,
-               "beta_lower": beta_l1, "beta_upper": beta_u1, "tests": len(judged)}]
+               "beta_lower": beta_l1, "beta_upper": beta_u1, "tests": len(judged),
+               "elapsed_s": time.perf_counter() - t_start}]
     lower, lower2 = lower1, None
     all_reps = reps1
 
@@ -341,7 +342,8 @@ def certify(instance, confidence: float = DEFAULT_CONFIDENCE, replications: int 
                                                           f"{100 * target_width:.3g} %"),
                        "lower": lower2["value"], "upper": upper2["value"] if upper2 else None,
                        "beta_lower": beta_l2, "beta_upper": beta_u2, "replications": m2, "scenarios": s2,
-                       "validation": refine_validation, "tests": len(judged2), "screened": len(screened)})
+                       "validation": refine_validation, "tests": len(judged2), "screened": len(screened),
+                       "elapsed_s": time.perf_counter() - t_start})
     lower = _combined_lower(lower, lower1, lower2, betas, exact, refining)
     if upper is not None:
         upper = {**upper, "confidence": 1.0 if exact else 1.0 - betas["upper"],
@@ -511,11 +513,33 @@ def candidate_plans(instance, algorithms: str) -> tuple[dict[str, Plan], dict[st
     return plans, failed
 
 
+def bracket_events(bracket: dict) -> list:
+    """Anytime record of a bracket (reports/anytime.py): [elapsed s, UB, LB]
+    after each stage, then the final bracket (LB combined over the stages).
+
+    The bounds are the statistical ones of the bracket (each at its stage's
+    share of the confidence, the last at the stated joint confidence), not
+    deterministic solver bounds.
+    """
+    def num(v):
+        return float(v) if v is not None and math.isfinite(v) else None
+
+    events = [[round(float(s["elapsed_s"]), 6), num(s.get("upper")), num(s.get("lower"))]
+              for s in bracket.get("stages", ()) if "elapsed_s" in s]
+    total = (bracket.get("runtime_s") or {}).get("total")
+    upper = bracket.get("upper_bound") or {}
+    if total is not None:
+        events.append([round(float(total), 6), num(upper.get("value")),
+                       num((bracket.get("lower_bound") or {}).get("value"))])
+    return events
+
+
 def bracket_result(bracket: dict) -> SolveResult:
     """The :class:`SolveResult` of ``milp-certified`` for a :func:`certify` record."""
     upper, lower = bracket["upper_bound"], bracket["lower_bound"]
     lb = lower["value"] if lower["value"] is not None and math.isfinite(lower["value"]) else None
-    diag = {"bracket": bracket, "certified": bracket["status"], "width": bracket["width"]}
+    diag = {"bracket": bracket, "certified": bracket["status"], "width": bracket["width"],
+            "anytime": bracket_events(bracket)}
     if upper is None:
         return SolveResult(algorithm=MilpCertified.name, status="infeasible", message=bracket["message"],
                            lower_bound=lb, diagnostics=diag)
@@ -524,7 +548,7 @@ def bracket_result(bracket: dict) -> SolveResult:
                        gap=bracket["width"], diagnostics=diag)
 
 
-__all__ = ["certify", "MilpCertified", "bracket_result", "candidate_plans", "refine_options", "process_map",
+__all__ = ["certify", "MilpCertified", "bracket_result", "bracket_events", "candidate_plans", "refine_options", "process_map",
            "dask_map", "saa_task", "validation_task", "is_deterministic", "parse_risk_grid",
            "DEFAULT_CONFIDENCE", "DEFAULT_REPLICATIONS", "DEFAULT_SCENARIOS", "DEFAULT_VALIDATION",
            "DEFAULT_RISK_GRID", "DEFAULT_GRID_SEEDS", "DEFAULT_TIME_LIMIT", "DEFAULT_TARGET_WIDTH",
