@@ -73,3 +73,21 @@ def test_certified_bracket_events_follow_its_stages():
                           ],
                "runtime_s": {"total": 6.5}, "upper_bound": {"value": 110.0}, "lower_bound": {"value": -math.inf}}
     assert bracket_events(bracket) == [[5.0, 110.0, 90.0], [6.5, 110.0, None]]
+
+
+def test_section_draws_the_figure_and_the_table_for_milp_and_milp_certified():
+    from types import SimpleNamespace
+
+    from deplbench.reports.anytime import section_anytime
+    from deplbench.reports.elements import Figure, Table
+
+    df = _frame([("milp", "highs", "knapsack", [[0.5, 12.0, None], [1.0, 10.0, 10.0]]),
+                 ("milp-certified", None, "knapsack", [[2.0, 11.0, 9.0], [2.5, 11.0, 9.5]])])
+    df["params_d"] = [{"solver": "highs"}, {}, {}]
+    s = section_anytime(SimpleNamespace(df=df, styles={}, scale=0.4))
+    figs = [e for e in s.elements if isinstance(e, Figure)]
+    tables = {e.name: e for e in s.elements if isinstance(e, Table)}
+    assert [f.name for f in figs] == ["anytime_gap"]
+    labels = {t.get_label() for ax in figs[0].fig.axes for t in ax.get_lines()}
+    assert {"milp (highs)", "milp-certified"} <= labels
+    assert set(tables["primal_integral"].frame["series"]) == {"milp (highs)", "milp-certified"}

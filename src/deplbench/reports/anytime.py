@@ -32,7 +32,7 @@ import pandas as pd
 
 from deplbench.reports.elements import Section, Table
 from deplbench.reports.figures import _figure, _legend
-from deplbench.reports.styles import info_for, ordered
+from deplbench.reports.styles import ordered
 
 #: Columns of the per-event frame :func:`anytime_events`.
 EVENT_COLUMNS = ("run", "series", "family", "problem", "t", "incumbent", "bound", "gap")
@@ -144,21 +144,27 @@ def integral_table(events: pd.DataFrame) -> pd.DataFrame:
 
 
 def gap_figure(events: pd.DataFrame, styles, scale: float = 1.0):
-    """Gap over time, one panel per instance family, one step curve per run
-    coloured by series (the solver's own style where it has one)."""
+    """Gap over time, one panel per instance family, one step curve per run,
+    one colour per series."""
     if events.empty:
         return None
+    from matplotlib import colormaps
+
     families = sorted(events["family"].dropna().unique())
+    # one colour and line style per series (a solver's variants, e.g. milp
+    # with HiGHS and with SCIP, must be told apart, so not the series style)
+    every = list(ordered(events["series"], styles))
+    look = {s: (colormaps["tab10"](i % 10), ("-", "--", ":", "-.")[(i // 10) % 4]) for i, s in enumerate(every)}
     fig, axes = _figure(ncols=len(families), scale=scale, sharey=True)
     for ax, fam in zip(axes[0], families):
         ev = events[events["family"] == fam]
-        for series in ordered(ev["series"], styles):
-            st = info_for(styles, series.split(" (")[0])
+        for series in every:
+            colour, ls = look[series]
             for i, (_, g) in enumerate(ev[ev["series"] == series].groupby("run", sort=False)):
                 g = g.sort_values("t", kind="stable")
                 t = np.concatenate([[0.0], g["t"].to_numpy()])
                 y = np.concatenate([[1.0], g["gap"].to_numpy()])
-                ax.step(t, y, where="post", color=st.colour, lw=0.9, alpha=0.8,
+                ax.step(t, y, where="post", color=colour, ls=ls, lw=1.0, alpha=0.85,
                         label=series if i == 0 else None)
         ax.set_title(fam, fontsize=8)
         ax.set_xlabel("seconds since the solve began")
