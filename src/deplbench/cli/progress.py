@@ -79,8 +79,9 @@ class Stages:
 
     Examples
     --------
-    >>> with Stages(False, "simulate", ["solve", "closed loop"]) as st:   # doctest: +SKIP
-    ...     st.stage("solve"); ...
+    >>> with Stages(False, "simulate", ["solve", "closed loop"]) as st:
+    ...     st.stage("solve")
+    ...     st.stage("closed loop")
     """
 
     def __init__(self, enabled: bool, desc: str, stages: list[str], stream: TextIO | None = None):
