@@ -158,3 +158,13 @@ def test_simulate_shows_its_stages_on_a_terminal(tmp_path):
     status, out, term = _on_a_terminal(["simulate", str(inst), "--algo", "knapsack-dp", "--runs", "200",
                                         "--quiet"], tmp_path)
     assert status == 0 and "stages" not in term
+
+
+def test_certify_counts_its_tasks_on_a_terminal(tmp_path):
+    inst = tmp_path / "k.json"
+    subprocess.run([sys.executable, "-m", "deplbench", "generate", "knapsack", "--n-items", "4",
+                    "--param", "horizon=4", "-o", str(inst)], check=True, capture_output=True)
+    status, out, term = _on_a_terminal(["certify", str(inst), "--validation", "2000"], tmp_path)
+    assert status in (0, 1), term
+    assert "certify:" in term and "task" in term and BANNER not in term
+    assert out.strip()                                  # the bracket itself, on stdout
