@@ -10,6 +10,8 @@ marker is assigned here, at collection, by what a test does:
   the test modules' ``deplbench(...)`` helper), or runs sweeps through the
   process-pool/Dask executors, or lives in a module that is end-to-end as a
   whole (:data:`INTEGRATION_MODULES`);
+* ``system_packages``: the test's source names CBC or Chromium (also set by
+  hand in the test files);
 * ``slow``: a test that takes more than about half a second of CPU on its
   own is marked where it is defined (``@pytest.mark.slow``, or
   ``pytest.param(..., marks=pytest.mark.slow)`` for one case of a
@@ -34,6 +36,11 @@ INTEGRATION_MODULES = frozenset({
 #: What in a test function's source means it starts processes.
 _PROCESS_PATTERN = re.compile(
     r"\bsubprocess\.|(?<![\w.])deplbench\(|\bLocalExecutor\(|\bDaskExecutor\(|\bcli_main\(\s*\[?\s*\"run\"")
+
+#: What in a test function's source means it depends on an optional system
+#: package (CBC, Chromium): such a test is marked ``system_packages`` and
+#: ``.ci/run`` runs it a second time with the packages hidden from PATH.
+_SYSTEM_PATTERN = re.compile(r"\bcbc\b|chromium|\bavailability\(", re.IGNORECASE)
 
 #: Module-scoped fixtures that take seconds to build (a whole report, a
 #: calibrated DepL run): every test that uses one is slow.
@@ -87,5 +94,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         module = item.module.__name__.rpartition(".")[2] if item.module else ""
         if module in INTEGRATION_MODULES or _starts_processes(item):
             item.add_marker(pytest.mark.integration)
+        if _SYSTEM_PATTERN.search(_source(getattr(item, "function", None))):
+            item.add_marker(pytest.mark.system_packages)
         if SLOW_FIXTURES.intersection(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.slow)

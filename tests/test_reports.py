@@ -8,6 +8,7 @@ import html
 import json
 import math
 import re
+import sys
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -16,6 +17,7 @@ import pandas as pd
 import pytest
 
 from deplbench.errors import DeplbenchError
+from deplbench.reports import browser
 from deplbench.reports import bracket as bracket_mod
 from deplbench.reports import claims as claims_mod
 from deplbench.reports import complexity as cx
@@ -23,6 +25,8 @@ from deplbench.reports import tables as tabs
 from deplbench.reports.headline import HEADLINE_COLUMNS
 from deplbench.reports.solvers import SOLVER_COLUMNS
 from deplbench.reports import closed_loop as cl_mod
+from deplbench.reports import anytime as any_mod
+from deplbench.reports import repetitions as rep_mod
 from deplbench.reports.build import ReportOptions, build_report
 from deplbench.reports.data import STORE_COLUMNS, ReportError, load_bench_json, prepare
 from deplbench.reports.styles import PALETTE, fallback_style, series_info
@@ -30,7 +34,7 @@ from deplbench.reports.stats import (
     loglog_fit, optimum_per_instance, performance_profile, shifted_geometric_mean,
 )
 
-SECTION_IDS = ("data", "paper", "gaps", "ratio", "complexity", "claims", "closed_loop")
+SECTION_IDS = ("data", "paper", "gaps", "ratio", "complexity", "claims", "closed_loop", "anytime", "timing")
 SMALL = ReportOptions(scale=0.4, dpi=40, formats=("png",))
 MODELS = ("fast-unsteady", "intermediate", "slow-steady")
 
@@ -222,6 +226,7 @@ def _promised_columns() -> dict[str, tuple]:
         "bracket_ratios": bracket_mod.RATIO_COLUMNS, "claims_bracket": bracket_mod.CLAIM_COLUMNS,
         "solver_comparison": SOLVER_COLUMNS,
         "closed_loop": cl_mod.CLOSED_LOOP_COLUMNS, "pact_comparison": cl_mod.PACT_COMPARISON_COLUMNS,
+        "timing_spread": rep_mod.TIMING_COLUMNS, "primal_integral": any_mod.INTEGRAL_COLUMNS,
     }
 
 
@@ -425,14 +430,14 @@ def test_tables_never_wider_than_the_page(full_report):
     assert "<details><summary>Show the table" in text
 
 
+@pytest.mark.system_packages
+@pytest.mark.skipif(browser.find_chromium() is None,
+                    reason="no Chromium binary on PATH (Debian: apt-get install "
+                           "chromium-headless-shell); CI installs it")
 def test_rendered_page_fits_the_viewport(full_report, tmp_path):
     """Headless Chromium renders the report: the page is never wider than
-    the viewport (wide tables scroll inside their own box)."""
-    from deplbench.reports import browser
-
-    if browser.find_chromium() is None:
-        pytest.skip("no Chromium binary on PATH (Debian: apt-get install "
-                    "chromium-headless-shell); CI installs it")
+    the viewport (wide tables scroll inside their own box). Skipped at
+    collection, before the report fixture is built, when there is no browser."""
     out, _ = full_report
     for width in (1280, 800):
         scroll, viewport = browser.page_width(out / "index.html", width=width)
@@ -560,7 +565,7 @@ def test_missing_columns_and_bad_json(tmp_path):
 
 
 @pytest.mark.slow
-def test_store_roundtrip_and_cli(tmp_path, capsys):
+def test_store_roundtrip_and_cli(tmp_path, capsys, monkeypatch):
     from deplbench.benchmarks.store import ResultsStore
     from deplbench.cli import main
 
@@ -575,7 +580,17 @@ def test_store_roundtrip_and_cli(tmp_path, capsys):
     assert (tmp_path / "rep" / "index.html").is_file()
     cap = capsys.readouterr()
     assert cap.out.startswith("report: ") and "] Property 2: complexity" in cap.out
-    # progress goes to stderr, never to stdout
+    # progress lines go to stderr only, and only on a terminal (capsys is none)
+    assert "section claims" not in cap.out and "section claims" not in cap.err
+    import contextlib
+
+    from deplbench.cli import progress as progress_mod
+
+    monkeypatch.setattr(progress_mod, "progress_wanted", lambda args, stream=None: True)   # "a terminal"
+    monkeypatch.setattr(progress_mod, "native_output_held", lambda on: contextlib.nullcontext(sys.stderr))
+    assert main(["report", str(db), "--out", str(tmp_path / "rep2"), "--no-svg",
+                 "--scale", "0.4", "--dpi", "40"]) == 0
+    cap = capsys.readouterr()
     assert "section claims" in cap.err and "section claims" not in cap.out
     rc = main(["report", str(tmp_path / "nope.sqlite"), "--out", str(tmp_path / "x")])
     err = capsys.readouterr().err

@@ -221,7 +221,35 @@ def test_export_csv_and_parquet(tmp_path):
             export(db, tmp_path / "r.parquet", "parquet")
     else:
         assert export(db, tmp_path / "r.parquet", "parquet") == 2
-        assert tuple(pd.read_parquet(tmp_path / "r.parquet").columns) == COLUMNS
+        assert tuple(pd.read_parquet(tmp_path / "r.parquet").columns) == COLUMNS + ("param_eta",)
+
+
+@pytest.mark.skipif(importlib.util.find_spec("pyarrow") is None,
+                    reason="Parquet export needs pyarrow (the locked environment has it)")
+def test_parquet_keeps_every_csv_column_with_mixed_parameter_types(tmp_path):
+    """Parameters of several solvers share param_* columns of mixed types
+    (str, int, float, bool, lists, missing): Parquet keeps every column CSV
+    has, and each value comes back (as a JSON literal where types mix)."""
+    db = tmp_path / "r.sqlite"
+    with ResultsStore(db) as store:
+        store.add(record("a", params={"eta": 200, "solver": "highs", "grid": [1, 2], "warm": True}))
+        store.add(record("b", algorithm="milp", params={"eta": 12.5, "solver": 3, "time_limit": 60.0}))
+        store.add(record("c", algorithm="knapsack-dp", params={"grid": "auto", "warm": False}))
+    export(db, tmp_path / "r.csv", "csv")
+    export(db, tmp_path / "r.parquet", "parquet")
+    csv = pd.read_csv(tmp_path / "r.csv")
+    pq = pd.read_parquet(tmp_path / "r.parquet").set_index("key")
+    assert list(pq.reset_index().columns) == list(csv.columns)
+    assert {"param_eta", "param_solver", "param_grid", "param_warm", "param_time_limit"} <= set(pq.columns)
+    assert pq.loc["b", "param_time_limit"] == 60.0 and pd.isna(pq.loc["a", "param_time_limit"])
+    solver = {k: (None if pd.isna(pq.loc[k, "param_solver"]) else json.loads(pq.loc[k, "param_solver"]))
+              for k in "abc"}
+    assert solver == {"a": "highs", "b": 3, "c": None}
+    # list values are JSON text in the frame already, as in the CSV
+    assert pq.loc["a", "param_grid"] == csv.set_index("key").loc["a", "param_grid"] == "[1, 2]"
+    assert pq.loc["b", "param_eta"] == 12.5 and pd.isna(pq.loc["c", "param_eta"])   # numbers stay numbers
+    assert pq.loc["a", "param_warm"] in (True, "true")
+    assert pq.loc["a", "cost"] == 123.5 and len(pq) == 3
 
 
 # --------------------------------------------------------------------------

@@ -55,6 +55,9 @@ class RunSummary:
     elapsed_s : float
         Wall time of the call.
     failures : list of (label, key, first error line)
+    solvers : dict
+        MILP solver actually used (the result's ``diagnostics["solver"]``)
+        → tasks run with it in this call.
     """
 
     total: int = 0
@@ -67,6 +70,7 @@ class RunSummary:
     elsewhere: int = 0
     elapsed_s: float = 0.0
     failures: list = field(default_factory=list)
+    solvers: dict = field(default_factory=dict)
 
     @property
     def exit_status(self) -> int:
@@ -80,6 +84,8 @@ class RunSummary:
                  f"{self.ran} run: {self.ok} ok, {self.failed} failed"
                  + (f", {self.duplicates} duplicate(s) not stored" if self.duplicates else "")
                  + (f", {self.elsewhere} done by another runner" if self.elsewhere else "")
+                 + (", solvers used: " + ", ".join(f"{k} ×{v}" for k, v in sorted(self.solvers.items()))
+                    if self.solvers else "")
                  + f" ({self.elapsed_s:.1f} s)"]
         for label, key, err in self.failures[:10]:
             lines.append(f"  failed {label} [{key}]: {err}")
@@ -209,6 +215,9 @@ def _execute(executor, tasks, store: ResultsStore, owner, summary: RunSummary, b
                     or task_mod.now_iso(), wall_s=float(record.get("wall_s") or 0.0))
                 stored = store.add(record, task=task.to_dict(), lease_owner=owner.id)
             summary.ran += 1
+            diag = record.get("diagnostics")
+            if isinstance(diag, dict) and isinstance(diag.get("solver"), str):
+                summary.solvers[diag["solver"]] = summary.solvers.get(diag["solver"], 0) + 1
             if not stored:
                 summary.duplicates += 1
             if is_failure(record):
@@ -258,13 +267,70 @@ class DryRun:
     todo: int
     instances_checked: int | None
     executor: str
+    #: the estimate from stored runs (:func:`estimate_time`), or None
+    estimate: dict | None = None
 
     def text(self) -> str:
         checked = (f" ({self.instances_checked} instance(s) built and validated)"
                    if self.instances_checked is not None else "")
-        return (f"sweep {self.name}: {self.total} tasks, {self.already_done} already done, "
+        line = (f"sweep {self.name}: {self.total} tasks, {self.already_done} already done, "
                 f"{self.skipped_failed} failed before, {self.todo} to run on "
                 f"{self.executor or 'the default executor'}{checked}")
+        e = self.estimate
+        if not self.todo or e is None:      # nothing to run, or no store to estimate from
+            return line
+        if not e["matched"]:
+            return line + "\nestimated time: no stored run of the same algorithm and family to estimate from"
+        return (line + f"\nestimated time: {e['task_s']:.0f} s of task time for the {e['matched']} of "
+                f"{self.todo} tasks with stored runs of the same algorithm and family (median wall "
+                f"time of those runs; {e['exact']} matched on the parameters too)"
+                + (f", {self.todo - e['matched']} tasks without an estimate" if e["matched"] < self.todo
+                   else ""))
+
+
+def estimate_time(todo: list, store: ResultsStore) -> dict:
+    """Task time of ``todo`` estimated from the store's successful runs.
+
+    Each task is matched with the stored runs of the same algorithm on the
+    same instance family with the same parameters, else of the same
+    algorithm and family with any parameters; its estimate is the median
+    ``wall_s`` of those runs. A rough guide (other instances of a family can
+    take much longer), not a prediction with an error bound.
+
+    Returns
+    -------
+    dict
+        ``task_s`` (sum of the estimates, seconds of task time, not wall
+        time across workers), ``matched`` (tasks with an estimate) and
+        ``exact`` (of them, matched on the parameters too).
+    """
+    import json
+
+    frame = store.frame(params=False)
+    if frame.empty:
+        return {"task_s": 0.0, "matched": 0, "exact": 0}
+    import statistics
+
+    frame = frame[(frame["status"] != "error") & frame["wall_s"].notna()]
+    runs: dict[tuple, list] = {}     # (algorithm, family) -> [(params as run, wall_s)]
+    for algo, family, params, wall in frame[["algorithm", "family", "params", "wall_s"]].itertuples(index=False):
+        try:
+            params = json.loads(params) if isinstance(params, str) else dict(params or {})
+        except (ValueError, TypeError):
+            params = {}
+        runs.setdefault((algo, family), []).append((params, float(wall)))
+    total, matched, exact = 0.0, 0, 0
+    for task in todo:
+        candidates = runs.get((task.algorithm, task.family))
+        if not candidates:
+            continue
+        # stored params are resolved (defaults included): the task's given
+        # parameters must appear among them with the same values
+        same = [w for p, w in candidates if all(p.get(k) == v for k, v in task.params.items())]
+        exact += bool(same)
+        total += statistics.median(same or [w for _, w in candidates])
+        matched += 1
+    return {"task_s": total, "matched": matched, "exact": exact}
 
 
 def dry_run(sweep: Sweep, db: str | os.PathLike, executor_description: str = "", *,
@@ -303,11 +369,14 @@ def dry_run(sweep: Sweep, db: str | os.PathLike, executor_description: str = "",
 
     tasks = sweep.tasks()
     path = Path(db)
+    estimate = None
     if path.exists():
         with ResultsStore(path, readonly=True) as store:
             todo, done, failed = select_tasks(tasks, store, retry_failed=retry_failed)
+            estimate = estimate_time(todo, store)
     else:
         todo, done, failed = select_tasks(tasks, None, retry_failed=retry_failed)
     n_checked = _check(todo) if check_instances else None
     return DryRun(name=sweep.name, total=len(tasks), already_done=done, skipped_failed=failed,
-                  todo=len(todo), instances_checked=n_checked, executor=executor_description)
+                  todo=len(todo), instances_checked=n_checked, executor=executor_description,
+                  estimate=estimate)

@@ -35,6 +35,7 @@ plus one ``param_<name>`` column per solver parameter.
 from __future__ import annotations
 
 import json
+import math
 import os
 import sqlite3
 from collections.abc import Iterable, Mapping
@@ -447,13 +448,53 @@ def export(path: str | os.PathLike, out: str | os.PathLike, fmt: str, *,
             raise SweepError("--format parquet: needs the pyarrow package "
                              "(pip install pyarrow), or use --format csv")
     with ResultsStore(path, readonly=True) as store:
-        # Parameter columns of mixed types do not fit a Parquet column: the
-        # `params` JSON column carries them in the export.
-        frame = store.frame(latest=latest, params=(fmt == "csv"))
+        frame = store.frame(latest=latest)
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     if fmt == "csv":
         frame.to_csv(out, index=False)
     else:
-        frame.to_parquet(out, index=False)
+        parquet_safe(frame).to_parquet(out, index=False)
     return len(frame)
+
+
+def parquet_safe(frame):
+    """``frame`` with every column Parquet can store, none dropped.
+
+    A Parquet column has one type, but a ``param_<name>`` column mixes the
+    values of several solvers (``solver`` is ``"highs"`` for one algorithm
+    and absent for another; ``time_limit`` an int in one row and a float in
+    the next). A column pyarrow cannot type as it is becomes text: each
+    value as its JSON literal (``200``, ``"highs"``, ``true``, ``[1, 2]``),
+    missing values stay null, so ``json.loads`` gives the value back.
+
+    Parameters
+    ----------
+    frame : pandas.DataFrame
+
+    Returns
+    -------
+    pandas.DataFrame
+        A copy where needed; the same columns in the same order.
+    """
+    import pyarrow as pa
+
+    from deplbench.jsonio import finite_json
+
+    out = frame
+    for name in frame.columns:
+        col = frame[name]
+        if col.dtype != object:
+            continue
+        try:
+            pa.array(col, from_pandas=True)
+        except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError):
+            if out is frame:
+                out = frame.copy()
+            out[name] = [None if _missing(v) else json.dumps(finite_json(v), sort_keys=True)
+                         for v in col]
+    return out
+
+
+def _missing(value) -> bool:
+    return value is None or (isinstance(value, float) and math.isnan(value))

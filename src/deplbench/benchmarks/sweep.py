@@ -14,7 +14,10 @@ Like benchopt, nothing here knows about any single solver: an algorithm is a
 name (looked up in :mod:`deplbench.solvers.registry`, or one of the
 oracles of :mod:`deplbench.benchmarks.tasks`) plus parameters.
 
-File format (every key other than those marked *required* is optional)::
+File format (every key other than those marked *required* is optional;
+``docs/sweeps.md`` is the full reference, generated from
+:mod:`deplbench.benchmarks.sweep_keys`; tests/test_sweep_docs.py loads this
+example)::
 
     [sweep]
     name = "quick"              # default: the file's stem
@@ -29,8 +32,8 @@ File format (every key other than those marked *required* is optional)::
     set = "alexnet"             # the paper/figure set (default: the id); groups
                                 # sharing a set are read together by reports
     family = "realistic"        # required unless `path` is given
-    params = { model = "alexnet" }       # fixed generator parameters
-    grid = { n_models = [3, 5, 8] }      # cartesian product of these lists
+    params = { family = "alexnet" }      # fixed generator parameters
+    grid = { horizon = [50, 100] }       # cartesian product of these lists
     seeds = [0, 1]              # default [0]; `seed = 3` is also accepted
     [instances.targets]         # each a number or a list (cartesian product)
     loss_max = [5.0, 9.0, 13.0] # overrides the instance's ℓmax
@@ -38,7 +41,8 @@ File format (every key other than those marked *required* is optional)::
 
     [[instances]]
     id = "mine"
-    path = "my_instance.json"   # relative to the sweep file
+    path = "my_instance.json"   # relative to the sweep file; a glob such as
+                                # "instances/*.json" makes one instance per file
 
     [[algorithms]]
     name = "depl"               # required: registry name or oracle
@@ -47,6 +51,8 @@ File format (every key other than those marked *required* is optional)::
     grid = { eta = [25, 50, 100, 200] }
     instances = ["alexnet"]     # default: every instance group
     time_limit_s = 300          # overrides [sweep].time_limit_s
+    repetitions = 3             # runs of each task, each a row (default:
+                                # [sweep].repetitions, itself default 1)
     # solvers = ["highs", "scip"]: for an exact MILP entry (milp), once per
     # MILP solver; also on [[instances]] (benchmarks/solver_axis.py)
 
@@ -84,6 +90,7 @@ from deplbench.benchmarks.validate import (
     require_str,
     require_table,
 )
+from deplbench.benchmarks.sweep_keys import keys as _keys
 from deplbench.benchmarks.validate import check_names as _check_names
 from deplbench.errors import SweepError
 from deplbench.jsonio import canonical_json  # noqa: F401 - re-exported: part of this module's API
@@ -98,11 +105,12 @@ DEFAULT_TIME_LIMIT_S = 600.0
 #: meaning (DESIGN.md: ``loss_max`` = ℓmax, ``omega`` = ω of eq. (3)).
 TARGET_FIELDS = ("loss_max", "omega")
 
-_SWEEP_KEYS = {"name", "description", "time_limit_s", "evaluation"}
-_EVALUATION_KEYS = {"samples", "seed", "closed_loop"}  # closed_loop: benchmarks.tasks.check_closed_loop
-_INSTANCE_KEYS = {"id", "set", "family", "path", "params", "grid", "seeds", "seed", "targets", "solvers"}
-_ALGORITHM_KEYS = {"name", "label", "params", "grid", "instances", "time_limit_s", "solvers"}
-_TOP_KEYS = {"sweep", "instances", "algorithms"}
+# The allowed keys, from the table docs/sweeps.md is generated from.
+_SWEEP_KEYS = _keys("sweep")
+_EVALUATION_KEYS = _keys("sweep.evaluation")  # closed_loop: benchmarks.tasks.check_closed_loop
+_INSTANCE_KEYS = _keys("instances")
+_ALGORITHM_KEYS = _keys("algorithms")
+_TOP_KEYS = _keys("top level")
 
 
 # --------------------------------------------------------------------------
@@ -169,6 +177,10 @@ class Task:
     code_version: str = __version__
     instance_set: str = ""
     instance_path: str | None = None
+    #: 0 for the first run of a task, r for its r-th repetition
+    #: (``repetitions = N``); part of the key when > 0, so each repetition
+    #: is a row of its own that resumes and leases like any task
+    repetition: int = 0
 
     def to_dict(self) -> dict:
         """Return a JSON-able dict (round-trips through :meth:`from_dict`)."""
@@ -193,6 +205,9 @@ class InstanceGroup:
     path: str | None = None
     set: str = ""
     solvers: tuple | None = None     # the solver axis (benchmarks.solver_axis)
+    #: every file a glob ``path`` matched, sorted (``path`` is the first);
+    #: empty for a plain path
+    paths: tuple = ()
 
 
 @dataclass(frozen=True)
@@ -206,6 +221,7 @@ class AlgorithmEntry:
     instances: tuple | None
     time_limit_s: float
     solvers: tuple | None = None     # the solver axis (benchmarks.solver_axis)
+    repetitions: int = 1             # runs of each task (timing spread)
 
 
 @dataclass(frozen=True)
@@ -229,6 +245,49 @@ class Sweep:
         return expand(self)
 
 
+def select(sweep: Sweep, algorithms: list[str] | None = None,
+           instances: list[str] | None = None) -> Sweep:
+    """The part of ``sweep`` whose algorithm entries and instance groups match.
+
+    Parameters
+    ----------
+    sweep : Sweep
+    algorithms : list of str, optional
+        Shell-style patterns (``fnmatch``) matched against each
+        ``[[algorithms]]`` entry's ``name`` and ``label``; None keeps all.
+    instances : list of str, optional
+        Patterns matched against each ``[[instances]]`` group's ``id`` and
+        ``set``; None keeps all.
+
+    Returns
+    -------
+    Sweep
+        Same name and settings; the tasks are the full sweep's tasks of the
+        kept entries, with the same keys (a filtered run fills the same store).
+
+    Raises
+    ------
+    SweepError
+        A pattern that matches nothing, naming the option and what exists.
+    """
+    from fnmatch import fnmatchcase
+    from dataclasses import replace
+
+    def keep(items, patterns, fields, flag):
+        if not patterns:
+            return tuple(items)
+        kept = tuple(it for it in items if any(fnmatchcase(getattr(it, f), p) for p in patterns for f in fields))
+        for p in patterns:
+            if not any(fnmatchcase(getattr(it, f), p) for it in items for f in fields):
+                names = sorted({getattr(it, f) for it in items for f in fields})
+                raise SweepError(f"{flag} {p!r}: matches no entry of sweep {sweep.name!r} "
+                                 f"(there are: {', '.join(names)})")
+        return kept
+
+    return replace(sweep, algorithms=keep(sweep.algorithms, algorithms, ("name", "label"), "--algo"),
+                   instances=keep(sweep.instances, instances, ("id", "set"), "--instance"))
+
+
 # --------------------------------------------------------------------------
 # keys
 # --------------------------------------------------------------------------
@@ -241,6 +300,7 @@ def task_key(
     params: Mapping[str, Any],
     evaluation: Mapping[str, Any],
     code_version: str = __version__,
+    repetition: int = 0,
 ) -> str:
     """Stable identifier of a task's result.
 
@@ -258,6 +318,9 @@ def task_key(
         Out-of-sample evaluation settings.
     code_version : str
         Package version; bumping it invalidates every stored result.
+    repetition : int
+        Which run of a repeated task (``repetitions = N``); 0, the first,
+        leaves the key as it is without repetitions.
 
     Returns
     -------
@@ -278,6 +341,7 @@ def task_key(
             "params": dict(params),
             "evaluation": dict(evaluation),
             "code_version": code_version,
+            **({"repetition": int(repetition)} if repetition else {}),
         }
     )
     return hashlib.sha256(payload.encode()).hexdigest()[:24]
@@ -392,6 +456,7 @@ def parse_sweep(
     require_str(description, "sweep.description", allow_empty=True)
     time_limit = check_time_limit(head.get("time_limit_s", DEFAULT_TIME_LIMIT_S),
                                   "sweep.time_limit_s")
+    repetitions = _repetitions(head.get("repetitions", 1), "sweep.repetitions")
     evaluation = head.get("evaluation", {})
     require_table(evaluation, "sweep.evaluation")
     reject_unknown(evaluation, _EVALUATION_KEYS, "sweep.evaluation.")
@@ -419,7 +484,7 @@ def parse_sweep(
     if not isinstance(raw_algorithms, list) or not raw_algorithms:
         raise SweepError("algorithms: a sweep needs at least one [[algorithms]] table")
     algorithms = tuple(
-        _parse_algorithm(entry, f"algorithms[{i}]", set(ids), time_limit)
+        _parse_algorithm(entry, f"algorithms[{i}]", set(ids), time_limit, repetitions)
         for i, entry in enumerate(raw_algorithms)
     )
     if check_names:
@@ -456,31 +521,65 @@ def _parse_instance_group(entry: Any, where: str, base_dir: Path) -> InstanceGro
         raise SweepError(f"{where}.seeds: duplicate seeds")
     targets = _parse_targets(entry.get("targets", {}), f"{where}.targets")
 
-    path = None
+    path, paths = None, ()
     family = entry.get("family", "file")
     if has_path:
         require_str(entry["path"], f"{where}.path")
         file = Path(entry["path"])
         if not file.is_absolute():
             file = base_dir / file
-        try:
-            found = file.is_file()
-        except (OSError, ValueError) as exc:   # too long a name, a NUL byte (H6, issue 16)
-            raise SweepError(f"{where}.path: cannot look up the instance file ({exc})") from None
-        if not found:
-            raise SweepError(f"{where}.path: instance file not found: {file}")
         if params or grid:
             raise SweepError(f"{where}: `params`/`grid` need a `family`, not a `path`")
-        path = str(file.resolve())
+        if _GLOB_CHARS.intersection(entry["path"]):
+            paths = _glob_files(file, where)
+            path = paths[0]
+        else:
+            try:
+                found = file.is_file()
+            except (OSError, ValueError) as exc:   # too long a name, a NUL byte (H6, issue 16)
+                raise SweepError(f"{where}.path: cannot look up the instance file ({exc})") from None
+            if not found:
+                raise SweepError(f"{where}.path: instance file not found: {file}")
+            path = str(file.resolve())
         seeds = [None]
     else:
         require_str(family, f"{where}.family")
     solvers = _axis.entry_solvers(entry, where)
     return InstanceGroup(id=gid, family=family, params=dict(params), grid=grid,
-                         seeds=tuple(seeds), targets=targets, path=path, set=set_name, solvers=solvers)
+                         seeds=tuple(seeds), targets=targets, path=path, set=set_name, solvers=solvers,
+                         paths=paths)
 
 
-def _parse_algorithm(entry: Any, where: str, ids: set, default_limit: float) -> AlgorithmEntry:
+_GLOB_CHARS = frozenset("*?[")
+
+
+def _glob_files(pattern: Path, where: str) -> tuple:
+    """The files a glob ``path`` matches (``*``, ``?``, ``[...]``, ``**``), sorted."""
+    import glob
+
+    try:
+        found = sorted({str(Path(f).resolve()) for f in glob.glob(str(pattern), recursive=True)
+                        if Path(f).is_file()})
+    except (OSError, ValueError) as exc:
+        raise SweepError(f"{where}.path: cannot look up the instance files ({exc})") from None
+    if not found:
+        raise SweepError(f"{where}.path: no instance file matches {pattern}")
+    return tuple(found)
+
+
+#: Most runs of one task a sweep may ask for.
+MAX_REPETITIONS = 1000
+
+
+def _repetitions(value: Any, where: str) -> int:
+    n = positive_int(value, where)
+    if n > MAX_REPETITIONS:
+        raise SweepError(f"{where}: at most {MAX_REPETITIONS}, got {n}")
+    return n
+
+
+def _parse_algorithm(entry: Any, where: str, ids: set, default_limit: float,
+                     default_repetitions: int = 1) -> AlgorithmEntry:
     require_table(entry, where)
     reject_unknown(entry, _ALGORITHM_KEYS, f"{where}.")
     name = entry.get("name")
@@ -501,8 +600,9 @@ def _parse_algorithm(entry: Any, where: str, ids: set, default_limit: float) -> 
         groups = tuple(groups)
     limit = check_time_limit(entry.get("time_limit_s", default_limit), f"{where}.time_limit_s")
     solvers = _axis.entry_solvers(entry, where, params, grid)
+    repetitions = _repetitions(entry.get("repetitions", default_repetitions), f"{where}.repetitions")
     return AlgorithmEntry(name=name, label=label, params=dict(params), grid=grid,
-                          instances=groups, time_limit_s=limit, solvers=solvers)
+                          instances=groups, time_limit_s=limit, solvers=solvers, repetitions=repetitions)
 
 
 def _parse_params_grid(entry: Mapping, where: str) -> tuple[Mapping, dict]:
@@ -587,30 +687,33 @@ def expand(sweep: Sweep) -> list[Task]:
     seen: set[str] = set()
     for group in sweep.instances:
         if group.path is not None:
-            recipes = [({"sha256": _file_sha256(group.path)}, None)]
+            recipes = [({"sha256": _file_sha256(f)}, None, f) for f in (group.paths or (group.path,))]
         else:
-            recipes = [(p, s) for p in grid_points(group.params, group.grid)
+            recipes = [(p, s, None) for p in grid_points(group.params, group.grid)
                        for s in group.seeds]
         target_points = list(grid_points({}, group.targets))
         algos = [a for a in sweep.algorithms if a.instances is None or group.id in a.instances]
-        for inst_params, seed in recipes:
+        for inst_params, seed, file in recipes:
             recipe = {"family": group.family, "params": inst_params, "seed": seed}
             for targets in target_points:
                 for algo in algos:
                     for params in _axis.with_solvers(grid_points(algo.params, algo.grid),
                                                      _axis.solver_axis(group, algo)):
-                        key = task_key(recipe, targets, algo.name, params, evaluation)
-                        if key in seen:
-                            continue
-                        seen.add(key)
-                        tasks.append(Task(
-                            key=key, sweep=sweep.name, group=group.id,
-                            family=group.family, instance_params=inst_params,
-                            instance_seed=seed, targets=targets,
-                            algorithm=algo.name, label=algo.label, params=params,
-                            evaluation=evaluation, time_limit_s=algo.time_limit_s,
-                            instance_set=group.set or group.id, instance_path=group.path,
-                        ))
+                        for rep in range(algo.repetitions):
+                            key = task_key(recipe, targets, algo.name, params, evaluation,
+                                           repetition=rep)
+                            if key in seen:
+                                continue
+                            seen.add(key)
+                            tasks.append(Task(
+                                key=key, sweep=sweep.name, group=group.id,
+                                family=group.family, instance_params=inst_params,
+                                instance_seed=seed, targets=targets,
+                                algorithm=algo.name, label=algo.label, params=params,
+                                evaluation=evaluation, time_limit_s=algo.time_limit_s,
+                                instance_set=group.set or group.id, instance_path=file,
+                                repetition=rep,
+                            ))
     return tasks
 
 

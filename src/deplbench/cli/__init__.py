@@ -19,8 +19,6 @@ from collections.abc import Iterator
 
 from deplbench import __version__
 from deplbench.cli.messages import os_error_message
-from deplbench.errors import DeplbenchError
-from deplbench.jsonio import finite_json, print_json  # noqa: F401  (re-exported)
 
 #: Modules contributing sub-commands, in the order they appear in ``--help``.
 #: A module that is missing (a command group not installed) is skipped.
@@ -35,6 +33,30 @@ COMMAND_MODULES = (
     "deplbench.cli.library",
     "deplbench.cli.reports",
 )
+
+#: Every sub-command: name → (its module, the one-line help of ``deplbench
+#: --help``). Only the module of the command being run is imported and
+#: registered (:func:`build_parser`); the others appear in ``--help`` from
+#: this table, so ``deplbench --help``/``--version`` import no numerical
+#: library. tests/test_cli_startup.py checks that it matches what the
+#: modules register. A command missing here still works (every module is
+#: then registered).
+COMMANDS: dict[str, tuple[str, str]] = {
+    "generate": ("deplbench.cli.instances", "generate a seeded instance (realistic, knapsack, scaling, datasets)"),
+    "validate": ("deplbench.cli.instances", "check instance files against the format and its rules"),
+    "schema": ("deplbench.cli.instances", "print the JSON Schema of the instance format"),
+    "fit": ("deplbench.cli.fit", "fit an instance's loss model (eq. (8), l_sw) to training logs (DepL Sec. VI-A)"),
+    "evaluate": ("deplbench.cli.formulations",
+                 "evaluate a plan: cost, constraints, out-of-sample loss quantile with a CI"),
+    "solve": ("deplbench.cli.solvers", "run one algorithm on an instance"),
+    "algorithms": ("deplbench.cli.solvers", "list algorithms and their parameters"),
+    "simulate": ("deplbench.cli.simulate", "closed-loop simulation: an algorithm judged as it runs"),
+    "certify": ("deplbench.cli.certify", "certified bracket [LB, UB] on the chance-constrained optimum"),
+    "run": ("deplbench.cli.benchmarks", "run a benchmark sweep into a results store (resumable)"),
+    "export": ("deplbench.cli.benchmarks", "export a results store to CSV or Parquet"),
+    "library": ("deplbench.cli.library", "build or check the MPS instance library with its .solu of known optima"),
+    "report": ("deplbench.cli.reports", "build a static HTML/CSV/Markdown report from a results store"),
+}
 
 #: Exit statuses of every sub-command (also shown by ``deplbench --help``).
 EXIT_STATUSES = {
@@ -68,8 +90,50 @@ class _OneLineErrorParser(argparse.ArgumentParser):
         raise SystemExit(2)
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The ``deplbench`` argument parser with every available command group.
+def __getattr__(name: str):
+    # finite_json and print_json were re-exported here; imported on first
+    # use so that starting the CLI does not import numpy (through jsonio).
+    if name in ("finite_json", "print_json"):
+        from deplbench import jsonio
+
+        return getattr(jsonio, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def requested_command(argv: list[str] | None) -> str | None:
+    """The sub-command named in ``argv`` (its first non-option word), or None.
+
+    The top-level parser has only ``-h`` and ``--version``, neither of which
+    takes a value, so the first word not starting with ``-`` is the command.
+    """
+    for word in argv or ():
+        if not word.startswith("-"):
+            return word
+    return None
+
+
+def _import_command_module(module_name: str):
+    try:
+        return importlib.import_module(module_name)
+    except ModuleNotFoundError as exc:
+        # Only tolerate the command module itself being absent, never a
+        # missing dependency inside it.
+        if exc.name == module_name:
+            return None
+        raise
+
+
+def build_parser(command: str | None = "*") -> argparse.ArgumentParser:
+    """The ``deplbench`` argument parser.
+
+    Parameters
+    ----------
+    command : str or None, optional
+        The sub-command about to run: only its module is imported and
+        registered in full; every other command of :data:`COMMANDS` is a
+        stub carrying its one-line help (enough for ``deplbench --help``).
+        None: stubs only (``--help``, ``--version``). ``"*"`` (default), or
+        a command :data:`COMMANDS` does not list: every module registered.
 
     Returns
     -------
@@ -89,16 +153,17 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"deplbench {__version__}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
+    full = command == "*" or (command is not None and command not in COMMANDS)
+    wanted = None if full or command is None else COMMANDS[command][0]
     for module_name in COMMAND_MODULES:
-        try:
-            module = importlib.import_module(module_name)
-        except ModuleNotFoundError as exc:
-            # Only tolerate the command module itself being absent, never a
-            # missing dependency inside it.
-            if exc.name == module_name:
-                continue
-            raise
-        module.register(subparsers)
+        stubs = [(name, text) for name, (mod, text) in COMMANDS.items() if mod == module_name]
+        if not full and module_name != wanted and stubs:
+            for name, text in stubs:
+                subparsers.add_parser(name, help=text, add_help=False)
+            continue
+        module = _import_command_module(module_name)
+        if module is not None:
+            module.register(subparsers)
     return parser
 
 
@@ -162,7 +227,9 @@ def main(argv: list[str] | None = None) -> int:
         The exit status (:data:`EXIT_STATUSES`). argparse's own usage errors
         and ``--help`` raise :class:`SystemExit` (status 2 and 0).
     """
-    parser = build_parser()
+    if argv is None:
+        argv = sys.argv[1:]
+    parser = build_parser(requested_command(argv))
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):
         parser.print_help()

@@ -40,7 +40,15 @@ def register(subparsers) -> None:
     dask.add_argument("--dask-local", type=int, metavar="N", default=None,
                       help="start a LocalCluster of N workers in this process (each task "
                            "still runs in a process of its own, forked warm)")
-    run.add_argument("--no-progress", action="store_true", help="no progress bar")
+    run.add_argument("--no-progress", "--quiet", dest="no_progress", action="store_true",
+                     help="no progress bar (there is none either when stderr is not a terminal); "
+                          "solver output, hidden while a bar shows, then reaches stderr")
+    run.add_argument("--algo", action="append", metavar="NAME",
+                     help="run only the [[algorithms]] entries whose name or label matches "
+                          "(shell glob such as 'depl*'; repeatable)")
+    run.add_argument("--instance", action="append", metavar="GLOB",
+                     help="run only the [[instances]] groups whose id or set matches "
+                          "(shell glob; repeatable)")
     run.add_argument("--dry-run", action="store_true",
                      help="validate everything a run would use (every parameter value, "
                           "every instance built with its targets) and count the tasks; "
@@ -53,7 +61,8 @@ def register(subparsers) -> None:
                     "to a file.")
     export.add_argument("db", metavar="DB", help="SQLite results store")
     export.add_argument("--format", required=True, choices=("csv", "parquet"),
-                        help="output format (parquet needs pyarrow)")
+                        help="output format (parquet needs pyarrow; the same columns as csv, a "
+                             "param_* column mixing value types as JSON text)")
     export.add_argument("-o", "--output", required=True, metavar="FILE", help="output file")
     export.add_argument("--latest", action="store_true",
                         help="only the last attempt of each task")
@@ -65,7 +74,7 @@ def _run(args: argparse.Namespace) -> int:
     from deplbench.benchmarks.executors import DaskExecutor, LocalExecutor
     from deplbench.benchmarks.runner import dry_run, run_sweep
     from deplbench.benchmarks.store import ResultsStore
-    from deplbench.benchmarks.sweep import load_sweep
+    from deplbench.benchmarks.sweep import load_sweep, select
 
     dask = args.dask_scheduler is not None or args.dask_local is not None
     if dask and args.workers is not None:
@@ -80,16 +89,19 @@ def _run(args: argparse.Namespace) -> int:
         executor.prepare()
     # Validated completely here (every parameter value, every instance built
     # with its targets), so --dry-run catches what would fail for input reasons.
-    sweep = load_sweep(args.sweep)
+    sweep = select(load_sweep(args.sweep), algorithms=args.algo, instances=args.instance)
     if args.dry_run:
         # Never creates the database: an existing one is only read.
         report = dry_run(sweep, args.db, executor.describe(), retry_failed=args.retry_failed,
                          check_instances=False)
         print(report.text())
         return 0
-    with ResultsStore(args.db) as store:
+    from deplbench.cli.progress import native_output_held, progress_wanted
+
+    show = progress_wanted(args)
+    with ResultsStore(args.db) as store, native_output_held(show) as stream:
         summary = run_sweep(sweep, store, executor, retry_failed=args.retry_failed,
-                            progress=not args.no_progress)
+                            progress=show, stream=stream)
     print(summary.text(sweep.name), file=sys.stderr)
     return summary.exit_status
 

@@ -15,22 +15,51 @@ from deplbench.errors import SolverError
 from deplbench.jsonio import finite_json, print_json
 
 
+def _counting(inner, bar, sequential: bool):
+    """``inner`` (a certify ``map``) counting its tasks (SAA solves,
+    validations) on ``bar``: one by one when run in this process, by batch
+    on a pool (the pool's function must stay picklable)."""
+    def run(fn, tasks):
+        tasks = list(tasks)
+        bar.total = (bar.total or 0) + len(tasks)
+        bar.refresh()
+        if not sequential:
+            out = inner(fn, tasks)
+            bar.update(len(tasks))
+            return out
+        out = []
+        for task in tasks:
+            out.append(fn(task))
+            bar.update(1)
+        return out
+    return run
+
+
 def _cmd_certify(args) -> int:
     from deplbench.instances.model import load_instance
     from deplbench.solvers.certified import candidate_plans, certify, parse_risk_grid, process_map
 
+    from deplbench.cli.progress import counter, native_output_held, progress_wanted
+
     instance = load_instance(args.instance)
     if args.workers < 1:
         raise SolverError(f"--workers: must be >= 1, got {args.workers}")
-    extra, failed = candidate_plans(instance, args.with_algorithms or "")
-    bracket = certify(instance, confidence=args.confidence, replications=args.replications,
-                      scenarios=args.scenarios, validation=args.validation,
-                      risk_grid=parse_risk_grid(args.risk_grid), time_limit=args.time_limit,
-                      seed=args.seed, candidates=extra, map=process_map(args.workers),
-                      grid_seeds=args.grid_seeds, target_width=args.target_width,
-                      refine_share=args.refine_share, refine_replications=args.refine_replications,
-                      refine_scenarios=args.refine_scenarios, refine_validation=args.refine_validation,
-                      refine_candidates=args.refine_candidates)
+    show = progress_wanted(args)
+    with native_output_held(show) as stream:
+        bar = counter(show, "certify", unit="task", stream=stream)
+        try:
+            extra, failed = candidate_plans(instance, args.with_algorithms or "")
+            bracket = certify(instance, confidence=args.confidence, replications=args.replications,
+                              scenarios=args.scenarios, validation=args.validation,
+                              risk_grid=parse_risk_grid(args.risk_grid), time_limit=args.time_limit,
+                              seed=args.seed, candidates=extra,
+                              map=_counting(process_map(args.workers), bar, args.workers == 1),
+                              grid_seeds=args.grid_seeds, target_width=args.target_width,
+                              refine_share=args.refine_share, refine_replications=args.refine_replications,
+                              refine_scenarios=args.refine_scenarios, refine_validation=args.refine_validation,
+                              refine_candidates=args.refine_candidates)
+        finally:
+            bar.close()
     if failed:
         bracket["candidate_failures"] = failed
     if args.output:
@@ -155,4 +184,6 @@ def register(subparsers) -> None:
                    help=f"at most this many stage-2 tests (default {DEFAULT_REFINE_CANDIDATES})")
     p.add_argument("-o", "--output", help="also write the bracket record as JSON")
     p.add_argument("--json", action="store_true", help="print one JSON object on stdout")
+    p.add_argument("--quiet", action="store_true",
+                   help="no progress bar (there is none either when stderr is not a terminal)")
     p.set_defaults(func=_cmd_certify)

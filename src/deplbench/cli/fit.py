@@ -16,8 +16,6 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from deplbench.instances import fit as fitlib
-
 
 def register(subparsers) -> None:
     """Add the ``fit`` sub-command to the deplbench CLI."""
@@ -64,6 +62,7 @@ def run_fit(args: argparse.Namespace) -> int:
         Every user error (bad logs, missing base, unwritable output); the
         top-level CLI turns it into ``error: ...`` and exit status 2.
     """
+    from deplbench.instances import fit as fitlib   # pandas, scipy: only when fitting
     from deplbench.instances.model import load_instance
 
     out = Path(args.output)
@@ -88,7 +87,7 @@ def run_fit(args: argparse.Namespace) -> int:
     return 0
 
 
-def _summary(instance, fit: fitlib.FitResult) -> None:
+def _summary(instance, fit) -> None:
     print(f"fitted {len(fit.models)} model(s), {len(fit.switches)} switch pair(s) from {fit.n_runs} runs "
           f"({fit.n_rows} rows, sha256 {fit.sha256[:12]}...)")
     for name, mf in fit.models.items():

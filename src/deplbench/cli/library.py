@@ -46,6 +46,8 @@ def register(subparsers) -> None:
     b.add_argument("--only", action="append", metavar="NAME", help="build only this instance (repeatable)")
     b.add_argument("--force", action="store_true", help="write into a non-empty directory")
     b.add_argument("--json", action="store_true", help="print the manifest as one JSON object")
+    b.add_argument("--quiet", action="store_true",
+                   help="no progress bar (there is none either when stderr is not a terminal)")
     b.set_defaults(func=run_build)
 
     c = sub.add_parser("check", help="re-solve the library's MPS files and compare with deplbench.solu",
@@ -71,13 +73,34 @@ def _progress(line: str) -> None:
     print(line, file=sys.stderr, flush=True)
 
 
+def _entry_lines(bar):
+    """A progress callback: one line per finished entry, above the bar (or
+    alone on stderr when there is no bar)."""
+    def say(line: str) -> None:
+        if bar.disable:
+            _progress(line)
+        else:
+            bar.write(line, file=sys.stderr)
+            bar.update(1)
+    return say
+
+
 def run_build(args: argparse.Namespace) -> int:
     """Handler of ``deplbench library build``; returns the exit status."""
     from deplbench.benchmarks.library import build_library
+    from deplbench.benchmarks.library.catalog import entries
+    from deplbench.cli.progress import counter, native_output_held, progress_wanted
 
-    manifest = build_library(args.out, size=args.size, time_limit=args.time_limit, gap=args.gap,
-                             overwrite=args.force, only=args.only, progress=_progress,
-                             solve_time_limit=args.solve_time_limit)
+    total = len(args.only) if args.only else len(entries(args.size))
+    show = progress_wanted(args)
+    with native_output_held(show) as stream:
+        bar = counter(show, "library build", total=total, unit="instance", stream=stream)
+        try:
+            manifest = build_library(args.out, size=args.size, time_limit=args.time_limit, gap=args.gap,
+                                     overwrite=args.force, only=args.only, progress=_entry_lines(bar),
+                                     solve_time_limit=args.solve_time_limit)
+        finally:
+            bar.close()
     if args.json:
         print_json(manifest)
     else:

@@ -30,16 +30,21 @@ def register(subparsers) -> None:
                    help="figure size multiplier in [0.2, 5] (default 1)")
     p.add_argument("--dpi", type=int, default=110, help="PNG resolution (default 110)")
     p.add_argument("--no-svg", action="store_true", help="write PNG figures only")
+    p.add_argument("--quiet", action="store_true",
+                   help="no progress lines (there are none either when stderr is not a terminal)")
     p.set_defaults(func=_run)
 
 
 def _run(args: argparse.Namespace) -> int:
+    from deplbench.cli.progress import native_output_held, progress_wanted
     from deplbench.reports.build import ReportOptions, build_report
 
+    show = progress_wanted(args)
     opts = ReportOptions(title=args.title, sgm_shift=args.sgm_shift, scale=args.scale,
                          dpi=args.dpi, formats=("png",) if args.no_svg else ("png", "svg"),
-                         progress=True)  # status lines on stderr (issue 15 item 6)
-    summary = build_report(args.db, args.out, args.bench_json, opts)
+                         progress=show)  # a status line per section on stderr, with the elapsed time
+    with native_output_held(show):
+        summary = build_report(args.db, args.out, args.bench_json, opts)
     print(f"report: {summary.index} ({len(summary.figures)} figures, "
           f"{len(summary.tables)} tables, {len(summary.missing)} missing-data notes)")
     if summary.claims is not None:

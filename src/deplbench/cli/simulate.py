@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import textwrap
 
-from deplbench.cli.solvers import parse_kv
+from deplbench.cli.solvers import parse_kv, solver_used
 from deplbench.errors import SolverError
 from deplbench.jsonio import print_json
 
@@ -40,9 +40,17 @@ def _cmd_simulate(args) -> int:
     instance = load_instance(args.instance)
     get_solver(args.algorithm)
     params = parse_kv(args.param)
-    result = solve(instance, args.algorithm, eval_samples=args.eval_samples, eval_seed=args.seed, **params)
-    cl = closed_loop(instance, result, args.algorithm, runs=args.runs, seed=args.seed,
-                     confidence=args.confidence)
+    from deplbench.cli.progress import Stages, native_output_held, progress_wanted
+
+    show = progress_wanted(args)
+    with native_output_held(show) as stream, \
+            Stages(show, "simulate", ["solve", "closed loop"], stream=stream) as stages:
+        stages.stage(f"solve with {args.algorithm}")
+        result = solve(instance, args.algorithm, eval_samples=args.eval_samples, eval_seed=args.seed,
+                       **params)
+        stages.stage(f"closed loop, {args.runs} runs")
+        cl = closed_loop(instance, result, args.algorithm, runs=args.runs, seed=args.seed,
+                         confidence=args.confidence)
     ev = result.evaluation or {}
     out = {"algorithm": result.algorithm, "status": result.status, "message": result.message,
            "static": {"cost": result.cost, "quantile": ev.get("quantile"), "quantile_ci": ev.get("quantile_ci"),
@@ -51,7 +59,7 @@ def _cmd_simulate(args) -> int:
     if args.json:
         print_json(out)
     else:
-        print(f"algorithm      {result.algorithm}")
+        print(f"algorithm      {result.algorithm}" + solver_used(result))
         print(f"status         {result.status}" + (f"  ({result.message})" if result.message else ""))
         if result.cost is not None:
             print(f"static plan    cost {result.cost:.6g}, ω-quantile {ev.get('quantile', float('nan')):.6g} "
@@ -87,6 +95,8 @@ def register(subparsers) -> None:
     p.add_argument("--eval-samples", type=int, default=20_000, metavar="N",
                    help="static out-of-sample trajectories (default 20000)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.add_argument("--quiet", action="store_true",
+                   help="no progress bar (there is none either when stderr is not a terminal)")
     p.set_defaults(func=_cmd_simulate)
 
 

@@ -87,7 +87,7 @@ def _cmd_solve(args) -> int:
         print_json(record)
     else:
         ev = result.evaluation or {}
-        print(f"algorithm   {result.algorithm}")
+        print(f"algorithm   {result.algorithm}" + solver_used(result))
         print(f"status      {result.status}" + (f"  ({result.message})" if result.message else ""))
         if result.cost is not None:
             print(f"cost        {result.cost:.6g}")
@@ -105,6 +105,16 @@ def _cmd_solve(args) -> int:
             for v in ev["violations"]:
                 print(f"violation   {v}")
     return 0 if result.status != "error" else 1
+
+
+def solver_used(result) -> str:
+    """``"  (solver scip, pyscipopt 6.3.0 (SCIP 10.0))"``: the MILP solver the
+    result says it ran (diagnostics), or "" for algorithms without one."""
+    diag = result.diagnostics or {}
+    if not isinstance(diag.get("solver"), str):
+        return ""
+    version = diag.get("solver_version")
+    return f"  (solver {diag['solver']}" + (f", {version})" if version else ")")
 
 
 def _solver_lines() -> list[str]:

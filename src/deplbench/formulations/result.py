@@ -57,7 +57,14 @@ class SolveResult:
 
     @property
     def quantile(self) -> float | None:
-        """Out-of-sample ω-quantile of ℓ(K) of the plan (None when not evaluated)."""
+        """Out-of-sample ω-quantile of ℓ(K) of the plan (None when not evaluated).
+
+        In the loss units of the instance; the plan meets the target when it
+        is ≤ ``loss_max``. It can be negative: a knapsack-derived instance
+        (DepL Property 1, ``generate("knapsack")``) has ℓ(0) = T, ℓmax = 0 and
+        a deterministic ℓ(K) = T − Σ_k v_{m_k}, so a quantile of −21.0 means
+        the plan's items cover the target T with 21 units of value to spare.
+        """
         return (self.evaluation or {}).get("quantile")
 
     @property

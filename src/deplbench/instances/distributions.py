@@ -27,7 +27,6 @@ from typing import Annotated, Literal, Union
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, field_validator
-from scipy import stats
 
 #: Parameters are strict JSON numbers: ``true`` or ``"0.5"`` is refused, not
 #: coerced (docs/instances.md §1).
@@ -88,6 +87,8 @@ class InverseGamma(_Dist):
         return cls(shape=shape, scale=mean * (shape - 1.0))
 
     def _frozen(self):
+        from scipy import stats  # imported on use: loading an instance need not import scipy
+
         return stats.invgamma(self.shape, scale=self.scale)
 
     def mean(self) -> float:
@@ -114,6 +115,8 @@ class StudentT(_Dist):
     scale: float = Field(gt=0, **_FINITE)
 
     def _frozen(self):
+        from scipy import stats  # imported on use: loading an instance need not import scipy
+
         return stats.t(self.df, loc=self.loc, scale=self.scale)
 
     def mean(self) -> float:
@@ -137,6 +140,8 @@ class Normal(_Dist):
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
 
     def _frozen(self):
+        from scipy import stats  # imported on use: loading an instance need not import scipy
+
         return stats.norm(loc=self.mu, scale=self.std)
 
     def mean(self) -> float:
@@ -157,6 +162,8 @@ class LogNormal(_Dist):
     sigma: float = Field(gt=0, **_FINITE)
 
     def _frozen(self):
+        from scipy import stats  # imported on use: loading an instance need not import scipy
+
         return stats.lognorm(self.sigma, scale=math.exp(self.mu))
 
     def sample(self, rng: np.random.Generator, size) -> np.ndarray:

@@ -235,6 +235,7 @@ class _Run:
     stages: list = field(default_factory=list)
     timing: dict = field(default_factory=lambda: {"saa_solves_wall": 0.0, "validation": 0.0})
     n_stage1: int = 0
+    t_start: float = field(default_factory=time.perf_counter)
 
     @property
     def validation_seed(self) -> int:
@@ -265,7 +266,7 @@ def _stage_one(run: _Run, candidates: Mapping[str, Plan] | None) -> tuple[dict, 
     run.timing["validation"] += time.perf_counter() - t0
     run.stages.append({"stage": 1, "lower": lower1["value"], "upper": upper["value"] if upper else None,
                        "width": _width(lower1["value"], upper), "beta_lower": beta_l1, "beta_upper": beta_u1,
-                       "tests": len(judged)})
+                       "tests": len(judged), "elapsed_s": time.perf_counter() - run.t_start})
     return lower1, upper, judged
 
 
@@ -306,7 +307,8 @@ def _stage_two(run: _Run, upper: dict | None, judged: list, width1: float | None
     run.stages.append({"stage": 2, "ran": True, "reason": reason, "lower": lower2["value"],
                        "upper": upper2["value"] if upper2 else None, "beta_lower": beta_l2, "beta_upper": beta_u2,
                        "replications": s.refine_replications, "scenarios": s2, "validation": s.refine_validation,
-                       "tests": len(judged2), "screened": len(screened)})
+                       "tests": len(judged2), "screened": len(screened),
+                       "elapsed_s": time.perf_counter() - run.t_start})
     return lower2, upper, judged + screened + judged2
 
 
@@ -476,11 +478,33 @@ def candidate_plans(instance, algorithms: str) -> tuple[dict[str, Plan], dict[st
     return plans, failed
 
 
+def bracket_events(bracket: dict) -> list:
+    """Anytime record of a bracket (reports/anytime.py): [elapsed s, UB, LB]
+    after each stage, then the final bracket (LB combined over the stages).
+
+    The bounds are the statistical ones of the bracket (each at its stage's
+    share of the confidence, the last at the stated joint confidence), not
+    deterministic solver bounds.
+    """
+    def num(v):
+        return float(v) if v is not None and math.isfinite(v) else None
+
+    events = [[round(float(s["elapsed_s"]), 6), num(s.get("upper")), num(s.get("lower"))]
+              for s in bracket.get("stages", ()) if "elapsed_s" in s]
+    total = (bracket.get("runtime_s") or {}).get("total")
+    upper = bracket.get("upper_bound") or {}
+    if total is not None:
+        events.append([round(float(total), 6), num(upper.get("value")),
+                       num((bracket.get("lower_bound") or {}).get("value"))])
+    return events
+
+
 def bracket_result(bracket: dict) -> SolveResult:
     """The :class:`SolveResult` of ``milp-certified`` for a :func:`certify` record."""
     upper, lower = bracket["upper_bound"], bracket["lower_bound"]
     lb = lower["value"] if lower["value"] is not None and math.isfinite(lower["value"]) else None
-    diag = {"bracket": bracket, "certified": bracket["status"], "width": bracket["width"]}
+    diag = {"bracket": bracket, "certified": bracket["status"], "width": bracket["width"],
+            "anytime": bracket_events(bracket)}
     if upper is None:
         return SolveResult(algorithm=MilpCertified.name, status="infeasible", message=bracket["message"],
                            lower_bound=lb, diagnostics=diag)

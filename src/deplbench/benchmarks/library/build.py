@@ -135,7 +135,9 @@ def build_library(out: str, size: str = "small", time_limit: float = 60.0, gap: 
         highs = rec.get("mps_solver_version") or highs
         records.append(rec)
         if progress is not None:
-            progress(f"{entry.name}: MPS {rec['solu_tag']} {rec.get('solu_value')}, "
+            mps = (f"MPS {rec['solu_tag']} {rec.get('solu_value')}" if rec.get("mps")
+                   else rec.get("note") or "no MPS")
+            progress(f"{entry.name}: {mps}, "
                      f"deplbench {rec['deplbench_status']} {rec.get('deplbench_cost')} "
                      f"({time.perf_counter() - t0:.1f} s)")
     manifest = {"library_version": LIBRARY_VERSION, "deplbench_version": __version__, "size": size,

@@ -152,7 +152,7 @@ def _solve_highs(path, time_limit, gap, threads, seed) -> MpsOutcome:
     tolerances (see :func:`_highs_runs`)."""
     import highspy
 
-    with quiet_stdout():
+    with quiet_stdout(discard=True):   # the banner (output_flag is off for the solve)
         h = highspy.Highs()
         version = _highs_version(h)
         h.setOptionValue("output_flag", False)

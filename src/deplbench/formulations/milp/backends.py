@@ -59,11 +59,15 @@ def _flush_c_stdio() -> None:
 
 
 @contextlib.contextmanager
-def quiet_stdout():
-    """Send everything written to file descriptor 1 to stderr (fd 2) meanwhile.
+def quiet_stdout(discard: bool = False):
+    """Send everything written to file descriptor 1 to stderr (fd 2) meanwhile,
+    or nowhere with ``discard=True``.
 
     Native solver code writes to fd 1 directly, so replacing ``sys.stdout``
     would not help; the descriptor itself is redirected and restored.
+    ``discard`` is for output nobody asked for: HiGHS's banner, printed when
+    a ``Highs()`` object is constructed (also when HiGHS only writes the MPS
+    file SCIP reads), would otherwise break a progress bar on stderr.
     """
     try:
         sys.stdout.flush()
@@ -76,7 +80,12 @@ def quiet_stdout():
         yield
         return
     try:
-        os.dup2(2, 1)
+        if discard:
+            null = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(null, 1)
+            os.close(null)
+        else:
+            os.dup2(2, 1)
         yield
     finally:
         _flush_c_stdio()
@@ -183,7 +192,7 @@ class HighsBackend:
         import highspy
 
         self.highspy = highspy
-        with quiet_stdout():
+        with quiet_stdout(discard=not verbose):   # the banner, unless a log is wanted
             h = self.h = highspy.Highs()
         h.setOptionValue("output_flag", bool(verbose))
         h.setOptionValue("threads", int(threads))
@@ -402,7 +411,8 @@ class PyomoBackend(PyomoModelBackend):
             extra["mip_max_nodes"] = int(node_limit)
         self.opt.highs_options = {**self.opt.highs_options, **extra}
         use_threads(self.threads)
-        with quiet_stdout():
+        # appsi constructs a new Highs() (and prints its banner) on every solve
+        with quiet_stdout(discard=not self.opt.config.stream_solver):
             res = self.opt.solve(self.model)
         hi = self.opt._solver_model
         solve_error = hi.getModelStatus() == highspy.HighsModelStatus.kSolveError

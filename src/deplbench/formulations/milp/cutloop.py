@@ -87,6 +87,12 @@ def cut_loop(data: Data, model, be, best, gap, params, diag, t0,
     nodes = iters = rounds = cuts = retries = 0
     status, message = "time_limit", ""
     theta = model.theta
+    # Anytime record (reports/anytime.py): [seconds since the solve began,
+    # incumbent cost or None, proven lower bound or None], at the start (the
+    # heuristic's incumbent) and after every master solve. One event per
+    # round of the cut loop, not per incumbent found inside a solve.
+    events = diag.setdefault("anytime", [])
+    _event(events, t0, best, lower)
     while True:
         rounds += 1
         if best is not None:
@@ -140,6 +146,7 @@ def cut_loop(data: Data, model, be, best, gap, params, diag, t0,
                     model.extra_lams = [*model.extra_lams, lam]
                     cuts += 1
                     added = True
+        _event(events, t0, best, lower)
         if best is not None:
             g = SolveResult.relative_gap(best.cost, min(lower, best.cost))
             if g is not None and g <= gap:
@@ -169,6 +176,12 @@ def cut_loop(data: Data, model, be, best, gap, params, diag, t0,
     if status in ("infeasible", "error"):
         return cut_loop_result(status, message, params=params, diag=diag)
     return cut_loop_result(status, message, data, best, lower if math.isfinite(lower) else None, params, diag)
+
+
+def _event(events: list, t0: float, best, lower: float) -> None:
+    """Append [elapsed s, incumbent cost, lower bound] (None where there is none)."""
+    events.append([round(time.perf_counter() - t0, 6), None if best is None else float(best.cost),
+                   float(lower) if math.isfinite(lower) else None])
 
 
 def _limit_status(best, reason: str) -> tuple[str, str]:

@@ -1,0 +1,207 @@
+"""Anytime behaviour of the exact solvers: gap over time and primal integrals.
+
+The exact solvers record ``diagnostics["anytime"]``: a list of events
+``[seconds since the solve began, incumbent cost or None, lower bound or
+None]`` — the MILP after every master solve of its cut loop
+(formulations/milp/cutloop.py; incumbents found inside one solve are not
+seen), ``milp-certified`` after each stage and at the end
+(solvers/certified.py ``bracket_events``; there the bounds are the
+bracket's statistical UB and LB at their stated confidence, not solver
+bounds).
+
+Two measures, as in MIP benchmarking:
+
+* the **gap over time** (benchopt-style convergence curve): after each
+  event, (incumbent − bound)/|incumbent|, clipped to [0, 1], and 1 while
+  either is missing; a step function of time;
+* the **primal integral** (Berthold, "Measuring the impact of primal
+  heuristics", Oper. Res. Lett. 41 (2013), Def. 2): ∫₀ᵀ p(t) dt with the
+  primal gap p(t) = 1 without an incumbent, else |x* − x̃(t)| /
+  max(|x*|, |x̃(t)|) (0 when both are 0), where x* is the best incumbent any
+  run found for the same problem (instance, ℓmax, ω, algorithm, S) and T
+  the run's last event. Seconds; smaller is better (finding good plans
+  early).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+
+from deplbench.reports.elements import Section, Table
+from deplbench.reports.figures import _figure, add_legend
+from deplbench.reports.styles import ordered
+
+#: Columns of the per-event frame :func:`anytime_events`.
+EVENT_COLUMNS = ("run", "series", "family", "problem", "t", "incumbent", "bound", "gap")
+#: Columns of the ``primal_integral`` table.
+INTEGRAL_COLUMNS = ("series", "family", "runs", "primal_integral_mean_s", "primal_integral_median_s",
+                    "time_to_first_incumbent_median_s", "final_gap_median", "end_s_median")
+
+
+def _gap(incumbent, bound) -> float:
+    if incumbent is None or bound is None or not (math.isfinite(incumbent) and math.isfinite(bound)):
+        return 1.0
+    if incumbent == 0:
+        return 0.0 if bound >= 0 else 1.0
+    return float(min(1.0, max(0.0, (incumbent - bound) / abs(incumbent))))
+
+
+def _series(row) -> str:
+    """The series, with the MILP solver where the parameters name one."""
+    solver = (row.get("params_d") or {}).get("solver") if isinstance(row.get("params_d"), dict) else None
+    return f"{row['algorithm']} ({solver})" if solver else str(row["algorithm"])
+
+
+def anytime_events(df: pd.DataFrame) -> pd.DataFrame:
+    """One row per recorded event of every run with an anytime record.
+
+    Parameters
+    ----------
+    df : pandas.DataFrame
+        The report's prepared frame (``diagnostics_d``, ``params_d``,
+        ``algorithm`` = series, ``solver`` = registry name).
+
+    Returns
+    -------
+    pandas.DataFrame
+        :data:`EVENT_COLUMNS`; ``gap`` as defined in the module docstring.
+    """
+    if df.empty or "diagnostics_d" not in df.columns:
+        return pd.DataFrame(columns=EVENT_COLUMNS)
+    rows = []
+    for idx, row in df.iterrows():
+        diag = row.get("diagnostics_d")
+        events = diag.get("anytime") if isinstance(diag, dict) else None
+        if not isinstance(events, list) or not events:
+            continue
+        problem = "|".join(str(row.get(c)) for c in ("instance_sha", "loss_max", "omega", "solver", "scenarios"))
+        series = _series(row)
+        for ev in events:
+            if not (isinstance(ev, (list, tuple)) and len(ev) == 3):
+                continue
+            t, inc, bound = ev
+            inc = None if inc is None else float(inc)
+            bound = None if bound is None else float(bound)
+            rows.append({"run": idx, "series": series, "family": row.get("family"), "problem": problem,
+                         "t": float(t), "incumbent": inc, "bound": bound, "gap": _gap(inc, bound)})
+    return pd.DataFrame(rows, columns=EVENT_COLUMNS)
+
+
+def primal_integral(times, incumbents, best: float) -> float:
+    """Berthold's primal integral of one run (module docstring), in seconds.
+
+    Parameters
+    ----------
+    times : sequence of float
+        Event times, non-decreasing; the integral runs from 0 to the last.
+    incumbents : sequence of float or None
+        The incumbent after each event (None: none yet).
+    best : float
+        x*, the best known cost of the problem.
+    """
+    def p(x):
+        if x is None or not math.isfinite(x):
+            return 1.0
+        if x == 0 and best == 0:
+            return 0.0
+        if x * best < 0:
+            return 1.0
+        return abs(best - x) / max(abs(best), abs(x))
+
+    total, prev_t, prev_p = 0.0, 0.0, 1.0     # no incumbent before the first event
+    for t, x in zip(times, incumbents):
+        total += prev_p * (t - prev_t)
+        prev_t, prev_p = t, p(x)
+    return total
+
+
+def integral_table(events: pd.DataFrame) -> pd.DataFrame:
+    """The ``primal_integral`` table: per series and family, over runs."""
+    if events.empty:
+        return pd.DataFrame(columns=INTEGRAL_COLUMNS)
+    best = events.dropna(subset=["incumbent"]).groupby("problem")["incumbent"].min().to_dict()
+    per_run = []
+    for run, g in events.groupby("run", sort=False):
+        g = g.sort_values("t", kind="stable")
+        x_star = best.get(g["problem"].iloc[0])
+        incs = [None if pd.isna(v) else v for v in g["incumbent"]]
+        first = next((t for t, x in zip(g["t"], incs) if x is not None), math.nan)
+        per_run.append({"series": g["series"].iloc[0], "family": g["family"].iloc[0],
+                        "integral": math.nan if x_star is None else primal_integral(g["t"], incs, x_star),
+                        "first": first, "final_gap": g["gap"].iloc[-1], "end": g["t"].iloc[-1]})
+    runs = pd.DataFrame(per_run)
+    rows = []
+    for (series, family), g in runs.groupby(["series", "family"], sort=True):
+        rows.append({"series": series, "family": family, "runs": len(g),
+                     "primal_integral_mean_s": g["integral"].mean(),
+                     "primal_integral_median_s": g["integral"].median(),
+                     "time_to_first_incumbent_median_s": g["first"].median(),
+                     "final_gap_median": g["final_gap"].median(), "end_s_median": g["end"].median()})
+    return pd.DataFrame(rows, columns=INTEGRAL_COLUMNS)
+
+
+def gap_figure(events: pd.DataFrame, styles, scale: float = 1.0):
+    """Gap over time, one panel per instance family, one step curve per run,
+    one colour per series."""
+    if events.empty:
+        return None
+    from matplotlib import colormaps
+
+    families = sorted(events["family"].dropna().unique())
+    # one colour and line style per series (a solver's variants, e.g. milp
+    # with HiGHS and with SCIP, must be told apart, so not the series style)
+    every = list(ordered(events["series"], styles))
+    look = {s: (colormaps["tab10"](i % 10), ("-", "--", ":", "-.")[(i // 10) % 4]) for i, s in enumerate(every)}
+    fig, axes = _figure(ncols=len(families), scale=scale, sharey=True)
+    for ax, fam in zip(axes[0], families):
+        ev = events[events["family"] == fam]
+        for series in every:
+            colour, ls = look[series]
+            for i, (_, g) in enumerate(ev[ev["series"] == series].groupby("run", sort=False)):
+                g = g.sort_values("t", kind="stable")
+                t = np.concatenate([[0.0], g["t"].to_numpy()])
+                y = np.concatenate([[1.0], g["gap"].to_numpy()])
+                ax.step(t, y, where="post", color=colour, ls=ls, lw=1.0, alpha=0.85,
+                        label=series if i == 0 else None)
+        ax.set_title(fam, fontsize=8)
+        ax.set_xlabel("seconds since the solve began")
+        ax.set_ylim(-0.02, 1.02)
+        ax.grid(alpha=0.3)
+    axes[0][0].set_ylabel("gap (incumbent − bound)/incumbent")
+    add_legend(fig, list(axes[0]))
+    return fig
+
+
+def section_anytime(ctx) -> Section:
+    """The report section (registered in :data:`deplbench.reports.sections.SECTION_BUILDERS`)."""
+    s = Section("anytime", "7. Anytime behaviour of the exact solvers",
+                "How fast the exact solvers close their gap: each run's recorded events "
+                "(time, incumbent, bound) as a step curve of (incumbent − bound)/incumbent, "
+                "1 while either is missing; and Berthold's primal integral (seconds of primal "
+                "gap, against the best plan any run found for the same problem). The MILP "
+                "records an event after each master solve of its cut loop; milp-certified after "
+                "each stage, where the bounds are the bracket's statistical UB and LB at their "
+                "stated confidence. Module reports/anytime.py.")
+    events = anytime_events(ctx.df)
+    if events.empty:
+        s.missing("No record carries an anytime trace (diagnostics.anytime): run milp or "
+                  "milp-certified tasks.")
+        return s
+    s.add_figure(gap_figure(events, ctx.styles, ctx.scale), "anytime_gap",
+                 "Gap over time per solver and instance family",
+                 "One step curve per run; x: seconds since the solve began (model building "
+                 "included for the MILP); y: relative gap, 1 without an incumbent or a bound.",
+                 missing="No anytime trace.")
+    s.add(Table("primal_integral", "Primal integral per solver and instance family",
+                integral_table(events), INTEGRAL_COLUMNS,
+                "primal_integral_*: ∫ p(t) dt in seconds over each run (Berthold 2013), mean and "
+                "median over runs; time_to_first_incumbent: first event with a plan; final_gap: "
+                "the gap at the last event; end_s: time of the last event."))
+    return s
+
+
+__all__ = ["EVENT_COLUMNS", "INTEGRAL_COLUMNS", "anytime_events", "primal_integral", "integral_table",
+           "gap_figure", "section_anytime"]
