@@ -322,6 +322,22 @@ def _identifier(name: str) -> str:
     return s if s[:1].isalpha() else f"x_{s}"
 
 
+def minlp_column_names(col_names: list) -> list:
+    """The MINLP files' column names: :func:`_identifier` of each column name,
+    made unique in column order (``_2``, ``_3``, ...). Rows are named after
+    the columns, so a row never takes a column's name."""
+    out, seen = [], set()
+    for name in col_names:
+        base, k = _identifier(name), 1
+        cand = base
+        while cand in seen:
+            k += 1
+            cand = f"{base}_{k}"
+        seen.add(cand)
+        out.append(cand)
+    return out
+
+
 def pyomo_model(model: SaaModel):
     """The exact MINLP (linear rows and cone rows) as a Pyomo model with one
     named component per column and per row; returns (model, columns)."""
@@ -329,7 +345,9 @@ def pyomo_model(model: SaaModel):
     from pyomo.core.expr.numeric_expr import LinearExpression
 
     m = pe.ConcreteModel(name="deplbench_saa")
-    xs, seen = [], set()
+    xs = []
+    cols = minlp_column_names(model.col_names)
+    seen = set(cols)
 
     def unique(name):
         base, k = _identifier(name), 1
@@ -340,11 +358,11 @@ def pyomo_model(model: SaaModel):
         seen.add(out)
         return out
 
-    for i, name in enumerate(model.col_names):
+    for i, name in enumerate(cols):
         lo = float(model.lb[i]) if math.isfinite(model.lb[i]) else None
         hi = float(model.ub[i]) if math.isfinite(model.ub[i]) else None
         var = pe.Var(domain=pe.Integers if model.integer[i] else pe.Reals, bounds=(lo, hi))
-        m.add_component(unique(name), var)
+        m.add_component(name, var)
         xs.append(var)
     nz = np.flatnonzero(model.cost)
     m.add_component(unique("objective"), pe.Objective(expr=LinearExpression(
@@ -392,5 +410,5 @@ def write_minlp(model: SaaModel, path: str) -> None:
     _write_maybe_gz(path, write)
 
 
-__all__ = ["PWL_TOLERANCE", "NoSaaModel", "SaaModel", "build_saa_model", "model_digest", "pwl_ratio", "pyomo_model",
+__all__ = ["PWL_TOLERANCE", "NoSaaModel", "SaaModel", "build_saa_model", "minlp_column_names", "model_digest", "pwl_ratio", "pyomo_model",
            "write_minlp", "write_pwl_mps"]
