@@ -86,26 +86,37 @@ def write_truth_table(path: str, rows: list[dict]) -> None:
 
 
 def format_check(result: dict) -> str:
-    """The text table of ``deplbench library check``: one line per instance,
-    then the solver summary (Mittelmann-style)."""
+    """The text table of ``deplbench library check`` for one solver and model
+    kind: one line per instance, then the solver summary (Mittelmann-style)."""
+    s = result["summary"]
+    if s.get("skipped") and not s["instances"]:
+        return f"{s['solver']} on the {result.get('model', 'pwl')} files: skipped ({s['skip_reason']})"
     rows = [("instance", ".solu", "status", "value", "bound", "gap", "time s", "agrees")]
     for r in result["instances"]:
         rows.append((r["name"], _fmt(r.get("solu_value")) or r.get("solu_tag", ""), r["status"],
                      _fmt(r.get("primal")), _fmt(r.get("dual")),
                      "" if r.get("gap") is None else f"{r['gap']:.2e}", f"{r['seconds']:.2f}",
                      {True: "yes", False: "NO", None: "-"}[r["agrees"]]))
-    out = [_align(rows), ""]
-    s = result["summary"]
-    head = ("solver", "version", "instances", "solved", "sgm time s (shift 10)", "mean gap at limit",
-            "mismatches")
-    gap = s["mean_gap_unsolved"]
-    out.append(_align([head, (s["solver"], s["version"], str(s["instances"]), str(s["solved"]),
-                              f"{s['shifted_geomean_s']:.2f}", "-" if gap is None else f"{gap:.2e}",
-                              str(s["mismatches"]))]))
+    out = [f"{s['solver']} on the {result.get('model', 'pwl')} files", _align(rows), ""]
+    out.append(_align([SUMMARY_HEAD, summary_row(s)]))
     for r in result["instances"]:
         if r["agrees"] is False:
             out.append(f"mismatch: {r['name']}: {r['reason']}")
     return "\n".join(out)
+
+
+#: Columns of the solver-vs-solver summary.
+SUMMARY_HEAD = ("solver", "model", "version", "solved", "skipped", "sgm time s (shift 10)", "mean gap at limit",
+                "mismatches")
+
+
+def summary_row(s: dict) -> tuple:
+    """One line of the solver-vs-solver summary."""
+    gap = s["mean_gap_unsolved"]
+    sgm = s["shifted_geomean_s"]
+    return (s["solver"], s.get("model", "pwl"), s["version"] or "-", f"{s['solved']}/{s['instances']}",
+            str(s.get("skipped", 0)), "-" if sgm != sgm else f"{sgm:.2f}", "-" if gap is None else f"{gap:.2e}",
+            str(s["mismatches"]))
 
 
 def _align(rows) -> str:
@@ -113,4 +124,4 @@ def _align(rows) -> str:
     return "\n".join("  ".join(str(c).ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows)
 
 
-__all__ = ["COLUMNS", "format_check", "write_tables", "write_truth_table"]
+__all__ = ["COLUMNS", "SUMMARY_HEAD", "format_check", "summary_row", "write_tables", "write_truth_table"]
