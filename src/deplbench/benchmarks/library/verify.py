@@ -146,7 +146,9 @@ def _violations(model, kind: str, x: np.ndarray) -> list[tuple[float, str]]:
         tol = FEAS_TOL * np.maximum(1.0, np.maximum(np.abs(lhs), np.abs(rhs)))
         for k in np.flatnonzero(lhs - rhs > tol):
             out.append((lhs[k] - rhs[k], f"row cone_{c['name'][k]}: a·N² = {float(lhs[k])!r} > cc·t = {float(rhs[k])!r}"))
-    out.sort(key=lambda v: -v[0])
+    # largest first within each kind (bounds, integrality, rows): no kind hides another
+    kind_of = {"bound": 0, "integrality": 1}
+    out.sort(key=lambda v: (kind_of.get(v[1].split(":")[0], 2), -v[0]))
     return out
 
 
@@ -191,8 +193,8 @@ def verify_solution(root: str, name: str, solution: str, kind: str = "pwl", samp
     Returns
     -------
     dict
-        ``feasible``, ``violations`` (the largest :data:`MAX_LISTED`, by
-        name), ``n_violations``, ``objective``, ``solu`` (tag and value),
+        ``feasible``, ``violations`` (by name: the largest :data:`MAX_LISTED`
+        bound, integrality and row violations each), ``n_violations``, ``objective``, ``solu`` (tag and value),
         ``gap`` ((objective − value)/max(1, |value|)), ``plan`` (for a
         feasible solution), ``tolerances``.
 
@@ -219,9 +221,15 @@ def verify_solution(root: str, name: str, solution: str, kind: str = "pwl", samp
     gap = None
     if solu is not None and solu.value is not None:
         gap = (objective - solu.value) / max(1.0, abs(solu.value))
+    listed, per = [], {}
+    for _, msg in viol:                  # at most MAX_LISTED of each kind
+        head = msg.split(":")[0] if msg.startswith(("bound", "integrality")) else "row"
+        if per.get(head, 0) < MAX_LISTED:
+            per[head] = per.get(head, 0) + 1
+            listed.append(msg)
     out = {"library": str(root), "name": name, "model": kind, "file": rec[kind], "solution": str(solution),
            "variables_given": len(values), "feasible": not viol, "n_violations": len(viol),
-           "violations": [m for _, m in viol[:MAX_LISTED]], "objective": objective,
+           "violations": listed, "objective": objective,
            "solu": None if solu is None else {"tag": solu.tag, "value": solu.value}, "gap": gap,
            "tolerances": {"feasibility": FEAS_TOL, "integrality": INT_TOL,
                           "pwl_relative": float(manifest.get("pwl_tolerance", math.nan))}}
