@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 
 import numpy as np
 
@@ -152,6 +153,28 @@ def _violations(model, kind: str, x: np.ndarray) -> list[tuple[float, str]]:
     return out
 
 
+def _listed(viol: list[tuple[float, str]]) -> list[str]:
+    """At most MAX_LISTED messages of each kind (bounds, integrality, rows);
+    among rows the largest violation of each row family (its name without a
+    trailing number, e.g. every tangent of one configuration) comes first,
+    so that one broken block does not hide another."""
+    out, per = [], {}
+    rows = [m for _, m in viol if m.startswith("row ")]
+    for _, msg in viol:
+        head = msg.split(":")[0]
+        if head in ("bound", "integrality") and per.get(head, 0) < MAX_LISTED:
+            per[head] = per.get(head, 0) + 1
+            out.append(msg)
+    first, seen = [], set()
+    for msg in rows:
+        family = re.sub(r"_\d+$", "", msg.split(":")[0])
+        if family not in seen:
+            seen.add(family)
+            first.append(msg)
+    out += (first + [m for m in rows if m not in set(first)])[:MAX_LISTED]
+    return out
+
+
 def _plan_report(inst, model, x: np.ndarray, samples: int, seed: int) -> dict:
     """The plan a feasible solution encodes, exactly costed and judged out of sample."""
     from deplbench.formulations.evaluate import evaluate_plan
@@ -221,12 +244,7 @@ def verify_solution(root: str, name: str, solution: str, kind: str = "pwl", samp
     gap = None
     if solu is not None and solu.value is not None:
         gap = (objective - solu.value) / max(1.0, abs(solu.value))
-    listed, per = [], {}
-    for _, msg in viol:                  # at most MAX_LISTED of each kind
-        head = msg.split(":")[0] if msg.startswith(("bound", "integrality")) else "row"
-        if per.get(head, 0) < MAX_LISTED:
-            per[head] = per.get(head, 0) + 1
-            listed.append(msg)
+    listed = _listed(viol)
     out = {"library": str(root), "name": name, "model": kind, "file": rec[kind], "solution": str(solution),
            "variables_given": len(values), "feasible": not viol, "n_violations": len(viol),
            "violations": listed, "objective": objective,
