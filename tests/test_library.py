@@ -390,6 +390,19 @@ def test_check_agrees_on_the_built_library(lib):
     assert "no nonlinear" in s["skip_reason"] and math.isnan(s["shifted_geomean_s"])
 
 
+def test_check_runs_a_pyomo_solver_on_the_pwl_model(lib):
+    """pyomo:appsi_highs is given the PWL MILP (rebuilt, fingerprint checked)
+    and agrees with pwl.solu; it solves no cone rows, so the MINLP is skipped."""
+    res = check_library(str(lib), "pyomo:appsi_highs", time_limit=600.0)
+    s = res["summary"]
+    assert (s["instances"], s["solved"], s["mismatches"]) == (2, 2, 0)
+    assert s["version"].startswith("pyomo ")
+    res = check_library(str(lib), "pyomo:appsi_highs", time_limit=600.0, kind="minlp")
+    assert res["summary"]["skipped"] == 2 and "no quadratic" in res["summary"]["skip_reason"]
+    res = check_library(str(lib), "pyomo:nosuchsolver", time_limit=600.0)
+    assert res["summary"]["skipped"] == 2 and "does not know" in res["summary"]["skip_reason"]
+
+
 @pytest.mark.parametrize("factor", [1.01, 0.99])
 def test_check_reports_a_tampered_solu_value(lib, tmp_path, factor):
     root = _copy(lib, tmp_path)

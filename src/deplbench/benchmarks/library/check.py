@@ -33,15 +33,48 @@ READS = {"pwl": ("highs", "scip"), "minlp": ("scip",)}
 
 
 def skip_reason(solver: str, kind: str) -> str:
-    """Why ``solver`` cannot run the ``kind`` files here ("" when it can)."""
+    """Why ``solver`` cannot run the ``kind`` models here ("" when it can).
+
+    HiGHS and SCIP read the files; a ``pyomo:NAME`` solver is given the
+    model as Pyomo gives it every model (rebuilt from the instance and
+    checked against the manifest's fingerprint): the PWL MILP when it is
+    installed, the MINLP when its family also solves convex quadratic rows
+    (:data:`~deplbench.formulations.milp.saa_model.QUADRATIC_FAMILIES`).
+    """
     if solver in READS[kind]:
         return ""
     if solver == "highs":
         return "HiGHS solves no nonlinear (cone) rows: run it on the PWL MILP"
     if solver.startswith("pyomo:"):
-        return (f"{solver} is given Pyomo models, not files, and deplbench passes it no nonlinear rows "
-                f"(`deplbench solve --solver {solver}` runs the exact MILP through it)")
+        from deplbench.formulations.milp.peers import availability, pyomo_family
+        from deplbench.formulations.milp.saa_model import QUADRATIC_FAMILIES
+
+        ok, why = availability(solver)
+        if not ok:
+            return f"{solver}: {why}"
+        family = pyomo_family(solver[len("pyomo:"):])
+        if kind == "minlp" and family not in QUADRATIC_FAMILIES:
+            return f"{solver} solves no quadratic (cone) rows: run it on the PWL MILP"
+        return ""
     return f"{solver!r} reads no {kind} file here (these do: {', '.join(READS[kind])})"
+
+
+def _solve(root: str, rec: dict, path: str, solver: str, kind: str, time_limit: float, gap: float,
+           tolerance: float) -> dict:
+    """One solve: the file by HiGHS or SCIP, the model by a Pyomo solver."""
+    if not solver.startswith("pyomo:"):
+        out = solve_mps(path, solver, time_limit, gap)
+        return {"status": out.status, "primal": out.primal, "dual": out.dual, "gap": out.gap,
+                "seconds": out.seconds, "nodes": out.nodes, "retries": out.retries, "version": out.version}
+    from deplbench.benchmarks.library.mps import relative_gap
+    from deplbench.benchmarks.library.verify import rebuild_model
+    from deplbench.formulations.milp.peers import solver_version
+    from deplbench.formulations.milp.saa_model import solve_with_pyomo
+
+    _, model = rebuild_model(root, rec, tolerance)
+    out = solve_with_pyomo(model, kind, solver, time_limit, gap)
+    return {**out, "gap": relative_gap(out["primal"], out["dual"]), "retries": 0,
+            "version": solver_version(solver) or ""}
 
 
 def _check_args(solvers, time_limit, gap, rel_tol, kind="pwl") -> None:
@@ -112,6 +145,8 @@ def check_library(root: str, solver: str = "highs", time_limit: float = 60.0, ga
             raise SolverError(f"only: not in {solu_name}: {', '.join(bad)}")
         names = [n for n in names if n in set(only)]
     skip = skip_reason(solver, kind)
+    recs = {e.get("name"): e for e in manifest["entries"]}
+    tol = float(manifest.get("pwl_tolerance", 1e-4))
     rows = []
     version = ""
     for name in names:
@@ -126,11 +161,12 @@ def check_library(root: str, solver: str = "highs", time_limit: float = 60.0, ga
             row.update(status="error", primal=None, dual=None, gap=None, seconds=float(time_limit),
                        nodes=None, agrees=False, reason=f"listed in {solu_name} but its {kind} file is missing")
         else:
-            out = solve_mps(path, solver, float(time_limit), float(gap))
-            version = out.version or version
-            ok, why = agrees(entry, out.status, out.primal, out.dual, rel_tol)
-            row.update(status=out.status, primal=out.primal, dual=out.dual, gap=out.gap,
-                       seconds=round(out.seconds, 3), nodes=out.nodes, retries=out.retries, agrees=ok, reason=why)
+            out = _solve(root, recs[name], path, solver, kind, float(time_limit), float(gap), tol)
+            version = out["version"] or version
+            ok, why = agrees(entry, out["status"], out["primal"], out["dual"], rel_tol)
+            row.update(status=out["status"], primal=out["primal"], dual=out["dual"], gap=out["gap"],
+                       seconds=round(out["seconds"], 3), nodes=out["nodes"], retries=out["retries"], agrees=ok,
+                       reason=why)
         rows.append(row)
         if progress is not None:
             ok = row["agrees"]

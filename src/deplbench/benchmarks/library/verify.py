@@ -86,7 +86,7 @@ def read_sol(path: str) -> dict[str, float]:
     return out
 
 
-def _rebuild(root: str, rec: dict, tolerance: float):
+def rebuild_model(root: str, rec: dict, tolerance: float):
     """The entry's model, rebuilt and checked against the manifest's fingerprint."""
     from deplbench.formulations.milp.backends import quiet_stdout
     from deplbench.formulations.milp.saa_model import build_saa_model, model_digest
@@ -236,7 +236,7 @@ def verify_solution(root: str, name: str, solution: str, kind: str = "pwl", samp
     if not rec.get(kind):
         raise SolverError(f"name: {name!r} has no model file ({rec.get('note') or 'none written'})")
     values = read_sol(solution)
-    inst, model = _rebuild(root, rec, float(manifest.get("pwl_tolerance", 1e-4)))
+    inst, model = rebuild_model(root, rec, float(manifest.get("pwl_tolerance", 1e-4)))
     x = _vector(model, kind, values)
     viol = _violations(model, kind, x)
     objective = float(model.cost @ x)
@@ -288,4 +288,4 @@ def format_verify(res: dict) -> str:
     return "\n".join(lines)
 
 
-__all__ = ["FEAS_TOL", "INT_TOL", "format_verify", "read_sol", "verify_solution"]
+__all__ = ["FEAS_TOL", "INT_TOL", "format_verify", "read_sol", "rebuild_model", "verify_solution"]

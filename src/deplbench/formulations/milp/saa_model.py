@@ -338,9 +338,10 @@ def minlp_column_names(col_names: list) -> list:
     return out
 
 
-def pyomo_model(model: SaaModel):
-    """The exact MINLP (linear rows and cone rows) as a Pyomo model with one
-    named component per column and per row; returns (model, columns)."""
+def pyomo_model(model: SaaModel, kind: str = "minlp"):
+    """The exact MINLP (linear rows and cone rows; ``kind="minlp"``) or the
+    PWL MILP (linear and tangent rows; ``kind="pwl"``) as a Pyomo model with
+    one named component per column and per row; returns (model, columns)."""
     import pyomo.environ as pe
     from pyomo.core.expr.numeric_expr import LinearExpression
 
@@ -367,20 +368,52 @@ def pyomo_model(model: SaaModel):
     nz = np.flatnonzero(model.cost)
     m.add_component(unique("objective"), pe.Objective(expr=LinearExpression(
         constant=0.0, linear_coefs=model.cost[nz].tolist(), linear_vars=[xs[i] for i in nz]), sense=pe.minimize))
-    A = model.A
+    A, row_lo, row_hi, names = (model.pwl_rows() if kind == "pwl" else
+                                (model.A, model.row_lo, model.row_hi, model.row_names))
     for r in range(A.shape[0]):
         a, b = A.indptr[r], A.indptr[r + 1]
         expr = LinearExpression(constant=0.0, linear_coefs=A.data[a:b].tolist(),
                                 linear_vars=[xs[i] for i in A.indices[a:b]])
-        lo, hi = model.row_lo[r], model.row_hi[r]
-        m.add_component(unique(model.row_names[r]), pe.Constraint(
+        lo, hi = row_lo[r], row_hi[r]
+        m.add_component(unique(names[r]), pe.Constraint(
             expr=(float(lo) if math.isfinite(lo) else None, expr, float(hi) if math.isfinite(hi) else None)))
     cone = model.cone
-    for k in range(cone["a"].size):
+    for k in range(cone["a"].size if kind == "minlp" else 0):
         N, cc, t = xs[cone["n"][k]], xs[cone["cost"][k]], xs[cone["time"][k]]
         m.add_component(unique(f"cone_{cone['name'][k]}"),
                         pe.Constraint(expr=float(cone["a"][k]) * N ** 2 - cc * t <= 0))
     return m, xs
+
+
+#: Pyomo solver families that solve convex quadratic (cone) rows.
+QUADRATIC_FAMILIES = ("gurobi", "cplex", "scip")
+
+
+def solve_with_pyomo(model: SaaModel, kind: str, solver: str, time_limit: float, gap: float) -> dict:
+    """Solve the ``kind`` model with ``solver`` = ``"pyomo:NAME"`` through
+    Pyomo's SolverFactory (options, bounds and statuses as for the MILP's
+    Pyomo peers, :mod:`.pyomo_peer`).
+
+    Returns
+    -------
+    dict
+        ``status`` (optimal, infeasible, time_limit, error), ``primal``,
+        ``dual`` (the solver's reported bound, None when it gives none),
+        ``seconds``, ``nodes``, ``message``.
+    """
+    import time
+
+    from deplbench.formulations.milp.pyomo_peer import _PyomoPeerBackend
+
+    pm, xs = pyomo_model(model, kind)
+    be = _PyomoPeerBackend(solver, pm, xs, 1, 0)
+    t0 = time.perf_counter()
+    out = be.solve(float(time_limit), float(gap))
+    status = {"node_limit": "time_limit"}.get(out.status, out.status)
+    primal = float(out.objective) if out.x is not None and math.isfinite(out.objective) else None
+    dual = float(out.bound) if math.isfinite(out.bound) else None
+    return {"status": status, "primal": primal, "dual": dual, "seconds": time.perf_counter() - t0,
+            "nodes": int(out.nodes), "message": out.message or (be.bound_note or "")}
 
 
 def write_minlp(model: SaaModel, path: str) -> None:
@@ -410,5 +443,5 @@ def write_minlp(model: SaaModel, path: str) -> None:
     _write_maybe_gz(path, write)
 
 
-__all__ = ["PWL_TOLERANCE", "NoSaaModel", "SaaModel", "build_saa_model", "minlp_column_names", "model_digest", "pwl_ratio", "pyomo_model",
+__all__ = ["PWL_TOLERANCE", "QUADRATIC_FAMILIES", "solve_with_pyomo", "NoSaaModel", "SaaModel", "build_saa_model", "minlp_column_names", "model_digest", "pwl_ratio", "pyomo_model",
            "write_minlp", "write_pwl_mps"]
