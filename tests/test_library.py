@@ -77,7 +77,7 @@ def test_catalog_covers_the_issue_sets():
 def test_files_manifest_and_solu_parse(lib):
     manifest = _manifest(lib)
     assert [e["name"] for e in manifest["entries"]] == [e.name for e in entries("full") if e.name in TINY]
-    for kind, (folder, suffixes, solu_name) in KINDS.items():
+    for folder, suffixes, solu_name in KINDS.values():
         solu = read_solu(str(lib / solu_name))
         assert sorted(solu) == sorted(WITH_MODEL)
         for name in WITH_MODEL:
@@ -127,7 +127,7 @@ def test_pwl_tolerance_bound_is_tight_and_valid():
     assert ((q - 1) / (q + 1)) ** 2 == pytest.approx(PWL_TOLERANCE, rel=1e-12)
     rng = np.random.default_rng(0)
     a, lo, hi = 3.7, 0.02, 50.0
-    n = int(math.ceil(math.log(hi / lo) / math.log(q))) + 1
+    n = math.ceil(math.log(hi / lo) / math.log(q)) + 1
     rho = hi * q ** -np.arange(n)
     N = rng.integers(1, 40, 20000).astype(float)
     t = N / rng.uniform(lo, hi, N.size)
@@ -246,7 +246,8 @@ def test_verify_accepts_scips_minlp_solution(lib, tmp_path):
     pyscipopt = pytest.importorskip("pyscipopt", reason="SCIP is the optional [peers] extra")
     name = "scaling-any-m2-n2-k8"
     nl = tmp_path / f"{name}.nl"
-    nl.write_bytes(gzip.open(lib / "minlp" / f"{name}.nl.gz").read())
+    with gzip.open(lib / "minlp" / f"{name}.nl.gz") as fh:
+        nl.write_bytes(fh.read())
     for ext in (".col", ".row"):
         shutil.copy(lib / "minlp" / f"{name}{ext}", tmp_path / f"{name}{ext}")
     m = pyscipopt.Model()
@@ -499,7 +500,11 @@ def test_small_library_pwl_optimum_within_tolerance_of_the_saa_optimum(entry, tm
     real-x SAA optimum that deplbench's exact solver brackets within 1e-6;
     the instance no matrix model covers says so."""
     from deplbench.formulations.milp import solve_milp
-    from deplbench.formulations.milp.saa_model import NoSaaModel, build_saa_model, write_pwl_mps
+    from deplbench.formulations.milp.saa_model import (
+        NoSaaModel,
+        build_saa_model,
+        write_pwl_mps,
+    )
     from deplbench.instances.generators import generate
 
     inst = generate(entry.family, **entry.params)

@@ -115,7 +115,7 @@ def summary_row(s: dict) -> tuple:
     gap = s["mean_gap_unsolved"]
     sgm = s["shifted_geomean_s"]
     return (s["solver"], s.get("model", "pwl"), s["version"] or "-", f"{s['solved']}/{s['instances']}",
-            str(s.get("skipped", 0)), "-" if sgm != sgm else f"{sgm:.2f}", "-" if gap is None else f"{gap:.2e}",
+            str(s.get("skipped", 0)), "-" if math.isnan(sgm) else f"{sgm:.2f}", "-" if gap is None else f"{gap:.2e}",
             str(s["mismatches"]))
 
 

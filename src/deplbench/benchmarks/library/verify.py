@@ -31,9 +31,9 @@ import re
 
 import numpy as np
 
-from deplbench.errors import SolverError
 from deplbench.benchmarks.library.build import KINDS, library_files
 from deplbench.benchmarks.library.solu import read_solu
+from deplbench.errors import SolverError
 
 #: Feasibility tolerance of rows, bounds and cones (relative to max(1, |rhs|)).
 FEAS_TOL = 1e-6
@@ -258,8 +258,8 @@ def verify_solution(root: str, name: str, solution: str, kind: str = "pwl", samp
 
 def format_verify(res: dict) -> str:
     """The text report of ``deplbench library verify``."""
-    lines = [f"{res['name']} ({res['model']}: {res['file']}), solution {res['solution']} "
-             f"({res['variables_given']} values)"]
+    lines = [(f"{res['name']} ({res['model']}: {res['file']}), solution {res['solution']} "
+              f"({res['variables_given']} values)")]
     if res["feasible"]:
         lines.append(f"feasible: yes (rows, bounds, integrality{', cones' if res['model'] == 'minlp' else ''} "
                      f"within {res['tolerances']['feasibility']:g})")

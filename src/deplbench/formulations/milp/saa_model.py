@@ -146,7 +146,7 @@ class SaaModel:
         cone = self.cone
         for k in range(cone["a"].size):
             a, hi, lo = float(cone["a"][k]), float(cone["rho_hi"][k]), float(cone["rho_lo"][k])
-            n = 1 if hi <= lo else int(math.ceil(math.log(hi / lo) / math.log(q))) + 1
+            n = 1 if hi <= lo else math.ceil(math.log(hi / lo) / math.log(q)) + 1
             rho = hi * q ** -np.arange(n, dtype=float)
             # cc − 2aρ N + aρ² t ≥ 0
             r.append(np.repeat(np.arange(row, row + n), 3))
@@ -218,7 +218,7 @@ def _assemble(data: _Data, model, variant: str, tol: float) -> SaaModel:
     cols = mm.col_names()
     j = np.flatnonzero(data.usable.ravel())
     nN = model.N.ravel()[j]
-    labels = [cols[i][2:] if cols[i].startswith("N_") else cols[i] for i in nN]
+    labels = [cols[i].removeprefix("N_") for i in nN]
     c, comm = data.c.ravel()[j], data.comm.ravel()[j]
     kap, cap = data.kap.ravel()[j], data.cap.ravel()[j]
     base, m = mm.ncol, j.size
@@ -421,7 +421,7 @@ def write_minlp(model: SaaModel, path: str) -> None:
     ``.col``/``.row`` name files beside it when uncompressed) or ``.gms``
     (GAMS); gzip when ``path`` ends in ``.gz``."""
     pm, _ = pyomo_model(model)
-    plain = str(path)[:-3] if str(path).endswith(".gz") else str(path)
+    plain = str(path).removesuffix(".gz")
     fmt = "nl" if plain.endswith(".nl") else "gams" if plain.endswith(".gms") else None
     if fmt is None:
         raise ValueError(f"path: {path!r} must end in .nl or .gms (optionally .gz)")
@@ -443,5 +443,17 @@ def write_minlp(model: SaaModel, path: str) -> None:
     _write_maybe_gz(path, write)
 
 
-__all__ = ["PWL_TOLERANCE", "QUADRATIC_FAMILIES", "solve_with_pyomo", "NoSaaModel", "SaaModel", "build_saa_model", "minlp_column_names", "model_digest", "pwl_ratio", "pyomo_model",
-           "write_minlp", "write_pwl_mps"]
+__all__ = [
+    "PWL_TOLERANCE",
+    "QUADRATIC_FAMILIES",
+    "NoSaaModel",
+    "SaaModel",
+    "build_saa_model",
+    "minlp_column_names",
+    "model_digest",
+    "pwl_ratio",
+    "pyomo_model",
+    "solve_with_pyomo",
+    "write_minlp",
+    "write_pwl_mps",
+]
