@@ -520,3 +520,33 @@ def test_small_library_pwl_optimum_within_tolerance_of_the_saa_optimum(entry, tm
     assert pwl.status == "optimal" and real.status == "optimal"
     assert pwl.primal <= real.cost * (1 + 1e-7)
     assert pwl.primal >= (1 - PWL_TOLERANCE) * real.lower_bound * (1 - 1e-7)
+
+
+def test_true_optimum_prefers_milp_exact_where_it_applies(monkeypatch):
+    """With an exact solver registered (a stand-in here), a bracket comes
+    from it, confidence 1; where it declines, certify brackets at 0.95."""
+    from deplbench.benchmarks.library import truth
+    from deplbench.formulations.result import SolveResult
+    from deplbench.instances.generators import generate
+    from deplbench.solvers.base import Solver
+
+    class FakeExact(Solver):
+        name = "milp-exact"
+        parameters = {}
+
+        @classmethod
+        def applies(cls, instance):
+            return (instance.name.startswith("knapsack"), "not a knapsack instance")
+
+        def run(self, instance, **params):
+            return SolveResult(algorithm="milp-exact", status="optimal", cost=10.0, lower_bound=9.5)
+
+    monkeypatch.setattr(truth, "_exact_solver", lambda: FakeExact)
+    one = generate("knapsack", n_items=4, seed=0, horizon=4)
+    row = truth.true_optimum(one, "k", 1, 60.0)
+    assert (row["method"], row["lower"], row["upper"], row["confidence"]) == ("exact", 9.5, 10.0, 1.0)
+    many = generate("scaling", n_models=2, n_clusters=1, horizon=4, seed=0)
+    row = truth.true_optimum(many, "s", 20, 60.0, settings={"replications": 6, "validation": 500})
+    assert row["method"] == "certified" and row["confidence"] == 0.95
+    assert row["note"].startswith("not a knapsack instance")
+    assert row["lower"] <= row["value"] <= row["upper"]

@@ -75,21 +75,28 @@ def true_optimum(instance, name: str, scenarios: int, time_limit: float, confide
     if cls is not None:
         ok, why = cls.applies(instance)
         if ok:
-            return _exact_row(instance, name, time_limit)
+            row = _exact_row(instance, name, time_limit, cls)
+            if row["upper"] is not None and row["lower"] is not None:
+                return row
+            why = f"milp-exact gave no bracket ({row['status']}: {row['note']})"
     row = _certified_row(instance, name, scenarios, time_limit, confidence, settings)
     row["note"] = (f"{why}; " if why else "") + row.get("note", "")
     return row
 
 
-def _exact_row(instance, name: str, time_limit: float) -> dict:
+def _exact_row(instance, name: str, time_limit: float, cls) -> dict:
+    """milp-exact's bracket: its proven lower bound and the cost of its plan,
+    whose violation probability it computed exactly."""
     from deplbench.solvers.base import solve
 
-    res = solve(instance, "milp-exact", evaluate=False, time_limit=float(time_limit))
-    lower = res.lower_bound if res.lower_bound is not None else None
-    upper = res.cost
+    params = {"time_limit": float(time_limit)} if "time_limit" in cls.parameters else {}
+    res = solve(instance, cls, evaluate=False, **params)
+    lower, upper = res.lower_bound, res.cost
+    if res.status not in ("optimal", "feasible", "time_limit"):
+        lower = upper = None
     return {"name": name, "method": "exact", "lower": lower, "upper": upper, "value": upper,
             "width": _width(lower, upper), "confidence": 1.0, "status": res.status,
-            "settings": {"algorithm": "milp-exact", "time_limit": float(time_limit)}, "note": res.message}
+            "settings": {"algorithm": cls.name, **params}, "note": res.message}
 
 
 def _certified_row(instance, name, scenarios, time_limit, confidence, settings) -> dict:
