@@ -26,23 +26,27 @@ from deplbench.jsonio import print_json
 def register(subparsers) -> None:
     """Add the ``library`` command group to the deplbench CLI."""
     p = subparsers.add_parser(
-        "library", help="build or check the MPS instance library with its .solu of known optima",
-        description="A curated, versioned set of instances with their exact MILP masters as MPS files, a "
-                    "MIPLIB-format deplbench.solu and a table of sizes and difficulty (docs/library.md).")
+        "library", help="build, check or verify the instance library (full SAA models, .solu files of optima)",
+        description="A curated, versioned set of instances with their full SAA models (a convex MINLP as "
+                    ".nl/.gms, a piecewise-linear MILP within 1e-4 as .mps.gz), MIPLIB-format .solu files, "
+                    "a table of true chance-constrained optima, sizes and difficulty (docs/library.md).")
     sub = p.add_subparsers(dest="library_command", metavar="ACTION")
     sub.required = True
 
     b = sub.add_parser("build", help="write the library into a directory",
-                       description="Generate every library instance, write it as JSON and its exact MILP "
-                                   "master as MPS, solve each MPS with HiGHS for deplbench.solu, and write "
+                       description="Generate every library instance, write it as JSON and its full SAA model "
+                                   "(minlp/*.nl.gz, *.gms.gz; pwl/*.mps.gz), solve each PWL file with HiGHS "
+                                   "for pwl.solu and each instance with deplbench's exact solver for "
+                                   "minlp.solu, bracket each true optimum (true_optimum.csv), and write "
                                    "library.csv / library.md and manifest.json. Progress goes to stderr.")
     b.add_argument("--out", required=True, metavar="DIR", help="output directory (created; must be empty)")
     b.add_argument("--size", choices=("small", "full"), default="small",
                    help="small: a couple of minutes to build (default); full: every entry")
     b.add_argument("--time-limit", type=float, default=60.0, metavar="T",
-                   help="seconds per HiGHS solve of an MPS file, which gives the .solu value (default 60)")
+                   help="seconds per HiGHS solve of a PWL file, which gives the pwl.solu value (default 60)")
     b.add_argument("--solve-time-limit", type=float, default=None, metavar="T",
-                   help="seconds per deplbench exact real-x solve, for the table (default: --time-limit)")
+                   help="seconds per deplbench exact real-x solve (minlp.solu) and per true-optimum solve "
+                        "(default: --time-limit)")
     b.add_argument("--gap", type=float, default=1e-6, help="relative gap of the .solu solves (default 1e-6)")
     b.add_argument("--only", action="append", metavar="NAME", help="build only this instance (repeatable)")
     b.add_argument("--force", action="store_true", help="write into a non-empty directory")
@@ -51,9 +55,11 @@ def register(subparsers) -> None:
     b.add_argument("--json", action="store_true", help="print the manifest as one JSON object")
     b.set_defaults(func=run_build)
 
-    c = sub.add_parser("check", help="re-solve the library's MPS files and compare with deplbench.solu",
-                       description="Solve every MPS file of DIR with each --solver and compare with "
-                                   "deplbench.solu (the value must lie between the solver's proven bound and "
+    c = sub.add_parser("check", help="re-solve the library's model files and compare with the .solu files",
+                       description="Solve every model file of DIR with each --solver (HiGHS and SCIP on "
+                                   "pwl/*.mps.gz, SCIP on minlp/*.nl.gz, pyomo:NAME on the models it can take; "
+                                   "others skipped with the reason) and compare with that kind's .solu "
+                                   "(the value must lie between the solver's proven bound and "
                                    "its best solution, within --tolerance). Prints one line per instance and "
                                    "a solver-vs-solver table: solved within the limit, shifted geometric "
                                    "mean of time (shift 10 s), mean gap at the limit. Exit status 1 on any "
