@@ -108,7 +108,7 @@ def test_instance_without_a_model_has_json_but_no_files(tmp_path):
     solve's time limit only affects its table columns)."""
     name = "datasets-d10-n2-k50"
     lines = []
-    build_library(str(tmp_path), only=[name], solve_time_limit=1.0, true_optimum=False, progress=lines.append)
+    build_library(str(tmp_path), only=[name], solve_time_limit=1.0, progress=lines.append)
     assert load_instance(tmp_path / "instances" / f"{name}.json").n_datasets == 10
     assert not list((tmp_path / "pwl").iterdir()) and not list((tmp_path / "minlp").iterdir())
     for _, _, solu_name in KINDS.values():
@@ -117,6 +117,8 @@ def test_instance_without_a_model_has_json_but_no_files(tmp_path):
     assert e["pwl"] is None and e["minlp"] is None and e["note"].startswith("no model file: |D| = 10")
     assert lines[0] == f"[1/1] {name}: building"
     assert "no model file: |D| = 10 datasets exceed" in lines[1] and "None None" not in lines[1]
+    assert e["true_optimum"]["status"] == "skipped" and "deplbench certify" in e["true_optimum"]["note"]
+    assert "skipped" in (tmp_path / TRUTH).read_text()
 
 
 def test_pwl_tolerance_bound_is_tight_and_valid():

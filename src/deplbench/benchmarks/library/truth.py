@@ -114,10 +114,16 @@ def _certified_row(instance, name, scenarios, time_limit, confidence, settings) 
                          **{k: list(v) if isinstance(v, tuple) else v for k, v in opts.items()}}}
 
 
+def not_bracketed(name: str, reason: str) -> dict:
+    """A row without a bracket (status ``skipped``, ``note`` says why)."""
+    return {"name": name, "method": None, "lower": None, "upper": None, "value": None, "width": None,
+            "confidence": None, "status": "skipped", "settings": {}, "note": reason}
+
+
 def _width(lower, upper):
     if lower is None or upper is None or not math.isfinite(upper) or upper == 0:
         return None
     return max(0.0, (upper - lower) / abs(upper))
 
 
-__all__ = ["CERTIFY_SETTINGS", "COLUMNS", "true_optimum"]
+__all__ = ["CERTIFY_SETTINGS", "COLUMNS", "not_bracketed", "true_optimum"]
