@@ -245,7 +245,11 @@ def _assemble(data: _Data, model, variant: str, tol: float) -> SaaModel:
     on = a > 0                                   # κ = 0 or c = 0: the epochs cost nothing
     with np.errstate(divide="ignore"):
         rho_hi = np.where(c > 0, cap / np.where(c > 0, c, 1.0), np.inf)
-        rho_lo = 1.0 / (data.T - comm)
+        # N_j ≥ 1 epochs fit only if t_j/N_j ≤ Tmax − comm_j; a configuration
+        # admitted within the 1e-9 slack of `usable` with no room left runs at x = r
+        room = data.T - comm
+        rho_lo = np.where(room > 0, 1.0 / np.where(room > 0, room, 1.0), rho_hi)
+        rho_lo = np.minimum(rho_lo, rho_hi)
     cone = {"n": nN[on], "cost": cc_col[on], "time": t_col[on], "a": a[on],
             "name": [lab for lab, o in zip(labels, on) if o], "rho_hi": rho_hi[on], "rho_lo": rho_lo[on]}
     return SaaModel(data, model, variant, cols, lb, ub, integer, cost, A, row_lo, row_hi, names, cone, tol)
