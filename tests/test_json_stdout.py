@@ -40,9 +40,16 @@ def files(tmp_path_factory):
     proc = deplbench("solve", inst, "--algo", "milp", "--eval-samples", 500, "-o", result)
     assert proc.returncode == 0, proc.stderr
     lib = root / "lib"
-    proc = deplbench("library", "build", "--out", lib, "--only", LIBRARY_ENTRY, "--time-limit", 600)
+    proc = deplbench("library", "build", "--out", lib, "--only", LIBRARY_ENTRY, "--time-limit", 600,
+                     "--no-true-optimum")
     assert proc.returncode == 0, proc.stderr
-    return {"instance": inst, "result": result, "lib": lib, "tmp": root}
+    sol = root / "pwl.sol"             # HiGHS's solution of the PWL file, for `library verify`
+    code = ("import highspy, sys; h = highspy.Highs(); h.setOptionValue('output_flag', False); "
+            "h.readModel(sys.argv[1]); h.run(); h.writeSolution(sys.argv[2], 0)")
+    proc = subprocess.run([sys.executable, "-c", code, str(lib / "pwl" / f"{LIBRARY_ENTRY}.mps.gz"), str(sol)],
+                          capture_output=True, text=True, timeout=600, check=False)
+    assert proc.returncode == 0, proc.stderr
+    return {"instance": inst, "result": result, "lib": lib, "tmp": root, "sol": sol}
 
 
 #: One small entry of the instance library (``deplbench library``).
@@ -61,7 +68,8 @@ JSON_COMMANDS = {
     "simulate": (["simulate", "{instance}", "--algo", "depl", "--runs", "500",
                   "--eval-samples", "500", "--json"], dict),
     "library-build": (["library", "build", "--out", "{tmp}/lib-json", "--only", LIBRARY_ENTRY,
-                       "--time-limit", "600", "--json"], dict),
+                       "--time-limit", "600", "--no-true-optimum", "--json"], dict),
+    "library-verify": (["library", "verify", "{lib}", LIBRARY_ENTRY, "{sol}", "--samples", "500", "--json"], dict),
     "library-check": (["library", "check", "{lib}", "--only", LIBRARY_ENTRY, "--time-limit", "600",
                        "--json"], dict),
 }

@@ -1,32 +1,36 @@
-"""Build the instance library: instance JSON, exact MILP as MPS, .solu, size table.
+"""Build the instance library: instances, full SAA models, .solu files, tables.
 
 One job: for every entry of :mod:`.catalog`, generate the instance, write it
-as JSON, write its exact MILP master as MPS, solve that MPS file with HiGHS
-(read back from disk, as any user would) to get its optimum for the .solu,
-solve the instance with deplbench's exact solver for the real-x optimum, and
-tabulate sizes and difficulty.
+as JSON, build its full SAA model (:mod:`deplbench.formulations.milp.saa_model`)
+and write it in two kinds, solve each as a user would, bracket the true
+chance-constrained optimum, and tabulate sizes, difficulty and optima.
 
-What the MPS file is, and what its optimum means
-------------------------------------------------
-The MPS file is the **first master MILP** of the cut loop of
-:func:`~deplbench.formulations.milp.solve_milp` (its ``write_lp`` option)
-for the SAA of problem (2)–(6) on S seeded in-sample scenarios (seed 0):
-the discrete choices (models per epoch or counts N(m,n,σ), data classes,
-scenario binaries) plus θ, an epigraph variable of the convex real-x compute
-cost F(N), bounded below by the initial geometric grid of exact λ cuts
-θ ≥ Σ_j g_j(λ) N_j − λ Tmax (ratio 1.02). Every cut is valid for F, so this
-MILP is a *relaxation* of the SAA problem: its optimum (the .solu value) is
-a lower bound on deplbench's exact real-x SAA optimum, within ~2.5e-5
-relative of it before any cut-loop iteration (package docstring of
-:mod:`deplbench.formulations.milp`). The .solu value is the optimum of
-*that file*, which any MILP solver can re-solve; the real-x optimum (a
-different number in general, never smaller) is in the table and the
-manifest as ``deplbench_cost``.
+Which file is which problem, and which optimum its .solu holds
+----------------------------------------------------------------
+``minlp/<name>.nl.gz``, ``minlp/<name>.gms.gz``
+    the **exact** SAA problem of (2)–(6) on S seeded in-sample scenarios
+    (seed 0) as a convex MINLP: the discrete model plus rotated-cone rows
+    for the real-x compute cost c/x. ``minlp.solu`` holds its optimum =
+    the real-x SAA optimum, from deplbench's exact solver (proven within
+    relative ``gap``; the value is the exact cost of a plan the file admits).
+``pwl/<name>.mps.gz``
+    the tangent-grid MILP of the same model, whose optimum z_pwl satisfies
+    (1 − ε) z* ≤ z_pwl ≤ z* with ε = :data:`~deplbench.formulations.milp.saa_model.PWL_TOLERANCE`
+    (proof in that module). ``pwl.solu`` holds the optimum of *that file*,
+    solved from disk by HiGHS (SCIP where HiGHS does not finish).
+``true_optimum.csv``
+    each instance's bracket on the optimum of the chance-constrained
+    problem itself (:mod:`.truth`), with its method and confidence.
 
-The MPS files are deterministic: they are written with no wall-clock limit
-(the incumbent heuristic that prunes dear configurations runs to its end)
-and a node limit of one, so the file depends only on the instance, S and
-the code version.
+The model files are deterministic: no wall-clock limit while they are
+built (the incumbent heuristic that prunes dear configurations runs to its
+end), gzip without a time stamp, so a file depends only on the instance,
+S and the code version.
+
+Difficulty tags (MIPLIB 2017's definition, at the build's limit): ``easy``
+— some solver the build ran proved the optimum within min(time limit,
+3600 s); ``hard`` — proven only after 3600 s (possible only with a longer
+limit); ``open`` — no proof within the limit.
 """
 
 from __future__ import annotations
@@ -42,24 +46,41 @@ from deplbench import __version__
 from deplbench.benchmarks.library.catalog import LIBRARY_VERSION, LibraryEntry, entries
 from deplbench.benchmarks.library.mps import check_fraction, check_seconds, solve_mps
 from deplbench.benchmarks.library.solu import SoluEntry, write_solu
-from deplbench.benchmarks.library.table import write_tables
-from deplbench.errors import SolverError
+from deplbench.benchmarks.library.table import write_tables, write_truth_table
 from deplbench.formulations.milp import solve_milp
 from deplbench.formulations.milp.backends import quiet_stdout
+from deplbench.formulations.milp.saa_model import (PWL_TOLERANCE, NoSaaModel, build_saa_model, model_digest,
+                                                   write_minlp, write_pwl_mps)
 from deplbench.instances.generators import generate
 from deplbench.jsonio import finite_json
 
 #: File names inside a library directory.
-MANIFEST, SOLU = "manifest.json", "deplbench.solu"
+MANIFEST, TRUTH = "manifest.json", "true_optimum.csv"
+#: The model kinds: kind → (directory, file suffixes, .solu file).
+KINDS = {"pwl": ("pwl", (".mps.gz",), "pwl.solu"),
+         "minlp": ("minlp", (".nl.gz", ".gms.gz"), "minlp.solu")}
+#: Kept for callers of the old single-.solu layout: the PWL MILP's .solu.
+SOLU = KINDS["pwl"][2]
+#: MIPLIB 2017: "easy" means solved within one hour.
+EASY_SECONDS = 3600.0
 
-SOLU_HEADER = """deplbench instance library {version} (deplbench {code}), MIPLIB .solu format.
-Each value is the optimum of the MPS file mps/<name>.mps (a minimisation): the
-first cut-loop master of deplbench's exact MILP for the SAA of problem (2)-(6),
-a relaxation of the real-x SAA problem. It is NOT the real-x optimum
-(deplbench_cost in library.csv), which is never smaller (up to rounding).
+SOLU_HEADERS = {
+    "pwl": """deplbench instance library {version} (deplbench {code}), MIPLIB .solu format.
+Each value is the optimum of the file pwl/<name>.mps.gz (a minimisation): the
+piecewise-linear (tangent-grid) MILP of the instance's SAA problem, whose optimum
+lies within relative {eps:g} below the SAA optimum (minlp.solu), never above.
 =opt=: proven optimal within relative gap {gap:g} by HiGHS {highs} (by SCIP where HiGHS
-did not finish or failed: solu_solver in manifest.json); =best=: best value found,
-optimality unproven within {limit:g} s; =inf=: infeasible; =unkn=: no value."""
+did not finish: pwl_solver in manifest.json); =best=: best value found,
+optimality unproven within {limit:g} s; =inf=: infeasible; =unkn=: no value.""",
+    "minlp": """deplbench instance library {version} (deplbench {code}), MIPLIB .solu format.
+Each value is the optimum of the files minlp/<name>.nl.gz and minlp/<name>.gms.gz
+(the same convex MINLP, a minimisation): the exact SAA problem of (2)-(6) on the
+instance's S in-sample scenarios, i.e. deplbench's real-x SAA optimum.
+=opt=: proven optimal within relative gap {gap:g} by deplbench's exact solver (the
+value is the exact cost of a plan the file admits); =best=: optimality unproven
+within {limit:g} s; =inf=: the SAA problem is infeasible; =unkn=: no value.
+This is NOT the chance-constrained optimum: see true_optimum.csv.""",
+}
 
 
 def _check_build_args(out, size, time_limit, gap, overwrite) -> Path:
@@ -75,10 +96,22 @@ def _check_build_args(out, size, time_limit, gap, overwrite) -> Path:
     return path
 
 
+def _chosen(size: str, only: list[str] | None) -> list[LibraryEntry]:
+    chosen = entries(size)
+    if only is not None:
+        known = {e.name for e in entries("full")}
+        bad = sorted(set(only) - known)
+        if bad:
+            raise SolverError(f"only: unknown library instance(s) {', '.join(bad)}")
+        chosen = [e for e in entries("full") if e.name in set(only)]
+    return chosen
+
+
 def build_library(out: str, size: str = "small", time_limit: float = 60.0, gap: float = 1e-6,
                   overwrite: bool = False, only: list[str] | None = None,
                   progress: Callable[[str], None] | None = None,
-                  solve_time_limit: float | None = None) -> dict:
+                  solve_time_limit: float | None = None, true_optimum: bool = True,
+                  certify_settings: dict | None = None) -> dict:
     """Write the library into directory ``out``.
 
     Parameters
@@ -88,25 +121,27 @@ def build_library(out: str, size: str = "small", time_limit: float = 60.0, gap: 
     size : {"small", "full"}, default "small"
         Which entries (:func:`.catalog.entries`).
     time_limit : float, default 60
-        Seconds for each HiGHS solve of an MPS file (the .solu values).
+        Seconds for each HiGHS solve of a PWL file (the pwl.solu values).
     gap : float, default 1e-6
-        Relative gap of the HiGHS solves that give the .solu values.
+        Relative gap of the solves that give the .solu values.
     overwrite : bool
         Allow a non-empty ``out``.
     only : list of str, optional
         Build only the entries with these names (tests, partial rebuilds).
     progress : callable, optional
-        Called with one line of text per finished entry.
+        Called with one line of text when an entry starts and when it ends.
     solve_time_limit : float, optional
-        Seconds for each deplbench exact real-x solve (default ``time_limit``);
-        it affects only the ``deplbench_*`` columns, never the MPS or .solu.
+        Seconds for each deplbench real-x solve (the minlp.solu values) and
+        each solve of the true-optimum bracket (default ``time_limit``).
+    true_optimum : bool, default True
+        Bracket each instance's true optimum (:mod:`.truth`, true_optimum.csv).
+    certify_settings : dict, optional
+        Overrides of :data:`.truth.CERTIFY_SETTINGS`.
 
     Returns
     -------
     dict
-        The manifest (also written to ``out/manifest.json``): library and
-        code versions, and one record per entry (recipe, sizes, the HiGHS
-        outcome on the MPS file, the .solu line, deplbench's real-x result).
+        The manifest (also written to ``out/manifest.json``).
 
     Raises
     ------
@@ -118,99 +153,148 @@ def build_library(out: str, size: str = "small", time_limit: float = 60.0, gap: 
         solve_time_limit = time_limit
     else:
         check_seconds(solve_time_limit, "solve_time_limit")
-    chosen = entries(size)
-    if only is not None:
-        known = {e.name for e in entries("full")}
-        bad = sorted(set(only) - known)
-        if bad:
-            raise SolverError(f"only: unknown library instance(s) {', '.join(bad)}")
-        chosen = [e for e in entries("full") if e.name in set(only)]
-    (root / "instances").mkdir(parents=True, exist_ok=True)
-    (root / "mps").mkdir(exist_ok=True)
-    records = []
-    highs = ""
-    for entry in chosen:
+    chosen = _chosen(size, only)
+    for sub in ("instances", *(k[0] for k in KINDS.values())):
+        (root / sub).mkdir(parents=True, exist_ok=True)
+    records, highs = [], ""
+    for i, entry in enumerate(chosen, 1):
         t0 = time.perf_counter()
+        if progress is not None:
+            progress(f"[{i}/{len(chosen)}] {entry.name}: building")
         rec = _build_entry(root, entry, float(time_limit), float(gap), float(solve_time_limit))
-        highs = rec.get("mps_solver_version") or highs
+        if true_optimum:
+            rec["true_optimum"] = _truth(entry, rec, float(solve_time_limit), certify_settings)
+        highs = rec.get("pwl_solver_version") or highs
         records.append(rec)
         if progress is not None:
-            mps = (f"MPS {rec['solu_tag']} {rec.get('solu_value')}" if rec.get("mps")
-                   else rec.get("note") or "no MPS")
-            progress(f"{entry.name}: {mps}, "
-                     f"deplbench {rec['deplbench_status']} {rec.get('deplbench_cost')} "
-                     f"({time.perf_counter() - t0:.1f} s)")
+            progress(f"[{i}/{len(chosen)}] {entry.name}: {_summary(rec)} ({time.perf_counter() - t0:.1f} s)")
     manifest = {"library_version": LIBRARY_VERSION, "deplbench_version": __version__, "size": size,
                 "time_limit": float(time_limit), "solve_time_limit": float(solve_time_limit),
-                "gap": float(gap), "highs_version": highs,
-                "solu": SOLU, "entries": records}
-    solu = [SoluEntry(r["solu_tag"], r["name"], r.get("solu_value") if r["solu_tag"] in ("=opt=", "=best=")
-                      else None) for r in records if r.get("mps")]
-    write_solu(str(root / SOLU), solu, SOLU_HEADER.format(version=LIBRARY_VERSION, code=__version__,
-                                                          highs=highs, gap=gap, limit=time_limit))
+                "gap": float(gap), "pwl_tolerance": PWL_TOLERANCE, "highs_version": highs,
+                "solu": {k: v[2] for k, v in KINDS.items()}, "true_optimum": TRUTH if true_optimum else None,
+                "entries": records}
+    _write_solu_files(root, records, highs, gap, time_limit, solve_time_limit)
     (root / MANIFEST).write_text(json.dumps(finite_json(manifest), indent=2) + "\n", encoding="utf-8")
     write_tables(str(root), records)
+    if true_optimum:
+        write_truth_table(str(root / TRUTH), [r["true_optimum"] for r in records if r.get("true_optimum")])
     return manifest
 
 
+def _truth(entry: LibraryEntry, rec: dict, seconds: float, settings: dict | None) -> dict:
+    """The entry's true-optimum row (:mod:`.truth`); not attempted for an
+    instance no matrix model covers, where every SAA solve of ``certify``
+    would run the general block solver (tens of seconds each)."""
+    from deplbench.benchmarks.library.truth import not_bracketed, true_optimum
+
+    if not rec.get("pwl"):
+        return not_bracketed(entry.name, f"not bracketed by the build ({rec['note']}; each SAA solve of "
+                             f"certify would run the general solver): run `deplbench certify "
+                             f"instances/{entry.name}.json`")
+    inst = generate(entry.family, **entry.params)
+    inst = inst.with_changes(**entry.targets) if entry.targets else inst
+    return true_optimum(inst, entry.name, entry.scenarios, seconds, settings=settings)
+
+
+def _summary(rec: dict) -> str:
+    """The progress line's verdict on one entry."""
+    if not rec.get("pwl"):
+        return f"{rec['note']}; deplbench {rec['deplbench_status']} {rec.get('deplbench_cost')}"
+    return (f"PWL {rec['pwl_tag']} {rec.get('pwl_value')} [{rec['pwl_difficulty']}], "
+            f"MINLP {rec['minlp_tag']} {rec.get('minlp_value')} [{rec['minlp_difficulty']}]")
+
+
+def _write_solu_files(root: Path, records, highs, gap, time_limit, solve_time_limit) -> None:
+    for kind, (_, _, solu_name) in KINDS.items():
+        lines = [SoluEntry(r[f"{kind}_tag"], r["name"], r.get(f"{kind}_value")
+                           if r[f"{kind}_tag"] in ("=opt=", "=best=") else None)
+                 for r in records if r.get(kind)]
+        limit = time_limit if kind == "pwl" else solve_time_limit
+        write_solu(str(root / solu_name), lines,
+                   SOLU_HEADERS[kind].format(version=LIBRARY_VERSION, code=__version__, highs=highs, gap=gap,
+                                             limit=limit, eps=PWL_TOLERANCE))
+
+
+def _sha(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def difficulty(seconds: float | None, solved: bool, time_limit: float) -> str:
+    """MIPLIB 2017's tag from a measured solve (module docstring)."""
+    if not solved or seconds is None or seconds > time_limit:
+        return "open"
+    return "easy" if seconds <= EASY_SECONDS else "hard"
+
+
 def _build_entry(root: Path, entry: LibraryEntry, time_limit: float, gap: float, solve_time_limit: float) -> dict:
-    """Instance JSON, MPS, HiGHS on the MPS, deplbench's real-x solve: one record."""
+    """Instance JSON, both model kinds, their optima, deplbench's real-x solve: one record."""
     inst = generate(entry.family, **entry.params)
     if entry.targets:
         inst = inst.with_changes(**entry.targets)
     text = inst.to_json()
-    inst_path = root / "instances" / f"{entry.name}.json"
-    inst_path.write_text(text, encoding="utf-8")
+    (root / "instances" / f"{entry.name}.json").write_text(text, encoding="utf-8")
     rec = {"name": entry.name, "group": entry.group, "family": entry.family, "params": dict(entry.params),
            "targets": dict(entry.targets), "scenarios": entry.scenarios, "seed": 0,
            "formulation": entry.formulation, "instance": f"instances/{entry.name}.json",
            "instance_sha256": hashlib.sha256(text.encode()).hexdigest(),
            "n_models": inst.n_models, "n_clusters": inst.n_clusters, "n_datasets": inst.n_datasets,
-           "horizon": inst.horizon, "loss_max": inst.loss_max, "omega": inst.omega, "mps": None,
-           "solu_tag": None, "note": ""}
-    real = None
-    if entry.formulation is not None:
-        mps = root / "mps" / f"{entry.name}.mps"
-        # No wall-clock limit while writing: the file must not depend on the
-        # machine's speed (module docstring); one node stops the cut loop.
+           "horizon": inst.horizon, "loss_max": inst.loss_max, "omega": inst.omega,
+           "pwl": None, "minlp": None, "pwl_tag": None, "minlp_tag": None, "note": ""}
+    model = None
+    try:
         with quiet_stdout():
-            first = solve_milp(inst, scenarios=entry.scenarios, seed=0, time_limit=None, node_limit=1,
-                               formulation=entry.formulation, write_lp=str(mps))
-        rec["variant"] = first.diagnostics.get("variant")
-        if first.status in ("optimal", "infeasible"):
-            real = first                      # the cut loop finished within that node, or no plan exists
-        if mps.is_file():
-            rec["mps"] = f"mps/{entry.name}.mps"
-            rec["mps_sha256"] = hashlib.sha256(mps.read_bytes()).hexdigest()
-            out = solve_mps(str(mps), "highs", time_limit, gap)
-            rec.update(rows=out.rows, cols=out.cols, nonzeros=out.nonzeros, integers=out.integers,
-                       mps_solver_version=out.version, mps_status=out.status, mps_value=out.primal,
-                       mps_bound=out.dual, mps_gap=out.gap, mps_seconds=round(out.seconds, 3),
-                       mps_nodes=out.nodes, mps_retries=out.retries)
-            rec["solu_solver"] = "highs"
-            if out.status not in ("optimal", "infeasible"):
-                # HiGHS did not finish (or failed numerically): a second
-                # opinion from SCIP, when installed, may still prove the
-                # file's optimum; the table keeps HiGHS's own outcome.
-                alt = _scip_second_opinion(str(mps), time_limit, gap)
-                if alt is not None and (alt.status in ("optimal", "infeasible") or
-                                        (out.primal is None and alt.primal is not None)):
-                    out = alt
-                    rec["solu_solver"] = f"scip {alt.version}"
-            rec["solu_value"] = out.primal
-            rec["solu_tag"] = {"optimal": "=opt=", "infeasible": "=inf="}.get(
-                out.status, "=best=" if out.primal is not None else "=unkn=")
-        else:
-            rec["note"] = f"no MPS: the MILP was not built ({first.status}: {first.message})"
-    else:
-        rec["note"] = "no MPS: no MILP formulation applies (see docs/library.md)"
-    if real is None:
-        with quiet_stdout():
-            real = solve_milp(inst, scenarios=entry.scenarios, seed=0, time_limit=solve_time_limit)
+            model = build_saa_model(inst, entry.scenarios, 0, entry.formulation or "fast")
+    except NoSaaModel as exc:
+        rec["note"] = f"no model file: {exc.reason}"
+    if model is not None:
+        _write_models(root, entry, model, rec, time_limit, gap)
+    with quiet_stdout():
+        real = solve_milp(inst, scenarios=entry.scenarios, seed=0, time_limit=solve_time_limit, gap=gap)
+    secs = float(real.diagnostics.get("total_s", 0.0))
     rec.update(deplbench_status=real.status, deplbench_cost=real.cost, deplbench_lower=real.lower_bound,
-               deplbench_seconds=round(float(real.diagnostics.get("total_s", 0.0)), 3),
-               deplbench_message=real.message)
+               deplbench_seconds=round(secs, 3), deplbench_message=real.message)
+    if model is not None:
+        rec["minlp_value"] = real.cost
+        rec["minlp_tag"] = {"optimal": "=opt=", "infeasible": "=inf="}.get(
+            real.status, "=best=" if real.cost is not None else "=unkn=")
+        rec["minlp_difficulty"] = difficulty(secs, real.status == "optimal", solve_time_limit)
     return rec
+
+
+def _write_models(root: Path, entry: LibraryEntry, model, rec: dict, time_limit: float, gap: float) -> None:
+    """Write pwl/<name>.mps.gz and minlp/<name>.{nl,gms}.gz; solve the PWL file."""
+    name = entry.name
+    rec["variant"] = model.variant
+    rec["model_sha256"] = model_digest(model)
+    pwl = root / "pwl" / f"{name}.mps.gz"
+    rows, cols, nnz = write_pwl_mps(model, str(pwl))
+    rec.update(pwl=f"pwl/{name}.mps.gz", pwl_sha256=_sha(pwl), rows=rows, cols=cols, nonzeros=nnz,
+               integers=int(model.integer.sum()), cones=int(model.cone["a"].size),
+               minlp_rows=int(model.A.shape[0]) + int(model.cone["a"].size))
+    files = []
+    for suffix in KINDS["minlp"][1]:
+        path = root / "minlp" / f"{name}{suffix}"
+        write_minlp(model, str(path))
+        files.append(f"minlp/{name}{suffix}")
+        rec[f"minlp_sha256{suffix.replace('.', '_')}"] = _sha(path)
+    rec["minlp"] = files[0]
+    rec["minlp_files"] = files
+    out = solve_mps(str(pwl), "highs", time_limit, gap)
+    rec.update(pwl_solver_version=out.version, pwl_status=out.status, pwl_bound=out.dual, pwl_gap=out.gap,
+               pwl_seconds=round(out.seconds, 3), pwl_nodes=out.nodes, pwl_retries=out.retries,
+               pwl_solver="highs")
+    solved_s = out.seconds if out.status == "optimal" else None
+    if out.status not in ("optimal", "infeasible"):
+        alt = _scip_second_opinion(str(pwl), time_limit, gap)
+        if alt is not None and (alt.status in ("optimal", "infeasible") or
+                                (out.primal is None and alt.primal is not None)):
+            out = alt
+            rec["pwl_solver"] = f"scip {alt.version}"
+            solved_s = alt.seconds if alt.status == "optimal" else None
+    rec["pwl_value"] = out.primal
+    rec["pwl_tag"] = {"optimal": "=opt=", "infeasible": "=inf="}.get(
+        out.status, "=best=" if out.primal is not None else "=unkn=")
+    rec["pwl_difficulty"] = difficulty(solved_s, solved_s is not None, time_limit)
 
 
 def _scip_second_opinion(path: str, time_limit: float, gap: float):
@@ -241,9 +325,10 @@ def library_files(root: str) -> dict:
         raise SolverError(f"library: {man} is not valid JSON ({exc.msg}, line {exc.lineno})") from None
     if not isinstance(manifest, dict) or not isinstance(manifest.get("entries"), list):
         raise SolverError(f"library: {man} has no 'entries' list")
-    if not os.path.isfile(path / SOLU):
-        raise SolverError(f"library: {str(root)!r} has no {SOLU}")
+    for _, _, solu in KINDS.values():
+        if not os.path.isfile(path / solu):
+            raise SolverError(f"library: {str(root)!r} has no {solu}")
     return manifest
 
 
-__all__ = ["MANIFEST", "SOLU", "build_library", "library_files"]
+__all__ = ["EASY_SECONDS", "KINDS", "MANIFEST", "SOLU", "TRUTH", "build_library", "difficulty", "library_files"]

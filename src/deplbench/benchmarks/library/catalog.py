@@ -18,8 +18,9 @@ from dataclasses import dataclass, field
 
 from deplbench.errors import SolverError
 
-#: Raised whenever the entries below (or how they are written) change.
-LIBRARY_VERSION = "1"
+#: Raised whenever the entries below (or how they are written) change (2: full SAA models
+#: as MINLP .nl/.gms and PWL .mps.gz replace the first-master MPS files).
+LIBRARY_VERSION = "2"
 
 #: The library sizes ``deplbench library build --size`` accepts.
 SIZES = ("small", "full")

@@ -1,8 +1,10 @@
-"""Re-solve a library's MPS files and compare with its .solu (MIPLIB-style check).
+"""Re-solve a library's model files and compare with its .solu files (MIPLIB-style check).
 
-One job: for each solver asked for, solve every MPS file of a built library
-from disk under a time limit, judge agreement with the ``deplbench.solu``
-line (:func:`.solu.agrees`: the known value must lie between the solver's
+One job: for each solver and model kind asked for, solve every file of that
+kind (``pwl/*.mps.gz``: HiGHS, SCIP; ``minlp/*.nl.gz``: SCIP, which reads
+AMPL files; any other solver is reported ``skipped`` with the reason) of a
+built library from disk under a time limit, judge agreement with the line
+of that kind's ``.solu`` (:func:`.solu.agrees`: the known value must lie between the solver's
 proven bound and its best solution, within a relative tolerance), and
 summarise as Mittelmann's MILP benchmark tables do: instances solved within
 the limit, the shifted geometric mean of the times (shift 10 s; an unsolved
@@ -20,57 +22,112 @@ from __future__ import annotations
 import math
 import os
 
-from deplbench.benchmarks.library.build import SOLU, library_files
+from deplbench.errors import SolverError
+from deplbench.benchmarks.library.build import KINDS, library_files
 from deplbench.benchmarks.library.mps import MPS_SOLVERS, check_fraction, check_seconds, solve_mps
-from deplbench.benchmarks.library.solu import agrees, read_solu
+from deplbench.benchmarks.library.solu import read_solu, agrees
 from deplbench.benchmarks.sgm import SHIFT_S, shifted_geomean  # noqa: F401 - re-exported
 from deplbench.errors import SolverError
 
 
-def _check_args(solvers, time_limit, gap, rel_tol) -> None:
+#: Which solver reads which model kind here (others are reported skipped, with the reason).
+READS = {"pwl": ("highs", "scip"), "minlp": ("scip",)}
+
+
+def skip_reason(solver: str, kind: str) -> str:
+    """Why ``solver`` cannot run the ``kind`` models here ("" when it can).
+
+    HiGHS and SCIP read the files; a ``pyomo:NAME`` solver is given the
+    model as Pyomo gives it every model (rebuilt from the instance and
+    checked against the manifest's fingerprint): the PWL MILP when it is
+    installed, the MINLP when its family also solves convex quadratic rows
+    (:data:`~deplbench.formulations.milp.saa_model.QUADRATIC_FAMILIES`).
+    """
+    if solver in READS[kind]:
+        return ""
+    if solver == "highs":
+        return "HiGHS solves no nonlinear (cone) rows: run it on the PWL MILP"
+    if solver.startswith("pyomo:"):
+        from deplbench.formulations.milp.peers import availability, pyomo_family
+        from deplbench.formulations.milp.saa_model import QUADRATIC_FAMILIES
+
+        ok, why = availability(solver)
+        if not ok:
+            return f"{solver}: {why}"
+        family = pyomo_family(solver[len("pyomo:"):])
+        if kind == "minlp" and family not in QUADRATIC_FAMILIES:
+            return f"{solver} solves no quadratic (cone) rows: run it on the PWL MILP"
+        return ""
+    return f"{solver!r} reads no {kind} file here (these do: {', '.join(READS[kind])})"
+
+
+def _solve(root: str, rec: dict, path: str, solver: str, kind: str, time_limit: float, gap: float,
+           tolerance: float) -> dict:
+    """One solve: the file by HiGHS or SCIP, the model by a Pyomo solver."""
+    if not solver.startswith("pyomo:"):
+        out = solve_mps(path, solver, time_limit, gap)
+        return {"status": out.status, "primal": out.primal, "dual": out.dual, "gap": out.gap,
+                "seconds": out.seconds, "nodes": out.nodes, "retries": out.retries, "version": out.version}
+    from deplbench.benchmarks.library.mps import relative_gap
+    from deplbench.benchmarks.library.verify import rebuild_model
+    from deplbench.formulations.milp.peers import solver_version
+    from deplbench.formulations.milp.saa_model import solve_with_pyomo
+
+    _, model = rebuild_model(root, rec, tolerance)
+    out = solve_with_pyomo(model, kind, solver, time_limit, gap)
+    return {**out, "gap": relative_gap(out["primal"], out["dual"]), "retries": 0,
+            "version": solver_version(solver) or ""}
+
+
+def _check_args(solvers, time_limit, gap, rel_tol, kind="pwl") -> None:
     """Raise :class:`SolverError` naming the first invalid argument."""
     if not solvers:
         raise SolverError("solver: give at least one solver")
     for s in solvers:
-        if s not in MPS_SOLVERS:
-            raise SolverError(f"solver: must be one of {list(MPS_SOLVERS)}, got {s!r}")
+        if s not in MPS_SOLVERS and not str(s).startswith("pyomo:"):
+            raise SolverError(f"solver: must be one of {list(MPS_SOLVERS)} or pyomo:NAME, got {s!r}")
+    if kind not in KINDS:
+        raise SolverError(f"model: must be one of {list(KINDS)}, got {kind!r}")
     check_seconds(time_limit, "time_limit")
     check_fraction(gap, "gap", "relative gap")
     check_fraction(rel_tol, "tolerance", "relative tolerance")
 
 
 def check_library(root: str, solver: str = "highs", time_limit: float = 60.0, gap: float = 1e-6,
-                  rel_tol: float = 1e-5, only: list[str] | None = None, progress=None) -> dict:
-    """Re-solve every MPS file of the library at ``root`` with ``solver``.
+                  rel_tol: float = 1e-5, only: list[str] | None = None, progress=None,
+                  kind: str = "pwl") -> dict:
+    """Re-solve every model file of one kind of the library at ``root`` with ``solver``.
 
     Parameters
     ----------
     root : str
         A directory written by :func:`.build.build_library`.
-    solver : {"highs", "scip"}
+    solver : str
+        ``highs``, ``scip`` or ``pyomo:NAME``; a solver that cannot read
+        ``kind`` files (:func:`skip_reason`) gives rows with status
+        ``skipped`` and the reason, counted apart from the solved ones.
     time_limit : float, default 60
         Seconds per instance.
     gap : float, default 1e-6
         Relative gap at which the solver stops (``optimal``).
     rel_tol : float, default 1e-5
-        Relative tolerance of the comparison with the .solu values (the
-        .solu values are themselves optimal within the build's gap, 1e-6 by
-        default, and solvers' feasibility tolerances move objectives by a
-        little more).
+        Relative tolerance of the comparison with the .solu values.
     only : list of str, optional
         Check only these instances.
     progress : callable, optional
         Called with one line per instance.
+    kind : {"pwl", "minlp"}, default "pwl"
+        The PWL MILP files (pwl/*.mps.gz) or the MINLP files (minlp/*.nl.gz).
 
     Returns
     -------
     dict
-        ``{"library": dir, "library_version", "solver", "version", "time_limit", "gap",
+        ``{"library", "library_version", "solver", "model", "version", "time_limit", "gap",
         "tolerance", "instances": [per-instance outcome with "agrees" and "reason"],
-        "summary": {"solver", "version", "instances", "solved", "shifted_geomean_s",
-        "mean_gap_unsolved", "mismatches", "errors"}}``. An instance is
-        *solved* when the solver proved optimality within ``gap`` inside the
-        limit and agrees with the .solu.
+        "summary": {"solver", "model", "version", "instances", "solved", "skipped",
+        "shifted_geomean_s", "mean_gap_unsolved", "mismatches", "errors"}}``. An
+        instance is *solved* when the solver proved optimality within
+        ``gap`` inside the limit and agrees with the .solu.
 
     Raises
     ------
@@ -78,50 +135,65 @@ def check_library(root: str, solver: str = "highs", time_limit: float = 60.0, ga
         Invalid arguments, a directory that is not a library, an unknown
         name in ``only``.
     """
-    _check_args([solver], time_limit, gap, rel_tol)
+    _check_args([solver], time_limit, gap, rel_tol, kind)
     manifest = library_files(root)
-    solu = read_solu(os.path.join(root, SOLU))
+    files = {e.get("name"): e.get(kind) for e in manifest["entries"]}
+    solu_name = KINDS[kind][2]
+    solu = read_solu(os.path.join(root, solu_name))
     names = list(solu)
     if only is not None:
         bad = sorted(set(only) - set(names))
         if bad:
-            raise SolverError(f"only: not in {SOLU}: {', '.join(bad)}")
+            raise SolverError(f"only: not in {solu_name}: {', '.join(bad)}")
         names = [n for n in names if n in set(only)]
+    skip = skip_reason(solver, kind)
+    recs = {e.get("name"): e for e in manifest["entries"]}
+    tol = float(manifest.get("pwl_tolerance", 1e-4))
     rows = []
     version = ""
     for name in names:
-        path = os.path.join(root, "mps", f"{name}.mps")
         entry = solu[name]
         row = {"name": name, "solu_tag": entry.tag, "solu_value": entry.value}
-        if not os.path.isfile(path):
+        rel = files.get(name)
+        path = os.path.join(root, rel) if isinstance(rel, str) else None
+        if skip:
+            row.update(status="skipped", primal=None, dual=None, gap=None, seconds=0.0, nodes=None,
+                       agrees=None, reason=skip)
+        elif path is None or not os.path.isfile(path):
             row.update(status="error", primal=None, dual=None, gap=None, seconds=float(time_limit),
-                       nodes=None, agrees=False, reason=f"listed in {SOLU} but mps/{name}.mps is missing")
-            rows.append(row)
-            continue
-        out = solve_mps(path, solver, float(time_limit), float(gap))
-        version = out.version or version
-        ok, why = agrees(entry, out.status, out.primal, out.dual, rel_tol)
-        row.update(status=out.status, primal=out.primal, dual=out.dual, gap=out.gap,
-                   seconds=round(out.seconds, 3), nodes=out.nodes, retries=out.retries, agrees=ok, reason=why)
+                       nodes=None, agrees=False, reason=f"listed in {solu_name} but its {kind} file is missing")
+        else:
+            out = _solve(root, recs[name], path, solver, kind, float(time_limit), float(gap), tol)
+            version = out["version"] or version
+            ok, why = agrees(entry, out["status"], out["primal"], out["dual"], rel_tol)
+            row.update(status=out["status"], primal=out["primal"], dual=out["dual"], gap=out["gap"],
+                       seconds=round(out["seconds"], 3), nodes=out["nodes"], retries=out["retries"], agrees=ok,
+                       reason=why)
         rows.append(row)
         if progress is not None:
-            progress(f"{name}: {solver} {out.status} {out.primal} in {out.seconds:.2f} s; "
-                     f"{'agrees' if ok else 'MISMATCH' if ok is False else 'not compared'} ({why})")
+            ok = row["agrees"]
+            progress(f"{name} ({kind}): {solver} {row['status']} {row['primal']} in {row['seconds']:.2f} s; "
+                     f"{'agrees' if ok else 'MISMATCH' if ok is False else 'not compared'} ({row['reason']})")
+    summary = summarise(rows, solver, version, float(time_limit))
+    summary["model"] = kind
     return {"library": str(root), "library_version": manifest.get("library_version"), "solver": solver,
-            "version": version, "time_limit": float(time_limit), "gap": float(gap), "tolerance": float(rel_tol),
-            "instances": rows, "summary": summarise(rows, solver, version, float(time_limit))}
+            "model": kind, "version": version, "time_limit": float(time_limit), "gap": float(gap),
+            "tolerance": float(rel_tol), "instances": rows, "summary": summary}
 
 
 def summarise(rows: list[dict], solver: str, version: str, time_limit: float) -> dict:
     """Mittelmann-style summary of one solver's check rows (see module docstring)."""
+    skipped = [r for r in rows if r["status"] == "skipped"]
+    rows = [r for r in rows if r["status"] != "skipped"]
     solved = [r for r in rows if r["status"] == "optimal" and r["agrees"] is not False]
     times = [min(r["seconds"], time_limit) if r in solved else time_limit for r in rows]
     gaps = [r["gap"] for r in rows if r not in solved and r.get("gap") is not None and math.isfinite(r["gap"])]
     return {"solver": solver, "version": version, "instances": len(rows), "solved": len(solved),
+            "skipped": len(skipped), "skip_reason": skipped[0]["reason"] if skipped else "",
             "shifted_geomean_s": shifted_geomean(times) if rows else math.nan, "shift_s": SHIFT_S,
             "mean_gap_unsolved": (sum(gaps) / len(gaps)) if gaps else None,
             "mismatches": sum(1 for r in rows if r["agrees"] is False),
             "errors": sum(1 for r in rows if r["status"] == "error")}
 
 
-__all__ = ["SHIFT_S", "check_library", "shifted_geomean", "summarise"]
+__all__ = ["READS", "SHIFT_S", "check_library", "shifted_geomean", "skip_reason", "summarise"]

@@ -1,4 +1,4 @@
-"""Solve an MPS file with HiGHS (highspy) or SCIP (pyscipopt), as any user would.
+"""Solve a library file with HiGHS (highspy) or SCIP (pyscipopt), as any user would.
 
 One job: read a library model from its file — nothing of deplbench's own
 model objects is used, so what is measured is what a MILP solver sees — solve
@@ -107,6 +107,8 @@ def _check_args(path, solver, time_limit, gap, threads) -> None:
         raise SolverError(f"solver: must be one of {list(MPS_SOLVERS)}, got {solver!r}")
     if not os.path.isfile(path):
         raise SolverError(f"path: no MPS file {str(path)!r}")
+    if _is_nl(path) and solver != "scip":
+        raise SolverError(f"solver: {solver!r} reads no .nl file (its model has nonlinear rows); use 'scip'")
     check_seconds(time_limit, "time_limit")
     check_fraction(gap, "gap", "relative gap", zero=True)
     if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
@@ -120,7 +122,10 @@ def solve_mps(path: str, solver: str = "highs", time_limit: float = 60.0, gap: f
     Parameters
     ----------
     path : str
-        An MPS file (free or fixed format; what both solvers read).
+        An MPS file (free or fixed format, optionally gzipped: both solvers
+        read it), or for SCIP an AMPL ``.nl`` file (optionally ``.nl.gz``,
+        decompressed to a temporary directory first: SCIP's AMPL reader
+        takes no gzip).
     solver : {"highs", "scip"}
     time_limit : float, default 60
         Wall-clock seconds for the solve.
@@ -144,7 +149,27 @@ def solve_mps(path: str, solver: str = "highs", time_limit: float = 60.0, gap: f
     _check_args(path, solver, time_limit, gap, threads)
     if solver == "highs":
         return _solve_highs(str(path), float(time_limit), float(gap), threads, seed)
+    if _is_nl(path) and str(path).endswith(".gz"):
+        # SCIP's AMPL reader takes no gzip: decompress beside the name files
+        # (stub.col, stub.row) so that its columns keep their names.
+        import gzip
+        import shutil
+        import tempfile
+
+        plain = os.path.basename(str(path)[:-3])
+        with tempfile.TemporaryDirectory() as tmp:
+            with gzip.open(path, "rb") as fin, open(os.path.join(tmp, plain), "wb") as fout:
+                shutil.copyfileobj(fin, fout)
+            for ext in (".col", ".row"):
+                side = str(path)[:-6] + ext
+                if os.path.isfile(side):
+                    shutil.copyfile(side, os.path.join(tmp, plain[:-3] + ext))
+            return _solve_scip(os.path.join(tmp, plain), float(time_limit), float(gap), threads, seed)
     return _solve_scip(str(path), float(time_limit), float(gap), threads, seed)
+
+
+def _is_nl(path) -> bool:
+    return str(path).endswith((".nl", ".nl.gz"))
 
 
 def _solve_highs(path, time_limit, gap, threads, seed) -> MpsOutcome:

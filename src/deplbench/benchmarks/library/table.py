@@ -12,29 +12,32 @@ import os
 
 #: Columns of ``library.csv`` / ``library.md``: (record key, header, meaning).
 COLUMNS = (
-    ("name", "name", "instance (file stem of instances/*.json and mps/*.mps, .solu name)"),
+    ("name", "name", "instance (file stem of instances/*.json, pwl/*.mps.gz, minlp/*.nl.gz; .solu name)"),
     ("group", "group", "what it represents"),
     ("n_models", "|M|", "model versions"),
     ("n_clusters", "|N|", "clusters"),
     ("n_datasets", "|D|", "datasets"),
     ("horizon", "K̄", "largest number of epochs"),
     ("scenarios", "S", "in-sample scenarios of the SAA (seed 0)"),
-    ("variant", "formulation", "exact MILP formulation written to MPS"),
-    ("rows", "rows", "rows of the MPS model"),
-    ("cols", "cols", "columns of the MPS model"),
+    ("variant", "formulation", "the discrete formulation of both model files"),
+    ("rows", "PWL rows", "rows of the PWL MILP"),
+    ("cols", "cols", "columns (the same in both model files)"),
     ("integers", "int cols", "integer columns"),
-    ("nonzeros", "nonzeros", "non-zeros of the constraint matrix"),
-    ("mps_status", "HiGHS status", "HiGHS on the MPS file within the build's time limit"),
-    ("mps_seconds", "HiGHS s", "HiGHS wall time on the MPS file (s)"),
-    ("mps_nodes", "nodes", "HiGHS branch-and-bound nodes"),
-    ("mps_value", "HiGHS value", "HiGHS's best value on the MPS file"),
-    ("solu_tag", ".solu", "the file's line tag (=opt=, =best=, =inf=, =unkn=)"),
-    ("solu_value", "MPS optimum", "the .solu value: optimum of the MPS file (a relaxation)"),
-    ("solu_solver", ".solu by", "the solver that gave the .solu line (HiGHS; SCIP where HiGHS failed)"),
+    ("nonzeros", "PWL nonzeros", "non-zeros of the PWL MILP's matrix"),
+    ("cones", "cones", "rotated-cone rows of the MINLP (one per usable configuration)"),
+    ("pwl_status", "HiGHS status", "HiGHS on the PWL file within the build's time limit"),
+    ("pwl_seconds", "HiGHS s", "HiGHS wall time on the PWL file (s)"),
+    ("pwl_nodes", "nodes", "HiGHS branch-and-bound nodes"),
+    ("pwl_tag", "pwl.solu", "the PWL file's line tag (=opt=, =best=, =inf=, =unkn=)"),
+    ("pwl_value", "PWL optimum", "pwl.solu: optimum of the PWL file (within the stated tolerance below the SAA optimum)"),
+    ("pwl_solver", "PWL by", "the solver that gave the pwl.solu line (HiGHS; SCIP where HiGHS failed)"),
+    ("pwl_difficulty", "PWL tag", "easy / hard / open (MIPLIB 2017) from the measured solve"),
+    ("minlp_tag", "minlp.solu", "the MINLP file's line tag"),
+    ("minlp_value", "SAA optimum", "minlp.solu: optimum of the MINLP = real-x SAA optimum (deplbench)"),
+    ("minlp_difficulty", "MINLP tag", "easy / hard / open from deplbench's exact solve"),
     ("deplbench_status", "deplbench status", "deplbench's exact real-x solve"),
-    ("deplbench_cost", "real-x cost", "exact real-x SAA cost of deplbench's plan (>= MPS optimum)"),
     ("deplbench_seconds", "deplbench s", "wall time of deplbench's solve (s)"),
-    ("note", "note", "why an entry has no MPS"),
+    ("note", "note", "why an entry has no model file"),
 )
 
 
@@ -67,27 +70,53 @@ def write_tables(root: str, records: list[dict]) -> None:
         fh.write("\n".join(lines) + "\n")
 
 
+def write_truth_table(path: str, rows: list[dict]) -> None:
+    """Write ``true_optimum.csv``: one bracket per instance (:mod:`.truth`)."""
+    import json
+
+    from deplbench.benchmarks.library.truth import COLUMNS as TRUTH_COLUMNS
+
+    with open(path, "w", newline="", encoding="utf-8") as fh:
+        w = csv.writer(fh)
+        w.writerow([k for k, _ in TRUTH_COLUMNS])
+        for r in rows:
+            w.writerow([json.dumps(r.get(k), sort_keys=True) if isinstance(r.get(k), dict) else
+                        "" if r.get(k) is None else repr(r[k]) if isinstance(r.get(k), float) else r[k]
+                        for k, _ in TRUTH_COLUMNS])
+
+
 def format_check(result: dict) -> str:
-    """The text table of ``deplbench library check``: one line per instance,
-    then the solver summary (Mittelmann-style)."""
+    """The text table of ``deplbench library check`` for one solver and model
+    kind: one line per instance, then the solver summary (Mittelmann-style)."""
+    s = result["summary"]
+    if s.get("skipped") and not s["instances"]:
+        return f"{s['solver']} on the {result.get('model', 'pwl')} files: skipped ({s['skip_reason']})"
     rows = [("instance", ".solu", "status", "value", "bound", "gap", "time s", "agrees")]
     for r in result["instances"]:
         rows.append((r["name"], _fmt(r.get("solu_value")) or r.get("solu_tag", ""), r["status"],
                      _fmt(r.get("primal")), _fmt(r.get("dual")),
                      "" if r.get("gap") is None else f"{r['gap']:.2e}", f"{r['seconds']:.2f}",
                      {True: "yes", False: "NO", None: "-"}[r["agrees"]]))
-    out = [align_table(rows), ""]
-    s = result["summary"]
-    head = ("solver", "version", "instances", "solved", "sgm time s (shift 10)", "mean gap at limit",
-            "mismatches")
-    gap = s["mean_gap_unsolved"]
-    out.append(align_table([head, (s["solver"], s["version"], str(s["instances"]), str(s["solved"]),
-                              f"{s['shifted_geomean_s']:.2f}", "-" if gap is None else f"{gap:.2e}",
-                              str(s["mismatches"]))]))
+    out = [f"{s['solver']} on the {result.get('model', 'pwl')} files", align_table(rows), ""]
+    out.append(align_table([SUMMARY_HEAD, summary_row(s)]))
     for r in result["instances"]:
         if r["agrees"] is False:
             out.append(f"mismatch: {r['name']}: {r['reason']}")
     return "\n".join(out)
+
+
+#: Columns of the solver-vs-solver summary.
+SUMMARY_HEAD = ("solver", "model", "version", "solved", "skipped", "sgm time s (shift 10)", "mean gap at limit",
+                "mismatches")
+
+
+def summary_row(s: dict) -> tuple:
+    """One line of the solver-vs-solver summary."""
+    gap = s["mean_gap_unsolved"]
+    sgm = s["shifted_geomean_s"]
+    return (s["solver"], s.get("model", "pwl"), s["version"] or "-", f"{s['solved']}/{s['instances']}",
+            str(s.get("skipped", 0)), "-" if math.isnan(sgm) else f"{sgm:.2f}", "-" if gap is None else f"{gap:.2e}",
+            str(s["mismatches"]))
 
 
 def align_table(rows) -> str:
@@ -95,4 +124,4 @@ def align_table(rows) -> str:
     return "\n".join("  ".join(str(c).ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows)
 
 
-__all__ = ["COLUMNS", "format_check", "write_tables", "align_table"]
+__all__ = ["COLUMNS", "SUMMARY_HEAD", "format_check", "summary_row", "write_tables", "write_truth_table"]

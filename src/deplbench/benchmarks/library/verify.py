@@ -1,0 +1,291 @@
+"""Check an outside solver's solution file against a library model (``library verify``).
+
+One job: read a solution in the usual ``.sol`` form — one ``name value``
+line per variable, as SCIP, MIPLIB's checker and HiGHS (its ``# Columns``
+section) write; comment and header lines are skipped, variables not listed
+are 0 — and judge it against the instance's model of the named kind:
+
+* **feasibility**: every bound, every integrality (|x − round x| ≤
+  :data:`INT_TOL`), every linear row and, for the MINLP, every cone row
+  a·N² ≤ cc·t, each within :data:`FEAS_TOL` · max(1, |right-hand side|)
+  (cones: times max(1, a·N², |cc·t|)); the violated ones are named;
+* **objective**: c·x, and its relative gap to the ``.solu`` value of that kind;
+* **the plan** it encodes (the formulation's own decoding): its exact real-x
+  cost, in-sample violations, and its out-of-sample verdict
+  (:func:`~deplbench.formulations.evaluate.evaluate_plan`, including the
+  exact-probability keys ``violation_lo``, ``violation_hi``,
+  ``exact_verdict`` where the evaluator provides them).
+
+The model is rebuilt from the instance file and the manifest's recipe
+(:func:`~deplbench.formulations.milp.saa_model.build_saa_model`, which is
+deterministic) and its fingerprint must equal the manifest's
+``model_sha256``: a library written by another code version is refused
+rather than judged against a different model.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+
+import numpy as np
+
+from deplbench.benchmarks.library.build import KINDS, library_files
+from deplbench.benchmarks.library.solu import read_solu
+from deplbench.errors import SolverError
+
+#: Feasibility tolerance of rows, bounds and cones (relative to max(1, |rhs|)).
+FEAS_TOL = 1e-6
+#: Integrality tolerance.
+INT_TOL = 1e-6
+#: Violations listed by name (the count says how many there are in all).
+MAX_LISTED = 10
+
+_SKIP = ("=obj=", "objective", "solution", "model", "feasible", "infeasible", "optimal", "mip_rel_gap",
+         "t ", "primal", "dual", "status")
+
+
+def read_sol(path: str) -> dict[str, float]:
+    """``{name: value}`` of a ``.sol`` file (see the module docstring).
+
+    Raises
+    ------
+    SolverError
+        When the file is missing, a value is not a number, or a name is
+        given twice (the message names the file and line).
+    """
+    if not os.path.isfile(path):
+        raise SolverError(f"solution: no file {str(path)!r}")
+    with open(path, encoding="utf-8", errors="replace") as fh:
+        lines = fh.read().splitlines()
+    heads = [i for i, t in enumerate(lines) if t.startswith("# Columns")]
+    if heads:                         # HiGHS: only the primal "# Columns" section
+        first = heads[0] + 1
+        last = next((i for i in range(first, len(lines)) if lines[i].startswith("#")), len(lines))
+        span = range(first, last)
+    else:
+        span = range(len(lines))
+    out: dict[str, float] = {}
+    for i in span:
+        text = lines[i].strip()
+        low = text.lower()
+        if not text or text.startswith(("#", "=")) or low.startswith(_SKIP) or ":" in text.split()[0]:
+            continue
+        parts = text.split()
+        if len(parts) < 2:
+            continue
+        try:
+            value = float(parts[1])
+        except ValueError:
+            raise SolverError(f"solution: {path}, line {i + 1}: value {parts[1]!r} of {parts[0]!r} is not a "
+                              "number") from None
+        if parts[0] in out:
+            raise SolverError(f"solution: {path}, line {i + 1}: variable {parts[0]!r} given twice")
+        out[parts[0]] = value
+    return out
+
+
+def rebuild_model(root: str, rec: dict, tolerance: float):
+    """The entry's model, rebuilt and checked against the manifest's fingerprint."""
+    from deplbench.formulations.milp.backends import quiet_stdout
+    from deplbench.formulations.milp.saa_model import build_saa_model, model_digest
+    from deplbench.instances.model import load_instance
+
+    inst = load_instance(os.path.join(root, rec["instance"]))
+    with quiet_stdout():
+        model = build_saa_model(inst, rec["scenarios"], rec.get("seed", 0), rec.get("formulation") or "fast",
+                                pwl_tolerance=tolerance)
+    if model_digest(model) != rec.get("model_sha256"):
+        raise SolverError(f"library: the model of {rec['name']!r} rebuilt by this deplbench differs from the "
+                          "library's (another code version wrote it); rebuild the library")
+    return inst, model
+
+
+def _vector(model, kind: str, values: dict) -> np.ndarray:
+    """Column values in model order; unknown names are an error naming them."""
+    from deplbench.formulations.milp.saa_model import minlp_column_names
+
+    index = {n: i for i, n in enumerate(model.col_names)}
+    for i, n in enumerate(minlp_column_names(model.col_names)):
+        index.setdefault(n, i)
+    bad = sorted(set(values) - set(index))
+    if bad:
+        raise SolverError(f"solution: {len(bad)} variable(s) not in the {kind} model of this instance, e.g. "
+                          f"{', '.join(bad[:3])}")
+    x = np.zeros(len(model.col_names))
+    for n, v in values.items():
+        x[index[n]] = v
+    return x
+
+
+def _violations(model, kind: str, x: np.ndarray) -> list[tuple[float, str]]:
+    """(size, message) of every violated bound, integrality, row and cone."""
+    out = []
+    names = model.col_names
+    for i in np.flatnonzero(x < model.lb - FEAS_TOL * np.maximum(1.0, np.abs(model.lb))):
+        out.append((model.lb[i] - x[i], f"bound: {names[i]} = {float(x[i])!r} < lower bound {float(model.lb[i])!r}"))
+    for i in np.flatnonzero(x > model.ub + FEAS_TOL * np.maximum(1.0, np.abs(model.ub))):
+        out.append((x[i] - model.ub[i], f"bound: {names[i]} = {float(x[i])!r} > upper bound {float(model.ub[i])!r}"))
+    frac = np.abs(x - np.rint(x))
+    for i in np.flatnonzero(model.integer & (frac > INT_TOL)):
+        out.append((frac[i], f"integrality: {names[i]} = {float(x[i])!r} is not integer"))
+    A, lo, hi, rnames = model.pwl_rows() if kind == "pwl" else (model.A, model.row_lo, model.row_hi,
+                                                                 model.row_names)
+    act = A @ x
+    with np.errstate(invalid="ignore"):
+        below = lo - act - FEAS_TOL * np.maximum(1.0, np.abs(lo))
+        above = act - hi - FEAS_TOL * np.maximum(1.0, np.abs(hi))
+    for r in np.flatnonzero(below > 0):
+        out.append((lo[r] - act[r], f"row {rnames[r]}: activity {float(act[r])!r} < {float(lo[r])!r}"))
+    for r in np.flatnonzero(above > 0):
+        out.append((act[r] - hi[r], f"row {rnames[r]}: activity {float(act[r])!r} > {float(hi[r])!r}"))
+    if kind == "minlp":
+        c = model.cone
+        lhs = c["a"] * x[c["n"]] ** 2
+        rhs = x[c["cost"]] * x[c["time"]]
+        tol = FEAS_TOL * np.maximum(1.0, np.maximum(np.abs(lhs), np.abs(rhs)))
+        for k in np.flatnonzero(lhs - rhs > tol):
+            out.append((lhs[k] - rhs[k], f"row cone_{c['name'][k]}: a·N² = {float(lhs[k])!r} > cc·t = {float(rhs[k])!r}"))
+    # largest first within each kind (bounds, integrality, rows): no kind hides another
+    kind_of = {"bound": 0, "integrality": 1}
+    out.sort(key=lambda v: (kind_of.get(v[1].split(":")[0], 2), -v[0]))
+    return out
+
+
+def _listed(viol: list[tuple[float, str]]) -> list[str]:
+    """At most MAX_LISTED messages of each kind (bounds, integrality, rows);
+    among rows the largest violation of each row family (its name without a
+    trailing number, e.g. every tangent of one configuration) comes first,
+    so that one broken block does not hide another."""
+    out, per = [], {}
+    rows = [m for _, m in viol if m.startswith("row ")]
+    for _, msg in viol:
+        head = msg.split(":")[0]
+        if head in ("bound", "integrality") and per.get(head, 0) < MAX_LISTED:
+            per[head] = per.get(head, 0) + 1
+            out.append(msg)
+    first, seen = [], set()
+    for msg in rows:
+        family = re.sub(r"_\d+$", "", msg.split(":")[0])
+        if family not in seen:
+            seen.add(family)
+            first.append(msg)
+    out += (first + [m for m in rows if m not in set(first)])[:MAX_LISTED]
+    return out
+
+
+def _plan_report(inst, model, x: np.ndarray, samples: int, seed: int) -> dict:
+    """The plan a feasible solution encodes, exactly costed and judged out of sample."""
+    from deplbench.formulations.evaluate import evaluate_plan
+
+    xm = np.array(x[:model.n_master_cols])
+    xm[model.integer[:model.n_master_cols]] = np.rint(xm[model.integer[:model.n_master_cols]])
+    choice = model.formulation.choice_from_solution(xm)
+    if choice is None:
+        return {"decoded": False, "message": "the solution's counts do not cover its epochs"}
+    data = model.data
+    plan = choice.to_plan(data)
+    ev = evaluate_plan(inst, plan, samples=samples, seed=seed, trajectory=False).to_dict()
+    keep = ("cost", "verdict", "feasible", "quantile", "quantile_ci", "confidence", "samples", "exact",
+            "certified_verdict", "violation_count", "violation_lb", "violation_ub",
+            "violation_lo", "violation_hi", "exact_verdict")
+    return {"decoded": True, "epochs": plan.n_epochs, "exact_cost": choice.cost,
+            "in_sample_violations": int(choice.violations) * (data.S_nominal if data.deterministic else 1),
+            "allowed_violations": int(data.p), "plan": plan.to_dict(),
+            "out_of_sample": {k: ev[k] for k in keep if k in ev}}
+
+
+def verify_solution(root: str, name: str, solution: str, kind: str = "pwl", samples: int = 20_000,
+                    seed: int = 0) -> dict:
+    """Judge the solution file ``solution`` against model ``kind`` of ``name``.
+
+    Parameters
+    ----------
+    root : str
+        A library directory.
+    name : str
+        An instance of the library with model files.
+    solution : str
+        A ``.sol`` file (module docstring).
+    kind : {"pwl", "minlp"}
+        Which model: the PWL MILP (pwl/<name>.mps.gz) or the MINLP (minlp/<name>.nl.gz).
+    samples, seed : int
+        Out-of-sample trajectories judging the decoded plan.
+
+    Returns
+    -------
+    dict
+        ``feasible``, ``violations`` (by name: the largest :data:`MAX_LISTED`
+        bound, integrality and row violations each), ``n_violations``, ``objective``, ``solu`` (tag and value),
+        ``gap`` ((objective − value)/max(1, |value|)), ``plan`` (for a
+        feasible solution), ``tolerances``.
+
+    Raises
+    ------
+    SolverError
+        Unknown kind or name, an unreadable solution, a library written by
+        another code version.
+    """
+    if kind not in KINDS:
+        raise SolverError(f"model: must be one of {list(KINDS)}, got {kind!r}")
+    manifest = library_files(root)
+    rec = next((e for e in manifest["entries"] if e.get("name") == name), None)
+    if rec is None:
+        raise SolverError(f"name: {name!r} is not an instance of the library {str(root)!r}")
+    if not rec.get(kind):
+        raise SolverError(f"name: {name!r} has no model file ({rec.get('note') or 'none written'})")
+    values = read_sol(solution)
+    inst, model = rebuild_model(root, rec, float(manifest.get("pwl_tolerance", 1e-4)))
+    x = _vector(model, kind, values)
+    viol = _violations(model, kind, x)
+    objective = float(model.cost @ x)
+    solu = read_solu(os.path.join(root, KINDS[kind][2])).get(name)
+    gap = None
+    if solu is not None and solu.value is not None:
+        gap = (objective - solu.value) / max(1.0, abs(solu.value))
+    listed = _listed(viol)
+    out = {"library": str(root), "name": name, "model": kind, "file": rec[kind], "solution": str(solution),
+           "variables_given": len(values), "feasible": not viol, "n_violations": len(viol),
+           "violations": listed, "objective": objective,
+           "solu": None if solu is None else {"tag": solu.tag, "value": solu.value}, "gap": gap,
+           "tolerances": {"feasibility": FEAS_TOL, "integrality": INT_TOL,
+                          "pwl_relative": float(manifest.get("pwl_tolerance", math.nan))}}
+    if not viol:
+        out["plan"] = _plan_report(inst, model, x, samples, seed)
+    return out
+
+
+def format_verify(res: dict) -> str:
+    """The text report of ``deplbench library verify``."""
+    lines = [(f"{res['name']} ({res['model']}: {res['file']}), solution {res['solution']} "
+              f"({res['variables_given']} values)")]
+    if res["feasible"]:
+        lines.append(f"feasible: yes (rows, bounds, integrality{', cones' if res['model'] == 'minlp' else ''} "
+                     f"within {res['tolerances']['feasibility']:g})")
+    else:
+        lines.append(f"feasible: NO, {res['n_violations']} violation(s); largest:")
+        lines += [f"  {m}" for m in res["violations"]]
+    lines.append(f"objective: {res['objective']!r}")
+    if res["solu"] is not None:
+        s = res["solu"]
+        lines.append(f".solu: {s['tag']} {s['value']!r}; gap {res['gap']:+.3e}" if res["gap"] is not None
+                     else f".solu: {s['tag']}")
+    plan = res.get("plan")
+    if plan and plan.get("decoded"):
+        oos = plan["out_of_sample"]
+        lines.append(f"plan: {plan['epochs']} epochs, exact real-x cost {plan['exact_cost']!r}, in-sample "
+                     f"violations {plan['in_sample_violations']} (allowed {plan['allowed_violations']})")
+        ci = oos.get("quantile_ci")
+        lines.append(f"out of sample: {oos.get('verdict')} (quantile {oos.get('quantile')!r}"
+                     + (f", {oos.get('confidence')} CI {ci}" if ci else "") + f", {oos.get('samples')} draws); "
+                     f"certified: {oos.get('certified_verdict')}")
+        if "exact_verdict" in oos:
+            lines.append(f"exact: {oos['exact_verdict']} (violation probability in "
+                         f"[{oos.get('violation_lo')}, {oos.get('violation_hi')}])")
+    elif plan:
+        lines.append(f"plan: not decoded ({plan.get('message')})")
+    return "\n".join(lines)
+
+
+__all__ = ["FEAS_TOL", "INT_TOL", "format_verify", "read_sol", "rebuild_model", "verify_solution"]
