@@ -63,7 +63,7 @@ def test_printed_rule_two_clusters_cyclic_reproduction():
 
 def test_printed_rule_reproduction_through_the_milp_route():
     """``--algo milp`` sends cyclic graphs to ``general``; the checked result must be the optimum."""
-    from deplbench.solvers.base import solve
+    from deplbench.solvers.run import solve
 
     inst = tiny_instance(seed=8, n_datasets=1, n_clusters=2, horizon=4, n_models=3, all_switches=True,
                          rule="printed")

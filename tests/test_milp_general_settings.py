@@ -60,7 +60,7 @@ def test_settings_from_a_string_and_into_the_result():
 
 
 def test_milp_route_passes_and_validates_the_settings():
-    from deplbench.solvers.base import solve
+    from deplbench.solvers.run import solve
 
     inst = tiny_instance(seed=2, n_datasets=1, n_clusters=2, horizon=3, n_models=2, all_switches=True)
     res = solve(inst, "milp", scenarios=10, time_limit=None, evaluate=False, formulation="general",

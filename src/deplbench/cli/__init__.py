@@ -18,6 +18,7 @@ import textwrap
 from collections.abc import Iterator
 
 from deplbench import __version__
+from deplbench.errors import DeplbenchError
 from deplbench.cli.messages import os_error_message
 
 #: Modules contributing sub-commands, in the order they appear in ``--help``.
@@ -54,7 +55,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "certify": ("deplbench.cli.certify", "certified bracket [LB, UB] on the chance-constrained optimum"),
     "run": ("deplbench.cli.benchmarks", "run a benchmark sweep into a results store (resumable)"),
     "export": ("deplbench.cli.benchmarks", "export a results store to CSV or Parquet"),
-    "library": ("deplbench.cli.library", "build or check the MPS instance library with its .solu of known optima"),
+    "library": ("deplbench.cli.library", "build, check or verify the instance library (full SAA models, .solu files of optima)"),
     "report": ("deplbench.cli.reports", "build a static HTML/CSV/Markdown report from a results store"),
 }
 

@@ -124,4 +124,4 @@ def align_table(rows) -> str:
     return "\n".join("  ".join(str(c).ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows)
 
 
-__all__ = ["COLUMNS", "SUMMARY_HEAD", "format_check", "summary_row", "write_tables", "write_truth_table"]
+__all__ = ["COLUMNS", "SUMMARY_HEAD", "align_table", "format_check", "summary_row", "write_tables", "write_truth_table"]

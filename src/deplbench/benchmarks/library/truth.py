@@ -87,7 +87,7 @@ def true_optimum(instance, name: str, scenarios: int, time_limit: float, confide
 def _exact_row(instance, name: str, time_limit: float, cls) -> dict:
     """milp-exact's bracket: its proven lower bound and the cost of its plan,
     whose violation probability it computed exactly."""
-    from deplbench.solvers.base import solve
+    from deplbench.solvers.run import solve
 
     params = {"time_limit": float(time_limit)} if "time_limit" in cls.parameters else {}
     res = solve(instance, cls, evaluate=False, **params)
