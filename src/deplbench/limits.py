@@ -36,6 +36,22 @@ MEMORY_BUDGET_GIB = 2.0
 #: Bytes of one float64 value.
 FLOAT_BYTES = 8
 
+# Upper bounds on every count a user gives (checked at load, before any work):
+# far above any meaningful run, far below what would run for days or exhaust
+# memory. A sweep's task count has an explicit override (``sweep.max_tasks``).
+#: Solver threads (HiGHS ``threads``).
+MAX_THREADS = 256
+#: Worker processes (``--workers``, ``workers``).
+MAX_WORKERS = 1024
+#: Simulated closed-loop runs (``simulate --runs``, ``closed_loop.runs``).
+MAX_RUNS = 1_000_000
+#: SAA replications of a certified bracket (M, M₂).
+MAX_REPLICATIONS = 10_000
+#: Parametric-bootstrap replicates of a KS p-value (``fit --ks-bootstrap``).
+MAX_BOOTSTRAP = 100_000
+#: Tasks one sweep may expand to unless its ``sweep.max_tasks`` raises the cap.
+MAX_SWEEP_TASKS = 100_000
+
 
 class MemoryLimitExceeded(SolverError):
     """An array a solver is about to build would exceed the memory budget."""
@@ -109,5 +125,6 @@ def check_time(where: str) -> None:
         raise TimeLimitReached(f"time limit {_LIMIT.get():g} s reached ({where}); no plan")
 
 
-__all__ = ["MEMORY_BUDGET_GIB", "FLOAT_BYTES", "MemoryLimitExceeded", "TimeLimitReached", "check_memory",
+__all__ = ["MEMORY_BUDGET_GIB", "FLOAT_BYTES", "MAX_THREADS", "MAX_WORKERS", "MAX_RUNS", "MAX_REPLICATIONS",
+           "MAX_BOOTSTRAP", "MAX_SWEEP_TASKS", "MemoryLimitExceeded", "TimeLimitReached", "check_memory",
            "deadline", "time_left", "check_time"]

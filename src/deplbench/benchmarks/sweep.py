@@ -63,6 +63,7 @@ from __future__ import annotations
 
 import hashlib
 import itertools
+import math
 import os
 from collections.abc import Iterator, Mapping
 from dataclasses import asdict, dataclass, field
@@ -77,6 +78,7 @@ from deplbench.benchmarks.validate import (
 from deplbench.benchmarks import solver_axis as _axis
 from deplbench.benchmarks.validate import check_names as _check_names
 from deplbench.errors import SweepError
+from deplbench.limits import MAX_SWEEP_TASKS
 from deplbench.jsonio import canonical_json  # noqa: F401 - re-exported: part of this module's API
 
 import tomllib
@@ -91,7 +93,7 @@ DEFAULT_TIME_LIMIT_S = 600.0
 #: meaning (DESIGN.md: ``loss_max`` = ℓmax, ``omega`` = ω of eq. (3)).
 TARGET_FIELDS = ("loss_max", "omega")
 
-_SWEEP_KEYS = {"name", "description", "time_limit_s", "evaluation"}
+_SWEEP_KEYS = {"name", "description", "time_limit_s", "evaluation", "max_tasks"}
 _EVALUATION_KEYS = {"samples", "seed", "closed_loop"}  # closed_loop: benchmarks.tasks.check_closed_loop
 _INSTANCE_KEYS = {"id", "set", "family", "path", "params", "grid", "seeds", "seed", "targets", "solvers"}
 _ALGORITHM_KEYS = {"name", "label", "params", "grid", "instances", "time_limit_s", "solvers"}
@@ -415,6 +417,7 @@ def parse_sweep(
         _parse_algorithm(entry, f"algorithms[{i}]", set(ids), time_limit)
         for i, entry in enumerate(raw_algorithms)
     )
+    _check_task_count(groups, algorithms, head.get("max_tasks", MAX_SWEEP_TASKS))
     if check_names:
         _check_names(groups, algorithms)
         check_parameters(algorithms)
@@ -423,6 +426,30 @@ def parse_sweep(
     return Sweep(name=name, description=description, time_limit_s=time_limit,
                  evaluation=dict(evaluation), instances=groups,
                  algorithms=algorithms, source=source, text=text)
+
+
+def _check_task_count(groups: tuple, algorithms: tuple, cap: Any) -> None:
+    """Refuse a sweep whose expansion would exceed ``cap`` tasks, before expanding it.
+
+    The count is the product of the axis lengths (an upper bound: duplicates
+    merge later), so a 2000 × 2000 grid is refused at load, not after
+    minutes of expansion; ``sweep.max_tasks`` raises the cap explicitly.
+    """
+    if isinstance(cap, bool) or not isinstance(cap, int) or cap < 1:
+        raise SweepError(f"sweep.max_tasks: expected a positive integer, got {cap!r}")
+
+    def points(grid: Mapping) -> int:
+        return math.prod(len(v) for v in grid.values())
+
+    total = 0
+    for g in groups:
+        recipes = 1 if g.path is not None else points(g.grid) * len(g.seeds)
+        per_algo = sum(points(a.grid) * len(_axis.solver_axis(g, a) or (None,))
+                       for a in algorithms if a.instances is None or g.id in a.instances)
+        total += recipes * points(g.targets) * per_algo
+    if total > cap:
+        raise SweepError(f"sweep.max_tasks: the sweep expands to up to {total} tasks > the cap {cap}; "
+                         "shrink the grids or set sweep.max_tasks to at least that")
 
 
 def _parse_instance_group(entry: Any, where: str, base_dir: Path) -> InstanceGroup:

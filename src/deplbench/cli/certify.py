@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 
 from deplbench.errors import SolverError
+from deplbench.limits import MAX_WORKERS
 from deplbench.jsonio import finite_json, print_json
 
 
@@ -21,8 +22,8 @@ def _cmd_certify(args) -> int:
                                              process_map)
 
     instance = load_instance(args.instance)
-    if args.workers < 1:
-        raise SolverError(f"--workers: must be >= 1, got {args.workers}")
+    if not 1 <= args.workers <= MAX_WORKERS:
+        raise SolverError(f"--workers: must be in [1, {MAX_WORKERS}], got {args.workers}")
     extra, failed = candidate_plans(instance, args.with_algorithms or "")
     bracket = certify(instance, confidence=args.confidence, replications=args.replications,
                       scenarios=args.scenarios, validation=args.validation,

@@ -60,6 +60,7 @@ import time
 from collections.abc import Iterable, Mapping
 from typing import ClassVar
 
+from deplbench import limits
 from deplbench.errors import SolverError
 from deplbench.formulations.plan import Plan, parse_plan
 from deplbench.formulations.result import SolveResult
@@ -121,11 +122,13 @@ def _check_args(instance, confidence, replications, scenarios, validation, risk_
                 refine_scenarios, refine_validation, refine_candidates, refine_risk_grid,
                 refine_grid_seeds) -> tuple[tuple[float, ...], tuple[float, ...]]:
     """Validate :func:`certify`'s arguments; return both risk grids as floats."""
-    def integer(name, value, low, optional=False):
+    def integer(name, value, low, optional=False, high=None):
         if optional and value is None:
             return
         if isinstance(value, bool) or not isinstance(value, int) or value < low:
             raise SolverError(f"{name}: must be an integer >= {low}, got {value!r}")
+        if high is not None and value > high:
+            raise SolverError(f"{name}: must be <= {high}, got {value!r}")
 
     def share(name, value):
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < 1:
@@ -142,7 +145,7 @@ def _check_args(instance, confidence, replications, scenarios, validation, risk_
         return out
 
     share("confidence", confidence)
-    integer("replications", replications, 1)
+    integer("replications", replications, 1, high=limits.MAX_REPLICATIONS)
     integer("scenarios", scenarios, 1)
     integer("validation", validation, 100)
     integer("seed", seed, 0)
@@ -156,7 +159,7 @@ def _check_args(instance, confidence, replications, scenarios, validation, risk_
                                      or not 0 <= target_width < 1):
         raise SolverError(f"target_width: must be in [0, 1) (0 or None: no refinement), got {target_width!r}")
     share("refine_share", refine_share)
-    integer("refine_replications", refine_replications, 1)
+    integer("refine_replications", refine_replications, 1, high=limits.MAX_REPLICATIONS)
     integer("refine_scenarios", refine_scenarios, 1, optional=True)
     integer("refine_validation", refine_validation, 100)
     integer("refine_candidates", refine_candidates, 1)
@@ -350,6 +353,8 @@ def certify(instance, confidence: float = DEFAULT_CONFIDENCE, replications: int 
     if refining and stages[-1].get("ran"):
         stages[-1]["width"] = width
     status, message = _status(lower, upper, width, exact, confidence)
+    if upper is None and not any(not r["value_kind"].startswith("trivial") for r in all_reps):
+        status, message = "error", _no_usable_replication(all_reps)
     judged.sort(key=lambda c: c["cost"])
     return {
         "instance": instance.name, "omega": float(instance.omega), "risk": alpha,
@@ -373,6 +378,15 @@ def certify(instance, confidence: float = DEFAULT_CONFIDENCE, replications: int 
                       "saa_solves_sum": sum(r["runtime_s"] for r in results),
                       "cpu": sum(r["cpu_s"] for r in results) + sum(c["cpu_s"] for c in judged)},
     }
+
+
+def _no_usable_replication(reps: list[dict]) -> str:
+    """The reason no bound exists when every SAA replication failed or stopped
+    without a proven bound (their 0 would be a vacuous lower bound)."""
+    reasons = sorted({f"{r['status']}: {r['message']}" for r in reps})
+    return (f"no usable SAA replication: all {len(reps)} replications failed or stopped without a proven "
+            f"bound ({'; '.join(reasons[:2])}); raise time_limit, or use fewer scenarios or a smaller "
+            "horizon")
 
 
 def _unjudged(c: dict) -> dict:
@@ -451,7 +465,8 @@ class MilpCertified(Solver):
     parameters: ClassVar[dict[str, Param]] = {
         "confidence": Param(DEFAULT_CONFIDENCE, float, "joint confidence 1 − β of the bracket",
                             low=0.0, low_inclusive=False, high=0.999999),
-        "replications": Param(DEFAULT_REPLICATIONS, int, "M SAA replications for the lower bound", low=1),
+        "replications": Param(DEFAULT_REPLICATIONS, int, "M SAA replications for the lower bound", low=1,
+                              high=limits.MAX_REPLICATIONS),
         "scenarios": Param(DEFAULT_SCENARIOS, int, "S scenarios per SAA solve", low=1),
         "validation": Param(DEFAULT_VALIDATION, int, "N' fresh draws certifying candidate plans", low=100),
         "risk_grid": Param(",".join(f"{f:g}" for f in DEFAULT_RISK_GRID), str,
@@ -462,12 +477,13 @@ class MilpCertified(Solver):
                      high=0.999999),
         "algorithms": Param("", str, "comma-separated algorithms whose plans are also UB candidates"),
         "grid_seeds": Param(DEFAULT_GRID_SEEDS, int, "SAA solves per tightened risk level", low=1),
-        "workers": Param(1, int, "local processes for the SAA solves", low=1),
+        "workers": Param(1, int, "local processes for the SAA solves", low=1, high=limits.MAX_WORKERS),
         "target_width": Param(DEFAULT_TARGET_WIDTH, float, "stage 2 runs when the stage-1 width is above "
                               "this (0: never; stage 1 then gets the whole β)", low=0.0, high=0.999999),
         "refine_share": Param(DEFAULT_REFINE_SHARE, float, "share of β_L and β_U reserved for stage 2",
                               low=0.0, low_inclusive=False, high=0.999999),
-        "refine_replications": Param(DEFAULT_REFINE_REPLICATIONS, int, "M₂ stage-2 replications", low=1),
+        "refine_replications": Param(DEFAULT_REFINE_REPLICATIONS, int, "M₂ stage-2 replications", low=1,
+                                     high=limits.MAX_REPLICATIONS),
         "refine_scenarios": Param(0, int, "S₂ scenarios per stage-2 SAA solve (0: 10·S)", low=0),
         "refine_validation": Param(DEFAULT_REFINE_VALIDATION, int, "N'₂ fresh draws per stage-2 test", low=100),
         "refine_candidates": Param(DEFAULT_REFINE_CANDIDATES, int, "at most this many stage-2 tests", low=1),
@@ -516,6 +532,9 @@ def bracket_result(bracket: dict) -> SolveResult:
     upper, lower = bracket["upper_bound"], bracket["lower_bound"]
     lb = lower["value"] if lower["value"] is not None and math.isfinite(lower["value"]) else None
     diag = {"bracket": bracket, "certified": bracket["status"], "width": bracket["width"]}
+    if bracket["status"] == "error":       # no usable replication: no statement at all, never "infeasible"
+        return SolveResult(algorithm=MilpCertified.name, status="error", message=bracket["message"],
+                           diagnostics=diag)
     if upper is None:
         return SolveResult(algorithm=MilpCertified.name, status="infeasible", message=bracket["message"],
                            lower_bound=lb, diagnostics=diag)

@@ -125,6 +125,8 @@ def _options(c: float, comm: np.ndarray, kappa: np.ndarray, cap: np.ndarray, clu
         top = float(cap[n])
         if kappa[n] > 0 and math.isfinite(upper):
             top = min(top, upper * (1.0 + eps1) / kappa[n])
+        if not top > 0:
+            continue  # a paid cluster when a free one gives cost 0 (upper = 0): never in a solution as cheap
         # Levels from the slowest allocation that still fits alone, x_lo =
         # c/(Tmax − comm), up by factors (1+ε'), and r(n) itself: every real
         # x in [x_lo, r] rounds up to a level within (1+ε'). Anchored at the
