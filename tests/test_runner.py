@@ -206,7 +206,9 @@ def _rows(db: Path) -> list[tuple]:
 
 def _start_cli(sweep: Path, db: Path, workers: int = 2) -> subprocess.Popen:
     return subprocess.Popen(
-        [sys.executable, "-m", "deplbench", "run", str(sweep), "--db", str(db),
+        # cli.main, not the installed command: only main honours the test plugin hook
+        [sys.executable, "-c", "import sys; from deplbench.cli import main; sys.exit(main())", "run", str(sweep),
+         "--db", str(db),
          "--workers", str(workers), "--no-progress"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=dict(os.environ))
 

@@ -32,7 +32,7 @@ def _cmd_certify(args) -> int:
                       grid_seeds=args.grid_seeds, target_width=args.target_width,
                       refine_share=args.refine_share, refine_replications=args.refine_replications,
                       refine_scenarios=args.refine_scenarios, refine_validation=args.refine_validation,
-                      refine_candidates=args.refine_candidates)
+                      refine_candidates=args.refine_candidates, total_time_limit=args.total_time_limit)
     if failed:
         bracket["candidate_failures"] = failed
     if args.output:
@@ -128,6 +128,9 @@ def register(subparsers) -> None:
                    help=f"SAA solves per tightened level (default {DEFAULT_GRID_SEEDS})")
     p.add_argument("--time-limit", type=float, default=DEFAULT_TIME_LIMIT,
                    help=f"wall seconds per SAA solve (default {DEFAULT_TIME_LIMIT:g})")
+    p.add_argument("--total-time-limit", type=float, default=None, metavar="SECONDS",
+                   help="wall seconds for the whole bracket: SAA solves end by 80 %% of it, validation "
+                        "tests start by 90 %% (default: none)")
     p.add_argument("--seed", type=int, default=0, help="base seed of the replications (default 0)")
     p.add_argument("--with", dest="with_algorithms", metavar="ALGOS", default="",
                    help="comma-separated algorithms whose plans are also UB candidates, e.g. depl,best-exp")

@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from deplbench.errors import DeplbenchError, SolverError
-from deplbench.limits import TimeLimitReached, deadline
+from deplbench.limits import TimeLimitReached, deadline, memory_budget
 from deplbench.formulations.closed_loop import (  # noqa: F401 - the policy interface, re-exported
     STOP, ClosedLoopPolicy, Decision, FixedPlanPolicy, PolicyState, StopAtTarget, simulate,
 )
@@ -276,7 +276,7 @@ def solve(
             result = SolveResult(algorithm=cls.name, status="infeasible", message=reduction.reason)
         else:
             # A declared time_limit sets the deadline every check_time() reads (deplbench.limits).
-            with deadline(resolved.get("time_limit")):
+            with deadline(resolved.get("time_limit")), memory_budget(resolved.get("memory_limit")):
                 result = cls().run(reduction.instance if reduction is not None else instance, **resolved)
     except TimeLimitReached as exc:  # a heuristic's deadline (deplbench.limits): no plan
         result = SolveResult(algorithm=cls.name, status="time_limit", message=str(exc))

@@ -181,7 +181,7 @@ def certify(instance, confidence: float = DEFAULT_CONFIDENCE, replications: int 
             refine_validation: int = DEFAULT_REFINE_VALIDATION,
             refine_candidates: int = DEFAULT_REFINE_CANDIDATES,
             refine_risk_grid: Iterable[float] = DEFAULT_REFINE_RISK_GRID,
-            refine_grid_seeds: int = DEFAULT_REFINE_GRID_SEEDS) -> dict:
+            refine_grid_seeds: int = DEFAULT_REFINE_GRID_SEEDS, total_time_limit: float | None = None) -> dict:
     """Certified bracket [LB, UB] on the true chance-constrained optimum.
 
     Parameters
@@ -234,6 +234,14 @@ def certify(instance, confidence: float = DEFAULT_CONFIDENCE, replications: int 
     refine_risk_grid : iterable of float, default (0.95, 0.9)
         Tightened levels of the stage-2 SAA candidates (``refine_grid_seeds`` each).
     refine_grid_seeds : int, default 2
+    total_time_limit : float, optional
+        Wall seconds for the whole bracket. The SAA solves, in order, end by
+        80 % of it: each gets min(``time_limit``, time left); one stopped
+        early keeps its proven dual bound, one not started counts as a
+        replication without a bound (LB stays valid, looser). Stage 2 starts
+        only while time is left; a validation test starting after 90 % of it
+        is skipped (its plan is not certified; it still counts in T). None:
+        only the per-solve ``time_limit``.
 
     Returns
     -------
@@ -267,6 +275,9 @@ def certify(instance, confidence: float = DEFAULT_CONFIDENCE, replications: int 
                                     refine_candidates, refine_risk_grid, refine_grid_seeds)
     mapper = map or _sequential_map
     t_start = time.perf_counter()
+    if total_time_limit is not None and (isinstance(total_time_limit, bool) or not isinstance(
+            total_time_limit, (int, float)) or not 0 < total_time_limit < math.inf):
+        raise SolverError(f"total_time_limit: must be a positive number of seconds, got {total_time_limit!r}")
     alpha = 1.0 - float(instance.omega)
     exact = is_deterministic(instance)
     data = instance.model_dump(mode="json", by_alias=True)
@@ -284,6 +295,14 @@ def certify(instance, confidence: float = DEFAULT_CONFIDENCE, replications: int 
     # ---- stage 1: LB from M replications, UB from T₁ tests on N′ draws ------
     tasks = saa_tasks(data, instance.omega, alpha, replications, scenarios, grid, grid_seeds, seed,
                       time_limit, gap, stage=1)
+    # total_time_limit as wall-clock instants (tasks may run in other processes):
+    # SAA solves end by 80 % of it, no validation test starts after 90 %.
+    ends_at = tests_end = None
+    if total_time_limit is not None:
+        zero = time.time() - (time.perf_counter() - t_start)
+        ends_at, tests_end = zero + 0.8 * total_time_limit, zero + 0.9 * total_time_limit
+    for task in tasks:
+        task["ends_at"] = ends_at
     results, wall = run_saa(mapper, tasks)
     timing["saa_solves_wall"] += wall
     reps1 = [r for r in results if r["role"] == "replication"]
@@ -296,7 +315,8 @@ def certify(instance, confidence: float = DEFAULT_CONFIDENCE, replications: int 
             pool[key]["stage"] = 1
     vseed1 = seed + VALIDATION_SEED_OFFSET
     t0 = time.perf_counter()
-    judged, upper = judge(mapper, data, list(pool.values()), validation, vseed1, beta_u1, exact, "stage 1")
+    judged, upper = judge(mapper, data, list(pool.values()), validation, vseed1, beta_u1, exact, "stage 1",
+                          tests_end)
     timing["validation"] += time.perf_counter() - t0
     lb1 = lower1["value"]
     width1 = _width(lb1, upper)
@@ -307,13 +327,19 @@ def certify(instance, confidence: float = DEFAULT_CONFIDENCE, replications: int 
 
     # ---- stage 2: only when the stage-1 bracket is wider than the target ----
     need = refining and not (width1 is not None and width1 <= target_width)
-    if refining and not need:
+    if need and total_time_limit is not None and time.perf_counter() - t_start >= 0.8 * total_time_limit:
+        need = False
+        stages.append({"stage": 2, "ran": False, "reason": f"total_time_limit {total_time_limit:g} s used "
+                       "up by stage 1", "beta_lower": beta_l2, "beta_upper": beta_u2})
+    elif refining and not need:
         stages.append({"stage": 2, "ran": False, "reason": f"stage-1 width {100 * width1:.3g} % ≤ target "
                        f"{100 * target_width:.3g} %", "beta_lower": beta_l2, "beta_upper": beta_u2})
     if need:
         first = seed + replications + len(grid) * grid_seeds
         tasks2 = saa_tasks(data, instance.omega, alpha, m2, s2, refine_grid, refine_grid_seeds, first,
                            time_limit, gap, stage=2)
+        for task in tasks2:
+            task["ends_at"] = ends_at
         results2, wall = run_saa(mapper, tasks2)
         timing["saa_solves_wall"] += wall
         results += results2
@@ -325,14 +351,14 @@ def certify(instance, confidence: float = DEFAULT_CONFIDENCE, replications: int 
         # draws): a selection aid, never a certificate.
         t0 = time.perf_counter()
         screened = _validate_candidates(mapper, data, [pool[k] for k in new_keys], validation, vseed1,
-                                        1.0 - beta_u1)
+                                        1.0 - beta_u1, tests_end)
         for c in screened:
             c["certified"], c["test"] = False, "screened on the stage-1 draws (no certificate)"
         chosen = select_for_refinement(judged + screened, upper["value"] if upper else None, alpha,
                                        refine_validation, beta_u2, refine_candidates)
         vseed2 = vseed1 + 1
         judged2, upper2 = judge(mapper, data, [_unjudged(c) for c in chosen], refine_validation, vseed2,
-                                beta_u2, exact, "stage 2") if chosen else ([], None)
+                                beta_u2, exact, "stage 2", tests_end) if chosen else ([], None)
         timing["validation"] += time.perf_counter() - t0
         if upper2 is not None and (upper is None or upper2["value"] < upper["value"]):
             upper = upper2
@@ -373,7 +399,8 @@ def certify(instance, confidence: float = DEFAULT_CONFIDENCE, replications: int 
                      "grid_seeds": grid_seeds, "target_width": float(target_width or 0.0),
                      "refine_share": float(refine_share), "refine_replications": m2, "refine_scenarios": s2,
                      "refine_validation": refine_validation, "refine_candidates": refine_candidates,
-                     "refine_risk_grid": list(refine_grid), "refine_grid_seeds": refine_grid_seeds},
+                     "refine_risk_grid": list(refine_grid), "refine_grid_seeds": refine_grid_seeds,
+                     "total_time_limit": total_time_limit},
         "runtime_s": {"total": time.perf_counter() - t_start, **timing,
                       "saa_solves_sum": sum(r["runtime_s"] for r in results),
                       "cpu": sum(r["cpu_s"] for r in results) + sum(c["cpu_s"] for c in judged)},
@@ -472,6 +499,9 @@ class MilpCertified(Solver):
         "risk_grid": Param(",".join(f"{f:g}" for f in DEFAULT_RISK_GRID), str,
                            "tightened SAA risk factors f (γ = f·(1−ω)), comma-separated"),
         "time_limit": Param(DEFAULT_TIME_LIMIT, float, "seconds per SAA solve", low=0.0, low_inclusive=False),
+        "total_time_limit": Param(None, float, "wall seconds for the whole bracket (none: per solve only); "
+                                  "the SAA solves end by 80 % of it, tests start by 90 %", low=0.0, low_inclusive=False,
+                                  nullable=True),
         "seed": Param(0, int, "base seed of the replications (validation: seed + 1000003)", low=0),
         "gap": Param(1e-4, float, "MILP relative gap per SAA solve", low=0.0, low_inclusive=False,
                      high=0.999999),
@@ -497,7 +527,8 @@ class MilpCertified(Solver):
                           scenarios=params["scenarios"], validation=params["validation"], risk_grid=grid,
                           time_limit=params["time_limit"], seed=params["seed"], gap=params["gap"],
                           candidates=extra, map=process_map(params["workers"]),
-                          grid_seeds=params["grid_seeds"], **refine_options(params))
+                          grid_seeds=params["grid_seeds"], total_time_limit=params["total_time_limit"],
+                          **refine_options(params))
         if failed:
             bracket["candidate_failures"] = failed
         return bracket_result(bracket)

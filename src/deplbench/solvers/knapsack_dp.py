@@ -26,6 +26,7 @@ import math
 from typing import ClassVar
 
 from deplbench.errors import InstanceError
+from deplbench.limits import MEMORY_LIMIT_PARAM, TIME_LIMIT_PARAM
 from deplbench.formulations.knapsack import provenance_mismatch, solve_knapsack_instance
 from deplbench.formulations.plan import Epoch, Plan
 from deplbench.formulations.result import SolveResult
@@ -42,9 +43,9 @@ class KnapsackDP(Solver):
     exact: ClassVar[bool] = True
     reference_priority: ClassVar[int] = 0
     style: ClassVar[PlotStyle] = PlotStyle("#7f7f7f", "*", ":")
-    parameters: ClassVar[dict[str, Param]] = {}
+    parameters: ClassVar[dict[str, Param]] = {"time_limit": TIME_LIMIT_PARAM, "memory_limit": MEMORY_LIMIT_PARAM}
 
-    def run(self, instance) -> SolveResult:
+    def run(self, instance, **params) -> SolveResult:
         """Solve; an instance outside the reduction gives status ``error`` with the reason."""
         try:
             sol = solve_knapsack_instance(instance)

@@ -19,6 +19,10 @@ import numpy as np
 import pandas as pd
 
 from deplbench.errors import DeplbenchError
+from deplbench.limits import check_file_size
+
+#: Largest epoch index a log may hold (far above any training run; below int64 overflow).
+MAX_EPOCH = 10**9
 
 #: Columns the long log format must have (extra columns are ignored).
 REQUIRED_COLUMNS = ("run", "epoch", "model", "loss")
@@ -78,6 +82,7 @@ def read_logs(path: str | os.PathLike) -> Logs:
         If the file cannot be read or parsed, or fails :func:`validate_logs`.
     """
     path = Path(path)
+    check_file_size(path, "log", LogError)
     try:
         data = path.read_bytes()
     except OSError as exc:
@@ -154,11 +159,19 @@ def validate_logs(frame: pd.DataFrame, source: str = "logs") -> pd.DataFrame:
         return values
 
     epoch_f = numeric("epoch")
-    bad = np.flatnonzero((epoch_f < 0) | (epoch_f != np.round(epoch_f)))
+    bad = np.flatnonzero((epoch_f < 0) | (epoch_f != np.round(epoch_f)) | (epoch_f > MAX_EPOCH))
     if bad.size:
-        i = bad[0]
-        raise LogError(f"{source}: column 'epoch': {epoch_f[i]!r} on line {line[i]} is not an integer >= 0")
+        i = bad[0]   # checked before the int64 cast: 1e20 would overflow it (a RuntimeWarning, a wrong line)
+        raise LogError(f"{source}: column 'epoch': {epoch_f[i]:g} on line {line[i]} is not an integer in "
+                       f"[0, {MAX_EPOCH}]")
     loss = numeric("loss")
+    neg = np.flatnonzero(loss < 0)
+    if neg.size and (loss > 0).any():
+        # One negative row among positive losses is a typo or a corrupt row,
+        # and the decay fit would follow it (A scaled by orders of magnitude).
+        i = neg[0]
+        raise LogError(f"{source}: column 'loss': {loss[i]:g} on line {line[i]} is negative while other "
+                       "losses are positive; a training loss keeps one sign")
     model = text("model")
     epoch = epoch_f.astype(np.int64)
     bad = np.flatnonzero((model.to_numpy() == "") & (epoch >= 1))
