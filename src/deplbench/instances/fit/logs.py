@@ -21,6 +21,9 @@ import pandas as pd
 from deplbench.errors import DeplbenchError
 from deplbench.limits import check_file_size
 
+#: A loss further than this factor from the logs' median magnitude is refused as a corrupt row.
+OUTLIER_FACTOR = 1000.0
+
 #: Largest epoch index a log may hold (far above any training run; below int64 overflow).
 MAX_EPOCH = 10**9
 
@@ -165,13 +168,15 @@ def validate_logs(frame: pd.DataFrame, source: str = "logs") -> pd.DataFrame:
         raise LogError(f"{source}: column 'epoch': {epoch_f[i]:g} on line {line[i]} is not an integer in "
                        f"[0, {MAX_EPOCH}]")
     loss = numeric("loss")
-    neg = np.flatnonzero(loss < 0)
-    if neg.size and (loss > 0).any():
-        # One negative row among positive losses is a typo or a corrupt row,
-        # and the decay fit would follow it (A scaled by orders of magnitude).
-        i = neg[0]
-        raise LogError(f"{source}: column 'loss': {loss[i]:g} on line {line[i]} is negative while other "
-                       "losses are positive; a training loss keeps one sign")
+    # One wild row (a typo, a corrupt write: -1e6 among losses near 10) would
+    # dominate the decay fit (A scaled by orders of magnitude): a loss more
+    # than OUTLIER_FACTOR times the logs' typical magnitude is refused by line.
+    scale = float(np.median(np.abs(loss)))
+    wild = np.flatnonzero(np.abs(loss) > OUTLIER_FACTOR * max(scale, np.finfo(float).tiny))
+    if wild.size and scale > 0:
+        i = wild[0]
+        raise LogError(f"{source}: column 'loss': {loss[i]:g} on line {line[i]} is over {OUTLIER_FACTOR:g} times "
+                       f"the logs' median |loss| {scale:.4g}; a corrupt row?")
     model = text("model")
     epoch = epoch_f.astype(np.int64)
     bad = np.flatnonzero((model.to_numpy() == "") & (epoch >= 1))
