@@ -24,8 +24,11 @@ from deplbench.benchmarks.sweep import parse_sweep
 from deplbench.errors import InstanceError, SweepError
 from deplbench.instances.generators import generate
 from deplbench.instances.model import parse_instance
-from fuzz_common import FULL
+from fuzz_common import fuzz_settings
 from instance_data import base_instance
+
+#: Examples per planted kind (every kind runs: a parametrised test each).
+PER_KIND = fuzz_settings(12)
 
 SEEDS = [
     base_instance(),
@@ -129,11 +132,14 @@ def planted_instance(draw, kinds=tuple(INSTANCE_PLANTS)):
     return kind, data, field
 
 
-@FULL
-@given(planted_instance())
-def test_planted_invalid_instance_is_refused_naming_the_field(case):
-    _, data, field = case
-    refused_naming(parse_instance, data, field, InstanceError)
+@pytest.mark.parametrize("kind", list(INSTANCE_PLANTS))
+def test_planted_invalid_instance_is_refused_naming_the_field(kind):
+    @PER_KIND
+    @given(planted_instance((kind,)))
+    def prop(case):
+        _, data, field = case
+        refused_naming(parse_instance, data, field, InstanceError)
+    prop()
 
 
 def test_every_seed_is_valid_before_planting():
@@ -145,7 +151,7 @@ def test_every_seed_is_valid_before_planting():
 
 def _property_fails(kinds) -> bool:
     """Run the planted-instance property over ``kinds``; True when it failed."""
-    @FULL
+    @PER_KIND
     @given(planted_instance(kinds))
     def prop(case):
         _, data, field = case
@@ -157,6 +163,7 @@ def _property_fails(kinds) -> bool:
     return False
 
 
+@pytest.mark.slow
 def test_property_fails_without_the_duplicate_name_check(monkeypatch):
     from deplbench.instances import model
 
@@ -165,6 +172,7 @@ def test_property_fails_without_the_duplicate_name_check(monkeypatch):
     assert _property_fails(("duplicate name",))
 
 
+@pytest.mark.slow
 def test_property_fails_without_the_omega_range_check(monkeypatch):
     from pydantic.fields import FieldInfo
 
@@ -194,11 +202,12 @@ def _valid_sweep() -> dict:
             "algorithms": [{"name": "milp", "instances": ["a"]}, {"name": "depl"}]}
 
 
+SWEEP_PLANTS = ("omega target", "duplicate id", "unknown group", "time limit", "seed", "output path")
+
+
 @st.composite
-def planted_sweep(draw):
+def planted_sweep(draw, kind):
     data = _valid_sweep()
-    kind = draw(st.sampled_from(["omega target", "duplicate id", "unknown group", "time limit",
-                                 "seed", "output path"]))
     if kind == "omega target":
         data["instances"][1]["targets"]["omega"] = [0.9, draw(_not_prob)]
         return data, "instances[1].targets.omega"
@@ -218,11 +227,14 @@ def planted_sweep(draw):
     return data, "algorithms[0].params.write_lp"
 
 
-@FULL
-@given(planted_sweep())
-def test_planted_invalid_sweep_is_refused_naming_the_field(case):
-    data, field = case
-    refused_naming(lambda d: parse_sweep(d, check_names=False), data, field, SweepError)
+@pytest.mark.parametrize("kind", SWEEP_PLANTS)
+def test_planted_invalid_sweep_is_refused_naming_the_field(kind):
+    @PER_KIND
+    @given(planted_sweep(kind))
+    def prop(case):
+        data, field = case
+        refused_naming(lambda d: parse_sweep(d, check_names=False), data, field, SweepError)
+    prop()
 
 
 def test_valid_sweep_before_planting():
