@@ -78,7 +78,8 @@ def run_one(name: str, rel: str, old: str, new: str, timeout: float) -> tuple[st
         t0 = time.perf_counter()
         try:
             proc = subprocess.run([sys.executable, "-m", "pytest", *TESTS, "-x", "-q", "-n", "0",
-                                   "-p", "no:cacheprovider"], cwd=ROOT, env=env, capture_output=True,
+                                   "-p", "no:cacheprovider"], check=False, cwd=ROOT, env=env,
+                                  capture_output=True,
                                   text=True, timeout=timeout)
         except subprocess.TimeoutExpired:
             return "timeout", time.perf_counter() - t0, ""

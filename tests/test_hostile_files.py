@@ -14,14 +14,13 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from instance_data import two_model_data
 
 from deplbench import limits
 from deplbench.benchmarks.sweep import load_sweep, parse_sweep
 from deplbench.cli import main
 from deplbench.errors import InstanceError, PlanError, SweepError
-from deplbench.instances.model import load_instance, parse_instance
-
-from instance_data import two_model_data
+from deplbench.instances.model import load_instance
 
 
 def _sweep(**params) -> dict:
@@ -152,8 +151,9 @@ def frame():
 
 
 def test_report_draws_a_mathtext_label_as_plain_text(frame, tmp_path):
-    from deplbench.reports.build import build_report
     from test_reports import SMALL
+
+    from deplbench.reports.build import build_report
 
     df = frame.copy()
     df.loc[df["algorithm"] == "best-exp", "label"] = r"x_{$\frac$}"
@@ -163,8 +163,9 @@ def test_report_draws_a_mathtext_label_as_plain_text(frame, tmp_path):
 
 
 def test_report_is_written_whole_or_not_at_all(frame, tmp_path, monkeypatch):
-    from deplbench.reports import build as build_mod
     from test_reports import SMALL
+
+    from deplbench.reports import build as build_mod
 
     out = tmp_path / "rep"
     build_mod.build_report(frame, out, options=SMALL)

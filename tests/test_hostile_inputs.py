@@ -15,6 +15,7 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
+from instance_data import two_model_data
 
 from deplbench import limits
 from deplbench.benchmarks.sweep import parse_sweep
@@ -23,9 +24,6 @@ from deplbench.errors import DeplbenchError, InstanceError, SolverError, SweepEr
 from deplbench.formulations.scenarios import allowed_violations, quantile_rank
 from deplbench.instances.model import parse_instance
 from deplbench.solvers.base import solve
-
-from instance_data import two_model_data
-
 
 # ---- finding 2: ⌊(1−ω)S⌋ exactly, never rounded up to a vacuous count -------------------------
 

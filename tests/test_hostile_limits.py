@@ -13,13 +13,12 @@ import tracemalloc
 
 import numpy as np
 import pytest
+from instance_data import two_model_data
 
 from deplbench import limits
 from deplbench.instances.generators import generate
 from deplbench.instances.model import parse_instance
 from deplbench.solvers.base import solve
-
-from instance_data import two_model_data
 
 EXPIRED = 1e-12
 
@@ -135,8 +134,9 @@ def test_milp_certified_total_time_limit_bounds_the_whole_bracket():
 
 
 def test_milp_certified_total_time_limit_skips_late_tests_only():
-    from deplbench.solvers.certified_tasks import validation_task
     import time
+
+    from deplbench.solvers.certified_tasks import validation_task
 
     inst = parse_instance(two_model_data())
     plan = solve(inst, "brute-force", evaluate=False).plan
