@@ -414,6 +414,7 @@ def test_cli_run_dry_run_and_export_csv(tmp_path, plugin, capsys):
     assert cli_main(["run", str(sweep_file), "--db", str(db), "--no-progress",
                      "--workers", "1"]) == 0
     out = tmp_path / "out" / "r.csv"
+    out.parent.mkdir()          # export never creates folders (a typo must not scatter files)
     assert cli_main(["export", str(db), "--format", "csv", "-o", str(out)]) == 0
     import pandas as pd
 
