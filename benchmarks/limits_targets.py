@@ -26,6 +26,24 @@ passes ``--rss-cap-gb`` (default 4) or its wall time ``--hard-timeout``
 (default 120 s); the row then says so.
 
 Writes ``results/bench/limits_targets.json`` (``--out``) and prints a table.
+
+``--cases`` adds the other hostile sizes (every algorithm, ``--time-limit 10``
+wherever declared, ``total_time_limit=10`` for the certified bracket):
+
+* ``h100000``: the instance above (the default case);
+* ``clusters20000``: AlexNet with 20,000 clusters (capacities and unit costs
+  spread deterministically; the (1+ε) allocation DP's largest layers);
+* ``s100000``: AlexNet with ``scenarios=100000`` for every algorithm that
+  takes ``scenarios``;
+* ``knapsack200``: ``deplbench generate knapsack --n-items 200 --param
+  horizon=10000`` (the expanded graph's horizon × |M|² tables).
+
+The targets: every row under 2 GB peak resident memory (no ``memory_limit``
+raised) and, with a limit, a wall time within 10 % + 1 s of it *plus the
+process start-up and instance load*, which the row reports separately
+(``load_s``: the same command with ``--time-limit`` but an expired deadline
+is not possible for every algorithm, so ``load_s`` is ``deplbench validate``
+on the same file).
 """
 
 from __future__ import annotations
@@ -56,6 +74,40 @@ def make_instance(path: Path) -> Path:
     data["horizon"] = HORIZON
     path.write_text(json.dumps(data), encoding="utf-8")
     return path
+
+
+N_CLUSTERS = 20_000
+SCENARIOS = 100_000
+
+
+def make_clusters_instance(path: Path) -> Path:
+    """AlexNet (seed 0) with 20,000 clusters: capacity 0.5–2× and unit cost 0.5–2× of the first."""
+    subprocess.run([sys.executable, "-m", "deplbench", "generate", "realistic", "--family",
+                    "alexnet", "--seed", "0", "-o", str(path)], check=True, cwd=ROOT)
+    data = json.loads(path.read_text(encoding="utf-8"))
+    first = data["clusters"][0]
+    data["clusters"] = [{**first, "name": f"c{i}", "capacity": first["capacity"] * (0.5 + 1.5 * ((i * 7919) % 997) / 996),
+                         "unit_cost": first["unit_cost"] * (0.5 + 1.5 * ((i * 104729) % 991) / 990)}
+                        for i in range(N_CLUSTERS)]
+    data["transfer_costs"] = []
+    path.write_text(json.dumps(data), encoding="utf-8")
+    return path
+
+
+def make_knapsack_instance(path: Path) -> Path:
+    """``deplbench generate knapsack --n-items 200 --param horizon=10000``."""
+    subprocess.run([sys.executable, "-m", "deplbench", "generate", "knapsack", "--n-items", "200",
+                    "--param", "horizon=10000", "-o", str(path)], check=True, cwd=ROOT,
+                   stdout=subprocess.DEVNULL)
+    return path
+
+
+def load_seconds(instance: Path) -> float:
+    """Wall seconds of ``deplbench validate`` on the file: start-up plus instance load."""
+    t0 = time.perf_counter()
+    subprocess.run([sys.executable, "-m", "deplbench", "validate", str(instance)], check=False, cwd=ROOT,
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return round(time.perf_counter() - t0, 2)
 
 
 def _rss_bytes(pid: int) -> int:
@@ -110,12 +162,12 @@ def _measure(cmd, hard_timeout_s, rss_cap, out, err) -> dict:
             "stdout": stdout, "stderr": stderr.strip()[-400:]}
 
 
-def solve_row(instance: Path, algo: str, has_limit: bool, args) -> dict:
-    cmd = [sys.executable, "-m", "deplbench", "solve", str(instance), "--algo", algo, "--json"]
+def solve_row(instance: Path, algo: str, has_limit: bool, args, extra: tuple = ()) -> dict:
+    cmd = [sys.executable, "-m", "deplbench", "solve", str(instance), "--algo", algo, "--json", *extra]
     if has_limit:
         cmd += ["--time-limit", f"{TIME_LIMIT_S:g}"]
     m = measure(cmd, args.hard_timeout, args.rss_cap_gb * 2**30)
-    row = {"algorithm": algo, "time_limit_s": TIME_LIMIT_S if has_limit else None,
+    row = {"algorithm": algo, "time_limit_s": TIME_LIMIT_S if has_limit else None, "extra": list(extra),
            "exit": m["exit"], "wall_s": m["wall_s"], "peak_rss_mb": m["peak_rss_mb"],
            "killed": m["killed"]}
     try:
@@ -141,7 +193,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rss-cap-gb", type=float, default=4.0,
                     help="kill a solve whose resident memory passes this (GiB, default 4)")
     ap.add_argument("--out", type=Path, default=ROOT / "results" / "bench" / "limits_targets.json")
+    ap.add_argument("--cases", nargs="*", default=["h100000"],
+                    choices=("h100000", "clusters20000", "s100000", "knapsack200"),
+                    help="hostile sizes to run (default: h100000 only)")
     args = ap.parse_args(argv)
+    if args.cases != ["h100000"]:
+        return run_cases(args, registry)
     algos = args.algos or registry.available()
     tmp = Path(tempfile.mkdtemp(prefix="limits-targets-"))
     inst = make_instance(tmp / "alexnet-h100000.json")
@@ -170,6 +227,58 @@ def main(argv: list[str] | None = None) -> int:
                         encoding="utf-8")
     print(f"# wrote {args.out}; load {os.getloadavg()}")
     return 0
+
+
+def _case_rows(case: str, inst: Path, algos, args, registry) -> list[dict]:
+    rows = []
+    load = load_seconds(inst)
+    for algo in algos:
+        params = registry.solver_info(algo)["parameters"]
+        extra: tuple = ()
+        if case == "s100000":
+            if "scenarios" not in params:
+                continue
+            extra = ("--param", f"scenarios={SCENARIOS}")
+        if "total_time_limit" in params:
+            extra += ("--param", f"total_time_limit={TIME_LIMIT_S:g}")
+        row = solve_row(inst, algo, "time_limit" in params, args, extra)
+        row.update(case=case, load_s=load, load_after=[round(x, 2) for x in os.getloadavg()])
+        # within 10 % + 1 s of the limit, after start-up and instance load
+        row["within_limit"] = (row["wall_s"] - load <= 1.1 * TIME_LIMIT_S + 1.0) if row["time_limit_s"] else None
+        rows.append(row)
+        lim = f"{TIME_LIMIT_S:g}" if row["time_limit_s"] else "-"
+        print(f"{case:13s} {algo:16s} {lim:>5s} {row['exit']:>4d} {row['wall_s']:7.1f} {load:6.1f} "
+              f"{row['peak_rss_mb']:8.0f}  {row['status']}: {row['message'][:90]}"
+              + (f" [{row['killed']}]" if row["killed"] else ""), flush=True)
+    return rows
+
+
+def run_cases(args, registry) -> int:
+    """The hostile sizes of ``--cases`` (module docstring), one table."""
+    algos = args.algos or registry.available()
+    tmp = Path(tempfile.mkdtemp(prefix="limits-targets-"))
+    makers = {"h100000": lambda: make_instance(tmp / "alexnet-h100000.json"),
+              "clusters20000": lambda: make_clusters_instance(tmp / "alexnet-c20000.json"),
+              "s100000": lambda: subprocess.run([sys.executable, "-m", "deplbench", "generate", "realistic",
+                                                 "--family", "alexnet", "--seed", "0", "-o",
+                                                 str(tmp / "alexnet.json")], check=True, cwd=ROOT)
+              and tmp / "alexnet.json",
+              "knapsack200": lambda: make_knapsack_instance(tmp / "knapsack-200-h10000.json")}
+    print(f"# cases {args.cases}; `deplbench solve --json`, --time-limit {TIME_LIMIT_S:g} where declared; "
+          f"load {os.getloadavg()}", flush=True)
+    print(f"{'case':13s} {'algorithm':16s} {'limit':>5s} {'exit':>4s} {'wall s':>7s} {'load s':>6s} "
+          f"{'peak MB':>8s}  status: message", flush=True)
+    rows = []
+    for case in args.cases:
+        rows += _case_rows(case, makers[case](), algos, args, registry)
+    bad = [r for r in rows if not r["within_memory"] or r["within_limit"] is False]
+    print(f"targets (< {TARGET_RSS_GB:g} GB; wall − load ≤ 1.1·limit + 1 s): "
+          + ("met" if not bad else "MISSED by " + ", ".join(f"{r['case']}/{r['algorithm']}" for r in bad)))
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps({"time_limit_s": TIME_LIMIT_S, "load_end": os.getloadavg(), "rows": rows},
+                                   indent=1), encoding="utf-8")
+    print(f"# wrote {args.out}; load {os.getloadavg()}")
+    return 0 if not bad else 1
 
 
 if __name__ == "__main__":

@@ -206,7 +206,9 @@ def _rows(db: Path) -> list[tuple]:
 
 def _start_cli(sweep: Path, db: Path, workers: int = 2) -> subprocess.Popen:
     return subprocess.Popen(
-        [sys.executable, "-m", "deplbench", "run", str(sweep), "--db", str(db),
+        # cli.main, not the installed command: only main honours the test plugin hook
+        [sys.executable, "-c", "import sys; from deplbench.cli import main; sys.exit(main())", "run", str(sweep),
+         "--db", str(db),
          "--workers", str(workers), "--no-progress"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=dict(os.environ))
 
@@ -412,6 +414,7 @@ def test_cli_run_dry_run_and_export_csv(tmp_path, plugin, capsys):
     assert cli_main(["run", str(sweep_file), "--db", str(db), "--no-progress",
                      "--workers", "1"]) == 0
     out = tmp_path / "out" / "r.csv"
+    out.parent.mkdir()          # export never creates folders (a typo must not scatter files)
     assert cli_main(["export", str(db), "--format", "csv", "-o", str(out)]) == 0
     import pandas as pd
 

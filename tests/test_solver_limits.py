@@ -44,7 +44,7 @@ def huge(alexnet):
 def test_check_memory_refuses_above_the_budget_only():
     limits.check_memory(BUDGET, "x", "y")  # exactly the budget fits
     with pytest.raises(limits.MemoryLimitExceeded, match=r"^arrays \(horizon = 7\) would need about 3\.00 GiB > "
-                       r"memory budget 2\.00 GiB; use less$"):
+                       r"memory budget 2\.00 GiB \(parameter memory_limit raises it\); use less$"):
         limits.check_memory(3 * 2**30, "arrays (horizon = 7)", "use less")
 
 

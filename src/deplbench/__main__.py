@@ -2,6 +2,6 @@
 
 import sys
 
-from deplbench.cli import main
+from deplbench.cli import command
 
-sys.exit(main())
+sys.exit(command())

@@ -1,7 +1,7 @@
 """What every solver promises about time and memory (docs/DESIGN.md, "Limits").
 
 A bottom helper shared by the formulations and the solvers (it imports only
-:mod:`deplbench.errors`):
+:mod:`deplbench.errors` and :mod:`deplbench.params`):
 
 * **Memory.** Before a large array is allocated its size is estimated (the
   shapes are known in advance: horizon K̄, scenarios S, samples n, η …) and
@@ -26,6 +26,7 @@ import math
 import time
 
 from deplbench.errors import DeplbenchError, SolverError
+from deplbench.params import Param
 
 #: Default memory budget (GiB) of any solver's largest arrays. The MILP's
 #: default ``memory_limit`` (formulations.milp.options.MEMORY_LIMIT_GIB), the
@@ -33,8 +34,37 @@ from deplbench.errors import DeplbenchError, SolverError
 #: budget (formulations.evaluate.MEMORY_BUDGET) are all read from here.
 MEMORY_BUDGET_GIB = 2.0
 
+#: The ``memory_limit`` parameter of every solver with a memory estimate (the user's cap, in GiB).
+MEMORY_LIMIT_PARAM = Param(MEMORY_BUDGET_GIB, float, "GiB the solver's largest arrays may take (estimated "
+                           "before allocation); above it the result is status error with the estimate",
+                           low=0.0, low_inclusive=False)
+#: The ``time_limit`` parameter of a solver that checks :func:`check_time` in its loops.
+TIME_LIMIT_PARAM = Param(None, float, "wall-clock seconds (none: no limit); past it the result is status "
+                         "time_limit with no plan (docs/DESIGN.md, limits)", low=0.0, low_inclusive=False,
+                         nullable=True)
+
 #: Bytes of one float64 value.
 FLOAT_BYTES = 8
+
+# Upper bounds on every count a user gives (checked at load, before any work):
+# far above any meaningful run, far below what would run for days or exhaust
+# memory. A sweep's task count has an explicit override (``sweep.max_tasks``).
+#: Solver threads (HiGHS ``threads``).
+MAX_THREADS = 256
+#: Worker processes (``--workers``, ``workers``).
+MAX_WORKERS = 1024
+#: Simulated closed-loop runs (``simulate --runs``, ``closed_loop.runs``).
+MAX_RUNS = 1_000_000
+#: SAA replications of a certified bracket (M, M₂).
+MAX_REPLICATIONS = 10_000
+#: Parametric-bootstrap replicates of a KS p-value (``fit --ks-bootstrap``).
+MAX_BOOTSTRAP = 100_000
+#: Tasks one sweep may expand to unless its ``sweep.max_tasks`` raises the cap.
+MAX_SWEEP_TASKS = 100_000
+#: Largest input file read whole (instance, plan, sweep, training log, a
+#: sweep's instance ``path``): far above any real one (the largest packaged
+#: instance is a few MB), so a sparse 20 GB file is refused before the read.
+MAX_INPUT_BYTES = 256 * 2**20
 
 
 class MemoryLimitExceeded(SolverError):
@@ -47,9 +77,10 @@ class TimeLimitReached(DeplbenchError):
 
 _DEADLINE: contextvars.ContextVar[float] = contextvars.ContextVar("deplbench_deadline", default=math.inf)
 _LIMIT: contextvars.ContextVar[float | None] = contextvars.ContextVar("deplbench_time_limit", default=None)
+_BUDGET: contextvars.ContextVar[float | None] = contextvars.ContextVar("deplbench_memory_budget", default=None)
 
 
-def check_memory(need_bytes: float, what: str, hint: str, budget_gib: float = MEMORY_BUDGET_GIB) -> None:
+def check_memory(need_bytes: float, what: str, hint: str, budget_gib: float | None = None) -> None:
     """Refuse a build whose estimated size exceeds the budget.
 
     Parameters
@@ -61,17 +92,58 @@ def check_memory(need_bytes: float, what: str, hint: str, budget_gib: float = ME
         ``"best-exp's train-on trajectories (check_samples = 20000 × horizon = 100000)"``.
     hint : str
         How to make it fit ("use fewer check_samples or a smaller horizon").
-    budget_gib : float
-        The budget in GiB (default :data:`MEMORY_BUDGET_GIB`).
+    budget_gib : float, optional
+        The budget in GiB (default: the one :func:`memory_budget` set — a
+        solver's ``memory_limit`` parameter — else :data:`MEMORY_BUDGET_GIB`).
 
     Raises
     ------
     MemoryLimitExceeded
         ``"{what} would need about X GiB > memory budget Y GiB; {hint}"``.
     """
+    if budget_gib is None:
+        budget_gib = memory_budget_gib()
     if need_bytes > budget_gib * 2**30:
         raise MemoryLimitExceeded(f"{what} would need about {need_bytes / 2**30:.2f} GiB > memory budget "
-                                  f"{budget_gib:.2f} GiB; {hint}")
+                                  f"{budget_gib:.2f} GiB (parameter memory_limit raises it); {hint}")
+
+
+def check_file_size(path, what: str, error: type[DeplbenchError], limit: int = MAX_INPUT_BYTES) -> None:
+    """Refuse to read a file larger than ``limit`` bytes, naming it and the limit.
+
+    An unreadable path is left to the caller's own read (its message names
+    the cause); only the size is judged here.
+    """
+    import os
+
+    try:
+        size = os.stat(path).st_size
+    except (OSError, ValueError):
+        return
+    if size > limit:
+        raise error(f"{path}: {what} file of {size / 2**20:.0f} MiB is larger than the limit of "
+                    f"{limit / 2**20:.0f} MiB (deplbench.limits.MAX_INPUT_BYTES)")
+
+
+def memory_budget_gib() -> float:
+    """The budget in GiB of the current scope (:func:`memory_budget`), else the default."""
+    budget = _BUDGET.get()
+    return MEMORY_BUDGET_GIB if budget is None else budget
+
+
+@contextlib.contextmanager
+def memory_budget(gib: float | None):
+    """Run the body with memory budget ``gib`` GiB for every :func:`check_memory`.
+
+    ``None`` keeps the enclosing budget. :func:`~deplbench.solvers.base.solve`
+    opens one with the solver's ``memory_limit`` parameter: the user's way to
+    raise the cap (a settings scope, never a module global).
+    """
+    token = _BUDGET.set(_BUDGET.get() if gib is None else float(gib))
+    try:
+        yield
+    finally:
+        _BUDGET.reset(token)
 
 
 @contextlib.contextmanager
@@ -114,5 +186,6 @@ def check_time(where: str) -> None:
         raise TimeLimitReached(f"time limit {_LIMIT.get():g} s reached ({where}); no plan")
 
 
-__all__ = ["MEMORY_BUDGET_GIB", "FLOAT_BYTES", "MemoryLimitExceeded", "TimeLimitReached", "check_memory",
+__all__ = ["MEMORY_BUDGET_GIB", "FLOAT_BYTES", "MAX_THREADS", "MAX_WORKERS", "MAX_RUNS", "MAX_REPLICATIONS",
+           "MAX_BOOTSTRAP", "MAX_SWEEP_TASKS", "MAX_INPUT_BYTES", "check_file_size", "MemoryLimitExceeded", "TimeLimitReached", "check_memory", "memory_budget", "memory_budget_gib", "MEMORY_LIMIT_PARAM", "TIME_LIMIT_PARAM",
            "deadline", "time_left", "expired", "check_time"]

@@ -53,6 +53,7 @@ from typing import Any
 from deplbench.benchmarks import tasks as task_mod
 from deplbench.benchmarks.sweep import Task
 from deplbench.errors import SweepError
+from deplbench.limits import MAX_WORKERS
 
 #: Module the forkserver imports once (it imports the solver stack, each
 #: import guarded), so forked workers start warm.
@@ -148,8 +149,8 @@ class LocalExecutor:
 
     def __init__(self, workers: int | None = None, start_method: str | None = None) -> None:
         workers = default_workers() if workers is None else workers
-        if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
-            raise SweepError(f"--workers: must be a positive integer, got {workers!r}")
+        if isinstance(workers, bool) or not isinstance(workers, int) or not 1 <= workers <= MAX_WORKERS:
+            raise SweepError(f"--workers: must be an integer in [1, {MAX_WORKERS}], got {workers!r}")
         self.workers = workers
         if start_method is None:
             start_method = "forkserver" if "forkserver" in mp.get_all_start_methods() else "spawn"
@@ -443,8 +444,8 @@ class DaskExecutor:
             raise SweepError("--dask-scheduler/--dask-local: give exactly one")
         if local_workers is not None and (isinstance(local_workers, bool)
                                           or not isinstance(local_workers, int)
-                                          or local_workers < 1):
-            raise SweepError(f"--dask-local: must be a positive integer, got {local_workers!r}")
+                                          or not 1 <= local_workers <= MAX_WORKERS):
+            raise SweepError(f"--dask-local: must be an integer in [1, {MAX_WORKERS}], got {local_workers!r}")
         self.scheduler = scheduler
         self.local_workers = local_workers
         self.connect_timeout_s = connect_timeout_s

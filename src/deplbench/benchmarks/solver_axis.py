@@ -80,6 +80,17 @@ def check_solvers(groups: tuple, algorithms: tuple) -> None:
                 ok, why = availability(name)
                 if not ok:
                     raise SweepError(f"{kind}[{i}].solvers[{j}]: solver {name!r} is not available here: {why}")
+    for i, algo in enumerate(algorithms):
+        # a solver named as a plain parameter or grid value is checked like the axis, at load
+        fixed = [("params.solver", algo.params["solver"])] if "solver" in algo.params else []
+        fixed += [(f"grid.solver[{j}]", v) for j, v in enumerate(algo.grid.get("solver", []))]
+        for field, name in fixed:
+            ok, why = availability(name) if isinstance(name, str) else (True, "")
+            if isinstance(name, str) and name not in known_solvers():
+                raise SweepError(f"algorithms[{i}].{field}: unknown solver {name!r} (known: highs, scip, "
+                                 "pyomo:NAME; `deplbench algorithms --solvers` lists them)")
+            if not ok:
+                raise SweepError(f"algorithms[{i}].{field}: solver {name!r} is not available here: {why}")
 
 
 def solver_axis(group, algo) -> tuple | None:

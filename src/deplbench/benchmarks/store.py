@@ -414,8 +414,46 @@ def expand_params(column) -> Any:
     return pd.DataFrame(data, index=column.index)
 
 
+#: First characters that make a spreadsheet read a cell as a formula (CSV injection).
+FORMULA_PREFIXES = ("=", "+", "-", "@", "\t", "\r")
+
+
+def spreadsheet_safe(frame):
+    """A copy of ``frame`` whose text cells cannot start a spreadsheet formula.
+
+    A text cell beginning with ``=``, ``+``, ``-``, ``@``, tab or carriage
+    return gets a leading ``'`` (OWASP's CSV-injection advice); numbers are
+    untouched, so a negative cost stays a number.
+    """
+    import pandas as pd
+
+    out = frame.copy()
+    for col in out.columns:
+        if not pd.api.types.is_numeric_dtype(out[col]):       # object or string columns
+            out[col] = out[col].map(lambda v: "'" + v if isinstance(v, str) and v.startswith(FORMULA_PREFIXES)
+                                    else v)
+    return out
+
+
+#: Numeric columns whose stored cells are checked for text on export.
+NUMERIC_CHECKED = ("cost", "lower_bound", "gap", "runtime_s")
+
+
+def text_in_numbers(conn: sqlite3.Connection) -> dict[str, int]:
+    """Stored cells of numeric columns that hold text (a hand-edited or
+    foreign store): the frame would read them as missing, silently."""
+    cols = {r[1] for r in conn.execute("PRAGMA table_info(results)")}
+    bad = {}
+    for col in NUMERIC_CHECKED:
+        if col in cols:
+            n = conn.execute(f"SELECT COUNT(*) FROM results WHERE typeof({col}) = 'text'").fetchone()[0]
+            if n:
+                bad[col] = int(n)
+    return bad
+
+
 def export(path: str | os.PathLike, out: str | os.PathLike, fmt: str, *,
-           latest: bool = False) -> int:
+           latest: bool = False, warn=None) -> int:
     """Write a store's :meth:`~ResultsStore.frame` to CSV or Parquet.
 
     Parameters
@@ -428,6 +466,9 @@ def export(path: str | os.PathLike, out: str | os.PathLike, fmt: str, *,
         Parquet needs ``pyarrow``.
     latest : bool
         Only the last attempt per key.
+    warn : callable, optional
+        Called with one line per problem found in the data (text in a
+        numeric column such as ``cost``).
 
     Returns
     -------
@@ -437,7 +478,8 @@ def export(path: str | os.PathLike, out: str | os.PathLike, fmt: str, *,
     Raises
     ------
     SweepError
-        Unknown format, missing pyarrow, or an unusable store.
+        Unknown format, missing pyarrow, an unusable store, or an output
+        folder that does not exist.
     """
     if fmt not in ("csv", "parquet"):
         raise SweepError(f"--format: unknown export format {fmt!r} (use csv or parquet)")
@@ -449,10 +491,16 @@ def export(path: str | os.PathLike, out: str | os.PathLike, fmt: str, *,
                              "(pip install pyarrow), or use --format csv")
     with ResultsStore(path, readonly=True) as store:
         frame = store.frame(latest=latest)
+        bad = text_in_numbers(store._conn)
     out = Path(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
+    if not out.parent.is_dir():      # never create folders: a typo must not scatter files
+        raise SweepError(f"-o: the folder {str(out.parent)!r} does not exist")
+    for col, n in bad.items():
+        if warn is not None:
+            warn(f"warning: {n} stored row(s) of column {col!r} hold text, not a number; exported as "
+                 "missing values")
     if fmt == "csv":
-        frame.to_csv(out, index=False)
+        spreadsheet_safe(frame).to_csv(out, index=False)
     else:
         parquet_safe(frame).to_parquet(out, index=False)
     return len(frame)

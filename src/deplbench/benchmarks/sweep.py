@@ -69,6 +69,7 @@ from __future__ import annotations
 
 import hashlib
 import itertools
+import math
 import os
 import tomllib
 from collections.abc import Iterator, Mapping
@@ -93,6 +94,7 @@ from deplbench.benchmarks.validate import (
 from deplbench.benchmarks.sweep_keys import keys as _keys
 from deplbench.benchmarks.validate import check_names as _check_names
 from deplbench.errors import SweepError
+from deplbench.limits import MAX_SWEEP_TASKS, check_file_size
 from deplbench.jsonio import canonical_json  # noqa: F401 - re-exported: part of this module's API
 
 #: Directory of the sweeps shipped with the package (``deplbench run quick``).
@@ -404,6 +406,7 @@ def load_sweep(path: str | os.PathLike, *, check_names: bool = True,
         any invalid key or value; the message names the file or the key.
     """
     file = resolve_sweep_path(path)
+    check_file_size(file, "sweep", SweepError)
     try:
         text = file.read_text(encoding="utf-8")
     except UnicodeDecodeError as exc:
@@ -487,6 +490,8 @@ def parse_sweep(
         _parse_algorithm(entry, f"algorithms[{i}]", set(ids), time_limit, repetitions)
         for i, entry in enumerate(raw_algorithms)
     )
+    _check_task_count(groups, algorithms, head.get("max_tasks", MAX_SWEEP_TASKS))
+    _check_output_paths(algorithms)
     if check_names:
         _check_names(groups, algorithms)
         check_parameters(algorithms)
@@ -495,6 +500,58 @@ def parse_sweep(
     return Sweep(name=name, description=description, time_limit_s=time_limit,
                  evaluation=dict(evaluation), instances=groups,
                  algorithms=algorithms, source=source, text=text)
+
+
+#: Solver parameters that name a file the task writes.
+OUTPUT_PARAMS = ("write_lp",)
+
+
+def _check_output_paths(algorithms: tuple) -> None:
+    """Every output file a sweep names stays under the run's folder.
+
+    Sweeps are shared files: an absolute path or a ``..`` component would let
+    one write anywhere, so both are refused at load, naming the field.
+    """
+    for i, algo in enumerate(algorithms):
+        for section, table in (("params", algo.params), ("grid", algo.grid)):
+            for key in OUTPUT_PARAMS:
+                if key not in table:
+                    continue
+                values = table[key] if section == "grid" else [table[key]]
+                for j, value in enumerate(values):
+                    where = f"algorithms[{i}].{section}.{key}" + (f"[{j}]" if section == "grid" else "")
+                    if value is None:
+                        continue
+                    if not isinstance(value, str) or not value:
+                        raise SweepError(f"{where}: expected a relative file name, got {value!r}")
+                    parts = Path(value).parts
+                    if Path(value).is_absolute() or os.path.isabs(value) or ".." in parts or "\\" in value:
+                        raise SweepError(f"{where}: an output file named in a sweep must stay under the run's "
+                                         f"folder (a relative path without '..'), got {value!r}")
+
+
+def _check_task_count(groups: tuple, algorithms: tuple, cap: Any) -> None:
+    """Refuse a sweep whose expansion would exceed ``cap`` tasks, before expanding it.
+
+    The count is the product of the axis lengths (an upper bound: duplicates
+    merge later), so a 2000 × 2000 grid is refused at load, not after
+    minutes of expansion; ``sweep.max_tasks`` raises the cap explicitly.
+    """
+    if isinstance(cap, bool) or not isinstance(cap, int) or cap < 1:
+        raise SweepError(f"sweep.max_tasks: expected a positive integer, got {cap!r}")
+
+    def points(grid: Mapping) -> int:
+        return math.prod(len(v) for v in grid.values())
+
+    total = 0
+    for g in groups:
+        recipes = 1 if g.path is not None else points(g.grid) * len(g.seeds)
+        per_algo = sum(points(a.grid) * len(_axis.solver_axis(g, a) or (None,))
+                       for a in algorithms if a.instances is None or g.id in a.instances)
+        total += recipes * points(g.targets) * per_algo
+    if total > cap:
+        raise SweepError(f"sweep.max_tasks: the sweep expands to up to {total} tasks > the cap {cap}; "
+                         "shrink the grids or set sweep.max_tasks to at least that")
 
 
 def _parse_instance_group(entry: Any, where: str, base_dir: Path) -> InstanceGroup:
@@ -720,4 +777,12 @@ def expand(sweep: Sweep) -> list[Task]:
 def _file_sha256(path: str) -> str:
     # The content hash is the file's identity in the task key: editing the
     # file invalidates its results, moving or renaming it does not.
-    return hashlib.sha256(Path(path).read_bytes()).hexdigest()[:24]
+    check_file_size(path, "instance", SweepError)
+    digest = hashlib.sha256()
+    try:
+        with open(path, "rb") as fh:
+            for block in iter(lambda: fh.read(1 << 20), b""):
+                digest.update(block)
+    except OSError as exc:
+        raise SweepError(f"{path}: cannot read instance file ({exc.strerror or exc})") from None
+    return digest.hexdigest()[:24]

@@ -42,6 +42,8 @@ SWEEP_KEYS: dict[str, dict[str, SweepKey]] = {
                                "{ samples = 20000, seed = 0 }"),
         "repetitions": SweepKey("integer", "1", "runs of every task (1..1000), each stored as a row of its "
                                 "own; the report gives the runtime's median and IQR over them", "3"),
+        "max_tasks": SweepKey("integer", "100000", "cap on the tasks the sweep may expand to (> 0); raise it "
+                              "explicitly for a larger grid", "200000"),
     },
     "sweep.evaluation": {
         "samples": SweepKey("integer", "the solver's default", "evaluation samples per plan (> 0)", "20000"),

@@ -50,6 +50,7 @@ from deplbench.benchmarks.lookup import (  # noqa: F401 - public names, re-expor
 )
 from deplbench.benchmarks.record import json_default
 from deplbench.errors import DeplbenchError, InstanceError, SweepError
+from deplbench.limits import MAX_RUNS
 
 #: Thread-count variables recorded in every row's environment (BLAS/OpenMP
 #: threads change timings, so they belong next to the runtime).
@@ -171,10 +172,12 @@ def check_closed_loop(settings: Any, where: str = "sweep.evaluation.closed_loop"
     if unknown:
         raise SweepError(f"{where}.{unknown[0]}: unknown key (known: {', '.join(CLOSED_LOOP_KEYS)})")
     out = {**CLOSED_LOOP_KEYS, **dict(settings)}
-    for key, low in (("runs", 2), ("seed", 0)):
+    for key, low, high in (("runs", 2, MAX_RUNS), ("seed", 0, None)):
         v = out[key]
         if isinstance(v, bool) or not isinstance(v, int) or v < low:
             raise SweepError(f"{where}.{key}: expected an integer ≥ {low}, got {v!r}")
+        if high is not None and v > high:
+            raise SweepError(f"{where}.{key}: expected an integer ≤ {high}, got {v!r}")
     c = out["confidence"]
     if isinstance(c, bool) or not isinstance(c, (int, float)) or not 0 < c < 1:
         raise SweepError(f"{where}.confidence: expected a number in (0, 1), got {c!r}")

@@ -260,5 +260,21 @@ def main(argv: list[str] | None = None) -> int:
         return 2
 
 
+#: The test hook that loads algorithms from any .py file (deplbench.benchmarks.lookup.PLUGIN_ENV).
+TEST_PLUGIN_ENV = "DEPLBENCH_TASK_PLUGINS"
+
+
+def command() -> int:
+    """The installed ``deplbench`` command (and ``python -m deplbench``).
+
+    The same as :func:`main`, except that the test-only plugin hook
+    :data:`TEST_PLUGIN_ENV` is dropped from the environment first: a
+    variable must not make the user's command (and its task processes) run
+    an arbitrary ``.py`` file. Tests call :func:`main` to use the hook.
+    """
+    os.environ.pop(TEST_PLUGIN_ENV, None)
+    return main()
+
+
 if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())
+    sys.exit(command())

@@ -109,6 +109,7 @@ def _run(args: argparse.Namespace) -> int:
 def _export(args: argparse.Namespace) -> int:
     from deplbench.benchmarks.store import export
 
-    n = export(args.db, args.output, args.format, latest=args.latest)
+    n = export(args.db, args.output, args.format, latest=args.latest,
+               warn=lambda line: print(line, file=sys.stderr))
     print(f"wrote {n} rows to {args.output}", file=sys.stderr)
     return 0

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 
 from deplbench.errors import SolverError
+from deplbench.limits import MAX_WORKERS
 from deplbench.jsonio import finite_json, print_json
 
 
@@ -42,8 +43,8 @@ def _cmd_certify(args) -> int:
     from deplbench.cli.progress import counter, native_output_held, progress_wanted
 
     instance = load_instance(args.instance)
-    if args.workers < 1:
-        raise SolverError(f"--workers: must be >= 1, got {args.workers}")
+    if not 1 <= args.workers <= MAX_WORKERS:
+        raise SolverError(f"--workers: must be in [1, {MAX_WORKERS}], got {args.workers}")
     show = progress_wanted(args)
     with native_output_held(show) as stream:
         bar = counter(show, "certify", unit="task", stream=stream)
@@ -57,7 +58,8 @@ def _cmd_certify(args) -> int:
                               grid_seeds=args.grid_seeds, target_width=args.target_width,
                               refine_share=args.refine_share, refine_replications=args.refine_replications,
                               refine_scenarios=args.refine_scenarios, refine_validation=args.refine_validation,
-                              refine_candidates=args.refine_candidates)
+                              refine_candidates=args.refine_candidates,
+                              total_time_limit=args.total_time_limit)
         finally:
             bar.close()
     if failed:
@@ -164,6 +166,9 @@ def register(subparsers) -> None:
                    help=f"SAA solves per tightened level (default {DEFAULT_GRID_SEEDS})")
     p.add_argument("--time-limit", type=float, default=DEFAULT_TIME_LIMIT,
                    help=f"wall seconds per SAA solve (default {DEFAULT_TIME_LIMIT:g})")
+    p.add_argument("--total-time-limit", type=float, default=None, metavar="SECONDS",
+                   help="wall seconds for the whole bracket: SAA solves end by 80 %% of it, validation "
+                        "tests start by 90 %% (default: none)")
     p.add_argument("--seed", type=int, default=0, help="base seed of the replications (default 0)")
     p.add_argument("--with", dest="with_algorithms", metavar="ALGOS", default="",
                    help="comma-separated algorithms whose plans are also UB candidates, e.g. depl,best-exp")

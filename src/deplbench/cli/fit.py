@@ -69,6 +69,10 @@ def run_fit(args: argparse.Namespace) -> int:
     # Check the destination before spending time on the fit.
     if not (out.parent if str(out.parent) else Path(".")).is_dir():
         raise fitlib.LogError(f"--output {out}: directory {out.parent} does not exist")
+    for name, given in (("logs", args.logs), ("--base", args.base)):
+        # never overwrite an input (fit X -o X would replace the training log by the instance)
+        if given and out.exists() and Path(given).exists() and out.resolve() == Path(given).resolve():
+            raise fitlib.LogError(f"--output {out}: is the {name} input file; write the instance elsewhere")
     base = load_instance(args.base) if args.base else None
     instance, fit = fitlib.fit_instance(
         args.logs, base=base, base_label=str(args.base or ""), family=args.family, name=args.name,

@@ -7,13 +7,14 @@ import textwrap
 
 from deplbench.cli.solvers import parse_kv, solver_used
 from deplbench.errors import SolverError
+from deplbench.limits import MAX_RUNS
 from deplbench.jsonio import print_json
 
 
 def _check(args) -> None:
     """Refuse bad numbers before any work, naming the flag (exit 2)."""
-    if args.runs < 2:
-        raise SolverError(f"--runs: need at least 2 simulated runs, got {args.runs}")
+    if not 2 <= args.runs <= MAX_RUNS:
+        raise SolverError(f"--runs: need between 2 and {MAX_RUNS} simulated runs, got {args.runs}")
     if args.seed < 0:
         raise SolverError(f"--seed: must be a non-negative integer, got {args.seed}")
     if not 0 < args.confidence < 1:

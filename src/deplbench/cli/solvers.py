@@ -26,6 +26,14 @@ _FLAG_PARAMS = {
 }
 
 
+
+#: Names ``solve()`` takes itself, so never an algorithm parameter: what to use instead.
+RESERVED_PARAMS = {"instance": "give the instance file as the first argument",
+                   "algorithm": "use --algo (solve) or --algorithm (simulate)",
+                   "evaluate": "reserved by solve()",
+                   "eval_samples": "use --eval-samples", "eval_seed": "use --eval-seed (solve) or --seed (simulate)"}
+
+
 def parse_kv(items: list[str]) -> dict[str, str]:
     """``--param KEY=VALUE`` items as {key: value} (``solve`` and ``simulate``).
 
@@ -42,7 +50,11 @@ def parse_kv(items: list[str]) -> dict[str, str]:
         key, sep, value = item.partition("=")
         if not sep or not key:
             raise SolverError(f"--param: expected key=value, got {item!r}")
-        out[key.strip().replace("-", "_")] = value.strip()
+        key = key.strip().replace("-", "_")
+        if key in RESERVED_PARAMS:
+            # solve()'s own arguments: passing one as a parameter would be a TypeError deep inside
+            raise SolverError(f"--param: {key!r} is not an algorithm parameter ({RESERVED_PARAMS[key]})")
+        out[key] = value.strip()
     return out
 
 

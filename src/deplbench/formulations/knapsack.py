@@ -42,6 +42,7 @@ from typing import NamedTuple
 import numpy as np
 
 from deplbench.errors import InstanceError
+from deplbench.limits import check_memory, check_time
 
 #: Refuse DP tables larger than this many cells (each layer keeps an argmin
 #: table for reconstruction): ~400 MB of int32 would exhaust a laptop.
@@ -186,6 +187,10 @@ def covering_dp(weights, values, target, max_items) -> CoveringSolution:
             f"{(K + 1) * (T + 1):,} cells, above the limit {MAX_DP_CELLS:,}"
         )
 
+    # the (n, T+1) index table, one layer's candidates and their gather, plus the argmin tables
+    check_memory(3 * n * (T + 1) * 8 + (K + 1) * (T + 1) * 4,
+                 f"the covering DP's tables ({n} items × target {T}, max_items {K})",
+                 "use fewer items or a smaller covering target")
     t_axis = np.arange(T + 1)
     # prev[t - v_i] for every (item, t): index table built once.
     gather = np.maximum(t_axis[None, :] - v[:, None], 0)          # (n, T+1)
@@ -194,7 +199,8 @@ def covering_dp(weights, values, target, max_items) -> CoveringSolution:
     f[0] = 0.0
     idx_dtype = np.int16 if n < 2**15 else np.int32
     choices: list[np.ndarray] = []  # per layer: item taken at t, or -1 (keep)
-    for _ in range(K):
+    for layer in range(K):
+        check_time(f"covering DP, layer {layer} of {K}")
         cand = f[gather] + wf                                     # (n, T+1)
         best_item = np.argmin(cand, axis=0)
         best = cand[best_item, t_axis]

@@ -26,16 +26,45 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from fractions import Fraction
 
 import numpy as np
+
+from deplbench.errors import InstanceError
 
 IN_SAMPLE, OUT_OF_SAMPLE = 0, 1
 
 
 def allowed_violations(omega: float, n_scenarios: int) -> int:
-    """⌊(1−ω)S⌋: how many scenarios may exceed ℓmax (eq. (3) as an SAA)."""
-    # The small epsilon guards against (1−0.99)·100 = 0.99999… flooring to 0.
-    return int(math.floor((1.0 - omega) * n_scenarios + 1e-9))
+    """⌊(1−ω)S⌋: how many scenarios may exceed ℓmax (eq. (3) as an SAA).
+
+    Computed exactly in rational arithmetic on ω as written (its shortest
+    decimal ``repr``), so that (1 − 0.99)·100 is 1, not 0.99999…, and
+    (1 − 1e-12)·1000 is 999, not 1000 (a float guard that rounds up would let
+    every scenario miss ℓmax).
+
+    Raises
+    ------
+    InstanceError
+        When the count reaches S: the SAA constraint would be vacuous (every
+        scenario may exceed ℓmax), so no plan could be called optimal under it.
+    """
+    n = int(n_scenarios)
+    count = math.floor((1 - Fraction(repr(float(omega)))) * n)
+    if n > 0 and count >= n:
+        raise InstanceError(f"omega: ω = {omega!r} allows all {n} scenarios to exceed ℓmax; the chance "
+                         "constraint (3) would be vacuous on this sample")
+    return int(max(count, 0))
+
+
+def thin_sample_note(omega: float, n_scenarios: int) -> str:
+    """A sentence when ω·S < 1 (else ""): the SAA then asks only the best of
+    the S scenarios to reach ℓmax, so the sample cannot resolve the level ω."""
+    n = int(n_scenarios)
+    if n < 1 or Fraction(repr(float(omega))) * n >= 1:
+        return ""
+    return (f"ω·S = {omega:g}·{n} < 1: the SAA asks only 1 of S = {n} scenarios to reach ℓmax, so this "
+            f"sample cannot resolve ω (use S ≥ {math.ceil(1 / omega):.0f} scenarios)")
 
 
 def quantile_rank(omega: float, n: int) -> int:
@@ -153,4 +182,4 @@ class ScenarioSampler:
         return self._draw(int(n_scenarios), OUT_OF_SAMPLE)
 
 
-__all__ = ["Scenarios", "ScenarioSampler", "allowed_violations", "quantile_rank", "IN_SAMPLE", "OUT_OF_SAMPLE"]
+__all__ = ["Scenarios", "ScenarioSampler", "allowed_violations", "thin_sample_note", "quantile_rank", "IN_SAMPLE", "OUT_OF_SAMPLE"]

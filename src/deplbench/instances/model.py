@@ -46,6 +46,7 @@ import numpy as np
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, model_validator
 
 from deplbench.errors import DeplbenchError, InstanceError
+from deplbench.limits import check_file_size
 from deplbench.instances import datalaw
 from deplbench.instances.distributions import Distribution
 
@@ -499,6 +500,7 @@ def read_json(path: str | Path, *, what: str = "instance",
         deep for the parser (a ``RecursionError`` otherwise, issue 16).
     """
     path = Path(path)
+    check_file_size(path, what, error)
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
@@ -508,7 +510,8 @@ def read_json(path: str | Path, *, what: str = "instance",
     except ValueError as exc:   # e.g. an embedded NUL byte in the path
         raise error(f"{path!r}: cannot read {what} file ({exc})") from None
     try:
-        return json.loads(text, parse_constant=lambda name: _reject_constant(name, what))
+        return json.loads(text, parse_constant=lambda name: _reject_constant(name, what),
+                          object_pairs_hook=_unique_keys)
     except RecursionError:
         raise error(f"{path}: JSON nested too deeply to read (a {what} needs a few levels, "
                     f"the limit is {MAX_NESTING})") from None
@@ -516,6 +519,17 @@ def read_json(path: str | Path, *, what: str = "instance",
         raise error(f"{path}: not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})") from None
     except ValueError as exc:
         raise error(f"{path}: {exc}") from None
+
+
+def _unique_keys(pairs: list) -> dict:
+    # Python's json keeps the last of two equal keys silently: a duplicated
+    # field (two "omega") would hide which value was meant.
+    out = {}
+    for key, value in pairs:
+        if key in out:
+            raise ValueError(f"duplicate key {key!r} in one JSON object")
+        out[key] = value
+    return out
 
 
 def _reject_constant(name: str, what: str = "instance"):

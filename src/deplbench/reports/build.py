@@ -17,15 +17,19 @@ import datetime as _dt
 import json
 import math
 import os
+import shutil
 import sys
+import tempfile
 import time
 import traceback
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import matplotlib.text as mtext
 import pandas as pd
 
+from deplbench.benchmarks.store import spreadsheet_safe
 from deplbench.reports import complexity as cx
 from deplbench.reports.bracket import (
     BRACKET_COLUMNS,
@@ -125,28 +129,51 @@ def validate_options(opts: ReportOptions) -> None:
 # writing
 
 
-def _prepare_out(out_dir: str | Path) -> Path:
+#: What a build writes into the output folder (swapped in whole at the end).
+REPORT_PARTS = ("figures", "tables", "index.html", "manifest.json")
+
+
+def _prepare_out(out_dir: str | Path) -> tuple[Path, Path]:
+    """The output folder and a fresh work folder next to it.
+
+    The report is built in the work folder and :func:`_publish` moves it in
+    at the end, so a build that fails leaves the previous report whole (no
+    tables without an index).
+    """
     out = Path(out_dir)
     if out.exists() and not out.is_dir():
         raise ReportError(f"--out: {out} exists and is not a directory")
+    out.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix=f".{out.resolve().name}.building-", dir=out.resolve().parent))
     for sub in ("figures", "tables"):
-        (out / sub).mkdir(parents=True, exist_ok=True)
-        # a rebuilt report must not keep files of the previous build that the
-        # new index no longer links (they would look current)
-        for old in (out / sub).iterdir():
-            if old.is_file() and old.suffix in (".png", ".svg", ".csv", ".md"):
-                old.unlink()
-    return out
+        (work / sub).mkdir()
+    return out, work
+
+
+def _publish(work: Path, out: Path) -> None:
+    """Replace the report parts in ``out`` by the finished build in ``work``
+    (renames; other files in ``out`` are left alone)."""
+    old = Path(tempfile.mkdtemp(prefix=f".{out.resolve().name}.old-", dir=out.resolve().parent))
+    for part in REPORT_PARTS:
+        if (out / part).exists():
+            os.replace(out / part, old / part)
+        os.replace(work / part, out / part)
+    shutil.rmtree(old, ignore_errors=True)
+    shutil.rmtree(work, ignore_errors=True)
 
 
 def _write_table(out: Path, t: Table) -> None:
-    t.frame.to_csv(out / "tables" / f"{t.name}.csv", index=False)
+    spreadsheet_safe(t.frame).to_csv(out / "tables" / f"{t.name}.csv", index=False)
     md = f"# {t.title}\n\n" + (f"{t.caption}\n\n" if t.caption else "")
     md += markdown_table(t.frame) if len(t.columns) else "(no columns)\n"
     (out / "tables" / f"{t.name}.md").write_text(md, encoding="utf-8")
 
 
 def _write_figure(out: Path, f: Figure, opts: ReportOptions) -> None:
+    # Labels come from the data (algorithm names): drawn as plain text, never
+    # parsed as mathtext, so "x_{$\\frac$}" is a label, not a parse error.
+    for text in f.fig.findobj(mtext.Text):
+        text.set_parse_math(False)
     for fmt in opts.formats:
         meta = {"Software": None} if fmt == "png" else {"Date": None}
         with warnings.catch_warnings():
@@ -195,7 +222,20 @@ def build_report(source, out_dir: str | Path, bench_json: str | Path | None = No
         data = prepare(load_store(source), source=str(source))
         say(f"read {source}")
     bench, bench_notes = load_bench_json(bench_json)
-    out = _prepare_out(out_dir)
+    out, work = _prepare_out(out_dir)
+    try:
+        summary = _build(data, bench, bench_notes, bench_json, out, work, opts, say)
+    except BaseException:
+        shutil.rmtree(work, ignore_errors=True)
+        raise
+    _publish(work, out)
+    say(f"done: {summary.index}")
+    return summary
+
+
+def _build(data, bench, bench_notes, bench_json, out: Path, work: Path, opts: ReportOptions,
+           say) -> ReportSummary:
+    """Every section, table, figure, index and manifest, written to ``work``."""
 
     notes = list(data.notes) + bench_notes
     df = data.df
@@ -252,12 +292,12 @@ def build_report(source, out_dir: str | Path, bench_json: str | Path | None = No
         say(f"writing {sec.id}: {n_tab} table(s), {n_fig} figure(s)")
         for el in sec.elements:
             if isinstance(el, Table):
-                _write_table(out, el)
+                _write_table(work, el)
                 summary.tables.append(el.name)
                 if el.name == "claims_audit":
                     summary.claims = el.frame
             elif isinstance(el, Figure):
-                _write_figure(out, el, opts)
+                _write_figure(work, el, opts)
                 summary.figures.append(el.name)
                 el.fig.clear()  # release memory: reports can hold many figures
             elif isinstance(el, Note) and el.missing:
@@ -275,7 +315,7 @@ def build_report(source, out_dir: str | Path, bench_json: str | Path | None = No
             f"Generated {_dt.datetime.now(_dt.timezone.utc):%Y-%m-%d %H:%M UTC}. "
             "Self-contained: open index.html offline; figures in figures/, tables (CSV, "
             "Markdown) in tables/."]
-    summary.index.write_text(render(opts.title, meta, sections, tuple(opts.formats),
+    (work / "index.html").write_text(render(opts.title, meta, sections, tuple(opts.formats),
                                     headline=box), encoding="utf-8")
     manifest = {
         "title": opts.title, "source": data.source, "rows": int(len(df)),
@@ -288,9 +328,8 @@ def build_report(source, out_dir: str | Path, bench_json: str | Path | None = No
         "options": {"sgm_shift_s": opts.sgm_shift, "scale": opts.scale, "dpi": opts.dpi,
                     "formats": list(opts.formats)},
     }
-    (out / "manifest.json").write_text(json.dumps(manifest, indent=2, default=str),
-                                       encoding="utf-8")
-    say(f"done: {summary.index}")
+    (work / "manifest.json").write_text(json.dumps(manifest, indent=2, default=str),
+                                        encoding="utf-8")
     return summary
 
 

@@ -10,6 +10,7 @@ from its rendering is what lets the tests check *what* a report promises
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, field
 from typing import Any, Union
 
@@ -144,10 +145,14 @@ def markdown_table(frame: pd.DataFrame) -> str:
     """GitHub-flavoured Markdown for ``frame`` (no external dependency).
 
     Pipes and newlines inside cells are escaped so a message cannot break
-    the table.
+    the table; HTML (``<script>``) becomes entities and Markdown's inline
+    markers are backslash-escaped, so a label is shown as written, never
+    rendered or run.
     """
     def esc(s: str) -> str:
-        return s.replace("|", "\\|").replace("\n", " ")
+        s = s.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+        s = re.sub(r"([\\`*\[\]|])", r"\\\1", s)   # "_" stays: column names such as with_optimum
+        return s.replace("\r", " ").replace("\n", " ")
 
     head = "| " + " | ".join(esc(str(c)) for c in frame.columns) + " |"
     sep = "|" + "|".join("---" for _ in frame.columns) + "|"

@@ -43,6 +43,8 @@ from deplbench.formulations.plan import Epoch, Plan
 from deplbench.formulations.result import SolveResult
 from deplbench.formulations.scenarios import ScenarioSampler, quantile_rank
 from deplbench.instances.datalaw import compute_need
+from deplbench.params import Param
+from deplbench import limits
 from deplbench.limits import FLOAT_BYTES, check_memory
 from deplbench.params import Param
 from deplbench.solvers.train_on import train_on as shared_train_on
@@ -71,13 +73,12 @@ def common_parameters() -> dict[str, Param]:
         "max_dataset_subsets": Param(
             7, int, "enumerate all non-empty dataset subsets when there are at most this many", low=1
         ),
+        "memory_limit": limits.MEMORY_LIMIT_PARAM,
     }
 
 
 #: The baselines' time limit (enforced by deplbench.limits.check_time in their loops).
-TIME_LIMIT_PARAM = Param(None, float, "wall-clock seconds (none: no limit); past it the result is status "
-                         "time_limit with no plan (docs/DESIGN.md, limits)", low=0.0, low_inclusive=False,
-                         nullable=True)
+TIME_LIMIT_PARAM = limits.TIME_LIMIT_PARAM
 
 
 def scenario_bytes(instance, scenarios: int, extra_columns: int = 0) -> int:

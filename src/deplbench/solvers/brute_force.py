@@ -42,6 +42,7 @@ from deplbench.formulations.plan import Epoch, Plan
 from deplbench.formulations.result import SolveResult
 from deplbench.formulations.scenarios import ScenarioSampler, allowed_violations
 from deplbench.instances.datalaw import compute_need
+from deplbench.limits import FLOAT_BYTES, MEMORY_LIMIT_PARAM, TIME_LIMIT_PARAM, check_memory, check_time
 from deplbench.solvers.base import Param, PlotStyle, Solver
 
 #: Largest instance the exhaustive search accepts (tiny instances only, docs/DESIGN.md registry table).
@@ -65,6 +66,7 @@ def _model_sequences(instance, K: int):
     allowed = instance.allowed
     seqs = [(m,) for m in range(instance.n_models)]
     for _ in range(K - 1):
+        check_time(f"brute force, model sequences of {K} epochs")
         seqs = [s + (m,) for s in seqs for m in range(instance.n_models) if allowed[s[-1], m]]
     return seqs
 
@@ -78,6 +80,10 @@ def _assignments(instance):
 
 def search(instance, scenarios: int, seed: int):
     """Exhaustive search; returns (best cost, plan or None, plans checked)."""
+    n_terms = instance.n_models + len(instance.switch_pairs)
+    check_memory(2 * scenarios * instance.horizon * n_terms * FLOAT_BYTES,
+                 f"brute force's in-sample scenarios (S = {scenarios} × K̄ = {instance.horizon} × {n_terms} "
+                 "random terms)", "use fewer scenarios or a smaller horizon")
     sc = ScenarioSampler(instance, seed).in_sample(scenarios)
     budget = allowed_violations(instance.omega, scenarios)
     beta = instance.transfer_matrix
@@ -98,6 +104,7 @@ def search(instance, scenarios: int, seed: int):
         for K in range(1, instance.horizon + 1):
             for models in _model_sequences(instance, K):
                 m = np.array(models)
+                check_time(f"brute force, {K}-epoch model sequences")
                 for clusters in itertools.product(range(instance.n_clusters), repeat=K):
                     used = set(clusters)
                     if not used <= holders:
@@ -154,6 +161,8 @@ class BruteForce(Solver):
     parameters: ClassVar[dict[str, Param]] = {
         "scenarios": Param(1000, int, "in-sample scenarios S (same sampler as the MILP)", low=1),
         "seed": Param(0, int, "seed of the in-sample scenarios", low=0),
+        "time_limit": TIME_LIMIT_PARAM,
+        "memory_limit": MEMORY_LIMIT_PARAM,
     }
 
     @classmethod
@@ -162,7 +171,7 @@ class BruteForce(Solver):
         reason = _too_big(instance)
         return not reason, reason
 
-    def run(self, instance, scenarios: int = 1000, seed: int = 0) -> SolveResult:
+    def run(self, instance, scenarios: int = 1000, seed: int = 0, **limits) -> SolveResult:
         """Enumerate; status ``skipped`` when the instance is too large."""
         applies, reason = self.applies(instance)
         if not applies:

@@ -66,6 +66,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+from deplbench import limits
 from deplbench.errors import SolverError
 from deplbench.formulations.plan import Plan, parse_plan
 from deplbench.formulations.result import SolveResult
@@ -158,6 +159,12 @@ def certify(instance, settings: CertifySettings | None = None, *, candidates: Ma
           ``refine_candidates`` (6): at most this many stage-2 tests;
           ``refine_risk_grid`` ((0.95, 0.9)) and ``refine_grid_seeds`` (2):
           the stage-2 SAA candidates.
+        * ``total_time_limit`` (None): wall seconds for the whole bracket.
+          The SAA solves end by 80 % of it (each gets min(``time_limit``,
+          time left); one not started counts as a replication without a
+          bound, so LB stays valid, only looser); stage 2 starts only while
+          time is left; a validation test starting after 90 % of it is
+          skipped (its plan is not certified; it still counts in T).
 
     Returns
     -------
@@ -202,11 +209,20 @@ def certify(instance, settings: CertifySettings | None = None, *, candidates: Ma
     run = _Run(instance, settings, map or sequential_map, instance.model_dump(mode="json", by_alias=True),
                1.0 - float(instance.omega), exact,
                split_beta(settings.confidence, settings.lb_share, settings.refine_share, refining))
+    total = settings.total_time_limit
+    if total is not None:
+        zero = time.time() - (time.perf_counter() - run.t_start)
+        run.ends_at, run.tests_end = zero + 0.8 * total, zero + 0.9 * total
     lower1, upper, judged = _stage_one(run, candidates)
     width1 = _width(lower1["value"], upper)
     lower, lower2 = lower1, None
     need = refining and not (width1 is not None and width1 <= target)
-    if refining and not need and width1 is not None:
+    if need and total is not None and time.perf_counter() - run.t_start >= 0.8 * total:
+        need = False
+        run.stages.append({"stage": 2, "ran": False, "reason": f"total_time_limit {total:g} s used up by "
+                           "stage 1", "beta_lower": run.betas["lower_stages"][1],
+                           "beta_upper": run.betas["upper_stages"][1]})
+    elif refining and not need and width1 is not None:
         run.stages.append({"stage": 2, "ran": False, "reason": f"stage-1 width {100 * width1:.3g} % ≤ target "
                            f"{100 * target:.3g} %", "beta_lower": run.betas["lower_stages"][1],
                            "beta_upper": run.betas["upper_stages"][1]})
@@ -236,6 +252,10 @@ class _Run:
     timing: dict = field(default_factory=lambda: {"saa_solves_wall": 0.0, "validation": 0.0})
     n_stage1: int = 0
     t_start: float = field(default_factory=time.perf_counter)
+    #: ``total_time_limit`` as wall-clock instants (tasks may run in other
+    #: processes): SAA solves end by 80 % of it, no test starts after 90 %.
+    ends_at: float | None = None
+    tests_end: float | None = None
 
     @property
     def validation_seed(self) -> int:
@@ -249,6 +269,8 @@ def _stage_one(run: _Run, candidates: Mapping[str, Plan] | None) -> tuple[dict, 
     beta_l1, beta_u1 = run.betas["lower_stages"][0], run.betas["upper_stages"][0]
     tasks = saa_tasks(run.data, run.instance.omega, run.alpha, s.replications, s.scenarios, s.risk_grid,
                       s.grid_seeds, s.seed, s.time_limit, s.gap, stage=1)
+    for task in tasks:
+        task["ends_at"] = run.ends_at
     results, wall = run_saa(run.mapper, tasks)
     run.timing["saa_solves_wall"] += wall
     run.results += results
@@ -262,7 +284,7 @@ def _stage_one(run: _Run, candidates: Mapping[str, Plan] | None) -> tuple[dict, 
             run.pool[key]["stage"] = 1
     t0 = time.perf_counter()
     judged, upper = judge(run.mapper, run.data, list(run.pool.values()), s.validation, run.validation_seed,
-                          beta_u1, run.exact, "stage 1")
+                          beta_u1, run.exact, "stage 1", run.tests_end)
     run.timing["validation"] += time.perf_counter() - t0
     run.stages.append({"stage": 1, "lower": lower1["value"], "upper": upper["value"] if upper else None,
                        "width": _width(lower1["value"], upper), "beta_lower": beta_l1, "beta_upper": beta_u1,
@@ -281,6 +303,8 @@ def _stage_two(run: _Run, upper: dict | None, judged: list, width1: float | None
     first = s.seed + s.replications + len(s.risk_grid) * s.grid_seeds
     tasks2 = saa_tasks(run.data, run.instance.omega, run.alpha, s.refine_replications, s2, s.refine_risk_grid,
                        s.refine_grid_seeds, first, s.time_limit, s.gap, stage=2)
+    for task in tasks2:
+        task["ends_at"] = run.ends_at
     results2, wall = run_saa(run.mapper, tasks2)
     run.timing["saa_solves_wall"] += wall
     run.results += results2
@@ -292,13 +316,13 @@ def _stage_two(run: _Run, upper: dict | None, judged: list, width1: float | None
     # draws): a selection aid, never a certificate.
     t0 = time.perf_counter()
     screened = validate_candidates(run.mapper, run.data, [run.pool[k] for k in new_keys], s.validation,
-                                    run.validation_seed, 1.0 - beta_u1)
+                                    run.validation_seed, 1.0 - beta_u1, run.tests_end)
     for c in screened:
         c["certified"], c["test"] = False, "screened on the stage-1 draws (no certificate)"
     chosen = select_for_refinement(judged + screened, upper["value"] if upper else None, run.alpha,
                                    s.refine_validation, beta_u2, s.refine_candidates)
     judged2, upper2 = judge(run.mapper, run.data, [_unjudged(c) for c in chosen], s.refine_validation,
-                            run.validation_seed + 1, beta_u2, run.exact, "stage 2") if chosen else ([], None)
+                            run.validation_seed + 1, beta_u2, run.exact, "stage 2", run.tests_end) if chosen else ([], None)
     run.timing["validation"] += time.perf_counter() - t0
     if upper2 is not None and (upper is None or upper2["value"] < upper["value"]):
         upper = upper2
@@ -323,6 +347,8 @@ def _bracket_record(run: _Run, lower: dict, upper: dict | None, judged: list, re
     if refining and run.stages[-1].get("ran"):
         run.stages[-1]["width"] = width
     status, message = _status(lower, upper, width, exact, s.confidence)
+    if upper is None and not any(not r["value_kind"].startswith("trivial") for r in run.reps):
+        status, message = "error", _no_usable_replication(run.reps)
     judged.sort(key=lambda c: c["cost"])
     n1 = run.n_stage1
     return {
@@ -340,6 +366,24 @@ def _bracket_record(run: _Run, lower: dict, upper: dict | None, judged: list, re
                       "saa_solves_sum": sum(r["runtime_s"] for r in run.results),
                       "cpu": sum(r["cpu_s"] for r in run.results) + sum(c["cpu_s"] for c in judged)},
     }
+
+
+def _no_usable_replication(reps: list[dict]) -> str:
+    """The reason no bound exists when every SAA replication failed or stopped
+    without a proven bound (their 0 would be a vacuous lower bound)."""
+    reasons = sorted({f"{r['status']}: {r['message']}" for r in reps})
+    return (f"no usable SAA replication: all {len(reps)} replications failed or stopped without a proven "
+            f"bound ({'; '.join(reasons[:2])}); raise time_limit, or use fewer scenarios or a smaller "
+            "horizon")
+
+
+def _no_usable_replication(reps: list[dict]) -> str:
+    """The reason no bound exists when every SAA replication failed or stopped
+    without a proven bound (their 0 would be a vacuous lower bound)."""
+    reasons = sorted({f"{r['status']}: {r['message']}" for r in reps})
+    return (f"no usable SAA replication: all {len(reps)} replications failed or stopped without a proven "
+            f"bound ({'; '.join(reasons[:2])}); raise time_limit, or use fewer scenarios or a smaller "
+            "horizon")
 
 
 def _unjudged(c: dict) -> dict:
@@ -418,23 +462,28 @@ class MilpCertified(Solver):
     parameters: ClassVar[dict[str, Param]] = {
         "confidence": Param(DEFAULT_CONFIDENCE, float, "joint confidence 1 − β of the bracket",
                             low=0.0, low_inclusive=False, high=0.999999),
-        "replications": Param(DEFAULT_REPLICATIONS, int, "M SAA replications for the lower bound", low=1),
+        "replications": Param(DEFAULT_REPLICATIONS, int, "M SAA replications for the lower bound", low=1,
+                              high=limits.MAX_REPLICATIONS),
         "scenarios": Param(DEFAULT_SCENARIOS, int, "S scenarios per SAA solve", low=1),
         "validation": Param(DEFAULT_VALIDATION, int, "N' fresh draws certifying candidate plans", low=100),
         "risk_grid": Param(",".join(f"{f:g}" for f in DEFAULT_RISK_GRID), str,
                            "tightened SAA risk factors f (γ = f·(1−ω)), comma-separated"),
         "time_limit": Param(DEFAULT_TIME_LIMIT, float, "seconds per SAA solve", low=0.0, low_inclusive=False),
+        "total_time_limit": Param(None, float, "wall seconds for the whole bracket (none: per solve only); "
+                                  "the SAA solves end by 80 % of it, tests start by 90 %", low=0.0, low_inclusive=False,
+                                  nullable=True),
         "seed": Param(0, int, "base seed of the replications (validation: seed + 1000003)", low=0),
         "gap": Param(1e-4, float, "MILP relative gap per SAA solve", low=0.0, low_inclusive=False,
                      high=0.999999),
         "algorithms": Param("", str, "comma-separated algorithms whose plans are also UB candidates"),
         "grid_seeds": Param(DEFAULT_GRID_SEEDS, int, "SAA solves per tightened risk level", low=1),
-        "workers": Param(1, int, "local processes for the SAA solves", low=1),
+        "workers": Param(1, int, "local processes for the SAA solves", low=1, high=limits.MAX_WORKERS),
         "target_width": Param(DEFAULT_TARGET_WIDTH, float, "stage 2 runs when the stage-1 width is above "
                               "this (0: never; stage 1 then gets the whole β)", low=0.0, high=0.999999),
         "refine_share": Param(DEFAULT_REFINE_SHARE, float, "share of β_L and β_U reserved for stage 2",
                               low=0.0, low_inclusive=False, high=0.999999),
-        "refine_replications": Param(DEFAULT_REFINE_REPLICATIONS, int, "M₂ stage-2 replications", low=1),
+        "refine_replications": Param(DEFAULT_REFINE_REPLICATIONS, int, "M₂ stage-2 replications", low=1,
+                                     high=limits.MAX_REPLICATIONS),
         "refine_scenarios": Param(0, int, "S₂ scenarios per stage-2 SAA solve (0: 10·S)", low=0),
         "refine_validation": Param(DEFAULT_REFINE_VALIDATION, int, "N'₂ fresh draws per stage-2 test", low=100),
         "refine_candidates": Param(DEFAULT_REFINE_CANDIDATES, int, "at most this many stage-2 tests", low=1),
@@ -448,7 +497,8 @@ class MilpCertified(Solver):
                           scenarios=params["scenarios"], validation=params["validation"], risk_grid=grid,
                           time_limit=params["time_limit"], seed=params["seed"], gap=params["gap"],
                           candidates=extra, map=process_map(params["workers"]),
-                          grid_seeds=params["grid_seeds"], **refine_options(params))
+                          grid_seeds=params["grid_seeds"], total_time_limit=params["total_time_limit"],
+                          **refine_options(params))
         if failed:
             bracket["candidate_failures"] = failed
         return bracket_result(bracket)
@@ -505,6 +555,9 @@ def bracket_result(bracket: dict) -> SolveResult:
     lb = lower["value"] if lower["value"] is not None and math.isfinite(lower["value"]) else None
     diag = {"bracket": bracket, "certified": bracket["status"], "width": bracket["width"],
             "anytime": bracket_events(bracket)}
+    if bracket["status"] == "error":       # no usable replication: no statement at all, never "infeasible"
+        return SolveResult(algorithm=MilpCertified.name, status="error", message=bracket["message"],
+                           diagnostics=diag)
     if upper is None:
         return SolveResult(algorithm=MilpCertified.name, status="infeasible", message=bracket["message"],
                            lower_bound=lb, diagnostics=diag)

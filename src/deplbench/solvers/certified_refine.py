@@ -157,13 +157,13 @@ def add_saa_plans(pool: dict, results: list[dict], stage: int) -> list[str]:
 
 
 def judge(mapper, data: dict, entries: list[dict], draws: int, vseed: int, beta_u: float, exact: bool,
-          validation_label: str) -> tuple[list[dict], dict | None]:
+          validation_label: str, ends_at: float | None = None) -> tuple[list[dict], dict | None]:
     """Test every entry on the same ``draws`` fresh draws at β_U/T each (Bonferroni);
     the judged entries (cheapest first) and the cheapest certified one as an
     UB record, or None."""
     tests = max(1, len(entries))
     conf_each = 1.0 - beta_u / tests
-    judged = validate_candidates(mapper, data, entries, draws, vseed, conf_each)
+    judged = validate_candidates(mapper, data, entries, draws, vseed, conf_each, ends_at)
     for c in judged:
         c["test"] = validation_label
     judged.sort(key=lambda c: c["cost"])

@@ -24,6 +24,7 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
+from deplbench import limits
 from deplbench.params import Param, resolve
 
 DEFAULT_CONFIDENCE = 0.95
@@ -79,7 +80,8 @@ def _share(default: float, help: str) -> Param:
 #: texts are its docstring's, shortened).
 SETTINGS_PARAMETERS: dict[str, Param] = {
     "confidence": _share(DEFAULT_CONFIDENCE, "joint confidence 1 − β of the bracket"),
-    "replications": Param(DEFAULT_REPLICATIONS, int, "M SAA replications for the lower bound", low=1),
+    "replications": Param(DEFAULT_REPLICATIONS, int, "M SAA replications for the lower bound", low=1,
+                          high=limits.MAX_REPLICATIONS),
     "scenarios": Param(DEFAULT_SCENARIOS, int, "S scenarios per stage-1 SAA solve", low=1),
     "validation": Param(DEFAULT_VALIDATION, int, "N′ fresh draws judging every stage-1 candidate", low=100),
     "risk_grid": Param(DEFAULT_RISK_GRID, tuple, "factors f of the tightened risk levels γ = f·(1 − ω)",
@@ -93,7 +95,8 @@ SETTINGS_PARAMETERS: dict[str, Param] = {
     "target_width": Param(DEFAULT_TARGET_WIDTH, float, "stage 2 runs above this relative width "
                           "(0 or None: never)", low=0.0, high=1.0, high_inclusive=False, nullable=True),
     "refine_share": _share(DEFAULT_REFINE_SHARE, "share of β_L and β_U reserved for stage 2"),
-    "refine_replications": Param(DEFAULT_REFINE_REPLICATIONS, int, "M₂ stage-2 replications", low=1),
+    "refine_replications": Param(DEFAULT_REFINE_REPLICATIONS, int, "M₂ stage-2 replications", low=1,
+                                 high=limits.MAX_REPLICATIONS),
     "refine_scenarios": Param(None, int, "S₂ scenarios per stage-2 SAA solve (None: 10·S)", low=1,
                               nullable=True),
     "refine_validation": Param(DEFAULT_REFINE_VALIDATION, int, "N′₂ fresh draws per stage-2 test", low=100),
@@ -101,6 +104,9 @@ SETTINGS_PARAMETERS: dict[str, Param] = {
     "refine_risk_grid": Param(DEFAULT_REFINE_RISK_GRID, tuple, "tightened levels of the stage-2 candidates",
                               low=0.0, low_inclusive=False, high=1.0),
     "refine_grid_seeds": Param(DEFAULT_REFINE_GRID_SEEDS, int, "stage-2 SAA solves per level", low=1),
+    "total_time_limit": Param(None, float, "wall seconds for the whole bracket (None: per solve only); the "
+                              "SAA solves end by 80 % of it, validation tests start by 90 %", low=0.0,
+                              low_inclusive=False, nullable=True),
 }
 
 
@@ -129,6 +135,7 @@ class CertifySettings:
     refine_candidates: int = DEFAULT_REFINE_CANDIDATES
     refine_risk_grid: tuple[float, ...] = DEFAULT_REFINE_RISK_GRID
     refine_grid_seeds: int = DEFAULT_REFINE_GRID_SEEDS
+    total_time_limit: float | None = None
 
     def __post_init__(self) -> None:
         checked = resolve(SETTINGS_PARAMETERS, dataclasses.asdict(self), owner="certify", strict=True)

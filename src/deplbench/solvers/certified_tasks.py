@@ -94,12 +94,20 @@ def saa_task(task: dict) -> dict:
     """
     from deplbench.instances.model import parse_instance
 
+    time_limit = task["time_limit"]
+    if task.get("ends_at") is not None:     # the bracket's total_time_limit, as a wall-clock instant
+        time_limit = min(time_limit, task["ends_at"] - time.time())
+        if time_limit <= 0:
+            return {"role": task["role"], "factor": task.get("factor"), "seed": task["seed"],
+                    "omega": task["omega"], "scenarios": task["scenarios"], "status": "time_limit",
+                    "message": "total_time_limit reached before this SAA solve", "cost": None,
+                    "lower_bound": None, "plan": None, "runtime_s": 0.0, "cpu_s": 0.0}
     inst = parse_instance(task["instance"])
     if task["omega"] != inst.omega:
         inst = inst.with_changes(omega=task["omega"])
     t0, c0 = time.perf_counter(), time.process_time()
     res = solve(inst, "milp", evaluate=False, scenarios=task["scenarios"], seed=task["seed"],
-                time_limit=task["time_limit"], gap=task["gap"], heuristic_time=SAA_HEURISTIC_TIME)
+                time_limit=time_limit, gap=task["gap"], heuristic_time=SAA_HEURISTIC_TIME)
     return {
         "role": task["role"], "factor": task.get("factor"), "seed": task["seed"],
         "omega": task["omega"], "scenarios": task["scenarios"], "status": res.status,
@@ -139,8 +147,16 @@ def validation_task(task: dict) -> dict:
 
     inst = parse_instance(task["instance"])
     t0, c0 = time.perf_counter(), time.process_time()
-    ev = evaluate_plan(inst, parse_plan(task["plan"]), samples=task["validation"], seed=task["seed"],
-                       confidence=task["confidence"], trajectory=False)
+    late = task.get("ends_at") is not None and time.time() >= task["ends_at"]
+    # Past the bracket's total_time_limit: cost and constraints only (100 draws), never a certificate.
+    ev = evaluate_plan(inst, parse_plan(task["plan"]), samples=100 if late else task["validation"],
+                       seed=task["seed"], confidence=task["confidence"], trajectory=False)
+    if late:
+        return {"cost": ev.cost, "constraints_ok": ev.constraints_ok, "violation_count": ev.violation_count,
+                "draws": ev.samples, "violation_ub": ev.violation_ub, "validation_seed": task["seed"],
+                "test_confidence": task["confidence"], "certified": False,
+                "skipped": "total_time_limit reached before this test (not certified)",
+                "runtime_s": time.perf_counter() - t0, "cpu_s": time.process_time() - c0}
     return {"cost": ev.cost, "constraints_ok": ev.constraints_ok, "violation_count": ev.violation_count,
             "draws": ev.samples, "violation_ub": ev.violation_ub, "validation_seed": task["seed"],
             "test_confidence": task["confidence"],
@@ -148,10 +164,12 @@ def validation_task(task: dict) -> dict:
             "runtime_s": time.perf_counter() - t0, "cpu_s": time.process_time() - c0}
 
 
-def validate_candidates(mapper, data, candidates, validation, seed, confidence_each) -> list[dict]:
-    """Judge every distinct candidate on the same N′ validation draws."""
+def validate_candidates(mapper, data, candidates, validation, seed, confidence_each,
+                        ends_at: float | None = None) -> list[dict]:
+    """Judge every distinct candidate on the same N′ validation draws (a test
+    starting after ``ends_at``, a ``time.time()`` instant, is skipped)."""
     tasks = [{"instance": data, "plan": c["plan"].to_dict(), "validation": validation, "seed": seed,
-              "confidence": confidence_each} for c in candidates]
+              "confidence": confidence_each, "ends_at": ends_at} for c in candidates]
     results = list(mapper(validation_task, tasks)) if tasks else []
     return [{**{k: v for k, v in c.items() if k != "plan"}, "plan": c["plan"].to_dict(), **r}
             for c, r in zip(candidates, results)]

@@ -142,7 +142,8 @@ def _parameters() -> dict[str, Param]:
     head = {k: loop.pop(k) for k in ("eta", "epsilon", "seed", "check_samples", "max_retries", "max_backtracks")}
     return {**head, **{k: SURROGATE_PARAMS[k] for k in ("quantile_method", "n_theta", "tail_share")},
             **{k: loop[k] for k in ("rounding", "dataset_method")}, "calibrate": SURROGATE_PARAMS["calibrate"],
-            "reoptimize": loop["reoptimize"], "time_limit": loop["time_limit"]}
+            "reoptimize": loop["reoptimize"], "time_limit": loop["time_limit"],
+            "memory_limit": loop["memory_limit"]}
 
 
 class DepL(Solver):

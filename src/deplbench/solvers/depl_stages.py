@@ -30,7 +30,7 @@ from deplbench.formulations.plan import Epoch, Plan
 from deplbench.formulations.result import SolveResult
 from deplbench.instances.datalaw import compute_need
 from deplbench.jsonio import to_jsonable
-from deplbench.limits import check_time
+from deplbench.limits import MEMORY_LIMIT_PARAM, check_time
 from deplbench.params import Param
 from deplbench.solvers.dataset_selection import (
     EXHAUSTIVE_MIN_MAX,
@@ -271,6 +271,7 @@ LOOP_PARAMS: dict[str, Param] = {
     "time_limit": Param(None, float, "wall-clock seconds (none: no limit); past it the result is status "
                         "time_limit with no plan (docs/DESIGN.md, limits)", low=0.0, low_inclusive=False,
                         nullable=True),
+    "memory_limit": MEMORY_LIMIT_PARAM,
     "max_retries": Param(3, int, "tightening retries after a failed out-of-sample check", low=0),
     "max_backtracks": Param(8, int, "stage backtracks (dataset blacklists + deadline tightenings)", low=0),
     "rounding": Param("label", str, "loss axis of the expanded graph: label (exact loss labels, buckets only "

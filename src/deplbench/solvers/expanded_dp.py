@@ -36,7 +36,7 @@ import time
 
 import numpy as np
 
-from deplbench.limits import check_time
+from deplbench.limits import FLOAT_BYTES, check_memory, check_time
 from deplbench.solvers.expanded_spec import GraphSpec, PathResult
 
 
@@ -189,6 +189,9 @@ def solve_dp(spec: GraphSpec, count: bool = True, bound: float = math.inf) -> Pa
     best_end = None  # (layer k (1-based), m', i', m_prev, i_prev, j_prev)
     vertices = 1 + 1  # source + Ω
     edges = 0
+    check_memory(2 * M * (nT + 1) * (J + 1) * FLOAT_BYTES,
+                 f"the expanded-graph DP's two layers (|M| = {M} × (η+1) = {nT + 1} × J = {J + 1})",
+                 "use a smaller eta or fewer models")
     bufs = [np.full((M, nT + 1, J + 1), np.inf), np.full((M, nT + 1, J + 1), np.inf)]
     buf_boxes = [[None] * M, [None] * M]
     cur = bufs[0]
@@ -306,6 +309,9 @@ def solve_dp_labels(spec: GraphSpec, count: bool = True, bound: float = math.inf
     best = float(bound)  # an incumbent weight: only strictly lighter paths are sought
     best_end = None  # (layer k, m', i', m_prev, i_prev, j_prev)
     vertices, edges = 2, 0
+    check_memory(4 * M * (nT + 1) * (J + 1) * FLOAT_BYTES,
+                 f"the label DP's four layers (|M| = {M} × (η+1) = {nT + 1} × J = {J + 1})",
+                 "use a smaller eta or fewer models")
     Wb = [np.full((M, nT + 1, J + 1), np.inf), np.full((M, nT + 1, J + 1), np.inf)]
     Ub = [np.full((M, nT + 1, J + 1), np.inf), np.full((M, nT + 1, J + 1), np.inf)]
     buf_boxes = [[None] * M, [None] * M]

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from deplbench.errors import SolverError
+from deplbench.limits import FLOAT_BYTES, check_memory
 
 
 @dataclass(frozen=True)
@@ -179,6 +180,11 @@ def build_spec(
     if tau.shape != (M,) or run_phi.ndim != 2 or run_phi.shape[1] != M or jump_phi.shape != (M, M):
         raise SolverError("expanded graph: inconsistent shapes of weights / epoch_time / run_phi / jump_phi")
     horizon = run_phi.shape[0]
+    # The (K̄, M, M) tables below: total, exact, the rounded shift and its
+    # clip/where temporaries, the int64 shift — about six at once.
+    check_memory(6 * horizon * M * M * FLOAT_BYTES,
+                 f"the expanded graph's shift tables (K̄ = {horizon} × |M|² = {M * M})",
+                 "use a smaller horizon or fewer models")
     dt = time_max / eta
     # ⌈τ/Δt⌉ (at least one bucket): the represented time never undercuts the real one.
     # Non-finite or huge quotients (τ = inf, Tmax/η tiny) are clipped to

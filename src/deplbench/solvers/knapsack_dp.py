@@ -28,6 +28,7 @@ import math
 from typing import ClassVar
 
 from deplbench.errors import InstanceError
+from deplbench.limits import MEMORY_LIMIT_PARAM, TIME_LIMIT_PARAM
 from deplbench.formulations.knapsack import covering_problem, provenance_mismatch, solve_knapsack_instance
 from deplbench.formulations.plan import Epoch, Plan
 from deplbench.formulations.result import SolveResult
@@ -44,7 +45,7 @@ class KnapsackDP(Solver):
     exact: ClassVar[bool] = True
     reference_priority: ClassVar[int] = 0
     style: ClassVar[PlotStyle] = PlotStyle("#7f7f7f", "*", ":")
-    parameters: ClassVar[dict[str, Param]] = {}
+    parameters: ClassVar[dict[str, Param]] = {"time_limit": TIME_LIMIT_PARAM, "memory_limit": MEMORY_LIMIT_PARAM}
 
     @classmethod
     def applies(cls, instance) -> tuple[bool, str]:
@@ -55,7 +56,7 @@ class KnapsackDP(Solver):
             return False, f"knapsack-dp does not apply: {exc}"
         return True, ""
 
-    def run(self, instance) -> SolveResult:
+    def run(self, instance, **params) -> SolveResult:
         """Solve; an instance the DP cannot solve exactly gives status ``error`` with the reason."""
         try:
             sol = solve_knapsack_instance(instance)

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from typing import ClassVar
 
+from deplbench import limits
 from deplbench.formulations.milp import BACKENDS, FORMULATIONS, MEMORY_LIMIT_GIB, solve_milp
 from deplbench.formulations.result import SolveResult
 from deplbench.solvers.base import Param, PlotStyle, Solver
@@ -50,7 +51,7 @@ class Milp(Solver):
                             low_inclusive=False, nullable=True),
         "gap": Param(1e-4, float, "relative optimality gap (UB − LB)/UB", low=0.0, low_inclusive=False,
                      high=0.999999),
-        "threads": Param(1, int, "HiGHS threads", low=1),
+        "threads": Param(1, int, "HiGHS threads", low=1, high=limits.MAX_THREADS),
         "formulation": Param("fast", str, "fast (picks by structure: counts for order-invariant losses, "
                              "sequence enumeration for acyclic switch graphs, else flow; general beyond 6 "
                              "datasets) or one of them forced; naive is the textbook model, general the block "

@@ -140,6 +140,7 @@ from deplbench.errors import SolverError
 from deplbench.formulations.result import SolveResult
 from deplbench.solvers.base import Param, PlotStyle, Solver
 from deplbench.solvers.baseline_common import (
+    TIME_LIMIT_PARAM,
     DataSetting,
     choice_cost,
     common_parameters,
@@ -253,6 +254,7 @@ class Pact(Solver):
     description = "PACT: robust-estimator expanded graph, opportunity/risk scoring, one action per epoch"
     parameters = {
         **common_parameters(),
+        "time_limit": TIME_LIMIT_PARAM,
         "robust_quantile": Param(0.95, float, "quantile of the per-step robust estimators (PACT: 0.95)",
                                  low=0.5, high=1.0 - 1e-9),
         "loss_resolution": Param(0, int, "loss buckets between ℓmax and ℓ(0) (γ_ℓ = span / value); "

@@ -43,6 +43,7 @@ import math
 
 import numpy as np
 
+from deplbench.limits import FLOAT_BYTES, check_memory, check_time
 from deplbench.solvers.baseline_common import DataSetting, expected_improvement
 
 _INF = np.inf
@@ -105,6 +106,9 @@ class ExpandedGraph:
         self.M, self.N, self.K = M, N, K
         self.printed = instance.data_rule == "printed"
         self.robust_quantile = q = float(robust_quantile)
+        # (K, M, M) loss changes and bucket shifts, built next: refuse before allocating
+        check_memory(4 * K * M * M * FLOAT_BYTES, f"PACT's per-epoch switch tables (K̄ = {K} × |M|² = {M * M})",
+                     "use a smaller horizon")
         x_rob = np.array([float(m.improvement.ppf(1.0 - q)) for m in instance.models])
         x_exp = np.array([expected_improvement(m.improvement) for m in instance.models])
         g = setting.gamma
@@ -157,6 +161,12 @@ class ExpandedGraph:
         stay_climbs = bool((self.db[:, np.arange(M), np.arange(M)] > 0).any())   # X can be negative
         self.max_climb = (None if (stay_climbs or _has_cycle(off))
                           else int(max(0, climb)) * max(M - 1, 0))
+        # One risk-term table (K̄ + 1 float32 layers, via_costs) and a forward
+        # DP's distances and labels (12 float64 layers) must fit.
+        cells = M * N * self.Lb * self.Tb
+        check_memory((K + 1) * cells * 4 + 12 * cells * FLOAT_BYTES,
+                     f"PACT's expanded graph (K̄ = {K} layers × |M||N|·L·T = {cells} cells)",
+                     "use a smaller horizon or loss_resolution/time_resolution")
 
     # ------------------------------------------------------------ geometry
     @property
@@ -220,6 +230,7 @@ class ExpandedGraph:
         layers: list[np.ndarray] = [None] * (K + 1)  # type: ignore[list-item]
         layers[K] = V_next.astype(np.float32)
         for e in range(K - 1, -1, -1):
+            check_time(f"PACT risk-term DP, layer {e} of {K}")
             J = np.full((M, N, Lb, Tb), _INF)
             V = np.full((M, N, Lb, Tb), _INF)
             for m in range(M):
@@ -327,6 +338,7 @@ class ExpandedGraph:
             live = np.isfinite(D).any(axis=(1, 2, 3))
             if e >= K or not live.any():
                 break
+            check_time(f"PACT forward DP, layer {e} of {K}")
             Dn = np.full((M, N, Lb, Tb), _INF)
             Ln = np.zeros((5, M, N, Lb, Tb))
             for m in np.nonzero(live)[0]:

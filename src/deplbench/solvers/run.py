@@ -39,7 +39,7 @@ from deplbench.formulations.plan import Plan
 from deplbench.formulations.preprocess import reduce_instance
 from deplbench.formulations.result import SolveResult
 from deplbench.instances.model import Instance
-from deplbench.limits import TimeLimitReached, deadline
+from deplbench.limits import TimeLimitReached, deadline, memory_budget
 from deplbench.params import Param
 from deplbench.solvers.base import Solver
 from deplbench.solvers.registry import get_solver
@@ -149,7 +149,7 @@ def solve(
             result = SolveResult(algorithm=cls.name, status="infeasible", message=reduction.reason)
         else:
             # A declared time_limit sets the deadline every check_time() reads (deplbench.limits).
-            with deadline(resolved.get("time_limit")):
+            with deadline(resolved.get("time_limit")), memory_budget(resolved.get("memory_limit")):
                 result = cls().run(reduction.instance if reduction is not None else instance, **resolved)
     except TimeLimitReached as exc:  # a heuristic's deadline (deplbench.limits): no plan
         result = SolveResult(algorithm=cls.name, status="time_limit", message=str(exc))

@@ -118,13 +118,17 @@ def _options(c: float, comm: np.ndarray, kappa: np.ndarray, cap: np.ndarray, clu
     """
     ts, ps, ns, xs = [], [], [], []
     log_step = math.log1p(eps1)
-    for n in clusters:
+    for i, n in enumerate(clusters):
+        if i % 1024 == 0:
+            check_time(f"(1+ε) allocation options, cluster {i} of {len(clusters)}")
         avail = time_max - comm[n]
         if avail <= 0 or c / cap[n] > avail:
             continue
         top = float(cap[n])
         if kappa[n] > 0 and math.isfinite(upper):
             top = min(top, upper * (1.0 + eps1) / kappa[n])
+        if not top > 0:
+            continue  # a paid cluster when a free one gives cost 0 (upper = 0): never in a solution as cheap
         # Levels from the slowest allocation that still fits alone, x_lo =
         # c/(Tmax − comm), up by factors (1+ε'), and r(n) itself: every real
         # x in [x_lo, r] rounds up to a level within (1+ε'). Anchored at the
@@ -272,6 +276,8 @@ def _dp(groups, epoch_group, time_max: float, eps2: float, lb: float, ub: float)
         ch = choices[k]
         ch.fill(0)
         for o in range(t.size):
+            if o % 256 == 0:   # one layer of 20,000 clusters' options can take seconds: check inside it
+                check_time(f"(1+ε) allocation DP, epoch {k} of {K}, option {o} of {t.size}")
             sft = int(q[o])
             if sft >= n_buckets:
                 continue
@@ -301,7 +307,9 @@ def _place_subset(compute, comm, kappa, cap, clusters, time_max, eps, epoch_grou
     # the exact allocation with every epoch on one cluster, best cluster.
     upper = math.inf
     compute = np.asarray(compute, dtype=float)
-    for n in clusters:
+    for i, n in enumerate(clusters):
+        if i % 64 == 0:
+            check_time(f"(1+ε) allocation, one-cluster upper bound {i} of {len(clusters)}")
         one = allocate(compute, comm[:, n], np.full(compute.size, kappa[n]), np.full(compute.size, cap[n]), time_max)
         if one.feasible:
             upper = min(upper, float(one.cost))

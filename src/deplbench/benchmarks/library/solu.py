@@ -23,6 +23,7 @@ solution than an ``=opt=`` value, or proves a bound above it, disagrees.
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 
 from deplbench.errors import DeplbenchError
@@ -57,6 +58,10 @@ def write_solu(path: str, entries: list[SoluEntry], header: str = "") -> None:
         fh.write("\n".join(lines) + "\n")
 
 
+#: An instance name of a .solu line: a plain file name inside the library's mps/ folder.
+_NAME = re.compile(r"[A-Za-z0-9_+-][A-Za-z0-9._+-]*")
+
+
 def read_solu(path: str) -> dict[str, SoluEntry]:
     """Parse a .solu file into ``{name: SoluEntry}``.
 
@@ -80,6 +85,10 @@ def read_solu(path: str) -> dict[str, SoluEntry]:
             if len(parts) < 2:
                 raise SoluError(f"{where}: {tag} without an instance name")
             name = parts[1]
+            if not _NAME.fullmatch(name):
+                # the name becomes mps/<name>.mps: "../x" or "/etc/x" would leave the library
+                raise SoluError(f"{where}: instance name {name!r} is not a plain file name (letters, digits, "
+                                "'.', '_', '+', '-'; no '/', no leading '.')")
             value = None
             if tag in ("=opt=", "=best="):
                 if len(parts) != 3:

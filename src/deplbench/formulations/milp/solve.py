@@ -41,7 +41,7 @@ from deplbench.formulations.milp.options import (
 from deplbench.formulations.milp.peers import check_solver, solver_version
 from deplbench.formulations.milp.routes import make_backend
 from deplbench.formulations.result import SolveResult
-from deplbench.formulations.scenarios import allowed_violations
+from deplbench.formulations.scenarios import allowed_violations, thin_sample_note
 
 
 def solve_milp(instance, scenarios: int = 1000, seed: int = 0, time_limit: float | None = 60.0,
@@ -280,6 +280,10 @@ def _solve_stages(instance, scenarios, seed, time_limit, gap, threads, formulati
     note = getattr(be, "bound_note", None)        # a solver peer that reports no dual bound (.pyomo_peer)
     if note and res.status != "optimal":
         res.message = f"{res.message}; {note}" if res.message else note
+    thin = "" if data.deterministic else thin_sample_note(instance.omega, data.S_nominal)
+    if thin:                                      # say when "optimal" is optimal for a too-small sample only
+        res.diagnostics["thin_sample"] = thin
+        res.message = f"{res.message}; {thin}" if res.message else thin
     return res
 
 

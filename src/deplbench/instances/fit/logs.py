@@ -19,6 +19,13 @@ import numpy as np
 import pandas as pd
 
 from deplbench.errors import DeplbenchError
+from deplbench.limits import check_file_size
+
+#: A loss further than this factor from the logs' median magnitude is refused as a corrupt row.
+OUTLIER_FACTOR = 1000.0
+
+#: Largest epoch index a log may hold (far above any training run; below int64 overflow).
+MAX_EPOCH = 10**9
 
 #: Columns the long log format must have (extra columns are ignored).
 REQUIRED_COLUMNS = ("run", "epoch", "model", "loss")
@@ -78,6 +85,7 @@ def read_logs(path: str | os.PathLike) -> Logs:
         If the file cannot be read or parsed, or fails :func:`validate_logs`.
     """
     path = Path(path)
+    check_file_size(path, "log", LogError)
     try:
         data = path.read_bytes()
     except OSError as exc:
@@ -154,11 +162,21 @@ def validate_logs(frame: pd.DataFrame, source: str = "logs") -> pd.DataFrame:
         return values
 
     epoch_f = numeric("epoch")
-    bad = np.flatnonzero((epoch_f < 0) | (epoch_f != np.round(epoch_f)))
+    bad = np.flatnonzero((epoch_f < 0) | (epoch_f != np.round(epoch_f)) | (epoch_f > MAX_EPOCH))
     if bad.size:
-        i = bad[0]
-        raise LogError(f"{source}: column 'epoch': {epoch_f[i]!r} on line {line[i]} is not an integer >= 0")
+        i = bad[0]   # checked before the int64 cast: 1e20 would overflow it (a RuntimeWarning, a wrong line)
+        raise LogError(f"{source}: column 'epoch': {epoch_f[i]:g} on line {line[i]} is not an integer in "
+                       f"[0, {MAX_EPOCH}]")
     loss = numeric("loss")
+    # One wild row (a typo, a corrupt write: -1e6 among losses near 10) would
+    # dominate the decay fit (A scaled by orders of magnitude): a loss more
+    # than OUTLIER_FACTOR times the logs' typical magnitude is refused by line.
+    scale = float(np.median(np.abs(loss)))
+    wild = np.flatnonzero(np.abs(loss) > OUTLIER_FACTOR * max(scale, np.finfo(float).tiny))
+    if wild.size and scale > 0:
+        i = wild[0]
+        raise LogError(f"{source}: column 'loss': {loss[i]:g} on line {line[i]} is over {OUTLIER_FACTOR:g} times "
+                       f"the logs' median |loss| {scale:.4g}; a corrupt row?")
     model = text("model")
     epoch = epoch_f.astype(np.int64)
     bad = np.flatnonzero((model.to_numpy() == "") & (epoch >= 1))

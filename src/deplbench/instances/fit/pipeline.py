@@ -19,6 +19,7 @@ from deplbench.instances.fit.decay import MIN_EPOCHS, DecayFit, fit_decay, multi
 from deplbench.instances.fit.distfit import DistFit, fit_improvement, fit_switch
 from deplbench.instances.fit.logs import LogError, Logs, loss_changes, read_logs
 from deplbench.jsonio import optional_float as _num
+from deplbench.limits import MAX_BOOTSTRAP
 
 
 # -------------------------------------------------------------- full fit
@@ -134,8 +135,8 @@ def fit_logs(
 def _validate_settings(alpha, ks_bootstrap, max_empirical, min_switch_samples, min_epochs) -> None:
     if not (isinstance(alpha, (int, float)) and 0 < alpha < 1):
         raise LogError(f"alpha: must be in (0, 1), got {alpha!r}")
-    if not (isinstance(ks_bootstrap, int) and ks_bootstrap >= 0):
-        raise LogError(f"ks_bootstrap: must be an integer >= 0, got {ks_bootstrap!r}")
+    if not (isinstance(ks_bootstrap, int) and 0 <= ks_bootstrap <= MAX_BOOTSTRAP):
+        raise LogError(f"ks_bootstrap: must be an integer in [0, {MAX_BOOTSTRAP}], got {ks_bootstrap!r}")
     if not (isinstance(max_empirical, int) and max_empirical >= 1):
         raise LogError(f"max_empirical: must be an integer >= 1, got {max_empirical!r}")
     if not (isinstance(min_switch_samples, int) and min_switch_samples >= 1):

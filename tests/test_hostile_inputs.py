@@ -1,0 +1,196 @@
+"""Hostile input, round two: statuses that do not mislead, reserved names,
+bounds at load (docs/DESIGN.md, "Limits").
+
+Each test fails on the code before the fix: the 1e-9 guard that rounded
+⌊(1−ω)S⌋ up to S, ``milp-certified`` reporting ``infeasible`` when no SAA
+replication ran, ``--param eval_seed=…`` ending in a TypeError, unbounded
+counts accepted at load, and the (1+ε) allocation DP taking log(0) when a
+free cluster makes the best cost 0.
+"""
+
+from __future__ import annotations
+
+import json
+from fractions import Fraction
+
+import numpy as np
+import pytest
+from instance_data import two_model_data
+
+from deplbench import limits
+from deplbench.benchmarks.sweep import parse_sweep
+from deplbench.cli import main
+from deplbench.errors import DeplbenchError, InstanceError, SolverError, SweepError
+from deplbench.formulations.scenarios import allowed_violations, quantile_rank
+from deplbench.instances.model import parse_instance
+from deplbench.solvers.base import solve
+
+# ---- finding 2: ⌊(1−ω)S⌋ exactly, never rounded up to a vacuous count -------------------------
+
+def test_allowed_violations_equals_exact_integer_floor_over_many_omega_and_s():
+    """ω = k/10^d written as a decimal: ⌊(1−ω)S⌋ = ((10^d − k)·S) // 10^d exactly."""
+    rng = np.random.default_rng(31)
+    checked = 0
+    for d in range(1, 13):
+        for k in rng.integers(1, 10**d, size=40):
+            k = int(k)
+            omega = float(f"{k}e-{d}")          # the decimal k/10^d as the user writes it
+            if Fraction(repr(omega)) != Fraction(k, 10**d):
+                continue                         # not exactly this decimal after float round-trip
+            for s in (1, 2, 3, 7, 10, 99, 100, 1000, 12345, int(rng.integers(1, 10**6))):
+                exact = ((10**d - k) * s) // 10**d
+                assert allowed_violations(omega, s) == exact, (omega, s)
+                assert quantile_rank(omega, s) == s - exact
+                checked += 1
+    assert checked > 3000
+
+
+@pytest.mark.parametrize("omega,s,count", [(1e-12, 1000, 999), (0.99, 100, 1), (0.9, 10, 1),
+                                           (0.95, 20, 1), (1 - 1e-9, 10**9, 1), (0.5, 1, 0)])
+def test_allowed_violations_known_values(omega, s, count):
+    # (1 − 1e-12)·1000 = 999.999999999: the old +1e-9 guard made it 1000 (every scenario may miss)
+    assert allowed_violations(omega, s) == count
+
+
+def test_allowed_violations_refuses_a_vacuous_count():
+    with pytest.raises(InstanceError, match="omega: .*vacuous"):
+        allowed_violations(0.0, 50)
+
+
+def test_milp_at_tiny_omega_is_not_vacuous_and_says_the_sample_is_thin():
+    """At ω = 1e-12 and S = 1000 the SAA still needs 1 scenario below ℓmax: the
+    same optimum as at ω = 1e-4 (also 999 allowed), not the cheapest plan."""
+    tiny = solve(parse_instance(two_model_data(omega=1e-12)), "milp", scenarios=1000, evaluate=False)
+    same = solve(parse_instance(two_model_data(omega=1e-4)), "milp", scenarios=1000, evaluate=False)
+    assert tiny.diagnostics["allowed_violations"] == 999
+    assert tiny.status == same.status == "optimal"
+    assert tiny.cost == pytest.approx(same.cost)
+    assert "ω·S" in tiny.message and tiny.diagnostics["thin_sample"]
+    wide = solve(parse_instance(two_model_data(omega=0.5)), "milp", scenarios=1000, evaluate=False)
+    assert "thin_sample" not in wide.diagnostics
+
+
+# ---- finding 3: no usable replication is an error, never "infeasible" -----------------------------
+
+@pytest.fixture(scope="module")
+def huge_two_model():
+    # S × K̄ = 2000 × 100000: every SAA replication is refused by the MILP's memory estimate
+    return parse_instance(two_model_data(horizon=100_000, time_max=1e9))
+
+
+def test_milp_certified_without_usable_replication_is_error(huge_two_model):
+    res = solve(huge_two_model, "milp-certified", scenarios=2000, replications=3, risk_grid="",
+                target_width=0, evaluate=False)
+    assert res.status == "error"
+    assert res.lower_bound is None and res.plan is None
+    assert "no usable SAA replication" in res.message and "GiB" in res.message
+
+
+def test_certify_cli_gives_the_real_reason(huge_two_model, tmp_path, capsys):
+    path = tmp_path / "huge.json"
+    huge_two_model.save(path)
+    rc = main(["certify", str(path), "--scenarios", "2000", "--replications", "3", "--risk-grid", "",
+               "--target-width", "0", "--json"])
+    out = json.loads(capsys.readouterr().out)
+    assert rc == 1 and out["status"] == "error"
+    assert "raise validation" not in out["message"] and "fewer scenarios" in out["message"]
+
+
+# ---- finding 6: solve()'s own argument names are not algorithm parameters ------------------------
+
+@pytest.fixture(scope="module")
+def small_file(tmp_path_factory):
+    path = tmp_path_factory.mktemp("hostile") / "small.json"
+    parse_instance(two_model_data()).save(path)
+    return path
+
+
+@pytest.mark.parametrize("command", ["solve", "simulate"])
+@pytest.mark.parametrize("name", ["eval_samples", "eval_seed", "instance", "algorithm", "evaluate"])
+def test_reserved_param_names_are_one_line_exit_2(small_file, capsys, command, name):
+    assert main([command, str(small_file), "--algo", "one-switch", "--param", f"{name}=1"]) == 2
+    captured = capsys.readouterr()
+    err = captured.err.strip()
+    assert err.count("\n") == 0 and f"'{name}' is not an algorithm parameter" in err, err
+    assert captured.out == ""
+
+
+# ---- finding 8: bounds at load on every count --------------------------------------------------------
+
+def _sweep(**over) -> dict:
+    data = {"sweep": {"name": "s"},
+            "instances": [{"id": "k", "family": "knapsack", "params": {"n_items": 5}}],
+            "algorithms": [{"name": "milp"}]}
+    for path, value in over.items():
+        table, key = path.rsplit(".", 1)
+        node = data
+        for part in table.split("."):
+            node = node[int(part)] if part.isdigit() else node.setdefault(part, {})
+        node[key] = value
+    return data
+
+
+@pytest.mark.parametrize("over,field", [
+    ({"algorithms.0.params": {"solver": "nosuch"}}, "algorithms[0].params.solver"),
+    ({"algorithms.0.grid": {"solver": ["highs", "nosuch"]}}, "algorithms[0].grid.solver[1]"),
+    ({"sweep.evaluation": {"closed_loop": {"runs": 10**10}}}, "sweep.evaluation.closed_loop.runs"),
+    ({"algorithms.0.params": {"threads": 100_000}}, "threads"),
+    ({"sweep.max_tasks": 0}, "sweep.max_tasks"),
+])
+def test_sweep_counts_and_solver_names_refused_at_load(over, field):
+    with pytest.raises(SweepError) as err:
+        parse_sweep(_sweep(**over))
+    assert field in str(err.value) and "\n" not in str(err.value)
+
+
+def test_sweep_grid_size_capped_with_an_explicit_override():
+    big = {"algorithms.0.grid": {"seed": list(range(2000)), "gap": [1e-4 * (i + 1) for i in range(60)]}}
+    with pytest.raises(SweepError, match=r"sweep.max_tasks: the sweep expands to up to 120000 tasks > the cap"):
+        parse_sweep(_sweep(**big), check_names=False)
+    sweep = parse_sweep(_sweep(**big, **{"sweep.max_tasks": 120_000}), check_names=False)
+    assert sweep.name == "s"
+
+
+def test_solver_and_api_counts_have_upper_bounds(small_file):
+    inst = parse_instance(two_model_data())
+    with pytest.raises(SolverError, match="threads"):
+        solve(inst, "milp", threads=limits.MAX_THREADS + 1)
+    for name in ("replications", "refine_replications", "workers"):
+        high = limits.MAX_WORKERS if name == "workers" else limits.MAX_REPLICATIONS
+        with pytest.raises(SolverError, match=name):
+            solve(inst, "milp-certified", **{name: high + 1})
+    from deplbench.benchmarks.executors import LocalExecutor
+    with pytest.raises(SweepError, match="--workers"):
+        LocalExecutor(workers=limits.MAX_WORKERS + 1)
+
+
+@pytest.mark.parametrize("argv,flag", [
+    (["simulate", "{f}", "--algo", "one-switch", "--runs", "100000000"], "--runs"),
+    (["certify", "{f}", "--replications", "100000000"], "replications"),
+    (["certify", "{f}", "--workers", "100000000"], "--workers"),
+])
+def test_cli_counts_have_upper_bounds(small_file, capsys, argv, flag):
+    assert main([a.format(f=small_file) for a in argv]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and flag in err, err
+
+
+def test_fit_bootstrap_has_an_upper_bound(tmp_path):
+    from deplbench.instances.fit import pipeline
+
+    with pytest.raises(DeplbenchError, match="ks_bootstrap"):
+        pipeline._validate_settings(0.05, 10**8, 200, 5, 3)
+
+
+@pytest.mark.parametrize("algo", ["depl", "best-exp"])
+def test_free_cluster_kappa_zero_matches_brute_force(algo):
+    """κ = 0 on a cluster: the best cost is 0, and the allocation DP's cost cap
+    upper·(1+ε)/κ of every paid cluster is 0 (log(0) before the fix)."""
+    data = two_model_data()
+    data["clusters"][1]["unit_cost"] = 0.0
+    inst = parse_instance(data)
+    ref = solve(inst, "brute-force", evaluate=False)
+    res = solve(inst, algo, evaluate=False)
+    assert ref.status == "optimal" and ref.cost == 0.0
+    assert res.status in ("optimal", "feasible"), res.message
+    assert res.cost == pytest.approx(ref.cost, abs=1e-12)
