@@ -20,7 +20,7 @@ from deplbench.reports import bracket as bracket_mod
 from deplbench.reports import claims as claims_mod
 from deplbench.reports import complexity as cx
 from deplbench.reports import tables as tabs
-from deplbench.reports.headline import HEADLINE_COLUMNS
+from deplbench.reports.headline import CLAIM_GLANCE_COLUMNS, GLANCE_COLUMNS, HEADLINE_COLUMNS
 from deplbench.reports.solvers import SOLVER_COLUMNS
 from deplbench.reports import closed_loop as cl_mod
 from deplbench.reports.build import ReportOptions, build_report
@@ -222,6 +222,8 @@ def _promised_columns() -> dict[str, tuple]:
         "bracket_ratios": bracket_mod.RATIO_COLUMNS, "claims_bracket": bracket_mod.CLAIM_COLUMNS,
         "solver_comparison": SOLVER_COLUMNS,
         "closed_loop": cl_mod.CLOSED_LOOP_COLUMNS, "pact_comparison": cl_mod.PACT_COMPARISON_COLUMNS,
+        "glance_alexnet": GLANCE_COLUMNS, "glance_mobilenet": GLANCE_COLUMNS,
+        "glance_claims": CLAIM_GLANCE_COLUMNS,
     }
 
 
@@ -386,15 +388,23 @@ def test_headline_box(full_report):
     head = pd.read_csv(out / "tables" / "headline.csv")
     assert set(head["set"]) == {"alexnet", "mobilenet"}
     alex = head[head["set"] == "alexnet"].set_index("algorithm")
-    assert alex.loc["milp", "ratio_median"] == pytest.approx(1.0)
-    assert alex.loc["depl", "ratio_median"] == pytest.approx(1.01)
-    assert alex.loc["best-exp", "met_target_oos"] == 0
-    assert alex.loc["best-exp", "evaluated"] == 6
-    assert alex.loc["depl", "met_target_oos"] == 6
-    # the claims, one line each, inside the box
-    inner = text[box:text.index("<nav>")]
+    # against the certified bracket (ℓmax 9 only): cost/UB and cost/LB
+    assert alex.loc["depl", "reference"] == "certified-static"
+    assert alex.loc["depl", "ratio_ref_median"] == pytest.approx(1.01 / 1.005)
+    assert alex.loc["depl", "ratio_lb_median"] == pytest.approx(1.01 / 0.99)
+    assert alex.loc["depl", "with_reference"] == 2 and alex.loc["depl", "instances"] == 6
+    # the SAA ratio stays, labelled as such
+    assert alex.loc["depl", "ratio_saa_median"] == pytest.approx(1.01)
+    assert alex.loc["milp", "ratio_saa_median"] == pytest.approx(1.0)
+    assert alex.loc["best-exp", "mc_met"] == 0 and alex.loc["best-exp", "evaluated"] == 6
+    assert alex.loc["best-exp", "missed"] == 6
+    assert alex.loc["best-exp", "verdict"].startswith("misses ℓmax")
+    assert alex.loc["depl", "mc_met"] == 6 and alex.loc["depl", "missed"] == 0
+    # the claims, one row each, inside the box, verdicts coloured
+    inner = html.unescape(text[box:text.index("<nav>")])
     for row in summary.claims.itertuples(index=False):
-        assert f"[{row.verdict}] {row.claim}" in html.unescape(inner)
+        assert row.claim in inner
+    assert 'data-col="verdict"' in inner and "v-fails" in inner or "v-holds" in inner
 
 
 def test_certified_bracket_wired_into_the_report(full_report):
@@ -409,10 +419,11 @@ def test_certified_bracket_wired_into_the_report(full_report):
     assert len(rejudged) == 2 and rejudged["yardstick"].str.contains("bracket").all()
     text = html.unescape((out / "index.html").read_text(encoding="utf-8"))
     box = text[text.index('class="headline"'):text.index("<nav>")]
-    assert "alexnet: certified bracket LB ≤ z* ≤ UB on 2 instance(s)" in box
+    assert "certified bracket (milp-certified) on 2/6 instances, confidence ≥ 0.95" in box
     head = pd.read_csv(out / "tables" / "headline.csv")
     alex = head[head["set"] == "alexnet"].set_index("algorithm")
-    assert alex.loc["depl", "certified_met"] == 6 and alex.loc["best-exp", "certified_met"] == 0
+    assert alex.loc["depl", "certified_feasible"] == 6
+    assert alex.loc["best-exp", "certified_feasible"] == 0
 
 
 def test_tables_never_wider_than_the_page(full_report):

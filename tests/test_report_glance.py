@@ -1,0 +1,190 @@
+"""The report's first screen: every plan against the proven reference of its
+instance (exact optimum, certified bracket, adaptive optimum), feasibility
+proven before estimated, claims whole and coloured, readable on a phone.
+
+Task records are synthetic (the columns of the task record) so that each
+number the glance box shows is known in advance."""
+
+from __future__ import annotations
+
+import html
+import json
+
+import pandas as pd
+import pytest
+from test_reports import SMALL, _row, make_frame
+
+from deplbench.reports import reference as ref_mod
+from deplbench.reports.build import build_report
+from deplbench.reports.data import STORE_COLUMNS, prepare
+from deplbench.reports.headline import claims_glance, first_clause, headline_table
+from deplbench.reports.styles import series_info
+
+OPT = 100.0
+
+
+def _plan(alg: str, key: str, cost: float, **kw) -> dict:
+    common = dict(sweep="s", family="realistic", instance_set="alexnet",
+                  instance_name=key, instance_seed=0, instance_sha=key, loss_max=9.0,
+                  omega=0.99, n_models=3, horizon=50, plan={"epochs": []})
+    common.update(kw)
+    return _row(key=f"{key}-{alg}-{cost}", algorithm=alg, cost=cost, **common)
+
+
+def _frame() -> pd.DataFrame:
+    """Instance a: an exact optimum (UB = LB = 100) and an SAA optimum 95
+    whose plan misses ℓmax; instance b: only a certified bracket [96, 104];
+    instance c (PACT set): an adaptive optimum [80, 84] and a policy."""
+    rows = [
+        _plan("milp-exact", "a", OPT, reference="exact-static", status="optimal",
+              lower_bound=OPT, exact=True),
+        _plan("milp", "a", 95.0, reference="saa", status="optimal", exact=True,
+              params={"scenarios": 50}, quantile_oos=9.5,
+              evaluation={"exact_verdict": "proven infeasible"}),
+        _plan("depl", "a", 110.0, status="feasible", quantile_oos=8.0,
+              evaluation={"exact_verdict": "proven feasible"}),
+        # the same instance solved twice by one series: one instance, not two
+        _plan("depl", "a", 110.0, status="feasible", quantile_oos=8.0, params={"eta": 50},
+              evaluation={"exact_verdict": "proven feasible"}),
+        _plan("milp-certified", "b", 104.0, reference="certified-static", status="feasible",
+              lower_bound=96.0, certified_verdict="certified feasible",
+              diagnostics={"bracket": {"confidence": 0.95,
+                                       "upper_bound": {"value": 104.0}}}),
+        _plan("depl", "b", 106.0, status="feasible", quantile_oos=8.5,
+              certified_verdict="certified feasible"),
+        _plan("best-exp", "b", 100.0, status="feasible", quantile_oos=8.9),
+        _plan("adaptive-opt", "c", 84.0, reference="adaptive", status="feasible",
+              lower_bound=80.0, instance_set="pact-vgg11"),
+        _plan("pact", "c", 120.0, status="feasible", instance_set="pact-vgg11",
+              cl_mode="policy", cl_cost_mean=88.2, cl_p_success=0.995,
+              cl_p_success_low=0.991, quantile_oos=8.0),
+    ]
+    return pd.DataFrame(rows, columns=list(STORE_COLUMNS))
+
+
+@pytest.fixture(scope="module")
+def glance():
+    df = prepare(_frame()).df
+    plans = ref_mod.plan_ratios(df)
+    return df, plans, headline_table(plans, series_info(df)).set_index(["set", "algorithm"])
+
+
+def test_references_read_from_the_records(glance):
+    df, _, _ = glance
+    refs = ref_mod.references(df).set_index(["instance_key", "kind"])
+    assert refs.loc[("a", "exact-static"), ["ub", "lb"]].tolist() == [OPT, OPT]
+    assert refs.loc[("a", "saa"), "ub"] == 95.0
+    assert refs.loc[("b", "certified-static"), ["ub", "lb"]].tolist() == [104.0, 96.0]
+    assert refs.loc[("c", "adaptive"), ["ub", "lb"]].tolist() == [84.0, 80.0]
+
+
+def test_exact_reference_first_and_saa_ratio_kept(glance):
+    _, plans, head = glance
+    depl_a = plans[(plans["algorithm"] == "depl") & (plans["instance_key"] == "a")]
+    assert (depl_a["reference"] == "exact-static").all()
+    assert depl_a["ratio_ub"].tolist() == pytest.approx([1.1, 1.1])
+    assert depl_a["ratio_saa"].tolist() == pytest.approx([110 / 95] * 2)
+    # the SAA optimum's plan: below the exact optimum, flagged, and proven infeasible
+    milp = head.loc[("alexnet", "milp")]
+    assert milp["ratio_ref_median"] == pytest.approx(0.95)
+    assert milp["below_ub"] == 1 and "⚑ 1 below opt." in milp["vs_reference"]
+    assert milp["missed"] == 1 and milp["verdict"].startswith("misses ℓmax")
+    assert milp["ratio_saa_median"] == pytest.approx(1.0)
+
+
+def test_bracket_ratio_is_a_range_and_cheaper_plans_are_not_called_infeasible(glance):
+    _, plans, head = glance
+    b = plans[plans["instance_key"] == "b"].set_index("algorithm")
+    assert b.loc["depl", "reference"] == "certified-static"
+    assert b.loc["depl", ["ratio_ub", "ratio_lb"]].tolist() == pytest.approx([106 / 104, 106 / 96])
+    # best-exp below UB but above LB: cheaper than the best certified plan,
+    # which proves nothing about its feasibility; only its own verdict does
+    assert b.loc["best-exp", "ratio_ub"] < 1 < b.loc["best-exp", "ratio_lb"]
+    best = head.loc[("alexnet", "best-exp")]
+    assert "below UB" in best["vs_reference"] and "below LB" not in best["vs_reference"]
+    assert best["verdict"].startswith("unproven")
+
+
+def test_one_observation_per_instance(glance):
+    _, _, head = glance
+    depl = head.loc[("alexnet", "depl")]
+    assert depl["plans"] == 3 and depl["instances"] == 2
+    # the exact reference covers instance a only; b is bracketed
+    assert depl["reference"] in ("exact-static", "certified-static")
+    assert depl["proven_feasible"] == 2 and depl["certified_feasible"] == 1
+    assert depl["verdict"] == "feasible 3/3"
+
+
+def test_policy_against_the_adaptive_optimum(glance):
+    _, plans, head = glance
+    p = plans[plans["algorithm"] == "pact"].iloc[0]
+    assert p["policy"] and p["reference"] == "adaptive"
+    assert p["ratio_ub"] == pytest.approx(88.2 / 84) and p["ratio_lb"] == pytest.approx(88.2 / 80)
+    row = head.loc[("pact-vgg11", "pact")]
+    assert "(adaptive)" in row["vs_reference"] and row["verdict"] == "feasible 1/1"
+
+
+def test_claim_lines_are_never_cut():
+    text = ("violated on 1 of 36 instances (48 violated triples in total out of 48 "
+            "checked; on 35 instance(s) nothing could be checked); sampled on 2")
+    assert first_clause(text) == text[:text.index("; sampled")]
+    assert first_clause(text).count("(") == first_clause(text).count(")")
+    long = "x" * 400 + " (-1.0 " + "y" * 50 + ")"
+    assert first_clause(long) == long  # no character limit, no "…"
+    claims = pd.DataFrame({"claim": ["c"], "verdict": ["holds"], "measured": [text]})
+    assert claims_glance(claims)["measured"].iloc[0].endswith("checked)")
+
+
+@pytest.fixture(scope="module")
+def report(tmp_path_factory):
+    out = tmp_path_factory.mktemp("glance")
+    frame = pd.concat([make_frame(bracket=True), _frame()], ignore_index=True)
+    summary = build_report(frame, out, options=SMALL)
+    assert summary.errors == []
+    return out
+
+
+def test_glance_box_html_has_every_card_and_coloured_verdicts(report):
+    text = html.unescape((report / "index.html").read_text(encoding="utf-8"))
+    box = text[text.index('class="headline"'):text.index("<nav>")]
+    for name in ("alexnet", "mobilenet", "pact_vgg11", "claims"):
+        assert f'id="card-glance_{name}"' in box
+    assert 'class="c-verdict v-fails"' in box and 'class="c-verdict v-holds"' in box
+    assert "cost / reference" in box and "SAA ratio" in box
+    assert box.index("At a glance") < text.index('class="meta"')
+
+
+def test_glance_cells_on_the_first_screen(report):
+    """Headless Chromium at 1440×900 and 390×844: every glance row's ratio and
+    verdict cells lie inside the viewport's width, and on desktop inside the
+    first screen's height."""
+    from deplbench.reports import browser
+
+    if browser.find_chromium() is None:
+        pytest.skip("no Chromium binary on PATH (Debian: apt-get install "
+                    "chromium-headless-shell)")
+    sel = '.headline td[data-col="vs_reference"], .headline td[data-col="verdict"]'
+    rows = sum(len(pd.read_csv(p)) for p in (report / "tables").glob("glance_*.csv"))
+    for width, height, desktop in ((1440, 900, True), (390, 844, False)):
+        got = browser.element_boxes(report / "index.html", sel, width, height)
+        assert got["w"] == width
+        boxes = got["boxes"]
+        cards = [b for b in boxes if b["col"] == "vs_reference"]
+        verdicts = [b for b in boxes if b["col"] == "verdict"]
+        assert len(verdicts) == rows and len(cards) == rows - len(
+            pd.read_csv(report / "tables" / "glance_claims.csv"))
+        for b in boxes:
+            assert 0 <= b["left"] and b["right"] <= width, (width, b)
+            if desktop:
+                assert b["bottom"] <= height, (width, b)
+        scroll, _ = browser.page_width(report / "index.html", width)
+        assert scroll <= width
+
+
+def test_reference_column_in_the_record():
+    from deplbench.benchmarks.lookup import solver_info
+
+    assert "reference" in STORE_COLUMNS
+    assert solver_info("milp")["reference"] == "saa"
+    assert solver_info("depl")["reference"] == ""
+    json.dumps(solver_info("milp"))
