@@ -188,3 +188,102 @@ def test_reference_column_in_the_record():
     assert solver_info("milp")["reference"] == "saa"
     assert solver_info("depl")["reference"] == ""
     json.dumps(solver_info("milp"))
+
+
+# --------------------------------------------------------------------------
+# figures
+
+
+def _sets_frame() -> pd.DataFrame:
+    """Three paper sets of one family: AlexNet runs the MILP at S = 1000 and
+    PACT at loss_resolution 0 on four instances; PACT's VGG11 set runs them
+    at S = 50 and loss_resolution 1000 on two (the quick sweep's layout)."""
+    rows = []
+    for ps, n, s_milp, res in (("alexnet", 4, 1000, 0), ("pact-vgg11", 2, 50, 1000)):
+        for i in range(n):
+            for lm in (5.0, 9.0):
+                key = f"{ps}-{i}-{lm}"
+                kw = dict(instance_set=ps, loss_max=lm, quantile_oos=lm * 0.9)
+                rows.append(_plan("milp", key, 100.0, status="optimal", exact=True,
+                                  reference="saa", params={"scenarios": s_milp}, **kw))
+                rows.append(_plan("pact", key, 130.0, status="feasible",
+                                  params={"loss_resolution": res}, **kw))
+                rows.append(_plan("depl", key, 110.0, status="feasible",
+                                  params={"eta": 200}, **kw))
+                rows.append(_plan("depl", key, 112.0, status="feasible", label="depl-eta",
+                                  params={"eta": 50}, **kw))
+    return pd.DataFrame(rows, columns=list(STORE_COLUMNS))
+
+
+def test_every_figure_lists_every_algorithm_of_its_set(tmp_path):
+    """The PACT Fig. 6 regression: the reference configuration is chosen per
+    paper set, so the VGG rows (other S, other loss resolution) are drawn."""
+    from deplbench.reports import figures as figs
+    from deplbench.reports import tables as tabs
+    from deplbench.reports.stats import with_ratios
+
+    df = prepare(_sets_frame()).df
+    ratios = with_ratios(df)
+    cvt = tabs.cost_vs_target(ratios)
+    styles = series_info(df)
+    for ps in ("alexnet", "pact-vgg11"):
+        ran = set(df.loc[(df["paper_set"] == ps) & df["has_plan"], "algorithm"])
+        assert set(cvt.loc[cvt["paper_set"] == ps, "algorithm"]) == ran, ps
+        fig = figs.cost_vs_target(cvt, ps, styles)
+        labels = {t.get_text().split(" (")[0] for leg in fig.legends for t in leg.get_texts()}
+        assert labels == ran, ps
+    # the ratio panel divides by the instance's own reference
+    milp = cvt[(cvt["algorithm"] == "depl")]
+    assert milp["ratio_ref_mean"].to_numpy() == pytest.approx(1.1)
+    assert set(milp["reference_kind"]) == {"saa"}
+    summary = build_report(_sets_frame(), tmp_path, options=SMALL)
+    assert summary.errors == [] and "cost_vs_target_pact_vgg11" in summary.figures
+    csv = pd.read_csv(tmp_path / "tables" / "fig5_cost_vs_target.csv")
+    assert set(csv.loc[csv["paper_set"] == "pact-vgg11", "algorithm"]) == {
+        "milp", "pact", "depl", "depl-eta"}
+
+
+def test_series_of_one_family_get_distinct_colours():
+    rows = [_plan(a, "k", 100.0, label=lbl, status="feasible",
+                  style={"colour": c, "marker": "o", "linestyle": "-"})
+            for a, lbl, c in (("milp", "milp", "#1f77b4"),
+                              ("milp-certified", "milp-certified", "#1f77b4"),
+                              ("milp-exact", "milp-exact", "#1f77b4"),
+                              ("depl", "depl", "#2ca02c"), ("depl", "depl-eta", "#2ca02c"),
+                              ("depl", "depl-calibrated", "#2ca02c"),
+                              ("depl-proven", "depl-proven", "#2ca02c"),
+                              ("adaptive-opt", "adaptive-opt", "#1f77b4"))]
+    styles = series_info(prepare(pd.DataFrame(rows, columns=list(STORE_COLUMNS))).df)
+    names = ["milp", "milp-certified", "milp-exact", "depl", "depl-eta", "depl-calibrated",
+             "depl-proven", "adaptive-opt"]
+    colours = [styles[n].colour.lower() for n in names]
+    assert len(set(colours)) == len(colours), colours
+    # the solver's own series keeps its declared colour
+    assert styles["milp"].colour.lower() == "#1f77b4"
+    assert styles["depl"].colour.lower() == "#2ca02c"
+
+
+def test_legends_readable_at_1440_px():
+    """Every legend's font is ≥ 9 px when the figure is shown on a 1440 px
+    screen (the page is at most 1320 px wide; a wider figure is shrunk)."""
+    from deplbench.reports import figures as figs
+    from deplbench.reports import tables as tabs
+    from deplbench.reports.stats import with_ratios
+
+    df = prepare(make_frame(work=True, plugin=True, bracket=True)).df
+    ratios = with_ratios(df)
+    styles = series_info(df)
+    cvt = tabs.cost_vs_target(ratios)
+    drawn = [figs.cost_vs_target(cvt, "alexnet", styles),
+             figs.profiles(tabs.profile_matrices(df), styles),
+             figs.ratio_vs(tabs.ratio_vs(ratios), "eta", styles),
+             figs.eta_effect(tabs.eta_effect(ratios), "alexnet", styles),
+             figs.per_model(tabs.per_model(ratios, "cost_per_model"), "alexnet", "cost", styles)]
+    dpi, page = 110, 1320 - 32
+    for fig in drawn:
+        assert fig is not None and fig.legends
+        shown = min(1.0, page / (fig.get_figwidth() * dpi))
+        for leg in fig.legends:
+            # below the plot: its anchor lies under the axes
+            for t in leg.get_texts():
+                assert t.get_fontsize() / 72 * dpi * shown >= 9, (t.get_text(), shown)

@@ -25,7 +25,7 @@ from deplbench.reports.solvers import SOLVER_COLUMNS
 from deplbench.reports import closed_loop as cl_mod
 from deplbench.reports.build import ReportOptions, build_report
 from deplbench.reports.data import STORE_COLUMNS, ReportError, load_bench_json, prepare
-from deplbench.reports.styles import PALETTE, fallback_style, series_info
+from deplbench.reports.styles import PALETTE, SHADES, fallback_style, series_info, shade
 from deplbench.reports.stats import (
     loglog_fit, optimum_per_instance, performance_profile, shifted_geometric_mean,
 )
@@ -369,13 +369,15 @@ def test_series_styles_from_records_and_fallback():
     df.loc[i, "style"] = None
     info = series_info(prepare(df).df)
     fb = fallback_style("zz-plugin")
-    assert (info["zz-plugin"].colour, info["zz-plugin"].marker,
-            info["zz-plugin"].linestyle) == fb
+    assert (info["zz-plugin"].marker, info["zz-plugin"].linestyle) == fb[1:]
     assert fb == fallback_style("zz-plugin") and fb[0] in PALETTE
+    # the fallback colour, or a shade of it where a declared style took it
+    assert info["zz-plugin"].colour in {fb[0]} | {shade(fb[0], f) for f in SHADES}
+    assert len({i.colour for k, i in info.items()}) == len(info)
     assert info["depl"].colour == "#2ca02c" and info["depl"].marker == "^"
-    # a labelled entry of the same solver keeps its colour, not its line
+    # a labelled entry of the same solver: a shade of its colour, its own line
     var = info["depl-eta"]
-    assert var.colour == "#2ca02c" and var.solver == "depl"
+    assert var.colour in {shade("#2ca02c", f) for f in SHADES} and var.solver == "depl"
     assert (var.marker, var.linestyle) != ("^", "-")
     assert info["milp"].exact and not info["depl"].exact
 

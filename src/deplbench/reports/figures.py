@@ -62,16 +62,31 @@ def _one_panel(scale: float = 1.0, width: float | None = None):
     return fig, axes[0, 0]
 
 
-def _legend(fig, axes, fontsize: float = 7) -> None:
-    """One legend for all panels, outside the axes on the right (a panel
-    may lack a series that had no plan at its target)."""
+#: Smallest legend font, points: at the report's 110 dpi a point is 1.53 px,
+#: so 8 pt is 12 px at natural size and stays ≥ 9 px while a figure is shown
+#: at no less than 3/4 of its width (every figure is ≤ 1300 px wide at
+#: scale 1, the page's width at 1440 px).
+LEGEND_PT = 8.0
+
+
+def _legend(fig, axes, fontsize: float = LEGEND_PT) -> None:
+    """One legend for all panels, below the axes (a panel may lack a series
+    that had no plan at its target). Below, not beside: on a narrow screen
+    the plot keeps the figure's width and the legend wraps into columns."""
     seen: dict[str, object] = {}
     for ax in np.ravel(axes):
         for h, lbl in zip(*ax.get_legend_handles_labels()):
             seen.setdefault(lbl, h)
     if seen:
-        fig.legend(list(seen.values()), list(seen), loc="outside right upper",
-                   fontsize=fontsize)
+        longest = max(len(str(lbl)) for lbl in seen)
+        width_in = fig.get_figwidth()
+        ncol = max(1, min(len(seen), int(width_in * 72 / (0.62 * max(fontsize, LEGEND_PT)
+                                                             * (longest + 4)))))
+        rows = -(-len(seen) // ncol)
+        # grow the figure by the legend's height, so the axes keep theirs
+        fig.set_figheight(fig.get_figheight() + rows * 1.45 * max(fontsize, LEGEND_PT) / 72)
+        fig.legend(list(seen.values()), list(seen), loc="outside lower center",
+                   fontsize=max(fontsize, LEGEND_PT), ncols=ncol, frameon=False)
 
 
 def _log_axis(ax, which: str, values=None) -> None:
@@ -114,25 +129,41 @@ def _line(ax, x, y, st: SeriesInfo, label: str, **kw) -> None:
 
 def cost_vs_target(tab: pd.DataFrame, paper_set: str, styles: Styles,
                    scale: float = 1.0) -> Figure | None:
-    """Cost against the target ℓmax per series (Figs. 5/6 left): mean
-    over instances, shaded between min and max."""
+    """Cost against the target ℓmax per series (Figs. 5/6 left). Left: the
+    ratio of each plan's cost to the reference of its own instance (mean over
+    instances, band min–max), where differences of a few percent show;
+    right: the cost itself, as the papers draw it."""
     t = tab[tab["paper_set"] == paper_set]
     if t.empty:
         return None
-    fig, ax = _one_panel(scale)
+    has_ratio = "ratio_ref_mean" in t and t["ratio_ref_mean"].notna().any()
+    fig, axes = _figure(ncols=2 if has_ratio else 1, scale=scale,
+                        width=PANEL[0] * (2.3 if has_ratio else 1.5))
+    rax, cax = (axes[0, 0], axes[0, 1]) if has_ratio else (None, axes[0, 0])
     for alg in ordered(t["algorithm"], styles):
         st = info_for(styles, alg)
         for cfg, g in t[t["algorithm"] == alg].groupby("config", sort=True):
             g = g.sort_values("loss_max")
-            _line(ax, g["loss_max"], g["cost_mean"], st, _label(alg, cfg))
+            _line(cax, g["loss_max"], g["cost_mean"], st, _label(alg, cfg))
             if (g["instances"] > 1).any():
-                ax.fill_between(g["loss_max"], g["cost_min"], g["cost_max"],
-                                color=st.colour, alpha=0.15, lw=0)
-    ax.set_xlabel(TARGET_AXIS)
-    ax.set_ylabel(COST_AXIS)
-    ax.set_title(paper_set, fontsize=9)
-    ax.grid(alpha=0.3)
-    _legend(fig, [ax])
+                cax.fill_between(g["loss_max"], g["cost_min"], g["cost_max"],
+                                 color=st.colour, alpha=0.15, lw=0)
+            if rax is not None and g["ratio_ref_mean"].notna().any():
+                _line(rax, g["loss_max"], g["ratio_ref_mean"], st, _label(alg, cfg))
+                rax.fill_between(g["loss_max"], g["ratio_ref_min"], g["ratio_ref_max"],
+                                 color=st.colour, alpha=0.12, lw=0)
+    if rax is not None:
+        kinds = sorted(set(t["reference_kind"].dropna()) - {""})
+        rax.axhline(1.0, color="k", lw=0.8, ls=":")
+        rax.set_ylabel("cost / reference of the instance [ratio]", fontsize=8)
+        rax.set_title("ratio to " + (", ".join(kinds) or "reference"), fontsize=9)
+        rax.set_xlabel(TARGET_AXIS, fontsize=8)
+        rax.grid(alpha=0.3)
+    cax.set_xlabel(TARGET_AXIS, fontsize=8)
+    cax.set_ylabel(COST_AXIS, fontsize=8)
+    cax.set_title(f"{paper_set}: cost", fontsize=9)
+    cax.grid(alpha=0.3)
+    _legend(fig, axes)
     return fig
 
 
@@ -182,7 +213,7 @@ def eta_effect(tab: pd.DataFrame, paper_set: str, styles: Styles,
     ax.set_ylabel(COST_AXIS)
     ax.set_title(paper_set, fontsize=9)
     ax.grid(alpha=0.3)
-    _legend(fig, [ax], fontsize=6)
+    _legend(fig, [ax])
     return fig
 
 
@@ -358,7 +389,7 @@ def ratio_vs(tab: pd.DataFrame, param: str, styles: Styles, scale: float = 1.0,
     _log_axis(log, "y", vals)
     log.set_ylabel("cost / proven optimum [ratio], log", fontsize=8)
     log.set_title("measured vs Property 3's claim", fontsize=9)
-    _legend(fig, axes, fontsize=6)
+    _legend(fig, axes)
     return fig
 
 
@@ -424,5 +455,5 @@ def complexity(fits: pd.DataFrame, param: str, styles: Styles, scale: float = 1.
     ax.set_xlabel(SIZE_AXIS[param])
     ax.set_ylabel("runtime [s]" if measures == {TIME} else "work counted [count]")
     ax.grid(alpha=0.3, which="both")
-    _legend(fig, [ax], fontsize=6)
+    _legend(fig, [ax])
     return fig
