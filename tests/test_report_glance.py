@@ -23,12 +23,12 @@ from deplbench.reports.styles import series_info
 OPT = 100.0
 
 
-def _plan(alg: str, key: str, cost: float, **kw) -> dict:
+def _plan(alg: str, key: str, cost: float, task_key: str | None = None, **kw) -> dict:
     common = dict(sweep="s", family="realistic", instance_set="alexnet",
                   instance_name=key, instance_seed=0, instance_sha=key, loss_max=9.0,
                   omega=0.99, n_models=3, horizon=50, plan={"epochs": []})
     common.update(kw)
-    return _row(key=f"{key}-{alg}-{cost}", algorithm=alg, cost=cost, **common)
+    return _row(key=task_key or f"{key}-{alg}-{cost}", algorithm=alg, cost=cost, **common)
 
 
 def _frame() -> pd.DataFrame:
@@ -287,3 +287,106 @@ def test_legends_readable_at_1440_px():
             # below the plot: its anchor lies under the axes
             for t in leg.get_texts():
                 assert t.get_fontsize() / 72 * dpi * shown >= 9, (t.get_text(), shown)
+
+
+# --------------------------------------------------------------------------
+# claims
+
+
+def test_claim_instance_count_counts_distinct_instances():
+    """Three runs of DepL on one AlexNet instance and one on another are two
+    observations: the median gap is over instances (10 %, 20 % → 15 %), not
+    over rows (10, 10, 10, 20 → 10 %)."""
+    from deplbench.reports import claims as claims_mod
+    from deplbench.reports.stats import with_ratios
+
+    rows = []
+    for key, cost, repeats in (("a1", 110.0, 3), ("a2", 120.0, 1)):
+        rows.append(_plan("milp", key, 100.0, status="optimal", exact=True, reference="saa",
+                          params={"scenarios": 1000}, quantile_oos=8.0))
+        for seed in range(repeats):
+            rows.append(_plan("depl", f"{key}", cost, status="feasible", quantile_oos=8.0,
+                              task_key=f"{key}-depl-{seed}", params={"eta": 200, "seed": seed}))
+    df = prepare(pd.DataFrame(rows, columns=list(STORE_COLUMNS))).df
+    row = claims_mod.matches_optimum(with_ratios(df), df)
+    assert row["instances"] == 2
+    assert "2 distinct instances" in row["measured"] and "median 15.00 %" in row["measured"]
+    assert row["verdict"] == claims_mod.FAILS
+    assert "virtually matches the optimum" in row["paper_says"]
+
+
+def test_property3_judged_against_cost_over_lb():
+    """The true ratio lies in [cost/UB, cost/LB]: the claim holds when every
+    cost/LB is within (1/η)(1+ε) (η = 0.5: bound 2.2 ≥ 106/96), fails when
+    even cost/UB exceeds it, and is not decided in between."""
+    from deplbench.reports import claims as claims_mod
+    from deplbench.reports.stats import with_ratios
+
+    rows = [_plan("milp-certified", "b", 104.0, reference="certified-static",
+                  status="feasible", lower_bound=96.0),
+            _plan("depl", "b", 106.0, status="feasible", params={"eta": 0.5, "epsilon": 0.1},
+                  eta=0.5, epsilon=0.1)]
+    df = prepare(pd.DataFrame(rows, columns=list(STORE_COLUMNS))).df
+    row = claims_mod.property3(with_ratios(df), df)
+    assert row["verdict"] == claims_mod.HOLDS and row["instances"] == 1
+    assert "cost/LB" in row["measured"] and f"{106 / 96:.4f}" in row["measured"]
+    # at η = 200 the bound is 0.0055: even cost/UB = 1.019 exceeds it
+    df.loc[df["solver"] == "depl", "eta"] = 200.0
+    assert claims_mod.property3(with_ratios(df), df)["verdict"] == claims_mod.FAILS
+    # a bound between cost/UB and cost/LB: not decided
+    df.loc[df["solver"] == "depl", ["eta", "epsilon"]] = [1 / 1.05, 0.0]
+    assert claims_mod.property3(with_ratios(df), df)["verdict"] == claims_mod.UNDECIDED
+
+
+def test_best_exp_compared_on_like_guarantees():
+    from deplbench.reports import claims as claims_mod
+    from deplbench.reports.stats import with_ratios
+
+    rows = []
+    for i in range(2):
+        k = f"a{i}"
+        rows += [_plan("depl", k, 110.0, status="feasible", params={"eta": 200}),
+                 _plan("depl", k, 90.0, status="feasible", label="depl-calibrated",
+                       params={"eta": 200, "calibrate": True}),
+                 _plan("best-exp", k, 100.0, status="feasible")]
+    df = prepare(pd.DataFrame(rows, columns=list(STORE_COLUMNS))).df
+    row = claims_mod.beats_best_exp(with_ratios(df), df)
+    assert "like guarantees (calibrated DepL vs best-exp): 2 paired instances" in row["measured"]
+    assert "largest target-mean saving 10.0 %" in row["measured"]   # 1 − 90/100
+    assert "largest target-mean saving -10.0 %" in row["measured"]  # the paper's DepL
+    assert row["instances"] == 2
+
+
+# --------------------------------------------------------------------------
+# README and docs
+
+
+def test_readme_and_docs_match_the_report():
+    import re
+    from pathlib import Path
+
+    from deplbench.reports import claims as claims_mod
+    from deplbench.reports.stats import with_ratios
+    from deplbench.reports import complexity as cx
+
+    root = Path(__file__).resolve().parents[1]
+    readme = (root / "README.md").read_text(encoding="utf-8")
+    docs = (root / "docs" / "reports.md").read_text(encoding="utf-8")
+    for text in (readme, docs):
+        for word in (r"\bissues?\b", r"\bsessions?\b", r"\bthe brief\b"):
+            assert not re.search(word, text, re.IGNORECASE), word
+    # the number of claims the README announces is the audit's row count
+    df = prepare(make_frame()).df
+    n = len(claims_mod.audit(df, with_ratios(df), cx.complexity_fits(df)))
+    words = {7: "seven", 8: "eight", 6: "six"}
+    assert f"{words[n]} rows" in readme and f"{words[n].capitalize()} rows" in docs
+    # make targets: the README's time is the Makefile's
+    make = (root / "Makefile").read_text(encoding="utf-8")
+    minutes = re.search(r"~(\d+) minutes on 2 free cores", make).group(1)
+    assert readme.count(f"~{minutes} minutes on 2 free cores") == 2
+    assert "~10 minutes" not in readme
+    # the papers, with their identifiers; the licence and citation files
+    assert "arXiv:2402.14346" in readme and "10.1109/INFOCOM53939.2023.10229076" in readme
+    assert (root / "LICENSE").read_text().startswith("MIT License")
+    cff = (root / "CITATION.cff").read_text()
+    assert "cff-version: 1.2.0" in cff and "2402.14346" in cff and "10229076" in cff
