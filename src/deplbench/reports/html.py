@@ -35,7 +35,7 @@ margin:.5em 0 1.5em}
 .card{flex:1 1 20em;min-width:0}
 .card.wide{flex-basis:100%}
 .card table{font-size:.74em;width:100%;margin:.2em 0;line-height:1.2}
-.card td.c-claim{min-width:14em}.card td.c-verdict{white-space:nowrap}
+.card td.c-claim{min-width:12em;width:26%}.card td.c-verdict{white-space:nowrap}
 .card td,.card th{padding:.1em .3em}
 td.flag{background:#fff0c0}
 @media (max-width:40em){
