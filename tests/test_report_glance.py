@@ -366,8 +366,8 @@ def test_readme_and_docs_match_the_report():
     from pathlib import Path
 
     from deplbench.reports import claims as claims_mod
-    from deplbench.reports.stats import with_ratios
     from deplbench.reports import complexity as cx
+    from deplbench.reports.stats import with_ratios
 
     root = Path(__file__).resolve().parents[1]
     readme = (root / "README.md").read_text(encoding="utf-8")

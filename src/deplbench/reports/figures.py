@@ -274,7 +274,11 @@ def trajectories(rows: pd.DataFrame, targets: list[float], styles: Styles,
             ax.plot(k, mean, color=st.colour, ls=st.linestyle, label=alg, lw=1.2)
             lo, hi = ev.get("p01") or [], ev.get("p99") or []
             if len(lo) == mean.size and len(hi) == mean.size:
-                ax.fill_between(k, lo, hi, color=st.colour, alpha=0.15, lw=0)
+                # bands of several series overlap: a light fill and the band's
+                # edges in the series' colour and dash keep each one legible
+                ax.fill_between(k, lo, hi, color=st.colour, alpha=0.06, lw=0)
+                for edge in (lo, hi):
+                    ax.plot(k, edge, color=st.colour, ls=st.linestyle, lw=0.6, alpha=0.7)
             drawn += 1
         ax.axhline(lm, color="k", ls=":", lw=0.8)
         ax.set_title(f"guaranteed loss ℓmax = {lm:g}", fontsize=9)

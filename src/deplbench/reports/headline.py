@@ -23,9 +23,17 @@ import pandas as pd
 
 from deplbench.reports.data import PAPER_SETS
 from deplbench.reports.elements import Section, Table
-from deplbench.reports.reference import (ADAPTIVE, CERTIFIED, CERTIFIED_FEASIBLE, EXACT,
-                                         PROVEN_FEASIBLE, RATIO_TOL, per_instance,
-                                         plan_ratios, references)
+from deplbench.reports.reference import (
+    ADAPTIVE,
+    CERTIFIED,
+    CERTIFIED_FEASIBLE,
+    EXACT,
+    PROVEN_FEASIBLE,
+    RATIO_TOL,
+    per_instance,
+    plan_ratios,
+    references,
+)
 from deplbench.reports.styles import SeriesInfo, ordered
 
 HEADLINE_COLUMNS = ("set", "algorithm", "plans", "instances", "reference", "with_reference",

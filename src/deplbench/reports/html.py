@@ -221,8 +221,9 @@ def render(title: str, meta: list[str], sections: list[Section],
     str
         HTML5 text.
     """
-    out = ["<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">'
-           '<meta name="viewport" content="width=device-width, initial-scale=1">',
+    out = ["<!DOCTYPE html>", ('<html lang="en"><head><meta charset="utf-8">'
+                               '<meta name="viewport" content="width=device-width, '
+                               'initial-scale=1">'),
            f"<title>{_e(title)}</title>", f"<style>{_CSS}</style></head><body>",
            f"<h1>{_e(title)}</h1>"]
     if headline is not None:  # first: the first screen carries the findings

@@ -132,7 +132,7 @@ def references(df: pd.DataFrame) -> pd.DataFrame:
         conf = _num(b.get("confidence")) if b else math.nan
         rows.append({"instance_key": r["instance_key"], "kind": k, "ub": ub, "lb": lb,
                      "source": r["algorithm"], "confidence": conf,
-                     "_w": (ub - lb) / ub if ub > 0 and lb == lb else math.inf,
+                     "_w": (ub - lb) / ub if ub > 0 and not math.isnan(lb) else math.inf,
                      "_s": -_num(r["scenarios"]) if k == SAA else 0.0})
     if not rows:
         return pd.DataFrame(columns=list(REFERENCE_COLUMNS))
@@ -146,7 +146,7 @@ def _feasibility(r) -> tuple[str, float, bool]:
     exact = _field(r, "exact_verdict")
     cert = _field(r, "certified_verdict")
     q, lm = _num(r.get("quantile_oos")), _num(r.get("loss_max"))
-    mc = float(q <= lm) if q == q and lm == lm else math.nan
+    mc = float(q <= lm) if not (math.isnan(q) or math.isnan(lm)) else math.nan
     if exact == PROVEN_FEASIBLE:
         return PROVEN_FEASIBLE, mc, False
     if exact == PROVEN_INFEASIBLE:
@@ -201,9 +201,10 @@ def plan_ratios(df: pd.DataFrame) -> pd.DataFrame:
         if policy:
             om = _num(r.get("omega"))
             lo = _num(r.get("cl_p_success_low"))
-            feas = ("certified P(success) ≥ ω" if lo == lo and om == om and lo >= om
-                    else "P(success) estimate ≥ ω" if ps == ps and om == om and ps >= om
-                    else "P(success) < ω" if ps == ps else "not simulated")
+            # NaN compares False: an unknown ω or P(success) never passes
+            feas = ("certified P(success) ≥ ω" if lo >= om
+                    else "P(success) estimate ≥ ω" if ps >= om
+                    else "not simulated" if math.isnan(ps) else "P(success) < ω")
             missed = feas == "P(success) < ω"
         rows.append({"group": _group_of(r), "algorithm": r["algorithm"], "instance_key": key,
                      "loss_max": _num(r["loss_max"]), "omega": _num(r.get("omega")),
@@ -227,6 +228,18 @@ def per_instance(frame: pd.DataFrame, value: str, by: tuple[str, ...] = ("instan
     return f.groupby(list(by))[value].median().to_numpy(float)
 
 
-__all__ = ["EXACT", "CERTIFIED", "ADAPTIVE", "SAA", "PROVEN_FEASIBLE", "PROVEN_INFEASIBLE",
-           "CERTIFIED_FEASIBLE", "REFERENCE_COLUMNS", "PLAN_COLUMNS", "reference_kind",
-           "references", "plan_ratios", "per_instance"]
+__all__ = [
+    "ADAPTIVE",
+    "CERTIFIED",
+    "CERTIFIED_FEASIBLE",
+    "EXACT",
+    "PLAN_COLUMNS",
+    "PROVEN_FEASIBLE",
+    "PROVEN_INFEASIBLE",
+    "REFERENCE_COLUMNS",
+    "SAA",
+    "per_instance",
+    "plan_ratios",
+    "reference_kind",
+    "references",
+]

@@ -251,7 +251,7 @@ def with_ratios(df: pd.DataFrame) -> pd.DataFrame:
     for kind in (SAA, CERTIFIED, EXACT):  # later kinds override earlier ones
         for key, ub in refs.loc[refs["kind"] == kind, ["instance_key", "ub"]].itertuples(
                 index=False, name=None):
-            if ub == ub and ub > 0:
+            if ub > 0:  # NaN compares False
                 pick[key] = (kind, float(ub))
     plans["reference_kind"] = [pick.get(k, ("", math.nan))[0] for k in plans["instance_key"]]
     ref_ub = np.array([pick.get(k, ("", math.nan))[1] for k in plans["instance_key"]], float)
