@@ -154,31 +154,53 @@ def test_glance_box_html_has_every_card_and_coloured_verdicts(report):
     assert box.index("At a glance") < text.index('class="meta"')
 
 
-def test_glance_cells_on_the_first_screen(report):
-    """Headless Chromium at 1440×900 and 390×844: every glance row's ratio and
-    verdict cells lie inside the viewport's width, and on desktop inside the
-    first screen's height."""
+GLANCE_CELLS = '.headline td[data-col="vs_reference"], .headline td[data-col="verdict"]'
+
+
+def _check_first_screen(index, tables) -> None:
+    """At 1440×900 and 390×844 every glance row's ratio and verdict cells lie
+    inside the viewport's width, and on desktop inside the first screen."""
+    from deplbench.reports import browser
+
+    rows = sum(len(pd.read_csv(p)) for p in tables.glob("glance_*.csv"))
+    claims = len(pd.read_csv(tables / "glance_claims.csv"))
+    for width, height, desktop in ((1440, 900, True), (390, 844, False)):
+        got = browser.element_boxes(index, GLANCE_CELLS, width, height)
+        assert got["w"] == width
+        boxes = got["boxes"]
+        assert len([b for b in boxes if b["col"] == "verdict"]) == rows
+        assert len([b for b in boxes if b["col"] == "vs_reference"]) == rows - claims
+        for b in boxes:
+            assert 0 <= b["left"] and b["right"] <= width, (width, b)
+            if desktop:
+                assert b["bottom"] <= height, (width, b)
+        scroll, _ = browser.page_width(index, width)
+        assert scroll <= width
+
+
+def _need_chromium():
     from deplbench.reports import browser
 
     if browser.find_chromium() is None:
         pytest.skip("no Chromium binary on PATH (Debian: apt-get install "
                     "chromium-headless-shell)")
-    sel = '.headline td[data-col="vs_reference"], .headline td[data-col="verdict"]'
-    rows = sum(len(pd.read_csv(p)) for p in (report / "tables").glob("glance_*.csv"))
-    for width, height, desktop in ((1440, 900, True), (390, 844, False)):
-        got = browser.element_boxes(report / "index.html", sel, width, height)
-        assert got["w"] == width
-        boxes = got["boxes"]
-        cards = [b for b in boxes if b["col"] == "vs_reference"]
-        verdicts = [b for b in boxes if b["col"] == "verdict"]
-        assert len(verdicts) == rows and len(cards) == rows - len(
-            pd.read_csv(report / "tables" / "glance_claims.csv"))
-        for b in boxes:
-            assert 0 <= b["left"] and b["right"] <= width, (width, b)
-            if desktop:
-                assert b["bottom"] <= height, (width, b)
-        scroll, _ = browser.page_width(report / "index.html", width)
-        assert scroll <= width
+
+
+def test_glance_cells_on_the_first_screen(report):
+    """Headless Chromium, a report of three paper sets (synthetic records)."""
+    _need_chromium()
+    _check_first_screen(report / "index.html", report / "tables")
+
+
+def test_demo_report_glance_on_the_first_screen():
+    """The same check on the demo report `make demo` writes, when it exists."""
+    from pathlib import Path
+
+    _need_chromium()
+    demo = Path(__file__).resolve().parents[1] / "reports" / "demo"
+    if not (demo / "index.html").is_file():
+        pytest.skip("no demo report at reports/demo (make demo writes it)")
+    _check_first_screen(demo / "index.html", demo / "tables")
 
 
 def test_reference_column_in_the_record():
