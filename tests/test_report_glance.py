@@ -287,7 +287,7 @@ def test_series_of_one_family_get_distinct_colours():
 
 def test_legends_readable_at_1440_px():
     """Every legend's font is ≥ 9 px when the figure is shown on a 1440 px
-    screen (the page is at most 1320 px wide; a wider figure is shrunk)."""
+    screen (the page is at most 1400 px wide; a wider figure is shrunk)."""
     from deplbench.reports import figures as figs
     from deplbench.reports import tables as tabs
     from deplbench.reports.stats import with_ratios
@@ -301,7 +301,7 @@ def test_legends_readable_at_1440_px():
              figs.ratio_vs(tabs.ratio_vs(ratios), "eta", styles),
              figs.eta_effect(tabs.eta_effect(ratios), "alexnet", styles),
              figs.per_model(tabs.per_model(ratios, "cost_per_model"), "alexnet", "cost", styles)]
-    dpi, page = 110, 1320 - 32
+    dpi, page = 110, 1400 - 32
     for fig in drawn:
         assert fig is not None and fig.legends
         shown = min(1.0, page / (fig.get_figwidth() * dpi))

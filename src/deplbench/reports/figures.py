@@ -64,8 +64,8 @@ def _one_panel(scale: float = 1.0, width: float | None = None):
 
 #: Smallest legend font, points: at the report's 110 dpi a point is 1.53 px,
 #: so 8 pt is 12 px at natural size and stays ≥ 9 px while a figure is shown
-#: at no less than 3/4 of its width (every figure is ≤ 1300 px wide at
-#: scale 1, the page's width at 1440 px).
+#: at no less than 3/4 of its natural width (the widest, Figs. 7/8 with four
+#: panels, is about 1600 px at scale 1; the page is 1400 px wide at 1440).
 LEGEND_PT = 8.0
 
 

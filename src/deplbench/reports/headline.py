@@ -115,7 +115,7 @@ def _row(name: str, alg: str, ga: pd.DataFrame) -> dict:
         verdict = f"unproven {n - ok}/{n}"
     mc = f" · MC {int(ev.sum())}/{len(ev)}" if len(ev) else ""
     parts = [f"{proven} proven"] * bool(proven) + [f"{cert} cert."] * bool(cert)
-    feasible = ((" + ".join(parts) or "0") + f" /{n}" if not policy_ok
+    feasible = ((" + ".join(parts) or "0") + f"/{n}" if not policy_ok
                 else f"{policy_ok}/{n} P(success) ≥ ω cert.") + mc
     saa_txt = "–" if not saa.size else _fmt(float(np.median(saa)))
     return {

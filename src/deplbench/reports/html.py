@@ -21,7 +21,7 @@ FOLD_ROWS = 15
 
 _CSS = """
 *{box-sizing:border-box}
-body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;max-width:1320px;
+body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;max-width:1400px;
 margin:.8em auto;padding:0 1em;color:#222;line-height:1.45;overflow-wrap:break-word}
 .scroll{max-width:100%;overflow-x:auto}
 .scroll.tall{max-height:32em;overflow-y:auto}
@@ -34,7 +34,8 @@ margin:.5em 0 1.5em}
 .cards{display:flex;flex-wrap:wrap;gap:.5em}
 .card{flex:1 1 20em;min-width:0}
 .card.wide{flex-basis:100%}
-.card table{font-size:.74em;width:100%;margin:.2em 0;line-height:1.2}
+.card table{font-size:.72em;width:100%;margin:.2em 0;line-height:1.2}
+.card td.c-measured{font-size:.92em}
 .card td.c-claim{min-width:12em;width:26%}.card td.c-verdict{white-space:nowrap}
 .card td,.card th{padding:.1em .3em}
 td.flag{background:#fff0c0}
