@@ -10,6 +10,7 @@ from __future__ import annotations
 import html
 import json
 
+import numpy as np
 import pandas as pd
 import pytest
 from test_reports import SMALL, _row, make_frame
@@ -412,3 +413,21 @@ def test_readme_and_docs_match_the_report():
     assert (root / "LICENSE").read_text().startswith("MIT License")
     cff = (root / "CITATION.cff").read_text()
     assert "cff-version: 1.2.0" in cff and "2402.14346" in cff and "10229076" in cff
+
+
+def test_exact_reference_with_a_gap_is_a_range_and_a_bracket_without_ub_is_no_ub():
+    rows = [_plan("milp-exact", "e", 102.0, reference="exact-static", status="time_limit",
+                  lower_bound=98.0),
+            _plan("depl", "e", 100.0, status="feasible"),
+            _plan("milp-certified", "f", 0.0, reference="certified-static", status="feasible",
+                  lower_bound=96.0, diagnostics={"bracket": {"confidence": 0.95}}),
+            _plan("depl", "f", 106.0, status="feasible")]
+    df = prepare(pd.DataFrame(rows, columns=list(STORE_COLUMNS))).df
+    refs = ref_mod.references(df).set_index(["instance_key", "kind"])
+    assert refs.loc[("e", "exact-static"), ["ub", "lb"]].tolist() == [102.0, 98.0]
+    assert np.isnan(refs.loc[("f", "certified-static"), "ub"])
+    head = headline_table(ref_mod.plan_ratios(df), series_info(df)).set_index("algorithm")
+    # 100/102 below UB, 100/98 above LB: a range, flagged below UB only
+    assert head.loc["depl", "vs_reference"].startswith(f"{100 / 102:.3f}–")
+    assert "below UB" in head.loc["depl", "vs_reference"]
+    assert "below opt." not in head.loc["depl", "vs_reference"]

@@ -119,7 +119,9 @@ def references(df: pd.DataFrame) -> pd.DataFrame:
         r, k = df.loc[idx], kind[idx]
         diag = r["diagnostics_d"] if isinstance(r["diagnostics_d"], dict) else {}
         b = diag.get("bracket") if isinstance(diag.get("bracket"), dict) else {}
-        ub = _num((b.get("upper_bound") or {}).get("value", r["cost"])) if b else _num(r["cost"])
+        # a bracket without a certified plan has no UB (its row's cost is not one)
+        ub = (_num((b.get("upper_bound") or {}).get("value", math.nan)) if b
+              else _num(r["cost"]))
         lb = _num(r["lower_bound"])
         if k == SAA:
             if r["status"] != "optimal":
