@@ -145,6 +145,7 @@ def report(tmp_path_factory):
     return out
 
 
+@pytest.mark.slow
 def test_glance_box_html_has_every_card_and_coloured_verdicts(report):
     text = html.unescape((report / "index.html").read_text(encoding="utf-8"))
     box = text[text.index('class="headline"'):text.index("<nav>")]
@@ -187,12 +188,14 @@ def _need_chromium():
                     "chromium-headless-shell)")
 
 
+@pytest.mark.slow
 def test_glance_cells_on_the_first_screen(report):
     """Headless Chromium, a report of three paper sets (synthetic records)."""
     _need_chromium()
     _check_first_screen(report / "index.html", report / "tables")
 
 
+@pytest.mark.slow
 def test_demo_report_glance_on_the_first_screen():
     """The same check on the demo report `make demo` writes, when it exists."""
     from pathlib import Path
@@ -238,6 +241,7 @@ def _sets_frame() -> pd.DataFrame:
     return pd.DataFrame(rows, columns=list(STORE_COLUMNS))
 
 
+@pytest.mark.slow
 def test_every_figure_lists_every_algorithm_of_its_set(tmp_path):
     """The PACT Fig. 6 regression: the reference configuration is chosen per
     paper set, so the VGG rows (other S, other loss resolution) are drawn."""
@@ -286,6 +290,7 @@ def test_series_of_one_family_get_distinct_colours():
     assert styles["depl"].colour.lower() == "#2ca02c"
 
 
+@pytest.mark.slow
 def test_legends_readable_at_1440_px():
     """Every legend's font is ≥ 9 px when the figure is shown on a 1440 px
     screen (the page is at most 1400 px wide; a wider figure is shrunk)."""
@@ -384,6 +389,7 @@ def test_best_exp_compared_on_like_guarantees():
 # README and docs
 
 
+@pytest.mark.slow
 def test_readme_and_docs_match_the_report():
     import re
     from pathlib import Path
