@@ -22,14 +22,14 @@ from deplbench.reports import bracket as bracket_mod
 from deplbench.reports import claims as claims_mod
 from deplbench.reports import complexity as cx
 from deplbench.reports import tables as tabs
-from deplbench.reports.headline import HEADLINE_COLUMNS
+from deplbench.reports.headline import CLAIM_GLANCE_COLUMNS, GLANCE_COLUMNS, HEADLINE_COLUMNS
 from deplbench.reports.solvers import SOLVER_COLUMNS
 from deplbench.reports import closed_loop as cl_mod
 from deplbench.reports import anytime as any_mod
 from deplbench.reports import repetitions as rep_mod
 from deplbench.reports.build import ReportOptions, build_report
 from deplbench.reports.data import STORE_COLUMNS, ReportError, load_bench_json, prepare
-from deplbench.reports.styles import PALETTE, fallback_style, series_info
+from deplbench.reports.styles import PALETTE, SHADES, fallback_style, series_info, shade
 from deplbench.reports.stats import (
     loglog_fit, optimum_per_instance, performance_profile, shifted_geometric_mean,
 )
@@ -227,6 +227,8 @@ def _promised_columns() -> dict[str, tuple]:
         "solver_comparison": SOLVER_COLUMNS,
         "closed_loop": cl_mod.CLOSED_LOOP_COLUMNS, "pact_comparison": cl_mod.PACT_COMPARISON_COLUMNS,
         "timing_spread": rep_mod.TIMING_COLUMNS, "primal_integral": any_mod.INTEGRAL_COLUMNS,
+        "glance_alexnet": GLANCE_COLUMNS, "glance_mobilenet": GLANCE_COLUMNS,
+        "glance_claims": CLAIM_GLANCE_COLUMNS,
     }
 
 
@@ -330,14 +332,20 @@ def test_claims_audit_rows(full_report):
     _, summary = full_report
     c = summary.claims.set_index("claim")
     assert len(c) == 7 and set(c["verdict"]) <= set(claims_mod.VERDICTS)
+    for col in ("compared", "reference", "statistic", "instances"):
+        assert c.loc[[k for k in c.index if not k.startswith("PACT")], col].notna().all(), col
+    assert c.loc["Property 3: competitive ratio", "paper_says"].startswith("“The DepL solution")
     # no PACT-VGG11 rows in this store: PACT's Fig. 6 claim (closed and open loop) is not measured
     assert (c.loc[[k for k in c.index if k.startswith("PACT Fig. 6")], "verdict"]
             == claims_mod.UNMEASURED).sum() == 2
     assert c.loc["Property 2: complexity", "verdict"] == claims_mod.FAILS
     assert c.loc["Property 3: competitive ratio", "verdict"] == claims_mod.FAILS
     assert c.loc["Sec. IV-A: submodularity", "verdict"] == claims_mod.HOLDS
+    # against the certified bracket [0.99, 1.005]·opt DepL's gap lies in
+    # [0.5 %, 2.02 %]: the median threshold 2 % falls inside, so undecided
     assert c.loc["Figs. 5–6: DepL virtually matches the optimum", "verdict"] == \
-        claims_mod.HOLDS
+        claims_mod.UNDECIDED
+    assert c.loc["Figs. 5–6: DepL virtually matches the optimum", "instances"] == 4
     # saving 1 - 1.01/1.4 = 27.9 % ≥ 27 %
     assert c.loc["Figs. 5–6: DepL beats best-exp by over 27 %", "verdict"] == \
         claims_mod.HOLDS
@@ -372,13 +380,15 @@ def test_series_styles_from_records_and_fallback():
     df.loc[i, "style"] = None
     info = series_info(prepare(df).df)
     fb = fallback_style("zz-plugin")
-    assert (info["zz-plugin"].colour, info["zz-plugin"].marker,
-            info["zz-plugin"].linestyle) == fb
+    assert (info["zz-plugin"].marker, info["zz-plugin"].linestyle) == fb[1:]
     assert fb == fallback_style("zz-plugin") and fb[0] in PALETTE
+    # the fallback colour, or a shade of it where a declared style took it
+    assert info["zz-plugin"].colour in {fb[0]} | {shade(fb[0], f) for f in SHADES}
+    assert len({i.colour for k, i in info.items()}) == len(info)
     assert info["depl"].colour == "#2ca02c" and info["depl"].marker == "^"
-    # a labelled entry of the same solver keeps its colour, not its line
+    # a labelled entry of the same solver: a shade of its colour, its own line
     var = info["depl-eta"]
-    assert var.colour == "#2ca02c" and var.solver == "depl"
+    assert var.colour in {shade("#2ca02c", f) for f in SHADES} and var.solver == "depl"
     assert (var.marker, var.linestyle) != ("^", "-")
     assert info["milp"].exact and not info["depl"].exact
 
@@ -391,15 +401,23 @@ def test_headline_box(full_report):
     head = pd.read_csv(out / "tables" / "headline.csv")
     assert set(head["set"]) == {"alexnet", "mobilenet"}
     alex = head[head["set"] == "alexnet"].set_index("algorithm")
-    assert alex.loc["milp", "ratio_median"] == pytest.approx(1.0)
-    assert alex.loc["depl", "ratio_median"] == pytest.approx(1.01)
-    assert alex.loc["best-exp", "met_target_oos"] == 0
-    assert alex.loc["best-exp", "evaluated"] == 6
-    assert alex.loc["depl", "met_target_oos"] == 6
-    # the claims, one line each, inside the box
-    inner = text[box:text.index("<nav>")]
+    # against the certified bracket (ℓmax 9 only): cost/UB and cost/LB
+    assert alex.loc["depl", "reference"] == "certified-static"
+    assert alex.loc["depl", "ratio_ref_median"] == pytest.approx(1.01 / 1.005)
+    assert alex.loc["depl", "ratio_lb_median"] == pytest.approx(1.01 / 0.99)
+    assert alex.loc["depl", "with_reference"] == 2 and alex.loc["depl", "instances"] == 6
+    # the SAA ratio stays, labelled as such
+    assert alex.loc["depl", "ratio_saa_median"] == pytest.approx(1.01)
+    assert alex.loc["milp", "ratio_saa_median"] == pytest.approx(1.0)
+    assert alex.loc["best-exp", "mc_met"] == 0 and alex.loc["best-exp", "evaluated"] == 6
+    assert alex.loc["best-exp", "missed"] == 6
+    assert alex.loc["best-exp", "verdict"].startswith("misses ℓmax")
+    assert alex.loc["depl", "mc_met"] == 6 and alex.loc["depl", "missed"] == 0
+    # the claims, one row each, inside the box, verdicts coloured
+    inner = html.unescape(text[box:text.index("<nav>")])
     for row in summary.claims.itertuples(index=False):
-        assert f"[{row.verdict}] {row.claim}" in html.unescape(inner)
+        assert row.claim in inner
+    assert 'data-col="verdict"' in inner and "v-fails" in inner or "v-holds" in inner
 
 
 def test_certified_bracket_wired_into_the_report(full_report):
@@ -414,10 +432,11 @@ def test_certified_bracket_wired_into_the_report(full_report):
     assert len(rejudged) == 2 and rejudged["yardstick"].str.contains("bracket").all()
     text = html.unescape((out / "index.html").read_text(encoding="utf-8"))
     box = text[text.index('class="headline"'):text.index("<nav>")]
-    assert "alexnet: certified bracket LB ≤ z* ≤ UB on 2 instance(s)" in box
+    assert "certified bracket (milp-certified) on 2/6 instances, confidence ≥ 0.95" in box
     head = pd.read_csv(out / "tables" / "headline.csv")
     alex = head[head["set"] == "alexnet"].set_index("algorithm")
-    assert alex.loc["depl", "certified_met"] == 6 and alex.loc["best-exp", "certified_met"] == 0
+    assert alex.loc["depl", "certified_feasible"] == 6
+    assert alex.loc["best-exp", "certified_feasible"] == 0
 
 
 def test_tables_never_wider_than_the_page(full_report):

@@ -31,7 +31,7 @@ import numpy as np
 import pandas as pd
 
 from deplbench.reports.elements import Section, Table
-from deplbench.reports.figures import _figure, add_legend
+from deplbench.reports.figures import new_figure, add_legend
 from deplbench.reports.styles import ordered
 
 #: Columns of the per-event frame :func:`anytime_events`.
@@ -155,7 +155,7 @@ def gap_figure(events: pd.DataFrame, styles, scale: float = 1.0):
     # with HiGHS and with SCIP, must be told apart, so not the series style)
     every = list(ordered(events["series"], styles))
     look = {s: (colormaps["tab10"](i % 10), ("-", "--", ":", "-.")[(i // 10) % 4]) for i, s in enumerate(every)}
-    fig, axes = _figure(ncols=len(families), scale=scale, sharey=True)
+    fig, axes = new_figure(ncols=len(families), scale=scale, sharey=True)
     for ax, fam in zip(axes[0], families):
         ev = events[events["family"] == fam]
         for series in every:

@@ -11,6 +11,7 @@ Chromium binary (Debian: ``apt-get install chromium-headless-shell``);
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 import subprocess
@@ -98,3 +99,48 @@ def screenshot(index: str | Path, out_png: str | Path, width: int = 1280,
     if not out.is_file():
         raise ReportError(f"chromium: no screenshot written to {out}")
     return out
+
+
+_BOXES = ('<script>(function(){{var out=[];document.querySelectorAll({sel}).forEach('
+          'function(e,i){{var r=e.getBoundingClientRect();out.push({{i:i,'
+          'col:e.getAttribute("data-col")||"",row:e.parentElement?Array.prototype.indexOf.call('
+          'document.querySelectorAll("tr"),e.parentElement):-1,text:e.textContent,'
+          'left:r.left,right:r.right,top:r.top+window.scrollY,bottom:r.bottom+window.scrollY}})}});'
+          'document.body.setAttribute("data-boxes",JSON.stringify({{w:window.innerWidth,'
+          'h:window.innerHeight,boxes:out}}))}})()</script>')
+
+
+def element_boxes(index: str | Path, selector: str, width: int = 1280, height: int = 900,
+                  timeout: float = 300.0) -> dict:
+    """Page positions of the elements matching a CSS ``selector``.
+
+    Returns
+    -------
+    dict
+        ``{"w": viewport width, "h": viewport height, "boxes": [{"i", "col"
+        (the element's data-col), "row" (index of its parent among the page's
+        rows), "text", "left", "right", "top", "bottom"}]}``, in CSS px from
+        the top left of the page (``top`` and ``bottom`` include the scroll
+        offset, so ``bottom <= h`` means inside the first screen).
+
+    Raises
+    ------
+    ReportError
+        As :func:`page_width`.
+    """
+    index = _validate(Path(index), width)
+    probe = index.with_name(".probe_" + index.name)
+    text = index.read_text(encoding="utf-8")
+    script = _BOXES.format(sel=json.dumps(selector))
+    probe.write_text(text.replace("</body>", script + "</body>"), encoding="utf-8")
+    try:
+        dom = _run([f"--window-size={width},{height}", "--dump-dom", probe.resolve().as_uri()],
+                   timeout)
+    finally:
+        probe.unlink(missing_ok=True)
+    m = re.search(r'data-boxes="([^"]*)"', dom)
+    if m is None:
+        raise ReportError("chromium: the page did not report its element positions")
+    import html as _html
+
+    return json.loads(_html.unescape(m.group(1)))

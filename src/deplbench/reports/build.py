@@ -276,7 +276,7 @@ def _build(data, bench, bench_notes, bench_json, out: Path, work: Path, opts: Re
     claims = next((el.frame for sec in sections for el in sec.elements
                    if isinstance(el, Table) and el.name == "claims_audit"), None)
     try:
-        box = headline(df, ratios, claims, ctx.styles, bracket["brackets"])
+        box = headline(df, claims, ctx.styles)
     except Exception as exc:  # the box is a summary: never lose the report over it
         box = Section("glance", "At a glance")
         box.elements.append(Note(f"The summary could not be built ({type(exc).__name__}: "

@@ -48,7 +48,7 @@ _MARKERS = ("o", "s", "^", "D", "v", "P")
 _DASHES = ("-", "--", "-.", ":")
 
 
-def _figure(ncols: int = 1, nrows: int = 1, scale: float = 1.0, sharey: bool = False,
+def new_figure(ncols: int = 1, nrows: int = 1, scale: float = 1.0, sharey: bool = False,
             width: float | None = None):
     w = PANEL[0] * ncols if width is None else width
     fig = Figure(figsize=(w * scale, PANEL[1] * nrows * scale), layout="constrained")
@@ -58,20 +58,35 @@ def _figure(ncols: int = 1, nrows: int = 1, scale: float = 1.0, sharey: bool = F
 
 def one_panel(scale: float = 1.0, width: float | None = None):
     """A one-panel figure (room on the right for the legend) and its axes."""
-    fig, axes = _figure(scale=scale, width=width if width is not None else PANEL[0] * 1.5)
+    fig, axes = new_figure(scale=scale, width=width if width is not None else PANEL[0] * 1.5)
     return fig, axes[0, 0]
 
 
-def add_legend(fig, axes, fontsize: float = 7) -> None:
-    """One legend for all panels, outside the axes on the right (a panel
-    may lack a series that had no plan at its target)."""
+#: Smallest legend font, points: at the report's 110 dpi a point is 1.53 px,
+#: so 8 pt is 12 px at natural size and stays ≥ 9 px while a figure is shown
+#: at no less than 3/4 of its natural width (the widest, Figs. 7/8 with four
+#: panels, is about 1600 px at scale 1; the page is 1400 px wide at 1440).
+LEGEND_PT = 8.0
+
+
+def add_legend(fig, axes, fontsize: float = LEGEND_PT) -> None:
+    """One legend for all panels, below the axes (a panel may lack a series
+    that had no plan at its target). Below, not beside: on a narrow screen
+    the plot keeps the figure's width and the legend wraps into columns."""
     seen: dict[str, object] = {}
     for ax in np.ravel(axes):
         for h, lbl in zip(*ax.get_legend_handles_labels()):
             seen.setdefault(lbl, h)
     if seen:
-        fig.legend(list(seen.values()), list(seen), loc="outside right upper",
-                   fontsize=fontsize)
+        longest = max(len(str(lbl)) for lbl in seen)
+        width_in = fig.get_figwidth()
+        ncol = max(1, min(len(seen), int(width_in * 72 / (0.62 * max(fontsize, LEGEND_PT)
+                                                             * (longest + 4)))))
+        rows = -(-len(seen) // ncol)
+        # grow the figure by the legend's height, so the axes keep theirs
+        fig.set_figheight(fig.get_figheight() + rows * 1.45 * max(fontsize, LEGEND_PT) / 72)
+        fig.legend(list(seen.values()), list(seen), loc="outside lower center",
+                   fontsize=max(fontsize, LEGEND_PT), ncols=ncol, frameon=False)
 
 
 def _log_axis(ax, which: str, values=None) -> None:
@@ -114,25 +129,41 @@ def _line(ax, x, y, st: SeriesInfo, label: str, **kw) -> None:
 
 def cost_vs_target(tab: pd.DataFrame, paper_set: str, styles: Styles,
                    scale: float = 1.0) -> Figure | None:
-    """Cost against the target ℓmax per series (Figs. 5/6 left): mean
-    over instances, shaded between min and max."""
+    """Cost against the target ℓmax per series (Figs. 5/6 left). Left: the
+    ratio of each plan's cost to the reference of its own instance (mean over
+    instances, band min–max), where differences of a few percent show;
+    right: the cost itself, as the papers draw it."""
     t = tab[tab["paper_set"] == paper_set]
     if t.empty:
         return None
-    fig, ax = one_panel(scale)
+    has_ratio = "ratio_ref_mean" in t and t["ratio_ref_mean"].notna().any()
+    fig, axes = new_figure(ncols=2 if has_ratio else 1, scale=scale,
+                        width=PANEL[0] * (2.3 if has_ratio else 1.5))
+    rax, cax = (axes[0, 0], axes[0, 1]) if has_ratio else (None, axes[0, 0])
     for alg in ordered(t["algorithm"], styles):
         st = info_for(styles, alg)
         for cfg, g in t[t["algorithm"] == alg].groupby("config", sort=True):
             g = g.sort_values("loss_max")
-            _line(ax, g["loss_max"], g["cost_mean"], st, _label(alg, cfg))
+            _line(cax, g["loss_max"], g["cost_mean"], st, _label(alg, cfg))
             if (g["instances"] > 1).any():
-                ax.fill_between(g["loss_max"], g["cost_min"], g["cost_max"],
-                                color=st.colour, alpha=0.15, lw=0)
-    ax.set_xlabel(TARGET_AXIS)
-    ax.set_ylabel(COST_AXIS)
-    ax.set_title(paper_set, fontsize=9)
-    ax.grid(alpha=0.3)
-    add_legend(fig, [ax])
+                cax.fill_between(g["loss_max"], g["cost_min"], g["cost_max"],
+                                 color=st.colour, alpha=0.15, lw=0)
+            if rax is not None and g["ratio_ref_mean"].notna().any():
+                _line(rax, g["loss_max"], g["ratio_ref_mean"], st, _label(alg, cfg))
+                rax.fill_between(g["loss_max"], g["ratio_ref_min"], g["ratio_ref_max"],
+                                 color=st.colour, alpha=0.12, lw=0)
+    if rax is not None:
+        kinds = sorted(set(t["reference_kind"].dropna()) - {""})
+        rax.axhline(1.0, color="k", lw=0.8, ls=":")
+        rax.set_ylabel("cost / reference of the instance [ratio]", fontsize=8)
+        rax.set_title("ratio to " + (", ".join(kinds) or "reference"), fontsize=9)
+        rax.set_xlabel(TARGET_AXIS, fontsize=8)
+        rax.grid(alpha=0.3)
+    cax.set_xlabel(TARGET_AXIS, fontsize=8)
+    cax.set_ylabel(COST_AXIS, fontsize=8)
+    cax.set_title(f"{paper_set}: cost", fontsize=9)
+    cax.grid(alpha=0.3)
+    add_legend(fig, axes)
     return fig
 
 
@@ -182,7 +213,7 @@ def eta_effect(tab: pd.DataFrame, paper_set: str, styles: Styles,
     ax.set_ylabel(COST_AXIS)
     ax.set_title(paper_set, fontsize=9)
     ax.grid(alpha=0.3)
-    add_legend(fig, [ax], fontsize=6)
+    add_legend(fig, [ax])
     return fig
 
 
@@ -197,7 +228,7 @@ def per_model(tab: pd.DataFrame, paper_set: str, ylabel: str, styles: Styles,
     models = sorted(t["model"].unique())
     ncols = min(len(algs), 4)  # wrap: seven series side by side are unreadable
     nrows = -(-len(algs) // ncols)
-    fig, axes = _figure(ncols=ncols, nrows=nrows, scale=scale * 0.8, sharey=True,
+    fig, axes = new_figure(ncols=ncols, nrows=nrows, scale=scale * 0.8, sharey=True,
                         width=PANEL[0] * ncols + 1.5)
     for ax in axes.ravel()[len(algs):]:
         ax.set_axis_off()
@@ -228,7 +259,7 @@ def trajectories(rows: pd.DataFrame, targets: list[float], styles: Styles,
     """
     if rows.empty or not targets:
         return None
-    fig, axes = _figure(ncols=len(targets), scale=scale * 0.9, sharey=True,
+    fig, axes = new_figure(ncols=len(targets), scale=scale * 0.9, sharey=True,
                         width=PANEL[0] * len(targets) + 1.5)
     drawn = 0
     for ax, lm in zip(axes[0], targets):
@@ -243,7 +274,11 @@ def trajectories(rows: pd.DataFrame, targets: list[float], styles: Styles,
             ax.plot(k, mean, color=st.colour, ls=st.linestyle, label=alg, lw=1.2)
             lo, hi = ev.get("p01") or [], ev.get("p99") or []
             if len(lo) == mean.size and len(hi) == mean.size:
-                ax.fill_between(k, lo, hi, color=st.colour, alpha=0.15, lw=0)
+                # bands of several series overlap: a light fill and the band's
+                # edges in the series' colour and dash keep each one legible
+                ax.fill_between(k, lo, hi, color=st.colour, alpha=0.06, lw=0)
+                for edge in (lo, hi):
+                    ax.plot(k, edge, color=st.colour, ls=st.linestyle, lw=0.6, alpha=0.7)
             drawn += 1
         ax.axhline(lm, color="k", ls=":", lw=0.8)
         ax.set_title(f"guaranteed loss ℓmax = {lm:g}", fontsize=9)
@@ -265,7 +300,7 @@ def profiles(matrices: dict[tuple[str, str], pd.DataFrame], styles: Styles,
         return None
     families = list(dict.fromkeys(f for f, _ in mats))
     metrics = list(dict.fromkeys(m for _, m in mats))
-    fig, axes = _figure(ncols=len(metrics), nrows=len(families), scale=scale,
+    fig, axes = new_figure(ncols=len(metrics), nrows=len(families), scale=scale,
                         width=PANEL[0] * len(metrics) + 1.5)
     for i, fam in enumerate(families):
         for j, metric in enumerate(metrics):
@@ -320,7 +355,7 @@ def ratio_vs(tab: pd.DataFrame, param: str, styles: Styles, scale: float = 1.0,
         kept += sorted(mine[:max_series_per_algorithm], key=lambda x: (pd.isna(x[1]), x[1]))
     if not kept:
         return None
-    fig, axes = _figure(ncols=2, scale=scale, width=PANEL[0] * 2 + 2.2)
+    fig, axes = new_figure(ncols=2, scale=scale, width=PANEL[0] * 2 + 2.2)
     lin, log = axes[0]
     seen: dict[str, int] = {}
     for alg, ov, g in kept:
@@ -358,7 +393,7 @@ def ratio_vs(tab: pd.DataFrame, param: str, styles: Styles, scale: float = 1.0,
     _log_axis(log, "y", vals)
     log.set_ylabel("cost / proven optimum [ratio], log", fontsize=8)
     log.set_title("measured vs Property 3's claim", fontsize=9)
-    add_legend(fig, axes, fontsize=6)
+    add_legend(fig, axes)
     return fig
 
 
@@ -424,5 +459,5 @@ def complexity(fits: pd.DataFrame, param: str, styles: Styles, scale: float = 1.
     ax.set_xlabel(SIZE_AXIS[param])
     ax.set_ylabel("runtime [s]" if measures == {TIME} else "work counted [count]")
     ax.grid(alpha=0.3, which="both")
-    add_legend(fig, [ax], fontsize=6)
+    add_legend(fig, [ax])
     return fig

@@ -1,155 +1,240 @@
 """The report at a glance: the box above the table of contents.
 
-For each of the papers' instance sets (else each family with a proven
-optimum): the proven optimum's range and source, every series' cost ratio
-to it, and how many of its plans met ℓmax out of sample (and, where the
-evaluation certifies it, with a certified bound on the violation
-probability); then the claims' verdicts, one line each. Every number is
-also in ``tables/headline.csv`` and in the sections below.
+Per paper set (else per family), one card: every algorithm's cost ratio to
+the *proven* reference of its instances (:mod:`deplbench.reports.reference`:
+the exact chance-constrained optimum where ``milp-exact`` ran, else the
+certified bracket as cost/UB–cost/LB; a closed-loop policy against the
+adaptive optimum), the share of its plans proven or certified feasible
+(exact verdict first, then the certified verdict; the Monte Carlo estimate
+as cross-check), a colour-coded verdict, and the ratio to the SAA optimum in
+a column labelled as such. Ratios below 1 and plans that miss ℓmax are
+flagged. Below the cards, every claim with its colour-coded verdict and the
+first statement of what was measured, never cut. Every number is also in
+``tables/headline.csv`` and in the sections below.
 """
 
 from __future__ import annotations
 
 import math
+import re
 
 import numpy as np
 import pandas as pd
 
-from deplbench.reports.bracket import CERTIFIED_FEASIBLE
 from deplbench.reports.data import PAPER_SETS
 from deplbench.reports.elements import Section, Table
-from deplbench.reports.stats import optimum_per_instance
-from deplbench.reports.styles import SeriesInfo, info_for, ordered
+from deplbench.reports.reference import (
+    ADAPTIVE,
+    CERTIFIED,
+    CERTIFIED_FEASIBLE,
+    EXACT,
+    PROVEN_FEASIBLE,
+    RATIO_TOL,
+    per_instance,
+    plan_ratios,
+    references,
+)
+from deplbench.reports.styles import SeriesInfo, ordered
 
-HEADLINE_COLUMNS = ("set", "algorithm", "exact", "plans", "with_optimum", "ratio_median",
-                    "ratio_min", "ratio_max", "met_target_oos", "evaluated",
-                    "certified_met")
+HEADLINE_COLUMNS = ("set", "algorithm", "plans", "instances", "reference", "with_reference",
+                    "ratio_ref_median", "ratio_ref_min", "ratio_ref_max", "ratio_lb_median",
+                    "below_ub", "below_lb", "proven_feasible", "certified_feasible",
+                    "mc_met", "evaluated", "missed", "ratio_saa_median", "vs_reference",
+                    "feasible", "verdict", "cost_over_saa_optimum")
+
+#: What a card shows, in order (the ratio and the verdict first: on a phone
+#: the rows stack, and these must be read without scrolling).
+GLANCE_COLUMNS = ("algorithm", "vs_reference", "verdict", "feasible", "cost_over_saa_optimum")
+
+#: Display headers of :data:`GLANCE_COLUMNS` (html.py).
+GLANCE_HEADERS = {"algorithm": "algorithm", "vs_reference": "cost / reference",
+                  "verdict": "verdict", "feasible": "proven, certified · MC met",
+                  "cost_over_saa_optimum": "SAA ratio"}
+
+CLAIM_GLANCE_COLUMNS = ("claim", "verdict", "measured")
+
+#: Verdict classes of the algorithm rows (html.py colours them).
+ALL_FEASIBLE, SOME_MISS = "feasible", "misses ℓmax"
+
+_KIND_TEXT = {EXACT: "exact optimum", CERTIFIED: "certified bracket",
+              ADAPTIVE: "adaptive optimum", "": "no proven reference"}
 
 
-def _groups(ratios: pd.DataFrame) -> tuple[str, list[tuple[str, pd.DataFrame]]]:
-    """(what a group is, [(name, rows)]): paper sets first, else families."""
-    if ratios.empty:
-        return "set", []
-    sets = [(s, ratios[ratios["paper_set"] == s]) for s in PAPER_SETS
-            if (ratios["paper_set"] == s).any()]
-    if sets:
-        return "paper set", sets
-    fams = [(f, g) for f, g in ratios.groupby("family", sort=True) if g["ratio"].notna().any()]
-    return "family", fams
+def _groups(plans: pd.DataFrame) -> list[str]:
+    """Paper sets first (in :data:`PAPER_SETS` order), else families."""
+    present = set(plans["group"])
+    sets = [s for s in PAPER_SETS if s in present]
+    return sets or sorted(present)
 
 
-def headline_table(ratios: pd.DataFrame, styles: dict[str, SeriesInfo]) -> pd.DataFrame:
-    """One row per (group, series): ratio to the proven optimum and the
-    out-of-sample target check.
+def _fmt(x: float) -> str:
+    return "–" if not np.isfinite(x) else f"{x:.3f}"
 
-    ``ratio_*`` = cost / proven optimum over the series' plans on instances
-    with one (every configuration of the series counts); ``met_target_oos``
-    = plans whose out-of-sample ω-quantile estimate is ≤ ℓmax, of
-    ``evaluated``; ``certified_met`` = plans whose record carries the
-    certified verdict "certified feasible" (a Clopper–Pearson bound on
-    P(ℓ(K) > ℓmax) ≤ 1 − ω at the evaluation's confidence), blank when no
-    record carries a certified verdict.
+
+def _vs_reference(kind: str, ub: np.ndarray, lb: np.ndarray, n: int, inst: int,
+                  below_ub: int, below_lb: int) -> str:
+    """"1.021" (exact), "1.021–1.090" (cost/UB–cost/LB), flags appended."""
+    if not ub.size:
+        return "no reference"
+    mu = float(np.median(ub))
+    ml = float(np.median(lb)) if lb.size else math.nan
+    same = not np.isfinite(ml) or abs(ml - mu) <= RATIO_TOL * mu
+    txt = _fmt(mu) if same else f"{_fmt(mu)}–{_fmt(ml)}"
+    if kind == ADAPTIVE:
+        txt += " (adaptive)"
+    if n < inst:
+        txt += f" on {n}/{inst}"
+    # below the proven LB: that plan cannot be feasible (for an exact optimum
+    # solved to optimality LB = UB = the optimum); below UB only: cheaper than
+    # the best plan found, which proves nothing about its own feasibility
+    if below_lb:
+        txt += f" ⚑ {below_lb} below opt." if kind == EXACT and same else f" ⚑ {below_lb} below LB"
+    elif below_ub:
+        txt += f" ⚑ {below_ub} below UB"
+    return txt
+
+
+def _row(name: str, alg: str, ga: pd.DataFrame) -> dict:
+    inst = ga["instance_key"].nunique()
+    kinds = ga.loc[ga["reference"] != "", "reference"]
+    kind = kinds.value_counts().index[0] if len(kinds) else ""
+    gk = ga[ga["reference"] == kind] if kind else ga.iloc[0:0]
+    ub, lb = per_instance(gk, "ratio_ub"), per_instance(gk, "ratio_lb")
+    below_ub = int((gk["ratio_ub"] < 1 - RATIO_TOL).sum())
+    below_lb = int((gk["ratio_lb"] < 1 - RATIO_TOL).sum())
+    proven = int((ga["feasibility"] == PROVEN_FEASIBLE).sum())
+    cert = int((ga["feasibility"] == CERTIFIED_FEASIBLE).sum())
+    policy_ok = int(ga["feasibility"].str.startswith("certified P(success)").sum())
+    ev = ga["mc_met"].dropna()
+    missed = int(ga["missed"].sum())
+    saa = per_instance(ga, "ratio_saa")
+    n = len(ga)
+    ok = proven + cert + policy_ok
+    if missed:
+        verdict = f"{SOME_MISS} {missed}/{n}"
+    elif ok == n:
+        verdict = f"{ALL_FEASIBLE} {n}/{n}"
+    else:
+        verdict = f"unproven {n - ok}/{n}"
+    mc = f" · MC {int(ev.sum())}/{len(ev)}" if len(ev) else ""
+    parts = [f"{proven} proven"] * bool(proven) + [f"{cert} cert."] * bool(cert)
+    feasible = ((" + ".join(parts) or "0") + f"/{n}" if not policy_ok
+                else f"{policy_ok}/{n} P(success) ≥ ω cert.") + mc
+    saa_txt = "–" if not saa.size else _fmt(float(np.median(saa)))
+    return {
+        "set": name, "algorithm": alg, "plans": n, "instances": inst, "reference": kind,
+        "with_reference": int(gk["instance_key"].nunique()),
+        "ratio_ref_median": float(np.median(ub)) if ub.size else math.nan,
+        "ratio_ref_min": float(ub.min()) if ub.size else math.nan,
+        "ratio_ref_max": float(ub.max()) if ub.size else math.nan,
+        "ratio_lb_median": float(np.median(lb)) if lb.size else math.nan,
+        "below_ub": below_ub, "below_lb": below_lb, "proven_feasible": proven,
+        "certified_feasible": cert, "mc_met": int(ev.sum()), "evaluated": len(ev),
+        "missed": missed, "ratio_saa_median": float(np.median(saa)) if saa.size else math.nan,
+        "vs_reference": _vs_reference(kind, ub, lb, int(gk["instance_key"].nunique()), inst,
+                                      below_ub, below_lb),
+        "feasible": feasible, "verdict": verdict, "cost_over_saa_optimum": saa_txt}
+
+
+def headline_table(plans: pd.DataFrame, styles: dict[str, SeriesInfo]) -> pd.DataFrame:
+    """One row per (group, series): ratios to the proven reference, feasibility.
+
+    Ratios are medians over distinct instances (a series' configurations on
+    one instance count once). ``ratio_ref_*`` = cost / UB of the reference
+    (the exact optimum, the bracket's best certified plan, or the adaptive
+    optimum for a policy), ``ratio_lb_median`` = cost / LB (an upper bound on
+    the true ratio); ``below_ub``/``below_lb`` count plans cheaper than UB /
+    than the proven LB; ``proven_feasible`` (exact verdict),
+    ``certified_feasible`` (Clopper–Pearson verdict), ``mc_met`` of
+    ``evaluated`` (Monte Carlo cross-check), ``missed`` (proven infeasible,
+    or above ℓmax by Monte Carlo where no proof decides; a policy below ω);
+    ``ratio_saa_median`` = cost / SAA optimum (S scenarios), the sample's
+    optimum and not the problem's.
     """
-    _, groups = _groups(ratios)
-    rows = []
-    for name, g in groups:
-        for alg in ordered(g["algorithm"], styles):
-            ga = g[g["algorithm"] == alg]
-            r = ga["ratio"].dropna().to_numpy(float)
-            ev = ga[ga["quantile_oos"].notna() & ga["loss_max"].notna()]
-            cert = ga["certified_verdict"].astype(str)
-            has_cert = (cert != "").any()
-            certified = int((cert == CERTIFIED_FEASIBLE).sum())
-            rows.append({
-                "set": name, "algorithm": alg, "exact": "yes" if info_for(styles, alg).exact else "no",
-                "plans": len(ga), "with_optimum": int(r.size),
-                "ratio_median": float(np.median(r)) if r.size else math.nan,
-                "ratio_min": float(r.min()) if r.size else math.nan,
-                "ratio_max": float(r.max()) if r.size else math.nan,
-                "met_target_oos": int((ev["quantile_oos"] <= ev["loss_max"]).sum()),
-                "evaluated": len(ev),
-                "certified_met": certified if has_cert else math.nan})
-    if not rows:
+    if plans.empty:
         return pd.DataFrame({c: pd.Series(dtype=object) for c in HEADLINE_COLUMNS})
+    rows = []
+    for name in _groups(plans):
+        g = plans[plans["group"] == name]
+        for alg in ordered(g["algorithm"], styles):
+            rows.append(_row(name, alg, g[g["algorithm"] == alg]))
     return pd.DataFrame(rows, columns=list(HEADLINE_COLUMNS))
 
 
-def _span(values: pd.Series, fmt: str = ".6g") -> str:
-    """"a–b", or "a" when every value is the same."""
-    lo, hi = float(values.min()), float(values.max())
-    return f"{lo:{fmt}}" if lo == hi else f"{lo:{fmt}}–{hi:{fmt}}"
-
-
-def _optimum_line(name: str, g: pd.DataFrame, opt: pd.DataFrame, kind: str) -> str:
+def _reference_line(name: str, g: pd.DataFrame, refs: pd.DataFrame) -> str:
+    """What the card's ratios are against, with its sources and confidences."""
     keys = set(g["instance_key"])
-    o = opt[opt["instance_key"].isin(keys)]
-    title = f"{name} ({PAPER_SETS[name]})" if name in PAPER_SETS else name
-    if o.empty:
-        return f"{title}: no proven optimum on this {kind}'s instances."
-    lm = g.loc[g["instance_key"].isin(set(o["instance_key"])), "loss_max"].dropna()
-    src = ", ".join(f"{k} {v}" for k, v in o["optimum_source"].value_counts().items())
-    targets = f" at ℓmax {_span(lm, 'g')}" if lm.size else ""
-    return (f"{title}: proven optimum on {len(o)} instance(s){targets}: cost "
-            f"{_span(o['optimum'])} (source: {src}).")
+    parts = []
+    for kind in (EXACT, CERTIFIED, ADAPTIVE):
+        r = refs[(refs["kind"] == kind) & refs["instance_key"].isin(keys)]
+        if r.empty:
+            continue
+        src = ", ".join(sorted(set(r["source"])))
+        conf = r["confidence"].dropna()
+        c = f", confidence ≥ {conf.min():.3g}" if len(conf) else ""
+        parts.append(f"{_KIND_TEXT[kind]} ({src}) on {r['instance_key'].nunique()}/"
+                     f"{len(keys)} instances{c}")
+    return "Reference: " + ("; ".join(parts) if parts else "none proven on these instances") + "."
 
 
-def _claim_line(row) -> str:
-    measured = str(row.measured)
-    short = measured.split("; ")[0]
-    if len(short) > 160:
-        short = short[:157] + "…"
-    return f"[{row.verdict}] {row.claim} — {short}"
+def first_clause(text: str) -> str:
+    """The text up to its first "; " outside parentheses (never cut inside one)."""
+    depth = 0
+    for i, ch in enumerate(text):
+        if ch in "([":
+            depth += 1
+        elif ch in ")]":
+            depth = max(0, depth - 1)
+        elif depth == 0 and text.startswith("; ", i):
+            return text[:i]
+    return text
 
 
-def _bracket_line(name: str, brackets: pd.DataFrame | None) -> str | None:
-    if brackets is None or brackets.empty:
-        return None
-    b = brackets[brackets["set"] == name]
-    if b.empty:
-        return None
-    lb, ub = b["lb"].dropna(), b["ub"].dropna()
-    conf = b["confidence"].dropna()
-    parts = [f"{name}: certified bracket LB ≤ z* ≤ UB on {len(b)} instance(s) "
-             f"(ℓmax {_span(b['loss_max'], 'g')})"]
-    if len(lb):
-        parts.append(f"LB {_span(lb)}")
-    if len(ub):
-        parts.append(f"UB (best certified plan) {_span(ub)}")
-    else:
-        parts.append("no plan certified (no UB)")
-    if len(conf):
-        parts.append(f"joint confidence ≥ {conf.min():.3g}")
-    return "; ".join(parts) + "."
+def claims_glance(claims: pd.DataFrame | None) -> pd.DataFrame:
+    """One row per claim: the claim, its verdict, the first whole statement
+    of what was measured."""
+    if claims is None or claims.empty:
+        return pd.DataFrame(columns=list(CLAIM_GLANCE_COLUMNS))
+    return pd.DataFrame({"claim": claims["claim"].astype(str),
+                         "verdict": claims["verdict"].astype(str),
+                         "measured": [first_clause(str(m)) for m in claims["measured"]]},
+                        columns=list(CLAIM_GLANCE_COLUMNS))
 
 
-def headline(df: pd.DataFrame, ratios: pd.DataFrame, claims: pd.DataFrame | None,
-             styles: dict[str, SeriesInfo], brackets: pd.DataFrame | None = None) -> Section:
+def headline(df: pd.DataFrame, claims: pd.DataFrame | None,
+             styles: dict[str, SeriesInfo]) -> Section:
     """The at-a-glance box as a :class:`Section` (id ``glance``).
 
-    ``brackets`` is :func:`deplbench.reports.bracket.bracket_table` output:
-    the certified bracket on the chance-constrained optimum, quoted per set.
+    Elements: one :class:`Table` ``glance_<set>`` per card (columns
+    :data:`GLANCE_COLUMNS`, caption = the reference it is against), the
+    claims (``glance_claims``), and the full numbers (``headline``).
     """
     box = Section("glance", "At a glance",
-                  "Ratio = cost / proven optimum of the same instance (section 2); met ℓmax "
-                  "= the plan's out-of-sample ω-quantile estimate ≤ ℓmax (section 5); "
-                  "certified = the record's certified verdict (a bound on the violation "
-                  "probability at its stated confidence). Details in the sections below.")
-    kind, groups = _groups(ratios)
-    if not groups:
-        box.missing("No plan on an instance with a proven optimum: nothing to summarise.")
+                  "Ratio = cost / the proven reference of the same instance: the exact "
+                  "chance-constrained optimum, else the certified bracket shown as "
+                  "cost/UB–cost/LB (the true ratio lies between, at the stated "
+                  "confidence); a closed-loop policy's mean cost / the adaptive optimum. "
+                  "Medians over distinct instances. Feasible = proven (exact "
+                  "probabilities) or certified (Clopper–Pearson); MC = the Monte Carlo "
+                  "cross-check. The SAA ratio divides by the optimum of the MILP's own "
+                  "scenario sample, which is not a bound on the problem's optimum. "
+                  "Flags: ⚑ below opt. / below LB = cheaper than the exact optimum / a "
+                  "proven lower bound, so that plan cannot be feasible; ⚑ below UB = "
+                  "cheaper than the best certified plan (feasible or not: see its verdict).")
+    plans = plan_ratios(df)
+    table = headline_table(plans, styles)
+    if table.empty:
+        box.missing("No plan in this store: nothing to summarise.")
     else:
-        opt = optimum_per_instance(df)
-        for name, g in groups:
-            box.note(_optimum_line(name, g, opt, kind))
-            line = _bracket_line(name, brackets)
-            if line:
-                box.note(line)
-    table = headline_table(ratios, styles)
-    if not table.empty and table["certified_met"].isna().all():
-        table = table.assign(certified_met=math.nan)
-    box.add(Table("headline", f"Per {kind}: every algorithm against the optimum", table,
-                  HEADLINE_COLUMNS))
-    if claims is not None and not claims.empty:
-        for row in claims.itertuples(index=False):
-            box.note(_claim_line(row))
+        refs = references(df)
+        for name in table["set"].drop_duplicates():
+            rows = table[table["set"] == name]
+            title = f"{name} ({PAPER_SETS[name]})" if name in PAPER_SETS else str(name)
+            box.add(Table("glance_" + re.sub(r"[^A-Za-z0-9]", "_", str(name)), title, rows, GLANCE_COLUMNS,
+                          _reference_line(name, plans[plans["group"] == name], refs)))
+    box.add(Table("glance_claims", "Claims", claims_glance(claims), CLAIM_GLANCE_COLUMNS,
+                  "Colour: green holds, red does not hold, grey not measured or "
+                  "not decided. The whole reasoning is in section 5."))
+    box.add(Table("headline", "Every number of the cards", table, HEADLINE_COLUMNS,
+                  collapse=True))
     return box

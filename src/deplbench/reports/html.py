@@ -11,6 +11,7 @@ from __future__ import annotations
 import html
 
 from deplbench.reports.elements import Figure, Note, Section, Table, fmt_cell
+from deplbench.reports.headline import GLANCE_HEADERS
 
 #: Tables longer than this are cut in the HTML (the CSV has every row).
 HTML_MAX_ROWS = 200
@@ -20,16 +21,32 @@ FOLD_ROWS = 15
 
 _CSS = """
 *{box-sizing:border-box}
-body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;max-width:1100px;
-margin:2em auto;padding:0 1em;color:#222;line-height:1.45;overflow-wrap:break-word}
+body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;max-width:1400px;
+margin:.8em auto;padding:0 1em;color:#222;line-height:1.45;overflow-wrap:break-word}
 .scroll{max-width:100%;overflow-x:auto}
 .scroll.tall{max-height:32em;overflow-y:auto}
 details>summary{cursor:pointer;color:#245;margin:.3em 0}
-.headline{border:2px solid #456;border-radius:6px;padding:.6em 1em;background:#f5f8fb;
-margin:1em 0 2em}
-.headline h2{margin-top:.2em;border:none}
-.headline table{font-size:.85em}
-h1{font-size:1.6em}h2{border-bottom:1px solid #ccc;padding-bottom:.2em;margin-top:2em}
+.headline{border:2px solid #456;border-radius:6px;padding:.4em .8em;background:#f5f8fb;
+margin:.5em 0 1.5em}
+.headline h2{margin:.1em 0 .2em;border:none;font-size:1.25em}
+.headline h3{margin:.1em 0}
+.headline .caption{font-size:.8em;margin:.2em 0}
+.cards{display:flex;flex-wrap:wrap;gap:.5em}
+.card{flex:1 1 20em;min-width:0}
+.card.wide{flex-basis:100%}
+.card table{font-size:.72em;width:100%;margin:.2em 0;line-height:1.2}
+.card td.c-measured{font-size:.92em}
+.card td.c-claim{min-width:12em;width:26%}.card td.c-verdict{white-space:nowrap}
+.card td,.card th{padding:.1em .3em}
+td.flag{background:#fff0c0}
+@media (max-width:40em){
+.card table,.card tbody,.card tr,.card td{display:block;width:100%;max-width:none}
+.card thead{display:none}
+.card tr{border-top:2px solid #9ab;padding:.15em 0}
+.card td{border:none}
+.card td::before{content:attr(data-label) ": ";font-weight:600;color:#345}
+}
+h1{font-size:1.4em;margin:.2em 0}h2{border-bottom:1px solid #ccc;padding-bottom:.2em;margin-top:2em}
 h3{font-size:1.05em;margin-bottom:.3em}
 table{border-collapse:collapse;font-size:.82em;margin:.4em 0 1em}
 th,td{border:1px solid #ccc;padding:.2em .45em;text-align:left;vertical-align:top;
@@ -47,6 +64,8 @@ nav ol{columns:2}
 
 _VERDICT_CLASS = {"holds": "v-holds", "does not hold": "v-fails",
                   "not measured in this run": "v-unmeasured",
+                  "not decided (the reference bracket is too wide)": "v-unmeasured",
+                  "not decided by the bracket (too wide)": "v-unmeasured",
                   "consistent": "v-holds", "contradicts": "v-fails"}
 
 
@@ -113,21 +132,70 @@ def render_note(n: Note) -> str:
     return f"<p{cls}>{_e(n.text)}</p>"
 
 
+def _glance_class(col: str, value: str) -> str:
+    """Colour class of a glance cell: verdicts, and flagged ratios."""
+    if col == "verdict":
+        if value in _VERDICT_CLASS:
+            return _VERDICT_CLASS[value]
+        if value.startswith("feasible"):
+            return "v-holds"
+        if value.startswith("misses"):
+            return "v-fails"
+        return "v-unmeasured"
+    if col == "vs_reference" and "⚑" in value:
+        return "flag"
+    return ""
+
+
+def _glance_table(t: Table) -> str:
+    """A compact table of the glance box: every cell carries its column
+    (``data-col``) and its header (``data-label``, shown before the value when
+    the rows stack on a narrow screen)."""
+    heads = [GLANCE_HEADERS.get(c, c) for c in t.frame.columns]
+    out = ["<table><thead><tr>" + "".join(f"<th>{_e(h)}</th>" for h in heads)
+           + "</tr></thead><tbody>"]
+    for row in t.frame.itertuples(index=False, name=None):
+        cells = []
+        for col, head, v in zip(t.frame.columns, heads, row):
+            text = fmt_cell(v)
+            cls = " ".join(c for c in (f"c-{col}", _glance_class(col, text)) if c)
+            cells.append(f'<td class="{cls}" data-col="{_e(col)}" data-label="{_e(head)}">'
+                         f"{_e(text)}</td>")
+        out.append('<tr class="glance-row">' + "".join(cells) + "</tr>")
+    out.append("</tbody></table>")
+    return "\n".join(out)
+
+
+def _csv(t: Table) -> str:
+    return (f'<a href="tables/{_e(t.name)}.csv">CSV</a> · '
+            f'<a href="tables/{_e(t.name)}.md">Markdown</a>')
+
+
 def render_headline(box: Section) -> str:
-    """The at-a-glance box above the table of contents."""
+    """The at-a-glance box above the table of contents: one card per set
+    (side by side on a wide screen, stacked on a narrow one), the claims,
+    and the full numbers folded."""
     out = [f'<div class="headline" id="{_e(box.id)}"><h2>{_e(box.title)}</h2>']
+    cards, rest = [], []
+    for el in box.elements:
+        if isinstance(el, Table) and el.name.startswith("glance_") and el.name != "glance_claims":
+            cards.append(f'<div class="card" id="card-{_e(el.name)}"><h3>{_e(el.title)}</h3>'
+                         f'<p class="caption">{_e(el.caption)} ({_csv(el)})</p>'
+                         f'<div class="scroll">{_glance_table(el)}</div></div>')
+        elif isinstance(el, Table) and el.name == "glance_claims":
+            rest.append(f'<div class="card wide" id="card-glance_claims"><h3>{_e(el.title)}</h3>'
+                        f'<div class="scroll">{_glance_table(el)}</div>'
+                        f'<p class="caption">{_e(el.caption)} ({_csv(el)})</p></div>')
+        elif isinstance(el, Table):
+            rest.append(f"<details><summary>{_e(el.title)} ({_csv(el)})</summary>"
+                        f'<div class="scroll">{_table_html(el.frame)}</div></details>')
+        elif isinstance(el, Note):
+            rest.append(render_note(el))
+    if cards:
+        out.append('<div class="cards">' + "".join(cards) + "</div>")
+    out += rest
     if box.intro:
         out.append(f'<p class="caption">{_e(box.intro)}</p>')
-    for el in box.elements:
-        if isinstance(el, Table):
-            out.append(f"<h3>{_e(el.title)}</h3>")
-            if el.caption:
-                out.append(f'<p class="caption">{_e(el.caption)}</p>')
-            out.append('<div class="scroll">' + _table_html(el.frame) + "</div>")
-            out.append(f'<p class="caption">Files: <a href="tables/{_e(el.name)}.csv">CSV</a>'
-                       f' · <a href="tables/{_e(el.name)}.md">Markdown</a></p>')
-        elif isinstance(el, Note):
-            out.append(render_note(el))
     out.append("</div>")
     return "\n".join(out)
 
@@ -154,12 +222,14 @@ def render(title: str, meta: list[str], sections: list[Section],
     str
         HTML5 text.
     """
-    out = ["<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
+    out = ["<!DOCTYPE html>", ('<html lang="en"><head><meta charset="utf-8">'
+                               '<meta name="viewport" content="width=device-width, '
+                               'initial-scale=1">'),
            f"<title>{_e(title)}</title>", f"<style>{_CSS}</style></head><body>",
            f"<h1>{_e(title)}</h1>"]
-    out += [f'<p class="meta">{_e(m)}</p>' for m in meta]
-    if headline is not None:
+    if headline is not None:  # first: the first screen carries the findings
         out.append(render_headline(headline))
+    out += [f'<p class="meta">{_e(m)}</p>' for m in meta]
     out.append("<nav><ol>" + "".join(f'<li><a href="#{_e(s.id)}">{_e(s.title)}</a></li>'
                                      for s in sections) + "</ol></nav>")
     for s in sections:

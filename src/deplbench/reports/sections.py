@@ -123,20 +123,25 @@ def section_paper(ctx: Context) -> Section:
             s.missing(f"{ps}: runs without a plan, absent from the figures: "
                       + "; ".join(parts) + ".")
     refs = reference_labels(r[r["paper_set"] != ""]) if sets else {}
-    ref_txt = "; ".join(f"{a}: {c}" for (_, a), c in sorted(refs.items()) if c)
+    ref_txt = "; ".join(f"{a} ({ps}): {c}" for (ps, a), c in sorted(refs.items()) if c)
     ref_txt = f" Reference configurations: {ref_txt}." if ref_txt else ""
 
     cvt = tabs.cost_vs_target(r)
     s.add(Table("fig5_cost_vs_target", "Cost vs loss-quantile target (Figs. 5/6 left, "
                 "PACT Fig. 6 left)", cvt, tabs.COST_VS_TARGET_COLUMNS,
                 "cost_* over the instances (seeds) at each ℓmax; ratio_mean = mean "
-                "cost / proven optimum where one is known." + ref_txt))
+                "cost / the exact solvers' optimum (SAA for the MILP); ratio_ref_* = cost / "
+                "the reference of the same instance (reference_kind: exact-static, else the "
+                "certified bracket's UB, else the SAA optimum)." + ref_txt))
     for ps in sets:
         which = PAPER_SETS[ps]
         s.add_figure(figs.cost_vs_target(cvt, ps, ctx.styles, ctx.scale),
                      f"cost_vs_target_{ps.replace('-', '_')}",
                      f"{which} (left): cost vs ℓmax — {ps}",
-                     "Lines: mean cost over instances; band: min–max.",
+                     "Left: cost / the reference of the same instance (exact optimum, else "
+                     "the certified bracket's UB, else the SAA optimum: the panel title says "
+                     "which), mean over instances, band min–max, dotted: 1. Right: the cost "
+                     "itself (mean, band min–max).",
                      missing=f"{ps}: no plan with a target ℓmax to draw cost vs target ({which}).")
 
     norm = tabs.normalised_expected_loss(r)
@@ -204,12 +209,15 @@ def section_paper(ctx: Context) -> Section:
 
 def section_gaps(ctx: Context) -> Section:
     s = Section("gaps", "2. Optimality gaps",
-                "The proven optimum of an instance (same instance_sha: same instance, "
+                "The optimum used here (same instance_sha: same instance, "
                 "targets and variants) is the cost of an exact solver's row (record "
                 "column exact) with status optimal; where several exact solvers ran, the "
                 "one with the lowest reference_priority its solver declares, and per "
                 "solver the run with the most in-sample scenarios S (a scenario-free "
-                "solver such as the covering-knapsack DP first). Ratio = cost / optimum.")
+                "solver such as the covering-knapsack DP first). Ratio = cost / optimum. For the "
+                "MILP that optimum is the SAA optimum of its S scenarios: exact for that "
+                "sample, not for the chance-constrained problem (the glance box and the "
+                "certified bracket below use the proven references).")
     df, r = ctx.df, ctx.ratios
     opt = optimum_per_instance(df)
     if opt.empty:
@@ -219,11 +227,16 @@ def section_gaps(ctx: Context) -> Section:
         src = opt["optimum_source"].value_counts()
         s.note(f"{len(opt)} instance(s) have a proven optimum (sources: "
                + ", ".join(f"{k} {v}" for k, v in src.items()) + ").")
-    s.add(Table("gaps", "Gap to the proven optimum per family and algorithm",
-                tabs.gaps(r), tabs.GAPS_COLUMNS,
+    s.add(Table("gaps", "Gap to the exact solvers' optimum (SAA for the MILP) per family "
+                "and algorithm", tabs.gaps(r), tabs.GAPS_COLUMNS,
                 "gap_pct = 100·(cost/optimum − 1) over plans whose instance has an "
-                "optimum. below_optimum counts plans cheaper than a proven optimum: they "
-                "violate the in-sample constraint the optimum is proven under."))
+                "optimum (source in optimum_sources). below_optimum counts plans cheaper "
+                "than it. Against an SAA optimum (milp, S scenarios) that says only that "
+                "the plan breaks the constraint on those S scenarios: such a plan can "
+                "still be feasible for the chance constraint itself; its out-of-sample "
+                "and certified verdicts (section 5, the glance box) decide. Against a "
+                "scenario-free exact optimum (knapsack DP, exact-static) a cheaper plan "
+                "cannot be feasible."))
     s.add(Table("oracle_agreement", "Agreement of the exact solvers",
                 tabs.oracle_agreement(df), tabs.ORACLE_COLUMNS,
                 "Where several exact solvers proved an optimum for one instance, their "

@@ -16,6 +16,7 @@ from scipy import stats as sps
 
 from deplbench.benchmarks.sgm import shifted_geomean
 from deplbench.reports.data import NON_CONFIG_KEYS, ReportError, canonical
+from deplbench.reports.reference import CERTIFIED, EXACT, SAA, references
 
 #: Relative tolerance under which two optima of one instance "agree".
 AGREEMENT_RTOL = 1e-6
@@ -242,6 +243,19 @@ def with_ratios(df: pd.DataFrame) -> pd.DataFrame:
                         on="instance_key", how="left")
     with np.errstate(divide="ignore", invalid="ignore"):
         plans["ratio"] = plans["cost"] / plans["optimum"].where(plans["optimum"] > 0)
+    # the instance's reference for figures comparing costs of one instance:
+    # the exact optimum, else the certified bracket's UB, else the SAA optimum
+    # (reports/reference.py; the kind is named on the axis)
+    refs = references(df) if not df.empty else pd.DataFrame(columns=["instance_key", "kind", "ub"])
+    pick: dict[str, tuple[str, float]] = {}
+    for kind in (SAA, CERTIFIED, EXACT):  # later kinds override earlier ones
+        for key, ub in refs.loc[refs["kind"] == kind, ["instance_key", "ub"]].itertuples(
+                index=False, name=None):
+            if ub > 0:  # NaN compares False
+                pick[key] = (kind, float(ub))
+    plans["reference_kind"] = [pick.get(k, ("", math.nan))[0] for k in plans["instance_key"]]
+    ref_ub = np.array([pick.get(k, ("", math.nan))[1] for k in plans["instance_key"]], float)
+    plans["ratio_ref"] = plans["cost"].to_numpy(float) / ref_ub if len(plans) else []
     return plans
 
 
@@ -253,11 +267,18 @@ def reference_config(df: pd.DataFrame, by: str = "algorithm") -> pd.DataFrame:
     sweep ran most often (ties: the lexicographically first label), and say
     which in their caption. With ``by="solver"`` the configuration is the
     pair (series, config), so one sweep entry of that solver is chosen.
+
+    The choice is made per paper set (column ``paper_set``, "" outside the
+    papers' sets) within the family: sets of one family may run a series
+    at different settings (PACT's VGG11 set at another loss resolution and
+    scenario count than AlexNet's), and a configuration chosen across sets
+    would drop every row of the set that ran the other one.
     """
     if df.empty:
         return df
     keep = []
-    for _, grp in df.groupby(["family", by], sort=False):
+    keys = ["family", "paper_set", by] if "paper_set" in df else ["family", by]
+    for _, grp in df.groupby(keys, sort=False):
         conf = grp["algorithm"] + "\x00" + grp["config"] if by != "algorithm" else grp["config"]
         counts = conf.value_counts()
         top = sorted(counts[counts == counts.max()].index)[0]
@@ -266,11 +287,14 @@ def reference_config(df: pd.DataFrame, by: str = "algorithm") -> pd.DataFrame:
 
 
 def reference_labels(df: pd.DataFrame) -> dict[tuple[str, str], str]:
-    """{(family, series): config label} chosen by :func:`reference_config`."""
+    """{(set, series): config label} chosen by :func:`reference_config`
+    (set = the paper set, else the family)."""
     ref = reference_config(df)
     if ref.empty:
         return {}
-    return {k: g["config"].iloc[0] for k, g in ref.groupby(["family", "algorithm"])}
+    ref = ref.assign(_set=ref["paper_set"].where(ref["paper_set"] != "", ref["family"])
+                     if "paper_set" in ref else ref["family"])
+    return {k: g["config"].iloc[0] for k, g in ref.groupby(["_set", "algorithm"])}
 
 
 def swept_series(df: pd.DataFrame, swept: tuple[str, ...]) -> pd.Series:

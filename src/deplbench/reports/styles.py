@@ -13,9 +13,11 @@ from __future__ import annotations
 
 import zlib
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
+import numpy as np
 import pandas as pd
+from matplotlib.colors import to_hex, to_rgb
 
 #: Fallback colours, markers and line styles (matplotlib's tab10 and friends).
 PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b",
@@ -89,8 +91,9 @@ def series_info(df: pd.DataFrame) -> dict[str, SeriesInfo]:
         Keyed by series name, and by solver name for solvers that only run
         under other labels (complexity fits are per solver). A series whose
         name differs from its solver's (``depl-calibrated``) keeps the
-        solver's colour with its own marker and line style, so variants of
-        one algorithm read as a family.
+        solver's hue (a shade of its colour, :func:`_distinct_colours`) with
+        its own marker and line style, so variants of one algorithm read as a
+        family and no two series share a colour.
     """
     out: dict[str, SeriesInfo] = {}
     if df.empty:
@@ -114,6 +117,45 @@ def series_info(df: pd.DataFrame) -> dict[str, SeriesInfo]:
         styles = [x for x in LINESTYLES if x != parent.linestyle]
         out[alg] = SeriesInfo(alg, solver, parent.display, parent.exact, parent.colour,
                               markers[h % len(markers)], styles[(h // 7) % len(styles)])
+    return _distinct_colours(out)
+
+
+#: Shades given to the 2nd, 3rd, ... series of one declared colour: blend
+#: factors toward black (< 0) or white (> 0), so a family keeps its hue and
+#: each member its own colour.
+SHADES = (-0.45, 0.45, -0.7, 0.65, -0.25, 0.25)
+
+
+def shade(colour: str, factor: float) -> str:
+    """``colour`` blended toward white (factor > 0) or black (< 0), as #rrggbb."""
+    c = np.asarray(to_rgb(colour), float)
+    c = c + (1.0 - c) * factor if factor > 0 else c * (1.0 + factor)
+    return to_hex(np.clip(c, 0.0, 1.0))
+
+
+def _distinct_colours(out: dict[str, SeriesInfo]) -> dict[str, SeriesInfo]:
+    """Give every series of one colour but the first its own shade of it.
+
+    Series of one solver (``depl``, ``depl-eta``, ``depl-calibrated``) and
+    solvers declaring one colour (``milp``, ``milp-certified``) would be
+    drawn alike; the first (the solver's own name, then the shortest) keeps
+    the declared colour, the others get :data:`SHADES` of it. A solver key
+    that is also a series name is one entry, so keys are the unit."""
+    groups: dict[str, list[str]] = {}
+    for name, info in out.items():
+        groups.setdefault(info.colour.lower(), []).append(name)
+    taken = {c for c in groups}
+    for colour, names in groups.items():
+        names.sort(key=lambda n: (out[n].name != out[n].solver, len(n), n))
+        k = 0
+        for name in names[1:]:
+            while True:
+                new = shade(colour, SHADES[k % len(SHADES)] * (1 - 0.1 * (k // len(SHADES))))
+                k += 1
+                if new not in taken:
+                    break
+            taken.add(new)
+            out[name] = replace(out[name], colour=new)
     return out
 
 
