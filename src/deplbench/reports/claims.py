@@ -30,10 +30,10 @@ from deplbench.reports.claims_common import (  # noqa: F401 (re-exported)
     UNDECIDED,
     UNMEASURED,
     VERDICTS,
-    _fmt_fit,
-    _judgeable,
-    _num,
-    _row,
+    fmt_fit,
+    judgeable,
+    finite_num,
+    claim_row,
     paper_depl,
     submodularity_record,
 )
@@ -66,9 +66,9 @@ def property2(fits: pd.DataFrame, algorithm: str = DEPL) -> dict:
     """
     claim = "Property 2: complexity"
     evidence = "tables complexity_fits, complexity_counters; figures complexity_*"
-    tf = _judgeable(best_fits(fits, algorithm)) if not fits.empty else fits
+    tf = judgeable(best_fits(fits, algorithm)) if not fits.empty else fits
     wf = fits[fits["measure"] != TIME] if not fits.empty else fits
-    wf = _judgeable(best_fits(wf, algorithm, measure=None)) if not wf.empty else wf
+    wf = judgeable(best_fits(wf, algorithm, measure=None)) if not wf.empty else wf
     if not wf.empty:
         # the dominant counter per parameter: the steepest growth as the size
         # grows, the steepest fall as ε → 0 (ASYMPTOTIC_REGIME)
@@ -88,7 +88,7 @@ def property2(fits: pd.DataFrame, algorithm: str = DEPL) -> dict:
     params = list(dict.fromkeys(list(tf["parameter"] if not tf.empty else [])
                                 + list(wf["parameter"] if not wf.empty else [])))
     if not params:
-        return _row(claim, "DepL paper §V", QUOTES["property2"],
+        return claim_row(claim, "DepL paper §V", QUOTES["property2"],
                     f"no '{algorithm}' slope over ≥ 4 completed runs and ≥ 3 distinct "
                     "values of η, ε, |M|, K̄ or |D| (others fixed) in this store",
                     UNMEASURED, evidence, compared=f"'{algorithm}' runtime or work counters",
@@ -104,11 +104,11 @@ def property2(fits: pd.DataFrame, algorithm: str = DEPL) -> dict:
         txt = f"{size_label(p)}: "
         if w is not None:
             on_counters.append(size_label(p))
-            txt += f"counter '{w.measure}' slope {_fmt_fit(w)}"
+            txt += f"counter '{w.measure}' slope {fmt_fit(w)}"
             if t is not None:
-                txt += f" (runtime slope {_fmt_fit(t)})"
+                txt += f" (runtime slope {fmt_fit(t)})"
         else:
-            txt += f"slope {_fmt_fit(t)}"
+            txt += f"slope {fmt_fit(t)}"
         txt += f" vs claimed {claimed:+g}"
         if p == "epsilon":
             txt += " (as ε → 0)"
@@ -144,7 +144,7 @@ def property2(fits: pd.DataFrame, algorithm: str = DEPL) -> dict:
     parts += [f"why: {w_}" for w_ in why]
     runs = int(max((r.points for r in (list(tf.itertuples()) if not tf.empty else [])
                     + (list(wf.itertuples()) if not wf.empty else [])), default=0))
-    return _row(claim, "DepL paper §V", QUOTES["property2"], "; ".join(parts), verdict,
+    return claim_row(claim, "DepL paper §V", QUOTES["property2"], "; ".join(parts), verdict,
                 evidence, compared=f"'{algorithm}': work counters (diagnostics.work) where "
                 "reported, else runtime, against each size parameter with the others fixed",
                 reference="the exponent Property 2 prints (and the one its proof implies, "
@@ -209,7 +209,7 @@ def property3(ratios: pd.DataFrame, df: pd.DataFrame | None = None) -> dict:
         use = use.assign(ratio_ub=use["ratio_saa"], ratio_lb=use["ratio_saa"]) if not use.empty else use
         yard = "SAA optimum (no proven reference in this store: the ratio is to the sample's optimum)"
     if use.empty:
-        return _row(claim, "DepL paper §V", QUOTES["property3"],
+        return claim_row(claim, "DepL paper §V", QUOTES["property3"],
                     f"no '{algorithm}' plan with a recorded η on an instance with a reference "
                     "optimum", UNMEASURED, evidence, compared=f"'{algorithm}' plans",
                     reference="none in this store", statistic="—", instances=0)
@@ -226,7 +226,7 @@ def property3(ratios: pd.DataFrame, df: pd.DataFrame | None = None) -> dict:
     if use["epsilon"].isna().any():
         txt += " (ε not recorded for some plans: bound taken with ε = 0, its smallest value)"
     verdict = FAILS if exceed else HOLDS if within == len(use) else UNDECIDED
-    return _row(claim, "DepL paper §V", QUOTES["property3"], txt, verdict, evidence,
+    return claim_row(claim, "DepL paper §V", QUOTES["property3"], txt, verdict, evidence,
                 compared=f"the paper's DepL ('{algorithm}' without calibrate), every plan "
                 "with a recorded η", reference=yard,
                 statistic="per plan: fails if cost/UB > (1/η)(1+ε); holds if every cost/LB ≤ it",
@@ -248,7 +248,7 @@ def submodularity(df: pd.DataFrame) -> dict:
             if old is None or rec[0] > old[0]:
                 per_inst[ik] = rec
     if not per_inst:
-        return _row(claim, "DepL paper §IV-A", QUOTES["submodularity"],
+        return claim_row(claim, "DepL paper §IV-A", QUOTES["submodularity"],
                     f"no row carries diagnostics.{SUBMODULAR_DICT_KEY} (DepL's count of "
                     "violated diminishing-returns triples per instance)",
                     UNMEASURED, evidence, compared="DepL's submodularity check",
@@ -273,7 +273,7 @@ def submodularity(df: pd.DataFrame) -> dict:
     # is no evidence either way: "not measured", never a pass.
     nothing_checked = bool(np.isfinite(checks).all() and np.nansum(checks) == 0)
     verdict = FAILS if n_bad else (UNMEASURED if nothing_checked else HOLDS)
-    return _row(claim, "DepL paper §IV-A", QUOTES["submodularity"], txt, verdict, evidence,
+    return claim_row(claim, "DepL paper §IV-A", QUOTES["submodularity"], txt, verdict, evidence,
                 compared="DepL's check of the diminishing-returns inequality of K̂(D̂)·T̂(D̂) "
                 "on each instance's dataset triples", reference="none (an inequality)",
                 statistic="violated triples per instance (the worst configuration counts)",
@@ -329,7 +329,7 @@ def matches_optimum(ratios: pd.DataFrame, df: pd.DataFrame | None = None) -> dic
     thr = (f"threshold: median ≤ {100 * MATCH_MEDIAN_GAP:g} %, 90th pct ≤ "
            f"{100 * MATCH_P90_GAP:g} %")
     if per.empty or (per["gap_hi"].isna().all() and per["gap_saa"].isna().all()):
-        return _row(claim, "DepL paper §VI-B", QUOTES["matches"],
+        return claim_row(claim, "DepL paper §VI-B", QUOTES["matches"],
                     f"no '{algorithm}' plan on an instance with a reference optimum",
                     UNMEASURED, evidence, compared=f"'{algorithm}'", reference="none",
                     statistic="—", instances=0)
@@ -365,7 +365,7 @@ def matches_optimum(ratios: pd.DataFrame, df: pd.DataFrame | None = None) -> dic
     miss = per["missed"].dropna()
     if len(miss):
         txt += f"; on {int(miss.sum())}/{len(miss)} instances DepL's plan misses ℓmax"
-    return _row(claim, "DepL paper §VI-B", QUOTES["matches"], txt, verdict, evidence,
+    return claim_row(claim, "DepL paper §VI-B", QUOTES["matches"], txt, verdict, evidence,
                 compared=f"the paper's DepL ('{algorithm}' without calibrate), one value per "
                 "instance (median over its configurations there)", reference=reference,
                 statistic="median and 90th percentile of cost/reference − 1 over instances",
@@ -392,7 +392,7 @@ def beats_best_exp(ratios: pd.DataFrame, df: pd.DataFrame | None = None) -> dict
     evidence = "table depl_vs_best_exp"
     pairs, scope = depl_vs_best_exp_pairs(ratios)
     if pairs.empty:
-        return _row(claim, "DepL paper abstract, §VI-B", QUOTES["best_exp"],
+        return claim_row(claim, "DepL paper abstract, §VI-B", QUOTES["best_exp"],
                     "no instance on which both 'depl' and 'best-exp' returned a plan",
                     UNMEASURED, evidence, compared="'depl' vs 'best-exp'",
                     reference="none (paired costs)", statistic="—", instances=0)
@@ -406,7 +406,7 @@ def beats_best_exp(ratios: pd.DataFrame, df: pd.DataFrame | None = None) -> dict
     else:
         txt += ("; like guarantees: no depl-proven or calibrated DepL plan paired with "
                 "best-exp in this store")
-    return _row(claim, "DepL paper abstract, §VI-B", QUOTES["best_exp"], txt,
+    return claim_row(claim, "DepL paper abstract, §VI-B", QUOTES["best_exp"], txt,
                 HOLDS if best >= BEST_EXP_SAVING else FAILS, evidence,
                 compared="paired costs on the same instance and ℓmax: the paper's DepL "
                 "(proven bound) vs best-exp (tuned by simulation); also like guarantees",
@@ -510,8 +510,8 @@ def pact_claims(df: pd.DataFrame) -> list[dict]:
     comp = pact_comparison(df)
     if comp.empty:
         msg = f"no plan on the {PACT_SET} instance set (a sweep with its PACT group, e.g. quick.toml)"
-        return [_row(PACT_CLAIM + " (closed loop)", "PACT paper §VI-C", says, msg, UNMEASURED, evidence),
-                _row(PACT_CLAIM + " (open loop)", "PACT paper §VI-C", says, msg, UNMEASURED, evidence)]
+        return [claim_row(PACT_CLAIM + " (closed loop)", "PACT paper §VI-C", says, msg, UNMEASURED, evidence),
+                claim_row(PACT_CLAIM + " (open loop)", "PACT paper §VI-C", says, msg, UNMEASURED, evidence)]
     v_cl, txt_cl = _pact_verdict(comp, "pact_closed", "pact_closed_sem")
     if v_cl != UNMEASURED:
         fair = comp[comp["pact_closed"].notna() & comp["optimum_stopped"].notna()]
@@ -528,11 +528,11 @@ def pact_claims(df: pd.DataFrame) -> list[dict]:
         if not ps.empty:
             txt_cl += f"; closed-loop PACT's P(success) {ps.min():.4f}–{ps.max():.4f}"
     v_ol, txt_ol = _pact_verdict(comp, "pact_open", None)
-    return [_row(PACT_CLAIM + " — closed loop (PACT re-plans every epoch from the observed loss; "
+    return [claim_row(PACT_CLAIM + " — closed loop (PACT re-plans every epoch from the observed loss; "
                  "rests on the closed-loop simulation)", "PACT paper §VI-C", says,
                  "mean cost over the closed-loop runs vs each benchmark's static plan cost (PACT's "
                  "benchmarks are fixed strategies): " + txt_cl, v_cl, evidence),
-            _row(PACT_CLAIM + " — open loop (PACT's static plan, re-planned from robust "
+            claim_row(PACT_CLAIM + " — open loop (PACT's static plan, re-planned from robust "
                  "predictions; rests on the static evaluation)", "PACT paper §VI-C", says,
                  "static plan costs: " + txt_ol, v_ol, evidence)]
 

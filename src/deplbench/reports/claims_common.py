@@ -55,7 +55,7 @@ SUBMODULAR_DICT_KEY = "submodularity"
 DEPL, BEST_EXP = "depl", "best-exp"
 
 
-def _num(v) -> float:
+def finite_num(v) -> float:
     try:
         v = float(v)
     except (TypeError, ValueError):
@@ -69,9 +69,9 @@ def submodularity_record(diag: dict) -> tuple[float, float, bool | None] | None:
     if not isinstance(diag, dict):
         return None
     sub = diag.get(SUBMODULAR_DICT_KEY)
-    if isinstance(sub, dict) and math.isfinite(_num(sub.get("violated"))):
+    if isinstance(sub, dict) and math.isfinite(finite_num(sub.get("violated"))):
         ex = sub.get("exhaustive")
-        return (_num(sub["violated"]), _num(sub.get("checked")),
+        return (finite_num(sub["violated"]), finite_num(sub.get("checked")),
                 bool(ex) if ex is not None else None)
     return None
 
@@ -88,7 +88,7 @@ def paper_depl(df: pd.DataFrame) -> pd.Series:
 FIG56_SETS = ("alexnet", "mobilenet")
 
 
-def _row(claim, source, says, measured, verdict, evidence, compared="", reference="",
+def claim_row(claim, source, says, measured, verdict, evidence, compared="", reference="",
          statistic="", instances=math.nan):
     """One claims-audit row: what is compared (``compared``), against which
     reference, with what statistic, over how many distinct instances."""
@@ -97,16 +97,20 @@ def _row(claim, source, says, measured, verdict, evidence, compared="", referenc
             "measured": measured, "verdict": verdict, "evidence": evidence}
 
 
-def _fmt_fit(r) -> str:
+def fmt_fit(r) -> str:
     ci = (f"[{r.ci_low:.2f}, {r.ci_high:.2f}]" if math.isfinite(r.ci_low) else "[n/a]")
     return f"{r.slope:.2f} {ci}, {int(r.points)} runs, {r.min_value:g}–{r.max_value:g}"
 
 
-def _judgeable(f: pd.DataFrame) -> pd.DataFrame:
+def judgeable(f: pd.DataFrame) -> pd.DataFrame:
     return f[f["verdict"].isin(("consistent", "contradicts"))] if not f.empty else f
 
 
 __all__ = [
+    "claim_row",
+    "finite_num",
+    "fmt_fit",
+    "judgeable",
     "BEST_EXP",
     "BEST_EXP_SAVING",
     "CLAIMS_COLUMNS",

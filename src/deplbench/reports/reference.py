@@ -231,6 +231,7 @@ def per_instance(frame: pd.DataFrame, value: str, by: tuple[str, ...] = ("instan
 
 
 __all__ = [
+    "RATIO_TOL",
     "ADAPTIVE",
     "CERTIFIED",
     "CERTIFIED_FEASIBLE",
