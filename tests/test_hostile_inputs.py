@@ -23,7 +23,7 @@ from deplbench.cli import main
 from deplbench.errors import DeplbenchError, InstanceError, SolverError, SweepError
 from deplbench.formulations.scenarios import allowed_violations, quantile_rank
 from deplbench.instances.model import parse_instance
-from deplbench.solvers.base import solve
+from deplbench.solvers.run import solve
 
 # ---- finding 2: ⌊(1−ω)S⌋ exactly, never rounded up to a vacuous count -------------------------
 

@@ -18,7 +18,7 @@ from instance_data import two_model_data
 from deplbench import limits
 from deplbench.instances.generators import generate
 from deplbench.instances.model import parse_instance
-from deplbench.solvers.base import solve
+from deplbench.solvers.run import solve
 
 EXPIRED = 1e-12
 

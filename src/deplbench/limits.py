@@ -135,7 +135,7 @@ def memory_budget_gib() -> float:
 def memory_budget(gib: float | None):
     """Run the body with memory budget ``gib`` GiB for every :func:`check_memory`.
 
-    ``None`` keeps the enclosing budget. :func:`~deplbench.solvers.base.solve`
+    ``None`` keeps the enclosing budget. :func:`~deplbench.solvers.run.solve`
     opens one with the solver's ``memory_limit`` parameter: the user's way to
     raise the cap (a settings scope, never a module global).
     """

@@ -65,6 +65,7 @@ name = "everything"
 description = "every key once"
 time_limit_s = 120
 repetitions = 1
+max_tasks = 1000
 
 [sweep.evaluation]
 samples = 5000
