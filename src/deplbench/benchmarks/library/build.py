@@ -43,6 +43,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from deplbench import __version__
+from deplbench.errors import SolverError
 from deplbench.benchmarks.library.catalog import LIBRARY_VERSION, LibraryEntry, entries
 from deplbench.benchmarks.library.mps import check_fraction, check_seconds, solve_mps
 from deplbench.benchmarks.library.solu import SoluEntry, write_solu
