@@ -157,3 +157,52 @@ def test_budget_stops_refinement_and_says_so():
     b = violation_bounds(inst, np.repeat([0, 1], [10, 30]), 1.0,
                          ExactSettings(target_width=1e-12, max_work=2_000_000))
     assert b.exhausted and b.p_lo <= b.p_hi
+
+
+def _run_main(capsys, *args):
+    from deplbench.cli import main
+
+    try:
+        status = main([str(a) for a in args])
+    except SystemExit as exc:
+        status = exc.code
+    out = capsys.readouterr()
+    return status, out.out, out.err
+
+
+def test_cli_evaluate_exact_json_and_text(tmp_path, capsys):
+    import json
+
+    from deplbench.formulations.evaluate import evaluate_plan
+    from deplbench.formulations.plan import Epoch, Plan
+
+    inst = generate("realistic", family="alexnet", loss_max=9)
+    ipath, ppath = tmp_path / "i.json", tmp_path / "p.json"
+    inst.save(ipath)
+    plan = Plan(epochs=[Epoch(model="intermediate", cluster="A1", allocation=30.0)] * 50, datasets={"A1": ["d0"]})
+    ppath.write_text(plan.model_dump_json() if hasattr(plan, "model_dump_json") else json.dumps(plan.to_dict()))
+    status, out, err = _run_main(capsys, "evaluate", ipath, ppath, "--exact", "--json", "--samples", 2000)
+    assert status == 0, err
+    d = json.loads(out)
+    assert {"violation_lo", "violation_hi", "quantile_lo", "quantile_hi", "verdict"} <= set(d)
+    b = violation_bounds(inst, np.ones(50, dtype=int), 1.0)
+    assert d["violation_lo"] == pytest.approx(b.p_lo) and d["violation_hi"] == pytest.approx(b.p_hi)
+    assert d["verdict"] in ("proven feasible", "proven infeasible", "undecided at this precision")
+    status, out, _ = _run_main(capsys, "evaluate", ipath, ppath, "--exact")
+    assert status == 0 and "exact verdict" in out and "monte carlo" in out
+    ev = evaluate_plan(inst, plan, samples=1000, exact=False)
+    assert ev.exact_verdict is None and ev.exact_reason == "not requested"
+
+
+def test_every_stored_evaluation_carries_the_exact_keys():
+    from deplbench.solvers.base import solve
+
+    inst = generate("realistic", family="mobilenet", loss_max=9)
+    res = solve(inst, "depl", eval_samples=2000)
+    ev = res.evaluation
+    for key in ("violation_lo", "violation_hi", "quantile_lo", "quantile_hi", "exact_verdict", "exact_reason"):
+        assert key in ev
+    assert ev["exact_verdict"] in ("proven feasible", "proven infeasible", "undecided")
+    assert ev["violation_lo"] <= ev["violation_hi"]
+    # DepL's plan carries a Chernoff proof: the exact bound must agree
+    assert ev["violation_hi"] <= 0.01 + 1e-12 and ev["exact_verdict"] == "proven feasible"

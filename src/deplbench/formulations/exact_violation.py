@@ -91,7 +91,7 @@ from functools import lru_cache
 import numpy as np
 from scipy import fft as sfft
 
-from deplbench.formulations.evaluate import plan_indices
+from deplbench.formulations.plan import check_plan_names
 from deplbench.instances.distributions import Empirical
 
 PROVEN_FEASIBLE = "proven feasible"
@@ -100,6 +100,10 @@ UNDECIDED = "undecided"
 
 _U = float(np.finfo(float).eps) / 2.0     # unit round-off
 _CDF_ERROR = 1e-13                          # assumed absolute error of one library CDF/pdf value
+
+
+class ExactUnavailable(Exception):
+    """The bounds cannot be computed within the budget (the message says why)."""
 
 
 @dataclass(frozen=True)
@@ -384,6 +388,11 @@ def bounds_for_terms(const: float, terms: list[Term], loss_max: float, omega: fl
     scale = math.sqrt(sum(t.iqr() ** 2 for t in terms)) or 1.0
     eps = settings.tail / (2.0 * len(terms))
     h = scale / 64.0
+    cells = _cells_estimate(terms, h, eps)
+    if cells * (len(terms) + 1) > settings.max_work:
+        raise ExactUnavailable(
+            f"the coarsest lattice needs about {cells:.3g} points × {len(terms)} random terms, more than the "
+            f"budget of {settings.max_work:.3g} work units")
     best, refinements, exhausted = None, 0, False
     while True:
         g = _grid(const, terms, loss_max, h, eps)
@@ -402,6 +411,22 @@ def bounds_for_terms(const: float, terms: list[Term], loss_max: float, omega: fl
     return ViolationBounds(p_lo, p_hi, q_lo, q_hi, _verdict(p_lo, p_hi, risk), risk, step=g.h,
                            points=g.points, terms=len(terms), refinements=refinements,
                            allowance=g.allowance, exhausted=exhausted)
+
+
+def _cells_estimate(terms: list[Term], h: float, eps: float) -> float:
+    """Lattice cells of all terms at step h (ppf once per distinct law)."""
+    ends: dict = {}
+    total = 0.0
+    for t in terms:
+        if isinstance(t.dist, Empirical):
+            span = abs(t.a) * (max(t.dist.samples) - min(t.dist.samples))
+        else:
+            if t.dist not in ends:
+                ends[t.dist] = np.asarray(t.dist.ppf(np.array([eps, 1.0 - eps])), dtype=float)
+            lo, hi = ends[t.dist]
+            span = abs(t.a) * (hi - lo)
+        total += span / h + 2.0
+    return total
 
 
 def _verdict(p_lo: float, p_hi: float, risk: float) -> str:
@@ -438,11 +463,21 @@ def violation_bounds(instance, models, gammas, settings: ExactSettings = ExactSe
 
 
 def plan_violation_bounds(instance, plan, settings: ExactSettings = ExactSettings()) -> ViolationBounds:
-    """:func:`violation_bounds` of a :class:`~deplbench.formulations.plan.Plan`."""
-    models, _, gammas = plan_indices(instance, plan)
+    """:func:`violation_bounds` of a :class:`~deplbench.formulations.plan.Plan`.
+
+    Raises
+    ------
+    PlanError
+        If the plan names a model, cluster or dataset the instance lacks.
+    ExactUnavailable
+        If even the coarsest grid exceeds ``settings.max_work``.
+    """
+    check_plan_names(instance, plan)
+    models = [instance.model_index[e.model] for e in plan.epochs]
+    gammas = [instance.data_effect(plan.datasets.get(e.cluster, []))[1] for e in plan.epochs]
     return violation_bounds(instance, models, gammas, settings)
 
 
-__all__ = ["ExactSettings", "ViolationBounds", "Term", "sequence_terms", "violation_bounds",
+__all__ = ["ExactSettings", "ExactUnavailable", "ViolationBounds", "Term", "sequence_terms", "violation_bounds",
            "plan_violation_bounds", "bounds_for_terms", "irwin_hall_cells",
            "PROVEN_FEASIBLE", "PROVEN_INFEASIBLE", "UNDECIDED"]

@@ -302,7 +302,9 @@ def solve(
     if evaluate and result.plan is not None:
         t0 = time.perf_counter()
         try:
-            ev = evaluate_plan(instance, result.plan, samples=eval_samples, seed=eval_seed)
+            # exact=True: every stored evaluation carries the rigorous bounds
+            # (violation_lo/hi, quantile_lo/hi, exact_verdict; exact_violation).
+            ev = evaluate_plan(instance, result.plan, samples=eval_samples, seed=eval_seed, exact=True)
             result.evaluation = ev.to_dict()
             if result.cost is None:
                 result.cost = ev.cost
