@@ -20,7 +20,7 @@ def _brute(inst):
     """(min cost over proven-feasible sequences, min cost over sequences not proven infeasible)."""
     names = [m.name for m in inst.models]
     clusters = [c.name for c in inst.clusters]
-    fine = ExactSettings(target_width=1e-7)
+    fine = ExactSettings(target_width=1e-6, decide=True, max_work=4_000_000)
     best_u = best_l = np.inf
     for K in range(1, inst.horizon + 1):
         for seq in itertools.product(range(inst.n_models), repeat=K):
@@ -78,3 +78,31 @@ def test_does_not_apply_on_cycles_or_several_datasets_and_says_certify():
 def test_registered_as_exact_static_reference():
     cls = get_solver("milp-exact")
     assert cls.exact and cls.reference == "exact-static"
+
+
+def test_bracket_contains_certify_ub_plan_cost_or_explains_why_not():
+    from deplbench.solvers.certified import certify
+
+    inst = tiny_instance(1, horizon=4, n_datasets=1)
+    res = solve(inst, "milp-exact", evaluate=False)
+    b = certify(inst, replications=4, scenarios=200, validation=20_000, risk_grid=(0.8,), grid_seeds=1,
+                time_limit=30.0, target_width=None)
+    up = b["upper_bound"]
+    assert up is not None and res.cost is not None
+    ev = evaluate_plan(inst, up["plan"], samples=1000, exact=True)
+    if ev.exact_verdict == "proven feasible":
+        # a truly feasible plan costs at least the true optimum, hence at least LB
+        assert res.lower_bound <= up["value"] * (1 + 1e-9)
+    else:
+        # certify's statistical statement failed on this seed: its UB plan is not truly feasible
+        assert ev.violation_lo > 1 - inst.omega or ev.exact_verdict == "undecided"
+
+
+def test_inconsistent_bracket_advice_names_a_disjoint_seed():
+    from deplbench.solvers.certified import VALIDATION_SEED_OFFSET, _status, fresh_seed
+
+    status, msg = _status({"value": 10.0}, {"value": 9.0}, None, False, 0.95, seed=7)
+    assert status == "inconsistent" and f"--seed {fresh_seed(7)}" in msg and "voids" in msg
+    used = set(range(7, 7 + 1000)) | {7 + VALIDATION_SEED_OFFSET, 8 + VALIDATION_SEED_OFFSET}
+    s = fresh_seed(7)
+    assert not used & (set(range(s, s + 1000)) | {s + VALIDATION_SEED_OFFSET, s + VALIDATION_SEED_OFFSET + 1})
