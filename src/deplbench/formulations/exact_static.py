@@ -56,7 +56,7 @@ from scipy import fft as sfft
 
 from deplbench.formulations.exact_violation import (
     PROVEN_FEASIBLE, PROVEN_INFEASIBLE, ExactSettings, ExactUnavailable, Term, _allowance,
-    _discretise_all, bounds_for_terms, irwin_hall_cells, sequence_terms)
+    _discretise_all, _iqrs, bounds_for_terms, irwin_hall_cells, sequence_terms)
 from deplbench.formulations.milp.backends import make_backend
 from deplbench.formulations.milp.bounds import _Bounds
 from deplbench.formulations.milp.cutloop import _cut_loop
@@ -119,7 +119,7 @@ class _Lattice:
         self.det_jump = [sw.jump.is_deterministic for sw in instance.switches]
         flat = [t for row in terms for t in row] + jumps
         rnd = [t for t, det in zip(flat, list(self.det_run.ravel()) + self.det_jump) if not det]
-        self.scale = math.sqrt(np.median([t.iqr() ** 2 for t in rnd]) * k_max) if rnd else 1.0
+        self.scale = math.sqrt(np.median(np.square(_iqrs(rnd))) * k_max) if rnd else 1.0
         self.h = h = self.scale / STEPS_PER_SPREAD
         self.n_max = k_max + M
         # tail budget: half to the ≤ k_max run terms, half to the ≤ M − 1 jumps of a
@@ -231,41 +231,43 @@ def enumerate_exact(instance, gamma: float, k_max: int, deadline: float, setting
                         * det(instance.models[m].improvement) if lat.run_spec[k][m] is None else None)
 
     def last_block(path, blocks, st, start):
+        """c_L and c_U of one prefix: walk from the previous prefix's c_U (a
+        good guess) down to a proven-infeasible length or up past them."""
         m = path[-1]
         cmax = k_max - start
         if cmax < 1:
             return
-        g = guess.get(path, 1)
-        c0 = max(1, g - 2)
-        while True:
-            cur = st
-            for k in range(start, start + c0 - 1):
-                cur = run_term(k, m, cur)
-            c_lo = c_up = None
-            und = []
-            restart = False
-            for c in range(c0, cmax + 1):
+        states, verdicts = [st], {}
+
+        def v(c):
+            if c not in verdicts:
                 if time.perf_counter() > deadline:
                     raise TimeoutError
-                cur = run_term(start + c - 1, m, cur)
-                v = _judge(lat, cur, risk)
-                if c == c0 and c0 > 1 and v != PROVEN_INFEASIBLE:
-                    restart = True
-                    break
-                if v != PROVEN_INFEASIBLE and c_lo is None:
-                    c_lo = c
-                if v == "undecided":
-                    und.append(c)
-                if v == PROVEN_FEASIBLE:
-                    c_up = c
-                    break
-            if not restart:
+                while len(states) <= c:      # states[c]: the prefix and c epochs of model m
+                    states.append(run_term(start + len(states) - 1, m, states[-1]))
+                verdicts[c] = _judge(lat, states[c], risk)
+            return verdicts[c]
+
+        c = min(max(1, guess.get(path, 1)), cmax)
+        if v(c) == PROVEN_INFEASIBLE:
+            while c < cmax and v(c) == PROVEN_INFEASIBLE:
+                c += 1
+            if v(c) == PROVEN_INFEASIBLE:
+                return                       # every length proven infeasible
+        else:
+            while c > 1 and v(c - 1) != PROVEN_INFEASIBLE:
+                c -= 1
+        # c − 1 is proven infeasible (or c = 1): by monotonicity so is every shorter block
+        c_lo, c_up, und = c, None, []
+        for c in range(c_lo, cmax + 1):
+            if v(c) == PROVEN_FEASIBLE:
+                c_up = c
                 break
-            c0 = 1
+            if v(c) == "undecided":
+                und.append(c)
         if c_up is not None:
             guess[path] = c_up
-        if c_lo is not None:
-            out.append(_Prefix(tuple(blocks), tuple(path), c_lo, c_up, und))
+        out.append(_Prefix(tuple(blocks), tuple(path), c_lo, c_up, und))
 
     def extend(path, depth, blocks, st, start):
         if depth == len(path) - 1:

@@ -385,7 +385,7 @@ def bounds_for_terms(const: float, terms: list[Term], loss_max: float, omega: fl
     if not terms:
         p = 1.0 if const > loss_max + tol else 0.0
         return ViolationBounds(p, p, const, const, _verdict(p, p, risk), risk)
-    scale = math.sqrt(sum(t.iqr() ** 2 for t in terms)) or 1.0
+    scale = math.sqrt(sum(s * s for s in _iqrs(terms))) or 1.0
     eps = settings.tail / (2.0 * len(terms))
     h = scale / 64.0
     cells = _cells_estimate(terms, h, eps)
@@ -411,6 +411,21 @@ def bounds_for_terms(const: float, terms: list[Term], loss_max: float, omega: fl
     return ViolationBounds(p_lo, p_hi, q_lo, q_hi, _verdict(p_lo, p_hi, risk), risk, step=g.h,
                            points=g.points, terms=len(terms), refinements=refinements,
                            allowance=g.allowance, exhausted=exhausted)
+
+
+def _iqrs(terms: list[Term]) -> list[float]:
+    """Interquartile range of every term, with one ppf call per distinct law
+    (freezing a SciPy distribution costs milliseconds)."""
+    q: dict = {}
+    out = []
+    for t in terms:
+        if isinstance(t.dist, Empirical):
+            out.append(t.iqr())
+            continue
+        if t.dist not in q:
+            q[t.dist] = np.asarray(t.dist.ppf(np.array([0.25, 0.75])), dtype=float)
+        out.append(abs(t.a) * float(q[t.dist][1] - q[t.dist][0]))
+    return out
 
 
 def _cells_estimate(terms: list[Term], h: float, eps: float) -> float:

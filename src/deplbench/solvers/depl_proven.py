@@ -41,7 +41,7 @@ from deplbench.solvers.depl import PROVEN_FALLBACKS, DepL
 from deplbench.solvers.depl_stages import decide, result_from, stage2, stage3, surrogates
 
 #: Stage-2 targets probed per surrogate (expansion, then bisection).
-STEPS = 6
+STEPS = 4
 #: Exact checks the local descent may spend (a deterministic budget).
 DESCENT_CHECKS = 80
 
