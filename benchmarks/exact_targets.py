@@ -153,7 +153,7 @@ def main() -> None:
     args = ap.parse_args()
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    rows = optimum_rows(args.families.split(","), [float(x) for x in args.loss_max.split(",")], args.certify,
+    rows = optimum_rows([f for f in args.families.split(",") if f], [float(x) for x in args.loss_max.split(",")], args.certify,
                         Path(args.certify_json))
     out.write_text(json.dumps({"optimum": rows}, indent=2) + "\n", encoding="utf-8")
     mc = mc_rows(args.mc_plans, args.mc_draws) if args.mc_plans else []

@@ -21,6 +21,7 @@ def _contains(b, p, slack=0.0):
     return b.p_lo - slack <= p <= b.p_hi + slack
 
 
+@pytest.mark.slow
 def test_sum_of_normals_matches_the_closed_form():
     rng = np.random.default_rng(1)
     mus, sds = rng.normal(0, 1, 12), rng.uniform(0.05, 0.5, 12)
@@ -142,6 +143,7 @@ def test_bounds_ordered_and_width_shrinks_with_the_grid():
     assert widths[-1] < widths[0] / 8       # second order in h
 
 
+@pytest.mark.slow
 def test_default_precision_width_and_verdicts():
     inst = generate("realistic", family="mobilenet", loss_max=7)
     for blocks in ([30, 30, 40], [5, 5, 10], [20, 30, 50]):
@@ -170,6 +172,7 @@ def _run_main(capsys, *args):
     return status, out.out, out.err
 
 
+@pytest.mark.slow
 def test_cli_evaluate_exact_json_and_text(tmp_path, capsys):
     import json
 
@@ -194,6 +197,7 @@ def test_cli_evaluate_exact_json_and_text(tmp_path, capsys):
     assert ev.exact_verdict is None and ev.exact_reason == "not requested"
 
 
+@pytest.mark.slow
 def test_every_stored_evaluation_carries_the_exact_keys():
     from deplbench.solvers.base import solve
 

@@ -42,6 +42,7 @@ def _brute(inst):
     return best_u, best_l
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", [0, 1, 2, 3])
 def test_equals_brute_force_with_exact_probabilities(seed):
     inst = tiny_instance(seed, horizon=4, n_datasets=1)
@@ -58,6 +59,7 @@ def test_equals_brute_force_with_exact_probabilities(seed):
     assert res.evaluation["exact_verdict"] == "proven feasible"
 
 
+@pytest.mark.slow
 def test_a_plan_proven_feasible_is_never_reported_infeasible():
     inst = tiny_instance(5, horizon=4, n_datasets=1)
     res = solve(inst, "milp-exact", eval_samples=1000)
@@ -80,6 +82,7 @@ def test_registered_as_exact_static_reference():
     assert cls.exact and cls.reference == "exact-static"
 
 
+@pytest.mark.slow
 def test_bracket_contains_certify_ub_plan_cost_or_explains_why_not():
     from deplbench.solvers.certified import certify
 
