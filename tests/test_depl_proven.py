@@ -11,7 +11,7 @@ from deplbench.solvers.base import solve
 
 @pytest.mark.slow
 def test_depl_proven_is_proven_feasible_and_no_dearer_than_depl():
-    inst = generate("realistic", family="mobilenet", loss_max=9)
+    inst = generate("realistic", family="alexnet", horizon=20, omega=0.9, loss_max=14.0)
     base = solve(inst, "depl", evaluate=False)
     res = solve(inst, "depl-proven", eval_samples=2000)
     assert res.status == "feasible" and res.cost <= base.cost * (1 + 1e-9)
