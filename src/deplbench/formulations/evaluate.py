@@ -303,6 +303,10 @@ def attach_exact(ev: Evaluation, instance, models, gammas, settings: ExactSettin
     except ExactUnavailable as exc:
         ev.exact_verdict, ev.exact_reason = None, str(exc)
         return ev
+    except (ValueError, OverflowError, FloatingPointError, MemoryError) as exc:
+        # extreme laws (e.g. a scale of 1e-300) the lattice cannot represent: say so, keep Monte Carlo
+        ev.exact_verdict, ev.exact_reason = None, f"exact bounds not computable: {type(exc).__name__}: {exc}"
+        return ev
     ev.violation_lo, ev.violation_hi = b.p_lo, b.p_hi
     ev.quantile_lo, ev.quantile_hi = b.q_lo, b.q_hi
     ev.exact_verdict = PROVEN_INFEASIBLE if ev.violations else (
