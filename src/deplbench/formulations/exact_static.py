@@ -128,7 +128,7 @@ class _Lattice:
         eps_jump = settings.tail / (4.0 * max(M - 1, 1))
         T0 = float(instance.loss_max) - float(instance.initial_loss)
         self.tau0 = math.floor(T0 / h)
-        phi = T0 / h - self.tau0
+        self.phi = phi = T0 / h - self.tau0
         # the first epoch's terms carry the shift −φh that puts ℓmax on the lattice
         shifted = [Term(t.dist, t.a, t.b - phi * h) for t in terms[0]]
         dets = list(self.det_run.ravel()) + self.det_jump
@@ -227,8 +227,12 @@ def enumerate_exact(instance, gamma: float, k_max: int, deadline: float, setting
         return float(law.mean())
 
     def run_term(k, m, st):
-        return st.times(lat.run_spec[k][m], -gamma * float(instance.run_scale_for(k + 1)[k, m])
-                        * det(instance.models[m].improvement) if lat.run_spec[k][m] is None else None)
+        if lat.run_spec[k][m] is not None:
+            return st.times(lat.run_spec[k][m], None)
+        # a deterministic first epoch carries the lattice shift −φh the random ones carry
+        shift = lat.phi * lat.h if k == 0 else 0.0
+        return st.times(None, -gamma * float(instance.run_scale_for(k + 1)[k, m])
+                        * det(instance.models[m].improvement) - shift)
 
     def last_block(path, blocks, st, start):
         """c_L and c_U of one prefix: walk from the previous prefix's c_U (a
