@@ -85,6 +85,7 @@ targets: $(STAMP)
 	mkdir -p results/bench
 	$(PY) benchmarks/milp_targets.py --out results/bench/milp_targets.json
 	$(PY) benchmarks/depl_targets.py
+	$(PY) benchmarks/exact_targets.py --out results/bench/exact_targets.json
 	$(PY) benchmarks/general_targets.py --out results/bench/general_targets.json
 	$(PY) benchmarks/limits_targets.py --out results/bench/limits_targets.json
 	$(PY) benchmarks/runner_targets.py --out results/bench/runner_targets.json

@@ -3,13 +3,19 @@
 Usage::
 
     deplbench evaluate INSTANCE PLAN [--samples N] [--seed N] [--confidence C]
-                       [--json] [--check]
+                       [--exact] [--json] [--check]
 
 ``PLAN`` is a plan JSON (``{"epochs": [...], "datasets": {...}}``) or a solver
 result holding one under ``"plan"``. The evaluation is
 :func:`deplbench.formulations.evaluate.evaluate_plan`: cost (2), constraints
 (4)–(6) exactly, the ω-quantile of ℓ(K) from fresh trajectories with an
-order-statistics confidence interval (3).
+order-statistics confidence interval (3). ``--exact`` adds rigorous bounds
+on P(ℓ(K) > ℓmax) and on the quantile computed with no sampling
+(:mod:`deplbench.formulations.exact_violation`) and the deterministic verdict
+``proven feasible`` / ``proven infeasible`` / ``undecided at this precision``;
+with ``--json`` the object has the keys ``violation_lo``, ``violation_hi``,
+``quantile_lo``, ``quantile_hi``, ``verdict`` (the exact one), ``reason``
+and ``evaluation`` (the Monte-Carlo evaluation, the independent cross-check).
 
 Exit status: 0 when the plan was evaluated (whatever the verdict), 1 with
 ``--check`` when the plan is not feasible, 2 for bad input.
@@ -35,6 +41,9 @@ def register(subparsers) -> None:
     p.add_argument("--samples", type=int, default=100_000, help="trajectories (default 100000)")
     p.add_argument("--seed", type=int, default=0, help="seed of the out-of-sample stream (default 0)")
     p.add_argument("--confidence", type=float, default=0.95, help="confidence of the quantile interval (default 0.95)")
+    p.add_argument("--exact", action="store_true",
+                   help="also bound P(loss > lmax) and the quantile rigorously, with no sampling, and give the "
+                        "verdict proven feasible / proven infeasible / undecided at this precision")
     p.add_argument("--json", action="store_true", help="print the evaluation as one JSON object")
     p.add_argument("--check", action="store_true", help="exit 1 unless the plan is feasible")
     p.set_defaults(func=run_evaluate)
@@ -59,6 +68,29 @@ def _summary(ev) -> str:
     return "\n".join(lines)
 
 
+EXACT_VERDICTS = {"undecided": "undecided at this precision"}
+
+
+def _print_exact(ev, args) -> int:
+    """``--exact`` output: the rigorous bounds first, Monte Carlo beside them."""
+    verdict = None if ev.exact_verdict is None else EXACT_VERDICTS.get(ev.exact_verdict, ev.exact_verdict)
+    if args.json:
+        print_json({"violation_lo": ev.violation_lo, "violation_hi": ev.violation_hi,
+                    "quantile_lo": ev.quantile_lo, "quantile_hi": ev.quantile_hi, "verdict": verdict,
+                    "reason": ev.exact_reason, "risk": 1.0 - ev.omega, "evaluation": ev.to_dict()}, strict=True)
+    else:
+        if ev.exact_verdict is None:
+            print(f"exact bounds   not computed: {ev.exact_reason}")
+        else:
+            print(f"violation      P(ℓ(K) > {ev.loss_max:.6g}) ∈ [{ev.violation_lo:.6g}, {ev.violation_hi:.6g}]"
+                  f"  (1 − ω = {1.0 - ev.omega:.6g})")
+            print(f"quantile       ℓ_{ev.omega:g}(K) ∈ [{ev.quantile_lo:.6g}, {ev.quantile_hi:.6g}]")
+            print(f"exact verdict  {verdict}" + (f" ({ev.exact_reason})" if ev.exact_reason else ""))
+        print("monte carlo (cross-check):")
+        print("\n".join("  " + line for line in _summary(ev).splitlines()))
+    return 1 if (args.check and ev.exact_verdict != "proven feasible") else 0
+
+
 def run_evaluate(args: argparse.Namespace) -> int:
     """Handler of ``deplbench evaluate``.
 
@@ -76,7 +108,8 @@ def run_evaluate(args: argparse.Namespace) -> int:
     instance = load_instance(args.instance)
     plan = load_plan(args.plan)
     try:
-        ev = evaluate_plan(instance, plan, samples=args.samples, seed=args.seed, confidence=args.confidence)
+        ev = evaluate_plan(instance, plan, samples=args.samples, seed=args.seed, confidence=args.confidence,
+                           exact=args.exact)
     except PlanError as exc:
         msg = str(exc)
         if msg.startswith(("epochs", "datasets")):
@@ -85,6 +118,8 @@ def run_evaluate(args: argparse.Namespace) -> int:
         elif msg.startswith(("samples: ", "seed: ", "confidence: ")):
             msg = f"--{msg}"          # the options, named as typed
         raise PlanError(msg) from None
+    if args.exact:
+        return _print_exact(ev, args)
     if args.json:
         # Strict JSON: a non-finite number (e.g. the time of a plan with a
         # zero allocation) becomes null rather than the invalid token Infinity.

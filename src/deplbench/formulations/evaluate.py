@@ -46,6 +46,8 @@ from deplbench.formulations.binomial import (
     clopper_pearson_lower,
     clopper_pearson_upper,
 )
+from deplbench.formulations.exact_violation import (PROVEN_INFEASIBLE, UNDECIDED, ExactSettings, ExactUnavailable,
+                                                    violation_bounds)
 from deplbench.formulations.plan import Plan, check_plan_names, datasets_loc, parse_plan
 from deplbench.formulations.scenarios import OUT_OF_SAMPLE, quantile_rank
 from deplbench.limits import MEMORY_BUDGET_GIB
@@ -90,6 +92,17 @@ class Evaluation:
     #: "certified feasible" (upper bound ≤ 1 − ω and (4)–(6) hold), "certified
     #: infeasible" (lower bound > 1 − ω, or (4)–(6) broken) or "not certified".
     certified_verdict: str | None = None
+    #: Rigorous bounds on P(ℓ(K) > ℓmax) and on the ω-quantile, computed with no
+    #: sampling (``formulations.exact_violation``; ``exact=True``), and the
+    #: deterministic verdict "proven feasible" / "proven infeasible" /
+    #: "undecided" (a plan breaking (4)–(6) is "proven infeasible"). None, with
+    #: ``exact_reason``, when not requested or not computable within the budget.
+    violation_lo: float | None = None
+    violation_hi: float | None = None
+    quantile_lo: float | None = None
+    quantile_hi: float | None = None
+    exact_verdict: str | None = None
+    exact_reason: str | None = None
 
     def to_dict(self) -> dict:
         d = asdict(self)
@@ -215,6 +228,7 @@ def evaluate_plan(
     seed: int = 0,
     confidence: float = 0.95,
     trajectory: bool = True,
+    exact: bool = False,
 ) -> Evaluation:
     """Judge a plan: cost (2), constraints (4)–(6) exactly, quantile (3) out-of-sample.
 
@@ -230,6 +244,10 @@ def evaluate_plan(
         Level of the order-statistics interval on the quantile.
     trajectory : bool, default True
         Also return the per-epoch mean and 1st/99th percentiles (Fig. 9).
+    exact : bool, default False
+        Also compute the rigorous bounds ``violation_lo/hi``,
+        ``quantile_lo/hi`` and ``exact_verdict``
+        (:mod:`deplbench.formulations.exact_violation`, default precision).
 
     Returns
     -------
@@ -266,20 +284,44 @@ def evaluate_plan(
         for k in range(1, models.size)
         if models[k] != models[k - 1]
     }
-    exact = all(instance.models[m].improvement.is_deterministic for m in used_models) and all(
+    is_exact = all(instance.models[m].improvement.is_deterministic for m in used_models) and all(
         p is None or instance.switches[p].jump.is_deterministic for p in used_pairs
     )
     rng = np.random.default_rng([int(seed), OUT_OF_SAMPLE])
-    n = 1 if exact else int(samples)
+    n = 1 if is_exact else int(samples)
     _check_memory(n, plan.n_epochs, trajectory)
     try:
-        return _simulate_and_judge(instance, plan, models, gammas, n, rng, exact, trajectory, seed, confidence,
-                                   violations, time, compute_cost, transfer)
+        ev = _simulate_and_judge(instance, plan, models, gammas, n, rng, is_exact, trajectory, seed, confidence,
+                                 violations, time, compute_cost, transfer)
     except MemoryError:
         raise PlanError(
             f"samples: {n} trajectories of {plan.n_epochs} epochs do not fit in memory"
             + (" with the per-epoch bands" if trajectory else "") + "; use fewer samples"
         ) from None
+    if exact:
+        attach_exact(ev, instance, models, gammas)
+    else:
+        ev.exact_reason = "not requested"
+    return ev
+
+
+def attach_exact(ev: Evaluation, instance, models, gammas, settings: ExactSettings = ExactSettings()) -> Evaluation:
+    """Fill the exact fields of ``ev`` (:mod:`deplbench.formulations.exact_violation`)."""
+    try:
+        b = violation_bounds(instance, models, gammas, settings)
+    except ExactUnavailable as exc:
+        ev.exact_verdict, ev.exact_reason = None, str(exc)
+        return ev
+    except (ValueError, OverflowError, FloatingPointError, MemoryError) as exc:
+        # extreme laws (e.g. a scale of 1e-300) the lattice cannot represent: say so, keep Monte Carlo
+        ev.exact_verdict, ev.exact_reason = None, f"exact bounds not computable: {type(exc).__name__}: {exc}"
+        return ev
+    ev.violation_lo, ev.violation_hi = b.p_lo, b.p_hi
+    ev.quantile_lo, ev.quantile_hi = b.q_lo, b.q_hi
+    ev.exact_verdict = PROVEN_INFEASIBLE if ev.violations else (
+        "undecided" if b.verdict == UNDECIDED else b.verdict)
+    ev.exact_reason = "breaks constraints (4)-(6)" if ev.violations else None
+    return ev
 
 
 #: Memory the evaluator may use for trajectories (bytes): the blocks are
@@ -427,5 +469,5 @@ def _certify(finals, n, exact, instance, tol, confidence, violations):
     return count, ub, lb, certified
 
 
-__all__ = ["Evaluation", "evaluate_plan", "plan_indices", "transfer_cost", "simulate_trajectories",
+__all__ = ["Evaluation", "evaluate_plan", "attach_exact", "plan_indices", "transfer_cost", "simulate_trajectories",
            "MEMORY_BUDGET", "order_statistic_ci"]

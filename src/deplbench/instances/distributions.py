@@ -46,6 +46,14 @@ class _Dist(BaseModel):
     def ppf(self, q):
         return self._frozen().ppf(q)
 
+    def sf(self, x):
+        """P(X > x), accurate in the upper tail (no 1 − cdf cancellation)."""
+        return self._frozen().sf(x)
+
+    def pdf(self, x):
+        """Density (continuous kinds only)."""
+        return self._frozen().pdf(x)
+
     def mean(self) -> float:
         return float(self._frozen().mean())
 

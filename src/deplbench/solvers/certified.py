@@ -346,7 +346,7 @@ def _bracket_record(run: _Run, lower: dict, upper: dict | None, judged: list, re
     width = _width(lower["value"], upper)
     if refining and run.stages[-1].get("ran"):
         run.stages[-1]["width"] = width
-    status, message = _status(lower, upper, width, exact, s.confidence)
+    status, message = _status(lower, upper, width, exact, s.confidence, s.seed)
     if upper is None and not any(not r["value_kind"].startswith("trivial") for r in run.reps):
         status, message = "error", _no_usable_replication(run.reps)
     judged.sort(key=lambda c: c["cost"])
@@ -419,7 +419,17 @@ def _combined_lower(best: dict, lower1: dict, lower2: dict | None, betas: dict, 
     return out
 
 
-def _status(lower, upper, width, exact, confidence) -> tuple[str, str]:
+def fresh_seed(seed: int) -> int:
+    """A base seed whose every stream is disjoint from those of a run at ``seed``.
+
+    A run uses seeds ``seed … seed + n`` (replications, grid and stage-2
+    solves; n < VALIDATION_SEED_OFFSET) and ``seed + VALIDATION_SEED_OFFSET``
+    (+1 for stage 2). ``seed + 1`` would share all but one replication's
+    scenario sets; this seed shares none."""
+    return int(seed) + 2 * VALIDATION_SEED_OFFSET + 2
+
+
+def _status(lower, upper, width, exact, confidence, seed: int = 0) -> tuple[str, str]:
     """``bracket`` / ``upper bound only`` / ``lower bound only`` / ``infeasible`` / ``none``
     (or ``inconsistent``), with a sentence."""
     lb = lower["value"]
@@ -430,7 +440,10 @@ def _status(lower, upper, width, exact, confidence) -> tuple[str, str]:
     if upper is not None and lb is not None:
         if lb > upper["value"] * (1 + 1e-9):
             return "inconsistent", (f"LB {lb:.6g} > UB {upper['value']:.6g}: one of the two statements "
-                                    f"failed (probability ≤ {1 - confidence:.3g}); rerun with another seed")
+                                    f"failed (probability ≤ {1 - confidence:.3g}). A valid rerun draws a seed "
+                                    f"stream disjoint from this one (--seed {fresh_seed(seed)}; seed + 1 would "
+                                    "reuse all but one replication's scenarios) and reports both runs; rerunning "
+                                    "until the bracket is consistent voids the stated confidence")
         conf = "with certainty" if exact else f"jointly at confidence ≥ {confidence:.3g}"
         return "bracket", (f"optimum of the chance-constrained problem in [{lb:.6g}, {upper['value']:.6g}] "
                            f"{conf} (width {100 * width:.3g} %); plan certified feasible")
@@ -572,4 +585,4 @@ __all__ = ["certify", "CertifySettings", "MilpCertified", "bracket_result", "can
            "DEFAULT_RISK_GRID", "DEFAULT_GRID_SEEDS", "DEFAULT_TIME_LIMIT", "DEFAULT_TARGET_WIDTH",
            "DEFAULT_REFINE_SHARE", "DEFAULT_REFINE_REPLICATIONS", "DEFAULT_REFINE_SCENARIOS_FACTOR",
            "DEFAULT_REFINE_VALIDATION", "DEFAULT_REFINE_CANDIDATES", "DEFAULT_REFINE_RISK_GRID",
-           "DEFAULT_REFINE_GRID_SEEDS", "VALIDATION_SEED_OFFSET"]
+           "DEFAULT_REFINE_GRID_SEEDS", "VALIDATION_SEED_OFFSET", "fresh_seed"]

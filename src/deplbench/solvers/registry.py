@@ -46,9 +46,11 @@ ENTRY_POINT_GROUP = "deplbench.solvers"
 SOLVERS: dict[str, str] = {
     "milp": "deplbench.solvers.milp_solver:Milp",
     "milp-certified": "deplbench.solvers.certified:MilpCertified",
+    "milp-exact": "deplbench.solvers.milp_exact:MilpExact",
     "brute-force": "deplbench.solvers.brute_force:BruteForce",
     "knapsack-dp": "deplbench.solvers.knapsack_dp:KnapsackDP",
     "depl": "deplbench.solvers.depl:DepL",
+    "depl-proven": "deplbench.solvers.depl_proven:DepLProven",
     "depl-receding": "deplbench.solvers.depl_receding:DepLReceding",
     "best-exp": "deplbench.solvers.best_exp:BestExp",
     "pact": "deplbench.solvers.pact:Pact",

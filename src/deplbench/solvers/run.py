@@ -185,7 +185,9 @@ def _judge(instance, result: SolveResult, plan: Plan, eval_samples: int, eval_se
     when the plan breaks a hard constraint (4)–(6)."""
     t0 = time.perf_counter()
     try:
-        ev = evaluate_plan(instance, plan, samples=eval_samples, seed=eval_seed)
+        # exact=True: every stored evaluation carries the rigorous bounds
+        # (violation_lo/hi, quantile_lo/hi, exact_verdict; formulations.exact_violation).
+        ev = evaluate_plan(instance, plan, samples=eval_samples, seed=eval_seed, exact=True)
         result.evaluation = ev.to_dict()
         if result.cost is None:
             result.cost = ev.cost

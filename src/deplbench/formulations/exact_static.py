@@ -1,0 +1,421 @@
+"""The optimum of the true chance-constrained problem over static plans, bracketed deterministically.
+
+What is solved
+--------------
+Problem (2)–(6) with constraint (3) on the *true* law of ℓ(K) (not an SAA),
+on the structure of the sequence enumeration (:mod:`.milp.enumeration`): an
+acyclic switch graph, one data class, non-negative improvements. A plan is a
+path of models with one block length each; its violation probability
+depends on the model sequence only and is bounded rigorously by
+:mod:`.exact_violation`.
+
+Algorithm
+---------
+1. For every path and every choice of all but the last block length, scan
+   the last block length c upwards; the lattice sums of the prefix are kept
+   as FFT spectra (one product per added epoch, all terms discretised once
+   per instance on a common lattice), and each scanned c is judged by the
+   exact bounds. With non-negative improvements the true violation
+   probability decreases in c, so
+   * c_L = the first c not proven infeasible: every truly feasible
+     completion of this prefix has c ≥ c_L (the earlier c are proven
+     infeasible, directly or by monotonicity);
+   * c_U = the first c proven feasible (p_hi ≤ 1 − ω).
+2. Undominated count vectors of the (prefix, c_U) sequences form the set U,
+   those of (prefix, c_L) the set L. The enumeration MILP
+   (:class:`.milp.enumeration.EnumModel`: cluster counts, data and exact λ
+   cuts; the plan is costed with the exact real-x allocation) picks the
+   cheapest sequence of each: UB = the cheapest proven-feasible plan
+   (a real plan, returned), LB = the MILP's proven bound over L.
+3. Undecided sequences (p_lo ≤ 1 − ω < p_hi at the enumeration's lattice)
+   that the L-optimum uses are refined on finer lattices and the MILPs
+   re-solved, until the bracket is within ``gap`` or the rounds run out.
+
+Guarantee
+---------
+LB ≤ z* ≤ UB deterministically, where z* is the optimum over static plans
+of the true chance-constrained problem: every truly feasible plan is
+dominated (same or fewer epochs of every model; F is increasing in the
+counts) by an L candidate, and the U plan is proven feasible. The width
+comes from numerical precision and the MILP gap only. Assumes the
+exact_violation allowance (module docstring there).
+
+References
+----------
+DepL paper eqs. (2)–(8); Luedtke & Ahmed (2008) for the SAA it replaces.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+from scipy import fft as sfft
+
+from deplbench.formulations.exact_violation import (
+    PROVEN_FEASIBLE, PROVEN_INFEASIBLE, ExactSettings, ExactUnavailable, Term, _allowance,
+    _discretise_all, _iqrs, bounds_for_terms, irwin_hall_cells, sequence_terms)
+from deplbench.formulations.milp.backends import make_backend
+from deplbench.formulations.milp.bounds import Bounds
+from deplbench.formulations.milp.cutloop import cut_loop
+from deplbench.formulations.milp.data import Data
+from deplbench.formulations.milp.enumeration import EnumModel, dag_paths
+from deplbench.formulations.result import SolveResult
+from deplbench.instances.distributions import Empirical, InverseGamma, LogNormal, PointMass
+
+#: Lattice steps per unit of the typical plan's spread (σ̂ / this = h).
+STEPS_PER_SPREAD = 64
+
+
+def exact_static_applies(instance) -> tuple[bool, str]:
+    """Whether :func:`solve_exact_static` applies, and why not."""
+    if dag_paths(instance.allowed) is None:
+        return False, ("the switch graph has a cycle (or too many paths): the exact static optimum needs the "
+                       "sequence enumeration; use `deplbench certify` for a statistical bracket")
+    datasets = instance.all_datasets
+    if len(datasets) != 1:
+        # one data class: with several datasets the data classes multiply
+        return False, (f"{len(datasets)} datasets: the exact static optimum handles one data class (the DepL and "
+                       "PACT paper sets); use `deplbench certify` for a statistical bracket")
+    for m in instance.models:
+        law = m.improvement
+        ok = isinstance(law, (InverseGamma, LogNormal)) or (
+            isinstance(law, PointMass) and law.value >= 0) or (
+            isinstance(law, Empirical) and min(law.samples) >= 0)
+        if not ok or m.loss_scale < 0:
+            return False, (f"model {m.name!r}: improvements can be negative ({law.kind}), so a longer last block "
+                           "is not always safer; use `deplbench certify` for a statistical bracket")
+    return True, ""
+
+
+@dataclass
+class _Prefix:
+    """One prefix's scan: the last block's model and lengths c_L ≤ c_U."""
+
+    blocks: tuple
+    path: tuple
+    c_lo: int | None
+    c_up: int | None
+    undecided: list = field(default_factory=list)
+
+    def seq(self, c: int) -> np.ndarray:
+        return np.repeat(np.array(self.path, dtype=int), list(self.blocks) + [c])
+
+
+class _Lattice:
+    """Every term of the instance discretised once on one lattice, as spectra."""
+
+    def __init__(self, instance, gamma: float, k_max: int, settings: ExactSettings):
+        self.inst = instance
+        M = instance.n_models
+        rs = instance.run_scale_for(k_max)
+        terms = [[Term(instance.models[m].improvement, -gamma * float(rs[k, m]), 0.0) for m in range(M)]
+                 for k in range(k_max)]
+        self.det_run = np.array([[instance.models[m].improvement.is_deterministic or rs[k, m] == 0
+                                  for m in range(M)] for k in range(k_max)])
+        jumps = [Term(sw.jump, 1.0, 0.0) for sw in instance.switches]
+        self.det_jump = [sw.jump.is_deterministic for sw in instance.switches]
+        flat = [t for row in terms for t in row] + jumps
+        rnd = [t for t, det in zip(flat, list(self.det_run.ravel()) + self.det_jump) if not det]
+        self.scale = math.sqrt(np.median(np.square(_iqrs(rnd))) * k_max) if rnd else 1.0
+        self.h = h = self.scale / STEPS_PER_SPREAD
+        self.n_max = k_max + M
+        # tail budget: half to the ≤ k_max run terms, half to the ≤ M − 1 jumps of a
+        # plan (heavy Student-t tails: a larger share keeps the lattice short)
+        eps_run = settings.tail / (4.0 * k_max)
+        eps_jump = settings.tail / (4.0 * max(M - 1, 1))
+        T0 = float(instance.loss_max) - float(instance.initial_loss)
+        self.tau0 = math.floor(T0 / h)
+        self.phi = phi = T0 / h - self.tau0
+        # the first epoch's terms carry the shift −φh that puts ℓmax on the lattice
+        shifted = [Term(t.dist, t.a, t.b - phi * h) for t in terms[0]]
+        dets = list(self.det_run.ravel()) + self.det_jump
+        run_terms = [t for t, d in zip(shifted + flat[M:M * k_max], dets[:M * k_max]) if not d]
+        jump_terms = [t for t, d in zip(jumps, self.det_jump) if not d]
+        it = iter(_discretise_all(run_terms, h, eps_run) + _discretise_all(jump_terms, h, eps_jump))
+        self.run = [[None if self.det_run[k, m] else next(it) for m in range(M)] for k in range(k_max)]
+        self.jump = [None if d else next(it) for d in self.det_jump]
+        widest = sum(max((c[1].size for c in row if c is not None), default=0) for row in self.run)
+        widest += sum(sorted((c[1].size for c in self.jump if c is not None), reverse=True)[:M])
+        self.N = N = 2 * sfft.next_fast_len((widest + self.n_max + 3) // 2 + 1, real=True)   # even
+        # tail sums straight from the spectrum (no inverse FFT): see tail()
+        self._omega = np.exp(2j * np.pi * np.arange(N) / N)
+        self._k = np.arange(1, N // 2)
+        self._inv = 1.0 / (self._omega[1:N // 2] - 1.0)
+        self.allowance = _allowance(N, self.n_max + 1, N) + 4 * (self.n_max + 3) * 1.2e-16 * (math.log(N) + 1)
+        self._ih: dict = {}
+        self.run_spec = [[self._spec(c) for c in row] for row in self.run]
+        self.jump_spec = [self._spec(c) for c in self.jump]
+        self.det_value = lambda law: float(law.mean())
+
+    def _spec(self, cell):
+        if cell is None:
+            return None
+        o_lo, lo, o_up, up, above, _ = cell
+        return (o_lo, sfft.rfft(lo, self.N), o_up, sfft.rfft(up, self.N), math.log1p(-min(above, 1 - 1e-300)))
+
+    def tail(self, X: np.ndarray, i0: int) -> float:
+        """Σ_{i ≥ i0} x[i] for x = irfft(X, N), as (1/N)[X₀(N − i0) + 2 Re Σ_k X_k (1 − ω^{k·i0})/(ω^k − 1)
+        + Nyquist term]: a linear functional of the spectrum, O(N) with no FFT (ω = e^{2πi/N})."""
+        N = self.N
+        if i0 <= 0:
+            return float(X[0].real)
+        if i0 >= N:
+            return 0.0
+        g = (1.0 - self._omega[(self._k * i0) % N]) * self._inv
+        x = X[1:N // 2]
+        # real arithmetic: complex np.dot goes through BLAS and was 10x slower here
+        total = X[0].real * (N - i0) + 2.0 * float((x.real * g.real - x.imag * g.imag).sum())
+        if i0 % 2:                               # Nyquist term: (1 − (−1)^{i0})/(−2) = −1 for odd i0
+            total -= X[N // 2].real
+        return total / N
+
+    def ih(self, n: int):
+        if n not in self._ih:
+            self._ih[n] = sfft.rfft(irwin_hall_cells(n), self.N)
+        return self._ih[n]
+
+
+@dataclass
+class _State:
+    """Running product of a prefix's spectra."""
+
+    lo: np.ndarray
+    up: np.ndarray
+    off_lo: int = 0
+    off_up: int = 0
+    n: int = 0
+    det: float = 0.0
+    log_keep: float = 0.0
+
+    def times(self, spec, det_value: float | None) -> "_State":
+        if spec is None:
+            return _State(self.lo, self.up, self.off_lo, self.off_up, self.n, self.det + det_value, self.log_keep)
+        o_lo, s_lo, o_up, s_up, lk = spec
+        return _State(self.lo * s_lo, self.up * s_up, self.off_lo + o_lo, self.off_up + o_up, self.n + 1,
+                      self.det, self.log_keep + lk)
+
+
+def _judge(lat: _Lattice, st: _State, risk: float) -> str:
+    """Verdict of a full sequence from its running product (module docstring)."""
+    if st.n == 0:
+        loss = float(lat.inst.initial_loss) + st.det
+        return PROVEN_INFEASIBLE if loss > float(lat.inst.loss_max) + 1e-9 * max(1.0, abs(lat.inst.loss_max)) \
+            else PROVEN_FEASIBLE
+    ih = lat.ih(st.n)
+    t = lat.tau0 - st.det / lat.h
+    t_hi, t_lo = math.floor(t + 1e-12), math.ceil(t - 1e-12)   # deterministic terms: round conservatively
+    p_hi = lat.tail(st.up * ih, t_hi - st.off_up) + (-math.expm1(st.log_keep)) + lat.allowance
+    if p_hi <= risk:
+        return PROVEN_FEASIBLE
+    p_lo = lat.tail(st.lo * ih, t_lo - st.off_lo) - lat.allowance
+    return PROVEN_INFEASIBLE if p_lo > risk else "undecided"
+
+
+def enumerate_exact(instance, gamma: float, k_max: int, deadline: float, settings: ExactSettings = ExactSettings()):
+    """Step 1 of the module docstring: the scan of every prefix. Returns (prefixes, lattice)."""
+    lat = _Lattice(instance, gamma, k_max, settings)
+    risk = 1.0 - float(instance.omega)
+    paths = dag_paths(instance.allowed)
+    out: list[_Prefix] = []
+    one = np.ones(lat.N // 2 + 1, dtype=complex)
+    guess: dict = {}
+
+    def det(law):
+        return float(law.mean())
+
+    def run_term(k, m, st):
+        if lat.run_spec[k][m] is not None:
+            return st.times(lat.run_spec[k][m], None)
+        # a deterministic first epoch carries the lattice shift −φh the random ones carry
+        shift = lat.phi * lat.h if k == 0 else 0.0
+        return st.times(None, -gamma * float(instance.run_scale_for(k + 1)[k, m])
+                        * det(instance.models[m].improvement) - shift)
+
+    def last_block(path, blocks, st, start):
+        """c_L and c_U of one prefix: walk from the previous prefix's c_U (a
+        good guess) down to a proven-infeasible length or up past them."""
+        m = path[-1]
+        cmax = k_max - start
+        if cmax < 1:
+            return
+        states, verdicts = [st], {}
+
+        def v(c):
+            if c not in verdicts:
+                if time.perf_counter() > deadline:
+                    raise TimeoutError
+                while len(states) <= c:      # states[c]: the prefix and c epochs of model m
+                    states.append(run_term(start + len(states) - 1, m, states[-1]))
+                verdicts[c] = _judge(lat, states[c], risk)
+            return verdicts[c]
+
+        c = min(max(1, guess.get(path, 1)), cmax)
+        if v(c) == PROVEN_INFEASIBLE:
+            while c < cmax and v(c) == PROVEN_INFEASIBLE:
+                c += 1
+            if v(c) == PROVEN_INFEASIBLE:
+                return                       # every length proven infeasible
+        else:
+            while c > 1 and v(c - 1) != PROVEN_INFEASIBLE:
+                c -= 1
+        # c − 1 is proven infeasible (or c = 1): by monotonicity so is every shorter block
+        c_lo, c_up, und = c, None, []
+        for c in range(c_lo, cmax + 1):
+            if v(c) == PROVEN_FEASIBLE:
+                c_up = c
+                break
+            if v(c) == "undecided":
+                und.append(c)
+        if c_up is not None:
+            guess[path] = c_up
+        out.append(_Prefix(tuple(blocks), tuple(path), c_lo, c_up, und))
+
+    def extend(path, depth, blocks, st, start):
+        if depth == len(path) - 1:
+            last_block(path, blocks, st, start)
+            return
+        m, nxt = path[depth], path[depth + 1]
+        p = instance.switch_index[(m, nxt)]
+        remaining = len(path) - depth - 1
+        cur = st
+        for a in range(1, k_max - start - remaining + 1):
+            cur = run_term(start + a - 1, m, cur)
+            jumped = cur.times(lat.jump_spec[p], det(instance.switches[p].jump) if lat.jump_spec[p] is None else None)
+            extend(path, depth + 1, blocks + [a], jumped, start + a)
+
+    for path in paths:
+        extend(tuple(path), 0, [], _State(one, one), 0)
+    return out, lat
+
+
+def _pareto(seqs: list[np.ndarray], M: int):
+    """Drop count vectors dominated by another's (as enumeration.py does)."""
+    if not seqs:
+        return [], np.zeros((0, M))
+    counts = np.array([np.bincount(s, minlength=M) for s in seqs], dtype=float)
+    order = np.lexsort(counts.T[::-1])
+    kept, keep = np.empty((0, M)), []
+    for i in order:
+        c = counts[i]
+        if kept.shape[0] and np.any(np.all(kept <= c, axis=1)):
+            continue
+        keep.append(i)
+        kept = np.vstack([kept, c[None, :]])
+    keep = sorted(keep)
+    return [seqs[i] for i in keep], counts[keep]
+
+
+def _cheapest(data: Data, k_max: int, seqs, gap: float, deadline: float) -> SolveResult | None:
+    """The enumeration MILP over ``seqs`` (exact real-x cost, λ cuts)."""
+    seqs, counts = _pareto(seqs, data.M)
+    if not seqs:
+        return None
+    bounds = Bounds(k_min=1, k_max=k_max, bigm=None, incumbent=None, lam=data.lam_reference(1))
+    model = EnumModel(data, bounds, seqs, counts)
+    be, _ = make_backend(model, "highs", 1, 0, False, "highs")
+    return cut_loop(data, model, be, None, gap, deadline, {}, {}, time.perf_counter())
+
+
+def solve_exact_static(instance, time_limit: float | None = 60.0, gap: float = 1e-4, rounds: int = 20,
+                       settings: ExactSettings = ExactSettings()) -> SolveResult:
+    """Deterministic bracket LB ≤ z* ≤ UB on the true static optimum (module docstring).
+
+    Returns
+    -------
+    SolveResult
+        ``cost`` and ``plan``: the cheapest proven-feasible plan (UB);
+        ``lower_bound``: LB; ``gap``; status ``optimal`` when the gap is met,
+        ``feasible`` otherwise, ``infeasible`` when every sequence is proven
+        infeasible, ``error`` where it does not apply, ``time_limit``.
+    """
+    t0 = time.perf_counter()
+    deadline = t0 + (math.inf if time_limit is None else float(time_limit))
+    ok, why = exact_static_applies(instance)
+    if not ok:
+        return SolveResult(algorithm="milp-exact", status="error", message=why)
+    data = Data(instance, 1, 0)
+    data.lmax = math.inf     # the quantile is decided by the exact bounds, not by scenarios
+    fastest = data.fastest
+    if not math.isfinite(fastest):
+        return SolveResult(algorithm="milp-exact", status="infeasible",
+                           message=f"no configuration fits Tmax = {data.T:g}")
+    k_max = data.K if fastest * data.K <= data.T else min(data.K, int(math.floor(data.T / fastest * (1 + 1e-12) + 1e-9)))
+    gamma = float(data.gam[0])
+    try:
+        prefixes, lat = enumerate_exact(instance, gamma, k_max, deadline, settings)
+    except TimeoutError:
+        return SolveResult(algorithm="milp-exact", status="time_limit", message="time limit reached in the enumeration")
+    except ExactUnavailable as exc:
+        return SolveResult(algorithm="milp-exact", status="error", message=str(exc))
+    diag = {"prefixes": len(prefixes), "lattice_step": lat.h, "lattice_points": lat.N, "k_max": k_max,
+            "undecided_after_scan": sum(len(p.undecided) for p in prefixes), "refined": 0,
+            "enumerate_s": time.perf_counter() - t0}
+    risk = 1.0 - float(instance.omega)
+    refined: dict = {}
+    fine = ExactSettings(target_width=settings.target_width / 100, tail=settings.tail, max_work=settings.max_work,
+                         decide=True)
+
+    def verdict(seq) -> str:
+        key = tuple(seq.tolist())
+        if key not in refined:
+            try:
+                refined[key] = bounds_for_terms(*sequence_terms(instance, seq, gamma), float(instance.loss_max),
+                                                float(instance.omega), fine).verdict
+            except ExactUnavailable:
+                refined[key] = "undecided"
+            diag["refined"] += 1
+        return refined[key]
+
+    for _ in range(rounds):
+        up = [p.seq(p.c_up) for p in prefixes if p.c_up is not None]
+        lo = [p.seq(p.c_lo) for p in prefixes]
+        res_up = _cheapest(data, k_max, up, gap / 4, deadline)
+        res_lo = _cheapest(data, k_max, lo, gap / 4, deadline)
+        if res_lo is None or res_lo.lower_bound is None and res_lo.cost is None:
+            return SolveResult(algorithm="milp-exact", status="infeasible", diagnostics=diag, message=(
+                "every model sequence within Tmax is proven to violate the quantile (3): "
+                f"P(ℓ(K) > ℓmax) > 1 − ω = {risk:g}"))
+        lb = res_lo.lower_bound if res_lo.lower_bound is not None else res_lo.cost
+        ub = res_up.cost if res_up is not None else None
+        if ub is not None and (ub - lb) <= gap * ub:
+            break
+        # refine the undecided sequence the L-optimum uses, then re-solve
+        target = _sequence_of(res_lo.plan, instance)
+        hit = [p for p in prefixes if p.c_lo is not None and p.undecided and np.array_equal(p.seq(p.c_lo), target)]
+        if not hit or time.perf_counter() > deadline:
+            break
+        for p in hit:
+            _refine(p, verdict)
+    diag["total_s"] = time.perf_counter() - t0
+    status = "optimal" if ub is not None and ub - lb <= gap * ub else "feasible"
+    if ub is None:
+        return SolveResult(algorithm="milp-exact", status="time_limit" if time.perf_counter() > deadline else "infeasible",
+                           lower_bound=lb, diagnostics=diag,
+                           message="no sequence proven feasible at this precision (the lower bound still holds)")
+    return SolveResult(algorithm="milp-exact", status=status, plan=res_up.plan, cost=ub, lower_bound=min(lb, ub),
+                       gap=SolveResult.relative_gap(ub, min(lb, ub)), diagnostics=diag,
+                       message="" if status == "optimal" else "bracket wider than gap after the refinement rounds")
+
+
+def _sequence_of(plan, instance) -> np.ndarray:
+    return np.array([instance.model_index[e.model] for e in plan.epochs], dtype=int)
+
+
+def _refine(p: _Prefix, verdict) -> None:
+    """Re-judge the prefix's undecided lengths on finer lattices; move c_L / c_U."""
+    for c in list(p.undecided):
+        v = verdict(p.seq(c))
+        p.undecided.remove(c)
+        if v == PROVEN_INFEASIBLE and p.c_lo == c:
+            later = [x for x in p.undecided if x > c]
+            p.c_lo = later[0] if later else (p.c_up if p.c_up is not None else c + 1)
+        elif v == PROVEN_FEASIBLE and (p.c_up is None or c < p.c_up):
+            p.c_up = c
+            p.undecided = [x for x in p.undecided if x < c]
+            break
+
+
+__all__ = ["exact_static_applies", "solve_exact_static", "enumerate_exact", "STEPS_PER_SPREAD"]
