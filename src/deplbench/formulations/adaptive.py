@@ -417,50 +417,69 @@ class Search:
         return max(p.bound(w, self.chain.st.time_max) for p in self.passes)
 
 
-def _bisect_log(f, lo: float, hi: float, iters: int) -> float:
-    """Largest x in [lo, hi] (log scale) with f(x) True, assuming f is True then False
-    as x grows — the sign of a concave function's supergradient."""
-    for _ in range(iters):
-        mid = math.sqrt(lo * hi)
-        if f(mid):
-            lo = mid
-        else:
-            hi = mid
-    return math.sqrt(lo * hi)
+def best_mu(search: Search, lam: float, omega: float, guess: float | None, iters: int) -> tuple[float, float]:
+    """Maximise V₀(λ, μ) − μ(1 − ω) over μ by bisection on the supergradient
+    P(fail) − (1 − ω) (raise μ while the pass's policy fails too often).
 
-
-def best_mu(search: Search, lam: float, omega: float, guess: float | None, iters: int) -> float:
-    """Maximise V₀(λ, μ) − μ(1 − ω) over μ: bisection on P(fail) − (1 − ω) ≥ 0
-    (raise μ while the pass's policy fails too often)."""
+    Returns (μ, E[T] of the mix): the two policies bracketing the critical
+    multiplier, mixed so that P(fail) = 1 − ω (Beutler & Ross 1985), have
+    that expected time — the supergradient of max_μ in λ, used by the λ search.
+    """
     risk = 1.0 - omega
     lo, hi = (guess / 2.0, guess * 2.0) if guess else (1.0, 1.0)
-    while search.run(lam, lo).p_fail <= risk and lo > 1e-9:
+    p_lo = search.run(lam, lo)
+    while p_lo.p_fail <= risk and lo > 1e-9:
         lo /= 4.0
-    while search.run(lam, hi).p_fail > risk and hi < 1e15:
+        p_lo = search.run(lam, lo)
+    p_hi = search.run(lam, hi)
+    while p_hi.p_fail > risk and hi < 1e15:
         hi *= 4.0
-    return _bisect_log(lambda m: search.run(lam, m).p_fail > risk, lo, hi, iters)
+        p_hi = search.run(lam, hi)
+    for _ in range(iters):
+        mid = math.sqrt(lo * hi)
+        p = search.run(lam, mid)
+        if p.p_fail > risk:
+            lo, p_lo = mid, p
+        else:
+            hi, p_hi = mid, p
+    gap = p_lo.p_fail - p_hi.p_fail
+    w = (p_lo.p_fail - risk) / gap if gap > 0 else 1.0     # weight of the feasible side
+    return math.sqrt(lo * hi), w * p_hi.time + (1.0 - w) * p_lo.time
 
 
-def lower_bound_search(chain: Chain, omega: float, iters_lam: int = 10, iters_mu: int = 12,
-                       lam_guess: float | None = None) -> Search:
-    """The λ–μ search (outer bisection on E[T] − Tmax, inner on P(fail) − (1 − ω))."""
+def lower_bound_search(chain: Chain, omega: float, iters_lam: int = 6, iters_mu: int = 6) -> Search:
+    """The λ–μ search: outer bisection (log scale) on the sign of E[T] − Tmax of
+    the inner optimum's mix, inner :func:`best_mu`. Any (λ, μ) ≥ 0 gives a valid
+    bound; the search only tightens it."""
     s = Search(chain, omega)
     tm = chain.st.time_max
     state = {"mu": None}
 
     def too_slow(lam):
-        mu = best_mu(s, lam, omega, state["mu"], iters_mu)
+        if state["mu"] is None:
+            # a first μ of the order of the cost of always training on
+            state["mu"] = max(1e-6, dp(chain, lam, 1e12).cost)
+        mu, t_mix = best_mu(s, lam, omega, state["mu"], iters_mu)
         state["mu"] = mu
-        return s.run(lam, mu).time > tm
+        return t_mix > tm
 
-    lo = hi = lam_guess or 1.0
+    st = chain.st
+    m, n = np.argwhere(st.usable)[0]
+    lo = hi = max(1e-9, st.kappa[n] * st.cap[n] ** 2 / (16.0 * st.compute[m, n]))   # x* = r/4: a guess
     if too_slow(lo):
-        while too_slow(hi) and hi < 1e12:
-            lo, hi = hi, hi * 4.0
+        while hi < 1e12 and too_slow(hi * 4.0):
+            hi *= 4.0
+        lo, hi = hi, hi * 4.0
     else:
-        while not too_slow(lo) and lo > 1e-12:
-            lo, hi = lo / 4.0, lo
-    _bisect_log(too_slow, lo, hi, iters_lam)
+        while lo > 1e-12 and not too_slow(lo / 4.0):
+            lo /= 4.0
+        lo, hi = lo / 4.0, lo
+    for _ in range(iters_lam):
+        mid = math.sqrt(lo * hi)
+        if too_slow(mid):
+            lo = mid
+        else:
+            hi = mid
     return s
 
 

@@ -1,0 +1,160 @@
+"""The adaptive reference (formulations/adaptive.py): DP against exhaustive search,
+bounds against every policy of the suite, certification on independent draws."""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+import pytest
+
+from deplbench.errors import PlanError
+from deplbench.formulations import adaptive as A
+from deplbench.formulations.binomial import clopper_pearson_lower
+from deplbench.instances.distributions import InverseGamma, StudentT
+from deplbench.instances.model import parse_instance
+
+LAM = 0.5
+
+
+def tiny(**over) -> dict:
+    """Two models, one cluster, K̄ = 3, grid-aligned point/two-point loss terms
+    (h = 0.125 with 6 buckets): the chain is the true process exactly."""
+    data = {
+        "name": "tiny", "initial_loss": 1.0, "loss_max": 0.25, "omega": 0.75, "time_max": 50.0, "horizon": 3,
+        "models": [
+            {"name": "a", "size": 0.5, "compute": 2.0, "loss_scale": 0.25, "loss_offset": 0.0, "decay": "none",
+             "improvement": {"kind": "empirical", "samples": [1.0, 2.0]}},
+            {"name": "b", "size": 0.25, "compute": 1.0, "loss_scale": 0.125, "loss_offset": 0.0, "decay": "none",
+             "improvement": {"kind": "empirical", "samples": [1.0, 3.0]}},
+        ],
+        "switches": [{"from_model": "a", "to_model": "b", "jump": {"kind": "point", "value": 0.125}}],
+        "clusters": [{"name": "A", "capacity": 2.0, "unit_cost": 1.0, "bandwidth": 1.0}],
+        "datasets": [{"name": "d0", "size": 1.0, "usefulness": 1.0}],
+    }
+    data.update(over)
+    return data
+
+
+def _stage(inst, m: int, lam: float) -> float:
+    """κx* + λ(c/x* + s/b) with x* = min(r, sqrt(λc/κ)), by hand."""
+    c, cl = inst.models[m].compute, inst.clusters[0]
+    x = min(cl.capacity, math.sqrt(lam * c / cl.unit_cost))
+    return cl.unit_cost * x + lam * (c / x + inst.models[m].size / cl.bandwidth)
+
+
+def _pareto(points):
+    pts = sorted(set((round(c, 12), round(s, 12)) for c, s in points), key=lambda t: (t[0], -t[1]))
+    out, best = [], -1.0
+    for c, s in pts:
+        if s > best + 1e-12:
+            out.append((c, s))
+            best = s
+    return out
+
+
+def _exhaustive(inst, lam):
+    """(E[priced cost], P(success)) of every deterministic policy, Pareto-pruned,
+    by recursion on the *true* loss (no grid): the independent check."""
+    lmax, K = inst.loss_max, inst.horizon
+    succ = {(inst.switches[0].from_model, inst.switches[0].to_model)}
+    names = [m.name for m in inst.models]
+
+    def atoms(m):
+        s = inst.models[m].improvement.samples
+        return [(v, 1.0 / len(s)) for v in s]
+
+    def rec(k, m, loss):
+        opts = [(0.0, 1.0 if loss <= lmax + 1e-12 else 0.0)]
+        if k < K:
+            for m2 in range(len(names)):
+                if m is not None and m2 != m and (names[m], names[m2]) not in succ:
+                    continue
+                jump = inst.switches[0].jump.value if (m is not None and m2 != m) else 0.0
+                branches = [(p, rec(k + 1, m2, loss - inst.models[m2].loss_scale * x + jump))
+                            for x, p in atoms(m2)]
+                for combo in itertools.product(*[b for _, b in branches]):
+                    c = _stage(inst, m2, lam) + sum(p * cs[0] for (p, _), cs in zip(branches, combo))
+                    s = sum(p * cs[1] for (p, _), cs in zip(branches, combo))
+                    opts.append((c, s))
+        return _pareto(opts)
+
+    return rec(0, None, inst.initial_loss)
+
+
+def _envelope(points, omega):
+    """Least cost of a mix of at most two deterministic policies with success ≥ ω."""
+    best = min((c for c, s in points if s >= omega - 1e-12), default=math.inf)
+    for (c1, s1), (c2, s2) in itertools.combinations(points, 2):
+        if min(s1, s2) < omega < max(s1, s2):
+            w = (omega - min(s1, s2)) / abs(s2 - s1)
+            lo, hi = ((c1, c2) if s1 < s2 else (c2, c1))
+            best = min(best, (1 - w) * lo + w * hi)
+    return best
+
+
+@pytest.mark.parametrize("omega", [0.5, 0.75, 0.9])
+def test_dp_equals_exhaustive_search_and_the_critical_mix(omega):
+    inst = parse_instance(tiny(omega=omega))
+    pts = _exhaustive(inst, LAM)
+    target = _envelope(pts, omega)
+    assert math.isfinite(target)
+    chain = A.Chain(inst, 6, optimistic=True)
+    pes = A.Chain(inst, 6, optimistic=False)
+    # the critical multiplier: the slope of the envelope's segment at ω
+    slopes = sorted({(c2 - c1) / (s2 - s1) for (c1, s1), (c2, s2) in itertools.combinations(pts, 2)
+                     if s2 > s1 and c2 >= c1})
+    vals = []
+    for mu in slopes:
+        p = A.dp(chain, LAM, mu)
+        assert A.dp(pes, LAM, mu).value == pytest.approx(p.value, abs=1e-9)   # exact grid: same chain
+        vals.append(p.value - mu * (1 - omega))
+    best = max(vals)
+    # Lagrangian duality is exact for one constraint (Altman 1999, Beutler & Ross 1985)
+    assert best == pytest.approx(target, abs=1e-9)
+    # no deterministic policy beats it, and a feasible deterministic one exists at or above it
+    assert all(c >= best - 1e-9 for c, s in pts if s >= omega - 1e-12)
+    # the randomised mix of the policies on either side of the critical μ attains it
+    mu = slopes[int(np.argmax(vals))]
+    a, b = A.dp(chain, LAM, mu * (1 - 1e-6)), A.dp(chain, LAM, mu * (1 + 1e-6))
+    ca, cb = a.cost + LAM * a.time, b.cost + LAM * b.time
+    if abs(a.p_fail - b.p_fail) > 1e-12:
+        w = (a.p_fail - (1 - omega)) / (a.p_fail - b.p_fail)
+        assert 0 <= w <= 1
+        assert w * cb + (1 - w) * ca == pytest.approx(target, abs=1e-9)
+    else:
+        assert min(ca, cb) == pytest.approx(target, abs=1e-9)
+
+
+def test_the_bound_is_valid_for_every_multiplier():
+    inst = parse_instance(tiny())
+    pts = _exhaustive(inst, LAM)
+    target = _envelope(pts, inst.omega)
+    chain = A.Chain(inst, 6, optimistic=True)
+    for mu in (0.0, 0.3, 3.0, 30.0, 300.0):
+        assert A.dp(chain, LAM, mu).value - mu * (1 - inst.omega) <= target + 1e-9
+
+
+def test_kernels_round_in_the_stated_direction():
+    X = InverseGamma.from_moments(1.0, 0.01)
+    opt, pes = A.kernel(X, -0.1, 0.001, True), A.kernel(X, -0.1, 0.001, False)
+    mean = -0.1 * X.mean() / 0.001
+    m_opt = float(np.dot(np.arange(opt.p.size) + opt.lo, opt.p))
+    m_pes = float(np.dot(np.arange(pes.p.size) + pes.lo, pes.p))
+    assert m_opt <= mean <= m_pes and m_pes - m_opt <= 1.0 + 1e-6
+    assert opt.p.sum() == pytest.approx(1.0, abs=1e-6) and pes.p.sum() == pytest.approx(1.0, abs=1e-6)
+    assert pes.lo + pes.p.size - 1 <= 0                     # a run term never raises the loss
+    J = StudentT(df=4.0, loc=0.01, scale=0.004)
+    kj = A.kernel(J, 1.0, 0.001, False, A.TAIL_JUMP)
+    assert kj.p_inf > 0 and kj.p.sum() + kj.p_inf == pytest.approx(1.0, abs=1e-9)
+
+
+def test_applies_and_bad_arguments_name_the_field():
+    two = tiny(datasets=[{"name": "d0", "size": 1.0, "usefulness": 1.0}, {"name": "d1", "size": 1.0, "usefulness": 1.0}])
+    ok, why = A.applies(parse_instance(two))
+    assert not ok and "dataset" in why
+    with pytest.raises(PlanError, match="^instance: "):
+        A.adaptive_bounds(parse_instance(two))
+    with pytest.raises(PlanError, match="^buckets: "):
+        A.adaptive_bounds(parse_instance(tiny()), buckets=1)
