@@ -565,7 +565,7 @@ def tune_policy(instance, chain: Chain, lam: float, mu: float, target: float, tu
         p = dp(chain, lam, m, keep=True)
         pol = AdaptivePolicy(chain, p, rho)
         r = simulate(instance, pol, tune_runs, tune_seed)
-        log.append({"mu": m, "p_success": r.successes / r.runs, "cost_mean": float(r.cost.mean())})
+        log.append({"mu": m, "seed": tune_seed, "runs": tune_runs, "p_success": r.successes / r.runs, "cost_mean": float(r.cost.mean())})
         return pol, r.successes / r.runs >= target
 
     good, bad = None, None
