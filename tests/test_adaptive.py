@@ -215,3 +215,31 @@ def test_adaptive_lower_bound_below_the_static_optimum():
     assert r.status == "optimal" and r.cost is not None
     assert lb_det <= r.cost + 1e-9
     assert lb_det >= 0.5 * r.cost            # the bound is not vacuous here
+
+
+def test_solver_registered_and_its_policy_runs_in_closed_loop():
+    """adaptive-opt: reference "adaptive", cost = UB ≥ lower_bound, and the policy
+    rebuilt by closed_loop_policy reproduces the certification run exactly."""
+    from instance_data import two_model_data
+
+    from deplbench.solvers.base import closed_loop, solve
+    from deplbench.solvers.registry import get_solver, solver_info
+
+    inst = parse_instance(two_model_data(omega=0.9))
+    cls = get_solver("adaptive-opt")
+    assert cls.reference == "adaptive" and solver_info("adaptive-opt")["reference"] == "adaptive"
+    r = solve(inst, "adaptive-opt", buckets=120, runs=1500, tune_runs=800, seed=4)
+    assert r.status == "feasible" and r.plan is None
+    assert r.lower_bound <= r.cost and r.diagnostics["p_success_lo"] >= inst.omega
+    assert [f["omega"] for f in r.diagnostics["frontier"]] == A.frontier_levels(inst.omega)
+    lbs = [f["lower_bound"] for f in r.diagnostics["frontier"]]
+    assert lbs == sorted(lbs)                      # a stricter target never costs less
+    cl = closed_loop(inst, r, runs=1500, seed=4)
+    assert cl["plan"] is None and cl["policy"]["successes"] == r.diagnostics["certification"]["successes"]
+    assert cl["policy"]["cost"]["mean"] == pytest.approx(r.cost)
+    two = parse_instance(two_model_data(datasets=[{"name": "d0", "size": 1.0, "usefulness": 1.0},
+                                                  {"name": "d1", "size": 1.0, "usefulness": 1.0}]))
+    ok, why = cls.applies(two)
+    assert not ok and why
+    s = solve(two, "adaptive-opt")
+    assert s.status == "skipped" and s.message == why
