@@ -243,3 +243,32 @@ def test_solver_registered_and_its_policy_runs_in_closed_loop():
     assert not ok and why
     s = solve(two, "adaptive-opt")
     assert s.status == "skipped" and s.message == why
+
+
+def test_cli_adaptive_json_text_and_bad_input(tmp_path, capsys):
+    import json
+
+    from instance_data import two_model_data
+
+    from deplbench.cli import main
+
+    path = tmp_path / "small.json"
+    parse_instance(two_model_data(omega=0.9)).save(path)
+    args = [str(path), "--buckets", "60", "--runs", "400", "--tune-runs", "200", "--iters-lam", "2",
+            "--iters-mu", "2"]
+    assert main(["adaptive", *args, "--json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    for key in ("lower_bound", "upper_bound", "p_success_lo", "frontier"):
+        assert key in d
+    assert d["lower_bound"] <= d["upper_bound"] and d["p_success_lo"] >= 0.9
+    assert main(["adaptive", *args]) == 0
+    out = capsys.readouterr().out
+    assert "LB" in out and "UB" in out and "frontier" in out and "← ω" in out
+    assert main(["adaptive", str(path), "--buckets", "1"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "buckets" in err[0]
+    two = tmp_path / "two.json"
+    parse_instance(two_model_data(datasets=[{"name": "d0", "size": 1.0, "usefulness": 1.0},
+                                            {"name": "d1", "size": 1.0, "usefulness": 1.0}])).save(two)
+    assert main(["adaptive", str(two)]) == 2
+    assert capsys.readouterr().err.startswith("error: instance: ")
