@@ -140,7 +140,8 @@ def solver_info(name: str) -> dict:
     dict
         ``algorithm_label`` (display label, default the name), ``exact``
         (proves optimality), ``reference_priority`` (exact methods: lower is
-        trusted first; default 100) and ``style`` (plotting style mapping or
+        trusted first; default 100), ``reference`` (which optimum the result
+        is a reference for, "" by default) and ``style`` (plotting style mapping or
         None), from a plugin's ``ALGORITHM_INFO[name]`` or the solver
         registry (``solver_info()`` when it has one, else the solver class's
         attributes ``label``, ``exact``, ``reference_priority``, ``style``).
@@ -169,6 +170,7 @@ def solver_info(name: str) -> dict:
             "exact": bool(_meta(info, "exact") or False),
             "reference_priority": int(priority) if isinstance(priority, (int, float))
             and not isinstance(priority, bool) else 100,
+            "reference": str(_meta(info, "reference") or ""),
             "style": _style(_meta(info, "style"))}
 
 

@@ -110,6 +110,9 @@ class TaskRecord:
                                                  "optimal rows, the lowest value is the "
                                                  "trusted reference (knapsack-dp 0, "
                                                  "brute-force 1, milp 2; default 100)")
+    reference: str | None = _col("text", "solver metadata: which optimum the result is a reference "
+                                         "for ('', 'saa', 'certified-static', 'exact-static', "
+                                         "'adaptive')")
     style: Any = _col("json", "plotting style from the solver's metadata "
                               "({'colour', 'marker', 'linestyle'}), or None")
     params: Any = _col("json", "solver parameters as run: resolved, defaults included")
