@@ -108,10 +108,9 @@ TAIL = 1e-9
 TAIL_JUMP = 1e-5
 #: Rounding tolerance in buckets (an atom within it of a grid point is on it).
 EPS = 1e-9
-#: Stacked quantities of a DP pass: Lagrangian value, P(fail), expected
-#: remaining compute time, expected remaining communication time, expected
-#: remaining money cost.
-V, F, TC, TS, C = range(5)
+#: Stacked quantities of a DP pass: Lagrangian value, P(fail), then the
+#: expected remaining time (one row, or compute and communication apart).
+V, F = 0, 1
 
 
 def applies(instance) -> tuple[bool, str]:
@@ -299,7 +298,7 @@ class Pass:
     time: float           # its E[T] (chain)
     cost: float           # its E[money cost] (chain)
     action: np.ndarray | None = None   # (K, M+1, L+1) int: m'·N + n', −1 stop
-    remaining: np.ndarray | None = None  # (K, M+1, L+1, 2): E[Tc], E[Ts] from there
+    remaining: np.ndarray | None = None  # (K, M+1, L+1, 2): E[Tc], E[Ts] from there (incl. this epoch)
 
     def bound(self, omega: float, time_max: float) -> float:
         """V₀ − μ(1 − ω) − λ Tmax: valid for the pass's chain at every ω (weak duality)."""
@@ -307,48 +306,58 @@ class Pass:
 
 
 def dp(chain: Chain, lam: float, mu: float, keep: bool = False) -> Pass:
-    """Backward DP of the chain MDP priced at (λ, μ) (module docstring)."""
+    """Backward DP of the chain MDP priced at (λ, μ) (module docstring).
+
+    Carries, per state, the Lagrangian value V, P(fail) F and the expected
+    remaining time (compute and communication apart when ``keep``, for the
+    policy's time rescaling); the money cost is V − λT − μF.
+    """
     st, M, N, L1 = chain.st, chain.M, chain.N, chain.L + 1
     _, tc, money = st.priced(lam)
-    ts = st.comm
+    ts = np.broadcast_to(st.comm, (M, N))
     stage = lam * (tc + ts) + money                       # (M, N)
-    fail = np.array([mu, 1.0, 0.0, 0.0, 0.0])
-    nxt = np.zeros((M, 5, L1))
+    Q = 4 if keep else 3
+    fail = np.zeros(Q)
+    fail[V], fail[F] = mu, 1.0
+    nxt = np.zeros((M, Q, L1))
     nxt[:, :, 1:] = fail[None, :, None]                    # k = K̄: must stop
     top = None if chain.optimistic else fail
     act = np.full((chain.K, M + 1, L1), -1, dtype=np.int32) if keep else None
     rem = np.zeros((chain.K, M + 1, L1, 2), dtype=np.float32) if keep else None
     big = np.where(st.usable, 0.0, np.inf)
+    times = [tc, ts] if keep else [tc + ts]
+    here = np.stack([stage + big, np.zeros((M, N)), *times], axis=-1)   # (M, N, Q)
+    stop = np.zeros((Q, L1))
+    stop[:, 1:] = fail[:, None]
     for k in range(chain.K - 1, -1, -1):
-        tops = nxt[:, :, -1] if top is None else np.broadcast_to(top, (M, 5))
+        tops = nxt[:, :, -1] if top is None else np.broadcast_to(top, (M, Q))
         f = np.repeat(nxt, N, axis=0)                      # rows (m', n')
         ex = correlate_rows(f, [chain.kx[k][m][n] for m in range(M) for n in range(N)],
-                            np.repeat(tops, N, axis=0))     # (M·N, 5, L1)
-        sw = _switch_values(chain, ex, tops, N, top)
+                            np.repeat(tops, N, axis=0))     # (M·N, Q, L1)
+        sw = _switch_values(chain, ex, top)
         # the epoch's own cost and time after the expectations (mass sent to
         # −∞ is left out of a kernel, but its epoch is still paid); unusable
         # pairs priced out after the FFTs (an inf would spoil them)
-        here = np.stack([stage + big, np.zeros((M, N)), tc, np.broadcast_to(ts, (M, N)), money], axis=-1)
-        ex += here.reshape(M * N, 5)[:, :, None]
+        ex += here.reshape(M * N, Q)[:, :, None]
         for (a, b) in sw:
             sw[(a, b)] += here[b][:, :, None]
-        cur = np.empty((M + 1, 5, L1))
+        cur = np.empty((M + 1, Q, L1))
         for m in range(M + 1):                             # m = M: no model yet (k = 0)
             cand, ids = _candidates(chain, ex, sw, m, N)
             best = np.argmin(cand[:, V], axis=0)           # (L1,)
             choice = np.take_along_axis(cand, best[None, None, :], axis=0)[0]
-            stop = np.zeros((5, L1))
-            stop[:, 1:] = fail[:, None]
             go = choice[V] < stop[V]
             go[0] = False                                  # bucket 0: success, stop
             cur[m] = np.where(go[None, :], choice, stop)
             if keep:
                 act[k, m] = np.where(go, ids[best], -1)
-                rem[k, m] = cur[m, [TC, TS]].T
+                rem[k, m] = cur[m, 2:4].T
         if k == 0:
             root = cur[M, :, chain.i0]
         nxt = cur[:M]
-    return Pass(lam, mu, float(root[V]), float(root[F]), float(root[TC] + root[TS]), float(root[C]), act, rem)
+    t_root = float(root[2:].sum())
+    return Pass(lam, mu, float(root[V]), float(root[F]), t_root,
+                float(root[V] - lam * t_root - mu * root[F]), act, rem)
 
 
 def correlate_rows(f, kernels, tops):
@@ -362,13 +371,14 @@ def correlate_rows(f, kernels, tops):
     return out
 
 
-def _switch_values(chain, ex, tops, N, top):
-    """E over the switch jump of the run-term expectation: {(m, m'): (N, 5, L1)}."""
+def _switch_values(chain, ex, top):
+    """E over the switch jump of the run-term expectation: {(m, m'): (N, Q, L1)}."""
+    N = chain.N
     out = {}
     for (a, b), kj in chain.kj.items():
         rows = ex[b * N:(b + 1) * N]
         # above the grid: optimistic = the clamped top row; pessimistic = failure
-        t = rows[:, :, -1] if top is None else np.broadcast_to(top, (N, 5))
+        t = rows[:, :, -1] if top is None else np.broadcast_to(top, (N, rows.shape[1]))
         out[(a, b)] = correlate_rows(rows, [kj] * N, t)
     return out
 
