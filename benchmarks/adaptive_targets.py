@@ -56,26 +56,34 @@ def measure(family: str, loss_max: float, buckets: int, runs: int, tune_runs: in
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--only", choices=("targets", "grid"), help="run one part only")
+    ap.add_argument("--families", default="pact-vgg11,alexnet,mobilenet",
+                    help="targets: comma-separated families to run (default all)")
     ap.add_argument("--buckets", type=int, default=1200, help="grid of the target runs (default 1200)")
     ap.add_argument("--runs", type=int, default=20_000, help="certification runs (default 20000)")
     ap.add_argument("--tune-runs", type=int, default=5_000, help="runs per tuning simulation (default 5000)")
     ap.add_argument("--out", default=str(ROOT / "results" / "bench" / "adaptive_targets.json"))
     args = ap.parse_args()
     out = {"targets": [], "grid": []}
+    path = Path(args.out)
+    path.parent.mkdir(parents=True, exist_ok=True)
+
+    def save():       # after every row: a long run interrupted keeps what it measured
+        path.write_text(json.dumps(out, indent=2) + "\n", encoding="utf-8")
+
     if args.only in (None, "targets"):
-        for family, lm, width, wall in TARGETS:
+        for family, lm, width, wall in [t for t in TARGETS if t[0] in args.families.split(",")]:
             r = measure(family, lm, args.buckets, args.runs, args.tune_runs)
             r.update(target_width=width, target_wall_s=wall,
                      met=bool(r["width"] <= width and r["wall_s"] <= wall))
             out["targets"].append(r)
+            save()
             _print(r)
     if args.only in (None, "grid"):
         for buckets in GRID:
             r = measure("pact-vgg11", 0.3, buckets, args.runs, args.tune_runs)
             out["grid"].append(r)
+            save()
             _print(r)
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text(json.dumps(out, indent=2) + "\n", encoding="utf-8")
 
 
 def _print(r: dict) -> None:

@@ -73,7 +73,7 @@ def register(subparsers) -> None:
     p.add_argument("--tune-runs", dest="tune_runs", type=int, help="runs per tuning simulation (default 5000)")
     p.add_argument("--seed", type=int, help="seed of the certification runs (default 0)")
     p.add_argument("--confidence", type=float, help="level of the bounds (default 0.95)")
-    p.add_argument("--rho", type=float, help="policy: share of the remaining time planned (default 0.95)")
+    p.add_argument("--rho", type=float, help="policy: share of the remaining time planned (default 0.99)")
     p.add_argument("--iters-lam", dest="iters_lam", type=int, help="bisection steps on λ (default 6)")
     p.add_argument("--iters-mu", dest="iters_mu", type=int, help="bisection steps on μ (default 6)")
     p.add_argument("--json", action="store_true", help="print one JSON object on stdout")

@@ -508,7 +508,7 @@ class AdaptivePolicy(ClosedLoopPolicy):
     "How the deadline is handled"), capped at r(n).
     """
 
-    def __init__(self, chain: Chain, p: Pass, rho: float = 0.95, name: str = "adaptive-opt (policy)"):
+    def __init__(self, chain: Chain, p: Pass, rho: float = 0.99, name: str = "adaptive-opt (policy)"):
         self.chain, self.pass_, self.rho, self.name = chain, p, float(rho), name
         self.reference_plan = None
         self.x, _, _ = chain.st.priced(p.lam)
@@ -631,7 +631,7 @@ class AdaptiveBounds:
 
 
 def adaptive_bounds(instance, buckets: int = 1200, runs: int = 20_000, seed: int = 0,
-                    confidence: float = 0.95, tune_runs: int = 5_000, rho: float = 0.95,
+                    confidence: float = 0.95, tune_runs: int = 5_000, rho: float = 0.99,
                     iters_lam: int = 6, iters_mu: int = 6) -> AdaptiveBounds:
     """Lower bound, certified policy and cost–risk frontier of ``instance`` (module docstring).
 

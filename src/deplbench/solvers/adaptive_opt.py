@@ -49,7 +49,7 @@ class AdaptiveOpt(Solver):
         "seed": Param(0, int, "seed of the certification runs", low=0),
         "confidence": Param(0.95, float, "level of the Clopper–Pearson bound and of the cost interval",
                             low=0.5, high=1 - 1e-9),
-        "rho": Param(0.95, float, "policy: share of the remaining time the allocation plans to use",
+        "rho": Param(0.99, float, "policy: share of the remaining time the allocation plans to use",
                      low=0.05, high=1.0),
         "iters_lam": Param(6, int, "bisection steps on the time price λ", low=0),
         "iters_mu": Param(6, int, "bisection steps on the failure price μ", low=0),
