@@ -38,7 +38,7 @@ from deplbench.instances.generators import generate
 ROOT = Path(__file__).resolve().parent.parent
 TARGETS = [("pact-vgg11", 0.15, 0.03, 120.0), ("pact-vgg11", 0.3, 0.03, 120.0), ("pact-vgg11", 0.45, 0.03, 120.0),
            ("alexnet", 9.0, 0.05, 600.0), ("mobilenet", 9.0, 0.05, 600.0)]
-GRID = (150, 300, 600, 1200)
+GRID = (150, 300, 600, 1200, 2400, 4800)
 
 
 def measure(family: str, loss_max: float, buckets: int, runs: int, tune_runs: int) -> dict:
