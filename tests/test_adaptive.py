@@ -45,7 +45,7 @@ def _stage(inst, m: int, lam: float) -> float:
 
 
 def _pareto(points):
-    pts = sorted(set((round(c, 12), round(s, 12)) for c, s in points), key=lambda t: (t[0], -t[1]))
+    pts = sorted({(round(c, 12), round(s, 12)) for c, s in points}, key=lambda t: (t[0], -t[1]))
     out, best = [], -1.0
     for c, s in pts:
         if s > best + 1e-12:

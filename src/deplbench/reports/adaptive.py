@@ -127,7 +127,7 @@ def frontier_figure(df: pd.DataFrame, matched: pd.DataFrame, styles, scale: floa
     keys = (df[df["instance_key"].isin(list(adap)) & (df["reference"] == ADAPTIVE)]
             .sort_values(["loss_max"])[["instance_key", "loss_max"]].drop_duplicates("instance_key"))
     n = len(keys)
-    fig, axes = _figure(ncols=min(n, 3), nrows=int(math.ceil(n / 3)), scale=scale)
+    fig, axes = _figure(ncols=min(n, 3), nrows=math.ceil(n / 3), scale=scale)
     axs = np.ravel(axes)
     for ax, (_, kr) in zip(axs, keys.iterrows()):
         a = adap[kr["instance_key"]]
@@ -162,5 +162,13 @@ def pact_matched(df: pd.DataFrame, pact: str = "pact") -> pd.DataFrame:
     return t[(t["series"] == "policy") & (t["algorithm"].map(solver) == pact)].reset_index(drop=True)
 
 
-__all__ = ["MATCHED_COLUMNS", "PRICE_COLUMNS", "adaptive_rows", "lb_at", "matched_risk_table",
-           "price_of_adaptivity", "frontier_figure", "pact_matched"]
+__all__ = [
+    "MATCHED_COLUMNS",
+    "PRICE_COLUMNS",
+    "adaptive_rows",
+    "frontier_figure",
+    "lb_at",
+    "matched_risk_table",
+    "pact_matched",
+    "price_of_adaptivity",
+]

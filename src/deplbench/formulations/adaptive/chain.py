@@ -1,105 +1,23 @@
-"""The adaptive reference: bounds on the best closed-loop policy with P(success) ≥ ω.
+"""The adaptive reference, part 1: the rounded loss chain, its DP and the multiplier search.
 
-What is solved
---------------
-An orchestrator that observes the loss after every epoch (PACT Sec. III-C,
-the closed-loop simulator of :mod:`deplbench.formulations.closed_loop`)
-chooses, from the state (epoch k, current model m, current loss ℓ(k),
-elapsed time T(k)), the next model m', cluster n' and allocation x, or stops.
-The *adaptive optimum* is the least expected cost E[Σ κ(n) x] (eq. (2)) of
-any such policy whose runs succeed — stop with ℓ ≤ ℓmax, T ≤ Tmax
-(eq. (4)), K ≤ K̄ — with probability at least ω: a chance-constrained
-Markov decision process (Altman 1999; Ono, Pavone, Kuwata & Balaram 2015;
-Xu & Mannor 2011). This module brackets it:
-
-**Proven lower bound** (:func:`lower_bound`). Three relaxations, each valid:
-
-1. *Optimistic loss grid.* Losses live on the grid ℓmax + i·h; the chain
-   takes the step ⌊Δ/h⌋ of every loss term (run term −γ A_m decay_m(k) X
-   and switch jump separately; ⌊a + b⌋ ≥ ⌊a⌋ + ⌊b⌋), states above the top
-   bucket are clamped down, and truncated tails are sent to the optimistic
-   end. Driven by the same draws, the chain's bucket never exceeds the true
-   loss, so any true policy (which may look at the exact draws) is matched
-   by a randomised chain policy with the same cost and time and at least
-   the same success: the chain's optimum is ≤ the true one. The increments
-   of eq. (8) do not depend on ℓ, so (k, m, bucket) is a sufficient state.
-2. *Failure priced* (μ ≥ 0) and *time priced* (λ ≥ 0): for every policy
-   with P(success) ≥ ω and T ≤ Tmax on every run,
-   E[cost] ≥ E[cost + λT + μ·1{fail}] − λ·Tmax − μ(1 − ω). WLOG T ≤ Tmax on
-   every run: epoch times are deterministic given the action, and a run
-   about to pass Tmax fails anyway, so stopping it instead costs less and
-   loses nothing. Hence **V₀(λ, μ) − μ(1 − ω) − λ·Tmax is a valid bound for
-   every λ, μ ≥ 0** (weak duality), where V₀ is the optimum of the
-   unconstrained chain MDP with per-epoch cost min_{0<x≤r} κx + λ(c/x + s/b)
-   and terminal cost μ on failure — a backward DP. Any multiplier gives a
-   bound; the search (bisection on the supergradients P(fail) − (1 − ω) and
-   E[T] − Tmax, outer loop on λ, inner on μ; on grids of ≥ 400 buckets run
-   on a grid 8× coarser, then a short warm-started search on the fine one)
-   only makes it tighter.
-   Every DP pass is a valid bound at *every* ω′, which gives the cost–risk
-   frontier at no extra cost (:attr:`AdaptiveBounds.frontier`).
-
-**Certified upper bound** (:func:`certify`). The policy of the
-*pessimistically* rounded chain (⌈Δ/h⌉, tails to the pessimistic end,
-leaving the grid = failure) at the multipliers found, run by
-:class:`AdaptivePolicy` in the closed-loop simulator on fresh runs whose
-seed differs from every seed used to tune it. P(success) ≥ ω is certified
-when the one-sided Clopper–Pearson lower bound
-(:func:`~deplbench.formulations.binomial.clopper_pearson_lower`) at level
-``confidence`` is ≥ ω; its mean cost, with a normal-approximation interval
-(stated as such), is the upper bound. The failure price of the certified
-policy is tuned (bisection on simulated success, tuning seeds only) until
-its certification passes.
-
-How the deadline (eq. (4)) is handled
--------------------------------------
-Priced, not in the state: the remaining time would add a continuous state
-dimension (a (k, m, ℓ, T) grid is ~10⁸ states on the realistic families).
-In the lower bound λ·(T − Tmax) relaxes "T ≤ Tmax on every run" to
-"E[T] ≤ Tmax", the gap being the value of knowing the run's length in
-advance (Jensen: (Σ√(cκ))² / T is convex in the epochs run). In the
-certified policy every run enforces the deadline itself:
-:class:`AdaptivePolicy` rescales the priced allocation so that the chain's
-expected remaining compute time fits the run's remaining time
-(``x = x*·E[Tc_rem]/(ρ (Tmax − T(k) − E[Ts_rem]))``, capped at r), so
-unlucky runs speed up and lucky ones slow down; a run that still passes
-Tmax fails and is counted. What the choice costs: the width of the bracket
-at a vanishing grid step (benchmarks/adaptive_targets.py measures width
-against the step; the part that does not shrink with h is this gap plus the
-Monte-Carlo interval).
-
-Scope (:func:`applies`): one dataset (held by every cluster, β = 0), the
-intended data rule (eq. (6) lets the cluster change), continuous or
-discrete loss terms. Other instances are declined with the reason.
-
-Complexity: a DP pass is K̄·|M|(1 + |M|)·|N| FFT correlations of length
-~L (the buckets); batched per epoch with numpy's rfft.
-
-References
-----------
-DepL paper eqs. (2)–(8); PACT paper Sec. III-C; E. Altman, Constrained
-Markov Decision Processes (1999), Ch. 3 and 12 (Lagrangian duality); F. J.
-Beutler and K. W. Ross, "Optimal policies for controlled Markov chains with
-a constraint", J. Math. Anal. Appl. 112 (1985) (randomisation at the
-critical multiplier); M. Ono, M. Pavone, Y. Kuwata and J. Balaram,
-"Chance-constrained dynamic programming with application to risk-aware
-robotic space exploration", Auton. Robots 39 (2015); H. Xu and S. Mannor,
-"Probabilistic goal Markov decision processes", IJCAI 2011.
+What is solved and guaranteed is in the package docstring
+(:mod:`deplbench.formulations.adaptive`): the optimistic chain's Lagrangian
+value V₀(λ, μ) − μ(1 − ω) − λ·Tmax is a proven lower bound on the adaptive
+optimum for every λ, μ ≥ 0; :func:`dp` computes V₀ by backward induction
+with batched FFT correlations; the searches only choose good multipliers.
+The pessimistic chain (⌈·⌉) gives the tables of the certified policy
+(:mod:`deplbench.formulations.adaptive.certify`).
 """
 
 from __future__ import annotations
 
 import math
-import time as _time
 from dataclasses import dataclass, field
 
 import numpy as np
 from scipy import fft as sp_fft
 
-from deplbench.errors import PlanError
 from deplbench.formulations.allocation import TIME_RTOL
-from deplbench.formulations.binomial import clopper_pearson_lower
-from deplbench.formulations.closed_loop import STOP, ClosedLoopPolicy, Decision, simulate
 from deplbench.instances.datalaw import compute_need
 from deplbench.instances.distributions import Empirical, PointMass
 
@@ -148,7 +66,7 @@ class Setting:
     time_max: float
 
     @classmethod
-    def of(cls, instance) -> "Setting":
+    def of(cls, instance) -> Setting:
         held = instance.all_datasets
         volume, gamma = instance.data_effect(held)
         N = instance.n_clusters
@@ -248,7 +166,7 @@ class Chain:
         self.K, (self.M, self.N) = instance.horizon, self.st.compute.shape
         jumps = [sw.jump for sw in instance.switches]
         rise = sum(sorted((max(0.0, float(j.ppf(1 - 1e-4))) for j in jumps), reverse=True)[:self.M - 1])
-        self.L = int(buckets) + int(math.ceil(rise / self.h)) + 1
+        self.L = int(buckets) + math.ceil(rise / self.h) + 1
         self.i0 = int(buckets)
         self.pairs = {(a, b): instance.switches[p].jump for (a, b), p in instance.switch_index.items()}
         self.kx = [[[kernel(instance.models[m].improvement, -self.st.gamma[n] * self.st.scale[k, m],
@@ -517,223 +435,23 @@ def multires_search(instance, chain: Chain, omega: float, iters_lam: int, iters_
     return fine
 
 
-# --------------------------------------------------------------------------
-# the certified policy (upper bound)
-# --------------------------------------------------------------------------
-
-
-class AdaptivePolicy(ClosedLoopPolicy):
-    """The policy of a (pessimistic) chain pass, run in the closed-loop simulator.
-
-    Decides from the run's epoch, model and observed loss (its bucket,
-    :meth:`Chain.bucket`) the pass's action; the allocation is the priced x*
-    rescaled so that the chain's expected remaining compute time fits the
-    run's remaining time, with safety factor ``rho`` (module docstring,
-    "How the deadline is handled"), capped at r(n).
-    """
-
-    def __init__(self, chain: Chain, p: Pass, rho: float = 0.99, name: str = "adaptive-opt (policy)"):
-        self.chain, self.pass_, self.rho, self.name = chain, p, float(rho), name
-        self.reference_plan = None
-        self.x, _, _ = chain.st.priced(p.lam)
-        self.calls = 0
-
-    def datasets(self) -> dict[str, list[str]]:
-        inst = self.chain.instance
-        return {c.name: list(inst.all_datasets) for j, c in enumerate(inst.clusters) if self.chain.st.cap[j] > 0}
-
-    def describe(self) -> dict:
-        return {"lambda": self.pass_.lam, "mu": self.pass_.mu, "buckets": int(self.chain.L + 1),
-                "loss_step": float(self.chain.h), "rho": self.rho}
-
-    def decide(self, state):
-        self.calls += 1
-        ch, st, n = self.chain, self.chain.st, state.size
-        out = Decision.constant(n, STOP)
-        k = state.epoch
-        if k >= ch.K:
-            return out
-        m = ch.M if state.model is None else int(state.model)
-        b = ch.bucket(state.loss)
-        a = self.pass_.action[k, m, b]
-        go = a >= 0
-        if not go.any():
-            return out
-        m2, n2 = a[go] // ch.N, a[go] % ch.N
-        rem = self.pass_.remaining[k, m, b[go]].astype(float)
-        left = st.time_max / (1 + TIME_RTOL) - state.time[go] - rem[:, 1]
-        x = self.x[m2, n2].copy()
-        with np.errstate(divide="ignore", invalid="ignore"):
-            scale = np.where(left > 0, rem[:, 0] / (self.rho * left), np.inf)
-        x = np.minimum(np.where(np.isfinite(scale) & (scale > 0), x * scale, st.cap[n2]), st.cap[n2])
-        out.model[go], out.cluster[go], out.allocation[go] = m2, n2, x
-        return out
-
-
-def frontier_levels(omega: float) -> list[float]:
-    """ω and a few levels around it: 1 − (1 − ω)·{10, 5, 2, 1, 1/2, 1/5}, kept in (0, 1)."""
-    out = sorted({round(1.0 - (1.0 - omega) * f, 12) for f in (10, 5, 2, 1, 0.5, 0.2)})
-    return [w for w in out if 0.0 < w < 1.0]
-
-
-def _needed_successes(runs: int, omega: float, confidence: float) -> int:
-    """Least k with clopper_pearson_lower(k, runs, confidence) ≥ ω (runs + 1 if none)."""
-    lo, hi = 0, runs + 1
-    while lo < hi:
-        mid = (lo + hi) // 2
-        if mid <= runs and clopper_pearson_lower(mid, runs, confidence) >= omega:
-            hi = mid
-        else:
-            lo = mid + 1
-    return lo
-
-
-def tune_policy(instance, chain: Chain, lam: float, mu: float, target: float, tune_runs: int,
-                tune_seed: int, rho: float, steps: int = 8):
-    """Raise the failure price of the pessimistic chain's policy until its simulated
-    success on the *tuning* runs reaches ``target``; then a few bisection steps back
-    down (cheaper policies). Returns (policy, tuning log)."""
-    log = []
-
-    def attempt(m):
-        p = dp(chain, lam, m, keep=True)
-        pol = AdaptivePolicy(chain, p, rho)
-        r = simulate(instance, pol, tune_runs, tune_seed)
-        log.append({"mu": m, "seed": tune_seed, "runs": tune_runs, "p_success": r.successes / r.runs, "cost_mean": float(r.cost.mean())})
-        return pol, r.successes / r.runs >= target
-
-    good, bad = None, None
-    m = mu
-    for _ in range(steps):
-        pol, ok = attempt(m)
-        if ok:
-            good = (m, pol)
-            break
-        bad, m = m, m * 4.0
-    if good is None:
-        return pol, log
-    hi_mu, best = good
-    lo_mu = bad if bad is not None else hi_mu / 16.0
-    for _ in range(3):
-        mid = math.sqrt(lo_mu * hi_mu)
-        pol, ok = attempt(mid)
-        if ok:
-            hi_mu, best = mid, pol
-        else:
-            lo_mu = mid
-    return best, log
-
-
-@dataclass
-class AdaptiveBounds:
-    """The bracket on the adaptive optimum and what it rests on (:func:`adaptive_bounds`)."""
-
-    lower_bound: float
-    upper_bound: float
-    upper_bound_ci: list
-    p_success: float
-    p_success_lo: float
-    certified: bool
-    frontier: list
-    multipliers: dict
-    grid: dict
-    certification: dict
-    tuning: list
-    work: dict
-
-    @property
-    def width(self) -> float:
-        """(UB − LB)/LB."""
-        return (self.upper_bound - self.lower_bound) / self.lower_bound if self.lower_bound > 0 else math.inf
-
-    def to_dict(self) -> dict:
-        return {"lower_bound": self.lower_bound, "upper_bound": self.upper_bound,
-                "upper_bound_ci": list(self.upper_bound_ci), "width": self.width,
-                "p_success": self.p_success, "p_success_lo": self.p_success_lo, "certified": self.certified,
-                "frontier": self.frontier, "multipliers": self.multipliers, "grid": self.grid,
-                "certification": self.certification, "tuning": self.tuning, "work": self.work}
-
-
-def adaptive_bounds(instance, buckets: int = 1200, runs: int = 20_000, seed: int = 0,
-                    confidence: float = 0.95, tune_runs: int = 5_000, rho: float = 0.99,
-                    iters_lam: int = 6, iters_mu: int = 6) -> AdaptiveBounds:
-    """Lower bound, certified policy and cost–risk frontier of ``instance`` (module docstring).
-
-    Parameters
-    ----------
-    instance : Instance
-        Must satisfy :func:`applies`.
-    buckets : int
-        Loss buckets between ℓmax and ℓ(0) (both chains).
-    runs, seed : int
-        Fresh closed-loop runs certifying the policy and their seed σ.
-    confidence : float
-        Level of the one-sided Clopper–Pearson bound on P(success) and of the
-        (normal-approximation) interval of the mean cost.
-    tune_runs : int
-        Runs per tuning simulation; tuning seeds are σ + 1, σ + 2, … — never σ,
-        so certification draws are independent of those the policy was built from.
-    rho : float
-        Safety factor of the policy's time rescaling.
-    iters_lam, iters_mu : int
-        Bisection steps of the multiplier search (any multiplier gives a valid
-        bound; more steps only tighten it).
-
-    Returns
-    -------
-    AdaptiveBounds
-
-    Raises
-    ------
-    PlanError
-        The instance is outside :func:`applies` (the reason, one line) or an argument is invalid.
-    """
-    ok, why = applies(instance)
-    if not ok:
-        raise PlanError(f"instance: {why}")
-    for name, v, low in (("buckets", buckets, 2), ("runs", runs, 2), ("tune_runs", tune_runs, 2)):
-        if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < low:
-            raise PlanError(f"{name}: must be an integer ≥ {low}, got {v!r}")
-    if not 0 < rho <= 1:
-        raise PlanError(f"rho: must be in (0, 1], got {rho!r}")
-    omega, t0 = float(instance.omega), _time.perf_counter()
-    opt = Chain(instance, buckets, optimistic=True)
-    search = multires_search(instance, opt, omega, iters_lam, iters_mu)
-    best = search.best
-    t_lb = _time.perf_counter() - t0
-    frontier = [{"omega": w, "lower_bound": search.bound(w)} for w in frontier_levels(omega)]
-    pes = Chain(instance, buckets, optimistic=False)
-    need = _needed_successes(runs, omega, confidence)
-    target = min(1.0, need / runs + 2.0 * math.sqrt(omega * (1 - omega) / tune_runs))
-    policy, log = tune_policy(instance, pes, best.lam, max(best.mu, 1e-6), target, tune_runs, seed + 1, rho)
-    res = simulate(instance, policy, runs, seed, confidence)
-    k = res.successes
-    p_lo = clopper_pearson_lower(k, runs, confidence)
-    mean = float(res.cost.mean())
-    sem = float(res.cost.std(ddof=1) / math.sqrt(runs))
-    z = float(_normal_quantile(1 - (1 - confidence) / 2))
-    return AdaptiveBounds(
-        lower_bound=search.bound(), upper_bound=mean, upper_bound_ci=[mean - z * sem, mean + z * sem],
-        p_success=k / runs, p_success_lo=p_lo, certified=bool(p_lo >= omega), frontier=frontier,
-        multipliers={"lambda": best.lam, "mu": best.mu, "mu_policy": policy.pass_.mu},
-        grid={"buckets": int(buckets), "loss_step": float(opt.h), "states": int(opt.K * opt.M * (opt.L + 1))},
-        certification={"runs": runs, "seed": seed, "successes": k, "confidence": confidence,
-                       "method": f"one-sided Clopper–Pearson lower bound at level {confidence:g} on fresh runs "
-                                 f"(seed {seed}; the policy was tuned on seeds {seed + 1}…)",
-                       "cost_ci_method": f"normal approximation, two-sided level {confidence:g}",
-                       "deadline_missed": int(res.deadline_missed.sum())},
-        tuning=log,
-        work={"dp_passes": len(search.passes) + len(log), "coarse_dp_passes": search.coarse_passes,
-              "lower_bound_s": t_lb,
-              "total_s": _time.perf_counter() - t0})
-
-
-def _normal_quantile(q: float) -> float:
-    from scipy.stats import norm
-
-    return float(norm.ppf(q))
-
-
-__all__ = ["applies", "Setting", "Kernel", "kernel", "Chain", "Pass", "dp", "Search", "best_mu",
-           "lower_bound_search", "AdaptivePolicy", "tune_policy", "frontier_levels", "AdaptiveBounds",
-           "adaptive_bounds", "TAIL", "TAIL_JUMP"]
+__all__ = [
+    "COARSE",
+    "EPS",
+    "TAIL",
+    "TAIL_JUMP",
+    "Chain",
+    "F",
+    "Kernel",
+    "Pass",
+    "Search",
+    "Setting",
+    "V",
+    "applies",
+    "best_mu",
+    "correlate",
+    "dp",
+    "kernel",
+    "lower_bound_search",
+    "multires_search",
+]
