@@ -35,6 +35,11 @@ from deplbench.formulations.closed_loop import (
 )
 
 
+#: Factors of ``rho`` tried in turn when tuning the failure price alone does not
+#: reach the target success rate (runs that miss the deadline).
+RHO_FALLBACK = (1.0, 0.95, 0.9, 0.8)
+
+
 class AdaptivePolicy(ClosedLoopPolicy):
     """The policy of a (pessimistic) chain pass, run in the closed-loop simulator.
 
@@ -105,14 +110,15 @@ def tune_policy(instance, chain: Chain, lam: float, mu: float, target: float, tu
                 tune_seed: int, rho: float, steps: int = 8):
     """Raise the failure price of the pessimistic chain's policy until its simulated
     success on the *tuning* runs reaches ``target``; then a few bisection steps back
-    down (cheaper policies). Returns (policy, tuning log)."""
+    down (cheaper policies). Returns (policy, tuning log, whether the target was met)."""
     log = []
 
     def attempt(m):
         p = dp(chain, lam, m, keep=True)
         pol = AdaptivePolicy(chain, p, rho)
         r = simulate(instance, pol, tune_runs, tune_seed)
-        log.append({"mu": m, "seed": tune_seed, "runs": tune_runs, "p_success": r.successes / r.runs, "cost_mean": float(r.cost.mean())})
+        log.append({"mu": m, "rho": rho, "seed": tune_seed, "runs": tune_runs,
+                    "p_success": r.successes / r.runs, "cost_mean": float(r.cost.mean())})
         return pol, r.successes / r.runs >= target
 
     good, bad = None, None
@@ -124,7 +130,7 @@ def tune_policy(instance, chain: Chain, lam: float, mu: float, target: float, tu
             break
         bad, m = m, m * 4.0
     if good is None:
-        return pol, log
+        return pol, log, False
     hi_mu, best = good
     lo_mu = bad if bad is not None else hi_mu / 16.0
     for _ in range(3):
@@ -134,7 +140,7 @@ def tune_policy(instance, chain: Chain, lam: float, mu: float, target: float, tu
             hi_mu, best = mid, pol
         else:
             lo_mu = mid
-    return best, log
+    return best, log, True
 
 
 @dataclass
@@ -187,7 +193,9 @@ def adaptive_bounds(instance, buckets: int = 1200, runs: int = 20_000, seed: int
         Runs per tuning simulation; tuning seeds are σ + 1, σ + 2, … — never σ,
         so certification draws are independent of those the policy was built from.
     rho : float
-        Safety factor of the policy's time rescaling.
+        Share of the remaining time the policy's allocation plans to use; when
+        raising the failure price alone misses the tuning target, ρ times
+        :data:`RHO_FALLBACK` is tried in turn (tuning runs only).
     iters_lam, iters_mu : int
         Bisection steps of the multiplier search (any multiplier gives a valid
         bound; more steps only tighten it).
@@ -218,7 +226,14 @@ def adaptive_bounds(instance, buckets: int = 1200, runs: int = 20_000, seed: int
     pes = Chain(instance, buckets, optimistic=False)
     need = _needed_successes(runs, omega, confidence)
     target = min(1.0, need / runs + 2.0 * math.sqrt(omega * (1 - omega) / tune_runs))
-    policy, log = tune_policy(instance, pes, best.lam, max(best.mu, 1e-6), target, tune_runs, seed + 1, rho)
+    log = []
+    for r in RHO_FALLBACK:
+        # deadline misses are what a failure price cannot cure: plan less of the remaining time
+        policy, part, ok = tune_policy(instance, pes, best.lam, max(best.mu, 1e-6), target, tune_runs, seed + 1,
+                                       rho * r)
+        log += part
+        if ok:
+            break
     res = simulate(instance, policy, runs, seed, confidence)
     k = res.successes
     p_lo = clopper_pearson_lower(k, runs, confidence)
