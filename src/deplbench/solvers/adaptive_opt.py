@@ -45,7 +45,7 @@ class AdaptiveOpt(Solver):
         "buckets": Param(600, int, "loss buckets between ℓmax and ℓ(0) (finer: narrower bracket, slower)",
                          low=2),
         "runs": Param(20_000, int, "fresh closed-loop runs certifying the policy", low=100),
-        "tune_runs": Param(5_000, int, "runs per tuning simulation (seeds seed+1, never seed)", low=100),
+        "tune_runs": Param(5_000, int, "runs per tuning simulation (seeds seed+1 and seed+2, never seed)", low=100),
         "seed": Param(0, int, "seed of the certification runs", low=0),
         "confidence": Param(0.95, float, "level of the Clopper–Pearson bound and of the cost interval",
                             low=0.5, high=1 - 1e-9),
