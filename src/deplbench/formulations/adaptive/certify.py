@@ -34,7 +34,6 @@ from deplbench.formulations.closed_loop import (
     simulate,
 )
 
-
 #: Factors of ``rho`` tried in turn when tuning the failure price alone does not
 #: reach the target success rate (runs that miss the deadline).
 RHO_FALLBACK = (1.0, 0.95, 0.9, 0.8)
