@@ -89,6 +89,7 @@ targets: $(STAMP)
 	$(PY) benchmarks/general_targets.py --out results/bench/general_targets.json
 	$(PY) benchmarks/limits_targets.py --out results/bench/limits_targets.json
 	$(PY) benchmarks/runner_targets.py --out results/bench/runner_targets.json
+	$(PY) benchmarks/adaptive_targets.py --out results/bench/adaptive_targets.json
 
 demo: $(STAMP)
 	$(VENV)/bin/deplbench run benchmarks/sweeps/quick.toml --db results/demo.sqlite

@@ -198,7 +198,9 @@ def _summary(cost_mean, p=1.0, sem=0.5):
             "wall_s": 0.1, "policy_info": {}}
 
 
-def pact_frame(pact_closed=(1.01, 0.99), one_switch=1.05) -> pd.DataFrame:
+def pact_frame(pact_closed=(1.01, 0.99), one_switch=1.05, adaptive=None) -> pd.DataFrame:
+    """PACT-set records; ``adaptive`` = (LB factor, UB factor) of the optimum
+    adds adaptive-opt records (reference "adaptive") on the same instances."""
     from deplbench.benchmarks.record import COLUMNS
 
     rows = []
@@ -214,7 +216,18 @@ def pact_frame(pact_closed=(1.01, 0.99), one_switch=1.05) -> pd.DataFrame:
             cl = {"plan": _summary(cost, sem=0.0), "plan_stopped": _summary(0.93 * cost),
                   "policy": _summary(pol) if pol else None}
             rows.append({**base, "key": f"{alg}-{lm}", "algorithm": alg, "exact": exact, "cost": cost,
-                         "status": "optimal" if exact else "feasible", "closed_loop": cl})
+                         "status": "optimal" if exact else "feasible", "closed_loop": cl,
+                         "reference": "certified-static" if alg == "milp" else ""})
+        if adaptive:
+            lb, ub = adaptive[0] * opt, adaptive[1] * opt
+            diag = {"p_success_lo": 0.991, "p_success": 0.995,
+                    "frontier": [{"omega": 0.9, "lower_bound": 0.9 * lb}, {"omega": 0.99, "lower_bound": lb},
+                                 {"omega": 0.999, "lower_bound": 1.02 * lb}]}
+            pol = _summary(ub, p=0.995)
+            rows.append({**base, "key": f"adaptive-{lm}", "algorithm": "adaptive-opt", "exact": False,
+                         "cost": ub, "lower_bound": lb, "status": "feasible", "plan": None,
+                         "reference": "adaptive", "diagnostics": diag,
+                         "closed_loop": {"plan": None, "plan_stopped": None, "policy": pol}})
     return pd.DataFrame([{c: r.get(c) for c in COLUMNS} for r in rows], columns=list(COLUMNS))
 
 
@@ -249,10 +262,51 @@ def test_report_shows_the_closed_loop_table_and_the_pact_claim(tmp_path):
     assert {"static_cost", "cost_mean", "p_success_low"} <= set(t.columns)   # static beside closed loop
     claims = summary.claims.set_index("claim")
     pact_rows = [c for c in claims.index if c.startswith("PACT Fig. 6")]
-    assert len(pact_rows) == 2
+    assert len(pact_rows) == 3
     assert claims.loc[pact_rows[0], "verdict"] == "holds"
     html = (tmp_path / "index.html").read_text(encoding="utf-8")
     assert "Closed-loop evaluation" in html
+
+
+def test_pact_claim_against_the_adaptive_optimum_flips_with_the_bracket():
+    from deplbench.reports import claims as claims_mod
+    from deplbench.reports.adaptive import matched_risk_table, price_of_adaptivity
+    from deplbench.reports.data import prepare
+
+    def row(frame):
+        return claims_mod.pact_claims(prepare(frame).df)[2]
+
+    assert row(pact_frame())["verdict"] == claims_mod.UNMEASURED          # no adaptive record
+    # PACT at 1.01 / 0.99 × opt, P(success) 1.0: within 2 % of LB = 0.995 × opt → holds
+    r = row(pact_frame(adaptive=(0.995, 1.0)))
+    assert r["verdict"] == claims_mod.HOLDS and "true loss evolution" in r["paper_says"]
+    # the optimum's LB at 0.8 × opt, certified policy at 0.9 × opt: PACT ≥ 10 % dearer → fails
+    assert row(pact_frame(adaptive=(0.8, 0.9)))["verdict"] == claims_mod.FAILS
+    # a wide bracket that cannot decide
+    assert row(pact_frame(adaptive=(0.8, 1.0)))["verdict"] == claims_mod.UNMEASURED
+    df = prepare(pact_frame(adaptive=(0.8, 0.9))).df
+    m = matched_risk_table(df)
+    pol = m[(m["algorithm"] == "pact") & (m["series"] == "policy")]
+    assert len(pol) == 2
+    # own level p = 1.0 → the frontier's bound at 0.999; at ω the ratio lies in [cost/UB, cost/LB]
+    r15 = pol[pol["loss_max"] == 0.15].iloc[0]
+    assert r15["lb_own"] == pytest.approx(1.02 * 0.8 * 1500.0)
+    assert r15["ratio_omega_low"] == pytest.approx(1.01 / 0.9) and r15["ratio_omega_high"] == pytest.approx(1.01 / 0.8)
+    price = price_of_adaptivity(df)
+    assert list(price["static_reference"]) == ["certified-static (UB of its bracket)"] * 2
+    assert price["price_low"].tolist() == pytest.approx([1 / 0.9] * 2)
+
+
+def test_report_section_6_shows_the_frontier_and_the_matched_risk_table(tmp_path):
+    from deplbench.reports.build import ReportOptions, build_report
+
+    summary = build_report(pact_frame(adaptive=(0.9, 0.95)), tmp_path,
+                           options=ReportOptions(scale=0.4, dpi=40, formats=("png",)))
+    assert not summary.errors
+    assert "matched_risk" in summary.tables and "price_of_adaptivity" in summary.tables
+    assert "adaptive_frontier" in summary.figures
+    t = pd.read_csv(tmp_path / "tables" / "matched_risk.csv")
+    assert {"pact", "static-learn", "one-switch", "milp", "adaptive-opt"} <= set(t["algorithm"])
 
 
 def test_cli_simulate_json_and_bad_input(tmp_path, capsys):

@@ -30,6 +30,7 @@ COMMAND_MODULES = (
     "deplbench.cli.solvers",
     "deplbench.cli.simulate",
     "deplbench.cli.certify",
+    "deplbench.cli.adaptive",
     "deplbench.cli.benchmarks",
     "deplbench.cli.library",
     "deplbench.cli.reports",

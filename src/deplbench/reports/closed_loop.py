@@ -224,7 +224,43 @@ def section_closed_loop(ctx) -> Section:
                  "the algorithm's own policy where it has one, else its plan stopped at ℓmax; "
                  "bars ± 1.96 standard errors over the runs.",
                  missing=f"No closed-loop simulation on the {PACT_SET} set.")
+    _adaptive_part(s, ctx)
     return s
+
+
+def _adaptive_part(s: Section, ctx) -> None:
+    """Matched risk against the adaptive optimum (reports/adaptive.py)."""
+    from deplbench.reports.adaptive import (MATCHED_COLUMNS, PRICE_COLUMNS, frontier_figure,
+                                            matched_risk_table, price_of_adaptivity)
+
+    m = matched_risk_table(ctx.df)
+    s.add(Table("matched_risk", "Matched risk: every policy and stopped plan against the adaptive optimum",
+                m, MATCHED_COLUMNS,
+                "The adaptive optimum = least expected cost of any policy that observes the loss and "
+                "succeeds with P ≥ ω (adaptive-opt: proven lower bound LB, certified policy's mean cost UB). "
+                "lb_own = proven LB at the series' own success level (frontier level ≤ p_success); "
+                "ratio_own = cost_mean / lb_own (≥ the true ratio); the ratio to the optimum at ω lies in "
+                "[ratio_omega_low, ratio_omega_high] = [cost/UB, cost/LB]. p_success_low: two-sided "
+                "Clopper–Pearson (the closed-loop level); meets_omega = p_success_low ≥ ω."))
+    if m.empty:
+        s.missing("No adaptive-opt record shares an instance with a closed-loop simulation: add "
+                  "adaptive-opt to the sweep's PACT group (quick.toml does).")
+    price = price_of_adaptivity(ctx.df)
+    s.add(Table("price_of_adaptivity", "Price of adaptivity: static optimum ÷ adaptive optimum", price,
+                PRICE_COLUMNS,
+                "static_optimum: the exact static optimum (records with reference exact-static), else the "
+                "certified static bracket's UB (certified-static, labelled); price in [static/UB, static/LB] "
+                "of the adaptive bracket."))
+    if price.empty:
+        s.missing("No instance has both an adaptive bracket and a static reference (exact-static or "
+                  "certified-static): the price of adaptivity is not measured.")
+    s.add_figure(frontier_figure(ctx.df, m, ctx.styles, ctx.scale), "adaptive_frontier",
+                 "Cost–risk frontier: every policy against the adaptive optimum",
+                 "Black line: proven lower bound on the least expected cost of any closed-loop policy at each "
+                 "required P(success) (adaptive-opt's frontier); black star: its certified policy (UB at ω, "
+                 "dotted line). Filled markers: each algorithm's own policy; open markers: its plan stopped at "
+                 "ℓmax. A point below the line's level at its own P(success) is impossible.",
+                 missing="No adaptive-opt record: the frontier cannot be drawn.")
 
 
 __all__ = ["CLOSED_LOOP_COLUMNS", "PACT_COMPARISON_COLUMNS", "closed_loop_table", "pact_comparison", "fig6_left",

@@ -56,6 +56,7 @@ SOLVERS: dict[str, str] = {
     "pact": "deplbench.solvers.pact:Pact",
     "static-learn": "deplbench.solvers.baselines:StaticLearn",
     "one-switch": "deplbench.solvers.baselines:OneSwitch",
+    "adaptive-opt": "deplbench.solvers.adaptive_opt:AdaptiveOpt",
 }
 
 

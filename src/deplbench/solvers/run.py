@@ -218,7 +218,7 @@ def closed_loop(instance, result: SolveResult, algorithm: str | type[Solver] | N
     static evaluator's for the same seed); ``plan_stopped`` — the same plan
     stopped as soon as the observed ℓ ≤ ℓmax; ``policy`` — the algorithm's own
     closed-loop policy when it has one (:meth:`Solver.closed_loop_policy`),
-    else None.
+    else None. Without a plan only ``policy`` can be filled.
 
     Parameters
     ----------
@@ -249,12 +249,13 @@ def closed_loop(instance, result: SolveResult, algorithm: str | type[Solver] | N
         cls = algorithm
     out: dict[str, Any] = {"runs": int(runs), "seed": int(seed), "confidence": float(confidence),
                            "plan": None, "plan_stopped": None, "policy": None}
-    if result.plan is None:
-        return out
-    fixed = FixedPlanPolicy(instance, result.plan, name=f"{cls.display_label()} (plan)")
-    out["plan"] = simulate(instance, fixed, runs, seed, confidence).summary()
-    stopped = StopAtTarget(fixed, instance.loss_max, name=f"{cls.display_label()} (plan, stop at ℓmax)")
-    out["plan_stopped"] = simulate(instance, stopped, runs, seed, confidence).summary()
+    if result.plan is not None:
+        fixed = FixedPlanPolicy(instance, result.plan, name=f"{cls.display_label()} (plan)")
+        out["plan"] = simulate(instance, fixed, runs, seed, confidence).summary()
+        stopped = StopAtTarget(fixed, instance.loss_max, name=f"{cls.display_label()} (plan, stop at ℓmax)")
+        out["plan_stopped"] = simulate(instance, stopped, runs, seed, confidence).summary()
+    # a policy may exist without a static plan (adaptive-opt's); every other
+    # closed_loop_policy returns None when the run returned no plan
     policy = cls().closed_loop_policy(instance, result, **{k: v for k, v in (result.params or {}).items()
                                                           if k in cls.parameters})
     if policy is not None:

@@ -1,0 +1,139 @@
+"""The adaptive reference: bounds on the best closed-loop policy with P(success) ≥ ω.
+
+What is solved
+--------------
+An orchestrator that observes the loss after every epoch (PACT Sec. III-C,
+the closed-loop simulator of :mod:`deplbench.formulations.closed_loop`)
+chooses, from the state (epoch k, current model m, current loss ℓ(k),
+elapsed time T(k)), the next model m', cluster n' and allocation x, or stops.
+The *adaptive optimum* is the least expected cost E[Σ κ(n) x] (eq. (2)) of
+any such policy whose runs succeed — stop with ℓ ≤ ℓmax, T ≤ Tmax
+(eq. (4)), K ≤ K̄ — with probability at least ω: a chance-constrained
+Markov decision process (Altman 1999; Ono, Pavone, Kuwata & Balaram 2015;
+Xu & Mannor 2011). This module brackets it:
+
+**Proven lower bound** (:func:`lower_bound`). Three relaxations, each valid:
+
+1. *Optimistic loss grid.* Losses live on the grid ℓmax + i·h; the chain
+   takes the step ⌊Δ/h⌋ of every loss term (run term −γ A_m decay_m(k) X
+   and switch jump separately; ⌊a + b⌋ ≥ ⌊a⌋ + ⌊b⌋), states above the top
+   bucket are clamped down, and truncated tails are sent to the optimistic
+   end. Driven by the same draws, the chain's bucket never exceeds the true
+   loss, so any true policy (which may look at the exact draws) is matched
+   by a randomised chain policy with the same cost and time and at least
+   the same success: the chain's optimum is ≤ the true one. The increments
+   of eq. (8) do not depend on ℓ, so (k, m, bucket) is a sufficient state.
+2. *Failure priced* (μ ≥ 0) and *time priced* (λ ≥ 0): for every policy
+   with P(success) ≥ ω and T ≤ Tmax on every run,
+   E[cost] ≥ E[cost + λT + μ·1{fail}] − λ·Tmax − μ(1 − ω). WLOG T ≤ Tmax on
+   every run: epoch times are deterministic given the action, and a run
+   about to pass Tmax fails anyway, so stopping it instead costs less and
+   loses nothing. Hence **V₀(λ, μ) − μ(1 − ω) − λ·Tmax is a valid bound for
+   every λ, μ ≥ 0** (weak duality), where V₀ is the optimum of the
+   unconstrained chain MDP with per-epoch cost min_{0<x≤r} κx + λ(c/x + s/b)
+   and terminal cost μ on failure — a backward DP. Any multiplier gives a
+   bound; the search (bisection on the supergradients P(fail) − (1 − ω) and
+   E[T] − Tmax, outer loop on λ, inner on μ; on grids of ≥ 400 buckets run
+   on a grid 8× coarser, then a short warm-started search on the fine one)
+   only makes it tighter.
+   Every DP pass is a valid bound at *every* ω′, which gives the cost–risk
+   frontier at no extra cost (:attr:`AdaptiveBounds.frontier`).
+
+**Certified upper bound** (:func:`certify`). The policy of the
+*pessimistically* rounded chain (⌈Δ/h⌉, tails to the pessimistic end,
+leaving the grid = failure) at the multipliers found, run by
+:class:`AdaptivePolicy` in the closed-loop simulator on fresh runs whose
+seed differs from every seed used to tune it. P(success) ≥ ω is certified
+when the one-sided Clopper–Pearson lower bound
+(:func:`~deplbench.formulations.binomial.clopper_pearson_lower`) at level
+``confidence`` is ≥ ω; its mean cost, with a normal-approximation interval
+(stated as such), is the upper bound. The failure price of the certified
+policy is tuned (bisection on simulated success, tuning seeds only) until
+its certification passes.
+
+How the deadline (eq. (4)) is handled
+-------------------------------------
+Priced, not in the state: the remaining time would add a continuous state
+dimension (a (k, m, ℓ, T) grid is ~10⁸ states on the realistic families).
+In the lower bound λ·(T − Tmax) relaxes "T ≤ Tmax on every run" to
+"E[T] ≤ Tmax", the gap being the value of knowing the run's length in
+advance (Jensen: (Σ√(cκ))² / T is convex in the epochs run). In the
+certified policy every run enforces the deadline itself:
+:class:`AdaptivePolicy` rescales the priced allocation so that the chain's
+expected remaining compute time fits the run's remaining time
+(``x = x*·E[Tc_rem]/(ρ (Tmax − T(k) − E[Ts_rem]))``, capped at r), so
+unlucky runs speed up and lucky ones slow down; a run that still passes
+Tmax fails and is counted. What the choice costs: the width of the bracket
+at a vanishing grid step (benchmarks/adaptive_targets.py measures width
+against the step; the part that does not shrink with h is this gap plus the
+Monte-Carlo interval). Measured on PACT-VGG11, ℓmax = 0.3 (README, "The
+adaptive yardstick"): the lower bound's increments halve with h and tend to
+≈ 740 while the certified policy stays at ≈ 764, i.e. ≈ 3 % of width (an
+extrapolation, not a proven figure).
+
+Scope (:func:`applies`): one dataset (held by every cluster, β = 0), the
+intended data rule (eq. (6) lets the cluster change), continuous or
+discrete loss terms. Other instances are declined with the reason.
+
+Complexity: a DP pass is K̄·|M|(1 + |M|)·|N| FFT correlations of length
+~L (the buckets); batched per epoch with numpy's rfft.
+
+References
+----------
+DepL paper eqs. (2)–(8); PACT paper Sec. III-C; E. Altman, Constrained
+Markov Decision Processes (1999), Ch. 3 and 12 (Lagrangian duality); F. J.
+Beutler and K. W. Ross, "Optimal policies for controlled Markov chains with
+a constraint", J. Math. Anal. Appl. 112 (1985) (randomisation at the
+critical multiplier); M. Ono, M. Pavone, Y. Kuwata and J. Balaram,
+"Chance-constrained dynamic programming with application to risk-aware
+robotic space exploration", Auton. Robots 39 (2015); H. Xu and S. Mannor,
+"Probabilistic goal Markov decision processes", IJCAI 2011.
+"""
+
+from deplbench.formulations.adaptive.certify import (
+                                                     AdaptiveBounds,
+                                                     AdaptivePolicy,
+                                                     adaptive_bounds,
+                                                     frontier_levels,
+                                                     tune_policy,
+)
+from deplbench.formulations.adaptive.chain import (
+                                                     COARSE,
+                                                     TAIL,
+                                                     TAIL_JUMP,
+                                                     Chain,
+                                                     Kernel,
+                                                     Pass,
+                                                     Search,
+                                                     Setting,
+                                                     applies,
+                                                     best_mu,
+                                                     correlate,
+                                                     dp,
+                                                     kernel,
+                                                     lower_bound_search,
+                                                     multires_search,
+)
+
+__all__ = [
+                                                     "COARSE",
+                                                     "TAIL",
+                                                     "TAIL_JUMP",
+                                                     "AdaptiveBounds",
+                                                     "AdaptivePolicy",
+                                                     "Chain",
+                                                     "Kernel",
+                                                     "Pass",
+                                                     "Search",
+                                                     "Setting",
+                                                     "adaptive_bounds",
+                                                     "applies",
+                                                     "best_mu",
+                                                     "correlate",
+                                                     "dp",
+                                                     "frontier_levels",
+                                                     "kernel",
+                                                     "lower_bound_search",
+                                                     "multires_search",
+                                                     "tune_policy",
+]

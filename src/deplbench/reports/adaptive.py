@@ -1,0 +1,174 @@
+"""Matched-risk comparison with the adaptive optimum (report section 6).
+
+A policy that observes the loss (closed-loop PACT, receding DepL, a plan
+stopped at ℓmax) is judged against the *adaptive optimum*: the least
+expected cost of any closed-loop policy with P(success) ≥ ω, bracketed by
+``adaptive-opt`` records (``reference == "adaptive"``;
+:mod:`deplbench.formulations.adaptive`): a proven lower bound LB(ω′) for
+every level ω′ of its cost–risk frontier and the certified policy's mean
+cost UB at ω. Every closed-loop series of a record on the same instance
+(same ``instance_key``) becomes a point (P(success), mean cost) with
+
+* ``ratio_own`` = cost / LB(p): against the optimum at the series' *own*
+  success level p (LB(p) = the frontier's bound at the largest level ≤ p,
+  valid because the optimum does not decrease with the level); an upper
+  bound on the true ratio;
+* ``ratio_omega_low``, ``ratio_omega_high`` = cost / UB(ω), cost / LB(ω):
+  the ratio to the optimum at ω lies between them (UB is a policy certified
+  feasible at ω).
+
+The price of adaptivity is the exact static optimum (records with
+``reference == "exact-static"``; else the certified static bracket's UB,
+``"certified-static"``, labelled so) divided by the adaptive optimum, given
+as [static/UB, static/LB].
+
+References
+----------
+PACT paper Sec. VI-C (Fig. 6 left; its "optimum" is found with the true
+loss evolution); DepL eqs. (2)–(4).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+
+from deplbench.reports.figures import COST_AXIS, _figure, add_legend
+from deplbench.reports.styles import info_for, ordered
+
+ADAPTIVE = "adaptive"
+STATIC_REFS = ("exact-static", "certified-static")
+
+MATCHED_COLUMNS = ("set", "loss_max", "algorithm", "series", "p_success", "p_success_low", "meets_omega",
+                   "cost_mean", "lb_own", "ratio_own", "lb_omega", "ub_omega", "ratio_omega_low",
+                   "ratio_omega_high")
+PRICE_COLUMNS = ("set", "loss_max", "static_optimum", "static_reference", "adaptive_lb", "adaptive_ub",
+                 "price_low", "price_high")
+SERIES = ("policy", "plan_stopped")
+
+
+def _set_of(row) -> str:
+    return row["paper_set"] if row.get("paper_set") else str(row.get("family") or "")
+
+
+def adaptive_rows(df: pd.DataFrame) -> dict:
+    """instance_key → (LB(ω), UB(ω), frontier [(ω′, LB)], p_success_lo) of its adaptive-opt record."""
+    out = {}
+    if df.empty or "reference" not in df:
+        return out
+    for _, r in df[(df["reference"] == ADAPTIVE) & df["cost"].notna() & df["lower_bound"].notna()].iterrows():
+        d = r["diagnostics_d"] if isinstance(r.get("diagnostics_d"), dict) else {}
+        front = sorted((float(f["omega"]), float(f["lower_bound"])) for f in d.get("frontier") or [])
+        out[r["instance_key"]] = {"lb": float(r["lower_bound"]), "ub": float(r["cost"]), "frontier": front,
+                                  "p_success_lo": d.get("p_success_lo", math.nan), "omega": r["omega"],
+                                  "p_success": d.get("p_success", math.nan)}
+    return out
+
+
+def lb_at(frontier, p: float) -> float:
+    """The frontier's proven bound at level p: the largest ω′ ≤ p (NaN when none)."""
+    ok = [lb for w, lb in frontier if w <= p + 1e-12]
+    return max(ok) if ok else math.nan
+
+
+def matched_risk_table(df: pd.DataFrame) -> pd.DataFrame:
+    """One row per closed-loop series on an instance that has an adaptive bracket."""
+    adap = adaptive_rows(df)
+    rows = []
+    if adap and "closed_loop_d" in df:
+        for _, r in df[df["instance_key"].isin(list(adap))].iterrows():
+            cl = r["closed_loop_d"] if isinstance(r["closed_loop_d"], dict) else {}
+            a = adap[r["instance_key"]]
+            for series in SERIES:
+                s = cl.get(series)
+                if not isinstance(s, dict) or "cost" not in s:
+                    continue
+                p, cost = float(s["p_success"]), float(s["cost"]["mean"])
+                low = (s.get("p_success_ci") or [math.nan])[0]
+                own = lb_at(a["frontier"], p)
+                rows.append({"set": _set_of(r), "loss_max": r["loss_max"], "algorithm": r["algorithm"],
+                             "series": series, "p_success": p, "p_success_low": low,
+                             "meets_omega": bool(low >= a["omega"]), "cost_mean": cost, "lb_own": own,
+                             "ratio_own": cost / own if own > 0 else math.nan, "lb_omega": a["lb"],
+                             "ub_omega": a["ub"], "ratio_omega_low": cost / a["ub"],
+                             "ratio_omega_high": cost / a["lb"] if a["lb"] > 0 else math.nan})
+    t = pd.DataFrame(rows, columns=list(MATCHED_COLUMNS))
+    return t.sort_values(["set", "loss_max", "algorithm", "series"]).reset_index(drop=True) if rows else t
+
+
+def price_of_adaptivity(df: pd.DataFrame) -> pd.DataFrame:
+    """Static optimum ÷ adaptive optimum per instance with both (exact-static preferred)."""
+    adap = adaptive_rows(df)
+    rows = []
+    for key, a in adap.items():
+        g = df[(df["instance_key"] == key) & df["reference"].isin(STATIC_REFS) & df["cost"].notna()
+               & df["status"].isin(("optimal", "feasible"))]
+        if g.empty:
+            continue
+        g = g.assign(_o=g["reference"].map({"exact-static": 0, "certified-static": 1})).sort_values(["_o", "cost"])
+        s = g.iloc[0]
+        ref = "exact-static" if s["reference"] == "exact-static" else "certified-static (UB of its bracket)"
+        st = float(s["cost"])
+        rows.append({"set": _set_of(s), "loss_max": s["loss_max"], "static_optimum": st,
+                     "static_reference": ref, "adaptive_lb": a["lb"], "adaptive_ub": a["ub"],
+                     "price_low": st / a["ub"], "price_high": st / a["lb"] if a["lb"] > 0 else math.nan})
+    t = pd.DataFrame(rows, columns=list(PRICE_COLUMNS))
+    return t.sort_values(["set", "loss_max"]).reset_index(drop=True) if rows else t
+
+
+def frontier_figure(df: pd.DataFrame, matched: pd.DataFrame, styles, scale: float = 1.0):
+    """Cost against P(success), one panel per (set, ℓmax) with an adaptive bracket:
+    the proven frontier (LB), the certified policy (UB), every series as a point."""
+    adap = adaptive_rows(df)
+    if not adap:
+        return None
+    keys = (df[df["instance_key"].isin(list(adap)) & (df["reference"] == ADAPTIVE)]
+            .sort_values(["loss_max"])[["instance_key", "loss_max"]].drop_duplicates("instance_key"))
+    n = len(keys)
+    fig, axes = _figure(ncols=min(n, 3), nrows=math.ceil(n / 3), scale=scale)
+    axs = np.ravel(axes)
+    for ax, (_, kr) in zip(axs, keys.iterrows()):
+        a = adap[kr["instance_key"]]
+        w, lb = zip(*a["frontier"]) if a["frontier"] else ((), ())
+        ax.plot(w, lb, "k-", marker=".", lw=1, label="adaptive optimum ≥ (proven frontier)")
+        ax.plot([a["p_success"]], [a["ub"]], "k*", ms=7, label="certified adaptive policy (UB)")
+        ax.axvline(a["omega"], color="0.6", lw=0.8, ls=":")
+        m = matched[matched["loss_max"] == kr["loss_max"]] if not matched.empty else matched
+        for alg in ordered(m["algorithm"], styles) if not m.empty else []:
+            st = info_for(styles, alg)
+            for series, fill in (("policy", st.colour), ("plan_stopped", "none")):
+                g = m[(m["algorithm"] == alg) & (m["series"] == series)]
+                if not g.empty:
+                    ax.plot(g["p_success"], g["cost_mean"], ls="", marker=st.marker, mec=st.colour, mfc=fill,
+                            ms=5, label=f"{alg}: {'own policy' if series == 'policy' else 'plan stopped at ℓmax'}")
+        ax.set_title(f"ℓmax = {kr['loss_max']:g}", fontsize=8)
+        ax.set_xlabel("P(success)")
+        ax.set_ylabel(COST_AXIS)
+        ax.grid(alpha=0.3)
+    for ax in axs[n:]:
+        ax.set_visible(False)
+    add_legend(fig, axs[:n])
+    return fig
+
+
+def pact_matched(df: pd.DataFrame, pact: str = "pact") -> pd.DataFrame:
+    """Closed-loop PACT's rows of :func:`matched_risk_table` (series "policy")."""
+    t = matched_risk_table(df)
+    if t.empty:
+        return t
+    solver = dict(zip(df["algorithm"], df["solver"]))
+    return t[(t["series"] == "policy") & (t["algorithm"].map(solver) == pact)].reset_index(drop=True)
+
+
+__all__ = [
+    "MATCHED_COLUMNS",
+    "PRICE_COLUMNS",
+    "adaptive_rows",
+    "frontier_figure",
+    "lb_at",
+    "matched_risk_table",
+    "pact_matched",
+    "price_of_adaptivity",
+]
