@@ -58,7 +58,8 @@ SWEEP_KEYS: dict[str, dict[str, SweepKey]] = {
                         '"alexnet"'),
         "family": SweepKey("string", "required unless path", "generator family (`deplbench generate`)",
                            '"realistic"'),
-        "path": SweepKey("string", "none", "an instance JSON file instead of a family (relative to the sweep file); a glob "
+        "path": SweepKey("string", "none", "an instance JSON file instead of a family (relative to the sweep "
+                         "file); a glob "
                          "(`*`, `?`, `[...]`, `**`) gives one instance per matching file",
                          '"my_instance.json"'),
         "params": SweepKey("table", "{}", "fixed generator parameters", '{ family = "alexnet" }'),

@@ -54,9 +54,11 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "algorithms": ("deplbench.cli.solvers", "list algorithms and their parameters"),
     "simulate": ("deplbench.cli.simulate", "closed-loop simulation: an algorithm judged as it runs"),
     "certify": ("deplbench.cli.certify", "certified bracket [LB, UB] on the chance-constrained optimum"),
+    "adaptive": ("deplbench.cli.adaptive", "bracket on the optimal closed-loop policy and its cost–risk frontier"),
     "run": ("deplbench.cli.benchmarks", "run a benchmark sweep into a results store (resumable)"),
     "export": ("deplbench.cli.benchmarks", "export a results store to CSV or Parquet"),
-    "library": ("deplbench.cli.library", "build, check or verify the instance library (full SAA models, .solu files of optima)"),
+    "library": ("deplbench.cli.library",
+                "build, check or verify the instance library (full SAA models, .solu files of optima)"),
     "report": ("deplbench.cli.reports", "build a static HTML/CSV/Markdown report from a results store"),
 }
 

@@ -54,10 +54,11 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy import fft as sfft
 
+from deplbench import limits
 from deplbench.formulations.exact_violation import (
-    PROVEN_FEASIBLE, PROVEN_INFEASIBLE, ExactSettings, ExactUnavailable, Term, _allowance,
-    _discretise_all, _iqrs, bounds_for_terms, irwin_hall_cells, sequence_terms)
-from deplbench.formulations.milp.backends import make_backend
+    PROVEN_FEASIBLE, PROVEN_INFEASIBLE, ExactSettings, ExactUnavailable, Term, fft_allowance,
+    discretise_all, term_iqrs, bounds_for_terms, irwin_hall_cells, sequence_terms)
+from deplbench.formulations.milp.routes import make_backend
 from deplbench.formulations.milp.bounds import Bounds
 from deplbench.formulations.milp.cutloop import cut_loop
 from deplbench.formulations.milp.data import Data
@@ -119,7 +120,7 @@ class _Lattice:
         self.det_jump = [sw.jump.is_deterministic for sw in instance.switches]
         flat = [t for row in terms for t in row] + jumps
         rnd = [t for t, det in zip(flat, list(self.det_run.ravel()) + self.det_jump) if not det]
-        self.scale = math.sqrt(np.median(np.square(_iqrs(rnd))) * k_max) if rnd else 1.0
+        self.scale = math.sqrt(np.median(np.square(term_iqrs(rnd))) * k_max) if rnd else 1.0
         self.h = h = self.scale / STEPS_PER_SPREAD
         self.n_max = k_max + M
         # tail budget: half to the ≤ k_max run terms, half to the ≤ M − 1 jumps of a
@@ -134,7 +135,7 @@ class _Lattice:
         dets = list(self.det_run.ravel()) + self.det_jump
         run_terms = [t for t, d in zip(shifted + flat[M:M * k_max], dets[:M * k_max]) if not d]
         jump_terms = [t for t, d in zip(jumps, self.det_jump) if not d]
-        it = iter(_discretise_all(run_terms, h, eps_run) + _discretise_all(jump_terms, h, eps_jump))
+        it = iter(discretise_all(run_terms, h, eps_run) + discretise_all(jump_terms, h, eps_jump))
         self.run = [[None if self.det_run[k, m] else next(it) for m in range(M)] for k in range(k_max)]
         self.jump = [None if d else next(it) for d in self.det_jump]
         widest = sum(max((c[1].size for c in row if c is not None), default=0) for row in self.run)
@@ -144,7 +145,7 @@ class _Lattice:
         self._omega = np.exp(2j * np.pi * np.arange(N) / N)
         self._k = np.arange(1, N // 2)
         self._inv = 1.0 / (self._omega[1:N // 2] - 1.0)
-        self.allowance = _allowance(N, self.n_max + 1, N) + 4 * (self.n_max + 3) * 1.2e-16 * (math.log(N) + 1)
+        self.allowance = fft_allowance(N, self.n_max + 1, N) + 4 * (self.n_max + 3) * 1.2e-16 * (math.log(N) + 1)
         self._ih: dict = {}
         self.run_spec = [[self._spec(c) for c in row] for row in self.run]
         self.jump_spec = [self._spec(c) for c in self.jump]
@@ -316,7 +317,10 @@ def _cheapest(data: Data, k_max: int, seqs, gap: float, deadline: float) -> Solv
     bounds = Bounds(k_min=1, k_max=k_max, bigm=None, incumbent=None, lam=data.lam_reference(1))
     model = EnumModel(data, bounds, seqs, counts)
     be, _ = make_backend(model, "highs", 1, 0, False, "highs")
-    return cut_loop(data, model, be, None, gap, deadline, {}, {}, time.perf_counter())
+    # The cut loop reads its stop from the deplbench.limits deadline scope.
+    left = deadline - time.perf_counter()
+    with limits.deadline(None if math.isinf(left) else max(left, 0.0)):
+        return cut_loop(data, model, be, None, gap, {}, {}, time.perf_counter())
 
 
 def solve_exact_static(instance, time_limit: float | None = 60.0, gap: float = 1e-4, rounds: int = 20,
@@ -342,7 +346,8 @@ def solve_exact_static(instance, time_limit: float | None = 60.0, gap: float = 1
     if not math.isfinite(fastest):
         return SolveResult(algorithm="milp-exact", status="infeasible",
                            message=f"no configuration fits Tmax = {data.T:g}")
-    k_max = data.K if fastest * data.K <= data.T else min(data.K, int(math.floor(data.T / fastest * (1 + 1e-12) + 1e-9)))
+    k_max = (data.K if fastest * data.K <= data.T
+             else min(data.K, int(math.floor(data.T / fastest * (1 + 1e-12) + 1e-9))))
     gamma = float(data.gam[0])
     try:
         prefixes, lat = enumerate_exact(instance, gamma, k_max, deadline, settings)
@@ -392,7 +397,8 @@ def solve_exact_static(instance, time_limit: float | None = 60.0, gap: float = 1
     diag["total_s"] = time.perf_counter() - t0
     status = "optimal" if ub is not None and ub - lb <= gap * ub else "feasible"
     if ub is None:
-        return SolveResult(algorithm="milp-exact", status="time_limit" if time.perf_counter() > deadline else "infeasible",
+        return SolveResult(algorithm="milp-exact",
+                           status="time_limit" if time.perf_counter() > deadline else "infeasible",
                            lower_bound=lb, diagnostics=diag,
                            message="no sequence proven feasible at this precision (the lower bound still holds)")
     return SolveResult(algorithm="milp-exact", status=status, plan=res_up.plan, cost=ub, lower_bound=min(lb, ub),

@@ -188,7 +188,7 @@ def sequence_terms(instance, models, gammas) -> tuple[float, list[Term]]:
     terms: list[Term] = []
     if models.size:
         coef = -gammas * instance.run_scale_for(models.size)[np.arange(models.size), models]
-        for k, (m, a) in enumerate(zip(models.tolist(), coef.tolist())):
+        for m, a in zip(models.tolist(), coef.tolist()):
             const = _add(terms, const, instance.models[m].improvement, a, 0.0)
         for k in range(1, models.size):
             if models[k] != models[k - 1]:
@@ -239,7 +239,7 @@ def _cells(jl: int, ju: int, h: float, term: Term, cdf, sf, dens):
     return jl - 1, lo, jl, up, above, w + 1
 
 
-def _discretise_all(terms: list[Term], h: float, eps: float) -> list:
+def discretise_all(terms: list[Term], h: float, eps: float) -> list:
     """:func:`_cells` of every term, with one library call per distinct law
     (the laws are shared by every epoch of a model: batching is the speed)."""
     out: list = [None] * len(terms)
@@ -299,7 +299,7 @@ def _convolve(vectors: list[np.ndarray]) -> tuple[np.ndarray, int]:
     return np.clip(out, 0.0, None), N
 
 
-def _allowance(N: int, n: int, cells: int) -> float:
+def fft_allowance(N: int, n: int, cells: int) -> float:
     """Round-off charged to a tail sum (module docstring, "Numerical error")."""
     lg = math.log2(max(N, 2))
     return 2.0 * math.sqrt(N) * (n + 1) * (5 * lg + 2) * _U + _CDF_ERROR * 2 * cells
@@ -338,7 +338,7 @@ def _grid(const: float, terms: list[Term], loss_max: float, h: float, eps: float
     phi = T / h - tau
     terms = [Term(terms[0].dist, terms[0].a, terms[0].b - phi * h)] + terms[1:]
     los, ups, off_lo, off_up, keep, cells = [], [], 0, 0, 1.0, 0
-    for o_lo, lo, o_up, up, above, w in _discretise_all(terms, h, eps):
+    for o_lo, lo, o_up, up, above, w in discretise_all(terms, h, eps):
         los.append(lo)
         ups.append(up)
         off_lo += o_lo
@@ -351,7 +351,7 @@ def _grid(const: float, terms: list[Term], loss_max: float, h: float, eps: float
     up_sum, N2 = _convolve(ups + [ih])
     surv_lo = np.cumsum(lo_sum[::-1])[::-1]
     surv_up = np.cumsum(up_sum[::-1])[::-1]
-    allowance = _allowance(max(N1, N2), n + 1, cells)
+    allowance = fft_allowance(max(N1, N2), n + 1, cells)
     return _Grid(h, tau, const + phi * h, off_lo, surv_lo, off_up, surv_up, 1.0 - keep, allowance,
                  max(N1, N2))
 
@@ -385,7 +385,7 @@ def bounds_for_terms(const: float, terms: list[Term], loss_max: float, omega: fl
     if not terms:
         p = 1.0 if const > loss_max + tol else 0.0
         return ViolationBounds(p, p, const, const, _verdict(p, p, risk), risk)
-    scale = math.sqrt(sum(s * s for s in _iqrs(terms))) or 1.0
+    scale = math.sqrt(sum(s * s for s in term_iqrs(terms))) or 1.0
     eps = settings.tail / (2.0 * len(terms))
     h = scale / 64.0
     cells = _cells_estimate(terms, h, eps)
@@ -413,7 +413,7 @@ def bounds_for_terms(const: float, terms: list[Term], loss_max: float, omega: fl
                            allowance=g.allowance, exhausted=exhausted)
 
 
-def _iqrs(terms: list[Term]) -> list[float]:
+def term_iqrs(terms: list[Term]) -> list[float]:
     """Interquartile range of every term, with one ppf call per distinct law
     (freezing a SciPy distribution costs milliseconds)."""
     q: dict = {}
@@ -494,5 +494,6 @@ def plan_violation_bounds(instance, plan, settings: ExactSettings = ExactSetting
 
 
 __all__ = ["ExactSettings", "ExactUnavailable", "ViolationBounds", "Term", "sequence_terms", "violation_bounds",
-           "plan_violation_bounds", "bounds_for_terms", "irwin_hall_cells",
+           "plan_violation_bounds", "bounds_for_terms", "irwin_hall_cells", "fft_allowance", "discretise_all",
+           "term_iqrs",
            "PROVEN_FEASIBLE", "PROVEN_INFEASIBLE", "UNDECIDED"]

@@ -182,4 +182,5 @@ class ScenarioSampler:
         return self._draw(int(n_scenarios), OUT_OF_SAMPLE)
 
 
-__all__ = ["Scenarios", "ScenarioSampler", "allowed_violations", "thin_sample_note", "quantile_rank", "IN_SAMPLE", "OUT_OF_SAMPLE"]
+__all__ = ["Scenarios", "ScenarioSampler", "allowed_violations", "thin_sample_note", "quantile_rank", "IN_SAMPLE",
+           "OUT_OF_SAMPLE"]

@@ -35,7 +35,15 @@ import math
 import numpy as np
 import pandas as pd
 
-from deplbench.reports.figures import COST_AXIS, _figure, add_legend
+from deplbench.reports.claims_common import (
+    FAILS,
+    HOLDS,
+    MATCH_MEDIAN_GAP,
+    MATCH_P90_GAP,
+    UNMEASURED,
+    claim_row,
+)
+from deplbench.reports.figures import COST_AXIS, add_legend, new_figure
 from deplbench.reports.styles import info_for, ordered
 
 ADAPTIVE = "adaptive"
@@ -127,7 +135,7 @@ def frontier_figure(df: pd.DataFrame, matched: pd.DataFrame, styles, scale: floa
     keys = (df[df["instance_key"].isin(list(adap)) & (df["reference"] == ADAPTIVE)]
             .sort_values(["loss_max"])[["instance_key", "loss_max"]].drop_duplicates("instance_key"))
     n = len(keys)
-    fig, axes = _figure(ncols=min(n, 3), nrows=math.ceil(n / 3), scale=scale)
+    fig, axes = new_figure(ncols=min(n, 3), nrows=math.ceil(n / 3), scale=scale)
     axs = np.ravel(axes)
     for ax, (_, kr) in zip(axs, keys.iterrows()):
         a = adap[kr["instance_key"]]
@@ -162,7 +170,45 @@ def pact_matched(df: pd.DataFrame, pact: str = "pact") -> pd.DataFrame:
     return t[(t["series"] == "policy") & (t["algorithm"].map(solver) == pact)].reset_index(drop=True)
 
 
-__all__ = [
+def pact_adaptive_claim(df: pd.DataFrame, says: str, pact_claim: str) -> dict:
+    """PACT Fig. 6 re-judged against the adaptive optimum at matched risk.
+
+    PACT's "optimum" is, in its text, found with the true loss evolution
+    (an orchestrator knowing each run's losses in advance): no policy can
+    attain it. The implementable reference is the best closed-loop policy
+    with P(success) ≥ ω, bracketed by adaptive-opt. Holds when closed-loop
+    PACT is within the "virtually matches" thresholds of the proven bound
+    at its own success level (ratio_own − 1: median ≤ 2 %, 90th pct ≤ 5 %);
+    does not hold when it is dearer than the certified adaptive policy at ω
+    by more than those thresholds; otherwise the bracket is too wide to say.
+    """
+    claim = (pact_claim + " — against the adaptive optimum (the best policy that observes the loss, "
+             "P(success) ≥ ω; matched risk)")
+    evidence = "tables matched_risk, price_of_adaptivity; figure adaptive_frontier"
+    t = pact_matched(df)
+    if t.empty:
+        return claim_row(claim, "PACT paper §VI-C", says, "no target with both closed-loop PACT and an adaptive-opt "
+                    "bracket on the same instance (quick.toml runs both on the PACT set)", UNMEASURED, evidence)
+    own = t["ratio_own"].to_numpy(float) - 1.0
+    hi = t["ratio_omega_low"].to_numpy(float) - 1.0        # PACT vs the certified adaptive policy
+    nums = "; ".join(f"ℓmax {lm:g}: PACT {c:.1f} at P(success) {p:.4f}, optimum ≥ {lb:.1f} there "
+                     f"({100 * o:+.1f} %), certified policy {ub:.1f} at ω ({100 * h:+.1f} %)"
+                     for lm, c, p, lb, o, ub, h in zip(t["loss_max"], t["cost_mean"], t["p_success"],
+                                                     t["lb_own"], own, t["ub_omega"], hi))
+    if np.isfinite(own).all() and np.median(own) <= MATCH_MEDIAN_GAP and np.quantile(own, 0.9) <= MATCH_P90_GAP:
+        verdict, why = HOLDS, "within the thresholds of the proven bound"
+    elif np.median(hi) > MATCH_MEDIAN_GAP or np.quantile(hi, 0.9) > MATCH_P90_GAP:
+        verdict, why = FAILS, "dearer than a certified adaptive policy beyond the thresholds"
+    else:
+        verdict, why = UNMEASURED, "the adaptive bracket is too wide to decide"
+    return claim_row(claim, "PACT paper §VI-C", says + ". The paper's 'optimum' is found with the true loss "
+                "evolution (known in advance), which no policy can attain; here the reference is the best "
+                "implementable closed-loop policy at the same risk",
+                f"closed-loop PACT vs the adaptive optimum: {nums} → {why}", verdict, evidence)
+
+
+
+__all__ = ["pact_adaptive_claim",
     "MATCHED_COLUMNS",
     "PRICE_COLUMNS",
     "adaptive_rows",

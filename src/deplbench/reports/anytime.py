@@ -31,7 +31,7 @@ import numpy as np
 import pandas as pd
 
 from deplbench.reports.elements import Section, Table
-from deplbench.reports.figures import new_figure, add_legend
+from deplbench.reports.figures import add_legend, new_figure
 from deplbench.reports.styles import ordered
 
 #: Columns of the per-event frame :func:`anytime_events`.
@@ -124,7 +124,7 @@ def integral_table(events: pd.DataFrame) -> pd.DataFrame:
         return pd.DataFrame(columns=INTEGRAL_COLUMNS)
     best = events.dropna(subset=["incumbent"]).groupby("problem")["incumbent"].min().to_dict()
     per_run = []
-    for run, g in events.groupby("run", sort=False):
+    for _run, g in events.groupby("run", sort=False):
         g = g.sort_values("t", kind="stable")
         x_star = best.get(g["problem"].iloc[0])
         incs = [None if pd.isna(v) else v for v in g["incumbent"]]

@@ -15,6 +15,7 @@ import math
 import numpy as np
 import pandas as pd
 
+from deplbench.reports.adaptive import pact_adaptive_claim
 from deplbench.reports.claims_common import (  # noqa: F401 (re-exported)
     BEST_EXP,
     BEST_EXP_SAVING,
@@ -30,10 +31,10 @@ from deplbench.reports.claims_common import (  # noqa: F401 (re-exported)
     UNDECIDED,
     UNMEASURED,
     VERDICTS,
+    claim_row,
+    finite_num,
     fmt_fit,
     judgeable,
-    finite_num,
-    claim_row,
     paper_depl,
     submodularity_record,
 )
@@ -502,7 +503,7 @@ def pact_claims(df: pd.DataFrame) -> list[dict]:
     """PACT Sec. VI-C / Fig. 6 (left), judged three times: on PACT as its paper
     runs it (closed loop, against the other plans run to their end as PACT's
     benchmarks are), on PACT's static plan (open loop), and closed-loop PACT
-    against the adaptive optimum at matched risk (:func:`_pact_adaptive_row`)."""
+    against the adaptive optimum at matched risk (:func:`~deplbench.reports.adaptive.pact_adaptive_claim`)."""
     from deplbench.reports.closed_loop import PACT_SET, pact_comparison
 
     says = ("PACT outperforms the alternative solutions, and closely matches the optimum "
@@ -513,7 +514,7 @@ def pact_claims(df: pd.DataFrame) -> list[dict]:
         msg = f"no plan on the {PACT_SET} instance set (a sweep with its PACT group, e.g. quick.toml)"
         return [claim_row(PACT_CLAIM + " (closed loop)", "PACT paper §VI-C", says, msg, UNMEASURED, evidence),
                 claim_row(PACT_CLAIM + " (open loop)", "PACT paper §VI-C", says, msg, UNMEASURED, evidence),
-                _pact_adaptive_row(df, says)]
+                pact_adaptive_claim(df, says, PACT_CLAIM)]
     v_cl, txt_cl = _pact_verdict(comp, "pact_closed", "pact_closed_sem")
     if v_cl != UNMEASURED:
         fair = comp[comp["pact_closed"].notna() & comp["optimum_stopped"].notna()]
@@ -537,46 +538,7 @@ def pact_claims(df: pd.DataFrame) -> list[dict]:
             claim_row(PACT_CLAIM + " — open loop (PACT's static plan, re-planned from robust "
                  "predictions; rests on the static evaluation)", "PACT paper §VI-C", says,
                  "static plan costs: " + txt_ol, v_ol, evidence),
-            _pact_adaptive_row(df, says)]
-
-
-def _pact_adaptive_row(df: pd.DataFrame, says: str) -> dict:
-    """PACT Fig. 6 re-judged against the adaptive optimum at matched risk.
-
-    PACT's "optimum" is, in its text, found with the true loss evolution
-    (an orchestrator knowing each run's losses in advance): no policy can
-    attain it. The implementable reference is the best closed-loop policy
-    with P(success) ≥ ω, bracketed by adaptive-opt. Holds when closed-loop
-    PACT is within the "virtually matches" thresholds of the proven bound
-    at its own success level (ratio_own − 1: median ≤ 2 %, 90th pct ≤ 5 %);
-    does not hold when it is dearer than the certified adaptive policy at ω
-    by more than those thresholds; otherwise the bracket is too wide to say.
-    """
-    from deplbench.reports.adaptive import pact_matched
-
-    claim = (PACT_CLAIM + " — against the adaptive optimum (the best policy that observes the loss, "
-             "P(success) ≥ ω; matched risk)")
-    evidence = "tables matched_risk, price_of_adaptivity; figure adaptive_frontier"
-    t = pact_matched(df)
-    if t.empty:
-        return claim_row(claim, "PACT paper §VI-C", says, "no target with both closed-loop PACT and an adaptive-opt "
-                    "bracket on the same instance (quick.toml runs both on the PACT set)", UNMEASURED, evidence)
-    own = t["ratio_own"].to_numpy(float) - 1.0
-    hi = t["ratio_omega_low"].to_numpy(float) - 1.0        # PACT vs the certified adaptive policy
-    nums = "; ".join(f"ℓmax {lm:g}: PACT {c:.1f} at P(success) {p:.4f}, optimum ≥ {lb:.1f} there "
-                     f"({100 * o:+.1f} %), certified policy {ub:.1f} at ω ({100 * h:+.1f} %)"
-                     for lm, c, p, lb, o, ub, h in zip(t["loss_max"], t["cost_mean"], t["p_success"],
-                                                     t["lb_own"], own, t["ub_omega"], hi))
-    if np.isfinite(own).all() and np.median(own) <= MATCH_MEDIAN_GAP and np.quantile(own, 0.9) <= MATCH_P90_GAP:
-        verdict, why = HOLDS, "within the thresholds of the proven bound"
-    elif np.median(hi) > MATCH_MEDIAN_GAP or np.quantile(hi, 0.9) > MATCH_P90_GAP:
-        verdict, why = FAILS, "dearer than a certified adaptive policy beyond the thresholds"
-    else:
-        verdict, why = UNMEASURED, "the adaptive bracket is too wide to decide"
-    return claim_row(claim, "PACT paper §VI-C", says + ". The paper's 'optimum' is found with the true loss "
-                "evolution (known in advance), which no policy can attain; here the reference is the best "
-                "implementable closed-loop policy at the same risk",
-                f"closed-loop PACT vs the adaptive optimum: {nums} → {why}", verdict, evidence)
+            pact_adaptive_claim(df, says, PACT_CLAIM)]
 
 
 def audit(df: pd.DataFrame, ratios: pd.DataFrame, fits: pd.DataFrame) -> pd.DataFrame:

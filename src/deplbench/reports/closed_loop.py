@@ -230,8 +230,13 @@ def section_closed_loop(ctx) -> Section:
 
 def _adaptive_part(s: Section, ctx) -> None:
     """Matched risk against the adaptive optimum (reports/adaptive.py)."""
-    from deplbench.reports.adaptive import (MATCHED_COLUMNS, PRICE_COLUMNS, frontier_figure,
-                                            matched_risk_table, price_of_adaptivity)
+    from deplbench.reports.adaptive import (
+        MATCHED_COLUMNS,
+        PRICE_COLUMNS,
+        frontier_figure,
+        matched_risk_table,
+        price_of_adaptivity,
+    )
 
     m = matched_risk_table(ctx.df)
     s.add(Table("matched_risk", "Matched risk: every policy and stopped plan against the adaptive optimum",

@@ -22,11 +22,11 @@ from deplbench.reports import complexity as cx
 from deplbench.reports import figures as figs
 from deplbench.reports import solvers as solvers_mod
 from deplbench.reports import tables as tabs
-from deplbench.reports.closed_loop import section_closed_loop
 from deplbench.reports.anytime import section_anytime
-from deplbench.reports.repetitions import section_timing
+from deplbench.reports.closed_loop import section_closed_loop
 from deplbench.reports.data import PAPER_SETS, SIZE_PARAMETERS, ReportData
 from deplbench.reports.elements import Figure, Section, Table
+from deplbench.reports.repetitions import section_timing
 from deplbench.reports.stats import optimum_per_instance, reference_config, reference_labels
 from deplbench.reports.styles import SeriesInfo
 

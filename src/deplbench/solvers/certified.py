@@ -322,7 +322,8 @@ def _stage_two(run: _Run, upper: dict | None, judged: list, width1: float | None
     chosen = select_for_refinement(judged + screened, upper["value"] if upper else None, run.alpha,
                                    s.refine_validation, beta_u2, s.refine_candidates)
     judged2, upper2 = judge(run.mapper, run.data, [_unjudged(c) for c in chosen], s.refine_validation,
-                            run.validation_seed + 1, beta_u2, run.exact, "stage 2", run.tests_end) if chosen else ([], None)
+                            run.validation_seed + 1, beta_u2, run.exact, "stage 2",
+                            run.tests_end) if chosen else ([], None)
     run.timing["validation"] += time.perf_counter() - t0
     if upper2 is not None and (upper is None or upper2["value"] < upper["value"]):
         upper = upper2

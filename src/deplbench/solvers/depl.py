@@ -202,4 +202,4 @@ class DepL(Solver):
         return res
 
 
-__all__ = ["CALIBRATION_STEPS", "DepL", "check_seed", "most_capable_cluster"]
+__all__ = ["CALIBRATION_STEPS", "PROVEN_FALLBACKS", "DepL", "check_seed", "most_capable_cluster"]

@@ -120,10 +120,10 @@ def _descend(key, judge: _Judge):
         moves = []
         for i in range(len(lengths)):
             if lengths[i] > 1:
-                moves.append([l - (j == i) for j, l in enumerate(lengths)])
+                moves.append([n - (j == i) for j, n in enumerate(lengths)])
             for j in range(len(lengths)):
                 if i != j and lengths[i] > 1:
-                    moves.append([l - (k == i) + (k == j) for k, l in enumerate(lengths)])
+                    moves.append([n - (k == i) + (k == j) for k, n in enumerate(lengths)])
         scored = sorted((judge.cost(tuple(np.repeat(models, mv).tolist()))[0], tuple(np.repeat(models, mv).tolist()))
                         for mv in moves)
         step = next((k for c, k in scored if c < base * (1 - 1e-9) and judge.proven(k)), None)

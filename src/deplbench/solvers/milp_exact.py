@@ -14,10 +14,12 @@ negative improvements: the DepL and PACT paper sets); elsewhere
 
 Examples
 --------
->>> from deplbench.solvers.base import solve                      # doctest: +SKIP
->>> res = solve(instance, "milp-exact")                                # doctest: +SKIP
->>> res.lower_bound <= res.cost                                        # doctest: +SKIP
-True
+>>> from deplbench.instances.generators import generate
+>>> from deplbench.solvers.run import solve
+>>> tiny = generate("scaling", n_models=2, n_clusters=1, horizon=4, seed=1)
+>>> res = solve(tiny, "milp-exact", eval_samples=1000)
+>>> res.status, res.lower_bound <= res.cost, res.evaluation["exact_verdict"]
+('optimal', True, 'proven feasible')
 """
 
 from __future__ import annotations

@@ -23,7 +23,8 @@ from deplbench.benchmarks.library.solu import SoluEntry, SoluError, agrees, read
 from deplbench.benchmarks.library.table import format_check, write_tables
 from deplbench.benchmarks.library.verify import read_sol, verify_solution
 
-__all__ = ["KINDS", "TRUTH", "read_sol", "verify_solution", "MANIFEST", "SOLU", "build_library", "library_files", "ENTRIES", "LIBRARY_VERSION", "SIZES",
+__all__ = ["KINDS", "TRUTH", "read_sol", "verify_solution", "MANIFEST", "SOLU", "build_library", "library_files",
+           "ENTRIES", "LIBRARY_VERSION", "SIZES",
            "LibraryEntry", "entries", "SHIFT_S", "check_library", "shifted_geomean", "summarise",
            "MPS_SOLVERS", "MpsOutcome", "solve_mps", "SoluEntry", "SoluError", "agrees", "read_solu",
            "write_solu", "format_check", "write_tables"]

@@ -146,7 +146,8 @@ def _violations(model, kind: str, x: np.ndarray) -> list[tuple[float, str]]:
         rhs = x[c["cost"]] * x[c["time"]]
         tol = FEAS_TOL * np.maximum(1.0, np.maximum(np.abs(lhs), np.abs(rhs)))
         for k in np.flatnonzero(lhs - rhs > tol):
-            out.append((lhs[k] - rhs[k], f"row cone_{c['name'][k]}: a·N² = {float(lhs[k])!r} > cc·t = {float(rhs[k])!r}"))
+            out.append((lhs[k] - rhs[k],
+                        f"row cone_{c['name'][k]}: a·N² = {float(lhs[k])!r} > cc·t = {float(rhs[k])!r}"))
     # largest first within each kind (bounds, integrality, rows): no kind hides another
     kind_of = {"bound": 0, "integrality": 1}
     out.sort(key=lambda v: (kind_of.get(v[1].split(":")[0], 2), -v[0]))
