@@ -190,13 +190,13 @@ def build_saa_model(instance, scenarios: int, seed: int = 0, formulation: str = 
     if not rows:
         raise NoSaaModel(why)
     want = rows[0].incumbent or data.badly_scaled()
-    bounds = structural_bounds(data, math.inf, tight=want, bigm=False,
+    bounds = structural_bounds(data, tight=want, bigm=False,
                                 heuristic_budget=math.inf if want else 0.0)
     if bounds.infeasible:
         raise NoSaaModel(bounds.infeasible, "infeasible")
     if bounds.incumbent is not None:
         data.prune_dearer_than(bounds.incumbent.cost)
-    ctx = catalog.BuildContext(data, bounds, math.inf, MEMORY_LIMIT_GIB * 2**30)
+    ctx = catalog.BuildContext(data, bounds, MEMORY_LIMIT_GIB * 2**30)
     for spec in rows:
         model = spec.build(ctx)
         if isinstance(model, Verdict):
