@@ -44,7 +44,7 @@ def test_help_and_version_import_no_numerical_library(argv):
     assert not imported & {*HEAVY, "numpy"}, sorted(imported & {*HEAVY, "numpy"})
 
 
-@pytest.mark.parametrize("command", ["validate", "algorithms", "run", "report", "simulate", "library"])
+@pytest.mark.parametrize("command", ["validate", "algorithms", "run", "report", "simulate", "library", "certify"])
 def test_a_command_s_help_imports_no_heavy_package(command):
     imported = _imported([command, "--help"])
     assert "deplbench" in imported
