@@ -44,11 +44,20 @@ def test_help_and_version_import_no_numerical_library(argv):
     assert not imported & {*HEAVY, "numpy"}, sorted(imported & {*HEAVY, "numpy"})
 
 
-@pytest.mark.parametrize("command", ["validate", "algorithms", "run", "report", "simulate", "library"])
+@pytest.mark.parametrize("command", ["validate", "algorithms", "run", "report", "simulate", "library", "certify"])
 def test_a_command_s_help_imports_no_heavy_package(command):
     imported = _imported([command, "--help"])
     assert "deplbench" in imported
     assert not imported & set(HEAVY), sorted(imported & set(HEAVY))
+
+
+@pytest.mark.parametrize("argv", [["algorithms"], ["algorithms", "--solvers"], ["solve", "--help"]])
+def test_algorithms_imports_no_numerical_library(argv):
+    """The built-ins come from solvers/catalog.json and the MILP solvers are
+    looked up, not imported (``--check`` imports them)."""
+    imported = _imported(argv)
+    assert {"deplbench", "json"} <= imported
+    assert not imported & {*HEAVY, "numpy"}, sorted(imported & {*HEAVY, "numpy"})
 
 
 def test_validate_imports_only_numpy_and_pydantic(tmp_path):

@@ -27,9 +27,11 @@ from deplbench.formulations.milp.peers import (
     available_solvers,
     check_solver,
     known_solvers,
+    lookup,
     pyomo_family,
     solver_table,
 )
+from deplbench.formulations.peer_lookup import PYOMO_NEEDS, lookup_table
 from deplbench.formulations.milp.pyomo_peer import PyomoPeerBackend
 from deplbench.instances.generators import generate
 from deplbench.solvers.brute_force import search as brute_force_search
@@ -69,6 +71,35 @@ def test_appsi_highs_is_available_wherever_the_lock_is_installed():
     table = {r["name"]: r for r in solver_table()}
     assert table["highs"]["available"] and table["pyomo:appsi_highs"]["available"]
     assert all(("version" in r) == r["available"] and ("reason" in r) != r["available"] for r in table.values())
+
+
+def test_lookup_agrees_with_asking_each_solver():
+    """The quick look-up (no import, nothing run) and the full test agree on
+    this machine, for every name (CI runs this with and without CBC)."""
+    assert set(PYOMO_NEEDS) == {n for spec in PYOMO_FAMILIES.values() for n in spec["names"]}
+    quick = {r["name"]: r["available"] for r in lookup_table()}
+    full = {r["name"]: r["available"] for r in solver_table()}
+    assert quick == full
+    assert all(not r["checked"] for r in lookup_table()) and all(r["checked"] for r in solver_table())
+
+
+def test_lookup_finds_what_each_name_needs_on_path(tmp_path, monkeypatch):
+    monkeypatch.setenv("PATH", str(tmp_path))
+    ok, why = lookup("pyomo:cbc")
+    assert not ok and why == "needs executable cbc on PATH"
+    assert lookup("pyomo:scip") == (False, "needs executable scip on PATH or executable scipampl on PATH")
+    exe = tmp_path / "cbc"
+    exe.write_text("#!/bin/sh\nexit 1\n")
+    exe.chmod(0o755)
+    ok, what = lookup("pyomo:cbc")
+    assert ok and what.startswith("pyomo ") and what.endswith(str(exe))   # found, not run (it would fail)
+    assert lookup("pyomo:appsi_cbc")[0] and not lookup("pyomo:glpk")[0]
+    assert lookup("pyomo:appsi_highs")[0]                                  # a package, not a PATH entry
+
+
+@pytest.mark.parametrize("name", ["gurobi", "pyomo:nosuchsolver", "pyomo:bad name", "", 3])
+def test_lookup_refuses_unknown_names_as_the_full_test_does(name):
+    assert lookup(name) == availability(name) and not lookup(name)[0]
 
 
 @pytest.mark.parametrize("name,match", [
@@ -293,6 +324,12 @@ def test_cli_lists_solvers_and_availability(capsys):
     rows = {r["name"]: r for r in json.loads(capsys.readouterr().out)}
     assert rows["pyomo:appsi_highs"]["available"] and rows["highs"]["available"]
     assert rows["scip"]["available"] == (availability("scip")[0])
+    assert not any(r["checked"] for r in rows.values())        # looked up, not asked
+    assert cli_main(["algorithms", "--solvers", "--check", "--json"]) == 0
+    checked = {r["name"]: r for r in json.loads(capsys.readouterr().out)}
+    assert list(checked) == list(rows) and all(r["checked"] for r in checked.values())
+    assert checked["pyomo:appsi_highs"]["version"].startswith("pyomo 6") and "appsi_highs" in \
+        checked["pyomo:appsi_highs"]["version"]
     assert cli_main(["algorithms"]) == 0
     # Words, not lines: where the text wraps depends on which solvers are
     # installed (the reasons differ) and must not decide the test.

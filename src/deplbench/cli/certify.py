@@ -130,7 +130,8 @@ def _print_text(b: dict) -> None:
 
 def register(subparsers) -> None:
     """Add ``certify`` to the ``deplbench`` command."""
-    from deplbench.solvers.certified import (
+    # the settings module, not solvers.certified: --help must not import scipy
+    from deplbench.solvers.certified_settings import (
         DEFAULT_CONFIDENCE,
         DEFAULT_GRID_SEEDS,
         DEFAULT_REFINE_CANDIDATES,

@@ -10,7 +10,6 @@ import textwrap
 
 from deplbench.cli.messages import os_error_message
 from deplbench.errors import SolverError
-from deplbench.jsonio import print_json
 
 #: Dedicated flags of ``solve`` → solver parameter names (issue 3's CLI).
 _FLAG_PARAMS = {
@@ -60,6 +59,7 @@ def parse_kv(items: list[str]) -> dict[str, str]:
 
 def _cmd_solve(args) -> int:
     from deplbench.instances.model import load_instance
+    from deplbench.jsonio import print_json
     from deplbench.solvers.registry import get_solver
     from deplbench.solvers.run import solve
 
@@ -129,14 +129,26 @@ def solver_used(result) -> str:
     return f"  (solver {diag['solver']}" + (f", {version})" if version else ")")
 
 
-def _solver_lines() -> list[str]:
-    """The MILP solvers (``--solver``) and whether each runs here."""
-    from deplbench.formulations.milp.peers import solver_table
+def _solver_table(check: bool) -> list[dict]:
+    """The MILP solvers: looked up without importing any (default) or each asked (``--check``)."""
+    if check:
+        from deplbench.formulations.milp.peers import solver_table
 
+        return solver_table()
+    from deplbench.formulations.peer_lookup import lookup_table
+
+    return lookup_table()
+
+
+def _solver_lines(check: bool = False) -> list[str]:
+    """The MILP solvers (``--solver``) and whether each is here (found, or checked with ``check``)."""
+    how = ("each asked to start (--check)" if check else
+           "found = what it needs is installed, looked up without running it; --check asks each")
     lines = textwrap.wrap("MILP solvers (--solver NAME or --param solver=NAME, for exact algorithms with a "
-                          "`solver` parameter; docs/library.md):", 78)
-    for row in solver_table():
-        what = f"available: {row['version']}" if row["available"] else f"unavailable: {row['reason']}"
+                          f"`solver` parameter; docs/library.md; {how}):", 78)
+    yes, no = ("available", "unavailable") if check else ("found", "not found")
+    for row in _solver_table(check):
+        what = f"{yes}: {row['version']}" if row["available"] else f"{no}: {row['reason']}"
         if row.get("note"):
             what += f" ({row['note']})"
         lines += textwrap.wrap(what, 78, initial_indent=f"  {row['name']:<24} ", subsequent_indent=" " * 27)
@@ -144,18 +156,20 @@ def _solver_lines() -> list[str]:
 
 
 def _cmd_algorithms(args) -> int:
-    from deplbench.formulations.milp.peers import solver_table
-    from deplbench.solvers.registry import all_solver_info, problems
+    from deplbench.solvers.catalog import all_info
+    from deplbench.solvers.registry import problems
 
-    rows = all_solver_info(include_unavailable=True)
-    if args.json:
-        if args.solvers:
-            print_json(solver_table(), indent=2)
-        else:
-            print_json(rows, indent=2)
-        return 0
+    if args.json:   # numpy (for numpy values a plugin's metadata might hold): only when JSON is asked for
+        from deplbench.jsonio import print_json
     if args.solvers:
-        print("\n".join(_solver_lines()))
+        if args.json:
+            print_json(_solver_table(args.check), indent=2)
+        else:
+            print("\n".join(_solver_lines(args.check)))
+        return 0
+    rows = all_info(include_unavailable=True)
+    if args.json:
+        print_json(rows, indent=2)
         return 0
     for row in rows:
         origin = "" if row["source"]["kind"] == "builtin" else f"  [plugin: {row['source'].get('distribution')}]"
@@ -167,7 +181,7 @@ def _cmd_algorithms(args) -> int:
         for pname, p in row["parameters"].items():
             print(f"    {pname:<14} {p['type']:<6} default={p['default']!r:<10} {p['help']}")
     print()
-    print("\n".join(_solver_lines()))
+    print("\n".join(_solver_lines(args.check)))
     for problem in problems():
         print(f"warning: {problem}", file=sys.stderr)
     return 0
@@ -183,9 +197,9 @@ class _HelpWithAlgorithms(argparse.Action):
         super().__init__(option_strings, dest=dest, default=default, nargs=0, help=help)
 
     def __call__(self, parser, namespace, values, option_string=None):
-        from deplbench.solvers.registry import all_solver_info
+        from deplbench.solvers.catalog import all_info
 
-        rows = all_solver_info(include_unavailable=True)
+        rows = all_info(include_unavailable=True)
         for action in parser._actions:
             pname = _FLAG_PARAMS.get(action.dest)
             if pname is None:
@@ -273,4 +287,7 @@ def register(subparsers) -> None:
     a.add_argument("--json", action="store_true", help="print the list as one JSON array")
     a.add_argument("--solvers", action="store_true",
                    help="list only the MILP solvers (--solver) and which are available here")
+    a.add_argument("--check", action="store_true",
+                   help="ask each MILP solver whether it starts (imports Pyomo and the solvers, runs their "
+                        "executables: seconds) instead of looking up what it needs")
     a.set_defaults(func=_cmd_algorithms)

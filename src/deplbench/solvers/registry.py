@@ -34,10 +34,12 @@ from __future__ import annotations
 import functools
 import importlib
 from importlib import metadata
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from deplbench.errors import SolverError
-from deplbench.solvers.base import Solver
+
+if TYPE_CHECKING:   # imported where used: listing names must not load numpy and scipy
+    from deplbench.solvers.base import Solver
 
 #: The entry point group third-party packages register solvers in.
 ENTRY_POINT_GROUP = "deplbench.solvers"
@@ -132,6 +134,8 @@ def _load(name: str) -> type[Solver]:
 
 def _check_class(name: str, cls: Any) -> None:
     """A registered object must be a complete :class:`Solver` subclass named ``name``."""
+    from deplbench.solvers.base import Solver
+
     if not (isinstance(cls, type) and issubclass(cls, Solver)):
         raise SolverError(f"algorithm {name!r}: {cls!r} is not a subclass of deplbench.solvers.base.Solver")
     if cls.name != name:

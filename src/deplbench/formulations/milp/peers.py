@@ -27,6 +27,10 @@ Every solver runs the same cut loop (:mod:`.cutloop`), so the exactness
 contract holds for each: the plan is re-costed exactly (real x), the bound
 is the solver's proven dual bound, and ``optimal`` needs (UB − LB)/UB ≤ gap.
 A solver that reports no dual bound therefore never yields ``optimal``.
+
+The names and a look-up that imports nothing (``deplbench algorithms``
+without ``--check``) are in :mod:`deplbench.formulations.peer_lookup`;
+:func:`availability` here is the exact test, which asks the solver.
 """
 
 from __future__ import annotations
@@ -34,58 +38,20 @@ from __future__ import annotations
 import contextlib
 import functools
 import logging
-import re
 
 from deplbench.errors import SolverError
-
-#: Solvers with a backend of their own (matrices passed directly).
-DIRECT_SOLVERS = ("highs", "scip")
-#: Prefix of the solvers reached through Pyomo's SolverFactory.
-PYOMO_PREFIX = "pyomo:"
-
-#: Option names per solver family: relative gap, absolute gap, threads,
-#: random seed, node limit (None: the solver has no such option). The time
-#: limit goes through Pyomo's own ``timelimit`` argument, which every
-#: SolverFactory interface maps to the solver's option.
-PYOMO_FAMILIES: dict[str, dict] = {
-    "cbc": {"names": ("cbc", "appsi_cbc"),
-            "rel_gap": "ratioGap", "abs_gap": "allowableGap", "threads": "threads",
-            "seed": "randomCbcSeed", "nodes": "maxNodes"},
-    "glpk": {"names": ("glpk",),
-             "rel_gap": "mipgap", "abs_gap": None, "threads": None, "seed": None, "nodes": None},
-    "gurobi": {"names": ("gurobi", "gurobi_direct", "gurobi_persistent", "appsi_gurobi"),
-               "rel_gap": "MIPGap", "abs_gap": "MIPGapAbs", "threads": "Threads", "seed": "Seed",
-               "nodes": "NodeLimit"},
-    "cplex": {"names": ("cplex", "cplex_direct", "cplex_persistent", "appsi_cplex"),
-              "rel_gap": "mip_tolerances_mipgap", "abs_gap": "mip_tolerances_absmipgap",
-              "threads": "threads", "seed": "randomseed", "nodes": "mip_limits_nodes"},
-    "highs": {"names": ("appsi_highs", "highs"),
-              "rel_gap": "mip_rel_gap", "abs_gap": "mip_abs_gap", "threads": "threads",
-              "seed": "random_seed", "nodes": "mip_max_nodes"},
-    "scip": {"names": ("scip",),
-             "rel_gap": "limits/gap", "abs_gap": "limits/absgap", "threads": None,
-             "seed": "randomization/randomseedshift", "nodes": "limits/nodes"},
-}
-
-_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
-
-#: SolverFactory interfaces known to report no dual bound (Pyomo 6.10's
-#: appsi_cbc returns -inf): they run, but the cut loop can never prove
-#: ``optimal`` with them (said in listings; enforced by the bound itself).
-NO_DUAL_BOUND = frozenset({"appsi_cbc"})
-
-
-def pyomo_family(name: str) -> str | None:
-    """The family of a SolverFactory name (``"appsi_highs"`` → ``"highs"``), or None."""
-    for family, spec in PYOMO_FAMILIES.items():
-        if name in spec["names"]:
-            return family
-    return None
-
-
-def known_solvers() -> list[str]:
-    """Every solver name deplbench knows how to drive (available here or not)."""
-    return [*DIRECT_SOLVERS, *(PYOMO_PREFIX + n for spec in PYOMO_FAMILIES.values() for n in spec["names"])]
+from deplbench.formulations.peer_lookup import (  # noqa: F401 - re-exported: the names live there
+    DIRECT_SOLVERS,
+    NO_DUAL_BOUND,
+    PYOMO_FAMILIES,
+    PYOMO_NEEDS,
+    PYOMO_PREFIX,
+    known_solvers,
+    lookup,
+    name_problem,
+    pyomo_family,
+    solver_row,
+)
 
 
 @contextlib.contextmanager
@@ -119,15 +85,10 @@ def availability(name: str) -> tuple[bool, str]:
         version = scip_version()
         return (True, version) if version else (False, "pyscipopt is not installed "
                                                        "(pip install 'deplbench[peers]')")
-    if not isinstance(name, str) or not name.startswith(PYOMO_PREFIX):
-        return False, f"unknown solver {name!r}"
+    problem = name_problem(name)
+    if problem is not None:
+        return False, problem
     inner = name[len(PYOMO_PREFIX):]
-    if not _NAME.match(inner):
-        return False, f"{name!r} is not a SolverFactory name"
-    if pyomo_family(inner) is None:
-        known = ", ".join(n for spec in PYOMO_FAMILIES.values() for n in spec["names"])
-        return False, (f"deplbench does not know the time-limit and gap options of {inner!r} "
-                       f"(known SolverFactory names: {known})")
     from deplbench.formulations.milp.backends import quiet_stdout
 
     try:
@@ -171,15 +132,10 @@ def solver_version(name: str) -> str | None:
 
 
 def solver_table() -> list[dict]:
-    """``[{"name", "available", "version" or "reason"}]`` for every known solver."""
-    rows = []
-    for name in known_solvers():
-        ok, text = availability(name)
-        row = {"name": name, "available": ok, ("version" if ok else "reason"): text}
-        if name[len(PYOMO_PREFIX):] in NO_DUAL_BOUND:
-            row["note"] = "reports no dual bound: its results are never 'optimal'"
-        rows.append(row)
-    return rows
+    """:func:`~deplbench.formulations.peer_lookup.solver_row` of every known solver,
+    each asked by :func:`availability` (``checked`` True; the quick form without
+    imports is :func:`~deplbench.formulations.peer_lookup.lookup_table`)."""
+    return [solver_row(name, *availability(name), checked=True) for name in known_solvers()]
 
 
 def available_solvers() -> list[str]:
@@ -226,6 +182,6 @@ def check_solver(name, option: str = "solver", formulation: str | None = None,
                           f"(available here: {', '.join(available_solvers())})")
 
 
-__all__ = ["DIRECT_SOLVERS", "PYOMO_PREFIX", "PYOMO_FAMILIES", "NO_DUAL_BOUND", "pyomo_family", "known_solvers",
-           "availability",
+__all__ = ["DIRECT_SOLVERS", "PYOMO_PREFIX", "PYOMO_FAMILIES", "PYOMO_NEEDS", "NO_DUAL_BOUND", "pyomo_family",
+           "known_solvers", "lookup", "name_problem", "solver_row", "availability",
            "solver_version", "solver_table", "available_solvers", "check_solver", "quiet_pyomo"]
