@@ -79,6 +79,7 @@ from typing import Any
 
 from deplbench import __version__
 from deplbench.benchmarks import solver_axis as _axis
+from deplbench.benchmarks.sweep_keys import keys as _keys
 from deplbench.benchmarks.validate import (
     check_evaluation,
     check_parameters,
@@ -91,11 +92,10 @@ from deplbench.benchmarks.validate import (
     require_str,
     require_table,
 )
-from deplbench.benchmarks.sweep_keys import keys as _keys
 from deplbench.benchmarks.validate import check_names as _check_names
 from deplbench.errors import SweepError
-from deplbench.limits import MAX_SWEEP_TASKS, check_file_size
 from deplbench.jsonio import canonical_json  # noqa: F401 - re-exported: part of this module's API
+from deplbench.limits import MAX_SWEEP_TASKS, check_file_size
 
 #: Directory of the sweeps shipped with the package (``deplbench run quick``).
 PACKAGED_SWEEPS = Path(__file__).resolve().parent / "sweeps"
@@ -272,8 +272,8 @@ def select(sweep: Sweep, algorithms: list[str] | None = None,
     SweepError
         A pattern that matches nothing, naming the option and what exists.
     """
-    from fnmatch import fnmatchcase
     from dataclasses import replace
+    from fnmatch import fnmatchcase
 
     def keep(items, patterns, fields, flag):
         if not patterns:
@@ -578,7 +578,8 @@ def _parse_instance_group(entry: Any, where: str, base_dir: Path) -> InstanceGro
         raise SweepError(f"{where}.seeds: duplicate seeds")
     targets = _parse_targets(entry.get("targets", {}), f"{where}.targets")
 
-    path, paths = None, ()
+    path: str | None = None
+    paths: tuple[str, ...] = ()
     family = entry.get("family", "file")
     if has_path:
         require_str(entry["path"], f"{where}.path")
@@ -610,7 +611,7 @@ def _parse_instance_group(entry: Any, where: str, base_dir: Path) -> InstanceGro
 _GLOB_CHARS = frozenset("*?[")
 
 
-def _glob_files(pattern: Path, where: str) -> tuple:
+def _glob_files(pattern: Path, where: str) -> tuple[str, ...]:
     """The files a glob ``path`` matches (``*``, ``?``, ``[...]``, ``**``), sorted."""
     import glob
 

@@ -18,8 +18,8 @@ import textwrap
 from collections.abc import Iterator
 
 from deplbench import __version__
-from deplbench.errors import DeplbenchError
 from deplbench.cli.messages import os_error_message
+from deplbench.errors import DeplbenchError
 
 #: Modules contributing sub-commands, in the order they appear in ``--help``.
 #: A module that is missing (a command group not installed) is skipped.

@@ -12,8 +12,8 @@ from __future__ import annotations
 import json
 
 from deplbench.errors import SolverError
-from deplbench.limits import MAX_WORKERS
 from deplbench.jsonio import finite_json, print_json
+from deplbench.limits import MAX_WORKERS
 
 
 def _counting(inner, bar, sequential: bool):
@@ -37,10 +37,9 @@ def _counting(inner, bar, sequential: bool):
 
 
 def _cmd_certify(args) -> int:
+    from deplbench.cli.progress import counter, native_output_held, progress_wanted
     from deplbench.instances.model import load_instance
     from deplbench.solvers.certified import candidate_plans, certify, parse_risk_grid, process_map
-
-    from deplbench.cli.progress import counter, native_output_held, progress_wanted
 
     instance = load_instance(args.instance)
     if not 1 <= args.workers <= MAX_WORKERS:

@@ -62,7 +62,7 @@ def run_fit(args: argparse.Namespace) -> int:
         Every user error (bad logs, missing base, unwritable output); the
         top-level CLI turns it into ``error: ...`` and exit status 2.
     """
-    from deplbench.instances import fit as fitlib   # pandas, scipy: only when fitting
+    from deplbench.instances import fit as fitlib  # pandas, scipy: only when fitting
     from deplbench.instances.model import load_instance
 
     out = Path(args.output)

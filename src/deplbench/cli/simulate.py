@@ -7,8 +7,8 @@ import textwrap
 
 from deplbench.cli.solvers import parse_kv, solver_used
 from deplbench.errors import SolverError
-from deplbench.limits import MAX_RUNS
 from deplbench.jsonio import print_json
+from deplbench.limits import MAX_RUNS
 
 
 def _check(args) -> None:

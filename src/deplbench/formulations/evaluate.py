@@ -46,8 +46,13 @@ from deplbench.formulations.binomial import (
     clopper_pearson_lower,
     clopper_pearson_upper,
 )
-from deplbench.formulations.exact_violation import (PROVEN_INFEASIBLE, UNDECIDED, ExactSettings, ExactUnavailable,
-                                                    violation_bounds)
+from deplbench.formulations.exact_violation import (
+    PROVEN_INFEASIBLE,
+    UNDECIDED,
+    ExactSettings,
+    ExactUnavailable,
+    violation_bounds,
+)
 from deplbench.formulations.plan import Plan, check_plan_names, datasets_loc, parse_plan
 from deplbench.formulations.scenarios import OUT_OF_SAMPLE, quantile_rank
 from deplbench.limits import MEMORY_BUDGET_GIB

@@ -56,13 +56,23 @@ from scipy import fft as sfft
 
 from deplbench import limits
 from deplbench.formulations.exact_violation import (
-    PROVEN_FEASIBLE, PROVEN_INFEASIBLE, ExactSettings, ExactUnavailable, Term, fft_allowance,
-    discretise_all, term_iqrs, bounds_for_terms, irwin_hall_cells, sequence_terms)
-from deplbench.formulations.milp.routes import make_backend
+    PROVEN_FEASIBLE,
+    PROVEN_INFEASIBLE,
+    ExactSettings,
+    ExactUnavailable,
+    Term,
+    bounds_for_terms,
+    discretise_all,
+    fft_allowance,
+    irwin_hall_cells,
+    sequence_terms,
+    term_iqrs,
+)
 from deplbench.formulations.milp.bounds import Bounds
 from deplbench.formulations.milp.cutloop import cut_loop
 from deplbench.formulations.milp.data import Data
 from deplbench.formulations.milp.enumeration import EnumModel, dag_paths
+from deplbench.formulations.milp.routes import make_backend
 from deplbench.formulations.result import SolveResult
 from deplbench.instances.distributions import Empirical, InverseGamma, LogNormal, PointMass
 

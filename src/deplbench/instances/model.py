@@ -46,9 +46,9 @@ import numpy as np
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, model_validator
 
 from deplbench.errors import DeplbenchError, InstanceError
-from deplbench.limits import check_file_size
 from deplbench.instances import datalaw
 from deplbench.instances.distributions import Distribution
+from deplbench.limits import check_file_size
 
 FORMAT_VERSION = 1
 #: Largest accepted horizon K̄. Every layer allocates arrays with a K̄ axis

@@ -37,14 +37,13 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from deplbench import limits
 from deplbench.formulations.allocation import allocate
 from deplbench.formulations.evaluate import evaluate_plan, transfer_cost
 from deplbench.formulations.plan import Epoch, Plan
 from deplbench.formulations.result import SolveResult
 from deplbench.formulations.scenarios import ScenarioSampler, quantile_rank
 from deplbench.instances.datalaw import compute_need
-from deplbench.params import Param
-from deplbench import limits
 from deplbench.limits import FLOAT_BYTES, check_memory
 from deplbench.params import Param
 from deplbench.solvers.train_on import train_on as shared_train_on

@@ -378,15 +378,6 @@ def _no_usable_replication(reps: list[dict]) -> str:
             "horizon")
 
 
-def _no_usable_replication(reps: list[dict]) -> str:
-    """The reason no bound exists when every SAA replication failed or stopped
-    without a proven bound (their 0 would be a vacuous lower bound)."""
-    reasons = sorted({f"{r['status']}: {r['message']}" for r in reps})
-    return (f"no usable SAA replication: all {len(reps)} replications failed or stopped without a proven "
-            f"bound ({'; '.join(reasons[:2])}); raise time_limit, or use fewer scenarios or a smaller "
-            "horizon")
-
-
 def _unjudged(c: dict) -> dict:
     """A judged candidate back as a pool entry (plan object, no test results)."""
     keep = ("source", "sources", "role", "saa_omega", "stage")

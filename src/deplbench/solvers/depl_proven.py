@@ -33,8 +33,7 @@ from typing import ClassVar
 import numpy as np
 
 from deplbench.formulations.evaluate import transfer_cost
-from deplbench.formulations.exact_violation import (PROVEN_FEASIBLE, ExactSettings, ExactUnavailable,
-                                                    violation_bounds)
+from deplbench.formulations.exact_violation import PROVEN_FEASIBLE, ExactSettings, ExactUnavailable, violation_bounds
 from deplbench.formulations.result import SolveResult
 from deplbench.solvers.base import Param, PlotStyle
 from deplbench.solvers.depl import PROVEN_FALLBACKS, DepL

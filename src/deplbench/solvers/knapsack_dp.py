@@ -28,10 +28,10 @@ import math
 from typing import ClassVar
 
 from deplbench.errors import InstanceError
-from deplbench.limits import MEMORY_LIMIT_PARAM, TIME_LIMIT_PARAM
 from deplbench.formulations.knapsack import covering_problem, provenance_mismatch, solve_knapsack_instance
 from deplbench.formulations.plan import Epoch, Plan
 from deplbench.formulations.result import SolveResult
+from deplbench.limits import MEMORY_LIMIT_PARAM, TIME_LIMIT_PARAM
 from deplbench.solvers.base import Param, PlotStyle, Solver
 
 

@@ -43,15 +43,21 @@ from collections.abc import Callable
 from pathlib import Path
 
 from deplbench import __version__
-from deplbench.errors import SolverError
 from deplbench.benchmarks.library.catalog import LIBRARY_VERSION, LibraryEntry, entries
 from deplbench.benchmarks.library.mps import check_fraction, check_seconds, solve_mps
 from deplbench.benchmarks.library.solu import SoluEntry, write_solu
 from deplbench.benchmarks.library.table import write_tables, write_truth_table
+from deplbench.errors import SolverError
 from deplbench.formulations.milp import solve_milp
 from deplbench.formulations.milp.backends import quiet_stdout
-from deplbench.formulations.milp.saa_model import (PWL_TOLERANCE, NoSaaModel, build_saa_model, model_digest,
-                                                   write_minlp, write_pwl_mps)
+from deplbench.formulations.milp.saa_model import (
+    PWL_TOLERANCE,
+    NoSaaModel,
+    build_saa_model,
+    model_digest,
+    write_minlp,
+    write_pwl_mps,
+)
 from deplbench.instances.generators import generate
 from deplbench.jsonio import finite_json
 

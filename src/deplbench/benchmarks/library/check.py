@@ -22,13 +22,11 @@ from __future__ import annotations
 import math
 import os
 
-from deplbench.errors import SolverError
 from deplbench.benchmarks.library.build import KINDS, library_files
 from deplbench.benchmarks.library.mps import MPS_SOLVERS, check_fraction, check_seconds, solve_mps
-from deplbench.benchmarks.library.solu import read_solu, agrees
+from deplbench.benchmarks.library.solu import agrees, read_solu
 from deplbench.benchmarks.sgm import SHIFT_S, shifted_geomean  # noqa: F401 - re-exported
 from deplbench.errors import SolverError
-
 
 #: Which solver reads which model kind here (others are reported skipped, with the reason).
 READS = {"pwl": ("highs", "scip"), "minlp": ("scip",)}

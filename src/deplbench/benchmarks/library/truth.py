@@ -21,6 +21,7 @@ plan proven, or certified, to meet (3)), so lower ≤ z* ≤ value = upper.
 from __future__ import annotations
 
 import math
+from typing import Any
 
 from deplbench.errors import SolverError
 
@@ -89,7 +90,7 @@ def _exact_row(instance, name: str, time_limit: float, cls) -> dict:
     whose violation probability it computed exactly."""
     from deplbench.solvers.run import solve
 
-    params = {"time_limit": float(time_limit)} if "time_limit" in cls.parameters else {}
+    params: dict[str, Any] = {"time_limit": float(time_limit)} if "time_limit" in cls.parameters else {}
     res = solve(instance, cls, evaluate=False, **params)
     lower, upper = res.lower_bound, res.cost
     if res.status not in ("optimal", "feasible", "time_limit"):

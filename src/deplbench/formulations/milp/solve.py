@@ -26,8 +26,8 @@ import numpy as np
 
 from deplbench import limits
 from deplbench.errors import SolverError
-from deplbench.formulations.milp import catalog
 from deplbench.formulations.general.settings import GeneralSettings
+from deplbench.formulations.milp import catalog
 from deplbench.formulations.milp.bounds import structural_bounds
 from deplbench.formulations.milp.cutloop import cut_loop, cut_loop_result
 from deplbench.formulations.milp.data import Data, data_bytes, draw_seconds
