@@ -76,7 +76,8 @@ class Box:
         return all(r is None or r[1] - r[0] == 1 for r in self.ranges)
 
     def split(self):
-        n = max((i for i, r in enumerate(self.ranges) if r is not None), key=lambda i: self.ranges[i][1] - self.ranges[i][0])
+        n = max((i for i, r in enumerate(self.ranges) if r is not None),
+                key=lambda i: self.ranges[i][1] - self.ranges[i][0])
         lo, hi = self.ranges[n]
         mid = (lo + hi) // 2
         left = list(self.ranges)

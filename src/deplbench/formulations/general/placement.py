@@ -60,7 +60,7 @@ def placements(search, seq, loss_opt):
 def sequence(search, seq, pick):
     """Virtual-model sequence of a relaxed leaf with γ_hi positions ``pick``."""
     parts = []
-    for (m, k0, j, ell), hi in zip(seq, pick):
+    for (m, _k0, _j, ell), hi in zip(seq, pick):
         g = np.ones(ell, dtype=int)
         g[hi] = 0
         parts.append(2 * m + g)
@@ -155,7 +155,7 @@ def place(search, seq):
     states = loss[None, :]                                                # (N, S)
     picks = [np.zeros((1, 0), dtype=int) for _ in seq]
     truncated = False
-    for b, (m, k0, j, ell) in enumerate(seq):
+    for b, (_m, _k0, j, ell) in enumerate(seq):
         n_lo = ell - j
         last = np.full(states.shape[0], -1)
         for t in range(n_lo):

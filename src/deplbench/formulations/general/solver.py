@@ -133,7 +133,8 @@ Limits
 ------
 Exact for every dimension; |D| ≤ 12 (the Pareto filter compares all subset
 pairs), |N| ≤ 12 (every set of training clusters is a root box; no
-cluster-dominance pruning, so ``fast`` keeps ``flow`` above 4 clusters). Signed improvement draws disable the γ-dominance and the
+cluster-dominance pruning, so ``fast`` keeps ``flow`` above 4 clusters). Signed improvement draws
+disable the γ-dominance and the
 shortest-last-block rule (all lengths are kept, every assignment is its own
 box). Memory: the DP tables hold (K̄+1)·18·S·|M|·(γ-groups) floats (≈ 130 MB
 at K̄ = 100, S = 3000, |M| = 3).

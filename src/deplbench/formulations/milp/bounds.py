@@ -414,9 +414,5 @@ def structural_bounds(data: Data, tight: bool = True, bigm: bool = True,
 
 
 
-#: The former private name, still imported by general_incumbent (to be
-#: switched to the public name there).
-_shortest_last_block = shortest_last_block
-
 __all__ = ["Bounds", "structural_bounds", "tight_bigm", "block_heuristic", "min_epochs",
            "shortest_last_block", "cumulative_by_model", "quantile_ok", "k_max_from_cost", "dp_max"]
