@@ -5,6 +5,7 @@ knapsack-derived instances, brute force over 10⁵ scenarios for tiny
 stochastic ones, and the Clopper–Pearson definition for the verdicts.
 """
 
+import dataclasses
 import json
 import math
 
@@ -381,22 +382,27 @@ def test_stage_two_skipped_when_stage_one_meets_the_target():
 def test_replication_stopped_at_its_limit_contributes_its_dual_bound(monkeypatch):
     """A replication stopped by its time limit gives the MILP's dual bound, not 0.
 
-    The general formulation bounds its root boxes before the search looks
-    at the clock, so a 1 ms limit stops every solve before any plan, on any
-    machine, with a valid bound (a limit that is always hit, not one a slow
-    machine might miss)."""
+    The general search stops on the wall clock only as an outer stop (in
+    whichever phase it is), so a 1 ms limit stops it before any plan with a
+    valid bound in [0, optimum]. To test certify's bookkeeping independently
+    of where that stop falls, the replications are the real SAA solves
+    reported as stopped at their limit with 90 % of their proven bound (a
+    valid dual bound by construction)."""
     inst = generate("scaling", n_models=3, n_clusters=2, horizon=8, omega=0.9, seed=0)
     full = solve(inst, "milp", evaluate=False, scenarios=30, seed=1, formulation="general", time_limit=None)
     stopped = solve(inst, "milp", evaluate=False, scenarios=30, seed=1, formulation="general", time_limit=1e-3)
     assert stopped.status == "time_limit" and stopped.plan is None
-    assert stopped.lower_bound is not None and 0 < stopped.lower_bound <= full.cost * (1 + 1e-9)
+    assert stopped.lower_bound is not None and 0 <= stopped.lower_bound <= full.cost * (1 + 1e-9)
 
     real_solve = certified_tasks.solve
 
-    def general(instance, name, **kw):
-        return real_solve(instance, name, **{**kw, "formulation": "general"})
+    def stopped_at_limit(instance, name, **kw):
+        res = real_solve(instance, name, **{**kw, "time_limit": None})
+        assert res.status == "optimal" and res.lower_bound > 0
+        return dataclasses.replace(res, status="time_limit", plan=None, cost=None, gap=None,
+                                   lower_bound=0.9 * res.lower_bound)
 
-    monkeypatch.setattr(certified_tasks, "solve", general)
+    monkeypatch.setattr(certified_tasks, "solve", stopped_at_limit)
     b = certify(inst, replications=5, scenarios=30, validation=500, risk_grid=(), time_limit=1e-3,
                 target_width=0)
     reps = b["replications"]

@@ -25,6 +25,7 @@ from deplbench.reports import tables as tabs
 from deplbench.reports.headline import CLAIM_GLANCE_COLUMNS, GLANCE_COLUMNS, HEADLINE_COLUMNS
 from deplbench.reports.solvers import SOLVER_COLUMNS
 from deplbench.reports import closed_loop as cl_mod
+from deplbench.reports import adaptive as ad_mod
 from deplbench.reports import anytime as any_mod
 from deplbench.reports import repetitions as rep_mod
 from deplbench.reports.build import ReportOptions, build_report
@@ -165,8 +166,10 @@ def make_frame(seed: int = 0, depl_factor: float = 1.01, best_exp_factor: float 
                                 "p99": [2.0, 1.5, 0.9]}))
     for eta in (10, 20, 40, 80):
         for s in (0, 1, 2):
-            diag = {"work": {"vertices": 7 * eta ** 2, "edges": 3 * eta ** 2 + 11 * eta}} \
-                if work else {}
+            # the counters and the exponents the solver declares for them
+            # (reports take implied exponents only from declarations)
+            diag = {"work": {"vertices": 7 * eta ** 2, "edges": 3 * eta ** 2 + 11 * eta},
+                    "work_exponents": {"vertices": {"eta": 2}, "edges": {"eta": 2}}} if work else {}
             rows.append(_row(
                 key=f"eta{eta}-{s}", sweep="complexity", family="synthetic",
                 instance_set="scale", instance_name=f"syn-{s}",
@@ -229,6 +232,7 @@ def _promised_columns() -> dict[str, tuple]:
         "timing_spread": rep_mod.TIMING_COLUMNS, "primal_integral": any_mod.INTEGRAL_COLUMNS,
         "glance_alexnet": GLANCE_COLUMNS, "glance_mobilenet": GLANCE_COLUMNS,
         "glance_claims": CLAIM_GLANCE_COLUMNS,
+        "matched_risk": ad_mod.MATCHED_COLUMNS, "price_of_adaptivity": ad_mod.PRICE_COLUMNS,
     }
 
 
