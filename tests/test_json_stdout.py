@@ -65,6 +65,8 @@ JSON_COMMANDS = {
     "evaluate": (["evaluate", "{instance}", "{result}", "--samples", "500", "--json"], dict),
     "certify": (["certify", "{instance}", "--replications", "2", "--scenarios", "20",
                  "--validation", "200", "--grid-seeds", "1", "--risk-grid", "1", "--json"], dict),
+    "adaptive": (["adaptive", "{instance}", "--buckets", "50", "--runs", "500", "--tune-runs", "200",
+                  "--json"], dict),
     "simulate": (["simulate", "{instance}", "--algo", "depl", "--runs", "500",
                   "--eval-samples", "500", "--json"], dict),
     "library-build": (["library", "build", "--out", "{tmp}/lib-json", "--only", LIBRARY_ENTRY,
