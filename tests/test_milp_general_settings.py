@@ -21,8 +21,8 @@ from milp_instances import tiny_instance
 
 from deplbench.errors import SolverError
 from deplbench.formulations.general import solve_general
-from deplbench.formulations.general.settings import GENERAL_PARAMETERS, GeneralSettings
 from deplbench.formulations.general.outcome import clamp_bound
+from deplbench.formulations.general.settings import GENERAL_PARAMETERS, GeneralSettings
 
 TESTS = pathlib.Path(__file__).parent
 

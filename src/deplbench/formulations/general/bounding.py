@@ -34,10 +34,10 @@ from deplbench.formulations.general.state import SolveRun
 
 def seed_phase(run: SolveRun) -> None:
     """λ and μ scales, the first incumbent (short plans) and the scenario-group pool."""
-    P, inst, lists = run.prob, run.inst, run.lists
+    P, inst, tables = run.prob, run.inst, run.tables
+    lists = tables.lists
     # λ and μ scales before any incumbent: a median configuration's closed form
-    root_cfg = box_config(Box([(0, len(lists[n])) for n in range(inst.n_clusters)]), lists, run.vol, run.gam,
-                       run.beta)
+    root_cfg = box_config(Box([(0, len(lists[n])) for n in range(inst.n_clusters)]), tables)
     tm = P.tmin(root_cfg)
     k_est = max(1.0, min(P.K, P.T / max(float(tm.min()), 1e-12)) / 2)
     root = float(np.median(np.sqrt(P.c_m[:, None] * root_cfg.volume[None, :] * P.kap[root_cfg.clusters][None, :])))
@@ -59,10 +59,10 @@ def seed_phase(run: SolveRun) -> None:
     run.pool_cfg = root_cfg
     run.leaf_list = (leaf_assignments(inst, lists, run.opts.assignment_limit)
                      if run.opts.class_leaves and run.S > 1 else None)
-    seed_cls = seed_assignment(P, lists, run.vol, run.gam, run.beta) if run.leaf_list is not None else None
+    seed_cls = seed_assignment(P, tables) if run.leaf_list is not None else None
     if seed_cls is not None and run.leaves.best is None:
         n0, c0, run.est_cost, run.lam = seed_cls
-        run.pool_cfg = Config(np.array([n0]), [c0], run.gam[[c0]], run.vol[[c0]], np.array([run.beta[c0, n0]]))
+        run.pool_cfg = Config(np.array([n0]), [c0], tables.gam[[c0]], tables.vol[[c0]], np.array([tables.beta[c0, n0]]))
     if run.S > 1:
         _fill_pool(run, is_leaf)
 
@@ -89,14 +89,13 @@ def bound_roots(run: SolveRun) -> None:
     if run.pool is None or not run.pool.complete:
         run.leaf_list = None
     if run.leaf_list is not None:
-        bounds = assignment_bounds(P, run.pool, run.lam, run.leaf_list, run.lists, run.vol, run.gam, run.beta,
-                                   run.deadline)
+        bounds = assignment_bounds(P, run.pool, run.lam, run.leaf_list, run.tables, run.deadline)
         for rng, rb in zip(run.leaf_list, bounds):
             if rb < math.inf:       # +inf: no epoch of this assignment fits Tmax
                 run.push(rb, Box(rng))
         run.diag["assignments"] = len(run.leaf_list)
     else:
-        for box in root_boxes(run.inst, run.lists, relax=P.nonneg):
+        for box in root_boxes(run.inst, run.tables.lists, relax=P.nonneg):
             _, search = run.box_search(box, math.inf)
             run.push(search.root_bound() if search is not None else math.inf, box)
     if run.out_of_time("bounding"):
@@ -104,7 +103,7 @@ def bound_roots(run: SolveRun) -> None:
     run.searched = True
     # neighbouring two-cluster assignments bounded together (pair_groups.PairGroups)
     if run.opts.pair_search and run.opts.pair_groups and run.leaf_list is not None and P.nonneg:
-        run.pair_groups = PairGroups(P, run.pool, run.lists, run.vol, run.gam, run.beta)
+        run.pair_groups = PairGroups(P, run.pool, run.tables)
 
 
 __all__ = ["bound_roots", "seed_phase"]

@@ -116,7 +116,7 @@ def _plan(run: SolveRun) -> tuple[Plan, int]:
     """The incumbent as a :class:`Plan`, and its in-sample violations (checked independently)."""
     inst = run.inst
     models, clusters, held, alloc = run.leaves.best
-    losses = run.prob.losses(models, np.array([run.gam[held[int(n)]] for n in clusters]))
+    losses = run.prob.losses(models, np.array([run.tables.gam[held[int(n)]] for n in clusters]))
     viol = int(np.count_nonzero(losses > run.prob.lmax + 1e-9))
     plan = Plan(epochs=[Epoch(model=inst.models[m].name, cluster=inst.clusters[n].name, allocation=float(x))
                         for m, n, x in zip(models, clusters, alloc.x)],

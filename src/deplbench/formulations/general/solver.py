@@ -159,7 +159,7 @@ import sys
 import time
 
 from deplbench.formulations.general.bounding import bound_roots, seed_phase
-from deplbench.formulations.general.boxes import Box, cluster_classes
+from deplbench.formulations.general.boxes import Box, ClusterTables, cluster_classes
 from deplbench.formulations.general.classes import rebound_leaves
 from deplbench.formulations.general.incumbent import cover
 from deplbench.formulations.general.leaves import Leaves
@@ -236,7 +236,7 @@ def _setup(instance, scenarios, seed, node_limit, gap, params, opts, t0, deadlin
     diag["data_classes_per_cluster"] = [len(x) for x in lists]
     return SolveRun(inst=inst, prob=prob, opts=opts, params=params, diag=diag, t0=t0, deadline=deadline,
                 nodes_budget=math.inf if node_limit is None else int(node_limit), tol=0.5 * float(gap), S=S,
-                deterministic=deterministic, bits=bits, vol=vol, gam=gam, beta=beta, lists=lists,
+                deterministic=deterministic, bits=bits, tables=ClusterTables(lists, vol, gam, beta),
                 leaves=Leaves(prob, inst))
 
 
@@ -267,8 +267,8 @@ def _search(run: SolveRun) -> None:
         if not rebounded and run.leaves.best is not None:
             # first incumbent: tune the pool on its assignment and price, raise every open leaf's bound
             rebounded = True
-            run.diag["leaves_rebounded"] = rebound_leaves(run.heap, run.prob, run.pool, run.leaves, run.lists,
-                                                          run.vol, run.gam, run.beta, run.deadline)
+            run.diag["leaves_rebounded"] = rebound_leaves(run.heap, run.prob, run.pool, run.leaves, run.tables,
+                                                          run.deadline)
         bound, _, box = _next_box(run)
         if prunable(bound, run.leaves.best_cost, run.tol):
             run.lb_discard = min(run.lb_discard, bound)

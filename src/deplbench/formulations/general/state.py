@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from deplbench.formulations.general.boxes import Box, box_config, horizon_cap
+from deplbench.formulations.general.boxes import Box, ClusterTables, box_config, horizon_cap
 from deplbench.formulations.general.groups import GroupPool, GroupTables
 from deplbench.formulations.general.leaves import Leaves
 from deplbench.formulations.general.pair_groups import PairGroups
@@ -49,10 +49,7 @@ class SolveRun:
     S: int
     deterministic: bool
     bits: np.ndarray
-    vol: np.ndarray
-    gam: np.ndarray
-    beta: np.ndarray
-    lists: list
+    tables: ClusterTables
     leaves: Leaves
     lam: float = 1.0
     est_cost: float = 1.0
@@ -119,7 +116,7 @@ class SolveRun:
 
     def box_search(self, box: Box, ub: float):
         """(configuration, search or None when no epoch fits below ``ub``) of a box."""
-        cfg = box_config(box, self.lists, self.vol, self.gam, self.beta)
+        cfg = box_config(box, self.tables)
         P = self.prob
         kmax = horizon_cap(P, P.weights(cfg, self.lam), P.tmin(cfg), P.dual_constant(cfg, self.lam), ub)
         return cfg, (self.make_search(cfg, kmax) if kmax >= 1 else None)
