@@ -71,10 +71,11 @@ def _fill_pool(run: SolveRun, is_leaf: bool) -> None:
     """The scenario-group bound (groups.py): one pool of multipliers for every
     search, filled by ``root_kelley_iterations`` Kelley iterations per group."""
     P, cfg = run.prob, run.pool_cfg
+    assert cfg is not None      # set by seed_phase just before
     k_root = horizon_cap(P, P.weights(cfg, run.lam), P.tmin(cfg), -run.lam * P.T, run.leaves.best_cost)
     if k_root < 1:
         return
-    s_root = BlockSearch(P, cfg, run.lam, k_root, run.est_cost / max(P.l0 - P.lmax, 1e-12))
+    s_root = BlockSearch(P, cfg, run.lam, k_root, run.est_cost / P.loss_span)
     run.pool = GroupPool(P, np.argsort(-s_root.scenario_root_bounds(), kind="stable"))
     run.pool.extend(s_root, run.deadline, iters=run.opts.root_kelley_iterations)
     if cfg.classes and all(c is not None for c in cfg.classes) and P.allows(cfg):

@@ -237,7 +237,7 @@ def rebound_leaves(heap: list, prob, pool, leaves, tables: ClusterTables, deadli
     # K̄-epoch completions gave negative bounds on shorter searches.
     const = prob.dual_constant(cfg, lam)
     kmax = max(1, horizon_cap(prob, prob.weights(cfg, lam), prob.tmin(cfg), const, leaves.best_cost))
-    search = BlockSearch(prob, cfg, lam, kmax, leaves.best_cost / max(prob.l0 - prob.lmax, 1e-12))
+    search = BlockSearch(prob, cfg, lam, kmax, leaves.best_cost / prob.loss_span)
     iters = prob.settings.rebound_kelley_iterations
     if iters > 0:
         pool.extend(search, deadline, iters=iters)

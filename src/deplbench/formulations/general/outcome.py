@@ -115,6 +115,7 @@ def build_result(run: SolveRun) -> SolveResult:
 def _plan(run: SolveRun) -> tuple[Plan, int]:
     """The incumbent as a :class:`Plan`, and its in-sample violations (checked independently)."""
     inst = run.inst
+    assert run.leaves.best is not None      # build_result asks for a plan only with an incumbent
     models, clusters, held, alloc = run.leaves.best
     losses = run.prob.losses(models, np.array([run.tables.gam[held[int(n)]] for n in clusters]))
     viol = int(np.count_nonzero(losses > run.prob.lmax + 1e-9))

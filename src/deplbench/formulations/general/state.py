@@ -31,13 +31,14 @@ from deplbench.formulations.general.pair_groups import PairGroups
 from deplbench.formulations.general.pairs import PairSearch, pair_applies
 from deplbench.formulations.general.search import BlockSearch, Config, Problem
 from deplbench.formulations.general.settings import GeneralSettings
+from deplbench.instances.model import Instance
 
 
 @dataclass
 class SolveRun:
     """Everything one solve carries between its phases."""
 
-    inst: object
+    inst: Instance
     prob: Problem
     opts: GeneralSettings
     params: dict
@@ -80,7 +81,7 @@ class SolveRun:
     def mu_ref(self, ub: float | None = None) -> float:
         """The scale of the scenario multipliers: a cost per unit of loss above ℓmax."""
         ub = self.leaves.best_cost if ub is None else ub
-        return (ub if math.isfinite(ub) else self.est_cost) / max(self.prob.l0 - self.prob.lmax, 1e-12)
+        return (ub if math.isfinite(ub) else self.est_cost) / self.prob.loss_span
 
     def push(self, bound: float, box: Box) -> None:
         heapq.heappush(self.heap, (float(bound), next(self.counter), box))
@@ -101,6 +102,7 @@ class SolveRun:
         if self.pool is None or iters == 0:
             return
         P, cfg = self.prob, self.pool_cfg
+        assert cfg is not None      # seed_phase sets pool_cfg before any pool exists
         kr = horizon_cap(P, P.weights(cfg, self.lam), P.tmin(cfg), -self.lam * P.T, self.leaves.best_cost)
         if kr >= 1:
             self.pool.extend(BlockSearch(P, cfg, self.lam, kr, self.mu_ref()), self.deadline, iters=iters)
