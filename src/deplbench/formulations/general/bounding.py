@@ -33,7 +33,19 @@ from deplbench.formulations.general.state import SolveRun
 
 
 def seed_phase(run: SolveRun) -> None:
-    """λ and μ scales, the first incumbent (short plans) and the scenario-group pool."""
+    """λ and μ scales, the first incumbent (short plans) and the scenario-group pool.
+
+    Parameters
+    ----------
+    run : SolveRun
+        The solve after setup; updated in place (``lam``, ``est_cost``,
+        ``leaves``, ``pool_cfg``, ``leaf_list``, ``pool``, ``diag``).
+
+    Notes
+    -----
+    The starting λ and cost scale are only heuristics: every λ ≥ 0 and every
+    multiplier vector give valid bounds (package docstring, λ-duality).
+    """
     P, inst, tables = run.prob, run.inst, run.tables
     lists = tables.lists
     # λ and μ scales before any incumbent: a median configuration's closed form
@@ -85,7 +97,14 @@ def _fill_pool(run: SolveRun, is_leaf: bool) -> None:
 
 def bound_roots(run: SolveRun) -> None:
     """Bound every assignment (few: each a leaf) or every root box before the search,
-    so that a stop still leaves a finite lower bound for what was not explored."""
+    so that a stop still leaves a finite lower bound for what was not explored.
+
+    Parameters
+    ----------
+    run : SolveRun
+        The solve after :func:`seed_phase`; its heap receives one open item
+        per assignment or root box, and ``searched`` is set once all are bounded.
+    """
     P = run.prob
     if run.pool is None or not run.pool.complete:
         run.leaf_list = None

@@ -59,7 +59,20 @@ def _open_bounds(run: SolveRun) -> list:
 
 
 def build_result(run: SolveRun) -> SolveResult:
-    """The plan, its exact cost, the proven bound and the status."""
+    """The plan, its exact cost, the proven bound and the status.
+
+    Parameters
+    ----------
+    run : SolveRun
+        The solve after its last phase (complete or stopped).
+
+    Returns
+    -------
+    SolveResult
+        ``optimal``, ``feasible``, ``time_limit``, ``infeasible`` or
+        ``error`` (see :func:`~.solver.solve_general`); the lower bound is
+        min(incumbent, discarded bounds, open bounds), clamped at 0.
+    """
     inst, P, diag, params, leaves = run.inst, run.prob, run.diag, run.params, run.leaves
     stopped = run.stopped_in is not None
     open_bounds = _open_bounds(run) if stopped else []
