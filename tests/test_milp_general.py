@@ -252,7 +252,7 @@ def test_general_is_forceable_and_refuses_scip_by_name():
 
 
 def _group_setup(seed, S):
-    from deplbench.formulations.general.boxes import Box, box_config
+    from deplbench.formulations.general.boxes import Box, ClusterTables, box_config
     from deplbench.formulations.general.groups import GroupPool, GroupTables
     from deplbench.formulations.general.search import BlockSearch, Problem
 
@@ -261,7 +261,7 @@ def _group_setup(seed, S):
     p = allowed_violations(inst.omega, S)
     prob = Problem(inst, inst.run_scale[None] * sc.improvement, sc.jump, p)
     _, vol, gam, beta, lists = cluster_classes(inst, prob.nonneg)
-    cfg = box_config(Box([(0, len(x)) for x in lists]), lists, vol, gam, beta)
+    cfg = box_config(Box([(0, len(x)) for x in lists]), ClusterTables(lists, vol, gam, beta))
     search = BlockSearch(prob, cfg, 1.0, inst.horizon, 10.0)
     pool = GroupPool(prob, np.argsort(-search.scenario_root_bounds(), kind="stable"))
     pool.extend(search, math.inf)
@@ -462,7 +462,7 @@ def test_switch_counting_group_bound_is_below_every_feasible_completion(seed):
 
 
 def _short_plan_setup(seed, S, horizon=6):
-    from deplbench.formulations.general.boxes import Box, box_config
+    from deplbench.formulations.general.boxes import Box, ClusterTables, box_config
     from deplbench.formulations.general.leaves import Leaves
     from deplbench.formulations.general.search import BlockSearch, Problem
 
@@ -470,7 +470,7 @@ def _short_plan_setup(seed, S, horizon=6):
     sc = ScenarioSampler(inst, 0).in_sample(S)
     prob = Problem(inst, inst.run_scale[None] * sc.improvement, sc.jump, allowed_violations(inst.omega, S))
     _, vol, gam, beta, lists = cluster_classes(inst, prob.nonneg)
-    cfg = box_config(Box([(0, len(x)) for x in lists]), lists, vol, gam, beta)
+    cfg = box_config(Box([(0, len(x)) for x in lists]), ClusterTables(lists, vol, gam, beta))
     return inst, prob, BlockSearch(prob, cfg, 1.0, inst.horizon, 10.0), Leaves(prob, inst)
 
 
@@ -545,14 +545,14 @@ def test_a_covered_assignment_covers_a_subset_only_without_transfers():
     """Coverage passes from an assignment to one of its cluster subsets (same
     classes) only when every left-out cluster has β = 0: the covered run's
     bounds charge the β of all its clusters."""
-    from deplbench.formulations.general.boxes import Box, box_config
+    from deplbench.formulations.general.boxes import Box, ClusterTables, box_config
     from deplbench.formulations.general.search import config_key, covered_blocks
 
     inst, prob, search, _ = _short_plan_setup(0, 20, horizon=3)
     _, vol, gam, beta, lists = cluster_classes(inst, prob.nonneg)
     key = config_key(search.cfg)
-    only0 = box_config(Box([(0, 1), None]), lists, vol, gam, beta)
-    only1 = box_config(Box([None, (0, 1)]), lists, vol, gam, beta)
+    only0 = box_config(Box([(0, 1), None]), ClusterTables(lists, vol, gam, beta))
+    only1 = box_config(Box([None, (0, 1)]), ClusterTables(lists, vol, gam, beta))
     assert covered_blocks(prob, only0) == covered_blocks(prob, only1) == 1
     prob.covered[key] = 4
     prob.covered_beta[key] = (0.0, 0.3)          # cluster 0 free, cluster 1 paid

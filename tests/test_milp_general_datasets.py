@@ -26,7 +26,7 @@ from milp_instances import tiny_instance
 from deplbench.formulations.allocation import allocate
 from deplbench.formulations.general import boxes as general_boxes
 from deplbench.formulations.general import solve_general
-from deplbench.formulations.general.boxes import cluster_classes
+from deplbench.formulations.general.boxes import ClusterTables, cluster_classes
 from deplbench.formulations.general.classes import (
     ASSIGNMENT_LIMIT,
     assignment_bounds,
@@ -203,7 +203,7 @@ def _setup(n_datasets, seed, S=24):
     sc = ScenarioSampler(inst, 0).in_sample(S)
     prob = Problem(inst, inst.run_scale[None] * sc.improvement, sc.jump, allowed_violations(inst.omega, S))
     bits, vol, gam, beta, lists = cluster_classes(inst, prob.nonneg)
-    n0, c0, est, lam = seed_assignment(prob, lists, vol, gam, beta)
+    n0, c0, est, lam = seed_assignment(prob, ClusterTables(lists, vol, gam, beta))
     cfg = Config(np.array([n0]), [c0], gam[[c0]], vol[[c0]], np.array([beta[c0, n0]]))
     s = BlockSearch(prob, cfg, lam, inst.horizon, est / (prob.l0 - prob.lmax))
     pool = GroupPool(prob, np.argsort(-s.scenario_root_bounds(), kind="stable"))
@@ -221,7 +221,7 @@ def test_vectorised_bound_equals_group_tables_leaf_by_leaf():
     inst, prob, (bits, vol, gam, beta, lists), pool, lam = _setup(8, 41)
     leaves = leaf_assignments(inst, lists)
     assert len(leaves) == count_assignments(inst, lists) > 50
-    b = assignment_bounds(prob, pool, lam, leaves, lists, vol, gam, beta)
+    b = assignment_bounds(prob, pool, lam, leaves, ClusterTables(lists, vol, gam, beta))
     rng = np.random.default_rng(0)
     for i in rng.choice(len(leaves), 40, replace=False):
         cfg = _cfg(leaves[i], lists, vol, gam, beta)
@@ -262,7 +262,7 @@ def test_every_leaf_bound_is_below_its_assignment_optimum(n_datasets, seed):
     the bound is not trivial."""
     inst, prob, (bits, vol, gam, beta, lists), pool, lam = _setup(n_datasets, seed)
     leaves = leaf_assignments(inst, lists)
-    b = assignment_bounds(prob, pool, lam, leaves, lists, vol, gam, beta)
+    b = assignment_bounds(prob, pool, lam, leaves, ClusterTables(lists, vol, gam, beta))
     opts = []
     for r, bound in zip(leaves, b):
         opt = _assignment_optimum(inst, prob, _cfg(r, lists, vol, gam, beta))

@@ -21,8 +21,8 @@ from milp_instances import tiny_instance
 
 from deplbench.errors import SolverError
 from deplbench.formulations.general import solve_general
+from deplbench.formulations.general.outcome import clamp_bound
 from deplbench.formulations.general.settings import GENERAL_PARAMETERS, GeneralSettings
-from deplbench.formulations.general.solver import _clamp_bound
 
 TESTS = pathlib.Path(__file__).parent
 
@@ -81,11 +81,11 @@ def test_no_test_flips_a_module_global_of_the_solver():
 
 def test_lower_bound_is_clamped_at_zero_with_the_reason():
     diag: dict = {}
-    assert _clamp_bound(-376.0, diag) == 0.0
+    assert clamp_bound(-376.0, diag) == 0.0
     assert "-376" in diag["lower_bound_clamped"] and "≥ 0" in diag["lower_bound_clamped"]
     diag = {}
-    assert _clamp_bound(12.5, diag) == 12.5 and diag == {}
-    assert _clamp_bound(math.inf, diag) == math.inf
+    assert clamp_bound(12.5, diag) == 12.5 and diag == {}
+    assert clamp_bound(math.inf, diag) == math.inf
 
 
 @pytest.mark.slow

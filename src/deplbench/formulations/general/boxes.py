@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import itertools
 import math
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -59,6 +60,28 @@ def cluster_classes(instance, nonneg: bool):
     return bits, vol, gam, beta, keep_per_cluster
 
 
+@dataclass(frozen=True, eq=False)
+class ClusterTables:
+    """The data classes of one instance, built once from :func:`cluster_classes`.
+
+    Attributes
+    ----------
+    lists : list of numpy.ndarray
+        Per cluster, its candidate class indices sorted by γ (descending).
+    vol : numpy.ndarray, shape (C,)
+        Volume V(σ) of every class (every non-empty dataset subset).
+    gam : numpy.ndarray, shape (C,)
+        Usefulness γ(σ) of every class.
+    beta : numpy.ndarray, shape (C, N)
+        Transfer cost β(σ, n) of every class to every cluster.
+    """
+
+    lists: list
+    vol: np.ndarray
+    gam: np.ndarray
+    beta: np.ndarray
+
+
 # =============================================================================
 # Assignments: best-first search over boxes of classes
 # =============================================================================
@@ -86,8 +109,9 @@ class Box:
         return Box(left), Box(right)
 
 
-def box_config(box: Box, lists, vol, gam, beta) -> Config:
+def box_config(box: Box, tables: ClusterTables) -> Config:
     """The box's optimistic configuration (exact for a leaf box)."""
+    lists, vol, gam, beta = tables.lists, tables.vol, tables.gam, tables.beta
     used = [n for n, r in enumerate(box.ranges) if r is not None]
     g, v, b, cls = [], [], [], []
     for n in used:
@@ -146,4 +170,5 @@ def horizon_cap(prob: Problem, search_w: np.ndarray, vtmin: np.ndarray, const: f
     return max(k, 0)
 
 
-__all__ = ["Box", "box_config", "cluster_classes", "cluster_sets", "horizon_cap", "leaf_ranges", "root_boxes"]
+__all__ = ["Box", "ClusterTables", "box_config", "cluster_classes", "cluster_sets", "horizon_cap", "leaf_ranges",
+           "root_boxes"]

@@ -90,7 +90,7 @@ import time
 
 import numpy as np
 
-from deplbench.formulations.general.boxes import horizon_cap, leaf_ranges
+from deplbench.formulations.general.boxes import ClusterTables, horizon_cap, leaf_ranges
 from deplbench.formulations.general.search import phi
 
 #: Largest number of assignments enumerated as leaves by default (beyond it: boxes;
@@ -122,8 +122,9 @@ def leaf_assignments(instance, lists, limit: int = ASSIGNMENT_LIMIT) -> list | N
     return list(leaf_ranges(instance, lists))
 
 
-def _tables(prob, lam: float, ranges_list, lists, vol, gam, beta):
+def _tables(prob, lam: float, ranges_list, tables: ClusterTables):
     """Per assignment: weights (A, U, M) (+∞ on unused slots), γ (A, U), horizon (A,), constant (A,)."""
+    lists, vol, gam, beta = tables.lists, tables.vol, tables.gam, tables.beta
     P = prob
     N = len(lists)
     A = len(ranges_list)
@@ -154,7 +155,7 @@ def _tables(prob, lam: float, ranges_list, lists, vol, gam, beta):
     return W, G, kmax, np.broadcast_to(const, (A,)).astype(float)
 
 
-def assignment_bounds(prob, pool, lam: float, ranges_list, lists, vol, gam, beta,
+def assignment_bounds(prob, pool, lam: float, ranges_list, tables: ClusterTables,
                       deadline: float = math.inf) -> np.ndarray:
     """The scenario-group root bound of every assignment (module docstring), shape (A,).
 
@@ -170,7 +171,7 @@ def assignment_bounds(prob, pool, lam: float, ranges_list, lists, vol, gam, beta
     out = np.full(A, np.inf)
     if A == 0 or pool is None or pool.Pi.shape[0] == 0:
         return out
-    W, G, kmax, const = _tables(P, lam, ranges_list, lists, vol, gam, beta)
+    W, G, kmax, const = _tables(P, lam, ranges_list, tables)
     a = pool.a                                                  # (R, K̄, M)
     # allowed model switches (m → m2) with their jump index; staying costs no jump
     moves = [(m, m2, P.switch_index[(m, m2)]) for m in range(P.M) for m2 in range(P.M)
@@ -216,7 +217,7 @@ def assignment_bounds(prob, pool, lam: float, ranges_list, lists, vol, gam, beta
     return out
 
 
-def rebound_leaves(heap: list, prob, pool, leaves, lists, vol, gam, beta, deadline: float) -> int:
+def rebound_leaves(heap: list, prob, pool, leaves, tables: ClusterTables, deadline: float) -> int:
     """After the first incumbent: Kelley on its assignment at its time price, then :func:`rebound`.
 
     The new multipliers join the shared pool (every π stays valid):
@@ -228,21 +229,22 @@ def rebound_leaves(heap: list, prob, pool, leaves, lists, vol, gam, beta, deadli
     models, clusters, held, alloc = leaves.best
     used = sorted(held)
     cls = [held[n] for n in used]
-    cfg = Config(np.array(used), cls, gam[cls], vol[cls], np.array([beta[c, n] for c, n in zip(cls, used)]))
+    cfg = Config(np.array(used), cls, tables.gam[cls], tables.vol[cls],
+                 np.array([tables.beta[c, n] for c, n in zip(cls, used)]))
     lam = leaves.best_price if leaves.best_price > 0 else 1.0
     # Kelley tunes π for completions of at most kmax epochs: the horizon the
     # incumbent's cost allows (as the root pool's), not K̄ — π tuned for
     # K̄-epoch completions gave negative bounds on shorter searches.
     const = prob.dual_constant(cfg, lam)
     kmax = max(1, horizon_cap(prob, prob.weights(cfg, lam), prob.tmin(cfg), const, leaves.best_cost))
-    search = BlockSearch(prob, cfg, lam, kmax, leaves.best_cost / max(prob.l0 - prob.lmax, 1e-12))
+    search = BlockSearch(prob, cfg, lam, kmax, leaves.best_cost / prob.loss_span)
     iters = prob.settings.rebound_kelley_iterations
     if iters > 0:
         pool.extend(search, deadline, iters=iters)
-    return rebound(heap, prob, pool, lam, lists, vol, gam, beta, deadline)
+    return rebound(heap, prob, pool, lam, tables, deadline)
 
 
-def rebound(heap: list, prob, pool, lam: float, lists, vol, gam, beta, deadline: float = math.inf) -> int:
+def rebound(heap: list, prob, pool, lam: float, tables: ClusterTables, deadline: float = math.inf) -> int:
     """Raise the bounds of the open leaves of ``heap`` (items (bound, tie, box)) in place.
 
     Any λ and any π give valid bounds, so each leaf keeps the larger of its
@@ -251,7 +253,7 @@ def rebound(heap: list, prob, pool, lam: float, lists, vol, gam, beta, deadline:
     leaves = [i for i, item in enumerate(heap) if item[2].is_leaf()]
     if not leaves:
         return 0
-    new = assignment_bounds(prob, pool, lam, [heap[i][2].ranges for i in leaves], lists, vol, gam, beta, deadline)
+    new = assignment_bounds(prob, pool, lam, [heap[i][2].ranges for i in leaves], tables, deadline)
     raised = 0
     for i, b in zip(leaves, new):
         old, tie, box = heap[i]
@@ -265,7 +267,7 @@ def rebound(heap: list, prob, pool, lam: float, lists, vol, gam, beta, deadline:
 
 
 
-def seed_assignment(prob, lists, vol, gam, beta):
+def seed_assignment(prob, tables: ClusterTables):
     """The single-cluster assignment whose mean-draw plan is cheapest: where to tune the pool.
 
     For every (cluster n, class σ) and model m, N = the fewest epochs of m
@@ -277,6 +279,7 @@ def seed_assignment(prob, lists, vol, gam, beta):
     Returns ``(cluster, class, proxy cost, time price λ)`` or None.
     """
     P = prob
+    lists, vol, gam, beta = tables.lists, tables.vol, tables.gam, tables.beta
     cumbar = P.cumA.mean(axis=0)                                         # (K̄+1, M)
     best = None
     for n, cls in enumerate(lists):

@@ -35,9 +35,9 @@ class PairGroups:
     and speed depend on the blocks; validity does not.
     """
 
-    def __init__(self, prob, pool, lists, vol, gam, beta, sizes=(8, 4), node_limit: int = 150):
+    def __init__(self, prob, pool, tables, sizes=(8, 4), node_limit: int = 150):
         self.prob, self.pool = prob, pool
-        self.lists, self.vol, self.gam, self.beta = lists, vol, gam, beta
+        self.tables = tables        # boxes.ClusterTables
         self.sizes, self.node_limit = tuple(sizes), int(node_limit)
         self.tried: set = set()
         self.discarded: list = []      # group boxes' ranges whose every assignment is discarded
@@ -62,7 +62,7 @@ class PairGroups:
         i = ranges[n][0]
         for g in self.sizes:
             lo = (i // g) * g
-            hi = min(lo + g, len(self.lists[n]))
+            hi = min(lo + g, len(self.tables.lists[n]))
             if hi - lo <= 1:
                 continue
             grp = list(ranges)
@@ -71,7 +71,7 @@ class PairGroups:
             if grp in self.tried:
                 continue
             self.tried.add(grp)
-            cfg = box_config(Box(grp), self.lists, self.vol, self.gam, self.beta)
+            cfg = box_config(Box(grp), self.tables)
             if len(cfg.groups) != 2:
                 continue
             t0 = time.perf_counter()

@@ -40,6 +40,7 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -119,6 +120,15 @@ class Problem:
         self.tried: set = set()       # configurations the enumeration ran on
         self.cover_log: list = []     # its diagnostics, one dict per run
         self.cover_spent = 0          # work units all enumeration runs took (settings.enumeration_steps_total)
+
+    @property
+    def loss_span(self) -> float:
+        """ℓ0 − ℓmax, the loss every plan must remove (eq. (3)), floored at 1e-12 to divide by.
+
+        The scale of the scenario multipliers μ is a cost per unit of loss
+        above ℓmax: a cost divided by this span (``BlockSearch`` ``mu_ref``).
+        """
+        return max(self.l0 - self.lmax, 1e-12)
 
     def allows(self, cfg: Config) -> bool:
         """Whether the data rule (6) allows plans training on every cluster of ``cfg``.
@@ -345,7 +355,7 @@ class BlockSearch:
         self.mu_ref = float(mu_ref)
         self.mus = float(mu_ref) * MU_FACTORS
         self.abort = False
-        self.groups = None      # a groups.GroupTables, attached by the caller
+        self.groups: Any = None     # a groups.GroupTables, attached by the caller
         # plans with fewer blocks than this were evaluated exactly beforehand
         # (incumbent.cover): the bounds may skip them, the search skips their leaves
         self.min_blocks = covered_blocks(prob, cfg)

@@ -122,7 +122,8 @@ Phases and reproducibility
 --------------------------
 :func:`solve_general` runs setup (scenarios, classes), bounding (the exact
 short-plan seed, the multiplier pool, the root bound of every assignment or
-box) and the search, then builds the result. Every phase is budgeted in
+box; ``bounding.py``) and the search, then builds the result
+(``outcome.py``); the phases share one ``state.SolveRun``. Every phase is budgeted in
 work units of :class:`~.settings.GeneralSettings` (Kelley iterations,
 enumeration steps, nodes), so the same instance and settings give the same
 nodes, bounds and result on any machine; ``time_limit`` only stops the
@@ -153,41 +154,20 @@ grouping); Y. Deng, H. Jia, S. Ahmed, J. Lee, S. Shen, INFORMS J. Comput. 33
 from __future__ import annotations
 
 import heapq
-import itertools
 import math
 import sys
 import time
-from dataclasses import dataclass, field
 
-import numpy as np
-
-from deplbench.formulations.general.boxes import (
-    Box,
-    box_config,
-    cluster_classes,
-    horizon_cap,
-    root_boxes,
-)
-from deplbench.formulations.general.classes import (
-    assignment_bounds,
-    leaf_assignments,
-    rebound_leaves,
-    seed_assignment,
-)
-from deplbench.formulations.general.groups import GroupPool, GroupTables
-from deplbench.formulations.general.incumbent import cover, seed_root
+from deplbench.formulations.general.bounding import bound_roots, seed_phase
+from deplbench.formulations.general.boxes import Box, ClusterTables, cluster_classes
+from deplbench.formulations.general.classes import rebound_leaves
+from deplbench.formulations.general.incumbent import cover
 from deplbench.formulations.general.leaves import Leaves
-from deplbench.formulations.general.pair_groups import PairGroups
-from deplbench.formulations.general.pairs import PairSearch, pair_applies
-from deplbench.formulations.general.search import (
-    MU_FACTORS,
-    BlockSearch,
-    Config,
-    Problem,
-    prunable,
-)
+from deplbench.formulations.general.outcome import build_result
+from deplbench.formulations.general.pairs import PairSearch
+from deplbench.formulations.general.search import MU_FACTORS, Problem, prunable
 from deplbench.formulations.general.settings import GeneralSettings
-from deplbench.formulations.plan import Epoch, Plan
+from deplbench.formulations.general.state import SolveRun
 from deplbench.formulations.result import SolveResult
 from deplbench.formulations.scenarios import ScenarioSampler, allowed_violations
 from deplbench.limits import MEMORY_BUDGET_GIB
@@ -224,117 +204,10 @@ def general_applies(instance) -> tuple[bool, str]:
     return True, ""
 
 
-def _clamp_bound(lower: float, diag: dict) -> float:
-    """The reported lower bound, never below 0.
-
-    Every plan costs κ·x + β ≥ 0 (eq. (2): unit costs, allocations and
-    transfer costs are non-negative), so 0 is a valid bound; the λ-dual and
-    group bounds of a stopped search can fall below it (an open node's
-    −λ·Tmax term). With a bound ≥ 0 and a cost ≥ 0 the gap (UB − LB)/UB is at
-    most 1 (100 %).
-    """
-    if math.isfinite(lower) and lower < 0:
-        diag["lower_bound_clamped"] = (f"the search's bound {lower:.6g} is below 0; every plan costs "
-                                       "κ·x + β ≥ 0 (eq. (2)), so 0 is reported")
-        return 0.0
-    return lower
-
-
 # =============================================================================
-# The state of one solve, and its phases: setup, bounding, search, result
+# The phases of one solve: setup and search here; bounding (bounding.py) and
+# the result (outcome.py) in their own modules; their shared state is state.SolveRun
 # =============================================================================
-
-
-@dataclass
-class _Run:
-    """Everything one solve carries between its phases."""
-
-    inst: object
-    prob: Problem
-    opts: GeneralSettings
-    params: dict
-    diag: dict
-    t0: float
-    deadline: float
-    nodes_budget: float
-    tol: float
-    S: int
-    deterministic: bool
-    bits: np.ndarray
-    vol: np.ndarray
-    gam: np.ndarray
-    beta: np.ndarray
-    lists: list
-    leaves: Leaves
-    lam: float = 1.0
-    est_cost: float = 1.0
-    lam_resets: int = 0
-    pool: GroupPool | None = None
-    pool_cfg: Config | None = None
-    leaf_list: list | None = None
-    pair_groups: PairGroups | None = None
-    heap: list = field(default_factory=list)
-    dive: list = field(default_factory=list)
-    counter: itertools.count = field(default_factory=itertools.count)
-    probed: set = field(default_factory=set)
-    lb_discard: float = math.inf
-    stopped_in: str | None = None     # the phase the time or node limit stopped
-    hit_node_limit: bool = False
-    searched: bool = False            # the root boxes/leaves were all bounded
-    verbose: bool = False             # progress to stderr
-    work: dict = field(default_factory=lambda: dict(nodes=0, leaves=0, boxes=0, unrealised_leaves=0,
-                                                    pair_searches=0, unplaceable_cells=0))
-
-    def out_of_time(self, phase: str) -> bool:
-        """The outer wall-clock stop: True (and the phase recorded) once the limit has passed."""
-        if time.perf_counter() > self.deadline:
-            self.stopped_in = self.stopped_in or phase
-            return True
-        return False
-
-    def mu_ref(self, ub: float | None = None) -> float:
-        """The scale of the scenario multipliers: a cost per unit of loss above ℓmax."""
-        ub = self.leaves.best_cost if ub is None else ub
-        return (ub if math.isfinite(ub) else self.est_cost) / max(self.prob.l0 - self.prob.lmax, 1e-12)
-
-    def push(self, bound: float, box: Box) -> None:
-        heapq.heappush(self.heap, (float(bound), next(self.counter), box))
-
-    def reset_due(self, lam: float | None = None) -> bool:
-        """The one λ-reset rule: the incumbent's time price differs from λ by more than
-        the factor 1 + ``lambda_reset`` and re-sets are left (every λ ≥ 0 gives valid
-        bounds; a λ near the optimum's price gives strong ones, module docstring item 3)."""
-        price, lam = self.leaves.best_price, self.lam if lam is None else lam
-        return (price > 0 and self.lam_resets < self.opts.max_lambda_resets
-                and abs(math.log(price / lam)) > math.log1p(self.opts.lambda_reset))
-
-    def reset_lambda(self) -> None:
-        """λ ← the incumbent's time price; new multipliers tuned to it join the pool."""
-        self.lam = self.leaves.best_price
-        self.lam_resets += 1
-        iters = self.opts.refresh_kelley_iterations
-        if self.pool is None or iters == 0:
-            return
-        P, cfg = self.prob, self.pool_cfg
-        kr = horizon_cap(P, P.weights(cfg, self.lam), P.tmin(cfg), -self.lam * P.T, self.leaves.best_cost)
-        if kr >= 1:
-            self.pool.extend(BlockSearch(P, cfg, self.lam, kr, self.mu_ref()), self.deadline, iters=iters)
-
-    def make_search(self, cfg: Config, kmax: int):
-        """The search of one configuration: model blocks with counts for two γ-groups
-        (pairs.py), else blocks; with the pool's group tables once it is filled."""
-        kind = (PairSearch if self.opts.pair_search and pair_applies(self.prob, cfg) else BlockSearch)
-        search = kind(self.prob, cfg, self.lam, kmax, self.mu_ref())
-        if self.pool is not None and self.pool.complete:
-            search.groups = GroupTables(self.pool, search)
-        return search
-
-    def box_search(self, box: Box, ub: float):
-        """(configuration, search or None when no epoch fits below ``ub``) of a box."""
-        cfg = box_config(box, self.lists, self.vol, self.gam, self.beta)
-        P = self.prob
-        kmax = horizon_cap(P, P.weights(cfg, self.lam), P.tmin(cfg), P.dual_constant(cfg, self.lam), ub)
-        return cfg, (self.make_search(cfg, kmax) if kmax >= 1 else None)
 
 
 def _setup(instance, scenarios, seed, node_limit, gap, params, opts, t0, deadline):
@@ -361,88 +234,13 @@ def _setup(instance, scenarios, seed, node_limit, gap, params, opts, t0, deadlin
                 allowed_violations=allowed_violations(inst.omega, int(scenarios)))
     bits, vol, gam, beta, lists = cluster_classes(inst, prob.nonneg)
     diag["data_classes_per_cluster"] = [len(x) for x in lists]
-    return _Run(inst=inst, prob=prob, opts=opts, params=params, diag=diag, t0=t0, deadline=deadline,
+    return SolveRun(inst=inst, prob=prob, opts=opts, params=params, diag=diag, t0=t0, deadline=deadline,
                 nodes_budget=math.inf if node_limit is None else int(node_limit), tol=0.5 * float(gap), S=S,
-                deterministic=deterministic, bits=bits, vol=vol, gam=gam, beta=beta, lists=lists,
+                deterministic=deterministic, bits=bits, tables=ClusterTables(lists, vol, gam, beta),
                 leaves=Leaves(prob, inst))
 
 
-def _seed(run: _Run) -> None:
-    """λ and μ scales, the first incumbent (short plans) and the scenario-group pool."""
-    P, inst, lists = run.prob, run.inst, run.lists
-    # λ and μ scales before any incumbent: a median configuration's closed form
-    root_cfg = box_config(Box([(0, len(lists[n])) for n in range(inst.n_clusters)]), lists, run.vol, run.gam,
-                       run.beta)
-    tm = P.tmin(root_cfg)
-    k_est = max(1.0, min(P.K, P.T / max(float(tm.min()), 1e-12)) / 2)
-    root = float(np.median(np.sqrt(P.c_m[:, None] * root_cfg.volume[None, :] * P.kap[root_cfg.clusters][None, :])))
-    slack = max(P.T - k_est * float(np.median(P.comm)), 1e-3 * P.T)
-    run.lam = max((k_est * root / slack) ** 2, 1e-12)
-    run.est_cost = k_est ** 2 * root ** 2 / slack
-    is_leaf = bool(root_cfg.classes) and all(c is not None for c in root_cfg.classes)
-    # the data rule (6) decides whether the all-cluster configuration holds plans at all:
-    # under the printed rule it does not, and its plans must not seed the incumbent
-    if is_leaf and P.allows(root_cfg):
-        # every plan of ≤ 3 blocks, exactly (incumbent.py): an early incumbent and its time price
-        run.diag["incumbent_seed"] = seed_root(P, root_cfg, run.leaves, run.lam, run.tol, horizon_cap, run.deadline)
-        if run.leaves.best is not None and run.leaves.best_price > 0:
-            run.lam, run.est_cost = run.leaves.best_price, run.leaves.best_cost
-    if run.out_of_time("bounding"):
-        return
-    # few class assignments: each becomes a leaf (classes.py), and the pool is tuned on
-    # a real single-cluster assignment (the optimistic root corner is no class at all)
-    run.pool_cfg = root_cfg
-    run.leaf_list = (leaf_assignments(inst, lists, run.opts.assignment_limit)
-                     if run.opts.class_leaves and run.S > 1 else None)
-    seed_cls = seed_assignment(P, lists, run.vol, run.gam, run.beta) if run.leaf_list is not None else None
-    if seed_cls is not None and run.leaves.best is None:
-        n0, c0, run.est_cost, run.lam = seed_cls
-        run.pool_cfg = Config(np.array([n0]), [c0], run.gam[[c0]], run.vol[[c0]], np.array([run.beta[c0, n0]]))
-    if run.S > 1:
-        _fill_pool(run, is_leaf)
-
-
-def _fill_pool(run: _Run, is_leaf: bool) -> None:
-    """The scenario-group bound (groups.py): one pool of multipliers for every
-    search, filled by ``root_kelley_iterations`` Kelley iterations per group."""
-    P, cfg = run.prob, run.pool_cfg
-    k_root = horizon_cap(P, P.weights(cfg, run.lam), P.tmin(cfg), -run.lam * P.T, run.leaves.best_cost)
-    if k_root < 1:
-        return
-    s_root = BlockSearch(P, cfg, run.lam, k_root, run.est_cost / max(P.l0 - P.lmax, 1e-12))
-    run.pool = GroupPool(P, np.argsort(-s_root.scenario_root_bounds(), kind="stable"))
-    run.pool.extend(s_root, run.deadline, iters=run.opts.root_kelley_iterations)
-    if cfg.classes and all(c is not None for c in cfg.classes) and P.allows(cfg):
-        for seq in run.pool.feasible_columns(s_root, run.pool.columns):
-            run.leaves.evaluate(s_root, seq, run.tol)
-
-
-def _bound_roots(run: _Run) -> None:
-    """Bound every assignment (few: each a leaf) or every root box before the search,
-    so that a stop still leaves a finite lower bound for what was not explored."""
-    P = run.prob
-    if run.pool is None or not run.pool.complete:
-        run.leaf_list = None
-    if run.leaf_list is not None:
-        bounds = assignment_bounds(P, run.pool, run.lam, run.leaf_list, run.lists, run.vol, run.gam, run.beta,
-                                   run.deadline)
-        for rng, rb in zip(run.leaf_list, bounds):
-            if rb < math.inf:       # +inf: no epoch of this assignment fits Tmax
-                run.push(rb, Box(rng))
-        run.diag["assignments"] = len(run.leaf_list)
-    else:
-        for box in root_boxes(run.inst, run.lists, relax=P.nonneg):
-            _, search = run.box_search(box, math.inf)
-            run.push(search.root_bound() if search is not None else math.inf, box)
-    if run.out_of_time("bounding"):
-        return
-    run.searched = True
-    # neighbouring two-cluster assignments bounded together (pair_groups.PairGroups)
-    if run.opts.pair_search and run.opts.pair_groups and run.leaf_list is not None and P.nonneg:
-        run.pair_groups = PairGroups(P, run.pool, run.lists, run.vol, run.gam, run.beta)
-
-
-def _next_box(run: _Run):
+def _next_box(run: SolveRun):
     """The next open box: depth-first while there is no incumbent, then best-first."""
     if run.dive and run.leaves.best is None:
         return run.dive.pop()
@@ -452,7 +250,7 @@ def _next_box(run: _Run):
     return heapq.heappop(run.heap)
 
 
-def _stop(run: _Run, bound: float, box: Box, phase: str) -> None:
+def _stop(run: SolveRun, bound: float, box: Box, phase: str) -> None:
     """Keep the box (and the dive) open and record the stop."""
     run.push(bound, box)
     for item in run.dive:
@@ -461,7 +259,7 @@ def _stop(run: _Run, bound: float, box: Box, phase: str) -> None:
     run.stopped_in = run.stopped_in or phase
 
 
-def _search(run: _Run) -> None:
+def _search(run: SolveRun) -> None:
     """Best-first over boxes/assignments; each leaf assignment is searched depth-first."""
     # (an incumbent from incumbent already set λ and tuned the pool on an assignment containing it)
     rebounded = run.leaf_list is None or ("incumbent_seed" in run.diag and run.leaves.best is not None)
@@ -469,8 +267,8 @@ def _search(run: _Run) -> None:
         if not rebounded and run.leaves.best is not None:
             # first incumbent: tune the pool on its assignment and price, raise every open leaf's bound
             rebounded = True
-            run.diag["leaves_rebounded"] = rebound_leaves(run.heap, run.prob, run.pool, run.leaves, run.lists,
-                                                          run.vol, run.gam, run.beta, run.deadline)
+            run.diag["leaves_rebounded"] = rebound_leaves(run.heap, run.prob, run.pool, run.leaves, run.tables,
+                                                          run.deadline)
         bound, _, box = _next_box(run)
         if prunable(bound, run.leaves.best_cost, run.tol):
             run.lb_discard = min(run.lb_discard, bound)
@@ -483,7 +281,7 @@ def _search(run: _Run) -> None:
             return
 
 
-def _visit(run: _Run, bound: float, box: Box) -> bool:
+def _visit(run: SolveRun, bound: float, box: Box) -> bool:
     """Process one open box; False when a limit stopped the search inside it."""
     ub = run.leaves.best_cost
     if run.pair_groups is not None and box.is_leaf() and run.leaves.best is not None:
@@ -524,7 +322,7 @@ def _visit(run: _Run, bound: float, box: Box) -> bool:
     return _search_leaf(run, box, search, rb, ub)
 
 
-def _probe(run: _Run, box: Box, search) -> None:
+def _probe(run: SolveRun, box: Box, search) -> None:
     """The pool's DP paths on this assignment are plans: try them; then every ≤ 3-block
     plan of it, exactly (incumbent.cover; a PairSearch counts blocks differently
     and cannot skip them, so it is not run there)."""
@@ -535,7 +333,7 @@ def _probe(run: _Run, box: Box, search) -> None:
         cover(run.prob, search, run.leaves, run.tol, run.deadline)
 
 
-def _search_leaf(run: _Run, box: Box, search, rb: float, ub: float) -> bool:
+def _search_leaf(run: SolveRun, box: Box, search, rb: float, ub: float) -> bool:
     """The depth-first search of one assignment (search / pairs)."""
     def on_leaf(vseq):
         out = run.leaves.evaluate(search, vseq, run.tol)
@@ -573,91 +371,6 @@ def _search_leaf(run: _Run, box: Box, search, rb: float, ub: float) -> bool:
         run.stopped_in = run.stopped_in or "search"
         return False
     return True
-
-
-def _open_bounds(run: _Run) -> list:
-    """Bounds of the boxes left open by a stop; the first ``open_rebounds`` are
-    re-bounded at the final λ (any λ is valid; the better is kept)."""
-    run.heap.sort()
-    out = []
-    n = min(run.opts.open_rebounds, len(run.heap))
-    for i in range(n):
-        b, _, box = run.heap[i]
-        if time.perf_counter() > run.deadline + 0.02 * (run.deadline - run.t0):
-            n = i
-            break
-        _, search = run.box_search(box, run.leaves.best_cost)
-        out.append(max(b, search.root_bound() if search is not None else math.inf))
-    pg = run.pair_groups
-    out += [b for b, _, box in run.heap[n:] if pg is None or not pg.covers(box.ranges)]
-    return out
-
-
-def _result(run: _Run) -> SolveResult:
-    """The plan, its exact cost, the proven bound and the status."""
-    inst, P, diag, params, leaves = run.inst, run.prob, run.diag, run.params, run.leaves
-    stopped = run.stopped_in is not None
-    open_bounds = _open_bounds(run) if stopped else []
-    if stopped and not run.searched:
-        open_bounds.append(0.0)     # boxes never bounded: only the trivial bound (every cost ≥ 0)
-    if run.pair_groups is not None:
-        diag["pair_groups"] = dict(run.pair_groups.stats, seconds=round(run.pair_groups.stats["seconds"], 3))
-    diag.update(group_multipliers=0 if run.pool is None else int(run.pool.Pi.shape[0]),
-                scenario_groups=0 if run.pool is None else len(run.pool.groups))
-    diag.update(run.work, leaf_evaluations=leaves.evaluations, lambda_resets=run.lam_resets,
-                time_price=run.lam, enumeration_steps=P.cover_spent, stopped_in=run.stopped_in,
-                total_s=time.perf_counter() - run.t0)
-    limit = "node limit" if run.hit_node_limit else f"time limit (in the {run.stopped_in} phase)"
-    if leaves.best is None:
-        if stopped:
-            # the open and discarded boxes' bounds are valid without a plan too
-            lower = _clamp_bound(min([run.lb_discard] + open_bounds), diag)
-            return SolveResult(algorithm="milp", status="error" if run.hit_node_limit else "time_limit",
-                               message=f"{limit} reached before any plan", params=params, diagnostics=diag,
-                               lower_bound=lower if math.isfinite(lower) else None)
-        return SolveResult(algorithm="milp", status="infeasible", message=(
-            f"no plan of at most K̄ = {inst.horizon} epochs meets both the quantile (at most {P.p} of {run.S} "
-            f"in-sample scenarios above ℓmax = {P.lmax:g}) and Tmax = {P.T:g} (exhaustive search)"),
-            params=params, diagnostics=diag)
-    cost = leaves.best_cost
-    lower = _clamp_bound(min([cost, run.lb_discard] + open_bounds), diag)
-    g = SolveResult.relative_gap(cost, lower)
-    plan, viol = _plan(run)
-    diag.update(in_sample_violations=viol * (int(params["scenarios"]) if run.deterministic else 1),
-                epochs=len(plan.epochs))
-    if viol > P.p:   # the search only accepts SAA-feasible leaves; this guards the bookkeeping
-        return SolveResult(algorithm="milp", status="error", message="internal check failed: plan violates the "
-                           "in-sample quantile", params=params, diagnostics=diag)
-    if g is not None and g <= params["gap"]:
-        status, message = "optimal", f"optimal within relative gap {g:.2e} (tolerance {params['gap']:g})"
-    elif stopped:
-        status = "feasible" if run.hit_node_limit else "time_limit"
-        message = f"{limit} reached" + ("; the plan is SAA-feasible and exactly costed, its optimality unproven"
-                                        if run.hit_node_limit else "")
-    elif run.work["unrealised_leaves"]:
-        status, message = "feasible", (
-            f"search complete but a gap of {g:.2e} remains (tolerance {params['gap']:g}): "
-            f"{run.work['unrealised_leaves']} two-group leaves could not be ordered (more than "
-            "``max_placements`` partial placements) and keep only their bounds, or a leaf's "
-            "cluster split kept its bound")
-    else:
-        status, message = "feasible", (f"search complete but the leaf split bounds leave a gap of {g:.2e} "
-                                       f"(tolerance {params['gap']:g})")
-    return SolveResult(algorithm="milp", status=status, message=message, plan=plan, cost=cost, lower_bound=lower,
-                       gap=g, params=params, diagnostics=diag)
-
-
-def _plan(run: _Run) -> tuple[Plan, int]:
-    """The incumbent as a :class:`Plan`, and its in-sample violations (checked independently)."""
-    inst = run.inst
-    models, clusters, held, alloc = run.leaves.best
-    losses = run.prob.losses(models, np.array([run.gam[held[int(n)]] for n in clusters]))
-    viol = int(np.count_nonzero(losses > run.prob.lmax + 1e-9))
-    plan = Plan(epochs=[Epoch(model=inst.models[m].name, cluster=inst.clusters[n].name, allocation=float(x))
-                        for m, n, x in zip(models, clusters, alloc.x)],
-                datasets={inst.clusters[n].name: [inst.datasets[d].name for d in np.nonzero(run.bits[c])[0]]
-                          for n, c in sorted(held.items())})
-    return plan, viol
 
 
 def solve_general(instance, scenarios: int = 1000, seed: int = 0, time_limit: float | None = 60.0,
@@ -721,14 +434,14 @@ def solve_general(instance, scenarios: int = 1000, seed: int = 0, time_limit: fl
     # the wall clock is checked between and inside them and stops the solve where it is
     last = "setup"
     seconds = run.diag["phase_s"] = {"setup": time.perf_counter() - t0}
-    for name, phase in (("bounding", _seed), ("bounding", _bound_roots), ("search", _search)):
+    for name, phase in (("bounding", seed_phase), ("bounding", bound_roots), ("search", _search)):
         if run.stopped_in is not None or run.out_of_time(last):
             break
         start = time.perf_counter()
         phase(run)
         seconds[name] = seconds.get(name, 0.0) + time.perf_counter() - start
         last = name
-    return _result(run)
+    return build_result(run)
 
 
 __all__ = [
