@@ -77,11 +77,11 @@ from types import SimpleNamespace
 import numpy as np
 
 from deplbench.formulations.general.search import (
-    LOSS_TOL,
     BlockSearch,
     config_key,
     covered_blocks,
 )
+from deplbench.formulations.last_block import shortest_last_block
 
 #: Blocks per enumerated plan by default (``GeneralSettings.max_blocks``; three covers the
 #: realistic families' optima).
@@ -96,60 +96,6 @@ def _virtual_cum(prob, search) -> np.ndarray:
     cum = prob.cumA[:, :K + 1, :]                                  # (S, K+1, M)
     out = cum[:, :, search.vm] * search.vgamma[None, None, :]      # (S, K+1, nv)
     return np.ascontiguousarray(out.transpose(2, 1, 0))
-
-
-def shortest_last_block(data, pre: np.ndarray, start: np.ndarray, model: int, cum_t: np.ndarray,
-                        k_lo: int, k_hi: int) -> np.ndarray:
-    """Fewest epochs L ≥ 1 of a final block of ``model`` that make each partial
-    plan SAA-feasible (0 where no L up to k_hi − start works).
-
-    ``pre`` (S, P) is each partial plan's loss just before the block (switch
-    jump included), ``start`` (P,) its first epoch, ``cum_t`` (M, K+1, S) the
-    cumulative improvement per virtual model; ``data`` gives ``lmax``, ``p``
-    and ``nonneg``. With non-negative improvements the loss falls as the block
-    grows, so all P searches bisect together; otherwise every length is tried.
-    The same test as the enumeration formulation's (``milp.bounds``), kept
-    here so that this package does not depend on the MILP package.
-    """
-    P = start.size
-    lo = np.maximum(1, k_lo - start)
-    hi = k_hi - start
-    found = np.zeros(P, dtype=np.int64)
-    if P == 0:
-        return found
-    cum_m = cum_t[model]                          # (K+1, S), rows contiguous
-    base = pre.T + cum_m[start]                   # (P, S): loss before the block plus its start offset
-    threshold = data.lmax + LOSS_TOL
-
-    def ok(length):
-        loss = base - cum_m[start + length]
-        return np.count_nonzero(loss > threshold, axis=1) <= data.p
-
-    valid = lo <= hi
-    if data.nonneg:
-        good = np.zeros(P, dtype=bool)
-        good[valid] = ok(np.where(valid, hi, 1))[valid]
-        a, b = lo.copy(), hi.copy()          # invariant: b works for `good`
-        while True:
-            open_ = good & (a < b)
-            if not open_.any():
-                break
-            mid = (a + b) // 2
-            res = ok(np.where(open_, mid, b))
-            b = np.where(open_ & res, mid, b)
-            a = np.where(open_ & ~res, mid + 1, a)
-        found[good] = b[good]
-    else:
-        todo = valid.copy()
-        length = lo.copy()
-        while todo.any():
-            res = ok(np.where(todo, np.minimum(length, hi), lo))
-            hit = todo & res
-            found[hit] = length[hit]
-            todo &= ~res
-            length += 1
-            todo &= length <= hi
-    return found
 
 
 class Steps:
@@ -408,5 +354,4 @@ __all__ = [
     "dual_bounds",
     "seed_incumbent",
     "seed_root",
-    "shortest_last_block",
 ]

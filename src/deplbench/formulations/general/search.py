@@ -45,9 +45,8 @@ from typing import Any
 import numpy as np
 
 from deplbench.formulations.general.settings import GeneralSettings
+from deplbench.formulations.last_block import LOSS_TOL
 
-#: Tolerance on ℓ_s(K) ≤ ℓmax when counting violations (as ``Scenarios.violations``).
-LOSS_TOL = 1e-9
 #: Multipliers μ of the single-scenario Lagrangian bound, relative to μ_ref.
 MU_FACTORS = np.concatenate([[0.0], 1.3 ** np.arange(-8, 9)])
 

@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from deplbench import limits
+from deplbench.formulations.last_block import shortest_last_block
 from deplbench.formulations.milp.data import Choice, Data
 from deplbench.formulations.milp.options import BIGM_SLACK, LOSS_TOL, BuildTimeout
 
@@ -95,59 +96,6 @@ def cumulative_by_model(data: Data, s_idx: int) -> tuple[np.ndarray, np.ndarray]
     S, M = data.S, data.M
     cum = np.concatenate([np.zeros((S, 1, M)), np.cumsum(data.gam[s_idx] * data.a, axis=1)], axis=1)
     return cum, np.ascontiguousarray(cum.transpose(2, 1, 0))
-
-
-def shortest_last_block(data: Data, pre: np.ndarray, start: np.ndarray, model: int,
-                         cum_t: np.ndarray, k_lo: int, k_hi: int) -> np.ndarray:
-    """Fewest epochs L ≥ 1 of a final block of ``model`` that make each partial
-    plan SAA-feasible (0 where no L up to k_hi − start works).
-
-    ``pre`` (S, P) is each partial plan's loss just before the block (switch
-    jump included), ``start`` (P,) its first epoch, ``cum_t`` (M, K+1, S) the
-    cumulative improvement of the data class (:func:`cumulative_by_model`).
-    With non-negative improvements the loss falls as the block grows, so all P
-    searches bisect together.
-    """
-    P = start.size
-    lo = np.maximum(1, k_lo - start)
-    hi = k_hi - start
-    found = np.zeros(P, dtype=np.int64)
-    if P == 0:
-        return found
-    cum_m = cum_t[model]                          # (K+1, S), rows contiguous
-    base = pre.T + cum_m[start]                   # (P, S): loss before the block plus its start offset
-    threshold = data.lmax + LOSS_TOL
-
-    def ok(length):
-        # The same test as quantile_ok, on the (P, S) layout.
-        loss = base - cum_m[start + length]
-        return np.count_nonzero(loss > threshold, axis=1) <= data.p
-
-    valid = lo <= hi
-    if data.nonneg:
-        good = np.zeros(P, dtype=bool)
-        good[valid] = ok(np.where(valid, hi, 1))[valid]
-        a, b = lo.copy(), hi.copy()          # invariant: b works for `good`
-        while True:
-            open_ = good & (a < b)
-            if not open_.any():
-                break
-            mid = (a + b) // 2
-            res = ok(np.where(open_, mid, b))
-            b = np.where(open_ & res, mid, b)
-            a = np.where(open_ & ~res, mid + 1, a)
-        found[good] = b[good]
-    else:
-        todo = valid.copy()
-        length = lo.copy()
-        while todo.any():
-            res = ok(np.where(todo, np.minimum(length, hi), lo))
-            hit = todo & res
-            found[hit] = length[hit]
-            todo &= ~res
-            length += 1
-            todo &= length <= hi
-    return found
 
 
 def block_heuristic(data: Data, k_min: int, k_max: int):

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 
+from deplbench.formulations.last_block import LOSS_TOL
 from deplbench.limits import MEMORY_BUDGET_GIB
 from deplbench.params import Param, resolve
 
@@ -35,9 +36,6 @@ CUT_SPAN = 1e3
 MAX_CUT_NONZEROS = 1_000_000
 #: Safety margin added to every big-M (absolute, times 1 + |ℓmax|).
 BIGM_SLACK = 1e-6
-#: Tolerance on ℓ_s(K) ≤ ℓmax when counting in-sample violations (the same
-#: as ``Scenarios.violations``).
-LOSS_TOL = 1e-9
 #: Cut-loop iterations at most (each is a master re-solve).
 MAX_ROUNDS = 50
 #: Default memory budget (GiB) for the scenario arrays and the model; a build
