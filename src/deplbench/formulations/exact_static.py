@@ -71,7 +71,7 @@ from deplbench.formulations.exact_violation import (
 from deplbench.formulations.milp.bounds import Bounds
 from deplbench.formulations.milp.cutloop import cut_loop
 from deplbench.formulations.milp.data import Data
-from deplbench.formulations.milp.enumeration import EnumModel, dag_paths
+from deplbench.formulations.milp.enumeration import EnumModel, dag_paths, pareto_sequences
 from deplbench.formulations.milp.routes import make_backend
 from deplbench.formulations.result import SolveResult
 from deplbench.instances.distributions import Empirical, InverseGamma, LogNormal, PointMass
@@ -302,26 +302,9 @@ def enumerate_exact(instance, gamma: float, k_max: int, deadline: float, setting
     return out, lat
 
 
-def _pareto(seqs: list[np.ndarray], M: int):
-    """Drop count vectors dominated by another's (as enumeration.py does)."""
-    if not seqs:
-        return [], np.zeros((0, M))
-    counts = np.array([np.bincount(s, minlength=M) for s in seqs], dtype=float)
-    order = np.lexsort(counts.T[::-1])
-    kept, keep = np.empty((0, M)), []
-    for i in order:
-        c = counts[i]
-        if kept.shape[0] and np.any(np.all(kept <= c, axis=1)):
-            continue
-        keep.append(i)
-        kept = np.vstack([kept, c[None, :]])
-    keep = sorted(keep)
-    return [seqs[i] for i in keep], counts[keep]
-
-
 def _cheapest(data: Data, k_max: int, seqs, gap: float, deadline: float) -> SolveResult | None:
     """The enumeration MILP over ``seqs`` (exact real-x cost, λ cuts)."""
-    seqs, counts = _pareto(seqs, data.M)
+    seqs, counts = pareto_sequences(seqs, data.M)
     if not seqs:
         return None
     bounds = Bounds(k_min=1, k_max=k_max, bigm=None, incumbent=None, lam=data.lam_reference(1))

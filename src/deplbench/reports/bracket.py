@@ -43,6 +43,7 @@ from deplbench.reports.claims import (
     UNMEASURED,
     paper_depl,
 )
+from deplbench.reports.claims_common import matches_verdict
 
 #: Registry name of the bracket algorithm.
 CERTIFIED = "milp-certified"
@@ -217,19 +218,12 @@ def matches_optimum_bracket(df: pd.DataFrame, ratios: pd.DataFrame) -> dict:
         return _claim(claim, yard, why, UNMEASURED)
     hi = sub["cost_over_lb"].to_numpy(float) - 1.0
     lo = np.nan_to_num(sub["cost_over_ub"].to_numpy(float) - 1.0, nan=0.0)
-    med_hi, p90_hi = float(np.median(hi)), float(np.quantile(hi, 0.9))
-    med_lo, p90_lo = float(np.median(lo)), float(np.quantile(lo, 0.9))
+    verdict, (med_lo, med_hi, p90_lo, p90_hi) = matches_verdict(lo, hi, UNDECIDED)
     conf = float(np.nanmin(sub["lb_confidence"])) if sub["lb_confidence"].notna().any() else math.nan
     txt = (f"{scope}, {len(sub)}/{n_all} DepL plans certified feasible; gap to the true optimum: median in "
            f"[{100 * med_lo:.2f} %, {100 * med_hi:.2f} %], 90th pct in [{100 * p90_lo:.2f} %, "
            f"{100 * p90_hi:.2f} %] (upper ends valid at confidence ≥ {conf:.3g}; threshold: median ≤ "
            f"{100 * MATCH_MEDIAN_GAP:g} %, 90th pct ≤ {100 * MATCH_P90_GAP:g} %)")
-    if med_hi <= MATCH_MEDIAN_GAP and p90_hi <= MATCH_P90_GAP:
-        verdict = HOLDS
-    elif med_lo > MATCH_MEDIAN_GAP or p90_lo > MATCH_P90_GAP:
-        verdict = FAILS
-    else:
-        verdict = UNDECIDED
     return _claim(claim, yard, txt, verdict)
 
 

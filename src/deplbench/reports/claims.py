@@ -35,6 +35,7 @@ from deplbench.reports.claims_common import (  # noqa: F401 (re-exported)
     finite_num,
     fmt_fit,
     judgeable,
+    matches_verdict,
     paper_depl,
     submodularity_record,
 )
@@ -338,17 +339,10 @@ def matches_optimum(ratios: pd.DataFrame, df: pd.DataFrame | None = None) -> dic
     if not proven.empty:
         lo = np.nan_to_num(proven["gap_lo"].to_numpy(float), nan=0.0)
         hi = proven["gap_hi"].to_numpy(float)
-        med_lo, med_hi = float(np.median(lo)), float(np.median(hi))
-        p90_lo, p90_hi = float(np.quantile(lo, 0.9)), float(np.quantile(hi, 0.9))
+        verdict, (med_lo, med_hi, p90_lo, p90_hi) = matches_verdict(lo, hi)
         txt = (f"{scope}, {len(proven)} distinct instances with a proven reference: gap to "
                f"the true optimum median in [{100 * med_lo:.2f} %, {100 * med_hi:.2f} %], "
                f"90th pct in [{100 * p90_lo:.2f} %, {100 * p90_hi:.2f} %] ({thr})")
-        if med_hi <= MATCH_MEDIAN_GAP and p90_hi <= MATCH_P90_GAP:
-            verdict = HOLDS
-        elif med_lo > MATCH_MEDIAN_GAP or p90_lo > MATCH_P90_GAP:
-            verdict = FAILS
-        else:
-            verdict = UNDECIDED
         reference = "proven reference per instance (exact optimum, else certified bracket)"
         n = len(proven)
     else:

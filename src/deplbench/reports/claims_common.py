@@ -106,7 +106,27 @@ def judgeable(f: pd.DataFrame) -> pd.DataFrame:
     return f[f["verdict"].isin(("consistent", "contradicts"))] if not f.empty else f
 
 
+def matches_verdict(lo, hi, undecided: str = UNDECIDED) -> tuple[str, tuple[float, float, float, float]]:
+    """The "virtually matches" verdict on per-instance gap intervals [lo, hi].
+
+    Holds when even the upper ends meet both thresholds (median ≤
+    :data:`MATCH_MEDIAN_GAP`, 90th percentile ≤ :data:`MATCH_P90_GAP`), does
+    not hold when the lower ends already miss one, else ``undecided``.
+    Returns the verdict and (median lo, median hi, p90 lo, p90 hi).
+    """
+    lo, hi = np.asarray(lo, dtype=float), np.asarray(hi, dtype=float)
+    stats = (float(np.median(lo)), float(np.median(hi)), float(np.quantile(lo, 0.9)),
+             float(np.quantile(hi, 0.9)))
+    med_lo, med_hi, p90_lo, p90_hi = stats
+    if med_hi <= MATCH_MEDIAN_GAP and p90_hi <= MATCH_P90_GAP:
+        return HOLDS, stats
+    if med_lo > MATCH_MEDIAN_GAP or p90_lo > MATCH_P90_GAP:
+        return FAILS, stats
+    return undecided, stats
+
+
 __all__ = [
+    "matches_verdict",
     "claim_row",
     "finite_num",
     "fmt_fit",

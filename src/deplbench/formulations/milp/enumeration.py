@@ -139,12 +139,21 @@ def enumerate_candidates(data: Data, k_min: int, k_max: int, paths):
             extend(list(path), [], np.full(S, data.l0), 0)
     except TimeoutError:
         return None
+    return pareto_sequences(seqs, M)
+
+
+def pareto_sequences(seqs: list, M: int) -> tuple[list, np.ndarray]:
+    """The sequences whose model-count vectors no other's dominates, and those counts.
+
+    A sequence that uses at least as many epochs of every model as another
+    candidate costs at least as much (cost (2) grows with every epoch), so
+    only the Pareto-minimal count vectors matter. In lexicographic order a
+    dominating vector comes first, so one pass with a vectorised test against
+    the kept ones suffices.
+    """
     if not seqs:
         return [], np.zeros((0, M))
     counts = np.array([np.bincount(s, minlength=M) for s in seqs], dtype=float)
-    # Pareto filter: drop count vectors dominated by another candidate's. In
-    # lexicographic order a dominating vector comes first, so one pass with
-    # a vectorised test against the kept ones suffices.
     order = np.lexsort(counts.T[::-1])
     kept = np.empty((0, M))
     keep = []
@@ -267,4 +276,4 @@ def build_enumeration(ctx):
 
 
 __all__ = ["MAX_CANDIDATES", "dag_paths", "enumeration_size", "enumerate_candidates", "EnumModel",
-           "try_enumeration", "build_enumeration"]
+           "try_enumeration", "build_enumeration", "pareto_sequences"]
