@@ -61,6 +61,19 @@ def _run(args: list[str], timeout: float) -> str:
     return proc.stdout
 
 
+def _dump_with_script(index: Path, script: str, width: int, height: int, timeout) -> str:
+    """The DOM Chromium renders for ``index`` with ``script`` appended to its
+    body, at ``width`` × ``height`` (from a temporary copy beside the page, so
+    its relative links still resolve)."""
+    probe = index.with_name(".probe_" + index.name)
+    text = index.read_text(encoding="utf-8")
+    probe.write_text(text.replace("</body>", script + "</body>"), encoding="utf-8")
+    try:
+        return _run([f"--window-size={width},{height}", "--dump-dom", probe.resolve().as_uri()], timeout)
+    finally:
+        probe.unlink(missing_ok=True)
+
+
 def page_width(index: str | Path, width: int = 1280, timeout: float = 300.0
                ) -> tuple[int, int]:
     """(document scroll width, viewport width) of the rendered page, in CSS px.
@@ -73,15 +86,7 @@ def page_width(index: str | Path, width: int = 1280, timeout: float = 300.0
     ReportError
         No page at ``index``, a bad width, no Chromium, or Chromium failed.
     """
-    index = _validate(Path(index), width)
-    probe = index.with_name(".probe_" + index.name)
-    text = index.read_text(encoding="utf-8")
-    probe.write_text(text.replace("</body>", _PROBE + "</body>"), encoding="utf-8")
-    try:
-        dom = _run([f"--window-size={width},900", "--dump-dom", probe.resolve().as_uri()],
-                   timeout)
-    finally:
-        probe.unlink(missing_ok=True)
+    dom = _dump_with_script(_validate(Path(index), width), _PROBE, width, 900, timeout)
     m = re.search(r'data-probe="(\d+),(\d+)"', dom)
     if m is None:
         raise ReportError("chromium: the page did not report its width")
@@ -128,16 +133,8 @@ def element_boxes(index: str | Path, selector: str, width: int = 1280, height: i
     ReportError
         As :func:`page_width`.
     """
-    index = _validate(Path(index), width)
-    probe = index.with_name(".probe_" + index.name)
-    text = index.read_text(encoding="utf-8")
-    script = _BOXES.format(sel=json.dumps(selector))
-    probe.write_text(text.replace("</body>", script + "</body>"), encoding="utf-8")
-    try:
-        dom = _run([f"--window-size={width},{height}", "--dump-dom", probe.resolve().as_uri()],
-                   timeout)
-    finally:
-        probe.unlink(missing_ok=True)
+    dom = _dump_with_script(_validate(Path(index), width), _BOXES.format(sel=json.dumps(selector)),
+                            width, height, timeout)
     m = re.search(r'data-boxes="([^"]*)"', dom)
     if m is None:
         raise ReportError("chromium: the page did not report its element positions")
