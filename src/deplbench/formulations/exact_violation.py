@@ -71,8 +71,8 @@ allowance rests on). At the default precision it is below 10⁻⁸.
 Refinement
 ----------
 :func:`violation_bounds` starts at h = σ̂/64 (σ̂ the root sum of squared
-interquartile ranges of the terms) and halves h until the width p_hi − p_lo
-is at most ``ExactSettings.target_width`` (and, with ``decide=True``, until
+interquartile ranges of the terms; ``ExactSettings.start_steps``) and
+halves h until the width p_hi − p_lo is at most ``ExactSettings.target_width`` (and, with ``decide=True``, until
 the verdict is decided) or the next grid would exceed
 ``ExactSettings.max_work`` (lattice points × terms, a deterministic budget).
 
@@ -120,12 +120,16 @@ class ExactSettings:
         Largest (lattice points × random terms) of one grid: the budget.
     decide : bool
         Also stop as soon as the verdict against 1 − ω is decided.
+    start_steps : int
+        Lattice steps per spread σ̂ of the first grid (h = σ̂/start_steps);
+        a caller that knows the coarse grids are undecided starts finer.
     """
 
     target_width: float = 1e-4
     tail: float = 1e-5
     max_work: int = 60_000_000
     decide: bool = False
+    start_steps: int = 64
 
 
 @dataclass
@@ -387,7 +391,7 @@ def bounds_for_terms(const: float, terms: list[Term], loss_max: float, omega: fl
         return ViolationBounds(p, p, const, const, _verdict(p, p, risk), risk)
     scale = math.sqrt(sum(s * s for s in term_iqrs(terms))) or 1.0
     eps = settings.tail / (2.0 * len(terms))
-    h = scale / 64.0
+    h = scale / float(settings.start_steps)
     cells = _cells_estimate(terms, h, eps)
     if cells * (len(terms) + 1) > settings.max_work:
         raise ExactUnavailable(

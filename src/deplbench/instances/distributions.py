@@ -23,6 +23,7 @@ Examples
 from __future__ import annotations
 
 import math
+from functools import lru_cache
 from typing import Annotated, Literal, Union
 
 import numpy as np
@@ -33,6 +34,17 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 _FINITE = dict(allow_inf_nan=False, strict=True)
 
 
+@lru_cache(maxsize=512)
+def _scipy_law(dist: "_Dist"):
+    """The frozen SciPy law of ``dist``, built once per distinct parameters.
+
+    Freezing a SciPy distribution costs milliseconds; the exact violation
+    bounds and the adaptive DP call cdf/sf/pdf thousands of times on the
+    same few laws. The models are frozen (hashable, immutable), so a cache
+    keyed on them cannot go stale."""
+    return dist._frozen()
+
+
 class _Dist(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -41,24 +53,24 @@ class _Dist(BaseModel):
         return False
 
     def cdf(self, x):
-        return self._frozen().cdf(x)
+        return _scipy_law(self).cdf(x)
 
     def ppf(self, q):
-        return self._frozen().ppf(q)
+        return _scipy_law(self).ppf(q)
 
     def sf(self, x):
         """P(X > x), accurate in the upper tail (no 1 − cdf cancellation)."""
-        return self._frozen().sf(x)
+        return _scipy_law(self).sf(x)
 
     def pdf(self, x):
         """Density (continuous kinds only)."""
-        return self._frozen().pdf(x)
+        return _scipy_law(self).pdf(x)
 
     def mean(self) -> float:
-        return float(self._frozen().mean())
+        return float(_scipy_law(self).mean())
 
     def var(self) -> float:
-        return float(self._frozen().var())
+        return float(_scipy_law(self).var())
 
     def _frozen(self):  # pragma: no cover - overridden
         raise NotImplementedError

@@ -33,37 +33,84 @@ from typing import ClassVar
 import numpy as np
 
 from deplbench.formulations.evaluate import transfer_cost
-from deplbench.formulations.exact_violation import PROVEN_FEASIBLE, ExactSettings, ExactUnavailable, violation_bounds
+from deplbench.formulations.exact_static import SpectralLattice
+from deplbench.formulations.exact_violation import (
+    PROVEN_FEASIBLE,
+    UNDECIDED,
+    ExactSettings,
+    ExactUnavailable,
+    violation_bounds,
+)
+from deplbench.formulations.milp.data import Data
 from deplbench.formulations.result import SolveResult
 from deplbench.solvers.base import Param, PlotStyle
 from deplbench.solvers.depl import PROVEN_FALLBACKS, DepL
 from deplbench.solvers.depl_stages import decide, result_from, stage2, stage3, surrogates
 
 #: Stage-2 targets probed per surrogate (expansion, then bisection).
-STEPS = 4
+STEPS = 3
 #: Exact checks the local descent may spend (a deterministic budget).
 DESCENT_CHECKS = 80
+#: Proven sequences (lowest cost floors first) the descent starts from.
+STARTS = 2
+#: Largest K̄·|M| for which the instance's :class:`SpectralLattice` is built
+#: (its memory grows with it); larger instances judge each sequence alone.
+LATTICE_MAX_TERMS = 1000
 
 
 class _Judge:
-    """Exact verdicts and stage-3 costs of model sequences, memoised."""
+    """Exact verdicts, stage-3 costs and cost floors of model sequences, memoised.
+
+    A verdict is first read on one :class:`SpectralLattice` built for the
+    instance (a product of precomputed spectra, milliseconds); only a
+    sequence it leaves undecided pays for :func:`violation_bounds`' own
+    refined grids. Both are rigorous, so the proof is the same either way.
+    """
 
     def __init__(self, instance, ch, p):
         self.inst, self.ch, self.p = instance, ch, p
         self.settings = ExactSettings(decide=True)
+        # what the instance's lattice leaves undecided is judged alone, starting 2× finer
+        self.fallback = ExactSettings(decide=True, start_steps=128)
         self.verdicts: dict = {}
         self.costs: dict = {}
         self.checks = 0
+        self._lattice = None
+        self._floor = None
 
-    def proven(self, key) -> bool:
+    def lattice(self):
+        if self._lattice is None:
+            inst = self.inst
+            fits = (inst.horizon * inst.n_models <= LATTICE_MAX_TERMS and np.ndim(self.ch.gamma) == 0)
+            self._lattice = SpectralLattice(inst, float(self.ch.gamma), inst.horizon, self.settings) if fits else False
+        return self._lattice
+
+    def proven(self, key, refine: bool = True) -> bool:
+        """Whether ``key`` is proven feasible; without ``refine``, on the lattice alone."""
         if key not in self.verdicts:
             self.checks += 1
-            try:
-                b = violation_bounds(self.inst, list(key), self.ch.gamma, self.settings)
-                self.verdicts[key] = b.verdict == PROVEN_FEASIBLE
-            except ExactUnavailable:
-                self.verdicts[key] = False
+            verdict = self._verdict(key, refine)
+            if verdict == UNDECIDED and not refine:
+                return False                 # not memoised: a refined check may still prove it
+            self.verdicts[key] = verdict == PROVEN_FEASIBLE
         return self.verdicts[key]
+
+    def _verdict(self, key, refine: bool = True) -> str:
+        lat = self.lattice()
+        if lat and len(key) <= lat.k_max:
+            verdict = lat.verdict(key)
+            if verdict != UNDECIDED or not refine:
+                return verdict
+        try:
+            return violation_bounds(self.inst, list(key), self.ch.gamma, self.fallback).verdict
+        except ExactUnavailable:
+            return UNDECIDED
+
+    def floor(self, key) -> float:
+        """:meth:`Data.count_floor` of ``key``'s model counts (a valid cost lower bound)."""
+        if self._floor is None:
+            self._floor = Data(self.inst, 1, 0)
+        return self._floor.count_floor(np.bincount(np.asarray(key, dtype=int), minlength=self.inst.n_models))
 
     def cost(self, key):
         if key not in self.costs:
@@ -110,23 +157,36 @@ def _blocks(key):
     return models, lengths
 
 
+def _moves(lengths):
+    """Block lengths after dropping one epoch of a block or moving it to another."""
+    for i, n_i in enumerate(lengths):
+        if n_i > 1:
+            yield [n - (j == i) for j, n in enumerate(lengths)]
+            for j in range(len(lengths)):
+                if j != i:
+                    yield [n - (k == i) + (k == j) for k, n in enumerate(lengths)]
+
+
 def _descend(key, judge: _Judge):
-    """Step 3: cheaper neighbours (one epoch dropped or moved) that stay proven."""
+    """Step 3: neighbours (one epoch dropped or moved) with a lower cost floor that stay proven.
+
+    The descent walks on the cost floor (microseconds) and the lattice
+    verdicts (milliseconds); stage 3's allocation, a hundred times dearer,
+    costs only the walks' ends (:meth:`DepLProven.run`)."""
     best = key
     while judge.checks < DESCENT_CHECKS:
         models, lengths = _blocks(best)
-        base = judge.cost(best)[0]
-        moves = []
-        for i in range(len(lengths)):
-            if lengths[i] > 1:
-                moves.append([n - (j == i) for j, n in enumerate(lengths)])
-            for j in range(len(lengths)):
-                if i != j and lengths[i] > 1:
-                    moves.append([n - (k == i) + (k == j) for k, n in enumerate(lengths)])
-        scored = sorted((judge.cost(tuple(np.repeat(models, mv).tolist()))[0], tuple(np.repeat(models, mv).tolist()))
-                        for mv in moves)
-        step = next((k for c, k in scored if c < base * (1 - 1e-9) and judge.proven(k)), None)
-        if step is None or judge.checks >= DESCENT_CHECKS:
+        here = judge.floor(best)
+        near = sorted({tuple(np.repeat(models, mv).tolist()) for mv in _moves(lengths)},
+                      key=lambda k: (judge.floor(k), k))
+        step = None
+        for k in near:
+            if judge.floor(k) >= here * (1 - 1e-12) or judge.checks >= DESCENT_CHECKS:
+                break                    # sorted by floor: no later neighbour is lower
+            if judge.proven(k, refine=False):    # the lattice alone: a walk step is a heuristic move
+                step = k
+                break
+        if step is None:
             break
         best = step
     return best
@@ -158,8 +218,10 @@ class DepLProven(DepL):
         judge.verdicts[models0] = True          # DepL's Chernoff proof
         judge.costs[models0] = (out.evaluation.cost, out.plan)
         _probe_paths(instance, ch, p, out.loss_max_eff, list(models0), judge)
-        proven = sorted((judge.cost(k)[0], k) for k, ok in judge.verdicts.items() if ok)
-        best = _descend(proven[0][1], judge)
+        proven = sorted((judge.floor(k), k) for k, ok in judge.verdicts.items() if ok)
+        ends = {_descend(k, judge) for _, k in proven[:STARTS]}
+        # stage 3 costs the walks' ends and DepL's own plan; the cheapest is returned
+        best = min(ends | {models0}, key=lambda k: (judge.cost(k)[0], k))
         cost, plan = judge.cost(best)
         res = result_from(self.name, instance, out, "proven")
         if best != models0 and plan is not None and cost < res.cost:
@@ -172,4 +234,4 @@ class DepLProven(DepL):
         return res
 
 
-__all__ = ["DepLProven", "STEPS", "DESCENT_CHECKS"]
+__all__ = ["DepLProven", "STEPS", "DESCENT_CHECKS", "STARTS"]

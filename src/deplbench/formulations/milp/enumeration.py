@@ -155,14 +155,14 @@ def pareto_sequences(seqs: list, M: int) -> tuple[list, np.ndarray]:
         return [], np.zeros((0, M))
     counts = np.array([np.bincount(s, minlength=M) for s in seqs], dtype=float)
     order = np.lexsort(counts.T[::-1])
-    kept = np.empty((0, M))
+    kept = np.empty((len(seqs), M))      # preallocated: growing it row by row was quadratic
     keep = []
     for i in order:
         c = counts[i]
-        if kept.shape[0] and np.any(np.all(kept <= c, axis=1)):
+        if keep and (kept[:len(keep)] <= c).all(axis=1).any():
             continue
+        kept[len(keep)] = c
         keep.append(i)
-        kept = np.vstack([kept, c[None, :]])
     keep = sorted(keep)
     return [seqs[i] for i in keep], counts[keep]
 
