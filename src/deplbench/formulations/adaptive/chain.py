@@ -29,7 +29,8 @@ TAIL_JUMP = 1e-5
 #: Rounding tolerance in buckets (an atom within it of a grid point is on it).
 EPS = 1e-9
 #: Stacked quantities of a DP pass: Lagrangian value, P(fail), then the
-#: expected remaining time (one row, or compute and communication apart).
+#: expected remaining time (one row; or compute, communication and the
+#: second moment of compute when the policy tables are kept).
 V, F = 0, 1
 
 
@@ -218,7 +219,7 @@ class Pass:
     time: float           # its E[T] (chain)
     cost: float           # its E[money cost] (chain)
     action: np.ndarray | None = None   # (K, M+1, L+1) int: m'·N + n', −1 stop
-    remaining: np.ndarray | None = None  # (K, M+1, L+1, 2): E[Tc], E[Ts] from there (incl. this epoch)
+    remaining: np.ndarray | None = None  # (K, M+1, L+1, 3): E[Tc], E[Ts], E[Tc²] from there (incl. this epoch)
 
     def bound(self, omega: float, time_max: float) -> float:
         """V₀ − μ(1 − ω) − λ Tmax: valid for the pass's chain at every ω (weak duality)."""
@@ -229,23 +230,24 @@ def dp(chain: Chain, lam: float, mu: float, keep: bool = False) -> Pass:
     """Backward DP of the chain MDP priced at (λ, μ) (module docstring).
 
     Carries, per state, the Lagrangian value V, P(fail) F and the expected
-    remaining time (compute and communication apart when ``keep``, for the
-    policy's time rescaling); the money cost is V − λT − μF.
+    remaining time; when ``keep`` (the certified policy's tables) compute and
+    communication apart plus the second moment of the remaining compute
+    time, for the policy's time rescaling. The money cost is V − λT − μF.
     """
     st, M, N, L1 = chain.st, chain.M, chain.N, chain.L + 1
     _, tc, money = st.priced(lam)
     ts = np.broadcast_to(st.comm, (M, N))
     stage = lam * (tc + ts) + money                       # (M, N)
-    Q = 4 if keep else 3
+    Q = 5 if keep else 3
     fail = np.zeros(Q)
     fail[V], fail[F] = mu, 1.0
     nxt = np.zeros((M, Q, L1))
     nxt[:, :, 1:] = fail[None, :, None]                    # k = K̄: must stop
     top = None if chain.optimistic else fail
     act = np.full((chain.K, M + 1, L1), -1, dtype=np.int32) if keep else None
-    rem = np.zeros((chain.K, M + 1, L1, 2), dtype=np.float32) if keep else None
+    rem = np.zeros((chain.K, M + 1, L1, 3), dtype=np.float32) if keep else None
     big = np.where(st.usable, 0.0, np.inf)
-    times = [tc, ts] if keep else [tc + ts]
+    times = [tc, ts, np.zeros((M, N))] if keep else [tc + ts]
     here = np.stack([stage + big, np.zeros((M, N)), *times], axis=-1)   # (M, N, Q)
     stop = np.zeros((Q, L1))
     stop[:, 1:] = fail[:, None]
@@ -258,9 +260,9 @@ def dp(chain: Chain, lam: float, mu: float, keep: bool = False) -> Pass:
         # the epoch's own cost and time after the expectations (mass sent to
         # −∞ is left out of a kernel, but its epoch is still paid); unusable
         # pairs priced out after the FFTs (an inf would spoil them)
-        ex += here.reshape(M * N, Q)[:, :, None]
+        ex = _add_epoch(ex, here.reshape(M * N, Q), keep)
         for (a, b) in sw:
-            sw[(a, b)] += here[b][:, :, None]
+            sw[(a, b)] = _add_epoch(sw[(a, b)], here[b], keep)
         cur = np.empty((M + 1, Q, L1))
         for m in range(M + 1):                             # m = M: no model yet (k = 0)
             cand, ids = _candidates(chain, ex, sw, m, N)
@@ -271,13 +273,25 @@ def dp(chain: Chain, lam: float, mu: float, keep: bool = False) -> Pass:
             cur[m] = np.where(go[None, :], choice, stop)
             if keep:
                 act[k, m] = np.where(go, ids[best], -1)
-                rem[k, m] = cur[m, 2:4].T
+                rem[k, m] = cur[m, 2:5].T
         if k == 0:
             root = cur[M, :, chain.i0]
         nxt = cur[:M]
-    t_root = float(root[2:].sum())
+    t_root = float(root[2:4].sum() if keep else root[2])
     return Pass(lam, mu, float(root[V]), float(root[F]), t_root,
                 float(root[V] - lam * t_root - mu * root[F]), act, rem)
+
+
+def _add_epoch(ex: np.ndarray, here: np.ndarray, keep: bool) -> np.ndarray:
+    """Add this epoch's cost and time (``here``, (R, Q)) to the expectations
+    over the next state (``ex``, (R, Q, L1)); with ``keep`` row 4 is the second
+    moment of the remaining compute time U = a + U′: E[U²] = E[U′²] + 2a E[U′] + a²
+    (a = this epoch's compute time, row 2 of ``here``)."""
+    if keep:
+        a = here[:, 2, None]
+        ex[:, 4] += a * (2.0 * ex[:, 2] + a)
+    ex[:, :4 if keep else 3] += here[:, :4 if keep else 3, None]
+    return ex
 
 
 def correlate_rows(f, kernels, tops):
