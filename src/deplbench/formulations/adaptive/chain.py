@@ -362,71 +362,87 @@ class Search:
         return max(p.bound(w, self.chain.st.time_max) for p in self.passes)
 
 
+#: The μ search stops when the cutting-plane model promises less than this
+#: relative gain; the λ search when E[T] is this close to Tmax (relative).
+MU_RTOL, LAM_RTOL = 2e-5, 1e-3
+
+
 def best_mu(search: Search, lam: float, omega: float, guess: float | None, iters: int) -> tuple[float, float]:
-    """Maximise V₀(λ, μ) − μ(1 − ω) over μ by bisection on the supergradient
-    P(fail) − (1 − ω) (raise μ while the pass's policy fails too often).
+    """Maximise g(μ) = V₀(λ, μ) − μ(1 − ω) over μ ≥ 0 by cutting planes.
+
+    g is concave and piecewise linear (a minimum over policies of lines), and
+    each pass gives a tangent: P(fail) − (1 − ω) is a supergradient. Besides,
+    V₀ ≤ μ (stopping at once is a policy), so g ≤ ωμ: a free cut. Between the
+    last passes on either side of the maximum (or the free cut) the next μ is
+    where their tangents meet — exact after a few steps when few policies
+    compete (typically train on, or stop at once). Stops when the tangents'
+    meeting point is no higher than the best pass (:data:`MU_RTOL`) or after
+    ``iters`` steps.
 
     Returns (μ, E[T] of the mix): the two policies bracketing the critical
     multiplier, mixed so that P(fail) = 1 − ω (Beutler & Ross 1985), have
     that expected time — the supergradient of max_μ in λ, used by the λ search.
     """
     risk = 1.0 - omega
-    lo, hi = (guess / 2.0, guess * 2.0) if guess else (1.0, 1.0)
-    p_lo = search.run(lam, lo)
-    while p_lo.p_fail <= risk and lo > 1e-9:
-        lo /= 4.0
-        p_lo = search.run(lam, lo)
-    p_hi = search.run(lam, hi)
-    while p_hi.p_fail > risk and hi < 1e15:
-        hi *= 4.0
-        p_hi = search.run(lam, hi)
-    for _ in range(iters):
-        mid = math.sqrt(lo * hi)
+    tm = search.chain.st.time_max
+
+    def cut(p):
+        return p.mu, p.bound(omega, tm) + lam * tm, p.p_fail - risk      # (μ, g, slope)
+
+    lo = None                                       # None: the free cut g ≤ ωμ through 0
+    hi, grow = search.run(lam, guess if guess else 1.0), 1.25
+    while hi.p_fail > risk and hi.mu < 1e15:        # a warm start is usually close: grow slowly first
+        lo, hi, grow = hi, search.run(lam, hi.mu * grow), 4.0
+    for _ in range(max(1, iters)):
+        m0, g0, s0 = cut(lo) if lo is not None else (0.0, 0.0, omega)
+        m1, g1, s1 = cut(hi)
+        if s1 >= 0 or s0 <= s1:
+            break
+        mid = (g1 - g0 + s0 * m0 - s1 * m1) / (s0 - s1)
+        top = g0 + s0 * (mid - m0)
+        if not m0 < mid < m1 or top <= max(g0, g1) + MU_RTOL * max(1.0, abs(top)):
+            break
         p = search.run(lam, mid)
         if p.p_fail > risk:
-            lo, p_lo = mid, p
+            lo = p
         else:
-            hi, p_hi = mid, p
-    gap = p_lo.p_fail - p_hi.p_fail
-    w = (p_lo.p_fail - risk) / gap if gap > 0 else 1.0     # weight of the feasible side
-    return math.sqrt(lo * hi), w * p_hi.time + (1.0 - w) * p_lo.time
+            hi = p
+    f_lo, t_lo = (lo.p_fail, lo.time) if lo is not None else (1.0, 0.0)
+    gap = f_lo - hi.p_fail
+    w = (f_lo - risk) / gap if gap > 0 else 1.0     # weight of the feasible side
+    return hi.mu, w * hi.time + (1.0 - w) * t_lo
 
 
 def lower_bound_search(chain: Chain, omega: float, iters_lam: int = 6, iters_mu: int = 6,
                        lam0: float | None = None, mu0: float | None = None, step: float = 4.0) -> Search:
-    """The λ–μ search: outer bisection (log scale) on the sign of E[T] − Tmax of
-    the inner optimum's mix, inner :func:`best_mu`; brackets grown by ``step``
-    from ``lam0``, ``mu0`` (default: guesses). Any (λ, μ) ≥ 0 gives a valid
-    bound; the search only tightens it."""
+    """The λ–μ search: on λ, the fixed point of λ ← λ·(E[T]/Tmax)² (E[T] of the
+    inner optimum's mix; the priced compute time scales as λ^(−1/2)),
+    safeguarded by a bracket on the sign of E[T] − Tmax (grown by ``step``,
+    bisected in log scale when the step leaves it); inner :func:`best_mu`.
+    ``iters_lam`` steps after the first λ (default: a guess; ``lam0``, ``mu0``
+    warm-start). Any (λ, μ) ≥ 0 gives a valid bound; the search only tightens it."""
     s = Search(chain, omega)
-    tm = chain.st.time_max
-    state = {"mu": mu0}
-
-    def too_slow(lam):
-        if state["mu"] is None:
-            # a first μ of the order of the cost of always training on
-            state["mu"] = max(1e-6, dp(chain, lam, 1e12).cost)
-        mu, t_mix = best_mu(s, lam, omega, state["mu"], iters_mu)
-        state["mu"] = mu
-        return t_mix > tm
-
     st = chain.st
+    tm = st.time_max
     m, n = np.argwhere(st.usable)[0]
-    lo = hi = lam0 or max(1e-9, st.kappa[n] * st.cap[n] ** 2 / (16.0 * st.compute[m, n]))   # x* = r/4
-    if too_slow(lo):
-        while hi < 1e12 and too_slow(hi * step):
-            hi *= step
-        lo, hi = hi, hi * step
-    else:
-        while lo > 1e-12 and not too_slow(lo / step):
-            lo /= step
-        lo, hi = lo / step, lo
-    for _ in range(iters_lam):
-        mid = math.sqrt(lo * hi)
-        if too_slow(mid):
-            lo = mid
+    lam = lam0 or max(1e-9, st.kappa[n] * st.cap[n] ** 2 / (16.0 * st.compute[m, n]))   # x* = r/4
+    mu = mu0 if mu0 else max(1e-6, dp(chain, lam, 1e12).cost)   # μ of the order of a run's cost
+    lo, hi = 0.0, math.inf                         # E[T] > Tmax at lo, ≤ Tmax at hi
+    for _ in range(iters_lam + 1):
+        mu, t_mix = best_mu(s, lam, omega, mu, iters_mu)
+        if abs(t_mix - tm) <= LAM_RTOL * tm:
+            break
+        if t_mix > tm:
+            lo = lam
         else:
-            hi = mid
+            hi = lam
+        nxt = lam * (t_mix / tm) ** 2 if t_mix > 0 else lam / step
+        nxt = min(max(nxt, lam / step), lam * step)
+        if not lo < nxt < hi:
+            nxt = math.sqrt(lo * hi) if math.isfinite(hi) and lo > 0 else nxt
+        if nxt < 1e-12 or nxt > 1e12:
+            break
+        lam = nxt
     return s
 
 
