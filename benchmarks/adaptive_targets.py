@@ -59,8 +59,8 @@ def main() -> None:
     ap.add_argument("--families", default="pact-vgg11,alexnet,mobilenet",
                     help="targets: comma-separated families to run (default all)")
     ap.add_argument("--buckets", type=int, default=1200, help="grid of the target runs (default 1200)")
-    ap.add_argument("--runs", type=int, default=20_000, help="certification runs (default 20000)")
-    ap.add_argument("--tune-runs", type=int, default=5_000, help="runs per tuning simulation (default 5000)")
+    ap.add_argument("--runs", type=int, default=100_000, help="certification runs (default 100000)")
+    ap.add_argument("--tune-runs", type=int, default=50_000, help="runs per tuning simulation (default 50000)")
     ap.add_argument("--out", default=str(ROOT / "results" / "bench" / "adaptive_targets.json"))
     args = ap.parse_args()
     out = {"targets": [], "grid": []}

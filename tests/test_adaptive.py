@@ -272,3 +272,39 @@ def test_cli_adaptive_json_text_and_bad_input(tmp_path, capsys):
                                             {"name": "d1", "size": 1.0, "usefulness": 1.0}])).save(two)
     assert main(["adaptive", str(two)]) == 2
     assert capsys.readouterr().err.startswith("error: instance: ")
+
+
+def test_the_certified_policy_spends_its_risk_budget(small):
+    """The share given up at once is tuned so that the certified lower bound on
+    P(success) lands just above ω (not far above it: the budget is used), and the
+    share is set on a tuning seed that played no part in choosing the policy."""
+    inst, res = small
+    assert res.certified and inst.omega <= res.p_success_lo <= inst.omega + 0.03
+    assert 0.0 < res.multipliers["give_up"] < 1.0
+    roles = {t["role"]: t["seed"] for t in res.tuning}
+    assert roles["select"] != roles["share"] and res.certification["seed"] not in roles.values()
+
+
+def test_give_up_share_and_second_moment():
+    """give_up stops that share of the runs at once (low-discrepancy picks);
+    the DP's second moment of the remaining compute time is ≥ its squared mean
+    (Jensen), with equality when the loss terms are deterministic."""
+    from instance_data import two_model_data
+
+    from deplbench.formulations.closed_loop import simulate
+
+    inst = parse_instance(two_model_data(omega=0.9))
+    chain = A.Chain(inst, 60, optimistic=False)
+    p = A.dp(chain, 0.5, 1e4, keep=True)
+    u, u2 = p.remaining[..., 0].astype(float), p.remaining[..., 2].astype(float)
+    assert np.all(u2 >= u * u * (1 - 1e-5) - 1e-6) and np.any(u2 > u * u * (1 + 1e-3))
+    pol = A.AdaptivePolicy(chain, p, 1.0)
+    base = simulate(inst, pol, 4000, 9)
+    mixed = simulate(inst, pol.with_give_up(0.3), 4000, 9)
+    stopped = (mixed.epochs == 0).sum() - (base.epochs == 0).sum()
+    assert abs(stopped / 4000 - 0.3) < 0.002
+    with pytest.raises(PlanError, match="give_up"):
+        A.AdaptivePolicy(chain, p, 1.0, give_up=1.0)
+    det = parse_instance(tiny(models=[{**m, "improvement": {"kind": "point", "value": 1.0}} for m in tiny()["models"]]))
+    q = A.dp(A.Chain(det, 6, optimistic=False), LAM, 10.0, keep=True)
+    np.testing.assert_allclose(q.remaining[..., 2], q.remaining[..., 0] ** 2, rtol=1e-5, atol=1e-6)

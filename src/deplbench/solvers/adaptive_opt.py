@@ -44,12 +44,12 @@ class AdaptiveOpt(Solver):
     parameters = {
         "buckets": Param(600, int, "loss buckets between ℓmax and ℓ(0) (finer: narrower bracket, slower)",
                          low=2),
-        "runs": Param(20_000, int, "fresh closed-loop runs certifying the policy", low=100),
-        "tune_runs": Param(5_000, int, "runs per tuning simulation (seeds seed+1 and seed+2, never seed)", low=100),
+        "runs": Param(100_000, int, "fresh closed-loop runs certifying the policy", low=100),
+        "tune_runs": Param(50_000, int, "runs per tuning simulation (seeds seed+1 and seed+2, never seed)", low=100),
         "seed": Param(0, int, "seed of the certification runs", low=0),
         "confidence": Param(0.95, float, "level of the Clopper–Pearson bound and of the cost interval",
                             low=0.5, high=1 - 1e-9),
-        "rho": Param(0.99, float, "policy: share of the remaining time the allocation plans to use",
+        "rho": Param(1.0, float, "policy: share of the remaining time the allocation plans to use",
                      low=0.05, high=1.0),
         "iters_lam": Param(6, int, "bisection steps on the time price λ", low=0),
         "iters_mu": Param(6, int, "bisection steps on the failure price μ", low=0),
@@ -75,14 +75,17 @@ class AdaptiveOpt(Solver):
                                                                    if k not in ("lower_bound", "upper_bound")})
 
     def closed_loop_policy(self, instance, result, **params):
-        """The certified policy, rebuilt from ``diagnostics["multipliers"]`` (None without them)."""
+        """The certified policy, rebuilt from ``diagnostics["multipliers"]`` (failure price,
+        ρ, rescaling rule and share given up at once; None without them)."""
         mult = (result.diagnostics or {}).get("multipliers")
         if not mult or not adaptive.applies(instance)[0]:
             return None
         p = self.resolve_params(params)
         chain = adaptive.Chain(instance, p["buckets"], optimistic=False)
         return adaptive.AdaptivePolicy(chain, adaptive.dp(chain, mult["lambda"], mult["mu_policy"], keep=True),
-                                       p["rho"], name=f"{self.display_label()} (policy)")
+                                       mult.get("rho_policy", p["rho"]), name=f"{self.display_label()} (policy)",
+                                       scaling=mult.get("scaling", "rms"), give_up=mult.get("give_up", 0.0),
+                                       coin_seed=p["seed"])
 
 
 __all__ = ["AdaptiveOpt"]

@@ -32,24 +32,33 @@ Xu & Mannor 2011). This module brackets it:
    every λ, μ ≥ 0** (weak duality), where V₀ is the optimum of the
    unconstrained chain MDP with per-epoch cost min_{0<x≤r} κx + λ(c/x + s/b)
    and terminal cost μ on failure — a backward DP. Any multiplier gives a
-   bound; the search (bisection on the supergradients P(fail) − (1 − ω) and
-   E[T] − Tmax, outer loop on λ, inner on μ; on grids of ≥ 400 buckets run
-   on a grid 8× coarser, then a short warm-started search on the fine one)
-   only makes it tighter.
+   bound; the search only makes it tighter: on μ, cutting planes on the
+   concave g(μ) = V₀ − μ(1 − ω) (tangents from the supergradient
+   P(fail) − (1 − ω), plus the free cut g ≤ ωμ since stopping at once is a
+   policy); on λ, the fixed point λ ← λ(E[T]/Tmax)² (priced compute time
+   scales as λ^(−1/2)) inside a bracket on the sign of E[T] − Tmax; on
+   grids of ≥ 400 buckets first on a grid 8× coarser, then warm-started on
+   the fine one (about 9 fine passes on PACT-VGG11).
    Every DP pass is a valid bound at *every* ω′, which gives the cost–risk
    frontier at no extra cost (:attr:`AdaptiveBounds.frontier`).
 
-**Certified upper bound** (:func:`certify`). The policy of the
+**Certified upper bound** (:func:`certify`). A policy of the
 *pessimistically* rounded chain (⌈Δ/h⌉, tails to the pessimistic end,
-leaving the grid = failure) at the multipliers found, run by
-:class:`AdaptivePolicy` in the closed-loop simulator on fresh runs whose
-seed differs from every seed used to tune it. P(success) ≥ ω is certified
-when the one-sided Clopper–Pearson lower bound
-(:func:`~deplbench.formulations.binomial.clopper_pearson_lower`) at level
-``confidence`` is ≥ ω; its mean cost, with a normal-approximation interval
-(stated as such), is the upper bound. The failure price of the certified
-policy is tuned (bisection on simulated success, tuning seeds only) until
-its certification passes.
+leaving the grid = failure), run by :class:`AdaptivePolicy` in the
+closed-loop simulator on fresh runs whose seed differs from every seed used
+to tune it. P(success) ≥ ω is certified when the one-sided Clopper–Pearson
+lower bound (:func:`~deplbench.formulations.binomial.clopper_pearson_lower`)
+at level ``confidence`` is ≥ ω; its mean cost, with a normal-approximation
+interval (stated as such), is the upper bound. Tuning (tuning seeds only):
+the chain's policies at a few failure prices from the pessimistic chain's
+critical one up are simulated and the one with least cost/P(success) is
+kept; the risk budget it leaves is spent as at the critical multiplier of
+Beutler & Ross: a share q of the runs (picked by a low-discrepancy
+sequence over run indices, independent of the draws) stops at once, cost 0,
+with q set on a second tuning seed so that the mix's P(success) is the least
+rate that certifies plus two standard errors. The simulated runs are then
+independent given the picks, with mean success (1 − q)·p; Hoeffding (1956)
+makes the Clopper–Pearson bound valid for such non-identical runs.
 
 How the deadline (eq. (4)) is handled
 -------------------------------------
@@ -59,16 +68,21 @@ In the lower bound λ·(T − Tmax) relaxes "T ≤ Tmax on every run" to
 "E[T] ≤ Tmax", the gap being the value of knowing the run's length in
 advance (Jensen: (Σ√(cκ))² / T is convex in the epochs run). In the
 certified policy every run enforces the deadline itself:
-:class:`AdaptivePolicy` rescales the priced allocation so that the chain's
-expected remaining compute time fits the run's remaining time
-(``x = x*·E[Tc_rem]/(ρ (Tmax − T(k) − E[Ts_rem]))``, capped at r), so
-unlucky runs speed up and lucky ones slow down; a run that still passes
-Tmax fails and is counted. What the choice costs: the width of the bracket
+:class:`AdaptivePolicy` rescales the priced allocation to the run's
+remaining time, planning this epoch's compute time a against the rest S as
+a : √E[S²] (the DP carries the second moment of the remaining compute
+time; the split minimises this epoch's money plus the rest's when the rest
+is known after this epoch), capped at r; a run that still passes Tmax
+fails and is counted. Planning a : E[S] instead (certainty equivalence)
+left ≈ 0.5 % of the runs late on PACT-VGG11 — half the risk budget — while
+√E[S²] keeps time in reserve for an unlikely extra epoch (≈ 0.04 % late)
+at the same mean cost. What the choice costs: the width of the bracket
 at a vanishing grid step (benchmarks/adaptive_targets.py measures width
-against the step; the part that does not shrink with h is this gap plus the
-Monte-Carlo interval). Measured on PACT-VGG11, ℓmax = 0.3 (README, "The
-adaptive yardstick"): the lower bound's increments halve with h and tend to
-≈ 740 while the certified policy stays at ≈ 764, i.e. ≈ 3 % of width (an
+against the step). Measured on PACT-VGG11, ℓmax = 0.3 (README, "The
+adaptive yardstick"): the lower bound rises 723.8 → 732.8 → 737.4 at 2400
+→ 4800 → 9600 buckets (steps halving: it tends to ≈ 742) while the
+certified policy stays at ≈ 756, i.e. ≈ 2 % of width left to the deadline
+relaxation, the policy and the Monte-Carlo interval together (an
 extrapolation, not a proven figure).
 
 Scope (:func:`applies`): one dataset (held by every cluster, β = 0), the

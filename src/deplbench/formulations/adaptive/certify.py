@@ -1,8 +1,8 @@
 """The adaptive reference, part 2: the certified policy, the bracket and the frontier.
 
 :class:`AdaptivePolicy` runs a pessimistic chain's tables in the closed-loop
-simulator; :func:`tune_policy` raises its failure price on tuning seeds
-only; :func:`adaptive_bounds` assembles the proven lower bound
+simulator; :func:`tune_policy` chooses its failure price and the share of
+runs it gives up at once (Beutler–Ross) on tuning seeds only; :func:`adaptive_bounds` assembles the proven lower bound
 (:mod:`deplbench.formulations.adaptive.chain`), the certification on fresh
 runs (one-sided Clopper–Pearson, :mod:`deplbench.formulations.binomial`)
 and the cost–risk frontier. Guarantees: package docstring
@@ -39,20 +39,48 @@ from deplbench.formulations.closed_loop import (
 RHO_FALLBACK = (1.0, 0.95, 0.9, 0.8)
 
 
+#: Golden-ratio step of the low-discrepancy sequence that picks the runs an
+#: :class:`AdaptivePolicy` gives up at once (its randomisation).
+GOLDEN = (math.sqrt(5.0) - 1.0) / 2.0
+#: Time-rescaling rules of :class:`AdaptivePolicy`.
+SCALINGS = ("rms", "mean")
+
+
 class AdaptivePolicy(ClosedLoopPolicy):
     """The policy of a (pessimistic) chain pass, run in the closed-loop simulator.
 
     Decides from the run's epoch, model and observed loss (its bucket,
     :meth:`Chain.bucket`) the pass's action; the allocation is the priced x*
-    rescaled so that the chain's expected remaining compute time fits the
-    run's remaining time, with safety factor ``rho`` (module docstring,
-    "How the deadline is handled"), capped at r(n).
+    rescaled to the run's remaining time (module docstring, "How the deadline
+    is handled"), with safety factor ``rho``, capped at r(n):
+
+    * ``scaling="rms"``: this epoch's compute time a (at x*) and the rest S
+      (the chain's remaining compute time after it, at x*) are planned as
+      a : √E[S²] — the split that minimises κc/t₁ + E[S²]/(left − t₁), i.e.
+      the money of this epoch plus that of the rest when the rest is known
+      after this epoch (every priced epoch has money = λ·time). It keeps
+      time in reserve when another epoch is unlikely but possible.
+    * ``scaling="mean"``: a : E[S] (certainty equivalence).
+
+    ``give_up`` ∈ [0, 1) is the Beutler–Ross randomisation at the critical
+    failure price: that share of the runs stops at once (cost 0, failed).
+    The runs are picked by the low-discrepancy sequence frac(u₀ + i·φ) < q
+    over the block's run indices i (u₀ from ``coin_seed``), independent of
+    the training draws, so every block gives up a share q up to O(log n / n)
+    and the simulated runs stay independent given the picks.
     """
 
-    def __init__(self, chain: Chain, p: Pass, rho: float = 0.99, name: str = "adaptive-opt (policy)"):
+    def __init__(self, chain: Chain, p: Pass, rho: float = 0.99, name: str = "adaptive-opt (policy)",
+                 scaling: str = "rms", give_up: float = 0.0, coin_seed: int = 0):
+        if scaling not in SCALINGS:
+            raise PlanError(f"scaling: must be one of {SCALINGS}, got {scaling!r}")
+        if not 0.0 <= give_up < 1.0:
+            raise PlanError(f"give_up: must be in [0, 1), got {give_up!r}")
         self.chain, self.pass_, self.rho, self.name = chain, p, float(rho), name
+        self.scaling, self.give_up, self.coin_seed = scaling, float(give_up), int(coin_seed)
+        self.u0 = float(np.random.default_rng([self.coin_seed, 28]).random())
         self.reference_plan = None
-        self.x, _, _ = chain.st.priced(p.lam)
+        self.x, self.tc, _ = chain.st.priced(p.lam)
         self.calls = 0
 
     def datasets(self) -> dict[str, list[str]]:
@@ -61,11 +89,16 @@ class AdaptivePolicy(ClosedLoopPolicy):
 
     def describe(self) -> dict:
         return {"lambda": self.pass_.lam, "mu": self.pass_.mu, "buckets": int(self.chain.L + 1),
-                "loss_step": float(self.chain.h), "rho": self.rho}
+                "loss_step": float(self.chain.h), "rho": self.rho, "scaling": self.scaling,
+                "give_up": self.give_up}
+
+    def with_give_up(self, give_up: float) -> AdaptivePolicy:
+        """The same tables and rescaling, giving up a share ``give_up`` of the runs."""
+        return AdaptivePolicy(self.chain, self.pass_, self.rho, self.name, self.scaling, give_up, self.coin_seed)
 
     def decide(self, state):
         self.calls += 1
-        ch, st, n = self.chain, self.chain.st, state.size
+        ch, n = self.chain, state.size
         out = Decision.constant(n, STOP)
         k = state.epoch
         if k >= ch.K:
@@ -73,18 +106,31 @@ class AdaptivePolicy(ClosedLoopPolicy):
         m = ch.M if state.model is None else int(state.model)
         b = ch.bucket(state.loss)
         a = self.pass_.action[k, m, b]
+        if state.model is None and self.give_up > 0:
+            a = np.where(np.mod(self.u0 + GOLDEN * np.asarray(state.runs), 1.0) < self.give_up, -1, a)
         go = a >= 0
         if not go.any():
             return out
         m2, n2 = a[go] // ch.N, a[go] % ch.N
-        rem = self.pass_.remaining[k, m, b[go]].astype(float)
-        left = st.time_max / (1 + TIME_RTOL) - state.time[go] - rem[:, 1]
-        x = self.x[m2, n2].copy()
-        with np.errstate(divide="ignore", invalid="ignore"):
-            scale = np.where(left > 0, rem[:, 0] / (self.rho * left), np.inf)
-        x = np.minimum(np.where(np.isfinite(scale) & (scale > 0), x * scale, st.cap[n2]), st.cap[n2])
-        out.model[go], out.cluster[go], out.allocation[go] = m2, n2, x
+        out.model[go], out.cluster[go] = m2, n2
+        out.allocation[go] = self._allocation(m2, n2, self.pass_.remaining[k, m, b[go]].astype(float),
+                                              state.time[go])
         return out
+
+    def _allocation(self, m2, n2, rem, elapsed) -> np.ndarray:
+        """x* scaled so the planned compute time of this epoch is ρ·left·a/plan, capped at r."""
+        st = self.chain.st
+        left = st.time_max / (1 + TIME_RTOL) - elapsed - rem[:, 1]
+        a = self.tc[m2, n2]
+        if self.scaling == "rms":
+            # E[S²] = E[U²] − 2a E[U] + a² with U = a + S (the DP's rows)
+            plan = a + np.sqrt(np.maximum(rem[:, 2] - 2.0 * a * rem[:, 0] + a * a, 0.0))
+        else:
+            plan = rem[:, 0]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            scale = np.where(left > 0, plan / (self.rho * left), np.inf)
+        x = self.x[m2, n2]
+        return np.minimum(np.where(np.isfinite(scale) & (scale > 0), x * scale, st.cap[n2]), st.cap[n2])
 
 
 def frontier_levels(omega: float) -> list[float]:
@@ -105,49 +151,62 @@ def _needed_successes(runs: int, omega: float, confidence: float) -> int:
     return lo
 
 
+#: Failure prices tried for the certified policy, as factors of the first price
+#: at which the pessimistic chain's policy trains at all (below it, stopping at
+#: the start is the chain's optimum: the critical multiplier).
+MU_FACTORS = (1.0, 1.25, 2.0)
+
+
+def _viable_mu(chain: Chain, lam: float, mu: float, steps: int = 12) -> tuple[float, Pass]:
+    """The first μ of mu·1.25^j whose chain policy trains (P(fail) < 1 at the root):
+    the pessimistic chain's critical multiplier is at or above the optimistic one."""
+    for _ in range(steps):
+        p = dp(chain, lam, mu, keep=True)
+        if p.p_fail < 1.0 - 1e-9:
+            return mu, p
+        mu *= 1.25
+    return mu, p
+
+
 def tune_policy(instance, chain: Chain, lam: float, mu: float, target: float, tune_runs: int,
-                tune_seed: int, rho: float, steps: int = 8):
-    """Raise the failure price of the pessimistic chain's policy until its simulated
-    success on the *tuning* runs (seed ``tune_seed``) reaches ``target``; then a few
-    bisection steps back down (cheaper policies); the choice is confirmed on the
-    second tuning seed ``tune_seed + 1``. Returns (policy, tuning log, whether
-    the target was met)."""
+                tune_seed: int, rho: float, scaling: str = "rms", coin_seed: int = 0):
+    """The certified policy: pick the pessimistic chain's policy and its share of
+    runs given up at once (Beutler–Ross) so that the mix just reaches ``target``.
+
+    Candidates are the chain's policies at the failure prices μ_c·:data:`MU_FACTORS`
+    (μ_c: :func:`_viable_mu`) and ``rho`` (times :data:`RHO_FALLBACK` while none
+    reaches ``target``). Each is simulated on the tuning seed ``tune_seed``; the one
+    with least estimated cost/P(success) — the cost of the mix that gives up
+    exactly the surplus — is kept. Its P(success) p is re-estimated on
+    ``tune_seed + 1`` (draws that played no part in the choice) and the share
+    given up is q = 1 − target/p, so the mix's P(success) (1 − q)·p is ≈ target.
+    Returns (policy, tuning log, whether the target was met).
+    """
     log = []
 
-    def attempt(m, seed=tune_seed, pol=None):
-        pol = pol or AdaptivePolicy(chain, dp(chain, lam, m, keep=True), rho)
+    def run(pol, seed, what):
         r = simulate(instance, pol, tune_runs, seed)
-        log.append({"mu": m, "rho": rho, "seed": seed, "runs": tune_runs,
-                    "p_success": r.successes / r.runs, "cost_mean": float(r.cost.mean())})
-        return pol, r.successes / r.runs >= target
+        p_hat, c_hat = r.successes / r.runs, float(r.cost.mean())
+        log.append({"mu": pol.pass_.mu, "rho": pol.rho, "give_up": pol.give_up, "seed": seed, "runs": tune_runs,
+                    "p_success": p_hat, "cost_mean": c_hat, "role": what})
+        return p_hat, c_hat
 
-    good, bad = None, None
-    m = mu
-    for _ in range(steps):
-        pol, ok = attempt(m)
-        if ok:
-            good = (m, pol)
-            break
-        bad, m = m, m * 4.0
-    if good is None:
-        return pol, log, False
-    hi_mu, best = good
-    lo_mu = bad if bad is not None else hi_mu / 16.0
-    for _ in range(3):
-        mid = math.sqrt(lo_mu * hi_mu)
-        pol, ok = attempt(mid)
-        if ok:
-            hi_mu, best = mid, pol
-        else:
-            lo_mu = mid
-    # the cheapest passing price was selected on seed tune_seed (biased towards
-    # luck): confirm it on a second tuning seed, raising the price if it fails
-    for _ in range(3):
-        if attempt(hi_mu, tune_seed + 1, best)[1]:
-            return best, log, True
-        hi_mu *= 2.0
-        best, _ = attempt(hi_mu)
-    return best, log, False
+    mu_c, first = _viable_mu(chain, lam, mu)
+    passes = [first] + [dp(chain, lam, mu_c * f, keep=True) for f in MU_FACTORS[1:]]
+    for r in RHO_FALLBACK:
+        scored = []
+        for p in passes:
+            pol = AdaptivePolicy(chain, p, rho * r, scaling=scaling, coin_seed=coin_seed)
+            p_hat, c_hat = run(pol, tune_seed, "select")
+            if p_hat >= target:
+                scored.append((c_hat / p_hat, len(scored), pol))
+        if scored:
+            pol = min(scored)[2]
+            p_hat, _ = run(pol, tune_seed + 1, "share")
+            if p_hat >= target:
+                return pol.with_give_up(1.0 - target / p_hat), log, True
+            # deadline misses are what a failure price cannot cure: plan less of the remaining time
+    return pol, log, False
 
 
 @dataclass
@@ -180,8 +239,8 @@ class AdaptiveBounds:
                 "certification": self.certification, "tuning": self.tuning, "work": self.work}
 
 
-def adaptive_bounds(instance, buckets: int = 1200, runs: int = 20_000, seed: int = 0,
-                    confidence: float = 0.95, tune_runs: int = 5_000, rho: float = 0.99,
+def adaptive_bounds(instance, buckets: int = 1200, runs: int = 100_000, seed: int = 0,
+                    confidence: float = 0.95, tune_runs: int = 50_000, rho: float = 1.0,
                     iters_lam: int = 6, iters_mu: int = 6) -> AdaptiveBounds:
     """Lower bound, certified policy and cost–risk frontier of ``instance`` (module docstring).
 
@@ -199,10 +258,12 @@ def adaptive_bounds(instance, buckets: int = 1200, runs: int = 20_000, seed: int
     tune_runs : int
         Runs per tuning simulation; tuning seeds are σ + 1 and σ + 2 — never σ,
         so certification draws are independent of those the policy was built from.
+        The tuning aims the mix's P(success) at the least rate that certifies
+        on ``runs`` draws plus two standard errors of both samples.
     rho : float
         Share of the remaining time the policy's allocation plans to use; when
-        raising the failure price alone misses the tuning target, ρ times
-        :data:`RHO_FALLBACK` is tried in turn (tuning runs only).
+        no candidate reaches the tuning target, ρ times :data:`RHO_FALLBACK`
+        is tried in turn (tuning runs only).
     iters_lam, iters_mu : int
         Bisection steps of the multiplier search (any multiplier gives a valid
         bound; more steps only tighten it).
@@ -232,15 +293,11 @@ def adaptive_bounds(instance, buckets: int = 1200, runs: int = 20_000, seed: int
     frontier = [{"omega": w, "lower_bound": search.bound(w)} for w in frontier_levels(omega)]
     pes = Chain(instance, buckets, optimistic=False)
     need = _needed_successes(runs, omega, confidence)
-    target = min(1.0, need / runs + 2.0 * math.sqrt(omega * (1 - omega) / tune_runs))
-    log = []
-    for r in RHO_FALLBACK:
-        # deadline misses are what a failure price cannot cure: plan less of the remaining time
-        policy, part, ok = tune_policy(instance, pes, best.lam, max(best.mu, 1e-6), target, tune_runs, seed + 1,
-                                       rho * r)
-        log += part
-        if ok:
-            break
+    # the share given up is set from tune_runs draws and certified on runs draws:
+    # two standard errors of both above the least certifiable rate
+    target = min(1.0, need / runs + 2.0 * math.sqrt(omega * (1 - omega) * (1.0 / tune_runs + 1.0 / runs)))
+    policy, log, _ = tune_policy(instance, pes, best.lam, max(best.mu, 1e-6), target, tune_runs, seed + 1, rho,
+                                 coin_seed=seed)
     res = simulate(instance, policy, runs, seed, confidence)
     k = res.successes
     p_lo = clopper_pearson_lower(k, runs, confidence)
@@ -250,7 +307,8 @@ def adaptive_bounds(instance, buckets: int = 1200, runs: int = 20_000, seed: int
     return AdaptiveBounds(
         lower_bound=search.bound(), upper_bound=mean, upper_bound_ci=[mean - z * sem, mean + z * sem],
         p_success=k / runs, p_success_lo=p_lo, certified=bool(p_lo >= omega), frontier=frontier,
-        multipliers={"lambda": best.lam, "mu": best.mu, "mu_policy": policy.pass_.mu},
+        multipliers={"lambda": best.lam, "mu": best.mu, "mu_policy": policy.pass_.mu, "rho_policy": policy.rho,
+                     "give_up": policy.give_up, "scaling": policy.scaling},
         grid={"buckets": int(buckets), "loss_step": float(opt.h), "states": int(opt.K * opt.M * (opt.L + 1))},
         certification={"runs": runs, "seed": seed, "successes": k, "confidence": confidence,
                        "method": f"one-sided Clopper–Pearson lower bound at level {confidence:g} on fresh runs "
@@ -269,4 +327,5 @@ def _normal_quantile(q: float) -> float:
     return float(norm.ppf(q))
 
 
-__all__ = ["AdaptiveBounds", "AdaptivePolicy", "adaptive_bounds", "frontier_levels", "tune_policy"]
+__all__ = ["GOLDEN", "MU_FACTORS", "SCALINGS", "AdaptiveBounds", "AdaptivePolicy", "adaptive_bounds",
+           "frontier_levels", "tune_policy"]

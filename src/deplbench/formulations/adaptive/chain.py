@@ -29,7 +29,8 @@ TAIL_JUMP = 1e-5
 #: Rounding tolerance in buckets (an atom within it of a grid point is on it).
 EPS = 1e-9
 #: Stacked quantities of a DP pass: Lagrangian value, P(fail), then the
-#: expected remaining time (one row, or compute and communication apart).
+#: expected remaining time (one row; or compute, communication and the
+#: second moment of compute when the policy tables are kept).
 V, F = 0, 1
 
 
@@ -218,7 +219,7 @@ class Pass:
     time: float           # its E[T] (chain)
     cost: float           # its E[money cost] (chain)
     action: np.ndarray | None = None   # (K, M+1, L+1) int: m'·N + n', −1 stop
-    remaining: np.ndarray | None = None  # (K, M+1, L+1, 2): E[Tc], E[Ts] from there (incl. this epoch)
+    remaining: np.ndarray | None = None  # (K, M+1, L+1, 3): E[Tc], E[Ts], E[Tc²] from there (incl. this epoch)
 
     def bound(self, omega: float, time_max: float) -> float:
         """V₀ − μ(1 − ω) − λ Tmax: valid for the pass's chain at every ω (weak duality)."""
@@ -229,23 +230,24 @@ def dp(chain: Chain, lam: float, mu: float, keep: bool = False) -> Pass:
     """Backward DP of the chain MDP priced at (λ, μ) (module docstring).
 
     Carries, per state, the Lagrangian value V, P(fail) F and the expected
-    remaining time (compute and communication apart when ``keep``, for the
-    policy's time rescaling); the money cost is V − λT − μF.
+    remaining time; when ``keep`` (the certified policy's tables) compute and
+    communication apart plus the second moment of the remaining compute
+    time, for the policy's time rescaling. The money cost is V − λT − μF.
     """
     st, M, N, L1 = chain.st, chain.M, chain.N, chain.L + 1
     _, tc, money = st.priced(lam)
     ts = np.broadcast_to(st.comm, (M, N))
     stage = lam * (tc + ts) + money                       # (M, N)
-    Q = 4 if keep else 3
+    Q = 5 if keep else 3
     fail = np.zeros(Q)
     fail[V], fail[F] = mu, 1.0
     nxt = np.zeros((M, Q, L1))
     nxt[:, :, 1:] = fail[None, :, None]                    # k = K̄: must stop
     top = None if chain.optimistic else fail
     act = np.full((chain.K, M + 1, L1), -1, dtype=np.int32) if keep else None
-    rem = np.zeros((chain.K, M + 1, L1, 2), dtype=np.float32) if keep else None
+    rem = np.zeros((chain.K, M + 1, L1, 3), dtype=np.float32) if keep else None
     big = np.where(st.usable, 0.0, np.inf)
-    times = [tc, ts] if keep else [tc + ts]
+    times = [tc, ts, np.zeros((M, N))] if keep else [tc + ts]
     here = np.stack([stage + big, np.zeros((M, N)), *times], axis=-1)   # (M, N, Q)
     stop = np.zeros((Q, L1))
     stop[:, 1:] = fail[:, None]
@@ -258,9 +260,9 @@ def dp(chain: Chain, lam: float, mu: float, keep: bool = False) -> Pass:
         # the epoch's own cost and time after the expectations (mass sent to
         # −∞ is left out of a kernel, but its epoch is still paid); unusable
         # pairs priced out after the FFTs (an inf would spoil them)
-        ex += here.reshape(M * N, Q)[:, :, None]
+        ex = _add_epoch(ex, here.reshape(M * N, Q), keep)
         for (a, b) in sw:
-            sw[(a, b)] += here[b][:, :, None]
+            sw[(a, b)] = _add_epoch(sw[(a, b)], here[b], keep)
         cur = np.empty((M + 1, Q, L1))
         for m in range(M + 1):                             # m = M: no model yet (k = 0)
             cand, ids = _candidates(chain, ex, sw, m, N)
@@ -271,13 +273,25 @@ def dp(chain: Chain, lam: float, mu: float, keep: bool = False) -> Pass:
             cur[m] = np.where(go[None, :], choice, stop)
             if keep:
                 act[k, m] = np.where(go, ids[best], -1)
-                rem[k, m] = cur[m, 2:4].T
+                rem[k, m] = cur[m, 2:5].T
         if k == 0:
             root = cur[M, :, chain.i0]
         nxt = cur[:M]
-    t_root = float(root[2:].sum())
+    t_root = float(root[2:4].sum() if keep else root[2])
     return Pass(lam, mu, float(root[V]), float(root[F]), t_root,
                 float(root[V] - lam * t_root - mu * root[F]), act, rem)
+
+
+def _add_epoch(ex: np.ndarray, here: np.ndarray, keep: bool) -> np.ndarray:
+    """Add this epoch's cost and time (``here``, (R, Q)) to the expectations
+    over the next state (``ex``, (R, Q, L1)); with ``keep`` row 4 is the second
+    moment of the remaining compute time U = a + U′: E[U²] = E[U′²] + 2a E[U′] + a²
+    (a = this epoch's compute time, row 2 of ``here``)."""
+    if keep:
+        a = here[:, 2, None]
+        ex[:, 4] += a * (2.0 * ex[:, 2] + a)
+    ex[:, :4 if keep else 3] += here[:, :4 if keep else 3, None]
+    return ex
 
 
 def correlate_rows(f, kernels, tops):
@@ -348,71 +362,87 @@ class Search:
         return max(p.bound(w, self.chain.st.time_max) for p in self.passes)
 
 
+#: The μ search stops when the cutting-plane model promises less than this
+#: relative gain; the λ search when E[T] is this close to Tmax (relative).
+MU_RTOL, LAM_RTOL = 2e-5, 1e-3
+
+
 def best_mu(search: Search, lam: float, omega: float, guess: float | None, iters: int) -> tuple[float, float]:
-    """Maximise V₀(λ, μ) − μ(1 − ω) over μ by bisection on the supergradient
-    P(fail) − (1 − ω) (raise μ while the pass's policy fails too often).
+    """Maximise g(μ) = V₀(λ, μ) − μ(1 − ω) over μ ≥ 0 by cutting planes.
+
+    g is concave and piecewise linear (a minimum over policies of lines), and
+    each pass gives a tangent: P(fail) − (1 − ω) is a supergradient. Besides,
+    V₀ ≤ μ (stopping at once is a policy), so g ≤ ωμ: a free cut. Between the
+    last passes on either side of the maximum (or the free cut) the next μ is
+    where their tangents meet — exact after a few steps when few policies
+    compete (typically train on, or stop at once). Stops when the tangents'
+    meeting point is no higher than the best pass (:data:`MU_RTOL`) or after
+    ``iters`` steps.
 
     Returns (μ, E[T] of the mix): the two policies bracketing the critical
     multiplier, mixed so that P(fail) = 1 − ω (Beutler & Ross 1985), have
     that expected time — the supergradient of max_μ in λ, used by the λ search.
     """
     risk = 1.0 - omega
-    lo, hi = (guess / 2.0, guess * 2.0) if guess else (1.0, 1.0)
-    p_lo = search.run(lam, lo)
-    while p_lo.p_fail <= risk and lo > 1e-9:
-        lo /= 4.0
-        p_lo = search.run(lam, lo)
-    p_hi = search.run(lam, hi)
-    while p_hi.p_fail > risk and hi < 1e15:
-        hi *= 4.0
-        p_hi = search.run(lam, hi)
-    for _ in range(iters):
-        mid = math.sqrt(lo * hi)
+    tm = search.chain.st.time_max
+
+    def cut(p):
+        return p.mu, p.bound(omega, tm) + lam * tm, p.p_fail - risk      # (μ, g, slope)
+
+    lo = None                                       # None: the free cut g ≤ ωμ through 0
+    hi, grow = search.run(lam, guess if guess else 1.0), 1.25
+    while hi.p_fail > risk and hi.mu < 1e15:        # a warm start is usually close: grow slowly first
+        lo, hi, grow = hi, search.run(lam, hi.mu * grow), 4.0
+    for _ in range(max(1, iters)):
+        m0, g0, s0 = cut(lo) if lo is not None else (0.0, 0.0, omega)
+        m1, g1, s1 = cut(hi)
+        if s1 >= 0 or s0 <= s1:
+            break
+        mid = (g1 - g0 + s0 * m0 - s1 * m1) / (s0 - s1)
+        top = g0 + s0 * (mid - m0)
+        if not m0 < mid < m1 or top <= max(g0, g1) + MU_RTOL * max(1.0, abs(top)):
+            break
         p = search.run(lam, mid)
         if p.p_fail > risk:
-            lo, p_lo = mid, p
+            lo = p
         else:
-            hi, p_hi = mid, p
-    gap = p_lo.p_fail - p_hi.p_fail
-    w = (p_lo.p_fail - risk) / gap if gap > 0 else 1.0     # weight of the feasible side
-    return math.sqrt(lo * hi), w * p_hi.time + (1.0 - w) * p_lo.time
+            hi = p
+    f_lo, t_lo = (lo.p_fail, lo.time) if lo is not None else (1.0, 0.0)
+    gap = f_lo - hi.p_fail
+    w = (f_lo - risk) / gap if gap > 0 else 1.0     # weight of the feasible side
+    return hi.mu, w * hi.time + (1.0 - w) * t_lo
 
 
 def lower_bound_search(chain: Chain, omega: float, iters_lam: int = 6, iters_mu: int = 6,
                        lam0: float | None = None, mu0: float | None = None, step: float = 4.0) -> Search:
-    """The λ–μ search: outer bisection (log scale) on the sign of E[T] − Tmax of
-    the inner optimum's mix, inner :func:`best_mu`; brackets grown by ``step``
-    from ``lam0``, ``mu0`` (default: guesses). Any (λ, μ) ≥ 0 gives a valid
-    bound; the search only tightens it."""
+    """The λ–μ search: on λ, the fixed point of λ ← λ·(E[T]/Tmax)² (E[T] of the
+    inner optimum's mix; the priced compute time scales as λ^(−1/2)),
+    safeguarded by a bracket on the sign of E[T] − Tmax (grown by ``step``,
+    bisected in log scale when the step leaves it); inner :func:`best_mu`.
+    ``iters_lam`` steps after the first λ (default: a guess; ``lam0``, ``mu0``
+    warm-start). Any (λ, μ) ≥ 0 gives a valid bound; the search only tightens it."""
     s = Search(chain, omega)
-    tm = chain.st.time_max
-    state = {"mu": mu0}
-
-    def too_slow(lam):
-        if state["mu"] is None:
-            # a first μ of the order of the cost of always training on
-            state["mu"] = max(1e-6, dp(chain, lam, 1e12).cost)
-        mu, t_mix = best_mu(s, lam, omega, state["mu"], iters_mu)
-        state["mu"] = mu
-        return t_mix > tm
-
     st = chain.st
+    tm = st.time_max
     m, n = np.argwhere(st.usable)[0]
-    lo = hi = lam0 or max(1e-9, st.kappa[n] * st.cap[n] ** 2 / (16.0 * st.compute[m, n]))   # x* = r/4
-    if too_slow(lo):
-        while hi < 1e12 and too_slow(hi * step):
-            hi *= step
-        lo, hi = hi, hi * step
-    else:
-        while lo > 1e-12 and not too_slow(lo / step):
-            lo /= step
-        lo, hi = lo / step, lo
-    for _ in range(iters_lam):
-        mid = math.sqrt(lo * hi)
-        if too_slow(mid):
-            lo = mid
+    lam = lam0 or max(1e-9, st.kappa[n] * st.cap[n] ** 2 / (16.0 * st.compute[m, n]))   # x* = r/4
+    mu = mu0 if mu0 else max(1e-6, dp(chain, lam, 1e12).cost)   # μ of the order of a run's cost
+    lo, hi = 0.0, math.inf                         # E[T] > Tmax at lo, ≤ Tmax at hi
+    for _ in range(iters_lam + 1):
+        mu, t_mix = best_mu(s, lam, omega, mu, iters_mu)
+        if abs(t_mix - tm) <= LAM_RTOL * tm:
+            break
+        if t_mix > tm:
+            lo = lam
         else:
-            hi = mid
+            hi = lam
+        nxt = lam * (t_mix / tm) ** 2 if t_mix > 0 else lam / step
+        nxt = min(max(nxt, lam / step), lam * step)
+        if not lo < nxt < hi:
+            nxt = math.sqrt(lo * hi) if math.isfinite(hi) and lo > 0 else nxt
+        if nxt < 1e-12 or nxt > 1e12:
+            break
+        lam = nxt
     return s
 
 
