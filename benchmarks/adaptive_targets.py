@@ -4,7 +4,7 @@ Run::
 
     python benchmarks/adaptive_targets.py                      # targets + grid table
     python benchmarks/adaptive_targets.py --only grid          # the grid-step table only
-    python benchmarks/adaptive_targets.py --buckets 600        # the targets at another grid
+    python benchmarks/adaptive_targets.py --buckets 600        # the targets at another grid (default: per family)
 
 Targets (bracket width (UB − LB)/LB and wall time, each instance alone):
 
@@ -36,9 +36,11 @@ from deplbench.formulations.adaptive import adaptive_bounds
 from deplbench.instances.generators import generate
 
 ROOT = Path(__file__).resolve().parent.parent
-TARGETS = [("pact-vgg11", 0.15, 0.03, 120.0), ("pact-vgg11", 0.3, 0.03, 120.0), ("pact-vgg11", 0.45, 0.03, 120.0),
-           ("alexnet", 9.0, 0.05, 600.0), ("mobilenet", 9.0, 0.05, 600.0)]
-GRID = (150, 300, 600, 1200, 2400, 4800)
+#: (family, ℓmax, target width, target wall seconds, loss buckets of the target run)
+TARGETS = [("pact-vgg11", 0.15, 0.03, 120.0, 9600), ("pact-vgg11", 0.3, 0.03, 120.0, 9600),
+           ("pact-vgg11", 0.45, 0.03, 120.0, 9600), ("alexnet", 9.0, 0.05, 600.0, 4800),
+           ("mobilenet", 9.0, 0.05, 600.0, 4800)]
+GRID = (150, 300, 600, 1200, 2400, 4800, 9600)
 
 
 def measure(family: str, loss_max: float, buckets: int, runs: int, tune_runs: int) -> dict:
@@ -58,7 +60,9 @@ def main() -> None:
     ap.add_argument("--only", choices=("targets", "grid"), help="run one part only")
     ap.add_argument("--families", default="pact-vgg11,alexnet,mobilenet",
                     help="targets: comma-separated families to run (default all)")
-    ap.add_argument("--buckets", type=int, default=1200, help="grid of the target runs (default 1200)")
+    ap.add_argument("--buckets", type=int, default=None,
+                    help="grid of the target runs (default per family: 9600 for PACT-VGG11, 4800 for AlexNet and "
+                         "MobileNet, the grids that meet the widths)")
     ap.add_argument("--runs", type=int, default=100_000, help="certification runs (default 100000)")
     ap.add_argument("--tune-runs", type=int, default=50_000, help="runs per tuning simulation (default 50000)")
     ap.add_argument("--out", default=str(ROOT / "results" / "bench" / "adaptive_targets.json"))
@@ -71,8 +75,8 @@ def main() -> None:
         path.write_text(json.dumps(out, indent=2) + "\n", encoding="utf-8")
 
     if args.only in (None, "targets"):
-        for family, lm, width, wall in [t for t in TARGETS if t[0] in args.families.split(",")]:
-            r = measure(family, lm, args.buckets, args.runs, args.tune_runs)
+        for family, lm, width, wall, buckets in [t for t in TARGETS if t[0] in args.families.split(",")]:
+            r = measure(family, lm, args.buckets or buckets, args.runs, args.tune_runs)
             r.update(target_width=width, target_wall_s=wall,
                      met=bool(r["width"] <= width and r["wall_s"] <= wall))
             out["targets"].append(r)

@@ -352,6 +352,24 @@ def test_fast_chooses_general_by_structure():
     huge = tiny_instance(seed=0, n_clusters=MAX_CLUSTERS_GENERAL + 1, horizon=1, n_models=1)
     res = solve_general(huge, scenarios=5, time_limit=10)
     assert res.status == "error" and "clusters" in res.message
+    # acyclic with several data classes: the enumeration needs one, general beats flow
+    two = tiny_instance(seed=0, n_clusters=2, horizon=2, n_datasets=2)
+    choice, reason = fast_prefers_general(two, MAX_DATASETS)
+    assert choice and "datasets" in reason
+    assert not fast_prefers_general(tiny_instance(seed=0, n_clusters=2, horizon=2, n_datasets=1), MAX_DATASETS)[0]
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_fast_on_several_data_classes_is_general_and_equals_flow(seed):
+    """The route of several datasets on an acyclic graph gives flow's optimum
+    (same scenarios), through the general search."""
+    inst = tiny_instance(seed=seed, n_clusters=2, horizon=3, n_datasets=2)
+    fast = solve_milp(inst, scenarios=60, seed=seed, time_limit=BUDGET, formulation="fast")
+    flow = solve_milp(inst, scenarios=60, seed=seed, time_limit=BUDGET, formulation="flow")
+    assert fast.diagnostics["variant"] == "general"
+    assert fast.status == flow.status
+    if flow.status == "optimal":
+        assert fast.cost == pytest.approx(flow.cost, rel=1e-6)
 
 
 # ------------- ≤ 3-block enumeration and the block-counting group bound (general_incumbent.py)

@@ -208,18 +208,25 @@ def fast_prefers_general(instance, max_datasets: int) -> tuple[bool, str]:
     """Whether ``fast`` should dispatch to the direct ``general`` solver.
 
     By structure: more than ``max_datasets`` datasets (the matrix
-    formulations enumerate each cluster's subsets), or a cyclic switch graph
-    that is not the order-invariant ``counts`` structure, with at most
-    :data:`MAX_CLUSTERS_GENERAL_FAST` clusters (``enumeration``
-    needs an acyclic graph; measured side by side, ``general`` beats ``flow``
-    on cyclic instances: benchmarks/general_targets.py and the ``general``
-    module docstring). Returns (choice, reason).
+    formulations enumerate each cluster's subsets), or — outside the
+    order-invariant ``counts`` structure, with at most
+    :data:`MAX_CLUSTERS_GENERAL_FAST` clusters — a cyclic switch graph or
+    several datasets (``enumeration`` needs an acyclic graph and one data
+    class; measured side by side, ``general`` beats ``flow`` on both:
+    benchmarks/general_targets.py and benchmarks/route_multiclass.py).
+    Returns (choice, reason).
     """
     if instance.n_datasets > max_datasets:
         return True, f"{instance.n_datasets} datasets > {max_datasets}"
-    if (_cyclic(instance.allowed) and not _counts_structure(instance)
-            and instance.n_clusters <= MAX_CLUSTERS_GENERAL_FAST):
+    if _counts_structure(instance) or instance.n_clusters > MAX_CLUSTERS_GENERAL_FAST:
+        return False, ""
+    if _cyclic(instance.allowed):
         return True, "cyclic switch graph"
+    if instance.n_datasets > 1:
+        # the sequence enumeration needs one data class; flow's scenario rows
+        # made certify's SAA replications minutes each (benchmarks/route_multiclass.py:
+        # general 3-30x less CPU on the tiny and datasets instances, same optima)
+        return True, f"{instance.n_datasets} datasets (several data classes)"
     return False, ""
 
 
