@@ -232,10 +232,7 @@ class PairSearch(BlockSearch):
             return super().completion_bound(k, v, L, skip, need)
         P = self.prob
         Vk = self._forced_table()[k, int(self.vm[v]), :]                      # (C, R)
-        out = np.full(k.size, np.inf)
-        for G, rows, PiG in self.groups.blocks:
-            h = (Vk[:, rows].T + PiG @ (L[G] - P.lmax)).max(axis=0)
-            np.minimum(out, np.maximum(h, 0.0), out=out)
+        out = self.groups.group_bound(Vk, L)
         unreachable = np.count_nonzero(L.T + self.Dn[k, :, v] > P.lmax + LOSS_TOL, axis=1)
         out[unreachable > P.p] = math.inf
         return out
