@@ -30,6 +30,15 @@ README's measured-performance table has the current numbers):
   root group bound was 1609 against the optimum 1802.63, 1790 after;
 * the |D| = 10 datasets instance stopped at a 7.5 % gap at 60 s before the
   two-group leaves were searched over model blocks (``general_pairs``);
+* OpenBLAS ran the group bound's small node products (e.g. (76 × 67) by
+  (67 × 340)) on two threads: 0.1 ms → 3.9 ms of CPU each on the shared
+  2-core machine, 80 % of the solve; the solve now holds OpenBLAS to one
+  thread (``deplbench.blas_threads``). Same nodes, |D| = 6 seed 0: 163 →
+  26.5 CPU-s; |D| = 10 seed 0: 134 → 23–26 CPU-s; the datasets targets went
+  from 0 of 3 (|D| = 6) to 11 of 15 within 60 s (load 1.7–3.9). The cyclic
+  AlexNet at S = 3000 keeps its 96,126 nodes and stays far from 60 s
+  (534 CPU-s measured with cProfile on, load 1.8–4.6): its node count is
+  the limit there, not the node cost;
 * Kelley's loop once had 0.3 of the time limit and other phases shares of
   it adding up to 0.75: the same instance gave different node counts and a
   different outcome under load (706 nodes loaded against about 350 idle at

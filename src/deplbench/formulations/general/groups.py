@@ -413,7 +413,42 @@ class GroupTables:
         ends = list(self.starts[1:]) + [R]
         self.blocks = [(G, slice(int(a0), int(b0)), self.Pi[a0:b0][:, G]) for G, a0, b0 in
                        zip(pool.groups, self.starts, ends)]
+        self._pack_blocks(ends)
         self._counted = None      # (Vc (K+1, nv, C, R), root (C, R)): built on first use
+
+    def _pack_blocks(self, ends) -> None:
+        """The blocks stacked for one batched product (``group_bound``): per group, its
+        multipliers padded to (r, rows, members) with zeros, its scenarios padded with
+        scenario 0 (a zero multiplier adds an exact 0 for a finite loss), and the
+        column of each row in (C, R + 1), where column R is −∞ (padding rows never win the max)."""
+        r, R = len(self.blocks), self.Pi.shape[0]
+        nrow = max(int(b - a) for a, b in zip(self.starts, ends))
+        nmem = max(G.size for G in self.pool.groups)
+        self._Pi_pad = np.zeros((r, nrow, nmem))
+        self._members = np.zeros((r, nmem), dtype=np.intp)
+        self._rowmap = np.full((r, nrow), R, dtype=np.intp)
+        for g, (G, rows, PiG) in enumerate(self.blocks):
+            n = rows.stop - rows.start
+            self._Pi_pad[g, :n, :G.size] = PiG
+            self._members[g, :G.size] = G
+            self._rowmap[g, :n] = np.arange(rows.start, rows.stop)
+        self._members = self._members.ravel()
+
+    def group_bound(self, Vk: np.ndarray, L: np.ndarray) -> np.ndarray:
+        """The smallest (= (p+1)-th largest of r = p + 1) group bound per candidate.
+
+        ``Vk`` (C, R): V^π of every pool row at the candidates' states, ``L`` (S, C):
+        their losses. Per group G: h_G = max(0, max over its rows of
+        V^π + π·(L_G − ℓmax)) (module docstring, item 1), all groups in one
+        batched product instead of a Python loop over them.
+        """
+        r, nmem = self._Pi_pad.shape[0], self._Pi_pad.shape[2]
+        C = L.shape[1]
+        LG = (L[self._members] - self.lmax).reshape(r, nmem, C)
+        prod = np.matmul(self._Pi_pad, LG)                                   # (r, rows, C)
+        Vx = np.concatenate([Vk, np.full((C, 1), -np.inf)], axis=1)[:, self._rowmap]   # (C, r, rows)
+        h = (prod + Vx.transpose(1, 2, 0)).max(axis=1)                       # (r, C)
+        return np.maximum(h, 0.0).min(axis=0)
 
     def _switch_layers(self, C: int):
         """V^π(k, v, c) for c = 0..C−1 switches still required (``_path_blocks``
@@ -446,12 +481,8 @@ class GroupTables:
         """(p+1)-th largest group bound per candidate; ``k`` (C,), ``L`` (S, C);
         ``need``: switches every counted completion still makes (0: all completions)."""
         Vk = self.V[k, v, :] if need == 0 else self._switch_layers(need + 1)[0][k, v, need, :]   # (C, R)
-        out = np.full(k.size, np.inf)
-        for G, rows, PiG in self.blocks:
-            h = (Vk[:, rows].T + PiG @ (L[G] - self.lmax)).max(axis=0)     # (C,)
-            np.minimum(out, np.maximum(h, 0.0), out=out)
         # r = p + 1 groups: the (p+1)-th largest group bound is the smallest
-        return out
+        return self.group_bound(Vk, L)
 
     def root(self, need: int = 0) -> float:
         """Bound on every plan with at least ``need`` switches (need + 1 blocks)."""

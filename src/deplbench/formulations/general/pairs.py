@@ -97,6 +97,8 @@ PAIR_TABLE_BYTES = 64 * 2**20
 LAST_TABLE_BYTES = 256 * 2**20
 #: Bytes the per-problem block sums (``block_sums``) may keep.
 BLOCK_CACHE_BYTES = 256 * 2**20
+#: Bytes one PairSearch may keep of its optimistic gain tables (``_gains``), oldest dropped first.
+GAIN_CACHE_BYTES = 96 * 2**20
 #: Need lowered by this before the shifted searchsorted of ``last_block_bound`` (covers rounding).
 SHIFT_SLACK = 1e-9
 #: Scenarios (of largest prefix loss) that screen candidates in ``last_block_bound``.
@@ -167,6 +169,8 @@ class PairSearch(BlockSearch):
         self._forced = None      # the group tables with a switch forced first, built on first use
         self._last_cache: dict = {}        # per terminal model: last_block_bound's tables
         self._dn = None
+        self._gain_cache: dict = {}        # (start, model) -> _gains table (GAIN_CACHE_BYTES)
+        self._gain_bytes = 0
         # models whose blocks end every plan (no allowed switch out of them)
         #: per model, the models an allowed switch leads to (a block is followed by another model)
         self.next_models = [[u for u in range(prob.M) if u != m and prob.allowed[m, u]] for m in range(prob.M)]
@@ -228,10 +232,7 @@ class PairSearch(BlockSearch):
             return super().completion_bound(k, v, L, skip, need)
         P = self.prob
         Vk = self._forced_table()[k, int(self.vm[v]), :]                      # (C, R)
-        out = np.full(k.size, np.inf)
-        for G, rows, PiG in self.groups.blocks:
-            h = (Vk[:, rows].T + PiG @ (L[G] - P.lmax)).max(axis=0)
-            np.minimum(out, np.maximum(h, 0.0), out=out)
+        out = self.groups.group_bound(Vk, L)
         unreachable = np.count_nonzero(L.T + self.Dn[k, :, v] > P.lmax + LOSS_TOL, axis=1)
         out[unreachable > P.p] = math.inf
         return out
@@ -263,10 +264,24 @@ class PairSearch(BlockSearch):
         (γ_hi − γ_lo)·(the j largest a of the block), scenario by scenario
         (module docstring).
         """
-        total, top = block_sums(self.prob, k, m)
         maxlen = self.kmax - k if maxlen is None else maxlen
-        return (self.gamma_lo * total[:, :maxlen, None]
-                + (self.gamma_hi - self.gamma_lo) * top[:, :maxlen, :maxlen + 1])
+        hit = self._gain_cache.get((k, m))
+        if hit is not None and hit.shape[1] >= maxlen:
+            # the same elementwise sums as below, so a slice of a larger table is bit-identical
+            return hit[:, :maxlen, :maxlen + 1]
+        total, top = block_sums(self.prob, k, m)
+        G = (self.gamma_lo * total[:, :maxlen, None]
+             + (self.gamma_hi - self.gamma_lo) * top[:, :maxlen, :maxlen + 1])
+        # a search meets the same (start, model) at about 4 nodes (|D| = 6 datasets, S = 200):
+        # keep the tables within GAIN_CACHE_BYTES, oldest dropped first
+        if hit is not None:
+            self._gain_bytes -= self._gain_cache.pop((k, m)).nbytes
+        while self._gain_cache and self._gain_bytes + G.nbytes > GAIN_CACHE_BYTES:
+            self._gain_bytes -= self._gain_cache.pop(next(iter(self._gain_cache))).nbytes
+        if G.nbytes <= GAIN_CACHE_BYTES:
+            self._gain_cache[(k, m)] = G
+            self._gain_bytes += G.nbytes
+        return G
 
     def _block(self, k: int, m: int, pre: np.ndarray, maxlen: int) -> np.ndarray:
         """Optimistic losses (S, maxlen, maxlen+1) of every block (ℓ, j) of m from

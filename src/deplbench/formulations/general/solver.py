@@ -158,6 +158,7 @@ import math
 import sys
 import time
 
+from deplbench.blas_threads import single_blas_thread
 from deplbench.formulations.general.bounding import bound_roots, seed_phase
 from deplbench.formulations.general.boxes import Box, ClusterTables, cluster_classes
 from deplbench.formulations.general.classes import rebound_leaves
@@ -188,7 +189,8 @@ SOLVE_PARAMETERS: dict[str, Param] = {
                         low_inclusive=False, nullable=True),
     "gap": Param(1e-4, float, "relative gap (UB − LB)/UB declared optimal", low=0.0, low_inclusive=False,
                  high=0.999999),
-    "threads": Param(1, int, "accepted for interface compatibility (single-threaded)", low=1),
+    "threads": Param(1, int, "accepted for interface compatibility (the solve runs on one thread, BLAS "
+                     "included)", low=1),
     "node_limit": Param(None, int, "search nodes allowed; none: unlimited", low=1, nullable=True),
 }
 
@@ -391,7 +393,10 @@ def solve_general(instance, scenarios: int = 1000, seed: int = 0, time_limit: fl
     gap : float, default 1e-4
         Relative gap (UB − LB)/UB at which the plan is declared optimal.
     threads : int, default 1
-        Accepted for interface compatibility (the search is single-threaded).
+        Accepted for interface compatibility: the search is single-threaded,
+        and OpenBLAS is held to one thread for the solve
+        (:func:`deplbench.blas_threads.single_blas_thread`; its small
+        products at every node were up to 40× slower threaded).
     verbose : bool
         Print progress to stderr.
     node_limit : int, optional
@@ -418,6 +423,14 @@ def solve_general(instance, scenarios: int = 1000, seed: int = 0, time_limit: fl
     SolverError
         For invalid options, one line naming the option.
     """
+    # one BLAS thread: the node bounds multiply small matrices, which a threaded OpenBLAS
+    # made up to 40x slower on a shared 2-core machine (deplbench.blas_threads)
+    with single_blas_thread():
+        return _solve(instance, scenarios, seed, time_limit, gap, threads, verbose, node_limit, settings)
+
+
+def _solve(instance, scenarios, seed, time_limit, gap, threads, verbose, node_limit, settings) -> SolveResult:
+    """:func:`solve_general`'s body (validation, the phases, the result)."""
     given = dict(scenarios=scenarios, seed=seed, time_limit=time_limit, gap=gap, threads=threads,
                  node_limit=node_limit)
     params = {k: SOLVE_PARAMETERS[k].convert(k, v) for k, v in given.items()}
