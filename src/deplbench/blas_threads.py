@@ -14,81 +14,34 @@ result of a product then does not depend on the machine's thread count.
 
 What it does
 ------------
-Finds the OpenBLAS libraries loaded in this process (``/proc/self/maps``;
-numpy's 64-bit-integer build and scipy's) and calls their
-``*_set_num_threads`` entry points: one thread inside the ``with`` block,
-the previous count restored after it. Where none is found (another BLAS,
-another operating system) it does nothing; set ``OPENBLAS_NUM_THREADS``,
-``MKL_NUM_THREADS`` or ``OMP_NUM_THREADS`` to 1 before Python starts there.
-The thread count is process-wide: concurrent solves in threads of one
-process share it (the suite runs solves in processes).
+threadpoolctl (the thread-pool control scikit-learn uses) limits every
+loaded BLAS — OpenBLAS, MKL, BLIS — to one thread inside the ``with``
+block and restores the previous counts after it. The count is
+process-wide: concurrent solves in threads of one process share it (the
+suite runs solves in processes).
 """
 
 from __future__ import annotations
 
 import contextlib
-import ctypes
-import functools
-import os
 from collections.abc import Iterator
-
-#: (set, get) entry points of the OpenBLAS builds, first match per library.
-_ENTRY_POINTS = (
-    ("scipy_openblas_set_num_threads64_", "scipy_openblas_get_num_threads64_"),
-    ("scipy_openblas_set_num_threads", "scipy_openblas_get_num_threads"),
-    ("openblas_set_num_threads64_", "openblas_get_num_threads64_"),
-    ("openblas_set_num_threads", "openblas_get_num_threads"),
-)
-
-
-@functools.lru_cache(maxsize=None)
-def _controls(paths: tuple[str, ...]) -> tuple:
-    """(set, get) ctypes functions of each OpenBLAS library among ``paths``."""
-    out = []
-    for path in paths:
-        try:
-            lib = ctypes.CDLL(path)
-        except OSError:
-            continue
-        for set_name, get_name in _ENTRY_POINTS:
-            if hasattr(lib, set_name) and hasattr(lib, get_name):
-                setter, getter = getattr(lib, set_name), getattr(lib, get_name)
-                setter.argtypes, setter.restype = [ctypes.c_int], None
-                getter.argtypes, getter.restype = [], ctypes.c_int
-                out.append((setter, getter))
-                break
-    return tuple(out)
-
-
-def openblas_libraries() -> tuple[str, ...]:
-    """Paths of the OpenBLAS shared libraries loaded in this process (empty off Linux)."""
-    try:
-        with open("/proc/self/maps", encoding="utf-8", errors="replace") as fh:
-            names = {line.split()[-1] for line in fh if "openblas" in line.lower()}
-    except OSError:
-        return ()
-    return tuple(sorted(p for p in names if os.path.isabs(p) and ".so" in os.path.basename(p)))
 
 
 def blas_threads() -> list[int]:
-    """The current thread count of every loaded OpenBLAS library (empty: none found)."""
-    return [int(get()) for _, get in _controls(openblas_libraries())]
+    """The current thread count of every loaded BLAS library (empty: none found)."""
+    from threadpoolctl import threadpool_info   # imported on use: the CLI's start-up stays light
+
+    return [int(info["num_threads"]) for info in threadpool_info() if info.get("user_api") == "blas"]
 
 
 @contextlib.contextmanager
 def single_blas_thread() -> Iterator[None]:
-    """Run the block with every loaded OpenBLAS on one thread; restore the counts after."""
-    import numpy  # noqa: F401  (loads numpy's OpenBLAS before the libraries are listed)
+    """Run the block with every loaded BLAS on one thread; restore the counts after."""
+    import numpy  # noqa: F401  (loads numpy's BLAS before the libraries are listed)
+    from threadpoolctl import threadpool_limits
 
-    controls = _controls(openblas_libraries())
-    before = [int(get()) for _, get in controls]
-    for setter, _ in controls:
-        setter(1)
-    try:
+    with threadpool_limits(limits=1, user_api="blas"):
         yield
-    finally:
-        for (setter, _), n in zip(controls, before):
-            setter(max(1, n))
 
 
-__all__ = ["blas_threads", "openblas_libraries", "single_blas_thread"]
+__all__ = ["blas_threads", "single_blas_thread"]
