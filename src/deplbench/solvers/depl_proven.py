@@ -106,6 +106,10 @@ class _Judge:
         except ExactUnavailable:
             return UNDECIDED
 
+    def best_floor(self) -> float:
+        """The lowest cost floor of a sequence proven so far (inf: none)."""
+        return min((self.floor(k) for k, ok in self.verdicts.items() if ok), default=math.inf)
+
     def floor(self, key) -> float:
         """:meth:`Data.count_floor` of ``key``'s model counts (a valid cost lower bound)."""
         if self._floor is None:
@@ -140,7 +144,10 @@ def _probe_paths(instance, ch, p, start: float, models0, judge: _Judge) -> None:
                         float(p["tail_share"]), ch.ref_epochs, target, ch.time_max_eff, rounding=p["rounding"],
                         bounds=[b])
             cands = [c for c in s2.candidates if tuple(c.models) not in ch.blacklist]
-            if cands and judge.proven(tuple(int(m) for m in cands[0].models)):
+            key = tuple(int(m) for m in cands[0].models) if cands else None
+            # a refined proof (beyond the lattice) is paid only for a path that could
+            # beat the cheapest proven so far: its cost floor must lie below that one's
+            if key is not None and judge.proven(key, refine=judge.floor(key) < judge.best_floor()):
                 lo = lam
             else:
                 hi = lam
