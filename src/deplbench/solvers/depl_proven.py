@@ -4,14 +4,22 @@ Algorithm
 ---------
 1. DepL as published (:func:`~deplbench.solvers.depl_stages.decide` with the
    Chernoff surrogate): the proven plan P₀.
-2. As ``calibrate=True`` does (:mod:`.depl_calibration`), every surrogate
-   θ's stage-2 target is loosened by bounded bisection (t = start + λ·g_θ,
-   λ = ½, 1, ... then bisection, :data:`STEPS` probes); but a probe passes
-   when the rigorous bound of :mod:`deplbench.formulations.exact_violation`
-   proves the path feasible (p_hi ≤ 1 − ω), not on a sampled test.
-3. Local descent on the cheapest proven path (stage 3 costs each sequence):
-   drop one epoch of a block, or move one epoch from a block to another,
-   whenever the cheaper sequence is still proven feasible.
+2. As ``calibrate=True`` does (:mod:`.depl_calibration`), the stage-2
+   targets of the ``probes`` central surrogate θ values are loosened by
+   bounded bisection (t = start + λ·g_θ, λ = ½, 1, ... then bisection,
+   :data:`STEPS` probes each); a probe passes when the rigorous bound of
+   :mod:`deplbench.formulations.exact_violation` proves the path feasible
+   (p_hi ≤ 1 − ω), not on a sampled test. Verdicts are read on one
+   :class:`~deplbench.formulations.exact_static.SpectralLattice` of the
+   instance (milliseconds); a path it leaves undecided is judged alone on
+   finer grids only if its cost floor is below the cheapest proven one.
+3. Local descent from the :data:`STARTS` proven paths of lowest cost floor
+   (:meth:`Data.count_floor <deplbench.formulations.milp.data.Data.count_floor>`,
+   a Lagrangian lower bound on any plan with those model counts): drop one
+   epoch of a block, or move one epoch from a block to another, while the
+   floor decreases and the lattice proves the neighbour feasible.
+4. Stage 3's allocation costs the walks' ends and P₀; the cheapest is
+   returned.
 
 Guarantee
 ---------
@@ -131,8 +139,12 @@ def _probe_paths(instance, ch, p, start: float, models0, judge: _Judge) -> None:
     """Step 2: loosen each surrogate's target while the exact bound proves the path."""
     loss_max = float(instance.loss_max)
     bounds = surrogates(instance, ch.gamma, "chernoff", int(p["n_theta"]), float(p["tail_share"]), ch.ref_epochs)
+    # the central θ values first, as stage 2 orders them: each probe reruns stage 2's
+    # DP, most of depl-proven's time, and the outer θ rarely give the cheapest path
+    mid = (len(bounds) - 1) / 2.0
+    central = sorted(range(len(bounds)), key=lambda i: abs(i - mid))[:int(p["probes"])]
     q0 = violation_bounds(instance, models0, ch.gamma, ExactSettings()).q_hi
-    for b in bounds:
+    for b in (bounds[i] for i in sorted(central)):
         scale = b.path_bound(instance.initial_loss, models0) - q0 + (loss_max - start)
         if not (math.isfinite(scale) and scale > 0):
             continue
@@ -207,8 +219,10 @@ class DepLProven(DepL):
     description: ClassVar[str] = ("DepL with loosened stage-2 targets and a local descent, every plan proven "
                                   "feasible by the exact violation bound (no sampling)")
     style: ClassVar[PlotStyle] = PlotStyle("#bcbd22", "v", "-")
-    parameters: ClassVar[dict[str, Param]] = {k: v for k, v in DepL.parameters.items()
-                                              if k not in ("calibrate", "quantile_method")}
+    parameters: ClassVar[dict[str, Param]] = {
+        **{k: v for k, v in DepL.parameters.items() if k not in ("calibrate", "quantile_method")},
+        "probes": Param(3, int, "surrogate θ values whose stage-2 target is loosened (the central ones; "
+                        "at most n_theta)", low=1, high=64)}
 
     def run(self, instance, **params) -> SolveResult:
         p = self.resolve_params(params)
