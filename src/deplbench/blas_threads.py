@@ -29,7 +29,7 @@ from collections.abc import Iterator
 
 def blas_threads() -> list[int]:
     """The current thread count of every loaded BLAS library (empty: none found)."""
-    from threadpoolctl import threadpool_info   # imported on use: the CLI's start-up stays light
+    from threadpoolctl import threadpool_info  # imported on use: the CLI's start-up stays light
 
     return [int(info["num_threads"]) for info in threadpool_info() if info.get("user_api") == "blas"]
 

@@ -194,7 +194,7 @@ def tune_policy(instance, chain: Chain, lam: float, mu: float, target: float, tu
     mu_c, first = _viable_mu(chain, lam, mu)
     passes = [first] + [dp(chain, lam, mu_c * f, keep=True) for f in MU_FACTORS[1:]]
     for r in RHO_FALLBACK:
-        scored = []
+        scored: list[tuple[float, int, AdaptivePolicy]] = []
         for p in passes:
             pol = AdaptivePolicy(chain, p, rho * r, scaling=scaling, coin_seed=coin_seed)
             p_hat, c_hat = run(pol, tune_seed, "select")
