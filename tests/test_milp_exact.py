@@ -154,3 +154,24 @@ def test_count_floor_never_exceeds_a_plans_cost():
         assert floor <= res.cost * (1 + 1e-9)
         assert floor >= 0.5 * res.cost          # tight enough to rank sequences
     assert data.count_floor(np.zeros(inst.n_models)) <= 0.0
+
+
+@pytest.mark.parametrize("delta", [1e-3, 5e-3, 1e-2])
+def test_spectral_lattice_on_constant_terms_judges_the_true_final_loss(delta):
+    """Every term a point mass: the lattice's shift of ℓmax onto the grid must
+    not move the verdict (a final loss δ above ℓmax is infeasible, δ below
+    feasible), whatever the fractional part φ of the shift."""
+    from deplbench.formulations.exact_static import SpectralLattice
+    from deplbench.formulations.exact_violation import sequence_terms
+    from deplbench.instances.generators import generate
+
+    base = generate("knapsack", item_class="uncorrelated", n_items=6, R=30, horizon=6, seed=0)
+    gam = base.data_effect(base.all_datasets)[1]
+    seq = [0, 0, 1, 1, 1]
+    const, terms = sequence_terms(base, seq, gam)
+    assert not terms                                     # a deterministic final loss
+    for loss_max, expected in ((const - delta, "proven infeasible"), (const + delta, "proven feasible")):
+        inst = base.with_changes(loss_max=loss_max)
+        lat = SpectralLattice(inst, gam, inst.horizon, ExactSettings())
+        assert lat.verdict(seq) == expected, (loss_max, lat.phi)
+        assert violation_bounds(inst, seq, gam).verdict == expected

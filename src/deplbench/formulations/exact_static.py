@@ -226,7 +226,9 @@ class SpectralLattice:
         # a deterministic first epoch carries the lattice shift −φh the random ones carry
         shift = self.phi * self.h if k == 0 else 0.0
         law = self.inst.models[m].improvement
-        return st.times(None, -self.gamma * float(self.inst.run_scale_for(k + 1)[k, m]) * float(law.mean()) - shift)
+        out = st.times(None, -self.gamma * float(self.inst.run_scale_for(k + 1)[k, m]) * float(law.mean()) - shift)
+        out.shift = st.shift + shift
+        return out
 
     def jump_term(self, p: int, st: "_State") -> "_State":
         """``st`` times the jump of switch p (a constant when deterministic)."""
@@ -264,19 +266,23 @@ class _State:
     n: int = 0
     det: float = 0.0
     log_keep: float = 0.0
+    shift: float = 0.0    # the −φh a deterministic first epoch put into ``det``
 
     def times(self, spec, det_value: float | None) -> "_State":
         if spec is None:
-            return _State(self.lo, self.up, self.off_lo, self.off_up, self.n, self.det + det_value, self.log_keep)
+            return _State(self.lo, self.up, self.off_lo, self.off_up, self.n, self.det + det_value, self.log_keep,
+                          self.shift)
         o_lo, s_lo, o_up, s_up, lk = spec
         return _State(self.lo * s_lo, self.up * s_up, self.off_lo + o_lo, self.off_up + o_up, self.n + 1,
-                      self.det, self.log_keep + lk)
+                      self.det, self.log_keep + lk, self.shift)
 
 
 def _judge(lat: SpectralLattice, st: _State, risk: float) -> str:
     """Verdict of a full sequence from its running product (module docstring)."""
     if st.n == 0:
-        loss = float(lat.inst.initial_loss) + st.det
+        # every term a constant: the first epoch then carried the lattice shift −φh
+        # in ``det`` (run_term); the true final loss is without it
+        loss = float(lat.inst.initial_loss) + st.det + st.shift
         return PROVEN_INFEASIBLE if loss > float(lat.inst.loss_max) + 1e-9 * max(1.0, abs(lat.inst.loss_max)) \
             else PROVEN_FEASIBLE
     ih = lat.ih(st.n)
@@ -444,9 +450,10 @@ def solve_exact_static(instance, time_limit: float | None = 60.0, gap: float = 1
         # refine every undecided length whose cost floor is below UB (only those
         # can raise LB or lower UB), the L-optimum's sequence among them; re-solve
         cutoff = math.inf if ub is None else ub * (1 - gap)
-        target = _sequence_of(res_lo.plan, instance)
+        target = _sequence_of(res_lo.plan, instance) if res_lo.plan is not None else None
         hit = [p for p in prefixes if p.undecided and (
-            data.count_floor(p.counts(p.undecided[0], data.M)) < cutoff or np.array_equal(p.seq(p.c_lo), target))]
+            data.count_floor(p.counts(p.undecided[0], data.M)) < cutoff
+            or (target is not None and np.array_equal(p.seq(p.c_lo), target)))]
         if not hit or time.perf_counter() > deadline:
             break
         for p in hit:
