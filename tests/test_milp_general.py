@@ -359,6 +359,24 @@ def test_fast_chooses_general_by_structure():
     assert not fast_prefers_general(tiny_instance(seed=0, n_clusters=2, horizon=2, n_datasets=1), MAX_DATASETS)[0]
 
 
+def test_fast_keeps_the_matrix_chain_where_general_would_not_serve_the_call():
+    """Several datasets prefer general by structure, but a requested LP file,
+    another solver or bound tables beyond general's memory budget keep flow
+    (general would refuse where flow solves); beyond MAX_DATASETS only general applies."""
+    from deplbench.formulations.general.solver import MEMORY_LIMIT_GIB, general_memory_need
+    from deplbench.formulations.milp import MAX_DATASETS
+    from deplbench.formulations.milp.solve import _fast_uses_general
+
+    two = tiny_instance(seed=0, n_clusters=2, horizon=2, n_datasets=2)
+    assert _fast_uses_general(two, 200, None, "highs")
+    assert not _fast_uses_general(two, 200, "model.lp", "highs")
+    assert not _fast_uses_general(two, 200, None, "scip")
+    huge_s = int(MEMORY_LIMIT_GIB * 2**30 / general_memory_need(two, 1)) + 1
+    assert not _fast_uses_general(two, huge_s, None, "highs")
+    many = tiny_instance(seed=0, n_datasets=MAX_DATASETS + 1, n_clusters=1, horizon=2)
+    assert _fast_uses_general(many, 200, None, "scip")     # no matrix model applies: general says why
+
+
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_fast_on_several_data_classes_is_general_and_equals_flow(seed):
     """The route of several datasets on an acyclic graph gives flow's optimum

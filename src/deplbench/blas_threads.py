@@ -37,7 +37,10 @@ def blas_threads() -> list[int]:
 @contextlib.contextmanager
 def single_blas_thread() -> Iterator[None]:
     """Run the block with every loaded BLAS on one thread; restore the counts after."""
-    import numpy  # noqa: F401  (loads numpy's BLAS before the libraries are listed)
+    # load numpy's BLAS and SciPy's own OpenBLAS before the libraries are listed:
+    # threadpoolctl limits only what is loaded when the block starts
+    import numpy  # noqa: F401
+    import scipy.linalg  # noqa: F401
     from threadpoolctl import threadpool_limits
 
     with threadpool_limits(limits=1, user_api="blas"):

@@ -141,6 +141,9 @@ class SpectralLattice:
         Longest sequence judged.
     settings : ExactSettings
         Its ``tail`` is the truncated mass, split over the terms of a plan.
+    max_bytes : float, optional
+        Refuse (:class:`ExactUnavailable`) before allocating spectra larger
+        than this (default: no limit).
 
     Notes
     -----
@@ -148,7 +151,7 @@ class SpectralLattice:
     for the realistic AlexNet family at k_max = 100).
     """
 
-    def __init__(self, instance, gamma: float, k_max: int, settings: ExactSettings):
+    def __init__(self, instance, gamma: float, k_max: int, settings: ExactSettings, max_bytes: float | None = None):
         self.inst = instance
         self.gamma = float(gamma)
         self.k_max = int(k_max)
@@ -183,6 +186,10 @@ class SpectralLattice:
         widest = sum(max((c[1].size for c in row if c is not None), default=0) for row in self.run)
         widest += sum(sorted((c[1].size for c in self.jump if c is not None), reverse=True)[:M])
         self.N = N = 2 * sfft.next_fast_len((widest + self.n_max + 3) // 2 + 1, real=True)   # even
+        spectra = 2 * (len(run_terms) + len(jump_terms)) * (N // 2 + 1) * 16
+        if max_bytes is not None and spectra > max_bytes:
+            raise ExactUnavailable(f"the lattice's spectra would need {spectra / 2**20:.0f} MiB "
+                                   f"(> {max_bytes / 2**20:.0f} MiB)")
         # tail sums straight from the spectrum (no inverse FFT): see tail()
         self._omega = np.exp(2j * np.pi * np.arange(N) / N)
         self._k = np.arange(1, N // 2)

@@ -61,9 +61,9 @@ STEPS = 3
 DESCENT_CHECKS = 80
 #: Proven sequences (lowest cost floors first) the descent starts from.
 STARTS = 2
-#: Largest K̄·|M| for which the instance's :class:`SpectralLattice` is built
-#: (its memory grows with it); larger instances judge each sequence alone.
-LATTICE_MAX_TERMS = 1000
+#: Largest memory of the instance's :class:`SpectralLattice` (its spectra);
+#: beyond it every sequence is judged alone.
+LATTICE_MAX_BYTES = 256 * 2**20
 
 
 class _Judge:
@@ -89,8 +89,13 @@ class _Judge:
     def lattice(self):
         if self._lattice is None:
             inst = self.inst
-            fits = (inst.horizon * inst.n_models <= LATTICE_MAX_TERMS and np.ndim(self.ch.gamma) == 0)
-            self._lattice = SpectralLattice(inst, float(self.ch.gamma), inst.horizon, self.settings) if fits else False
+            self._lattice = False
+            if np.ndim(self.ch.gamma) == 0:
+                try:
+                    self._lattice = SpectralLattice(inst, float(self.ch.gamma), inst.horizon, self.settings,
+                                                    max_bytes=LATTICE_MAX_BYTES)
+                except ExactUnavailable:
+                    pass                     # too large: every sequence is judged alone
         return self._lattice
 
     def proven(self, key, refine: bool = True) -> bool:

@@ -34,8 +34,9 @@ from deplbench.formulations.general.solver import (
     MAX_DATASETS_GENERAL,
     SOLVE_PARAMETERS,
     general_applies,
+    general_fits,
     solve_general,
 )
 
 __all__ = ["GENERAL_PARAMETERS", "MAX_CLUSTERS_GENERAL", "MAX_DATASETS_GENERAL", "SOLVE_PARAMETERS",
-           "GeneralSettings", "general_applies", "solve_general"]
+           "GeneralSettings", "general_applies", "general_fits", "solve_general"]

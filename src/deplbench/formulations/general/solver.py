@@ -212,6 +212,20 @@ def general_applies(instance) -> tuple[bool, str]:
 # =============================================================================
 
 
+def general_memory_need(instance, scenarios: int) -> float:
+    """Bytes of the bound tables: (K̄+1)·nμ·S·|M|·(γ-groups ≤ |N|) floats, about
+    three alive at once (S = 1 when every term is a constant, as the solve draws)."""
+    deterministic = all(m.improvement.is_deterministic for m in instance.models) and all(
+        sw.jump.is_deterministic for sw in instance.switches)
+    S = 1 if deterministic else int(scenarios)
+    return 3.0 * 8 * (instance.horizon + 1) * len(MU_FACTORS) * S * instance.n_models * instance.n_clusters
+
+
+def general_fits(instance, scenarios: int) -> bool:
+    """Whether the bound tables fit the memory budget (:data:`MEMORY_LIMIT_GIB`)."""
+    return general_memory_need(instance, scenarios) <= MEMORY_LIMIT_GIB * 2**30
+
+
 def _setup(instance, scenarios, seed, node_limit, gap, params, opts, t0, deadline):
     """Scenarios, the shared problem arrays and the Pareto classes; or an error result."""
     diag: dict = {"formulation": "general", "variant": "general",
@@ -220,8 +234,7 @@ def _setup(instance, scenarios, seed, node_limit, gap, params, opts, t0, deadlin
     if not ok:
         return SolveResult(algorithm="milp", status="error", message=why, params=params, diagnostics=diag)
     inst = instance
-    # the DP tables: (K̄+1)·nμ·S·|M|·(γ-groups ≤ |N|) floats, about three alive at once
-    need = 3.0 * 8 * (inst.horizon + 1) * len(MU_FACTORS) * int(scenarios) * inst.n_models * inst.n_clusters
+    need = general_memory_need(inst, scenarios)
     if need > MEMORY_LIMIT_GIB * 2**30:
         return SolveResult(algorithm="milp", status="error", params=params, diagnostics=diag, message=(
             f"the general formulation's bound tables would need about {need / 2**30:.1f} GiB > "
@@ -463,5 +476,7 @@ __all__ = [
     "SOLVE_PARAMETERS",
     "GeneralSettings",
     "general_applies",
+    "general_fits",
+    "general_memory_need",
     "solve_general",
 ]

@@ -152,11 +152,8 @@ def solve_milp(instance, scenarios: int = 1000, seed: int = 0, time_limit: float
                   "solver_version": solver_version(solver),
                   "exactness": "real-x cost via exact λ cuts of the convex F(N); plan costed with allocate()"}
     memory_bytes = float(memory_limit) * 2**30
-    if formulation == "general" or (formulation == "fast" and catalog.fast_prefers_general(instance, MAX_DATASETS)[0]
-                                    and (write_lp is None or instance.n_datasets > MAX_DATASETS)):
-        # By structure (catalog.fast_prefers_general): beyond MAX_DATASETS or on a cyclic
-        # switch graph ``fast`` uses the general block branch-and-bound (.general); a
-        # requested LP file needs a matrix model, so then ``fast`` keeps the matrix chain.
+    if formulation == "general" or (formulation == "fast" and _fast_uses_general(instance, scenarios, write_lp,
+                                                                                    solver)):
         return _solve_general(instance, params, diag, verbose, t0)
     if instance.n_datasets > MAX_DATASETS:
         return cut_loop_result("error", f"datasets: {instance.n_datasets} datasets exceed the exact MILP's limit of "
@@ -185,6 +182,24 @@ def solve_milp(instance, scenarios: int = 1000, seed: int = 0, time_limit: float
                       "use fewer scenarios", params=params, diag=diag)
     res.diagnostics.setdefault("total_s", time.perf_counter() - t0)
     return res
+
+
+def _fast_uses_general(instance, scenarios, write_lp, solver) -> bool:
+    """Whether ``fast`` dispatches to the general block branch-and-bound (.general).
+
+    By structure (:func:`.catalog.fast_prefers_general`): beyond MAX_DATASETS
+    always (no matrix model applies); on a cyclic switch graph or with
+    several datasets only where a matrix model would not serve the call
+    better — a requested LP file or another solver (SCIP, Pyomo peers) needs
+    the matrix chain, and general's bound tables must fit its memory budget.
+    """
+    if not catalog.fast_prefers_general(instance, MAX_DATASETS)[0]:
+        return False
+    if instance.n_datasets > MAX_DATASETS:
+        return True
+    from deplbench.formulations.general import general_fits
+
+    return write_lp is None and solver == "highs" and general_fits(instance, scenarios)
 
 
 def _solve_general(instance, params, diag, verbose, t0) -> SolveResult:
