@@ -173,8 +173,12 @@ def test_certification_uses_draws_independent_of_the_tuning(small):
     inst, res = small
     tuned = {t["seed"] for t in res.tuning}
     assert tuned and res.certification["seed"] not in tuned
-    assert res.p_success_lo == pytest.approx(
-        clopper_pearson_lower(res.certification["successes"], res.certification["runs"], 0.95))
+    # the mix gives up a share q at once: (1 − q) × the bound on the runs it keeps
+    q = res.multipliers["give_up"]
+    kept = res.certification["kept_runs"]
+    assert abs(kept - (1 - q) * res.certification["runs"]) <= 0.002 * res.certification["runs"] + 2
+    assert res.p_success_lo == pytest.approx((1 - q) * clopper_pearson_lower(res.certification["successes"], kept,
+                                                                             0.95))
     assert res.certified == (res.p_success_lo >= inst.omega)
     assert res.certified and res.lower_bound <= res.upper_bound
 
@@ -236,7 +240,9 @@ def test_solver_registered_and_its_policy_runs_in_closed_loop():
     assert lbs == sorted(lbs)                      # a stricter target never costs less
     cl = closed_loop(inst, r, runs=1500, seed=4)
     assert cl["plan"] is None and cl["policy"]["successes"] == r.diagnostics["certification"]["successes"]
-    assert cl["policy"]["cost"]["mean"] == pytest.approx(r.cost)
+    # the same runs; the certified mean is the mix's, (1 − q)·(mean of the kept runs),
+    # the simulated one averages the realised picks: equal up to the picks' discrepancy
+    assert cl["policy"]["cost"]["mean"] == pytest.approx(r.cost, rel=2e-3)
     two = parse_instance(two_model_data(datasets=[{"name": "d0", "size": 1.0, "usefulness": 1.0},
                                                   {"name": "d1", "size": 1.0, "usefulness": 1.0}]))
     ok, why = cls.applies(two)

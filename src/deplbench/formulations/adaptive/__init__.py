@@ -56,9 +56,11 @@ kept; the risk budget it leaves is spent as at the critical multiplier of
 Beutler & Ross: a share q of the runs (picked by a low-discrepancy
 sequence over run indices, independent of the draws) stops at once, cost 0,
 with q set on a second tuning seed so that the mix's P(success) is the least
-rate that certifies plus two standard errors. The simulated runs are then
-independent given the picks, with mean success (1 − q)·p; Hoeffding (1956)
-makes the Clopper–Pearson bound valid for such non-identical runs.
+rate that certifies plus two standard errors. The certified policy is that
+mix: give up with probability q, else run the chain's policy π. The runs
+the index sequence keeps are i.i.d. runs of π (the picks depend on no
+draw), so P(success) = (1 − q)·p(π) ≥ (1 − q)·(the Clopper–Pearson bound
+on the kept runs) and the mean cost is (1 − q) times theirs.
 
 How the deadline (eq. (4)) is handled
 -------------------------------------

@@ -28,6 +28,7 @@ from deplbench.formulations.adaptive.chain import (
 from deplbench.formulations.allocation import TIME_RTOL
 from deplbench.formulations.binomial import clopper_pearson_lower
 from deplbench.formulations.closed_loop import (
+    BLOCK,
     STOP,
     ClosedLoopPolicy,
     Decision,
@@ -96,6 +97,11 @@ class AdaptivePolicy(ClosedLoopPolicy):
         """The same tables and rescaling, giving up a share ``give_up`` of the runs."""
         return AdaptivePolicy(self.chain, self.pass_, self.rho, self.name, self.scaling, give_up, self.coin_seed)
 
+    def gives_up(self, runs) -> np.ndarray:
+        """Whether the runs of these indices (within a simulator block) give up at once:
+        a low-discrepancy sequence in the index, independent of every draw."""
+        return np.mod(self.u0 + GOLDEN * np.asarray(runs), 1.0) < self.give_up
+
     def decide(self, state):
         self.calls += 1
         ch, n = self.chain, state.size
@@ -107,7 +113,7 @@ class AdaptivePolicy(ClosedLoopPolicy):
         b = ch.bucket(state.loss)
         a = self.pass_.action[k, m, b]
         if state.model is None and self.give_up > 0:
-            a = np.where(np.mod(self.u0 + GOLDEN * np.asarray(state.runs), 1.0) < self.give_up, -1, a)
+            a = np.where(self.gives_up(state.runs), -1, a)
         go = a >= 0
         if not go.any():
             return out
@@ -299,21 +305,30 @@ def adaptive_bounds(instance, buckets: int = 1200, runs: int = 100_000, seed: in
     policy, log, _ = tune_policy(instance, pes, best.lam, max(best.mu, 1e-6), target, tune_runs, seed + 1, rho,
                                  coin_seed=seed)
     res = simulate(instance, policy, runs, seed, confidence)
-    k = res.successes
-    p_lo = clopper_pearson_lower(k, runs, confidence)
-    mean = float(res.cost.mean())
-    sem = float(res.cost.std(ddof=1) / math.sqrt(runs))
+    # The certified policy is the mix: give up at once with probability q, else run
+    # the chain's policy π. The runs the index sequence keeps are i.i.d. runs of π
+    # (the picks do not depend on any draw), so P(success) = (1 − q)·p(π) is bounded
+    # by (1 − q)·CP(successes of the kept runs) and E[cost] = (1 − q)·E[cost of π].
+    q = policy.give_up
+    kept = ~policy.gives_up(np.arange(runs) % BLOCK) if q > 0 else np.ones(runs, dtype=bool)
+    n_kept, k = int(kept.sum()), int(res.success[kept].sum())
+    p_lo = (1.0 - q) * clopper_pearson_lower(k, n_kept, confidence) if n_kept else 0.0
+    mean = (1.0 - q) * float(res.cost[kept].mean()) if n_kept else 0.0
+    sem = (1.0 - q) * float(res.cost[kept].std(ddof=1) / math.sqrt(n_kept)) if n_kept > 1 else math.inf
     z = float(_normal_quantile(1 - (1 - confidence) / 2))
     return AdaptiveBounds(
         lower_bound=search.bound(), upper_bound=mean, upper_bound_ci=[mean - z * sem, mean + z * sem],
-        p_success=k / runs, p_success_lo=p_lo, certified=bool(p_lo >= omega), frontier=frontier,
+        p_success=(1.0 - q) * k / max(n_kept, 1), p_success_lo=p_lo, certified=bool(p_lo >= omega),
+        frontier=frontier,
         multipliers={"lambda": best.lam, "mu": best.mu, "mu_policy": policy.pass_.mu, "rho_policy": policy.rho,
                      "give_up": policy.give_up, "scaling": policy.scaling},
         grid={"buckets": int(buckets), "loss_step": float(opt.h), "states": int(opt.K * opt.M * (opt.L + 1))},
-        certification={"runs": runs, "seed": seed, "successes": k, "confidence": confidence,
-                       "method": f"one-sided Clopper–Pearson lower bound at level {confidence:g} on fresh runs "
-                                 f"(seed {seed}; the policy was tuned on seeds {seed + 1} and {seed + 2})",
-                       "cost_ci_method": f"normal approximation, two-sided level {confidence:g}",
+        certification={"runs": runs, "seed": seed, "kept_runs": n_kept, "successes": k, "confidence": confidence,
+                       "method": f"(1 − give_up) × one-sided Clopper–Pearson lower bound at level {confidence:g} on "
+                                 f"the fresh runs not given up (seed {seed}; the policy was tuned on seeds "
+                                 f"{seed + 1} and {seed + 2})",
+                       "cost_ci_method": f"(1 − give_up) × normal approximation on the runs not given up, "
+                                         f"two-sided level {confidence:g}",
                        "deadline_missed": int(res.deadline_missed.sum())},
         tuning=log,
         work={"dp_passes": len(search.passes) + len(log), "coarse_dp_passes": search.coarse_passes,
