@@ -196,7 +196,9 @@ class SpectralLattice:
         self._inv = 1.0 / (self._omega[1:N // 2] - 1.0)
         self.allowance = fft_allowance(N, self.n_max + 1, N) + 4 * (self.n_max + 3) * 1.2e-16 * (math.log(N) + 1)
         self._ih: dict = {}
-        self.run_spec = [[self._spec(c) for c in row] for row in self.run]
+        # spectra on first use (one rfft each): a caller judging a few sequences
+        # (depl-proven) needs only the (epoch, model) terms they contain
+        self._run_spec: dict = {}
         self.jump_spec = [self._spec(c) for c in self.jump]
 
     def _spec(self, cell):
@@ -228,8 +230,10 @@ class SpectralLattice:
 
     def run_term(self, k: int, m: int, st: "_State") -> "_State":
         """``st`` times epoch k's run term of model m (a constant when deterministic)."""
-        if self.run_spec[k][m] is not None:
-            return st.times(self.run_spec[k][m], None)
+        if self.run[k][m] is not None:
+            if (k, m) not in self._run_spec:
+                self._run_spec[(k, m)] = self._spec(self.run[k][m])
+            return st.times(self._run_spec[(k, m)], None)
         # a deterministic first epoch carries the lattice shift −φh the random ones carry
         shift = self.phi * self.h if k == 0 else 0.0
         law = self.inst.models[m].improvement

@@ -336,7 +336,7 @@ Finish = Callable[..., tuple]
 
 def decide(instance, p: dict, method: str, *, n_theta: int = 1, tail_share: float = 0.1,
            finish: Finish | None = None, retry_on_check: bool = True,
-           fallbacks: tuple[str, ...] = ()) -> Outcome:
+           fallbacks: tuple[str, ...] = (), count_reachable: bool = True) -> Outcome:
     """Fig. 3: datasets → models → clusters/allocation, with backtracking, then the check.
 
     Parameters
@@ -357,6 +357,9 @@ def decide(instance, p: dict, method: str, *, n_theta: int = 1, tail_share: floa
     fallbacks : tuple of str
         Surrogates stage 2 tries, in order, when ``method`` accepts no path
         for a dataset choice (before that choice is blacklisted).
+    count_reachable : bool, default True
+        Count the paper's graph size per stage-2 graph (the complexity work
+        counter of issue 18); a caller that reports no counters skips it.
 
     Returns
     -------
@@ -389,7 +392,8 @@ def decide(instance, p: dict, method: str, *, n_theta: int = 1, tail_share: floa
                 break
             out.choice = ch
 
-        cands = _model_paths(instance, ch, (method, *fallbacks), p, n_theta, tail_share, loss_max_eff, diag)
+        cands = _model_paths(instance, ch, (method, *fallbacks), p, n_theta, tail_share, loss_max_eff, diag,
+                             count_reachable)
         if not cands:
             reason = f"no model path meets the quantile target within Tmax and K̄ for datasets {ch.names}"
             diag["backtracks"].append({"stage": "models", "action": "blacklist datasets", "datasets": ch.names})
@@ -494,7 +498,7 @@ def _next_choice(instance, obj, next_set, work: dict, diag: dict) -> Choice | No
 
 
 def _model_paths(instance, ch: Choice, methods: tuple[str, ...], p: dict, n_theta: int, tail_share: float,
-                 loss_max_eff: float, diag: dict) -> list:
+                 loss_max_eff: float, diag: dict, count_reachable: bool = True) -> list:
     """Stage 2 (Sec. IV-B): the model paths not blacklisted for ``ch``.
 
     The surrogate first, then its fallbacks (equally proven) when it accepts
@@ -505,7 +509,7 @@ def _model_paths(instance, ch: Choice, methods: tuple[str, ...], p: dict, n_thet
     for meth in methods:
         s2 = stage2(instance, ch.gamma, ch.volume, meth, p["eta"], n_theta, tail_share,
                     ch.ref_epochs, loss_max_eff, ch.time_max_eff, rounding=p["rounding"],
-                    count_reachable=True)
+                    count_reachable=count_reachable)
         diag["stage_seconds"]["models"] += s2.seconds
         diag["graphs"].extend(s2.graphs)
         cands = [c for c in s2.candidates if tuple(c.models) not in ch.blacklist]
