@@ -358,8 +358,7 @@ def decide(instance, p: dict, method: str, *, n_theta: int = 1, tail_share: floa
         Surrogates stage 2 tries, in order, when ``method`` accepts no path
         for a dataset choice (before that choice is blacklisted).
     count_reachable : bool, default True
-        Count the paper's graph size per stage-2 graph (the complexity work
-        counter of issue 18); a caller that reports no counters skips it.
+        Count the paper's graph size per stage-2 graph (issue 18's work counter).
 
     Returns
     -------
@@ -383,8 +382,7 @@ def decide(instance, p: dict, method: str, *, n_theta: int = 1, tail_share: floa
     reason = "no dataset choice was tried"
     ch: Choice | None = None
     while True:
-        check_time("DepL's decision loop, after "
-                   f"{len(diag['backtracks'])} backtrack(s)")
+        check_time(f"DepL's decision loop, after {len(diag['backtracks'])} backtrack(s)")
         if ch is None:   # (re)select datasets
             ch = _next_choice(instance, obj, next_set, work, diag)
             if ch is None:
@@ -392,8 +390,8 @@ def decide(instance, p: dict, method: str, *, n_theta: int = 1, tail_share: floa
                 break
             out.choice = ch
 
-        cands = _model_paths(instance, ch, (method, *fallbacks), p, n_theta, tail_share, loss_max_eff, diag,
-                             count_reachable)
+        methods = (method, *fallbacks)
+        cands = _model_paths(instance, ch, methods, p, n_theta, tail_share, loss_max_eff, diag, count_reachable)
         if not cands:
             reason = f"no model path meets the quantile target within Tmax and K̄ for datasets {ch.names}"
             diag["backtracks"].append({"stage": "models", "action": "blacklist datasets", "datasets": ch.names})
