@@ -36,6 +36,7 @@ import itertools
 import math
 import time
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
@@ -339,14 +340,17 @@ class Data:
         counts : array_like of int, shape (M,)
             Epochs of each model.
         """
-        if not hasattr(self, "_count_floor"):
-            lams = self.cut_grid(self.lam_reference(max(1, self.K // 2)))
-            g = np.stack([np.where(self.usable, self.g(lam), np.inf).reshape(self.M, -1).min(axis=1)
-                          for lam in lams], axis=1)
-            # a model no configuration can run: 1e300 keeps 0·g = 0 for plans without it
-            self._count_floor = (np.where(np.isfinite(g), g, 1e300), lams * self.T)
-        g, offset = self._count_floor
+        g, offset = self._count_floor_table
         return float(np.max(np.asarray(counts, dtype=float) @ g - offset))
+
+    @cached_property
+    def _count_floor_table(self) -> tuple[np.ndarray, np.ndarray]:
+        """(min over (n, σ) of g_(m,n,σ)(λ) per model and grid λ, λ·Tmax) for :meth:`count_floor`."""
+        lams = self.cut_grid(self.lam_reference(max(1, self.K // 2)))
+        g = np.stack([np.where(self.usable, self.g(lam), np.inf).reshape(self.M, -1).min(axis=1)
+                      for lam in lams], axis=1)
+        # a model no configuration can run: 1e300 keeps 0·g = 0 for plans without it
+        return np.where(np.isfinite(g), g, 1e300), lams * self.T
 
     def g_min(self, lam: float) -> float:
         """min_j g_j(λ) over usable configurations (inf when none is usable)."""
