@@ -39,6 +39,17 @@ README's measured-performance table has the current numbers):
   AlexNet at S = 3000 keeps its 96,126 nodes and stays far from 60 s
   (534 CPU-s measured with cProfile on, load 1.8–4.6): its node count is
   the limit there, not the node cost;
+* node multipliers (``node_groups``, 2026-11-25): at 12 nodes sampled at
+  depths 3–5 of the cyclic AlexNet at S = 3000 the root pool bounded them at
+  1812–1833 against the optimum 1835.70, eight Kelley iterations per group at
+  the node itself at 1895–2051. Re-tuning every batch of children (one DP
+  pass and one LP for all of them) took the search from 96,126 nodes to 696
+  (about 35 s in all); the one-cluster assignment, dominated by the
+  two-cluster one (no transfer cost), is no longer searched a second time.
+  On the datasets instances the corner searches of ``pair_groups`` whose
+  root bound was more than 10 % below the incumbent were seldom closed
+  (|D| = 7 seed 1: 6 of 103, 39 of the 67 s; |D| = 9 seed 2: none of 36,
+  27 of the 76 s); they are skipped (``corner_root_gap``);
 * Kelley's loop once had 0.3 of the time limit and other phases shares of
   it adding up to 0.75: the same instance gave different node counts and a
   different outcome under load (706 nodes loaded against about 350 idle at

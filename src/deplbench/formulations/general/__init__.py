@@ -13,11 +13,13 @@ Algorithm (a search over plans, not a MILP; proofs in the modules named)
 * Bound: λ-duality F(N) ≥ Σ_j g_j(λ) N_j − λ·Tmax (valid for every λ ≥ 0)
   plus, over any completion, the (p+1)-th largest of p + 1 scenario-group
   Lagrangian bounds (``groups``, Kelley-tuned multipliers valid everywhere)
-  and the per-scenario bound of the single-scenario subproblems.
+  and the per-scenario bound of the single-scenario subproblems; the group
+  multipliers are re-tuned at every batch of children (``node_groups``).
 * Branching: the next block (virtual model, length); with non-negative
   improvements only the shortest SAA-feasible last block can be optimal.
 * Order: best-first over assignments/boxes (depth-first dive before the first
-  incumbent), depth-first inside an assignment.
+  incumbent), depth-first inside an assignment; an assignment whose plans are
+  all plans of a larger one with a free extra cluster is not searched.
 * Leaves: the cluster split costed exactly with ``allocate`` (``leaves``);
   plans of ≤ 3 blocks are enumerated exactly first (``incumbent.cover``) and
   the bounds then count only completions with more switches.

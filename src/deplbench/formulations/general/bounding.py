@@ -24,7 +24,12 @@ import math
 import numpy as np
 
 from deplbench.formulations.general.boxes import Box, box_config, horizon_cap, root_boxes
-from deplbench.formulations.general.classes import assignment_bounds, leaf_assignments, seed_assignment
+from deplbench.formulations.general.classes import (
+    assignment_bounds,
+    dominated_assignments,
+    leaf_assignments,
+    seed_assignment,
+)
 from deplbench.formulations.general.groups import GroupPool
 from deplbench.formulations.general.incumbent import seed_root
 from deplbench.formulations.general.pair_groups import PairGroups
@@ -110,10 +115,15 @@ def bound_roots(run: SolveRun) -> None:
         run.leaf_list = None
     if run.leaf_list is not None:
         bounds = assignment_bounds(P, run.pool, run.lam, run.leaf_list, run.tables, run.deadline)
-        for rng, rb in zip(run.leaf_list, bounds):
-            if rb < math.inf:       # +inf: no epoch of this assignment fits Tmax
+        # +inf: no epoch of this assignment fits Tmax
+        open_ = [(tuple(rng), rb) for rng, rb in zip(run.leaf_list, bounds) if rb < math.inf]
+        # an assignment whose plans are all plans of a larger one with free transfers is not searched
+        dominated = dominated_assignments(P, [rng for rng, _ in open_], run.tables)
+        for rng, rb in open_:
+            if rng not in dominated:
                 run.push(rb, Box(rng))
         run.diag["assignments"] = len(run.leaf_list)
+        run.diag["dominated_assignments"] = len(dominated)
     else:
         for box in root_boxes(run.inst, run.tables.lists, relax=P.nonneg):
             _, search = run.box_search(box, math.inf)

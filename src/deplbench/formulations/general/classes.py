@@ -122,6 +122,34 @@ def leaf_assignments(instance, lists, limit: int = ASSIGNMENT_LIMIT) -> list | N
     return list(leaf_ranges(instance, lists))
 
 
+def dominated_assignments(prob, ranges_list, tables: ClusterTables) -> set:
+    """The assignments of ``ranges_list`` whose plans are all plans of another one in it.
+
+    Assignment A is dominated by B when B trains the same clusters with the
+    same classes plus one more cluster whose class has no transfer cost
+    (β = 0), and the data rule (6) allows B. Every plan of A is then a plan
+    of B with that cluster idle, at the same cost (a leaf pays β only for
+    the clusters it uses, ``leaves``); B's γ-groups contain A's, so its
+    search enumerates A's virtual-model sequences, and its bounds (the
+    cheapest cluster of each group, the transfers Σβ of its clusters, the
+    same as A's) hold for them. Searching B, or keeping its open bound,
+    therefore covers A, which is not searched. Dominance is transitive, so
+    one extra cluster at a time is enough. Under the printed rule no
+    multi-cluster assignment holds plans, and nothing is dominated.
+    """
+    if prob.single_cluster:
+        return set()
+    present = set(ranges_list)
+    lists, beta = tables.lists, tables.beta
+    free = [[i for i, cls in enumerate(lists[n]) if beta[cls, n] == 0.0] for n in range(len(lists))]
+    out = set()
+    for rng in ranges_list:
+        if any(rng[:n] + ((i, i + 1),) + rng[n + 1:] in present
+               for n, r in enumerate(rng) if r is None for i in free[n]):
+            out.add(rng)
+    return out
+
+
 def _tables(prob, lam: float, ranges_list, tables: ClusterTables):
     """Per assignment: weights (A, U, M) (+∞ on unused slots), γ (A, U), horizon (A,), constant (A,)."""
     lists, vol, gam, beta = tables.lists, tables.vol, tables.gam, tables.beta
@@ -304,6 +332,7 @@ def seed_assignment(prob, tables: ClusterTables):
 __all__ = [
     "ASSIGNMENT_LIMIT",
     "assignment_bounds",
+    "dominated_assignments",
     "count_assignments",
     "leaf_assignments",
     "rebound",

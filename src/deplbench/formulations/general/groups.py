@@ -236,7 +236,7 @@ def _path(search, jidx, a: np.ndarray, J: np.ndarray, k0: int = 0, v0: int = -1,
     return float(enter[seq[0]]), np.array(seq)
 
 
-def _switch_tables(search, V_next: np.ndarray, enter: np.ndarray, Jx: np.ndarray) -> tuple:
+def switch_tables(search, V_next: np.ndarray, enter: np.ndarray, Jx: np.ndarray) -> tuple:
     """One backward step of the block-counting DP, vectorised over a leading axis.
 
     ``V_next`` (..., nv, C): values at the next epoch with c = 0..C−1 switches
@@ -279,7 +279,7 @@ def _path_blocks(search, jidx, a: np.ndarray, J: np.ndarray, k0: int, v0: int, n
     ch = np.full((K + 1, nv, C), -1)
     for k in range(K - 1, k0, -1):
         Jx = np.concatenate([J[k], [0.0, np.inf]])[jidx]
-        val, arg = _switch_tables(s, V[k + 1], s.w - gain[k], Jx)
+        val, arg = switch_tables(s, V[k + 1], s.w - gain[k], Jx)
         stop = val[:, 0] >= 0
         val[:, 0] = np.where(stop, 0.0, val[:, 0])
         arg[:, 0] = np.where(stop, -1, arg[:, 0])
@@ -291,7 +291,7 @@ def _path_blocks(search, jidx, a: np.ndarray, J: np.ndarray, k0: int, v0: int, n
         value, c = float(tot[v]), need
     else:
         Jx = np.concatenate([J[k0], [0.0, np.inf]])[jidx]
-        val, arg = _switch_tables(s, V[k0 + 1][None], enter[None], Jx[None])
+        val, arg = switch_tables(s, V[k0 + 1][None], enter[None], Jx[None])
         value, v, c = float(val[0, v0, need]), int(arg[0, v0, need]), need
         if v != v0:
             c = max(c - 1, 0)
@@ -470,7 +470,12 @@ class GroupTables:
         self._members = self._members.ravel()
 
     def group_bound(self, Vk: np.ndarray, L: np.ndarray) -> np.ndarray:
-        """The smallest (= (p+1)-th largest of r = p + 1) group bound per candidate.
+        """The smallest (= (p+1)-th largest of r = p + 1) group bound per candidate
+        (:meth:`group_bounds`, then the smallest over the groups)."""
+        return self.group_bounds(Vk, L).min(axis=0)
+
+    def group_bounds(self, Vk: np.ndarray, L: np.ndarray) -> np.ndarray:
+        """Every group's bound per candidate, (r, C).
 
         ``Vk`` (C, R): V^π of every pool row at the candidates' states, ``L`` (S, C):
         their losses. Per group G: h_G = max(0, max over its rows of
@@ -483,7 +488,7 @@ class GroupTables:
         prod = np.matmul(self._Pi_pad, LG)                                   # (r, rows, C)
         Vx = np.concatenate([Vk, np.full((C, 1), -np.inf)], axis=1)[:, self._rowmap]   # (C, r, rows)
         h = (prod + Vx.transpose(1, 2, 0)).max(axis=1)                       # (r, C)
-        return np.maximum(h, 0.0).min(axis=0)
+        return np.maximum(h, 0.0)
 
     def _switch_layers(self, C: int):
         """V^π(k, v, c) for c = 0..C−1 switches still required (``_path_blocks``
@@ -501,7 +506,7 @@ class GroupTables:
         for k in range(K - 1, -1, -1):
             Jx = np.concatenate([J[:, k, :], tail], axis=1)[:, jidx]
             enter = search.w[None, :] - search.vgamma[None, :] * a[:, k, search.vm]
-            val, _ = _switch_tables(search, V[k + 1], enter, Jx)
+            val, _ = switch_tables(search, V[k + 1], enter, Jx)
             val[..., 0] = np.minimum(val[..., 0], 0.0)
             V[k] = val
         if K >= 1:
@@ -532,4 +537,4 @@ class GroupTables:
         return h.min(axis=0)      # r = p + 1 groups: the (p+1)-th largest is the smallest
 
 
-__all__ = ["MAX_ITERS", "GroupPool", "GroupTables"]
+__all__ = ["MAX_ITERS", "GroupPool", "GroupTables", "switch_tables"]

@@ -31,8 +31,10 @@ class PairGroups:
     ``bound_only`` mode that finishes with a bound at the incumbent discards
     the whole block. Aligned blocks of ``sizes`` classes are tried, largest
     first, each at most once and within ``node_limit`` search nodes (a
-    corner that needs more is left to the single searches). Only strength
-    and speed depend on the blocks; validity does not.
+    corner that needs more is left to the single searches); a corner whose
+    root bound is more than ``GeneralSettings.corner_root_gap`` below the
+    incumbent is not searched at all. Only strength and speed depend on the
+    blocks; validity does not.
     """
 
     def __init__(self, prob, pool, tables, sizes=(8, 4), node_limit: int = 150):
@@ -41,7 +43,7 @@ class PairGroups:
         self.sizes, self.node_limit = tuple(sizes), int(node_limit)
         self.tried: set = set()
         self.discarded: list = []      # group boxes' ranges whose every assignment is discarded
-        self.stats = {"tried": 0, "pruned": 0, "seconds": 0.0}
+        self.stats = {"tried": 0, "pruned": 0, "skipped": 0, "seconds": 0.0}
 
     def covers(self, ranges) -> bool:
         """Whether the assignment ``ranges`` lies in a discarded group."""
@@ -83,6 +85,11 @@ class PairGroups:
             else:
                 search = PairSearch(P, cfg, lam, kmax, mu_ref)
                 search.groups = GroupTables(self.pool, search)
+                if ub - search.root_bound() > P.settings.corner_root_gap * abs(ub):
+                    # a corner this far below the incumbent at its root is seldom closed within
+                    # the node budget (|D| = 9 seed 2: none of 36 above 10 %, 27 s of 76 s)
+                    self.stats["skipped"] += 1
+                    continue
                 st = search.run(ub, tol, deadline, None, nodes_left=self.node_limit, bound_only=True)
                 # every plan of the corner below the incumbent left its bound in st.lb
                 # (+inf: the relaxation has no plan at all, so neither has the block)

@@ -79,6 +79,7 @@ import math
 
 import numpy as np
 
+from deplbench.formulations.general.node_groups import NodeGroups, combined_bound, tune_children
 from deplbench.formulations.general.placement import placements, realise, sequence
 from deplbench.formulations.general.search import (
     LOSS_TOL,
@@ -223,16 +224,23 @@ class PairSearch(BlockSearch):
         self._forced = np.ascontiguousarray(Vf)
         return self._forced
 
-    def completion_bound(self, k: np.ndarray, v: int, L: np.ndarray, skip=None, need: int = 0) -> np.ndarray:
+    def _node_virtual(self, last: int) -> int:
+        # a node holds its last block's model m; the bounds are read at virtual model 2m
+        return 2 * int(last)
+
+    def completion_bound(self, k: np.ndarray, v: int, L: np.ndarray, skip=None, need: int = 0,
+                         tuned=()) -> np.ndarray:
         """Group bound over completions that switch model first (``_forced_table``),
         plus the unreachable-scenario test of :meth:`BlockSearch.completion_bound`;
         without group tables, the inherited bound. ``v`` is a virtual model of the
-        block's model."""
+        block's model; ``tuned``: rows re-tuned at ancestors (``node_groups``)."""
         if self.groups is None:
             return super().completion_bound(k, v, L, skip, need)
         P = self.prob
-        Vk = self._forced_table()[k, int(self.vm[v]), :]                      # (C, R)
-        out = self.groups.group_bound(Vk, L)
+        if tuned:
+            out = combined_bound(self, k, v, L, 0, tuned)
+        else:
+            out = self.groups.group_bound(self._forced_table()[k, int(self.vm[v]), :], L)
         unreachable = np.count_nonzero(L.T + self.Dn[k, :, v] > P.lmax + LOSS_TOL, axis=1)
         out[unreachable > P.p] = math.inf
         return out
@@ -464,9 +472,12 @@ class PairSearch(BlockSearch):
         default: the linear weight of the counts, valid at any λ).
         """
         P = self.prob
+        if self.groups is not None and P.settings.node_iterations > 0 and self.node_groups is None:
+            self.node_groups = NodeGroups(self)
+        tuner = self.node_groups
 
         def expand(node, stats):
-            bound, k, m_last, L, W, seq = node
+            bound, k, m_last, L, W, seq, tuned = node
 
             def thr():
                 return stats.threshold(prune_tol)
@@ -516,7 +527,7 @@ class PairSearch(BlockSearch):
                     continue
                 Lc = losses[:, li, ji]                                          # (S, C)
                 cbs = self.completion_bound(k + li + 1, 2 * m, Lc,
-                                            skip=lambda b, base=base: base + b >= thr())
+                                            skip=lambda b, base=base: base + b >= thr(), tuned=tuned)
                 if self.last_only[m]:
                     # every continuation is one block of a terminal model: bound it exactly per
                     # scenario (last_block_bound) where the group bound does not prune
@@ -531,10 +542,12 @@ class PairSearch(BlockSearch):
                 for c in np.nonzero(~pruned)[0]:
                     children.append((float(bounds[c]), k + int(li[c]) + 1, m, Lc[:, c].copy(),
                                      float(W + ji[c] * self.w_hi[m] + (li[c] + 1 - ji[c]) * self.w_lo[m]),
-                                     seq + ((m, k, int(ji[c]), int(li[c]) + 1),)))
+                                     seq + ((m, k, int(ji[c]), int(li[c]) + 1),), tuned))
+            if tuner is not None and children:
+                children = tune_children(self, children, thr(), 0, stats.discard)
             return children
 
-        root = (self.root_bound(), 0, -1, np.full(P.S, P.l0), 0.0, ())
+        root = (self.root_bound(), 0, -1, np.full(P.S, P.l0), 0.0, (), ())
         return depth_first(root, expand, ub, prune_tol, deadline, nodes_left)
 
 

@@ -44,6 +44,7 @@ from typing import Any
 
 import numpy as np
 
+from deplbench.formulations.general.node_groups import NodeGroups, combined_bound, tune_children
 from deplbench.formulations.general.settings import GeneralSettings
 from deplbench.formulations.last_block import LOSS_TOL
 
@@ -359,6 +360,7 @@ class BlockSearch:
         # (incumbent.cover): the bounds may skip them, the search skips their leaves
         self.min_blocks = covered_blocks(prob, cfg)
         self._tables = None     # the per-scenario DP tables, built on first use
+        self.node_groups: Any = None    # node_groups.NodeGroups, built by run() when the pool is attached
 
     # ------------------------------------------------------------------ bound
     def jump_index(self) -> np.ndarray:
@@ -411,31 +413,18 @@ class BlockSearch:
 
     # the per-scenario tables cost (kmax+1)·nμ·S·nv² work: built only when a
     # bound needs them (a box the group bound prunes never builds them)
-    @property
-    def V(self):
+    def _built(self, i: int):
         if self._tables is None:
             self._table()
-        return self._tables[0]
+        return self._tables[i]
 
-    @property
-    def Vm(self):
-        if self._tables is None:
-            self._table()
-        return self._tables[1]
+    V = property(lambda self: self._built(0))
+    Vm = property(lambda self: self._built(1))
+    U = property(lambda self: self._built(2))
+    Dn = property(lambda self: self._built(3))
 
-    @property
-    def U(self):
-        if self._tables is None:
-            self._table()
-        return self._tables[2]
-
-    @property
-    def Dn(self):
-        if self._tables is None:
-            self._table()
-        return self._tables[3]
-
-    def completion_bound(self, k: np.ndarray, v: int, L: np.ndarray, skip=None, need: int = 0) -> np.ndarray:
+    def completion_bound(self, k: np.ndarray, v: int, L: np.ndarray, skip=None, need: int = 0,
+                         tuned=()) -> np.ndarray:
         """Lower bound on the linear weight of any completion, per candidate.
 
         ``k`` (C,) epochs done, ``L`` (S, C) losses; returns (C,). The
@@ -445,13 +434,14 @@ class BlockSearch:
         computed for them: any valid bound is enough to prune). ``need``: the
         group bound counts only completions with at least that many switches
         (the others are covered plans, ``min_blocks``); the per-scenario and
-        mean bounds count all completions, so they stay valid.
+        mean bounds count all completions, so they stay valid. ``tuned``: multipliers
+        re-tuned at ancestor nodes (``node_groups``), maxed into the group bound.
         """
         P = self.prob
         out = np.zeros(k.size)
         todo = np.arange(k.size)
         if self.groups is not None:
-            out = self.groups.bound(k, v, L, need)
+            out = combined_bound(self, k, v, L, need, tuned) if tuned else self.groups.bound(k, v, L, need)
             if skip is not None:
                 todo = np.nonzero(~skip(out))[0]
         if self.groups is not None and self.min_blocks > 1 and not P.settings.scenario_bounds_when_covered:
@@ -525,16 +515,24 @@ class BlockSearch:
         return best
 
     # ----------------------------------------------------------------- search
+    def _node_virtual(self, last: int) -> int:
+        """The virtual model a node's completion bound is read at (its last block's)."""
+        return int(last)
+
     def run(self, ub: float, prune_tol: float, deadline: float, on_leaf,
             nodes_left: float = math.inf) -> SearchStats:
         """Depth-first search (:func:`depth_first`); ``on_leaf(seq) -> (lb, ub_or_inf)`` evaluates plans."""
         P = self.prob
+        if self.groups is not None and P.settings.node_iterations > 0 and self.node_groups is None:
+            self.node_groups = NodeGroups(self)
 
         def cut(bound, stats):
             return prunable(bound, stats.ub, prune_tol)
 
+        tuner = self.node_groups
+
         def expand(node, stats):
-            bound, k, v, L, W, seq = node
+            bound, k, v, L, W, seq, tuned = node
             children = []
             succ = [(u, -1) for u in range(self.nv)] if v < 0 else self.succ[v]
             maxlen = self.kmax - k
@@ -579,7 +577,7 @@ class BlockSearch:
                     base = Wl[inner] + self.const
                     cbs = self.completion_bound(k + lens[inner], u, losses[:, inner],
                                                 skip=lambda b, base=base: base + b >= stats.threshold(prune_tol),
-                                                need=max(0, self.min_blocks - len(seq) - 1))
+                                                need=max(0, self.min_blocks - len(seq) - 1), tuned=tuned)
                     # a child's completions are its parent's: the parent's bound holds too
                     bounds = np.maximum(Wl[inner] + cbs + self.const, bound)
                     thr = stats.threshold(prune_tol)
@@ -588,8 +586,11 @@ class BlockSearch:
                         stats.discard(float(bounds[pruned].min()))
                     for i, b in zip(inner[~pruned], bounds[~pruned]):
                         children.append((float(b), k + int(lens[i]), u, losses[:, i].copy(), float(Wl[i]),
-                                         seq + ((u, int(lens[i])),)))
+                                         seq + ((u, int(lens[i])),), tuned))
+            if tuner is not None and children:
+                children = tune_children(self, children, stats.threshold(prune_tol),
+                                         max(0, self.min_blocks - len(seq) - 1), stats.discard)
             return children
 
-        root = (self.root_bound(), 0, -1, np.full(P.S, P.l0), 0.0, ())
+        root = (self.root_bound(), 0, -1, np.full(P.S, P.l0), 0.0, (), ())
         return depth_first(root, expand, ub, prune_tol, deadline, nodes_left)

@@ -59,6 +59,12 @@ GENERAL_PARAMETERS: dict[str, Param] = {
                                "an exact leaf evaluation each)", low=1),
     "enumeration_steps_total": Param(2_000_000, int, "work units of all short-plan enumerations together",
                                      low=1),
+    "node_iterations": Param(8, int, "Polyak steps of the group multipliers re-tuned at a search node "
+                             "(node_groups; 0: the root pool only)", low=0),
+    "node_rows": Param(4096, int, "most (candidate, group) pairs re-tuned in one batch of children, the nearest "
+                       "to pruning first (node_groups)", low=1),
+    "corner_root_gap": Param(0.10, float, "pair_groups searches a block's corner only when its root bound is "
+                             "within this share of the incumbent", low=0.0),
     "open_rebounds": Param(20, int, "open boxes re-bounded at the final λ when a search stops early", low=0),
     "max_splits": Param(50_000, int, "most integer cluster splits enumerated at one leaf (leaves)", low=1),
     "max_placements": Param(20_000, int, "partial placements kept per level of the two-group placement search "
@@ -92,6 +98,9 @@ class GeneralSettings:
     rebound_kelley_iterations: int = 40
     enumeration_steps: int = 50_000
     enumeration_steps_total: int = 2_000_000
+    node_iterations: int = 8
+    node_rows: int = 4096
+    corner_root_gap: float = 0.10
     open_rebounds: int = 20
     max_splits: int = 50_000
     max_placements: int = 20_000

@@ -370,6 +370,8 @@ def _search_leaf(run: SolveRun, box: Box, search, rb: float, ub: float) -> bool:
     else:
         stats = search.run(ub, run.tol, run.deadline, on_leaf, nodes_left=left)
     run.work["nodes"] += stats.nodes
+    if search.node_groups is not None:
+        run.work["tuned_rows"] += search.node_groups.rows_tuned
     run.work["leaves"] += stats.leaves
     if run.verbose:
         print(f"general: box {box.ranges} {type(search).__name__} root {rb:.2f} ub {run.leaves.best_cost:.2f} "

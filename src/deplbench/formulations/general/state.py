@@ -69,7 +69,7 @@ class SolveRun:
     searched: bool = False            # the root boxes/leaves were all bounded
     verbose: bool = False             # progress to stderr
     work: dict = field(default_factory=lambda: dict(nodes=0, leaves=0, boxes=0, unrealised_leaves=0,
-                                                    pair_searches=0, unplaceable_cells=0))
+                                                    pair_searches=0, unplaceable_cells=0, tuned_rows=0))
 
     def out_of_time(self, phase: str) -> bool:
         """The outer wall-clock stop: True (and the phase recorded) once the limit has passed."""

@@ -1,0 +1,457 @@
+"""Scenario-group multipliers re-tuned at a search node (the group bound where it is used).
+
+Why
+---
+The multipliers π of the group bound (``groups``) are tuned once, by
+Kelley's method at the *root* state (every scenario at ℓ0). Deep in the
+tree the prefix has already lowered each scenario's loss by a different
+amount, and the right π puts its weight on the scenarios that still have
+far to go. Measured on the cyclic AlexNet (K̄ = 100, ℓmax = 9, S = 3000,
+12 nodes sampled at depths 3–5 of the first 3000): the root pool bounds
+them at 1812–1833 against the incumbent 1835.70, while eight Kelley
+iterations per group at the node itself give 1895–2051. Those nodes are
+pruned at once, where the root pool keeps them open and the search needs
+96,126 nodes.
+
+What is computed
+----------------
+At a node (k0 epochs done, last virtual model v0, losses L) the bound of
+one group G is, for any π ≥ 0 on G (``groups`` module docstring, item 1;
+item 3 for ``need`` > 0 switches still required),
+
+    h_G(π) = max(0, V^π(k0, v0; need) + π·(L_G − ℓmax)),
+
+V^π the backward min-plus DP over (epoch, virtual model, switches still
+required) on the π-aggregated draws, run here for all p + 1 groups at once
+(a leading axis). Its argmin path c* gives a supergradient of the concave
+h_G: L_G − ℓmax − Δ_G(c*). The multipliers climb by Polyak's step towards
+the value that would prune the node (Polyak 1969, the step with a known
+target level), projected on 0 ≤ π ≤ box; every iterate is a valid
+multiplier, the best one per group is kept. The search then takes, per
+group, the larger of the pool's bound and this one, and the smallest over
+the groups (the (p+1)-th largest of p + 1, ``groups`` item 2).
+
+The DP table of the kept π covers every state (k, v, c) with k ≥ k0, so the
+node's children are bounded with it too (and with their parents' tables,
+which their completions also obey), at the cost of one product per child.
+Nothing here is timed: the work is ``GeneralSettings.node_iterations``
+DP passes per tuned node.
+
+References
+----------
+B. T. Polyak, "Minimization of unsmooth functionals", USSR Comput. Math.
+Math. Phys. 9 (1969) 14–29; S. Ahmed, J. Luedtke, Y. Song, W. Xie,
+Math. Prog. 162 (2017) 51–81 (scenario grouping); J. Luedtke, Math. Prog.
+146 (2014) 219–244.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from deplbench.formulations.general.groups import switch_tables
+
+
+@dataclass
+class TunedRows:
+    """Multipliers tuned at a batch of nodes, one row per (node, group), with their DP table.
+
+    ``group`` (nr,): the group of each row, sorted; ``pi`` (nr, n): π on the
+    group's (padded) members; ``V`` (K+1−k0, nr, nv, C): V^π(k, v, c) for
+    k = k0..K and c = 0..C−1 switches still required. Every row is a valid
+    multiplier of its group at every state from epoch k0 on (``groups`` item 1),
+    not only at the node it was tuned for.
+    """
+
+    group: np.ndarray
+    pi: np.ndarray
+    V: np.ndarray
+    k0: int
+    node: np.ndarray      # (nr,) the candidate of the batch each row was tuned at
+    #: (K+1−k0, nr, M) for a model-block search: V^π over completions that switch model
+    #: first (``pairs.PairSearch._forced_table``); None for a block search
+    Vf: np.ndarray | None = None
+
+    def subset(self, keep: np.ndarray) -> TunedRows | None:
+        """The rows ``keep`` (a mask) as their own table; None when it keeps none."""
+        if not keep.any():
+            return None
+        return TunedRows(self.group[keep], self.pi[keep], self.V[:, keep], self.k0, self.node[keep],
+                         None if self.Vf is None else self.Vf[:, keep])
+
+    def values(self, ng: NodeGroups, k: np.ndarray, v, L: np.ndarray, need: int):
+        """V^π + π·(L_G − ℓmax) of every row at every candidate (nr, B); None when the
+        table does not reach the candidates (an earlier epoch, or more switches required)."""
+        if need >= self.V.shape[3] or np.any(k < self.k0):
+            return None
+        if ng.forced:
+            assert self.Vf is not None      # a model-block search's rows carry their switch-first table
+            Vk = self.Vf[k - self.k0, :, ng.search.vm[v]]                      # (B, nr)
+        else:
+            Vk = self.V[k - self.k0, :, v, need]                               # (B, nr)
+        LG = L[ng.members[self.group]] - ng.lmax                               # (nr, n, B)
+        return np.einsum("rn,rnb->rb", self.pi, LG) + Vk.T
+
+    def bounds(self, ng: NodeGroups, k: np.ndarray, v, L: np.ndarray, need: int) -> np.ndarray:
+        """Per group and candidate, the largest max(0, V^π(k, v, need) + π·(L_G − ℓmax)) over
+        the group's rows (0 for a group without rows): (r, B)."""
+        out = np.zeros((ng.r, k.size))
+        val = self.values(ng, k, v, L, need)
+        if val is None:
+            return out
+        first = np.concatenate([[True], self.group[1:] != self.group[:-1]])
+        starts = np.nonzero(first)[0]
+        out[self.group[starts]] = np.maximum(np.maximum.reduceat(val, starts, axis=0), 0.0)
+        return out
+
+
+class NodeGroups:
+    """The group bound of one search re-tuned at its nodes, a batch of nodes at a time
+    (module docstring).
+
+    Parameters
+    ----------
+    search : BlockSearch
+        Its ``groups`` (a ``GroupTables``) supplies the groups and the
+        starting multipliers.
+    """
+
+    def __init__(self, search):
+        self.search = s = search
+        P = s.prob
+        T = s.groups
+        self.r = len(T.pool.groups)
+        self.n = max(G.size for G in T.pool.groups)
+        self.members = np.zeros((self.r, self.n), dtype=np.intp)
+        self.mask = np.zeros((self.r, self.n))
+        for g, G in enumerate(T.pool.groups):
+            self.members[g, :G.size] = G
+            self.mask[g, :G.size] = 1.0
+        K = s.kmax
+        flat = self.members.ravel()
+        self.M, self.npair = P.M, P.J.shape[2]
+        # per group, its members' draws with epoch-major columns (one product per group)
+        self.aG = np.ascontiguousarray(P.a[flat, :K].reshape(self.r, self.n, K * P.M))
+        self.JG = np.ascontiguousarray(P.J[flat, :K].reshape(self.r, self.n, K * self.npair))
+        self.jidx = s.jump_index()
+        self.box = P.settings.pi_box * max(s.mu_ref, 1e-12)
+        # the switch column of v → u per virtual-model pair (−1: same model, no jump)
+        self.pair = np.where(self.jidx < self.npair, self.jidx, -1)
+        self.lmax = P.lmax
+        self.iters = P.settings.node_iterations
+        self.max_rows = P.settings.node_rows
+        self.rows_tuned = 0     # (candidate, group) pairs tuned so far (diagnostics["tuned_rows"])
+        #: a model-block search (pairs.PairSearch): a completion switches model first
+        self.forced = hasattr(s, "_forced_table")
+        if self.forced:
+            # per model m: the targets a switch out of m may enter (another model, allowed)
+            self.exits = np.array([[int(s.vm[u]) in s.next_models[m] for u in range(s.nv)] for m in range(P.M)])
+        ends = list(T.starts[1:]) + [T.Pi.shape[0]]
+        self.pool_rows = list(zip(T.starts, ends))
+
+    # --------------------------------------------------------------- the DP
+    def _table(self, pi: np.ndarray, group: np.ndarray, k0: int, C: int):
+        """V^π(k, v, c) (K+1−k0, nr, nv, C) of every row's π, and the argmin choices."""
+        s = self.search
+        K, nv, nr = s.kmax, s.nv, pi.shape[0]
+        steps = K - k0
+        a = np.empty((nr, steps * self.M))
+        J = np.empty((nr, steps * self.npair))
+        for g in np.unique(group):
+            idx = np.nonzero(group == g)[0]
+            a[idx] = pi[idx] @ self.aG[g][:, k0 * self.M:]
+            J[idx] = pi[idx] @ self.JG[g][:, k0 * self.npair:]
+        a = a.reshape(nr, steps, self.M)
+        J = J.reshape(nr, steps, self.npair)
+        enter_all = s.w[None, None, :] - s.vgamma[None, None, :] * a[:, :, s.vm]        # (nr, steps, nv)
+        tail = np.broadcast_to(np.array([0.0, np.inf]), (nr, steps, 2))
+        Jx_all = np.concatenate([J, tail], axis=2)[:, :, self.jidx]                      # (nr, steps, nv, nv)
+        V = np.full((steps + 1, nr, nv, C), np.inf)
+        V[-1, :, :, 0] = 0.0
+        ch = np.full((steps, nr, nv, C), -1)
+        for i in range(steps - 1, -1, -1):
+            if C == 1:
+                # every switch or stay, stopping allowed (groups._path): one min over targets
+                tot = Jx_all[:, i] + (enter_all[:, i] + V[i + 1, :, :, 0])[:, None, :]
+                arg = tot.argmin(axis=2)
+                val = tot.min(axis=2)
+                stop = val >= 0
+                val[stop] = 0.0
+                arg[stop] = -1
+                V[i, :, :, 0] = val
+                ch[i, :, :, 0] = arg
+                continue
+            val, arg = switch_tables(s, V[i + 1], enter_all[:, i], Jx_all[:, i])
+            stop = val[..., 0] >= 0
+            val[..., 0] = np.where(stop, 0.0, val[..., 0])
+            arg[..., 0] = np.where(stop, -1, arg[..., 0])
+            V[i], ch[i] = val, arg
+        return V, ch, enter_all, Jx_all
+
+    def _decrease(self, ch, group, k0_row, v0_row, need: int, k0: int, first=None) -> np.ndarray:
+        """Δ_G(c*) (nr, n): loss decrease of every row's argmin completion from its own
+        (k0_row, v0_row, need), on the table ``ch`` that starts at epoch k0; ``first``
+        (nr,), optional: the choice at each row's first epoch (−1: stop)."""
+        s = self.search
+        steps, nr = ch.shape[0], ch.shape[1]
+        rows = np.arange(nr)
+        v, c = v0_row.copy(), np.full(nr, need)
+        alive = np.ones(nr, dtype=bool)
+        path = np.full((nr, steps), -1)
+        for i in range(steps):
+            act = alive & (k0_row <= k0 + i)
+            if not act.any():
+                if not alive.any():
+                    break
+                continue
+            u = np.where(act, ch[i, rows, np.maximum(v, 0), c], -1)
+            if first is not None:
+                u = np.where(act & (k0_row == k0 + i), first, u)
+            path[act, i] = u[act]
+            alive &= ~(act & (u < 0))
+            moved = act & (u >= 0)
+            c = np.where(moved & (u != v), np.maximum(c - 1, 0), c)
+            v = np.where(moved, u, v)
+        on = path >= 0
+        pv = np.maximum(path, 0)
+        prev = np.concatenate([np.full((nr, 1), -1), path[:, :-1]], axis=1)
+        prev[rows, k0_row - k0] = v0_row
+        col = self.pair[np.maximum(prev, 0), pv]
+        jump = on & (prev >= 0) & (col >= 0)
+        # one-hot weights of the path's (epoch, model) terms, then one product per group
+        X = np.zeros((nr, steps, self.M))
+        ii, kk = np.nonzero(on)
+        X[ii, kk, s.vm[pv[ii, kk]]] = s.vgamma[pv[ii, kk]]
+        XJ = np.zeros((nr, steps, max(self.npair, 1)))
+        ii, kk = np.nonzero(jump)
+        XJ[ii, kk, col[ii, kk]] = 1.0
+        X, XJ = X.reshape(nr, -1), XJ[:, :, :self.npair].reshape(nr, -1)
+        dec = np.empty((nr, self.n))
+        for g in np.unique(group):
+            idx = np.nonzero(group == g)[0]
+            dec[idx] = X[idx] @ self.aG[g][:, k0 * self.M:].T - XJ[idx] @ self.JG[g][:, k0 * self.npair:].T
+        return dec
+
+    def _forced_first(self, V, enter_all, Jx_all, rows, e0, v0):
+        """Value and first choice of completions that switch model first from
+        (epoch k0 + e0, block of model vm[v0]) per row: (value (nr,), choice (nr,), −1: stop)."""
+        s = self.search
+        m = s.vm[v0]
+        tot = Jx_all[rows, e0, v0] + enter_all[rows, e0] + V[e0 + 1, rows, :, 0]          # (nr, nv)
+        tot = np.where(self.exits[m], tot, np.inf)
+        u = tot.argmin(axis=1)
+        val = tot[rows, u]
+        stop = ~(val < 0)
+        return np.where(stop, 0.0, val), np.where(stop, -1, u)
+
+    def _forced_table(self, V, enter_all, Jx_all) -> np.ndarray:
+        """(steps+1, nr, M): the switch-first values at every epoch and model (0 at the end)."""
+        s = self.search
+        P = s.prob
+        steps, nr = enter_all.shape[1], enter_all.shape[0]
+        out = np.zeros((steps + 1, nr, P.M))
+        after = enter_all + V[1:, :, :, 0].transpose(1, 0, 2)                            # (nr, steps, nv)
+        for m in range(P.M):
+            tot = Jx_all[:, :, 2 * m, :] + after                                          # from block of m
+            tot = np.where(self.exits[m][None, None, :], tot, np.inf)
+            out[:steps, :, m] = np.minimum(tot.min(axis=2), 0.0).T
+        return out
+
+    # -------------------------------------------------------------- tuning
+    def start(self, k: np.ndarray, v: np.ndarray, L: np.ndarray, need: int, inherited=()):
+        """The best known π per (candidate, group) and its value: the pool's rows and the
+        rows inherited from ancestors' batches. Returns (π (B, r, n), h (B, r))."""
+        T = self.search.groups
+        B = k.size
+        if self.forced:
+            Vk = self.search._forced_table()[k, self.search.vm[v], :]                  # (B, R)
+        else:
+            Vk = T.V[k, v, :] if need == 0 else T._switch_layers(need + 1)[0][k, v, need, :]
+        val = Vk + (T.Pi @ (L - self.lmax)).T
+        pi = np.zeros((B, self.r, self.n))
+        best = np.empty((B, self.r))
+        for g, (a0, b0) in enumerate(self.pool_rows):
+            j = a0 + np.argmax(val[:, a0:b0], axis=1)
+            G = T.pool.groups[g]
+            pi[:, g, :G.size] = T.Pi[j][:, G]
+            best[:, g] = val[np.arange(B), j]
+        for rows in inherited:
+            rv = rows.values(self, k, v, L, need)
+            if rv is None:
+                continue
+            for g in np.unique(rows.group):
+                idx = np.nonzero(rows.group == g)[0]
+                j = np.argmax(rv[idx], axis=0)                                         # (B,)
+                h = rv[idx[j], np.arange(B)]
+                better = h > best[:, g]
+                pi[better, g] = rows.pi[idx[j[better]]]
+                best[better, g] = h[better]
+        return pi, best
+
+    def tune(self, k: np.ndarray, v: np.ndarray, L: np.ndarray, need: int, target: np.ndarray, inherited=()):
+        """Kelley's method on h_G of every (candidate, group) still below its candidate's
+        ``target``, all at once (one DP pass and one LP per iteration).
+
+        ``k``, ``v`` (B,), ``L`` (S, B): the candidates' states, ``need``: switches their
+        completions still make. Returns (h (B, r), :class:`TunedRows` of the tuned
+        rows, or None when none needed tuning). A row stops once it reaches its target.
+        """
+        opts = self.search.prob.settings
+        pi0, h = self.start(k, v, L, need, inherited)
+        b_row, g_row = np.nonzero(h < target[:, None])
+        if b_row.size == 0 or self.iters == 0:
+            return np.maximum(h, 0.0), None
+        if b_row.size > self.max_rows:
+            # the rows nearest their target first: the likeliest to prune their candidate
+            near = np.argsort(target[b_row] - h[b_row, g_row], kind="stable")[:self.max_rows]
+            b_row, g_row = b_row[near], g_row[near]
+        order = np.argsort(g_row, kind="stable")
+        b_row, g_row = b_row[order], g_row[order]
+        self.rows_tuned += int(b_row.size)
+        pi = pi0[b_row, g_row]
+        mask = self.mask[g_row]
+        slack = (L[self.members[g_row], b_row[:, None]] - self.lmax) * mask
+        k_row, v_row, t_row = k[b_row], v[b_row], target[b_row]
+        k0, C, nr = int(k_row.min()), need + 1, b_row.size
+        best_h, best_pi = np.full(nr, -np.inf), pi.copy()
+        best_V = None
+        live = np.ones(nr, dtype=bool)
+        master = None
+        first = None
+        for _ in range(self.iters):
+            # the DP of the rows still short of their target only
+            on = np.nonzero(live)[0]
+            V, ch, enter_all, Jx_all = self._table(pi[on], g_row[on], k0, C)
+            sub = np.arange(on.size)
+            if self.forced:
+                val, first = self._forced_first(V, enter_all, Jx_all, sub, k_row[on] - k0, v_row[on])
+            else:
+                val = V[k_row[on] - k0, sub, v_row[on], need]
+            f = val + (pi[on] * slack[on]).sum(axis=1)
+            if best_V is None:
+                best_V = V.copy()
+            better = f > best_h[on]
+            best_h[on[better]], best_pi[on[better]] = f[better], pi[on[better]]
+            best_V[:, on[better]] = V[:, better]
+            live[on] = (best_h[on] < t_row[on]) & np.isfinite(f)
+            if not live.any():
+                break
+            grad = (slack[on] - self._decrease(ch, g_row[on], k_row[on], v_row[on], need, k0, first)) * mask[on]
+            # every row gets a cut in the first round (an uncut row would leave the LP unbounded)
+            cut = np.ones(on.size, dtype=bool) if master is None else live[on]
+            master = _Master(mask, self.box) if master is None else master
+            master.add_cuts(on[cut], grad[cut], f[cut] - (pi[on][cut] * grad[cut]).sum(axis=1))
+            solved = master.solve()
+            if solved is None:
+                break
+            top, x = solved
+            live &= top - best_h > opts.kelley_rel_tol * np.maximum(np.abs(best_h), 1e-12)
+            # in-out smoothing (groups._kelley): between the best π so far and the LP's
+            w = opts.kelley_smoothing
+            pi = np.where(live[:, None], (w * best_pi + (1.0 - w) * np.clip(x, 0.0, self.box)) * mask, best_pi)
+        h[b_row, g_row] = np.maximum(h[b_row, g_row], best_h)
+        assert best_V is not None       # the first iteration runs the DP of every row
+        Vf = None
+        if self.forced:
+            # the switch-first table of the kept π (one more DP pass on them)
+            Vb, _, enter_b, Jx_b = self._table(best_pi, g_row, k0, C)
+            Vf = self._forced_table(Vb, enter_b, Jx_b)
+        return np.maximum(h, 0.0), TunedRows(g_row, best_pi, best_V, k0, b_row, Vf)
+
+
+class _Master:
+    """Kelley's master LP of every row at once: max Σ t_i s.t. t_i ≤ b + c·π_i per cut of
+    row i, 0 ≤ π ≤ box (padding members fixed at 0). The rows share no variable, so its
+    optimum is every row's own master optimum: one HiGHS solve per iteration instead of
+    one per row."""
+
+    def __init__(self, mask: np.ndarray, box: float):
+        import highspy
+
+        from deplbench.formulations.milp.backends import quiet_stdout  # imported on use (HiGHS's banner)
+
+        with quiet_stdout(discard=True):
+            self.h = h = highspy.Highs()
+        h.setOptionValue("output_flag", False)
+        h.setOptionValue("threads", 1)
+        h.setOptionValue("presolve", "off")        # a few rows added to a warm basis each time
+        self.inf, self.ok = highspy.kHighsInf, highspy.HighsModelStatus.kOptimal
+        self.r, self.n = mask.shape
+        width = self.n + 1                       # per row: t_i, then π_i
+        lower = np.zeros((self.r, width))
+        lower[:, 0] = -self.inf
+        upper = np.concatenate([np.full((self.r, 1), self.inf), float(box) * mask], axis=1)
+        h.addVars(self.r * width, lower.ravel(), upper.ravel())
+        t_cols = np.arange(self.r, dtype=np.int32) * width
+        h.changeColsCost(self.r, t_cols, np.full(self.r, -1.0))
+        self.width = width
+
+    def add_cuts(self, rows: np.ndarray, grad: np.ndarray, b: np.ndarray) -> None:
+        """Cut t_i − grad·π_i ≤ b of every row i in ``rows``."""
+        nc = rows.size
+        vals = np.concatenate([np.ones((nc, 1)), -grad], axis=1)
+        index = (rows[:, None] * self.width + np.arange(self.width)[None, :]).astype(np.int32)
+        starts = np.arange(nc, dtype=np.int32) * self.width
+        self.h.addRows(nc, np.full(nc, -self.inf), np.asarray(b, dtype=float), nc * self.width,
+                       starts, index.ravel(), vals.ravel())
+
+    def solve(self):
+        """(t (r,), π (r, n)) at the LP optimum, or None when HiGHS does not prove it."""
+        self.h.run()
+        if self.h.getModelStatus() != self.ok:
+            return None
+        x = np.asarray(self.h.getSolution().col_value, dtype=float).reshape(self.r, self.width)
+        return x[:, 0], x[:, 1:]
+
+
+#: Tables of rows re-tuned at ancestors that a node's children are also bounded with
+#: (its parent's batch and its own).
+KEEP_TUNED = 2
+
+
+def tune_children(search, children: list, threshold: float, need: int, discard) -> list:
+    """The group multipliers re-tuned at a node's children, all at once.
+
+    ``children``: the search's node tuples (bound, k, last, L, W, seq, tuned);
+    ``threshold``: bounds at or above it cannot beat the incumbent; ``discard(bound)``
+    records the bound of the children this proves cannot (they are dropped). The
+    others get the raised bound and, for their own children, the rows tuned at them.
+    """
+    if not math.isfinite(threshold):
+        return children         # no incumbent yet: nothing to prune against
+    k = np.array([c[1] for c in children])
+    v = np.array([search._node_virtual(c[2]) for c in children])
+    L = np.stack([c[3] for c in children], axis=1)
+    W = np.array([c[4] for c in children])
+    h, rows = search.node_groups.tune(k, v, L, need, threshold - W - search.const, children[0][6])
+    bounds = np.maximum(W + search.const + h.min(axis=1), [c[0] for c in children])
+    pruned = bounds >= threshold
+    if pruned.any():
+        discard(float(bounds[pruned].min()))
+    kept = children[0][6][-(KEEP_TUNED - 1):] if KEEP_TUNED > 1 else ()
+    out = []
+    for b in np.nonzero(~pruned)[0]:
+        # each child keeps the rows tuned at it: its subtree's states are near its own
+        mine = rows.subset(rows.node == b) if rows is not None else None
+        out.append((float(bounds[b]), *children[b][1:6], kept + (mine,) if mine is not None else children[b][6]))
+    return out
+
+
+def combined_bound(search, k: np.ndarray, v: int, L: np.ndarray, need: int, tuned) -> np.ndarray:
+    """Per candidate, the smallest over groups of the largest group bound of the
+    pool and of every batch in ``tuned`` (each valid, ``groups`` item 1)."""
+    T = search.groups
+    if search.node_groups.forced:
+        Vk = search._forced_table()[k, int(search.vm[v]), :]
+    else:
+        Vk = T.V[k, v, :] if need == 0 else T._switch_layers(need + 1)[0][k, v, need, :]
+    h = T.group_bounds(Vk, L)                                                  # (r, C)
+    for rows in tuned:
+        np.maximum(h, rows.bounds(search.node_groups, k, v, L, need), out=h)
+    return h.min(axis=0)
+
+
+__all__ = ["KEEP_TUNED", "NodeGroups", "TunedRows", "combined_bound", "tune_children"]
