@@ -15,32 +15,37 @@ pruned at once, where the root pool keeps them open and the search needs
 
 What is computed
 ----------------
-At a node (k0 epochs done, last virtual model v0, losses L) the bound of
-one group G is, for any π ≥ 0 on G (``groups`` module docstring, item 1;
-item 3 for ``need`` > 0 switches still required),
+A batch is the children of one expanded node (k0 epochs done, last
+virtual model v0, losses L each). The bound of one group G at a child is,
+for any π ≥ 0 on G (``groups`` module docstring, item 1; item 3 for
+``need`` > 0 switches still required),
 
     h_G(π) = max(0, V^π(k0, v0; need) + π·(L_G − ℓmax)),
 
 V^π the backward min-plus DP over (epoch, virtual model, switches still
-required) on the π-aggregated draws, run here for all p + 1 groups at once
-(a leading axis). Its argmin path c* gives a supergradient of the concave
-h_G: L_G − ℓmax − Δ_G(c*). The multipliers climb by Polyak's step towards
-the value that would prune the node (Polyak 1969, the step with a known
-target level), projected on 0 ≤ π ≤ box; every iterate is a valid
-multiplier, the best one per group is kept. The search then takes, per
-group, the larger of the pool's bound and this one, and the smallest over
-the groups (the (p+1)-th largest of p + 1, ``groups`` item 2).
+required) on the π-aggregated draws; for the model-block search of
+``pairs`` the completion must switch model first (its ``_forced_table``).
+Every (child, group) pair below the value that would prune the child is a
+*row*; the DP runs for all rows at once (a leading axis), from the
+earliest child's epoch. A row's argmin path c* gives the cut
+t ≤ h_G(π_c*) + (L_G − ℓmax − Δ_G(c*))·(π − π_c*) of the concave h_G, and
+Kelley's master LP over all rows' cuts (separable, one HiGHS model) gives
+the next π, smoothed towards the best so far as in ``groups._kelley``;
+every iterate is a valid multiplier, the best one per row is kept. A child
+then takes, per group, the larger of the pool's bound and its row's, and
+the smallest over the groups (the (p+1)-th largest of p + 1, ``groups``
+item 2).
 
-The DP table of the kept π covers every state (k, v, c) with k ≥ k0, so the
-node's children are bounded with it too (and with their parents' tables,
-which their completions also obey), at the cost of one product per child.
-Nothing here is timed: the work is ``GeneralSettings.node_iterations``
-DP passes per tuned node.
+The DP table of the kept π covers every state from the batch's earliest
+epoch on, so a child's own rows (and its parent's) also bound its children,
+at the cost of one product per candidate. The work is counted, not timed
+(``GeneralSettings.node_iterations`` DP passes and LPs per batch, at most
+``node_rows`` rows); the wall clock only stops a batch early.
 
 References
 ----------
-B. T. Polyak, "Minimization of unsmooth functionals", USSR Comput. Math.
-Math. Phys. 9 (1969) 14–29; S. Ahmed, J. Luedtke, Y. Song, W. Xie,
+J. Kelley, J. SIAM 8 (1960) 703–712; P. Wentges, Int. Trans. Oper. Res. 4
+(1997) 151–162 (in-out smoothing); S. Ahmed, J. Luedtke, Y. Song, W. Xie,
 Math. Prog. 162 (2017) 51–81 (scenario grouping); J. Luedtke, Math. Prog.
 146 (2014) 219–244.
 """
@@ -48,6 +53,7 @@ Math. Prog. 162 (2017) 51–81 (scenario grouping); J. Luedtke, Math. Prog.
 from __future__ import annotations
 
 import math
+import time
 from dataclasses import dataclass
 
 import numpy as np
@@ -144,6 +150,7 @@ class NodeGroups:
         self.iters = P.settings.node_iterations
         self.max_rows = P.settings.node_rows
         self.rows_tuned = 0     # (candidate, group) pairs tuned so far (diagnostics["tuned_rows"])
+        self.deadline = math.inf    # the solve's wall-clock stop (set by the search's run)
         #: a model-block search (pairs.PairSearch): a completion switches model first
         self.forced = hasattr(s, "_forced_table")
         if self.forced:
@@ -337,7 +344,7 @@ class NodeGroups:
             best_h[on[better]], best_pi[on[better]] = f[better], pi[on[better]]
             best_V[:, on[better]] = V[:, better]
             live[on] = (best_h[on] < t_row[on]) & np.isfinite(f)
-            if not live.any():
+            if not live.any() or time.perf_counter() > self.deadline:
                 break
             grad = (slack[on] - self._decrease(ch, g_row[on], k_row[on], v_row[on], need, k0, first)) * mask[on]
             # every row gets a cut in the first round (an uncut row would leave the LP unbounded)

@@ -474,6 +474,8 @@ class PairSearch(BlockSearch):
         P = self.prob
         if self.groups is not None and P.settings.node_iterations > 0 and self.node_groups is None:
             self.node_groups = NodeGroups(self)
+        if self.node_groups is not None:
+            self.node_groups.deadline = deadline
         tuner = self.node_groups
 
         def expand(node, stats):

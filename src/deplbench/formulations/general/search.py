@@ -525,6 +525,8 @@ class BlockSearch:
         P = self.prob
         if self.groups is not None and P.settings.node_iterations > 0 and self.node_groups is None:
             self.node_groups = NodeGroups(self)
+        if self.node_groups is not None:
+            self.node_groups.deadline = deadline
 
         def cut(bound, stats):
             return prunable(bound, stats.ub, prune_tol)

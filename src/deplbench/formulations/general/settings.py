@@ -59,8 +59,8 @@ GENERAL_PARAMETERS: dict[str, Param] = {
                                "an exact leaf evaluation each)", low=1),
     "enumeration_steps_total": Param(2_000_000, int, "work units of all short-plan enumerations together",
                                      low=1),
-    "node_iterations": Param(8, int, "Polyak steps of the group multipliers re-tuned at a search node "
-                             "(node_groups; 0: the root pool only)", low=0),
+    "node_iterations": Param(8, int, "Kelley iterations of the group multipliers re-tuned at every batch of "
+                             "children (node_groups; 0: the root pool only)", low=0),
     "node_rows": Param(4096, int, "most (candidate, group) pairs re-tuned in one batch of children, the nearest "
                        "to pruning first (node_groups)", low=1),
     "corner_root_gap": Param(0.10, float, "pair_groups searches a block's corner only when its root bound is "
