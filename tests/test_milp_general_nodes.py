@@ -121,3 +121,55 @@ def test_model_block_search_tunes_its_switch_first_bound_and_equals_brute_force(
         assert res.status == "optimal", res.message
         assert res.cost == pytest.approx(best, rel=1e-4)
         assert res.lower_bound <= best * (1 + 1e-9)
+
+
+def test_switch_first_rows_equal_the_model_block_search_tables():
+    """For a model-block search the rows' switch-first table (``_forced_table``) and the
+    first-epoch value (``_forced_first``), built from the pool's own multipliers, equal
+    ``PairSearch._forced_table`` at every epoch and model."""
+    from test_milp_general_pairs import _pair_search
+
+    from deplbench.formulations.general.groups import GroupPool, GroupTables
+
+    prob, s = _pair_search(S=24, horizon=6)
+    pool = GroupPool(prob, np.arange(prob.S))
+    pool.extend(s, math.inf, iters=5)
+    s.groups = GroupTables(pool, s)
+    ng = NodeGroups(s)
+    assert ng.forced
+    group = pool.owner
+    pi = np.zeros((group.size, ng.n))
+    for i, g in enumerate(group):
+        G = pool.groups[g]
+        pi[i, :G.size] = pool.Pi[i, G]
+    ref = s._forced_table()                                                   # (K+1, M, R)
+    for k0 in (0, 2):
+        V, _, enter, Jx = ng._table(pi, group, k0, 1)
+        Vf = ng._forced_table(V, enter, Jx)                                   # (K+1−k0, R, M)
+        assert np.allclose(Vf.transpose(0, 2, 1), ref[k0:], atol=1e-9)
+        rows = np.arange(group.size)
+        for m in range(prob.M):
+            val, _ = ng._forced_first(V, enter, Jx, rows, np.zeros(group.size, dtype=int), np.full(group.size, 2 * m))
+            assert np.allclose(val, ref[k0, m], atol=1e-9)
+
+
+def test_rows_tuned_for_more_switches_bound_completions_with_fewer():
+    """Rows tuned with need = 2 (three layers of switches still required) and read at
+    need = 1 and 0 (the children and grandchildren of their node) stay below every
+    SAA-feasible completion with that many switches."""
+    prob, search, pool, tables = _group_setup(0, 40)
+    search.groups = tables
+    feas = _feasible_sequence_weights(prob, search, _all_sequences(search))
+    cands = _prefixes(prob, search, feas, 2)
+    ng = search.node_groups = NodeGroups(search)
+    k = np.array([len(p) for p, *_ in cands[:8]])
+    v = np.array([p[-1] for p, *_ in cands[:8]])
+    L = np.stack([c[1] for c in cands[:8]], axis=1)
+    _, rows = ng.tune(k, v, L, 2, np.full(k.size, 1e12))
+    assert rows is not None and rows.V.shape[3] == 3
+    for need in (1, 0):
+        for pre, Lp, _, best in _prefixes(prob, search, feas, need):
+            if len(pre) < rows.k0:
+                continue
+            b = combined_bound(search, np.array([len(pre)]), int(pre[-1]), Lp[:, None], need, (rows,))
+            assert float(b[0]) <= best + 1e-7, (pre, need, float(b[0]), best)
