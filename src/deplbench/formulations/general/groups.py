@@ -347,7 +347,7 @@ def _kelley(pool: GroupPool, search, G: np.ndarray, deadline: float, k0: int = 0
     slack = (np.full(g, P.l0) if L is None else L[G]) - P.lmax
     pi = np.full(g, max(s.mu_ref, 1e-12) / g) if pi0 is None else pi0.copy()
     aG, JG = P.a[G], P.J[G]
-    master = _KelleyMaster(g, box)
+    master = KelleyMaster(np.ones((1, g)), box)
     out: list = []
     best = -math.inf
     for _ in range(iters):
@@ -361,13 +361,13 @@ def _kelley(pool: GroupPool, search, G: np.ndarray, deadline: float, k0: int = 0
         if k0 == 0 and v0 < 0:
             pool.columns.append(seq)
         d = _delta(P, s, seq, G, k0, v0)
-        master.add_cut(slack - d, float(s.w[seq].sum()))
+        master.add_cuts(np.zeros(1, dtype=int), (slack - d)[None], [float(s.w[seq].sum())])
         if time.perf_counter() > deadline:
             break
         solved = master.solve()
         if solved is None:
             break
-        top, x = solved
+        top, x = float(solved[0][0]), solved[1][0]
         pi = np.clip(x, 0.0, box)
         if top - best <= opts.kelley_rel_tol * max(abs(best), 1e-12):
             out.append(pi.copy())
@@ -380,14 +380,22 @@ def _kelley(pool: GroupPool, search, G: np.ndarray, deadline: float, k0: int = 0
     return out
 
 
-class _KelleyMaster:
-    """Kelley's master LP, max t s.t. t ≤ b_j + c_j·π for every cut j, 0 ≤ π ≤ box,
-    kept in one HiGHS model: a cut is one more row and the dual simplex
-    restarts from the last basis. (``scipy.optimize.linprog`` rebuilt and
-    re-checked the whole LP every iteration: ~85 % of _kelley's time went to
-    its wrapper, not to HiGHS, on a two-dataset instance at S = 1000.)"""
+class KelleyMaster:
+    """Kelley's master LP of r independent rows at once: max Σ t_i s.t. t_i ≤ b + c·π_i
+    per cut of row i, 0 ≤ π_i ≤ box·mask_i (``mask`` (r, n) fixes padding members at 0),
+    kept in one HiGHS model: a cut is one more row and the dual simplex restarts
+    from the last basis. The rows share no variable, so the optimum is every
+    row's own master optimum: one solve per iteration for a whole batch
+    (``node_groups``), or r = 1 for one group (``_kelley``).
+    (``scipy.optimize.linprog`` rebuilt and re-checked the whole LP every
+    iteration: ~85 % of _kelley's time went to its wrapper, not to HiGHS, on a
+    two-dataset instance at S = 1000.)
 
-    def __init__(self, g: int, box: float):
+    ``presolve`` off suits the many small re-solves of a batch; it is kept on
+    for the root pool, whose multipliers (LP vertices) every later bound uses.
+    """
+
+    def __init__(self, mask: np.ndarray, box: float, presolve: bool = True):
         import highspy
 
         from deplbench.formulations.milp.backends import quiet_stdout  # imported on use (HiGHS's banner)
@@ -396,24 +404,33 @@ class _KelleyMaster:
             self.h = h = highspy.Highs()
         h.setOptionValue("output_flag", False)
         h.setOptionValue("threads", 1)
-        self.inf, self.g, self.ok = highspy.kHighsInf, g, highspy.HighsModelStatus.kOptimal
-        h.addVar(-self.inf, self.inf)                 # t
-        for _ in range(g):
-            h.addVar(0.0, float(box))                 # π
-        h.changeColCost(0, -1.0)
-        self.idx = np.arange(g + 1, dtype=np.int32)
+        if not presolve:
+            h.setOptionValue("presolve", "off")
+        self.inf, self.ok = highspy.kHighsInf, highspy.HighsModelStatus.kOptimal
+        self.r, self.n = mask.shape
+        self.width = width = self.n + 1                       # per row: t_i, then π_i
+        lower = np.zeros((self.r, width))
+        lower[:, 0] = -self.inf
+        upper = np.concatenate([np.full((self.r, 1), self.inf), float(box) * mask], axis=1)
+        h.addVars(self.r * width, lower.ravel(), upper.ravel())
+        h.changeColsCost(self.r, np.arange(self.r, dtype=np.int32) * width, np.full(self.r, -1.0))
 
-    def add_cut(self, c: np.ndarray, b: float) -> None:
-        """t − c·π ≤ b: the cut of one completion (its weight b, its slack c)."""
-        self.h.addRow(-self.inf, b, self.g + 1, self.idx, np.concatenate([[1.0], -np.asarray(c, dtype=float)]))
+    def add_cuts(self, rows: np.ndarray, grad: np.ndarray, b: np.ndarray) -> None:
+        """Cut t_i − grad·π_i ≤ b of every row i in ``rows`` (grad (len(rows), n))."""
+        nc = rows.size
+        vals = np.concatenate([np.ones((nc, 1)), -np.asarray(grad, dtype=float)], axis=1)
+        index = (rows[:, None] * self.width + np.arange(self.width)[None, :]).astype(np.int32)
+        starts = np.arange(nc, dtype=np.int32) * self.width
+        self.h.addRows(nc, np.full(nc, -self.inf), np.asarray(b, dtype=float), nc * self.width,
+                       starts, index.ravel(), vals.ravel())
 
     def solve(self):
-        """(max t, π) of the LP, or None when HiGHS does not prove it optimal."""
+        """(t (r,), π (r, n)) at the LP optimum, or None when HiGHS does not prove it."""
         self.h.run()
         if self.h.getModelStatus() != self.ok:
             return None
-        x = np.asarray(self.h.getSolution().col_value, dtype=float)
-        return float(x[0]), x[1:]
+        x = np.asarray(self.h.getSolution().col_value, dtype=float).reshape(self.r, self.width)
+        return x[:, 0], x[:, 1:]
 
 
 class GroupTables:
@@ -520,9 +537,12 @@ class GroupTables:
     def bound(self, k: np.ndarray, v: int, L: np.ndarray, need: int = 0) -> np.ndarray:
         """(p+1)-th largest group bound per candidate; ``k`` (C,), ``L`` (S, C);
         ``need``: switches every counted completion still makes (0: all completions)."""
-        Vk = self.V[k, v, :] if need == 0 else self._switch_layers(need + 1)[0][k, v, need, :]   # (C, R)
         # r = p + 1 groups: the (p+1)-th largest group bound is the smallest
-        return self.group_bound(Vk, L)
+        return self.group_bound(self.values(k, v, need), L)
+
+    def values(self, k: np.ndarray, v, need: int = 0) -> np.ndarray:
+        """V^π of every pool row at states (k, v) with ``need`` switches still required: (C, R)."""
+        return self.V[k, v, :] if need == 0 else self._switch_layers(need + 1)[0][k, v, need, :]
 
     def root(self, need: int = 0) -> float:
         """Bound on every plan with at least ``need`` switches (need + 1 blocks)."""
@@ -537,4 +557,4 @@ class GroupTables:
         return h.min(axis=0)      # r = p + 1 groups: the (p+1)-th largest is the smallest
 
 
-__all__ = ["MAX_ITERS", "GroupPool", "GroupTables", "switch_tables"]
+__all__ = ["MAX_ITERS", "GroupPool", "GroupTables", "KelleyMaster", "switch_tables"]

@@ -6,8 +6,9 @@ The multipliers π of the group bound (``groups``) are tuned once, by
 Kelley's method at the *root* state (every scenario at ℓ0). Deep in the
 tree the prefix has already lowered each scenario's loss by a different
 amount, and the right π puts its weight on the scenarios that still have
-far to go. Measured on the cyclic AlexNet (K̄ = 100, ℓmax = 9, S = 3000,
-12 nodes sampled at depths 3–5 of the first 3000): the root pool bounds
+far to go. On the cyclic AlexNet (K̄ = 100, ℓmax = 9, S = 3000; 12 nodes
+sampled at depths 3–5 of the first 3000, a one-off development measurement;
+the maintained numbers are ``benchmarks/general_targets.py``'s): the root pool bounds
 them at 1812–1833 against the incumbent 1835.70, while eight Kelley
 iterations per group at the node itself give 1895–2051. Those nodes are
 pruned at once, where the root pool keeps them open and the search needs
@@ -58,7 +59,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from deplbench.formulations.general.groups import switch_tables
+from deplbench.formulations.general.groups import KelleyMaster, switch_tables
 
 
 @dataclass
@@ -80,6 +81,10 @@ class TunedRows:
     #: (K+1−k0, nr, M) for a model-block search: V^π over completions that switch model
     #: first (``pairs.PairSearch._forced_table``); None for a block search
     Vf: np.ndarray | None = None
+
+    def __post_init__(self) -> None:
+        #: the first row of each group present (``group`` is sorted), for one reduceat
+        self.starts = np.nonzero(np.concatenate([[True], self.group[1:] != self.group[:-1]]))[0]
 
     def subset(self, keep: np.ndarray) -> TunedRows | None:
         """The rows ``keep`` (a mask) as their own table; None when it keeps none."""
@@ -108,9 +113,7 @@ class TunedRows:
         val = self.values(ng, k, v, L, need)
         if val is None:
             return out
-        first = np.concatenate([[True], self.group[1:] != self.group[:-1]])
-        starts = np.nonzero(first)[0]
-        out[self.group[starts]] = np.maximum(np.maximum.reduceat(val, starts, axis=0), 0.0)
+        out[self.group[self.starts]] = np.maximum(np.maximum.reduceat(val, self.starts, axis=0), 0.0)
         return out
 
 
@@ -273,11 +276,7 @@ class NodeGroups:
         rows inherited from ancestors' batches. Returns (π (B, r, n), h (B, r))."""
         T = self.search.groups
         B = k.size
-        if self.forced:
-            Vk = self.search._forced_table()[k, self.search.vm[v], :]                  # (B, R)
-        else:
-            Vk = T.V[k, v, :] if need == 0 else T._switch_layers(need + 1)[0][k, v, need, :]
-        val = Vk + (T.Pi @ (L - self.lmax)).T
+        val = self.search.pool_values(k, v, need) + (T.Pi @ (L - self.lmax)).T     # (B, R)
         pi = np.zeros((B, self.r, self.n))
         best = np.empty((B, self.r))
         for g, (a0, b0) in enumerate(self.pool_rows):
@@ -289,12 +288,12 @@ class NodeGroups:
             rv = rows.values(self, k, v, L, need)
             if rv is None:
                 continue
-            for g in np.unique(rows.group):
-                idx = np.nonzero(rows.group == g)[0]
-                j = np.argmax(rv[idx], axis=0)                                         # (B,)
-                h = rv[idx[j], np.arange(B)]
+            for a0, b0 in zip(rows.starts, list(rows.starts[1:]) + [rows.group.size]):
+                g = rows.group[a0]
+                j = a0 + np.argmax(rv[a0:b0], axis=0)                                  # (B,)
+                h = rv[j, np.arange(B)]
                 better = h > best[:, g]
-                pi[better, g] = rows.pi[idx[j[better]]]
+                pi[better, g] = rows.pi[j[better]]
                 best[better, g] = h[better]
         return pi, best
 
@@ -349,7 +348,7 @@ class NodeGroups:
             grad = (slack[on] - self._decrease(ch, g_row[on], k_row[on], v_row[on], need, k0, first)) * mask[on]
             # every row gets a cut in the first round (an uncut row would leave the LP unbounded)
             cut = np.ones(on.size, dtype=bool) if master is None else live[on]
-            master = _Master(mask, self.box) if master is None else master
+            master = KelleyMaster(mask, self.box, presolve=False) if master is None else master
             master.add_cuts(on[cut], grad[cut], f[cut] - (pi[on][cut] * grad[cut]).sum(axis=1))
             solved = master.solve()
             if solved is None:
@@ -369,54 +368,15 @@ class NodeGroups:
         return np.maximum(h, 0.0), TunedRows(g_row, best_pi, best_V, k0, b_row, Vf)
 
 
-class _Master:
-    """Kelley's master LP of every row at once: max Σ t_i s.t. t_i ≤ b + c·π_i per cut of
-    row i, 0 ≤ π ≤ box (padding members fixed at 0). The rows share no variable, so its
-    optimum is every row's own master optimum: one HiGHS solve per iteration instead of
-    one per row."""
-
-    def __init__(self, mask: np.ndarray, box: float):
-        import highspy
-
-        from deplbench.formulations.milp.backends import quiet_stdout  # imported on use (HiGHS's banner)
-
-        with quiet_stdout(discard=True):
-            self.h = h = highspy.Highs()
-        h.setOptionValue("output_flag", False)
-        h.setOptionValue("threads", 1)
-        h.setOptionValue("presolve", "off")        # a few rows added to a warm basis each time
-        self.inf, self.ok = highspy.kHighsInf, highspy.HighsModelStatus.kOptimal
-        self.r, self.n = mask.shape
-        width = self.n + 1                       # per row: t_i, then π_i
-        lower = np.zeros((self.r, width))
-        lower[:, 0] = -self.inf
-        upper = np.concatenate([np.full((self.r, 1), self.inf), float(box) * mask], axis=1)
-        h.addVars(self.r * width, lower.ravel(), upper.ravel())
-        t_cols = np.arange(self.r, dtype=np.int32) * width
-        h.changeColsCost(self.r, t_cols, np.full(self.r, -1.0))
-        self.width = width
-
-    def add_cuts(self, rows: np.ndarray, grad: np.ndarray, b: np.ndarray) -> None:
-        """Cut t_i − grad·π_i ≤ b of every row i in ``rows``."""
-        nc = rows.size
-        vals = np.concatenate([np.ones((nc, 1)), -grad], axis=1)
-        index = (rows[:, None] * self.width + np.arange(self.width)[None, :]).astype(np.int32)
-        starts = np.arange(nc, dtype=np.int32) * self.width
-        self.h.addRows(nc, np.full(nc, -self.inf), np.asarray(b, dtype=float), nc * self.width,
-                       starts, index.ravel(), vals.ravel())
-
-    def solve(self):
-        """(t (r,), π (r, n)) at the LP optimum, or None when HiGHS does not prove it."""
-        self.h.run()
-        if self.h.getModelStatus() != self.ok:
-            return None
-        x = np.asarray(self.h.getSolution().col_value, dtype=float).reshape(self.r, self.width)
-        return x[:, 0], x[:, 1:]
-
-
-#: Tables of rows re-tuned at ancestors that a node's children are also bounded with
-#: (its parent's batch and its own).
-KEEP_TUNED = 2
+def node_tuner(search, deadline: float) -> NodeGroups | None:
+    """The node re-tuning of ``search``, built on first use; None without a filled pool
+    or with ``node_iterations`` = 0. ``deadline`` (the solve's wall-clock stop) only
+    ends a batch early."""
+    if search.groups is not None and search.prob.settings.node_iterations > 0 and search.node_groups is None:
+        search.node_groups = NodeGroups(search)
+    if search.node_groups is not None:
+        search.node_groups.deadline = deadline
+    return search.node_groups
 
 
 def tune_children(search, children: list, threshold: float, need: int, discard) -> list:
@@ -438,7 +398,9 @@ def tune_children(search, children: list, threshold: float, need: int, discard) 
     pruned = bounds >= threshold
     if pruned.any():
         discard(float(bounds[pruned].min()))
-    kept = children[0][6][-(KEEP_TUNED - 1):] if KEEP_TUNED > 1 else ()
+    # a child is bounded with the rows tuned at its parent and at itself (older ones
+    # were tuned for states further from its subtree's)
+    kept = children[0][6][-1:]
     out = []
     for b in np.nonzero(~pruned)[0]:
         # each child keeps the rows tuned at it: its subtree's states are near its own
@@ -450,15 +412,10 @@ def tune_children(search, children: list, threshold: float, need: int, discard) 
 def combined_bound(search, k: np.ndarray, v: int, L: np.ndarray, need: int, tuned) -> np.ndarray:
     """Per candidate, the smallest over groups of the largest group bound of the
     pool and of every batch in ``tuned`` (each valid, ``groups`` item 1)."""
-    T = search.groups
-    if search.node_groups.forced:
-        Vk = search._forced_table()[k, int(search.vm[v]), :]
-    else:
-        Vk = T.V[k, v, :] if need == 0 else T._switch_layers(need + 1)[0][k, v, need, :]
-    h = T.group_bounds(Vk, L)                                                  # (r, C)
+    h = search.groups.group_bounds(search.pool_values(k, v, need), L)        # (r, C)
     for rows in tuned:
         np.maximum(h, rows.bounds(search.node_groups, k, v, L, need), out=h)
     return h.min(axis=0)
 
 
-__all__ = ["KEEP_TUNED", "NodeGroups", "TunedRows", "combined_bound", "tune_children"]
+__all__ = ["NodeGroups", "TunedRows", "combined_bound", "node_tuner", "tune_children"]

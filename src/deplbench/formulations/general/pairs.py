@@ -79,7 +79,7 @@ import math
 
 import numpy as np
 
-from deplbench.formulations.general.node_groups import NodeGroups, combined_bound, tune_children
+from deplbench.formulations.general.node_groups import combined_bound, node_tuner, tune_children
 from deplbench.formulations.general.placement import placements, realise, sequence
 from deplbench.formulations.general.search import (
     LOSS_TOL,
@@ -224,6 +224,10 @@ class PairSearch(BlockSearch):
         self._forced = np.ascontiguousarray(Vf)
         return self._forced
 
+    def pool_values(self, k: np.ndarray, v, need: int = 0) -> np.ndarray:
+        """V^π of every pool row over the completions that switch model first (``_forced_table``)."""
+        return self._forced_table()[k, self.vm[v], :]
+
     def _node_virtual(self, last: int) -> int:
         # a node holds its last block's model m; the bounds are read at virtual model 2m
         return 2 * int(last)
@@ -237,10 +241,7 @@ class PairSearch(BlockSearch):
         if self.groups is None:
             return super().completion_bound(k, v, L, skip, need)
         P = self.prob
-        if tuned:
-            out = combined_bound(self, k, v, L, 0, tuned)
-        else:
-            out = self.groups.group_bound(self._forced_table()[k, int(self.vm[v]), :], L)
+        out = combined_bound(self, k, v, L, 0, tuned)
         unreachable = np.count_nonzero(L.T + self.Dn[k, :, v] > P.lmax + LOSS_TOL, axis=1)
         out[unreachable > P.p] = math.inf
         return out
@@ -472,11 +473,7 @@ class PairSearch(BlockSearch):
         default: the linear weight of the counts, valid at any λ).
         """
         P = self.prob
-        if self.groups is not None and P.settings.node_iterations > 0 and self.node_groups is None:
-            self.node_groups = NodeGroups(self)
-        if self.node_groups is not None:
-            self.node_groups.deadline = deadline
-        tuner = self.node_groups
+        tuner = node_tuner(self, deadline)
 
         def expand(node, stats):
             bound, k, m_last, L, W, seq, tuned = node

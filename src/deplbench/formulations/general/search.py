@@ -44,7 +44,7 @@ from typing import Any
 
 import numpy as np
 
-from deplbench.formulations.general.node_groups import NodeGroups, combined_bound, tune_children
+from deplbench.formulations.general.node_groups import combined_bound, node_tuner, tune_children
 from deplbench.formulations.general.settings import GeneralSettings
 from deplbench.formulations.last_block import LOSS_TOL
 
@@ -441,7 +441,7 @@ class BlockSearch:
         out = np.zeros(k.size)
         todo = np.arange(k.size)
         if self.groups is not None:
-            out = combined_bound(self, k, v, L, need, tuned) if tuned else self.groups.bound(k, v, L, need)
+            out = combined_bound(self, k, v, L, need, tuned)
             if skip is not None:
                 todo = np.nonzero(~skip(out))[0]
         if self.groups is not None and self.min_blocks > 1 and not P.settings.scenario_bounds_when_covered:
@@ -515,6 +515,10 @@ class BlockSearch:
         return best
 
     # ----------------------------------------------------------------- search
+    def pool_values(self, k: np.ndarray, v, need: int = 0) -> np.ndarray:
+        """V^π of every pool row over the completions from (k, v) the group bound counts (C, R)."""
+        return self.groups.values(k, v, need)
+
     def _node_virtual(self, last: int) -> int:
         """The virtual model a node's completion bound is read at (its last block's)."""
         return int(last)
@@ -523,15 +527,11 @@ class BlockSearch:
             nodes_left: float = math.inf) -> SearchStats:
         """Depth-first search (:func:`depth_first`); ``on_leaf(seq) -> (lb, ub_or_inf)`` evaluates plans."""
         P = self.prob
-        if self.groups is not None and P.settings.node_iterations > 0 and self.node_groups is None:
-            self.node_groups = NodeGroups(self)
-        if self.node_groups is not None:
-            self.node_groups.deadline = deadline
 
         def cut(bound, stats):
             return prunable(bound, stats.ub, prune_tol)
 
-        tuner = self.node_groups
+        tuner = node_tuner(self, deadline)
 
         def expand(node, stats):
             bound, k, v, L, W, seq, tuned = node
