@@ -109,15 +109,17 @@ def test_free_transfers_dominance_and_node_tuning_equal_brute_force(seed):
 def test_model_block_search_tunes_its_switch_first_bound_and_equals_brute_force():
     """Two γ-groups (``pairs.PairSearch``, whose completions switch model first): the
     re-tuned rows are used (``tuned_rows``) and the optimum is brute force's, and the
-    same without them."""
+    same without them and without their warm starts (``node_warm_start``)."""
     inst = tiny_instance(seed=0, n_datasets=3, n_clusters=2, horizon=6, n_models=3, all_switches=True)
     S = 40
     best, _, _ = brute_force(inst, S, 0)
     tuned = solve_general(inst, scenarios=S, time_limit=None)
     plain = solve_general(inst, scenarios=S, time_limit=None, settings={"node_iterations": 0})
+    cold = solve_general(inst, scenarios=S, time_limit=None, settings={"node_warm_start": False})
     assert tuned.diagnostics["pair_searches"] > 0 and tuned.diagnostics["tuned_rows"] > 0
     assert plain.diagnostics["tuned_rows"] == 0
-    for res in (tuned, plain):
+    assert tuned.diagnostics["node_warm_starts"] > 0 and cold.diagnostics["node_warm_starts"] == 0
+    for res in (tuned, plain, cold):
         assert res.status == "optimal", res.message
         assert res.cost == pytest.approx(best, rel=1e-4)
         assert res.lower_bound <= best * (1 + 1e-9)

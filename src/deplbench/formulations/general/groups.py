@@ -105,6 +105,9 @@ import time
 
 import numpy as np
 
+#: Rows per group read first by ``GroupTables.group_bounds`` when it may skip candidates.
+SCREEN_ROWS = 4
+
 #: Kelley iterations per group by default (each is one DP and one small LP); the
 #: solve's budgets are ``GeneralSettings.*_kelley_iterations``, the loop's stopping
 #: tolerance, smoothing and π box ``kelley_rel_tol``, ``kelley_smoothing``, ``pi_box``.
@@ -466,6 +469,7 @@ class GroupTables:
         self.blocks = [(G, slice(int(a0), int(b0)), self.Pi[a0:b0][:, G]) for G, a0, b0 in
                        zip(pool.groups, self.starts, ends)]
         self._pack_blocks(ends)
+        self._screen_order(P.l0)
         self._counted = None      # (Vc (K+1, nv, C, R), root (C, R)): built on first use
 
     def _pack_blocks(self, ends) -> None:
@@ -486,26 +490,54 @@ class GroupTables:
             self._rowmap[g, :n] = np.arange(rows.start, rows.stop)
         self._members = self._members.ravel()
 
+    def _screen_order(self, l0: float) -> None:
+        """Each group's rows sorted by their value at the search's root (all scenarios
+        at ℓ0), best first, for the screen of :meth:`group_bounds` (a max over all
+        rows does not depend on their order)."""
+        root = self.V_root + self.Pi.sum(axis=1) * (l0 - self.lmax)                    # (R,)
+        key = np.concatenate([root, [-np.inf]])[self._rowmap]                          # (r, rows)
+        order = np.argsort(-key, axis=1, kind="stable")
+        self._rowmap = np.take_along_axis(self._rowmap, order, axis=1)
+        self._Pi_pad = np.take_along_axis(self._Pi_pad, order[:, :, None], axis=1)
+
     def group_bound(self, Vk: np.ndarray, L: np.ndarray) -> np.ndarray:
         """The smallest (= (p+1)-th largest of r = p + 1) group bound per candidate
         (:meth:`group_bounds`, then the smallest over the groups)."""
         return self.group_bounds(Vk, L).min(axis=0)
 
-    def group_bounds(self, Vk: np.ndarray, L: np.ndarray) -> np.ndarray:
+    def group_bounds(self, Vk: np.ndarray, L: np.ndarray, floor=None, skip=None) -> np.ndarray:
         """Every group's bound per candidate, (r, C).
 
         ``Vk`` (C, R): V^π of every pool row at the candidates' states, ``L`` (S, C):
         their losses. Per group G: h_G = max(0, max over its rows of
         V^π + π·(L_G − ℓmax)) (module docstring, item 1), all groups in one
-        batched product instead of a Python loop over them.
+        batched product instead of a Python loop over them. ``floor`` (r, C),
+        optional: other valid group bounds, maxed in.
+
+        ``skip(bound) -> bool mask``, optional: candidates that ``bound`` (the
+        smallest over groups) already prunes. The ``SCREEN_ROWS`` rows of each
+        group best at the search's root are read first (a max over fewer rows
+        is a valid, weaker bound); the other rows only for candidates the screen
+        leaves unpruned.
         """
-        r, nmem = self._Pi_pad.shape[0], self._Pi_pad.shape[2]
         C = L.shape[1]
-        LG = (L[self._members] - self.lmax).reshape(r, nmem, C)
-        prod = np.matmul(self._Pi_pad, LG)                                   # (r, rows, C)
-        Vx = np.concatenate([Vk, np.full((C, 1), -np.inf)], axis=1)[:, self._rowmap]   # (C, r, rows)
-        h = (prod + Vx.transpose(1, 2, 0)).max(axis=1)                       # (r, C)
-        return np.maximum(h, 0.0)
+        LG = (L[self._members] - self.lmax).reshape(self._Pi_pad.shape[0], self._Pi_pad.shape[2], C)
+        Vx = np.concatenate([Vk, np.full((C, 1), -np.inf)], axis=1)            # (C, R + 1)
+
+        def bounds(nrow: int, cols) -> np.ndarray:
+            prod = np.matmul(self._Pi_pad[:, :nrow], LG if cols is None else LG[:, :, cols])   # (r, rows, C)
+            V = (Vx if cols is None else Vx[cols])[:, self._rowmap[:, :nrow]]                  # (C, r, rows)
+            h = np.maximum((prod + V.transpose(1, 2, 0)).max(axis=1), 0.0)                    # (r, C)
+            f = floor if floor is None or cols is None else floor[:, cols]
+            return h if f is None else np.maximum(h, f, out=h)
+
+        if skip is None or self._Pi_pad.shape[1] <= 2 * SCREEN_ROWS:
+            return bounds(self._Pi_pad.shape[1], None)
+        h = bounds(SCREEN_ROWS, None)
+        todo = np.nonzero(~skip(h.min(axis=0)))[0]
+        if todo.size:
+            h[:, todo] = bounds(self._Pi_pad.shape[1], todo)
+        return h
 
     def _switch_layers(self, C: int):
         """V^π(k, v, c) for c = 0..C−1 switches still required (``_path_blocks``

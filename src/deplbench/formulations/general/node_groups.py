@@ -37,6 +37,14 @@ then takes, per group, the larger of the pool's bound and its row's, and
 the smallest over the groups (the (p+1)-th largest of p + 1, ``groups``
 item 2).
 
+*Warm starts.* Searches of neighbouring assignments meet the same nodes
+(the same blocks on the same epochs): above all the corner searches of
+``pair_groups``, which differ in one cluster's class only. A row's Kelley
+iterations start from the π last tuned for the same node and group in any
+search of the solve (:class:`WarmStarts`), where there is one; any π ≥ 0 in
+the box is a valid multiplier, so the start changes how soon a row reaches
+its target, never validity (``GeneralSettings.node_warm_start``).
+
 The DP table of the kept π covers every state from the batch's earliest
 epoch on, so a child's own rows (and its parent's) also bound its children,
 at the cost of one product per candidate. The work is counted, not timed
@@ -60,6 +68,48 @@ from dataclasses import dataclass
 import numpy as np
 
 from deplbench.formulations.general.groups import KelleyMaster, switch_tables
+
+#: Bytes of π one solve's :class:`WarmStarts` may keep, oldest dropped first.
+WARM_BYTES = 64 * 2**20
+#: Bytes counted per stored π beyond its array (its key, a tuple of blocks, and the dict entry; an estimate).
+WARM_ENTRY_BYTES = 512
+
+
+class WarmStarts:
+    """The π last tuned for each (search kind, node, group) in one solve, to start Kelley from.
+
+    A node is named by its block sequence (``seq`` of the search's node tuple),
+    which does not depend on the assignment searched; the group index is the
+    pool's, shared by every search of the solve. Kept on the problem
+    (:func:`warm_starts`), within ``WARM_BYTES``, oldest dropped first: the
+    same solve order gives the same starts on any machine.
+    """
+
+    def __init__(self, limit: int = WARM_BYTES):
+        self.store: dict = {}
+        self.bytes, self.limit = 0, int(limit)
+        self.started = 0        # rows started from a stored π (diagnostics["node_warm_starts"])
+
+    def get(self, key):
+        """The stored π of ``key`` (counted as a warm start), or None."""
+        pi = self.store.get(key)
+        self.started += pi is not None
+        return pi
+
+    def put(self, key, pi: np.ndarray) -> None:
+        """Keep ``pi`` for ``key`` (replacing an older one), dropping the oldest beyond the limit."""
+        old = self.store.pop(key, None)
+        if old is not None:
+            self.bytes -= old.nbytes + WARM_ENTRY_BYTES
+        self.store[key] = pi = np.array(pi, dtype=float)
+        self.bytes += pi.nbytes + WARM_ENTRY_BYTES
+        while self.bytes > self.limit and self.store:
+            self.bytes -= self.store.pop(next(iter(self.store))).nbytes + WARM_ENTRY_BYTES
+
+
+def warm_starts(prob) -> WarmStarts:
+    """The solve's :class:`WarmStarts`, kept on its problem (one per solve)."""
+    return prob.__dict__.setdefault("_warm_starts", WarmStarts())
 
 
 @dataclass
@@ -153,6 +203,7 @@ class NodeGroups:
         self.iters = P.settings.node_iterations
         self.max_rows = P.settings.node_rows
         self.rows_tuned = 0     # (candidate, group) pairs tuned so far (diagnostics["tuned_rows"])
+        self.warm = warm_starts(P) if P.settings.node_warm_start else None
         self.deadline = math.inf    # the solve's wall-clock stop (set by the search's run)
         #: a model-block search (pairs.PairSearch): a completion switches model first
         self.forced = hasattr(s, "_forced_table")
@@ -182,12 +233,14 @@ class NodeGroups:
         V = np.full((steps + 1, nr, nv, C), np.inf)
         V[-1, :, :, 0] = 0.0
         ch = np.full((steps, nr, nv, C), -1)
+        rr, cc = np.arange(nr)[:, None], np.arange(nv)[None, :]       # (row, from) grids of the argmin pick
         for i in range(steps - 1, -1, -1):
             if C == 1:
                 # every switch or stay, stopping allowed (groups._path): one min over targets
                 tot = Jx_all[:, i] + (enter_all[:, i] + V[i + 1, :, :, 0])[:, None, :]
                 arg = tot.argmin(axis=2)
-                val = tot.min(axis=2)
+                # the entry at the argmin is the minimum (one pass over tot instead of two)
+                val = tot[rr, cc, arg]
                 stop = val >= 0
                 val[stop] = 0.0
                 arg[stop] = -1
@@ -223,7 +276,8 @@ class NodeGroups:
             path[act, i] = u[act]
             alive &= ~(act & (u < 0))
             moved = act & (u >= 0)
-            c = np.where(moved & (u != v), np.maximum(c - 1, 0), c)
+            if need:
+                c = np.where(moved & (u != v), np.maximum(c - 1, 0), c)
             v = np.where(moved, u, v)
         on = path >= 0
         pv = np.maximum(path, 0)
@@ -297,13 +351,15 @@ class NodeGroups:
                 best[better, g] = h[better]
         return pi, best
 
-    def tune(self, k: np.ndarray, v: np.ndarray, L: np.ndarray, need: int, target: np.ndarray, inherited=()):
+    def tune(self, k: np.ndarray, v: np.ndarray, L: np.ndarray, need: int, target: np.ndarray, inherited=(),
+             keys=None):
         """Kelley's method on h_G of every (candidate, group) still below its candidate's
         ``target``, all at once (one DP pass and one LP per iteration).
 
         ``k``, ``v`` (B,), ``L`` (S, B): the candidates' states, ``need``: switches their
-        completions still make. Returns (h (B, r), :class:`TunedRows` of the tuned
-        rows, or None when none needed tuning). A row stops once it reaches its target.
+        completions still make; ``keys`` (B,), optional: the candidates' names for the
+        warm starts (:class:`WarmStarts`). Returns (h (B, r), :class:`TunedRows` of the
+        tuned rows, or None when none needed tuning). A row stops once it reaches its target.
         """
         opts = self.search.prob.settings
         pi0, h = self.start(k, v, L, need, inherited)
@@ -319,6 +375,13 @@ class NodeGroups:
         self.rows_tuned += int(b_row.size)
         pi = pi0[b_row, g_row]
         mask = self.mask[g_row]
+        named = self.warm is not None and keys is not None
+        if named:
+            # the first iterate: the π last tuned for this node and group, else the pool's best
+            for i, (b, g) in enumerate(zip(b_row.tolist(), g_row.tolist())):
+                start = self.warm.get((keys[b], g))
+                if start is not None:
+                    pi[i] = start * mask[i]
         slack = (L[self.members[g_row], b_row[:, None]] - self.lmax) * mask
         k_row, v_row, t_row = k[b_row], v[b_row], target[b_row]
         k0, C, nr = int(k_row.min()), need + 1, b_row.size
@@ -359,6 +422,9 @@ class NodeGroups:
             w = opts.kelley_smoothing
             pi = np.where(live[:, None], (w * best_pi + (1.0 - w) * np.clip(x, 0.0, self.box)) * mask, best_pi)
         h[b_row, g_row] = np.maximum(h[b_row, g_row], best_h)
+        if named:
+            for i, (b, g) in enumerate(zip(b_row.tolist(), g_row.tolist())):
+                self.warm.put((keys[b], g), best_pi[i])
         assert best_V is not None       # the first iteration runs the DP of every row
         Vf = None
         if self.forced:
@@ -393,7 +459,8 @@ def tune_children(search, children: list, threshold: float, need: int, discard) 
     v = np.array([search._node_virtual(c[2]) for c in children])
     L = np.stack([c[3] for c in children], axis=1)
     W = np.array([c[4] for c in children])
-    h, rows = search.node_groups.tune(k, v, L, need, threshold - W - search.const, children[0][6])
+    keys = [(type(search).__name__, c[5]) for c in children]        # a node is named by its blocks
+    h, rows = search.node_groups.tune(k, v, L, need, threshold - W - search.const, children[0][6], keys)
     bounds = np.maximum(W + search.const + h.min(axis=1), [c[0] for c in children])
     pruned = bounds >= threshold
     if pruned.any():
@@ -409,13 +476,32 @@ def tune_children(search, children: list, threshold: float, need: int, discard) 
     return out
 
 
-def combined_bound(search, k: np.ndarray, v: int, L: np.ndarray, need: int, tuned) -> np.ndarray:
+def combined_bound(search, k: np.ndarray, v: int, L: np.ndarray, need: int, tuned, skip=None) -> np.ndarray:
     """Per candidate, the smallest over groups of the largest group bound of the
-    pool and of every batch in ``tuned`` (each valid, ``groups`` item 1)."""
-    h = search.groups.group_bounds(search.pool_values(k, v, need), L)        # (r, C)
+    pool and of every batch in ``tuned`` (each valid, ``groups`` item 1).
+
+    ``skip(bound) -> bool mask``, optional: candidates that ``bound`` already
+    prunes. The rows tuned at ancestors are read first (they were tuned for
+    states near these); candidates they prune keep that bound (valid, and
+    enough to prune) and the pool's rows are read for the others only.
+    """
+    h = None
     for rows in tuned:
-        np.maximum(h, rows.bounds(search.node_groups, k, v, L, need), out=h)
-    return h.min(axis=0)
+        b = rows.bounds(search.node_groups, k, v, L, need)                    # (r, C)
+        h = b if h is None else np.maximum(h, b, out=h)
+    out = np.zeros(k.size) if h is None else h.min(axis=0)
+    todo = np.arange(k.size) if skip is None or h is None else np.nonzero(~skip(out))[0]
+    if todo.size:
+        def skip_todo(b):
+            full = np.full(k.size, -np.inf)
+            full[todo] = b
+            return skip(full)[todo]
+
+        hp = search.groups.group_bounds(search.pool_values(k[todo], v, need), L[:, todo],
+                                        None if h is None else h[:, todo], None if skip is None else skip_todo)
+        out[todo] = hp.min(axis=0)
+    return out
 
 
-__all__ = ["NodeGroups", "TunedRows", "combined_bound", "node_tuner", "tune_children"]
+__all__ = ["WARM_BYTES", "WARM_ENTRY_BYTES", "NodeGroups", "TunedRows", "WarmStarts", "combined_bound",
+           "node_tuner", "tune_children", "warm_starts"]

@@ -19,6 +19,7 @@ import time
 
 import numpy as np
 
+from deplbench.formulations.general.node_groups import warm_starts
 from deplbench.formulations.general.state import SolveRun
 from deplbench.formulations.plan import Epoch, Plan
 from deplbench.formulations.result import SolveResult
@@ -80,6 +81,7 @@ def build_result(run: SolveRun) -> SolveResult:
         open_bounds.append(0.0)     # boxes never bounded: only the trivial bound (every cost ≥ 0)
     if run.pair_groups is not None:
         diag["pair_groups"] = dict(run.pair_groups.stats, seconds=round(run.pair_groups.stats["seconds"], 3))
+    diag["node_warm_starts"] = warm_starts(P).started       # rows whose Kelley began at a stored π
     diag.update(group_multipliers=0 if run.pool is None else int(run.pool.Pi.shape[0]),
                 scenario_groups=0 if run.pool is None else len(run.pool.groups))
     diag.update(run.work, leaf_evaluations=leaves.evaluations, lambda_resets=run.lam_resets,

@@ -240,11 +240,7 @@ class PairSearch(BlockSearch):
         block's model; ``tuned``: rows re-tuned at ancestors (``node_groups``)."""
         if self.groups is None:
             return super().completion_bound(k, v, L, skip, need)
-        P = self.prob
-        out = combined_bound(self, k, v, L, 0, tuned)
-        unreachable = np.count_nonzero(L.T + self.Dn[k, :, v] > P.lmax + LOSS_TOL, axis=1)
-        out[unreachable > P.p] = math.inf
-        return out
+        return self.mark_unreachable(combined_bound(self, k, v, L, 0, tuned, skip), k, v, L, skip)
 
     def root_bound(self, cutoff: float = math.inf) -> float:
         """The group bound of every plan of the assignment (:meth:`BlockSearch.root_bound`
@@ -279,8 +275,9 @@ class PairSearch(BlockSearch):
             # the same elementwise sums as below, so a slice of a larger table is bit-identical
             return hit[:, :maxlen, :maxlen + 1]
         total, top = block_sums(self.prob, k, m)
-        G = (self.gamma_lo * total[:, :maxlen, None]
-             + (self.gamma_hi - self.gamma_lo) * top[:, :maxlen, :maxlen + 1])
+        # γ_lo·Σa + (γ_hi − γ_lo)·top, summed in place (the same elementwise sums)
+        G = np.multiply(top[:, :maxlen, :maxlen + 1], self.gamma_hi - self.gamma_lo)
+        G += self.gamma_lo * total[:, :maxlen, None]
         # a search meets the same (start, model) at about 4 nodes (|D| = 6 datasets, S = 200):
         # keep the tables within GAIN_CACHE_BYTES, oldest dropped first
         if hit is not None:
@@ -297,14 +294,16 @@ class PairSearch(BlockSearch):
         epoch k after prefix losses ``pre`` (+∞ where j > ℓ)."""
         return pre[:, None, None] - self._gains(k, m, maxlen)
 
-    def _last_tables(self, u: int, starts) -> dict:
+    def _last_tables(self, u: int, starts, rows=None) -> dict:
         """Per terminal model u, one sorted array holding, for every start k' and
         scenario s, the running maximum of the block's optimistic gains over its
-        cells (ℓ, j) sorted by linear weight; filled segment by segment as the
-        starts ``starts`` are first needed. Row (k', s) is shifted by
-        (row number)·span so that the whole array stays sorted and one
-        searchsorted answers every (child, scenario) query of a node
-        (``last_block_bound``)."""
+        cells (ℓ, j) sorted by linear weight; filled row by row as the starts
+        ``starts`` and scenarios ``rows`` (None: all) are first needed — the
+        screen of ``last_block_bound`` reads a few scenarios and almost never
+        the rest. Row (k', s) is shifted by (row number)·span so that the whole
+        array stays sorted and one searchsorted answers every (child, scenario)
+        query of a node; a row not yet filled holds its shift only (sorted, and
+        never matched by a query)."""
         P = self.prob
         T = self._last_cache.get(u)
         if T is None:
@@ -317,31 +316,37 @@ class PairSearch(BlockSearch):
             span = 2.0 * gmax + 1.0
             T = {"ncell": ncell, "pos0": pos0, "wpos0": wpos0, "row0": row0, "span": span, "gmax": gmax,
                  "flat": np.empty(int(pos0[-1])), "weight": np.full(int(wpos0[-1]), np.inf),
-                 "done": np.zeros(K + 1, bool), "placed": np.zeros(K + 1, bool)}
+                 "done": np.zeros((K + 1, P.S), bool), "placed": np.zeros(K + 1, bool), "cells": {}}
             self._last_cache[u] = T
-        wanted = set(int(x) for x in starts)
+        wanted = [int(x) for x in starts]
+        srows = np.arange(P.S) if rows is None else np.asarray(rows)
         for k in range(min(wanted), max(wanted) + 1):
-            # a start not needed but inside the searched slice holds its rows' offsets only
-            # (sorted, never matched by a query)
-            if not T["placed"][k] and k not in wanted:
-                rows = (T["row0"][k] + np.arange(P.S)) * T["span"]
-                T["flat"][T["pos0"][k]:T["pos0"][k + 1]] = np.repeat(rows, T["ncell"][k])
+            if not T["placed"][k]:       # every row of the searched slice holds at least its shift
+                shift = (T["row0"][k] + np.arange(P.S)) * T["span"]
+                T["flat"][T["pos0"][k]:T["pos0"][k + 1]].reshape(P.S, -1)[:] = shift[:, None]
                 T["placed"][k] = True
-        for k in starts:
-            k = int(k)
-            if T["done"][k] or k >= self.kmax:
+        for k in wanted:
+            if k >= self.kmax:
                 continue
-            T["placed"][k] = True
-            G = self._gains(k, u)
-            maxlen = G.shape[1]
-            ll, jj = np.nonzero(np.arange(maxlen + 1)[None, :] <= np.arange(1, maxlen + 1)[:, None])
-            weight = jj * self.w_hi[u] + (ll + 1 - jj) * self.w_lo[u]
-            order = np.argsort(weight, kind="stable")
-            Mx = np.maximum.accumulate(G[:, ll[order], jj[order]], axis=1)           # (S, C) rows non-decreasing
-            rows = (T["row0"][k] + np.arange(P.S)) * T["span"]
-            T["flat"][T["pos0"][k]:T["pos0"][k + 1]] = (Mx + rows[:, None]).ravel()
-            T["weight"][T["wpos0"][k]:T["wpos0"][k + 1]] = weight[order]
-            T["done"][k] = True
+            todo = srows[~T["done"][k, srows]]
+            if todo.size == 0:
+                continue
+            if k not in T["cells"]:
+                maxlen = self.kmax - k
+                ll, jj = np.nonzero(np.arange(maxlen + 1)[None, :] <= np.arange(1, maxlen + 1)[:, None])
+                weight = jj * self.w_hi[u] + (ll + 1 - jj) * self.w_lo[u]
+                order = np.argsort(weight, kind="stable")
+                T["cells"][k] = (ll[order], jj[order])
+                T["weight"][T["wpos0"][k]:T["wpos0"][k + 1]] = weight[order]
+            ll, jj = T["cells"][k]
+            # the _gains entries of the valid cells only, in weight order (same elementwise sums)
+            total, top = block_sums(P, k, u)
+            cells = np.take(top.reshape(P.S, -1)[todo], ll * top.shape[2] + jj, axis=1)
+            Mx = self.gamma_lo * total[todo][:, ll] + (self.gamma_hi - self.gamma_lo) * cells
+            np.maximum.accumulate(Mx, axis=1, out=Mx)                                 # (rows, C) non-decreasing
+            Mx += ((T["row0"][k] + todo) * T["span"])[:, None]
+            T["flat"][T["pos0"][k]:T["pos0"][k + 1]].reshape(P.S, -1)[todo] = Mx
+            T["done"][k, todo] = True
         return T
 
     def last_block_bound(self, kc: np.ndarray, m: int, L: np.ndarray, cut=None) -> np.ndarray:
@@ -388,7 +393,7 @@ class PairSearch(BlockSearch):
         kc_l, L_l = kc[live], L[:, live]
         out = np.full(kc_l.size, np.inf)
         for u in self.next_models[m]:
-            T = self._last_tables(u, np.unique(kc_l))
+            T = self._last_tables(u, np.unique(kc_l), rows)
             need = (L_l[srows] + P.J[srows][:, kc_l, P.switch_index[(m, u)]]
                     - P.lmax - LOSS_TOL)                                                    # (rows, C')
             # table and query add the same shift (same integer times the same float) and
@@ -412,12 +417,13 @@ class PairSearch(BlockSearch):
         return best
 
     # ------------------------------------------------------------- search
-    def _leaves(self, m: int, k: int, seq: tuple, losses: np.ndarray, feas: np.ndarray, Wl: np.ndarray,
+    def _leaves(self, m: int, k: int, seq: tuple, pre: np.ndarray, G: np.ndarray, feas: np.ndarray, Wl: np.ndarray,
                 stats: SearchStats, prune_tol: float, on_leaf, leaf_bound, bound_only: bool) -> np.ndarray:
         """The leaves of one model block: its Pareto-minimal feasible cells (n_hi = j, n_lo = ℓ − j:
         neither one fewer γ_hi epoch (ℓ−1, j−1) nor one fewer γ_lo epoch (ℓ−1, j) is feasible),
         realised and evaluated; returns the cells proved to have no feasible order (``dead``).
-        Sets ``stats.aborted`` when the caller asked for a restart."""
+        A cell's optimistic losses are ``pre`` − ``G`` (prefix losses minus the block's gains,
+        :meth:`_gains`). Sets ``stats.aborted`` when the caller asked for a restart."""
         dead = np.zeros_like(feas)       # relaxed-feasible, but no placement is (proved)
         seen = np.zeros_like(feas)
         while True:
@@ -441,7 +447,8 @@ class PairSearch(BlockSearch):
                     stats.discard(lb_leaf)
                     continue
                 full = seq + ((m, k, int(j), int(li) + 1),)
-                vseq, decided = realise(self, full, losses[:, li, j])
+                losses = pre - G[:, li, j]                  # the cell's optimistic losses (_block)
+                vseq, decided = realise(self, full, losses)
                 if vseq is None and decided:
                     # no order of these counts meets the quantile: an infeasible
                     # cell, so the cells above it and its continuations are searched
@@ -451,7 +458,7 @@ class PairSearch(BlockSearch):
                 if vseq is None:
                     # undecided: its bound holds for it and for every cell above it
                     stats.unrealised += 1
-                    pick = placements(self, full, losses[:, li, j])[0]
+                    pick = placements(self, full, losses)[0]
                     lb_u = lb_leaf if leaf_bound is None else max(
                         lb_leaf, leaf_bound(sequence(self, full, pick)))
                     stats.discard(lb_u)
@@ -501,11 +508,13 @@ class PairSearch(BlockSearch):
                 ll = np.arange(1, span + 1)[:, None]
                 valid = jj <= ll                                               # (span, span+1)
                 pre = L + P.J[:, k, P.switch_index[(m_last, m)]] if m_last >= 0 else L
-                losses = self._block(k, m, pre, span)                         # (S, ℓ, j)
-                viol = np.count_nonzero(losses > P.lmax + LOSS_TOL, axis=0)   # (ℓ, j)
+                G = self._gains(k, m, span)                                    # (S, ℓ, j)
+                # loss pre − G above ℓmax + tol, i.e. G below pre − ℓmax − tol: the losses of the
+                # block (_block) are formed only for the cells kept below
+                viol = np.count_nonzero(G < (pre - (P.lmax + LOSS_TOL))[:, None, None], axis=0)   # (ℓ, j)
                 feas = valid & (viol <= P.p)
                 Wl = W + jj * self.w_hi[m] + (ll - jj) * self.w_lo[m]           # (ℓ, j)
-                dead = self._leaves(m, k, seq, losses, feas, Wl, stats, prune_tol, on_leaf, leaf_bound, bound_only)
+                dead = self._leaves(m, k, seq, pre, G, feas, Wl, stats, prune_tol, on_leaf, leaf_bound, bound_only)
                 if stats.aborted:
                     return []
                 feas = feas & ~dead
@@ -524,7 +533,7 @@ class PairSearch(BlockSearch):
                 li, ji, base = li[keep], ji[keep], base[keep]
                 if li.size == 0:
                     continue
-                Lc = losses[:, li, ji]                                          # (S, C)
+                Lc = pre[:, None] - G[:, li, ji]                                # (S, C) their losses
                 cbs = self.completion_bound(k + li + 1, 2 * m, Lc,
                                             skip=lambda b, base=base: base + b >= thr(), tuned=tuned)
                 if self.last_only[m]:

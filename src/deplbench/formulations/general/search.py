@@ -441,7 +441,7 @@ class BlockSearch:
         out = np.zeros(k.size)
         todo = np.arange(k.size)
         if self.groups is not None:
-            out = combined_bound(self, k, v, L, need, tuned)
+            out = combined_bound(self, k, v, L, need, tuned, skip)
             if skip is not None:
                 todo = np.nonzero(~skip(out))[0]
         if self.groups is not None and self.min_blocks > 1 and not P.settings.scenario_bounds_when_covered:
@@ -451,14 +451,16 @@ class BlockSearch:
             Vk = self.V[kt, :, :, v]                                            # (C, nμ, S)
             cb = (Vk + self.mus[None, :, None] * (Lt.T[:, None, :] - P.lmax)).max(axis=1)   # (C, S)
             np.maximum(cb, 0.0, out=cb)
-            if P.p == 0:
-                q = cb.max(axis=1)
-            else:
-                q = np.partition(cb, P.S - P.p - 1, axis=1)[:, P.S - P.p - 1]
+            q = np.partition(cb, P.S - P.p - 1, axis=1)[:, P.S - P.p - 1]     # the (p+1)-th largest
             out[todo] = np.maximum(out[todo], np.maximum(q, self.mean_bound(kt, v, Lt)))
-        # μ → ∞: scenarios no completion can bring to ℓmax (min-plus DP)
-        unreachable = np.count_nonzero(L.T + self.Dn[k, :, v] > P.lmax + LOSS_TOL, axis=1)
-        out[unreachable > P.p] = math.inf
+        return self.mark_unreachable(out, k, v, L, skip)
+
+    def mark_unreachable(self, out: np.ndarray, k: np.ndarray, v: int, L: np.ndarray, skip) -> np.ndarray:
+        """``out``, +∞ where over p scenarios cannot reach ℓmax (μ → ∞, the min-plus DP ``Dn``);
+        candidates ``skip(out)`` already prunes are not tested (any valid bound prunes them)."""
+        idx = np.arange(k.size) if skip is None else np.nonzero(~skip(out))[0]
+        unreachable = np.count_nonzero(L[:, idx].T + self.Dn[k[idx], :, v] > self.prob.lmax + LOSS_TOL, axis=1)
+        out[idx[unreachable > self.prob.p]] = math.inf
         return out
 
     def mean_bound(self, k: np.ndarray, v: int, L: np.ndarray) -> np.ndarray:

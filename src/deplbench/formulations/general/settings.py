@@ -63,6 +63,9 @@ GENERAL_PARAMETERS: dict[str, Param] = {
                              "children (node_groups; 0: the root pool only)", low=0),
     "node_rows": Param(4096, int, "most (candidate, group) pairs re-tuned in one batch of children, the nearest "
                        "to pruning first (node_groups)", low=1),
+    "node_warm_start": Param(True, bool, "start each re-tuned row from the π last tuned for the same node "
+                             "(block sequence) and group in any search of the solve (node_groups.WarmStarts); "
+                             "off: from the pool's best"),
     "corner_root_gap": Param(0.10, float, "pair_groups searches a block's corner only when its root bound is "
                              "within this share of the incumbent", low=0.0),
     "open_rebounds": Param(20, int, "open boxes re-bounded at the final λ when a search stops early", low=0),
@@ -100,6 +103,7 @@ class GeneralSettings:
     enumeration_steps_total: int = 2_000_000
     node_iterations: int = 8
     node_rows: int = 4096
+    node_warm_start: bool = True
     corner_root_gap: float = 0.10
     open_rebounds: int = 20
     max_splits: int = 50_000

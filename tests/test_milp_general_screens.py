@@ -1,0 +1,164 @@
+"""The cheaper paths of the ``general`` search: screens, warm starts, the last-block table.
+
+* the group bound read on each group's best few rows first (``GroupTables.group_bounds``
+  with ``skip``) equals the full bound wherever the screen does not prune, and is
+  below it (and prunes) where it does; the same through ``combined_bound`` with
+  rows tuned at ancestors read first;
+* the unreachable-scenario test on the unpruned candidates only marks the same ones;
+* the last-block table, filled row by row from the valid cells only, stays sorted and
+  equals the one built from the gain table (``_gains``) entry for entry;
+* a row started from a stored π (``WarmStarts``) begins at the value the tuning that
+  stored it ended with (a cold start does not) and still bounds every SAA-feasible
+  completion; the store keeps the newest within its limit; whole solves with and
+  without warm starts agree.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from milp_instances import tiny_instance
+from test_milp_general import _all_sequences, _feasible_sequence_weights, _group_setup
+from test_milp_general_nodes import _prefixes
+from test_milp_general_pairs import _pair_search
+
+from deplbench.formulations.general import solve_general
+from deplbench.formulations.general.groups import SCREEN_ROWS, GroupPool, GroupTables
+from deplbench.formulations.general.node_groups import WARM_ENTRY_BYTES, NodeGroups, WarmStarts, combined_bound
+
+
+def _pair_with_pool(S=24, horizon=6):
+    prob, s = _pair_search(S=S, horizon=horizon)
+    pool = GroupPool(prob, np.arange(prob.S))
+    pool.extend(s, math.inf, iters=12)
+    s.groups = GroupTables(pool, s)
+    return prob, s
+
+
+def _random_states(prob, s, n, seed=0):
+    """n candidate states (k, L) after random prefixes, reproducibly."""
+    rng = np.random.default_rng(seed)
+    k = rng.integers(1, s.kmax, size=n)
+    L = prob.l0 - rng.uniform(0.0, 1.0, size=(prob.S, n)) * (prob.l0 - prob.lmax) * 1.3
+    return k, L
+
+
+def test_group_bound_screen_is_exact_where_it_does_not_prune():
+    prob, s = _pair_with_pool()
+    T = s.groups
+    assert T._Pi_pad.shape[1] > 2 * SCREEN_ROWS          # the screen is in use
+    k, L = _random_states(prob, s, 300)
+    Vk = s.pool_values(k, 0)
+    full = T.group_bounds(Vk, L)
+    cut = np.quantile(full.min(axis=0), 0.5)               # about half prunable
+    seen = []
+
+    def skip(b):
+        seen.append(b.copy())
+        return b >= cut
+
+    screened = T.group_bounds(Vk, L, skip=skip)
+    assert np.all(screened <= full + 1e-12)
+    pruned = screened.min(axis=0) >= cut
+    np.testing.assert_array_equal(screened[:, ~pruned], full[:, ~pruned])
+    assert pruned.any() and (~pruned).any()
+    assert np.all(seen[0] <= full.min(axis=0) + 1e-12)     # the screen is a weaker bound
+
+
+def test_combined_bound_reads_tuned_rows_first_and_is_exact_where_it_matters():
+    prob, s = _pair_with_pool()
+    ng = s.node_groups = NodeGroups(s)
+    k, L = _random_states(prob, s, 120, seed=1)
+    _, rows = ng.tune(k, np.zeros(k.size, dtype=int), L, 0, np.full(k.size, 1e12))     # read from every k on
+    assert rows is not None
+    full = combined_bound(s, k, 0, L, 0, (rows,))
+    cut = np.quantile(full, 0.4)
+    part = combined_bound(s, k, 0, L, 0, (rows,), skip=lambda b: b >= cut)
+    keep = part < cut
+    assert np.all(part <= full + 1e-12) and np.all(full[~keep] >= cut)
+    np.testing.assert_array_equal(part[keep], full[keep])
+    assert keep.any() and (~keep).any()
+    # the unreachable test, on the unpruned only, marks the same unpruned candidates
+    every = s.mark_unreachable(full.copy(), k, 0, L, None)
+    some = s.mark_unreachable(full.copy(), k, 0, L, lambda b: b >= cut)
+    np.testing.assert_array_equal(some[full < cut], every[full < cut])
+
+
+def test_last_block_table_equals_the_one_from_the_gain_table():
+    prob, s = _pair_search(S=16, horizon=7)
+    for u in range(prob.M):
+        # a few scenarios first (the screen's): the array stays sorted with the other rows unfilled
+        starts = list(range(1, s.kmax, 2))
+        T = s._last_tables(u, starts, rows=np.array([2, 5, 11]))
+        part = T["flat"][T["pos0"][starts[0]]:T["pos0"][starts[-1] + 1]]     # the slice a query searches
+        assert np.all(np.diff(part) >= 0) and T["done"].sum() == 3 * len(starts)
+    for u, k in ((u, k) for u in range(prob.M) for k in range(s.kmax)):
+        T = s._last_tables(u, range(s.kmax))
+        G = s._gains(k, u)
+        maxlen = G.shape[1]
+        ll, jj = np.nonzero(np.arange(maxlen + 1)[None, :] <= np.arange(1, maxlen + 1)[:, None])
+        weight = jj * s.w_hi[u] + (ll + 1 - jj) * s.w_lo[u]
+        order = np.argsort(weight, kind="stable")
+        ref = np.maximum.accumulate(G[:, ll[order], jj[order]], axis=1)
+        ref = ref + ((T["row0"][k] + np.arange(prob.S)) * T["span"])[:, None]
+        np.testing.assert_array_equal(T["flat"][T["pos0"][k]:T["pos0"][k + 1]], ref.ravel())
+        np.testing.assert_array_equal(T["weight"][T["wpos0"][k]:T["wpos0"][k + 1]], weight[order])
+
+
+def test_warm_starts_keep_the_newest_within_their_limit():
+    entry = 4 * 8 + WARM_ENTRY_BYTES
+    store = WarmStarts(limit=3 * entry)                    # three π of four floats
+    for i in range(4):
+        store.put(("s", i), np.full(4, float(i)))
+    assert store.get(("s", 0)) is None                      # the oldest went
+    assert store.get(("s", 3))[0] == 3.0 and store.started == 1
+    store.put(("s", 1), np.full(4, 9.0))                    # a replacement keeps the count
+    assert store.bytes == 3 * entry and store.get(("s", 1))[0] == 9.0
+    store.put(("s", 4), np.zeros(4))
+    assert store.get(("s", 2)) is None and store.get(("s", 1)) is not None
+
+
+@pytest.mark.parametrize("seed", [0, 2])
+def test_warm_started_rows_begin_where_the_last_tuning_ended_and_stay_valid(seed):
+    prob, search, pool, tables = _group_setup(seed, 40)
+    search.groups = tables
+    feas = _feasible_sequence_weights(prob, search, _all_sequences(search))
+    cands = _prefixes(prob, search, feas, 0)[::3]
+    ng = search.node_groups = NodeGroups(search)
+    assert ng.warm is not None
+    k = np.array([len(p) for p, *_ in cands])
+    v = np.array([p[-1] for p, *_ in cands])
+    L = np.stack([c[1] for c in cands], axis=1)
+    keys = [("BlockSearch", p) for p, *_ in cands]
+    target = np.full(k.size, 1e12)
+    ng.iters = 4
+    h1, rows1 = ng.tune(k, v, L, 0, target, keys=keys)
+    assert ng.warm.started == 0 and len(ng.warm.store) == rows1.group.size
+    ng.iters = 1                                           # the first iterate only
+    h2, rows2 = ng.tune(k, v, L, 0, target, keys=keys)
+    assert ng.warm.started == rows2.group.size > 0
+    np.testing.assert_allclose(h2, h1, rtol=0, atol=1e-9)  # it is the π the last tuning kept
+    ng.warm = None
+    h3, _ = ng.tune(k, v, L, 0, target, keys=keys)         # cold: from the pool's best
+    assert np.all(h3 <= h1 + 1e-9) and np.any(h3 < h1 - 1e-6)
+    rest = np.array([c[3] for c in cands])
+    assert np.all(h2.min(axis=1) <= rest + 1e-7)
+
+
+@pytest.mark.parametrize("shape", [(3, 2), (2, 3)])
+def test_solves_with_and_without_warm_starts_agree(shape):
+    """Instances whose searches meet the same nodes again (warm starts happen): the same
+    optimum with and without them (brute force checks this instance in
+    ``test_milp_general_nodes``, slow)."""
+    n_datasets, n_clusters = shape
+    inst = tiny_instance(seed=0, n_datasets=n_datasets, n_clusters=n_clusters, horizon=6, n_models=3,
+                         all_switches=True)
+    warm = solve_general(inst, scenarios=40, time_limit=None)
+    cold = solve_general(inst, scenarios=40, time_limit=None, settings={"node_warm_start": False})
+    assert warm.diagnostics["node_warm_starts"] > 0 and cold.diagnostics["node_warm_starts"] == 0
+    assert warm.params["general_settings"]["node_warm_start"] is True
+    assert warm.status == cold.status == "optimal", (warm.message, cold.message)
+    assert warm.cost == pytest.approx(cold.cost, rel=1e-6)
+    assert max(warm.lower_bound, cold.lower_bound) <= min(warm.cost, cold.cost) * (1 + 1e-9)
