@@ -52,6 +52,10 @@ def test_group_bound_screen_is_exact_where_it_does_not_prune():
     k, L = _random_states(prob, s, 300)
     Vk = s.pool_values(k, 0)
     full = T.group_bounds(Vk, L)
+    # independently, from the pool itself: per group, the largest V^π + π·(L − ℓmax) of its rows
+    val = Vk.T + T.Pi @ (L - prob.lmax)                                       # (R, C)
+    ref = np.maximum(np.maximum.reduceat(val, T.starts, axis=0), 0.0)
+    np.testing.assert_allclose(full, ref, rtol=0, atol=1e-9)
     cut = np.quantile(full.min(axis=0), 0.5)               # about half prunable
     seen = []
 
@@ -62,7 +66,7 @@ def test_group_bound_screen_is_exact_where_it_does_not_prune():
     screened = T.group_bounds(Vk, L, skip=skip)
     assert np.all(screened <= full + 1e-12)
     pruned = screened.min(axis=0) >= cut
-    np.testing.assert_array_equal(screened[:, ~pruned], full[:, ~pruned])
+    np.testing.assert_allclose(screened[:, ~pruned], full[:, ~pruned], rtol=0, atol=1e-12)
     assert pruned.any() and (~pruned).any()
     assert np.all(seen[0] <= full.min(axis=0) + 1e-12)     # the screen is a weaker bound
 
@@ -70,20 +74,30 @@ def test_group_bound_screen_is_exact_where_it_does_not_prune():
 def test_combined_bound_reads_tuned_rows_first_and_is_exact_where_it_matters():
     prob, s = _pair_with_pool()
     ng = s.node_groups = NodeGroups(s)
-    k, L = _random_states(prob, s, 120, seed=1)
-    _, rows = ng.tune(k, np.zeros(k.size, dtype=int), L, 0, np.full(k.size, 1e12))     # read from every k on
+    k_t, L_t = _random_states(prob, s, 60, seed=2)
+    k_t[0] = 1                                                                # read from every k on
+    _, rows = ng.tune(k_t, np.zeros(k_t.size, dtype=int), L_t, 0, np.full(k_t.size, 1e12))
     assert rows is not None
+    k, L = _random_states(prob, s, 200, seed=1)                               # other states
+    base = np.random.default_rng(3).uniform(0.0, 1.0, size=k.size)            # per-candidate weight so far
     full = combined_bound(s, k, 0, L, 0, (rows,))
-    cut = np.quantile(full, 0.4)
-    part = combined_bound(s, k, 0, L, 0, (rows,), skip=lambda b: b >= cut)
-    keep = part < cut
-    assert np.all(part <= full + 1e-12) and np.all(full[~keep] >= cut)
-    np.testing.assert_array_equal(part[keep], full[keep])
+    cut = np.quantile(base + full, 0.4)
+    calls = []
+
+    def skip(b):
+        calls.append(b.size)
+        return base + b >= cut
+
+    part = combined_bound(s, k, 0, L, 0, (rows,), skip=skip)
+    keep = base + part < cut
+    assert len(calls) >= 2 and calls[0] == k.size          # tuned rows, then the pool's screen
+    assert np.all(part <= full + 1e-9) and np.all(base[~keep] + full[~keep] >= cut)
+    np.testing.assert_allclose(part[keep], full[keep], rtol=0, atol=1e-12)
     assert keep.any() and (~keep).any()
     # the unreachable test, on the unpruned only, marks the same unpruned candidates
     every = s.mark_unreachable(full.copy(), k, 0, L, None)
-    some = s.mark_unreachable(full.copy(), k, 0, L, lambda b: b >= cut)
-    np.testing.assert_array_equal(some[full < cut], every[full < cut])
+    some = s.mark_unreachable(full.copy(), k, 0, L, lambda b: base + b >= cut)
+    np.testing.assert_array_equal(some[base + full < cut], every[base + full < cut])
 
 
 def test_last_block_table_equals_the_one_from_the_gain_table():
@@ -105,6 +119,25 @@ def test_last_block_table_equals_the_one_from_the_gain_table():
         ref = ref + ((T["row0"][k] + np.arange(prob.S)) * T["span"])[:, None]
         np.testing.assert_array_equal(T["flat"][T["pos0"][k]:T["pos0"][k + 1]], ref.ravel())
         np.testing.assert_array_equal(T["weight"][T["wpos0"][k]:T["wpos0"][k + 1]], weight[order])
+
+
+def test_last_block_bound_on_a_partly_filled_table_equals_the_full_one():
+    """The screen's scenarios fill their rows first; a query then equals a fresh search's
+    over a fully filled table, and so does a later full query on the same table."""
+    prob, lazy = _pair_search(S=60, horizon=7)
+    _, full = _pair_search(S=60, horizon=7)
+    m = int(np.nonzero(lazy.last_only)[0][0]) if lazy.last_only.any() else 0
+    rng = np.random.default_rng(4)
+    kc = rng.integers(1, lazy.kmax, size=40)
+    L = prob.l0 - rng.uniform(0.1, 0.8, size=(prob.S, kc.size)) * (prob.l0 - prob.lmax)
+    rows = np.argsort(-L.max(axis=1), kind="stable")[:24]                    # more than p + 1 = 13
+    for u in lazy.next_models[m]:
+        full._last_tables(u, range(full.kmax))                               # every row filled
+    screened = lazy._last_block_bound(kc, m, L, rows)
+    assert np.isfinite(screened).sum() > 5 and np.all(screened > 0)          # cells found, and bounds
+    np.testing.assert_array_equal(screened, full._last_block_bound(kc, m, L, rows))
+    assert not all(T["done"].all() for T in lazy._last_cache.values())      # only the screen's rows filled
+    np.testing.assert_array_equal(lazy._last_block_bound(kc, m, L, None), full._last_block_bound(kc, m, L, None))
 
 
 def test_warm_starts_keep_the_newest_within_their_limit():
@@ -162,3 +195,13 @@ def test_solves_with_and_without_warm_starts_agree(shape):
     assert warm.status == cold.status == "optimal", (warm.message, cold.message)
     assert warm.cost == pytest.approx(cold.cost, rel=1e-6)
     assert max(warm.lower_bound, cold.lower_bound) <= min(warm.cost, cold.cost) * (1 + 1e-9)
+
+
+def test_a_solve_with_warm_starts_is_repeated_exactly():
+    """The store lives in one solve: the same instance twice gives the same nodes, warm
+    starts, bounds and cost."""
+    inst = tiny_instance(seed=0, n_datasets=3, n_clusters=2, horizon=6, n_models=3, all_switches=True)
+    a, b = (solve_general(inst, scenarios=40, time_limit=None) for _ in range(2))
+    for key in ("nodes", "node_warm_starts", "tuned_rows", "pair_searches"):
+        assert a.diagnostics[key] == b.diagnostics[key], key
+    assert (a.cost, a.lower_bound) == (b.cost, b.lower_bound)

@@ -381,7 +381,7 @@ class NodeGroups:
             for i, (b, g) in enumerate(zip(b_row.tolist(), g_row.tolist())):
                 start = self.warm.get((keys[b], g))
                 if start is not None:
-                    pi[i] = start * mask[i]
+                    pi[i] = np.minimum(start, self.box) * mask[i]     # the box may have moved since
         slack = (L[self.members[g_row], b_row[:, None]] - self.lmax) * mask
         k_row, v_row, t_row = k[b_row], v[b_row], target[b_row]
         k0, C, nr = int(k_row.min()), need + 1, b_row.size
@@ -421,10 +421,12 @@ class NodeGroups:
             # in-out smoothing (groups._kelley): between the best π so far and the LP's
             w = opts.kelley_smoothing
             pi = np.where(live[:, None], (w * best_pi + (1.0 - w) * np.clip(x, 0.0, self.box)) * mask, best_pi)
-        h[b_row, g_row] = np.maximum(h[b_row, g_row], best_h)
         if named:
+            # the better of the best iterate and the pool's start is kept for the next search
+            kept = np.where((best_h >= h[b_row, g_row])[:, None], best_pi, pi0[b_row, g_row])
             for i, (b, g) in enumerate(zip(b_row.tolist(), g_row.tolist())):
-                self.warm.put((keys[b], g), best_pi[i])
+                self.warm.put((keys[b], g), kept[i])
+        h[b_row, g_row] = np.maximum(h[b_row, g_row], best_h)
         assert best_V is not None       # the first iteration runs the DP of every row
         Vf = None
         if self.forced:

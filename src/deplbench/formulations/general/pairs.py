@@ -509,9 +509,8 @@ class PairSearch(BlockSearch):
                 valid = jj <= ll                                               # (span, span+1)
                 pre = L + P.J[:, k, P.switch_index[(m_last, m)]] if m_last >= 0 else L
                 G = self._gains(k, m, span)                                    # (S, ℓ, j)
-                # loss pre − G above ℓmax + tol, i.e. G below pre − ℓmax − tol: the losses of the
-                # block (_block) are formed only for the cells kept below
-                viol = np.count_nonzero(G < (pre - (P.lmax + LOSS_TOL))[:, None, None], axis=0)   # (ℓ, j)
+                # the losses pre − G (_block) are kept only for the cells used below
+                viol = np.count_nonzero(pre[:, None, None] - G > P.lmax + LOSS_TOL, axis=0)    # (ℓ, j)
                 feas = valid & (viol <= P.p)
                 Wl = W + jj * self.w_hi[m] + (ll - jj) * self.w_lo[m]           # (ℓ, j)
                 dead = self._leaves(m, k, seq, pre, G, feas, Wl, stats, prune_tol, on_leaf, leaf_bound, bound_only)
