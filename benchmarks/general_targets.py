@@ -50,6 +50,15 @@ README's measured-performance table has the current numbers):
   root bound was more than 10 % below the incumbent were seldom closed
   (|D| = 7 seed 1: 6 of 103, 39 of the 67 s; |D| = 9 seed 2: none of 36,
   27 of the 76 s); they are skipped (``corner_root_gap``);
+* warm starts and screens (2026-11-25): |D| = 10 seed 2 stayed at a 3.4 %
+  gap at 60 s beside a busy loop, 66–100 s without a limit: 68 of its 98 s
+  (profiled) went to 282 corner searches whose node batches ran all eight
+  Kelley iterations from the pool's π. Starting each row from the π last
+  tuned for the same node in any search (``node_groups.WarmStarts``) took it
+  from 644 to 584 nodes and the corners from 67 to 42 s; reading the tuned
+  rows and each group's best pool rows first, and filling the last-block
+  table only for the screen's scenarios, took the rest to 57–59 s beside a
+  busy loop (same nodes);
 * Kelley's loop once had 0.3 of the time limit and other phases shares of
   it adding up to 0.75: the same instance gave different node counts and a
   different outcome under load (706 nodes loaded against about 350 idle at
