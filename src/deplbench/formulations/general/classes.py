@@ -215,27 +215,34 @@ def assignment_bounds(prob, pool, lam: float, ranges_list, tables: ClusterTables
             break
         Wc, Gc, kc = W[sl], G[sl], kmax[sl]
         used = np.nonzero(np.isfinite(Wc).any(axis=(0, 2)))[0]
-        V = np.zeros((Wc.shape[0], a.shape[0], P.M))            # V[k+1]: completions after epoch k
+        # model-major (M, a, R): every per-model slice below is contiguous; the work
+        # arrays are allocated once per chunk (a fresh one per epoch cost more than the sums)
+        WT = np.ascontiguousarray(Wc.transpose(1, 2, 0))        # (N, M, a)
+        shape = (P.M, Wc.shape[0], a.shape[0])
+        V = np.zeros(shape)                                     # V[k+1]: completions after epoch k
+        Vk, node, enter, t = np.empty(shape), np.empty(shape), np.empty(shape), np.empty(shape)
         root = None
         for k in range(Kb - 1, -1, -1):
-            node = None
-            for u in used:
-                # +inf on unused slots stays +inf (γ = 0 there)
-                t = Wc[:, u, None, :] - Gc[:, u, None, None] * a[None, :, k, :]      # (a, R, M)
-                node = t if node is None else np.minimum(node, t)
-            enter = node + V
+            aT = a[:, k, :].T                                     # (M, R)
+            for i, u in enumerate(used):
+                # W − γ·a; +inf on unused slots stays +inf (γ = 0 there)
+                np.multiply(Gc[None, :, u, None], aT[:, None, :], out=t)
+                np.subtract(WT[u][:, :, None], t, out=node if i == 0 else t)
+                if i > 0:
+                    np.minimum(node, t, out=node)
+            np.add(node, V, out=enter)
             if k == 0:
-                root = enter.min(axis=2)                          # at least one epoch
+                root = enter.min(axis=0)                          # at least one epoch
                 break
-            Vk = enter.copy()                                     # stay on the model
+            np.copyto(Vk, enter)                                  # stay on the model
             Jk = pool.J[:, k, :]
             for m, m2, pj in moves:
-                np.minimum(Vk[:, :, m], enter[:, :, m2] + Jk[None, :, pj], out=Vk[:, :, m])
+                np.minimum(Vk[m], enter[m2] + Jk[None, :, pj], out=Vk[m])
             np.minimum(Vk, 0.0, out=Vk)
             short = k >= kc
             if short.any():
-                Vk[short] = 0.0
-            V = Vk
+                Vk[:, short] = 0.0
+            V, Vk = Vk, V
         if root is None:
             continue
         val = root + slack[None, :]                                # (a, R)
