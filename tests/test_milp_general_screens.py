@@ -180,6 +180,7 @@ def test_warm_started_rows_begin_where_the_last_tuning_ended_and_stay_valid(seed
     assert np.all(h2.min(axis=1) <= rest + 1e-7)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("shape", [(3, 2), (2, 3)])
 def test_solves_with_and_without_warm_starts_agree(shape):
     """Instances whose searches meet the same nodes again (warm starts happen): the same
@@ -197,6 +198,7 @@ def test_solves_with_and_without_warm_starts_agree(shape):
     assert max(warm.lower_bound, cold.lower_bound) <= min(warm.cost, cold.cost) * (1 + 1e-9)
 
 
+@pytest.mark.slow
 def test_a_solve_with_warm_starts_is_repeated_exactly():
     """The store lives in one solve: the same instance twice gives the same nodes, warm
     starts, bounds and cost."""
