@@ -57,8 +57,8 @@ README's measured-performance table has the current numbers):
   tuned for the same node in any search (``node_groups.WarmStarts``) took it
   from 644 to 584 nodes and the corners from 67 to 42 s; reading the tuned
   rows and each group's best pool rows first, and filling the last-block
-  table only for the screen's scenarios, took the rest to 57–59 s beside a
-  busy loop (same nodes);
+  table only for the screen's scenarios, took it to 57–65 s beside a busy
+  loop in four runs (same nodes; the machine's speed varied by about ±10 %);
 * Kelley's loop once had 0.3 of the time limit and other phases shares of
   it adding up to 0.75: the same instance gave different node counts and a
   different outcome under load (706 nodes loaded against about 350 idle at

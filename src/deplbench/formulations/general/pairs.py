@@ -275,9 +275,7 @@ class PairSearch(BlockSearch):
             # the same elementwise sums as below, so a slice of a larger table is bit-identical
             return hit[:, :maxlen, :maxlen + 1]
         total, top = block_sums(self.prob, k, m)
-        # γ_lo·Σa + (γ_hi − γ_lo)·top, summed in place (the same elementwise sums)
-        G = np.multiply(top[:, :maxlen, :maxlen + 1], self.gamma_hi - self.gamma_lo)
-        G += self.gamma_lo * total[:, :maxlen, None]
+        G = self._gain(total[:, :maxlen, None], top[:, :maxlen, :maxlen + 1])
         # a search meets the same (start, model) at about 4 nodes (|D| = 6 datasets, S = 200):
         # keep the tables within GAIN_CACHE_BYTES, oldest dropped first
         if hit is not None:
@@ -288,6 +286,10 @@ class PairSearch(BlockSearch):
             self._gain_cache[(k, m)] = G
             self._gain_bytes += G.nbytes
         return G
+
+    def _gain(self, total: np.ndarray, top: np.ndarray) -> np.ndarray:
+        """γ_lo·Σ a + (γ_hi − γ_lo)·(the j largest a), elementwise (``block_sums``' arrays)."""
+        return self.gamma_lo * total + (self.gamma_hi - self.gamma_lo) * top
 
     def _block(self, k: int, m: int, pre: np.ndarray, maxlen: int) -> np.ndarray:
         """Optimistic losses (S, maxlen, maxlen+1) of every block (ℓ, j) of m from
@@ -339,10 +341,9 @@ class PairSearch(BlockSearch):
                 T["cells"][k] = (ll[order], jj[order])
                 T["weight"][T["wpos0"][k]:T["wpos0"][k + 1]] = weight[order]
             ll, jj = T["cells"][k]
-            # the _gains entries of the valid cells only, in weight order (same elementwise sums)
+            # the _gains entries of the valid cells only, in weight order
             total, top = block_sums(P, k, u)
-            cells = np.take(top.reshape(P.S, -1)[todo], ll * top.shape[2] + jj, axis=1)
-            Mx = self.gamma_lo * total[todo][:, ll] + (self.gamma_hi - self.gamma_lo) * cells
+            Mx = self._gain(total[todo][:, ll], np.take(top.reshape(P.S, -1)[todo], ll * top.shape[2] + jj, axis=1))
             np.maximum.accumulate(Mx, axis=1, out=Mx)                                 # (rows, C) non-decreasing
             Mx += ((T["row0"][k] + todo) * T["span"])[:, None]
             T["flat"][T["pos0"][k]:T["pos0"][k + 1]].reshape(P.S, -1)[todo] = Mx
@@ -417,13 +418,12 @@ class PairSearch(BlockSearch):
         return best
 
     # ------------------------------------------------------------- search
-    def _leaves(self, m: int, k: int, seq: tuple, pre: np.ndarray, G: np.ndarray, feas: np.ndarray, Wl: np.ndarray,
+    def _leaves(self, m: int, k: int, seq: tuple, losses: np.ndarray, feas: np.ndarray, Wl: np.ndarray,
                 stats: SearchStats, prune_tol: float, on_leaf, leaf_bound, bound_only: bool) -> np.ndarray:
         """The leaves of one model block: its Pareto-minimal feasible cells (n_hi = j, n_lo = ℓ − j:
         neither one fewer γ_hi epoch (ℓ−1, j−1) nor one fewer γ_lo epoch (ℓ−1, j) is feasible),
         realised and evaluated; returns the cells proved to have no feasible order (``dead``).
-        A cell's optimistic losses are ``pre`` − ``G`` (prefix losses minus the block's gains,
-        :meth:`_gains`). Sets ``stats.aborted`` when the caller asked for a restart."""
+        Sets ``stats.aborted`` when the caller asked for a restart."""
         dead = np.zeros_like(feas)       # relaxed-feasible, but no placement is (proved)
         seen = np.zeros_like(feas)
         while True:
@@ -447,8 +447,7 @@ class PairSearch(BlockSearch):
                     stats.discard(lb_leaf)
                     continue
                 full = seq + ((m, k, int(j), int(li) + 1),)
-                losses = pre - G[:, li, j]                  # the cell's optimistic losses (_block)
-                vseq, decided = realise(self, full, losses)
+                vseq, decided = realise(self, full, losses[:, li, j])
                 if vseq is None and decided:
                     # no order of these counts meets the quantile: an infeasible
                     # cell, so the cells above it and its continuations are searched
@@ -458,7 +457,7 @@ class PairSearch(BlockSearch):
                 if vseq is None:
                     # undecided: its bound holds for it and for every cell above it
                     stats.unrealised += 1
-                    pick = placements(self, full, losses)[0]
+                    pick = placements(self, full, losses[:, li, j])[0]
                     lb_u = lb_leaf if leaf_bound is None else max(
                         lb_leaf, leaf_bound(sequence(self, full, pick)))
                     stats.discard(lb_u)
@@ -508,12 +507,11 @@ class PairSearch(BlockSearch):
                 ll = np.arange(1, span + 1)[:, None]
                 valid = jj <= ll                                               # (span, span+1)
                 pre = L + P.J[:, k, P.switch_index[(m_last, m)]] if m_last >= 0 else L
-                G = self._gains(k, m, span)                                    # (S, ℓ, j)
-                # the losses pre − G (_block) are kept only for the cells used below
-                viol = np.count_nonzero(pre[:, None, None] - G > P.lmax + LOSS_TOL, axis=0)    # (ℓ, j)
+                losses = self._block(k, m, pre, span)                         # (S, ℓ, j)
+                viol = np.count_nonzero(losses > P.lmax + LOSS_TOL, axis=0)   # (ℓ, j)
                 feas = valid & (viol <= P.p)
                 Wl = W + jj * self.w_hi[m] + (ll - jj) * self.w_lo[m]           # (ℓ, j)
-                dead = self._leaves(m, k, seq, pre, G, feas, Wl, stats, prune_tol, on_leaf, leaf_bound, bound_only)
+                dead = self._leaves(m, k, seq, losses, feas, Wl, stats, prune_tol, on_leaf, leaf_bound, bound_only)
                 if stats.aborted:
                     return []
                 feas = feas & ~dead
@@ -532,7 +530,7 @@ class PairSearch(BlockSearch):
                 li, ji, base = li[keep], ji[keep], base[keep]
                 if li.size == 0:
                     continue
-                Lc = pre[:, None] - G[:, li, ji]                                # (S, C) their losses
+                Lc = losses[:, li, ji]                                          # (S, C)
                 cbs = self.completion_bound(k + li + 1, 2 * m, Lc,
                                             skip=lambda b, base=base: base + b >= thr(), tuned=tuned)
                 if self.last_only[m]:
