@@ -29,7 +29,7 @@ from milp_instances import tiny_instance
 from deplbench.formulations.general import placement as general_placement
 from deplbench.formulations.general import solve_general
 from deplbench.formulations.general.leaves import Leaves
-from deplbench.formulations.general.pairs import PairSearch, pair_applies
+from deplbench.formulations.general.pairs import PairSearch, block_cells, block_sums, cell_index, pair_applies
 from deplbench.formulations.general.placement import feasible, place, sequence
 from deplbench.formulations.general.search import Config, Problem
 from deplbench.formulations.general.settings import GeneralSettings
@@ -155,6 +155,21 @@ def _exact_losses(prob, search, seq, his):
     return prob.losses(search.vm[sequence(search, seq, his)], search.vgamma[sequence(search, seq, his)])
 
 
+def test_block_cells_are_l_major_and_their_sums_are_the_blocks():
+    prob, s = _pair_search()
+    for span in (1, 2, 5):
+        ll, jj = block_cells(span)
+        assert ll.size == span * (span + 3) // 2 and np.all(jj <= ll + 1)
+        np.testing.assert_array_equal(cell_index(ll, jj), np.arange(ll.size))
+    k, m = 1, 2
+    total, top = block_sums(prob, k, m)
+    ll, jj = block_cells(prob.K - k)
+    for c in range(ll.size):
+        win = prob.a[:, k:k + ll[c] + 1, m]                                  # the block's ℓ epochs
+        np.testing.assert_allclose(total[:, c], win.sum(axis=1), rtol=1e-12)
+        np.testing.assert_allclose(top[:, c], -np.sort(-win, axis=1)[:, :jj[c]].sum(axis=1), rtol=1e-12, atol=0)
+
+
 def test_optimistic_block_is_the_best_order_scenario_by_scenario():
     prob, s = _pair_search()
     rng = np.random.default_rng(0)
@@ -163,7 +178,7 @@ def test_optimistic_block_is_the_best_order_scenario_by_scenario():
         k = int(rng.integers(0, 3))
         ell = int(rng.integers(1, s.kmax - k + 1))
         j = int(rng.integers(0, ell + 1))
-        opt = s._block(k, m, np.full(prob.S, prob.l0), s.kmax - k)[:, ell - 1, j]
+        opt = s._block(k, m, np.full(prob.S, prob.l0), s.kmax - k)[:, cell_index(ell - 1, j)]
         every = []
         for hi in _orders(ell, j):
             gam = np.where(np.isin(np.arange(ell), hi), s.gamma_hi, s.gamma_lo)
@@ -242,7 +257,7 @@ def _cells_min_weight(prob, s, k0, m, L):
             grid = s._block(k0, u, pre, s.kmax - k0)
             for ell in range(1, s.kmax - k0 + 1):
                 for j in range(ell + 1):
-                    ok = grid[:, ell - 1, j] <= prob.lmax + 1e-9
+                    ok = grid[:, cell_index(ell - 1, j)] <= prob.lmax + 1e-9
                     weight = j * s.w_hi[u] + (ell - j) * s.w_lo[u]
                     per = np.where(ok, np.minimum(per, weight), per)
                     if np.count_nonzero(~ok) <= prob.p:
@@ -264,7 +279,7 @@ def test_one_block_bound_is_exact_and_its_screen_is_below_it():
     rng = np.random.default_rng(2)
     for k0 in (1, 3):
         # prefix losses a one-block completion can bring to ℓmax, but not always cheaply
-        reach = s._gains(k0, 2)[:, -1, -1]                       # every epoch left, all on γ_hi
+        reach = s._gains(k0, 2)[:, -1]                           # every epoch left, all on γ_hi
         L = prob.lmax + rng.uniform(0.1, 0.9, (prob.S, 6)) * reach[:, None]
         exact, feasible_min = _cells_min_weight(prob, s, k0, m, L)
         bound = s.last_block_bound(np.full(6, k0), m, L)

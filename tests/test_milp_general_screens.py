@@ -27,6 +27,7 @@ from test_milp_general_pairs import _pair_search
 from deplbench.formulations.general import solve_general
 from deplbench.formulations.general.groups import SCREEN_ROWS, GroupPool, GroupTables
 from deplbench.formulations.general.node_groups import WARM_ENTRY_BYTES, NodeGroups, WarmStarts, combined_bound
+from deplbench.formulations.general.pairs import block_cells
 
 
 def _pair_with_pool(S=24, horizon=6):
@@ -103,21 +104,25 @@ def test_combined_bound_reads_tuned_rows_first_and_is_exact_where_it_matters():
 def test_last_block_table_equals_the_one_from_the_gain_table():
     prob, s = _pair_search(S=16, horizon=7)
     for u in range(prob.M):
-        # a few scenarios first (the screen's): the array stays sorted with the other rows unfilled
+        # a few scenarios first (the screen's): only their rows are stored, and the array stays sorted
         starts = list(range(1, s.kmax, 2))
         T = s._last_tables(u, starts, rows=np.array([2, 5, 11]))
-        part = T["flat"][T["pos0"][starts[0]]:T["pos0"][starts[-1] + 1]]     # the slice a query searches
-        assert np.all(np.diff(part) >= 0) and T["done"].sum() == 3 * len(starts)
+        assert np.all(np.diff(T["flat"][:T["used"]]) >= 0)
+        assert T["slots"] == 3 * len(starts) == (T["slot"] >= 0).sum()
+        assert T["used"] == 3 * T["ncell"][starts].sum()
     for u, k in ((u, k) for u in range(prob.M) for k in range(s.kmax)):
         T = s._last_tables(u, range(s.kmax))
+        assert np.all(np.diff(T["flat"][:T["used"]]) >= 0) and (T["slot"][:s.kmax] >= 0).all()
         G = s._gains(k, u)
-        maxlen = G.shape[1]
-        ll, jj = np.nonzero(np.arange(maxlen + 1)[None, :] <= np.arange(1, maxlen + 1)[:, None])
+        ll, jj = block_cells(s.kmax - k)
+        assert G.shape == (prob.S, ll.size)
         weight = jj * s.w_hi[u] + (ll + 1 - jj) * s.w_lo[u]
         order = np.argsort(weight, kind="stable")
-        ref = np.maximum.accumulate(G[:, ll[order], jj[order]], axis=1)
-        ref = ref + ((T["row0"][k] + np.arange(prob.S)) * T["span"])[:, None]
-        np.testing.assert_array_equal(T["flat"][T["pos0"][k]:T["pos0"][k + 1]], ref.ravel())
+        ref = np.maximum.accumulate(G[:, order], axis=1)
+        for row in range(prob.S):
+            slot = T["slot"][k, row]
+            got = T["flat"][T["first"][slot]:T["first"][slot] + T["ncell"][k]]
+            np.testing.assert_array_equal(got, ref[row] + slot * T["span"])
         np.testing.assert_array_equal(T["weight"][T["wpos0"][k]:T["wpos0"][k + 1]], weight[order])
 
 
@@ -136,7 +141,7 @@ def test_last_block_bound_on_a_partly_filled_table_equals_the_full_one():
     screened = lazy._last_block_bound(kc, m, L, rows)
     assert np.isfinite(screened).sum() > 5 and np.all(screened > 0)          # cells found, and bounds
     np.testing.assert_array_equal(screened, full._last_block_bound(kc, m, L, rows))
-    assert not all(T["done"].all() for T in lazy._last_cache.values())      # only the screen's rows filled
+    assert all(T["slots"] < full._last_cache[u]["slots"] for u, T in lazy._last_cache.items())  # screen rows only
     np.testing.assert_array_equal(lazy._last_block_bound(kc, m, L, None), full._last_block_bound(kc, m, L, None))
 
 

@@ -105,6 +105,8 @@ import time
 
 import numpy as np
 
+from deplbench.formulations.general.minplus import jump_table, step_min
+
 #: Rows per group read first by ``GroupTables.group_bounds`` when it may skip candidates.
 SCREEN_ROWS = 4
 
@@ -449,13 +451,11 @@ class GroupTables:
         # The pool's draws as they are now, with Pi and starts: the switch
         # layers built later must use the same rows even if the pool grows.
         self._a, self._J = a, J
-        jidx = search.jump_index()
         V = np.zeros((K + 1, R, nv))
-        tail = np.broadcast_to(np.array([[0.0, np.inf]]), (R, 2))
+        jumps = jump_table(search, J)                                     # (R, K, ·, ·)
+        enter = search.w[None, None, :] - search.vgamma[None, None, :] * a[:, :, search.vm]   # (R, K, nv)
         for k in range(K - 1, -1, -1):
-            Jx = np.concatenate([J[:, k, :], tail], axis=1)[:, jidx]   # (R, nv_from, nv_to)
-            enter = search.w[None, :] - search.vgamma[None, :] * a[:, k, search.vm] + V[k + 1]
-            V[k] = np.minimum((enter[:, None, :] + Jx).min(axis=2), 0.0)
+            V[k] = np.minimum(step_min(search, enter[:, k] + V[k + 1], jumps[:, k]), 0.0)
         # (k, v) → (R,) contiguous for the node bound
         self.V = np.ascontiguousarray(V.transpose(0, 2, 1))            # (K+1, nv, R)
         if K >= 1:

@@ -79,6 +79,7 @@ import math
 
 import numpy as np
 
+from deplbench.formulations.general.minplus import largest_decrease
 from deplbench.formulations.general.node_groups import combined_bound, node_tuner, tune_children
 from deplbench.formulations.general.placement import placements, realise, sequence
 from deplbench.formulations.general.search import (
@@ -86,7 +87,6 @@ from deplbench.formulations.general.search import (
     BlockSearch,
     SearchStats,
     depth_first,
-    largest_decrease,
     order_invariant,
     prunable,
 )
@@ -106,22 +106,37 @@ SHIFT_SLACK = 1e-9
 SCREEN = 24
 
 
+def block_cells(span: int):
+    """The cells (ℓ − 1, j) of blocks of 1..``span`` epochs, ℓ-major: row ℓ − 1 holds
+    j = 0..ℓ, so cell (ℓ − 1, j) is at :func:`cell_index` and the cells of the
+    shorter blocks are a prefix. Returns ``(ll, jj)``, each (span·(span+3)/2,)."""
+    return np.nonzero(np.arange(span + 1)[None, :] <= np.arange(1, span + 1)[:, None])
+
+
+def cell_index(li, j):
+    """Position of cell (ℓ − 1 = ``li``, j) in the ℓ-major order of :func:`block_cells`."""
+    return li * (li + 3) // 2 + j
+
+
 def block_sums(prob, k: int, m: int):
-    """Per scenario, the sums of a block of model m from epoch k: ``total`` (S, L)
-    (Σ a over ℓ = 1..L epochs) and ``top`` (S, L, L+1) (the j largest of them, −∞
-    for j > ℓ), with L = K̄ − k. Independent of the assignment, so kept on the
-    problem (within ``BLOCK_CACHE_BYTES``, oldest dropped first)."""
+    """Per scenario and cell (ℓ, j) of :func:`block_cells`, the sums of a block of
+    model m from epoch k: ``total`` (S, n) (Σ a over its ℓ epochs) and ``top``
+    (S, n) (the j largest of them), for every ℓ ≤ L = K̄ − k (n = L(L+3)/2).
+    Independent of the assignment, so kept on the problem (within
+    ``BLOCK_CACHE_BYTES``, oldest dropped first)."""
     cache = prob.__dict__.setdefault("_pair_blocks", {})
     hit = cache.get((k, m))
     if hit is not None:
         return hit
     S, L = prob.S, prob.K - k
     win = prob.a[:, k:, m]                                                   # (S, L)
-    total = np.cumsum(win, axis=1)
-    top = np.full((S, L, L + 1), -np.inf)
-    top[:, :, 0] = 0.0
+    ll, _ = block_cells(L)
+    total = np.cumsum(win, axis=1)[:, ll]
+    top = np.empty((S, ll.size))
     for ell in range(1, L + 1):
-        top[:, ell - 1, 1:ell + 1] = np.cumsum(np.sort(win[:, :ell], axis=1)[:, ::-1], axis=1)
+        at = cell_index(ell - 1, 0)
+        top[:, at] = 0.0
+        top[:, at + 1:at + ell + 1] = np.cumsum(np.sort(win[:, :ell], axis=1)[:, ::-1], axis=1)
     size = total.nbytes + top.nbytes
     used = prob.__dict__.get("_pair_bytes", 0)
     while cache and used + size > BLOCK_CACHE_BYTES:
@@ -254,7 +269,7 @@ class PairSearch(BlockSearch):
     @property
     def Dn(self) -> np.ndarray:
         """(kmax+1, S, nv): the largest loss decrease any completion from (k, v) can
-        make, per scenario (``search.largest_decrease``), without the μ
+        make, per scenario (``minplus.largest_decrease``), without the μ
         tables of :meth:`BlockSearch._table`, which this search does not use."""
         if self._dn is None:
             self._dn = largest_decrease(self)
@@ -262,20 +277,20 @@ class PairSearch(BlockSearch):
 
     # ----------------------------------------------------------- one block
     def _gains(self, k: int, m: int, maxlen: int | None = None) -> np.ndarray:
-        """Optimistic loss decrease of every (ℓ, j) block of model m from epoch k.
+        """Optimistic loss decrease of every cell (ℓ, j) of a block of model m from epoch k.
 
-        (S, maxlen, maxlen+1), maxlen ≤ kmax − k (default: kmax − k): axis 1 is
-        ℓ − 1, axis 2 the γ_hi epochs j = 0..ℓ (−∞ where j > ℓ): γ_lo·Σ a +
-        (γ_hi − γ_lo)·(the j largest a of the block), scenario by scenario
-        (module docstring).
+        (S, n): the cells of :func:`block_cells` (``maxlen``), maxlen ≤ kmax − k
+        (default: kmax − k): γ_lo·Σ a + (γ_hi − γ_lo)·(the j largest a of the
+        block), scenario by scenario (module docstring).
         """
         maxlen = self.kmax - k if maxlen is None else maxlen
+        n = cell_index(maxlen, 0)
         hit = self._gain_cache.get((k, m))
-        if hit is not None and hit.shape[1] >= maxlen:
-            # the same elementwise sums as below, so a slice of a larger table is bit-identical
-            return hit[:, :maxlen, :maxlen + 1]
+        if hit is not None and hit.shape[1] >= n:
+            # the same elementwise sums as below, so a prefix of a longer table is bit-identical
+            return hit[:, :n]
         total, top = block_sums(self.prob, k, m)
-        G = self._gain(total[:, :maxlen, None], top[:, :maxlen, :maxlen + 1])
+        G = self._gain(total[:, :n], top[:, :n])
         # a search meets the same (start, model) at about 4 nodes (|D| = 6 datasets, S = 200):
         # keep the tables within GAIN_CACHE_BYTES, oldest dropped first
         if hit is not None:
@@ -292,62 +307,53 @@ class PairSearch(BlockSearch):
         return self.gamma_lo * total + (self.gamma_hi - self.gamma_lo) * top
 
     def _block(self, k: int, m: int, pre: np.ndarray, maxlen: int) -> np.ndarray:
-        """Optimistic losses (S, maxlen, maxlen+1) of every block (ℓ, j) of m from
-        epoch k after prefix losses ``pre`` (+∞ where j > ℓ)."""
-        return pre[:, None, None] - self._gains(k, m, maxlen)
+        """Optimistic losses (S, n) of every cell (ℓ, j) of :func:`block_cells` (``maxlen``)
+        of a block of m from epoch k after prefix losses ``pre``."""
+        return pre[:, None] - self._gains(k, m, maxlen)
 
     def _last_tables(self, u: int, starts, rows=None) -> dict:
-        """Per terminal model u, one sorted array holding, for every start k' and
-        scenario s, the running maximum of the block's optimistic gains over its
-        cells (ℓ, j) sorted by linear weight; filled row by row as the starts
-        ``starts`` and scenarios ``rows`` (None: all) are first needed — the
-        screen of ``last_block_bound`` reads a few scenarios and almost never
-        the rest. Row (k', s) is shifted by (row number)·span so that the whole
-        array stays sorted and one searchsorted answers every (child, scenario)
-        query of a node; a row not yet filled holds its shift only (sorted, and
-        never matched by a query)."""
+        """Per terminal model u, one sorted array holding, for every filled row (start k',
+        scenario s), the running maximum of the block's optimistic gains over its cells
+        (ℓ, j) sorted by linear weight. Rows are filled as the starts ``starts`` and
+        scenarios ``rows`` (None: all) are first needed — the screen of
+        ``last_block_bound`` reads a few scenarios and almost never the rest — and
+        appended in that order: the row in slot i is shifted by i·span, so the
+        whole array stays sorted and one searchsorted answers every (child,
+        scenario) query of a node. Only filled rows are stored."""
         P = self.prob
         T = self._last_cache.get(u)
         if T is None:
             K = self.kmax
-            ncell = np.array([(K - k) * (K - k + 3) // 2 for k in range(K + 1)], dtype=np.int64)
-            pos0 = np.concatenate([[0], np.cumsum(P.S * ncell)])                 # segment starts
-            wpos0 = np.concatenate([[0], np.cumsum(ncell)])
-            row0 = np.arange(K + 2) * P.S
             gmax = max(self.gamma_hi, self.gamma_lo) * float(P.cumA[:, -1, u].max()) + 1.0
-            span = 2.0 * gmax + 1.0
-            T = {"ncell": ncell, "pos0": pos0, "wpos0": wpos0, "row0": row0, "span": span, "gmax": gmax,
-                 "flat": np.empty(int(pos0[-1])), "weight": np.full(int(wpos0[-1]), np.inf),
-                 "done": np.zeros((K + 1, P.S), bool), "placed": np.zeros(K + 1, bool), "cells": {}}
+            ncell = np.array([(K - k) * (K - k + 3) // 2 for k in range(K + 1)], dtype=np.int64)
+            T = {"ncell": ncell, "wpos0": np.concatenate([[0], np.cumsum(ncell)]), "span": 2.0 * gmax + 1.0,
+                 "gmax": gmax, "weight": np.full(int(ncell.sum()), np.inf), "cells": {},
+                 "slot": np.full((K + 1, P.S), -1, dtype=np.int64),     # (k', s) -> slot, −1: not filled
+                 "first": np.zeros(64, dtype=np.int64),                  # slot -> its first position
+                 "flat": np.empty(1024), "used": 0, "slots": 0}
             self._last_cache[u] = T
-        wanted = [int(x) for x in starts]
         srows = np.arange(P.S) if rows is None else np.asarray(rows)
-        for k in range(min(wanted), max(wanted) + 1):
-            if not T["placed"][k]:       # every row of the searched slice holds at least its shift
-                shift = (T["row0"][k] + np.arange(P.S)) * T["span"]
-                T["flat"][T["pos0"][k]:T["pos0"][k + 1]].reshape(P.S, -1)[:] = shift[:, None]
-                T["placed"][k] = True
-        for k in wanted:
+        for k in (int(x) for x in starts):
             if k >= self.kmax:
                 continue
-            todo = srows[~T["done"][k, srows]]
+            todo = srows[T["slot"][k, srows] < 0]
             if todo.size == 0:
                 continue
             if k not in T["cells"]:
-                maxlen = self.kmax - k
-                ll, jj = np.nonzero(np.arange(maxlen + 1)[None, :] <= np.arange(1, maxlen + 1)[:, None])
+                ll, jj = block_cells(self.kmax - k)
                 weight = jj * self.w_hi[u] + (ll + 1 - jj) * self.w_lo[u]
                 order = np.argsort(weight, kind="stable")
-                T["cells"][k] = (ll[order], jj[order])
+                T["cells"][k] = order
                 T["weight"][T["wpos0"][k]:T["wpos0"][k + 1]] = weight[order]
-            ll, jj = T["cells"][k]
-            # the _gains entries of the valid cells only, in weight order
+            order = T["cells"][k]
+            # the _gains entries, in weight order
             total, top = block_sums(P, k, u)
-            Mx = self._gain(total[todo][:, ll], np.take(top.reshape(P.S, -1)[todo], ll * top.shape[2] + jj, axis=1))
+            Mx = self._gain(total[todo][:, order], top[todo][:, order])
             np.maximum.accumulate(Mx, axis=1, out=Mx)                                 # (rows, C) non-decreasing
-            Mx += ((T["row0"][k] + todo) * T["span"])[:, None]
-            T["flat"][T["pos0"][k]:T["pos0"][k + 1]].reshape(P.S, -1)[todo] = Mx
-            T["done"][k, todo] = True
+            slots = T["slots"] + np.arange(todo.size)
+            Mx += (slots * T["span"])[:, None]
+            _append_rows(T, slots, Mx)
+            T["slot"][k, todo] = slots
         return T
 
     def last_block_bound(self, kc: np.ndarray, m: int, L: np.ndarray, cut=None) -> np.ndarray:
@@ -400,13 +406,10 @@ class PairSearch(BlockSearch):
             # table and query add the same shift (same integer times the same float) and
             # rounding to nearest is monotone, so a cell can only be found earlier (cheaper);
             # SHIFT_SLACK lowers the need further, which can only lower the bound
-            shift = (T["row0"][kc_l][None, :] + srows[:, None]) * T["span"]                 # (rows, C')
-            q = np.clip(need - SHIFT_SLACK, -1.0, T["gmax"]) + shift
-            # only the slice of the starts asked for is searched (the rest may be unfilled)
-            a0, a1 = int(T["pos0"][kc_l.min()]), int(T["pos0"][kc_l.max() + 1])
-            idx = np.searchsorted(T["flat"][a0:a1], q.ravel(), side="left").reshape(q.shape) + a0
-            start = T["pos0"][kc_l][None, :] + srows[:, None] * T["ncell"][kc_l][None, :]
-            cell = idx - start
+            slot = T["slot"][kc_l[None, :], srows[:, None]]                                # (rows, C'), filled
+            q = np.clip(need - SHIFT_SLACK, -1.0, T["gmax"]) + slot * T["span"]
+            idx = np.searchsorted(T["flat"][:T["used"]], q.ravel(), side="left").reshape(q.shape)
+            cell = idx - T["first"][slot]
             ok = cell < T["ncell"][kc_l][None, :]
             per = np.where(ok, T["weight"][np.where(ok, T["wpos0"][kc_l][None, :] + cell, 0)], np.inf)
             if q_at < 0:
@@ -447,7 +450,7 @@ class PairSearch(BlockSearch):
                     stats.discard(lb_leaf)
                     continue
                 full = seq + ((m, k, int(j), int(li) + 1),)
-                vseq, decided = realise(self, full, losses[:, li, j])
+                vseq, decided = realise(self, full, losses[:, cell_index(li, j)])
                 if vseq is None and decided:
                     # no order of these counts meets the quantile: an infeasible
                     # cell, so the cells above it and its continuations are searched
@@ -457,7 +460,7 @@ class PairSearch(BlockSearch):
                 if vseq is None:
                     # undecided: its bound holds for it and for every cell above it
                     stats.unrealised += 1
-                    pick = placements(self, full, losses[:, li, j])[0]
+                    pick = placements(self, full, losses[:, cell_index(li, j)])[0]
                     lb_u = lb_leaf if leaf_bound is None else max(
                         lb_leaf, leaf_bound(sequence(self, full, pick)))
                     stats.discard(lb_u)
@@ -507,9 +510,9 @@ class PairSearch(BlockSearch):
                 ll = np.arange(1, span + 1)[:, None]
                 valid = jj <= ll                                               # (span, span+1)
                 pre = L + P.J[:, k, P.switch_index[(m_last, m)]] if m_last >= 0 else L
-                losses = self._block(k, m, pre, span)                         # (S, ℓ, j)
-                viol = np.count_nonzero(losses > P.lmax + LOSS_TOL, axis=0)   # (ℓ, j)
-                feas = valid & (viol <= P.p)
+                losses = self._block(k, m, pre, span)                         # (S, cells)
+                feas = np.zeros(valid.shape, bool)                             # (ℓ, j)
+                feas[valid] = np.count_nonzero(losses > P.lmax + LOSS_TOL, axis=0) <= P.p
                 Wl = W + jj * self.w_hi[m] + (ll - jj) * self.w_lo[m]           # (ℓ, j)
                 dead = self._leaves(m, k, seq, losses, feas, Wl, stats, prune_tol, on_leaf, leaf_bound, bound_only)
                 if stats.aborted:
@@ -530,7 +533,7 @@ class PairSearch(BlockSearch):
                 li, ji, base = li[keep], ji[keep], base[keep]
                 if li.size == 0:
                     continue
-                Lc = losses[:, li, ji]                                          # (S, C)
+                Lc = losses[:, cell_index(li, ji)]                              # (S, C)
                 cbs = self.completion_bound(k + li + 1, 2 * m, Lc,
                                             skip=lambda b, base=base: base + b >= thr(), tuned=tuned)
                 if self.last_only[m]:
@@ -556,6 +559,22 @@ class PairSearch(BlockSearch):
         return depth_first(root, expand, ub, prune_tol, deadline, nodes_left)
 
 
+def _append_rows(T: dict, slots: np.ndarray, rows: np.ndarray) -> None:
+    """Append ``rows`` (n, C) to the last-block table ``T`` as its next slots ``slots``
+    (``PairSearch._last_tables``); the arrays grow by doubling."""
+    n, C = rows.shape
+    used, end = T["used"], T["used"] + n * C
+    if end > T["flat"].size:
+        grown = np.empty(max(end, 2 * T["flat"].size))
+        grown[:used] = T["flat"][:used]
+        T["flat"] = grown
+    if T["slots"] + n > T["first"].size:
+        first = np.zeros(max(T["slots"] + n, 2 * T["first"].size), dtype=np.int64)
+        first[:T["slots"]] = T["first"][:T["slots"]]
+        T["first"] = first
+    T["flat"][used:end] = rows.ravel()
+    T["first"][slots] = used + C * np.arange(n)
+    T["used"], T["slots"] = end, T["slots"] + n
 
 
-__all__ = ["PairSearch", "block_sums", "pair_applies"]
+__all__ = ["PairSearch", "block_cells", "block_sums", "cell_index", "pair_applies"]

@@ -44,6 +44,7 @@ from typing import Any
 
 import numpy as np
 
+from deplbench.formulations.general.minplus import largest_decrease
 from deplbench.formulations.general.node_groups import combined_bound, node_tuner, tune_children
 from deplbench.formulations.general.settings import GeneralSettings
 from deplbench.formulations.last_block import LOSS_TOL
@@ -208,23 +209,6 @@ def prunable(bound: float, ub: float, tol: float) -> bool:
     if math.isinf(ub):
         return bound == math.inf
     return bound >= ub - tol * abs(ub)
-
-
-def largest_decrease(search) -> np.ndarray:
-    """Dn (kmax+1, S, nv): per scenario, the most negative loss change (improvements
-    minus switch jumps) any completion from (k, v) can make, stopping included —
-    the μ → ∞ end of the per-scenario DP (a backward min-plus recursion over
-    ``search``'s epoch × virtual-model graph, forbidden switches at +∞)."""
-    P = search.prob
-    S, nv, K = P.S, search.nv, search.kmax
-    jidx = search.jump_index()
-    tail = np.array([[0.0, np.inf]])
-    Dn = np.zeros((K + 1, S, nv))
-    for k in range(K - 1, -1, -1):
-        Jv = np.concatenate([P.J[:, k, :], np.broadcast_to(tail, (S, 2))], axis=1)[:, jidx]   # (S, from, to)
-        gain = search.vgamma[None, :] * P.a[:, k, search.vm]
-        Dn[k] = np.minimum(((-gain + Dn[k + 1])[:, None, :] + Jv).min(axis=2), 0.0)
-    return Dn
 
 
 @dataclass

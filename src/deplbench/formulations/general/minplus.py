@@ -1,0 +1,85 @@
+"""One backward step of the min-plus recursions over a search's (epoch × virtual model) graph.
+
+The pool's group tables V^π (``groups.GroupTables``) and the largest loss
+decrease Dn (:func:`largest_decrease`), built for every search, take, at
+each epoch k and for each virtual model v = (model, γ-group), the minimum
+over the successors u of v (staying included) of enter_k(u) + jump_k(v → u):
+eq. (3)'s switch jump between two models, none between the groups of one
+model, +∞ for a forbidden switch.
+
+Unless the loss is order-invariant (then ``BlockSearch`` keeps only
+increasing virtual-model orders), a jump depends on the two *models* only.
+The minimum is then taken over the groups of each target model first, then
+over the models: G² times fewer terms, and bit-identical, because rounding
+to nearest is monotone: min_g fl(x_g + J) = fl(min_g x_g + J).
+
+References
+----------
+DepL paper eq. (3), Sec. III (model switches and their loss jumps).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def model_jumps(search) -> np.ndarray | None:
+    """(M, M) column of the jump m → m' in the extended jump array ``[J, 0, +∞]``
+    (P: staying, P + 1: forbidden), or None when the search's successors are not
+    the same for every group of a model (order-invariant loss)."""
+    cached = search.__dict__.get("_model_jumps", False)
+    if cached is not False:
+        return cached
+    P, out = search.prob, None
+    if not search.order_invariant:
+        npair = P.J.shape[2]
+        out = np.full((P.M, P.M), npair + 1)
+        for m in range(P.M):
+            out[m, m] = npair
+            for m2 in range(P.M):
+                if m2 != m and P.allowed[m, m2]:
+                    out[m, m2] = P.switch_index[(m, m2)]
+    search._model_jumps = out
+    return out
+
+
+def jump_table(search, J: np.ndarray) -> np.ndarray:
+    """The jumps of :func:`step_min` from per-epoch switch jumps ``J`` (..., P): (..., M, M)
+    per (from, to) model, or (..., nv, nv) per virtual model when
+    :func:`model_jumps` is None (staying and group moves 0, forbidden +∞).
+    Built once for every epoch; :func:`step_min` takes one epoch's slice."""
+    mj = model_jumps(search)
+    tail = np.broadcast_to(np.array([0.0, np.inf]), J.shape[:-1] + (2,))
+    return np.concatenate([J, tail], axis=-1)[..., search.jump_index() if mj is None else mj]
+
+
+def step_min(search, enter: np.ndarray, jumps: np.ndarray) -> np.ndarray:
+    """min over the successors u of v of ``enter[..., u]`` + jump(v → u), for every v.
+
+    ``enter`` (..., nv): the value of entering each virtual model at this
+    epoch; ``jumps``: this epoch's :func:`jump_table` (same leading shape).
+    Returns (..., nv).
+    """
+    G = search.nv // jumps.shape[-1]
+    if G == 1:
+        return (enter[..., None, :] + jumps).min(axis=-1)
+    E = enter.reshape(enter.shape[:-1] + (jumps.shape[-1], G)).min(axis=-1)        # (..., M): best group
+    return np.repeat((E[..., None, :] + jumps).min(axis=-1), G, axis=-1)
+
+
+def largest_decrease(search) -> np.ndarray:
+    """Dn (kmax+1, S, nv): per scenario, the most negative loss change (improvements
+    minus switch jumps) any completion from (k, v) can make, stopping included —
+    the μ → ∞ end of the per-scenario DP (a backward min-plus recursion over
+    ``search``'s epoch × virtual-model graph, forbidden switches at +∞)."""
+    P = search.prob
+    S, nv, K = P.S, search.nv, search.kmax
+    Dn = np.zeros((K + 1, S, nv))
+    jumps = jump_table(search, P.J[:, :K, :])                                    # (S, K, ·, ·)
+    gain = search.vgamma[None, None, :] * P.a[:, :K, search.vm]                   # (S, K, nv)
+    for k in range(K - 1, -1, -1):
+        Dn[k] = np.minimum(step_min(search, -gain[:, k] + Dn[k + 1], jumps[:, k]), 0.0)
+    return Dn
+
+
+__all__ = ["jump_table", "largest_decrease", "model_jumps", "step_min"]
