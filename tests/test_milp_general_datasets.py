@@ -32,6 +32,7 @@ from deplbench.formulations.general.classes import (
     assignment_bounds,
     count_assignments,
     leaf_assignments,
+    rebound,
     seed_assignment,
 )
 from deplbench.formulations.general.groups import GroupPool, GroupTables
@@ -229,6 +230,32 @@ def test_vectorised_bound_equals_group_tables_leaf_by_leaf():
         s = BlockSearch(prob, cfg, lam, k, 1.0)
         s.groups = GroupTables(pool, s)
         assert b[i] == pytest.approx(s.groups.root() + s.const, rel=1e-9, abs=1e-9), leaves[i]
+
+
+def test_rebound_raises_the_open_leaves_below_the_incumbent_only():
+    """rebound keeps the larger of old and new bounds, and leaves a leaf whose bound
+    already reaches ``above`` (never searched) as it is."""
+    import heapq
+
+    from deplbench.formulations.general.boxes import Box
+
+    inst, prob, (bits, vol, gam, beta, lists), pool, lam = _setup(8, 41)
+    tables = ClusterTables(lists, vol, gam, beta)
+    leaves = leaf_assignments(inst, lists)
+    new = assignment_bounds(prob, pool, lam, leaves, tables)
+    fin = np.isfinite(new)
+    old = np.where(fin, new - 1.0, 0.0)                     # every finite leaf can rise by 1
+    above = float(np.median(old[fin]))
+    heap = [(float(b), i, Box(r)) for i, (b, r) in enumerate(zip(old, leaves))]
+    heapq.heapify(heap)
+    raised = rebound(heap, prob, pool, lam, tables, above=above)
+    got = {tie: b for b, tie, _ in heap}
+    after = np.array([got[i] for i in range(len(leaves))])
+    below = old < above
+    np.testing.assert_array_equal(after[~below], old[~below])                 # left as they were
+    np.testing.assert_array_equal(after[below], np.maximum(old[below], new[below]))
+    assert raised == int(np.count_nonzero(after > old)) > 0 and (~below).any()
+    assert heap[0][0] == after.min()                                           # still a heap
 
 
 def _assignment_optimum(inst, prob, cfg):

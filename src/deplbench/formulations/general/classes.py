@@ -276,16 +276,20 @@ def rebound_leaves(heap: list, prob, pool, leaves, tables: ClusterTables, deadli
     iters = prob.settings.rebound_kelley_iterations
     if iters > 0:
         pool.extend(search, deadline, iters=iters)
-    return rebound(heap, prob, pool, lam, tables, deadline)
+    return rebound(heap, prob, pool, lam, tables, deadline, above=leaves.best_cost)
 
 
-def rebound(heap: list, prob, pool, lam: float, tables: ClusterTables, deadline: float = math.inf) -> int:
+def rebound(heap: list, prob, pool, lam: float, tables: ClusterTables, deadline: float = math.inf,
+            above: float = math.inf) -> int:
     """Raise the bounds of the open leaves of ``heap`` (items (bound, tie, box)) in place.
 
     Any λ and any π give valid bounds, so each leaf keeps the larger of its
-    old and new value; the heap is re-heapified. Returns how many rose.
+    old and new value; the heap is re-heapified. Leaves whose bound already
+    reaches ``above`` (the incumbent's cost: they are never searched) are
+    left as they are — on |D| = 10 seed 2, more than half of them. Returns
+    how many rose.
     """
-    leaves = [i for i, item in enumerate(heap) if item[2].is_leaf()]
+    leaves = [i for i, item in enumerate(heap) if item[2].is_leaf() and item[0] < above]
     if not leaves:
         return 0
     new = assignment_bounds(prob, pool, lam, [heap[i][2].ranges for i in leaves], tables, deadline)
