@@ -61,3 +61,21 @@ def test_an_order_invariant_search_takes_the_full_graph():
     val = step_min(s, enter, jump_table(s, Jk))
     other = _pair_search()[1]
     assert not np.array_equal(val, step_min(other, enter, jump_table(other, Jk)))   # fewer successors: dearer
+
+
+def test_pair_searches_with_the_same_gamma_hi_share_their_largest_decrease():
+    """PairSearch.Dn depends on γ_hi and kmax only: a search with another γ_lo gets the
+    cached table, equal bit for bit to its own recursion; another γ_hi gets its own."""
+    from deplbench.formulations.general.pairs import PairSearch
+    from deplbench.formulations.general.search import Config
+
+    prob, s = _pair_search(S=20)
+    first = s.Dn
+    for gamma_lo, gamma_hi in ((0.1, 1.0), (0.9, 1.0), (0.4, 1.2)):
+        cfg = Config(np.array([0, 1]), [0, 0], np.array([gamma_hi, gamma_lo]), np.array([1.0, 0.7]),
+                     np.array([0.0, 0.1]))
+        other = PairSearch(prob, cfg, 1.0, s.kmax, 1.0)
+        assert (other.Dn is first) == (gamma_hi == s.gamma_hi)
+        np.testing.assert_array_equal(other.Dn, largest_decrease(other))
+    assert not first.flags.writeable
+    assert not np.array_equal(other.Dn, first)
