@@ -29,7 +29,15 @@ from milp_instances import tiny_instance
 from deplbench.formulations.general import placement as general_placement
 from deplbench.formulations.general import solve_general
 from deplbench.formulations.general.leaves import Leaves
-from deplbench.formulations.general.pairs import PairSearch, block_cells, block_sums, cell_index, pair_applies
+from deplbench.formulations.general.pairs import (
+    SCREEN,
+    SCREEN_PER_VIOLATION,
+    PairSearch,
+    block_cells,
+    block_sums,
+    cell_index,
+    pair_applies,
+)
 from deplbench.formulations.general.placement import feasible, place, sequence
 from deplbench.formulations.general.search import Config, Problem
 from deplbench.formulations.general.settings import GeneralSettings
@@ -270,9 +278,10 @@ def _cells_min_weight(prob, s, k0, m, L):
 def test_one_block_bound_is_exact_and_its_screen_is_below_it():
     """After a block of model 1 (whose only successor, model 2, is terminal) the
     bound equals its definition computed by enumeration and never exceeds the
-    cheapest cell that meets the quantile. With S = 60 > 2·SCREEN the screen
-    runs: the screened value is never above the exact one and equals it
-    wherever it does not reach the cut."""
+    cheapest cell that meets the quantile. With S = 60 the screen runs (on
+    max(SCREEN, SCREEN_PER_VIOLATION·(p + 1)) < S/2 scenarios): the screened
+    value is never above the exact one and equals it wherever it does not
+    reach the cut."""
     prob, s = _pair_search(S=60, horizon=8)
     m = 1                                        # model 1 → model 2 only (terminal)
     assert s.last_only[m]
@@ -287,6 +296,9 @@ def test_one_block_bound_is_exact_and_its_screen_is_below_it():
         assert np.all(bound <= feasible_min + 1e-9)          # a bound on every completion
         assert np.any(np.isfinite(exact) & (exact > 0))
         cut = np.median(exact[np.isfinite(exact)]) * np.ones(6)
+        fresh = _pair_search(S=60, horizon=8)[1]
+        fresh.last_block_bound(np.full(6, k0), m, L, cut=np.zeros(6))      # the screen prunes every one
+        assert fresh._last_cache[2]["slots"] == max(SCREEN, SCREEN_PER_VIOLATION * (prob.p + 1)) < prob.S // 2
         screened = s.last_block_bound(np.full(6, k0), m, L, cut=cut)
         assert np.all(screened <= bound + 1e-9)
         below = screened < cut

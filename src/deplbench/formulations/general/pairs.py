@@ -104,8 +104,10 @@ GAIN_CACHE_BYTES = 96 * 2**20
 SHIFT_SLACK = 1e-9
 #: Bytes the per-problem largest-decrease tables (``PairSearch.Dn``) may keep.
 DECREASE_CACHE_BYTES = 64 * 2**20
-#: Scenarios (of largest prefix loss) that screen candidates in ``last_block_bound``.
-SCREEN = 24
+#: Scenarios (of largest prefix loss) that screen candidates in ``last_block_bound``:
+#: at least SCREEN, and SCREEN_PER_VIOLATION·(p + 1) (the screen takes the (p+1)-th largest).
+SCREEN = 16
+SCREEN_PER_VIOLATION = 2
 
 
 def block_cells(span: int):
@@ -365,13 +367,15 @@ class PairSearch(BlockSearch):
                 T["cells"][k] = order
                 T["weight"][T["wpos0"][k]:T["wpos0"][k + 1]] = weight[order]
             order = T["cells"][k]
-            # the _gains entries, in weight order
+            # the _gains entries (the same elementwise sums as _gain), in weight order,
+            # written straight into the table's next rows
             total, top = block_sums(P, k, u)
-            Mx = self._gain(total[todo][:, order], top[todo][:, order])
-            np.maximum.accumulate(Mx, axis=1, out=Mx)                                 # (rows, C) non-decreasing
-            slots = T["slots"] + np.arange(todo.size)
+            slots, Mx = _new_rows(T, todo.size, order.size)                           # (rows, C) view
+            at = (todo[:, None], order[None, :])
+            np.multiply(self.gamma_lo, total[at], out=Mx)
+            Mx += (self.gamma_hi - self.gamma_lo) * top[at]
+            np.maximum.accumulate(Mx, axis=1, out=Mx)                                 # non-decreasing
             Mx += (slots * T["span"])[:, None]
-            _append_rows(T, slots, Mx)
             T["slot"][k, todo] = slots
         return T
 
@@ -390,13 +394,15 @@ class PairSearch(BlockSearch):
         (+∞: none).
 
         ``cut`` (C,), optional: values at which a candidate is pruned. The
-        bound is then first computed on the ``SCREEN`` scenarios of largest
+        bound is then first computed on the ``SCREEN`` (at least
+        ``SCREEN_PER_VIOLATION``·(p + 1)) scenarios of largest
         loss only — the (p+1)-th largest over a subset of scenarios is at most
         the one over all, so that screen is a valid (weaker) bound — and on
         all scenarios only for the candidates the screen leaves below ``cut``.
         """
-        if cut is not None and self.prob.S > 2 * SCREEN:
-            rows = np.argsort(-L.max(axis=1), kind="stable")[:SCREEN]
+        screen = max(SCREEN, SCREEN_PER_VIOLATION * (self.prob.p + 1))
+        if cut is not None and self.prob.S > 2 * screen:
+            rows = np.argsort(-L.max(axis=1), kind="stable")[:screen]
             out = self._last_block_bound(kc, m, L, rows)
             rest = np.nonzero(out < cut)[0]
             if rest.size:
@@ -578,10 +584,10 @@ class PairSearch(BlockSearch):
         return depth_first(root, expand, ub, prune_tol, deadline, nodes_left)
 
 
-def _append_rows(T: dict, slots: np.ndarray, rows: np.ndarray) -> None:
-    """Append ``rows`` (n, C) to the last-block table ``T`` as its next slots ``slots``
-    (``PairSearch._last_tables``); the arrays grow by doubling."""
-    n, C = rows.shape
+def _new_rows(T: dict, n: int, C: int):
+    """Reserve the next ``n`` slots of ``C`` cells of the last-block table ``T``
+    (``PairSearch._last_tables``); the arrays grow by doubling. Returns the slots
+    and the (n, C) view of the flat array they occupy."""
     used, end = T["used"], T["used"] + n * C
     if end > T["flat"].size:
         grown = np.empty(max(end, 2 * T["flat"].size))
@@ -591,9 +597,10 @@ def _append_rows(T: dict, slots: np.ndarray, rows: np.ndarray) -> None:
         first = np.zeros(max(T["slots"] + n, 2 * T["first"].size), dtype=np.int64)
         first[:T["slots"]] = T["first"][:T["slots"]]
         T["first"] = first
-    T["flat"][used:end] = rows.ravel()
+    slots = T["slots"] + np.arange(n)
     T["first"][slots] = used + C * np.arange(n)
     T["used"], T["slots"] = end, T["slots"] + n
+    return slots, T["flat"][used:end].reshape(n, C)
 
 
 __all__ = ["PairSearch", "block_cells", "block_sums", "cell_index", "pair_applies"]
