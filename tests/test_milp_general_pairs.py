@@ -29,15 +29,8 @@ from milp_instances import tiny_instance
 from deplbench.formulations.general import placement as general_placement
 from deplbench.formulations.general import solve_general
 from deplbench.formulations.general.leaves import Leaves
-from deplbench.formulations.general.pairs import (
-    SCREEN,
-    SCREEN_PER_VIOLATION,
-    PairSearch,
-    block_cells,
-    block_sums,
-    cell_index,
-    pair_applies,
-)
+from deplbench.formulations.general.cells import block_cells, block_sums, cell_index
+from deplbench.formulations.general.pairs import SCREEN, SCREEN_PER_VIOLATION, PairSearch, pair_applies
 from deplbench.formulations.general.placement import feasible, place, sequence
 from deplbench.formulations.general.search import Config, Problem
 from deplbench.formulations.general.settings import GeneralSettings
@@ -303,6 +296,27 @@ def test_one_block_bound_is_exact_and_its_screen_is_below_it():
         assert np.all(screened <= bound + 1e-9)
         below = screened < cut
         assert np.allclose(screened[below], bound[below], rtol=1e-12, atol=1e-9)
+
+
+def test_a_bound_only_search_stops_at_a_leaf_below_the_incumbent():
+    """A box corner searched only for its bound (pair_groups) cannot discard its block
+    once one of its leaves is below the incumbent: it stops there (``aborted``),
+    with that leaf's bound, below the threshold and at most the optimum."""
+    prob, s0 = _pair_search()
+    cfg = Config(s0.cfg.clusters, list(s0.cfg.classes), s0.cfg.gamma.copy(), s0.cfg.volume.copy(), np.zeros(2))
+    full = Leaves(prob, prob.inst)
+    s = PairSearch(prob, cfg, 1.0, s0.kmax, 1.0)
+    searched = s.run(math.inf, 1e-12, math.inf, lambda v: full.evaluate(s, v, 1e-12))
+    opt = full.best_cost
+    for factor in (1.05, 2.0):
+        ub = opt * factor
+        st = PairSearch(prob, cfg, full.best_price, s.kmax, 1.0).run(ub, 1e-6, math.inf, None, bound_only=True)
+        assert st.aborted and not st.timeout and st.leaves >= 1
+        assert st.lb < ub * (1 - 1e-6) and st.lb <= opt * (1 + 1e-9)
+        assert st.nodes < searched.nodes
+    # below the optimum's bound nothing stops it early: it ends with its bound
+    st = PairSearch(prob, cfg, full.best_price, s.kmax, 1.0).run(opt * 0.5, 1e-6, math.inf, None, bound_only=True)
+    assert not st.aborted and st.lb >= opt * 0.5 * (1 - 1e-6)
 
 
 def test_discarded_cells_keep_a_bound_below_the_optimum():

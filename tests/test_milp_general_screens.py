@@ -27,7 +27,7 @@ from test_milp_general_pairs import _pair_search
 from deplbench.formulations.general import solve_general
 from deplbench.formulations.general.groups import SCREEN_ROWS, GroupPool, GroupTables
 from deplbench.formulations.general.node_groups import WARM_ENTRY_BYTES, NodeGroups, WarmStarts, combined_bound
-from deplbench.formulations.general.pairs import block_cells
+from deplbench.formulations.general.cells import block_cells
 
 
 def _pair_with_pool(S=24, horizon=6):

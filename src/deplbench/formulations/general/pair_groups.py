@@ -92,8 +92,9 @@ class PairGroups:
                     continue
                 st = search.run(ub, tol, deadline, None, nodes_left=self.node_limit, bound_only=True)
                 # every plan of the corner below the incumbent left its bound in st.lb
-                # (+inf: the relaxation has no plan at all, so neither has the block)
-                lb, timeout = st.lb, st.timeout
+                # (+inf: the relaxation has no plan at all, so neither has the block);
+                # aborted: a leaf below the incumbent, the block stays
+                lb, timeout = st.lb, st.timeout or st.aborted
             self.stats["tried"] += 1
             self.stats["seconds"] += time.perf_counter() - t0
             if not timeout and prunable(lb, ub, tol):

@@ -79,6 +79,7 @@ import math
 
 import numpy as np
 
+from deplbench.formulations.general.cells import block_cells, block_sums, cell_index
 from deplbench.formulations.general.minplus import largest_decrease
 from deplbench.formulations.general.node_groups import combined_bound, node_tuner, tune_children
 from deplbench.formulations.general.placement import placements, realise, sequence
@@ -96,8 +97,6 @@ PAIR_TABLE_BYTES = 64 * 2**20
 #: Largest last-block table per terminal model (about S·K̄³/6 floats); beyond it
 #: ``last_block_bound`` is not used (the group bound alone, weaker and still valid).
 LAST_TABLE_BYTES = 256 * 2**20
-#: Bytes the per-problem block sums (``block_sums``) may keep.
-BLOCK_CACHE_BYTES = 256 * 2**20
 #: Bytes one PairSearch may keep of its optimistic gain tables (``_gains``), oldest dropped first.
 GAIN_CACHE_BYTES = 96 * 2**20
 #: Need lowered by this before the shifted searchsorted of ``last_block_bound`` (covers rounding).
@@ -108,47 +107,6 @@ DECREASE_CACHE_BYTES = 64 * 2**20
 #: at least SCREEN, and SCREEN_PER_VIOLATION·(p + 1) (the screen takes the (p+1)-th largest).
 SCREEN = 16
 SCREEN_PER_VIOLATION = 2
-
-
-def block_cells(span: int):
-    """The cells (ℓ − 1, j) of blocks of 1..``span`` epochs, ℓ-major: row ℓ − 1 holds
-    j = 0..ℓ, so cell (ℓ − 1, j) is at :func:`cell_index` and the cells of the
-    shorter blocks are a prefix. Returns ``(ll, jj)``, each (span·(span+3)/2,)."""
-    return np.nonzero(np.arange(span + 1)[None, :] <= np.arange(1, span + 1)[:, None])
-
-
-def cell_index(li, j):
-    """Position of cell (ℓ − 1 = ``li``, j) in the ℓ-major order of :func:`block_cells`."""
-    return li * (li + 3) // 2 + j
-
-
-def block_sums(prob, k: int, m: int):
-    """Per scenario and cell (ℓ, j) of :func:`block_cells`, the sums of a block of
-    model m from epoch k: ``total`` (S, n) (Σ a over its ℓ epochs) and ``top``
-    (S, n) (the j largest of them), for every ℓ ≤ L = K̄ − k (n = L(L+3)/2).
-    Independent of the assignment, so kept on the problem (within
-    ``BLOCK_CACHE_BYTES``, oldest dropped first)."""
-    cache = prob.__dict__.setdefault("_pair_blocks", {})
-    hit = cache.get((k, m))
-    if hit is not None:
-        return hit
-    S, L = prob.S, prob.K - k
-    win = prob.a[:, k:, m]                                                   # (S, L)
-    ll, _ = block_cells(L)
-    total = np.cumsum(win, axis=1)[:, ll]
-    top = np.empty((S, ll.size))
-    for ell in range(1, L + 1):
-        at = cell_index(ell - 1, 0)
-        top[:, at] = 0.0
-        top[:, at + 1:at + ell + 1] = np.cumsum(np.sort(win[:, :ell], axis=1)[:, ::-1], axis=1)
-    size = total.nbytes + top.nbytes
-    used = prob.__dict__.get("_pair_bytes", 0)
-    while cache and used + size > BLOCK_CACHE_BYTES:
-        old = cache.pop(next(iter(cache)))
-        used -= old[0].nbytes + old[1].nbytes
-    cache[(k, m)] = (total, top)
-    prob._pair_bytes = used + size
-    return total, top
 
 
 def pair_applies(prob, cfg) -> bool:
@@ -540,6 +498,10 @@ class PairSearch(BlockSearch):
                 feas[valid] = np.count_nonzero(losses > P.lmax + LOSS_TOL, axis=0) <= P.p
                 Wl = W + jj * self.w_hi[m] + (ll - jj) * self.w_lo[m]           # (ℓ, j)
                 dead = self._leaves(m, k, seq, losses, feas, Wl, stats, prune_tol, on_leaf, leaf_bound, bound_only)
+                if bound_only and stats.lb < thr():
+                    # a corner with a leaf below the incumbent cannot discard its block,
+                    # whatever the rest of its search finds: stop (pair_groups)
+                    stats.aborted = True
                 if stats.aborted:
                     return []
                 feas = feas & ~dead
@@ -603,4 +565,4 @@ def _new_rows(T: dict, n: int, C: int):
     return slots, T["flat"][used:end].reshape(n, C)
 
 
-__all__ = ["PairSearch", "block_cells", "block_sums", "cell_index", "pair_applies"]
+__all__ = ["PairSearch", "pair_applies"]

@@ -219,7 +219,9 @@ class SearchStats:
     search's lower bound is min(incumbent, lb)); ``ub``: the best leaf cost it
     saw; ``timeout``: a limit stopped it (then ``lb`` includes the open nodes),
     ``node_limit``: that limit was the node budget; ``aborted``: the caller
-    asked for a restart (another λ); ``unrealised``/``dead``: two-group leaves
+    asked for a restart (another λ), or a bound-only corner search
+    (``pairs.PairSearch``) met a leaf below the incumbent and can no longer
+    discard its block; ``unrealised``/``dead``: two-group leaves
     that kept only their bound / cells proved to have no feasible order.
     """
 
