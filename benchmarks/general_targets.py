@@ -59,6 +59,18 @@ README's measured-performance table has the current numbers):
   rows and each group's best pool rows first, and filling the last-block
   table only for the screen's scenarios, took it to 57–65 s beside a busy
   loop in four runs (same nodes; the machine's speed varied by about ±10 %);
+* per-search tables (2026-11-26): the same machine then ran the unchanged
+  solve in 52–63 s alone from one hour to the next, so the remaining work
+  per search was cut: each of the 349 searches of |D| = 10 seed 2 placed
+  the shift of every last-block row of each start it touched (now only the
+  rows it fills are stored), built its own largest-decrease table Dn (it
+  depends on γ_hi and the horizon only: 33 keys, now kept on the problem),
+  took every min-plus step over virtual-model pairs (now per model,
+  bit-identical) and formed the j > ℓ half of every block's cells;
+  ``rebound`` re-bounded the leaves already above the incumbent (more than
+  half). Both solves at once on the two cores, same 584 nodes: 49.1 s
+  against 62.8 s CPU for the code before; a corner search now stops at its
+  first leaf below the incumbent (587 nodes, through the warm starts);
 * Kelley's loop once had 0.3 of the time limit and other phases shares of
   it adding up to 0.75: the same instance gave different node counts and a
   different outcome under load (706 nodes loaded against about 350 idle at
