@@ -150,6 +150,7 @@ def frame():
     return make_frame()
 
 
+@pytest.mark.slow          # a whole report (matplotlib figures): 10–12 s
 def test_report_draws_a_mathtext_label_as_plain_text(frame, tmp_path):
     from test_reports import SMALL
 
@@ -162,6 +163,7 @@ def test_report_draws_a_mathtext_label_as_plain_text(frame, tmp_path):
     assert not [e for e in summary.errors if "frac" in e or "ParseException" in e or "mathtext" in e]
 
 
+@pytest.mark.slow          # a whole report (matplotlib figures): 10–12 s
 def test_report_is_written_whole_or_not_at_all(frame, tmp_path, monkeypatch):
     from test_reports import SMALL
 
