@@ -52,6 +52,10 @@ def test_largest_decrease_is_the_full_graph_recursion():
 def test_an_order_invariant_search_takes_the_full_graph():
     prob, s = _pair_search()
     s.order_invariant = True           # its successors would then depend on the group
+    assert model_jumps(s) is None
+    # successors that differ by group (as an order-invariant search keeps them) are
+    # caught by the check against the search's own jump_index, whatever the flag says
+    prob, s = _pair_search()
     s.succ = [[(u, p) for u, p in out if u > v] for v, out in enumerate(s.succ)]
     assert model_jumps(s) is None
     enter, Jk = _random_step(prob, s, np.random.default_rng(1))

@@ -113,6 +113,7 @@ def test_last_block_table_equals_the_one_from_the_gain_table():
     for u, k in ((u, k) for u in range(prob.M) for k in range(s.kmax)):
         T = s._last_tables(u, range(s.kmax))
         assert np.all(np.diff(T["flat"][:T["used"]]) >= 0) and (T["slot"][:s.kmax] >= 0).all()
+        assert T["used"] == T["cap"] == T["flat"].size            # every row, and no more room than that
         G = s._gains(k, u)
         ll, jj = block_cells(s.kmax - k)
         assert G.shape == (prob.S, ll.size)

@@ -452,10 +452,10 @@ class GroupTables:
         # layers built later must use the same rows even if the pool grows.
         self._a, self._J = a, J
         V = np.zeros((K + 1, R, nv))
-        jumps = jump_table(search, J)                                     # (R, K, ·, ·)
         enter = search.w[None, None, :] - search.vgamma[None, None, :] * a[:, :, search.vm]   # (R, K, nv)
         for k in range(K - 1, -1, -1):
-            V[k] = np.minimum(step_min(search, enter[:, k] + V[k + 1], jumps[:, k]), 0.0)
+            # one epoch's jumps at a time: (R, ·, ·), not (R, K, ·, ·)
+            V[k] = np.minimum(step_min(search, enter[:, k] + V[k + 1], jump_table(search, J[:, k, :])), 0.0)
         # (k, v) → (R,) contiguous for the node bound
         self.V = np.ascontiguousarray(V.transpose(0, 2, 1))            # (K+1, nv, R)
         if K >= 1:

@@ -39,6 +39,8 @@ def model_jumps(search) -> np.ndarray | None:
             for m2 in range(P.M):
                 if m2 != m and P.allowed[m, m2]:
                     out[m, m2] = P.switch_index[(m, m2)]
+        if not np.array_equal(out[search.vm][:, search.vm], search.jump_index()):
+            out = None      # the search's own successors differ by group: the full graph
     search._model_jumps = out
     return out
 
@@ -47,7 +49,8 @@ def jump_table(search, J: np.ndarray) -> np.ndarray:
     """The jumps of :func:`step_min` from per-epoch switch jumps ``J`` (..., P): (..., M, M)
     per (from, to) model, or (..., nv, nv) per virtual model when
     :func:`model_jumps` is None (staying and group moves 0, forbidden +∞).
-    Built once for every epoch; :func:`step_min` takes one epoch's slice."""
+    Built for one epoch (``J`` (R, P)) or several at once; :func:`step_min` takes
+    one epoch's."""
     mj = model_jumps(search)
     tail = np.broadcast_to(np.array([0.0, np.inf]), J.shape[:-1] + (2,))
     return np.concatenate([J, tail], axis=-1)[..., search.jump_index() if mj is None else mj]
@@ -75,10 +78,10 @@ def largest_decrease(search) -> np.ndarray:
     P = search.prob
     S, nv, K = P.S, search.nv, search.kmax
     Dn = np.zeros((K + 1, S, nv))
-    jumps = jump_table(search, P.J[:, :K, :])                                    # (S, K, ·, ·)
     gain = search.vgamma[None, None, :] * P.a[:, :K, search.vm]                   # (S, K, nv)
     for k in range(K - 1, -1, -1):
-        Dn[k] = np.minimum(step_min(search, -gain[:, k] + Dn[k + 1], jumps[:, k]), 0.0)
+        # one epoch's jumps at a time: (S, ·, ·), not (S, K, ·, ·)
+        Dn[k] = np.minimum(step_min(search, -gain[:, k] + Dn[k + 1], jump_table(search, P.J[:, k, :])), 0.0)
     return Dn
 
 

@@ -91,9 +91,9 @@ class PairGroups:
                     self.stats["skipped"] += 1
                     continue
                 st = search.run(ub, tol, deadline, None, nodes_left=self.node_limit, bound_only=True)
-                # every plan of the corner below the incumbent left its bound in st.lb
-                # (+inf: the relaxation has no plan at all, so neither has the block);
-                # aborted: a leaf below the incumbent, the block stays
+                # a search that ran to its end left the bound of every plan of the corner
+                # below the incumbent in st.lb (+inf: the relaxation has no plan at all, so
+                # neither has the block); aborted: a leaf below the incumbent, the block stays
                 lb, timeout = st.lb, st.timeout or st.aborted
             self.stats["tried"] += 1
             self.stats["seconds"] += time.perf_counter() - t0

@@ -92,7 +92,7 @@ from deplbench.formulations.general.search import (
     prunable,
 )
 
-#: Largest gain table of one block start (S·K̄·(K̄+1) floats) for which PairSearch is used.
+#: Largest gain table of one block start (bounded by S·K̄·(K̄+1) floats) for which PairSearch is used.
 PAIR_TABLE_BYTES = 64 * 2**20
 #: Largest last-block table per terminal model (about S·K̄³/6 floats); beyond it
 #: ``last_block_bound`` is not used (the group bound alone, weaker and still valid).
@@ -117,10 +117,11 @@ def pair_applies(prob, cfg) -> bool:
     classes (leaves are costed), and not the order-invariant structure
     (there :class:`BlockSearch` keeps only increasing virtual-model orders
     and its tables, which PairSearch reuses, cover only those). The gain
-    table of one block start, S·K̄·(K̄+1) floats, must fit
+    table of one block start, S·K̄(K̄+3)/2 floats (checked as S·K̄·(K̄+1)), must fit
     ``PAIR_TABLE_BYTES``; otherwise the interleaving search is used.
     """
-    return (len(cfg.groups) == 2 and bool(prob.nonneg) and bool(np.all(np.asarray(cfg.gamma) >= 0))
+    return (len(cfg.groups) == 2 and cfg.gamma[cfg.groups[0][0]] >= cfg.gamma[cfg.groups[1][0]]
+            and bool(prob.nonneg) and bool(np.all(np.asarray(cfg.gamma) >= 0))
             and all(c is not None for c in cfg.classes) and not order_invariant(prob)
             and 8 * prob.S * prob.K * (prob.K + 1) <= PAIR_TABLE_BYTES)
 
@@ -138,9 +139,9 @@ class PairSearch(BlockSearch):
     def __init__(self, prob, cfg, lam, kmax, mu_ref):
         super().__init__(prob, cfg, lam, kmax, mu_ref)
         if (len(cfg.groups) != 2 or not prob.nonneg or not np.all(np.asarray(cfg.gamma) >= 0)
-                or order_invariant(prob)):
-            raise ValueError("cfg: PairSearch needs exactly two γ-groups with γ ≥ 0, non-negative improvement "
-                             "draws and an order-dependent loss")
+                or order_invariant(prob) or self.vgamma[0] < self.vgamma[1]):
+            raise ValueError("cfg: PairSearch needs exactly two γ-groups with γ ≥ 0, the larger first, "
+                             "non-negative improvement draws and an order-dependent loss")
         self.gamma_hi, self.gamma_lo = float(self.vgamma[0]), float(self.vgamma[1])
         self.w_hi = self.w[0::2].copy()          # (M,): virtual model v = 2m + g
         self.w_lo = self.w[1::2].copy()
@@ -251,7 +252,8 @@ class PairSearch(BlockSearch):
                 self._dn.setflags(write=False)          # shared by every search with this key
                 while cache and sum(x.nbytes for x in cache.values()) + self._dn.nbytes > DECREASE_CACHE_BYTES:
                     cache.pop(next(iter(cache)))
-                cache[key] = self._dn
+                if self._dn.nbytes <= DECREASE_CACHE_BYTES:
+                    cache[key] = self._dn
         return self._dn
 
     # ----------------------------------------------------------- one block
@@ -309,7 +311,8 @@ class PairSearch(BlockSearch):
                  "gmax": gmax, "weight": np.full(int(ncell.sum()), np.inf), "cells": {},
                  "slot": np.full((K + 1, P.S), -1, dtype=np.int64),     # (k', s) -> slot, −1: not filled
                  "first": np.zeros(64, dtype=np.int64),                  # slot -> its first position
-                 "flat": np.empty(1024), "used": 0, "slots": 0}
+                 "flat": np.empty(min(1024, int(P.S * ncell.sum()))), "used": 0, "slots": 0,
+                 "cap": int(P.S * ncell.sum())}
             self._last_cache[u] = T
         srows = np.arange(P.S) if rows is None else np.asarray(rows)
         for k in (int(x) for x in starts):
@@ -548,11 +551,12 @@ class PairSearch(BlockSearch):
 
 def _new_rows(T: dict, n: int, C: int):
     """Reserve the next ``n`` slots of ``C`` cells of the last-block table ``T``
-    (``PairSearch._last_tables``); the arrays grow by doubling. Returns the slots
-    and the (n, C) view of the flat array they occupy."""
+    (``PairSearch._last_tables``); the arrays grow by doubling, never beyond every
+    row of every start (``cap``, what ``LAST_TABLE_BYTES`` admitted). Returns the
+    slots and the (n, C) view of the flat array they occupy."""
     used, end = T["used"], T["used"] + n * C
     if end > T["flat"].size:
-        grown = np.empty(max(end, 2 * T["flat"].size))
+        grown = np.empty(max(end, min(2 * T["flat"].size, T["cap"])))
         grown[:used] = T["flat"][:used]
         T["flat"] = grown
     if T["slots"] + n > T["first"].size:

@@ -267,7 +267,9 @@ def depth_first(root, expand, ub: float, prune_tol: float, deadline: float,
     first); it sets ``stats.aborted`` to stop. A node whose bound cannot beat
     the incumbent is discarded with its bound; children are explored best
     bound first. Every plan is the incumbent, a leaf whose bound entered
-    ``lb``, or below a discarded node: min(incumbent, ``lb``) is a valid bound.
+    ``lb``, or below a discarded node: min(incumbent, ``lb``) is a valid bound
+    when the search ran to its end (not after ``timeout``, where ``lb``
+    includes the open nodes, nor after ``aborted``, where it does not).
     """
     stats = SearchStats(ub=ub)
     stack = [root]
