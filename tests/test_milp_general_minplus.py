@@ -83,3 +83,18 @@ def test_pair_searches_with_the_same_gamma_hi_share_their_largest_decrease():
         np.testing.assert_array_equal(other.Dn, largest_decrease(other))
     assert not first.flags.writeable
     assert not np.array_equal(other.Dn, first)
+
+
+def test_array_caches_keep_the_newest_within_their_byte_limit():
+    from deplbench.formulations.general.caches import ArrayCache, problem_cache
+
+    cache = ArrayCache(limit=3 * 80)                       # three arrays of ten floats
+    for i in range(4):
+        cache[i] = np.full(10, float(i))
+    assert 0 not in cache and list(cache) == [1, 2, 3] and cache.currsize == 240
+    cache[5] = (np.zeros(5), np.zeros(5))                  # a tuple counts all its arrays
+    assert 1 not in cache and cache.currsize == 240
+    cache[6] = np.zeros(31)                                # larger than the whole limit: not kept
+    assert 6 not in cache and list(cache) == [2, 3, 5]
+    prob = type("P", (), {})()
+    assert problem_cache(prob, "_x", 100) is problem_cache(prob, "_x", 100)   # one per problem

@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from deplbench.formulations.general.caches import problem_cache
+
 #: Bytes the per-problem block sums (``block_sums``) may keep.
 BLOCK_CACHE_BYTES = 256 * 2**20
 
@@ -39,7 +41,7 @@ def block_sums(prob, k: int, m: int):
     (S, n) (the j largest of them), for every ℓ ≤ L = K̄ − k (n = L(L+3)/2).
     Independent of the assignment, so kept on the problem (within
     ``BLOCK_CACHE_BYTES``, oldest dropped first)."""
-    cache = prob.__dict__.setdefault("_pair_blocks", {})
+    cache = problem_cache(prob, "_pair_blocks", BLOCK_CACHE_BYTES)
     hit = cache.get((k, m))
     if hit is not None:
         return hit
@@ -52,13 +54,7 @@ def block_sums(prob, k: int, m: int):
         at = cell_index(ell - 1, 0)
         top[:, at] = 0.0
         top[:, at + 1:at + ell + 1] = np.cumsum(np.sort(win[:, :ell], axis=1)[:, ::-1], axis=1)
-    size = total.nbytes + top.nbytes
-    used = prob.__dict__.get("_pair_bytes", 0)
-    while cache and used + size > BLOCK_CACHE_BYTES:
-        old = cache.pop(next(iter(cache)))
-        used -= old[0].nbytes + old[1].nbytes
     cache[(k, m)] = (total, top)
-    prob._pair_bytes = used + size
     return total, top
 
 

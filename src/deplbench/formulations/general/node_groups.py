@@ -67,6 +67,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from deplbench.formulations.general.caches import ArrayCache
 from deplbench.formulations.general.groups import KelleyMaster, switch_tables
 
 #: Bytes of π one solve's :class:`WarmStarts` may keep, oldest dropped first.
@@ -86,9 +87,13 @@ class WarmStarts:
     """
 
     def __init__(self, limit: int = WARM_BYTES):
-        self.store: dict = {}
-        self.bytes, self.limit = 0, int(limit)
+        self.store = ArrayCache(limit, overhead=WARM_ENTRY_BYTES)
         self.started = 0        # rows started from a stored π (diagnostics["node_warm_starts"])
+
+    @property
+    def bytes(self) -> int:
+        """Bytes counted for the stored π (``WARM_ENTRY_BYTES`` per entry included)."""
+        return int(self.store.currsize)
 
     def get(self, key):
         """The stored π of ``key`` (counted as a warm start), or None."""
@@ -98,18 +103,15 @@ class WarmStarts:
 
     def put(self, key, pi: np.ndarray) -> None:
         """Keep ``pi`` for ``key`` (replacing an older one), dropping the oldest beyond the limit."""
-        old = self.store.pop(key, None)
-        if old is not None:
-            self.bytes -= old.nbytes + WARM_ENTRY_BYTES
-        self.store[key] = pi = np.array(pi, dtype=float)
-        self.bytes += pi.nbytes + WARM_ENTRY_BYTES
-        while self.bytes > self.limit and self.store:
-            self.bytes -= self.store.pop(next(iter(self.store))).nbytes + WARM_ENTRY_BYTES
+        self.store[key] = np.array(pi, dtype=float)
 
 
 def warm_starts(prob) -> WarmStarts:
     """The solve's :class:`WarmStarts`, kept on its problem (one per solve)."""
-    return prob.__dict__.setdefault("_warm_starts", WarmStarts())
+    store = prob.__dict__.get("_warm_starts")
+    if store is None:
+        store = prob.__dict__["_warm_starts"] = WarmStarts()
+    return store
 
 
 @dataclass

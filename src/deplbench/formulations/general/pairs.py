@@ -79,6 +79,7 @@ import math
 
 import numpy as np
 
+from deplbench.formulations.general.caches import ArrayCache, problem_cache
 from deplbench.formulations.general.cells import block_cells, block_sums, cell_index
 from deplbench.formulations.general.minplus import largest_decrease
 from deplbench.formulations.general.node_groups import combined_bound, node_tuner, tune_children
@@ -148,8 +149,7 @@ class PairSearch(BlockSearch):
         self._forced = None      # the group tables with a switch forced first, built on first use
         self._last_cache: dict = {}        # per terminal model: last_block_bound's tables
         self._dn = None
-        self._gain_cache: dict = {}        # (start, model) -> _gains table (GAIN_CACHE_BYTES)
-        self._gain_bytes = 0
+        self._gain_cache = ArrayCache(GAIN_CACHE_BYTES)     # (start, model) -> _gains table
         # models whose blocks end every plan (no allowed switch out of them)
         #: per model, the models an allowed switch leads to (a block is followed by another model)
         self.next_models = [[u for u in range(prob.M) if u != m and prob.allowed[m, u]] for m in range(prob.M)]
@@ -243,17 +243,13 @@ class PairSearch(BlockSearch):
         ``DECREASE_CACHE_BYTES``, oldest dropped first.
         """
         if self._dn is None:
-            P = self.prob
-            cache = P.__dict__.setdefault("_pair_decrease", {})
+            cache = problem_cache(self.prob, "_pair_decrease", DECREASE_CACHE_BYTES)
             key = (self.gamma_hi, self.kmax)
             self._dn = cache.get(key)
             if self._dn is None:
                 self._dn = largest_decrease(self)
                 self._dn.setflags(write=False)          # shared by every search with this key
-                while cache and sum(x.nbytes for x in cache.values()) + self._dn.nbytes > DECREASE_CACHE_BYTES:
-                    cache.pop(next(iter(cache)))
-                if self._dn.nbytes <= DECREASE_CACHE_BYTES:
-                    cache[key] = self._dn
+                cache[key] = self._dn
         return self._dn
 
     # ----------------------------------------------------------- one block
@@ -272,15 +268,8 @@ class PairSearch(BlockSearch):
             return hit[:, :n]
         total, top = block_sums(self.prob, k, m)
         G = self._gain(total[:, :n], top[:, :n])
-        # a search meets the same (start, model) at about 4 nodes (|D| = 6 datasets, S = 200):
-        # keep the tables within GAIN_CACHE_BYTES, oldest dropped first
-        if hit is not None:
-            self._gain_bytes -= self._gain_cache.pop((k, m)).nbytes
-        while self._gain_cache and self._gain_bytes + G.nbytes > GAIN_CACHE_BYTES:
-            self._gain_bytes -= self._gain_cache.pop(next(iter(self._gain_cache))).nbytes
-        if G.nbytes <= GAIN_CACHE_BYTES:
-            self._gain_cache[(k, m)] = G
-            self._gain_bytes += G.nbytes
+        # a search meets the same (start, model) at about 4 nodes (|D| = 6 datasets, S = 200)
+        self._gain_cache[(k, m)] = G
         return G
 
     def _gain(self, total: np.ndarray, top: np.ndarray) -> np.ndarray:
