@@ -13,13 +13,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from deplbench.benchmarks.executors import LocalExecutor
-from deplbench.benchmarks.runner import run_sweep
-from deplbench.benchmarks.store import ResultsStore
-from deplbench.benchmarks.sweep import load_sweep
-from deplbench.formulations.evaluate import evaluate_plan
-from deplbench.instances.generators import generate
-from deplbench.solvers.run import solve
+from deplbench import LocalExecutor, ResultsStore, evaluate_plan, generate, load_sweep, run_sweep, solve
 
 MINI_SWEEP = """
 [sweep]

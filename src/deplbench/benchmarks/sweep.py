@@ -231,6 +231,20 @@ class Sweep:
     """A validated sweep file.
 
     Use :func:`load_sweep` to build one and :meth:`tasks` to expand it.
+
+    Attributes
+    ----------
+    name, description : str
+    time_limit_s : float
+        The default time limit of every task.
+    evaluation : dict
+        The out-of-sample evaluation settings (``samples``, ``seed``).
+    instances : tuple of InstanceGroup
+    algorithms : tuple of AlgorithmEntry
+    source : str or None
+        The file it was read from.
+    text : str
+        The file's text, as stored with every task.
     """
 
     name: str

@@ -63,7 +63,32 @@ _BLOCK = 25_000
 
 @dataclass
 class Evaluation:
-    """Everything :func:`evaluate_plan` measured. ``to_dict()`` is JSON-ready."""
+    """Everything :func:`evaluate_plan` measured. ``to_dict()`` is JSON-ready.
+
+    Attributes
+    ----------
+    cost, compute_cost, transfer_cost : float
+        Objective (2) and its two parts.
+    time : float
+        The plan's training time, constraint (4).
+    epochs : int
+    violations : list of str
+        The broken constraints among (4)–(6), one message each.
+    constraints_ok : bool
+    quantile : float
+        The out-of-sample ω-quantile of ℓ(K) (an estimate).
+    quantile_ci : tuple of float
+        Its distribution-free order-statistics interval at ``confidence``.
+    verdict : str
+        ``"feasible"`` when the constraints hold and ``quantile`` ≤ ``loss_max``.
+    samples, seed, confidence : int, int, float
+        The out-of-sample stream and the intervals' level.
+    violation_count, violation_lb, violation_ub : int, float, float
+        Draws with ℓ(K) > ℓmax and the Clopper–Pearson bounds on the
+        violation probability; ``certified_verdict`` says what they prove.
+    violation_lo, violation_hi, quantile_lo, quantile_hi, exact_verdict
+        Bounds computed without sampling (``exact=True``).
+    """
 
     cost: float
     compute_cost: float

@@ -38,7 +38,21 @@ class Epoch(BaseModel):
 
 
 class Plan(BaseModel):
-    """Per-epoch choices plus the dataset assignment z(d, n)."""
+    """Per-epoch choices plus the dataset assignment z(d, n): one run's decisions of problem (2)–(6).
+
+    Attributes
+    ----------
+    epochs : list of Epoch
+        One entry per active epoch k: model m(k), cluster n with
+        y(k, n) = 1 and allocation x(k, n).
+    datasets : dict of str to list of str
+        Cluster name → the datasets d it holds (z(d, n) = 1).
+
+    See Also
+    --------
+    load_plan : read a plan file.
+    deplbench.formulations.evaluate.evaluate_plan : judge a plan.
+    """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
     epochs: list[Epoch] = Field(default_factory=list)
@@ -93,6 +107,16 @@ def parse_plan(data: Any) -> Plan:
 
 def load_plan(path: str | Path) -> Plan:
     """Read a plan JSON file (a bare plan, or a solver result with a ``plan`` key).
+
+    Parameters
+    ----------
+    path : str or Path
+        A plan as ``Plan.save`` writes it, or a ``deplbench solve --json``
+        result holding one.
+
+    Returns
+    -------
+    Plan
 
     Raises
     ------

@@ -32,7 +32,33 @@ _clean = finite_number
 
 @dataclass
 class SolveResult:
-    """Status, plan, cost, bound, gap, runtime, parameters and diagnostics."""
+    """Status, plan, cost, bound, gap, runtime, parameters and diagnostics.
+
+    Attributes
+    ----------
+    algorithm : str
+        The registry name of the algorithm that produced it.
+    status : str
+        One of :data:`STATUSES` (see the module docstring).
+    message : str
+        Why, for ``infeasible``, ``error``, ``skipped`` and ``time_limit``.
+    plan : Plan or None
+    cost : float or None
+        Objective (2) of ``plan``.
+    lower_bound, gap : float or None
+        A proven bound on the optimum and the relative gap (exact methods).
+    runtime_s : float
+        The algorithm's own wall time.
+    params : dict
+        Every parameter the algorithm ran with, defaults included.
+    diagnostics : dict
+        Algorithm-specific counters (nodes, iterations, timings).
+    evaluation : dict or None
+        The out-of-sample judgement (:meth:`Evaluation.to_dict`); see
+        :attr:`quantile` and :attr:`quantile_ci`.
+    variants : dict
+        The instance's model variants (transfer-cost mode, data rule).
+    """
 
     algorithm: str
     status: str

@@ -151,7 +151,25 @@ class Provenance(BaseModel):
 
 
 class Instance(_Strict):
-    """One instance of problem (2)–(6). See the module docstring."""
+    """One instance of problem (2)–(6) (DepL Sec. III); ``docs/instances.md`` documents every field.
+
+    Attributes
+    ----------
+    initial_loss, loss_max, omega : float
+        ℓ(0), and the target of eq. (3): the ω-quantile of ℓ(K) at most ℓmax.
+    time_max : float
+        Tmax, the deadline of eq. (4).
+    horizon : int
+        K̄, the largest number of epochs.
+    transfer_cost_mode, data_rule : str
+        The two variant flags of the module docstring.
+    models, switches, clusters, datasets, transfer_costs : list
+        The model versions with their loss laws (eq. (8)), the switch jumps,
+        the clusters, the datasets and the transfer costs β(d, n).
+    name, format_version, provenance
+        The instance's name, the format's version (1), and the generator,
+        parameters, seed and assumptions behind it.
+    """
 
     format_version: Annotated[Literal[1], BeforeValidator(_not_bool)] = FORMAT_VERSION
     name: str = "instance"
@@ -467,6 +485,15 @@ def check_shape(data: Any, *, root: str = "instance", error: type[DeplbenchError
 def load_instance(path: str | Path) -> Instance:
     """Read and validate an instance JSON file.
 
+    Parameters
+    ----------
+    path : str or Path
+        A JSON file in the format of ``docs/instances.md``.
+
+    Returns
+    -------
+    Instance
+
     Raises
     ------
     InstanceError
@@ -544,6 +571,8 @@ def instance_schema() -> dict:
     schema = Instance.model_json_schema(by_alias=True)
     schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
     schema["title"] = "deplbench instance"
+    # The class docstring's summary, not its numpydoc sections.
+    schema["description"] = (Instance.__doc__ or "").strip().splitlines()[0]
     return schema
 
 

@@ -7,6 +7,9 @@ registry (an algorithm's label, exactness and style are record columns).
 :func:`deplbench.reports.build.build_report` writes a self-contained directory: ``index.html``, ``figures/*.png|svg``,
 ``tables/*.csv|md`` and ``manifest.json``. What each section computes, and
 which store keys it expects, is documented in ``docs/reports.md``.
+
+Public name (importable from :mod:`deplbench`, the contract): ``build_report``
+(:func:`deplbench.reports.build.build_report`).
 """
 
 __all__ = ["build_report"]

@@ -153,6 +153,15 @@ def _check_class(name: str, cls: Any) -> None:
 def get_solver(name: str) -> type[Solver]:
     """The solver class registered as ``name``.
 
+    Parameters
+    ----------
+    name : str
+        A registry name (``deplbench algorithms`` lists them).
+
+    Returns
+    -------
+    type[Solver]
+
     Raises
     ------
     SolverError
@@ -177,6 +186,11 @@ def available() -> list[str]:
 
 def solver_info(name: str) -> dict[str, Any]:
     """JSON-able metadata of one algorithm (what task records store).
+
+    Parameters
+    ----------
+    name : str
+        A registry name.
 
     Returns
     -------
