@@ -14,7 +14,7 @@ LATEST := .venv-latest
 export PYCHECK := import sys; sys.exit(0 if sys.version_info >= (3, 11) else \
 	"requirements/lock.txt needs Python >= 3.11; run make with PYTHON=python3.11 (or newer)")
 
-.PHONY: setup lint test test-fast test-latest lock bench targets demo reproduce clean
+.PHONY: setup lint test test-fast test-latest lock docs bench targets demo reproduce clean
 
 # The venv's own pip (not upgraded: nothing unpinned is downloaded) installs
 # the locked set, build backend included; then deplbench itself, editable,
@@ -56,17 +56,24 @@ test-fast: $(STAMP)
 test-latest:
 	test -x $(LATEST)/bin/python || $(PYTHON) -m venv $(LATEST)
 	$(LATEST)/bin/python -m pip install -q -U pip
-	$(LATEST)/bin/python -m pip install -q -U -e ".[test,peers]"
+	$(LATEST)/bin/python -m pip install -q -U -e ".[test,peers,docs]"
 	$(LATEST)/bin/python -m pip list --format=freeze | grep -v "^-e\|^deplbench"
 	$(LATEST)/bin/python -m pytest tests -q -p no:cacheprovider $(XDIST)
 
 # Refresh the lock to the newest releases allowed by pyproject.toml (lower
-# bounds only), test extra, peers extra and build backend included.
+# bounds only), test, peers and docs extras and build backend included.
 lock: $(STAMP)
 	$(PY) -m pip install -q pip-tools
 	CUSTOM_COMPILE_COMMAND="make lock" $(PY) -m piptools compile --quiet --upgrade \
-		--allow-unsafe --strip-extras --build-deps-for editable --extra test --extra peers \
+		--allow-unsafe --strip-extras --build-deps-for editable --extra test --extra peers --extra docs \
 		--no-emit-index-url --no-emit-find-links --output-file $(LOCK) pyproject.toml
+
+# The documentation site (mkdocs.yml) into site/, warnings as errors: the
+# user guide from docs/, the CLI and API references generated from the
+# parser and the docstrings, the changelog. `make test` checks that it
+# builds (tests/test_docs_site.py, marked slow).
+docs: $(STAMP)
+	$(PY) -m mkdocs build --strict --site-dir site
 
 # pytest-benchmark suites benchmarks/bench_*.py -> results/bench/bench.json
 # (read by `deplbench report`). Exit status 5 = no suite collected yet: not
@@ -103,4 +110,4 @@ reproduce: $(STAMP)
 	$(VENV)/bin/deplbench report results/full.sqlite --out reports/full --bench-json results/bench
 
 clean:
-	rm -rf $(VENV) $(LATEST) results reports/demo reports/full .pytest_cache .benchmarks .hypothesis
+	rm -rf $(VENV) $(LATEST) results reports/demo reports/full site .pytest_cache .benchmarks .hypothesis

@@ -1,0 +1,67 @@
+"""The documentation site (mkdocs.yml): it builds with warnings as errors, and
+its generated pages cover the whole CLI and the whole public API.
+
+``make docs`` runs the same strict build into ``site/``; here it goes to a
+temporary folder.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import deplbench
+from deplbench import cli
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _hooks():
+    spec = importlib.util.spec_from_file_location("docs_reference_hooks", ROOT / "docs" / "hooks" / "reference.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_cli_reference_has_every_command_s_help():
+    text = _hooks().cli_reference()
+    for command in cli.COMMANDS:
+        assert f"`deplbench {command}`" in text
+        assert f"usage: deplbench {command}" in text
+    assert "usage: deplbench library build" in text        # sub-sub-commands too
+    assert "--time-limit" in text
+
+
+def test_api_reference_has_a_block_for_every_public_name():
+    text = _hooks().api_reference()
+    for name, module in deplbench.PUBLIC_API.items():
+        assert f"::: {module}.{name}\n" in text
+        assert f'heading: "deplbench.{name}"' in text
+
+
+def test_every_guide_page_is_in_the_nav():
+    """A Markdown file of docs/ left out of the site would be a page nobody
+    finds (the strict build also fails on it)."""
+    nav = (ROOT / "mkdocs.yml").read_text(encoding="utf-8")
+    for page in sorted((ROOT / "docs").glob("*.md")):
+        assert f": {page.name}" in nav, f"docs/{page.name} is not in mkdocs.yml's nav"
+
+
+@pytest.mark.slow
+def test_site_builds_strict(tmp_path):
+    proc = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(tmp_path / "site")],
+                          cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    site = tmp_path / "site"
+    api = (site / "api" / "index.html").read_text(encoding="utf-8")
+    assert 'id="deplbench.solvers.run.solve"' in api and "Run one algorithm on one instance" in api
+    cli_page = (site / "cli" / "index.html").read_text(encoding="utf-8")
+    assert "usage: deplbench solve" in cli_page
+    changelog = (site / "changelog" / "index.html").read_text(encoding="utf-8")
+    assert "The public API is the contract" in changelog
+    assert (site / "contributing" / "index.html").is_file()
+    assert (site / "instances" / "index.html").is_file()
