@@ -31,7 +31,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 #: Parameters are strict JSON numbers: ``true`` or ``"0.5"`` is refused, not
 #: coerced (docs/instances.md §1).
-_FINITE = dict(allow_inf_nan=False, strict=True)
+_Finite = Annotated[float, Field(allow_inf_nan=False, strict=True)]
 
 
 @lru_cache(maxsize=512)
@@ -83,8 +83,8 @@ class InverseGamma(_Dist):
     """
 
     kind: Literal["inverse_gamma"] = "inverse_gamma"
-    shape: float = Field(gt=0, **_FINITE)
-    scale: float = Field(gt=0, **_FINITE)
+    shape: _Finite = Field(gt=0)
+    scale: _Finite = Field(gt=0)
 
     @classmethod
     def from_moments(cls, mean: float, var: float) -> "InverseGamma":
@@ -130,9 +130,9 @@ class StudentT(_Dist):
     """Student's t with ``df`` degrees of freedom, location and scale."""
 
     kind: Literal["student_t"] = "student_t"
-    df: float = Field(gt=0, **_FINITE)
-    loc: float = Field(default=0.0, **_FINITE)
-    scale: float = Field(gt=0, **_FINITE)
+    df: _Finite = Field(gt=0)
+    loc: _Finite = Field(default=0.0)
+    scale: _Finite = Field(gt=0)
 
     def _frozen(self):
         from scipy import stats  # imported on use: loading an instance need not import scipy
@@ -155,8 +155,8 @@ class Normal(_Dist):
     """Normal(mean, std)."""
 
     kind: Literal["normal"] = "normal"
-    mu: float = Field(alias="mean", **_FINITE)
-    std: float = Field(gt=0, **_FINITE)
+    mu: _Finite = Field(alias="mean")
+    std: _Finite = Field(gt=0)
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
 
     def _frozen(self):
@@ -178,8 +178,8 @@ class LogNormal(_Dist):
     """Log-normal: exp(N(mu, sigma²))."""
 
     kind: Literal["lognormal"] = "lognormal"
-    mu: float = Field(**_FINITE)
-    sigma: float = Field(gt=0, **_FINITE)
+    mu: _Finite
+    sigma: _Finite = Field(gt=0)
 
     def _frozen(self):
         from scipy import stats  # imported on use: loading an instance need not import scipy
@@ -194,7 +194,7 @@ class PointMass(_Dist):
     """A deterministic value (DepL Property 1's knapsack instances)."""
 
     kind: Literal["point"] = "point"
-    value: float = Field(**_FINITE)
+    value: _Finite
 
     @property
     def is_deterministic(self) -> bool:

@@ -40,7 +40,7 @@ from __future__ import annotations
 import json
 from functools import cached_property
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Final, Literal
 
 import numpy as np
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, model_validator
@@ -50,7 +50,7 @@ from deplbench.instances import datalaw
 from deplbench.instances.distributions import Distribution
 from deplbench.limits import check_file_size
 
-FORMAT_VERSION = 1
+FORMAT_VERSION: Final = 1
 #: Largest accepted horizon K̄. Every layer allocates arrays with a K̄ axis
 #: (decay tables, scenario draws), so an absurd K̄ such as 10^9 would pass
 #: validation and then exhaust memory (the process is killed, no message);
@@ -66,7 +66,7 @@ MAX_NESTING = 64
 #: Number fields are strict (docs/instances.md §1): a JSON number and nothing
 #: else. Without ``strict`` pydantic reads ``true`` as 1 and ``"0.9"`` as 0.9,
 #: silently (issues 11 and 16).
-_FINITE = dict(allow_inf_nan=False, strict=True)
+_Finite = Annotated[float, Field(allow_inf_nan=False, strict=True)]
 
 
 def _plain_int(value: Any) -> Any:
@@ -99,10 +99,10 @@ class ModelVersion(_Strict):
     """
 
     name: str = Field(min_length=1)
-    size: float = Field(ge=0, description="s(m): model size, eq. (1) numerator of the communication term", **_FINITE)
-    compute: float = Field(gt=0, description="c_m: per-epoch compute need on one reference dataset", **_FINITE)
-    loss_scale: float = Field(gt=0, description="A_m of eq. (8)", **_FINITE)
-    loss_offset: float = Field(default=0.0, ge=0, description="B_m of eq. (8)", **_FINITE)
+    size: _Finite = Field(ge=0, description="s(m): model size, eq. (1) numerator of the communication term")
+    compute: _Finite = Field(gt=0, description="c_m: per-epoch compute need on one reference dataset")
+    loss_scale: _Finite = Field(gt=0, description="A_m of eq. (8)")
+    loss_offset: _Finite = Field(default=0.0, ge=0, description="B_m of eq. (8)")
     decay: Literal["inv_sqrt", "none"] = "inv_sqrt"
     improvement: Distribution = Field(description="X_m of eq. (8): the per-epoch improvement multiplier")
 
@@ -119,17 +119,17 @@ class Cluster(_Strict):
     """A training cluster n ∈ N: capacity r(n), unit cost κ(n), bandwidth b(n)."""
 
     name: str = Field(min_length=1)
-    capacity: float = Field(gt=0, description="r(n), eq. (5)", **_FINITE)
-    unit_cost: float = Field(ge=0, description="κ(n), eq. (2)", **_FINITE)
-    bandwidth: float = Field(gt=0, description="b(n), eq. (1)", **_FINITE)
+    capacity: _Finite = Field(gt=0, description="r(n), eq. (5)")
+    unit_cost: _Finite = Field(ge=0, description="κ(n), eq. (2)")
+    bandwidth: _Finite = Field(gt=0, description="b(n), eq. (1)")
 
 
 class Dataset(_Strict):
     """A dataset d ∈ D: size σ_d and usefulness u_d (see ``datalaw``)."""
 
     name: str = Field(min_length=1)
-    size: float = Field(gt=0, **_FINITE)
-    usefulness: float = Field(gt=0, **_FINITE)
+    size: _Finite = Field(gt=0)
+    usefulness: _Finite = Field(gt=0)
 
 
 class TransferCost(_Strict):
@@ -137,7 +137,7 @@ class TransferCost(_Strict):
 
     dataset: str
     cluster: str
-    cost: float = Field(ge=0, **_FINITE)
+    cost: _Finite = Field(ge=0)
 
 
 class Provenance(BaseModel):
@@ -173,10 +173,10 @@ class Instance(_Strict):
 
     format_version: Annotated[Literal[1], BeforeValidator(_not_bool)] = FORMAT_VERSION
     name: str = "instance"
-    initial_loss: float = Field(description="ℓ(0)", **_FINITE)
-    loss_max: float = Field(description="ℓmax: the bound on the ω-quantile of ℓ(K), eq. (3)", **_FINITE)
-    omega: float = Field(gt=0, lt=1, description="ω: the quantile level of eq. (3)", **_FINITE)
-    time_max: float = Field(gt=0, description="Tmax, eq. (4)", **_FINITE)
+    initial_loss: _Finite = Field(description="ℓ(0)")
+    loss_max: _Finite = Field(description="ℓmax: the bound on the ω-quantile of ℓ(K), eq. (3)")
+    omega: _Finite = Field(gt=0, lt=1, description="ω: the quantile level of eq. (3)")
+    time_max: _Finite = Field(gt=0, description="Tmax, eq. (4)")
     horizon: StrictInt = Field(ge=1, le=MAX_HORIZON, description="K̄: the largest number of epochs")
     transfer_cost_mode: Literal["once", "per_epoch"] = "once"
     data_rule: Literal["intended", "printed"] = "intended"

@@ -142,7 +142,7 @@ def leaf_ranges(instance, lists):
     N = instance.n_clusters
     for used in cluster_sets(instance, lists):
         for pick in itertools.product(*[range(len(lists[n])) for n in used]):
-            ranges = [None] * N
+            ranges: list[tuple[int, int] | None] = [None] * N
             for n, i in zip(used, pick):
                 ranges[n] = (i, i + 1)
             yield tuple(ranges)

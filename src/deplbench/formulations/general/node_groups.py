@@ -377,11 +377,11 @@ class NodeGroups:
         self.rows_tuned += int(b_row.size)
         pi = pi0[b_row, g_row]
         mask = self.mask[g_row]
-        named = self.warm is not None and keys is not None
-        if named:
+        warm = self.warm if keys is not None else None
+        if warm is not None:
             # the first iterate: the π last tuned for this node and group, else the pool's best
             for i, (b, g) in enumerate(zip(b_row.tolist(), g_row.tolist())):
-                start = self.warm.get((keys[b], g))
+                start = warm.get((keys[b], g))
                 if start is not None:
                     pi[i] = np.minimum(start, self.box) * mask[i]     # the box may have moved since
         slack = (L[self.members[g_row], b_row[:, None]] - self.lmax) * mask
@@ -423,11 +423,11 @@ class NodeGroups:
             # in-out smoothing (groups._kelley): between the best π so far and the LP's
             w = opts.kelley_smoothing
             pi = np.where(live[:, None], (w * best_pi + (1.0 - w) * np.clip(x, 0.0, self.box)) * mask, best_pi)
-        if named:
+        if warm is not None:
             # the better of the best iterate and the pool's start is kept for the next search
             kept = np.where((best_h >= h[b_row, g_row])[:, None], best_pi, pi0[b_row, g_row])
             for i, (b, g) in enumerate(zip(b_row.tolist(), g_row.tolist())):
-                self.warm.put((keys[b], g), kept[i])
+                warm.put((keys[b], g), kept[i])
         h[b_row, g_row] = np.maximum(h[b_row, g_row], best_h)
         assert best_V is not None       # the first iteration runs the DP of every row
         Vf = None

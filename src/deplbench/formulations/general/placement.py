@@ -163,7 +163,7 @@ def place(search, seq):
             pos = np.arange(ell)
             mask = (pos[None, :] > last[:, None]) & (pos[None, :] <= ell - 1 - r)
             si, pi = np.nonzero(mask)
-            kept = None                                                    # (states idx, pos, loss, score)
+            kept: tuple[np.ndarray, ...] | None = None                     # (states idx, pos, loss, score)
             for c0 in range(0, si.size, PLACE_CHUNK):
                 cs, cp = si[c0:c0 + PLACE_CHUNK], pi[c0:c0 + PLACE_CHUNK]
                 new = states[cs] + incs[b][cp]

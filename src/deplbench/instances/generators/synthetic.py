@@ -9,6 +9,7 @@ are placed from a reference plan that is feasible by construction
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 
@@ -105,7 +106,8 @@ def _random_models(rng: np.random.Generator, n_models: int,
         })
     n_pairs = n_models * (n_models - 1) // 2
     locs = rng.uniform(0.1, 0.4, n_pairs)
-    switches, p = [], 0
+    switches: list[dict[str, Any]] = []
+    p = 0
     for i in range(n_models):
         for j in range(i + 1, n_models):
             loc = significant(locs[p])
@@ -134,10 +136,10 @@ def _random_datasets(sizes: np.ndarray, useful: np.ndarray) -> list[dict]:
             for i in range(sizes.size)]
 
 
-def _transfer_costs(beta: np.ndarray, datasets: list[dict], clusters: list[dict],
+def _transfer_costs(beta: np.ndarray | None, datasets: list[dict], clusters: list[dict],
                     max_transfer_cost: float) -> list[dict]:
-    """β(d, n) = beta[d, n] · σ_d (none when ``max_transfer_cost`` is 0)."""
-    if max_transfer_cost <= 0:
+    """β(d, n) = beta[d, n] · σ_d (none when ``max_transfer_cost`` is 0; ``beta`` is then not drawn)."""
+    if max_transfer_cost <= 0 or beta is None:
         return []
     return [{"dataset": d["name"], "cluster": c["name"], "cost": significant(beta[i, j] * d["size"])}
             for i, d in enumerate(datasets) for j, c in enumerate(clusters)]
