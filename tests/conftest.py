@@ -7,7 +7,7 @@ marker is assigned here, at collection, by what a test does:
 
 * ``integration``: the test starts other processes — it runs the installed
   ``deplbench`` command or ``python -m deplbench`` (a ``subprocess`` call or
-  the test modules' ``deplbench(...)`` helper), or runs sweeps through the
+  the ``deplbench_cli`` fixture's ``.process(...)``), or runs sweeps through the
   process-pool/Dask executors, or lives in a module that is end-to-end as a
   whole (:data:`INTEGRATION_MODULES`);
 * ``system_packages``: the test's source names CBC or Chromium (also set by
@@ -17,12 +17,20 @@ marker is assigned here, at collection, by what a test does:
   ``pytest.param(..., marks=pytest.mark.slow)`` for one case of a
   parametrised test); here, only every test that uses a fixture taking
   seconds to build (:data:`SLOW_FIXTURES`) is marked too.
+
+The ``deplbench_cli`` fixture (:class:`CliRunner`) is the one way tests run
+the command: ``deplbench_cli(*args)`` in this process, returning (status,
+stdout, stderr), or ``deplbench_cli.process(*args)`` as a subprocess.
 """
 
 from __future__ import annotations
 
+import contextlib
 import inspect
+import io
 import re
+import subprocess
+import sys
 
 import pytest
 
@@ -33,9 +41,12 @@ INTEGRATION_MODULES = frozenset({
     "test_library",        # builds a library, re-solves MPS files with HiGHS and SCIP
 })
 
-#: What in a test function's source means it starts processes.
+#: What in a test function's source means it starts processes (the
+#: ``deplbench_cli`` fixture's ``.process(...)``, or its in-process call of
+#: ``run``, which starts the sweep's worker pool).
 _PROCESS_PATTERN = re.compile(
-    r"\bsubprocess\.|(?<![\w.])deplbench\(|\bLocalExecutor\(|\bDaskExecutor\(|\bcli_main\(\s*\[?\s*\"run\"")
+    r"\bsubprocess\.|(?<![\w.])deplbench\(|\bLocalExecutor\(|\bDaskExecutor\(|\bcli_main\(\s*\[?\s*\"run\""
+    r"|\bdeplbench_cli\.process\(|(?<![\w.])deplbench_cli\(\s*\"run\"")
 
 #: What in a test function's source means it depends on an optional system
 #: package (CBC, Chromium): such a test is marked ``system_packages`` and
@@ -45,6 +56,40 @@ _SYSTEM_PATTERN = re.compile(r"\bcbc\b|chromium|\bavailability\(", re.IGNORECASE
 #: Module-scoped fixtures that take seconds to build (a whole report, a
 #: calibrated DepL run): every test that uses one is slow.
 SLOW_FIXTURES = frozenset({"full_report", "calibrated9"})
+
+class CliRunner:
+    """The ``deplbench`` command, run for a test (the ``deplbench_cli`` fixture).
+
+    ``deplbench_cli(*args)`` runs it in this process (cheap) and returns
+    ``(exit status, stdout, stderr)``; ``deplbench_cli.process(*args)`` runs
+    ``python -m deplbench`` in a new process and returns the
+    :class:`subprocess.CompletedProcess`. Arguments are converted with
+    ``str`` (paths, numbers).
+    """
+
+    def __call__(self, *args) -> tuple[int, str, str]:
+        from deplbench.cli import main
+
+        out, err = io.StringIO(), io.StringIO()
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                status = main([str(a) for a in args])
+            except SystemExit as exc:   # argparse: --help, usage errors
+                status = exc.code
+        return status, out.getvalue(), err.getvalue()
+
+    @staticmethod
+    def process(*args, cwd=None, timeout: float = 900) -> subprocess.CompletedProcess:
+        # A generous budget: a loaded 2-core machine needs ~10 s for some commands.
+        return subprocess.run([sys.executable, "-m", "deplbench", *map(str, args)], capture_output=True,
+                              text=True, cwd=cwd, timeout=timeout)
+
+
+@pytest.fixture(scope="session")
+def deplbench_cli() -> CliRunner:
+    """Run ``deplbench`` in this process or as a subprocess (:class:`CliRunner`)."""
+    return CliRunner()
+
 
 def _source(obj) -> str:
     try:

@@ -15,16 +15,14 @@ budget:
 
 from __future__ import annotations
 
-import contextlib
 import copy
-import io
 import os
 import re
 
+from conftest import CliRunner
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 
-from deplbench.cli import main as cli_entry
 from deplbench.instances.model import MAX_NESTING
 
 RANDOM = os.environ.get("DEPLBENCH_FUZZ", "").lower() == "full"
@@ -131,12 +129,7 @@ def named_field(part: str, heads: set[str]) -> bool:
 # ------------------------------------------------------------------ the CLI
 
 
-def run_cli(*args) -> tuple[int, str, str]:
-    """``deplbench ARGS`` in this process: (status, stdout, stderr)."""
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        try:
-            status = cli_entry([str(a) for a in args])
-        except SystemExit as exc:   # argparse usage errors
-            status = exc.code
-    return status, out.getvalue(), err.getvalue()
+#: ``deplbench ARGS`` in this process: (status, stdout, stderr). The runner of
+#: the ``deplbench_cli`` fixture (conftest.py), as a module attribute so that
+#: hypothesis examples, which take no function-scoped fixture, can call it.
+run_cli = CliRunner()

@@ -161,19 +161,8 @@ def test_budget_stops_refinement_and_says_so():
     assert b.exhausted and b.p_lo <= b.p_hi
 
 
-def _run_main(capsys, *args):
-    from deplbench.cli import main
-
-    try:
-        status = main([str(a) for a in args])
-    except SystemExit as exc:
-        status = exc.code
-    out = capsys.readouterr()
-    return status, out.out, out.err
-
-
 @pytest.mark.slow
-def test_cli_evaluate_exact_json_and_text(tmp_path, capsys):
+def test_cli_evaluate_exact_json_and_text(tmp_path, deplbench_cli):
     import json
 
     from deplbench.formulations.evaluate import evaluate_plan
@@ -184,14 +173,14 @@ def test_cli_evaluate_exact_json_and_text(tmp_path, capsys):
     inst.save(ipath)
     plan = Plan(epochs=[Epoch(model="intermediate", cluster="A1", allocation=30.0)] * 50, datasets={"A1": ["d0"]})
     ppath.write_text(plan.model_dump_json() if hasattr(plan, "model_dump_json") else json.dumps(plan.to_dict()))
-    status, out, err = _run_main(capsys, "evaluate", ipath, ppath, "--exact", "--json", "--samples", 2000)
+    status, out, err = deplbench_cli("evaluate", ipath, ppath, "--exact", "--json", "--samples", 2000)
     assert status == 0, err
     d = json.loads(out)
     assert {"violation_lo", "violation_hi", "quantile_lo", "quantile_hi", "verdict"} <= set(d)
     b = violation_bounds(inst, np.ones(50, dtype=int), 1.0)
     assert d["violation_lo"] == pytest.approx(b.p_lo) and d["violation_hi"] == pytest.approx(b.p_hi)
     assert d["verdict"] in ("proven feasible", "proven infeasible", "undecided at this precision")
-    status, out, _ = _run_main(capsys, "evaluate", ipath, ppath, "--exact")
+    status, out, _ = deplbench_cli("evaluate", ipath, ppath, "--exact")
     assert status == 0 and "exact verdict" in out and "monte carlo" in out
     ev = evaluate_plan(inst, plan, samples=1000, exact=False)
     assert ev.exact_verdict is None and ev.exact_reason == "not requested"

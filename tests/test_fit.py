@@ -114,11 +114,6 @@ def good_fit(good_logs) -> F.FitResult:
     return F.fit_logs(F.Logs(F.validate_logs(good_logs)))
 
 
-def run_cli(*args, cwd=None):
-    return subprocess.run([sys.executable, "-m", "deplbench", *map(str, args)], capture_output=True, text=True,
-                          cwd=cwd, timeout=600)
-
-
 # ------------------------------------------------------------ recovery
 @pytest.mark.slow
 def test_decay_parameters_recovered(good_fit):
@@ -194,13 +189,13 @@ def test_ks_bootstrap_pvalues():
 
 
 # ------------------------------------------------------ instance + CLI
-def test_cli_fit_writes_valid_instance_and_report(tmp_path, good_logs):
+def test_cli_fit_writes_valid_instance_and_report(tmp_path, good_logs, deplbench_cli):
     logs = tmp_path / "logs.csv"
     good_logs.to_csv(logs, index=False)
     base = tmp_path / "base.json"
     base.write_text(json.dumps(base_dict()))
     out, rep = tmp_path / "fitted.json", tmp_path / "report"
-    r = run_cli("fit", logs, "--base", base, "-o", out, "--report", rep)
+    r = deplbench_cli.process("fit", logs, "--base", base, "-o", out, "--report", rep)
     assert r.returncode == 0, r.stderr
     inst = load_instance(out)
     assert [m.name for m in inst.models] == ["big", "small"]  # 'unused' has no logs: dropped
@@ -220,11 +215,11 @@ def test_cli_fit_writes_valid_instance_and_report(tmp_path, good_logs):
     assert pngs == ["model-big.png", "model-small.png", "pvalues.png", "switch-big--small.png"]
     assert all((rep / p).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" for p in pngs)
     assert json.loads((rep / "fit-report.json").read_text())["runs"] == 600
-    v = run_cli("validate", out)
+    v = deplbench_cli.process("validate", out)
     assert v.returncode == 0, v.stdout + v.stderr
 
 
-def test_cli_bad_input_no_traceback_and_output_untouched(tmp_path, good_logs):
+def test_cli_bad_input_no_traceback_and_output_untouched(tmp_path, good_logs, deplbench_cli):
     bad = good_logs.copy()
     bad["loss"] = bad["loss"].astype(object)
     bad.loc[45, "loss"] = "oops"
@@ -234,7 +229,7 @@ def test_cli_bad_input_no_traceback_and_output_untouched(tmp_path, good_logs):
     base.write_text(json.dumps(base_dict()))
     out = tmp_path / "out.json"
     out.write_text("previous contents")
-    r = run_cli("fit", logs, "--base", base, "-o", out, "--report", tmp_path / "rep")
+    r = deplbench_cli.process("fit", logs, "--base", base, "-o", out, "--report", tmp_path / "rep")
     assert r.returncode != 0
     assert "Traceback" not in r.stderr and r.stderr.startswith("error:")
     assert "'loss'" in r.stderr and "line 47" in r.stderr and "oops" in r.stderr

@@ -24,24 +24,18 @@ from deplbench.cli import build_parser
 from deplbench.instances.generators import generate
 
 
-def deplbench(*args, cwd=None) -> subprocess.CompletedProcess:
-    # A generous budget: a loaded 2-core machine needs ~10 s per command.
-    return subprocess.run([sys.executable, "-m", "deplbench", *map(str, args)],
-                          capture_output=True, text=True, cwd=cwd, timeout=900)
-
-
 @pytest.fixture(scope="module")
-def files(tmp_path_factory):
+def files(tmp_path_factory, deplbench_cli):
     """A tiny knapsack instance (one cluster, K̄ = 4) and an MILP result for it."""
     root = tmp_path_factory.mktemp("json_stdout")
     inst = root / "k.json"
     inst.write_text(generate("knapsack", n_items=4, seed=0, horizon=4).to_json(), encoding="utf-8")
     result = root / "milp.json"
-    proc = deplbench("solve", inst, "--algo", "milp", "--eval-samples", 500, "-o", result)
+    proc = deplbench_cli.process("solve", inst, "--algo", "milp", "--eval-samples", 500, "-o", result)
     assert proc.returncode == 0, proc.stderr
     lib = root / "lib"
-    proc = deplbench("library", "build", "--out", lib, "--only", LIBRARY_ENTRY, "--time-limit", 600,
-                     "--no-true-optimum")
+    proc = deplbench_cli.process("library", "build", "--out", lib, "--only", LIBRARY_ENTRY, "--time-limit", 600,
+                                 "--no-true-optimum")
     assert proc.returncode == 0, proc.stderr
     sol = root / "pwl.sol"             # HiGHS's solution of the PWL file, for `library verify`
     code = ("import highspy, sys; h = highspy.Highs(); h.setOptionValue('output_flag', False); "
@@ -104,9 +98,9 @@ def test_every_json_command_is_covered():
 
 
 @pytest.mark.parametrize("case", sorted(JSON_COMMANDS))
-def test_json_stdout_is_one_document(case, files):
+def test_json_stdout_is_one_document(case, files, deplbench_cli):
     args, kind = JSON_COMMANDS[case]
-    proc = deplbench(*(a.format(**files) for a in args))
+    proc = deplbench_cli.process(*(a.format(**files) for a in args))
     assert proc.returncode == 0, proc.stderr
     assert "Traceback" not in proc.stderr
     doc = json.loads(proc.stdout)  # fails on a banner, a log line or a second document
