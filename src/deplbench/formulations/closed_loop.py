@@ -210,6 +210,8 @@ class FixedPlanPolicy(ClosedLoopPolicy):
     name : str, default "fixed plan"
     """
 
+    reference_plan: Plan      # always set: the plan is the policy
+
     def __init__(self, instance, plan: Plan, name: str = "fixed plan"):
         self.name = name
         self.reference_plan = plan

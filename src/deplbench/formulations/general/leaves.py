@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import itertools
 import math
+from typing import Any
 from types import SimpleNamespace
 
 import numpy as np
@@ -28,7 +29,7 @@ class Leaves:
     def __init__(self, prob: Problem, instance):
         self.prob, self.inst = prob, instance
         self.best_cost = math.inf
-        self.best = None          # (models, clusters, classes per cluster, alloc)
+        self.best: tuple[Any, ...] | None = None          # (models, clusters, classes per cluster, alloc)
         self.best_price = 0.0
         self.cache: dict = {}
         self.evaluations = 0
@@ -100,7 +101,7 @@ class Leaves:
         improved = True
         while improved:
             improved = False
-            best = (cost, None)
+            best: tuple[float, Any] = (cost, None)
             for m in np.unique(models):
                 for g in np.unique(groups[models == m]):
                     mem = members[g]
@@ -173,7 +174,7 @@ class Leaves:
             choices.append((m, g, mem, cnt, opts))
         if total > self.prob.settings.max_splits:
             return None
-        best = (math.inf, None, None)
+        best: tuple[float, Any, Any] = (math.inf, None, None)
         for combo in itertools.product(*[c[4] for c in choices]):
             clusters = np.empty(models.size, dtype=int)
             for (m, g, mem, cnt, _), split in zip(choices, combo):

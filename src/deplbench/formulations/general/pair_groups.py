@@ -67,9 +67,9 @@ class PairGroups:
             hi = min(lo + g, len(self.tables.lists[n]))
             if hi - lo <= 1:
                 continue
-            grp = list(ranges)
-            grp[n] = (lo, hi)
-            grp = tuple(grp)
+            parts = list(ranges)
+            parts[n] = (lo, hi)
+            grp = tuple(parts)
             if grp in self.tried:
                 continue
             self.tried.add(grp)

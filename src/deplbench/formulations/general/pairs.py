@@ -465,7 +465,7 @@ class PairSearch(BlockSearch):
             def thr():
                 return stats.threshold(prune_tol)
 
-            children = []
+            children: list = []
             maxlen = self.kmax - k
             if maxlen <= 0:
                 return children

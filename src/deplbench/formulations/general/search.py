@@ -40,7 +40,7 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -347,7 +347,7 @@ class BlockSearch:
         # plans with fewer blocks than this were evaluated exactly beforehand
         # (incumbent.cover): the bounds may skip them, the search skips their leaves
         self.min_blocks = covered_blocks(prob, cfg)
-        self._tables = None     # the per-scenario DP tables, built on first use
+        self._tables: tuple[Any, ...] | None = None     # the per-scenario DP tables, built on first use
         self.node_groups: Any = None    # node_groups.NodeGroups, built by run() when the pool is attached
 
     # ------------------------------------------------------------------ bound
@@ -404,7 +404,7 @@ class BlockSearch:
     def _built(self, i: int):
         if self._tables is None:
             self._table()
-        return self._tables[i]
+        return cast(tuple, self._tables)[i]
 
     V = property(lambda self: self._built(0))
     Vm = property(lambda self: self._built(1))
@@ -525,7 +525,7 @@ class BlockSearch:
 
         def expand(node, stats):
             bound, k, v, L, W, seq, tuned = node
-            children = []
+            children: list[Any] = []
             succ = [(u, -1) for u in range(self.nv)] if v < 0 else self.succ[v]
             maxlen = self.kmax - k
             if maxlen <= 0:

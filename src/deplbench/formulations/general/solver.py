@@ -157,11 +157,13 @@ import heapq
 import math
 import sys
 import time
+from typing import cast
 
 from deplbench.blas_threads import single_blas_thread
 from deplbench.formulations.general.bounding import bound_roots, seed_phase
 from deplbench.formulations.general.boxes import Box, ClusterTables, cluster_classes
 from deplbench.formulations.general.classes import rebound_leaves
+from deplbench.formulations.general.groups import GroupPool
 from deplbench.formulations.general.incumbent import cover
 from deplbench.formulations.general.leaves import Leaves
 from deplbench.formulations.general.outcome import build_result
@@ -345,7 +347,8 @@ def _probe(run: SolveRun, box: Box, search) -> None:
     plan of it, exactly (incumbent.cover; a PairSearch counts blocks differently
     and cannot skip them, so it is not run there)."""
     run.probed.add(box.ranges)
-    for seq in run.pool.probe(search):
+    pool = cast(GroupPool, run.pool)          # _search_box probes only when there is a pool
+    for seq in pool.probe(search):
         run.leaves.evaluate(search, seq, run.tol)
     if not isinstance(search, PairSearch):
         cover(run.prob, search, run.leaves, run.tol, run.deadline)

@@ -62,7 +62,7 @@ def dag_paths(allowed: np.ndarray, limit: int = MAX_CANDIDATES) -> list[tuple[in
 
     if any(state[i] == 0 and cyclic(i) for i in range(M)):
         return None
-    paths = []
+    paths: list = []
 
     def walk(path):
         if len(paths) > limit:
@@ -156,7 +156,7 @@ def pareto_sequences(seqs: list, M: int) -> tuple[list, np.ndarray]:
     counts = np.array([np.bincount(s, minlength=M) for s in seqs], dtype=float)
     order = np.lexsort(counts.T[::-1])
     kept = np.empty((len(seqs), M))      # preallocated: growing it row by row was quadratic
-    keep = []
+    keep: list = []
     for i in order:
         c = counts[i]
         if keep and (kept[:len(keep)] <= c).all(axis=1).any():

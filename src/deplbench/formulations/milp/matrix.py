@@ -264,7 +264,7 @@ class MatrixFormulation:
 
     #: λ of the cuts the cut loop added after the build (beyond the grid).
     extra_lams: tuple = ()
-    H = None
+    H: np.ndarray | None = None
     #: HiGHS options this formulation sets on the direct highspy route.
     highs_options: dict = {}
 

@@ -129,7 +129,7 @@ class NaiveModel:
         self.m_idx = np.array([[pos[id(m.m[k, i])] for i in Ms] for k in Ks])
         self.y_idx = np.array([[pos[id(m.y[k, n])] for n in Ns] for k in Ks])
         self.q_idx = np.array([[pos[id(m.q[n, s])] for s in Ss] for n in Ns])
-        self.extra_lams = []
+        self.extra_lams: list[float] = []
         for lam in d.cut_grid(lam_ref):
             self._add_cut_constraint(lam)
 

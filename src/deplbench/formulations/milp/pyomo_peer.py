@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import math
 import subprocess
+from typing import cast
 
 import numpy as np
 
@@ -81,7 +82,8 @@ class PyomoPeerBackend(PyomoModelBackend):
         from pyomo.opt import SolverFactory
 
         self.name = solver[len(PYOMO_PREFIX):]
-        self.family = pyomo_family(self.name)
+        # solve_milp checks the name first (peers.check_solver), so its family is known.
+        self.family = cast(str, pyomo_family(self.name))
         self.spec = PYOMO_FAMILIES[self.family]
         with quiet_pyomo(), quiet_stdout():
             self.opt = SolverFactory(self.name)

@@ -69,6 +69,7 @@ import re
 import shutil
 import tempfile
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
@@ -119,7 +120,7 @@ class SaaModel:
     """
 
     data: Data
-    formulation: object
+    formulation: Any
     variant: str
     col_names: list
     lb: np.ndarray

@@ -79,7 +79,7 @@ class ScipBackend:
         m.setRealParam("limits/absgap", 0.0)
         self.ncol = mm.ncol
         self._rows = mm.nrow
-        self._start = None
+        self._start: np.ndarray | None = None
 
     @property
     def n_rows(self) -> int:
