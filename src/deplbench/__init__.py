@@ -46,7 +46,12 @@ The layers are installed as sub-packages (see ``docs/DESIGN.md``)::
 from __future__ import annotations
 
 import importlib
-from typing import Any
+
+# Not typing.TYPE_CHECKING: importing typing would slow ``deplbench --help``
+# (mypy treats any TYPE_CHECKING name as true).
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 __version__ = "0.1.0"
 

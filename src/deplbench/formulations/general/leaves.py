@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import itertools
 import math
-from typing import Any
 from types import SimpleNamespace
+from typing import Any
 
 import numpy as np
 
