@@ -14,7 +14,7 @@ LATEST := .venv-latest
 export PYCHECK := import sys; sys.exit(0 if sys.version_info >= (3, 11) else \
 	"requirements/lock.txt needs Python >= 3.11; run make with PYTHON=python3.11 (or newer)")
 
-.PHONY: setup lint test test-fast test-latest lock docs bench targets demo reproduce clean
+.PHONY: setup lint test test-fast test-latest lock bench targets demo reproduce clean
 
 # The venv's own pip (not upgraded: nothing unpinned is downloaded) installs
 # the locked set, build backend included; then deplbench itself, editable,
@@ -72,6 +72,7 @@ lock: $(STAMP)
 # user guide from docs/, the CLI and API references generated from the
 # parser and the docstrings, the changelog. `make test` checks that it
 # builds (tests/test_docs_site.py, marked slow).
+.PHONY: docs
 docs: $(STAMP)
 	$(PY) -m mkdocs build --strict --site-dir site
 
@@ -110,4 +111,4 @@ reproduce: $(STAMP)
 	$(VENV)/bin/deplbench report results/full.sqlite --out reports/full --bench-json results/bench
 
 clean:
-	rm -rf $(VENV) $(LATEST) results reports/demo reports/full site .pytest_cache .benchmarks .hypothesis
+	rm -rf $(VENV) $(LATEST) results reports/demo reports/full .pytest_cache .benchmarks .hypothesis

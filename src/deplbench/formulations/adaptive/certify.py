@@ -14,7 +14,6 @@ from __future__ import annotations
 import math
 import time as _time
 from dataclasses import dataclass
-from typing import cast
 
 import numpy as np
 
@@ -112,9 +111,7 @@ class AdaptivePolicy(ClosedLoopPolicy):
             return out
         m = ch.M if state.model is None else int(state.model)
         b = ch.bucket(state.loss)
-        # The policy's pass keeps its tables (dp(..., keep=True)).
-        action, remaining = cast(np.ndarray, self.pass_.action), cast(np.ndarray, self.pass_.remaining)
-        a = action[k, m, b]
+        a = self.pass_.action[k, m, b]
         if state.model is None and self.give_up > 0:
             a = np.where(self.gives_up(state.runs), -1, a)
         go = a >= 0
@@ -122,7 +119,7 @@ class AdaptivePolicy(ClosedLoopPolicy):
             return out
         m2, n2 = a[go] // ch.N, a[go] % ch.N
         out.model[go], out.cluster[go] = m2, n2
-        out.allocation[go] = self._allocation(m2, n2, remaining[k, m, b[go]].astype(float),
+        out.allocation[go] = self._allocation(m2, n2, self.pass_.remaining[k, m, b[go]].astype(float),
                                               state.time[go])
         return out
 
