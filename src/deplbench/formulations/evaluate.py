@@ -409,8 +409,9 @@ def _simulate_and_judge(instance, plan, models, gammas, n, rng, exact, trajector
     """The Monte-Carlo part of :func:`evaluate_plan` (inputs already validated)."""
     finals = np.empty(n)
     mean = np.zeros(plan.n_epochs + 1)
-    p01 = p99 = None
-    keep = [] if trajectory else None
+    p01: np.ndarray | None = None
+    p99: np.ndarray | None = None
+    keep: list[np.ndarray] = []           # the trajectories, kept only when asked for
     # Blocks sized to the memory budget: 25,000 trajectories of a 10^5-epoch
     # plan would need 60 GB.
     block = max(1, min(_BLOCK, MEMORY_BUDGET // ((plan.n_epochs + 1) * _BYTES_PER_VALUE)))
@@ -464,8 +465,8 @@ def _simulate_and_judge(instance, plan, models, gammas, n, rng, exact, trajector
         confidence=float(confidence),
         exact=exact,
         mean=mean.tolist() if trajectory else [],
-        p01=p01.tolist() if trajectory else [],
-        p99=p99.tolist() if trajectory else [],
+        p01=p01.tolist() if p01 is not None else [],
+        p99=p99.tolist() if p99 is not None else [],
         epochs_per_model=per_model_epochs,
         cost_per_model=per_model_cost,
         violation_count=n_viol,

@@ -130,6 +130,9 @@ class GroupPool:
         Scenarios, hardest first; dealt round-robin into p + 1 groups.
     """
 
+    #: the best Lagrangian value of the last Kelley search (set by it)
+    last_best: float
+
     def __init__(self, prob, order: np.ndarray):
         self.prob = P = prob
         self.r = P.p + 1
@@ -420,7 +423,7 @@ class KelleyMaster:
         h.addVars(self.r * width, lower.ravel(), upper.ravel())
         h.changeColsCost(self.r, np.arange(self.r, dtype=np.int32) * width, np.full(self.r, -1.0))
 
-    def add_cuts(self, rows: np.ndarray, grad: np.ndarray, b: np.ndarray) -> None:
+    def add_cuts(self, rows: np.ndarray, grad: np.ndarray, b: np.ndarray | list[float]) -> None:
         """Cut t_i − grad·π_i ≤ b of every row i in ``rows`` (grad (len(rows), n))."""
         nc = rows.size
         vals = np.concatenate([np.ones((nc, 1)), -np.asarray(grad, dtype=float)], axis=1)
@@ -470,7 +473,8 @@ class GroupTables:
                        zip(pool.groups, self.starts, ends)]
         self._pack_blocks(ends)
         self._screen_order(P.l0)
-        self._counted = None      # (Vc (K+1, nv, C, R), root (C, R)): built on first use
+        # (Vc (K+1, nv, C, R), root (C, R)): built on first use
+        self._counted: tuple[np.ndarray, np.ndarray] | None = None
 
     def _pack_blocks(self, ends) -> None:
         """The blocks stacked for one batched product (``group_bound``): per group, its
@@ -481,7 +485,7 @@ class GroupTables:
         nrow = max(int(b - a) for a, b in zip(self.starts, ends))
         nmem = max(G.size for G in self.pool.groups)
         self._Pi_pad = np.zeros((r, nrow, nmem))
-        self._members = np.zeros((r, nmem), dtype=np.intp)
+        self._members: np.ndarray = np.zeros((r, nmem), dtype=np.intp)
         self._rowmap = np.full((r, nrow), R, dtype=np.intp)
         for g, (G, rows, PiG) in enumerate(self.blocks):
             n = rows.stop - rows.start

@@ -39,6 +39,7 @@ import os
 import sys
 import time
 from dataclasses import dataclass
+from typing import Any, Callable
 
 import numpy as np
 
@@ -151,7 +152,7 @@ def _retry_solve_errors(run, time_left: float, rel_gap: float, node_limit: int |
     run are counted; ``retries`` says how many extra runs there were."""
     t0 = time.perf_counter()
     nodes = iters = 0
-    out = None
+    out: Any = None                # the first attempt always runs
     for attempt in range(SOLVE_ERROR_RETRIES + 1):
         left = time_left - (time.perf_counter() - t0)
         nl = None if node_limit is None else node_limit - nodes
@@ -221,7 +222,7 @@ class HighsBackend:
         self.ncol = mm.ncol
         self._mm = mm
         self._named = False
-        self._start = None
+        self._start: np.ndarray | None = None
 
     @property
     def n_rows(self) -> int:
@@ -325,6 +326,8 @@ class PyomoModelBackend:
     #: keeps it: non-zeros are then read off its matrix and :meth:`write`
     #: writes the named file of the highspy route
     _mm: MatrixModel | None = None
+    #: defined by each subclass: (time_left, rel_gap, node_limit, tighten) -> (outcome, solve_error)
+    _run: Callable[..., tuple[MasterOutcome, bool]]
 
     def _attach(self, model, xvars, threads: int, seed: int) -> None:
         """Keep the model and its columns and give it the cut list."""

@@ -108,7 +108,7 @@ def block_heuristic(data: Data, k_min: int, k_max: int):
     lower bound has discarded the hopeless ones. Returns the best
     :class:`Choice` or None (also when the :mod:`deplbench.limits` deadline passes first).
     """
-    best = [None]
+    best: list[Choice | None] = [None]
     idx = [0]
 
     def consider(models):
@@ -159,6 +159,7 @@ def _blocks(data: Data, k_min: int, k_max: int, consider, idx: list) -> None:
                 k1 = np.arange(1, k_max)
                 pre = data.l0 - cum[:, k1, m1] + data.J[:, k1, p12]
                 L = shortest_last_block(data, pre, k1, m2, cum_t, k_min, k_max)
+                a: int | np.integer           # numpy integers from k1 here, ints below
                 for a, l2 in zip(k1, L):
                     if l2:
                         consider(np.array([m1] * a + [m2] * l2))
@@ -293,7 +294,7 @@ def tight_bigm(data: Data, k_min: int, k_max: int, ub: float | None, lam: float 
 class Bounds:
     k_min: int
     k_max: int
-    bigm: np.ndarray
+    bigm: np.ndarray | None
     incumbent: Choice | None
     lam: float
     infeasible: str = ""
@@ -354,10 +355,10 @@ def structural_bounds(data: Data, tight: bool = True, bigm: bool = True,
         lam = inc.alloc.time_price if inc.alloc.time_price > 0 else lam
         k_max = min(k_max, k_max_from_cost(data, ub, data.cut_grid(lam)[::8]))
         k_max = max(k_max, inc.models.size)
-    bigm = (tight_bigm(data, k_min, k_max, ub, lam if ub is not None else None)
-            if (tight and bigm) else None)
+    bigm_values = (tight_bigm(data, k_min, k_max, ub, lam if ub is not None else None)
+                   if (tight and bigm) else None)
     t3 = time.perf_counter()
-    return Bounds(k_min, k_max, bigm, inc, lam,
+    return Bounds(k_min, k_max, bigm_values, inc, lam,
                    seconds={"k_range": t1 - t0, "heuristic": t2 - t1, "bigm": t3 - t2})
 
 

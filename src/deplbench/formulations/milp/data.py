@@ -40,7 +40,7 @@ from functools import cached_property
 
 import numpy as np
 
-from deplbench.formulations.allocation import allocate
+from deplbench.formulations.allocation import Allocation, allocate
 from deplbench.formulations.milp.options import CUT_RATIO, CUT_SPAN, LOSS_TOL, MAX_CUT_NONZEROS
 from deplbench.formulations.plan import Epoch, Plan
 from deplbench.formulations.scenarios import ScenarioSampler, allowed_violations
@@ -152,7 +152,7 @@ def _distinct_rows(parts: list) -> tuple[np.ndarray, np.ndarray]:
     with np.errstate(over="ignore", invalid="ignore"):
         for X in flat:
             keys += X @ rng.standard_normal((X.shape[1], 2))
-    exact = np.isfinite(keys).all()
+    exact = bool(np.isfinite(keys).all())
     if exact:
         _, first, inv = np.unique(keys, axis=0, return_index=True, return_inverse=True)
         inv = inv.ravel()
@@ -256,7 +256,7 @@ class Data:
                 vol, gam = inst.data_effect(names)
                 raw.append((sub, vol, gam, beta[list(sub), :].sum(axis=0)))
         # Merge classes that are identical for every purpose (keep the first).
-        uniq = []
+        uniq: list = []
         for cls in raw:
             if not any(abs(cls[1] - u[1]) <= 1e-12 * max(1, u[1]) and abs(cls[2] - u[2]) <= 1e-12 * max(1, u[2])
                        and np.allclose(cls[3], u[3], rtol=1e-12, atol=0) for u in uniq):
@@ -421,7 +421,7 @@ class Choice:
     classes: np.ndarray
     clusters: np.ndarray
     held: dict  # cluster index -> data class index
-    alloc: object
+    alloc: Allocation
     transfer: float
     violations: int
     losses: np.ndarray

@@ -262,7 +262,7 @@ def _solve_stages(instance, scenarios, seed, time_limit, gap, threads, formulati
                 heuristic_cost=bounds.incumbent.cost if bounds.incumbent is not None else None)
     ctx = catalog.BuildContext(data, bounds, memory_bytes, diag=diag,
                                timing={"scenarios": t_data - t0, **bounds.seconds}, options=params)
-    model = spec = None
+    model = None
     for spec in rows:
         out = spec.build(ctx)
         if out is None:
