@@ -20,7 +20,7 @@ import inspect
 import os
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from deplbench.errors import SweepError
 
@@ -190,7 +190,7 @@ def _style(style: Any) -> Any:
     import dataclasses
 
     if dataclasses.is_dataclass(style):
-        return dataclasses.asdict(style)
+        return dataclasses.asdict(cast(Any, style))
     return repr(style)
 
 
@@ -224,7 +224,7 @@ def family_parameters(family: str) -> set[str] | None:
             if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)} - {"seed", "rng"}
 
 
-def _generator_families(gen) -> dict[str, Callable]:
+def _generator_families(gen) -> dict[str, Callable | None]:
     """The family → generator-function table of ``instances.generators``."""
     for attr in ("FAMILIES", "GENERATORS", "REGISTRY"):
         table = getattr(gen, attr, None)

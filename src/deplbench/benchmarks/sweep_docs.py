@@ -164,7 +164,9 @@ def render() -> str:
 
 def toml_examples(text: str) -> list[str]:
     """The ```toml blocks of a Markdown text."""
-    blocks, inside, cur = [], False, []
+    blocks: list[str] = []
+    cur: list[str] = []
+    inside = False
     for line in text.splitlines():
         if line.strip() == "```toml":
             inside, cur = True, []

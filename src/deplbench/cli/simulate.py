@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import textwrap
+from typing import Any
 
 from deplbench.cli.solvers import parse_kv, solver_used
 from deplbench.errors import SolverError
@@ -40,7 +41,7 @@ def _cmd_simulate(args) -> int:
     _check(args)
     instance = load_instance(args.instance)
     get_solver(args.algorithm)
-    params = parse_kv(args.param)
+    params: dict[str, Any] = parse_kv(args.param)
     from deplbench.cli.progress import Stages, native_output_held, progress_wanted
 
     show = progress_wanted(args)

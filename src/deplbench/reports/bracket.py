@@ -94,8 +94,8 @@ def bracket_table(df: pd.DataFrame) -> pd.DataFrame:
         return pd.DataFrame(columns=list(BRACKET_COLUMNS))
     rows = []
     for _, r in df[df["solver"] == CERTIFIED].iterrows():
-        diag = r.get("diagnostics_d") if isinstance(r.get("diagnostics_d"), dict) else {}
-        b = diag.get("bracket") if isinstance(diag.get("bracket"), dict) else {}
+        diag: dict = r["diagnostics_d"] if isinstance(r.get("diagnostics_d"), dict) else {}
+        b: dict = diag["bracket"] if isinstance(diag.get("bracket"), dict) else {}
         lower = b.get("lower_bound") or {}
         upper = b.get("upper_bound") or {}
         lb, ub = _num(r.get("lower_bound")), _num(upper.get("value", r.get("cost")))

@@ -369,8 +369,8 @@ def load_bench_json(directory: str | Path | None) -> tuple[pd.DataFrame, list[st
             if not isinstance(b, dict):
                 continue
             stats = b.get("stats") or {}
-            params = b.get("params") if isinstance(b.get("params"), dict) else {}
-            extra = b.get("extra_info") if isinstance(b.get("extra_info"), dict) else {}
+            params: dict = b["params"] if isinstance(b.get("params"), dict) else {}
+            extra: dict = b["extra_info"] if isinstance(b.get("extra_info"), dict) else {}
             row = {
                 "file": f.name, "group": b.get("group") or "", "name": b.get("name", ""),
                 "fullname": b.get("fullname", ""), "param_json": canonical(params),

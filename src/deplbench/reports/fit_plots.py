@@ -129,7 +129,7 @@ def write_report(fit: FitResult, directory: str | os.PathLike) -> list[Path]:
     fig = Figure(figsize=(5.5, 4), layout="constrained")
     ax = fig.subplots()
     pv = fit.p_values()
-    ax.hist(pv, bins=np.linspace(0, 1, 21), color="tab:blue", alpha=0.7)
+    ax.hist(pv, bins=np.linspace(0, 1, 21).tolist(), color="tab:blue", alpha=0.7)
     ax.axvline(fit.settings["alpha"], color="r", linestyle="--", label=f"alpha = {fit.settings['alpha']}")
     ax.set(xlabel="KS p-value", ylabel="number of fits", title=f"p-values of {len(pv)} fits")
     ax.legend(fontsize=8)

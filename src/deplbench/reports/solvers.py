@@ -69,7 +69,7 @@ def _limit(value) -> float:
 def _version(g: pd.DataFrame) -> str:
     if "diagnostics_d" not in g.columns:
         return ""
-    versions = sorted({d.get("solver_version") for d in g["diagnostics_d"]
+    versions = sorted({d["solver_version"] for d in g["diagnostics_d"]
                        if isinstance(d, dict) and isinstance(d.get("solver_version"), str)})
     return "; ".join(versions)
 

@@ -71,8 +71,8 @@ def _declared(style: Mapping | None) -> tuple[str, str, str] | None:
     colour = style.get("colour") or style.get("color")
     if not isinstance(colour, str) or not colour:
         return None
-    marker = style.get("marker") if isinstance(style.get("marker"), str) else "o"
-    ls = style.get("linestyle") if isinstance(style.get("linestyle"), str) else "-"
+    marker: str = style["marker"] if isinstance(style.get("marker"), str) else "o"
+    ls: str = style["linestyle"] if isinstance(style.get("linestyle"), str) else "-"
     return colour, marker, ls
 
 
@@ -130,7 +130,7 @@ def shade(colour: str, factor: float) -> str:
     """``colour`` blended toward white (factor > 0) or black (< 0), as #rrggbb."""
     c = np.asarray(to_rgb(colour), float)
     c = c + (1.0 - c) * factor if factor > 0 else c * (1.0 + factor)
-    return to_hex(np.clip(c, 0.0, 1.0))
+    return to_hex(tuple(np.clip(c, 0.0, 1.0)))
 
 
 def _distinct_colours(out: dict[str, SeriesInfo]) -> dict[str, SeriesInfo]:

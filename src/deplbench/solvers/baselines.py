@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import itertools
 import math
+from collections.abc import Iterable
 
 import numpy as np
 
@@ -151,6 +152,7 @@ class OneSwitch(Solver):
                         min_k2[ok[0] + 1] = 0
                 else:
                     p = instance.switch_index[(m1, m2)]
+                    k1: int | np.integer       # ints here, numpy integers below
                     for k1 in range(1, K):
                         check_time(f"one-switch, switch after epoch {k1} of {K}")
                         # ℓ_s(K1, K2) for K2 = 1..K̄−K1; the jump hits epoch index K1.
@@ -214,6 +216,7 @@ def model_chains(instance, max_enumerate: int = 4) -> list[tuple[int, ...]]:
     """
     M = instance.n_models
     allowed = instance.allowed
+    orders: Iterable[tuple[int, ...]]
     if M <= max_enumerate:
         orders = itertools.permutations(range(M))
     else:
@@ -273,6 +276,7 @@ class StaticLearn(Solver):
         K = instance.horizon
         printed = instance.data_rule == "printed"
         settings = [data_setting(instance, sub) for sub in dataset_subsets(instance, params["max_dataset_subsets"])]
+        chains: list[tuple[int, ...]]
         if params["mode"] == "single":
             chains = [(m,) for m in range(instance.n_models)]
         else:

@@ -27,6 +27,7 @@ DepL paper Sec. VI-B ("best-exp"); PACT paper Sec. IV.
 from __future__ import annotations
 
 import time
+from typing import Any, cast
 
 import numpy as np
 
@@ -51,7 +52,8 @@ def greedy_extension(instance, last: int, start_epoch: int, count: int, gamma: f
     np.fill_diagonal(jump_mean, 0.0)
     for p_idx, (a, b) in enumerate(instance.switch_pairs):
         jump_mean[a, b] = instance.switches[p_idx].jump.mean()
-    scale = instance.run_scale_for(start_epoch + count - 1) if count > 0 else None
+    # None only when there is no epoch to choose (count = 0: the loop below does not run)
+    scale = cast(Any, instance.run_scale_for(start_epoch + count - 1) if count > 0 else None)
     out = []
     with np.errstate(invalid="ignore", over="ignore"):
         for k in range(start_epoch, start_epoch + count):

@@ -64,7 +64,7 @@ def _too_big(instance) -> str:
 def _model_sequences(instance, K: int):
     """All model index sequences of length K whose switches are allowed."""
     allowed = instance.allowed
-    seqs = [(m,) for m in range(instance.n_models)]
+    seqs: list[tuple[int, ...]] = [(m,) for m in range(instance.n_models)]
     for _ in range(K - 1):
         check_time(f"brute force, model sequences of {K} epochs")
         seqs = [s + (m,) for s in seqs for m in range(instance.n_models) if allowed[s[-1], m]]

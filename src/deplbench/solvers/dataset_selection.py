@@ -74,6 +74,7 @@ import heapq
 import itertools
 import math
 from dataclasses import dataclass, field
+from typing import Any, cast
 
 import numpy as np
 
@@ -369,6 +370,7 @@ def minimize_min_norm(obj: DataObjective) -> SubproblemResult:
         iters += r.iterations
         if best is None or r.value < best.value - 1e-12 * abs(best.value):
             best = r
+    best = cast(SubproblemResult, best)         # obj.n ≥ 1: the loop ran
     best.iterations = iters
     return best
 
@@ -414,6 +416,7 @@ def submodularity_check(obj: DataObjective, rng: np.random.Generator | None = No
         ``exhaustive`` (bool), ``submodular`` (no violation found).
     """
     n = obj.n
+    i: Any                  # an element below, an array of sampled elements further down
     if n <= EXHAUSTIVE_CHECK_MAX:
         vals = obj.values(all_masks(n))
         # Every (A, B) pair with A ⊆ B: each element is out of B (0), in B∖A

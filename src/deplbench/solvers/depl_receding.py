@@ -40,6 +40,8 @@ DepL paper Sec. IV (the heuristic), eqs. (1)–(8).
 
 from __future__ import annotations
 
+from typing import cast
+
 import numpy as np
 
 from deplbench.formulations.closed_loop import STOP, ClosedLoopPolicy, Decision, PolicyState, reached
@@ -148,7 +150,8 @@ class RecedingPolicy(ClosedLoopPolicy):
             cells = np.stack([lc, tc], axis=1)
             for cell in np.unique(cells[live], axis=0):
                 sel = live & (cells[:, 0] == cell[0]) & (cells[:, 1] == cell[1])
-                pid = self._replan(k, state.model, state.cluster, float(cell[0]), float(cell[1]))
+                # after the first epoch (k > 0) every run has a current model and cluster
+                pid = self._replan(k, cast(int, state.model), cast(int, state.cluster), float(cell[0]), float(cell[1]))
                 if pid is not None:
                     tags[sel] = pid
         out = Decision.constant(n, STOP)

@@ -20,6 +20,7 @@ DepL paper Sec. IV-B (the expanded graph) and Property 2.
 from __future__ import annotations
 
 import time
+from typing import Any, cast
 
 import numpy as np
 
@@ -29,9 +30,11 @@ from deplbench.solvers.expanded_graph import GraphSpec, PathResult
 def exact_loss_units(spec: GraphSpec, models) -> float:
     """Exact surrogate u (loss-bucket units above the target) at the end of a path."""
     models = [int(m) for m in models]
-    u = spec.start_exact + float(spec.first_exact[models[0]])
+    # the unrounded tables every GraphSpec that expanded_spec builds carries
+    first, shift = cast(np.ndarray, spec.first_exact), cast(np.ndarray, spec.shift_exact)
+    u = spec.start_exact + float(first[models[0]])
     for k in range(1, len(models)):
-        u += float(spec.shift_exact[k, models[k - 1], models[k]])
+        u += float(shift[k, models[k - 1], models[k]])
     return u
 
 
@@ -78,7 +81,7 @@ def build_networkx(spec: GraphSpec, full: bool = False):
         g.add_nodes_from(frontier)
     for k in range(2, spec.horizon + 1):
         nxt = set()
-        edges = []
+        edges: list[tuple[Any, Any, float]] = []
         for (_, m, i, j) in frontier:
             for mp in range(M):
                 if not spec.allowed[m, mp]:

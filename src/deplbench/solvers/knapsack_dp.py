@@ -25,7 +25,7 @@ DepL paper, Property 1 (Sec. V) and eqs. (2)–(6).
 from __future__ import annotations
 
 import math
-from typing import ClassVar
+from typing import Any, ClassVar, cast
 
 from deplbench.errors import InstanceError
 from deplbench.formulations.knapsack import covering_problem, provenance_mismatch, solve_knapsack_instance
@@ -64,7 +64,7 @@ class KnapsackDP(Solver):
             return SolveResult(algorithm=self.name, status="error",
                                message=f"knapsack-dp does not apply: {exc}")
         prob = sol.problem
-        diag = {"items": int(prob.weights.size), "target": prob.target, "max_items": prob.max_items,
+        diag: dict[str, Any] = {"items": int(prob.weights.size), "target": prob.target, "max_items": prob.max_items,
                 "dp_optimum": sol.cost}
         stale = provenance_mismatch(instance, prob)
         if stale is not None:
@@ -76,10 +76,12 @@ class KnapsackDP(Solver):
                                lower_bound=math.inf, diagnostics=diag)
         cluster = instance.clusters[0].name
         dataset = instance.datasets[0].name
+        # a finite optimum comes with its sequence and allocation
+        sequence, allocation = cast(list, sol.sequence), cast(Any, sol.allocation)
         plan = Plan(epochs=[Epoch(model=instance.models[m].name, cluster=cluster, allocation=float(x))
-                            for m, x in zip(sol.sequence, sol.allocation)],
+                            for m, x in zip(sequence, allocation)],
                     datasets={cluster: [dataset]})
-        diag["epochs"] = len(sol.sequence)
+        diag["epochs"] = len(sequence)
         message = "covering-knapsack DP optimum"
         if stale is not None:
             message += " (provenance.items are stale; solved from the models)"

@@ -205,7 +205,9 @@ def pact_decisions(graph: ExpandedGraph, irreversible_risk: float = 1.0) -> Pact
     inst = graph.instance
     e, m, n, b, t = 0, None, None, graph.b0, 0
     W_prefix, C_prefix, T_prefix = 0.0, 0.0, 0.0
-    models, clusters, decisions = [], [], []
+    models: list[int] = []
+    clusters: list[int] = []
+    decisions: list = []
     sp_calls = 0
     while b > 0:
         paths = graph.feasible_paths(e, m, n, b, t, T_prefix)
@@ -303,7 +305,7 @@ class Pact(Solver):
         scen = in_sample_scenarios(instance, params["scenarios"], params["seed"])
         runs = []
         graph_info = {}
-        work = {"graph_vertices": 0, "graphs_built": 0, "replans": 0, "shortest_path_calls": 0}
+        work: dict[str, float] = {"graph_vertices": 0, "graphs_built": 0, "replans": 0, "shortest_path_calls": 0}
         for subset in dataset_subsets(instance, params["max_dataset_subsets"]):
             st = data_setting(instance, subset)
             graph, tried = self._robust_graph(instance, st, params)

@@ -40,6 +40,7 @@ PACT paper Sec. V (Algs. 1–3, Property 2); DepL paper Sec. III eqs. (1)–(8).
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 
@@ -174,7 +175,7 @@ class ExpandedGraph:
         """|V| of Alg. 1 restricted to our bounded loss range, plus source and Ω."""
         return self.K * self.M * self.N * self.Lb * self.Tb + 2
 
-    def _dt_groups(self, m2: int, n: int | None):
+    def _dt_groups(self, m2: int | np.integer, n: int | None):
         """Usable target clusters of model m2 grouped by their time shift
         (one group in the label mode); only cluster n under the printed rule."""
         key = (m2, n if self.printed else None)
@@ -342,6 +343,7 @@ class ExpandedGraph:
             Dn = np.full((M, N, Lb, Tb), _INF)
             Ln = np.zeros((5, M, N, Lb, Tb))
             for m in np.nonzero(live)[0]:
+                groups: list[tuple[int | None, Any, Any]]
                 if self.printed:
                     groups = [(n, D[m, n], L[:, m, n]) for n in range(N) if np.isfinite(D[m, n]).any()]
                 else:
@@ -433,6 +435,7 @@ class ExpandedGraph:
             Dn = np.full((S, M, N, Lb, Tb), _INF)
             Ln = np.zeros((5, S, M, N, Lb, Tb))
             for m in np.nonzero(live)[0]:
+                groups: list[tuple[int | None, Any, Any]]
                 if self.printed:
                     groups = [(n, D[:, m, n], L[:, :, m, n]) for n in range(N) if np.isfinite(D[:, m, n]).any()]
                 else:

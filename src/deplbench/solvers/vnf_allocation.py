@@ -394,6 +394,7 @@ def place_and_allocate(compute, comm, kappa, cap, time_max: float, epsilon: floa
         return PlacementResult(True, grid_cost=0.0)
     key = list(group_key) if group_key is not None else [float(c) for c in compute]
     key = [(k, tuple(comm[i])) for i, k in enumerate(key)]
+    subsets: list[tuple[int, ...]]
     if single_cluster:
         subsets = [(n,) for n in range(N)]
     elif subset_cost is None:

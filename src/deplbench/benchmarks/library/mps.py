@@ -291,6 +291,7 @@ def _solve_scip(path, time_limit, gap, threads, seed) -> MpsOutcome:
     status = {"optimal": "optimal", "gaplimit": "optimal", "infeasible": "infeasible",
               "timelimit": "time_limit", "unbounded": "unbounded"}.get(text, "error")
     primal = float(m.getObjVal()) if m.getNSols() > 0 else None
+    dual: float | None
     dual = float(m.getDualbound())
     if not math.isfinite(dual) or abs(dual) >= m.infinity():
         dual = None
