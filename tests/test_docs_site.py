@@ -40,7 +40,8 @@ def test_api_reference_has_a_block_for_every_public_name():
     text = _hooks().api_reference()
     for name, module in deplbench.PUBLIC_API.items():
         assert f"::: {module}.{name}\n" in text
-        assert f'heading: "deplbench.{name}"' in text
+        assert f'heading: "deplbench.{name}"' in text or f"### `deplbench.{name}`" in text
+        assert f"Defined in `{module}`." in text
 
 
 def test_every_guide_page_is_in_the_nav():
@@ -59,6 +60,8 @@ def test_site_builds_strict(tmp_path):
     site = tmp_path / "site"
     api = (site / "api" / "index.html").read_text(encoding="utf-8")
     assert 'id="deplbench.solvers.run.solve"' in api and "Run one algorithm on one instance" in api
+    assert ":func:" not in api and ":class:" not in api       # Sphinx roles rendered as code
+    assert "{seed}" not in api                                 # the generators' shared sections filled
     cli_page = (site / "cli" / "index.html").read_text(encoding="utf-8")
     assert "usage: deplbench solve" in cli_page
     changelog = (site / "changelog" / "index.html").read_text(encoding="utf-8")

@@ -89,9 +89,16 @@ def api_reference() -> str:
         lines += [f"## {title}", ""]
         for name in groups[layer]:
             module = deplbench.PUBLIC_API[name]
-            lines += [f"::: {module}.{name}", "    options:", "      show_root_heading: true",
-                      f'      heading: "deplbench.{name}"', f'      toc_label: "{name}"',
-                      "      heading_level: 3", "", f"Defined in `{module}`.", ""]
+            if name[:1].isupper():
+                # A class (public classes are CamelCase): mkdocstrings' class heading
+                # ignores the ``heading`` option, so the page gives its own.
+                lines += [f"### `deplbench.{name}`", "", f"::: {module}.{name}", "    options:",
+                          "      show_root_heading: false", "      heading_level: 4", ""]
+            else:
+                lines += [f"::: {module}.{name}", "    options:", "      show_root_heading: true",
+                          f'      heading: "deplbench.{name}"', f'      toc_label: "{name}"',
+                          "      heading_level: 3", ""]
+            lines += [f"Defined in `{module}`.", ""]
     return "\n".join(lines)
 
 
