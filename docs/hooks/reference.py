@@ -12,6 +12,10 @@ behind the code:
     One mkdocstrings block per name of :data:`deplbench.PUBLIC_API`, grouped
     by layer: the docstrings are the reference.
 
+A Markdown file of ``docs/`` that mkdocs.yml's nav does not list is added
+to the end of its "User guide" section (:func:`on_config`), so a new guide
+page is never left out of the site.
+
 Run as a script it prints both, e.g. ``python docs/hooks/reference.py cli``.
 """
 
@@ -20,6 +24,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from pathlib import Path
 
 CLI_MARKER = "<!-- generated: cli -->"
 API_MARKER = "<!-- generated: api -->"
@@ -100,6 +105,38 @@ def api_reference() -> str:
                           "      heading_level: 3", ""]
             lines += [f"Defined in `{module}`.", ""]
     return "\n".join(lines)
+
+
+GUIDE_SECTION = "User guide"
+
+
+def _listed(nav) -> set[str]:
+    """Every page file a nav (list of str / {title: str or list}) names."""
+    found: set[str] = set()
+    for item in nav or ():
+        values = item.values() if isinstance(item, dict) else [item]
+        for value in values:
+            found |= _listed(value) if isinstance(value, list) else {value}
+    return found
+
+
+def unlisted_pages(docs_dir, nav) -> list[str]:
+    """The top-level Markdown files of ``docs_dir`` that ``nav`` does not name."""
+    listed = _listed(nav)
+    return sorted(p.name for p in Path(docs_dir).glob("*.md") if p.name not in listed)
+
+
+def on_config(config):
+    """Append every unlisted page of docs/ to the nav's "User guide" section."""
+    extra = unlisted_pages(config["docs_dir"], config["nav"])
+    for item in config["nav"] or ():
+        if isinstance(item, dict) and isinstance(item.get(GUIDE_SECTION), list):
+            item[GUIDE_SECTION].extend(extra)
+            break
+    else:
+        if extra:
+            raise ValueError(f"mkdocs.yml: no '{GUIDE_SECTION}' section in nav for {extra}")
+    return config
 
 
 def on_page_markdown(markdown: str, page, config, files) -> str:  # noqa: ARG001 - MkDocs' hook signature
