@@ -95,7 +95,7 @@ from deplbench.benchmarks.validate import (
 from deplbench.benchmarks.validate import check_names as _check_names
 from deplbench.errors import SweepError
 from deplbench.jsonio import canonical_json  # noqa: F401 - re-exported: part of this module's API
-from deplbench.limits import MAX_SWEEP_TASKS, check_file_size
+from deplbench.limits import MAX_SWEEP_TASKS, check_file_size, read_bytes
 
 #: Directory of the sweeps shipped with the package (``deplbench run quick``).
 PACKAGED_SWEEPS = Path(__file__).resolve().parent / "sweeps"
@@ -406,14 +406,12 @@ def load_sweep(path: str | os.PathLike, *, check_names: bool = True,
         any invalid key or value; the message names the file or the key.
     """
     file = resolve_sweep_path(path)
-    check_file_size(file, "sweep", SweepError)
+    raw = read_bytes(file, "sweep", SweepError)
     try:
-        text = file.read_text(encoding="utf-8")
+        text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise SweepError(f"{file}: not UTF-8 text ({exc.reason} at byte {exc.start}); "
                          "TOML files must be UTF-8") from None
-    except OSError as exc:
-        raise SweepError(f"{file}: cannot read the sweep file ({exc.strerror or exc})") from None
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:

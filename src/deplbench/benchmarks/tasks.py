@@ -96,11 +96,9 @@ def build_instance(task: Mapping[str, Any]):
         if expected is not None:
             import hashlib
 
-            try:
-                actual = hashlib.sha256(Path(path).read_bytes()).hexdigest()[:24]
-            except OSError as exc:
-                raise InstanceError(f"instance_path: cannot read {path}: "
-                                    f"{exc.strerror or exc}") from None
+            from deplbench.limits import read_bytes
+
+            actual = hashlib.sha256(read_bytes(path, "instance", InstanceError)).hexdigest()[:24]
             if actual != expected:
                 # The key promises this content; a file edited since the
                 # sweep was expanded would store a result under a wrong key.

@@ -324,16 +324,14 @@ def library_files(root: str) -> dict:
     if not path.is_dir():
         raise SolverError(f"library: no directory {str(root)!r}")
     man = path / MANIFEST
-    if not man.is_file():
+    if not os.path.lexists(man):
         raise SolverError(f"library: {str(root)!r} has no {MANIFEST} (build it with `deplbench library build`)")
-    try:
-        manifest = json.loads(man.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise SolverError(f"library: {man} is not valid JSON ({exc.msg}, line {exc.lineno})") from None
-    if not isinstance(manifest, dict) or not isinstance(manifest.get("entries"), list):
-        raise SolverError(f"library: {man} has no 'entries' list")
+    from deplbench.benchmarks.library.manifest import validate_manifest
+    from deplbench.instances.model import read_json
+
+    manifest = validate_manifest(read_json(man, what="manifest", error=SolverError), str(root), str(man))
     for _, _, solu in KINDS.values():
-        if not os.path.isfile(path / solu):
+        if not os.path.lexists(path / solu):
             raise SolverError(f"library: {str(root)!r} has no {solu}")
     return manifest
 
