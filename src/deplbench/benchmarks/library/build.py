@@ -36,7 +36,6 @@ limit); ``open`` — no proof within the limit.
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import time
 from collections.abc import Callable
@@ -59,7 +58,7 @@ from deplbench.formulations.milp.saa_model import (
     write_pwl_mps,
 )
 from deplbench.instances.generators import generate
-from deplbench.jsonio import finite_json
+from deplbench.jsonio import write_json
 
 #: File names inside a library directory.
 MANIFEST, TRUTH = "manifest.json", "true_optimum.csv"
@@ -181,7 +180,7 @@ def build_library(out: str, size: str = "small", time_limit: float = 60.0, gap: 
                 "solu": {k: v[2] for k, v in KINDS.items()}, "true_optimum": TRUTH if true_optimum else None,
                 "entries": records}
     _write_solu_files(root, records, highs, gap, time_limit, solve_time_limit)
-    (root / MANIFEST).write_text(json.dumps(finite_json(manifest), indent=2) + "\n", encoding="utf-8")
+    write_json(root / MANIFEST, manifest)
     write_tables(str(root), records)
     if true_optimum:
         write_truth_table(str(root / TRUTH), [r["true_optimum"] for r in records if r.get("true_optimum")])
