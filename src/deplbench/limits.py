@@ -232,14 +232,15 @@ def _gunzip(data: bytes, path, what: str, error: type[DeplbenchError], limit: in
     return _inflated(io.BytesIO(data), path, what, error, limit, keep=True)
 
 
-def check_gzip_size(path, what: str, error: type[DeplbenchError],
-                    limit: int = MAX_UNCOMPRESSED_BYTES) -> None:
+def check_gzip_size(path, what: str, error: type[DeplbenchError], limit: int | None = None) -> None:
     """Refuse a ``.gz`` file that is not regular, or whose uncompressed size exceeds ``limit``.
 
     For files handed whole to a solver that decompresses them itself
     (HiGHS reads ``.mps.gz``): the stream is inflated in blocks and only
-    counted, so a gzip bomb costs a bounded time and no memory.
+    counted, so a gzip bomb costs a bounded time and no memory. ``limit``
+    defaults to :data:`MAX_UNCOMPRESSED_BYTES`.
     """
+    limit = MAX_UNCOMPRESSED_BYTES if limit is None else limit
     _regular_size(path, what, error, limit)
     try:
         fh = open(path, "rb")

@@ -369,7 +369,7 @@ def resolve_sweep_path(path: str | os.PathLike) -> Path:
         If neither exists.
     """
     candidate = Path(path)
-    if candidate.is_file():
+    if candidate.exists() and not candidate.is_dir():   # a device or FIFO is refused by the read
         return candidate
     name = candidate.name if candidate.suffix == ".toml" else candidate.name + ".toml"
     packaged = PACKAGED_SWEEPS / name

@@ -62,6 +62,10 @@ def _cmd_solve(args) -> int:
     from deplbench.solvers.registry import get_solver
     from deplbench.solvers.run import solve
 
+    if args.output:
+        from deplbench.files import refuse_overwrite
+
+        refuse_overwrite(args.output, [args.instance], "-o", SolverError)
     instance = load_instance(args.instance)
     cls = get_solver(args.algo)
     params = parse_kv(args.param)
