@@ -554,3 +554,35 @@ def test_solve_output_reads_back_into_evaluate(tmp_path, capsys):
     assert "-inf" in json.dumps(written)                  # the case is exercised: a reason beside a null
     assert main(["evaluate", str(inst), str(out)]) in (0, 1)
     assert "error:" not in capsys.readouterr().err
+
+
+def _lib_with_model(tmp_path: Path, content: bytes, recorded: bytes | None = None) -> Path:
+    import hashlib
+
+    lib = _fake_library(tmp_path, [_entry(pwl="pwl/a.mps.gz", pwl_sha256=hashlib.sha256(
+        content if recorded is None else recorded).hexdigest())])
+    (lib / "pwl").mkdir()
+    (lib / "pwl" / "a.mps.gz").write_bytes(content)
+    (lib / "pwl.solu").write_text("=opt=  a  1.0\n", encoding="utf-8")
+    return lib
+
+
+@pytest.mark.parametrize("case", ["unreadable", "edited", "bomb"])
+def test_library_check_reports_a_broken_model_file_as_a_mismatch(tmp_path, monkeypatch, capsys, case):
+    import gzip
+
+    from deplbench import limits
+    from deplbench.benchmarks.library import check_library
+
+    monkeypatch.setattr(limits, "MAX_UNCOMPRESSED_BYTES", 2**20)
+    if case == "unreadable":          # the manifest's sha256 matches, the solver cannot read it
+        lib = _lib_with_model(tmp_path, gzip.compress(b"this is not an MPS file\n", mtime=0))
+    elif case == "edited":
+        lib = _lib_with_model(tmp_path, gzip.compress(b"NAME a\n", mtime=0), recorded=b"the original")
+    else:
+        lib = _lib_with_model(tmp_path, gzip.compress(b"\0" * (3 * 2**20), mtime=0))
+    row = check_library(str(lib), solver="highs", time_limit=5.0, kind="pwl")["instances"][0]
+    assert row["status"] == "error" and row["agrees"] is False, row
+    assert main(["library", "check", str(lib), "--model", "pwl", "--time-limit", "5", "--json"]) == 1
+    doc = _strict_loads(capsys.readouterr().out)
+    assert doc["summary"][0]["mismatches"] == 1
