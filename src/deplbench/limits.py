@@ -127,7 +127,7 @@ def _regular_size(path, what: str, error: type[DeplbenchError], limit: int) -> i
     try:
         st = os.stat(path)
     except FileNotFoundError:
-        raise error(f"{path}: no such {what} file") from None
+        raise error(f"{path}: cannot read {what} file (no such file or directory)") from None
     except (OSError, ValueError) as exc:
         raise error(f"{path}: cannot read {what} file ({getattr(exc, 'strerror', None) or exc})") from None
     if _stat.S_ISDIR(st.st_mode):

@@ -137,6 +137,9 @@ class ResultsStore:
         self.readonly = readonly
         self._conn = None
         self._present: set[str] = set()
+        if self.path.exists() and not self.path.is_file():
+            # a device or FIFO would block or feed SQLite garbage; a folder is no store either
+            raise SweepError(f"results store {self.path}: not a regular file")
         try:
             if readonly:
                 if not self.path.is_file():
@@ -489,6 +492,8 @@ def export(path: str | os.PathLike, out: str | os.PathLike, fmt: str, *,
     out = Path(out)
     if not out.parent.is_dir():      # never create folders: a typo must not scatter files
         raise SweepError(f"-o: the folder {str(out.parent)!r} does not exist")
+    if out.is_dir():
+        raise SweepError(f"-o: {out} is a directory (give the name of the file to write)")
     refuse_overwrite(out, store_files(path), "-o", SweepError)
     with ResultsStore(path, readonly=True) as store:
         frame = store.frame(latest=latest)
