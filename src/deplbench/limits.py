@@ -133,7 +133,7 @@ def _regular_size(path, what: str, error: type[DeplbenchError], limit: int) -> i
     if _stat.S_ISDIR(st.st_mode):
         raise error(f"{path}: is a directory, not a {what} file")
     if not _stat.S_ISREG(st.st_mode):
-        raise error(f"{path}: not a regular file (a device, FIFO or socket); a {what} must be a file")
+        raise error(f"{path}: not a regular file (a device, FIFO or socket); the {what} must be a regular file")
     if st.st_size > limit:
         raise error(f"{path}: {what} file of {st.st_size / 2**20:.0f} MiB is larger than the limit of "
                     f"{limit / 2**20:.0f} MiB (deplbench.limits.MAX_INPUT_BYTES)")
