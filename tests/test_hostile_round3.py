@@ -583,6 +583,10 @@ def test_library_check_reports_a_broken_model_file_as_a_mismatch(tmp_path, monke
         lib = _lib_with_model(tmp_path, gzip.compress(b"\0" * (3 * 2**20), mtime=0))
     row = check_library(str(lib), solver="highs", time_limit=5.0, kind="pwl")["instances"][0]
     assert row["status"] == "error" and row["agrees"] is False, row
+    # refused before the solver sees it (a bomb is never inflated by HiGHS), and the reason says why
+    why = {"unreadable": "could not solve", "edited": "differs from the one the library was built with",
+           "bomb": "inflates beyond the limit"}[case]
+    assert why in row["reason"], row
     assert main(["library", "check", str(lib), "--model", "pwl", "--time-limit", "5", "--json"]) == 1
     doc = _strict_loads(capsys.readouterr().out)
     assert doc["summary"][0]["mismatches"] == 1
