@@ -16,7 +16,8 @@ of standard error.
 The inputs: ``/dev/zero`` and a FIFO (nobody writing) as an instance, plan,
 sweep, training log, solution, ``.solu`` and library manifest; a 3 GB
 sparse file in the same places; a gzip bomb (a few MB that inflate to
-2 GiB) as a library model; a solution file of ``nan`` values; a manifest
+2 GiB) as a library model, also with a forged size trailer (counted while
+inflating, within ``--time-limit``); a solution file of ``nan`` values; a manifest
 with ``entries: [1, 2]``, an absolute path, a ``../`` path and a
 symbolic-linked folder; outputs that are the command's own input
 (``export s.sqlite -o s.sqlite``, its parquet twin, a symlink to it,
@@ -56,6 +57,13 @@ BIG_BYTES = 3 * 10**9
 
 def _cli(*args) -> list[str]:
     return [*CLI, *map(str, args)]
+
+
+def _in_folder(folder: Path, *args) -> list[str]:
+    """``deplbench ARGS`` started in ``folder`` (the run folder of a sweep's relative output paths)."""
+    boot = ("import os, runpy, sys; os.chdir(sys.argv[1]); sys.argv = ['deplbench'] + sys.argv[2:]; "
+            "runpy.run_module('deplbench', run_name='__main__')")
+    return [sys.executable, "-c", boot, str(folder), *map(str, args)]
 
 
 def _fifo(path: Path) -> Path:
@@ -149,6 +157,11 @@ def build_cases(tmp: Path) -> list[tuple[str, list[str], int]]:
     _bomb(bomb_lib / "pwl" / f"{name}.mps.gz")
     cases.append(("gzip bomb: library check (pwl model, 2 GiB inflated)",
                   _cli("library", "check", bomb_lib, "--model", "pwl", "--time-limit", "5"), 1))
+    forged = _copy_lib(lib, tmp / "lib-bomb-forged")
+    data = (bomb_lib / "pwl" / f"{name}.mps.gz").read_bytes()
+    (forged / "pwl" / f"{name}.mps.gz").write_bytes(data[:-4] + b"\0\0\0\0")   # a trailer that lies
+    cases.append(("gzip bomb, forged size trailer: library check",
+                  _cli("library", "check", forged, "--model", "pwl", "--time-limit", "5"), 1))
     corrupt = _copy_lib(lib, tmp / "lib-corrupt")
     (corrupt / "pwl" / f"{name}.mps.gz").write_bytes(gzip.compress(b"garbage\n", mtime=0))
     cases.append(("corrupt model: library check", _cli("library", "check", corrupt, "--model", "pwl",
@@ -204,8 +217,8 @@ def build_cases(tmp: Path) -> list[tuple[str, list[str], int]]:
          _cli("run", sweep("loop.toml", "inst/**/*.json", "repetitions = 1000\n", "max_tasks = 100\n"),
               "--db", sw / "x.sqlite", "--dry-run"), 2),
         ("sweep write_lp through a symlink out of the run folder",
-         _cli("run", sweep("lp.toml", "inst/a.json", 'params = {write_lp = "out/m.lp"}\n'), "--db",
-              sw / "x.sqlite", "--dry-run"), 2),
+         _in_folder(sw, "run", sweep("lp.toml", "inst/a.json", 'params = {write_lp = "out/m.lp"}\n'), "--db",
+                    sw / "x.sqlite", "--dry-run"), 2),
     ]
     return cases
 
@@ -264,7 +277,7 @@ def main(argv: list[str] | None = None) -> int:
         ok = (m["exit"] == want and not trace and not m["killed"] and m["wall_s"] <= 1.1 * args.limit)
         bad += not ok
         last = (m["stderr"].splitlines() or [""])[-1]
-        rows.append({"case": name, "command": [str(c) for c in cmd[2:]], "exit": m["exit"], "want": want,
+        rows.append({"case": name, "command": [str(c) for c in cmd[2:] if "runpy" not in str(c)], "exit": m["exit"], "want": want,
                      "wall_s": m["wall_s"], "peak_rss_mb": m["peak_rss_mb"], "killed": m["killed"],
                      "traceback": trace, "ok": ok, "stderr": last})
         print(f"{name[:62]:62s} {m['exit']:>4d} {want:>4d} {m['wall_s']:6.1f} {m['peak_rss_mb']:7.0f}  "

@@ -438,10 +438,18 @@ def test_gzip_bomb_is_refused_after_counting(tmp_path, monkeypatch):
     bomb = tmp_path / "b.mps.gz"
     with gzip.open(bomb, "wb") as fh:
         fh.write(b"\0" * (3 * 2**20))
-    with pytest.raises(SolverError, match="inflates beyond the limit"):
+    with pytest.raises(SolverError, match="inflates to 3 MiB, beyond the limit"):   # from the trailer
         limits.check_gzip_size(bomb, "pwl model", SolverError)
     with pytest.raises(SolverError, match="inflates beyond the limit"):
         limits.read_bytes(bomb, "pwl model", SolverError)
+    forged = tmp_path / "forged.mps.gz"              # a trailer that lies: counted while inflating
+    forged.write_bytes(bomb.read_bytes()[:-4] + b"\0\0\0\0")
+    with pytest.raises(SolverError, match="inflates beyond the limit"):
+        limits.check_gzip_size(forged, "pwl model", SolverError)
+    monkeypatch.setattr(limits, "MAX_UNCOMPRESSED_BYTES", 2**30)
+    with pytest.raises(SolverError, match="still inflating after 0 s"):                # the time bound
+        limits.check_gzip_size(forged, "pwl model", SolverError, seconds=0.0)
+    monkeypatch.setattr(limits, "MAX_UNCOMPRESSED_BYTES", 2**20)
     ok = tmp_path / "ok.mps.gz"
     with gzip.open(ok, "wb") as fh:
         fh.write(b"NAME x\n")
@@ -585,7 +593,7 @@ def test_library_check_reports_a_broken_model_file_as_a_mismatch(tmp_path, monke
     assert row["status"] == "error" and row["agrees"] is False, row
     # refused before the solver sees it (a bomb is never inflated by HiGHS), and the reason says why
     why = {"unreadable": "could not solve", "edited": "differs from the one the library was built with",
-           "bomb": "inflates beyond the limit"}[case]
+           "bomb": "beyond the limit"}[case]
     assert why in row["reason"], row
     assert main(["library", "check", str(lib), "--model", "pwl", "--time-limit", "5", "--json"]) == 1
     doc = _strict_loads(capsys.readouterr().out)

@@ -203,10 +203,14 @@ def read_text(path, what: str, error: type[DeplbenchError], limit: int = MAX_INP
         raise error(f"{path}: not a UTF-8 text file (byte {exc.start}: {exc.reason})") from None
 
 
-def _inflated(fileobj, path, what: str, error: type[DeplbenchError], limit: int, keep: bool) -> bytes:
-    """Inflate a gzip stream in blocks, stopping one block past ``limit`` bytes."""
+def _inflated(fileobj, path, what: str, error: type[DeplbenchError], limit: int, keep: bool,
+              seconds: float | None = None) -> bytes:
+    """Inflate a gzip stream in blocks, stopping one block past ``limit`` bytes
+    (or past ``seconds`` of wall time)."""
     import gzip
     import zlib
+
+    end = math.inf if seconds is None else time.perf_counter() + seconds
 
     parts, total = [], 0
     try:
@@ -221,6 +225,9 @@ def _inflated(fileobj, path, what: str, error: type[DeplbenchError], limit: int,
                                 "uncompressed (deplbench.limits.MAX_UNCOMPRESSED_BYTES)")
                 if keep:
                     parts.append(block)
+                if time.perf_counter() > end:
+                    raise error(f"{path}: {what} file still inflating after {seconds:g} s ({total / 2**20:.0f} "
+                                "MiB so far); refused before any solver reads it")
     except (OSError, EOFError, zlib.error) as exc:
         raise error(f"{path}: not a valid gzip file ({exc})") from None
     return b"".join(parts)
@@ -232,22 +239,35 @@ def _gunzip(data: bytes, path, what: str, error: type[DeplbenchError], limit: in
     return _inflated(io.BytesIO(data), path, what, error, limit, keep=True)
 
 
-def check_gzip_size(path, what: str, error: type[DeplbenchError], limit: int | None = None) -> None:
+def check_gzip_size(path, what: str, error: type[DeplbenchError], limit: int | None = None,
+                    seconds: float | None = None) -> None:
     """Refuse a ``.gz`` file that is not regular, or whose uncompressed size exceeds ``limit``.
 
     For files handed whole to a solver that decompresses them itself
     (HiGHS reads ``.mps.gz``): the stream is inflated in blocks and only
     counted, so a gzip bomb costs a bounded time and no memory. ``limit``
-    defaults to :data:`MAX_UNCOMPRESSED_BYTES`.
+    defaults to :data:`MAX_UNCOMPRESSED_BYTES`; ``seconds`` (a command's
+    time limit) bounds the counting too.
+
+    The gzip trailer's ISIZE (the last member's size modulo 2³²) is read
+    first: the true size is at least that, so a trailer above ``limit``
+    refuses the file without inflating anything.
     """
     limit = MAX_UNCOMPRESSED_BYTES if limit is None else limit
-    _regular_size(path, what, error, limit)
+    size = _regular_size(path, what, error, limit)
     try:
         fh = open(path, "rb")
     except OSError as exc:
         raise error(f"{path}: cannot read {what} file ({exc.strerror or exc})") from None
     with fh:
-        _inflated(fh, path, what, error, limit, keep=False)
+        if size >= 18:                     # header (10) + trailer (8): a complete member
+            fh.seek(size - 4)
+            isize = int.from_bytes(fh.read(4), "little")
+            if isize > limit:
+                raise error(f"{path}: {what} file inflates to {isize / 2**20:.0f} MiB, beyond the limit of "
+                            f"{limit / 2**20:.0f} MiB uncompressed (deplbench.limits.MAX_UNCOMPRESSED_BYTES)")
+            fh.seek(0)
+        _inflated(fh, path, what, error, limit, keep=False, seconds=seconds)
 
 
 def memory_budget_gib() -> float:

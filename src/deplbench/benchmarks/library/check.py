@@ -77,7 +77,7 @@ def _solve(root: str, rec: dict, path: str, solver: str, kind: str, time_limit: 
             "version": solver_version(solver) or ""}
 
 
-def _file_problem(rec: dict, kind: str, path: str) -> str:
+def _file_problem(rec: dict, kind: str, path: str, seconds: float | None = None) -> str:
     """Why the model file at ``path`` must not be handed to a solver ("" when it may).
 
     The file must be a regular file whose uncompressed size is bounded (a
@@ -90,7 +90,7 @@ def _file_problem(rec: dict, kind: str, path: str) -> str:
     from deplbench.limits import check_gzip_size
 
     try:
-        check_gzip_size(path, f"{kind} model", SolverError)
+        check_gzip_size(path, f"{kind} model", SolverError, seconds=seconds)
     except SolverError as exc:
         return str(exc)
     suffix = next((s for s in KINDS[kind][1] if path.endswith(s)), "")
@@ -189,7 +189,7 @@ def check_library(root: str, solver: str = "highs", time_limit: float = 60.0, ga
         elif path is None or not os.path.lexists(path):
             row.update(status="error", primal=None, dual=None, gap=None, seconds=float(time_limit),
                        nodes=None, agrees=False, reason=f"listed in {solu_name} but its {kind} file is missing")
-        elif (bad := _file_problem(recs[name], kind, path)):
+        elif (bad := _file_problem(recs[name], kind, path, float(time_limit))):
             row.update(status="error", primal=None, dual=None, gap=None, seconds=float(time_limit),
                        nodes=None, agrees=False, reason=bad)
         else:
