@@ -277,7 +277,8 @@ def main(argv: list[str] | None = None) -> int:
         ok = (m["exit"] == want and not trace and not m["killed"] and m["wall_s"] <= 1.1 * args.limit)
         bad += not ok
         last = (m["stderr"].splitlines() or [""])[-1]
-        rows.append({"case": name, "command": [str(c) for c in cmd[2:] if "runpy" not in str(c)], "exit": m["exit"], "want": want,
+        shown = [str(c) for c in cmd[2:] if "runpy" not in str(c)]
+        rows.append({"case": name, "command": shown, "exit": m["exit"], "want": want,
                      "wall_s": m["wall_s"], "peak_rss_mb": m["peak_rss_mb"], "killed": m["killed"],
                      "traceback": trace, "ok": ok, "stderr": last})
         print(f"{name[:62]:62s} {m['exit']:>4d} {want:>4d} {m['wall_s']:6.1f} {m['peak_rss_mb']:7.0f}  "
