@@ -42,7 +42,8 @@ JSONIO = "deplbench/jsonio.py"
 TESTS = ["tests/test_fuzz_planted.py"]
 #: The hostile-input regressions of round three and the planted properties beside them.
 ROUND3 = ["tests/test_hostile_round3.py"]
-PLANTED_SOLUTION = ["tests/test_fuzz_planted.py::test_planted_non_finite_solution_value_is_refused_naming_line_and_variable"]
+PLANTED_SOLUTION = ["tests/test_fuzz_planted.py::"
+                    "test_planted_non_finite_solution_value_is_refused_naming_line_and_variable"]
 PLANTED_MANIFEST = ["tests/test_fuzz_planted.py::test_planted_invalid_manifest_is_refused_naming_the_field"]
 PLANTED_GLOB = ["tests/test_fuzz_planted.py::test_planted_invalid_glob_sweep_is_refused_naming_the_field"]
 
@@ -84,9 +85,11 @@ MUTATIONS = [
      ROUND3 + PLANTED_MANIFEST),
     ("manifest: no absolute path", MANIFEST, '    if os.path.isabs(rel) or rel.startswith("~"):', '    if False:',
      ROUND3 + PLANTED_MANIFEST),
-    ("manifest: no '..'", MANIFEST, '    if ".." in parts or "\\0" in rel:', '    if False:', ROUND3 + PLANTED_MANIFEST),
+    ("manifest: no '..'", MANIFEST, '    if ".." in parts or "\\0" in rel:', '    if False:',
+     ROUND3 + PLANTED_MANIFEST),
     ("manifest: no symbolic link", MANIFEST, '    if os.path.realpath(named) != named:', '    if False:', ROUND3),
-    ("library check: corrupt file is an error", CHECK, '        elif (bad := _file_problem(recs[name], kind, path)):',
+    ("library check: corrupt file is an error", CHECK,
+     '        elif (bad := _file_problem(recs[name], kind, path, float(time_limit))):',
      '        elif False:', ROUND3),
     ("sweep: glob without '..'", SWEEP, '    if ".." in parts:\n        raise SweepError(f"{where}.path: the glob',
      '    if False:\n        raise SweepError(f"{where}.path: the glob', ROUND3 + PLANTED_GLOB),
@@ -94,7 +97,8 @@ MUTATIONS = [
      '                if False:', ROUND3),
     ("sweep: glob files counted", SWEEP, 'recipes = max(1, len(g.paths)) if g.path', 'recipes = 1 if g.path', ROUND3),
     ("sweep: repetitions counted", SWEEP, ' or (None,)) * a.repetitions\n', ' or (None,))\n', ROUND3 + PLANTED_GLOB),
-    ("sweep: output path resolved (symlinks)", SWEEP, '                    confined(os.getcwd(), value, where, SweepError)\n',
+    ("sweep: output path resolved (symlinks)", SWEEP,
+     '                    confined(os.getcwd(), value, where, SweepError)\n',
      '', ROUND3),
     ("export: output is not the store", STORE, '    refuse_overwrite(out, store_files(path), "-o", SweepError)\n', '',
      ROUND3),
