@@ -57,15 +57,15 @@ def parse_kv(items: list[str]) -> dict[str, str]:
 
 
 def _cmd_solve(args) -> int:
+    if args.output:        # before the solver stack is imported: a refusal costs nothing
+        from deplbench.files import refuse_overwrite
+
+        refuse_overwrite(args.output, [args.instance], "-o", SolverError)
     from deplbench.instances.model import load_instance
     from deplbench.jsonio import print_json, write_json
     from deplbench.solvers.registry import get_solver
     from deplbench.solvers.run import solve
 
-    if args.output:
-        from deplbench.files import refuse_overwrite
-
-        refuse_overwrite(args.output, [args.instance], "-o", SolverError)
     instance = load_instance(args.instance)
     cls = get_solver(args.algo)
     params = parse_kv(args.param)
