@@ -16,6 +16,12 @@ A bottom helper shared by the formulations and the solvers (it imports only
   :class:`TimeLimitReached`, which :func:`~deplbench.solvers.run.solve`
   turns into status ``time_limit`` with the message and no plan. The check is
   a context variable read and one clock call: cheap enough for every layer.
+* **Files.** Every reader of a user's file goes through :func:`read_bytes`
+  (or :func:`read_text`): a path that is not a regular file (``/dev/zero``,
+  a FIFO) is refused from its ``stat``, the size is checked before and
+  during the read (:data:`MAX_INPUT_BYTES`), and a ``.gz`` file is inflated
+  in blocks up to :data:`MAX_UNCOMPRESSED_BYTES`; :func:`check_gzip_size`
+  bounds a compressed file a solver reads itself.
 """
 
 from __future__ import annotations
