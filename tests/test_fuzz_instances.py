@@ -169,6 +169,44 @@ def test_regressions(name):
     _check_error(str(err.value))
 
 
+@pytest.mark.parametrize("how", ["dev-zero", "fifo", "directory", "sparse-3GB", "gzip-bomb"])
+def test_file_regressions(tmp_path, how):
+    """Files that are not instance files: refused before reading, one line naming the file
+    (a MemoryError traceback, a read blocked forever, or an inflated bomb before)."""
+    import gzip
+    import os
+
+    if how == "dev-zero":
+        path = "/dev/zero"
+    elif how == "fifo":
+        path = tmp_path / "pipe"
+        os.mkfifo(path)                    # nobody writes: reading it would block
+    elif how == "directory":
+        path = tmp_path
+    elif how == "sparse-3GB":
+        path = tmp_path / "big.json"
+        with open(path, "wb") as fh:
+            fh.truncate(3 * 10**9)
+    else:
+        path = tmp_path / "bomb.json.gz"
+        path.write_bytes(gzip.compress(b" " * (4 * 2**20), mtime=0))
+    if how == "gzip-bomb":
+        from deplbench import limits
+
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setattr(limits, "MAX_UNCOMPRESSED_BYTES", 2**20)
+            with pytest.raises(InstanceError) as err:
+                load_instance(path)
+    else:
+        with pytest.raises(InstanceError) as err:
+            load_instance(path)
+    msg = str(err.value)
+    assert "\n" not in msg and msg.startswith(f"{path}: "), msg
+    why = {"dev-zero": "not a regular file", "fifo": "not a regular file", "directory": "is a directory",
+           "sparse-3GB": "larger than the limit", "gzip-bomb": "inflates beyond the limit"}[how]
+    assert why in msg, msg
+
+
 @FUZZ
 @given(mutated())
 @pytest.mark.slow

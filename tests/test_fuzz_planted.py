@@ -241,5 +241,112 @@ def test_valid_sweep_before_planting():
     assert parse_sweep(_valid_sweep(), check_names=False).name == "s"
 
 
+# ---- sweeps: globs and counts (files on disk) -----------------------------------------------------
+
+@st.composite
+def planted_glob_sweep(draw):
+    """A glob ``path`` that leaves the sweep's folder, or repetitions past ``max_tasks``."""
+    data = {"sweep": {"name": "s", "max_tasks": 6},
+            "instances": [{"id": "g", "path": "inst/*.json"}], "algorithms": [{"name": "depl"}]}
+    kind = draw(st.sampled_from(["outside", "count"]))
+    if kind == "outside":
+        data["instances"][0]["path"] = draw(st.sampled_from(["/**/*.json", "../*.json", "inst/../../*.json",
+                                                             "../**/*.json"]))
+        return data, "instances[0].path"
+    data["algorithms"][0]["repetitions"] = draw(st.integers(4, 1000))   # 2 files × 4+ > 6
+    return data, "sweep.max_tasks"
+
+
+def test_planted_invalid_glob_sweep_is_refused_naming_the_field(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("glob")
+    (folder / "inst").mkdir()
+    for i in range(2):
+        (folder / "inst" / f"i{i}.json").write_text(json.dumps(base_instance()), encoding="utf-8")
+
+    @PER_KIND
+    @given(planted_glob_sweep())
+    def prop(case):
+        data, field = case
+        refused_naming(lambda d: parse_sweep(d, base_dir=folder, check_names=False), data, field, SweepError)
+    prop()
+
+
+# ---- the library's manifest and an outside solver's solution ------------------------------------
+
+def _valid_manifest() -> dict:
+    return {"library_version": "1", "pwl_tolerance": 1e-4,
+            "entries": [{"name": f"e{i}", "instance": f"instances/e{i}.json", "pwl": f"pwl/e{i}.mps.gz",
+                         "minlp": f"minlp/e{i}.nl.gz", "minlp_files": [f"minlp/e{i}.nl.gz", f"minlp/e{i}.gms.gz"],
+                         "scenarios": 10, "seed": 0, "formulation": "fast"} for i in range(3)]}
+
+
+_BAD_PATHS = st.sampled_from(["/etc/passwd", "../x.json", "instances/../../x.json", "~/x.json", ""])
+
+
+@st.composite
+def planted_manifest(draw):
+    data = _valid_manifest()
+    i = draw(st.integers(0, 2))
+    kind = draw(st.sampled_from(["path", "files", "not an object", "name", "duplicate", "count"]))
+    if kind == "path":
+        field = draw(st.sampled_from(["instance", "pwl", "minlp"]))
+        data["entries"][i][field] = draw(_BAD_PATHS)
+        return data, f"entries[{i}].{field}"
+    if kind == "files":
+        data["entries"][i]["minlp_files"][1] = draw(_BAD_PATHS)
+        return data, f"entries[{i}].minlp_files[1]"
+    if kind == "not an object":
+        data["entries"][i] = draw(st.one_of(st.integers(), st.text(max_size=3), st.lists(st.integers(), max_size=2)))
+        return data, f"entries[{i}]"
+    if kind == "name":
+        data["entries"][i]["name"] = draw(st.sampled_from(["../e", "/e", ".e", "", "a b", 7]))
+        return data, f"entries[{i}].name"
+    if kind == "duplicate":
+        data["entries"][i]["name"] = data["entries"][(i + 1) % 3]["name"]
+        return data, f"entries[{max(i, (i + 1) % 3)}].name"
+    data["entries"][i]["scenarios"] = draw(st.one_of(st.integers(max_value=0), st.just("10"), st.just(1.5)))
+    return data, f"entries[{i}].scenarios"
+
+
+def test_planted_invalid_manifest_is_refused_naming_the_field(tmp_path_factory):
+    from deplbench.benchmarks.library.manifest import validate_manifest
+    from deplbench.errors import SolverError
+
+    root = str(tmp_path_factory.mktemp("lib"))
+    validate_manifest(_valid_manifest(), root)                 # valid before planting
+
+    @PER_KIND
+    @given(planted_manifest())
+    def prop(case):
+        data, field = case
+        refused_naming(lambda d: validate_manifest(d, root), data, field, SolverError)
+    prop()
+
+
+@st.composite
+def planted_solution(draw):
+    n = draw(st.integers(1, 6))
+    values = [repr(draw(st.floats(-1e6, 1e6, allow_nan=False))) for _ in range(n)]
+    i = draw(st.integers(0, n - 1))
+    values[i] = draw(st.sampled_from(["nan", "NaN", "inf", "-inf", "Infinity", "+nan"]))
+    lines = ["# solution"] + [f"x_{j} {v}" for j, v in enumerate(values)]
+    return "\n".join(lines) + "\n", f"line {i + 2}: value {values[i]!r} of 'x_{i}'"
+
+
+def test_planted_non_finite_solution_value_is_refused_naming_line_and_variable(tmp_path_factory):
+    from deplbench.benchmarks.library.verify import read_sol
+    from deplbench.errors import SolverError
+
+    path = tmp_path_factory.mktemp("sol") / "s.sol"
+
+    @PER_KIND
+    @given(planted_solution())
+    def prop(case):
+        text, field = case
+        path.write_text(text, encoding="utf-8")
+        refused_naming(lambda _: read_sol(str(path)), None, field, SolverError)
+    prop()
+
+
 if __name__ == "__main__":  # pragma: no cover
     pytest.main([__file__])

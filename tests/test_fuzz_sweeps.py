@@ -240,6 +240,12 @@ REGRESSIONS = {
     # a key with a newline made the message two lines; "0" did not read as a location
     "key-newline": lambda d: _with(d, ("instances", 0, "params", "a\nb"), 1),
     "top-key-0": lambda d: _with(d, ("0",), 1),
+    # a glob over the whole file system (or above the sweep's folder) hung --dry-run
+    "glob-root": lambda d: _with(d, ("instances", 1, "path"), "/**/*.json"),
+    "glob-parent": lambda d: _with(d, ("instances", 1, "path"), "../**/*.json"),
+    # repetitions multiplied the tasks past max_tasks without being counted
+    "repetitions-past-cap": lambda d: _with(_with(d, ("sweep", "max_tasks"), 50),
+                                            ("algorithms", 0, "repetitions"), 1000),
 }
 
 

@@ -27,6 +27,10 @@ __all__ = [
     "json_default",
     "print_json",
     "canonical_json",
+    "strict_json",
+    "dumps",
+    "write_json",
+    "NONFINITE_SUFFIX",
 ]
 
 
@@ -147,7 +151,84 @@ def json_default(obj: Any) -> Any:
     return repr(obj)
 
 
-def print_json(obj: Any, *, indent: int | None = None, strict: bool = False,
+#: Suffix of the key that says why a sibling value is null (``"gap": null,
+#: "gap_nonfinite": "inf"``): strict JSON has no token for ``inf``/``nan``.
+NONFINITE_SUFFIX = "_nonfinite"
+
+
+def _nonfinite_reason(value: Any) -> str | None:
+    if isinstance(value, (float, np.floating)) and not math.isfinite(float(value)):
+        return "nan" if math.isnan(value) else ("inf" if value > 0 else "-inf")
+    return None
+
+
+def strict_json(obj: Any) -> Any:
+    """``obj`` made RFC 8259 JSON: non-finite numbers become null, with the reason beside them.
+
+    Every non-finite float becomes ``null``; where it was the value of a
+    key ``k`` of an object, a sibling key ``k_nonfinite`` holds ``"inf"``,
+    ``"-inf"`` or ``"nan"``; where it was an element of a list under ``k``,
+    ``k_nonfinite`` maps the element's index to its reason. A sibling key
+    the object already has is not overwritten.
+
+    Parameters
+    ----------
+    obj : Any
+        As for :func:`to_jsonable`.
+
+    Returns
+    -------
+    Any
+        Plain Python that ``json.dumps(..., allow_nan=False)`` accepts.
+
+    Examples
+    --------
+    >>> strict_json({"gap": float("inf"), "ci": [0.5, float("nan")]})
+    {'gap': None, 'ci': [0.5, None], 'gap_nonfinite': 'inf', 'ci_nonfinite': {'1': 'nan'}}
+    """
+    if isinstance(obj, dict):
+        out: dict[str, Any] = {}
+        reasons: dict[str, Any] = {}
+        for k, v in obj.items():
+            key = k if isinstance(k, str) else str(k)
+            why = _nonfinite_reason(v)
+            if why is not None:
+                reasons[key + NONFINITE_SUFFIX] = why
+            elif isinstance(v, (list, tuple, np.ndarray)) and not isinstance(v, str):
+                items = v.tolist() if isinstance(v, np.ndarray) else v
+                marks = {str(i): r for i, r in ((i, _nonfinite_reason(x)) for i, x in enumerate(items))
+                         if r is not None}
+                if marks:
+                    reasons[key + NONFINITE_SUFFIX] = marks
+            out[key] = strict_json(v)
+        for key, why in reasons.items():
+            out.setdefault(key, why)
+        return out
+    if isinstance(obj, (list, tuple)):
+        return [strict_json(v) for v in obj]
+    if isinstance(obj, np.ndarray):
+        return strict_json(obj.tolist())
+    return to_jsonable(obj, finite=True)
+
+
+def dumps(obj: Any, *, indent: int | None = None, default: Any = None) -> str:
+    """The one JSON writer of every output (``--json``, ``-o`` files, manifests).
+
+    :func:`strict_json` first, then ``json.dumps(..., allow_nan=False)``: the
+    text is RFC 8259 JSON, which every strict parser (``jq``, JavaScript,
+    deplbench's own readers) reads back.
+    """
+    return json.dumps(strict_json(obj), indent=indent, allow_nan=False, default=default)
+
+
+def write_json(path: Any, obj: Any, *, indent: int | None = 2) -> None:
+    """Write :func:`dumps` of ``obj`` and a newline to ``path`` (UTF-8)."""
+    text = dumps(obj, indent=indent) + "\n"
+    with open(path, "w", encoding="utf-8") as fh:
+        fh.write(text)
+
+
+def print_json(obj: Any, *, indent: int | None = None, strict: bool = True,
                file: TextIO | None = None) -> None:
     """Print ``obj`` as one JSON document and a newline (the ``--json`` output).
 
@@ -156,17 +237,16 @@ def print_json(obj: Any, *, indent: int | None = None, strict: bool = False,
     obj : Any
         The document; numpy values are converted (:func:`to_jsonable`).
     indent : int, optional
-        Passed to :func:`json.dump`.
-    strict : bool, default False
-        Non-finite numbers become null (:func:`finite_json`) rather than the
-        tokens ``Infinity``/``NaN`` that strict parsers reject.
+        Passed to :func:`json.dumps`.
+    strict : bool, default True
+        Kept for callers; the output is always RFC 8259 JSON (:func:`dumps`):
+        non-finite numbers are null with the reason beside them.
     file : text stream, optional
         Where to write; default ``sys.stdout`` at the time of the call (the
         CLI points it at the real standard output while a command runs).
     """
     stream = sys.stdout if file is None else file
-    obj = to_jsonable(obj, finite=strict)
-    json.dump(obj, stream, indent=indent, allow_nan=not strict)
+    stream.write(dumps(obj, indent=indent))
     stream.write("\n")
 
 

@@ -16,6 +16,12 @@ A bottom helper shared by the formulations and the solvers (it imports only
   :class:`TimeLimitReached`, which :func:`~deplbench.solvers.run.solve`
   turns into status ``time_limit`` with the message and no plan. The check is
   a context variable read and one clock call: cheap enough for every layer.
+* **Files.** Every reader of a user's file goes through :func:`read_bytes`
+  (or :func:`read_text`): a path that is not a regular file (``/dev/zero``,
+  a FIFO) is refused from its ``stat``, the size is checked before and
+  during the read (:data:`MAX_INPUT_BYTES`), and a ``.gz`` file is inflated
+  in blocks up to :data:`MAX_UNCOMPRESSED_BYTES`; :func:`check_gzip_size`
+  bounds a compressed file a solver reads itself.
 """
 
 from __future__ import annotations
@@ -108,21 +114,166 @@ def check_memory(need_bytes: float, what: str, hint: str, budget_gib: float | No
                                   f"{budget_gib:.2f} GiB (parameter memory_limit raises it); {hint}")
 
 
-def check_file_size(path, what: str, error: type[DeplbenchError], limit: int = MAX_INPUT_BYTES) -> None:
-    """Refuse to read a file larger than ``limit`` bytes, naming it and the limit.
+#: Largest uncompressed size of a gzip file read or handed to a solver (a
+#: library model): a gzip bomb of a few MB that inflates to GB is refused
+#: after counting, never written out or parsed.
+MAX_UNCOMPRESSED_BYTES = 1024 * 2**20
 
-    An unreadable path is left to the caller's own read (its message names
-    the cause); only the size is judged here.
+
+def _regular_size(path, what: str, error: type[DeplbenchError], limit: int) -> int:
+    """The size of ``path`` after checking it is a regular file within ``limit``.
+
+    ``/dev/zero`` has size 0 and never ends; a FIFO blocks the first read
+    until a writer appears: neither is a file a user means to give, so both
+    are refused from their ``stat`` before any read.
     """
     import os
+    import stat as _stat
 
     try:
-        size = os.stat(path).st_size
-    except (OSError, ValueError):
-        return
-    if size > limit:
-        raise error(f"{path}: {what} file of {size / 2**20:.0f} MiB is larger than the limit of "
+        st = os.stat(path)
+    except FileNotFoundError:
+        raise error(f"{path}: cannot read {what} file (no such file or directory)") from None
+    except (OSError, ValueError) as exc:
+        raise error(f"{path}: cannot read {what} file ({getattr(exc, 'strerror', None) or exc})") from None
+    if _stat.S_ISDIR(st.st_mode):
+        raise error(f"{path}: is a directory, not a {what} file")
+    if not _stat.S_ISREG(st.st_mode):
+        raise error(f"{path}: not a regular file (a device, FIFO or socket); the {what} must be a regular file")
+    if st.st_size > limit:
+        raise error(f"{path}: {what} file of {st.st_size / 2**20:.0f} MiB is larger than the limit of "
                     f"{limit / 2**20:.0f} MiB (deplbench.limits.MAX_INPUT_BYTES)")
+    return st.st_size
+
+
+def check_file_size(path, what: str, error: type[DeplbenchError], limit: int = MAX_INPUT_BYTES) -> None:
+    """Refuse a path that is not a regular file, or one larger than ``limit`` bytes.
+
+    Raises
+    ------
+    error
+        One line naming the file: missing, a directory, not a regular file
+        (``/dev/zero``, a FIFO), or its size and the limit.
+    """
+    _regular_size(path, what, error, limit)
+
+
+def read_bytes(path, what: str, error: type[DeplbenchError], limit: int = MAX_INPUT_BYTES) -> bytes:
+    """The bytes of the regular file ``path``, never more than ``limit``.
+
+    The one bounded read every reader of a user's file goes through
+    (instance, plan, sweep, training log, solution, ``.solu``, manifest): the
+    file's type and size are checked before the read, and the read itself
+    stops one byte past ``limit`` (a file that grew in between is refused
+    too). A ``.gz`` path is decompressed with the same bound on the
+    uncompressed size (:data:`MAX_UNCOMPRESSED_BYTES` at most).
+
+    Parameters
+    ----------
+    path : path-like
+    what : str
+        The file's kind, for messages (``"instance"``, ``"solution"``).
+    error : type
+        The :class:`~deplbench.errors.DeplbenchError` subclass raised.
+    limit : int, default MAX_INPUT_BYTES
+
+    Returns
+    -------
+    bytes
+
+    Raises
+    ------
+    error
+        Missing, not a regular file, too large (compressed or not), unreadable.
+    """
+    _regular_size(path, what, error, limit)
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read(limit + 1)
+    except OSError as exc:
+        raise error(f"{path}: cannot read {what} file ({exc.strerror or exc})") from None
+    if len(data) > limit:
+        raise error(f"{path}: {what} file is larger than the limit of {limit / 2**20:.0f} MiB "
+                    "(deplbench.limits.MAX_INPUT_BYTES)")
+    if str(path).endswith(".gz"):
+        data = _gunzip(data, path, what, error, min(limit, MAX_UNCOMPRESSED_BYTES))
+    return data
+
+
+def read_text(path, what: str, error: type[DeplbenchError], limit: int = MAX_INPUT_BYTES) -> str:
+    """:func:`read_bytes` decoded as UTF-8 (a one-line error naming the byte otherwise)."""
+    data = read_bytes(path, what, error, limit)
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise error(f"{path}: not a UTF-8 text file (byte {exc.start}: {exc.reason})") from None
+
+
+def _inflated(fileobj, path, what: str, error: type[DeplbenchError], limit: int, keep: bool,
+              seconds: float | None = None) -> bytes:
+    """Inflate a gzip stream in blocks, stopping one block past ``limit`` bytes
+    (or past ``seconds`` of wall time)."""
+    import gzip
+    import zlib
+
+    end = math.inf if seconds is None else time.perf_counter() + seconds
+
+    parts, total = [], 0
+    try:
+        with gzip.GzipFile(fileobj=fileobj, mode="rb") as g:
+            while True:
+                block = g.read(1 << 20)
+                if not block:
+                    break
+                total += len(block)
+                if total > limit:
+                    raise error(f"{path}: {what} file inflates beyond the limit of {limit / 2**20:.0f} MiB "
+                                "uncompressed (deplbench.limits.MAX_UNCOMPRESSED_BYTES)")
+                if keep:
+                    parts.append(block)
+                if time.perf_counter() > end:
+                    raise error(f"{path}: {what} file still inflating after {seconds:g} s ({total / 2**20:.0f} "
+                                "MiB so far); refused before any solver reads it")
+    except (OSError, EOFError, zlib.error) as exc:
+        raise error(f"{path}: not a valid gzip file ({exc})") from None
+    return b"".join(parts)
+
+
+def _gunzip(data: bytes, path, what: str, error: type[DeplbenchError], limit: int) -> bytes:
+    import io
+
+    return _inflated(io.BytesIO(data), path, what, error, limit, keep=True)
+
+
+def check_gzip_size(path, what: str, error: type[DeplbenchError], limit: int | None = None,
+                    seconds: float | None = None) -> None:
+    """Refuse a ``.gz`` file that is not regular, or whose uncompressed size exceeds ``limit``.
+
+    For files handed whole to a solver that decompresses them itself
+    (HiGHS reads ``.mps.gz``): the stream is inflated in blocks and only
+    counted, so a gzip bomb costs a bounded time and no memory. ``limit``
+    defaults to :data:`MAX_UNCOMPRESSED_BYTES`; ``seconds`` (a command's
+    time limit) bounds the counting too.
+
+    The gzip trailer's ISIZE (the last member's size modulo 2³²) is read
+    first: the true size is at least that, so a trailer above ``limit``
+    refuses the file without inflating anything.
+    """
+    limit = MAX_UNCOMPRESSED_BYTES if limit is None else limit
+    size = _regular_size(path, what, error, limit)
+    try:
+        fh = open(path, "rb")
+    except OSError as exc:
+        raise error(f"{path}: cannot read {what} file ({exc.strerror or exc})") from None
+    with fh:
+        if size >= 18:                     # header (10) + trailer (8): a complete member
+            fh.seek(size - 4)
+            isize = int.from_bytes(fh.read(4), "little")
+            if isize > limit:
+                raise error(f"{path}: {what} file inflates to {isize / 2**20:.0f} MiB, beyond the limit of "
+                            f"{limit / 2**20:.0f} MiB uncompressed (deplbench.limits.MAX_UNCOMPRESSED_BYTES)")
+            fh.seek(0)
+        _inflated(fh, path, what, error, limit, keep=False, seconds=seconds)
 
 
 def memory_budget_gib() -> float:
@@ -187,7 +338,8 @@ def check_time(where: str) -> None:
 
 
 __all__ = ["MEMORY_BUDGET_GIB", "FLOAT_BYTES", "MAX_THREADS", "MAX_WORKERS", "MAX_RUNS", "MAX_REPLICATIONS",
-           "MAX_BOOTSTRAP", "MAX_SWEEP_TASKS", "MAX_INPUT_BYTES", "check_file_size", "MemoryLimitExceeded",
+           "MAX_BOOTSTRAP", "MAX_SWEEP_TASKS", "MAX_INPUT_BYTES", "MAX_UNCOMPRESSED_BYTES", "check_file_size",
+           "check_gzip_size", "read_bytes", "read_text", "MemoryLimitExceeded",
            "TimeLimitReached", "check_memory", "memory_budget", "memory_budget_gib", "MEMORY_LIMIT_PARAM",
            "TIME_LIMIT_PARAM",
            "deadline", "time_left", "expired", "check_time"]

@@ -46,6 +46,7 @@ from deplbench.benchmarks import leases as _leases
 from deplbench.benchmarks import record as _record
 from deplbench.benchmarks.record import json_default  # noqa: F401 - public re-export
 from deplbench.errors import SweepError
+from deplbench.files import FORMULA_PREFIXES, refuse_overwrite, safe_cell, store_files, write_csv  # noqa: F401
 
 #: The stored columns, in order: the fields of
 #: :class:`~deplbench.benchmarks.record.TaskRecord` (their kinds and
@@ -136,6 +137,9 @@ class ResultsStore:
         self.readonly = readonly
         self._conn = None
         self._present: set[str] = set()
+        if self.path.exists() and not self.path.is_file():
+            # a device or FIFO would block or feed SQLite garbage; a folder is no store either
+            raise SweepError(f"results store {self.path}: not a regular file")
         try:
             if readonly:
                 if not self.path.is_file():
@@ -414,24 +418,20 @@ def expand_params(column) -> Any:
     return pd.DataFrame(data, index=column.index)
 
 
-#: First characters that make a spreadsheet read a cell as a formula (CSV injection).
-FORMULA_PREFIXES = ("=", "+", "-", "@", "\t", "\r")
-
-
 def spreadsheet_safe(frame):
     """A copy of ``frame`` whose text cells cannot start a spreadsheet formula.
 
-    A text cell beginning with ``=``, ``+``, ``-``, ``@``, tab or carriage
-    return gets a leading ``'`` (OWASP's CSV-injection advice); numbers are
-    untouched, so a negative cost stays a number.
+    Every line of a text cell beginning with ``=``, ``+``, ``-``, ``@``, tab
+    or carriage return gets a leading ``'`` (OWASP's CSV-injection advice;
+    :func:`deplbench.files.safe_text`); numbers are untouched, so a negative
+    cost stays a number. :func:`deplbench.files.write_csv` applies it.
     """
     import pandas as pd
 
     out = frame.copy()
     for col in out.columns:
         if not pd.api.types.is_numeric_dtype(out[col]):       # object or string columns
-            out[col] = out[col].map(lambda v: "'" + v if isinstance(v, str) and v.startswith(FORMULA_PREFIXES)
-                                    else v)
+            out[col] = out[col].map(safe_cell)
     return out
 
 
@@ -489,18 +489,21 @@ def export(path: str | os.PathLike, out: str | os.PathLike, fmt: str, *,
         if importlib.util.find_spec("pyarrow") is None:
             raise SweepError("--format parquet: needs the pyarrow package "
                              "(pip install pyarrow), or use --format csv")
-    with ResultsStore(path, readonly=True) as store:
-        frame = store.frame(latest=latest)
-        bad = text_in_numbers(store._conn)
     out = Path(out)
     if not out.parent.is_dir():      # never create folders: a typo must not scatter files
         raise SweepError(f"-o: the folder {str(out.parent)!r} does not exist")
+    if out.is_dir():
+        raise SweepError(f"-o: {out} is a directory (give the name of the file to write)")
+    refuse_overwrite(out, store_files(path), "-o", SweepError)
+    with ResultsStore(path, readonly=True) as store:
+        frame = store.frame(latest=latest)
+        bad = text_in_numbers(store._conn)
     for col, n in bad.items():
         if warn is not None:
             warn(f"warning: {n} stored row(s) of column {col!r} hold text, not a number; exported as "
                  "missing values")
     if fmt == "csv":
-        spreadsheet_safe(frame).to_csv(out, index=False)
+        write_csv(frame, out)
     else:
         parquet_safe(frame).to_parquet(out, index=False)
     return len(frame)

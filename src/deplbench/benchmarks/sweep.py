@@ -71,6 +71,7 @@ import hashlib
 import itertools
 import math
 import os
+import re
 import tomllib
 from collections.abc import Iterator, Mapping
 from dataclasses import asdict, dataclass, field
@@ -80,6 +81,7 @@ from typing import Any
 from deplbench import __version__
 from deplbench.benchmarks import solver_axis as _axis
 from deplbench.benchmarks.sweep_keys import keys as _keys
+from deplbench.benchmarks.tasks import OUTPUT_PARAMS as _OUTPUT_PARAMS
 from deplbench.benchmarks.validate import (
     check_evaluation,
     check_parameters,
@@ -94,8 +96,9 @@ from deplbench.benchmarks.validate import (
 )
 from deplbench.benchmarks.validate import check_names as _check_names
 from deplbench.errors import SweepError
+from deplbench.files import confined
 from deplbench.jsonio import canonical_json  # noqa: F401 - re-exported: part of this module's API
-from deplbench.limits import MAX_SWEEP_TASKS, check_file_size
+from deplbench.limits import MAX_SWEEP_TASKS, check_file_size, read_bytes
 
 #: Directory of the sweeps shipped with the package (``deplbench run quick``).
 PACKAGED_SWEEPS = Path(__file__).resolve().parent / "sweeps"
@@ -380,7 +383,7 @@ def resolve_sweep_path(path: str | os.PathLike) -> Path:
         If neither exists.
     """
     candidate = Path(path)
-    if candidate.is_file():
+    if candidate.exists() and not candidate.is_dir():   # a device or FIFO is refused by the read
         return candidate
     name = candidate.name if candidate.suffix == ".toml" else candidate.name + ".toml"
     packaged = PACKAGED_SWEEPS / name
@@ -420,14 +423,12 @@ def load_sweep(path: str | os.PathLike, *, check_names: bool = True,
         any invalid key or value; the message names the file or the key.
     """
     file = resolve_sweep_path(path)
-    check_file_size(file, "sweep", SweepError)
+    raw = read_bytes(file, "sweep", SweepError)
     try:
-        text = file.read_text(encoding="utf-8")
+        text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise SweepError(f"{file}: not UTF-8 text ({exc.reason} at byte {exc.start}); "
                          "TOML files must be UTF-8") from None
-    except OSError as exc:
-        raise SweepError(f"{file}: cannot read the sweep file ({exc.strerror or exc})") from None
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
@@ -516,15 +517,17 @@ def parse_sweep(
                  algorithms=algorithms, source=source, text=text)
 
 
-#: Solver parameters that name a file the task writes.
-OUTPUT_PARAMS = ("write_lp",)
+#: Solver parameters that name a file the task writes (defined beside the task runner that checks them again).
+OUTPUT_PARAMS = _OUTPUT_PARAMS
 
 
 def _check_output_paths(algorithms: tuple) -> None:
     """Every output file a sweep names stays under the run's folder.
 
     Sweeps are shared files: an absolute path or a ``..`` component would let
-    one write anywhere, so both are refused at load, naming the field.
+    one write anywhere, so both are refused at load, naming the field; so is
+    a path that leaves the folder through a symbolic link once resolved
+    (the task checks again before it writes, :func:`.tasks.confine_outputs`).
     """
     for i, algo in enumerate(algorithms):
         for section, table in (("params", algo.params), ("grid", algo.grid)):
@@ -542,12 +545,15 @@ def _check_output_paths(algorithms: tuple) -> None:
                     if Path(value).is_absolute() or os.path.isabs(value) or ".." in parts or "\\" in value:
                         raise SweepError(f"{where}: an output file named in a sweep must stay under the run's "
                                          f"folder (a relative path without '..'), got {value!r}")
+                    # a symbolic link inside the folder (out -> /elsewhere) must not carry the write out
+                    confined(os.getcwd(), value, where, SweepError)
 
 
 def _check_task_count(groups: tuple, algorithms: tuple, cap: Any) -> None:
     """Refuse a sweep whose expansion would exceed ``cap`` tasks, before expanding it.
 
-    The count is the product of the axis lengths (an upper bound: duplicates
+    The count is the product of the axis lengths — the files a glob
+    matched and the repetitions included — (an upper bound: duplicates
     merge later), so a 2000 × 2000 grid is refused at load, not after
     minutes of expansion; ``sweep.max_tasks`` raises the cap explicitly.
     """
@@ -559,8 +565,9 @@ def _check_task_count(groups: tuple, algorithms: tuple, cap: Any) -> None:
 
     total = 0
     for g in groups:
-        recipes = 1 if g.path is not None else points(g.grid) * len(g.seeds)
-        per_algo = sum(points(a.grid) * len(_axis.solver_axis(g, a) or (None,))
+        # one task per file a glob matched, one per repetition: each is a row
+        recipes = max(1, len(g.paths)) if g.path is not None else points(g.grid) * len(g.seeds)
+        per_algo = sum(points(a.grid) * len(_axis.solver_axis(g, a) or (None,)) * a.repetitions
                        for a in algorithms if a.instances is None or g.id in a.instances)
         total += recipes * points(g.targets) * per_algo
     if total > cap:
@@ -603,7 +610,7 @@ def _parse_instance_group(entry: Any, where: str, base_dir: Path) -> InstanceGro
         if params or grid:
             raise SweepError(f"{where}: `params`/`grid` need a `family`, not a `path`")
         if _GLOB_CHARS.intersection(entry["path"]):
-            paths = _glob_files(file, where)
+            paths = _glob_files(entry["path"], base_dir, where)
             path = paths[0]
         else:
             try:
@@ -625,18 +632,101 @@ def _parse_instance_group(entry: Any, where: str, base_dir: Path) -> InstanceGro
 _GLOB_CHARS = frozenset("*?[")
 
 
-def _glob_files(pattern: Path, where: str) -> tuple[str, ...]:
-    """The files a glob ``path`` matches (``*``, ``?``, ``[...]``, ``**``), sorted."""
-    import glob
+#: Most directory entries one glob ``path`` may look at: a glob such as
+#: ``**/*.json`` over a huge tree is refused rather than walked for hours.
+MAX_GLOB_ENTRIES = 100_000
 
+
+def _glob_regex(parts: tuple[str, ...]) -> re.Pattern:
+    """A regex matching a relative POSIX path against glob components
+    (``*`` and ``?`` never cross ``/``; ``**`` matches any number of folders)."""
+    out = []
+    for i, part in enumerate(parts):
+        last = i == len(parts) - 1
+        if part == "**":
+            out.append(".*" if last else "(?:[^/]+/)*")
+            continue
+        j, piece = 0, []
+        while j < len(part):
+            ch = part[j]
+            if ch == "*":
+                piece.append("[^/]*")
+            elif ch == "?":
+                piece.append("[^/]")
+            elif ch == "[":
+                k = j + 1
+                k += part[k:k + 1] == "!"
+                k += part[k:k + 1] == "]"
+                end = part.find("]", k)
+                if end < 0:
+                    piece.append(re.escape(ch))
+                else:
+                    body = part[j + 1:end]
+                    body = "^" + body[1:] if body.startswith("!") else body
+                    piece.append("[" + body.replace("\\", "\\\\") + "]")
+                    j = end
+            else:
+                piece.append(re.escape(ch))
+            j += 1
+        out.append("".join(piece) + ("" if last else "/"))
+    return re.compile("".join(out) + r"\Z", re.S)
+
+
+def _glob_files(raw: str, base_dir: Path, where: str) -> tuple[str, ...]:
+    """The files a glob ``path`` matches (``*``, ``?``, ``[...]``, ``**``), sorted.
+
+    The glob stays inside the sweep file's folder tree: an absolute pattern
+    outside it or a ``..`` part is refused, the walk does not follow
+    symbolic links to folders (no loop can hang it), looks at no more than
+    :data:`MAX_GLOB_ENTRIES` entries, and a matched file whose link leads
+    out of the tree is refused.
+    """
+    base = Path(os.path.realpath(base_dir))
+    pattern = Path(raw)
+    if pattern.is_absolute():
+        try:
+            pattern = Path(os.path.abspath(pattern)).relative_to(base)
+        except ValueError:
+            try:
+                pattern = Path(os.path.abspath(raw)).relative_to(Path(os.path.abspath(base_dir)))
+            except ValueError:
+                raise SweepError(f"{where}.path: the glob {raw!r} must stay inside the sweep file's folder "
+                                 f"{base} (give it relative to the sweep file)") from None
+    parts = pattern.parts
+    if ".." in parts:
+        raise SweepError(f"{where}.path: the glob {raw!r} must stay inside the sweep file's folder (no '..')")
+    fixed = []
+    for part in parts[:-1]:
+        if _GLOB_CHARS.intersection(part):
+            break
+        fixed.append(part)
+    start = base.joinpath(*fixed)
+    if os.path.commonpath([base, os.path.realpath(start)]) != str(base):
+        raise SweepError(f"{where}.path: the glob {raw!r} leads out of the sweep file's folder through a "
+                         "symbolic link")
+    regex = _glob_regex(parts)
+    found, seen = set(), 0
     try:
-        found = sorted({str(Path(f).resolve()) for f in glob.glob(str(pattern), recursive=True)
-                        if Path(f).is_file()})
+        for folder, dirs, names in os.walk(start, followlinks=False):
+            seen += len(dirs) + len(names)
+            if seen > MAX_GLOB_ENTRIES:
+                raise SweepError(f"{where}.path: the glob {raw!r} looks at more than {MAX_GLOB_ENTRIES} files "
+                                 "and folders; narrow it")
+            dirs.sort()
+            for name in names:
+                full = os.path.join(folder, name)
+                rel = os.path.relpath(full, base).replace(os.sep, "/")
+                if not regex.match(rel) or not os.path.isfile(full):
+                    continue
+                real = os.path.realpath(full)
+                if os.path.commonpath([base, real]) != str(base):
+                    raise SweepError(f"{where}.path: {rel} leads out of the sweep file's folder (to {real})")
+                found.add(real)
     except (OSError, ValueError) as exc:
         raise SweepError(f"{where}.path: cannot look up the instance files ({exc})") from None
     if not found:
-        raise SweepError(f"{where}.path: no instance file matches {pattern}")
-    return tuple(found)
+        raise SweepError(f"{where}.path: no instance file matches {raw} (relative to {base})")
+    return tuple(sorted(found))
 
 
 #: Most runs of one task a sweep may ask for.

@@ -60,7 +60,9 @@ SWEEP_KEYS: dict[str, dict[str, SweepKey]] = {
                            '"realistic"'),
         "path": SweepKey("string", "none", "an instance JSON file instead of a family (relative to the sweep "
                          "file); a glob "
-                         "(`*`, `?`, `[...]`, `**`) gives one instance per matching file",
+                         "(`*`, `?`, `[...]`, `**`) gives one instance per matching file inside the sweep "
+                         "file's folder tree (symbolic links to folders are not followed; each file counts "
+                         "toward `max_tasks`, times `repetitions`)",
                          '"my_instance.json"'),
         "params": SweepKey("table", "{}", "fixed generator parameters", '{ family = "alexnet" }'),
         "grid": SweepKey("table of arrays", "{}", "generator parameters to vary (cartesian product)",

@@ -96,11 +96,9 @@ def build_instance(task: Mapping[str, Any]):
         if expected is not None:
             import hashlib
 
-            try:
-                actual = hashlib.sha256(Path(path).read_bytes()).hexdigest()[:24]
-            except OSError as exc:
-                raise InstanceError(f"instance_path: cannot read {path}: "
-                                    f"{exc.strerror or exc}") from None
+            from deplbench.limits import read_bytes
+
+            actual = hashlib.sha256(read_bytes(path, "instance", InstanceError)).hexdigest()[:24]
             if actual != expected:
                 # The key promises this content; a file edited since the
                 # sweep was expanded would store a result under a wrong key.
@@ -130,9 +128,34 @@ def build_instance(task: Mapping[str, Any]):
 # --------------------------------------------------------------------------
 
 
+#: Solver parameters that name a file a task writes (confined to the run's folder).
+OUTPUT_PARAMS = ("write_lp",)
+
+
+def confine_outputs(params: Mapping[str, Any]) -> None:
+    """Every output file of a task's parameters resolves inside the run's folder.
+
+    Checked again just before the task runs (the sweep loader checked at
+    load): a symbolic link created since (``out`` → ``/elsewhere``) must not
+    carry a write out of the folder the run started in.
+
+    Raises
+    ------
+    SweepError
+        Naming the parameter and where the path leads.
+    """
+    from deplbench.files import confined
+
+    for key in OUTPUT_PARAMS:
+        value = params.get(key)
+        if isinstance(value, str):
+            confined(os.getcwd(), value, f"params.{key}", SweepError)
+
+
 def _solve(instance, task: Mapping[str, Any]) -> dict:
     """Run the task's algorithm and return its result as a dict."""
     name, params = task["algorithm"], dict(task["params"])
+    confine_outputs(params)
     plugin = plugin_table("ALGORITHMS")
     if name in plugin:
         result = plugin[name](instance, **params)

@@ -9,10 +9,8 @@ the UB plan; ``--json`` prints the whole record as one JSON object. See
 
 from __future__ import annotations
 
-import json
-
 from deplbench.errors import SolverError
-from deplbench.jsonio import finite_json, print_json
+from deplbench.jsonio import print_json, write_json
 from deplbench.limits import MAX_WORKERS
 
 
@@ -64,9 +62,7 @@ def _cmd_certify(args) -> int:
     if failed:
         bracket["candidate_failures"] = failed
     if args.output:
-        with open(args.output, "w", encoding="utf-8") as fh:
-            json.dump(finite_json(bracket), fh, indent=2)
-            fh.write("\n")
+        write_json(args.output, bracket)
     if args.json:
         print_json(bracket, strict=True)
     else:

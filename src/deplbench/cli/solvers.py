@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import textwrap
@@ -58,8 +57,12 @@ def parse_kv(items: list[str]) -> dict[str, str]:
 
 
 def _cmd_solve(args) -> int:
+    if args.output:        # before the solver stack is imported: a refusal costs nothing
+        from deplbench.files import refuse_overwrite
+
+        refuse_overwrite(args.output, [args.instance], "-o", SolverError)
     from deplbench.instances.model import load_instance
-    from deplbench.jsonio import print_json
+    from deplbench.jsonio import print_json, write_json
     from deplbench.solvers.registry import get_solver
     from deplbench.solvers.run import solve
 
@@ -90,9 +93,7 @@ def _cmd_solve(args) -> int:
     record = result.to_dict()
     if args.output:
         try:
-            with open(args.output, "w", encoding="utf-8") as fh:
-                json.dump(record, fh, indent=2)
-                fh.write("\n")
+            write_json(args.output, record)
         except OSError as exc:
             raise SolverError(f"--output {args.output}: cannot write ({os_error_message(exc)})") from None
     if args.json:

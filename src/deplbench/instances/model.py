@@ -48,7 +48,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationEr
 from deplbench.errors import DeplbenchError, InstanceError
 from deplbench.instances import datalaw
 from deplbench.instances.distributions import Distribution
-from deplbench.limits import check_file_size
+from deplbench.limits import read_text
 
 FORMAT_VERSION: Final = 1
 #: Largest accepted horizon K̄. Every layer allocates arrays with a K̄ axis
@@ -527,15 +527,7 @@ def read_json(path: str | Path, *, what: str = "instance",
         deep for the parser (a ``RecursionError`` otherwise, issue 16).
     """
     path = Path(path)
-    check_file_size(path, what, error)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise error(f"{path}: cannot read {what} file ({exc.strerror or exc})") from None
-    except UnicodeDecodeError as exc:
-        raise error(f"{path}: not a UTF-8 text file (byte {exc.start}: {exc.reason})") from None
-    except ValueError as exc:   # e.g. an embedded NUL byte in the path
-        raise error(f"{path!r}: cannot read {what} file ({exc})") from None
+    text = read_text(path, what, error)
     try:
         return json.loads(text, parse_constant=lambda name: _reject_constant(name, what),
                           object_pairs_hook=_unique_keys)

@@ -29,7 +29,8 @@ from pathlib import Path
 import matplotlib.text as mtext
 import pandas as pd
 
-from deplbench.benchmarks.store import spreadsheet_safe
+from deplbench.files import refuse_overwrite, store_files, write_csv
+from deplbench.jsonio import dumps
 from deplbench.reports import complexity as cx
 from deplbench.reports.bracket import (
     BRACKET_COLUMNS,
@@ -150,20 +151,72 @@ def _prepare_out(out_dir: str | Path) -> tuple[Path, Path]:
     return out, work
 
 
+def _written_before(out: Path) -> list[str]:
+    """The files an earlier report wrote into ``out``, from its manifest.json.
+
+    Only these are ever removed: ``files`` (every file the build wrote),
+    else the ``figures`` and ``tables`` lists of an older manifest, plus
+    index.html and manifest.json. A name that is not a plain figure or
+    table file (.png, .svg, .csv, .md) under figures/ or tables/, or one of
+    the two top-level files, is ignored: a manifest is a file anyone can edit, not a licence to delete.
+    """
+    man = out / "manifest.json"
+    if not man.is_file() or man.is_symlink():
+        return []
+    try:
+        doc = json.loads(man.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return []
+    if not isinstance(doc, dict):
+        return []
+    listed = doc.get("files")
+    if not isinstance(listed, list):
+        listed = [*(doc.get("figures") or []), *(doc.get("tables") or []), "index.html", "manifest.json"]
+    keep = []
+    for rel in listed:
+        if not isinstance(rel, str):
+            continue
+        parts = rel.split("/")
+        top = len(parts) == 1 and rel in ("index.html", "manifest.json")
+        sub = (len(parts) == 2 and parts[0] in ("figures", "tables") and not parts[1].startswith(".")
+               and parts[1].endswith((".csv", ".md", ".png", ".svg")))
+        if (top or sub) and "\\" not in rel:
+            keep.append(rel)
+    return keep
+
+
 def _publish(work: Path, out: Path) -> None:
-    """Replace the report parts in ``out`` by the finished build in ``work``
-    (renames; other files in ``out`` are left alone)."""
-    old = Path(tempfile.mkdtemp(prefix=f".{out.resolve().name}.old-", dir=out.resolve().parent))
-    for part in REPORT_PARTS:
-        if (out / part).exists():
-            os.replace(out / part, old / part)
-        os.replace(work / part, out / part)
-    shutil.rmtree(old, ignore_errors=True)
+    """Move the finished build in ``work`` into ``out``, file by file.
+
+    The previous report's files (its manifest's list, :func:`_written_before`)
+    that this build does not write again are removed; every other file in
+    ``out`` — a store, notes, a user's own table — is left alone. A
+    ``figures``/``tables`` folder that is a symbolic link leading out of
+    ``out`` is refused before anything moves.
+    """
+    from deplbench.files import confined
+
+    base = out.resolve()
+    for sub in ("figures", "tables"):
+        confined(base, sub, f"--out {out}/{sub}", ReportError)
+        if (out / sub).exists() and not (out / sub).is_dir():
+            raise ReportError(f"--out: {out / sub} exists and is not a directory")
+    old = _written_before(out)
+    new = sorted(str(p.relative_to(work)).replace(os.sep, "/") for p in work.rglob("*") if p.is_file())
+    for sub in ("figures", "tables"):
+        (out / sub).mkdir(exist_ok=True)
+    # manifest.json last: until it lands, the old manifest still lists every old file
+    for rel in sorted(new, key=lambda r: r == "manifest.json"):
+        os.replace(work / rel, out / rel)
+    for rel in set(old) - set(new):
+        target = out / rel
+        if target.is_file() or target.is_symlink():
+            target.unlink()
     shutil.rmtree(work, ignore_errors=True)
 
 
 def _write_table(out: Path, t: Table) -> None:
-    spreadsheet_safe(t.frame).to_csv(out / "tables" / f"{t.name}.csv", index=False)
+    write_csv(t.frame, out / "tables" / f"{t.name}.csv")
     md = f"# {t.title}\n\n" + (f"{t.caption}\n\n" if t.caption else "")
     md += markdown_table(t.frame) if len(t.columns) else "(no columns)\n"
     (out / "tables" / f"{t.name}.md").write_text(md, encoding="utf-8")
@@ -213,6 +266,9 @@ def build_report(source, out_dir: str | Path, bench_json: str | Path | None = No
     opts = options or ReportOptions()
     validate_options(opts)
     say = _Progress(opts.progress)
+    # the output folder must neither be nor contain what the report reads
+    inputs = [] if not isinstance(source, (str, os.PathLike)) else store_files(source)
+    refuse_overwrite(out_dir, inputs + ([bench_json] if bench_json is not None else []), "--out", ReportError)
     if isinstance(source, pd.DataFrame):
         data = prepare(source)
     elif not isinstance(source, (str, os.PathLike)):
@@ -328,8 +384,10 @@ def _build(data, bench, bench_notes, bench_json, out: Path, work: Path, opts: Re
         "options": {"sgm_shift_s": opts.sgm_shift, "scale": opts.scale, "dpi": opts.dpi,
                     "formats": list(opts.formats)},
     }
-    (work / "manifest.json").write_text(json.dumps(manifest, indent=2, default=str),
-                                        encoding="utf-8")
+    # every file of this build: what the next build may remove (and nothing else)
+    manifest["files"] = sorted([str(p.relative_to(work)).replace(os.sep, "/") for p in work.rglob("*")
+                                if p.is_file()] + ["manifest.json"])
+    (work / "manifest.json").write_text(dumps(manifest, indent=2, default=str), encoding="utf-8")
     return summary
 
 

@@ -24,6 +24,7 @@ import pandas as pd
 
 from deplbench.benchmarks import record as _record
 from deplbench.errors import DeplbenchError
+from deplbench.limits import read_text
 
 #: Store columns: the fields of the task record, in order (defined once, by
 #: the record the store writes).
@@ -358,11 +359,11 @@ def load_bench_json(directory: str | Path | None) -> tuple[pd.DataFrame, list[st
     rows = []
     for f in files:
         try:
-            doc = json.loads(f.read_text())
+            doc = json.loads(read_text(f, "benchmark JSON", ReportError))
             benches = doc["benchmarks"]
             if not isinstance(benches, list):
                 raise TypeError("'benchmarks' is not a list")
-        except (OSError, ValueError, KeyError, TypeError) as exc:
+        except (OSError, ValueError, KeyError, TypeError, ReportError) as exc:
             notes.append(f"{f.name}: not a pytest-benchmark JSON file ({exc})")
             continue
         for b in benches:

@@ -36,7 +36,6 @@ limit); ``open`` — no proof within the limit.
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import time
 from collections.abc import Callable
@@ -59,7 +58,7 @@ from deplbench.formulations.milp.saa_model import (
     write_pwl_mps,
 )
 from deplbench.instances.generators import generate
-from deplbench.jsonio import finite_json
+from deplbench.jsonio import write_json
 
 #: File names inside a library directory.
 MANIFEST, TRUTH = "manifest.json", "true_optimum.csv"
@@ -181,7 +180,7 @@ def build_library(out: str, size: str = "small", time_limit: float = 60.0, gap: 
                 "solu": {k: v[2] for k, v in KINDS.items()}, "true_optimum": TRUTH if true_optimum else None,
                 "entries": records}
     _write_solu_files(root, records, highs, gap, time_limit, solve_time_limit)
-    (root / MANIFEST).write_text(json.dumps(finite_json(manifest), indent=2) + "\n", encoding="utf-8")
+    write_json(root / MANIFEST, manifest)
     write_tables(str(root), records)
     if true_optimum:
         write_truth_table(str(root / TRUTH), [r["true_optimum"] for r in records if r.get("true_optimum")])
@@ -324,16 +323,14 @@ def library_files(root: str) -> dict:
     if not path.is_dir():
         raise SolverError(f"library: no directory {str(root)!r}")
     man = path / MANIFEST
-    if not man.is_file():
+    if not os.path.lexists(man):
         raise SolverError(f"library: {str(root)!r} has no {MANIFEST} (build it with `deplbench library build`)")
-    try:
-        manifest = json.loads(man.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise SolverError(f"library: {man} is not valid JSON ({exc.msg}, line {exc.lineno})") from None
-    if not isinstance(manifest, dict) or not isinstance(manifest.get("entries"), list):
-        raise SolverError(f"library: {man} has no 'entries' list")
+    from deplbench.benchmarks.library.manifest import validate_manifest
+    from deplbench.instances.model import read_json
+
+    manifest = validate_manifest(read_json(man, what="manifest", error=SolverError), str(root), str(man))
     for _, _, solu in KINDS.values():
-        if not os.path.isfile(path / solu):
+        if not os.path.lexists(path / solu):
             raise SolverError(f"library: {str(root)!r} has no {solu}")
     return manifest
 

@@ -77,6 +77,35 @@ def _solve(root: str, rec: dict, path: str, solver: str, kind: str, time_limit: 
             "version": solver_version(solver) or ""}
 
 
+def _file_problem(rec: dict, kind: str, path: str, seconds: float | None = None) -> str:
+    """Why the model file at ``path`` must not be handed to a solver ("" when it may).
+
+    The file must be a regular file whose uncompressed size is bounded (a
+    gzip bomb is refused after counting) and whose sha256 is the one the
+    manifest recorded when the library was built: a corrupt or edited file
+    is an error of the library, reported as such.
+    """
+    import hashlib
+
+    from deplbench.limits import check_gzip_size
+
+    try:
+        check_gzip_size(path, f"{kind} model", SolverError, seconds=seconds)
+    except SolverError as exc:
+        return str(exc)
+    suffix = next((s for s in KINDS[kind][1] if path.endswith(s)), "")
+    expected = rec.get("pwl_sha256" if kind == "pwl" else "minlp_sha256" + suffix.replace(".", "_"))
+    if not isinstance(expected, str):
+        return ""
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+    if digest.hexdigest() != expected:
+        return f"{path}: the file differs from the one the library was built with (sha256 in manifest.json)"
+    return ""
+
+
 def _check_args(solvers, time_limit, gap, rel_tol, kind="pwl") -> None:
     """Raise :class:`SolverError` naming the first invalid argument."""
     if not solvers:
@@ -157,13 +186,19 @@ def check_library(root: str, solver: str = "highs", time_limit: float = 60.0, ga
         if skip:
             row.update(status="skipped", primal=None, dual=None, gap=None, seconds=0.0, nodes=None,
                        agrees=None, reason=skip)
-        elif path is None or not os.path.isfile(path):
+        elif path is None or not os.path.lexists(path):
             row.update(status="error", primal=None, dual=None, gap=None, seconds=float(time_limit),
                        nodes=None, agrees=False, reason=f"listed in {solu_name} but its {kind} file is missing")
+        elif (bad := _file_problem(recs[name], kind, path, float(time_limit))):
+            row.update(status="error", primal=None, dual=None, gap=None, seconds=float(time_limit),
+                       nodes=None, agrees=False, reason=bad)
         else:
             out = _solve(root, recs[name], path, solver, kind, float(time_limit), float(gap), tol)
             version = out["version"] or version
             ok, why = agrees(entry, out["status"], out["primal"], out["dual"], rel_tol)
+            if out["status"] == "error" and ok is None:
+                # a file the solver cannot read is a broken library, not "nothing to compare"
+                ok, why = False, f"the solver could not solve the file ({why})"
             row.update(status=out["status"], primal=out["primal"], dual=out["dual"], gap=out["gap"],
                        seconds=round(out["seconds"], 3), nodes=out["nodes"], retries=out["retries"], agrees=ok,
                        reason=why)

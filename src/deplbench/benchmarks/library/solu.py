@@ -27,6 +27,7 @@ import re
 from dataclasses import dataclass
 
 from deplbench.errors import DeplbenchError
+from deplbench.limits import read_text
 
 TAGS = ("=opt=", "=best=", "=inf=", "=unkn=")
 
@@ -72,38 +73,37 @@ def read_solu(path: str) -> dict[str, SoluEntry]:
         value, or a name given twice.
     """
     out: dict[str, SoluEntry] = {}
-    with open(path, encoding="utf-8") as fh:
-        for no, raw in enumerate(fh, 1):
-            text = raw.strip()
-            if not text or text.startswith("#"):
-                continue
-            parts = text.split()
-            where = f"{path}, line {no}"
-            tag = parts[0]
-            if tag not in TAGS:
-                raise SoluError(f"{where}: unknown tag {tag!r} (expected one of {', '.join(TAGS)})")
-            if len(parts) < 2:
-                raise SoluError(f"{where}: {tag} without an instance name")
-            name = parts[1]
-            if not _NAME.fullmatch(name):
-                # the name becomes mps/<name>.mps: "../x" or "/etc/x" would leave the library
-                raise SoluError(f"{where}: instance name {name!r} is not a plain file name (letters, digits, "
-                                "'.', '_', '+', '-'; no '/', no leading '.')")
-            value = None
-            if tag in ("=opt=", "=best="):
-                if len(parts) != 3:
-                    raise SoluError(f"{where}: {tag} needs exactly a name and a value")
-                try:
-                    value = float(parts[2])
-                except ValueError:
-                    raise SoluError(f"{where}: value {parts[2]!r} is not a number") from None
-                if not math.isfinite(value):
-                    raise SoluError(f"{where}: value {parts[2]!r} is not finite")
-            elif len(parts) != 2:
-                raise SoluError(f"{where}: {tag} takes a name only")
-            if name in out:
-                raise SoluError(f"{where}: instance {name!r} listed twice")
-            out[name] = SoluEntry(tag, name, value)
+    for no, raw in enumerate(read_text(path, "solu", SoluError).splitlines(), 1):
+        text = raw.strip()
+        if not text or text.startswith("#"):
+            continue
+        parts = text.split()
+        where = f"{path}, line {no}"
+        tag = parts[0]
+        if tag not in TAGS:
+            raise SoluError(f"{where}: unknown tag {tag!r} (expected one of {', '.join(TAGS)})")
+        if len(parts) < 2:
+            raise SoluError(f"{where}: {tag} without an instance name")
+        name = parts[1]
+        if not _NAME.fullmatch(name):
+            # the name becomes mps/<name>.mps: "../x" or "/etc/x" would leave the library
+            raise SoluError(f"{where}: instance name {name!r} is not a plain file name (letters, digits, "
+                            "'.', '_', '+', '-'; no '/', no leading '.')")
+        value = None
+        if tag in ("=opt=", "=best="):
+            if len(parts) != 3:
+                raise SoluError(f"{where}: {tag} needs exactly a name and a value")
+            try:
+                value = float(parts[2])
+            except ValueError:
+                raise SoluError(f"{where}: value {parts[2]!r} is not a number") from None
+            if not math.isfinite(value):
+                raise SoluError(f"{where}: value {parts[2]!r} is not finite")
+        elif len(parts) != 2:
+            raise SoluError(f"{where}: {tag} takes a name only")
+        if name in out:
+            raise SoluError(f"{where}: instance {name!r} listed twice")
+        out[name] = SoluEntry(tag, name, value)
     return out
 
 

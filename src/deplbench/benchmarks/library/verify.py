@@ -34,6 +34,7 @@ import numpy as np
 from deplbench.benchmarks.library.build import KINDS, library_files
 from deplbench.benchmarks.library.solu import read_solu
 from deplbench.errors import SolverError
+from deplbench.limits import read_bytes
 
 #: Feasibility tolerance of rows, bounds and cones (relative to max(1, |rhs|)).
 FEAS_TOL = 1e-6
@@ -55,10 +56,9 @@ def read_sol(path: str) -> dict[str, float]:
         When the file is missing, a value is not a number, or a name is
         given twice (the message names the file and line).
     """
-    if not os.path.isfile(path):
+    if not os.path.exists(path):
         raise SolverError(f"solution: no file {str(path)!r}")
-    with open(path, encoding="utf-8", errors="replace") as fh:
-        lines = fh.read().splitlines()
+    lines = read_bytes(path, "solution", SolverError).decode("utf-8", errors="replace").splitlines()
     heads = [i for i, t in enumerate(lines) if t.startswith("# Columns")]
     if heads:                         # HiGHS: only the primal "# Columns" section
         first = heads[0] + 1
@@ -80,6 +80,10 @@ def read_sol(path: str) -> dict[str, float]:
         except ValueError:
             raise SolverError(f"solution: {path}, line {i + 1}: value {parts[1]!r} of {parts[0]!r} is not a "
                               "number") from None
+        if not math.isfinite(value):
+            # nan compares false with every bound and row: it would pass them all
+            raise SolverError(f"solution: {path}, line {i + 1}: value {parts[1]!r} of {parts[0]!r} is not a "
+                              "finite number")
         if parts[0] in out:
             raise SolverError(f"solution: {path}, line {i + 1}: variable {parts[0]!r} given twice")
         out[parts[0]] = value
@@ -123,6 +127,8 @@ def _violations(model, kind: str, x: np.ndarray) -> list[tuple[float, str]]:
     """(size, message) of every violated bound, integrality, row and cone."""
     out = []
     names = model.col_names
+    for i in np.flatnonzero(~np.isfinite(x)):
+        out.append((math.inf, f"bound: {names[i]} = {float(x[i])!r} is not a finite number"))
     for i in np.flatnonzero(x < model.lb - FEAS_TOL * np.maximum(1.0, np.abs(model.lb))):
         out.append((model.lb[i] - x[i], f"bound: {names[i]} = {float(x[i])!r} < lower bound {float(model.lb[i])!r}"))
     for i in np.flatnonzero(x > model.ub + FEAS_TOL * np.maximum(1.0, np.abs(model.ub))):

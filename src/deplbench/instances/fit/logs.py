@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 
 from deplbench.errors import DeplbenchError
-from deplbench.limits import check_file_size
+from deplbench.limits import read_bytes
 
 #: A loss further than this factor from the logs' median magnitude is refused as a corrupt row.
 OUTLIER_FACTOR = 1000.0
@@ -85,11 +85,7 @@ def read_logs(path: str | os.PathLike) -> Logs:
         If the file cannot be read or parsed, or fails :func:`validate_logs`.
     """
     path = Path(path)
-    check_file_size(path, "log", LogError)
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise LogError(f"{path}: cannot read log file ({exc.strerror})") from None
+    data = read_bytes(path, "log", LogError)
     digest = hashlib.sha256(data).hexdigest()
     try:
         # Everything as text first, so that "abc" (non-numeric) and "" (missing)

@@ -9,12 +9,12 @@ docs/DESIGN.md), which writes through :func:`write_bytes_atomic` too.
 
 from __future__ import annotations
 
-import json
 import os
 import tempfile
 from pathlib import Path
 
 from deplbench.instances.fit.logs import LogError
+from deplbench.jsonio import dumps
 
 #: Name of the JSON summary in a fit report directory.
 REPORT_JSON = "fit-report.json"
@@ -83,5 +83,5 @@ def write_report_json(fit, directory: str | os.PathLike) -> Path:
         The file written.
     """
     target = report_directory(directory) / REPORT_JSON
-    write_bytes_atomic(target, (json.dumps(fit.diagnostics(), indent=2) + "\n").encode())
+    write_bytes_atomic(target, (dumps(fit.diagnostics(), indent=2) + "\n").encode())
     return target

@@ -1,0 +1,169 @@
+"""Output files, written safely: never over an input, never outside their folder, CSV cells inert.
+
+A bottom module (it imports only :mod:`deplbench.errors`, and pandas inside
+:func:`write_csv`) shared by every command that writes a file the user
+named (``export``, ``report``, ``fit``, ``solve --write-lp``, a sweep's
+``write_lp``):
+
+* :func:`refuse_overwrite` — an output is resolved (``..``, symbolic links)
+  and refused when it *is* one of the command's inputs, or a folder that
+  *contains* one (SQLite's ``-wal``/``-shm``/``-journal`` side files count
+  as the store);
+* :func:`confined` — a path written inside a run's folder stays inside it
+  after resolving symbolic links (a link ``run/out`` → ``/elsewhere`` is
+  refused);
+* :func:`write_csv` — the one CSV writer of ``export`` and the report
+  tables: spreadsheet-formula cells neutralised (:func:`safe_cell`), every
+  cell with a line break quoted.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import os
+from collections.abc import Iterable
+from typing import Any
+
+from deplbench.errors import DeplbenchError
+
+__all__ = ["FORMULA_PREFIXES", "SQLITE_SIDE_FILES", "confined", "refuse_overwrite", "safe_cell",
+           "safe_text", "store_files", "write_csv", "csv_text"]
+
+#: First characters that make a spreadsheet read a cell as a formula (OWASP, CSV injection).
+FORMULA_PREFIXES = ("=", "+", "-", "@", "\t", "\r")
+#: Files SQLite keeps beside a database while it is open: part of the store.
+SQLITE_SIDE_FILES = ("-wal", "-shm", "-journal")
+
+
+def _real(path: Any) -> str:
+    return os.path.realpath(os.path.abspath(os.fspath(path)))
+
+
+def store_files(db: Any) -> list[str]:
+    """A SQLite store and the side files SQLite writes beside it."""
+    db = os.fspath(db)
+    return [db, *(db + s for s in SQLITE_SIDE_FILES)]
+
+
+def refuse_overwrite(output: Any, inputs: Iterable[Any], option: str, error: type[DeplbenchError]) -> None:
+    """Refuse an output that is, or contains, one of the command's inputs.
+
+    Parameters
+    ----------
+    output : path-like
+        The file or folder the command will write (need not exist).
+    inputs : iterable of path-like
+        The files the command reads (a store: :func:`store_files`).
+    option : str
+        The output's option, for messages (``-o``, ``--out``).
+    error : type
+        The :class:`~deplbench.errors.DeplbenchError` subclass raised.
+
+    Raises
+    ------
+    error
+        ``"-o s.sqlite: is the input s.sqlite; write to another file"``, or
+        ``"--out rep: contains the input rep/tables/my.sqlite ..."``; both
+        paths resolved first (``..``, symbolic links, hard links to one file).
+    """
+    out = _real(output)
+    try:
+        out_stat = os.stat(out)
+    except OSError:
+        out_stat = None
+    for inp in inputs:
+        src = _real(inp)
+        same = src == out
+        if not same and out_stat is not None:
+            try:
+                same = os.path.samefile(src, out)      # a hard link is the same file too
+            except OSError:
+                same = False
+        if same:
+            raise error(f"{option} {os.fspath(output)}: is the input {os.fspath(inp)}; writing it would destroy "
+                        "what the command reads (write to another file)")
+        if os.path.commonpath([out, src]) == out and src != out:
+            raise error(f"{option} {os.fspath(output)}: contains the input {os.fspath(inp)}; writing there "
+                        "could replace it (choose a folder outside the inputs)")
+
+
+def confined(root: Any, path: Any, what: str, error: type[DeplbenchError]) -> str:
+    """``path`` (relative to ``root``, or absolute) after checking it resolves inside ``root``.
+
+    Symbolic links are resolved on both sides, so a link inside the folder
+    that points elsewhere (``run/out`` → ``/elsewhere``) does not let a
+    write leave it.
+
+    Returns
+    -------
+    str
+        The resolved path.
+
+    Raises
+    ------
+    error
+        Naming ``what`` and where the path really leads.
+    """
+    base = _real(root)
+    full = _real(os.path.join(base, os.fspath(path)))
+    if os.path.commonpath([base, full]) != base:
+        raise error(f"{what}: {os.fspath(path)!r} resolves to {full}, outside the folder {base} "
+                    "(symbolic links are followed); output files must stay inside it")
+    return full
+
+
+def safe_text(text: str) -> str:
+    """``text`` with a leading ``'`` on every line a spreadsheet would read as a formula.
+
+    A cell is split at each line break (``\\n``, ``\\r``): a spreadsheet that
+    meets an unquoted carriage return starts a new row, and some show each
+    line of a quoted cell as its own formula context, so every line that
+    starts with ``=``, ``+``, ``-``, ``@``, tab or carriage return gets the
+    quote, not only the first.
+    """
+    if not text:
+        return text
+    out = []
+    start = 0
+    for i, ch in enumerate(text):
+        if i == start and text.startswith(FORMULA_PREFIXES, i):
+            out.append("'")
+        out.append(ch)
+        if ch in "\r\n":
+            start = i + 1
+            if i + 1 < len(text) and ch == "\r" and text[i + 1] == "\n":
+                start = i + 2
+    return "".join(out)
+
+
+def safe_cell(value: Any) -> Any:
+    """A CSV cell that cannot start a formula: strings through :func:`safe_text`, other values unchanged.
+
+    Numbers stay numbers (a negative cost is ``-1.5``, not ``'-1.5``).
+    """
+    return safe_text(value) if isinstance(value, str) else value
+
+
+def csv_text(frame) -> str:
+    """The CSV of a pandas DataFrame as :func:`write_csv` writes it."""
+    import pandas as pd
+
+    out = frame.copy()
+    for col in out.columns:
+        if not pd.api.types.is_numeric_dtype(out[col]):       # object or string columns
+            out[col] = out[col].map(safe_cell)
+    buf = io.StringIO()
+    # QUOTE_MINIMAL quotes a cell holding the delimiter, the quote or a
+    # character of the line terminator: with RFC 4180's "\r\n" that is every
+    # cell with a line break of either kind (with "\n" alone a bare "\r"
+    # would go unquoted and end the row in a spreadsheet).
+    out.to_csv(buf, index=False, quoting=csv.QUOTE_MINIMAL, lineterminator="\r\n")
+    return buf.getvalue()
+
+
+def write_csv(frame, path: Any) -> None:
+    """Write ``frame`` as CSV to ``path``: the one CSV writer (module docstring)."""
+    text = csv_text(frame)
+    with open(path, "w", encoding="utf-8", newline="") as fh:
+        fh.write(text)

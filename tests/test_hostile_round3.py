@@ -1,0 +1,600 @@
+"""Hostile input, round three: NaN in checkers, commands that would destroy their
+inputs, writes through symbolic links, CSV injection through line breaks, sweeps
+that walk or count too much, unbounded reads, a trusted library manifest, and
+non-standard JSON (findings 3–10 of the hostile-input review).
+
+Every test here failed on the code before the fix; none needs a solver run
+except where marked slow.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import csv
+import io
+import json
+import math
+import os
+import sqlite3
+import threading
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from deplbench.cli import main
+from deplbench.errors import SolverError, SweepError
+
+HOSTILE_PREFIXES = ("=", "+", "-", "@", "\t", "\r")
+
+
+def _strict_loads(text: str):
+    def refuse(token):
+        raise ValueError(f"non-standard JSON token {token}")
+    return json.loads(text, parse_constant=refuse)
+
+
+# ---- finding 3: a checker that accepted NaN ----------------------------------------------------------
+
+
+@pytest.mark.parametrize("token", ["nan", "NaN", "inf", "-Infinity"])
+def test_solution_reader_rejects_non_finite_values_naming_line_and_variable(tmp_path, token):
+    from deplbench.benchmarks.library.verify import read_sol
+
+    sol = tmp_path / "s.sol"
+    sol.write_text(f"# solution\nx_1 1\nN_2 {token}\n", encoding="utf-8")
+    with pytest.raises(SolverError, match=rf"line 3: value '{token}' of 'N_2' is not a finite number"):
+        read_sol(str(sol))
+
+
+def test_violation_check_flags_non_finite_columns():
+    import numpy as np
+
+    from deplbench.benchmarks.library import verify
+
+    class Model:                      # one column, one row x ≤ 1: nan compares false with both
+        col_names = ["x"]
+        lb = np.zeros(1)
+        ub = np.ones(1)
+        integer = np.zeros(1, dtype=bool)
+        A = np.ones((1, 1))
+        row_lo = np.array([-np.inf])
+        row_hi = np.ones(1)
+        row_names = ["r"]
+
+        def pwl_rows(self):
+            return self.A, self.row_lo, self.row_hi, self.row_names
+
+    viol = verify._violations(Model(), "pwl", np.array([np.nan]))
+    assert viol and "not a finite number" in viol[0][1]
+
+
+# ---- finding 4: commands that destroyed what they read ---------------------------------------------
+
+
+def _store(tmp_path: Path, label: str = "ok", cost: float = 1.0) -> Path:
+    from deplbench.benchmarks.store import ResultsStore
+
+    db = tmp_path / "s.sqlite"
+    with ResultsStore(db):
+        pass
+    with contextlib.closing(sqlite3.connect(db)) as con, con:
+        cols = [r[1] for r in con.execute("PRAGMA table_info(results)")]
+        row = {c: None for c in cols}
+        row.update({k: v for k, v in {"key": "k1", "algorithm": "depl", "label": label, "status": "feasible",
+                                       "cost": cost, "failed": 0}.items() if k in cols})
+        con.execute(f"INSERT INTO results ({', '.join(row)}) VALUES ({', '.join('?' for _ in row)})",
+                    list(row.values()))
+    return db
+
+
+def _is_store(db: Path) -> bool:
+    with contextlib.closing(sqlite3.connect(db)) as con:
+        return con.execute("SELECT COUNT(*) FROM results").fetchone()[0] == 1
+
+
+@pytest.mark.parametrize("fmt", ["csv", "parquet"])
+@pytest.mark.parametrize("how", ["same", "symlink", "dotdot", "wal"])
+def test_export_refuses_to_write_over_its_store(tmp_path, capsys, fmt, how):
+    db = _store(tmp_path)
+    (tmp_path / "sub").mkdir()
+    out = {"same": db, "symlink": tmp_path / "link.out", "dotdot": tmp_path / "sub" / ".." / "s.sqlite",
+           "wal": tmp_path / "s.sqlite-wal"}[how]
+    if how == "symlink":
+        out.symlink_to(db)
+    assert main(["export", str(db), "--format", fmt, "-o", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "is the input" in err and "-o" in err
+    assert _is_store(db)
+
+
+def test_solve_refuses_to_write_its_result_over_the_instance(tmp_path, capsys):
+    from instance_data import two_model_data
+
+    inst = tmp_path / "i.json"
+    inst.write_text(json.dumps(two_model_data()), encoding="utf-8")
+    before = inst.read_bytes()
+    assert main(["solve", str(inst), "--algo", "depl", "-o", str(inst)]) == 2
+    assert "is the input" in capsys.readouterr().err
+    assert inst.read_bytes() == before
+
+
+def test_report_refuses_an_output_folder_that_contains_its_store(tmp_path, capsys):
+    rep = tmp_path / "rep"
+    (rep / "tables").mkdir(parents=True)
+    db = _store(tmp_path)
+    inside = rep / "tables" / "my.sqlite"
+    os.replace(db, inside)
+    (rep / "tables" / "notes.txt").write_text("mine", encoding="utf-8")
+    assert main(["report", str(inside), "--out", str(rep), "--no-svg", "--quiet"]) == 2
+    assert "contains the input" in capsys.readouterr().err
+    assert _is_store(inside) and (rep / "tables" / "notes.txt").read_text(encoding="utf-8") == "mine"
+
+
+def _fake_build(work: Path, files: dict[str, str]) -> None:
+    for rel, text in files.items():
+        (work / rel).parent.mkdir(parents=True, exist_ok=True)
+        (work / rel).write_text(text, encoding="utf-8")
+
+
+def test_report_publish_removes_only_the_files_its_manifest_lists(tmp_path):
+    from deplbench.reports.build import _publish
+
+    out = tmp_path / "rep"
+    (out / "tables").mkdir(parents=True)
+    (out / "figures").mkdir()
+    (out / "tables" / "old_table.csv").write_text("old", encoding="utf-8")
+    (out / "tables" / "my.sqlite").write_text("store", encoding="utf-8")
+    (out / "tables" / "notes.csv").write_text("a user's own table", encoding="utf-8")
+    (out / "figures" / "mine.png").write_text("a user's figure", encoding="utf-8")
+    # an earlier report's manifest; a forged entry naming the store is not a report file
+    (out / "manifest.json").write_text(json.dumps({"files": ["index.html", "manifest.json",
+                                                             "tables/old_table.csv", "tables/my.sqlite",
+                                                             "../outside.txt"]}), encoding="utf-8")
+    (tmp_path / "outside.txt").write_text("keep", encoding="utf-8")
+    work = tmp_path / ".rep.building"
+    _fake_build(work, {"index.html": "<html>", "tables/new.csv": "a\n1\n", "figures/f.png": "png",
+                       "manifest.json": json.dumps({"files": ["index.html", "manifest.json", "tables/new.csv",
+                                                             "figures/f.png"]})})
+    _publish(work, out)
+    assert not (out / "tables" / "old_table.csv").exists()                     # the report's own old file
+    for kept in ("tables/my.sqlite", "tables/notes.csv", "figures/mine.png"):
+        assert (out / kept).is_file(), kept
+    assert (tmp_path / "outside.txt").is_file()
+    assert (out / "tables" / "new.csv").is_file() and (out / "index.html").is_file()
+    assert not work.exists()
+
+
+def test_report_publish_refuses_a_tables_folder_linked_out_of_the_report(tmp_path):
+    from deplbench.reports.build import _publish
+    from deplbench.reports.data import ReportError
+
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    out = tmp_path / "rep"
+    out.mkdir()
+    (out / "tables").symlink_to(elsewhere)
+    work = tmp_path / ".rep.building"
+    _fake_build(work, {"index.html": "x", "tables/t.csv": "a\n", "manifest.json": "{}"})
+    with pytest.raises(ReportError, match="outside the folder"):
+        _publish(work, out)
+    assert list(elsewhere.iterdir()) == []
+
+
+# ---- finding 5: a write outside the run folder through a symbolic link -----------------------------
+
+
+def _write_lp_sweep(tmp_path: Path, value: str) -> Path:
+    from instance_data import two_model_data
+
+    (tmp_path / "i.json").write_text(json.dumps(two_model_data()), encoding="utf-8")
+    sweep = tmp_path / "s.toml"
+    sweep.write_text(f'[sweep]\nname = "w"\n[[instances]]\nid = "g"\npath = "i.json"\n'
+                     f'[[algorithms]]\nname = "milp"\nparams = {{write_lp = "{value}"}}\n', encoding="utf-8")
+    return sweep
+
+
+def test_sweep_output_through_a_symlink_out_of_the_run_folder_is_refused(tmp_path, monkeypatch):
+    from deplbench.benchmarks.sweep import load_sweep
+
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "out").symlink_to(elsewhere)
+    monkeypatch.chdir(run)
+    sweep = _write_lp_sweep(run, "out/model.lp")
+    with pytest.raises(SweepError, match=r"write_lp: 'out/model.lp' resolves to .*elsewhere.*outside the folder"):
+        load_sweep(sweep)
+
+
+def test_task_checks_its_output_again_before_writing(tmp_path, monkeypatch):
+    from deplbench.benchmarks.tasks import confine_outputs
+
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    run = tmp_path / "run"
+    run.mkdir()
+    monkeypatch.chdir(run)
+    confine_outputs({"write_lp": "out/model.lp"})          # a plain folder: fine
+    (run / "out").symlink_to(elsewhere)                    # created after the sweep was loaded
+    with pytest.raises(SweepError, match="params.write_lp"):
+        confine_outputs({"write_lp": "out/model.lp"})
+
+
+# ---- finding 6: CSV injection through a line break --------------------------------------------------
+
+EVIL = ["x\r=cmd|' /C calc'!A0", "ok\n-2+3", "line\r\n@SUM(A1)", "\t=tab", "plain", "-negative text"]
+
+
+def _cells_are_inert(text: str, n_rows: int, numeric: str) -> None:
+    """Read the CSV back as Python's csv module and a spreadsheet would."""
+    rows = list(csv.reader(io.StringIO(text, newline="")))
+    assert len(rows) == n_rows + 1                                   # no row smuggled in by a bare CR
+    head = rows[0]
+    for row in rows[1:]:
+        for name, cell in zip(head, row):
+            if name == numeric:
+                float(cell)                                          # numbers stay numbers
+                continue
+            # a spreadsheet evaluates any line of a cell that begins a formula
+            for line in cell.replace("\r\n", "\n").replace("\r", "\n").split("\n"):
+                assert not line.startswith(HOSTILE_PREFIXES), (name, cell)
+    raw_lines = text.split("\r\n")
+    for line in raw_lines:                                           # what a line-based reader sees
+        assert not line.startswith(HOSTILE_PREFIXES[:4]), line
+
+
+def test_csv_writer_neutralises_every_line_and_quotes_line_breaks():
+    from deplbench.files import csv_text
+
+    frame = pd.DataFrame({"label": EVIL, "cost": [-1.5, -2.0, 3.0, 4.0, 5.0, 6.0]})
+    text = csv_text(frame)
+    _cells_are_inert(text, len(EVIL), "cost")
+    back = pd.read_csv(io.StringIO(text))
+    assert list(back["cost"]) == [-1.5, -2.0, 3.0, 4.0, 5.0, 6.0]
+    assert back["label"][4] == "plain"
+    for cell in EVIL:
+        if "\n" in cell or "\r" in cell:
+            assert f'"{cell[:2]}' in text or f"\"{cell.splitlines()[0]}" in text   # quoted
+
+
+def test_export_csv_is_inert(tmp_path, capsys):
+    db = _store(tmp_path, label=EVIL[0], cost=-3.25)
+    out = tmp_path / "x.csv"
+    assert main(["export", str(db), "--format", "csv", "-o", str(out)]) == 0
+    text = out.read_text(encoding="utf-8", errors="strict")
+    with open(out, encoding="utf-8", newline="") as fh:
+        text = fh.read()
+    _cells_are_inert(text, 1, "cost")
+    assert float(next(csv.DictReader(io.StringIO(text, newline="")))["cost"]) == -3.25
+
+
+def test_report_tables_use_the_same_writer(tmp_path):
+    from deplbench.reports.build import _write_table
+    from deplbench.reports.elements import Table
+
+    (tmp_path / "tables").mkdir()
+    frame = pd.DataFrame({"algorithm": EVIL, "cost": [-1.0, 2.0, 3.0, 4.0, 5.0, 6.0]})
+    _write_table(tmp_path, Table("evil", "Evil", frame, ("algorithm", "cost")))
+    with open(tmp_path / "tables" / "evil.csv", encoding="utf-8", newline="") as fh:
+        _cells_are_inert(fh.read(), len(EVIL), "cost")
+
+
+# ---- finding 7: sweeps that walked or counted too much -------------------------------------------
+
+
+def _glob_sweep(folder: Path, path: str, reps: int = 1, cap: int | None = None) -> Path:
+    from instance_data import two_model_data
+
+    (folder / "inst").mkdir(parents=True, exist_ok=True)
+    for i in range(3):
+        data = two_model_data()
+        data["name"] = f"i{i}"
+        (folder / "inst" / f"i{i}.json").write_text(json.dumps(data), encoding="utf-8")
+    sweep = folder / "s.toml"
+    sweep.write_text('[sweep]\nname = "g"\n' + (f"max_tasks = {cap}\n" if cap else "")
+                     + f'[[instances]]\nid = "g"\npath = "{path}"\n'
+                     f'[[algorithms]]\nname = "depl"\nrepetitions = {reps}\n', encoding="utf-8")
+    return sweep
+
+
+def test_glob_files_and_repetitions_count_toward_max_tasks(tmp_path):
+    from deplbench.benchmarks.sweep import load_sweep
+
+    with pytest.raises(SweepError, match=r"max_tasks: the sweep expands to up to 12 tasks > the cap 10"):
+        load_sweep(_glob_sweep(tmp_path, "inst/*.json", reps=4, cap=10))
+    assert len(load_sweep(_glob_sweep(tmp_path, "inst/*.json", reps=3, cap=9)).tasks()) == 9
+
+
+def test_glob_outside_the_sweep_folder_is_refused(tmp_path):
+    from deplbench.benchmarks.sweep import load_sweep
+
+    for pattern in ("/**/*.json", "../*.json", "inst/../../*.json"):
+        with pytest.raises(SweepError, match="must stay inside the sweep file's folder"):
+            load_sweep(_glob_sweep(tmp_path, pattern))
+
+
+def test_glob_does_not_follow_a_symlink_loop(tmp_path):
+    from deplbench.benchmarks.sweep import load_sweep
+
+    sweep = _glob_sweep(tmp_path, "inst/**/*.json")
+    (tmp_path / "inst" / "loop").symlink_to(tmp_path / "inst")
+    (tmp_path / "inst" / "up").symlink_to(tmp_path)
+    result: dict = {}
+
+    def load():
+        try:
+            result["n"] = len(load_sweep(sweep).tasks())
+        except Exception as exc:  # noqa: BLE001 - reported below
+            result["error"] = exc
+
+    t = threading.Thread(target=load, daemon=True)
+    t0 = time.perf_counter()
+    t.start()
+    t.join(60)
+    assert not t.is_alive(), "the glob followed the symlink loop"
+    assert result.get("n") == 3, result
+    assert time.perf_counter() - t0 < 60
+
+
+def test_glob_match_leading_out_of_the_tree_is_refused(tmp_path):
+    from instance_data import two_model_data
+
+    from deplbench.benchmarks.sweep import load_sweep
+
+    outside = tmp_path / "outside.json"
+    outside.write_text(json.dumps(two_model_data()), encoding="utf-8")
+    sweep = _glob_sweep(tmp_path / "sw", "inst/*.json")
+    (tmp_path / "sw" / "inst" / "z.json").symlink_to(outside)
+    with pytest.raises(SweepError, match="leads out of the sweep file's folder"):
+        load_sweep(sweep)
+
+
+# ---- finding 8: unbounded reads ---------------------------------------------------------------------
+
+
+def _fifo(tmp_path: Path) -> Path:
+    """A FIFO whose writer end opens (and closes) after a while: code that
+    wrongly reads it returns instead of blocking the suite forever."""
+    path = tmp_path / "pipe"
+    os.mkfifo(path)
+
+    def unblock():
+        time.sleep(3)
+        try:                    # only when a reader is blocked on it (else ENXIO: nothing to unblock)
+            fd = os.open(path, os.O_WRONLY | os.O_NONBLOCK)
+        except OSError:
+            return
+        os.write(fd, b"{}")
+        os.close(fd)
+
+    threading.Thread(target=unblock, daemon=True).start()
+    return path
+
+
+READERS = {
+    "validate": lambda p, tmp: ["validate", str(p)],
+    "evaluate-instance": lambda p, tmp: ["evaluate", str(p), str(tmp / "plan.json")],
+    "evaluate-plan": lambda p, tmp: ["evaluate", str(tmp / "inst.json"), str(p)],
+    "fit-log": lambda p, tmp: ["fit", str(p), "-o", str(tmp / "fitted.json")],
+    "fit-base": lambda p, tmp: ["fit", str(tmp / "log.csv"), "--base", str(p), "-o", str(tmp / "fitted.json")],
+    "run": lambda p, tmp: ["run", str(p), "--db", str(tmp / "x.sqlite"), "--dry-run"],
+    "solve": lambda p, tmp: ["solve", str(p), "--algo", "depl"],
+}
+
+
+@pytest.mark.parametrize("kind", ["dev-zero", "fifo"])
+@pytest.mark.parametrize("command", sorted(READERS))
+def test_non_regular_files_are_refused_before_reading(tmp_path, capsys, command, kind):
+    from instance_data import two_model_data
+
+    (tmp_path / "inst.json").write_text(json.dumps(two_model_data()), encoding="utf-8")
+    (tmp_path / "plan.json").write_text("{}", encoding="utf-8")
+    (tmp_path / "log.csv").write_text("run,epoch,model,loss\n", encoding="utf-8")
+    target = Path("/dev/zero") if kind == "dev-zero" else _fifo(tmp_path)
+    if kind == "dev-zero" and not target.exists():
+        pytest.skip("no /dev/zero on this system")
+    t0 = time.perf_counter()
+    assert main(READERS[command](target, tmp_path)) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "not a regular file" in err and str(target) in err
+    assert time.perf_counter() - t0 < 2.5                 # refused from stat, not after the FIFO opened
+
+
+def test_library_readers_refuse_non_regular_files(tmp_path):
+    from deplbench.benchmarks.library import read_sol, read_solu
+    from deplbench.benchmarks.library.build import library_files
+
+    with pytest.raises(SolverError, match="not a regular file"):
+        read_sol("/dev/zero")
+    with pytest.raises(Exception, match="not a regular file"):
+        read_solu("/dev/zero")
+    lib = tmp_path / "lib"
+    lib.mkdir()
+    (lib / "manifest.json").symlink_to("/dev/zero")
+    with pytest.raises(SolverError, match="not a regular file"):
+        library_files(str(lib))
+
+
+def test_oversized_solution_file_is_refused_before_reading(tmp_path):
+    from deplbench import limits
+    from deplbench.benchmarks.library import read_sol
+
+    big = tmp_path / "big.sol"
+    with open(big, "wb") as fh:
+        fh.truncate(limits.MAX_INPUT_BYTES + 1)            # sparse: no disk used
+    with pytest.raises(SolverError, match="larger than the limit"):
+        read_sol(str(big))
+
+
+def test_gzip_bomb_is_refused_after_counting(tmp_path, monkeypatch):
+    import gzip
+
+    from deplbench import limits
+
+    monkeypatch.setattr(limits, "MAX_UNCOMPRESSED_BYTES", 2**20)
+    bomb = tmp_path / "b.mps.gz"
+    with gzip.open(bomb, "wb") as fh:
+        fh.write(b"\0" * (3 * 2**20))
+    with pytest.raises(SolverError, match="inflates to 3 MiB, beyond the limit"):   # from the trailer
+        limits.check_gzip_size(bomb, "pwl model", SolverError)
+    with pytest.raises(SolverError, match="inflates beyond the limit"):
+        limits.read_bytes(bomb, "pwl model", SolverError)
+    forged = tmp_path / "forged.mps.gz"              # a trailer that lies: counted while inflating
+    forged.write_bytes(bomb.read_bytes()[:-4] + b"\0\0\0\0")
+    with pytest.raises(SolverError, match="inflates beyond the limit"):
+        limits.check_gzip_size(forged, "pwl model", SolverError)
+    monkeypatch.setattr(limits, "MAX_UNCOMPRESSED_BYTES", 2**30)
+    with pytest.raises(SolverError, match="still inflating after 0 s"):                # the time bound
+        limits.check_gzip_size(forged, "pwl model", SolverError, seconds=0.0)
+    monkeypatch.setattr(limits, "MAX_UNCOMPRESSED_BYTES", 2**20)
+    ok = tmp_path / "ok.mps.gz"
+    with gzip.open(ok, "wb") as fh:
+        fh.write(b"NAME x\n")
+    limits.check_gzip_size(ok, "pwl model", SolverError)
+    assert limits.read_bytes(ok, "pwl model", SolverError) == b"NAME x\n"
+    bad = tmp_path / "bad.mps.gz"
+    bad.write_bytes(b"not gzip at all")
+    with pytest.raises(SolverError, match="not a valid gzip file"):
+        limits.check_gzip_size(bad, "pwl model", SolverError)
+
+
+# ---- finding 9: the library trusted its manifest -------------------------------------------------
+
+
+def _fake_library(tmp_path: Path, entries) -> Path:
+    lib = tmp_path / "lib"
+    (lib / "instances").mkdir(parents=True, exist_ok=True)
+    for name in ("pwl.solu", "minlp.solu"):
+        (lib / name).write_text("", encoding="utf-8")
+    (lib / "manifest.json").write_text(json.dumps({"library_version": "x", "pwl_tolerance": 1e-4,
+                                                   "entries": entries}), encoding="utf-8")
+    return lib
+
+
+def _entry(**over) -> dict:
+    return {"name": "a", "instance": "instances/a.json", "pwl": None, "minlp": None, "scenarios": 10,
+            "seed": 0, **over}
+
+
+@pytest.mark.parametrize("entries, message", [
+    ([1, 2], r"entries\[0\]: expected an object, got int"),
+    ("x", r"entries: expected a list of objects, got str"),
+    ([_entry(instance="/etc/passwd")], r"entries\[0\].instance: '/etc/passwd' is an absolute path"),
+    ([_entry(instance="../../etc/passwd")], r"entries\[0\].instance: .* leaves the library"),
+    ([_entry(pwl="pwl/../../x.mps.gz")], r"entries\[0\].pwl: .* leaves the library"),
+    ([_entry(minlp_files=["minlp/a.nl.gz", "/tmp/x"])], r"entries\[0\].minlp_files\[1\]"),
+    ([_entry(name="../a")], r"entries\[0\].name"),
+    ([_entry(), _entry()], r"entries\[1\].name: 'a' appears twice"),
+    ([_entry(scenarios="many")], r"entries\[0\].scenarios"),
+    ([_entry(instance=7)], r"entries\[0\].instance: expected a relative file path"),
+])
+def test_manifest_is_validated_with_one_line_naming_the_field(tmp_path, capsys, entries, message):
+    from deplbench.benchmarks.library.build import library_files
+
+    lib = _fake_library(tmp_path, entries)
+    with pytest.raises(SolverError, match=message):
+        library_files(str(lib))
+    assert main(["library", "verify", str(lib), "a", "/dev/null"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "Traceback" not in err
+
+
+def test_manifest_path_through_a_symlink_is_refused(tmp_path):
+    from deplbench.benchmarks.library.build import library_files
+
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    lib = _fake_library(tmp_path, [_entry()])
+    (lib / "instances").rmdir()
+    (lib / "instances").symlink_to(outside)
+    with pytest.raises(SolverError, match="leads through a symbolic link"):
+        library_files(str(lib))
+
+
+# ---- finding 10: non-standard JSON ----------------------------------------------------------------
+
+
+def test_json_writer_is_rfc8259_with_the_reason_beside_each_null():
+    import numpy as np
+
+    from deplbench.jsonio import dumps, print_json
+
+    doc = {"gap": math.inf, "lower": -math.inf, "ci": [0.5, math.nan], "a": np.array([1.0, np.inf]),
+           "nested": {"x": np.float64("nan")}, "ok": 1.5}
+    for text in (dumps(doc), _capture(print_json, doc)):
+        back = _strict_loads(text)
+        assert back["gap"] is None and back["gap_nonfinite"] == "inf"
+        assert back["lower"] is None and back["lower_nonfinite"] == "-inf"
+        assert back["ci"] == [0.5, None] and back["ci_nonfinite"] == {"1": "nan"}
+        assert back["a_nonfinite"] == {"1": "inf"} and back["nested"] == {"x": None, "x_nonfinite": "nan"}
+        assert back["ok"] == 1.5
+
+
+def _capture(fn, obj) -> str:
+    buf = io.StringIO()
+    fn(obj, file=buf)
+    return buf.getvalue()
+
+
+def test_library_summary_with_nan_prints_strict_json(capsys):
+    from deplbench.jsonio import print_json
+
+    print_json({"summary": {"shifted_geomean_s": float("nan")}})     # a check with no solved instance
+    assert _strict_loads(capsys.readouterr().out)["summary"]["shifted_geomean_s_nonfinite"] == "nan"
+
+
+@pytest.mark.slow          # one DepL solve (a second or two)
+def test_solve_output_reads_back_into_evaluate(tmp_path, capsys):
+    inst = tmp_path / "tiny.json"
+    assert main(["generate", "realistic", "--family", "alexnet", "--seed", "0", "-o", str(inst)]) == 0
+    data = json.loads(inst.read_text(encoding="utf-8"))
+    data["omega"] = 1e-9                                  # the quantile's CI has lower end -inf
+    inst.write_text(json.dumps(data), encoding="utf-8")
+    out = tmp_path / "r.json"
+    capsys.readouterr()
+    main(["solve", str(inst), "--algo", "depl", "-o", str(out), "--json"])
+    printed = _strict_loads(capsys.readouterr().out)
+    written = _strict_loads(out.read_text(encoding="utf-8"))
+    assert written["plan"] is not None and printed["plan"] == written["plan"]
+    assert "-inf" in json.dumps(written)                  # the case is exercised: a reason beside a null
+    assert main(["evaluate", str(inst), str(out)]) in (0, 1)
+    assert "error:" not in capsys.readouterr().err
+
+
+def _lib_with_model(tmp_path: Path, content: bytes, recorded: bytes | None = None) -> Path:
+    import hashlib
+
+    lib = _fake_library(tmp_path, [_entry(pwl="pwl/a.mps.gz", pwl_sha256=hashlib.sha256(
+        content if recorded is None else recorded).hexdigest())])
+    (lib / "pwl").mkdir()
+    (lib / "pwl" / "a.mps.gz").write_bytes(content)
+    (lib / "pwl.solu").write_text("=opt=  a  1.0\n", encoding="utf-8")
+    return lib
+
+
+@pytest.mark.parametrize("case", ["unreadable", "edited", "bomb"])
+def test_library_check_reports_a_broken_model_file_as_a_mismatch(tmp_path, monkeypatch, capsys, case):
+    import gzip
+
+    from deplbench import limits
+    from deplbench.benchmarks.library import check_library
+
+    monkeypatch.setattr(limits, "MAX_UNCOMPRESSED_BYTES", 2**20)
+    if case == "unreadable":          # the manifest's sha256 matches, the solver cannot read it
+        lib = _lib_with_model(tmp_path, gzip.compress(b"this is not an MPS file\n", mtime=0))
+    elif case == "edited":
+        lib = _lib_with_model(tmp_path, gzip.compress(b"NAME a\n", mtime=0), recorded=b"the original")
+    else:
+        lib = _lib_with_model(tmp_path, gzip.compress(b"\0" * (3 * 2**20), mtime=0))
+    row = check_library(str(lib), solver="highs", time_limit=5.0, kind="pwl")["instances"][0]
+    assert row["status"] == "error" and row["agrees"] is False, row
+    # refused before the solver sees it (a bomb is never inflated by HiGHS), and the reason says why
+    why = {"unreadable": "could not solve", "edited": "differs from the one the library was built with",
+           "bomb": "beyond the limit"}[case]
+    assert why in row["reason"], row
+    assert main(["library", "check", str(lib), "--model", "pwl", "--time-limit", "5", "--json"]) == 1
+    doc = _strict_loads(capsys.readouterr().out)
+    assert doc["summary"][0]["mismatches"] == 1
