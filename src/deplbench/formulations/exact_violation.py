@@ -91,6 +91,7 @@ from functools import lru_cache
 import numpy as np
 from scipy import fft as sfft
 
+from deplbench import limits
 from deplbench.formulations.plan import check_plan_names
 from deplbench.instances.distributions import Empirical
 
@@ -380,14 +381,19 @@ def _take(surv: np.ndarray, idx: np.ndarray) -> np.ndarray:
 
 
 def bounds_for_terms(const: float, terms: list[Term], loss_max: float, omega: float,
-                     settings: ExactSettings = ExactSettings(), tol: float = 0.0) -> ViolationBounds:
+                     settings: ExactSettings = ExactSettings()) -> ViolationBounds:
     """:func:`violation_bounds` for an explicit constant and list of terms.
 
-    ``tol`` is the evaluator's tolerance, used only when every term is a
-    constant: a deterministic final loss within ``tol`` of ℓmax meets it."""
+    With no random term the final loss is the constant: it violates ℓmax
+    exactly when it is above it (no tolerance: constraint (3) as stated).
+    Every grid's interval is rigorous, so the one returned is their
+    intersection (the verdict is decided as soon as any grid decides it).
+    The grid loop reads the :func:`deplbench.limits.deadline` scope (a
+    solver's ``time_limit``) and raises
+    :class:`~deplbench.limits.TimeLimitReached` past it."""
     risk = 1.0 - float(omega)
     if not terms:
-        p = 1.0 if const > loss_max + tol else 0.0
+        p = 1.0 if const > loss_max else 0.0
         return ViolationBounds(p, p, const, const, _verdict(p, p, risk), risk)
     scale = math.sqrt(sum(s * s for s in term_iqrs(terms))) or 1.0
     eps = settings.tail / (2.0 * len(terms))
@@ -397,11 +403,12 @@ def bounds_for_terms(const: float, terms: list[Term], loss_max: float, omega: fl
         raise ExactUnavailable(
             f"the coarsest lattice needs about {cells:.3g} points × {len(terms)} random terms, more than the "
             f"budget of {settings.max_work:.3g} work units")
-    best, refinements, exhausted = None, 0, False
+    refinements, exhausted = 0, False
+    p_lo, p_hi = 0.0, 1.0
     while True:
+        limits.check_time(f"exact violation bounds, lattice step {h:.3g}")
         g = _grid(const, terms, loss_max, h, eps)
-        p_lo, p_hi = g.p_lo(g.tau), g.p_hi(g.tau)
-        best = (g, p_lo, p_hi)
+        p_lo, p_hi = max(p_lo, g.p_lo(g.tau)), min(p_hi, g.p_hi(g.tau))
         verdict = _verdict(p_lo, p_hi, risk)
         if p_hi - p_lo <= settings.target_width or (settings.decide and verdict != UNDECIDED):
             break
@@ -410,11 +417,11 @@ def bounds_for_terms(const: float, terms: list[Term], loss_max: float, omega: fl
             break
         h /= 2.0
         refinements += 1
-    g, p_lo, p_hi = best
     q_lo, q_hi = _quantile(g, risk)
     return ViolationBounds(p_lo, p_hi, q_lo, q_hi, _verdict(p_lo, p_hi, risk), risk, step=g.h,
                            points=g.points, terms=len(terms), refinements=refinements,
-                           allowance=g.allowance, exhausted=exhausted)
+                           allowance=g.allowance, exhausted=exhausted,
+                           info={"target_width": settings.target_width, "max_work": settings.max_work})
 
 
 def term_iqrs(terms: list[Term]) -> list[float]:
@@ -432,11 +439,12 @@ def term_iqrs(terms: list[Term]) -> list[float]:
     return out
 
 
-def _cells_estimate(terms: list[Term], h: float, eps: float) -> float:
-    """Lattice cells of all terms at step h (ppf once per distinct law)."""
+def term_cells(terms: list[Term], h: float, eps: float) -> np.ndarray:
+    """Lattice cells of each term at step h (ppf once per distinct law), before
+    discretising: what :func:`discretise_all` will allocate, for memory checks."""
     ends: dict = {}
-    total = 0.0
-    for t in terms:
+    out = np.empty(len(terms))
+    for i, t in enumerate(terms):
         if isinstance(t.dist, Empirical):
             span = abs(t.a) * (max(t.dist.samples) - min(t.dist.samples))
         else:
@@ -444,8 +452,13 @@ def _cells_estimate(terms: list[Term], h: float, eps: float) -> float:
                 ends[t.dist] = np.asarray(t.dist.ppf(np.array([eps, 1.0 - eps])), dtype=float)
             lo, hi = ends[t.dist]
             span = abs(t.a) * (hi - lo)
-        total += span / h + 2.0
-    return total
+        out[i] = span / h + 2.0
+    return out
+
+
+def _cells_estimate(terms: list[Term], h: float, eps: float) -> float:
+    """Lattice cells of all terms at step h (ppf once per distinct law)."""
+    return float(term_cells(terms, h, eps).sum())
 
 
 def _verdict(p_lo: float, p_hi: float, risk: float) -> str:
@@ -477,8 +490,7 @@ def violation_bounds(instance, models, gammas, settings: ExactSettings = ExactSe
     See the module docstring for the construction and the error allowance.
     """
     const, terms = sequence_terms(instance, models, gammas)
-    tol = 1e-9 * max(1.0, abs(float(instance.loss_max)))
-    return bounds_for_terms(const, terms, float(instance.loss_max), float(instance.omega), settings, tol)
+    return bounds_for_terms(const, terms, float(instance.loss_max), float(instance.omega), settings)
 
 
 def plan_violation_bounds(instance, plan, settings: ExactSettings = ExactSettings()) -> ViolationBounds:
@@ -498,6 +510,6 @@ def plan_violation_bounds(instance, plan, settings: ExactSettings = ExactSetting
 
 
 __all__ = ["ExactSettings", "ExactUnavailable", "ViolationBounds", "Term", "sequence_terms", "violation_bounds",
-           "plan_violation_bounds", "bounds_for_terms", "irwin_hall_cells", "fft_allowance", "discretise_all",
-           "term_iqrs",
+           "plan_violation_bounds", "bounds_for_terms", "irwin_hall_cells", "term_cells", "fft_allowance",
+           "discretise_all", "term_iqrs",
            "PROVEN_FEASIBLE", "PROVEN_INFEASIBLE", "UNDECIDED"]
