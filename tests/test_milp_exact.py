@@ -175,3 +175,149 @@ def test_spectral_lattice_on_constant_terms_judges_the_true_final_loss(delta):
         lat = SpectralLattice(inst, gam, inst.horizon, ExactSettings())
         assert lat.verdict(seq) == expected, (loss_max, lat.phi)
         assert violation_bounds(inst, seq, gam).verdict == expected
+
+
+# --------------------------------------------------------------------------- stops, boundaries, no plan
+#: A plan at the feasibility boundary: ℓmax at the ω-quantile's lower bound of the
+#: sequence [m1, m1, m1] (fine bounds, width 1e-9), so the enumeration's lattice
+#: leaves it undecided and only a refinement decides (it is truly infeasible).
+BOUNDARY_LOSS_MAX = 8.193027869595829
+
+
+def _boundary(loss_max=BOUNDARY_LOSS_MAX):
+    return tiny_instance(3, horizon=3, n_models=2, n_datasets=1, n_clusters=1, time_max=100).with_changes(
+        loss_max=loss_max)
+
+
+def test_a_prefix_refined_infeasible_at_every_length_leaves_the_enumeration():
+    """The refinement proves the last undecided length of a prefix infeasible with
+    no c_U: on the base code c_L became K̄ + 1 and the MILP crashed (status error,
+    "IndexError: index 3 is out of bounds for axis 1 with size 3"); every sequence is
+    then proven infeasible, so the answer is ``infeasible``."""
+    from deplbench.formulations.exact_static import SpectralLattice, solve_exact_static
+
+    inst = _boundary()
+    lat = SpectralLattice(inst, inst.data_effect(inst.all_datasets)[1], 3, ExactSettings())
+    assert lat.verdict([1, 1, 1]) == "undecided"          # the scan cannot decide it
+    res = solve_exact_static(inst, time_limit=60.0)
+    assert res.status == "infeasible", res.message
+    assert "proven" in res.message and res.plan is None
+    assert res.diagnostics["refined"] >= 1
+
+
+def test_undecided_at_the_precision_is_no_solution_not_infeasible():
+    """A refinement budget too small to decide the boundary plan (planted: a
+    max_work below the coarsest grid): the base code said ``infeasible`` ("no
+    sequence proven feasible at this precision"); undecided is not infeasible."""
+    from deplbench.formulations.exact_static import solve_exact_static
+
+    inst = _boundary()
+    res = solve_exact_static(inst, time_limit=60.0, settings=ExactSettings(max_work=10))
+    assert res.status == "no_solution", (res.status, res.message)
+    assert "undecided" in res.message and res.plan is None
+    assert res.lower_bound is not None          # the L-side MILP's bound still holds
+    assert res.diagnostics["refinements_exhausted"] >= 1
+
+
+class _Planted:
+    """A deadline planted at the n-th check of one phase (deterministic, no wall clock)."""
+
+    def __init__(self, where: str, n: int = 1):
+        self.where, self.n, self.seen = where, n, 0
+
+    def __call__(self, where: str) -> None:
+        from deplbench.limits import TimeLimitReached
+
+        if self.where in where:
+            self.seen += 1
+            if self.seen >= self.n:
+                raise TimeLimitReached(f"time limit 1 s reached ({where}); no plan")
+
+
+@pytest.mark.parametrize("where, phase", [
+    ("exact lattice: discretisation", "lattice spectra"),
+    ("exact lattice: spectra products", "scan"),
+    ("scan of the last block", "scan"),
+    ("MILP over the enumerated sequences", "MILP"),
+    ("refinement of undecided lengths", "refinement"),
+    ("exact violation bounds", "refinement"),
+])
+def test_a_deadline_in_any_phase_is_time_limit_never_infeasible(monkeypatch, where, phase):
+    """The deadline (deplbench.limits.check_time, planted) falls in each phase in
+    turn: the answer is ``time_limit`` naming the phase, with whatever bracket was
+    proven. On the base code no phase read the limits deadline (the planted stop
+    never fired: status infeasible / optimal)."""
+    from deplbench import limits
+    from deplbench.formulations.exact_static import solve_exact_static
+
+    inst = _boundary(BOUNDARY_LOSS_MAX + 2e-6)          # feasible, decided by a refinement
+    monkeypatch.setattr(limits, "check_time", _Planted(where))
+    res = solve_exact_static(inst, time_limit=None)
+    assert res.status == "time_limit", (where, res.status, res.message)
+    assert res.diagnostics["phase"] == phase and "not a proof of infeasibility" in res.message
+    if res.lower_bound is not None and res.cost is not None:
+        assert res.lower_bound <= res.cost * (1 + 1e-9)
+
+
+def test_a_deadline_inside_the_milp_is_time_limit_never_infeasible(monkeypatch):
+    """The deadline falls inside the MILP's master solve (the cut loop reads
+    limits.time_left, planted at 0): the base code read "no bound, no plan" as
+    every sequence proven infeasible (issue: AlexNet ℓmax = 7 under a time limit)."""
+    from deplbench import limits
+    from deplbench.formulations.exact_static import solve_exact_static
+
+    monkeypatch.setattr(limits, "time_left", lambda: 0.0)
+    res = solve_exact_static(_boundary(BOUNDARY_LOSS_MAX + 2e-6), time_limit=None)
+    assert res.status == "time_limit" and res.diagnostics["phase"] == "MILP", (res.status, res.message)
+
+
+def test_a_deadline_after_a_proven_plan_keeps_the_bracket(monkeypatch):
+    """Stopped at the second MILP round: the plan proven in the first is returned
+    with status time_limit, its bound below its cost."""
+    from deplbench import limits
+    from deplbench.formulations.exact_static import solve_exact_static
+
+    inst = tiny_instance(1, horizon=4, n_datasets=1)
+    full = solve_exact_static(inst, time_limit=None, gap=1e-12, rounds=3)
+    assert full.plan is not None
+    monkeypatch.setattr(limits, "check_time", _Planted("MILP over the enumerated sequences", n=3))
+    res = solve_exact_static(inst, time_limit=None, gap=1e-12, rounds=3)
+    if res.status != "time_limit":             # the bracket closed in the first round (two MILPs)
+        assert res.status == full.status and res.cost == full.cost
+        return
+    assert res.plan is not None and res.cost >= full.lower_bound * (1 - 1e-9)
+    assert evaluate_plan(inst, res.plan, samples=1000, exact=True).exact_verdict == "proven feasible"
+
+
+def test_one_verdict_per_plan_at_the_boundary():
+    """A plan only a refinement proves feasible (ℓmax 2·10⁻⁶ above the boundary):
+    milp-exact returns it, and ``evaluate --exact`` (the shared decision) calls it
+    proven feasible too. On the base code milp-exact said optimal on a plan
+    ``evaluate --exact`` called "undecided" (issue: MobileNet ℓmax = 5)."""
+    inst = _boundary(BOUNDARY_LOSS_MAX + 2e-6)
+    res = solve(inst, "milp-exact", eval_samples=1000)
+    assert res.status == "optimal" and res.plan is not None, res.message
+    assert res.diagnostics["undecided_after_scan"] >= 1     # the lattice alone did not decide it
+    assert res.evaluation["exact_verdict"] == "proven feasible"
+
+
+def test_a_deterministic_loss_above_loss_max_is_never_proven_feasible():
+    """Every term a point mass, final loss 10⁻¹⁰·ℓmax above ℓmax: the base code's
+    tolerance 10⁻⁹·max(1, |ℓmax|) called it proven feasible (p = 0; true P = 1) in
+    violation_bounds and in the lattice, and milp-exact returned it."""
+    from deplbench.formulations.exact_static import SpectralLattice
+    from deplbench.formulations.exact_violation import sequence_terms
+    from deplbench.instances.generators import generate
+
+    base = generate("knapsack", item_class="uncorrelated", n_items=6, R=30, horizon=6, seed=0)
+    gam = base.data_effect(base.all_datasets)[1]
+    seq = [0, 0, 1, 1, 1]
+    const, terms = sequence_terms(base, seq, gam)
+    assert not terms and const != 0
+    inst = base.with_changes(loss_max=const - 1e-10 * abs(const))
+    assert violation_bounds(inst, seq, gam).verdict == "proven infeasible"
+    assert SpectralLattice(inst, gam, inst.horizon, ExactSettings()).verdict(seq) != "proven feasible"
+    res = solve(inst, "milp-exact", evaluate=False)
+    if res.plan is not None:
+        got = [inst.model_index[e.model] for e in res.plan.epochs]
+        assert violation_bounds(inst, got, gam).verdict == "proven feasible"

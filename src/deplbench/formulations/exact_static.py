@@ -502,8 +502,12 @@ def solve_exact_static(instance, time_limit: float | None = 60.0, gap: float = 1
         try:
             return _solve(instance, gap, rounds, settings, run)
         except limits.TimeLimitReached as exc:
-            return run.result("time_limit", f"{exc}; stopped in the {run.phase} phase" + (
-                "" if run.lb is None and run.ub is None else ", the bracket proven so far is kept"))
+            where = str(exc).split("; no plan")[0]
+            kept = ("no bound yet" if run.lb is None and run.ub is None else
+                    "the bracket proven so far is kept" if run.ub is not None else
+                    "no plan proven feasible yet, the lower bound holds")
+            return run.result("time_limit", f"{where}, in the {run.phase} phase; {kept} (a stop is not a proof "
+                              "of infeasibility)")
         except (ExactUnavailable, limits.MemoryLimitExceeded) as exc:
             return run.result("error", str(exc))
 
@@ -519,6 +523,7 @@ def _solve(instance, gap: float, rounds: int, settings: ExactSettings, run: _Bra
              else min(data.K, int(math.floor(data.T / fastest * (1 + 1e-12) + 1e-9))))
     gamma = float(data.gam[0])
     lat = SpectralLattice(instance, gamma, k_max, settings)
+    run.diag.update(k_max=k_max, lattice_bytes=lat.memory, lattice_points=lat.N)
     run.phase = "scan"
     prefixes, lat = enumerate_exact(instance, gamma, k_max, settings, lattice=lat)
     diag = run.diag

@@ -121,6 +121,11 @@ class ExactSettings:
         Largest (lattice points × random terms) of one grid: the budget.
     decide : bool
         Also stop as soon as the verdict against 1 − ω is decided.
+    settle : bool
+        Keep refining past ``target_width`` while the verdict is undecided
+        (within ``max_work``): the one decision every exact path shares
+        (``milp-exact``'s returned plan, ``evaluate --exact``) decides
+        every plan its budget can.
     start_steps : int
         Lattice steps per spread σ̂ of the first grid (h = σ̂/start_steps);
         a caller that knows the coarse grids are undecided starts finer.
@@ -131,6 +136,7 @@ class ExactSettings:
     max_work: int = 60_000_000
     decide: bool = False
     start_steps: int = 64
+    settle: bool = True
 
 
 @dataclass
@@ -410,7 +416,9 @@ def bounds_for_terms(const: float, terms: list[Term], loss_max: float, omega: fl
         g = _grid(const, terms, loss_max, h, eps)
         p_lo, p_hi = max(p_lo, g.p_lo(g.tau)), min(p_hi, g.p_hi(g.tau))
         verdict = _verdict(p_lo, p_hi, risk)
-        if p_hi - p_lo <= settings.target_width or (settings.decide and verdict != UNDECIDED):
+        if verdict != UNDECIDED and (settings.decide or p_hi - p_lo <= settings.target_width):
+            break
+        if verdict == UNDECIDED and p_hi - p_lo <= settings.target_width and not settings.settle:
             break
         if 2 * g.points * (len(terms) + 1) > settings.max_work:
             exhausted = True
