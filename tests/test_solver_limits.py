@@ -139,11 +139,14 @@ def test_depl_horizon_100000_stops_in_its_transform_loop(huge):
     assert "quantile transform" in res.message or "decision loop" in res.message
 
 
-@pytest.mark.parametrize("algo", ["depl", "one-switch"])
-def test_no_time_limit_by_default(alexnet, algo):
+@pytest.mark.parametrize("algo, default", [("depl", 300.0), ("depl-receding", 300.0), ("depl-proven", 300.0),
+                                            ("milp-exact", 300.0), ("one-switch", None)])
+def test_default_time_limits(alexnet, algo, default):
+    """DepL's family takes the exact solvers' default of 300 s (a 100,000-epoch
+    horizon ran unbounded on the base code, where depl's default was none)."""
     from deplbench.solvers.registry import get_solver
 
-    assert get_solver(algo).parameters["time_limit"].default is None
+    assert get_solver(algo).parameters["time_limit"].default == default
     with pytest.raises(Exception, match="time_limit"):
         solve(alexnet, algo, time_limit=-1.0)
 
