@@ -167,3 +167,21 @@ def test_loop_checks_use_the_deadline_not_the_clock_alone(alexnet, monkeypatch):
     with limits.deadline(100.0), pytest.raises(limits.TimeLimitReached,
                                                match=r"time limit 100 s reached \(expanded-graph DP"):
         limits.check_time("expanded-graph DP, layer 2 of 100")
+
+
+def test_an_unguarded_memory_error_is_one_line_naming_the_sizes(alexnet, monkeypatch):
+    """A MemoryError no estimate caught: the base code's message was numpy's raw
+    text ("MemoryError: Unable to allocate 266. TiB ..."), naming no field."""
+    from deplbench.solvers.registry import get_solver
+
+    cls = get_solver("one-switch")
+
+    def run(self, instance, **params):
+        raise MemoryError("Unable to allocate 266. TiB for an array with shape (100000, 1000, 365) and data "
+                          "type float64")
+
+    monkeypatch.setattr(cls, "run", run)
+    res = solve(alexnet, "one-switch", evaluate=False)
+    assert res.status == "error" and "\n" not in res.message
+    assert res.message.startswith("memory: one-switch could not allocate 266. TiB (array shape (100000, 1000, 365))")
+    assert f"horizon = {alexnet.horizon}" in res.message and "scenarios = " in res.message
