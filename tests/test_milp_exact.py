@@ -321,3 +321,90 @@ def test_a_deterministic_loss_above_loss_max_is_never_proven_feasible():
     if res.plan is not None:
         got = [inst.model_index[e.model] for e in res.plan.epochs]
         assert violation_bounds(inst, got, gam).verdict == "proven feasible"
+
+
+# --------------------------------------------------------------------------- against an independent oracle
+def _oracle(inst):
+    """Every model sequence of every length, judged alone on fine rigorous bounds
+    (width 1e-7; independent of the enumeration, its lattice and its MILP) and
+    costed by the exact allocation of every cluster sequence: (min cost over the
+    proven-feasible, min cost over the not-proven-infeasible, all proven infeasible?)."""
+    names = [m.name for m in inst.models]
+    clusters = [c.name for c in inst.clusters]
+    fine = ExactSettings(target_width=1e-7, max_work=8_000_000)
+    gam = inst.data_effect(inst.all_datasets)[1]
+    best_u = best_l = np.inf
+    every_infeasible = True
+    for K in range(1, inst.horizon + 1):
+        for seq in itertools.product(range(inst.n_models), repeat=K):
+            if any(not inst.allowed[a, b] for a, b in zip(seq, seq[1:])):
+                continue
+            b = violation_bounds(inst, seq, gam, fine)
+            cost = np.inf
+            for cl in itertools.product(clusters, repeat=K):
+                plan = plan_from_choices(inst, [names[m] for m in seq], list(cl),
+                                         {c: list(inst.all_datasets) for c in set(cl)})
+                if plan is not None:
+                    cost = min(cost, sum(inst.unit_cost[inst.cluster_index[e.cluster]] * e.allocation
+                                         for e in plan.epochs) + transfer_cost(inst, plan))
+            if b.p_hi <= 1 - inst.omega:
+                best_u = min(best_u, cost)
+            if not b.p_lo > 1 - inst.omega:
+                best_l = min(best_l, cost)
+                every_infeasible &= not np.isfinite(cost)
+    return best_u, best_l, every_infeasible
+
+
+def _random_tiny(seed: int):
+    """A random tiny instance (K̄ = 3–4, 2–3 models, inverse-gamma runs) whose ℓmax
+    makes it ordinary, infeasible or at the boundary of one sequence."""
+    rng = np.random.default_rng([42, seed])
+    H, M = int(rng.integers(3, 5)), int(rng.integers(2, 4))
+    inst = tiny_instance(seed, horizon=H, n_models=M, n_datasets=1, n_clusters=1, time_max=100.0,
+                         omega=float(rng.choice([0.5, 0.8, 0.95])))
+    kind = ("ordinary", "none", "boundary")[seed % 3]
+    if kind == "none":
+        return inst.with_changes(loss_max=2.0), kind                    # far below any reachable loss
+    seq = [int(rng.integers(M))] * int(rng.integers(1, H + 1))
+    b = violation_bounds(inst, seq, inst.data_effect(inst.all_datasets)[1],
+                         ExactSettings(target_width=1e-9, max_work=8_000_000))
+    if kind == "boundary":
+        return inst.with_changes(loss_max=float(rng.choice([b.q_lo, b.q_hi])) + float(rng.normal(0, 1e-7))), kind
+    return inst.with_changes(loss_max=b.q_hi + float(rng.uniform(0.0, 0.5))), kind
+
+
+def _check_against_oracle(seed: int):
+    inst, kind = _random_tiny(seed)
+    res = solve(inst, "milp-exact", evaluate=False)
+    best_u, best_l, every_infeasible = _oracle(inst)
+    assert res.status in ("optimal", "feasible", "infeasible", "no_solution"), (seed, kind, res.message)
+    if every_infeasible:
+        assert res.status == "infeasible" and res.plan is None, (seed, kind, res.status, res.message)
+    if res.status == "infeasible":
+        assert not np.isfinite(best_u), (seed, kind, best_u)          # never a proven-feasible plan missed
+    if res.plan is not None:
+        gam = inst.data_effect(inst.all_datasets)[1]
+        seq = [inst.model_index[e.model] for e in res.plan.epochs]
+        assert violation_bounds(inst, seq, gam).verdict == "proven feasible"
+        assert res.cost >= best_l * (1 - 1e-9), (seed, kind)          # a feasible plan costs ≥ z* ≥ best_l
+    if res.lower_bound is not None and np.isfinite(best_u):
+        assert res.lower_bound <= best_u * (1 + 1e-9), (seed, kind)   # z* ≤ any proven-feasible plan
+    if res.status == "optimal" and best_u == best_l:                  # the oracle decides the optimum too
+        assert res.cost == pytest.approx(best_u, rel=1e-6), (seed, kind)
+    return kind, res.status
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_against_the_oracle_fast_sample(seed):
+    """One ordinary, one infeasible, one boundary instance (the cheap subset)."""
+    _check_against_oracle(seed)
+
+
+@pytest.mark.slow
+def test_against_the_oracle_random_sample():
+    """30 random tiny instances, a third each ordinary, with no feasible plan and at
+    the feasibility boundary: every claim milp-exact makes agrees with the oracle."""
+    seen = [_check_against_oracle(seed) for seed in range(3, 33)]
+    kinds = {k for k, _ in seen}
+    assert kinds == {"ordinary", "none", "boundary"}
+    assert {"optimal", "infeasible"} <= {s for _, s in seen}

@@ -85,6 +85,7 @@ numbers: Feller, *An Introduction to Probability Theory*, Vol. II, I.9.
 from __future__ import annotations
 
 import math
+import time
 from dataclasses import dataclass, field
 from functools import lru_cache
 
@@ -411,9 +412,16 @@ def bounds_for_terms(const: float, terms: list[Term], loss_max: float, omega: fl
             f"budget of {settings.max_work:.3g} work units")
     refinements, exhausted = 0, False
     p_lo, p_hi = 0.0, 1.0
+    spent = 0.0
     while True:
         limits.check_time(f"exact violation bounds, lattice step {h:.3g}")
+        if refinements and limits.time_left() < 2.5 * spent:
+            # the next grid has twice the points of the last: it would end past the deadline
+            raise limits.TimeLimitReached(f"time limit {limits.time_limit_s():g} s reached (exact violation "
+                                          f"bounds: the lattice at step {h:.3g} would end after it); no plan")
+        t_grid = time.perf_counter()
         g = _grid(const, terms, loss_max, h, eps)
+        spent = time.perf_counter() - t_grid
         p_lo, p_hi = max(p_lo, g.p_lo(g.tau)), min(p_hi, g.p_hi(g.tau))
         verdict = _verdict(p_lo, p_hi, risk)
         if verdict != UNDECIDED and (settings.decide or p_hi - p_lo <= settings.target_width):
