@@ -31,6 +31,21 @@ Algorithm
    that the L-optimum uses are refined on finer lattices and the MILPs
    re-solved, until the bracket is within ``gap`` or the rounds run out.
 
+Stops and statuses
+------------------
+Each phase — the lattice (its memory estimated before anything is
+allocated, :func:`deplbench.limits.check_memory` against ``memory_limit``),
+the scan, the MILPs and the refinement — reads the
+:func:`deplbench.limits.deadline` scope at every judged length, prefix,
+master solve and refined sequence. A stop is status ``time_limit`` naming
+the phase, with the bracket proven so far: an exhausted budget is never a
+proof of infeasibility. ``infeasible`` means every sequence is *proven* to
+violate (3) (or none of the rest fits Tmax); when the remaining sequences
+are undecided at the precision (plans at the feasibility boundary) the
+status is ``no_solution`` with the lower bound. The returned plan is proven
+feasible by the decision ``evaluate --exact`` reads
+(:func:`~.exact_violation.plan_violation_bounds`), so the two never differ.
+
 Guarantee
 ---------
 LB ≤ z* ≤ UB deterministically, where z* is the optimum over static plans

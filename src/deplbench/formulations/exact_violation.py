@@ -72,9 +72,27 @@ Refinement
 ----------
 :func:`violation_bounds` starts at h = σ̂/64 (σ̂ the root sum of squared
 interquartile ranges of the terms; ``ExactSettings.start_steps``) and
-halves h until the width p_hi − p_lo is at most ``ExactSettings.target_width`` (and, with ``decide=True``, until
-the verdict is decided) or the next grid would exceed
+halves h until the width p_hi − p_lo is at most ``ExactSettings.target_width``
+and the verdict is decided (``settle=True``, the default; with ``decide=True``
+it stops as soon as the verdict is decided) or the next grid would exceed
 ``ExactSettings.max_work`` (lattice points × terms, a deterministic budget).
+Every grid's interval holds, so the one returned is their intersection. When
+the budget ends the loop first, ``ViolationBounds.exhausted`` is set (the
+evaluation's ``exact_budget_exhausted``, with the width reached in
+``exact_reason``): the bounds still hold, wider than asked. Inside a
+:func:`deplbench.limits.deadline` scope each grid reads the deadline, and a
+grid that would end after it is not started.
+
+One decision, no tolerance
+--------------------------
+Constraint (3) is judged as stated: a final loss above ℓmax is a violation,
+with no tolerance (a deterministic plan whose loss is above ℓmax by any
+amount is proven infeasible). :func:`violation_bounds` at the default
+settings is the one decision every exact path shares: ``evaluate --exact``
+reads it, and ``milp-exact`` returns only a plan it proves feasible (the
+enumeration's lattice proposes, this decides), so a plan has one verdict.
+(The Monte-Carlo verdict of :func:`~deplbench.formulations.evaluate.evaluate_plan`
+is an estimate and keeps its 10⁻⁹·max(1, |ℓmax|) rounding allowance.)
 
 References
 ----------
