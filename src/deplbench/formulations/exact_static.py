@@ -55,6 +55,10 @@ counts) by an L candidate, and the U plan is proven feasible. The width
 comes from numerical precision and the MILP gap only. Assumes the
 exact_violation allowance (module docstring there).
 
+Longer than 600 lines because the lattice, the scan and the solve loop are
+the three steps of one algorithm sharing the private prefix and state records
+(_Prefix, _State) and the stop bookkeeping (_Bracket).
+
 References
 ----------
 DepL paper eqs. (2)–(8); Luedtke & Ahmed (2008) for the SAA it replaces.
@@ -552,7 +556,7 @@ def _solve(instance, gap: float, rounds: int, settings: ExactSettings, run: _Bra
     refined: dict = {}
     # the enumeration's lattice left these undecided: start 4× finer (h/4 decides nearly all of them)
     fine = ExactSettings(target_width=settings.target_width / 100, tail=settings.tail, max_work=settings.max_work,
-                         decide=True, start_steps=4 * STEPS_PER_SPREAD)
+                         decide=True, start_steps=4 * STEPS_PER_SPREAD, settle=False)
 
     def verdict(seq) -> str:
         key = tuple(seq.tolist())

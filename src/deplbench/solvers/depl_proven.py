@@ -48,6 +48,7 @@ from deplbench.formulations.exact_violation import (
     UNDECIDED,
     ExactSettings,
     ExactUnavailable,
+    plan_violation_bounds,
     violation_bounds,
 )
 from deplbench.formulations.milp.data import Data
@@ -78,9 +79,9 @@ class _Judge:
 
     def __init__(self, instance, ch, p):
         self.inst, self.ch, self.p = instance, ch, p
-        self.settings = ExactSettings(decide=True)
+        self.settings = ExactSettings(decide=True, settle=False)
         # what the instance's lattice leaves undecided is judged alone, starting 2× finer
-        self.fallback = ExactSettings(decide=True, start_steps=128)
+        self.fallback = ExactSettings(decide=True, start_steps=128, settle=False)
         self.verdicts: dict = {}
         self.costs: dict = {}
         self.checks = 0
@@ -219,6 +220,14 @@ def _descend(key, judge: _Judge):
     return best
 
 
+def _shared_proof(instance, plan) -> bool:
+    """Whether the decision ``evaluate --exact`` prints proves ``plan`` feasible."""
+    try:
+        return plan_violation_bounds(instance, plan).verdict == PROVEN_FEASIBLE
+    except ExactUnavailable:
+        return False
+
+
 class DepLProven(DepL):
     """DepL + exact certification of looser stage-2 paths (see the module docstring)."""
 
@@ -268,6 +277,8 @@ class DepLProven(DepL):
         if stopped is not None:
             res.status = "time_limit"
             res.message = f"{stopped}; DepL's own plan (Chernoff proof) is returned"
+        if best != models0 and plan is not None and cost < res.cost and not _shared_proof(instance, plan):
+            best = models0      # proven on this solver's grids only: one verdict per plan (evaluate --exact's)
         if best != models0 and plan is not None and cost < res.cost:
             res.plan, res.cost = plan, cost
             res.message = f"{plan.n_epochs} epochs, datasets {ch.names}"
