@@ -414,3 +414,22 @@ def test_against_the_oracle_random_sample():
     kinds = {k for k, _ in seen}
     assert kinds == {"ordinary", "none", "boundary"}
     assert {"optimal", "infeasible"} <= {s for _, s in seen}
+
+
+def test_the_lattice_memory_is_estimated_and_refused_before_allocation():
+    """AlexNet at K̄ = 2000 (Tmax long enough for every epoch): the base code grew
+    past 8 GB until killed (it had no memory_limit); the estimate (about 12.5 GiB)
+    is refused at once, naming memory_limit, and a raised limit is honoured."""
+    import resource
+
+    from deplbench.instances.generators import generate
+
+    big = generate("realistic", family="alexnet", loss_max=7, horizon=2000, time_max=2400.0)
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    res = solve(big, "milp-exact", evaluate=False)
+    assert res.status == "error" and "\n" not in res.message
+    assert "lattice spectra" in res.message and "memory_limit" in res.message and "GiB" in res.message
+    assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before < 200 * 1024      # < 200 MB grown (KiB)
+    tiny = tiny_instance(0, horizon=4, n_datasets=1)
+    assert solve(tiny, "milp-exact", evaluate=False, memory_limit=1e-6).status == "error"
+    assert solve(tiny, "milp-exact", evaluate=False, memory_limit=1.0).status == "optimal"
