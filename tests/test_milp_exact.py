@@ -271,21 +271,23 @@ def test_a_deadline_inside_the_milp_is_time_limit_never_infeasible(monkeypatch):
     assert res.status == "time_limit" and res.diagnostics["phase"] == "MILP", (res.status, res.message)
 
 
+@pytest.mark.slow
 def test_a_deadline_after_a_proven_plan_keeps_the_bracket(monkeypatch):
-    """Stopped at the second MILP round: the plan proven in the first is returned
-    with status time_limit, its bound below its cost."""
+    """Stopped in the refinement after the first MILP round proved a plan (UB) and
+    a bound (LB) that are still apart: status time_limit with that plan and bound,
+    the plan proven feasible and its cost at least the full run's optimum."""
     from deplbench import limits
     from deplbench.formulations.exact_static import solve_exact_static
 
-    inst = tiny_instance(1, horizon=4, n_datasets=1)
-    full = solve_exact_static(inst, time_limit=None, gap=1e-12, rounds=3)
-    assert full.plan is not None
-    monkeypatch.setattr(limits, "check_time", _Planted("MILP over the enumerated sequences", n=3))
-    res = solve_exact_static(inst, time_limit=None, gap=1e-12, rounds=3)
-    if res.status != "time_limit":             # the bracket closed in the first round (two MILPs)
-        assert res.status == full.status and res.cost == full.cost
-        return
-    assert res.plan is not None and res.cost >= full.lower_bound * (1 - 1e-9)
+    inst, _ = _random_tiny(14)          # round 1: LB 0.647 < UB 0.773, closed by a refinement
+    full = solve_exact_static(inst, time_limit=None)
+    assert full.status == "optimal" and full.diagnostics["refined"] >= 1
+    monkeypatch.setattr(limits, "check_time", _Planted("refinement of undecided lengths"))
+    res = solve_exact_static(inst, time_limit=None)
+    assert res.status == "time_limit" and res.diagnostics["phase"] == "refinement", res.message
+    assert res.plan is not None and "bracket proven so far is kept" in res.message
+    assert res.lower_bound <= full.cost * (1 + 1e-9) <= res.cost * (1 + 2e-9)
+    assert res.cost > res.lower_bound * (1 + 1e-4)                  # an open bracket, not the optimum
     assert evaluate_plan(inst, res.plan, samples=1000, exact=True).exact_verdict == "proven feasible"
 
 
