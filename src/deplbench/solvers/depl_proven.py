@@ -271,7 +271,10 @@ class DepLProven(DepL):
             stopped = str(exc).split("; no plan")[0]
             ends = set()
         # stage 3 costs the walks' ends and DepL's own plan; the cheapest is returned
-        best = min(ends | {models0}, key=lambda k: (judge.cost(k)[0], k))
+        try:
+            best = min(ends | {models0}, key=lambda k: (judge.cost(k)[0], k))
+        except limits.TimeLimitReached as exc:
+            stopped, best = str(exc).split("; no plan")[0], models0     # DepL's own plan is costed already
         cost, plan = judge.cost(best)
         res = result_from(self.name, instance, out, "proven")
         if stopped is not None:
