@@ -210,7 +210,7 @@ class SpectralLattice:
             raise ExactUnavailable(f"the lattice's spectra would need {self.memory / 2**20:.0f} MiB "
                                    f"(> {max_bytes / 2**20:.0f} MiB)")
         if max_bytes is None:
-            # before any cell vector or spectrum exists (K̄ = 2000 AlexNet needs ≈ 9 GB)
+            # before any cell vector or spectrum exists (a long horizon needs gigabytes)
             limits.check_memory(self.memory, f"milp-exact's lattice spectra (k_max = {k_max} epochs × "
                                 f"{M} models, about {self.memory_N:.3g} lattice points)",
                                 "use a smaller horizon (or Tmax), or `deplbench certify` for a statistical "
@@ -469,6 +469,8 @@ class _Bracket:
         self.diag["phase"] = self.phase
         self.diag["total_s"] = time.perf_counter() - self.t0
         lb = self.lb if self.ub is None or self.lb is None else min(self.lb, self.ub)
+        if status == "infeasible":
+            self.ub = lb = None
         return SolveResult(algorithm="milp-exact", status=status, plan=self.plan if self.ub is not None else None,
                            cost=self.ub, lower_bound=lb, gap=SolveResult.relative_gap(self.ub, lb),
                            diagnostics=self.diag, message=message)

@@ -224,8 +224,8 @@ def _shared_proof(instance, plan) -> bool:
     """Whether the decision ``evaluate --exact`` prints proves ``plan`` feasible."""
     try:
         return plan_violation_bounds(instance, plan).verdict == PROVEN_FEASIBLE
-    except ExactUnavailable:
-        return False
+    except (ExactUnavailable, limits.TimeLimitReached):
+        return False            # unproven: DepL's own plan is returned
 
 
 class DepLProven(DepL):
