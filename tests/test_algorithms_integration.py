@@ -40,7 +40,7 @@ from deplbench.solvers.registry import SOLVERS, get_solver
 from deplbench.instances.generators import generate
 
 NAMES = list(SOLVERS)
-ALLOWED = {"optimal", "feasible", "time_limit", "infeasible"}
+ALLOWED = {"optimal", "feasible", "time_limit", "infeasible", "no_solution"}
 #: Scenario set shared by the brute force and every algorithm that takes one.
 SCENARIOS, SEED = 60, 3
 #: Run-shortening parameters, applied only where an algorithm declares them.
@@ -149,8 +149,8 @@ def test_status_and_constraints(results, realistic_small, knapsack_small, name, 
     if declined(name, inst, res):
         return
     assert res.status in ALLOWED, f"{name}: {res.status} ({res.message})"
-    if res.status in ("infeasible",) and res.plan is None:
-        assert res.message, "an infeasible result must say why"
+    if res.status in ("infeasible", "no_solution") and res.plan is None:
+        assert res.message, "an infeasible or no_solution result must say why"
     if res.plan is not None:
         ev = evaluate_plan(inst, res.plan, samples=EVAL_SAMPLES, seed=5)
         assert ev.constraints_ok, f"{name}: {ev.violations}"
@@ -181,7 +181,7 @@ def test_nothing_beats_the_knapsack_dp(results, knapsack_small, name):
         assert res.lower_bound <= optimum * (1 + 1e-9)
         return
     if res.plan is None:
-        assert res.status in ("infeasible", "time_limit")
+        assert res.status in ("infeasible", "no_solution", "time_limit")
         return
     ev = evaluate_plan(knapsack_small, res.plan, samples=100)
     assert ev.exact

@@ -144,6 +144,8 @@ def test_process_map_gives_the_same_bracket():
     (dict(target_width=1.0), "target_width"),
     (dict(refine_share=0.0), "refine_share"),
     (dict(refine_validation=10), "refine_validation"),
+    (dict(validation=10**15), "validation"),           # beyond the evaluator's memory: refused up front
+    (dict(refine_validation=10**15), "refine_validation"),
     (dict(refine_candidates=0), "refine_candidates"),
     (dict(refine_scenarios=0), "refine_scenarios"),
     (dict(refine_replications=0), "refine_replications"),
@@ -175,6 +177,35 @@ def test_cli_json_and_bad_option(tmp_path, capsys):
     assert code == 2 and captured.out == ""
     assert captured.err.strip().count("\n") == 0 and "refine_share" in captured.err
     assert not math.isnan(record["width"])
+
+
+@pytest.mark.parametrize("args, field", [
+    (["--validation", str(10**15)], "validation"),
+    (["-o", "DIR"], "-o"),
+    (["-o", "DIR/missing/b.json"], "-o"),
+])
+def test_cli_refuses_what_it_can_check_before_solving(tmp_path, capsys, monkeypatch, args, field):
+    """--validation 1e15 and an -o that cannot be written are refused before any
+    SAA solve (planted: a solve raises); the base code refused them only after
+    the bracket was computed (32–70 s), --validation under the name "samples"."""
+    from deplbench.cli import main
+    from deplbench.solvers import certified
+
+    path = tmp_path / "k.json"
+    generate("knapsack", n_items=4, horizon=4, seed=0).save(path)
+    (tmp_path / "full").mkdir()
+    (tmp_path / "full" / "x").write_text("x")
+
+    def no_solve(*a, **k):
+        raise AssertionError("a solve started before the arguments were checked")
+
+    monkeypatch.setattr(certified, "candidate_plans", no_solve)
+    monkeypatch.setattr(certified, "certify", no_solve)
+    argv = [a.replace("DIR", str(tmp_path / "full")) for a in args]
+    code = main(["certify", str(path), "--replications", "2", "--scenarios", "5", *argv])
+    captured = capsys.readouterr()
+    assert code == 2 and captured.out == "", captured
+    assert captured.err.strip().count("\n") == 0 and field in captured.err
 
 
 # ------------------------------------------------------------- report section

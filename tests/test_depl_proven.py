@@ -21,3 +21,40 @@ def test_depl_proven_is_proven_feasible_and_no_dearer_than_depl():
     # the exact optimum is a lower bound on any proven-feasible plan's cost
     exact = solve(inst, "milp-exact", evaluate=False)
     assert exact.lower_bound <= res.cost * (1 + 1e-9)
+
+
+def test_finding_no_plan_is_no_solution_not_infeasible():
+    """DepL's Chernoff surrogate finds no plan on an instance milp-exact solves
+    (ℓmax 0.05 above a boundary): the base code answered ``infeasible`` — a
+    heuristic that finds nothing has not proven infeasibility."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).parent))
+    from test_milp_exact import BOUNDARY_LOSS_MAX, _boundary
+
+    inst = _boundary(BOUNDARY_LOSS_MAX + 0.05)
+    res = solve(inst, "depl-proven", evaluate=False)
+    assert res.status == "no_solution" and res.plan is None, (res.status, res.message)
+    assert "not proven" in res.message
+    assert solve(inst, "milp-exact", evaluate=False).status == "optimal"   # a plan exists
+
+
+def test_a_deadline_in_the_proof_stage_keeps_depls_plan(monkeypatch):
+    """The deadline falls in depl-proven's probes (planted at its first check): the
+    result is time_limit with DepL's own (Chernoff-proven) plan, not a crash or
+    an empty result. On the base code the probes read no deadline."""
+    from deplbench import limits
+
+    inst = generate("realistic", family="alexnet", horizon=20, omega=0.9, loss_max=14.0)
+    real = limits.check_time
+
+    def planted(where):
+        if "depl-proven" in where:
+            raise limits.TimeLimitReached(f"time limit 1 s reached ({where}); no plan")
+        real(where)
+
+    monkeypatch.setattr(limits, "check_time", planted)
+    res = solve(inst, "depl-proven", evaluate=False)
+    assert res.status == "time_limit" and res.plan is not None, (res.status, res.message)
+    assert "DepL's own plan" in res.message

@@ -199,3 +199,26 @@ def test_every_stored_evaluation_carries_the_exact_keys():
     assert ev["violation_lo"] <= ev["violation_hi"]
     # DepL's plan carries a Chernoff proof: the exact bound must agree
     assert ev["violation_hi"] <= 0.01 + 1e-12 and ev["exact_verdict"] == "proven feasible"
+
+
+def test_a_bound_whose_budget_ran_out_says_so_in_the_evaluation():
+    """The precision budget runs out before the promised width (planted: a target
+    of 1e-12 and a small max_work; the issue's case is a Cauchy jump at the
+    default settings, 1.3 GB): the evaluation, and its JSON, say so with the width
+    reached. On the base code nothing in the result said the budget ran out."""
+    import json
+
+    from deplbench.formulations.evaluate import attach_exact, evaluate_plan, plan_indices
+    from deplbench.solvers.run import solve
+
+    inst = generate("scaling", n_models=2, n_clusters=1, horizon=4, seed=1)
+    plan = solve(inst, "depl", evaluate=False).plan
+    ev = evaluate_plan(inst, plan, samples=200)
+    models, _, gams = plan_indices(inst, plan)
+    tight = ExactSettings(target_width=1e-12, max_work=400_000)
+    attach_exact(ev, inst, models, gams, tight)
+    d = json.loads(json.dumps(ev.to_dict()))
+    assert d["exact_budget_exhausted"] is True and d["exact_target_width"] == 1e-12
+    assert "budget ran out" in d["exact_reason"] and ev.violation_hi - ev.violation_lo > 1e-12
+    attach_exact(ev, inst, models, gams)                   # the default budget suffices here
+    assert ev.exact_budget_exhausted is False and ev.violation_hi - ev.violation_lo <= 1e-4

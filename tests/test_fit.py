@@ -389,3 +389,19 @@ def test_instance_layer_never_imports_matplotlib():
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip() == "False"
+
+
+@pytest.mark.parametrize("scale", [1e-310, 1e300])
+def test_loss_changes_beyond_float_range_name_the_field(scale):
+    """Loss changes whose squares under/overflow: the base code raised scipy's
+    "Initial guess is outside of provided bounds" (no field, exit as an error);
+    now a LogError naming the loss column and the model."""
+    import numpy as np
+
+    from deplbench.instances.fit.decay import fit_decay
+    from deplbench.instances.fit.logs import LogError
+
+    k = np.repeat(np.arange(1, 11), 3).astype(float)
+    d = -scale * (1 + 0.1 * np.random.default_rng(0).random(k.size)) / np.sqrt(k)
+    with pytest.raises(LogError, match=r"^loss: model 'm' .* rescale the log's loss column$"):
+        fit_decay(k, d, "m")

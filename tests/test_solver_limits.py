@@ -139,11 +139,14 @@ def test_depl_horizon_100000_stops_in_its_transform_loop(huge):
     assert "quantile transform" in res.message or "decision loop" in res.message
 
 
-@pytest.mark.parametrize("algo", ["depl", "one-switch"])
-def test_no_time_limit_by_default(alexnet, algo):
+@pytest.mark.parametrize("algo, default", [("depl", 300.0), ("depl-receding", 300.0), ("depl-proven", 300.0),
+                                            ("milp-exact", 300.0), ("one-switch", None)])
+def test_default_time_limits(alexnet, algo, default):
+    """DepL's family takes the exact solvers' default of 300 s (a 100,000-epoch
+    horizon ran unbounded on the base code, where depl's default was none)."""
     from deplbench.solvers.registry import get_solver
 
-    assert get_solver(algo).parameters["time_limit"].default is None
+    assert get_solver(algo).parameters["time_limit"].default == default
     with pytest.raises(Exception, match="time_limit"):
         solve(alexnet, algo, time_limit=-1.0)
 
@@ -164,3 +167,21 @@ def test_loop_checks_use_the_deadline_not_the_clock_alone(alexnet, monkeypatch):
     with limits.deadline(100.0), pytest.raises(limits.TimeLimitReached,
                                                match=r"time limit 100 s reached \(expanded-graph DP"):
         limits.check_time("expanded-graph DP, layer 2 of 100")
+
+
+def test_an_unguarded_memory_error_is_one_line_naming_the_sizes(alexnet, monkeypatch):
+    """A MemoryError no estimate caught: the base code's message was numpy's raw
+    text ("MemoryError: Unable to allocate 266. TiB ..."), naming no field."""
+    from deplbench.solvers.registry import get_solver
+
+    cls = get_solver("one-switch")
+
+    def run(self, instance, **params):
+        raise MemoryError("Unable to allocate 266. TiB for an array with shape (100000, 1000, 365) and data "
+                          "type float64")
+
+    monkeypatch.setattr(cls, "run", run)
+    res = solve(alexnet, "one-switch", evaluate=False)
+    assert res.status == "error" and "\n" not in res.message
+    assert res.message.startswith("memory: one-switch could not allocate 266. TiB (array shape (100000, 1000, 365))")
+    assert f"horizon = {alexnet.horizon}" in res.message and "scenarios = " in res.message

@@ -319,6 +319,11 @@ def time_left() -> float:
     return _DEADLINE.get() - time.perf_counter()
 
 
+def time_limit_s() -> float | None:
+    """The ``time_limit`` of the current scope in seconds (None without one)."""
+    return _LIMIT.get()
+
+
 def expired() -> bool:
     """Whether the current deadline has passed (never without one)."""
     return time.perf_counter() > _DEADLINE.get()
@@ -342,4 +347,4 @@ __all__ = ["MEMORY_BUDGET_GIB", "FLOAT_BYTES", "MAX_THREADS", "MAX_WORKERS", "MA
            "check_gzip_size", "read_bytes", "read_text", "MemoryLimitExceeded",
            "TimeLimitReached", "check_memory", "memory_budget", "memory_budget_gib", "MEMORY_LIMIT_PARAM",
            "TIME_LIMIT_PARAM",
-           "deadline", "time_left", "expired", "check_time"]
+           "deadline", "time_left", "time_limit_s", "expired", "check_time"]

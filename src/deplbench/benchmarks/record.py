@@ -33,11 +33,12 @@ from dataclasses import dataclass, field, fields
 from typing import Any
 
 from deplbench.errors import SweepError
+from deplbench.formulations.result import STATUSES as _SOLVER_STATUSES
 from deplbench.jsonio import json_default  # the one numpy/pydantic-aware json.dumps hook
 
 #: What a record's ``status`` may be (the solver statuses of
 #: ``formulations.result.STATUSES``; ``None`` only while a task runs).
-STATUSES = ("optimal", "feasible", "time_limit", "infeasible", "error", "skipped")
+STATUSES = _SOLVER_STATUSES
 
 #: How :func:`deplbench.formulations.evaluate.evaluate_plan` builds the
 #: quantile's interval when the evaluation does not name its method itself.
@@ -121,7 +122,7 @@ class TaskRecord:
     epsilon: float | None = _col("real", "ε: DepL's approximation parameter, if the solver "
                                          "has one")
     # -- outcome -------------------------------------------------------------
-    status: str | None = _col("text", "optimal | feasible | time_limit | infeasible | error")
+    status: str | None = _col("text", " | ".join(STATUSES))
     message: str | None = _col("text", "the solver's or the runner's explanation")
     cost: float | None = _col("real", "objective (2) of the returned plan")
     lower_bound: float | None = _col("real", "proven lower bound on the optimum (exact "

@@ -34,29 +34,45 @@ def _counting(inner, bar, sequential: bool):
     return run
 
 
+def _check_output(path: str) -> None:
+    """Refuse ``-o`` before any solve when it cannot be written: a directory, or
+    a file in a folder that does not exist (a bracket takes minutes)."""
+    from pathlib import Path
+
+    out = Path(path)
+    if out.is_dir():
+        raise SolverError(f"-o: {path} is a directory; give a file name for the bracket's JSON")
+    parent = out.parent if str(out.parent) else Path(".")
+    if not parent.is_dir():
+        raise SolverError(f"-o: the folder {parent} of {path} does not exist")
+
+
 def _cmd_certify(args) -> int:
     from deplbench.cli.progress import counter, native_output_held, progress_wanted
     from deplbench.instances.model import load_instance
     from deplbench.solvers.certified import candidate_plans, certify, parse_risk_grid, process_map
+    from deplbench.solvers.certified_settings import CertifySettings
 
     instance = load_instance(args.instance)
     if not 1 <= args.workers <= MAX_WORKERS:
         raise SolverError(f"--workers: must be in [1, {MAX_WORKERS}], got {args.workers}")
+    if args.output:
+        _check_output(args.output)
     show = progress_wanted(args)
     with native_output_held(show) as stream:
         bar = counter(show, "certify", unit="task", stream=stream)
         try:
+            # every setting checked before any solve (the candidates' algorithms included)
+            settings = CertifySettings.from_options(
+                confidence=args.confidence, replications=args.replications, scenarios=args.scenarios,
+                validation=args.validation, risk_grid=parse_risk_grid(args.risk_grid), time_limit=args.time_limit,
+                seed=args.seed, grid_seeds=args.grid_seeds, target_width=args.target_width,
+                refine_share=args.refine_share, refine_replications=args.refine_replications,
+                refine_scenarios=args.refine_scenarios, refine_validation=args.refine_validation,
+                refine_candidates=args.refine_candidates, total_time_limit=args.total_time_limit)
             extra, failed = candidate_plans(instance, args.with_algorithms or "")
-            bracket = certify(instance, confidence=args.confidence, replications=args.replications,
-                              scenarios=args.scenarios, validation=args.validation,
-                              risk_grid=parse_risk_grid(args.risk_grid), time_limit=args.time_limit,
-                              seed=args.seed, candidates=extra,
-                              map=_counting(process_map(args.workers), bar, args.workers == 1),
-                              grid_seeds=args.grid_seeds, target_width=args.target_width,
-                              refine_share=args.refine_share, refine_replications=args.refine_replications,
-                              refine_scenarios=args.refine_scenarios, refine_validation=args.refine_validation,
-                              refine_candidates=args.refine_candidates,
-                              total_time_limit=args.total_time_limit)
+            bracket = certify(instance, settings, candidates=extra,
+                              map=_counting(process_map(args.workers), bar, args.workers == 1))
         finally:
             bar.close()
     if failed:

@@ -77,7 +77,9 @@ def _print_exact(ev, args) -> int:
     if args.json:
         print_json({"violation_lo": ev.violation_lo, "violation_hi": ev.violation_hi,
                     "quantile_lo": ev.quantile_lo, "quantile_hi": ev.quantile_hi, "verdict": verdict,
-                    "reason": ev.exact_reason, "risk": 1.0 - ev.omega, "evaluation": ev.to_dict()}, strict=True)
+                    "reason": ev.exact_reason, "budget_exhausted": ev.exact_budget_exhausted,
+                    "target_width": ev.exact_target_width, "risk": 1.0 - ev.omega, "evaluation": ev.to_dict()},
+                   strict=True)
     else:
         if ev.exact_verdict is None:
             print(f"exact bounds   not computed: {ev.exact_reason}")

@@ -133,6 +133,12 @@ class Evaluation:
     quantile_hi: float | None = None
     exact_verdict: str | None = None
     exact_reason: str | None = None
+    #: Whether the exact bounds' precision budget (``ExactSettings.max_work``)
+    #: ran out before their width reached ``exact_target_width`` or before the
+    #: verdict was decided: the interval then holds but is wider than promised
+    #: (``exact_reason`` says by how much).
+    exact_budget_exhausted: bool | None = None
+    exact_target_width: float | None = None
 
     def to_dict(self) -> dict:
         d = asdict(self)
@@ -350,7 +356,12 @@ def attach_exact(ev: Evaluation, instance, models, gammas, settings: ExactSettin
     ev.quantile_lo, ev.quantile_hi = b.q_lo, b.q_hi
     ev.exact_verdict = PROVEN_INFEASIBLE if ev.violations else (
         "undecided" if b.verdict == UNDECIDED else b.verdict)
+    ev.exact_budget_exhausted, ev.exact_target_width = b.exhausted, settings.target_width
     ev.exact_reason = "breaks constraints (4)-(6)" if ev.violations else None
+    if b.exhausted and not ev.violations:
+        ev.exact_reason = (f"precision budget ran out (max_work {settings.max_work:.3g} lattice points × terms): "
+                           f"width {b.width:.3g} against the target {settings.target_width:g}"
+                           + ("; the verdict is undecided" if b.verdict == UNDECIDED else ""))
     return ev
 
 

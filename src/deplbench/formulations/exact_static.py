@@ -31,6 +31,21 @@ Algorithm
    that the L-optimum uses are refined on finer lattices and the MILPs
    re-solved, until the bracket is within ``gap`` or the rounds run out.
 
+Stops and statuses
+------------------
+Each phase — the lattice (its memory estimated before anything is
+allocated, :func:`deplbench.limits.check_memory` against ``memory_limit``),
+the scan, the MILPs and the refinement — reads the
+:func:`deplbench.limits.deadline` scope at every judged length, prefix,
+master solve and refined sequence. A stop is status ``time_limit`` naming
+the phase, with the bracket proven so far: an exhausted budget is never a
+proof of infeasibility. ``infeasible`` means every sequence is *proven* to
+violate (3) (or none of the rest fits Tmax); when the remaining sequences
+are undecided at the precision (plans at the feasibility boundary) the
+status is ``no_solution`` with the lower bound. The returned plan is proven
+feasible by the decision ``evaluate --exact`` reads
+(:func:`~.exact_violation.plan_violation_bounds`), so the two never differ.
+
 Guarantee
 ---------
 LB ≤ z* ≤ UB deterministically, where z* is the optimum over static plans
@@ -39,6 +54,10 @@ dominated (same or fewer epochs of every model; F is increasing in the
 counts) by an L candidate, and the U plan is proven feasible. The width
 comes from numerical precision and the MILP gap only. Assumes the
 exact_violation allowance (module docstring there).
+
+Longer than 600 lines because the lattice, the scan and the solve loop are
+the three steps of one algorithm sharing the private prefix and state records
+(_Prefix, _State) and the stop bookkeeping (_Bracket).
 
 References
 ----------
@@ -58,6 +77,7 @@ from deplbench import limits
 from deplbench.formulations.exact_violation import (
     PROVEN_FEASIBLE,
     PROVEN_INFEASIBLE,
+    UNDECIDED,
     ExactSettings,
     ExactUnavailable,
     Term,
@@ -65,8 +85,11 @@ from deplbench.formulations.exact_violation import (
     discretise_all,
     fft_allowance,
     irwin_hall_cells,
+    plan_violation_bounds,
     sequence_terms,
+    term_cells,
     term_iqrs,
+    violation_bounds,
 )
 from deplbench.formulations.milp.bounds import Bounds
 from deplbench.formulations.milp.cutloop import cut_loop
@@ -78,6 +101,7 @@ from deplbench.instances.distributions import Empirical, InverseGamma, LogNormal
 
 #: Lattice steps per unit of the typical plan's spread (σ̂ / this = h).
 STEPS_PER_SPREAD = 64
+_EPS = float(np.finfo(float).eps)
 
 
 def exact_static_applies(instance) -> tuple[bool, str]:
@@ -110,6 +134,7 @@ class _Prefix:
     c_lo: int | None
     c_up: int | None
     undecided: list = field(default_factory=list)
+    cmax: int = 0
 
     def seq(self, c: int) -> np.ndarray:
         return np.repeat(np.array(self.path, dtype=int), list(self.blocks) + [c])
@@ -180,16 +205,23 @@ class SpectralLattice:
         dets = list(self.det_run.ravel()) + self.det_jump
         run_terms = [t for t, d in zip(shifted + flat[M:M * k_max], dets[:M * k_max]) if not d]
         jump_terms = [t for t, d in zip(jumps, self.det_jump) if not d]
+        self.memory = self._estimate(run_terms, jump_terms, eps_run, eps_jump, M)
+        if max_bytes is not None and self.memory > max_bytes:
+            raise ExactUnavailable(f"the lattice's spectra would need {self.memory / 2**20:.0f} MiB "
+                                   f"(> {max_bytes / 2**20:.0f} MiB)")
+        if max_bytes is None:
+            # before any cell vector or spectrum exists (a long horizon needs gigabytes)
+            limits.check_memory(self.memory, f"milp-exact's lattice spectra (k_max = {k_max} epochs × "
+                                f"{M} models, about {self.memory_N:.3g} lattice points)",
+                                "use a smaller horizon (or Tmax), or `deplbench certify` for a statistical "
+                                "bracket")
+        limits.check_time("exact lattice: discretisation")
         it = iter(discretise_all(run_terms, h, eps_run) + discretise_all(jump_terms, h, eps_jump))
         self.run = [[None if self.det_run[k, m] else next(it) for m in range(M)] for k in range(k_max)]
         self.jump = [None if d else next(it) for d in self.det_jump]
         widest = sum(max((c[1].size for c in row if c is not None), default=0) for row in self.run)
         widest += sum(sorted((c[1].size for c in self.jump if c is not None), reverse=True)[:M])
         self.N = N = 2 * sfft.next_fast_len((widest + self.n_max + 3) // 2 + 1, real=True)   # even
-        spectra = 2 * (len(run_terms) + len(jump_terms)) * (N // 2 + 1) * 16
-        if max_bytes is not None and spectra > max_bytes:
-            raise ExactUnavailable(f"the lattice's spectra would need {spectra / 2**20:.0f} MiB "
-                                   f"(> {max_bytes / 2**20:.0f} MiB)")
         # tail sums straight from the spectrum (no inverse FFT): see tail()
         self._omega = np.exp(2j * np.pi * np.arange(N) / N)
         self._k = np.arange(1, N // 2)
@@ -200,6 +232,31 @@ class SpectralLattice:
         # (depl-proven) needs only the (epoch, model) terms they contain
         self._run_spec: dict = {}
         self.jump_spec = [self._spec(c) for c in self.jump]
+
+    def _estimate(self, run_terms, jump_terms, eps_run: float, eps_jump: float, M: int) -> float:
+        """Peak bytes of the lattice and of a scan over it, before anything is allocated.
+
+        The cells of every term are counted from its quantiles (one ppf per
+        law, :func:`~.exact_violation.term_cells`), so the length N is the one
+        ``__init__`` will choose; the spectra are two per random term, two per
+        scanned state (≤ k_max + 2 alive), one Irwin–Hall spectrum per term
+        count, plus the tail functional's three length-N arrays."""
+        h = self.h
+        cells_run = term_cells(run_terms, h, eps_run) if run_terms else np.zeros(0)
+        cells_jump = term_cells(jump_terms, h, eps_jump) if jump_terms else np.zeros(0)
+        per_k = np.zeros(self.k_max)
+        it = iter(cells_run.tolist())
+        for k in range(self.k_max):
+            for m in range(M):
+                if not self.det_run[k, m]:
+                    per_k[k] = max(per_k[k], next(it))
+        widest = float(per_k.sum()) + float(np.sort(cells_jump)[::-1][:M].sum())
+        N = 2 * sfft.next_fast_len(int(widest + self.n_max + 3) // 2 + 1, real=True)
+        self.memory_N = N
+        spectrum = (N // 2 + 1) * 16.0
+        n_spectra = 2 * (len(run_terms) + len(jump_terms)) + 2 * (self.k_max + 2) + (self.n_max + 1)
+        cells = float(cells_run.sum() + cells_jump.sum())
+        return n_spectra * spectrum + 3 * N * 16.0 + 6 * 8.0 * cells
 
     def _spec(self, cell):
         if cell is None:
@@ -230,6 +287,7 @@ class SpectralLattice:
 
     def run_term(self, k: int, m: int, st: "_State") -> "_State":
         """``st`` times epoch k's run term of model m (a constant when deterministic)."""
+        limits.check_time("exact lattice: spectra products")
         if self.run[k][m] is not None:
             if (k, m) not in self._run_spec:
                 self._run_spec[(k, m)] = self._spec(self.run[k][m])
@@ -294,8 +352,15 @@ def _judge(lat: SpectralLattice, st: _State, risk: float) -> str:
         # every term a constant: the first epoch then carried the lattice shift −φh
         # in ``det`` (run_term); the true final loss is without it
         loss = float(lat.inst.initial_loss) + st.det + st.shift
-        return PROVEN_INFEASIBLE if loss > float(lat.inst.loss_max) + 1e-9 * max(1.0, abs(lat.inst.loss_max)) \
-            else PROVEN_FEASIBLE
+        loss_max = float(lat.inst.loss_max)
+        # No tolerance: a final loss above ℓmax violates (3) with probability 1.
+        # The sum here is taken in another order than the sequence's own
+        # (sequence_terms); within its rounding the lattice does not decide,
+        # the shared decision (violation_bounds, strict comparison) does.
+        band = 64 * _EPS * (abs(float(lat.inst.initial_loss)) + abs(st.det) + abs(st.shift) + abs(loss_max))
+        if abs(loss - loss_max) <= band:
+            return UNDECIDED
+        return PROVEN_INFEASIBLE if loss > loss_max else PROVEN_FEASIBLE
     ih = lat.ih(st.n)
     t = lat.tau0 - st.det / lat.h
     t_hi, t_lo = math.floor(t + 1e-12), math.ceil(t - 1e-12)   # deterministic terms: round conservatively
@@ -303,12 +368,16 @@ def _judge(lat: SpectralLattice, st: _State, risk: float) -> str:
     if p_hi <= risk:
         return PROVEN_FEASIBLE
     p_lo = lat.tail(st.lo * ih, t_lo - st.off_lo) - lat.allowance
-    return PROVEN_INFEASIBLE if p_lo > risk else "undecided"
+    return PROVEN_INFEASIBLE if p_lo > risk else UNDECIDED
 
 
-def enumerate_exact(instance, gamma: float, k_max: int, deadline: float, settings: ExactSettings = ExactSettings()):
-    """Step 1 of the module docstring: the scan of every prefix. Returns (prefixes, lattice)."""
-    lat = SpectralLattice(instance, gamma, k_max, settings)
+def enumerate_exact(instance, gamma: float, k_max: int, settings: ExactSettings = ExactSettings(),
+                    lattice: SpectralLattice | None = None):
+    """Step 1 of the module docstring: the scan of every prefix. Returns (prefixes, lattice).
+
+    Reads the :func:`deplbench.limits.deadline` scope at every judged length
+    and every prefix (raises :class:`~deplbench.limits.TimeLimitReached`)."""
+    lat = lattice if lattice is not None else SpectralLattice(instance, gamma, k_max, settings)
     risk = 1.0 - float(instance.omega)
     paths = dag_paths(instance.allowed)
     out: list[_Prefix] = []
@@ -326,8 +395,7 @@ def enumerate_exact(instance, gamma: float, k_max: int, deadline: float, setting
 
         def v(c):
             if c not in verdicts:
-                if time.perf_counter() > deadline:
-                    raise TimeoutError
+                limits.check_time("milp-exact: scan of the last block lengths")
                 while len(states) <= c:      # states[c]: the prefix and c epochs of model m
                     states.append(run_term(start + len(states) - 1, m, states[-1]))
                 verdicts[c] = _judge(lat, states[c], risk)
@@ -348,11 +416,11 @@ def enumerate_exact(instance, gamma: float, k_max: int, deadline: float, setting
             if v(c) == PROVEN_FEASIBLE:
                 c_up = c
                 break
-            if v(c) == "undecided":
+            if v(c) == UNDECIDED:
                 und.append(c)
         if c_up is not None:
             guess[path] = c_up
-        out.append(_Prefix(tuple(blocks), tuple(path), c_lo, c_up, und))
+        out.append(_Prefix(tuple(blocks), tuple(path), c_lo, c_up, und, cmax))
 
     def extend(path, depth, blocks, st, start):
         if depth == len(path) - 1:
@@ -363,6 +431,7 @@ def enumerate_exact(instance, gamma: float, k_max: int, deadline: float, setting
         remaining = len(path) - depth - 1
         cur = st
         for a in range(1, k_max - start - remaining + 1):
+            limits.check_time("milp-exact: scan of the prefixes")
             cur = run_term(start + a - 1, m, cur)
             jumped = lat.jump_term(p, cur)
             extend(path, depth + 1, blocks + [a], jumped, start + a)
@@ -372,71 +441,156 @@ def enumerate_exact(instance, gamma: float, k_max: int, deadline: float, setting
     return out, lat
 
 
-def _cheapest(data: Data, k_max: int, seqs, gap: float, deadline: float) -> SolveResult | None:
-    """The enumeration MILP over ``seqs`` (exact real-x cost, λ cuts)."""
+def _cheapest(data: Data, k_max: int, seqs, gap: float) -> SolveResult | None:
+    """The enumeration MILP over ``seqs`` (exact real-x cost, λ cuts); its
+    master solves get what is left of the :func:`deplbench.limits.deadline` scope."""
     seqs, counts = pareto_sequences(seqs, data.M)
     if not seqs:
         return None
+    limits.check_time("milp-exact: MILP over the enumerated sequences")
     bounds = Bounds(k_min=1, k_max=k_max, bigm=None, incumbent=None, lam=data.lam_reference(1))
     model = EnumModel(data, bounds, seqs, counts)
     be, _ = make_backend(model, "highs", 1, 0, False, "highs")
-    # The cut loop reads its stop from the deplbench.limits deadline scope.
-    left = deadline - time.perf_counter()
-    with limits.deadline(None if math.isinf(left) else max(left, 0.0)):
-        return cut_loop(data, model, be, None, gap, {}, {}, time.perf_counter())
+    return cut_loop(data, model, be, None, gap, {}, {}, time.perf_counter())
+
+
+class _Bracket:
+    """What the solve has proven so far: the bracket a stop reports."""
+
+    def __init__(self, t0: float):
+        self.t0 = t0
+        self.phase = "lattice spectra"
+        self.lb: float | None = None
+        self.ub: float | None = None
+        self.plan = None
+        self.diag: dict = {}
+
+    def result(self, status: str, message: str) -> SolveResult:
+        self.diag["phase"] = self.phase
+        self.diag["total_s"] = time.perf_counter() - self.t0
+        lb = self.lb if self.ub is None or self.lb is None else min(self.lb, self.ub)
+        if status == "infeasible":
+            self.ub = lb = None
+        return SolveResult(algorithm="milp-exact", status=status, plan=self.plan if self.ub is not None else None,
+                           cost=self.ub, lower_bound=lb, gap=SolveResult.relative_gap(self.ub, lb),
+                           diagnostics=self.diag, message=message)
 
 
 def solve_exact_static(instance, time_limit: float | None = 60.0, gap: float = 1e-4, rounds: int = 20,
                        settings: ExactSettings = ExactSettings()) -> SolveResult:
     """Deterministic bracket LB ≤ z* ≤ UB on the true static optimum (module docstring).
 
+    Parameters
+    ----------
+    instance : Instance
+    time_limit : float or None
+        Wall-clock seconds; nested inside any enclosing
+        :func:`deplbench.limits.deadline` scope (the earlier deadline wins).
+    gap : float
+        Relative bracket width at which to stop.
+    rounds : int
+        Refinement rounds (re-solves of the two MILPs) at most.
+    settings : ExactSettings
+        Precision of the enumeration's lattice (its ``tail``).
+
     Returns
     -------
     SolveResult
-        ``cost`` and ``plan``: the cheapest proven-feasible plan (UB);
-        ``lower_bound``: LB; ``gap``; status ``optimal`` when the gap is met,
-        ``feasible`` otherwise, ``infeasible`` when every sequence is proven
-        infeasible, ``error`` where it does not apply, ``time_limit``.
+        ``cost`` and ``plan``: the cheapest plan proven feasible by the shared
+        decision (:func:`~.exact_violation.plan_violation_bounds`, the one
+        ``evaluate --exact`` reads), the UB; ``lower_bound``: LB. Status
+
+        * ``optimal``: the bracket is within ``gap``;
+        * ``feasible``: a proven-feasible plan, the bracket wider than ``gap``
+          after the rounds;
+        * ``infeasible``: every model sequence within Tmax is *proven* to
+          violate (3), or none of the sequences not proven to violate it
+          fits Tmax;
+        * ``no_solution``: no sequence is proven feasible and not all are
+          proven infeasible at this precision (plans at the feasibility
+          boundary): LB still holds;
+        * ``time_limit``: the deadline fell in a phase (named in the message
+          and ``diagnostics["phase"]``), with the bracket proven so far;
+        * ``error``: it does not apply, or the lattice would exceed the
+          memory budget (:func:`deplbench.limits.memory_budget`).
     """
     t0 = time.perf_counter()
-    deadline = t0 + (math.inf if time_limit is None else float(time_limit))
     ok, why = exact_static_applies(instance)
     if not ok:
         return SolveResult(algorithm="milp-exact", status="error", message=why)
+    run = _Bracket(t0)
+    with limits.deadline(time_limit):
+        try:
+            return _solve(instance, gap, rounds, settings, run)
+        except limits.TimeLimitReached as exc:
+            where = str(exc).split("; no plan")[0]
+            kept = ("no bound yet" if run.lb is None and run.ub is None else
+                    "the bracket proven so far is kept" if run.ub is not None else
+                    "no plan proven feasible yet, the lower bound holds")
+            return run.result("time_limit", f"{where}, in the {run.phase} phase; {kept} (a stop is not a proof "
+                              "of infeasibility)")
+        except (ExactUnavailable, limits.MemoryLimitExceeded) as exc:
+            return run.result("error", str(exc))
+
+
+def _solve(instance, gap: float, rounds: int, settings: ExactSettings, run: _Bracket) -> SolveResult:
+    """:func:`solve_exact_static` inside its deadline scope; ``run`` keeps the bracket."""
     data = Data(instance, 1, 0)
     data.lmax = math.inf     # the quantile is decided by the exact bounds, not by scenarios
     fastest = data.fastest
     if not math.isfinite(fastest):
-        return SolveResult(algorithm="milp-exact", status="infeasible",
-                           message=f"no configuration fits Tmax = {data.T:g}")
+        return run.result("infeasible", f"no configuration fits Tmax = {data.T:g}")
     k_max = (data.K if fastest * data.K <= data.T
              else min(data.K, int(math.floor(data.T / fastest * (1 + 1e-12) + 1e-9))))
     gamma = float(data.gam[0])
-    try:
-        prefixes, lat = enumerate_exact(instance, gamma, k_max, deadline, settings)
-    except TimeoutError:
-        return SolveResult(algorithm="milp-exact", status="time_limit", message="time limit reached in the enumeration")
-    except ExactUnavailable as exc:
-        return SolveResult(algorithm="milp-exact", status="error", message=str(exc))
-    diag = {"prefixes": len(prefixes), "lattice_step": lat.h, "lattice_points": lat.N, "k_max": k_max,
-            "undecided_after_scan": sum(len(p.undecided) for p in prefixes), "refined": 0,
-            "enumerate_s": time.perf_counter() - t0}
+    lat = SpectralLattice(instance, gamma, k_max, settings)
+    run.diag.update(k_max=k_max, lattice_bytes=lat.memory, lattice_points=lat.N)
+    run.phase = "scan"
+    prefixes, lat = enumerate_exact(instance, gamma, k_max, settings, lattice=lat)
+    diag = run.diag
+    diag.update({"prefixes": len(prefixes), "lattice_step": lat.h, "lattice_points": lat.N, "k_max": k_max,
+                 "lattice_bytes": lat.memory, "undecided_after_scan": sum(len(p.undecided) for p in prefixes),
+                 "refined": 0, "refinements_exhausted": 0, "confirmations": 0,
+                 "enumerate_s": time.perf_counter() - run.t0})
     risk = 1.0 - float(instance.omega)
+    proven_none = ("every model sequence within Tmax is proven to violate the quantile (3): "
+                   f"P(ℓ(K) > ℓmax) > 1 − ω = {risk:g}")
     refined: dict = {}
     # the enumeration's lattice left these undecided: start 4× finer (h/4 decides nearly all of them)
     fine = ExactSettings(target_width=settings.target_width / 100, tail=settings.tail, max_work=settings.max_work,
-                         decide=True, start_steps=4 * STEPS_PER_SPREAD)
+                         decide=True, start_steps=4 * STEPS_PER_SPREAD, settle=False)
 
     def verdict(seq) -> str:
         key = tuple(seq.tolist())
         if key not in refined:
             try:
-                refined[key] = bounds_for_terms(*sequence_terms(instance, seq, gamma), float(instance.loss_max),
-                                                float(instance.omega), fine).verdict
+                b = bounds_for_terms(*sequence_terms(instance, seq, gamma), float(instance.loss_max),
+                                     float(instance.omega), fine)
+                # a feasibility proof counts only where the shared decision agrees (one verdict per plan)
+                refined[key] = UNDECIDED if b.verdict == PROVEN_FEASIBLE and not decided(key) else b.verdict
+                diag["refinements_exhausted"] += int(b.exhausted and b.verdict == UNDECIDED)
             except ExactUnavailable:
-                refined[key] = "undecided"
+                refined[key] = UNDECIDED
+                diag["refinements_exhausted"] += 1
             diag["refined"] += 1
         return refined[key]
+
+    shared: dict = {}
+
+    def decided(seq, plan=None) -> bool:
+        """Whether the shared decision proves ``seq`` (or ``plan``) feasible: the same function
+        and settings ``evaluate --exact`` uses (:func:`~.exact_violation.plan_violation_bounds`),
+        so a returned plan has one verdict."""
+        key = tuple(int(m) for m in seq)
+        if key not in shared:
+            diag["confirmations"] += 1
+            try:
+                b = (plan_violation_bounds(instance, plan) if plan is not None
+                     else violation_bounds(instance, list(key), gamma))
+                shared[key] = b.verdict == PROVEN_FEASIBLE
+            except ExactUnavailable:
+                shared[key] = False
+        return shared[key]
 
     solved: dict = {}
 
@@ -444,41 +598,65 @@ def solve_exact_static(instance, time_limit: float | None = 60.0, gap: float = 1
         # a refinement round moves one prefix's c_L or c_U: the other set's MILP is unchanged
         key = tuple(sorted(tuple(s.tolist()) for s in seqs))
         if key not in solved:
-            solved[key] = _cheapest(data, k_max, seqs, gap / 4, deadline)
+            solved[key] = _cheapest(data, k_max, seqs, gap / 4)
         return solved[key]
 
     for _ in range(rounds):
-        res_up = cheapest([p.seq(p.c_up) for p in prefixes if p.c_up is not None])
+        prefixes = [p for p in prefixes if p.c_lo is not None]
+        if not prefixes:
+            return run.result("infeasible", proven_none)
+        run.phase = "MILP"
         res_lo = cheapest([p.seq(p.c_lo) for p in prefixes])
-        if res_lo is None or res_lo.lower_bound is None and res_lo.cost is None:
-            return SolveResult(algorithm="milp-exact", status="infeasible", diagnostics=diag, message=(
-                "every model sequence within Tmax is proven to violate the quantile (3): "
-                f"P(ℓ(K) > ℓmax) > 1 − ω = {risk:g}"))
-        lb = res_lo.lower_bound if res_lo.lower_bound is not None else res_lo.cost
-        ub = res_up.cost if res_up is not None else None
-        if ub is not None and (ub - lb) <= gap * ub:
+        if res_lo.status == "infeasible":
+            # every truly feasible plan is dominated by an L sequence (module docstring): none fits
+            return run.result("infeasible", "no model sequence not proven to violate the quantile (3) fits Tmax = "
+                              f"{data.T:g} (the rest are proven to violate it: P(ℓ(K) > ℓmax) > 1 − ω = {risk:g})")
+        if res_lo.lower_bound is not None:
+            run.lb = res_lo.lower_bound if run.lb is None else max(run.lb, res_lo.lower_bound)
+        if res_lo.status == "time_limit":
+            raise limits.TimeLimitReached(f"time limit reached ({res_lo.message})")
+        res_up = cheapest([p.seq(p.c_up) for p in prefixes if p.c_up is not None])
+        if res_up is not None and res_up.plan is not None and res_up.cost is not None:
+            seq = _sequence_of(res_up.plan, instance)
+            if not decided(seq, res_up.plan):
+                # proven on the enumeration's lattice, not by the shared decision: the
+                # length goes back to the undecided ones and the next proven one is sought
+                run.phase = "refinement"
+                for p in prefixes:
+                    if p.c_up == seq.size - sum(p.blocks) and np.array_equal(p.seq(p.c_up), seq):
+                        _demote(p, decided)
+                continue
+            if run.ub is None or res_up.cost < run.ub:
+                run.ub, run.plan = res_up.cost, res_up.plan
+        if res_up is not None and res_up.status == "time_limit":
+            raise limits.TimeLimitReached(f"time limit reached ({res_up.message})")
+        lb, ub = run.lb, run.ub
+        if ub is not None and lb is not None and (ub - lb) <= gap * ub:
             break
         # refine every undecided length whose cost floor is below UB (only those
         # can raise LB or lower UB), the L-optimum's sequence among them; re-solve
+        run.phase = "refinement"
         cutoff = math.inf if ub is None else ub * (1 - gap)
         target = _sequence_of(res_lo.plan, instance) if res_lo.plan is not None else None
         hit = [p for p in prefixes if p.undecided and (
             data.count_floor(p.counts(p.undecided[0], data.M)) < cutoff
             or (target is not None and np.array_equal(p.seq(p.c_lo), target)))]
-        if not hit or time.perf_counter() > deadline:
+        if not hit:
             break
         for p in hit:
+            limits.check_time("milp-exact: refinement of undecided lengths")
             _refine(p, verdict, lambda c, p=p, cut=cutoff: data.count_floor(p.counts(c, data.M)) < cut)
-    diag["total_s"] = time.perf_counter() - t0
-    status = "optimal" if ub is not None and ub - lb <= gap * ub else "feasible"
-    if ub is None:
-        return SolveResult(algorithm="milp-exact",
-                           status="time_limit" if time.perf_counter() > deadline else "infeasible",
-                           lower_bound=lb, diagnostics=diag,
-                           message="no sequence proven feasible at this precision (the lower bound still holds)")
-    return SolveResult(algorithm="milp-exact", status=status, plan=res_up.plan, cost=ub, lower_bound=min(lb, ub),
-                       gap=SolveResult.relative_gap(ub, min(lb, ub)), diagnostics=diag,
-                       message="" if status == "optimal" else "bracket wider than gap after the refinement rounds")
+    prefixes = [p for p in prefixes if p.c_lo is not None]
+    if run.ub is None:
+        if not prefixes:
+            return run.result("infeasible", proven_none)
+        return run.result("no_solution", (
+            "no sequence proven feasible and not all proven infeasible at this precision (plans at the "
+            "feasibility boundary, " + f"{sum(len(p.undecided) for p in prefixes)} lengths undecided); "
+            "the lower bound still holds"))
+    lb, ub = run.lb, run.ub
+    status = "optimal" if lb is not None and ub - lb <= gap * ub else "feasible"
+    return run.result(status, "" if status == "optimal" else "bracket wider than gap after the refinement rounds")
 
 
 def _sequence_of(plan, instance) -> np.ndarray:
@@ -489,19 +667,42 @@ def _refine(p: _Prefix, verdict, worth=lambda c: True) -> None:
     """Re-judge the prefix's undecided lengths on finer lattices; move c_L / c_U.
 
     Lengths are taken in increasing order while ``worth(c)`` (their cost
-    floor is below the incumbent: the floor grows with c, so none after)."""
+    floor is below the incumbent: the floor grows with c, so none after).
+    Every length of the prefix not undecided is proven (infeasible below
+    c_U, feasible from c_U on), so when c_L is proven infeasible and no
+    undecided length or c_U is left, every length is: ``c_lo`` becomes
+    None and the prefix leaves the enumeration."""
     for c in list(p.undecided):
         if c != p.c_lo and not worth(c):
             break
+        limits.check_time("milp-exact: refinement of undecided lengths")
         v = verdict(p.seq(c))
         p.undecided.remove(c)
         if v == PROVEN_INFEASIBLE and p.c_lo == c:
             later = [x for x in p.undecided if x > c]
-            p.c_lo = later[0] if later else (p.c_up if p.c_up is not None else c + 1)
+            p.c_lo = later[0] if later else p.c_up
+            if p.c_lo is None:
+                return
         elif v == PROVEN_FEASIBLE and (p.c_up is None or c < p.c_up):
             p.c_up = c
             p.undecided = [x for x in p.undecided if x < c]
             break
+
+
+def _demote(p: _Prefix, decided) -> None:
+    """c_U of ``p`` is not proven by the shared decision: it becomes undecided and the
+    next longer lengths are judged by that decision until one is proven (or none is)."""
+    c = p.c_up
+    p.undecided = sorted(set(p.undecided) | {c})
+    p.c_up = None
+    for c2 in range(c + 1, p.cmax + 1):
+        limits.check_time("milp-exact: confirmation of proven lengths")
+        seq = p.seq(c2)
+        if decided(seq):
+            p.c_up = c2
+            return
+        p.undecided.append(c2)
+
 
 
 __all__ = ["exact_static_applies", "solve_exact_static", "enumerate_exact", "SpectralLattice", "STEPS_PER_SPREAD"]

@@ -72,9 +72,27 @@ Refinement
 ----------
 :func:`violation_bounds` starts at h = σ̂/64 (σ̂ the root sum of squared
 interquartile ranges of the terms; ``ExactSettings.start_steps``) and
-halves h until the width p_hi − p_lo is at most ``ExactSettings.target_width`` (and, with ``decide=True``, until
-the verdict is decided) or the next grid would exceed
+halves h until the width p_hi − p_lo is at most ``ExactSettings.target_width``
+and the verdict is decided (``settle=True``, the default; with ``decide=True``
+it stops as soon as the verdict is decided) or the next grid would exceed
 ``ExactSettings.max_work`` (lattice points × terms, a deterministic budget).
+Every grid's interval holds, so the one returned is their intersection. When
+the budget ends the loop first, ``ViolationBounds.exhausted`` is set (the
+evaluation's ``exact_budget_exhausted``, with the width reached in
+``exact_reason``): the bounds still hold, wider than asked. Inside a
+:func:`deplbench.limits.deadline` scope each grid reads the deadline, and a
+grid that would end after it is not started.
+
+One decision, no tolerance
+--------------------------
+Constraint (3) is judged as stated: a final loss above ℓmax is a violation,
+with no tolerance (a deterministic plan whose loss is above ℓmax by any
+amount is proven infeasible). :func:`violation_bounds` at the default
+settings is the one decision every exact path shares: ``evaluate --exact``
+reads it, and ``milp-exact`` returns only a plan it proves feasible (the
+enumeration's lattice proposes, this decides), so a plan has one verdict.
+(The Monte-Carlo verdict of :func:`~deplbench.formulations.evaluate.evaluate_plan`
+is an estimate and keeps its 10⁻⁹·max(1, |ℓmax|) rounding allowance.)
 
 References
 ----------
@@ -85,12 +103,14 @@ numbers: Feller, *An Introduction to Probability Theory*, Vol. II, I.9.
 from __future__ import annotations
 
 import math
+import time
 from dataclasses import dataclass, field
 from functools import lru_cache
 
 import numpy as np
 from scipy import fft as sfft
 
+from deplbench import limits
 from deplbench.formulations.plan import check_plan_names
 from deplbench.instances.distributions import Empirical
 
@@ -120,6 +140,11 @@ class ExactSettings:
         Largest (lattice points × random terms) of one grid: the budget.
     decide : bool
         Also stop as soon as the verdict against 1 − ω is decided.
+    settle : bool
+        Keep refining past ``target_width`` while the verdict is undecided
+        (within ``max_work``): the one decision every exact path shares
+        (``milp-exact``'s returned plan, ``evaluate --exact``) decides
+        every plan its budget can.
     start_steps : int
         Lattice steps per spread σ̂ of the first grid (h = σ̂/start_steps);
         a caller that knows the coarse grids are undecided starts finer.
@@ -130,6 +155,7 @@ class ExactSettings:
     max_work: int = 60_000_000
     decide: bool = False
     start_steps: int = 64
+    settle: bool = True
 
 
 @dataclass
@@ -380,14 +406,19 @@ def _take(surv: np.ndarray, idx: np.ndarray) -> np.ndarray:
 
 
 def bounds_for_terms(const: float, terms: list[Term], loss_max: float, omega: float,
-                     settings: ExactSettings = ExactSettings(), tol: float = 0.0) -> ViolationBounds:
+                     settings: ExactSettings = ExactSettings()) -> ViolationBounds:
     """:func:`violation_bounds` for an explicit constant and list of terms.
 
-    ``tol`` is the evaluator's tolerance, used only when every term is a
-    constant: a deterministic final loss within ``tol`` of ℓmax meets it."""
+    With no random term the final loss is the constant: it violates ℓmax
+    exactly when it is above it (no tolerance: constraint (3) as stated).
+    Every grid's interval is rigorous, so the one returned is their
+    intersection (the verdict is decided as soon as any grid decides it).
+    The grid loop reads the :func:`deplbench.limits.deadline` scope (a
+    solver's ``time_limit``) and raises
+    :class:`~deplbench.limits.TimeLimitReached` past it."""
     risk = 1.0 - float(omega)
     if not terms:
-        p = 1.0 if const > loss_max + tol else 0.0
+        p = 1.0 if const > loss_max else 0.0
         return ViolationBounds(p, p, const, const, _verdict(p, p, risk), risk)
     scale = math.sqrt(sum(s * s for s in term_iqrs(terms))) or 1.0
     eps = settings.tail / (2.0 * len(terms))
@@ -397,24 +428,34 @@ def bounds_for_terms(const: float, terms: list[Term], loss_max: float, omega: fl
         raise ExactUnavailable(
             f"the coarsest lattice needs about {cells:.3g} points × {len(terms)} random terms, more than the "
             f"budget of {settings.max_work:.3g} work units")
-    best, refinements, exhausted = None, 0, False
+    refinements, exhausted = 0, False
+    p_lo, p_hi = 0.0, 1.0
+    spent = 0.0
     while True:
+        limits.check_time(f"exact violation bounds, lattice step {h:.3g}")
+        if refinements and limits.time_left() < 2.5 * spent:
+            # the next grid has twice the points of the last: it would end past the deadline
+            raise limits.TimeLimitReached(f"time limit {limits.time_limit_s():g} s reached (exact violation "
+                                          f"bounds: the lattice at step {h:.3g} would end after it); no plan")
+        t_grid = time.perf_counter()
         g = _grid(const, terms, loss_max, h, eps)
-        p_lo, p_hi = g.p_lo(g.tau), g.p_hi(g.tau)
-        best = (g, p_lo, p_hi)
+        spent = time.perf_counter() - t_grid
+        p_lo, p_hi = max(p_lo, g.p_lo(g.tau)), min(p_hi, g.p_hi(g.tau))
         verdict = _verdict(p_lo, p_hi, risk)
-        if p_hi - p_lo <= settings.target_width or (settings.decide and verdict != UNDECIDED):
+        if verdict != UNDECIDED and (settings.decide or p_hi - p_lo <= settings.target_width):
+            break
+        if verdict == UNDECIDED and p_hi - p_lo <= settings.target_width and not settings.settle:
             break
         if 2 * g.points * (len(terms) + 1) > settings.max_work:
             exhausted = True
             break
         h /= 2.0
         refinements += 1
-    g, p_lo, p_hi = best
     q_lo, q_hi = _quantile(g, risk)
     return ViolationBounds(p_lo, p_hi, q_lo, q_hi, _verdict(p_lo, p_hi, risk), risk, step=g.h,
                            points=g.points, terms=len(terms), refinements=refinements,
-                           allowance=g.allowance, exhausted=exhausted)
+                           allowance=g.allowance, exhausted=exhausted,
+                           info={"target_width": settings.target_width, "max_work": settings.max_work})
 
 
 def term_iqrs(terms: list[Term]) -> list[float]:
@@ -432,11 +473,12 @@ def term_iqrs(terms: list[Term]) -> list[float]:
     return out
 
 
-def _cells_estimate(terms: list[Term], h: float, eps: float) -> float:
-    """Lattice cells of all terms at step h (ppf once per distinct law)."""
+def term_cells(terms: list[Term], h: float, eps: float) -> np.ndarray:
+    """Lattice cells of each term at step h (ppf once per distinct law), before
+    discretising: what :func:`discretise_all` will allocate, for memory checks."""
     ends: dict = {}
-    total = 0.0
-    for t in terms:
+    out = np.empty(len(terms))
+    for i, t in enumerate(terms):
         if isinstance(t.dist, Empirical):
             span = abs(t.a) * (max(t.dist.samples) - min(t.dist.samples))
         else:
@@ -444,8 +486,13 @@ def _cells_estimate(terms: list[Term], h: float, eps: float) -> float:
                 ends[t.dist] = np.asarray(t.dist.ppf(np.array([eps, 1.0 - eps])), dtype=float)
             lo, hi = ends[t.dist]
             span = abs(t.a) * (hi - lo)
-        total += span / h + 2.0
-    return total
+        out[i] = span / h + 2.0
+    return out
+
+
+def _cells_estimate(terms: list[Term], h: float, eps: float) -> float:
+    """Lattice cells of all terms at step h (ppf once per distinct law)."""
+    return float(term_cells(terms, h, eps).sum())
 
 
 def _verdict(p_lo: float, p_hi: float, risk: float) -> str:
@@ -477,8 +524,7 @@ def violation_bounds(instance, models, gammas, settings: ExactSettings = ExactSe
     See the module docstring for the construction and the error allowance.
     """
     const, terms = sequence_terms(instance, models, gammas)
-    tol = 1e-9 * max(1.0, abs(float(instance.loss_max)))
-    return bounds_for_terms(const, terms, float(instance.loss_max), float(instance.omega), settings, tol)
+    return bounds_for_terms(const, terms, float(instance.loss_max), float(instance.omega), settings)
 
 
 def plan_violation_bounds(instance, plan, settings: ExactSettings = ExactSettings()) -> ViolationBounds:
@@ -498,6 +544,6 @@ def plan_violation_bounds(instance, plan, settings: ExactSettings = ExactSetting
 
 
 __all__ = ["ExactSettings", "ExactUnavailable", "ViolationBounds", "Term", "sequence_terms", "violation_bounds",
-           "plan_violation_bounds", "bounds_for_terms", "irwin_hall_cells", "fft_allowance", "discretise_all",
-           "term_iqrs",
+           "plan_violation_bounds", "bounds_for_terms", "irwin_hall_cells", "term_cells", "fft_allowance",
+           "discretise_all", "term_iqrs",
            "PROVEN_FEASIBLE", "PROVEN_INFEASIBLE", "UNDECIDED"]

@@ -7,7 +7,15 @@ are data. ``status`` is one of
 ``feasible``    a plan that meets every constraint, optimality not claimed
                 (heuristics);
 ``time_limit``  stopped by the time limit, with or without an incumbent;
-``infeasible``  no plan found/exists, ``message`` says why;
+``infeasible``  no plan exists: proven (exact methods) or, for heuristics
+                that do not separate the two, none found; ``message`` says
+                why (DepL's stages, the baselines);
+``no_solution`` no plan found and infeasibility *not* proven: a heuristic
+                that searched and found none it could prove feasible
+                (``depl-proven``), or an exact method whose precision left
+                the plans at the feasibility boundary undecided
+                (``milp-exact``); ``lower_bound`` still holds when given,
+                ``message`` says why;
 ``error``       the algorithm failed, ``message`` says how;
 ``skipped``     the algorithm does not apply to this instance
                 (:meth:`deplbench.solvers.base.Solver.applies`), ``message``
@@ -23,7 +31,7 @@ from typing import Any
 from deplbench.formulations.plan import Plan, parse_plan
 from deplbench.jsonio import finite_number
 
-STATUSES = ("optimal", "feasible", "time_limit", "infeasible", "error", "skipped")
+STATUSES = ("optimal", "feasible", "time_limit", "infeasible", "no_solution", "error", "skipped")
 
 
 # JSON-safe numbers (inf/nan become None): the one definition in jsonio.

@@ -88,7 +88,7 @@ FIT_EXTRA_COLUMNS = ("intercept", "x_values", "y_values")
 
 #: Statuses whose runtime is a completed solve (time limits are censored at
 #: the limit and errors measure nothing, so both would bend the slope).
-TIMED_STATUSES = frozenset({"optimal", "feasible", "infeasible"})
+TIMED_STATUSES = frozenset({"optimal", "feasible", "infeasible", "no_solution"})
 
 #: Fewest runs behind a slope before it is compared with a claim: with 3
 #: points the t-interval has 1 degree of freedom (t ≈ 12.7) and is so wide

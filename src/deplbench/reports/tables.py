@@ -15,6 +15,7 @@ from collections.abc import Mapping
 import numpy as np
 import pandas as pd
 
+from deplbench.formulations.result import STATUSES
 from deplbench.reports.complexity import (  # noqa: F401 - re-exported
     BENCH_COLUMNS,
     CLAIMED_EXPONENTS,
@@ -40,7 +41,7 @@ from deplbench.reports.styles import SeriesInfo, info_for, ordered
 #: Relative tolerance for "at the optimum" / "below the optimum".
 RATIO_RTOL = 1e-6
 
-_STATUSES = ("optimal", "feasible", "time_limit", "infeasible", "error", "skipped")
+_STATUSES = STATUSES    # the result record's own set (formulations.result)
 
 
 def _empty(columns) -> pd.DataFrame:

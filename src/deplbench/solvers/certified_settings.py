@@ -78,12 +78,19 @@ def _share(default: float, help: str) -> Param:
 
 #: Every setting of :func:`~deplbench.solvers.certified.certify` (the help
 #: texts are its docstring's, shortened).
+#: Most validation draws one test may take: the evaluator keeps two float64
+#: values per draw (final losses and their sorted copy) within the suite's
+#: memory budget (formulations.evaluate.MEMORY_BUDGET), so a larger N′ is
+#: refused when the settings are built, before any SAA solve.
+MAX_VALIDATION = int(limits.MEMORY_BUDGET_GIB * 2**30) // (2 * limits.FLOAT_BYTES)
+
 SETTINGS_PARAMETERS: dict[str, Param] = {
     "confidence": _share(DEFAULT_CONFIDENCE, "joint confidence 1 − β of the bracket"),
     "replications": Param(DEFAULT_REPLICATIONS, int, "M SAA replications for the lower bound", low=1,
                           high=limits.MAX_REPLICATIONS),
     "scenarios": Param(DEFAULT_SCENARIOS, int, "S scenarios per stage-1 SAA solve", low=1),
-    "validation": Param(DEFAULT_VALIDATION, int, "N′ fresh draws judging every stage-1 candidate", low=100),
+    "validation": Param(DEFAULT_VALIDATION, int, "N′ fresh draws judging every stage-1 candidate", low=100,
+                        high=MAX_VALIDATION),
     "risk_grid": Param(DEFAULT_RISK_GRID, tuple, "factors f of the tightened risk levels γ = f·(1 − ω)",
                        low=0.0, low_inclusive=False, high=1.0),
     "time_limit": Param(DEFAULT_TIME_LIMIT, float, "seconds per SAA solve", low=0.0, low_inclusive=False,
@@ -99,7 +106,8 @@ SETTINGS_PARAMETERS: dict[str, Param] = {
                                  high=limits.MAX_REPLICATIONS),
     "refine_scenarios": Param(None, int, "S₂ scenarios per stage-2 SAA solve (None: 10·S)", low=1,
                               nullable=True),
-    "refine_validation": Param(DEFAULT_REFINE_VALIDATION, int, "N′₂ fresh draws per stage-2 test", low=100),
+    "refine_validation": Param(DEFAULT_REFINE_VALIDATION, int, "N′₂ fresh draws per stage-2 test", low=100,
+                               high=MAX_VALIDATION),
     "refine_candidates": Param(DEFAULT_REFINE_CANDIDATES, int, "at most this many stage-2 tests", low=1),
     "refine_risk_grid": Param(DEFAULT_REFINE_RISK_GRID, tuple, "tightened levels of the stage-2 candidates",
                               low=0.0, low_inclusive=False, high=1.0),
@@ -162,7 +170,7 @@ class CertifySettings:
         return out
 
 
-__all__ = ["CertifySettings", "SETTINGS_PARAMETERS", "DEFAULT_CONFIDENCE", "DEFAULT_REPLICATIONS",
+__all__ = ["CertifySettings", "SETTINGS_PARAMETERS", "MAX_VALIDATION", "DEFAULT_CONFIDENCE", "DEFAULT_REPLICATIONS",
            "DEFAULT_SCENARIOS", "DEFAULT_VALIDATION", "DEFAULT_RISK_GRID", "DEFAULT_GRID_SEEDS",
            "DEFAULT_TIME_LIMIT", "VALIDATION_SEED_OFFSET", "DEFAULT_TARGET_WIDTH", "DEFAULT_REFINE_SHARE",
            "DEFAULT_REFINE_VALIDATION", "DEFAULT_REFINE_CANDIDATES", "DEFAULT_REFINE_REPLICATIONS",

@@ -40,6 +40,7 @@ from typing import ClassVar
 
 import numpy as np
 
+from deplbench import limits
 from deplbench.formulations.evaluate import transfer_cost
 from deplbench.formulations.exact_static import SpectralLattice
 from deplbench.formulations.exact_violation import (
@@ -47,6 +48,7 @@ from deplbench.formulations.exact_violation import (
     UNDECIDED,
     ExactSettings,
     ExactUnavailable,
+    plan_violation_bounds,
     violation_bounds,
 )
 from deplbench.formulations.milp.data import Data
@@ -77,9 +79,9 @@ class _Judge:
 
     def __init__(self, instance, ch, p):
         self.inst, self.ch, self.p = instance, ch, p
-        self.settings = ExactSettings(decide=True)
+        self.settings = ExactSettings(decide=True, settle=False)
         # what the instance's lattice leaves undecided is judged alone, starting 2× finer
-        self.fallback = ExactSettings(decide=True, start_steps=128)
+        self.fallback = ExactSettings(decide=True, start_steps=128, settle=False)
         self.verdicts: dict = {}
         self.costs: dict = {}
         self.checks = 0
@@ -155,6 +157,7 @@ def _probe_paths(instance, ch, p, start: float, models0, judge: _Judge) -> None:
             continue
         lo, hi = 0.0, math.inf
         for _ in range(STEPS):
+            limits.check_time("depl-proven's target probes")
             lam = 0.5 * (lo + hi) if math.isfinite(hi) else lo + 0.5
             target = min(start + lam * scale, float(instance.initial_loss))
             s2 = stage2(instance, ch.gamma, ch.volume, "chernoff", p["eta"], int(p["n_theta"]),
@@ -199,6 +202,7 @@ def _descend(key, judge: _Judge):
     costs only the walks' ends (:meth:`DepLProven.run`)."""
     best = key
     while judge.checks < DESCENT_CHECKS:
+        limits.check_time("depl-proven's local descent")
         models, lengths = _blocks(best)
         here = judge.floor(best)
         near = sorted({tuple(np.repeat(models, mv).tolist()) for mv in _moves(lengths)},
@@ -214,6 +218,14 @@ def _descend(key, judge: _Judge):
             break
         best = step
     return best
+
+
+def _shared_proof(instance, plan) -> bool:
+    """Whether the decision ``evaluate --exact`` prints proves ``plan`` feasible."""
+    try:
+        return plan_violation_bounds(instance, plan).verdict == PROVEN_FEASIBLE
+    except (ExactUnavailable, limits.TimeLimitReached):
+        return False            # unproven: DepL's own plan is returned
 
 
 class DepLProven(DepL):
@@ -238,19 +250,38 @@ class DepLProven(DepL):
         out = decide(instance, p, "chernoff", n_theta=int(p["n_theta"]), tail_share=float(p["tail_share"]),
                      fallbacks=PROVEN_FALLBACKS["chernoff"], count_reachable=False)
         if out.plan is None:
-            return result_from(self.name, instance, out, "proven")
+            # a heuristic that found no plan it can prove has not proven that none exists
+            res = result_from(self.name, instance, out, "proven")
+            res.status = "no_solution"
+            res.message = f"no plan found that the Chernoff bound proves feasible ({res.message}); infeasibility " \
+                          "is not proven (milp-exact decides it where it applies)"
+            return res
         ch = out.choice
         judge = _Judge(instance, ch, p)
         models0 = tuple(instance.model_index[e.model] for e in out.plan.epochs)
         judge.verdicts[models0] = True          # DepL's Chernoff proof
         judge.costs[models0] = (out.evaluation.cost, out.plan)
-        _probe_paths(instance, ch, p, out.loss_max_eff, list(models0), judge)
-        proven = sorted((judge.floor(k), k) for k, ok in judge.verdicts.items() if ok)
-        ends = {_descend(k, judge) for _, k in proven[:STARTS]}
+        stopped = None
+        try:
+            _probe_paths(instance, ch, p, out.loss_max_eff, list(models0), judge)
+            proven = sorted((judge.floor(k), k) for k, ok in judge.verdicts.items() if ok)
+            ends = {_descend(k, judge) for _, k in proven[:STARTS]}
+        except limits.TimeLimitReached as exc:
+            # DepL's own plan carries its proof: the deadline ends only the improvement
+            stopped = str(exc).split("; no plan")[0]
+            ends = set()
         # stage 3 costs the walks' ends and DepL's own plan; the cheapest is returned
-        best = min(ends | {models0}, key=lambda k: (judge.cost(k)[0], k))
+        try:
+            best = min(ends | {models0}, key=lambda k: (judge.cost(k)[0], k))
+        except limits.TimeLimitReached as exc:
+            stopped, best = str(exc).split("; no plan")[0], models0     # DepL's own plan is costed already
         cost, plan = judge.cost(best)
         res = result_from(self.name, instance, out, "proven")
+        if stopped is not None:
+            res.status = "time_limit"
+            res.message = f"{stopped}; DepL's own plan (Chernoff proof) is returned"
+        if best != models0 and plan is not None and cost < res.cost and not _shared_proof(instance, plan):
+            best = models0      # proven on this solver's grids only: one verdict per plan (evaluate --exact's)
         if best != models0 and plan is not None and cost < res.cost:
             res.plan, res.cost = plan, cost
             res.message = f"{plan.n_epochs} epochs, datasets {ch.names}"

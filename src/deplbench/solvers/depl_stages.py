@@ -268,7 +268,7 @@ LOOP_PARAMS: dict[str, Param] = {
                      low_inclusive=False, high=10.0),
     "seed": Param(0, int, "seed of the out-of-sample check and of sampled diagnostics", low=0),
     "check_samples": Param(20_000, int, "trajectories of the solver's own out-of-sample check", low=100),
-    "time_limit": Param(None, float, "wall-clock seconds (none: no limit); past it the result is status "
+    "time_limit": Param(300.0, float, "wall-clock seconds (none: no limit); past it the result is status "
                         "time_limit with no plan (docs/DESIGN.md, limits)", low=0.0, low_inclusive=False,
                         nullable=True),
     "memory_limit": MEMORY_LIMIT_PARAM,

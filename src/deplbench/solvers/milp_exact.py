@@ -28,6 +28,7 @@ from typing import ClassVar
 
 from deplbench.formulations.exact_static import exact_static_applies, solve_exact_static
 from deplbench.formulations.result import SolveResult
+from deplbench.limits import MEMORY_LIMIT_PARAM
 from deplbench.solvers.base import Param, PlotStyle, Solver
 
 
@@ -47,6 +48,7 @@ class MilpExact(Solver):
                             nullable=True),
         "gap": Param(1e-4, float, "relative bracket width (UB − LB)/UB at which to stop refining", low=0.0,
                      low_inclusive=False, high=0.5),
+        "memory_limit": MEMORY_LIMIT_PARAM,
     }
 
     @classmethod
@@ -54,7 +56,14 @@ class MilpExact(Solver):
         return exact_static_applies(instance)
 
     def run(self, instance, **params) -> SolveResult:
-        """Solve; never raises for an instance."""
+        """Solve; never raises for an instance.
+
+        The lattice's memory is estimated before anything is allocated and
+        refused (status ``error``, naming ``memory_limit``) above the
+        ``memory_limit`` budget that :func:`~deplbench.solvers.run.solve`
+        opens; every phase reads the ``time_limit`` deadline and a stop
+        is status ``time_limit`` with the bracket proven so far (never
+        ``infeasible``)."""
         res = solve_exact_static(instance, time_limit=params.get("time_limit"), gap=params.get("gap", 1e-4))
         res.algorithm = self.name
         return res

@@ -155,6 +155,10 @@ def solve(
         result = SolveResult(algorithm=cls.name, status="time_limit", message=str(exc))
     except DeplbenchError as exc:
         result = SolveResult(algorithm=cls.name, status="error", message=str(exc))
+    except MemoryError as exc:
+        # an array no estimate guarded: one line naming the sizes that scale it, not numpy's text alone
+        result = SolveResult(algorithm=cls.name, status="error", message=memory_error_message(cls.name, instance,
+                                                                                             resolved, exc))
     except Exception as exc:  # noqa: BLE001 - a crash must become data
         result = SolveResult(
             algorithm=cls.name,
@@ -177,6 +181,34 @@ def solve(
     if result.gap is None and result.lower_bound is not None:
         result.gap = SolveResult.relative_gap(result.cost, result.lower_bound)
     return result
+
+
+def memory_error_message(algorithm: str, instance, params: dict, exc: BaseException) -> str:
+    """One line for a :class:`MemoryError` inside ``algorithm``: what numpy could not
+    allocate and the instance sizes and parameters that scale the solver's arrays.
+
+    >>> from deplbench.instances.generators import generate
+    >>> inst = generate("scaling", n_models=2, n_clusters=1, horizon=4, seed=1)
+    >>> msg = memory_error_message("milp", inst, {"scenarios": 10**9},
+    ...     MemoryError("Unable to allocate 266. TiB for an array with shape (10, 4) and data type float64"))
+    >>> msg.split(";")[0]
+    'memory: milp could not allocate 266. TiB (array shape (10, 4))'
+    >>> "horizon = 4" in msg and "scenarios = 1000000000" in msg
+    True
+    """
+    import re
+
+    text = str(exc)
+    m = re.search(r"allocate ([0-9.]+ ?\w+)(?: for an array with shape (\([^)]*\)))?", text)
+    what = (f"could not allocate {m.group(1)}" + (f" (array shape {m.group(2)})" if m.group(2) else "")
+            if m else "ran out of memory")
+    sizes = [f"horizon = {instance.horizon}", f"models = {instance.n_models}", f"clusters = {instance.n_clusters}",
+             f"datasets = {instance.n_datasets}"]
+    knobs = [f"{k} = {params[k]}" for k in ("scenarios", "samples", "check_samples", "eta", "validation")
+             if params.get(k) is not None]
+    listed = sizes + knobs
+    return (f"memory: {algorithm} {what}; the arrays scale with " + ", ".join(listed[:-1]) + f" and {listed[-1]}"
+            + ": lower them (memory_limit guards only the arrays estimated in advance)")
 
 
 def _judge(instance, result: SolveResult, plan: Plan, eval_samples: int, eval_seed: int) -> None:

@@ -51,6 +51,11 @@ class DecayFit:
         }
 
 
+#: Magnitudes of the mean per-epoch loss change the fit accepts: their squares
+#: (the least-squares objective) stay normal float64 numbers.
+_FIT_RANGE = (1e-150, 1e150)
+
+
 def fit_decay(epoch: np.ndarray, delta: np.ndarray, model: str = "?", min_epochs: int = MIN_EPOCHS) -> DecayFit:
     """Fit A_m, B_m of eq. (8) to the mean per-epoch loss change, X fixed to 1.
 
@@ -95,6 +100,14 @@ def fit_decay(epoch: np.ndarray, delta: np.ndarray, model: str = "?", min_epochs
             f"at least {min_epochs} are needed to fit A_m and B_m of eq. (8)"
         )
     means = np.bincount(inverse, weights=delta) / counts
+    size = float(np.max(np.abs(means))) if means.size else 0.0
+    if size > 0 and not _FIT_RANGE[0] <= size <= _FIT_RANGE[1]:
+        # squares of such changes under/overflow float64: the bounded least squares
+        # would fail with its own text ("Initial guess is outside of provided bounds")
+        raise LogError(
+            f"loss: model {model!r} changes the loss by up to {size:.3g} per epoch, outside the range "
+            f"[{_FIT_RANGE[0]:g}, {_FIT_RANGE[1]:g}] eq. (8) can be fitted in; rescale the log's loss column"
+        )
     w = np.sqrt(counts.astype(float))
 
     def best_a(b: np.ndarray) -> np.ndarray:
@@ -118,10 +131,14 @@ def fit_decay(epoch: np.ndarray, delta: np.ndarray, model: str = "?", min_epochs
         return w * (means + a / np.sqrt(ks + b))
 
     a0, b0 = float(a_grid[i0]), float(grid[i0])
-    res = optimize.least_squares(
-        residual, x0=[a0, min(b0, B_MAX * 0.999)], bounds=([1e-300, 0.0], [np.inf, B_MAX]),
-        x_scale=[max(a0, 1e-12), max(b0, 1.0)], method="trf",
-    )
+    try:
+        res = optimize.least_squares(
+            residual, x0=[max(a0, 1e-300), min(b0, B_MAX * 0.999)], bounds=([1e-300, 0.0], [np.inf, B_MAX]),
+            x_scale=[max(a0, 1e-12), max(b0, 1.0)], method="trf",
+        )
+    except ValueError as exc:
+        raise LogError(f"loss: model {model!r}: the decay of eq. (8) cannot be fitted to its loss changes "
+                       f"(least squares: {exc})") from None
     a, b = (float(v) for v in res.x)
     if not (a > 0 and math.isfinite(a)):
         raise LogError(f"model {model!r}: least squares found no positive A_m (got {a!r})")
