@@ -131,3 +131,10 @@ def test_drawn_variants_are_feasible_at_the_hardest_target(family, seed):
                     loss_max=0.15 if family == "pact-vgg11" else 5.0)
     res = solve(inst, "milp-exact", eval_samples=2000)
     assert res.status == "optimal" and res.cost > 0
+
+
+def test_docs_table_matches_the_laws():
+    from deplbench.instances.generators.variants import laws_markdown
+
+    doc = (Path(__file__).parents[1] / "docs" / "instances.md").read_text(encoding="utf-8")
+    assert laws_markdown(DNN_LAWS) in doc and laws_markdown(PACT_LAWS) in doc

@@ -50,6 +50,8 @@ class Law:
     ----------
     parameter : str
         What is drawn.
+    seed0 : str
+        Its value at seed 0 (the paper's instance).
     law : str
         The law, in words (independent per model/cluster class unless said).
     why : str
@@ -57,48 +59,56 @@ class Law:
     """
 
     parameter: str
+    seed0: str
     law: str
     why: str
 
 
 DNN_LAWS = (
-    Law("E[X_m] (Table I mean)", "printed mean + U(−0.01, 0.01)",
+    Law("E[X_m] (Table I mean)", "Table I: 1.02/1.00/0.98 (AlexNet), 1.02/0.95/0.92 (MobileNet)", "printed mean + U(−0.01, 0.01)",
         "Table I prints two decimals; ±0.01 is twice the rounding and below the spread between "
         "versions (0.92–1.02)"),
-    Law("Var[X_m] (Table I variance)", "printed variance × LogU(1/1.5, 1.5)",
+    Law("Var[X_m] (Table I variance)", "Table I: 0.031/0.010/0.007, 0.029/0.012/0.006", "printed variance × LogU(1/1.5, 1.5)",
         "a variance fitted on one loss curve of ~60 epochs (Fig. 4 left: K₂ = 60) has a 95 % "
         "χ² interval of about ×/÷ 1.4; Fig. 4(center)'s sweep over K₁, K₂, F₁, F₂ refits it"),
-    Law("c_m (Table I compute need)", "100 × printed need × U(0.9, 1.1)",
+    Law("c_m (Table I compute need)", "100 × 2.6/1.4/1.0, 100 × 1.8/1.0/0.6", "100 × printed need × U(0.9, 1.1)",
         "Table I prints one or two significant digits; per-epoch compute on real nodes varies "
         "by about ±10 %"),
-    Law("A_m (loss_scale)", "seed-0 value × LogU(1/1.15, 1.15)", "ours at seed 0; ±15 %"),
-    Law("B_m (loss_offset)", "slow-steady: U(5, 15); others 0",
+    Law("A_m (loss_scale)", "1.2/1.0/1.05", "seed-0 value × LogU(1/1.15, 1.15)", "ours at seed 0; ±15 %"),
+    Law("B_m (loss_offset)", "0/0/10", "slow-steady: U(5, 15); others 0",
         "ours: slow-steady's offset makes it slow but steady; the others start at full speed"),
-    Law("ℓ(0)", "U(19, 23)", "ours at seed 0 (21): ±2, still above every target 5–13"),
-    Law("switch jump loc", "seed-0 loc × LogU(1/2, 2)",
+    Law("ℓ(0)", "21", "U(19, 23)", "ours at seed 0 (21): ±2, still above every target 5–13"),
+    Law("switch jump loc", "0.15 (f→i), 0.25 (i→s), 0.6 (f→s)", "seed-0 loc × LogU(1/2, 2)",
         "one example jump law is printed (Fig. 4 right); its size for other pruning pairs is "
         "unknown within a factor 2"),
-    Law("switch jump scale/loc", "U(0.3, 0.5)", "ours at seed 0 (0.4): ±0.1"),
-    Law("switch jump df", "U(3, 6)", "ours at seed 0 (4): heavier and lighter tails than the fit"),
-    Law("cluster mix n_a, n_b", "each uniform on {1, 2} (unless given)",
+    Law("switch jump scale/loc", "0.4", "U(0.3, 0.5)", "ours at seed 0 (0.4): ±0.1"),
+    Law("switch jump df", "4", "U(3, 6)", "ours at seed 0 (4): heavier and lighter tails than the fit"),
+    Law("cluster mix n_a, n_b", "1, 1", "each uniform on {1, 2} (unless given)",
         "Sec. VI-B's edge/far-edge setting with one or two clusters of each class"),
-    Law("b(n) (bandwidth)", "seed-0 value × LogU(1/2, 2), per class",
+    Law("b(n) (bandwidth)", "0.5 (A), 1.0 (B)", "seed-0 value × LogU(1/2, 2), per class",
         "ours: link speeds of edge vs far-edge nodes differ by about a factor 2 either way"),
-    Law("Tmax", "U(180, 250)", "ours at seed 0 (200): enough for the 100 epochs of the "
+    Law("Tmax", "200", "U(180, 250)", "ours at seed 0 (200): enough for the 100 epochs of the "
         "slowest needed model, more slack at the top"),
-    Law("ℓmax", "U(5, 13), 2 decimals (unless given)", "the range of Fig. 9's targets 5, 9, 13"),
+    Law("ℓmax", "9", "U(5, 13), 2 decimals (unless given)", "the range of Fig. 9's targets 5, 9, 13"),
 )
 
 PACT_LAWS = (
-    Law("E[X_m]", "1 (not drawn)", "PACT is expectation-driven: X has mean 1 by definition"),
-    Law("Var[X_m]", "0.01 × LogU(1/2, 2), per model", "ours (PACT gives no loss law): ×/÷ 2"),
-    Law("A_m (loss_scale)", "seed-0 value × LogU(1/1.15, 1.15)", "ours at seed 0; ±15 %"),
-    Law("ℓ(0)", "U(1.1, 1.3)", "ours at seed 0 (1.2): ±0.1, above every target 0.15–0.45"),
-    Law("switch jump loc", "seed-0 loc × LogU(1/2, 2)", "ours: as for AlexNet/MobileNet"),
-    Law("L-on-gold epoch time", "10 × U(0.8, 1.1) (c_m scales with it)",
+    Law("E[X_m]", "1", "1 (not drawn)", "PACT is expectation-driven: X has mean 1 by definition"),
+    Law("Var[X_m]", "0.01", "0.01 × LogU(1/2, 2), per model", "ours (PACT gives no loss law): ×/÷ 2"),
+    Law("A_m (loss_scale)", "0.1/0.07/0.04", "seed-0 value × LogU(1/1.15, 1.15)", "ours at seed 0; ±15 %"),
+    Law("ℓ(0)", "1.2", "U(1.1, 1.3)", "ours at seed 0 (1.2): ±0.1, above every target 0.15–0.45"),
+    Law("switch jump loc", "0.01 (L→M), 0.015 (M→S), 0.04 (L→S)", "seed-0 loc × LogU(1/2, 2)", "ours: as for AlexNet/MobileNet"),
+    Law("L-on-gold epoch time", "10", "10 × U(0.8, 1.1) (c_m scales with it)",
         "ours at seed 0 (10): Tmax = 1000 (printed) must still admit about 90 L epochs"),
-    Law("ℓmax", "U(0.15, 0.45), 3 decimals (unless given)", "PACT Figs. 6–7's targets 0.15–0.45"),
+    Law("ℓmax", "0.3", "U(0.15, 0.45), 3 decimals (unless given)", "PACT Figs. 6–7's targets 0.15–0.45"),
 )
+
+
+def laws_markdown(laws) -> str:
+    """The docs/instances.md table of ``laws``: parameter | seed 0 value | law | why."""
+    rows = ["| parameter | seed 0 value | law for seeds ≥ 1 | why |", "| --- | --- | --- | --- |"]
+    rows += [f"| {w.parameter} | {w.seed0} | {w.law} | {w.why} |" for w in laws]
+    return "\n".join(rows)
 
 
 def _logu(rng: np.random.Generator, factor: float) -> float:
@@ -243,4 +253,4 @@ def first_reachable(build, draw, rng: np.random.Generator, hardest: float) -> tu
 
 
 __all__ = ["DNN_LAWS", "PACT_LAWS", "Law", "quantile_bound", "draw_dnn", "draw_pact",
-           "first_reachable", "reachable"]
+           "first_reachable", "laws_markdown", "reachable"]
