@@ -13,7 +13,10 @@ import pandas as pd
 HOLDS, FAILS, UNMEASURED = "holds", "does not hold", "not measured in this run"
 #: A claim measured against a bracket LB ≤ z* ≤ UB too wide to tell.
 UNDECIDED = "not decided (the reference bracket is too wide)"
-VERDICTS = (HOLDS, FAILS, UNMEASURED, UNDECIDED)
+#: A claim judged on the median over distinct instances whose 95 % interval
+#: contains the threshold (the row says how many instances would decide it).
+NOT_DECIDED = "not decided (the interval contains the threshold)"
+VERDICTS = (HOLDS, FAILS, UNMEASURED, UNDECIDED, NOT_DECIDED)
 
 CLAIMS_COLUMNS = ("claim", "source", "paper_says", "compared", "reference", "statistic",
                   "instances", "measured", "verdict", "evidence")
@@ -140,6 +143,7 @@ __all__ = [
     "HOLDS",
     "MATCH_MEDIAN_GAP",
     "MATCH_P90_GAP",
+    "NOT_DECIDED",
     "QUOTES",
     "SUBMODULAR_DICT_KEY",
     "UNDECIDED",

@@ -1,0 +1,58 @@
+"""The interval on a median over distinct instances (reports/stats.py)."""
+
+from __future__ import annotations
+
+import math
+from itertools import product
+
+import numpy as np
+import pytest
+
+from deplbench.reports.stats import (
+    DECIDE_FAILS, DECIDE_HOLDS, DECIDE_OPEN, decide, instances_to_decide, median_interval,
+    order_statistic_rank,
+)
+
+
+def _coverage(n: int, r: int) -> float:
+    """P(x₍r₎ ≤ median < x₍n−r+1₎) by enumerating which side each draw falls on."""
+    hits = 0
+    for signs in product((0, 1), repeat=n):   # 1 = below the median
+        below = sum(signs)
+        hits += r <= below <= n - r
+    return hits / 2 ** n
+
+
+@pytest.mark.parametrize("n", range(1, 15))
+def test_rank_is_the_largest_with_coverage_at_least_95(n):
+    r, cover = order_statistic_rank(n)
+    if r == 0:
+        assert n <= 5 and _coverage(n, 1) < 0.95
+        return
+    assert cover == pytest.approx(_coverage(n, r)) and cover >= 0.95
+    assert r + 1 > n - r or _coverage(n, r + 1) < 0.95
+
+
+def test_interval_ends_and_small_samples():
+    ci = median_interval([5, 1, 4, 2, 3, 6, 8, 7, 9, 10])
+    assert ci.n == 10 and ci.median == 5.5 and (ci.low, ci.high) == (2.0, 9.0)
+    small = median_interval([1.0, 2.0, math.nan])
+    assert small.n == 2 and small.low == -math.inf and small.high == math.inf
+    assert decide(small, 0.0) == DECIDE_OPEN
+    assert median_interval([]).n == 0 and decide(median_interval([]), 1.0) == DECIDE_OPEN
+
+
+def test_bracketed_observations_widen_the_interval():
+    lo = np.arange(1.0, 9.0)
+    ci = median_interval(lo, lo + 0.5)
+    assert (ci.low, ci.high) == (1.0, 8.5) and ci.median == pytest.approx(np.median(lo + 0.25))
+
+
+def test_decide_and_instances_to_decide():
+    ci = median_interval(np.linspace(0.0, 1.0, 8))
+    assert decide(ci, 1.0) == DECIDE_HOLDS and decide(ci, -0.1) == DECIDE_FAILS
+    assert decide(ci, 1.0, holds_below=False) == DECIDE_FAILS
+    assert decide(ci, 0.3) == DECIDE_OPEN
+    near, far = instances_to_decide(ci, 0.45), instances_to_decide(ci, 0.1)
+    assert near > far >= 6                       # closer to the threshold: more instances
+    assert instances_to_decide(ci, ci.median) == math.inf
