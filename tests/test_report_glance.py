@@ -495,3 +495,25 @@ def test_exact_reference_with_a_gap_is_a_range_and_a_bracket_without_ub_is_no_ub
     assert head.loc["depl", "vs_reference"].startswith(f"{100 / 102:.3f}–")
     assert "below UB" in head.loc["depl", "vs_reference"]
     assert "below opt." not in head.loc["depl", "vs_reference"]
+
+
+def test_static_plans_on_the_pact_set_against_the_static_and_the_adaptive_optimum():
+    """A static plan of the PACT set is judged against the exact static
+    optimum (not "no reference"), and shown beside the adaptive optimum."""
+    from deplbench.reports.headline import headline_table
+    from deplbench.reports.reference import plan_ratios
+
+    pact = dict(instance_set="pact-vgg11", loss_max=0.3)
+    rows = [_plan("milp-exact", "p", 500.0, reference="exact-static", status="optimal",
+                  lower_bound=500.0, exact=True, **pact),
+            _plan("adaptive-opt", "p", 400.0, reference="adaptive", status="feasible",
+                  lower_bound=380.0, **pact),
+            _plan("static-learn", "p", 550.0, status="feasible", quantile_oos=0.2, **pact)]
+    df = prepare(pd.DataFrame(rows, columns=list(STORE_COLUMNS))).df
+    plans = plan_ratios(df)
+    sl = plans[plans["algorithm"] == "static-learn"].iloc[0]
+    assert sl["reference"] == "exact-static" and sl["ratio_ub"] == pytest.approx(1.1)
+    assert sl["ratio_adaptive"] == pytest.approx(550 / 400)
+    head = headline_table(plans, series_info(df)).set_index("algorithm")
+    cell = head.loc["static-learn", "vs_reference"]
+    assert cell.startswith("1.100") and "on 1/1" in cell and "vs adaptive opt. 1.375" in cell

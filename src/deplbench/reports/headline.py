@@ -39,7 +39,7 @@ from deplbench.reports.styles import SeriesInfo, ordered
 
 HEADLINE_COLUMNS = ("set", "algorithm", "plans", "instances", "reference", "with_reference",
                     "ratio_ref_median", "ratio_ref_min", "ratio_ref_max", "ratio_lb_median",
-                    "ratio_ci_low", "ratio_ci_high",
+                    "ratio_ci_low", "ratio_ci_high", "ratio_adaptive_median",
                     "below_ub", "below_lb", "proven_feasible", "certified_feasible",
                     "mc_met", "evaluated", "missed", "ratio_saa_median", "vs_reference",
                     "feasible", "verdict", "cost_over_saa_optimum")
@@ -124,6 +124,8 @@ def _row(name: str, alg: str, ga: pd.DataFrame) -> dict:
     ev = ga["mc_met"].dropna()
     missed = int(ga["missed"].sum())
     saa = per_instance(ga, "ratio_saa")
+    adaptive = (per_instance(ga, "ratio_adaptive") if "ratio_adaptive" in ga
+                else np.array([], float))
     n = len(ga)
     ok = proven + cert + policy_ok
     if missed:
@@ -146,11 +148,14 @@ def _row(name: str, alg: str, ga: pd.DataFrame) -> dict:
         "ratio_lb_median": float(np.median(lb)) if lb.size else math.nan,
         "ratio_ci_low": ci.low if ci is not None else math.nan,
         "ratio_ci_high": ci.high if ci is not None else math.nan,
+        "ratio_adaptive_median": float(np.median(adaptive)) if adaptive.size else math.nan,
         "below_ub": below_ub, "below_lb": below_lb, "proven_feasible": proven,
         "certified_feasible": cert, "mc_met": int(ev.sum()), "evaluated": len(ev),
         "missed": missed, "ratio_saa_median": float(np.median(saa)) if saa.size else math.nan,
         "vs_reference": _vs_reference(kind, ub, lb, int(gk["instance_key"].nunique()), inst,
-                                      below_ub, below_lb, ci),
+                                      below_ub, below_lb, ci)
+        + (f" · vs adaptive opt. {_fmt(float(np.median(adaptive)))} on {adaptive.size}/{inst}"
+           if adaptive.size else ""),
         "feasible": feasible, "verdict": verdict, "cost_over_saa_optimum": saa_txt}
 
 
@@ -164,7 +169,9 @@ def headline_table(plans: pd.DataFrame, styles: dict[str, SeriesInfo]) -> pd.Dat
     the true ratio); ``ratio_ci_low``/``ratio_ci_high`` = the 95 % exact
     order-statistic interval on the median ratio over distinct instances
     (:func:`~deplbench.reports.stats.median_interval`; ±inf below 6
-    instances); ``below_ub``/``below_lb`` count plans cheaper than UB /
+    instances); ``ratio_adaptive_median`` = a static plan's cost / the
+    adaptive optimum, where one exists (shown after the static verdict in
+    ``vs_reference``); ``below_ub``/``below_lb`` count plans cheaper than UB /
     than the proven LB; ``proven_feasible`` (exact verdict),
     ``certified_feasible`` (Clopper–Pearson verdict), ``mc_met`` of
     ``evaluated`` (Monte Carlo cross-check), ``missed`` (proven infeasible,
