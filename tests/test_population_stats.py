@@ -56,3 +56,33 @@ def test_decide_and_instances_to_decide():
     near, far = instances_to_decide(ci, 0.45), instances_to_decide(ci, 0.1)
     assert near > far >= 6                       # closer to the threshold: more instances
     assert instances_to_decide(ci, ci.median) == math.inf
+
+
+def test_exact_profiles_one_problem_per_instance_failures_infinite():
+    import pandas as pd
+
+    from deplbench.reports.data import STORE_COLUMNS, prepare
+    from deplbench.reports.population import exact_profile_matrices, exact_profile_table
+    from deplbench.reports.reference import plan_ratios
+    from test_report_glance import _plan
+
+    rows = []
+    for i, (depl, best) in enumerate(((102.0, 100.0), (101.0, 110.0), (105.0, 120.0))):
+        key = f"i{i}"
+        rows.append(_plan("milp-exact", key, 100.0, reference="exact-static", status="optimal",
+                          lower_bound=100.0, exact=True, quantile_oos=8.0))
+        # two configurations of DepL on one instance: one problem
+        rows += [_plan("depl", key, depl, status="feasible", quantile_oos=8.0, task_key=f"{key}-d{c}",
+                       params={"eta": 200, "seed": c}) for c in range(2)]
+        ev = {"exact_verdict": "proven infeasible"} if i == 0 else {"exact_verdict": "proven feasible"}
+        rows.append(_plan("best-exp", key, best, status="feasible", quantile_oos=8.0, evaluation=ev))
+    df = prepare(pd.DataFrame(rows, columns=list(STORE_COLUMNS))).df
+    mats = exact_profile_matrices(plan_ratios(df), df)
+    m = mats["alexnet"]
+    assert list(m.index) == ["i0", "i1", "i2"] and "milp-exact" not in m.columns
+    assert m.loc["i0", "best-exp"] == np.inf              # cheaper but infeasible: a failure
+    assert m.loc["i2", "depl"] == pytest.approx(1.05)
+    tab = exact_profile_table(mats).set_index("algorithm")
+    assert tab.loc["best-exp", "failures"] == 1 and tab.loc["depl", "instances"] == 3
+    assert tab.loc["depl", "rho_at_1_05"] == pytest.approx(1.0)
+    assert tab.loc["depl", "rho_at_1_01"] == pytest.approx(1 / 3)

@@ -28,6 +28,7 @@ from deplbench.reports import closed_loop as cl_mod
 from deplbench.reports import adaptive as ad_mod
 from deplbench.reports import anytime as any_mod
 from deplbench.reports import repetitions as rep_mod
+from deplbench.reports import population as pop_mod
 from deplbench.reports.build import ReportOptions, build_report
 from deplbench.reports.data import STORE_COLUMNS, ReportError, load_bench_json, prepare
 from deplbench.reports.styles import PALETTE, SHADES, fallback_style, series_info, shade
@@ -219,7 +220,7 @@ def _promised_columns() -> dict[str, tuple]:
         "fig8_cost_per_model": tabs.PER_MODEL_COLUMNS, "gaps": tabs.GAPS_COLUMNS,
         "oracle_agreement": tabs.ORACLE_COLUMNS, "milp_status": tabs.MILP_STATUS_COLUMNS,
         "milp_time_limit": tabs.MILP_LIMIT_COLUMNS, "runtime_sgm": tabs.SGM_COLUMNS,
-        "performance_profiles": tabs.PROFILE_COLUMNS,
+        "performance_profiles": tabs.PROFILE_COLUMNS, "exact_profiles": pop_mod.PROFILE_COLUMNS,
         "competitive_ratio": tabs.RATIO_VS_COLUMNS, "complexity_fits": tabs.FIT_COLUMNS,
         "bench": tabs.BENCH_COLUMNS, "claims_audit": claims_mod.CLAIMS_COLUMNS,
         "depl_vs_best_exp": claims_mod.PAIRS_COLUMNS, "target_misses": tabs.MISSES_COLUMNS,

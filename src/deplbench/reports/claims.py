@@ -26,6 +26,7 @@ from deplbench.reports.claims_common import (  # noqa: F401 (re-exported)
     HOLDS,
     MATCH_MEDIAN_GAP,
     MATCH_P90_GAP,
+    MEDIAN_STATISTIC,
     NOT_DECIDED,
     QUOTES,
     SUBMODULAR_DICT_KEY,
@@ -37,6 +38,7 @@ from deplbench.reports.claims_common import (  # noqa: F401 (re-exported)
     fmt_fit,
     judgeable,
     matches_verdict,
+    median_verdict,
     paper_depl,
     submodularity_record,
 )
@@ -54,17 +56,7 @@ from deplbench.reports.reference import (
     plan_ratios,
     references,
 )
-from deplbench.reports.stats import (
-    DECIDE_FAILS,
-    DECIDE_HOLDS,
-    MEDIAN_LEVEL,
-    MEDIAN_METHOD,
-    MedianInterval,
-    decide,
-    median_interval,
-    reference_config,
-    undecided_text,
-)
+from deplbench.reports.stats import MedianInterval, median_interval, reference_config, undecided_text
 from deplbench.reports.tables import RATIO_RTOL, property3_bound, size_label
 
 
@@ -332,17 +324,6 @@ def instance_gaps(df: pd.DataFrame, ratios: pd.DataFrame) -> tuple[pd.DataFrame,
     return per, scope
 
 
-def _verdict(ci: MedianInterval, threshold: float, holds_below: bool = True) -> str:
-    """The claims-audit verdict of a median interval against ``threshold``."""
-    v = decide(ci, threshold, holds_below)
-    return HOLDS if v == DECIDE_HOLDS else FAILS if v == DECIDE_FAILS else NOT_DECIDED
-
-
-#: The statistic every population claim states.
-MEDIAN_STATISTIC = (f"median over distinct instances (one value each; identity = the instance's "
-                    f"content hash) with a {100 * MEDIAN_LEVEL:.0f} % {MEDIAN_METHOD} on it")
-
-
 def matches_optimum(ratios: pd.DataFrame, df: pd.DataFrame | None = None) -> dict:
     """Figs. 5–6: DepL "virtually matches" the optimum, one observation per
     instance, against the proven reference where there is one.
@@ -383,7 +364,7 @@ def matches_optimum(ratios: pd.DataFrame, df: pd.DataFrame | None = None) -> dic
                f"SAA optimum median {ci.text(100, ' %')} ({thr}); 90th pct "
                f"{100 * float(np.quantile(gap, 0.9)):.2f} %, max {100 * gap.max():.2f} %")
         reference = "SAA optimum (the MILP's sample only; no proven reference here)"
-    verdict = _verdict(ci, MATCH_MEDIAN_GAP)
+    verdict = median_verdict(ci, MATCH_MEDIAN_GAP)
     if verdict == NOT_DECIDED:
         txt += "; " + undecided_text(ci, MATCH_MEDIAN_GAP)
     saa = per["gap_saa"].dropna()
@@ -438,7 +419,7 @@ def beats_best_exp(ratios: pd.DataFrame, df: pd.DataFrame | None = None) -> dict
            f"{100 * BEST_EXP_SAVING:g} %)")
     # a saving "over 27 %" holds above the threshold: decide on the negated value
     neg = MedianInterval(-ci.median, -ci.high, -ci.low, ci.n, ci.level, ci.spread)
-    verdict = _verdict(neg, -BEST_EXP_SAVING)
+    verdict = median_verdict(neg, -BEST_EXP_SAVING)
     if verdict == NOT_DECIDED:
         txt += "; " + undecided_text(ci, BEST_EXP_SAVING)
     like, label = like_guarantee_pairs(ratios)

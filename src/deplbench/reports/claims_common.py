@@ -128,7 +128,24 @@ def matches_verdict(lo, hi, undecided: str = UNDECIDED) -> tuple[str, tuple[floa
     return undecided, stats
 
 
+def median_verdict(ci, threshold: float, holds_below: bool = True) -> str:
+    """The claims-audit verdict of a :class:`~deplbench.reports.stats.MedianInterval`
+    against ``threshold`` (:func:`~deplbench.reports.stats.decide`)."""
+    from deplbench.reports.stats import DECIDE_FAILS, DECIDE_HOLDS, decide
+
+    v = decide(ci, threshold, holds_below)
+    return HOLDS if v == DECIDE_HOLDS else FAILS if v == DECIDE_FAILS else NOT_DECIDED
+
+
+#: The statistic every population claim states.
+MEDIAN_STATISTIC = ("median over distinct instances (one value each; identity = the instance's "
+                    "content hash) with a 95 % exact binomial order-statistic interval "
+                    "(distribution-free) on it")
+
+
 __all__ = [
+    "MEDIAN_STATISTIC",
+    "median_verdict",
     "matches_verdict",
     "claim_row",
     "finite_num",

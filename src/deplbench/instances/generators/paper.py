@@ -156,9 +156,10 @@ def variant_assumptions(family: str, drawn: dict, laws) -> list[str]:
                "Paper (DepL Sec. VI-B): A-class r=100, κ=1; B-class r=50, κ=1.2; β=0; pruning "
                "factors 0.5/0.75/0.9. Not drawn.")
     lines = [printed,
-             "Seeded variant (docs/instances.md, 'Seeded variants'): the seed-0 instance's other "
-             "numbers redrawn, each from its law; redrawn from the same stream until the hardest "
-             "target of the paper's range is reachable (one model on one cluster, a proven Chernoff bound on the ω-quantile)."]
+             "Seeded variant (docs/instances.md §4.2a): the seed-0 instance's other numbers "
+             "redrawn, each from its law; redrawn from the same stream until the hardest target of "
+             "the paper's range is reachable (one model on one cluster, a proven Chernoff bound on "
+             "the ω-quantile)."]
     lines += [f"Law: {law.parameter} ~ {law.law} ({law.why})." for law in laws]
     shown = {k: ({f"{a}→{b}": x for (a, b), x in val.items()} if k == "jump_loc" else val)
              for k, val in drawn.items() if k not in ("loss_max", "time_max", "n_a", "n_b")}
@@ -413,13 +414,15 @@ def realistic(*, family: str = "alexnet", n_a: int | None = None, n_b: int | Non
         # Seeds ≥ 1: a variant drawn by the laws of variants.py. Given
         # parameters win over drawn ones; the reachability check is made at
         # the range's hardest target, so a seed is the same variant at every ℓmax.
+        fixed_na, fixed_nb = int(n_a), int(n_b)
+
         def effective(d: dict) -> tuple[int, int, float, float]:
-            na = n_a if given_na else d.get("n_a", 1)
-            nb = n_b if given_nb else d.get("n_b", 1)
+            na = fixed_na if given_na else int(d.get("n_a", 1))
+            nb = fixed_nb if given_nb else int(d.get("n_b", 1))
             if na + nb < 1:
                 raise InstanceError("parameter n_a/n_b: need at least one cluster (n_a + n_b ≥ 1)")
-            lm = given_lmax if given_lmax is not None else d["loss_max"]
-            tm = given_tmax if given_tmax is not None else d.get("time_max", default_tmax)
+            lm = given_lmax if given_lmax is not None else float(d["loss_max"])
+            tm = given_tmax if given_tmax is not None else float(d.get("time_max", default_tmax))
             return na, nb, lm, tm
 
         def build(d: dict, at: float | None = None) -> dict:

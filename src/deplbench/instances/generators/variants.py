@@ -65,10 +65,12 @@ class Law:
 
 
 DNN_LAWS = (
-    Law("E[X_m] (Table I mean)", "Table I: 1.02/1.00/0.98 (AlexNet), 1.02/0.95/0.92 (MobileNet)", "printed mean + U(−0.01, 0.01)",
+    Law("E[X_m] (Table I mean)", "Table I: 1.02/1.00/0.98 (AlexNet), 1.02/0.95/0.92 (MobileNet)",
+        "printed mean + U(−0.01, 0.01)",
         "Table I prints two decimals; ±0.01 is twice the rounding and below the spread between "
         "versions (0.92–1.02)"),
-    Law("Var[X_m] (Table I variance)", "Table I: 0.031/0.010/0.007, 0.029/0.012/0.006", "printed variance × LogU(1/1.5, 1.5)",
+    Law("Var[X_m] (Table I variance)", "Table I: 0.031/0.010/0.007, 0.029/0.012/0.006",
+        "printed variance × LogU(1/1.5, 1.5)",
         "a variance fitted on one loss curve of ~60 epochs (Fig. 4 left: K₂ = 60) has a 95 % "
         "χ² interval of about ×/÷ 1.4; Fig. 4(center)'s sweep over K₁, K₂, F₁, F₂ refits it"),
     Law("c_m (Table I compute need)", "100 × 2.6/1.4/1.0, 100 × 1.8/1.0/0.6", "100 × printed need × U(0.9, 1.1)",
@@ -97,7 +99,8 @@ PACT_LAWS = (
     Law("Var[X_m]", "0.01", "0.01 × LogU(1/2, 2), per model", "ours (PACT gives no loss law): ×/÷ 2"),
     Law("A_m (loss_scale)", "0.1/0.07/0.04", "seed-0 value × LogU(1/1.15, 1.15)", "ours at seed 0; ±15 %"),
     Law("ℓ(0)", "1.2", "U(1.1, 1.3)", "ours at seed 0 (1.2): ±0.1, above every target 0.15–0.45"),
-    Law("switch jump loc", "0.01 (L→M), 0.015 (M→S), 0.04 (L→S)", "seed-0 loc × LogU(1/2, 2)", "ours: as for AlexNet/MobileNet"),
+    Law("switch jump loc", "0.01 (L→M), 0.015 (M→S), 0.04 (L→S)", "seed-0 loc × LogU(1/2, 2)",
+        "ours: as for AlexNet/MobileNet"),
     Law("L-on-gold epoch time", "10", "10 × U(0.8, 1.1) (c_m scales with it)",
         "ours at seed 0 (10): Tmax = 1000 (printed) must still admit about 90 L epochs"),
     Law("ℓmax", "0.3", "U(0.15, 0.45), 3 decimals (unless given)", "PACT Figs. 6–7's targets 0.15–0.45"),
@@ -252,5 +255,5 @@ def first_reachable(build, draw, rng: np.random.Generator, hardest: float) -> tu
     raise InstanceError(f"parameter seed: no variant in {MAX_DRAWS} draws reaches ℓmax = {hardest:g}")
 
 
-__all__ = ["DNN_LAWS", "PACT_LAWS", "Law", "quantile_bound", "draw_dnn", "draw_pact",
+__all__ = ["DNN_LAWS", "DNN_LOSS_RANGE", "MAX_DRAWS", "PACT_LAWS", "PACT_LOSS_RANGE", "Law", "quantile_bound", "draw_dnn", "draw_pact",
            "first_reachable", "laws_markdown", "reachable"]
