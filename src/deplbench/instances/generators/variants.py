@@ -255,5 +255,5 @@ def first_reachable(build, draw, rng: np.random.Generator, hardest: float) -> tu
     raise InstanceError(f"parameter seed: no variant in {MAX_DRAWS} draws reaches ℓmax = {hardest:g}")
 
 
-__all__ = ["DNN_LAWS", "DNN_LOSS_RANGE", "MAX_DRAWS", "PACT_LAWS", "PACT_LOSS_RANGE", "Law", "quantile_bound", "draw_dnn", "draw_pact",
-           "first_reachable", "laws_markdown", "reachable"]
+__all__ = ["DNN_LAWS", "DNN_LOSS_RANGE", "MAX_DRAWS", "PACT_LAWS", "PACT_LOSS_RANGE", "Law",
+           "draw_dnn", "draw_pact", "first_reachable", "laws_markdown", "quantile_bound", "reachable"]
