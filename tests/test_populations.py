@@ -139,3 +139,10 @@ def test_docs_table_matches_the_laws():
 
     doc = (Path(__file__).parents[1] / "docs" / "instances.md").read_text(encoding="utf-8")
     assert laws_markdown(DNN_LAWS) in doc and laws_markdown(PACT_LAWS) in doc
+
+
+def test_outside_the_papers_setting_the_asked_target_is_reached_or_named():
+    short = generate("realistic", family="alexnet", seed=2, horizon=20, omega=0.9, loss_max=14.0)
+    assert short.horizon == 20 and reachable(short, 14.0)
+    with pytest.raises(InstanceError, match="parameter loss_max: no variant"):
+        generate("realistic", family="alexnet", seed=2, horizon=5, loss_max=6.0)

@@ -441,8 +441,17 @@ def realistic(*, family: str = "alexnet", n_a: int | None = None, n_b: int | Non
             def draw(g):
                 return draw_dnn(g, TABLE_I[family], REALISTIC_LOSS_SCALE, REALISTIC_JUMP_LOC,
                                 (A_CLASS_BANDWIDTH, B_CLASS_BANDWIDTH))
-        _, drawn = first_reachable(lambda d: build_instance(build(d, hardest)), draw, rng,
-                                   min(hardest, given_lmax) if given_lmax is not None else hardest)
+        # In the paper's setting (K̄ = 100, ω = 0.99) every variant reaches the
+        # range's hardest target, so a seed is one variant at every ℓmax of the
+        # range; elsewhere (or below the range) it must reach the ℓmax asked for.
+        paper_setting = horizon == REALISTIC_HORIZON and omega == 0.99
+
+        def target(d: dict) -> float:
+            lm = given_lmax if given_lmax is not None else float(d["loss_max"])
+            return hardest if paper_setting and lm >= hardest else lm
+
+        _, drawn = first_reachable(lambda d: build_instance(build(d, target(d))), draw, rng, target,
+                                   "loss_max" if given_lmax is not None else "seed")
         n_a, n_b, loss_max, time_max = effective(drawn)
         data = build(drawn)
     params = {"family": family, "loss_max": loss_max, "omega": omega, "horizon": horizon, "time_max": time_max}

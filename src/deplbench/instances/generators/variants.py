@@ -235,24 +235,29 @@ def reachable(instance: Instance, loss_max: float) -> bool:
                for i in range(instance.n_models) for j in range(instance.n_clusters))
 
 
-def first_reachable(build, draw, rng: np.random.Generator, hardest: float) -> tuple[Instance, dict]:
-    """Draw until the instance built from the draw reaches ``hardest``.
+def first_reachable(build, draw, rng: np.random.Generator, target, field: str = "seed"
+                    ) -> tuple[Instance, dict]:
+    """Draw until the instance built from the draw reaches its target.
 
-    ``draw(rng)`` returns the drawn numbers, ``build(drawn)`` the instance at
-    the hardest target; both come from the same stream, so a seed fixes the
-    sequence of draws and the first that passes.
+    ``draw(rng)`` returns the drawn numbers, ``build(drawn)`` the instance,
+    ``target(drawn)`` the ℓmax it must reach; all draws come from the same
+    stream, so a seed fixes the sequence of draws and the first that passes.
 
     Raises
     ------
     InstanceError
-        If no draw in :data:`MAX_DRAWS` passes (a law too wide for the family).
+        Naming ``field`` if no draw in :data:`MAX_DRAWS` passes (a target
+        out of reach of the family, e.g. with a short horizon).
     """
+    last = math.nan
     for _ in range(MAX_DRAWS):
         drawn = draw(rng)
+        last = float(target(drawn))
         inst = build(drawn)
-        if reachable(inst, hardest):
+        if reachable(inst, last):
             return inst, drawn
-    raise InstanceError(f"parameter seed: no variant in {MAX_DRAWS} draws reaches ℓmax = {hardest:g}")
+    raise InstanceError(f"parameter {field}: no variant in {MAX_DRAWS} draws reaches ℓmax = {last:g} "
+                        "with a proven plan (a target out of the family's reach?)")
 
 
 __all__ = ["DNN_LAWS", "DNN_LOSS_RANGE", "MAX_DRAWS", "PACT_LAWS", "PACT_LOSS_RANGE", "Law",
