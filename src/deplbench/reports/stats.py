@@ -474,4 +474,7 @@ def undecided_text(ci: MedianInterval, threshold: float) -> str:
     more = ("no number of instances would at the observed spread (the median sits on the threshold)"
             if not math.isfinite(need) else
             f"≈ {int(need)} distinct instances would decide it at the observed spread")
-    return f"the {100 * ci.level:.0f} % interval contains the threshold; {more}"
+    if not (math.isfinite(ci.low) and math.isfinite(ci.high)):
+        return (f"with {ci.n} distinct instance(s) no {100 * MEDIAN_LEVEL:.0f} % interval on a median "
+                f"exists (6 are needed); {more}")
+    return f"the {100 * MEDIAN_LEVEL:.0f} % interval contains the threshold; {more}"
