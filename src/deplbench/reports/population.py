@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-from matplotlib.ticker import FuncFormatter, NullFormatter
+from matplotlib.ticker import FixedLocator, FuncFormatter, NullFormatter
 
 from deplbench.reports.figures import PANEL, Styles, add_legend, new_figure
 from deplbench.reports.reference import EXACT, references
@@ -29,6 +29,9 @@ from deplbench.reports.styles import info_for, ordered
 #: a series run at three targets only would otherwise look like a failure
 #: everywhere else).
 MIN_COVERAGE = 0.75
+
+#: Labelled τ on the figure's log axis (those inside the drawn range).
+TICKS = (0.98, 1.0, 1.01, 1.02, 1.05, 1.1, 1.2, 1.5, 2.0, 3.0, 5.0, 10.0)
 
 #: τ at which the table reads each profile.
 TAUS = (1.001, 1.01, 1.05, 1.1, 1.5)
@@ -102,8 +105,12 @@ def exact_profiles_figure(mats: dict[str, pd.DataFrame], styles: Styles, scale: 
     if not mats:
         return None
     names = list(mats)
-    fig, axes = new_figure(ncols=len(names), scale=scale, width=PANEL[0] * len(names) + 1.0)
-    for ax, name in zip(axes[0], names):
+    ncols = min(2, len(names))
+    nrows = -(-len(names) // ncols)
+    fig, axes = new_figure(ncols=ncols, nrows=nrows, scale=scale, width=PANEL[0] * ncols + 1.0)
+    for ax in axes.ravel()[len(names):]:
+        ax.set_axis_off()
+    for ax, name in zip(axes.ravel(), names):
         m = mats[name]
         vals = m.to_numpy(float)
         finite = vals[np.isfinite(vals)]
@@ -115,8 +122,17 @@ def exact_profiles_figure(mats: dict[str, pd.DataFrame], styles: Styles, scale: 
             ax.step(taus, profile_curve(m[alg], taus), where="post", color=st.colour,
                     ls=st.linestyle, label=alg)
         ax.set_xscale("log")
+        ticks: list[float] = []
+        span = np.log(top / low)
+        for t in (t for t in TICKS if low <= t <= top):
+            # labels at least 1/8 of the axis apart, so none run into each other
+            if not ticks or np.log(t / ticks[-1]) >= span / 8:
+                ticks.append(t)
+        ticks = ticks or [1.0]
+        ax.xaxis.set_major_locator(FixedLocator(ticks))
         ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
         ax.xaxis.set_minor_formatter(NullFormatter())
+        ax.set_xlim(low, top)
         ax.set_ylim(-0.02, 1.02)
         ax.set_xlabel("τ: cost / exact optimum [–]", fontsize=8)
         ax.set_ylabel("ρ(τ) [share of instances]", fontsize=8)
