@@ -271,9 +271,7 @@ def _realistic_pact(loss_max: float, omega: float, horizon: int, time_max: float
         name = "realistic-pact-vgg11" + ("-any" if switch_mode == "any" else "")
         assumptions = variant_assumptions("pact-vgg11", variant, PACT_LAWS)
         if switch_mode == "any":
-            assumptions += [regrow_assumption("L→M→S"),
-                            "In this variant the reverse jumps take the drawn df and scale/loc of "
-                            "the pruning jumps in place of 4 and 0.4."]
+            assumptions.append(regrow_assumption("L→M→S"))
         return instance_data(name, v["initial_loss"], loss_max, omega, time_max, horizon,
                              models, switches, clusters, {"assumptions": assumptions})
     assumptions = [
