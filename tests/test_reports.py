@@ -348,14 +348,16 @@ def test_claims_audit_rows(full_report):
     assert c.loc["Property 3: competitive ratio", "verdict"] == claims_mod.FAILS
     assert c.loc["Sec. IV-A: submodularity", "verdict"] == claims_mod.HOLDS
     # against the certified bracket [0.99, 1.005]·opt DepL's gap lies in
-    # [0.5 %, 2.02 %]: the median threshold 2 % falls inside, so undecided
+    # [0.5 %, 2.02 %] on 4 distinct instances: too few for a 95 % interval
+    # on the median (6 are needed), so neither Figs. 5–6 claim is decided
     assert c.loc["Figs. 5–6: DepL virtually matches the optimum", "verdict"] == \
-        claims_mod.UNDECIDED
+        claims_mod.NOT_DECIDED
     assert c.loc["Figs. 5–6: DepL virtually matches the optimum", "instances"] == 4
-    # saving 1 - 1.01/1.4 = 27.9 % ≥ 27 %
-    assert c.loc["Figs. 5–6: DepL beats best-exp by over 27 %", "verdict"] == \
-        claims_mod.HOLDS
-    assert "27.9 %" in c.loc["Figs. 5–6: DepL beats best-exp by over 27 %", "measured"]
+    # saving 1 - 1.01/1.4 = 27.9 % ≥ 27 % on every paired instance (≥ 6 of
+    # them): the whole interval on the median is above 27 %
+    beats = c.loc["Figs. 5–6: DepL beats best-exp by over 27 %"]
+    assert beats["verdict"] == claims_mod.HOLDS and beats["instances"] >= 6
+    assert "27.9 % [27.9 %, 27.9 %]" in beats["measured"]
 
 
 def test_unknown_algorithm_in_every_listing_section(full_report):
