@@ -122,11 +122,12 @@ def test_cli_writes_a_population_in_one_call(tmp_path, capsys):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("family, seed, loss_max", [("alexnet", 2, 5.0), ("mobilenet", 3, 13.0),
+@pytest.mark.parametrize("family, seed, loss_max", [("alexnet", 2, 9.0), ("mobilenet", 3, 13.0),
                                                      ("pact-vgg11", 1, 0.15)])
 def test_drawn_variants_are_feasible(family, seed, loss_max):
     """milp-exact proves an optimum (so a feasible plan) on a sample of
-    seeds, at the hardest target of the range for two of them."""
+    seeds (PACT at the hardest target of its range; every AlexNet/MobileNet
+    target 5–13 on 60 seeds in benchmarks/population_targets.py)."""
     from deplbench.solvers.run import solve
 
     inst = generate("realistic", family=family, seed=seed, loss_max=loss_max)
