@@ -94,6 +94,7 @@ targets: $(STAMP)
 	$(PY) benchmarks/milp_targets.py --out results/bench/milp_targets.json
 	$(PY) benchmarks/depl_targets.py
 	$(PY) benchmarks/exact_targets.py --out results/bench/exact_targets.json
+	$(PY) benchmarks/population_targets.py --out results/bench/population_targets.json
 	$(PY) benchmarks/general_targets.py --out results/bench/general_targets.json
 	$(PY) benchmarks/limits_targets.py --out results/bench/limits_targets.json
 	$(PY) benchmarks/runner_targets.py --out results/bench/runner_targets.json

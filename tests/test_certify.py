@@ -245,7 +245,7 @@ def test_bracket_report_ratios_and_rejudged_claims():
     import pandas as pd
 
     from deplbench.reports import bracket as rb
-    from deplbench.reports.claims import FAILS, HOLDS
+    from deplbench.reports.claims import FAILS, HOLDS, NOT_DECIDED
 
     df = pd.DataFrame(_frame_rows())
     sec = rb.bracket_section(df)
@@ -268,17 +268,29 @@ def test_bracket_report_ratios_and_rejudged_claims():
         "certified infeasible"
     claims = sec["claims"].set_index("claim")
     match = claims.loc["Figs. 5–6: DepL virtually matches the optimum"]
-    # gap in [1 %, 12.2 %]: the lower end meets 2 %, the upper end does not
-    assert match["verdict"] == rb.UNDECIDED
+    # one distinct instance: no 95 % interval on a median, so nothing is decided
+    assert match["verdict"] == NOT_DECIDED and "1 distinct instances" in match["measured"]
     beats = claims.loc["Figs. 5–6: DepL beats best-exp by over 27 %"]
-    assert beats["verdict"] == HOLDS and "32.7 %" in beats["measured"]  # 1 − 1010/1500
+    assert beats["verdict"] == NOT_DECIDED and "32.7 %" in beats["measured"]  # 1 − 1010/1500
+
+    def population(rows, n=6):
+        """Instance "a" copied to n distinct instances (b untouched)."""
+        out = [r for r in rows if r["instance_key"] != "a"]
+        for i in range(n):
+            out += [{**r, "instance_key": f"a{i}"} for r in rows if r["instance_key"] == "a"]
+        return pd.DataFrame(out)
+
+    # six instances with gap in [1 %, 12.2 %]: the interval straddles 2 %
+    m1 = rb.rejudged_claims(population(_frame_rows())).set_index("claim")
+    assert m1.loc["Figs. 5–6: DepL virtually matches the optimum", "verdict"] == NOT_DECIDED
+    assert m1.loc["Figs. 5–6: DepL beats best-exp by over 27 %", "verdict"] == HOLDS
     # a tighter bracket decides the first claim
     rows = _frame_rows()
     rows[0]["lower_bound"] = 995.0
-    m2 = rb.rejudged_claims(pd.DataFrame(rows)).set_index("claim")
+    m2 = rb.rejudged_claims(population(rows)).set_index("claim")
     assert m2.loc["Figs. 5–6: DepL virtually matches the optimum", "verdict"] == HOLDS
     rows[1]["cost"] = 1100.0   # 10 % above UB: fails whatever z* is in the bracket
-    m3 = rb.rejudged_claims(pd.DataFrame(rows)).set_index("claim")
+    m3 = rb.rejudged_claims(population(rows)).set_index("claim")
     assert m3.loc["Figs. 5–6: DepL virtually matches the optimum", "verdict"] == FAILS
 
 

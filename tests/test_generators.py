@@ -335,9 +335,11 @@ def test_switches_any_is_the_complete_cyclic_graph(family, params):
     forward = {(s.from_model, s.to_model): s.jump for s in pruned.switches}
     for s in cyclic.switches[k:]:
         fwd = forward[(s.to_model, s.from_model)]
-        assert s.jump.kind == "student_t" and s.jump.df == fwd.df == 4.0
+        # df and scale/loc are the forward switch's (4 and 0.4 at seed 0; a
+        # seeded realistic variant draws them)
+        assert s.jump.kind == "student_t" and s.jump.df == fwd.df
         assert s.jump.loc == pytest.approx(2.0 * fwd.loc, rel=1e-5)
-        assert s.jump.scale == pytest.approx(0.4 * s.jump.loc, rel=1e-5)
+        assert s.jump.scale / s.jump.loc == pytest.approx(fwd.scale / fwd.loc, rel=1e-5)
     # Everything except the switch graph is the pruning twin's.
     a, b = pruned.model_dump(), cyclic.model_dump()
     assert {key for key in a if a[key] != b[key]} == {"name", "switches", "provenance"}

@@ -339,8 +339,66 @@ def test_claim_instance_count_counts_distinct_instances():
     row = claims_mod.matches_optimum(with_ratios(df), df)
     assert row["instances"] == 2
     assert "2 distinct instances" in row["measured"] and "median 15.00 %" in row["measured"]
-    assert row["verdict"] == claims_mod.FAILS
+    # two instances have no 95 % interval on the median: never decided
+    assert row["verdict"] == claims_mod.NOT_DECIDED
+    assert "[−∞ %, ∞ %]" in row["measured"] and "distinct instances would decide it" in row["measured"]
     assert "virtually matches the optimum" in row["paper_says"]
+
+
+def _gap_store(gaps, configs: int = 1):
+    """DepL at cost 100·(1 + gap) against an exact optimum of 100, one
+    instance per gap, each solved by ``configs`` DepL configurations."""
+    rows = []
+    for i, gap in enumerate(gaps):
+        key = f"inst{i}"
+        rows.append(_plan("milp-exact", key, 100.0, status="optimal", exact=True,
+                          reference="exact-static", lower_bound=100.0, quantile_oos=8.0))
+        for c in range(configs):
+            rows.append(_plan("depl", key, 100.0 * (1 + gap), status="feasible", quantile_oos=8.0,
+                              task_key=f"{key}-depl-{c}", params={"eta": 200, "seed": c}))
+    return prepare(pd.DataFrame(rows, columns=list(STORE_COLUMNS))).df
+
+
+def test_three_configurations_of_one_instance_are_one_instance():
+    from deplbench.reports import claims as claims_mod
+    from deplbench.reports.headline import headline_table
+    from deplbench.reports.reference import plan_ratios
+    from deplbench.reports.stats import with_ratios
+
+    df = _gap_store([0.01], configs=3)
+    assert (df["solver"] == "depl").sum() == 3
+    row = claims_mod.matches_optimum(with_ratios(df), df)
+    assert row["instances"] == 1 and "1 distinct instances" in row["measured"]
+    head = headline_table(plan_ratios(df), series_info(df)).set_index("algorithm")
+    assert head.loc["depl", "instances"] == 1 and head.loc["depl", "plans"] == 3
+
+
+@pytest.mark.parametrize("gaps, verdict", [
+    # eight instances: the interval is [min, max] (coverage 0.992)
+    ([0.001, 0.002, 0.004, 0.005, 0.006, 0.008, 0.01, 0.015], "HOLDS"),
+    ([0.03, 0.04, 0.05, 0.05, 0.06, 0.07, 0.08, 0.09], "FAILS"),
+    # median 1.9 % below the 2 % threshold, but the interval straddles it
+    ([0.001, 0.005, 0.01, 0.018, 0.02, 0.03, 0.04, 0.05], "NOT_DECIDED"),
+])
+def test_claim_verdict_needs_the_whole_interval_on_one_side(gaps, verdict):
+    from deplbench.reports import claims as claims_mod
+    from deplbench.reports.headline import headline_table
+    from deplbench.reports.reference import plan_ratios
+    from deplbench.reports.stats import with_ratios
+
+    df = _gap_store(gaps)
+    row = claims_mod.matches_optimum(with_ratios(df), df)
+    assert row["instances"] == len(gaps)
+    assert row["verdict"] == getattr(claims_mod, verdict), row["measured"]
+    lo, hi = 100 * min(gaps), 100 * max(gaps)
+    assert f"[{lo:.2f} %, {hi:.2f} %]" in row["measured"]
+    if verdict == "NOT_DECIDED":
+        assert "would decide it at the observed spread" in row["measured"]
+    # the glance cell shows the same interval on the ratio, over 8/8 instances
+    head = headline_table(plan_ratios(df), series_info(df)).set_index("algorithm")
+    assert head.loc["depl", "ratio_ci_low"] == pytest.approx(1 + min(gaps))
+    assert head.loc["depl", "ratio_ci_high"] == pytest.approx(1 + max(gaps))
+    assert f"[{1 + min(gaps):.3f}, {1 + max(gaps):.3f}]" in head.loc["depl", "vs_reference"]
 
 
 def test_property3_judged_against_cost_over_lb():
@@ -437,3 +495,26 @@ def test_exact_reference_with_a_gap_is_a_range_and_a_bracket_without_ub_is_no_ub
     assert head.loc["depl", "vs_reference"].startswith(f"{100 / 102:.3f}–")
     assert "below UB" in head.loc["depl", "vs_reference"]
     assert "below opt." not in head.loc["depl", "vs_reference"]
+
+
+def test_static_plans_on_the_pact_set_against_the_static_and_the_adaptive_optimum():
+    """A static plan of the PACT set is judged against the exact static
+    optimum (not "no reference"), and shown beside the adaptive optimum."""
+    from deplbench.reports.headline import headline_table
+    from deplbench.reports.reference import plan_ratios
+
+    pact = dict(instance_set="pact-vgg11", loss_max=0.3)
+    rows = [_plan("milp-exact", "p", 500.0, reference="exact-static", status="optimal",
+                  lower_bound=500.0, exact=True, **pact),
+            _plan("adaptive-opt", "p", 400.0, reference="adaptive", status="feasible",
+                  lower_bound=380.0, **pact),
+            _plan("static-learn", "p", 550.0, status="feasible", quantile_oos=0.2, **pact)]
+    df = prepare(pd.DataFrame(rows, columns=list(STORE_COLUMNS))).df
+    plans = plan_ratios(df)
+    sl = plans[plans["algorithm"] == "static-learn"].iloc[0]
+    assert sl["reference"] == "exact-static" and sl["ratio_ub"] == pytest.approx(1.1)
+    assert sl["ratio_adaptive"] == pytest.approx(550 / 400)
+    head = headline_table(plans, series_info(df)).set_index("algorithm")
+    cell = head.loc["static-learn", "vs_reference"]
+    assert cell.startswith("1.100") and "on 1/1" in cell
+    assert head.loc["static-learn", "ratio_adaptive_median"] == pytest.approx(550 / 400)

@@ -3,6 +3,8 @@ the packaged sweeps."""
 
 from __future__ import annotations
 
+import json
+
 import textwrap
 
 import pytest
@@ -193,7 +195,30 @@ def test_quick_sweep_feeds_every_report_section():
     ks = [t for t in tasks if t.family == "knapsack"]
     assert {"milp", "depl"} <= {t.algorithm for t in ks}
     assert {t.family for t in tasks} >= {"realistic", "knapsack", "scaling"}
-    assert len(tasks) <= 175  # a few minutes on 2 cores (milp-certified added 8)
+    assert len(tasks) <= 275  # a few minutes on 2 cores (seeded variants and milp-exact added 91)
+
+
+def _paper_instances(tasks, sets=("alexnet", "mobilenet", "pact-vgg11")):
+    """{set: {distinct instance recipe}} and {set: recipes milp-exact solves}."""
+    every: dict = {s: set() for s in sets}
+    exact: dict = {s: set() for s in sets}
+    for t in tasks:
+        if t.instance_set in sets:
+            recipe = (json.dumps(t.instance_params, sort_keys=True), t.instance_seed,
+                      t.targets.get("loss_max"))
+            every[t.instance_set].add(recipe)
+            if t.algorithm == "milp-exact":
+                exact[t.instance_set].add(recipe)
+    return every, exact
+
+
+@pytest.mark.parametrize("name, least", [("quick", 8), ("paper", 30)])
+def test_paper_sets_are_judged_on_a_population_each_against_its_exact_optimum(name, least):
+    every, exact = _paper_instances(load_sweep(name, check_names=False).tasks())
+    for s, recipes in every.items():
+        assert len(recipes) >= least, s
+        assert len({r[1] for r in recipes}) >= 4, s  # seeded variants, not only targets
+        assert exact[s] == recipes, s                # milp-exact on every one
 
 
 # --------------------------------------------------------------------------

@@ -4,6 +4,7 @@ Usage::
 
     deplbench generate {realistic,knapsack,scaling,datasets} [--family F] [--class C]
                        [--n-items N] [--seed N] [--param KEY=VALUE ...] [-o FILE]
+    deplbench generate FAMILY ... --seeds 1-30 -o DIR     (a population: one file per seed)
     deplbench validate FILE [FILE ...] [--quiet]
     deplbench schema [-o FILE]
 
@@ -89,10 +90,14 @@ def register(subparsers) -> None:
     g.add_argument("--class", dest="item_class", choices=list(KNAPSACK_CLASSES),
                    help="knapsack: Pisinger class (default uncorrelated)")
     g.add_argument("--n-items", dest="n_items", type=int, help="knapsack: number of items (default 10)")
-    g.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    g.add_argument("--seed", type=int, default=None, help="random seed (default 0)")
+    g.add_argument("--seeds", metavar="SPEC",
+                   help="a population: seeds as 'A-B' (inclusive), 'A,B,C' or a mix ('0,3-5'); "
+                        "writes DIR/<generator>[-<family>]-seed<N>.json for each into -o DIR")
     g.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
                    help="family parameter (repeatable), e.g. loss_max=5 horizon=50")
-    g.add_argument("-o", "--output", metavar="FILE", help="output file (default: standard output)")
+    g.add_argument("-o", "--output", metavar="FILE", help="output file (default: standard output); "
+                   "with --seeds, the output directory (created if its parent exists)")
     g.set_defaults(func=run_generate)
 
     v = subparsers.add_parser("validate", help="check instance files against the format and its rules")
@@ -141,12 +146,72 @@ def run_generate(args: argparse.Namespace) -> int:
         params[name] = value
     if "seed" in params:
         raise InstanceError("--param seed: use --seed")
-    instance = generate(args.generator, seed=args.seed, **params)
+    if args.seeds is not None:
+        return _generate_population(args, params)
+    instance = generate(args.generator, seed=0 if args.seed is None else args.seed, **params)
     _write(instance.to_json(), args.output)
     if args.output not in (None, "-"):
         print(f"wrote {args.output}: {instance.name} ({instance.n_models} models, "
               f"{instance.n_clusters} clusters, {instance.n_datasets} datasets, K̄={instance.horizon})",
               file=sys.stderr)
+    return 0
+
+
+#: Largest population one ``--seeds`` call writes (a typo such as 1-30000
+#: should not fill a disk).
+MAX_POPULATION = 10_000
+
+
+def parse_seeds(spec: str) -> list[int]:
+    """``"1-30"``, ``"0,2,5"`` or ``"0,3-5"`` → the sorted distinct seeds.
+
+    Raises
+    ------
+    InstanceError
+        Naming ``--seeds`` for an empty, negative, reversed or malformed range.
+    """
+    seeds: set[int] = set()
+    for part in str(spec).split(","):
+        part = part.strip()
+        lo, sep, hi = part.partition("-")
+        try:
+            a = int(lo)
+            b = int(hi) if sep else a
+        except ValueError:
+            raise InstanceError(f"--seeds {spec!r}: expected A-B or A,B,... with integers ≥ 0, "
+                                f"got {part!r}") from None
+        if a < 0:
+            raise InstanceError(f"--seeds {spec!r}: seeds must be ≥ 0, got {a}")
+        if b < a:
+            raise InstanceError(f"--seeds {spec!r}: empty range {part!r} (end {b} < start {a})")
+        if b - a + 1 + len(seeds) > MAX_POPULATION:
+            raise InstanceError(f"--seeds {spec!r}: more than {MAX_POPULATION} seeds")
+        seeds.update(range(a, b + 1))
+    return sorted(seeds)
+
+
+def _generate_population(args: argparse.Namespace, params: dict[str, Any]) -> int:
+    """``generate ... --seeds SPEC -o DIR``: one instance file per seed."""
+    from deplbench.instances.generators import generate
+
+    if args.seed is not None:
+        raise InstanceError("--seeds: give either --seed or --seeds, not both")
+    seeds = parse_seeds(args.seeds)
+    if args.output in (None, "-"):
+        raise InstanceError("--output: --seeds writes one file per seed; give a directory with -o DIR")
+    out = Path(args.output)
+    if out.exists() and not out.is_dir():
+        raise InstanceError(f"--output {args.output}: exists and is not a directory")
+    if not out.parent.is_dir():
+        raise InstanceError(f"--output {args.output}: directory {out.parent} does not exist")
+    stem = args.generator + (f"-{params['family']}" if isinstance(params.get("family"), str) else "")
+    # generate everything before writing, so a bad parameter writes nothing
+    texts = [(f"{stem}-seed{seed:03d}.json", generate(args.generator, seed=seed, **params).to_json())
+             for seed in seeds]
+    out.mkdir(exist_ok=True)
+    for name, text in texts:
+        _write(text, str(out / name))
+    print(f"wrote {len(texts)} instances to {out}/ ({texts[0][0]} … {texts[-1][0]})", file=sys.stderr)
     return 0
 
 
@@ -183,4 +248,4 @@ def run_schema(args: argparse.Namespace) -> int:
     return 0
 
 
-__all__ = ["register", "parse_params", "run_generate", "run_validate", "run_schema"]
+__all__ = ["register", "parse_params", "parse_seeds", "run_generate", "run_validate", "run_schema"]

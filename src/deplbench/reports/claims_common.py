@@ -13,7 +13,10 @@ import pandas as pd
 HOLDS, FAILS, UNMEASURED = "holds", "does not hold", "not measured in this run"
 #: A claim measured against a bracket LB ≤ z* ≤ UB too wide to tell.
 UNDECIDED = "not decided (the reference bracket is too wide)"
-VERDICTS = (HOLDS, FAILS, UNMEASURED, UNDECIDED)
+#: A claim judged on the median over distinct instances whose 95 % interval
+#: contains the threshold (the row says how many instances would decide it).
+NOT_DECIDED = "not decided (the interval contains the threshold)"
+VERDICTS = (HOLDS, FAILS, UNMEASURED, UNDECIDED, NOT_DECIDED)
 
 CLAIMS_COLUMNS = ("claim", "source", "paper_says", "compared", "reference", "statistic",
                   "instances", "measured", "verdict", "evidence")
@@ -125,7 +128,24 @@ def matches_verdict(lo, hi, undecided: str = UNDECIDED) -> tuple[str, tuple[floa
     return undecided, stats
 
 
+def median_verdict(ci, threshold: float, holds_below: bool = True) -> str:
+    """The claims-audit verdict of a :class:`~deplbench.reports.stats.MedianInterval`
+    against ``threshold`` (:func:`~deplbench.reports.stats.decide`)."""
+    from deplbench.reports.stats import DECIDE_FAILS, DECIDE_HOLDS, decide
+
+    v = decide(ci, threshold, holds_below)
+    return HOLDS if v == DECIDE_HOLDS else FAILS if v == DECIDE_FAILS else NOT_DECIDED
+
+
+#: The statistic every population claim states.
+MEDIAN_STATISTIC = ("median over distinct instances (one value each; identity = the instance's "
+                    "content hash) with a 95 % exact binomial order-statistic interval "
+                    "(distribution-free) on it")
+
+
 __all__ = [
+    "MEDIAN_STATISTIC",
+    "median_verdict",
     "matches_verdict",
     "claim_row",
     "finite_num",
@@ -140,6 +160,7 @@ __all__ = [
     "HOLDS",
     "MATCH_MEDIAN_GAP",
     "MATCH_P90_GAP",
+    "NOT_DECIDED",
     "QUOTES",
     "SUBMODULAR_DICT_KEY",
     "UNDECIDED",

@@ -29,6 +29,7 @@ import pandas as pd
 
 from deplbench.reports.elements import Section, Table
 from deplbench.reports.figures import COST_AXIS, TARGET_AXIS, add_legend, one_panel
+from deplbench.reports.reference import EXACT, reference_kind
 from deplbench.reports.styles import info_for, ordered
 
 #: The closed-loop series of a record, in display order, and their labels.
@@ -45,7 +46,7 @@ CLOSED_LOOP_COLUMNS = (
 PACT_COMPARISON_COLUMNS = (
     "loss_max", "pact_open", "pact_closed", "pact_closed_sem", "pact_closed_p_success", "optimum",
     "optimum_status", "optimum_stopped", "static_learn", "static_learn_stopped", "one_switch",
-    "one_switch_stopped")
+    "one_switch_stopped", "instance_key")
 
 #: The PACT paper's set and the algorithms its claim names (registry names).
 PACT_SET = "pact-vgg11"
@@ -101,14 +102,16 @@ def closed_loop_table(df: pd.DataFrame) -> pd.DataFrame:
 
 
 def pact_comparison(df: pd.DataFrame) -> pd.DataFrame:
-    """Per target ℓmax of the PACT set: PACT's costs (open loop = its static
+    """Per instance of the PACT set (one row per ℓmax and distinct instance:
+    seeded variants at one ℓmax are separate rows): PACT's costs (open loop = its static
     plan; closed loop = its policy's mean, with standard error) beside the
     optimum's, StaticLearn's and OneSwitch's plans (static cost, and mean
     cost when stopped at ℓmax in closed loop).
 
-    The optimum is the exact solver's plan on the same instance (status
-    optimal preferred; a time-limited incumbent is used and flagged in
-    ``optimum_status``).
+    The optimum is the exact solver's plan on the same instance: the exact
+    static optimum (``milp-exact``) where it ran, else the SAA optimum
+    (status optimal preferred; a time-limited incumbent is used and flagged
+    in ``optimum_status``).
     """
     cols = list(PACT_COMPARISON_COLUMNS)
     if df.empty:
@@ -123,9 +126,10 @@ def pact_comparison(df: pd.DataFrame) -> pd.DataFrame:
         s = cl.get("plan_stopped")
         return (s.get("cost") or {}).get("mean", math.nan) if isinstance(s, dict) else math.nan
 
-    for lm, g in sub.groupby("loss_max", sort=True):
+    for (lm, key), g in sub.groupby(["loss_max", "instance_key"], sort=True):
         row = {c: math.nan for c in cols}
         row["loss_max"] = float(lm)
+        row["instance_key"] = key
         row["optimum_status"] = ""
         p = g[g["solver"] == PACT]
         if not p.empty:
@@ -139,7 +143,8 @@ def pact_comparison(df: pd.DataFrame) -> pd.DataFrame:
                 row["pact_closed_p_success"] = pol.get("p_success", math.nan)
         ex = g[g["is_exact"]]
         if not ex.empty:
-            ex = ex.assign(_o=(ex["status"] != "optimal").astype(int)).sort_values(["_o", "cost"])
+            ex = ex.assign(_k=(reference_kind(ex) != EXACT).astype(int),
+                           _o=(ex["status"] != "optimal").astype(int)).sort_values(["_k", "_o", "cost"])
             r = ex.iloc[0]
             row["optimum"], row["optimum_status"] = r["cost"], r["status"]
             row["optimum_stopped"] = stopped(r)

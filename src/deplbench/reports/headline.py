@@ -34,10 +34,12 @@ from deplbench.reports.reference import (
     plan_ratios,
     references,
 )
+from deplbench.reports.stats import MEDIAN_LEVEL, MedianInterval, median_interval
 from deplbench.reports.styles import SeriesInfo, ordered
 
 HEADLINE_COLUMNS = ("set", "algorithm", "plans", "instances", "reference", "with_reference",
                     "ratio_ref_median", "ratio_ref_min", "ratio_ref_max", "ratio_lb_median",
+                    "ratio_ci_low", "ratio_ci_high", "ratio_adaptive_median",
                     "below_ub", "below_lb", "proven_feasible", "certified_feasible",
                     "mc_met", "evaluated", "missed", "ratio_saa_median", "vs_reference",
                     "feasible", "verdict", "cost_over_saa_optimum")
@@ -71,19 +73,28 @@ def _fmt(x: float) -> str:
     return "–" if not np.isfinite(x) else f"{x:.3f}"
 
 
+def _ci_text(ci: MedianInterval | None) -> str:
+    """`` [1.010, 1.035]``: the 95 % interval on the median over instances."""
+    if ci is None or ci.n == 0:
+        return ""
+    if not (math.isfinite(ci.low) and math.isfinite(ci.high)):
+        return " [n < 6]"
+    return f" [{_fmt(ci.low)}, {_fmt(ci.high)}]"
+
+
 def _vs_reference(kind: str, ub: np.ndarray, lb: np.ndarray, n: int, inst: int,
-                  below_ub: int, below_lb: int) -> str:
-    """"1.021" (exact), "1.021–1.090" (cost/UB–cost/LB), flags appended."""
+                  below_ub: int, below_lb: int, ci: MedianInterval | None = None) -> str:
+    """"1.021 [1.010, 1.035]" (exact), "1.021–1.090 […]" (cost/UB–cost/LB),
+    the 95 % interval on the median over instances, flags appended."""
     if not ub.size:
         return "no reference"
     mu = float(np.median(ub))
     ml = float(np.median(lb)) if lb.size else math.nan
     same = not np.isfinite(ml) or abs(ml - mu) <= RATIO_TOL * mu
-    txt = _fmt(mu) if same else f"{_fmt(mu)}–{_fmt(ml)}"
+    txt = (_fmt(mu) if same else f"{_fmt(mu)}–{_fmt(ml)}") + _ci_text(ci)
     if kind == ADAPTIVE:
         txt += " (adaptive)"
-    if n < inst:
-        txt += f" on {n}/{inst}"
+    txt += f" on {n}/{inst}"
     # below the proven LB: that plan cannot be feasible (for an exact optimum
     # solved to optimality LB = UB = the optimum); below UB only: cheaper than
     # the best plan found, which proves nothing about its own feasibility
@@ -100,6 +111,11 @@ def _row(name: str, alg: str, ga: pd.DataFrame) -> dict:
     kind = kinds.value_counts().index[0] if len(kinds) else ""
     gk = ga[ga["reference"] == kind] if kind else ga.iloc[0:0]
     ub, lb = per_instance(gk, "ratio_ub"), per_instance(gk, "ratio_lb")
+    # one (cost/UB, cost/LB) pair per distinct instance: the true ratio lies between
+    pairs = (gk.groupby("instance_key")[["ratio_ub", "ratio_lb"]].median() if len(gk)
+             else pd.DataFrame(columns=["ratio_ub", "ratio_lb"]))
+    ci = median_interval(pairs["ratio_ub"].to_numpy(float),
+                         pairs["ratio_lb"].fillna(pairs["ratio_ub"]).to_numpy(float)) if len(pairs) else None
     below_ub = int((gk["ratio_ub"] < 1 - RATIO_TOL).sum())
     below_lb = int((gk["ratio_lb"] < 1 - RATIO_TOL).sum())
     proven = int((ga["feasibility"] == PROVEN_FEASIBLE).sum())
@@ -108,6 +124,8 @@ def _row(name: str, alg: str, ga: pd.DataFrame) -> dict:
     ev = ga["mc_met"].dropna()
     missed = int(ga["missed"].sum())
     saa = per_instance(ga, "ratio_saa")
+    adaptive = (per_instance(ga, "ratio_adaptive") if "ratio_adaptive" in ga
+                else np.array([], float))
     n = len(ga)
     ok = proven + cert + policy_ok
     if missed:
@@ -128,11 +146,14 @@ def _row(name: str, alg: str, ga: pd.DataFrame) -> dict:
         "ratio_ref_min": float(ub.min()) if ub.size else math.nan,
         "ratio_ref_max": float(ub.max()) if ub.size else math.nan,
         "ratio_lb_median": float(np.median(lb)) if lb.size else math.nan,
+        "ratio_ci_low": ci.low if ci is not None else math.nan,
+        "ratio_ci_high": ci.high if ci is not None else math.nan,
+        "ratio_adaptive_median": float(np.median(adaptive)) if adaptive.size else math.nan,
         "below_ub": below_ub, "below_lb": below_lb, "proven_feasible": proven,
         "certified_feasible": cert, "mc_met": int(ev.sum()), "evaluated": len(ev),
         "missed": missed, "ratio_saa_median": float(np.median(saa)) if saa.size else math.nan,
         "vs_reference": _vs_reference(kind, ub, lb, int(gk["instance_key"].nunique()), inst,
-                                      below_ub, below_lb),
+                                      below_ub, below_lb, ci),
         "feasible": feasible, "verdict": verdict, "cost_over_saa_optimum": saa_txt}
 
 
@@ -143,7 +164,12 @@ def headline_table(plans: pd.DataFrame, styles: dict[str, SeriesInfo]) -> pd.Dat
     one instance count once). ``ratio_ref_*`` = cost / UB of the reference
     (the exact optimum, the bracket's best certified plan, or the adaptive
     optimum for a policy), ``ratio_lb_median`` = cost / LB (an upper bound on
-    the true ratio); ``below_ub``/``below_lb`` count plans cheaper than UB /
+    the true ratio); ``ratio_ci_low``/``ratio_ci_high`` = the 95 % exact
+    order-statistic interval on the median ratio over distinct instances
+    (:func:`~deplbench.reports.stats.median_interval`; ±inf below 6
+    instances); ``ratio_adaptive_median`` = a static plan's cost / the
+    adaptive optimum, where one exists (in this table only: the cards
+    must fit the first screen); ``below_ub``/``below_lb`` count plans cheaper than UB /
     than the proven LB; ``proven_feasible`` (exact verdict),
     ``certified_feasible`` (Clopper–Pearson verdict), ``mc_met`` of
     ``evaluated`` (Monte Carlo cross-check), ``missed`` (proven infeasible,
@@ -214,7 +240,9 @@ def headline(df: pd.DataFrame, claims: pd.DataFrame | None,
                   "chance-constrained optimum, else the certified bracket shown as "
                   "cost/UB–cost/LB (the true ratio lies between, at the stated "
                   "confidence); a closed-loop policy's mean cost / the adaptive optimum. "
-                  "Medians over distinct instances. Feasible = proven (exact "
+                  f"Medians over distinct instances [{100 * MEDIAN_LEVEL:.0f} % interval: exact "
+                  "order statistics; none for n < 6], on n/N instances with that reference. "
+                  "Feasible = proven (exact "
                   "probabilities) or certified (Clopper–Pearson); MC = the Monte Carlo "
                   "cross-check. The SAA ratio divides by the optimum of the MILP's own "
                   "scenario sample, which is not a bound on the problem's optimum. "

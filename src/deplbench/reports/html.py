@@ -66,6 +66,7 @@ _VERDICT_CLASS = {"holds": "v-holds", "does not hold": "v-fails",
                   "not measured in this run": "v-unmeasured",
                   "not decided (the reference bracket is too wide)": "v-unmeasured",
                   "not decided by the bracket (too wide)": "v-unmeasured",
+                  "not decided (the interval contains the threshold)": "v-unmeasured",
                   "consistent": "v-holds", "contradicts": "v-fails"}
 
 

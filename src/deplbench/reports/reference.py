@@ -57,7 +57,7 @@ REFERENCE_COLUMNS = ("instance_key", "kind", "ub", "lb", "source", "confidence")
 
 PLAN_COLUMNS = ("group", "algorithm", "instance_key", "loss_max", "omega", "cost", "policy",
                 "reference", "ratio_ub", "ratio_lb", "ratio_saa", "feasibility", "mc_met",
-                "missed", "p_success")
+                "missed", "p_success", "ratio_adaptive")
 
 
 def _num(v) -> float:
@@ -176,7 +176,11 @@ def plan_ratios(df: pd.DataFrame) -> pd.DataFrame:
         Monte Carlo cross-check, ``missed`` = proven infeasible, or Monte
         Carlo estimate above ℓmax where no proof decides; for a policy,
         ``p_success`` is its closed-loop P(success) and ``missed`` says it
-        is below ω.
+        is below ω. ``ratio_adaptive`` = a static plan's cost / the adaptive
+        optimum's UB where one exists (NaN for a policy, which is judged
+        against it in ``ratio_ub``): static plans are judged against the
+        exact static optimum first, and this ratio says what observing the
+        loss could save on top.
     """
     if df.empty or not df["has_plan"].any():
         return pd.DataFrame(columns=list(PLAN_COLUMNS))
@@ -198,6 +202,8 @@ def plan_ratios(df: pd.DataFrame) -> pd.DataFrame:
                 ref, (ub, lb) = kd, by[(key, kd)]
                 break
         saa = by.get((key, SAA), (math.nan, math.nan))[0]
+        # a static plan beside the adaptive optimum too (the value of observing the loss)
+        adaptive = math.nan if policy else by.get((key, ADAPTIVE), (math.nan, math.nan))[0]
         feas, mc, missed = _feasibility(r)
         ps = _num(r.get("cl_p_success")) if policy else math.nan
         if policy:
@@ -215,7 +221,8 @@ def plan_ratios(df: pd.DataFrame) -> pd.DataFrame:
                      "ratio_lb": cost / lb if lb > 0 else math.nan,
                      "ratio_saa": _num(r["cost"]) / saa if saa > 0 else math.nan,
                      "feasibility": feas, "mc_met": mc, "missed": bool(missed),
-                     "p_success": ps})
+                     "p_success": ps,
+                     "ratio_adaptive": cost / adaptive if adaptive > 0 else math.nan})
     return pd.DataFrame(rows, columns=list(PLAN_COLUMNS))
 
 

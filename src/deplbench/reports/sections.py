@@ -20,12 +20,14 @@ from deplbench.reports import bracket as bracket_mod
 from deplbench.reports import claims as claims_mod
 from deplbench.reports import complexity as cx
 from deplbench.reports import figures as figs
+from deplbench.reports import population
 from deplbench.reports import solvers as solvers_mod
 from deplbench.reports import tables as tabs
 from deplbench.reports.anytime import section_anytime
 from deplbench.reports.closed_loop import section_closed_loop
 from deplbench.reports.data import PAPER_SETS, SIZE_PARAMETERS, ReportData
 from deplbench.reports.elements import Figure, Section, Table
+from deplbench.reports.reference import plan_ratios
 from deplbench.reports.repetitions import section_timing
 from deplbench.reports.stats import optimum_per_instance, reference_config, reference_labels
 from deplbench.reports.styles import SeriesInfo
@@ -293,6 +295,7 @@ def section_gaps(ctx: Context) -> Section:
     s.add(Table("performance_profiles", "Performance profile values",
                 tabs.profile_summary(mats), tabs.PROFILE_COLUMNS,
                 "best = ρ(1): share of problems where the algorithm is (one of) the best."))
+    population.section_elements(s, plan_ratios(df), df, ctx.styles, ctx.scale)
     return s
 
 

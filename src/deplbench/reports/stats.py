@@ -324,3 +324,157 @@ def swept_series(df: pd.DataFrame, swept: tuple[str, ...]) -> pd.Series:
             for k in ks:
                 names[k] = f"{n} [{k[1]}]"
     return key.map(names).astype(object)
+
+
+# --------------------------------------------------------------------------
+# verdicts over distinct instances: a 95 % interval on the median
+
+
+#: Level of every interval on a median in the claims and the glance.
+MEDIAN_LEVEL = 0.95
+#: How the interval is computed, as the report states it.
+MEDIAN_METHOD = "exact binomial order-statistic interval (distribution-free)"
+#: The asymptotic standard error of a sample median is √(π/2)·σ/√n for
+#: normal data; used only to say how many instances would decide a verdict.
+_MEDIAN_SE_FACTOR = math.sqrt(math.pi / 2.0)
+
+
+@dataclass(frozen=True)
+class MedianInterval:
+    """A distribution-free interval on the median of one value per instance.
+
+    Attributes
+    ----------
+    median : float
+        Sample median (of ``low_values`` and ``high_values`` averaged, for
+        bracket-valued observations).
+    low, high : float
+        The interval's ends; ±inf when ``n`` is too small for the level
+        (fewer than 6 instances at 95 %).
+    n : int
+        Distinct instances.
+    level : float
+        The interval's guaranteed coverage (≥ the nominal level).
+    spread : float
+        Sample standard deviation (NaN for n < 2), used by
+        :func:`instances_to_decide`.
+    """
+
+    median: float
+    low: float
+    high: float
+    n: int
+    level: float
+    spread: float
+
+    def text(self, scale: float = 1.0, unit: str = "", digits: int = 2) -> str:
+        """``"1.23 [1.10, 1.40]"`` (the interval's coverage is in the row's statistic)."""
+        def f(x: float) -> str:
+            return "−∞" if x == -math.inf else "∞" if x == math.inf else f"{scale * x:.{digits}f}"
+        return f"{f(self.median)}{unit} [{f(self.low)}{unit}, {f(self.high)}{unit}]"
+
+
+def order_statistic_rank(n: int, level: float = MEDIAN_LEVEL) -> tuple[int, float]:
+    """(r, coverage): [x₍r₎, x₍n−r+1₎] covers the median with probability
+    1 − 2·P(B ≤ r − 1), B ~ Binomial(n, ½), the largest r whose coverage is
+    ≥ ``level``; r = 0 when no such interval exists (n too small).
+
+    References
+    ----------
+    W. J. Conover, *Practical Nonparametric Statistics*, 3rd ed., Wiley
+    1999, Sec. 3.2 (confidence interval for a quantile).
+    """
+    if n < 1:
+        return 0, math.nan
+    r = int(sps.binom.ppf((1.0 - level) / 2.0, n, 0.5))
+    # ppf gives the smallest r with P(B ≤ r) ≥ α/2; the rank below it is safe
+    while r >= 1 and 1.0 - 2.0 * float(sps.binom.cdf(r - 1, n, 0.5)) < level:
+        r -= 1
+    if r < 1:
+        return 0, 1.0
+    return r, 1.0 - 2.0 * float(sps.binom.cdf(r - 1, n, 0.5))
+
+
+def median_interval(values, high_values=None, level: float = MEDIAN_LEVEL) -> MedianInterval:
+    """Interval on the median of one value per distinct instance.
+
+    Parameters
+    ----------
+    values : array_like
+        One value per instance (NaN dropped). With ``high_values``: the
+        lower ends of per-instance brackets [lo, hi] that contain the true
+        value (a ratio to a certified bracket).
+    high_values : array_like, optional
+        The upper ends, paired with ``values``. The interval is then
+        [lo₍r₎, hi₍n−r+1₎]: since each true value lies in its bracket, its
+        order statistics lie between those of the ends.
+    level : float
+        Nominal coverage.
+
+    Returns
+    -------
+    MedianInterval
+    """
+    lo = np.asarray(values, dtype=float)
+    hi = lo if high_values is None else np.asarray(high_values, dtype=float)
+    ok = np.isfinite(lo) & np.isfinite(hi)
+    lo, hi = np.sort(lo[ok]), np.sort(hi[ok])
+    n = int(lo.size)
+    if n == 0:
+        return MedianInterval(math.nan, math.nan, math.nan, 0, level, math.nan)
+    mid = 0.5 * (lo + hi)
+    med = float(np.median(mid))
+    spread = float(np.std(mid, ddof=1)) if n > 1 else math.nan
+    r, cover = order_statistic_rank(n, level)
+    if r == 0:
+        return MedianInterval(med, -math.inf, math.inf, n, level, spread)
+    return MedianInterval(med, float(lo[r - 1]), float(hi[n - r]), n, cover, spread)
+
+
+#: Verdicts of :func:`decide` (the claims audit's words).
+DECIDE_HOLDS, DECIDE_FAILS, DECIDE_OPEN = "holds", "does not hold", "not decided"
+
+
+def instances_to_decide(ci: MedianInterval, threshold: float) -> float:
+    """About how many distinct instances would put the interval wholly on
+    one side of ``threshold`` at the observed spread: (z·√(π/2)·σ / |median
+    − threshold|)², at least 6 (the fewest with a 95 % order-statistic
+    interval); inf when the median sits on the threshold or σ is unknown.
+
+    Notes
+    -----
+    An estimate (the normal approximation to the sample median's standard
+    error), not a guarantee: it says whether a verdict is a few instances
+    or orders of magnitude away.
+    """
+    gap = abs(ci.median - threshold)
+    if not (gap > 0 and math.isfinite(ci.spread)):
+        return math.inf
+    z = float(sps.norm.ppf(0.5 + MEDIAN_LEVEL / 2.0))
+    return float(max(6, math.ceil((z * _MEDIAN_SE_FACTOR * ci.spread / gap) ** 2)))
+
+
+def decide(ci: MedianInterval, threshold: float, holds_below: bool = True) -> str:
+    """``holds`` / ``does not hold`` only when the interval lies wholly on
+    one side of ``threshold`` (below it holds when ``holds_below``), else
+    ``not decided``. An empty interval (n = 0) is not decided."""
+    if ci.n == 0 or math.isnan(ci.low):
+        return DECIDE_OPEN
+    if ci.high <= threshold:
+        return DECIDE_HOLDS if holds_below else DECIDE_FAILS
+    if ci.low > threshold:
+        return DECIDE_FAILS if holds_below else DECIDE_HOLDS
+    return DECIDE_OPEN
+
+
+def undecided_text(ci: MedianInterval, threshold: float) -> str:
+    """``"not decided: the interval contains the threshold; ≈ N distinct
+    instances would decide it at the observed spread"``."""
+    need = instances_to_decide(ci, threshold)
+    more = ("no number of instances would at the observed spread (the median sits on the threshold)"
+            if not math.isfinite(need) else
+            f"≈ {int(need)} distinct instances would decide it at the observed spread")
+    if not (math.isfinite(ci.low) and math.isfinite(ci.high)):
+        return (f"with {ci.n} distinct instance(s) no {100 * MEDIAN_LEVEL:.0f} % interval on a median "
+                f"exists (6 are needed); {more}")
+    return f"the {100 * MEDIAN_LEVEL:.0f} % interval contains the threshold; {more}"

@@ -7,7 +7,10 @@ every other number is ours, with its reason, here and in
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
+
+import numpy as np
 
 from deplbench.errors import InstanceError
 from deplbench.instances.generators.common import (
@@ -22,6 +25,15 @@ from deplbench.instances.generators.common import (
     inverse_gamma,
     seed_param,
     student_t,
+)
+from deplbench.instances.generators.variants import (
+    DNN_LAWS,
+    DNN_LOSS_RANGE,
+    PACT_LAWS,
+    PACT_LOSS_RANGE,
+    draw_dnn,
+    draw_pact,
+    first_reachable,
 )
 from deplbench.instances.model import Instance
 
@@ -109,8 +121,9 @@ PACT_LOSS_MAX = 0.3
 PACT_TIME_MAX = 1000.0
 
 
-def _pruning_switches(jump_locs: Mapping[tuple[str, str], float], mode: str = "pruning") -> list[dict]:
-    """Allowed switches with l_sw ~ t(4, loc, 0.4·loc).
+def _pruning_switches(jump_locs: Mapping[tuple[str, str], float], mode: str = "pruning",
+                      df: float = REALISTIC_JUMP_DF, ratio: float = REALISTIC_JUMP_SCALE_RATIO) -> list[dict]:
+    """Allowed switches with l_sw ~ t(df, loc, ratio·loc) (seed 0: t(4, loc, 0.4·loc)).
 
     ``mode="pruning"``: only the pairs of ``jump_locs`` (towards more
     pruning). ``mode="any"``: those first (same order, so their indices do not
@@ -120,8 +133,7 @@ def _pruning_switches(jump_locs: Mapping[tuple[str, str], float], mode: str = "p
     pairs = dict(jump_locs)
     if mode == "any":
         pairs.update({(b, a): REGROW_JUMP_FACTOR * loc for (a, b), loc in jump_locs.items()})
-    return [{"from_model": a, "to_model": b,
-             "jump": student_t(REALISTIC_JUMP_DF, loc, REALISTIC_JUMP_SCALE_RATIO * loc)}
+    return [{"from_model": a, "to_model": b, "jump": student_t(df, loc, ratio * loc)}
             for (a, b), loc in pairs.items()]
 
 
@@ -135,28 +147,67 @@ def regrow_assumption(forward: str) -> str:
             f"the jump of the opposite (pruning) switch.")
 
 
+def variant_assumptions(family: str, drawn: dict, laws) -> list[str]:
+    """``provenance.assumptions`` of a seeded variant: what stayed printed,
+    each law drawn from, and the drawn numbers themselves."""
+    printed = ("Paper (PACT Sec. VI-B): VGG11 L/M/S pruned 0/0.5/0.75 on gold/silver/bronze with "
+               "the printed time and energy ratios (r = 100/50/20, κ = 1); Tmax = 1000 unless given."
+               if family == "pact-vgg11" else
+               "Paper (DepL Sec. VI-B): A-class r=100, κ=1; B-class r=50, κ=1.2; β=0; pruning "
+               "factors 0.5/0.75/0.9. Not drawn.")
+    lines = [printed,
+             "Seeded variant (docs/instances.md §4.2a): the seed-0 instance's other numbers "
+             "redrawn, each from its law; redrawn from the same stream until the hardest target of "
+             "the paper's range is reachable (one model on one cluster, a proven Chernoff bound on "
+             "the ω-quantile)."]
+    lines += [f"Law: {law.parameter} ~ {law.law} ({law.why})." for law in laws]
+    shown = {k: ({f"{a}→{b}": x for (a, b), x in val.items()} if k == "jump_loc" else val)
+             for k, val in drawn.items() if k not in ("loss_max", "time_max", "n_a", "n_b")}
+    lines.append("Drawn: " + json.dumps(shown, ensure_ascii=False, sort_keys=True) + ".")
+    return lines
+
+
 # ---------------------------------------------------------------------------
 # realistic
 # ---------------------------------------------------------------------------
 
 
 def realistic_dnn(family: str, n_a: int, n_b: int, loss_max: float, omega: float,
-                   horizon: int, time_max: float, switch_mode: str = "pruning") -> dict:
-    table = TABLE_I[family]
+                   horizon: int, time_max: float, switch_mode: str = "pruning",
+                   variant: dict | None = None) -> dict:
+    """The AlexNet/MobileNet instance JSON; ``variant`` (a draw of
+    :func:`~.variants.draw_dnn`) replaces the seed-0 numbers it holds."""
+    v = variant or {}
+    table = v.get("table", TABLE_I[family])
+    loss_scale = v.get("loss_scale", REALISTIC_LOSS_SCALE)
+    loss_offset = v.get("loss_offset", REALISTIC_LOSS_OFFSET)
+    bw_a, bw_b = v.get("bandwidth", (A_CLASS_BANDWIDTH, B_CLASS_BANDWIDTH))
     models = []
     for name, (mean, var, need) in table.items():
         models.append({
             "name": name,
             "size": REALISTIC_FULL_SIZE * (1.0 - PRUNING[name]),
             "compute": REALISTIC_COMPUTE_UNIT * need,
-            "loss_scale": REALISTIC_LOSS_SCALE[name],
-            "loss_offset": REALISTIC_LOSS_OFFSET[name],
+            "loss_scale": loss_scale[name],
+            "loss_offset": loss_offset[name],
             "decay": "inv_sqrt",
             "improvement": inverse_gamma(mean, var),
         })
-    switches = _pruning_switches(REALISTIC_JUMP_LOC, switch_mode)
-    clusters = [{"name": f"A{i + 1}", **A_CLASS, "bandwidth": A_CLASS_BANDWIDTH} for i in range(n_a)]
-    clusters += [{"name": f"B{i + 1}", **B_CLASS, "bandwidth": B_CLASS_BANDWIDTH} for i in range(n_b)]
+    switches = _pruning_switches(v.get("jump_loc", REALISTIC_JUMP_LOC), switch_mode,
+                                 v.get("jump_df", REALISTIC_JUMP_DF),
+                                 v.get("jump_scale_ratio", REALISTIC_JUMP_SCALE_RATIO))
+    clusters = [{"name": f"A{i + 1}", **A_CLASS, "bandwidth": bw_a} for i in range(n_a)]
+    clusters += [{"name": f"B{i + 1}", **B_CLASS, "bandwidth": bw_b} for i in range(n_b)]
+    initial_loss = v.get("initial_loss", REALISTIC_INITIAL_LOSS)
+    if variant is not None:
+        name = f"realistic-{family}" + ("-any" if switch_mode == "any" else "")
+        assumptions = variant_assumptions(family, variant, DNN_LAWS)
+        if switch_mode == "any":
+            assumptions += [regrow_assumption("fast-unsteady→intermediate→slow-steady"),
+                            "In this variant the reverse jumps take the drawn df and scale/loc of "
+                            "the pruning jumps in place of 4 and 0.4."]
+        return instance_data(name, initial_loss, loss_max, omega, time_max, horizon,
+                             models, switches, clusters, {"assumptions": assumptions})
     assumptions = [
         "Paper (DepL Table I): mean/variance of the improvement multiplier X and the normalised "
         f"compute need of each {family} version; X ~ inverse-gamma moment-matched to them.",
@@ -185,7 +236,7 @@ def realistic_dnn(family: str, n_a: int, n_b: int, loss_max: float, omega: float
 
 
 def _realistic_pact(loss_max: float, omega: float, horizon: int, time_max: float,
-                    switch_mode: str = "pruning") -> dict:
+                    switch_mode: str = "pruning", variant: dict | None = None) -> dict:
     # Map PACT's (time, energy) per (model, home set) onto eqs. (1)–(2). At
     # the reference allocation x = r(n) an epoch of m on n takes c_m/r(n) and
     # costs κ(n)·r(n). We take κ = 1 on every set (energy per unit of compute
@@ -194,6 +245,10 @@ def _realistic_pact(loss_max: float, omega: float, horizon: int, time_max: float
     # c_m = ratio_t · T_gold · r(home). The product κ(n)·c_m = time × energy
     # does not depend on x, so PACT's time×energy ratios (0.4 and 0.1) hold at
     # every allocation the optimiser may pick, not only at x = r(n).
+    v = variant or {}
+    loss_scale = v.get("loss_scale", PACT_LOSS_SCALE)
+    x_var = v.get("x_var", dict.fromkeys(PACT_HOME, PACT_X_VAR))
+    epoch_time = v.get("epoch_time", PACT_GOLD_EPOCH_TIME)
     models, capacity = [], {}
     for name, home in PACT_HOME.items():
         r = PACT_ENERGY_RATIO[name] * PACT_GOLD_CAPACITY
@@ -201,17 +256,24 @@ def _realistic_pact(loss_max: float, omega: float, horizon: int, time_max: float
         models.append({
             "name": name,
             "size": 1.0 - PACT_PRUNING[name],
-            "compute": PACT_TIME_RATIO[name] * PACT_GOLD_EPOCH_TIME * r,
-            "loss_scale": PACT_LOSS_SCALE[name],
+            "compute": PACT_TIME_RATIO[name] * epoch_time * r,
+            "loss_scale": loss_scale[name],
             "loss_offset": PACT_LOSS_OFFSET[name],
             "decay": "inv_sqrt",
-            "improvement": inverse_gamma(PACT_X_MEAN, PACT_X_VAR),
+            "improvement": inverse_gamma(PACT_X_MEAN, x_var[name]),
         })
-    switches = _pruning_switches(PACT_JUMP_LOC, switch_mode)
+    switches = _pruning_switches(v.get("jump_loc", PACT_JUMP_LOC), switch_mode)
     clusters = [
         {"name": n, "capacity": capacity[n], "unit_cost": 1.0, "bandwidth": PACT_BANDWIDTH}
         for n in ("gold", "silver", "bronze")
     ]
+    if variant is not None:
+        name = "realistic-pact-vgg11" + ("-any" if switch_mode == "any" else "")
+        assumptions = variant_assumptions("pact-vgg11", variant, PACT_LAWS)
+        if switch_mode == "any":
+            assumptions.append(regrow_assumption("L→M→S"))
+        return instance_data(name, v["initial_loss"], loss_max, omega, time_max, horizon,
+                             models, switches, clusters, {"assumptions": assumptions})
     assumptions = [
         "Paper (PACT Sec. VI-B): VGG11 L (full), M (pruned 0.5), S (pruned 0.75) on gold/silver/bronze "
         "nodes; M on silver takes 0.8× the time and 0.5× the energy of L on gold, S on bronze 0.5× and "
@@ -275,7 +337,13 @@ def realistic(*, family: str = "alexnet", n_a: int | None = None, n_b: int | Non
         only when not the default, so default instances stay byte-identical
         to those generated before the parameter existed.
     seed : int, default 0
-        Recorded in the provenance; the family has no randomness.
+        0: the paper's instance with our assumptions below (byte-identical
+        JSON to the instances generated before seeds drew variants). ``s ≥ 1``:
+        a variant whose assumed and measured numbers are drawn from the laws
+        of :mod:`.variants` with ``numpy.random.default_rng(s)`` (docs/instances.md,
+        "Seeded variants"); ``n_a``, ``n_b``, ``loss_max`` and ``time_max``,
+        when given, replace their draws. Every variant reaches the hardest
+        target of its paper's range (ℓmax = 5, resp. 0.15).
 
     {returns}
 
@@ -326,18 +394,68 @@ def realistic(*, family: str = "alexnet", n_a: int | None = None, n_b: int | Non
     is_pact = family == "pact-vgg11"
     if is_pact and (n_a is not None or n_b is not None):
         raise InstanceError("parameter n_a/n_b: the pact-vgg11 family has fixed gold/silver/bronze clusters")
+    given_na, given_nb = n_a is not None, n_b is not None
     n_a = 1 if n_a is None else int_param("n_a", n_a, 0, 1000)
     n_b = 1 if n_b is None else int_param("n_b", n_b, 0, 1000)
-    if n_a + n_b < 1:
+    if given_na and given_nb and n_a + n_b < 1:
         raise InstanceError("parameter n_a/n_b: need at least one cluster (n_a + n_b ≥ 1)")
     default_lmax = PACT_LOSS_MAX if is_pact else REALISTIC_LOSS_MAX
     default_tmax = PACT_TIME_MAX if is_pact else REALISTIC_TIME_MAX
-    loss_max = default_lmax if loss_max is None else float_param("loss_max", loss_max)
-    time_max = default_tmax if time_max is None else float_param("time_max", time_max, gt=0.0)
-    if is_pact:
-        data = _realistic_pact(loss_max, omega, horizon, time_max, switches)
+    given_lmax = None if loss_max is None else float_param("loss_max", loss_max)
+    given_tmax = None if time_max is None else float_param("time_max", time_max, gt=0.0)
+    if seed == 0:
+        if n_a + n_b < 1:
+            raise InstanceError("parameter n_a/n_b: need at least one cluster (n_a + n_b ≥ 1)")
+        loss_max = default_lmax if given_lmax is None else given_lmax
+        time_max = default_tmax if given_tmax is None else given_tmax
+        if is_pact:
+            data = _realistic_pact(loss_max, omega, horizon, time_max, switches)
+        else:
+            data = realistic_dnn(family, n_a, n_b, loss_max, omega, horizon, time_max, switches)
     else:
-        data = realistic_dnn(family, n_a, n_b, loss_max, omega, horizon, time_max, switches)
+        # Seeds ≥ 1: a variant drawn by the laws of variants.py. Given
+        # parameters win over drawn ones; the reachability check is made at
+        # the range's hardest target, so a seed is the same variant at every ℓmax.
+        fixed_na, fixed_nb = int(n_a), int(n_b)
+
+        def effective(d: dict) -> tuple[int, int, float, float]:
+            na = fixed_na if given_na else int(d.get("n_a", 1))
+            nb = fixed_nb if given_nb else int(d.get("n_b", 1))
+            if na + nb < 1:
+                raise InstanceError("parameter n_a/n_b: need at least one cluster (n_a + n_b ≥ 1)")
+            lm = given_lmax if given_lmax is not None else float(d["loss_max"])
+            tm = given_tmax if given_tmax is not None else float(d.get("time_max", default_tmax))
+            return na, nb, lm, tm
+
+        def build(d: dict, at: float | None = None) -> dict:
+            na, nb, lm, tm = effective(d)
+            if is_pact:
+                return _realistic_pact(lm if at is None else at, omega, horizon, tm, switches, d)
+            return realistic_dnn(family, na, nb, lm if at is None else at, omega, horizon, tm,
+                                 switches, d)
+
+        hardest = (PACT_LOSS_RANGE if is_pact else DNN_LOSS_RANGE)[0]
+        rng = np.random.default_rng(seed)
+        if is_pact:
+            def draw(g):
+                return draw_pact(g, PACT_LOSS_SCALE, PACT_JUMP_LOC, PACT_X_VAR, PACT_GOLD_EPOCH_TIME)
+        else:
+            def draw(g):
+                return draw_dnn(g, TABLE_I[family], REALISTIC_LOSS_SCALE, REALISTIC_JUMP_LOC,
+                                (A_CLASS_BANDWIDTH, B_CLASS_BANDWIDTH))
+        # In the paper's setting (K̄ = 100, ω = 0.99) every variant reaches the
+        # range's hardest target, so a seed is one variant at every ℓmax of the
+        # range; elsewhere (or below the range) it must reach the ℓmax asked for.
+        paper_setting = horizon == REALISTIC_HORIZON and omega == 0.99
+
+        def target(d: dict) -> float:
+            lm = given_lmax if given_lmax is not None else float(d["loss_max"])
+            return hardest if paper_setting and lm >= hardest else lm
+
+        _, drawn = first_reachable(lambda d: build_instance(build(d, target(d))), draw, rng, target,
+                                   "loss_max" if given_lmax is not None else "seed")
+        n_a, n_b, loss_max, time_max = effective(drawn)
+        data = build(drawn)
     params = {"family": family, "loss_max": loss_max, "omega": omega, "horizon": horizon, "time_max": time_max}
     if not is_pact:
         params.update(n_a=n_a, n_b=n_b)
