@@ -26,25 +26,34 @@ margin:.8em auto;padding:0 1em;color:#222;line-height:1.45;overflow-wrap:break-w
 .scroll{max-width:100%;overflow-x:auto}
 .scroll.tall{max-height:32em;overflow-y:auto}
 details>summary{cursor:pointer;color:#245;margin:.3em 0}
-.headline{border:2px solid #456;border-radius:6px;padding:.4em .8em;background:#f5f8fb;
-margin:.5em 0 1.5em}
-.headline h2{margin:.1em 0 .2em;border:none;font-size:1.25em}
-.headline h3{margin:.1em 0}
-.headline .caption{font-size:.8em;margin:.2em 0}
-.cards{display:flex;flex-wrap:wrap;gap:.5em}
+.headline{border:2px solid #456;border-radius:6px;padding:.2em .7em .4em;background:#f5f8fb;
+margin:.4em 0 1.5em}
+.headline h2{margin:.1em 0;border:none;font-size:1.15em}
+.headline h3{margin:.1em 0;font-size:1em}
+.headline .caption{font-size:.74em;margin:.1em 0;line-height:1.3}
+.headline .legend{font-size:.74em;margin:.3em 0;color:#333;line-height:1.3}
+.cards{display:flex;flex-wrap:wrap;gap:.4em .8em}
 .card{flex:1 1 20em;min-width:0}
 .card.wide{flex-basis:100%}
-.card table{font-size:.72em;width:100%;margin:.2em 0;line-height:1.2}
+.card table{font-size:.7em;width:100%;margin:.15em 0;line-height:1.15}
+.card th{font-weight:600}
+.card td.c-algorithm,.card td.c-verdict,.card td.c-cost_over_saa_optimum{white-space:nowrap}
 .card td.c-measured{font-size:.92em}
-.card td.c-claim{min-width:12em;width:26%}.card td.c-verdict{white-space:nowrap}
-.card td,.card th{padding:.1em .3em}
+.card td.c-claim{width:34%}.card td.c-verdict{width:1%}
+.card td,.card th{padding:.05em .3em}
 td.flag{background:#fff0c0}
 @media (max-width:40em){
-.card table,.card tbody,.card tr,.card td{display:block;width:100%;max-width:none}
-.card thead{display:none}
-.card tr{border-top:2px solid #9ab;padding:.15em 0}
-.card td{border:none}
-.card td::before{content:attr(data-label) ": ";font-weight:600;color:#345}
+.card table,.card tbody,.card tr,.card td,table.stack,table.stack tbody,table.stack td{
+display:block;width:100%;max-width:none}
+.card thead,table.stack thead{display:none}
+.card tr,table.stack tr{display:flex;flex-direction:column;border-top:2px solid #9ab;
+padding:.15em 0}
+.card td,table.stack td{border:none;padding:.05em .3em}
+.card td.c-verdict,.card td.c-claim{width:auto}
+#card-glance_claims td.c-verdict,table.stack td.c-verdict{order:-1}
+.card td::before,table.stack td::before{content:attr(data-label) ": ";font-weight:600;
+color:#345}
+table.stack td.num{text-align:left}
 }
 h1{font-size:1.4em;margin:.2em 0}h2{border-bottom:1px solid #ccc;padding-bottom:.2em;margin-top:2em}
 h3{font-size:1.05em;margin-bottom:.3em}
@@ -56,7 +65,8 @@ td.num{text-align:right;font-variant-numeric:tabular-nums}
 .missing{background:#fff6e0;border-left:4px solid #e0a000;padding:.4em .7em}
 .error{background:#fde8e8;border-left:4px solid #c00;padding:.4em .7em}
 .caption{color:#555;font-size:.9em}
-figure{margin:1em 0}figure img{max-width:100%;border:1px solid #eee}
+figure{margin:1em 0}figure img{max-width:100%;height:auto;border:1px solid #eee}
+figure a.full{display:block;cursor:zoom-in}
 .v-holds{background:#e3f5e3}.v-fails{background:#fbe0e0}.v-unmeasured{background:#eee}
 nav ol{columns:2}
 .meta{color:#555;font-size:.9em}
@@ -100,30 +110,41 @@ def render_table(t: Table) -> str:
 
 def _table_html(frame) -> str:
     """A plain ``<table>`` of ``frame`` (cells escaped, verdicts coloured)."""
-    out = ["<table><thead><tr>" + "".join(f"<th>{_e(c)}</th>" for c in frame.columns)
-           + "</tr></thead><tbody>"]
+    out = ['<table class="stack"><thead><tr>'
+           + "".join(f"<th>{_e(c)}</th>" for c in frame.columns) + "</tr></thead><tbody>"]
     for row in frame.itertuples(index=False, name=None):
         cells = []
         for col, v in zip(frame.columns, row):
-            cls = []
+            # c-<column> and data-label: on a narrow screen each row stacks
+            # into label: value lines, the verdict first (CSS above)
+            cls = [f"c-{_css_name(col)}"]
             if isinstance(v, (int, float)) and not isinstance(v, bool):
                 cls.append("num")
             if col in ("verdict",) and str(v) in _VERDICT_CLASS:
                 cls.append(_VERDICT_CLASS[str(v)])
-            attr = f' class="{" ".join(cls)}"' if cls else ""
-            cells.append(f"<td{attr}>{_e(fmt_cell(v))}</td>")
+            cells.append(f'<td class="{" ".join(cls)}" data-label="{_e(col)}">'
+                         f"{_e(fmt_cell(v))}</td>")
         out.append("<tr>" + "".join(cells) + "</tr>")
     out.append("</tbody></table>")
     return "\n".join(out)
 
 
+def _css_name(col) -> str:
+    return "".join(c if c.isalnum() or c in "-_" else "_" for c in str(col))
+
+
 def render_figure(f: Figure, formats: tuple[str, ...]) -> str:
-    """An ``<img>`` of the PNG (or the first format) plus links to all formats."""
+    """An ``<img>`` of the PNG (or the first format) plus links to all formats.
+
+    The image is a link to itself: on a phone, where the figure is shrunk
+    to the screen's width, a tap opens it at full size (pinch to zoom)."""
     main = "png" if "png" in formats else formats[0]
     links = " · ".join(f'<a href="figures/{_e(f.name)}.{fmt}">{fmt.upper()}</a>'
                        for fmt in formats)
+    src = f"figures/{_e(f.name)}.{main}"
     return (f'<figure id="figure-{_e(f.name)}"><h3>{_e(f.title)}</h3>'
-            f'<img src="figures/{_e(f.name)}.{main}" alt="{_e(f.title)}">'
+            f'<a class="full" href="{src}" title="open at full size">'
+            f'<img src="{src}" alt="{_e(f.title)}"></a>'
             f'<figcaption class="caption">{_e(f.caption)} ({links})</figcaption></figure>')
 
 
@@ -171,6 +192,17 @@ def _csv(t: Table) -> str:
             f'<a href="tables/{_e(t.name)}.md">Markdown</a>')
 
 
+#: The glance's own words, explained in one line under its cards.
+GLANCE_LEGEND = (
+    "Reading the cards: cost / reference = median over instances of cost ÷ the instance's "
+    "proven reference (a–b: cost/UB–cost/LB of a certified bracket; (adaptive): a policy's mean "
+    "cost ÷ the adaptive optimum); on n/N: a reference exists on n of the N instances; "
+    "⚑ k below opt. or LB: k plans cheaper than a proven optimum or bound (they cannot be "
+    "feasible); ⚑ k below UB: k plans cheaper than the best certified plan (their own verdict "
+    "decides); proven = exact bounds, cert. = Clopper–Pearson, MC = Monte Carlo estimate met "
+    "ℓmax; SAA ratio = cost ÷ the S-scenario SAA optimum (the sample's, not the problem's).")
+
+
 def render_headline(box: Section) -> str:
     """The at-a-glance box above the table of contents: one card per set
     (side by side on a wide screen, stacked on a narrow one), the claims,
@@ -193,6 +225,7 @@ def render_headline(box: Section) -> str:
             rest.append(render_note(el))
     if cards:
         out.append('<div class="cards">' + "".join(cards) + "</div>")
+        out.append(f'<p class="legend" id="glance-legend">{_e(GLANCE_LEGEND)}</p>')
     out += rest
     if box.intro:
         out.append(f'<p class="caption">{_e(box.intro)}</p>')
