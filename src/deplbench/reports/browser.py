@@ -137,7 +137,7 @@ def screenshot(index: str | Path, out_png: str | Path, width: int = 1280,
 
 _BOXES = ('<script>(function(){{var out=[];document.querySelectorAll({sel}).forEach('
           'function(e,i){{var r=e.getBoundingClientRect();out.push({{i:i,'
-          'col:e.getAttribute("data-col")||"",row:e.parentElement?Array.prototype.indexOf.call('
+          'col:e.getAttribute("data-col")||"",cls:e.className||"",tag:e.tagName.toLowerCase(),row:e.parentElement?Array.prototype.indexOf.call('
           'document.querySelectorAll("tr"),e.parentElement):-1,text:e.textContent,'
           'left:r.left,right:r.right,top:r.top+window.scrollY,bottom:r.bottom+window.scrollY}})}});'
           'parent.postMessage({{k:"boxes",v:JSON.stringify({{w:window.innerWidth,'
@@ -152,7 +152,7 @@ def element_boxes(index: str | Path, selector: str, width: int = 1280, height: i
     -------
     dict
         ``{"w": viewport width, "h": viewport height, "boxes": [{"i", "col"
-        (the element's data-col), "row" (index of its parent among the page's
+        (the element's data-col), "cls" (its class), "tag" (its tag name), "row" (index of its parent among the page's
         rows), "text", "left", "right", "top", "bottom"}]}``, in CSS px from
         the top left of the page (``top`` and ``bottom`` include the scroll
         offset, so ``bottom <= h`` means inside the first screen).
