@@ -200,10 +200,19 @@ def section_paper(ctx: Context) -> Section:
         s.add_figure(figs.trajectories(rows, targets, ctx.styles, ctx.scale),
                      f"fig9_trajectories_{ps.replace('-', '_')}",
                      f"Fig. 9-style: loss trajectories — {ps}",
-                     "Line: expected loss per epoch (entry 0 = ℓ(0)); band: 1st–99th "
-                     "percentile of the out-of-sample trajectories; dotted: ℓmax. One "
-                     "instance per target (the one most algorithms ran).",
+                     "One panel per algorithm; per target ℓmax a line (expected loss per "
+                     "epoch, entry 0 = ℓ(0)) and its band (1st–99th percentile of the "
+                     "out-of-sample trajectories) in a shade of the algorithm's colour; "
+                     "dotted: that ℓmax. One instance per target (the one most algorithms "
+                     "ran).",
                      missing=f"{ps}: no evaluation with per-epoch mean/p01/p99 arrays (Fig. 9).")
+        below = figs.negative_means(rows) if not rows.empty else []
+        if below:
+            s.note(f"{ps}: the expected loss goes below 0 for " + "; ".join(below)
+                   + ". The loss model has no floor: each epoch lowers the loss by "
+                   "γ·A_m·decay_m(k)·X (eq. (8)), and Σ decay_m(k) grows without bound, "
+                   "so a plan that trains far past its target ℓmax (an open-loop plan "
+                   "built from pessimistic predictions) is extrapolated below 0.")
     return s
 
 
@@ -317,6 +326,10 @@ def section_ratio(ctx: Context) -> Section:
                 s.missing(f"Only one value of {tabs.size_label(p)} was run: the ratio "
                           f"against {tabs.size_label(p)} is a single point, not drawn.")
             continue
+        single = figs.single_point_series(t, p)
+        if single:
+            s.note(f"Run at a single {tabs.size_label(p)} (a point, not a line; in the "
+                   f"table): " + ", ".join(single) + ".")
         s.add_figure(figs.ratio_vs(t, p, ctx.styles, ctx.scale), f"ratio_vs_{p}",
                      f"Competitive ratio vs {tabs.size_label(p)}",
                      "Left, linear axis around 1: measured median, band min–max. Right, "
@@ -389,8 +402,9 @@ def section_complexity(ctx: Context) -> Section:
         s.missing(f"No {KNAPSACK_FAMILY}-family sweep over the number of items: the exact "
                   "solvers' growth on knapsack classes cannot be set beside DepL's.")
     else:
-        f = figs.complexity(knap, "n_models", ctx.styles, ctx.scale, max_series=18)
-        s.add(Figure("complexity_knapsack", "Knapsack classes: runtime vs items |M|", f,
+        f = figs.complexity(knap, "n_models", ctx.styles, ctx.scale, max_series=18,
+                            xlabel="n, knapsack items (one model version each) [items]")
+        s.add(Figure("complexity_knapsack", "Knapsack classes: runtime vs items n", f,
                      "One series per algorithm and item class (Property 1's reduction: "
                      "one model per item). The exact solvers' growth beside DepL's; "
                      "dashed: Property 2's |M|² for reference."))
