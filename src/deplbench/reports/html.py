@@ -63,6 +63,7 @@ max-width:28em;overflow-wrap:break-word}
 th{background:#f3f3f3}
 td.num{text-align:right;font-variant-numeric:tabular-nums}
 .missing{background:#fff6e0;border-left:4px solid #e0a000;padding:.4em .7em}
+.omitted{color:#555;font-size:.9em;margin:.4em 0;border-left:4px solid #ccc;padding:.1em .6em}
 .error{background:#fde8e8;border-left:4px solid #c00;padding:.4em .7em}
 .caption{color:#555;font-size:.9em}
 figure{margin:1em 0}figure img{max-width:100%;height:auto;border:1px solid #eee}
@@ -83,17 +84,22 @@ def _e(text) -> str:
     return html.escape(str(text), quote=True)
 
 
+def render_omitted(t: Table, reason: str = "") -> str:
+    """One line in place of an empty table: its title and why it is empty."""
+    why = reason or t.empty or "the store holds no rows it could be computed from"
+    return (f'<p class="omitted" id="table-{_e(t.name)}"><b>{_e(t.title)}</b>: not shown, '
+            f"no rows — {_e(why.rstrip('.'))}. ({_csv(t)}: the columns only)</p>")
+
+
 def render_table(t: Table) -> str:
     """A table with its caption and links to the CSV and Markdown files."""
+    if t.frame.empty:
+        return render_omitted(t)
     out = [f'<div class="table" id="table-{_e(t.name)}"><h3>{_e(t.title)}</h3>']
     if t.caption:
         out.append(f'<p class="caption">{_e(t.caption)}</p>')
     out.append(f'<p class="caption">Files: <a href="tables/{_e(t.name)}.csv">CSV</a> · '
                f'<a href="tables/{_e(t.name)}.md">Markdown</a> — {len(t.frame)} row(s).</p>')
-    if t.frame.empty:
-        out.append('<p class="missing">This table is empty: the store holds no rows '
-                   'it could be computed from.</p></div>')
-        return "\n".join(out)
     body = [_table_html(t.frame.head(HTML_MAX_ROWS))]
     if len(t.frame) > HTML_MAX_ROWS:
         body.append(f'<p class="caption">Showing the first {HTML_MAX_ROWS} of '
@@ -233,6 +239,59 @@ def render_headline(box: Section) -> str:
     return "\n".join(out)
 
 
+def _has_data(s: Section) -> bool:
+    return any(isinstance(el, Figure) or (isinstance(el, Table) and not el.frame.empty)
+               for el in s.elements)
+
+
+def render_section(s: Section, formats: tuple[str, ...]) -> str:
+    """A section. An empty table becomes one line saying why (the note
+    next to it that explains it, when there is one, is that line); a
+    section with no figure and no row at all becomes its heading and one
+    line listing why."""
+    out = [f'<section id="{_e(s.id)}"><h2>{_e(s.title)}</h2>']
+    els = s.elements
+    if not _has_data(s):
+        why = [el.text for el in els if isinstance(el, Note)] or [
+            f"{el.title}: no rows" for el in els if isinstance(el, Table)]
+        files = "; ".join(f"{_e(el.title)}: {_csv(el)}" for el in els if isinstance(el, Table))
+        out.append(f'<p class="omitted">Omitted, nothing to show: {_e(" ".join(why) or "no data.")}'
+                   + (f" (the columns only: {files})" if files else "") + "</p>")
+        if s.intro:
+            out.append(f'<p class="caption">{_e(s.intro)}</p>')
+        out.append("</section>")
+        return "\n".join(out)
+    if s.intro:
+        out.append(f"<p>{_e(s.intro)}</p>")
+    used: set[int] = set()
+    rendered_notes: dict[int, int] = {}
+    for i, el in enumerate(els):
+        if i in used:
+            continue
+        if isinstance(el, Table) and el.frame.empty:
+            reason = el.empty
+            if not reason:
+                # the builder's note about this table: the missing-data note
+                # right after it, else the note right before it
+                nxt = els[i + 1] if i + 1 < len(els) else None
+                prv = els[i - 1] if i > 0 else None
+                if isinstance(nxt, Note) and nxt.missing and not nxt.error:
+                    reason, _ = nxt.text, used.add(i + 1)
+                elif isinstance(prv, Note) and not prv.error and (i - 1) in rendered_notes:
+                    reason = prv.text
+                    out[rendered_notes[i - 1]] = ""
+            out.append(render_omitted(el, reason))
+        elif isinstance(el, Table):
+            out.append(render_table(el))
+        elif isinstance(el, Figure):
+            out.append(render_figure(el, formats))
+        elif isinstance(el, Note):
+            rendered_notes[i] = len(out)
+            out.append(render_note(el))
+    out.append("</section>")
+    return "\n".join(x for x in out if x)
+
+
 def render(title: str, meta: list[str], sections: list[Section],
            formats: tuple[str, ...] = ("png", "svg"), headline: Section | None = None) -> str:
     """The whole page.
@@ -266,16 +325,6 @@ def render(title: str, meta: list[str], sections: list[Section],
     out.append("<nav><ol>" + "".join(f'<li><a href="#{_e(s.id)}">{_e(s.title)}</a></li>'
                                      for s in sections) + "</ol></nav>")
     for s in sections:
-        out.append(f'<section id="{_e(s.id)}"><h2>{_e(s.title)}</h2>')
-        if s.intro:
-            out.append(f"<p>{_e(s.intro)}</p>")
-        for el in s.elements:
-            if isinstance(el, Table):
-                out.append(render_table(el))
-            elif isinstance(el, Figure):
-                out.append(render_figure(el, formats))
-            elif isinstance(el, Note):
-                out.append(render_note(el))
-        out.append("</section>")
+        out.append(render_section(s, formats))
     out.append("</body></html>")
     return "\n".join(out) + "\n"
