@@ -254,43 +254,41 @@ def eta_effect(tab: pd.DataFrame, paper_set: str, styles: Styles,
     if t.empty or t["eta"].nunique() < 2:
         return None
     if t["loss_max"].nunique() >= 2:
-        algs = [a for a in ordered(t["algorithm"], styles)
-                if t.loc[t["algorithm"] == a, "eta"].nunique() >= 2]
-        if not algs:
+        # one panel per solver run at two or more η (its series together:
+        # DepL's default entry and its η sweep), one line per series and η
+        solver_of = {a: info_for(styles, a).solver for a in t["algorithm"].unique()}
+        solvers = [v for v in dict.fromkeys(solver_of[a] for a in ordered(t["algorithm"], styles))
+                   if t.loc[t["algorithm"].map(solver_of) == v, "eta"].nunique() >= 2]
+        if not solvers:
             return None
-        ncols = min(len(algs), 3)
-        nrows = -(-len(algs) // ncols)
+        etas = sorted(t["eta"].unique())
+        ncols = min(len(solvers), 3)
+        nrows = -(-len(solvers) // ncols)
         fig, axes = new_figure(ncols=ncols, nrows=nrows, scale=scale, sharey=True,
                                width=PANEL[0] * max(1.6, 1.1 * ncols))
-        for ax in axes.ravel()[len(algs):]:
+        for ax in axes.ravel()[len(solvers):]:
             ax.set_axis_off()
-        etas = sorted(t["eta"].unique())
-        factors = np.linspace(-0.6, 0.55, len(etas))
-        base = int(np.argmin(np.abs(factors)))            # the palette colour itself
-        from matplotlib.lines import Line2D
-
-        for ax, alg in zip(axes.ravel(), algs):
-            st = info_for(styles, alg)
-            for i, eta in enumerate(etas):
-                g = t[(t["algorithm"] == alg) & (t["eta"] == eta)].sort_values("loss_max")
-                if g.empty:
-                    continue
-                colour = st.colour if i == base else shade(st.colour, float(factors[i]))
-                tag(ax.plot(g["loss_max"], g["cost_mean"], marker=st.marker, ms=3, color=colour,
-                            ls=_DASHES[i % len(_DASHES)]), alg, i != base)
-            ax.set_title(alg, fontsize=9)
+        for ax, solver in zip(axes.ravel(), solvers):
+            for alg in [a for a in ordered(t["algorithm"], styles) if solver_of[a] == solver]:
+                st = info_for(styles, alg)
+                mine = t[t["algorithm"] == alg]
+                # the series' own colour at the η it runs most; darker = smaller η
+                counts = mine.groupby("eta").size()
+                main = float(counts.idxmax())
+                others = [e for e in sorted(counts.index) if e != main]
+                for eta in sorted(counts.index):
+                    g = mine[mine["eta"] == eta].sort_values("loss_max")
+                    j = 0 if eta == main else 1 + others.index(eta)
+                    colour = variant_colour(st, j, styles)
+                    tag(ax.plot(g["loss_max"], g["cost_mean"], marker=st.marker, ms=3,
+                                color=colour, ls=_DASHES[etas.index(eta) % len(_DASHES)],
+                                label=f"{alg} η={eta:g}"), alg, j > 0)
+            ax.set_title(solver, fontsize=9)
             ax.set_xlabel(TARGET_AXIS, fontsize=8)
             ax.grid(alpha=0.3)
         for row in axes:
             row[0].set_ylabel(COST_AXIS, fontsize=8)
-        # one legend for every panel: η by dash (and, within a panel, shade)
-        grey = [shade("#555555", float(f)) for f in factors]
-        proxies = [Line2D([], [], color=grey[i], ls=_DASHES[i % len(_DASHES)]) for i in range(len(etas))]
-        fig.set_figheight(fig.get_figheight() + 1.45 * LEGEND_PT / 72)
-        fig.legend(proxies, [f"η = {e:g}" + (" (the algorithm's colour)" if i == base else "")
-                             for i, e in enumerate(etas)],
-                   loc="outside lower center", fontsize=LEGEND_PT, ncols=min(len(etas), 4),
-                   frameon=False)
+        add_legend(fig, axes)
         return fig
     groups = chunks(ordered(t["algorithm"], styles))
     fig, axes = new_figure(ncols=len(groups), scale=scale, sharey=True,

@@ -164,7 +164,9 @@ def section_paper(ctx: Context) -> Section:
     for ps in [p for p in sets if p != "pact-vgg11"]:
         s.add_figure(figs.eta_effect(eta, ps, ctx.styles, ctx.scale), f"eta_effect_{ps}",
                      f"{PAPER_SETS[ps]} (right): effect of η — {ps}",
-                     "Darker = smaller η (coarser expanded graph).",
+                     "One panel per solver run at two or more η: a line per series and η, "
+                     "the series' own colour at the η it runs most, shades of it at the "
+                     "others; the dash follows η.",
                      missing=f"{ps}: fewer than two values of η were run, so the effect of η "
                              f"({PAPER_SETS[ps]} right) cannot be drawn.")
 
