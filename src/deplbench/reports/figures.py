@@ -426,9 +426,17 @@ def profiles(matrices: dict[tuple[str, str], pd.DataFrame], styles: Styles,
         return None
     families = list(dict.fromkeys(f for f, _ in mats))
     metrics = list(dict.fromkeys(m for _, m in mats))
-    fig, axes = new_figure(ncols=len(metrics), nrows=len(families), scale=scale,
-                        width=PANEL[0] * len(metrics) + 1.5)
-    for i, fam in enumerate(families):
+    # one row per family, or several when it has more than MAX_SERIES
+    # algorithms (ratios are always to the best of all of them)
+    rows = []
+    for fam in families:
+        algs = ordered(set().union(*(mats[(fam, m)].columns for m in metrics if (fam, m) in mats)),
+                       styles)
+        parts = chunks(algs)
+        rows += [(fam, part, k, len(parts)) for k, part in enumerate(parts)]
+    fig, axes = new_figure(ncols=len(metrics), nrows=len(rows), scale=scale,
+                           width=PANEL[0] * len(metrics) + 1.5)
+    for i, (fam, part, k, nparts) in enumerate(rows):
         for j, metric in enumerate(metrics):
             ax = axes[i, j]
             m = mats.get((fam, metric))
@@ -440,16 +448,17 @@ def profiles(matrices: dict[tuple[str, str], pd.DataFrame], styles: Styles,
             finite = vals[np.isfinite(vals)]
             top = max(2.0, float(finite.max()) * 1.1) if finite.size else 2.0
             taus = np.geomspace(1.0, top, 200)
-            for alg in ordered(r.columns, styles):
+            for alg in [a for a in part if a in r.columns]:
                 st = info_for(styles, alg)
-                ax.step(taus, profile_curve(r[alg], taus), where="post", color=st.colour,
-                        ls=st.linestyle, label=alg)
+                tag(ax.step(taus, profile_curve(r[alg], taus), where="post", color=st.colour,
+                            ls=st.linestyle, label=alg), alg)
             _log_axis(ax, "x", [1.0, top])
             ax.tick_params(labelsize=7)
             ax.set_ylim(-0.02, 1.02)
             ax.set_xlabel("τ, ratio to the best on each problem [–]", fontsize=8)
             ax.set_ylabel("ρ(τ) [share of problems]", fontsize=8)
-            ax.set_title(f"{fam}: {metric}, {len(r)} problems", fontsize=8)
+            ax.set_title(f"{fam}: {metric}, {len(r)} problems"
+                         + (f" ({k + 1}/{nparts})" if nparts > 1 else ""), fontsize=8)
             ax.grid(alpha=0.3)
     add_legend(fig, axes)
     return fig
