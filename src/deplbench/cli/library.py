@@ -125,7 +125,6 @@ def run_build(args: argparse.Namespace) -> int:
     """Handler of ``deplbench library build``; returns the exit status."""
     from deplbench.benchmarks.library import build_library
     from deplbench.benchmarks.library.catalog import entries
-
     from deplbench.cli.progress import native_output_held, progress_wanted
 
     total = len(args.only) if args.only else len(entries(args.size))

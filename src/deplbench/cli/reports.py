@@ -7,9 +7,8 @@ is a one-line ``error:`` from the top-level CLI, never a traceback.
 
 from __future__ import annotations
 
-import sys
-
 import argparse
+import sys
 
 
 def register(subparsers) -> None:

@@ -162,7 +162,8 @@ def gap_figure(events: pd.DataFrame, styles, scale: float = 1.0):
     families = sorted(events["family"].dropna().unique())
     every = list(ordered(events["series"], styles))
     base = {s: s.split(" (")[0] for s in every}
-    look, count = {}, {}
+    look: dict[str, tuple] = {}
+    count: dict[str, int] = {}
     for s in every:
         st = info_for(styles, base[s])
         j = count[base[s]] = count.get(base[s], -1) + 1

@@ -41,8 +41,8 @@ from deplbench.reports.data import ReportError, load_bench_json, load_store, pre
 from deplbench.reports.elements import Figure, Note, Section, Table, markdown_table
 from deplbench.reports.headline import headline
 from deplbench.reports.html import render
-from deplbench.reports.sections import SECTION_BUILDERS, Context
 from deplbench.reports.readability import figure_problems
+from deplbench.reports.sections import SECTION_BUILDERS, Context
 from deplbench.reports.stats import with_ratios
 from deplbench.reports.styles import series_info
 

@@ -34,7 +34,7 @@ from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 from deplbench.reports.complexity import CLAIMED_EXPONENTS, TIME, VERTEX_EXPONENTS
 from deplbench.reports.readability import MAX_SERIES, tag
 from deplbench.reports.stats import performance_profile, profile_curve
-from deplbench.reports.styles import PALETTE, SeriesInfo, info_for, ordered, shade
+from deplbench.reports.styles import SeriesInfo, info_for, ordered, shade
 
 #: Base size of one panel, inches; ``scale`` multiplies it (tests use 0.4).
 PANEL = (4.2, 3.0)
@@ -55,7 +55,7 @@ _MARKERS = ("o", "s", "^", "D", "v", "P")
 _DASHES = ("-", "--", "-.", ":")
 
 
-def new_figure(ncols: int = 1, nrows: int = 1, scale: float = 1.0, sharey: bool = False,
+def new_figure(ncols: int = 1, nrows: int = 1, scale: float = 1.0, sharey: bool | str = False,
             width: float | None = None):
     w = PANEL[0] * ncols if width is None else width
     fig = Figure(figsize=(w * scale, PANEL[1] * nrows * scale), layout="constrained")

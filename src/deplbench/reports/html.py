@@ -276,7 +276,8 @@ def render_section(s: Section, formats: tuple[str, ...]) -> str:
                 nxt = els[i + 1] if i + 1 < len(els) else None
                 prv = els[i - 1] if i > 0 else None
                 if isinstance(nxt, Note) and nxt.missing and not nxt.error:
-                    reason, _ = nxt.text, used.add(i + 1)
+                    reason = nxt.text
+                    used.add(i + 1)
                 elif isinstance(prv, Note) and not prv.error and (i - 1) in rendered_notes:
                     reason = prv.text
                     out[rendered_notes[i - 1]] = ""
