@@ -155,7 +155,7 @@ def gap_figure(events: pd.DataFrame, styles, scale: float = 1.0):
     variant, e.g. the MILP on SCIP beside HiGHS, a shade of it)."""
     if events.empty:
         return None
-    from deplbench.reports.figures import _log_axis, variant_colour
+    from deplbench.reports.figures import log_axis, variant_colour
     from deplbench.reports.readability import tag
     from deplbench.reports.styles import info_for
 
@@ -195,7 +195,7 @@ def gap_figure(events: pd.DataFrame, styles, scale: float = 1.0):
                     base[series], j > 0)
         span = ev["t"].to_numpy(float)
         for ax in (gax, pax):
-            _log_axis(ax, "x", np.concatenate([[t0], span[span > 0]]))
+            log_axis(ax, "x", np.concatenate([[t0], span[span > 0]]))
             ax.set_ylim(-0.02, 1.02)
             ax.grid(alpha=0.3, which="both")
             ax.tick_params(labelsize=7)

@@ -22,8 +22,8 @@ on the drawn figure.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
+from typing import TypeVar
 
 import numpy as np
 import pandas as pd
@@ -31,7 +31,6 @@ from matplotlib import colormaps
 from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
-from deplbench.reports.complexity import CLAIMED_EXPONENTS, TIME, VERTEX_EXPONENTS
 from deplbench.reports.readability import MAX_SERIES, tag
 from deplbench.reports.stats import performance_profile, profile_curve
 from deplbench.reports.styles import SeriesInfo, info_for, ordered, shade
@@ -50,9 +49,10 @@ COST_AXIS = "cost, eq. (2) [cost units]"
 TARGET_AXIS = "target ℓmax, ω-quantile of ℓ(K) [loss]"
 
 Styles = Mapping[str, SeriesInfo]
+_T = TypeVar("_T")
 
-_MARKERS = ("o", "s", "^", "D", "v", "P")
-_DASHES = ("-", "--", "-.", ":")
+MARKER_CYCLE = ("o", "s", "^", "D", "v", "P")
+DASH_CYCLE = ("-", "--", "-.", ":")
 
 
 def new_figure(ncols: int = 1, nrows: int = 1, scale: float = 1.0, sharey: bool | str = False,
@@ -96,7 +96,7 @@ def add_legend(fig, axes, fontsize: float = LEGEND_PT) -> None:
                    fontsize=max(fontsize, LEGEND_PT), ncols=ncol, frameon=False)
 
 
-def _log_axis(ax, which: str, values=None) -> None:
+def log_axis(ax, which: str, values=None) -> None:
     """Log scale with plain tick labels (1, 2, 5, 10, ...). Over more than
     1.5 decades only the powers of ten are labelled, so labels never run
     into each other ("100200")."""
@@ -113,7 +113,7 @@ def _log_axis(ax, which: str, values=None) -> None:
     axis.set_minor_formatter(NullFormatter())
 
 
-def _value_ticks(ax, values, max_ticks: int = 8) -> None:
+def value_ticks(ax, values, max_ticks: int = 8) -> None:
     """Put the x ticks at the values actually run (η = 25, 50, 100, 200)
     when there are few of them; tilt them when they would crowd."""
     v = np.unique(np.asarray(values, float))
@@ -159,7 +159,7 @@ def _line(ax, x, y, st: SeriesInfo, label: str, variant: int = 0, styles: Styles
         st.name, variant=variant > 0)
 
 
-def chunks(names: list[str], size: int = MAX_SERIES) -> list[list[str]]:
+def chunks(names: list[_T], size: int = MAX_SERIES) -> list[list[_T]]:
     """``names`` in at most ``size`` per panel, the panels as even as can be
     (11 series: 4, 4, 3)."""
     if not names:
@@ -281,7 +281,7 @@ def eta_effect(tab: pd.DataFrame, paper_set: str, styles: Styles,
                     j = 0 if eta == main else 1 + others.index(eta)
                     colour = variant_colour(st, j, styles)
                     tag(ax.plot(g["loss_max"], g["cost_mean"], marker=st.marker, ms=3,
-                                color=colour, ls=_DASHES[etas.index(eta) % len(_DASHES)],
+                                color=colour, ls=DASH_CYCLE[etas.index(eta) % len(DASH_CYCLE)],
                                 label=f"{alg} η={eta:g}"), alg, j > 0)
             ax.set_title(solver, fontsize=9)
             ax.set_xlabel(TARGET_AXIS, fontsize=8)
@@ -297,8 +297,8 @@ def eta_effect(tab: pd.DataFrame, paper_set: str, styles: Styles,
         for alg in algs:
             g = t[t["algorithm"] == alg].sort_values("eta")
             _line(ax, g["eta"], g["cost_mean"], info_for(styles, alg), alg)
-        _log_axis(ax, "x", t["eta"])
-        _value_ticks(ax, t["eta"])
+        log_axis(ax, "x", t["eta"])
+        value_ticks(ax, t["eta"])
         ax.set_xlabel(SIZE_AXIS["eta"], fontsize=8)
         ax.set_title(paper_set, fontsize=9)
         ax.grid(alpha=0.3)
@@ -381,7 +381,7 @@ def trajectories(rows: pd.DataFrame, targets: list[float], styles: Styles,
             if mean.size == 0:
                 continue
             colour = variant_colour(st, i, styles)
-            dash = _DASHES[i % len(_DASHES)]
+            dash = DASH_CYCLE[i % len(DASH_CYCLE)]
             k = np.arange(mean.size)  # entry 0 is ℓ(0)
             tag(ax.plot(k, mean, color=colour, ls=dash, lw=1.3), alg, i > 0)
             lo, hi = ev.get("p01") or [], ev.get("p99") or []
@@ -394,7 +394,7 @@ def trajectories(rows: pd.DataFrame, targets: list[float], styles: Styles,
     for row in axes:
         row[0].set_ylabel("loss ℓ(k) [loss]", fontsize=8)
     grey = [shade("#555555", factors[i % len(factors)]) for i in range(len(targets))]
-    handles = [Line2D([], [], color=grey[i], ls=_DASHES[i % len(_DASHES)])
+    handles = [Line2D([], [], color=grey[i], ls=DASH_CYCLE[i % len(DASH_CYCLE)])
                for i in range(len(targets))]
     labels = [f"mean loss, target ℓmax = {lm:g} (dotted: ℓmax)" for lm in targets]
     handles.append(Patch(color="0.6", alpha=0.4))
@@ -452,7 +452,7 @@ def profiles(matrices: dict[tuple[str, str], pd.DataFrame], styles: Styles,
                 st = info_for(styles, alg)
                 tag(ax.step(taus, profile_curve(r[alg], taus), where="post", color=st.colour,
                             ls=st.linestyle, label=alg), alg)
-            _log_axis(ax, "x", [1.0, top])
+            log_axis(ax, "x", [1.0, top])
             ax.tick_params(labelsize=7)
             ax.set_ylim(-0.02, 1.02)
             ax.set_xlabel("τ, ratio to the best on each problem [–]", fontsize=8)
@@ -499,8 +499,8 @@ def ratio_vs(tab: pd.DataFrame, param: str, styles: Styles, scale: float = 1.0,
         # colour and style, the others in shades of it with their own marker
         # and dash
         j = seen[alg] = seen.get(alg, -1) + 1
-        marker = st.marker if j == 0 else _MARKERS[j % len(_MARKERS)]
-        dash = st.linestyle if j == 0 else _DASHES[j % len(_DASHES)]
+        marker = st.marker if j == 0 else MARKER_CYCLE[j % len(MARKER_CYCLE)]
+        dash = st.linestyle if j == 0 else DASH_CYCLE[j % len(DASH_CYCLE)]
         colour = variant_colour(st, j, styles)
         lbl = (f"{alg} ({SIZE_AXIS[other].split(' ')[0]}={ov:g})" if not pd.isna(ov)
                else f"{alg} ({other} not recorded)")
@@ -514,8 +514,8 @@ def ratio_vs(tab: pd.DataFrame, param: str, styles: Styles, scale: float = 1.0,
                          marker="x", ms=3, label=f"{lbl}: Property 3, (1/η)(1+ε)"), st.name, j > 0)
     for ax in (lin, log):
         ax.axhline(1.0, color="k", lw=0.8, ls=":", label="ratio = 1 (the optimum)")
-        _log_axis(ax, "x", tab[param])
-        _value_ticks(ax, tab[param])
+        log_axis(ax, "x", tab[param])
+        value_ticks(ax, tab[param])
         ax.set_xlabel(SIZE_AXIS[param], fontsize=8)
         ax.grid(alpha=0.3, which="both")
     shown = pd.concat([g for _, _, g in kept])
@@ -527,7 +527,7 @@ def ratio_vs(tab: pd.DataFrame, param: str, styles: Styles, scale: float = 1.0,
     lin.set_title("measured ratio", fontsize=9)
     vals = np.concatenate([shown[c].to_numpy(float) for c in
                            ("ratio_min", "ratio_max", "property3_bound")])
-    _log_axis(log, "y", vals)
+    log_axis(log, "y", vals)
     log.set_ylabel("cost / proven optimum [ratio], log", fontsize=8)
     log.set_title("measured vs Property 3's claim", fontsize=9)
     add_legend(fig, axes)
@@ -542,93 +542,3 @@ def single_point_series(tab: pd.DataFrame, param: str) -> list[str]:
     other = "epsilon" if param == "eta" else "eta"
     n = tab.groupby(["algorithm", other], dropna=False)[param].nunique().groupby(level=0).max()
     return sorted(n[n < 2].index)
-
-
-def complexity(fits: pd.DataFrame, param: str, styles: Styles, scale: float = 1.0,
-               max_series: int = 12, xlabel: str | None = None) -> Figure | None:
-    """A measure (runtime, or a work counter) against one size parameter on
-    log-log axes, one panel per measure (small multiples; more than
-    :data:`MAX_SERIES` series of one measure take several panels): the
-    points of each series' best fit, the fitted line (slope and 95 %
-    interval in the panel's legend) and the claimed exponent(s) as
-    reference lines anchored at the panel's first series. Series whose
-    points coincide (one counter on several families of one solver) are
-    one line naming them all. The y-range follows the data (the reference
-    lines leave the panel at their own slope rather than squash the data).
-    ``xlabel`` names the size when it is not :data:`SIZE_AXIS`'s (knapsack
-    items)."""
-    f = fits[fits["parameter"] == param]
-    if f.empty:
-        return None
-    f = f.head(max_series)
-    measure_of = f["measure"] if "measure" in f else pd.Series(TIME, index=f.index)
-    panels: list[tuple[str, list]] = []
-    for measure in dict.fromkeys(measure_of):
-        merged: list[list] = []   # [points key, row, series names]
-        for row in f[measure_of == measure].itertuples(index=False):
-            key = (row.algorithm, tuple(np.asarray(row.x_values, float).round(9)),
-                   tuple(np.asarray(row.y_values, float).round(9)))
-            same = next((m for m in merged if m[0] == key), None)
-            if same is not None:
-                same[2].append(str(row.series))
-            else:
-                merged.append([key, row, [str(row.series)]])
-        for part in chunks(list(range(len(merged)))):
-            panels.append((measure, [merged[i] for i in part]))
-    ncols = min(len(panels), 3)
-    nrows = -(-len(panels) // ncols)
-    fig, axes = new_figure(ncols=ncols, nrows=nrows, scale=scale,
-                           width=PANEL[0] * max(1.9, 1.3 * ncols))
-    for ax in axes.ravel()[len(panels):]:
-        ax.set_axis_off()
-    claimed, implied_time, _ = CLAIMED_EXPONENTS[param]
-    for ax, (measure, items) in zip(axes.ravel(), panels):
-        implied = implied_time if measure == TIME else VERTEX_EXPONENTS.get(param)
-        seen: dict[str, int] = {}
-        ys_all, xs_all = [], []
-        for i, (_key, row, names) in enumerate(items):
-            x = np.asarray(row.x_values, float)
-            y = np.asarray(row.y_values, float)
-            ys_all.append(y)
-            xs_all.append(x)
-            st = info_for(styles, row.algorithm)
-            # several series of one algorithm: shades of its colour, own marker and dash
-            j = seen[row.algorithm] = seen.get(row.algorithm, -1) + 1
-            colour = variant_colour(st, j, styles)
-            marker, dash = _MARKERS[j % len(_MARKERS)], _DASHES[j % len(_DASHES)]
-            tag(ax.scatter(x, y, s=10, color=colour, alpha=0.6, marker=marker), row.algorithm, j > 0)
-            xs = np.geomspace(x.min(), x.max(), 20)
-            ci = (f"[{row.ci_low:.2f}, {row.ci_high:.2f}]" if math.isfinite(row.ci_low)
-                  else "[n/a]")
-            who = " = ".join(names)
-            label = f"{row.algorithm} [{who}]: slope {row.slope:.2f} {ci}"
-            tag(ax.plot(xs, np.exp(row.intercept) * xs ** row.slope, color=colour, lw=1.2, ls=dash,
-                        marker=marker, markevery=[0, len(xs) - 1], ms=3, label=label),
-                row.algorithm, j > 0)
-            if i == 0:
-                x0, y0 = xs[0], float(np.exp(row.intercept) * xs[0] ** row.slope)
-                for e, ls, what in ((claimed, "--", "claimed (runtime)"),
-                                    (implied, ":", "implied (runtime)" if measure == TIME
-                                     else "vertex count |M|Kη²")):
-                    if e is None or (ls == ":" and e == claimed):
-                        continue
-                    ax.plot(xs, y0 * (xs / x0) ** e, color="k", ls=ls, lw=0.9,
-                            label=f"{what} exponent {e:+g}")
-        ally = np.concatenate(ys_all)
-        ally = ally[np.isfinite(ally) & (ally > 0)]
-        if ally.size:
-            ax.set_ylim(ally.min() / 3.0, ally.max() * 3.0)
-        xall = np.concatenate(xs_all)
-        _log_axis(ax, "x", xall)
-        _log_axis(ax, "y", ally)
-        _value_ticks(ax, xall)
-        ax.tick_params(labelsize=7)
-        ax.set_xlabel(xlabel or SIZE_AXIS[param], fontsize=8)
-        ax.set_ylabel("runtime [s]" if measure == TIME else "work counted [count]", fontsize=8)
-        algs = {row.algorithm for _k, row, _n in items}
-        ax.set_title(("runtime" if measure == TIME else measure)
-                     + (f" — {next(iter(algs))}" if len(algs) == 1 else ""), fontsize=8)
-        ax.grid(alpha=0.3, which="both")
-        ax.legend(fontsize=6.5, frameon=False, loc="upper left", bbox_to_anchor=(0.0, -0.2),
-                  borderaxespad=0.0)
-    return fig

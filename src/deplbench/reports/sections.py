@@ -19,6 +19,7 @@ import pandas as pd
 from deplbench.reports import bracket as bracket_mod
 from deplbench.reports import claims as claims_mod
 from deplbench.reports import complexity as cx
+from deplbench.reports import complexity_figure as cx_fig
 from deplbench.reports import figures as figs
 from deplbench.reports import solvers as solvers_mod
 from deplbench.reports import tables as tabs
@@ -379,7 +380,7 @@ def section_complexity(ctx: Context) -> Section:
     is_knap = (best["family"] == KNAPSACK_FAMILY) if not best.empty else pd.Series(dtype=bool)
     general = best[~is_knap] if not best.empty else best
     for p in SIZE_PARAMETERS:
-        f = figs.complexity(general, p, ctx.styles, ctx.scale) if not general.empty else None
+        f = cx_fig.complexity(general, p, ctx.styles, ctx.scale) if not general.empty else None
         if f is None:
             if not fits.empty:
                 s.missing(f"{tabs.size_label(p)} was not varied (≥ 3 values, others "
@@ -394,7 +395,7 @@ def section_complexity(ctx: Context) -> Section:
     for p in SIZE_PARAMETERS:
         if work.empty or not (work["parameter"] == p).any():
             continue
-        f = figs.complexity(work, p, ctx.styles, ctx.scale)
+        f = cx_fig.complexity(work, p, ctx.styles, ctx.scale)
         s.add(Figure(f"complexity_work_{p}", f"Work counted vs {tabs.size_label(p)}", f,
                      "Exact counts of diagnostics.work per run; lines: OLS fit (slope, "
                      "95 % CI); dashed: Property 2's exponent for the runtime; dotted: "
@@ -404,7 +405,7 @@ def section_complexity(ctx: Context) -> Section:
         s.missing(f"No {KNAPSACK_FAMILY}-family sweep over the number of items: the exact "
                   "solvers' growth on knapsack classes cannot be set beside DepL's.")
     else:
-        f = figs.complexity(knap, "n_models", ctx.styles, ctx.scale, max_series=18,
+        f = cx_fig.complexity(knap, "n_models", ctx.styles, ctx.scale, max_series=18,
                             xlabel="n, knapsack items (one model version each) [items]")
         s.add(Figure("complexity_knapsack", "Knapsack classes: runtime vs items n", f,
                      "One series per algorithm and item class (Property 1's reduction: "

@@ -354,5 +354,5 @@ def _normal_quantile(q: float) -> float:
     return float(norm.ppf(q))
 
 
-__all__ = ["GOLDEN", "MU_FACTORS", "SCALINGS", "AdaptiveBounds", "AdaptivePolicy", "adaptive_bounds",
+__all__ = ["GOLDEN", "MU_FACTORS", "SCALINGS", "STAGES", "AdaptiveBounds", "AdaptivePolicy", "adaptive_bounds",
            "frontier_levels", "tune_policy"]
