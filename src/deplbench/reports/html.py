@@ -37,7 +37,8 @@ margin:.4em 0 1.5em}
 .card.wide{flex-basis:100%}
 .card table{font-size:.7em;width:100%;margin:.15em 0;line-height:1.15}
 .card th{font-weight:600}
-.card td.c-algorithm,.card td.c-verdict,.card td.c-cost_over_saa_optimum{white-space:nowrap}
+.card td.c-algorithm,.card td.c-verdict,.card td.c-cost_over_saa_optimum,.card td.c-feasible{white-space:nowrap}
+.card table.wrap-feasible td.c-feasible{white-space:normal}
 .card td.c-measured{font-size:.92em}
 .card td.c-claim{width:34%}.card td.c-verdict{width:1%}
 .card td,.card th{padding:.05em .3em}
@@ -174,12 +175,20 @@ def _glance_class(col: str, value: str) -> str:
     return ""
 
 
+#: Longest "proven, certified · MC met" text kept on one line in a card.
+FEASIBLE_ONE_LINE = 22
+
+
 def _glance_table(t: Table) -> str:
     """A compact table of the glance box: every cell carries its column
     (``data-col``) and its header (``data-label``, shown before the value when
     the rows stack on a narrow screen)."""
     heads = [GLANCE_HEADERS.get(c, c) for c in t.frame.columns]
-    out = ["<table><thead><tr>" + "".join(f"<th>{_e(h)}</th>" for h in heads)
+    # the counts stay on one line (one line per row in the tallest card)
+    # unless they are long (a policy's "P(success) ≥ ω cert."): then they wrap
+    feasible = [fmt_cell(v) for v in t.frame["feasible"]] if "feasible" in t.frame else []
+    wrap = ' class="wrap-feasible"' if any(len(x) > FEASIBLE_ONE_LINE for x in feasible) else ""
+    out = [f"<table{wrap}><thead><tr>" + "".join(f"<th>{_e(h)}</th>" for h in heads)
            + "</tr></thead><tbody>"]
     for row in t.frame.itertuples(index=False, name=None):
         cells = []
