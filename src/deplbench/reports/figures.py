@@ -180,15 +180,15 @@ def cost_vs_target(tab: pd.DataFrame, paper_set: str, styles: Styles,
     the ratio of each plan's cost to the reference of its own instance (mean
     over instances, band min–max), where differences of a few percent show;
     bottom row: the cost itself, as the papers draw it. More than
-    :data:`MAX_SERIES` series are split over columns (small multiples, one
-    y-scale per row)."""
+    :data:`MAX_SERIES` series are split over columns (small multiples, each
+    panel on its own y-scale, so a few percent stay visible)."""
     t = tab[tab["paper_set"] == paper_set]
     if t.empty:
         return None
     has_ratio = "ratio_ref_mean" in t and t["ratio_ref_mean"].notna().any()
     groups = chunks(ordered(t["algorithm"], styles))
     nrows = 2 if has_ratio else 1
-    fig, axes = new_figure(ncols=len(groups), nrows=nrows, scale=scale, sharey="row",
+    fig, axes = new_figure(ncols=len(groups), nrows=nrows, scale=scale,
                            width=PANEL[0] * max(1.5, 1.15 * len(groups)))
     kinds = sorted(set(t["reference_kind"].dropna()) - {""}) if has_ratio else []
     for col, algs in enumerate(groups):
