@@ -133,3 +133,14 @@ def test_trajectories_are_small_multiples_per_algorithm():
     # each panel: one line and one quantile band per target
     assert all(len(ax.collections) == 2 for ax in drawn)
     assert figure_problems(fig, styles) == []
+
+
+def test_a_target_without_a_plan_is_said_on_the_bars():
+    rows = [{"paper_set": "s", "algorithm": a, "loss_max": lm, "model": m, "instances": 1,
+             "value": 1.0}
+            for a, lms in (("milp", (5.0, 9.0)), ("depl", (9.0,))) for lm in lms for m in ("L", "S")]
+    fig = figs.per_model(pd.DataFrame(rows), "s", "mean cost [cost units]",
+                         _styles(milp="#1f77b4", depl="#2ca02c"))
+    said = {ax.get_title(): [t.get_text() for t in ax.texts] for ax in fig.axes if ax.axison}
+    assert said == {"depl": ["no plan"], "milp": []}
+    assert figure_problems(fig) == []

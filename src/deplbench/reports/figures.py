@@ -339,8 +339,8 @@ def per_model(tab: pd.DataFrame, paper_set: str, ylabel: str, styles: Styles,
             bottom += g[m].to_numpy()
         # a target this series has no plan at is said, not left as a gap
         for x in pos[~ran]:
-            ax.text(x, 0, "no plan", rotation=90, ha="center", va="bottom", fontsize=7,
-                    color="0.35")
+            ax.text(x, 0.04, "no plan", ha="center", va="bottom", fontsize=7, color="0.35",
+                    transform=ax.get_xaxis_transform())
         ax.set_xticks(pos, [f"{x:g}" for x in targets], fontsize=7, rotation=45)
         ax.set_title(alg, fontsize=9)
         ax.set_xlabel("target ℓmax [loss]", fontsize=8)
