@@ -29,6 +29,7 @@ $(STAMP): $(LOCK) pyproject.toml
 	touch $(STAMP)
 
 setup: $(STAMP)
+	@echo "setup: deplbench is in $(VENV); put it on PATH with: . $(VENV)/bin/activate (or call $(VENV)/bin/deplbench)"
 
 # Lint and type checks of the package first (configuration in pyproject.toml):
 # ruff (pyflakes, pycodestyle, isort, bugbear) and mypy on src/deplbench.
@@ -44,6 +45,7 @@ lint: $(STAMP)
 XDIST ?= -n auto --maxprocesses=4 --dist loadscope
 test: lint
 	$(PY) -m pytest tests -q $(XDIST) $(PYTEST_ARGS)
+	@echo "test: done; deplbench is in $(VENV): . $(VENV)/bin/activate (or call $(VENV)/bin/deplbench)"
 
 # The quick loop (under a minute: 45 s of CPU): every layer, without the
 # tests marked slow or integration (tests/conftest.py marks them).
@@ -100,9 +102,11 @@ targets: $(STAMP)
 	$(PY) benchmarks/runner_targets.py --out results/bench/runner_targets.json
 	$(PY) benchmarks/adaptive_targets.py --out results/bench/adaptive_targets.json
 
+# The last line says how to call deplbench yourself: it lives in .venv.
 demo: $(STAMP)
 	$(VENV)/bin/deplbench run benchmarks/sweeps/quick.toml --db results/demo.sqlite
 	$(VENV)/bin/deplbench report results/demo.sqlite --out reports/demo
+	@echo "demo: open reports/demo/index.html; to run deplbench yourself: . $(VENV)/bin/activate (or call $(VENV)/bin/deplbench)"
 
 reproduce: $(STAMP)
 	$(VENV)/bin/deplbench run benchmarks/sweeps/paper.toml --db results/full.sqlite

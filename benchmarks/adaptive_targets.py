@@ -56,7 +56,7 @@ def measure(family: str, loss_max: float, buckets: int, runs: int, tune_runs: in
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap = argparse.ArgumentParser(allow_abbrev=False, description=__doc__.split("\n")[0])
     ap.add_argument("--only", choices=("targets", "grid"), help="run one part only")
     ap.add_argument("--families", default="pact-vgg11,alexnet,mobilenet",
                     help="targets: comma-separated families to run (default all)")

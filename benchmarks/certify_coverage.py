@@ -34,7 +34,7 @@ from deplbench.solvers.certified import certify, fresh_seed
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(allow_abbrev=False, description=__doc__.splitlines()[0])
     ap.add_argument("--seeds", type=int, default=30)
     ap.add_argument("--out", default="results/bench/certify_coverage.json")
     args = ap.parse_args()

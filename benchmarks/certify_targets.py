@@ -78,7 +78,7 @@ def _fmt(x, digits=6):
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(allow_abbrev=False, description=__doc__.splitlines()[0])
     ap.add_argument("--families", default="alexnet,mobilenet")
     ap.add_argument("--loss-max", default="5,7,9,11,13")
     ap.add_argument("--workers", type=int, default=2)

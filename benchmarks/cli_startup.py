@@ -42,7 +42,7 @@ def _time(cmd: list[str], runs: int) -> list[float]:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(allow_abbrev=False, description=__doc__.split("\n\n")[0])
     ap.add_argument("--runs", type=int, default=10)
     opts = ap.parse_args()
     exe = _exe()

@@ -199,7 +199,7 @@ def gap_decomposition(instance, loss_maxes=(5.0, 7.0, 9.0, 13.0), eval_samples: 
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap = argparse.ArgumentParser(allow_abbrev=False, description=__doc__.split("\n")[0])
     ap.add_argument("--quick", action="store_true", help="fewer repeats and a smaller networkx sweep")
     ap.add_argument("--out", default=None, help="default results/bench/depl_targets.json "
                     "(results/bench/depl_gap.json with --only gap)")

@@ -147,7 +147,7 @@ def mc_rows(n_plans: int, draws: int) -> list[dict]:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(allow_abbrev=False, description=__doc__.splitlines()[0])
     ap.add_argument("--families", default="alexnet,mobilenet")
     ap.add_argument("--loss-max", default="5,7,9,11,13")
     ap.add_argument("--certify", type=int, default=0, help="run certify on the first N instances")

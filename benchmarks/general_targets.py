@@ -148,7 +148,7 @@ def _met(r, limit=60.0) -> str:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(allow_abbrev=False, description=__doc__.split("\n\n")[0])
     ap.add_argument("--time-limit", type=lambda x: None if x == "none" else float(x), default=60.0,
                     help="seconds per solve, or none (then the targets are judged on CPU seconds)")
     ap.add_argument("--out", default=None)

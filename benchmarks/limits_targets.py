@@ -185,7 +185,7 @@ def solve_row(instance: Path, algo: str, has_limit: bool, args, extra: tuple = (
 def main(argv: list[str] | None = None) -> int:
     from deplbench.solvers import registry
 
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(allow_abbrev=False, description=__doc__.split("\n\n")[0])
     ap.add_argument("--algos", nargs="*", default=None,
                     help="algorithms (default: every registered one that loads)")
     ap.add_argument("--hard-timeout", type=float, default=120.0,

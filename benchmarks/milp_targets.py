@@ -86,7 +86,7 @@ def horizon_100000(scenarios: int) -> dict:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(allow_abbrev=False, description=__doc__.splitlines()[0])
     ap.add_argument("--naive-limit", type=float, default=120.0, help="naive time limit at S = 300 (s)")
     ap.add_argument("--flow-limit", type=float, default=30.0, help="flow time limit (s)")
     ap.add_argument("--out", default="results/bench/milp_targets.json")

@@ -136,7 +136,7 @@ def run_one(name: str, rel: str, old: str, new: str, timeout: float,
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(allow_abbrev=False, description=__doc__.splitlines()[0])
     parser.add_argument("--list", action="store_true", help="list the mutations and exit")
     parser.add_argument("--timeout", type=float, default=600.0, help="seconds per mutant test run")
     parser.add_argument("--only", metavar="TEXT", action="append",

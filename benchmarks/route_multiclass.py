@@ -42,7 +42,7 @@ def instances():
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(allow_abbrev=False, description=__doc__.splitlines()[0])
     ap.add_argument("--scenarios", default="200,1000")
     ap.add_argument("--time-limit", type=float, default=120.0)
     ap.add_argument("--out", default=str(ROOT / "results" / "bench" / "route_multiclass.json"))

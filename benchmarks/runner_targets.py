@@ -257,7 +257,7 @@ def leases_part(n_tasks: int, reps: int, tmp: Path) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(allow_abbrev=False, description=__doc__.split("\n\n")[0])
     ap.add_argument("--part", choices=("dask", "leases", "all"), default="all")
     ap.add_argument("--reps", type=int, default=2, help="repetitions (alternating order)")
     ap.add_argument("--sweep", type=Path, default=QUICK, help="sweep of the Dask part")

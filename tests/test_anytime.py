@@ -88,6 +88,11 @@ def test_section_draws_the_figure_and_the_table_for_milp_and_milp_certified():
     figs = [e for e in s.elements if isinstance(e, Figure)]
     tables = {e.name: e for e in s.elements if isinstance(e, Table)}
     assert [f.name for f in figs] == ["anytime_gap"]
-    labels = {t.get_label() for ax in figs[0].fig.axes for t in ax.get_lines()}
+    labels = {t.get_label().split(": primal integral")[0] for ax in figs[0].fig.axes
+              for t in ax.get_lines()}
     assert {"milp (highs)", "milp-certified"} <= labels
+    # on a log time axis, with the primal gap below the gap
+    assert all(ax.get_xscale() == "log" for ax in figs[0].fig.axes)
+    assert any("primal integral median" in t.get_label() for ax in figs[0].fig.axes
+               for t in ax.get_lines())
     assert set(tables["primal_integral"].frame["series"]) == {"milp (highs)", "milp-certified"}

@@ -168,3 +168,27 @@ def test_certify_counts_its_tasks_on_a_terminal(tmp_path):
     assert status in (0, 1), term
     assert "certify:" in term and "task" in term and BANNER not in term
     assert out.strip()                                  # the bracket itself, on stdout
+
+
+def test_adaptive_shows_its_stages_on_a_terminal(tmp_path):
+    inst = tmp_path / "p.json"
+    subprocess.run([sys.executable, "-m", "deplbench", "generate", "realistic", "--family", "pact-vgg11",
+                    "-o", str(inst)], check=True, capture_output=True)
+    small = ["--buckets", "40", "--runs", "2000", "--tune-runs", "2000", "--iters-lam", "2",
+             "--iters-mu", "2"]
+    status, out, term = _on_a_terminal(["adaptive", str(inst), *small], tmp_path)
+    assert status in (0, 1), term
+    assert "adaptive:" in term and "3/3 stages" in term and "certification runs" in term
+    assert out.startswith("instance")
+    status, out, term = _on_a_terminal(["adaptive", str(inst), *small, "--quiet"], tmp_path)
+    assert status in (0, 1) and "stages" not in term
+
+
+@pytest.mark.slow
+def test_library_build_bar_holds_the_highs_banner(tmp_path):
+    status, out, term = _on_a_terminal(["library", "build", "--out", str(tmp_path / "lib"), "--only",
+                                        "knapsack-uncorrelated-n10", "--no-true-optimum",
+                                        "--time-limit", "10"], tmp_path)
+    assert status == 0, term
+    assert "1/1" in term and "knapsack-uncorrelated-n10" in term
+    assert BANNER not in term and BANNER not in out

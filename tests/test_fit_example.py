@@ -25,6 +25,9 @@ def test_documented_command_runs_and_the_output_validates(tmp_path):
     args[args.index("fit-report")] = str(tmp_path / "fit-report")
     p = subprocess.run([sys.executable, "-m", "deplbench", *args], cwd=ROOT, capture_output=True, text=True)
     assert p.returncode == 0, p.stderr
+    # the fit lines go where the page says they go
+    stream = "stdout" if "switch pair to stdout" in doc else "stderr"
+    assert stream == "stdout" and "A=" in p.stdout and "A=" not in p.stderr
     v = subprocess.run([sys.executable, "-m", "deplbench", "validate", str(tmp_path / "fitted.json")],
                        capture_output=True, text=True)
     assert v.returncode == 0, v.stderr

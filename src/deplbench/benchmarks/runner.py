@@ -269,8 +269,22 @@ class DryRun:
     executor: str
     #: the estimate from stored runs (:func:`estimate_time`), or None
     estimate: dict | None = None
+    #: one line per task still to run (:func:`describe_task`), in run order
+    todo_lines: tuple[str, ...] = ()
 
-    def text(self) -> str:
+    def text(self, show: int = 20) -> str:
+        """The counts and estimate, then the first ``show`` tasks to run
+        (one line each) and how many more there are."""
+        text = self._counts()
+        if show > 0 and self.todo_lines:
+            head = self.todo_lines[:show]
+            more = len(self.todo_lines) - len(head)
+            text += (f"\ntasks to run (first {len(head)} of {len(self.todo_lines)}):\n"
+                     + "\n".join(f"  {line}" for line in head)
+                     + (f"\n  … and {more} more" if more else ""))
+        return text
+
+    def _counts(self) -> str:
         checked = (f" ({self.instances_checked} instance(s) built and validated)"
                    if self.instances_checked is not None else "")
         line = (f"sweep {self.name}: {self.total} tasks, {self.already_done} already done, "
@@ -286,6 +300,22 @@ class DryRun:
                 f"time of those runs; {e['exact']} matched on the parameters too)"
                 + (f", {self.todo - e['matched']} tasks without an estimate" if e["matched"] < self.todo
                    else ""))
+
+
+def describe_task(task) -> str:
+    """One line naming a task: its entry's label, instance group and seed,
+    targets, parameters and repetition (what a dry run lists)."""
+    parts = [task.label or task.algorithm, f"on {task.group}"]
+    if task.instance_seed is not None:
+        parts.append(f"seed {task.instance_seed}")
+    parts += [f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}"
+              for k, v in sorted((task.targets or {}).items())]
+    params = ", ".join(f"{k}={v}" for k, v in sorted((task.params or {}).items()))
+    if params:
+        parts.append(f"[{params}]")
+    if task.repetition:
+        parts.append(f"repetition {task.repetition}")
+    return " ".join(parts)
 
 
 def estimate_time(todo: list, store: ResultsStore) -> dict:
@@ -379,4 +409,4 @@ def dry_run(sweep: Sweep, db: str | os.PathLike, executor_description: str = "",
     n_checked = _check(todo) if check_instances else None
     return DryRun(name=sweep.name, total=len(tasks), already_done=done, skipped_failed=failed,
                   todo=len(todo), instances_checked=n_checked, executor=executor_description,
-                  estimate=estimate)
+                  estimate=estimate, todo_lines=tuple(describe_task(t) for t in todo))

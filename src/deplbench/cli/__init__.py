@@ -87,7 +87,16 @@ class _OneLineErrorParser(argparse.ArgumentParser):
     """An argument parser whose usage errors are one line on stderr with exit
     status 2 (the CLI's error contract), e.g. ``error: deplbench validate:
     unrecognized arguments: --json (see deplbench validate --help)``.
-    Sub-command parsers inherit the class through ``add_subparsers``."""
+    Sub-command parsers inherit the class through ``add_subparsers``.
+
+    Option prefixes are not accepted (``allow_abbrev=False``): argparse
+    would otherwise read ``--bucket 100`` as ``--buckets 100``, and a new
+    option sharing a prefix would silently change what an old command
+    line means."""
+
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("allow_abbrev", False)
+        super().__init__(*args, **kwargs)
 
     def error(self, message: str):  # noqa: D102 - argparse's hook
         sys.stderr.write(f"error: {self.prog}: {message} (see {self.prog} --help)\n")

@@ -29,8 +29,13 @@ def _cmd_adaptive(args) -> int:
     ok, why = AdaptiveOpt.applies(instance)
     if not ok:
         raise SolverError(f"instance: {why}")
-    b = adaptive_bounds(instance, p["buckets"], p["runs"], p["seed"], p["confidence"], p["tune_runs"],
-                        p["rho"], p["iters_lam"], p["iters_mu"])
+    from deplbench.cli.progress import Stages, native_output_held, progress_wanted
+    from deplbench.formulations.adaptive.certify import STAGES
+
+    show = progress_wanted(args)
+    with native_output_held(show) as stream, Stages(show, "adaptive", list(STAGES), stream) as bar:
+        b = adaptive_bounds(instance, p["buckets"], p["runs"], p["seed"], p["confidence"], p["tune_runs"],
+                            p["rho"], p["iters_lam"], p["iters_mu"], stage=bar.stage)
     record = {"instance": instance.name, "omega": instance.omega, "loss_max": instance.loss_max, **b.to_dict()}
     if args.json:
         print_json(record, strict=True)
@@ -77,4 +82,6 @@ def register(subparsers) -> None:
     p.add_argument("--iters-lam", dest="iters_lam", type=int, help="bisection steps on λ (default 6)")
     p.add_argument("--iters-mu", dest="iters_mu", type=int, help="bisection steps on μ (default 6)")
     p.add_argument("--json", action="store_true", help="print one JSON object on stdout")
+    p.add_argument("--quiet", action="store_true",
+                   help="no progress bar (there is none either when stderr is not a terminal)")
     p.set_defaults(func=_cmd_adaptive)

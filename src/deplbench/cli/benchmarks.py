@@ -51,8 +51,12 @@ def register(subparsers) -> None:
                           "(shell glob; repeatable)")
     run.add_argument("--dry-run", action="store_true",
                      help="validate everything a run would use (every parameter value, "
-                          "every instance built with its targets) and count the tasks; "
-                          "runs nothing and never creates DB")
+                          "every instance built with its targets), count the tasks and list "
+                          "the first of those to run (--show-tasks); runs nothing and never "
+                          "creates DB")
+    run.add_argument("--show-tasks", type=int, default=20, metavar="N",
+                     help="with --dry-run: list the first N tasks to run, one line each "
+                          "(default 20; 0: counts only)")
     run.set_defaults(func=_run)
 
     export = subparsers.add_parser(
@@ -94,7 +98,9 @@ def _run(args: argparse.Namespace) -> int:
         # Never creates the database: an existing one is only read.
         report = dry_run(sweep, args.db, executor.describe(), retry_failed=args.retry_failed,
                          check_instances=False)
-        print(report.text())
+        if args.show_tasks < 0:
+            raise SweepError(f"--show-tasks: must be 0 or more, got {args.show_tasks}")
+        print(report.text(show=args.show_tasks))
         return 0
     from deplbench.cli.progress import native_output_held, progress_wanted
 

@@ -101,20 +101,21 @@ def _progress(line: str) -> None:
     print(line, file=sys.stderr, flush=True)
 
 
-def _build_progress(total: int):
-    """(callback, close): a tqdm bar on stderr when it is a terminal, plain
-    lines otherwise (logs, pipes)."""
-    if not sys.stderr.isatty():
+def _build_progress(total: int, show: bool, stream):
+    """(callback, close): a tqdm bar on ``stream`` (the real stderr while
+    native output is held) when ``show``, plain lines otherwise (logs,
+    pipes, --quiet)."""
+    if not show:
         return _progress, lambda: None
-    from tqdm import tqdm
+    from deplbench.cli.progress import counter
 
-    bar = tqdm(total=total, file=sys.stderr, unit="instance")
+    bar = counter(True, "library", total=total, unit="instance", stream=stream)
 
     def step(line: str) -> None:
         if line.endswith(": building"):
             bar.set_description(line.split("] ", 1)[-1].rsplit(":", 1)[0])
             return
-        bar.write(line, file=sys.stderr)
+        bar.write(line, file=stream)
         bar.update(1)
 
     return step, bar.close
@@ -124,16 +125,21 @@ def run_build(args: argparse.Namespace) -> int:
     """Handler of ``deplbench library build``; returns the exit status."""
     from deplbench.benchmarks.library import build_library
     from deplbench.benchmarks.library.catalog import entries
+    from deplbench.cli.progress import native_output_held, progress_wanted
 
     total = len(args.only) if args.only else len(entries(args.size))
-    step, close = _build_progress(total)
-    try:
-        manifest = build_library(args.out, size=args.size, time_limit=args.time_limit, gap=args.gap,
-                                 overwrite=args.force, only=args.only, progress=step,
-                                 solve_time_limit=args.solve_time_limit,
-                                 true_optimum=not args.no_true_optimum)
-    finally:
-        close()
+    show = progress_wanted(args)
+    # while the bar shows, what HiGHS and SCIP print from C (the "Running
+    # HiGHS" banner) goes to the null device instead of through the bar
+    with native_output_held(show) as stream:
+        step, close = _build_progress(total, show, stream)
+        try:
+            manifest = build_library(args.out, size=args.size, time_limit=args.time_limit, gap=args.gap,
+                                     overwrite=args.force, only=args.only, progress=step,
+                                     solve_time_limit=args.solve_time_limit,
+                                     true_optimum=not args.no_true_optimum)
+        finally:
+            close()
     if args.json:
         print_json(manifest)
     else:

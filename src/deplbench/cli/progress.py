@@ -1,5 +1,6 @@
 """Progress bars for the long commands (``run``, ``certify``, ``simulate``,
-``library build``, ``report``), and the solver silence they need.
+``adaptive``, ``library build``, ``report``), and the solver silence they
+need.
 
 A bar is shown only when standard error is a terminal and the command was
 not given ``--quiet`` (or ``--no-progress``): logs, CI and pipes get no

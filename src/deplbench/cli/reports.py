@@ -8,6 +8,7 @@ is a one-line ``error:`` from the top-level CLI, never a traceback.
 from __future__ import annotations
 
 import argparse
+import sys
 
 
 def register(subparsers) -> None:
@@ -50,6 +51,8 @@ def _run(args: argparse.Namespace) -> int:
     if summary.claims is not None:
         for row in summary.claims.itertuples(index=False):
             print(f"  [{row.verdict}] {row.claim}")
+    for p in summary.figure_problems:
+        print(f"warning: figure hard to read: {p}", file=sys.stderr)
     if summary.errors:
         for e in summary.errors:
             print(f"warning: section failed: {e.splitlines()[0]}")

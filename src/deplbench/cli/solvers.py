@@ -117,7 +117,30 @@ def _cmd_solve(args) -> int:
             print(f"epochs      {ev['epochs']}  {ev['epochs_per_model']}")
             for v in ev["violations"]:
                 print(f"violation   {v}")
+            hint = saa_hint(result, getattr(cls, "reference", ""))
+            if hint:
+                print(textwrap.fill(hint, 78, initial_indent="note        ", subsequent_indent=" " * 12))
     return 0 if result.status != "error" else 1
+
+
+def saa_hint(result, reference: str) -> str:
+    """Why an SAA plan can be ``optimal`` in sample and infeasible out of
+    sample; "" for every other result.
+
+    An SAA solver proves optimality for its S drawn scenarios (at most
+    ⌊(1 − ω)S⌋ may exceed ℓmax), not for the chance constraint (3) itself:
+    the fresh draws of the evaluation can put the ω-quantile above ℓmax."""
+    ev = result.evaluation or {}
+    if reference != "saa" or result.status != "optimal" or ev.get("verdict") != "infeasible":
+        return ""
+    if ev.get("violations"):
+        return ""
+    s = (result.diagnostics or {}).get("scenarios") or (result.params or {}).get("scenarios")
+    sample = f"its {s} in-sample scenarios" if s else "its in-sample scenarios"
+    return (f"optimal for {sample} (the sample average approximation), not for the chance "
+            "constraint itself: out of sample the ω-quantile exceeds ℓmax. More scenarios "
+            "(--scenarios), a certified plan (--algo milp-certified) or the true static "
+            "optimum (--algo milp-exact, where it applies) close the gap.")
 
 
 def solver_used(result) -> str:
@@ -169,23 +192,72 @@ def _cmd_algorithms(args) -> int:
             print("\n".join(_solver_lines(args.check)))
         return 0
     rows = all_info(include_unavailable=True)
+    if args.name is not None:
+        rows = [_one_algorithm(rows, args.name)]
     if args.json:
-        print_json(rows, indent=2)
+        print_json(rows if args.name is None else rows[0], indent=2)
         return 0
+    if args.name is not None:
+        print("\n".join(_parameter_lines(rows[0])))
+        return 0
+    width = max(len(r["name"]) for r in rows) if rows else 0
     for row in rows:
         origin = "" if row["source"]["kind"] == "builtin" else f"  [plugin: {row['source'].get('distribution')}]"
         if not row["available"]:
-            print(f"{row['name']:<13} (unavailable: {row['reason']}){origin}")
+            print(f"{row['name']:<{width}}  (unavailable: {row['reason']}){origin}")
             continue
         kind = "exact" if row["exact"] else "heuristic"
-        print(f"{row['name']:<13} {row['description']}  ({kind}){origin}")
-        for pname, p in row["parameters"].items():
-            print(f"    {pname:<14} {p['type']:<6} default={p['default']!r:<10} {p['help']}")
+        print(f"{row['name']:<{width}}  {kind:<9}  {_first_sentence(row['description'])}{origin}")
+    print()
+    print(f"{len(rows)} algorithms; `deplbench algorithms NAME` lists one's parameters "
+          "(`--json`: all of them).")
     print()
     print("\n".join(_solver_lines(args.check)))
     for problem in problems():
         print(f"warning: {problem}", file=sys.stderr)
     return 0
+
+
+def _first_sentence(text: str, limit: int = 90) -> str:
+    """The description's first sentence, on one line (cut at a word with
+    "…" past ``limit`` characters): the short list is one line per algorithm."""
+    text = " ".join(str(text).split())
+    head = text.split(". ")[0].rstrip(".")
+    return head if len(head) <= limit else head[:limit].rsplit(" ", 1)[0] + " …"
+
+
+def _one_algorithm(rows: list[dict], name: str) -> dict:
+    """The catalog row of ``name``; an unknown name is the user's input
+    error naming the closest algorithms."""
+    import difflib
+
+    for row in rows:
+        if row["name"] == name:
+            return row
+    names = [r["name"] for r in rows]
+    close = difflib.get_close_matches(name, names, n=3)
+    hint = f"did you mean {', '.join(close)}?" if close else "`deplbench algorithms` lists them"
+    raise SolverError(f"algorithm: no algorithm named {name!r} ({hint})")
+
+
+def _parameter_lines(row: dict) -> list[str]:
+    """``algorithms NAME``: the description, then one line per parameter
+    (type, default, help)."""
+    origin = "" if row["source"]["kind"] == "builtin" else f"  [plugin: {row['source'].get('distribution')}]"
+    if not row["available"]:
+        return [f"{row['name']}  (unavailable: {row['reason']}){origin}"]
+    kind = "exact" if row["exact"] else "heuristic"
+    lines = [f"{row['name']}  ({kind}){origin}"]
+    lines += textwrap.wrap(" ".join(str(row["description"]).split()), 78, initial_indent="  ",
+                           subsequent_indent="  ")
+    params = row["parameters"]
+    if not params:
+        return lines + ["", "  no parameters"]
+    lines += ["", f"parameters (--param KEY=VALUE; {len(params)}):"]
+    for pname, p in params.items():
+        lines += textwrap.wrap(f"{p['type']:<6} default={p['default']!r}  {p['help']}", 78,
+                               initial_indent=f"  {pname:<16} ", subsequent_indent=" " * 19)
+    return lines
 
 
 class _HelpWithAlgorithms(argparse.Action):
@@ -284,7 +356,12 @@ def register(subparsers) -> None:
     p.add_argument("--json", action="store_true", help="print the result record as one JSON object")
     p.set_defaults(func=_cmd_solve)
 
-    a = subparsers.add_parser("algorithms", help="list algorithms and their parameters")
+    a = subparsers.add_parser("algorithms", help="list algorithms and their parameters",
+                              description="One line per algorithm (name, exact or heuristic, what it "
+                                          "does) and the MILP solvers available here; with NAME, that "
+                                          "algorithm's parameters (type, default, meaning).")
+    a.add_argument("name", nargs="?", metavar="NAME",
+                   help="show this algorithm's parameters (default: the short list of every algorithm)")
     a.add_argument("--json", action="store_true", help="print the list as one JSON array")
     a.add_argument("--solvers", action="store_true",
                    help="list only the MILP solvers (--solver) and which are available here")

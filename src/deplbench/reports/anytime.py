@@ -102,20 +102,23 @@ def primal_integral(times, incumbents, best: float) -> float:
     best : float
         x*, the best known cost of the problem.
     """
-    def p(x):
-        if x is None or not math.isfinite(x):
-            return 1.0
-        if x == 0 and best == 0:
-            return 0.0
-        if x * best < 0:
-            return 1.0
-        return abs(best - x) / max(abs(best), abs(x))
-
     total, prev_t, prev_p = 0.0, 0.0, 1.0     # no incumbent before the first event
     for t, x in zip(times, incumbents):
         total += prev_p * (t - prev_t)
-        prev_t, prev_p = t, p(x)
+        prev_t, prev_p = t, primal_gap(x, best)
     return total
+
+
+def primal_gap(x, best: float) -> float:
+    """Berthold's primal gap p of an incumbent ``x`` (None: no incumbent, 1)
+    against the best known cost ``best``."""
+    if x is None or not math.isfinite(x):
+        return 1.0
+    if x == 0 and best == 0:
+        return 0.0
+    if x * best < 0:
+        return 1.0
+    return abs(best - x) / max(abs(best), abs(x))
 
 
 def integral_table(events: pd.DataFrame) -> pd.DataFrame:
@@ -144,34 +147,63 @@ def integral_table(events: pd.DataFrame) -> pd.DataFrame:
 
 
 def gap_figure(events: pd.DataFrame, styles, scale: float = 1.0):
-    """Gap over time, one panel per instance family, one step curve per run,
-    one colour per series."""
+    """Per instance family (columns), on a log time axis: top, each run's gap
+    (incumbent − bound)/incumbent as a step curve; bottom, its primal gap
+    p(t) against the best plan any run found for the same problem, whose
+    area is the primal integral (the legend gives each series' median over
+    its runs). A series has its algorithm's palette colour (a solver
+    variant, e.g. the MILP on SCIP beside HiGHS, a shade of it)."""
     if events.empty:
         return None
-    from matplotlib import colormaps
+    from deplbench.reports.figures import log_axis, variant_colour
+    from deplbench.reports.readability import tag
+    from deplbench.reports.styles import info_for
 
     families = sorted(events["family"].dropna().unique())
-    # one colour and line style per series (a solver's variants, e.g. milp
-    # with HiGHS and with SCIP, must be told apart, so not the series style)
     every = list(ordered(events["series"], styles))
-    look = {s: (colormaps["tab10"](i % 10), ("-", "--", ":", "-.")[(i // 10) % 4]) for i, s in enumerate(every)}
-    fig, axes = new_figure(ncols=len(families), scale=scale, sharey=True)
-    for ax, fam in zip(axes[0], families):
+    base = {s: s.split(" (")[0] for s in every}
+    look: dict[str, tuple] = {}
+    count: dict[str, int] = {}
+    for s in every:
+        st = info_for(styles, base[s])
+        j = count[base[s]] = count.get(base[s], -1) + 1
+        look[s] = (j, variant_colour(st, j, styles), st.linestyle)
+    best = events.dropna(subset=["incumbent"]).groupby("problem")["incumbent"].min().to_dict()
+    positive = events.loc[events["t"] > 0, "t"]
+    t0 = max(1e-4, float(positive.min()) / 2) if len(positive) else 1e-3
+    integrals = integral_table(events).groupby("series")["primal_integral_median_s"].median()
+    fig, axes = new_figure(ncols=len(families), nrows=2, scale=scale, sharey="row")
+    for col, fam in enumerate(families):
+        gax, pax = axes[0, col], axes[1, col]
         ev = events[events["family"] == fam]
         for series in every:
-            colour, ls = look[series]
+            j, colour, ls = look[series]
+            pi = integrals.get(series, math.nan)
+            label = (f"{series}: primal integral median {pi:.3g} s" if math.isfinite(pi)
+                     else series)
             for i, (_, g) in enumerate(ev[ev["series"] == series].groupby("run", sort=False)):
                 g = g.sort_values("t", kind="stable")
-                t = np.concatenate([[0.0], g["t"].to_numpy()])
-                y = np.concatenate([[1.0], g["gap"].to_numpy()])
-                ax.step(t, y, where="post", color=colour, ls=ls, lw=1.0, alpha=0.85,
-                        label=series if i == 0 else None)
-        ax.set_title(fam, fontsize=8)
-        ax.set_xlabel("seconds since the solve began")
-        ax.set_ylim(-0.02, 1.02)
-        ax.grid(alpha=0.3)
-    axes[0][0].set_ylabel("gap (incumbent − bound)/incumbent")
-    add_legend(fig, list(axes[0]))
+                t = np.concatenate([[t0], np.maximum(g["t"].to_numpy(), t0)])
+                gap = np.concatenate([[1.0], g["gap"].to_numpy()])
+                x_star = best.get(g["problem"].iloc[0])
+                prim = np.concatenate([[1.0], [primal_gap(None if pd.isna(x) else x, x_star)
+                                               if x_star is not None else 1.0
+                                               for x in g["incumbent"]]])
+                tag(gax.step(t, gap, where="post", color=colour, ls=ls, lw=1.0, alpha=0.8,
+                             label=label if i == 0 else None), base[series], j > 0)
+                tag(pax.step(t, prim, where="post", color=colour, ls=ls, lw=1.0, alpha=0.8),
+                    base[series], j > 0)
+        span = ev["t"].to_numpy(float)
+        for ax in (gax, pax):
+            log_axis(ax, "x", np.concatenate([[t0], span[span > 0]]))
+            ax.set_ylim(-0.02, 1.02)
+            ax.grid(alpha=0.3, which="both")
+            ax.tick_params(labelsize=7)
+        gax.set_title(fam, fontsize=8)
+        pax.set_xlabel("time since the solve began [s], log", fontsize=8)
+    axes[0, 0].set_ylabel("gap (inc. − bound)/inc. [–]", fontsize=8)
+    axes[1, 0].set_ylabel("primal gap p(t) [–]", fontsize=8)
+    add_legend(fig, axes)
     return fig
 
 
@@ -191,9 +223,12 @@ def section_anytime(ctx) -> Section:
                   "milp-certified tasks.")
         return s
     s.add_figure(gap_figure(events, ctx.styles, ctx.scale), "anytime_gap",
-                 "Gap over time per solver and instance family",
-                 "One step curve per run; x: seconds since the solve began (model building "
-                 "included for the MILP); y: relative gap, 1 without an incumbent or a bound.",
+                 "Gap and primal gap over time per solver and instance family",
+                 "One step curve per run, on a log time axis (seconds since the solve began, "
+                 "model building included for the MILP). Top: relative gap, 1 without an "
+                 "incumbent or a bound. Bottom: Berthold's primal gap p(t) against the best plan "
+                 "any run found for the same problem; the area under it is the run's primal "
+                 "integral (legend: median over the series' runs, seconds).",
                  missing="No anytime trace.")
     s.add(Table("primal_integral", "Primal integral per solver and instance family",
                 integral_table(events), INTEGRAL_COLUMNS,
@@ -203,5 +238,6 @@ def section_anytime(ctx) -> Section:
     return s
 
 
-__all__ = ["EVENT_COLUMNS", "INTEGRAL_COLUMNS", "anytime_events", "primal_integral", "integral_table",
+__all__ = ["EVENT_COLUMNS", "INTEGRAL_COLUMNS", "anytime_events", "primal_gap", "primal_integral",
+           "integral_table",
            "gap_figure", "section_anytime"]

@@ -42,6 +42,7 @@ from deplbench.reports.data import ReportError, load_bench_json, load_store, pre
 from deplbench.reports.elements import Figure, Note, Section, Table, markdown_table
 from deplbench.reports.headline import headline
 from deplbench.reports.html import render
+from deplbench.reports.readability import figure_problems
 from deplbench.reports.sections import SECTION_BUILDERS, Context
 from deplbench.reports.stats import with_ratios
 from deplbench.reports.styles import series_info
@@ -97,6 +98,11 @@ class ReportSummary:
         Sections that failed to build (empty for a healthy report).
     claims : pandas.DataFrame
         The claims-audit table.
+    figure_problems : list of str
+        What makes a written figure hard to read (clipped text, two
+        algorithms in one colour, too many series in a panel, an empty
+        panel: :func:`deplbench.reports.readability.figure_problems`);
+        empty for a healthy report.
     """
 
     out_dir: Path
@@ -107,6 +113,7 @@ class ReportSummary:
     missing: list[str] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
     claims: pd.DataFrame | None = None
+    figure_problems: list[str] = field(default_factory=list)
 
 
 def validate_options(opts: ReportOptions) -> None:
@@ -227,7 +234,10 @@ def _write_figure(out: Path, f: Figure, opts: ReportOptions) -> None:
     # parsed as mathtext, so "x_{$\\frac$}" is a label, not a parse error.
     for text in f.fig.findobj(mtext.Text):
         text.set_parse_math(False)
-    for fmt in opts.formats:
+    # drawn at the dpi it is saved at, PNG last (SVG lays out at 72 dpi), so
+    # the readability check measures the layout of the PNG as written
+    f.fig.set_dpi(opts.dpi)
+    for fmt in sorted(opts.formats, key=lambda x: x == "png"):
         meta = {"Software": None} if fmt == "png" else {"Date": None}
         with warnings.catch_warnings():
             # small --scale figures with long legends cannot be laid out tightly;
@@ -355,6 +365,8 @@ def _build(data, bench, bench_notes, bench_json, out: Path, work: Path, opts: Re
             elif isinstance(el, Figure):
                 _write_figure(work, el, opts)
                 summary.figures.append(el.name)
+                summary.figure_problems += figure_problems(el.fig, ctx.styles, el.name,
+                                                           draw=False)
                 el.fig.clear()  # release memory: reports can hold many figures
             elif isinstance(el, Note) and el.missing:
                 summary.missing.append(el.text)

@@ -29,6 +29,7 @@ import pandas as pd
 
 from deplbench.reports.elements import Section, Table
 from deplbench.reports.figures import COST_AXIS, TARGET_AXIS, add_legend, one_panel
+from deplbench.reports.readability import tag
 from deplbench.reports.reference import EXACT, reference_kind
 from deplbench.reports.styles import info_for, ordered
 
@@ -170,17 +171,17 @@ def fig6_left(table: pd.DataFrame, styles, scale: float = 1.0):
         g = t[t["algorithm"] == alg]
         base = g[g["mode"] == "plan"].sort_values("loss_max")
         if not base.empty:
-            ax.plot(base["loss_max"], base["static_cost"], color=st.colour, marker=st.marker, ls="-",
-                    ms=3, label=f"{alg}: plan (static)")
+            tag(ax.plot(base["loss_max"], base["static_cost"], color=st.colour, marker=st.marker, ls="-",
+                        ms=3, label=f"{alg}: plan (static)"), alg)
         cl = g[g["mode"] == "policy"]
         what = "closed loop (own policy)"
         if cl.empty:
             cl, what = g[g["mode"] == "plan_stopped"], "plan stopped at ℓmax"
         cl = cl.sort_values("loss_max")
         if not cl.empty:
-            ax.errorbar(cl["loss_max"], cl["cost_mean"], yerr=1.96 * cl["cost_sem"].fillna(0.0),
-                        color=st.colour, marker=st.marker, ls="--", ms=3, capsize=2,
-                        label=f"{alg}: {what}")
+            tag(list(ax.errorbar(cl["loss_max"], cl["cost_mean"], yerr=1.96 * cl["cost_sem"].fillna(0.0),
+                                 color=st.colour, marker=st.marker, ls="--", ms=3, capsize=2,
+                                 label=f"{alg}: {what}").lines[:1]), alg)
     ax.set_xlabel(TARGET_AXIS)
     ax.set_ylabel(COST_AXIS)
     ax.set_title(f"{PACT_SET}: static vs closed loop", fontsize=8)

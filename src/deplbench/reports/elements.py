@@ -37,6 +37,9 @@ class Table:
         How to read it: definitions, units, what was excluded.
     collapse : bool
         Show it folded (``<details>``) in the HTML; long tables fold anyway.
+    empty : str
+        Why the table can be empty, said in the one line that replaces an
+        empty table in the HTML (its CSV and Markdown keep the columns).
     """
 
     name: str
@@ -45,6 +48,7 @@ class Table:
     columns: tuple[str, ...]
     caption: str = ""
     collapse: bool = False
+    empty: str = ""
 
     def __post_init__(self) -> None:
         _check_name(self.name)

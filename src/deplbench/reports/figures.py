@@ -9,15 +9,21 @@ the caller then says so in the report. No pyplot: figures are plain
 objects, never registered in a global state, so building a report leaves
 no open figures behind and needs no display.
 
-Layout rules (issue 15): legends sit outside the axes, every axis names
-its unit, ratio axes are linear near 1, and log axes label only as many
-ticks as fit.
+Layout rules: legends sit outside the axes, every axis names its unit,
+ratio axes are linear near 1, log axes label only as many ticks as fit;
+one colour per algorithm in every figure (its palette colour; a variant of
+it, another target or parameter value, a shade of it); at most
+:data:`~deplbench.reports.readability.MAX_SERIES` algorithms per panel,
+more are split into small multiples. Every artist drawing an algorithm's
+data is tagged (:func:`~deplbench.reports.readability.tag`) so that
+:func:`~deplbench.reports.readability.figure_problems` can check the rules
+on the drawn figure.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
+from typing import TypeVar
 
 import numpy as np
 import pandas as pd
@@ -25,9 +31,9 @@ from matplotlib import colormaps
 from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
-from deplbench.reports.complexity import CLAIMED_EXPONENTS, TIME, VERTEX_EXPONENTS
+from deplbench.reports.readability import MAX_SERIES, tag
 from deplbench.reports.stats import performance_profile, profile_curve
-from deplbench.reports.styles import PALETTE, SeriesInfo, info_for, ordered
+from deplbench.reports.styles import SeriesInfo, info_for, ordered, shade
 
 #: Base size of one panel, inches; ``scale`` multiplies it (tests use 0.4).
 PANEL = (4.2, 3.0)
@@ -43,12 +49,13 @@ COST_AXIS = "cost, eq. (2) [cost units]"
 TARGET_AXIS = "target ℓmax, ω-quantile of ℓ(K) [loss]"
 
 Styles = Mapping[str, SeriesInfo]
+_T = TypeVar("_T")
 
-_MARKERS = ("o", "s", "^", "D", "v", "P")
-_DASHES = ("-", "--", "-.", ":")
+MARKER_CYCLE = ("o", "s", "^", "D", "v", "P")
+DASH_CYCLE = ("-", "--", "-.", ":")
 
 
-def new_figure(ncols: int = 1, nrows: int = 1, scale: float = 1.0, sharey: bool = False,
+def new_figure(ncols: int = 1, nrows: int = 1, scale: float = 1.0, sharey: bool | str = False,
             width: float | None = None):
     w = PANEL[0] * ncols if width is None else width
     fig = Figure(figsize=(w * scale, PANEL[1] * nrows * scale), layout="constrained")
@@ -89,7 +96,7 @@ def add_legend(fig, axes, fontsize: float = LEGEND_PT) -> None:
                    fontsize=max(fontsize, LEGEND_PT), ncols=ncol, frameon=False)
 
 
-def _log_axis(ax, which: str, values=None) -> None:
+def log_axis(ax, which: str, values=None) -> None:
     """Log scale with plain tick labels (1, 2, 5, 10, ...). Over more than
     1.5 decades only the powers of ten are labelled, so labels never run
     into each other ("100200")."""
@@ -106,7 +113,7 @@ def _log_axis(ax, which: str, values=None) -> None:
     axis.set_minor_formatter(NullFormatter())
 
 
-def _value_ticks(ax, values, max_ticks: int = 8) -> None:
+def value_ticks(ax, values, max_ticks: int = 8) -> None:
     """Put the x ticks at the values actually run (η = 25, 50, 100, 200)
     when there are few of them; tilt them when they would crowd."""
     v = np.unique(np.asarray(values, float))
@@ -123,97 +130,180 @@ def _label(alg: str, cfg: str) -> str:
     return f"{alg} ({cfg})" if cfg else alg
 
 
-def _line(ax, x, y, st: SeriesInfo, label: str, **kw) -> None:
-    ax.plot(x, y, color=st.colour, marker=st.marker, ls=st.linestyle, ms=3, label=label, **kw)
+#: Shade factors of the 2nd, 3rd, ... variant of one series (toward black
+#: < 0, toward white > 0), away from :data:`~deplbench.reports.styles.SHADES`
+#: so a variant rarely takes another series' shade.
+VARIANT_SHADES = (-0.55, 0.5, -0.3, 0.7, -0.8, 0.3)
+
+
+def variant_colour(st: SeriesInfo, j: int, styles: Styles | None = None) -> str:
+    """Colour of the ``j``-th variant of a series: its own colour for j = 0,
+    else a shade of it that no other series of ``styles`` has."""
+    if j == 0:
+        return st.colour
+    taken = {v.colour.lower() for v in (styles or {}).values()}
+    for k in range(len(VARIANT_SHADES) * 3):
+        f = VARIANT_SHADES[(j - 1 + k) % len(VARIANT_SHADES)] * (1 - 0.12 * ((j - 1 + k) // len(VARIANT_SHADES)))
+        c = shade(st.colour, f)
+        if c.lower() not in taken:
+            return c
+    return shade(st.colour, 0.9)
+
+
+def _line(ax, x, y, st: SeriesInfo, label: str, variant: int = 0, styles: Styles | None = None,
+          **kw) -> None:
+    """One series' line in its palette colour (a variant: a shade of it),
+    tagged for the readability check."""
+    colour = variant_colour(st, variant, styles)
+    tag(ax.plot(x, y, color=colour, marker=st.marker, ls=st.linestyle, ms=3, label=label, **kw),
+        st.name, variant=variant > 0)
+
+
+def chunks(names: list[_T], size: int = MAX_SERIES) -> list[list[_T]]:
+    """``names`` in at most ``size`` per panel, the panels as even as can be
+    (11 series: 4, 4, 3)."""
+    if not names:
+        return []
+    n = -(-len(names) // size)
+    base, extra = divmod(len(names), n)
+    out, i = [], 0
+    for k in range(n):
+        w = base + (k < extra)
+        out.append(names[i:i + w])
+        i += w
+    return out
 
 
 def cost_vs_target(tab: pd.DataFrame, paper_set: str, styles: Styles,
                    scale: float = 1.0) -> Figure | None:
-    """Cost against the target ℓmax per series (Figs. 5/6 left). Left: the
-    ratio of each plan's cost to the reference of its own instance (mean over
-    instances, band min–max), where differences of a few percent show;
-    right: the cost itself, as the papers draw it."""
+    """Cost against the target ℓmax per series (Figs. 5/6 left). Top row:
+    the ratio of each plan's cost to the reference of its own instance (mean
+    over instances, band min–max), where differences of a few percent show;
+    bottom row: the cost itself, as the papers draw it. More than
+    :data:`MAX_SERIES` series are split over columns (small multiples, each
+    panel on its own y-scale, so a few percent stay visible)."""
     t = tab[tab["paper_set"] == paper_set]
     if t.empty:
         return None
     has_ratio = "ratio_ref_mean" in t and t["ratio_ref_mean"].notna().any()
-    fig, axes = new_figure(ncols=2 if has_ratio else 1, scale=scale,
-                        width=PANEL[0] * (2.3 if has_ratio else 1.5))
-    rax, cax = (axes[0, 0], axes[0, 1]) if has_ratio else (None, axes[0, 0])
-    for alg in ordered(t["algorithm"], styles):
-        st = info_for(styles, alg)
-        for cfg, g in t[t["algorithm"] == alg].groupby("config", sort=True):
-            g = g.sort_values("loss_max")
-            _line(cax, g["loss_max"], g["cost_mean"], st, _label(alg, cfg))
-            if (g["instances"] > 1).any():
-                cax.fill_between(g["loss_max"], g["cost_min"], g["cost_max"],
-                                 color=st.colour, alpha=0.15, lw=0)
-            if rax is not None and g["ratio_ref_mean"].notna().any():
-                _line(rax, g["loss_max"], g["ratio_ref_mean"], st, _label(alg, cfg))
-                rax.fill_between(g["loss_max"], g["ratio_ref_min"], g["ratio_ref_max"],
-                                 color=st.colour, alpha=0.12, lw=0)
-    if rax is not None:
-        kinds = sorted(set(t["reference_kind"].dropna()) - {""})
-        rax.axhline(1.0, color="k", lw=0.8, ls=":")
-        rax.set_ylabel("cost / reference of the instance [ratio]", fontsize=8)
-        rax.set_title("ratio to " + (", ".join(kinds) or "reference"), fontsize=9)
-        rax.set_xlabel(TARGET_AXIS, fontsize=8)
-        rax.grid(alpha=0.3)
-    cax.set_xlabel(TARGET_AXIS, fontsize=8)
-    cax.set_ylabel(COST_AXIS, fontsize=8)
-    cax.set_title(f"{paper_set}: cost", fontsize=9)
-    cax.grid(alpha=0.3)
+    groups = chunks(ordered(t["algorithm"], styles))
+    nrows = 2 if has_ratio else 1
+    fig, axes = new_figure(ncols=len(groups), nrows=nrows, scale=scale,
+                           width=PANEL[0] * max(1.5, 1.15 * len(groups)))
+    kinds = sorted(set(t["reference_kind"].dropna()) - {""}) if has_ratio else []
+    for col, algs in enumerate(groups):
+        rax = axes[0, col] if has_ratio else None
+        cax = axes[nrows - 1, col]
+        for alg in algs:
+            st = info_for(styles, alg)
+            for j, (cfg, g) in enumerate(t[t["algorithm"] == alg].groupby("config", sort=True)):
+                g = g.sort_values("loss_max")
+                _line(cax, g["loss_max"], g["cost_mean"], st, _label(alg, cfg), j, styles)
+                colour = variant_colour(st, j, styles)
+                if (g["instances"] > 1).any():
+                    tag(cax.fill_between(g["loss_max"], g["cost_min"], g["cost_max"],
+                                         color=colour, alpha=0.15, lw=0), alg, j > 0)
+                if rax is not None and g["ratio_ref_mean"].notna().any():
+                    _line(rax, g["loss_max"], g["ratio_ref_mean"], st, _label(alg, cfg), j, styles)
+                    tag(rax.fill_between(g["loss_max"], g["ratio_ref_min"], g["ratio_ref_max"],
+                                         color=colour, alpha=0.12, lw=0), alg, j > 0)
+        if rax is not None:
+            rax.axhline(1.0, color="k", lw=0.8, ls=":")
+            rax.set_title("ratio to " + (", ".join(kinds) or "reference"), fontsize=9)
+            rax.grid(alpha=0.3)
+        cax.set_xlabel(TARGET_AXIS, fontsize=8)
+        cax.set_title(f"{paper_set}: cost", fontsize=9)
+        cax.grid(alpha=0.3)
+    if has_ratio:
+        axes[0, 0].set_ylabel("cost / reference [ratio]", fontsize=8)
+    axes[nrows - 1, 0].set_ylabel(COST_AXIS, fontsize=8)
     add_legend(fig, axes)
     return fig
 
 
 def normalised_loss(tab: pd.DataFrame, paper_set: str, styles: Styles,
                     scale: float = 1.0) -> Figure | None:
-    """Expected final loss normalised to the optimum's (Fig. 5 centre)."""
+    """Expected final loss normalised to the optimum's (Fig. 5 centre), at
+    most :data:`MAX_SERIES` series per panel."""
     t = tab[tab["paper_set"] == paper_set]
     if t.empty:
         return None
-    fig, ax = one_panel(scale)
-    for alg in ordered(t["algorithm"], styles):
-        g = t[t["algorithm"] == alg].sort_values("loss_max")
-        _line(ax, g["loss_max"], g["exp_loss_ratio_mean"], info_for(styles, alg), alg)
-    ax.axhline(1.0, color="k", lw=0.8, ls=":", label="the optimum")
-    ax.set_xlabel(TARGET_AXIS)
-    ax.set_ylabel("E[ℓ(K)] / E[ℓ(K)] of the optimum [ratio]")
-    ax.set_title(paper_set, fontsize=9)
-    ax.grid(alpha=0.3)
-    add_legend(fig, [ax])
+    groups = chunks(ordered(t["algorithm"], styles))
+    fig, axes = new_figure(ncols=len(groups), scale=scale, sharey=True,
+                           width=PANEL[0] * max(1.5, 1.1 * len(groups)))
+    for ax, algs in zip(axes[0], groups):
+        for alg in algs:
+            g = t[t["algorithm"] == alg].sort_values("loss_max")
+            _line(ax, g["loss_max"], g["exp_loss_ratio_mean"], info_for(styles, alg), alg)
+        ax.axhline(1.0, color="k", lw=0.8, ls=":", label="the optimum")
+        ax.set_xlabel(TARGET_AXIS, fontsize=8)
+        ax.set_title(paper_set, fontsize=9)
+        ax.grid(alpha=0.3)
+    axes[0, 0].set_ylabel("E[ℓ(K)] / E[ℓ(K)] of the optimum [ratio]", fontsize=8)
+    add_legend(fig, axes)
     return fig
 
 
 def eta_effect(tab: pd.DataFrame, paper_set: str, styles: Styles,
                scale: float = 1.0) -> Figure | None:
-    """Cost for each η (Fig. 5 right): against ℓmax when several targets
-    were run, else against η itself."""
+    """Cost for each η (Fig. 5 right). With several targets: one panel per
+    algorithm run at two or more η, cost against ℓmax, one line per η in
+    shades of the algorithm's colour (darker = smaller η, a coarser graph);
+    with one target: cost against η itself."""
     t = tab[tab["paper_set"] == paper_set]
     if t.empty or t["eta"].nunique() < 2:
         return None
-    fig, ax = one_panel(scale)
     if t["loss_max"].nunique() >= 2:
-        groups = list(t.groupby(["algorithm", "eta"], sort=True))
-        # a sequential colour map: darker = coarser graph (smaller η)
-        shades = colormaps["viridis"](np.linspace(0.0, 0.85, len(groups)))
-        for shade, ((alg, eta), g) in zip(shades, groups):
-            g = g.sort_values("loss_max")
-            ax.plot(g["loss_max"], g["cost_mean"], marker=info_for(styles, alg).marker, ms=3,
-                    color=shade, label=f"{alg} η={eta:g}")
-        ax.set_xlabel(TARGET_AXIS)
-    else:
-        for alg in ordered(t["algorithm"], styles):
+        # one panel per solver run at two or more η (its series together:
+        # DepL's default entry and its η sweep), one line per series and η
+        solver_of = {a: info_for(styles, a).solver for a in t["algorithm"].unique()}
+        solvers = [v for v in dict.fromkeys(solver_of[a] for a in ordered(t["algorithm"], styles))
+                   if t.loc[t["algorithm"].map(solver_of) == v, "eta"].nunique() >= 2]
+        if not solvers:
+            return None
+        etas = sorted(t["eta"].unique())
+        ncols = min(len(solvers), 3)
+        nrows = -(-len(solvers) // ncols)
+        fig, axes = new_figure(ncols=ncols, nrows=nrows, scale=scale, sharey=True,
+                               width=PANEL[0] * max(1.6, 1.1 * ncols))
+        for ax in axes.ravel()[len(solvers):]:
+            ax.set_axis_off()
+        for ax, solver in zip(axes.ravel(), solvers):
+            for alg in [a for a in ordered(t["algorithm"], styles) if solver_of[a] == solver]:
+                st = info_for(styles, alg)
+                mine = t[t["algorithm"] == alg]
+                # the series' own colour at the η it runs most; darker = smaller η
+                counts = mine.groupby("eta").size()
+                main = float(counts.idxmax())
+                others = [e for e in sorted(counts.index) if e != main]
+                for eta in sorted(counts.index):
+                    g = mine[mine["eta"] == eta].sort_values("loss_max")
+                    j = 0 if eta == main else 1 + others.index(eta)
+                    colour = variant_colour(st, j, styles)
+                    tag(ax.plot(g["loss_max"], g["cost_mean"], marker=st.marker, ms=3,
+                                color=colour, ls=DASH_CYCLE[etas.index(eta) % len(DASH_CYCLE)],
+                                label=f"{alg} η={eta:g}"), alg, j > 0)
+            ax.set_title(solver, fontsize=9)
+            ax.set_xlabel(TARGET_AXIS, fontsize=8)
+            ax.grid(alpha=0.3)
+        for row in axes:
+            row[0].set_ylabel(COST_AXIS, fontsize=8)
+        add_legend(fig, axes)
+        return fig
+    groups = chunks(ordered(t["algorithm"], styles))
+    fig, axes = new_figure(ncols=len(groups), scale=scale, sharey=True,
+                           width=PANEL[0] * max(1.5, 1.1 * len(groups)))
+    for ax, algs in zip(axes[0], groups):
+        for alg in algs:
             g = t[t["algorithm"] == alg].sort_values("eta")
             _line(ax, g["eta"], g["cost_mean"], info_for(styles, alg), alg)
-        _log_axis(ax, "x", t["eta"])
-        _value_ticks(ax, t["eta"])
-        ax.set_xlabel(SIZE_AXIS["eta"])
-    ax.set_ylabel(COST_AXIS)
-    ax.set_title(paper_set, fontsize=9)
-    ax.grid(alpha=0.3)
-    add_legend(fig, [ax])
+        log_axis(ax, "x", t["eta"])
+        value_ticks(ax, t["eta"])
+        ax.set_xlabel(SIZE_AXIS["eta"], fontsize=8)
+        ax.set_title(paper_set, fontsize=9)
+        ax.grid(alpha=0.3)
+    axes[0, 0].set_ylabel(COST_AXIS, fontsize=8)
+    add_legend(fig, axes)
     return fig
 
 
@@ -234,15 +324,23 @@ def per_model(tab: pd.DataFrame, paper_set: str, ylabel: str, styles: Styles,
         ax.set_axis_off()
     targets = sorted(t["loss_max"].unique())
     pos = np.arange(len(targets))
-    mcol = {m: PALETTE[(i + 2) % len(PALETTE)] for i, m in enumerate(models)}
+    # model versions, not algorithms: a sequential map, so no bar takes the
+    # colour an algorithm has in the other figures
+    mcol = {m: colormaps["cividis"](0.15 + 0.7 * i / max(1, len(models) - 1))
+            for i, m in enumerate(models)}
     for ax, alg in zip(axes.ravel(), algs):
         g = t[t["algorithm"] == alg].pivot_table(index="loss_max", columns="model",
                                                  values="value", aggfunc="mean")
+        ran = g.reindex(index=targets).notna().any(axis=1).to_numpy()
         g = g.reindex(index=targets, columns=models).fillna(0.0)
         bottom = np.zeros(len(targets))
         for m in models:
             ax.bar(pos, g[m].to_numpy(), bottom=bottom, color=mcol[m], label=m, width=0.7)
             bottom += g[m].to_numpy()
+        # a target this series has no plan at is said, not left as a gap
+        for x in pos[~ran]:
+            ax.text(x, 0.04, "no plan", ha="center", va="bottom", fontsize=7, color="0.35",
+                    transform=ax.get_xaxis_transform())
         ax.set_xticks(pos, [f"{x:g}" for x in targets], fontsize=7, rotation=45)
         ax.set_title(alg, fontsize=9)
         ax.set_xlabel("target ℓmax [loss]", fontsize=8)
@@ -254,41 +352,69 @@ def per_model(tab: pd.DataFrame, paper_set: str, ylabel: str, styles: Styles,
 
 def trajectories(rows: pd.DataFrame, targets: list[float], styles: Styles,
                  scale: float = 1.0) -> Figure | None:
-    """Expected loss with the 1st–99th percentile band (Fig. 9), one panel
-    per target, one line per series (its first instance at that target).
-    """
+    """Loss trajectories (Fig. 9) as small multiples: one panel per series,
+    one line per target ℓmax (its first instance there) with the 1st–99th
+    percentile band, in shades of the series' colour (the first target in
+    the colour itself); dotted: each ℓmax."""
     if rows.empty or not targets:
         return None
-    fig, axes = new_figure(ncols=len(targets), scale=scale * 0.9, sharey=True,
-                        width=PANEL[0] * len(targets) + 1.5)
-    drawn = 0
-    for ax, lm in zip(axes[0], targets):
-        g = rows[rows["loss_max"] == lm]
-        for alg in ordered(g["algorithm"], styles):
-            ev = g[g["algorithm"] == alg].iloc[0]["evaluation_d"]
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import Patch
+
+    algs = [a for a in ordered(rows["algorithm"], styles)
+            if any(len(e.get("mean") or []) for e in rows.loc[rows["algorithm"] == a, "evaluation_d"])]
+    if not algs:
+        return None
+    ncols = min(len(algs), 4)
+    nrows = -(-len(algs) // ncols)
+    fig, axes = new_figure(ncols=ncols, nrows=nrows, scale=scale * 0.9, sharey=True,
+                           width=PANEL[0] * ncols + 0.6)
+    for ax in axes.ravel()[len(algs):]:
+        ax.set_axis_off()
+    factors = (0.0, -0.45, 0.45, -0.7, 0.65)
+    for ax, alg in zip(axes.ravel(), algs):
+        st = info_for(styles, alg)
+        for i, lm in enumerate(targets):
+            g = rows[(rows["algorithm"] == alg) & (rows["loss_max"] == lm)]
+            ev = g.iloc[0]["evaluation_d"] if not g.empty else {}
             mean = np.asarray(ev.get("mean") or [], float)
             if mean.size == 0:
                 continue
-            st = info_for(styles, alg)
+            colour = variant_colour(st, i, styles)
+            dash = DASH_CYCLE[i % len(DASH_CYCLE)]
             k = np.arange(mean.size)  # entry 0 is ℓ(0)
-            ax.plot(k, mean, color=st.colour, ls=st.linestyle, label=alg, lw=1.2)
+            tag(ax.plot(k, mean, color=colour, ls=dash, lw=1.3), alg, i > 0)
             lo, hi = ev.get("p01") or [], ev.get("p99") or []
             if len(lo) == mean.size and len(hi) == mean.size:
-                # bands of several series overlap: a light fill and the band's
-                # edges in the series' colour and dash keep each one legible
-                ax.fill_between(k, lo, hi, color=st.colour, alpha=0.06, lw=0)
-                for edge in (lo, hi):
-                    ax.plot(k, edge, color=st.colour, ls=st.linestyle, lw=0.6, alpha=0.7)
-            drawn += 1
-        ax.axhline(lm, color="k", ls=":", lw=0.8)
-        ax.set_title(f"guaranteed loss ℓmax = {lm:g}", fontsize=9)
-        ax.set_xlabel("epoch k [epochs]")
+                tag(ax.fill_between(k, lo, hi, color=colour, alpha=0.18, lw=0), alg, i > 0)
+            ax.axhline(lm, color=colour, ls=":", lw=0.9)
+        ax.set_title(alg, fontsize=9)
+        ax.set_xlabel("epoch k [epochs]", fontsize=8)
         ax.grid(alpha=0.3)
-    if not drawn:
-        return None
-    axes[0, 0].set_ylabel("loss ℓ(k) [loss]: mean, 1st–99th pct")
-    add_legend(fig, axes)
+    for row in axes:
+        row[0].set_ylabel("loss ℓ(k) [loss]", fontsize=8)
+    grey = [shade("#555555", factors[i % len(factors)]) for i in range(len(targets))]
+    handles = [Line2D([], [], color=grey[i], ls=DASH_CYCLE[i % len(DASH_CYCLE)])
+               for i in range(len(targets))]
+    labels = [f"mean loss, target ℓmax = {lm:g} (dotted: ℓmax)" for lm in targets]
+    handles.append(Patch(color="0.6", alpha=0.4))
+    labels.append("band: 1st–99th percentile of the out-of-sample runs")
+    fig.set_figheight(fig.get_figheight() + 1.45 * LEGEND_PT / 72 * (1 + len(handles) // 2))
+    fig.legend(handles, labels, loc="outside lower center", fontsize=LEGEND_PT,
+               ncols=2, frameon=False)
     return fig
+
+
+def negative_means(rows: pd.DataFrame) -> list[str]:
+    """Series and targets whose expected loss goes below 0 (Fig. 9 rows):
+    "pact at ℓmax 0.15 (min −0.09 after 65 epochs)"."""
+    out = []
+    for r in rows.itertuples(index=False):
+        mean = np.asarray((r.evaluation_d or {}).get("mean") or [], float)
+        if mean.size and mean.min() < 0:
+            out.append(f"{r.algorithm} at ℓmax {r.loss_max:g} (min {mean.min():.3g} after "
+                       f"{mean.size - 1} epochs)")
+    return list(dict.fromkeys(out))
 
 
 def profiles(matrices: dict[tuple[str, str], pd.DataFrame], styles: Styles,
@@ -300,9 +426,17 @@ def profiles(matrices: dict[tuple[str, str], pd.DataFrame], styles: Styles,
         return None
     families = list(dict.fromkeys(f for f, _ in mats))
     metrics = list(dict.fromkeys(m for _, m in mats))
-    fig, axes = new_figure(ncols=len(metrics), nrows=len(families), scale=scale,
-                        width=PANEL[0] * len(metrics) + 1.5)
-    for i, fam in enumerate(families):
+    # one row per family, or several when it has more than MAX_SERIES
+    # algorithms (ratios are always to the best of all of them)
+    rows = []
+    for fam in families:
+        algs = ordered(set().union(*(mats[(fam, m)].columns for m in metrics if (fam, m) in mats)),
+                       styles)
+        parts = chunks(algs)
+        rows += [(fam, part, k, len(parts)) for k, part in enumerate(parts)]
+    fig, axes = new_figure(ncols=len(metrics), nrows=len(rows), scale=scale,
+                           width=PANEL[0] * len(metrics) + 1.5)
+    for i, (fam, part, k, nparts) in enumerate(rows):
         for j, metric in enumerate(metrics):
             ax = axes[i, j]
             m = mats.get((fam, metric))
@@ -314,16 +448,17 @@ def profiles(matrices: dict[tuple[str, str], pd.DataFrame], styles: Styles,
             finite = vals[np.isfinite(vals)]
             top = max(2.0, float(finite.max()) * 1.1) if finite.size else 2.0
             taus = np.geomspace(1.0, top, 200)
-            for alg in ordered(r.columns, styles):
+            for alg in [a for a in part if a in r.columns]:
                 st = info_for(styles, alg)
-                ax.step(taus, profile_curve(r[alg], taus), where="post", color=st.colour,
-                        ls=st.linestyle, label=alg)
-            _log_axis(ax, "x", [1.0, top])
+                tag(ax.step(taus, profile_curve(r[alg], taus), where="post", color=st.colour,
+                            ls=st.linestyle, label=alg), alg)
+            log_axis(ax, "x", [1.0, top])
             ax.tick_params(labelsize=7)
             ax.set_ylim(-0.02, 1.02)
             ax.set_xlabel("τ, ratio to the best on each problem [–]", fontsize=8)
             ax.set_ylabel("ρ(τ) [share of problems]", fontsize=8)
-            ax.set_title(f"{fam}: {metric}, {len(r)} problems", fontsize=8)
+            ax.set_title(f"{fam}: {metric}, {len(r)} problems"
+                         + (f" ({k + 1}/{nparts})" if nparts > 1 else ""), fontsize=8)
             ax.grid(alpha=0.3)
     add_legend(fig, axes)
     return fig
@@ -345,7 +480,7 @@ def ratio_vs(tab: pd.DataFrame, param: str, styles: Styles, scale: float = 1.0,
     other = "epsilon" if param == "eta" else "eta"
     groups = []
     for (alg, ov), g in tab.groupby(["algorithm", other], sort=True, dropna=False):
-        if g[param].nunique() < 2 and param == "epsilon":
+        if g[param].nunique() < 2:  # a single point is no line: the table has it
             continue
         groups.append((alg, ov, g.sort_values(param)))
     kept: list = []
@@ -360,25 +495,27 @@ def ratio_vs(tab: pd.DataFrame, param: str, styles: Styles, scale: float = 1.0,
     seen: dict[str, int] = {}
     for alg, ov, g in kept:
         st = styles.get(alg) or info_for(styles, alg.split(" [")[0])
-        # several values of the other parameter share the series' colour:
-        # the first keeps its style, the others get their own marker and dash
+        # several values of the other parameter: the first in the series'
+        # colour and style, the others in shades of it with their own marker
+        # and dash
         j = seen[alg] = seen.get(alg, -1) + 1
-        marker = st.marker if j == 0 else _MARKERS[j % len(_MARKERS)]
-        dash = st.linestyle if j == 0 else _DASHES[j % len(_DASHES)]
+        marker = st.marker if j == 0 else MARKER_CYCLE[j % len(MARKER_CYCLE)]
+        dash = st.linestyle if j == 0 else DASH_CYCLE[j % len(DASH_CYCLE)]
+        colour = variant_colour(st, j, styles)
         lbl = (f"{alg} ({SIZE_AXIS[other].split(' ')[0]}={ov:g})" if not pd.isna(ov)
                else f"{alg} ({other} not recorded)")
         for ax in (lin, log):
-            ax.plot(g[param], g["ratio_median"], marker=marker, ms=3, color=st.colour,
-                    ls=dash, label=f"{lbl}: measured median (band min–max)")
-            ax.fill_between(g[param], g["ratio_min"], g["ratio_max"], color=st.colour,
-                            alpha=0.15, lw=0)
+            tag(ax.plot(g[param], g["ratio_median"], marker=marker, ms=3, color=colour,
+                        ls=dash, label=f"{lbl}: measured median (band min–max)"), st.name, j > 0)
+            tag(ax.fill_between(g[param], g["ratio_min"], g["ratio_max"], color=colour,
+                                alpha=0.15, lw=0), st.name, j > 0)
         if g["property3_bound"].notna().any():
-            log.plot(g[param], g["property3_bound"], ls="--", color=st.colour, lw=1,
-                     marker="x", ms=3, label=f"{lbl}: Property 3, (1/η)(1+ε)")
+            tag(log.plot(g[param], g["property3_bound"], ls="--", color=colour, lw=1,
+                         marker="x", ms=3, label=f"{lbl}: Property 3, (1/η)(1+ε)"), st.name, j > 0)
     for ax in (lin, log):
         ax.axhline(1.0, color="k", lw=0.8, ls=":", label="ratio = 1 (the optimum)")
-        _log_axis(ax, "x", tab[param])
-        _value_ticks(ax, tab[param])
+        log_axis(ax, "x", tab[param])
+        value_ticks(ax, tab[param])
         ax.set_xlabel(SIZE_AXIS[param], fontsize=8)
         ax.grid(alpha=0.3, which="both")
     shown = pd.concat([g for _, _, g in kept])
@@ -390,74 +527,18 @@ def ratio_vs(tab: pd.DataFrame, param: str, styles: Styles, scale: float = 1.0,
     lin.set_title("measured ratio", fontsize=9)
     vals = np.concatenate([shown[c].to_numpy(float) for c in
                            ("ratio_min", "ratio_max", "property3_bound")])
-    _log_axis(log, "y", vals)
+    log_axis(log, "y", vals)
     log.set_ylabel("cost / proven optimum [ratio], log", fontsize=8)
     log.set_title("measured vs Property 3's claim", fontsize=9)
     add_legend(fig, axes)
     return fig
 
 
-def complexity(fits: pd.DataFrame, param: str, styles: Styles, scale: float = 1.0,
-               max_series: int = 12) -> Figure | None:
-    """A measure (runtime, or a work counter) against one size parameter on
-    log-log axes: the points of each series' best fit, the fitted line
-    (slope and 95 % interval in the legend) and the claimed exponent(s) as
-    reference lines anchored at the first series' first point. The y-range
-    follows the data (the reference lines leave the panel at their own
-    slope rather than squash the data)."""
-    f = fits[fits["parameter"] == param]
-    if f.empty:
-        return None
-    f = f.head(max_series)
-    fig, ax = one_panel(scale * 1.1, width=PANEL[0] * 1.9)
-    claimed, implied, _ = CLAIMED_EXPONENTS[param]
-    seen: dict[str, int] = {}
-    ys_all = []
-    measures = set(f["measure"]) if "measure" in f else {TIME}
-    if measures != {TIME}:  # work: the vertex count's own exponent (Sec. V)
-        implied = VERTEX_EXPONENTS.get(param)
-    for i, row in enumerate(f.itertuples(index=False)):
-        x = np.asarray(row.x_values, float)
-        y = np.asarray(row.y_values, float)
-        ys_all.append(y)
-        st = info_for(styles, row.algorithm)
-        # one colour per series of runtime; with several counters of one
-        # solver in the panel, one palette colour per counter
-        c = (st.colour if row.source == "store" and len(measures) == 1
-             else PALETTE[i % len(PALETTE)])
-        # several series of one algorithm share its colour: tell them apart
-        # by marker and dash
-        j = seen[row.algorithm] = seen.get(row.algorithm, -1) + 1
-        marker, dash = _MARKERS[j % len(_MARKERS)], _DASHES[j % len(_DASHES)]
-        name = f"{row.algorithm} [{row.series}]"
-        if len(measures) > 1:
-            name += f" {getattr(row, 'measure', TIME)}"
-        ax.scatter(x, y, s=10, color=c, alpha=0.6, marker=marker)
-        xs = np.geomspace(x.min(), x.max(), 20)
-        ci = (f"[{row.ci_low:.2f}, {row.ci_high:.2f}]" if math.isfinite(row.ci_low)
-              else "[n/a]")
-        ax.plot(xs, np.exp(row.intercept) * xs ** row.slope, color=c, lw=1.2, ls=dash,
-                marker=marker, markevery=[0, len(xs) - 1], ms=3,
-                label=f"{name}: slope {row.slope:.2f} {ci}")
-        if i == 0:
-            x0, y0 = xs[0], float(np.exp(row.intercept) * xs[0] ** row.slope)
-            for e, ls, what in ((claimed, "--", "claimed (runtime)"),
-                                (implied, ":", "implied (runtime)" if measures == {TIME}
-                                 else "vertex count |M|Kη²")):
-                if e is None or (ls == ":" and e == claimed):
-                    continue
-                ax.plot(xs, y0 * (xs / x0) ** e, color="k", ls=ls, lw=0.9,
-                        label=f"{what} exponent {e:+g}")
-    ally = np.concatenate(ys_all)
-    ally = ally[np.isfinite(ally) & (ally > 0)]
-    if ally.size:
-        ax.set_ylim(ally.min() / 3.0, ally.max() * 3.0)
-    xall = np.concatenate([np.asarray(v, float) for v in f["x_values"]])
-    _log_axis(ax, "x", xall)
-    _log_axis(ax, "y", ally)
-    _value_ticks(ax, xall)
-    ax.set_xlabel(SIZE_AXIS[param])
-    ax.set_ylabel("runtime [s]" if measures == {TIME} else "work counted [count]")
-    ax.grid(alpha=0.3, which="both")
-    add_legend(fig, [ax])
-    return fig
+def single_point_series(tab: pd.DataFrame, param: str) -> list[str]:
+    """Series of :func:`ratio_vs`'s table run at one value of ``param`` only
+    (for every value of the other parameter): a point, not drawn as a line."""
+    if tab.empty:
+        return []
+    other = "epsilon" if param == "eta" else "eta"
+    n = tab.groupby(["algorithm", other], dropna=False)[param].nunique().groupby(level=0).max()
+    return sorted(n[n < 2].index)

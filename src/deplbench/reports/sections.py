@@ -19,6 +19,7 @@ import pandas as pd
 from deplbench.reports import bracket as bracket_mod
 from deplbench.reports import claims as claims_mod
 from deplbench.reports import complexity as cx
+from deplbench.reports import complexity_figure as cx_fig
 from deplbench.reports import figures as figs
 from deplbench.reports import population
 from deplbench.reports import solvers as solvers_mod
@@ -166,7 +167,9 @@ def section_paper(ctx: Context) -> Section:
     for ps in [p for p in sets if p != "pact-vgg11"]:
         s.add_figure(figs.eta_effect(eta, ps, ctx.styles, ctx.scale), f"eta_effect_{ps}",
                      f"{PAPER_SETS[ps]} (right): effect of η — {ps}",
-                     "Darker = smaller η (coarser expanded graph).",
+                     "One panel per solver run at two or more η: a line per series and η, "
+                     "the series' own colour at the η it runs most, shades of it at the "
+                     "others; the dash follows η.",
                      missing=f"{ps}: fewer than two values of η were run, so the effect of η "
                              f"({PAPER_SETS[ps]} right) cannot be drawn.")
 
@@ -202,10 +205,19 @@ def section_paper(ctx: Context) -> Section:
         s.add_figure(figs.trajectories(rows, targets, ctx.styles, ctx.scale),
                      f"fig9_trajectories_{ps.replace('-', '_')}",
                      f"Fig. 9-style: loss trajectories — {ps}",
-                     "Line: expected loss per epoch (entry 0 = ℓ(0)); band: 1st–99th "
-                     "percentile of the out-of-sample trajectories; dotted: ℓmax. One "
-                     "instance per target (the one most algorithms ran).",
+                     "One panel per algorithm; per target ℓmax a line (expected loss per "
+                     "epoch, entry 0 = ℓ(0)) and its band (1st–99th percentile of the "
+                     "out-of-sample trajectories) in a shade of the algorithm's colour; "
+                     "dotted: that ℓmax. One instance per target (the one most algorithms "
+                     "ran).",
                      missing=f"{ps}: no evaluation with per-epoch mean/p01/p99 arrays (Fig. 9).")
+        below = figs.negative_means(rows) if not rows.empty else []
+        if below:
+            s.note(f"{ps}: the expected loss goes below 0 for " + "; ".join(below)
+                   + ". The loss model has no floor: each epoch lowers the loss by "
+                   "γ·A_m·decay_m(k)·X (eq. (8)), and Σ decay_m(k) grows without bound, "
+                   "so a plan that trains far past its target ℓmax (an open-loop plan "
+                   "built from pessimistic predictions) is extrapolated below 0.")
     return s
 
 
@@ -320,6 +332,10 @@ def section_ratio(ctx: Context) -> Section:
                 s.missing(f"Only one value of {tabs.size_label(p)} was run: the ratio "
                           f"against {tabs.size_label(p)} is a single point, not drawn.")
             continue
+        single = figs.single_point_series(t, p)
+        if single:
+            s.note(f"Run at a single {tabs.size_label(p)} (a point, not a line; in the "
+                   f"table): " + ", ".join(single) + ".")
         s.add_figure(figs.ratio_vs(t, p, ctx.styles, ctx.scale), f"ratio_vs_{p}",
                      f"Competitive ratio vs {tabs.size_label(p)}",
                      "Left, linear axis around 1: measured median, band min–max. Right, "
@@ -367,7 +383,7 @@ def section_complexity(ctx: Context) -> Section:
     is_knap = (best["family"] == KNAPSACK_FAMILY) if not best.empty else pd.Series(dtype=bool)
     general = best[~is_knap] if not best.empty else best
     for p in SIZE_PARAMETERS:
-        f = figs.complexity(general, p, ctx.styles, ctx.scale) if not general.empty else None
+        f = cx_fig.complexity(general, p, ctx.styles, ctx.scale) if not general.empty else None
         if f is None:
             if not fits.empty:
                 s.missing(f"{tabs.size_label(p)} was not varied (≥ 3 values, others "
@@ -382,7 +398,7 @@ def section_complexity(ctx: Context) -> Section:
     for p in SIZE_PARAMETERS:
         if work.empty or not (work["parameter"] == p).any():
             continue
-        f = figs.complexity(work, p, ctx.styles, ctx.scale)
+        f = cx_fig.complexity(work, p, ctx.styles, ctx.scale)
         s.add(Figure(f"complexity_work_{p}", f"Work counted vs {tabs.size_label(p)}", f,
                      "Exact counts of diagnostics.work per run; lines: OLS fit (slope, "
                      "95 % CI); dashed: Property 2's exponent for the runtime; dotted: "
@@ -392,8 +408,9 @@ def section_complexity(ctx: Context) -> Section:
         s.missing(f"No {KNAPSACK_FAMILY}-family sweep over the number of items: the exact "
                   "solvers' growth on knapsack classes cannot be set beside DepL's.")
     else:
-        f = figs.complexity(knap, "n_models", ctx.styles, ctx.scale, max_series=18)
-        s.add(Figure("complexity_knapsack", "Knapsack classes: runtime vs items |M|", f,
+        f = cx_fig.complexity(knap, "n_models", ctx.styles, ctx.scale, max_series=18,
+                            xlabel="n, knapsack items (one model version each) [items]")
+        s.add(Figure("complexity_knapsack", "Knapsack classes: runtime vs items n", f,
                      "One series per algorithm and item class (Property 1's reduction: "
                      "one model per item). The exact solvers' growth beside DepL's; "
                      "dashed: Property 2's |M|² for reference."))

@@ -86,7 +86,8 @@ def all_info(*, include_unavailable: bool = False) -> list[dict[str, Any]]:
 
 def main(argv: list[str] | None = None) -> int:
     """Write the catalogue (``--check``: only say whether it is current; status 1 when not)."""
-    ap = argparse.ArgumentParser(prog=REGENERATE, description="Write src/deplbench/solvers/catalog.json "
+    ap = argparse.ArgumentParser(allow_abbrev=False, prog=REGENERATE,
+                                 description="Write src/deplbench/solvers/catalog.json "
                                  "from the built-in solver classes.")
     ap.add_argument("--check", action="store_true", help="do not write; exit 1 when the file is stale")
     opts = ap.parse_args(argv)

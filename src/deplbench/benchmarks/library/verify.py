@@ -193,10 +193,12 @@ def _plan_report(inst, model, x: np.ndarray, samples: int, seed: int) -> dict:
         return {"decoded": False, "message": "the solution's counts do not cover its epochs"}
     data = model.data
     plan = choice.to_plan(data)
-    ev = evaluate_plan(inst, plan, samples=samples, seed=seed, trajectory=False).to_dict()
+    # exact=True: the rigorous violation bounds (no sampling) where the
+    # instance's laws allow them; otherwise exact_reason says why not
+    ev = evaluate_plan(inst, plan, samples=samples, seed=seed, trajectory=False, exact=True).to_dict()
     keep = ("cost", "verdict", "feasible", "quantile", "quantile_ci", "confidence", "samples", "exact",
             "certified_verdict", "violation_count", "violation_lb", "violation_ub",
-            "violation_lo", "violation_hi", "exact_verdict")
+            "violation_lo", "violation_hi", "exact_verdict", "exact_reason")
     return {"decoded": True, "epochs": plan.n_epochs, "exact_cost": choice.cost,
             "in_sample_violations": int(choice.violations) * (data.S_nominal if data.deterministic else 1),
             "allowed_violations": int(data.p), "plan": plan.to_dict(),
@@ -287,12 +289,21 @@ def format_verify(res: dict) -> str:
         lines.append(f"out of sample: {oos.get('verdict')} (quantile {oos.get('quantile')!r}"
                      + (f", {oos.get('confidence')} CI {ci}" if ci else "") + f", {oos.get('samples')} draws); "
                      f"certified: {oos.get('certified_verdict')}")
-        if "exact_verdict" in oos:
-            lines.append(f"exact: {oos['exact_verdict']} (violation probability in "
-                         f"[{oos.get('violation_lo')}, {oos.get('violation_hi')}])")
+        lines.append(_exact_line(oos))
     elif plan:
         lines.append(f"plan: not decoded ({plan.get('message')})")
     return "\n".join(lines)
+
+
+def _exact_line(oos: dict) -> str:
+    """The exact verdict with its bounds on P(ℓ(K) > ℓmax), or why there is none."""
+    verdict = oos.get("exact_verdict")
+    lo, hi = oos.get("violation_lo"), oos.get("violation_hi")
+    if verdict is None:
+        return f"exact: no verdict ({oos.get('exact_reason') or 'the evaluator gave none'})"
+    if lo is None or hi is None:
+        return f"exact: {verdict}" + (f" ({oos['exact_reason']})" if oos.get("exact_reason") else "")
+    return f"exact: {verdict} (violation probability in [{lo:.4g}, {hi:.4g}], no sampling)"
 
 
 __all__ = ["FEAS_TOL", "INT_TOL", "format_verify", "read_sol", "rebuild_model", "verify_solution"]

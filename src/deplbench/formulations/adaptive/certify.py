@@ -245,9 +245,14 @@ class AdaptiveBounds:
                 "certification": self.certification, "tuning": self.tuning, "work": self.work}
 
 
+#: The stages of :func:`adaptive_bounds`, in order (its ``stage`` callback).
+STAGES = ("lower bound (optimistic chain, multipliers)", "policy (pessimistic chain, tuning)",
+          "certification runs")
+
+
 def adaptive_bounds(instance, buckets: int = 1200, runs: int = 100_000, seed: int = 0,
                     confidence: float = 0.95, tune_runs: int = 50_000, rho: float = 1.0,
-                    iters_lam: int = 6, iters_mu: int = 6) -> AdaptiveBounds:
+                    iters_lam: int = 6, iters_mu: int = 6, stage=None) -> AdaptiveBounds:
     """Lower bound, certified policy and cost–risk frontier of ``instance`` (module docstring).
 
     Parameters
@@ -273,6 +278,9 @@ def adaptive_bounds(instance, buckets: int = 1200, runs: int = 100_000, seed: in
     iters_lam, iters_mu : int
         Bisection steps of the multiplier search (any multiplier gives a valid
         bound; more steps only tighten it).
+    stage : callable, optional
+        Called with the name of each stage as it starts (:data:`STAGES`; a
+        progress display).
 
     Returns
     -------
@@ -291,12 +299,15 @@ def adaptive_bounds(instance, buckets: int = 1200, runs: int = 100_000, seed: in
             raise PlanError(f"{name}: must be an integer ≥ {low}, got {v!r}")
     if not 0 < rho <= 1:
         raise PlanError(f"rho: must be in (0, 1], got {rho!r}")
+    say = stage if stage is not None else (lambda name: None)
     omega, t0 = float(instance.omega), _time.perf_counter()
+    say(STAGES[0])
     opt = Chain(instance, buckets, optimistic=True)
     search = multires_search(instance, opt, omega, iters_lam, iters_mu)
     best = search.best
     t_lb = _time.perf_counter() - t0
     frontier = [{"omega": w, "lower_bound": search.bound(w)} for w in frontier_levels(omega)]
+    say(STAGES[1])
     pes = Chain(instance, buckets, optimistic=False)
     need = _needed_successes(runs, omega, confidence)
     # the share given up is set from tune_runs draws and certified on runs draws:
@@ -304,6 +315,7 @@ def adaptive_bounds(instance, buckets: int = 1200, runs: int = 100_000, seed: in
     target = min(1.0, need / runs + 2.0 * math.sqrt(omega * (1 - omega) * (1.0 / tune_runs + 1.0 / runs)))
     policy, log, _ = tune_policy(instance, pes, best.lam, max(best.mu, 1e-6), target, tune_runs, seed + 1, rho,
                                  coin_seed=seed)
+    say(STAGES[2])
     res = simulate(instance, policy, runs, seed, confidence)
     # The certified policy is the mix: give up at once with probability q, else run
     # the chain's policy π. The runs the index sequence keeps are i.i.d. runs of π
@@ -342,5 +354,5 @@ def _normal_quantile(q: float) -> float:
     return float(norm.ppf(q))
 
 
-__all__ = ["GOLDEN", "MU_FACTORS", "SCALINGS", "AdaptiveBounds", "AdaptivePolicy", "adaptive_bounds",
+__all__ = ["GOLDEN", "MU_FACTORS", "SCALINGS", "STAGES", "AdaptiveBounds", "AdaptivePolicy", "adaptive_bounds",
            "frontier_levels", "tune_policy"]
