@@ -78,3 +78,35 @@ def test_site_builds_strict(tmp_path):
     assert "The public API is the contract" in changelog
     assert (site / "contributing" / "index.html").is_file()
     assert (site / "instances" / "index.html").is_file()
+
+
+def _slug(heading: str) -> str:
+    """The anchor GitHub and MkDocs' toc give a Markdown heading."""
+    import re
+
+    text = re.sub(r"[`*]", "", heading.strip().lower())
+    return re.sub(r"[^\w\- ]", "", text).replace(" ", "-")
+
+
+def test_readme_is_a_front_door_whose_links_resolve():
+    """README stays short (the long explanations live in docs/), and every
+    relative link in it names a file of the repository and, with a
+    ``#fragment``, a heading of that file."""
+    import re
+
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert len(readme.encode("utf-8")) <= 12 * 1024
+    links = re.findall(r"\]\(([^)\s]+)\)", readme)
+    relative = [link for link in links if not re.match(r"[a-z]+:", link)]
+    assert any(link.startswith("docs/") for link in relative)
+    for link in relative:
+        path, _, fragment = link.partition("#")
+        target = ROOT / path
+        assert target.is_file(), f"README links to a missing file: {link}"
+        if fragment:
+            headings = re.findall(r"^#+ (.+)$", target.read_text(encoding="utf-8"), flags=re.M)
+            assert fragment in {_slug(h) for h in headings}, f"README links to a missing heading: {link}"
+    # every guide page of docs/ is in README's index
+    for page in sorted((ROOT / "docs").glob("*.md")):
+        if page.name not in {"index.md", "api.md", "cli.md", "changelog.md", "contributing.md"}:
+            assert f"(docs/{page.name})" in readme, f"README's documentation index omits docs/{page.name}"
