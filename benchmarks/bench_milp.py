@@ -13,7 +13,7 @@ instance (``generate("realistic", family="alexnet", loss_max=9)``, K̄ = 100,
   S = 100, naive at S = 30 (the naive model needs minutes beyond that);
 * a knapsack-derived instance (order-invariant: the count variant).
 
-The issue targets (S = 1000 proven optimal in ≤ 30 s, ≥ 20× faster than
+The targets (S = 1000 proven optimal in ≤ 30 s, ≥ 20× faster than
 naive at S = 300, build ≤ 10 % of the total) are measured side by side by
 ``benchmarks/milp_targets.py``.
 """

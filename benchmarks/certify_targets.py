@@ -1,4 +1,4 @@
-"""Certified-bracket targets (issue 13), measured.
+"""Certified-bracket targets, measured.
 
 Run::
 

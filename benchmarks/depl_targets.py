@@ -1,4 +1,4 @@
-"""DepL performance targets, measured side by side (issue 4).
+"""DepL performance targets, measured side by side.
 
 Run::
 
@@ -156,7 +156,7 @@ def gap_decomposition(instance, loss_maxes=(5.0, 7.0, 9.0, 13.0), eval_samples: 
     Returns one dict per ℓmax: every variant's cost, runtime, out-of-sample
     quantile and verdict, and the gap shares ``(c) epsilon``, ``(b) eta``,
     ``(a) surrogate`` and ``residual`` as fractions of the optimum proxy
-    (MILP S = 300, as the issue asks; see the module docstring).
+    (MILP S = 300; see the module docstring).
     """
     rows = []
     for lmax in loss_maxes:

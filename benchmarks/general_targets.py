@@ -20,62 +20,16 @@ meaningful with it):
    counts, bounds and result (every phase is budgeted in work units, the
    wall clock is only the outer stop);
 4. ``--scaling``: solve time against S (100, 300, 1000) on the cyclic
-   AlexNet, for the README's table.
+   AlexNet, for docs/performance.md.
 
-History (the reasons behind the design, measured on earlier versions; the
-README's measured-performance table has the current numbers):
-
-* the cyclic AlexNet at S = 1000 stopped at a 12.7–13.4 % gap at 60 s before
-  the short plans were enumerated exactly (``general_incumbent``): the
-  root group bound was 1609 against the optimum 1802.63, 1790 after;
-* the |D| = 10 datasets instance stopped at a 7.5 % gap at 60 s before the
-  two-group leaves were searched over model blocks (``general_pairs``);
-* OpenBLAS ran the group bound's small node products (e.g. (76 × 67) by
-  (67 × 340)) on two threads: 0.1 ms → 3.9 ms of CPU each on the shared
-  2-core machine, 80 % of the solve; the solve now holds OpenBLAS to one
-  thread (``deplbench.blas_threads``). Same nodes, |D| = 6 seed 0: 163 →
-  26.5 CPU-s; |D| = 10 seed 0: 134 → 23–26 CPU-s; the datasets targets went
-  from 0 of 3 (|D| = 6) to 11 of 15 within 60 s (load 1.7–3.9). The cyclic
-  AlexNet at S = 3000 keeps its 96,126 nodes and stays far from 60 s
-  (534 CPU-s measured with cProfile on, load 1.8–4.6): its node count is
-  the limit there, not the node cost;
-* node multipliers (``node_groups``, 2026-11-25): at 12 nodes sampled at
-  depths 3–5 of the cyclic AlexNet at S = 3000 the root pool bounded them at
-  1812–1833 against the optimum 1835.70, eight Kelley iterations per group at
-  the node itself at 1895–2051. Re-tuning every batch of children (one DP
-  pass and one LP for all of them) took the search from 96,126 nodes to 696
-  (about 35 s in all); the one-cluster assignment, dominated by the
-  two-cluster one (no transfer cost), is no longer searched a second time.
-  On the datasets instances the corner searches of ``pair_groups`` whose
-  root bound was more than 10 % below the incumbent were seldom closed
-  (|D| = 7 seed 1: 6 of 103, 39 of the 67 s; |D| = 9 seed 2: none of 36,
-  27 of the 76 s); they are skipped (``corner_root_gap``);
-* warm starts and screens (2026-11-25): |D| = 10 seed 2 stayed at a 3.4 %
-  gap at 60 s beside a busy loop, 66–100 s without a limit: 68 of its 98 s
-  (profiled) went to 282 corner searches whose node batches ran all eight
-  Kelley iterations from the pool's π. Starting each row from the π last
-  tuned for the same node in any search (``node_groups.WarmStarts``) took it
-  from 644 to 584 nodes and the corners from 67 to 42 s; reading the tuned
-  rows and each group's best pool rows first, and filling the last-block
-  table only for the screen's scenarios, took it to 57–65 s beside a busy
-  loop in four runs (same nodes; the machine's speed varied by about ±10 %);
-* per-search tables (2026-11-26): the same machine then ran the unchanged
-  solve in 52–63 s alone from one hour to the next, so the remaining work
-  per search was cut: each of the 349 searches of |D| = 10 seed 2 placed
-  the shift of every last-block row of each start it touched (now only the
-  rows it fills are stored), built its own largest-decrease table Dn (it
-  depends on γ_hi and the horizon only: 33 keys, now kept on the problem),
-  took every min-plus step over virtual-model pairs (now per model,
-  bit-identical) and formed the j > ℓ half of every block's cells;
-  ``rebound`` re-bounded the leaves already above the incumbent (more than
-  half). Both solves at once on the two cores, same 584 nodes: 49.1 s
-  against 62.8 s CPU for the code before; a corner search now stops at its
-  first leaf below the incumbent (587 nodes, through the warm starts);
-* Kelley's loop once had 0.3 of the time limit and other phases shares of
-  it adding up to 0.75: the same instance gave different node counts and a
-  different outcome under load (706 nodes loaded against about 350 idle at
-  S = 1000). The phases are now budgeted in Kelley iterations and
-  enumeration steps (``GeneralSettings``).
+Why the search is built as it is — the short plans enumerated exactly
+(``general_incumbent``), two-group leaves searched over model blocks
+(``general_pairs``), OpenBLAS held to one thread (``deplbench.blas_threads``),
+node multipliers re-tuned per batch of children (``node_groups``), warm
+starts and screens, per-search tables, and every phase budgeted in work
+units (``GeneralSettings``) so that node counts do not depend on the load —
+is in docs/DESIGN.md; the current numbers are in docs/performance.md and
+how they were reached in CHANGELOG.md's history.
 
 Prints one line per run and a closing note; ``--out`` writes all numbers as
 JSON.

@@ -1,11 +1,11 @@
-"""Issue 16's limit target: every algorithm on the horizon-100000 instance.
+"""The limit target: every algorithm on the horizon-100000 instance.
 
 Run::
 
     python benchmarks/limits_targets.py                  # every registered algorithm
     python benchmarks/limits_targets.py --algos milp depl
 
-The instance is what the issue tried: the realistic AlexNet instance
+The instance is the realistic AlexNet instance
 (``deplbench generate realistic --family alexnet --seed 0``) with its
 ``horizon`` set to 100000, the largest the format allows. Each algorithm
 runs as a user would run it — ``deplbench solve INSTANCE --algo NAME --json``
@@ -16,7 +16,7 @@ and message of the result, the wall time of the process and its peak
 resident memory (``os.wait4``'s ``ru_maxrss``: the process and every child
 it waited for, i.e. ``getrusage(RUSAGE_CHILDREN)`` of this one solve).
 
-Target (issue 16, done-when): the MILP with ``--time-limit 10`` returns
+Target: the MILP with ``--time-limit 10`` returns
 within ~15 s with a clear status, under 2 GB. The other algorithms are
 reported beside it (those without a time limit are held to the same
 memory bound and to ``--hard-timeout``).

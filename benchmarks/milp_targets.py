@@ -1,4 +1,4 @@
-"""Exact-MILP performance targets, measured side by side (issue 3).
+"""Exact-MILP performance targets, measured side by side.
 
 Run::
 
@@ -19,7 +19,7 @@ loss_max=9)``: K̄ = 100, ω = 0.99, ℓmax = 9 in the middle of Fig. 9's 5–13
    "build" is everything before the first HiGHS run (scenario draws,
    structural bounds and heuristic, enumeration or big-M DP, matrices, the
    hand-over to HiGHS); "matrix" is the model construction alone.
-4. Issue 16: the same instance with horizon 100000 and a 10 s limit, at
+4. Limits: the same instance with horizon 100000 and a 10 s limit, at
    S = 1000 (refused at once: the scenarios alone would need ~18 GiB) and
    S = 50 (drawn, then stopped by the time limit): status, wall time and the
    peak memory of a fresh process. Target: within ~15 s, under 2 GB.
@@ -76,7 +76,7 @@ print(json.dumps({"status": r.status, "message": r.message, "solve_wall_s": time
 
 
 def horizon_100000(scenarios: int) -> dict:
-    """Issue 16's hostile case in a fresh process (its peak RSS is the run's)."""
+    """The horizon-100000 case in a fresh process (its peak RSS is the run's)."""
     t0 = time.perf_counter()
     proc = subprocess.run([sys.executable, "-c", _HORIZON_CODE, str(scenarios)], capture_output=True,
                           text=True, timeout=600)

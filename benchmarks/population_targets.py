@@ -8,7 +8,7 @@ Run::
 Seed ``s`` of each family (``generate("realistic", family=F, seed=s,
 loss_max=ℓmax)``, the variants of docs/instances.md §4.2a) is solved at
 ℓmax = 5 + (s − 1) mod 9, so every target 5, 6, …, 13 is met by 3 or 4 of
-the 30 variants. Targets (issue: verdicts over populations):
+the 30 variants. Targets (verdicts over populations):
 
 * every bracket (UB − LB)/UB ≤ 0.1 %;
 * median CPU time ≤ 3 s, none over 60 s.

@@ -5,14 +5,14 @@ Run::
     python benchmarks/route_multiclass.py [--scenarios 200,1000] [--time-limit 120]
 
 The sequence enumeration (``fast`` on acyclic graphs) needs one data class;
-with 2..MAX_DATASETS datasets and an acyclic switch graph ``fast`` used the
-``flow`` MILP, whose scenario rows made certify's SAA replications minutes
-each (issue 27). This measures both routes on the same instances and
+with 2..MAX_DATASETS datasets and an acyclic switch graph the alternative is
+the ``flow`` MILP, whose scenario rows make certify's SAA replications take
+minutes each. This measures both routes on the same instances and
 scenarios — the ``datasets`` family (2–3 datasets, 2 clusters, K̄ = 20,
 seeds 0–2) and the test suite's tiny instance with 2 datasets — and prints
 CPU seconds (load-independent), status and cost, with the load average.
 The routing rule in :func:`deplbench.formulations.milp.catalog.fast_prefers_general`
-is justified by this table (README, measured performance).
+is justified by this table.
 """
 
 from __future__ import annotations

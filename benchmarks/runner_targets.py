@@ -1,4 +1,4 @@
-"""The runner's performance targets, measured side by side (issues 15 and 16).
+"""The runner's performance targets, measured side by side.
 
 Run::
 
@@ -6,7 +6,7 @@ Run::
     python benchmarks/runner_targets.py --part dask --reps 3
     python benchmarks/runner_targets.py --part leases --lease-tasks 48
 
-1. **Dask that pays off** (issue 15 item 4): ``deplbench run`` of
+1. **Dask that pays off**: ``deplbench run`` of
    ``benchmarks/sweeps/quick.toml`` on the local pool (``--workers 2``) and on
    a Dask ``LocalCluster`` of 2 workers (``--dask-local 2``), each into a
    fresh store, alternating which goes first in each repetition. Times are
@@ -14,7 +14,7 @@ Run::
    start, every task, the store). Target: Dask ≤ 1.3× local. The rows of
    both runs are compared too (key, status, and cost where both are exact
    and not stopped by a limit).
-2. **Two runners halve the time** (issue 16 item 8): a generated sweep of
+2. **Two runners halve the time**: a generated sweep of
    ``--lease-tasks`` DepL tasks of about 1–3 s each (AlexNet at several
    ℓmax, η and seeds) run once by one ``deplbench run --workers 1`` and once
    by two such runners started together on one store (alternating order

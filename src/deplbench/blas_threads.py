@@ -6,10 +6,11 @@ numpy's and scipy's wheels ship OpenBLAS, which splits a matrix product
 over every core once it is larger than a few hundred thousand
 multiply-adds. The ``general`` branch-and-bound multiplies *small*
 matrices at every search node (the scenario-group bound, a (76 × 67) by
-(67 × 340) product on the ``datasets`` instances at S = 200); handing those
-to two threads on this project's 2-core machine with another job beside it
-made each product 0.1 ms → 3.9 ms of CPU (measured), and the product was
-80 % of the solve's time. One thread is also the reproducible choice: the
+(67 × 340) product on the ``datasets`` instances at S = 200). A product
+that small costs far more CPU split over two threads than on one — many
+times more on a 2-core machine with another job beside it — and these
+products dominate the solve's time (the measurements are in the
+changelog's history). One thread is also the reproducible choice: the
 result of a product then does not depend on the machine's thread count.
 
 What it does

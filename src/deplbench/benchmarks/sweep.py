@@ -510,7 +510,7 @@ def parse_sweep(
     if check_names:
         _check_names(groups, algorithms)
         check_parameters(algorithms)
-        check_evaluation(evaluation)   # through solve()'s own parameters (H6, issue 16)
+        check_evaluation(evaluation)   # through solve()'s own parameters
         _axis.check_solvers(groups, algorithms)
     return Sweep(name=name, description=description, time_limit_s=time_limit,
                  evaluation=dict(evaluation), instances=groups,
@@ -615,7 +615,7 @@ def _parse_instance_group(entry: Any, where: str, base_dir: Path) -> InstanceGro
         else:
             try:
                 found = file.is_file()
-            except (OSError, ValueError) as exc:   # too long a name, a NUL byte (H6, issue 16)
+            except (OSError, ValueError) as exc:   # too long a name, a NUL byte
                 raise SweepError(f"{where}.path: cannot look up the instance file ({exc})") from None
             if not found:
                 raise SweepError(f"{where}.path: instance file not found: {file}")
@@ -756,7 +756,7 @@ def _parse_algorithm(entry: Any, where: str, ids: set, default_limit: float,
         if not isinstance(groups, list) or not groups:
             raise SweepError(f"{where}.instances: must be a non-empty list of instance ids")
         for j, g in enumerate(groups):
-            if not isinstance(g, str) or g not in ids:   # a list is unhashable (H6, issue 16)
+            if not isinstance(g, str) or g not in ids:   # a list is unhashable
                 raise SweepError(f"{where}.instances[{j}]: unknown instance id {g!r} "
                                  f"(known: {', '.join(sorted(ids))})")
         groups = tuple(groups)

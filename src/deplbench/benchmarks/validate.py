@@ -294,7 +294,7 @@ def _positive_number(value: Any, where: str) -> float:
 #: Largest per-task time limit (seconds, about 11.6 days). The executors
 #: wait on their task processes with ``multiprocessing`` (``poll()`` takes
 #: milliseconds as a C int): beyond 2^31 ms, about 24.8 days, the wait
-#: itself raised OverflowError and took the whole run down (issue 16).
+#: itself raises OverflowError, which would take the whole run down.
 MAX_TIME_LIMIT_S = 1e6
 
 

@@ -104,7 +104,7 @@ class _OneLineErrorParser(argparse.ArgumentParser):
 
 
 def __getattr__(name: str):
-    # finite_json and print_json were re-exported here; imported on first
+    # finite_json and print_json are re-exported here for importers; imported on first
     # use so that starting the CLI does not import numpy (through jsonio).
     if name in ("finite_json", "print_json"):
         from deplbench import jsonio

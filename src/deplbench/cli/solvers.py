@@ -10,7 +10,7 @@ import textwrap
 from deplbench.cli.messages import os_error_message
 from deplbench.errors import SolverError
 
-#: Dedicated flags of ``solve`` → solver parameter names (issue 3's CLI).
+#: Dedicated flags of ``solve`` → solver parameter names.
 _FLAG_PARAMS = {
     "scenarios": "scenarios",
     "seed": "seed",

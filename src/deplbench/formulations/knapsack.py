@@ -23,7 +23,7 @@ it is an independent ground truth for competitive ratios.
 Its data are derived from the instance itself (:func:`covering_problem`:
 weights sqrt(c(m, S)), values γ(S)·A_m·X_m, one cluster's κ, Tmax, K̄),
 never from ``provenance.items``: an instance edited after generation (say,
-every ``loss_scale`` doubled) is solved as it now is, and an instance outside
+every ``loss_scale`` doubled) is solved as it is, and an instance outside
 the reduction is refused with the field that breaks it. The registered
 solver is :class:`deplbench.solvers.knapsack_dp.KnapsackDP` (``knapsack-dp``).
 

@@ -60,12 +60,12 @@ MAX_HORIZON = 100_000
 #: needs 4 levels (``models[0].improvement.samples[0]``); free-form provenance
 #: gets room to spare. Deeper data could be validated but not written back
 #: (pydantic's serialiser stops at its own depth limit) and, read from a file,
-#: would exhaust Python's recursion limit in ``json`` (issue 16: a 5,000-deep
-#: file gave a RecursionError traceback).
+#: would exhaust Python's recursion limit in ``json`` (a 5,000-deep file
+#: raises RecursionError there).
 MAX_NESTING = 64
 #: Number fields are strict (docs/instances.md §1): a JSON number and nothing
 #: else. Without ``strict`` pydantic reads ``true`` as 1 and ``"0.9"`` as 0.9,
-#: silently (issues 11 and 16).
+#: silently.
 _Finite = Annotated[float, Field(allow_inf_nan=False, strict=True)]
 
 
@@ -355,8 +355,8 @@ class Instance(_Strict):
 def _duplicates(names) -> list[str]:
     """The names occurring more than once, sorted: one pass with a set.
 
-    Linear in the number of names (``list.count`` per name was quadratic:
-    20,000 clusters took minutes to load; docs/DESIGN.md, "Input rules")."""
+    Linear in the number of names (``list.count`` per name would be quadratic:
+    20,000 clusters would take minutes to load; docs/DESIGN.md, "Input rules")."""
     seen: set[str] = set()
     dup: set[str] = set()
     for name in names:
@@ -524,7 +524,7 @@ def read_json(path: str | Path, *, what: str = "instance",
     error
         Unreadable or non-UTF-8 file, invalid JSON, the non-JSON constants
         ``NaN``/``Infinity`` that Python's ``json`` accepts, or nesting too
-        deep for the parser (a ``RecursionError`` otherwise, issue 16).
+        deep for the parser (a ``RecursionError`` otherwise).
     """
     path = Path(path)
     text = read_text(path, what, error)

@@ -102,7 +102,7 @@ class OneSwitch(Solver):
 
     Interpretations (PACT leaves them open)
     ---------------------------------------
-    * "Changing once" is read as *at most once* (the issue's wording):
+    * "Changing once" is read as *at most once*:
       K2 = 0, a single model throughout, is included. PACT's OneSwitch
       always switched because its target needed it.
     * A "switch" is a model change; the cluster may change only together with
@@ -240,7 +240,7 @@ class StaticLearn(Solver):
     reaches after K_1 = 1, 2, … epochs; each later model gets the epoch count
     whose share is nearest Δ. For each chain the first Δ whose plan is
     SAA-feasible is its cheapest (all K_i grow with Δ); the next few are kept
-    as fallbacks for the OOS check. ``mode="single"`` is the issue's reading:
+    as fallbacks for the OOS check. ``mode="single"`` is the literal reading:
     one model on one cluster for the whole run, the cheapest meeting the
     target.
 

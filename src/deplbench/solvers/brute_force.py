@@ -177,7 +177,7 @@ class BruteForce(Solver):
         if not applies:
             return SolveResult(algorithm=self.name, status="skipped", message=reason)
         cost, plan, checked = search(instance, scenarios, seed)
-        # work counter (issue 18): plans enumerated (after the data-rule filter)
+        # work counter: plans enumerated (after the data-rule filter)
         diag = {"plans_checked": checked, "work": {"plans_enumerated": checked}, "scenarios": scenarios,
                 "allowed_violations": allowed_violations(instance.omega, scenarios)}
         if plan is None:

@@ -48,8 +48,8 @@ DEFAULT_TIME_LIMIT = 300.0
 #: (seed, seed + 1, …) nor the sweeps' evaluation (seed 0) use, so the
 #: validation draws are independent of every candidate plan.
 VALIDATION_SEED_OFFSET = 1_000_003
-#: Stage 2 runs when the stage-1 bracket is wider than this (issue 13's target:
-#: 2 % at confidence 0.95 on the realistic instances).
+#: Stage 2 runs when the stage-1 bracket is wider than this (the target
+#: width: 2 % at confidence 0.95 on the realistic instances).
 DEFAULT_TARGET_WIDTH = 0.02
 #: Share of β_L and of β_U reserved for stage 2 (certified_refine.split_beta).
 DEFAULT_REFINE_SHARE = 0.5

@@ -121,7 +121,7 @@ class DataObjective:
     gap: float
     model: str = ""
     cluster: str = ""
-    #: Work counter (issue 18): subsets evaluated by :meth:`values` so far,
+    #: Work counter: subsets evaluated by :meth:`values` so far,
     #: one "oracle call" of the submodular minimisation each. A one-element
     #: list so the frozen dataclass can count.
     calls: list = field(default_factory=lambda: [0], compare=False, repr=False)

@@ -137,7 +137,7 @@ PROVEN_FALLBACKS = {"chernoff": ("cantelli",), "cantelli": ("chernoff",)}
 
 
 def _parameters() -> dict[str, Param]:
-    # Listing order of `deplbench algorithms` (as before the split).
+    # Listing order of `deplbench algorithms`: the loop's main knobs first.
     loop = dict(LOOP_PARAMS)
     head = {k: loop.pop(k) for k in ("eta", "epsilon", "seed", "check_samples", "max_retries", "max_backtracks")}
     return {**head, **{k: SURROGATE_PARAMS[k] for k in ("quantile_method", "n_theta", "tail_share")},

@@ -246,7 +246,7 @@ class DepLProven(DepL):
         p.update(quantile_method="chernoff", calibrate=False)
         self._validate(instance, p)
         t0 = time.perf_counter()
-        # the graph-size work counter (issue 18) belongs to DepL's complexity audit, not to this proof
+        # the graph-size work counter belongs to DepL's complexity audit, not to this proof
         out = decide(instance, p, "chernoff", n_theta=int(p["n_theta"]), tail_share=float(p["tail_share"]),
                      fallbacks=PROVEN_FALLBACKS["chernoff"], count_reachable=False)
         if out.plan is None:

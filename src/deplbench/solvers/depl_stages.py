@@ -175,7 +175,7 @@ def stage2(instance, gamma: float, volume: float, method: str, eta: int, n_theta
                      final_rounding=mode)
         entry["incumbent"] = incumbent if math.isfinite(incumbent) else None
         if count_reachable:
-            # Work counter (issue 18): the size of the paper's graph at this
+            # Work counter: the size of the paper's graph at this
             # resolution — rounded-up shifts, every vertex reachable from the
             # source — independent of the DP's pruning. Skipped (None) beyond
             # REACHABLE_COUNT_MAX cells of counting work.
@@ -358,7 +358,7 @@ def decide(instance, p: dict, method: str, *, n_theta: int = 1, tail_share: floa
         Surrogates stage 2 tries, in order, when ``method`` accepts no path
         for a dataset choice (before that choice is blacklisted).
     count_reachable : bool, default True
-        Count the paper's graph size per stage-2 graph (issue 18's work counter).
+        Count the paper's graph size per stage-2 graph (a work counter of the complexity audit).
 
     Returns
     -------
@@ -371,7 +371,7 @@ def decide(instance, p: dict, method: str, *, n_theta: int = 1, tail_share: floa
                   "backtracks": [], "retries": [], "graphs": []}
     rng = np.random.default_rng([int(p["seed"]), 11])
     out = Outcome(diag=diag)
-    # Work counters (issue 18), exact and deterministic: see result_from's docstring.
+    # Work counters, exact and deterministic: see result_from's docstring.
     work = {"oracle_calls": 0, "allocation_calls": 0, "allocation_dp_states": 0}
 
     obj, next_set = _dataset_ranking(instance, p, out, rng)
@@ -555,7 +555,7 @@ def _work_totals(work: dict, graphs: list) -> dict:
 def result_from(name: str, instance, out: Outcome, guarantee: str) -> SolveResult:
     """The :class:`SolveResult` of a finished loop (DepL and best-exp alike).
 
-    ``diagnostics["work"]`` holds the loop's work counters (issue 18; exact,
+    ``diagnostics["work"]`` holds the loop's work counters (exact,
     the same for the same instance and parameters):
 
     ``oracle_calls``            subsets the dataset ranker evaluated (the

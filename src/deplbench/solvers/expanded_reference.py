@@ -8,7 +8,7 @@ runs) because nothing on DepL's solving path needs them:
   tested against;
 * :func:`reachable_size` — that graph's exact vertex and edge counts,
   computed with boolean arrays: the work counter Property 2's vertex count
-  is judged on (issue 18);
+  is judged on (reports/complexity.py);
 * :func:`path_features`, :func:`exact_loss_units` — a path's quantities in
   the graph's rounded and exact arithmetic, for tests and diagnostics.
 

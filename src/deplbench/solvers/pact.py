@@ -155,7 +155,7 @@ from deplbench.solvers.baseline_common import (
 from deplbench.solvers.pact_graph import ExpandedGraph, score_paths
 
 #: Exponents of ``work["graph_vertices"]`` implied by the graph's layout
-#: (issue 18; read by reports/complexity.py): K̄·|M|·|N|·L·T vertices per
+#: (read by reports/complexity.py): K̄·|M|·|N|·L·T vertices per
 #: dataset set with L = max(200, 20·K̄) loss buckets by default (∝ K̄ for
 #: K̄ ≥ 10) and T = 1 time bucket by default; S sizes only the SAA check.
 WORK_EXPONENTS = {"graph_vertices": {"horizon": 2.0, "n_models": 1.0, "n_clusters": 1.0,
@@ -181,7 +181,7 @@ class PactRun:
     clusters: list
     decisions: list
     reason: str = ""
-    #: Work counter (issue 18): shortest-path computations (one-to-all from
+    #: Work counter: shortest-path computations (one-to-all from
     #: the current vertex, plus the via-current-model costs of the risk term).
     sp_calls: int = 0
 
@@ -322,7 +322,7 @@ class Pact(Solver):
             if res.models:
                 _, cost = choice_cost(instance, st, res.models, res.clusters)
                 runs.append((cost, st, res))
-        # Work counters (issue 18): vertices of the graphs decided on, robust
+        # Work counters: vertices of the graphs decided on, robust
         # graphs built (the quantile search), re-plans (one per committed
         # epoch) and shortest-path computations, also per re-plan.
         work["shortest_path_calls_per_replan"] = work["shortest_path_calls"] / max(work["replans"], 1)

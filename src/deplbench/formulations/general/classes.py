@@ -4,14 +4,14 @@ Why
 ---
 A plan of the ``general`` formulation first fixes an *assignment*: which
 clusters train and which data class σ (a Pareto-optimal dataset subset, see
-``boxes.cluster_classes``) each of them holds. The assignments used to be
-searched best-first over *boxes* of classes, each bounded by its optimistic
-corner (largest γ, smallest V, smallest β of the box). A corner is never a
-real class: on the |D| = 10 datasets instance (79 and 74 classes on two
-clusters, 153 single-cluster and 5846 two-cluster assignments) the corner
-of a box of four classes per cluster was still bounded near 680 against an
-incumbent of 1475.6, and the search ended at a 40.6 % gap without reaching a
-single two-cluster leaf.
+``boxes.cluster_classes``) each of them holds. Searching the assignments
+best-first over *boxes* of classes, each bounded by its optimistic corner
+(largest γ, smallest V, smallest β of the box), stalls because a corner is
+never a real class: on the |D| = 10 datasets instance (79 and 74 classes on
+two clusters, 153 single-cluster and 5846 two-cluster assignments) the
+corner of a box of four classes per cluster is still bounded near 680
+against an incumbent of 1475.6, and such a search ends at a 40.6 % gap
+without reaching a single two-cluster leaf.
 
 What this module does instead
 -----------------------------
@@ -70,8 +70,8 @@ per cluster, without enumerating interleavings (``pairs``; it took
 blocks of neighbouring two-cluster assignments are discarded together by
 their corner (``pair_groups``). The optimum, 1469.43, is a
 two-cluster plan (43 epochs of "intermediate", 6 of them on B1 holding d8
-and d9); the best single-cluster plan costs 1475.61. Timings: README's
-measured-performance table (``benchmarks/general_targets.py``, its T2).
+and d9); the best single-cluster plan costs 1475.61. Timings:
+docs/performance.md (``benchmarks/general_targets.py``).
 
 References
 ----------
@@ -208,8 +208,8 @@ def assignment_bounds(prob, pool, lam: float, ranges_list, tables: ClusterTables
     Kb = min(int(kmax.max()), P.K)
     for lo in range(0, A, CHUNK):
         sl = slice(lo, min(A, lo + CHUNK))
-        # The first chunk is always bounded, as every root box was before
-        # leaves existed: a time limit then still leaves a positive bound.
+        # The first chunk is always bounded, so that a time limit still
+        # leaves a positive bound.
         if lo > 0 and time.perf_counter() > deadline:
             out[lo:] = 0.0
             break

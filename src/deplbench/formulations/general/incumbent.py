@@ -4,15 +4,15 @@ Why
 ---
 The block branch-and-bound of :mod:`.search` prunes against the
 incumbent and prices time with the incumbent's λ (the λ-dual cost bound of
-the ``general`` module docstring). Before this module its first incumbents
-came from DP paths of the group multipliers and from a depth-first dive,
-and its bound was the scenario-group Lagrangian bound over *all*
-completions. On the cyclic AlexNet (K̄ = 100, ℓmax = 9, S = 1000) that bound
-was 1609 at the root against the optimum 1802.63, and it stayed there: the
-LP behind it (``groups``) mixes cheap infeasible two-block plans
+the ``general`` module docstring). Without this module its first
+incumbents come from DP paths of the group multipliers and from a
+depth-first dive, and its bound is the scenario-group Lagrangian bound over
+*all* completions. On the cyclic AlexNet (K̄ = 100, ℓmax = 9, S = 1000) that
+bound is 1609 at the root against the optimum 1802.63, and it stays there:
+the LP behind it (``groups``) mixes cheap infeasible two-block plans
 (i21–s25 violates 87 of the 91 scenarios of a group) with dear feasible
 three-block plans, and branching on blocks does not stop the mixing below
-the branched blocks. The search stopped at a 12.7–13.4 % gap after 60 s.
+the branched blocks; such a search stops at a 12.7–13.4 % gap after 60 s.
 
 What
 ----
@@ -51,14 +51,14 @@ exact enumeration; ≥ 3: the search with a bound for that branch only), in
 the spirit of Luedtke (2014)'s decomposition: what is cheap to solve exactly
 is solved exactly, and the relaxation is asked to bound only the rest.
 
-Measured effect: ``benchmarks/general_targets.py`` (history there) and the
-README's measured-performance table.
+Measured effect: ``benchmarks/general_targets.py``; the numbers are in
+docs/performance.md.
 
 Limits: only for non-negative improvement draws (signed draws keep every
 block length; the enumeration is still an incumbent heuristic there, never
 recorded as coverage), and within the work budgets of ``GeneralSettings``
 (``enumeration_steps``, ``enumeration_steps_total``); an assignment left
-uncovered keeps the old bounds.
+uncovered keeps the group bound over all completions.
 
 References
 ----------

@@ -63,8 +63,8 @@ per-scenario cheapest cell is found exactly (``last_block_bound``); the
 (p+1)-th largest of these bounds it. Cells whose linear weight already
 reaches the incumbent are not formed; their bound is recorded.
 
-Measured (|D| = 10 datasets instance, S = 200): README's measured-performance
-table and ``benchmarks/general_targets.py``.
+Measured (|D| = 10 datasets instance, S = 200): docs/performance.md and
+``benchmarks/general_targets.py``.
 
 References
 ----------

@@ -90,8 +90,8 @@ We keep Luedtke's ingredients but branch on *plans*, where they are exact:
    formulation's shortest-last-block rule and costed exactly; once that
    pass is complete the group bound counts switches (one more DP state) and
    bounds only completions with ≥ 3 switches. Without it the converged root
-   group bound of the cyclic AlexNet (S = 1000) was 1609 against the optimum
-   1802.6: its LP mixed cheap infeasible two-block plans with dear feasible
+   group bound of the cyclic AlexNet (S = 1000) is 1609 against the optimum
+   1802.6: its LP mixes cheap infeasible two-block plans with dear feasible
    three-block ones; with it, 1790.
 7. **Two γ-groups: model blocks with counts, not interleavings**
    (``pairs.py``). With two γ-groups a block of item 2 is a run of
@@ -127,8 +127,8 @@ box; ``bounding.py``) and the search, then builds the result
 work units of :class:`~.settings.GeneralSettings` (Kelley iterations,
 enumeration steps, nodes), so the same instance and settings give the same
 nodes, bounds and result on any machine; ``time_limit`` only stops the
-solve, and ``diagnostics["stopped_in"]`` names the phase. Measured times
-and their history: ``benchmarks/general_targets.py`` and the README.
+solve, and ``diagnostics["stopped_in"]`` names the phase. Measured times:
+``benchmarks/general_targets.py``, numbers in docs/performance.md.
 
 Limits
 ------
@@ -417,7 +417,7 @@ def solve_general(instance, scenarios: int = 1000, seed: int = 0, time_limit: fl
         Accepted for interface compatibility: the search is single-threaded,
         and OpenBLAS is held to one thread for the solve
         (:func:`deplbench.blas_threads.single_blas_thread`; its small
-        products at every node were up to 40× slower threaded).
+        products at every node are up to 40× slower threaded).
     verbose : bool
         Print progress to stderr.
     node_limit : int, optional

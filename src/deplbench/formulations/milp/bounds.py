@@ -90,8 +90,8 @@ def cumulative_by_model(data: Data, s_idx: int) -> tuple[np.ndarray, np.ndarray]
     ``cum_t`` is the same numbers laid out so that one model's value at a set
     of epochs is a block of contiguous rows: the bisection of
     :func:`shortest_last_block` gathers whole scenario rows instead of strided
-    elements (about half the time of an SAA solve at S = 20 000 was spent in
-    those gathers).
+    elements (strided, those gathers take about half the time of an SAA solve
+    at S = 20 000).
     """
     S, M = data.S, data.M
     cum = np.concatenate([np.zeros((S, 1, M)), np.cumsum(data.gam[s_idx] * data.a, axis=1)], axis=1)

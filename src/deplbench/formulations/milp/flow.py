@@ -204,7 +204,7 @@ class FlowModel(MatrixFormulation):
         return d.evaluate(models, classes, clusters, held)
 
 
-#: The old name (the flow model was once the only "fast" one).
+#: Alias of :class:`FlowModel` under its former name, kept for importers.
 FastModel = FlowModel
 
 

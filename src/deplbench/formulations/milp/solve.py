@@ -101,7 +101,7 @@ def solve_milp(instance, scenarios: int = 1000, seed: int = 0, time_limit: float
         plan within ``gap`` is returned, can depend on the machine's speed.
         Many short solves of one instance (the certified bracket's SAA
         replications) gain from a small value: at S = 20 000 the default 3 s
-        were half of an AlexNet solve. The ``general`` formulation has no such
+        are half of an AlexNet solve. The ``general`` formulation has no such
         heuristic and ignores it.
     general_settings : str or mapping, optional
         Settings of the ``general`` formulation
