@@ -1,4 +1,4 @@
-"""Shared pieces of the fuzz corpus (tests/test_fuzz_*.py, issue 16).
+"""Shared pieces of the fuzz corpus (tests/test_fuzz_*.py).
 
 Hostile values, structural mutations of JSON-like data, the error-message
 contract, the CLI run in this process (:func:`run_cli`), and the example

@@ -156,7 +156,7 @@ def test_help_lists_parameters(args, deplbench_cli):
         assert "--samples" in out and "--check" in out
 
 
-# ----------------------------------------------------------------- exit codes and messages (issue 11 item 7)
+# ----------------------------------------------------------------- exit codes and messages
 @pytest.fixture
 def knapsack_file(tmp_path):
     path = tmp_path / "k.json"

@@ -1,5 +1,5 @@
 """Closed-loop simulation (formulations/closed_loop.py), closed-loop PACT,
-receding-horizon DepL, the sweep option and the report section (issue 17)."""
+receding-horizon DepL, the sweep option and the report section."""
 
 from __future__ import annotations
 

@@ -215,7 +215,7 @@ def test_solve_downgrades_plans_that_break_hard_constraints():
 
 
 # --------------------------------------------------------------------------
-# deplbench.params: the one validation path (issue 12) and strict typing (issue 11 item 4)
+# deplbench.params: the one validation path and strict typing
 # --------------------------------------------------------------------------
 
 
@@ -280,7 +280,7 @@ def test_param_strict_refuses_strings_for_numbers_and_names_the_error_class():
 
 
 # --------------------------------------------------------------------------
-# registry: solvers declare themselves (issue 12)
+# registry: solvers declare themselves
 # --------------------------------------------------------------------------
 
 

@@ -427,7 +427,7 @@ def test_best_exp_has_no_calibrate_parameter(alexnet9):
 
 
 def test_best_exp_is_composed_not_derived_from_depl():
-    """Issue 12: best-exp shares DepL's stages and the one train-on rule
+    """best-exp shares DepL's stages and the one train-on rule
     instead of subclassing DepL and deleting parameters."""
     from deplbench.solvers.best_exp import BestExp
     from deplbench.solvers.depl import DepL

@@ -211,7 +211,7 @@ def test_label_dp_matches_brute_force_on_most_random_graphs():
 @pytest.mark.parametrize("seed", range(10))
 @pytest.mark.parametrize("rounding", ["up", "nearest"])
 def test_reachable_size_equals_the_networkx_reference_graph(seed, rounding):
-    """Issue 18: the vertex/edge work counter is exact — the networkx graph's size on small η."""
+    """The vertex/edge work counter is exact — the networkx graph's size on small η."""
     rng = np.random.default_rng(100 + seed)
     M, horizon = (2, 7) if seed % 2 else (3, 5)
     spec, _ = random_spec(rng, M, horizon, (4, 15), rounding)

@@ -380,7 +380,7 @@ def test_negative_seed_is_named(small_logs):
 
 def test_instance_layer_never_imports_matplotlib():
     # Plotting lives in reports/ (reports.fit_plots draws the fit report);
-    # the bottom layer must load without it (issue 12).
+    # the bottom layer must load without it.
     code = ("import sys\n"
             "import deplbench.instances.fit, deplbench.instances.generators, deplbench.instances.model\n"
             "from deplbench.instances import fit\n"

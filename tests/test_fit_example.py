@@ -1,4 +1,4 @@
-"""The example training log under docs/ and the command docs/fit.md gives (issue 15 item 6)."""
+"""The example training log under docs/ and the command docs/fit.md gives."""
 
 from __future__ import annotations
 

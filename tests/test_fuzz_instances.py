@@ -1,4 +1,4 @@
-"""Fuzz corpus for the instance format (issue 16): hostile input meets a clear contract.
+"""Fuzz corpus for the instance format: hostile input meets a clear contract.
 
 Strategies mutate valid instances — wrong types, extremes, NaN/inf, deep
 nesting, unknown names and keys, huge sizes — and feed them to the loader
@@ -137,14 +137,14 @@ def mutated(draw):
 #: Inputs that once broke the contract, kept as fixed regression examples
 #: (built lazily: hypothesis's printer recurses on deeply nested examples).
 REGRESSIONS = {
-    # issues 11/16: silently coerced before strict types
+    # Silently coerced before strict types
     "horizon-true": lambda: {**base_instance(), "horizon": True},
     "horizon-str": lambda: {**base_instance(), "horizon": "4"},
     "omega-str": lambda: {**base_instance(), "omega": "0.9"},
     "version-true": lambda: {**base_instance(), "format_version": True},
     "unit-cost-false": lambda: _with(base_instance(), ("clusters", 0, "unit_cost"), False),
     "capacity-str": lambda: _with(base_instance(), ("clusters", 1, "capacity"), "100.0"),
-    # issue 16: deep nesting inside free-form provenance was validated but
+    # Deep nesting inside free-form provenance was validated but
     # could not be serialised back (pydantic's depth limit)
     "provenance-deep": lambda: {**base_instance(), "provenance": {"x": _nested(500)}},
     # found by this corpus: an unknown top-level key "0" was reported as "0: Extra inputs ..."

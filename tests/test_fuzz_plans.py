@@ -1,4 +1,4 @@
-"""Fuzz corpus for plans (issue 16): hostile plans meet a clear contract.
+"""Fuzz corpus for plans: hostile plans meet a clear contract.
 
 Strategies mutate valid plans — wrong types, NaN/inf, negative and huge
 numbers, unknown model/cluster/dataset names, wrong lengths, deep nesting,

@@ -1,4 +1,4 @@
-"""Fuzz corpus for sweep files (issue 16): hostile sweeps meet a clear contract.
+"""Fuzz corpus for sweep files: hostile sweeps meet a clear contract.
 
 Strategies mutate valid sweep TOML files — wrong types, extremes, NaN/inf,
 deep nesting, unknown algorithm/parameter/instance names, huge sizes, bad

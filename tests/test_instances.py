@@ -147,7 +147,7 @@ def test_from_moments_rejects_bad_moments():
         InverseGamma.from_moments(float("nan"), 0.1)
 
 
-# ------------------------------------------------ strict types (issues 11, 16)
+# ------------------------------------------------ strict types
 
 #: (mutation path, wrong-typed value, field the message must name). Each was
 #: silently coerced before: ``true`` read as 1, ``"4"`` as 4, ``false`` as 0.
@@ -210,7 +210,7 @@ def _nested(depth):
 
 
 def test_deep_nesting_is_a_clear_error(tmp_path):
-    # Issue 16: a JSON file nested 5,000 deep gave a RecursionError traceback.
+    # A JSON file nested 5,000 deep gave a RecursionError traceback.
     deep = tmp_path / "deep.json"
     deep.write_text("[" * 5000 + "]" * 5000, encoding="utf-8")
     with pytest.raises(InstanceError, match="deep.json: JSON nested too deeply"):

@@ -1,4 +1,4 @@
-"""Standard output carries only the requested output (issue 11).
+"""Standard output carries only the requested output.
 
 Every sub-command that has ``--json`` is run as a subprocess on a small
 generated instance and its stdout must parse with one :func:`json.loads`

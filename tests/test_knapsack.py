@@ -171,7 +171,7 @@ def test_optimum_from_instance_infeasible_is_inf():
 
 # --------------------------------------------------------------------------
 # the registered knapsack-dp solver derives its data from the instance
-# (issue 16 item 1: a stale provenance once produced a wrong ground truth)
+# (a stale provenance once produced a wrong ground truth)
 # --------------------------------------------------------------------------
 
 

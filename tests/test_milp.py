@@ -361,7 +361,7 @@ def test_cli_solve_with_dedicated_flags(tmp_path):
     assert bad.returncode != 0 and "gap" in bad.stderr and "Traceback" not in bad.stderr
 
 
-# ------------------------------------------- issue 11: regressions
+# ------------------------------------------- regressions
 
 
 def _mutated(seed=0, base_horizon=3, **changes):
@@ -382,7 +382,7 @@ def _mutated(seed=0, base_horizon=3, **changes):
 @pytest.mark.parametrize("seed,cyclic", [(0, False), (1, True), (2, True)])
 @pytest.mark.slow
 def test_naive_at_gap_1e9_equals_brute_force(seed, cyclic):
-    """Issue 11: naive crashed (no solution_from_choice) whenever its first
+    """The naive model crashed (no solution_from_choice) whenever its first
     master did not meet the gap; at 1e-9 it must converge to brute force."""
     inst = tiny_instance(seed, horizon=3, all_switches=cyclic)
     bf_cost, bf_plan, _ = brute_force_search(inst, 20, seed)
@@ -400,7 +400,7 @@ def _stdout_of(code: str) -> subprocess.CompletedProcess:
 
 
 def test_library_never_writes_to_stdout():
-    """Issue 11: highspy ≥ 1.16 prints a banner at Highs() construction; the
+    """highspy ≥ 1.16 prints a banner at Highs() construction; the
     library itself must keep stdout clean (highspy direct, Pyomo, naive, LP)."""
     code = (
         "import sys, tempfile, os\n"
@@ -423,7 +423,7 @@ def test_library_never_writes_to_stdout():
 
 @pytest.mark.parametrize("form", ["fast", "flow"])
 def test_unusable_configuration_is_pruned(form):
-    """Issue 11: one model with compute 1e15 (slower than Tmax at full
+    """One model with compute 1e15 (slower than Tmax at full
     capacity) made HiGHS stop with status 'Not Set'; it must be pruned and
     the optimum equal brute force's."""
     inst = _mutated(0, **{"models.1.compute": 1e15})
@@ -437,7 +437,7 @@ def test_unusable_configuration_is_pruned(form):
     assert all(e.model != "m1" for e in r.plan.epochs)
 
 
-# ------------------------------------------- issue 16: hostile values
+# ------------------------------------------- hostile values
 
 
 @pytest.mark.parametrize("path,value", [
@@ -446,7 +446,7 @@ def test_unusable_configuration_is_pruned(form):
 ])
 @pytest.mark.slow
 def test_extreme_values_give_the_brute_force_answer(path, value):
-    """Issue 16: such values gave "HiGHS stopped with model status 'Empty'"
+    """Such values gave "HiGHS stopped with model status 'Empty'"
     while still reporting a cost; now optimal = brute force, or infeasible
     with a reason when nothing fits (never an error with a number)."""
     inst = _mutated(0, **{path: value})
@@ -502,7 +502,7 @@ def test_near_infinite_capacity_and_zero_size():
 @pytest.mark.parametrize("omega", [1e-12, 0.01])
 @pytest.mark.slow
 def test_tiny_omega_makes_the_quantile_vacuous(omega):
-    """Issue 16: ω = 1e-12 gives ⌊(1−ω)S + 1e-9⌋ = S allowed violations and
+    """ω = 1e-12 gives ⌊(1−ω)S + 1e-9⌋ = S allowed violations and
     an IndexError in the K range; every scenario may now exceed ℓmax."""
     inst = _mutated(1, omega=omega)
     S = 20
@@ -515,7 +515,7 @@ def test_tiny_omega_makes_the_quantile_vacuous(omega):
 
 
 def test_memory_is_estimated_before_building():
-    """Issue 16: horizon 100000 at S = 1000 once ran the kernel out of memory;
+    """Horizon 100000 at S = 1000 once ran the kernel out of memory;
     the scenario arrays alone would take ~18 GiB, so the solve refuses at
     once with a message naming the sizes."""
     inst = _mutated(0, horizon=100_000)
@@ -539,7 +539,7 @@ def test_model_size_is_checked_against_the_memory_limit():
 
 
 def test_horizon_100000_returns_within_the_time_limit_slow():
-    """Issue 16 target: realistic AlexNet with horizon 100000 and a 10 s
+    """Realistic AlexNet with horizon 100000 and a 10 s
     limit returns a clear status (no plan is claimed without proof) and
     stays under 2 GB. Wall-clock promise, hence ``_slow``; measured in a
     subprocess for its peak memory."""
@@ -567,7 +567,7 @@ def test_horizon_100000_returns_within_the_time_limit_slow():
     assert out["rss_kb"] < 2 * 1024 * 1024, out["rss_kb"]
 
 
-# ------------------------------------------- issue 18: work counters
+# ------------------------------------------- work counters
 
 
 @pytest.mark.slow
@@ -586,7 +586,7 @@ def test_work_counters_are_exact_and_repeatable():
         assert ca["rounds"] >= 1 and ca["n_nonzeros"] > ca["n_cons"] > 0
 
 
-# ------------------------------------------- issue 15: SCIP as a solver peer
+# ------------------------------------------- SCIP as a solver peer
 
 
 @pytest.mark.parametrize("seed,n_datasets,cyclic", [(0, 1, False), (1, 2, True), (2, 1, True)])
@@ -622,7 +622,7 @@ def test_scip_runs_the_cut_loop_on_knapsack():
 
 
 def test_written_mps_has_names_and_solves_alike_in_scip_and_highs(tmp_path):
-    """Issue 15: the model file names rows and columns by model, cluster,
+    """The model file names rows and columns by model, cluster,
     epoch and scenario, and SCIP reading it finds HiGHS's master optimum."""
     pyscipopt = pytest.importorskip("pyscipopt", reason="SCIP is the optional [peers] extra")
     import highspy

@@ -9,7 +9,7 @@ Every command then runs in a subprocess with ``PYTHONPATH=SITE``:
 run``) and ``deplbench report``. The plugin must appear in the listing, in
 the stored rows (with its declared label, exactness and style) and in every
 report table that lists the other algorithms of the run — with no deplbench
-file changed (issue 12).
+file changed.
 """
 
 from __future__ import annotations

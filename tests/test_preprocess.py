@@ -1,6 +1,6 @@
 """Unusable choices are removed before any solver sees them; extreme numbers never crash a solver.
 
-Regression tests for issue 11 item 3 and issue 16 items 4–5: a model with
+Regression tests: a model with
 compute 1e15/1e20 made the MILP fail and DepL raise ``IndexError`` (a NaN/inf
 cast to int64); compute/size/dataset size 1e300, bandwidth 5e-324, Tmax
 1e300 and an inverse-gamma shape 1e300 gave ``IndexError``/``OverflowError``;

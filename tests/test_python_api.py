@@ -1,4 +1,4 @@
-"""README's "Use it from Python" section, run as examples/python_api.py (issue 15 item 3)."""
+"""README's "Use it from Python" section, run as examples/python_api.py."""
 
 from __future__ import annotations
 

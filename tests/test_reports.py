@@ -774,7 +774,7 @@ def test_milp_optimum_prefers_the_largest_scenario_set():
 
 def test_no_report_module_imports_the_solver_layer():
     """Reports read the record's columns; the solver registry is never
-    imported (issue 12), not even lazily inside a function."""
+    imported, not even lazily inside a function."""
     import ast
 
     import deplbench.reports as pkg

@@ -440,7 +440,7 @@ def test_task_error_paths_never_raise(plugin):
 
 
 # --------------------------------------------------------------------------
-# exit status, dry run, file moves (issue 11 items 5-6)
+# exit status, dry run, file moves
 
 
 def test_cli_run_exits_1_when_a_task_failed(tmp_path, plugin, capsys):
@@ -510,7 +510,7 @@ def test_moving_an_instance_file_does_not_rerun_its_tasks(tmp_path, plugin):
 
 
 # --------------------------------------------------------------------------
-# several runners on one store (issue 16 item 8)
+# several runners on one store
 
 STABLE = ["key", "sweep", "instance_group", "family", "instance_params", "instance_seed",
           "instance_id", "instance_sha", "algorithm", "label", "params", "status", "cost",

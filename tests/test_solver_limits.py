@@ -1,4 +1,4 @@
-"""Issue 16 item 2: every heuristic respects its time limit and refuses what
+"""Every heuristic respects its time limit and refuses what
 would not fit in memory (docs/DESIGN.md, "Limits").
 
 The horizon-100000 instance is the realistic AlexNet one with ``horizon``

@@ -1,4 +1,4 @@
-"""Solver peers (issue 15 item 1): ``--solver``, Pyomo SolverFactory peers, their exactness.
+"""Solver peers: ``--solver``, Pyomo SolverFactory peers, their exactness.
 
 Every peer runs deplbench's cut loop, so the exactness contract is checked the
 same way for each: the brute-force (or covering-knapsack DP) optimum is

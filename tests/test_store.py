@@ -253,7 +253,7 @@ def test_parquet_keeps_every_csv_column_with_mixed_parameter_types(tmp_path):
 
 
 # --------------------------------------------------------------------------
-# leases: several runners on one store (issue 16 item 8)
+# leases: several runners on one store
 
 
 def test_a_lease_is_exclusive_until_stored_expired_or_its_owner_dies(tmp_path):

@@ -222,7 +222,7 @@ def test_paper_sets_are_judged_on_a_population_each_against_its_exact_optimum(na
 
 
 # --------------------------------------------------------------------------
-# complete validation at load (issue 16 item 7) and hostile files (item 3)
+# complete validation at load and hostile files
 
 VALUES = """
 [[instances]]
@@ -322,7 +322,7 @@ def test_hostile_sweeps_through_the_cli_exit_2_with_one_line(tmp_path, capsys):
         assert not db.exists()
 
 
-# ------------------------------------------- issue 15: the solver axis (H4)
+# ------------------------------------------- the solver axis (H4)
 
 SOLVER_AXIS = """
 [sweep]

@@ -1,4 +1,4 @@
-"""Work counters in diagnostics (issue 18): exact and deterministic.
+"""Work counters in diagnostics: exact and deterministic.
 
 DepL/best-exp report the expanded graph's size (nominal, reachable — equal to
 the networkx reference, see test_expanded_graph — DP states made live, edges
