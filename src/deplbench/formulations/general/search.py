@@ -136,8 +136,8 @@ class Problem:
 
         Under the printed rule only single-cluster configurations hold plans;
         every search, seed and coverage record must ask this before it takes a
-        plan of ``cfg`` as feasible (a multi-cluster seed once gave an
-        infeasible, too cheap incumbent that pruned the true optimum).
+        plan of ``cfg`` as feasible (a multi-cluster seed would give an
+        infeasible, too cheap incumbent that prunes the true optimum).
         """
         return not self.single_cluster or int(np.asarray(cfg.clusters).size) <= 1
 
