@@ -9,6 +9,7 @@ offline. All text from the store is HTML-escaped.
 from __future__ import annotations
 
 import html
+import re
 
 from deplbench.reports.elements import Figure, Note, Section, Table, fmt_cell
 from deplbench.reports.headline import GLANCE_HEADERS
@@ -40,6 +41,7 @@ margin:.4em 0 1.5em}
 .card td.c-algorithm,.card td.c-verdict,.card td.c-cost_over_saa_optimum,.card td.c-feasible{white-space:nowrap}
 .card table.wrap-feasible td.c-feasible{white-space:normal}
 .card td.c-measured{font-size:.92em}
+.card td .ci{display:block;font-size:.88em;color:#444;white-space:nowrap}
 .card td.c-claim{width:34%}.card td.c-verdict{width:1%}
 .card td,.card th{padding:.05em .3em}
 td.flag{background:#fff0c0}
@@ -180,6 +182,21 @@ def _glance_class(col: str, value: str) -> str:
 FEASIBLE_ONE_LINE = 22
 
 
+#: A ratio cell's 95 % interval on the median, " [1.002, 1.117]" or " [n < 6]".
+_CI = re.compile(r" \[[^\]]*\]")
+
+
+def _glance_cell(col: str, text: str) -> str:
+    """A glance cell's HTML. In a ratio cell the interval on the median goes
+    on a second, smaller line, so that the ratio, its reference count and its
+    flags read first and a card row stays two lines high."""
+    m = _CI.search(text) if col == "vs_reference" else None
+    if m is None:
+        return _e(text)
+    head = text[:m.start()] + text[m.end():]
+    return f'{_e(head)}<span class="ci">{_e(m.group(0).strip())}</span>'
+
+
 def _glance_table(t: Table) -> str:
     """A compact table of the glance box: every cell carries its column
     (``data-col``) and its header (``data-label``, shown before the value when
@@ -197,7 +214,7 @@ def _glance_table(t: Table) -> str:
             text = fmt_cell(v)
             cls = " ".join(c for c in (f"c-{col}", _glance_class(col, text)) if c)
             cells.append(f'<td class="{cls}" data-col="{_e(col)}" data-label="{_e(head)}">'
-                         f"{_e(text)}</td>")
+                         f"{_glance_cell(col, text)}</td>")
         out.append('<tr class="glance-row">' + "".join(cells) + "</tr>")
     out.append("</tbody></table>")
     return "\n".join(out)
