@@ -177,8 +177,10 @@ def test_certification_uses_draws_independent_of_the_tuning(small):
     q = res.multipliers["give_up"]
     kept = res.certification["kept_runs"]
     assert abs(kept - (1 - q) * res.certification["runs"]) <= 0.002 * res.certification["runs"] + 2
+    # the bracket's joint level 0.95 splits into 0.975 for P(success) and 0.975 for the cost
+    assert res.confidence == 0.95 and res.certification["level_each"] == pytest.approx(0.975)
     assert res.p_success_lo == pytest.approx((1 - q) * clopper_pearson_lower(res.certification["successes"], kept,
-                                                                             0.95))
+                                                                             0.975))
     assert res.certified == (res.p_success_lo >= inst.omega)
     assert res.certified and res.lower_bound <= res.upper_bound
 
@@ -242,7 +244,9 @@ def test_solver_registered_and_its_policy_runs_in_closed_loop():
     assert cl["plan"] is None and cl["policy"]["successes"] == r.diagnostics["certification"]["successes"]
     # the same runs; the certified mean is the mix's, (1 − q)·(mean of the kept runs),
     # the simulated one averages the realised picks: equal up to the picks' discrepancy
-    assert cl["policy"]["cost"]["mean"] == pytest.approx(r.cost, rel=2e-3)
+    assert cl["policy"]["cost"]["mean"] == pytest.approx(r.diagnostics["cost_mean"], rel=2e-3)
+    # cost is the upper confidence bound on that mean (empirical Bernstein), above it
+    assert r.cost > r.diagnostics["cost_mean"]
     two = parse_instance(two_model_data(datasets=[{"name": "d0", "size": 1.0, "usefulness": 1.0},
                                                   {"name": "d1", "size": 1.0, "usefulness": 1.0}]))
     ok, why = cls.applies(two)

@@ -107,10 +107,17 @@ robotic space exploration", Auton. Robots 39 (2015); H. Xu and S. Mannor,
 """
 
 from deplbench.formulations.adaptive.certify import (
+                                                     BRACKET_STATUSES,
+                                                     MAX_BUCKETS,
+                                                     START_BUCKETS,
                                                      AdaptiveBounds,
                                                      AdaptivePolicy,
                                                      adaptive_bounds,
+                                                     cost_ucb,
                                                      frontier_levels,
+                                                     largest_cost,
+                                                     memory_estimate,
+                                                     monotone_frontier,
                                                      tune_policy,
 )
 from deplbench.formulations.adaptive.chain import (
@@ -124,14 +131,27 @@ from deplbench.formulations.adaptive.chain import (
                                                      Setting,
                                                      applies,
                                                      best_mu,
+                                                     best_success,
                                                      correlate,
                                                      dp,
+                                                     fft_error,
                                                      kernel,
+                                                     lam_guess,
                                                      lower_bound_search,
                                                      multires_search,
 )
 
 __all__ = [
+                                                     "BRACKET_STATUSES",
+                                                     "MAX_BUCKETS",
+                                                     "START_BUCKETS",
+                                                     "best_success",
+                                                     "cost_ucb",
+                                                     "fft_error",
+                                                     "lam_guess",
+                                                     "largest_cost",
+                                                     "memory_estimate",
+                                                     "monotone_frontier",
                                                      "COARSE",
                                                      "TAIL",
                                                      "TAIL_JUMP",

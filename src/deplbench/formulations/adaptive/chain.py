@@ -347,6 +347,42 @@ def dp(chain: Chain, lam: float, mu: float, keep: bool = False) -> Pass:
                 float(root[V] - lam * t_root - mu * root[F]), act, rem, float(err[V]), float(err[F]))
 
 
+def best_success(chain: Chain) -> tuple[float, float]:
+    """The chain's highest P(success) over all policies, deadline and cost ignored,
+    with a bound on its rounding error: (p, err).
+
+    Backward DP on P(fail) alone (same kernels, same correlations as :func:`dp`).
+    On the optimistic chain every true policy is matched by a chain policy
+    succeeding at least as often (package docstring, relaxation 1), so a
+    target ω above p + err is reached by no policy of the instance.
+    """
+    M, N, L1 = chain.M, chain.N, chain.L + 1
+    usable = chain.st.usable
+    nxt = np.ones((M, 1, L1))
+    nxt[:, :, 0] = 0.0
+    stop = nxt[0].copy()
+    top = None if chain.optimistic else np.ones(1)
+    err = np.zeros(1)
+    for k in range(chain.K - 1, -1, -1):
+        tops = nxt[:, :, -1] if top is None else np.broadcast_to(top, (M, 1))
+        ex, err_ex = correlate_rows(np.repeat(nxt, N, axis=0),
+                                    [chain.kx[k][m][n] for m in range(M) for n in range(N)],
+                                    np.repeat(tops, N, axis=0), err)
+        sw, err_sw = _switch_values(chain, ex, top, err_ex)
+        ex[~usable.reshape(M * N)] = np.inf
+        for (a, b) in sw:
+            sw[(a, b)][~usable[b]] = np.inf
+        err = np.maximum(err_ex.max(axis=0), max((e.max(axis=0) for e in err_sw.values()), default=np.zeros(1)))
+        cur = np.empty((M + 1, 1, L1))
+        for m in range(M + 1):
+            cand, _ = _candidates(chain, ex, sw, m, N)
+            cur[m] = np.minimum(cand.min(axis=0), stop)
+        if k == 0:
+            root = float(cur[M, 0, chain.i0])
+        nxt = cur[:M]
+    return 1.0 - root, float(err[0]) + UNIT
+
+
 def _add_epoch(ex: np.ndarray, here: np.ndarray, keep: bool) -> np.ndarray:
     """Add this epoch's cost and time (``here``, (R, Q)) to the expectations
     over the next state (``ex``, (R, Q, L1)); with ``keep`` row 4 is the second
@@ -600,6 +636,7 @@ __all__ = [
     "V",
     "applies",
     "best_mu",
+    "best_success",
     "correlate",
     "dp",
     "fft_error",
