@@ -203,3 +203,48 @@ def test_fft_error_bound_covers_the_rounding():
                 assert abs(Fraction(float(out[r, q, i])) - exact) <= Fraction(float(err[r, q]))
     assert np.all(err[:, 0] < 1e15 * 1e-11)                 # and not vacuous
     assert mass == pytest.approx([1.0, 1.0])
+
+
+@pytest.mark.parametrize("law", [LAWS[0], LAWS[1], LAWS[5]], ids=["law0", "law1", "law5"])
+def test_upper_bound_above_the_exact_optimum(law):
+    """The UB (one-sided empirical-Bernstein bound on the certified policy's mean
+    cost) is ≥ the exact optimum at the level its P(success) is certified at —
+    hence ≥ the optimum at ω when certified — at two scales, ω a step below the
+    highest reachable P(success)."""
+    for kappa, tm in (SCALES[0], SCALES[2]):
+        inst, pmax = _boundary(*law, kappa, tm)
+        inst = inst.with_changes(omega=float(pmax - Fraction(1, 8)))
+        b = A.adaptive_bounds(inst, buckets=6, runs=3000, tune_runs=1500, seed=2)
+        assert b.status == "certified", b.message
+        assert b.certified and b.p_success_lo >= inst.omega
+        opt = exact_optimum(inst, Fraction(b.p_success_lo))
+        assert Decimal(b.upper_bound) >= opt >= exact_optimum(inst, inst.omega)
+        assert Decimal(b.lower_bound) <= exact_optimum(inst, inst.omega)
+        assert b.upper_bound >= b.cost_mean and b.confidence == 0.95
+
+
+def test_unreachable_target_has_its_status_and_line():
+    inst, pmax = _boundary(*LAWS[0], 1.0, 50.0)
+    inst = inst.with_changes(omega=float(pmax + Fraction(1, 64)))
+    assert exact_optimum(inst, inst.omega) is None                # truly out of reach
+    b = A.adaptive_bounds(inst, buckets=6, runs=500, tune_runs=500)
+    assert b.status == "unreachable" and not b.certified
+    assert b.message == ("no policy reaches P(success) ≥ ω = 0.765625: the optimistic chain's best is 0.75 "
+                         "(deadline and cost ignored; 6 loss buckets)")
+    assert b.lower_bound == math.inf and b.work["dp_passes"] == 0
+    # at ω = the best itself it is reachable: not this status
+    inst2 = inst.with_changes(omega=float(pmax))
+    assert A.adaptive_bounds(inst2, buckets=6, runs=500, tune_runs=500).status != "unreachable"
+
+
+def test_memory_and_run_counts_refused_before_allocation():
+    from deplbench.instances.generators import generate
+    from deplbench.limits import MemoryLimitExceeded, memory_budget
+
+    vgg = generate("realistic", family="pact-vgg11", loss_max=0.3)
+    for kw in ({"buckets": 10**9}, {"buckets": 10**7}, {"runs": 10**10}):
+        with pytest.raises(MemoryLimitExceeded, match="adaptive-opt's loss grid and runs"):
+            A.adaptive_bounds(vgg, **kw)
+    assert A.memory_estimate(vgg, 9600, 100_000, 50_000) < 2**30
+    with memory_budget(1e-3), pytest.raises(MemoryLimitExceeded, match="memory budget 0.00 GiB"):
+        A.adaptive_bounds(vgg, buckets=600)

@@ -103,7 +103,7 @@ class AdaptiveOpt(Solver):
         return adaptive.AdaptivePolicy(chain, adaptive.dp(chain, mult["lambda"], mult["mu_policy"], keep=True),
                                        mult.get("rho_policy", p["rho"]), name=f"{self.display_label()} (policy)",
                                        scaling=mult.get("scaling", "rms"), give_up=mult.get("give_up", 0.0),
-                                       coin_seed=p["seed"])
+                                       coin_seed=p["seed"], budget=mult.get("budget") or math.inf)
 
 
 __all__ = ["AdaptiveOpt"]

@@ -72,16 +72,23 @@ class AdaptivePolicy(ClosedLoopPolicy):
     over the block's run indices i (u₀ from ``coin_seed``), independent of
     the training draws, so every block gives up a share q up to O(log n / n)
     and the simulated runs stay independent given the picks.
+
+    ``budget``: a run whose next epoch would take its cost above it stops
+    instead (and fails), so every run's cost lies in [0, budget] — the range
+    the upper confidence bound on the mean cost needs (:func:`cost_ucb`).
     """
 
     def __init__(self, chain: Chain, p: Pass, rho: float = 0.99, name: str = "adaptive-opt (policy)",
-                 scaling: str = "rms", give_up: float = 0.0, coin_seed: int = 0):
+                 scaling: str = "rms", give_up: float = 0.0, coin_seed: int = 0, budget: float = math.inf):
         if scaling not in SCALINGS:
             raise PlanError(f"scaling: must be one of {SCALINGS}, got {scaling!r}")
         if not 0.0 <= give_up < 1.0:
             raise PlanError(f"give_up: must be in [0, 1), got {give_up!r}")
+        if not budget > 0:
+            raise PlanError(f"budget: must be positive, got {budget!r}")
         self.chain, self.pass_, self.rho, self.name = chain, p, float(rho), name
         self.scaling, self.give_up, self.coin_seed = scaling, float(give_up), int(coin_seed)
+        self.budget = float(budget)
         self.u0 = float(np.random.default_rng([self.coin_seed, 28]).random())
         self.reference_plan = None
         self.x, self.tc, _ = chain.st.priced(p.lam)
@@ -94,11 +101,18 @@ class AdaptivePolicy(ClosedLoopPolicy):
     def describe(self) -> dict:
         return {"lambda": self.pass_.lam, "mu": self.pass_.mu, "buckets": int(self.chain.L + 1),
                 "loss_step": float(self.chain.h), "rho": self.rho, "scaling": self.scaling,
-                "give_up": self.give_up}
+                "give_up": self.give_up, "budget": self.budget}
 
     def with_give_up(self, give_up: float) -> AdaptivePolicy:
         """The same tables and rescaling, giving up a share ``give_up`` of the runs."""
-        return AdaptivePolicy(self.chain, self.pass_, self.rho, self.name, self.scaling, give_up, self.coin_seed)
+        return AdaptivePolicy(self.chain, self.pass_, self.rho, self.name, self.scaling, give_up, self.coin_seed,
+                              self.budget)
+
+    def with_budget(self, budget: float) -> AdaptivePolicy:
+        """The same policy, stopping (failed) rather than start an epoch that would take
+        the run's cost above ``budget``: every run then costs at most ``budget``."""
+        return AdaptivePolicy(self.chain, self.pass_, self.rho, self.name, self.scaling, self.give_up,
+                              self.coin_seed, budget)
 
     def gives_up(self, runs) -> np.ndarray:
         """Whether the runs of these indices (within a simulator block) give up at once:
@@ -124,6 +138,10 @@ class AdaptivePolicy(ClosedLoopPolicy):
         out.model[go], out.cluster[go] = m2, n2
         out.allocation[go] = self._allocation(m2, n2, self.pass_.remaining[k, m, b[go]].astype(float),
                                               state.time[go])
+        if math.isfinite(self.budget):
+            idx = np.flatnonzero(go)
+            over = state.cost[idx] + self.chain.st.kappa[n2] * out.allocation[idx] > self.budget
+            out.model[idx[over]] = STOP
         return out
 
     def _allocation(self, m2, n2, rem, elapsed) -> np.ndarray:
@@ -197,7 +215,7 @@ def tune_policy(instance, chain: Chain, lam: float, mu: float, target: float, tu
         r = simulate(instance, pol, tune_runs, seed)
         p_hat, c_hat = r.successes / r.runs, float(r.cost.mean())
         log.append({"mu": pol.pass_.mu, "rho": pol.rho, "give_up": pol.give_up, "seed": seed, "runs": tune_runs,
-                    "p_success": p_hat, "cost_mean": c_hat, "role": what})
+                    "p_success": p_hat, "cost_mean": c_hat, "cost_max": float(r.cost.max()), "role": what})
         return p_hat, c_hat
 
     mu_c, first = _viable_mu(chain, lam, mu)
@@ -225,6 +243,9 @@ BRACKET_STATUSES = ("certified", "unreachable", "bound_not_positive", "lambda_no
 START_BUCKETS, REFINE = 600, 2
 #: Refinement never goes beyond this many buckets (nor beyond the memory budget).
 MAX_BUCKETS = 38_400
+#: The certified policy's cost budget, as a multiple of the largest cost seen on the
+#: tuning seeds (:meth:`AdaptivePolicy.with_budget`).
+BUDGET = 2.0
 #: Bytes per simulated run kept until the end (loss, cost, time, epochs, flags), counted twice
 #: (the blocks and their concatenation).
 RUN_BYTES = 2 * (4 * 8 + 4)
@@ -520,6 +541,14 @@ def adaptive_bounds(instance, buckets: int = 1200, runs: int = 100_000, seed: in
         break
     best = search.best
     t_lb_total = sum(lv["seconds"] for lv in levels)
+    # The cost range of the upper confidence bound: BUDGET × the largest cost of the
+    # tuning runs (tuning seeds only), enforced by the policy itself; never above
+    # K̄ epochs at x = r on the dearest cluster.
+    c_max = largest_cost(instance)
+    seen = [t["cost_max"] for t in log if t["role"] == "share" and t["cost_max"] > 0]
+    if seen:
+        c_max = min(c_max, BUDGET * seen[-1])
+        policy = policy.with_budget(c_max)
     res = simulate(instance, policy, runs, seed, level)
     # The certified policy is the mix: give up at once with probability q, else run
     # the chain's policy π. The runs the index sequence keeps are i.i.d. runs of π
@@ -529,7 +558,6 @@ def adaptive_bounds(instance, buckets: int = 1200, runs: int = 100_000, seed: in
     kept = ~policy.gives_up(np.arange(runs) % BLOCK) if q > 0 else np.ones(runs, dtype=bool)
     n_kept, k = int(kept.sum()), int(res.success[kept].sum())
     p_lo = (1.0 - q) * clopper_pearson_lower(k, n_kept, level) if n_kept else 0.0
-    c_max = largest_cost(instance)
     mean, ucb = cost_ucb(res.cost[kept], 1.0 - q, c_max, alpha)
     lower = search.bound()
     certified = bool(p_lo >= omega)
@@ -553,7 +581,8 @@ def adaptive_bounds(instance, buckets: int = 1200, runs: int = 100_000, seed: in
         p_success=(1.0 - q) * k / max(n_kept, 1), p_success_lo=p_lo, certified=certified,
         frontier=monotone_frontier(search, omega),
         multipliers={"lambda": best.lam, "mu": best.mu, "mu_policy": policy.pass_.mu, "rho_policy": policy.rho,
-                     "give_up": policy.give_up, "scaling": policy.scaling, "lambda_converged": search.lam_converged,
+                     "give_up": policy.give_up, "scaling": policy.scaling, "budget": policy.budget,
+                     "lambda_converged": search.lam_converged,
                      "rounding_bound": best.err},
         grid={"buckets": int(opt.i0), "loss_step": float(opt.h), "states": int(opt.K * opt.M * (opt.L + 1))},
         certification={"runs": runs, "seed": seed, "kept_runs": n_kept, "successes": k, "confidence": confidence,
@@ -563,7 +592,7 @@ def adaptive_bounds(instance, buckets: int = 1200, runs: int = 100_000, seed: in
                                  f"{seed + 1} and {seed + 2})",
                        "cost_method": f"(1 − give_up) × one-sided empirical-Bernstein upper bound (Maurer & "
                                       f"Pontil 2009) at level {level:g} on the runs not given up, costs in "
-                                      f"[0, {c_max:.6g}] (K̄ epochs at x ≤ r); jointly with P(success) at "
+                                      f"[0, {c_max:.6g}] (the policy's cost budget); jointly with P(success) at "
                                       f"{confidence:g} (union bound)",
                        "largest_cost": c_max, "deadline_missed": int(res.deadline_missed.sum())},
         tuning=log,
