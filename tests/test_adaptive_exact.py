@@ -248,3 +248,20 @@ def test_memory_and_run_counts_refused_before_allocation():
     assert A.memory_estimate(vgg, 9600, 100_000, 50_000) < 2**30
     with memory_budget(1e-3), pytest.raises(MemoryLimitExceeded, match="memory budget 0.00 GiB"):
         A.adaptive_bounds(vgg, buckets=600)
+
+
+def test_cli_unreachable_target_one_line_and_exit_1(tmp_path, capsys):
+    import json
+
+    from deplbench.cli import main
+
+    inst, pmax = _boundary(*LAWS[0], 1.0, 50.0)
+    path = tmp_path / "far.json"
+    inst.with_changes(omega=0.8).save(path)
+    assert main(["adaptive", str(path), "--buckets", "6", "--runs", "500", "--tune-runs", "500", "--json"]) == 1
+    cap = capsys.readouterr()
+    d = json.loads(cap.out)
+    assert d["status"] == "unreachable" and d["lower_bound"] is None and d["width"] is None
+    err = cap.err.strip().splitlines()
+    assert err == ["adaptive: unreachable: no policy reaches P(success) ≥ ω = 0.8: the optimistic chain's best is "
+                   "0.75 (deadline and cost ignored; 6 loss buckets)"]

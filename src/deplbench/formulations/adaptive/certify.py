@@ -467,7 +467,6 @@ def adaptive_bounds(instance, buckets: int = 1200, runs: int = 100_000, seed: in
     if reach + reach_err < omega:
         line = (f"no policy reaches P(success) ≥ ω = {omega:g}: the optimistic chain's best is {reach:.6g} "
                 f"(deadline and cost ignored; {buckets} loss buckets)")
-        say(line)
         return AdaptiveBounds(
             lower_bound=math.inf, upper_bound=math.nan, cost_mean=math.nan, p_success=math.nan,
             p_success_lo=math.nan, certified=False, frontier=[], multipliers={},
@@ -499,7 +498,11 @@ def adaptive_bounds(instance, buckets: int = 1200, runs: int = 100_000, seed: in
         t_lb = _time.perf_counter() - t_level
         tuned = False
         est_w = (est_ub - lb) / lb if lb > 0 and math.isfinite(est_ub) else math.inf
-        if width is None or policy is None or est_w <= width:
+        # re-tune when the target looks within reach, when the bound has stalled (the gap
+        # is then the policy's), or every second grid
+        stalled = bool(levels) and lb - levels[-1]["lower_bound"] < 0.25 * (est_ub - lb)
+        since = next((i for i, lv in enumerate(reversed(levels)) if lv["tuned"]), len(levels))
+        if width is None or policy is None or est_w <= 2 * width or stalled or since >= 1:
             pes = Chain(instance, b, optimistic=False)
             policy, tl, _ = tune_policy(instance, pes, warm.lam, max(warm.mu, 1e-6), target, tune_runs, seed + 1,
                                         rho, coin_seed=seed)
