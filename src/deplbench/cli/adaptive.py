@@ -24,7 +24,7 @@ from deplbench.jsonio import print_json
 
 #: CLI option → adaptive-opt parameter.
 OPTIONS = ("buckets", "runs", "tune_runs", "seed", "confidence", "rho", "iters_lam", "iters_mu", "width",
-           "max_buckets", "memory_limit")
+           "max_buckets", "memory_limit", "omega")
 #: The CLI's defaults where they differ from the solver's: a target width and a time for it.
 WIDTH, TIME_LIMIT = 0.03, 300.0
 
@@ -50,6 +50,8 @@ def _cmd_adaptive(args) -> int:
     ok, why = AdaptiveOpt.applies(instance)
     if not ok:
         raise SolverError(f"instance: {why}")
+    if p["omega"] is not None:
+        instance = instance.with_changes(omega=p["omega"])
 
     def progress(line: str) -> None:
         print(line, file=sys.stderr, flush=True)
@@ -127,6 +129,7 @@ def register(subparsers) -> None:
     p.add_argument("--max-buckets", dest="max_buckets", type=int, help="finest grid of the refinement (default 38400)")
     p.add_argument("--memory-limit", dest="memory_limit", type=float,
                    help="GiB the grid and the runs may take, estimated before allocation (default 2)")
+    p.add_argument("--omega", type=float, help="target P(success) (default: the instance's)")
     p.add_argument("--runs", type=int, help="fresh runs certifying the policy (default 100000)")
     p.add_argument("--tune-runs", dest="tune_runs", type=int, help="runs per tuning simulation (default 50000)")
     p.add_argument("--seed", type=int, help="seed of the certification runs (default 0)")

@@ -64,6 +64,9 @@ class AdaptiveOpt(Solver):
                      low=0.05, high=1.0),
         "iters_lam": Param(6, int, "bisection steps on the time price λ", low=0),
         "iters_mu": Param(6, int, "bisection steps on the failure price μ", low=0),
+        "omega": Param(None, float, "target P(success) (default: the instance's ω); a stricter level brackets "
+                       "the optimum where a policy such as PACT is certified", low=0.0, high=1.0,
+                       low_inclusive=False, high_inclusive=False, nullable=True),
         "width": Param(None, float, "target (UB − LB)/LB: refine the grid (×2 from buckets) until the estimated "
                        "width meets it (none: one grid)", low=0.0, low_inclusive=False, nullable=True),
         "refine_time": Param(None, float, "wall-clock seconds for the refinement to --width (an outer stop)",
@@ -81,6 +84,8 @@ class AdaptiveOpt(Solver):
         ok, why = adaptive.applies(instance)
         if not ok:
             return SolveResult(algorithm=self.name, status="skipped", message=why)
+        if p["omega"] is not None:
+            instance = instance.with_changes(omega=p["omega"])
         b = adaptive.adaptive_bounds(instance, p["buckets"], p["runs"], p["seed"], p["confidence"],
                                      p["tune_runs"], p["rho"], p["iters_lam"], p["iters_mu"], width=p["width"],
                                      time_limit=p["refine_time"], max_buckets=p["max_buckets"])

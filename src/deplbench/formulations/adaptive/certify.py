@@ -161,8 +161,9 @@ class AdaptivePolicy(ClosedLoopPolicy):
 
 
 def frontier_levels(omega: float) -> list[float]:
-    """ω and a few levels around it: 1 − (1 − ω)·{10, 5, 2, 1, 1/2, 1/5}, kept in (0, 1)."""
-    out = sorted({round(1.0 - (1.0 - omega) * f, 12) for f in (10, 5, 2, 1, 0.5, 0.2)})
+    """ω and levels around it: 1 − (1 − ω)·{10, 5, 2, 1, 1/2, 1/5, 1/10, 1/100}, kept in (0, 1)
+    (the strict ones let a policy certified far above ω be judged at its own level)."""
+    out = sorted({round(1.0 - (1.0 - omega) * f, 12) for f in (10, 5, 2, 1, 0.5, 0.2, 0.1, 0.01)})
     return [w for w in out if 0.0 < w < 1.0]
 
 
@@ -326,6 +327,7 @@ class AdaptiveBounds:
     messages: list = field(default_factory=list)
     confidence: float = 0.95
     refinement: dict = field(default_factory=dict)
+    omega: float = math.nan
 
     @property
     def width(self) -> float:
@@ -334,7 +336,7 @@ class AdaptiveBounds:
         return (self.upper_bound - self.lower_bound) / self.lower_bound if ok else math.inf
 
     def to_dict(self) -> dict:
-        return {"status": self.status, "message": self.message, "messages": list(self.messages),
+        return {"status": self.status, "message": self.message, "messages": list(self.messages), "omega": self.omega,
                 "lower_bound": self.lower_bound, "upper_bound": self.upper_bound, "cost_mean": self.cost_mean,
                 "width": self.width, "confidence": self.confidence,
                 "p_success": self.p_success, "p_success_lo": self.p_success_lo, "certified": self.certified,
@@ -472,7 +474,7 @@ def adaptive_bounds(instance, buckets: int = 1200, runs: int = 100_000, seed: in
             p_success_lo=math.nan, certified=False, frontier=[], multipliers={},
             grid={"buckets": int(buckets), "loss_step": float(opt.h), "states": int(opt.K * opt.M * (opt.L + 1))},
             certification={}, tuning=[], work={"dp_passes": 0, "total_s": _time.perf_counter() - t0},
-            status="unreachable", message=line, messages=[line], confidence=confidence,
+            status="unreachable", message=line, messages=[line], confidence=confidence, omega=omega,
             refinement={"best_success": reach, "best_success_error": reach_err})
     need = _needed_successes(runs, omega, level)
     # the share given up is set from tune_runs draws and certified on runs draws:
@@ -602,7 +604,7 @@ def adaptive_bounds(instance, buckets: int = 1200, runs: int = 100_000, seed: in
         work={"dp_passes": n_passes + len(log), "coarse_dp_passes": coarse_passes, "lower_bound_s": t_lb_total,
               "total_s": _time.perf_counter() - t0},
         status=status, message=lines[0] if lines else "", messages=lines, confidence=confidence,
-        refinement=refinement)
+        refinement=refinement, omega=omega)
 
 
 __all__ = ["BRACKET_STATUSES", "GOLDEN", "MAX_BUCKETS", "MU_FACTORS", "SCALINGS", "START_BUCKETS",
