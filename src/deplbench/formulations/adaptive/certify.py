@@ -601,7 +601,7 @@ def adaptive_bounds(instance, buckets: int = 1200, runs: int = 100_000, seed: in
                                       f"{confidence:g} (union bound)",
                        "largest_cost": c_max, "deadline_missed": int(res.deadline_missed.sum())},
         tuning=log,
-        work={"dp_passes": n_passes + len(log), "coarse_dp_passes": coarse_passes, "lower_bound_s": t_lb_total,
+        work={"dp_passes": n_passes + len(log), "coarse_dp_passes": coarse_passes, "grids_s": t_lb_total,
               "total_s": _time.perf_counter() - t0},
         status=status, message=lines[0] if lines else "", messages=lines, confidence=confidence,
         refinement=refinement, omega=omega)
