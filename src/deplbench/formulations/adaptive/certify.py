@@ -216,7 +216,8 @@ def tune_policy(instance, chain: Chain, lam: float, mu: float, target: float, tu
         r = simulate(instance, pol, tune_runs, seed)
         p_hat, c_hat = r.successes / r.runs, float(r.cost.mean())
         log.append({"mu": pol.pass_.mu, "rho": pol.rho, "give_up": pol.give_up, "seed": seed, "runs": tune_runs,
-                    "p_success": p_hat, "cost_mean": c_hat, "cost_max": float(r.cost.max()), "role": what})
+                    "p_success": p_hat, "cost_mean": c_hat, "cost_max": float(r.cost.max()),
+                    "cost_var": float(r.cost.var(ddof=1)), "role": what})
         return p_hat, c_hat
 
     mu_c, first = _viable_mu(chain, lam, mu)
@@ -376,6 +377,17 @@ def _validate(instance, buckets, runs, tune_runs, rho, confidence, width, time_l
         raise PlanError(f"time_limit: must be positive seconds, got {time_limit!r}")
 
 
+def _predicted_ucb(share: dict, q: float, runs: int, alpha: float) -> float:
+    """The upper confidence bound the certification would give if its runs looked like
+    the tuning run ``share``: (1 − q)·(mean + the empirical-Bernstein margin of
+    :func:`cost_ucb` at n = (1 − q)·runs, range BUDGET × the run's largest cost).
+    An estimate from tuning draws only: it decides the refinement, never the bracket."""
+    n = max(2.0, (1.0 - q) * runs)
+    ln = math.log(2.0 / alpha)
+    margin = math.sqrt(2.0 * share["cost_var"] * ln / n) + 7.0 * BUDGET * share["cost_max"] * ln / (3.0 * (n - 1))
+    return (1.0 - q) * (share["cost_mean"] + margin)
+
+
 def _search_at(instance, chain: Chain, omega: float, iters_lam: int, iters_mu: int, warm):
     """The multiplier search on ``chain``: multi-resolution from scratch, or warm-started
     from the previous grid's best pass (brackets grown by 1.5) with a full search as the
@@ -425,8 +437,10 @@ def adaptive_bounds(instance, buckets: int = 1200, runs: int = 100_000, seed: in
     width : float, optional
         Target (UB − LB)/LB. The grid is refined (×2 buckets, each search
         warm-started from the last grid's multipliers) until the *estimated*
-        width — LB against the tuned policy's mean cost on the tuning seeds —
-        is ≤ ``width``, or ``time_limit`` would be passed by the next grid, or
+        width — LB against the upper bound predicted from the tuning seeds
+        (:func:`_predicted_ucb`: their mean cost plus the confidence margin the
+        certification runs would add) — is ≤ ``width``, or ``time_limit``
+        would be passed by the next grid, or
         the next grid exceeds the memory budget or ``max_buckets``
         (``refinement["stopped_by"]`` says which). Only then is the final
         policy certified, once, on the certification seed: the stopping rule
@@ -510,14 +524,14 @@ def adaptive_bounds(instance, buckets: int = 1200, runs: int = 100_000, seed: in
                                         rho, coin_seed=seed)
             log.extend(dict(t, buckets=b) for t in tl)
             share = [t for t in tl if t["role"] == "share"]
-            est_ub = (1.0 - policy.give_up) * share[-1]["cost_mean"] if share else math.inf
+            est_ub = _predicted_ucb(share[-1], policy.give_up, runs, alpha) if share else math.inf
             tuned = True
             est_w = (est_ub - lb) / lb if lb > 0 and math.isfinite(est_ub) else math.inf
         elapsed = _time.perf_counter() - t0
         levels.append({"buckets": b, "lower_bound": lb, "upper_bound_estimate": est_ub, "width_estimate": est_w,
                        "tuned": tuned, "lambda_converged": search.lam_converged, "dp_passes": len(search.passes),
                        "seconds": _time.perf_counter() - t_level})
-        say(f"adaptive: {b} buckets: LB {lb:.6g}, policy ≈ {est_ub:.6g} (tuning runs), width ≈ "
+        say(f"adaptive: {b} buckets: LB {lb:.6g}, UB ≈ {est_ub:.6g} (predicted from tuning runs), width ≈ "
             f"{100 * est_w:.3g} %, {elapsed:.1f} s")
         if width is None:
             break
