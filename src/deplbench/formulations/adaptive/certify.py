@@ -257,14 +257,17 @@ def memory_estimate(instance, buckets: int, runs: int, tune_runs: int) -> float:
     """Peak bytes of :func:`adaptive_bounds` at one grid, estimated from the shapes alone.
 
     The largest arrays: the pessimistic chain's policy tables (action int32 and three
-    float32 remaining-time moments per state, (K̄, |M| + 1, L + 1)), four of them alive
-    while the policy is tuned; one DP epoch's stacked FFT operands (|M|·|N| rows of five
-    quantities over an FFT length ≤ 2(L + 1), real, complex and output copies); the
-    simulated runs' records. L is the grid's buckets plus the switch-jump headroom
-    (:class:`~deplbench.formulations.adaptive.chain.Chain`), bounded here by 2·buckets + 2.
+    float32 remaining-time moments per state, (K̄, |M| + 1, L + 1)), three of them alive
+    while the policy is tuned plus one for the certified policy; one DP epoch's stacked
+    FFT operands (|M|·|N| rows of five quantities over an FFT length ≤ 2(L + 1), real,
+    complex and output copies); the simulated runs' records. L is the grid's buckets
+    plus the switch-jump headroom, computed as :class:`~deplbench.formulations.adaptive.chain.Chain`
+    does (no kernel is built).
     """
     K, M, N = int(instance.horizon), len(instance.models), int(instance.n_clusters)
-    L1 = 2.0 * float(buckets) + 2.0
+    span = float(instance.initial_loss - instance.loss_max)
+    rise = sum(sorted((max(0.0, float(sw.jump.ppf(1 - 1e-4))) for sw in instance.switches), reverse=True)[:M - 1])
+    L1 = float(buckets) * (1.0 + rise / span) + 2.0 if span > 0 else float(buckets) + 2.0
     tables = 4 * 16.0 * K * (M + 1) * L1
     fft = 6 * 8.0 * M * N * 5 * 2 * L1
     sims = RUN_BYTES * float(max(runs, tune_runs))
