@@ -265,3 +265,12 @@ def test_cli_unreachable_target_one_line_and_exit_1(tmp_path, capsys):
     err = cap.err.strip().splitlines()
     assert err == ["adaptive: unreachable: no policy reaches P(success) ≥ ω = 0.8: the optimistic chain's best is "
                    "0.75 (deadline and cost ignored; 6 loss buckets)"]
+
+
+def test_unreachable_loss_target():
+    """ℓmax out of reach within K̄ epochs: the same status, best P(success) 0."""
+    inst = parse_instance(lattice(*LAWS[0][:2], 2, 1.0, 50.0, omega=0.5)).with_changes(loss_max=-2.0)
+    assert exact_optimum(inst, inst.omega) is None
+    b = A.adaptive_bounds(inst, buckets=24, runs=500, tune_runs=500)
+    assert b.status == "unreachable"
+    assert b.message.startswith("no policy reaches P(success) ≥ ω = 0.5: the optimistic chain's best is 0 ")
