@@ -322,7 +322,7 @@ def test_statuses_each_with_its_line(monkeypatch):
     line (the unreachable target and the uncertified policy: test_adaptive_exact)."""
     from instance_data import two_model_data
 
-    from deplbench.formulations.adaptive import certify
+    from deplbench.formulations.adaptive import bracket as certify
 
     inst = parse_instance(two_model_data(omega=0.9))
     real = certify._search_at

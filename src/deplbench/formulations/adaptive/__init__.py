@@ -160,39 +160,39 @@ Maurer and M. Pontil, "Empirical Bernstein bounds and sample variance
 penalization", COLT 2009.
 """
 
-from deplbench.formulations.adaptive.certify import (
-                                                     BRACKET_STATUSES,
-                                                     MAX_BUCKETS,
-                                                     START_BUCKETS,
-                                                     AdaptiveBounds,
-                                                     AdaptivePolicy,
-                                                     adaptive_bounds,
-                                                     cost_ucb,
-                                                     frontier_levels,
-                                                     largest_cost,
-                                                     memory_estimate,
-                                                     monotone_frontier,
-                                                     tune_policy,
+from deplbench.formulations.adaptive.bracket import (
+    BRACKET_STATUSES,
+    MAX_BUCKETS,
+    START_BUCKETS,
+    AdaptiveBounds,
+    adaptive_bounds,
+    cost_ucb,
+    largest_cost,
+    memory_estimate,
+    monotone_frontier,
 )
+from deplbench.formulations.adaptive.certify import AdaptivePolicy, frontier_levels, tune_policy
 from deplbench.formulations.adaptive.chain import (
-                                                     COARSE,
-                                                     TAIL,
-                                                     TAIL_JUMP,
-                                                     Chain,
-                                                     Kernel,
-                                                     Pass,
-                                                     Search,
-                                                     Setting,
-                                                     applies,
-                                                     best_mu,
-                                                     best_success,
-                                                     correlate,
-                                                     dp,
-                                                     fft_error,
-                                                     kernel,
-                                                     lam_guess,
-                                                     lower_bound_search,
-                                                     multires_search,
+    TAIL,
+    TAIL_JUMP,
+    Chain,
+    Kernel,
+    Pass,
+    Setting,
+    applies,
+    best_success,
+    correlate,
+    dp,
+    fft_error,
+    kernel,
+)
+from deplbench.formulations.adaptive.search import (
+    COARSE,
+    Search,
+    best_mu,
+    lam_guess,
+    lower_bound_search,
+    multires_search,
 )
 
 __all__ = [
