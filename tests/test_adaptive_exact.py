@@ -120,7 +120,7 @@ def lattice(a, b, horizon, kappa, time_max, cap=1e3, omega=0.5) -> dict:
 
 #: Loss laws (model a atoms, model b atoms, K̄): every one drove the unguarded
 #: multiplier search to μ ≈ 10¹⁵ at ω = its highest P(success) with a lower bound
-#: 1.5× to 10⁴× above the exact optimum at one of the scales below.
+#: 2.8× to 2·10³× above the exact optimum at one of the scales below.
 LAWS = [((2.0, 1.0), (5.0, 3.0, 0.0, 1.0), 2),
         ((3.0, 1.0, 0.0, 3.0), (4.0, 4.0, 3.0, 2.0), 2),
         ((1.0, 1.0), (5.0, 0.0), 2),

@@ -138,6 +138,12 @@ at the same mean cost. What the choice costs: the width of the bracket
 at a vanishing grid step (benchmarks/adaptive_targets.py measures width
 against the step; README, "The adaptive yardstick").
 
+Modules: :mod:`~deplbench.formulations.adaptive.chain` (the rounded chain,
+its DP and rounding bound), :mod:`~deplbench.formulations.adaptive.search`
+(the multipliers), :mod:`~deplbench.formulations.adaptive.certify` (the
+policy and its tuning), :mod:`~deplbench.formulations.adaptive.bracket`
+(the bracket, statuses, refinement).
+
 Scope (:func:`applies`): one dataset (held by every cluster, β = 0), the
 intended data rule (eq. (6) lets the cluster change), continuous or
 discrete loss terms. Other instances are declined with the reason.
