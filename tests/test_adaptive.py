@@ -177,8 +177,10 @@ def test_certification_uses_draws_independent_of_the_tuning(small):
     q = res.multipliers["give_up"]
     kept = res.certification["kept_runs"]
     assert abs(kept - (1 - q) * res.certification["runs"]) <= 0.002 * res.certification["runs"] + 2
+    # the bracket's joint level 0.95 splits into 0.975 for P(success) and 0.975 for the cost
+    assert res.confidence == 0.95 and res.certification["level_each"] == pytest.approx(0.975)
     assert res.p_success_lo == pytest.approx((1 - q) * clopper_pearson_lower(res.certification["successes"], kept,
-                                                                             0.95))
+                                                                             0.975))
     assert res.certified == (res.p_success_lo >= inst.omega)
     assert res.certified and res.lower_bound <= res.upper_bound
 
@@ -242,7 +244,9 @@ def test_solver_registered_and_its_policy_runs_in_closed_loop():
     assert cl["plan"] is None and cl["policy"]["successes"] == r.diagnostics["certification"]["successes"]
     # the same runs; the certified mean is the mix's, (1 − q)·(mean of the kept runs),
     # the simulated one averages the realised picks: equal up to the picks' discrepancy
-    assert cl["policy"]["cost"]["mean"] == pytest.approx(r.cost, rel=2e-3)
+    assert cl["policy"]["cost"]["mean"] == pytest.approx(r.diagnostics["cost_mean"], rel=2e-3)
+    # cost is the upper confidence bound on that mean (empirical Bernstein), above it
+    assert r.cost > r.diagnostics["cost_mean"]
     two = parse_instance(two_model_data(datasets=[{"name": "d0", "size": 1.0, "usefulness": 1.0},
                                                   {"name": "d1", "size": 1.0, "usefulness": 1.0}]))
     ok, why = cls.applies(two)
@@ -260,24 +264,96 @@ def test_cli_adaptive_json_text_and_bad_input(tmp_path, capsys):
 
     path = tmp_path / "small.json"
     parse_instance(two_model_data(omega=0.9)).save(path)
-    args = [str(path), "--buckets", "60", "--runs", "400", "--tune-runs", "200", "--iters-lam", "2",
+    args = [str(path), "--one-grid", "--buckets", "60", "--runs", "400", "--tune-runs", "200", "--iters-lam", "2",
             "--iters-mu", "2"]
     assert main(["adaptive", *args, "--json"]) == 0
     d = json.loads(capsys.readouterr().out)
-    for key in ("lower_bound", "upper_bound", "p_success_lo", "frontier"):
+    for key in ("status", "lower_bound", "upper_bound", "p_success_lo", "frontier", "width", "confidence"):
         assert key in d
-    assert d["lower_bound"] <= d["upper_bound"] and d["p_success_lo"] >= 0.9
+    assert d["status"] == "certified" and d["message"] == ""
+    assert d["lower_bound"] <= d["cost_mean"] <= d["upper_bound"] and d["p_success_lo"] >= 0.9
     assert main(["adaptive", *args]) == 0
     out = capsys.readouterr().out
-    assert "LB" in out and "UB" in out and "frontier" in out and "← ω" in out
+    assert "LB" in out and "UB" in out and "frontier" in out and "← ω" in out and "joint confidence 0.95" in out
     assert main(["adaptive", str(path), "--buckets", "1"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "buckets" in err[0]
+    for bad, name in ((["--width", "0"], "width"), (["--time-limit", "-1"], "time_limit"),
+                      (["--omega", "1.5"], "omega")):
+        assert main(["adaptive", str(path), *bad]) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and name in err[0]
+    for bad in (["--buckets", "1000000000"], ["--runs", "10000000000"]):
+        assert main(["adaptive", str(path), *bad]) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and "would need about" in err[0] and "memory budget" in err[0]
     two = tmp_path / "two.json"
     parse_instance(two_model_data(datasets=[{"name": "d0", "size": 1.0, "usefulness": 1.0},
                                             {"name": "d1", "size": 1.0, "usefulness": 1.0}])).save(two)
     assert main(["adaptive", str(two)]) == 2
     assert capsys.readouterr().err.startswith("error: instance: ")
+
+
+def test_cli_width_stops_at_the_width_asked_with_progress(tmp_path, capsys):
+    """--width: grids doubled from --buckets until the estimated width meets it; one
+    progress line per grid on stderr; the text says what stopped it."""
+    import json
+
+    from instance_data import two_model_data
+
+    from deplbench.cli import main
+
+    path = tmp_path / "small.json"
+    parse_instance(two_model_data(omega=0.9)).save(path)
+    args = [str(path), "--buckets", "30", "--runs", "1000", "--tune-runs", "500", "--width", "0.4"]
+    assert main(["adaptive", *args, "--json"]) == 0
+    captured = capsys.readouterr()
+    d = json.loads(captured.out)
+    ref = d["refinement"]
+    levels = ref["levels"]
+    assert ref["stopped_by"] == "width" and ref["width_target"] == 0.4
+    assert [lv["buckets"] for lv in levels] == [30 * 2**i for i in range(len(levels))] and len(levels) >= 2
+    assert levels[-1]["width_estimate"] <= 0.4 < min(lv["width_estimate"] for lv in levels[:-1])
+    assert d["grid"]["buckets"] == levels[-1]["buckets"]
+    progress = [ln for ln in captured.err.splitlines() if ln.startswith("adaptive: ")]
+    assert len(progress) == len(levels)
+    assert main(["adaptive", *args[:-1], "0.001", "--time-limit", "0.05"]) in (0, 1)
+    out = capsys.readouterr().out
+    assert "target 0.1 % NOT met; stopped by time_limit" in out
+
+
+def test_statuses_each_with_its_line(monkeypatch):
+    """λ search not converged and a bound that is not positive: their own status and
+    line (the unreachable target and the uncertified policy: test_adaptive_exact)."""
+    from instance_data import two_model_data
+
+    from deplbench.formulations.adaptive import bracket as certify
+
+    inst = parse_instance(two_model_data(omega=0.9))
+    real = certify._search_at
+
+    def stuck(*a, **k):
+        s = real(*a, **k)
+        s.lam_converged = False
+        return s
+
+    monkeypatch.setattr(certify, "_search_at", stuck)
+    b = A.adaptive_bounds(inst, buckets=60, runs=1000, tune_runs=500)
+    assert b.status == "lambda_not_converged" and b.message.startswith("the time-price search did not converge")
+    assert b.certified and b.messages == [b.message]
+
+    def negative(*a, **k):
+        s = stuck(*a, **k)
+        for p in s.passes:
+            p.value -= 1e6
+        return s
+
+    monkeypatch.setattr(certify, "_search_at", negative)
+    b = A.adaptive_bounds(inst, buckets=60, runs=1000, tune_runs=500)
+    assert b.status == "bound_not_positive" and len(b.messages) == 2
+    assert math.isinf(b.width)
+    r = A.adaptive_bounds(inst, buckets=60, runs=1000, tune_runs=500, max_buckets=120, width=1e-4)
+    assert r.refinement["stopped_by"] == "max_buckets" and r.grid["buckets"] == 120
 
 
 def test_the_certified_policy_spends_its_risk_budget(small):

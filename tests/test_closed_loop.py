@@ -236,16 +236,17 @@ def test_pact_claim_rows_flip_with_the_data():
     from deplbench.reports import claims as claims_mod
     from deplbench.reports.data import prepare
 
-    df = prepare(pact_frame()).df
-    rows = {r["claim"].split(" — ")[1].split(" ")[0]: r for r in claims_mod.pact_claims(df)}
-    assert rows["closed"]["verdict"] == claims_mod.HOLDS            # +1 %, −1 %; below both
-    assert rows["open"]["verdict"] == claims_mod.FAILS              # +80 %
-    assert "closed-loop simulation" in rows["closed"]["claim"] and "static" in rows["open"]["claim"]
-    worse = prepare(pact_frame(pact_closed=(1.10, 1.08))).df          # 8–10 % above the optimum
-    assert claims_mod.pact_claims(worse)[0]["verdict"] == claims_mod.FAILS
-    tie = prepare(pact_frame(one_switch=1.01)).df                     # OneSwitch as cheap as PACT
-    r = claims_mod.pact_claims(tie)[0]
-    assert r["verdict"] == claims_mod.FAILS and "below OneSwitch at 1/2" in r["measured"]
+    def rows(frame):
+        return {r["claim"].split(" — ")[1].split(" ")[0]: r for r in claims_mod.pact_claims(prepare(frame).df)}
+
+    r = rows(pact_frame())
+    assert list(r) == ["against", "open", "closed"]                   # the matched-risk row first
+    assert r["closed"]["verdict"] == claims_mod.HOLDS                 # +1 %, −1 %; below both
+    assert r["open"]["verdict"] == claims_mod.FAILS                   # +80 %
+    assert "superseded" in r["closed"]["claim"] and "static" in r["open"]["claim"]
+    assert rows(pact_frame(pact_closed=(1.10, 1.08)))["closed"]["verdict"] == claims_mod.FAILS   # 8–10 % above
+    tie = rows(pact_frame(one_switch=1.01))["closed"]                 # OneSwitch as cheap as PACT
+    assert tie["verdict"] == claims_mod.FAILS and "below OneSwitch at 1/2" in tie["measured"]
 
 
 @pytest.mark.slow
@@ -262,8 +263,11 @@ def test_report_shows_the_closed_loop_table_and_the_pact_claim(tmp_path):
     assert {"static_cost", "cost_mean", "p_success_low"} <= set(t.columns)   # static beside closed loop
     claims = summary.claims.set_index("claim")
     pact_rows = [c for c in claims.index if c.startswith("PACT Fig. 6")]
-    assert len(pact_rows) == 3
-    assert claims.loc[pact_rows[0], "verdict"] == "holds"
+    assert len(pact_rows) == 3 and "adaptive optimum" in pact_rows[0] and "superseded" in pact_rows[2]
+    assert claims.loc[pact_rows[2], "verdict"] == "holds"
+    glance = pd.read_csv(tmp_path / "tables" / "glance_claims.csv")
+    shown = [c for c in glance["claim"] if c.startswith("PACT Fig. 6")]
+    assert len(shown) == 2 and not any("superseded" in c for c in shown)     # never the PACT verdict there
     html = (tmp_path / "index.html").read_text(encoding="utf-8")
     assert "Closed-loop evaluation" in html
 
@@ -274,7 +278,7 @@ def test_pact_claim_against_the_adaptive_optimum_flips_with_the_bracket():
     from deplbench.reports.data import prepare
 
     def row(frame):
-        return claims_mod.pact_claims(prepare(frame).df)[2]
+        return claims_mod.pact_claims(prepare(frame).df)[0]
 
     assert row(pact_frame())["verdict"] == claims_mod.UNMEASURED          # no adaptive record
     # PACT at 1.01 / 0.99 × opt, P(success) 1.0: within 2 % of LB = 0.995 × opt → holds
@@ -284,6 +288,15 @@ def test_pact_claim_against_the_adaptive_optimum_flips_with_the_bracket():
     assert row(pact_frame(adaptive=(0.8, 0.9)))["verdict"] == claims_mod.FAILS
     # a wide bracket that cannot decide
     assert row(pact_frame(adaptive=(0.8, 1.0)))["verdict"] == claims_mod.UNMEASURED
+    # matched risk: PACT certified at P(success) ≥ 0.99; an adaptive policy certified only at
+    # ≥ 0.985 is no upper bound there, however cheap
+    low = pact_frame(adaptive=(0.8, 0.9))
+    for d in low["diagnostics"]:
+        if d:
+            d["p_success_lo"] = 0.985
+    r = row(low)
+    assert r["verdict"] == claims_mod.UNMEASURED and "no adaptive policy certified at that level" in r["measured"]
+    assert "PACT 1515.0 at P(success) ≥ 0.9900" in row(pact_frame(adaptive=(0.8, 0.9)))["measured"]
     df = prepare(pact_frame(adaptive=(0.8, 0.9))).df
     m = matched_risk_table(df)
     pol = m[(m["algorithm"] == "pact") & (m["series"] == "policy")]

@@ -218,9 +218,13 @@ def first_clause(text: str) -> str:
 
 def claims_glance(claims: pd.DataFrame | None) -> pd.DataFrame:
     """One row per claim: the claim, its verdict, the first whole statement
-    of what was measured."""
+    of what was measured. Rows marked superseded
+    (:data:`~deplbench.reports.adaptive.SUPERSEDED`) are left out."""
     if claims is None or claims.empty:
         return pd.DataFrame(columns=list(CLAIM_GLANCE_COLUMNS))
+    from deplbench.reports.adaptive import SUPERSEDED
+
+    claims = claims[~claims["claim"].astype(str).str.contains(SUPERSEDED, regex=False)]
     return pd.DataFrame({"claim": claims["claim"].astype(str),
                          "verdict": claims["verdict"].astype(str),
                          "measured": [first_clause(str(m)) for m in claims["measured"]]},

@@ -14,8 +14,16 @@ rebuilds the same policy (deterministic from the multipliers) so that sweeps
 simulate it beside PACT and ``depl-receding``.
 
 Status: ``feasible`` when the policy's P(success) ≥ ω is certified,
-``infeasible`` when it is not (the bound still holds), ``skipped`` on
-instances outside the method (:func:`~deplbench.formulations.adaptive.applies`).
+``infeasible`` when it is not (the bound still holds) or when no policy
+reaches ω at all (the optimistic chain's best P(success) is below it; no
+bound, no policy), ``skipped`` on instances outside the method
+(:func:`~deplbench.formulations.adaptive.applies`), ``error`` when the loss
+grid or the runs would exceed ``memory_limit``. ``diagnostics["status"]``
+is the bracket's own status (:data:`~deplbench.formulations.adaptive.BRACKET_STATUSES`:
+also ``lambda_not_converged`` and ``bound_not_positive``) and ``message``
+its line. ``cost`` is the one-sided upper confidence bound on the certified
+policy's mean cost (joint with the P(success) certificate at
+``confidence``); ``diagnostics["cost_mean"]`` the sample mean.
 
 References
 ----------
@@ -24,8 +32,11 @@ See :mod:`deplbench.formulations.adaptive`.
 
 from __future__ import annotations
 
+import math
+
 from deplbench.formulations import adaptive
 from deplbench.formulations.result import SolveResult
+from deplbench.limits import MEMORY_LIMIT_PARAM
 from deplbench.params import Param
 from deplbench.solvers.base import PlotStyle, Solver
 
@@ -47,12 +58,21 @@ class AdaptiveOpt(Solver):
         "runs": Param(100_000, int, "fresh closed-loop runs certifying the policy", low=100),
         "tune_runs": Param(50_000, int, "runs per tuning simulation (seeds seed+1 and seed+2, never seed)", low=100),
         "seed": Param(0, int, "seed of the certification runs", low=0),
-        "confidence": Param(0.95, float, "level of the Clopper–Pearson bound and of the cost interval",
-                            low=0.5, high=1 - 1e-9),
+        "confidence": Param(0.95, float, "joint level of the P(success) certificate and the cost's upper "
+                            "bound (each at 1 − (1 − level)/2)", low=0.5, high=1 - 1e-9),
         "rho": Param(1.0, float, "policy: share of the remaining time the allocation plans to use",
                      low=0.05, high=1.0),
         "iters_lam": Param(6, int, "bisection steps on the time price λ", low=0),
         "iters_mu": Param(6, int, "bisection steps on the failure price μ", low=0),
+        "omega": Param(None, float, "target P(success) (default: the instance's ω); a stricter level brackets "
+                       "the optimum where a policy such as PACT is certified", low=0.0, high=1.0,
+                       low_inclusive=False, high_inclusive=False, nullable=True),
+        "width": Param(None, float, "target (UB − LB)/LB: refine the grid (×2 from buckets) until the estimated "
+                       "width meets it (none: one grid)", low=0.0, low_inclusive=False, nullable=True),
+        "refine_time": Param(None, float, "wall-clock seconds for the refinement to --width (an outer stop)",
+                             low=0.0, low_inclusive=False, nullable=True),
+        "max_buckets": Param(adaptive.MAX_BUCKETS, int, "finest grid the refinement may use", low=2),
+        "memory_limit": MEMORY_LIMIT_PARAM,
     }
 
     @classmethod
@@ -64,15 +84,18 @@ class AdaptiveOpt(Solver):
         ok, why = adaptive.applies(instance)
         if not ok:
             return SolveResult(algorithm=self.name, status="skipped", message=why)
+        if p["omega"] is not None:
+            instance = instance.with_changes(omega=p["omega"])
         b = adaptive.adaptive_bounds(instance, p["buckets"], p["runs"], p["seed"], p["confidence"],
-                                     p["tune_runs"], p["rho"], p["iters_lam"], p["iters_mu"])
+                                     p["tune_runs"], p["rho"], p["iters_lam"], p["iters_mu"], width=p["width"],
+                                     time_limit=p["refine_time"], max_buckets=p["max_buckets"])
         d = b.to_dict()
         status = "feasible" if b.certified else "infeasible"
-        msg = "" if b.certified else (f"the policy's P(success) ≥ ω is not certified "
-                                      f"(lower bound {b.p_success_lo:.4f} < ω = {instance.omega:g})")
-        return SolveResult(algorithm=self.name, status=status, message=msg, cost=b.upper_bound,
-                           lower_bound=b.lower_bound, diagnostics={k: v for k, v in d.items()
-                                                                   if k not in ("lower_bound", "upper_bound")})
+        lb = b.lower_bound if math.isfinite(b.lower_bound) and b.lower_bound > 0 else None
+        ub = b.upper_bound if math.isfinite(b.upper_bound) else None
+        return SolveResult(algorithm=self.name, status=status, message=b.message, cost=ub,
+                           lower_bound=lb, diagnostics={k: v for k, v in d.items()
+                                                        if k not in ("lower_bound", "upper_bound")})
 
     def closed_loop_policy(self, instance, result, **params):
         """The certified policy, rebuilt from ``diagnostics["multipliers"]`` (failure price,
@@ -85,7 +108,7 @@ class AdaptiveOpt(Solver):
         return adaptive.AdaptivePolicy(chain, adaptive.dp(chain, mult["lambda"], mult["mu_policy"], keep=True),
                                        mult.get("rho_policy", p["rho"]), name=f"{self.display_label()} (policy)",
                                        scaling=mult.get("scaling", "rms"), give_up=mult.get("give_up", 0.0),
-                                       coin_seed=p["seed"])
+                                       coin_seed=p["seed"], budget=mult.get("budget") or math.inf)
 
 
 __all__ = ["AdaptiveOpt"]

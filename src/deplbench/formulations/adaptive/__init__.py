@@ -12,7 +12,8 @@ any such policy whose runs succeed — stop with ℓ ≤ ℓmax, T ≤ Tmax
 Markov decision process (Altman 1999; Ono, Pavone, Kuwata & Balaram 2015;
 Xu & Mannor 2011). This module brackets it:
 
-**Proven lower bound** (:func:`lower_bound`). Three relaxations, each valid:
+**Proven lower bound** (:func:`lower_bound_search`). Two relaxations, each valid, and a
+rounding bound that keeps the result valid in floating point:
 
 1. *Optimistic loss grid.* Losses live on the grid ℓmax + i·h; the chain
    takes the step ⌊Δ/h⌋ of every loss term (run term −γ A_m decay_m(k) X
@@ -40,16 +41,43 @@ Xu & Mannor 2011). This module brackets it:
    grids of ≥ 400 buckets first on a grid 8× coarser, then warm-started on
    the fine one (about 9 fine passes on PACT-VGG11).
    Every DP pass is a valid bound at *every* ω′, which gives the cost–risk
-   frontier at no extra cost (:attr:`AdaptiveBounds.frontier`).
+   frontier at no extra cost (:attr:`AdaptiveBounds.frontier`; made
+   monotone: the bound at a level is the best at that level or any looser
+   one, since the optimum does not decrease with the level).
+3. *Floating point.* The bound reported is valid for the arithmetic
+   actually done: every pass carries an a-priori bound on its rounding
+   error (:func:`~deplbench.formulations.adaptive.chain.dp`; the FFT
+   correlations bounded after Higham 2002, Thm 24.2, with
+   :func:`~deplbench.formulations.adaptive.chain.fft_error`; terminal values
+   exact, a correlation with kernel mass ≤ 1 does not amplify an error, the
+   minimum is 1-Lipschitz) and :meth:`Pass.bound` subtracts it, together
+   with the rounding of V₀ − μ(1 − ω) − λTmax itself. Why subtract rather
+   than decide the boundary exactly: the error grows with μ, so a pass at a
+   runaway μ (where P(fail) − (1 − ω) is below what the arithmetic
+   resolves, e.g. ω exactly the highest reachable P(success)) simply gives
+   a useless bound instead of a wrong one, whatever the cost scale; at the
+   multipliers the search uses the subtraction is ~10⁻⁸ relative. The μ
+   search also treats P(fail) within its own rounding bound of 1 − ω as
+   feasible, so it does not run μ away there. Assumptions: pocketfft's
+   mixed-radix stages err by at most 16u each (Higham's radix-2 figure is
+   ≈ 6.7u; checked against exact arithmetic in the tests) and a kernel
+   probability (a count over the sample size, or a c.d.f. difference) is
+   within 2 ulps of the law's.
 
-**Certified upper bound** (:func:`certify`). A policy of the
+**Certified upper bound** (:func:`adaptive_bounds`). A policy of the
 *pessimistically* rounded chain (⌈Δ/h⌉, tails to the pessimistic end,
 leaving the grid = failure), run by :class:`AdaptivePolicy` in the
 closed-loop simulator on fresh runs whose seed differs from every seed used
-to tune it. P(success) ≥ ω is certified when the one-sided Clopper–Pearson
-lower bound (:func:`~deplbench.formulations.binomial.clopper_pearson_lower`)
-at level ``confidence`` is ≥ ω; its mean cost, with a normal-approximation
-interval (stated as such), is the upper bound. Tuning (tuning seeds only):
+to tune it. Two statements, each at level 1 − (1 − confidence)/2, hold
+jointly at ``confidence`` (union bound): P(success) ≥ the one-sided
+Clopper–Pearson lower bound
+(:func:`~deplbench.formulations.binomial.clopper_pearson_lower`), and
+E[cost] ≤ the one-sided empirical-Bernstein bound of Maurer & Pontil (2009,
+Thm 4) on the runs' costs (:func:`cost_ucb`). The latter needs a range: the
+policy carries a cost budget (twice the largest cost seen on the tuning
+seeds; an epoch that would pass it stops the run, counted as a failure),
+so every run's cost lies in [0, budget]. When P(success) ≥ ω is certified,
+the upper confidence bound is the bracket's UB. Tuning (tuning seeds only):
 the chain's policies at a few failure prices from the pessimistic chain's
 critical one up are simulated and the one with least cost/P(success) is
 kept; the risk budget it leaves is spent as at the critical multiplier of
@@ -62,14 +90,42 @@ the index sequence keeps are i.i.d. runs of π (the picks depend on no
 draw), so P(success) = (1 − q)·p(π) ≥ (1 − q)·(the Clopper–Pearson bound
 on the kept runs) and the mean cost is (1 − q) times theirs.
 
-How the deadline (eq. (4)) is handled
--------------------------------------
-Priced, not in the state: the remaining time would add a continuous state
-dimension (a (k, m, ℓ, T) grid is ~10⁸ states on the realistic families).
-In the lower bound λ·(T − Tmax) relaxes "T ≤ Tmax on every run" to
-"E[T] ≤ Tmax", the gap being the value of knowing the run's length in
-advance (Jensen: (Σ√(cκ))² / T is convex in the epochs run). In the
-certified policy every run enforces the deadline itself:
+**Refinement to a width.** With ``width`` the grid is doubled, each search
+warm-started from the last grid's multipliers, until the width estimated
+on tuning runs is within it, or the time, memory budget or ``max_buckets``
+would be passed; the policy of the last grid is then certified once, so
+the stopping rule never sees the certification draws.
+
+**Statuses** (:data:`BRACKET_STATUSES`), each with one line:
+``unreachable`` (the optimistic chain's highest P(success), deadline and
+cost ignored, is below ω: no policy of the instance reaches ω; nothing else
+is computed), ``bound_not_positive``, ``lambda_not_converged`` (the bound is
+valid but may be loose), ``not_certified``, ``certified``. Memory is
+estimated from the shapes and refused above the budget before anything
+is allocated (:func:`memory_estimate`).
+
+How the deadline (eq. (4)) is handled: what is exact and what is relaxed
+---------------------------------------------------------------------------
+*Relaxed* in the lower bound: the deadline is priced, not carried —
+λ·(T − Tmax) relaxes "T ≤ Tmax on every run" to "E[T] ≤ Tmax". The
+bound stays valid (a relaxation), but it is not the optimum of the
+chain with the deadline: the gap is the value of knowing the run's
+length in advance (Jensen: (Σ√(cκ))² / T is convex in the epochs run);
+on the tiny instances of the tests the bound sits 0–36 % below the
+optimum of their independent exact solver. Also relaxed: the loss is rounded down to the grid
+(relaxation 1). *Exact*: the chance constraint (μ, with Beutler–Ross
+randomisation the Lagrangian is tight for one constraint on a finite
+chain), the per-epoch allocation min_{0<x≤r} κx + λ(c/x + s/b), the
+switch rules and the horizon; on grid-aligned lattice laws with a single
+decisive epoch the bound equals the exact optimum to 10⁻⁹ (tested).
+Carrying the remaining time is not implemented: it would add a continuous
+state dimension (a (k, m, ℓ, T) grid is ~10⁸ states on the realistic
+families); where no capacity and no communication time bind, a subtree's
+least cost with remaining time τ is W/τ with W = (√(κc) + √E[W′])²
+(water-filling, the exact solver of the tests), so time could factor out
+of the state there — not exploited yet.
+
+In the certified policy every run enforces the deadline itself:
 :class:`AdaptivePolicy` rescales the priced allocation to the run's
 remaining time, planning this epoch's compute time a against the rest S as
 a : √E[S²] (the DP carries the second moment of the remaining compute
@@ -80,12 +136,13 @@ left ≈ 0.5 % of the runs late on PACT-VGG11 — half the risk budget — while
 √E[S²] keeps time in reserve for an unlikely extra epoch (≈ 0.04 % late)
 at the same mean cost. What the choice costs: the width of the bracket
 at a vanishing grid step (benchmarks/adaptive_targets.py measures width
-against the step). Measured on PACT-VGG11, ℓmax = 0.3 (README, "The
-adaptive yardstick"): the lower bound rises 723.8 → 732.8 → 737.4 at 2400
-→ 4800 → 9600 buckets (steps halving: it tends to ≈ 742) while the
-certified policy stays at ≈ 756, i.e. ≈ 2 % of width left to the deadline
-relaxation, the policy and the Monte-Carlo interval together (an
-extrapolation, not a proven figure).
+against the step; README, "The adaptive yardstick").
+
+Modules: :mod:`~deplbench.formulations.adaptive.chain` (the rounded chain,
+its DP and rounding bound), :mod:`~deplbench.formulations.adaptive.search`
+(the multipliers), :mod:`~deplbench.formulations.adaptive.certify` (the
+policy and its tuning), :mod:`~deplbench.formulations.adaptive.bracket`
+(the bracket, statuses, refinement).
 
 Scope (:func:`applies`): one dataset (held by every cluster, β = 0), the
 intended data rule (eq. (6) lets the cluster change), continuous or
@@ -103,35 +160,58 @@ a constraint", J. Math. Anal. Appl. 112 (1985) (randomisation at the
 critical multiplier); M. Ono, M. Pavone, Y. Kuwata and J. Balaram,
 "Chance-constrained dynamic programming with application to risk-aware
 robotic space exploration", Auton. Robots 39 (2015); H. Xu and S. Mannor,
-"Probabilistic goal Markov decision processes", IJCAI 2011.
+"Probabilistic goal Markov decision processes", IJCAI 2011; N. J. Higham,
+Accuracy and Stability of Numerical Algorithms, 2nd ed. (2002), Ch. 24; A.
+Maurer and M. Pontil, "Empirical Bernstein bounds and sample variance
+penalization", COLT 2009.
 """
 
-from deplbench.formulations.adaptive.certify import (
-                                                     AdaptiveBounds,
-                                                     AdaptivePolicy,
-                                                     adaptive_bounds,
-                                                     frontier_levels,
-                                                     tune_policy,
+from deplbench.formulations.adaptive.bracket import (
+    BRACKET_STATUSES,
+    MAX_BUCKETS,
+    START_BUCKETS,
+    AdaptiveBounds,
+    adaptive_bounds,
+    cost_ucb,
+    largest_cost,
+    memory_estimate,
+    monotone_frontier,
 )
+from deplbench.formulations.adaptive.certify import AdaptivePolicy, frontier_levels, tune_policy
 from deplbench.formulations.adaptive.chain import (
-                                                     COARSE,
-                                                     TAIL,
-                                                     TAIL_JUMP,
-                                                     Chain,
-                                                     Kernel,
-                                                     Pass,
-                                                     Search,
-                                                     Setting,
-                                                     applies,
-                                                     best_mu,
-                                                     correlate,
-                                                     dp,
-                                                     kernel,
-                                                     lower_bound_search,
-                                                     multires_search,
+    TAIL,
+    TAIL_JUMP,
+    Chain,
+    Kernel,
+    Pass,
+    Setting,
+    applies,
+    best_success,
+    correlate,
+    dp,
+    fft_error,
+    kernel,
+)
+from deplbench.formulations.adaptive.search import (
+    COARSE,
+    Search,
+    best_mu,
+    lam_guess,
+    lower_bound_search,
+    multires_search,
 )
 
 __all__ = [
+                                                     "BRACKET_STATUSES",
+                                                     "MAX_BUCKETS",
+                                                     "START_BUCKETS",
+                                                     "best_success",
+                                                     "cost_ucb",
+                                                     "fft_error",
+                                                     "lam_guess",
+                                                     "largest_cost",
+                                                     "memory_estimate",
+                                                     "monotone_frontier",
                                                      "COARSE",
                                                      "TAIL",
                                                      "TAIL_JUMP",

@@ -1,39 +1,24 @@
-"""The adaptive reference, part 2: the certified policy, the bracket and the frontier.
+"""The adaptive reference, part 3: the policy of the upper bound and its tuning.
 
 :class:`AdaptivePolicy` runs a pessimistic chain's tables in the closed-loop
-simulator; :func:`tune_policy` chooses its failure price and the share of
-runs it gives up at once (Beutler–Ross) on tuning seeds only; :func:`adaptive_bounds` assembles the proven lower bound
-(:mod:`deplbench.formulations.adaptive.chain`), the certification on fresh
-runs (one-sided Clopper–Pearson, :mod:`deplbench.formulations.binomial`)
-and the cost–risk frontier. Guarantees: package docstring
-(:mod:`deplbench.formulations.adaptive`).
+simulator (allocation rescaled to the run's remaining time, a cost budget);
+:func:`tune_policy` chooses its failure price and the share of runs it gives
+up at once (Beutler–Ross) on tuning seeds only. The bracket is assembled in
+:mod:`deplbench.formulations.adaptive.bracket`. Guarantees: package
+docstring (:mod:`deplbench.formulations.adaptive`).
 """
 
 from __future__ import annotations
 
 import math
-import time as _time
-from dataclasses import dataclass
 
 import numpy as np
 
 from deplbench.errors import PlanError
-from deplbench.formulations.adaptive.chain import (
-    Chain,
-    Pass,
-    applies,
-    dp,
-    multires_search,
-)
+from deplbench.formulations.adaptive.chain import Chain, Pass, dp
 from deplbench.formulations.allocation import TIME_RTOL
 from deplbench.formulations.binomial import clopper_pearson_lower
-from deplbench.formulations.closed_loop import (
-    BLOCK,
-    STOP,
-    ClosedLoopPolicy,
-    Decision,
-    simulate,
-)
+from deplbench.formulations.closed_loop import STOP, ClosedLoopPolicy, Decision, simulate
 
 #: Factors of ``rho`` tried in turn when tuning the failure price alone does not
 #: reach the target success rate (runs that miss the deadline).
@@ -69,16 +54,23 @@ class AdaptivePolicy(ClosedLoopPolicy):
     over the block's run indices i (u₀ from ``coin_seed``), independent of
     the training draws, so every block gives up a share q up to O(log n / n)
     and the simulated runs stay independent given the picks.
+
+    ``budget``: a run whose next epoch would take its cost above it stops
+    instead (and fails), so every run's cost lies in [0, budget] — the range
+    the upper confidence bound on the mean cost needs (:func:`cost_ucb`).
     """
 
     def __init__(self, chain: Chain, p: Pass, rho: float = 0.99, name: str = "adaptive-opt (policy)",
-                 scaling: str = "rms", give_up: float = 0.0, coin_seed: int = 0):
+                 scaling: str = "rms", give_up: float = 0.0, coin_seed: int = 0, budget: float = math.inf):
         if scaling not in SCALINGS:
             raise PlanError(f"scaling: must be one of {SCALINGS}, got {scaling!r}")
         if not 0.0 <= give_up < 1.0:
             raise PlanError(f"give_up: must be in [0, 1), got {give_up!r}")
+        if not budget > 0:
+            raise PlanError(f"budget: must be positive, got {budget!r}")
         self.chain, self.pass_, self.rho, self.name = chain, p, float(rho), name
         self.scaling, self.give_up, self.coin_seed = scaling, float(give_up), int(coin_seed)
+        self.budget = float(budget)
         self.u0 = float(np.random.default_rng([self.coin_seed, 28]).random())
         self.reference_plan = None
         self.x, self.tc, _ = chain.st.priced(p.lam)
@@ -91,11 +83,18 @@ class AdaptivePolicy(ClosedLoopPolicy):
     def describe(self) -> dict:
         return {"lambda": self.pass_.lam, "mu": self.pass_.mu, "buckets": int(self.chain.L + 1),
                 "loss_step": float(self.chain.h), "rho": self.rho, "scaling": self.scaling,
-                "give_up": self.give_up}
+                "give_up": self.give_up, "budget": self.budget}
 
     def with_give_up(self, give_up: float) -> AdaptivePolicy:
         """The same tables and rescaling, giving up a share ``give_up`` of the runs."""
-        return AdaptivePolicy(self.chain, self.pass_, self.rho, self.name, self.scaling, give_up, self.coin_seed)
+        return AdaptivePolicy(self.chain, self.pass_, self.rho, self.name, self.scaling, give_up, self.coin_seed,
+                              self.budget)
+
+    def with_budget(self, budget: float) -> AdaptivePolicy:
+        """The same policy, stopping (failed) rather than start an epoch that would take
+        the run's cost above ``budget``: every run then costs at most ``budget``."""
+        return AdaptivePolicy(self.chain, self.pass_, self.rho, self.name, self.scaling, self.give_up,
+                              self.coin_seed, budget)
 
     def gives_up(self, runs) -> np.ndarray:
         """Whether the runs of these indices (within a simulator block) give up at once:
@@ -121,6 +120,10 @@ class AdaptivePolicy(ClosedLoopPolicy):
         out.model[go], out.cluster[go] = m2, n2
         out.allocation[go] = self._allocation(m2, n2, self.pass_.remaining[k, m, b[go]].astype(float),
                                               state.time[go])
+        if math.isfinite(self.budget):
+            idx = np.flatnonzero(go)
+            over = state.cost[idx] + self.chain.st.kappa[n2] * out.allocation[idx] > self.budget
+            out.model[idx[over]] = STOP
         return out
 
     def _allocation(self, m2, n2, rem, elapsed) -> np.ndarray:
@@ -140,12 +143,13 @@ class AdaptivePolicy(ClosedLoopPolicy):
 
 
 def frontier_levels(omega: float) -> list[float]:
-    """ω and a few levels around it: 1 − (1 − ω)·{10, 5, 2, 1, 1/2, 1/5}, kept in (0, 1)."""
-    out = sorted({round(1.0 - (1.0 - omega) * f, 12) for f in (10, 5, 2, 1, 0.5, 0.2)})
+    """ω and levels around it: 1 − (1 − ω)·{10, 5, 2, 1, 1/2, 1/5, 1/10, 1/100}, kept in (0, 1)
+    (the strict ones let a policy certified far above ω be judged at its own level)."""
+    out = sorted({round(1.0 - (1.0 - omega) * f, 12) for f in (10, 5, 2, 1, 0.5, 0.2, 0.1, 0.01)})
     return [w for w in out if 0.0 < w < 1.0]
 
 
-def _needed_successes(runs: int, omega: float, confidence: float) -> int:
+def needed_successes(runs: int, omega: float, confidence: float) -> int:
     """Least k with clopper_pearson_lower(k, runs, confidence) ≥ ω (runs + 1 if none)."""
     lo, hi = 0, runs + 1
     while lo < hi:
@@ -194,7 +198,8 @@ def tune_policy(instance, chain: Chain, lam: float, mu: float, target: float, tu
         r = simulate(instance, pol, tune_runs, seed)
         p_hat, c_hat = r.successes / r.runs, float(r.cost.mean())
         log.append({"mu": pol.pass_.mu, "rho": pol.rho, "give_up": pol.give_up, "seed": seed, "runs": tune_runs,
-                    "p_success": p_hat, "cost_mean": c_hat, "role": what})
+                    "p_success": p_hat, "cost_mean": c_hat, "cost_max": float(r.cost.max()),
+                    "cost_var": float(r.cost.var(ddof=1)), "role": what})
         return p_hat, c_hat
 
     mu_c, first = _viable_mu(chain, lam, mu)
@@ -215,144 +220,4 @@ def tune_policy(instance, chain: Chain, lam: float, mu: float, target: float, tu
     return pol, log, False
 
 
-@dataclass
-class AdaptiveBounds:
-    """The bracket on the adaptive optimum and what it rests on (:func:`adaptive_bounds`)."""
-
-    lower_bound: float
-    upper_bound: float
-    upper_bound_ci: list
-    p_success: float
-    p_success_lo: float
-    certified: bool
-    frontier: list
-    multipliers: dict
-    grid: dict
-    certification: dict
-    tuning: list
-    work: dict
-
-    @property
-    def width(self) -> float:
-        """(UB − LB)/LB."""
-        return (self.upper_bound - self.lower_bound) / self.lower_bound if self.lower_bound > 0 else math.inf
-
-    def to_dict(self) -> dict:
-        return {"lower_bound": self.lower_bound, "upper_bound": self.upper_bound,
-                "upper_bound_ci": list(self.upper_bound_ci), "width": self.width,
-                "p_success": self.p_success, "p_success_lo": self.p_success_lo, "certified": self.certified,
-                "frontier": self.frontier, "multipliers": self.multipliers, "grid": self.grid,
-                "certification": self.certification, "tuning": self.tuning, "work": self.work}
-
-
-#: The stages of :func:`adaptive_bounds`, in order (its ``stage`` callback).
-STAGES = ("lower bound (optimistic chain, multipliers)", "policy (pessimistic chain, tuning)",
-          "certification runs")
-
-
-def adaptive_bounds(instance, buckets: int = 1200, runs: int = 100_000, seed: int = 0,
-                    confidence: float = 0.95, tune_runs: int = 50_000, rho: float = 1.0,
-                    iters_lam: int = 6, iters_mu: int = 6, stage=None) -> AdaptiveBounds:
-    """Lower bound, certified policy and cost–risk frontier of ``instance`` (module docstring).
-
-    Parameters
-    ----------
-    instance : Instance
-        Must satisfy :func:`applies`.
-    buckets : int
-        Loss buckets between ℓmax and ℓ(0) (both chains).
-    runs, seed : int
-        Fresh closed-loop runs certifying the policy and their seed σ.
-    confidence : float
-        Level of the one-sided Clopper–Pearson bound on P(success) and of the
-        (normal-approximation) interval of the mean cost.
-    tune_runs : int
-        Runs per tuning simulation; tuning seeds are σ + 1 and σ + 2 — never σ,
-        so certification draws are independent of those the policy was built from.
-        The tuning aims the mix's P(success) at the least rate that certifies
-        on ``runs`` draws plus two standard errors of both samples.
-    rho : float
-        Share of the remaining time the policy's allocation plans to use; when
-        no candidate reaches the tuning target, ρ times :data:`RHO_FALLBACK`
-        is tried in turn (tuning runs only).
-    iters_lam, iters_mu : int
-        Bisection steps of the multiplier search (any multiplier gives a valid
-        bound; more steps only tighten it).
-    stage : callable, optional
-        Called with the name of each stage as it starts (:data:`STAGES`; a
-        progress display).
-
-    Returns
-    -------
-    AdaptiveBounds
-
-    Raises
-    ------
-    PlanError
-        The instance is outside :func:`applies` (the reason, one line) or an argument is invalid.
-    """
-    ok, why = applies(instance)
-    if not ok:
-        raise PlanError(f"instance: {why}")
-    for name, v, low in (("buckets", buckets, 2), ("runs", runs, 2), ("tune_runs", tune_runs, 2)):
-        if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < low:
-            raise PlanError(f"{name}: must be an integer ≥ {low}, got {v!r}")
-    if not 0 < rho <= 1:
-        raise PlanError(f"rho: must be in (0, 1], got {rho!r}")
-    say = stage if stage is not None else (lambda name: None)
-    omega, t0 = float(instance.omega), _time.perf_counter()
-    say(STAGES[0])
-    opt = Chain(instance, buckets, optimistic=True)
-    search = multires_search(instance, opt, omega, iters_lam, iters_mu)
-    best = search.best
-    t_lb = _time.perf_counter() - t0
-    frontier = [{"omega": w, "lower_bound": search.bound(w)} for w in frontier_levels(omega)]
-    say(STAGES[1])
-    pes = Chain(instance, buckets, optimistic=False)
-    need = _needed_successes(runs, omega, confidence)
-    # the share given up is set from tune_runs draws and certified on runs draws:
-    # two standard errors of both above the least certifiable rate
-    target = min(1.0, need / runs + 2.0 * math.sqrt(omega * (1 - omega) * (1.0 / tune_runs + 1.0 / runs)))
-    policy, log, _ = tune_policy(instance, pes, best.lam, max(best.mu, 1e-6), target, tune_runs, seed + 1, rho,
-                                 coin_seed=seed)
-    say(STAGES[2])
-    res = simulate(instance, policy, runs, seed, confidence)
-    # The certified policy is the mix: give up at once with probability q, else run
-    # the chain's policy π. The runs the index sequence keeps are i.i.d. runs of π
-    # (the picks do not depend on any draw), so P(success) = (1 − q)·p(π) is bounded
-    # by (1 − q)·CP(successes of the kept runs) and E[cost] = (1 − q)·E[cost of π].
-    q = policy.give_up
-    kept = ~policy.gives_up(np.arange(runs) % BLOCK) if q > 0 else np.ones(runs, dtype=bool)
-    n_kept, k = int(kept.sum()), int(res.success[kept].sum())
-    p_lo = (1.0 - q) * clopper_pearson_lower(k, n_kept, confidence) if n_kept else 0.0
-    mean = (1.0 - q) * float(res.cost[kept].mean()) if n_kept else 0.0
-    sem = (1.0 - q) * float(res.cost[kept].std(ddof=1) / math.sqrt(n_kept)) if n_kept > 1 else math.inf
-    z = float(_normal_quantile(1 - (1 - confidence) / 2))
-    return AdaptiveBounds(
-        lower_bound=search.bound(), upper_bound=mean, upper_bound_ci=[mean - z * sem, mean + z * sem],
-        p_success=(1.0 - q) * k / max(n_kept, 1), p_success_lo=p_lo, certified=bool(p_lo >= omega),
-        frontier=frontier,
-        multipliers={"lambda": best.lam, "mu": best.mu, "mu_policy": policy.pass_.mu, "rho_policy": policy.rho,
-                     "give_up": policy.give_up, "scaling": policy.scaling},
-        grid={"buckets": int(buckets), "loss_step": float(opt.h), "states": int(opt.K * opt.M * (opt.L + 1))},
-        certification={"runs": runs, "seed": seed, "kept_runs": n_kept, "successes": k, "confidence": confidence,
-                       "method": f"(1 − give_up) × one-sided Clopper–Pearson lower bound at level {confidence:g} on "
-                                 f"the fresh runs not given up (seed {seed}; the policy was tuned on seeds "
-                                 f"{seed + 1} and {seed + 2})",
-                       "cost_ci_method": f"(1 − give_up) × normal approximation on the runs not given up, "
-                                         f"two-sided level {confidence:g}",
-                       "deadline_missed": int(res.deadline_missed.sum())},
-        tuning=log,
-        work={"dp_passes": len(search.passes) + len(log), "coarse_dp_passes": search.coarse_passes,
-              "lower_bound_s": t_lb,
-              "total_s": _time.perf_counter() - t0})
-
-
-def _normal_quantile(q: float) -> float:
-    from scipy.stats import norm
-
-    return float(norm.ppf(q))
-
-
-__all__ = ["GOLDEN", "MU_FACTORS", "SCALINGS", "STAGES", "AdaptiveBounds", "AdaptivePolicy", "adaptive_bounds",
-           "frontier_levels", "tune_policy"]
+__all__ = ["GOLDEN", "MU_FACTORS", "SCALINGS", "AdaptivePolicy", "frontier_levels", "needed_successes", "tune_policy"]

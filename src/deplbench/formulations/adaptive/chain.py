@@ -1,10 +1,11 @@
-"""The adaptive reference, part 1: the rounded loss chain, its DP and the multiplier search.
+"""The adaptive reference, part 1: the rounded loss chain and its DP (with its rounding bound).
 
 What is solved and guaranteed is in the package docstring
 (:mod:`deplbench.formulations.adaptive`): the optimistic chain's Lagrangian
 value V₀(λ, μ) − μ(1 − ω) − λ·Tmax is a proven lower bound on the adaptive
 optimum for every λ, μ ≥ 0; :func:`dp` computes V₀ by backward induction
-with batched FFT correlations; the searches only choose good multipliers.
+with batched FFT correlations; the searches
+(:mod:`~deplbench.formulations.adaptive.search`) only choose good multipliers.
 The pessimistic chain (⌈·⌉) gives the tables of the certified policy
 (:mod:`deplbench.formulations.adaptive.certify`).
 """
@@ -12,7 +13,7 @@ The pessimistic chain (⌈·⌉) gives the tables of the certified policy
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 from scipy import fft as sp_fft
@@ -182,12 +183,49 @@ class Chain:
         return np.clip(b, 0, self.L).astype(np.int64)
 
 
-def correlate(f: np.ndarray, kernels: list[Kernel], top: np.ndarray) -> np.ndarray:
+#: Unit roundoff of float64.
+UNIT = float(np.finfo(float).eps) / 2
+#: Relative error of one FFT stage (butterfly and twiddle), in units of
+#: :data:`UNIT`: Higham's η = μ + γ₄(√2 + μ) ≈ 6.7u for radix 2 with twiddles
+#: accurate to u, taken 16u for pocketfft's radix-3/4/5 butterflies.
+FFT_ETA = 16.0
+
+
+def fft_error(ext: np.ndarray, ker: np.ndarray, pinf: np.ndarray, nfft: int) -> np.ndarray:
+    """A-priori bound on |computed − exact| of every output of :func:`correlate`, per (row, quantity).
+
+    FFT convolution (Higham, *Accuracy and Stability of Numerical Algorithms*,
+    2nd ed. 2002, Thm 24.2 and §24.1): with δ = s·η/(1 − s·η), s = log₂ n + 2
+    stages (the real transforms' pre/post twiddle counted as two more),
+    ‖fl(FFT a) − FFT a‖₂ ≤ δ√n‖a‖₂; the pointwise complex product adds 3u
+    (√2·γ₂, Higham §3.6) and the inverse transform δ again, so every output
+    is within (3δ + 4u)(1 + δ)²·‖a‖₂·(‖b‖₁ + √n‖b‖₂) of the exact
+    correlation of the stored operands (|b̂ⱼ| ≤ ‖b‖₁ and
+    ‖â‖∞ ≤ √n‖a‖₂ bound the cross terms). Added: the kernel probabilities
+    themselves (a count divided by the sample size, or a difference of two
+    c.d.f. values, assumed within 2 ulps each) — 4u·P·max|a| — and the
+    mass at +∞ times ``top`` — u·p_inf·max|a|.
+    """
+    n = int(nfft)
+    stages = math.log2(n) + 2.0
+    eta = FFT_ETA * UNIT
+    delta = stages * eta / (1.0 - stages * eta)
+    a2 = np.sqrt(np.einsum("bqn,bqn->bq", ext, ext))
+    amax = np.max(np.abs(ext), axis=-1)
+    b1, b2 = ker.sum(axis=-1), np.sqrt(np.einsum("bp,bp->b", ker, ker))
+    fft = (3.0 * delta + 4.0 * UNIT) * (1.0 + delta) ** 2 * a2 * (b1 + math.sqrt(n) * b2)[:, None]
+    return fft + UNIT * (4.0 * ker.shape[-1] + pinf + 1.0)[:, None] * amax
+
+
+def correlate(f: np.ndarray, kernels: list[Kernel], top: np.ndarray, with_error: bool = False):
     """E[f(clip(i + step))] for i = 0..L, one kernel per leading row.
 
     f : (B, Q, L+1) stacked quantities; below bucket 0 reads f[..., 0]
     (success), above L reads ``top`` (Q,) — the clamped f[..., L] for the
-    optimistic chain, failure for the pessimistic one. Batched FFT.
+    optimistic chain, failure for the pessimistic one. Batched FFT. With
+    ``with_error`` also returns (B, Q): :func:`fft_error`'s bound on the
+    rounding error of each row (rounding only; f's own error is propagated
+    by the caller) and the kernels' total masses ‖p‖₁ + p_inf (B,).
     """
     B, Q, L1 = f.shape
     lo = min(k.lo for k in kernels)
@@ -204,8 +242,10 @@ def correlate(f: np.ndarray, kernels: list[Kernel], top: np.ndarray) -> np.ndarr
     nfft = sp_fft.next_fast_len(ext.shape[-1] + P, real=True)
     conv = sp_fft.irfft(sp_fft.rfft(ext, nfft) * sp_fft.rfft(ker[:, ::-1], nfft)[:, None, :], nfft)
     start = lo + A + P - 1
-    out = conv[..., start:start + L1]
-    return out + pinf[:, None, None] * top[None, :, None]
+    out = conv[..., start:start + L1] + pinf[:, None, None] * top[None, :, None]
+    if not with_error:
+        return out
+    return out, fft_error(ext, ker, pinf, nfft), ker.sum(axis=-1) + pinf
 
 
 @dataclass
@@ -214,16 +254,22 @@ class Pass:
 
     lam: float
     mu: float
-    value: float          # V₀: Lagrangian value at the start
+    value: float          # V₀: Lagrangian value at the start (as computed)
     p_fail: float         # P(fail) of the pass's policy (chain)
     time: float           # its E[T] (chain)
     cost: float           # its E[money cost] (chain)
     action: np.ndarray | None = None   # (K, M+1, L+1) int: m'·N + n', −1 stop
     remaining: np.ndarray | None = None  # (K, M+1, L+1, 3): E[Tc], E[Ts], E[Tc²] from there (incl. this epoch)
+    err: float = 0.0      # proven bound on |computed V₀ − exact V₀| (rounding, :func:`dp`)
+    err_fail: float = 0.0  # the same for P(fail)
 
     def bound(self, omega: float, time_max: float) -> float:
-        """V₀ − μ(1 − ω) − λ Tmax: valid for the pass's chain at every ω (weak duality)."""
-        return self.value - self.mu * (1.0 - omega) - self.lam * time_max
+        """V₀ − μ(1 − ω) − λ Tmax, less the rounding of the pass and of this
+        expression: a valid lower bound for the pass's chain at every ω (weak
+        duality) in the arithmetic actually done."""
+        risk = self.mu * (1.0 - omega)
+        raw = self.value - risk - self.lam * time_max
+        return raw - self.err - 4.0 * UNIT * (abs(self.value) + risk + self.lam * time_max)
 
 
 def dp(chain: Chain, lam: float, mu: float, keep: bool = False) -> Pass:
@@ -233,6 +279,16 @@ def dp(chain: Chain, lam: float, mu: float, keep: bool = False) -> Pass:
     remaining time; when ``keep`` (the certified policy's tables) compute and
     communication apart plus the second moment of the remaining compute
     time, for the policy's time rescaling. The money cost is V − λT − μF.
+
+    Rounding: alongside, a bound E_k (per quantity) on the sup over states of
+    |computed − exact| is carried backwards. The terminal values (0, μ, 1)
+    are exact; a correlation maps an error E to at most E·(‖p‖₁ + p_inf)
+    and adds its own (:func:`fft_error`); adding the epoch's cost adds
+    u·(|expectation| + |stage|) plus 8u·|stage| for the stage cost itself
+    (x* = sqrt(λc/κ) computed to a few ulps: the cost is stationary there,
+    so only its evaluation counts); the minimum over actions and the stop
+    is 1-Lipschitz in the sup norm and adds nothing. :attr:`Pass.err` is
+    E₀ for V and :meth:`Pass.bound` subtracts it.
     """
     st, M, N, L1 = chain.st, chain.M, chain.N, chain.L + 1
     _, tc, money = st.priced(lam)
@@ -249,17 +305,27 @@ def dp(chain: Chain, lam: float, mu: float, keep: bool = False) -> Pass:
     big = np.where(st.usable, 0.0, np.inf)
     times = [tc, ts, np.zeros((M, N))] if keep else [tc + ts]
     here = np.stack([stage + big, np.zeros((M, N)), *times], axis=-1)   # (M, N, Q)
+    # rounding of adding the epoch: 9u·|stage| (its own evaluation and the sum), usable pairs only
+    here_err = 9.0 * UNIT * np.where(np.isfinite(here), np.abs(here), 0.0)
+    usable = st.usable.reshape(M * N)
     stop = np.zeros((Q, L1))
     stop[:, 1:] = fail[:, None]
+    err = np.zeros(Q)                                      # sup-norm error of nxt, per quantity
     for k in range(chain.K - 1, -1, -1):
         tops = nxt[:, :, -1] if top is None else np.broadcast_to(top, (M, Q))
         f = np.repeat(nxt, N, axis=0)                      # rows (m', n')
-        ex = correlate_rows(f, [chain.kx[k][m][n] for m in range(M) for n in range(N)],
-                            np.repeat(tops, N, axis=0))     # (M·N, Q, L1)
-        sw = _switch_values(chain, ex, top)
+        ex, err_ex = correlate_rows(f, [chain.kx[k][m][n] for m in range(M) for n in range(N)],
+                                    np.repeat(tops, N, axis=0), err)     # (M·N, Q, L1)
+        sw, err_sw = _switch_values(chain, ex, top, err_ex)
         # the epoch's own cost and time after the expectations (mass sent to
         # −∞ is left out of a kernel, but its epoch is still paid); unusable
         # pairs priced out after the FFTs (an inf would spoil them)
+        e_new = np.max(np.where(usable[:, None], err_ex + UNIT * np.abs(ex).max(axis=-1)
+                                + here_err.reshape(M * N, Q), 0.0), axis=0)
+        for (a, b), e in err_sw.items():
+            e_sw = e + UNIT * np.abs(sw[(a, b)]).max(axis=-1) + here_err[b]
+            e_new = np.maximum(e_new, np.max(np.where(st.usable[b][:, None], e_sw, 0.0), axis=0))
+        err = e_new
         ex = _add_epoch(ex, here.reshape(M * N, Q), keep)
         for (a, b) in sw:
             sw[(a, b)] = _add_epoch(sw[(a, b)], here[b], keep)
@@ -279,7 +345,43 @@ def dp(chain: Chain, lam: float, mu: float, keep: bool = False) -> Pass:
         nxt = cur[:M]
     t_root = float(root[2:4].sum() if keep else root[2])
     return Pass(lam, mu, float(root[V]), float(root[F]), t_root,
-                float(root[V] - lam * t_root - mu * root[F]), act, rem)
+                float(root[V] - lam * t_root - mu * root[F]), act, rem, float(err[V]), float(err[F]))
+
+
+def best_success(chain: Chain) -> tuple[float, float]:
+    """The chain's highest P(success) over all policies, deadline and cost ignored,
+    with a bound on its rounding error: (p, err).
+
+    Backward DP on P(fail) alone (same kernels, same correlations as :func:`dp`).
+    On the optimistic chain every true policy is matched by a chain policy
+    succeeding at least as often (package docstring, relaxation 1), so a
+    target ω above p + err is reached by no policy of the instance.
+    """
+    M, N, L1 = chain.M, chain.N, chain.L + 1
+    usable = chain.st.usable
+    nxt = np.ones((M, 1, L1))
+    nxt[:, :, 0] = 0.0
+    stop = nxt[0].copy()
+    top = None if chain.optimistic else np.ones(1)
+    err = np.zeros(1)
+    for k in range(chain.K - 1, -1, -1):
+        tops = nxt[:, :, -1] if top is None else np.broadcast_to(top, (M, 1))
+        ex, err_ex = correlate_rows(np.repeat(nxt, N, axis=0),
+                                    [chain.kx[k][m][n] for m in range(M) for n in range(N)],
+                                    np.repeat(tops, N, axis=0), err)
+        sw, err_sw = _switch_values(chain, ex, top, err_ex)
+        ex[~usable.reshape(M * N)] = np.inf
+        for (a, b) in sw:
+            sw[(a, b)][~usable[b]] = np.inf
+        err = np.maximum(err_ex.max(axis=0), max((e.max(axis=0) for e in err_sw.values()), default=np.zeros(1)))
+        cur = np.empty((M + 1, 1, L1))
+        for m in range(M + 1):
+            cand, _ = _candidates(chain, ex, sw, m, N)
+            cur[m] = np.minimum(cand.min(axis=0), stop)
+        if k == 0:
+            root = float(cur[M, 0, chain.i0])
+        nxt = cur[:M]
+    return 1.0 - root, float(err[0]) + UNIT
 
 
 def _add_epoch(ex: np.ndarray, here: np.ndarray, keep: bool) -> np.ndarray:
@@ -294,27 +396,37 @@ def _add_epoch(ex: np.ndarray, here: np.ndarray, keep: bool) -> np.ndarray:
     return ex
 
 
-def correlate_rows(f, kernels, tops):
-    """:func:`correlate` with one ``top`` row per leading row."""
+def correlate_rows(f, kernels, tops, err_in=None):
+    """:func:`correlate` with one ``top`` row per leading row. With ``err_in``
+    (Q,) — a bound on the error of f and of the tops, per quantity — also
+    returns the bound on the outputs' error, (B, Q): err_in times the kernel's
+    mass plus the rounding of the correlation."""
     out = np.empty_like(f)
+    err = np.empty(f.shape[:2]) if err_in is not None else None
     uniq = {}
     for j, t in enumerate(map(tuple, tops)):
         uniq.setdefault(t, []).append(j)
     for t, rows in uniq.items():
-        out[rows] = correlate(f[rows], [kernels[j] for j in rows], np.array(t))
-    return out
+        if err is None:
+            out[rows] = correlate(f[rows], [kernels[j] for j in rows], np.array(t))
+        else:
+            out[rows], e, mass = correlate(f[rows], [kernels[j] for j in rows], np.array(t), with_error=True)
+            err[rows] = e + mass[:, None] * err_in[None, :]
+    return out if err is None else (out, err)
 
 
-def _switch_values(chain, ex, top):
-    """E over the switch jump of the run-term expectation: {(m, m'): (N, Q, L1)}."""
+def _switch_values(chain, ex, top, err_ex):
+    """E over the switch jump of the run-term expectation: {(m, m'): (N, Q, L1)},
+    and the bound on their rounding error, {(m, m'): (N, Q)}."""
     N = chain.N
-    out = {}
+    out, err = {}, {}
     for (a, b), kj in chain.kj.items():
         rows = ex[b * N:(b + 1) * N]
         # above the grid: optimistic = the clamped top row; pessimistic = failure
         t = rows[:, :, -1] if top is None else np.broadcast_to(top, (N, rows.shape[1]))
-        out[(a, b)] = correlate_rows(rows, [kj] * N, t)
-    return out
+        e_in = err_ex[b * N:(b + 1) * N].max(axis=0)
+        out[(a, b)], err[(a, b)] = correlate_rows(rows, [kj] * N, t, e_in)
+    return out, err
 
 
 def _candidates(chain, ex, sw, m, N):
@@ -332,141 +444,7 @@ def _candidates(chain, ex, sw, m, N):
     return np.concatenate(blocks, axis=0), np.array(ids, dtype=np.int32)
 
 
-# --------------------------------------------------------------------------
-# the multiplier search (lower bound)
-# --------------------------------------------------------------------------
-
-
-@dataclass
-class Search:
-    """Every DP pass made (each one a valid bound at every ω) and the best."""
-
-    chain: Chain
-    omega: float
-    passes: list = field(default_factory=list)
-    coarse_passes: int = 0
-
-    def run(self, lam: float, mu: float) -> Pass:
-        p = dp(self.chain, lam, mu)
-        self.passes.append(p)
-        return p
-
-    @property
-    def best(self) -> Pass:
-        tm = self.chain.st.time_max
-        return max(self.passes, key=lambda p: p.bound(self.omega, tm))
-
-    def bound(self, omega: float | None = None) -> float:
-        """max over the passes of V₀ − μ(1 − ω) − λ Tmax (a proven lower bound)."""
-        w = self.omega if omega is None else omega
-        return max(p.bound(w, self.chain.st.time_max) for p in self.passes)
-
-
-#: The μ search stops when the cutting-plane model promises less than this
-#: relative gain; the λ search when E[T] is this close to Tmax (relative).
-MU_RTOL, LAM_RTOL = 2e-5, 1e-3
-
-
-def best_mu(search: Search, lam: float, omega: float, guess: float | None, iters: int) -> tuple[float, float]:
-    """Maximise g(μ) = V₀(λ, μ) − μ(1 − ω) over μ ≥ 0 by cutting planes.
-
-    g is concave and piecewise linear (a minimum over policies of lines), and
-    each pass gives a tangent: P(fail) − (1 − ω) is a supergradient. Besides,
-    V₀ ≤ μ (stopping at once is a policy), so g ≤ ωμ: a free cut. Between the
-    last passes on either side of the maximum (or the free cut) the next μ is
-    where their tangents meet — exact after a few steps when few policies
-    compete (typically train on, or stop at once). Stops when the tangents'
-    meeting point is no higher than the best pass (:data:`MU_RTOL`) or after
-    ``iters`` steps.
-
-    Returns (μ, E[T] of the mix): the two policies bracketing the critical
-    multiplier, mixed so that P(fail) = 1 − ω (Beutler & Ross 1985), have
-    that expected time — the supergradient of max_μ in λ, used by the λ search.
-    """
-    risk = 1.0 - omega
-    tm = search.chain.st.time_max
-
-    def cut(p):
-        return p.mu, p.bound(omega, tm) + lam * tm, p.p_fail - risk      # (μ, g, slope)
-
-    lo = None                                       # None: the free cut g ≤ ωμ through 0
-    hi, grow = search.run(lam, guess if guess else 1.0), 1.25
-    while hi.p_fail > risk and hi.mu < 1e15:        # a warm start is usually close: grow slowly first
-        lo, hi, grow = hi, search.run(lam, hi.mu * grow), 4.0
-    for _ in range(max(1, iters)):
-        m0, g0, s0 = cut(lo) if lo is not None else (0.0, 0.0, omega)
-        m1, g1, s1 = cut(hi)
-        if s1 >= 0 or s0 <= s1:
-            break
-        mid = (g1 - g0 + s0 * m0 - s1 * m1) / (s0 - s1)
-        top = g0 + s0 * (mid - m0)
-        if not m0 < mid < m1 or top <= max(g0, g1) + MU_RTOL * max(1.0, abs(top)):
-            break
-        p = search.run(lam, mid)
-        if p.p_fail > risk:
-            lo = p
-        else:
-            hi = p
-    f_lo, t_lo = (lo.p_fail, lo.time) if lo is not None else (1.0, 0.0)
-    gap = f_lo - hi.p_fail
-    w = (f_lo - risk) / gap if gap > 0 else 1.0     # weight of the feasible side
-    return hi.mu, w * hi.time + (1.0 - w) * t_lo
-
-
-def lower_bound_search(chain: Chain, omega: float, iters_lam: int = 6, iters_mu: int = 6,
-                       lam0: float | None = None, mu0: float | None = None, step: float = 4.0) -> Search:
-    """The λ–μ search: on λ, the fixed point of λ ← λ·(E[T]/Tmax)² (E[T] of the
-    inner optimum's mix; the priced compute time scales as λ^(−1/2)),
-    safeguarded by a bracket on the sign of E[T] − Tmax (grown by ``step``,
-    bisected in log scale when the step leaves it); inner :func:`best_mu`.
-    ``iters_lam`` steps after the first λ (default: a guess; ``lam0``, ``mu0``
-    warm-start). Any (λ, μ) ≥ 0 gives a valid bound; the search only tightens it."""
-    s = Search(chain, omega)
-    st = chain.st
-    tm = st.time_max
-    m, n = np.argwhere(st.usable)[0]
-    lam = lam0 or max(1e-9, st.kappa[n] * st.cap[n] ** 2 / (16.0 * st.compute[m, n]))   # x* = r/4
-    mu = mu0 if mu0 else max(1e-6, dp(chain, lam, 1e12).cost)   # μ of the order of a run's cost
-    lo, hi = 0.0, math.inf                         # E[T] > Tmax at lo, ≤ Tmax at hi
-    for _ in range(iters_lam + 1):
-        mu, t_mix = best_mu(s, lam, omega, mu, iters_mu)
-        if abs(t_mix - tm) <= LAM_RTOL * tm:
-            break
-        if t_mix > tm:
-            lo = lam
-        else:
-            hi = lam
-        nxt = lam * (t_mix / tm) ** 2 if t_mix > 0 else lam / step
-        nxt = min(max(nxt, lam / step), lam * step)
-        if not lo < nxt < hi:
-            nxt = math.sqrt(lo * hi) if math.isfinite(hi) and lo > 0 else nxt
-        if nxt < 1e-12 or nxt > 1e12:
-            break
-        lam = nxt
-    return s
-
-
-#: The coarse grid of the multiplier search is the fine one divided by this.
-COARSE = 8
-
-
-def multires_search(instance, chain: Chain, omega: float, iters_lam: int, iters_mu: int) -> Search:
-    """The full λ–μ search on a grid COARSE times coarser, then a short search on
-    ``chain`` warm-started there (brackets grown by 1.5, two λ steps). Any multiplier gives a valid bound
-    on ``chain``; the coarse search only finds good ones cheaply. Grids under
-    ``COARSE·50`` buckets are searched directly."""
-    buckets = chain.i0
-    if buckets < COARSE * 50:
-        return lower_bound_search(chain, omega, iters_lam, iters_mu)
-    coarse = lower_bound_search(Chain(instance, buckets // COARSE, chain.optimistic), omega, iters_lam, iters_mu)
-    c = coarse.best
-    fine = lower_bound_search(chain, omega, 2, max(2, iters_mu - 2), lam0=c.lam, mu0=c.mu, step=1.5)
-    fine.coarse_passes = len(coarse.passes)
-    return fine
-
-
 __all__ = [
-    "COARSE",
     "EPS",
     "TAIL",
     "TAIL_JUMP",
@@ -474,14 +452,13 @@ __all__ = [
     "F",
     "Kernel",
     "Pass",
-    "Search",
     "Setting",
+    "UNIT",
     "V",
     "applies",
-    "best_mu",
+    "best_success",
     "correlate",
     "dp",
+    "fft_error",
     "kernel",
-    "lower_bound_search",
-    "multires_search",
 ]

@@ -1,0 +1,416 @@
+"""The adaptive reference, part 4: the bracket, its statuses and the refinement to a width.
+
+:func:`adaptive_bounds` assembles the proven lower bound
+(:mod:`~deplbench.formulations.adaptive.search`), the policy tuned and
+certified on fresh runs (:mod:`~deplbench.formulations.adaptive.certify`:
+one-sided Clopper–Pearson on P(success), empirical Bernstein on the mean
+cost, jointly at the stated level) and the monotone cost–risk frontier;
+refines the grid to a target width; gives every result a status with one
+line; refuses grids and run counts beyond the memory budget before
+allocating. Guarantees: package docstring (:mod:`deplbench.formulations.adaptive`).
+"""
+
+from __future__ import annotations
+
+import math
+import time as _time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from deplbench.errors import PlanError
+from deplbench.formulations.adaptive.certify import frontier_levels, needed_successes, tune_policy
+from deplbench.formulations.adaptive.chain import Chain, applies, best_success
+from deplbench.formulations.adaptive.search import lower_bound_search, multires_search
+from deplbench.formulations.binomial import clopper_pearson_lower
+from deplbench.formulations.closed_loop import BLOCK, simulate
+from deplbench.limits import check_memory, memory_budget_gib
+
+#: Statuses of a bracket (:attr:`AdaptiveBounds.status`); when several apply the
+#: first in this order is reported (every line is kept in ``messages``).
+BRACKET_STATUSES = ("certified", "unreachable", "bound_not_positive", "lambda_not_converged", "not_certified")
+#: Loss buckets of the first grid when refining to a width, and the factor between grids.
+START_BUCKETS, REFINE = 600, 2
+#: Refinement never goes beyond this many buckets (nor beyond the memory budget).
+MAX_BUCKETS = 38_400
+#: The certified policy's cost budget, as a multiple of the largest cost seen on the
+#: tuning seeds (:meth:`AdaptivePolicy.with_budget`).
+BUDGET = 2.0
+#: Bytes per simulated run kept until the end (loss, cost, time, epochs, flags), counted twice
+#: (the blocks and their concatenation).
+RUN_BYTES = 2 * (4 * 8 + 4)
+
+
+def memory_estimate(instance, buckets: int, runs: int, tune_runs: int) -> float:
+    """Peak bytes of :func:`adaptive_bounds` at one grid, estimated from the shapes alone.
+
+    The largest arrays: the pessimistic chain's policy tables (action int32 and three
+    float32 remaining-time moments per state, (K̄, |M| + 1, L + 1)), three of them alive
+    while the policy is tuned plus one for the certified policy; one DP epoch's stacked
+    FFT operands (|M|·|N| rows of five quantities over an FFT length ≤ 2(L + 1), real,
+    complex and output copies); the simulated runs' records. L is the grid's buckets
+    plus the switch-jump headroom, computed as :class:`~deplbench.formulations.adaptive.chain.Chain`
+    does (no kernel is built).
+    """
+    K, M, N = int(instance.horizon), len(instance.models), int(instance.n_clusters)
+    span = float(instance.initial_loss - instance.loss_max)
+    rise = sum(sorted((max(0.0, float(sw.jump.ppf(1 - 1e-4))) for sw in instance.switches), reverse=True)[:M - 1])
+    L1 = float(buckets) * (1.0 + rise / span) + 2.0 if span > 0 else float(buckets) + 2.0
+    tables = 4 * 16.0 * K * (M + 1) * L1
+    fft = 6 * 8.0 * M * N * 5 * 2 * L1
+    sims = RUN_BYTES * float(max(runs, tune_runs))
+    return tables + fft + sims
+
+
+def cost_ucb(costs: np.ndarray, scale: float, c_max: float, delta: float) -> tuple[float, float]:
+    """One-sided upper confidence bound at level 1 − δ on the mean of ``scale``·X, X ∈ [0, c_max] i.i.d.
+
+    Empirical Bernstein (Maurer & Pontil 2009, Thm 4, rescaled from [0, 1]):
+    E X ≤ X̄ + sqrt(2 V ln(2/δ)/n) + 7 c_max ln(2/δ) / (3(n − 1)), V the sample
+    variance (n − 1 denominator). Returns (scale·X̄, scale·bound).
+
+    References
+    ----------
+    A. Maurer and M. Pontil, "Empirical Bernstein bounds and sample variance
+    penalization", COLT 2009, Theorem 4.
+    """
+    n = int(costs.size)
+    if n < 2:
+        return (scale * float(costs.mean()) if n else 0.0), math.inf
+    mean, var = float(costs.mean()), float(costs.var(ddof=1))
+    ln = math.log(2.0 / delta)
+    ub = mean + math.sqrt(2.0 * var * ln / n) + 7.0 * c_max * ln / (3.0 * (n - 1))
+    return scale * mean, scale * min(ub, c_max)
+
+
+def largest_cost(instance) -> float:
+    """Largest cost any run of an :class:`AdaptivePolicy` can have: K̄ epochs at x ≤ r(n)
+    on the dearest usable cluster (the allocation is capped at r, eq. (2))."""
+    kr = np.asarray(instance.unit_cost, dtype=float) * np.asarray(instance.capacity, dtype=float)
+    return float(instance.horizon) * float(kr.max()) if kr.size else 0.0
+
+
+@dataclass
+class AdaptiveBounds:
+    """The bracket on the adaptive optimum and what it rests on (:func:`adaptive_bounds`).
+
+    ``status`` is one of :data:`BRACKET_STATUSES`; ``message`` its one line
+    (empty when certified) and ``messages`` every line that applies.
+    ``upper_bound`` is the one-sided upper confidence bound on the certified
+    policy's mean cost (``cost_mean`` the sample mean); it holds jointly with
+    the P(success) certificate at level ``confidence`` (union bound, each at
+    1 − (1 − confidence)/2).
+    """
+
+    lower_bound: float
+    upper_bound: float
+    cost_mean: float
+    p_success: float
+    p_success_lo: float
+    certified: bool
+    frontier: list
+    multipliers: dict
+    grid: dict
+    certification: dict
+    tuning: list
+    work: dict
+    status: str = "certified"
+    message: str = ""
+    messages: list = field(default_factory=list)
+    confidence: float = 0.95
+    refinement: dict = field(default_factory=dict)
+    omega: float = math.nan
+
+    @property
+    def width(self) -> float:
+        """(UB − LB)/LB (inf when LB ≤ 0 or either bound is not finite)."""
+        ok = self.lower_bound > 0 and math.isfinite(self.lower_bound) and math.isfinite(self.upper_bound)
+        return (self.upper_bound - self.lower_bound) / self.lower_bound if ok else math.inf
+
+    def to_dict(self) -> dict:
+        return {"status": self.status, "message": self.message, "messages": list(self.messages), "omega": self.omega,
+                "lower_bound": self.lower_bound, "upper_bound": self.upper_bound, "cost_mean": self.cost_mean,
+                "width": self.width, "confidence": self.confidence,
+                "p_success": self.p_success, "p_success_lo": self.p_success_lo, "certified": self.certified,
+                "frontier": self.frontier, "multipliers": self.multipliers, "grid": self.grid,
+                "refinement": self.refinement, "certification": self.certification, "tuning": self.tuning,
+                "work": self.work}
+
+
+def monotone_frontier(search, omega: float) -> list[dict]:
+    """The proven frontier at :func:`frontier_levels`: at each level the best bound at that
+    level or any looser one (the optimum does not decrease with the required P(success))."""
+    out, best = [], -math.inf
+    for w in frontier_levels(omega):
+        best = max(best, search.bound(w))
+        out.append({"omega": w, "lower_bound": best})
+    return out
+
+
+def _validate(instance, buckets, runs, tune_runs, rho, confidence, width, time_limit, max_buckets) -> None:
+    """Check :func:`adaptive_bounds`'s arguments; raise PlanError naming the field."""
+    ok, why = applies(instance)
+    if not ok:
+        raise PlanError(f"instance: {why}")
+    for name, v, low in (("buckets", buckets, 2), ("runs", runs, 2), ("tune_runs", tune_runs, 2)):
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < low:
+            raise PlanError(f"{name}: must be an integer ≥ {low}, got {v!r}")
+    if max_buckets is not None and (isinstance(max_buckets, bool) or not isinstance(max_buckets, (int, np.integer))
+                                    or max_buckets < 2):
+        raise PlanError(f"max_buckets: must be an integer ≥ 2, got {max_buckets!r}")
+    if not 0 < rho <= 1:
+        raise PlanError(f"rho: must be in (0, 1], got {rho!r}")
+    if not 0.5 <= confidence < 1:
+        raise PlanError(f"confidence: must be in [0.5, 1), got {confidence!r}")
+    if width is not None and not (math.isfinite(width) and width > 0):
+        raise PlanError(f"width: must be a positive fraction (0.03 = 3 %), got {width!r}")
+    if time_limit is not None and not (time_limit > 0):
+        raise PlanError(f"time_limit: must be positive seconds, got {time_limit!r}")
+
+
+def _predicted_ucb(share: dict, q: float, runs: int, alpha: float) -> float:
+    """The upper confidence bound the certification would give if its runs looked like
+    the tuning run ``share``: (1 − q)·(mean + the empirical-Bernstein margin of
+    :func:`cost_ucb` at n = (1 − q)·runs, range BUDGET × the run's largest cost).
+    An estimate from tuning draws only: it decides the refinement, never the bracket."""
+    n = max(2.0, (1.0 - q) * runs)
+    ln = math.log(2.0 / alpha)
+    margin = math.sqrt(2.0 * share["cost_var"] * ln / n) + 7.0 * BUDGET * share["cost_max"] * ln / (3.0 * (n - 1))
+    return (1.0 - q) * (share["cost_mean"] + margin)
+
+
+def _search_at(instance, chain: Chain, omega: float, iters_lam: int, iters_mu: int, warm):
+    """The multiplier search on ``chain``: multi-resolution from scratch, or warm-started
+    from the previous grid's best pass (brackets grown by 1.5) with a full search as the
+    fall-back when that does not converge in λ."""
+    if warm is None:
+        return multires_search(instance, chain, omega, iters_lam, iters_mu)
+    s = lower_bound_search(chain, omega, 2, max(2, iters_mu - 2), lam0=warm.lam, mu0=warm.mu, step=1.5)
+    if not s.lam_converged:
+        full = lower_bound_search(chain, omega, iters_lam, iters_mu, lam0=warm.lam, mu0=warm.mu)
+        full.passes = s.passes + full.passes
+        s = full
+    return s
+
+
+def adaptive_bounds(instance, buckets: int = 1200, runs: int = 100_000, seed: int = 0,
+                    confidence: float = 0.95, tune_runs: int = 50_000, rho: float = 1.0,
+                    iters_lam: int = 6, iters_mu: int = 6, width: float | None = None,
+                    time_limit: float | None = None, max_buckets: int | None = None,
+                    progress=None) -> AdaptiveBounds:
+    """Lower bound, certified policy and cost–risk frontier of ``instance`` (module docstring).
+
+    Parameters
+    ----------
+    instance : Instance
+        Must satisfy :func:`applies`.
+    buckets : int
+        Loss buckets between ℓmax and ℓ(0) (both chains); with ``width``, those of the first grid.
+    runs, seed : int
+        Fresh closed-loop runs certifying the policy and their seed σ.
+    confidence : float
+        Joint level of the bracket: the one-sided Clopper–Pearson bound on
+        P(success) and the empirical-Bernstein upper bound on the mean cost
+        (:func:`cost_ucb`) each hold at 1 − (1 − confidence)/2, so both
+        together at ``confidence`` (union bound). The lower bound is proven.
+    tune_runs : int
+        Runs per tuning simulation; tuning seeds are σ + 1 and σ + 2 — never σ,
+        so certification draws are independent of those the policy was built from.
+        The tuning aims the mix's P(success) at the least rate that certifies
+        on ``runs`` draws plus two standard errors of both samples.
+    rho : float
+        Share of the remaining time the policy's allocation plans to use; when
+        no candidate reaches the tuning target, ρ times :data:`RHO_FALLBACK`
+        is tried in turn (tuning runs only).
+    iters_lam, iters_mu : int
+        Steps of the multiplier search (any multiplier gives a valid bound;
+        more steps only tighten it).
+    width : float, optional
+        Target (UB − LB)/LB. The grid is refined (×2 buckets, each search
+        warm-started from the last grid's multipliers) until the *estimated*
+        width — LB against the upper bound predicted from the tuning seeds
+        (:func:`_predicted_ucb`: their mean cost plus the confidence margin the
+        certification runs would add) — is ≤ ``width``, or ``time_limit``
+        would be passed by the next grid, or
+        the next grid exceeds the memory budget or ``max_buckets``
+        (``refinement["stopped_by"]`` says which). Only then is the final
+        policy certified, once, on the certification seed: the stopping rule
+        never looks at the certification draws, so one certificate at the
+        stated level is valid. None: one grid.
+    time_limit : float, optional
+        Wall-clock seconds for the refinement (an outer stop: a grid once
+        started is finished, and the certification runs after it).
+    max_buckets : int, optional
+        Finest grid the refinement may use (default :data:`MAX_BUCKETS`).
+    progress : callable, optional
+        Called with one line of text per grid (the CLI prints it on stderr).
+
+    Returns
+    -------
+    AdaptiveBounds
+        ``status`` "unreachable" (no policy reaches ω: the optimistic chain's
+        highest P(success) is below it; no search is run, LB = +inf),
+        "bound_not_positive", "lambda_not_converged", "not_certified" or
+        "certified" (:data:`BRACKET_STATUSES`).
+
+    Raises
+    ------
+    PlanError
+        The instance is outside :func:`applies` (the reason, one line) or an argument is invalid.
+    MemoryLimitExceeded
+        The first grid or the simulated runs would exceed the memory budget
+        (:func:`deplbench.limits.check_memory`; estimate :func:`memory_estimate`).
+    """
+    _validate(instance, buckets, runs, tune_runs, rho, confidence, width, time_limit, max_buckets)
+    check_memory(memory_estimate(instance, buckets, runs, tune_runs),
+                 f"adaptive-opt's loss grid and runs (buckets = {buckets}, K̄ = {instance.horizon}, "
+                 f"runs = {max(runs, tune_runs)})", "use fewer buckets or runs")
+    say = progress or (lambda line: None)
+    omega, t0 = float(instance.omega), _time.perf_counter()
+    alpha = (1.0 - confidence) / 2.0                    # each of the two statements of the bracket
+    level = 1.0 - alpha
+    opt = Chain(instance, buckets, optimistic=True)
+    reach, reach_err = best_success(opt)
+    if reach + reach_err < omega:
+        line = (f"no policy reaches P(success) ≥ ω = {omega:g}: the optimistic chain's best is {reach:.6g} "
+                f"(deadline and cost ignored; {buckets} loss buckets)")
+        return AdaptiveBounds(
+            lower_bound=math.inf, upper_bound=math.nan, cost_mean=math.nan, p_success=math.nan,
+            p_success_lo=math.nan, certified=False, frontier=[], multipliers={},
+            grid={"buckets": int(buckets), "loss_step": float(opt.h), "states": int(opt.K * opt.M * (opt.L + 1))},
+            certification={}, tuning=[], work={"dp_passes": 0, "total_s": _time.perf_counter() - t0},
+            status="unreachable", message=line, messages=[line], confidence=confidence, omega=omega,
+            refinement={"best_success": reach, "best_success_error": reach_err})
+    need = needed_successes(runs, omega, level)
+    # the share given up is set from tune_runs draws and certified on runs draws:
+    # two standard errors of both above the least certifiable rate
+    target = min(1.0, need / runs + 2.0 * math.sqrt(omega * (1 - omega) * (1.0 / tune_runs + 1.0 / runs)))
+    cap = MAX_BUCKETS if max_buckets is None else int(max_buckets)
+    levels: list[dict] = []
+    log: list = []
+    warm, search, policy, est_ub, stopped = None, None, None, math.inf, "one grid"
+    tune_s, sim_rate = 0.0, 1.0
+    n_passes = coarse_passes = 0
+    pes = None
+    b = int(buckets)
+    while True:
+        t_level = _time.perf_counter()
+        if b != buckets:
+            opt = Chain(instance, b, optimistic=True)
+        search = _search_at(instance, opt, omega, iters_lam, iters_mu, warm)
+        n_passes += len(search.passes)
+        coarse_passes += search.coarse_passes
+        warm = search.best
+        lb = search.bound()
+        t_lb = _time.perf_counter() - t_level
+        tuned = False
+        est_w = (est_ub - lb) / lb if lb > 0 and math.isfinite(est_ub) else math.inf
+        # re-tune when the target looks within reach, when the bound has stalled (the gap
+        # is then the policy's), or every second grid
+        stalled = bool(levels) and lb - levels[-1]["lower_bound"] < 0.25 * (est_ub - lb)
+        since = next((i for i, lv in enumerate(reversed(levels)) if lv["tuned"]), len(levels))
+        if width is None or policy is None or est_w <= 2 * width or stalled or since >= 1:
+            pes = Chain(instance, b, optimistic=False)
+            policy, tl, _ = tune_policy(instance, pes, warm.lam, max(warm.mu, 1e-6), target, tune_runs, seed + 1,
+                                        rho, coin_seed=seed)
+            log.extend(dict(t, buckets=b) for t in tl)
+            share = [t for t in tl if t["role"] == "share"]
+            est_ub = _predicted_ucb(share[-1], policy.give_up, runs, alpha) if share else math.inf
+            tuned = True
+            est_w = (est_ub - lb) / lb if lb > 0 and math.isfinite(est_ub) else math.inf
+        elapsed = _time.perf_counter() - t0
+        levels.append({"buckets": b, "lower_bound": lb, "upper_bound_estimate": est_ub, "width_estimate": est_w,
+                       "tuned": tuned, "lambda_converged": search.lam_converged, "dp_passes": len(search.passes),
+                       "seconds": _time.perf_counter() - t_level})
+        say(f"adaptive: {b} buckets: LB {lb:.6g}, UB ≈ {est_ub:.6g} (predicted from tuning runs), width ≈ "
+            f"{100 * est_w:.3g} %, {elapsed:.1f} s")
+        if width is None:
+            break
+        if est_w <= width and tuned:
+            stopped = "width"
+            break
+        nxt = b * REFINE
+        if tuned:
+            tune_s = _time.perf_counter() - t_level - t_lb
+            sim_rate = max(sum(t["runs"] for t in tl), 1) / max(tune_s, 1e-9)
+        reserve = runs / sim_rate + tune_s              # the certification and one more tuning
+        if nxt > cap:
+            stopped = "max_buckets"
+        elif memory_estimate(instance, nxt, runs, tune_runs) > memory_budget_gib() * 2**30:
+            stopped = "memory_limit"
+        elif time_limit is not None and elapsed + 2.5 * t_lb + reserve > time_limit:
+            stopped = "time_limit"
+        else:
+            b = nxt
+            continue
+        if not tuned:                                   # the policy of the finest grid
+            pes = Chain(instance, b, optimistic=False)
+            policy, tl, _ = tune_policy(instance, pes, warm.lam, max(warm.mu, 1e-6), target, tune_runs, seed + 1,
+                                        rho, coin_seed=seed)
+            log.extend(dict(t, buckets=b) for t in tl)
+        break
+    best = search.best
+    t_lb_total = sum(lv["seconds"] for lv in levels)
+    # The cost range of the upper confidence bound: BUDGET × the largest cost of the
+    # tuning runs (tuning seeds only), enforced by the policy itself; never above
+    # K̄ epochs at x = r on the dearest cluster.
+    c_max = largest_cost(instance)
+    seen = [t["cost_max"] for t in log if t["role"] == "share" and t["cost_max"] > 0]
+    if seen:
+        c_max = min(c_max, BUDGET * seen[-1])
+        policy = policy.with_budget(c_max)
+    res = simulate(instance, policy, runs, seed, level)
+    # The certified policy is the mix: give up at once with probability q, else run
+    # the chain's policy π. The runs the index sequence keeps are i.i.d. runs of π
+    # (the picks do not depend on any draw), so P(success) = (1 − q)·p(π) is bounded
+    # by (1 − q)·CP(successes of the kept runs) and E[cost] = (1 − q)·E[cost of π].
+    q = policy.give_up
+    kept = ~policy.gives_up(np.arange(runs) % BLOCK) if q > 0 else np.ones(runs, dtype=bool)
+    n_kept, k = int(kept.sum()), int(res.success[kept].sum())
+    p_lo = (1.0 - q) * clopper_pearson_lower(k, n_kept, level) if n_kept else 0.0
+    mean, ucb = cost_ucb(res.cost[kept], 1.0 - q, c_max, alpha)
+    lower = search.bound()
+    certified = bool(p_lo >= omega)
+    messages = []
+    if not (math.isfinite(lower) and lower > 0):
+        messages.append(("bound_not_positive", f"the lower bound is {lower:.6g}: not a positive finite bound "
+                         f"(the multiplier search found no useful (λ, μ); try more --iters-lam or buckets)"))
+    if not search.lam_converged:
+        messages.append(("lambda_not_converged", f"the time-price search did not converge (E[T] = "
+                         f"{best.time:.6g} against Tmax = {instance.time_max:g} at λ = {best.lam:.4g}); "
+                         f"the lower bound {lower:.6g} is valid but may be loose"))
+    if not certified:
+        messages.append(("not_certified", f"the policy's P(success) ≥ ω is not certified (lower bound "
+                         f"{p_lo:.4f} < ω = {omega:g})"))
+    status = messages[0][0] if messages else "certified"
+    lines = [m for _, m in messages]
+    refinement = {"width_target": width, "stopped_by": stopped, "levels": levels, "time_limit": time_limit,
+                  "max_buckets": cap if width is not None else None}
+    return AdaptiveBounds(
+        lower_bound=lower, upper_bound=ucb, cost_mean=mean,
+        p_success=(1.0 - q) * k / max(n_kept, 1), p_success_lo=p_lo, certified=certified,
+        frontier=monotone_frontier(search, omega),
+        multipliers={"lambda": best.lam, "mu": best.mu, "mu_policy": policy.pass_.mu, "rho_policy": policy.rho,
+                     "give_up": policy.give_up, "scaling": policy.scaling, "budget": policy.budget,
+                     "lambda_converged": search.lam_converged,
+                     "rounding_bound": best.err},
+        grid={"buckets": int(opt.i0), "loss_step": float(opt.h), "states": int(opt.K * opt.M * (opt.L + 1))},
+        certification={"runs": runs, "seed": seed, "kept_runs": n_kept, "successes": k, "confidence": confidence,
+                       "level_each": level,
+                       "method": f"(1 − give_up) × one-sided Clopper–Pearson lower bound at level {level:g} on "
+                                 f"the fresh runs not given up (seed {seed}; the policy was tuned on seeds "
+                                 f"{seed + 1} and {seed + 2})",
+                       "cost_method": f"(1 − give_up) × one-sided empirical-Bernstein upper bound (Maurer & "
+                                      f"Pontil 2009) at level {level:g} on the runs not given up, costs in "
+                                      f"[0, {c_max:.6g}] (the policy's cost budget); jointly with P(success) at "
+                                      f"{confidence:g} (union bound)",
+                       "largest_cost": c_max, "deadline_missed": int(res.deadline_missed.sum())},
+        tuning=log,
+        work={"dp_passes": n_passes + len(log), "coarse_dp_passes": coarse_passes, "grids_s": t_lb_total,
+              "total_s": _time.perf_counter() - t0},
+        status=status, message=lines[0] if lines else "", messages=lines, confidence=confidence,
+        refinement=refinement, omega=omega)
+
+
+__all__ = ["BRACKET_STATUSES", "BUDGET", "MAX_BUCKETS", "START_BUCKETS", "AdaptiveBounds", "adaptive_bounds",
+           "cost_ucb", "largest_cost", "memory_estimate", "monotone_frontier"]

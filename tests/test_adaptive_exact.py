@@ -1,0 +1,276 @@
+"""The adaptive bracket against an independent exact solver of tiny instances.
+
+The exact solver below shares no code with :mod:`deplbench.formulations.adaptive`
+beyond reading the instance. It solves the *true* problem — any closed-loop
+policy, continuous allocations, the deadline T ≤ Tmax on every run — on tiny
+instances where that is possible in exact arithmetic:
+
+* one cluster, lattice (empirical) loss terms with 2 or 4 equally likely
+  atoms, so every P(success) is a dyadic rational (``fractions.Fraction``),
+  and ω set to *exactly* the highest P(success) any policy reaches — the
+  boundary where a multiplier search in floating point can run away;
+* no communication time (model size 0) and no capacity binding (r is far
+  above any allocation the optimum uses). A policy tree's least cost with
+  remaining time τ is then W/τ, where W = 0 at a stop and
+  W = (√(κc) + √E[W′])² at a trained epoch (minimise κc/t + E[W′]/(τ − t)
+  over this epoch's compute time t: water-filling). W is computed with
+  60-digit decimals.
+* Pareto sets of (P(success), W) are built bottom-up over deterministic
+  policies; mixed policies (a draw at the start) reach the lower convex
+  envelope of those points, and they are as good as any behaviour
+  randomisation (each pure policy in the mix plans its own allocations),
+  so the exact optimum at ω is the envelope at ω.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from decimal import Decimal, getcontext
+from fractions import Fraction
+
+import numpy as np
+import pytest
+
+from deplbench.formulations import adaptive as A
+from deplbench.formulations.allocation import TIME_RTOL
+from deplbench.instances.datalaw import compute_need
+from deplbench.instances.model import parse_instance
+
+PREC = 60
+
+
+def _prune(pts):
+    """Pareto set: P(success) up, W down."""
+    out = []
+    for p, w in sorted(pts, key=lambda t: (-t[0], t[1])):
+        if not out or w < out[-1][1]:
+            out.append((p, w))
+    return out
+
+
+def exact_front(inst) -> list[tuple[Fraction, Decimal]]:
+    """Pareto set of (P(success), W) over deterministic policies, by recursion on the true loss."""
+    getcontext().prec = PREC
+    volume, gamma = inst.data_effect(inst.all_datasets)
+    lmax, K, M = Fraction(inst.loss_max), inst.horizon, len(inst.models)
+    cl = inst.clusters[0]
+    kc = [Decimal(float(cl.unit_cost)) * Decimal(float(compute_need(m.compute, volume))) for m in inst.models]
+    step = [Fraction(gamma) * Fraction(m.loss_scale) for m in inst.models]
+    atoms = [[(Fraction(v), Fraction(1, len(m.improvement.samples))) for v in m.improvement.samples]
+             for m in inst.models]
+    names = [m.name for m in inst.models]
+    jump = {(sw.from_model, sw.to_model): Fraction(sw.jump.value) for sw in inst.switches}
+    memo: dict = {}
+
+    def rec(k, m, loss):
+        if (k, m, loss) in memo:
+            return memo[(k, m, loss)]
+        pts = [(Fraction(1) if loss <= lmax else Fraction(0), Decimal(0))]
+        if k < K:
+            for m2 in range(M):
+                switch = m is not None and m2 != m
+                if switch and (names[m], names[m2]) not in jump:
+                    continue
+                j = jump[(names[m], names[m2])] if switch else Fraction(0)
+                acc = [(Fraction(0), Decimal(0))]
+                for x, p in atoms[m2]:
+                    child = rec(k + 1, m2, loss - step[m2] * x + j)
+                    pd = Decimal(p.numerator) / Decimal(p.denominator)
+                    acc = _prune([(a + p * cp, b + pd * cw) for (a, b), (cp, cw) in itertools.product(acc, child)])
+                pts.extend((ps, (kc[m2].sqrt() + ew.sqrt()) ** 2) for ps, ew in acc)
+        memo[(k, m, loss)] = _prune(pts)
+        return memo[(k, m, loss)]
+
+    return rec(0, None, Fraction(inst.initial_loss))
+
+
+def exact_optimum(inst, omega) -> Decimal | None:
+    """Least expected cost of a mixed policy with P(success) ≥ ω (None: no policy reaches ω)."""
+    getcontext().prec = PREC
+    front = exact_front(inst)
+    tau = Decimal(float(inst.time_max)) * (1 + Decimal(TIME_RTOL))
+    w = Fraction(omega)
+    cands = [W for p, W in front if p >= w]
+    for (p1, w1), (p2, w2) in itertools.combinations(front, 2):
+        (pa, wa), (pb, wb) = sorted([(p1, w1), (p2, w2)])
+        if pa < w < pb:
+            t = (w - pa) / (pb - pa)
+            td = Decimal(t.numerator) / Decimal(t.denominator)
+            cands.append((1 - td) * wa + td * wb)
+    return min(cands) / tau if cands else None
+
+
+def lattice(a, b, horizon, kappa, time_max, cap=1e3, omega=0.5) -> dict:
+    """Two models, one cluster, grid-aligned lattice loss terms (h = 0.125 at 6 buckets)."""
+    return {
+        "name": "lattice", "initial_loss": 1.0, "loss_max": 0.25, "omega": omega, "time_max": time_max,
+        "horizon": horizon,
+        "models": [
+            {"name": "a", "size": 0.0, "compute": 2.0, "loss_scale": 0.25, "loss_offset": 0.0, "decay": "none",
+             "improvement": {"kind": "empirical", "samples": list(a)}},
+            {"name": "b", "size": 0.0, "compute": 1.0, "loss_scale": 0.125, "loss_offset": 0.0, "decay": "none",
+             "improvement": {"kind": "empirical", "samples": list(b)}},
+        ],
+        "switches": [{"from_model": "a", "to_model": "b", "jump": {"kind": "point", "value": 0.125}}],
+        "clusters": [{"name": "A", "capacity": cap, "unit_cost": kappa, "bandwidth": 1.0}],
+        "datasets": [{"name": "d0", "size": 1.0, "usefulness": 1.0}],
+    }
+
+
+#: Loss laws (model a atoms, model b atoms, K̄): every one drove the unguarded
+#: multiplier search to μ ≈ 10¹⁵ at ω = its highest P(success) with a lower bound
+#: 2.8× to 2·10³× above the exact optimum at one of the scales below.
+LAWS = [((2.0, 1.0), (5.0, 3.0, 0.0, 1.0), 2),
+        ((3.0, 1.0, 0.0, 3.0), (4.0, 4.0, 3.0, 2.0), 2),
+        ((1.0, 1.0), (5.0, 0.0), 2),
+        ((1.0, 0.0, 1.0, 1.0), (1.0, 5.0), 2),
+        ((0.0, 0.0), (0.0, 5.0), 4),
+        ((3.0, 0.0, 2.0, 3.0), (4.0, 1.0, 3.0, 3.0), 4)]
+#: (κ, Tmax): costs from ~10⁻⁵ to ~10.
+SCALES = [(1e-3, 50.0), (1.0, 50.0), (1.0, 1e3), (1e-3, 1e3)]
+
+
+def _boundary(a, b, horizon, kappa, time_max, cap=1e3):
+    inst = parse_instance(lattice(a, b, horizon, kappa, time_max, cap))
+    pmax = max(p for p, _ in exact_front(inst))
+    assert 0 < pmax < 1 and Fraction(float(pmax)) == pmax      # dyadic: ω = pmax exactly in binary
+    return inst.with_changes(omega=float(pmax)), pmax
+
+
+@pytest.mark.parametrize("law", LAWS, ids=[f"law{i}" for i in range(len(LAWS))])
+def test_lower_bound_below_the_exact_optimum_at_the_boundary_omega(law):
+    """ω = the highest reachable P(success), exactly: LB ≤ the exact optimum at every
+    scale, LB is finite and positive, and the search does not run μ away."""
+    a, b, horizon = law
+    for kappa, tm in SCALES:
+        inst, pmax = _boundary(a, b, horizon, kappa, tm)
+        opt = exact_optimum(inst, pmax)
+        assert opt is not None and opt > 0
+        s = A.lower_bound_search(A.Chain(inst, 6, optimistic=True), inst.omega, 6, 6)
+        lb = s.bound()
+        assert math.isfinite(lb) and lb > 0, (law, kappa, tm, lb)
+        assert Decimal(lb) <= opt, (law, kappa, tm, lb, float(opt))
+        # every pass, and the frontier at every level, is a bound too
+        for w in A.frontier_levels(inst.omega):
+            o = exact_optimum(inst, w)
+            assert o is None or Decimal(s.bound(w)) <= o
+        assert s.best.mu < 1e12 * max(1.0, float(opt))
+
+
+def test_lower_bound_is_tight_where_the_relaxations_are():
+    """Where one epoch decides (K̄ = 2, first law), the chain is exact and the
+    deadline relaxation costs nothing: the bound meets the exact optimum to 10⁻⁹
+    — the subtracted rounding bound is not vacuous."""
+    for kappa, tm in SCALES:
+        inst, pmax = _boundary(*LAWS[0], kappa, tm)
+        opt = float(exact_optimum(inst, pmax))
+        lb = A.lower_bound_search(A.Chain(inst, 6, optimistic=True), inst.omega, 6, 6).bound()
+        assert opt * (1 - 1e-9) <= lb <= opt
+
+
+def test_large_capacity_gives_a_finite_valid_bound():
+    """r = 10⁶: the λ search brackets from a capacity-free first guess."""
+    inst, pmax = _boundary(*LAWS[1], 1.0, 50.0, cap=1e6)
+    s = A.lower_bound_search(A.Chain(inst, 6, optimistic=True), inst.omega, 6, 6)
+    opt = float(exact_optimum(inst, pmax))
+    assert s.lam_converged
+    assert 0.5 * opt <= s.bound() <= opt
+
+
+def test_fft_error_bound_covers_the_rounding():
+    """:func:`correlate`'s error bound against the correlation in exact arithmetic,
+    with values of 10¹⁵ (a runaway failure price) beside values of 1."""
+    rng = np.random.default_rng(5)
+    L1, P = 40, 9
+    f = np.empty((2, 2, L1))
+    f[:, 0] = rng.uniform(0, 1e15, size=(2, L1))
+    f[:, 1] = rng.uniform(0, 1, size=(2, L1))
+    ks = []
+    for _ in range(2):
+        p = rng.dirichlet(np.ones(P))
+        ks.append(A.Kernel(-5, p))
+    top = np.array([3e15, 1.0])
+    out, err, mass = A.correlate(f, ks, top, with_error=True)
+    for r, k in enumerate(ks):
+        for q in range(2):
+            for i in range(L1):
+                exact = Fraction(0)
+                for t, pt in enumerate(k.p):
+                    j = i + k.lo + t
+                    v = f[r, q, 0] if j < 0 else (top[q] if j >= L1 else f[r, q, j])
+                    exact += Fraction(float(pt)) * Fraction(float(v))
+                assert abs(Fraction(float(out[r, q, i])) - exact) <= Fraction(float(err[r, q]))
+    assert np.all(err[:, 0] < 1e15 * 1e-11)                 # and not vacuous
+    assert mass == pytest.approx([1.0, 1.0])
+
+
+@pytest.mark.parametrize("law", [LAWS[0], LAWS[1], LAWS[5]], ids=["law0", "law1", "law5"])
+def test_upper_bound_above_the_exact_optimum(law):
+    """The UB (one-sided empirical-Bernstein bound on the certified policy's mean
+    cost) is ≥ the exact optimum at the level its P(success) is certified at —
+    hence ≥ the optimum at ω when certified — at two scales, ω a step below the
+    highest reachable P(success)."""
+    for kappa, tm in (SCALES[0], SCALES[2]):
+        inst, pmax = _boundary(*law, kappa, tm)
+        inst = inst.with_changes(omega=float(pmax - Fraction(1, 8)))
+        b = A.adaptive_bounds(inst, buckets=6, runs=3000, tune_runs=1500, seed=2)
+        assert b.status == "certified", b.message
+        assert b.certified and b.p_success_lo >= inst.omega
+        opt = exact_optimum(inst, Fraction(b.p_success_lo))
+        assert Decimal(b.upper_bound) >= opt >= exact_optimum(inst, inst.omega)
+        assert Decimal(b.lower_bound) <= exact_optimum(inst, inst.omega)
+        assert b.upper_bound >= b.cost_mean and b.confidence == 0.95
+
+
+def test_unreachable_target_has_its_status_and_line():
+    inst, pmax = _boundary(*LAWS[0], 1.0, 50.0)
+    inst = inst.with_changes(omega=float(pmax + Fraction(1, 64)))
+    assert exact_optimum(inst, inst.omega) is None                # truly out of reach
+    b = A.adaptive_bounds(inst, buckets=6, runs=500, tune_runs=500)
+    assert b.status == "unreachable" and not b.certified
+    assert b.message == ("no policy reaches P(success) ≥ ω = 0.765625: the optimistic chain's best is 0.75 "
+                         "(deadline and cost ignored; 6 loss buckets)")
+    assert b.lower_bound == math.inf and b.work["dp_passes"] == 0
+    # at ω = the best itself it is reachable: not this status
+    inst2 = inst.with_changes(omega=float(pmax))
+    assert A.adaptive_bounds(inst2, buckets=6, runs=500, tune_runs=500).status != "unreachable"
+
+
+def test_memory_and_run_counts_refused_before_allocation():
+    from deplbench.instances.generators import generate
+    from deplbench.limits import MemoryLimitExceeded, memory_budget
+
+    vgg = generate("realistic", family="pact-vgg11", loss_max=0.3)
+    for kw in ({"buckets": 10**9}, {"buckets": 10**7}, {"runs": 10**10}):
+        with pytest.raises(MemoryLimitExceeded, match="adaptive-opt's loss grid and runs"):
+            A.adaptive_bounds(vgg, **kw)
+    assert A.memory_estimate(vgg, 9600, 100_000, 50_000) < 2**30
+    with memory_budget(1e-3), pytest.raises(MemoryLimitExceeded, match="memory budget 0.00 GiB"):
+        A.adaptive_bounds(vgg, buckets=600)
+
+
+def test_cli_unreachable_target_one_line_and_exit_1(tmp_path, capsys):
+    import json
+
+    from deplbench.cli import main
+
+    inst, pmax = _boundary(*LAWS[0], 1.0, 50.0)
+    path = tmp_path / "far.json"
+    inst.with_changes(omega=0.8).save(path)
+    assert main(["adaptive", str(path), "--buckets", "6", "--runs", "500", "--tune-runs", "500", "--json"]) == 1
+    cap = capsys.readouterr()
+    d = json.loads(cap.out)
+    assert d["status"] == "unreachable" and d["lower_bound"] is None and d["width"] is None
+    err = cap.err.strip().splitlines()
+    assert err == ["adaptive: unreachable: no policy reaches P(success) ≥ ω = 0.8: the optimistic chain's best is "
+                   "0.75 (deadline and cost ignored; 6 loss buckets)"]
+
+
+def test_unreachable_loss_target():
+    """ℓmax out of reach within K̄ epochs: the same status, best P(success) 0."""
+    inst = parse_instance(lattice(*LAWS[0][:2], 2, 1.0, 50.0, omega=0.5)).with_changes(loss_max=-2.0)
+    assert exact_optimum(inst, inst.omega) is None
+    b = A.adaptive_bounds(inst, buckets=24, runs=500, tune_runs=500)
+    assert b.status == "unreachable"
+    assert b.message.startswith("no policy reaches P(success) ≥ ω = 0.5: the optimistic chain's best is 0 ")
