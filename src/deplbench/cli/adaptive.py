@@ -53,7 +53,7 @@ def _cmd_adaptive(args) -> int:
     if p["omega"] is not None:
         instance = instance.with_changes(omega=p["omega"])
 
-    quiet = bool(getattr(args, "quiet", False) or getattr(args, "no_progress", False))
+    quiet = bool(args.quiet)
 
     def progress(line: str) -> None:
         if not quiet:
@@ -141,4 +141,5 @@ def register(subparsers) -> None:
     p.add_argument("--iters-lam", dest="iters_lam", type=int, help="bisection steps on λ (default 6)")
     p.add_argument("--iters-mu", dest="iters_mu", type=int, help="bisection steps on μ (default 6)")
     p.add_argument("--json", action="store_true", help="print one JSON object on stdout")
+    p.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     p.set_defaults(func=_cmd_adaptive)
