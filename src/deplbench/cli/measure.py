@@ -33,7 +33,7 @@ def register(subparsers) -> None:
         "measure", help="the loss model measured on real training of real pruned networks (DepL Sec. VI-A)",
         description="Train a real pruned network (needs `pip install deplbench[measure]`), reproduce the "
                     "paper's Fig. 4 on the logs, test independence, replay proven plans on held-out runs.")
-    sub = p.add_subparsers(dest="measure_command", required=True, metavar="{run,analyse,replay}")
+    sub = p.add_subparsers(dest="measure_command", required=True, metavar="{run,analyse,refit,replay}")
     r = sub.add_parser("run", help="train the experiment and write the logs + provenance")
     r.add_argument("-o", "--output", required=True, metavar="LOGS.csv[.gz]")
     r.add_argument("--tiny", action="store_true", help="a few epochs, two seeds per batch (a smoke test)")
@@ -45,6 +45,10 @@ def register(subparsers) -> None:
     a.add_argument("--report", metavar="DIR", help="write the Fig. 4 PNGs and analysis.json here")
     a.add_argument("--bootstrap", type=int, default=1000, help="bootstrap replicates of the ACF interval")
     a.set_defaults(func=run_analyse)
+    f = sub.add_parser("refit", help="refit the shipped measured instance (deplbench fit on the shipped logs)")
+    f.add_argument("logs", nargs="?", default=None, help="logs (default: the shipped measurement)")
+    f.add_argument("-o", "--output", default=None, help="instance file (default: the shipped digits-mlp-fit.json)")
+    f.set_defaults(func=run_refit)
     q = sub.add_parser("replay", help="plan on the measured instance, train the plans on held-out seeds")
     q.add_argument("--seeds", type=int, default=1000, help="held-out runs per plan (default 1000)")
     q.add_argument("--solvers", default="milp-exact,depl-proven,depl,best-exp")
@@ -97,6 +101,16 @@ def run_analyse(args: argparse.Namespace) -> int:
         print_json(result.summary())
     else:
         print(analysis.format_summary(result.summary()))
+    return 0
+
+
+def run_refit(args: argparse.Namespace) -> int:
+    """Handler of ``deplbench measure refit``."""
+    from deplbench.measure import analysis
+
+    instance, eq8, fit = analysis.refit(args.logs, args.output)
+    print(f"fitted {len(fit.models)} models, {len(fit.switches)} switch pairs from {fit.n_runs} runs; wrote "
+          f"{args.output or 'the shipped fit'}")
     return 0
 
 

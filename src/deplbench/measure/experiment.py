@@ -31,8 +31,8 @@ import numpy as np
 
 #: Model names of the versions: the full network and its pruned versions.
 MODEL_NAMES = {0.0: "full", 0.25: "p25", 0.36: "p36", 0.5: "p50", 0.75: "p75", 0.9: "p90"}
-#: The paper's factors (Sec. VI-B) plus the full model, trained alone.
-SINGLE_FACTORS = (0.0, 0.5, 0.75, 0.9)
+#: Every version trained alone: the full model, the Fig. 4 grid factors and the paper's (Sec. VI-B).
+SINGLE_FACTORS = (0.0, 0.25, 0.36, 0.5, 0.75, 0.9)
 SINGLE_EPOCHS = 40
 #: Fig. 4 (centre) grid: F1 < F2 from these factors ("at each stage the model is further pruned").
 GRID_FACTORS = (0.25, 0.36, 0.5, 0.75)

@@ -215,7 +215,8 @@ def _kept_units(w: torch.Tensor, keep: int) -> torch.Tensor:
         with torch.no_grad():
             lin.weight.copy_(w[s].T)
         prune.ln_structured(lin, "weight", amount=n_out - keep, n=2, dim=0)
-        out.append(torch.nonzero(lin.weight_mask[:, 0], as_tuple=False).flatten())
+        mask: torch.Tensor = lin.weight_mask  # type: ignore[assignment]  # buffer set by ln_structured
+        out.append(torch.nonzero(mask[:, 0], as_tuple=False).flatten())
     return torch.stack(out)
 
 

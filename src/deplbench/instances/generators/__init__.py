@@ -55,8 +55,8 @@ from typing import Any
 
 from deplbench.errors import InstanceError
 from deplbench.instances.generators.common import REGROW_JUMP_FACTOR, SWITCH_MODES, generator_doc
-from deplbench.instances.generators.paper import A_CLASS, B_CLASS, PRUNING, TABLE_I, realistic
 from deplbench.instances.generators.measured import measured
+from deplbench.instances.generators.paper import A_CLASS, B_CLASS, PRUNING, TABLE_I, realistic
 from deplbench.instances.generators.pisinger import KNAPSACK_CLASSES, knapsack, knapsack_items
 from deplbench.instances.generators.synthetic import datasets, scaling
 from deplbench.instances.model import Instance
