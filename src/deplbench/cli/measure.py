@@ -51,7 +51,7 @@ def register(subparsers) -> None:
     f.set_defaults(func=run_refit)
     q = sub.add_parser("replay", help="plan on the measured instance, train the plans on held-out seeds")
     q.add_argument("--seeds", type=int, default=1000, help="held-out runs per plan (default 1000)")
-    q.add_argument("--solvers", default="milp-exact,depl-proven,depl,best-exp")
+    q.add_argument("--solvers", default="milp-exact,depl-proven,depl,best-exp,one-switch,milp")
     q.add_argument("--threads", type=int, default=2)
     q.add_argument("-o", "--output", default=None, metavar="REPLAY.json")
     q.add_argument("--json", action="store_true", help="print one JSON object")
