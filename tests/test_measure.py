@@ -91,6 +91,7 @@ def test_shipped_versions_really_cost_less():
 
 
 # --------------------------------------------------------- shipped logs
+@pytest.mark.slow
 def test_shipped_logs_pass_the_fit_validation_and_match_the_provenance():
     logs = read_logs(LOGS_FILE)
     prov = json.loads(PROVENANCE_FILE.read_text())
@@ -144,8 +145,10 @@ def test_measured_instance_uses_the_counted_flops_and_the_fitted_laws():
         assert m.compute == pytest.approx(v[m.name]["flops_per_epoch"] / FLOP_UNIT)
         assert m.improvement.kind == "inverse_gamma"
     eq8 = json.loads(EQ8_FILE.read_text())
-    assert {(s["from_model"], s["to_model"]) for s in eq8["switches"]} == \
-        {(s.from_model, s.to_model) for s in inst.switches}
+    three = {"p25", "p50", "p75"}
+    assert {(s["from_model"], s["to_model"]) for s in eq8["switches"]
+            if {s["from_model"], s["to_model"]} <= three} == {(s.from_model, s.to_model) for s in inst.switches}
+    assert {(s.from_model, s.to_model) for s in inst.switches} == {("p25", "p50"), ("p25", "p75"), ("p50", "p75")}
     allm = generate("measured", models="all", law="fit")
     assert len(allm.models) == 6 and any(m.improvement.kind == "empirical" for m in allm.models)
     other = generate("measured", seed=3)
@@ -181,7 +184,7 @@ def test_clopper_pearson_matches_the_closed_forms():
     lo, hi = clopper_pearson(1000, 1000)
     assert hi == 1.0 and lo == pytest.approx(0.025 ** (1 / 1000), rel=1e-9)
     lo, hi = clopper_pearson(100, 1000)
-    assert lo < 0.1 < hi and hi - lo == pytest.approx(0.039, abs=0.003)
+    assert (lo, hi) == pytest.approx((0.0821, 0.1203), abs=1e-4)   # the width docs/measured.md quotes
     with pytest.raises(ValueError):
         clopper_pearson(3, 2)
 

@@ -45,7 +45,6 @@ from deplbench.reports.complexity import (
     TIME,
     best_fits,
 )
-from deplbench.reports.measured import measured_claims
 from deplbench.reports.reference import (
     CERTIFIED,
     EXACT,
@@ -554,5 +553,5 @@ def audit(df: pd.DataFrame, ratios: pd.DataFrame, fits: pd.DataFrame) -> pd.Data
         Columns :data:`CLAIMS_COLUMNS`, verdicts in :data:`VERDICTS`.
     """
     rows = [property2(fits), property3(ratios, df), submodularity(df),
-            matches_optimum(ratios, df), beats_best_exp(ratios, df), *pact_claims(df), *measured_claims()]
+            matches_optimum(ratios, df), beats_best_exp(ratios, df), *pact_claims(df)]
     return pd.DataFrame(rows, columns=list(CLAIMS_COLUMNS))

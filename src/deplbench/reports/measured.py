@@ -24,7 +24,7 @@ import pandas as pd
 from scipy import stats
 
 from deplbench.instances.generators.measured import DATA_DIR
-from deplbench.reports.claims_common import FAILS, HOLDS, UNDECIDED, UNMEASURED, claim_row
+from deplbench.reports.claims_common import CLAIMS_COLUMNS, FAILS, HOLDS, UNDECIDED, UNMEASURED, claim_row
 from deplbench.reports.elements import Section, Table
 
 ANALYSIS_FILE = DATA_DIR / "digits-mlp-analysis.json"
@@ -168,46 +168,58 @@ def write_fig4(analysis, directory: str | os.PathLike) -> list[Path]:
 
 
 # ----------------------------------------------------------------- section
+#: Columns of the section's tables (promised, as every report table's).
+MODEL_COLUMNS = ("model", "A", "B", "r2", "n", "x_mean", "x_var", "x_nonpositive", "invgamma_p", "chosen")
+ALTERNATIVE_COLUMNS = ("model", "family", "n", "ks_p", "aic", "note")
+INDEPENDENCE_COLUMNS = ("series", "lag", "estimate", "ci_low", "ci_high", "level", "method", "pairs", "independent")
+VARIANCE_COLUMNS = ("model", "epochs", "runs", "observed_var", "predicted_var_independent", "ratio", "ci_low",
+                    "ci_high", "level", "method")
+REPLAY_COLUMNS = ("solver", "status", "cost", "epochs", "sequence", "model_violation_lo", "model_violation_hi",
+                  "model_verdict", "final_loss_mean", "final_loss_q", "runs", "violations", "rate", "ci_low",
+                  "ci_high", "verdict", "wall_seconds")
+
+
+def _frame(rows: list[dict], columns: tuple[str, ...]) -> pd.DataFrame:
+    return pd.DataFrame([{c: r.get(c) for c in columns} for r in rows], columns=list(columns))
+
+
 def _tables(a: dict, rp: dict | None) -> list[Table]:
-    models = pd.DataFrame([{"model": k, **{c: v[c] for c in ("A", "B", "r2", "n", "x_mean", "x_var",
-                                                            "x_nonpositive", "invgamma_p", "chosen")}}
-                           for k, v in a["models"].items()])
-    alt = pd.DataFrame([{"model": m, "family": r["family"], "n": r["n"], "ks_p": r["p_value"], "aic": r["aic"],
-                         "note": r.get("note", "")} for m, rows in a["alternatives"].items() for r in rows])
-    ind = pd.DataFrame([{"series": k, "lag": r["lag"], "estimate": r["estimate"], "ci_low": r["ci"][0],
-                         "ci_high": r["ci"][1], "level": r["level"], "method": r["method"], "pairs": r["pairs"],
-                         "independent": r["independent"]} for k, r in a["independence"].items()])
-    var = pd.DataFrame(a["variance"])
-    if not var.empty:
-        var["ci_low"] = var["ci"].map(lambda c: c[0])
-        var["ci_high"] = var["ci"].map(lambda c: c[1])
-        var = var.drop(columns="ci")
+    models = _frame([{"model": k, **v} for k, v in a["models"].items()], MODEL_COLUMNS)
+    alt = _frame([{"model": m, "ks_p": r["p_value"], **r} for m, rows in a["alternatives"].items() for r in rows],
+                 ALTERNATIVE_COLUMNS)
+    ind = _frame([{"series": k, "ci_low": r["ci"][0], "ci_high": r["ci"][1], **r}
+                  for k, r in a["independence"].items()], INDEPENDENCE_COLUMNS)
+    var = _frame([{"ci_low": r["ci"][0], "ci_high": r["ci"][1], **r} for r in a["variance"]], VARIANCE_COLUMNS)
     out = [
-        Table("measured_models", "Per-version fit of eq. (8) on the measured logs", models, tuple(models.columns),
+        Table("measured_models", "Per-version fit of eq. (8) on the measured logs", models, MODEL_COLUMNS,
               "A, B by least squares with X = 1 (Sec. VI-A step (i)); x = Δ/(−A/√(k+B)); invgamma_p the KS "
-              "p-value of the ML inverse-gamma (None when some x ≤ 0); chosen = what deplbench fit keeps."),
+              "p-value of the ML inverse-gamma (0 when some x ≤ 0: outside its support); chosen = what "
+              "deplbench fit keeps."),
         Table("measured_alternatives", "Goodness of fit of X: inverse-gamma vs lognormal, gamma, normal", alt,
-              tuple(alt.columns), "scipy.stats maximum likelihood (loc = 0 for the positive families), plain KS "
-              "p-value and AIC on the pooled multipliers of each version."),
-        Table("measured_independence", "Independence of the per-epoch terms", ind, tuple(ind.columns),
+              ALTERNATIVE_COLUMNS, "scipy.stats maximum likelihood (loc = 0 for the positive families), plain "
+              "KS p-value and AIC on the pooled multipliers of each version."),
+        Table("measured_independence", "Independence of the per-epoch terms", ind, INDEPENDENCE_COLUMNS,
               "x_lag1: the multipliers as eq. (8) uses them; noise_lag*: the loss change minus the mean change of "
               "the same configuration and epoch over seeds (SGD noise). Independent = the interval holds 0."),
         Table("measured_variance", "Final-loss variance: observed vs eq. (8) with independent terms", var,
-              tuple(var.columns), "ratio > 1: eq. (8) underestimates the spread of the final loss."),
+              VARIANCE_COLUMNS, "ratio > 1: eq. (8) underestimates the spread of the final loss."),
     ]
     if rp:
-        rows = pd.DataFrame([{k: (v if not isinstance(v, list) else f"[{v[0]:.4g}, {v[1]:.4g}]")
-                              for k, v in r.items() if k != "message"} for r in rp["rows"]])
-        out.append(Table("measured_replay", "Plans replayed on held-out real training runs", rows,
-                         tuple(rows.columns), "model_violation: rigorous bounds on P(ℓ(K) > ℓmax) under the "
-                         "instance's eq. (8) law; rate: measured share of held-out runs above ℓmax with its "
-                         "Clopper–Pearson 95 % interval (ci); verdict against 1 − ω."))
+        rows = [{"model_violation_lo": (r.get("model_violation") or [None, None])[0],
+                 "model_violation_hi": (r.get("model_violation") or [None, None])[1],
+                 "ci_low": (r.get("ci") or [None, None])[0], "ci_high": (r.get("ci") or [None, None])[1], **r}
+                for r in rp["rows"]]
+        out.append(Table("measured_replay", "Plans replayed on held-out real training runs",
+                         _frame(rows, REPLAY_COLUMNS), REPLAY_COLUMNS,
+                         "model_violation: rigorous bounds on P(ℓ(K) > ℓmax) under the instance's eq. (8) law; "
+                         "rate: measured share of held-out runs above ℓmax with its Clopper–Pearson 95 % "
+                         "interval; verdict against 1 − ω."))
     return out
 
 
 def section_measured(ctx=None) -> Section:
     """Report section: the loss model measured on real training (shipped results)."""
-    s = Section("measured", "Measured loss model: Fig. 4 on real training, independence, replay",
+    s = Section("measured", "9. Measured loss model: Fig. 4 on real training, independence, replay",
                 "The digits MLP and its ln_structured-pruned versions trained with PyTorch over many seeds "
                 "(docs/measured.md); the paper's Sec. VI-A fits on those logs, the alternatives, the "
                 "autocorrelation of the per-epoch terms, and plans of the measured family replayed on "
@@ -223,10 +235,12 @@ def section_measured(ctx=None) -> Section:
         s.add(t)
     if not rp:
         s.missing(f"No shipped replay ({REPLAY_FILE.name}); run `make replay`.")
-    s.add(Table("measured_claims", "Claims judged on the measurement", pd.DataFrame(measured_claims()),
-                tuple(pd.DataFrame(measured_claims()).columns)))
+    s.add(Table("measured_claims", "Claims judged on the measurement",
+                pd.DataFrame(measured_claims(), columns=list(CLAIMS_COLUMNS)), CLAIMS_COLUMNS,
+                "Judged on the shipped measurement (the same rows whatever the store holds)."))
     return s
 
 
-__all__ = ["section_measured", "measured_claims", "fit_claim", "independence_claim", "replay_claim", "fig4",
+__all__ = ["MODEL_COLUMNS", "ALTERNATIVE_COLUMNS", "INDEPENDENCE_COLUMNS", "VARIANCE_COLUMNS", "REPLAY_COLUMNS",
+           "section_measured", "measured_claims", "fit_claim", "independence_claim", "replay_claim", "fig4",
            "write_fig4", "ANALYSIS_FILE", "REPLAY_FILE", "ALMOST_ALL"]
