@@ -195,3 +195,36 @@ def test_report_rows_judge_the_shipped_measurement():
 
     rows = measured_claims()
     assert len(rows) == 3 and all(r["verdict"] in VERDICTS for r in rows)
+
+
+# ------------------------------------------------------------- analysis
+def test_autocorrelation_finds_planted_dependence_and_not_its_absence():
+    from deplbench.measure.analysis import lag_autocorrelation
+
+    rng = np.random.default_rng(0)
+    runs, epochs = 300, 30
+    run = np.repeat(np.array([f"r{i}" for i in range(runs)]), epochs)
+    epoch = np.tile(np.arange(1, epochs + 1), runs)
+    iid = rng.normal(size=runs * epochs)
+    r = lag_autocorrelation(run, epoch, iid, 1, bootstrap=300)
+    assert r["independent"] and abs(r["estimate"]) < 0.03 and r["pairs"] == runs * (epochs - 1)
+    ar = np.empty((runs, epochs))
+    ar[:, 0] = rng.normal(size=runs)
+    for k in range(1, epochs):   # AR(1), ρ = 0.6, stationary
+        ar[:, k] = 0.6 * ar[:, k - 1] + np.sqrt(1 - 0.36) * rng.normal(size=runs)
+    r = lag_autocorrelation(run, epoch, ar.ravel(), 1, bootstrap=300)
+    assert not r["independent"] and r["ci"][0] < 0.6 < r["ci"][1] + 0.02
+
+
+def test_alternative_fits_recover_their_own_law_and_refuse_outside_support():
+    from scipy import stats
+
+    from deplbench.measure.analysis import compare_families, fit_family
+
+    x = stats.invgamma(5.0, scale=4.0).rvs(2000, random_state=np.random.default_rng(1))
+    res = compare_families(x)
+    assert res["invgamma"]["params"][0] == pytest.approx(5.0, rel=0.1)
+    assert res["invgamma"]["p_value"] > 0.05 and res["norm"]["p_value"] < 0.05
+    assert res["invgamma"]["aic"] < min(res["gamma"]["aic"], res["norm"]["aic"])
+    neg = fit_family(np.array([0.5, 1.0, -0.1, 2.0]), "gamma")
+    assert neg["p_value"] == 0.0 and "outside the support" in neg["note"]

@@ -53,6 +53,10 @@ def register(subparsers) -> None:
     q.add_argument("--seeds", type=int, default=1000, help="held-out runs per plan (default 1000)")
     q.add_argument("--solvers", default="milp-exact,depl-proven,depl,best-exp,one-switch,milp")
     q.add_argument("--threads", type=int, default=2)
+    q.add_argument("--result", action="append", default=[], metavar="NAME=FILE",
+                   help="use a solver's result already computed on the default measured instance "
+                        "(deplbench solve --json -o FILE) instead of running it (repeatable)")
+    q.add_argument("--merge", action="store_true", help="merge into --output: replace only these solvers' rows")
     q.add_argument("-o", "--output", default=None, metavar="REPLAY.json")
     q.add_argument("--json", action="store_true", help="print one JSON object")
     q.set_defaults(func=run_replay)
@@ -122,8 +126,21 @@ def run_replay(args: argparse.Namespace) -> int:
     from deplbench.measure import replay
 
     solvers = [s.strip() for s in args.solvers.split(",") if s.strip()]
-    result = replay.replay_plans(solvers, n_seeds=args.seeds, threads=args.threads,
+    given = {}
+    for item in args.result:
+        name, sep, path = item.partition("=")
+        if not sep:
+            raise MeasureError(f"--result: expected NAME=FILE, got {item!r}")
+        try:
+            given[name] = json.loads(Path(path).read_text())
+        except (OSError, ValueError) as exc:
+            raise MeasureError(f"--result {item}: cannot read a result record ({exc})") from None
+    if args.merge and not (args.output and Path(args.output).is_file()):
+        raise MeasureError("--merge: needs an existing --output file")
+    result = replay.replay_plans(solvers, n_seeds=args.seeds, threads=args.threads, results=given,
                                  progress=lambda m: print(m, file=sys.stderr))
+    if args.merge:
+        result = replay.merge(json.loads(Path(args.output).read_text()), result)
     if args.output:
         Path(args.output).write_text(json.dumps(result, indent=2) + "\n")
     if args.json:

@@ -77,7 +77,7 @@ def train_finals(factors: list[float], seeds: list[int], *, chunk: int = 500) ->
 
 
 def replay_plans(solvers=DEFAULT_SOLVERS, *, n_seeds: int = 1000, threads: int = 2, instance=None,
-                 progress=None) -> dict:
+                 results: dict | None = None, progress=None) -> dict:
     """Plan on the measured instance with each solver and replay every plan on held-out seeds.
 
     Parameters
@@ -90,6 +90,10 @@ def replay_plans(solvers=DEFAULT_SOLVERS, *, n_seeds: int = 1000, threads: int =
         PyTorch threads.
     instance : Instance, optional
         Default ``generate("measured")`` (seed 0).
+    results : dict, optional
+        solver name → a result record already computed on the same instance
+        (``deplbench solve --json`` output: status, message, cost, plan); that
+        solver is not run again.
 
     Returns
     -------
@@ -112,13 +116,20 @@ def replay_plans(solvers=DEFAULT_SOLVERS, *, n_seeds: int = 1000, threads: int =
     rows = []
     for name in solvers:
         t0 = time.perf_counter()
-        res = solve(inst, name, evaluate=False, **SOLVER_PARAMS.get(name, {}))
-        row = {"solver": name, "status": res.status, "message": res.message, "cost": res.cost}
-        plan = res.plan
+        if results and name in results:
+            from deplbench.formulations.plan import parse_plan
+
+            rec = results[name]
+            status, message, cost = rec.get("status"), rec.get("message", ""), rec.get("cost")
+            plan = parse_plan(rec["plan"]) if rec.get("plan") else None
+        else:
+            res = solve(inst, name, evaluate=False, **SOLVER_PARAMS.get(name, {}))
+            status, message, cost, plan = res.status, res.message, res.cost, res.plan
+        row = {"solver": name, "status": status, "message": message, "cost": cost}
         if plan is None or not plan.epochs:
             rows.append(row)
             if progress:
-                progress(f"{name}: {res.status}, no plan to replay")
+                progress(f"{name}: {status}, no plan to replay")
             continue
         bounds = plan_violation_bounds(inst, plan)
         factors = plan_factors(plan, inst)
@@ -137,6 +148,16 @@ def replay_plans(solvers=DEFAULT_SOLVERS, *, n_seeds: int = 1000, threads: int =
     return {"instance": {"name": inst.name, "loss_max": inst.loss_max, "omega": inst.omega},
             "seeds": {"first": seeds[0], "count": len(seeds)}, "rows": rows, "claim": claim_verdict(rows),
             "threads": threads, "wall_seconds": round(time.perf_counter() - start, 1)}
+
+
+def merge(old: dict, new: dict) -> dict:
+    """``old`` with ``new``'s rows replacing those of the same solver (same instance and seeds)."""
+    if old["instance"] != new["instance"] or old["seeds"] != new["seeds"]:
+        raise ValueError("merge: the replays differ in instance or seeds")
+    solvers = [r["solver"] for r in new["rows"]]
+    rows = [r for r in old["rows"] if r["solver"] not in solvers] + new["rows"]
+    return {**old, "rows": rows, "claim": claim_verdict(rows),
+            "wall_seconds": round(old["wall_seconds"] + new["wall_seconds"], 1)}
 
 
 def _runs(models: list[str]) -> str:
@@ -187,4 +208,4 @@ def format_table(result: dict) -> str:
 
 
 __all__ = ["clopper_pearson", "count_violations", "judge", "plan_factors", "train_finals", "replay_plans",
-           "claim_verdict", "format_table", "DEFAULT_SOLVERS", "SOLVER_PARAMS", "LEVEL"]
+           "claim_verdict", "format_table", "merge", "DEFAULT_SOLVERS", "SOLVER_PARAMS", "LEVEL"]
