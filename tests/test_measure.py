@@ -228,3 +228,15 @@ def test_alternative_fits_recover_their_own_law_and_refuse_outside_support():
     assert res["invgamma"]["aic"] < min(res["gamma"]["aic"], res["norm"]["aic"])
     neg = fit_family(np.array([0.5, 1.0, -0.1, 2.0]), "gamma")
     assert neg["p_value"] == 0.0 and "outside the support" in neg["note"]
+
+
+# ------------------------------------------------------------------ CLI
+def test_cli_measure_refuses_bad_options_in_one_line(tmp_path, capsys):
+    from deplbench.cli import main
+
+    assert main(["measure", "replay", "--seeds", "0"]) == 2
+    assert main(["measure", "run", "-o", str(tmp_path / "missing" / "l.csv.gz")]) == 2
+    assert main(["measure", "replay", "--merge", "-o", str(tmp_path / "none.json")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert [line.split(":")[0] for line in err] == ["error"] * 3
+    assert "--seeds" in err[0] and "does not exist" in err[1] and "--merge" in err[2]

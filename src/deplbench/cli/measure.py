@@ -67,7 +67,7 @@ def _need_torch() -> None:
         import sklearn  # noqa: F401
         import torch  # noqa: F401
     except ImportError as exc:
-        raise MeasureError(f"deplbench measure: the training library is not installed ({exc.name}); "
+        raise MeasureError(f"deplbench measure: the training library is not installed ({exc.name or exc}); "
                            "install the extra: pip install -r requirements/measure.txt "
                            "(or `make measure-setup`)") from None
 
@@ -122,6 +122,8 @@ def run_replay(args: argparse.Namespace) -> int:
     """Handler of ``deplbench measure replay``."""
     if args.seeds < 1:
         raise MeasureError(f"--seeds: must be >= 1, got {args.seeds}")
+    if args.merge and not (args.output and Path(args.output).is_file()):
+        raise MeasureError("--merge: needs an existing --output file")
     _need_torch()
     from deplbench.measure import replay
 
@@ -135,8 +137,6 @@ def run_replay(args: argparse.Namespace) -> int:
             given[name] = json.loads(Path(path).read_text())
         except (OSError, ValueError) as exc:
             raise MeasureError(f"--result {item}: cannot read a result record ({exc})") from None
-    if args.merge and not (args.output and Path(args.output).is_file()):
-        raise MeasureError("--merge: needs an existing --output file")
     result = replay.replay_plans(solvers, n_seeds=args.seeds, threads=args.threads, results=given,
                                  progress=lambda m: print(m, file=sys.stderr))
     if args.merge:
