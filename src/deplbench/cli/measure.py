@@ -137,8 +137,16 @@ def run_replay(args: argparse.Namespace) -> int:
             given[name] = json.loads(Path(path).read_text())
         except (OSError, ValueError) as exc:
             raise MeasureError(f"--result {item}: cannot read a result record ({exc})") from None
+    partial = Path(args.output + ".partial") if args.output else None
+
+    def save(res: dict) -> None:
+        if partial is not None:
+            partial.write_text(json.dumps(res, indent=2) + "\n")
+
     result = replay.replay_plans(solvers, n_seeds=args.seeds, threads=args.threads, results=given,
-                                 progress=lambda m: print(m, file=sys.stderr))
+                                 progress=lambda m: print(m, file=sys.stderr), on_row=save)
+    if partial is not None:
+        partial.unlink(missing_ok=True)
     if args.merge:
         result = replay.merge(json.loads(Path(args.output).read_text()), result)
     if args.output:

@@ -77,7 +77,7 @@ def train_finals(factors: list[float], seeds: list[int], *, chunk: int = 500) ->
 
 
 def replay_plans(solvers=DEFAULT_SOLVERS, *, n_seeds: int = 1000, threads: int = 2, instance=None,
-                 results: dict | None = None, progress=None) -> dict:
+                 results: dict | None = None, progress=None, on_row=None) -> dict:
     """Plan on the measured instance with each solver and replay every plan on held-out seeds.
 
     Parameters
@@ -94,6 +94,10 @@ def replay_plans(solvers=DEFAULT_SOLVERS, *, n_seeds: int = 1000, threads: int =
         solver name → a result record already computed on the same instance
         (``deplbench solve --json`` output: status, message, cost, plan); that
         solver is not run again.
+    progress, on_row : callable, optional
+        Called with a one-line message / with the partial result (same shape
+        as the return value) after each solver, so a long replay can be saved
+        as it goes.
 
     Returns
     -------
@@ -142,11 +146,17 @@ def replay_plans(solvers=DEFAULT_SOLVERS, *, n_seeds: int = 1000, threads: int =
             "wall_seconds": round(time.perf_counter() - t0, 1),
         })
         rows.append(row)
+        if on_row:
+            on_row(_result(inst, seeds, rows, threads, start))
         if progress:
             progress(f"{name}: {row['epochs']} epochs {row['sequence']}, violations {row['violations']}/"
                      f"{row['runs']} vs proven <= {bounds.p_hi:.3g} ({row['wall_seconds']} s)")
+    return _result(inst, seeds, rows, threads, start)
+
+
+def _result(inst, seeds, rows, threads, start) -> dict:
     return {"instance": {"name": inst.name, "loss_max": inst.loss_max, "omega": inst.omega},
-            "seeds": {"first": seeds[0], "count": len(seeds)}, "rows": rows, "claim": claim_verdict(rows),
+            "seeds": {"first": seeds[0], "count": len(seeds)}, "rows": list(rows), "claim": claim_verdict(rows),
             "threads": threads, "wall_seconds": round(time.perf_counter() - start, 1)}
 
 
