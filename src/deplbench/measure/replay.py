@@ -18,6 +18,7 @@ lower end is > 1 − ω, *not decided* otherwise.
 from __future__ import annotations
 
 import time
+from typing import Any
 
 import numpy as np
 from scipy import stats
@@ -29,7 +30,7 @@ HOLDS, FAILS, UNDECIDED = "holds", "does not hold", "not decided"
 DEFAULT_SOLVERS = ("milp-exact", "depl-proven", "depl", "best-exp", "one-switch", "milp")
 #: Solver parameters of the replay: the exact solver's enumeration is bounded in time (its incumbent is
 #: replayed, with its status, when the limit stops it).
-SOLVER_PARAMS = {"milp-exact": {"time_limit": 300.0}}
+SOLVER_PARAMS: dict[str, dict[str, Any]] = {"milp-exact": {"time_limit": 300.0}}
 
 
 def clopper_pearson(k: int, n: int, level: float = LEVEL) -> tuple[float, float]:
