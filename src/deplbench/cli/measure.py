@@ -30,7 +30,7 @@ class MeasureError(DeplbenchError, ValueError):
 def register(subparsers) -> None:
     """Add the ``measure`` sub-command to the deplbench CLI."""
     p = subparsers.add_parser(
-        "measure", help="the loss model measured on real training of real pruned networks (DepL Sec. VI-A)",
+        "measure", help="train real pruned networks, reproduce Fig. 4, replay proven plans on held-out runs",
         description="Train a real pruned network (needs `pip install deplbench[measure]`), reproduce the "
                     "paper's Fig. 4 on the logs, test independence, replay proven plans on held-out runs.")
     sub = p.add_subparsers(dest="measure_command", required=True, metavar="{run,analyse,refit,replay}")
@@ -52,10 +52,13 @@ def register(subparsers) -> None:
     q = sub.add_parser("replay", help="plan on the measured instance, train the plans on held-out seeds")
     q.add_argument("--seeds", type=int, default=1000, help="held-out runs per plan (default 1000)")
     q.add_argument("--solvers", default="milp-exact,depl-proven,depl,best-exp,one-switch,milp")
-    q.add_argument("--threads", type=int, default=2)
+    q.add_argument("--threads", type=int, default=1,
+                   help="PyTorch threads (default 1; more threads slow it down on a busy machine)")
     q.add_argument("--result", action="append", default=[], metavar="NAME=FILE",
                    help="use a solver's result already computed on the default measured instance "
                         "(deplbench solve --json -o FILE) instead of running it (repeatable)")
+    q.add_argument("--loss-max", type=float, default=None, metavar="L",
+                   help="ℓmax of the measured instance (default: the family's, 0.3)")
     q.add_argument("--merge", action="store_true", help="merge into --output: replace only these solvers' rows")
     q.add_argument("-o", "--output", default=None, metavar="REPLAY.json")
     q.add_argument("--json", action="store_true", help="print one JSON object")
@@ -143,7 +146,13 @@ def run_replay(args: argparse.Namespace) -> int:
         if partial is not None:
             partial.write_text(json.dumps(res, indent=2) + "\n")
 
+    instance = None
+    if args.loss_max is not None:
+        from deplbench.instances.generators import generate
+
+        instance = generate("measured", loss_max=args.loss_max)
     result = replay.replay_plans(solvers, n_seeds=args.seeds, threads=args.threads, results=given,
+                                 instance=instance,
                                  progress=lambda m: print(m, file=sys.stderr), on_row=save)
     if partial is not None:
         partial.unlink(missing_ok=True)

@@ -77,7 +77,7 @@ def train_finals(factors: list[float], seeds: list[int], *, chunk: int = 500) ->
     return np.concatenate(out)
 
 
-def replay_plans(solvers=DEFAULT_SOLVERS, *, n_seeds: int = 1000, threads: int = 2, instance=None,
+def replay_plans(solvers=DEFAULT_SOLVERS, *, n_seeds: int = 1000, threads: int = 1, instance=None,
                  results: dict | None = None, progress=None, on_row=None) -> dict:
     """Plan on the measured instance with each solver and replay every plan on held-out seeds.
 
