@@ -193,8 +193,19 @@ def test_report_rows_judge_the_shipped_measurement():
     from deplbench.reports.claims_common import VERDICTS
     from deplbench.reports.measured import measured_claims
 
+    from deplbench.reports.claims_common import FAILS, HOLDS
+    from deplbench.reports.measured import fit_claim, replay_claim
+
     rows = measured_claims()
     assert len(rows) == 3 and all(r["verdict"] in VERDICTS for r in rows)
+    # the verdicts are mechanical functions of the numbers
+    cells = {"cells": 10, "alpha": 0.05, "invgamma_rejected_support": 0, "accepted_by_family": {}}
+    assert fit_claim({"runs": 1, "fig4_centre": {**cells, "invgamma_accepted": 9}})["verdict"] == HOLDS
+    assert fit_claim({"runs": 1, "fig4_centre": {**cells, "invgamma_accepted": 8}})["verdict"] == FAILS
+    ok = {"instance": {"name": "m", "loss_max": 0.3, "omega": 0.9}, "seeds": {"count": 1000},
+          "claim": {"verdict": "holds", "plans": 2, "text": ""}}
+    bad = {**ok, "claim": {"verdict": "does not hold", "plans": 1, "text": ""}}
+    assert replay_claim([ok])["verdict"] == HOLDS and replay_claim([ok, bad])["verdict"] == FAILS
 
 
 # ------------------------------------------------------------- analysis

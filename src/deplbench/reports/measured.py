@@ -182,8 +182,8 @@ INDEPENDENCE_COLUMNS = ("series", "lag", "estimate", "ci_low", "ci_high", "level
 VARIANCE_COLUMNS = ("model", "epochs", "runs", "observed_var", "predicted_var_independent", "ratio", "ci_low",
                     "ci_high", "level", "method")
 REPLAY_COLUMNS = ("loss_max", "solver", "status", "cost", "epochs", "sequence", "model_violation_lo",
-                  "model_violation_hi", "model_verdict", "final_loss_mean", "final_loss_q", "runs", "violations", "rate", "ci_low",
-                  "ci_high", "verdict", "wall_seconds")
+                  "model_violation_hi", "model_verdict", "final_loss_mean", "final_loss_q", "runs", "violations",
+                  "rate", "ci_low", "ci_high", "verdict", "wall_seconds")
 
 
 def _frame(rows: list[dict], columns: tuple[str, ...]) -> pd.DataFrame:
