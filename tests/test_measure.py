@@ -251,3 +251,12 @@ def test_cli_measure_refuses_bad_options_in_one_line(tmp_path, capsys):
     err = capsys.readouterr().err.strip().splitlines()
     assert [line.split(":")[0] for line in err] == ["error"] * 3
     assert "--seeds" in err[0] and "does not exist" in err[1] and "--merge" in err[2]
+
+
+@pytest.mark.slow
+def test_refit_of_the_shipped_logs_gives_the_shipped_instances(tmp_path):
+    from deplbench.cli import main
+
+    assert main(["measure", "refit", "-o", str(tmp_path / "fit.json")]) == 0
+    assert json.loads((tmp_path / "fit.json").read_text()) == json.loads(FIT_FILE.read_text())
+    assert json.loads((tmp_path / "fit-eq8.json").read_text()) == json.loads(EQ8_FILE.read_text())

@@ -47,7 +47,8 @@ def register(subparsers) -> None:
     a.set_defaults(func=run_analyse)
     f = sub.add_parser("refit", help="refit the shipped measured instance (deplbench fit on the shipped logs)")
     f.add_argument("logs", nargs="?", default=None, help="logs (default: the shipped measurement)")
-    f.add_argument("-o", "--output", default=None, help="instance file (default: the shipped digits-mlp-fit.json)")
+    f.add_argument("-o", "--output", default=None, help="instance file (default: the shipped digits-mlp-fit.json); "
+                   "eq. (8) as stated goes beside it as <name>-eq8.json")
     f.set_defaults(func=run_refit)
     q = sub.add_parser("replay", help="plan on the measured instance, train the plans on held-out seeds")
     q.add_argument("--seeds", type=int, default=1000, help="held-out runs per plan (default 1000)")
@@ -115,7 +116,13 @@ def run_refit(args: argparse.Namespace) -> int:
     """Handler of ``deplbench measure refit``."""
     from deplbench.measure import analysis
 
-    instance, eq8, fit = analysis.refit(args.logs, args.output)
+    eq8_out = None
+    if args.output:
+        out = Path(args.output)
+        if not (out.parent if str(out.parent) else Path(".")).is_dir():
+            raise MeasureError(f"--output {out}: directory {out.parent} does not exist")
+        eq8_out = out.with_name(out.name.removesuffix(".json") + "-eq8.json")
+    instance, eq8, fit = analysis.refit(args.logs, args.output, eq8_out)
     print(f"fitted {len(fit.models)} models, {len(fit.switches)} switch pairs from {fit.n_runs} runs; wrote "
           f"{args.output or 'the shipped fit'}")
     return 0
