@@ -4,7 +4,7 @@ Usage::
 
     deplbench measure run -o LOGS.csv.gz [--tiny] [--threads N]   # needs the extra `measure`
     deplbench measure analyse [LOGS.csv.gz] [--json] [--report DIR]
-    deplbench measure replay [--seeds N] [-o REPLAY.json]           # needs the extra `measure`
+    deplbench measure replay [--seeds N] [--loss-max L] [-o REPLAY.json]   # needs the extra `measure`
 
 ``run`` trains the network (:mod:`deplbench.measure.experiment`) and writes
 the long CSV ``deplbench fit`` reads plus a provenance JSON; ``analyse``
@@ -62,7 +62,6 @@ def register(subparsers) -> None:
                    help="ℓmax of the measured instance (default: the family's, 0.3)")
     q.add_argument("--merge", action="store_true", help="merge into --output: replace only these solvers' rows")
     q.add_argument("-o", "--output", default=None, metavar="REPLAY.json")
-    q.add_argument("--json", action="store_true", help="print one JSON object")
     q.set_defaults(func=run_replay)
 
 
@@ -167,12 +166,7 @@ def run_replay(args: argparse.Namespace) -> int:
         result = replay.merge(json.loads(Path(args.output).read_text()), result)
     if args.output:
         Path(args.output).write_text(json.dumps(result, indent=2) + "\n")
-    if args.json:
-        from deplbench.jsonio import print_json
-
-        print_json(result)
-    else:
-        print(replay.format_table(result))
+    print(replay.format_table(result))
     return 0
 
 
