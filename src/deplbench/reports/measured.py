@@ -84,22 +84,22 @@ def independence_claim(a: dict | None) -> dict:
                      reference="0 (independence)", statistic="pooled autocorrelation", instances=r["runs"])
 
 
-def replay_claim(replays: list[dict]) -> dict:
+def replay_claim(replays: list[dict | None]) -> dict:
     """The replay row over every shipped replay (one per target ℓmax): does not hold when a plan proven
     feasible fails at some target, holds when every such plan holds, else not decided
     (:func:`deplbench.measure.replay.claim_verdict` per replay)."""
-    replays = [rp for rp in replays if rp]
-    claims = [rp["claim"] for rp in replays if rp["claim"]["plans"]]
+    present = [rp for rp in replays if rp]
+    claims = [rp["claim"] for rp in present if rp["claim"]["plans"]]
     if not claims:
         return claim_row("Proven plans meet ℓmax in real training", "DepL eq. (3), (8)", QUOTE_REPLAY,
                          "no shipped replay with a plan proven feasible", UNMEASURED, "run `make replay`")
     verdicts = [c["verdict"] for c in claims]
     verdict = FAILS if "does not hold" in verdicts else HOLDS if set(verdicts) == {"holds"} else UNDECIDED
     text = " | ".join(f"ℓmax = {rp['instance']['loss_max']:g}: {rp['claim']['verdict']} ({rp['claim']['text']})"
-                      for rp in replays if rp["claim"]["plans"])
-    inst = replays[0]["instance"]
+                      for rp in present if rp["claim"]["plans"])
+    inst = present[0]["instance"]
     return claim_row("Proven plans meet ℓmax in real training", "DepL eq. (3), (8)", QUOTE_REPLAY, text, verdict,
-                     f"{replays[0]['seeds']['count']} held-out seeds per plan on {inst['name']} (ω = "
+                     f"{present[0]['seeds']['count']} held-out seeds per plan on {inst['name']} (ω = "
                      f"{inst['omega']:g}); Clopper–Pearson 95 %", compared="violation rate of replayed plans",
                      reference=f"1 − ω = {1 - inst['omega']:.2g}", statistic="share of runs with ℓ(K) > ℓmax",
                      instances=sum(c["plans"] for c in claims))
