@@ -260,3 +260,15 @@ def test_refit_of_the_shipped_logs_gives_the_shipped_instances(tmp_path):
     assert main(["measure", "refit", "-o", str(tmp_path / "fit.json")]) == 0
     assert json.loads((tmp_path / "fit.json").read_text()) == json.loads(FIT_FILE.read_text())
     assert json.loads((tmp_path / "fit-eq8.json").read_text()) == json.loads(EQ8_FILE.read_text())
+
+
+@pytest.mark.slow
+def test_solvers_run_on_the_measured_family():
+    from deplbench.solvers.run import solve
+
+    inst = generate("measured")
+    depl = solve(inst, "depl", eval_samples=2000)
+    assert depl.status == "feasible" and depl.plan is not None
+    assert set(depl.plan.models) <= {"p25", "p50", "p75"}
+    assert solve(inst, "best-exp", evaluate=False).status in ("feasible", "infeasible")
+    assert solve(generate("measured", law="fit"), "milp-exact").status == "skipped"   # empirical X can be < 0
