@@ -235,7 +235,7 @@ def _promised_columns() -> dict[str, tuple]:
         "glance_alexnet": GLANCE_COLUMNS, "glance_mobilenet": GLANCE_COLUMNS,
         "glance_claims": CLAIM_GLANCE_COLUMNS,
         "matched_risk": ad_mod.MATCHED_COLUMNS, "price_of_adaptivity": ad_mod.PRICE_COLUMNS,
-        "measured_models": meas_mod.MODEL_COLUMNS, "measured_alternatives": meas_mod.ALTERNATIVE_COLUMNS,
+        "measured_models": meas_mod.MODEL_COLUMNS, "measured_grid_families": meas_mod.GRID_FAMILY_COLUMNS, "measured_alternatives": meas_mod.ALTERNATIVE_COLUMNS,
         "measured_independence": meas_mod.INDEPENDENCE_COLUMNS, "measured_variance": meas_mod.VARIANCE_COLUMNS,
         "measured_replay": meas_mod.REPLAY_COLUMNS, "measured_claims": claims_mod.CLAIMS_COLUMNS,
     }
