@@ -14,7 +14,7 @@ LATEST := .venv-latest
 export PYCHECK := import sys; sys.exit(0 if sys.version_info >= (3, 11) else \
 	"requirements/lock.txt needs Python >= 3.11; run make with PYTHON=python3.11 (or newer)")
 
-.PHONY: setup lint test test-fast test-latest lock bench targets demo reproduce clean
+.PHONY: setup lint test test-fast test-latest lock bench targets demo reproduce clean measure-setup measure replay
 
 # The venv's own pip (not upgraded: nothing unpinned is downloaded) installs
 # the locked set, build backend included; then deplbench itself, editable,
@@ -114,6 +114,27 @@ reproduce: $(STAMP)
 	$(VENV)/bin/deplbench run benchmarks/sweeps/knapsack.toml --db results/full.sqlite
 	$(MAKE) bench
 	$(VENV)/bin/deplbench report results/full.sqlite --out reports/full --bench-json results/bench
+
+# The measured loss model (docs/measured.md). measure-setup installs the
+# optional training library (PyTorch CPU, scikit-learn) pinned in
+# requirements/measure.txt, apart from the core lock. `make measure` reruns
+# the shipped experiment (about 2 min on 2 idle cores), refits it and
+# re-analyses it; `make replay` plans on the measured family at ℓmax = 0.3
+# (the default) and 0.15 with milp-exact, depl-proven, depl, best-exp,
+# one-switch and milp, and trains every plan on 1,000 held-out seeds (about
+# 25 minutes on the 2-core machine under load, docs/measured.md).
+MEASURED := src/deplbench/instances/data/measured
+measure-setup: $(STAMP)
+	$(PY) -m pip install -q -r requirements/measure.txt
+
+measure: measure-setup
+	$(VENV)/bin/deplbench measure run -o $(MEASURED)/digits-mlp.csv.gz
+	$(VENV)/bin/deplbench measure refit
+	$(VENV)/bin/deplbench measure analyse --json > $(MEASURED)/digits-mlp-analysis.json
+
+replay: measure-setup
+	$(VENV)/bin/deplbench measure replay --seeds 1000 -o $(MEASURED)/digits-mlp-replay.json
+	$(VENV)/bin/deplbench measure replay --seeds 1000 --loss-max 0.15 -o $(MEASURED)/digits-mlp-replay-tight.json
 
 clean:
 	rm -rf $(VENV) $(LATEST) results reports/demo reports/full .pytest_cache .benchmarks .hypothesis

@@ -3,7 +3,7 @@
 1. **Imports flow one way**: the bottom modules (the top-level
    ``deplbench.errors``, ``deplbench.params``, ``deplbench.jsonio``, the
    package's ``__init__`` and any other top-level module) ← instances ←
-   formulations ← solvers ← benchmarks ← reports ← cli (``__main__`` sits
+   formulations ← solvers ← benchmarks ← measure ← reports ← cli (``__main__`` sits
    with the CLI). A module may import its own layer and the layers below it,
    never one above: not at module level, not inside a function, not under
    ``if TYPE_CHECKING``, not through ``importlib.import_module("...")`` with
@@ -35,7 +35,7 @@ SRC = Path(__file__).resolve().parents[1] / "src"
 PACKAGE = SRC / "deplbench"
 
 #: Sub-packages, bottom to top; the top-level modules are layer 0 ("bottom").
-LAYERS = ("instances", "formulations", "solvers", "benchmarks", "reports", "cli")
+LAYERS = ("instances", "formulations", "solvers", "benchmarks", "measure", "reports", "cli")
 BOTTOM, TOP = 0, len(LAYERS)
 #: Top-level modules that are not at the bottom: ``python -m deplbench`` runs the CLI.
 TOP_MODULES = {"__main__": TOP}

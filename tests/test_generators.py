@@ -22,6 +22,7 @@ RANDOM_FAMILIES = [
     ("knapsack", {"item_class": "uncorrelated-similar-weights", "n_items": 4}),
     ("scaling", {"n_models": 4, "n_clusters": 3, "n_datasets": 2}),
     ("datasets", {"n_datasets": 4}),
+    ("measured", {}),
 ]
 
 
@@ -41,7 +42,7 @@ def test_different_seeds_differ_beyond_the_seed_field(family, params):
 
 
 def test_families_table_and_parameters():
-    assert available_families() == ["realistic", "knapsack", "scaling", "datasets"]
+    assert available_families() == ["realistic", "knapsack", "scaling", "datasets", "measured"]
     assert set(FAMILIES) == set(available_families())
     assert family_parameters("knapsack")["n_items"] == 10
     assert "seed" not in family_parameters("scaling")

@@ -68,13 +68,14 @@ JSON_COMMANDS = {
     "library-verify": (["library", "verify", "{lib}", LIBRARY_ENTRY, "{sol}", "--samples", "500", "--json"], dict),
     "library-check": (["library", "check", "{lib}", "--only", LIBRARY_ENTRY, "--time-limit", "600",
                        "--json"], dict),
+    "measure-analyse": (["measure", "analyse", "--bootstrap", "20", "--json"], dict),
 }
 
 
 def _command(args: list[str]) -> str:
     """The (sub-)command an argument list runs: ``solve``, ``library build``."""
     words = [args[0]]
-    if args[0] == "library":
+    if args[0] in ("library", "measure"):
         words.append(args[1])
     return " ".join(words)
 

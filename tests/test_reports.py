@@ -27,6 +27,7 @@ from deplbench.reports.solvers import SOLVER_COLUMNS
 from deplbench.reports import closed_loop as cl_mod
 from deplbench.reports import adaptive as ad_mod
 from deplbench.reports import anytime as any_mod
+from deplbench.reports import measured as meas_mod
 from deplbench.reports import repetitions as rep_mod
 from deplbench.reports import population as pop_mod
 from deplbench.reports.build import ReportOptions, build_report
@@ -36,7 +37,8 @@ from deplbench.reports.stats import (
     loglog_fit, optimum_per_instance, performance_profile, shifted_geometric_mean,
 )
 
-SECTION_IDS = ("data", "paper", "gaps", "ratio", "complexity", "claims", "closed_loop", "anytime", "timing")
+SECTION_IDS = ("data", "paper", "gaps", "ratio", "complexity", "claims", "closed_loop", "anytime", "timing",
+               "measured")
 SMALL = ReportOptions(scale=0.4, dpi=40, formats=("png",))
 MODELS = ("fast-unsteady", "intermediate", "slow-steady")
 
@@ -234,6 +236,9 @@ def _promised_columns() -> dict[str, tuple]:
         "glance_alexnet": GLANCE_COLUMNS, "glance_mobilenet": GLANCE_COLUMNS,
         "glance_claims": CLAIM_GLANCE_COLUMNS,
         "matched_risk": ad_mod.MATCHED_COLUMNS, "price_of_adaptivity": ad_mod.PRICE_COLUMNS,
+        "measured_models": meas_mod.MODEL_COLUMNS, "measured_grid_families": meas_mod.GRID_FAMILY_COLUMNS, "measured_alternatives": meas_mod.ALTERNATIVE_COLUMNS,
+        "measured_independence": meas_mod.INDEPENDENCE_COLUMNS, "measured_variance": meas_mod.VARIANCE_COLUMNS,
+        "measured_replay": meas_mod.REPLAY_COLUMNS, "measured_claims": claims_mod.CLAIMS_COLUMNS,
     }
 
 
@@ -548,7 +553,8 @@ def test_claims_flip_with_the_data():
 def test_empty_store_says_so(tmp_path):
     summary = build_report(pd.DataFrame(columns=list(STORE_COLUMNS)), tmp_path, options=SMALL)
     text = _check_report(tmp_path, summary)
-    assert summary.figures == []
+    # the measured section draws the shipped measurement (docs/measured.md), whatever the store holds
+    assert summary.figures == ["measured_fig4"]
     assert "The store is empty" in text
     # every section without data is its heading and one line saying why
     omitted = text.count('<p class="omitted">Omitted, nothing to show:')

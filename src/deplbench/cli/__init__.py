@@ -26,6 +26,7 @@ from deplbench.errors import DeplbenchError
 COMMAND_MODULES = (
     "deplbench.cli.instances",
     "deplbench.cli.fit",
+    "deplbench.cli.measure",
     "deplbench.cli.formulations",
     "deplbench.cli.solvers",
     "deplbench.cli.simulate",
@@ -48,6 +49,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "validate": ("deplbench.cli.instances", "check instance files against the format and its rules"),
     "schema": ("deplbench.cli.instances", "print the JSON Schema of the instance format"),
     "fit": ("deplbench.cli.fit", "fit an instance's loss model (eq. (8), l_sw) to training logs (DepL Sec. VI-A)"),
+    "measure": ("deplbench.cli.measure",
+                "train real pruned networks, reproduce Fig. 4, replay proven plans on held-out runs"),
     "evaluate": ("deplbench.cli.formulations",
                  "evaluate a plan: cost, constraints, out-of-sample loss quantile with a CI"),
     "solve": ("deplbench.cli.solvers", "run one algorithm on an instance"),

@@ -28,6 +28,7 @@ from deplbench.reports.anytime import section_anytime
 from deplbench.reports.closed_loop import section_closed_loop
 from deplbench.reports.data import PAPER_SETS, SIZE_PARAMETERS, ReportData
 from deplbench.reports.elements import Figure, Section, Table
+from deplbench.reports.measured import section_measured
 from deplbench.reports.reference import plan_ratios
 from deplbench.reports.repetitions import section_timing
 from deplbench.reports.stats import optimum_per_instance, reference_config, reference_labels
@@ -472,4 +473,4 @@ def section_claims(ctx: Context) -> Section:
 
 SECTION_BUILDERS: tuple[Callable[[Context], Section], ...] = (
     section_data, section_paper, section_gaps, section_ratio, section_complexity,
-    section_claims, section_closed_loop, section_anytime, section_timing)
+    section_claims, section_closed_loop, section_anytime, section_timing, section_measured)

@@ -67,7 +67,7 @@ class Logs:
 
 
 def read_logs(path: str | os.PathLike) -> Logs:
-    """Read and validate a CSV log file in the long format of ``docs/fit.md``.
+    """Read and validate a CSV log file in the long format of ``docs/fit.md`` (plain or gzip).
 
     Parameters
     ----------
@@ -87,6 +87,8 @@ def read_logs(path: str | os.PathLike) -> Logs:
     path = Path(path)
     data = read_bytes(path, "log", LogError)
     digest = hashlib.sha256(data).hexdigest()
+    if data[:2] == b"\x1f\x8b":  # gzip magic: the shipped measurements are compressed (docs/measured.md)
+        data = _gunzip(data, path)
     try:
         # Everything as text first, so that "abc" (non-numeric) and "" (missing)
         # can be told apart and reported with their line numbers.
@@ -96,6 +98,24 @@ def read_logs(path: str | os.PathLike) -> Logs:
     except (pd.errors.ParserError, UnicodeDecodeError) as exc:
         raise LogError(f"{path}: not a valid CSV file ({exc})") from None
     return Logs(frame=validate_logs(frame, source=str(path)), sha256=digest, source=path.name)
+
+
+def _gunzip(data: bytes, path: Path) -> bytes:
+    """Decompress a gzip log, refusing more than MAX_INPUT_BYTES of text (a decompression bomb)."""
+    import gzip
+    import zlib
+
+    from deplbench.limits import MAX_INPUT_BYTES
+
+    try:
+        with gzip.GzipFile(fileobj=io.BytesIO(data)) as fh:
+            out = fh.read(MAX_INPUT_BYTES + 1)
+    except (OSError, EOFError, zlib.error) as exc:
+        raise LogError(f"{path}: not a valid gzip file ({exc})") from None
+    if len(out) > MAX_INPUT_BYTES:
+        raise LogError(f"{path}: decompressed log is larger than the limit of {MAX_INPUT_BYTES / 2**20:.0f} MiB "
+                       "(deplbench.limits.MAX_INPUT_BYTES)")
+    return out
 
 
 def validate_logs(frame: pd.DataFrame, source: str = "logs") -> pd.DataFrame:

@@ -23,6 +23,9 @@ Families (the DepL paper's Sec. VI-B and Property 1; docs/instances.md §4):
 ``datasets``
     Several heterogeneous datasets with transfer costs, where dataset
     selection matters under the data law of ``instances/datalaw.py``.
+``measured``
+    The digits MLP and its pruned versions, with loss laws fitted to the
+    shipped real training runs (:mod:`.measured`, docs/measured.md).
 
 The realistic, scaling and datasets families take ``switches="pruning"``
 (default: only towards more pruning, an acyclic switch graph) or ``"any"``
@@ -52,6 +55,7 @@ from typing import Any
 
 from deplbench.errors import InstanceError
 from deplbench.instances.generators.common import REGROW_JUMP_FACTOR, SWITCH_MODES, generator_doc
+from deplbench.instances.generators.measured import measured
 from deplbench.instances.generators.paper import A_CLASS, B_CLASS, PRUNING, TABLE_I, realistic
 from deplbench.instances.generators.pisinger import KNAPSACK_CLASSES, knapsack, knapsack_items
 from deplbench.instances.generators.synthetic import datasets, scaling
@@ -67,6 +71,7 @@ FAMILIES: Mapping[str, Callable[..., Instance]] = {
     "knapsack": knapsack,
     "scaling": scaling,
     "datasets": datasets,
+    "measured": measured,
 }
 
 
@@ -94,7 +99,7 @@ def generate(family: str, /, *, seed: int = 0, **params: Any) -> Instance:
 
     Parameters
     ----------
-    family : {"realistic", "knapsack", "scaling", "datasets"}
+    family : {"realistic", "knapsack", "scaling", "datasets", "measured"}
     {seed}
     **params
         The family's parameters (see each family function). ``realistic``
@@ -133,6 +138,7 @@ __all__ = [
     "generate",
     "knapsack",
     "knapsack_items",
+    "measured",
     "realistic",
     "scaling",
 ]

@@ -1,0 +1,173 @@
+"""``deplbench measure``: the loss model measured on real training (docs/measured.md).
+
+Usage::
+
+    deplbench measure run -o LOGS.csv.gz [--tiny] [--threads N]   # needs the extra `measure`
+    deplbench measure analyse [LOGS.csv.gz] [--json] [--report DIR]
+    deplbench measure replay [--seeds N] [--loss-max L] [-o REPLAY.json]   # needs the extra `measure`
+
+``run`` trains the network (:mod:`deplbench.measure.experiment`) and writes
+the long CSV ``deplbench fit`` reads plus a provenance JSON; ``analyse``
+reproduces the paper's Fig. 4 and the independence test on logs (default:
+the shipped measurement, no training library needed); ``replay`` plans on
+the measured instance and trains each plan on held-out seeds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from deplbench.errors import DeplbenchError
+
+
+class MeasureError(DeplbenchError, ValueError):
+    """A bad ``deplbench measure`` option or a missing training library."""
+
+
+def register(subparsers) -> None:
+    """Add the ``measure`` sub-command to the deplbench CLI."""
+    p = subparsers.add_parser(
+        "measure", help="train real pruned networks, reproduce Fig. 4, replay proven plans on held-out runs",
+        description="Train a real pruned network (needs `pip install deplbench[measure]`), reproduce the "
+                    "paper's Fig. 4 on the logs, test independence, replay proven plans on held-out runs.")
+    sub = p.add_subparsers(dest="measure_command", required=True, metavar="{run,analyse,refit,replay}")
+    r = sub.add_parser("run", help="train the experiment and write the logs + provenance")
+    r.add_argument("-o", "--output", required=True, metavar="LOGS.csv[.gz]")
+    r.add_argument("--tiny", action="store_true", help="a few epochs, two seeds per batch (a smoke test)")
+    r.add_argument("--threads", type=int, default=1, help="PyTorch threads (default 1; fixes the summation order)")
+    r.set_defaults(func=run_measure)
+    a = sub.add_parser("analyse", help="Fig. 4 fits, alternatives, KS grid and autocorrelation of the logs")
+    a.add_argument("logs", nargs="?", default=None, help="logs (default: the shipped measurement)")
+    a.add_argument("--json", action="store_true", help="print one JSON object")
+    a.add_argument("--report", metavar="DIR", help="write the Fig. 4 PNGs and analysis.json here")
+    a.add_argument("--bootstrap", type=int, default=1000, help="bootstrap replicates of the ACF interval")
+    a.set_defaults(func=run_analyse)
+    f = sub.add_parser("refit", help="refit the shipped measured instance (deplbench fit on the shipped logs)")
+    f.add_argument("logs", nargs="?", default=None, help="logs (default: the shipped measurement)")
+    f.add_argument("-o", "--output", default=None, help="instance file (default: the shipped digits-mlp-fit.json); "
+                   "eq. (8) as stated goes beside it as <name>-eq8.json")
+    f.set_defaults(func=run_refit)
+    q = sub.add_parser("replay", help="plan on the measured instance, train the plans on held-out seeds")
+    q.add_argument("--seeds", type=int, default=1000, help="held-out runs per plan (default 1000)")
+    q.add_argument("--solvers", default="milp-exact,depl-proven,depl,best-exp,one-switch,milp")
+    q.add_argument("--threads", type=int, default=1,
+                   help="PyTorch threads (default 1; more threads slow it down on a busy machine)")
+    q.add_argument("--result", action="append", default=[], metavar="NAME=FILE",
+                   help="use a solver's result already computed on the default measured instance "
+                        "(deplbench solve --json -o FILE) instead of running it (repeatable)")
+    q.add_argument("--loss-max", type=float, default=None, metavar="L",
+                   help="ℓmax of the measured instance (default: the family's, 0.3)")
+    q.add_argument("--merge", action="store_true", help="merge into --output: replace only these solvers' rows")
+    q.add_argument("-o", "--output", default=None, metavar="REPLAY.json")
+    q.set_defaults(func=run_replay)
+
+
+def _need_torch() -> None:
+    try:
+        import sklearn  # noqa: F401
+        import torch  # noqa: F401
+    except ImportError as exc:
+        raise MeasureError(f"deplbench measure: the training library is not installed ({exc.name or exc}); "
+                           "install the extra: pip install -r requirements/measure.txt "
+                           "(or `make measure-setup`)") from None
+
+
+def run_measure(args: argparse.Namespace) -> int:
+    """Handler of ``deplbench measure run``."""
+    out = Path(args.output)
+    if not (out.parent if str(out.parent) else Path(".")).is_dir():
+        raise MeasureError(f"--output {out}: directory {out.parent} does not exist")
+    if args.threads < 1:
+        raise MeasureError(f"--threads: must be >= 1, got {args.threads}")
+    _need_torch()
+    from deplbench.measure import experiment
+
+    proto = experiment.tiny_protocol() if args.tiny else experiment.Protocol()
+    csv_text, prov = experiment.run_protocol(proto, threads=args.threads,
+                                             progress=lambda m: print(m, file=sys.stderr))
+    logs, prov_path = experiment.write_outputs(csv_text, prov, out)
+    print(f"wrote {logs} and {prov_path} ({prov['wall_seconds']} s)")
+    return 0
+
+
+def run_analyse(args: argparse.Namespace) -> int:
+    """Handler of ``deplbench measure analyse``."""
+    from deplbench.measure import analysis
+
+    result = analysis.analyse(args.logs, bootstrap=args.bootstrap)
+    if args.report:
+        from deplbench.reports.measured import write_fig4
+
+        write_fig4(result, args.report)
+    if args.json:
+        from deplbench.jsonio import print_json
+
+        print_json(result.summary())
+    else:
+        print(analysis.format_summary(result.summary()))
+    return 0
+
+
+def run_refit(args: argparse.Namespace) -> int:
+    """Handler of ``deplbench measure refit``."""
+    from deplbench.measure import analysis
+
+    eq8_out = None
+    if args.output:
+        out = Path(args.output)
+        if not (out.parent if str(out.parent) else Path(".")).is_dir():
+            raise MeasureError(f"--output {out}: directory {out.parent} does not exist")
+        eq8_out = out.with_name(out.name.removesuffix(".json") + "-eq8.json")
+    instance, eq8, fit = analysis.refit(args.logs, args.output, eq8_out)
+    print(f"fitted {len(fit.models)} models, {len(fit.switches)} switch pairs from {fit.n_runs} runs; wrote "
+          f"{args.output or 'the shipped fit'}")
+    return 0
+
+
+def run_replay(args: argparse.Namespace) -> int:
+    """Handler of ``deplbench measure replay``."""
+    if args.seeds < 1:
+        raise MeasureError(f"--seeds: must be >= 1, got {args.seeds}")
+    if args.merge and not (args.output and Path(args.output).is_file()):
+        raise MeasureError("--merge: needs an existing --output file")
+    _need_torch()
+    from deplbench.measure import replay
+
+    solvers = [s.strip() for s in args.solvers.split(",") if s.strip()]
+    given = {}
+    for item in args.result:
+        name, sep, path = item.partition("=")
+        if not sep:
+            raise MeasureError(f"--result: expected NAME=FILE, got {item!r}")
+        try:
+            given[name] = json.loads(Path(path).read_text())
+        except (OSError, ValueError) as exc:
+            raise MeasureError(f"--result {item}: cannot read a result record ({exc})") from None
+    partial = Path(args.output + ".partial") if args.output else None
+
+    def save(res: dict) -> None:
+        if partial is not None:
+            partial.write_text(json.dumps(res, indent=2) + "\n")
+
+    instance = None
+    if args.loss_max is not None:
+        from deplbench.instances.generators import generate
+
+        instance = generate("measured", loss_max=args.loss_max)
+    result = replay.replay_plans(solvers, n_seeds=args.seeds, threads=args.threads, results=given,
+                                 instance=instance,
+                                 progress=lambda m: print(m, file=sys.stderr), on_row=save)
+    if partial is not None:
+        partial.unlink(missing_ok=True)
+    if args.merge:
+        result = replay.merge(json.loads(Path(args.output).read_text()), result)
+    if args.output:
+        Path(args.output).write_text(json.dumps(result, indent=2) + "\n")
+    print(replay.format_table(result))
+    return 0
+
+
+__all__ = ["register", "run_measure", "run_analyse", "run_replay", "MeasureError"]
