@@ -158,7 +158,8 @@ def check_file_size(path, what: str, error: type[DeplbenchError], limit: int = M
     _regular_size(path, what, error, limit)
 
 
-def read_bytes(path, what: str, error: type[DeplbenchError], limit: int = MAX_INPUT_BYTES) -> bytes:
+def read_bytes(path, what: str, error: type[DeplbenchError], limit: int = MAX_INPUT_BYTES,
+               decompress: bool = True) -> bytes:
     """The bytes of the regular file ``path``, never more than ``limit``.
 
     The one bounded read every reader of a user's file goes through
@@ -176,6 +177,9 @@ def read_bytes(path, what: str, error: type[DeplbenchError], limit: int = MAX_IN
     error : type
         The :class:`~deplbench.errors.DeplbenchError` subclass raised.
     limit : int, default MAX_INPUT_BYTES
+    decompress : bool, default True
+        Whether a ``.gz`` path is decompressed (:func:`gunzip`); a caller that
+        hashes the file as stored reads it raw and decompresses it itself.
 
     Returns
     -------
@@ -195,8 +199,8 @@ def read_bytes(path, what: str, error: type[DeplbenchError], limit: int = MAX_IN
     if len(data) > limit:
         raise error(f"{path}: {what} file is larger than the limit of {limit / 2**20:.0f} MiB "
                     "(deplbench.limits.MAX_INPUT_BYTES)")
-    if str(path).endswith(".gz"):
-        data = _gunzip(data, path, what, error, min(limit, MAX_UNCOMPRESSED_BYTES))
+    if decompress and str(path).endswith(".gz"):
+        data = gunzip(data, path, what, error, min(limit, MAX_UNCOMPRESSED_BYTES))
     return data
 
 
@@ -239,7 +243,8 @@ def _inflated(fileobj, path, what: str, error: type[DeplbenchError], limit: int,
     return b"".join(parts)
 
 
-def _gunzip(data: bytes, path, what: str, error: type[DeplbenchError], limit: int) -> bytes:
+def gunzip(data: bytes, path, what: str, error: type[DeplbenchError], limit: int = MAX_UNCOMPRESSED_BYTES) -> bytes:
+    """``data`` (gzip) decompressed, refused with ``error`` past ``limit`` bytes or when corrupt."""
     import io
 
     return _inflated(io.BytesIO(data), path, what, error, limit, keep=True)

@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 
 from deplbench.errors import DeplbenchError
-from deplbench.limits import read_bytes
+from deplbench.limits import gunzip, read_bytes
 
 #: A loss further than this factor from the logs' median magnitude is refused as a corrupt row.
 OUTLIER_FACTOR = 1000.0
@@ -77,7 +77,7 @@ def read_logs(path: str | os.PathLike) -> Logs:
     Returns
     -------
     Logs
-        Validated logs with the file's sha256 (hash of the exact bytes parsed).
+        Validated logs with the file's sha256 (of its bytes as stored, compressed or not).
 
     Raises
     ------
@@ -85,10 +85,11 @@ def read_logs(path: str | os.PathLike) -> Logs:
         If the file cannot be read or parsed, or fails :func:`validate_logs`.
     """
     path = Path(path)
-    data = read_bytes(path, "log", LogError)
+    # the hash is the file's as stored (sha256sum), compressed or not
+    data = read_bytes(path, "log", LogError, decompress=False)
     digest = hashlib.sha256(data).hexdigest()
     if data[:2] == b"\x1f\x8b":  # gzip magic: the shipped measurements are compressed (docs/measured.md)
-        data = _gunzip(data, path)
+        data = gunzip(data, path, "log", LogError)
     try:
         # Everything as text first, so that "abc" (non-numeric) and "" (missing)
         # can be told apart and reported with their line numbers.
@@ -98,24 +99,6 @@ def read_logs(path: str | os.PathLike) -> Logs:
     except (pd.errors.ParserError, UnicodeDecodeError) as exc:
         raise LogError(f"{path}: not a valid CSV file ({exc})") from None
     return Logs(frame=validate_logs(frame, source=str(path)), sha256=digest, source=path.name)
-
-
-def _gunzip(data: bytes, path: Path) -> bytes:
-    """Decompress a gzip log, refusing more than MAX_INPUT_BYTES of text (a decompression bomb)."""
-    import gzip
-    import zlib
-
-    from deplbench.limits import MAX_INPUT_BYTES
-
-    try:
-        with gzip.GzipFile(fileobj=io.BytesIO(data)) as fh:
-            out = fh.read(MAX_INPUT_BYTES + 1)
-    except (OSError, EOFError, zlib.error) as exc:
-        raise LogError(f"{path}: not a valid gzip file ({exc})") from None
-    if len(out) > MAX_INPUT_BYTES:
-        raise LogError(f"{path}: decompressed log is larger than the limit of {MAX_INPUT_BYTES / 2**20:.0f} MiB "
-                       "(deplbench.limits.MAX_INPUT_BYTES)")
-    return out
 
 
 def validate_logs(frame: pd.DataFrame, source: str = "logs") -> pd.DataFrame:
