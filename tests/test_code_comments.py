@@ -21,20 +21,8 @@ TRACKER_REFERENCE = re.compile(r"\bissues?\s*#?\d+|\(#\d+\)|(?<![\w&/#])#\d+\b",
 #: A reference preceded by one of these names another project's tracker.
 OTHER_PROJECTS = ("HiGHS",)
 
-#: Files other branches are editing while this test was written; the lead
-#: removes this allow-list after merging them (and their references with it).
-ALLOWED = {
-    "src/deplbench/formulations/adaptive",
-    "src/deplbench/solvers/adaptive_opt.py",
-    "src/deplbench/cli/adaptive.py",
-    "src/deplbench/reports/adaptive.py",
-    "src/deplbench/reports/claims.py",
-    "src/deplbench/reports/headline.py",
-    "src/deplbench/measure",
-    "src/deplbench/instances/fit",
-    "src/deplbench/reports/measured.py",
-    "src/deplbench/reports/sections.py",
-}
+#: Files exempt from the rule (none).
+ALLOWED: set[str] = set()
 
 
 def _comments_and_docstrings(source: str):

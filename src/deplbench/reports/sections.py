@@ -271,7 +271,7 @@ def section_gaps(ctx: Context) -> Section:
                 tabs.MILP_LIMIT_COLUMNS,
                 "gap = the solver's relative gap (incumbent − bound)/incumbent when it "
                 "stopped at the limit."))
-    solvers_mod.add_solver_table(s, df)         # issue 15: MILP solver vs solver (reports/solvers.py)
+    solvers_mod.add_solver_table(s, df)         # MILP solver vs solver (reports/solvers.py)
     sh = ctx.opts.sgm_shift
     br = ctx.bracket
     s.add(Table("certified_brackets", "Certified bracket on the chance-constrained optimum",
