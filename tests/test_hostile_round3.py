@@ -355,23 +355,29 @@ def test_glob_match_leading_out_of_the_tree_is_refused(tmp_path):
 # ---- finding 8: unbounded reads ---------------------------------------------------------------------
 
 
-def _fifo(tmp_path: Path) -> Path:
+class _Fifo:
     """A FIFO whose writer end opens (and closes) after a while: code that
-    wrongly reads it returns instead of blocking the suite forever."""
-    path = tmp_path / "pipe"
-    os.mkfifo(path)
+    wrongly reads it returns instead of blocking the suite forever, and
+    :attr:`unblocked` records that a reader was blocked on it (a wrong
+    read, whatever the machine's speed)."""
 
-    def unblock():
-        time.sleep(3)
+    def __init__(self, tmp_path: Path):
+        self.path = tmp_path / "pipe"
+        os.mkfifo(self.path)
+        self.done = threading.Event()
+        self.unblocked = False
+        threading.Thread(target=self._unblock, daemon=True).start()
+
+    def _unblock(self) -> None:
+        if self.done.wait(3):
+            return
         try:                    # only when a reader is blocked on it (else ENXIO: nothing to unblock)
-            fd = os.open(path, os.O_WRONLY | os.O_NONBLOCK)
+            fd = os.open(self.path, os.O_WRONLY | os.O_NONBLOCK)
         except OSError:
             return
+        self.unblocked = True
         os.write(fd, b"{}")
         os.close(fd)
-
-    threading.Thread(target=unblock, daemon=True).start()
-    return path
 
 
 READERS = {
@@ -393,14 +399,16 @@ def test_non_regular_files_are_refused_before_reading(tmp_path, capsys, command,
     (tmp_path / "inst.json").write_text(json.dumps(two_model_data()), encoding="utf-8")
     (tmp_path / "plan.json").write_text("{}", encoding="utf-8")
     (tmp_path / "log.csv").write_text("run,epoch,model,loss\n", encoding="utf-8")
-    target = Path("/dev/zero") if kind == "dev-zero" else _fifo(tmp_path)
+    fifo = None if kind == "dev-zero" else _Fifo(tmp_path)
+    target = Path("/dev/zero") if fifo is None else fifo.path
     if kind == "dev-zero" and not target.exists():
         pytest.skip("no /dev/zero on this system")
-    t0 = time.perf_counter()
     assert main(READERS[command](target, tmp_path)) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "not a regular file" in err and str(target) in err
-    assert time.perf_counter() - t0 < 2.5                 # refused from stat, not after the FIFO opened
+    if fifo is not None:                                  # refused from stat, never opened for reading
+        fifo.done.set()
+        assert not fifo.unblocked
 
 
 def test_library_readers_refuse_non_regular_files(tmp_path):

@@ -149,6 +149,8 @@ def test_plugin_appears_in_every_report_section_that_lists_algorithms(plugin_env
     assert LABEL in html or PLUGIN in html
     listing = 0
     for path in sorted((out / "tables").glob("*.csv")):
+        if path.name.startswith("measured_"):
+            continue            # the shipped training measurement's own solvers, not this run's
         with path.open(encoding="utf-8", newline="") as fh:
             rows = list(csv.DictReader(fh))
         if not rows:

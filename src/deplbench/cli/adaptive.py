@@ -88,8 +88,13 @@ def _print_text(r: dict) -> None:
     m = r["multipliers"]
     print(f"LB           {_num(r['lower_bound'])}  proven (optimistic loss grid, weak duality, less a bound "
           f"{_num(m['rounding_bound'], '.2g')} on its rounding; λ = {m['lambda']:.4g}, μ = {m['mu']:.4g})")
-    print(f"UB           {_num(r['upper_bound'])}  upper confidence bound on the certified policy's mean cost "
-          f"(mean {_num(r['cost_mean'])} over {c['kept_runs']} fresh runs kept of {c['runs']}; {c['cost_method']})")
+    if r["certified"]:
+        print(f"UB           {_num(r['upper_bound'])}  upper confidence bound on the certified policy's mean cost "
+              f"(mean {_num(r['cost_mean'])} over {c['kept_runs']} fresh runs kept of {c['runs']}; "
+              f"{c['cost_method']})")
+    else:
+        print(f"UB           none: the policy is NOT certified, so its cost ({_num(r['uncertified_policy_cost'])}, "
+              f"mean {_num(r['cost_mean'])}) bounds nothing")
     w = r["width"]
     print(f"width        {_num(None if w is None else 100 * w, '.3g')} %  (UB − LB)/LB, joint confidence "
           f"{r['confidence']:g} (union bound over the P(success) and cost statements)")

@@ -114,8 +114,9 @@ def _row(name: str, alg: str, ga: pd.DataFrame) -> dict:
     # one (cost/UB, cost/LB) pair per distinct instance: the true ratio lies between
     pairs = (gk.groupby("instance_key")[["ratio_ub", "ratio_lb"]].median() if len(gk)
              else pd.DataFrame(columns=["ratio_ub", "ratio_lb"]))
+    # an instance whose reference has no positive LB has no upper end (cost/LB = +inf)
     ci = median_interval(pairs["ratio_ub"].to_numpy(float),
-                         pairs["ratio_lb"].fillna(pairs["ratio_ub"]).to_numpy(float)) if len(pairs) else None
+                         pairs["ratio_lb"].fillna(math.inf).to_numpy(float)) if len(pairs) else None
     below_ub = int((gk["ratio_ub"] < 1 - RATIO_TOL).sum())
     below_lb = int((gk["ratio_lb"] < 1 - RATIO_TOL).sum())
     proven = int((ga["feasibility"] == PROVEN_FEASIBLE).sum())

@@ -417,14 +417,18 @@ def median_interval(values, high_values=None, level: float = MEDIAN_LEVEL) -> Me
     """
     lo = np.asarray(values, dtype=float)
     hi = lo if high_values is None else np.asarray(high_values, dtype=float)
-    ok = np.isfinite(lo) & np.isfinite(hi)
+    # an upper end may be +inf (a bracket with no positive lower bound): the
+    # instance still counts, and the interval's upper end is then +inf when
+    # its order statistic falls there
+    ok = np.isfinite(lo) & (np.isfinite(hi) | (hi == math.inf))
     lo, hi = np.sort(lo[ok]), np.sort(hi[ok])
     n = int(lo.size)
     if n == 0:
         return MedianInterval(math.nan, math.nan, math.nan, 0, level, math.nan)
     mid = 0.5 * (lo + hi)
     med = float(np.median(mid))
-    spread = float(np.std(mid, ddof=1)) if n > 1 else math.nan
+    with np.errstate(invalid="ignore"):
+        spread = float(np.std(mid, ddof=1)) if n > 1 and np.isfinite(mid).all() else math.nan
     r, cover = order_statistic_rank(n, level)
     if r == 0:
         return MedianInterval(med, -math.inf, math.inf, n, level, spread)

@@ -90,9 +90,12 @@ class AdaptiveOpt(Solver):
                                      p["tune_runs"], p["rho"], p["iters_lam"], p["iters_mu"], width=p["width"],
                                      time_limit=p["refine_time"], max_buckets=p["max_buckets"])
         d = b.to_dict()
-        status = "feasible" if b.certified else "infeasible"
+        # Only "unreachable" is a proof that no policy exists (the optimistic
+        # chain's best P(success) is below ω); a policy that was not certified
+        # proves nothing, and its cost bounds nothing.
+        status = "feasible" if b.certified else "infeasible" if b.status == "unreachable" else "no_solution"
         lb = b.lower_bound if math.isfinite(b.lower_bound) and b.lower_bound > 0 else None
-        ub = b.upper_bound if math.isfinite(b.upper_bound) else None
+        ub = b.upper_bound if b.certified and math.isfinite(b.upper_bound) else None
         return SolveResult(algorithm=self.name, status=status, message=b.message, cost=ub,
                            lower_bound=lb, diagnostics={k: v for k, v in d.items()
                                                         if k not in ("lower_bound", "upper_bound")})

@@ -220,12 +220,15 @@ def _descend(key, judge: _Judge):
     return best
 
 
-def _shared_proof(instance, plan) -> bool:
-    """Whether the decision ``evaluate --exact`` prints proves ``plan`` feasible."""
+def _shared_proof(instance, plan) -> bool | None:
+    """Whether the decision ``evaluate --exact`` prints proves ``plan`` feasible
+    (None: the deadline stopped the decision)."""
     try:
         return plan_violation_bounds(instance, plan).verdict == PROVEN_FEASIBLE
-    except (ExactUnavailable, limits.TimeLimitReached):
+    except ExactUnavailable:
         return False            # unproven: DepL's own plan is returned
+    except limits.TimeLimitReached:
+        return None
 
 
 class DepLProven(DepL):
@@ -280,8 +283,14 @@ class DepLProven(DepL):
         if stopped is not None:
             res.status = "time_limit"
             res.message = f"{stopped}; DepL's own plan (Chernoff proof) is returned"
-        if best != models0 and plan is not None and cost < res.cost and not _shared_proof(instance, plan):
-            best = models0      # proven on this solver's grids only: one verdict per plan (evaluate --exact's)
+        if best != models0 and plan is not None and cost < res.cost:
+            shared = _shared_proof(instance, plan)
+            if shared is None:              # the deadline stopped the final check: say so
+                res.status = "time_limit"
+                res.message = ("time limit reached in the final exact check; DepL's own plan (Chernoff proof) "
+                               "is returned")
+            if not shared:
+                best = models0  # proven on this solver's grids only: one verdict per plan (evaluate --exact's)
         if best != models0 and plan is not None and cost < res.cost:
             res.plan, res.cost = plan, cost
             res.message = f"{plan.n_epochs} epochs, datasets {ch.names}"

@@ -123,13 +123,20 @@ class AdaptiveBounds:
 
     @property
     def width(self) -> float:
-        """(UB − LB)/LB (inf when LB ≤ 0 or either bound is not finite)."""
-        ok = self.lower_bound > 0 and math.isfinite(self.lower_bound) and math.isfinite(self.upper_bound)
+        """(UB − LB)/LB of a certified bracket; inf when the policy is not
+        certified (its upper bound then bounds nothing), LB ≤ 0, or either
+        bound is not finite."""
+        ok = (self.certified and self.lower_bound > 0 and math.isfinite(self.lower_bound)
+              and math.isfinite(self.upper_bound))
         return (self.upper_bound - self.lower_bound) / self.lower_bound if ok else math.inf
 
     def to_dict(self) -> dict:
         return {"status": self.status, "message": self.message, "messages": list(self.messages), "omega": self.omega,
-                "lower_bound": self.lower_bound, "upper_bound": self.upper_bound, "cost_mean": self.cost_mean,
+                "lower_bound": self.lower_bound,
+                # an uncertified policy's cost bounds nothing: kept apart, never as the UB
+                "upper_bound": self.upper_bound if self.certified else None,
+                "uncertified_policy_cost": None if self.certified else self.upper_bound,
+                "cost_mean": self.cost_mean,
                 "width": self.width, "confidence": self.confidence,
                 "p_success": self.p_success, "p_success_lo": self.p_success_lo, "certified": self.certified,
                 "frontier": self.frontier, "multipliers": self.multipliers, "grid": self.grid,

@@ -110,7 +110,9 @@ class AdaptivePolicy(ClosedLoopPolicy):
             return out
         m = ch.M if state.model is None else int(state.model)
         b = ch.bucket(state.loss)
-        a = self.pass_.action[k, m, b]
+        action, remaining = self.pass_.action, self.pass_.remaining
+        assert action is not None and remaining is not None      # a policy's pass keeps its tables
+        a = action[k, m, b]
         if state.model is None and self.give_up > 0:
             a = np.where(self.gives_up(state.runs), -1, a)
         go = a >= 0
@@ -118,7 +120,7 @@ class AdaptivePolicy(ClosedLoopPolicy):
             return out
         m2, n2 = a[go] // ch.N, a[go] % ch.N
         out.model[go], out.cluster[go] = m2, n2
-        out.allocation[go] = self._allocation(m2, n2, self.pass_.remaining[k, m, b[go]].astype(float),
+        out.allocation[go] = self._allocation(m2, n2, remaining[k, m, b[go]].astype(float),
                                               state.time[go])
         if math.isfinite(self.budget):
             idx = np.flatnonzero(go)
