@@ -390,3 +390,24 @@ def test_give_up_share_and_second_moment():
     det = parse_instance(tiny(models=[{**m, "improvement": {"kind": "point", "value": 1.0}} for m in tiny()["models"]]))
     q = A.dp(A.Chain(det, 6, optimistic=False), LAM, 10.0, keep=True)
     np.testing.assert_allclose(q.remaining[..., 2], q.remaining[..., 0] ** 2, rtol=1e-5, atol=1e-6)
+
+
+def test_an_uncertified_policy_is_no_solution_with_no_upper_bound():
+    """A policy that fails its certificate proves nothing: the solver answers
+    ``no_solution`` (never ``infeasible``, which only an unreachable ω proves),
+    with the proven lower bound, no cost, and the bracket has no width and no
+    upper bound (its policy's cost is kept apart)."""
+    from instance_data import two_model_data
+
+    from deplbench.solvers.run import solve
+
+    inst = parse_instance(two_model_data(omega=0.9))
+    # certify at a level the policy cannot reach on so few runs: ω = 0.9999 with 200 runs
+    b = A.adaptive_bounds(inst.with_changes(omega=0.9999), buckets=60, runs=200, tune_runs=200)
+    assert not b.certified and b.status != "unreachable"
+    assert math.isinf(b.width)
+    d = b.to_dict()
+    assert d["upper_bound"] is None and d["uncertified_policy_cost"] == b.upper_bound
+    r = solve(inst, "adaptive-opt", omega=0.9999, buckets=60, runs=200, tune_runs=200)
+    assert r.status == "no_solution" and r.cost is None
+    assert r.lower_bound is not None and r.lower_bound > 0
