@@ -206,6 +206,13 @@ def test_report_rows_judge_the_shipped_measurement():
           "claim": {"verdict": "holds", "plans": 2, "text": ""}}
     bad = {**ok, "claim": {"verdict": "does not hold", "plans": 1, "text": ""}}
     assert replay_claim([ok])["verdict"] == HOLDS and replay_claim([ok, bad])["verdict"] == FAILS
+    # solvers returning the same model sequence replay one plan: counted once
+    from deplbench.reports.measured import REPLAY_FILE, REPLAY_TIGHT_FILE, load
+
+    shipped = [load(REPLAY_FILE), load(REPLAY_TIGHT_FILE)]
+    proven = [(rp["instance"]["loss_max"], r["sequence"]) for rp in shipped for r in rp["rows"]
+              if r.get("model_verdict") == "proven feasible" and "verdict" in r]
+    assert replay_claim(shipped)["instances"] == len(set(proven)) < len(proven)
 
 
 # ------------------------------------------------------------- analysis
