@@ -425,7 +425,7 @@ def static_environment() -> dict:
         "git_commit": _git_commit(),
         "platform": platform.platform(),
         "machine": platform.machine(),
-        "cpu": _cpu_model(),
+        "cpu": cpu_model(),
         "cpu_count": os.cpu_count(),
         "hostname": platform.node(),
     }
@@ -445,7 +445,8 @@ def _git_commit() -> str | None:
         return None
 
 
-def _cpu_model() -> str:
+def cpu_model() -> str:
+    """The CPU's model name (/proc/cpuinfo), else what the platform says, else "unknown"."""
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
             if line.startswith("model name"):

@@ -29,6 +29,8 @@ from pathlib import Path
 
 import numpy as np
 
+from deplbench.benchmarks.tasks import cpu_model
+
 #: Model names of the versions: the full network and its pruned versions.
 MODEL_NAMES = {0.0: "full", 0.25: "p25", 0.36: "p36", 0.5: "p50", 0.75: "p75", 0.9: "p90"}
 #: Every version trained alone: the full model, the Fig. 4 grid factors and the paper's (Sec. VI-B).
@@ -170,22 +172,12 @@ def run_protocol(protocol: Protocol, *, threads: int = 1, progress=None) -> tupl
         "protocol": {k: (list(v) if isinstance(v, tuple) else v) for k, v in protocol.__dict__.items()},
         "batches": batches,
         "seeds": {"first": protocol.seed_base, "count": sum(len(c.seeds) for c in protocol.configs())},
-        "cpu": {"machine": platform.machine(), "processor": platform.processor() or _cpu_name(),
+        "cpu": {"machine": platform.machine(), "processor": platform.processor() or cpu_model(),
                 "cores": os.cpu_count(), "load_average_at_end": _loadavg()},
         "python": platform.python_version(),
         "wall_seconds": round(time.perf_counter() - start, 1),
     }
     return buf.getvalue(), provenance
-
-
-def _cpu_name() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor()
 
 
 def _loadavg() -> list[float] | None:
