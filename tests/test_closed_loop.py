@@ -287,7 +287,7 @@ def test_pact_claim_against_the_adaptive_optimum_flips_with_the_bracket():
     # the optimum's LB at 0.8 × opt, certified policy at 0.9 × opt: PACT ≥ 10 % dearer → fails
     assert row(pact_frame(adaptive=(0.8, 0.9)))["verdict"] == claims_mod.FAILS
     # a wide bracket that cannot decide
-    assert row(pact_frame(adaptive=(0.8, 1.0)))["verdict"] == claims_mod.UNMEASURED
+    assert row(pact_frame(adaptive=(0.8, 1.0)))["verdict"] == claims_mod.UNDECIDED
     # matched risk: PACT certified at P(success) ≥ 0.99; an adaptive policy certified only at
     # ≥ 0.985 is no upper bound there, however cheap
     low = pact_frame(adaptive=(0.8, 0.9))
@@ -295,7 +295,7 @@ def test_pact_claim_against_the_adaptive_optimum_flips_with_the_bracket():
         if d:
             d["p_success_lo"] = 0.985
     r = row(low)
-    assert r["verdict"] == claims_mod.UNMEASURED and "no adaptive policy certified at that level" in r["measured"]
+    assert r["verdict"] == claims_mod.UNDECIDED and "no adaptive policy certified at that level" in r["measured"]
     assert "PACT 1515.0 at P(success) ≥ 0.9900" in row(pact_frame(adaptive=(0.8, 0.9)))["measured"]
     df = prepare(pact_frame(adaptive=(0.8, 0.9))).df
     m = matched_risk_table(df)

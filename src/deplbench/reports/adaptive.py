@@ -40,6 +40,7 @@ from deplbench.reports.claims_common import (
     HOLDS,
     MATCH_MEDIAN_GAP,
     MATCH_P90_GAP,
+    UNDECIDED,
     UNMEASURED,
     claim_row,
 )
@@ -264,10 +265,11 @@ def pact_adaptive_claim(df: pd.DataFrame, says: str, pact_claim: str) -> dict:
         verdict, why = FAILS, (f"dearer than an adaptive policy certified at PACT's level, beyond the thresholds "
                                f"(on {known.size}/{lo.size} targets with such a policy)")
     elif not known.size:
-        verdict, why = UNMEASURED, ("no adaptive policy certified at PACT's level (adaptive-opt with parameter "
-                                    "omega at or above it would decide)")
+        # measured, but the bracket at PACT's level has no upper end: not decided
+        verdict, why = UNDECIDED, ("no adaptive policy certified at PACT's level (adaptive-opt with parameter "
+                                   "omega at or above it would decide)")
     else:
-        verdict, why = UNMEASURED, "the adaptive bracket at PACT's level is too wide to decide"
+        verdict, why = UNDECIDED, "the adaptive bracket at PACT's level is too wide to decide"
     return claim_row(claim, "PACT paper §VI-C", says + ". The paper's 'optimum' is found with the true loss "
                 "evolution (known in advance), which no policy can attain; here the reference is the best "
                 "implementable closed-loop policy at the same certified risk",
