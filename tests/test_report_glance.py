@@ -577,3 +577,16 @@ def test_static_plans_on_the_pact_set_against_the_static_and_the_adaptive_optimu
     cell = head.loc["static-learn", "vs_reference"]
     assert cell.startswith("1.100") and "on 1/1" in cell
     assert head.loc["static-learn", "ratio_adaptive_median"] == pytest.approx(550 / 400)
+
+
+def test_a_bracket_whose_ends_print_alike_shows_one_number():
+    """cost/UB and cost/LB that agree to three decimals print once ("1.783",
+    never "1.783–1.783"); ends that differ there still print both."""
+    import numpy as np
+
+    from deplbench.reports.headline import _vs_reference
+
+    same = _vs_reference("certified-static", np.array([1.78301]), np.array([1.78349]), 1, 1, 0, 0)
+    assert same.startswith("1.783 on 1/1")
+    apart = _vs_reference("certified-static", np.array([1.0]), np.array([1.1]), 1, 1, 0, 0)
+    assert apart.startswith("1.000–1.100 on 1/1")

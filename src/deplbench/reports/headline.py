@@ -91,7 +91,8 @@ def _vs_reference(kind: str, ub: np.ndarray, lb: np.ndarray, n: int, inst: int,
     mu = float(np.median(ub))
     ml = float(np.median(lb)) if lb.size else math.nan
     same = not np.isfinite(ml) or abs(ml - mu) <= RATIO_TOL * mu
-    txt = (_fmt(mu) if same else f"{_fmt(mu)}–{_fmt(ml)}") + _ci_text(ci)
+    # one number when the two ends agree to the printed precision ("1.783", not "1.783–1.783")
+    txt = (_fmt(mu) if same or _fmt(ml) == _fmt(mu) else f"{_fmt(mu)}–{_fmt(ml)}") + _ci_text(ci)
     if kind == ADAPTIVE:
         txt += " (adaptive)"
     txt += f" on {n}/{inst}"
