@@ -17,8 +17,8 @@ from deplbench.formulations.allocation import allocate
 from deplbench.formulations.evaluate import simulate_trajectories
 from deplbench.formulations.knapsack import covering_dp
 from deplbench.formulations.scenarios import quantile_rank
-from deplbench.solvers.depl.depl import calibration as calibration_module
-from deplbench.solvers.depl.depl import stages as stages_module
+from deplbench.solvers.depl import calibration as calibration_module
+from deplbench.solvers.depl import stages as stages_module
 from deplbench.solvers.run import solve
 from deplbench.solvers.depl.quantile_transform import (
     LossModel,

@@ -95,7 +95,7 @@ def test_pact_brute_force_knapsack_dp_honour_time_limit(knapsack, algo, instance
 def test_allocation_dp_checks_the_deadline_inside_a_layer():
     """20,000 clusters: the options of one epoch and the DP over them are
     checked while they are built, not only between epochs."""
-    from deplbench.solvers.depl.depl import vnf_allocation as va
+    from deplbench.solvers.depl import vnf_allocation as va
 
     n = 3000
     kappa, cap, comm = np.linspace(1.0, 2.0, n), np.full(n, 10.0), np.zeros(n)
@@ -107,7 +107,7 @@ def test_allocation_dp_checks_the_deadline_inside_a_layer():
 def test_allocation_dp_checks_inside_the_option_loop_of_one_epoch(monkeypatch):
     """The per-option loop of a large table (options × buckets above the
     gather limit) checks every 256 options, not only once per epoch."""
-    from deplbench.solvers.depl.depl import vnf_allocation as va
+    from deplbench.solvers.depl import vnf_allocation as va
 
     seen = []
     monkeypatch.setattr(va, "check_time", seen.append)

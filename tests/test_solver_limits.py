@@ -18,7 +18,7 @@ import pytest
 from deplbench import limits
 from deplbench.instances.generators import generate
 from deplbench.instances.model import parse_instance
-from deplbench.solvers.depl.depl import quantile_transform as qt
+from deplbench.solvers.depl import quantile_transform as qt
 from deplbench.solvers.run import solve
 from deplbench.solvers.baselines.common import scenario_bytes
 
@@ -111,7 +111,7 @@ def test_quantile_transform_blocks_equal_the_whole_matrix(monkeypatch):
 
 
 def test_allocation_table_refused_before_allocation():
-    from deplbench.solvers.depl.depl import vnf_allocation as va
+    from deplbench.solvers.depl import vnf_allocation as va
 
     # A K × buckets int32 table above the budget is named, not allocated.
     K, buckets = 100_000, va.MAX_BUCKETS
