@@ -51,7 +51,7 @@ VALIDATION_SEED_OFFSET = 1_000_003
 #: Stage 2 runs when the stage-1 bracket is wider than this (the target
 #: width: 2 % at confidence 0.95 on the realistic instances).
 DEFAULT_TARGET_WIDTH = 0.02
-#: Share of β_L and of β_U reserved for stage 2 (certified_refine.split_beta).
+#: Share of β_L and of β_U reserved for stage 2 (refine.split_beta).
 DEFAULT_REFINE_SHARE = 0.5
 #: N′₂: with 10⁶ draws a plan with true violation 0.0097 is certified ≤ 0.01
 #: at the per-test level of six stage-2 tests.

@@ -30,7 +30,7 @@ from deplbench.solvers.expanded.graph import GraphSpec, PathResult
 def exact_loss_units(spec: GraphSpec, models) -> float:
     """Exact surrogate u (loss-bucket units above the target) at the end of a path."""
     models = [int(m) for m in models]
-    # the unrounded tables every GraphSpec that expanded_spec builds carries
+    # the unrounded tables every GraphSpec that expanded.spec builds carries
     first, shift = cast(np.ndarray, spec.first_exact), cast(np.ndarray, spec.shift_exact)
     u = spec.start_exact + float(first[models[0]])
     for k in range(1, len(models)):
