@@ -78,13 +78,13 @@ lock: $(STAMP)
 docs: $(STAMP)
 	$(PY) -m mkdocs build --strict --site-dir site
 
-# pytest-benchmark suites benchmarks/bench_*.py -> results/bench/bench.json
+# pytest-benchmark suites perf/bench_*.py -> results/bench/bench.json
 # (read by `deplbench report`). Exit status 5 = no suite collected yet: not
 # an error. Pass options with BENCH_ARGS, e.g. BENCH_ARGS='-k depl'.
 bench: $(STAMP)
 	mkdir -p results/bench
-	$(PY) -m pytest benchmarks -q -p no:cacheprovider -o python_files='bench_*.py' \
-		-o testpaths=benchmarks --benchmark-json=results/bench/bench.json \
+	$(PY) -m pytest perf -q -p no:cacheprovider -o python_files='bench_*.py' \
+		-o testpaths=perf --benchmark-json=results/bench/bench.json \
 		--benchmark-sort=fullname $(BENCH_ARGS) || [ $$? -eq 5 ]
 
 # The issues' performance targets, each measured side by side in one run
@@ -93,25 +93,25 @@ bench: $(STAMP)
 # runners vs one on a shared store): ~40 minutes on 2 free cores.
 targets: $(STAMP)
 	mkdir -p results/bench
-	$(PY) benchmarks/milp_targets.py --out results/bench/milp_targets.json
-	$(PY) benchmarks/depl_targets.py
-	$(PY) benchmarks/exact_targets.py --out results/bench/exact_targets.json
-	$(PY) benchmarks/population_targets.py --out results/bench/population_targets.json
-	$(PY) benchmarks/general_targets.py --out results/bench/general_targets.json
-	$(PY) benchmarks/limits_targets.py --out results/bench/limits_targets.json
-	$(PY) benchmarks/runner_targets.py --out results/bench/runner_targets.json
-	$(PY) benchmarks/adaptive_targets.py --out results/bench/adaptive_targets.json
+	$(PY) perf/milp_targets.py --out results/bench/milp_targets.json
+	$(PY) perf/depl_targets.py
+	$(PY) perf/exact_targets.py --out results/bench/exact_targets.json
+	$(PY) perf/population_targets.py --out results/bench/population_targets.json
+	$(PY) perf/general_targets.py --out results/bench/general_targets.json
+	$(PY) perf/limits_targets.py --out results/bench/limits_targets.json
+	$(PY) perf/runner_targets.py --out results/bench/runner_targets.json
+	$(PY) perf/adaptive_targets.py --out results/bench/adaptive_targets.json
 
 # The last line says how to call deplbench yourself: it lives in .venv.
 demo: $(STAMP)
-	$(VENV)/bin/deplbench run benchmarks/sweeps/quick.toml --db results/demo.sqlite
+	$(VENV)/bin/deplbench run perf/sweeps/quick.toml --db results/demo.sqlite
 	$(VENV)/bin/deplbench report results/demo.sqlite --out reports/demo
 	@echo "demo: open reports/demo/index.html; to run deplbench yourself: . $(VENV)/bin/activate (or call $(VENV)/bin/deplbench)"
 
 reproduce: $(STAMP)
-	$(VENV)/bin/deplbench run benchmarks/sweeps/paper.toml --db results/full.sqlite
-	$(VENV)/bin/deplbench run benchmarks/sweeps/complexity.toml --db results/full.sqlite
-	$(VENV)/bin/deplbench run benchmarks/sweeps/knapsack.toml --db results/full.sqlite
+	$(VENV)/bin/deplbench run perf/sweeps/paper.toml --db results/full.sqlite
+	$(VENV)/bin/deplbench run perf/sweeps/complexity.toml --db results/full.sqlite
+	$(VENV)/bin/deplbench run perf/sweeps/knapsack.toml --db results/full.sqlite
 	$(MAKE) bench
 	$(VENV)/bin/deplbench report results/full.sqlite --out reports/full --bench-json results/bench
 

@@ -1,5 +1,5 @@
 """The demo store as a test fixture: the rows `make demo` writes
-(benchmarks/sweeps/quick.toml), committed as ``tests/data/demo_store.sqlite.xz``
+(perf/sweeps/quick.toml), committed as ``tests/data/demo_store.sqlite.xz``
 so that the browser checks run on a real report where no ``make demo`` ran
 (CI's fresh clone).
 

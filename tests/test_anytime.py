@@ -11,8 +11,8 @@ import pytest
 from deplbench.formulations import milp
 from deplbench.reports.anytime import (EVENT_COLUMNS, INTEGRAL_COLUMNS, anytime_events, integral_table,
                                        primal_integral)
-from deplbench.solvers.brute_force import search as brute_force_search
-from deplbench.solvers.certified import bracket_events
+from deplbench.solvers.exact.brute_force import search as brute_force_search
+from deplbench.solvers.certify.certified import bracket_events
 from milp_instances import tiny_instance
 
 

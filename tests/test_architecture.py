@@ -48,7 +48,7 @@ _REASON_SENTENCE = re.compile(r"(?:^|[.!?:]\s)" + re.escape(REASON) + r"\s+\w")
 
 # --------------------------------------------------------------------- model
 def module_name(path: Path) -> str:
-    """``src/deplbench/solvers/depl.py`` → ``deplbench.solvers.depl``
+    """``src/deplbench/solvers/depl/depl.py`` → ``deplbench.solvers.depl.depl``
     (a package's ``__init__.py`` is the package itself)."""
     parts = list(path.relative_to(SRC).with_suffix("").parts)
     if parts[-1] == "__init__":
@@ -204,7 +204,7 @@ def states_reason(docstring: str) -> bool:
     # importlib with a literal name; TYPE_CHECKING blocks count
     ("deplbench.jsonio", "import importlib\nimportlib.import_module('deplbench.cli')\n", False,
      ["deplbench.cli"]),
-    ("deplbench.solvers.depl",
+    ("deplbench.solvers.depl.depl",
      "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import deplbench.reports.data\n", False,
      ["deplbench.reports.data"]),
     # downward and same-layer imports are fine; the package root is the bottom

@@ -20,8 +20,8 @@ from deplbench.formulations.evaluate import evaluate_plan
 from deplbench.formulations.knapsack import covering_dp
 from deplbench.formulations.scenarios import ScenarioSampler, allowed_violations
 from deplbench.solvers.run import solve
-from deplbench.solvers.baselines import data_setting, dataset_subsets
-from deplbench.solvers.pact import ExpandedGraph, pact_decisions
+from deplbench.solvers.baselines.static import data_setting, dataset_subsets
+from deplbench.solvers.pact.pact import ExpandedGraph, pact_decisions
 from deplbench.instances.distributions import InverseGamma
 from deplbench.instances.model import parse_instance
 

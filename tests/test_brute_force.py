@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from deplbench.formulations.scenarios import ScenarioSampler, allowed_violations
-from deplbench.solvers import brute_force
+from deplbench.solvers.exact import brute_force
 from deplbench.solvers.run import solve
 from deplbench.instances.model import parse_instance
 from milp_instances import tiny_instance

@@ -1,4 +1,4 @@
-"""The certified bracket (solvers/certified.py) and the evaluator's certified verdict.
+"""The certified bracket (solvers/certify/certified.py) and the evaluator's certified verdict.
 
 References are independent of the code under test: the covering DP for
 knapsack-derived instances, brute force over 10⁵ scenarios for tiny
@@ -18,9 +18,9 @@ from deplbench.formulations.evaluate import evaluate_plan, plan_indices, simulat
 from deplbench.formulations.knapsack import knapsack_optimum_from_instance
 from deplbench.instances.generators import generate
 from deplbench.solvers.run import solve
-from deplbench.solvers import certified_tasks
-from deplbench.solvers.certified import certify, process_map
-from deplbench.solvers.certified_refine import predicted_certifiable, select_for_refinement, split_beta
+from deplbench.solvers.certify import tasks as certified_tasks
+from deplbench.solvers.certify.certified import certify, process_map
+from deplbench.solvers.certify.refine import predicted_certifiable, select_for_refinement, split_beta
 
 #: A budget, not a limit: tiny instances solve in well under a second, so the
 #: results never depend on the machine's speed (a 5 s limit could be hit on a
@@ -189,7 +189,7 @@ def test_cli_refuses_what_it_can_check_before_solving(tmp_path, capsys, monkeypa
     SAA solve (planted: a solve raises); the base code refused them only after
     the bracket was computed (32–70 s), --validation under the name "samples"."""
     from deplbench.cli import main
-    from deplbench.solvers import certified
+    from deplbench.solvers.certify import certified
 
     path = tmp_path / "k.json"
     generate("knapsack", n_items=4, horizon=4, seed=0).save(path)

@@ -138,7 +138,7 @@ def test_depl_receding_is_registered_and_replans():
     info = cl["policy"]["policy_info"]
     assert info["replans"] >= 1
     # the re-planned sub-problem starts where the run is
-    from deplbench.solvers.depl_receding import sub_instance
+    from deplbench.solvers.depl.receding import sub_instance
 
     sub = sub_instance(inst, 10, 1, 0.9, 150.0, ["gold"])
     assert sub.initial_loss == 0.9 and sub.time_max == pytest.approx(250.0) and sub.horizon == 20

@@ -55,7 +55,7 @@ def _allowed(path: Path) -> bool:
 
 
 def test_no_comment_or_docstring_cites_a_tracker_issue():
-    files = [p for folder in ("src", "benchmarks") for p in sorted((ROOT / folder).rglob("*.py"))]
+    files = [p for folder in ("src", "perf") for p in sorted((ROOT / folder).rglob("*.py"))]
     assert len(files) > 100
     found = [hit for p in files if not _allowed(p) for hit in tracker_references(p)]
     assert not found, "comments/docstrings cite tracker issues:\n" + "\n".join(found)

@@ -1,4 +1,4 @@
-"""DepL stage 1 (solvers/dataset_selection.py): Fujishige–Wolfe minimum-norm
+"""DepL stage 1 (solvers/depl/dataset_selection.py): Fujishige–Wolfe minimum-norm
 point vs exhaustive search, the submodularity audit, Lawler ranking, K̂."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import math
 import numpy as np
 import pytest
 
-from deplbench.solvers.dataset_selection import (
+from deplbench.solvers.depl.dataset_selection import (
     DataObjective,
     SubsetRanker,
     all_masks,

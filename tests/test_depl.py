@@ -1,6 +1,6 @@
-"""DepL and best-exp (solvers/depl.py) end to end, plus the quantile
-transforms (solvers/quantile_transform.py) and the (1+ε) allocation stage
-(solvers/vnf_allocation.py)."""
+"""DepL and best-exp (solvers/depl/depl.py) end to end, plus the quantile
+transforms (solvers/depl/quantile_transform.py) and the (1+ε) allocation stage
+(solvers/depl/vnf_allocation.py)."""
 
 from __future__ import annotations
 
@@ -17,10 +17,10 @@ from deplbench.formulations.allocation import allocate
 from deplbench.formulations.evaluate import simulate_trajectories
 from deplbench.formulations.knapsack import covering_dp
 from deplbench.formulations.scenarios import quantile_rank
-from deplbench.solvers import depl_calibration as calibration_module
-from deplbench.solvers import depl_stages as stages_module
+from deplbench.solvers.depl import calibration as calibration_module
+from deplbench.solvers.depl import stages as stages_module
 from deplbench.solvers.run import solve
-from deplbench.solvers.quantile_transform import (
+from deplbench.solvers.depl.quantile_transform import (
     LossModel,
     build_bounds,
     chernoff_bound,
@@ -28,7 +28,7 @@ from deplbench.solvers.quantile_transform import (
     log_mgf,
     tangent_bound,
 )
-from deplbench.solvers.vnf_allocation import place_and_allocate
+from deplbench.solvers.depl.vnf_allocation import place_and_allocate
 from deplbench.instances.distributions import InverseGamma, StudentT
 from deplbench.instances.generators import generate
 from deplbench.instances.model import parse_instance
@@ -181,7 +181,7 @@ def test_allocation_failure_blacklists_the_path(monkeypatch, alexnet9):
     def flaky(*args, **kwargs):
         calls["n"] += 1
         if calls["n"] == 1:
-            from deplbench.solvers.vnf_allocation import PlacementResult
+            from deplbench.solvers.depl.vnf_allocation import PlacementResult
             return PlacementResult(False, reason="injected failure")
         return real(*args, **kwargs)
 
@@ -429,9 +429,9 @@ def test_best_exp_has_no_calibrate_parameter(alexnet9):
 def test_best_exp_is_composed_not_derived_from_depl():
     """best-exp shares DepL's stages and the one train-on rule
     instead of subclassing DepL and deleting parameters."""
-    from deplbench.solvers.best_exp import BestExp
-    from deplbench.solvers.depl import DepL
-    from deplbench.solvers.depl_stages import LOOP_PARAMS
+    from deplbench.solvers.baselines.best_exp import BestExp
+    from deplbench.solvers.depl.depl import DepL
+    from deplbench.solvers.depl.stages import LOOP_PARAMS
 
     assert not issubclass(BestExp, DepL)
     assert set(BestExp.parameters) == set(LOOP_PARAMS)

@@ -1,4 +1,4 @@
-"""DepL's expanded graph (solvers/expanded_graph.py): the vectorised DAG DP
+"""DepL's expanded graph (solvers/expanded/graph.py): the vectorised DAG DP
 against the networkx reference and against brute force, conservative
 rounding, and monotonicity in η."""
 
@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 from deplbench.errors import SolverError
-from deplbench.solvers.expanded_graph import build_spec, solve_dp, solve_dp_labels
-from deplbench.solvers.expanded_reference import (
+from deplbench.solvers.expanded.graph import build_spec, solve_dp, solve_dp_labels
+from deplbench.solvers.expanded.reference import (
     build_networkx,
     exact_loss_units,
     path_features,

@@ -8,7 +8,7 @@ invalid value planted** (a non-positive capacity, ω outside (0, 1), ℓmax ≥
 ℓ(0), a duplicate or unknown name, ...). The property: the loader refuses it
 and the message names *that* field. Deleting any one of those checks makes
 the property fail — shown here by monkeypatching the validator, and for
-every single check by ``benchmarks/mutate_validation.py``.
+every single check by ``perf/mutate_validation.py``.
 """
 
 from __future__ import annotations

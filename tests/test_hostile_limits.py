@@ -31,7 +31,7 @@ def knapsack():
 # ---- finding 1: the expanded graph's (K̄, M, M) tables are estimated first -----------------------
 
 def test_build_spec_refuses_horizon_x_models_squared_before_allocating():
-    from deplbench.solvers.expanded_spec import build_spec
+    from deplbench.solvers.expanded.spec import build_spec
 
     K, M = 100_000, 60             # six (K̄, M, M) float64 tables: about 16 GiB
     run_phi = np.full((K, M), 0.01)
@@ -95,7 +95,7 @@ def test_pact_brute_force_knapsack_dp_honour_time_limit(knapsack, algo, instance
 def test_allocation_dp_checks_the_deadline_inside_a_layer():
     """20,000 clusters: the options of one epoch and the DP over them are
     checked while they are built, not only between epochs."""
-    from deplbench.solvers import vnf_allocation as va
+    from deplbench.solvers.depl import vnf_allocation as va
 
     n = 3000
     kappa, cap, comm = np.linspace(1.0, 2.0, n), np.full(n, 10.0), np.zeros(n)
@@ -107,7 +107,7 @@ def test_allocation_dp_checks_the_deadline_inside_a_layer():
 def test_allocation_dp_checks_inside_the_option_loop_of_one_epoch(monkeypatch):
     """The per-option loop of a large table (options × buckets above the
     gather limit) checks every 256 options, not only once per epoch."""
-    from deplbench.solvers import vnf_allocation as va
+    from deplbench.solvers.depl import vnf_allocation as va
 
     seen = []
     monkeypatch.setattr(va, "check_time", seen.append)
@@ -136,7 +136,7 @@ def test_milp_certified_total_time_limit_bounds_the_whole_bracket():
 def test_milp_certified_total_time_limit_skips_late_tests_only():
     import time
 
-    from deplbench.solvers.certified_tasks import validation_task
+    from deplbench.solvers.certify.tasks import validation_task
 
     inst = parse_instance(two_model_data())
     plan = solve(inst, "brute-force", evaluate=False).plan

@@ -202,7 +202,7 @@ def test_knapsack_dp_doubled_loss_scale_is_not_the_old_optimum():
 def test_knapsack_dp_refuses_what_it_cannot_solve_exactly():
     from deplbench.solvers.run import solve
 
-    from deplbench.solvers.knapsack_dp import KnapsackDP
+    from deplbench.solvers.exact.knapsack_dp import KnapsackDP
 
     realistic = generate("realistic", family="alexnet")
     applies, reason = KnapsackDP.applies(realistic)

@@ -23,7 +23,7 @@ from deplbench.formulations.evaluate import evaluate_plan
 from deplbench.formulations.knapsack import knapsack_optimum_from_instance
 from deplbench.formulations.scenarios import ScenarioSampler, allowed_violations
 from deplbench.solvers.run import solve
-from deplbench.solvers.brute_force import search as brute_force_search
+from deplbench.solvers.exact.brute_force import search as brute_force_search
 from deplbench.instances.generators import generate
 from milp_instances import tiny_instance
 

@@ -84,7 +84,7 @@ def test_registered_as_exact_static_reference():
 
 @pytest.mark.slow
 def test_bracket_contains_certify_ub_plan_cost_or_explains_why_not():
-    from deplbench.solvers.certified import certify
+    from deplbench.solvers.certify.certified import certify
 
     inst = tiny_instance(1, horizon=4, n_datasets=1)
     res = solve(inst, "milp-exact", evaluate=False)
@@ -102,7 +102,7 @@ def test_bracket_contains_certify_ub_plan_cost_or_explains_why_not():
 
 
 def test_inconsistent_bracket_advice_names_a_disjoint_seed():
-    from deplbench.solvers.certified import VALIDATION_SEED_OFFSET, _status, fresh_seed
+    from deplbench.solvers.certify.certified import VALIDATION_SEED_OFFSET, _status, fresh_seed
 
     status, msg = _status({"value": 10.0}, {"value": 9.0}, None, False, 0.95, seed=7)
     assert status == "inconsistent" and f"--seed {fresh_seed(7)}" in msg and "voids" in msg

@@ -27,7 +27,7 @@ from deplbench.formulations.milp import solve_milp
 from deplbench.formulations.plan import Plan
 from deplbench.formulations.scenarios import ScenarioSampler, allowed_violations
 from deplbench.instances.generators import generate
-from deplbench.solvers.brute_force import search
+from deplbench.solvers.exact.brute_force import search
 
 BUDGET = 3600.0
 

@@ -40,7 +40,7 @@ from deplbench.formulations.general.search import BlockSearch, Config, Problem
 from deplbench.formulations.general.settings import GeneralSettings
 from deplbench.formulations.scenarios import ScenarioSampler, allowed_violations
 from deplbench.instances.generators import generate
-from deplbench.solvers.brute_force import search
+from deplbench.solvers.exact.brute_force import search
 
 BUDGET = 3600.0
 

@@ -22,7 +22,7 @@ from test_milp_general import _all_sequences, _feasible_sequence_weights, _group
 from deplbench.formulations.general import solve_general
 from deplbench.formulations.general.classes import dominated_assignments
 from deplbench.formulations.general.node_groups import NodeGroups, combined_bound
-from deplbench.solvers.brute_force import search as brute_force
+from deplbench.solvers.exact.brute_force import search as brute_force
 
 
 def _prefixes(prob, search, feas, need):

@@ -36,7 +36,7 @@ from deplbench.formulations.general.search import Config, Problem
 from deplbench.formulations.general.settings import GeneralSettings
 from deplbench.formulations.scenarios import ScenarioSampler, allowed_violations
 from deplbench.instances.generators import generate
-from deplbench.solvers.brute_force import search as brute_force
+from deplbench.solvers.exact.brute_force import search as brute_force
 
 BUDGET = 3600.0
 

@@ -18,7 +18,7 @@ import pytest
 from milp_instances import tiny_instance
 
 from deplbench.formulations.general import solve_general
-from deplbench.solvers.brute_force import search
+from deplbench.solvers.exact.brute_force import search
 
 RULES = ("intended", "printed")
 TRANSFERS = ("once", "per_epoch")

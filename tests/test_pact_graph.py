@@ -1,4 +1,4 @@
-"""PACT's expanded graph (solvers/pact_graph.py): the batched forward search
+"""PACT's expanded graph (solvers/pact/graph.py): the batched forward search
 of the closed-loop policy against one search per source.
 
 ``feasible_paths_batch`` promises, per source, exactly what
@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 
 from deplbench.instances.generators import generate
-from deplbench.solvers.baselines import data_setting
-from deplbench.solvers.pact import ExpandedGraph
+from deplbench.solvers.baselines.static import data_setting
+from deplbench.solvers.pact.pact import ExpandedGraph
 
 _KEYS = ("W", "C", "Le", "Lr", "first", "T", "end", "model", "cluster", "time_bucket")
 

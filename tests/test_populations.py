@@ -127,7 +127,7 @@ def test_cli_writes_a_population_in_one_call(tmp_path, capsys):
 def test_drawn_variants_are_feasible(family, seed, loss_max):
     """milp-exact proves an optimum (so a feasible plan) on a sample of
     seeds (PACT at the hardest target of its range; every AlexNet/MobileNet
-    target 5–13 on 60 seeds in benchmarks/population_targets.py)."""
+    target 5–13 on 60 seeds in perf/population_targets.py)."""
     from deplbench.solvers.run import solve
 
     inst = generate("realistic", family=family, seed=seed, loss_max=loss_max)

@@ -604,7 +604,7 @@ def test_a_declined_task_is_stored_as_skipped_not_failed(tmp_path):
     its reach) is recorded with status skipped and the reason, and the store
     counts it as finished, not as a failure to retry."""
     from deplbench.instances.generators import generate
-    from deplbench.solvers.brute_force import BruteForce
+    from deplbench.solvers.exact.brute_force import BruteForce
 
     task = {"key": "k-skip", "sweep": "s", "group": "g", "family": "scaling",
             "instance_params": {"n_models": 3, "horizon": 8}, "instance_seed": 0, "targets": {},

@@ -42,3 +42,30 @@ def test_a_built_in_missing_from_the_file_is_read_from_its_class(monkeypatch):
 def test_check_command_says_current(capsys):
     assert catalog.main(["--check"]) == 0
     assert "current" in capsys.readouterr().out
+
+
+FRAMEWORK = {"__init__", "base", "registry", "run", "catalog"}
+
+
+def test_solvers_top_holds_the_framework_and_families_are_subpackages():
+    """solvers/ keeps only the framework at its top; every built-in class lives in a family
+    sub-package whose ``__init__`` has a docstring and imports nothing (listing stays cheap)."""
+    import ast
+    from pathlib import Path
+
+    top = Path(registry.__file__).parent
+    assert {p.stem for p in top.glob("*.py")} == FRAMEWORK
+    families = {p.parent.name for p in top.glob("*/__init__.py")}
+    for fam in families:
+        tree = ast.parse((top / fam / "__init__.py").read_text(encoding="utf-8"))
+        assert ast.get_docstring(tree), fam
+        assert not any(isinstance(n, (ast.Import, ast.ImportFrom)) for n in ast.walk(tree)), fam
+    for name, target in registry.SOLVERS.items():
+        parts = target.partition(":")[0].split(".")
+        assert parts[:2] == ["deplbench", "solvers"] and len(parts) == 4 and parts[2] in families, (name, target)
+
+
+def test_catalogue_records_no_module_path():
+    """The catalogue (like the results store) names algorithms, never modules, so moving a
+    solver's module leaves stored artefacts readable."""
+    assert "deplbench.solvers." not in catalog.CATALOG_PATH.read_text(encoding="utf-8")

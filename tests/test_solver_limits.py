@@ -2,7 +2,7 @@
 would not fit in memory (docs/DESIGN.md, "Limits").
 
 The horizon-100000 instance is the realistic AlexNet one with ``horizon``
-set to 100000 (as ``benchmarks/limits_targets.py`` builds it). No test
+set to 100000 (as ``perf/limits_targets.py`` builds it). No test
 measures wall-clock time: an expired deadline is a ``time_limit`` so small
 that the first check in the solver's loop has already passed it.
 """
@@ -18,9 +18,9 @@ import pytest
 from deplbench import limits
 from deplbench.instances.generators import generate
 from deplbench.instances.model import parse_instance
-from deplbench.solvers import quantile_transform as qt
+from deplbench.solvers.depl import quantile_transform as qt
 from deplbench.solvers.run import solve
-from deplbench.solvers.baseline_common import scenario_bytes
+from deplbench.solvers.baselines.common import scenario_bytes
 
 BUDGET = limits.MEMORY_BUDGET_GIB * 2**30
 HEURISTICS = ("depl", "depl-receding", "best-exp", "static-learn", "one-switch")
@@ -111,7 +111,7 @@ def test_quantile_transform_blocks_equal_the_whole_matrix(monkeypatch):
 
 
 def test_allocation_table_refused_before_allocation():
-    from deplbench.solvers import vnf_allocation as va
+    from deplbench.solvers.depl import vnf_allocation as va
 
     # A K × buckets int32 table above the budget is named, not allocated.
     K, buckets = 100_000, va.MAX_BUCKETS

@@ -34,7 +34,7 @@ from deplbench.formulations.milp.peers import (
 from deplbench.formulations.peer_lookup import PYOMO_NEEDS, lookup_table
 from deplbench.formulations.milp.pyomo_peer import PyomoPeerBackend
 from deplbench.instances.generators import generate
-from deplbench.solvers.brute_force import search as brute_force_search
+from deplbench.solvers.exact.brute_force import search as brute_force_search
 from milp_instances import tiny_instance
 
 CBC = pytest.mark.skipif(shutil.which("cbc") is None,

@@ -375,7 +375,7 @@ def resolve_sweep_path(path: str | os.PathLike) -> Path:
     """Find a sweep file: the path itself, else a packaged sweep by name.
 
     ``quick`` and ``quick.toml`` both resolve to the packaged
-    ``benchmarks/sweeps/quick.toml`` when no such local file exists.
+    ``perf/sweeps/quick.toml`` when no such local file exists.
 
     Raises
     ------

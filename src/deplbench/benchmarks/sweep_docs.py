@@ -33,7 +33,7 @@ algorithm × algorithm grid point) and runs those the store does not have
 yet; `deplbench run FILE --db DB --dry-run` validates it completely and
 counts the tasks without running any. An unknown key or a bad value is a
 one-line error naming it, e.g. `algorithms[2].grid.eta`. The packaged
-sweeps are in `benchmarks/sweeps/` (`quick.toml` is `make demo`).
+sweeps are in `perf/sweeps/` (`quick.toml` is `make demo`).
 
 ## A minimal sweep
 

@@ -34,7 +34,7 @@ def _cmd_adaptive(args) -> int:
     from deplbench.formulations.adaptive import START_BUCKETS, adaptive_bounds
     from deplbench.instances.model import load_instance
     from deplbench.limits import memory_budget
-    from deplbench.solvers.adaptive_opt import AdaptiveOpt
+    from deplbench.solvers.adaptive.optimum import AdaptiveOpt
 
     given = {k: getattr(args, k) for k in OPTIONS if getattr(args, k) is not None}
     if args.one_grid:

@@ -4,7 +4,7 @@ Prints LB (statistical lower bound from M SAA replications), UB (the cheapest
 plan whose violation probability is certified ≤ 1 − ω by Clopper–Pearson on
 N′ fresh draws), the relative width, the confidence and method of each, and
 the UB plan; ``--json`` prints the whole record as one JSON object. See
-``deplbench.solvers.certified`` and docs/certify.md.
+``deplbench.solvers.certify.certified`` and docs/certify.md.
 """
 
 from __future__ import annotations
@@ -50,8 +50,8 @@ def _check_output(path: str) -> None:
 def _cmd_certify(args) -> int:
     from deplbench.cli.progress import counter, native_output_held, progress_wanted
     from deplbench.instances.model import load_instance
-    from deplbench.solvers.certified import candidate_plans, certify, parse_risk_grid, process_map
-    from deplbench.solvers.certified_settings import CertifySettings
+    from deplbench.solvers.certify.certified import candidate_plans, certify, parse_risk_grid, process_map
+    from deplbench.solvers.certify.settings import CertifySettings
 
     instance = load_instance(args.instance)
     if not 1 <= args.workers <= MAX_WORKERS:
@@ -142,7 +142,7 @@ def _print_text(b: dict) -> None:
 def register(subparsers) -> None:
     """Add ``certify`` to the ``deplbench`` command."""
     # the settings module, not solvers.certified: --help must not import scipy
-    from deplbench.solvers.certified_settings import (
+    from deplbench.solvers.certify.settings import (
         DEFAULT_CONFIDENCE,
         DEFAULT_GRID_SEEDS,
         DEFAULT_REFINE_CANDIDATES,

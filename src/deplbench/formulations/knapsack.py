@@ -25,7 +25,7 @@ weights sqrt(c(m, S)), values γ(S)·A_m·X_m, one cluster's κ, Tmax, K̄),
 never from ``provenance.items``: an instance edited after generation (say,
 every ``loss_scale`` doubled) is solved as it is, and an instance outside
 the reduction is refused with the field that breaks it. The registered
-solver is :class:`deplbench.solvers.knapsack_dp.KnapsackDP` (``knapsack-dp``).
+solver is :class:`deplbench.solvers.exact.knapsack_dp.KnapsackDP` (``knapsack-dp``).
 
 References
 ----------

@@ -5,7 +5,7 @@ The exact solvers record ``diagnostics["anytime"]``: a list of events
 None]`` — the MILP after every master solve of its cut loop
 (formulations/milp/cutloop.py; incumbents found inside one solve are not
 seen), ``milp-certified`` after each stage and at the end
-(solvers/certified.py ``bracket_events``; there the bounds are the
+(solvers/certify/certified.py ``bracket_events``; there the bounds are the
 bracket's statistical UB and LB at their stated confidence, not solver
 bounds).
 

@@ -3,7 +3,7 @@
 The SAA optimum (the MILP on S scenarios) is not a plan anyone could use:
 its plan may miss ℓmax out of sample. The ``milp-certified`` rows of a store
 carry a certified bracket LB ≤ z* ≤ UB on the true chance-constrained
-optimum z* (``solvers/certified.py``; Luedtke & Ahmed 2008, Sec. 4;
+optimum z* (``solvers/certify/certified.py``; Luedtke & Ahmed 2008, Sec. 4;
 Pagnoncelli, Ahmed & Shapiro 2009, Sec. 4). This section states, per
 instance with a bracket and for every algorithm whose plan the evaluator
 *certified feasible* (Clopper–Pearson upper bound on P(ℓ(K) > ℓmax) ≤ 1 − ω,

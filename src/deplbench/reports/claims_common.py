@@ -48,13 +48,13 @@ BEST_EXP_SAVING = 0.27
 
 #: Where DepL's per-instance submodularity check of K̂(D̂)·T̂(D̂) is read:
 #: ``diagnostics["submodularity"] = {"checked", "violated", "exhaustive", ...}``
-#: (what solvers/depl.py writes).
+#: (what solvers/depl/depl.py writes).
 SUBMODULAR_DICT_KEY = "submodularity"
 
 #: The algorithms the papers' claims are about, by registry name: the
 #: claims name them, so the audit does too. "The paper's DepL" is DepL with
 #: its proven guarantee: ``calibrate = true`` trades it for a statistical
-#: one (solvers/depl.py), so those rows are a different algorithm here.
+#: one (solvers/depl/depl.py), so those rows are a different algorithm here.
 DEPL, BEST_EXP = "depl", "best-exp"
 
 

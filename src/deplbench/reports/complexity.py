@@ -59,7 +59,7 @@ CLAIMED_EXPONENTS: dict[str, tuple[float | None, float | None, str]] = {
 #: The exponent the expanded graph's size implies for a counter of vertices
 #: or edges (a name containing "vertices" or "edges"): DepL paper Sec. V, the
 #: count printed above Property 2, |M|·K·η² vertices in this package's η
-#: (solvers/expanded_graph.py: |M|·K̄·(η+1)·J with J ∝ η). The reports take
+#: (solvers/expanded/graph.py: |M|·K̄·(η+1)·J with J ∝ η). The reports take
 #: a counter's implied exponent only from the solver's declaration,
 #: ``diagnostics["work_exponents"][counter][parameter]`` (DepL and best-exp
 #: declare these, PACT its own graph's); this table draws the reference

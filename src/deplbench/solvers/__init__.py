@@ -16,4 +16,18 @@ built-ins are listed in ``catalog.json``; ``deplbench algorithms`` prints
 them) and run through :func:`~deplbench.solvers.run.solve`, which returns a
 :class:`~deplbench.formulations.result.SolveResult`. ``docs/extending.md``
 shows how to add one.
+
+Layout: the framework sits at the top (:mod:`.base`, :mod:`.registry`,
+:mod:`.run`, :mod:`.catalog` and ``catalog.json``); each algorithm family is
+a sub-package, whose ``__init__`` lists its modules:
+
+=====================  ===============================================================
+:mod:`.depl`           DepL, ``depl-proven``, ``depl-receding`` and DepL's three stages
+:mod:`.expanded`       DepL's expanded graph (stage 2) and its minimum-cost path
+:mod:`.pact`           PACT, static and closed-loop
+:mod:`.baselines`      best-exp, StaticLearn, OneSwitch and what they share
+:mod:`.certify`        ``milp-certified``: the certified bracket on the optimum
+:mod:`.exact`          ``milp``, ``milp-exact``, ``brute-force``, ``knapsack-dp``
+:mod:`.adaptive`       ``adaptive-opt``: the best closed-loop policy, bracketed
+=====================  ===============================================================
 """

@@ -46,19 +46,19 @@ ENTRY_POINT_GROUP = "deplbench.solvers"
 
 #: Built-in algorithms: name → "module:Class" (listing order of ``deplbench algorithms``).
 SOLVERS: dict[str, str] = {
-    "milp": "deplbench.solvers.milp_solver:Milp",
-    "milp-certified": "deplbench.solvers.certified:MilpCertified",
-    "milp-exact": "deplbench.solvers.milp_exact:MilpExact",
-    "brute-force": "deplbench.solvers.brute_force:BruteForce",
-    "knapsack-dp": "deplbench.solvers.knapsack_dp:KnapsackDP",
-    "depl": "deplbench.solvers.depl:DepL",
-    "depl-proven": "deplbench.solvers.depl_proven:DepLProven",
-    "depl-receding": "deplbench.solvers.depl_receding:DepLReceding",
-    "best-exp": "deplbench.solvers.best_exp:BestExp",
-    "pact": "deplbench.solvers.pact:Pact",
-    "static-learn": "deplbench.solvers.baselines:StaticLearn",
-    "one-switch": "deplbench.solvers.baselines:OneSwitch",
-    "adaptive-opt": "deplbench.solvers.adaptive_opt:AdaptiveOpt",
+    "milp": "deplbench.solvers.exact.milp:Milp",
+    "milp-certified": "deplbench.solvers.certify.certified:MilpCertified",
+    "milp-exact": "deplbench.solvers.exact.milp_exact:MilpExact",
+    "brute-force": "deplbench.solvers.exact.brute_force:BruteForce",
+    "knapsack-dp": "deplbench.solvers.exact.knapsack_dp:KnapsackDP",
+    "depl": "deplbench.solvers.depl.depl:DepL",
+    "depl-proven": "deplbench.solvers.depl.proven:DepLProven",
+    "depl-receding": "deplbench.solvers.depl.receding:DepLReceding",
+    "best-exp": "deplbench.solvers.baselines.best_exp:BestExp",
+    "pact": "deplbench.solvers.pact.pact:Pact",
+    "static-learn": "deplbench.solvers.baselines.static:StaticLearn",
+    "one-switch": "deplbench.solvers.baselines.static:OneSwitch",
+    "adaptive-opt": "deplbench.solvers.adaptive.optimum:AdaptiveOpt",
 }
 
 

@@ -7,7 +7,7 @@ constraint (3). One job here: bracket z* per instance, by
 1. ``milp-exact`` (exact violation probabilities; an exact bracket, no
    confidence level needed) when that algorithm is registered and
    :meth:`~deplbench.solvers.base.Solver.applies` to the instance;
-2. otherwise :func:`~deplbench.solvers.certified.certify`: LB ≤ z* ≤ UB
+2. otherwise :func:`~deplbench.solvers.certify.certified.certify`: LB ≤ z* ≤ UB
    jointly with the stated confidence (Luedtke & Ahmed 2008 Sec. 4 for LB,
    one-sided Clopper–Pearson tests of the candidate plans for UB). On an
    instance whose random terms are all point masses the bracket is exact
@@ -101,7 +101,7 @@ def _exact_row(instance, name: str, time_limit: float, cls) -> dict:
 
 
 def _certified_row(instance, name, scenarios, time_limit, confidence, settings) -> dict:
-    from deplbench.solvers.certified import certify
+    from deplbench.solvers.certify.certified import certify
 
     opts = {**CERTIFY_SETTINGS, **(settings or {})}
     b = certify(instance, confidence=confidence, scenarios=int(scenarios), time_limit=float(time_limit), **opts)

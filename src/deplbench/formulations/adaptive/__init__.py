@@ -135,7 +135,7 @@ fails and is counted. Planning a : E[S] instead (certainty equivalence)
 left ≈ 0.5 % of the runs late on PACT-VGG11 — half the risk budget — while
 √E[S²] keeps time in reserve for an unlikely extra epoch (≈ 0.04 % late)
 at the same mean cost. What the choice costs: the width of the bracket
-at a vanishing grid step (benchmarks/adaptive_targets.py measures width
+at a vanishing grid step (perf/adaptive_targets.py measures width
 against the step; README, "The adaptive yardstick").
 
 Modules: :mod:`~deplbench.formulations.adaptive.chain` (the rounded chain,

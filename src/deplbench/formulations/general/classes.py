@@ -71,7 +71,7 @@ blocks of neighbouring two-cluster assignments are discarded together by
 their corner (``pair_groups``). The optimum, 1469.43, is a
 two-cluster plan (43 epochs of "intermediate", 6 of them on B1 holding d8
 and d9); the best single-cluster plan costs 1475.61. Timings:
-docs/performance.md (``benchmarks/general_targets.py``).
+docs/performance.md (``perf/general_targets.py``).
 
 References
 ----------

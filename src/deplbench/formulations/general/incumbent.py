@@ -51,7 +51,7 @@ exact enumeration; ≥ 3: the search with a bound for that branch only), in
 the spirit of Luedtke (2014)'s decomposition: what is cheap to solve exactly
 is solved exactly, and the relaxation is asked to bound only the rest.
 
-Measured effect: ``benchmarks/general_targets.py``; the numbers are in
+Measured effect: ``perf/general_targets.py``; the numbers are in
 docs/performance.md.
 
 Limits: only for non-negative improvement draws (signed draws keep every

@@ -8,7 +8,7 @@ tree the prefix has already lowered each scenario's loss by a different
 amount, and the right π puts its weight on the scenarios that still have
 far to go. On the cyclic AlexNet (K̄ = 100, ℓmax = 9, S = 3000; 12 nodes
 sampled at depths 3–5 of the first 3000, a one-off development measurement;
-the maintained numbers are ``benchmarks/general_targets.py``'s): the root pool bounds
+the maintained numbers are ``perf/general_targets.py``'s): the root pool bounds
 them at 1812–1833 against the incumbent 1835.70, while eight Kelley
 iterations per group at the node itself give 1895–2051. Those nodes are
 pruned at once, where the root pool keeps them open and the search needs

@@ -64,7 +64,7 @@ per-scenario cheapest cell is found exactly (``last_block_bound``); the
 reaches the incumbent are not formed; their bound is recorded.
 
 Measured (|D| = 10 datasets instance, S = 200): docs/performance.md and
-``benchmarks/general_targets.py``.
+``perf/general_targets.py``.
 
 References
 ----------

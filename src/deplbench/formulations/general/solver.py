@@ -128,7 +128,7 @@ work units of :class:`~.settings.GeneralSettings` (Kelley iterations,
 enumeration steps, nodes), so the same instance and settings give the same
 nodes, bounds and result on any machine; ``time_limit`` only stops the
 solve, and ``diagnostics["stopped_in"]`` names the phase. Measured times:
-``benchmarks/general_targets.py``, numbers in docs/performance.md.
+``perf/general_targets.py``, numbers in docs/performance.md.
 
 Limits
 ------

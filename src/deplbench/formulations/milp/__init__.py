@@ -104,7 +104,7 @@ horizon and S are limited only by memory and time (the flow scenario block
 has S·K̄·(|M|+|P|) non-zeros); both are estimated before the build and a
 model above ``memory_limit`` is refused with status ``error``. The realistic AlexNet family (|M| = 3, |N| = 2,
 |D| = 1, K̄ = 100) at S = 1000 is proven optimal in well under a second by
-the enumeration variant; see ``benchmarks/milp_targets.py``.
+the enumeration variant; see ``perf/milp_targets.py``.
 
 References
 ----------

@@ -213,7 +213,7 @@ def fast_prefers_general(instance, max_datasets: int) -> tuple[bool, str]:
     :data:`MAX_CLUSTERS_GENERAL_FAST` clusters — a cyclic switch graph or
     several datasets (``enumeration`` needs an acyclic graph and one data
     class; measured side by side, ``general`` beats ``flow`` on both:
-    benchmarks/general_targets.py and benchmarks/route_multiclass.py).
+    perf/general_targets.py and perf/route_multiclass.py).
     Returns (choice, reason).
     """
     if instance.n_datasets > max_datasets:
@@ -224,7 +224,7 @@ def fast_prefers_general(instance, max_datasets: int) -> tuple[bool, str]:
         return True, "cyclic switch graph"
     if instance.n_datasets > 1:
         # the sequence enumeration needs one data class; flow's scenario rows
-        # made certify's SAA replications minutes each (benchmarks/route_multiclass.py:
+        # made certify's SAA replications minutes each (perf/route_multiclass.py:
         # general 3-30x less CPU on the tiny and datasets instances, same optima)
         return True, f"{instance.n_datasets} datasets (several data classes)"
     return False, ""

@@ -15,7 +15,7 @@ beyond that the catalog falls back to the next formulation (flow).
 Exact because every feasible plan is dominated by a candidate with the same
 or fewer epochs of every model. The realistic AlexNet family (|M| = 3,
 |N| = 2, |D| = 1, K̄ = 100) at S = 1000 is proven optimal in well under a
-second; see ``benchmarks/milp_targets.py``.
+second; see ``perf/milp_targets.py``.
 
 References
 ----------

@@ -1,0 +1,177 @@
+"""The settings of :func:`~deplbench.solvers.certify.certified.certify`: defaults,
+their :class:`~deplbench.params.Param` table and one frozen dataclass.
+
+One job: say which settings the certified bracket takes and which values
+they accept, and reject anything else through :func:`deplbench.params.resolve`
+(the one validation path) with a one-line :class:`~deplbench.errors.SolverError`
+naming the setting. Nothing here depends on an instance or runs a solve.
+
+Examples
+--------
+>>> from deplbench.solvers.certify.settings import CertifySettings
+>>> s = CertifySettings.from_options(replications=10, risk_grid=(0.9, 0.8))
+>>> s.replications, s.risk_grid, s.confidence
+(10, (0.9, 0.8), 0.95)
+>>> CertifySettings.from_options(confidence=1.2)
+Traceback (most recent call last):
+...
+deplbench.errors.SolverError: parameter 'confidence': must be < 1.0, got 1.2
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any
+
+from deplbench import limits
+from deplbench.params import Param, resolve
+
+DEFAULT_CONFIDENCE = 0.95
+#: M: with S = 2000 and β_L = 0.025, ρ ≈ 0.56 and L = 7 (the 7th smallest of
+#: 20); more replications raise L/M towards ρ and so the LB (each solve of a
+#: realistic instance takes about 1.5 CPU-seconds).
+DEFAULT_REPLICATIONS = 20
+DEFAULT_SCENARIOS = 2000
+#: N′: with 2·10⁵ draws a plan with true violation 0.0093 is certified ≤ 0.01.
+DEFAULT_VALIDATION = 200_000
+#: Tightened SAA risk levels for UB candidates, as fractions f of α (γ = f·α).
+DEFAULT_RISK_GRID = (0.9, 0.8, 0.7, 0.6)
+#: SAA solves (independent seeds) per tightened level: SAA plans overfit their
+#: scenarios, so their true violation varies a lot between seeds; more draws
+#: of the same level give more chances of a cheap certifiable plan.
+DEFAULT_GRID_SEEDS = 4
+#: Wall seconds per SAA solve. Generous: a replication stopped without a proven
+#: bound contributes only the trivial bound 0 to LB.
+DEFAULT_TIME_LIMIT = 300.0
+#: Validation seed = seed + this offset: a seed that neither the replications
+#: (seed, seed + 1, …) nor the sweeps' evaluation (seed 0) use, so the
+#: validation draws are independent of every candidate plan.
+VALIDATION_SEED_OFFSET = 1_000_003
+#: Stage 2 runs when the stage-1 bracket is wider than this (the target
+#: width: 2 % at confidence 0.95 on the realistic instances).
+DEFAULT_TARGET_WIDTH = 0.02
+#: Share of β_L and of β_U reserved for stage 2 (refine.split_beta).
+DEFAULT_REFINE_SHARE = 0.5
+#: N′₂: with 10⁶ draws a plan with true violation 0.0097 is certified ≤ 0.01
+#: at the per-test level of six stage-2 tests.
+DEFAULT_REFINE_VALIDATION = 1_000_000
+DEFAULT_REFINE_CANDIDATES = 6
+#: M₂ = 80 replications of S₂ = 10·S = 20 000 scenarios. Plans whose violation
+#: probability sits just above α (AlexNet ℓmax = 11: a plan costing 939.73
+#: violates with probability ≈ 0.0104) still pass an SAA at S₂ = 20 000 in
+#: about 30 % of the replications (9 of 30 measured), as often as the order
+#: L₂/M₂ = 9/30 allows at M₂ = 30; at M₂ = 80, L₂ = 32 (40 %), so they no
+#: longer hold LB down. About 3 CPU-seconds per solve there (AlexNet ℓmax = 11:
+#: 309 CPU-s for the whole bracket, docs/certify.md).
+DEFAULT_REFINE_REPLICATIONS = 80
+DEFAULT_REFINE_SCENARIOS_FACTOR = 10
+#: Mildly tightened stage-2 levels: at S₂ = 10·S a plan overfits less, so γ
+#: close to α already gives plans whose true violation is below α.
+DEFAULT_REFINE_RISK_GRID = (0.95, 0.9)
+DEFAULT_REFINE_GRID_SEEDS = 2
+
+def _share(default: float, help: str) -> Param:
+    """A share or probability in the open interval (0, 1)."""
+    return Param(default, float, help, low=0.0, low_inclusive=False, high=1.0, high_inclusive=False)
+
+
+#: Every setting of :func:`~deplbench.solvers.certify.certified.certify` (the help
+#: texts are its docstring's, shortened).
+#: Most validation draws one test may take: the evaluator keeps two float64
+#: values per draw (final losses and their sorted copy) within the suite's
+#: memory budget (formulations.evaluate.MEMORY_BUDGET), so a larger N′ is
+#: refused when the settings are built, before any SAA solve.
+MAX_VALIDATION = int(limits.MEMORY_BUDGET_GIB * 2**30) // (2 * limits.FLOAT_BYTES)
+
+SETTINGS_PARAMETERS: dict[str, Param] = {
+    "confidence": _share(DEFAULT_CONFIDENCE, "joint confidence 1 − β of the bracket"),
+    "replications": Param(DEFAULT_REPLICATIONS, int, "M SAA replications for the lower bound", low=1,
+                          high=limits.MAX_REPLICATIONS),
+    "scenarios": Param(DEFAULT_SCENARIOS, int, "S scenarios per stage-1 SAA solve", low=1),
+    "validation": Param(DEFAULT_VALIDATION, int, "N′ fresh draws judging every stage-1 candidate", low=100,
+                        high=MAX_VALIDATION),
+    "risk_grid": Param(DEFAULT_RISK_GRID, tuple, "factors f of the tightened risk levels γ = f·(1 − ω)",
+                       low=0.0, low_inclusive=False, high=1.0),
+    "time_limit": Param(DEFAULT_TIME_LIMIT, float, "seconds per SAA solve", low=0.0, low_inclusive=False,
+                        finite=True),
+    "seed": Param(0, int, "base seed of the replications", low=0),
+    "gap": _share(1e-4, "MILP relative gap per SAA solve"),
+    "lb_share": _share(0.5, "share of β spent on the lower bound"),
+    "grid_seeds": Param(DEFAULT_GRID_SEEDS, int, "SAA solves per tightened risk level", low=1),
+    "target_width": Param(DEFAULT_TARGET_WIDTH, float, "stage 2 runs above this relative width "
+                          "(0 or None: never)", low=0.0, high=1.0, high_inclusive=False, nullable=True),
+    "refine_share": _share(DEFAULT_REFINE_SHARE, "share of β_L and β_U reserved for stage 2"),
+    "refine_replications": Param(DEFAULT_REFINE_REPLICATIONS, int, "M₂ stage-2 replications", low=1,
+                                 high=limits.MAX_REPLICATIONS),
+    "refine_scenarios": Param(None, int, "S₂ scenarios per stage-2 SAA solve (None: 10·S)", low=1,
+                              nullable=True),
+    "refine_validation": Param(DEFAULT_REFINE_VALIDATION, int, "N′₂ fresh draws per stage-2 test", low=100,
+                               high=MAX_VALIDATION),
+    "refine_candidates": Param(DEFAULT_REFINE_CANDIDATES, int, "at most this many stage-2 tests", low=1),
+    "refine_risk_grid": Param(DEFAULT_REFINE_RISK_GRID, tuple, "tightened levels of the stage-2 candidates",
+                              low=0.0, low_inclusive=False, high=1.0),
+    "refine_grid_seeds": Param(DEFAULT_REFINE_GRID_SEEDS, int, "stage-2 SAA solves per level", low=1),
+    "total_time_limit": Param(None, float, "wall seconds for the whole bracket (None: per solve only); the "
+                              "SAA solves end by 80 % of it, validation tests start by 90 %", low=0.0,
+                              low_inclusive=False, nullable=True),
+}
+
+
+@dataclass(frozen=True)
+class CertifySettings:
+    """Every setting of :func:`~deplbench.solvers.certify.certified.certify`, checked
+    against :data:`SETTINGS_PARAMETERS` when built (whichever way: the
+    constructor, :meth:`from_options` or :func:`dataclasses.replace`).
+    The meaning of each field is in :func:`~deplbench.solvers.certify.certified.certify`."""
+
+    confidence: float = DEFAULT_CONFIDENCE
+    replications: int = DEFAULT_REPLICATIONS
+    scenarios: int = DEFAULT_SCENARIOS
+    validation: int = DEFAULT_VALIDATION
+    risk_grid: tuple[float, ...] = DEFAULT_RISK_GRID
+    time_limit: float = DEFAULT_TIME_LIMIT
+    seed: int = 0
+    gap: float = 1e-4
+    lb_share: float = 0.5
+    grid_seeds: int = DEFAULT_GRID_SEEDS
+    target_width: float | None = DEFAULT_TARGET_WIDTH
+    refine_share: float = DEFAULT_REFINE_SHARE
+    refine_replications: int = DEFAULT_REFINE_REPLICATIONS
+    refine_scenarios: int | None = None
+    refine_validation: int = DEFAULT_REFINE_VALIDATION
+    refine_candidates: int = DEFAULT_REFINE_CANDIDATES
+    refine_risk_grid: tuple[float, ...] = DEFAULT_REFINE_RISK_GRID
+    refine_grid_seeds: int = DEFAULT_REFINE_GRID_SEEDS
+    total_time_limit: float | None = None
+
+    def __post_init__(self) -> None:
+        checked = resolve(SETTINGS_PARAMETERS, dataclasses.asdict(self), owner="certify", strict=True)
+        for name, value in checked.items():
+            object.__setattr__(self, name, value)
+
+    @classmethod
+    def from_options(cls, **options: Any) -> CertifySettings:
+        """The settings from keyword options; an unknown name is refused naming it."""
+        resolve(SETTINGS_PARAMETERS, options, owner="certify", strict=True)
+        return cls(**options)
+
+    @property
+    def stage2_scenarios(self) -> int:
+        """S₂: ``refine_scenarios``, or 10·S when it is None."""
+        return (DEFAULT_REFINE_SCENARIOS_FACTOR * self.scenarios if self.refine_scenarios is None
+                else self.refine_scenarios)
+
+    def record(self) -> dict[str, Any]:
+        """The JSON-ready settings, as stored in the bracket record."""
+        out = dataclasses.asdict(self)
+        out.update(risk_grid=list(self.risk_grid), refine_risk_grid=list(self.refine_risk_grid),
+                   target_width=float(self.target_width or 0.0), refine_scenarios=self.stage2_scenarios)
+        return out
+
+
+__all__ = ["CertifySettings", "SETTINGS_PARAMETERS", "MAX_VALIDATION", "DEFAULT_CONFIDENCE", "DEFAULT_REPLICATIONS",
+           "DEFAULT_SCENARIOS", "DEFAULT_VALIDATION", "DEFAULT_RISK_GRID", "DEFAULT_GRID_SEEDS",
+           "DEFAULT_TIME_LIMIT", "VALIDATION_SEED_OFFSET", "DEFAULT_TARGET_WIDTH", "DEFAULT_REFINE_SHARE",
+           "DEFAULT_REFINE_VALIDATION", "DEFAULT_REFINE_CANDIDATES", "DEFAULT_REFINE_REPLICATIONS",
+           "DEFAULT_REFINE_SCENARIOS_FACTOR", "DEFAULT_REFINE_RISK_GRID", "DEFAULT_REFINE_GRID_SEEDS"]
