@@ -174,6 +174,17 @@ def chunks(names: list[_T], size: int = MAX_SERIES) -> list[list[_T]]:
     return out
 
 
+def small_multiples(algorithms, styles: dict, scale: float = 1.0, nrows: int = 1, sharey: bool = False,
+                    widen: float = 1.1):
+    """The algorithms in panels of at most :data:`MAX_SERIES` (:func:`chunks`,
+    in display order) and a figure with one column per panel, wider with more
+    columns: ``(groups, fig, axes)``."""
+    groups = chunks(ordered(algorithms, styles))
+    fig, axes = new_figure(ncols=len(groups), nrows=nrows, scale=scale, sharey=sharey,
+                           width=PANEL[0] * max(1.5, widen * len(groups)))
+    return groups, fig, axes
+
+
 def cost_vs_target(tab: pd.DataFrame, paper_set: str, styles: Styles,
                    scale: float = 1.0) -> Figure | None:
     """Cost against the target ℓmax per series (Figs. 5/6 left). Top row:
@@ -186,10 +197,8 @@ def cost_vs_target(tab: pd.DataFrame, paper_set: str, styles: Styles,
     if t.empty:
         return None
     has_ratio = "ratio_ref_mean" in t and t["ratio_ref_mean"].notna().any()
-    groups = chunks(ordered(t["algorithm"], styles))
     nrows = 2 if has_ratio else 1
-    fig, axes = new_figure(ncols=len(groups), nrows=nrows, scale=scale,
-                           width=PANEL[0] * max(1.5, 1.15 * len(groups)))
+    groups, fig, axes = small_multiples(t["algorithm"], styles, scale, nrows=nrows, widen=1.15)
     kinds = sorted(set(t["reference_kind"].dropna()) - {""}) if has_ratio else []
     for col, algs in enumerate(groups):
         rax = axes[0, col] if has_ratio else None
@@ -228,9 +237,7 @@ def normalised_loss(tab: pd.DataFrame, paper_set: str, styles: Styles,
     t = tab[tab["paper_set"] == paper_set]
     if t.empty:
         return None
-    groups = chunks(ordered(t["algorithm"], styles))
-    fig, axes = new_figure(ncols=len(groups), scale=scale, sharey=True,
-                           width=PANEL[0] * max(1.5, 1.1 * len(groups)))
+    groups, fig, axes = small_multiples(t["algorithm"], styles, scale, sharey=True)
     for ax, algs in zip(axes[0], groups):
         for alg in algs:
             g = t[t["algorithm"] == alg].sort_values("loss_max")
@@ -290,9 +297,7 @@ def eta_effect(tab: pd.DataFrame, paper_set: str, styles: Styles,
             row[0].set_ylabel(COST_AXIS, fontsize=8)
         add_legend(fig, axes)
         return fig
-    groups = chunks(ordered(t["algorithm"], styles))
-    fig, axes = new_figure(ncols=len(groups), scale=scale, sharey=True,
-                           width=PANEL[0] * max(1.5, 1.1 * len(groups)))
+    groups, fig, axes = small_multiples(t["algorithm"], styles, scale, sharey=True)
     for ax, algs in zip(axes[0], groups):
         for alg in algs:
             g = t[t["algorithm"] == alg].sort_values("eta")
