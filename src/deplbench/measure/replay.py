@@ -21,7 +21,8 @@ import time
 from typing import Any
 
 import numpy as np
-from scipy import stats
+
+from deplbench.formulations.binomial import clopper_pearson_lower, clopper_pearson_upper
 
 #: Level of the Clopper–Pearson intervals.
 LEVEL = 0.95
@@ -34,13 +35,13 @@ SOLVER_PARAMS: dict[str, dict[str, Any]] = {"milp-exact": {"time_limit": 300.0}}
 
 
 def clopper_pearson(k: int, n: int, level: float = LEVEL) -> tuple[float, float]:
-    """Exact (Clopper–Pearson) two-sided interval for a binomial proportion k/n."""
+    """Exact (Clopper–Pearson) two-sided interval for a binomial proportion k/n:
+    the one-sided bounds of :mod:`deplbench.formulations.binomial`, each at
+    1 − (1 − level)/2."""
     if n <= 0 or not (0 <= k <= n):
         raise ValueError(f"clopper_pearson: need 0 <= k <= n and n > 0, got k={k}, n={n}")
-    a = 1 - level
-    lo = 0.0 if k == 0 else float(stats.beta.ppf(a / 2, k, n - k + 1))
-    hi = 1.0 if k == n else float(stats.beta.ppf(1 - a / 2, k + 1, n - k))
-    return lo, hi
+    side = 1 - (1 - level) / 2
+    return clopper_pearson_lower(k, n, side), clopper_pearson_upper(k, n, side)
 
 
 def count_violations(final_losses: np.ndarray, loss_max: float) -> int:
