@@ -90,7 +90,9 @@ bench: $(STAMP)
 # The issues' performance targets, each measured side by side in one run
 # (MILP vs naive formulation, DepL DAG vs networkx reference, every solver on
 # the horizon-100000 instance, Dask vs the local pool on quick.toml, two
-# runners vs one on a shared store): ~40 minutes on 2 free cores.
+# runners vs one on a shared store, milp-exact on the seeded populations, the
+# adaptive bracket on nine instances, hostile files): over an hour on 2 free
+# cores, each script's own time in docs/performance.md.
 targets: $(STAMP)
 	mkdir -p results/bench
 	$(PY) perf/milp_targets.py --out results/bench/milp_targets.json
@@ -99,6 +101,7 @@ targets: $(STAMP)
 	$(PY) perf/population_targets.py --out results/bench/population_targets.json
 	$(PY) perf/general_targets.py --out results/bench/general_targets.json
 	$(PY) perf/limits_targets.py --out results/bench/limits_targets.json
+	$(PY) perf/hostile_files_targets.py --out results/bench/hostile_files_targets.json
 	$(PY) perf/runner_targets.py --out results/bench/runner_targets.json
 	$(PY) perf/adaptive_targets.py --out results/bench/adaptive_targets.json
 
