@@ -19,7 +19,7 @@ import copy
 import os
 import re
 
-from conftest import CliRunner
+from tests.conftest import CliRunner
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 

@@ -17,10 +17,10 @@ import copy
 import json
 
 import pytest
-from fuzz_common import fuzz_settings
+from tests.fuzz_common import fuzz_settings
 from hypothesis import given
 from hypothesis import strategies as st
-from instance_data import base_instance
+from tests.instance_data import base_instance
 
 from deplbench.benchmarks.sweep import parse_sweep
 from deplbench.errors import InstanceError, SweepError

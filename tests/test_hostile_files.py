@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from instance_data import two_model_data
+from tests.instance_data import two_model_data
 
 from deplbench import limits
 from deplbench.benchmarks.sweep import load_sweep, parse_sweep
@@ -145,14 +145,14 @@ def test_export_does_not_create_folders(tmp_path, capsys):
 
 @pytest.fixture(scope="module")
 def frame():
-    from test_reports import make_frame
+    from tests.reports.test_reports import make_frame
 
     return make_frame()
 
 
 @pytest.mark.slow          # a whole report (matplotlib figures): 10–12 s
 def test_report_draws_a_mathtext_label_as_plain_text(frame, tmp_path):
-    from test_reports import SMALL
+    from tests.reports.test_reports import SMALL
 
     from deplbench.reports.build import build_report
 
@@ -165,7 +165,7 @@ def test_report_draws_a_mathtext_label_as_plain_text(frame, tmp_path):
 
 @pytest.mark.slow          # a whole report (matplotlib figures): 10–12 s
 def test_report_is_written_whole_or_not_at_all(frame, tmp_path, monkeypatch):
-    from test_reports import SMALL
+    from tests.reports.test_reports import SMALL
 
     from deplbench.reports import build as build_mod
 

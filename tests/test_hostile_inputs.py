@@ -15,7 +15,7 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
-from instance_data import two_model_data
+from tests.instance_data import two_model_data
 
 from deplbench import limits
 from deplbench.benchmarks.sweep import parse_sweep

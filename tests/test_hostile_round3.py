@@ -110,7 +110,7 @@ def test_export_refuses_to_write_over_its_store(tmp_path, capsys, fmt, how):
 
 
 def test_solve_refuses_to_write_its_result_over_the_instance(tmp_path, capsys):
-    from instance_data import two_model_data
+    from tests.instance_data import two_model_data
 
     inst = tmp_path / "i.json"
     inst.write_text(json.dumps(two_model_data()), encoding="utf-8")
@@ -186,7 +186,7 @@ def test_report_publish_refuses_a_tables_folder_linked_out_of_the_report(tmp_pat
 
 
 def _write_lp_sweep(tmp_path: Path, value: str) -> Path:
-    from instance_data import two_model_data
+    from tests.instance_data import two_model_data
 
     (tmp_path / "i.json").write_text(json.dumps(two_model_data()), encoding="utf-8")
     sweep = tmp_path / "s.toml"
@@ -286,7 +286,7 @@ def test_report_tables_use_the_same_writer(tmp_path):
 
 
 def _glob_sweep(folder: Path, path: str, reps: int = 1, cap: int | None = None) -> Path:
-    from instance_data import two_model_data
+    from tests.instance_data import two_model_data
 
     (folder / "inst").mkdir(parents=True, exist_ok=True)
     for i in range(3):
@@ -340,7 +340,7 @@ def test_glob_does_not_follow_a_symlink_loop(tmp_path):
 
 
 def test_glob_match_leading_out_of_the_tree_is_refused(tmp_path):
-    from instance_data import two_model_data
+    from tests.instance_data import two_model_data
 
     from deplbench.benchmarks.sweep import load_sweep
 
@@ -394,7 +394,7 @@ READERS = {
 @pytest.mark.parametrize("kind", ["dev-zero", "fifo"])
 @pytest.mark.parametrize("command", sorted(READERS))
 def test_non_regular_files_are_refused_before_reading(tmp_path, capsys, command, kind):
-    from instance_data import two_model_data
+    from tests.instance_data import two_model_data
 
     (tmp_path / "inst.json").write_text(json.dumps(two_model_data()), encoding="utf-8")
     (tmp_path / "plan.json").write_text("{}", encoding="utf-8")

@@ -1,0 +1,349 @@
+"""Core primitives: exact allocation, scenario streams, result record, solver interface."""
+
+import json
+
+import numpy as np
+import pytest
+from scipy.optimize import minimize
+
+from deplbench.errors import SolverError
+from deplbench.formulations.allocation import allocate, plan_from_choices
+from deplbench.formulations.result import SolveResult
+from deplbench.formulations.scenarios import ScenarioSampler, allowed_violations, quantile_rank
+from deplbench.solvers.base import Param, Solver
+from deplbench.solvers.run import solve
+from deplbench.instances.model import parse_instance
+from tests.instance_data import two_model_data
+
+
+def make_instance(**over):
+    return parse_instance(two_model_data(**over))
+
+
+@pytest.mark.parametrize("seed", range(25))
+def test_allocate_matches_numerical_optimum(seed):
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(1, 6))
+    c, kappa = rng.uniform(0.5, 5, n), rng.uniform(0.1, 2, n)
+    r, comm = rng.uniform(0.5, 3, n), rng.uniform(0, 0.3, n)
+    T = np.sum(c / r) + comm.sum() + rng.uniform(0.01, 5)
+    a = allocate(c, comm, kappa, r, T)
+    assert a.feasible
+    assert a.time <= T * (1 + 1e-9)
+    assert np.all(a.x <= r * (1 + 1e-12)) and np.all(a.x > 0)
+    best = np.inf
+    for x0 in (r * 0.999, r * 0.7):
+        res = minimize(lambda x: kappa @ x, x0, method="SLSQP", bounds=[(1e-6, ri) for ri in r],
+                       constraints=[{"type": "ineq", "fun": lambda x: T - np.sum(c / x) - comm.sum()}],
+                       options={"ftol": 1e-13, "maxiter": 1000})
+        if res.success and np.sum(c / res.x) + comm.sum() <= T * (1 + 1e-8):
+            best = min(best, res.fun)
+    # KKT certificate of the convex programme: one price λ with
+    # κ_k = λ c_k / x_k² on uncapped epochs and κ_k ≤ λ c_k / r_k² on capped ones.
+    lam = a.time_price
+    free = ~a.capped
+    assert np.allclose(kappa[free], lam * c[free] / a.x[free] ** 2, rtol=1e-7)
+    assert np.all(kappa[a.capped] <= lam * c[a.capped] / r[a.capped] ** 2 * (1 + 1e-7))
+    assert a.time == pytest.approx(T, rel=1e-9)
+    if np.isfinite(best):  # a general-purpose NLP solver never does better
+        assert a.cost <= best * (1 + 1e-6)
+
+
+def test_allocate_closed_form_and_infeasible():
+    c = np.array([1.0, 4.0, 9.0])
+    a = allocate(c, np.zeros(3), np.ones(3), np.full(3, 1e6), 2.0)
+    assert a.cost == pytest.approx(np.sum(np.sqrt(c)) ** 2 / 2.0, rel=1e-12)
+    bad = allocate(c, np.zeros(3), np.ones(3), np.ones(3), 10.0)  # needs 14 at capacity
+    assert not bad.feasible and "Tmax" in bad.reason
+
+
+def test_plan_from_choices_respects_constraints():
+    inst = make_instance()
+    plan = plan_from_choices(inst, ["big", "big", "small"], ["A", "B", "A"], {"A": ["d0"], "B": ["d0"]})
+    x = np.array(plan.allocations)
+    assert np.all(x <= np.array([2.0, 1.0, 2.0]) + 1e-12)
+    time = 4 / x[0] + 4 / x[1] + 1 / x[2] + 1 / 2 + 1 / 1 + 0.5 / 2
+    assert time == pytest.approx(40.0, rel=1e-9) or time < 40.0
+
+
+def test_scenarios_reproducible_and_streams_independent():
+    inst = make_instance()
+    a = ScenarioSampler(inst, seed=7).in_sample(50)
+    b = ScenarioSampler(inst, seed=7).in_sample(50)
+    c = ScenarioSampler(inst, seed=7).out_of_sample(50)
+    d = ScenarioSampler(inst, seed=8).in_sample(50)
+    assert np.array_equal(a.improvement, b.improvement) and np.array_equal(a.jump, b.jump)
+    assert not np.array_equal(a.improvement, c.improvement)
+    assert not np.array_equal(a.improvement, d.improvement)
+
+
+def test_final_losses_by_hand():
+    inst = make_instance()
+    sc = ScenarioSampler(inst, seed=1).in_sample(5)
+    losses = sc.final_losses([0, 0, 1], [1.0, 1.0, 1.0])
+    s = 3
+    expect = (10.0 - 2.0 / np.sqrt(1) * sc.improvement[s, 0, 0] - 2.0 / np.sqrt(2) * sc.improvement[s, 1, 0]
+              - 1.2 / np.sqrt(3 + 1) * sc.improvement[s, 2, 1] + sc.jump[s, 2, 0])
+    assert losses[s] == pytest.approx(expect, rel=1e-12)
+    with pytest.raises(KeyError):
+        sc.final_losses([1, 0], [1.0, 1.0])  # small -> big is not allowed
+
+
+def test_saa_counts():
+    assert allowed_violations(0.99, 100) == 1
+    assert allowed_violations(0.99, 1000) == 10
+    assert quantile_rank(0.9, 20) == 18
+
+
+def test_result_round_trip():
+    inst = make_instance()
+    plan = plan_from_choices(inst, ["big"], ["A"], {"A": ["d0"]})
+    r = SolveResult(algorithm="x", status="feasible", plan=plan, cost=1.5, lower_bound=1.0)
+    d = json.loads(json.dumps(r.to_dict()))
+    back = SolveResult.from_dict(d)
+    assert back.plan == plan and back.cost == 1.5
+    with pytest.raises(ValueError):
+        SolveResult(algorithm="x", status="done")
+
+
+class _Crashing(Solver):
+    name = "crashing"
+    parameters = {"level": Param(3, int, "a level", low=1, high=5)}
+
+    def run(self, instance, level):
+        raise RuntimeError("boom")
+
+
+def test_solve_turns_crash_into_error_record_and_checks_params():
+    inst = make_instance()
+    res = solve(inst, _Crashing, level="4")
+    assert res.status == "error" and "boom" in res.message and res.params["level"] == 4
+    with pytest.raises(SolverError, match="level"):
+        solve(inst, _Crashing, level=9)
+    with pytest.raises(SolverError, match="colour"):
+        solve(inst, _Crashing, colour=1)
+    with pytest.raises(SolverError, match="unknown algorithm"):
+        solve(inst, "no-such-algo")
+
+
+def test_param_convert_rejects_fractional_int_strings_and_nan():
+    # "1.5" for an int parameter used to be truncated to 1 without a word.
+    assert Param(3, int, low=1).convert("level", "2") == 2
+    assert Param(3, int, low=1).convert("level", "2.0") == 2
+    with pytest.raises(SolverError, match="level"):
+        Param(3, int, low=1).convert("level", "1.5")
+    # NaN passes every bound comparison, so it must be refused explicitly.
+    with pytest.raises(SolverError, match="eps"):
+        Param(0.1, float, low=0.0, low_inclusive=False, high=10.0).convert("eps", "nan")
+    with pytest.raises(SolverError, match="eps"):
+        Param(0.1, float).convert("eps", float("nan"))
+
+
+class _Overcommitting(Solver):
+    """Returns a plan whose allocation exceeds the cluster's capacity (5)."""
+
+    name = "overcommitting"
+    parameters = {}
+
+    def run(self, instance):
+        from deplbench.formulations.plan import Epoch, Plan
+
+        plan = Plan(epochs=[Epoch(model="big", cluster="A", allocation=5.0)], datasets={"A": ["d0"]})
+        return SolveResult(algorithm=self.name, status="feasible", plan=plan, cost=5.0)
+
+
+class _Misnaming(Solver):
+    name = "misnaming"
+    parameters = {}
+
+    def run(self, instance):
+        from deplbench.formulations.plan import Epoch, Plan
+
+        plan = Plan(epochs=[Epoch(model="nope", cluster="A", allocation=1.0)], datasets={"A": ["d0"]})
+        return SolveResult(algorithm=self.name, status="optimal", plan=plan, cost=1.0)
+
+
+class _Declining(Solver):
+    """Declares it applies only to one-cluster instances; run() must then never be called."""
+
+    name = "declining"
+    parameters = {"level": Param(1, int, low=1)}
+
+    @classmethod
+    def applies(cls, instance):
+        return (instance.n_clusters == 1, f"needs one cluster, got {instance.n_clusters}")
+
+    def run(self, instance, level):
+        raise AssertionError("run() called although applies() said no")
+
+
+class _BrokenDeclaration(_Declining):
+    name = "broken-declaration"
+
+    @classmethod
+    def applies(cls, instance):
+        raise ValueError("boom")
+
+
+def test_solve_records_skipped_when_the_algorithm_does_not_apply():
+    from deplbench.benchmarks.record import STATUSES
+    from deplbench.benchmarks.store import is_failure
+
+    inst = make_instance()
+    assert inst.n_clusters != 1
+    res = solve(inst, _Declining, level=2)
+    assert res.status == "skipped" and res.message == f"needs one cluster, got {inst.n_clusters}"
+    assert res.plan is None and res.evaluation is None and res.params == {"level": 2}
+    # bad parameters are still the caller's mistake, checked first
+    with pytest.raises(SolverError, match="level"):
+        solve(inst, _Declining, level=0)
+    # skipped is a status of records, and not a failure (never retried)
+    record = {"status": res.status, "message": res.message, "error": None}
+    assert "skipped" in STATUSES and not is_failure(record)
+    # a declaration that crashes is an error, not a traceback
+    broken = solve(inst, _BrokenDeclaration)
+    assert broken.status == "error" and "boom" in broken.message
+
+
+def test_solve_downgrades_plans_that_break_hard_constraints():
+    inst = make_instance()
+    res = solve(inst, _Overcommitting, eval_samples=1000)
+    assert res.status == "infeasible" and "capacity" in res.message
+    assert res.diagnostics["reported_status"] == "feasible"
+    bad = solve(inst, _Misnaming, eval_samples=1000)
+    assert bad.status == "error" and "nope" in bad.message
+
+
+# --------------------------------------------------------------------------
+# deplbench.params: the one validation path and strict typing
+# --------------------------------------------------------------------------
+
+
+def test_param_is_one_class_reexported_from_solvers_base():
+    from deplbench import params
+
+    assert Param is params.Param
+
+
+@pytest.mark.parametrize("spec, value, expected", [
+    # an exclusive upper bound (a share in (0, 1))
+    (Param(0.5, float, low=0.0, low_inclusive=False, high=1.0, high_inclusive=False), 0.999, 0.999),
+    (Param(0.5, float, low=0.0, low_inclusive=False, high=1.0, high_inclusive=False), 1.0, "must be < 1.0"),
+    (Param(0.5, float, high=1.0), 1.0, 1.0),
+    # finite refuses ±inf; without it inf passes a lower bound
+    (Param(1.0, float, low=0.0, finite=True), float("inf"), "must be finite"),
+    (Param(1.0, float, low=0.0), float("inf"), float("inf")),
+    # tuples: a CLI string is split, every element converted and bounded
+    (Param((0.9,), tuple, low=0.0, low_inclusive=False, high=1.0), "0.9,0.8", (0.9, 0.8)),
+    (Param((0.9,), tuple, low=0.0, low_inclusive=False, high=1.0), [1, 0.5], (1.0, 0.5)),
+    (Param((0.9,), tuple, low=0.0, low_inclusive=False, high=1.0), (0.9, 1.5), "every element must be <= 1.0"),
+    (Param((0.9,), tuple, low=0.0, low_inclusive=False, high=1.0), (0.9, float("nan")), "every element"),
+    (Param((0.9,), tuple), (True,), "expected tuple"),
+    (Param((0.9,), tuple), 0.9, "expected tuple"),
+    (Param((2,), tuple, item=int, low=1), (3, 2.0), (3, 2)),
+    # a last check with its own reason
+    (Param("a.lp", str, check=lambda v: "" if v.endswith(".lp") else "must end in .lp"), "m.txt",
+     "must end in .lp"),
+    (Param("a.lp", str, check=lambda v: "" if v.endswith(".lp") else "must end in .lp"), "m.lp", "m.lp"),
+])
+def test_param_bounds_tuples_and_checks(spec, value, expected):
+    if isinstance(expected, str) and expected != value:
+        with pytest.raises(SolverError, match=rf"^parameter 'x': .*{expected}"):
+            spec.convert("x", value, strict=True)
+    else:
+        assert spec.convert("x", value) == expected
+
+
+@pytest.mark.parametrize("value", [True, False])
+def test_param_never_reads_a_boolean_as_a_number(value):
+    with pytest.raises(SolverError, match="eta"):
+        Param(200, int, low=1).convert("eta", value)
+    with pytest.raises(SolverError, match="eps"):
+        Param(0.1, float).convert("eps", value)
+
+
+def test_param_strict_refuses_strings_for_numbers_and_names_the_error_class():
+    from deplbench.errors import SweepError
+    from deplbench.params import resolve
+
+    spec = {"eta": Param(200, int, low=1), "calibrate": Param(False, bool)}
+    assert resolve(spec, {"eta": "50", "calibrate": "yes"}, owner="x") == {"eta": 50, "calibrate": True}
+    with pytest.raises(SweepError, match="'eta'.*string"):
+        resolve(spec, {"eta": "50"}, owner="x", strict=True, error=SweepError)
+    with pytest.raises(SweepError, match="has no parameter 'etaa'"):
+        resolve(spec, {"etaa": 5}, owner="algorithm 'depl'", strict=True, error=SweepError)
+    with pytest.raises(SolverError, match="calibrate"):
+        Param(False, bool).convert("calibrate", 2)
+    with pytest.raises(SolverError, match="name"):
+        Param("a", str).convert("name", 3)
+    assert resolve(spec, {"eta": 7}, owner="x", strict=True) == {"eta": 7, "calibrate": False}
+
+
+# --------------------------------------------------------------------------
+# registry: solvers declare themselves
+# --------------------------------------------------------------------------
+
+
+def test_every_builtin_declares_label_style_and_exactness():
+    import json as _json
+
+    from deplbench.solvers.registry import SOLVERS, available, solver_info
+
+    names = available()
+    assert "knapsack-dp" in names and "best-exp" in names
+    styles = set()
+    for name in names:
+        info = solver_info(name)
+        assert _json.loads(_json.dumps(info)) == info  # JSON-able, as stored in task records
+        assert info["name"] == name and info["label"] and info["description"]
+        assert set(info["style"]) == {"colour", "marker", "linestyle"}
+        styles.add(tuple(sorted(info["style"].items())))
+        assert info["source"]["kind"] == "builtin" and name in SOLVERS
+    assert len(styles) == len(names)  # no two built-ins look the same in a figure
+    exact = {n for n in names if solver_info(n)["exact"]}
+    assert {"brute-force", "knapsack-dp"} <= exact and not exact & {"depl", "best-exp", "pact"}
+
+
+def test_default_style_is_deterministic_and_not_a_builtin_colour():
+    from deplbench.solvers.base import PALETTE, PlotStyle
+
+    a, b = PlotStyle.for_name("my-greedy"), PlotStyle.for_name("my-greedy")
+    assert a == b and a.colour in PALETTE[7:]
+
+
+def test_registry_loads_entry_points_and_reports_broken_ones(monkeypatch):
+    from importlib import metadata
+
+    from deplbench.solvers import registry
+
+    class EP:
+        def __init__(self, name, value):
+            self.name, self.value, self.dist = name, value, None
+
+    eps = [EP("crashing", "tests.test_core:_Crashing"), EP("depl", "x:Y"), EP("ghost", "no_such_mod:X"),
+           EP("misnamed", "tests.test_core:_Overcommitting")]
+    monkeypatch.setattr(metadata, "entry_points", lambda group=None: eps if group == registry.ENTRY_POINT_GROUP else [])
+    registry.refresh()
+    try:
+        assert "crashing" in registry.available() and registry.get_solver("crashing").__qualname__ == "_Crashing"
+        assert registry.solver_info("crashing")["source"]["kind"] == "entry point"
+        assert any("'depl'" in p and "built-in" in p for p in registry.problems())
+        assert registry.get_solver("depl").__name__ == "DepL"  # the built-in wins
+        with pytest.raises(SolverError, match="cannot be loaded"):
+            registry.get_solver("ghost")
+        with pytest.raises(SolverError, match="name"):
+            registry.get_solver("misnamed")
+        rows = {r["name"]: r for r in registry.all_solver_info(include_unavailable=True)}
+        assert rows["ghost"]["available"] is False and rows["crashing"]["available"] is True
+    finally:
+        monkeypatch.undo()
+        registry.refresh()
+
+
+def test_solve_result_quantile_properties_read_the_evaluation():
+    inst = make_instance()
+    res = solve(inst, "brute-force", scenarios=50, eval_samples=500)
+    assert res.quantile == res.evaluation["quantile"]
+    assert res.quantile_ci == tuple(res.evaluation["quantile_ci"]) and res.quantile_ci[0] <= res.quantile
+    bare = SolveResult(algorithm="x", status="infeasible")
+    assert bare.quantile is None and bare.quantile_ci is None

@@ -1,0 +1,88 @@
+"""The interval on a median over distinct instances (reports/stats.py)."""
+
+from __future__ import annotations
+
+import math
+from itertools import product
+
+import numpy as np
+import pytest
+
+from deplbench.reports.stats import (
+    DECIDE_FAILS, DECIDE_HOLDS, DECIDE_OPEN, decide, instances_to_decide, median_interval,
+    order_statistic_rank,
+)
+
+
+def _coverage(n: int, r: int) -> float:
+    """P(x₍r₎ ≤ median < x₍n−r+1₎) by enumerating which side each draw falls on."""
+    hits = 0
+    for signs in product((0, 1), repeat=n):   # 1 = below the median
+        below = sum(signs)
+        hits += r <= below <= n - r
+    return hits / 2 ** n
+
+
+@pytest.mark.parametrize("n", range(1, 15))
+def test_rank_is_the_largest_with_coverage_at_least_95(n):
+    r, cover = order_statistic_rank(n)
+    if r == 0:
+        assert n <= 5 and _coverage(n, 1) < 0.95
+        return
+    assert cover == pytest.approx(_coverage(n, r)) and cover >= 0.95
+    assert r + 1 > n - r or _coverage(n, r + 1) < 0.95
+
+
+def test_interval_ends_and_small_samples():
+    ci = median_interval([5, 1, 4, 2, 3, 6, 8, 7, 9, 10])
+    assert ci.n == 10 and ci.median == 5.5 and (ci.low, ci.high) == (2.0, 9.0)
+    small = median_interval([1.0, 2.0, math.nan])
+    assert small.n == 2 and small.low == -math.inf and small.high == math.inf
+    assert decide(small, 0.0) == DECIDE_OPEN
+    assert median_interval([]).n == 0 and decide(median_interval([]), 1.0) == DECIDE_OPEN
+
+
+def test_bracketed_observations_widen_the_interval():
+    lo = np.arange(1.0, 9.0)
+    ci = median_interval(lo, lo + 0.5)
+    assert (ci.low, ci.high) == (1.0, 8.5) and ci.median == pytest.approx(np.median(lo + 0.25))
+
+
+def test_decide_and_instances_to_decide():
+    ci = median_interval(np.linspace(0.0, 1.0, 8))
+    assert decide(ci, 1.0) == DECIDE_HOLDS and decide(ci, -0.1) == DECIDE_FAILS
+    assert decide(ci, 1.0, holds_below=False) == DECIDE_FAILS
+    assert decide(ci, 0.3) == DECIDE_OPEN
+    near, far = instances_to_decide(ci, 0.45), instances_to_decide(ci, 0.1)
+    assert near > far >= 6                       # closer to the threshold: more instances
+    assert instances_to_decide(ci, ci.median) == math.inf
+
+
+def test_exact_profiles_one_problem_per_instance_failures_infinite():
+    import pandas as pd
+
+    from deplbench.reports.data import STORE_COLUMNS, prepare
+    from deplbench.reports.population import exact_profile_matrices, exact_profile_table
+    from deplbench.reports.reference import plan_ratios
+    from tests.reports.test_report_glance import _plan
+
+    rows = []
+    for i, (depl, best) in enumerate(((102.0, 100.0), (101.0, 110.0), (105.0, 120.0))):
+        key = f"i{i}"
+        rows.append(_plan("milp-exact", key, 100.0, reference="exact-static", status="optimal",
+                          lower_bound=100.0, exact=True, quantile_oos=8.0))
+        # two configurations of DepL on one instance: one problem
+        rows += [_plan("depl", key, depl, status="feasible", quantile_oos=8.0, task_key=f"{key}-d{c}",
+                       params={"eta": 200, "seed": c}) for c in range(2)]
+        ev = {"exact_verdict": "proven infeasible"} if i == 0 else {"exact_verdict": "proven feasible"}
+        rows.append(_plan("best-exp", key, best, status="feasible", quantile_oos=8.0, evaluation=ev))
+    df = prepare(pd.DataFrame(rows, columns=list(STORE_COLUMNS))).df
+    mats = exact_profile_matrices(plan_ratios(df), df)
+    m = mats["alexnet"]
+    assert list(m.index) == ["i0", "i1", "i2"] and "milp-exact" not in m.columns
+    assert m.loc["i0", "best-exp"] == np.inf              # cheaper but infeasible: a failure
+    assert m.loc["i2", "depl"] == pytest.approx(1.05)
+    tab = exact_profile_table(mats).set_index("algorithm")
+    assert tab.loc["best-exp", "failures"] == 1 and tab.loc["depl", "instances"] == 3
+    assert tab.loc["depl", "rho_at_1_05"] == pytest.approx(1.0)
+    assert tab.loc["depl", "rho_at_1_01"] == pytest.approx(1 / 3)
