@@ -62,6 +62,7 @@ def _nav():
     return yaml.safe_load((ROOT / "mkdocs.yml").read_text(encoding="utf-8"))["nav"]
 
 
+@pytest.mark.integration
 @pytest.mark.slow
 def test_site_builds_strict(tmp_path):
     proc = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(tmp_path / "site")],

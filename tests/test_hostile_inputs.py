@@ -151,6 +151,7 @@ def test_sweep_grid_size_capped_with_an_explicit_override():
     assert sweep.name == "s"
 
 
+@pytest.mark.integration
 def test_solver_and_api_counts_have_upper_bounds(small_file):
     inst = parse_instance(two_model_data())
     with pytest.raises(SolverError, match="threads"):

@@ -78,6 +78,7 @@ print(json.dumps(sorted(m for m in sys.modules if m == "numpy" or m.startswith((
 """
 
 
+@pytest.mark.integration
 def test_importing_the_package_imports_no_layer_and_no_numpy():
     proc = subprocess.run([sys.executable, "-c", _PROBE], capture_output=True, text=True, timeout=120,
                           check=True)

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import pandas as pd
+import pytest
 
 from deplbench.benchmarks.store import ResultsStore
 
@@ -33,6 +34,7 @@ def test_readme_section_is_the_example_script():
     assert not missing, f"README lines not in examples/python_api.py: {missing}"
 
 
+@pytest.mark.integration
 def test_example_script_runs(tmp_path):
     p = subprocess.run([sys.executable, str(EXAMPLE), str(tmp_path)], capture_output=True, text=True,
                        cwd=tmp_path, timeout=900)

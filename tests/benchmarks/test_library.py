@@ -38,6 +38,9 @@ from deplbench.formulations.milp.saa_model import PWL_TOLERANCE, pwl_ratio
 from deplbench.instances.model import load_instance
 from deplbench.solvers.run import solve
 
+#: End to end as a whole (builds a library, re-solves MPS files with HiGHS and SCIP): `make test-fast` leaves it out.
+pytestmark = pytest.mark.integration
+
 TINY = ["knapsack-uncorrelated-n10", "scaling-any-m2-n2-k8"]
 WITH_MODEL = TINY
 CLI = [sys.executable, "-m", "deplbench"]

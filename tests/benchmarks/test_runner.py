@@ -120,6 +120,7 @@ MIXED = """
 """
 
 
+@pytest.mark.integration
 def test_local_sweep_records_ok_raise_and_timeout_then_resumes(tmp_path, plugin):
     sweep = load_sweep(write_sweep(tmp_path, MIXED))
     tasks = sweep.tasks()
@@ -156,6 +157,7 @@ def test_local_sweep_records_ok_raise_and_timeout_then_resumes(tmp_path, plugin)
         assert store.count() == 12
 
 
+@pytest.mark.integration
 def test_retry_failed_adds_attempts_and_keeps_history(tmp_path, plugin):
     body = MIXED.replace('time_limit_s = 1.0', 'time_limit_s = 0.5').replace(
         'grid = { n_models = [2, 3] }', 'grid = { n_models = [2] }').replace(
@@ -235,6 +237,7 @@ def _alive(pid: int) -> bool:
     return "\nState:\tZ" not in state  # a zombie has stopped running
 
 
+@pytest.mark.integration
 def test_sigkill_mid_sweep_then_resume_loses_nothing_duplicates_nothing(
         tmp_path, plugin, monkeypatch):
     pid_file = tmp_path / "pids.txt"
@@ -269,6 +272,7 @@ def test_sigkill_mid_sweep_then_resume_loses_nothing_duplicates_nothing(
     monkeypatch.delenv("TEST_PID_FILE")
 
 
+@pytest.mark.integration
 def test_sigkill_leaves_no_orphan_task_process(tmp_path, plugin, monkeypatch):
     pid_file = tmp_path / "pids.txt"
     monkeypatch.setenv("TEST_PID_FILE", str(pid_file))
@@ -306,6 +310,7 @@ def test_sigkill_leaves_no_orphan_task_process(tmp_path, plugin, monkeypatch):
             proc.kill()
 
 
+@pytest.mark.integration
 def test_task_output_never_reaches_the_runners_stdout(tmp_path, plugin):
     sweep_file = write_sweep(tmp_path, """
         [[instances]]
@@ -323,6 +328,7 @@ def test_task_output_never_reaches_the_runners_stdout(tmp_path, plugin):
     assert [r[2] for r in _rows(tmp_path / "c.sqlite")] == ["feasible"]
 
 
+@pytest.mark.integration
 def test_ctrl_c_stops_cleanly_without_failed_rows(tmp_path, plugin):
     sweep_file = write_sweep(tmp_path, _kill_sweep(12, delay=0.5, slow_after=2))
     db = tmp_path / "c.sqlite"
@@ -337,6 +343,7 @@ def test_ctrl_c_stops_cleanly_without_failed_rows(tmp_path, plugin):
     assert all(r[2] == "feasible" for r in rows)  # the interrupt is not a failure
 
 
+@pytest.mark.integration
 def test_dask_local_cluster_stores_the_same_rows_as_local(tmp_path, plugin):
     body = """
     [sweep]
@@ -362,6 +369,7 @@ def test_dask_local_cluster_stores_the_same_rows_as_local(tmp_path, plugin):
     assert not executor._client and not executor._cluster  # shut down
 
 
+@pytest.mark.integration
 def test_dask_function_failure_is_a_failed_row_not_a_crash(tmp_path, plugin, monkeypatch):
     """Results arrive with their completions (as_completed with_results): a
     failure of the Dask-side function (not of the task) still becomes one
@@ -380,6 +388,7 @@ def test_dask_function_failure_is_a_failed_row_not_a_crash(tmp_path, plugin, mon
     assert frame["error"].str.startswith("dask: RuntimeError: worker lost its disk").all()
 
 
+@pytest.mark.integration
 def test_dask_scheduler_unreachable_is_a_clear_error(tmp_path, plugin):
     sweep = load_sweep(write_sweep(tmp_path, _kill_sweep(1, delay=0.0)))
     # A closed loopback port: nothing listens there.
@@ -390,6 +399,7 @@ def test_dask_scheduler_unreachable_is_a_clear_error(tmp_path, plugin):
         assert store.count() == 0
 
 
+@pytest.mark.integration
 def test_cli_invalid_sweep_fails_fast_naming_the_key(tmp_path, plugin, capsys):
     bad = write_sweep(tmp_path, """
         [[instances]]
@@ -406,6 +416,7 @@ def test_cli_invalid_sweep_fails_fast_naming_the_key(tmp_path, plugin, capsys):
     assert not db.exists()  # failed before touching the store
 
 
+@pytest.mark.integration
 def test_cli_run_dry_run_and_export_csv(tmp_path, plugin, capsys):
     sweep_file = write_sweep(tmp_path, _kill_sweep(3, delay=0.0))
     db = tmp_path / "e.sqlite"
@@ -443,6 +454,7 @@ def test_task_error_paths_never_raise(plugin):
 # exit status, dry run, file moves
 
 
+@pytest.mark.integration
 def test_cli_run_exits_1_when_a_task_failed(tmp_path, plugin, capsys):
     sweep_file = write_sweep(tmp_path, """
         [[instances]]
@@ -457,6 +469,7 @@ def test_cli_run_exits_1_when_a_task_failed(tmp_path, plugin, capsys):
     assert cli_main(["run", str(sweep_file), "--db", str(db), "--no-progress"]) == 0
 
 
+@pytest.mark.integration
 def test_dry_run_builds_every_instance_and_never_creates_the_db(tmp_path, plugin, capsys):
     # ℓmax = 12 is above the tiny instance's ℓ(0) = 10: every task would fail.
     sweep_file = write_sweep(tmp_path, """
@@ -478,6 +491,7 @@ def test_dry_run_builds_every_instance_and_never_creates_the_db(tmp_path, plugin
     assert not db.exists()
 
 
+@pytest.mark.integration
 def test_moving_an_instance_file_does_not_rerun_its_tasks(tmp_path, plugin):
     from deplbench.benchmarks.lookup import load_plugins
 
@@ -522,6 +536,7 @@ def _frame(db: Path):
         return store.frame().sort_values("key")[STABLE].reset_index(drop=True)
 
 
+@pytest.mark.integration
 def test_two_runners_on_one_store_split_the_sweep_without_duplicates(
         tmp_path, plugin, monkeypatch):
     pid_file = tmp_path / "pids.txt"
@@ -548,6 +563,7 @@ def test_two_runners_on_one_store_split_the_sweep_without_duplicates(
     monkeypatch.delenv("TEST_PID_FILE")
 
 
+@pytest.mark.integration
 def test_kill_9_of_one_of_two_runners_loses_nothing(tmp_path, plugin):
     n = 8
     sweep_file = write_sweep(tmp_path, _kill_sweep(n, delay=0.3))
@@ -566,6 +582,7 @@ def test_kill_9_of_one_of_two_runners_loses_nothing(tmp_path, plugin):
     assert all(r[2] == "feasible" for r in rows)
 
 
+@pytest.mark.integration
 def test_a_result_outside_the_record_schema_is_a_failed_row(tmp_path, plugin):
     sweep = load_sweep(write_sweep(tmp_path, """
         [[instances]]

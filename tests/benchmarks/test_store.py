@@ -256,6 +256,7 @@ def test_parquet_keeps_every_csv_column_with_mixed_parameter_types(tmp_path):
 # leases: several runners on one store
 
 
+@pytest.mark.integration
 def test_a_lease_is_exclusive_until_stored_expired_or_its_owner_dies(tmp_path):
     import subprocess
     import sys
@@ -302,6 +303,7 @@ def test_a_lease_is_exclusive_until_stored_expired_or_its_owner_dies(tmp_path):
         assert all(r["owner"] != b.id for r in two.leases())
 
 
+@pytest.mark.integration
 def test_claims_are_atomic_across_processes(tmp_path):
     """Many processes race for the same keys: each key goes to exactly one."""
     import subprocess

@@ -306,6 +306,7 @@ def test_non_utf8_and_deeply_nested_sweeps_are_one_line_errors(tmp_path):
     assert "\n" not in str(info.value)
 
 
+@pytest.mark.integration
 def test_hostile_sweeps_through_the_cli_exit_2_with_one_line(tmp_path, capsys):
     from deplbench.cli import main as cli_main
 
@@ -379,6 +380,7 @@ def test_bad_solver_axes_name_the_field(inst, milp, where):
         _axis(instance_extra=inst, milp_extra=milp)
 
 
+@pytest.mark.system_packages
 def test_solver_axis_checks_availability_and_the_algorithm_at_load(monkeypatch):
     from deplbench.formulations.milp import peers
 

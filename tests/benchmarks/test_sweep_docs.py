@@ -37,6 +37,7 @@ def _examples() -> list[str]:
     return toml_examples(DOC.read_text(encoding="utf-8")) + [_docstring_example()]
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("index", range(3))
 def test_every_example_loads_expands_and_dry_runs(tmp_path, index, capsys):
     text = _examples()[index]
@@ -76,6 +77,7 @@ def test_a_key_outside_the_table_is_refused_naming_it(tmp_path):
         load_sweep(path)
 
 
+@pytest.mark.integration
 def test_run_filters_by_algorithm_and_instance_glob(tmp_path, capsys):
     from deplbench.benchmarks.sweep import select
 
@@ -148,6 +150,7 @@ def test_repetitions_are_separate_tasks_with_the_first_keeping_its_key(tmp_path)
         load_sweep(tmp_path / "bad.toml")
 
 
+@pytest.mark.integration
 def test_dry_run_estimates_time_from_matching_stored_runs(tmp_path, capsys):
     from deplbench.benchmarks.runner import estimate_time
     from deplbench.benchmarks.store import ResultsStore

@@ -9,6 +9,7 @@ import pytest
 from deplbench.cli import main as cli_main
 
 
+@pytest.mark.integration
 def test_option_prefixes_are_not_accepted(capsys, tmp_path):
     # --bucket is a prefix of adaptive's --buckets: an error, not --buckets 100
     with pytest.raises(SystemExit) as exc:
@@ -34,6 +35,7 @@ def test_algorithms_short_list_and_one_algorithms_parameters(capsys):
     assert "did you mean depl" in capsys.readouterr().err
 
 
+@pytest.mark.integration
 def test_dry_run_lists_the_first_tasks_and_counts_the_rest(capsys, tmp_path):
     db = tmp_path / "never.sqlite"
     assert cli_main(["run", "quick", "--db", str(db), "--dry-run", "--show-tasks", "3"]) == 0

@@ -60,6 +60,7 @@ def _bad_files(tmp_path):
     return paths
 
 
+@pytest.mark.integration
 def test_validate_reports_every_bad_file(tmp_path, deplbench_cli):
     bad = _bad_files(tmp_path)
     good = write_json(tmp_path / "good.json", base_instance())
@@ -73,6 +74,7 @@ def test_validate_reports_every_bad_file(tmp_path, deplbench_cli):
     assert proc.stdout.startswith(f"ok: {good}")
 
 
+@pytest.mark.integration
 def test_validate_single_bad_file_and_missing_file(tmp_path, deplbench_cli):
     path = write_json(tmp_path / "omega.json", {**base_instance(), "omega": 0})
     proc = deplbench_cli.process("validate", path)
@@ -82,6 +84,7 @@ def test_validate_single_bad_file_and_missing_file(tmp_path, deplbench_cli):
     assert_clean_failure(proc, "cannot read")
 
 
+@pytest.mark.integration
 def test_generate_validate_reproducible(tmp_path, deplbench_cli):
     a, c = tmp_path / "a.json", tmp_path / "c.json"
     for out, seed in ((a, 4), (c, 5)):
@@ -98,6 +101,7 @@ def test_generate_validate_reproducible(tmp_path, deplbench_cli):
     assert proc.returncode == 0 and proc.stdout.count("ok: ") == 2
 
 
+@pytest.mark.integration
 def test_generate_rejects_bad_parameters_cleanly(tmp_path, deplbench_cli):
     proc = deplbench_cli.process("generate", "realistic", "--family", "alexnet", "--param", "omega=1")
     assert_clean_failure(proc, "omega")
@@ -110,6 +114,7 @@ def test_generate_rejects_bad_parameters_cleanly(tmp_path, deplbench_cli):
     assert status == 2 and "family" in err
 
 
+@pytest.mark.integration
 def test_schema_and_evaluate(tmp_path, deplbench_cli):
     status, out, _ = deplbench_cli("schema")
     assert status == 0

@@ -110,6 +110,7 @@ def _sweep(tmp_path, solver: str) -> str:
     return str(tmp_path / "s.toml")
 
 
+@pytest.mark.integration
 @pytest.mark.slow
 @pytest.mark.parametrize("solver", ["highs", "scip"])
 def test_run_shows_a_bar_on_a_terminal_without_solver_banners(tmp_path, solver):
@@ -131,6 +132,7 @@ def test_run_shows_a_bar_on_a_terminal_without_solver_banners(tmp_path, solver):
     assert f"solvers used: {solver} ×2" in proc.stderr and BANNER not in proc.stderr
 
 
+@pytest.mark.integration
 def test_solve_with_scip_prints_no_highs_banner_and_names_the_solver(tmp_path):
     if importlib.util.find_spec("pyscipopt") is None:
         pytest.skip("pyscipopt (the peers extra) is not installed")
@@ -146,6 +148,7 @@ def test_solve_with_scip_prints_no_highs_banner_and_names_the_solver(tmp_path):
         assert proc.stdout.splitlines()[0].startswith(f"algorithm   milp  (solver {solver}")
 
 
+@pytest.mark.integration
 def test_simulate_shows_its_stages_on_a_terminal(tmp_path):
     inst = tmp_path / "k.json"
     subprocess.run([sys.executable, "-m", "deplbench", "generate", "knapsack", "--n-items", "4",
@@ -160,6 +163,7 @@ def test_simulate_shows_its_stages_on_a_terminal(tmp_path):
     assert status == 0 and "stages" not in term
 
 
+@pytest.mark.integration
 def test_certify_counts_its_tasks_on_a_terminal(tmp_path):
     inst = tmp_path / "k.json"
     subprocess.run([sys.executable, "-m", "deplbench", "generate", "knapsack", "--n-items", "4",
@@ -170,6 +174,7 @@ def test_certify_counts_its_tasks_on_a_terminal(tmp_path):
     assert out.strip()                                  # the bracket itself, on stdout
 
 
+@pytest.mark.integration
 def test_adaptive_shows_its_stages_on_a_terminal(tmp_path):
     inst = tmp_path / "p.json"
     subprocess.run([sys.executable, "-m", "deplbench", "generate", "realistic", "--family", "pact-vgg11",
@@ -184,6 +189,7 @@ def test_adaptive_shows_its_stages_on_a_terminal(tmp_path):
     assert status in (0, 1) and "buckets" not in term
 
 
+@pytest.mark.integration
 @pytest.mark.slow
 def test_library_build_bar_holds_the_highs_banner(tmp_path):
     status, out, term = _on_a_terminal(["library", "build", "--out", str(tmp_path / "lib"), "--only",

@@ -37,6 +37,7 @@ def _imported(argv: list[str]) -> set[str]:
     return set(json.loads(proc.stderr.strip().splitlines()[-1]))
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("argv", [["--help"], ["--version"], []])
 def test_help_and_version_import_no_numerical_library(argv):
     imported = _imported(argv)
@@ -44,6 +45,7 @@ def test_help_and_version_import_no_numerical_library(argv):
     assert not imported & {*HEAVY, "numpy"}, sorted(imported & {*HEAVY, "numpy"})
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("command", ["validate", "algorithms", "run", "report", "simulate", "library", "certify"])
 def test_a_command_s_help_imports_no_heavy_package(command):
     imported = _imported([command, "--help"])
@@ -51,6 +53,7 @@ def test_a_command_s_help_imports_no_heavy_package(command):
     assert not imported & set(HEAVY), sorted(imported & set(HEAVY))
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("argv", [["algorithms"], ["algorithms", "--solvers"], ["solve", "--help"]])
 def test_algorithms_imports_no_numerical_library(argv):
     """The built-ins come from solvers/catalog.json and the MILP solvers are
@@ -60,6 +63,7 @@ def test_algorithms_imports_no_numerical_library(argv):
     assert not imported & {*HEAVY, "numpy"}, sorted(imported & {*HEAVY, "numpy"})
 
 
+@pytest.mark.integration
 def test_validate_imports_only_numpy_and_pydantic(tmp_path):
     inst = tmp_path / "k.json"
     assert cli.main(["generate", "knapsack", "--seed", "1", "-o", str(inst)]) == 0

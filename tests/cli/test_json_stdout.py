@@ -23,6 +23,9 @@ import pytest
 from deplbench.cli import build_parser
 from deplbench.instances.generators import generate
 
+#: End to end as a whole (every test runs the command as a subprocess): `make test-fast` leaves it out.
+pytestmark = pytest.mark.integration
+
 
 @pytest.fixture(scope="module")
 def files(tmp_path_factory, deplbench_cli):

@@ -189,6 +189,7 @@ def test_ks_bootstrap_pvalues():
 
 
 # ------------------------------------------------------ instance + CLI
+@pytest.mark.integration
 def test_cli_fit_writes_valid_instance_and_report(tmp_path, good_logs, deplbench_cli):
     logs = tmp_path / "logs.csv"
     good_logs.to_csv(logs, index=False)
@@ -219,6 +220,7 @@ def test_cli_fit_writes_valid_instance_and_report(tmp_path, good_logs, deplbench
     assert v.returncode == 0, v.stdout + v.stderr
 
 
+@pytest.mark.integration
 def test_cli_bad_input_no_traceback_and_output_untouched(tmp_path, good_logs, deplbench_cli):
     bad = good_logs.copy()
     bad["loss"] = bad["loss"].astype(object)
@@ -378,6 +380,7 @@ def test_negative_seed_is_named(small_logs):
         F.fit_logs(F.Logs(F.validate_logs(small_logs)), seed=-1)
 
 
+@pytest.mark.integration
 def test_instance_layer_never_imports_matplotlib():
     # Plotting lives in reports/ (reports.fit_plots draws the fit report);
     # the bottom layer must load without it.

@@ -15,6 +15,7 @@ ROOT = Path(__file__).resolve().parents[2]
 LOG = ROOT / "docs" / "example_training_log.csv"
 
 
+@pytest.mark.integration
 def test_documented_command_runs_and_the_output_validates(tmp_path):
     doc = (ROOT / "docs" / "fit.md").read_text(encoding="utf-8")
     cmd = "deplbench fit docs/example_training_log.csv --family alexnet -o fitted.json --report fit-report"
@@ -42,6 +43,7 @@ def test_documented_command_runs_and_the_output_validates(tmp_path):
     assert (tmp_path / "fit-report" / "fit-report.json").is_file()
 
 
+@pytest.mark.integration
 def test_example_log_is_reproducible(tmp_path):
     """examples/make_training_log.py (seeded) rewrites the shipped file byte for byte."""
     out = tmp_path / "log.csv"

@@ -227,6 +227,7 @@ def test_deep_nesting_is_a_clear_error(tmp_path):
     assert parse_instance(mutated(("provenance",), {"x": _nested(20)})).provenance.x == _nested(20)
 
 
+@pytest.mark.integration
 def test_validate_cli_one_line_per_bad_file(tmp_path):
     """`deplbench validate` (a subprocess, once for every file: the CLI import
     is slow on a loaded machine): exit 2 and exactly one stderr line per bad

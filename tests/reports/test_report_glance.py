@@ -189,6 +189,7 @@ def _need_chromium():
                     "chromium-headless-shell)")
 
 
+@pytest.mark.system_packages
 @pytest.mark.slow
 def test_glance_cells_on_the_first_screen(report):
     """Headless Chromium, a report of three paper sets (synthetic records)."""

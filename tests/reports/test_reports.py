@@ -290,6 +290,7 @@ def full_report(tmp_path_factory):
     return out, summary
 
 
+@pytest.mark.slow
 def test_full_report_structure(full_report):
     out, summary = full_report
     text = _check_report(out, summary)
@@ -307,6 +308,7 @@ def test_full_report_structure(full_report):
     assert "junk.json: not a pytest-benchmark JSON file" in text
 
 
+@pytest.mark.slow
 def test_full_report_numbers(full_report):
     out, summary = full_report
     gaps = pd.read_csv(out / "tables" / "gaps.csv")
@@ -338,6 +340,7 @@ def test_full_report_numbers(full_report):
     assert (oos["algorithm"] != "pact").all()  # the errored run has no plan
 
 
+@pytest.mark.slow
 def test_claims_audit_rows(full_report):
     _, summary = full_report
     c = summary.claims.set_index("claim")
@@ -365,6 +368,7 @@ def test_claims_audit_rows(full_report):
     assert "27.9 % [27.9 %, 27.9 %]" in beats["measured"]
 
 
+@pytest.mark.slow
 def test_unknown_algorithm_in_every_listing_section(full_report):
     """A third-party solver nobody in deplbench has heard of appears in every
     section that lists algorithms, drawn in the style its records carry."""
@@ -406,6 +410,7 @@ def test_series_styles_from_records_and_fallback():
     assert info["milp"].exact and not info["depl"].exact
 
 
+@pytest.mark.slow
 def test_headline_box(full_report):
     out, summary = full_report
     text = (out / "index.html").read_text(encoding="utf-8")
@@ -434,6 +439,7 @@ def test_headline_box(full_report):
     assert 'data-col="verdict"' in inner and "v-fails" in inner or "v-holds" in inner
 
 
+@pytest.mark.slow
 def test_certified_bracket_wired_into_the_report(full_report):
     out, summary = full_report
     br = pd.read_csv(out / "tables" / "certified_brackets.csv")
@@ -453,6 +459,7 @@ def test_certified_bracket_wired_into_the_report(full_report):
     assert alex.loc["best-exp", "certified_feasible"] == 0
 
 
+@pytest.mark.slow
 def test_tables_never_wider_than_the_page(full_report):
     out, _ = full_report
     text = (out / "index.html").read_text(encoding="utf-8")
@@ -463,6 +470,7 @@ def test_tables_never_wider_than_the_page(full_report):
     assert "<details><summary>Show the table" in text
 
 
+@pytest.mark.slow
 @pytest.mark.system_packages
 @pytest.mark.skipif(browser.find_chromium() is None,
                     reason="no Chromium binary on PATH (Debian: apt-get install "
@@ -482,6 +490,7 @@ def test_rendered_page_fits_the_viewport(full_report, tmp_path):
         browser.page_width(out / "index.html", width=10)
 
 
+@pytest.mark.slow
 def test_work_counters_fitted_beside_runtime(full_report):
     out, summary = full_report
     fits = pd.read_csv(out / "tables" / "complexity_fits.csv")

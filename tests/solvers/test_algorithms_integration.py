@@ -39,6 +39,9 @@ from deplbench.solvers.run import solve
 from deplbench.solvers.registry import SOLVERS, get_solver
 from deplbench.instances.generators import generate
 
+#: End to end as a whole (every test runs every registered algorithm end to end): `make test-fast` leaves it out.
+pytestmark = pytest.mark.integration
+
 NAMES = list(SOLVERS)
 ALLOWED = {"optimal", "feasible", "time_limit", "infeasible", "no_solution"}
 #: Scenario set shared by the brute force and every algorithm that takes one.

@@ -346,6 +346,7 @@ def test_too_many_datasets_is_an_error_result():
     assert r.status == "error" and "datasets" in r.message, r.message
 
 
+@pytest.mark.integration
 def test_cli_solve_with_dedicated_flags(tmp_path):
     path = tmp_path / "tiny.json"
     tiny_instance(2, horizon=4).save(path)
@@ -399,6 +400,7 @@ def _stdout_of(code: str) -> subprocess.CompletedProcess:
                           cwd=str(__import__("pathlib").Path(__file__).parents[3]))
 
 
+@pytest.mark.integration
 def test_library_never_writes_to_stdout():
     """highspy ≥ 1.16 prints a banner at Highs() construction; the
     library itself must keep stdout clean (highspy direct, Pyomo, naive, LP)."""
@@ -538,6 +540,7 @@ def test_model_size_is_checked_against_the_memory_limit():
     assert est["nonzeros"] >= ok.diagnostics["n_nonzeros"] and est["columns"] >= ok.diagnostics["n_vars"]
 
 
+@pytest.mark.integration
 def test_horizon_100000_returns_within_the_time_limit_slow():
     """Realistic AlexNet with horizon 100000 and a 10 s
     limit returns a clear status (no plan is claimed without proof) and

@@ -393,6 +393,7 @@ def test_solver_table_with_one_solver_is_a_note_not_a_crash():
         assert any(says in n.text for n in notes), [n.text for n in notes]
 
 
+@pytest.mark.integration
 def test_sweep_with_a_solver_axis_fills_the_report_table(tmp_path):
     """End to end: a sweep's solvers axis → stored rows with param solver →
     the report's solver table compares them (both prove the DP optimum)."""

@@ -351,6 +351,7 @@ def _plan_signature(res):
     return [(e.model, e.cluster, e.allocation) for e in res.plan.epochs], res.plan.datasets
 
 
+@pytest.mark.slow
 def test_default_is_unchanged_by_the_calibrate_parameter(alexnet9, calibrated9):
     """calibrate defaults to False, and calibrate=True starts from exactly the
     default's proven plan (same cost) before it searches."""
@@ -363,6 +364,7 @@ def test_default_is_unchanged_by_the_calibrate_parameter(alexnet9, calibrated9):
     assert calibrated9.diagnostics["calibration"]["base_cost"] == pytest.approx(plain.cost, rel=1e-12)
 
 
+@pytest.mark.slow
 def test_calibrated_cost_not_above_default_and_its_own_test_accepts_it(alexnet9, calibrated9):
     res = calibrated9
     assert res.status == "feasible", res.message
