@@ -48,7 +48,7 @@ test: lint
 	@echo "test: done; deplbench is in $(VENV): . $(VENV)/bin/activate (or call $(VENV)/bin/deplbench)"
 
 # The quick loop (under a minute: 45 s of CPU): every layer, without the
-# tests marked slow or integration (tests/conftest.py marks them).
+# tests marked slow or integration (marked where each is defined; see tests/conftest.py).
 test-fast: $(STAMP)
 	$(PY) -m pytest tests -q $(XDIST) -m "not slow and not integration" $(PYTEST_ARGS)
 

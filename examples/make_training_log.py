@@ -5,7 +5,7 @@ The logs are drawn from the loss model of the realistic AlexNet instance
 per-epoch change −A_m·X/√(k+B_m) with X ~ the instance's inverse-gamma, and on
 a switch epoch an extra jump l_sw ~ the instance's Student's t (DepL eq. (8),
 Sec. VI-A). ``deplbench fit`` should therefore recover A_m, B_m and the laws
-approximately — which tests/test_fit_example.py checks.
+approximately — which tests/instances/test_fit_example.py checks.
 
 Usage::
 

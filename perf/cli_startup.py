@@ -10,7 +10,7 @@ after one warm-up run; the median, minimum and maximum wall times are
 printed with the machine's load average before and after, since the
 numbers depend on it. Targets: ``--help``, ``--version``, ``algorithms``
 ≤ 0.5 s, ``validate`` ≤ 1.5 s. What keeps them there is checked without timing by
-``tests/test_cli_startup.py`` (the modules each command imports).
+``tests/cli/test_cli_startup.py`` (the modules each command imports).
 """
 
 from __future__ import annotations

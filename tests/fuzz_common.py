@@ -1,4 +1,5 @@
-"""Shared pieces of the fuzz corpus (tests/test_fuzz_*.py).
+"""Shared pieces of the fuzz corpus (``test_fuzz_*.py`` in tests/instances/,
+tests/formulations/ and tests/benchmarks/).
 
 Hostile values, structural mutations of JSON-like data, the error-message
 contract, the CLI run in this process (:func:`run_cli`), and the example
@@ -6,8 +7,8 @@ budget:
 
 * every fuzz property exists twice: a quick variant (:data:`QUICK`, few
   examples, part of ``make test-fast``) and a thorough one (:data:`FULL`,
-  listed in ``tests/conftest.py`` ``SLOW_TESTS`` so only ``make test`` runs
-  it);
+  marked ``@pytest.mark.slow`` where it is defined, so only ``make test``
+  runs it);
 * examples are derandomized and no example database is written, so every
   run tries the same inputs (reproducible CI); ``DEPLBENCH_FUZZ=full``
   switches to a long random search for local bug hunting.
@@ -43,7 +44,7 @@ def fuzz_settings(examples: int) -> settings:
 
 #: Few examples: the quick loop (``make test-fast``).
 QUICK = fuzz_settings(15)
-#: The full suite's share (tests marked slow in conftest.py).
+#: The full suite's share (tests marked slow).
 FULL = fuzz_settings(60)
 
 

@@ -3,7 +3,7 @@
 The three entry points share one seconds check and one (0, 1) check
 (``library/mps.py``); each refusal is one line naming the argument, before
 any file is written or solver started. Building and checking a library
-itself is in tests/test_library.py (integration).
+itself is in tests/benchmarks/test_library.py (integration).
 """
 
 from __future__ import annotations

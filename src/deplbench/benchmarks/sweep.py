@@ -16,7 +16,7 @@ oracles of :mod:`deplbench.benchmarks.tasks`) plus parameters.
 
 File format (every key other than those marked *required* is optional;
 ``docs/sweeps.md`` is the full reference, generated from
-:mod:`deplbench.benchmarks.sweep_keys`; tests/test_sweep_docs.py loads this
+:mod:`deplbench.benchmarks.sweep_keys`; tests/benchmarks/test_sweep_docs.py loads this
 example)::
 
     [sweep]

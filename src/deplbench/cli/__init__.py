@@ -41,7 +41,7 @@ COMMAND_MODULES = (
 #: --help``). Only the module of the command being run is imported and
 #: registered (:func:`build_parser`); the others appear in ``--help`` from
 #: this table, so ``deplbench --help``/``--version`` import no numerical
-#: library. tests/test_cli_startup.py checks that it matches what the
+#: library. tests/cli/test_cli_startup.py checks that it matches what the
 #: modules register. A command missing here still works (every module is
 #: then registered).
 COMMANDS: dict[str, tuple[str, str]] = {

@@ -13,7 +13,7 @@ Guarantee: the look-up finds what the solver needs, it does not prove the
 solver runs (a licence, a broken executable or a Pyomo plugin that changed
 are not seen). The exact test is
 :func:`deplbench.formulations.milp.peers.availability`, which asks the
-solver itself (``deplbench algorithms --check``); ``tests/test_solver_peers.py``
+solver itself (``deplbench algorithms --check``); ``tests/formulations/milp/test_solver_peers.py``
 checks that both agree on the machine running the tests.
 
 The meaning of each name is documented in :mod:`deplbench.formulations.milp.peers`,

@@ -9,7 +9,7 @@ serves it from there (milliseconds). Third-party algorithms (entry points)
 are not in the file: they are still imported, and only when there are any.
 
 Guarantee: the file is generated from the classes (``python -m
-deplbench.solvers.catalog``) and ``tests/test_solver_catalog.py`` fails
+deplbench.solvers.catalog``) and ``tests/solvers/test_solver_catalog.py`` fails
 while it differs from what the registered classes say, so it cannot drift.
 A built-in registered in :data:`~deplbench.solvers.registry.SOLVERS` but
 missing from the file is read from its class (slow, never wrong).

@@ -334,7 +334,7 @@ def test_bad_options_name_the_option(kwargs, field):
 def test_too_many_datasets_is_an_error_result():
     # The matrix formulations enumerate dataset subsets per cluster: forced,
     # they refuse beyond MAX_DATASETS with the field named; ``fast`` hands
-    # such instances to ``general`` instead (tests/test_milp_general.py),
+    # such instances to ``general`` instead (tests/formulations/general/test_milp_general.py),
     # which in turn refuses beyond its own limit.
     from deplbench.formulations.general import MAX_DATASETS_GENERAL
 

@@ -4,7 +4,7 @@ of the closed-loop policy against one search per source.
 ``feasible_paths_batch`` promises, per source, exactly what
 ``feasible_paths`` returns from it; both start from the same first edges
 (``ExpandedGraph._first_edges``). The enumeration check of the single search
-is in tests/test_baselines.py.
+is in tests/solvers/baselines/test_baselines.py.
 """
 
 from __future__ import annotations

@@ -40,7 +40,7 @@ model has no jump and is always allowed, a step between models m → m' pays
 the switch jump whatever the groups. So the DP value at (k, (m, g)) does not
 depend on g, and one state per model with node weight
 min_g [w_{m,g}(λ) − γ_g·(π-aggregated improvement)] gives exactly the same
-numbers (``tests/test_milp_general_datasets.py`` checks equality with
+numbers (``tests/formulations/general/test_milp_general_datasets.py`` checks equality with
 ``GroupTables.root`` leaf by leaf). This is what makes the DP cheap enough to
 run for thousands of assignments at once: (assignments × π × |M|) per epoch.
 
