@@ -320,8 +320,8 @@ def test_registry_loads_entry_points_and_reports_broken_ones(monkeypatch):
         def __init__(self, name, value):
             self.name, self.value, self.dist = name, value, None
 
-    eps = [EP("crashing", "tests.test_core:_Crashing"), EP("depl", "x:Y"), EP("ghost", "no_such_mod:X"),
-           EP("misnamed", "tests.test_core:_Overcommitting")]
+    eps = [EP("crashing", f"{__name__}:_Crashing"), EP("depl", "x:Y"), EP("ghost", "no_such_mod:X"),
+           EP("misnamed", f"{__name__}:_Overcommitting")]
     monkeypatch.setattr(metadata, "entry_points", lambda group=None: eps if group == registry.ENTRY_POINT_GROUP else [])
     registry.refresh()
     try:
