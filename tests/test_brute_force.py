@@ -8,12 +8,12 @@ import math
 
 import numpy as np
 import pytest
+from milp_instances import tiny_instance
 
-from deplbench.formulations.scenarios import ScenarioSampler, allowed_violations
+from deplbench.formulations.model.scenarios import ScenarioSampler, allowed_violations
+from deplbench.instances.model import parse_instance
 from deplbench.solvers.exact import brute_force
 from deplbench.solvers.run import solve
-from deplbench.instances.model import parse_instance
-from milp_instances import tiny_instance
 
 
 def _one_model(loss_max=7.0, time_max=3.0, horizon=5, point=True):

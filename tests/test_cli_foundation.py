@@ -13,10 +13,10 @@ import copy
 import json
 
 import pytest
-
-from deplbench.formulations.allocation import plan_from_choices
-from deplbench.instances.generators import generate
 from instance_data import base_instance
+
+from deplbench.formulations.model.allocation import plan_from_choices
+from deplbench.instances.generators import generate
 
 
 def assert_clean_failure(proc, *fragments):

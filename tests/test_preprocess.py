@@ -15,11 +15,11 @@ import copy
 import warnings
 
 import pytest
+from instance_data import two_model_data
 
-from deplbench.formulations.preprocess import reduce_instance
+from deplbench.formulations.model.preprocess import reduce_instance
 from deplbench.instances.generators import generate
 from deplbench.instances.model import parse_instance
-from instance_data import two_model_data
 from deplbench.solvers.run import solve
 
 SMALL_EVAL = 2000
