@@ -21,9 +21,9 @@ import functools
 import numpy as np
 import pytest
 
-from deplbench.formulations.allocation import plan_from_choices
-from deplbench.formulations.evaluate import evaluate_plan, plan_indices, simulate_trajectories
-from deplbench.formulations.knapsack import covering_dp, knapsack_items
+from deplbench.formulations.evaluation.evaluate import evaluate_plan, plan_indices, simulate_trajectories
+from deplbench.formulations.exact.knapsack import covering_dp, knapsack_items
+from deplbench.formulations.model.allocation import plan_from_choices
 from deplbench.instances.generators import generate
 
 TRAJECTORIES = 100_000

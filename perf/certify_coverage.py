@@ -27,10 +27,10 @@ from pathlib import Path
 
 from scipy import stats
 
-from deplbench.formulations.evaluate import evaluate_plan
+from deplbench.formulations.evaluation.evaluate import evaluate_plan
 from deplbench.instances.generators import generate
-from deplbench.solvers.run import solve
 from deplbench.solvers.certify.certified import certify, fresh_seed
+from deplbench.solvers.run import solve
 
 
 def main() -> None:

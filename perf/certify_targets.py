@@ -34,10 +34,10 @@ import os
 import time
 from pathlib import Path
 
-from deplbench.formulations.evaluate import evaluate_plan
+from deplbench.formulations.evaluation.evaluate import evaluate_plan
 from deplbench.instances.generators import generate
-from deplbench.solvers.run import solve
 from deplbench.solvers.certify.certified import certify, process_map
+from deplbench.solvers.run import solve
 
 
 def one(family: str, loss_max: float, workers: int, **options) -> dict:

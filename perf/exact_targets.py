@@ -38,9 +38,9 @@ from pathlib import Path
 import numpy as np
 from scipy import stats
 
-from deplbench.formulations.evaluate import plan_indices, simulate_trajectories
-from deplbench.formulations.exact_violation import plan_violation_bounds, violation_bounds
-from deplbench.formulations.scenarios import OUT_OF_SAMPLE
+from deplbench.formulations.evaluation.evaluate import plan_indices, simulate_trajectories
+from deplbench.formulations.evaluation.exact_violation import plan_violation_bounds, violation_bounds
+from deplbench.formulations.model.scenarios import OUT_OF_SAMPLE
 from deplbench.instances.generators import generate
 from deplbench.solvers.run import solve
 

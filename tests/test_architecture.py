@@ -16,6 +16,11 @@
    of a module's parent packages is not an edge.
 3. **Modules stay small**: none above 600 lines unless its module docstring
    says why in a sentence starting "Longer than 600 lines because".
+4. **Inside a layer, sub-packages are tiered too** (:data:`TIERS`): in
+   ``formulations``, model ← evaluation ← {milp, general} ← {exact,
+   adaptive}; the layer's ``__init__`` and its top-level modules sit with the
+   lowest tier. A module may import its own tier and the tiers below it,
+   never one above; every sub-package of a tiered layer is in a tier.
 
 The checks read every ``.py`` file under ``src/deplbench`` with :mod:`ast`;
 nothing is imported, so a module that fails to import is still checked.
@@ -39,6 +44,12 @@ LAYERS = ("instances", "formulations", "solvers", "benchmarks", "measure", "repo
 BOTTOM, TOP = 0, len(LAYERS)
 #: Top-level modules that are not at the bottom: ``python -m deplbench`` runs the CLI.
 TOP_MODULES = {"__main__": TOP}
+
+#: Tiers of a layer's sub-packages, bottom to top (rule 4). The layer's
+#: ``__init__`` and its top-level modules are in the first tier.
+TIERS: dict[str, tuple[tuple[str, ...], ...]] = {
+    "formulations": (("model",), ("evaluation",), ("milp", "general"), ("exact", "adaptive")),
+}
 
 MAX_LINES = 600
 REASON = "Longer than 600 lines because"
@@ -75,6 +86,44 @@ def layer_of(name: str) -> int | None:
 
 def layer_label(level: int) -> str:
     return "bottom" if level == BOTTOM else LAYERS[level - 1]
+
+
+def tier_of(name: str, tiers=TIERS) -> tuple[str, int, str] | None:
+    """(layer, tier index, sub-package) of a module of a tiered layer; None
+    for a module of any other layer. A top-level module of the layer (or its
+    ``__init__``) is in tier 0 under the sub-package ``""``; a sub-package
+    in no tier gets the index -1."""
+    parts = name.split(".")
+    if len(parts) < 2 or parts[1] not in tiers:
+        return None
+    layer = parts[1]
+    if len(parts) == 2 or (len(parts) == 3 and not (PACKAGE / layer / parts[2]).is_dir()):
+        return layer, 0, ""
+    sub = parts[2]
+    for index, tier in enumerate(tiers[layer]):
+        if sub in tier:
+            return layer, index, sub
+    return layer, -1, sub
+
+
+def tier_problems(source: str, name: str, *, is_package: bool, tiers=TIERS) -> list[str]:
+    """Messages for every import of ``name`` that goes up a tier of its layer
+    (or that involves a sub-package in no tier)."""
+    own = tier_of(name, tiers)
+    if own is None:
+        return []
+    layer, level, sub = own
+    if level < 0:
+        return [f"{name}: {layer}.{sub} is in no tier; add it to TIERS in tests/test_architecture.py"]
+    problems = []
+    for imp in imports_of(source, name, is_package=is_package):
+        target = tier_of(imp.target, tiers)
+        if target is None or target[0] != layer or target[2] == sub:
+            continue
+        if target[1] < 0 or target[1] > level:
+            problems.append(f"{name}:{imp.line} ({layer}.{sub or '*'}) imports {imp.target} "
+                            f"({layer}.{target[2]}), a higher tier [{imp.how}]")
+    return problems
 
 
 @dataclass(frozen=True)
@@ -198,7 +247,7 @@ def states_reason(docstring: str) -> bool:
      "def f():\n    from deplbench.solvers.registry import get_solver\n", False,
      ["deplbench.solvers.registry"]),
     # relative imports resolve against the module's package
-    ("deplbench.formulations.evaluate", "from ..benchmarks import store\n", False,
+    ("deplbench.formulations.evaluation.evaluate", "from ...benchmarks import store\n", False,
      ["deplbench.benchmarks.store"]),
     ("deplbench.formulations", "from .milp import solve\nfrom . import plan\n", True, []),
     # importlib with a literal name; TYPE_CHECKING blocks count
@@ -262,6 +311,44 @@ def test_checker_knows_every_subpackage():
     assert subpackages <= set(LAYERS), subpackages - set(LAYERS)
 
 
+def test_checker_knows_every_tiered_subpackage():
+    """Every sub-package of a tiered layer is in one of its tiers, and every
+    tier names an existing sub-package."""
+    for layer, tiers in TIERS.items():
+        subpackages = {p.parent.name for p in (PACKAGE / layer).glob("*/__init__.py")}
+        placed = [sub for tier in tiers for sub in tier]
+        assert len(placed) == len(set(placed)), placed
+        assert subpackages == set(placed), (layer, subpackages ^ set(placed))
+
+
+@pytest.mark.parametrize("name, source, expected", [
+    # a lower tier importing a higher one, at module level or inside a function
+    ("deplbench.formulations.model.plan", "from deplbench.formulations.evaluation.evaluate import f\n",
+     ["deplbench.formulations.evaluation.evaluate"]),
+    ("deplbench.formulations.evaluation.evaluate", "def f():\n    from ...formulations.exact import static\n",
+     ["deplbench.formulations.exact.static"]),
+    # the layer's top-level modules sit in the lowest tier
+    ("deplbench.formulations.peer_lookup", "import deplbench.formulations.milp.peers\n",
+     ["deplbench.formulations.milp.peers"]),
+    # same tier, a lower tier, the own sub-package and other layers are fine
+    ("deplbench.formulations.milp.solve", "from deplbench.formulations.general.settings import S\n"
+     "from deplbench.formulations.model.plan import Plan\nfrom .bounds import B\n"
+     "from deplbench.instances.model import Instance\nimport deplbench.formulations.peer_lookup\n", []),
+    ("deplbench.solvers.exact.milp", "from deplbench.solvers.run import solve\n", []),
+])
+def test_checker_finds_imports_up_a_tier(name, source, expected):
+    problems = tier_problems(source, name, is_package=False)
+    assert len(problems) == len(expected), problems
+    for problem, target in zip(problems, expected):
+        assert f"imports {target} " in problem
+
+
+def test_checker_flags_a_subpackage_in_no_tier():
+    tiers = {"formulations": (("model",),)}
+    problems = tier_problems("", "deplbench.formulations.evaluation.evaluate", is_package=False, tiers=tiers)
+    assert len(problems) == 1 and "in no tier" in problems[0], problems
+
+
 # --------------------------------------------------------------------- the package
 def test_imports_flow_one_way():
     problems = []
@@ -269,6 +356,14 @@ def test_imports_flow_one_way():
         problems += upward_imports(path.read_text(encoding="utf-8"), module_name(path),
                                    is_package=_is_package(path))
     assert not problems, "upward imports:\n" + "\n".join(problems)
+
+
+def test_subpackages_import_down_their_tiers():
+    problems = []
+    for path in source_files():
+        problems += tier_problems(path.read_text(encoding="utf-8"), module_name(path),
+                                  is_package=_is_package(path))
+    assert not problems, "imports up a tier:\n" + "\n".join(problems)
 
 
 def test_no_import_cycles():

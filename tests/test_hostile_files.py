@@ -62,7 +62,7 @@ def test_files_above_the_size_limit_are_refused_naming_file_and_limit(tmp_path, 
     if kind == "instance":
         call, error = (lambda: load_instance(big)), InstanceError
     elif kind == "plan":
-        from deplbench.formulations.plan import load_plan
+        from deplbench.formulations.model.plan import load_plan
         call, error = (lambda: load_plan(big)), PlanError
     elif kind == "sweep":
         big = big.rename(tmp_path / "big.toml")

@@ -21,7 +21,7 @@ from deplbench import limits
 from deplbench.benchmarks.sweep import parse_sweep
 from deplbench.cli import main
 from deplbench.errors import DeplbenchError, InstanceError, SolverError, SweepError
-from deplbench.formulations.scenarios import allowed_violations, quantile_rank
+from deplbench.formulations.model.scenarios import allowed_violations, quantile_rank
 from deplbench.instances.model import parse_instance
 from deplbench.solvers.run import solve
 

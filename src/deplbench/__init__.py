@@ -63,11 +63,11 @@ PUBLIC_API: dict[str, str] = {
     "load_instance": "deplbench.instances.model",
     "Instance": "deplbench.instances.model",
     # formulations: plans and their out-of-sample judgement
-    "Plan": "deplbench.formulations.plan",
-    "load_plan": "deplbench.formulations.plan",
-    "evaluate_plan": "deplbench.formulations.evaluate",
-    "Evaluation": "deplbench.formulations.evaluate",
-    "SolveResult": "deplbench.formulations.result",
+    "Plan": "deplbench.formulations.model.plan",
+    "load_plan": "deplbench.formulations.model.plan",
+    "evaluate_plan": "deplbench.formulations.evaluation.evaluate",
+    "Evaluation": "deplbench.formulations.evaluation.evaluate",
+    "SolveResult": "deplbench.formulations.model.result",
     # solvers
     "solve": "deplbench.solvers.run",
     "closed_loop": "deplbench.solvers.run",

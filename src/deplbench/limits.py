@@ -37,7 +37,7 @@ from deplbench.params import Param
 #: Default memory budget (GiB) of any solver's largest arrays. The MILP's
 #: default ``memory_limit`` (formulations.milp.options.MEMORY_LIMIT_GIB), the
 #: general formulation's bound tables and the out-of-sample evaluator's
-#: budget (formulations.evaluate.MEMORY_BUDGET) are all read from here.
+#: budget (formulations.evaluation.evaluate.MEMORY_BUDGET) are all read from here.
 MEMORY_BUDGET_GIB = 2.0
 
 #: The ``memory_limit`` parameter of every solver with a memory estimate (the user's cap, in GiB).

@@ -531,7 +531,7 @@ def test_true_optimum_prefers_milp_exact_where_it_applies(monkeypatch):
     """With an exact solver registered (a stand-in here), a bracket comes
     from it, confidence 1; where it declines, certify brackets at 0.95."""
     from deplbench.benchmarks.library import truth
-    from deplbench.formulations.result import SolveResult
+    from deplbench.formulations.model.result import SolveResult
     from deplbench.instances.generators import generate
     from deplbench.solvers.base import Solver
 

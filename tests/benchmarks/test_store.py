@@ -90,7 +90,7 @@ def test_params_parameter_columns_keep_one_value_per_cell(tmp_path):
 
 
 def test_evaluation_and_instance_columns_are_expanded_from_a_real_solve():
-    from deplbench.formulations.evaluate import evaluate_plan
+    from deplbench.formulations.evaluation.evaluate import evaluate_plan
     from deplbench.instances.generators import generate
 
     inst = generate("knapsack", seed=0, n_items=4, horizon=4)

@@ -14,7 +14,7 @@ import json
 
 import pytest
 
-from deplbench.formulations.allocation import plan_from_choices
+from deplbench.formulations.model.allocation import plan_from_choices
 from deplbench.instances.generators import generate
 from tests.instance_data import base_instance
 

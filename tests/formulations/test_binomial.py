@@ -1,4 +1,4 @@
-"""Exact binomial bounds (formulations/binomial.py) against hand-computed values.
+"""Exact binomial bounds (formulations/evaluation/binomial.py) against hand-computed values.
 
 Every expected number below is derived by hand from the defining equation
 (closed forms for n ≤ 3 or zero/all violations) or from sums of
@@ -9,7 +9,7 @@ import math
 
 import pytest
 
-from deplbench.formulations import binomial as b
+from deplbench.formulations.evaluation import binomial as b
 
 
 def _binom_cdf(k, n, p):

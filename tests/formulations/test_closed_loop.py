@@ -1,4 +1,4 @@
-"""Closed-loop simulation (formulations/closed_loop.py), closed-loop PACT,
+"""Closed-loop simulation (formulations/evaluation/closed_loop.py), closed-loop PACT,
 receding-horizon DepL, the sweep option and the report section."""
 
 from __future__ import annotations
@@ -8,11 +8,17 @@ import pandas as pd
 import pytest
 
 from deplbench.errors import PlanError, SweepError
-from deplbench.formulations.allocation import plan_from_choices
-from deplbench.formulations.closed_loop import (
-    BLOCK, STOP, ClosedLoopPolicy, Decision, FixedPlanPolicy, StopAtTarget, simulate,
+from deplbench.formulations.evaluation.closed_loop import (
+    BLOCK,
+    STOP,
+    ClosedLoopPolicy,
+    Decision,
+    FixedPlanPolicy,
+    StopAtTarget,
+    simulate,
 )
-from deplbench.formulations.evaluate import evaluate_plan
+from deplbench.formulations.evaluation.evaluate import evaluate_plan
+from deplbench.formulations.model.allocation import plan_from_choices
 from deplbench.instances.generators import generate
 
 
@@ -127,8 +133,8 @@ def test_closed_loop_pact_differs_from_open_loop():
 
 @pytest.mark.slow
 def test_depl_receding_is_registered_and_replans():
-    from deplbench.solvers.run import closed_loop, solve
     from deplbench.solvers.registry import available
+    from deplbench.solvers.run import closed_loop, solve
 
     assert "depl-receding" in available()
     inst = generate("realistic", family="pact-vgg11", horizon=30, loss_max=0.6, time_max=400.0)

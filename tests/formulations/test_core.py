@@ -7,12 +7,12 @@ import pytest
 from scipy.optimize import minimize
 
 from deplbench.errors import SolverError
-from deplbench.formulations.allocation import allocate, plan_from_choices
-from deplbench.formulations.result import SolveResult
-from deplbench.formulations.scenarios import ScenarioSampler, allowed_violations, quantile_rank
+from deplbench.formulations.model.allocation import allocate, plan_from_choices
+from deplbench.formulations.model.result import SolveResult
+from deplbench.formulations.model.scenarios import ScenarioSampler, allowed_violations, quantile_rank
+from deplbench.instances.model import parse_instance
 from deplbench.solvers.base import Param, Solver
 from deplbench.solvers.run import solve
-from deplbench.instances.model import parse_instance
 from tests.instance_data import two_model_data
 
 
@@ -146,7 +146,7 @@ class _Overcommitting(Solver):
     parameters = {}
 
     def run(self, instance):
-        from deplbench.formulations.plan import Epoch, Plan
+        from deplbench.formulations.model.plan import Epoch, Plan
 
         plan = Plan(epochs=[Epoch(model="big", cluster="A", allocation=5.0)], datasets={"A": ["d0"]})
         return SolveResult(algorithm=self.name, status="feasible", plan=plan, cost=5.0)
@@ -157,7 +157,7 @@ class _Misnaming(Solver):
     parameters = {}
 
     def run(self, instance):
-        from deplbench.formulations.plan import Epoch, Plan
+        from deplbench.formulations.model.plan import Epoch, Plan
 
         plan = Plan(epochs=[Epoch(model="nope", cluster="A", allocation=1.0)], datasets={"A": ["d0"]})
         return SolveResult(algorithm=self.name, status="optimal", plan=plan, cost=1.0)

@@ -11,8 +11,8 @@ from scipy.integrate import trapezoid
 from scipy.optimize import brentq
 
 from deplbench.errors import PlanError
-from deplbench.formulations.evaluate import evaluate_plan
-from deplbench.formulations.plan import Epoch, Plan
+from deplbench.formulations.evaluation.evaluate import evaluate_plan
+from deplbench.formulations.model.plan import Epoch, Plan
 from deplbench.instances.model import parse_instance
 
 
@@ -195,7 +195,7 @@ def test_bad_evaluation_arguments():
 
 
 def test_out_of_memory_is_a_plan_error_naming_samples(monkeypatch):
-    import deplbench.formulations.evaluate as evaluate_module
+    import deplbench.formulations.evaluation.evaluate as evaluate_module
 
     def no_memory(*args, **kwargs):
         raise MemoryError
@@ -206,7 +206,7 @@ def test_out_of_memory_is_a_plan_error_naming_samples(monkeypatch):
 
 
 def test_load_plan_rejects_non_utf8_file_by_name(tmp_path):
-    from deplbench.formulations.plan import load_plan
+    from deplbench.formulations.model.plan import load_plan
 
     path = tmp_path / "plan.json"
     path.write_bytes(b"\xff\xfe{}")

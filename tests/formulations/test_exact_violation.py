@@ -1,4 +1,4 @@
-"""Exact violation bounds (formulations/exact_violation.py) against independent truths:
+"""Exact violation bounds (formulations/evaluation/exact_violation.py) against independent truths:
 closed forms, SciPy's CDF, exact enumeration of discrete laws and Monte Carlo."""
 
 from __future__ import annotations
@@ -9,10 +9,18 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from deplbench.formulations.exact_violation import (
-    PROVEN_FEASIBLE, PROVEN_INFEASIBLE, ExactSettings, Term, _grid, bounds_for_terms, irwin_hall_cells,
-    sequence_terms, violation_bounds)
-from deplbench.formulations.scenarios import ScenarioSampler
+from deplbench.formulations.evaluation.exact_violation import (
+    PROVEN_FEASIBLE,
+    PROVEN_INFEASIBLE,
+    ExactSettings,
+    Term,
+    _grid,
+    bounds_for_terms,
+    irwin_hall_cells,
+    sequence_terms,
+    violation_bounds,
+)
+from deplbench.formulations.model.scenarios import ScenarioSampler
 from deplbench.instances.distributions import Empirical, InverseGamma, LogNormal, Normal, PointMass, StudentT
 from deplbench.instances.generators import generate
 
@@ -165,8 +173,8 @@ def test_budget_stops_refinement_and_says_so():
 def test_cli_evaluate_exact_json_and_text(tmp_path, deplbench_cli):
     import json
 
-    from deplbench.formulations.evaluate import evaluate_plan
-    from deplbench.formulations.plan import Epoch, Plan
+    from deplbench.formulations.evaluation.evaluate import evaluate_plan
+    from deplbench.formulations.model.plan import Epoch, Plan
 
     inst = generate("realistic", family="alexnet", loss_max=9)
     ipath, ppath = tmp_path / "i.json", tmp_path / "p.json"
@@ -208,7 +216,7 @@ def test_a_bound_whose_budget_ran_out_says_so_in_the_evaluation():
     reached. On the base code nothing in the result said the budget ran out."""
     import json
 
-    from deplbench.formulations.evaluate import attach_exact, evaluate_plan, plan_indices
+    from deplbench.formulations.evaluation.evaluate import attach_exact, evaluate_plan, plan_indices
     from deplbench.solvers.run import solve
 
     inst = generate("scaling", n_models=2, n_clusters=1, horizon=4, seed=1)

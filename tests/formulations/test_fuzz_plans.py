@@ -35,11 +35,23 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 from deplbench.errors import PlanError, SolverError
-from deplbench.formulations.allocation import TIME_RTOL, plan_from_choices
-from deplbench.formulations.evaluate import evaluate_plan
+from deplbench.formulations.evaluation.evaluate import evaluate_plan
+from deplbench.formulations.model.allocation import TIME_RTOL, plan_from_choices
 from deplbench.instances.generators import generate
 from deplbench.instances.model import parse_instance
-from tests.fuzz_common import FULL, HOSTILE, QUICK, check_one_line, delete, get, named_field, nested, paths, put, run_cli
+from tests.fuzz_common import (
+    FULL,
+    HOSTILE,
+    QUICK,
+    check_one_line,
+    delete,
+    get,
+    named_field,
+    nested,
+    paths,
+    put,
+    run_cli,
+)
 from tests.instance_data import base_instance
 
 PLAN_HEADS = {"epochs", "datasets", "plan"}
@@ -420,7 +432,7 @@ def test_long_plans_are_simulated_in_bounded_blocks(monkeypatch):
     trajectories of a 10^5-epoch plan would need 60 GB), and per-epoch bands
     beyond it are refused naming ``samples``. Here the budget is shrunk to
     1 MB so that a small plan needs several blocks."""
-    import deplbench.formulations.evaluate as evaluate_module
+    import deplbench.formulations.evaluation.evaluate as evaluate_module
 
     plan = {"epochs": [{"model": "big", "cluster": "A", "allocation": 1.0}] * 99, "datasets": {"A": ["d0"]}}
     monkeypatch.setattr(evaluate_module, "MEMORY_BUDGET", 2**20)

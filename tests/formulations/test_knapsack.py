@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 
 from deplbench.errors import InstanceError
-from deplbench.formulations.allocation import plan_from_choices
-from deplbench.formulations.evaluate import evaluate_plan
-from deplbench.formulations.knapsack import covering_dp, knapsack_items, knapsack_optimum_from_instance
+from deplbench.formulations.evaluation.evaluate import evaluate_plan
+from deplbench.formulations.exact.knapsack import covering_dp, knapsack_items, knapsack_optimum_from_instance
+from deplbench.formulations.model.allocation import plan_from_choices
 from deplbench.instances.generators import KNAPSACK_CLASSES, generate
 from deplbench.instances.model import parse_instance
 
@@ -200,9 +200,8 @@ def test_knapsack_dp_doubled_loss_scale_is_not_the_old_optimum():
 
 
 def test_knapsack_dp_refuses_what_it_cannot_solve_exactly():
-    from deplbench.solvers.run import solve
-
     from deplbench.solvers.exact.knapsack_dp import KnapsackDP
+    from deplbench.solvers.run import solve
 
     realistic = generate("realistic", family="alexnet")
     applies, reason = KnapsackDP.applies(realistic)
@@ -217,8 +216,8 @@ def test_knapsack_dp_refuses_what_it_cannot_solve_exactly():
 
 
 def test_knapsack_dp_infeasible_and_listed():
-    from deplbench.solvers.run import solve
     from deplbench.solvers.registry import available, solver_info
+    from deplbench.solvers.run import solve
 
     inst = generate("knapsack", n_items=4, horizon=3, target_fraction=1.0, seed=1).with_changes(horizon=2)
     res = solve(inst, "knapsack-dp")

@@ -1,4 +1,4 @@
-"""milp-exact (formulations/exact_static.py) against brute force with exact probabilities."""
+"""milp-exact (formulations/exact/static.py) against brute force with exact probabilities."""
 
 from __future__ import annotations
 
@@ -7,12 +7,11 @@ import itertools
 import numpy as np
 import pytest
 
-from deplbench.formulations.allocation import plan_from_choices
-from deplbench.formulations.evaluate import evaluate_plan, transfer_cost
-from deplbench.formulations.exact_violation import ExactSettings, violation_bounds
-from deplbench.solvers.run import solve
+from deplbench.formulations.evaluation.evaluate import evaluate_plan, transfer_cost
+from deplbench.formulations.evaluation.exact_violation import ExactSettings, violation_bounds
+from deplbench.formulations.model.allocation import plan_from_choices
 from deplbench.solvers.registry import get_solver
-
+from deplbench.solvers.run import solve
 from tests.milp_instances import tiny_instance
 
 
@@ -115,7 +114,7 @@ def test_inconsistent_bracket_advice_names_a_disjoint_seed():
 def test_spectral_lattice_verdict_never_contradicts_the_refined_bounds(seed):
     """The instance-wide lattice (depl-proven's quick check, milp-exact's scan)
     decides only what the refined bounds of the same sequence agree with."""
-    from deplbench.formulations.exact_static import SpectralLattice
+    from deplbench.formulations.exact.static import SpectralLattice
 
     inst = tiny_instance(seed, horizon=6, n_datasets=1)
     gam = inst.data_effect(inst.all_datasets)[1]
@@ -161,8 +160,8 @@ def test_spectral_lattice_on_constant_terms_judges_the_true_final_loss(delta):
     """Every term a point mass: the lattice's shift of ℓmax onto the grid must
     not move the verdict (a final loss δ above ℓmax is infeasible, δ below
     feasible), whatever the fractional part φ of the shift."""
-    from deplbench.formulations.exact_static import SpectralLattice
-    from deplbench.formulations.exact_violation import sequence_terms
+    from deplbench.formulations.evaluation.exact_violation import sequence_terms
+    from deplbench.formulations.exact.static import SpectralLattice
     from deplbench.instances.generators import generate
 
     base = generate("knapsack", item_class="uncorrelated", n_items=6, R=30, horizon=6, seed=0)
@@ -194,7 +193,7 @@ def test_a_prefix_refined_infeasible_at_every_length_leaves_the_enumeration():
     no c_U: on the base code c_L became K̄ + 1 and the MILP crashed (status error,
     "IndexError: index 3 is out of bounds for axis 1 with size 3"); every sequence is
     then proven infeasible, so the answer is ``infeasible``."""
-    from deplbench.formulations.exact_static import SpectralLattice, solve_exact_static
+    from deplbench.formulations.exact.static import SpectralLattice, solve_exact_static
 
     inst = _boundary()
     lat = SpectralLattice(inst, inst.data_effect(inst.all_datasets)[1], 3, ExactSettings())
@@ -209,7 +208,7 @@ def test_undecided_at_the_precision_is_no_solution_not_infeasible():
     """A refinement budget too small to decide the boundary plan (planted: a
     max_work below the coarsest grid): the base code said ``infeasible`` ("no
     sequence proven feasible at this precision"); undecided is not infeasible."""
-    from deplbench.formulations.exact_static import solve_exact_static
+    from deplbench.formulations.exact.static import solve_exact_static
 
     inst = _boundary()
     res = solve_exact_static(inst, time_limit=60.0, settings=ExactSettings(max_work=10))
@@ -248,7 +247,7 @@ def test_a_deadline_in_any_phase_is_time_limit_never_infeasible(monkeypatch, whe
     proven. On the base code no phase read the limits deadline (the planted stop
     never fired: status infeasible / optimal)."""
     from deplbench import limits
-    from deplbench.formulations.exact_static import solve_exact_static
+    from deplbench.formulations.exact.static import solve_exact_static
 
     inst = _boundary(BOUNDARY_LOSS_MAX + 2e-6)          # feasible, decided by a refinement
     monkeypatch.setattr(limits, "check_time", _Planted(where))
@@ -264,7 +263,7 @@ def test_a_deadline_inside_the_milp_is_time_limit_never_infeasible(monkeypatch):
     limits.time_left, planted at 0): the base code read "no bound, no plan" as
     every sequence proven infeasible (issue: AlexNet ℓmax = 7 under a time limit)."""
     from deplbench import limits
-    from deplbench.formulations.exact_static import solve_exact_static
+    from deplbench.formulations.exact.static import solve_exact_static
 
     monkeypatch.setattr(limits, "time_left", lambda: 0.0)
     res = solve_exact_static(_boundary(BOUNDARY_LOSS_MAX + 2e-6), time_limit=None)
@@ -277,7 +276,7 @@ def test_a_deadline_after_a_proven_plan_keeps_the_bracket(monkeypatch):
     a bound (LB) that are still apart: status time_limit with that plan and bound,
     the plan proven feasible and its cost at least the full run's optimum."""
     from deplbench import limits
-    from deplbench.formulations.exact_static import solve_exact_static
+    from deplbench.formulations.exact.static import solve_exact_static
 
     inst, _ = _random_tiny(14)          # round 1: LB 0.647 < UB 0.773, closed by a refinement
     full = solve_exact_static(inst, time_limit=None)
@@ -307,8 +306,8 @@ def test_a_deterministic_loss_above_loss_max_is_never_proven_feasible():
     """Every term a point mass, final loss 10⁻¹⁰·ℓmax above ℓmax: the base code's
     tolerance 10⁻⁹·max(1, |ℓmax|) called it proven feasible (p = 0; true P = 1) in
     violation_bounds and in the lattice, and milp-exact returned it."""
-    from deplbench.formulations.exact_static import SpectralLattice
-    from deplbench.formulations.exact_violation import sequence_terms
+    from deplbench.formulations.evaluation.exact_violation import sequence_terms
+    from deplbench.formulations.exact.static import SpectralLattice
     from deplbench.instances.generators import generate
 
     base = generate("knapsack", item_class="uncorrelated", n_items=6, R=30, horizon=6, seed=0)

@@ -16,11 +16,11 @@ import warnings
 
 import pytest
 
-from deplbench.formulations.preprocess import reduce_instance
+from deplbench.formulations.model.preprocess import reduce_instance
 from deplbench.instances.generators import generate
 from deplbench.instances.model import parse_instance
-from tests.instance_data import two_model_data
 from deplbench.solvers.run import solve
+from tests.instance_data import two_model_data
 
 SMALL_EVAL = 2000
 

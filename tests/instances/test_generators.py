@@ -10,11 +10,16 @@ import numpy as np
 import pytest
 
 from deplbench.errors import InstanceError
-from deplbench.formulations.allocation import plan_from_choices
-from deplbench.formulations.evaluate import evaluate_plan
+from deplbench.formulations.evaluation.evaluate import evaluate_plan
+from deplbench.formulations.model.allocation import plan_from_choices
 from deplbench.instances import datalaw
 from deplbench.instances.generators import (
-    FAMILIES, KNAPSACK_CLASSES, TABLE_I, available_families, family_parameters, generate,
+    FAMILIES,
+    KNAPSACK_CLASSES,
+    TABLE_I,
+    available_families,
+    family_parameters,
+    generate,
 )
 
 RANDOM_FAMILIES = [

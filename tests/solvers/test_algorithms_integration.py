@@ -11,7 +11,7 @@ instead of being skipped silently):
 * no algorithm's plan is cheaper than an exact optimum it could have been
   compared with: the brute force on tiny instances (when the plan is
   feasible on the brute force's own in-sample scenarios) and the knapsack DP
-  of ``formulations.knapsack`` on knapsack-derived instances;
+  of ``formulations.exact.knapsack`` on knapsack-derived instances;
 * ``deplbench solve INSTANCE --algo NAME --json`` runs as a subprocess and
   prints exactly one JSON object.
 
@@ -30,14 +30,14 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 import pytest
 
-from deplbench.formulations.evaluate import evaluate_plan
-from deplbench.formulations.knapsack import knapsack_optimum_from_instance
-from deplbench.formulations.result import SolveResult
-from deplbench.formulations.scenarios import ScenarioSampler, allowed_violations
-from deplbench.solvers.base import Param
-from deplbench.solvers.run import solve
-from deplbench.solvers.registry import SOLVERS, get_solver
+from deplbench.formulations.evaluation.evaluate import evaluate_plan
+from deplbench.formulations.exact.knapsack import knapsack_optimum_from_instance
+from deplbench.formulations.model.result import SolveResult
+from deplbench.formulations.model.scenarios import ScenarioSampler, allowed_violations
 from deplbench.instances.generators import generate
+from deplbench.solvers.base import Param
+from deplbench.solvers.registry import SOLVERS, get_solver
+from deplbench.solvers.run import solve
 
 #: End to end as a whole (every test runs every registered algorithm end to end): `make test-fast` leaves it out.
 pytestmark = pytest.mark.integration

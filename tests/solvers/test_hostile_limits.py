@@ -69,7 +69,7 @@ def test_memory_budget_scope_nests_and_resets():
 
 
 def test_covering_dp_tables_estimated_first():
-    from deplbench.formulations.knapsack import covering_dp
+    from deplbench.formulations.exact.knapsack import covering_dp
 
     with limits.memory_budget(1e-4), pytest.raises(limits.MemoryLimitExceeded, match="covering DP's tables"):
         covering_dp(np.arange(1, 201), np.arange(1, 201), target=5000, max_items=100)

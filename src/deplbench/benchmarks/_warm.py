@@ -26,8 +26,8 @@ import sys
 MODULES = (
     "numpy", "scipy.stats", "pandas", "pydantic", "networkx",
     "deplbench.instances.model", "deplbench.instances.generators",
-    "deplbench.formulations.evaluate", "deplbench.formulations.scenarios",
-    "deplbench.formulations.knapsack", "pyomo.environ", "highspy",
+    "deplbench.formulations.evaluation.evaluate", "deplbench.formulations.model.scenarios",
+    "deplbench.formulations.exact.knapsack", "pyomo.environ", "highspy",
     "deplbench.formulations.milp", "deplbench.solvers.registry",
     "deplbench.benchmarks.tasks",
     # The task process's own entry point (executors._local_child): without

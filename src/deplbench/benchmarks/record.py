@@ -33,14 +33,14 @@ from dataclasses import dataclass, field, fields
 from typing import Any
 
 from deplbench.errors import SweepError
-from deplbench.formulations.result import STATUSES as _SOLVER_STATUSES
+from deplbench.formulations.model.result import STATUSES as _SOLVER_STATUSES
 from deplbench.jsonio import json_default  # the one numpy/pydantic-aware json.dumps hook
 
 #: What a record's ``status`` may be (the solver statuses of
-#: ``formulations.result.STATUSES``; ``None`` only while a task runs).
+#: ``formulations.model.result.STATUSES``; ``None`` only while a task runs).
 STATUSES = _SOLVER_STATUSES
 
-#: How :func:`deplbench.formulations.evaluate.evaluate_plan` builds the
+#: How :func:`deplbench.formulations.evaluation.evaluate.evaluate_plan` builds the
 #: quantile's interval when the evaluation does not name its method itself.
 DEFAULT_CI_METHOD = "order-statistic (distribution-free, binomial)"
 
@@ -155,7 +155,7 @@ class TaskRecord:
                                                  "provided)")
     evaluation: Any = _col("json", "the complete evaluation (per-epoch mean/p01/p99, "
                                    "per-model epochs and cost, ...)")
-    # -- closed-loop simulation (formulations.closed_loop; sweep option
+    # -- closed-loop simulation (formulations.evaluation.closed_loop; sweep option
     #    [sweep.evaluation] closed_loop = {runs, seed, confidence, sets}) ----
     closed_loop: Any = _col("json", "closed-loop simulation summaries: 'plan' (the plan as a fixed "
                                     "policy), 'plan_stopped' (stopped once ℓ ≤ ℓmax), 'policy' (the "
@@ -315,7 +315,7 @@ def evaluation_columns(evaluation: Mapping[str, Any] | None) -> dict:
     """The evaluation's scalar results as columns.
 
     Reads the keys of ``Evaluation.to_dict()``
-    (:mod:`deplbench.formulations.evaluate`): ``quantile``, ``quantile_ci``,
+    (:mod:`deplbench.formulations.evaluation.evaluate`): ``quantile``, ``quantile_ci``,
     ``confidence``, ``verdict``, ``samples``, ``seed``, ``exact``,
     ``expected_loss``, ``constraints_ok``; and, when present, ``ci_method``,
     ``violation_ub``, ``violation_ub_level`` (or ``violation_ub_confidence``)

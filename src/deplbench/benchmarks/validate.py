@@ -114,10 +114,10 @@ def _check_evaluation_memory(samples: int, horizon: int, where: str) -> None:
     """Refuse ``samples`` whose trajectories of K̄ epochs cannot be evaluated
     within the evaluator's memory budget (they would fail every task)."""
     try:
-        from deplbench.formulations.evaluate import MEMORY_BUDGET
+        from deplbench.formulations.evaluation.evaluate import MEMORY_BUDGET
     except ImportError:
         return
-    per = 16 + (horizon + 1) * 24      # as formulations.evaluate._check_memory, with bands
+    per = 16 + (horizon + 1) * 24      # as formulations.evaluation.evaluate._check_memory, with bands
     if samples * per > MEMORY_BUDGET:
         raise SweepError(f"sweep.evaluation.samples: {samples} trajectories of up to {horizon} epochs "
                          f"({where}) need {samples * per / 2**30:.3g} GiB, over the evaluator's "

@@ -7,11 +7,11 @@ Usage::
 
 ``PLAN`` is a plan JSON (``{"epochs": [...], "datasets": {...}}``) or a solver
 result holding one under ``"plan"``. The evaluation is
-:func:`deplbench.formulations.evaluate.evaluate_plan`: cost (2), constraints
+:func:`deplbench.formulations.evaluation.evaluate.evaluate_plan`: cost (2), constraints
 (4)–(6) exactly, the ω-quantile of ℓ(K) from fresh trajectories with an
 order-statistics confidence interval (3). ``--exact`` adds rigorous bounds
 on P(ℓ(K) > ℓmax) and on the quantile computed with no sampling
-(:mod:`deplbench.formulations.exact_violation`) and the deterministic verdict
+(:mod:`deplbench.formulations.evaluation.exact_violation`) and the deterministic verdict
 ``proven feasible`` / ``proven infeasible`` / ``undecided at this precision``;
 with ``--json`` the object has the keys ``violation_lo``, ``violation_hi``,
 ``quantile_lo``, ``quantile_hi``, ``verdict`` (the exact one), ``reason``
@@ -103,8 +103,8 @@ def run_evaluate(args: argparse.Namespace) -> int:
         clusters or datasets, or ``--samples``/``--confidence`` out of range.
     """
     from deplbench.errors import PlanError
-    from deplbench.formulations.evaluate import evaluate_plan
-    from deplbench.formulations.plan import load_plan
+    from deplbench.formulations.evaluation.evaluate import evaluate_plan
+    from deplbench.formulations.model.plan import load_plan
     from deplbench.instances.model import load_instance
 
     instance = load_instance(args.instance)

@@ -3,7 +3,7 @@
 A plan of the measured family says which version to train in each epoch.
 Under the instance's loss law (eq. (8) as fitted) its probability of
 violating the target, P(ℓ(K) > ℓmax), is bounded rigorously by
-:func:`deplbench.formulations.exact_violation.plan_violation_bounds`. Here
+:func:`deplbench.formulations.evaluation.exact_violation.plan_violation_bounds`. Here
 the plan is *trained*: its model sequence (switch epochs and pruning as
 planned) runs for N seeds that no fit ever saw (from
 :data:`~deplbench.measure.experiment.REPLAY_SEED_BASE` on), and the share of
@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from deplbench.formulations.binomial import clopper_pearson_lower, clopper_pearson_upper
+from deplbench.formulations.evaluation.binomial import clopper_pearson_lower, clopper_pearson_upper
 
 #: Level of the Clopper–Pearson intervals.
 LEVEL = 0.95
@@ -36,7 +36,7 @@ SOLVER_PARAMS: dict[str, dict[str, Any]] = {"milp-exact": {"time_limit": 300.0}}
 
 def clopper_pearson(k: int, n: int, level: float = LEVEL) -> tuple[float, float]:
     """Exact (Clopper–Pearson) two-sided interval for a binomial proportion k/n:
-    the one-sided bounds of :mod:`deplbench.formulations.binomial`, each at
+    the one-sided bounds of :mod:`deplbench.formulations.evaluation.binomial`, each at
     1 − (1 − level)/2."""
     if n <= 0 or not (0 <= k <= n):
         raise ValueError(f"clopper_pearson: need 0 <= k <= n and n > 0, got k={k}, n={n}")
@@ -109,7 +109,7 @@ def replay_plans(solvers=DEFAULT_SOLVERS, *, n_seeds: int = 1000, threads: int =
         measured rate with its interval and verdict), ``claim`` (the overall
         verdict), ``wall_seconds``.
     """
-    from deplbench.formulations.exact_violation import plan_violation_bounds
+    from deplbench.formulations.evaluation.exact_violation import plan_violation_bounds
     from deplbench.instances.generators import generate
     from deplbench.measure import experiment
     from deplbench.measure import network as net
@@ -123,7 +123,7 @@ def replay_plans(solvers=DEFAULT_SOLVERS, *, n_seeds: int = 1000, threads: int =
     for name in solvers:
         t0 = time.perf_counter()
         if results and name in results:
-            from deplbench.formulations.plan import parse_plan
+            from deplbench.formulations.model.plan import parse_plan
 
             rec = results[name]
             status, message, cost = rec.get("status"), rec.get("message", ""), rec.get("cost")

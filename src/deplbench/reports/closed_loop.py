@@ -64,7 +64,7 @@ def closed_loop_table(df: pd.DataFrame) -> pd.DataFrame:
     ``static_cost`` / ``static_quantile`` / ``static_verdict`` are the
     record's static evaluation (cost (2) of the plan, out-of-sample
     ω-quantile, verdict); the other columns are the closed-loop summary
-    (``formulations.closed_loop.ClosedLoopResult.summary``): P(success) with
+    (``formulations.evaluation.closed_loop.ClosedLoopResult.summary``): P(success) with
     its two-sided Clopper–Pearson interval, mean (± standard error) and
     quantiles of the cost actually spent, mean epochs and time, the
     ω-quantile of the final loss, runs aborted at Tmax, policy calls and the
@@ -196,7 +196,7 @@ def section_closed_loop(ctx) -> Section:
                 "The static sections judge plans drawn up before training. Here each task "
                 "whose sweep asked for it ([sweep.evaluation] closed_loop) is also simulated on "
                 "seeded runs that observe the loss after every epoch "
-                "(formulations/closed_loop.py): its plan run to its end (the same draws as the "
+                "(formulations/evaluation/closed_loop.py): its plan run to its end (the same draws as the "
                 "static evaluator: same final losses), the plan stopped as soon as ℓ ≤ ℓmax, and "
                 "the algorithm's own re-planning policy where it has one (PACT re-plans every "
                 "epoch, as its paper runs it; receding-horizon DepL). A run succeeds when it "

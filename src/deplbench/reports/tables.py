@@ -15,7 +15,7 @@ from collections.abc import Mapping
 import numpy as np
 import pandas as pd
 
-from deplbench.formulations.result import STATUSES
+from deplbench.formulations.model.result import STATUSES
 from deplbench.reports.complexity import (  # noqa: F401 - re-exported
     BENCH_COLUMNS,
     CLAIMED_EXPONENTS,
@@ -41,7 +41,7 @@ from deplbench.reports.styles import SeriesInfo, info_for, ordered
 #: Relative tolerance for "at the optimum" / "below the optimum".
 RATIO_RTOL = 1e-6
 
-_STATUSES = STATUSES    # the result record's own set (formulations.result)
+_STATUSES = STATUSES    # the result record's own set (formulations.model.result)
 
 
 def _empty(columns) -> pd.DataFrame:

@@ -14,7 +14,7 @@ Every algorithm is a :class:`~deplbench.solvers.base.Solver` subclass with
 its parameters as data, registered by name in :mod:`.registry` (the
 built-ins are listed in ``catalog.json``; ``deplbench algorithms`` prints
 them) and run through :func:`~deplbench.solvers.run.solve`, which returns a
-:class:`~deplbench.formulations.result.SolveResult`. ``docs/extending.md``
+:class:`~deplbench.formulations.model.result.SolveResult`. ``docs/extending.md``
 shows how to add one.
 
 Layout: the framework sits at the top (:mod:`.base`, :mod:`.registry`,

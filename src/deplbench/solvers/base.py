@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from deplbench.errors import DeplbenchError, SolverError
-from deplbench.formulations.closed_loop import (  # noqa: F401 - the policy interface, re-exported
+from deplbench.formulations.evaluation.closed_loop import (  # noqa: F401 - the policy interface, re-exported
     STOP,
     ClosedLoopPolicy,
     Decision,
@@ -31,7 +31,7 @@ from deplbench.formulations.closed_loop import (  # noqa: F401 - the policy inte
     StopAtTarget,
     simulate,
 )
-from deplbench.formulations.result import SolveResult
+from deplbench.formulations.model.result import SolveResult
 from deplbench.params import Param, resolve
 
 #: What an algorithm's result can be a reference for (:attr:`Solver.reference`).
@@ -107,7 +107,7 @@ class Solver:
         Colour, marker, line style; None picks :meth:`PlotStyle.for_name`.
     preprocess : bool
         Whether :func:`~deplbench.solvers.run.solve` removes unusable models/clusters first
-        (:mod:`deplbench.formulations.preprocess`); True for every built-in.
+        (:mod:`deplbench.formulations.model.preprocess`); True for every built-in.
     """
 
     name: ClassVar[str] = ""
@@ -137,10 +137,10 @@ class Solver:
     def closed_loop_policy(self, instance, result: SolveResult, **params) -> ClosedLoopPolicy | None:
         """Optional: how the algorithm acts when it observes each epoch's loss.
 
-        Returns a :class:`~deplbench.formulations.closed_loop.ClosedLoopPolicy`
+        Returns a :class:`~deplbench.formulations.evaluation.closed_loop.ClosedLoopPolicy`
         built from the result of :meth:`run` on ``instance``, or None (the
         default): the algorithm is a fixed plan, simulated by
-        :class:`~deplbench.formulations.closed_loop.FixedPlanPolicy`. See
+        :class:`~deplbench.formulations.evaluation.closed_loop.FixedPlanPolicy`. See
         :func:`~deplbench.solvers.run.closed_loop`.
         """
         return None

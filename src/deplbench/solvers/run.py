@@ -4,7 +4,7 @@
 :class:`~deplbench.errors.SolverError` naming the parameter), asks the
 algorithm whether it applies (:meth:`~deplbench.solvers.base.Solver.applies`;
 if not, the result has status ``skipped`` and the reason), removes unusable
-models/clusters/datasets (:mod:`deplbench.formulations.preprocess`), times
+models/clusters/datasets (:mod:`deplbench.formulations.model.preprocess`), times
 the run, turns an unexpected exception into a result with status ``error``
 (a crash never escapes to a sweep), and judges the returned plan with the
 out-of-sample evaluator, attaching the evaluation to the record.
@@ -33,11 +33,11 @@ import traceback
 from typing import Any
 
 from deplbench.errors import DeplbenchError, SolverError
-from deplbench.formulations.closed_loop import FixedPlanPolicy, StopAtTarget, simulate
-from deplbench.formulations.evaluate import evaluate_plan
-from deplbench.formulations.plan import Plan
-from deplbench.formulations.preprocess import reduce_instance
-from deplbench.formulations.result import SolveResult
+from deplbench.formulations.evaluation.closed_loop import FixedPlanPolicy, StopAtTarget, simulate
+from deplbench.formulations.evaluation.evaluate import evaluate_plan
+from deplbench.formulations.model.plan import Plan
+from deplbench.formulations.model.preprocess import reduce_instance
+from deplbench.formulations.model.result import SolveResult
 from deplbench.instances.model import Instance
 from deplbench.limits import TimeLimitReached, deadline, memory_budget
 from deplbench.params import Param
@@ -108,11 +108,11 @@ def solve(
         A registry name (``deplbench algorithms`` lists them) or a class.
         Unless the class sets ``preprocess = False``, unusable models,
         clusters and datasets are removed first
-        (:func:`~deplbench.formulations.preprocess.reduce_instance`; recorded
+        (:func:`~deplbench.formulations.model.preprocess.reduce_instance`; recorded
         in ``diagnostics["preprocess"]``), and the plan is judged on the
         original ``instance``.
     evaluate : bool, default True
-        Judge the returned plan with :func:`~deplbench.formulations.evaluate.evaluate_plan`.
+        Judge the returned plan with :func:`~deplbench.formulations.evaluation.evaluate.evaluate_plan`.
     eval_samples, eval_seed : int
         Out-of-sample trajectories and their seed.
     **params
@@ -143,7 +143,7 @@ def solve(
     reduction = None
     try:
         # Unusable models/clusters/datasets never reach a solver (see
-        # formulations.preprocess); names are kept, so the plan needs no mapping.
+        # formulations.model.preprocess); names are kept, so the plan needs no mapping.
         reduction = reduce_instance(instance) if cls.preprocess else None
         if reduction is not None and reduction.instance is None:
             result = SolveResult(algorithm=cls.name, status="infeasible", message=reduction.reason)
@@ -218,7 +218,7 @@ def _judge(instance, result: SolveResult, plan: Plan, eval_samples: int, eval_se
     t0 = time.perf_counter()
     try:
         # exact=True: every stored evaluation carries the rigorous bounds
-        # (violation_lo/hi, quantile_lo/hi, exact_verdict; formulations.exact_violation).
+        # (violation_lo/hi, quantile_lo/hi, exact_verdict; formulations.evaluation.exact_violation).
         ev = evaluate_plan(instance, plan, samples=eval_samples, seed=eval_seed, exact=True)
         result.evaluation = ev.to_dict()
         if result.cost is None:
@@ -245,7 +245,7 @@ def closed_loop(instance, result: SolveResult, algorithm: str | type[Solver] | N
                 runs: int = 10_000, seed: int = 0, confidence: float = 0.95) -> dict:
     """Closed-loop simulation of a solve result (docs/DESIGN.md, "Closed-loop evaluation").
 
-    Simulates, on the same seeded runs (:func:`~deplbench.formulations.closed_loop.simulate`):
+    Simulates, on the same seeded runs (:func:`~deplbench.formulations.evaluation.closed_loop.simulate`):
     ``plan`` — the returned plan as a fixed plan (its final loss equals the
     static evaluator's for the same seed); ``plan_stopped`` — the same plan
     stopped as soon as the observed ℓ ≤ ℓmax; ``policy`` — the algorithm's own
@@ -260,7 +260,7 @@ def closed_loop(instance, result: SolveResult, algorithm: str | type[Solver] | N
     algorithm : str or Solver subclass, optional
         Default: ``result.algorithm``.
     runs, seed, confidence
-        As :func:`~deplbench.formulations.closed_loop.simulate`.
+        As :func:`~deplbench.formulations.evaluation.closed_loop.simulate`.
 
     Returns
     -------

@@ -11,7 +11,7 @@ import pytest
 
 from deplbench.errors import PlanError
 from deplbench.formulations import adaptive as A
-from deplbench.formulations.binomial import clopper_pearson_lower
+from deplbench.formulations.evaluation.binomial import clopper_pearson_lower
 from deplbench.instances.distributions import InverseGamma, StudentT
 from deplbench.instances.model import parse_instance
 
@@ -228,8 +228,8 @@ def test_solver_registered_and_its_policy_runs_in_closed_loop():
     rebuilt by closed_loop_policy reproduces the certification run exactly."""
     from tests.instance_data import two_model_data
 
-    from deplbench.solvers.run import closed_loop, solve
     from deplbench.solvers.registry import get_solver, solver_info
+    from deplbench.solvers.run import closed_loop, solve
 
     inst = parse_instance(two_model_data(omega=0.9))
     cls = get_solver("adaptive-opt")
@@ -373,7 +373,7 @@ def test_give_up_share_and_second_moment():
     (Jensen), with equality when the loss terms are deterministic."""
     from tests.instance_data import two_model_data
 
-    from deplbench.formulations.closed_loop import simulate
+    from deplbench.formulations.evaluation.closed_loop import simulate
 
     inst = parse_instance(two_model_data(omega=0.9))
     chain = A.Chain(inst, 60, optimistic=False)

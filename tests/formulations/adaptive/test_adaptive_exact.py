@@ -33,7 +33,7 @@ import numpy as np
 import pytest
 
 from deplbench.formulations import adaptive as A
-from deplbench.formulations.allocation import TIME_RTOL
+from deplbench.formulations.model.allocation import TIME_RTOL
 from deplbench.instances.datalaw import compute_need
 from deplbench.instances.model import parse_instance
 

@@ -20,12 +20,12 @@ import pytest
 from tests.milp_instances import tiny_instance
 
 from deplbench.errors import SolverError
+from deplbench.formulations.exact.knapsack import knapsack_optimum_from_instance
 from deplbench.formulations.general import MAX_DATASETS_GENERAL, solve_general
 from deplbench.formulations.general.boxes import cluster_classes
-from deplbench.formulations.knapsack import knapsack_optimum_from_instance
 from deplbench.formulations.milp import solve_milp
-from deplbench.formulations.plan import Plan
-from deplbench.formulations.scenarios import ScenarioSampler, allowed_violations
+from deplbench.formulations.model.plan import Plan
+from deplbench.formulations.model.scenarios import ScenarioSampler, allowed_violations
 from deplbench.instances.generators import generate
 from deplbench.solvers.exact.brute_force import search
 

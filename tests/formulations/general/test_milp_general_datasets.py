@@ -23,7 +23,6 @@ import numpy as np
 import pytest
 from tests.milp_instances import tiny_instance
 
-from deplbench.formulations.allocation import allocate
 from deplbench.formulations.general import boxes as general_boxes
 from deplbench.formulations.general import solve_general
 from deplbench.formulations.general.boxes import ClusterTables, cluster_classes
@@ -38,7 +37,8 @@ from deplbench.formulations.general.classes import (
 from deplbench.formulations.general.groups import GroupPool, GroupTables
 from deplbench.formulations.general.search import BlockSearch, Config, Problem
 from deplbench.formulations.general.settings import GeneralSettings
-from deplbench.formulations.scenarios import ScenarioSampler, allowed_violations
+from deplbench.formulations.model.allocation import allocate
+from deplbench.formulations.model.scenarios import ScenarioSampler, allowed_violations
 from deplbench.instances.generators import generate
 from deplbench.solvers.exact.brute_force import search
 

@@ -28,13 +28,13 @@ from tests.milp_instances import tiny_instance
 
 from deplbench.formulations.general import placement as general_placement
 from deplbench.formulations.general import solve_general
-from deplbench.formulations.general.leaves import Leaves
 from deplbench.formulations.general.cells import block_cells, block_sums, cell_index
+from deplbench.formulations.general.leaves import Leaves
 from deplbench.formulations.general.pairs import SCREEN, SCREEN_PER_VIOLATION, PairSearch, pair_applies
 from deplbench.formulations.general.placement import feasible, place, sequence
 from deplbench.formulations.general.search import Config, Problem
 from deplbench.formulations.general.settings import GeneralSettings
-from deplbench.formulations.scenarios import ScenarioSampler, allowed_violations
+from deplbench.formulations.model.scenarios import ScenarioSampler, allowed_violations
 from deplbench.instances.generators import generate
 from deplbench.solvers.exact.brute_force import search as brute_force
 

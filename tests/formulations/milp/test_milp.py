@@ -18,13 +18,13 @@ import pytest
 
 from deplbench.errors import SolverError
 from deplbench.formulations import milp
-from deplbench.formulations.allocation import allocate
-from deplbench.formulations.evaluate import evaluate_plan
-from deplbench.formulations.knapsack import knapsack_optimum_from_instance
-from deplbench.formulations.scenarios import ScenarioSampler, allowed_violations
-from deplbench.solvers.run import solve
-from deplbench.solvers.exact.brute_force import search as brute_force_search
+from deplbench.formulations.evaluation.evaluate import evaluate_plan
+from deplbench.formulations.exact.knapsack import knapsack_optimum_from_instance
+from deplbench.formulations.model.allocation import allocate
+from deplbench.formulations.model.scenarios import ScenarioSampler, allowed_violations
 from deplbench.instances.generators import generate
+from deplbench.solvers.exact.brute_force import search as brute_force_search
+from deplbench.solvers.run import solve
 from tests.milp_instances import tiny_instance
 
 

@@ -20,7 +20,7 @@ import pytest
 from deplbench.cli import main as cli_main
 from deplbench.errors import SolverError
 from deplbench.formulations import milp
-from deplbench.formulations.knapsack import knapsack_optimum_from_instance
+from deplbench.formulations.exact.knapsack import knapsack_optimum_from_instance
 from deplbench.formulations.milp.peers import (
     PYOMO_FAMILIES,
     availability,
@@ -31,8 +31,8 @@ from deplbench.formulations.milp.peers import (
     pyomo_family,
     solver_table,
 )
-from deplbench.formulations.peer_lookup import PYOMO_NEEDS, lookup_table
 from deplbench.formulations.milp.pyomo_peer import PyomoPeerBackend
+from deplbench.formulations.peer_lookup import PYOMO_NEEDS, lookup_table
 from deplbench.instances.generators import generate
 from deplbench.solvers.exact.brute_force import search as brute_force_search
 from tests.milp_instances import tiny_instance

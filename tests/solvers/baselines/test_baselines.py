@@ -15,15 +15,15 @@ import numpy as np
 import pytest
 
 from deplbench.errors import SolverError
-from deplbench.formulations.allocation import allocate
-from deplbench.formulations.evaluate import evaluate_plan
-from deplbench.formulations.knapsack import covering_dp
-from deplbench.formulations.scenarios import ScenarioSampler, allowed_violations
-from deplbench.solvers.run import solve
-from deplbench.solvers.baselines.static import data_setting, dataset_subsets
-from deplbench.solvers.pact.pact import ExpandedGraph, pact_decisions
+from deplbench.formulations.evaluation.evaluate import evaluate_plan
+from deplbench.formulations.exact.knapsack import covering_dp
+from deplbench.formulations.model.allocation import allocate
+from deplbench.formulations.model.scenarios import ScenarioSampler, allowed_violations
 from deplbench.instances.distributions import InverseGamma
 from deplbench.instances.model import parse_instance
+from deplbench.solvers.baselines.static import data_setting, dataset_subsets
+from deplbench.solvers.pact.pact import ExpandedGraph, pact_decisions
+from deplbench.solvers.run import solve
 
 ALGOS = ("pact", "one-switch", "static-learn")
 FAST = dict(scenarios=200, check_samples=2000)

@@ -13,14 +13,14 @@ import numpy as np
 import pytest
 
 from deplbench.errors import SolverError
-from deplbench.formulations.binomial import CERTIFIED_FEASIBLE, clopper_pearson_upper
-from deplbench.formulations.evaluate import evaluate_plan, plan_indices, simulate_trajectories
-from deplbench.formulations.knapsack import knapsack_optimum_from_instance
+from deplbench.formulations.evaluation.binomial import CERTIFIED_FEASIBLE, clopper_pearson_upper
+from deplbench.formulations.evaluation.evaluate import evaluate_plan, plan_indices, simulate_trajectories
+from deplbench.formulations.exact.knapsack import knapsack_optimum_from_instance
 from deplbench.instances.generators import generate
-from deplbench.solvers.run import solve
 from deplbench.solvers.certify import tasks as certified_tasks
 from deplbench.solvers.certify.certified import certify, process_map
 from deplbench.solvers.certify.refine import predicted_certifiable, select_for_refinement, split_beta
+from deplbench.solvers.run import solve
 
 #: A budget, not a limit: tiny instances solve in well under a second, so the
 #: results never depend on the machine's speed (a 5 s limit could be hit on a
@@ -90,7 +90,7 @@ def test_lb_below_near_exact_optimum_and_every_certified_plan(seed):
     assert certified and all(lb <= c["cost"] * (1 + 1e-9) for c in certified)
     assert b["upper_bound"]["value"] == min(c["cost"] for c in certified)
     # the UB plan really meets the chance constraint on fresh, larger draws
-    from deplbench.formulations.plan import parse_plan
+    from deplbench.formulations.model.plan import parse_plan
     ev = evaluate_plan(inst, parse_plan(b["upper_bound"]["plan"]), samples=200_000, seed=4242, trajectory=False)
     assert ev.violation_count / ev.samples <= 1 - inst.omega + 0.003
 
@@ -359,7 +359,7 @@ def test_forced_second_stage_keeps_every_statement_valid():
     below the near-exact optimum and every certified plan; stage-2 seeds and
     draws are disjoint from stage 1's; every certified plan meets the chance
     constraint on 2·10⁵ further draws."""
-    from deplbench.formulations.plan import parse_plan
+    from deplbench.formulations.model.plan import parse_plan
 
     inst = _boundary_instance(1)
     ref = solve(inst, "brute-force", scenarios=100_000, seed=99, evaluate=False)

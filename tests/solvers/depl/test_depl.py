@@ -13,13 +13,15 @@ import pytest
 from scipy import integrate, special, stats
 
 from deplbench.errors import SolverError
-from deplbench.formulations.allocation import allocate
-from deplbench.formulations.evaluate import simulate_trajectories
-from deplbench.formulations.knapsack import covering_dp
-from deplbench.formulations.scenarios import quantile_rank
+from deplbench.formulations.evaluation.evaluate import simulate_trajectories
+from deplbench.formulations.exact.knapsack import covering_dp
+from deplbench.formulations.model.allocation import allocate
+from deplbench.formulations.model.scenarios import quantile_rank
+from deplbench.instances.distributions import InverseGamma, StudentT
+from deplbench.instances.generators import generate
+from deplbench.instances.model import parse_instance
 from deplbench.solvers.depl import calibration as calibration_module
 from deplbench.solvers.depl import stages as stages_module
-from deplbench.solvers.run import solve
 from deplbench.solvers.depl.quantile_transform import (
     LossModel,
     build_bounds,
@@ -29,9 +31,7 @@ from deplbench.solvers.depl.quantile_transform import (
     tangent_bound,
 )
 from deplbench.solvers.depl.vnf_allocation import place_and_allocate
-from deplbench.instances.distributions import InverseGamma, StudentT
-from deplbench.instances.generators import generate
-from deplbench.instances.model import parse_instance
+from deplbench.solvers.run import solve
 
 
 # ------------------------------------------------------------------ fixtures
@@ -61,7 +61,7 @@ KNAPSACK = [("uncorrelated", 0), ("strongly", 1), ("weakly", 2), ("subset-sum", 
 @pytest.mark.slow
 def test_knapsack_ratio_never_below_one_and_falls_with_eta(item_class, seed):
     """Deterministic knapsack instances (Property 1 run forwards): the DP of
-    ``formulations.knapsack`` is the exact optimum. With conservative rounding
+    ``formulations.exact.knapsack`` is the exact optimum. With conservative rounding
     the grids are nested when η doubles, so the ratio is non-increasing; it
     must come close to 1 at the finest η."""
     inst = generate("knapsack", item_class=item_class, n_items=6, R=30, horizon=8, seed=seed)

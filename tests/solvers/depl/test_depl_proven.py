@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from deplbench.formulations.evaluate import evaluate_plan
+from deplbench.formulations.evaluation.evaluate import evaluate_plan
 from deplbench.instances.generators import generate
 from deplbench.solvers.run import solve
 

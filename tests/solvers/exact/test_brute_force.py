@@ -9,10 +9,10 @@ import math
 import numpy as np
 import pytest
 
-from deplbench.formulations.scenarios import ScenarioSampler, allowed_violations
+from deplbench.formulations.model.scenarios import ScenarioSampler, allowed_violations
+from deplbench.instances.model import parse_instance
 from deplbench.solvers.exact import brute_force
 from deplbench.solvers.run import solve
-from deplbench.instances.model import parse_instance
 from tests.milp_instances import tiny_instance
 
 

@@ -12,7 +12,7 @@ are 0 — and judge it against the instance's model of the named kind:
 * **objective**: c·x, and its relative gap to the ``.solu`` value of that kind;
 * **the plan** it encodes (the formulation's own decoding): its exact real-x
   cost, in-sample violations, and its out-of-sample verdict
-  (:func:`~deplbench.formulations.evaluate.evaluate_plan`, including the
+  (:func:`~deplbench.formulations.evaluation.evaluate.evaluate_plan`, including the
   exact-probability keys ``violation_lo``, ``violation_hi``,
   ``exact_verdict`` where the evaluator provides them).
 
@@ -184,7 +184,7 @@ def _listed(viol: list[tuple[float, str]]) -> list[str]:
 
 def _plan_report(inst, model, x: np.ndarray, samples: int, seed: int) -> dict:
     """The plan a feasible solution encodes, exactly costed and judged out of sample."""
-    from deplbench.formulations.evaluate import evaluate_plan
+    from deplbench.formulations.evaluation.evaluate import evaluate_plan
 
     xm = np.array(x[:model.n_master_cols])
     xm[model.integer[:model.n_master_cols]] = np.rint(xm[model.integer[:model.n_master_cols]])

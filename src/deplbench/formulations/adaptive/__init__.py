@@ -3,7 +3,7 @@
 What is solved
 --------------
 An orchestrator that observes the loss after every epoch (PACT Sec. III-C,
-the closed-loop simulator of :mod:`deplbench.formulations.closed_loop`)
+the closed-loop simulator of :mod:`deplbench.formulations.evaluation.closed_loop`)
 chooses, from the state (epoch k, current model m, current loss ℓ(k),
 elapsed time T(k)), the next model m', cluster n' and allocation x, or stops.
 The *adaptive optimum* is the least expected cost E[Σ κ(n) x] (eq. (2)) of
@@ -71,7 +71,7 @@ closed-loop simulator on fresh runs whose seed differs from every seed used
 to tune it. Two statements, each at level 1 − (1 − confidence)/2, hold
 jointly at ``confidence`` (union bound): P(success) ≥ the one-sided
 Clopper–Pearson lower bound
-(:func:`~deplbench.formulations.binomial.clopper_pearson_lower`), and
+(:func:`~deplbench.formulations.evaluation.binomial.clopper_pearson_lower`), and
 E[cost] ≤ the one-sided empirical-Bernstein bound of Maurer & Pontil (2009,
 Thm 4) on the runs' costs (:func:`cost_ucb`). The latter needs a range: the
 policy carries a cost budget (twice the largest cost seen on the tuning

@@ -22,8 +22,8 @@ from deplbench.errors import PlanError
 from deplbench.formulations.adaptive.certify import frontier_levels, needed_successes, tune_policy
 from deplbench.formulations.adaptive.chain import Chain, applies, best_success
 from deplbench.formulations.adaptive.search import lower_bound_search, multires_search
-from deplbench.formulations.binomial import clopper_pearson_lower
-from deplbench.formulations.closed_loop import BLOCK, simulate
+from deplbench.formulations.evaluation.binomial import clopper_pearson_lower
+from deplbench.formulations.evaluation.closed_loop import BLOCK, simulate
 from deplbench.limits import check_memory, memory_budget_gib
 
 #: Statuses of a bracket (:attr:`AdaptiveBounds.status`); when several apply the

@@ -16,9 +16,9 @@ import numpy as np
 
 from deplbench.errors import PlanError
 from deplbench.formulations.adaptive.chain import Chain, Pass, dp
-from deplbench.formulations.allocation import TIME_RTOL
-from deplbench.formulations.binomial import clopper_pearson_lower
-from deplbench.formulations.closed_loop import STOP, ClosedLoopPolicy, Decision, simulate
+from deplbench.formulations.evaluation.binomial import clopper_pearson_lower
+from deplbench.formulations.evaluation.closed_loop import STOP, ClosedLoopPolicy, Decision, simulate
+from deplbench.formulations.model.allocation import TIME_RTOL
 
 #: Factors of ``rho`` tried in turn when tuning the failure price alone does not
 #: reach the target success rate (runs that miss the deadline).

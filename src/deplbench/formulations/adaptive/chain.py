@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import fft as sp_fft
 
-from deplbench.formulations.allocation import TIME_RTOL
+from deplbench.formulations.model.allocation import TIME_RTOL
 from deplbench.instances.datalaw import compute_need
 from deplbench.instances.distributions import Empirical, PointMass
 

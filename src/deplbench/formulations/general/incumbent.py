@@ -81,7 +81,7 @@ from deplbench.formulations.general.search import (
     config_key,
     covered_blocks,
 )
-from deplbench.formulations.last_block import shortest_last_block
+from deplbench.formulations.model.last_block import shortest_last_block
 
 #: Blocks per enumerated plan by default (``GeneralSettings.max_blocks``; three covers the
 #: realistic families' optima).

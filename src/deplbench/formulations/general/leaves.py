@@ -19,8 +19,8 @@ from typing import Any
 
 import numpy as np
 
-from deplbench.formulations.allocation import allocate
 from deplbench.formulations.general.search import BlockSearch, Config, Problem
+from deplbench.formulations.model.allocation import allocate
 
 
 class Leaves:

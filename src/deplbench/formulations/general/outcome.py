@@ -1,7 +1,7 @@
 """The result of a ``general`` solve: the plan, its exact cost, the proven bound, the status.
 
 One job: turn the final :class:`~.state.SolveRun` into a
-:class:`~deplbench.formulations.result.SolveResult`. The lower bound is
+:class:`~deplbench.formulations.model.result.SolveResult`. The lower bound is
 min(incumbent, every discarded bound, every open bound), clamped at 0
 (every plan costs κ·x + β ≥ 0, eq. (2)); the plan's in-sample violations
 are recounted independently of the search before it is returned, and the
@@ -21,8 +21,8 @@ import numpy as np
 
 from deplbench.formulations.general.node_groups import warm_starts
 from deplbench.formulations.general.state import SolveRun
-from deplbench.formulations.plan import Epoch, Plan
-from deplbench.formulations.result import SolveResult
+from deplbench.formulations.model.plan import Epoch, Plan
+from deplbench.formulations.model.result import SolveResult
 
 
 def clamp_bound(lower: float, diag: dict) -> float:

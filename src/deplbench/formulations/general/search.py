@@ -47,7 +47,7 @@ import numpy as np
 from deplbench.formulations.general.minplus import largest_decrease
 from deplbench.formulations.general.node_groups import combined_bound, node_tuner, tune_children
 from deplbench.formulations.general.settings import GeneralSettings
-from deplbench.formulations.last_block import LOSS_TOL
+from deplbench.formulations.model.last_block import LOSS_TOL
 
 #: Multipliers μ of the single-scenario Lagrangian bound, relative to μ_ref.
 MU_FACTORS = np.concatenate([[0.0], 1.3 ** np.arange(-8, 9)])

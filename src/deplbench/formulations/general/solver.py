@@ -171,8 +171,8 @@ from deplbench.formulations.general.pairs import PairSearch
 from deplbench.formulations.general.search import MU_FACTORS, Problem, prunable
 from deplbench.formulations.general.settings import GeneralSettings
 from deplbench.formulations.general.state import SolveRun
-from deplbench.formulations.result import SolveResult
-from deplbench.formulations.scenarios import ScenarioSampler, allowed_violations
+from deplbench.formulations.model.result import SolveResult
+from deplbench.formulations.model.scenarios import ScenarioSampler, allowed_violations
 from deplbench.limits import MEMORY_BUDGET_GIB
 from deplbench.params import Param
 

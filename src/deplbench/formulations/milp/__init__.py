@@ -12,7 +12,7 @@ Luedtke & Ahmed 2008) over S seeded in-sample scenarios drawn by
 where ℓ_s(K) is linear in the plan's binaries (every X and jump draw of
 scenario s is a number). "Optimal" below always means optimal for this SAA
 problem on *these* scenarios; the out-of-sample quantile of the returned plan
-is judged separately by ``formulations.evaluate``.
+is judged separately by ``formulations.evaluation.evaluate``.
 
 Exactness contract for the c/x term
 -----------------------------------
@@ -24,7 +24,7 @@ silently. Instead (any sound route is allowed; docs/DESIGN.md, "Model semantics"
   F(N) of the configuration counts N_j:
   F(N) = min Σ_j κ_j u_j  s.t.  Σ_j c_j N_j²/u_j + Σ_j comm_j N_j ≤ Tmax,
   u_j ≤ r_j N_j  — a jointly convex (quadratic-over-linear) programme, so F
-  is convex. ``formulations.allocation.allocate`` evaluates it exactly.
+  is convex. ``formulations.model.allocation.allocate`` evaluates it exactly.
 * Its Lagrangian dual is one-dimensional:
   F(N) = max_{λ≥0} Σ_j N_j g_j(λ) − λ Tmax with
   g_j(λ) = min_{0<x≤r_j} (κ_j x + λ c_j/x) + λ comm_j.

@@ -34,9 +34,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from deplbench import limits
-from deplbench.formulations.last_block import shortest_last_block
 from deplbench.formulations.milp.data import Choice, Data
 from deplbench.formulations.milp.options import BIGM_SLACK, LOSS_TOL, BuildTimeout
+from deplbench.formulations.model.last_block import shortest_last_block
 
 
 def _best_gamma_amount(data: Data, k_hi: int | None = None) -> np.ndarray:

@@ -40,7 +40,7 @@ import time
 from deplbench import limits
 from deplbench.formulations.milp.data import Data
 from deplbench.formulations.milp.options import MAX_ROUNDS
-from deplbench.formulations.result import SolveResult
+from deplbench.formulations.model.result import SolveResult
 
 
 def cut_loop_result(status, message, data=None, best=None, lower=None, params=None, diag=None) -> SolveResult:

@@ -22,7 +22,7 @@ keeps the solver's matrix free of meaningless 1e15-sized numbers. The plan
 evaluation (:meth:`Data.evaluate`) still uses the true numbers.
 
 :class:`Choice` is one plan's discrete choices (model, cluster, data class
-per epoch) with its exact real-x allocation (``formulations.allocation``),
+per epoch) with its exact real-x allocation (``formulations.model.allocation``),
 transfer cost and in-sample losses: the numbers the cut loop trusts.
 
 References
@@ -40,10 +40,10 @@ from functools import cached_property
 
 import numpy as np
 
-from deplbench.formulations.allocation import Allocation, allocate
 from deplbench.formulations.milp.options import CUT_RATIO, CUT_SPAN, LOSS_TOL, MAX_CUT_NONZEROS
-from deplbench.formulations.plan import Epoch, Plan
-from deplbench.formulations.scenarios import ScenarioSampler, allowed_violations
+from deplbench.formulations.model.allocation import Allocation, allocate
+from deplbench.formulations.model.plan import Epoch, Plan
+from deplbench.formulations.model.scenarios import ScenarioSampler, allowed_violations
 
 
 def data_bytes(instance, n_scenarios: int) -> int:

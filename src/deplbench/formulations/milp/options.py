@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import os
 
-from deplbench.formulations.last_block import LOSS_TOL
+from deplbench.formulations.model.last_block import LOSS_TOL
 from deplbench.limits import MEMORY_BUDGET_GIB
 from deplbench.params import Param, resolve
 

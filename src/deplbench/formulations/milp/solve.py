@@ -1,7 +1,7 @@
 """The entry point :func:`solve_milp`: data, bounds, formulation, backend, cut loop.
 
 One job: run the stages in order under one time and memory budget and turn
-every outcome into a :class:`~deplbench.formulations.result.SolveResult`.
+every outcome into a :class:`~deplbench.formulations.model.result.SolveResult`.
 What each stage computes and guarantees is said in its module (the package
 docstring gives the overview).
 
@@ -40,8 +40,8 @@ from deplbench.formulations.milp.options import (
 )
 from deplbench.formulations.milp.peers import check_solver, solver_version
 from deplbench.formulations.milp.routes import make_backend
-from deplbench.formulations.result import SolveResult
-from deplbench.formulations.scenarios import allowed_violations, thin_sample_note
+from deplbench.formulations.model.result import SolveResult
+from deplbench.formulations.model.scenarios import allowed_violations, thin_sample_note
 
 
 def solve_milp(instance, scenarios: int = 1000, seed: int = 0, time_limit: float | None = 60.0,

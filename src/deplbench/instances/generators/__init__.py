@@ -16,7 +16,7 @@ Families (the DepL paper's Sec. VI-B and Property 1; docs/instances.md §4):
     (``family="pact-vgg11"``). Deterministic given the parameters.
 ``knapsack``
     DepL Property 1 run forwards on Pisinger's knapsack classes; the exact
-    optimum is :func:`deplbench.formulations.knapsack.knapsack_optimum_from_instance`.
+    optimum is :func:`deplbench.formulations.exact.knapsack.knapsack_optimum_from_instance`.
 ``scaling``
     Random but feasible instances with |M|, |N|, |D|, K̄ as parameters, for
     complexity sweeps.

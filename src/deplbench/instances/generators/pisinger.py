@@ -1,7 +1,7 @@
 """The ``knapsack`` family: DepL Property 1 run forwards on Pisinger's knapsack classes.
 
 A covering knapsack becomes a training instance whose exact optimum
-:func:`deplbench.formulations.knapsack.knapsack_optimum_from_instance`
+:func:`deplbench.formulations.exact.knapsack.knapsack_optimum_from_instance`
 recomputes from ``provenance.items`` (docs/instances.md §4.3).
 """
 

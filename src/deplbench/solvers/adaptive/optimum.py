@@ -35,7 +35,7 @@ from __future__ import annotations
 import math
 
 from deplbench.formulations import adaptive
-from deplbench.formulations.result import SolveResult
+from deplbench.formulations.model.result import SolveResult
 from deplbench.limits import MEMORY_LIMIT_PARAM
 from deplbench.params import Param
 from deplbench.solvers.base import PlotStyle, Solver

@@ -31,9 +31,9 @@ from typing import Any, cast
 
 import numpy as np
 
-from deplbench.formulations.evaluate import evaluate_plan, simulate_trajectories
-from deplbench.formulations.result import SolveResult
-from deplbench.formulations.scenarios import quantile_rank
+from deplbench.formulations.evaluation.evaluate import evaluate_plan, simulate_trajectories
+from deplbench.formulations.model.result import SolveResult
+from deplbench.formulations.model.scenarios import quantile_rank
 from deplbench.limits import FLOAT_BYTES, check_memory
 from deplbench.solvers.base import PlotStyle, Solver
 from deplbench.solvers.baselines.train_on import train_on

@@ -10,12 +10,12 @@ DepL problem. The rules fixed here:
   a dataset decision; every plan gives one set S to each cluster that trains
   and the cheapest S among :func:`dataset_subsets` wins (our interpretation).
 * **Costs.** Every plan's allocation is the exact real-x optimum of
-  :func:`~deplbench.formulations.allocation.allocate` for its discrete
+  :func:`~deplbench.formulations.model.allocation.allocate` for its discrete
   choices (:func:`choice_cost`, :func:`build_plan`), so costs are comparable
   with every other algorithm of the suite.
 * **Feasibility.** In-sample: the SAA rule of the MILP and brute force, at
   most ⌊(1−ω)S⌋ scenarios above ℓmax (:func:`saa_quantile`). Out-of-sample
-  (:class:`OosCheck`): :func:`~deplbench.formulations.evaluate.evaluate_plan`
+  (:class:`OosCheck`): :func:`~deplbench.formulations.evaluation.evaluate.evaluate_plan`
   on an independent stream passes when its verdict is ``feasible`` (the
   confidence interval of the ω-quantile lies at or below ℓmax, DepL's rule).
 * **Train on.** A plan failing either check keeps training with its last
@@ -38,11 +38,11 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from deplbench import limits
-from deplbench.formulations.allocation import allocate
-from deplbench.formulations.evaluate import evaluate_plan, transfer_cost
-from deplbench.formulations.plan import Epoch, Plan
-from deplbench.formulations.result import SolveResult
-from deplbench.formulations.scenarios import ScenarioSampler, quantile_rank
+from deplbench.formulations.evaluation.evaluate import evaluate_plan, transfer_cost
+from deplbench.formulations.model.allocation import allocate
+from deplbench.formulations.model.plan import Epoch, Plan
+from deplbench.formulations.model.result import SolveResult
+from deplbench.formulations.model.scenarios import ScenarioSampler, quantile_rank
 from deplbench.instances.datalaw import compute_need
 from deplbench.limits import FLOAT_BYTES, check_memory
 from deplbench.params import Param
@@ -175,7 +175,7 @@ class DataSetting:
         s(m)/b(n); the minimum epoch time at full capacity c/r + s/b; and
         sqrt(c(m, S) κ(n)), the epoch's additive contribution to the closed
         form real-x cost (Σ sqrt(c κ))² / (Tmax − Σ comm) of
-        ``formulations.allocation`` (exact when no capacity binds).
+        ``formulations.model.allocation`` (exact when no capacity binds).
     """
 
     subset: tuple[str, ...]
@@ -237,7 +237,7 @@ def build_plan(instance, setting: DataSetting, models, clusters) -> Plan | None:
 def saa_quantile(losses: np.ndarray, omega: float, axis: int = 0) -> np.ndarray:
     """The order statistic the SAA compares with ℓmax (rank S − ⌊(1−ω)S⌋).
 
-    A plan is SAA-feasible iff this value is ≤ ℓmax (``formulations.scenarios``).
+    A plan is SAA-feasible iff this value is ≤ ℓmax (``formulations.model.scenarios``).
     """
     n = losses.shape[axis]
     rank = quantile_rank(omega, n)

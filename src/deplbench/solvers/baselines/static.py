@@ -18,10 +18,10 @@ PACT's testbed is deterministic in hindsight (its benchmarks see the true
 loss); ours is random, so "feasible" means the ω-quantile constraint (3) of
 the DepL paper. Each baseline therefore (1) searches its strategy family for
 the cheapest plan whose final loss meets ℓmax on the in-sample scenarios of
-:class:`~deplbench.formulations.scenarios.ScenarioSampler` (the same SAA rule
+:class:`~deplbench.formulations.model.scenarios.ScenarioSampler` (the same SAA rule
 as the MILP and brute force: at most ⌊(1−ω)S⌋ scenarios above ℓmax), then
 (2) checks that plan out-of-sample with
-:func:`~deplbench.formulations.evaluate.evaluate_plan` on an independent
+:func:`~deplbench.formulations.evaluation.evaluate.evaluate_plan` on an independent
 stream (pass = verdict ``feasible``: the confidence interval of the
 ω-quantile lies at or below ℓmax, DepL's rule), and, when the check fails, keeps training exactly like ``best-exp``
 (DepL paper Sec. VI-B: "it trains on until the quantile target is actually
@@ -29,7 +29,7 @@ met") or moves to the next candidate; if nothing passes within the horizon
 and the deadline the result is ``infeasible`` with the reason.
 
 Every plan's allocation is the exact real-x optimum of
-:func:`~deplbench.formulations.allocation.allocate` for its discrete choices,
+:func:`~deplbench.formulations.model.allocation.allocate` for its discrete choices,
 so costs are comparable with every other algorithm of the suite.
 
 References
@@ -47,7 +47,7 @@ from collections.abc import Iterable
 
 import numpy as np
 
-from deplbench.formulations.result import SolveResult
+from deplbench.formulations.model.result import SolveResult
 from deplbench.limits import check_time
 from deplbench.solvers.base import Param, PlotStyle, Solver
 from deplbench.solvers.baselines.common import (  # noqa: F401 - re-exported (old import path)

@@ -10,7 +10,7 @@ LB  — M independent SAA replications at the nominal risk α = 1 − ω, each
       is used, a valid lower bound on that SAA optimum); the L-th smallest is
       ≤ z* with confidence 1 − β_L, L from the binomial formula of
       Luedtke & Ahmed (2008, Sec. 4) / Pagnoncelli, Ahmed & Shapiro (2009,
-      Sec. 4) (``formulations.binomial.lower_bound_order``).
+      Sec. 4) (``formulations.evaluation.binomial.lower_bound_order``).
 UB  — the cheapest candidate plan whose violation probability P(ℓ(K) > ℓmax)
       is certified ≤ α by an exact one-sided Clopper–Pearson bound on N′ fresh
       draws. Candidates: the M replication plans, SAA optima at tightened
@@ -68,8 +68,8 @@ from typing import Any, ClassVar
 
 from deplbench import limits
 from deplbench.errors import SolverError
-from deplbench.formulations.plan import Plan, parse_plan
-from deplbench.formulations.result import SolveResult
+from deplbench.formulations.model.plan import Plan, parse_plan
+from deplbench.formulations.model.result import SolveResult
 from deplbench.params import Param
 from deplbench.solvers.base import PlotStyle, Solver
 from deplbench.solvers.certify.refine import (
@@ -190,7 +190,7 @@ def certify(instance, settings: CertifySettings | None = None, *, candidates: Ma
     A replication that fails or stops without a proven bound contributes 0
     (costs are ≥ 0) — LB stays valid, only looser; one stopped by its time
     limit contributes the MILP's dual bound. See
-    :mod:`deplbench.formulations.binomial` for both bounds' exact statements
+    :mod:`deplbench.formulations.evaluation.binomial` for both bounds' exact statements
     and :mod:`deplbench.solvers.certify.refine` for the two-stage β accounting.
     """
     if settings is None:

@@ -58,8 +58,8 @@ from __future__ import annotations
 import math
 import time
 
-from deplbench.formulations.binomial import clopper_pearson_upper, lower_bound_order, order_statistic_bound
-from deplbench.formulations.plan import parse_plan
+from deplbench.formulations.evaluation.binomial import clopper_pearson_upper, lower_bound_order, order_statistic_bound
+from deplbench.formulations.model.plan import parse_plan
 from deplbench.solvers.certify.tasks import add_candidate, bound_value, saa_task, validate_candidates
 
 

@@ -80,7 +80,7 @@ def _share(default: float, help: str) -> Param:
 #: texts are its docstring's, shortened).
 #: Most validation draws one test may take: the evaluator keeps two float64
 #: values per draw (final losses and their sorted copy) within the suite's
-#: memory budget (formulations.evaluate.MEMORY_BUDGET), so a larger N′ is
+#: memory budget (formulations.evaluation.evaluate.MEMORY_BUDGET), so a larger N′ is
 #: refused when the settings are built, before any SAA solve.
 MAX_VALIDATION = int(limits.MEMORY_BUDGET_GIB * 2**30) // (2 * limits.FLOAT_BYTES)
 

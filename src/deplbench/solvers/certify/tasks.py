@@ -21,9 +21,9 @@ import time
 from collections.abc import Callable, Iterable
 
 from deplbench.errors import SolverError
-from deplbench.formulations.binomial import CERTIFIED_FEASIBLE
-from deplbench.formulations.evaluate import evaluate_plan
-from deplbench.formulations.plan import Plan, parse_plan
+from deplbench.formulations.evaluation.binomial import CERTIFIED_FEASIBLE
+from deplbench.formulations.evaluation.evaluate import evaluate_plan
+from deplbench.formulations.model.plan import Plan, parse_plan
 from deplbench.solvers.run import solve
 
 Mapper = Callable[[Callable[[dict], dict], list], Iterable[dict]]

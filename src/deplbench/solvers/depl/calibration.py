@@ -21,8 +21,8 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy import stats
 
-from deplbench.formulations.evaluate import evaluate_plan, simulate_trajectories, transfer_cost
-from deplbench.formulations.scenarios import ScenarioSampler, quantile_rank
+from deplbench.formulations.evaluation.evaluate import evaluate_plan, simulate_trajectories, transfer_cost
+from deplbench.formulations.model.scenarios import ScenarioSampler, quantile_rank
 from deplbench.solvers.depl.stages import check_seed, stage2, stage3, surrogates
 
 #: Stage-2 targets tried by ``calibrate=True`` (expansion, then bisection).

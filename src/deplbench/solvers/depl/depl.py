@@ -32,7 +32,7 @@ DepL decouples the decisions of problem (2)–(6) and iterates between them:
    tried) and, when none is left, model selection is re-run with the
    deadline given to the graph tightened by 10 % (bounded by ``max_backtracks``).
 5. **Out-of-sample check**: every plan goes through
-   ``formulations.evaluate.evaluate_plan``. A plan that fails (verdict not
+   ``formulations.evaluation.evaluate.evaluate_plan``. A plan that fails (verdict not
    ``feasible``) makes DepL lower its effective ℓmax by the observed excess
    (upper end of the quantile interval minus ℓmax, plus the interval's
    width) and retry, at most ``max_retries`` times; then it reports
@@ -104,7 +104,7 @@ from __future__ import annotations
 
 import time
 
-from deplbench.formulations.result import SolveResult
+from deplbench.formulations.model.result import SolveResult
 from deplbench.solvers.base import Param, PlotStyle, Solver
 from deplbench.solvers.depl.calibration import CALIBRATION_CONFIDENCE, CALIBRATION_STEPS, Context, calibrate
 from deplbench.solvers.depl.quantile_transform import METHODS, validate_method

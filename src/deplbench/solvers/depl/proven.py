@@ -8,9 +8,9 @@ Algorithm
    targets of the ``probes`` central surrogate θ values are loosened by
    bounded bisection (t = start + λ·g_θ, λ = ½, 1, ... then bisection,
    :data:`STEPS` probes each); a probe passes when the rigorous bound of
-   :mod:`deplbench.formulations.exact_violation` proves the path feasible
+   :mod:`deplbench.formulations.evaluation.exact_violation` proves the path feasible
    (p_hi ≤ 1 − ω), not on a sampled test. Verdicts are read on one
-   :class:`~deplbench.formulations.exact_static.SpectralLattice` of the
+   :class:`~deplbench.formulations.exact.static.SpectralLattice` of the
    instance (milliseconds); a path it leaves undecided is judged alone on
    finer grids only if its cost floor is below the cheapest proven one.
 3. Local descent from the :data:`STARTS` proven paths of lowest cost floor
@@ -41,9 +41,8 @@ from typing import ClassVar
 import numpy as np
 
 from deplbench import limits
-from deplbench.formulations.evaluate import transfer_cost
-from deplbench.formulations.exact_static import SpectralLattice
-from deplbench.formulations.exact_violation import (
+from deplbench.formulations.evaluation.evaluate import transfer_cost
+from deplbench.formulations.evaluation.exact_violation import (
     PROVEN_FEASIBLE,
     UNDECIDED,
     ExactSettings,
@@ -51,8 +50,9 @@ from deplbench.formulations.exact_violation import (
     plan_violation_bounds,
     violation_bounds,
 )
+from deplbench.formulations.exact.static import SpectralLattice
 from deplbench.formulations.milp.data import Data
-from deplbench.formulations.result import SolveResult
+from deplbench.formulations.model.result import SolveResult
 from deplbench.solvers.base import Param, PlotStyle
 from deplbench.solvers.depl.depl import PROVEN_FALLBACKS, DepL
 from deplbench.solvers.depl.stages import decide, result_from, stage2, stage3, surrogates
@@ -295,7 +295,7 @@ class DepLProven(DepL):
             res.plan, res.cost = plan, cost
             res.message = f"{plan.n_epochs} epochs, datasets {ch.names}"
         res.diagnostics["exact_checks"] = judge.checks
-        res.diagnostics["proof"] = ("exact: p_hi <= 1 - omega (formulations.exact_violation)"
+        res.diagnostics["proof"] = ("exact: p_hi <= 1 - omega (formulations.evaluation.exact_violation)"
                                     if best != models0 else "DepL's Chernoff bound")
         res.diagnostics["proven_seconds"] = time.perf_counter() - t0
         return res

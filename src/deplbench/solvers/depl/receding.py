@@ -2,7 +2,7 @@
 
 The static DepL (:mod:`deplbench.solvers.depl.depl`) draws up one plan whose
 ω-quantile of ℓ(K) is proven ≤ ℓmax (eq. (3)). Run closed loop
-(:mod:`deplbench.formulations.closed_loop`), an orchestrator sees ℓ(k) after
+(:mod:`deplbench.formulations.evaluation.closed_loop`), an orchestrator sees ℓ(k) after
 every epoch: :class:`RecedingPolicy` follows DepL's plan, stops as soon as
 the observed ℓ(k) ≤ ℓmax, and every ``replan_every`` epochs re-solves DepL
 from where the run is — the natural counterpart of closed-loop PACT
@@ -44,9 +44,9 @@ from typing import cast
 
 import numpy as np
 
-from deplbench.formulations.closed_loop import STOP, ClosedLoopPolicy, Decision, PolicyState, reached
-from deplbench.formulations.evaluate import plan_indices
-from deplbench.formulations.plan import Plan
+from deplbench.formulations.evaluation.closed_loop import STOP, ClosedLoopPolicy, Decision, PolicyState, reached
+from deplbench.formulations.evaluation.evaluate import plan_indices
+from deplbench.formulations.model.plan import Plan
 from deplbench.params import Param
 from deplbench.solvers.base import PlotStyle, Solver
 from deplbench.solvers.depl.depl import DepL

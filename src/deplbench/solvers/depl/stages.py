@@ -24,10 +24,10 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from deplbench.errors import SolverError
-from deplbench.formulations.allocation import allocate
-from deplbench.formulations.evaluate import evaluate_plan
-from deplbench.formulations.plan import Epoch, Plan
-from deplbench.formulations.result import SolveResult
+from deplbench.formulations.evaluation.evaluate import evaluate_plan
+from deplbench.formulations.model.allocation import allocate
+from deplbench.formulations.model.plan import Epoch, Plan
+from deplbench.formulations.model.result import SolveResult
 from deplbench.instances.datalaw import compute_need
 from deplbench.jsonio import to_jsonable
 from deplbench.limits import MEMORY_LIMIT_PARAM, check_time

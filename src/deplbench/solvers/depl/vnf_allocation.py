@@ -29,7 +29,7 @@ Hence cost ≤ (1+ε')²·OPT_real = (1+ε)·OPT_real for the fixed model sequen
 and data. The DP has O(K²·(UB/LB)/ε') states and O(log(r·Tmax/c)/ε') options
 per epoch, so its work grows like 1/ε² (not the O(1/ε) of the paper's
 Property 2, which counts only one rounding). Finally DepL re-optimises x in
-closed form for the chosen clusters (``formulations.allocation.allocate``),
+closed form for the chosen clusters (``formulations.model.allocation.allocate``),
 which can only lower the cost; the DP's own "grid" cost is reported too so
 the effect of ε stays visible.
 
@@ -58,7 +58,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from deplbench.errors import SolverError
-from deplbench.formulations.allocation import allocate
+from deplbench.formulations.model.allocation import allocate
 from deplbench.limits import check_memory, check_time
 
 #: Largest DP table (rounded-cost buckets) before the cost unit is coarsened

@@ -11,7 +11,7 @@ allowed switches, every cluster sequence, every dataset assignment z(d, n)
 * the quantile (3) is judged with the SAME sample-average rule and the SAME
   in-sample scenarios as the MILP (``ScenarioSampler(instance, seed)
   .in_sample(S)``; at most ⌊(1−ω)S⌋ scenarios above ℓmax);
-* the exact real-x cost comes from ``formulations.allocation.allocate``
+* the exact real-x cost comes from ``formulations.model.allocation.allocate``
   plus the transfer term (once or per epoch).
 
 It shares no code with ``formulations/milp.py``: only the core primitives
@@ -37,10 +37,10 @@ from typing import ClassVar
 
 import numpy as np
 
-from deplbench.formulations.allocation import allocate
-from deplbench.formulations.plan import Epoch, Plan
-from deplbench.formulations.result import SolveResult
-from deplbench.formulations.scenarios import ScenarioSampler, allowed_violations
+from deplbench.formulations.model.allocation import allocate
+from deplbench.formulations.model.plan import Epoch, Plan
+from deplbench.formulations.model.result import SolveResult
+from deplbench.formulations.model.scenarios import ScenarioSampler, allowed_violations
 from deplbench.instances.datalaw import compute_need
 from deplbench.limits import FLOAT_BYTES, MEMORY_LIMIT_PARAM, TIME_LIMIT_PARAM, check_memory, check_time
 from deplbench.solvers.base import Param, PlotStyle, Solver

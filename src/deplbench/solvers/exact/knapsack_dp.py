@@ -4,7 +4,7 @@ On a knapsack-structured instance (DepL Property 1 run forwards: one dataset,
 one cluster, no communication time, deterministic undecayed improvements,
 free switches) problem (2)–(6) *is* a covering knapsack with repetition and a
 cardinality bound, solved exactly by
-:func:`deplbench.formulations.knapsack.solve_knapsack_instance`. Its data —
+:func:`deplbench.formulations.exact.knapsack.solve_knapsack_instance`. Its data —
 weights sqrt(c(m, S)) and values γ(S)·A_m·X_m — are derived from the
 instance's models, never read from ``provenance.items``: an instance whose
 models were edited after generation is solved as it is, and the stale
@@ -28,9 +28,9 @@ import math
 from typing import Any, ClassVar, cast
 
 from deplbench.errors import InstanceError
-from deplbench.formulations.knapsack import covering_problem, provenance_mismatch, solve_knapsack_instance
-from deplbench.formulations.plan import Epoch, Plan
-from deplbench.formulations.result import SolveResult
+from deplbench.formulations.exact.knapsack import covering_problem, provenance_mismatch, solve_knapsack_instance
+from deplbench.formulations.model.plan import Epoch, Plan
+from deplbench.formulations.model.result import SolveResult
 from deplbench.limits import MEMORY_LIMIT_PARAM, TIME_LIMIT_PARAM
 from deplbench.solvers.base import Param, PlotStyle, Solver
 
@@ -49,7 +49,7 @@ class KnapsackDP(Solver):
 
     @classmethod
     def applies(cls, instance) -> tuple[bool, str]:
-        """Only knapsack-structured instances (:func:`~deplbench.formulations.knapsack.covering_problem`)."""
+        """Only knapsack-structured instances (:func:`~deplbench.formulations.exact.knapsack.covering_problem`)."""
         try:
             covering_problem(instance)
         except InstanceError as exc:

@@ -21,7 +21,7 @@ from typing import ClassVar
 
 from deplbench import limits
 from deplbench.formulations.milp import BACKENDS, FORMULATIONS, MEMORY_LIMIT_GIB, solve_milp
-from deplbench.formulations.result import SolveResult
+from deplbench.formulations.model.result import SolveResult
 from deplbench.solvers.base import Param, PlotStyle, Solver
 
 

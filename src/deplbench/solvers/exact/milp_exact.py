@@ -1,8 +1,8 @@
 """``milp-exact``: the optimum of the true chance-constrained problem over static plans.
 
-A thin wrapper around :func:`deplbench.formulations.exact_static.solve_exact_static`:
+A thin wrapper around :func:`deplbench.formulations.exact.static.solve_exact_static`:
 the sequence enumeration of the exact MILP with every feasibility decision
-made by the rigorous violation bounds of :mod:`deplbench.formulations.exact_violation`
+made by the rigorous violation bounds of :mod:`deplbench.formulations.evaluation.exact_violation`
 instead of scenario counts. ``cost`` is the cheapest plan *proven* feasible,
 ``lower_bound`` a *proven* lower bound on the true static optimum; their gap
 comes from numerical precision and the MILP gap only (no sampling, no
@@ -26,8 +26,8 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from deplbench.formulations.exact_static import exact_static_applies, solve_exact_static
-from deplbench.formulations.result import SolveResult
+from deplbench.formulations.exact.static import exact_static_applies, solve_exact_static
+from deplbench.formulations.model.result import SolveResult
 from deplbench.limits import MEMORY_LIMIT_PARAM
 from deplbench.solvers.base import Param, PlotStyle, Solver
 

@@ -49,7 +49,7 @@ Entering epoch k with model m' costs a fixed w_{m'} > 0 (DepL uses
 w_m = sqrt(κ*·c(m, D̂)) + λ·comm_m, see ``solvers.depl``): a path of
 square-root weight W = Σ sqrt(κ*·c) has, on the most capable cluster, the
 real-x optimal cost W² / (Tmax − Σ comm) whenever the capacity does not bind
-(the water-filling closed form of ``formulations.allocation``; a lower bound
+(the water-filling closed form of ``formulations.model.allocation``; a lower bound
 when it binds), and the λ·comm term is the tangent of that cost in the
 communication time. For the knapsack-derived instances (no communication)
 minimising W is exact. The plan's actual cost comes from stage 3.

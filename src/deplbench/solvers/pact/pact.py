@@ -36,12 +36,12 @@ How each element maps onto this suite (every interpretation we made)
   through the deadline, so one epoch has no fixed energy. The edge weight is
   ``sqrt(c(m', S) κ(n'))``: the epoch's additive share of the real-x optimum
   ``(Σ_k sqrt(c_k κ_k))² / (Tmax − Σ_k comm_k)`` of
-  :mod:`~deplbench.formulations.allocation` (exact when no capacity binds).
+  :mod:`~deplbench.formulations.model.allocation` (exact when no capacity binds).
   Minimising the summed weight is therefore minimising cost up to the
   communication term. The *score* uses that closed form of the full plan
   (committed prefix + p) as ``weight[p]``; ``risk`` compares sums of edge
   weights. The returned plan's allocation is the exact
-  :func:`~deplbench.formulations.allocation.allocate` optimum.
+  :func:`~deplbench.formulations.model.allocation.allocate` optimum.
 * **Time of an action** = the minimum epoch time c/r + s/b (full capacity):
   a path is deadline-feasible iff its minimum total time ≤ Tmax, which is
   exactly when :func:`allocate` finds a feasible x. Two modes:
@@ -87,7 +87,7 @@ How each element maps onto this suite (every interpretation we made)
   exact (unrounded) expected and robust loss changes along p (both < 0 on a
   path that reaches ℓmax).
 * **Re-planning**: PACT observes the true loss after each epoch. A plan of
-  this suite is a fixed :class:`~deplbench.formulations.plan.Plan` chosen
+  this suite is a fixed :class:`~deplbench.formulations.model.plan.Plan` chosen
   before training, so the realised loss is not available; PACT's *static
   plan* (open loop, :func:`pact_decisions`) re-plans from the
   *robust-estimated* state instead (the vertex its committed action lands
@@ -95,7 +95,7 @@ How each element maps onto this suite (every interpretation we made)
   Because the committed action's path stays available, every re-plan has a
   candidate and the loop ends within K̄ epochs.
 * **Closed loop** (``mode``): in the closed-loop simulator
-  (:mod:`deplbench.formulations.closed_loop`, :meth:`Pact.closed_loop_policy`)
+  (:mod:`deplbench.formulations.evaluation.closed_loop`, :meth:`Pact.closed_loop_policy`)
   ``mode="closed-loop"`` (default: PACT as its paper runs it) re-plans every
   epoch from the *observed* state (:mod:`deplbench.solvers.pact.policy`,
   which states its interpretations); ``mode="open-loop"`` follows the static
@@ -104,7 +104,7 @@ How each element maps onto this suite (every interpretation we made)
   is :func:`~deplbench.solvers.pact.graph.score_paths`, shared by both.
 * **Meeting (3) for real**: the finished plan is checked on the in-sample
   scenarios (SAA, as the MILP) and out-of-sample
-  (:func:`~deplbench.formulations.evaluate.evaluate_plan`, independent
+  (:func:`~deplbench.formulations.evaluation.evaluate.evaluate_plan`, independent
   stream; it passes when the evaluator's verdict is ``feasible``, i.e. the
   confidence interval of the ω-quantile lies at or below ℓmax, the rule
   DepL uses); if either misses, PACT trains on with its last action, as
@@ -137,7 +137,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from deplbench.errors import SolverError
-from deplbench.formulations.result import SolveResult
+from deplbench.formulations.model.result import SolveResult
 from deplbench.solvers.base import Param, PlotStyle, Solver
 from deplbench.solvers.baselines.common import (
     TIME_LIMIT_PARAM,

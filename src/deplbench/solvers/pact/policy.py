@@ -3,7 +3,7 @@
 PACT (PACT paper Sec. V) observes the loss after every epoch and re-runs
 Algs. 2–3 from the state s(k) = (k, ℓ(k), T(k), m, n) it is in (Sec. III-C).
 :class:`PactPolicy` does exactly that inside the closed-loop simulator of
-:mod:`deplbench.formulations.closed_loop`; the open-loop variant (re-planning
+:mod:`deplbench.formulations.evaluation.closed_loop`; the open-loop variant (re-planning
 from the robust-*predicted* state, the only thing a fixed plan can do) stays
 in :func:`deplbench.solvers.pact.pact.pact_decisions` and is what ``pact`` returns
 as its static plan in both modes.
@@ -32,7 +32,7 @@ Interpretations (each one ours; PACT leaves them open)
   remaining time, W_p² / (Tmax − T(k) − C_p) (open loop: the whole plan's
   closed form). The next epoch runs at that path's real-x optimum,
   x = min(r(n), sqrt(c/κ) · W_p / (Tmax − T(k) − C_p)) — the first step of
-  the allocation the chosen path would use (``formulations.allocation``'s
+  the allocation the chosen path would use (``formulations.model.allocation``'s
   closed form; capacity caps it).
 * **No feasible path** from the observed state (the robust estimate cannot
   reach ℓmax in the time left): PACT has no feasible action; the run trains
@@ -58,8 +58,8 @@ import math
 
 import numpy as np
 
-from deplbench.formulations.closed_loop import STOP, ClosedLoopPolicy, Decision, PolicyState, reached
-from deplbench.formulations.plan import Plan
+from deplbench.formulations.evaluation.closed_loop import STOP, ClosedLoopPolicy, Decision, PolicyState, reached
+from deplbench.formulations.model.plan import Plan
 from deplbench.solvers.baselines.common import DataSetting
 from deplbench.solvers.pact.graph import CEIL_EPS, ExpandedGraph, score_paths
 

@@ -51,7 +51,7 @@ class Plan(BaseModel):
     See Also
     --------
     load_plan : read a plan file.
-    deplbench.formulations.evaluate.evaluate_plan : judge a plan.
+    deplbench.formulations.evaluation.evaluate.evaluate_plan : judge a plan.
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)

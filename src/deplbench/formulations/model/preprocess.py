@@ -39,7 +39,7 @@ import numpy as np
 from deplbench.instances.datalaw import compute_need
 
 #: Relative slack on Tmax: an epoch within round-off of the deadline is kept
-#: (the evaluator's own slack, ``formulations.allocation.TIME_RTOL``).
+#: (the evaluator's own slack, ``formulations.model.allocation.TIME_RTOL``).
 TIME_RTOL = 1e-9
 
 

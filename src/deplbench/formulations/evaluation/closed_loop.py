@@ -1,6 +1,6 @@
 """Closed-loop simulation: an algorithm judged as it runs, epoch by epoch.
 
-The static evaluator (:mod:`deplbench.formulations.evaluate`) judges a *plan*
+The static evaluator (:mod:`deplbench.formulations.evaluation.evaluate`) judges a *plan*
 drawn up before training. PACT (PACT paper Sec. V, Algs. 1–3) and any
 receding-horizon method instead observe the realised loss ℓ(k) after every
 epoch and choose the next action from it. This module simulates such a
@@ -35,7 +35,7 @@ Run s of seed σ uses exactly the draws of trajectory s of the static
 evaluator with the same seed along the policy's ``reference_plan`` (stream
 ``default_rng([σ, 1])``, the same calls in the same order and the same
 blocks of :data:`BLOCK` runs as
-:func:`~deplbench.formulations.evaluate.simulate_trajectories`): at epoch k a
+:func:`~deplbench.formulations.evaluation.evaluate.simulate_trajectories`): at epoch k a
 run that trains the reference plan's model of epoch k takes that epoch's
 improvement draw X, and a run that makes the reference plan's switch of
 epoch k takes its jump draw. Any other term is drawn fresh from the
@@ -67,7 +67,7 @@ Statistics
 ----------
 P(success) with a two-sided Clopper–Pearson interval at level
 ``confidence`` (each side one-sided at 1 − (1 − confidence)/2;
-:mod:`deplbench.formulations.binomial`); the ω-quantile of the final loss
+:mod:`deplbench.formulations.evaluation.binomial`); the ω-quantile of the final loss
 with the same distribution-free order-statistic interval as the static
 evaluator; P(ℓ(K) > ℓmax) with its one-sided Clopper–Pearson upper bound;
 mean and quantiles of cost, epochs and time.
@@ -88,14 +88,14 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from deplbench.errors import PlanError
-from deplbench.formulations.allocation import TIME_RTOL
-from deplbench.formulations.binomial import clopper_pearson_lower, clopper_pearson_upper
+from deplbench.formulations.evaluation.binomial import clopper_pearson_lower, clopper_pearson_upper
 
 # the evaluator's own interval and index mapping: a fixed plan's numbers must
 # be the static evaluator's, bit for bit
-from deplbench.formulations.evaluate import order_statistic_ci, plan_indices
-from deplbench.formulations.plan import Plan
-from deplbench.formulations.scenarios import OUT_OF_SAMPLE, quantile_rank
+from deplbench.formulations.evaluation.evaluate import order_statistic_ci, plan_indices
+from deplbench.formulations.model.allocation import TIME_RTOL
+from deplbench.formulations.model.plan import Plan
+from deplbench.formulations.model.scenarios import OUT_OF_SAMPLE, quantile_rank
 from deplbench.instances.datalaw import compute_need
 
 #: The model index of a decision that ends the run.

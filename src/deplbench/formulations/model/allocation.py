@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from deplbench.errors import PlanError
-from deplbench.formulations.plan import Epoch, Plan
+from deplbench.formulations.model.plan import Epoch, Plan
 from deplbench.instances.datalaw import compute_need
 
 #: Relative slack accepted on the time budget (floating-point round-off only).

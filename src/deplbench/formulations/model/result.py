@@ -28,7 +28,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from deplbench.formulations.plan import Plan, parse_plan
+from deplbench.formulations.model.plan import Plan, parse_plan
 from deplbench.jsonio import finite_number
 
 STATUSES = ("optimal", "feasible", "time_limit", "infeasible", "no_solution", "error", "skipped")

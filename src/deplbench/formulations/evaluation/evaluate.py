@@ -4,7 +4,7 @@ quantile constraint (3) judged out-of-sample.
 Every plan from every algorithm goes through :func:`evaluate_plan`. The hard
 constraints are checked exactly; the ω-quantile of the final loss ℓ(K) is
 estimated from fresh Monte-Carlo trajectories (the out-of-sample stream of
-:class:`~deplbench.formulations.scenarios.ScenarioSampler`) together with a
+:class:`~deplbench.formulations.model.scenarios.ScenarioSampler`) together with a
 distribution-free confidence interval from order statistics, and the plan
 gets a verdict:
 
@@ -18,7 +18,7 @@ trajectory, an interval of zero width).
 Beside the quantile verdict, ``certified_verdict`` states at the same confidence what
 the exact Clopper–Pearson bounds on the violation probability P(ℓ(K) > ℓmax)
 prove: ``certified feasible`` / ``not certified`` / ``certified infeasible``
-(``formulations.binomial``; Luedtke & Ahmed 2008, Sec. 4).
+(``formulations.evaluation.binomial``; Luedtke & Ahmed 2008, Sec. 4).
 
 The per-epoch mean and 1st/99th percentiles of ℓ(k), k = 0..K, are returned
 for the paper's Fig. 9.
@@ -38,23 +38,23 @@ import numpy as np
 from scipy import stats
 
 from deplbench.errors import PlanError
-from deplbench.formulations.allocation import TIME_RTOL, epoch_parameters
-from deplbench.formulations.binomial import (
+from deplbench.formulations.evaluation.binomial import (
     CERTIFIED_FEASIBLE,
     CERTIFIED_INFEASIBLE,
     NOT_CERTIFIED,
     clopper_pearson_lower,
     clopper_pearson_upper,
 )
-from deplbench.formulations.exact_violation import (
+from deplbench.formulations.evaluation.exact_violation import (
     PROVEN_INFEASIBLE,
     UNDECIDED,
     ExactSettings,
     ExactUnavailable,
     violation_bounds,
 )
-from deplbench.formulations.plan import Plan, check_plan_names, datasets_loc, parse_plan
-from deplbench.formulations.scenarios import OUT_OF_SAMPLE, quantile_rank
+from deplbench.formulations.model.allocation import TIME_RTOL, epoch_parameters
+from deplbench.formulations.model.plan import Plan, check_plan_names, datasets_loc, parse_plan
+from deplbench.formulations.model.scenarios import OUT_OF_SAMPLE, quantile_rank
 from deplbench.limits import MEMORY_BUDGET_GIB
 
 #: Trajectories simulated per block: bounds memory at ~block·K·8 bytes.
@@ -114,7 +114,7 @@ class Evaluation:
     epochs_per_model: dict[str, int] = field(default_factory=dict)
     cost_per_model: dict[str, float] = field(default_factory=dict)
     #: Draws with ℓ(K) > ℓmax, and the exact Clopper–Pearson bounds on the
-    #: violation probability at ``confidence`` (``formulations.binomial``).
+    #: violation probability at ``confidence`` (``formulations.evaluation.binomial``).
     violation_count: int | None = None
     violation_ub: float | None = None
     violation_lb: float | None = None
@@ -123,7 +123,7 @@ class Evaluation:
     #: infeasible" (lower bound > 1 − ω, or (4)–(6) broken) or "not certified".
     certified_verdict: str | None = None
     #: Rigorous bounds on P(ℓ(K) > ℓmax) and on the ω-quantile, computed with no
-    #: sampling (``formulations.exact_violation``; ``exact=True``), and the
+    #: sampling (``formulations.evaluation.exact_violation``; ``exact=True``), and the
     #: deterministic verdict "proven feasible" / "proven infeasible" /
     #: "undecided" (a plan breaking (4)–(6) is "proven infeasible"). None, with
     #: ``exact_reason``, when not requested or not computable within the budget.
@@ -283,7 +283,7 @@ def evaluate_plan(
     exact : bool, default False
         Also compute the rigorous bounds ``violation_lo/hi``,
         ``quantile_lo/hi`` and ``exact_verdict``
-        (:mod:`deplbench.formulations.exact_violation`, default precision).
+        (:mod:`deplbench.formulations.evaluation.exact_violation`, default precision).
 
     Returns
     -------
@@ -342,7 +342,7 @@ def evaluate_plan(
 
 
 def attach_exact(ev: Evaluation, instance, models, gammas, settings: ExactSettings = ExactSettings()) -> Evaluation:
-    """Fill the exact fields of ``ev`` (:mod:`deplbench.formulations.exact_violation`)."""
+    """Fill the exact fields of ``ev`` (:mod:`deplbench.formulations.evaluation.exact_violation`)."""
     try:
         b = violation_bounds(instance, models, gammas, settings)
     except ExactUnavailable as exc:
@@ -492,7 +492,7 @@ def _certify(finals, n, exact, instance, tol, confidence, violations):
     """Violation count and Clopper–Pearson verdict on P(ℓ(K) > ℓmax) ≤ 1 − ω.
 
     The draws are the evaluator's own, made after the plan was fixed, so the
-    exact binomial bounds apply (``formulations.binomial``). A plan whose
+    exact binomial bounds apply (``formulations.evaluation.binomial``). A plan whose
     random terms are point masses has probability exactly 0 or 1.
     """
     count = int(n - np.searchsorted(finals, instance.loss_max + tol, side="right"))

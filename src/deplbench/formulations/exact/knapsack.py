@@ -417,7 +417,7 @@ def solve_knapsack_instance(instance) -> KnapsackSolution:
         the DP table would be too large, or the cluster's capacity binds at
         the optimum (the closed form κW²/Tmax then no longer holds).
     """
-    from deplbench.formulations.allocation import allocate
+    from deplbench.formulations.model.allocation import allocate
 
     prob = covering_problem(instance)
     weight, counts = covering_dp(prob.weights, prob.values, prob.target, prob.max_items)

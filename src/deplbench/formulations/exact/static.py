@@ -3,11 +3,11 @@
 What is solved
 --------------
 Problem (2)–(6) with constraint (3) on the *true* law of ℓ(K) (not an SAA),
-on the structure of the sequence enumeration (:mod:`.milp.enumeration`): an
+on the structure of the sequence enumeration (:mod:`deplbench.formulations.milp.enumeration`): an
 acyclic switch graph, one data class, non-negative improvements. A plan is a
 path of models with one block length each; its violation probability
 depends on the model sequence only and is bounded rigorously by
-:mod:`.exact_violation`.
+:mod:`deplbench.formulations.evaluation.exact_violation`.
 
 Algorithm
 ---------
@@ -23,7 +23,7 @@ Algorithm
    * c_U = the first c proven feasible (p_hi ≤ 1 − ω).
 2. Undominated count vectors of the (prefix, c_U) sequences form the set U,
    those of (prefix, c_L) the set L. The enumeration MILP
-   (:class:`.milp.enumeration.EnumModel`: cluster counts, data and exact λ
+   (:class:`deplbench.formulations.milp.enumeration.EnumModel`: cluster counts, data and exact λ
    cuts; the plan is costed with the exact real-x allocation) picks the
    cheapest sequence of each: UB = the cheapest proven-feasible plan
    (a real plan, returned), LB = the MILP's proven bound over L.
@@ -44,7 +44,8 @@ violate (3) (or none of the rest fits Tmax); when the remaining sequences
 are undecided at the precision (plans at the feasibility boundary) the
 status is ``no_solution`` with the lower bound. The returned plan is proven
 feasible by the decision ``evaluate --exact`` reads
-(:func:`~.exact_violation.plan_violation_bounds`), so the two never differ.
+(:func:`~deplbench.formulations.evaluation.exact_violation.plan_violation_bounds`), so the two
+never differ.
 
 Guarantee
 ---------
@@ -74,7 +75,7 @@ import numpy as np
 from scipy import fft as sfft
 
 from deplbench import limits
-from deplbench.formulations.exact_violation import (
+from deplbench.formulations.evaluation.exact_violation import (
     PROVEN_FEASIBLE,
     PROVEN_INFEASIBLE,
     UNDECIDED,
@@ -96,7 +97,7 @@ from deplbench.formulations.milp.cutloop import cut_loop
 from deplbench.formulations.milp.data import Data
 from deplbench.formulations.milp.enumeration import EnumModel, dag_paths, pareto_sequences
 from deplbench.formulations.milp.routes import make_backend
-from deplbench.formulations.result import SolveResult
+from deplbench.formulations.model.result import SolveResult
 from deplbench.instances.distributions import Empirical, InverseGamma, LogNormal, PointMass
 
 #: Lattice steps per unit of the typical plan's spread (σ̂ / this = h).
@@ -149,12 +150,12 @@ class SpectralLattice:
 
     The run term of every (epoch k < k_max, model m) at data multiplier
     ``gamma`` and every switch jump is placed on the lattice hZ exactly as
-    :func:`~.exact_violation.discretise_all` does (L⁻ and L⁺ cells), h = σ̂/
+    :func:`~deplbench.formulations.evaluation.exact_violation.discretise_all` does (L⁻ and L⁺ cells), h = σ̂/
     :data:`STEPS_PER_SPREAD` with σ̂ the spread of a k_max-epoch plan, and its
     two cell vectors are kept as real-FFT spectra of one common length N
     that holds every sum of ≤ k_max run terms and the jumps. A sequence's
     bounds are then a product of spectra and one tail sum: the same rigorous
-    [p_lo, p_hi] as :func:`~.exact_violation.violation_bounds` at this h,
+    [p_lo, p_hi] as :func:`~deplbench.formulations.evaluation.exact_violation.violation_bounds` at this h,
     allowance included, without a library call or an FFT per sequence.
 
     Parameters
@@ -237,7 +238,7 @@ class SpectralLattice:
         """Peak bytes of the lattice and of a scan over it, before anything is allocated.
 
         The cells of every term are counted from its quantiles (one ppf per
-        law, :func:`~.exact_violation.term_cells`), so the length N is the one
+        law, :func:`~deplbench.formulations.evaluation.exact_violation.term_cells`), so the length N is the one
         ``__init__`` will choose; the spectra are two per random term, two per
         scanned state (≤ k_max + 2 alive), one Irwin–Hall spectrum per term
         count, plus the tail functional's three length-N arrays."""
@@ -311,7 +312,7 @@ class SpectralLattice:
     def verdict(self, models) -> str:
         """Verdict of a whole model sequence (≤ k_max epochs) at this lattice.
 
-        Rigorous like :func:`~.exact_violation.violation_bounds` (same cells,
+        Rigorous like :func:`~deplbench.formulations.evaluation.exact_violation.violation_bounds` (same cells,
         same allowance); ``"undecided"`` when the lattice is too coarse."""
         st = self.start()
         models = [int(m) for m in models]
@@ -497,8 +498,9 @@ def solve_exact_static(instance, time_limit: float | None = 60.0, gap: float = 1
     -------
     SolveResult
         ``cost`` and ``plan``: the cheapest plan proven feasible by the shared
-        decision (:func:`~.exact_violation.plan_violation_bounds`, the one
-        ``evaluate --exact`` reads), the UB; ``lower_bound``: LB. Status
+        decision
+        (:func:`~deplbench.formulations.evaluation.exact_violation.plan_violation_bounds`,
+        the one ``evaluate --exact`` reads), the UB; ``lower_bound``: LB. Status
 
         * ``optimal``: the bracket is within ``gap``;
         * ``feasible``: a proven-feasible plan, the bracket wider than ``gap``
@@ -579,7 +581,8 @@ def _solve(instance, gap: float, rounds: int, settings: ExactSettings, run: _Bra
 
     def decided(seq, plan=None) -> bool:
         """Whether the shared decision proves ``seq`` (or ``plan``) feasible: the same function
-        and settings ``evaluate --exact`` uses (:func:`~.exact_violation.plan_violation_bounds`),
+        and settings ``evaluate --exact`` uses
+        (:func:`~deplbench.formulations.evaluation.exact_violation.plan_violation_bounds`),
         so a returned plan has one verdict."""
         key = tuple(int(m) for m in seq)
         if key not in shared:

@@ -4,8 +4,8 @@ Both the enumeration formulation (:mod:`deplbench.formulations.milp`) and
 the general branch-and-bound (:mod:`deplbench.formulations.general`) close a
 partial plan with a final block of one model and need the fewest epochs that
 make it SAA-feasible: at most ``p`` of the S scenarios may end above ℓmax,
-the scenario quantile constraint (3) of the DepL paper. The test lives here,
-below both packages, so that neither imports the other.
+the scenario quantile constraint (3) of the DepL paper. The test lives in
+:mod:`deplbench.formulations.model`, the tier below both packages.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 What is computed
 ----------------
 For a fixed model sequence m_1..m_K with data multipliers γ_k the final loss
-is (DepL eq. (8) summed; :meth:`~deplbench.formulations.scenarios.Scenarios.final_losses`)
+is (DepL eq. (8) summed; :meth:`~deplbench.formulations.model.scenarios.Scenarios.final_losses`)
 
     ℓ(K) = ℓ(0) + Σ_k Y_k + Σ_switches J_k,   Y_k = −γ_k · A_{m_k} decay_{m_k}(k) · X_{m_k},
 
@@ -91,7 +91,7 @@ amount is proven infeasible). :func:`violation_bounds` at the default
 settings is the one decision every exact path shares: ``evaluate --exact``
 reads it, and ``milp-exact`` returns only a plan it proves feasible (the
 enumeration's lattice proposes, this decides), so a plan has one verdict.
-(The Monte-Carlo verdict of :func:`~deplbench.formulations.evaluate.evaluate_plan`
+(The Monte-Carlo verdict of :func:`~deplbench.formulations.evaluation.evaluate.evaluate_plan`
 is an estimate and keeps its 10⁻⁹·max(1, |ℓmax|) rounding allowance.)
 
 References
@@ -111,7 +111,7 @@ import numpy as np
 from scipy import fft as sfft
 
 from deplbench import limits
-from deplbench.formulations.plan import check_plan_names
+from deplbench.formulations.model.plan import check_plan_names
 from deplbench.instances.distributions import Empirical
 
 PROVEN_FEASIBLE = "proven feasible"
@@ -528,7 +528,7 @@ def violation_bounds(instance, models, gammas, settings: ExactSettings = ExactSe
 
 
 def plan_violation_bounds(instance, plan, settings: ExactSettings = ExactSettings()) -> ViolationBounds:
-    """:func:`violation_bounds` of a :class:`~deplbench.formulations.plan.Plan`.
+    """:func:`violation_bounds` of a :class:`~deplbench.formulations.model.plan.Plan`.
 
     Raises
     ------
