@@ -120,8 +120,42 @@ class Solver:
     style: ClassVar[PlotStyle | None] = None
     preprocess: ClassVar[bool] = True
 
-    def run(self, instance, **params) -> SolveResult:  # pragma: no cover - abstract
-        raise NotImplementedError
+    def run(self, instance, **params) -> SolveResult:
+        """Solve with keyword parameters: the front for direct calls.
+
+        Resolves ``params`` against :attr:`parameters` and builds the settings
+        once (:meth:`build_settings`), then runs :meth:`run_settings`. A
+        solver overrides :meth:`run_settings` (the settings built once,
+        passed down whole) or, the simple way, this method.
+        """
+        if type(self).run_settings is Solver.run_settings:
+            raise NotImplementedError(f"{type(self).__name__} defines neither run nor run_settings")
+        return self.run_settings(instance, self.build_settings(self.resolve_params(params)))
+
+    def run_settings(self, instance, settings: Any) -> SolveResult:
+        """Solve with the settings :meth:`build_settings` made from resolved parameters.
+
+        :func:`~deplbench.solvers.run.solve` calls this, after validating
+        every parameter once; nothing below it validates them again. The
+        default hands the resolved mapping to :meth:`run` (a solver that
+        overrides only ``run``).
+        """
+        return self.run(instance, **settings)
+
+    @classmethod
+    def build_settings(cls, resolved: dict[str, Any]) -> Any:
+        """The settings object of one solve, built once from resolved parameters.
+
+        ``resolved`` is what :meth:`resolve_params` returned: every value is
+        already converted and checked, so nothing is parsed again. A family
+        with a frozen settings object (the MILP's, certify's) returns it
+        here, and refuses combinations of parameters that no single
+        :class:`~deplbench.params.Param` can check, raising
+        :class:`~deplbench.errors.SolverError` naming the parameter (before
+        the run, so the caller's mistake is an error, not a result). The
+        default is the resolved mapping itself.
+        """
+        return resolved
 
     @classmethod
     def applies(cls, instance) -> tuple[bool, str]:

@@ -29,6 +29,7 @@ from typing import ClassVar
 from deplbench.formulations.exact_static import exact_static_applies, solve_exact_static
 from deplbench.formulations.result import SolveResult
 from deplbench.limits import MEMORY_LIMIT_PARAM
+from deplbench.params import TIME_LIMIT
 from deplbench.solvers.base import Param, PlotStyle, Solver
 
 
@@ -44,8 +45,7 @@ class MilpExact(Solver):
     reference: ClassVar[str] = "exact-static"
     style: ClassVar[PlotStyle] = PlotStyle("#17becf", "*", "-")
     parameters: ClassVar[dict[str, Param]] = {
-        "time_limit": Param(300.0, float, "wall-clock seconds (none: no limit)", low=0.0, low_inclusive=False,
-                            nullable=True),
+        "time_limit": TIME_LIMIT.but(default=300.0),
         "gap": Param(1e-4, float, "relative bracket width (UB − LB)/UB at which to stop refining", low=0.0,
                      low_inclusive=False, high=0.5),
         "memory_limit": MEMORY_LIMIT_PARAM,
