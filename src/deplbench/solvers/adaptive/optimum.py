@@ -79,8 +79,10 @@ class AdaptiveOpt(Solver):
     def applies(cls, instance) -> tuple[bool, str]:
         return adaptive.applies(instance)
 
-    def run(self, instance, **params) -> SolveResult:
-        p = self.resolve_params(params)
+    def run_settings(self, instance, settings) -> SolveResult:
+        """Solve with the parameters :func:`~deplbench.solvers.run.solve` resolved once
+        (:meth:`run` is the keyword front: it resolves them first)."""
+        p = dict(settings)
         ok, why = adaptive.applies(instance)
         if not ok:
             return SolveResult(algorithm=self.name, status="skipped", message=why)
