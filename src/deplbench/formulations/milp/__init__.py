@@ -78,7 +78,8 @@ incumbent that the bounds use and a MIP start.
 Package layout
 --------------
 =================  ==========================================================
-``options.py``     options (one Param table), MilpSettings (checked once), constants
+``options.py``     options (one Param table), constants
+``settings.py``    MilpSettings: one solve's options, checked once, passed whole
 ``data.py``        scenarios, data classes, configurations, exact evaluation
 ``bounds.py``      K range, block heuristic (incumbent), tight big-M
 ``matrix.py``      sparse assembly, rows shared by the matrix formulations
@@ -173,11 +174,11 @@ from deplbench.formulations.milp.options import (
     MEMORY_LIMIT_GIB,
     SOLVERS,
     BuildTimeout,
-    MilpSettings,
     Verdict,
     option_table,
 )
 from deplbench.formulations.milp.routes import make_backend
+from deplbench.formulations.milp.settings import MilpSettings
 from deplbench.formulations.milp.solve import run_milp, solve_milp
 
 #: Formulations accepted by :func:`solve_milp` (``fast`` and every row of the

@@ -36,11 +36,11 @@ from deplbench.formulations.milp.options import (
     MAX_DATASETS,
     MEMORY_LIMIT_GIB,
     BuildTimeout,
-    MilpSettings,
     Verdict,
 )
 from deplbench.formulations.milp.peers import solver_version
 from deplbench.formulations.milp.routes import make_backend
+from deplbench.formulations.milp.settings import MilpSettings
 from deplbench.formulations.result import SolveResult
 from deplbench.formulations.scenarios import allowed_violations, thin_sample_note
 
@@ -55,7 +55,7 @@ def solve_milp(instance, scenarios: int = 1000, seed: int = 0, time_limit: float
     """Solve the SAA of problem (2)–(6) exactly (see the package docstring).
 
     The keywords are a front: they are checked once into a
-    :class:`~.options.MilpSettings`, which is what the solve reads; a caller
+    :class:`~.settings.MilpSettings`, which is what the solve reads; a caller
     holding one passes it as ``settings`` (then the other options must be
     left at their defaults). The whole solve runs inside one
     :func:`deplbench.limits.deadline` of ``time_limit`` seconds.
@@ -165,7 +165,7 @@ _DEFAULTS = {f.name: f.default for f in dataclasses.fields(MilpSettings)}
 
 
 def run_milp(instance, settings: MilpSettings, verbose: bool = False) -> SolveResult:
-    """Solve with options checked once (:class:`~.options.MilpSettings`), within the
+    """Solve with options checked once (:class:`~.settings.MilpSettings`), within the
     caller's :func:`deplbench.limits.deadline` (:func:`solve_milp` and
     :func:`deplbench.solvers.run.solve` open it; nothing here opens another).
 
