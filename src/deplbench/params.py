@@ -262,14 +262,14 @@ def trusted(cls: builtins.type, values: Mapping[str, Any]) -> Any:
     this instead, so that each value is validated once. Fields absent from
     ``values`` take their defaults.
     """
-    obj = object.__new__(cls)
+    obj: Any = object.__new__(cls)
     for f in dataclasses.fields(cls):
         if f.name in values:
             value = values[f.name]
         elif f.default is not dataclasses.MISSING:
             value = f.default
         else:
-            value = f.default_factory()  # type: ignore[misc]
+            value = f.default_factory()  # type: ignore[operator]
         object.__setattr__(obj, f.name, value)
     return obj
 

@@ -21,6 +21,7 @@ import zlib
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+from deplbench import limits
 from deplbench.errors import DeplbenchError, SolverError
 from deplbench.formulations.closed_loop import (  # noqa: F401 - the policy interface, re-exported
     STOP,
@@ -123,14 +124,19 @@ class Solver:
     def run(self, instance, **params) -> SolveResult:
         """Solve with keyword parameters: the front for direct calls.
 
-        Resolves ``params`` against :attr:`parameters` and builds the settings
-        once (:meth:`build_settings`), then runs :meth:`run_settings`. A
-        solver overrides :meth:`run_settings` (the settings built once,
-        passed down whole) or, the simple way, this method.
+        Resolves ``params`` against :attr:`parameters`, builds the settings
+        once (:meth:`build_settings`) and runs :meth:`run_settings` under the
+        ``time_limit`` deadline and ``memory_limit`` budget
+        (:mod:`deplbench.limits`), as :func:`~deplbench.solvers.run.solve`
+        does. A solver overrides :meth:`run_settings` (the settings built
+        once, passed down whole) or, the simple way, this method.
         """
         if type(self).run_settings is Solver.run_settings:
             raise NotImplementedError(f"{type(self).__name__} defines neither run nor run_settings")
-        return self.run_settings(instance, self.build_settings(self.resolve_params(params)))
+        resolved = self.resolve_params(params)
+        settings = self.build_settings(resolved)
+        with limits.deadline(resolved.get("time_limit")), limits.memory_budget(resolved.get("memory_limit")):
+            return self.run_settings(instance, settings)
 
     def run_settings(self, instance, settings: Any) -> SolveResult:
         """Solve with the settings :meth:`build_settings` made from resolved parameters.
