@@ -173,7 +173,7 @@ def test_every_time_limit_seed_and_memory_limit_is_the_shared_declaration():
 
 def test_the_exact_solvers_share_one_gap_rule():
     """The MILP, its keyword front and the general search accept the same gaps
-    (they used to disagree on ≤ 0.999999 against < 1)."""
+    (one rule, :data:`deplbench.params.GAP`: 0 < gap ≤ 0.999999)."""
     from deplbench.formulations.general import SOLVE_PARAMETERS
 
     for table in (registry.get_solver("milp").parameters, option_table(("fast",)), SOLVE_PARAMETERS):
