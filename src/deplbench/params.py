@@ -15,7 +15,9 @@ Two input styles are supported:
 * **strict** (``strict=True``): typed sources (TOML, JSON) must already carry
   the declared type — a string is never coerced to a number, a boolean is
   never a number (``true`` is not 1), and a float is never an integer
-  (``3.0`` is refused where an int is declared).
+  (``3.0`` is refused where an int is declared). A tuple may still be
+  written as one comma-separated string (``risk_grid = "0.9,0.8"``), as on
+  the command line.
 
 Every refusal raises the caller's error class (default
 :class:`~deplbench.errors.SolverError`) with a one-line message naming the
@@ -120,7 +122,8 @@ class Param:
                 return None
             raise error(f"parameter {name!r}: a value is required")
         expected = self.type.__name__
-        if strict and isinstance(value, str) and self.type is not str:
+        # A tuple may be written as one comma-separated string in any source ("0.9,0.8").
+        if strict and isinstance(value, str) and self.type not in (str, tuple):
             raise error(f"parameter {name!r}: expected {expected}, got the string {value!r}")
         if self.type is not bool and isinstance(value, bool):
             # bool is an int subclass: true/false would silently become 1/0.

@@ -330,20 +330,22 @@ def register(subparsers) -> None:
                    help="algorithm name (listed below and by `deplbench algorithms`)")
     p.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
                    help="algorithm parameter (repeatable); the flags below are shortcuts")
-    p.add_argument("--scenarios", type=int, metavar="S", help="in-sample scenarios S")
-    p.add_argument("--seed", type=int, metavar="N", help="seed of the algorithm's own draws")
-    p.add_argument("--time-limit", type=float, metavar="SEC", help="time limit in seconds")
-    p.add_argument("--gap", type=float, help="relative optimality gap tolerance")
-    p.add_argument("--formulation", choices=["fast", "flow", "naive", "general"],
-                   help="MILP formulation (fast picks counts, enumeration or flow by structure; general is the "
-                        "exact block branch-and-bound for any switch graph, tuned with --param "
-                        "general_settings=NAME=VALUE,...)")
+    # The parameter flags keep their values as text: the algorithm's Param table
+    # converts and checks each one once (solve()), naming the flag on refusal.
+    p.add_argument("--scenarios", metavar="S", help="in-sample scenarios S")
+    p.add_argument("--seed", metavar="N", help="seed of the algorithm's own draws")
+    p.add_argument("--time-limit", metavar="SEC", help="time limit in seconds (none: no limit)")
+    p.add_argument("--gap", help="relative optimality gap tolerance")
+    p.add_argument("--formulation", metavar="NAME",
+                   help="MILP formulation: fast, counts, enumeration, flow, naive or general (fast picks counts, "
+                        "enumeration or flow by structure; general is the exact block branch-and-bound for any "
+                        "switch graph, tuned with --param general_settings=NAME=VALUE,...)")
     p.add_argument("--solver", metavar="NAME",
                    help="MILP solver of an exact algorithm: highs, scip or pyomo:NAME (a Pyomo SolverFactory "
                         "solver, e.g. pyomo:cbc); listed below with what is available here")
     p.add_argument("--write-lp", metavar="FILE", help="write the MILP model to FILE (.lp or .mps)")
-    p.add_argument("--eta", type=int, help="DepL resolution η")
-    p.add_argument("--epsilon", type=float, help="DepL allocation accuracy ε")
+    p.add_argument("--eta", help="DepL resolution η")
+    p.add_argument("--epsilon", help="DepL allocation accuracy ε")
     p.add_argument("--eval-samples", type=int, default=50_000, metavar="N",
                    help="out-of-sample trajectories (default 50000)")
     p.add_argument("--eval-seed", type=int, default=0, metavar="N",
