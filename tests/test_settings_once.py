@@ -15,7 +15,11 @@ import contextlib
 import json
 
 import pytest
-from milp_instances import tiny_instance
+
+try:                                    # tests/ as a package (tests mirror src/)
+    from tests.milp_instances import tiny_instance
+except ImportError:                     # tests/ as a flat folder on sys.path
+    from milp_instances import tiny_instance
 
 from deplbench import limits
 from deplbench.errors import SolverError
