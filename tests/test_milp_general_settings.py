@@ -140,8 +140,8 @@ def test_cli_offers_the_general_formulation(tmp_path, capsys):
     out = json.loads(capsys.readouterr().out)
     assert code == 0, out
     assert out["status"] == "optimal"
-    # a misspelt option: an error result naming it, never a traceback
+    # a misspelt option: the user's input (checked before the run), one line naming it, exit 2
     assert main(["solve", str(path), "--algo", "milp", "--formulation", "general", "--scenarios", "10",
-                 "--param", "general_settings=pair_grups=off", "--json"]) != 0
-    bad = json.loads(capsys.readouterr().out)
-    assert bad["status"] == "error" and "'pair_grups'" in bad["message"] and "\n" not in bad["message"]
+                 "--param", "general_settings=pair_grups=off", "--json"]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err.count("\n") == 1 and "'pair_grups'" in err and "Traceback" not in err
