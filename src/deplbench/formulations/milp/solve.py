@@ -1,14 +1,18 @@
-"""The entry point :func:`solve_milp`: data, bounds, formulation, backend, cut loop.
+"""The entry points :func:`solve_milp` and :func:`run_milp`: data, bounds, formulation, backend, cut loop.
 
 One job: run the stages in order under one time and memory budget and turn
 every outcome into a :class:`~deplbench.formulations.result.SolveResult`.
+The options arrive as one :class:`~.settings.MilpSettings`, checked once
+before (by :func:`solve_milp`'s keyword front or by
+:func:`deplbench.solvers.run.solve`), and are read from it, never re-parsed.
 What each stage computes and guarantees is said in its module (the package
 docstring gives the overview).
 
 Time and memory (docs/DESIGN.md, "what every solver promises")
 --------------------------------------------------------------
 ``time_limit`` covers everything: scenario drawing, bounds, the build and
-the solves. Every long loop of the build checks the deadline and stops with
+the solves. It is the one :func:`deplbench.limits.deadline` the caller
+opened; every long loop of the build checks it and stops with
 status ``time_limit`` (:class:`~.options.BuildTimeout`). Memory is estimated
 before anything large is allocated — the scenario arrays
 (:func:`~.data.data_bytes`) and each formulation's rows, columns and
