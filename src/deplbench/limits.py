@@ -32,7 +32,7 @@ import math
 import time
 
 from deplbench.errors import DeplbenchError, SolverError
-from deplbench.params import Param
+from deplbench.params import TIME_LIMIT, Param
 
 #: Default memory budget (GiB) of any solver's largest arrays. The MILP's
 #: default ``memory_limit`` (formulations.milp.options.MEMORY_LIMIT_GIB), the
@@ -44,10 +44,9 @@ MEMORY_BUDGET_GIB = 2.0
 MEMORY_LIMIT_PARAM = Param(MEMORY_BUDGET_GIB, float, "GiB the solver's largest arrays may take (estimated "
                            "before allocation); above it the result is status error with the estimate",
                            low=0.0, low_inclusive=False)
-#: The ``time_limit`` parameter of a solver that checks :func:`check_time` in its loops.
-TIME_LIMIT_PARAM = Param(None, float, "wall-clock seconds (none: no limit); past it the result is status "
-                         "time_limit with no plan (docs/DESIGN.md, limits)", low=0.0, low_inclusive=False,
-                         nullable=True)
+#: The ``time_limit`` parameter of a solver that checks :func:`check_time` in its loops
+#: (the one declaration, :data:`deplbench.params.TIME_LIMIT`).
+TIME_LIMIT_PARAM = TIME_LIMIT
 
 #: Bytes of one float64 value.
 FLOAT_BYTES = 8

@@ -15,7 +15,9 @@ Two input styles are supported:
 * **strict** (``strict=True``): typed sources (TOML, JSON) must already carry
   the declared type — a string is never coerced to a number, a boolean is
   never a number (``true`` is not 1), and a float is never an integer
-  (``3.0`` is refused where an int is declared).
+  (``3.0`` is refused where an int is declared). A tuple may still be
+  written as one comma-separated string (``risk_grid = "0.9,0.8"``), as on
+  the command line.
 
 Every refusal raises the caller's error class (default
 :class:`~deplbench.errors.SolverError`) with a one-line message naming the
@@ -34,6 +36,7 @@ Examples
 from __future__ import annotations
 
 import builtins
+import dataclasses
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -119,7 +122,8 @@ class Param:
                 return None
             raise error(f"parameter {name!r}: a value is required")
         expected = self.type.__name__
-        if strict and isinstance(value, str) and self.type is not str:
+        # A tuple may be written as one comma-separated string in any source ("0.9,0.8").
+        if strict and isinstance(value, str) and self.type not in (str, tuple):
             raise error(f"parameter {name!r}: expected {expected}, got the string {value!r}")
         if self.type is not bool and isinstance(value, bool):
             # bool is an int subclass: true/false would silently become 1/0.
@@ -196,6 +200,20 @@ class Param:
             raise TypeError(value)
         return self.type(value)
 
+    def but(self, **changes: Any) -> Param:
+        """This parameter with ``changes`` (e.g. another ``default`` or ``help``).
+
+        A solver reuses a shared declaration (:data:`TIME_LIMIT`, :data:`SEED`)
+        with its own default and help text; the type and the bounds, which
+        decide what is accepted, stay the shared ones.
+        """
+        return dataclasses.replace(self, **changes)
+
+    def same_rule(self, other: Param) -> bool:
+        """Whether ``other`` accepts exactly what this parameter accepts (the
+        declarations may differ in ``default`` and ``help`` only)."""
+        return dataclasses.replace(other, default=self.default, help=self.help) == self
+
     def describe(self) -> dict[str, Any]:
         """JSON-able description: default, type, help, and any bounds/choices."""
         default = list(self.default) if isinstance(self.default, tuple) else self.default
@@ -223,6 +241,40 @@ def _json_value(value: Any) -> Any:
     if isinstance(value, float) and not math.isfinite(value):
         return None
     return value
+
+
+#: ``time_limit``, declared once for every solver: wall-clock seconds, the
+#: outer stop read through :func:`deplbench.limits.deadline` (solvers give
+#: their own default with :meth:`Param.but`). ``inf`` and ``none`` both mean
+#: no limit.
+TIME_LIMIT = Param(None, float, "wall-clock seconds (none: no limit); past it the result is status time_limit "
+                   "(docs/DESIGN.md, limits)", low=0.0, low_inclusive=False, nullable=True)
+#: ``seed``, declared once for every solver: the seed of its random draws.
+SEED = Param(0, int, "seed of the algorithm's random draws", low=0)
+#: ``gap``, declared once for the exact SAA solvers: the relative gap
+#: (UB − LB)/UB at which a plan is declared optimal.
+GAP = Param(1e-4, float, "relative optimality gap (UB − LB)/UB", low=0.0, low_inclusive=False, high=0.999999)
+
+
+def trusted(cls: builtins.type, values: Mapping[str, Any]) -> Any:
+    """An instance of the frozen dataclass ``cls`` from values already checked.
+
+    The settings objects (``MilpSettings``, ``GeneralSettings``,
+    ``CertifySettings``) check their fields when constructed directly; a
+    settings object built from the output of :func:`resolve` is built with
+    this instead, so that each value is validated once. Fields absent from
+    ``values`` take their defaults.
+    """
+    obj: Any = object.__new__(cls)
+    for f in dataclasses.fields(cls):
+        if f.name in values:
+            value = values[f.name]
+        elif f.default is not dataclasses.MISSING:
+            value = f.default
+        else:
+            value = f.default_factory()  # type: ignore[operator]
+        object.__setattr__(obj, f.name, value)
+    return obj
 
 
 def resolve(parameters: Mapping[str, Param], given: Mapping[str, Any], *, owner: str,
@@ -258,4 +310,4 @@ def resolve(parameters: Mapping[str, Param], given: Mapping[str, Any], *, owner:
             for key, spec in parameters.items()}
 
 
-__all__ = ["Param", "resolve"]
+__all__ = ["GAP", "SEED", "TIME_LIMIT", "Param", "resolve", "trusted"]

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import textwrap
 
@@ -69,27 +68,23 @@ def _cmd_solve(args) -> int:
     instance = load_instance(args.instance)
     cls = get_solver(args.algo)
     params = parse_kv(args.param)
+    given_as = {name: f"--param {name}" for name in params}     # how the user named each parameter
     for attr, pname in _FLAG_PARAMS.items():
         value = getattr(args, attr, None)
         if value is None:
             continue
+        flag = "--" + attr.replace("_", "-")
         if pname not in cls.parameters:
-            flag = "--" + attr.replace("_", "-")
             raise SolverError(f"{flag}: algorithm {args.algo!r} has no parameter {pname!r}")
         params[pname] = value
-    if args.solver is not None:
-        from deplbench.formulations.milp.peers import check_solver
-
-        # before solving: an unknown or absent solver is the user's input
-        # (exit 2 naming --solver), not a failed solve
-        check_solver(args.solver, "--solver", formulation=params.get("formulation"),
-                     backend=params.get("backend", "highs"))
-    if params.get("write_lp") is not None:
-        _check_write_lp(str(params["write_lp"]),
-                        "--write-lp" if args.write_lp is not None else "--param write_lp")
-    result = solve(
-        instance, args.algo, eval_samples=args.eval_samples, eval_seed=args.eval_seed, **params
-    )
+        given_as[pname] = flag
+    try:
+        # solve() checks every parameter once, before the run: a refusal is the user's input (exit 2)
+        result = solve(
+            instance, args.algo, eval_samples=args.eval_samples, eval_seed=args.eval_seed, **params
+        )
+    except SolverError as exc:
+        raise SolverError(_as_given(str(exc), params, given_as)) from None
     record = result.to_dict()
     if args.output:
         try:
@@ -302,19 +297,20 @@ def _show(value) -> str:
     return "none" if value is None else f"{value:g}" if isinstance(value, float) else str(value)
 
 
-def _check_write_lp(path: str, flag: str) -> None:
-    """``--write-lp``: a .lp or .mps file in an existing directory.
+def _as_given(message: str, params: dict, given_as: dict[str, str]) -> str:
+    """A parameter's refusal, naming the option as the user typed it.
 
-    Checked before solving so that a bad name is the user's input error (exit
-    status 2 naming the option), not a failed solve. The MILP checks the same
-    when called from Python (formulations.milp.options).
+    ``parameter 'write_lp': ...`` (a :class:`~deplbench.params.Param`'s
+    message) becomes ``--write-lp FILE: ...``, and ``solver: ...`` (a check
+    across parameters) ``--solver: ...``; any other message is kept.
     """
-    ext = os.path.splitext(path)[1].lower()
-    if ext not in (".lp", ".mps"):
-        raise SolverError(f"{flag} {path}: file name must end in .lp or .mps")
-    parent = os.path.dirname(os.path.abspath(path))
-    if not os.path.isdir(parent):
-        raise SolverError(f"{flag} {path}: directory {parent} does not exist")
+    for name, flag in given_as.items():
+        head = f"parameter {name!r}: "
+        if message.startswith(head):
+            return f"{flag} {params[name]}: {message[len(head):]}"
+        if message.startswith(f"{name}: "):
+            return f"{flag}: {message[len(name) + 2:]}"
+    return message
 
 
 def register(subparsers) -> None:
@@ -334,20 +330,22 @@ def register(subparsers) -> None:
                    help="algorithm name (listed below and by `deplbench algorithms`)")
     p.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
                    help="algorithm parameter (repeatable); the flags below are shortcuts")
-    p.add_argument("--scenarios", type=int, metavar="S", help="in-sample scenarios S")
-    p.add_argument("--seed", type=int, metavar="N", help="seed of the algorithm's own draws")
-    p.add_argument("--time-limit", type=float, metavar="SEC", help="time limit in seconds")
-    p.add_argument("--gap", type=float, help="relative optimality gap tolerance")
-    p.add_argument("--formulation", choices=["fast", "flow", "naive", "general"],
-                   help="MILP formulation (fast picks counts, enumeration or flow by structure; general is the "
-                        "exact block branch-and-bound for any switch graph, tuned with --param "
-                        "general_settings=NAME=VALUE,...)")
+    # The parameter flags keep their values as text: the algorithm's Param table
+    # converts and checks each one once (solve()), naming the flag on refusal.
+    p.add_argument("--scenarios", metavar="S", help="in-sample scenarios S")
+    p.add_argument("--seed", metavar="N", help="seed of the algorithm's own draws")
+    p.add_argument("--time-limit", metavar="SEC", help="time limit in seconds (none: no limit)")
+    p.add_argument("--gap", help="relative optimality gap tolerance")
+    p.add_argument("--formulation", metavar="NAME",
+                   help="MILP formulation: fast, counts, enumeration, flow, naive or general (fast picks counts, "
+                        "enumeration or flow by structure; general is the exact block branch-and-bound for any "
+                        "switch graph, tuned with --param general_settings=NAME=VALUE,...)")
     p.add_argument("--solver", metavar="NAME",
                    help="MILP solver of an exact algorithm: highs, scip or pyomo:NAME (a Pyomo SolverFactory "
                         "solver, e.g. pyomo:cbc); listed below with what is available here")
     p.add_argument("--write-lp", metavar="FILE", help="write the MILP model to FILE (.lp or .mps)")
-    p.add_argument("--eta", type=int, help="DepL resolution η")
-    p.add_argument("--epsilon", type=float, help="DepL allocation accuracy ε")
+    p.add_argument("--eta", help="DepL resolution η")
+    p.add_argument("--epsilon", help="DepL allocation accuracy ε")
     p.add_argument("--eval-samples", type=int, default=50_000, metavar="N",
                    help="out-of-sample trajectories (default 50000)")
     p.add_argument("--eval-seed", type=int, default=0, metavar="N",

@@ -21,6 +21,7 @@ import zlib
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+from deplbench import limits
 from deplbench.errors import DeplbenchError, SolverError
 from deplbench.formulations.evaluation.closed_loop import (  # noqa: F401 - the policy interface, re-exported
     STOP,
@@ -120,8 +121,47 @@ class Solver:
     style: ClassVar[PlotStyle | None] = None
     preprocess: ClassVar[bool] = True
 
-    def run(self, instance, **params) -> SolveResult:  # pragma: no cover - abstract
-        raise NotImplementedError
+    def run(self, instance, **params) -> SolveResult:
+        """Solve with keyword parameters: the front for direct calls.
+
+        Resolves ``params`` against :attr:`parameters`, builds the settings
+        once (:meth:`build_settings`) and runs :meth:`run_settings` under the
+        ``time_limit`` deadline and ``memory_limit`` budget
+        (:mod:`deplbench.limits`), as :func:`~deplbench.solvers.run.solve`
+        does. A solver overrides :meth:`run_settings` (the settings built
+        once, passed down whole) or, the simple way, this method.
+        """
+        if type(self).run_settings is Solver.run_settings:
+            raise NotImplementedError(f"{type(self).__name__} defines neither run nor run_settings")
+        resolved = self.resolve_params(params)
+        settings = self.build_settings(resolved)
+        with limits.deadline(resolved.get("time_limit")), limits.memory_budget(resolved.get("memory_limit")):
+            return self.run_settings(instance, settings)
+
+    def run_settings(self, instance, settings: Any) -> SolveResult:
+        """Solve with the settings :meth:`build_settings` made from resolved parameters.
+
+        :func:`~deplbench.solvers.run.solve` calls this, after validating
+        every parameter once; nothing below it validates them again. The
+        default hands the resolved mapping to :meth:`run` (a solver that
+        overrides only ``run``).
+        """
+        return self.run(instance, **settings)
+
+    @classmethod
+    def build_settings(cls, resolved: dict[str, Any]) -> Any:
+        """The settings object of one solve, built once from resolved parameters.
+
+        ``resolved`` is what :meth:`resolve_params` returned: every value is
+        already converted and checked, so nothing is parsed again. A family
+        with a frozen settings object (the MILP's, certify's) returns it
+        here, and refuses combinations of parameters that no single
+        :class:`~deplbench.params.Param` can check, raising
+        :class:`~deplbench.errors.SolverError` naming the parameter (before
+        the run, so the caller's mistake is an error, not a result). The
+        default is the resolved mapping itself.
+        """
+        return resolved
 
     @classmethod
     def applies(cls, instance) -> tuple[bool, str]:

@@ -141,8 +141,9 @@ def _check_class(name: str, cls: Any) -> None:
     if cls.name != name:
         raise SolverError(f"algorithm {name!r}: the class {cls.__qualname__} declares name {cls.name!r}; "
                           "the entry point's name and the class's name must be equal")
-    if cls.run is Solver.run:
-        raise SolverError(f"algorithm {name!r}: {cls.__qualname__} does not implement run()")
+    if cls.run is Solver.run and cls.run_settings is Solver.run_settings:
+        raise SolverError(f"algorithm {name!r}: {cls.__qualname__} does not implement run() "
+                          "(or run_settings())")
     from deplbench.params import Param
 
     bad = [k for k, p in dict(cls.parameters).items() if not isinstance(p, Param)]

@@ -134,6 +134,8 @@ def solve(
     """
     cls = check_solve_arguments(instance, algorithm, evaluate, eval_samples, eval_seed)
     resolved = cls.resolve_params(params)
+    # built once, before the run: a combination the Param table cannot check is the caller's error
+    settings = cls.build_settings(resolved)
     variants = {"transfer_cost_mode": instance.transfer_cost_mode, "data_rule": instance.data_rule}
     declined = _declined(cls, instance)
     if declined is not None:
@@ -148,9 +150,10 @@ def solve(
         if reduction is not None and reduction.instance is None:
             result = SolveResult(algorithm=cls.name, status="infeasible", message=reduction.reason)
         else:
-            # A declared time_limit sets the deadline every check_time() reads (deplbench.limits).
+            # A declared time_limit sets the deadline every check_time() reads (deplbench.limits):
+            # the one clock of the solve: every layer below reads this deadline.
             with deadline(resolved.get("time_limit")), memory_budget(resolved.get("memory_limit")):
-                result = cls().run(reduction.instance if reduction is not None else instance, **resolved)
+                result = cls().run_settings(reduction.instance if reduction is not None else instance, settings)
     except TimeLimitReached as exc:  # a heuristic's deadline (deplbench.limits): no plan
         result = SolveResult(algorithm=cls.name, status="time_limit", message=str(exc))
     except DeplbenchError as exc:

@@ -264,7 +264,7 @@ def _group_setup(seed, S):
     cfg = box_config(Box([(0, len(x)) for x in lists]), ClusterTables(lists, vol, gam, beta))
     search = BlockSearch(prob, cfg, 1.0, inst.horizon, 10.0)
     pool = GroupPool(prob, np.argsort(-search.scenario_root_bounds(), kind="stable"))
-    pool.extend(search, math.inf)
+    pool.extend(search)
     return prob, search, pool, GroupTables(pool, search)
 
 
@@ -469,7 +469,7 @@ def test_switch_counting_group_bound_is_below_every_feasible_completion(seed):
     S = 40
     prob, search, pool, _ = _group_setup(seed, S)
     search.min_blocks = 3
-    pool.extend(search, math.inf)           # Kelley with need = 2 at the root
+    pool.extend(search)           # Kelley with need = 2 at the root
     tables = GroupTables(pool, search)
     seqs = _all_sequences(search)
     feas = _feasible_sequence_weights(prob, search, seqs)
@@ -522,7 +522,7 @@ def test_short_plan_enumeration_finds_the_best_short_plan(seed):
 
     S = 30
     inst, prob, search, leaves = _short_plan_setup(seed, S, horizon=5)
-    out = cover(prob, search, leaves, 1e-6, math.inf)
+    out = cover(prob, search, leaves, 1e-6)
     assert out["complete"] and prob.covered[config_key(search.cfg)] == MAX_BLOCKS + 1
     assert search.min_blocks == MAX_BLOCKS + 1
     ref = Leaves(prob, inst)
@@ -541,7 +541,7 @@ def test_short_plan_enumeration_finds_the_best_short_plan(seed):
             assert dual_bounds(prob, search, counts)[0] - float(search.cfg.beta.sum()) <= exact * (1 + 1e-9) + 1e-9
     assert leaves.best_cost == pytest.approx(best, rel=1e-9)
     # a second call on the same assignment does not run again
-    assert cover(prob, search, leaves, 1e-6, math.inf)["skipped"] == "seen"
+    assert cover(prob, search, leaves, 1e-6)["skipped"] == "seen"
 
 
 @pytest.mark.parametrize("seed,jump_loc", [(0, None), (3, None), (6, None), (1, -0.4), (5, -0.4)])

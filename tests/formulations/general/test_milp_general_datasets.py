@@ -208,7 +208,7 @@ def _setup(n_datasets, seed, S=24):
     cfg = Config(np.array([n0]), [c0], gam[[c0]], vol[[c0]], np.array([beta[c0, n0]]))
     s = BlockSearch(prob, cfg, lam, inst.horizon, est / (prob.l0 - prob.lmax))
     pool = GroupPool(prob, np.argsort(-s.scenario_root_bounds(), kind="stable"))
-    pool.extend(s, math.inf)
+    pool.extend(s)
     return inst, prob, (bits, vol, gam, beta, lists), pool, lam
 
 

@@ -135,7 +135,7 @@ def test_switch_first_rows_equal_the_model_block_search_tables():
 
     prob, s = _pair_search(S=24, horizon=6)
     pool = GroupPool(prob, np.arange(prob.S))
-    pool.extend(s, math.inf, iters=5)
+    pool.extend(s, iters=5)
     s.groups = GroupTables(pool, s)
     ng = NodeGroups(s)
     assert ng.forced

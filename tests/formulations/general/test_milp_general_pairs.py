@@ -306,16 +306,16 @@ def test_a_bound_only_search_stops_at_a_leaf_below_the_incumbent():
     cfg = Config(s0.cfg.clusters, list(s0.cfg.classes), s0.cfg.gamma.copy(), s0.cfg.volume.copy(), np.zeros(2))
     full = Leaves(prob, prob.inst)
     s = PairSearch(prob, cfg, 1.0, s0.kmax, 1.0)
-    searched = s.run(math.inf, 1e-12, math.inf, lambda v: full.evaluate(s, v, 1e-12))
+    searched = s.run(math.inf, 1e-12, lambda v: full.evaluate(s, v, 1e-12))
     opt = full.best_cost
     for factor in (1.05, 2.0):
         ub = opt * factor
-        st = PairSearch(prob, cfg, full.best_price, s.kmax, 1.0).run(ub, 1e-6, math.inf, None, bound_only=True)
+        st = PairSearch(prob, cfg, full.best_price, s.kmax, 1.0).run(ub, 1e-6, None, bound_only=True)
         assert st.aborted and not st.timeout and st.leaves >= 1
         assert st.lb < ub * (1 - 1e-6) and st.lb <= opt * (1 + 1e-9)
         assert st.nodes < searched.nodes
     # below the optimum's bound nothing stops it early: it ends with its bound
-    st = PairSearch(prob, cfg, full.best_price, s.kmax, 1.0).run(opt * 0.5, 1e-6, math.inf, None, bound_only=True)
+    st = PairSearch(prob, cfg, full.best_price, s.kmax, 1.0).run(opt * 0.5, 1e-6, None, bound_only=True)
     assert not st.aborted and st.lb >= opt * 0.5 * (1 - 1e-6)
 
 
@@ -335,7 +335,7 @@ def test_discarded_cells_keep_a_bound_below_the_optimum():
     cfg = Config(s0.cfg.clusters, list(s0.cfg.classes), s0.cfg.gamma.copy(), s0.cfg.volume.copy(), np.zeros(2))
     s = PairSearch(prob, cfg, 1.0, s0.kmax, 1.0)
     full = Leaves(prob, prob.inst)
-    s.run(math.inf, 1e-12, math.inf, lambda v: full.evaluate(s, v, 1e-12))
+    s.run(math.inf, 1e-12, lambda v: full.evaluate(s, v, 1e-12))
     opt = full.best_cost
     assert math.isfinite(opt)
     cut = 0
@@ -343,7 +343,7 @@ def test_discarded_cells_keep_a_bound_below_the_optimum():
         for factor in (1.0, 1.1, 1.5):
             s2 = PairSearch(prob, cfg, full.best_price, s.kmax, 1.0)
             found = Leaves(prob, prob.inst)
-            st = s2.run(opt * factor, tol, math.inf, lambda v, s2=s2, found=found, tol=tol: found.evaluate(s2, v, tol))
+            st = s2.run(opt * factor, tol, lambda v, s2=s2, found=found, tol=tol: found.evaluate(s2, v, tol))
             assert min(found.best_cost, st.lb) <= opt * (1 + 1e-9)
             cut += found.best_cost > opt * (1 + 1e-9)
     assert cut > 0          # some runs did not reach the optimum: their bound is what is checked

@@ -15,7 +15,6 @@
 
 from __future__ import annotations
 
-import math
 
 import numpy as np
 import pytest
@@ -33,7 +32,7 @@ from deplbench.formulations.general.cells import block_cells
 def _pair_with_pool(S=24, horizon=6):
     prob, s = _pair_search(S=S, horizon=horizon)
     pool = GroupPool(prob, np.arange(prob.S))
-    pool.extend(s, math.inf, iters=12)
+    pool.extend(s, iters=12)
     s.groups = GroupTables(pool, s)
     return prob, s
 

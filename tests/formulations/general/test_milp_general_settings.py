@@ -67,8 +67,9 @@ def test_milp_route_passes_and_validates_the_settings():
                 general_settings="short_plans=no")
     assert res.status == "optimal", res.message
     assert res.params["general_settings"]["short_plans"] is False
-    bad = solve(inst, "milp", scenarios=10, evaluate=False, general_settings="max_lambda_resets=-1")
-    assert bad.status == "error" and "max_lambda_resets" in bad.message and "\n" not in bad.message
+    # checked once, with the other parameters, before the run: the caller's mistake raises
+    with pytest.raises(SolverError, match="^parameter 'max_lambda_resets': must be >= 0, got -1$"):
+        solve(inst, "milp", scenarios=10, evaluate=False, general_settings="max_lambda_resets=-1")
 
 
 def test_no_test_flips_a_module_global_of_the_solver():
@@ -139,8 +140,8 @@ def test_cli_offers_the_general_formulation(tmp_path, capsys):
     out = json.loads(capsys.readouterr().out)
     assert code == 0, out
     assert out["status"] == "optimal"
-    # a misspelt option: an error result naming it, never a traceback
+    # a misspelt option: the user's input (checked before the run), one line naming it, exit 2
     assert main(["solve", str(path), "--algo", "milp", "--formulation", "general", "--scenarios", "10",
-                 "--param", "general_settings=pair_grups=off", "--json"]) != 0
-    bad = json.loads(capsys.readouterr().out)
-    assert bad["status"] == "error" and "'pair_grups'" in bad["message"] and "\n" not in bad["message"]
+                 "--param", "general_settings=pair_grups=off", "--json"]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err.count("\n") == 1 and "'pair_grups'" in err and "Traceback" not in err

@@ -147,7 +147,7 @@ def test_process_map_gives_the_same_bracket():
     (dict(validation=10**15), "validation"),           # beyond the evaluator's memory: refused up front
     (dict(refine_validation=10**15), "refine_validation"),
     (dict(refine_candidates=0), "refine_candidates"),
-    (dict(refine_scenarios=0), "refine_scenarios"),
+    (dict(refine_scenarios=-1), "refine_scenarios"),       # 0, like none, means 10·S
     (dict(refine_replications=0), "refine_replications"),
     (dict(refine_risk_grid=(0.0,)), "refine_risk_grid"),
 ])

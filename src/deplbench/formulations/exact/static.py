@@ -516,27 +516,35 @@ def solve_exact_static(instance, time_limit: float | None = 60.0, gap: float = 1
         * ``error``: it does not apply, or the lattice would exceed the
           memory budget (:func:`deplbench.limits.memory_budget`).
     """
+    with limits.deadline(time_limit):
+        return run_exact_static(instance, gap, rounds, settings)
+
+
+def run_exact_static(instance, gap: float = 1e-4, rounds: int = 20,
+                     settings: ExactSettings = ExactSettings()) -> SolveResult:
+    """:func:`solve_exact_static` within the caller's :func:`deplbench.limits.deadline`
+    (``milp-exact`` runs here under the one deadline :func:`deplbench.solvers.run.solve`
+    opened; :func:`solve_exact_static` is the keyword front that opens its own)."""
     t0 = time.perf_counter()
     ok, why = exact_static_applies(instance)
     if not ok:
         return SolveResult(algorithm="milp-exact", status="error", message=why)
     run = _Bracket(t0)
-    with limits.deadline(time_limit):
-        try:
-            return _solve(instance, gap, rounds, settings, run)
-        except limits.TimeLimitReached as exc:
-            where = str(exc).split("; no plan")[0]
-            kept = ("no bound yet" if run.lb is None and run.ub is None else
-                    "the bracket proven so far is kept" if run.ub is not None else
-                    "no plan proven feasible yet, the lower bound holds")
-            return run.result("time_limit", f"{where}, in the {run.phase} phase; {kept} (a stop is not a proof "
-                              "of infeasibility)")
-        except (ExactUnavailable, limits.MemoryLimitExceeded) as exc:
-            return run.result("error", str(exc))
+    try:
+        return _solve(instance, gap, rounds, settings, run)
+    except limits.TimeLimitReached as exc:
+        where = str(exc).split("; no plan")[0]
+        kept = ("no bound yet" if run.lb is None and run.ub is None else
+                "the bracket proven so far is kept" if run.ub is not None else
+                "no plan proven feasible yet, the lower bound holds")
+        return run.result("time_limit", f"{where}, in the {run.phase} phase; {kept} (a stop is not a proof "
+                          "of infeasibility)")
+    except (ExactUnavailable, limits.MemoryLimitExceeded) as exc:
+        return run.result("error", str(exc))
 
 
 def _solve(instance, gap: float, rounds: int, settings: ExactSettings, run: _Bracket) -> SolveResult:
-    """:func:`solve_exact_static` inside its deadline scope; ``run`` keeps the bracket."""
+    """:func:`run_exact_static` inside the deadline scope; ``run`` keeps the bracket."""
     data = Data(instance, 1, 0)
     data.lmax = math.inf     # the quantile is decided by the exact bounds, not by scenarios
     fastest = data.fastest
@@ -708,4 +716,5 @@ def _demote(p: _Prefix, decided) -> None:
 
 
 
-__all__ = ["exact_static_applies", "solve_exact_static", "enumerate_exact", "SpectralLattice", "STEPS_PER_SPREAD"]
+__all__ = ["exact_static_applies", "solve_exact_static", "run_exact_static", "enumerate_exact", "SpectralLattice",
+           "STEPS_PER_SPREAD"]

@@ -30,15 +30,17 @@ Algorithm (a search over plans, not a MILP; proofs in the modules named)
   same nodes, bounds and result on any machine; the wall clock only stops.
 """
 
-from deplbench.formulations.general.settings import GENERAL_PARAMETERS, GeneralSettings
+from deplbench.formulations.general.settings import GENERAL_PARAMETERS, GeneralSettings, GeneralSolveSettings
 from deplbench.formulations.general.solver import (
     MAX_CLUSTERS_GENERAL,
     MAX_DATASETS_GENERAL,
     SOLVE_PARAMETERS,
     general_applies,
     general_fits,
+    run_general,
     solve_general,
 )
 
 __all__ = ["GENERAL_PARAMETERS", "MAX_CLUSTERS_GENERAL", "MAX_DATASETS_GENERAL", "SOLVE_PARAMETERS",
-           "GeneralSettings", "general_applies", "general_fits", "solve_general"]
+           "GeneralSettings", "GeneralSolveSettings", "general_applies", "general_fits", "run_general",
+           "solve_general"]

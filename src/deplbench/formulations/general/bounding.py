@@ -66,7 +66,7 @@ def seed_phase(run: SolveRun) -> None:
     # under the printed rule it does not, and its plans must not seed the incumbent
     if is_leaf and P.allows(root_cfg):
         # every plan of ≤ 3 blocks, exactly (incumbent.py): an early incumbent and its time price
-        run.diag["incumbent_seed"] = seed_root(P, root_cfg, run.leaves, run.lam, run.tol, horizon_cap, run.deadline)
+        run.diag["incumbent_seed"] = seed_root(P, root_cfg, run.leaves, run.lam, run.tol, horizon_cap)
         if run.leaves.best is not None and run.leaves.best_price > 0:
             run.lam, run.est_cost = run.leaves.best_price, run.leaves.best_cost
     if run.out_of_time("bounding"):
@@ -94,7 +94,7 @@ def _fill_pool(run: SolveRun, is_leaf: bool) -> None:
         return
     s_root = BlockSearch(P, cfg, run.lam, k_root, run.est_cost / P.loss_span)
     run.pool = GroupPool(P, np.argsort(-s_root.scenario_root_bounds(), kind="stable"))
-    run.pool.extend(s_root, run.deadline, iters=run.opts.root_kelley_iterations)
+    run.pool.extend(s_root, iters=run.opts.root_kelley_iterations)
     if cfg.classes and all(c is not None for c in cfg.classes) and P.allows(cfg):
         for seq in run.pool.feasible_columns(s_root, run.pool.columns):
             run.leaves.evaluate(s_root, seq, run.tol)
@@ -114,7 +114,7 @@ def bound_roots(run: SolveRun) -> None:
     if run.pool is None or not run.pool.complete:
         run.leaf_list = None
     if run.leaf_list is not None:
-        bounds = assignment_bounds(P, run.pool, run.lam, run.leaf_list, run.tables, run.deadline)
+        bounds = assignment_bounds(P, run.pool, run.lam, run.leaf_list, run.tables)
         # +inf: no epoch of this assignment fits Tmax
         open_ = [(tuple(rng), rb) for rng, rb in zip(run.leaf_list, bounds) if rb < math.inf]
         # an assignment whose plans are all plans of a larger one with free transfers is not searched

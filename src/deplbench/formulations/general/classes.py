@@ -86,10 +86,10 @@ from __future__ import annotations
 
 import heapq
 import math
-import time
 
 import numpy as np
 
+from deplbench import limits
 from deplbench.formulations.general.boxes import ClusterTables, horizon_cap, leaf_ranges
 from deplbench.formulations.general.search import phi
 
@@ -183,14 +183,13 @@ def _tables(prob, lam: float, ranges_list, tables: ClusterTables):
     return W, G, kmax, np.broadcast_to(const, (A,)).astype(float)
 
 
-def assignment_bounds(prob, pool, lam: float, ranges_list, tables: ClusterTables,
-                      deadline: float = math.inf) -> np.ndarray:
+def assignment_bounds(prob, pool, lam: float, ranges_list, tables: ClusterTables) -> np.ndarray:
     """The scenario-group root bound of every assignment (module docstring), shape (A,).
 
     ``+inf`` marks an assignment with no epoch that fits Tmax. Equals
     ``BlockSearch(prob, cfg, lam, kmax).groups.root() + const`` of the same
     assignment with the same pool (tested), at a fraction of the cost.
-    Assignments not reached before ``deadline`` get 0 (the first ``CHUNK``
+    Assignments not reached before the time limit (:mod:`deplbench.limits`) get 0 (the first ``CHUNK``
     are always bounded), a valid bound since every cost of eq. (2) is
     non-negative (κ, x, β ≥ 0).
     """
@@ -210,7 +209,7 @@ def assignment_bounds(prob, pool, lam: float, ranges_list, tables: ClusterTables
         sl = slice(lo, min(A, lo + CHUNK))
         # The first chunk is always bounded, so that a time limit still
         # leaves a positive bound.
-        if lo > 0 and time.perf_counter() > deadline:
+        if lo > 0 and limits.expired():
             out[lo:] = 0.0
             break
         Wc, Gc, kc = W[sl], G[sl], kmax[sl]
@@ -252,12 +251,12 @@ def assignment_bounds(prob, pool, lam: float, ranges_list, tables: ClusterTables
     return out
 
 
-def rebound_leaves(heap: list, prob, pool, leaves, tables: ClusterTables, deadline: float) -> int:
+def rebound_leaves(heap: list, prob, pool, leaves, tables: ClusterTables) -> int:
     """After the first incumbent: Kelley on its assignment at its time price, then :func:`rebound`.
 
     The new multipliers join the shared pool (every π stays valid):
     ``GeneralSettings.rebound_kelley_iterations`` Kelley iterations per group
-    (a work budget; ``deadline`` is only the solve's outer stop).
+    (a work budget; the time limit is only the solve's outer stop).
     """
     from deplbench.formulations.general.search import BlockSearch, Config
 
@@ -275,11 +274,11 @@ def rebound_leaves(heap: list, prob, pool, leaves, tables: ClusterTables, deadli
     search = BlockSearch(prob, cfg, lam, kmax, leaves.best_cost / prob.loss_span)
     iters = prob.settings.rebound_kelley_iterations
     if iters > 0:
-        pool.extend(search, deadline, iters=iters)
-    return rebound(heap, prob, pool, lam, tables, deadline, above=leaves.best_cost)
+        pool.extend(search, iters=iters)
+    return rebound(heap, prob, pool, lam, tables, above=leaves.best_cost)
 
 
-def rebound(heap: list, prob, pool, lam: float, tables: ClusterTables, deadline: float = math.inf,
+def rebound(heap: list, prob, pool, lam: float, tables: ClusterTables,
             above: float = math.inf) -> int:
     """Raise the bounds of the open leaves of ``heap`` (items (bound, tie, box)) in place.
 
@@ -292,7 +291,7 @@ def rebound(heap: list, prob, pool, lam: float, tables: ClusterTables, deadline:
     leaves = [i for i, item in enumerate(heap) if item[2].is_leaf() and item[0] < above]
     if not leaves:
         return 0
-    new = assignment_bounds(prob, pool, lam, [heap[i][2].ranges for i in leaves], tables, deadline)
+    new = assignment_bounds(prob, pool, lam, [heap[i][2].ranges for i in leaves], tables)
     raised = 0
     for i, b in zip(leaves, new):
         old, tie, box = heap[i]

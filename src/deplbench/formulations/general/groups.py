@@ -101,10 +101,10 @@ decomposition for linear mixed-integer programming", Int. Trans. Oper. Res.
 from __future__ import annotations
 
 import math
-import time
 
 import numpy as np
 
+from deplbench import limits
 from deplbench.formulations.general.minplus import jump_table, step_min
 
 #: Rows per group read first by ``GroupTables.group_bounds`` when it may skip candidates.
@@ -161,12 +161,12 @@ class GroupPool:
         self.J = np.einsum("rs,skp->rkp", self.Pi, P.J)          # (R, K̄, P)
         self.version += 1
 
-    def extend(self, search, deadline: float, k0: int = 0, v0: int = -1, L=None,
+    def extend(self, search, k0: int = 0, v0: int = -1, L=None,
                iters: int = MAX_ITERS) -> None:
         """Kelley's method on every group's dual at node (k0, v0, L) of ``search``; keep every iterate."""
         for g, G in enumerate(self.groups):
             pi0 = self.pis[g][-1] if self.pis[g] else None
-            self.pis[g].extend(_kelley(self, search, G, deadline, k0, v0, L, pi0, iters,
+            self.pis[g].extend(_kelley(self, search, G, k0, v0, L, pi0, iters,
                                        need=_root_need(search) if v0 < 0 else 0))
         self._pack()
 
@@ -341,7 +341,7 @@ def _root_need(search) -> int:
     return max(0, int(getattr(search, "min_blocks", 1)) - 1)
 
 
-def _kelley(pool: GroupPool, search, G: np.ndarray, deadline: float, k0: int = 0, v0: int = -1, L=None,
+def _kelley(pool: GroupPool, search, G: np.ndarray, k0: int = 0, v0: int = -1, L=None,
             pi0=None, iters: int = MAX_ITERS, need: int = 0) -> list:
     """Cutting-plane ascent on max_π V^π(k0, v0) + π·(L_G − ℓmax), π ≥ 0 on G,
     over completions with at least ``need`` switches.
@@ -370,7 +370,7 @@ def _kelley(pool: GroupPool, search, G: np.ndarray, deadline: float, k0: int = 0
             pool.columns.append(seq)
         d = _delta(P, s, seq, G, k0, v0)
         master.add_cuts(np.zeros(1, dtype=int), (slack - d)[None], [float(s.w[seq].sum())])
-        if time.perf_counter() > deadline:
+        if limits.expired():
             break
         solved = master.solve()
         if solved is None:

@@ -76,6 +76,7 @@ from types import SimpleNamespace
 
 import numpy as np
 
+from deplbench import limits
 from deplbench.formulations.general.search import (
     BlockSearch,
     config_key,
@@ -115,7 +116,7 @@ class Steps:
         return True
 
 
-def block_candidates(prob, search, deadline: float, max_blocks: int = MAX_BLOCKS, ub: float = math.inf,
+def block_candidates(prob, search, max_blocks: int = MAX_BLOCKS, ub: float = math.inf,
                      steps: Steps | None = None):
     """SAA-feasible plans of at most ``max_blocks`` blocks with the shortest last block.
 
@@ -124,16 +125,13 @@ def block_candidates(prob, search, deadline: float, max_blocks: int = MAX_BLOCKS
     prob : search.Problem
     search : search.BlockSearch
         Gives the virtual models, their successors, weights and ``kmax``.
-    deadline : float
-        ``time.perf_counter()`` value after which the enumeration stops
-        (returning what it has).
     max_blocks : int
         1, 2 or 3.
     ub : float
         Plans whose λ-dual lower bound W + const reaches this are skipped.
     steps : Steps, optional
         Work budget: one unit per last-block search; exhausted, the
-        enumeration stops unfinished (deterministically, unlike ``deadline``).
+        enumeration stops unfinished (deterministically, unlike the time limit).
 
     Returns
     -------
@@ -141,7 +139,7 @@ def block_candidates(prob, search, deadline: float, max_blocks: int = MAX_BLOCKS
         One plan per row: virtual models (v1, v2, v3) and lengths (n1, n2,
         n3), −1 / 0 for absent blocks.
     bool
-        Whether the enumeration finished (False: ``steps`` or ``deadline`` stopped it).
+        Whether the enumeration finished (False: ``steps`` or the time limit stopped it).
     """
     P, s = prob, search
     K, S = s.kmax, P.S
@@ -176,7 +174,7 @@ def block_candidates(prob, search, deadline: float, max_blocks: int = MAX_BLOCKS
         return out, finished
 
     for v1 in range(s.nv):
-        if steps.left <= 0 or time.perf_counter() > deadline:
+        if steps.left <= 0 or limits.expired():
             return done(False)
         L = last(np.full((S, 1), P.l0), np.array([0]), v1)
         add((v1, -1, -1), L, 0, 0)
@@ -196,7 +194,7 @@ def block_candidates(prob, search, deadline: float, max_blocks: int = MAX_BLOCKS
                 continue
             for v3, p23 in s.succ[v2]:
                 for ai in range(1, K - 1):
-                    if steps.left <= 0 or time.perf_counter() > deadline:
+                    if steps.left <= 0 or limits.expired():
                         return done(False)
                     # prefix weight already at the bound: longer first blocks only cost more
                     if ai * s.w[v1] + s.w[v2] + s.w[v3] + s.const >= ub:
@@ -237,7 +235,7 @@ def dual_bounds(prob, search, counts: np.ndarray) -> np.ndarray:
     return best
 
 
-def seed_incumbent(prob, search, leaves, tol: float, deadline: float, max_blocks: int = MAX_BLOCKS,
+def seed_incumbent(prob, search, leaves, tol: float, max_blocks: int = MAX_BLOCKS,
                    steps: Steps | None = None) -> dict:
     """Evaluate the ≤ ``max_blocks``-block plans of ``search``'s assignment exactly.
 
@@ -266,7 +264,7 @@ def seed_incumbent(prob, search, leaves, tol: float, deadline: float, max_blocks
     n_rows = 0
     # two blocks first (cheap): their incumbent caps the horizon and prunes the three-block loop
     for blocks in sorted({min(2, max_blocks), max_blocks}):
-        rows, finished = block_candidates(prob, search, deadline, blocks, ub=leaves.best_cost, steps=steps)
+        rows, finished = block_candidates(prob, search, blocks, ub=leaves.best_cost, steps=steps)
         n_rows += rows.shape[0]
         counts = np.zeros((rows.shape[0], search.nv))
         for j in range(3):
@@ -279,7 +277,7 @@ def seed_incumbent(prob, search, leaves, tol: float, deadline: float, max_blocks
             # no tolerance here: the plans left out must cost at least the incumbent
             if math.isfinite(best) and lb >= best:
                 break
-            if time.perf_counter() > deadline or not steps.take():
+            if limits.expired() or not steps.take():
                 stopped = True
                 break
             exact_lbs.append(leaves.evaluate(search, vseq, tol)[0])
@@ -293,20 +291,19 @@ def seed_incumbent(prob, search, leaves, tol: float, deadline: float, max_blocks
             "seconds": time.perf_counter() - t0, "cost": best, "complete": complete}
 
 
-def seed_root(prob, cfg, leaves, lam: float, tol: float, kmax_of, deadline: float) -> dict:
+def seed_root(prob, cfg, leaves, lam: float, tol: float, kmax_of) -> dict:
     """:func:`cover` on a leaf configuration ``cfg`` at time price ``lam``
-    (``kmax_of`` is ``boxes.horizon_cap``: the most epochs Tmax allows;
-    ``deadline``: the solve's)."""
+    (``kmax_of`` is ``boxes.horizon_cap``: the most epochs Tmax allows)."""
     k0 = kmax_of(prob, prob.weights(cfg, lam), prob.tmin(cfg), -lam * prob.T, math.inf)
     if k0 < 1:
         return {"candidates": 0, "evaluated": 0, "seconds": 0.0, "cost": leaves.best_cost, "complete": False}
-    return cover(prob, BlockSearch(prob, cfg, lam, k0, 1.0), leaves, tol, deadline)
+    return cover(prob, BlockSearch(prob, cfg, lam, k0, 1.0), leaves, tol)
 
 
-def cover(prob, search, leaves, tol: float, deadline: float) -> dict:
+def cover(prob, search, leaves, tol: float) -> dict:
     """:func:`seed_incumbent` on ``search``'s assignment, once; when complete, record it.
 
-    ``deadline`` is the solve's outer stop. The work is budgeted in units
+    The time limit (:mod:`deplbench.limits`) is the solve's outer stop. The work is budgeted in units
     (``GeneralSettings.enumeration_steps`` per run,
     ``enumeration_steps_total`` for all runs together), so whether a run
     completes does not depend on the machine. An assignment inside a covered one (``search.covered_blocks``)
@@ -336,7 +333,7 @@ def cover(prob, search, leaves, tol: float, deadline: float) -> dict:
         return {"complete": False, "skipped": "budget"}
     prob.tried.add(key)
     steps = Steps(min(opts.enumeration_steps, left))
-    out = seed_incumbent(prob, search, leaves, tol, deadline, opts.max_blocks, steps=steps)
+    out = seed_incumbent(prob, search, leaves, tol, opts.max_blocks, steps=steps)
     prob.cover_spent += steps.used
     if out["complete"]:
         prob.covered_beta[key] = tuple(float(b) for b in search.cfg.beta)

@@ -62,11 +62,11 @@ Math. Prog. 162 (2017) 51–81 (scenario grouping); J. Luedtke, Math. Prog.
 from __future__ import annotations
 
 import math
-import time
 from dataclasses import dataclass
 
 import numpy as np
 
+from deplbench import limits
 from deplbench.formulations.general.caches import ArrayCache
 from deplbench.formulations.general.groups import KelleyMaster, switch_tables
 
@@ -206,7 +206,6 @@ class NodeGroups:
         self.max_rows = P.settings.node_rows
         self.rows_tuned = 0     # (candidate, group) pairs tuned so far (diagnostics["tuned_rows"])
         self.warm = warm_starts(P) if P.settings.node_warm_start else None
-        self.deadline = math.inf    # the solve's wall-clock stop (set by the search's run)
         #: a model-block search (pairs.PairSearch): a completion switches model first
         self.forced = hasattr(s, "_forced_table")
         if self.forced:
@@ -408,7 +407,7 @@ class NodeGroups:
             best_h[on[better]], best_pi[on[better]] = f[better], pi[on[better]]
             best_V[:, on[better]] = V[:, better]
             live[on] = (best_h[on] < t_row[on]) & np.isfinite(f)
-            if not live.any() or time.perf_counter() > self.deadline:
+            if not live.any() or limits.expired():
                 break
             grad = (slack[on] - self._decrease(ch, g_row[on], k_row[on], v_row[on], need, k0, first)) * mask[on]
             # every row gets a cut in the first round (an uncut row would leave the LP unbounded)
@@ -438,14 +437,12 @@ class NodeGroups:
         return np.maximum(h, 0.0), TunedRows(g_row, best_pi, best_V, k0, b_row, Vf)
 
 
-def node_tuner(search, deadline: float) -> NodeGroups | None:
+def node_tuner(search) -> NodeGroups | None:
     """The node re-tuning of ``search``, built on first use; None without a filled pool
-    or with ``node_iterations`` = 0. ``deadline`` (the solve's wall-clock stop) only
+    or with ``node_iterations`` = 0. The solve's time limit (:mod:`deplbench.limits`) only
     ends a batch early."""
     if search.groups is not None and search.prob.settings.node_iterations > 0 and search.node_groups is None:
         search.node_groups = NodeGroups(search)
-    if search.node_groups is not None:
-        search.node_groups.deadline = deadline
     return search.node_groups
 
 

@@ -19,6 +19,7 @@ import time
 
 import numpy as np
 
+from deplbench import limits
 from deplbench.formulations.general.node_groups import warm_starts
 from deplbench.formulations.general.state import SolveRun
 from deplbench.formulations.model.plan import Epoch, Plan
@@ -49,7 +50,8 @@ def _open_bounds(run: SolveRun) -> list:
     n = min(run.opts.open_rebounds, len(run.heap))
     for i in range(n):
         b, _, box = run.heap[i]
-        if time.perf_counter() > run.deadline + 0.02 * (run.deadline - run.t0):
+        limit = limits.time_limit_s()     # a grace of 2 % of the limit past the deadline
+        if limit is not None and limits.time_left() < -0.02 * limit:
             n = i
             break
         _, search = run.box_search(box, run.leaves.best_cost)

@@ -50,7 +50,7 @@ class PairGroups:
         return any(all((r is None and g is None) or (r is not None and g is not None and g[0] <= r[0] and r[1] <= g[1])
                        for r, g in zip(ranges, grp)) for grp in self.discarded)
 
-    def try_discard(self, ranges, lam: float, ub: float, tol: float, deadline: float, mu_ref: float):
+    def try_discard(self, ranges, lam: float, ub: float, tol: float, mu_ref: float):
         """Bound the blocks around the leaf ``ranges``; returns the bound of a discarded
         block (the leaf is in it) or None."""
         from deplbench.formulations.general.boxes import Box, box_config, horizon_cap
@@ -90,7 +90,7 @@ class PairGroups:
                     # the node budget (|D| = 9 seed 2: none of 36 above 10 %, 27 s of 76 s)
                     self.stats["skipped"] += 1
                     continue
-                st = search.run(ub, tol, deadline, None, nodes_left=self.node_limit, bound_only=True)
+                st = search.run(ub, tol, None, nodes_left=self.node_limit, bound_only=True)
                 # a search that ran to its end left the bound of every plan of the corner
                 # below the incumbent in st.lb (+inf: the relaxation has no plan at all, so
                 # neither has the block); aborted: a leaf below the incumbent, the block stays

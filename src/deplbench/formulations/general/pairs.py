@@ -448,7 +448,7 @@ class PairSearch(BlockSearch):
                     return dead
         return dead
 
-    def run(self, ub: float, prune_tol: float, deadline: float, on_leaf, nodes_left: float = math.inf,
+    def run(self, ub: float, prune_tol: float, on_leaf, nodes_left: float = math.inf,
             leaf_bound=None, bound_only: bool = False) -> SearchStats:
         """Depth-first search over model blocks; same contract as :meth:`BlockSearch.run`.
 
@@ -457,7 +457,7 @@ class PairSearch(BlockSearch):
         default: the linear weight of the counts, valid at any λ).
         """
         P = self.prob
-        tuner = node_tuner(self, deadline)
+        tuner = node_tuner(self)
 
         def expand(node, stats):
             bound, k, m_last, L, W, seq, tuned = node
@@ -535,7 +535,7 @@ class PairSearch(BlockSearch):
             return children
 
         root = (self.root_bound(), 0, -1, np.full(P.S, P.l0), 0.0, (), ())
-        return depth_first(root, expand, ub, prune_tol, deadline, nodes_left)
+        return depth_first(root, expand, ub, prune_tol, nodes_left)
 
 
 def _new_rows(T: dict, n: int, C: int):

@@ -38,12 +38,12 @@ Bounds (see the ``general`` module docstring for the derivation):
 from __future__ import annotations
 
 import math
-import time
 from dataclasses import dataclass, field
 from typing import Any, cast
 
 import numpy as np
 
+from deplbench import limits
 from deplbench.formulations.general.minplus import largest_decrease
 from deplbench.formulations.general.node_groups import combined_bound, node_tuner, tune_children
 from deplbench.formulations.general.settings import GeneralSettings
@@ -245,11 +245,11 @@ class SearchStats:
         return self.ub - prune_tol * abs(self.ub) if math.isfinite(self.ub) else math.inf
 
 
-def stopped(stats: SearchStats, stack: list, deadline: float, nodes_left: float) -> bool:
-    """The deadline or the node budget stops a depth-first search: mark ``stats``
+def stopped(stats: SearchStats, stack: list, nodes_left: float) -> bool:
+    """The time limit (:mod:`deplbench.limits`) or the node budget stops a depth-first search: mark ``stats``
     (``timeout``, ``node_limit``) and fold the open nodes' bounds (first item of
     each stack entry) into ``stats.lb``. Returns whether it stopped."""
-    if time.perf_counter() <= deadline and stats.nodes < nodes_left:
+    if not limits.expired() and stats.nodes < nodes_left:
         return False
     stats.timeout = True
     stats.node_limit = stats.nodes >= nodes_left
@@ -257,7 +257,7 @@ def stopped(stats: SearchStats, stack: list, deadline: float, nodes_left: float)
     return True
 
 
-def depth_first(root, expand, ub: float, prune_tol: float, deadline: float,
+def depth_first(root, expand, ub: float, prune_tol: float,
                 nodes_left: float = math.inf) -> SearchStats:
     """The depth-first driver of both searches (blocks and model blocks).
 
@@ -274,7 +274,7 @@ def depth_first(root, expand, ub: float, prune_tol: float, deadline: float,
     stats = SearchStats(ub=ub)
     stack = [root]
     while stack:
-        if stopped(stats, stack, deadline, nodes_left):
+        if stopped(stats, stack, nodes_left):
             return stats
         node = stack.pop()
         if prunable(node[0], stats.ub, prune_tol):
@@ -513,7 +513,7 @@ class BlockSearch:
         """The virtual model a node's completion bound is read at (its last block's)."""
         return int(last)
 
-    def run(self, ub: float, prune_tol: float, deadline: float, on_leaf,
+    def run(self, ub: float, prune_tol: float, on_leaf,
             nodes_left: float = math.inf) -> SearchStats:
         """Depth-first search (:func:`depth_first`); ``on_leaf(seq) -> (lb, ub_or_inf)`` evaluates plans."""
         P = self.prob
@@ -521,7 +521,7 @@ class BlockSearch:
         def cut(bound, stats):
             return prunable(bound, stats.ub, prune_tol)
 
-        tuner = node_tuner(self, deadline)
+        tuner = node_tuner(self)
 
         def expand(node, stats):
             bound, k, v, L, W, seq, tuned = node
@@ -585,4 +585,4 @@ class BlockSearch:
             return children
 
         root = (self.root_bound(), 0, -1, np.full(P.S, P.l0), 0.0, (), ())
-        return depth_first(root, expand, ub, prune_tol, deadline, nodes_left)
+        return depth_first(root, expand, ub, prune_tol, nodes_left)

@@ -19,11 +19,11 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from deplbench.errors import SolverError
-from deplbench.params import Param, resolve
+from deplbench.params import GAP, SEED, TIME_LIMIT, Param, resolve, trusted
 
 #: Every field of :class:`GeneralSettings` as a declared parameter (same names, same defaults).
 GENERAL_PARAMETERS: dict[str, Param] = {
@@ -138,11 +138,71 @@ class GeneralSettings:
             given = {k.strip(): v.strip() for k, v in given.items()}
         if not isinstance(given, Mapping):
             raise SolverError(f"general_settings: expected a mapping of option = value, got {given!r}")
-        return cls(**resolve(GENERAL_PARAMETERS, given, owner="the general solver's settings"))
+        return trusted(cls, resolve(GENERAL_PARAMETERS, given, owner="the general solver's settings"))
 
     def as_dict(self) -> dict[str, Any]:
         """Every field, for a result's params (a stored result says how it was computed)."""
         return dataclasses.asdict(self)
 
 
-__all__ = ["GENERAL_PARAMETERS", "GeneralSettings"]
+#: The options of :func:`~.solver.solve_general` (the one validation path,
+#: :mod:`deplbench.params`); ``time_limit``, ``seed`` and ``gap`` are the
+#: suite's shared declarations.
+SOLVE_PARAMETERS: dict[str, Param] = {
+    "scenarios": Param(1000, int, "in-sample scenarios S", low=1),
+    "seed": SEED.but(help="seed of the in-sample scenarios"),
+    "time_limit": TIME_LIMIT.but(default=60.0, help="wall-clock seconds (the outer stop); none: no limit"),
+    "gap": GAP,
+    "threads": Param(1, int, "accepted for interface compatibility (the solve runs on one thread, BLAS "
+                     "included)", low=1),
+    "node_limit": Param(None, int, "search nodes allowed; none: unlimited", low=1, nullable=True),
+}
+
+
+@dataclass(frozen=True)
+class GeneralSolveSettings:
+    """Everything one ``general`` solve reads: the options of
+    :data:`SOLVE_PARAMETERS` and the :class:`GeneralSettings`.
+
+    Built once — by :meth:`from_params` (``solve_general``'s keywords) or by
+    the exact MILP from its own settings, whose values are already checked —
+    and passed whole to the search. Constructed directly, every field is
+    checked against :data:`SOLVE_PARAMETERS` (strictly: typed values).
+    """
+
+    scenarios: int = 1000
+    seed: int = 0
+    time_limit: float | None = 60.0
+    gap: float = 1e-4
+    threads: int = 1
+    node_limit: int | None = None
+    general: GeneralSettings = field(default_factory=GeneralSettings)
+
+    def __post_init__(self) -> None:
+        given = {name: getattr(self, name) for name in SOLVE_PARAMETERS}
+        for name, value in resolve(SOLVE_PARAMETERS, given, owner="solve_general", strict=True).items():
+            object.__setattr__(self, name, value)
+        if not isinstance(self.general, GeneralSettings):
+            raise SolverError(f"general: expected GeneralSettings, got {type(self.general).__name__}")
+
+    @classmethod
+    def from_params(cls, given: Mapping[str, Any],
+                    general: Mapping[str, Any] | str | GeneralSettings | None = None) -> GeneralSolveSettings:
+        """The settings from options (CLI strings accepted) and the general
+        settings (:meth:`GeneralSettings.from_params`), each checked once.
+
+        Raises
+        ------
+        SolverError
+            One line naming the unknown or invalid option.
+        """
+        values = resolve(SOLVE_PARAMETERS, given, owner="solve_general")
+        return trusted(cls, {**values, "general": GeneralSettings.from_params(general)})
+
+    def record(self) -> dict[str, Any]:
+        """The options as a result's params record them."""
+        return {**{name: getattr(self, name) for name in SOLVE_PARAMETERS}, "formulation": "general",
+                "general_settings": self.general.as_dict()}
+
+
+__all__ = ["GENERAL_PARAMETERS", "SOLVE_PARAMETERS", "GeneralSettings", "GeneralSolveSettings"]

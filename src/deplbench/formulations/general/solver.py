@@ -159,6 +159,7 @@ import sys
 import time
 from typing import cast
 
+from deplbench import limits
 from deplbench.blas_threads import single_blas_thread
 from deplbench.formulations.general.bounding import bound_roots, seed_phase
 from deplbench.formulations.general.boxes import Box, ClusterTables, cluster_classes
@@ -169,12 +170,11 @@ from deplbench.formulations.general.leaves import Leaves
 from deplbench.formulations.general.outcome import build_result
 from deplbench.formulations.general.pairs import PairSearch
 from deplbench.formulations.general.search import MU_FACTORS, Problem, prunable
-from deplbench.formulations.general.settings import GeneralSettings
+from deplbench.formulations.general.settings import SOLVE_PARAMETERS, GeneralSettings, GeneralSolveSettings
 from deplbench.formulations.general.state import SolveRun
 from deplbench.formulations.model.result import SolveResult
 from deplbench.formulations.model.scenarios import ScenarioSampler, allowed_violations
 from deplbench.limits import MEMORY_BUDGET_GIB
-from deplbench.params import Param
 
 #: Largest |D| (all 2^|D| − 1 subsets are compared pairwise per cluster).
 MAX_DATASETS_GENERAL = 12
@@ -182,20 +182,6 @@ MAX_DATASETS_GENERAL = 12
 MAX_CLUSTERS_GENERAL = 12
 #: Memory (GiB) the bound tables may take: the suite's one budget (deplbench.limits).
 MEMORY_LIMIT_GIB = MEMORY_BUDGET_GIB
-
-#: The options of :func:`solve_general` (the one validation path, ``deplbench.params``).
-SOLVE_PARAMETERS: dict[str, Param] = {
-    "scenarios": Param(1000, int, "in-sample scenarios S", low=1),
-    "seed": Param(0, int, "seed of the in-sample scenarios", low=0),
-    "time_limit": Param(60.0, float, "wall-clock seconds (the outer stop); none: no limit", low=0.0,
-                        low_inclusive=False, nullable=True),
-    "gap": Param(1e-4, float, "relative gap (UB − LB)/UB declared optimal", low=0.0, low_inclusive=False,
-                 high=0.999999),
-    "threads": Param(1, int, "accepted for interface compatibility (the solve runs on one thread, BLAS "
-                     "included)", low=1),
-    "node_limit": Param(None, int, "search nodes allowed; none: unlimited", low=1, nullable=True),
-}
-
 
 def general_applies(instance) -> tuple[bool, str]:
     """Whether ``general`` can solve the instance (and why not)."""
@@ -232,14 +218,14 @@ def general_fits(instance, scenarios: int) -> bool:
     return general_memory_need(instance, scenarios) <= MEMORY_LIMIT_GIB * 2**30
 
 
-def _setup(instance, scenarios, seed, node_limit, gap, params, opts, t0, deadline):
+def _setup(instance, settings: GeneralSolveSettings, params, t0):
     """Scenarios, the shared problem arrays and the Pareto classes; or an error result."""
     diag: dict = {"formulation": "general", "variant": "general",
                   "exactness": "real-x cost via λ-dual bounds of the convex F(N); plans costed with allocate()"}
     ok, why = general_applies(instance)
     if not ok:
         return SolveResult(algorithm="milp", status="error", message=why, params=params, diagnostics=diag)
-    inst = instance
+    inst, scenarios, opts = instance, settings.scenarios, settings.general
     need = general_memory_need(inst, scenarios)
     if need > MEMORY_LIMIT_GIB * 2**30:
         return SolveResult(algorithm="milp", status="error", params=params, diagnostics=diag, message=(
@@ -248,14 +234,15 @@ def _setup(instance, scenarios, seed, node_limit, gap, params, opts, t0, deadlin
     deterministic = _all_constant(inst)
     S = 1 if deterministic else int(scenarios)
     p = 0 if deterministic else allowed_violations(inst.omega, S)
-    sc = ScenarioSampler(inst, seed).in_sample(S)
+    sc = ScenarioSampler(inst, settings.seed).in_sample(S)
     prob = Problem(inst, inst.run_scale[None, :, :] * sc.improvement, sc.jump, p, settings=opts)
     diag.update(scenarios=int(scenarios), deterministic=deterministic,
                 allowed_violations=allowed_violations(inst.omega, int(scenarios)))
     bits, vol, gam, beta, lists = cluster_classes(inst, prob.nonneg)
     diag["data_classes_per_cluster"] = [len(x) for x in lists]
-    return SolveRun(inst=inst, prob=prob, opts=opts, params=params, diag=diag, t0=t0, deadline=deadline,
-                nodes_budget=math.inf if node_limit is None else int(node_limit), tol=0.5 * float(gap), S=S,
+    return SolveRun(inst=inst, prob=prob, opts=opts, params=params, diag=diag, t0=t0,
+                nodes_budget=math.inf if settings.node_limit is None else settings.node_limit,
+                tol=0.5 * settings.gap, S=S,
                 deterministic=deterministic, bits=bits, tables=ClusterTables(lists, vol, gam, beta),
                 leaves=Leaves(prob, inst))
 
@@ -287,8 +274,7 @@ def _search(run: SolveRun) -> None:
         if not rebounded and run.leaves.best is not None:
             # first incumbent: tune the pool on its assignment and price, raise every open leaf's bound
             rebounded = True
-            run.diag["leaves_rebounded"] = rebound_leaves(run.heap, run.prob, run.pool, run.leaves, run.tables,
-                                                          run.deadline)
+            run.diag["leaves_rebounded"] = rebound_leaves(run.heap, run.prob, run.pool, run.leaves, run.tables)
         bound, _, box = _next_box(run)
         if prunable(bound, run.leaves.best_cost, run.tol):
             run.lb_discard = min(run.lb_discard, bound)
@@ -308,7 +294,7 @@ def _visit(run: SolveRun, bound: float, box: Box) -> bool:
         # two-cluster leaves: first try to discard their block of neighbours at once
         if run.pair_groups.covers(box.ranges):
             return True         # its group's bound is already in lb_discard
-        glb = run.pair_groups.try_discard(box.ranges, run.lam, ub, run.tol, run.deadline, run.mu_ref(ub))
+        glb = run.pair_groups.try_discard(box.ranges, run.lam, ub, run.tol, run.mu_ref(ub))
         if glb is not None:
             run.lb_discard = min(run.lb_discard, glb)
             return True
@@ -351,7 +337,7 @@ def _probe(run: SolveRun, box: Box, search) -> None:
     for seq in pool.probe(search):
         run.leaves.evaluate(search, seq, run.tol)
     if not isinstance(search, PairSearch):
-        cover(run.prob, search, run.leaves, run.tol, run.deadline)
+        cover(run.prob, search, run.leaves, run.tol)
 
 
 def _search_leaf(run: SolveRun, box: Box, search, rb: float, ub: float) -> bool:
@@ -365,13 +351,13 @@ def _search_leaf(run: SolveRun, box: Box, search, rb: float, ub: float) -> bool:
 
     left = run.nodes_budget - run.work["nodes"]
     if isinstance(search, PairSearch):
-        stats = search.run(ub, run.tol, run.deadline, on_leaf, nodes_left=left,
+        stats = search.run(ub, run.tol, on_leaf, nodes_left=left,
                            leaf_bound=lambda vseq: run.leaves.counts_bound(search, vseq))
         run.work["unrealised_leaves"] += stats.unrealised
         run.work["pair_searches"] += 1
         run.work["unplaceable_cells"] += stats.dead
     else:
-        stats = search.run(ub, run.tol, run.deadline, on_leaf, nodes_left=left)
+        stats = search.run(ub, run.tol, on_leaf, nodes_left=left)
     run.work["nodes"] += stats.nodes
     if search.node_groups is not None:
         run.work["tuned_rows"] += search.node_groups.rows_tuned
@@ -444,23 +430,31 @@ def solve_general(instance, scenarios: int = 1000, seed: int = 0, time_limit: fl
     SolverError
         For invalid options, one line naming the option.
     """
+    run = GeneralSolveSettings.from_params(
+        dict(scenarios=scenarios, seed=seed, time_limit=time_limit, gap=gap, threads=threads, node_limit=node_limit),
+        settings)
+    # the one clock of the solve (deplbench.limits): every phase below reads it
+    with limits.deadline(run.time_limit):
+        return run_general(instance, run, verbose)
+
+
+def run_general(instance, settings: GeneralSolveSettings, verbose: bool = False) -> SolveResult:
+    """Solve with settings built once (:class:`~.settings.GeneralSolveSettings`), within
+    the caller's :func:`deplbench.limits.deadline` (``settings.time_limit`` is recorded,
+    not re-applied: the caller opened the deadline). :func:`solve_general` is the
+    keyword front; the exact MILP calls this with its own settings.
+    """
     # one BLAS thread: the node bounds multiply small matrices, which a threaded OpenBLAS
     # made up to 40x slower on a shared 2-core machine (deplbench.blas_threads)
     with single_blas_thread():
-        return _solve(instance, scenarios, seed, time_limit, gap, threads, verbose, node_limit, settings)
+        return _solve(instance, settings, verbose)
 
 
-def _solve(instance, scenarios, seed, time_limit, gap, threads, verbose, node_limit, settings) -> SolveResult:
-    """:func:`solve_general`'s body (validation, the phases, the result)."""
-    given = dict(scenarios=scenarios, seed=seed, time_limit=time_limit, gap=gap, threads=threads,
-                 node_limit=node_limit)
-    params = {k: SOLVE_PARAMETERS[k].convert(k, v) for k, v in given.items()}
-    opts = GeneralSettings.from_params(settings)
-    params.update(formulation="general", general_settings=opts.as_dict())
+def _solve(instance, settings: GeneralSolveSettings, verbose) -> SolveResult:
+    """:func:`run_general`'s body (the phases, the result)."""
+    params = settings.record()
     t0 = time.perf_counter()
-    deadline = t0 + (math.inf if params["time_limit"] is None else params["time_limit"])
-    run = _setup(instance, params["scenarios"], params["seed"], params["node_limit"], params["gap"], params,
-                 opts, t0, deadline)
+    run = _setup(instance, settings, params, t0)
     if isinstance(run, SolveResult):
         return run
     run.verbose = bool(verbose)
@@ -483,8 +477,10 @@ __all__ = [
     "MAX_DATASETS_GENERAL",
     "SOLVE_PARAMETERS",
     "GeneralSettings",
+    "GeneralSolveSettings",
     "general_applies",
     "general_fits",
     "general_memory_need",
+    "run_general",
     "solve_general",
 ]

@@ -19,11 +19,11 @@ from __future__ import annotations
 import heapq
 import itertools
 import math
-import time
 from dataclasses import dataclass, field
 
 import numpy as np
 
+from deplbench import limits
 from deplbench.formulations.general.boxes import Box, ClusterTables, box_config, horizon_cap
 from deplbench.formulations.general.groups import GroupPool, GroupTables
 from deplbench.formulations.general.leaves import Leaves
@@ -44,7 +44,6 @@ class SolveRun:
     params: dict
     diag: dict
     t0: float
-    deadline: float
     nodes_budget: float
     tol: float
     S: int
@@ -73,7 +72,7 @@ class SolveRun:
 
     def out_of_time(self, phase: str) -> bool:
         """The outer wall-clock stop: True (and the phase recorded) once the limit has passed."""
-        if time.perf_counter() > self.deadline:
+        if limits.expired():
             self.stopped_in = self.stopped_in or phase
             return True
         return False
@@ -105,7 +104,7 @@ class SolveRun:
         assert cfg is not None      # seed_phase sets pool_cfg before any pool exists
         kr = horizon_cap(P, P.weights(cfg, self.lam), P.tmin(cfg), -self.lam * P.T, self.leaves.best_cost)
         if kr >= 1:
-            self.pool.extend(BlockSearch(P, cfg, self.lam, kr, self.mu_ref()), self.deadline, iters=iters)
+            self.pool.extend(BlockSearch(P, cfg, self.lam, kr, self.mu_ref()), iters=iters)
 
     def make_search(self, cfg: Config, kmax: int):
         """The search of one configuration: model blocks with counts for two γ-groups

@@ -78,7 +78,8 @@ incumbent that the bounds use and a MIP start.
 Package layout
 --------------
 =================  ==========================================================
-``options.py``     options, their validation, constants
+``options.py``     options (one Param table), constants
+``settings.py``    MilpSettings: one solve's options, checked once, passed whole
 ``data.py``        scenarios, data classes, configurations, exact evaluation
 ``bounds.py``      K range, block heuristic (incumbent), tight big-M
 ``matrix.py``      sparse assembly, rows shared by the matrix formulations
@@ -92,7 +93,7 @@ Package layout
 ``pyomo_peer.py``  any Pyomo SolverFactory solver as a peer (``pyomo:NAME``)
 ``peers.py``       solver names, availability, versions, validation
 ``cutloop.py``     the Kelley cut loop, statuses, work counters
-``solve.py``       :func:`solve_milp`: the stages under one time/memory budget
+``solve.py``       :func:`solve_milp` (the keyword front) and :func:`run_milp`: the stages
 =================  ==========================================================
 
 Sizes solved exactly
@@ -174,13 +175,16 @@ from deplbench.formulations.milp.options import (
     SOLVERS,
     BuildTimeout,
     Verdict,
+    option_table,
 )
 from deplbench.formulations.milp.routes import make_backend
-from deplbench.formulations.milp.solve import solve_milp
+from deplbench.formulations.milp.settings import MilpSettings
+from deplbench.formulations.milp.solve import run_milp, solve_milp
 
 #: Formulations accepted by :func:`solve_milp` (``fast`` and every row of the
 #: table in ``catalog.py``), fixed when the package is imported.
 FORMULATIONS = formulation_names()
 
-__all__ = ["solve_milp", "FORMULATIONS", "BACKENDS", "SOLVERS", "MAX_DATASETS", "MEMORY_LIMIT_GIB", "Formulation",
-           "BuildContext", "register", "set_fallback", "formulation_names", "quiet_stdout"]
+__all__ = ["solve_milp", "run_milp", "MilpSettings", "option_table", "FORMULATIONS", "BACKENDS", "SOLVERS",
+           "MAX_DATASETS", "MEMORY_LIMIT_GIB", "Formulation", "BuildContext", "register", "set_fallback",
+           "formulation_names", "quiet_stdout"]

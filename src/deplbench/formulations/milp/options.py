@@ -1,8 +1,9 @@
 """Options of :func:`~deplbench.formulations.milp.solve_milp` and the MILP's constants.
 
 One job: say which options exist and which values they take
-(:func:`option_table`, :class:`~deplbench.params.Param` declarations), and
-reject anything else with a :class:`~deplbench.errors.SolverError` that
+(:func:`option_table`, :class:`~deplbench.params.Param` declarations: the
+table :class:`~.settings.MilpSettings` is checked against), and reject
+anything else with a :class:`~deplbench.errors.SolverError` that
 names the option, through :func:`deplbench.params.resolve` like every other
 parameter. Nothing here depends on an
 instance: an option that is valid but cannot be used on a given instance
@@ -15,8 +16,8 @@ from __future__ import annotations
 import os
 
 from deplbench.formulations.model.last_block import LOSS_TOL
-from deplbench.limits import MEMORY_BUDGET_GIB
-from deplbench.params import Param, resolve
+from deplbench.limits import MAX_THREADS, MEMORY_BUDGET_GIB, MEMORY_LIMIT_PARAM
+from deplbench.params import GAP, SEED, TIME_LIMIT, Param
 
 #: Backends for the matrix formulations ("highs": matrices straight to highspy).
 BACKENDS = ("highs", "pyomo")
@@ -73,50 +74,41 @@ def _lp_file(path: str) -> str:
 
 def option_table(formulations) -> dict[str, Param]:
     """The options of :func:`solve_milp` as :class:`~deplbench.params.Param`
-    declarations (the one validation path); ``formulations`` are the
-    formulation names accepted (``"fast"`` and every registered one, see
-    :mod:`deplbench.formulations.milp.catalog`)."""
+    declarations: the one table, read by :class:`~.settings.MilpSettings` and declared
+    by the registered ``milp`` solver as its parameters. ``formulations`` are
+    the formulation names accepted (``"fast"`` and every registered one, see
+    :mod:`deplbench.formulations.milp.catalog`). ``time_limit``, ``seed``,
+    ``gap`` and ``memory_limit`` are the suite's shared declarations
+    (:mod:`deplbench.params`, :mod:`deplbench.limits`)."""
     return {
-        "scenarios": Param(1000, int, "S, in-sample scenarios", low=1),
-        "seed": Param(0, int, "seed of the scenarios and of the solver", low=0),
-        "time_limit": Param(60.0, float, "wall-clock seconds for everything (None: no limit)",
-                            nullable=True, low=0.0, low_inclusive=False, finite=True),
-        "gap": Param(1e-4, float, "relative MIP gap", low=0.0, low_inclusive=False, high=1.0,
-                     high_inclusive=False),
-        "threads": Param(1, int, "solver threads", low=1),
-        "formulation": Param("fast", str, "formulation", choices=tuple(formulations)),
-        "write_lp": Param(None, str, "write the first master model to this .lp or .mps file",
-                          nullable=True, check=_lp_file),
-        "backend": Param("highs", str, "route of the matrix formulations", choices=BACKENDS),
-        "node_limit": Param(None, int, "branch-and-bound nodes per solve (None: no limit)", low=1,
-                            nullable=True),
-        "memory_limit": Param(MEMORY_LIMIT_GIB, float, "GiB for the scenario arrays and the model",
-                              low=0.0, low_inclusive=False, finite=True),
-        "solver": Param("highs", str, "MILP solver (names and availability: .peers.check_solver)"),
-        "heuristic_time": Param(None, float, "seconds of the incumbent heuristic (None: no limit)",
-                                low=0.0, finite=True, nullable=True),
+        "scenarios": Param(1000, int, "in-sample scenarios S of the SAA quantile", low=1),
+        "seed": SEED.but(help="seed of the in-sample scenarios (ScenarioSampler) and of the solver"),
+        "time_limit": TIME_LIMIT.but(default=60.0, help="wall-clock seconds for build and solve (none: no limit)"),
+        "gap": GAP,
+        "threads": Param(1, int, "HiGHS threads", low=1, high=MAX_THREADS),
+        "formulation": Param("fast", str, "fast (picks by structure: counts for order-invariant losses, "
+                             "sequence enumeration for acyclic switch graphs, else flow; general beyond 6 "
+                             "datasets) or one of them forced; naive is the textbook model, general the block "
+                             "branch-and-bound for any switch graph and up to 12 datasets",
+                             choices=tuple(formulations)),
+        "write_lp": Param(None, str, "write the first master model to FILE (.lp or .mps)", nullable=True,
+                          check=_lp_file),
+        "backend": Param("highs", str, "fast/flow model to HiGHS directly (highs) or through Pyomo (pyomo)",
+                         choices=BACKENDS),
+        "node_limit": Param(None, int, "branch-and-bound nodes over all master solves (a machine-independent "
+                            "limit); none = unlimited", low=1, nullable=True),
+        "solver": Param("highs", str, "MILP solver the cut loop drives: highs, scip (pyscipopt, the [peers] "
+                        "extra; matrix formulations) or pyomo:NAME (a Pyomo SolverFactory solver, e.g. "
+                        "pyomo:cbc); `deplbench solve --help` lists those available"),
+        "heuristic_time": Param(None, float, "seconds the block heuristic may spend seeding the incumbent (0: off; "
+                                "none: min(3, time_limit/10), unlimited without a time limit; matrix "
+                                "formulations only)", low=0.0, finite=True, nullable=True),
+        "general_settings": Param(None, str, "settings of the general formulation as NAME=VALUE[,NAME=VALUE...] "
+                                  "(switches, tuning constants, work budgets; docs/DESIGN.md)", nullable=True),
+        "memory_limit": MEMORY_LIMIT_PARAM.but(help="GiB the scenarios and the model may take (estimated "
+                                               "before building; larger builds are refused)"),
     }
 
 
-def check_options(scenarios, seed, time_limit, gap, threads, formulation, write_lp, backend,
-                  formulations, node_limit=None, memory_limit=MEMORY_LIMIT_GIB, solver="highs",
-                  heuristic_time=None) -> None:
-    """Validate the options of :func:`solve_milp` against :func:`option_table`
-    (strictly: the Python API passes typed values).
-
-    Raises
-    ------
-    SolverError
-        One line naming the first invalid option. Whether ``solver`` is
-        installed and fits the formulation is :func:`.peers.check_solver`'s.
-    """
-    given = {"scenarios": scenarios, "seed": seed, "time_limit": time_limit, "gap": gap, "threads": threads,
-             "formulation": formulation, "backend": backend, "node_limit": node_limit,
-             "write_lp": os.fspath(write_lp) if isinstance(write_lp, os.PathLike) else write_lp,
-             "memory_limit": memory_limit, "solver": solver, "heuristic_time": heuristic_time}
-    resolve(option_table(formulations), given, owner="solve_milp", strict=True)
-
-
 __all__ = ["BACKENDS", "SOLVERS", "MAX_DATASETS", "CUT_RATIO", "CUT_SPAN", "MAX_CUT_NONZEROS", "BIGM_SLACK", "LOSS_TOL",
-           "MAX_ROUNDS", "MEMORY_LIMIT_GIB", "BuildTimeout", "Verdict", "check_options",
-           "option_table"]
+           "MAX_ROUNDS", "MEMORY_LIMIT_GIB", "BuildTimeout", "Verdict", "option_table"]

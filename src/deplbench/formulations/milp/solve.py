@@ -1,14 +1,18 @@
-"""The entry point :func:`solve_milp`: data, bounds, formulation, backend, cut loop.
+"""The entry points :func:`solve_milp` and :func:`run_milp`: data, bounds, formulation, backend, cut loop.
 
 One job: run the stages in order under one time and memory budget and turn
 every outcome into a :class:`~deplbench.formulations.model.result.SolveResult`.
+The options arrive as one :class:`~.settings.MilpSettings`, checked once
+before (by :func:`solve_milp`'s keyword front or by
+:func:`deplbench.solvers.run.solve`), and are read from it, never re-parsed.
 What each stage computes and guarantees is said in its module (the package
 docstring gives the overview).
 
 Time and memory (docs/DESIGN.md, "what every solver promises")
 --------------------------------------------------------------
 ``time_limit`` covers everything: scenario drawing, bounds, the build and
-the solves. Every long loop of the build checks the deadline and stops with
+the solves. It is the one :func:`deplbench.limits.deadline` the caller
+opened; every long loop of the build checks it and stops with
 status ``time_limit`` (:class:`~.options.BuildTimeout`). Memory is estimated
 before anything large is allocated — the scenario arrays
 (:func:`~.data.data_bytes`) and each formulation's rows, columns and
@@ -19,6 +23,7 @@ much it would need.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 
@@ -36,10 +41,10 @@ from deplbench.formulations.milp.options import (
     MEMORY_LIMIT_GIB,
     BuildTimeout,
     Verdict,
-    check_options,
 )
-from deplbench.formulations.milp.peers import check_solver, solver_version
+from deplbench.formulations.milp.peers import solver_version
 from deplbench.formulations.milp.routes import make_backend
+from deplbench.formulations.milp.settings import MilpSettings
 from deplbench.formulations.model.result import SolveResult
 from deplbench.formulations.model.scenarios import allowed_violations, thin_sample_note
 
@@ -49,8 +54,15 @@ def solve_milp(instance, scenarios: int = 1000, seed: int = 0, time_limit: float
                write_lp: str | None = None, backend: str = "highs", verbose: bool = False,
                node_limit: int | None = None, memory_limit: float = MEMORY_LIMIT_GIB,
                solver: str = "highs", heuristic_time: float | None = None,
-               general_settings: str | dict | None = None) -> SolveResult:
+               general_settings: str | dict | GeneralSettings | None = None, *,
+               settings: MilpSettings | None = None) -> SolveResult:
     """Solve the SAA of problem (2)–(6) exactly (see the package docstring).
+
+    The keywords are a front: they are checked once into a
+    :class:`~.settings.MilpSettings`, which is what the solve reads; a caller
+    holding one passes it as ``settings`` (then the other options must be
+    left at their defaults). The whole solve runs inside one
+    :func:`deplbench.limits.deadline` of ``time_limit`` seconds.
 
     Parameters
     ----------
@@ -103,11 +115,13 @@ def solve_milp(instance, scenarios: int = 1000, seed: int = 0, time_limit: float
         replications) gain from a small value: at S = 20 000 the default 3 s
         are half of an AlexNet solve. The ``general`` formulation has no such
         heuristic and ignores it.
-    general_settings : str or mapping, optional
+    general_settings : str, mapping or GeneralSettings, optional
         Settings of the ``general`` formulation
         (``deplbench.formulations.general.GeneralSettings``: switches, tuning constants,
         work budgets), as ``"NAME=VALUE,NAME=VALUE"`` or a mapping; validated
         option by option. Other formulations ignore it.
+    settings : MilpSettings, optional
+        All of the options above at once, already checked.
 
     Returns
     -------
@@ -133,43 +147,59 @@ def solve_milp(instance, scenarios: int = 1000, seed: int = 0, time_limit: float
     block heuristic still bounds the search (it is kept by the cut loop and
     enters the gap), so results agree, only node counts differ.
     """
-    check_options(scenarios, seed, time_limit, gap, threads, formulation, write_lp, backend,
-                  catalog.formulation_names(), node_limit=node_limit, memory_limit=memory_limit, solver=solver,
-                  heuristic_time=heuristic_time)
-    check_solver(solver, "solver", formulation, backend)
-    if general_settings is not None:
-        general_settings = GeneralSettings.from_params(general_settings).as_dict()   # validated, by option name
-    params = {"scenarios": int(scenarios), "seed": int(seed),
-              "time_limit": None if time_limit is None else float(time_limit),
-              "gap": float(gap), "threads": int(threads), "formulation": formulation,
-              "write_lp": write_lp, "backend": backend,
-              "node_limit": None if node_limit is None else int(node_limit),
-              "memory_limit": float(memory_limit), "solver": solver,
-              "heuristic_time": None if heuristic_time is None else float(heuristic_time),
-              "general_settings": general_settings}
+    given = {"scenarios": scenarios, "seed": seed, "time_limit": time_limit, "gap": gap, "threads": threads,
+             "formulation": formulation, "write_lp": write_lp, "backend": backend, "node_limit": node_limit,
+             "memory_limit": memory_limit, "solver": solver, "heuristic_time": heuristic_time,
+             "general_settings": general_settings}
+    if settings is None:
+        settings = MilpSettings.from_params(given, strict=True)
+    elif not isinstance(settings, MilpSettings):
+        raise SolverError(f"settings: expected a MilpSettings, got {type(settings).__name__}")
+    elif changed := [name for name, value in given.items() if value is not _DEFAULTS[name]
+                     and value != _DEFAULTS[name]]:
+        raise SolverError(f"{changed[0]}: give solve_milp's options either as a MilpSettings or as keywords, "
+                          "not both")
+    # the one clock of the solve (deplbench.limits): every stage below reads it
+    with limits.deadline(settings.time_limit):
+        return run_milp(instance, settings, verbose=verbose)
+
+
+#: The defaults of :func:`solve_milp`'s keyword options (those of MilpSettings).
+_DEFAULTS = {f.name: f.default for f in dataclasses.fields(MilpSettings)}
+
+
+def run_milp(instance, settings: MilpSettings, verbose: bool = False) -> SolveResult:
+    """Solve with options checked once (:class:`~.settings.MilpSettings`), within the
+    caller's :func:`deplbench.limits.deadline` (:func:`solve_milp` and
+    :func:`deplbench.solvers.run.solve` open it; nothing here opens another).
+
+    Returns
+    -------
+    SolveResult
+        As :func:`solve_milp`. Never raises for an instance.
+    """
+    s = settings
+    params = s.record()
     t0 = time.perf_counter()
-    diag: dict = {"formulation": formulation, "solver": solver,
-                  "solver_version": solver_version(solver),
+    diag: dict = {"formulation": s.formulation, "solver": s.solver,
+                  "solver_version": solver_version(s.solver),
                   "exactness": "real-x cost via exact λ cuts of the convex F(N); plan costed with allocate()"}
-    memory_bytes = float(memory_limit) * 2**30
-    if formulation == "general" or (formulation == "fast" and _fast_uses_general(instance, scenarios, write_lp,
-                                                                                    solver)):
-        return _solve_general(instance, params, diag, verbose, t0)
+    memory_bytes = s.memory_limit * 2**30
+    if s.formulation == "general" or (s.formulation == "fast" and _fast_uses_general(instance, s.scenarios,
+                                                                                        s.write_lp, s.solver)):
+        return _solve_general(instance, s, params, diag, verbose, t0)
     if instance.n_datasets > MAX_DATASETS:
         return cut_loop_result("error", f"datasets: {instance.n_datasets} datasets exceed the exact MILP's limit of "
                        f"{MAX_DATASETS} (each cluster's dataset subset is enumerated)", params=params, diag=diag)
-    need = data_bytes(instance, scenarios)
+    need = data_bytes(instance, s.scenarios)
     if need > memory_bytes:
         return cut_loop_result("error", (
-            f"the in-sample scenarios would need about {need / 2**30:.2f} GiB (S = {scenarios} × K̄ = "
+            f"the in-sample scenarios would need about {need / 2**30:.2f} GiB (S = {s.scenarios} × K̄ = "
             f"{instance.horizon} × {instance.n_models + len(instance.switch_pairs)} random terms) > "
-            f"memory_limit {float(memory_limit):.2f} GiB; use fewer scenarios or a smaller horizon"),
+            f"memory_limit {s.memory_limit:.2f} GiB; use fewer scenarios or a smaller horizon"),
             params=params, diag=diag)
     try:
-        # One deadline for every stage (deplbench.limits): the build's loops and the cut loop read it.
-        with limits.deadline(time_limit):
-            res = _solve_stages(instance, scenarios, seed, time_limit, gap, threads, formulation, write_lp,
-                                backend, verbose, node_limit, memory_bytes, params, diag, t0, solver)
+        res = _solve_stages(instance, s, params, verbose, memory_bytes, diag, t0)
     except BuildTimeout as exc:
         diag["build_s"] = time.perf_counter() - t0
         res = cut_loop_result("time_limit", f"time limit reached while building the MILP ({exc})",
@@ -178,8 +208,8 @@ def solve_milp(instance, scenarios: int = 1000, seed: int = 0, time_limit: float
         diag["build_s"] = time.perf_counter() - t0
         res = cut_loop_result("error", str(exc), params=params, diag=diag)
     except MemoryError:
-        res = cut_loop_result("error", f"out of memory building the MILP (S = {scenarios}, K̄ = {instance.horizon}); "
-                      "use fewer scenarios", params=params, diag=diag)
+        res = cut_loop_result("error", f"out of memory building the MILP (S = {s.scenarios}, K̄ = "
+                              f"{instance.horizon}); use fewer scenarios", params=params, diag=diag)
     res.diagnostics.setdefault("total_s", time.perf_counter() - t0)
     return res
 
@@ -202,29 +232,28 @@ def _fast_uses_general(instance, scenarios, write_lp, solver) -> bool:
     return write_lp is None and solver == "highs" and general_fits(instance, scenarios)
 
 
-def _solve_general(instance, params, diag, verbose, t0) -> SolveResult:
-    """Dispatch to the direct ``general`` solver (:mod:`.general`)."""
-    from deplbench.formulations.general import general_applies, solve_general
+def _solve_general(instance, settings: MilpSettings, params, diag, verbose, t0) -> SolveResult:
+    """Dispatch to the direct ``general`` solver (:mod:`.general`) with the same settings."""
+    from deplbench.formulations.general import general_applies, run_general
 
     ok, why = general_applies(instance)
     if not ok:
         return cut_loop_result("error", f"formulation: 'general' does not apply: {why}", params=params, diag=diag)
-    if params["solver"] != "highs":
-        return cut_loop_result("error", f"solver: {params['solver']!r} cannot run the 'general' formulation "
+    if settings.solver != "highs":
+        return cut_loop_result("error", f"solver: {settings.solver!r} cannot run the 'general' formulation "
                        "(a branch-and-bound of its own, not a matrix model)", params=params, diag=diag)
-    res = solve_general(instance, scenarios=params["scenarios"], seed=params["seed"],
-                        time_limit=params["time_limit"], gap=params["gap"], threads=params["threads"],
-                        verbose=verbose, node_limit=params["node_limit"], settings=params["general_settings"])
-    res.params = {**params, **res.params, "formulation": params["formulation"]}
+    res = run_general(instance, settings.for_general(), verbose=verbose)
+    res.params = {**params, **res.params, "formulation": settings.formulation}
     res.diagnostics = {**diag, **res.diagnostics, "variant": "general"}
     res.diagnostics.setdefault("total_s", time.perf_counter() - t0)
     return res
 
 
-def _solve_stages(instance, scenarios, seed, time_limit, gap, threads, formulation, write_lp, backend,
-                  verbose, node_limit, memory_bytes, params, diag, t0, solver="highs") -> SolveResult:
+def _solve_stages(instance, settings: MilpSettings, params, verbose, memory_bytes, diag, t0) -> SolveResult:
     """Data → bounds → formulation (catalog) → backend → cut loop, within the
     :mod:`deplbench.limits` deadline the caller opened."""
+    s = settings
+    scenarios, seed, time_limit, write_lp = s.scenarios, s.seed, s.time_limit, s.write_lp
     left = limits.time_left()
     if math.isfinite(left):
         est = draw_seconds(instance, scenarios)
@@ -239,7 +268,7 @@ def _solve_stages(instance, scenarios, seed, time_limit, gap, threads, formulati
     t_data = time.perf_counter()
     if limits.expired():
         raise BuildTimeout("drawing the scenarios")
-    rows, why = catalog.candidates(formulation, data)
+    rows, why = catalog.candidates(s.formulation, data)
     if not rows:
         return cut_loop_result("error", why, params=params, diag=diag)
     # The incumbent heuristic runs when the first formulation to try wants it.
@@ -249,8 +278,8 @@ def _solve_stages(instance, scenarios, seed, time_limit, gap, threads, formulati
     # iterations) is deterministic; with one it gets a tenth (at most 3 s).
     want = rows[0].incumbent or data.badly_scaled()
     budget = (math.inf if time_limit is None else min(3.0, 0.1 * float(time_limit)))
-    if params.get("heuristic_time") is not None:
-        budget = float(params["heuristic_time"])
+    if s.heuristic_time is not None:
+        budget = s.heuristic_time
     budget = budget if want else 0.0
     bounds = structural_bounds(data, tight=budget > 0, bigm=False, heuristic_budget=budget)
     if bounds.infeasible:
@@ -277,10 +306,10 @@ def _solve_stages(instance, scenarios, seed, time_limit, gap, threads, formulati
                        params=params, diag=diag)
     diag["variant"] = spec.name
     t1 = time.perf_counter()
-    if solver == "scip" and getattr(model, "mm", None) is None:
+    if s.solver == "scip" and getattr(model, "mm", None) is None:
         return cut_loop_result("error", f"solver: 'scip' needs a matrix formulation, and {spec.name!r} is not one",
                        params=params, diag=diag)
-    be, route = make_backend(model, backend, threads, seed, verbose, solver)
+    be, route = make_backend(model, s.backend, s.threads, seed, verbose, s.solver)
     diag.update(backend=route, n_vars=int(be.ncol), n_cons=int(be.n_rows), n_nonzeros=int(be.n_nonzeros))
     ctx.timing["solver_model"] = time.perf_counter() - t1
     if write_lp:
@@ -291,7 +320,7 @@ def _solve_stages(instance, scenarios, seed, time_limit, gap, threads, formulati
     diag["build_s"] = time.perf_counter() - t0
     diag["build_breakdown_s"] = {k: round(v, 4) for k, v in ctx.timing.items()}
     best = bounds.incumbent if (spec.incumbent or want) else None
-    res = cut_loop(data, model, be, best, gap, params, diag, t0, node_limit=node_limit)
+    res = cut_loop(data, model, be, best, s.gap, params, diag, t0, node_limit=s.node_limit)
     note = getattr(be, "bound_note", None)        # a solver peer that reports no dual bound (.pyomo_peer)
     if note and res.status != "optimal":
         res.message = f"{res.message}; {note}" if res.message else note
@@ -302,4 +331,4 @@ def _solve_stages(instance, scenarios, seed, time_limit, gap, threads, formulati
     return res
 
 
-__all__ = ["solve_milp"]
+__all__ = ["run_milp", "solve_milp"]

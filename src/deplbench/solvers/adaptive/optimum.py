@@ -37,7 +37,7 @@ import math
 from deplbench.formulations import adaptive
 from deplbench.formulations.model.result import SolveResult
 from deplbench.limits import MEMORY_LIMIT_PARAM
-from deplbench.params import Param
+from deplbench.params import SEED, Param
 from deplbench.solvers.base import PlotStyle, Solver
 
 
@@ -57,7 +57,7 @@ class AdaptiveOpt(Solver):
                          low=2),
         "runs": Param(100_000, int, "fresh closed-loop runs certifying the policy", low=100),
         "tune_runs": Param(50_000, int, "runs per tuning simulation (seeds seed+1 and seed+2, never seed)", low=100),
-        "seed": Param(0, int, "seed of the certification runs", low=0),
+        "seed": SEED.but(help="seed of the certification runs"),
         "confidence": Param(0.95, float, "joint level of the P(success) certificate and the cost's upper "
                             "bound (each at 1 − (1 − level)/2)", low=0.5, high=1 - 1e-9),
         "rho": Param(1.0, float, "policy: share of the remaining time the allocation plans to use",
@@ -79,8 +79,10 @@ class AdaptiveOpt(Solver):
     def applies(cls, instance) -> tuple[bool, str]:
         return adaptive.applies(instance)
 
-    def run(self, instance, **params) -> SolveResult:
-        p = self.resolve_params(params)
+    def run_settings(self, instance, settings) -> SolveResult:
+        """Solve with the parameters :func:`~deplbench.solvers.run.solve` resolved once
+        (:meth:`run` is the keyword front: it resolves them first)."""
+        p = dict(settings)
         ok, why = adaptive.applies(instance)
         if not ok:
             return SolveResult(algorithm=self.name, status="skipped", message=why)

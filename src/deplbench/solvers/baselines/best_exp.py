@@ -74,8 +74,10 @@ class BestExp(Solver):
     description = "best-exp: expected-loss model path, then trains on until the quantile target is met"
     parameters = dict(LOOP_PARAMS)
 
-    def run(self, instance, **params) -> SolveResult:
-        p = self.resolve_params(params)
+    def run_settings(self, instance, settings) -> SolveResult:
+        """Solve with the parameters :func:`~deplbench.solvers.run.solve` resolved once
+        (:meth:`run` is the keyword front: it resolves them first)."""
+        p = dict(settings)
         validate_loop_params(instance, p)
         out = decide(instance, p, "expected", finish=self._finisher(instance), retry_on_check=False)
         return result_from(self.name, instance, out, "out-of-sample check")

@@ -97,6 +97,7 @@ from deplbench.solvers.certify.settings import (  # noqa: F401 - the defaults, r
     DEFAULT_TARGET_WIDTH,
     DEFAULT_TIME_LIMIT,
     DEFAULT_VALIDATION,
+    SETTINGS_PARAMETERS,
     VALIDATION_SEED_OFFSET,
     CertifySettings,
 )
@@ -464,46 +465,30 @@ class MilpCertified(Solver):
     exact: ClassVar[bool] = False
     reference: ClassVar[str] = "certified-static"
     style: ClassVar[PlotStyle] = PlotStyle("#1f77b4", "*", ":")
+    #: certify's settings (the one table, :data:`SETTINGS_PARAMETERS`) and two of the solver's own
     parameters: ClassVar[dict[str, Param]] = {
-        "confidence": Param(DEFAULT_CONFIDENCE, float, "joint confidence 1 − β of the bracket",
-                            low=0.0, low_inclusive=False, high=0.999999),
-        "replications": Param(DEFAULT_REPLICATIONS, int, "M SAA replications for the lower bound", low=1,
-                              high=limits.MAX_REPLICATIONS),
-        "scenarios": Param(DEFAULT_SCENARIOS, int, "S scenarios per SAA solve", low=1),
-        "validation": Param(DEFAULT_VALIDATION, int, "N' fresh draws certifying candidate plans", low=100),
-        "risk_grid": Param(",".join(f"{f:g}" for f in DEFAULT_RISK_GRID), str,
-                           "tightened SAA risk factors f (γ = f·(1−ω)), comma-separated"),
-        "time_limit": Param(DEFAULT_TIME_LIMIT, float, "seconds per SAA solve", low=0.0, low_inclusive=False),
-        "total_time_limit": Param(None, float, "wall seconds for the whole bracket (none: per solve only); "
-                                  "the SAA solves end by 80 % of it, tests start by 90 %", low=0.0, low_inclusive=False,
-                                  nullable=True),
-        "seed": Param(0, int, "base seed of the replications (validation: seed + 1000003)", low=0),
-        "gap": Param(1e-4, float, "MILP relative gap per SAA solve", low=0.0, low_inclusive=False,
-                     high=0.999999),
+        **{name: SETTINGS_PARAMETERS[name] for name in (
+            "confidence", "replications", "scenarios", "validation", "risk_grid", "time_limit", "total_time_limit",
+            "seed", "gap")},
         "algorithms": Param("", str, "comma-separated algorithms whose plans are also UB candidates"),
-        "grid_seeds": Param(DEFAULT_GRID_SEEDS, int, "SAA solves per tightened risk level", low=1),
+        **{name: SETTINGS_PARAMETERS[name] for name in ("grid_seeds",)},
         "workers": Param(1, int, "local processes for the SAA solves", low=1, high=limits.MAX_WORKERS),
-        "target_width": Param(DEFAULT_TARGET_WIDTH, float, "stage 2 runs when the stage-1 width is above "
-                              "this (0: never; stage 1 then gets the whole β)", low=0.0, high=0.999999),
-        "refine_share": Param(DEFAULT_REFINE_SHARE, float, "share of β_L and β_U reserved for stage 2",
-                              low=0.0, low_inclusive=False, high=0.999999),
-        "refine_replications": Param(DEFAULT_REFINE_REPLICATIONS, int, "M₂ stage-2 replications", low=1,
-                                     high=limits.MAX_REPLICATIONS),
-        "refine_scenarios": Param(0, int, "S₂ scenarios per stage-2 SAA solve (0: 10·S)", low=0),
-        "refine_validation": Param(DEFAULT_REFINE_VALIDATION, int, "N'₂ fresh draws per stage-2 test", low=100),
-        "refine_candidates": Param(DEFAULT_REFINE_CANDIDATES, int, "at most this many stage-2 tests", low=1),
+        **{name: SETTINGS_PARAMETERS[name] for name in (
+            "target_width", "refine_share", "refine_replications", "refine_scenarios", "refine_validation",
+            "refine_candidates")},
     }
 
-    def run(self, instance, **params) -> SolveResult:
-        """Run :func:`certify`; bad parameters raise SolverError, the rest becomes data."""
-        grid = parse_risk_grid(params["risk_grid"])
-        extra, failed = candidate_plans(instance, params["algorithms"])
-        bracket = certify(instance, confidence=params["confidence"], replications=params["replications"],
-                          scenarios=params["scenarios"], validation=params["validation"], risk_grid=grid,
-                          time_limit=params["time_limit"], seed=params["seed"], gap=params["gap"],
-                          candidates=extra, map=process_map(params["workers"]),
-                          grid_seeds=params["grid_seeds"], total_time_limit=params["total_time_limit"],
-                          **refine_options(params))
+    @classmethod
+    def build_settings(cls, resolved) -> tuple[CertifySettings, str, int]:
+        """certify's :class:`CertifySettings` from the resolved parameters (no second
+        check), with the solver's own ``algorithms`` and ``workers``."""
+        return CertifySettings.from_resolved(resolved), resolved["algorithms"], resolved["workers"]
+
+    def run_settings(self, instance, settings: tuple[CertifySettings, str, int]) -> SolveResult:
+        """Run :func:`certify`; the rest becomes data."""
+        certify_settings, algorithms, workers = settings
+        extra, failed = candidate_plans(instance, algorithms)
+        bracket = certify(instance, certify_settings, candidates=extra, map=process_map(workers))
         if failed:
             bracket["candidate_failures"] = failed
         return bracket_result(bracket)
@@ -511,7 +496,7 @@ class MilpCertified(Solver):
 
 def refine_options(params: Mapping) -> dict:
     """The stage-2 keyword arguments of :func:`certify` from algorithm/CLI
-    parameters (0 for S₂ means "the default", 10·S)."""
+    parameters (0 for S₂ means "the default", 10·S, as it does in :class:`CertifySettings`)."""
     return {"target_width": params["target_width"], "refine_share": params["refine_share"],
             "refine_replications": params["refine_replications"],
             "refine_scenarios": params["refine_scenarios"] or None,

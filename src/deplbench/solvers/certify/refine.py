@@ -93,10 +93,11 @@ def split_beta(confidence: float, lb_share: float, refine_share: float, refining
 
 
 def saa_tasks(data: dict, omega: float, alpha: float, replications: int, scenarios: int, grid, grid_seeds: int,
-              first_seed: int, time_limit: float, gap: float, stage: int) -> list[dict]:
+              first_seed: int, time_limit: float | None, gap: float, stage: int) -> list[dict]:
     """M replications at γ = α and ``grid_seeds`` solves per tightened level, seeds
     ``first_seed``, ``first_seed + 1``, …"""
-    base = {"instance": data, "scenarios": scenarios, "time_limit": float(time_limit), "gap": float(gap),
+    base = {"instance": data, "scenarios": scenarios, "gap": float(gap),
+            "time_limit": None if time_limit is None else float(time_limit),
             "stage": stage}
     tasks = [{**base, "role": "replication", "omega": float(omega), "seed": first_seed + i}
              for i in range(replications)]

@@ -21,11 +21,12 @@ deplbench.errors.SolverError: parameter 'confidence': must be < 1.0, got 1.2
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from deplbench import limits
-from deplbench.params import Param, resolve
+from deplbench.params import SEED, TIME_LIMIT, Param, resolve, trusted
 
 DEFAULT_CONFIDENCE = 0.95
 #: M: with S = 2000 and β_L = 0.025, ρ ≈ 0.56 and L = 7 (the 7th smallest of
@@ -93,9 +94,8 @@ SETTINGS_PARAMETERS: dict[str, Param] = {
                         high=MAX_VALIDATION),
     "risk_grid": Param(DEFAULT_RISK_GRID, tuple, "factors f of the tightened risk levels γ = f·(1 − ω)",
                        low=0.0, low_inclusive=False, high=1.0),
-    "time_limit": Param(DEFAULT_TIME_LIMIT, float, "seconds per SAA solve", low=0.0, low_inclusive=False,
-                        finite=True),
-    "seed": Param(0, int, "base seed of the replications", low=0),
+    "time_limit": TIME_LIMIT.but(default=DEFAULT_TIME_LIMIT, help="seconds per SAA solve (none: no limit)"),
+    "seed": SEED.but(help="base seed of the replications (validation: seed + 1000003)"),
     "gap": _share(1e-4, "MILP relative gap per SAA solve"),
     "lb_share": _share(0.5, "share of β spent on the lower bound"),
     "grid_seeds": Param(DEFAULT_GRID_SEEDS, int, "SAA solves per tightened risk level", low=1),
@@ -104,7 +104,7 @@ SETTINGS_PARAMETERS: dict[str, Param] = {
     "refine_share": _share(DEFAULT_REFINE_SHARE, "share of β_L and β_U reserved for stage 2"),
     "refine_replications": Param(DEFAULT_REFINE_REPLICATIONS, int, "M₂ stage-2 replications", low=1,
                                  high=limits.MAX_REPLICATIONS),
-    "refine_scenarios": Param(None, int, "S₂ scenarios per stage-2 SAA solve (None: 10·S)", low=1,
+    "refine_scenarios": Param(None, int, "S₂ scenarios per stage-2 SAA solve (0 or none: 10·S)", low=0,
                               nullable=True),
     "refine_validation": Param(DEFAULT_REFINE_VALIDATION, int, "N′₂ fresh draws per stage-2 test", low=100,
                                high=MAX_VALIDATION),
@@ -130,7 +130,7 @@ class CertifySettings:
     scenarios: int = DEFAULT_SCENARIOS
     validation: int = DEFAULT_VALIDATION
     risk_grid: tuple[float, ...] = DEFAULT_RISK_GRID
-    time_limit: float = DEFAULT_TIME_LIMIT
+    time_limit: float | None = DEFAULT_TIME_LIMIT
     seed: int = 0
     gap: float = 1e-4
     lb_share: float = 0.5
@@ -152,14 +152,21 @@ class CertifySettings:
 
     @classmethod
     def from_options(cls, **options: Any) -> CertifySettings:
-        """The settings from keyword options; an unknown name is refused naming it."""
-        resolve(SETTINGS_PARAMETERS, options, owner="certify", strict=True)
-        return cls(**options)
+        """The settings from keyword options (typed values), each checked once;
+        an unknown name is refused naming it."""
+        return trusted(cls, resolve(SETTINGS_PARAMETERS, options, owner="certify", strict=True))
+
+    @classmethod
+    def from_resolved(cls, resolved: Mapping[str, Any]) -> CertifySettings:
+        """The settings from values :func:`deplbench.params.resolve` already checked
+        against :data:`SETTINGS_PARAMETERS` (the ``milp-certified`` solver's); keys
+        that are not settings (``algorithms``, ``workers``) are left out."""
+        return trusted(cls, {k: v for k, v in resolved.items() if k in SETTINGS_PARAMETERS})
 
     @property
     def stage2_scenarios(self) -> int:
         """S₂: ``refine_scenarios``, or 10·S when it is None."""
-        return (DEFAULT_REFINE_SCENARIOS_FACTOR * self.scenarios if self.refine_scenarios is None
+        return (DEFAULT_REFINE_SCENARIOS_FACTOR * self.scenarios if not self.refine_scenarios
                 else self.refine_scenarios)
 
     def record(self) -> dict[str, Any]:

@@ -96,7 +96,8 @@ def saa_task(task: dict) -> dict:
 
     time_limit = task["time_limit"]
     if task.get("ends_at") is not None:     # the bracket's total_time_limit, as a wall-clock instant
-        time_limit = min(time_limit, task["ends_at"] - time.time())
+        left = task["ends_at"] - time.time()
+        time_limit = left if time_limit is None else min(time_limit, left)
         if time_limit <= 0:
             return {"role": task["role"], "factor": task.get("factor"), "seed": task["seed"],
                     "omega": task["omega"], "scenarios": task["scenarios"], "status": "time_limit",

@@ -167,8 +167,10 @@ class DepL(Solver):
         validate_method(p["quantile_method"], p["n_theta"], p["tail_share"])
         validate_loop_params(instance, p)
 
-    def run(self, instance, **params) -> SolveResult:
-        p = self.resolve_params(params)
+    def run_settings(self, instance, settings) -> SolveResult:
+        """Solve with the parameters :func:`~deplbench.solvers.run.solve` resolved once
+        (:meth:`run` is the keyword front: it resolves them first)."""
+        p = dict(settings)
         self._validate(instance, p)
         method = p["quantile_method"]
         n_theta, tail_share = int(p["n_theta"]), float(p["tail_share"])

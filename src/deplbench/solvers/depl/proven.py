@@ -244,9 +244,10 @@ class DepLProven(DepL):
         "probes": Param(3, int, "surrogate θ values whose stage-2 target is loosened (the central ones; "
                         "at most n_theta)", low=1, high=64)}
 
-    def run(self, instance, **params) -> SolveResult:
-        p = self.resolve_params(params)
-        p.update(quantile_method="chernoff", calibrate=False)
+    def run_settings(self, instance, settings) -> SolveResult:
+        """Solve with the parameters :func:`~deplbench.solvers.run.solve` resolved once
+        (:meth:`run` is the keyword front: it resolves them first)."""
+        p = {**settings, "quantile_method": "chernoff", "calibrate": False}
         self._validate(instance, p)
         t0 = time.perf_counter()
         # the graph-size work counter belongs to DepL's complexity audit, not to this proof

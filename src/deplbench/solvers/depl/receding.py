@@ -182,8 +182,9 @@ class DepLReceding(Solver):
         "memo_time": Param(10, int, "closed loop: elapsed-time cells up to Tmax for the re-plan memo", low=1),
     }
 
-    def run(self, instance, **params):
-        res = DepL().run(instance, **{k: v for k, v in params.items() if k in DepL.parameters})
+    def run_settings(self, instance, settings):
+        """DepL with its share of the parameters resolved once (passed on, not resolved again)."""
+        res = DepL().run_settings(instance, {k: v for k, v in settings.items() if k in DepL.parameters})
         res.algorithm = self.name
         return res
 

@@ -31,7 +31,7 @@ from deplbench.formulations.model.result import SolveResult
 from deplbench.instances.datalaw import compute_need
 from deplbench.jsonio import to_jsonable
 from deplbench.limits import MEMORY_LIMIT_PARAM, check_time
-from deplbench.params import Param
+from deplbench.params import SEED, TIME_LIMIT, Param
 from deplbench.solvers.depl.dataset_selection import (
     EXHAUSTIVE_MIN_MAX,
     DataObjective,
@@ -266,11 +266,9 @@ LOOP_PARAMS: dict[str, Param] = {
     "eta": Param(200, int, "expanded-graph resolution η (time and loss buckets)", low=1, high=5000),
     "epsilon": Param(0.1, float, "(1+ε) approximation of the cluster/allocation stage", low=0.0,
                      low_inclusive=False, high=10.0),
-    "seed": Param(0, int, "seed of the out-of-sample check and of sampled diagnostics", low=0),
+    "seed": SEED.but(help="seed of the out-of-sample check and of sampled diagnostics"),
     "check_samples": Param(20_000, int, "trajectories of the solver's own out-of-sample check", low=100),
-    "time_limit": Param(300.0, float, "wall-clock seconds (none: no limit); past it the result is status "
-                        "time_limit with no plan (docs/DESIGN.md, limits)", low=0.0, low_inclusive=False,
-                        nullable=True),
+    "time_limit": TIME_LIMIT.but(default=300.0),
     "memory_limit": MEMORY_LIMIT_PARAM,
     "max_retries": Param(3, int, "tightening retries after a failed out-of-sample check", low=0),
     "max_backtracks": Param(8, int, "stage backtracks (dataset blacklists + deadline tightenings)", low=0),

@@ -43,6 +43,7 @@ from deplbench.formulations.model.result import SolveResult
 from deplbench.formulations.model.scenarios import ScenarioSampler, allowed_violations
 from deplbench.instances.datalaw import compute_need
 from deplbench.limits import FLOAT_BYTES, MEMORY_LIMIT_PARAM, TIME_LIMIT_PARAM, check_memory, check_time
+from deplbench.params import SEED
 from deplbench.solvers.base import Param, PlotStyle, Solver
 
 #: Largest instance the exhaustive search accepts (tiny instances only, docs/DESIGN.md registry table).
@@ -160,7 +161,7 @@ class BruteForce(Solver):
     style: ClassVar[PlotStyle] = PlotStyle("#d62728", "s", "--")
     parameters: ClassVar[dict[str, Param]] = {
         "scenarios": Param(1000, int, "in-sample scenarios S (same sampler as the MILP)", low=1),
-        "seed": Param(0, int, "seed of the in-sample scenarios", low=0),
+        "seed": SEED.but(help="seed of the in-sample scenarios"),
         "time_limit": TIME_LIMIT_PARAM,
         "memory_limit": MEMORY_LIMIT_PARAM,
     }

@@ -1,6 +1,6 @@
 """``milp-exact``: the optimum of the true chance-constrained problem over static plans.
 
-A thin wrapper around :func:`deplbench.formulations.exact.static.solve_exact_static`:
+A thin wrapper around :func:`deplbench.formulations.exact.static.run_exact_static`:
 the sequence enumeration of the exact MILP with every feasibility decision
 made by the rigorous violation bounds of :mod:`deplbench.formulations.evaluation.exact_violation`
 instead of scenario counts. ``cost`` is the cheapest plan *proven* feasible,
@@ -26,9 +26,10 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from deplbench.formulations.exact.static import exact_static_applies, solve_exact_static
+from deplbench.formulations.exact.static import exact_static_applies, run_exact_static
 from deplbench.formulations.model.result import SolveResult
 from deplbench.limits import MEMORY_LIMIT_PARAM
+from deplbench.params import TIME_LIMIT
 from deplbench.solvers.base import Param, PlotStyle, Solver
 
 
@@ -44,8 +45,7 @@ class MilpExact(Solver):
     reference: ClassVar[str] = "exact-static"
     style: ClassVar[PlotStyle] = PlotStyle("#17becf", "*", "-")
     parameters: ClassVar[dict[str, Param]] = {
-        "time_limit": Param(300.0, float, "wall-clock seconds (none: no limit)", low=0.0, low_inclusive=False,
-                            nullable=True),
+        "time_limit": TIME_LIMIT.but(default=300.0),
         "gap": Param(1e-4, float, "relative bracket width (UB − LB)/UB at which to stop refining", low=0.0,
                      low_inclusive=False, high=0.5),
         "memory_limit": MEMORY_LIMIT_PARAM,
@@ -55,8 +55,9 @@ class MilpExact(Solver):
     def applies(cls, instance) -> tuple[bool, str]:
         return exact_static_applies(instance)
 
-    def run(self, instance, **params) -> SolveResult:
-        """Solve; never raises for an instance.
+    def run_settings(self, instance, settings) -> SolveResult:
+        """Solve with the parameters :func:`~deplbench.solvers.run.solve` resolved once, under
+        the one deadline it opened; never raises for an instance.
 
         The lattice's memory is estimated before anything is allocated and
         refused (status ``error``, naming ``memory_limit``) above the
@@ -64,7 +65,7 @@ class MilpExact(Solver):
         opens; every phase reads the ``time_limit`` deadline and a stop
         is status ``time_limit`` with the bracket proven so far (never
         ``infeasible``)."""
-        res = solve_exact_static(instance, time_limit=params.get("time_limit"), gap=params.get("gap", 1e-4))
+        res = run_exact_static(instance, gap=settings["gap"])
         res.algorithm = self.name
         return res
 
