@@ -120,13 +120,18 @@ class Solver:
     reference: ClassVar[str] = ""
     style: ClassVar[PlotStyle | None] = None
     preprocess: ClassVar[bool] = True
+    #: The parameter that is the whole solve's wall-clock deadline (the one
+    #: clock, :mod:`deplbench.limits`). ``time_limit`` for most solvers; a
+    #: solver whose ``time_limit`` bounds one inner solve names its outer
+    #: budget instead (``milp-certified``: ``total_time_limit``).
+    clock: ClassVar[str] = "time_limit"
 
     def run(self, instance, **params) -> SolveResult:
         """Solve with keyword parameters: the front for direct calls.
 
         Resolves ``params`` against :attr:`parameters`, builds the settings
         once (:meth:`build_settings`) and runs :meth:`run_settings` under the
-        ``time_limit`` deadline and ``memory_limit`` budget
+        deadline of :attr:`clock` and the ``memory_limit`` budget
         (:mod:`deplbench.limits`), as :func:`~deplbench.solvers.run.solve`
         does. A solver overrides :meth:`run_settings` (the settings built
         once, passed down whole) or, the simple way, this method.
@@ -135,7 +140,7 @@ class Solver:
             raise NotImplementedError(f"{type(self).__name__} defines neither run nor run_settings")
         resolved = self.resolve_params(params)
         settings = self.build_settings(resolved)
-        with limits.deadline(resolved.get("time_limit")), limits.memory_budget(resolved.get("memory_limit")):
+        with limits.deadline(resolved.get(self.clock)), limits.memory_budget(resolved.get("memory_limit")):
             return self.run_settings(instance, settings)
 
     def run_settings(self, instance, settings: Any) -> SolveResult:

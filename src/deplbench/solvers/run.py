@@ -150,9 +150,10 @@ def solve(
         if reduction is not None and reduction.instance is None:
             result = SolveResult(algorithm=cls.name, status="infeasible", message=reduction.reason)
         else:
-            # A declared time_limit sets the deadline every check_time() reads (deplbench.limits):
-            # the one clock of the solve: every layer below reads this deadline.
-            with deadline(resolved.get("time_limit")), memory_budget(resolved.get("memory_limit")):
+            # The solver's clock parameter (time_limit, or an outer budget where time_limit bounds
+            # one inner solve) sets the deadline every check_time() reads (deplbench.limits): the
+            # one clock of the solve: every layer below reads this deadline.
+            with deadline(resolved.get(cls.clock)), memory_budget(resolved.get("memory_limit")):
                 result = cls().run_settings(reduction.instance if reduction is not None else instance, settings)
     except TimeLimitReached as exc:  # a heuristic's deadline (deplbench.limits): no plan
         result = SolveResult(algorithm=cls.name, status="time_limit", message=str(exc))

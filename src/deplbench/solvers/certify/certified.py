@@ -465,6 +465,8 @@ class MilpCertified(Solver):
     exact: ClassVar[bool] = False
     reference: ClassVar[str] = "certified-static"
     style: ClassVar[PlotStyle] = PlotStyle("#1f77b4", "*", ":")
+    #: time_limit bounds each SAA solve; the bracket as a whole runs under total_time_limit.
+    clock: ClassVar[str] = "total_time_limit"
     #: certify's settings (the one table, :data:`SETTINGS_PARAMETERS`) and two of the solver's own
     parameters: ClassVar[dict[str, Param]] = {
         **{name: SETTINGS_PARAMETERS[name] for name in (
