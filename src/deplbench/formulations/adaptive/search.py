@@ -88,7 +88,7 @@ def best_mu(search: Search, lam: float, omega: float, guess: float | None, iters
             break
         mid = (g1 - g0 + s0 * m0 - s1 * m1) / (s0 - s1)
         top = g0 + s0 * (mid - m0)
-        if not m0 < mid < m1 or top <= max(g0, g1) + MU_RTOL * max(1.0, abs(top)):
+        if not m0 < mid < m1 or top <= max(g0, g1) + MU_RTOL * abs(top):   # relative: costs may be ≪ 1
             break
         p = search.run(lam, mid)
         if p.p_fail > risk + p.err_fail:
