@@ -176,8 +176,10 @@ from deplbench.formulations.adaptive.bracket import (
     largest_cost,
     memory_estimate,
     monotone_frontier,
+    time_points_for,
+    timed_memory,
 )
-from deplbench.formulations.adaptive.certify import AdaptivePolicy, frontier_levels, tune_policy
+from deplbench.formulations.adaptive.certify import AdaptivePolicy, TimedPolicy, frontier_levels, tune_policy
 from deplbench.formulations.adaptive.chain import (
     TAIL,
     TAIL_JUMP,
@@ -199,6 +201,15 @@ from deplbench.formulations.adaptive.search import (
     lam_guess,
     lower_bound_search,
     multires_search,
+)
+from deplbench.formulations.adaptive.timed import (
+    TIME_POINTS,
+    TIMED_WORK,
+    TimedSearch,
+    TimeGrid,
+    timed_dp,
+    timed_search,
+    timed_work,
 )
 
 __all__ = [
@@ -232,4 +243,14 @@ __all__ = [
                                                      "lower_bound_search",
                                                      "multires_search",
                                                      "tune_policy",
+                                                     "TIME_POINTS",
+                                                     "TIMED_WORK",
+                                                     "TimeGrid",
+                                                     "TimedPolicy",
+                                                     "TimedSearch",
+                                                     "time_points_for",
+                                                     "timed_dp",
+                                                     "timed_memory",
+                                                     "timed_search",
+                                                     "timed_work",
 ]

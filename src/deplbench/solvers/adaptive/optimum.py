@@ -102,12 +102,19 @@ class AdaptiveOpt(Solver):
 
     def closed_loop_policy(self, instance, result, **params):
         """The certified policy, rebuilt from ``diagnostics["multipliers"]`` (failure price,
-        ρ, rescaling rule and share given up at once; None without them)."""
+        ρ, rescaling rule or time grid, and share given up at once; None without them)
+        on the grid the bracket ended on."""
         mult = (result.diagnostics or {}).get("multipliers")
         if not mult or not adaptive.applies(instance)[0]:
             return None
         p = self.resolve_params(params)
-        chain = adaptive.Chain(instance, p["buckets"], optimistic=False)
+        buckets = ((result.diagnostics or {}).get("grid") or {}).get("buckets") or p["buckets"]
+        chain = adaptive.Chain(instance, int(buckets), optimistic=False)
+        if mult.get("time_points"):
+            g = int(mult["time_points"])
+            return adaptive.TimedPolicy(chain, adaptive.timed_dp(chain, mult["mu_policy"], g, keep=True), g,
+                                        name=f"{self.display_label()} (policy)", give_up=mult.get("give_up", 0.0),
+                                        coin_seed=p["seed"], budget=mult.get("budget") or math.inf)
         return adaptive.AdaptivePolicy(chain, adaptive.dp(chain, mult["lambda"], mult["mu_policy"], keep=True),
                                        mult.get("rho_policy", p["rho"]), name=f"{self.display_label()} (policy)",
                                        scaling=mult.get("scaling", "rms"), give_up=mult.get("give_up", 0.0),
