@@ -7,7 +7,9 @@ optimum for every λ, μ ≥ 0; :func:`dp` computes V₀ by backward induction
 with batched FFT correlations; the searches
 (:mod:`~deplbench.formulations.adaptive.search`) only choose good multipliers.
 The pessimistic chain (⌈·⌉) gives the tables of the certified policy
-(:mod:`deplbench.formulations.adaptive.certify`).
+(:mod:`deplbench.formulations.adaptive.certify`). Here the deadline is
+priced (E[T] ≤ Tmax); :mod:`~deplbench.formulations.adaptive.timed` carries
+it on the same chain.
 """
 
 from __future__ import annotations

@@ -61,7 +61,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from deplbench.formulations.adaptive.chain import UNIT, F, V, Chain, Pass, correlate
+from deplbench.formulations.adaptive.chain import UNIT, Chain, F, Pass, V, correlate
 from deplbench.formulations.adaptive.search import Search, best_mu
 
 #: Points of the remaining-time grid by default (G; Δ = Tmax/G).
@@ -182,7 +182,8 @@ def timed_dp(chain: Chain, mu: float, points: int = TIME_POINTS, keep: bool = Fa
         err = e_new
         cur = np.empty((M + 1, G1, Q, L1))
         for m in range(M + 1):                             # m = M: no model yet (k = 0)
-            blocks, lags, ids = [], [], []
+            blocks, lags = [], []
+            ids: list[int] = []
             for b in range(M):
                 if m == M or b == m:
                     v, d = best_all[0][b * N:(b + 1) * N], best_all[1][b * N:(b + 1) * N]
