@@ -152,3 +152,28 @@ def test_carried_policy_never_misses_the_deadline_and_bounds_the_optimum():
     assert b.lower_bound <= opt <= b.upper_bound
     trained = b.cost_mean / (1 - b.multipliers["give_up"])
     assert plan <= trained <= plan * (1 + 4.0 * float(inst.time_max) / POINTS / 8.0)
+
+
+def test_cli_time_points_option(tmp_path, capsys):
+    """``--time-points``: 0 prices the deadline only, G ≥ 2 carries it (the JSON says which and
+    gives both bounds), 1 is refused naming the field (exit 2)."""
+    import json
+
+    from deplbench.cli import main
+
+    inst, _ = _boundary(*LAWS[1], 1.0, 50.0)
+    path = tmp_path / "tiny.json"
+    inst.with_changes(omega=0.5).save(path)
+    common = ["adaptive", str(path), "--one-grid", "--buckets", "6", "--runs", "500", "--tune-runs", "500",
+              "--json", "--quiet"]
+    main([*common, "--time-points", "0"])
+    priced = json.loads(capsys.readouterr().out)
+    assert priced["multipliers"]["deadline"].startswith("priced") and priced["multipliers"]["time_points"] == 0
+    main([*common, "--time-points", "64"])
+    carried = json.loads(capsys.readouterr().out)
+    m = carried["multipliers"]
+    assert m["deadline"].startswith("carried on 64 time points") and m["time_points"] == 64
+    assert carried["lower_bound"] == max(m["lower_bound_priced"], m["lower_bound_carried"])
+    assert carried["lower_bound"] > priced["lower_bound"] == m["lower_bound_priced"]
+    assert main([*common, "--time-points", "1"]) == 2
+    assert "time_points: must be 0 (deadline priced) or an integer ≥ 2, got 1" in capsys.readouterr().err

@@ -72,6 +72,8 @@ class AdaptiveOpt(Solver):
         "refine_time": Param(None, float, "wall-clock seconds for the refinement to --width (an outer stop)",
                              low=0.0, low_inclusive=False, nullable=True),
         "max_buckets": Param(adaptive.MAX_BUCKETS, int, "finest grid the refinement may use", low=2),
+        "time_points": Param(None, int, "points of the remaining-time grid on which the deadline is carried "
+                             "(0: priced only, E[T] ≤ Tmax; none: 256 where affordable)", low=0, nullable=True),
         "memory_limit": MEMORY_LIMIT_PARAM,
     }
 
@@ -88,7 +90,8 @@ class AdaptiveOpt(Solver):
             instance = instance.with_changes(omega=p["omega"])
         b = adaptive.adaptive_bounds(instance, p["buckets"], p["runs"], p["seed"], p["confidence"],
                                      p["tune_runs"], p["rho"], p["iters_lam"], p["iters_mu"], width=p["width"],
-                                     time_limit=p["refine_time"], max_buckets=p["max_buckets"])
+                                     time_limit=p["refine_time"], max_buckets=p["max_buckets"],
+                                     time_points=p["time_points"])
         d = b.to_dict()
         # Only "unreachable" is a proof that no policy exists (the optimistic
         # chain's best P(success) is below ω); a policy that was not certified
