@@ -147,7 +147,8 @@ def test_carried_policy_never_misses_the_deadline_and_bounds_the_optimum():
     plan = kkt_optimum(inst)
     opt = inst.omega * plan
     b = A.adaptive_bounds(inst, buckets=12, runs=2000, tune_runs=1000, seed=3)
-    assert b.multipliers["time_points"] == POINTS and b.multipliers["scaling"] == "carried"
+    m = b.multipliers
+    assert m["time_points"] == POINTS and m["time_points_policy"] == POINTS and m["scaling"] == "carried"
     assert b.status == "certified" and b.certification["deadline_missed"] == 0
     assert b.lower_bound <= opt <= b.upper_bound
     trained = b.cost_mean / (1 - b.multipliers["give_up"])

@@ -224,6 +224,25 @@ def _search_at(instance, chain: Chain, omega: float, iters_lam: int, iters_mu: i
     return s
 
 
+def _tune(instance, pes: Chain, search, warm, g: int, target: float, tune_runs: int, seed: int, rho: float,
+          runs: int, alpha: float):
+    """Tune the certified policy on ``pes`` (tuning seeds only): the priced policy and, with the
+    deadline carried on this grid (``g`` > 0), the carried one too, keeping the one whose
+    predicted upper bound (:func:`_predicted_ucb`, tuning runs) is lower. Returns (policy,
+    tuning log with the kept policy's entries last, its predicted upper bound)."""
+    cands = []
+    for pts in ((g, 0) if g else (0,)):
+        mu = _policy_mu(search, warm) if pts else max(warm.mu, 1e-6)
+        pol, tl, _ = tune_policy(instance, pes, warm.lam, mu, target, tune_runs, seed + 1, rho, coin_seed=seed,
+                                 points=pts or None)
+        share = [t for t in tl if t["role"] == "share"]
+        est = _predicted_ucb(share[-1], pol.give_up, runs, alpha) if share else math.inf
+        cands.append((est, len(cands), pol, [dict(t, policy="carried" if pts else "priced") for t in tl]))
+    best = min(cands, key=lambda c: (c[0], c[1]))
+    log = [t for c in cands if c is not best for t in c[3]] + best[3]
+    return best[2], log, best[0]
+
+
 def _policy_mu(search, warm) -> float:
     """The failure price the policy's tuning starts from: the carried-deadline search's best
     when it ran (its critical μ differs from the priced one), else the priced search's."""
@@ -336,6 +355,7 @@ def adaptive_bounds(instance, buckets: int = 1200, runs: int = 100_000, seed: in
     levels: list[dict] = []
     log: list = []
     warm, search, policy, est_ub, stopped = None, None, None, math.inf, "one grid"
+    carried: tuple = ([], 0, 0)                         # the last carried-deadline passes, G, buckets
     tune_s, sim_rate = 0.0, 1.0
     n_passes = coarse_passes = 0
     pes = None
@@ -353,8 +373,10 @@ def adaptive_bounds(instance, buckets: int = 1200, runs: int = 100_000, seed: in
             check_memory(timed_memory(opt, g), f"adaptive-opt's carried deadline ({g} time points, {b} buckets)",
                          "use fewer time points (--time-points 0: the deadline priced only)")
             timed = timed_search(opt, omega, g, iters_mu + 2)
-            search.extra = timed.passes
+            carried = (timed.passes, g, b)
             n_passes += len(timed.passes)
+        # a coarser grid's carried passes bound the same optimum: kept where the grid is too fine for them
+        search.extra = carried[0]
         lb = search.bound()
         t_lb = _time.perf_counter() - t_level
         tuned = False
@@ -365,11 +387,8 @@ def adaptive_bounds(instance, buckets: int = 1200, runs: int = 100_000, seed: in
         since = next((i for i, lv in enumerate(reversed(levels)) if lv["tuned"]), len(levels))
         if width is None or policy is None or est_w <= 2 * width or stalled or since >= 1:
             pes = Chain(instance, b, optimistic=False)
-            policy, tl, _ = tune_policy(instance, pes, warm.lam, _policy_mu(search, warm), target, tune_runs,
-                                        seed + 1, rho, coin_seed=seed, points=g)
+            policy, tl, est_ub = _tune(instance, pes, search, warm, g, target, tune_runs, seed, rho, runs, alpha)
             log.extend(dict(t, buckets=b) for t in tl)
-            share = [t for t in tl if t["role"] == "share"]
-            est_ub = _predicted_ucb(share[-1], policy.give_up, runs, alpha) if share else math.inf
             tuned = True
             est_w = (est_ub - lb) / lb if lb > 0 and math.isfinite(est_ub) else math.inf
         elapsed = _time.perf_counter() - t0
@@ -399,8 +418,7 @@ def adaptive_bounds(instance, buckets: int = 1200, runs: int = 100_000, seed: in
             continue
         if not tuned:                                   # the policy of the finest grid
             pes = Chain(instance, b, optimistic=False)
-            policy, tl, _ = tune_policy(instance, pes, warm.lam, _policy_mu(search, warm), target, tune_runs,
-                                        seed + 1, rho, coin_seed=seed, points=g)
+            policy, tl, _ = _tune(instance, pes, search, warm, g, target, tune_runs, seed, rho, runs, alpha)
             log.extend(dict(t, buckets=b) for t in tl)
         break
     best = search.best
@@ -448,9 +466,11 @@ def adaptive_bounds(instance, buckets: int = 1200, runs: int = 100_000, seed: in
         multipliers={"lambda": best.lam, "mu": best.mu, "mu_policy": policy.pass_.mu, "rho_policy": policy.rho,
                      "give_up": policy.give_up, "scaling": policy.scaling, "budget": policy.budget,
                      "lambda_converged": search.lam_converged,
-                     "deadline": (f"carried on {g} time points (lower bound: the larger of the carried and the "
-                                  f"priced bounds)" if g else "priced (E[T] ≤ Tmax relaxation)"),
-                     "time_points": g, "lower_bound_priced": priced,
+                     "deadline": (f"carried on {carried[1]} time points at {carried[2]} buckets (lower bound: the "
+                                  f"larger of the carried and the priced bounds)" if carried[1]
+                                  else "priced (E[T] ≤ Tmax relaxation)"),
+                     "time_points": carried[1], "time_points_policy": getattr(policy, "points", 0),
+                     "lower_bound_priced": priced,
                      "lower_bound_carried": max((p.bound(omega, opt.st.time_max) for p in search.extra),
                                                 default=None),
                      "rounding_bound": best.err},

@@ -113,8 +113,8 @@ class AdaptiveOpt(Solver):
         p = self.resolve_params(params)
         buckets = ((result.diagnostics or {}).get("grid") or {}).get("buckets") or p["buckets"]
         chain = adaptive.Chain(instance, int(buckets), optimistic=False)
-        if mult.get("time_points"):
-            g = int(mult["time_points"])
+        if mult.get("time_points_policy"):
+            g = int(mult["time_points_policy"])
             return adaptive.TimedPolicy(chain, adaptive.timed_dp(chain, mult["mu_policy"], g, keep=True), g,
                                         name=f"{self.display_label()} (policy)", give_up=mult.get("give_up", 0.0),
                                         coin_seed=p["seed"], budget=mult.get("budget") or math.inf)
