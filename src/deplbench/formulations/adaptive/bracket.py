@@ -230,7 +230,7 @@ def _tune(instance, pes: Chain, search, warm, g: int, target: float, tune_runs: 
     deadline carried on this grid (``g`` > 0), the carried one too, keeping the one whose
     predicted upper bound (:func:`_predicted_ucb`, tuning runs) is lower. Returns (policy,
     tuning log with the kept policy's entries last, its predicted upper bound)."""
-    cands = []
+    cands: list[tuple] = []
     for pts in ((g, 0) if g else (0,)):
         mu = _policy_mu(search, warm) if pts else max(warm.mu, 1e-6)
         pol, tl, _ = tune_policy(instance, pes, warm.lam, mu, target, tune_runs, seed + 1, rho, coin_seed=seed,
