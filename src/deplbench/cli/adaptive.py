@@ -146,7 +146,7 @@ def register(subparsers) -> None:
     p.add_argument("--rho", type=float, help="policy: share of the remaining time planned (default 1)")
     p.add_argument("--time-points", dest="time_points", type=int,
                    help="carry the deadline on a grid of this many remaining-time points (0: price it only; "
-                        "default: 256 where affordable, i.e. small instances)")
+                        "default: 256, 128 or 64 where affordable, i.e. small instances)")
     p.add_argument("--iters-lam", dest="iters_lam", type=int, help="bisection steps on λ (default 6)")
     p.add_argument("--iters-mu", dest="iters_mu", type=int, help="bisection steps on μ (default 6)")
     p.add_argument("--json", action="store_true", help="print one JSON object on stdout")

@@ -111,7 +111,7 @@ How the deadline (eq. (4)) is handled: what is exact and what is relaxed
 ---------------------------------------------------------------------------
 *Carried* (:mod:`~deplbench.formulations.adaptive.timed`, used where a pass
 is affordable: :func:`time_points_for`). The remaining time τ is a state
-on the grid τ_j = jΔ (Δ = Tmax/G, G = 256 by default) and only the
+on the grid τ_j = jΔ (Δ = Tmax/G; by default G = 256, 128 or 64, the finest that is cheap) and only the
 failure is priced: V₀(μ) − μ(1 − ω) is a proven bound for every μ ≥ 0.
 *Exact* there: "T ≤ Tmax on every run", the capacity x ≤ r, the
 communication time s/b, the chance constraint (μ with Beutler–Ross
@@ -126,7 +126,7 @@ through μτ — the failure price does not scale with 1/τ — so the best
 tree changes with τ and τ stays in the state; where x ≤ r binds or
 s > 0 the tree's value is not W/τ at all. On the tiny instances of the
 tests the carried bound is within K̄Δ/Tmax of their independent exact
-optimum (≤ 1.6 % at G = 256), where the priced one is 0–36 % below it.
+optimum (≤ 1.6 % at G = 256), where the priced one is 0–34 % below it.
 
 *Priced* (:func:`lower_bound_search`, always computed). λ·(T − Tmax)
 relaxes "T ≤ Tmax on every run" to "E[T] ≤ Tmax": valid, but it

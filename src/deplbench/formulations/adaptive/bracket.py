@@ -194,11 +194,11 @@ def _predicted_ucb(share: dict, q: float, runs: int, alpha: float) -> float:
 def time_points_for(chain: Chain, time_points: int | None) -> int:
     """Points of the remaining-time grid the bracket uses on ``chain`` (0: the deadline priced only).
 
-    None: :data:`~deplbench.formulations.adaptive.timed.TIME_POINTS` when a pass costs at most
-    :data:`~deplbench.formulations.adaptive.timed.TIMED_WORK` multiply–adds
-    (:func:`~deplbench.formulations.adaptive.timed.timed_work`), else 0."""
+    None: the finest of :data:`~deplbench.formulations.adaptive.timed.TIME_POINTS` (256, 128, 64)
+    whose pass costs at most :data:`~deplbench.formulations.adaptive.timed.TIMED_WORK`
+    multiply–adds (:func:`~deplbench.formulations.adaptive.timed.timed_work`), else 0."""
     if time_points is None:
-        return TIME_POINTS if timed_work(chain, TIME_POINTS) <= TIMED_WORK else 0
+        return next((g for g in TIME_POINTS if timed_work(chain, g) <= TIMED_WORK), 0)
     return int(time_points)
 
 
@@ -308,8 +308,8 @@ def adaptive_bounds(instance, buckets: int = 1200, runs: int = 100_000, seed: in
         (:mod:`~deplbench.formulations.adaptive.timed`): the lower bound is then
         the larger of the priced and the carried bounds (both valid) and the
         certified policy reads its tables (:class:`~deplbench.formulations.adaptive.certify.TimedPolicy`).
-        0: the deadline priced only. None (default): G = 256 where a pass is
-        affordable (:func:`time_points_for`), else 0.
+        0: the deadline priced only. None (default): G = 256, 128 or 64, the
+        finest whose pass is cheap (:func:`time_points_for`), else 0.
 
     Returns
     -------

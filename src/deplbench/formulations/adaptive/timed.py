@@ -64,11 +64,12 @@ import numpy as np
 from deplbench.formulations.adaptive.chain import UNIT, Chain, F, Pass, V, correlate
 from deplbench.formulations.adaptive.search import Search, best_mu
 
-#: Points of the remaining-time grid by default (G; Δ = Tmax/G).
-TIME_POINTS = 256
-#: Work (multiply–adds, :func:`timed_work`) above which the bracket does not run
-#: the carried-deadline bound by default.
-TIMED_WORK = 3e8
+#: Points of the remaining-time grid by default (G; Δ = Tmax/G): the finest of these
+#: whose pass costs at most :data:`TIMED_WORK` (:func:`timed_work`).
+TIME_POINTS = (256, 128, 64)
+#: Work (multiply–adds, :func:`timed_work`) of one pass above which the bracket does
+#: not carry the deadline by default.
+TIMED_WORK = 1e7
 
 
 def timed_work(chain: Chain, points: int) -> float:
@@ -132,7 +133,7 @@ def _correlate_err(f, kernels, tops, err_in):
     return out, e + mass[:, None] * err_in[None, :]
 
 
-def timed_dp(chain: Chain, mu: float, points: int = TIME_POINTS, keep: bool = False) -> Pass:
+def timed_dp(chain: Chain, mu: float, points: int = TIME_POINTS[0], keep: bool = False) -> Pass:
     """Backward DP of the chain with the remaining time carried on a grid, failure priced at μ.
 
     Returns a :class:`~deplbench.formulations.adaptive.chain.Pass` with λ = 0
@@ -231,17 +232,18 @@ def _epoch_best(ex: np.ndarray, money: np.ndarray, off: int) -> tuple[np.ndarray
         src = ex[:, 0:G1 - d + off]
         js = slice(d - off, G1)
         val = c[:, None, None] + src[:, :, V]              # (R, n_j, L1)
-        better = val < out[:, js, V]
-        out[:, js, V] = np.where(better, val, out[:, js, V])
-        out[:, js, F] = np.where(better, src[:, :, F], out[:, js, F])
-        lag[:, js] = np.where(better, d, lag[:, js])
+        cur = out[:, js]                                   # views: updated in place
+        better = val < cur[:, :, V]
+        np.copyto(cur[:, :, V], val, where=better)
+        np.copyto(cur[:, :, F], src[:, :, F], where=better)
+        np.copyto(lag[:, js], d, where=better)
     return out, lag
 
 
 class TimedSearch(Search):
     """The failure-price search on the carried-deadline DP (λ = 0; every pass a bound at every ω)."""
 
-    def __init__(self, chain: Chain, omega: float, points: int = TIME_POINTS):
+    def __init__(self, chain: Chain, omega: float, points: int = TIME_POINTS[0]):
         super().__init__(chain, omega)
         self.points = int(points)
         self.lam_converged = True                          # no time price to search
@@ -252,7 +254,7 @@ class TimedSearch(Search):
         return p
 
 
-def timed_search(chain: Chain, omega: float, points: int = TIME_POINTS, iters_mu: int = 8,
+def timed_search(chain: Chain, omega: float, points: int = TIME_POINTS[0], iters_mu: int = 8,
                  mu0: float | None = None) -> TimedSearch:
     """The carried-deadline lower bound: :func:`~deplbench.formulations.adaptive.search.best_mu`
     on :func:`timed_dp` passes (cutting planes on the concave g(μ) = V₀(μ) − μ(1 − ω)).

@@ -73,7 +73,8 @@ class AdaptiveOpt(Solver):
                              low=0.0, low_inclusive=False, nullable=True),
         "max_buckets": Param(adaptive.MAX_BUCKETS, int, "finest grid the refinement may use", low=2),
         "time_points": Param(None, int, "points of the remaining-time grid on which the deadline is carried "
-                             "(0: priced only, E[T] ≤ Tmax; none: 256 where affordable)", low=0, nullable=True),
+                             "(0: priced only, E[T] ≤ Tmax; none: 256, 128 or 64 where affordable)",
+                             low=0, nullable=True),
         "memory_limit": MEMORY_LIMIT_PARAM,
     }
 
