@@ -24,7 +24,7 @@ from deplbench.jsonio import print_json
 
 #: CLI option → adaptive-opt parameter.
 OPTIONS = ("buckets", "runs", "tune_runs", "seed", "confidence", "rho", "iters_lam", "iters_mu", "width",
-           "max_buckets", "memory_limit", "omega")
+           "max_buckets", "memory_limit", "omega", "time_points")
 #: The CLI's defaults where they differ from the solver's: a target width and a time for it.
 WIDTH, TIME_LIMIT = 0.03, 300.0
 
@@ -63,7 +63,7 @@ def _cmd_adaptive(args) -> int:
         b = adaptive_bounds(instance, p["buckets"], p["runs"], p["seed"], p["confidence"], p["tune_runs"],
                             p["rho"], p["iters_lam"], p["iters_mu"], width=p["width"],
                             time_limit=None if p["width"] is None else tl, max_buckets=p["max_buckets"],
-                            progress=progress)
+                            progress=progress, time_points=p["time_points"])
     record = {"instance": instance.name, "omega": instance.omega, "loss_max": instance.loss_max, **b.to_dict()}
     if args.json:
         print_json(record, strict=True)
@@ -87,7 +87,8 @@ def _print_text(r: dict) -> None:
     c = r["certification"]
     m = r["multipliers"]
     print(f"LB           {_num(r['lower_bound'])}  proven (optimistic loss grid, weak duality, less a bound "
-          f"{_num(m['rounding_bound'], '.2g')} on its rounding; λ = {m['lambda']:.4g}, μ = {m['mu']:.4g})")
+          f"{_num(m['rounding_bound'], '.2g')} on its rounding; λ = {m['lambda']:.4g}, μ = {m['mu']:.4g}); "
+          f"deadline {m['deadline']}")
     if r["certified"]:
         print(f"UB           {_num(r['upper_bound'])}  upper confidence bound on the certified policy's mean cost "
               f"(mean {_num(r['cost_mean'])} over {c['kept_runs']} fresh runs kept of {c['runs']}; "
@@ -143,6 +144,9 @@ def register(subparsers) -> None:
     p.add_argument("--seed", type=int, help="seed of the certification runs (default 0)")
     p.add_argument("--confidence", type=float, help="joint level of the bracket (default 0.95)")
     p.add_argument("--rho", type=float, help="policy: share of the remaining time planned (default 1)")
+    p.add_argument("--time-points", dest="time_points", type=int,
+                   help="carry the deadline on a grid of this many remaining-time points (0: price it only; "
+                        "default: 256, 128 or 64 where affordable, i.e. small instances)")
     p.add_argument("--iters-lam", dest="iters_lam", type=int, help="bisection steps on λ (default 6)")
     p.add_argument("--iters-mu", dest="iters_mu", type=int, help="bisection steps on μ (default 6)")
     p.add_argument("--json", action="store_true", help="print one JSON object on stdout")

@@ -12,8 +12,11 @@ any such policy whose runs succeed — stop with ℓ ≤ ℓmax, T ≤ Tmax
 Markov decision process (Altman 1999; Ono, Pavone, Kuwata & Balaram 2015;
 Xu & Mannor 2011). This module brackets it:
 
-**Proven lower bound** (:func:`lower_bound_search`). Two relaxations, each valid, and a
-rounding bound that keeps the result valid in floating point:
+**Proven lower bound** (:func:`lower_bound_search`, :func:`timed_search`). The larger
+of two bounds — the deadline *priced* (below, 2) and the deadline *carried* on a grid of
+remaining time (:mod:`~deplbench.formulations.adaptive.timed`; "How the deadline is
+handled" below) — each resting on valid relaxations and a rounding bound that keeps
+the result valid in floating point:
 
 1. *Optimistic loss grid.* Losses live on the grid ℓmax + i·h; the chain
    takes the step ⌊Δ/h⌋ of every loss term (run term −γ A_m decay_m(k) X
@@ -106,33 +109,53 @@ is allocated (:func:`memory_estimate`).
 
 How the deadline (eq. (4)) is handled: what is exact and what is relaxed
 ---------------------------------------------------------------------------
-*Relaxed* in the lower bound: the deadline is priced, not carried —
-λ·(T − Tmax) relaxes "T ≤ Tmax on every run" to "E[T] ≤ Tmax". The
-bound stays valid (a relaxation), but it is not the optimum of the
-chain with the deadline: the gap is the value of knowing the run's
-length in advance (Jensen: (Σ√(cκ))² / T is convex in the epochs run);
-on the tiny instances of the tests the bound sits 0–36 % below the
-optimum of their independent exact solver. Also relaxed: the loss is rounded down to the grid
-(relaxation 1). *Exact*: the chance constraint (μ, with Beutler–Ross
-randomisation the Lagrangian is tight for one constraint on a finite
-chain), the per-epoch allocation min_{0<x≤r} κx + λ(c/x + s/b), the
-switch rules and the horizon; on grid-aligned lattice laws with a single
-decisive epoch the bound equals the exact optimum to 10⁻⁹ (tested).
-Carrying the remaining time is not implemented: it would add a continuous
-state dimension (a (k, m, ℓ, T) grid is ~10⁸ states on the realistic
-families); where no capacity and no communication time bind, a subtree's
-least cost with remaining time τ is W/τ with W = (√(κc) + √E[W′])²
-(water-filling, the exact solver of the tests), so time could factor out
-of the state there — not exploited yet.
+*Carried* (:mod:`~deplbench.formulations.adaptive.timed`, used where a pass
+is affordable: :func:`time_points_for`). The remaining time τ is a state
+on the grid τ_j = jΔ (Δ = Tmax/G; by default G = 256, 128 or 64, the finest that is cheap) and only the
+failure is priced: V₀(μ) − μ(1 − ω) is a proven bound for every μ ≥ 0.
+*Exact* there: "T ≤ Tmax on every run", the capacity x ≤ r, the
+communication time s/b, the chance constraint (μ with Beutler–Ross
+randomisation), the switch rules and the horizon. *Relaxed*: the loss
+rounded down to its grid (relaxation 1) and at most Δ of time per epoch
+(a landing between grid points is credited the grid point above, the
+epoch charged for the longest time that lands there). Why a grid rather
+than the water-filling factorisation: with neither capacity nor
+communication binding, a policy tree costs W/τ with
+W = (√(κc) + √E[W′])² (0 at a stop), but its value W/τ + μF depends on τ
+through μτ — the failure price does not scale with 1/τ — so the best
+tree changes with τ and τ stays in the state; where x ≤ r binds or
+s > 0 the tree's value is not W/τ at all. On the tiny instances of the
+tests the carried bound is within K̄Δ/Tmax of their independent exact
+optimum (≤ 1.6 % at G = 256), where the priced one is 0–34 % below it.
 
-In the certified policy every run enforces the deadline itself:
-:class:`AdaptivePolicy` rescales the priced allocation to the run's
-remaining time, planning this epoch's compute time a against the rest S as
-a : √E[S²] (the DP carries the second moment of the remaining compute
-time; the split minimises this epoch's money plus the rest's when the rest
-is known after this epoch), capped at r; a run that still passes Tmax
-fails and is counted. Planning a : E[S] instead (certainty equivalence)
-left ≈ 0.5 % of the runs late on PACT-VGG11 — half the risk budget — while
+*Priced* (:func:`lower_bound_search`, always computed). λ·(T − Tmax)
+relaxes "T ≤ Tmax on every run" to "E[T] ≤ Tmax": valid, but it
+leaves the value of knowing the run's length in advance (Jensen:
+(Σ√(cκ))²/T is convex in the epochs run). *Exact* there: the chance
+constraint, the per-epoch allocation min_{0<x≤r} κx + λ(c/x + s/b), the
+switch rules and the horizon; on grid-aligned lattice laws with a
+single decisive epoch it equals the exact optimum to 10⁻⁹ (tested).
+
+The reported bound is the larger (:attr:`AdaptiveBounds.multipliers`
+says which was computed: ``deadline``, ``lower_bound_priced``,
+``lower_bound_carried``). A carried pass costs K̄·rows·(G + 1)·L·G/2 and
+G + 1 times the FFTs of a priced one: on the realistic families'
+grids (K̄ = 100, hundreds to tens of thousands of buckets) it is not
+affordable, and the per-epoch slack Δ would have to be ≪ Tmax/(epochs run)
+— there the deadline is priced only, and the width that finer loss
+grids do not remove still contains the pricing gap (docs/adaptive.md).
+
+In the certified policy every run enforces the deadline itself. With
+the deadline carried, :class:`TimedPolicy` reads the pessimistic grid's
+tables (τ rounded down to the grid, the epoch planned to land on a grid
+point): no run misses the deadline. Otherwise :class:`AdaptivePolicy`
+rescales the priced allocation to the run's remaining time, planning
+this epoch's compute time a against the rest S as a : √E[S²] (the DP
+carries the second moment of the remaining compute time; the split
+minimises this epoch's money plus the rest's when the rest is known
+after this epoch), capped at r; a run that still passes Tmax fails and
+is counted. Planning a : E[S] instead (certainty equivalence) left
+≈ 0.5 % of the runs late on PACT-VGG11 — half the risk budget — while
 √E[S²] keeps time in reserve for an unlikely extra epoch (≈ 0.04 % late)
 at the same mean cost. What the choice costs: the width of the bracket
 at a vanishing grid step (perf/adaptive_targets.py measures width
@@ -140,7 +163,8 @@ against the step; README, "The adaptive yardstick").
 
 Modules: :mod:`~deplbench.formulations.adaptive.chain` (the rounded chain,
 its DP and rounding bound), :mod:`~deplbench.formulations.adaptive.search`
-(the multipliers), :mod:`~deplbench.formulations.adaptive.certify` (the
+(the multipliers), :mod:`~deplbench.formulations.adaptive.timed` (the
+deadline carried), :mod:`~deplbench.formulations.adaptive.certify` (the
 policy and its tuning), :mod:`~deplbench.formulations.adaptive.bracket`
 (the bracket, statuses, refinement).
 
@@ -176,8 +200,10 @@ from deplbench.formulations.adaptive.bracket import (
     largest_cost,
     memory_estimate,
     monotone_frontier,
+    time_points_for,
+    timed_memory,
 )
-from deplbench.formulations.adaptive.certify import AdaptivePolicy, frontier_levels, tune_policy
+from deplbench.formulations.adaptive.certify import AdaptivePolicy, TimedPolicy, frontier_levels, tune_policy
 from deplbench.formulations.adaptive.chain import (
     TAIL,
     TAIL_JUMP,
@@ -199,6 +225,15 @@ from deplbench.formulations.adaptive.search import (
     lam_guess,
     lower_bound_search,
     multires_search,
+)
+from deplbench.formulations.adaptive.timed import (
+    TIME_POINTS,
+    TIMED_WORK,
+    TimedSearch,
+    TimeGrid,
+    timed_dp,
+    timed_search,
+    timed_work,
 )
 
 __all__ = [
@@ -232,4 +267,14 @@ __all__ = [
                                                      "lower_bound_search",
                                                      "multires_search",
                                                      "tune_policy",
+                                                     "TIME_POINTS",
+                                                     "TIMED_WORK",
+                                                     "TimeGrid",
+                                                     "TimedPolicy",
+                                                     "TimedSearch",
+                                                     "time_points_for",
+                                                     "timed_dp",
+                                                     "timed_memory",
+                                                     "timed_search",
+                                                     "timed_work",
 ]

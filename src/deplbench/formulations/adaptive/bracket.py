@@ -22,6 +22,7 @@ from deplbench.errors import PlanError
 from deplbench.formulations.adaptive.certify import frontier_levels, needed_successes, tune_policy
 from deplbench.formulations.adaptive.chain import Chain, applies, best_success
 from deplbench.formulations.adaptive.search import lower_bound_search, multires_search
+from deplbench.formulations.adaptive.timed import TIME_POINTS, TIMED_WORK, timed_search, timed_work
 from deplbench.formulations.evaluation.binomial import clopper_pearson_lower
 from deplbench.formulations.evaluation.closed_loop import BLOCK, simulate
 from deplbench.limits import check_memory, memory_budget_gib
@@ -154,7 +155,8 @@ def monotone_frontier(search, omega: float) -> list[dict]:
     return out
 
 
-def _validate(instance, buckets, runs, tune_runs, rho, confidence, width, time_limit, max_buckets) -> None:
+def _validate(instance, buckets, runs, tune_runs, rho, confidence, width, time_limit, max_buckets,
+              time_points=None) -> None:
     """Check :func:`adaptive_bounds`'s arguments; raise PlanError naming the field."""
     ok, why = applies(instance)
     if not ok:
@@ -165,6 +167,9 @@ def _validate(instance, buckets, runs, tune_runs, rho, confidence, width, time_l
     if max_buckets is not None and (isinstance(max_buckets, bool) or not isinstance(max_buckets, (int, np.integer))
                                     or max_buckets < 2):
         raise PlanError(f"max_buckets: must be an integer ≥ 2, got {max_buckets!r}")
+    if time_points is not None and (isinstance(time_points, bool) or not isinstance(time_points, (int, np.integer))
+                                    or time_points < 0 or time_points == 1):
+        raise PlanError(f"time_points: must be 0 (deadline priced) or an integer ≥ 2, got {time_points!r}")
     if not 0 < rho <= 1:
         raise PlanError(f"rho: must be in (0, 1], got {rho!r}")
     if not 0.5 <= confidence < 1:
@@ -186,6 +191,25 @@ def _predicted_ucb(share: dict, q: float, runs: int, alpha: float) -> float:
     return (1.0 - q) * (share["cost_mean"] + margin)
 
 
+def time_points_for(chain: Chain, time_points: int | None) -> int:
+    """Points of the remaining-time grid the bracket uses on ``chain`` (0: the deadline priced only).
+
+    None: the finest of :data:`~deplbench.formulations.adaptive.timed.TIME_POINTS` (256, 128, 64)
+    whose pass costs at most :data:`~deplbench.formulations.adaptive.timed.TIMED_WORK`
+    multiply–adds (:func:`~deplbench.formulations.adaptive.timed.timed_work`), else 0."""
+    if time_points is None:
+        return next((g for g in TIME_POINTS if timed_work(chain, g) <= TIMED_WORK), 0)
+    return int(time_points)
+
+
+def timed_memory(chain: Chain, points: int) -> float:
+    """Peak bytes of the carried-deadline passes: three policy tables (two int32 per state and
+    time point) and one epoch's FFT operands (rows × time points × 2 quantities, six copies)."""
+    g1, l1 = float(points + 1), float(chain.L + 1)
+    rows = chain.M * chain.N + len(chain.kj) * chain.N
+    return 3 * 8.0 * chain.K * (chain.M + 1) * g1 * l1 + 6 * 8.0 * rows * g1 * 2 * 2 * l1
+
+
 def _search_at(instance, chain: Chain, omega: float, iters_lam: int, iters_mu: int, warm):
     """The multiplier search on ``chain``: multi-resolution from scratch, or warm-started
     from the previous grid's best pass (brackets grown by 1.5) with a full search as the
@@ -200,11 +224,39 @@ def _search_at(instance, chain: Chain, omega: float, iters_lam: int, iters_mu: i
     return s
 
 
+def _tune(instance, pes: Chain, search, warm, g: int, target: float, tune_runs: int, seed: int, rho: float,
+          runs: int, alpha: float):
+    """Tune the certified policy on ``pes`` (tuning seeds only): the priced policy and, with the
+    deadline carried on this grid (``g`` > 0), the carried one too, keeping the one whose
+    predicted upper bound (:func:`_predicted_ucb`, tuning runs) is lower. Returns (policy,
+    tuning log with the kept policy's entries last, its predicted upper bound)."""
+    cands: list[tuple] = []
+    for pts in ((g, 0) if g else (0,)):
+        mu = _policy_mu(search, warm) if pts else max(warm.mu, 1e-6)
+        pol, tl, _ = tune_policy(instance, pes, warm.lam, mu, target, tune_runs, seed + 1, rho, coin_seed=seed,
+                                 points=pts or None)
+        share = [t for t in tl if t["role"] == "share"]
+        est = _predicted_ucb(share[-1], pol.give_up, runs, alpha) if share else math.inf
+        cands.append((est, len(cands), pol, [dict(t, policy="carried" if pts else "priced") for t in tl]))
+    best = min(cands, key=lambda c: (c[0], c[1]))
+    log = [t for c in cands if c is not best for t in c[3]] + best[3]
+    return best[2], log, best[0]
+
+
+def _policy_mu(search, warm) -> float:
+    """The failure price the policy's tuning starts from: the carried-deadline search's best
+    when it ran (its critical μ differs from the priced one), else the priced search's."""
+    if search.extra:
+        tm = search.chain.st.time_max
+        return max(max(search.extra, key=lambda p: p.bound(search.omega, tm)).mu, 1e-6)
+    return max(warm.mu, 1e-6)
+
+
 def adaptive_bounds(instance, buckets: int = 1200, runs: int = 100_000, seed: int = 0,
                     confidence: float = 0.95, tune_runs: int = 50_000, rho: float = 1.0,
                     iters_lam: int = 6, iters_mu: int = 6, width: float | None = None,
                     time_limit: float | None = None, max_buckets: int | None = None,
-                    progress=None) -> AdaptiveBounds:
+                    progress=None, time_points: int | None = None) -> AdaptiveBounds:
     """Lower bound, certified policy and cost–risk frontier of ``instance`` (module docstring).
 
     Parameters
@@ -251,6 +303,13 @@ def adaptive_bounds(instance, buckets: int = 1200, runs: int = 100_000, seed: in
         Finest grid the refinement may use (default :data:`MAX_BUCKETS`).
     progress : callable, optional
         Called with one line of text per grid (the CLI prints it on stderr).
+    time_points : int, optional
+        Points G of the remaining-time grid on which the deadline is carried
+        (:mod:`~deplbench.formulations.adaptive.timed`): the lower bound is then
+        the larger of the priced and the carried bounds (both valid) and the
+        certified policy reads its tables (:class:`~deplbench.formulations.adaptive.certify.TimedPolicy`).
+        0: the deadline priced only. None (default): G = 256, 128 or 64, the
+        finest whose pass is cheap (:func:`time_points_for`), else 0.
 
     Returns
     -------
@@ -268,7 +327,7 @@ def adaptive_bounds(instance, buckets: int = 1200, runs: int = 100_000, seed: in
         The first grid or the simulated runs would exceed the memory budget
         (:func:`deplbench.limits.check_memory`; estimate :func:`memory_estimate`).
     """
-    _validate(instance, buckets, runs, tune_runs, rho, confidence, width, time_limit, max_buckets)
+    _validate(instance, buckets, runs, tune_runs, rho, confidence, width, time_limit, max_buckets, time_points)
     check_memory(memory_estimate(instance, buckets, runs, tune_runs),
                  f"adaptive-opt's loss grid and runs (buckets = {buckets}, K̄ = {instance.horizon}, "
                  f"runs = {max(runs, tune_runs)})", "use fewer buckets or runs")
@@ -296,6 +355,7 @@ def adaptive_bounds(instance, buckets: int = 1200, runs: int = 100_000, seed: in
     levels: list[dict] = []
     log: list = []
     warm, search, policy, est_ub, stopped = None, None, None, math.inf, "one grid"
+    carried: tuple = ([], 0, 0)                         # the last carried-deadline passes, G, buckets
     tune_s, sim_rate = 0.0, 1.0
     n_passes = coarse_passes = 0
     pes = None
@@ -308,6 +368,15 @@ def adaptive_bounds(instance, buckets: int = 1200, runs: int = 100_000, seed: in
         n_passes += len(search.passes)
         coarse_passes += search.coarse_passes
         warm = search.best
+        g = time_points_for(opt, time_points)
+        if g:
+            check_memory(timed_memory(opt, g), f"adaptive-opt's carried deadline ({g} time points, {b} buckets)",
+                         "use fewer time points (--time-points 0: the deadline priced only)")
+            timed = timed_search(opt, omega, g, iters_mu + 2)
+            carried = (timed.passes, g, b)
+            n_passes += len(timed.passes)
+        # a coarser grid's carried passes bound the same optimum: kept where the grid is too fine for them
+        search.extra = carried[0]
         lb = search.bound()
         t_lb = _time.perf_counter() - t_level
         tuned = False
@@ -318,11 +387,8 @@ def adaptive_bounds(instance, buckets: int = 1200, runs: int = 100_000, seed: in
         since = next((i for i, lv in enumerate(reversed(levels)) if lv["tuned"]), len(levels))
         if width is None or policy is None or est_w <= 2 * width or stalled or since >= 1:
             pes = Chain(instance, b, optimistic=False)
-            policy, tl, _ = tune_policy(instance, pes, warm.lam, max(warm.mu, 1e-6), target, tune_runs, seed + 1,
-                                        rho, coin_seed=seed)
+            policy, tl, est_ub = _tune(instance, pes, search, warm, g, target, tune_runs, seed, rho, runs, alpha)
             log.extend(dict(t, buckets=b) for t in tl)
-            share = [t for t in tl if t["role"] == "share"]
-            est_ub = _predicted_ucb(share[-1], policy.give_up, runs, alpha) if share else math.inf
             tuned = True
             est_w = (est_ub - lb) / lb if lb > 0 and math.isfinite(est_ub) else math.inf
         elapsed = _time.perf_counter() - t0
@@ -352,8 +418,7 @@ def adaptive_bounds(instance, buckets: int = 1200, runs: int = 100_000, seed: in
             continue
         if not tuned:                                   # the policy of the finest grid
             pes = Chain(instance, b, optimistic=False)
-            policy, tl, _ = tune_policy(instance, pes, warm.lam, max(warm.mu, 1e-6), target, tune_runs, seed + 1,
-                                        rho, coin_seed=seed)
+            policy, tl, _ = _tune(instance, pes, search, warm, g, target, tune_runs, seed, rho, runs, alpha)
             log.extend(dict(t, buckets=b) for t in tl)
         break
     best = search.best
@@ -377,12 +442,13 @@ def adaptive_bounds(instance, buckets: int = 1200, runs: int = 100_000, seed: in
     p_lo = (1.0 - q) * clopper_pearson_lower(k, n_kept, level) if n_kept else 0.0
     mean, ucb = cost_ucb(res.cost[kept], 1.0 - q, c_max, alpha)
     lower = search.bound()
+    priced = search.priced_bound()
     certified = bool(p_lo >= omega)
     messages = []
     if not (math.isfinite(lower) and lower > 0):
         messages.append(("bound_not_positive", f"the lower bound is {lower:.6g}: not a positive finite bound "
                          f"(the multiplier search found no useful (λ, μ); try more --iters-lam or buckets)"))
-    if not search.lam_converged:
+    if not search.lam_converged and priced >= lower:
         messages.append(("lambda_not_converged", f"the time-price search did not converge (E[T] = "
                          f"{best.time:.6g} against Tmax = {instance.time_max:g} at λ = {best.lam:.4g}); "
                          f"the lower bound {lower:.6g} is valid but may be loose"))
@@ -400,6 +466,13 @@ def adaptive_bounds(instance, buckets: int = 1200, runs: int = 100_000, seed: in
         multipliers={"lambda": best.lam, "mu": best.mu, "mu_policy": policy.pass_.mu, "rho_policy": policy.rho,
                      "give_up": policy.give_up, "scaling": policy.scaling, "budget": policy.budget,
                      "lambda_converged": search.lam_converged,
+                     "deadline": (f"carried on {carried[1]} time points at {carried[2]} buckets (lower bound: the "
+                                  f"larger of the carried and the priced bounds)" if carried[1]
+                                  else "priced (E[T] ≤ Tmax relaxation)"),
+                     "time_points": carried[1], "time_points_policy": getattr(policy, "points", 0),
+                     "lower_bound_priced": priced,
+                     "lower_bound_carried": max((p.bound(omega, opt.st.time_max) for p in search.extra),
+                                                default=None),
                      "rounding_bound": best.err},
         grid={"buckets": int(opt.i0), "loss_step": float(opt.h), "states": int(opt.K * opt.M * (opt.L + 1))},
         certification={"runs": runs, "seed": seed, "kept_runs": n_kept, "successes": k, "confidence": confidence,
@@ -420,4 +493,4 @@ def adaptive_bounds(instance, buckets: int = 1200, runs: int = 100_000, seed: in
 
 
 __all__ = ["BRACKET_STATUSES", "BUDGET", "MAX_BUCKETS", "START_BUCKETS", "AdaptiveBounds", "adaptive_bounds",
-           "cost_ucb", "largest_cost", "memory_estimate", "monotone_frontier"]
+           "cost_ucb", "largest_cost", "memory_estimate", "monotone_frontier", "time_points_for", "timed_memory"]

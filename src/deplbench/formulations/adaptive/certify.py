@@ -16,6 +16,7 @@ import numpy as np
 
 from deplbench.errors import PlanError
 from deplbench.formulations.adaptive.chain import Chain, Pass, dp
+from deplbench.formulations.adaptive.timed import TimeGrid, timed_dp
 from deplbench.formulations.evaluation.binomial import clopper_pearson_lower
 from deplbench.formulations.evaluation.closed_loop import STOP, ClosedLoopPolicy, Decision, simulate
 from deplbench.formulations.model.allocation import TIME_RTOL
@@ -144,6 +145,66 @@ class AdaptivePolicy(ClosedLoopPolicy):
         return np.minimum(np.where(np.isfinite(scale) & (scale > 0), x * scale, st.cap[n2]), st.cap[n2])
 
 
+class TimedPolicy(AdaptivePolicy):
+    """The policy of a pessimistic carried-deadline pass (:func:`~deplbench.formulations.adaptive.timed.timed_dp`).
+
+    Reads the run's epoch, model, loss bucket and the grid point ⌊τ/Δ⌋ of its
+    remaining time τ = Tmax − T(k); the table gives the action and the lag d,
+    and the epoch's compute time is t = dΔ − s (x = c/t ≤ r by construction):
+    the run lands at or above the grid point the table planned for, so it
+    never misses the deadline. Give-up share and cost budget as
+    :class:`AdaptivePolicy`; ``rho`` is unused (no rescaling).
+    """
+
+    def __init__(self, chain: Chain, p: Pass, points: int, name: str = "adaptive-opt (policy)",
+                 give_up: float = 0.0, coin_seed: int = 0, budget: float = math.inf):
+        super().__init__(chain, p, 1.0, name, "rms", give_up, coin_seed, budget)
+        self.points = int(points)
+        self.grid = TimeGrid.of(chain, self.points)
+        _, self.planned = self.grid.charges(chain)         # (M·N, G+1): compute time t of lag d
+        self.scaling = "carried"
+
+    def describe(self) -> dict:
+        return dict(super().describe(), time_points=self.points, time_step=self.grid.delta)
+
+    def with_give_up(self, give_up: float) -> TimedPolicy:
+        return TimedPolicy(self.chain, self.pass_, self.points, self.name, give_up, self.coin_seed, self.budget)
+
+    def with_budget(self, budget: float) -> TimedPolicy:
+        return TimedPolicy(self.chain, self.pass_, self.points, self.name, self.give_up, self.coin_seed, budget)
+
+    def decide(self, state):
+        self.calls += 1
+        ch, n = self.chain, state.size
+        out = Decision.constant(n, STOP)
+        k = state.epoch
+        if k >= ch.K:
+            return out
+        m = ch.M if state.model is None else int(state.model)
+        b = ch.bucket(state.loss)
+        left = float(ch.instance.time_max) - state.time
+        j = np.clip(np.floor(left / self.grid.delta), 0, self.points).astype(np.int64)
+        action, lag = self.pass_.action, self.pass_.remaining
+        assert action is not None and lag is not None
+        a = np.where(left >= 0, action[k, m, j, b], -1)
+        if state.model is None and self.give_up > 0:
+            a = np.where(self.gives_up(state.runs), -1, a)
+        go = a >= 0
+        if not go.any():
+            return out
+        ids = a[go]
+        t = self.planned[ids, lag[k, m, j[go], b[go]]]
+        m2, n2 = ids // ch.N, ids % ch.N
+        st = ch.st
+        out.model[go], out.cluster[go] = m2, n2
+        out.allocation[go] = np.minimum(st.compute[m2, n2] / t, st.cap[n2])
+        if math.isfinite(self.budget):
+            idx = np.flatnonzero(go)
+            over = state.cost[idx] + st.kappa[n2] * out.allocation[idx] > self.budget
+            out.model[idx[over]] = STOP
+        return out
+
+
 def frontier_levels(omega: float) -> list[float]:
     """ω and levels around it: 1 − (1 − ω)·{10, 5, 2, 1, 1/2, 1/5, 1/10, 1/100}, kept in (0, 1)
     (the strict ones let a policy certified far above ω be judged at its own level)."""
@@ -169,19 +230,27 @@ def needed_successes(runs: int, omega: float, confidence: float) -> int:
 MU_FACTORS = (1.0, 1.25, 2.0)
 
 
-def _viable_mu(chain: Chain, lam: float, mu: float, steps: int = 12) -> tuple[float, Pass]:
+def _viable_mu(chain: Chain, lam: float, mu: float, steps: int = 12, points: int | None = None) -> tuple[float, Pass]:
     """The first μ of mu·1.25^j whose chain policy trains (P(fail) < 1 at the root):
     the pessimistic chain's critical multiplier is at or above the optimistic one."""
     for _ in range(steps):
-        p = dp(chain, lam, mu, keep=True)
+        p = _pass(chain, lam, mu, points)
         if p.p_fail < 1.0 - 1e-9:
             return mu, p
         mu *= 1.25
     return mu, p
 
 
+def _pass(chain: Chain, lam: float, mu: float, points: int | None) -> Pass:
+    """A pessimistic pass with its tables: priced (λ) or, with ``points``, the deadline carried."""
+    if points:
+        return timed_dp(chain, mu, points, keep=True)
+    return dp(chain, lam, mu, keep=True)
+
+
 def tune_policy(instance, chain: Chain, lam: float, mu: float, target: float, tune_runs: int,
-                tune_seed: int, rho: float, scaling: str = "rms", coin_seed: int = 0):
+                tune_seed: int, rho: float, scaling: str = "rms", coin_seed: int = 0,
+                points: int | None = None):
     """The certified policy: pick the pessimistic chain's policy and its share of
     runs given up at once (Beutler–Ross) so that the mix just reaches ``target``.
 
@@ -192,6 +261,8 @@ def tune_policy(instance, chain: Chain, lam: float, mu: float, target: float, tu
     exactly the surplus — is kept. Its P(success) p is re-estimated on
     ``tune_seed + 1`` (draws that played no part in the choice) and the share
     given up is q = 1 − target/p, so the mix's P(success) (1 − q)·p is ≈ target.
+    With ``points`` the candidates are :class:`TimedPolicy` (the deadline carried on a
+    grid of that many points; λ and ``rho`` unused).
     Returns (policy, tuning log, whether the target was met).
     """
     log = []
@@ -204,12 +275,13 @@ def tune_policy(instance, chain: Chain, lam: float, mu: float, target: float, tu
                     "cost_var": float(r.cost.var(ddof=1)), "role": what})
         return p_hat, c_hat
 
-    mu_c, first = _viable_mu(chain, lam, mu)
-    passes = [first] + [dp(chain, lam, mu_c * f, keep=True) for f in MU_FACTORS[1:]]
-    for r in RHO_FALLBACK:
+    mu_c, first = _viable_mu(chain, lam, mu, points=points)
+    passes = [first] + [_pass(chain, lam, mu_c * f, points) for f in MU_FACTORS[1:]]
+    for r in RHO_FALLBACK[:1] if points else RHO_FALLBACK:
         scored: list[tuple[float, int, AdaptivePolicy]] = []
         for p in passes:
-            pol = AdaptivePolicy(chain, p, rho * r, scaling=scaling, coin_seed=coin_seed)
+            pol = (TimedPolicy(chain, p, points, coin_seed=coin_seed) if points
+                   else AdaptivePolicy(chain, p, rho * r, scaling=scaling, coin_seed=coin_seed))
             p_hat, c_hat = run(pol, tune_seed, "select")
             if p_hat >= target:
                 scored.append((c_hat / p_hat, len(scored), pol))
@@ -222,4 +294,5 @@ def tune_policy(instance, chain: Chain, lam: float, mu: float, target: float, tu
     return pol, log, False
 
 
-__all__ = ["GOLDEN", "MU_FACTORS", "SCALINGS", "AdaptivePolicy", "frontier_levels", "needed_successes", "tune_policy"]
+__all__ = ["GOLDEN", "MU_FACTORS", "SCALINGS", "AdaptivePolicy", "TimedPolicy", "frontier_levels", "needed_successes",
+           "tune_policy"]

@@ -7,7 +7,9 @@ optimum for every λ, μ ≥ 0; :func:`dp` computes V₀ by backward induction
 with batched FFT correlations; the searches
 (:mod:`~deplbench.formulations.adaptive.search`) only choose good multipliers.
 The pessimistic chain (⌈·⌉) gives the tables of the certified policy
-(:mod:`deplbench.formulations.adaptive.certify`).
+(:mod:`deplbench.formulations.adaptive.certify`). Here the deadline is
+priced (E[T] ≤ Tmax); :mod:`~deplbench.formulations.adaptive.timed` carries
+it on the same chain.
 """
 
 from __future__ import annotations
@@ -221,8 +223,9 @@ def correlate(f: np.ndarray, kernels: list[Kernel], top: np.ndarray, with_error:
     """E[f(clip(i + step))] for i = 0..L, one kernel per leading row.
 
     f : (B, Q, L+1) stacked quantities; below bucket 0 reads f[..., 0]
-    (success), above L reads ``top`` (Q,) — the clamped f[..., L] for the
-    optimistic chain, failure for the pessimistic one. Batched FFT. With
+    (success), above L reads ``top`` (Q,), or (B, Q) one per row — the
+    clamped f[..., L] for the optimistic chain, failure for the pessimistic
+    one. Batched FFT. With
     ``with_error`` also returns (B, Q): :func:`fft_error`'s bound on the
     rounding error of each row (rounding only; f's own error is propagated
     by the caller) and the kernels' total masses ‖p‖₁ + p_inf (B,).
@@ -232,8 +235,9 @@ def correlate(f: np.ndarray, kernels: list[Kernel], top: np.ndarray, with_error:
     hi = max(k.lo + k.p.size - 1 for k in kernels)
     P = hi - lo + 1
     A, Bp = max(0, -lo), max(0, hi)
+    tt = top[None, :] if top.ndim == 1 else top            # (1 or B, Q)
     ext = np.concatenate([np.repeat(f[..., :1], A, axis=-1), f,
-                          np.broadcast_to(top[None, :, None], (B, Q, Bp))], axis=-1)
+                          np.broadcast_to(tt[:, :, None], (B, Q, Bp))], axis=-1)
     ker = np.zeros((B, P))
     pinf = np.zeros(B)
     for j, k in enumerate(kernels):
@@ -242,7 +246,7 @@ def correlate(f: np.ndarray, kernels: list[Kernel], top: np.ndarray, with_error:
     nfft = sp_fft.next_fast_len(ext.shape[-1] + P, real=True)
     conv = sp_fft.irfft(sp_fft.rfft(ext, nfft) * sp_fft.rfft(ker[:, ::-1], nfft)[:, None, :], nfft)
     start = lo + A + P - 1
-    out = conv[..., start:start + L1] + pinf[:, None, None] * top[None, :, None]
+    out = conv[..., start:start + L1] + pinf[:, None, None] * tt[:, :, None]
     if not with_error:
         return out
     return out, fft_error(ext, ker, pinf, nfft), ker.sum(axis=-1) + pinf

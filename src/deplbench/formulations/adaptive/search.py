@@ -31,6 +31,9 @@ class Search:
     passes: list = field(default_factory=list)
     coarse_passes: int = 0
     lam_converged: bool = False
+    #: Passes of another valid bound at every ω (the deadline carried,
+    #: :mod:`~deplbench.formulations.adaptive.timed`): counted in :meth:`bound`, not in :attr:`best`.
+    extra: list = field(default_factory=list)
 
     def run(self, lam: float, mu: float) -> Pass:
         p = dp(self.chain, lam, mu)
@@ -43,7 +46,12 @@ class Search:
         return max(self.passes, key=lambda p: p.bound(self.omega, tm))
 
     def bound(self, omega: float | None = None) -> float:
-        """max over the passes of V₀ − μ(1 − ω) − λ Tmax (a proven lower bound)."""
+        """max over the passes (and :attr:`extra`) of V₀ − μ(1 − ω) − λ Tmax (a proven lower bound)."""
+        w = self.omega if omega is None else omega
+        return max(p.bound(w, self.chain.st.time_max) for p in self.passes + self.extra)
+
+    def priced_bound(self, omega: float | None = None) -> float:
+        """The bound of the priced passes alone (the deadline relaxed to E[T] ≤ Tmax)."""
         w = self.omega if omega is None else omega
         return max(p.bound(w, self.chain.st.time_max) for p in self.passes)
 
@@ -88,7 +96,7 @@ def best_mu(search: Search, lam: float, omega: float, guess: float | None, iters
             break
         mid = (g1 - g0 + s0 * m0 - s1 * m1) / (s0 - s1)
         top = g0 + s0 * (mid - m0)
-        if not m0 < mid < m1 or top <= max(g0, g1) + MU_RTOL * max(1.0, abs(top)):
+        if not m0 < mid < m1 or top <= max(g0, g1) + MU_RTOL * abs(top):   # relative: costs may be ≪ 1
             break
         p = search.run(lam, mid)
         if p.p_fail > risk + p.err_fail:

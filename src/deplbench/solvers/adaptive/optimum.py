@@ -72,6 +72,9 @@ class AdaptiveOpt(Solver):
         "refine_time": Param(None, float, "wall-clock seconds for the refinement to --width (an outer stop)",
                              low=0.0, low_inclusive=False, nullable=True),
         "max_buckets": Param(adaptive.MAX_BUCKETS, int, "finest grid the refinement may use", low=2),
+        "time_points": Param(None, int, "points of the remaining-time grid on which the deadline is carried "
+                             "(0: priced only, E[T] ≤ Tmax; none: 256, 128 or 64 where affordable)",
+                             low=0, nullable=True),
         "memory_limit": MEMORY_LIMIT_PARAM,
     }
 
@@ -90,7 +93,8 @@ class AdaptiveOpt(Solver):
             instance = instance.with_changes(omega=p["omega"])
         b = adaptive.adaptive_bounds(instance, p["buckets"], p["runs"], p["seed"], p["confidence"],
                                      p["tune_runs"], p["rho"], p["iters_lam"], p["iters_mu"], width=p["width"],
-                                     time_limit=p["refine_time"], max_buckets=p["max_buckets"])
+                                     time_limit=p["refine_time"], max_buckets=p["max_buckets"],
+                                     time_points=p["time_points"])
         d = b.to_dict()
         # Only "unreachable" is a proof that no policy exists (the optimistic
         # chain's best P(success) is below ω); a policy that was not certified
@@ -104,12 +108,19 @@ class AdaptiveOpt(Solver):
 
     def closed_loop_policy(self, instance, result, **params):
         """The certified policy, rebuilt from ``diagnostics["multipliers"]`` (failure price,
-        ρ, rescaling rule and share given up at once; None without them)."""
+        ρ, rescaling rule or time grid, and share given up at once; None without them)
+        on the grid the bracket ended on."""
         mult = (result.diagnostics or {}).get("multipliers")
         if not mult or not adaptive.applies(instance)[0]:
             return None
         p = self.resolve_params(params)
-        chain = adaptive.Chain(instance, p["buckets"], optimistic=False)
+        buckets = ((result.diagnostics or {}).get("grid") or {}).get("buckets") or p["buckets"]
+        chain = adaptive.Chain(instance, int(buckets), optimistic=False)
+        if mult.get("time_points_policy"):
+            g = int(mult["time_points_policy"])
+            return adaptive.TimedPolicy(chain, adaptive.timed_dp(chain, mult["mu_policy"], g, keep=True), g,
+                                        name=f"{self.display_label()} (policy)", give_up=mult.get("give_up", 0.0),
+                                        coin_seed=p["seed"], budget=mult.get("budget") or math.inf)
         return adaptive.AdaptivePolicy(chain, adaptive.dp(chain, mult["lambda"], mult["mu_policy"], keep=True),
                                        mult.get("rho_policy", p["rho"]), name=f"{self.display_label()} (policy)",
                                        scaling=mult.get("scaling", "rms"), give_up=mult.get("give_up", 0.0),

@@ -1,0 +1,270 @@
+"""The adaptive reference, part 5: the deadline carried on a grid of remaining time.
+
+The priced bound (:func:`~deplbench.formulations.adaptive.chain.dp`) relaxes
+"T ≤ Tmax on every run" (eq. (4)) to "E[T] ≤ Tmax". Here the remaining time
+τ is part of the state instead, on the grid τ_j = jΔ, j = 0..G, Δ = Tmax/G,
+and only the failure is priced (μ): the value of a state (k, m, bucket, τ_j)
+is the least E[money + μ·1{fail}] of the rest of the run when at most τ_j
+time remains. An epoch of action (m', n') with compute time t and
+communication time s = size/b moves τ to τ − t − s; its money is
+κc/t (x = c/t, eq. (2)), allowed when x ≤ r, i.e. t ≥ c/r.
+
+Why a grid and not the water-filling factorisation. With no capacity and
+no communication time, a policy tree π with remaining time τ costs W_π/τ
+(W = 0 at a stop, (√(κc) + √E[W′])² at a trained epoch), so its value is
+W_π/τ + μF_π: the best tree depends on τ through μτ (the failure price
+does not scale with 1/τ), hence τ — or ν = μτ — stays a state variable.
+Where x ≤ r binds or s > 0 the per-tree value is not W/τ at all. The grid
+handles all three exactly up to its rounding, which is chosen per chain:
+
+*Optimistic* (lower bound). The true remaining time τ at a grid state is
+≤ τ_j. A true epoch with compute time t lands at τ′ = τ − s − t; let τ_i
+be the grid point with τ′ ∈ (τ_{i−1}, τ_i]. Then t < τ_j − s − τ_{i−1},
+so the epoch's money is > κc/(D − s) with D = τ_j − τ_{i−1} = (j − i + 1)Δ,
+and the landing state is credited with τ_i ≥ τ′ remaining. The value is
+non-increasing in the remaining time (a policy for less time is a policy
+for more), so by induction on the epochs the grid value is ≤ the true one:
+the grid DP's optimum at (0, ·, i₀, τ_G ≥ Tmax) is ≤ the chain's optimum
+with the deadline carried exactly, hence (relaxation 1 of the package
+docstring) ≤ the adaptive optimum's Lagrangian, and
+V₀(μ) − μ(1 − ω) is a proven lower bound for every μ ≥ 0. What it gives
+away: at most Δ of time per epoch (the landing is credited one grid step
+of time); nothing else — the capacity, the communication time, the switch
+rules and the chance constraint (Beutler–Ross) are exact. As Δ → 0 the
+bound tends to the chain's optimum with the deadline carried.
+
+*Pessimistic* (the certified policy, :class:`TimedPolicy`). A run with true
+remaining time τ reads the grid point τ_j = ⌊τ/Δ⌋Δ ≤ τ and an epoch that
+lands on τ_i takes t = (j − i)Δ − s; it really lands at τ − s − t ≥ τ_i, so
+the table's plan is always feasible: no run of the policy misses the
+deadline (on Tmax itself, the simulator's tolerance left unused).
+
+Floating point: the charges are computed rounded *down* (the denominator
+D − s bounded from above by 4u(D + s), the quotient lowered by 4u), so the
+grid chain whose DP is done charges no more than the argument above
+allows; the FFT correlations and the sums carry the rounding bound of
+:func:`~deplbench.formulations.adaptive.chain.dp` and
+:meth:`~deplbench.formulations.adaptive.chain.Pass.bound` subtracts it
+(with λ = 0).
+
+Cost: a pass is K̄ epochs of (|M|·|N| + switches·|N|)·(G + 1) FFT
+correlations of length ~L plus a (G + 1)²/2 min-plus step per row and
+bucket: affordable on small instances (:func:`timed_work`), not on the
+realistic families' fine grids, where the bracket keeps the priced bound
+alone (and says so).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from deplbench.formulations.adaptive.chain import UNIT, Chain, F, Pass, V, correlate
+from deplbench.formulations.adaptive.search import Search, best_mu
+
+#: Points of the remaining-time grid by default (G; Δ = Tmax/G): the finest of these
+#: whose pass costs at most :data:`TIMED_WORK` (:func:`timed_work`).
+TIME_POINTS = (256, 128, 64)
+#: Work (multiply–adds, :func:`timed_work`) of one pass above which the bracket does
+#: not carry the deadline by default.
+TIMED_WORK = 1e7
+
+
+def timed_work(chain: Chain, points: int) -> float:
+    """Multiply–adds of one :func:`timed_dp` pass: K̄ · rows · (G + 1) · (L + 1) · ((G + 1)/2 + log₂ L)."""
+    rows = chain.M * chain.N + len(chain.kj) * chain.N
+    g1 = int(points) + 1
+    return float(chain.K * rows * g1 * (chain.L + 1)) * (g1 / 2.0 + math.log2(chain.L + 2))
+
+
+@dataclass
+class TimeGrid:
+    """The remaining-time grid τ_j = jΔ of a chain and the epoch charges on it."""
+
+    points: int
+    delta: float
+    optimistic: bool
+
+    @classmethod
+    def of(cls, chain: Chain, points: int) -> TimeGrid:
+        """Optimistic: Δ ≥ Tmax·(1 + tolerance)/G (the simulator's deadline; GΔ covers it
+        despite rounding). Pessimistic: Δ ≤ Tmax/G (the policy plans on Tmax itself)."""
+        g = int(points)
+        if chain.optimistic:
+            return cls(g, chain.st.time_max / g * (1.0 + 4.0 * UNIT), True)
+        return cls(g, float(chain.instance.time_max) / g * (1.0 - 4.0 * UNIT), False)
+
+    def charges(self, chain: Chain) -> tuple[np.ndarray, np.ndarray]:
+        """Per action row (m'·N + n') and lag d = 0..G: the money charged, inf where not allowed,
+        and the compute time t planned (pessimistic; the optimistic one is the supremum).
+
+        Optimistic: D = dΔ, landing j − d + 1, money κc/(D − s) rounded down, allowed when
+        D − s ≥ c/r (rounded in the permissive direction). Pessimistic: t = dΔ − s exactly
+        as the policy plans it, landing j − d, allowed when t > 0 and c/t ≤ r.
+        """
+        st = chain.st
+        M, N = chain.M, chain.N
+        c = st.compute.reshape(M * N)
+        s = np.broadcast_to(st.comm, (M, N)).reshape(M * N)
+        kap = np.repeat(st.kappa[None, :], M, axis=0).reshape(M * N)
+        cap = np.repeat(st.cap[None, :], M, axis=0).reshape(M * N)
+        usable = st.usable.reshape(M * N)
+        D = np.arange(self.points + 1, dtype=float)[None, :] * self.delta        # (1, G+1)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            if self.optimistic:
+                den = (D - s[:, None]) + 4.0 * UNIT * (D + s[:, None])
+                ok = (den > 0) & (den >= (c / cap)[:, None] * (1.0 - 4.0 * UNIT))
+                money = (kap * c)[:, None] / den * (1.0 - 4.0 * UNIT)
+            else:
+                den = D - s[:, None]
+                ok = (den > 0) & (c[:, None] / den <= cap[:, None])
+                money = (kap * c)[:, None] / den * (1.0 + 4.0 * UNIT)
+        ok &= usable[:, None]
+        ok[:, 0] = False
+        money = np.where(ok, np.maximum(money, 0.0), np.inf)
+        return money, np.where(ok, den, np.nan)
+
+
+def _correlate_err(f, kernels, tops, err_in):
+    """:func:`correlate` with one top row per leading row and the error bound (B, Q)."""
+    out, e, mass = correlate(f, kernels, tops, with_error=True)
+    return out, e + mass[:, None] * err_in[None, :]
+
+
+def timed_dp(chain: Chain, mu: float, points: int = TIME_POINTS[0], keep: bool = False) -> Pass:
+    """Backward DP of the chain with the remaining time carried on a grid, failure priced at μ.
+
+    Returns a :class:`~deplbench.formulations.adaptive.chain.Pass` with λ = 0
+    (``time`` is nan: the deadline holds on every run of the grid chain), its
+    rounding bound, and with ``keep`` the tables of :class:`TimedPolicy`:
+    ``action`` (K̄, |M| + 1, G + 1, L + 1) — m'·N + n' or −1 to stop — and
+    ``remaining`` the lag d (same shape; the epoch plans dΔ of time, module docstring).
+    """
+    grid = TimeGrid.of(chain, points)
+    money, _ = grid.charges(chain)                         # (R, G+1)
+    M, N, L1, G1 = chain.M, chain.N, chain.L + 1, grid.points + 1
+    off = 1 if chain.optimistic else 0                     # landing index j − d + off
+    # charges above 2μ never beat stopping (every value is in [0, μ]): left out, so the
+    # rounding bound only sees charges ≤ 2μ
+    money = np.where(money <= 2.0 * mu, money, np.inf)
+    Q = 2
+    fail = np.array([mu, 1.0])
+    stop = np.zeros((Q, L1))
+    stop[:, 1:] = fail[:, None]
+    nxt = np.broadcast_to(stop, (M, G1, Q, L1)).copy()     # k = K̄: must stop
+    act = np.full((chain.K, M + 1, G1, L1), -1, dtype=np.int32) if keep else None
+    lag = np.zeros((chain.K, M + 1, G1, L1), dtype=np.int32) if keep else None
+    err = np.zeros(Q)
+    for k in range(chain.K - 1, -1, -1):
+        kx_rows = [chain.kx[k][m][n] for m in range(M) for n in range(N) for _ in range(G1)]
+        f = np.repeat(nxt, N, axis=0).reshape(M * N * G1, Q, L1)     # rows (m', n', j)
+        tops = f[:, :, -1] if chain.optimistic else np.broadcast_to(fail, (f.shape[0], Q))
+        ex, e_ex = _correlate_err(f, kx_rows, tops, err)
+        ex = ex.reshape(M * N, G1, Q, L1)
+        e_ex = e_ex.reshape(M * N, G1, Q).max(axis=1)                # (M·N, Q)
+        sw, e_sw = {}, {}
+        for (a, b), kj in chain.kj.items():
+            rows = ex[b * N:(b + 1) * N].reshape(N * G1, Q, L1)
+            t = rows[:, :, -1] if chain.optimistic else np.broadcast_to(fail, (N * G1, Q))
+            e_in = e_ex[b * N:(b + 1) * N].max(axis=0)
+            o, e = _correlate_err(rows, [kj] * (N * G1), t, e_in)
+            sw[(a, b)] = o.reshape(N, G1, Q, L1)
+            e_sw[(a, b)] = e.reshape(N, G1, Q).max(axis=1)
+        best_all = _epoch_best(ex, money, off)                       # (M·N, G1, Q, L1), lags
+        best_sw = {ab: _epoch_best(v, money[ab[1] * N:(ab[1] + 1) * N], off) for ab, v in sw.items()}
+        # rounding of adding the charge (≤ 2μ) to an expectation: u·(2μ + max|ex|), twice for safety
+        e_new = np.max(e_ex, axis=0)
+        for e in e_sw.values():
+            e_new = np.maximum(e_new, e.max(axis=0))
+        e_new = e_new.copy()
+        e_new[V] += 2.0 * UNIT * (2.0 * mu + max(float(np.abs(ex[:, :, V]).max()), mu))
+        err = e_new
+        cur = np.empty((M + 1, G1, Q, L1))
+        for m in range(M + 1):                             # m = M: no model yet (k = 0)
+            blocks, lags = [], []
+            ids: list[int] = []
+            for b in range(M):
+                if m == M or b == m:
+                    v, d = best_all[0][b * N:(b + 1) * N], best_all[1][b * N:(b + 1) * N]
+                elif (m, b) in sw:
+                    v, d = best_sw[(m, b)]
+                else:
+                    continue
+                blocks.append(v)
+                lags.append(d)
+                ids.extend(b * N + n for n in range(N))
+            cand = np.concatenate(blocks, axis=0)          # (C, G1, Q, L1)
+            cl = np.concatenate(lags, axis=0)              # (C, G1, L1)
+            best = np.argmin(cand[:, :, V], axis=0)        # (G1, L1)
+            choice = np.take_along_axis(cand, best[None, :, None, :], axis=0)[0]
+            go = choice[:, V] < stop[V][None, :]
+            go[:, 0] = False                               # bucket 0: success, stop
+            cur[m] = np.where(go[:, None, :], choice, stop[None])
+            if keep:
+                assert act is not None and lag is not None
+                act[k, m] = np.where(go, np.asarray(ids, dtype=np.int32)[best], -1)
+                lag[k, m] = np.where(go, np.take_along_axis(cl, best[None], axis=0)[0], 0)
+        if k == 0:
+            root = cur[M, grid.points, :, chain.i0]
+        nxt = cur[:M]
+    value, p_fail = float(root[V]), float(root[F])
+    return Pass(0.0, float(mu), value, p_fail, math.nan, value - mu * p_fail, act, lag,
+                float(err[V]), float(err[F]))
+
+
+def _epoch_best(ex: np.ndarray, money: np.ndarray, off: int) -> tuple[np.ndarray, np.ndarray]:
+    """min over the lag d of money[row, d] + ex[row, j − d + off] (value row V), per (row, j, bucket).
+
+    ex : (R, G1, Q, L1) expectations at each landing grid point; money : (R, G1).
+    Returns the chosen (R, G1, Q, L1) with the charge added to V, and the lags (R, G1, L1)
+    (lag 0 and inf where nothing is allowed)."""
+    R, G1, Q, L1 = ex.shape
+    out = np.full((R, G1, Q, L1), np.inf)
+    out[:, :, F] = 1.0
+    lag = np.zeros((R, G1, L1), dtype=np.int32)
+    for d in range(1, G1):
+        c = money[:, d]
+        if not np.isfinite(c).any():
+            continue
+        # j = d − off .. G lands on j − d + off = 0 .. G − d + off
+        src = ex[:, 0:G1 - d + off]
+        js = slice(d - off, G1)
+        val = c[:, None, None] + src[:, :, V]              # (R, n_j, L1)
+        cur = out[:, js]                                   # views: updated in place
+        better = val < cur[:, :, V]
+        np.copyto(cur[:, :, V], val, where=better)
+        np.copyto(cur[:, :, F], src[:, :, F], where=better)
+        np.copyto(lag[:, js], d, where=better)
+    return out, lag
+
+
+class TimedSearch(Search):
+    """The failure-price search on the carried-deadline DP (λ = 0; every pass a bound at every ω)."""
+
+    def __init__(self, chain: Chain, omega: float, points: int = TIME_POINTS[0]):
+        super().__init__(chain, omega)
+        self.points = int(points)
+        self.lam_converged = True                          # no time price to search
+
+    def run(self, lam: float, mu: float) -> Pass:
+        p = timed_dp(self.chain, mu, self.points)
+        self.passes.append(p)
+        return p
+
+
+def timed_search(chain: Chain, omega: float, points: int = TIME_POINTS[0], iters_mu: int = 8,
+                 mu0: float | None = None) -> TimedSearch:
+    """The carried-deadline lower bound: :func:`~deplbench.formulations.adaptive.search.best_mu`
+    on :func:`timed_dp` passes (cutting planes on the concave g(μ) = V₀(μ) − μ(1 − ω)).
+    Any μ ≥ 0 gives a valid bound; ``mu0`` only warm-starts."""
+    s = TimedSearch(chain, omega, points)
+    if not mu0:
+        p = timed_dp(chain, 1e12, points)
+        mu0 = max(1e-6, p.cost)                            # μ of the order of a run's cost
+    best_mu(s, 0.0, omega, mu0, iters_mu)
+    return s
+
+
+__all__ = ["TIMED_WORK", "TIME_POINTS", "TimeGrid", "TimedSearch", "timed_dp", "timed_search", "timed_work"]
