@@ -43,9 +43,9 @@ def main(out: str) -> None:
     for nd, seed in ((6, 0), (7, 1)):
         inst = generate("datasets", n_datasets=nd, n_clusters=2, horizon=50, seed=seed)
         record(rows, f"general datasets D={nd} s={seed} api",
-               lambda: solve_general(inst, scenarios=200, time_limit=None, node_limit=300))
+               lambda inst=inst: solve_general(inst, scenarios=200, time_limit=None, node_limit=300))
         record(rows, f"general datasets D={nd} s={seed} solve()",
-               lambda: solve(inst, "milp", formulation="general", scenarios=200, time_limit=None, node_limit=300,
+               lambda inst=inst: solve(inst, "milp", formulation="general", scenarios=200, time_limit=None, node_limit=300,
                              evaluate=False))
     cyc = generate("realistic", family="alexnet", switches="any")
     record(rows, "general alexnet-any S=100 milp api",
@@ -59,7 +59,7 @@ def main(out: str) -> None:
            lambda: solve(small, "milp", scenarios=100, time_limit=30, evaluate=True, eval_samples=2000))
     for lm in (9.0, 13.0):
         inst = generate("realistic", family="alexnet", loss_max=lm)
-        record(rows, f"milp-exact alexnet lmax={lm}", lambda: solve(inst, "milp-exact", time_limit=None,
+        record(rows, f"milp-exact alexnet lmax={lm}", lambda inst=inst: solve(inst, "milp-exact", time_limit=None,
                                                                     evaluate=False))
     with open(out, "w") as fh:
         json.dump(rows, fh, indent=1, default=str)
