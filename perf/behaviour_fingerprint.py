@@ -45,8 +45,8 @@ def main(out: str) -> None:
         record(rows, f"general datasets D={nd} s={seed} api",
                lambda inst=inst: solve_general(inst, scenarios=200, time_limit=None, node_limit=300))
         record(rows, f"general datasets D={nd} s={seed} solve()",
-               lambda inst=inst: solve(inst, "milp", formulation="general", scenarios=200, time_limit=None, node_limit=300,
-                             evaluate=False))
+               lambda inst=inst: solve(inst, "milp", formulation="general", scenarios=200, time_limit=None,
+                                       node_limit=300, evaluate=False))
     cyc = generate("realistic", family="alexnet", switches="any")
     record(rows, "general alexnet-any S=100 milp api",
            lambda: solve_milp(cyc, formulation="general", scenarios=100, time_limit=None, node_limit=500))
