@@ -238,9 +238,11 @@ def _adaptive_part(s: Section, ctx) -> None:
     """Matched risk against the adaptive optimum (reports/adaptive.py)."""
     from deplbench.reports.adaptive import (
         MATCHED_COLUMNS,
+        PACT_MATCHED_COLUMNS,
         PRICE_COLUMNS,
         frontier_figure,
         matched_risk_table,
+        pact_matched_table,
         price_of_adaptivity,
     )
 
@@ -256,6 +258,14 @@ def _adaptive_part(s: Section, ctx) -> None:
     if m.empty:
         s.missing("No adaptive-opt record shares an instance with a closed-loop simulation: add "
                   "adaptive-opt to the sweep's PACT group (quick.toml does).")
+    s.add(Table("pact_matched", "Closed-loop PACT against the adaptive optimum at PACT's certified level",
+                pact_matched_table(ctx.df), PACT_MATCHED_COLUMNS,
+                "One row per closed-loop PACT record on an instance with an adaptive bracket (the PACT claim's "
+                "data). pact_level: the lower end of PACT's Clopper–Pearson interval on P(success); lb: the "
+                "proven bound on the adaptive optimum at that level (frontier level ≤ pact_level); ub: the mean "
+                "cost of an adaptive-opt policy certified at ub_level ≥ pact_level (empty when none is); PACT's "
+                "excess over the optimum there lies in [gap_lo, gap_hi] = [pact_cost/ub − 1, pact_cost/lb − 1], "
+                "gap_lo = 0 without such a policy (PACT's own policy is certified at its level)."))
     price = price_of_adaptivity(ctx.df)
     s.add(Table("price_of_adaptivity", "Price of adaptivity: static optimum ÷ adaptive optimum", price,
                 PRICE_COLUMNS,
