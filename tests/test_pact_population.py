@@ -192,3 +192,22 @@ def test_sweeps_run_pact_and_its_references_on_a_population(sweep, least):
     assert not math.isclose(top, 1.0)
     for recipe in pact:
         assert max(omegas.get(recipe, [0.0])) >= top, recipe
+
+
+def test_a_bracket_at_a_stricter_level_is_never_the_reference_at_omega():
+    from deplbench.reports.adaptive import adaptive_rows
+    from deplbench.reports.reference import ADAPTIVE, references
+
+    opt = 1500.0                                   # instance v-0.15-0
+    both = prepare(frame(seeds=1)).df
+    ref = references(both)
+    ref = ref[(ref["kind"] == ADAPTIVE) & (ref["instance_key"] == "v-0.15-0")]
+    assert ref["ub"].tolist() == pytest.approx([0.85 * opt])      # the ω = 0.99 record, not 0.9997's
+    a = adaptive_rows(both)["v-0.15-0"]
+    assert (a["lb"], a["ub"]) == pytest.approx((0.8 * opt, 0.85 * opt))
+    # only the ω = 0.9997 record: its LB (0.8 opt) bounds the optimum at 0.9997, not at 0.99
+    only = prepare(frame(seeds=1, loose=None)).df
+    assert references(only).query("kind == @ADAPTIVE").empty
+    a = adaptive_rows(only)["v-0.15-0"]
+    assert a["lb"] == pytest.approx(0.75 * opt)                   # its frontier's bound at 0.99
+    assert a["ub"] == pytest.approx(0.95 * opt)                   # its policy, certified at ≥ 0.99

@@ -66,7 +66,9 @@ def adaptive_rows(df: pd.DataFrame) -> dict:
     """instance_key → the adaptive-opt bracket of that instance.
 
     Keys ``lb``, ``ub``, ``frontier`` [(ω′, LB)], ``p_success_lo``, ``omega``,
-    ``p_success`` of the record at the instance's own ω (else the first),
+    ``p_success`` of the record at the instance's own ω (without one: the
+    frontier's bound at ω and the cheapest policy certified at ≥ ω, NaN
+    when none; a stricter level's LB is no bound at ω),
     and ``records``: every adaptive-opt record of the instance (several
     target levels, parameter ``omega``) as dicts with ``omega`` (its target),
     ``lb``, ``ub``, ``p_success_lo``, ``certified``. ``frontier`` merges the
@@ -86,11 +88,10 @@ def adaptive_rows(df: pd.DataFrame) -> dict:
                "certified": bool(d.get("certified", p_lo >= target)),
                "frontier": [(float(f["omega"]), float(f["lower_bound"])) for f in d.get("frontier") or []
                             if f.get("lower_bound") is not None] + [(target, float(r["lower_bound"]))]}
-        e = out.setdefault(r["instance_key"], {"records": []})
+        e = out.setdefault(r["instance_key"], {"records": [], "omega": float(r["omega"])})
         e["records"].append(rec)
-        if "lb" not in e or abs(target - float(r["omega"])) < 1e-12:
-            e.update(lb=rec["lb"], ub=rec["ub"], p_success_lo=rec["p_success_lo"], omega=float(r["omega"]),
-                     p_success=rec["p_success"])
+        if abs(target - float(r["omega"])) < 1e-12 and "ub" not in e:
+            e.update(lb=rec["lb"], ub=rec["ub"], p_success_lo=rec["p_success_lo"], p_success=rec["p_success"])
     for e in out.values():
         merged: list = []
         best = -math.inf
@@ -101,6 +102,11 @@ def adaptive_rows(df: pd.DataFrame) -> dict:
             else:
                 merged.append((w, best))
         e["frontier"] = merged
+        if "ub" not in e:
+            # only records at stricter levels: their LB bounds another optimum; the
+            # frontier's bound at ω and a policy certified at ≥ ω still hold at ω
+            lb, ub, lvl = matched_bracket(e, e["omega"])
+            e.update(lb=lb, ub=ub, p_success_lo=lvl, p_success=math.nan)
     return out
 
 
