@@ -314,7 +314,7 @@ def pact_adaptive_claim(df: pd.DataFrame, says: str, pact_claim: str) -> dict:
     lv = t["pact_level"].to_numpy(float)
     thr = f"threshold: median ≤ {100 * MATCH_MEDIAN_GAP:g} %"
     txt = (f"{ci.n} distinct instances: PACT's excess over the adaptive optimum at its certified P(success) "
-           f"({lv.min():.4f}–{lv.max():.4f}) has median {ci.text(100, ' %', 1)} ({thr})")
+           f"({lv.min():.4f}–{lv.max():.4f}) has median {ci.text(100, ' %')} ({thr})")
     if n_ub:
         ub_lv = t["ub_level"].dropna().to_numpy(float)
         txt += (f"; an adaptive policy certified at PACT's level (≥ {ub_lv.min():.4f}) on {n_ub}/{ci.n} instances, "
