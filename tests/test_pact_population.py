@@ -31,7 +31,9 @@ def _summary(cost, p=1.0, low=0.9996, sem=0.5):
 def _adaptive(base, key, lb, ub, omega, p_lo, frontier):
     diag = {"omega": omega, "p_success_lo": p_lo, "p_success": min(1.0, p_lo + 1e-4), "certified": True,
             "frontier": [{"omega": w, "lower_bound": b} for w, b in frontier]}
-    return {**base, "key": key, "algorithm": "adaptive-opt", "exact": False, "cost": ub, "lower_bound": lb,
+    label = "adaptive-opt" if omega == base["omega"] else "adaptive-opt-matched"
+    return {**base, "key": key, "algorithm": "adaptive-opt", "label": label, "exact": False, "cost": ub,
+            "lower_bound": lb,
             "status": "feasible", "plan": None, "reference": "adaptive", "diagnostics": diag,
             "closed_loop": {"plan": None, "plan_stopped": None, "policy": _summary(ub, low=p_lo)}}
 
@@ -211,3 +213,10 @@ def test_a_bracket_at_a_stricter_level_is_never_the_reference_at_omega():
     a = adaptive_rows(only)["v-0.15-0"]
     assert a["lb"] == pytest.approx(0.75 * opt)                   # its frontier's bound at 0.99
     assert a["ub"] == pytest.approx(0.95 * opt)                   # its policy, certified at ≥ 0.99
+
+
+def test_the_matched_level_series_is_named_and_left_out_of_the_figure_at_omega():
+    from deplbench.reports.adaptive import stricter_level_series
+
+    assert stricter_level_series(prepare(frame(seeds=1)).df) == {"adaptive-opt-matched"}
+    assert stricter_level_series(prepare(frame(seeds=1, matched=None)).df) == set()

@@ -110,6 +110,21 @@ def adaptive_rows(df: pd.DataFrame) -> dict:
     return out
 
 
+def stricter_level_series(df: pd.DataFrame) -> set[str]:
+    """Series (``algorithm`` labels) whose every adaptive-opt record targets a
+    level other than its instance's ω (parameter ``omega``: the matched-risk
+    brackets). A figure at ω leaves them out; :func:`pact_matched_table` uses them."""
+    if df.empty or "reference" not in df:
+        return set()
+    a = df[df["reference"] == ADAPTIVE]
+    other: dict[str, bool] = {}
+    for alg, d, om in zip(a["algorithm"], a["diagnostics_d"], a["omega"]):
+        t = d.get("omega") if isinstance(d, dict) else None
+        off = t is not None and abs(float(t) - float(om)) > 1e-12
+        other[alg] = other.get(alg, True) and off
+    return {alg for alg, off in other.items() if off}
+
+
 def lb_at(frontier, p: float) -> float:
     """The frontier's proven bound at level p: the best bound at any level ω′ ≤ p (NaN when none)."""
     ok = [lb for w, lb in frontier if w <= p + 1e-12]
@@ -334,7 +349,7 @@ def pact_adaptive_claim(df: pd.DataFrame, says: str, pact_claim: str) -> dict:
                      instances=ci.n)
 
 
-__all__ = ["SUPERSEDED", "matched_bracket", "pact_adaptive_claim", "pact_matched_table",
+__all__ = ["SUPERSEDED", "matched_bracket", "pact_adaptive_claim", "pact_matched_table", "stricter_level_series",
     "PACT_MATCHED_COLUMNS",
     "MATCHED_COLUMNS",
     "PRICE_COLUMNS",
