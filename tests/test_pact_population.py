@@ -134,7 +134,6 @@ def test_matched_row_holds_when_the_bracket_is_tight_and_straddling_is_not_decid
     assert r["verdict"] == claims_mod.NOT_DECIDED and "contains the threshold" in r["measured"]
 
 
-@pytest.mark.slow
 def test_open_and_closed_rows_straddle_hold_and_fail_on_the_interval():
     r = rows(frame())
     assert r["open"]["verdict"] == claims_mod.FAILS          # static plan 80 % above the optimum
