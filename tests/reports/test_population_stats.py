@@ -56,6 +56,10 @@ def test_decide_and_instances_to_decide():
     near, far = instances_to_decide(ci, 0.45), instances_to_decide(ci, 0.1)
     assert near > far >= 6                       # closer to the threshold: more instances
     assert instances_to_decide(ci, ci.median) == math.inf
+    # wide brackets around a median far from the threshold: the spread of the midpoints alone
+    # would ask for 6, but the 8 at hand do not decide it, so more than 8 are needed
+    wide = median_interval(np.linspace(0.0, 0.07, 8), np.linspace(0.3, 0.6, 8))
+    assert decide(wide, 0.02) == DECIDE_OPEN and instances_to_decide(wide, 0.02) == 9
 
 
 def test_exact_profiles_one_problem_per_instance_failures_infinite():

@@ -15,7 +15,6 @@ import math
 import numpy as np
 import pandas as pd
 
-from deplbench.reports.adaptive import SUPERSEDED, pact_adaptive_claim
 from deplbench.reports.claims_common import (  # noqa: F401 (re-exported)
     BEST_EXP,
     BEST_EXP_SAVING,
@@ -42,6 +41,7 @@ from deplbench.reports.claims_common import (  # noqa: F401 (re-exported)
     paper_depl,
     submodularity_record,
 )
+from deplbench.reports.claims_pact import PACT_CLAIM, pact_claims  # noqa: F401 (re-exported)
 from deplbench.reports.complexity import (
     ASYMPTOTIC_REGIME,
     CLAIMED_EXPONENTS,
@@ -485,89 +485,6 @@ def depl_vs_best_exp_pairs_of(sub: pd.DataFrame) -> pd.DataFrame:
     j = j[j["cost_best_exp"] > 0].reset_index()
     j["saving"] = 1.0 - j["cost_depl"] / j["cost_best_exp"]
     return j[list(PAIRS_COLUMNS)]
-
-
-#: "Outperforms" in the PACT claim: PACT's cost below the competitor's at
-#: every target where both have a plan, by more than 1.96 standard errors of
-#: PACT's closed-loop mean (0 for a static plan's deterministic cost).
-PACT_CLAIM = "PACT Fig. 6: PACT closely matches the optimum and outperforms StaticLearn and OneSwitch"
-
-
-def _pact_verdict(comp: pd.DataFrame, col: str, sem_col: str | None) -> tuple[str, str]:
-    """(verdict, numbers) of the PACT claim for PACT's cost column ``col``."""
-    c = comp[comp[col].notna() & comp["optimum"].notna()]
-    if c.empty:
-        return UNMEASURED, "no target with both PACT's cost and an exact optimum"
-    gap = c[col].to_numpy(float) / c["optimum"].to_numpy(float) - 1.0
-    med, p90 = float(np.median(gap)), float(np.quantile(gap, 0.9))
-    matches = med <= MATCH_MEDIAN_GAP and p90 <= MATCH_P90_GAP
-    parts = [", ".join(f"ℓmax {lm:g}: {v:.1f} vs optimum {o:.1f} ({100 * g:+.1f} %)"
-                       for lm, v, o, g in zip(c["loss_max"], c[col], c["optimum"], gap))]
-    parts.append(f"gap median {100 * med:+.2f} %, 90th pct {100 * p90:+.2f} % → "
-                 + ("matches" if matches else "does not match"))
-    beats = True
-    for key, label in (("static_learn", "StaticLearn"), ("one_switch", "OneSwitch")):
-        h = comp[comp[col].notna() & comp[key].notna()]
-        if h.empty:
-            parts.append(f"{label}: no common target")
-            beats = False
-            continue
-        sem = h[sem_col].fillna(0.0).to_numpy(float) if sem_col else np.zeros(len(h))
-        won = h[col].to_numpy(float) + 1.96 * sem < h[key].to_numpy(float)
-        lost = [f"{lm:g} ({v:.1f} vs {o:.1f})" for lm, v, o, w in zip(h["loss_max"], h[col], h[key], won)
-                if not w]
-        parts.append(f"below {label} at {int(won.sum())}/{len(h)} targets"
-                     + (f" (not at ℓmax {', '.join(lost)})" if lost else ""))
-        beats &= bool(won.all())
-    return (HOLDS if matches and beats else FAILS), "; ".join(parts)
-
-
-def pact_claims(df: pd.DataFrame) -> list[dict]:
-    """PACT Sec. VI-C / Fig. 6 (left): first closed-loop PACT against the adaptive
-    optimum at matched risk (:func:`~deplbench.reports.adaptive.pact_adaptive_claim`,
-    the PACT verdict), then PACT's static plan (open loop), then — superseded,
-    kept for reference and left out of the glance — closed-loop PACT against
-    the other plans run to their end as PACT's benchmarks are."""
-    from deplbench.reports.closed_loop import PACT_SET, pact_comparison
-
-    says = ("PACT outperforms the alternative solutions, and closely matches the optimum "
-            "(Fig. 6 left, VGG11 L/M/S, Tmax = 1000)")
-    evidence = "tables pact_comparison, closed_loop; figure pact_fig6_left"
-    comp = pact_comparison(df)
-    if comp.empty:
-        msg = f"no plan on the {PACT_SET} instance set (a sweep with its PACT group, e.g. quick.toml)"
-        return [pact_adaptive_claim(df, says, PACT_CLAIM),
-                claim_row(PACT_CLAIM + " (open loop)", "PACT paper §VI-C", says, msg, UNMEASURED, evidence),
-                claim_row(PACT_CLAIM + f" (closed loop vs static plans; {SUPERSEDED})", "PACT paper §VI-C", says,
-                          msg, UNMEASURED, evidence)]
-    v_cl, txt_cl = _pact_verdict(comp, "pact_closed", "pact_closed_sem")
-    if v_cl != UNMEASURED:
-        fair = comp[comp["pact_closed"].notna() & comp["optimum_stopped"].notna()]
-        if not fair.empty:
-            g = fair["pact_closed"].to_numpy(float) / fair["optimum_stopped"].to_numpy(float) - 1.0
-            txt_cl += (f". Fair comparison (the other plans also stopped at ℓmax): closed-loop PACT vs the "
-                       f"optimum's plan stopped {', '.join(f'{100 * x:+.1f} %' for x in g)}")
-            for key, label in (("static_learn_stopped", "StaticLearn"), ("one_switch_stopped", "OneSwitch")):
-                h = fair[fair[key].notna()]
-                if not h.empty:
-                    txt_cl += (f"; below {label} stopped at "
-                               f"{int((h['pact_closed'] < h[key]).sum())}/{len(h)} targets")
-        ps = comp["pact_closed_p_success"].dropna()
-        if not ps.empty:
-            txt_cl += f"; closed-loop PACT's P(success) {ps.min():.4f}–{ps.max():.4f}"
-    v_ol, txt_ol = _pact_verdict(comp, "pact_open", None)
-    # The matched-risk row comes first and is the PACT verdict; the closed-loop row
-    # against static plans (the SAA optimum's plan itself misses ω) is kept below it,
-    # marked superseded, and left out of the glance.
-    return [pact_adaptive_claim(df, says, PACT_CLAIM),
-            claim_row(PACT_CLAIM + " — open loop (PACT's static plan, re-planned from robust "
-                 "predictions; rests on the static evaluation)", "PACT paper §VI-C", says,
-                 "static plan costs: " + txt_ol, v_ol, evidence),
-            claim_row(PACT_CLAIM + " — closed loop vs static plans (PACT re-plans every epoch from the observed "
-                 f"loss, the others do not; {SUPERSEDED}: its reference, the SAA optimum's static plan, itself "
-                 "misses ω)", "PACT paper §VI-C", says,
-                 "mean cost over the closed-loop runs vs each benchmark's static plan cost (PACT's "
-                 "benchmarks are fixed strategies): " + txt_cl, v_cl, evidence)]
 
 
 def audit(df: pd.DataFrame, ratios: pd.DataFrame, fits: pd.DataFrame) -> pd.DataFrame:

@@ -97,12 +97,22 @@ def reference_kind(df: pd.DataFrame) -> pd.Series:
     return pd.Series(out, index=df.index, dtype=object)
 
 
+def _at_own_level(diag: dict, row) -> bool:
+    """Whether an adaptive-opt record brackets the optimum at its instance's ω
+    (its target ``diagnostics["omega"]``, when recorded, equals the row's ω)."""
+    target, omega = _num(diag.get("omega")), _num(row.get("omega"))
+    return math.isnan(target) or math.isnan(omega) or abs(target - omega) <= 1e-12
+
+
 def references(df: pd.DataFrame) -> pd.DataFrame:
     """One row per (instance, reference kind): the bounds UB and LB.
 
     Per kind the row with the narrowest relative width (UB − LB)/UB is kept
     (each is valid on its own); for ``saa`` the run with the most scenarios
-    S (fewer scenarios loosen the SAA and lower its cost).
+    S (fewer scenarios loosen the SAA and lower its cost). An ``adaptive``
+    record whose target level (parameter ``omega``) is not the instance's ω
+    brackets another optimum and is left out (the matched-risk comparison,
+    :mod:`deplbench.reports.adaptive`, uses it).
 
     Returns
     -------
@@ -118,6 +128,11 @@ def references(df: pd.DataFrame) -> pd.DataFrame:
     for idx in df.index[(kind != "") & ok]:
         r, k = df.loc[idx], kind[idx]
         diag = r["diagnostics_d"] if isinstance(r["diagnostics_d"], dict) else {}
+        if k == ADAPTIVE and not _at_own_level(diag, r):
+            # a bracket at a stricter level (parameter omega, for matched-risk
+            # comparisons) is not the optimum at the instance's ω: its LB may
+            # exceed that optimum
+            continue
         b = diag.get("bracket") if isinstance(diag.get("bracket"), dict) else {}
         # a bracket without a certified plan has no UB (its row's cost is not one)
         ub = (_num((b.get("upper_bound") or {}).get("value", math.nan)) if b

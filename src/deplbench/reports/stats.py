@@ -443,7 +443,9 @@ def instances_to_decide(ci: MedianInterval, threshold: float) -> float:
     """About how many distinct instances would put the interval wholly on
     one side of ``threshold`` at the observed spread: (z·√(π/2)·σ / |median
     − threshold|)², at least 6 (the fewest with a 95 % order-statistic
-    interval); inf when the median sits on the threshold or σ is unknown.
+    interval) and, when the ``ci.n`` instances at hand leave it undecided,
+    at least ``ci.n + 1``; inf when the median sits on the threshold or σ
+    is unknown.
 
     Notes
     -----
@@ -455,7 +457,10 @@ def instances_to_decide(ci: MedianInterval, threshold: float) -> float:
     if not (gap > 0 and math.isfinite(ci.spread)):
         return math.inf
     z = float(sps.norm.ppf(0.5 + MEDIAN_LEVEL / 2.0))
-    return float(max(6, math.ceil((z * _MEDIAN_SE_FACTOR * ci.spread / gap) ** 2)))
+    # the normal approximation ignores the width of bracketed observations:
+    # never fewer instances than the ones that did not decide it
+    least = ci.n + 1 if decide(ci, threshold) == DECIDE_OPEN else 6
+    return float(max(6, least, math.ceil((z * _MEDIAN_SE_FACTOR * ci.spread / gap) ** 2)))
 
 
 def decide(ci: MedianInterval, threshold: float, holds_below: bool = True) -> str:

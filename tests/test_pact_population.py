@@ -1,0 +1,221 @@
+"""PACT's Fig. 6 claim judged over distinct instances (reports/claims.py,
+reports/adaptive.py) and the sweeps that feed it (quick.toml, paper.toml).
+
+Every PACT row is one value per distinct instance (``instance_sha``) with a
+95 % exact order-statistic interval on the median; the matched-risk row
+takes the adaptive bracket at PACT's certified level, never at a looser one.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pandas as pd
+import pytest
+
+from deplbench.reports import claims as claims_mod
+from deplbench.reports.adaptive import pact_matched_table
+from deplbench.reports.data import prepare
+
+TARGETS = ((0.15, 1500.0), (0.3, 880.0))
+
+
+def _summary(cost, p=1.0, low=0.9996, sem=0.5):
+    return {"runs": 10000, "p_success": p, "p_success_ci": [low, 1.0],
+            "cost": {"mean": cost, "q50": cost, "q99": cost}, "cost_sem": sem, "epochs": {"mean": 30.0},
+            "time": {"mean": 900.0}, "loss_quantile": 0.1, "deadline_missed": 0, "policy_calls": 40,
+            "wall_s": 0.1, "policy_info": {}}
+
+
+def _adaptive(base, key, lb, ub, omega, p_lo, frontier):
+    diag = {"omega": omega, "p_success_lo": p_lo, "p_success": min(1.0, p_lo + 1e-4), "certified": True,
+            "frontier": [{"omega": w, "lower_bound": b} for w, b in frontier]}
+    label = "adaptive-opt" if omega == base["omega"] else "adaptive-opt-matched"
+    return {**base, "key": key, "algorithm": "adaptive-opt", "label": label, "exact": False, "cost": ub,
+            "lower_bound": lb,
+            "status": "feasible", "plan": None, "reference": "adaptive", "diagnostics": diag,
+            "closed_loop": {"plan": None, "plan_stopped": None, "policy": _summary(ub, low=p_lo)}}
+
+
+def frame(seeds=4, pact=1.01, one_switch=1.05, static_learn=1.5, pact_configs=1, matched=(0.8, 0.95),
+          loose=(0.8, 0.85), spread=0.0) -> pd.DataFrame:
+    """The PACT set on ``seeds`` distinct instances per target (2 targets).
+
+    Per instance (optimum ``opt``): the exact static optimum, PACT's static
+    plan at 1.8 opt and its closed-loop policy at ``pact`` × opt (certified at
+    P(success) ≥ 0.9996), StaticLearn and OneSwitch, and two adaptive-opt
+    records: at ω = 0.99 (policy certified at 0.991, UB ``loose[1]`` opt) and
+    at ω = 0.9997 (certified at 0.9998, UB ``matched[1]`` opt); LB factors
+    first. ``pact_configs`` copies of PACT's record per instance (several
+    configurations of one instance); ``spread`` makes PACT's factor vary by
+    ± spread over the seeds.
+    """
+    from deplbench.benchmarks.record import COLUMNS
+
+    rows = []
+    for lm, opt0 in TARGETS:
+        for i in range(seeds):
+            opt = opt0 * (1 + 0.01 * i)
+            base = dict(sweep="t", family="realistic", instance_set="pact-vgg11", instance_sha=f"v-{lm}-{i}",
+                        instance_name="vgg", loss_max=lm, omega=0.99, n_models=3, horizon=100,
+                        code_version="0", plan={"epochs": []}, status="feasible", quantile_oos=lm - 0.01,
+                        verdict="feasible")
+            f = pact + spread * (1 if i % 2 else -1)
+            algs = [("milp-exact", True, opt, None, "exact-static"),
+                    ("static-learn", False, static_learn * opt, None, ""),
+                    ("one-switch", False, one_switch * opt, None, "")]
+            algs += [("pact", False, 1.8 * opt, f * opt, "")] * pact_configs
+            for j, (alg, exact, cost, pol, ref) in enumerate(algs):
+                cl = {"plan": _summary(cost, sem=0.0), "plan_stopped": _summary(0.93 * cost),
+                      "policy": _summary(pol) if pol else None}
+                rows.append({**base, "key": f"{alg}-{lm}-{i}-{j}", "algorithm": alg, "exact": exact,
+                             "cost": cost, "status": "optimal" if exact else "feasible", "closed_loop": cl,
+                             "reference": ref, "params": {"loss_resolution": 1000 + j} if alg == "pact" else {}})
+            if loose:
+                rows.append(_adaptive(base, f"ad-{lm}-{i}", loose[0] * opt, loose[1] * opt, 0.99, 0.991,
+                                      [(0.9, 0.7 * opt), (0.99, loose[0] * opt)]))
+            if matched:
+                rows.append(_adaptive(base, f"adm-{lm}-{i}", matched[0] * opt, matched[1] * opt, 0.9997,
+                                      0.9998, [(0.99, 0.75 * opt), (0.9997, matched[0] * opt)]))
+    return pd.DataFrame([{c: r.get(c) for c in COLUMNS} for r in rows], columns=list(COLUMNS))
+
+
+def rows(df: pd.DataFrame) -> dict:
+    """{"matched" | "open" | "closed": claim row}."""
+    r = claims_mod.pact_claims(prepare(df).df)
+    return dict(zip(("matched", "open", "closed"), r))
+
+
+def test_every_pact_row_counts_distinct_instances_and_gives_an_interval():
+    r = rows(frame(pact_configs=3))           # three configurations of PACT on each of 8 instances
+    for name in ("matched", "open", "closed"):
+        assert r[name]["instances"] == 8, name
+        assert "median over distinct instances" in r[name]["statistic"], name
+        assert "order-statistic interval" in r[name]["statistic"], name
+    assert r["matched"]["measured"].startswith("8 distinct instances: ")
+    assert "%]" in r["matched"]["measured"]   # "median x % [lo %, hi %]"
+    assert rows(frame(seeds=1, pact_configs=3))["matched"]["instances"] == 2
+
+
+def test_matched_row_takes_the_bracket_at_pacts_certified_level():
+    df = prepare(frame()).df
+    t = pact_matched_table(df)
+    assert len(t) == 8 and t["instance_key"].nunique() == 8
+    # PACT is certified at 0.9996: the ω = 0.99 policy (certified at 0.991, cheaper) is no
+    # upper bound there; the ω = 0.9997 policy (certified at 0.9998) is
+    assert t["pact_level"].tolist() == pytest.approx([0.9996] * 8)
+    assert t["ub_level"].tolist() == pytest.approx([0.9998] * 8)
+    opt = {f"v-{lm}-{i}": o * (1 + 0.01 * i) for lm, o in TARGETS for i in range(4)}
+    o = t["instance_key"].map(opt)
+    assert (t["ub"] / o).tolist() == pytest.approx([0.95] * 8)
+    # LB at 0.9996: the best frontier bound at a level ≤ 0.9996 (0.99's 0.8 opt, not 0.9997's)
+    assert (t["lb"] / o).tolist() == pytest.approx([0.8] * 8)
+    assert t["gap_lo"].tolist() == pytest.approx([1.01 / 0.95 - 1] * 8)
+    r = rows(frame())["matched"]
+    assert r["verdict"] == claims_mod.FAILS   # PACT ≥ 6.3 % above a policy certified at its level
+    assert "on 8/8 instances" in r["measured"] and "≥ 0.9998" in r["measured"]
+
+
+def test_matched_row_without_a_policy_at_pacts_level_is_not_decided():
+    r = rows(frame(matched=None))["matched"]     # only the ω = 0.99 policy: its UB bounds nothing at 0.9996
+    assert r["verdict"] == claims_mod.NOT_DECIDED
+    assert "on 8 instance(s) no adaptive policy is certified at PACT's level" in r["measured"]
+    assert (pact_matched_table(prepare(frame(matched=None)).df)["gap_lo"] == 0.0).all()
+
+
+def test_matched_row_holds_when_the_bracket_is_tight_and_straddling_is_not_decided():
+    # LB(0.9996) = 0.995 opt (proven at 0.99), UB = opt (certified at 0.9998): PACT's excess
+    # within [1 %, 1.5 %] at ℓmax 0.15 and [−1 %, −0.5 %] at 0.3
+    assert rows(frame(pact=1.01, loose=(0.995, 1.0), matched=(0.996, 1.0)))["matched"]["verdict"] == \
+        claims_mod.HOLDS
+    # a bracket [c/UB − 1, c/LB − 1] of [1 %, 26 %]: the interval straddles 2 %
+    r = rows(frame(matched=(0.8, 1.0)))["matched"]
+    assert r["verdict"] == claims_mod.NOT_DECIDED and "contains the threshold" in r["measured"]
+
+
+def test_open_and_closed_rows_straddle_hold_and_fail_on_the_interval():
+    r = rows(frame())
+    assert r["open"]["verdict"] == claims_mod.FAILS          # static plan 80 % above the optimum
+    assert r["closed"]["verdict"] == claims_mod.HOLDS        # +1 %, below both benchmarks
+    # PACT's closed-loop cost within ± 3 % of the optimum over the seeds: the median interval
+    # [−2 %, +4 %] contains the 2 % threshold
+    mid = rows(frame(pact=1.01, spread=0.03))["closed"]
+    assert mid["verdict"] == claims_mod.NOT_DECIDED
+    assert "distinct instances would decide it" in mid["measured"]
+    # as cheap as OneSwitch: the saving's interval contains 0
+    tie = rows(frame(one_switch=1.01, spread=0.005))["closed"]
+    assert tie["verdict"] == claims_mod.NOT_DECIDED and "saving over OneSwitch on 8 instances" in tie["measured"]
+    # dearer than OneSwitch everywhere: does not hold
+    assert rows(frame(one_switch=0.98))["closed"]["verdict"] == claims_mod.FAILS
+
+
+def test_fewer_than_six_instances_give_no_interval_and_no_verdict():
+    r = rows(frame(seeds=1))                  # 2 instances: no 95 % interval on a median exists
+    assert r["closed"]["verdict"] == claims_mod.NOT_DECIDED
+    assert r["matched"]["verdict"] == claims_mod.NOT_DECIDED
+    assert "6 are needed" in r["closed"]["measured"]
+
+
+# --------------------------------------------------------------------------
+# the sweeps
+
+
+def _pact_recipes(sweep: str) -> tuple[dict, dict, int]:
+    """{algorithm label: {distinct PACT-set recipe}}, {recipe: [adaptive-opt ω]}, closed-loop runs."""
+    from deplbench.benchmarks.sweep import load_sweep
+
+    s = load_sweep(sweep, check_names=False)
+    by: dict = {}
+    omegas: dict = {}
+    for t in s.tasks():
+        if t.instance_set != "pact-vgg11":
+            continue
+        recipe = (json.dumps(t.instance_params, sort_keys=True), t.instance_seed, t.targets.get("loss_max"))
+        by.setdefault(t.algorithm, set()).add(recipe)
+        if t.algorithm == "adaptive-opt" and t.params.get("omega") is not None:
+            omegas.setdefault(recipe, []).append(float(t.params["omega"]))
+    runs = int(s.evaluation["closed_loop"]["runs"])
+    return by, omegas, runs
+
+
+@pytest.mark.parametrize("sweep, least", [("quick", 8), ("paper", 30)])
+def test_sweeps_run_pact_and_its_references_on_a_population(sweep, least):
+    by, omegas, runs = _pact_recipes(sweep)
+    pact = by["pact"]
+    assert len(pact) >= least and len({r[1] for r in pact}) >= least - 3   # seeded variants
+    for ref in ("milp-exact", "static-learn", "one-switch", "adaptive-opt"):
+        assert pact <= by[ref], ref
+    # the matched-risk reference: on every PACT instance an adaptive-opt task whose ω is above the
+    # highest level closed-loop PACT can be certified at: the lower end of a two-sided 95 %
+    # Clopper–Pearson interval when all `runs` succeed, (0.025)^(1/runs)
+    top = 0.025 ** (1.0 / runs)
+    assert not math.isclose(top, 1.0)
+    for recipe in pact:
+        assert max(omegas.get(recipe, [0.0])) >= top, recipe
+
+
+def test_a_bracket_at_a_stricter_level_is_never_the_reference_at_omega():
+    from deplbench.reports.adaptive import adaptive_rows
+    from deplbench.reports.reference import ADAPTIVE, references
+
+    opt = 1500.0                                   # instance v-0.15-0
+    both = prepare(frame(seeds=1)).df
+    ref = references(both)
+    ref = ref[(ref["kind"] == ADAPTIVE) & (ref["instance_key"] == "v-0.15-0")]
+    assert ref["ub"].tolist() == pytest.approx([0.85 * opt])      # the ω = 0.99 record, not 0.9997's
+    a = adaptive_rows(both)["v-0.15-0"]
+    assert (a["lb"], a["ub"]) == pytest.approx((0.8 * opt, 0.85 * opt))
+    # only the ω = 0.9997 record: its LB (0.8 opt) bounds the optimum at 0.9997, not at 0.99
+    only = prepare(frame(seeds=1, loose=None)).df
+    assert references(only).query("kind == @ADAPTIVE").empty
+    a = adaptive_rows(only)["v-0.15-0"]
+    assert a["lb"] == pytest.approx(0.75 * opt)                   # its frontier's bound at 0.99
+    assert a["ub"] == pytest.approx(0.95 * opt)                   # its policy, certified at ≥ 0.99
+
+
+def test_the_matched_level_series_is_named_and_left_out_of_the_figure_at_omega():
+    from deplbench.reports.adaptive import stricter_level_series
+
+    assert stricter_level_series(prepare(frame(seeds=1)).df) == {"adaptive-opt-matched"}
+    assert stricter_level_series(prepare(frame(seeds=1, matched=None)).df) == set()
