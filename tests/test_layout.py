@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 TESTS = Path(__file__).resolve().parent
@@ -70,3 +71,21 @@ def test_test_modules_and_helpers_are_imported_by_their_path():
             bare += [f"{path.relative_to(TESTS.parent)}:{node.lineno}: {n}"
                      for n in names if n.partition(".")[0] in local]
     assert not bare, f"import these as tests.<path> (from tests.instance_data import ...): {bare}"
+
+
+def _named_test_paths(text: str) -> set[str]:
+    return set(re.findall(r"\btests/[A-Za-z0-9_/]+\.py\b", text))
+
+
+def test_every_test_path_the_docs_and_sources_name_exists():
+    root = TESTS.parent
+    files = [root / "README.md", root / "CONTRIBUTING.md", root / "CHANGELOG.md", root / "Makefile",
+             *(root / "docs").rglob("*.md"), *PACKAGE.rglob("*.py"), *(root / "perf").glob("*.py")]
+    stale = sorted(f"{f.relative_to(root)}: {p}" for f in files if f.is_file()
+                   for p in _named_test_paths(f.read_text(encoding="utf-8")) if not (root / p).exists())
+    assert not stale, f"named test files that do not exist (moved? see tests/test_layout.py): {stale}"
+
+
+def test_the_stale_path_check_catches_a_moved_file():
+    assert _named_test_paths("see tests/test_adaptive_deadline.py and tests/x/y_z.py.") == {
+        "tests/test_adaptive_deadline.py", "tests/x/y_z.py"}
