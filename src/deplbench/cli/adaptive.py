@@ -86,9 +86,11 @@ def _print_text(r: dict) -> None:
         return
     c = r["certification"]
     m = r["multipliers"]
-    print(f"LB           {_num(r['lower_bound'])}  proven (optimistic loss grid, weak duality, less a bound "
-          f"{_num(m['rounding_bound'], '.2g')} on its rounding; λ = {m['lambda']:.4g}, μ = {m['mu']:.4g}); "
-          f"deadline {m['deadline']}")
+    what = ("valid by weak duality but no cost estimate: the multipliers ran away (status line)"
+            if r["status"] == "multipliers_ran_away" else "proven")
+    print(f"LB           {_num(r['lower_bound'])}  {what} (optimistic loss grid, weak duality, less a bound "
+          f"{_num(m['rounding_bound'], '.2g')} on its rounding; from the {m['lower_bound_source']} pass at "
+          f"λ = {m['lambda']:.4g}, μ = {m['mu']:.4g}); deadline {m['deadline']}")
     if r["certified"]:
         print(f"UB           {_num(r['upper_bound'])}  upper confidence bound on the certified policy's mean cost "
               f"(mean {_num(r['cost_mean'])} over {c['kept_runs']} fresh runs kept of {c['runs']}; "

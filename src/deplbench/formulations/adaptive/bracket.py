@@ -22,14 +22,24 @@ from deplbench.errors import PlanError
 from deplbench.formulations.adaptive.certify import frontier_levels, needed_successes, tune_policy
 from deplbench.formulations.adaptive.chain import Chain, applies, best_success
 from deplbench.formulations.adaptive.search import lower_bound_search, multires_search
-from deplbench.formulations.adaptive.timed import TIME_POINTS, TIMED_WORK, timed_search, timed_work
+from deplbench.formulations.adaptive.timed import (
+    TIME_POINTS,
+    TIMED_WORK,
+    timed_best_success,
+    timed_search,
+    timed_work,
+)
 from deplbench.formulations.evaluation.binomial import clopper_pearson_lower
 from deplbench.formulations.evaluation.closed_loop import BLOCK, simulate
 from deplbench.limits import check_memory, memory_budget_gib
 
 #: Statuses of a bracket (:attr:`AdaptiveBounds.status`); when several apply the
 #: first in this order is reported (every line is kept in ``messages``).
-BRACKET_STATUSES = ("certified", "unreachable", "bound_not_positive", "lambda_not_converged", "not_certified")
+BRACKET_STATUSES = ("certified", "unreachable", "multipliers_ran_away", "bound_not_positive", "lambda_not_converged",
+                    "not_certified")
+#: A failure price μ at or above this whose pass still misses ω counts as run away (the μ search
+#: stops growing it at 1e15).
+RUNAWAY = 1e14
 #: Loss buckets of the first grid when refining to a width, and the factor between grids.
 START_BUCKETS, REFINE = 600, 2
 #: Refinement never goes beyond this many buckets (nor beyond the memory budget).
@@ -229,7 +239,8 @@ def _tune(instance, pes: Chain, search, warm, g: int, target: float, tune_runs: 
     """Tune the certified policy on ``pes`` (tuning seeds only): the priced policy and, with the
     deadline carried on this grid (``g`` > 0), the carried one too, keeping the one whose
     predicted upper bound (:func:`_predicted_ucb`, tuning runs) is lower. Returns (policy,
-    tuning log with the kept policy's entries last, its predicted upper bound)."""
+    tuning log with the kept policy's entries last, its predicted upper bound, the kept policy's
+    entries alone)."""
     cands: list[tuple] = []
     for pts in ((g, 0) if g else (0,)):
         mu = _policy_mu(search, warm) if pts else max(warm.mu, 1e-6)
@@ -240,7 +251,7 @@ def _tune(instance, pes: Chain, search, warm, g: int, target: float, tune_runs: 
         cands.append((est, len(cands), pol, [dict(t, policy="carried" if pts else "priced") for t in tl]))
     best = min(cands, key=lambda c: (c[0], c[1]))
     log = [t for c in cands if c is not best for t in c[3]] + best[3]
-    return best[2], log, best[0]
+    return best[2], log, best[0], best[3]
 
 
 def _policy_mu(search, warm) -> float:
@@ -337,16 +348,32 @@ def adaptive_bounds(instance, buckets: int = 1200, runs: int = 100_000, seed: in
     level = 1.0 - alpha
     opt = Chain(instance, buckets, optimistic=True)
     reach, reach_err = best_success(opt)
+    g0 = time_points_for(opt, time_points)
+    line, timed_check = "", False
     if reach + reach_err < omega:
         line = (f"no policy reaches P(success) ≥ ω = {omega:g}: the optimistic chain's best is {reach:.6g} "
                 f"(deadline and cost ignored; {buckets} loss buckets)")
+    elif g0:
+        check_memory(timed_memory(opt, g0), f"adaptive-opt's carried deadline ({g0} time points, {buckets} buckets)",
+                     "use fewer time points (--time-points 0: the deadline priced only)")
+        # the deadline carried on every run (one P(fail)-only pass): a target the deadline
+        # makes unreachable is proven so here, before any multiplier search can run away
+        reach, reach_err = timed_best_success(opt, g0)
+        timed_check = True
+        if reach + reach_err < omega:
+            line = (f"no policy reaches P(success) ≥ ω = {omega:g} within Tmax = {instance.time_max:g}: the "
+                    f"optimistic chain's best is {reach:.6g} (deadline carried on {g0} time points, cost "
+                    f"ignored; {buckets} loss buckets)")
+    if line:
         return AdaptiveBounds(
             lower_bound=math.inf, upper_bound=math.nan, cost_mean=math.nan, p_success=math.nan,
             p_success_lo=math.nan, certified=False, frontier=[], multipliers={},
             grid={"buckets": int(buckets), "loss_step": float(opt.h), "states": int(opt.K * opt.M * (opt.L + 1))},
-            certification={}, tuning=[], work={"dp_passes": 0, "total_s": _time.perf_counter() - t0},
+            certification={}, tuning=[], work={"dp_passes": int(timed_check),
+                                               "total_s": _time.perf_counter() - t0},
             status="unreachable", message=line, messages=[line], confidence=confidence, omega=omega,
-            refinement={"best_success": reach, "best_success_error": reach_err})
+            refinement={"best_success": reach, "best_success_error": reach_err,
+                        "time_points": g0 if timed_check else 0})
     need = needed_successes(runs, omega, level)
     # the share given up is set from tune_runs draws and certified on runs draws:
     # two standard errors of both above the least certifiable rate
@@ -359,6 +386,7 @@ def adaptive_bounds(instance, buckets: int = 1200, runs: int = 100_000, seed: in
     tune_s, sim_rate = 0.0, 1.0
     n_passes = coarse_passes = 0
     pes = None
+    kept_log: list = []                                 # the tuning entries of the policy certified
     b = int(buckets)
     while True:
         t_level = _time.perf_counter()
@@ -387,7 +415,8 @@ def adaptive_bounds(instance, buckets: int = 1200, runs: int = 100_000, seed: in
         since = next((i for i, lv in enumerate(reversed(levels)) if lv["tuned"]), len(levels))
         if width is None or policy is None or est_w <= 2 * width or stalled or since >= 1:
             pes = Chain(instance, b, optimistic=False)
-            policy, tl, est_ub = _tune(instance, pes, search, warm, g, target, tune_runs, seed, rho, runs, alpha)
+            policy, tl, est_ub, kept_log = _tune(instance, pes, search, warm, g, target, tune_runs, seed, rho, runs,
+                                             alpha)
             log.extend(dict(t, buckets=b) for t in tl)
             tuned = True
             est_w = (est_ub - lb) / lb if lb > 0 and math.isfinite(est_ub) else math.inf
@@ -418,16 +447,19 @@ def adaptive_bounds(instance, buckets: int = 1200, runs: int = 100_000, seed: in
             continue
         if not tuned:                                   # the policy of the finest grid
             pes = Chain(instance, b, optimistic=False)
-            policy, tl, _ = _tune(instance, pes, search, warm, g, target, tune_runs, seed, rho, runs, alpha)
+            policy, tl, _, kept_log = _tune(instance, pes, search, warm, g, target, tune_runs, seed, rho, runs, alpha)
             log.extend(dict(t, buckets=b) for t in tl)
         break
-    best = search.best
+    # the pass whose bound is reported (priced or carried): its multipliers and rounding are reported with it
+    tm = opt.st.time_max
+    best = max(search.passes + search.extra, key=lambda p: p.bound(omega, tm))
+    source = "carried" if any(best is p for p in search.extra) else "priced"
     t_lb_total = sum(lv["seconds"] for lv in levels)
     # The cost range of the upper confidence bound: BUDGET × the largest cost of the
-    # tuning runs (tuning seeds only), enforced by the policy itself; never above
-    # K̄ epochs at x = r on the dearest cluster.
-    c_max = largest_cost(instance)
-    seen = [t["cost_max"] for t in log if t["role"] == "share" and t["cost_max"] > 0]
+    # tuning runs of the policy certified (tuning seeds only), enforced by the policy itself;
+    # never above K̄ epochs at x = r on the dearest cluster.
+    c_max = ceiling = largest_cost(instance)
+    seen = [t["cost_max"] for t in kept_log if t["role"] == "share" and t["cost_max"] > 0]
     if seen:
         c_max = min(c_max, BUDGET * seen[-1])
         policy = policy.with_budget(c_max)
@@ -448,9 +480,20 @@ def adaptive_bounds(instance, buckets: int = 1200, runs: int = 100_000, seed: in
     if not (math.isfinite(lower) and lower > 0):
         messages.append(("bound_not_positive", f"the lower bound is {lower:.6g}: not a positive finite bound "
                          f"(the multiplier search found no useful (λ, μ); try more --iters-lam or buckets)"))
+    stuck = best.mu >= RUNAWAY and best.p_fail > 1.0 - omega + best.err_fail     # μ grown to its cap, still infeasible
+    if stuck or (math.isfinite(lower) and lower > ceiling):
+        # weak duality bounds a feasible problem's optimum by its dearest run; a bound beyond it
+        # comes from multipliers driven off to infinity, and says only that ω looks out of reach
+        why = (f"the optimistic chain's best P(success) within Tmax is {reach:.6g} ≥ ω on the carried grid of "
+               f"{g0} time points" if g0 else "no deadline-aware check: no time grid, --time-points 0 or its pass too costly")
+        messages.append(("multipliers_ran_away", f"the multiplier search ran away (λ = {best.lam:.4g}, μ = "
+                         f"{best.mu:.4g}; bound {lower:.6g} against {ceiling:.6g}, the dearest run any policy "
+                         f"can have): ω = {omega:g} looks out of reach within Tmax, but it is not proven "
+                         f"unreachable ({why}); the bound is no cost estimate"))
     if not search.lam_converged and priced >= lower:
+        pb = search.best
         messages.append(("lambda_not_converged", f"the time-price search did not converge (E[T] = "
-                         f"{best.time:.6g} against Tmax = {instance.time_max:g} at λ = {best.lam:.4g}); "
+                         f"{pb.time:.6g} against Tmax = {instance.time_max:g} at λ = {pb.lam:.4g}); "
                          f"the lower bound {lower:.6g} is valid but may be loose"))
     if not certified:
         messages.append(("not_certified", f"the policy's P(success) ≥ ω is not certified (lower bound "
@@ -473,7 +516,7 @@ def adaptive_bounds(instance, buckets: int = 1200, runs: int = 100_000, seed: in
                      "lower_bound_priced": priced,
                      "lower_bound_carried": max((p.bound(omega, opt.st.time_max) for p in search.extra),
                                                 default=None),
-                     "rounding_bound": best.err},
+                     "rounding_bound": best.err, "lower_bound_source": source},
         grid={"buckets": int(opt.i0), "loss_step": float(opt.h), "states": int(opt.K * opt.M * (opt.L + 1))},
         certification={"runs": runs, "seed": seed, "kept_runs": n_kept, "successes": k, "confidence": confidence,
                        "level_each": level,

@@ -133,7 +133,8 @@ def _correlate_err(f, kernels, tops, err_in):
     return out, e + mass[:, None] * err_in[None, :]
 
 
-def timed_dp(chain: Chain, mu: float, points: int = TIME_POINTS[0], keep: bool = False) -> Pass:
+def timed_dp(chain: Chain, mu: float, points: int = TIME_POINTS[0], keep: bool = False,
+             fail_only: bool = False) -> Pass:
     """Backward DP of the chain with the remaining time carried on a grid, failure priced at μ.
 
     Returns a :class:`~deplbench.formulations.adaptive.chain.Pass` with λ = 0
@@ -141,9 +142,13 @@ def timed_dp(chain: Chain, mu: float, points: int = TIME_POINTS[0], keep: bool =
     rounding bound, and with ``keep`` the tables of :class:`TimedPolicy`:
     ``action`` (K̄, |M| + 1, G + 1, L + 1) — m'·N + n' or −1 to stop — and
     ``remaining`` the lag d (same shape; the epoch plans dΔ of time, module docstring).
+    With ``fail_only`` every allowed epoch is free, so V₀ = μ·(least P(fail) of any policy
+    of the grid chain that meets the deadline) (:func:`timed_best_success`).
     """
     grid = TimeGrid.of(chain, points)
     money, _ = grid.charges(chain)                         # (R, G+1)
+    if fail_only:
+        money = np.where(np.isfinite(money), 0.0, np.inf)
     M, N, L1, G1 = chain.M, chain.N, chain.L + 1, grid.points + 1
     off = 1 if chain.optimistic else 0                     # landing index j − d + off
     # charges above 2μ never beat stopping (every value is in [0, μ]): left out, so the
@@ -240,6 +245,19 @@ def _epoch_best(ex: np.ndarray, money: np.ndarray, off: int) -> tuple[np.ndarray
     return out, lag
 
 
+def timed_best_success(chain: Chain, points: int = TIME_POINTS[0]) -> tuple[float, float]:
+    """The grid chain's highest P(success) over the policies that meet the deadline on every
+    run, cost ignored, with a bound on its rounding error: (p, err).
+
+    One :func:`timed_dp` pass with the epochs free and μ = 1 (its value is the least
+    P(fail)). On the optimistic chain the grid relaxes the deadline (module docstring)
+    and the loss (package docstring, relaxation 1), so a target ω above p + err is
+    reached within Tmax by no policy of the instance.
+    """
+    p = timed_dp(chain, 1.0, points, fail_only=True)
+    return 1.0 - p.value, p.err + UNIT
+
+
 class TimedSearch(Search):
     """The failure-price search on the carried-deadline DP (λ = 0; every pass a bound at every ω)."""
 
@@ -267,4 +285,5 @@ def timed_search(chain: Chain, omega: float, points: int = TIME_POINTS[0], iters
     return s
 
 
-__all__ = ["TIMED_WORK", "TIME_POINTS", "TimeGrid", "TimedSearch", "timed_dp", "timed_search", "timed_work"]
+__all__ = ["TIMED_WORK", "TIME_POINTS", "TimeGrid", "TimedSearch", "timed_best_success", "timed_dp", "timed_search",
+           "timed_work"]
