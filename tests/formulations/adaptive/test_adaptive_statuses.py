@@ -1,0 +1,112 @@
+"""The bracket's statuses where the deadline decides, and the multipliers reported with the bound.
+
+Two small instances (two models, two clusters, communication time):
+
+* ``LATE``: ω = 0.9 is reached by some policy when the deadline is ignored (P ≈ 1), but
+  within Tmax = 4 no policy succeeds with probability above ≈ 0.011 — every epoch at
+  capacity takes ≥ 4 of the 4 time units on model a, and model b needs a switch first.
+  It must be reported ``unreachable`` with its one line, never as a huge "proven" bound;
+  with the deadline priced only (no carried grid to prove it) it must get the distinct
+  status ``multipliers_ran_away``.
+* ``TIGHT``: two deterministic epochs at t = c/r fill Tmax exactly; the carried bound beats
+  the priced one, and the multipliers and rounding bound reported must be the carried pass's.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import math
+
+from deplbench.formulations import adaptive as A
+from deplbench.instances.model import parse_instance
+
+_CLUSTERS = [{"name": "C0", "capacity": 0.5, "unit_cost": 3.0, "bandwidth": 2.0},
+             {"name": "C1", "capacity": 0.5, "unit_cost": 3.0, "bandwidth": 2.0}]
+LATE = {
+    "format_version": 1, "name": "late", "initial_loss": 1.0, "loss_max": 0.25, "omega": 0.9, "time_max": 4.0,
+    "horizon": 5, "transfer_cost_mode": "once", "data_rule": "intended",
+    "models": [{"name": "a", "size": 0.5, "compute": 2.0, "loss_scale": 0.25, "loss_offset": 0.0, "decay": "none",
+                "improvement": {"kind": "lognormal", "mu": 0.5, "sigma": 0.8}},
+               {"name": "b", "size": 0.0, "compute": 1.0, "loss_scale": 0.125, "loss_offset": 0.0, "decay": "none",
+                "improvement": {"kind": "normal", "mean": 2.0, "std": 0.5}}],
+    "switches": [{"from_model": "a", "to_model": "b", "jump": {"kind": "point", "value": 0.125}}],
+    "clusters": _CLUSTERS, "datasets": [{"name": "d0", "size": 1.0, "usefulness": 1.0}], "transfer_costs": [],
+    "provenance": {"generator": "manual", "parameters": {}, "seed": None, "assumptions": []},
+}
+TIGHT = copy.deepcopy(LATE)
+TIGHT.update(name="tight", omega=0.875, time_max=2.0, horizon=2,
+             clusters=[{"name": "C0", "capacity": 0.5, "unit_cost": 1.0, "bandwidth": 0.5},
+                       {"name": "C1", "capacity": 1.0, "unit_cost": 3.0, "bandwidth": 4.0}])
+TIGHT["models"][0].update(size=1.0, improvement={"kind": "empirical", "samples": [4.0, 4.0]})
+TIGHT["models"][1].update(improvement={"kind": "empirical", "samples": [4.0, 4.0]})
+
+
+def test_target_the_deadline_makes_unreachable_is_unreachable():
+    inst = parse_instance(LATE)
+    chain = A.Chain(inst, 24, optimistic=True)
+    reach, err = A.best_success(chain)
+    assert reach + err >= inst.omega                      # reachable if the deadline is ignored
+    b = A.adaptive_bounds(inst, buckets=24, runs=500, tune_runs=500, time_points=32)
+    assert b.status == "unreachable" and not b.certified and b.lower_bound == math.inf
+    assert b.message.startswith("no policy reaches P(success) ≥ ω = 0.9 within Tmax = 4: the optimistic "
+                                "chain's best is 0.0111")
+    assert b.messages == [b.message] and b.refinement["best_success"] < 0.02
+    # the grid relaxes the deadline: a finer grid can only lower the best P(success)
+    assert A.timed_best_success(chain, 64)[0] <= b.refinement["best_success"] + 1e-9
+
+
+def test_timed_best_success_is_the_untimed_one_when_the_deadline_is_loose():
+    inst = parse_instance(dict(LATE, time_max=1e6))
+    chain = A.Chain(inst, 12, optimistic=True)
+    p, e = A.timed_best_success(chain, 16)
+    q, _ = A.best_success(chain)
+    assert abs(p - q) <= 1e-9 and 0 < e < 1e-8
+
+
+def test_runaway_multipliers_are_a_distinct_status_not_a_proven_bound():
+    inst = parse_instance(LATE)
+    b = A.adaptive_bounds(inst, buckets=6, runs=200, tune_runs=200, time_points=0, iters_lam=1, iters_mu=1)
+    assert b.status == "multipliers_ran_away" and not b.certified
+    assert b.lower_bound > A.largest_cost(inst)           # the runaway the status reports
+    assert "not proven unreachable" in b.message and "ran away" in b.message
+
+
+def test_cli_unreachable_within_deadline_exit_1_one_line(tmp_path, capsys):
+    from deplbench.cli import main
+
+    path = tmp_path / "late.json"
+    path.write_text(json.dumps(LATE))
+    assert main(["adaptive", str(path), "--one-grid", "--buckets", "12", "--runs", "300", "--tune-runs", "300",
+                 "--time-points", "16", "--json"]) == 1
+    cap = capsys.readouterr()
+    d = json.loads(cap.out)
+    assert d["status"] == "unreachable" and d["lower_bound"] is None
+    err = cap.err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("adaptive: unreachable: no policy reaches P(success) ≥ ω = 0.9 "
+                                               "within Tmax = 4: the optimistic chain's best is ")
+
+
+def test_reported_multipliers_are_those_of_the_bound_reported():
+    inst = parse_instance(TIGHT)
+    b = A.adaptive_bounds(inst, buckets=6, runs=500, tune_runs=500, time_points=64)
+    m = b.multipliers
+    assert m["lower_bound_carried"] > m["lower_bound_priced"]
+    assert m["lower_bound_source"] == "carried" and m["lambda"] == 0.0
+    assert b.lower_bound == m["lower_bound_carried"]
+    # re-run the pass at the reported μ: it gives the reported bound and rounding bound
+    chain = A.Chain(inst, 6, optimistic=True)
+    p = A.timed_dp(chain, m["mu"], 64)
+    assert p.bound(inst.omega, chain.st.time_max) == b.lower_bound
+    assert p.err == m["rounding_bound"]
+
+
+def test_text_line_names_the_pass_of_the_bound(tmp_path, capsys):
+    from deplbench.cli import main
+
+    path = tmp_path / "tight.json"
+    path.write_text(json.dumps(TIGHT))
+    main(["adaptive", str(path), "--one-grid", "--buckets", "6", "--runs", "300", "--tune-runs", "300",
+          "--time-points", "64", "--quiet"])
+    lb = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("LB"))
+    assert "from the carried pass at λ = 0," in lb
