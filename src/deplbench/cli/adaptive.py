@@ -62,7 +62,7 @@ def _cmd_adaptive(args) -> int:
     with memory_budget(p["memory_limit"]):
         b = adaptive_bounds(instance, p["buckets"], p["runs"], p["seed"], p["confidence"], p["tune_runs"],
                             p["rho"], p["iters_lam"], p["iters_mu"], width=p["width"],
-                            time_limit=None if p["width"] is None else tl, max_buckets=p["max_buckets"],
+                            time_limit=tl, max_buckets=p["max_buckets"],
                             progress=progress, time_points=p["time_points"])
     record = {"instance": instance.name, "omega": instance.omega, "loss_max": instance.loss_max, **b.to_dict()}
     if args.json:
@@ -132,7 +132,8 @@ def register(subparsers) -> None:
     p.add_argument("instance", help="instance JSON file")
     p.add_argument("--width", type=float, help="target (UB - LB)/LB as a fraction (default 0.03 = 3 %%)")
     p.add_argument("--time-limit", dest="time_limit", type=float,
-                   help="seconds for the refinement, an outer stop (default 300)")
+                   help="seconds for the refinement, an outer stop; an explicit --time-points whose passes "
+                        "cannot fit in it is refused up front (default 300)")
     p.add_argument("--one-grid", dest="one_grid", action="store_true",
                    help="no refinement: one grid of --buckets")
     p.add_argument("--buckets", type=int, help="loss buckets between lmax and l(0) of the first grid "

@@ -234,6 +234,7 @@ from deplbench.formulations.adaptive.timed import (
     timed_best_success,
     timed_dp,
     timed_search,
+    timed_seconds,
     timed_work,
 )
 
@@ -278,5 +279,6 @@ __all__ = [
                                                      "timed_dp",
                                                      "timed_memory",
                                                      "timed_search",
+                                                     "timed_seconds",
                                                      "timed_work",
 ]

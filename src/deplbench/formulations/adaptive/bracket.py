@@ -27,6 +27,7 @@ from deplbench.formulations.adaptive.timed import (
     TIMED_WORK,
     timed_best_success,
     timed_search,
+    timed_seconds,
     timed_work,
 )
 from deplbench.formulations.evaluation.binomial import clopper_pearson_lower
@@ -309,7 +310,10 @@ def adaptive_bounds(instance, buckets: int = 1200, runs: int = 100_000, seed: in
         stated level is valid. None: one grid.
     time_limit : float, optional
         Wall-clock seconds for the refinement (an outer stop: a grid once
-        started is finished, and the certification runs after it).
+        started is finished, and the certification runs after it). An explicit
+        ``time_points`` whose first grid's carried passes cannot fit in it
+        (:func:`~deplbench.formulations.adaptive.timed.timed_seconds`) is refused
+        up front.
     max_buckets : int, optional
         Finest grid the refinement may use (default :data:`MAX_BUCKETS`).
     progress : callable, optional
@@ -333,7 +337,8 @@ def adaptive_bounds(instance, buckets: int = 1200, runs: int = 100_000, seed: in
     Raises
     ------
     PlanError
-        The instance is outside :func:`applies` (the reason, one line) or an argument is invalid.
+        The instance is outside :func:`applies` (the reason, one line), an argument is invalid,
+        or an explicit ``time_points`` cannot fit in ``time_limit``.
     MemoryLimitExceeded
         The first grid or the simulated runs would exceed the memory budget
         (:func:`deplbench.limits.check_memory`; estimate :func:`memory_estimate`).
@@ -349,6 +354,11 @@ def adaptive_bounds(instance, buckets: int = 1200, runs: int = 100_000, seed: in
     opt = Chain(instance, buckets, optimistic=True)
     reach, reach_err = best_success(opt)
     g0 = time_points_for(opt, time_points)
+    if time_points and time_limit is not None and timed_seconds(opt, g0, iters_mu) > time_limit:
+        raise PlanError(f"time_points: {g0} time points at {buckets} buckets cost {timed_work(opt, g0):.2g} "
+                        f"multiply–adds per pass, at least {timed_seconds(opt, g0, iters_mu):.3g} s for the "
+                        f"grid's passes, beyond time_limit = {time_limit:g} s; use fewer time points or buckets "
+                        f"(0: the deadline priced only; default: chosen where affordable)")
     line, timed_check = "", False
     if reach + reach_err < omega:
         line = (f"no policy reaches P(success) ≥ ω = {omega:g}: the optimistic chain's best is {reach:.6g} "

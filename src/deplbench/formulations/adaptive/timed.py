@@ -70,6 +70,13 @@ TIME_POINTS = (256, 128, 64)
 #: Work (multiply–adds, :func:`timed_work`) of one pass above which the bracket does
 #: not carry the deadline by default.
 TIMED_WORK = 1e7
+#: Multiply–adds per second assumed when an explicit time grid is weighed against a time
+#: limit (:func:`timed_seconds`): set above what a core does, so that only a grid that
+#: cannot fit on any machine is refused.
+TIMED_RATE = 1e9
+#: Carried-deadline passes of one grid besides the μ search's: the deadline-aware
+#: best-success check and the carried policy's tuning.
+TIMED_EXTRA_PASSES = 6
 
 
 def timed_work(chain: Chain, points: int) -> float:
@@ -77,6 +84,12 @@ def timed_work(chain: Chain, points: int) -> float:
     rows = chain.M * chain.N + len(chain.kj) * chain.N
     g1 = int(points) + 1
     return float(chain.K * rows * g1 * (chain.L + 1)) * (g1 / 2.0 + math.log2(chain.L + 2))
+
+
+def timed_seconds(chain: Chain, points: int, iters_mu: int) -> float:
+    """Least seconds the carried-deadline passes of one grid take: (``iters_mu`` + 2 +
+    :data:`TIMED_EXTRA_PASSES`) passes of :func:`timed_work` at :data:`TIMED_RATE`."""
+    return timed_work(chain, points) * (iters_mu + 2 + TIMED_EXTRA_PASSES) / TIMED_RATE
 
 
 @dataclass
@@ -285,5 +298,5 @@ def timed_search(chain: Chain, omega: float, points: int = TIME_POINTS[0], iters
     return s
 
 
-__all__ = ["TIMED_WORK", "TIME_POINTS", "TimeGrid", "TimedSearch", "timed_best_success", "timed_dp", "timed_search",
-           "timed_work"]
+__all__ = ["TIMED_RATE", "TIMED_WORK", "TIME_POINTS", "TimeGrid", "TimedSearch", "timed_best_success", "timed_dp", "timed_search",
+           "timed_seconds", "timed_work"]

@@ -41,6 +41,11 @@ from deplbench.params import SEED, Param
 from deplbench.solvers.base import PlotStyle, Solver
 
 
+def _time_points(value) -> str:
+    """A grid of one remaining-time point has no step (Δ = Tmax/G with G + 1 points)."""
+    return "must be 0 (deadline priced only) or an integer ≥ 2, got 1" if value == 1 else ""
+
+
 class AdaptiveOpt(Solver):
     """Bracket on the adaptive optimum and its certified policy (module docstring)."""
 
@@ -74,7 +79,7 @@ class AdaptiveOpt(Solver):
         "max_buckets": Param(adaptive.MAX_BUCKETS, int, "finest grid the refinement may use", low=2),
         "time_points": Param(None, int, "points of the remaining-time grid on which the deadline is carried "
                              "(0: priced only, E[T] ≤ Tmax; none: 256, 128 or 64 where affordable)",
-                             low=0, nullable=True),
+                             low=0, nullable=True, check=_time_points),
         "memory_limit": MEMORY_LIMIT_PARAM,
     }
 
@@ -100,7 +105,9 @@ class AdaptiveOpt(Solver):
         # chain's best P(success) is below ω); a policy that was not certified
         # proves nothing, and its cost bounds nothing.
         status = "feasible" if b.certified else "infeasible" if b.status == "unreachable" else "no_solution"
-        lb = b.lower_bound if math.isfinite(b.lower_bound) and b.lower_bound > 0 else None
+        # a bound from multipliers that ran away is no cost reference
+        lb = (b.lower_bound if math.isfinite(b.lower_bound) and b.lower_bound > 0
+              and b.status != "multipliers_ran_away" else None)
         ub = b.upper_bound if b.certified and math.isfinite(b.upper_bound) else None
         return SolveResult(algorithm=self.name, status=status, message=b.message, cost=ub,
                            lower_bound=lb, diagnostics={k: v for k, v in d.items()
