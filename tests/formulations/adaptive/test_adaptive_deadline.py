@@ -177,4 +177,4 @@ def test_cli_time_points_option(tmp_path, capsys):
     assert carried["lower_bound"] == max(m["lower_bound_priced"], m["lower_bound_carried"])
     assert carried["lower_bound"] > priced["lower_bound"] == m["lower_bound_priced"]
     assert main([*common, "--time-points", "1"]) == 2
-    assert "time_points: must be 0 (deadline priced) or an integer ≥ 2, got 1" in capsys.readouterr().err
+    assert "parameter 'time_points': must be 0 (deadline priced) or an integer ≥ 2, got 1" in capsys.readouterr().err

@@ -110,3 +110,18 @@ def test_text_line_names_the_pass_of_the_bound(tmp_path, capsys):
           "--time-points", "64", "--quiet"])
     lb = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("LB"))
     assert "from the carried pass at λ = 0," in lb
+
+
+def test_carried_policy_uses_a_plan_that_fills_the_deadline_at_capacity():
+    # TIGHT's only successful plans run two epochs at t = c/r, ending exactly at Tmax
+    inst = parse_instance(TIGHT)
+    pes = A.Chain(inst, 6, optimistic=False)
+    grid = A.TimeGrid.of(pes, 64)
+    assert inst.time_max < grid.points * grid.delta < grid.deadline == pes.st.time_max
+    b = A.adaptive_bounds(inst, buckets=6, runs=1000, tune_runs=500, time_points=64)
+    assert b.multipliers["time_points_policy"] == 64
+    assert b.certified and b.status == "certified" and b.p_success >= inst.omega
+    # the simulator's own verdict: no run of the policy passes the deadline
+    assert b.certification["deadline_missed"] == 0
+    # the optimum 5.25: two epochs of b at x = r on C1 (6), every run but the 1/8 given up
+    assert b.lower_bound <= 5.25 <= b.upper_bound

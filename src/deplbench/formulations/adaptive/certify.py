@@ -182,7 +182,7 @@ class TimedPolicy(AdaptivePolicy):
             return out
         m = ch.M if state.model is None else int(state.model)
         b = ch.bucket(state.loss)
-        left = float(ch.instance.time_max) - state.time
+        left = self.grid.deadline - state.time
         j = np.clip(np.floor(left / self.grid.delta), 0, self.points).astype(np.int64)
         action, lag = self.pass_.action, self.pass_.remaining
         assert action is not None and lag is not None

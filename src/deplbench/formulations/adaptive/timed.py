@@ -34,10 +34,12 @@ rules and the chance constraint (Beutler–Ross) are exact. As Δ → 0 the
 bound tends to the chain's optimum with the deadline carried.
 
 *Pessimistic* (the certified policy, :class:`TimedPolicy`). A run with true
-remaining time τ reads the grid point τ_j = ⌊τ/Δ⌋Δ ≤ τ and an epoch that
-lands on τ_i takes t = (j − i)Δ − s; it really lands at τ − s − t ≥ τ_i, so
-the table's plan is always feasible: no run of the policy misses the
-deadline (on Tmax itself, the simulator's tolerance left unused).
+remaining time τ (to Tmax with the simulator's tolerance) reads the grid point
+τ_j = ⌊τ/Δ⌋Δ ≤ τ and an epoch that lands on τ_i takes t = (j − i)Δ − s; it
+really lands at τ − s − t ≥ τ_i, so the table's plan is always feasible: no
+run of the policy misses the deadline as the simulator judges it (the grid
+is short of that deadline by a margin covering the rounding of the run's
+clock, :meth:`TimeGrid.of`).
 
 Floating point: the charges are computed rounded *down* (the denominator
 D − s bounded from above by 4u(D + s), the quotient lowered by 4u), so the
@@ -99,15 +101,22 @@ class TimeGrid:
     points: int
     delta: float
     optimistic: bool
+    #: The time the pessimistic policy reads its remaining time against (Tmax with the
+    #: simulator's tolerance, :data:`~deplbench.formulations.model.allocation.TIME_RTOL`).
+    deadline: float = math.nan
 
     @classmethod
     def of(cls, chain: Chain, points: int) -> TimeGrid:
         """Optimistic: Δ ≥ Tmax·(1 + tolerance)/G (the simulator's deadline; GΔ covers it
-        despite rounding). Pessimistic: Δ ≤ Tmax/G (the policy plans on Tmax itself)."""
+        despite rounding). Pessimistic: GΔ = Tmax·(1 + tolerance) less a relative margin
+        8(K̄ + 2)u, which covers the rounding of the run's clock and of its reading over
+        K̄ epochs (a few u of the deadline each): a plan that fills Tmax exactly (epochs
+        at t = c/r) stays on the grid, and no run passes the simulator's deadline."""
         g = int(points)
+        tm = float(chain.st.time_max)                      # Tmax·(1 + TIME_RTOL)
         if chain.optimistic:
-            return cls(g, chain.st.time_max / g * (1.0 + 4.0 * UNIT), True)
-        return cls(g, float(chain.instance.time_max) / g * (1.0 - 4.0 * UNIT), False)
+            return cls(g, tm / g * (1.0 + 4.0 * UNIT), True, tm)
+        return cls(g, tm / g * (1.0 - 8.0 * (chain.K + 2) * UNIT), False, tm)
 
     def charges(self, chain: Chain) -> tuple[np.ndarray, np.ndarray]:
         """Per action row (m'·N + n') and lag d = 0..G: the money charged, inf where not allowed,

@@ -43,7 +43,7 @@ from deplbench.solvers.base import PlotStyle, Solver
 
 def _time_points(value) -> str:
     """A grid of one remaining-time point has no step (Δ = Tmax/G with G + 1 points)."""
-    return "must be 0 (deadline priced only) or an integer ≥ 2, got 1" if value == 1 else ""
+    return "must be 0 (deadline priced) or an integer ≥ 2, got 1" if value == 1 else ""
 
 
 class AdaptiveOpt(Solver):
