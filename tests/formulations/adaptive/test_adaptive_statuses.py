@@ -125,3 +125,25 @@ def test_carried_policy_uses_a_plan_that_fills_the_deadline_at_capacity():
     assert b.certification["deadline_missed"] == 0
     # the optimum 5.25: two epochs of b at x = r on C1 (6), every run but the 1/8 given up
     assert b.lower_bound <= 5.25 <= b.upper_bound
+
+
+def test_cost_budget_comes_from_the_certified_policys_own_tuning(monkeypatch):
+    """The cost range of the certified policy is BUDGET × the largest cost of *its own* tuning
+    runs; when its tuning logged none (here: the finer grid's entries stripped), the range is
+    the dearest run any policy can have, never a coarser grid's policy's."""
+    from deplbench.formulations.adaptive import bracket
+
+    real = bracket.tune_policy
+
+    def finer_without_share(instance, chain, *args, **kwargs):
+        pol, log, extra = real(instance, chain, *args, **kwargs)
+        return pol, ([t for t in log if t["role"] != "share"] if chain.i0 > 6 else log), extra
+
+    monkeypatch.setattr(bracket, "tune_policy", finer_without_share)
+    d = copy.deepcopy(TIGHT)                      # a dear cluster no good policy uses: a wide cost range
+    d["clusters"].append({"name": "C2", "capacity": 1.0, "unit_cost": 100.0, "bandwidth": 4.0})
+    inst = parse_instance(d)
+    b = A.adaptive_bounds(inst, buckets=6, runs=300, tune_runs=300, time_points=16, width=1e-9, max_buckets=12)
+    assert [lv["buckets"] for lv in b.refinement["levels"]] == [6, 12]
+    assert any(t["role"] == "share" and t["buckets"] == 6 for t in b.tuning)     # the coarser grid's entries
+    assert b.certification["largest_cost"] == A.largest_cost(inst) == 200.0
