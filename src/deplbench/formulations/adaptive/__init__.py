@@ -101,9 +101,16 @@ the stopping rule never sees the certification draws.
 
 **Statuses** (:data:`BRACKET_STATUSES`), each with one line:
 ``unreachable`` (the optimistic chain's highest P(success), deadline and
-cost ignored, is below ω: no policy of the instance reaches ω; nothing else
-is computed), ``bound_not_positive``, ``lambda_not_converged`` (the bound is
-valid but may be loose), ``not_certified``, ``certified``. Memory is
+cost ignored — or, where the time grid is affordable, with the deadline
+carried on every run (:func:`timed_best_success`) — is below ω: no policy of
+the instance reaches ω (within Tmax); nothing else is computed),
+``multipliers_ran_away`` (the bound exceeds the dearest run any policy can
+have, or μ grew to its cap with ω still missed: ω looks out of reach but is
+not proven so; the number is valid by weak duality but no cost estimate),
+``bound_not_positive``, ``lambda_not_converged`` (the bound is valid but may
+be loose), ``not_certified``, ``certified``. The reported multipliers and
+rounding bound are those of the pass that gives the bound
+(``multipliers["lower_bound_source"]``: ``priced`` or ``carried``). Memory is
 estimated from the shapes and refused above the budget before anything
 is allocated (:func:`memory_estimate`).
 
@@ -124,9 +131,9 @@ communication binding, a policy tree costs W/τ with
 W = (√(κc) + √E[W′])² (0 at a stop), but its value W/τ + μF depends on τ
 through μτ — the failure price does not scale with 1/τ — so the best
 tree changes with τ and τ stays in the state; where x ≤ r binds or
-s > 0 the tree's value is not W/τ at all. On the tiny instances of the
-tests the carried bound is within K̄Δ/Tmax of their independent exact
-optimum (≤ 1.6 % at G = 256), where the priced one is 0–34 % below it.
+s > 0 the tree's value is not W/τ at all. The carried bound gives away at
+most Δ of time per epoch (tested against independent exact optima: within
+1.5·K̄Δ/Tmax of them; measured gaps in docs/adaptive.md).
 
 *Priced* (:func:`lower_bound_search`, always computed). λ·(T − Tmax)
 relaxes "T ≤ Tmax on every run" to "E[T] ≤ Tmax": valid, but it
@@ -154,12 +161,11 @@ this epoch's compute time a against the rest S as a : √E[S²] (the DP
 carries the second moment of the remaining compute time; the split
 minimises this epoch's money plus the rest's when the rest is known
 after this epoch), capped at r; a run that still passes Tmax fails and
-is counted. Planning a : E[S] instead (certainty equivalence) left
-≈ 0.5 % of the runs late on PACT-VGG11 — half the risk budget — while
-√E[S²] keeps time in reserve for an unlikely extra epoch (≈ 0.04 % late)
-at the same mean cost. What the choice costs: the width of the bracket
-at a vanishing grid step (perf/adaptive_targets.py measures width
-against the step; README, "The adaptive yardstick").
+is counted (√E[S²] keeps time in reserve for an unlikely extra epoch,
+where a : E[S], certainty equivalence, does not: a heuristic, judged only
+by the late runs the certification counts). What the choice costs: the width of
+the bracket at a vanishing grid step (perf/adaptive_targets.py measures
+width against the step; README, "The adaptive yardstick").
 
 Modules: :mod:`~deplbench.formulations.adaptive.chain` (the rounded chain,
 its DP and rounding bound), :mod:`~deplbench.formulations.adaptive.search`
