@@ -495,7 +495,8 @@ def adaptive_bounds(instance, buckets: int = 1200, runs: int = 100_000, seed: in
         # weak duality bounds a feasible problem's optimum by its dearest run; a bound beyond it
         # comes from multipliers driven off to infinity, and says only that ω looks out of reach
         why = (f"the optimistic chain's best P(success) within Tmax is {reach:.6g} ≥ ω on the carried grid of "
-               f"{g0} time points" if g0 else "no deadline-aware check: no time grid, --time-points 0 or its pass too costly")
+               f"{g0} time points" if g0
+               else "no deadline-aware check: no time grid, --time-points 0 or its pass too costly")
         messages.append(("multipliers_ran_away", f"the multiplier search ran away (λ = {best.lam:.4g}, μ = "
                          f"{best.mu:.4g}; bound {lower:.6g} against {ceiling:.6g}, the dearest run any policy "
                          f"can have): ω = {omega:g} looks out of reach within Tmax, but it is not proven "

@@ -307,5 +307,5 @@ def timed_search(chain: Chain, omega: float, points: int = TIME_POINTS[0], iters
     return s
 
 
-__all__ = ["TIMED_RATE", "TIMED_WORK", "TIME_POINTS", "TimeGrid", "TimedSearch", "timed_best_success", "timed_dp", "timed_search",
-           "timed_seconds", "timed_work"]
+__all__ = ["TIMED_RATE", "TIMED_WORK", "TIME_POINTS", "TimeGrid", "TimedSearch", "timed_best_success", "timed_dp",
+           "timed_search", "timed_seconds", "timed_work"]
