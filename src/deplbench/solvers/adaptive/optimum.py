@@ -14,13 +14,14 @@ rebuilds the same policy (deterministic from the multipliers) so that sweeps
 simulate it beside PACT and ``depl-receding``.
 
 Status: ``feasible`` when the policy's P(success) ≥ ω is certified,
-``infeasible`` when it is not (the bound still holds) or when no policy
-reaches ω at all (the optimistic chain's best P(success) is below it; no
-bound, no policy), ``skipped`` on instances outside the method
+``infeasible`` when no policy reaches ω at all (the optimistic chain's best
+P(success), deadline ignored or carried, is below it; no bound, no policy),
+``no_solution`` when the policy is not certified (the bound still holds) or
+the multipliers ran away (no lower bound reported), ``skipped`` on instances outside the method
 (:func:`~deplbench.formulations.adaptive.applies`), ``error`` when the loss
 grid or the runs would exceed ``memory_limit``. ``diagnostics["status"]``
 is the bracket's own status (:data:`~deplbench.formulations.adaptive.BRACKET_STATUSES`:
-also ``lambda_not_converged`` and ``bound_not_positive``) and ``message``
+also ``multipliers_ran_away``, ``lambda_not_converged`` and ``bound_not_positive``) and ``message``
 its line. ``cost`` is the one-sided upper confidence bound on the certified
 policy's mean cost (joint with the P(success) certificate at
 ``confidence``); ``diagnostics["cost_mean"]`` the sample mean.
