@@ -147,3 +147,15 @@ def test_cost_budget_comes_from_the_certified_policys_own_tuning(monkeypatch):
     assert [lv["buckets"] for lv in b.refinement["levels"]] == [6, 12]
     assert any(t["role"] == "share" and t["buckets"] == 6 for t in b.tuning)     # the coarser grid's entries
     assert b.certification["largest_cost"] == A.largest_cost(inst) == 200.0
+
+
+def test_adaptive_opt_records_no_bound_from_runaway_multipliers_and_infeasible_when_proven():
+    from deplbench.solvers.run import solve
+
+    inst = parse_instance(LATE)
+    common = {"buckets": 6, "runs": 200, "tune_runs": 200, "iters_lam": 1, "iters_mu": 1}
+    ran = solve(inst, "adaptive-opt", evaluate=False, time_points=0, **common)
+    assert ran.status == "no_solution" and ran.lower_bound is None
+    assert ran.diagnostics["status"] == "multipliers_ran_away"
+    proven = solve(inst, "adaptive-opt", evaluate=False, time_points=16, **common)
+    assert proven.status == "infeasible" and "within Tmax" in proven.message
