@@ -394,7 +394,7 @@ def adaptive_bounds(instance, buckets: int = 1200, runs: int = 100_000, seed: in
     warm, search, policy, est_ub, stopped = None, None, None, math.inf, "one grid"
     carried: tuple = ([], 0, 0)                         # the last carried-deadline passes, G, buckets
     tune_s, sim_rate = 0.0, 1.0
-    n_passes = coarse_passes = 0
+    n_passes, coarse_passes = int(timed_check), 0      # the deadline-aware check is a pass too
     pes = None
     kept_log: list = []                                 # the tuning entries of the policy certified
     b = int(buckets)
