@@ -18,6 +18,8 @@ import copy
 import json
 import math
 
+import pytest
+
 from deplbench.formulations import adaptive as A
 from deplbench.instances.model import parse_instance
 
@@ -42,6 +44,7 @@ TIGHT["models"][0].update(size=1.0, improvement={"kind": "empirical", "samples":
 TIGHT["models"][1].update(improvement={"kind": "empirical", "samples": [4.0, 4.0]})
 
 
+@pytest.mark.slow
 def test_target_the_deadline_makes_unreachable_is_unreachable():
     inst = parse_instance(LATE)
     chain = A.Chain(inst, 24, optimistic=True)
