@@ -279,7 +279,7 @@ class SpectralLattice:
             return 0.0
         g = (1.0 - self._omega[(self._k * i0) % N]) * self._inv
         x = X[1:N // 2]
-        # real arithmetic: complex np.dot goes through BLAS and is about 10x slower here
+        # real arithmetic: a complex np.dot goes through BLAS, whose call overhead dominates this short sum
         total = X[0].real * (N - i0) + 2.0 * float((x.real * g.real - x.imag * g.imag).sum())
         if i0 % 2:                               # Nyquist term: (1 − (−1)^{i0})/(−2) = −1 for odd i0
             total -= X[N // 2].real
