@@ -70,3 +70,41 @@ def test_the_check_sees_comments_and_docstrings_but_not_code(tmp_path, monkeypat
                       '# HiGHS issue #2782 is another project\'s\n'
                       'COLOR = "#222"\n', encoding="utf-8")
     assert [hit.split(": ", 1)[1] for hit in tracker_references(module)] == ["'(#25)'", "'issue 16'"]
+
+
+#: A measured time in a comment: "25 CPU-seconds", "3.5-7 CPU-seconds", "309 CPU-s", "40x slower".
+TIMING_FIGURE = re.compile(r"\d[\d.,]*\s*(?:[-–]\s*\d[\d.,]*\s*)?CPU[- ]?s(?:econds?)?\b|\d+\s*[x×]\s*slower",
+                           re.IGNORECASE)
+
+
+def timing_figures(path: Path) -> list[str]:
+    """Where ``path``'s comments (TOML) or comments and docstrings (Python) state a timing."""
+    source = path.read_text(encoding="utf-8")
+    if not TIMING_FIGURE.search(source):
+        return []
+    if path.suffix == ".toml":
+        texts = [(n, line) for n, line in enumerate(source.splitlines(), 1) if line.lstrip().startswith("#")]
+    else:
+        texts = list(_comments_and_docstrings(source))
+    return [f"{path.relative_to(ROOT)}:{line}: {m.group(0)!r}" for line, text in texts
+            for m in TIMING_FIGURE.finditer(text)]
+
+
+def test_no_comment_states_a_timing():
+    """Timings depend on the machine and its load: they belong in docs/performance.md
+    with the command and the load, not in code comments or sweep files."""
+    package = ROOT / "src" / "deplbench"
+    files = sorted(package.rglob("*.py")) + sorted((package / "benchmarks" / "sweeps").glob("*.toml"))
+    found = [hit for p in files for hit in timing_figures(p)]
+    assert not found, "comments state timings (move them to docs/performance.md):\n" + "\n".join(found)
+
+
+def test_the_timing_check_sees_figures(tmp_path, monkeypatch):
+    monkeypatch.setattr(f"{__name__}.ROOT", tmp_path)
+    sweep = tmp_path / "s.toml"
+    sweep.write_text('# about 3.5-7 CPU-seconds per task\nname = "x"  # fine\n', encoding="utf-8")
+    module = tmp_path / "m.py"
+    module.write_text('"""Fast."""\n# up to 40x slower threaded\nX = "25 CPU-s in a literal is data"\n',
+                      encoding="utf-8")
+    assert [h.split(": ", 1)[1] for h in timing_figures(sweep)] == ["'3.5-7 CPU-seconds'"]
+    assert [h.split(": ", 1)[1] for h in timing_figures(module)] == ["'40x slower'"]

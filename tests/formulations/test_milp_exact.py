@@ -434,3 +434,46 @@ def test_the_lattice_memory_is_estimated_and_refused_before_allocation():
     tiny = tiny_instance(0, horizon=4, n_datasets=1)
     assert solve(tiny, "milp-exact", evaluate=False, memory_limit=1e-6).status == "error"
     assert solve(tiny, "milp-exact", evaluate=False, memory_limit=1.0).status == "optimal"
+
+
+@pytest.mark.parametrize("given, name", [({"gap": 5.0}, "gap"), ({"rounds": -3}, "rounds"),
+                                         ({"time_limit": -1}, "time_limit"), ({"rounds": 2.5}, "rounds"),
+                                         ({"memory_limit": 0.0}, "memory_limit")])
+def test_the_exact_static_front_checks_its_options_once(given, name):
+    """solve_exact_static's keywords go through milp-exact's one table: a gap of 5 is
+    refused (it would report a bracket 5× wide as optimal), as through solve()."""
+    from deplbench.errors import SolverError
+    from deplbench.formulations.exact.static import EXACT_STATIC_PARAMETERS, solve_exact_static
+
+    assert get_solver("milp-exact").parameters is EXACT_STATIC_PARAMETERS
+    inst = tiny_instance(0)
+    with pytest.raises(SolverError, match=f"^parameter '{name}'"):
+        solve_exact_static(inst, **given)
+    with pytest.raises(SolverError, match=f"^parameter '{name}'"):
+        solve(inst, "milp-exact", evaluate=False, **given)
+
+
+def test_run_exact_static_takes_one_settings_object_and_opens_its_deadline(monkeypatch):
+    from deplbench import limits
+    from deplbench.errors import SolverError
+    from deplbench.formulations.exact import static
+
+    with pytest.raises(SolverError, match="^settings: expected an ExactSettings"):
+        static.solve_exact_static(tiny_instance(0), settings={"tail": 1e-5})
+    with pytest.raises(SolverError, match="^settings: expected an ExactStaticSettings"):
+        static.run_exact_static(tiny_instance(0), {"gap": 1e-4})
+    with pytest.raises(SolverError, match="^parameter 'gap'"):
+        static.ExactStaticSettings(gap=5.0)
+    seen = []
+    body = static._solve
+
+    def watching(instance, gap, rounds, lattice, run):
+        seen.append((limits.time_limit_s(), limits.time_left(), limits.memory_budget_gib(), gap, rounds))
+        return body(instance, gap, rounds, lattice, run)
+
+    monkeypatch.setattr(static, "_solve", watching)
+    res = static.run_exact_static(tiny_instance(0), static.ExactStaticSettings(time_limit=0.5, gap=1e-3, rounds=3,
+                                                                              memory_limit=1.5))
+    assert res.status in ("optimal", "feasible", "time_limit"), res.message
+    (limit, left, budget, gap, rounds), = seen
+    assert limit == 0.5 and left <= 0.5 and budget == 1.5 and (gap, rounds) == (1e-3, 3)

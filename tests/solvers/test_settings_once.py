@@ -101,7 +101,9 @@ def test_time_limit_from_the_cli_to_the_search_is_validated_once(walk, tmp_path,
     for name in ("formulation", "scenarios", "general_settings", "short_plans"):
         assert walk["checked"][name] == 1, (name, walk["checked"])
     assert walk["general_parses"] == 1
-    assert walk["deadlines"] == [30.0]                              # one clock, opened once
+    # one clock: solve() opens it; run_milp and run_general open nested scopes of the same
+    # limit, which keep the earlier deadline
+    assert walk["deadlines"][0] == 30.0 and set(walk["deadlines"]) == {30.0}
     assert walk["search_limit"] == [30.0] and 0 < walk["search_left"][0] <= 30.0
 
 
@@ -112,26 +114,26 @@ def test_solve_milp_keywords_are_a_front_validated_once(walk):
     assert res.status == "optimal", res.message
     assert walk["checked"]["time_limit"] == 1 and walk["checked"]["short_plans"] == 1
     assert walk["general_parses"] == 1
-    assert walk["deadlines"] == [30.0] and walk["search_limit"] == [30.0]
+    assert set(walk["deadlines"]) == {30.0} and walk["search_limit"] == [30.0]
 
 
 def test_solve_general_keywords_are_a_front_validated_once(walk):
     res = general_solver.solve_general(_general_instance(), scenarios=10, time_limit=30.0)
     assert res.status == "optimal", res.message
     assert walk["checked"]["time_limit"] == 1
-    assert walk["deadlines"] == [30.0] and walk["search_limit"] == [30.0]
+    assert set(walk["deadlines"]) == {30.0} and walk["search_limit"] == [30.0]
 
 
-def test_matrix_route_opens_no_second_deadline(walk):
-    """solve() opens the deadline; the MILP's matrix route only reads it. (With the
-    incumbent heuristic on, its own budget, ``heuristic_time``, is a scope nested
-    inside: off here.)"""
+def test_matrix_route_opens_no_other_limit(walk):
+    """solve() opens the deadline; the MILP's matrix route opens only a nested scope of
+    the same limit (run_milp's own, for direct calls). (With the incumbent heuristic
+    on, its own budget, ``heuristic_time``, is a scope nested inside: off here.)"""
     res = solvers_run.solve(tiny_instance(0), "milp", scenarios=10, time_limit=30.0, heuristic_time=0.0,
                             evaluate=False)
     assert res.status == "optimal", res.message
     assert res.diagnostics["variant"] != "general"
     assert walk["checked"]["time_limit"] == 1
-    assert walk["deadlines"] == [30.0]
+    assert walk["deadlines"] == [30.0, 30.0]
 
 
 def test_the_general_search_reads_the_one_clock():
@@ -196,6 +198,54 @@ def test_a_settings_object_is_checked_when_built_and_passed_whole():
     assert res.status == "optimal" and res.params["general_settings"]["short_plans"] is False
     with pytest.raises(SolverError, match="^scenarios: give solve_milp's options either as a MilpSettings"):
         solve_milp(_general_instance(), scenarios=20, settings=settings)
+
+
+@pytest.mark.parametrize("given", [{"time_limit": 60.0}, {"gap": 1e-4}, {"general_settings": None}])
+def test_an_option_beside_settings_is_refused_even_at_its_default(given):
+    """Which keywords were passed decides, not whether they differ from the defaults:
+    ``time_limit=60.0`` beside ``settings`` would otherwise be dropped silently."""
+    settings = MilpSettings(scenarios=10, time_limit=None, formulation="general")
+    name = next(iter(given))
+    with pytest.raises(SolverError, match=f"^{name}: give solve_milp's options either as a MilpSettings"):
+        solve_milp(_general_instance(), settings=settings, **given)
+    with pytest.raises(SolverError, match="^the positional options: give solve_milp's options"):
+        solve_milp(_general_instance(), 1000, settings=settings)
+
+
+def test_run_milp_and_run_general_open_their_own_deadline(monkeypatch):
+    """Called directly (no solve(), no keyword front), run_milp and run_general still
+    run under ``settings.time_limit``: the probes see the deadline set."""
+    seen = []
+
+    def probe(body):
+        def watching(*args, **kwargs):
+            seen.append((limits.time_limit_s(), limits.time_left()))
+            return body(*args, **kwargs)
+        return watching
+
+    monkeypatch.setattr(general_solver, "_solve", probe(general_solver._solve))
+    monkeypatch.setattr(milp_solve, "_solve_stages", probe(milp_solve._solve_stages))
+    run_general(_general_instance(), GeneralSolveSettings(scenarios=10, time_limit=0.5))
+    milp_solve.run_milp(_general_instance(), MilpSettings(scenarios=10, time_limit=0.5, formulation="general"))
+    milp_solve.run_milp(tiny_instance(0), MilpSettings(scenarios=10, time_limit=0.5, heuristic_time=0.0))
+    assert len(seen) == 3
+    for limit, left in seen:
+        assert limit == 0.5 and left <= 0.5
+    # a caller's earlier deadline is kept (one clock): the nested scope does not extend it
+    seen.clear()
+    with limits.deadline(0.25):
+        run_general(_general_instance(), GeneralSolveSettings(scenarios=10, time_limit=30.0))
+    assert seen[0][1] <= 0.25
+
+
+def test_an_error_inside_general_settings_names_it():
+    with pytest.raises(SolverError, match=r"^general_settings: parameter 'max_blocks': must be <= 3"):
+        GeneralSettings.from_params("max_blocks=9")
+    with pytest.raises(SolverError, match=r"^general_settings: the general solver's settings has no "
+                                          r"parameter 'nope'"):
+        GeneralSettings.from_params({"nope": 1})
+    with pytest.raises(SolverError, match=r"^general_settings: parameter 'max_blocks'"):
+        MilpSettings.from_params({"general_settings": "max_blocks=9"})
 
 
 def test_the_milp_stages_take_the_settings_not_keywords():

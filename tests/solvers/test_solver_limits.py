@@ -176,11 +176,11 @@ def test_an_unguarded_memory_error_is_one_line_naming_the_sizes(alexnet, monkeyp
 
     cls = get_solver("one-switch")
 
-    def run(self, instance, **params):
+    def run_settings(self, instance, settings):
         raise MemoryError("Unable to allocate 266. TiB for an array with shape (100000, 1000, 365) and data "
                           "type float64")
 
-    monkeypatch.setattr(cls, "run", run)
+    monkeypatch.setattr(cls, "run_settings", run_settings)
     res = solve(alexnet, "one-switch", evaluate=False)
     assert res.status == "error" and "\n" not in res.message
     assert res.message.startswith("memory: one-switch could not allocate 266. TiB (array shape (100000, 1000, 365))")

@@ -68,7 +68,7 @@ def test_milp_route_passes_and_validates_the_settings():
     assert res.status == "optimal", res.message
     assert res.params["general_settings"]["short_plans"] is False
     # checked once, with the other parameters, before the run: the caller's mistake raises
-    with pytest.raises(SolverError, match="^parameter 'max_lambda_resets': must be >= 0, got -1$"):
+    with pytest.raises(SolverError, match="^general_settings: parameter 'max_lambda_resets': must be >= 0, got -1$"):
         solve(inst, "milp", scenarios=10, evaluate=False, general_settings="max_lambda_resets=-1")
 
 

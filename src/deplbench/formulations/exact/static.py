@@ -69,12 +69,15 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 from scipy import fft as sfft
 
 from deplbench import limits
+from deplbench.errors import SolverError
 from deplbench.formulations.evaluation.exact_violation import (
     PROVEN_FEASIBLE,
     PROVEN_INFEASIBLE,
@@ -99,6 +102,7 @@ from deplbench.formulations.milp.enumeration import EnumModel, dag_paths, pareto
 from deplbench.formulations.milp.routes import make_backend
 from deplbench.formulations.model.result import SolveResult
 from deplbench.instances.distributions import Empirical, InverseGamma, LogNormal, PointMass
+from deplbench.params import TIME_LIMIT, Param, resolve, trusted
 
 #: Lattice steps per unit of the typical plan's spread (σ̂ / this = h).
 STEPS_PER_SPREAD = 64
@@ -275,7 +279,7 @@ class SpectralLattice:
             return 0.0
         g = (1.0 - self._omega[(self._k * i0) % N]) * self._inv
         x = X[1:N // 2]
-        # real arithmetic: complex np.dot goes through BLAS and is about 10x slower here
+        # real arithmetic: a complex np.dot goes through BLAS, whose call overhead dominates this short sum
         total = X[0].real * (N - i0) + 2.0 * float((x.real * g.real - x.imag * g.imag).sum())
         if i0 % 2:                               # Nyquist term: (1 − (−1)^{i0})/(−2) = −1 for odd i0
             total -= X[N // 2].real
@@ -477,22 +481,101 @@ class _Bracket:
                            diagnostics=self.diag, message=message)
 
 
-def solve_exact_static(instance, time_limit: float | None = 60.0, gap: float = 1e-4, rounds: int = 20,
-                       settings: ExactSettings = ExactSettings()) -> SolveResult:
+#: The options of one exact static solve, declared once: the ``milp-exact``
+#: solver declares this table as its parameters and :func:`solve_exact_static`'s
+#: keywords are checked against it (the suite's one validation path,
+#: :mod:`deplbench.params`).
+EXACT_STATIC_PARAMETERS: dict[str, Param] = {
+    "time_limit": TIME_LIMIT.but(default=300.0),
+    # a bracket wider than half its upper end proves little about z*: refused, not reported as optimal
+    "gap": Param(1e-4, float, "relative bracket width (UB − LB)/UB at which to stop refining", low=0.0,
+                 low_inclusive=False, high=0.5),
+    "memory_limit": limits.MEMORY_LIMIT_PARAM,
+    "rounds": Param(20, int, "refinement rounds (re-solves of the two MILPs) at most", low=1),
+}
+
+
+@dataclass(frozen=True)
+class ExactStaticSettings:
+    """Every option of one exact static solve, checked once and passed down whole.
+
+    Built by :meth:`from_params` (keywords, as :func:`solve_exact_static`
+    passes them), by :meth:`from_resolved` (values already checked by
+    :func:`deplbench.params.resolve`, as :func:`deplbench.solvers.run.solve`
+    gives them) or directly (every field checked, strictly). The fields are
+    those of :data:`EXACT_STATIC_PARAMETERS` and ``lattice``, the precision
+    of the enumeration's lattice (:class:`ExactSettings`).
+    """
+
+    time_limit: float | None = 300.0
+    gap: float = 1e-4
+    memory_limit: float = limits.MEMORY_BUDGET_GIB
+    rounds: int = 20
+    lattice: ExactSettings = field(default_factory=ExactSettings)
+
+    def __post_init__(self) -> None:
+        given = {name: getattr(self, name) for name in EXACT_STATIC_PARAMETERS}
+        for name, value in resolve(EXACT_STATIC_PARAMETERS, given, owner="solve_exact_static",
+                                   strict=True).items():
+            object.__setattr__(self, name, value)
+        _check_lattice(self.lattice)
+
+    @classmethod
+    def from_params(cls, given: Mapping[str, Any], lattice: ExactSettings | None = None, *,
+                    strict: bool = False) -> ExactStaticSettings:
+        """The settings from options (``strict``: typed values only) and the lattice precision.
+
+        Raises
+        ------
+        SolverError
+            One line naming the first unknown or invalid option.
+        """
+        values = resolve(EXACT_STATIC_PARAMETERS, given, owner="solve_exact_static", strict=strict)
+        return cls.from_resolved({**values, "lattice": ExactSettings() if lattice is None else lattice})
+
+    @classmethod
+    def from_resolved(cls, resolved: Mapping[str, Any]) -> ExactStaticSettings:
+        """The settings from values :func:`deplbench.params.resolve` already checked
+        against :data:`EXACT_STATIC_PARAMETERS` (nothing is converted again)."""
+        settings = trusted(cls, resolved)
+        _check_lattice(settings.lattice)
+        return settings
+
+    def record(self) -> dict[str, Any]:
+        """The options as a result's ``params`` record them."""
+        return {name: getattr(self, name) for name in EXACT_STATIC_PARAMETERS}
+
+
+def _check_lattice(lattice) -> None:
+    if not isinstance(lattice, ExactSettings):
+        raise SolverError(f"settings: expected an ExactSettings (the lattice precision), got "
+                          f"{type(lattice).__name__}")
+
+
+def solve_exact_static(instance, time_limit: float | None = 300.0, gap: float = 1e-4, rounds: int = 20,
+                       settings: ExactSettings = ExactSettings(), memory_limit: float = limits.MEMORY_BUDGET_GIB
+                       ) -> SolveResult:
     """Deterministic bracket LB ≤ z* ≤ UB on the true static optimum (module docstring).
+
+    The keywords are a front: they are checked once
+    (:data:`EXACT_STATIC_PARAMETERS`, the ``milp-exact`` solver's table) into
+    an :class:`ExactStaticSettings`, which :func:`run_exact_static` reads.
 
     Parameters
     ----------
     instance : Instance
-    time_limit : float or None
-        Wall-clock seconds; nested inside any enclosing
-        :func:`deplbench.limits.deadline` scope (the earlier deadline wins).
-    gap : float
-        Relative bracket width at which to stop.
-    rounds : int
-        Refinement rounds (re-solves of the two MILPs) at most.
+    time_limit : float or None, default 300
+        Wall-clock seconds (> 0; None: no limit); nested inside any
+        enclosing :func:`deplbench.limits.deadline` scope (the earlier
+        deadline wins).
+    gap : float, default 1e-4
+        Relative bracket width at which to stop, in (0, 0.5].
+    rounds : int, default 20
+        Refinement rounds (re-solves of the two MILPs) at most, ≥ 1.
     settings : ExactSettings
         Precision of the enumeration's lattice (its ``tail``).
+    memory_limit : float, default 2
+        GiB the lattice may take (estimated before it is allocated).
 
     Returns
     -------
@@ -514,24 +597,43 @@ def solve_exact_static(instance, time_limit: float | None = 60.0, gap: float = 1
         * ``time_limit``: the deadline fell in a phase (named in the message
           and ``diagnostics["phase"]``), with the bracket proven so far;
         * ``error``: it does not apply, or the lattice would exceed the
-          memory budget (:func:`deplbench.limits.memory_budget`).
+          memory budget ``memory_limit``.
+
+    Raises
+    ------
+    SolverError
+        For an invalid option, one line naming it; never for an instance.
     """
-    with limits.deadline(time_limit):
-        return run_exact_static(instance, gap, rounds, settings)
+    run = ExactStaticSettings.from_params(
+        {"time_limit": time_limit, "gap": gap, "rounds": rounds, "memory_limit": memory_limit}, settings,
+        strict=True)
+    return run_exact_static(instance, run)
 
 
-def run_exact_static(instance, gap: float = 1e-4, rounds: int = 20,
-                     settings: ExactSettings = ExactSettings()) -> SolveResult:
-    """:func:`solve_exact_static` within the caller's :func:`deplbench.limits.deadline`
-    (``milp-exact`` runs here under the one deadline :func:`deplbench.solvers.run.solve`
-    opened; :func:`solve_exact_static` is the keyword front that opens its own)."""
+def run_exact_static(instance, settings: ExactStaticSettings) -> SolveResult:
+    """:func:`solve_exact_static` with options checked once (:class:`ExactStaticSettings`).
+
+    Opens the deadline of ``settings.time_limit`` and the memory budget of
+    ``settings.memory_limit``; inside a caller's
+    :func:`deplbench.limits.deadline` (``milp-exact`` under
+    :func:`deplbench.solvers.run.solve`) the earlier deadline is kept, so the
+    solve has one clock.
+    """
+    if not isinstance(settings, ExactStaticSettings):
+        raise SolverError(f"settings: expected an ExactStaticSettings, got {type(settings).__name__}")
+    with limits.deadline(settings.time_limit), limits.memory_budget(settings.memory_limit):
+        return _run(instance, settings)
+
+
+def _run(instance, settings: ExactStaticSettings) -> SolveResult:
+    """:func:`run_exact_static` inside its deadline and memory budget."""
     t0 = time.perf_counter()
     ok, why = exact_static_applies(instance)
     if not ok:
         return SolveResult(algorithm="milp-exact", status="error", message=why)
     run = _Bracket(t0)
     try:
-        return _solve(instance, gap, rounds, settings, run)
+        return _solve(instance, settings.gap, settings.rounds, settings.lattice, run)
     except limits.TimeLimitReached as exc:
         where = str(exc).split("; no plan")[0]
         kept = ("no bound yet" if run.lb is None and run.ub is None else
@@ -717,4 +819,4 @@ def _demote(p: _Prefix, decided) -> None:
 
 
 __all__ = ["exact_static_applies", "solve_exact_static", "run_exact_static", "enumerate_exact", "SpectralLattice",
-           "STEPS_PER_SPREAD"]
+           "STEPS_PER_SPREAD", "EXACT_STATIC_PARAMETERS", "ExactStaticSettings"]

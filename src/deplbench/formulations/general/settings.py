@@ -138,7 +138,12 @@ class GeneralSettings:
             given = {k.strip(): v.strip() for k, v in given.items()}
         if not isinstance(given, Mapping):
             raise SolverError(f"general_settings: expected a mapping of option = value, got {given!r}")
-        return trusted(cls, resolve(GENERAL_PARAMETERS, given, owner="the general solver's settings"))
+        try:
+            values = resolve(GENERAL_PARAMETERS, given, owner="the general solver's settings")
+        except SolverError as exc:
+            # the option is one of general_settings': the message says where it was given
+            raise SolverError(f"general_settings: {exc}") from None
+        return trusted(cls, values)
 
     def as_dict(self) -> dict[str, Any]:
         """Every field, for a result's params (a stored result says how it was computed)."""

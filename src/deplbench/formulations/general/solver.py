@@ -402,8 +402,9 @@ def solve_general(instance, scenarios: int = 1000, seed: int = 0, time_limit: fl
     threads : int, default 1
         Accepted for interface compatibility: the search is single-threaded,
         and OpenBLAS is held to one thread for the solve
-        (:func:`deplbench.blas_threads.single_blas_thread`; its small
-        products at every node are up to 40× slower threaded).
+        (:func:`deplbench.blas_threads.single_blas_thread`: the small
+        products at every node cost more CPU split over threads; that
+        module says why).
     verbose : bool
         Print progress to stderr.
     node_limit : int, optional
@@ -439,14 +440,19 @@ def solve_general(instance, scenarios: int = 1000, seed: int = 0, time_limit: fl
 
 
 def run_general(instance, settings: GeneralSolveSettings, verbose: bool = False) -> SolveResult:
-    """Solve with settings built once (:class:`~.settings.GeneralSolveSettings`), within
-    the caller's :func:`deplbench.limits.deadline` (``settings.time_limit`` is recorded,
-    not re-applied: the caller opened the deadline). :func:`solve_general` is the
-    keyword front; the exact MILP calls this with its own settings.
+    """Solve with settings built once (:class:`~.settings.GeneralSolveSettings`) within
+    ``settings.time_limit``.
+
+    The deadline of ``settings.time_limit`` is opened here, so a direct call
+    is bounded too; inside a caller's :func:`deplbench.limits.deadline`
+    (:func:`solve_general`, the exact MILP, :func:`deplbench.solvers.run.solve`)
+    the earlier deadline is kept, so the solve still has one clock.
+    :func:`solve_general` is the keyword front; the exact MILP calls this with
+    its own settings.
     """
-    # one BLAS thread: the node bounds multiply small matrices, which a threaded OpenBLAS
-    # made up to 40x slower on a shared 2-core machine (deplbench.blas_threads)
-    with single_blas_thread():
+    # one BLAS thread: the node bounds multiply many small matrices, for which a
+    # threaded OpenBLAS only adds synchronisation (deplbench.blas_threads)
+    with limits.deadline(settings.time_limit), single_blas_thread():
         return _solve(instance, settings, verbose)
 
 

@@ -24,6 +24,7 @@ much it would need.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 import time
 
@@ -49,6 +50,24 @@ from deplbench.formulations.model.result import SolveResult
 from deplbench.formulations.model.scenarios import allowed_violations, thin_sample_note
 
 
+def _options_or_settings(front):
+    """Refuse a call of ``front`` (:func:`solve_milp`) that passes ``settings`` and any option
+    keyword besides it: which keywords were passed decides, not whether a value differs from its
+    default (an explicit ``time_limit=60.0`` beside ``settings`` would otherwise be dropped)."""
+
+    @functools.wraps(front)
+    def checked(instance, *args, **kwargs):
+        if kwargs.get("settings") is not None:
+            given = [name for name in _DEFAULTS if name in kwargs] or (["the positional options"] if args else [])
+            if given:
+                raise SolverError(f"{given[0]}: give solve_milp's options either as a MilpSettings or as "
+                                  "keywords, not both")
+        return front(instance, *args, **kwargs)
+
+    return checked
+
+
+@_options_or_settings
 def solve_milp(instance, scenarios: int = 1000, seed: int = 0, time_limit: float | None = 60.0,
                gap: float = 1e-4, threads: int = 1, formulation: str = "fast",
                write_lp: str | None = None, backend: str = "highs", verbose: bool = False,
@@ -60,8 +79,8 @@ def solve_milp(instance, scenarios: int = 1000, seed: int = 0, time_limit: float
 
     The keywords are a front: they are checked once into a
     :class:`~.settings.MilpSettings`, which is what the solve reads; a caller
-    holding one passes it as ``settings`` (then the other options must be
-    left at their defaults). The whole solve runs inside one
+    holding one passes it as ``settings`` (then no other option may be
+    passed, not even at its default value). The whole solve runs inside one
     :func:`deplbench.limits.deadline` of ``time_limit`` seconds.
 
     Parameters
@@ -155,10 +174,6 @@ def solve_milp(instance, scenarios: int = 1000, seed: int = 0, time_limit: float
         settings = MilpSettings.from_params(given, strict=True)
     elif not isinstance(settings, MilpSettings):
         raise SolverError(f"settings: expected a MilpSettings, got {type(settings).__name__}")
-    elif changed := [name for name, value in given.items() if value is not _DEFAULTS[name]
-                     and value != _DEFAULTS[name]]:
-        raise SolverError(f"{changed[0]}: give solve_milp's options either as a MilpSettings or as keywords, "
-                          "not both")
     # the one clock of the solve (deplbench.limits): every stage below reads it
     with limits.deadline(settings.time_limit):
         return run_milp(instance, settings, verbose=verbose)
@@ -169,15 +184,25 @@ _DEFAULTS = {f.name: f.default for f in dataclasses.fields(MilpSettings)}
 
 
 def run_milp(instance, settings: MilpSettings, verbose: bool = False) -> SolveResult:
-    """Solve with options checked once (:class:`~.settings.MilpSettings`), within the
-    caller's :func:`deplbench.limits.deadline` (:func:`solve_milp` and
-    :func:`deplbench.solvers.run.solve` open it; nothing here opens another).
+    """Solve with options checked once (:class:`~.settings.MilpSettings`) within
+    ``settings.time_limit``.
+
+    The deadline of ``settings.time_limit`` is opened here, so a direct call
+    is bounded too; inside a caller's :func:`deplbench.limits.deadline`
+    (:func:`solve_milp`, :func:`deplbench.solvers.run.solve`) the earlier
+    deadline is kept, so the solve still has one clock.
 
     Returns
     -------
     SolveResult
         As :func:`solve_milp`. Never raises for an instance.
     """
+    with limits.deadline(settings.time_limit):
+        return _run_milp(instance, settings, verbose)
+
+
+def _run_milp(instance, settings: MilpSettings, verbose: bool) -> SolveResult:
+    """:func:`run_milp`'s body, inside its deadline."""
     s = settings
     params = s.record()
     t0 = time.perf_counter()

@@ -126,7 +126,7 @@ class OneSwitch(Solver):
         "allow_no_switch": Param(True, bool, "also consider plans that never switch (K2 = 0)"),
     }
 
-    def run(self, instance, **params) -> SolveResult:
+    def run_settings(self, instance, params) -> SolveResult:
         # _prefix_runs' scaled copy (|M| columns) and one K1's loss matrix
         # and its partitioned copy (2 columns) on top of the scenarios.
         scen = in_sample_scenarios_checked(instance, params["scenarios"], params["seed"], "one-switch",
@@ -271,7 +271,7 @@ class StaticLearn(Solver):
         "fallbacks": Param(8, int, "SAA-feasible Δ values kept per chain for the OOS check", low=1),
     }
 
-    def run(self, instance, **params) -> SolveResult:
+    def run_settings(self, instance, params) -> SolveResult:
         scen = in_sample_scenarios_checked(instance, params["scenarios"], params["seed"], "static-learn")
         K = instance.horizon
         printed = instance.data_rule == "printed"

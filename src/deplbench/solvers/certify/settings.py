@@ -30,8 +30,8 @@ from deplbench.params import SEED, TIME_LIMIT, Param, resolve, trusted
 
 DEFAULT_CONFIDENCE = 0.95
 #: M: with S = 2000 and β_L = 0.025, ρ ≈ 0.56 and L = 7 (the 7th smallest of
-#: 20); more replications raise L/M towards ρ and so the LB (each solve of a
-#: realistic instance takes about 1.5 CPU-seconds).
+#: 20); more replications raise L/M towards ρ and so the LB, at the price of
+#: one SAA solve each.
 DEFAULT_REPLICATIONS = 20
 DEFAULT_SCENARIOS = 2000
 #: N′: with 2·10⁵ draws a plan with true violation 0.0093 is certified ≤ 0.01.
@@ -63,8 +63,8 @@ DEFAULT_REFINE_CANDIDATES = 6
 #: violates with probability ≈ 0.0104) still pass an SAA at S₂ = 20 000 in
 #: about 30 % of the replications (9 of 30 measured), as often as the order
 #: L₂/M₂ = 9/30 allows at M₂ = 30; at M₂ = 80, L₂ = 32 (40 %), so they no
-#: longer hold LB down. About 3 CPU-seconds per solve there (AlexNet ℓmax = 11:
-#: 309 CPU-s for the whole bracket, docs/certify.md).
+#: longer hold LB down. The CPU time this costs (the whole bracket, with the
+#: machine's load) is measured in docs/certify.md.
 DEFAULT_REFINE_REPLICATIONS = 80
 DEFAULT_REFINE_SCENARIOS_FACTOR = 10
 #: Mildly tightened stage-2 levels: at S₂ = 10·S a plan overfits less, so γ

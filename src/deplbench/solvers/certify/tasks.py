@@ -79,9 +79,9 @@ def parse_risk_grid(text: str) -> tuple[float, ...]:
 
 #: Seconds of the MILP's incumbent heuristic per SAA solve. Each replication
 #: is one short solve of the same instance, and the exact search finds the
-#: optimum from a rough incumbent about as fast: on realistic AlexNet
-#: (ℓmax = 11, S = 20 000) a solve took 5.8 s with the MILP's default 3 s and
-#: 3.2 s with 0.3 s, same optimum (profile in docs/certify.md).
+#: optimum from a rough incumbent about as fast: the incumbent only prunes,
+#: so the MILP's default budget (a share of a short solve) would mostly buy
+#: nothing (docs/certify.md gives the brackets measured with this budget).
 SAA_HEURISTIC_TIME = 0.5
 
 

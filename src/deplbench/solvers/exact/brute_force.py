@@ -172,8 +172,9 @@ class BruteForce(Solver):
         reason = _too_big(instance)
         return not reason, reason
 
-    def run(self, instance, scenarios: int = 1000, seed: int = 0, **limits) -> SolveResult:
+    def run_settings(self, instance, settings) -> SolveResult:
         """Enumerate; status ``skipped`` when the instance is too large."""
+        scenarios, seed = settings["scenarios"], settings["seed"]
         applies, reason = self.applies(instance)
         if not applies:
             return SolveResult(algorithm=self.name, status="skipped", message=reason)

@@ -56,7 +56,7 @@ class KnapsackDP(Solver):
             return False, f"knapsack-dp does not apply: {exc}"
         return True, ""
 
-    def run(self, instance, **params) -> SolveResult:
+    def run_settings(self, instance, settings) -> SolveResult:
         """Solve; an instance the DP cannot solve exactly gives status ``error`` with the reason."""
         try:
             sol = solve_knapsack_instance(instance)

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from deplbench.formulations.milp import FORMULATIONS, MilpSettings, option_table, run_milp, solve_milp
+from deplbench.formulations.milp import FORMULATIONS, MilpSettings, option_table, run_milp
 from deplbench.formulations.model.result import SolveResult
 from deplbench.solvers.base import Param, PlotStyle, Solver
 
@@ -56,11 +56,6 @@ class Milp(Solver):
         """Solve within the deadline :func:`~deplbench.solvers.run.solve` opened;
         never raises for an instance."""
         return run_milp(instance, settings)
-
-    def run(self, instance, **params) -> SolveResult:
-        """Solve from keywords (:func:`~deplbench.formulations.milp.solve_milp`, its own
-        deadline); never raises for an instance (bad options raise SolverError)."""
-        return solve_milp(instance, **params)
 
 
 __all__ = ["Milp"]

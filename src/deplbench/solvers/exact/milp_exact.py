@@ -26,10 +26,13 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from deplbench.formulations.exact.static import exact_static_applies, run_exact_static
+from deplbench.formulations.exact.static import (
+    EXACT_STATIC_PARAMETERS,
+    ExactStaticSettings,
+    exact_static_applies,
+    run_exact_static,
+)
 from deplbench.formulations.model.result import SolveResult
-from deplbench.limits import MEMORY_LIMIT_PARAM
-from deplbench.params import TIME_LIMIT
 from deplbench.solvers.base import Param, PlotStyle, Solver
 
 
@@ -44,18 +47,20 @@ class MilpExact(Solver):
     reference_priority: ClassVar[int] = 1
     reference: ClassVar[str] = "exact-static"
     style: ClassVar[PlotStyle] = PlotStyle("#17becf", "*", "-")
-    parameters: ClassVar[dict[str, Param]] = {
-        "time_limit": TIME_LIMIT.but(default=300.0),
-        "gap": Param(1e-4, float, "relative bracket width (UB − LB)/UB at which to stop refining", low=0.0,
-                     low_inclusive=False, high=0.5),
-        "memory_limit": MEMORY_LIMIT_PARAM,
-    }
+    #: The one table of the exact static solve's options (formulations.exact.static).
+    parameters: ClassVar[dict[str, Param]] = EXACT_STATIC_PARAMETERS
 
     @classmethod
     def applies(cls, instance) -> tuple[bool, str]:
         return exact_static_applies(instance)
 
-    def run_settings(self, instance, settings) -> SolveResult:
+    @classmethod
+    def build_settings(cls, resolved) -> ExactStaticSettings:
+        """The solve's :class:`~deplbench.formulations.exact.static.ExactStaticSettings`,
+        from the resolved parameters (nothing checked again)."""
+        return ExactStaticSettings.from_resolved(resolved)
+
+    def run_settings(self, instance, settings: ExactStaticSettings) -> SolveResult:
         """Solve with the parameters :func:`~deplbench.solvers.run.solve` resolved once, under
         the one deadline it opened; never raises for an instance.
 
@@ -65,7 +70,7 @@ class MilpExact(Solver):
         opens; every phase reads the ``time_limit`` deadline and a stop
         is status ``time_limit`` with the bracket proven so far (never
         ``infeasible``)."""
-        res = run_exact_static(instance, gap=settings["gap"])
+        res = run_exact_static(instance, settings)
         res.algorithm = self.name
         return res
 

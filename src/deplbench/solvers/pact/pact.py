@@ -300,7 +300,9 @@ class Pact(Solver):
         return PactPolicy(instance, graph, result.plan.datasets, result.plan, params["irreversible_risk"],
                           params["memo_loss"], params["memo_time"])
 
-    def run(self, instance, **params) -> SolveResult:
+    def run_settings(self, instance, params) -> SolveResult:
+        """Solve with the resolved parameters, under the deadline :meth:`Solver.run` or
+        :func:`~deplbench.solvers.run.solve` opened."""
         self._validate(instance, params)
         scen = in_sample_scenarios(instance, params["scenarios"], params["seed"])
         runs = []
