@@ -104,16 +104,14 @@ class AdaptivePolicy(ClosedLoopPolicy):
 
     def decide(self, state):
         self.calls += 1
-        ch, n = self.chain, state.size
-        out = Decision.constant(n, STOP)
+        ch = self.chain
+        out = Decision.constant(state.size, STOP)
         k = state.epoch
         if k >= ch.K:
             return out
         m = ch.M if state.model is None else int(state.model)
         b = ch.bucket(state.loss)
-        action, remaining = self.pass_.action, self.pass_.remaining
-        assert action is not None and remaining is not None      # a policy's pass keeps its tables
-        a = action[k, m, b]
+        a, where = self._table_actions(state, k, m, b)
         if state.model is None and self.give_up > 0:
             a = np.where(self.gives_up(state.runs), -1, a)
         go = a >= 0
@@ -121,13 +119,24 @@ class AdaptivePolicy(ClosedLoopPolicy):
             return out
         m2, n2 = a[go] // ch.N, a[go] % ch.N
         out.model[go], out.cluster[go] = m2, n2
-        out.allocation[go] = self._allocation(m2, n2, remaining[k, m, b[go]].astype(float),
-                                              state.time[go])
+        out.allocation[go] = self._epoch_allocation(state, go, k, m, b, a, where, m2, n2)
         if math.isfinite(self.budget):
             idx = np.flatnonzero(go)
-            over = state.cost[idx] + self.chain.st.kappa[n2] * out.allocation[idx] > self.budget
+            over = state.cost[idx] + ch.st.kappa[n2] * out.allocation[idx] > self.budget
             out.model[idx[over]] = STOP
         return out
+
+    def _table_actions(self, state, k, m, b):
+        """The table's action per run (−1: stop) and what :meth:`_epoch_allocation` needs besides."""
+        action = self.pass_.action
+        assert action is not None and self.pass_.remaining is not None   # a policy's pass keeps its tables
+        return action[k, m, b], None
+
+    def _epoch_allocation(self, state, go, k, m, b, a, where, m2, n2) -> np.ndarray:
+        """The allocation of the runs that train (``go``), on (m2, n2)."""
+        remaining = self.pass_.remaining
+        assert remaining is not None
+        return self._allocation(m2, n2, remaining[k, m, b[go]].astype(float), state.time[go])
 
     def _allocation(self, m2, n2, rem, elapsed) -> np.ndarray:
         """x* scaled so the planned compute time of this epoch is ρ·left·a/plan, capped at r."""
@@ -173,36 +182,19 @@ class TimedPolicy(AdaptivePolicy):
     def with_budget(self, budget: float) -> TimedPolicy:
         return TimedPolicy(self.chain, self.pass_, self.points, self.name, self.give_up, self.coin_seed, budget)
 
-    def decide(self, state):
-        self.calls += 1
-        ch, n = self.chain, state.size
-        out = Decision.constant(n, STOP)
-        k = state.epoch
-        if k >= ch.K:
-            return out
-        m = ch.M if state.model is None else int(state.model)
-        b = ch.bucket(state.loss)
+    def _table_actions(self, state, k, m, b):
         left = self.grid.deadline - state.time
         j = np.clip(np.floor(left / self.grid.delta), 0, self.points).astype(np.int64)
-        action, lag = self.pass_.action, self.pass_.remaining
-        assert action is not None and lag is not None
-        a = np.where(left >= 0, action[k, m, j, b], -1)
-        if state.model is None and self.give_up > 0:
-            a = np.where(self.gives_up(state.runs), -1, a)
-        go = a >= 0
-        if not go.any():
-            return out
-        ids = a[go]
-        t = self.planned[ids, lag[k, m, j[go], b[go]]]
-        m2, n2 = ids // ch.N, ids % ch.N
-        st = ch.st
-        out.model[go], out.cluster[go] = m2, n2
-        out.allocation[go] = np.minimum(st.compute[m2, n2] / t, st.cap[n2])
-        if math.isfinite(self.budget):
-            idx = np.flatnonzero(go)
-            over = state.cost[idx] + st.kappa[n2] * out.allocation[idx] > self.budget
-            out.model[idx[over]] = STOP
-        return out
+        action = self.pass_.action
+        assert action is not None and self.pass_.remaining is not None
+        return np.where(left >= 0, action[k, m, j, b], -1), j
+
+    def _epoch_allocation(self, state, go, k, m, b, a, where, m2, n2) -> np.ndarray:
+        lag = self.pass_.remaining
+        assert lag is not None
+        t = self.planned[a[go], lag[k, m, where[go], b[go]]]
+        st = self.chain.st
+        return np.minimum(st.compute[m2, n2] / t, st.cap[n2])
 
 
 def frontier_levels(omega: float) -> list[float]:
