@@ -464,9 +464,11 @@ def depl_vs_best_exp_pairs(ratios: pd.DataFrame, depl_mask: pd.Series | None = N
     cost_best_exp."""
     if depl_mask is not None:
         keep = depl_mask | (ratios["solver"] == BEST_EXP)
-        sub = ratios[keep]
-        sub = sub[sub["paper_set"].isin(FIG56_SETS)] if sub["paper_set"].isin(FIG56_SETS).any() else sub
-        sub = sub.assign(solver=np.where(depl_mask[keep], DEPL, sub["solver"]))
+        sub, is_depl = ratios[keep], depl_mask[keep]
+        in_fig56 = sub["paper_set"].isin(FIG56_SETS)
+        if in_fig56.any():          # the Figs. 5–6 sets where they ran; the mask follows the rows kept
+            sub, is_depl = sub[in_fig56], is_depl[in_fig56]
+        sub = sub.assign(solver=np.where(is_depl.to_numpy(bool), DEPL, sub["solver"]))
         return depl_vs_best_exp_pairs_of(sub), ""
     sub, scope = _fig56(ratios)
     return depl_vs_best_exp_pairs_of(sub), scope
