@@ -351,3 +351,15 @@ def test_cli_simulate_json_and_bad_input(tmp_path, capsys):
         assert main(["simulate", str(path), "--algorithm", "one-switch", *argv]) == 2
         err = capsys.readouterr().err.strip()
         assert err.count("\n") == 0 and field in err
+
+
+def test_fig6_left_splits_more_than_six_algorithms_into_panels():
+    from deplbench.reports.closed_loop import CLOSED_LOOP_COLUMNS, fig6_left
+    from deplbench.reports.figures import MAX_SERIES
+
+    algs = [f"alg{i}" for i in range(MAX_SERIES + 1)]
+    rows = [{**dict.fromkeys(CLOSED_LOOP_COLUMNS), "set": "pact-vgg11", "loss_max": lm, "algorithm": a,
+             "mode": "plan", "static_cost": 100.0 + i + lm} for i, a in enumerate(algs) for lm in (0.15, 0.3)]
+    fig = fig6_left(pd.DataFrame(rows, columns=list(CLOSED_LOOP_COLUMNS)), {}, 0.4)
+    panels = [ax for ax in fig.axes if ax.lines]
+    assert len(panels) == 2 and all(len(ax.lines) <= MAX_SERIES for ax in panels)
