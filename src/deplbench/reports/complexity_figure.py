@@ -84,7 +84,9 @@ def complexity(fits: pd.DataFrame, param: str, styles: Styles, scale: float = 1.
             xs = np.geomspace(x.min(), x.max(), 20)
             ci = (f"[{row.ci_low:.2f}, {row.ci_high:.2f}]" if math.isfinite(row.ci_low)
                   else "[n/a]")
-            who = " = ".join(names)
+            # merged groups with identical counts: name two, count the rest (a legend line
+            # naming five instance classes runs past the figure's edge)
+            who = " = ".join(names) if len(names) <= 2 else f"{names[0]} = {len(names) - 1} more groups"
             label = f"{row.algorithm} [{who}]: slope {row.slope:.2f} {ci}"
             tag(ax.plot(xs, np.exp(row.intercept) * xs ** row.slope, color=colour, lw=1.2, ls=dash,
                         marker=marker, markevery=[0, len(xs) - 1], ms=3, label=label),
