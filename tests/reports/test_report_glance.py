@@ -592,3 +592,17 @@ def test_a_bracket_whose_ends_print_alike_shows_one_number():
     assert same.startswith("1.783 on 1/1")
     apart = _vs_reference("certified-static", np.array([1.0]), np.array([1.1]), 1, 1, 0, 0)
     assert apart.startswith("1.000–1.100 on 1/1")
+
+
+def test_below_ub_is_not_flagged_against_the_adaptive_optimum():
+    """Against the adaptive bracket the UB is a confidence bound on one policy's mean: a simulated
+    mean below it (the reference's own policy always is) is no warning; below the LB still is."""
+    import numpy as np
+
+    from deplbench.reports.headline import _vs_reference
+    from deplbench.reports.reference import ADAPTIVE, CERTIFIED
+
+    ub, lb = np.array([0.99]), np.array([1.05])
+    assert "below UB" not in _vs_reference(ADAPTIVE, ub, lb, 1, 1, 1, 0)
+    assert "below UB" in _vs_reference(CERTIFIED, ub, lb, 1, 1, 1, 0)
+    assert "below LB" in _vs_reference(ADAPTIVE, np.array([0.9]), np.array([0.95]), 1, 1, 1, 1)

@@ -232,7 +232,8 @@ GLANCE_LEGEND = (
     "cost ÷ the adaptive optimum); on n/N: a reference exists on n of the N instances; "
     "⚑ k below opt. or LB: k plans cheaper than a proven optimum or bound (they cannot be "
     "feasible); ⚑ k below UB: k plans cheaper than the best certified plan (their own verdict "
-    "decides); proven = exact bounds, cert. = Clopper–Pearson, MC = Monte Carlo estimate met "
+    "decides; not flagged against the adaptive optimum); proven = exact bounds, "
+    "cert. = Clopper–Pearson, MC = Monte Carlo estimate met "
     "ℓmax; SAA ratio = cost ÷ the S-scenario SAA optimum (the sample's, not the problem's).")
 
 
