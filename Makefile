@@ -111,8 +111,8 @@ demo: $(STAMP)
 	$(VENV)/bin/deplbench report results/demo.sqlite --out reports/demo
 	@echo "demo: open reports/demo/index.html; to run deplbench yourself: . $(VENV)/bin/activate (or call $(VENV)/bin/deplbench)"
 
-# The full sweeps, benchmarks and report: 40 minutes measured on 2 cores with
-# other jobs beside it, setup included (docs/performance.md); on a Dask
+# The full sweeps, benchmarks and report: under an hour on 2 cores (the
+# measurement, with its load: docs/performance.md); on a Dask
 # cluster, run the sweeps with --dask-scheduler ADDR, then this target.
 reproduce: $(STAMP)
 	$(VENV)/bin/deplbench run perf/sweeps/paper.toml --db results/full.sqlite
