@@ -453,3 +453,14 @@ def test_replication_stopped_at_its_limit_contributes_its_dual_bound(monkeypatch
     assert b["lower_bound"]["trivial_replications"] == 0 and b["lower_bound"]["time_limit_bounds"] == 5
     assert b["lower_bound"]["value"] > 0
     assert b["lower_bound"]["value"] == sorted(r["lower_bound"] for r in reps)[b["lower_bound"]["order"] - 1]
+
+
+def test_candidate_algorithms_are_checked_with_the_parameters():
+    # before the bracket runs: an unknown or self-referring candidate is the caller's error
+    from deplbench.solvers.certify.certified import MilpCertified
+
+    with pytest.raises(SolverError, match=r"^parameter 'algorithms': unknown algorithm 'no-such'"):
+        MilpCertified.resolve_params({"algorithms": "depl, no-such"})
+    with pytest.raises(SolverError, match=r"^parameter 'algorithms': 'milp-certified' cannot be its own"):
+        MilpCertified.resolve_params({"algorithms": "milp-certified"})
+    assert MilpCertified.resolve_params({"algorithms": "depl,pact"})["algorithms"] == "depl,pact"
