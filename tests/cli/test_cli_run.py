@@ -8,6 +8,8 @@ before the sweep is read or any task process prepared.
 
 from __future__ import annotations
 
+import pytest
+
 SWEEP = """
 [[instances]]
 id = "ks"
@@ -20,6 +22,7 @@ grid = { eta = [50, 100] }
 """
 
 
+@pytest.mark.integration
 def test_dry_run_without_db_counts_no_task_as_done_and_writes_nothing(tmp_path, monkeypatch, deplbench_cli):
     sweep = tmp_path / "s.toml"
     sweep.write_text(SWEEP)
@@ -31,6 +34,7 @@ def test_dry_run_without_db_counts_no_task_as_done_and_writes_nothing(tmp_path, 
     assert sorted(p.name for p in tmp_path.iterdir()) == ["s.toml"]
 
 
+@pytest.mark.integration
 def test_run_without_db_is_one_line_exit_2(tmp_path, deplbench_cli):
     sweep = tmp_path / "s.toml"
     sweep.write_text(SWEEP)

@@ -183,6 +183,8 @@ def test_cli_json_and_bad_option(tmp_path, capsys):
     (["--validation", str(10**15)], "validation"),
     (["-o", "DIR"], "-o"),
     (["-o", "DIR/missing/b.json"], "-o"),
+    (["--with", "depl,nope"], "--with depl,nope: unknown algorithm 'nope'"),
+    (["--with", "milp-certified"], "--with milp-certified: 'milp-certified' cannot be its own candidate"),
 ])
 def test_cli_refuses_what_it_can_check_before_solving(tmp_path, capsys, monkeypatch, args, field):
     """--validation 1e15 and an -o that cannot be written are refused before any
