@@ -305,12 +305,16 @@ def memory_budget(gib: float | None):
 def deadline(time_limit: float | None):
     """Run the body with a wall-clock deadline ``time_limit`` seconds from now.
 
-    ``None`` means no limit. Nested scopes keep the earlier deadline.
+    ``None`` means no limit. Nested scopes keep the earlier deadline, and
+    with it the limit that set it (:func:`time_limit_s`): an inner scope's
+    ``time_limit`` is in force only when its deadline comes first.
     """
     limit = None if time_limit is None else float(time_limit)
     end = math.inf if limit is None else time.perf_counter() + limit
-    tok_d = _DEADLINE.set(min(end, _DEADLINE.get()))
-    tok_l = _LIMIT.set(limit if limit is not None else _LIMIT.get())
+    outer = _DEADLINE.get()
+    # on a tie the outer scope's limit stays: it is the one the user set first
+    tok_d = _DEADLINE.set(end if end < outer else outer)
+    tok_l = _LIMIT.set(limit if end < outer else _LIMIT.get())
     try:
         yield
     finally:
@@ -324,7 +328,15 @@ def time_left() -> float:
 
 
 def time_limit_s() -> float | None:
-    """The ``time_limit`` of the current scope in seconds (None without one)."""
+    """The time limit in force, in seconds (None without one).
+
+    The ``time_limit`` of the scope whose deadline :func:`check_time` reads:
+    of nested :func:`deadline` scopes, the one whose deadline comes first
+    (an outer limit when the inner scope's own would end later, the inner
+    one's when it ends sooner). It is the limit as that scope opened it,
+    measured from that scope's start, so "time limit X s reached" names the
+    number that stopped the run.
+    """
     return _LIMIT.get()
 
 

@@ -261,6 +261,22 @@ def test_grid_values_are_checked_one_by_one(tmp_path):
         load_sweep(path)
 
 
+def test_combinations_of_parameters_are_checked_at_every_grid_point(tmp_path):
+    # through the solver's own resolve_params (Solver.check_params), so --dry-run catches them
+    path = tmp_path / "s.toml"
+    path.write_text(VALUES.replace("ALGO", "pact").replace(
+        "params = { PARAMS }", "params = { robust_quantile = 0.8 }\ngrid = { min_robust_quantile = [0.5, 0.9] }"))
+    with pytest.raises(SweepError, match=r"^algorithms\[0\]\.params at grid point \{'min_robust_quantile': 0\.9\}: "
+                                         r"parameter 'min_robust_quantile': must be <= robust_quantile \(0\.8\)"):
+        load_sweep(path)
+    path.write_text(VALUES.replace("ALGO", "pact").replace(
+        "PARAMS", "robust_quantile = 0.6, min_robust_quantile = 0.7"))
+    with pytest.raises(SweepError, match=r"^algorithms\[0\]\.params: parameter 'min_robust_quantile'"):
+        load_sweep(path)
+    path.write_text(VALUES.replace("ALGO", "pact").replace("PARAMS", "min_robust_quantile = 0.6"))
+    assert load_sweep(path).algorithms[0].params == {"min_robust_quantile": 0.6}
+
+
 def test_generator_parameters_targets_and_files_are_checked_at_load(tmp_path):
     path = tmp_path / "s.toml"
     path.write_text(VALUES.replace("ALGO", "depl").replace("params = { PARAMS }", "")

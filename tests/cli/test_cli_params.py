@@ -33,3 +33,20 @@ def test_bad_param_items_are_one_line_exit_2(inst_file, capsys, command, item, m
     err = captured.err.strip()
     assert err.count("\n") == 0 and match in err, err
     assert captured.out == ""
+
+
+@pytest.mark.parametrize("algo,params,match", [
+    # a combination of parameters, checked where every parameter is (Solver.check_params)
+    ("pact", ["min_robust_quantile=0.9", "robust_quantile=0.6"],
+     "--param min_robust_quantile 0.9: must be <= robust_quantile (0.6), got 0.9"),
+    # the bracket's candidate algorithms, checked before the bracket runs
+    ("milp-certified", ["algorithms=milp-certified"], "--param algorithms milp-certified: 'milp-certified' "
+     "cannot be its own candidate"),
+    ("milp-certified", ["algorithms=depl,no-such"], "--param algorithms depl,no-such: unknown algorithm 'no-such'"),
+])
+def test_parameter_combinations_are_refused_before_the_run_exit_2(inst_file, deplbench_cli, algo, params, match):
+    args = [x for p in params for x in ("--param", p)]
+    status, out, err = deplbench_cli("solve", inst_file, "--algo", algo, *args, "--json")
+    assert status == 2, (out, err)
+    assert err.count("\n") == 1 and err.startswith("error: ") and match in err, err
+    assert out == ""

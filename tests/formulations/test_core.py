@@ -347,3 +347,62 @@ def test_solve_result_quantile_properties_read_the_evaluation():
     assert res.quantile_ci == tuple(res.evaluation["quantile_ci"]) and res.quantile_ci[0] <= res.quantile
     bare = SolveResult(algorithm="x", status="infeasible")
     assert bare.quantile is None and bare.quantile_ci is None
+
+
+# --------------------------------------------------------------- one success tolerance
+def _deterministic_plan():
+    """A plan on point-mass laws (its final loss is one number) and that loss."""
+    from deplbench.formulations.evaluation.evaluate import plan_indices
+    from deplbench.formulations.model.plan import Epoch, Plan
+
+    point = {"kind": "point", "value": 1.0}
+    data = two_model_data(initial_loss=300.0, loss_max=1.0)
+    for m in data["models"]:
+        m["improvement"] = point
+    data["models"][0]["loss_scale"] = 90.0
+    inst = make_instance(**{k: v for k, v in data.items()})
+    plan = Plan(epochs=[Epoch(model="big", cluster="A", allocation=2.0)] * 3, datasets={"A": ["d0"]})
+    models, _, gammas = plan_indices(inst, plan)
+    scen = ScenarioSampler(inst, seed=0).in_sample(20)
+    final = scen.final_losses(models, gammas)
+    assert np.all(final == final[0]) and final[0] > 2.0
+    return inst, plan, scen, models, gammas, float(final[0])
+
+
+@pytest.mark.parametrize("offset, meets", [(0.5, True), (2.0, False)])
+def test_every_sampled_success_test_uses_the_one_tolerance(offset, meets):
+    # ℓmax = ℓ − offset·LOSS_TOL·|ℓ|: within the tolerance (0.5) or beyond it (2). With |ℓmax| > 2
+    # an absolute 1e-9 and the relative LOSS_TOL·|ℓmax| disagreed in between.
+    from deplbench.formulations.evaluation.closed_loop import reached
+    from deplbench.formulations.evaluation.evaluate import evaluate_plan
+    from deplbench.formulations.milp.bounds import quantile_ok
+    from deplbench.formulations.model.scenarios import LOSS_TOL, loss_threshold
+    from deplbench.measure.replay import count_violations
+
+    inst, plan, scen, models, gammas, loss = _deterministic_plan()
+    lmax = loss - offset * LOSS_TOL * abs(loss)
+    assert (loss <= loss_threshold(lmax)) == meets and loss > lmax + 1e-9
+    verdicts = {
+        "in-sample (Scenarios.violations)": scen.violations(models, gammas, lmax) == 0,
+        "MILP (quantile_ok)": bool(quantile_ok(np.full((scen.n_scenarios, 1), loss), 0, lmax)[0]),
+        "closed loop (reached)": bool(reached(loss, lmax)),
+        "measured replay": count_violations(np.array([loss]), lmax) == 0,
+        "out of sample (evaluate_plan)": evaluate_plan(inst.with_changes(loss_max=lmax), plan,
+                                                       samples=200).verdict == "feasible",
+    }
+    assert verdicts == dict.fromkeys(verdicts, meets)
+
+
+def test_the_tolerance_on_lmax_is_defined_once():
+    # every sampled test reads deplbench.formulations.model.scenarios.LOSS_TOL (loss_threshold)
+    import re
+    from pathlib import Path
+
+    import deplbench
+
+    root = Path(deplbench.__file__).parent
+    pattern = re.compile(r"LOSS_TOL\s*=|(lmax|loss_max)\s*\+\s*(\d|_?LOSS_TOL|tol\b)")
+    found = [f"{p.relative_to(root)}:{i}" for p in sorted(root.rglob("*.py"))
+             for i, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1)
+             if pattern.search(line.split("#")[0])]
+    assert found and {f.partition(":")[0] for f in found} == {"formulations/model/scenarios.py"}, found

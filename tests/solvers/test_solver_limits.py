@@ -185,3 +185,28 @@ def test_an_unguarded_memory_error_is_one_line_naming_the_sizes(alexnet, monkeyp
     assert res.status == "error" and "\n" not in res.message
     assert res.message.startswith("memory: one-switch could not allocate 266. TiB (array shape (100000, 1000, 365))")
     assert f"horizon = {alexnet.horizon}" in res.message and "scenarios = " in res.message
+
+
+def test_time_limit_s_is_the_limit_whose_deadline_is_in_force():
+    # nested scopes keep the earlier deadline, and the limit reported is that deadline's
+    assert limits.time_limit_s() is None
+    with limits.deadline(5.0):
+        assert limits.time_limit_s() == 5.0
+        with limits.deadline(1000.0):       # ends later than the outer: the outer stays in force
+            assert limits.time_limit_s() == 5.0
+            assert limits.time_left() <= 5.0
+        with limits.deadline(None):
+            assert limits.time_limit_s() == 5.0
+        with limits.deadline(1.0):          # ends sooner: the inner one is in force
+            assert limits.time_limit_s() == 1.0
+            with limits.deadline(20.0):
+                assert limits.time_limit_s() == 1.0
+            assert limits.time_limit_s() == 1.0
+        assert limits.time_limit_s() == 5.0
+    assert limits.time_limit_s() is None
+
+
+def test_the_stop_message_names_the_limit_that_stopped_the_run():
+    with limits.deadline(EXPIRED), limits.deadline(20.0):
+        with pytest.raises(limits.TimeLimitReached, match=r"^time limit 1e-12 s reached \(inner loop\)"):
+            limits.check_time("inner loop")

@@ -132,6 +132,18 @@ def parameter_specs(name: str) -> dict | None:
     return dict(params) if isinstance(params, Mapping) else None
 
 
+def parameter_resolver(name: str) -> Callable | None:
+    """The solver's own ``resolve_params`` (every value, then the combination:
+    :meth:`~deplbench.solvers.base.Solver.check_params`), or None (a plugin
+    algorithm, or no registry)."""
+    if name in plugin_table("ALGORITHMS"):
+        return None
+    registry = _registry()
+    if registry is None:
+        return None
+    return getattr(registry.get_solver(name), "resolve_params", None)
+
+
 def solver_info(name: str) -> dict:
     """The record columns an algorithm's metadata gives.
 

@@ -271,6 +271,8 @@ class DryRun:
     estimate: dict | None = None
     #: one line per task still to run (:func:`describe_task`), in run order
     todo_lines: tuple[str, ...] = ()
+    #: no results store was given: no task counts as done
+    no_store: bool = False
 
     def text(self, show: int = 20) -> str:
         """The counts and estimate, then the first ``show`` tasks to run
@@ -287,7 +289,9 @@ class DryRun:
     def _counts(self) -> str:
         checked = (f" ({self.instances_checked} instance(s) built and validated)"
                    if self.instances_checked is not None else "")
-        line = (f"sweep {self.name}: {self.total} tasks, {self.already_done} already done, "
+        done = ("none counted as done (no results store given)" if self.no_store
+                else f"{self.already_done} already done")
+        line = (f"sweep {self.name}: {self.total} tasks, {done}, "
                 f"{self.skipped_failed} failed before, {self.todo} to run on "
                 f"{self.executor or 'the default executor'}{checked}")
         e = self.estimate
@@ -363,7 +367,7 @@ def estimate_time(todo: list, store: ResultsStore) -> dict:
     return {"task_s": total, "matched": matched, "exact": exact}
 
 
-def dry_run(sweep: Sweep, db: str | os.PathLike, executor_description: str = "", *,
+def dry_run(sweep: Sweep, db: str | os.PathLike | None, executor_description: str = "", *,
             retry_failed: bool = False, check_instances: bool = True) -> DryRun:
     """Validate a sweep completely and count its tasks; write nothing.
 
@@ -371,9 +375,10 @@ def dry_run(sweep: Sweep, db: str | os.PathLike, executor_description: str = "",
     ----------
     sweep : Sweep
         Loaded with :func:`~deplbench.benchmarks.sweep.load_sweep`.
-    db : path-like
+    db : path-like or None
         The results store a run would use. Opened read-only if it exists;
-        never created.
+        never created. None: no store, so no task counts as done (the
+        report says so).
     executor_description : str
         Shown in the summary.
     retry_failed : bool
@@ -398,9 +403,9 @@ def dry_run(sweep: Sweep, db: str | os.PathLike, executor_description: str = "",
     from deplbench.benchmarks.validate import check_instances as _check
 
     tasks = sweep.tasks()
-    path = Path(db)
+    path = None if db is None else Path(db)
     estimate = None
-    if path.exists():
+    if path is not None and path.exists():
         with ResultsStore(path, readonly=True) as store:
             todo, done, failed = select_tasks(tasks, store, retry_failed=retry_failed)
             estimate = estimate_time(todo, store)
@@ -409,4 +414,4 @@ def dry_run(sweep: Sweep, db: str | os.PathLike, executor_description: str = "",
     n_checked = _check(todo) if check_instances else None
     return DryRun(name=sweep.name, total=len(tasks), already_done=done, skipped_failed=failed,
                   todo=len(todo), instances_checked=n_checked, executor=executor_description,
-                  estimate=estimate, todo_lines=tuple(describe_task(t) for t in todo))
+                  estimate=estimate, todo_lines=tuple(describe_task(t) for t in todo), no_store=path is None)

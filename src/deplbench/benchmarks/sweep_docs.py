@@ -30,8 +30,9 @@ A sweep is a TOML file: `[sweep]` settings, instance groups
 (`[[instances]]`) and algorithm entries (`[[algorithms]]`). `deplbench run
 FILE --db DB` expands it into tasks (group × seed × grid point × target ×
 algorithm × algorithm grid point) and runs those the store does not have
-yet; `deplbench run FILE --db DB --dry-run` validates it completely and
-counts the tasks without running any. An unknown key or a bad value is a
+yet; `deplbench run FILE --dry-run` validates it completely and counts
+the tasks without running any (with `--db DB`, those the store already has
+count as done; without it, none does). An unknown key or a bad value is a
 one-line error naming it, e.g. `algorithms[2].grid.eta`. The packaged
 sweeps are in `perf/sweeps/` (`quick.toml` is `make demo`).
 

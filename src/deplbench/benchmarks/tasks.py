@@ -44,6 +44,7 @@ from deplbench.benchmarks.lookup import (  # noqa: F401 - public names, re-expor
     family_parameters,
     generator_table,
     load_plugins,
+    parameter_resolver,
     parameter_specs,
     plugin_table,
     solver_info,

@@ -7,7 +7,10 @@ become failed rows for input reasons:
 
 * every solver parameter value (fixed and every grid value) goes through the
   solver's own declared parameter (``Param.convert``: type, bounds,
-  choices), e.g. ``eta = -5`` fails as ``algorithms[0].params.eta``;
+  choices), e.g. ``eta = -5`` fails as ``algorithms[0].params.eta``, and
+  every grid point through the solver's ``resolve_params``, which checks the
+  combination (``Solver.check_params``: PACT's ``min_robust_quantile`` above
+  ``robust_quantile``);
 * every instance the tasks need is built once, with its targets applied:
   generator parameters are checked by the generator (``n_items = "six"``),
   instance files are opened and validated, and a target the instance
@@ -18,6 +21,7 @@ Every failure is a :class:`~deplbench.errors.SweepError` naming the key.
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -148,6 +152,23 @@ def check_parameters(algorithms: Iterable) -> None:
         for name, values in entry.grid.items():
             for j, value in enumerate(values):
                 _convert(specs, name, value, f"{where}.grid.{name}[{j}]")
+        _check_combinations(entry, where)
+
+
+def _check_combinations(entry, where: str) -> None:
+    """Every grid point of ``entry`` through the solver's own ``resolve_params``, which
+    ends with the checks across parameters (``Solver.check_params``)."""
+    resolver = task_mod.parameter_resolver(entry.name)
+    if resolver is None:
+        return
+    axes = list(entry.grid)
+    for combo in itertools.product(*(entry.grid[a] for a in axes)):
+        point = {**entry.params, **dict(zip(axes, combo))}
+        try:
+            resolver(point, strict=True, error=SweepError)
+        except SweepError as exc:
+            at = f" at grid point {dict(zip(axes, combo))}" if axes else ""
+            raise SweepError(f"{where}.params{at}: {exc}") from None
 
 
 def _convert(specs: Mapping[str, Any], name: str, value: Any, where: str) -> None:

@@ -3,11 +3,13 @@
 ::
 
     deplbench run SWEEP.toml --db results.sqlite [--workers N] [--retry-failed]
-                  [--dask-scheduler ADDR | --dask-local N] [--no-progress] [--dry-run]
+                  [--dask-scheduler ADDR | --dask-local N] [--no-progress]
+    deplbench run SWEEP.toml [--db results.sqlite] --dry-run
     deplbench export DB --format {csv,parquet} -o FILE [--latest]
 
 ``SWEEP`` may also name a packaged sweep (``quick``, ``paper``,
-``complexity``, ``knapsack``).
+``complexity``, ``knapsack``). ``--db`` is required to run; a dry run
+without it counts every task as to run.
 """
 
 from __future__ import annotations
@@ -28,8 +30,9 @@ def register(subparsers) -> None:
     run.add_argument("sweep", metavar="SWEEP.toml",
                      help="sweep file, or the name of a packaged sweep (quick, paper, "
                           "complexity, knapsack)")
-    run.add_argument("--db", required=True, metavar="DB",
-                     help="SQLite results store (created if missing)")
+    run.add_argument("--db", default=None, metavar="DB",
+                     help="SQLite results store (created if missing); required, except with --dry-run, "
+                          "where it is only read to count the tasks already done (without it none is)")
     run.add_argument("--workers", type=int, default=None, metavar="N",
                      help="local task processes (default: usable CPU cores)")
     run.add_argument("--retry-failed", action="store_true",
@@ -53,7 +56,7 @@ def register(subparsers) -> None:
                      help="validate everything a run would use (every parameter value, "
                           "every instance built with its targets), count the tasks and list "
                           "the first of those to run (--show-tasks); runs nothing and never "
-                          "creates DB")
+                          "creates DB (--db is optional here)")
     run.add_argument("--show-tasks", type=int, default=20, metavar="N",
                      help="with --dry-run: list the first N tasks to run, one line each "
                           "(default 20; 0: counts only)")
@@ -80,6 +83,8 @@ def _run(args: argparse.Namespace) -> int:
     from deplbench.benchmarks.store import ResultsStore
     from deplbench.benchmarks.sweep import load_sweep, select
 
+    if args.db is None and not args.dry_run:
+        raise SweepError("--db: a results store is required to run a sweep (only --dry-run works without one)")
     dask = args.dask_scheduler is not None or args.dask_local is not None
     if dask and args.workers is not None:
         raise SweepError("--workers: applies to local runs; with Dask the cluster decides")
@@ -95,7 +100,7 @@ def _run(args: argparse.Namespace) -> int:
     # with its targets), so --dry-run catches what would fail for input reasons.
     sweep = select(load_sweep(args.sweep), algorithms=args.algo, instances=args.instance)
     if args.dry_run:
-        # Never creates the database: an existing one is only read.
+        # Never creates the database: an existing one is only read; without --db nothing is done yet.
         report = dry_run(sweep, args.db, executor.describe(), retry_failed=args.retry_failed,
                          check_instances=False)
         if args.show_tasks < 0:

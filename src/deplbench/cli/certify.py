@@ -50,7 +50,13 @@ def _check_output(path: str) -> None:
 def _cmd_certify(args) -> int:
     from deplbench.cli.progress import counter, native_output_held, progress_wanted
     from deplbench.instances.model import load_instance
-    from deplbench.solvers.certify.certified import candidate_plans, certify, parse_risk_grid, process_map
+    from deplbench.solvers.certify.certified import (
+        candidate_names_refused,
+        candidate_plans,
+        certify,
+        parse_risk_grid,
+        process_map,
+    )
     from deplbench.solvers.certify.settings import CertifySettings
 
     instance = load_instance(args.instance)
@@ -58,6 +64,9 @@ def _cmd_certify(args) -> int:
         raise SolverError(f"--workers: must be in [1, {MAX_WORKERS}], got {args.workers}")
     if args.output:
         _check_output(args.output)
+    refused = candidate_names_refused(args.with_algorithms or "")
+    if refused:
+        raise SolverError(f"--with {args.with_algorithms}: {refused}")
     show = progress_wanted(args)
     with native_output_held(show) as stream:
         bar = counter(show, "certify", unit="task", stream=stream)

@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from deplbench.formulations.evaluation.binomial import clopper_pearson_lower, clopper_pearson_upper
+from deplbench.formulations.model.scenarios import loss_threshold
 
 #: Level of the Clopper–Pearson intervals.
 LEVEL = 0.95
@@ -45,8 +46,9 @@ def clopper_pearson(k: int, n: int, level: float = LEVEL) -> tuple[float, float]
 
 
 def count_violations(final_losses: np.ndarray, loss_max: float) -> int:
-    """Runs whose final loss exceeds ℓmax (constraint (3) reads ℓ(K) ≤ ℓmax)."""
-    return int(np.count_nonzero(np.asarray(final_losses, dtype=float) > loss_max))
+    """Runs whose final loss exceeds ℓmax (constraint (3) reads ℓ(K) ≤ ℓmax), with the
+    evaluators' round-off tolerance (:func:`~deplbench.formulations.model.scenarios.loss_threshold`)."""
+    return int(np.count_nonzero(np.asarray(final_losses, dtype=float) > loss_threshold(loss_max)))
 
 
 def judge(violations: int, n: int, omega: float, level: float = LEVEL) -> dict:

@@ -197,9 +197,39 @@ class Solver:
 
         ``strict`` refuses strings for numbers (typed sources such as sweep
         TOML files); ``error`` is the exception class raised (default
-        :class:`~deplbench.errors.SolverError`).
+        :class:`~deplbench.errors.SolverError`). Every value is checked on
+        its own (:meth:`~deplbench.params.Param.convert`), then the
+        combination (:meth:`check_params`), with the same error class and
+        message form, so a refusal is the caller's error before any work.
         """
-        return resolve(cls.parameters, params, owner=f"algorithm {cls.name!r}", strict=strict, error=error)
+        resolved = resolve(cls.parameters, params, owner=f"algorithm {cls.name!r}", strict=strict, error=error)
+        refused = cls.check_params(resolved)
+        if refused:
+            name, reason = refused
+            raise error(f"parameter {name!r}: {reason}")
+        return resolved
+
+    @classmethod
+    def check_params(cls, resolved: dict[str, Any]) -> tuple[str, str] | None:
+        """Refuse a combination of parameters no single :class:`~deplbench.params.Param` can check.
+
+        Called by :meth:`resolve_params` (the one validation path) once
+        every value is converted, so before any solve work and without the
+        instance. A check that needs the instance stays in the solve.
+
+        Parameters
+        ----------
+        resolved : dict
+            Every parameter, converted and checked on its own.
+
+        Returns
+        -------
+        tuple of (str, str) or None
+            None (the default) to accept; else ``(name, reason)``: the
+            parameter to name and why its value is refused with the others,
+            raised as ``parameter 'name': reason``.
+        """
+        return None
 
     @classmethod
     def display_label(cls) -> str:

@@ -183,6 +183,8 @@ def test_cli_json_and_bad_option(tmp_path, capsys):
     (["--validation", str(10**15)], "validation"),
     (["-o", "DIR"], "-o"),
     (["-o", "DIR/missing/b.json"], "-o"),
+    (["--with", "depl,nope"], "--with depl,nope: unknown algorithm 'nope'"),
+    (["--with", "milp-certified"], "--with milp-certified: 'milp-certified' cannot be its own candidate"),
 ])
 def test_cli_refuses_what_it_can_check_before_solving(tmp_path, capsys, monkeypatch, args, field):
     """--validation 1e15 and an -o that cannot be written are refused before any
@@ -453,3 +455,14 @@ def test_replication_stopped_at_its_limit_contributes_its_dual_bound(monkeypatch
     assert b["lower_bound"]["trivial_replications"] == 0 and b["lower_bound"]["time_limit_bounds"] == 5
     assert b["lower_bound"]["value"] > 0
     assert b["lower_bound"]["value"] == sorted(r["lower_bound"] for r in reps)[b["lower_bound"]["order"] - 1]
+
+
+def test_candidate_algorithms_are_checked_with_the_parameters():
+    # before the bracket runs: an unknown or self-referring candidate is the caller's error
+    from deplbench.solvers.certify.certified import MilpCertified
+
+    with pytest.raises(SolverError, match=r"^parameter 'algorithms': unknown algorithm 'no-such'"):
+        MilpCertified.resolve_params({"algorithms": "depl, no-such"})
+    with pytest.raises(SolverError, match=r"^parameter 'algorithms': 'milp-certified' cannot be its own"):
+        MilpCertified.resolve_params({"algorithms": "milp-certified"})
+    assert MilpCertified.resolve_params({"algorithms": "depl,pact"})["algorithms"] == "depl,pact"

@@ -95,7 +95,7 @@ from deplbench.formulations.evaluation.binomial import clopper_pearson_lower, cl
 from deplbench.formulations.evaluation.evaluate import order_statistic_ci, plan_indices
 from deplbench.formulations.model.allocation import TIME_RTOL
 from deplbench.formulations.model.plan import Plan
-from deplbench.formulations.model.scenarios import OUT_OF_SAMPLE, quantile_rank
+from deplbench.formulations.model.scenarios import OUT_OF_SAMPLE, loss_threshold, quantile_rank
 from deplbench.instances.datalaw import compute_need
 
 #: The model index of a decision that ends the run.
@@ -262,8 +262,9 @@ class StopAtTarget(ClosedLoopPolicy):
 
 
 def reached(loss, loss_max: float) -> np.ndarray:
-    """ℓ ≤ ℓmax with the static evaluator's tolerance (1e-9 relative)."""
-    return np.asarray(loss) <= loss_max + 1e-9 * max(1.0, abs(loss_max))
+    """ℓ ≤ ℓmax with the static evaluator's tolerance
+    (:func:`~deplbench.formulations.model.scenarios.loss_threshold`)."""
+    return np.asarray(loss) <= loss_threshold(loss_max)
 
 
 def _subset(state: PolicyState, keep: np.ndarray) -> PolicyState:

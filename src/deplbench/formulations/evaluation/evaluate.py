@@ -54,7 +54,7 @@ from deplbench.formulations.evaluation.exact_violation import (
 )
 from deplbench.formulations.model.allocation import TIME_RTOL, epoch_parameters
 from deplbench.formulations.model.plan import Plan, check_plan_names, datasets_loc, parse_plan
-from deplbench.formulations.model.scenarios import OUT_OF_SAMPLE, quantile_rank
+from deplbench.formulations.model.scenarios import OUT_OF_SAMPLE, loss_threshold, quantile_rank
 from deplbench.limits import MEMORY_BUDGET_GIB
 
 #: Trajectories simulated per block: bounds memory at ~block·K·8 bytes.
@@ -441,14 +441,14 @@ def _simulate_and_judge(instance, plan, models, gammas, n, rng, exact, trajector
     rank = quantile_rank(instance.omega, n)
     quantile = float(finals[rank - 1])
     ci = (quantile, quantile) if exact else order_statistic_ci(finals, instance.omega, confidence)
-    tol = 1e-9 * max(1.0, abs(instance.loss_max))
-    if ci[1] <= instance.loss_max + tol:
+    threshold = loss_threshold(instance.loss_max)
+    if ci[1] <= threshold:
         verdict = "feasible"
-    elif ci[0] > instance.loss_max + tol:
+    elif ci[0] > threshold:
         verdict = "infeasible"
     else:
         verdict = "undecided"
-    n_viol, v_ub, v_lb, certified = _certify(finals, n, exact, instance, tol, confidence, violations)
+    n_viol, v_ub, v_lb, certified = _certify(finals, n, exact, instance, threshold, confidence, violations)
     per_model_epochs: dict[str, int] = {}
     per_model_cost: dict[str, float] = {}
     for e, _m in zip(plan.epochs, models):
@@ -488,14 +488,14 @@ def _simulate_and_judge(instance, plan, models, gammas, n, rng, exact, trajector
     )
 
 
-def _certify(finals, n, exact, instance, tol, confidence, violations):
+def _certify(finals, n, exact, instance, threshold, confidence, violations):
     """Violation count and Clopper–Pearson verdict on P(ℓ(K) > ℓmax) ≤ 1 − ω.
 
     The draws are the evaluator's own, made after the plan was fixed, so the
     exact binomial bounds apply (``formulations.evaluation.binomial``). A plan whose
     random terms are point masses has probability exactly 0 or 1.
     """
-    count = int(n - np.searchsorted(finals, instance.loss_max + tol, side="right"))
+    count = int(n - np.searchsorted(finals, threshold, side="right"))
     if exact:
         ub = lb = float(count > 0)
     else:

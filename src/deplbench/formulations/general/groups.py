@@ -106,6 +106,7 @@ import numpy as np
 
 from deplbench import limits
 from deplbench.formulations.general.minplus import jump_table, step_min
+from deplbench.formulations.model.scenarios import loss_threshold
 
 #: Rows per group read first by ``GroupTables.group_bounds`` when it may skip candidates.
 SCREEN_ROWS = 4
@@ -193,7 +194,7 @@ class GroupPool:
                 if m[e] != m[e - 1]:
                     step[:, e] += P.J[:, e, P.switch_index[(int(m[e - 1]), int(m[e]))]]
             traj = P.l0 + np.cumsum(step, axis=1)
-            ok = np.count_nonzero(traj > P.lmax + 1e-9, axis=0) <= P.p
+            ok = np.count_nonzero(traj > loss_threshold(P.lmax), axis=0) <= P.p
             if ok.any():
                 pre = seq[: int(np.argmax(ok)) + 1]
                 key = tuple(pre.tolist())

@@ -24,6 +24,7 @@ from deplbench.formulations.general.node_groups import warm_starts
 from deplbench.formulations.general.state import SolveRun
 from deplbench.formulations.model.plan import Epoch, Plan
 from deplbench.formulations.model.result import SolveResult
+from deplbench.formulations.model.scenarios import loss_threshold
 
 
 def clamp_bound(lower: float, diag: dict) -> float:
@@ -135,7 +136,7 @@ def _plan(run: SolveRun) -> tuple[Plan, int]:
     assert run.leaves.best is not None      # build_result asks for a plan only with an incumbent
     models, clusters, held, alloc = run.leaves.best
     losses = run.prob.losses(models, np.array([run.tables.gam[held[int(n)]] for n in clusters]))
-    viol = int(np.count_nonzero(losses > run.prob.lmax + 1e-9))
+    viol = int(np.count_nonzero(losses > loss_threshold(run.prob.lmax)))
     plan = Plan(epochs=[Epoch(model=inst.models[m].name, cluster=inst.clusters[n].name, allocation=float(x))
                         for m, n, x in zip(models, clusters, alloc.x)],
                 datasets={inst.clusters[n].name: [inst.datasets[d].name for d in np.nonzero(run.bits[c])[0]]

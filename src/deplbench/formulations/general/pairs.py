@@ -85,13 +85,13 @@ from deplbench.formulations.general.minplus import largest_decrease
 from deplbench.formulations.general.node_groups import combined_bound, node_tuner, tune_children
 from deplbench.formulations.general.placement import placements, realise, sequence
 from deplbench.formulations.general.search import (
-    LOSS_TOL,
     BlockSearch,
     SearchStats,
     depth_first,
     order_invariant,
     prunable,
 )
+from deplbench.formulations.model.scenarios import loss_threshold
 
 #: Largest gain table of one block start (bounded by S·K̄·(K̄+1) floats) for which PairSearch is used.
 PAIR_TABLE_BYTES = 64 * 2**20
@@ -377,7 +377,7 @@ class PairSearch(BlockSearch):
         for u in self.next_models[m]:
             T = self._last_tables(u, np.unique(kc_l), rows)
             need = (L_l[srows] + P.J[srows][:, kc_l, P.switch_index[(m, u)]]
-                    - P.lmax - LOSS_TOL)                                                    # (rows, C')
+                    - loss_threshold(P.lmax))                                                    # (rows, C')
             # table and query add the same shift (same integer times the same float) and
             # rounding to nearest is monotone, so a cell can only be found earlier (cheaper);
             # SHIFT_SLACK lowers the need further, which can only lower the bound
@@ -487,7 +487,7 @@ class PairSearch(BlockSearch):
                 pre = L + P.J[:, k, P.switch_index[(m_last, m)]] if m_last >= 0 else L
                 losses = self._block(k, m, pre, span)                         # (S, cells)
                 feas = np.zeros(valid.shape, bool)                             # (ℓ, j)
-                feas[valid] = np.count_nonzero(losses > P.lmax + LOSS_TOL, axis=0) <= P.p
+                feas[valid] = np.count_nonzero(losses > loss_threshold(P.lmax), axis=0) <= P.p
                 Wl = W + jj * self.w_hi[m] + (ll - jj) * self.w_lo[m]           # (ℓ, j)
                 dead = self._leaves(m, k, seq, losses, feas, Wl, stats, prune_tol, on_leaf, leaf_bound, bound_only)
                 if bound_only and stats.lb < thr():

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from deplbench.formulations.general.search import LOSS_TOL
+from deplbench.formulations.model.scenarios import loss_threshold
 
 #: Candidate placements whose losses are formed at once (memory ≈ PLACE_CHUNK·S floats).
 PLACE_CHUNK = 8192
@@ -71,7 +71,7 @@ def feasible(search, vseq) -> bool:
     """Whether the virtual-model sequence meets the SAA quantile (at most p violations)."""
     P = search.prob
     losses = P.losses(search.vm[vseq], search.vgamma[vseq])
-    return int(np.count_nonzero(losses > P.lmax + LOSS_TOL)) <= P.p
+    return int(np.count_nonzero(losses > loss_threshold(P.lmax))) <= P.p
 
 
 def realise(search, seq, loss_opt):
@@ -126,7 +126,7 @@ def place(search, seq):
     """
     P = search.prob
     d_gamma = search.gamma_hi - search.gamma_lo
-    tol = P.lmax + LOSS_TOL
+    tol = loss_threshold(P.lmax)
     loss = np.full(P.S, P.l0)
     prev = -1
     incs, least = [], []

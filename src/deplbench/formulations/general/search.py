@@ -47,7 +47,7 @@ from deplbench import limits
 from deplbench.formulations.general.minplus import largest_decrease
 from deplbench.formulations.general.node_groups import combined_bound, node_tuner, tune_children
 from deplbench.formulations.general.settings import GeneralSettings
-from deplbench.formulations.model.last_block import LOSS_TOL
+from deplbench.formulations.model.scenarios import loss_threshold
 
 #: Multipliers μ of the single-scenario Lagrangian bound, relative to μ_ref.
 MU_FACTORS = np.concatenate([[0.0], 1.3 ** np.arange(-8, 9)])
@@ -447,7 +447,7 @@ class BlockSearch:
         """``out``, +∞ where over p scenarios cannot reach ℓmax (μ → ∞, the min-plus DP ``Dn``);
         candidates ``skip(out)`` already prunes are not tested (any valid bound prunes them)."""
         idx = np.arange(k.size) if skip is None else np.nonzero(~skip(out))[0]
-        unreachable = np.count_nonzero(L[:, idx].T + self.Dn[k[idx], :, v] > self.prob.lmax + LOSS_TOL, axis=1)
+        unreachable = np.count_nonzero(L[:, idx].T + self.Dn[k[idx], :, v] > loss_threshold(self.prob.lmax), axis=1)
         out[idx[unreachable > self.prob.p]] = math.inf
         return out
 
@@ -500,7 +500,7 @@ class BlockSearch:
             q = max(float(q), self.groups.root(need))
         best = float(q) + self.const
         first = (-(self.vgamma[None, :] * P.a[:, 0, self.vm]) + self.Dn[1]).min(axis=1) + P.l0
-        if np.count_nonzero(first > P.lmax + LOSS_TOL) > P.p:
+        if np.count_nonzero(first > loss_threshold(P.lmax)) > P.p:
             return math.inf
         return best
 
@@ -536,7 +536,7 @@ class BlockSearch:
                 pre = L + P.J[:, k, p] if p >= 0 else L
                 gain = self.vgamma[u] * (P.cumA[:, k + 1:k + maxlen + 1, m] - P.cumA[:, k, m][:, None])
                 losses = pre[:, None] - gain                                  # (S, maxlen)
-                viol = np.count_nonzero(losses > P.lmax + LOSS_TOL, axis=0)
+                viol = np.count_nonzero(losses > loss_threshold(P.lmax), axis=0)
                 ok = viol <= P.p
                 Wl = W + lens * self.w[u]
                 first = int(np.argmax(ok)) if ok.any() else -1

@@ -35,8 +35,9 @@ import numpy as np
 
 from deplbench import limits
 from deplbench.formulations.milp.data import Choice, Data
-from deplbench.formulations.milp.options import BIGM_SLACK, LOSS_TOL, BuildTimeout
+from deplbench.formulations.milp.options import BIGM_SLACK, BuildTimeout
 from deplbench.formulations.model.last_block import shortest_last_block
+from deplbench.formulations.model.scenarios import loss_threshold
 
 
 def _best_gamma_amount(data: Data, k_hi: int | None = None) -> np.ndarray:
@@ -63,7 +64,7 @@ def min_epochs(data: Data, k_hi: int | None = None) -> np.ndarray:
     amt = _best_gamma_amount(data, max(k_hi, 1))
     best = data.l0 - amt[:, 0, :]
     reach = np.full(S, K + 1)
-    hit = best.min(axis=1) <= data.lmax + LOSS_TOL
+    hit = best.min(axis=1) <= loss_threshold(data.lmax)
     reach[hit] = 1
     for k in range(1, k_hi):
         if (reach <= K).all():
@@ -74,14 +75,14 @@ def min_epochs(data: Data, k_hi: int | None = None) -> np.ndarray:
         for p, (i, j) in enumerate(data.pairs):
             np.minimum(cand[:, j], best[:, i] + data.J[:, k, p], out=cand[:, j])
         best = cand - amt[:, k, :]
-        new = (reach > K) & (best.min(axis=1) <= data.lmax + LOSS_TOL)
+        new = (reach > K) & (best.min(axis=1) <= loss_threshold(data.lmax))
         reach[new] = k + 1
     return reach
 
 
 def quantile_ok(losses: np.ndarray, p: int, lmax: float) -> np.ndarray:
     """SAA feasibility per column: at most p of the S rows exceed ℓmax."""
-    return np.count_nonzero(losses > lmax + LOSS_TOL, axis=0) <= p
+    return np.count_nonzero(losses > loss_threshold(lmax), axis=0) <= p
 
 
 def cumulative_by_model(data: Data, s_idx: int) -> tuple[np.ndarray, np.ndarray]:

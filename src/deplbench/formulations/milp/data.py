@@ -40,10 +40,10 @@ from functools import cached_property
 
 import numpy as np
 
-from deplbench.formulations.milp.options import CUT_RATIO, CUT_SPAN, LOSS_TOL, MAX_CUT_NONZEROS
+from deplbench.formulations.milp.options import CUT_RATIO, CUT_SPAN, MAX_CUT_NONZEROS
 from deplbench.formulations.model.allocation import Allocation, allocate
 from deplbench.formulations.model.plan import Epoch, Plan
-from deplbench.formulations.model.scenarios import ScenarioSampler, allowed_violations
+from deplbench.formulations.model.scenarios import ScenarioSampler, allowed_violations, loss_threshold
 
 
 def data_bytes(instance, n_scenarios: int) -> int:
@@ -398,7 +398,7 @@ class Data:
         once = float(sum(self.beta[n, s] for n, s in held.items()))
         transfer = once * (K if self.inst.transfer_cost_mode == "per_epoch" else 1)
         losses = self.losses(models, classes)
-        viol = int(np.count_nonzero(losses > self.lmax + LOSS_TOL))
+        viol = int(np.count_nonzero(losses > loss_threshold(self.lmax)))
         return Choice(models, classes, clusters, dict(held), alloc, transfer, viol, losses)
 
     def losses(self, models, classes) -> np.ndarray:

@@ -33,6 +33,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from deplbench.formulations.milp.data import Choice, Data
+from deplbench.formulations.model.scenarios import loss_threshold
 
 
 def _safe(label) -> str:
@@ -322,7 +323,8 @@ class MatrixFormulation:
 
     def _start_violations(self, x: np.ndarray, ch: Choice) -> None:
         if self.soft.size:
-            over = ch.losses[self.soft] > self.data.lmax + 1e-12
+            # the rule Data.choice counted with, so the start meets the row Σv ≤ p
+            over = ch.losses[self.soft] > loss_threshold(self.data.lmax)
             x[self.v[over]] = 1.0
 
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import os
 
-from deplbench.formulations.model.last_block import LOSS_TOL
+from deplbench.formulations.model.scenarios import LOSS_TOL
 from deplbench.limits import MAX_THREADS, MEMORY_BUDGET_GIB, MEMORY_LIMIT_PARAM
 from deplbench.params import GAP, SEED, TIME_LIMIT, Param
 

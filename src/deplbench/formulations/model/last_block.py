@@ -12,9 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-#: Tolerance on ℓ_s(K) ≤ ℓmax when counting in-sample violations (the same
-#: as ``Scenarios.violations``).
-LOSS_TOL = 1e-9
+from deplbench.formulations.model.scenarios import loss_threshold
 
 
 def shortest_last_block(data, pre: np.ndarray, start: np.ndarray, model: int,
@@ -37,7 +35,7 @@ def shortest_last_block(data, pre: np.ndarray, start: np.ndarray, model: int,
         return found
     cum_m = cum_t[model]                          # (K+1, S), rows contiguous
     base = pre.T + cum_m[start]                   # (P, S): loss before the block plus its start offset
-    threshold = data.lmax + LOSS_TOL
+    threshold = loss_threshold(data.lmax)
 
     def ok(length):
         # The same test as quantile_ok, on the (P, S) layout.
@@ -71,4 +69,4 @@ def shortest_last_block(data, pre: np.ndarray, start: np.ndarray, model: int,
     return found
 
 
-__all__ = ["LOSS_TOL", "shortest_last_block"]
+__all__ = ["shortest_last_block"]

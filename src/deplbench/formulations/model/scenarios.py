@@ -34,6 +34,27 @@ from deplbench.errors import InstanceError
 
 IN_SAMPLE, OUT_OF_SAMPLE = 0, 1
 
+#: The one tolerance on the target ℓmax (docs/DESIGN.md, "Model semantics"):
+#: a final loss ℓ meets ℓmax when ℓ ≤ ℓmax + LOSS_TOL·max(1, |ℓmax|)
+#: (:func:`loss_threshold`), in every sampled test: the in-sample (SAA)
+#: counts of every solver, the out-of-sample verdict and the closed-loop
+#: success. It absorbs round-off only, where a plan reaches ℓmax exactly in
+#: exact arithmetic (deterministic laws, knapsack targets) and the float sum
+#: lands a few ulps above it. The exact paths
+#: (:mod:`~deplbench.formulations.evaluation.exact_violation`,
+#: :mod:`~deplbench.formulations.exact.static`) use none: they decide with
+#: rigorous error bounds or say they cannot.
+LOSS_TOL = 1e-9
+
+
+def loss_threshold(loss_max: float) -> float:
+    """ℓmax + LOSS_TOL·max(1, |ℓmax|): the largest final loss that meets ℓmax (eq. (3)).
+
+    >>> loss_threshold(0.0) == LOSS_TOL, loss_threshold(-2.0) == -2.0 + 2 * LOSS_TOL
+    (True, True)
+    """
+    return loss_max + LOSS_TOL * max(1.0, abs(loss_max))
+
 
 def allowed_violations(omega: float, n_scenarios: int) -> int:
     """⌊(1−ω)S⌋: how many scenarios may exceed ℓmax (eq. (3) as an SAA).
@@ -127,7 +148,7 @@ class Scenarios:
 
     def violations(self, models, gammas, loss_max: float) -> int:
         """Number of scenarios whose final loss exceeds ℓmax."""
-        return int(np.count_nonzero(self.final_losses(models, gammas) > loss_max + 1e-9))
+        return int(np.count_nonzero(self.final_losses(models, gammas) > loss_threshold(loss_max)))
 
 
 def _draw_columns(rng, dists, n: int, K: int) -> np.ndarray:
@@ -183,4 +204,4 @@ class ScenarioSampler:
 
 
 __all__ = ["Scenarios", "ScenarioSampler", "allowed_violations", "thin_sample_note", "quantile_rank", "IN_SAMPLE",
-           "OUT_OF_SAMPLE"]
+           "OUT_OF_SAMPLE", "LOSS_TOL", "loss_threshold"]

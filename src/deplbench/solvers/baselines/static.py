@@ -48,6 +48,7 @@ from collections.abc import Iterable
 import numpy as np
 
 from deplbench.formulations.model.result import SolveResult
+from deplbench.formulations.model.scenarios import loss_threshold
 from deplbench.limits import check_time
 from deplbench.solvers.base import Param, PlotStyle, Solver
 from deplbench.solvers.baselines.common import (  # noqa: F401 - re-exported (old import path)
@@ -72,7 +73,6 @@ from deplbench.solvers.baselines.common import (  # noqa: F401 - re-exported (ol
     success,
     train_on,
 )
-from deplbench.solvers.baselines.train_on import LOSS_TOL
 
 
 # --------------------------------------------------------------------------
@@ -147,7 +147,7 @@ class OneSwitch(Solver):
                 min_k2 = np.full(K + 1, -1, dtype=int)
                 if m1 == m2:
                     q = saa_quantile(l0 - g * Q[:, 1:, m1], omega)              # K1 = 1..K̄
-                    ok = np.nonzero(q <= lmax + LOSS_TOL)[0]
+                    ok = np.nonzero(q <= loss_threshold(lmax))[0]
                     if ok.size:
                         min_k2[ok[0] + 1] = 0
                 else:
@@ -158,7 +158,7 @@ class OneSwitch(Solver):
                         # ℓ_s(K1, K2) for K2 = 1..K̄−K1; the jump hits epoch index K1.
                         base = l0 - g * Q[:, k1, m1] + scen.jump[:, k1, p] + g * Q[:, k1, m2]
                         loss = base[:, None] - g * Q[:, k1 + 1:, m2]
-                        ok = np.nonzero(saa_quantile(loss, omega) <= lmax + LOSS_TOL)[0]
+                        ok = np.nonzero(saa_quantile(loss, omega) <= loss_threshold(lmax))[0]
                         if ok.size:
                             min_k2[k1] = ok[0] + 1
                 for k1 in np.nonzero(min_k2 >= 0)[0]:
@@ -300,7 +300,7 @@ class StaticLearn(Solver):
                     check_time(f"static-learn, epochs per model {list(counts)}")
                     models = [m for m, c in zip(chain, counts) for _ in range(c)]
                     q = float(saa_quantile(scen.final_losses(models, [st.gamma] * len(models)), instance.omega))
-                    if q > instance.loss_max + LOSS_TOL:
+                    if q > loss_threshold(instance.loss_max):
                         continue
                     best = None
                     for cl in cluster_options:

@@ -25,10 +25,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from deplbench.formulations.model.scenarios import loss_threshold
 from deplbench.limits import check_time
-
-#: Absolute slack on ℓmax when comparing an estimated quantile (round-off only).
-LOSS_TOL = 1e-9
 
 
 @dataclass
@@ -95,7 +93,7 @@ def train_on(base: Sequence, extension: Sequence, quantile: Callable[[int], floa
         check_time(f"training {what} on, {j} epoch(s) appended")
         q = float(quantile(j))
         seq = list(base) + list(extension[:j])
-        if not q <= loss_max + LOSS_TOL * max(1.0, abs(loss_max)):
+        if not q <= loss_threshold(loss_max):
             continue
         plan, reason = build(seq)
         out.sequence, out.added = seq, j
@@ -118,4 +116,4 @@ def train_on(base: Sequence, extension: Sequence, quantile: Callable[[int], floa
     return out
 
 
-__all__ = ["LOSS_TOL", "TrainOn", "train_on"]
+__all__ = ["TrainOn", "train_on"]

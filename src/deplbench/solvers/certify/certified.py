@@ -114,6 +114,7 @@ from deplbench.solvers.certify.tasks import (
     validate_candidates,
     validation_task,
 )
+from deplbench.solvers.registry import get_solver
 from deplbench.solvers.run import solve
 
 
@@ -449,6 +450,23 @@ def _status(lower, upper, width, exact, confidence, seed: int = 0) -> tuple[str,
     return "none", "neither bound could be established: " + lower["method"]
 
 
+def _names(algorithms: str) -> list[str]:
+    return [a.strip() for a in str(algorithms).split(",") if a.strip()]
+
+
+def candidate_names_refused(algorithms: str) -> str:
+    """Why the comma-separated candidate ``algorithms`` are refused ("" when they are not):
+    an unknown name, or the bracket itself. Checked with the parameters, before any solve."""
+    for name in _names(algorithms):
+        if name == MilpCertified.name:
+            return f"{name!r} cannot be its own candidate"
+        try:
+            get_solver(name)
+        except SolverError as exc:
+            return str(exc)
+    return ""
+
+
 class MilpCertified(Solver):
     """The certified bracket as an algorithm: plan = UB plan, lower_bound = LB.
 
@@ -472,7 +490,8 @@ class MilpCertified(Solver):
         **{name: SETTINGS_PARAMETERS[name] for name in (
             "confidence", "replications", "scenarios", "validation", "risk_grid", "time_limit", "total_time_limit",
             "seed", "gap")},
-        "algorithms": Param("", str, "comma-separated algorithms whose plans are also UB candidates"),
+        "algorithms": Param("", str, "comma-separated algorithms whose plans are also UB candidates",
+                            check=candidate_names_refused),
         **{name: SETTINGS_PARAMETERS[name] for name in ("grid_seeds",)},
         "workers": Param(1, int, "local processes for the SAA solves", low=1, high=limits.MAX_WORKERS),
         **{name: SETTINGS_PARAMETERS[name] for name in (
@@ -507,11 +526,11 @@ def refine_options(params: Mapping) -> dict:
 
 def candidate_plans(instance, algorithms: str) -> tuple[dict[str, Plan], dict[str, str]]:
     """Run each named algorithm (unevaluated) and collect its plan as a UB candidate."""
-    names = [a.strip() for a in str(algorithms).split(",") if a.strip()]
+    refused = candidate_names_refused(algorithms)
+    if refused:
+        raise SolverError(f"algorithms: {refused}")
     plans, failed = {}, {}
-    for name in names:
-        if name == MilpCertified.name:
-            raise SolverError("algorithms: 'milp-certified' cannot be its own candidate")
+    for name in _names(algorithms):
         res = solve(instance, name, evaluate=False)
         if res.plan is not None and res.status in ("optimal", "feasible", "time_limit"):
             plans[f"algorithm {name}"] = res.plan

@@ -22,7 +22,7 @@ import numpy as np
 from scipy import stats
 
 from deplbench.formulations.evaluation.evaluate import evaluate_plan, simulate_trajectories, transfer_cost
-from deplbench.formulations.model.scenarios import ScenarioSampler, quantile_rank
+from deplbench.formulations.model.scenarios import LOSS_TOL, ScenarioSampler, loss_threshold, quantile_rank
 from deplbench.solvers.depl.stages import check_seed, stage2, stage3, surrogates
 
 #: Stage-2 targets tried by ``calibrate=True`` (expansion, then bisection).
@@ -179,7 +179,7 @@ def calibrate(ctx: Context, start: float, plan0, eval0) -> Calibration:
     """
     inst = ctx.instance
     loss_max = float(inst.loss_max)
-    tol = 1e-9 * max(1.0, abs(loss_max))
+    tol = LOSS_TOL * max(1.0, abs(loss_max))
     level = 1.0 - (1.0 - CALIBRATION_CONFIDENCE) / CALIBRATION_STEPS
     out = Calibration(info={"surrogates": [], "tests": [], "start_target": start,
                              "confidence_per_test": level, "family_confidence": CALIBRATION_CONFIDENCE,
@@ -192,7 +192,7 @@ def calibrate(ctx: Context, start: float, plan0, eval0) -> Calibration:
         out.info["skipped"] = "the accepted plan has no room below ℓmax"
         return out
     models0 = [inst.model_index[e.model] for e in plan0.epochs]
-    limit = loss_max + tol
+    limit = loss_threshold(loss_max)
     prober = _Prober(ctx, _QuantileEstimator(inst, ctx.gamma, ctx.check_samples, _estimation_seed(ctx.seed), level))
     for bound in surrogates(inst, ctx.gamma, ctx.method, ctx.n_theta, ctx.tail_share, ctx.ref_epochs):
         scale = bound.path_bound(inst.initial_loss, models0) - eval0.quantile + (loss_max - start)

@@ -28,6 +28,7 @@ from deplbench.formulations.evaluation.evaluate import evaluate_plan
 from deplbench.formulations.model.allocation import allocate
 from deplbench.formulations.model.plan import Epoch, Plan
 from deplbench.formulations.model.result import SolveResult
+from deplbench.formulations.model.scenarios import LOSS_TOL
 from deplbench.instances.datalaw import compute_need
 from deplbench.jsonio import to_jsonable
 from deplbench.limits import MEMORY_LIMIT_PARAM, check_time
@@ -436,7 +437,7 @@ def decide(instance, p: dict, method: str, *, n_theta: int = 1, tail_share: floa
         if retries_left == 0 or not retry_on_check:
             break
         retries_left -= 1
-        loss_max_eff -= max(excess, 0.0) + width + 1e-9 * max(1.0, abs(instance.loss_max))
+        loss_max_eff -= max(excess, 0.0) + width + LOSS_TOL * max(1.0, abs(instance.loss_max))
 
     out.loss_max_eff = loss_max_eff
     out.reason = reason

@@ -40,7 +40,7 @@ import numpy as np
 from deplbench.formulations.model.allocation import allocate
 from deplbench.formulations.model.plan import Epoch, Plan
 from deplbench.formulations.model.result import SolveResult
-from deplbench.formulations.model.scenarios import ScenarioSampler, allowed_violations
+from deplbench.formulations.model.scenarios import ScenarioSampler, allowed_violations, loss_threshold
 from deplbench.instances.datalaw import compute_need
 from deplbench.limits import FLOAT_BYTES, MEMORY_LIMIT_PARAM, TIME_LIMIT_PARAM, check_memory, check_time
 from deplbench.params import SEED
@@ -48,8 +48,6 @@ from deplbench.solvers.base import Param, PlotStyle, Solver
 
 #: Largest instance the exhaustive search accepts (tiny instances only, docs/DESIGN.md registry table).
 LIMITS = {"horizon": 6, "models": 3, "clusters": 2, "datasets": 3}
-#: Same tolerance as ``Scenarios.violations``.
-_LOSS_TOL = 1e-9
 
 
 def _too_big(instance) -> str:
@@ -131,7 +129,7 @@ def search(instance, scenarios: int, seed: int):
                     ok = quantile_cache.get(key)
                     if ok is None:
                         losses = sc.final_losses(m, gamma[c])
-                        ok = int(np.count_nonzero(losses > instance.loss_max + _LOSS_TOL)) <= budget
+                        ok = int(np.count_nonzero(losses > loss_threshold(instance.loss_max))) <= budget
                         quantile_cache[key] = ok
                     if not ok:
                         continue

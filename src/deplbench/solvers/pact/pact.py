@@ -385,21 +385,27 @@ class Pact(Solver):
                 q_hi = mid
         return low, tried
 
+    @classmethod
+    def check_params(cls, resolved) -> tuple[str, str] | None:
+        """The quantile search runs down from ``robust_quantile`` to ``min_robust_quantile``."""
+        if resolved["min_robust_quantile"] > resolved["robust_quantile"]:
+            return "min_robust_quantile", (f"must be <= robust_quantile ({resolved['robust_quantile']}), "
+                                           f"got {resolved['min_robust_quantile']}")
+        return None
+
     @staticmethod
     def _validate(instance, params) -> None:
-        """Reject parameter combinations that cannot work (→ status error)."""
-        if params["min_robust_quantile"] > params["robust_quantile"]:
-            raise SolverError(
-                f"min_robust_quantile: {params['min_robust_quantile']} exceeds robust_quantile "
-                f"{params['robust_quantile']}")
-        cells = instance.horizon * instance.n_models * instance.n_clusters * _loss_resolution(instance, params) * (
-            params["time_resolution"] + 1)
+        """Refuse resolutions whose graph on ``instance`` would be too large (→ status error,
+        one line); the parameters alone are checked by :meth:`check_params`."""
+        loss = _loss_resolution(instance, params)
+        cells = instance.horizon * instance.n_models * instance.n_clusters * loss * (params["time_resolution"] + 1)
         # The risk factor keeps one float32 layer stack (4 bytes per vertex)
         # per current model: cap it at ~400 MB.
         if cells > 1e8:
             raise SolverError(
-                f"loss_resolution/time_resolution: the expanded graph would have {cells:.3g} vertices "
-                "(over 1e8); lower the resolutions")
+                f"loss_resolution/time_resolution: the expanded graph would have {cells:.3g} vertices, over 1e8 "
+                f"(K̄ = {instance.horizon} × |M| = {instance.n_models} × |N| = {instance.n_clusters} × "
+                f"{loss} loss buckets × {params['time_resolution'] + 1} time buckets); lower the resolutions")
 
 
 __all__ = ["Pact", "ExpandedGraph", "pact_decisions", "score_paths", "PactRun"]

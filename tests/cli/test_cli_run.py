@@ -1,0 +1,47 @@
+"""``deplbench run``: ``--db`` is required to run a sweep and optional for ``--dry-run``.
+
+A dry run reads the results store only to count the tasks already done;
+without one, no task counts as done and the report says so. A real run
+without ``--db`` is a one-line error naming it (exit status 2), refused
+before the sweep is read or any task process prepared.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+SWEEP = """
+[[instances]]
+id = "ks"
+family = "knapsack"
+params = { n_items = 4, horizon = 4 }
+
+[[algorithms]]
+name = "depl"
+grid = { eta = [50, 100] }
+"""
+
+
+@pytest.mark.integration
+def test_dry_run_without_db_counts_no_task_as_done_and_writes_nothing(tmp_path, monkeypatch, deplbench_cli):
+    sweep = tmp_path / "s.toml"
+    sweep.write_text(SWEEP)
+    monkeypatch.chdir(tmp_path)
+    status, out, err = deplbench_cli("run", sweep, "--dry-run")
+    assert status == 0, err
+    first = out.splitlines()[0]
+    assert "2 tasks, none counted as done (no results store given)" in first and "2 to run" in first, out
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["s.toml"]
+
+
+@pytest.mark.integration
+def test_run_without_db_is_one_line_exit_2(tmp_path, deplbench_cli):
+    sweep = tmp_path / "s.toml"
+    sweep.write_text(SWEEP)
+    status, out, err = deplbench_cli("run", sweep)
+    assert status == 2
+    assert err.startswith("error: --db: ") and err.count("\n") == 1, err
+    assert out == ""
+    # refused before the sweep is read: a missing sweep file still names --db
+    status, _, err = deplbench_cli("run", tmp_path / "missing.toml")
+    assert status == 2 and err.startswith("error: --db: "), err
