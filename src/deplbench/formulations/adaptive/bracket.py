@@ -517,7 +517,8 @@ def adaptive_bounds(instance, buckets: int = 1200, runs: int = 100_000, seed: in
         lower_bound=lower, upper_bound=ucb, cost_mean=mean,
         p_success=(1.0 - q) * k / max(n_kept, 1), p_success_lo=p_lo, certified=certified,
         frontier=monotone_frontier(search, omega),
-        multipliers={"lambda": best.lam, "mu": best.mu, "mu_policy": policy.pass_.mu, "rho_policy": policy.rho,
+        multipliers={"lambda": best.lam, "mu": best.mu, "lambda_policy": policy.pass_.lam,
+                     "mu_policy": policy.pass_.mu, "rho_policy": policy.rho,
                      "give_up": policy.give_up, "scaling": policy.scaling, "budget": policy.budget,
                      "lambda_converged": search.lam_converged,
                      "deadline": (f"carried on {carried[1]} time points at {carried[2]} buckets (lower bound: the "

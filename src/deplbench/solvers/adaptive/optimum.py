@@ -115,9 +115,10 @@ class AdaptiveOpt(Solver):
                                                         if k not in ("lower_bound", "upper_bound")})
 
     def closed_loop_policy(self, instance, result, **params):
-        """The certified policy, rebuilt from ``diagnostics["multipliers"]`` (failure price,
-        ρ, rescaling rule or time grid, and share given up at once; None without them)
-        on the grid the bracket ended on."""
+        """The certified policy, rebuilt from ``diagnostics["multipliers"]`` (its own time and
+        failure prices ``lambda_policy`` and ``mu_policy`` — not the bound's pass, which may be
+        another one —, ρ, rescaling rule or time grid, and share given up at once; None
+        without them) on the grid the bracket ended on."""
         mult = (result.diagnostics or {}).get("multipliers")
         if not mult or not adaptive.applies(instance)[0]:
             return None
@@ -129,7 +130,9 @@ class AdaptiveOpt(Solver):
             return adaptive.TimedPolicy(chain, adaptive.timed_dp(chain, mult["mu_policy"], g, keep=True), g,
                                         name=f"{self.display_label()} (policy)", give_up=mult.get("give_up", 0.0),
                                         coin_seed=p["seed"], budget=mult.get("budget") or math.inf)
-        return adaptive.AdaptivePolicy(chain, adaptive.dp(chain, mult["lambda"], mult["mu_policy"], keep=True),
+        # the policy's own time price: the bound's pass ("lambda") may be another one, or carried (λ = 0)
+        lam = mult.get("lambda_policy", mult["lambda"])
+        return adaptive.AdaptivePolicy(chain, adaptive.dp(chain, lam, mult["mu_policy"], keep=True),
                                        mult.get("rho_policy", p["rho"]), name=f"{self.display_label()} (policy)",
                                        scaling=mult.get("scaling", "rms"), give_up=mult.get("give_up", 0.0),
                                        coin_seed=p["seed"], budget=mult.get("budget") or math.inf)
