@@ -162,3 +162,20 @@ def test_adaptive_opt_records_no_bound_from_runaway_multipliers_and_infeasible_w
     assert ran.diagnostics["status"] == "multipliers_ran_away"
     proven = solve(inst, "adaptive-opt", evaluate=False, time_points=16, **common)
     assert proven.status == "infeasible" and "within Tmax" in proven.message
+
+
+@pytest.mark.slow
+def test_refinement_stops_before_a_grid_whose_carried_deadline_exceeds_the_memory_budget():
+    # The first grid (150 buckets, 16 time points) fits in 0.03 GiB, the next one's carried
+    # passes do not: the refinement must stop there and certify the first grid, not raise
+    # after the work is done.
+    from deplbench.instances.generators import generate
+    from deplbench.limits import memory_budget
+
+    inst = generate("scaling")
+    with memory_budget(0.03):
+        b = A.adaptive_bounds(inst, buckets=150, runs=2000, tune_runs=2000, width=1e-5, time_limit=100.0,
+                              time_points=16)
+    assert b.refinement["stopped_by"] == "memory_limit"
+    assert [lv["buckets"] for lv in b.refinement["levels"]] == [150]
+    assert b.certified and b.multipliers["time_points"] == 16

@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 import time as _time
 from dataclasses import dataclass, field
+from types import SimpleNamespace
 
 import numpy as np
 
@@ -219,6 +220,17 @@ def timed_memory(chain: Chain, points: int) -> float:
     g1, l1 = float(points + 1), float(chain.L + 1)
     rows = chain.M * chain.N + len(chain.kj) * chain.N
     return 3 * 8.0 * chain.K * (chain.M + 1) * g1 * l1 + 6 * 8.0 * rows * g1 * 2 * 2 * l1
+
+
+def timed_memory_next(chain: Chain, buckets: int, time_points: int | None) -> float:
+    """:func:`timed_memory` of the grid of ``buckets`` the refinement would build next from
+    ``chain`` (0 when that grid carries no deadline), without building it: its top (L) is at most
+    ``buckets`` plus the current grid's headroom above ℓ(0) scaled by the ratio of the steps."""
+    head = chain.L - chain.i0 - 1                       # ⌈rise/h⌉ + …: scales with 1/h
+    shape = SimpleNamespace(K=chain.K, M=chain.M, N=chain.N, kj=chain.kj,
+                            L=int(buckets) + math.ceil(head * buckets / chain.i0) + 1)
+    g = time_points_for(shape, time_points)             # type: ignore[arg-type]
+    return timed_memory(shape, g) if g else 0.0         # type: ignore[arg-type]
 
 
 def _search_at(instance, chain: Chain, omega: float, iters_lam: int, iters_mu: int, warm):
@@ -448,7 +460,8 @@ def adaptive_bounds(instance, buckets: int = 1200, runs: int = 100_000, seed: in
         reserve = runs / sim_rate + tune_s              # the certification and one more tuning
         if nxt > cap:
             stopped = "max_buckets"
-        elif memory_estimate(instance, nxt, runs, tune_runs) > memory_budget_gib() * 2**30:
+        elif (memory_estimate(instance, nxt, runs, tune_runs) > memory_budget_gib() * 2**30
+              or timed_memory_next(opt, nxt, time_points) > memory_budget_gib() * 2**30):
             stopped = "memory_limit"
         elif time_limit is not None and elapsed + 2.5 * t_lb + reserve > time_limit:
             stopped = "time_limit"
