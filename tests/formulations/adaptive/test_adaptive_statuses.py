@@ -5,9 +5,9 @@ Two small instances (two models, two clusters, communication time):
 * ``LATE``: ω = 0.9 is reached by some policy when the deadline is ignored (P ≈ 1), but
   within Tmax = 4 no policy succeeds with probability above ≈ 0.011 — every epoch at
   capacity takes ≥ 4 of the 4 time units on model a, and model b needs a switch first.
-  It must be reported ``unreachable`` with its one line, never as a huge "proven" bound;
-  with the deadline priced only (no carried grid to prove it) it must get the distinct
-  status ``multipliers_ran_away``.
+  It must be reported ``unreachable`` with its one line: up front where the carried grid
+  proves it, and with the deadline priced only from the proven bound, which then exceeds
+  the dearest run any policy can have.
 * ``TIGHT``: two deterministic epochs at t = c/r fill Tmax exactly; the carried bound beats
   the priced one, and the multipliers and rounding bound reported must be the carried pass's.
 """
@@ -67,12 +67,56 @@ def test_timed_best_success_is_the_untimed_one_when_the_deadline_is_loose():
     assert abs(p - q) <= 1e-9 and 0 < e < 1e-8
 
 
-def test_runaway_multipliers_are_a_distinct_status_not_a_proven_bound():
+def test_a_proven_bound_above_the_dearest_run_proves_unreachable():
+    # With the deadline priced only there is no carried grid to prove ω out of reach up front,
+    # but the bound then exceeds the dearest run any policy can have: weak duality proves
+    # that no policy is feasible.
+    inst = parse_instance(LATE)
+    b = A.adaptive_bounds(inst, buckets=6, runs=200, tune_runs=200, time_points=0, iters_lam=1, iters_mu=1)
+    assert b.status == "unreachable" and not b.certified
+    assert b.lower_bound > A.largest_cost(inst)
+    assert b.message.startswith("no policy reaches P(success) ≥ ω = 0.9 within Tmax = 4: the proven lower bound")
+    assert f"exceeds {A.largest_cost(inst):g}, the dearest run any policy can have" in b.message
+
+
+def test_runaway_multipliers_below_the_dearest_run_are_a_distinct_status(monkeypatch):
+    # μ held at its cap (here: a tiny one) with ω missed, and a bound that proves nothing (no
+    # ceiling to compare with): the distinct status, which claims no unreachability.
+    from deplbench.formulations.adaptive import bracket, search
+
+    monkeypatch.setattr(bracket, "largest_cost", lambda instance: math.inf)
+    monkeypatch.setattr(bracket, "RUNAWAY", 0.0)
+    monkeypatch.setattr(search, "MU_CAP", 1e-12)
     inst = parse_instance(LATE)
     b = A.adaptive_bounds(inst, buckets=6, runs=200, tune_runs=200, time_points=0, iters_lam=1, iters_mu=1)
     assert b.status == "multipliers_ran_away" and not b.certified
-    assert b.lower_bound > A.largest_cost(inst)           # the runaway the status reports
-    assert "not proven unreachable" in b.message and "ran away" in b.message
+    assert "ran away" in b.message and "is valid but no cost estimate" in b.message
+    assert "that is not proven" in b.message
+
+
+def test_statuses_are_reported_in_the_documented_order(monkeypatch):
+    # a non-finite bound from run-away multipliers: multipliers_ran_away comes before
+    # bound_not_positive in BRACKET_STATUSES, whichever was found first
+    from deplbench.formulations.adaptive import bracket, search
+
+    monkeypatch.setattr(bracket, "largest_cost", lambda instance: math.inf)
+    monkeypatch.setattr(bracket, "RUNAWAY", 0.0)
+    monkeypatch.setattr(search, "MU_CAP", 1e-12)
+    monkeypatch.setattr(search.Search, "bound", lambda self, omega=None: -math.inf)
+    inst = parse_instance(LATE)
+    b = A.adaptive_bounds(inst, buckets=6, runs=200, tune_runs=200, time_points=0, iters_lam=1, iters_mu=1)
+    assert b.status == "multipliers_ran_away", b.messages
+    assert "not a positive finite bound" in b.messages[1]
+
+
+def test_no_epoch_within_the_deadline_is_unreachable_at_once():
+    d = copy.deepcopy(LATE)
+    for c in d["clusters"]:
+        c["capacity"] = 1e-6                       # every epoch takes far longer than Tmax
+    inst = parse_instance(d)
+    b = A.adaptive_bounds(inst, buckets=6, runs=200, tune_runs=200, time_points=0)
+    assert b.status == "unreachable" and b.work["dp_passes"] == 0
+    assert "no epoch fits in it" in b.message
 
 
 def test_cli_unreachable_within_deadline_exit_1_one_line(tmp_path, capsys):
@@ -158,8 +202,8 @@ def test_adaptive_opt_records_no_bound_from_runaway_multipliers_and_infeasible_w
     inst = parse_instance(LATE)
     common = {"buckets": 6, "runs": 200, "tune_runs": 200, "iters_lam": 1, "iters_mu": 1}
     ran = solve(inst, "adaptive-opt", evaluate=False, time_points=0, **common)
-    assert ran.status == "no_solution" and ran.lower_bound is None
-    assert ran.diagnostics["status"] == "multipliers_ran_away"
+    assert ran.status == "infeasible" and ran.lower_bound is None      # proven by the bound above the dearest run
+    assert ran.diagnostics["status"] == "unreachable"
     proven = solve(inst, "adaptive-opt", evaluate=False, time_points=16, **common)
     assert proven.status == "infeasible" and "within Tmax" in proven.message
 

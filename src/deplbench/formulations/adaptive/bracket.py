@@ -12,6 +12,7 @@ allocating. Guarantees: package docstring (:mod:`deplbench.formulations.adaptive
 
 from __future__ import annotations
 
+import functools
 import math
 import time as _time
 from dataclasses import dataclass, field
@@ -39,9 +40,11 @@ from deplbench.limits import check_memory, memory_budget_gib
 #: first in this order is reported (every line is kept in ``messages``).
 BRACKET_STATUSES = ("certified", "unreachable", "multipliers_ran_away", "bound_not_positive", "lambda_not_converged",
                     "not_certified")
-#: A failure price μ at or above this whose pass still misses ω counts as run away (the μ search
-#: stops growing it at 1e15).
-RUNAWAY = 1e14
+#: A failure price μ at or above RUNAWAY times the instance's cost scale
+#: (:meth:`~deplbench.formulations.adaptive.chain.Setting.cost_scale`) whose pass still misses ω
+#: counts as run away (the μ search stops growing it at :data:`~deplbench.formulations.adaptive.search.MU_CAP`
+#: times the scale).
+RUNAWAY = 1e10
 #: Loss buckets of the first grid when refining to a width, and the factor between grids.
 START_BUCKETS, REFINE = 600, 2
 #: Refinement never goes beyond this many buckets (nor beyond the memory budget).
@@ -222,6 +225,14 @@ def timed_memory(chain: Chain, points: int) -> float:
     return 3 * 8.0 * chain.K * (chain.M + 1) * g1 * l1 + 6 * 8.0 * rows * g1 * 2 * 2 * l1
 
 
+def _fastest_epoch(chain: Chain) -> float:
+    """The least time any epoch can take: c/r + s/b over the usable (model, cluster) pairs."""
+    st = chain.st
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        t = np.where(st.usable, st.compute / st.cap[None, :] + st.comm, np.inf)
+    return float(t.min()) if t.size else math.inf
+
+
 def timed_memory_next(chain: Chain, buckets: int, time_points: int | None) -> float:
     """:func:`timed_memory` of the grid of ``buckets`` the refinement would build next from
     ``chain`` (0 when that grid carries no deadline), without building it: its top (L) is at most
@@ -276,6 +287,17 @@ def _policy_mu(search, warm) -> float:
     return max(warm.mu, 1e-6)
 
 
+def _quiet(f):
+    """Run ``f`` with numpy's floating-point warnings off: an overflow (κ near the largest
+    float, say) ends as a non-finite bound, which the statuses report in one line."""
+    @functools.wraps(f)
+    def run(*args, **kwargs):
+        with np.errstate(over="ignore", invalid="ignore", divide="ignore", under="ignore"):
+            return f(*args, **kwargs)
+    return run
+
+
+@_quiet
 def adaptive_bounds(instance, buckets: int = 1200, runs: int = 100_000, seed: int = 0,
                     confidence: float = 0.95, tune_runs: int = 50_000, rho: float = 1.0,
                     iters_lam: int = 6, iters_mu: int = 6, width: float | None = None,
@@ -372,7 +394,12 @@ def adaptive_bounds(instance, buckets: int = 1200, runs: int = 100_000, seed: in
                         f"grid's passes, beyond time_limit = {time_limit:g} s; use fewer time points or buckets "
                         f"(0: the deadline priced only; default: chosen where affordable)")
     line, timed_check = "", False
-    if reach + reach_err < omega:
+    fastest = _fastest_epoch(opt)
+    if not fastest <= opt.st.time_max:
+        # ℓ(0) > ℓmax (applies), so a run that cannot finish one epoch within Tmax never succeeds
+        line = (f"no policy reaches P(success) ≥ ω = {omega:g} within Tmax = {instance.time_max:g}: no epoch "
+                f"fits in it (the fastest, at x = r, takes {fastest:.6g})")
+    elif reach + reach_err < omega:
         line = (f"no policy reaches P(success) ≥ ω = {omega:g}: the optimistic chain's best is {reach:.6g} "
                 f"(deadline and cost ignored; {buckets} loss buckets)")
     elif g0:
@@ -501,19 +528,25 @@ def adaptive_bounds(instance, buckets: int = 1200, runs: int = 100_000, seed: in
     certified = bool(p_lo >= omega)
     messages = []
     if not (math.isfinite(lower) and lower > 0):
+        why = ("every unit cost κ is 0, so 0 may be the optimum; a width relative to it is undefined"
+               if not np.any(opt.st.kappa > 0)
+               else "the multiplier search found no useful (λ, μ); try more --iters-lam or buckets")
         messages.append(("bound_not_positive", f"the lower bound is {lower:.6g}: not a positive finite bound "
-                         f"(the multiplier search found no useful (λ, μ); try more --iters-lam or buckets)"))
-    stuck = best.mu >= RUNAWAY and best.p_fail > 1.0 - omega + best.err_fail     # μ grown to its cap, still infeasible
-    if stuck or (math.isfinite(lower) and lower > ceiling):
-        # weak duality bounds a feasible problem's optimum by its dearest run; a bound beyond it
-        # comes from multipliers driven off to infinity, and says only that ω looks out of reach
-        why = (f"the optimistic chain's best P(success) within Tmax is {reach:.6g} ≥ ω on the carried grid of "
-               f"{g0} time points" if g0
-               else "no deadline-aware check: no time grid, --time-points 0 or its pass too costly")
+                         f"({why})"))
+    if math.isfinite(lower) and lower > ceiling:
+        # weak duality: a feasible problem's optimum is at most its dearest run, so a proven
+        # bound beyond that proves that no policy is feasible
+        messages.append(("unreachable", f"no policy reaches P(success) ≥ ω = {omega:g} within Tmax = "
+                         f"{instance.time_max:g}: the proven lower bound {lower:.6g} (λ = {best.lam:.4g}, μ = "
+                         f"{best.mu:.4g}) exceeds {ceiling:.6g}, the dearest run any policy can have (K̄ epochs "
+                         f"at x = r on the dearest cluster)"))
+    elif best.mu >= RUNAWAY * opt.st.cost_scale() and best.p_fail > 1.0 - omega + best.err_fail:
+        # μ grown to its cap with ω still missed, yet the bound proves nothing beyond the dearest run
+        what = ("the policy certified shows ω is reachable" if certified
+                else "ω may be out of reach within Tmax, but that is not proven")
         messages.append(("multipliers_ran_away", f"the multiplier search ran away (λ = {best.lam:.4g}, μ = "
-                         f"{best.mu:.4g}; bound {lower:.6g} against {ceiling:.6g}, the dearest run any policy "
-                         f"can have): ω = {omega:g} looks out of reach within Tmax, but it is not proven "
-                         f"unreachable ({why}); the bound is no cost estimate"))
+                         f"{best.mu:.4g}, its cap, with the chain's P(fail) {best.p_fail:.6g} still above "
+                         f"1 − ω): the bound {lower:.6g} is valid but no cost estimate ({what})"))
     if not search.lam_converged and priced >= lower:
         pb = search.best
         messages.append(("lambda_not_converged", f"the time-price search did not converge (E[T] = "
@@ -522,6 +555,7 @@ def adaptive_bounds(instance, buckets: int = 1200, runs: int = 100_000, seed: in
     if not certified:
         messages.append(("not_certified", f"the policy's P(success) ≥ ω is not certified (lower bound "
                          f"{p_lo:.4f} < ω = {omega:g})"))
+    messages.sort(key=lambda m: BRACKET_STATUSES.index(m[0]))      # the first in BRACKET_STATUSES is reported
     status = messages[0][0] if messages else "certified"
     lines = [m for _, m in messages]
     refinement = {"width_target": width, "stopped_by": stopped, "levels": levels, "time_limit": time_limit,

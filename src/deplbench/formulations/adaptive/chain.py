@@ -81,6 +81,20 @@ class Setting:
                    instance.capacity.astype(float), instance.run_scale_for(instance.horizon),
                    usable, instance.allowed.copy(), float(instance.time_max) * (1 + TIME_RTOL))
 
+    def cost_scale(self) -> float:
+        """The instance's cost scale: K̄ epochs, each filling its share Tmax/K̄ of the
+        deadline (x = min(r, c·K̄/Tmax)), on the dearest usable (model, cluster) pair.
+
+        The failure price and the caps of the multiplier search are set relative to it, so
+        that their behaviour does not depend on the unit of cost (κ) or on an idle, huge
+        capacity r. 1 when it is not positive and finite (every κ = 0)."""
+        K = self.scale.shape[0]
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            x = np.minimum(self.cap[None, :], self.compute * K / self.time_max)
+            c = np.where(self.usable, self.kappa[None, :] * x, 0.0)
+            out = float(K * c.max()) if c.size else 0.0
+        return out if math.isfinite(out) and out > 0 else 1.0
+
     def priced(self, lam: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Per (m, n) at time price λ: allocation x*, compute time c/x*, money κx*.
 

@@ -56,6 +56,10 @@ class Search:
         return max(p.bound(w, self.chain.st.time_max) for p in self.passes)
 
 
+#: The μ search grows μ no further than MU_CAP times the instance's cost scale
+#: (:meth:`~deplbench.formulations.adaptive.chain.Setting.cost_scale`; 10¹⁵ at a scale of 10⁴);
+#: a first pass at MU_PROBE times it gives a run's cost, the first μ tried.
+MU_CAP, MU_PROBE = 1e11, 1e8
 #: The μ search stops when the cutting-plane model promises less than this
 #: relative gain; the λ search when E[T] is this close to Tmax (relative).
 MU_RTOL, LAM_RTOL = 2e-5, 1e-3
@@ -87,7 +91,8 @@ def best_mu(search: Search, lam: float, omega: float, guess: float | None, iters
     hi, grow = search.run(lam, guess if guess else 1.0), 1.25
     # P(fail) within its rounding bound of 1 − ω counts as feasible: μ is not driven
     # towards infinity by a difference that the arithmetic cannot resolve
-    while hi.p_fail > risk + hi.err_fail and hi.mu < 1e15:   # a warm start is usually close: grow slowly first
+    cap = MU_CAP * search.chain.st.cost_scale()
+    while hi.p_fail > risk + hi.err_fail and hi.mu < cap:   # a warm start is usually close: grow slowly first
         lo, hi, grow = hi, search.run(lam, hi.mu * grow), 4.0
     for _ in range(max(1, iters)):
         m0, g0, s0 = cut(lo) if lo is not None else (0.0, 0.0, omega)
@@ -148,7 +153,8 @@ def lower_bound_search(chain: Chain, omega: float, iters_lam: int = 6, iters_mu:
     st = chain.st
     tm = st.time_max
     lam = lam0 or lam_guess(chain)
-    mu = mu0 if mu0 else max(1e-6, dp(chain, lam, 1e12).cost)   # μ of the order of a run's cost
+    scale = st.cost_scale()
+    mu = mu0 if mu0 else max(1e-10 * scale, dp(chain, lam, MU_PROBE * scale).cost)   # μ of the order of a run's cost
     lo, hi = 0.0, math.inf                         # E[T] > Tmax at lo, ≤ Tmax at hi
     refine = 0
     for _ in range(iters_lam + 1 + BRACKET_STEPS):
@@ -203,5 +209,5 @@ def multires_search(instance, chain: Chain, omega: float, iters_lam: int, iters_
     return fine
 
 
-__all__ = ["BRACKET_STEPS", "COARSE", "LAM_JUMP", "LAM_RTOL", "MU_RTOL", "Search", "best_mu", "lam_guess",
-           "lower_bound_search", "multires_search"]
+__all__ = ["BRACKET_STEPS", "COARSE", "LAM_JUMP", "LAM_RTOL", "MU_CAP", "MU_PROBE", "MU_RTOL", "Search", "best_mu",
+           "lam_guess", "lower_bound_search", "multires_search"]

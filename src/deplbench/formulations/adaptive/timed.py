@@ -64,7 +64,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from deplbench.formulations.adaptive.chain import UNIT, Chain, F, Pass, V, correlate
-from deplbench.formulations.adaptive.search import Search, best_mu
+from deplbench.formulations.adaptive.search import MU_PROBE, Search, best_mu
 
 #: Points of the remaining-time grid by default (G; Δ = Tmax/G): the finest of these
 #: whose pass costs at most :data:`TIMED_WORK` (:func:`timed_work`).
@@ -301,8 +301,9 @@ def timed_search(chain: Chain, omega: float, points: int = TIME_POINTS[0], iters
     Any μ ≥ 0 gives a valid bound; ``mu0`` only warm-starts."""
     s = TimedSearch(chain, omega, points)
     if not mu0:
-        p = timed_dp(chain, 1e12, points)
-        mu0 = max(1e-6, p.cost)                            # μ of the order of a run's cost
+        scale = chain.st.cost_scale()
+        p = timed_dp(chain, MU_PROBE * scale, points)
+        mu0 = max(1e-10 * scale, p.cost)                   # μ of the order of a run's cost
     best_mu(s, 0.0, omega, mu0, iters_mu)
     return s
 

@@ -108,7 +108,7 @@ class AdaptiveOpt(Solver):
         status = "feasible" if b.certified else "infeasible" if b.status == "unreachable" else "no_solution"
         # a bound from multipliers that ran away is no cost reference
         lb = (b.lower_bound if math.isfinite(b.lower_bound) and b.lower_bound > 0
-              and b.status != "multipliers_ran_away" else None)
+              and b.status not in ("multipliers_ran_away", "unreachable") else None)
         ub = b.upper_bound if b.certified and math.isfinite(b.upper_bound) else None
         return SolveResult(algorithm=self.name, status=status, message=b.message, cost=ub,
                            lower_bound=lb, diagnostics={k: v for k, v in d.items()
