@@ -99,16 +99,21 @@ on tuning runs is within it, or the time, memory budget or ``max_buckets``
 would be passed; the policy of the last grid is then certified once, so
 the stopping rule never sees the certification draws.
 
-**Statuses** (:data:`BRACKET_STATUSES`), each with one line:
-``unreachable`` (the optimistic chain's highest P(success), deadline and
-cost ignored — or, where the time grid is affordable, with the deadline
-carried on every run (:func:`timed_best_success`) — is below ω: no policy of
-the instance reaches ω (within Tmax); nothing else is computed),
-``multipliers_ran_away`` (the bound exceeds the dearest run any policy can
-have, or μ grew to its cap with ω still missed: ω looks out of reach but is
-not proven so; the number is valid by weak duality but no cost estimate),
-``bound_not_positive``, ``lambda_not_converged`` (the bound is valid but may
-be loose), ``not_certified``, ``certified``. The reported multipliers and
+**Statuses** (:data:`BRACKET_STATUSES`; when several apply, the first in
+that order is reported and every line kept), each with one line:
+``unreachable`` — proven: no epoch fits in Tmax, or the optimistic chain's
+highest P(success), deadline and cost ignored — or, where the time grid is
+affordable, with the deadline carried on every run
+(:func:`timed_best_success`) — is below ω (nothing else is computed), or
+the proven lower bound exceeds the dearest run any policy can have (K̄
+epochs at x = r on the dearest cluster: by weak duality no policy is then
+feasible); ``multipliers_ran_away`` (μ grew to its cap — relative to the
+instance's cost scale, :meth:`~deplbench.formulations.adaptive.chain.Setting.cost_scale` —
+with ω still missed on the chain, the bound below that dearest run: valid,
+but no cost estimate, and ω not proven out of reach); ``bound_not_positive``
+(it says when every κ is 0, where 0 may be the optimum);
+``lambda_not_converged`` (the bound is valid but may be loose);
+``not_certified``; ``certified``. The reported multipliers and
 rounding bound are those of the pass that gives the bound
 (``multipliers["lower_bound_source"]``: ``priced`` or ``carried``). Memory is
 estimated from the shapes and refused above the budget before anything

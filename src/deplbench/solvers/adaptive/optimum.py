@@ -14,10 +14,12 @@ rebuilds the same policy (deterministic from the multipliers) so that sweeps
 simulate it beside PACT and ``depl-receding``.
 
 Status: ``feasible`` when the policy's P(success) ≥ ω is certified,
-``infeasible`` when no policy reaches ω at all (the optimistic chain's best
-P(success), deadline ignored or carried, is below it; no bound, no policy),
-``no_solution`` when the policy is not certified (the bound still holds) or
-the multipliers ran away (no lower bound reported), ``skipped`` on instances outside the method
+``infeasible`` when no policy reaches ω at all, proven (bracket status
+``unreachable``: no epoch fits in Tmax, the optimistic chain's best
+P(success), deadline ignored or carried, is below ω, or the bound exceeds the
+dearest run any policy can have; no lower bound reported), ``no_solution``
+when the policy is not certified (the bound still holds) or the multipliers
+ran away (no lower bound reported), ``skipped`` on instances outside the method
 (:func:`~deplbench.formulations.adaptive.applies`), ``error`` when the loss
 grid or the runs would exceed ``memory_limit``. ``diagnostics["status"]``
 is the bracket's own status (:data:`~deplbench.formulations.adaptive.BRACKET_STATUSES`:
