@@ -363,10 +363,13 @@ def adaptive_bounds(instance, buckets: int = 1200, runs: int = 100_000, seed: in
     Returns
     -------
     AdaptiveBounds
-        ``status`` "unreachable" (no policy reaches ω: the optimistic chain's
-        highest P(success) is below it; no search is run, LB = +inf),
-        "bound_not_positive", "lambda_not_converged", "not_certified" or
-        "certified" (:data:`BRACKET_STATUSES`).
+        ``status``, one of :data:`BRACKET_STATUSES` (package docstring, "Statuses"):
+        "unreachable" (proven; when no epoch fits in Tmax or the optimistic chain's
+        highest P(success) is below ω no search is run and LB = +inf; else the
+        proven LB exceeds the dearest run any policy can have), "multipliers_ran_away",
+        "bound_not_positive", "lambda_not_converged", "not_certified" or "certified".
+        A later grid that would exceed the memory budget is not built: the
+        refinement stops (``refinement["stopped_by"] == "memory_limit"``).
 
     Raises
     ------
