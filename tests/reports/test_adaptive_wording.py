@@ -93,3 +93,14 @@ def test_built_report_labels_the_adaptive_upper_bound_with_its_level(tmp_path):
     claims = summary.claims
     row = claims[claims["reference"].astype(str).str.contains("PACT's certified level")].iloc[0]
     assert "upper confidence bound" in row["reference"] and "97.5 %" in row["reference"]
+
+
+def test_the_glance_reference_states_the_adaptive_bracket_s_confidence():
+    from deplbench.reports.headline import _reference_line
+    from deplbench.reports.reference import plan_ratios, references
+
+    df = prepare(frame()).df
+    refs = references(df)
+    assert refs.loc[refs["kind"] == "adaptive", "confidence"].tolist() == [0.95]
+    line = _reference_line("pact-vgg11", plan_ratios(df), refs)
+    assert "adaptive optimum (adaptive-opt) on 1/1 instances, confidence ≥ 0.95" in line

@@ -416,7 +416,8 @@ def pact_adaptive_claim(df: pd.DataFrame, says: str, pact_claim: str) -> dict:
                      instances=ci.n)
 
 
-__all__ = ["SUPERSEDED", "bracket_confidences", "ci_level_text", "matched_bracket", "ub_statement", "pact_adaptive_claim", "pact_matched_table", "stricter_level_series",
+__all__ = ["SUPERSEDED", "bracket_confidences", "ci_level_text", "matched_bracket", "ub_statement",
+    "pact_adaptive_claim", "pact_matched_table", "stricter_level_series",
     "PACT_MATCHED_COLUMNS",
     "MATCHED_COLUMNS",
     "PRICE_COLUMNS",
