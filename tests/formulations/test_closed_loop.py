@@ -312,9 +312,10 @@ def test_pact_claim_against_the_adaptive_optimum_flips_with_the_bracket():
     m = matched_risk_table(df)
     pol = m[(m["algorithm"] == "pact") & (m["series"] == "policy")]
     assert len(pol) == 2
-    # own level p = 1.0 → the frontier's bound at 0.999; at ω the ratio lies in [cost/UB, cost/LB]
+    # own level: the lower end 0.99 of the interval on p = 1.0 (not the estimate 1.0, whose frontier
+    # bound at 0.999 is no bound at the true level); at ω the ratio lies in [cost/UB, cost/LB]
     r15 = pol[pol["loss_max"] == 0.15].iloc[0]
-    assert r15["lb_own"] == pytest.approx(1.02 * 0.8 * 1500.0)
+    assert r15["lb_own"] == pytest.approx(0.8 * 1500.0) and r15["p_success_low"] == pytest.approx(0.99)
     assert r15["ratio_omega_low"] == pytest.approx(1.01 / 0.9) and r15["ratio_omega_high"] == pytest.approx(1.01 / 0.8)
     price = price_of_adaptivity(df)
     assert list(price["static_reference"]) == ["certified-static (UB of its bracket)"] * 2

@@ -1,18 +1,28 @@
 """``deplbench adaptive``: the adaptive optimum bracketed, with its cost–risk frontier.
 
 Refines the loss grid until the bracket is ≤ ``--width`` (default 3 %) or
-``--time-limit`` (default 300 s) is spent, with one progress line per grid
-on stderr, and says which stopped it. Prints the bracket's status, the
-proven lower bound and the upper confidence bound on the least expected cost
-of any closed-loop policy with P(success) ≥ ω (jointly at ``--confidence``
-with the certified P(success)), and the cost–risk frontier. ``--json``
-prints one object with keys ``status``, ``message``, ``lower_bound``,
-``upper_bound``, ``width``, ``p_success_lo``, ``frontier``, ``refinement``
-(and the rest of the record). Exit status 0 when the bracket is certified
-(status ``certified``), 1 for every other status (one line on stderr:
-unreachable ω, a bound that is not positive, a λ search that did not
-converge, a policy not certified), 2 on bad input or a grid beyond
-``--memory-limit``. See :mod:`deplbench.formulations.adaptive`.
+``--time-limit`` (default 300 s; ``inf`` or ``none``: no limit, as for
+``deplbench solve``) is spent, with one progress line per grid on stderr,
+and says which stopped it. Prints the bracket's status, the proven lower
+bound and the upper confidence bound on the least expected cost of any
+closed-loop policy with P(success) ≥ ω (jointly at ``--confidence`` with the
+certified P(success)), and the cost–risk frontier. ``--json`` prints one
+object with keys ``status``, ``message``, ``lower_bound``, ``upper_bound``,
+``width``, ``p_success_lo``, ``frontier``, ``refinement`` (and the rest of
+the record).
+
+Exit status 0 when the bracket is certified (status ``certified``); 1 for
+every other status of
+:data:`~deplbench.formulations.adaptive.BRACKET_STATUSES`, with its one
+line on stderr (:data:`FAILURE_STATUSES`): ``unreachable`` (no policy
+reaches ω), ``multipliers_ran_away`` (ω looks out of reach but is not
+proven so; the bound is no cost estimate), ``bound_not_positive``,
+``lambda_not_converged`` (the bound is valid but may be loose),
+``not_certified`` (the policy's P(success) ≥ ω is not certified); 2 on bad
+input, a grid beyond ``--memory-limit``, or options that contradict each
+other (``--one-grid`` with ``--width`` or ``--max-buckets``; ``--max-buckets``
+below ``--buckets``), one line naming them. See
+:mod:`deplbench.formulations.adaptive`.
 """
 
 from __future__ import annotations
@@ -27,24 +37,82 @@ OPTIONS = ("buckets", "runs", "tune_runs", "seed", "confidence", "rho", "iters_l
            "max_buckets", "memory_limit", "omega", "time_points")
 #: The CLI's defaults where they differ from the solver's: a target width and a time for it.
 WIDTH, TIME_LIMIT = 0.03, 300.0
+#: The bracket's statuses that end the command with exit status 1 and their line on stderr:
+#: every status of :data:`deplbench.formulations.adaptive.BRACKET_STATUSES` but
+#: ``certified`` (kept here so that ``--help`` imports no numerical library; a test
+#: checks the two lists agree).
+FAILURE_STATUSES = ("unreachable", "multipliers_ran_away", "bound_not_positive", "lambda_not_converged",
+                    "not_certified")
+#: Spellings of ``--time-limit`` that mean no limit (as :data:`deplbench.params.TIME_LIMIT` reads them).
+NO_LIMIT = ("inf", "+inf", "infinity", "none", "null")
+
+
+def time_limit_arg(text: str | None) -> float | None:
+    """``--time-limit`` as seconds: the default when absent, None (no limit) for
+    ``inf`` or ``none``, else a positive finite number.
+
+    Raises
+    ------
+    SolverError
+        Anything else, naming ``time_limit`` (exit status 2).
+    """
+    from deplbench.errors import SolverError
+
+    if text is None:
+        return TIME_LIMIT
+    if text.strip().lower() in NO_LIMIT:
+        return None
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and value > 0):
+        raise SolverError(f"time_limit: must be positive seconds, or inf / none for no limit, got {text!r}")
+    return value
+
+
+def refuse_conflicts(args, start_buckets: int) -> None:
+    """Options that contradict each other: one line naming both (exit status 2).
+
+    ``--one-grid`` runs no refinement, so a target ``--width`` or a finest grid
+    ``--max-buckets`` would be silently ignored; a ``--max-buckets`` below the
+    first grid (``--buckets``, default ``start_buckets``) would be exceeded by
+    that grid itself.
+
+    Raises
+    ------
+    SolverError
+    """
+    from deplbench.errors import SolverError
+
+    if args.one_grid:
+        for name, opt in (("width", "--width"), ("max_buckets", "--max-buckets")):
+            if getattr(args, name) is not None:
+                raise SolverError(f"--one-grid and {opt} contradict each other: --one-grid runs one grid of "
+                                  f"--buckets with no refinement, so {opt} would be ignored; drop one of them")
+        return
+    first = args.buckets if args.buckets is not None else start_buckets
+    if args.max_buckets is not None and args.max_buckets < first:
+        given = "--buckets" if args.buckets is not None else f"--buckets (default {start_buckets})"
+        raise SolverError(f"--max-buckets: {args.max_buckets} is below the first grid's {first} buckets "
+                          f"({given}); give --max-buckets ≥ --buckets")
 
 
 def _cmd_adaptive(args) -> int:
     from deplbench.errors import SolverError
-    from deplbench.formulations.adaptive import START_BUCKETS, adaptive_bounds
+    from deplbench.formulations.adaptive import MAX_BUCKETS, START_BUCKETS, adaptive_bounds
     from deplbench.instances.model import load_instance
     from deplbench.limits import memory_budget
     from deplbench.solvers.adaptive.optimum import AdaptiveOpt
 
+    refuse_conflicts(args, START_BUCKETS)
+    tl = time_limit_arg(args.time_limit)
     given = {k: getattr(args, k) for k in OPTIONS if getattr(args, k) is not None}
-    if args.one_grid:
-        given.pop("width", None)
-    else:
+    if not args.one_grid:
         given.setdefault("width", WIDTH)
         given.setdefault("buckets", START_BUCKETS)
-    tl = args.time_limit if args.time_limit is not None else TIME_LIMIT
-    if not (isinstance(tl, float) and math.isfinite(tl) and tl > 0):
-        raise SolverError(f"time_limit: must be positive seconds, got {tl!r}")
+        # the default finest grid is never below the first one asked for
+        given.setdefault("max_buckets", max(MAX_BUCKETS, given["buckets"]))
     p = AdaptiveOpt.resolve_params(given, strict=True, error=SolverError)
     instance = load_instance(args.instance)
     ok, why = AdaptiveOpt.applies(instance)
@@ -127,18 +195,23 @@ def register(subparsers) -> None:
                     "that observes the loss after every epoch and succeeds with probability >= omega "
                     "(a chance-constrained MDP), and the cost-risk frontier. The loss grid is refined until "
                     "the bracket is within --width or --time-limit is spent (progress on stderr). Exit "
-                    "status 0 when the bracket is certified, 1 otherwise (the status and its line on "
-                    "stderr), 2 on bad input or a grid beyond --memory-limit.")
+                    "status 0 when the bracket is certified; 1 for every other status ("
+                    + ", ".join(FAILURE_STATUSES) + "), with its line on stderr; 2 on bad input, a grid "
+                    "beyond --memory-limit, or contradicting options (--one-grid with --width or "
+                    "--max-buckets; --max-buckets below --buckets).")
     p.add_argument("instance", help="instance JSON file")
-    p.add_argument("--width", type=float, help="target (UB - LB)/LB as a fraction (default 0.03 = 3 %%)")
-    p.add_argument("--time-limit", dest="time_limit", type=float,
+    p.add_argument("--width", type=float, help="target (UB - LB)/LB as a fraction (default 0.03 = 3 %%); "
+                                               "not with --one-grid")
+    p.add_argument("--time-limit", dest="time_limit", metavar="SEC",
                    help="seconds for the refinement, an outer stop; an explicit --time-points whose passes "
-                        "cannot fit in it is refused up front (default 300)")
+                        "cannot fit in it is refused up front (default 300; inf or none: no limit)")
     p.add_argument("--one-grid", dest="one_grid", action="store_true",
-                   help="no refinement: one grid of --buckets")
+                   help="no refinement: one grid of --buckets (refused with --width or --max-buckets)")
     p.add_argument("--buckets", type=int, help="loss buckets between lmax and l(0) of the first grid "
                                                "(default 600)")
-    p.add_argument("--max-buckets", dest="max_buckets", type=int, help="finest grid of the refinement (default 38400)")
+    p.add_argument("--max-buckets", dest="max_buckets", type=int,
+                   help="finest grid of the refinement, at least --buckets (default 38400, or --buckets when "
+                        "larger); not with --one-grid")
     p.add_argument("--memory-limit", dest="memory_limit", type=float,
                    help="GiB the grid and the runs may take, estimated before allocation (default 2)")
     p.add_argument("--omega", type=float, help="target P(success) (default: the instance's)")
@@ -150,8 +223,20 @@ def register(subparsers) -> None:
     p.add_argument("--time-points", dest="time_points", type=int,
                    help="carry the deadline on a grid of this many remaining-time points (0: price it only; "
                         "default: 256, 128 or 64 where affordable, i.e. small instances)")
-    p.add_argument("--iters-lam", dest="iters_lam", type=int, help="bisection steps on λ (default 6)")
-    p.add_argument("--iters-mu", dest="iters_mu", type=int, help="bisection steps on μ (default 6)")
+    # What the two numbers control (formulations/adaptive: search.py's BRACKET_STEPS, LAM_RTOL and
+    # COARSE, bracket.py's warm starts): any multiplier gives a valid bound, the steps only tighten it.
+    p.add_argument("--iters-lam", dest="iters_lam", type=int, metavar="N",
+                   help="steps of the time-price (lambda) search once E[T] - Tmax has changed sign; before "
+                        "that, up to 40 more steps look for the sign change, and the search stops early once "
+                        "E[T] is within 0.1 %% of Tmax. 0: no step after the sign change. On a first grid of "
+                        ">= 400 buckets the N steps run on a grid of 1/8 the buckets, then 2 warm-started "
+                        "steps on the grid itself; every later grid of the refinement takes 2 warm-started "
+                        "steps, and a fresh search of N steps only when those do not converge (default 6)")
+    p.add_argument("--iters-mu", dest="iters_mu", type=int, metavar="N",
+                   help="cutting-plane steps on the failure price mu at each lambda, at least 1 (0 acts as "
+                        "1), after mu has been grown until P(fail) <= 1 - omega; the steps stop early when "
+                        "the cuts meet. Warm-started searches take max(2, N - 2) steps, the carried-deadline "
+                        "search N + 2 (default 6)")
     p.add_argument("--json", action="store_true", help="print one JSON object on stdout")
     p.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     p.set_defaults(func=_cmd_adaptive)

@@ -5,17 +5,30 @@ stopped at ℓmax) is judged against the *adaptive optimum*: the least
 expected cost of any closed-loop policy with P(success) ≥ ω, bracketed by
 ``adaptive-opt`` records (``reference == "adaptive"``;
 :mod:`deplbench.formulations.adaptive`): a proven lower bound LB(ω′) for
-every level ω′ of its cost–risk frontier and the certified policy's mean
-cost UB at ω. Every closed-loop series of a record on the same instance
-(same ``instance_key``) becomes a point (P(success), mean cost) with
+every level ω′ of its cost–risk frontier, and UB at ω, the record's cost:
+the one-sided empirical-Bernstein upper confidence bound (Maurer & Pontil
+2009) on the certified policy's mean cost at level 1 − (1 − c)/2, which
+holds jointly with the one-sided Clopper–Pearson lower bound on that
+policy's P(success) at the record's confidence c (union bound; c = 0.95 by
+default: 97.5 % each, 95 % jointly; :func:`ub_statement`). UB is a bound
+at that confidence, not a sample mean (the record's
+``diagnostics["cost_mean"]`` is the mean). Every closed-loop series of a
+record on the same instance (same ``instance_key``) becomes a point
+(P(success), mean cost) with
 
-* ``ratio_own`` = cost / LB(p): against the optimum at the series' *own*
-  success level p (LB(p) = the frontier's bound at the largest level ≤ p,
-  valid because the optimum does not decrease with the level); an upper
-  bound on the true ratio;
+* ``lb_own`` = LB(p_low): the frontier's bound at the largest level ≤ p_low,
+  p_low = ``p_success_low``, the lower end of the series' two-sided
+  Clopper–Pearson interval at level ``ci_level`` (a one-sided lower bound
+  at (1 + ci_level)/2). The optimum does not decrease with the level, so
+  with that confidence ``lb_own`` ≤ the optimum at the series' true
+  P(success); NaN when the series has no interval.
+* ``ratio_own`` = cost / ``lb_own``: at that same confidence ≥ cost / (the
+  optimum at the series' true P(success)). The cost is the series' sample
+  mean, an estimate, so ``ratio_own`` is an estimate too: conservative in
+  the success level, not in the cost.
 * ``ratio_omega_low``, ``ratio_omega_high`` = cost / UB(ω), cost / LB(ω):
-  the ratio to the optimum at ω lies between them (UB is a policy certified
-  feasible at ω).
+  the ratio to the optimum at ω lies between them at the bracket's joint
+  confidence (UB is a policy certified feasible at ω).
 
 The price of adaptivity is the exact static optimum (records with
 ``reference == "exact-static"``; else the certified static bracket's UB,
@@ -25,7 +38,8 @@ as [static/UB, static/LB].
 References
 ----------
 PACT paper Sec. VI-C (Fig. 6 left; its "optimum" is found with the true
-loss evolution); DepL eqs. (2)–(4).
+loss evolution); DepL eqs. (2)–(4); A. Maurer and M. Pontil, "Empirical
+Bernstein bounds and sample variance penalization", COLT 2009, Thm 4.
 """
 
 from __future__ import annotations
@@ -50,12 +64,56 @@ from deplbench.reports.styles import info_for, ordered
 ADAPTIVE = "adaptive"
 STATIC_REFS = ("exact-static", "certified-static")
 
-MATCHED_COLUMNS = ("set", "loss_max", "algorithm", "series", "p_success", "p_success_low", "meets_omega",
+MATCHED_COLUMNS = ("set", "loss_max", "algorithm", "series", "p_success", "p_success_low", "ci_level", "meets_omega",
                    "cost_mean", "lb_own", "ratio_own", "lb_omega", "ub_omega", "ratio_omega_low",
                    "ratio_omega_high", "instance_key")
 PRICE_COLUMNS = ("set", "loss_max", "static_optimum", "static_reference", "adaptive_lb", "adaptive_ub",
                  "price_low", "price_high")
 SERIES = ("policy", "plan_stopped")
+
+
+def _pct(x: float) -> str:
+    return f"{100 * x:.4g} %"
+
+
+def bracket_confidences(df: pd.DataFrame) -> list[float]:
+    """The distinct joint confidences of the adaptive-opt records in ``df`` (sorted)."""
+    if df.empty or "reference" not in df or "diagnostics_d" not in df:
+        return []
+    out = {float(d["confidence"]) for d in df.loc[df["reference"] == ADAPTIVE, "diagnostics_d"]
+           if isinstance(d, dict) and isinstance(d.get("confidence"), (int, float))}
+    return sorted(out)
+
+
+def ub_statement(df: pd.DataFrame | None = None) -> str:
+    """What an adaptive-opt record's UB is, with its method and level (captions, column notes).
+
+    The level is read from the records' joint confidence c (one value: stated
+    as a number; several or none: as 1 − (1 − c)/2 with the values or the
+    default). :mod:`deplbench.formulations.adaptive`, "Certified upper bound".
+    """
+    confs = bracket_confidences(df) if df is not None else []
+    if len(confs) == 1:
+        c = confs[0]
+        level = f"level {_pct(1 - (1 - c) / 2)}, {_pct(c)} jointly"
+    else:
+        given = ("c = " + ", ".join(f"{c:g}" for c in confs)) if confs else "c = 0.95 by default: 97.5 %"
+        level = f"level 1 − (1 − c)/2 for the record's confidence c ({given}), c jointly"
+    return ("UB = the one-sided empirical-Bernstein upper confidence bound (Maurer & Pontil 2009) on the "
+            f"certified adaptive policy's mean cost, at {level} with the one-sided Clopper–Pearson lower bound "
+            "on its P(success) (union bound); a bound, not a sample mean")
+
+
+def ci_level_text(levels) -> str:
+    """The level of the closed-loop series' two-sided Clopper–Pearson intervals, for a caption."""
+    lv = sorted({float(x) for x in levels if x is not None and math.isfinite(float(x))})
+    if len(lv) == 1:
+        return f"level {lv[0]:g} (its lower end a one-sided {_pct((1 + lv[0]) / 2)} lower bound)"
+    if lv:
+        return ("level ci_level (here " + ", ".join(f"{x:g}" for x in lv) + "; the lower end a one-sided "
+                "(1 + ci_level)/2 lower bound)")
+    return ("level ci_level (the sweep's closed_loop.confidence, default 0.95; the lower end a one-sided "
+            "(1 + ci_level)/2 lower bound)")
 
 
 def _set_of(row) -> str:
@@ -158,9 +216,14 @@ def matched_risk_table(df: pd.DataFrame) -> pd.DataFrame:
                     continue
                 p, cost = float(s["p_success"]), float(s["cost"]["mean"])
                 low = (s.get("p_success_ci") or [math.nan])[0]
-                own = lb_at(a["frontier"], p)
+                low = float(low) if low is not None else math.nan
+                # at the certified lower end, not the point estimate: LB(low) ≤ the optimum at
+                # the true P(success) whenever that is ≥ low (the optimum is monotone in the level)
+                own = lb_at(a["frontier"], low) if math.isfinite(low) else math.nan
+                level = s.get("confidence")
                 rows.append({"set": _set_of(r), "loss_max": r["loss_max"], "algorithm": r["algorithm"],
                              "series": series, "p_success": p, "p_success_low": low,
+                             "ci_level": float(level) if level is not None else math.nan,
                              "meets_omega": bool(low >= a["omega"]), "cost_mean": cost, "lb_own": own,
                              "ratio_own": cost / own if own > 0 else math.nan, "lb_omega": a["lb"],
                              "ub_omega": a["ub"], "ratio_omega_low": cost / a["ub"],
@@ -205,7 +268,8 @@ def frontier_figure(df: pd.DataFrame, matched: pd.DataFrame, styles, scale: floa
         a = adap[kr["instance_key"]]
         w, lb = zip(*a["frontier"]) if a["frontier"] else ((), ())
         ax.plot(w, lb, "k-", marker=".", lw=1, label="adaptive optimum ≥ (proven frontier)")
-        ax.plot([a["p_success"]], [a["ub"]], "k*", ms=7, label="certified adaptive policy (UB)")
+        ax.plot([a["p_success"]], [a["ub"]], "k*", ms=7,
+                label="certified adaptive policy: UB, upper confidence bound on its mean cost")
         ax.axvline(a["omega"], color="0.6", lw=0.8, ls=":")
         m = matched[matched["loss_max"] == kr["loss_max"]] if not matched.empty else matched
         for alg in ordered(m["algorithm"], styles) if not m.empty else []:
@@ -251,9 +315,11 @@ def pact_matched_table(df: pd.DataFrame) -> pd.DataFrame:
     its Clopper–Pearson interval on P(success); the point estimate when the
     record has none), the bracket of the optimum at p from
     :func:`matched_bracket` — ``lb`` = LB(p) (proven, the merged monotone
-    frontier), ``ub`` = UB(p), the mean cost of an adaptive policy certified
-    at ``ub_level`` ≥ p (NaN when no record reaches p) — and PACT's excess
-    over that optimum, [``gap_lo``, ``gap_hi``] = [c/UB(p) − 1, c/LB(p) − 1].
+    frontier), ``ub`` = UB(p), the upper confidence bound on the mean cost of
+    an adaptive policy certified at ``ub_level`` ≥ p (:func:`ub_statement`;
+    NaN when no record reaches p) — and PACT's excess over that optimum,
+    [``gap_lo``, ``gap_hi``] = [c/UB(p) − 1, c/LB(p) − 1]; c is a sample
+    mean, so the ends are estimates through c.
 
     Without an adaptive policy certified at p, ``gap_lo`` = 0: PACT's own
     policy is certified at p, so the optimum there is at most PACT's mean
@@ -292,8 +358,9 @@ def pact_adaptive_claim(df: pd.DataFrame, says: str, pact_claim: str) -> dict:
     (:func:`pact_matched_table`; several PACT records of one instance count
     once, the median of their ends): closed-loop PACT's mean cost c at its
     *certified* level p against the adaptive optimum at that same level,
-    bracketed by LB(p) (proven) and UB(p) (an adaptive policy certified at
-    ≥ p, when a record reaches that level); PACT's excess lies in
+    bracketed by LB(p) (proven) and UB(p) (the upper confidence bound on the
+    mean cost of an adaptive policy certified at ≥ p, when a record reaches
+    that level; :func:`ub_statement`); PACT's excess lies in
     [c/UB(p) − 1, c/LB(p) − 1], with lower end 0 where no adaptive policy is
     certified at p (PACT's own policy is).
 
@@ -309,8 +376,8 @@ def pact_adaptive_claim(df: pd.DataFrame, says: str, pact_claim: str) -> dict:
     claim = (pact_claim + " — against the adaptive optimum (the best policy that observes the loss) at "
              "matched risk: PACT at its certified P(success), the adaptive bracket at that same level")
     evidence = "tables pact_matched, matched_risk, price_of_adaptivity; figure adaptive_frontier"
-    reference = ("the adaptive optimum at PACT's certified level: proven LB from adaptive-opt's frontier, UB from "
-                 "an adaptive-opt policy certified at that level or above")
+    reference = ("the adaptive optimum at PACT's certified level: proven LB from adaptive-opt's frontier; "
+                 + ub_statement(df) + ", of a policy certified at that level or above")
     statistic = ("cost/optimum − 1: " + MEDIAN_STATISTIC + ", over the ends of each instance's bracket "
                  "[c/UB − 1, c/LB − 1]; holds / does not hold only when the interval lies wholly on one side "
                  f"of {100 * MATCH_MEDIAN_GAP:g} %")
@@ -349,7 +416,8 @@ def pact_adaptive_claim(df: pd.DataFrame, says: str, pact_claim: str) -> dict:
                      instances=ci.n)
 
 
-__all__ = ["SUPERSEDED", "matched_bracket", "pact_adaptive_claim", "pact_matched_table", "stricter_level_series",
+__all__ = ["SUPERSEDED", "bracket_confidences", "ci_level_text", "matched_bracket", "ub_statement",
+    "pact_adaptive_claim", "pact_matched_table", "stricter_level_series",
     "PACT_MATCHED_COLUMNS",
     "MATCHED_COLUMNS",
     "PRICE_COLUMNS",

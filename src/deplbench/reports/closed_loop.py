@@ -262,47 +262,59 @@ def _adaptive_part(s: Section, ctx) -> None:
         MATCHED_COLUMNS,
         PACT_MATCHED_COLUMNS,
         PRICE_COLUMNS,
+        ci_level_text,
         frontier_figure,
         matched_risk_table,
         pact_matched_table,
         price_of_adaptivity,
+        ub_statement,
     )
 
+    ub = ub_statement(ctx.df)
     m = matched_risk_table(ctx.df)
+    ci = ci_level_text(m["ci_level"] if not m.empty else ())
     s.add(Table("matched_risk", "Matched risk: every policy and stopped plan against the adaptive optimum",
                 m, MATCHED_COLUMNS,
                 "The adaptive optimum = least expected cost of any policy that observes the loss and "
-                "succeeds with P ≥ ω (adaptive-opt: proven lower bound LB, certified policy's mean cost UB). "
-                "lb_own = proven LB at the series' own success level (frontier level ≤ p_success); "
-                "ratio_own = cost_mean / lb_own (≥ the true ratio); the ratio to the optimum at ω lies in "
-                "[ratio_omega_low, ratio_omega_high] = [cost/UB, cost/LB]. p_success_low: two-sided "
-                "Clopper–Pearson (the closed-loop level); meets_omega = p_success_low ≥ ω."))
+                f"succeeds with P ≥ ω (adaptive-opt: proven lower bound LB; {ub}). "
+                f"p_success_low: lower end of the series' two-sided Clopper–Pearson interval at {ci}; "
+                "meets_omega = p_success_low ≥ ω. lb_own = proven LB at p_success_low (the frontier's best "
+                "bound at a level ≤ p_success_low), so with that one-sided confidence lb_own ≤ the optimum "
+                "at the series' true P(success); ratio_own = cost_mean / lb_own, at that confidence ≥ "
+                "cost_mean / that optimum — an estimate, as cost_mean is a sample mean. The ratio to the "
+                "optimum at ω lies in [ratio_omega_low, ratio_omega_high] = [cost/UB, cost/LB] at the "
+                "bracket's joint confidence."))
     if m.empty:
         s.missing("No adaptive-opt record shares an instance with a closed-loop simulation: add "
                   "adaptive-opt to the sweep's PACT group (quick.toml does).")
     s.add(Table("pact_matched", "Closed-loop PACT against the adaptive optimum at PACT's certified level",
                 pact_matched_table(ctx.df), PACT_MATCHED_COLUMNS,
                 "One row per closed-loop PACT record on an instance with an adaptive bracket (the PACT claim's "
-                "data). pact_level: the lower end of PACT's Clopper–Pearson interval on P(success); lb: the "
-                "proven bound on the adaptive optimum at that level (frontier level ≤ pact_level); ub: the mean "
-                "cost of an adaptive-opt policy certified at ub_level ≥ pact_level (empty when none is); PACT's "
-                "excess over the optimum there lies in [gap_lo, gap_hi] = [pact_cost/ub − 1, pact_cost/lb − 1], "
-                "gap_lo = 0 without such a policy (PACT's own policy is certified at its level)."))
+                "data). pact_cost: closed-loop PACT's sample mean cost (an estimate); pact_level: the lower "
+                f"end of PACT's two-sided Clopper–Pearson interval on P(success) at {ci} (the point estimate "
+                "only when the record has no interval); lb: the proven bound on the adaptive optimum at that level "
+                "(frontier level ≤ pact_level); ub: the upper confidence bound on the mean cost of an "
+                "adaptive-opt policy certified at ub_level ≥ pact_level (empty when none is; " + ub + "); "
+                "PACT's excess over the optimum there lies in [gap_lo, gap_hi] = [pact_cost/ub − 1, "
+                "pact_cost/lb − 1], gap_lo = 0 without such a policy (PACT's own policy is certified at its "
+                "level)."))
     price = price_of_adaptivity(ctx.df)
     s.add(Table("price_of_adaptivity", "Price of adaptivity: static optimum ÷ adaptive optimum", price,
                 PRICE_COLUMNS,
                 "static_optimum: the exact static optimum (records with reference exact-static), else the "
                 "certified static bracket's UB (certified-static, labelled); price in [static/UB, static/LB] "
-                "of the adaptive bracket."))
+                f"of the adaptive bracket (adaptive_ub: {ub})."))
     if price.empty:
         s.missing("No instance has both an adaptive bracket and a static reference (exact-static or "
                   "certified-static): the price of adaptivity is not measured.")
     s.add_figure(frontier_figure(ctx.df, m, ctx.styles, ctx.scale), "adaptive_frontier",
                  "Cost–risk frontier: every policy against the adaptive optimum",
                  "Black line: proven lower bound on the least expected cost of any closed-loop policy at each "
-                 "required P(success) (adaptive-opt's frontier); black star: its certified policy (UB at ω, "
-                 "dotted line). Filled markers: each algorithm's own policy; open markers: its plan stopped at "
-                 "ℓmax. A point below the line's level at its own P(success) is impossible.",
+                 "required P(success) (adaptive-opt's frontier); black star: its certified policy at its "
+                 f"estimated P(success), drawn at UB (at ω, dotted line; {ub}). Filled markers: each "
+                 "algorithm's own policy; open markers: its plan stopped at ℓmax, each at its estimated "
+                 "P(success) and sample mean cost. No policy's true (P(success), mean cost) lies below the "
+                 "line; a point may, within its sampling error.",
                  missing="No adaptive-opt record: the frontier cannot be drawn.")
 
 

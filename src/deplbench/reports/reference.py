@@ -12,9 +12,14 @@ for (record column ``reference``, from :attr:`deplbench.solvers.base.Solver.refe
     ``milp-certified``: ``cost`` = UB (the best certified plan),
     ``lower_bound`` = LB, each valid at the record's stated confidence.
 ``adaptive``
-    ``adaptive-opt``: ``cost`` = a certified upper bound on the least expected
-    cost of any closed-loop policy with P(success) ≥ ω, ``lower_bound`` = a
-    proven lower bound on it.
+    ``adaptive-opt``: ``lower_bound`` = a proven lower bound on the least
+    expected cost of any closed-loop policy with P(success) ≥ ω; ``cost`` =
+    the one-sided empirical-Bernstein upper confidence bound (Maurer &
+    Pontil 2009) on the mean cost of a policy certified feasible, at level
+    1 − (1 − c)/2, jointly at the record's confidence c (default 0.95) with
+    the one-sided Clopper–Pearson lower bound on that policy's P(success)
+    (union bound): an upper bound on the optimum at confidence c, not a
+    sample mean. The card's "confidence" is c.
 ``saa``
     the MILP on S scenarios: the optimum of its sample only, kept as the
     "SAA ratio" and never called the optimum of the problem.
@@ -146,7 +151,9 @@ def references(df: pd.DataFrame) -> pd.DataFrame:
             lb = ub
         if math.isnan(ub) and math.isnan(lb):
             continue
-        conf = _num(b.get("confidence")) if b else math.nan
+        # a certified bracket's own level; an adaptive bracket's joint one (UB and P(success) together)
+        conf = (_num(b.get("confidence")) if b else _num(diag.get("confidence")) if k == ADAPTIVE
+                else math.nan)
         rows.append({"instance_key": r["instance_key"], "kind": k, "ub": ub, "lb": lb,
                      "source": r["algorithm"], "confidence": conf,
                      "_w": (ub - lb) / ub if ub > 0 and not math.isnan(lb) else math.inf,
