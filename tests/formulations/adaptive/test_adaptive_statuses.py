@@ -223,3 +223,15 @@ def test_refinement_stops_before_a_grid_whose_carried_deadline_exceeds_the_memor
     assert b.refinement["stopped_by"] == "memory_limit"
     assert [lv["buckets"] for lv in b.refinement["levels"]] == [150]
     assert b.certified and b.multipliers["time_points"] == 16
+
+
+def test_a_finest_grid_below_the_first_is_refused_from_python_too():
+    from deplbench.errors import PlanError, SolverError
+    from deplbench.solvers.adaptive.optimum import AdaptiveOpt
+
+    inst = parse_instance(LATE)
+    with pytest.raises(PlanError, match="^max_buckets: 8 is below the first grid's 12 buckets"):
+        A.adaptive_bounds(inst, buckets=12, width=0.01, max_buckets=8, runs=200, tune_runs=200)
+    with pytest.raises(SolverError, match="parameter 'max_buckets': 8 is below the first grid's 12 buckets"):
+        AdaptiveOpt.resolve_params({"buckets": 12, "width": 0.01, "max_buckets": 8})
+    assert AdaptiveOpt.resolve_params({"buckets": 12, "max_buckets": 8})["width"] is None   # one grid: no cap used

@@ -193,6 +193,9 @@ def _validate(instance, buckets, runs, tune_runs, rho, confidence, width, time_l
         raise PlanError(f"width: must be a positive fraction (0.03 = 3 %), got {width!r}")
     if time_limit is not None and not (time_limit > 0):
         raise PlanError(f"time_limit: must be positive seconds, got {time_limit!r}")
+    if width is not None and max_buckets is not None and max_buckets < buckets:
+        raise PlanError(f"max_buckets: {max_buckets} is below the first grid's {buckets} buckets (buckets): the "
+                        f"refinement to width = {width:g} could not run")
 
 
 def _predicted_ucb(share: dict, q: float, runs: int, alpha: float) -> float:

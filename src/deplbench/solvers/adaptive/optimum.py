@@ -6,8 +6,8 @@ P(success) ≥ ω, bracketed by :mod:`deplbench.formulations.adaptive` (a
 chance-constrained MDP over (epoch, model, loss); proven lower bound from
 an optimistic loss grid and Lagrangian duality, certified upper bound from
 the policy of the pessimistic grid simulated on fresh runs). The result has
-no static plan: its ``cost`` is the certified policy's mean cost (the upper
-bound), ``lower_bound`` the proven bound, and ``diagnostics`` carry
+no static plan: its ``cost`` is the one-sided upper confidence bound on the
+certified policy's mean cost (the bracket's upper end), ``lower_bound`` the proven bound, and ``diagnostics`` carry
 ``p_success_lo`` (one-sided Clopper–Pearson), the cost–risk ``frontier``,
 the ``multipliers`` and the ``grid``. :meth:`AdaptiveOpt.closed_loop_policy`
 rebuilds the same policy (deterministic from the multipliers) so that sweeps
@@ -70,8 +70,10 @@ class AdaptiveOpt(Solver):
                             "bound (each at 1 − (1 − level)/2)", low=0.5, high=1 - 1e-9),
         "rho": Param(1.0, float, "policy: share of the remaining time the allocation plans to use",
                      low=0.05, high=1.0),
-        "iters_lam": Param(6, int, "bisection steps on the time price λ", low=0),
-        "iters_mu": Param(6, int, "bisection steps on the failure price μ", low=0),
+        "iters_lam": Param(6, int, "steps of the time-price (λ) search once E[T] − Tmax has changed sign "
+                           "(it brackets the sign first); any λ gives a valid bound", low=0),
+        "iters_mu": Param(6, int, "cutting-plane steps of the failure-price (μ) search (at least one); any μ "
+                          "gives a valid bound", low=0),
         "omega": Param(None, float, "target P(success) (default: the instance's ω); a stricter level brackets "
                        "the optimum where a policy such as PACT is certified", low=0.0, high=1.0,
                        low_inclusive=False, high_inclusive=False, nullable=True),
@@ -85,6 +87,13 @@ class AdaptiveOpt(Solver):
                              low=0, nullable=True, check=_time_points),
         "memory_limit": MEMORY_LIMIT_PARAM,
     }
+
+    @classmethod
+    def check_params(cls, resolved):
+        if resolved["width"] is not None and resolved["max_buckets"] < resolved["buckets"]:
+            return "max_buckets", (f"{resolved['max_buckets']} is below the first grid's {resolved['buckets']} "
+                                   f"buckets (buckets): the refinement could not run")
+        return None
 
     @classmethod
     def applies(cls, instance) -> tuple[bool, str]:
