@@ -228,14 +228,6 @@ def timed_memory(chain: Chain, points: int) -> float:
     return 3 * 8.0 * chain.K * (chain.M + 1) * g1 * l1 + 6 * 8.0 * rows * g1 * 2 * 2 * l1
 
 
-def _fastest_epoch(chain: Chain) -> float:
-    """The least time any epoch can take: c/r + s/b over the usable (model, cluster) pairs."""
-    st = chain.st
-    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        t = np.where(st.usable, st.compute / st.cap[None, :] + st.comm, np.inf)
-    return float(t.min()) if t.size else math.inf
-
-
 def timed_memory_next(chain: Chain, buckets: int, time_points: int | None) -> float:
     """:func:`timed_memory` of the grid of ``buckets`` the refinement would build next from
     ``chain`` (0 when that grid carries no deadline), without building it: its top (L) is at most
@@ -400,7 +392,7 @@ def adaptive_bounds(instance, buckets: int = 1200, runs: int = 100_000, seed: in
                         f"grid's passes, beyond time_limit = {time_limit:g} s; use fewer time points or buckets "
                         f"(0: the deadline priced only; default: chosen where affordable)")
     line, timed_check = "", False
-    fastest = _fastest_epoch(opt)
+    fastest = opt.st.fastest_epoch()
     if not fastest <= opt.st.time_max:
         # ℓ(0) > ℓmax (applies), so a run that cannot finish one epoch within Tmax never succeeds
         line = (f"no policy reaches P(success) ≥ ω = {omega:g} within Tmax = {instance.time_max:g}: no epoch "

@@ -95,6 +95,12 @@ class Setting:
             out = float(K * c.max()) if c.size else 0.0
         return out if math.isfinite(out) and out > 0 else 1.0
 
+    def fastest_epoch(self) -> float:
+        """The least time any epoch can take: c/r + s/b over the usable (model, cluster) pairs."""
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            t = np.where(self.usable, self.compute / self.cap[None, :] + self.comm, np.inf)
+        return float(t.min()) if t.size else math.inf
+
     def priced(self, lam: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Per (m, n) at time price λ: allocation x*, compute time c/x*, money κx*.
 
