@@ -44,7 +44,8 @@ from pathlib import Path
 
 import numpy as np
 
-from deplbench.formulations.adaptive.certify import needed_successes, tune_policy
+from deplbench.formulations.adaptive.bracket import tuning_target
+from deplbench.formulations.adaptive.certify import tune_policy
 from deplbench.formulations.adaptive.chain import Chain, dp
 from deplbench.formulations.adaptive.search import multires_search
 from deplbench.formulations.evaluation.closed_loop import BLOCK, STOP, ClosedLoopPolicy, simulate
@@ -88,8 +89,7 @@ def measure(family: str, loss_max: float, buckets: int, runs: int, tune_runs: in
     root = dp(opt, best.lam, best.mu, keep=True).remaining[0, opt.M, opt.i0].astype(float)
     cv = math.sqrt(max(root[2] - root[0] ** 2, 0.0)) / root[0] if root[0] > 0 else math.nan
     # the policy, tuned as adaptive_bounds tunes it (tuning seeds seed + 1, seed + 2)
-    need = needed_successes(runs, omega, 0.975)
-    target = min(1.0, need / runs + 2.0 * math.sqrt(omega * (1 - omega) * (1.0 / tune_runs + 1.0 / runs)))
+    target = tuning_target(omega, runs, tune_runs, 0.975)      # each statement of a 95 % bracket
     pes = Chain(inst, buckets, optimistic=False)
     pol, _, ok = tune_policy(inst, pes, best.lam, best.mu, target, tune_runs, seed + 1, 1.0, coin_seed=seed)
     rec = Recorder(pol, runs)

@@ -24,7 +24,7 @@ def test_rebuilt_policy_reproduces_the_certification_when_the_bound_is_carried()
     params = dict(buckets=40, runs=2000, tune_runs=2000, time_points=32)
     res = solver.run(inst, **params)
     mult, cert = res.diagnostics["multipliers"], res.diagnostics["certification"]
-    # the case that broke the rebuild: bound from the carried pass, the priced policy kept
+    # the case the rebuild must handle: bound from the carried pass, the priced policy kept
     assert mult["lower_bound_source"] == "carried" and mult["time_points_policy"] == 0, mult
     assert mult["lambda_policy"] > 0 and mult["lambda"] == 0.0, mult
     pol = solver.closed_loop_policy(inst, res, **params)

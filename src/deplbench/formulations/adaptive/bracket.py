@@ -198,6 +198,13 @@ def _validate(instance, buckets, runs, tune_runs, rho, confidence, width, time_l
                         f"refinement to width = {width:g} could not run")
 
 
+def tuning_target(omega: float, runs: int, tune_runs: int, level: float) -> float:
+    """The P(success) the tuning aims the policy's mix at: the least rate ``runs`` draws certify
+    at ``level`` (:func:`needed_successes`) plus two standard errors of both samples."""
+    need = needed_successes(runs, omega, level)
+    return min(1.0, need / runs + 2.0 * math.sqrt(omega * (1 - omega) * (1.0 / tune_runs + 1.0 / runs)))
+
+
 def _predicted_ucb(share: dict, q: float, runs: int, alpha: float) -> float:
     """The upper confidence bound the certification would give if its runs looked like
     the tuning run ``share``: (1 − q)·(mean + the empirical-Bernstein margin of
@@ -283,8 +290,7 @@ def _policy_mu(search, warm) -> float:
 
 
 def _quiet(f):
-    """Run ``f`` with numpy's floating-point warnings off: an overflow (κ near the largest
-    float, say) ends as a non-finite bound, which the statuses report in one line."""
+    """Run ``f`` with numpy's floating-point warnings off (an overflow ends as a status line)."""
     @functools.wraps(f)
     def run(*args, **kwargs):
         with np.errstate(over="ignore", invalid="ignore", divide="ignore", under="ignore"):
@@ -421,10 +427,7 @@ def adaptive_bounds(instance, buckets: int = 1200, runs: int = 100_000, seed: in
             status="unreachable", message=line, messages=[line], confidence=confidence, omega=omega,
             refinement={"best_success": reach, "best_success_error": reach_err,
                         "time_points": g0 if timed_check else 0})
-    need = needed_successes(runs, omega, level)
-    # the share given up is set from tune_runs draws and certified on runs draws:
-    # two standard errors of both above the least certifiable rate
-    target = min(1.0, need / runs + 2.0 * math.sqrt(omega * (1 - omega) * (1.0 / tune_runs + 1.0 / runs)))
+    target = tuning_target(omega, runs, tune_runs, level)
     cap = MAX_BUCKETS if max_buckets is None else int(max_buckets)
     levels: list[dict] = []
     log: list = []
@@ -593,4 +596,5 @@ def adaptive_bounds(instance, buckets: int = 1200, runs: int = 100_000, seed: in
 
 
 __all__ = ["BRACKET_STATUSES", "BUDGET", "MAX_BUCKETS", "START_BUCKETS", "AdaptiveBounds", "adaptive_bounds",
-           "cost_ucb", "largest_cost", "memory_estimate", "monotone_frontier", "time_points_for", "timed_memory"]
+           "cost_ucb", "largest_cost", "memory_estimate", "monotone_frontier", "time_points_for", "timed_memory",
+           "tuning_target"]
