@@ -204,6 +204,25 @@ def test_lower_bounds_below_the_exact_optimum_with_a_decaying_run_term(offset):
     assert best >= 0.9           # and not vacuous: somewhere within 10 % of the optimum
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("law", LAWS, ids=[f"law{i}" for i in range(len(LAWS))])
+def test_bracket_end_to_end_below_the_exact_optimum_at_the_boundary_omega(law):
+    """:func:`adaptive_bounds` as users call it — the refinement over four grids, the
+    deadline carried where affordable and priced, the best pass reported — at ω = the
+    highest reachable P(success), at the smallest and the largest scale: LB ≤ the exact
+    optimum, and LB is the best bound of every grid computed, to the rounding bound a
+    finer grid's pass carries (a finer grid may afford fewer time points, so its carried
+    bound can be lower by a few per cent)."""
+    for kappa, tm in (SCALES[0], SCALES[2]):
+        inst, pmax = _boundary(*law, kappa, tm)
+        opt = exact_optimum(inst, pmax)
+        b = A.adaptive_bounds(inst, buckets=6, runs=500, tune_runs=500, seed=1, width=0.01, max_buckets=48)
+        assert [lv["buckets"] for lv in b.refinement["levels"]] == [6, 12, 24, 48]
+        assert math.isfinite(b.lower_bound) and 0 < Decimal(b.lower_bound) <= opt, (law, kappa, tm)
+        assert b.lower_bound >= (1 - 1e-9) * max(lv["lower_bound"] for lv in b.refinement["levels"])
+        assert b.lower_bound >= 0.95 * float(opt)                    # and not vacuous
+
+
 def test_large_capacity_gives_a_finite_valid_bound():
     """r = 10⁶: the λ search brackets from a capacity-free first guess."""
     inst, pmax = _boundary(*LAWS[1], 1.0, 50.0, cap=1e6)

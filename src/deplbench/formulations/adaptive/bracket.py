@@ -27,6 +27,7 @@ from deplbench.formulations.adaptive.search import lower_bound_search, multires_
 from deplbench.formulations.adaptive.timed import (
     TIME_POINTS,
     TIMED_WORK,
+    better_carried,
     timed_best_success,
     timed_search,
     timed_seconds,
@@ -451,9 +452,8 @@ def adaptive_bounds(instance, buckets: int = 1200, runs: int = 100_000, seed: in
             check_memory(timed_memory(opt, g), f"adaptive-opt's carried deadline ({g} time points, {b} buckets)",
                          "use fewer time points (--time-points 0: the deadline priced only)")
             timed = timed_search(opt, omega, g, iters_mu + 2)
-            carried = (timed.passes, g, b)
+            carried = better_carried(carried, timed, b)     # any grid's passes bound the same optimum
             n_passes += len(timed.passes)
-        # a coarser grid's carried passes bound the same optimum: kept where the grid is too fine for them
         search.extra = carried[0]
         lb = search.bound()
         t_lb = _time.perf_counter() - t_level

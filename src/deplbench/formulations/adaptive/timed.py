@@ -59,7 +59,7 @@ alone (and says so).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -308,5 +308,19 @@ def timed_search(chain: Chain, omega: float, points: int = TIME_POINTS[0], iters
     return s
 
 
-__all__ = ["TIMED_RATE", "TIMED_WORK", "TIME_POINTS", "TimeGrid", "TimedSearch", "timed_best_success", "timed_dp",
-           "timed_search", "timed_seconds", "timed_work"]
+def better_carried(kept: tuple, search: TimedSearch, buckets: int) -> tuple:
+    """The carried-deadline passes to keep after a grid, as (passes, G, buckets).
+
+    Every pass bounds the same optimum, whatever its grid; a coarser loss grid
+    may afford more time points and so give the larger bound. ``search``'s passes
+    are kept unless ``kept``'s bound more at ω. Kept passes drop their tables
+    (only their bounds are read; the policy builds its own).
+    """
+    tm = search.chain.st.time_max
+    if kept[0] and max(p.bound(search.omega, tm) for p in kept[0]) > search.bound():
+        return kept
+    return [replace(p, action=None, remaining=None) for p in search.passes], search.points, int(buckets)
+
+
+__all__ = ["TIMED_RATE", "TIMED_WORK", "TIME_POINTS", "TimeGrid", "TimedSearch", "better_carried",
+           "timed_best_success", "timed_dp", "timed_search", "timed_seconds", "timed_work"]
