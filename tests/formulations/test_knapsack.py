@@ -213,6 +213,11 @@ def test_knapsack_dp_refuses_what_it_cannot_solve_exactly():
     half = _rescaled(inst, 0.5 + 1e-3)  # non-integral improvements
     res = solve(half, "knapsack-dp")
     assert res.status == "skipped" and "not an integer" in res.message
+    # κ = 0: every plan within the deadline costs the same; the DP declines instead of an error
+    free = inst.model_dump(by_alias=True)
+    free["clusters"][0]["unit_cost"] = 0.0
+    res = solve(parse_instance(free), "knapsack-dp", evaluate=False)
+    assert res.status == "skipped" and "clusters[0].unit_cost" in res.message
 
 
 def test_knapsack_dp_infeasible_and_listed():

@@ -97,6 +97,40 @@ def test_milp_with_an_unusable_model_matches_brute_force():
     assert milp.cost == pytest.approx(bf.cost, rel=1e-6)
 
 
+def test_reduced_instance_keeps_the_original_scenarios():
+    """The SAA optimum refers to ScenarioSampler(instance given, seed): a reduced instance's
+    scenarios are the original's columns. The unusable model comes first, so drawing afresh
+    without it would shift every other model's and every switch's draws."""
+    import numpy as np
+
+    from deplbench.formulations.model.scenarios import ScenarioSampler
+
+    data = small_data()
+    data["models"].insert(0, {**copy.deepcopy(data["models"][0]), "name": "huge", "compute": 1e15,
+                              "improvement": {"kind": "normal", "mean": 0.3, "std": 0.1}})
+    data["switches"].insert(0, {"from_model": "huge", "to_model": "small",
+                                "jump": {"kind": "normal", "mean": 0.2, "std": 0.05}})
+    inst = parse_instance(data)
+    red = reduce_instance(inst).instance
+    assert [m.name for m in red.models] == [m.name for m in inst.models[1:]]
+    kept_sw = [j for j, sw in enumerate(inst.switches) if "huge" not in (sw.from_model, sw.to_model)]
+    assert len(kept_sw) == len(red.switches) >= 1
+    for seed in (0, 7):
+        for draw in ("in_sample", "out_of_sample"):
+            full = getattr(ScenarioSampler(inst, seed), draw)(50)
+            cut = getattr(ScenarioSampler(red, seed), draw)(50)
+            np.testing.assert_array_equal(cut.improvement, full.improvement[:, :, 1:])
+            np.testing.assert_array_equal(cut.jump, full.jump[:, :, kept_sw])
+    moved = red.with_changes(omega=0.8)          # a new target: the same scenarios
+    np.testing.assert_array_equal(ScenarioSampler(moved, 3).in_sample(20).improvement,
+                                  ScenarioSampler(inst, 3).in_sample(20).improvement[:, :, 1:])
+    # the SAA solvers optimise over those scenarios: brute force on the given instance and
+    # on the reduced one (whose sampler reads the original) agree
+    a = solve(inst, "brute-force", scenarios=40, eval_samples=SMALL_EVAL)
+    b = solve(red, "brute-force", scenarios=40, eval_samples=SMALL_EVAL)
+    assert a.status == b.status and a.cost == pytest.approx(b.cost, rel=1e-12)
+
+
 # ---------------------------------------------------------------------------- extreme numbers
 def _mutated(path, value):
     data = generate("realistic", family="alexnet", seed=0).model_dump(by_alias=True)

@@ -43,7 +43,7 @@ from pathlib import Path
 from typing import Annotated, Any, Final, Literal
 
 import numpy as np
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, PrivateAttr, ValidationError, model_validator
 
 from deplbench.errors import DeplbenchError, InstanceError
 from deplbench.instances import datalaw
@@ -186,6 +186,10 @@ class Instance(_Strict):
     datasets: list[Dataset] = Field(min_length=1)
     transfer_costs: list[TransferCost] = Field(default_factory=list)
     provenance: Provenance = Field(default_factory=Provenance)
+    # Set on a reduced instance (deplbench.formulations.model.preprocess): the instance it was
+    # cut from and the indices of its models and switches there, so that its scenarios are the
+    # original's columns — a removed model must not shift any other model's draws.
+    _scenario_source: tuple | None = PrivateAttr(default=None)
 
     @model_validator(mode="after")
     def _consistency(self) -> "Instance":
@@ -226,6 +230,12 @@ class Instance(_Strict):
         return self
 
     # ------------------------------------------------------------------ sizes
+    @property
+    def scenario_source(self) -> tuple | None:
+        """(original instance, model indices, switch indices) when this instance is a
+        reduction of another (its scenarios are that instance's columns), else None."""
+        return self._scenario_source
+
     @property
     def n_models(self) -> int:
         return len(self.models)
@@ -346,10 +356,16 @@ class Instance(_Strict):
         Path(path).write_text(self.to_json(), encoding="utf-8")
 
     def with_changes(self, **changes: Any) -> "Instance":
-        """A re-validated copy with top-level fields replaced (e.g. targets)."""
+        """A re-validated copy with top-level fields replaced (e.g. targets).
+
+        A reduced instance's :attr:`scenario_source` is kept while the models, switches
+        and horizon — what its scenarios are drawn for — are unchanged."""
         data = self.model_dump(by_alias=True)
         data.update(changes)
-        return parse_instance(data)
+        out = parse_instance(data)
+        if self._scenario_source is not None and not {"models", "switches", "horizon"} & set(changes):
+            out._scenario_source = self._scenario_source
+        return out
 
 
 def _duplicates(names) -> list[str]:

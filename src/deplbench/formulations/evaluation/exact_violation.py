@@ -87,7 +87,14 @@ One decision, no tolerance
 --------------------------
 Constraint (3) is judged as stated: a final loss above ℓmax is a violation,
 with no tolerance (a deterministic plan whose loss is above ℓmax by any
-amount is proven infeasible). :func:`violation_bounds` at the default
+amount is proven infeasible). The proof is about the model's numbers as
+the instance defines them in binary64: the coefficients of eq. (8) — the
+run term 1/√(k + B), a switch's jump, γ = log₂(1 + U) of the data — are
+taken as computed in floating point, and the decision is exact for those
+numbers. Where a deterministic plan's loss equals ℓmax in floating point,
+the same plan in real arithmetic may lie a few 10⁻¹⁶ (relative) on either
+side, and the verdict follows the floating-point numbers (a tie is
+feasible). :func:`violation_bounds` at the default
 settings is the one decision every exact path shares: ``evaluate --exact``
 reads it, and ``milp-exact`` returns only a plan it proves feasible (the
 enumeration's lattice proposes, this decides), so a plan has one verdict.

@@ -326,6 +326,11 @@ def covering_problem(instance) -> CoveringProblem:
     if instance.n_clusters != 1:
         raise InstanceError(f"clusters: the knapsack reduction needs exactly one cluster, "
                             f"the instance has {instance.n_clusters}")
+    if not instance.unit_cost[0] > 0:
+        # κ = 0: every plan within the deadline costs β alone; the covering DP ranks plans
+        # by κ(Σw)²/Tmax and says nothing about which of them fit in Tmax at x ≤ r
+        raise InstanceError("clusters[0].unit_cost: the knapsack reduction needs κ > 0, got 0 (every plan "
+                            "within the deadline then costs the same; use milp)")
     for i, m in enumerate(instance.models):
         if m.size != 0:
             raise InstanceError(f"models[{i}].size: the knapsack reduction needs size 0 "

@@ -19,7 +19,11 @@ make a cluster useless).
 
 Plans refer to models, clusters and datasets by *name*, and names are kept,
 so a plan of the reduced instance is already a plan of the original one
-(:func:`solve` judges it on the original).
+(:func:`solve` judges it on the original). Its scenarios are the original's
+(:attr:`Instance.scenario_source`): a scenario draws the models' terms one
+after another from one stream, so drawing them afresh without a removed model
+would shift every later model's draws, and the SAA optimum would no longer be
+the one on ``ScenarioSampler(original, seed)``.
 
 Examples
 --------
@@ -154,7 +158,12 @@ def _subset(instance, models, clusters, datasets):
     data["switches"] = [s for s in data["switches"] if s["from_model"] in keep_m and s["to_model"] in keep_m]
     data["transfer_costs"] = [t for t in data["transfer_costs"]
                               if t["dataset"] in keep_d and t["cluster"] in keep_n]
-    return parse_instance(data)
+    out = parse_instance(data)
+    # the scenarios of the reduced instance are the original's columns (ScenarioSampler): the
+    # SAA optimum refers to ScenarioSampler(original, seed), whatever preprocessing removed
+    kept_sw = [j for j, sw in enumerate(instance.switches) if sw.from_model in keep_m and sw.to_model in keep_m]
+    out._scenario_source = (instance, list(models), kept_sw)
+    return out
 
 
 __all__ = ["Reduction", "TIME_RTOL", "reduce_instance"]

@@ -180,10 +180,17 @@ class ScenarioSampler:
 
     def _draw(self, n: int, stream: int) -> Scenarios:
         inst = self.instance
-        rng = self.generator(stream)
-        K = inst.horizon
-        improvement = _draw_columns(rng, [m.improvement for m in inst.models], n, K)
-        jump = _draw_columns(rng, [sw.jump for sw in inst.switches], n, K)
+        source = getattr(inst, "scenario_source", None)
+        if source is not None:
+            # a reduced instance: the original's draws, its kept columns (preprocess docstring)
+            origin, models, switches = source
+            full = ScenarioSampler(origin, self.seed)._draw(n, stream)
+            improvement, jump = full.improvement[:, :, models], full.jump[:, :, switches]
+        else:
+            rng = self.generator(stream)
+            K = inst.horizon
+            improvement = _draw_columns(rng, [m.improvement for m in inst.models], n, K)
+            jump = _draw_columns(rng, [sw.jump for sw in inst.switches], n, K)
         return Scenarios(
             improvement=improvement,
             jump=jump,

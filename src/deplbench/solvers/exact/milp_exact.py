@@ -6,7 +6,11 @@ made by the rigorous violation bounds of :mod:`deplbench.formulations.evaluation
 instead of scenario counts. ``cost`` is the cheapest plan *proven* feasible,
 ``lower_bound`` a *proven* lower bound on the true static optimum; their gap
 comes from numerical precision and the MILP gap only (no sampling, no
-confidence level).
+confidence level). "Proven" is about the instance's numbers as computed in
+binary64 (γ, the run term, the jumps): a deterministic plan whose loss equals
+ℓmax in floating point is feasible here, whatever a few 10⁻¹⁶ of real
+arithmetic would say (exact_violation module docstring, "One decision, no
+tolerance").
 
 Applies where the enumeration does (acyclic switch graph, one dataset, non-
 negative improvements: the DepL and PACT paper sets); elsewhere
