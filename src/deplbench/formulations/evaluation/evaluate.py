@@ -12,13 +12,29 @@ gets a verdict:
 ``infeasible`` the whole interval lies above ℓmax;
 ``undecided``  the interval straddles ℓmax (more samples would tell).
 
-A plan whose random terms are all point masses is evaluated exactly (one
-trajectory, an interval of zero width).
+That verdict is a Monte Carlo *estimate* (``mc_verdict``). A plan whose
+random terms are all point masses is evaluated exactly (one trajectory, an
+interval of zero width).
 
-Beside the quantile verdict, ``certified_verdict`` states at the same confidence what
-the exact Clopper–Pearson bounds on the violation probability P(ℓ(K) > ℓmax)
-prove: ``certified feasible`` / ``not certified`` / ``certified infeasible``
-(``formulations.evaluation.binomial``; Luedtke & Ahmed 2008, Sec. 4).
+Beside it, ``mc_certified_verdict`` states at the same confidence what the
+exact Clopper–Pearson bounds on the violation probability P(ℓ(K) > ℓmax)
+certify: ``certified feasible`` / ``not certified`` / ``certified
+infeasible`` (``formulations.evaluation.binomial``; Luedtke & Ahmed 2008,
+Sec. 4). Each such statement is one-sided at level ``confidence``: it is
+wrong with probability at most 1 − ``confidence`` for that one plan, so over
+many plans up to about a share 1 − ``confidence`` of the certificates may be
+wrong (a plan whose violation probability is just below 1 − ω is now and
+then "certified infeasible" by chance).
+
+With ``exact=True`` the rigorous bounds of
+:mod:`~deplbench.formulations.evaluation.exact_violation` (no sampling) are
+added, and where they decide, the proof wins: ``verdict``,
+``certified_verdict`` and ``feasible`` follow it (``verdict_basis`` =
+``"exact"``), while ``mc_verdict`` and ``mc_certified_verdict`` keep the
+Monte Carlo statements as the independent cross-check. Otherwise
+``verdict``/``certified_verdict`` are the Monte Carlo ones
+(``verdict_basis`` = ``"monte_carlo"``; ``"deterministic"`` for a plan of
+point masses, whose one trajectory is exact).
 
 The per-epoch mean and 1st/99th percentiles of ℓ(k), k = 0..K, are returned
 for the paper's Fig. 9.
@@ -46,6 +62,7 @@ from deplbench.formulations.evaluation.binomial import (
     clopper_pearson_upper,
 )
 from deplbench.formulations.evaluation.exact_violation import (
+    PROVEN_FEASIBLE,
     PROVEN_INFEASIBLE,
     UNDECIDED,
     ExactSettings,
@@ -59,6 +76,18 @@ from deplbench.limits import MEMORY_BUDGET_GIB
 
 #: Trajectories simulated per block: bounds memory at ~block·K·8 bytes.
 _BLOCK = 25_000
+
+#: ``ci_method`` of a sampled evaluation: the interval [X_(l), X_(u)] of
+#: :func:`order_statistic_ci`, α/2 in each tail.
+CI_METHOD = "order-statistic (distribution-free, binomial), two-sided"
+#: ``ci_method`` of a plan whose random terms are all point masses.
+CI_METHOD_DETERMINISTIC = "exact (every random term a point mass: one trajectory)"
+#: ``violation_bounds_method``: how ``violation_lb``/``violation_ub`` are built.
+VIOLATION_BOUNDS_METHOD = "Clopper-Pearson (exact binomial), each bound one-sided at confidence"
+#: ``verdict_basis``: what decided ``verdict`` and ``certified_verdict``.
+BASIS_EXACT = "exact"                  # the rigorous bounds of exact_violation (a proof)
+BASIS_DETERMINISTIC = "deterministic"  # point masses only: the one trajectory is exact
+BASIS_MONTE_CARLO = "monte_carlo"      # the Monte Carlo statements (estimate / certificate at a level)
 
 
 @dataclass
@@ -76,18 +105,43 @@ class Evaluation:
         The broken constraints among (4)–(6), one message each.
     constraints_ok : bool
     quantile : float
-        The out-of-sample ω-quantile of ℓ(K) (an estimate).
+        The out-of-sample ω-quantile of ℓ(K) (a Monte Carlo estimate).
     quantile_ci : tuple of float
-        Its distribution-free order-statistics interval at ``confidence``.
+        Its interval at level ``confidence``, built as ``ci_method`` says
+        (two-sided distribution-free order statistics; zero width when exact).
     verdict : str
-        ``"feasible"`` when the constraints hold and ``quantile`` ≤ ``loss_max``.
+        ``"feasible"`` / ``"infeasible"`` / ``"undecided"``: the quantile
+        constraint (3), decided by the exact bounds where they decide
+        (``verdict_basis`` ``"exact"``), else the Monte Carlo estimate
+        ``mc_verdict``.
+    feasible : bool
+        The constraints (4)–(6) hold and ``verdict`` is ``"feasible"``.
+    mc_verdict : str
+        The Monte Carlo estimate: the interval against ℓmax (module docstring).
     samples, seed, confidence : int, int, float
         The out-of-sample stream and the intervals' level.
+    ci_method : str
+        How ``quantile_ci`` is built (:data:`CI_METHOD`).
     violation_count, violation_lb, violation_ub : int, float, float
         Draws with ℓ(K) > ℓmax and the Clopper–Pearson bounds on the
-        violation probability; ``certified_verdict`` says what they prove.
+        violation probability, each one-sided at ``confidence``
+        (``violation_bounds_method``); ``mc_certified_verdict`` says what
+        they certify at that level.
+    certified_verdict : str
+        ``mc_certified_verdict``, unless the exact bounds decide: then a
+        proof stands in for the certificate ("certified feasible" when
+        proven feasible, "certified infeasible" when proven infeasible).
     violation_lo, violation_hi, quantile_lo, quantile_hi, exact_verdict
-        Bounds computed without sampling (``exact=True``).
+        Bounds computed without sampling (``exact=True``): proofs, no level.
+    verdict_basis : str
+        What decided ``verdict`` and ``certified_verdict``: ``"exact"``,
+        ``"deterministic"`` or ``"monte_carlo"``.
+
+    Notes
+    -----
+    Every Clopper–Pearson certificate holds at its level for its one plan;
+    over many plans up to about a share 1 − ``confidence`` of them may be
+    wrong. A proof (``exact_verdict``) has no such error and wins.
     """
 
     cost: float
@@ -119,9 +173,20 @@ class Evaluation:
     violation_ub: float | None = None
     violation_lb: float | None = None
     violation_ub_level: float | None = None
-    #: "certified feasible" (upper bound ≤ 1 − ω and (4)–(6) hold), "certified
-    #: infeasible" (lower bound > 1 − ω, or (4)–(6) broken) or "not certified".
+    #: The final certificate: ``mc_certified_verdict`` unless the exact bounds
+    #: decide (``verdict_basis``), in which case the proof stands in for it.
     certified_verdict: str | None = None
+    #: The Clopper–Pearson verdict at ``confidence``: "certified feasible" (upper
+    #: bound ≤ 1 − ω and (4)–(6) hold), "certified infeasible" (lower bound >
+    #: 1 − ω, or (4)–(6) broken) or "not certified".
+    mc_certified_verdict: str | None = None
+    #: The Monte Carlo verdict of the quantile interval against ℓmax (an estimate).
+    mc_verdict: str | None = None
+    #: How ``quantile_ci`` and the violation bounds were built (their level is ``confidence``).
+    ci_method: str = CI_METHOD
+    violation_bounds_method: str = VIOLATION_BOUNDS_METHOD
+    #: What decided ``verdict``/``certified_verdict``: "exact", "deterministic" or "monte_carlo".
+    verdict_basis: str = BASIS_MONTE_CARLO
     #: Rigorous bounds on P(ℓ(K) > ℓmax) and on the ω-quantile, computed with no
     #: sampling (``formulations.evaluation.exact_violation``; ``exact=True``), and the
     #: deterministic verdict "proven feasible" / "proven infeasible" /
@@ -277,7 +342,8 @@ def evaluate_plan(
     seed : int, default 0
         Seed of the out-of-sample stream ``default_rng([seed, 1])``.
     confidence : float, default 0.95
-        Level of the order-statistics interval on the quantile.
+        Level of the two-sided order-statistics interval on the quantile and
+        of each one-sided Clopper–Pearson bound on the violation probability.
     trajectory : bool, default True
         Also return the per-epoch mean and 1st/99th percentiles (Fig. 9).
     exact : bool, default False
@@ -288,6 +354,9 @@ def evaluate_plan(
     Returns
     -------
     Evaluation
+        ``verdict`` is the Monte Carlo estimate unless ``exact`` bounds
+        decide it (``verdict_basis``); see the module docstring for what
+        each statement is and at which level it holds.
 
     Raises
     ------
@@ -357,12 +426,105 @@ def attach_exact(ev: Evaluation, instance, models, gammas, settings: ExactSettin
     ev.exact_verdict = PROVEN_INFEASIBLE if ev.violations else (
         "undecided" if b.verdict == UNDECIDED else b.verdict)
     ev.exact_budget_exhausted, ev.exact_target_width = b.exhausted, settings.target_width
+    _follow_proof(ev, b.verdict)
     ev.exact_reason = "breaks constraints (4)-(6)" if ev.violations else None
     if b.exhausted and not ev.violations:
         ev.exact_reason = (f"precision budget ran out (max_work {settings.max_work:.3g} lattice points × terms): "
                            f"width {b.width:.3g} against the target {settings.target_width:g}"
                            + ("; the verdict is undecided" if b.verdict == UNDECIDED else ""))
     return ev
+
+
+def evaluation_statements(ev) -> list[tuple[str, str]]:
+    """What an evaluation says, as (label, sentence) pairs for a summary.
+
+    Each sentence names what its number is: the Monte Carlo quantile with
+    its draws and its interval's level and method, the Monte Carlo verdict
+    (an estimate), the Clopper–Pearson certificate with its level, the exact
+    verdict (a proof) when there is one, and the final verdict with what
+    decided it. The command-line summaries of ``solve``, ``evaluate`` and
+    ``simulate`` print these.
+
+    Parameters
+    ----------
+    ev : Evaluation or dict
+        An evaluation or its ``to_dict()``.
+
+    Returns
+    -------
+    list of (str, str)
+        Labels ``quantile``, ``interval``, ``estimate``, ``certified``,
+        ``exact`` and ``verdict``, each present when it applies.
+    """
+    d = ev.to_dict() if isinstance(ev, Evaluation) else dict(ev)
+    level, risk = d.get("confidence"), 1.0 - float(d["omega"])
+    basis = d.get("verdict_basis", BASIS_MONTE_CARLO)
+    mc = d.get("mc_verdict", d.get("verdict"))
+    lo, hi = d["quantile_ci"]
+    out = []
+    if basis == BASIS_DETERMINISTIC:
+        out.append(("quantile", f"{d['quantile']:.6g} (ω = {d['omega']:g}; exact: every random term is a point "
+                                f"mass, one trajectory); target ℓmax = {d['loss_max']:.6g}"))
+    else:
+        out.append(("quantile", f"{d['quantile']:.6g} (ω = {d['omega']:g}; Monte Carlo estimate from "
+                                f"{d['samples']} draws, seed {d['seed']}); target ℓmax = {d['loss_max']:.6g}"))
+        out.append(("interval", f"[{lo:.6g}, {hi:.6g}] at level {level:g} "
+                                f"({d.get('ci_method') or CI_METHOD})"))
+        where = {"feasible": "the interval lies at or below ℓmax", "infeasible": "the interval lies above ℓmax",
+                 "undecided": "the interval straddles ℓmax"}.get(mc, "")
+        out.append(("estimate", f"{mc} (Monte Carlo estimate: {where})" if where else f"{mc} (Monte Carlo)"))
+        cert = d.get("mc_certified_verdict", d.get("certified_verdict"))
+        if cert is not None and d.get("violation_count") is not None:
+            why = ("; constraints (4)-(6) broken" if d.get("violations") else "")
+            out.append(("certified", f"{cert} at level {level:g} (one-sided Clopper-Pearson on the same draws: "
+                                     f"{d['violation_count']} of {d['samples']} exceed ℓmax, "
+                                     f"P(ℓ(K) > ℓmax) in [{d['violation_lb']:.4g}, {d['violation_ub']:.4g}] "
+                                     f"against 1 − ω = {risk:.4g}{why})"))
+    exact = d.get("exact_verdict")
+    if exact is not None and d.get("violation_lo") is not None:
+        out.append(("exact", f"{exact} (a proof, no sampling: P(ℓ(K) > ℓmax) in [{d['violation_lo']:.6g}, "
+                             f"{d['violation_hi']:.6g}] against 1 − ω = {risk:.4g}"
+                             + (f"; {d['exact_reason']}" if d.get("exact_reason") else "") + ")"))
+    elif exact is not None:
+        out.append(("exact", exact + (f" ({d['exact_reason']})" if d.get("exact_reason") else "")))
+    elif d.get("exact_reason") not in (None, "not requested"):
+        out.append(("exact", f"none ({d['exact_reason']})"))
+    verdict = d.get("verdict")
+    if basis == BASIS_EXACT:
+        text = f"{verdict}, proven by the exact bounds (no sampling"
+        mc_cert = d.get("mc_certified_verdict")
+        if (mc in ("feasible", "infeasible") and mc != verdict) or (
+                mc_cert in (CERTIFIED_FEASIBLE, CERTIFIED_INFEASIBLE) and mc_cert != d.get("certified_verdict")):
+            text += (f"; the Monte Carlo statements above contradict it: an estimate, and a certificate at "
+                     f"level {level:g}, which is wrong for up to a share {1 - level:.2g} of plans")
+        text += ")"
+    elif basis == BASIS_DETERMINISTIC:
+        text = f"{verdict} (exact: deterministic plan)"
+    else:
+        text = f"{verdict} (Monte Carlo estimate, not a proof)"
+    if d.get("violations"):
+        text += "; the plan breaks constraints (4)-(6), so it is infeasible"
+    out.append(("verdict", text))
+    return out
+
+
+def _follow_proof(ev: Evaluation, chance_verdict: str) -> None:
+    """Let a decided exact verdict on the chance constraint (3) decide
+    ``verdict``, ``feasible`` and ``certified_verdict`` (in place).
+
+    The Monte Carlo statements stay in ``mc_verdict`` and
+    ``mc_certified_verdict``: an estimate, and a certificate that is wrong
+    with probability up to 1 − ``confidence``, whereas the exact bounds are
+    a proof (:mod:`~deplbench.formulations.evaluation.exact_violation`).
+    """
+    if chance_verdict not in (PROVEN_FEASIBLE, PROVEN_INFEASIBLE):
+        return
+    proven_ok = chance_verdict == PROVEN_FEASIBLE
+    ev.verdict = "feasible" if proven_ok else "infeasible"
+    ev.feasible = ev.constraints_ok and proven_ok
+    # broken constraints (4)-(6) are certain too: they keep the plan infeasible
+    ev.certified_verdict = CERTIFIED_FEASIBLE if ev.feasible else CERTIFIED_INFEASIBLE
+    ev.verdict_basis = BASIS_EXACT
 
 
 #: Memory the evaluator may use for trajectories (bytes): the blocks are
@@ -468,6 +630,7 @@ def _simulate_and_judge(instance, plan, models, gammas, n, rng, exact, trajector
         quantile_ci=ci,
         verdict=verdict,
         feasible=(not violations) and verdict == "feasible",
+        mc_verdict=verdict,
         expected_loss=float(mean[-1]),
         loss_max=float(instance.loss_max),
         omega=float(instance.omega),
@@ -485,6 +648,9 @@ def _simulate_and_judge(instance, plan, models, gammas, n, rng, exact, trajector
         violation_lb=v_lb,
         violation_ub_level=float(confidence),
         certified_verdict=certified,
+        mc_certified_verdict=certified,
+        ci_method=CI_METHOD_DETERMINISTIC if exact else CI_METHOD,
+        verdict_basis=BASIS_DETERMINISTIC if exact else BASIS_MONTE_CARLO,
     )
 
 
@@ -512,4 +678,5 @@ def _certify(finals, n, exact, instance, threshold, confidence, violations):
 
 
 __all__ = ["Evaluation", "evaluate_plan", "attach_exact", "plan_indices", "transfer_cost", "simulate_trajectories",
-           "MEMORY_BUDGET", "order_statistic_ci"]
+           "MEMORY_BUDGET", "order_statistic_ci", "evaluation_statements", "CI_METHOD", "CI_METHOD_DETERMINISTIC",
+           "VIOLATION_BOUNDS_METHOD", "BASIS_EXACT", "BASIS_DETERMINISTIC", "BASIS_MONTE_CARLO"]
