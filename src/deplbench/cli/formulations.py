@@ -17,6 +17,12 @@ with ``--json`` the object has the keys ``violation_lo``, ``violation_hi``,
 ``quantile_lo``, ``quantile_hi``, ``verdict`` (the exact one), ``reason``
 and ``evaluation`` (the Monte-Carlo evaluation, the independent cross-check).
 
+Every statement is printed with what it is: the quantile as a Monte Carlo
+estimate with its draws, its interval with level and method, the Monte
+Carlo verdict as an estimate, the Clopper–Pearson certificate with its
+level, and the final ``verdict``, which follows the exact verdict wherever
+it decides (``verdict_basis``; docs/certify.md).
+
 Exit status: 0 when the plan was evaluated (whatever the verdict), 1 with
 ``--check`` when the plan is not feasible, 2 for bad input.
 """
@@ -40,7 +46,9 @@ def register(subparsers) -> None:
     p.add_argument("plan", metavar="PLAN", help="plan JSON file (or a solver result with a 'plan' key)")
     p.add_argument("--samples", type=int, default=100_000, help="trajectories (default 100000)")
     p.add_argument("--seed", type=int, default=0, help="seed of the out-of-sample stream (default 0)")
-    p.add_argument("--confidence", type=float, default=0.95, help="confidence of the quantile interval (default 0.95)")
+    p.add_argument("--confidence", type=float, default=0.95,
+                   help="level of the two-sided quantile interval and of each one-sided Clopper-Pearson bound "
+                        "on P(loss > lmax) (default 0.95)")
     p.add_argument("--exact", action="store_true",
                    help="also bound P(loss > lmax) and the quantile rigorously, with no sampling, and give the "
                         "verdict proven feasible / proven infeasible / undecided at this precision")

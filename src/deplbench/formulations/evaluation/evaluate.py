@@ -457,9 +457,9 @@ def evaluation_statements(ev) -> list[tuple[str, str]]:
         ``exact`` and ``verdict``, each present when it applies.
     """
     d = ev.to_dict() if isinstance(ev, Evaluation) else dict(ev)
-    level, risk = d.get("confidence"), 1.0 - float(d["omega"])
+    level, risk = float(d["confidence"]), 1.0 - float(d["omega"])
     basis = d.get("verdict_basis", BASIS_MONTE_CARLO)
-    mc = d.get("mc_verdict", d.get("verdict"))
+    mc = str(d.get("mc_verdict", d.get("verdict")))
     lo, hi = d["quantile_ci"]
     out = []
     if basis == BASIS_DETERMINISTIC:
