@@ -289,7 +289,7 @@ def test_every_evaluation_names_its_interval_method_and_basis():
 
 
 def test_the_statements_say_what_each_number_is():
-    from deplbench.formulations.evaluation.evaluate import evaluation_statements
+    from deplbench.formulations.evaluation.statements import evaluation_statements
 
     p = plan([("m", "A", 5.0)], {"A": ["d0"]})
     ev = evaluate_plan(near_boundary_instance(), p, samples=1000, seed=278, trajectory=False, exact=True)

@@ -114,14 +114,14 @@ def _cmd_solve(args) -> int:
     return 0 if result.status != "error" else 1
 
 
-def statement_lines(ev, width: int = 12, label_prefix: str = "") -> list[str]:
-    """The evaluation's statements (:func:`~deplbench.formulations.evaluation.evaluate.evaluation_statements`),
+def statement_lines(ev, width: int = 12) -> list[str]:
+    """The evaluation's statements (:func:`~deplbench.formulations.evaluation.statements.evaluation_statements`),
     one labelled paragraph each, wrapped at 78 columns under a ``width``-wide label."""
-    from deplbench.formulations.evaluation.evaluate import evaluation_statements
+    from deplbench.formulations.evaluation.statements import evaluation_statements
 
     lines: list[str] = []
     for label, text in evaluation_statements(ev):
-        head = f"{label_prefix}{label:<{width - len(label_prefix)}}"
+        head = f"{label:<{width}}"
         lines += textwrap.wrap(text, 78, initial_indent=head, subsequent_indent=" " * width,
                                break_on_hyphens=False)
     return lines

@@ -135,13 +135,8 @@ class Evaluation:
         Bounds computed without sampling (``exact=True``): proofs, no level.
     verdict_basis : str
         What decided ``verdict`` and ``certified_verdict``: ``"exact"``,
-        ``"deterministic"`` or ``"monte_carlo"``.
-
-    Notes
-    -----
-    Every Clopper–Pearson certificate holds at its level for its one plan;
-    over many plans up to about a share 1 − ``confidence`` of them may be
-    wrong. A proof (``exact_verdict``) has no such error and wins.
+        ``"deterministic"`` or ``"monte_carlo"``. Every Clopper–Pearson
+        certificate holds at its level for its one plan only (module docstring).
     """
 
     cost: float
@@ -173,19 +168,14 @@ class Evaluation:
     violation_ub: float | None = None
     violation_lb: float | None = None
     violation_ub_level: float | None = None
-    #: The final certificate: ``mc_certified_verdict`` unless the exact bounds
-    #: decide (``verdict_basis``), in which case the proof stands in for it.
     certified_verdict: str | None = None
     #: The Clopper–Pearson verdict at ``confidence``: "certified feasible" (upper
     #: bound ≤ 1 − ω and (4)–(6) hold), "certified infeasible" (lower bound >
     #: 1 − ω, or (4)–(6) broken) or "not certified".
     mc_certified_verdict: str | None = None
-    #: The Monte Carlo verdict of the quantile interval against ℓmax (an estimate).
     mc_verdict: str | None = None
-    #: How ``quantile_ci`` and the violation bounds were built (their level is ``confidence``).
     ci_method: str = CI_METHOD
     violation_bounds_method: str = VIOLATION_BOUNDS_METHOD
-    #: What decided ``verdict``/``certified_verdict``: "exact", "deterministic" or "monte_carlo".
     verdict_basis: str = BASIS_MONTE_CARLO
     #: Rigorous bounds on P(ℓ(K) > ℓmax) and on the ω-quantile, computed with no
     #: sampling (``formulations.evaluation.exact_violation``; ``exact=True``), and the
@@ -435,79 +425,6 @@ def attach_exact(ev: Evaluation, instance, models, gammas, settings: ExactSettin
     return ev
 
 
-def evaluation_statements(ev) -> list[tuple[str, str]]:
-    """What an evaluation says, as (label, sentence) pairs for a summary.
-
-    Each sentence names what its number is: the Monte Carlo quantile with
-    its draws and its interval's level and method, the Monte Carlo verdict
-    (an estimate), the Clopper–Pearson certificate with its level, the exact
-    verdict (a proof) when there is one, and the final verdict with what
-    decided it. The command-line summaries of ``solve``, ``evaluate`` and
-    ``simulate`` print these.
-
-    Parameters
-    ----------
-    ev : Evaluation or dict
-        An evaluation or its ``to_dict()``.
-
-    Returns
-    -------
-    list of (str, str)
-        Labels ``quantile``, ``interval``, ``estimate``, ``certified``,
-        ``exact`` and ``verdict``, each present when it applies.
-    """
-    d = ev.to_dict() if isinstance(ev, Evaluation) else dict(ev)
-    level, risk = float(d["confidence"]), 1.0 - float(d["omega"])
-    basis = d.get("verdict_basis", BASIS_MONTE_CARLO)
-    mc = str(d.get("mc_verdict", d.get("verdict")))
-    lo, hi = d["quantile_ci"]
-    out = []
-    if basis == BASIS_DETERMINISTIC:
-        out.append(("quantile", f"{d['quantile']:.6g} (ω = {d['omega']:g}; exact: every random term is a point "
-                                f"mass, one trajectory); target ℓmax = {d['loss_max']:.6g}"))
-    else:
-        out.append(("quantile", f"{d['quantile']:.6g} (ω = {d['omega']:g}; Monte Carlo estimate from "
-                                f"{d['samples']} draws, seed {d['seed']}); target ℓmax = {d['loss_max']:.6g}"))
-        out.append(("interval", f"[{lo:.6g}, {hi:.6g}] at level {level:g} "
-                                f"({d.get('ci_method') or CI_METHOD})"))
-        where = {"feasible": "the interval lies at or below ℓmax", "infeasible": "the interval lies above ℓmax",
-                 "undecided": "the interval straddles ℓmax"}.get(mc, "")
-        out.append(("estimate", f"{mc} (Monte Carlo estimate: {where})" if where else f"{mc} (Monte Carlo)"))
-        cert = d.get("mc_certified_verdict", d.get("certified_verdict"))
-        if cert is not None and d.get("violation_count") is not None:
-            why = ("; constraints (4)-(6) broken" if d.get("violations") else "")
-            out.append(("certified", f"{cert} at level {level:g} (one-sided Clopper-Pearson on the same draws: "
-                                     f"{d['violation_count']} of {d['samples']} exceed ℓmax, "
-                                     f"P(ℓ(K) > ℓmax) in [{d['violation_lb']:.4g}, {d['violation_ub']:.4g}] "
-                                     f"against 1 − ω = {risk:.4g}{why})"))
-    exact = d.get("exact_verdict")
-    if exact is not None and d.get("violation_lo") is not None:
-        out.append(("exact", f"{exact} (a proof, no sampling: P(ℓ(K) > ℓmax) in [{d['violation_lo']:.6g}, "
-                             f"{d['violation_hi']:.6g}] against 1 − ω = {risk:.4g}"
-                             + (f"; {d['exact_reason']}" if d.get("exact_reason") else "") + ")"))
-    elif exact is not None:
-        out.append(("exact", exact + (f" ({d['exact_reason']})" if d.get("exact_reason") else "")))
-    elif d.get("exact_reason") not in (None, "not requested"):
-        out.append(("exact", f"none ({d['exact_reason']})"))
-    verdict = d.get("verdict")
-    if basis == BASIS_EXACT:
-        text = f"{verdict}, proven by the exact bounds (no sampling"
-        mc_cert = d.get("mc_certified_verdict")
-        if (mc in ("feasible", "infeasible") and mc != verdict) or (
-                mc_cert in (CERTIFIED_FEASIBLE, CERTIFIED_INFEASIBLE) and mc_cert != d.get("certified_verdict")):
-            text += (f"; the Monte Carlo statements above contradict it: an estimate, and a certificate at "
-                     f"level {level:g}, which is wrong for up to a share {1 - level:.2g} of plans")
-        text += ")"
-    elif basis == BASIS_DETERMINISTIC:
-        text = f"{verdict} (exact: deterministic plan)"
-    else:
-        text = f"{verdict} (Monte Carlo estimate, not a proof)"
-    if d.get("violations"):
-        text += "; the plan breaks constraints (4)-(6), so it is infeasible"
-    out.append(("verdict", text))
-    return out
-
-
 def _follow_proof(ev: Evaluation, chance_verdict: str) -> None:
     """Let a decided exact verdict on the chance constraint (3) decide
     ``verdict``, ``feasible`` and ``certified_verdict`` (in place).
@@ -678,5 +595,5 @@ def _certify(finals, n, exact, instance, threshold, confidence, violations):
 
 
 __all__ = ["Evaluation", "evaluate_plan", "attach_exact", "plan_indices", "transfer_cost", "simulate_trajectories",
-           "MEMORY_BUDGET", "order_statistic_ci", "evaluation_statements", "CI_METHOD", "CI_METHOD_DETERMINISTIC",
+           "MEMORY_BUDGET", "order_statistic_ci", "CI_METHOD", "CI_METHOD_DETERMINISTIC",
            "VIOLATION_BOUNDS_METHOD", "BASIS_EXACT", "BASIS_DETERMINISTIC", "BASIS_MONTE_CARLO"]
