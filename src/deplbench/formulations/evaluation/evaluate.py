@@ -169,14 +169,6 @@ class Evaluation:
     violation_lb: float | None = None
     violation_ub_level: float | None = None
     certified_verdict: str | None = None
-    #: The Clopper–Pearson verdict at ``confidence``: "certified feasible" (upper
-    #: bound ≤ 1 − ω and (4)–(6) hold), "certified infeasible" (lower bound >
-    #: 1 − ω, or (4)–(6) broken) or "not certified".
-    mc_certified_verdict: str | None = None
-    mc_verdict: str | None = None
-    ci_method: str = CI_METHOD
-    violation_bounds_method: str = VIOLATION_BOUNDS_METHOD
-    verdict_basis: str = BASIS_MONTE_CARLO
     #: Rigorous bounds on P(ℓ(K) > ℓmax) and on the ω-quantile, computed with no
     #: sampling (``formulations.evaluation.exact_violation``; ``exact=True``), and the
     #: deterministic verdict "proven feasible" / "proven infeasible" /
@@ -194,6 +186,14 @@ class Evaluation:
     #: (``exact_reason`` says by how much).
     exact_budget_exhausted: bool | None = None
     exact_target_width: float | None = None
+    #: The Clopper–Pearson verdict at ``confidence``: "certified feasible" (upper
+    #: bound ≤ 1 − ω and (4)–(6) hold), "certified infeasible" (lower bound >
+    #: 1 − ω, or (4)–(6) broken) or "not certified".
+    mc_certified_verdict: str | None = None
+    mc_verdict: str | None = None
+    ci_method: str = CI_METHOD
+    violation_bounds_method: str = VIOLATION_BOUNDS_METHOD
+    verdict_basis: str = BASIS_MONTE_CARLO
 
     def to_dict(self) -> dict:
         d = asdict(self)
