@@ -10,6 +10,8 @@ import json
 
 import pytest
 
+from deplbench.cli.statements import evaluation_statements
+from deplbench.formulations.evaluation.evaluate import evaluate_plan
 from deplbench.jsonio import write_json
 from tests.formulations.test_evaluate import near_boundary_instance, plan
 
@@ -85,3 +87,19 @@ def test_library_verify_names_each_statement():
     assert line == ("out of sample (Monte Carlo, 500 draws): quantile estimate 0.29; CI [0.28, 0.3] at level "
                     "0.95 (order-statistic); estimate undecided; not certified at level 0.95 (one-sided "
                     "Clopper-Pearson)")
+
+
+def test_the_statements_say_what_each_number_is():
+    p = plan([("m", "A", 5.0)], {"A": ["d0"]})
+    ev = evaluate_plan(near_boundary_instance(), p, samples=1000, seed=278, trajectory=False, exact=True)
+    said = dict(evaluation_statements(ev))
+    assert "Monte Carlo estimate from 1000 draws" in said["quantile"]
+    assert "at level 0.95" in said["interval"] and "order-statistic" in said["interval"]
+    assert said["estimate"].startswith("infeasible (Monte Carlo estimate")
+    assert said["certified"].startswith("certified infeasible at level 0.95 (one-sided Clopper-Pearson")
+    assert said["exact"].startswith("proven feasible (a proof, no sampling")
+    assert said["verdict"].startswith("feasible, proven by the exact bounds")
+    assert "contradict" in said["verdict"]
+    mc = dict(evaluation_statements(evaluate_plan(near_boundary_instance(), p, samples=1000, seed=278,
+                                                  trajectory=False)))
+    assert "exact" not in mc and mc["verdict"] == "infeasible (Monte Carlo estimate, not a proof)"

@@ -287,20 +287,3 @@ def test_every_evaluation_names_its_interval_method_and_basis():
     det = evaluate_plan(parse_instance(det_instance()), plan([("m", "A", 2.0)], {"A": ["d0"]}), samples=100)
     assert det.ci_method == CI_METHOD_DETERMINISTIC and det.verdict_basis == "deterministic"
 
-
-def test_the_statements_say_what_each_number_is():
-    from deplbench.formulations.evaluation.statements import evaluation_statements
-
-    p = plan([("m", "A", 5.0)], {"A": ["d0"]})
-    ev = evaluate_plan(near_boundary_instance(), p, samples=1000, seed=278, trajectory=False, exact=True)
-    said = dict(evaluation_statements(ev))
-    assert "Monte Carlo estimate from 1000 draws" in said["quantile"]
-    assert "at level 0.95" in said["interval"] and "order-statistic" in said["interval"]
-    assert said["estimate"].startswith("infeasible (Monte Carlo estimate")
-    assert said["certified"].startswith("certified infeasible at level 0.95 (one-sided Clopper-Pearson")
-    assert said["exact"].startswith("proven feasible (a proof, no sampling")
-    assert said["verdict"].startswith("feasible, proven by the exact bounds")
-    assert "contradict" in said["verdict"]
-    mc = dict(evaluation_statements(evaluate_plan(near_boundary_instance(), p, samples=1000, seed=278,
-                                                  trajectory=False)))
-    assert "exact" not in mc and mc["verdict"] == "infeasible (Monte Carlo estimate, not a proof)"

@@ -61,7 +61,7 @@ def _summary(ev, cross_check: bool = False) -> str:
     """The evaluation in words; each statement says what it is (an estimate,
     a certificate at a level, a proof). ``cross_check``: the Monte Carlo part
     only, the exact bounds and the final verdict being printed around it."""
-    from deplbench.cli.solvers import statement_lines
+    from deplbench.cli.statements import statement_lines
 
     lines = [
         f"cost           {ev.cost:.6g}  (compute {ev.compute_cost:.6g}, transfer {ev.transfer_cost:.6g})",
@@ -118,7 +118,7 @@ def _print_exact(ev, args) -> int:
             print(f"exact verdict  {verdict}" + (f" ({ev.exact_reason})" if ev.exact_reason else ""))
         print("monte carlo (cross-check; estimates, and certificates at their level):")
         print("\n".join("  " + line for line in _summary(ev, cross_check=True).splitlines()))
-        from deplbench.cli.solvers import statement_lines
+        from deplbench.cli.statements import statement_lines
 
         print("\n".join(_without_dropped(statement_lines(ev, width=15),
                                          ("quantile", "interval", "estimate", "certified", "exact"))))

@@ -6,7 +6,7 @@ import argparse
 import textwrap
 from typing import Any
 
-from deplbench.cli.solvers import parse_kv, solver_used, statement_lines
+from deplbench.cli.solvers import parse_kv, solver_used
 from deplbench.errors import SolverError
 from deplbench.jsonio import print_json
 from deplbench.limits import MAX_RUNS
@@ -68,6 +68,8 @@ def _cmd_simulate(args) -> int:
         if result.cost is not None:
             print(f"static plan    cost {result.cost:.6g}")
         if ev:
+            from deplbench.cli.statements import statement_lines
+
             print("\n".join(statement_lines(ev, width=15)))
         print(f"closed loop    {args.runs} runs, seed {args.seed}, intervals at {args.confidence:g} "
               "(Clopper–Pearson, two-sided)")

@@ -104,6 +104,8 @@ def _cmd_solve(args) -> int:
             print(f"lower bound {result.lower_bound:.6g}   gap {gap:.3g}")
         print(f"runtime     {result.runtime_s:.3f} s")
         if ev:
+            from deplbench.cli.statements import statement_lines
+
             print("\n".join(statement_lines(ev)))
             print(f"epochs      {ev['epochs']}  {ev['epochs_per_model']}")
             for v in ev["violations"]:
@@ -112,19 +114,6 @@ def _cmd_solve(args) -> int:
             if hint:
                 print(textwrap.fill(hint, 78, initial_indent="note        ", subsequent_indent=" " * 12))
     return 0 if result.status != "error" else 1
-
-
-def statement_lines(ev, width: int = 12) -> list[str]:
-    """The evaluation's statements (:func:`~deplbench.formulations.evaluation.statements.evaluation_statements`),
-    one labelled paragraph each, wrapped at 78 columns under a ``width``-wide label."""
-    from deplbench.formulations.evaluation.statements import evaluation_statements
-
-    lines: list[str] = []
-    for label, text in evaluation_statements(ev):
-        head = f"{label:<{width}}"
-        lines += textwrap.wrap(text, 78, initial_indent=head, subsequent_indent=" " * width,
-                               break_on_hyphens=False)
-    return lines
 
 
 def saa_hint(result, reference: str) -> str:

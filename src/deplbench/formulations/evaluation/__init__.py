@@ -12,9 +12,6 @@ Modules (import a name from its module; this package imports nothing):
 :mod:`.evaluate`         a plan's exact cost and constraints and its out-of-sample loss
                          quantile with a distribution-free interval:
                          :func:`~.evaluate.evaluate_plan`, :class:`~.evaluate.Evaluation`
-:mod:`.statements`       what an evaluation says, in words (each number with its level,
-                         method, and whether it is an estimate, a certificate or a proof):
-                         :func:`~.statements.evaluation_statements`
 :mod:`.closed_loop`      a policy judged as it runs, epoch by epoch, on seeded runs:
                          :class:`~.closed_loop.ClosedLoopPolicy`,
                          :func:`~.closed_loop.simulate`, :class:`~.closed_loop.ClosedLoopResult`

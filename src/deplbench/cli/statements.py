@@ -1,14 +1,18 @@
 """What an evaluation says, in words: each number with what it is.
 
-The command-line summaries of ``solve``, ``evaluate``, ``simulate`` (and
-``library verify``, in its own words) print these statements, so that a
+The summaries of ``solve``, ``evaluate`` and ``simulate`` print these
+statements (``library verify`` says the same in its own lines), so that a
 Monte Carlo estimate is called an estimate, every interval says its level
 and method, a Clopper–Pearson certificate says its level, and a proof (the
-exact violation bounds of :mod:`.exact_violation`) says that it is one and
-decides (:mod:`.evaluate`, module docstring).
+exact violation bounds of
+:mod:`deplbench.formulations.evaluation.exact_violation`) says that it is
+one and decides (:mod:`deplbench.formulations.evaluation.evaluate`, module
+docstring).
 """
 
 from __future__ import annotations
+
+import textwrap
 
 from deplbench.formulations.evaluation.binomial import CERTIFIED_FEASIBLE, CERTIFIED_INFEASIBLE
 from deplbench.formulations.evaluation.evaluate import (
@@ -92,4 +96,14 @@ def evaluation_statements(ev) -> list[tuple[str, str]]:
     return out
 
 
-__all__ = ["evaluation_statements"]
+def statement_lines(ev, width: int = 12) -> list[str]:
+    """The statements of :func:`evaluation_statements`, one labelled paragraph
+    each, wrapped at 78 columns under a ``width``-wide label."""
+    lines: list[str] = []
+    for label, text in evaluation_statements(ev):
+        lines += textwrap.wrap(text, 78, initial_indent=f"{label:<{width}}", subsequent_indent=" " * width,
+                               break_on_hyphens=False)
+    return lines
+
+
+__all__ = ["evaluation_statements", "statement_lines"]
