@@ -103,3 +103,15 @@ def test_the_statements_say_what_each_number_is():
     mc = dict(evaluation_statements(evaluate_plan(near_boundary_instance(), p, samples=1000, seed=278,
                                                   trajectory=False)))
     assert "exact" not in mc and mc["verdict"] == "infeasible (Monte Carlo estimate, not a proof)"
+
+
+def test_a_deterministic_plan_is_not_called_an_estimate():
+    from deplbench.instances.model import parse_instance
+    from tests.formulations.test_evaluate import det_instance
+
+    inst = parse_instance(det_instance())
+    for exact in (False, True):
+        ev = evaluate_plan(inst, plan([("m", "A", 2.0)], {"A": ["d0"]}), samples=100, exact=exact)
+        said = dict(evaluation_statements(ev))
+        assert "exact: every random term is a point mass" in said["quantile"]
+        assert "estimate" not in said and "interval" not in said and "Monte Carlo" not in said["verdict"]

@@ -50,7 +50,7 @@ def evaluation_statements(ev) -> list[tuple[str, str]]:
     mc = str(d.get("mc_verdict", d.get("verdict")))
     lo, hi = d["quantile_ci"]
     out = []
-    if basis == BASIS_DETERMINISTIC:
+    if basis == BASIS_DETERMINISTIC or d.get("exact"):    # point masses: the one trajectory is exact
         out.append(("quantile", f"{d['quantile']:.6g} (ω = {d['omega']:g}; exact: every random term is a point "
                                 f"mass, one trajectory); target ℓmax = {d['loss_max']:.6g}"))
     else:
