@@ -317,9 +317,13 @@ def register(subparsers) -> None:
         "solve", help="run one algorithm on an instance",
         description=textwrap.fill(
             "Run one algorithm on an instance and judge the plan it returns out of sample: cost "
-            "(2), the hard constraints (4)-(6) and the ω-quantile of the final loss (3) with a "
-            "confidence interval from --eval-samples fresh trajectories. Prints a summary, or "
-            "with --json the result record as one JSON object.", 78),
+            "(2), the hard constraints (4)-(6), and the quantile constraint (3): a Monte Carlo "
+            "estimate of the ω-quantile of the final loss from --eval-samples fresh trajectories "
+            "with its 0.95 distribution-free order-statistic interval, a one-sided "
+            "Clopper-Pearson certificate at 0.95 on the same draws, and, where the laws allow, "
+            "the exact violation bounds (no sampling), whose verdict decides. Prints a summary "
+            "saying which statement is which, or with --json the result record as one JSON "
+            "object.", 78),
         formatter_class=argparse.RawDescriptionHelpFormatter, add_help=False)
     p.add_argument("-h", "--help", action=_HelpWithAlgorithms,
                    help="show this help (with the algorithm list) and exit")
