@@ -10,7 +10,6 @@ import json
 
 import pytest
 
-from deplbench.cli.statements import evaluation_statements
 from deplbench.formulations.evaluation.evaluate import evaluate_plan
 from deplbench.jsonio import write_json
 from tests.formulations.test_evaluate import near_boundary_instance, plan
@@ -90,6 +89,8 @@ def test_library_verify_names_each_statement():
 
 
 def test_the_statements_say_what_each_number_is():
+    from deplbench.cli.statements import evaluation_statements
+
     p = plan([("m", "A", 5.0)], {"A": ["d0"]})
     ev = evaluate_plan(near_boundary_instance(), p, samples=1000, seed=278, trajectory=False, exact=True)
     said = dict(evaluation_statements(ev))
@@ -106,6 +107,7 @@ def test_the_statements_say_what_each_number_is():
 
 
 def test_a_deterministic_plan_is_not_called_an_estimate():
+    from deplbench.cli.statements import evaluation_statements
     from deplbench.instances.model import parse_instance
     from tests.formulations.test_evaluate import det_instance
 
