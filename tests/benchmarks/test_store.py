@@ -330,3 +330,17 @@ def test_claims_are_atomic_across_processes(tmp_path):
     assert all(p.returncode == 0 for p in procs)
     claimed = [k for out in outs for k in out]
     assert sorted(claimed, key=int) == [str(k) for k in range(40)]  # each once
+
+
+def test_the_record_verdict_follows_a_proof_over_a_wrong_monte_carlo_certificate():
+    """The report's missed/certified counts read the record's columns: where the
+    exact bounds prove the plan feasible, a chance Monte Carlo miss is not one."""
+    from deplbench.formulations.evaluation.evaluate import evaluate_plan
+    from tests.formulations.test_evaluate import near_boundary_instance, plan
+
+    ev = evaluate_plan(near_boundary_instance(), plan([("m", "A", 5.0)], {"A": ["d0"]}), samples=1000,
+                       seed=278, trajectory=False, exact=True)
+    assert ev.mc_verdict == "infeasible" and ev.mc_certified_verdict == "certified infeasible"
+    cols = record_mod.evaluation_columns(ev.to_dict())
+    assert (cols["verdict"], cols["certified_verdict"]) == ("feasible", "certified feasible")
+    assert cols["ci_level"] == 0.95 and cols["ci_method"] == ev.ci_method != record_mod.DEFAULT_CI_METHOD

@@ -212,3 +212,78 @@ def test_load_plan_rejects_non_utf8_file_by_name(tmp_path):
     path.write_bytes(b"\xff\xfe{}")
     with pytest.raises(PlanError, match="plan.json: not a UTF-8"):
         load_plan(path)
+
+
+def near_boundary_instance():
+    """One epoch of ℓ(1) = 10 − X, X ~ IG(12, 11), ω = 0.9 and ℓmax set so
+    that P(ℓ(1) > ℓmax) = F_X(10 − ℓmax) = 0.0950005 < 1 − ω = 0.1: feasible,
+    by a margin the exact bounds resolve and 1000 draws do not."""
+    data = random_instance(0.9)
+    data["loss_max"] = 9.34223
+    return parse_instance(data)
+
+
+def test_a_proof_overrules_a_monte_carlo_certificate_that_is_wrong_by_chance():
+    inst = near_boundary_instance()
+    truth = stats.invgamma(12.0, scale=11.0).cdf(10 - inst.loss_max)
+    assert truth == pytest.approx(0.095, abs=1e-5) and truth < 1 - inst.omega
+    p = plan([("m", "A", 5.0)], {"A": ["d0"]})
+    # seed 278: 124 of 1000 draws violate, a chance excess (expected 95): the
+    # Monte Carlo interval lies above ℓmax and Clopper-Pearson's lower bound
+    # exceeds 1 − ω at 0.95 -- both wrong, as a statement at a level may be.
+    mc = evaluate_plan(inst, p, samples=1000, seed=278, trajectory=False)
+    assert mc.violation_count == 124 and mc.violation_lb > 0.1
+    assert (mc.verdict, mc.certified_verdict, mc.verdict_basis) == ("infeasible", "certified infeasible",
+                                                                    "monte_carlo")
+    assert not mc.feasible
+    ev = evaluate_plan(inst, p, samples=1000, seed=278, trajectory=False, exact=True)
+    assert ev.exact_verdict == "proven feasible" and ev.violation_lo <= truth <= ev.violation_hi
+    # the proof decides; the Monte Carlo statements stay, named as such
+    assert (ev.verdict, ev.certified_verdict, ev.verdict_basis, ev.feasible) == (
+        "feasible", "certified feasible", "exact", True)
+    assert (ev.mc_verdict, ev.mc_certified_verdict) == ("infeasible", "certified infeasible")
+    d = ev.to_dict()
+    assert d["verdict"] == "feasible" and d["mc_verdict"] == "infeasible"
+
+
+def test_a_proof_of_infeasibility_decides_and_broken_constraints_stay_infeasible():
+    data = random_instance(0.9)
+    data["loss_max"] = 9.2                      # P(violation) = F_X(0.8) ≈ 0.29 > 0.1
+    inst = parse_instance(data)
+    ev = evaluate_plan(inst, plan([("m", "A", 5.0)], {"A": ["d0"]}), samples=1000, trajectory=False, exact=True)
+    assert (ev.exact_verdict, ev.verdict, ev.certified_verdict, ev.verdict_basis) == (
+        "proven infeasible", "infeasible", "certified infeasible", "exact")
+    # a plan breaking (4) (time 4/0.3 > Tmax = 10) whose quantile is proven fine: verdict feasible, the plan not
+    data["loss_max"] = 9.6
+    inst = parse_instance(data)
+    ev = evaluate_plan(inst, plan([("m", "A", 0.3)], {"A": ["d0"]}), samples=1000, trajectory=False, exact=True)
+    assert ev.violations and ev.verdict == "feasible" and ev.verdict_basis == "exact"
+    assert not ev.feasible and ev.certified_verdict == "certified infeasible"
+
+
+def test_an_undecided_proof_leaves_the_monte_carlo_verdict(monkeypatch):
+    import deplbench.formulations.evaluation.evaluate as evaluate_module
+    from deplbench.formulations.evaluation.exact_violation import violation_bounds
+
+    def undecided(*args, **kwargs):
+        b = violation_bounds(*args, **kwargs)
+        return type(b)(0.0, 1.0, b.q_lo, b.q_hi, "undecided", b.risk)
+
+    monkeypatch.setattr(evaluate_module, "violation_bounds", undecided)
+    ev = evaluate_plan(near_boundary_instance(), plan([("m", "A", 5.0)], {"A": ["d0"]}), samples=1000,
+                       seed=278, trajectory=False, exact=True)
+    assert ev.exact_verdict == "undecided" and ev.verdict_basis == "monte_carlo"
+    assert (ev.verdict, ev.certified_verdict) == ("infeasible", "certified infeasible")
+
+
+def test_every_evaluation_names_its_interval_method_and_basis():
+    from deplbench.formulations.evaluation.evaluate import CI_METHOD, CI_METHOD_DETERMINISTIC
+
+    sampled = evaluate_plan(near_boundary_instance(), plan([("m", "A", 5.0)], {"A": ["d0"]}), samples=500,
+                            confidence=0.9, trajectory=False).to_dict()
+    assert sampled["ci_method"] == CI_METHOD and "two-sided" in CI_METHOD and sampled["confidence"] == 0.9
+    assert "Clopper-Pearson" in sampled["violation_bounds_method"]
+    assert "one-sided" in sampled["violation_bounds_method"]
+    det = evaluate_plan(parse_instance(det_instance()), plan([("m", "A", 2.0)], {"A": ["d0"]}), samples=100)
+    assert det.ci_method == CI_METHOD_DETERMINISTIC and det.verdict_basis == "deterministic"
+

@@ -140,8 +140,9 @@ class TaskRecord:
     quantile_ci_high: float | None = _col("real", "upper end of the quantile's interval")
     ci_level: float | None = _col("real", "confidence level of that interval, e.g. 0.95")
     ci_method: str | None = _col("text", "how that interval was built")
-    verdict: str | None = _col("text", "feasible | infeasible | undecided: the interval "
-                                       "vs ℓmax")
+    verdict: str | None = _col("text", "feasible | infeasible | undecided: the exact violation bounds' "
+                                       "verdict where they decide, else the Monte Carlo interval vs ℓmax "
+                                       "(an estimate; evaluation.verdict_basis says which)")
     eval_samples: int | None = _col("int", "out-of-sample trajectories")
     eval_seed: int | None = _col("int", "seed of those trajectories")
     eval_exact: bool | None = _col("bool", "the plan was evaluated exactly (deterministic "
@@ -151,8 +152,9 @@ class TaskRecord:
     violation_ub: float | None = _col("real", "certified upper bound on P(ℓ(K) > ℓmax) "
                                               "(filled when the evaluation provides it)")
     violation_ub_level: float | None = _col("real", "confidence of violation_ub")
-    certified_verdict: str | None = _col("text", "verdict from violation_ub vs 1 − ω (when "
-                                                 "provided)")
+    certified_verdict: str | None = _col("text", "verdict from violation_ub/violation_lb vs 1 − ω "
+                                                 "(Clopper-Pearson at violation_ub_level), or the exact "
+                                                 "bounds' where they decide (when provided)")
     evaluation: Any = _col("json", "the complete evaluation (per-epoch mean/p01/p99, "
                                    "per-model epochs and cost, ...)")
     # -- closed-loop simulation (formulations.evaluation.closed_loop; sweep option

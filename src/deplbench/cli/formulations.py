@@ -17,6 +17,12 @@ with ``--json`` the object has the keys ``violation_lo``, ``violation_hi``,
 ``quantile_lo``, ``quantile_hi``, ``verdict`` (the exact one), ``reason``
 and ``evaluation`` (the Monte-Carlo evaluation, the independent cross-check).
 
+Every statement is printed with what it is: the quantile as a Monte Carlo
+estimate with its draws, its interval with level and method, the Monte
+Carlo verdict as an estimate, the Clopper–Pearson certificate with its
+level, and the final ``verdict``, which follows the exact verdict wherever
+it decides (``verdict_basis``; docs/certify.md).
+
 Exit status: 0 when the plan was evaluated (whatever the verdict), 1 with
 ``--check`` when the plan is not feasible, 2 for bad input.
 """
@@ -40,7 +46,9 @@ def register(subparsers) -> None:
     p.add_argument("plan", metavar="PLAN", help="plan JSON file (or a solver result with a 'plan' key)")
     p.add_argument("--samples", type=int, default=100_000, help="trajectories (default 100000)")
     p.add_argument("--seed", type=int, default=0, help="seed of the out-of-sample stream (default 0)")
-    p.add_argument("--confidence", type=float, default=0.95, help="confidence of the quantile interval (default 0.95)")
+    p.add_argument("--confidence", type=float, default=0.95,
+                   help="level of the two-sided quantile interval and of each one-sided Clopper-Pearson bound "
+                        "on P(loss > lmax) (default 0.95)")
     p.add_argument("--exact", action="store_true",
                    help="also bound P(loss > lmax) and the quantile rigorously, with no sampling, and give the "
                         "verdict proven feasible / proven infeasible / undecided at this precision")
@@ -49,23 +57,43 @@ def register(subparsers) -> None:
     p.set_defaults(func=run_evaluate)
 
 
-def _summary(ev) -> str:
+def _summary(ev, cross_check: bool = False) -> str:
+    """The evaluation in words; each statement says what it is (an estimate,
+    a certificate at a level, a proof). ``cross_check``: the Monte Carlo part
+    only, the exact bounds and the final verdict being printed around it."""
+    from deplbench.cli.statements import statement_lines
+
     lines = [
         f"cost           {ev.cost:.6g}  (compute {ev.compute_cost:.6g}, transfer {ev.transfer_cost:.6g})",
         f"time           {ev.time:.6g}",
         f"epochs         {ev.epochs}  " + ", ".join(f"{m}: {n}" for m, n in ev.epochs_per_model.items()),
-        f"quantile       ℓ_{ev.omega:g}(K) = {ev.quantile:.6g}  "
-        f"[{ev.quantile_ci[0]:.6g}, {ev.quantile_ci[1]:.6g}] at {ev.confidence:g}"
-        f"{' (exact)' if ev.exact else f', {ev.samples} samples, seed {ev.seed}'}",
-        f"target         ℓmax = {ev.loss_max:.6g}",
-        f"expected loss  {ev.expected_loss:.6g}",
-        f"verdict        {ev.verdict}",
+        f"expected loss  {ev.expected_loss:.6g}  (Monte Carlo mean of ℓ(K))",
     ]
+    statements = statement_lines(ev, width=15)
+    lines[3:3] = _without_dropped(statements, ("exact", "verdict")) if cross_check else statements
+    if not cross_check:
+        lines += _tail(ev)
+    return "\n".join(lines)
+
+
+def _without_dropped(lines: list[str], labels: tuple[str, ...]) -> list[str]:
+    """``lines`` without the labelled paragraphs of ``labels`` (and their continuation lines)."""
+    out, keep = [], True
+    for line in lines:
+        if not line.startswith(" "):
+            keep = line.split(" ", 1)[0] not in labels
+        if keep:
+            out.append(line)
+    return out
+
+
+def _tail(ev) -> list[str]:
+    lines = []
     if ev.violations:
         lines.append("violations:")
         lines += [f"  - {v}" for v in ev.violations]
     lines.append(f"feasible       {'yes' if ev.feasible else 'no'}")
-    return "\n".join(lines)
+    return lines
 
 
 EXACT_VERDICTS = {"undecided": "undecided at this precision"}
@@ -88,8 +116,13 @@ def _print_exact(ev, args) -> int:
                   f"  (1 − ω = {1.0 - ev.omega:.6g})")
             print(f"quantile       ℓ_{ev.omega:g}(K) ∈ [{ev.quantile_lo:.6g}, {ev.quantile_hi:.6g}]")
             print(f"exact verdict  {verdict}" + (f" ({ev.exact_reason})" if ev.exact_reason else ""))
-        print("monte carlo (cross-check):")
-        print("\n".join("  " + line for line in _summary(ev).splitlines()))
+        print("monte carlo (cross-check; estimates, and certificates at their level):")
+        print("\n".join("  " + line for line in _summary(ev, cross_check=True).splitlines()))
+        from deplbench.cli.statements import statement_lines
+
+        print("\n".join(_without_dropped(statement_lines(ev, width=15),
+                                         ("quantile", "interval", "estimate", "certified", "exact"))))
+        print("\n".join(_tail(ev)))
     return 1 if (args.check and ev.exact_verdict != "proven feasible") else 0
 
 

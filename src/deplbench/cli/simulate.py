@@ -56,7 +56,9 @@ def _cmd_simulate(args) -> int:
     ev = result.evaluation or {}
     out = {"algorithm": result.algorithm, "status": result.status, "message": result.message,
            "static": {"cost": result.cost, "quantile": ev.get("quantile"), "quantile_ci": ev.get("quantile_ci"),
-                      "verdict": ev.get("verdict"), "epochs": ev.get("epochs")},
+                      "quantile_ci_level": ev.get("confidence"), "quantile_ci_method": ev.get("ci_method"),
+                      "verdict": ev.get("verdict"), "verdict_basis": ev.get("verdict_basis"),
+                      "epochs": ev.get("epochs")},
            "closed_loop": cl}
     if args.json:
         print_json(out)
@@ -64,8 +66,11 @@ def _cmd_simulate(args) -> int:
         print(f"algorithm      {result.algorithm}" + solver_used(result))
         print(f"status         {result.status}" + (f"  ({result.message})" if result.message else ""))
         if result.cost is not None:
-            print(f"static plan    cost {result.cost:.6g}, ω-quantile {ev.get('quantile', float('nan')):.6g} "
-                  f"-> {ev.get('verdict')}")
+            print(f"static plan    cost {result.cost:.6g}")
+        if ev:
+            from deplbench.cli.statements import statement_lines
+
+            print("\n".join(statement_lines(ev, width=15)))
         print(f"closed loop    {args.runs} runs, seed {args.seed}, intervals at {args.confidence:g} "
               "(Clopper–Pearson, two-sided)")
         print(_line("plan", cl["plan"]))

@@ -196,9 +196,9 @@ def _plan_report(inst, model, x: np.ndarray, samples: int, seed: int) -> dict:
     # exact=True: the rigorous violation bounds (no sampling) where the
     # instance's laws allow them; otherwise exact_reason says why not
     ev = evaluate_plan(inst, plan, samples=samples, seed=seed, trajectory=False, exact=True).to_dict()
-    keep = ("cost", "verdict", "feasible", "quantile", "quantile_ci", "confidence", "samples", "exact",
-            "certified_verdict", "violation_count", "violation_lb", "violation_ub",
-            "violation_lo", "violation_hi", "exact_verdict", "exact_reason")
+    keep = ("cost", "verdict", "verdict_basis", "feasible", "quantile", "quantile_ci", "confidence", "ci_method",
+            "samples", "exact", "mc_verdict", "certified_verdict", "mc_certified_verdict", "violation_count",
+            "violation_lb", "violation_ub", "violation_lo", "violation_hi", "exact_verdict", "exact_reason")
     return {"decoded": True, "epochs": plan.n_epochs, "exact_cost": choice.cost,
             "in_sample_violations": int(choice.violations) * (data.S_nominal if data.deterministic else 1),
             "allowed_violations": int(data.p), "plan": plan.to_dict(),
@@ -285,14 +285,26 @@ def format_verify(res: dict) -> str:
         oos = plan["out_of_sample"]
         lines.append(f"plan: {plan['epochs']} epochs, exact real-x cost {plan['exact_cost']!r}, in-sample "
                      f"violations {plan['in_sample_violations']} (allowed {plan['allowed_violations']})")
-        ci = oos.get("quantile_ci")
-        lines.append(f"out of sample: {oos.get('verdict')} (quantile {oos.get('quantile')!r}"
-                     + (f", {oos.get('confidence')} CI {ci}" if ci else "") + f", {oos.get('samples')} draws); "
-                     f"certified: {oos.get('certified_verdict')}")
+        lines.append(_monte_carlo_line(oos))
         lines.append(_exact_line(oos))
+        lines.append(f"verdict: {oos.get('verdict')} ("
+                     + ("proven by the exact bounds" if oos.get("verdict_basis") == "exact"
+                        else "Monte Carlo estimate, not a proof") + ")")
     elif plan:
         lines.append(f"plan: not decoded ({plan.get('message')})")
     return "\n".join(lines)
+
+
+def _monte_carlo_line(oos: dict) -> str:
+    """The Monte Carlo statements, each with what it is: the quantile estimate
+    and its interval's level and method, the estimate's verdict, the
+    Clopper–Pearson certificate at its level."""
+    ci, level = oos.get("quantile_ci"), oos.get("confidence")
+    interval = (f"; CI {ci} at level {level} ({oos.get('ci_method') or 'order-statistic'})" if ci else "")
+    mc = oos.get("mc_verdict", oos.get("verdict"))
+    cert = oos.get("mc_certified_verdict", oos.get("certified_verdict"))
+    return (f"out of sample (Monte Carlo, {oos.get('samples')} draws): quantile estimate {oos.get('quantile')!r}"
+            f"{interval}; estimate {mc}; {cert} at level {level} (one-sided Clopper-Pearson)")
 
 
 def _exact_line(oos: dict) -> str:

@@ -176,6 +176,9 @@ def violation_verdict(violations: int, draws: int, risk: float, confidence: floa
     ``"certified feasible"`` when the Clopper–Pearson upper bound is ≤ risk,
     ``"certified infeasible"`` when the Clopper–Pearson lower bound is > risk
     (each a one-sided statement at ``confidence``), else ``"not certified"``.
+    A verdict is a statement about one plan at that level, not a proof: it
+    is wrong with probability at most 1 − ``confidence``, so over many plans
+    up to about that share of the verdicts may be wrong.
 
     Raises
     ------

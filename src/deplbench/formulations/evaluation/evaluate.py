@@ -12,13 +12,29 @@ gets a verdict:
 ``infeasible`` the whole interval lies above ℓmax;
 ``undecided``  the interval straddles ℓmax (more samples would tell).
 
-A plan whose random terms are all point masses is evaluated exactly (one
-trajectory, an interval of zero width).
+That verdict is a Monte Carlo *estimate* (``mc_verdict``). A plan whose
+random terms are all point masses is evaluated exactly (one trajectory, an
+interval of zero width).
 
-Beside the quantile verdict, ``certified_verdict`` states at the same confidence what
-the exact Clopper–Pearson bounds on the violation probability P(ℓ(K) > ℓmax)
-prove: ``certified feasible`` / ``not certified`` / ``certified infeasible``
-(``formulations.evaluation.binomial``; Luedtke & Ahmed 2008, Sec. 4).
+Beside it, ``mc_certified_verdict`` states at the same confidence what the
+exact Clopper–Pearson bounds on the violation probability P(ℓ(K) > ℓmax)
+certify: ``certified feasible`` / ``not certified`` / ``certified
+infeasible`` (``formulations.evaluation.binomial``; Luedtke & Ahmed 2008,
+Sec. 4). Each such statement is one-sided at level ``confidence``: it is
+wrong with probability at most 1 − ``confidence`` for that one plan, so over
+many plans up to about a share 1 − ``confidence`` of the certificates may be
+wrong (a plan whose violation probability is just below 1 − ω is now and
+then "certified infeasible" by chance).
+
+With ``exact=True`` the rigorous bounds of
+:mod:`~deplbench.formulations.evaluation.exact_violation` (no sampling) are
+added, and where they decide, the proof wins: ``verdict``,
+``certified_verdict`` and ``feasible`` follow it (``verdict_basis`` =
+``"exact"``), while ``mc_verdict`` and ``mc_certified_verdict`` keep the
+Monte Carlo statements as the independent cross-check. Otherwise
+``verdict``/``certified_verdict`` are the Monte Carlo ones
+(``verdict_basis`` = ``"monte_carlo"``; ``"deterministic"`` for a plan of
+point masses, whose one trajectory is exact).
 
 The per-epoch mean and 1st/99th percentiles of ℓ(k), k = 0..K, are returned
 for the paper's Fig. 9.
@@ -46,6 +62,7 @@ from deplbench.formulations.evaluation.binomial import (
     clopper_pearson_upper,
 )
 from deplbench.formulations.evaluation.exact_violation import (
+    PROVEN_FEASIBLE,
     PROVEN_INFEASIBLE,
     UNDECIDED,
     ExactSettings,
@@ -59,6 +76,18 @@ from deplbench.limits import MEMORY_BUDGET_GIB
 
 #: Trajectories simulated per block: bounds memory at ~block·K·8 bytes.
 _BLOCK = 25_000
+
+#: ``ci_method`` of a sampled evaluation: the interval [X_(l), X_(u)] of
+#: :func:`order_statistic_ci`, α/2 in each tail.
+CI_METHOD = "order-statistic (distribution-free, binomial), two-sided"
+#: ``ci_method`` of a plan whose random terms are all point masses.
+CI_METHOD_DETERMINISTIC = "exact (every random term a point mass: one trajectory)"
+#: ``violation_bounds_method``: how ``violation_lb``/``violation_ub`` are built.
+VIOLATION_BOUNDS_METHOD = "Clopper-Pearson (exact binomial), each bound one-sided at confidence"
+#: ``verdict_basis``: what decided ``verdict`` and ``certified_verdict``.
+BASIS_EXACT = "exact"                  # the rigorous bounds of exact_violation (a proof)
+BASIS_DETERMINISTIC = "deterministic"  # point masses only: the one trajectory is exact
+BASIS_MONTE_CARLO = "monte_carlo"      # the Monte Carlo statements (estimate / certificate at a level)
 
 
 @dataclass
@@ -76,18 +105,38 @@ class Evaluation:
         The broken constraints among (4)–(6), one message each.
     constraints_ok : bool
     quantile : float
-        The out-of-sample ω-quantile of ℓ(K) (an estimate).
+        The out-of-sample ω-quantile of ℓ(K) (a Monte Carlo estimate).
     quantile_ci : tuple of float
-        Its distribution-free order-statistics interval at ``confidence``.
+        Its interval at level ``confidence``, built as ``ci_method`` says
+        (two-sided distribution-free order statistics; zero width when exact).
     verdict : str
-        ``"feasible"`` when the constraints hold and ``quantile`` ≤ ``loss_max``.
+        ``"feasible"`` / ``"infeasible"`` / ``"undecided"``: the quantile
+        constraint (3), decided by the exact bounds where they decide
+        (``verdict_basis`` ``"exact"``), else the Monte Carlo estimate
+        ``mc_verdict``.
+    feasible : bool
+        The constraints (4)–(6) hold and ``verdict`` is ``"feasible"``.
+    mc_verdict : str
+        The Monte Carlo estimate: the interval against ℓmax (module docstring).
     samples, seed, confidence : int, int, float
         The out-of-sample stream and the intervals' level.
+    ci_method : str
+        How ``quantile_ci`` is built (:data:`CI_METHOD`).
     violation_count, violation_lb, violation_ub : int, float, float
         Draws with ℓ(K) > ℓmax and the Clopper–Pearson bounds on the
-        violation probability; ``certified_verdict`` says what they prove.
+        violation probability, each one-sided at ``confidence``
+        (``violation_bounds_method``); ``mc_certified_verdict`` says what
+        they certify at that level.
+    certified_verdict : str
+        ``mc_certified_verdict``, unless the exact bounds decide: then a
+        proof stands in for the certificate ("certified feasible" when
+        proven feasible, "certified infeasible" when proven infeasible).
     violation_lo, violation_hi, quantile_lo, quantile_hi, exact_verdict
-        Bounds computed without sampling (``exact=True``).
+        Bounds computed without sampling (``exact=True``): proofs, no level.
+    verdict_basis : str
+        What decided ``verdict`` and ``certified_verdict``: ``"exact"``,
+        ``"deterministic"`` or ``"monte_carlo"``. Every Clopper–Pearson
+        certificate holds at its level for its one plan only (module docstring).
     """
 
     cost: float
@@ -119,8 +168,6 @@ class Evaluation:
     violation_ub: float | None = None
     violation_lb: float | None = None
     violation_ub_level: float | None = None
-    #: "certified feasible" (upper bound ≤ 1 − ω and (4)–(6) hold), "certified
-    #: infeasible" (lower bound > 1 − ω, or (4)–(6) broken) or "not certified".
     certified_verdict: str | None = None
     #: Rigorous bounds on P(ℓ(K) > ℓmax) and on the ω-quantile, computed with no
     #: sampling (``formulations.evaluation.exact_violation``; ``exact=True``), and the
@@ -139,6 +186,14 @@ class Evaluation:
     #: (``exact_reason`` says by how much).
     exact_budget_exhausted: bool | None = None
     exact_target_width: float | None = None
+    #: The Clopper–Pearson verdict at ``confidence``: "certified feasible" (upper
+    #: bound ≤ 1 − ω and (4)–(6) hold), "certified infeasible" (lower bound >
+    #: 1 − ω, or (4)–(6) broken) or "not certified".
+    mc_certified_verdict: str | None = None
+    mc_verdict: str | None = None
+    ci_method: str = CI_METHOD
+    violation_bounds_method: str = VIOLATION_BOUNDS_METHOD
+    verdict_basis: str = BASIS_MONTE_CARLO
 
     def to_dict(self) -> dict:
         d = asdict(self)
@@ -277,7 +332,8 @@ def evaluate_plan(
     seed : int, default 0
         Seed of the out-of-sample stream ``default_rng([seed, 1])``.
     confidence : float, default 0.95
-        Level of the order-statistics interval on the quantile.
+        Level of the two-sided order-statistics interval on the quantile and
+        of each one-sided Clopper–Pearson bound on the violation probability.
     trajectory : bool, default True
         Also return the per-epoch mean and 1st/99th percentiles (Fig. 9).
     exact : bool, default False
@@ -288,6 +344,9 @@ def evaluate_plan(
     Returns
     -------
     Evaluation
+        ``verdict`` is the Monte Carlo estimate unless ``exact`` bounds
+        decide it (``verdict_basis``); see the module docstring for what
+        each statement is and at which level it holds.
 
     Raises
     ------
@@ -357,12 +416,32 @@ def attach_exact(ev: Evaluation, instance, models, gammas, settings: ExactSettin
     ev.exact_verdict = PROVEN_INFEASIBLE if ev.violations else (
         "undecided" if b.verdict == UNDECIDED else b.verdict)
     ev.exact_budget_exhausted, ev.exact_target_width = b.exhausted, settings.target_width
+    _follow_proof(ev, b.verdict)
     ev.exact_reason = "breaks constraints (4)-(6)" if ev.violations else None
     if b.exhausted and not ev.violations:
         ev.exact_reason = (f"precision budget ran out (max_work {settings.max_work:.3g} lattice points × terms): "
                            f"width {b.width:.3g} against the target {settings.target_width:g}"
                            + ("; the verdict is undecided" if b.verdict == UNDECIDED else ""))
     return ev
+
+
+def _follow_proof(ev: Evaluation, chance_verdict: str) -> None:
+    """Let a decided exact verdict on the chance constraint (3) decide
+    ``verdict``, ``feasible`` and ``certified_verdict`` (in place).
+
+    The Monte Carlo statements stay in ``mc_verdict`` and
+    ``mc_certified_verdict``: an estimate, and a certificate that is wrong
+    with probability up to 1 − ``confidence``, whereas the exact bounds are
+    a proof (:mod:`~deplbench.formulations.evaluation.exact_violation`).
+    """
+    if chance_verdict not in (PROVEN_FEASIBLE, PROVEN_INFEASIBLE):
+        return
+    proven_ok = chance_verdict == PROVEN_FEASIBLE
+    ev.verdict = "feasible" if proven_ok else "infeasible"
+    ev.feasible = ev.constraints_ok and proven_ok
+    # broken constraints (4)-(6) are certain too: they keep the plan infeasible
+    ev.certified_verdict = CERTIFIED_FEASIBLE if ev.feasible else CERTIFIED_INFEASIBLE
+    ev.verdict_basis = BASIS_EXACT
 
 
 #: Memory the evaluator may use for trajectories (bytes): the blocks are
@@ -468,6 +547,7 @@ def _simulate_and_judge(instance, plan, models, gammas, n, rng, exact, trajector
         quantile_ci=ci,
         verdict=verdict,
         feasible=(not violations) and verdict == "feasible",
+        mc_verdict=verdict,
         expected_loss=float(mean[-1]),
         loss_max=float(instance.loss_max),
         omega=float(instance.omega),
@@ -485,6 +565,9 @@ def _simulate_and_judge(instance, plan, models, gammas, n, rng, exact, trajector
         violation_lb=v_lb,
         violation_ub_level=float(confidence),
         certified_verdict=certified,
+        mc_certified_verdict=certified,
+        ci_method=CI_METHOD_DETERMINISTIC if exact else CI_METHOD,
+        verdict_basis=BASIS_DETERMINISTIC if exact else BASIS_MONTE_CARLO,
     )
 
 
@@ -512,4 +595,5 @@ def _certify(finals, n, exact, instance, threshold, confidence, violations):
 
 
 __all__ = ["Evaluation", "evaluate_plan", "attach_exact", "plan_indices", "transfer_cost", "simulate_trajectories",
-           "MEMORY_BUDGET", "order_statistic_ci"]
+           "MEMORY_BUDGET", "order_statistic_ci", "CI_METHOD", "CI_METHOD_DETERMINISTIC",
+           "VIOLATION_BOUNDS_METHOD", "BASIS_EXACT", "BASIS_DETERMINISTIC", "BASIS_MONTE_CARLO"]

@@ -129,7 +129,12 @@ class SolveResult:
             "runtime_s": self.runtime_s,
             "quantile_oos": ev.get("quantile"),
             "quantile_ci": ev.get("quantile_ci"),
+            # the interval's level and method, and what decided the verdict
+            # (a proof, or the Monte Carlo estimate): evaluation.evaluate
+            "quantile_ci_level": ev.get("confidence"),
+            "quantile_ci_method": ev.get("ci_method"),
             "verdict": ev.get("verdict"),
+            "verdict_basis": ev.get("verdict_basis"),
             "plan": self.plan.to_dict() if self.plan is not None else None,
             "params": self.params,
             "diagnostics": self.diagnostics,

@@ -1,0 +1,119 @@
+"""The summaries of ``solve``, ``evaluate``, ``simulate`` and ``library
+verify`` say what each number is: the Monte Carlo quantile with its draws and
+its interval's level and method, the Monte Carlo verdict as an estimate, the
+Clopper-Pearson certificate with its level, and the exact verdict, which
+decides where it exists (docs/certify.md)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from deplbench.formulations.evaluation.evaluate import evaluate_plan
+from deplbench.jsonio import write_json
+from tests.formulations.test_evaluate import near_boundary_instance, plan
+
+
+@pytest.mark.slow
+def test_solve_prints_the_proof_beside_the_monte_carlo_estimate(tmp_path, deplbench_cli):
+    from deplbench.instances.generators import generate
+
+    ipath, rpath = tmp_path / "pact.json", tmp_path / "result.json"
+    generate("realistic", family="pact-vgg11", horizon=30).save(ipath)
+    # 100 draws of eval seed 1: the Monte Carlo interval straddles ℓmax,
+    # while the exact bounds prove the milp-exact plan feasible
+    status, out, err = deplbench_cli("solve", ipath, "--algo", "milp-exact", "--eval-samples", 100,
+                                     "--eval-seed", 1, "-o", rpath)
+    assert status == 0, err
+    text = " ".join(out.split())
+    assert "Monte Carlo estimate from 100 draws, seed 1" in text
+    assert "at level 0.95 (order-statistic (distribution-free, binomial), two-sided)" in text
+    assert "estimate undecided (Monte Carlo estimate: the interval straddles ℓmax)" in text
+    assert "certified not certified at level 0.95 (one-sided Clopper-Pearson on the same draws: 1 of 100" in text
+    assert "exact proven feasible (a proof, no sampling" in text
+    assert "verdict feasible, proven by the exact bounds" in text
+    assert "-> undecided" not in out
+    record = json.loads(rpath.read_text())
+    assert record["quantile_ci_level"] == 0.95 and "order-statistic" in record["quantile_ci_method"]
+    assert len(record["quantile_ci"]) == 2                               # the old keys stay
+    assert (record["verdict"], record["verdict_basis"]) == ("feasible", "exact")
+    ev = record["evaluation"]
+    assert (ev["mc_verdict"], ev["exact_verdict"], ev["certified_verdict"]) == (
+        "undecided", "proven feasible", "certified feasible")
+    assert ev["mc_certified_verdict"] == "not certified" and "Clopper-Pearson" in ev["violation_bounds_method"]
+
+    status, out, err = deplbench_cli("simulate", ipath, "--algorithm", "milp-exact", "--runs", 100,
+                                     "--eval-samples", 100, "--seed", 1, "--quiet")
+    assert status == 0, err
+    text = " ".join(out.split())
+    assert "estimate undecided (Monte Carlo estimate" in text and "verdict feasible, proven by the exact" in text
+
+
+def test_evaluate_names_the_estimate_and_lets_the_proof_decide(tmp_path, deplbench_cli):
+    ipath, ppath = tmp_path / "inst.json", tmp_path / "plan.json"
+    near_boundary_instance().save(ipath)
+    write_json(ppath, plan([("m", "A", 5.0)], {"A": ["d0"]}).to_dict())
+    # seed 278: 124 of 1000 draws violate, though P(violation) = 0.095 < 1 − ω = 0.1
+    args = ("evaluate", ipath, ppath, "--samples", 1000, "--seed", 278)
+    status, out, _ = deplbench_cli(*args, "--check")
+    text = " ".join(out.split())
+    assert status == 1 and "verdict infeasible (Monte Carlo estimate, not a proof)" in text
+    assert "certified certified infeasible at level 0.95 (one-sided Clopper-Pearson" in text
+    assert "124 of 1000 exceed ℓmax" in text
+    status, out, _ = deplbench_cli(*args, "--exact", "--check")
+    text = " ".join(out.split())
+    assert status == 0 and "exact verdict proven feasible" in text
+    assert "verdict feasible, proven by the exact bounds (no sampling; the Monte Carlo statements" in text
+    assert "feasible yes" in text
+    status, out, _ = deplbench_cli(*args, "--json")
+    d = json.loads(out)
+    assert d["ci_method"].startswith("order-statistic") and d["confidence"] == 0.95
+    assert d["verdict_basis"] == "monte_carlo" and d["mc_verdict"] == d["verdict"] == "infeasible"
+    status, out, _ = deplbench_cli(*args, "--exact", "--json")
+    d = json.loads(out)
+    assert d["verdict"] == "proven feasible" and d["evaluation"]["verdict"] == "feasible"
+    assert d["evaluation"]["mc_certified_verdict"] == "certified infeasible"
+
+
+def test_library_verify_names_each_statement():
+    from deplbench.benchmarks.library.verify import _monte_carlo_line
+
+    line = _monte_carlo_line({"quantile": 0.29, "quantile_ci": [0.28, 0.3], "confidence": 0.95,
+                              "ci_method": "order-statistic", "samples": 500, "mc_verdict": "undecided",
+                              "verdict": "feasible", "mc_certified_verdict": "not certified",
+                              "certified_verdict": "certified feasible"})
+    assert line == ("out of sample (Monte Carlo, 500 draws): quantile estimate 0.29; CI [0.28, 0.3] at level "
+                    "0.95 (order-statistic); estimate undecided; not certified at level 0.95 (one-sided "
+                    "Clopper-Pearson)")
+
+
+def test_the_statements_say_what_each_number_is():
+    from deplbench.cli.statements import evaluation_statements
+
+    p = plan([("m", "A", 5.0)], {"A": ["d0"]})
+    ev = evaluate_plan(near_boundary_instance(), p, samples=1000, seed=278, trajectory=False, exact=True)
+    said = dict(evaluation_statements(ev))
+    assert "Monte Carlo estimate from 1000 draws" in said["quantile"]
+    assert "at level 0.95" in said["interval"] and "order-statistic" in said["interval"]
+    assert said["estimate"].startswith("infeasible (Monte Carlo estimate")
+    assert said["certified"].startswith("certified infeasible at level 0.95 (one-sided Clopper-Pearson")
+    assert said["exact"].startswith("proven feasible (a proof, no sampling")
+    assert said["verdict"].startswith("feasible, proven by the exact bounds")
+    assert "contradict" in said["verdict"]
+    mc = dict(evaluation_statements(evaluate_plan(near_boundary_instance(), p, samples=1000, seed=278,
+                                                  trajectory=False)))
+    assert "exact" not in mc and mc["verdict"] == "infeasible (Monte Carlo estimate, not a proof)"
+
+
+def test_a_deterministic_plan_is_not_called_an_estimate():
+    from deplbench.cli.statements import evaluation_statements
+    from deplbench.instances.model import parse_instance
+    from tests.formulations.test_evaluate import det_instance
+
+    inst = parse_instance(det_instance())
+    for exact in (False, True):
+        ev = evaluate_plan(inst, plan([("m", "A", 2.0)], {"A": ["d0"]}), samples=100, exact=exact)
+        said = dict(evaluation_statements(ev))
+        assert "exact: every random term is a point mass" in said["quantile"]
+        assert "estimate" not in said and "interval" not in said and "Monte Carlo" not in said["verdict"]
