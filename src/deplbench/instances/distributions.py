@@ -121,8 +121,9 @@ class InverseGamma(_Dist):
         return m * (m / (self.shape - 2.0))
 
     def sample(self, rng: np.random.Generator, size) -> np.ndarray:
-        # X = b / G with G ~ Gamma(a, 1): numpy's gamma sampler is several
-        # times faster than scipy's invgamma.rvs, which matters for 10^7 draws.
+        # X = b / G with G ~ Gamma(a, 1): the same law as scipy's
+        # invgamma.rvs in one vectorised numpy draw, without scipy's per-call
+        # argument handling.
         return self.scale / rng.standard_gamma(self.shape, size)
 
 

@@ -1,4 +1,4 @@
-"""The adaptive reference (formulations/adaptive.py): DP against exhaustive search,
+"""The adaptive reference (formulations/adaptive/): DP against exhaustive search,
 bounds against every policy of the suite, certification on independent draws."""
 
 from __future__ import annotations

@@ -1,10 +1,9 @@
-"""Hostile input, round three: NaN in checkers, commands that would destroy their
-inputs, writes through symbolic links, CSV injection through line breaks, sweeps
-that walk or count too much, unbounded reads, a trusted library manifest, and
-non-standard JSON (findings 3–10 of the hostile-input review).
+"""Hostile input to the writers and readers: NaN in checkers, commands that
+would destroy their inputs, writes through symbolic links, CSV injection
+through line breaks, sweeps that walk or count too much, unbounded reads, a
+trusted library manifest, and non-standard JSON.
 
-Every test here failed on the code before the fix; none needs a solver run
-except where marked slow.
+None needs a solver run except where marked slow.
 """
 
 from __future__ import annotations
