@@ -8,6 +8,7 @@ never creates folders and warns about text in numeric columns.
 
 from __future__ import annotations
 
+import io
 import json
 import sqlite3
 from pathlib import Path
@@ -91,12 +92,12 @@ def test_duplicate_json_keys_are_refused(tmp_path):
 
 
 def test_spreadsheet_safe_cells():
-    from deplbench.benchmarks.store import spreadsheet_safe
+    from deplbench.files import csv_text
 
     frame = pd.DataFrame({"label": ["=1+1", "+x", "-cmd", "@SUM(A1)", "ok", None], "cost": [-1.5, 1, 2, 3, 4, 5]})
-    safe = spreadsheet_safe(frame)
-    assert list(safe["label"][:5]) == ["'=1+1", "'+x", "'-cmd", "'@SUM(A1)", "ok"]
-    assert pd.isna(safe["label"][5]) and list(safe["cost"]) == [-1.5, 1, 2, 3, 4, 5]   # numbers untouched
+    back = pd.read_csv(io.StringIO(csv_text(frame)))
+    assert list(back["label"][:5]) == ["'=1+1", "'+x", "'-cmd", "'@SUM(A1)", "ok"]
+    assert pd.isna(back["label"][5]) and list(back["cost"]) == [-1.5, 1, 2, 3, 4, 5]   # numbers untouched
 
 
 def test_markdown_table_escapes_html_and_markdown():
