@@ -34,7 +34,8 @@ setup: $(STAMP)
 	@echo "setup: deplbench is in $(VENV); put it on PATH with: . $(VENV)/bin/activate (or call $(VENV)/bin/deplbench)"
 
 # Lint and type checks of the package first (configuration in pyproject.toml):
-# ruff (pyflakes, pycodestyle, isort, bugbear) and mypy on src/deplbench.
+# ruff (pyflakes, pycodestyle, isort, bugbear) on src/, tests/ and perf/, and
+# mypy on src/deplbench.
 lint: $(STAMP)
 	$(PY) -m ruff check
 	$(PY) -m mypy

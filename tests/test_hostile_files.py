@@ -15,13 +15,13 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from tests.instance_data import two_model_data
 
 from deplbench import limits
 from deplbench.benchmarks.sweep import load_sweep, parse_sweep
 from deplbench.cli import main
 from deplbench.errors import InstanceError, PlanError, SweepError
 from deplbench.instances.model import load_instance
+from tests.instance_data import two_model_data
 
 
 def _sweep(**params) -> dict:
@@ -153,9 +153,8 @@ def frame():
 
 @pytest.mark.slow          # a whole report (matplotlib figures): 10–12 s
 def test_report_draws_a_mathtext_label_as_plain_text(frame, tmp_path):
-    from tests.reports.test_reports import SMALL
-
     from deplbench.reports.build import build_report
+    from tests.reports.test_reports import SMALL
 
     df = frame.copy()
     df.loc[df["algorithm"] == "best-exp", "label"] = r"x_{$\frac$}"
@@ -166,9 +165,8 @@ def test_report_draws_a_mathtext_label_as_plain_text(frame, tmp_path):
 
 @pytest.mark.slow          # a whole report (matplotlib figures): 10–12 s
 def test_report_is_written_whole_or_not_at_all(frame, tmp_path, monkeypatch):
-    from tests.reports.test_reports import SMALL
-
     from deplbench.reports import build as build_mod
+    from tests.reports.test_reports import SMALL
 
     out = tmp_path / "rep"
     build_mod.build_report(frame, out, options=SMALL)

@@ -339,9 +339,8 @@ def test_glob_does_not_follow_a_symlink_loop(tmp_path):
 
 
 def test_glob_match_leading_out_of_the_tree_is_refused(tmp_path):
-    from tests.instance_data import two_model_data
-
     from deplbench.benchmarks.sweep import load_sweep
+    from tests.instance_data import two_model_data
 
     outside = tmp_path / "outside.json"
     outside.write_text(json.dumps(two_model_data()), encoding="utf-8")

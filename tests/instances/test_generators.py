@@ -262,7 +262,8 @@ def _submodular(sizes, useful) -> bool:
     for s, t in itertools.product(sets, sets):
         if s < t:
             for d in set(range(n)) - t:
-                if _kt(sizes, useful, s | {d}) - _kt(sizes, useful, s) < _kt(sizes, useful, t | {d}) - _kt(sizes, useful, t) - 1e-12:
+                gain_s = _kt(sizes, useful, s | {d}) - _kt(sizes, useful, s)
+                if gain_s < _kt(sizes, useful, t | {d}) - _kt(sizes, useful, t) - 1e-12:
                     return False
     return True
 

@@ -19,10 +19,10 @@ from decimal import Decimal
 from fractions import Fraction
 
 import pytest
-from tests.formulations.adaptive.exact_lattice import LAWS, SCALES, boundary, exact_optimum
 
 from deplbench.formulations import adaptive as A
 from deplbench.instances.model import parse_instance
+from tests.formulations.adaptive.exact_lattice import LAWS, SCALES, boundary, exact_optimum
 
 POINTS = 256
 

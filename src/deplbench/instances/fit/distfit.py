@@ -285,6 +285,7 @@ def fit_switch(
                               bounds=bounds)
         if best is None or r.fun < best.fun:
             best = r
+    assert best is not None      # the loop above ran at least once
     df, loc, scale = math.exp(best.x[0]), float(best.x[1]), math.exp(best.x[2])
     u = special.stdtr(df, (shifted - loc) / scale).mean(axis=1)
     ks = stats.kstest(u, "uniform")
