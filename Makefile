@@ -20,7 +20,9 @@ export PYCHECK := import sys; sys.exit(0 if sys.version_info >= (3, 11) else \
 # the locked set, build backend included; then deplbench itself, editable,
 # without dependencies and without build isolation (isolation would fetch the
 # newest setuptools). `pip check` fails if the lock no longer satisfies
-# pyproject.toml (a dependency added there but not locked: run `make lock`).
+# pyproject.toml (a dependency added there but not locked: add its exact pin,
+# and those of its own dependencies, to the lock by hand, as CONTRIBUTING.md
+# says; `make lock` upgrades every pin and is a deliberate step of its own).
 $(STAMP): $(LOCK) pyproject.toml
 	test -x $(PY) || { $(PYTHON) -c "$$PYCHECK" && $(PYTHON) -m venv $(VENV); }
 	$(PY) -m pip install -q -r $(LOCK)
@@ -32,7 +34,8 @@ setup: $(STAMP)
 	@echo "setup: deplbench is in $(VENV); put it on PATH with: . $(VENV)/bin/activate (or call $(VENV)/bin/deplbench)"
 
 # Lint and type checks of the package first (configuration in pyproject.toml):
-# ruff (pyflakes, pycodestyle, isort, bugbear) and mypy on src/deplbench.
+# ruff (pyflakes, pycodestyle, isort, bugbear) on src/, tests/ and perf/, and
+# mypy on src/deplbench.
 lint: $(STAMP)
 	$(PY) -m ruff check
 	$(PY) -m mypy

@@ -23,13 +23,13 @@ import functools
 import numpy as np
 import pytest
 
-from deplbench.solvers.run import solve
+from deplbench.instances.generators import generate
 from deplbench.solvers.depl.dataset_selection import DataObjective, SubsetRanker
 from deplbench.solvers.depl.depl import most_capable_cluster
-from deplbench.solvers.expanded.graph import build_spec, solve_dp
 from deplbench.solvers.depl.quantile_transform import LossModel, build_bounds
 from deplbench.solvers.depl.vnf_allocation import place_and_allocate
-from deplbench.instances.generators import generate
+from deplbench.solvers.expanded.graph import build_spec, solve_dp
+from deplbench.solvers.run import solve
 
 
 @functools.lru_cache(maxsize=4)

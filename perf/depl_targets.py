@@ -48,12 +48,12 @@ from pathlib import Path
 
 import numpy as np
 
-from deplbench.solvers.run import solve
+from deplbench.instances.generators import generate
 from deplbench.solvers.depl.depl import most_capable_cluster
+from deplbench.solvers.depl.quantile_transform import LossModel, build_bounds
 from deplbench.solvers.expanded.graph import build_spec, solve_dp
 from deplbench.solvers.expanded.reference import solve_networkx
-from deplbench.solvers.depl.quantile_transform import LossModel, build_bounds
-from deplbench.instances.generators import generate
+from deplbench.solvers.run import solve
 
 NX_LIMIT_S = 60.0
 
@@ -166,7 +166,8 @@ def gap_decomposition(instance, loss_maxes=(5.0, 7.0, 9.0, 13.0), eval_samples: 
             r = solve(inst, algo, eval_samples=eval_samples, **params)
             ev = r.evaluation or {}
             row["variants"][key] = {"what": what, "algorithm": algo, "params": params, "status": r.status,
-                                    "cost": r.cost, "runtime_s": r.runtime_s, "epochs": r.plan.n_epochs if r.plan else None,
+                                    "cost": r.cost, "runtime_s": r.runtime_s,
+                                    "epochs": r.plan.n_epochs if r.plan else None,
                                     "quantile_oos": ev.get("quantile"), "quantile_ci": ev.get("quantile_ci"),
                                     "verdict": ev.get("verdict"),
                                     "guarantee": (r.diagnostics or {}).get("guarantee")}
@@ -186,7 +187,7 @@ def gap_decomposition(instance, loss_maxes=(5.0, 7.0, 9.0, 13.0), eval_samples: 
             row["shares"] = {"(c) epsilon": (costs[0] - costs[1]) / opt, "(b) eta": (costs[1] - costs[2]) / opt,
                              "(a) surrogate": (costs[2] - costs[3]) / opt, "residual": costs[3] / opt - 1.0}
         rows.append(row)
-        fmt = lambda k: (f"{v[k]['cost']:.1f}" if v[k]["cost"] else v[k]["status"]) + (  # noqa: E731
+        fmt = lambda k, v=v: (f"{v[k]['cost']:.1f}" if v[k]["cost"] else v[k]["status"]) + (  # noqa: E731
             "" if v[k]["verdict"] in (None, "feasible") else f"({v[k]['verdict']})")
         print(f"  ℓmax={lmax:4.1f}  " + "  ".join(f"{k} {fmt(k)}" for k, *_ in GAP_CHAIN + GAP_SIDE), flush=True)
         if "shares" in row:

@@ -103,7 +103,8 @@ def optimum_rows(families, loss_maxes, certify_n: int, certify_json: Path) -> li
 
 
 MC_ALGOS = ("depl", "depl-proven", "milp", "pact", "best-exp", "static-learn", "one-switch")
-MC_FAMILIES = (("realistic", {"family": "alexnet", "loss_max": 9}), ("realistic", {"family": "mobilenet", "loss_max": 7}),
+MC_FAMILIES = (("realistic", {"family": "alexnet", "loss_max": 9}),
+               ("realistic", {"family": "mobilenet", "loss_max": 7}),
                ("realistic", {"family": "pact-vgg11"}), ("knapsack", {}), ("scaling", {}), ("datasets", {}))
 
 
@@ -158,12 +159,14 @@ def main() -> None:
     args = ap.parse_args()
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    rows = optimum_rows([f for f in args.families.split(",") if f], [float(x) for x in args.loss_max.split(",")], args.certify,
+    rows = optimum_rows([f for f in args.families.split(",") if f], [float(x) for x in args.loss_max.split(",")],
+                        args.certify,
                         Path(args.certify_json))
     out.write_text(json.dumps({"optimum": rows}, indent=2) + "\n", encoding="utf-8")
     mc = mc_rows(args.mc_plans, args.mc_draws) if args.mc_plans else []
     out.write_text(json.dumps({"optimum": rows, "monte_carlo": mc}, indent=2) + "\n", encoding="utf-8")
-    print("\n| instance | exact LB | exact UB | width | s (CPU-s) | depl-proven / z* | s (CPU-s) | proof | certify bracket |")
+    print("\n| instance | exact LB | exact UB | width | s (CPU-s) | depl-proven / z* | s (CPU-s) | proof "
+          "| certify bracket |")
     print("|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         width = (r["exact_cost"] - r["exact_lb"]) / r["exact_cost"] if r["exact_cost"] else None

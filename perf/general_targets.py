@@ -81,7 +81,8 @@ def _run(label, inst, S, time_limit, busy=False):
     wall, cpu = time.perf_counter() - t0, time.process_time() - c0
     after = _load()
     d = res.diagnostics
-    row = {"label": label, "instance": inst.name, "S": int(S), "time_limit": time_limit, "status": res.status, "cost": res.cost,
+    row = {"label": label, "instance": inst.name, "S": int(S), "time_limit": time_limit, "status": res.status,
+           "cost": res.cost,
            "lower_bound": res.lower_bound, "gap": res.gap, "seconds": round(wall, 3), "cpu_s": round(cpu, 3),
            "busy_beside": busy,
            "nodes": d.get("nodes"), "leaves": d.get("leaves"), "boxes": d.get("boxes"),
@@ -91,7 +92,8 @@ def _run(label, inst, S, time_limit, busy=False):
     gap = "—" if res.gap is None else f"{res.gap:.2e}"
     cost = "—" if res.cost is None else f"{res.cost:.4f}"
     print(f"{label:<34} S={S:<5} {res.status:<11} cost={cost:<12} gap={gap:<9} nodes={d.get('nodes')!s:<6} "
-          f"{wall:7.2f} s (cpu {cpu:.1f} s)  load {before:.1f}→{after:.1f}{'  (busy loop beside)' if busy else ''}", flush=True)
+          f"{wall:7.2f} s (cpu {cpu:.1f} s)  load {before:.1f}→{after:.1f}{'  (busy loop beside)' if busy else ''}",
+          flush=True)
     return row
 
 

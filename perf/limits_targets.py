@@ -86,7 +86,8 @@ def make_clusters_instance(path: Path) -> Path:
                     "alexnet", "--seed", "0", "-o", str(path)], check=True, cwd=ROOT)
     data = json.loads(path.read_text(encoding="utf-8"))
     first = data["clusters"][0]
-    data["clusters"] = [{**first, "name": f"c{i}", "capacity": first["capacity"] * (0.5 + 1.5 * ((i * 7919) % 997) / 996),
+    data["clusters"] = [{**first, "name": f"c{i}",
+                         "capacity": first["capacity"] * (0.5 + 1.5 * ((i * 7919) % 997) / 996),
                          "unit_cost": first["unit_cost"] * (0.5 + 1.5 * ((i * 104729) % 991) / 990)}
                         for i in range(N_CLUSTERS)]
     data["transfer_costs"] = []

@@ -40,8 +40,8 @@ FILES = "deplbench/files.py"
 JSONIO = "deplbench/jsonio.py"
 #: The tests of a mutation without its own list.
 TESTS = ["tests/test_fuzz_planted.py"]
-#: The hostile-input regressions of round three and the planted properties beside them.
-ROUND3 = ["tests/test_hostile_round3.py"]
+#: The hostile writer/reader regressions and the planted properties beside them.
+HOSTILE_IO = ["tests/test_hostile_writes_and_reads.py"]
 PLANTED_SOLUTION = ["tests/test_fuzz_planted.py::"
                     "test_planted_non_finite_solution_value_is_refused_naming_line_and_variable"]
 PLANTED_MANIFEST = ["tests/test_fuzz_planted.py::test_planted_invalid_manifest_is_refused_naming_the_field"]
@@ -77,37 +77,40 @@ MUTATIONS = [
     ("sweep: output path under the run folder", SWEEP, '    _check_output_paths(algorithms)\n', ''),
     ("sweep: time limit > 0", VALIDATE, '    v = _positive_number(value, where)\n    if v > MAX_TIME_LIMIT_S:',
      '    v = float(value)\n    if v > MAX_TIME_LIMIT_S:'),
-    # hostile input, round three: each check with the regressions and properties that state it
-    ("read: regular files only", LIMITS, '    if not _stat.S_ISREG(st.st_mode):', '    if False:', ROUND3),
+    # hostile writes and reads: each check with the regressions and properties that state it
+    ("read: regular files only", LIMITS, '    if not _stat.S_ISREG(st.st_mode):', '    if False:', HOSTILE_IO),
     ("read: solution values finite", VERIFY, '        if not math.isfinite(value):\n            # nan',
-     '        if False:\n            # nan', ROUND3 + PLANTED_SOLUTION),
+     '        if False:\n            # nan', HOSTILE_IO + PLANTED_SOLUTION),
     ("manifest: entries are objects", MANIFEST, '        if not isinstance(rec, dict):', '        if False:',
-     ROUND3 + PLANTED_MANIFEST),
+     HOSTILE_IO + PLANTED_MANIFEST),
     ("manifest: no absolute path", MANIFEST, '    if os.path.isabs(rel) or rel.startswith("~"):', '    if False:',
-     ROUND3 + PLANTED_MANIFEST),
+     HOSTILE_IO + PLANTED_MANIFEST),
     ("manifest: no '..'", MANIFEST, '    if ".." in parts or "\\0" in rel:', '    if False:',
-     ROUND3 + PLANTED_MANIFEST),
-    ("manifest: no symbolic link", MANIFEST, '    if os.path.realpath(named) != named:', '    if False:', ROUND3),
+     HOSTILE_IO + PLANTED_MANIFEST),
+    ("manifest: no symbolic link", MANIFEST, '    if os.path.realpath(named) != named:', '    if False:', HOSTILE_IO),
     ("library check: corrupt file is an error", CHECK,
      '        elif (bad := _file_problem(recs[name], kind, path, float(time_limit))):',
-     '        elif False:', ROUND3),
+     '        elif False:', HOSTILE_IO),
     ("sweep: glob without '..'", SWEEP, '    if ".." in parts:\n        raise SweepError(f"{where}.path: the glob',
-     '    if False:\n        raise SweepError(f"{where}.path: the glob', ROUND3 + PLANTED_GLOB),
+     '    if False:\n        raise SweepError(f"{where}.path: the glob', HOSTILE_IO + PLANTED_GLOB),
     ("sweep: glob match stays in the tree", SWEEP, '                if os.path.commonpath([base, real]) != str(base):',
-     '                if False:', ROUND3),
-    ("sweep: glob files counted", SWEEP, 'recipes = max(1, len(g.paths)) if g.path', 'recipes = 1 if g.path', ROUND3),
-    ("sweep: repetitions counted", SWEEP, ' or (None,)) * a.repetitions\n', ' or (None,))\n', ROUND3 + PLANTED_GLOB),
+     '                if False:', HOSTILE_IO),
+    ("sweep: glob files counted", SWEEP, 'recipes = max(1, len(g.paths)) if g.path', 'recipes = 1 if g.path',
+     HOSTILE_IO),
+    ("sweep: repetitions counted", SWEEP, ' or (None,)) * a.repetitions\n', ' or (None,))\n',
+     HOSTILE_IO + PLANTED_GLOB),
     ("sweep: output path resolved (symlinks)", SWEEP,
      '                    confined(os.getcwd(), value, where, SweepError)\n',
-     '', ROUND3),
+     '', HOSTILE_IO),
     ("export: output is not the store", STORE, '    refuse_overwrite(out, store_files(path), "-o", SweepError)\n', '',
-     ROUND3),
-    ("report: output holds no input", REPORT, '    refuse_overwrite(out_dir, inputs', '    (out_dir, inputs', ROUND3),
-    ("report: removes only its own files", REPORT, '        if (top or sub) and', '        if True or', ROUND3),
-    ("csv: every line of a cell neutralised", FILES, '            start = i + 1\n', '            pass\n', ROUND3),
-    ("csv: a cell with a line break quoted", FILES, 'lineterminator="\\r\\n")', 'lineterminator="\\n")', ROUND3),
+     HOSTILE_IO),
+    ("report: output holds no input", REPORT, '    refuse_overwrite(out_dir, inputs', '    (out_dir, inputs',
+     HOSTILE_IO),
+    ("report: removes only its own files", REPORT, '        if (top or sub) and', '        if True or', HOSTILE_IO),
+    ("csv: every line of a cell neutralised", FILES, '            start = i + 1\n', '            pass\n', HOSTILE_IO),
+    ("csv: a cell with a line break quoted", FILES, 'lineterminator="\\r\\n")', 'lineterminator="\\n")', HOSTILE_IO),
     ("json: non-finite numbers null", JSONIO, 'json.dumps(strict_json(obj), indent=indent, allow_nan=False,',
-     'json.dumps(to_jsonable(obj), indent=indent, allow_nan=True,', ROUND3),
+     'json.dumps(to_jsonable(obj), indent=indent, allow_nan=True,', HOSTILE_IO),
 ]
 
 

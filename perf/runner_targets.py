@@ -15,7 +15,7 @@ Run::
    both runs are compared too (key, status, and cost where both are exact
    and not stopped by a limit).
 2. **Two runners halve the time**: a generated sweep of
-   ``--lease-tasks`` DepL tasks of about 1–3 s each (AlexNet at several
+   ``--lease-tasks`` short DepL tasks (AlexNet at several
    ℓmax, η and seeds) run once by one ``deplbench run --workers 1`` and once
    by two such runners started together on one store (alternating order
    between repetitions). Target: two runners ≈ 0.5× one; no task is run

@@ -20,11 +20,11 @@ import copy
 import os
 import re
 
-from tests.conftest import CliRunner
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 
 from deplbench.instances.model import MAX_NESTING
+from tests.conftest import CliRunner
 
 RANDOM = os.environ.get("DEPLBENCH_FUZZ", "").lower() == "full"
 

@@ -1,13 +1,17 @@
 """The package's architecture, checked from the source (docs/DESIGN.md).
 
 1. **Imports flow one way**: the bottom modules (the top-level
-   ``deplbench.errors``, ``deplbench.params``, ``deplbench.jsonio``, the
-   package's ``__init__`` and any other top-level module) ← instances ←
-   formulations ← solvers ← benchmarks ← measure ← reports ← cli (``__main__`` sits
-   with the CLI). A module may import its own layer and the layers below it,
-   never one above: not at module level, not inside a function, not under
-   ``if TYPE_CHECKING``, not through ``importlib.import_module("...")`` with
-   a literal name. There is no list of exceptions.
+   ``deplbench.errors``, ``deplbench.params``, ``deplbench.jsonio`` and any
+   other top-level module) ← instances ← formulations ← solvers ←
+   benchmarks ← measure ← reports ← cli (``__main__`` and the package's
+   ``__init__``, which re-exports :data:`deplbench.PUBLIC_API` from every
+   layer, sit with the CLI). A module may import its own layer and the
+   layers below it, never one above: not at module level, not inside a
+   function, not under ``if TYPE_CHECKING``, not through
+   ``importlib.import_module("...")`` with a literal name. A module below
+   the CLI that imports a *computed* name must be listed in
+   :data:`DYNAMIC_IMPORTS` with the function that reads its targets from
+   its source; those targets are checked as edges like any other import.
 2. **No import cycle**: no two modules import each other, directly or
    through others, counting every import the first check counts (inside
    functions, under ``if TYPE_CHECKING``, literal ``importlib`` calls). An
@@ -30,6 +34,7 @@ from __future__ import annotations
 
 import ast
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -44,6 +49,9 @@ LAYERS = ("instances", "formulations", "solvers", "benchmarks", "measure", "repo
 BOTTOM, TOP = 0, len(LAYERS)
 #: Top-level modules that are not at the bottom: ``python -m deplbench`` runs the CLI.
 TOP_MODULES = {"__main__": TOP}
+#: The package root re-exports names of every layer (its PUBLIC_API), so it
+#: sits with the CLI; a lower layer imports from the defining module instead.
+ROOT_LEVEL = TOP
 
 #: Tiers of a layer's sub-packages, bottom to top (rule 4). The layer's
 #: ``__init__`` and its top-level modules are in the first tier.
@@ -73,7 +81,7 @@ def layer_of(name: str) -> int | None:
     parts = name.split(".")
     assert parts[0] == "deplbench", name
     if len(parts) == 1:
-        return BOTTOM
+        return ROOT_LEVEL
     head = parts[1]
     if head in LAYERS:
         return LAYERS.index(head) + 1
@@ -116,7 +124,8 @@ def tier_problems(source: str, name: str, *, is_package: bool, tiers=TIERS) -> l
     if level < 0:
         return [f"{name}: {layer}.{sub} is in no tier; add it to TIERS in tests/test_architecture.py"]
     problems = []
-    for imp in imports_of(source, name, is_package=is_package):
+    for imp in (all_imports(source, name, is_package=is_package)
+                + doctest_imports(source, name, is_package=is_package)):
         target = tier_of(imp.target, tiers)
         if target is None or target[0] != layer or target[2] == sub:
             continue
@@ -169,6 +178,16 @@ def imports_of(source: str, name: str, *, is_package: bool, modules=frozenset())
                 base_name = node.module or ""
             for alias in node.names:
                 sub = f"{base_name}.{alias.name}"
+                if base_name == "deplbench" and not (sub in modules or _exists(sub)):
+                    # A name of the package root: a dunder (__version__) is
+                    # defined by the root's body, which imports no layer
+                    # (test_package_root_body_imports_no_layer); a public
+                    # name is re-exported lazily from the module defining it.
+                    if alias.name in ROOT_API:
+                        add(ROOT_API[alias.name], node, "from")
+                    elif not (alias.name.startswith("__") and alias.name.endswith("__")):
+                        add(base_name, node, "from")
+                    continue
                 add(sub if sub in modules or _exists(sub) else base_name, node, "from")
         elif isinstance(node, ast.Call):
             func = node.func
@@ -186,14 +205,128 @@ def _exists(name: str) -> bool:
     return path.with_suffix(".py").is_file() or (path / "__init__.py").is_file()
 
 
-def upward_imports(source: str, name: str, *, is_package: bool) -> list[str]:
+def _literal(source: str, variable: str):
+    """The literal value assigned to the module-level ``variable``."""
+    for node in ast.parse(source).body:
+        target = (node.targets[0] if isinstance(node, ast.Assign) and len(node.targets) == 1
+                  else node.target if isinstance(node, ast.AnnAssign) else None)
+        if isinstance(target, ast.Name) and target.id == variable and node.value is not None:
+            return ast.literal_eval(node.value)
+    raise AssertionError(f"no literal module-level {variable}")
+
+
+def _literal_calls(source: str, function: str) -> list[tuple]:
+    """The literal positional arguments of every call of ``function``."""
+    return [tuple(ast.literal_eval(a) for a in node.args) for node in ast.walk(ast.parse(source))
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == function
+            and all(isinstance(a, ast.Constant) for a in node.args)]
+
+
+#: Modules that call ``importlib.import_module`` (or ``__import__``) with a
+#: computed name, each with the function that reads the ``deplbench``
+#: modules it may import from its own source. Those targets are import
+#: edges like literal ones (rules 1, 2 and 4). Names from outside the
+#: package are not edges: solver plugins (entry points) in the registry,
+#: the test plugin files of ``DEPLBENCH_TASK_PLUGINS`` in ``lookup``.
+DYNAMIC_IMPORTS: dict[str, Callable[[str], list[str]]] = {
+    "deplbench": lambda src: sorted(set(_literal(src, "PUBLIC_API").values())),
+    "deplbench.solvers.registry": lambda src: sorted({t.partition(":")[0]
+                                                      for t in _literal(src, "SOLVERS").values()}),
+    "deplbench.benchmarks.lookup": lambda src: sorted(f"deplbench.{layer}.{module}"
+                                                      for layer, module in _literal_calls(src, "_optional_module")),
+    "deplbench.benchmarks._warm": lambda src: [m for m in _literal(src, "MODULES")
+                                               if m.startswith("deplbench.")],
+    "deplbench.cli": lambda src: list(_literal(src, "COMMAND_MODULES")),
+}
+
+
+#: Declared modules whose computed imports are not cycle edges (rule 2):
+#: the registry loads a solver class by name on demand, and a solver that
+#: runs another one by name (certify, receding horizon) calls ``solve()``,
+#: which asks the registry: that loop is the registry's job, not an import
+#: cycle. Its targets still count for rules 1 and 4.
+ON_DEMAND = frozenset({"deplbench.solvers.registry"})
+
+#: The package root's public names → their defining modules (its PUBLIC_API).
+ROOT_API: dict[str, str] = _literal((PACKAGE / "__init__.py").read_text(encoding="utf-8"), "PUBLIC_API")
+
+
+def computed_import_lines(source: str) -> list[int]:
+    """Lines of ``import_module``/``__import__`` calls whose name is not a literal."""
+    lines = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Call):
+            func = node.func
+            called = (func.attr if isinstance(func, ast.Attribute)
+                      else func.id if isinstance(func, ast.Name) else "")
+            if called in ("import_module", "__import__") and not (
+                    node.args and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str)):
+                lines.append(node.lineno)
+    return lines
+
+
+def dynamic_imports(source: str, name: str, declared=None) -> list[Import]:
+    """The declared computed imports of ``name`` as edges (at the line of
+    its first computed import call)."""
+    declared = DYNAMIC_IMPORTS if declared is None else declared
+    if name not in declared:
+        return []
+    line = (computed_import_lines(source) or [1])[0]
+    return [Import(t, line, "importlib (declared)") for t in declared[name](source)]
+
+
+def all_imports(source: str, name: str, *, is_package: bool, modules=frozenset(), declared=None) -> list[Import]:
+    """:func:`imports_of` plus the declared computed imports."""
+    return (imports_of(source, name, is_package=is_package, modules=modules)
+            + dynamic_imports(source, name, declared))
+
+
+def doctest_imports(source: str, name: str, *, is_package: bool) -> list[Import]:
+    """The imports of the module's docstring examples (``>>> import ...``):
+    an example runs the module's layer, so it may not reach above it either
+    (rules 1 and 4; not cycle edges, nothing imports an example)."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if not (isinstance(node, ast.Constant) and isinstance(node.value, str) and ">>>" in node.value):
+            continue
+        for offset, line in enumerate(node.value.splitlines()):
+            code = line.strip()
+            if code.startswith(">>> ") and code[4:].lstrip().startswith(("import ", "from ")):
+                try:
+                    found += [Import(i.target, node.lineno + offset, "doctest")
+                              for i in imports_of(code[4:].strip(), name, is_package=is_package)]
+                except SyntaxError:
+                    pass   # a continued statement; its first line names no module alone
+    return found
+
+
+def undeclared_computed_imports(source: str, name: str, declared=None) -> list[str]:
+    """Messages for computed imports of a module below the CLI that is not in
+    :data:`DYNAMIC_IMPORTS` (its targets would escape every check), and for a
+    declared module whose declaration names no module of the tree."""
+    declared = DYNAMIC_IMPORTS if declared is None else declared
+    lines = computed_import_lines(source)
+    if not lines or name.startswith("deplbench.cli") or name == "deplbench.__main__":
+        return []
+    if name not in declared:
+        return [f"{name}:{lines[0]} imports a computed module name; declare its targets in "
+                "DYNAMIC_IMPORTS (tests/test_architecture.py)"]
+    targets = declared[name](source)
+    missing = [t for t in targets if not _exists(t)]
+    if not targets or missing:
+        return [f"{name}: DYNAMIC_IMPORTS gives {missing or 'no'} module(s) of the tree"]
+    return []
+
+
+def upward_imports(source: str, name: str, *, is_package: bool, declared=None) -> list[str]:
     """Messages for every import of ``name`` that goes up a layer (or to a
-    module in no known layer)."""
+    module in no known layer); ``declared`` replaces :data:`DYNAMIC_IMPORTS`."""
     own = layer_of(name)
     problems = []
     if own is None:
         return [f"{name}: in no layer; add its sub-package to LAYERS in tests/test_architecture.py"]
-    for imp in imports_of(source, name, is_package=is_package):
+    for imp in (all_imports(source, name, is_package=is_package, declared=declared)
+                + doctest_imports(source, name, is_package=is_package)):
         target = layer_of(imp.target)
         if target is None:
             problems.append(f"{name}:{imp.line} imports {imp.target}, which is in no layer")
@@ -210,7 +343,9 @@ def import_graph(modules: dict[str, tuple[str, bool]]) -> nx.DiGraph:
     graph = nx.DiGraph()
     for name, (source, is_package) in modules.items():
         graph.add_node(name)
-        for imp in imports_of(source, name, is_package=is_package, modules=modules.keys()):
+        found = (imports_of(source, name, is_package=is_package, modules=modules.keys()) if name in ON_DEMAND
+                 else all_imports(source, name, is_package=is_package, modules=modules.keys()))
+        for imp in found:
             if imp.target != name:
                 graph.add_edge(name, imp.target, line=imp.line)
     return graph
@@ -256,9 +391,19 @@ def states_reason(docstring: str) -> bool:
     ("deplbench.solvers.depl.depl",
      "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import deplbench.reports.data\n", False,
      ["deplbench.reports.data"]),
-    # downward and same-layer imports are fine; the package root is the bottom
+    # downward and same-layer imports are fine
     ("deplbench.cli.solvers", "from deplbench import __version__\nimport deplbench.solvers.base\n",
      False, []),
+    # the package root: its __version__ is fine anywhere; a public name is an
+    # edge to its defining module; the root itself sits with the CLI
+    ("deplbench.benchmarks.tasks", "from deplbench import __version__\n", False, []),
+    ("deplbench.formulations.model.plan", "from deplbench import solve, Plan\n", False,
+     ["deplbench.solvers.run"]),
+    ("deplbench.instances.model", "import deplbench\n", False, ["deplbench"]),
+    # a docstring example runs in the module's layer too
+    ("deplbench.formulations.evaluation.evaluate",
+     'def f():\n    """Examples\n    >>> from deplbench.solvers.run import solve\n    >>> 1\n    """\n',
+     False, ["deplbench.solvers.run"]),
     ("deplbench.params", "from deplbench.errors import SolverError\n", False, []),
     ("deplbench.__main__", "from deplbench.cli import main\n", False, []),
 ])
@@ -267,6 +412,26 @@ def test_checker_finds_upward_imports(name, source, is_package, expected):
     assert len(problems) == len(expected), problems
     for problem, target in zip(problems, expected):
         assert f"imports {target} " in problem
+
+
+def test_checker_flags_undeclared_computed_imports():
+    source = "import importlib\ndef f(name):\n    return importlib.import_module(name)\n"
+    problems = undeclared_computed_imports(source, "deplbench.instances.x", declared={})
+    assert len(problems) == 1 and "deplbench.instances.x:3" in problems[0], problems
+    # the CLI may import computed names (it is the top)
+    assert undeclared_computed_imports(source, "deplbench.cli.x", declared={}) == []
+    # a declaration naming no module of the tree is refused
+    stale = {"deplbench.instances.x": lambda src: ["deplbench.nowhere"]}
+    assert undeclared_computed_imports(source, "deplbench.instances.x", declared=stale)
+
+
+def test_checker_counts_declared_computed_imports_as_edges():
+    source = "import importlib\nTARGETS = ('deplbench.reports.build',)\n" \
+             "for t in TARGETS:\n    importlib.import_module(t)\n"
+    declared = {"deplbench.solvers.x": lambda src: list(_literal(src, "TARGETS"))}
+    problems = upward_imports(source, "deplbench.solvers.x", is_package=False, declared=declared)
+    assert len(problems) == 1 and "imports deplbench.reports.build " in problems[0], problems
+    assert "importlib (declared)" in problems[0] and "deplbench.solvers.x:4" in problems[0]
 
 
 @pytest.mark.parametrize("modules, expected", [
@@ -369,6 +534,33 @@ def test_subpackages_import_down_their_tiers():
 def test_no_import_cycles():
     problems = import_cycles(import_graph(package_modules()))
     assert not problems, "import cycles:\n" + "\n".join(problems)
+
+
+def test_computed_imports_are_declared():
+    problems = []
+    for path in source_files():
+        problems += undeclared_computed_imports(path.read_text(encoding="utf-8"), module_name(path))
+    assert not problems, "computed imports:\n" + "\n".join(problems)
+
+
+def test_every_declared_computed_import_exists():
+    """No stale DYNAMIC_IMPORTS entry: each names a module that still
+    imports a computed name, and gives at least one module of the tree."""
+    modules = package_modules()
+    for name, targets in DYNAMIC_IMPORTS.items():
+        source = modules[name][0]
+        assert computed_import_lines(source), f"{name} no longer imports a computed name"
+        found = targets(source)
+        assert found and all(_exists(t) for t in found), (name, found)
+
+
+def test_package_root_body_imports_no_layer():
+    """``from deplbench import __version__`` is no edge: the root's body
+    (everything but the lazy PUBLIC_API re-exports) imports no deplbench
+    module."""
+    source = (PACKAGE / "__init__.py").read_text(encoding="utf-8")
+    assert imports_of(source, "deplbench", is_package=True) == []
+    assert ROOT_API and set(ROOT_API.values()) == set(DYNAMIC_IMPORTS["deplbench"](source))
 
 
 def test_modules_at_most_600_lines_unless_a_reason_is_given():

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from tests.milp_instances import tiny_instance
 
 from deplbench.blas_threads import blas_threads, single_blas_thread
 from deplbench.formulations.general import solve_general
+from tests.milp_instances import tiny_instance
 
 
 def _controls_or_skip():

@@ -17,15 +17,15 @@ import copy
 import json
 
 import pytest
-from tests.fuzz_common import fuzz_settings
 from hypothesis import given
 from hypothesis import strategies as st
-from tests.instance_data import base_instance
 
 from deplbench.benchmarks.sweep import parse_sweep
 from deplbench.errors import InstanceError, SweepError
 from deplbench.instances.generators import generate
 from deplbench.instances.model import parse_instance
+from tests.fuzz_common import fuzz_settings
+from tests.instance_data import base_instance
 
 #: Examples per planted kind (every kind runs: a parametrised test each).
 PER_KIND = fuzz_settings(12)

@@ -8,19 +8,20 @@ never creates folders and warns about text in numeric columns.
 
 from __future__ import annotations
 
+import io
 import json
 import sqlite3
 from pathlib import Path
 
 import pandas as pd
 import pytest
-from tests.instance_data import two_model_data
 
 from deplbench import limits
 from deplbench.benchmarks.sweep import load_sweep, parse_sweep
 from deplbench.cli import main
 from deplbench.errors import InstanceError, PlanError, SweepError
 from deplbench.instances.model import load_instance
+from tests.instance_data import two_model_data
 
 
 def _sweep(**params) -> dict:
@@ -91,12 +92,12 @@ def test_duplicate_json_keys_are_refused(tmp_path):
 
 
 def test_spreadsheet_safe_cells():
-    from deplbench.benchmarks.store import spreadsheet_safe
+    from deplbench.files import csv_text
 
     frame = pd.DataFrame({"label": ["=1+1", "+x", "-cmd", "@SUM(A1)", "ok", None], "cost": [-1.5, 1, 2, 3, 4, 5]})
-    safe = spreadsheet_safe(frame)
-    assert list(safe["label"][:5]) == ["'=1+1", "'+x", "'-cmd", "'@SUM(A1)", "ok"]
-    assert pd.isna(safe["label"][5]) and list(safe["cost"]) == [-1.5, 1, 2, 3, 4, 5]   # numbers untouched
+    back = pd.read_csv(io.StringIO(csv_text(frame)))
+    assert list(back["label"][:5]) == ["'=1+1", "'+x", "'-cmd", "'@SUM(A1)", "ok"]
+    assert pd.isna(back["label"][5]) and list(back["cost"]) == [-1.5, 1, 2, 3, 4, 5]   # numbers untouched
 
 
 def test_markdown_table_escapes_html_and_markdown():
@@ -152,9 +153,8 @@ def frame():
 
 @pytest.mark.slow          # a whole report (matplotlib figures): 10–12 s
 def test_report_draws_a_mathtext_label_as_plain_text(frame, tmp_path):
-    from tests.reports.test_reports import SMALL
-
     from deplbench.reports.build import build_report
+    from tests.reports.test_reports import SMALL
 
     df = frame.copy()
     df.loc[df["algorithm"] == "best-exp", "label"] = r"x_{$\frac$}"
@@ -165,9 +165,8 @@ def test_report_draws_a_mathtext_label_as_plain_text(frame, tmp_path):
 
 @pytest.mark.slow          # a whole report (matplotlib figures): 10–12 s
 def test_report_is_written_whole_or_not_at_all(frame, tmp_path, monkeypatch):
-    from tests.reports.test_reports import SMALL
-
     from deplbench.reports import build as build_mod
+    from tests.reports.test_reports import SMALL
 
     out = tmp_path / "rep"
     build_mod.build_report(frame, out, options=SMALL)

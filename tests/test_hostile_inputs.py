@@ -15,7 +15,6 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
-from tests.instance_data import two_model_data
 
 from deplbench import limits
 from deplbench.benchmarks.sweep import parse_sweep
@@ -24,6 +23,7 @@ from deplbench.errors import DeplbenchError, InstanceError, SolverError, SweepEr
 from deplbench.formulations.model.scenarios import allowed_violations, quantile_rank
 from deplbench.instances.model import parse_instance
 from deplbench.solvers.run import solve
+from tests.instance_data import two_model_data
 
 # ---- finding 2: ⌊(1−ω)S⌋ exactly, never rounded up to a vacuous count -------------------------
 

@@ -30,7 +30,7 @@ CROSS_CUTTING = frozenset({
     "test_fuzz_planted.py",      # validation properties across instances, sweeps and the library
     "test_hostile_files.py",     # hostile input across the layers
     "test_hostile_inputs.py",
-    "test_hostile_round3.py",
+    "test_hostile_writes_and_reads.py",  # outputs over inputs, symlinks, CSV, globs, reads, JSON
     "test_layout.py",
     "test_markers.py",
     "test_plugins.py",           # a third-party solver through the entry point, docs/extending.md

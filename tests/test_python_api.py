@@ -50,6 +50,6 @@ def test_example_script_runs(tmp_path):
     depl = df[df["algorithm"] == "depl"]
     assert sorted(pd.to_numeric(depl["param_eta"]).unique()) == [25, 100]
     # The DP optimum is a lower bound on every DepL cost of the same instance.
-    for sha, g in df.groupby("instance_sha"):
+    for _sha, g in df.groupby("instance_sha"):
         dp = g.loc[g["algorithm"] == "knapsack-dp", "cost"].iloc[0]
         assert (g["cost"] >= dp * (1 - 1e-9)).all()

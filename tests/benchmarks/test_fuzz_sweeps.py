@@ -33,8 +33,8 @@ from deplbench.benchmarks.tasks import build_instance
 from deplbench.errors import SweepError
 from deplbench.instances.generators import family_parameters
 from deplbench.instances.model import Instance
-from deplbench.solvers.run import check_solve_arguments
 from deplbench.solvers.registry import get_solver
+from deplbench.solvers.run import check_solve_arguments
 from tests.fuzz_common import FULL, HOSTILE, LOC, QUICK, check_one_line, delete, get, paths, put, run_cli
 from tests.instance_data import base_instance
 

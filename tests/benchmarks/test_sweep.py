@@ -4,18 +4,21 @@ the packaged sweeps."""
 from __future__ import annotations
 
 import json
-
 import textwrap
+import tomllib
 
 import pytest
 
 from deplbench.benchmarks import tasks as task_mod
 from deplbench.benchmarks.sweep import (
-    PACKAGED_SWEEPS, Task, load_sweep, parse_sweep, resolve_sweep_path, task_key,
+    PACKAGED_SWEEPS,
+    Task,
+    load_sweep,
+    parse_sweep,
+    resolve_sweep_path,
+    task_key,
 )
 from deplbench.errors import SweepError
-
-import tomllib
 
 BASE = """
 [sweep]
@@ -96,8 +99,8 @@ def test_duplicate_tasks_collapse():
 def test_instance_file_group(tmp_path):
     inst = tmp_path / "i.json"
     inst.write_text('{"x": 1}')
-    sweep = parse(f'[[instances]]\nid = "f"\npath = "i.json"\n'
-                  f'[[algorithms]]\nname = "depl"\n', base_dir=tmp_path)
+    sweep = parse('[[instances]]\nid = "f"\npath = "i.json"\n'
+                  '[[algorithms]]\nname = "depl"\n', base_dir=tmp_path)
     (t,) = sweep.tasks()
     assert t.family == "file" and t.instance_seed is None
     assert t.instance_path == str(inst.resolve())
@@ -106,12 +109,12 @@ def test_instance_file_group(tmp_path):
     moved = tmp_path / "elsewhere"
     moved.mkdir()
     inst.rename(moved / "renamed.json")
-    (t_moved,) = parse(f'[[instances]]\nid = "f"\npath = "renamed.json"\n'
-                       f'[[algorithms]]\nname = "depl"\n', base_dir=moved).tasks()
+    (t_moved,) = parse('[[instances]]\nid = "f"\npath = "renamed.json"\n'
+                       '[[algorithms]]\nname = "depl"\n', base_dir=moved).tasks()
     assert t_moved.key == t.key and t_moved.instance_path == str((moved / "renamed.json").resolve())
     (moved / "renamed.json").write_text('{"x": 2}')  # new content, new key
-    (t2,) = parse(f'[[instances]]\nid = "f"\npath = "renamed.json"\n'
-                  f'[[algorithms]]\nname = "depl"\n', base_dir=moved).tasks()
+    (t2,) = parse('[[instances]]\nid = "f"\npath = "renamed.json"\n'
+                  '[[algorithms]]\nname = "depl"\n', base_dir=moved).tasks()
     assert t2.key != t.key
 
 

@@ -400,7 +400,7 @@ def test_plan_file_regressions(tmp_path):
     plan = dict(SEEDS)["base"]
     cases = {"nan": _as_text(plan, "nan"), "deep": _as_text(plan, "deep"), "huge": _as_text(plan, "huge"),
              "empty-result": json.dumps({"status": "infeasible", "plan": None})}
-    for how, text in cases.items():
+    for _how, text in cases.items():
         cli_contract(tmp_path, "base", text, check=False)
     ppath = tmp_path / "latin1.json"
     ppath.write_bytes(b'{"epochs": [], "datasets": {"\xe9": []}}')

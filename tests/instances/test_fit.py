@@ -244,8 +244,8 @@ def test_cli_bad_input_no_traceback_and_output_untouched(tmp_path, good_logs, de
 def test_fitted_instance_solves(good_fit, algo):
     """A fitted instance is solvable by the registry's DepL and MILP, and the
     plan is judged feasible out of sample."""
-    from deplbench.solvers.run import solve
     from deplbench.solvers.registry import get_solver
+    from deplbench.solvers.run import solve
 
     inst = F.build_instance(good_fit, parse_instance(base_dict(horizon=8, loss_max=5.0)))
     cls = get_solver(algo)

@@ -262,7 +262,8 @@ def _submodular(sizes, useful) -> bool:
     for s, t in itertools.product(sets, sets):
         if s < t:
             for d in set(range(n)) - t:
-                if _kt(sizes, useful, s | {d}) - _kt(sizes, useful, s) < _kt(sizes, useful, t | {d}) - _kt(sizes, useful, t) - 1e-12:
+                gain_s = _kt(sizes, useful, s | {d}) - _kt(sizes, useful, s)
+                if gain_s < _kt(sizes, useful, t | {d}) - _kt(sizes, useful, t) - 1e-12:
                     return False
     return True
 
@@ -427,3 +428,20 @@ def test_every_family_docstring_has_the_shared_sections():
         assert "Returns\n    -------\n    Instance" in doc, func.__name__
     for func in (scaling, datasets, knapsack, generate):
         assert SHARED_DOC["{seed}"] in func.__doc__, func.__name__
+
+
+def test_measured_cached_reads_return_copies():
+    """Changing what a cached read of the shipped measurement returned does
+    not change the next call's result (or the next generated instance)."""
+    from deplbench.instances.generators.measured import _fitted, measured, measured_versions
+
+    first = measured_versions()
+    first["full"]["parameters"] = -1
+    first.pop("p25")
+    again = measured_versions()
+    assert again["full"]["parameters"] > 0 and "p25" in again
+    before = measured(seed=0).to_json()
+    fit = _fitted("eq8")
+    fit["models"].clear()
+    fit["initial_loss"] = 0.0
+    assert _fitted("eq8")["models"] and measured(seed=0).to_json() == before

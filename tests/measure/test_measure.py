@@ -190,11 +190,8 @@ def test_clopper_pearson_matches_the_closed_forms():
 
 
 def test_report_rows_judge_the_shipped_measurement():
-    from deplbench.reports.claims_common import VERDICTS
-    from deplbench.reports.measured import measured_claims
-
-    from deplbench.reports.claims_common import FAILS, HOLDS
-    from deplbench.reports.measured import fit_claim, replay_claim
+    from deplbench.reports.claims_common import FAILS, HOLDS, VERDICTS
+    from deplbench.reports.measured import fit_claim, measured_claims, replay_claim
 
     rows = measured_claims()
     assert len(rows) == 3 and all(r["verdict"] in VERDICTS for r in rows)

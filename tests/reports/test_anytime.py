@@ -9,10 +9,9 @@ import pandas as pd
 import pytest
 
 from deplbench.formulations import milp
-from deplbench.reports.anytime import (EVENT_COLUMNS, INTEGRAL_COLUMNS, anytime_events, integral_table,
-                                       primal_integral)
-from deplbench.solvers.exact.brute_force import search as brute_force_search
+from deplbench.reports.anytime import EVENT_COLUMNS, INTEGRAL_COLUMNS, anytime_events, integral_table, primal_integral
 from deplbench.solvers.certify.certified import bracket_events
+from deplbench.solvers.exact.brute_force import search as brute_force_search
 from tests.milp_instances import tiny_instance
 
 

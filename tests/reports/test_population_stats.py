@@ -9,7 +9,12 @@ import numpy as np
 import pytest
 
 from deplbench.reports.stats import (
-    DECIDE_FAILS, DECIDE_HOLDS, DECIDE_OPEN, decide, instances_to_decide, median_interval,
+    DECIDE_FAILS,
+    DECIDE_HOLDS,
+    DECIDE_OPEN,
+    decide,
+    instances_to_decide,
+    median_interval,
     order_statistic_rank,
 )
 

@@ -8,12 +8,12 @@ import numpy as np
 import pandas as pd
 import pytest
 from matplotlib.figure import Figure
-from tests.reports.test_reports import make_frame
 
 from deplbench.reports import figures as figs
 from deplbench.reports.build import build_report
 from deplbench.reports.readability import MAX_SERIES, figure_problems, tag
 from deplbench.reports.styles import SeriesInfo
+from tests.reports.test_reports import make_frame
 
 
 def _styles(**colours) -> dict[str, SeriesInfo]:
@@ -92,9 +92,8 @@ def test_every_figure_of_a_synthetic_report_is_readable(tmp_path):
 
 @pytest.fixture(scope="module")
 def demo(tmp_path_factory):
-    from tests.demo_store import unpack
-
     from deplbench.reports.build import ReportOptions
+    from tests.demo_store import unpack
 
     out = tmp_path_factory.mktemp("demo-figures")
     summary = build_report(unpack(out), out / "report",

@@ -14,13 +14,13 @@ import re
 import numpy as np
 import pandas as pd
 import pytest
-from tests.reports.test_reports import SMALL, _row, make_frame
 
 from deplbench.reports import reference as ref_mod
 from deplbench.reports.build import build_report
 from deplbench.reports.data import STORE_COLUMNS, prepare
 from deplbench.reports.headline import claims_glance, first_clause, headline_table
 from deplbench.reports.styles import series_info
+from tests.reports.test_reports import SMALL, _row, make_frame
 
 OPT = 100.0
 
@@ -204,9 +204,8 @@ def demo_report(request, tmp_path_factory):
     `make demo` wrote to reports/demo when it exists."""
     from pathlib import Path
 
-    from tests.demo_store import unpack
-
     from deplbench.reports.build import ReportOptions
+    from tests.demo_store import unpack
 
     _need_chromium()
     if request.param == "make-demo":

@@ -17,25 +17,28 @@ import pandas as pd
 import pytest
 
 from deplbench.errors import DeplbenchError
-from deplbench.reports import browser
-from deplbench.reports import bracket as bracket_mod
-from deplbench.reports import claims as claims_mod
-from deplbench.reports import complexity as cx
-from deplbench.reports import tables as tabs
-from deplbench.reports.headline import CLAIM_GLANCE_COLUMNS, GLANCE_COLUMNS, HEADLINE_COLUMNS
-from deplbench.reports.solvers import SOLVER_COLUMNS
-from deplbench.reports import closed_loop as cl_mod
 from deplbench.reports import adaptive as ad_mod
 from deplbench.reports import anytime as any_mod
+from deplbench.reports import bracket as bracket_mod
+from deplbench.reports import browser
+from deplbench.reports import claims as claims_mod
+from deplbench.reports import closed_loop as cl_mod
+from deplbench.reports import complexity as cx
 from deplbench.reports import measured as meas_mod
-from deplbench.reports import repetitions as rep_mod
 from deplbench.reports import population as pop_mod
+from deplbench.reports import repetitions as rep_mod
+from deplbench.reports import tables as tabs
 from deplbench.reports.build import ReportOptions, build_report
 from deplbench.reports.data import STORE_COLUMNS, ReportError, load_bench_json, prepare
-from deplbench.reports.styles import PALETTE, SHADES, fallback_style, series_info, shade
+from deplbench.reports.headline import CLAIM_GLANCE_COLUMNS, GLANCE_COLUMNS, HEADLINE_COLUMNS
+from deplbench.reports.solvers import SOLVER_COLUMNS
 from deplbench.reports.stats import (
-    loglog_fit, optimum_per_instance, performance_profile, shifted_geometric_mean,
+    loglog_fit,
+    optimum_per_instance,
+    performance_profile,
+    shifted_geometric_mean,
 )
+from deplbench.reports.styles import PALETTE, SHADES, fallback_style, series_info, shade
 
 SECTION_IDS = ("data", "paper", "gaps", "ratio", "complexity", "claims", "closed_loop", "anytime", "timing",
                "measured")
@@ -237,7 +240,8 @@ def _promised_columns() -> dict[str, tuple]:
         "glance_claims": CLAIM_GLANCE_COLUMNS,
         "matched_risk": ad_mod.MATCHED_COLUMNS, "price_of_adaptivity": ad_mod.PRICE_COLUMNS,
         "pact_matched": ad_mod.PACT_MATCHED_COLUMNS,
-        "measured_models": meas_mod.MODEL_COLUMNS, "measured_grid_families": meas_mod.GRID_FAMILY_COLUMNS, "measured_alternatives": meas_mod.ALTERNATIVE_COLUMNS,
+        "measured_models": meas_mod.MODEL_COLUMNS, "measured_grid_families": meas_mod.GRID_FAMILY_COLUMNS,
+        "measured_alternatives": meas_mod.ALTERNATIVE_COLUMNS,
         "measured_independence": meas_mod.INDEPENDENCE_COLUMNS, "measured_variance": meas_mod.VARIANCE_COLUMNS,
         "measured_replay": meas_mod.REPLAY_COLUMNS, "measured_claims": claims_mod.CLAIMS_COLUMNS,
     }

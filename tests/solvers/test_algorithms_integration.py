@@ -246,7 +246,8 @@ def test_cli_solve_json_for_every_algorithm(tmp_path, realistic_small, knapsack_
     for name, proc in runs.items():
         lines = [ln for ln in proc.stdout.splitlines() if ln.strip()]
         if proc.returncode not in (0, 1) or len(lines) != 1:
-            failures.append(f"{name}: rc={proc.returncode}, stdout lines={len(lines)}, stderr={proc.stderr.strip()[-300:]}")
+            failures.append(f"{name}: rc={proc.returncode}, stdout lines={len(lines)}, "
+                            f"stderr={proc.stderr.strip()[-300:]}")
             continue
         assert "Traceback" not in proc.stderr, f"{name}: {proc.stderr}"
         record = json.loads(lines[0])

@@ -13,12 +13,12 @@ import tracemalloc
 
 import numpy as np
 import pytest
-from tests.instance_data import two_model_data
 
 from deplbench import limits
 from deplbench.instances.generators import generate
 from deplbench.instances.model import parse_instance
 from deplbench.solvers.run import solve
+from tests.instance_data import two_model_data
 
 EXPIRED = 1e-12
 

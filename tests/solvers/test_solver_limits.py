@@ -18,9 +18,9 @@ import pytest
 from deplbench import limits
 from deplbench.instances.generators import generate
 from deplbench.instances.model import parse_instance
+from deplbench.solvers.baselines.common import scenario_bytes
 from deplbench.solvers.depl import quantile_transform as qt
 from deplbench.solvers.run import solve
-from deplbench.solvers.baselines.common import scenario_bytes
 
 BUDGET = limits.MEMORY_BUDGET_GIB * 2**30
 HEURISTICS = ("depl", "depl-receding", "best-exp", "static-learn", "one-switch")

@@ -32,7 +32,7 @@ MODULES = (
     "deplbench.benchmarks.tasks",
     # The task process's own entry point (executors._local_child): without
     # it every task would import it, and sweep/validate/tomllib with it, after
-    # the fork — about 0.1 s per task (more where no .pyc can be written).
+    # the fork, paying that import once per task instead of once per run.
     "deplbench.benchmarks.executors",
 )
 

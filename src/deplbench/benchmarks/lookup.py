@@ -1,12 +1,14 @@
 """Name lookup for tasks: algorithms, their metadata and parameters, families.
 
-An algorithm or instance family is looked up by name, in this order, in
+An algorithm or instance family is looked up by name in
 
-1. test/extension plugins named by the environment variable
-   :data:`PLUGIN_ENV` (see :func:`load_plugins`);
-2. :mod:`deplbench.solvers.registry` (built-in solvers and those installed
-   through the ``deplbench.solvers`` entry point group) and
-   :mod:`deplbench.instances.generators`.
+* :mod:`deplbench.solvers.registry` (built-in solvers and those installed
+  through the ``deplbench.solvers`` entry point group) and
+  :mod:`deplbench.instances.generators`;
+* test plugins named by the environment variable :data:`PLUGIN_ENV` (see
+  :func:`load_plugins`), which may only add names: a plugin reusing a
+  registered name is refused (:func:`plugin_table`), so a stray variable can
+  never swap a built-in solver or family.
 
 Nothing here knows any particular solver.
 """
@@ -63,10 +65,44 @@ def load_plugins() -> list:
     return [_load_plugin(s) for s in raw.split(os.pathsep) if s.strip()]
 
 
+#: Plugin tables naming algorithms (checked against the solver registry) and
+#: instance families (checked against the generators).
+_ALGORITHM_TABLES = ("ALGORITHMS", "ALGORITHM_PARAMETERS", "ALGORITHM_INFO")
+
+
+def _builtin_names(attr: str) -> set[str]:
+    """The registered names a plugin table ``attr`` must not reuse."""
+    if attr in _ALGORITHM_TABLES:
+        registry = _registry()
+        return set(registry.available()) if registry is not None else set()
+    if attr == "FAMILIES":
+        gen = generator_table()
+        return set(_generator_families(gen)) if gen is not None else set()
+    return set()
+
+
 def plugin_table(attr: str) -> dict:
+    """The merged table ``attr`` of every plugin.
+
+    Raises
+    ------
+    SweepError
+        A plugin reuses the name of a registered solver or instance family:
+        the registered one always wins, so the plugin is refused rather
+        than silently swapped in (or silently ignored).
+    """
     table: dict = {}
+    builtin: set[str] | None = None
     for module in load_plugins():
-        table.update(getattr(module, attr, {}) or {})
+        entries = getattr(module, attr, {}) or {}
+        if entries:
+            builtin = _builtin_names(attr) if builtin is None else builtin
+            clash = sorted(set(entries) & builtin)
+            if clash:
+                where = getattr(module, "__file__", None) or module.__name__
+                raise SweepError(f"{PLUGIN_ENV}: plugin {where} defines {attr} {clash[0]!r}, "
+                                 "a registered name; rename it in the plugin")
+        table.update(entries)
     return table
 
 

@@ -418,23 +418,6 @@ def expand_params(column) -> Any:
     return pd.DataFrame(data, index=column.index)
 
 
-def spreadsheet_safe(frame):
-    """A copy of ``frame`` whose text cells cannot start a spreadsheet formula.
-
-    Every line of a text cell beginning with ``=``, ``+``, ``-``, ``@``, tab
-    or carriage return gets a leading ``'`` (OWASP's CSV-injection advice;
-    :func:`deplbench.files.safe_text`); numbers are untouched, so a negative
-    cost stays a number. :func:`deplbench.files.write_csv` applies it.
-    """
-    import pandas as pd
-
-    out = frame.copy()
-    for col in out.columns:
-        if not pd.api.types.is_numeric_dtype(out[col]):       # object or string columns
-            out[col] = out[col].map(safe_cell)
-    return out
-
-
 #: Numeric columns whose stored cells are checked for text on export.
 NUMERIC_CHECKED = ("cost", "lower_bound", "gap", "runtime_s")
 

@@ -88,6 +88,7 @@ def _run(args: argparse.Namespace) -> int:
     dask = args.dask_scheduler is not None or args.dask_local is not None
     if dask and args.workers is not None:
         raise SweepError("--workers: applies to local runs; with Dask the cluster decides")
+    executor: DaskExecutor | LocalExecutor
     if dask:
         executor = DaskExecutor(scheduler=args.dask_scheduler, local_workers=args.dask_local)
     else:

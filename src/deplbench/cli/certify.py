@@ -136,7 +136,8 @@ def _print_text(b: dict) -> None:
           f"validation {rt['validation']:.1f} s; {rt['cpu']:.1f} CPU s in all)")
     if up is not None:
         models = [e["model"] for e in up["plan"]["epochs"]]
-        runs, prev = [], None
+        runs: list[list] = []
+        prev = None
         for m in models:
             if m == prev:
                 runs[-1][1] += 1

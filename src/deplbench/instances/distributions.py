@@ -121,8 +121,9 @@ class InverseGamma(_Dist):
         return m * (m / (self.shape - 2.0))
 
     def sample(self, rng: np.random.Generator, size) -> np.ndarray:
-        # X = b / G with G ~ Gamma(a, 1): numpy's gamma sampler is several
-        # times faster than scipy's invgamma.rvs, which matters for 10^7 draws.
+        # X = b / G with G ~ Gamma(a, 1): the same law as scipy's
+        # invgamma.rvs in one vectorised numpy draw, without scipy's per-call
+        # argument handling.
         return self.scale / rng.standard_gamma(self.shape, size)
 
 
@@ -203,6 +204,13 @@ class PointMass(_Dist):
     def cdf(self, x):
         return np.where(np.asarray(x, dtype=float) >= self.value, 1.0, 0.0)
 
+    def sf(self, x):
+        """P(X > x): 1 below the point, 0 from it on."""
+        return np.where(np.asarray(x, dtype=float) >= self.value, 0.0, 1.0)
+
+    def pdf(self, x):
+        raise ValueError("a point mass has no density; use cdf/sf")
+
     def ppf(self, q):
         return np.full(np.shape(q), self.value, dtype=float) if np.ndim(q) else self.value
 
@@ -222,11 +230,14 @@ class Empirical(_Dist):
     """The empirical distribution of measured samples (bootstrap draws)."""
 
     kind: Literal["empirical"] = "empirical"
-    samples: list[Annotated[float, Field(strict=True)]] = Field(min_length=1)
+    #: A tuple, so that the frozen model is hashable like every other law
+    #: (the law cache :func:`_scipy_law` and any set or dict key need that);
+    #: a JSON array or a Python list is accepted and stored as a tuple.
+    samples: tuple[Annotated[float, Field(strict=True)], ...] = Field(min_length=1)
 
     @field_validator("samples")
     @classmethod
-    def _finite(cls, value: list[float]) -> list[float]:
+    def _finite(cls, value: tuple[float, ...]) -> tuple[float, ...]:
         if not all(math.isfinite(v) for v in value):
             raise ValueError("samples must all be finite numbers")
         return value
@@ -241,6 +252,14 @@ class Empirical(_Dist):
     def cdf(self, x):
         s = np.sort(self._array())
         return np.searchsorted(s, np.asarray(x, dtype=float), side="right") / s.size
+
+    def sf(self, x):
+        """P(X > x): the share of samples above ``x`` (exact, no 1 − cdf)."""
+        s = np.sort(self._array())
+        return (s.size - np.searchsorted(s, np.asarray(x, dtype=float), side="right")) / s.size
+
+    def pdf(self, x):
+        raise ValueError("an empirical law has no density (it is discrete); use cdf/sf")
 
     def ppf(self, q):
         # Inverse of the right-continuous empirical cdf (the lower quantile).

@@ -1,4 +1,4 @@
-"""The adaptive reference (formulations/adaptive.py): DP against exhaustive search,
+"""The adaptive reference (formulations/adaptive/): DP against exhaustive search,
 bounds against every policy of the suite, certification on independent draws."""
 
 from __future__ import annotations
@@ -151,7 +151,8 @@ def test_kernels_round_in_the_stated_direction():
 
 
 def test_applies_and_bad_arguments_name_the_field():
-    two = tiny(datasets=[{"name": "d0", "size": 1.0, "usefulness": 1.0}, {"name": "d1", "size": 1.0, "usefulness": 1.0}])
+    two = tiny(datasets=[{"name": "d0", "size": 1.0, "usefulness": 1.0},
+                         {"name": "d1", "size": 1.0, "usefulness": 1.0}])
     ok, why = A.applies(parse_instance(two))
     assert not ok and "dataset" in why
     with pytest.raises(PlanError, match="^instance: "):
@@ -226,10 +227,9 @@ def test_adaptive_lower_bound_below_the_static_optimum():
 def test_solver_registered_and_its_policy_runs_in_closed_loop():
     """adaptive-opt: reference "adaptive", cost = UB ≥ lower_bound, and the policy
     rebuilt by closed_loop_policy reproduces the certification run exactly."""
-    from tests.instance_data import two_model_data
-
     from deplbench.solvers.registry import get_solver, solver_info
     from deplbench.solvers.run import closed_loop, solve
+    from tests.instance_data import two_model_data
 
     inst = parse_instance(two_model_data(omega=0.9))
     cls = get_solver("adaptive-opt")
@@ -258,9 +258,8 @@ def test_solver_registered_and_its_policy_runs_in_closed_loop():
 def test_cli_adaptive_json_text_and_bad_input(tmp_path, capsys):
     import json
 
-    from tests.instance_data import two_model_data
-
     from deplbench.cli import main
+    from tests.instance_data import two_model_data
 
     path = tmp_path / "small.json"
     parse_instance(two_model_data(omega=0.9)).save(path)
@@ -299,9 +298,8 @@ def test_cli_width_stops_at_the_width_asked_with_progress(tmp_path, capsys):
     progress line per grid on stderr; the text says what stopped it."""
     import json
 
-    from tests.instance_data import two_model_data
-
     from deplbench.cli import main
+    from tests.instance_data import two_model_data
 
     path = tmp_path / "small.json"
     parse_instance(two_model_data(omega=0.9)).save(path)
@@ -325,9 +323,8 @@ def test_cli_width_stops_at_the_width_asked_with_progress(tmp_path, capsys):
 def test_statuses_each_with_its_line(monkeypatch):
     """λ search not converged and a bound that is not positive: their own status and
     line (the unreachable target and the uncertified policy: test_adaptive_exact)."""
-    from tests.instance_data import two_model_data
-
     from deplbench.formulations.adaptive import bracket as certify
+    from tests.instance_data import two_model_data
 
     inst = parse_instance(two_model_data(omega=0.9))
     real = certify._search_at
@@ -376,9 +373,8 @@ def test_give_up_share_and_second_moment():
     """give_up stops that share of the runs at once (low-discrepancy picks);
     the DP's second moment of the remaining compute time is ≥ its squared mean
     (Jensen), with equality when the loss terms are deterministic."""
-    from tests.instance_data import two_model_data
-
     from deplbench.formulations.evaluation.closed_loop import simulate
+    from tests.instance_data import two_model_data
 
     inst = parse_instance(two_model_data(omega=0.9))
     chain = A.Chain(inst, 60, optimistic=False)
@@ -402,9 +398,8 @@ def test_an_uncertified_policy_is_no_solution_with_no_upper_bound():
     ``no_solution`` (never ``infeasible``, which only an unreachable ω proves),
     with the proven lower bound, no cost, and the bracket has no width and no
     upper bound (its policy's cost is kept apart)."""
-    from tests.instance_data import two_model_data
-
     from deplbench.solvers.run import solve
+    from tests.instance_data import two_model_data
 
     inst = parse_instance(two_model_data(omega=0.9))
     # certify at a level the policy cannot reach on so few runs: ω = 0.9999 with 200 runs

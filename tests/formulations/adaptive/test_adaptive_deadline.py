@@ -1,7 +1,7 @@
 """The deadline carried (formulations/adaptive/timed.py) against independent exact optima.
 
 Two independent references: the exact solver of tiny lattice instances of
-``test_adaptive_exact`` (any closed-loop policy, the deadline on every run,
+``tests.formulations.adaptive.exact_lattice`` (any closed-loop policy, the deadline on every run,
 exact arithmetic; no communication time, capacity not binding), and a
 deterministic instance with communication time and a binding capacity whose
 optimum is a small convex allocation problem solved here by its KKT
@@ -19,10 +19,10 @@ from decimal import Decimal
 from fractions import Fraction
 
 import pytest
-from tests.formulations.adaptive.test_adaptive_exact import LAWS, SCALES, _boundary, exact_optimum
 
 from deplbench.formulations import adaptive as A
 from deplbench.instances.model import parse_instance
+from tests.formulations.adaptive.exact_lattice import LAWS, SCALES, boundary, exact_optimum
 
 POINTS = 256
 
@@ -36,7 +36,7 @@ def _both(inst, buckets=6, points=POINTS):
 
 def _check_below(law, scales, points=POINTS):
     for kappa, tm in scales:
-        inst, pmax = _boundary(*law, kappa, tm)
+        inst, pmax = boundary(*law, kappa, tm)
         for w in (pmax, pmax - Fraction(1, 8)):
             inst_w = inst.with_changes(omega=float(w))
             opt = exact_optimum(inst_w, w)
@@ -68,7 +68,7 @@ def test_carried_bound_strictly_tighter_than_the_priced_bound():
     """Where run lengths differ (K̄ = 4), pricing time (E[T] ≤ Tmax) leaves the bound
     ≥ 20 % below the optimum at both levels tried; the carried deadline, on 96 time
     points, is within 4 %."""
-    inst, pmax = _boundary(*LAWS[5], 1.0, 50.0)
+    inst, pmax = boundary(*LAWS[5], 1.0, 50.0)
     for w in (pmax, pmax - Fraction(1, 8)):
         inst_w = inst.with_changes(omega=float(w))
         opt = float(exact_optimum(inst_w, w))
@@ -162,7 +162,7 @@ def test_cli_time_points_option(tmp_path, capsys):
 
     from deplbench.cli import main
 
-    inst, _ = _boundary(*LAWS[1], 1.0, 50.0)
+    inst, _ = boundary(*LAWS[1], 1.0, 50.0)
     path = tmp_path / "tiny.json"
     inst.with_changes(omega=0.5).save(path)
     common = ["adaptive", str(path), "--one-grid", "--buckets", "6", "--runs", "500", "--tune-runs", "500",

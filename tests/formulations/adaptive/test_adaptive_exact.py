@@ -1,147 +1,19 @@
-"""The adaptive bracket against an independent exact solver of tiny instances.
-
-The exact solver below shares no code with :mod:`deplbench.formulations.adaptive`
-beyond reading the instance. It solves the *true* problem — any closed-loop
-policy, continuous allocations, the deadline T ≤ Tmax on every run — on tiny
-instances where that is possible in exact arithmetic:
-
-* one cluster, lattice (empirical) loss terms with 2 or 4 equally likely
-  atoms, so every P(success) is a dyadic rational (``fractions.Fraction``),
-  and ω set to *exactly* the highest P(success) any policy reaches — the
-  boundary where a multiplier search in floating point can run away;
-* no communication time (model size 0) and no capacity binding (r is far
-  above any allocation the optimum uses). A policy tree's least cost with
-  remaining time τ is then W/τ, where W = 0 at a stop and
-  W = (√(κc) + √E[W′])² at a trained epoch (minimise κc/t + E[W′]/(τ − t)
-  over this epoch's compute time t: water-filling). W is computed with
-  60-digit decimals.
-* Pareto sets of (P(success), W) are built bottom-up over deterministic
-  policies; mixed policies (a draw at the start) reach the lower convex
-  envelope of those points, and they are as good as any behaviour
-  randomisation (each pure policy in the mix plans its own allocations),
-  so the exact optimum at ω is the envelope at ω.
-"""
+"""The adaptive bracket against an independent exact solver of tiny instances
+(:mod:`tests.formulations.adaptive.exact_lattice`: any closed-loop policy,
+continuous allocations, the deadline on every run, in exact arithmetic)."""
 
 from __future__ import annotations
 
-import itertools
 import math
-from decimal import Decimal, getcontext
+from decimal import Decimal
 from fractions import Fraction
 
 import numpy as np
 import pytest
 
 from deplbench.formulations import adaptive as A
-from deplbench.formulations.model.allocation import TIME_RTOL
-from deplbench.instances.datalaw import compute_need
 from deplbench.instances.model import parse_instance
-
-PREC = 60
-
-
-def _prune(pts):
-    """Pareto set: P(success) up, W down."""
-    out = []
-    for p, w in sorted(pts, key=lambda t: (-t[0], t[1])):
-        if not out or w < out[-1][1]:
-            out.append((p, w))
-    return out
-
-
-def exact_front(inst) -> list[tuple[Fraction, Decimal]]:
-    """Pareto set of (P(success), W) over deterministic policies, by recursion on the true loss.
-
-    Losses are exact fractions; with a decay other than ``none`` (eq. (8): the k-th epoch's
-    term scaled by 1/√(k + B_m), k = 1, 2, …) they are 60-digit decimals instead."""
-    getcontext().prec = PREC
-    volume, gamma = inst.data_effect(inst.all_datasets)
-    num = Fraction if all(m.decay == "none" for m in inst.models) else Decimal
-    lmax, K, M = num(inst.loss_max), inst.horizon, len(inst.models)
-    cl = inst.clusters[0]
-    kc = [Decimal(float(cl.unit_cost)) * Decimal(float(compute_need(m.compute, volume))) for m in inst.models]
-    scale = [num(gamma) * num(m.loss_scale) for m in inst.models]
-    step = [[scale[i] if m.decay == "none" else scale[i] / (Decimal(k) + Decimal(m.loss_offset)).sqrt()
-             for k in range(1, K + 1)] for i, m in enumerate(inst.models)]          # step[m][k − 1]
-    atoms = [[(num(v), Fraction(1, len(m.improvement.samples))) for v in m.improvement.samples]
-             for m in inst.models]
-    names = [m.name for m in inst.models]
-    jump = {(sw.from_model, sw.to_model): num(sw.jump.value) for sw in inst.switches}
-    memo: dict = {}
-
-    def rec(k, m, loss):
-        if (k, m, loss) in memo:
-            return memo[(k, m, loss)]
-        pts = [(Fraction(1) if loss <= lmax else Fraction(0), Decimal(0))]
-        if k < K:
-            for m2 in range(M):
-                switch = m is not None and m2 != m
-                if switch and (names[m], names[m2]) not in jump:
-                    continue
-                j = jump[(names[m], names[m2])] if switch else num(0)
-                acc = [(Fraction(0), Decimal(0))]
-                for x, p in atoms[m2]:
-                    child = rec(k + 1, m2, loss - step[m2][k] * x + j)
-                    pd = Decimal(p.numerator) / Decimal(p.denominator)
-                    acc = _prune([(a + p * cp, b + pd * cw) for (a, b), (cp, cw) in itertools.product(acc, child)])
-                pts.extend((ps, (kc[m2].sqrt() + ew.sqrt()) ** 2) for ps, ew in acc)
-        memo[(k, m, loss)] = _prune(pts)
-        return memo[(k, m, loss)]
-
-    return rec(0, None, num(inst.initial_loss))
-
-
-def exact_optimum(inst, omega) -> Decimal | None:
-    """Least expected cost of a mixed policy with P(success) ≥ ω (None: no policy reaches ω)."""
-    getcontext().prec = PREC
-    front = exact_front(inst)
-    tau = Decimal(float(inst.time_max)) * (1 + Decimal(TIME_RTOL))
-    w = Fraction(omega)
-    cands = [W for p, W in front if p >= w]
-    for (p1, w1), (p2, w2) in itertools.combinations(front, 2):
-        (pa, wa), (pb, wb) = sorted([(p1, w1), (p2, w2)])
-        if pa < w < pb:
-            t = (w - pa) / (pb - pa)
-            td = Decimal(t.numerator) / Decimal(t.denominator)
-            cands.append((1 - td) * wa + td * wb)
-    return min(cands) / tau if cands else None
-
-
-def lattice(a, b, horizon, kappa, time_max, cap=1e3, omega=0.5) -> dict:
-    """Two models, one cluster, grid-aligned lattice loss terms (h = 0.125 at 6 buckets)."""
-    return {
-        "name": "lattice", "initial_loss": 1.0, "loss_max": 0.25, "omega": omega, "time_max": time_max,
-        "horizon": horizon,
-        "models": [
-            {"name": "a", "size": 0.0, "compute": 2.0, "loss_scale": 0.25, "loss_offset": 0.0, "decay": "none",
-             "improvement": {"kind": "empirical", "samples": list(a)}},
-            {"name": "b", "size": 0.0, "compute": 1.0, "loss_scale": 0.125, "loss_offset": 0.0, "decay": "none",
-             "improvement": {"kind": "empirical", "samples": list(b)}},
-        ],
-        "switches": [{"from_model": "a", "to_model": "b", "jump": {"kind": "point", "value": 0.125}}],
-        "clusters": [{"name": "A", "capacity": cap, "unit_cost": kappa, "bandwidth": 1.0}],
-        "datasets": [{"name": "d0", "size": 1.0, "usefulness": 1.0}],
-    }
-
-
-#: Loss laws (model a atoms, model b atoms, K̄): every one drove the unguarded
-#: multiplier search to μ ≈ 10¹⁵ at ω = its highest P(success) with a lower bound
-#: 2.8× to 2·10³× above the exact optimum at one of the scales below.
-LAWS = [((2.0, 1.0), (5.0, 3.0, 0.0, 1.0), 2),
-        ((3.0, 1.0, 0.0, 3.0), (4.0, 4.0, 3.0, 2.0), 2),
-        ((1.0, 1.0), (5.0, 0.0), 2),
-        ((1.0, 0.0, 1.0, 1.0), (1.0, 5.0), 2),
-        ((0.0, 0.0), (0.0, 5.0), 4),
-        ((3.0, 0.0, 2.0, 3.0), (4.0, 1.0, 3.0, 3.0), 4)]
-#: (κ, Tmax): costs from ~10⁻⁵ to ~10.
-SCALES = [(1e-3, 50.0), (1.0, 50.0), (1.0, 1e3), (1e-3, 1e3)]
-
-
-def _boundary(a, b, horizon, kappa, time_max, cap=1e3):
-    inst = parse_instance(lattice(a, b, horizon, kappa, time_max, cap))
-    pmax = max(p for p, _ in exact_front(inst))
-    assert 0 < pmax < 1 and Fraction(float(pmax)) == pmax      # dyadic: ω = pmax exactly in binary
-    return inst.with_changes(omega=float(pmax)), pmax
+from tests.formulations.adaptive.exact_lattice import LAWS, SCALES, boundary, exact_front, exact_optimum, lattice
 
 
 @pytest.mark.parametrize("law", LAWS, ids=[f"law{i}" for i in range(len(LAWS))])
@@ -150,7 +22,7 @@ def test_lower_bound_below_the_exact_optimum_at_the_boundary_omega(law):
     scale, LB is finite and positive, and the search does not run μ away."""
     a, b, horizon = law
     for kappa, tm in SCALES:
-        inst, pmax = _boundary(a, b, horizon, kappa, tm)
+        inst, pmax = boundary(a, b, horizon, kappa, tm)
         opt = exact_optimum(inst, pmax)
         assert opt is not None and opt > 0
         s = A.lower_bound_search(A.Chain(inst, 6, optimistic=True), inst.omega, 6, 6)
@@ -169,7 +41,7 @@ def test_lower_bound_is_tight_where_the_relaxations_are():
     deadline relaxation costs nothing: the bound meets the exact optimum to 10⁻⁹
     — the subtracted rounding bound is not vacuous."""
     for kappa, tm in SCALES:
-        inst, pmax = _boundary(*LAWS[0], kappa, tm)
+        inst, pmax = boundary(*LAWS[0], kappa, tm)
         opt = float(exact_optimum(inst, pmax))
         lb = A.lower_bound_search(A.Chain(inst, 6, optimistic=True), inst.omega, 6, 6).bound()
         assert opt * (1 - 1e-9) <= lb <= opt
@@ -214,7 +86,7 @@ def test_bracket_end_to_end_below_the_exact_optimum_at_the_boundary_omega(law):
     finer grid's pass carries (a finer grid may afford fewer time points, so its carried
     bound can be lower by a few per cent)."""
     for kappa, tm in (SCALES[0], SCALES[2]):
-        inst, pmax = _boundary(*law, kappa, tm)
+        inst, pmax = boundary(*law, kappa, tm)
         opt = exact_optimum(inst, pmax)
         b = A.adaptive_bounds(inst, buckets=6, runs=500, tune_runs=500, seed=1, width=0.01, max_buckets=48)
         assert [lv["buckets"] for lv in b.refinement["levels"]] == [6, 12, 24, 48]
@@ -225,7 +97,7 @@ def test_bracket_end_to_end_below_the_exact_optimum_at_the_boundary_omega(law):
 
 def test_large_capacity_gives_a_finite_valid_bound():
     """r = 10⁶: the λ search brackets from a capacity-free first guess."""
-    inst, pmax = _boundary(*LAWS[1], 1.0, 50.0, cap=1e6)
+    inst, pmax = boundary(*LAWS[1], 1.0, 50.0, cap=1e6)
     s = A.lower_bound_search(A.Chain(inst, 6, optimistic=True), inst.omega, 6, 6)
     opt = float(exact_optimum(inst, pmax))
     assert s.lam_converged
@@ -266,7 +138,7 @@ def test_upper_bound_above_the_exact_optimum(law):
     hence ≥ the optimum at ω when certified — at two scales, ω a step below the
     highest reachable P(success)."""
     for kappa, tm in (SCALES[0], SCALES[2]):
-        inst, pmax = _boundary(*law, kappa, tm)
+        inst, pmax = boundary(*law, kappa, tm)
         inst = inst.with_changes(omega=float(pmax - Fraction(1, 8)))
         b = A.adaptive_bounds(inst, buckets=6, runs=3000, tune_runs=1500, seed=2)
         assert b.status == "certified", b.message
@@ -278,7 +150,7 @@ def test_upper_bound_above_the_exact_optimum(law):
 
 
 def test_unreachable_target_has_its_status_and_line():
-    inst, pmax = _boundary(*LAWS[0], 1.0, 50.0)
+    inst, pmax = boundary(*LAWS[0], 1.0, 50.0)
     inst = inst.with_changes(omega=float(pmax + Fraction(1, 64)))
     assert exact_optimum(inst, inst.omega) is None                # truly out of reach
     b = A.adaptive_bounds(inst, buckets=6, runs=500, tune_runs=500)
@@ -309,7 +181,7 @@ def test_cli_unreachable_target_one_line_and_exit_1(tmp_path, capsys):
 
     from deplbench.cli import main
 
-    inst, pmax = _boundary(*LAWS[0], 1.0, 50.0)
+    inst, pmax = boundary(*LAWS[0], 1.0, 50.0)
     path = tmp_path / "far.json"
     inst.with_changes(omega=0.8).save(path)
     assert main(["adaptive", str(path), "--buckets", "6", "--runs", "500", "--tune-runs", "500", "--json"]) == 1

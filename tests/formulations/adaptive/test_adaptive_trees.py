@@ -128,7 +128,8 @@ def _random_instances(n, seed):
         a = tuple(rng.choice([0.0, 1.0, 2.0, 4.0]) for _ in range(2))
         b = tuple(rng.choice([0.0, 2.0, 4.0]) for _ in range(2))
         # cheap cluster tight (capacity binds), dear one roomier; communication time on model a
-        cl = [(1.0, rng.choice([0.5, 1.0]), rng.choice([1.0, 2.0])), (3.0, rng.choice([1.0, 2.0]), rng.choice([2.0, 4.0]))]
+        cl = [(1.0, rng.choice([0.5, 1.0]), rng.choice([1.0, 2.0])),
+              (3.0, rng.choice([1.0, 2.0]), rng.choice([2.0, 4.0]))]
         inst = parse_instance(make(a, b, 2, cl, (rng.choice([0.5, 1.0]), 0.0), rng.choice([3.0, 4.0, 6.0]),
                                    rng.choice([0.5, 0.75])))
         opt = exact_optimum(inst, inst.omega)

@@ -17,7 +17,6 @@ import math
 
 import numpy as np
 import pytest
-from tests.milp_instances import tiny_instance
 
 from deplbench.errors import SolverError
 from deplbench.formulations.exact.knapsack import knapsack_optimum_from_instance
@@ -28,6 +27,7 @@ from deplbench.formulations.model.plan import Plan
 from deplbench.formulations.model.scenarios import ScenarioSampler, allowed_violations
 from deplbench.instances.generators import generate
 from deplbench.solvers.exact.brute_force import search
+from tests.milp_instances import tiny_instance
 
 BUDGET = 3600.0
 
@@ -423,7 +423,7 @@ def test_switch_counting_dp_equals_exhaustive_minimum(seed):
     seqs = _all_sequences(search)
     rng = np.random.default_rng(seed)
     layers, roots = tables._switch_layers(4)
-    for trial in range(3):
+    for _trial in range(3):
         pi = rng.uniform(0.0, 2.0, S) * search.mu_ref / S
         a = np.einsum("s,skm->km", pi, prob.a)
         J = np.einsum("s,skp->kp", pi, prob.J)

@@ -21,7 +21,6 @@ import math
 
 import numpy as np
 import pytest
-from tests.milp_instances import tiny_instance
 
 from deplbench.formulations.general import boxes as general_boxes
 from deplbench.formulations.general import solve_general
@@ -41,6 +40,7 @@ from deplbench.formulations.model.allocation import allocate
 from deplbench.formulations.model.scenarios import ScenarioSampler, allowed_violations
 from deplbench.instances.generators import generate
 from deplbench.solvers.exact.brute_force import search
+from tests.milp_instances import tiny_instance
 
 BUDGET = 3600.0
 

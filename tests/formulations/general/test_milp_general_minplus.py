@@ -10,9 +10,9 @@
 from __future__ import annotations
 
 import numpy as np
-from tests.formulations.general.test_milp_general_pairs import _pair_search
 
 from deplbench.formulations.general.minplus import jump_table, largest_decrease, model_jumps, step_min
+from tests.formulations.general.test_milp_general_pairs import _pair_search
 
 
 def _full_graph(search, enter, Jk):

@@ -16,13 +16,18 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
-from tests.milp_instances import tiny_instance
-from tests.formulations.general.test_milp_general import _all_sequences, _feasible_sequence_weights, _group_setup, _switches
 
 from deplbench.formulations.general import solve_general
 from deplbench.formulations.general.classes import dominated_assignments
 from deplbench.formulations.general.node_groups import NodeGroups, combined_bound
 from deplbench.solvers.exact.brute_force import search as brute_force
+from tests.formulations.general.test_milp_general import (
+    _all_sequences,
+    _feasible_sequence_weights,
+    _group_setup,
+    _switches,
+)
+from tests.milp_instances import tiny_instance
 
 
 def _prefixes(prob, search, feas, need):
@@ -129,9 +134,8 @@ def test_switch_first_rows_equal_the_model_block_search_tables():
     """For a model-block search the rows' switch-first table (``_forced_table``) and the
     first-epoch value (``_forced_first``), built from the pool's own multipliers, equal
     ``PairSearch._forced_table`` at every epoch and model."""
-    from tests.formulations.general.test_milp_general_pairs import _pair_search
-
     from deplbench.formulations.general.groups import GroupPool, GroupTables
+    from tests.formulations.general.test_milp_general_pairs import _pair_search
 
     prob, s = _pair_search(S=24, horizon=6)
     pool = GroupPool(prob, np.arange(prob.S))

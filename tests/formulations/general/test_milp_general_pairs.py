@@ -24,7 +24,6 @@ import math
 
 import numpy as np
 import pytest
-from tests.milp_instances import tiny_instance
 
 from deplbench.formulations.general import placement as general_placement
 from deplbench.formulations.general import solve_general
@@ -37,6 +36,7 @@ from deplbench.formulations.general.settings import GeneralSettings
 from deplbench.formulations.model.scenarios import ScenarioSampler, allowed_violations
 from deplbench.instances.generators import generate
 from deplbench.solvers.exact.brute_force import search as brute_force
+from tests.milp_instances import tiny_instance
 
 BUDGET = 3600.0
 

@@ -15,10 +15,10 @@ import itertools
 import math
 
 import pytest
-from tests.milp_instances import tiny_instance
 
 from deplbench.formulations.general import solve_general
 from deplbench.solvers.exact.brute_force import search
+from tests.milp_instances import tiny_instance
 
 RULES = ("intended", "printed")
 TRANSFERS = ("once", "per_epoch")

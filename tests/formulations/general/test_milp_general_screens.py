@@ -15,18 +15,17 @@
 
 from __future__ import annotations
 
-
 import numpy as np
 import pytest
-from tests.milp_instances import tiny_instance
+
+from deplbench.formulations.general import solve_general
+from deplbench.formulations.general.cells import block_cells
+from deplbench.formulations.general.groups import SCREEN_ROWS, GroupPool, GroupTables
+from deplbench.formulations.general.node_groups import WARM_ENTRY_BYTES, NodeGroups, WarmStarts, combined_bound
 from tests.formulations.general.test_milp_general import _all_sequences, _feasible_sequence_weights, _group_setup
 from tests.formulations.general.test_milp_general_nodes import _prefixes
 from tests.formulations.general.test_milp_general_pairs import _pair_search
-
-from deplbench.formulations.general import solve_general
-from deplbench.formulations.general.groups import SCREEN_ROWS, GroupPool, GroupTables
-from deplbench.formulations.general.node_groups import WARM_ENTRY_BYTES, NodeGroups, WarmStarts, combined_bound
-from deplbench.formulations.general.cells import block_cells
+from tests.milp_instances import tiny_instance
 
 
 def _pair_with_pool(S=24, horizon=6):

@@ -17,12 +17,12 @@ import pathlib
 import re
 
 import pytest
-from tests.milp_instances import tiny_instance
 
 from deplbench.errors import SolverError
 from deplbench.formulations.general import solve_general
 from deplbench.formulations.general.outcome import clamp_bound
 from deplbench.formulations.general.settings import GENERAL_PARAMETERS, GeneralSettings
+from tests.milp_instances import tiny_instance
 
 TESTS = pathlib.Path(__file__).parents[2]
 

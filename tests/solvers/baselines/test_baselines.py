@@ -215,7 +215,8 @@ def test_plans_pass_constraints_and_meet_target_out_of_sample(algo, data_rule):
 def test_per_epoch_transfer_costs_are_counted_like_the_evaluator(algo):
     inst = stochastic_instance(loss_max=9.0, horizon=24, time_max=3.0).with_changes(
         transfer_cost_mode="per_epoch",
-        transfer_costs=[{"dataset": "d0", "cluster": "A1", "cost": 0.2}, {"dataset": "d0", "cluster": "B1", "cost": 0.1}])
+        transfer_costs=[{"dataset": "d0", "cluster": "A1", "cost": 0.2},
+                        {"dataset": "d0", "cluster": "B1", "cost": 0.1}])
     res = solve(inst, algo, evaluate=False, **FAST)
     assert res.status == "feasible", res.message
     ev = evaluate_plan(inst, res.plan, samples=500)

@@ -9,6 +9,7 @@ import math
 import numpy as np
 import pytest
 
+from deplbench.instances.generators import generate
 from deplbench.solvers.depl.dataset_selection import (
     DataObjective,
     SubsetRanker,
@@ -19,7 +20,6 @@ from deplbench.solvers.depl.dataset_selection import (
     minimize_restricted,
     submodularity_check,
 )
-from deplbench.instances.generators import generate
 
 
 class CutPlusModular:

@@ -135,6 +135,8 @@ def agrees(entry: SoluEntry, status: str, primal: float | None, dual: float | No
         if status == "infeasible":
             return True, "infeasible, as the .solu says"
         return None, f"status {status}: infeasibility neither confirmed nor refuted"
+    if entry.value is None:
+        return None, f"{entry.tag} without a value"
     v = float(entry.value)
     tol = rel_tol * max(1.0, abs(v))
     if status == "infeasible":

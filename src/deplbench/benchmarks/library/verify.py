@@ -165,7 +165,8 @@ def _listed(viol: list[tuple[float, str]]) -> list[str]:
     among rows the largest violation of each row family (its name without a
     trailing number, e.g. every tangent of one configuration) comes first,
     so that one broken block does not hide another."""
-    out, per = [], {}
+    out: list[str] = []
+    per: dict[str, int] = {}
     rows = [m for _, m in viol if m.startswith("row ")]
     for _, msg in viol:
         head = msg.split(":")[0]

@@ -38,7 +38,8 @@ V, F = 0, 1
 
 
 def applies(instance) -> tuple[bool, str]:
-    """Whether :func:`lower_bound` / :func:`certify` handle ``instance`` (module docstring, Scope)."""
+    """Whether :func:`~deplbench.formulations.adaptive.bracket.adaptive_bounds` (and the
+    ``adaptive-opt`` solver) handle ``instance`` (module docstring, Scope)."""
     if len(instance.datasets) != 1:
         return False, "the adaptive DP handles one dataset (z(d, n) is then fixed: every cluster holds it)"
     if np.any(instance.transfer_matrix != 0):

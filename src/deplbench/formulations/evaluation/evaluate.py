@@ -358,12 +358,13 @@ def evaluate_plan(
     Examples
     --------
     >>> from deplbench.instances.generators import generate
-    >>> from deplbench.solvers.run import solve
+    >>> from deplbench.formulations.model.plan import Plan
     >>> instance = generate("scaling", n_models=3, horizon=8, seed=0)
-    >>> plan = solve(instance, "depl", evaluate=False).plan
+    >>> plan = Plan(epochs=[{"model": "m2", "cluster": "c0", "allocation": 18.2}] * 7,
+    ...             datasets={"c0": ["d0"]})
     >>> ev = evaluate_plan(instance, plan, samples=20_000)
     >>> ev.verdict, ev.constraints_ok, round(ev.cost, 2)
-    ('feasible', True, 139.36)
+    ('feasible', True, 139.62)
     """
     plan, samples, seed, confidence = _check_arguments(instance, plan, samples, seed, confidence, trajectory)
     models, clusters, gammas = plan_indices(instance, plan)

@@ -28,11 +28,11 @@ x and the violation binaries; none removes the weakness measured on this
 problem (package docstring, "Why the flow formulation is not enough"): the
 LP relaxation *mixes* plans that use different models in the same epoch,
 which averages independent noise, and with the violated scenarios of the
-optimal plan fixed the LP is still 6 % below the optimum. We measured that
-HiGHS needs 48–68 s per master even with only 20–26 scenario rows (lazy
-scenario generation, 3 rounds) on the cyclic AlexNet instance at S = 100:
-the flow polytope itself is the bottleneck, not the number or the big-M of
-the scenario rows.
+optimal plan fixed the LP is still 6 % below the optimum. With lazy
+scenario generation each master keeps only a few dozen scenario rows and is
+still slow (docs/performance.md, "Measurements behind design choices"): the
+flow polytope itself is the bottleneck, not the number or the big-M of the
+scenario rows.
 
 What we do instead
 ------------------

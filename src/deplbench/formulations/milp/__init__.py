@@ -139,8 +139,6 @@ from deplbench.formulations.milp.catalog import (
     Formulation,
     ModelTooLarge,
     formulation_names,
-    register,
-    set_fallback,
 )
 from deplbench.formulations.milp.counts import CountModel, order_invariant
 from deplbench.formulations.milp.cutloop import cut_loop, cut_loop_result
@@ -186,5 +184,5 @@ from deplbench.formulations.milp.solve import run_milp, solve_milp
 FORMULATIONS = formulation_names()
 
 __all__ = ["solve_milp", "run_milp", "MilpSettings", "option_table", "FORMULATIONS", "BACKENDS", "SOLVERS",
-           "MAX_DATASETS", "MEMORY_LIMIT_GIB", "Formulation", "BuildContext", "register", "set_fallback",
+           "MAX_DATASETS", "MEMORY_LIMIT_GIB", "Formulation", "BuildContext",
            "formulation_names", "quiet_stdout"]

@@ -16,9 +16,9 @@ Write one module in this package with a model class and a build function
 :class:`~.options.Verdict` ends the solve with its status, e.g. an
 ``infeasible`` proof), then add one :class:`Formulation` row to
 :data:`BUILTIN` below (and its name to :data:`FAST_CHAIN` if ``fast`` should
-try it; :func:`set_fallback` moves a name to the end of the chain). The model
+try it; the last name of the chain is the fallback). The model
 must offer what :func:`~.cutloop.cut_loop` and
-:func:`~.backends.make_backend` use:
+:func:`~.routes.make_backend` use:
 
 ``mm``
     a finished :class:`~.matrix.MatrixModel` (any backend), or instead
@@ -46,7 +46,8 @@ docs/DESIGN.md ("Registry names → classes"); the package docstring.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Callable
+from types import MappingProxyType
+from typing import Callable, Mapping
 
 from deplbench.formulations.milp.bounds import Bounds
 from deplbench.formulations.milp.counts import build_counts, order_invariant
@@ -141,34 +142,18 @@ BUILTIN: tuple[Formulation, ...] = (
                 description="the textbook per-epoch model in Pyomo (the reference)"),
 )
 
-_TABLE: dict[str, Formulation] = {f.name: f for f in BUILTIN}
+#: Read-only: the table is fixed when the module is imported, so no call
+#: can change what ``formulation="fast"`` picks for later solves.
+_TABLE: Mapping[str, Formulation] = MappingProxyType({f.name: f for f in BUILTIN})
 #: What ``fast`` tries, in order; the last entry is the fallback.
-FAST_CHAIN: list[str] = ["counts", "enumeration", "flow"]
-
-
-def register(formulation: Formulation, fast_position: int | None = None) -> None:
-    """Add (or replace) a row; ``fast_position`` inserts it into the chain."""
-    _TABLE[formulation.name] = formulation
-    if fast_position is not None:
-        if formulation.name in FAST_CHAIN:
-            FAST_CHAIN.remove(formulation.name)
-        FAST_CHAIN.insert(fast_position, formulation.name)
-
-
-def set_fallback(name: str) -> None:
-    """Make ``name`` the last formulation ``fast`` tries."""
-    if name not in _TABLE:
-        raise KeyError(name)
-    if name in FAST_CHAIN:
-        FAST_CHAIN.remove(name)
-    FAST_CHAIN.append(name)
+FAST_CHAIN: tuple[str, ...] = ("counts", "enumeration", "flow")
 
 
 #: Complete exact solvers that are not matrix models for the cut loop: they
 #: are dispatched by :func:`~.solve.solve_milp` before any matrix stage and
 #: return a finished result under the same exactness contract.
-#: ``general`` (:mod:`.general`) handles any switch graph and up to
-#: :data:`~.general.MAX_DATASETS_GENERAL` datasets.
+#: ``general`` (:mod:`deplbench.formulations.general`) handles any switch graph and up to
+#: :data:`~deplbench.formulations.general.MAX_DATASETS_GENERAL` datasets.
 DIRECT: tuple[str, ...] = ("general",)
 
 
@@ -252,5 +237,5 @@ def candidates(name: str, data: Data) -> tuple[list[Formulation], str]:
     return [row], ""
 
 
-__all__ = ["Formulation", "BuildContext", "ModelTooLarge", "BUILTIN", "FAST_CHAIN", "register", "fast_prefers_general",
-           "set_fallback", "DIRECT", "formulation_names", "get", "candidates", "BYTES_PER_NONZERO"]
+__all__ = ["Formulation", "BuildContext", "ModelTooLarge", "BUILTIN", "FAST_CHAIN", "fast_prefers_general",
+           "DIRECT", "formulation_names", "get", "candidates", "BYTES_PER_NONZERO"]

@@ -138,7 +138,7 @@ def _distinct_rows(parts: list) -> tuple[np.ndarray, np.ndarray]:
 
     Row s of the scenario data is the concatenation of ``part[s]`` over the
     parts. Rows are grouped by two fixed random projections (O(S·width), no
-    copy — ``np.unique(axis=0)`` sorts whole rows and took 38 s at K̄ = 1e5),
+    copy — ``np.unique(axis=0)`` sorts whole rows, O(S·log S·width) with a copy),
     then every grouped row is compared exactly with its representative; a
     projection tie between different rows (or a non-finite projection) falls
     back to the exact ``np.unique``, so the classes are always exact.

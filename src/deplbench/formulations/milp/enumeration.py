@@ -181,10 +181,8 @@ class EnumModel(MatrixFormulation):
 
     #: HiGHS presolve off: the model is a choice among a few thousand
     #: candidate columns with no scenario rows, and presolve's probing is
-    #: almost all of the solve (6.5 of 6.6 s on realistic AlexNet, ℓmax = 5,
-    #: S = 2000; 1 node either way). Measured on the 20 realistic AlexNet and
-    #: MobileNet instances (ℓmax 5..13, S = 200 and 2000): same optima, 39.4 s
-    #: in total with presolve, 20.7 s without.
+    #: almost all of the solve while the search takes one node either way
+    #: (docs/performance.md, "Measurements behind design choices").
     highs_options = {"presolve": "off"}
 
     def __init__(self, data: Data, bounds: Bounds, seqs, counts):

@@ -24,8 +24,8 @@ LP relaxation's quantile is far below any single plan's: on realistic
 AlexNet (ℓmax = 9, S = 1000) the root LP is 1590.8, the LP with the optimal
 plan's violated scenarios fixed is still 1699.6, fixing K changes nothing
 (≈1604), and the optimum is 1802.63; tight big-M values do not close that.
-Branch-and-bound must separate the mixtures, which takes minutes at S = 1000
-(S = 100: 15 s, S = 300: 35 s on one core). Hence the enumeration and
+Branch-and-bound must separate the mixtures, which grows quickly with S
+(docs/performance.md, "Measurements behind design choices"). Hence the enumeration and
 count formulations where the structure allows them.
 
 Size: the scenario block has U·K·(|M|+|P|) non-zeros (U distinct scenarios,

@@ -169,7 +169,7 @@ def fit_improvement(
     if nonpos:
         return DistFit(
             "inverse_gamma", {}, n, None, 0.0, "support", False,
-            Empirical(samples=compress_samples(x, max_empirical)),
+            Empirical(samples=tuple(compress_samples(x, max_empirical))),
             f"{nonpos} of {n} multipliers are <= 0 (loss increases in non-switch epochs); "
             "the inverse-gamma support is x > 0", x,
         )
@@ -190,13 +190,14 @@ def fit_improvement(
         # Accepted by KS but with an infinite variance (mean too for a <= 1):
         # expectation- and moment-driven algorithms could not use it.
         return DistFit(
-            "inverse_gamma", params, n, d, p, method, False, Empirical(samples=compress_samples(x, max_empirical)),
+            "inverse_gamma", params, n, d, p, method, False,
+            Empirical(samples=tuple(compress_samples(x, max_empirical))),
             f"fitted shape {a:.3g} <= 2 gives an infinite variance; empirical sample kept", x,
         )
     if p >= alpha:
         return DistFit("inverse_gamma", params, n, d, p, method, True, InverseGamma(shape=a, scale=b), "", x)
     return DistFit(
-        "inverse_gamma", params, n, d, p, method, False, Empirical(samples=compress_samples(x, max_empirical)),
+        "inverse_gamma", params, n, d, p, method, False, Empirical(samples=tuple(compress_samples(x, max_empirical))),
         f"KS rejects the inverse-gamma fit (p = {p:.3g} < {alpha})", x,
     )
 
@@ -257,7 +258,7 @@ def fit_switch(
     n = int(delta.size)
     mean_x = float(improvement.mean())
     resid = delta + c * mean_x
-    fallback = lambda: Empirical(samples=compress_samples(resid, max_empirical))  # noqa: E731
+    fallback = lambda: Empirical(samples=tuple(compress_samples(resid, max_empirical)))  # noqa: E731
     if n < min_samples:
         return DistFit("student_t", {}, n, None, None, "none", False, fallback(),
                        f"only {n} switch(es) observed (< {min_samples}): empirical sample kept", resid)
@@ -285,6 +286,7 @@ def fit_switch(
                               bounds=bounds)
         if best is None or r.fun < best.fun:
             best = r
+    assert best is not None      # the loop above ran at least once
     df, loc, scale = math.exp(best.x[0]), float(best.x[1]), math.exp(best.x[2])
     u = special.stdtr(df, (shifted - loc) / scale).mean(axis=1)
     ks = stats.kstest(u, "uniform")

@@ -24,6 +24,7 @@ the targets around it, as the realistic populations do.
 
 from __future__ import annotations
 
+import copy
 import json
 from functools import lru_cache
 from pathlib import Path
@@ -69,16 +70,23 @@ MODEL_SETS = {"three": ("p25", "p50", "p75"), "grid": ("p25", "p36", "p50", "p75
 
 
 @lru_cache(maxsize=1)
-def _provenance() -> dict:
+def _provenance_cached() -> dict:
     try:
         return json.loads(PROVENANCE_FILE.read_text())
     except (OSError, ValueError) as exc:
         raise InstanceError(f"measured: cannot read the shipped provenance {PROVENANCE_FILE} ({exc})") from None
 
 
+def _provenance() -> dict:
+    """The shipped provenance, read once; each caller gets its own copy, so
+    that changing a returned value cannot change what later calls see."""
+    return copy.deepcopy(_provenance_cached())
+
+
 def measured_versions() -> dict[str, dict]:
-    """name → {factor, hidden, parameters, flops_per_epoch} of the shipped measurement."""
-    return dict(_provenance()["architecture"]["versions"])
+    """name → {factor, hidden, parameters, flops_per_epoch} of the shipped measurement
+    (a fresh copy on every call)."""
+    return _provenance()["architecture"]["versions"]
 
 
 def measured_base(*, loss_max: float = MEASURED_LOSS_MAX, omega: float = MEASURED_OMEGA) -> Instance:
@@ -111,13 +119,18 @@ def measured_base(*, loss_max: float = MEASURED_LOSS_MAX, omega: float = MEASURE
 
 
 @lru_cache(maxsize=2)
-def _fitted(law: str) -> dict:
+def _fitted_cached(law: str) -> dict:
     path = LAWS[law]
     try:
         return json.loads(path.read_text())
     except (OSError, ValueError) as exc:
         raise InstanceError(f"measured: cannot read the shipped fit {path} ({exc}); "
                             "regenerate it with `deplbench measure refit`") from None
+
+
+def _fitted(law: str) -> dict:
+    """The shipped fit of ``law``, read once; a fresh copy on every call."""
+    return copy.deepcopy(_fitted_cached(law))
 
 
 @generator_doc

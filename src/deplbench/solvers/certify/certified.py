@@ -515,15 +515,6 @@ class MilpCertified(Solver):
         return bracket_result(bracket)
 
 
-def refine_options(params: Mapping) -> dict:
-    """The stage-2 keyword arguments of :func:`certify` from algorithm/CLI
-    parameters (0 for S₂ means "the default", 10·S, as it does in :class:`CertifySettings`)."""
-    return {"target_width": params["target_width"], "refine_share": params["refine_share"],
-            "refine_replications": params["refine_replications"],
-            "refine_scenarios": params["refine_scenarios"] or None,
-            "refine_validation": params["refine_validation"], "refine_candidates": params["refine_candidates"]}
-
-
 def candidate_plans(instance, algorithms: str) -> tuple[dict[str, Plan], dict[str, str]]:
     """Run each named algorithm (unevaluated) and collect its plan as a UB candidate."""
     refused = candidate_names_refused(algorithms)
@@ -578,7 +569,7 @@ def bracket_result(bracket: dict) -> SolveResult:
 
 
 __all__ = ["certify", "candidate_names_refused", "CertifySettings", "MilpCertified", "bracket_result",
-           "candidate_plans", "refine_options",
+           "candidate_plans",
            "process_map", "dask_map", "saa_task", "validation_task", "is_deterministic", "parse_risk_grid",
            "DEFAULT_CONFIDENCE", "DEFAULT_REPLICATIONS", "DEFAULT_SCENARIOS", "DEFAULT_VALIDATION",
            "DEFAULT_RISK_GRID", "DEFAULT_GRID_SEEDS", "DEFAULT_TIME_LIMIT", "DEFAULT_TARGET_WIDTH",

@@ -14,7 +14,7 @@ allowed switches, every cluster sequence, every dataset assignment z(d, n)
 * the exact real-x cost comes from ``formulations.model.allocation.allocate``
   plus the transfer term (once or per epoch).
 
-It shares no code with ``formulations/milp.py``: only the core primitives
+It shares no code with ``formulations/milp/``: only the core primitives
 (instance model, scenario sampler, allocation). Instances larger than
 K̄ ≤ 6, |M| ≤ 3, |N| ≤ 2, |D| ≤ 3 are declined (:meth:`BruteForce.applies`:
 status ``skipped`` with the dimension beyond the limit).

@@ -213,7 +213,7 @@ def build_spec(
     # Shifts are clipped to [−(2·n_loss + 2), n_loss + 1] before the int64
     # cast: past either end a shift means the same thing (the target is
     # reached / the path is dead), and unclipped 1e300-sized quotients would
-    # wrap around (an IndexError before this guard).
+    # wrap around to out-of-range indices.
     lo_clip, hi_clip = -(2 * n_loss + 2), n_loss + 1
     with np.errstate(invalid="ignore", over="ignore"):
         shift = rnd(total / dl)

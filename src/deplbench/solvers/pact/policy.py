@@ -19,10 +19,9 @@ Interpretations (each one ours; PACT leaves them open)
   round-up) of a graph at the robust quantile the open-loop run used, with
   ``closed_loop_resolution`` loss buckets (default 500, coarser than the
   open loop's max(200, 20·K̄): every decision re-anchors on the observed
-  loss, so the per-step round-up only biases the predicted remainder; on
-  PACT-VGG11 ℓmax = 0.3, 10⁴ runs, mean cost 855 at 500 buckets vs 847 at
-  2000, 20 s vs 58 s wall on the shared 2-core machine at load ≈ 10; 300
-  buckets (the demo sweep) gave 873).
+  loss, so the per-step round-up only biases the predicted remainder; the
+  cost and time of 300, 500 and 2000 buckets side by side are in
+  docs/performance.md, "Measurements behind design choices").
 * **Stopping.** An observed ℓ(k) ≤ ℓmax is PACT's feasible vertex (joined to
   Ω): the run stops.
 * **Elapsed time.** The current vertex carries the realised elapsed time

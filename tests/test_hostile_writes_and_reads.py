@@ -1,10 +1,9 @@
-"""Hostile input, round three: NaN in checkers, commands that would destroy their
-inputs, writes through symbolic links, CSV injection through line breaks, sweeps
-that walk or count too much, unbounded reads, a trusted library manifest, and
-non-standard JSON (findings 3–10 of the hostile-input review).
+"""Hostile input to the writers and readers: NaN in checkers, commands that
+would destroy their inputs, writes through symbolic links, CSV injection
+through line breaks, sweeps that walk or count too much, unbounded reads, a
+trusted library manifest, and non-standard JSON.
 
-Every test here failed on the code before the fix; none needs a solver run
-except where marked slow.
+None needs a solver run except where marked slow.
 """
 
 from __future__ import annotations
@@ -340,9 +339,8 @@ def test_glob_does_not_follow_a_symlink_loop(tmp_path):
 
 
 def test_glob_match_leading_out_of_the_tree_is_refused(tmp_path):
-    from tests.instance_data import two_model_data
-
     from deplbench.benchmarks.sweep import load_sweep
+    from tests.instance_data import two_model_data
 
     outside = tmp_path / "outside.json"
     outside.write_text(json.dumps(two_model_data()), encoding="utf-8")
