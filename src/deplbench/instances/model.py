@@ -186,9 +186,8 @@ class Instance(_Strict):
     datasets: list[Dataset] = Field(min_length=1)
     transfer_costs: list[TransferCost] = Field(default_factory=list)
     provenance: Provenance = Field(default_factory=Provenance)
-    # Set on a reduced instance (deplbench.formulations.model.preprocess): the instance it was
-    # cut from and the indices of its models and switches there, so that its scenarios are the
-    # original's columns — a removed model must not shift any other model's draws.
+    # on a reduced instance (formulations.model.preprocess): the original and the indices of its kept
+    # models and switches there, so that its scenarios are the original's (no draw shifts)
     _scenario_source: tuple | None = PrivateAttr(default=None)
 
     @model_validator(mode="after")
@@ -232,8 +231,7 @@ class Instance(_Strict):
     # ------------------------------------------------------------------ sizes
     @property
     def scenario_source(self) -> tuple | None:
-        """(original instance, model indices, switch indices) when this instance is a
-        reduction of another (its scenarios are that instance's columns), else None."""
+        """(original, model indices, switch indices) of a reduced instance, else None."""
         return self._scenario_source
 
     @property
