@@ -467,6 +467,25 @@ def candidate_names_refused(algorithms: str) -> str:
     return ""
 
 
+@dataclass(frozen=True)
+class CertifiedSettings:
+    """The one settings object of a ``milp-certified`` solve (:meth:`MilpCertified.build_settings`).
+
+    Attributes
+    ----------
+    certify : CertifySettings
+        The bracket's own settings, passed whole to :func:`certify`.
+    algorithms : str
+        Comma-separated algorithms whose plans are also UB candidates ("" for none).
+    workers : int
+        Local processes for the SAA solves.
+    """
+
+    certify: CertifySettings
+    algorithms: str = ""
+    workers: int = 1
+
+
 class MilpCertified(Solver):
     """The certified bracket as an algorithm: plan = UB plan, lower_bound = LB.
 
@@ -500,16 +519,17 @@ class MilpCertified(Solver):
     }
 
     @classmethod
-    def build_settings(cls, resolved) -> tuple[CertifySettings, str, int]:
+    def build_settings(cls, resolved) -> CertifiedSettings:
         """certify's :class:`CertifySettings` from the resolved parameters (no second
-        check), with the solver's own ``algorithms`` and ``workers``."""
-        return CertifySettings.from_resolved(resolved), resolved["algorithms"], resolved["workers"]
+        check), with the solver's own ``algorithms`` and ``workers``, as one
+        :class:`CertifiedSettings`."""
+        return CertifiedSettings(CertifySettings.from_resolved(resolved), resolved["algorithms"],
+                                 resolved["workers"])
 
-    def run_settings(self, instance, settings: tuple[CertifySettings, str, int]) -> SolveResult:
+    def run_settings(self, instance, settings: CertifiedSettings) -> SolveResult:
         """Run :func:`certify`; the rest becomes data."""
-        certify_settings, algorithms, workers = settings
-        extra, failed = candidate_plans(instance, algorithms)
-        bracket = certify(instance, certify_settings, candidates=extra, map=process_map(workers))
+        extra, failed = candidate_plans(instance, settings.algorithms)
+        bracket = certify(instance, settings.certify, candidates=extra, map=process_map(settings.workers))
         if failed:
             bracket["candidate_failures"] = failed
         return bracket_result(bracket)
@@ -577,7 +597,7 @@ def bracket_result(bracket: dict) -> SolveResult:
                        gap=bracket["width"], diagnostics=diag)
 
 
-__all__ = ["certify", "candidate_names_refused", "CertifySettings", "MilpCertified", "bracket_result",
+__all__ = ["certify", "candidate_names_refused", "CertifySettings", "CertifiedSettings", "MilpCertified", "bracket_result",
            "candidate_plans", "refine_options",
            "process_map", "dask_map", "saa_task", "validation_task", "is_deterministic", "parse_risk_grid",
            "DEFAULT_CONFIDENCE", "DEFAULT_REPLICATIONS", "DEFAULT_SCENARIOS", "DEFAULT_VALIDATION",
