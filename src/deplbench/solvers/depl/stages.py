@@ -42,8 +42,9 @@ from deplbench.solvers.depl.dataset_selection import (
     submodularity_check,
 )
 from deplbench.solvers.depl.quantile_transform import LossModel, build_bounds
-from deplbench.solvers.depl.vnf_allocation import place_and_allocate, validate_epsilon
+from deplbench.solvers.depl.vnf_allocation import EPSILON, place_and_allocate
 from deplbench.solvers.expanded.graph import build_spec, solve_dp, solve_dp_labels
+from deplbench.solvers.expanded.spec import ETA
 from deplbench.solvers.expanded.reference import REACHABLE_COUNT_MAX, reachable_size
 
 # ----------------------------------------------------------------------------- helpers
@@ -264,9 +265,10 @@ WORK_EXPONENTS = {counter: dict(_GRAPH_EXPONENTS) for counter in (
 
 #: Parameters of the decision loop, shared by DepL and best-exp.
 LOOP_PARAMS: dict[str, Param] = {
-    "eta": Param(200, int, "expanded-graph resolution η (time and loss buckets)", low=1, high=5000),
-    "epsilon": Param(0.1, float, "(1+ε) approximation of the cluster/allocation stage", low=0.0,
-                     low_inclusive=False, high=10.0),
+    # η and ε are declared where they are used (the graph, the placement), which
+    # check a direct call with the same Param
+    "eta": ETA,
+    "epsilon": EPSILON,
     "seed": SEED.but(help="seed of the out-of-sample check and of sampled diagnostics"),
     "check_samples": Param(20_000, int, "trajectories of the solver's own out-of-sample check", low=100),
     "time_limit": TIME_LIMIT.but(default=300.0),
@@ -285,14 +287,17 @@ LOOP_PARAMS: dict[str, Param] = {
 
 
 def validate_loop_params(instance, p) -> None:
-    """Semantic checks of :data:`LOOP_PARAMS` the Param bounds cannot express.
+    """The check of :data:`LOOP_PARAMS` that needs the instance (so no Param can make it).
+
+    Every value was already checked on its own against its Param when the
+    parameters were resolved; this only refuses ``dataset_method="exhaustive"``
+    on an instance with more than :data:`EXHAUSTIVE_MIN_MAX` datasets.
 
     Raises
     ------
     SolverError
         Naming the offending parameter.
     """
-    validate_epsilon(p["epsilon"])
     if p["dataset_method"] == "exhaustive" and instance.n_datasets > EXHAUSTIVE_MIN_MAX:
         raise SolverError(
             f"parameter 'dataset_method': exhaustive needs |D| <= {EXHAUSTIVE_MIN_MAX}, "
