@@ -99,6 +99,7 @@ from deplbench.solvers.certify.settings import (  # noqa: F401 - the defaults, r
     DEFAULT_VALIDATION,
     SETTINGS_PARAMETERS,
     VALIDATION_SEED_OFFSET,
+    CertifiedSettings,
     CertifySettings,
 )
 from deplbench.solvers.certify.tasks import (
@@ -465,25 +466,6 @@ def candidate_names_refused(algorithms: str) -> str:
         except SolverError as exc:
             return str(exc)
     return ""
-
-
-@dataclass(frozen=True)
-class CertifiedSettings:
-    """The one settings object of a ``milp-certified`` solve (:meth:`MilpCertified.build_settings`).
-
-    Attributes
-    ----------
-    certify : CertifySettings
-        The bracket's own settings, passed whole to :func:`certify`.
-    algorithms : str
-        Comma-separated algorithms whose plans are also UB candidates ("" for none).
-    workers : int
-        Local processes for the SAA solves.
-    """
-
-    certify: CertifySettings
-    algorithms: str = ""
-    workers: int = 1
 
 
 class MilpCertified(Solver):

@@ -265,8 +265,7 @@ WORK_EXPONENTS = {counter: dict(_GRAPH_EXPONENTS) for counter in (
 
 #: Parameters of the decision loop, shared by DepL and best-exp.
 LOOP_PARAMS: dict[str, Param] = {
-    # η and ε are declared where they are used (the graph, the placement), which
-    # check a direct call with the same Param
+    # declared where used (graph, placement), which check a direct call with them
     "eta": ETA,
     "epsilon": EPSILON,
     "seed": SEED.but(help="seed of the out-of-sample check and of sampled diagnostics"),
@@ -287,11 +286,8 @@ LOOP_PARAMS: dict[str, Param] = {
 
 
 def validate_loop_params(instance, p) -> None:
-    """The check of :data:`LOOP_PARAMS` that needs the instance (so no Param can make it).
-
-    Every value was already checked on its own against its Param when the
-    parameters were resolved; this only refuses ``dataset_method="exhaustive"``
-    on an instance with more than :data:`EXHAUSTIVE_MIN_MAX` datasets.
+    """The check of :data:`LOOP_PARAMS` that needs the instance (each value was checked
+    against its Param when resolved): ``exhaustive`` needs |D| <= :data:`EXHAUSTIVE_MIN_MAX`.
 
     Raises
     ------
