@@ -44,8 +44,8 @@ from deplbench.solvers.depl.dataset_selection import (
 from deplbench.solvers.depl.quantile_transform import LossModel, build_bounds
 from deplbench.solvers.depl.vnf_allocation import EPSILON, place_and_allocate
 from deplbench.solvers.expanded.graph import build_spec, solve_dp, solve_dp_labels
-from deplbench.solvers.expanded.spec import ETA
 from deplbench.solvers.expanded.reference import REACHABLE_COUNT_MAX, reachable_size
+from deplbench.solvers.expanded.spec import ETA
 
 # ----------------------------------------------------------------------------- helpers
 # Diagnostics as plain Python (numpy scalars/arrays would break ``json``):
