@@ -25,6 +25,7 @@ import numpy as np
 
 from deplbench.errors import SolverError
 from deplbench.formulations.evaluation.evaluate import evaluate_plan
+from deplbench.formulations.evaluation.settings import MIN_SAMPLES
 from deplbench.formulations.model.allocation import allocate
 from deplbench.formulations.model.plan import Epoch, Plan
 from deplbench.formulations.model.result import SolveResult
@@ -263,13 +264,12 @@ WORK_EXPONENTS = {counter: dict(_GRAPH_EXPONENTS) for counter in (
     "graph_vertices_nominal", "graph_vertices_created", "graph_vertices_reachable", "graph_edges_relaxed",
     "graph_edges_reachable")}
 
-#: Parameters of the decision loop, shared by DepL and best-exp.
+#: The decision loop's parameters, shared by DepL and best-exp (η, ε: the Params build_spec, place_and_allocate use).
 LOOP_PARAMS: dict[str, Param] = {
-    # declared where used (graph, placement), which check a direct call with them
     "eta": ETA,
     "epsilon": EPSILON,
     "seed": SEED.but(help="seed of the out-of-sample check and of sampled diagnostics"),
-    "check_samples": Param(20_000, int, "trajectories of the solver's own out-of-sample check", low=100),
+    "check_samples": Param(20_000, int, "trajectories of the solver's own out-of-sample check", low=MIN_SAMPLES),
     "time_limit": TIME_LIMIT.but(default=300.0),
     "memory_limit": MEMORY_LIMIT_PARAM,
     "max_retries": Param(3, int, "tightening retries after a failed out-of-sample check", low=0),
