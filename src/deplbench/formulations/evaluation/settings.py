@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import math
 from numbers import Integral, Real
+from typing import Any
 
 from deplbench.errors import DeplbenchError, PlanError
 from deplbench.limits import MAX_RUNS
@@ -34,10 +35,15 @@ MIN_RUNS = 2
 MIN_SAMPLES = 100
 
 
-def _integer(value, name: str, error: type[DeplbenchError], strict: bool) -> int:
+def _is_real(value: Any) -> bool:
+    """A real number that is not a bool (numpy's scalars included)."""
+    return isinstance(value, Real) and not isinstance(value, bool)
+
+
+def _integer(value: Any, name: str, error: type[DeplbenchError], strict: bool) -> int:
     """``value`` as an int: a bool is never one, nor a fractional or non-finite float
     (nor any float when ``strict``: a typed source tells 3 from 3.0)."""
-    if isinstance(value, bool) or not isinstance(value, Real) or (strict and not isinstance(value, Integral)):
+    if not _is_real(value) or (strict and not isinstance(value, Integral)):
         raise error(f"{name}: must be an integer, got {value!r}")
     if not isinstance(value, Integral) and not (math.isfinite(value) and float(value).is_integer()):
         raise error(f"{name}: must be an integer, got {value!r}")
@@ -79,7 +85,7 @@ def check_closed_loop(runs, seed, confidence, *, field: str = "{}", error: type[
     seed = _integer(seed, field.format("seed"), error, strict)
     if seed < 0:
         raise error(f"{field.format('seed')}: must be a non-negative integer, got {seed!r}")
-    if isinstance(confidence, bool) or not isinstance(confidence, Real) or not 0 < confidence < 1:
+    if not _is_real(confidence) or not 0 < confidence < 1:
         raise error(f"{field.format('confidence')}: must be in (0, 1), got {confidence!r}")
     return runs, seed, float(confidence)
 
