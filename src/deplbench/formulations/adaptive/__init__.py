@@ -177,7 +177,10 @@ its DP and rounding bound), :mod:`~deplbench.formulations.adaptive.search`
 (the multipliers), :mod:`~deplbench.formulations.adaptive.timed` (the
 deadline carried), :mod:`~deplbench.formulations.adaptive.certify` (the
 policy and its tuning), :mod:`~deplbench.formulations.adaptive.bracket`
-(the bracket, statuses, refinement).
+(the bracket, statuses, refinement), :mod:`~deplbench.formulations.adaptive.settings`
+(every setting's default and limits, shared by ``adaptive_bounds``, the
+``adaptive-opt`` solver and ``deplbench adaptive``). Each name below is
+imported from its module on first use.
 
 Scope (:func:`applies`): one dataset (held by every cluster, β = 0), the
 intended data rule (eq. (6) lets the cluster change), continuous or
