@@ -87,6 +87,11 @@ def test_every_new_path_in_the_moved_lists_exists():
     assert not missing, "CHANGELOG.md names new paths that do not exist:\n" + "\n".join(missing)
 
 
+#: Modules created in model/, evaluation/ or exact/ after the move: nothing moved
+#: there, so they have no row (their changelog entry is under **Added**/**Changed**).
+CREATED_IN_PLACE = frozenset({"deplbench.formulations.evaluation.settings"})
+
+
 def test_formulations_modules_are_listed_with_their_new_place():
     """Every module of the formulations layer that moved into model/,
     evaluation/ or exact/ has its row, old path → the module's path."""
@@ -95,7 +100,7 @@ def test_formulations_modules_are_listed_with_their_new_place():
     package = SRC / "deplbench" / "formulations"
     moved = {".".join(p.relative_to(SRC).with_suffix("").parts)
              for sub in ("model", "evaluation", "exact") for p in (package / sub).glob("*.py")
-             if p.name != "__init__.py"}
+             if p.name != "__init__.py"} - CREATED_IN_PLACE
     assert moved and moved <= listed, sorted(moved - listed)
 
 

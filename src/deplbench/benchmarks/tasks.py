@@ -51,7 +51,7 @@ from deplbench.benchmarks.lookup import (  # noqa: F401 - public names, re-expor
 )
 from deplbench.benchmarks.record import json_default
 from deplbench.errors import DeplbenchError, InstanceError, SweepError
-from deplbench.limits import MAX_RUNS
+from deplbench.formulations.evaluation import settings as simulation
 
 #: Thread-count variables recorded in every row's environment (BLAS/OpenMP
 #: threads change timings, so they belong next to the runtime).
@@ -174,16 +174,21 @@ def _solve(instance, task: Mapping[str, Any]) -> dict:
     return result if isinstance(result, dict) else result.to_dict()
 
 
-#: Keys of a sweep's ``[sweep.evaluation] closed_loop = {...}`` table.
-CLOSED_LOOP_KEYS = {"runs": 10_000, "seed": 0, "confidence": 0.95, "sets": None}
+#: Keys of a sweep's ``[sweep.evaluation] closed_loop = {...}`` table and their defaults
+#: (runs, seed, confidence: :mod:`deplbench.formulations.evaluation.settings`).
+CLOSED_LOOP_KEYS = {"runs": simulation.RUNS, "seed": simulation.SEED, "confidence": simulation.CONFIDENCE,
+                    "sets": None}
 
 
 def check_closed_loop(settings: Any, where: str = "sweep.evaluation.closed_loop") -> dict:
     """Validate a sweep's closed-loop settings; return them with defaults.
 
-    ``runs`` (≥ 2, default 10000), ``seed`` (≥ 0, default 0), ``confidence``
-    (in (0, 1), default 0.95) and ``sets`` (a list of instance sets whose
-    tasks are simulated; default: every task).
+    ``runs`` (2 to :data:`~deplbench.limits.MAX_RUNS`, default 10000),
+    ``seed`` (≥ 0, default 0), ``confidence`` (in (0, 1), default 0.95) —
+    checked by :func:`~deplbench.formulations.evaluation.settings.check_closed_loop`,
+    as every front checks them, with TOML's types kept (3.0 is no integer) —
+    and ``sets`` (a list of instance sets whose tasks are simulated; default:
+    every task).
 
     Raises
     ------
@@ -196,15 +201,8 @@ def check_closed_loop(settings: Any, where: str = "sweep.evaluation.closed_loop"
     if unknown:
         raise SweepError(f"{where}.{unknown[0]}: unknown key (known: {', '.join(CLOSED_LOOP_KEYS)})")
     out = {**CLOSED_LOOP_KEYS, **dict(settings)}
-    for key, low, high in (("runs", 2, MAX_RUNS), ("seed", 0, None)):
-        v = out[key]
-        if isinstance(v, bool) or not isinstance(v, int) or v < low:
-            raise SweepError(f"{where}.{key}: expected an integer ≥ {low}, got {v!r}")
-        if high is not None and v > high:
-            raise SweepError(f"{where}.{key}: expected an integer ≤ {high}, got {v!r}")
-    c = out["confidence"]
-    if isinstance(c, bool) or not isinstance(c, (int, float)) or not 0 < c < 1:
-        raise SweepError(f"{where}.confidence: expected a number in (0, 1), got {c!r}")
+    out["runs"], out["seed"], out["confidence"] = simulation.check_closed_loop(
+        out["runs"], out["seed"], out["confidence"], field=f"{where}.{{}}", error=SweepError, strict=True)
     sets = out["sets"]
     if sets is not None and (not isinstance(sets, list) or not all(isinstance(x, str) and x for x in sets)):
         raise SweepError(f"{where}.sets: expected a list of instance-set names, got {sets!r}")

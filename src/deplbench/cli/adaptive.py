@@ -30,13 +30,23 @@ from __future__ import annotations
 import math
 import sys
 
+from deplbench.formulations.adaptive.settings import (
+    CLI_TIME_LIMIT,
+    CLI_WIDTH,
+    MAX_BUCKETS,
+    SETTINGS,
+    START_BUCKETS,
+    max_buckets_refused,
+    refused,
+)
 from deplbench.jsonio import print_json
 
 #: CLI option → adaptive-opt parameter.
 OPTIONS = ("buckets", "runs", "tune_runs", "seed", "confidence", "rho", "iters_lam", "iters_mu", "width",
            "max_buckets", "memory_limit", "omega", "time_points")
-#: The CLI's defaults where they differ from the solver's: a target width and a time for it.
-WIDTH, TIME_LIMIT = 0.03, 300.0
+#: The CLI's defaults where they deliberately differ from the solver's: a target width and a
+#: time for it (:data:`~deplbench.formulations.adaptive.settings.CLI_WIDTH`, ``CLI_TIME_LIMIT``).
+WIDTH, TIME_LIMIT = CLI_WIDTH, CLI_TIME_LIMIT
 #: The bracket's statuses that end the command with exit status 1 and their line on stderr:
 #: every status of :data:`deplbench.formulations.adaptive.BRACKET_STATUSES` but
 #: ``certified`` (kept here so that ``--help`` imports no numerical library; a test
@@ -49,7 +59,8 @@ NO_LIMIT = ("inf", "+inf", "infinity", "none", "null")
 
 def time_limit_arg(text: str | None) -> float | None:
     """``--time-limit`` as seconds: the default when absent, None (no limit) for
-    ``inf`` or ``none``, else a positive finite number.
+    ``inf`` or ``none``, else a positive finite number (the limits of
+    ``adaptive_bounds``' ``time_limit``, :data:`~deplbench.formulations.adaptive.settings.SETTINGS`).
 
     Raises
     ------
@@ -66,7 +77,7 @@ def time_limit_arg(text: str | None) -> float | None:
         value = float(text)
     except ValueError:
         value = math.nan
-    if not (math.isfinite(value) and value > 0):
+    if math.isinf(value) or refused("time_limit", value):
         raise SolverError(f"time_limit: must be positive seconds, or inf / none for no limit, got {text!r}")
     return value
 
@@ -92,15 +103,15 @@ def refuse_conflicts(args, start_buckets: int) -> None:
                                   f"--buckets with no refinement, so {opt} would be ignored; drop one of them")
         return
     first = args.buckets if args.buckets is not None else start_buckets
-    if args.max_buckets is not None and args.max_buckets < first:
+    reason = "" if args.max_buckets is None else max_buckets_refused(first, args.max_buckets)
+    if reason:
         given = "--buckets" if args.buckets is not None else f"--buckets (default {start_buckets})"
-        raise SolverError(f"--max-buckets: {args.max_buckets} is below the first grid's {first} buckets "
-                          f"({given}); give --max-buckets ≥ --buckets")
+        raise SolverError(f"--max-buckets: {reason} ({given}); give --max-buckets ≥ --buckets")
 
 
 def _cmd_adaptive(args) -> int:
     from deplbench.errors import SolverError
-    from deplbench.formulations.adaptive import MAX_BUCKETS, START_BUCKETS, adaptive_bounds
+    from deplbench.formulations.adaptive import adaptive_bounds
     from deplbench.instances.model import load_instance
     from deplbench.limits import memory_budget
     from deplbench.solvers.adaptive.optimum import AdaptiveOpt
@@ -200,43 +211,48 @@ def register(subparsers) -> None:
                     "beyond --memory-limit, or contradicting options (--one-grid with --width or "
                     "--max-buckets; --max-buckets below --buckets).")
     p.add_argument("instance", help="instance JSON file")
-    p.add_argument("--width", type=float, help="target (UB - LB)/LB as a fraction (default 0.03 = 3 %%); "
-                                               "not with --one-grid")
+    p.add_argument("--width", type=float, help=f"target (UB - LB)/LB as a fraction (default {CLI_WIDTH:g} = "
+                                               f"{100 * CLI_WIDTH:g} %%); not with --one-grid")
     p.add_argument("--time-limit", dest="time_limit", metavar="SEC",
                    help="seconds for the refinement, an outer stop; an explicit --time-points whose passes "
-                        "cannot fit in it is refused up front (default 300; inf or none: no limit)")
+                        f"cannot fit in it is refused up front (default {CLI_TIME_LIMIT:g}; inf or none: no limit)")
     p.add_argument("--one-grid", dest="one_grid", action="store_true",
                    help="no refinement: one grid of --buckets (refused with --width or --max-buckets)")
     p.add_argument("--buckets", type=int, help="loss buckets between lmax and l(0) of the first grid "
-                                               "(default 600)")
+                                               f"(default {START_BUCKETS})")
     p.add_argument("--max-buckets", dest="max_buckets", type=int,
-                   help="finest grid of the refinement, at least --buckets (default 38400, or --buckets when "
-                        "larger); not with --one-grid")
+                   help=f"finest grid of the refinement, at least --buckets (default {MAX_BUCKETS}, or --buckets "
+                        "when larger); not with --one-grid")
     p.add_argument("--memory-limit", dest="memory_limit", type=float,
                    help="GiB the grid and the runs may take, estimated before allocation (default 2)")
     p.add_argument("--omega", type=float, help="target P(success) (default: the instance's)")
-    p.add_argument("--runs", type=int, help="fresh runs certifying the policy (default 100000)")
-    p.add_argument("--tune-runs", dest="tune_runs", type=int, help="runs per tuning simulation (default 50000)")
-    p.add_argument("--seed", type=int, help="seed of the certification runs (default 0)")
-    p.add_argument("--confidence", type=float, help="joint level of the bracket (default 0.95)")
-    p.add_argument("--rho", type=float, help="policy: share of the remaining time planned (default 1)")
+    p.add_argument("--runs", type=int, default=SETTINGS["runs"].default,
+                   help="fresh runs certifying the policy (default %(default)s)")
+    p.add_argument("--tune-runs", dest="tune_runs", type=int, default=SETTINGS["tune_runs"].default,
+                   help="runs per tuning simulation (default %(default)s)")
+    p.add_argument("--seed", type=int, default=SETTINGS["seed"].default,
+                   help="seed of the certification runs (default %(default)s)")
+    p.add_argument("--confidence", type=float, default=SETTINGS["confidence"].default,
+                   help="joint level of the bracket (default %(default)s)")
+    p.add_argument("--rho", type=float, default=SETTINGS["rho"].default,
+                   help="policy: share of the remaining time planned (default %(default)g)")
     p.add_argument("--time-points", dest="time_points", type=int,
                    help="carry the deadline on a grid of this many remaining-time points (0: price it only; "
                         "default: 256, 128 or 64 where affordable, i.e. small instances)")
     # What the two numbers control (formulations/adaptive: search.py's BRACKET_STEPS, LAM_RTOL and
     # COARSE, bracket.py's warm starts): any multiplier gives a valid bound, the steps only tighten it.
-    p.add_argument("--iters-lam", dest="iters_lam", type=int, metavar="N",
+    p.add_argument("--iters-lam", dest="iters_lam", type=int, metavar="N", default=SETTINGS["iters_lam"].default,
                    help="steps of the time-price (lambda) search once E[T] - Tmax has changed sign; before "
                         "that, up to 40 more steps look for the sign change, and the search stops early once "
                         "E[T] is within 0.1 %% of Tmax. 0: no step after the sign change. On a first grid of "
                         ">= 400 buckets the N steps run on a grid of 1/8 the buckets, then 2 warm-started "
                         "steps on the grid itself; every later grid of the refinement takes 2 warm-started "
-                        "steps, and a fresh search of N steps only when those do not converge (default 6)")
-    p.add_argument("--iters-mu", dest="iters_mu", type=int, metavar="N",
+                        "steps, and a fresh search of N steps only when those do not converge (default %(default)s)")
+    p.add_argument("--iters-mu", dest="iters_mu", type=int, metavar="N", default=SETTINGS["iters_mu"].default,
                    help="cutting-plane steps on the failure price mu at each lambda, at least 1 (0 acts as "
                         "1), after mu has been grown until P(fail) <= 1 - omega; the steps stop early when "
                         "the cuts meet. Warm-started searches take max(2, N - 2) steps, the carried-deadline "
-                        "search N + 2 (default 6)")
+                        "search N + 2 (default %(default)s)")
     p.add_argument("--json", action="store_true", help="print one JSON object on stdout")
     p.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     p.set_defaults(func=_cmd_adaptive)

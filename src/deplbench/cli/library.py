@@ -198,9 +198,9 @@ def run_verify(args: argparse.Namespace) -> int:
     """Handler of ``deplbench library verify``; exit status 1 when infeasible."""
     from deplbench.benchmarks.library.verify import format_verify, verify_solution
     from deplbench.errors import SolverError
+    from deplbench.formulations.evaluation.settings import check_samples
 
-    if args.samples < 100:
-        raise SolverError(f"--samples: must be at least 100, got {args.samples}")
+    check_samples(args.samples, field="--samples", error=SolverError)
     res = verify_solution(args.dir, args.name, args.solution, kind=args.model, samples=args.samples)
     if args.json:
         print_json(res)

@@ -8,20 +8,18 @@ from typing import Any
 
 from deplbench.cli.solvers import parse_kv, solver_used
 from deplbench.errors import SolverError
+from deplbench.formulations.evaluation.settings import CONFIDENCE, RUNS, SEED, check_closed_loop, check_samples
 from deplbench.jsonio import print_json
-from deplbench.limits import MAX_RUNS
+
+#: ``--eval-samples``' default: the static evaluation beside the closed loop.
+EVAL_SAMPLES = 20_000
 
 
 def _check(args) -> None:
-    """Refuse bad numbers before any work, naming the flag (exit 2)."""
-    if not 2 <= args.runs <= MAX_RUNS:
-        raise SolverError(f"--runs: need between 2 and {MAX_RUNS} simulated runs, got {args.runs}")
-    if args.seed < 0:
-        raise SolverError(f"--seed: must be a non-negative integer, got {args.seed}")
-    if not 0 < args.confidence < 1:
-        raise SolverError(f"--confidence: must be in (0, 1), got {args.confidence}")
-    if args.eval_samples < 100:
-        raise SolverError(f"--eval-samples: need at least 100, got {args.eval_samples}")
+    """Refuse bad numbers before any work, naming the flag (exit 2): the limits
+    every front shares (:mod:`deplbench.formulations.evaluation.settings`)."""
+    check_closed_loop(args.runs, args.seed, args.confidence, field="--{}", error=SolverError)
+    check_samples(args.eval_samples, field="--eval-samples", error=SolverError)
 
 
 def _line(name: str, s: dict | None) -> str:
@@ -94,13 +92,13 @@ def register(subparsers) -> None:
     p.add_argument("--algorithm", "--algo", required=True, metavar="NAME", help="algorithm name")
     p.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
                    help="algorithm parameter (repeatable)")
-    p.add_argument("--runs", type=int, default=10_000, metavar="N", help="simulated runs (default 10000)")
-    p.add_argument("--seed", type=int, default=0, metavar="N",
-                   help="seed of the runs and of the static evaluation (default 0)")
-    p.add_argument("--confidence", type=float, default=0.95, metavar="P",
-                   help="level of the intervals (default 0.95)")
-    p.add_argument("--eval-samples", type=int, default=20_000, metavar="N",
-                   help="static out-of-sample trajectories (default 20000)")
+    p.add_argument("--runs", type=int, default=RUNS, metavar="N", help=f"simulated runs (default {RUNS})")
+    p.add_argument("--seed", type=int, default=SEED, metavar="N",
+                   help=f"seed of the runs and of the static evaluation (default {SEED})")
+    p.add_argument("--confidence", type=float, default=CONFIDENCE, metavar="P",
+                   help=f"level of the intervals (default {CONFIDENCE:g})")
+    p.add_argument("--eval-samples", type=int, default=EVAL_SAMPLES, metavar="N",
+                   help=f"static out-of-sample trajectories (default {EVAL_SAMPLES})")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("--quiet", action="store_true",
                    help="no progress bar (there is none either when stderr is not a terminal)")

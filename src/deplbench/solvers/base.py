@@ -147,9 +147,13 @@ class Solver:
         """Solve with the settings :meth:`build_settings` made from resolved parameters.
 
         :func:`~deplbench.solvers.run.solve` calls this, after validating
-        every parameter once; nothing below it validates them again. The
-        default hands the resolved mapping to :meth:`run` (a solver that
-        overrides only ``run``).
+        every parameter once against :attr:`parameters`; below it only checks
+        that need the instance remain. A lower-level function that users may
+        also call on its own (e.g. DepL's ``place_and_allocate`` or
+        ``build_spec``) checks its argument with the very
+        :class:`~deplbench.params.Param` the table holds, so both refuse the
+        same values with the same message. The default hands the resolved
+        mapping to :meth:`run` (a solver that overrides only ``run``).
         """
         return self.run(instance, **settings)
 

@@ -35,6 +35,7 @@ from typing import Any
 from deplbench.errors import DeplbenchError, SolverError
 from deplbench.formulations.evaluation.closed_loop import FixedPlanPolicy, StopAtTarget, simulate
 from deplbench.formulations.evaluation.evaluate import evaluate_plan
+from deplbench.formulations.evaluation.settings import CONFIDENCE, MIN_SAMPLES, RUNS, SEED, check_closed_loop
 from deplbench.formulations.model.plan import Plan
 from deplbench.formulations.model.preprocess import reduce_instance
 from deplbench.formulations.model.result import SolveResult
@@ -51,7 +52,7 @@ DEFAULT_EVAL_SAMPLES = 50_000
 #: The evaluation arguments of :func:`solve`, checked like solver parameters.
 EVALUATION_PARAMETERS = {
     "evaluate": Param(True, bool, "judge the returned plan out of sample"),
-    "eval_samples": Param(DEFAULT_EVAL_SAMPLES, int, "out-of-sample trajectories", low=100),
+    "eval_samples": Param(DEFAULT_EVAL_SAMPLES, int, "out-of-sample trajectories", low=MIN_SAMPLES),
     "eval_seed": Param(0, int, "seed of the out-of-sample stream", low=0),
 }
 
@@ -246,7 +247,7 @@ def _judge(instance, result: SolveResult, plan: Plan, eval_samples: int, eval_se
 
 
 def closed_loop(instance, result: SolveResult, algorithm: str | type[Solver] | None = None, *,
-                runs: int = 10_000, seed: int = 0, confidence: float = 0.95) -> dict:
+                runs: int = RUNS, seed: int = SEED, confidence: float = CONFIDENCE) -> dict:
     """Closed-loop simulation of a solve result (docs/DESIGN.md, "Closed-loop evaluation").
 
     Simulates, on the same seeded runs (:func:`~deplbench.formulations.evaluation.closed_loop.simulate`):
@@ -264,7 +265,10 @@ def closed_loop(instance, result: SolveResult, algorithm: str | type[Solver] | N
     algorithm : str or Solver subclass, optional
         Default: ``result.algorithm``.
     runs, seed, confidence
-        As :func:`~deplbench.formulations.evaluation.closed_loop.simulate`.
+        As :func:`~deplbench.formulations.evaluation.closed_loop.simulate`
+        (default 10000, 0, 0.95; limits of
+        :func:`~deplbench.formulations.evaluation.settings.check_closed_loop`,
+        checked before anything is solved or simulated).
 
     Returns
     -------
@@ -277,6 +281,7 @@ def closed_loop(instance, result: SolveResult, algorithm: str | type[Solver] | N
     SolverError
         Unknown algorithm. PlanError: invalid runs/seed/confidence.
     """
+    runs, seed, confidence = check_closed_loop(runs, seed, confidence)
     if algorithm is None:
         algorithm = result.algorithm
     if isinstance(algorithm, str):

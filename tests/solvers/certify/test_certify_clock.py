@@ -60,3 +60,27 @@ def test_every_solver_clock_is_one_of_its_parameters():
     for name in registry.available():
         cls = registry.get_solver(name)
         assert cls.clock in cls.parameters or "time_limit" not in cls.parameters, name
+
+
+def test_milp_certified_takes_one_frozen_settings_object(monkeypatch):
+    """build_settings returns one frozen object (not a bare tuple) and run_settings reads it by field."""
+    import dataclasses
+
+    from deplbench.solvers.certify.certified import CertifiedSettings, CertifySettings
+
+    settings = MilpCertified.build_settings(MilpCertified.resolve_params({"workers": 2, "replications": 3}))
+    assert isinstance(settings, CertifiedSettings) and not isinstance(settings, tuple)
+    assert isinstance(settings.certify, CertifySettings) and settings.certify.replications == 3
+    assert (settings.algorithms, settings.workers) == ("", 2)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        settings.workers = 3  # type: ignore[misc]
+    seen = {}
+
+    def probe(instance, certify_settings, candidates, map):
+        seen["settings"] = certify_settings
+        raise SolverError("probe: stop here")
+
+    monkeypatch.setattr(certified, "certify", probe)
+    with pytest.raises(SolverError, match="probe"):
+        MilpCertified().run_settings(generate("knapsack", seed=0, n_items=4), settings)
+    assert seen["settings"] is settings.certify

@@ -177,7 +177,10 @@ its DP and rounding bound), :mod:`~deplbench.formulations.adaptive.search`
 (the multipliers), :mod:`~deplbench.formulations.adaptive.timed` (the
 deadline carried), :mod:`~deplbench.formulations.adaptive.certify` (the
 policy and its tuning), :mod:`~deplbench.formulations.adaptive.bracket`
-(the bracket, statuses, refinement).
+(the bracket, statuses, refinement), :mod:`~deplbench.formulations.adaptive.settings`
+(every setting's default and limits, shared by ``adaptive_bounds``, the
+``adaptive-opt`` solver and ``deplbench adaptive``). Each name below is
+imported from its module on first use.
 
 Scope (:func:`applies`): one dataset (held by every cluster, β = 0), the
 intended data rule (eq. (6) lets the cluster change), continuous or
@@ -201,53 +204,86 @@ Maurer and M. Pontil, "Empirical Bernstein bounds and sample variance
 penalization", COLT 2009.
 """
 
-from deplbench.formulations.adaptive.bracket import (
-    BRACKET_STATUSES,
-    MAX_BUCKETS,
-    START_BUCKETS,
-    AdaptiveBounds,
-    adaptive_bounds,
-    cost_ucb,
-    largest_cost,
-    memory_estimate,
-    monotone_frontier,
-    time_points_for,
-    timed_memory,
-)
-from deplbench.formulations.adaptive.certify import AdaptivePolicy, TimedPolicy, frontier_levels, tune_policy
-from deplbench.formulations.adaptive.chain import (
-    TAIL,
-    TAIL_JUMP,
-    Chain,
-    Kernel,
-    Pass,
-    Setting,
-    applies,
-    best_success,
-    correlate,
-    dp,
-    fft_error,
-    kernel,
-)
-from deplbench.formulations.adaptive.search import (
-    COARSE,
-    Search,
-    best_mu,
-    lam_guess,
-    lower_bound_search,
-    multires_search,
-)
-from deplbench.formulations.adaptive.timed import (
-    TIME_POINTS,
-    TIMED_WORK,
-    TimedSearch,
-    TimeGrid,
-    timed_best_success,
-    timed_dp,
-    timed_search,
-    timed_seconds,
-    timed_work,
-)
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from deplbench.formulations.adaptive.bracket import (
+        BRACKET_STATUSES,
+        AdaptiveBounds,
+        adaptive_bounds,
+        cost_ucb,
+        largest_cost,
+        memory_estimate,
+        monotone_frontier,
+        time_points_for,
+        timed_memory,
+    )
+    from deplbench.formulations.adaptive.certify import AdaptivePolicy, TimedPolicy, frontier_levels, tune_policy
+    from deplbench.formulations.adaptive.chain import (
+        TAIL,
+        TAIL_JUMP,
+        Chain,
+        Kernel,
+        Pass,
+        Setting,
+        applies,
+        best_success,
+        correlate,
+        dp,
+        fft_error,
+        kernel,
+    )
+    from deplbench.formulations.adaptive.search import (
+        COARSE,
+        Search,
+        best_mu,
+        lam_guess,
+        lower_bound_search,
+        multires_search,
+    )
+    from deplbench.formulations.adaptive.settings import MAX_BUCKETS, START_BUCKETS
+    from deplbench.formulations.adaptive.timed import (
+        TIME_POINTS,
+        TIMED_WORK,
+        TimedSearch,
+        TimeGrid,
+        timed_best_success,
+        timed_dp,
+        timed_search,
+        timed_seconds,
+        timed_work,
+    )
+
+#: Every name of :data:`__all__` → the module of this package that defines it. A name is
+#: imported on first use (PEP 562 module ``__getattr__``), so importing
+#: :mod:`~deplbench.formulations.adaptive.settings` alone — as ``deplbench adaptive --help``
+#: does for its defaults — loads no numerical library.
+_WHERE: dict[str, str] = {
+    **dict.fromkeys(("BRACKET_STATUSES", "AdaptiveBounds", "adaptive_bounds", "cost_ucb", "largest_cost",
+                     "memory_estimate", "monotone_frontier", "time_points_for", "timed_memory"), "bracket"),
+    **dict.fromkeys(("AdaptivePolicy", "TimedPolicy", "frontier_levels", "tune_policy"), "certify"),
+    **dict.fromkeys(("TAIL", "TAIL_JUMP", "Chain", "Kernel", "Pass", "Setting", "applies", "best_success",
+                     "correlate", "dp", "fft_error", "kernel"), "chain"),
+    **dict.fromkeys(("COARSE", "Search", "best_mu", "lam_guess", "lower_bound_search", "multires_search"), "search"),
+    **dict.fromkeys(("TIME_POINTS", "TIMED_WORK", "TimedSearch", "TimeGrid", "timed_best_success", "timed_dp",
+                     "timed_search", "timed_seconds", "timed_work"), "timed"),
+    **dict.fromkeys(("MAX_BUCKETS", "START_BUCKETS"), "settings"),
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _WHERE.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value         # later look-ups skip this function
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_WHERE})
+
 
 __all__ = [
                                                      "BRACKET_STATUSES",

@@ -24,6 +24,18 @@ from deplbench.errors import PlanError
 from deplbench.formulations.adaptive.certify import frontier_levels, needed_successes, tune_policy
 from deplbench.formulations.adaptive.chain import Chain, applies, best_success
 from deplbench.formulations.adaptive.search import lower_bound_search, multires_search
+from deplbench.formulations.adaptive.settings import (  # noqa: F401 - the grid's constants, re-exported
+    CONFIDENCE,
+    ITERS_LAM,
+    ITERS_MU,
+    MAX_BUCKETS,
+    REFINE,
+    RHO,
+    RUNS,
+    START_BUCKETS,
+    TUNE_RUNS,
+    check_settings,
+)
 from deplbench.formulations.adaptive.timed import (
     TIME_POINTS,
     TIMED_WORK,
@@ -46,10 +58,6 @@ BRACKET_STATUSES = ("certified", "unreachable", "multipliers_ran_away", "bound_n
 #: counts as run away (the μ search stops growing it at :data:`~deplbench.formulations.adaptive.search.MU_CAP`
 #: times the scale).
 RUNAWAY = 1e10
-#: Loss buckets of the first grid when refining to a width, and the factor between grids.
-START_BUCKETS, REFINE = 600, 2
-#: Refinement never goes beyond this many buckets (nor beyond the memory budget).
-MAX_BUCKETS = 38_400
 #: The certified policy's cost budget, as a multiple of the largest cost seen on the
 #: tuning seeds (:meth:`AdaptivePolicy.with_budget`).
 BUDGET = 2.0
@@ -171,32 +179,13 @@ def monotone_frontier(search, omega: float) -> list[dict]:
     return out
 
 
-def _validate(instance, buckets, runs, tune_runs, rho, confidence, width, time_limit, max_buckets,
-              time_points=None) -> None:
-    """Check :func:`adaptive_bounds`'s arguments; raise PlanError naming the field."""
+def _validate(instance, settings: dict) -> None:
+    """Check :func:`adaptive_bounds`'s arguments (the instance, then :data:`~.settings.SETTINGS`,
+    :func:`~.settings.check_settings`); raise PlanError naming the field."""
     ok, why = applies(instance)
     if not ok:
         raise PlanError(f"instance: {why}")
-    for name, v, low in (("buckets", buckets, 2), ("runs", runs, 2), ("tune_runs", tune_runs, 2)):
-        if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < low:
-            raise PlanError(f"{name}: must be an integer ≥ {low}, got {v!r}")
-    if max_buckets is not None and (isinstance(max_buckets, bool) or not isinstance(max_buckets, (int, np.integer))
-                                    or max_buckets < 2):
-        raise PlanError(f"max_buckets: must be an integer ≥ 2, got {max_buckets!r}")
-    if time_points is not None and (isinstance(time_points, bool) or not isinstance(time_points, (int, np.integer))
-                                    or time_points < 0 or time_points == 1):
-        raise PlanError(f"time_points: must be 0 (deadline priced) or an integer ≥ 2, got {time_points!r}")
-    if not 0 < rho <= 1:
-        raise PlanError(f"rho: must be in (0, 1], got {rho!r}")
-    if not 0.5 <= confidence < 1:
-        raise PlanError(f"confidence: must be in [0.5, 1), got {confidence!r}")
-    if width is not None and not (math.isfinite(width) and width > 0):
-        raise PlanError(f"width: must be a positive fraction (0.03 = 3 %), got {width!r}")
-    if time_limit is not None and not (time_limit > 0):
-        raise PlanError(f"time_limit: must be positive seconds, got {time_limit!r}")
-    if width is not None and max_buckets is not None and max_buckets < buckets:
-        raise PlanError(f"max_buckets: {max_buckets} is below the first grid's {buckets} buckets (buckets): the "
-                        f"refinement to width = {width:g} could not run")
+    check_settings(settings)
 
 
 def tuning_target(omega: float, runs: int, tune_runs: int, level: float) -> float:
@@ -300,12 +289,16 @@ def _quiet(f):
 
 
 @_quiet
-def adaptive_bounds(instance, buckets: int = 1200, runs: int = 100_000, seed: int = 0,
-                    confidence: float = 0.95, tune_runs: int = 50_000, rho: float = 1.0,
-                    iters_lam: int = 6, iters_mu: int = 6, width: float | None = None,
+def adaptive_bounds(instance, buckets: int = START_BUCKETS, runs: int = RUNS, seed: int = 0,
+                    confidence: float = CONFIDENCE, tune_runs: int = TUNE_RUNS, rho: float = RHO,
+                    iters_lam: int = ITERS_LAM, iters_mu: int = ITERS_MU, width: float | None = None,
                     time_limit: float | None = None, max_buckets: int | None = None,
                     progress=None, time_points: int | None = None) -> AdaptiveBounds:
     """Lower bound, certified policy and cost–risk frontier of ``instance`` (module docstring).
+
+    Every setting's default and limits are those of
+    :data:`~deplbench.formulations.adaptive.settings.SETTINGS`, as for the
+    ``adaptive-opt`` solver and ``deplbench adaptive``.
 
     Parameters
     ----------
@@ -382,7 +375,9 @@ def adaptive_bounds(instance, buckets: int = 1200, runs: int = 100_000, seed: in
         The first grid or the simulated runs would exceed the memory budget
         (:func:`deplbench.limits.check_memory`; estimate :func:`memory_estimate`).
     """
-    _validate(instance, buckets, runs, tune_runs, rho, confidence, width, time_limit, max_buckets, time_points)
+    _validate(instance, dict(buckets=buckets, runs=runs, seed=seed, confidence=confidence, tune_runs=tune_runs,
+                             rho=rho, iters_lam=iters_lam, iters_mu=iters_mu, width=width, time_limit=time_limit,
+                             max_buckets=max_buckets, time_points=time_points))
     check_memory(memory_estimate(instance, buckets, runs, tune_runs),
                  f"adaptive-opt's loss grid and runs (buckets = {buckets}, K̄ = {instance.horizon}, "
                  f"runs = {max(runs, tune_runs)})", "use fewer buckets or runs")

@@ -93,6 +93,7 @@ from deplbench.formulations.evaluation.binomial import clopper_pearson_lower, cl
 # the evaluator's own interval and index mapping: a fixed plan's numbers must
 # be the static evaluator's, bit for bit
 from deplbench.formulations.evaluation.evaluate import order_statistic_ci, plan_indices
+from deplbench.formulations.evaluation.settings import CONFIDENCE, RUNS, SEED, check_closed_loop
 from deplbench.formulations.model.allocation import TIME_RTOL
 from deplbench.formulations.model.plan import Plan
 from deplbench.formulations.model.scenarios import OUT_OF_SAMPLE, loss_threshold, quantile_rank
@@ -346,16 +347,9 @@ class ClosedLoopResult:
 
 
 def _validate(instance, runs, seed, confidence, max_epochs) -> tuple[int, int, int]:
-    """Check :func:`simulate`'s arguments; raise PlanError naming the field."""
-    for name, v in (("runs", runs), ("seed", seed)):
-        if isinstance(v, bool) or not isinstance(v, (int, np.integer, float)) or not float(v).is_integer():
-            raise PlanError(f"{name}: must be an integer, got {v!r}")
-    if int(runs) < 2:
-        raise PlanError(f"runs: need at least 2 simulated runs, got {runs}")
-    if int(seed) < 0:
-        raise PlanError(f"seed: must be a non-negative integer, got {seed!r}")
-    if not (isinstance(confidence, (int, float)) and 0 < confidence < 1):
-        raise PlanError(f"confidence: must be in (0, 1), got {confidence!r}")
+    """Check :func:`simulate`'s arguments; raise PlanError naming the field
+    (runs, seed, confidence: :func:`~deplbench.formulations.evaluation.settings.check_closed_loop`)."""
+    runs, seed, _ = check_closed_loop(runs, seed, confidence)
     cap = instance.horizon if max_epochs is None else max_epochs
     if isinstance(cap, bool) or not float(cap).is_integer() or int(cap) < 1:
         raise PlanError(f"max_epochs: must be a positive integer, got {max_epochs!r}")
@@ -407,8 +401,8 @@ def _reference_draws(instance, ref, n: int, rng) -> tuple[np.ndarray, np.ndarray
     return X, J, models, pair
 
 
-def simulate(instance, policy: ClosedLoopPolicy, runs: int = 10_000, seed: int = 0,
-             confidence: float = 0.95, max_epochs: int | None = None) -> ClosedLoopResult:
+def simulate(instance, policy: ClosedLoopPolicy, runs: int = RUNS, seed: int = SEED,
+             confidence: float = CONFIDENCE, max_epochs: int | None = None) -> ClosedLoopResult:
     """Run a policy on ``runs`` seeded simulated trainings.
 
     Parameters
@@ -416,6 +410,8 @@ def simulate(instance, policy: ClosedLoopPolicy, runs: int = 10_000, seed: int =
     instance : Instance
     policy : ClosedLoopPolicy
     runs : int, default 10000
+        2 to :data:`deplbench.limits.MAX_RUNS`
+        (:mod:`~deplbench.formulations.evaluation.settings`, as every front).
     seed : int, default 0
         Seed σ of the draws (module docstring: the static evaluator's stream
         ``[σ, 1]`` along the reference plan, ``[σ, 1, 2]`` otherwise).

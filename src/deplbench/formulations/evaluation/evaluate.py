@@ -69,6 +69,7 @@ from deplbench.formulations.evaluation.exact_violation import (
     ExactUnavailable,
     violation_bounds,
 )
+from deplbench.formulations.evaluation.settings import check_samples
 from deplbench.formulations.model.allocation import TIME_RTOL, epoch_parameters
 from deplbench.formulations.model.plan import Plan, check_plan_names, datasets_loc, parse_plan
 from deplbench.formulations.model.scenarios import OUT_OF_SAMPLE, loss_threshold, quantile_rank
@@ -467,10 +468,7 @@ def _check_arguments(instance, plan, samples, seed, confidence, trajectory):
     if not isinstance(instance, Instance):
         raise PlanError(f"instance: expected an Instance (deplbench.instances.model), got {type(instance).__name__}")
     plan = parse_plan(plan)
-    if isinstance(samples, bool) or not isinstance(samples, (int, np.integer)):
-        raise PlanError(f"samples: expected an integer, got {samples!r}")
-    if samples < 100:
-        raise PlanError(f"samples: need at least 100 trajectories, got {samples}")
+    samples = check_samples(samples)
     if (isinstance(confidence, bool) or not isinstance(confidence, (int, float, np.floating))
             or not 0 < confidence < 1):
         raise PlanError(f"confidence: must be a number in (0, 1), got {confidence!r}")

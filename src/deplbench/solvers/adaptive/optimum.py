@@ -38,15 +38,11 @@ from __future__ import annotations
 import math
 
 from deplbench.formulations import adaptive
+from deplbench.formulations.adaptive.settings import SETTINGS, max_buckets_refused
 from deplbench.formulations.model.result import SolveResult
 from deplbench.limits import MEMORY_LIMIT_PARAM
-from deplbench.params import SEED, Param
+from deplbench.params import Param
 from deplbench.solvers.base import PlotStyle, Solver
-
-
-def _time_points(value) -> str:
-    """A grid of one remaining-time point has no step (Δ = Tmax/G with G + 1 points)."""
-    return "must be 0 (deadline priced) or an integer ≥ 2, got 1" if value == 1 else ""
 
 
 class AdaptiveOpt(Solver):
@@ -60,39 +56,27 @@ class AdaptiveOpt(Solver):
     preprocess = False
     description = ("optimal closed-loop policy (chance-constrained MDP): proven lower bound and certified "
                    "policy with P(success) ≥ ω")
+    #: The bracket's settings as :data:`~deplbench.formulations.adaptive.settings.SETTINGS`
+    #: declares them (the very Params: one set of defaults and limits), ``time_limit`` under
+    #: the name ``refine_time`` (the solve's own ``time_limit`` is the task's clock), and ω.
     parameters = {
-        "buckets": Param(600, int, "loss buckets between ℓmax and ℓ(0) (finer: narrower bracket, slower)",
-                         low=2),
-        "runs": Param(100_000, int, "fresh closed-loop runs certifying the policy", low=100),
-        "tune_runs": Param(50_000, int, "runs per tuning simulation (seeds seed+1 and seed+2, never seed)", low=100),
-        "seed": SEED.but(help="seed of the certification runs"),
-        "confidence": Param(0.95, float, "joint level of the P(success) certificate and the cost's upper "
-                            "bound (each at 1 − (1 − level)/2)", low=0.5, high=1 - 1e-9),
-        "rho": Param(1.0, float, "policy: share of the remaining time the allocation plans to use",
-                     low=0.05, high=1.0),
-        "iters_lam": Param(6, int, "steps of the time-price (λ) search once E[T] − Tmax has changed sign "
-                           "(it brackets the sign first); any λ gives a valid bound", low=0),
-        "iters_mu": Param(6, int, "cutting-plane steps of the failure-price (μ) search (at least one); any μ "
-                          "gives a valid bound", low=0),
+        **{k: SETTINGS[k] for k in ("buckets", "runs", "tune_runs", "seed", "confidence", "rho", "iters_lam",
+                                    "iters_mu")},
         "omega": Param(None, float, "target P(success) (default: the instance's ω); a stricter level brackets "
                        "the optimum where a policy such as PACT is certified", low=0.0, high=1.0,
                        low_inclusive=False, high_inclusive=False, nullable=True),
-        "width": Param(None, float, "target (UB − LB)/LB: refine the grid (×2 from buckets) until the estimated "
-                       "width meets it (none: one grid)", low=0.0, low_inclusive=False, nullable=True),
-        "refine_time": Param(None, float, "wall-clock seconds for the refinement to --width (an outer stop)",
-                             low=0.0, low_inclusive=False, nullable=True),
-        "max_buckets": Param(adaptive.MAX_BUCKETS, int, "finest grid the refinement may use", low=2),
-        "time_points": Param(None, int, "points of the remaining-time grid on which the deadline is carried "
-                             "(0: priced only, E[T] ≤ Tmax; none: 256, 128 or 64 where affordable)",
-                             low=0, nullable=True, check=_time_points),
+        "width": SETTINGS["width"],
+        "refine_time": SETTINGS["time_limit"],
+        "max_buckets": SETTINGS["max_buckets"],
+        "time_points": SETTINGS["time_points"],
         "memory_limit": MEMORY_LIMIT_PARAM,
     }
 
     @classmethod
     def check_params(cls, resolved):
-        if resolved["width"] is not None and resolved["max_buckets"] < resolved["buckets"]:
-            return "max_buckets", (f"{resolved['max_buckets']} is below the first grid's {resolved['buckets']} "
-                                   f"buckets (buckets): the refinement could not run")
+        reason = max_buckets_refused(resolved["buckets"], resolved["max_buckets"])
+        if resolved["width"] is not None and reason:
+            return "max_buckets", f"{reason} (buckets): the refinement could not run"
         return None
 
     @classmethod

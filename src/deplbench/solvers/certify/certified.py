@@ -99,6 +99,7 @@ from deplbench.solvers.certify.settings import (  # noqa: F401 - the defaults, r
     DEFAULT_VALIDATION,
     SETTINGS_PARAMETERS,
     VALIDATION_SEED_OFFSET,
+    CertifiedSettings,
     CertifySettings,
 )
 from deplbench.solvers.certify.tasks import (
@@ -500,16 +501,17 @@ class MilpCertified(Solver):
     }
 
     @classmethod
-    def build_settings(cls, resolved) -> tuple[CertifySettings, str, int]:
+    def build_settings(cls, resolved) -> CertifiedSettings:
         """certify's :class:`CertifySettings` from the resolved parameters (no second
-        check), with the solver's own ``algorithms`` and ``workers``."""
-        return CertifySettings.from_resolved(resolved), resolved["algorithms"], resolved["workers"]
+        check), with the solver's own ``algorithms`` and ``workers``, as one
+        :class:`CertifiedSettings`."""
+        return CertifiedSettings(CertifySettings.from_resolved(resolved), resolved["algorithms"],
+                                 resolved["workers"])
 
-    def run_settings(self, instance, settings: tuple[CertifySettings, str, int]) -> SolveResult:
+    def run_settings(self, instance, settings: CertifiedSettings) -> SolveResult:
         """Run :func:`certify`; the rest becomes data."""
-        certify_settings, algorithms, workers = settings
-        extra, failed = candidate_plans(instance, algorithms)
-        bracket = certify(instance, certify_settings, candidates=extra, map=process_map(workers))
+        extra, failed = candidate_plans(instance, settings.algorithms)
+        bracket = certify(instance, settings.certify, candidates=extra, map=process_map(settings.workers))
         if failed:
             bracket["candidate_failures"] = failed
         return bracket_result(bracket)
@@ -568,8 +570,8 @@ def bracket_result(bracket: dict) -> SolveResult:
                        gap=bracket["width"], diagnostics=diag)
 
 
-__all__ = ["certify", "candidate_names_refused", "CertifySettings", "MilpCertified", "bracket_result",
-           "candidate_plans",
+__all__ = ["certify", "candidate_names_refused", "CertifySettings", "CertifiedSettings", "MilpCertified",
+           "bracket_result", "candidate_plans",
            "process_map", "dask_map", "saa_task", "validation_task", "is_deterministic", "parse_risk_grid",
            "DEFAULT_CONFIDENCE", "DEFAULT_REPLICATIONS", "DEFAULT_SCENARIOS", "DEFAULT_VALIDATION",
            "DEFAULT_RISK_GRID", "DEFAULT_GRID_SEEDS", "DEFAULT_TIME_LIMIT", "DEFAULT_TARGET_WIDTH",

@@ -177,8 +177,31 @@ class CertifySettings:
         return out
 
 
-__all__ = ["CertifySettings", "SETTINGS_PARAMETERS", "MAX_VALIDATION", "DEFAULT_CONFIDENCE", "DEFAULT_REPLICATIONS",
-           "DEFAULT_SCENARIOS", "DEFAULT_VALIDATION", "DEFAULT_RISK_GRID", "DEFAULT_GRID_SEEDS",
+@dataclass(frozen=True)
+class CertifiedSettings:
+    """The one settings object of a ``milp-certified`` solve.
+
+    Built by :meth:`~deplbench.solvers.certify.certified.MilpCertified.build_settings`
+    from the resolved parameters.
+
+    Attributes
+    ----------
+    certify : CertifySettings
+        The bracket's own settings, passed whole to
+        :func:`~deplbench.solvers.certify.certified.certify`.
+    algorithms : str
+        Comma-separated algorithms whose plans are also UB candidates ("" for none).
+    workers : int
+        Local processes for the SAA solves.
+    """
+
+    certify: CertifySettings
+    algorithms: str = ""
+    workers: int = 1
+
+
+__all__ = ["CertifySettings", "CertifiedSettings", "SETTINGS_PARAMETERS", "MAX_VALIDATION", "DEFAULT_CONFIDENCE",
+           "DEFAULT_REPLICATIONS", "DEFAULT_SCENARIOS", "DEFAULT_VALIDATION", "DEFAULT_RISK_GRID", "DEFAULT_GRID_SEEDS",
            "DEFAULT_TIME_LIMIT", "VALIDATION_SEED_OFFSET", "DEFAULT_TARGET_WIDTH", "DEFAULT_REFINE_SHARE",
            "DEFAULT_REFINE_VALIDATION", "DEFAULT_REFINE_CANDIDATES", "DEFAULT_REFINE_REPLICATIONS",
            "DEFAULT_REFINE_SCENARIOS_FACTOR", "DEFAULT_REFINE_RISK_GRID", "DEFAULT_REFINE_GRID_SEEDS"]

@@ -107,7 +107,7 @@ import time
 from deplbench.formulations.model.result import SolveResult
 from deplbench.solvers.base import Param, PlotStyle, Solver
 from deplbench.solvers.depl.calibration import CALIBRATION_CONFIDENCE, CALIBRATION_STEPS, Context, calibrate
-from deplbench.solvers.depl.quantile_transform import METHODS, validate_method
+from deplbench.solvers.depl.quantile_transform import N_THETA, QUANTILE_METHOD, TAIL_SHARE
 from deplbench.solvers.depl.stages import (
     LOOP_PARAMS,
     check_seed,
@@ -119,11 +119,10 @@ from deplbench.solvers.depl.stages import (
 
 #: DepL's own parameters beyond the loop's (:data:`~deplbench.solvers.depl.stages.LOOP_PARAMS`).
 SURROGATE_PARAMS: dict[str, Param] = {
-    "quantile_method": Param("chernoff", str, "additive quantile surrogate: " + ", ".join(METHODS),
-                             choices=METHODS),
-    "n_theta": Param(5, int, "θ (or s) values tried for the surrogate", low=1, high=64),
-    "tail_share": Param(0.1, float, "share of 1−ω spent truncating heavy-tailed increments (chernoff)",
-                        low=0.0, low_inclusive=False, high=0.99),
+    # declared beside build_bounds, which checks a direct call with the same Params
+    "quantile_method": QUANTILE_METHOD,
+    "n_theta": N_THETA,
+    "tail_share": TAIL_SHARE,
     "calibrate": Param(False, bool, "after the proven plan, search a looser stage-2 target (bounded bisection) and "
                        "keep the cheapest plan DepL's own out-of-sample checks accept: a statistical guarantee "
                        "instead of a proven one (see the module docstring)"),
@@ -157,14 +156,15 @@ class DepL(Solver):
 
     @staticmethod
     def _validate(instance, p) -> None:
-        """Semantic checks the Param bounds cannot express.
+        """The checks that need the instance, which no Param can express
+        (:func:`~deplbench.solvers.depl.stages.validate_loop_params`); every
+        value was checked against its Param when the parameters were resolved.
 
         Raises
         ------
         SolverError
             Naming the offending parameter.
         """
-        validate_method(p["quantile_method"], p["n_theta"], p["tail_share"])
         validate_loop_params(instance, p)
 
     def run_settings(self, instance, settings) -> SolveResult:

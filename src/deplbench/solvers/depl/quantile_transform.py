@@ -93,6 +93,7 @@ from scipy import stats
 
 from deplbench.errors import SolverError
 from deplbench.limits import check_time
+from deplbench.params import Param
 
 METHODS = ("chernoff", "cantelli", "normal", "expected")
 
@@ -490,20 +491,32 @@ def expected_bound(lm: LossModel) -> IncrementBound:
                           guarantee="none: expected loss only")
 
 
-def validate_method(method: str, n_params: int, tail_share: float) -> None:
-    """Check the quantile-method options.
+#: The surrogate's options: the one declaration of their defaults and limits, shared
+#: by DepL's parameter table (``quantile_method``, ``n_theta``, ``tail_share``) and
+#: :func:`validate_method` (a direct :func:`build_bounds` call refuses what
+#: ``--param`` refuses, with the same message).
+QUANTILE_METHOD = Param("chernoff", str, "additive quantile surrogate: " + ", ".join(METHODS), choices=METHODS)
+N_THETA = Param(5, int, "θ (or s) values tried for the surrogate", low=1, high=64)
+TAIL_SHARE = Param(0.1, float, "share of 1−ω spent truncating heavy-tailed increments (chernoff)",
+                   low=0.0, low_inclusive=False, high=0.99)
+
+
+def validate_method(method: str, n_params: int, tail_share: float) -> tuple[str, int, float]:
+    """The quantile-method options, checked against :data:`QUANTILE_METHOD`,
+    :data:`N_THETA` and :data:`TAIL_SHARE`.
+
+    Returns
+    -------
+    tuple of (str, int, float)
+        The three values, converted.
 
     Raises
     ------
     SolverError
         Naming the offending parameter.
     """
-    if method not in METHODS:
-        raise SolverError(f"parameter 'quantile_method': must be one of {list(METHODS)}, got {method!r}")
-    if int(n_params) < 1:
-        raise SolverError(f"parameter 'n_theta': must be >= 1, got {n_params}")
-    if not 0.0 < tail_share < 1.0:
-        raise SolverError(f"parameter 'tail_share': must be in (0, 1), got {tail_share}")
+    return (QUANTILE_METHOD.convert("quantile_method", method), N_THETA.convert("n_theta", n_params),
+            TAIL_SHARE.convert("tail_share", tail_share))
 
 
 def build_bounds(
@@ -544,7 +557,8 @@ def build_bounds(
     cannot be optimised per edge; trying a small grid and keeping the
     cheapest feasible plan is the usual remedy.
     """
-    validate_method(method, n_params, tail_share)
+    # a direct call is checked as the parameter table checks it (the same Params)
+    method, n_params, tail_share = validate_method(method, n_params, tail_share)
     if method == "expected":
         return [expected_bound(lm)]
     if lm.deterministic:
@@ -561,6 +575,9 @@ def build_bounds(
 
 __all__ = [
     "METHODS",
+    "N_THETA",
+    "QUANTILE_METHOD",
+    "TAIL_SHARE",
     "IncrementBound",
     "LossModel",
     "build_bounds",

@@ -25,6 +25,7 @@ import numpy as np
 
 from deplbench.errors import SolverError
 from deplbench.formulations.evaluation.evaluate import evaluate_plan
+from deplbench.formulations.evaluation.settings import MIN_SAMPLES
 from deplbench.formulations.model.allocation import allocate
 from deplbench.formulations.model.plan import Epoch, Plan
 from deplbench.formulations.model.result import SolveResult
@@ -42,9 +43,10 @@ from deplbench.solvers.depl.dataset_selection import (
     submodularity_check,
 )
 from deplbench.solvers.depl.quantile_transform import LossModel, build_bounds
-from deplbench.solvers.depl.vnf_allocation import place_and_allocate, validate_epsilon
+from deplbench.solvers.depl.vnf_allocation import EPSILON, place_and_allocate
 from deplbench.solvers.expanded.graph import build_spec, solve_dp, solve_dp_labels
 from deplbench.solvers.expanded.reference import REACHABLE_COUNT_MAX, reachable_size
+from deplbench.solvers.expanded.spec import ETA
 
 # ----------------------------------------------------------------------------- helpers
 # Diagnostics as plain Python (numpy scalars/arrays would break ``json``):
@@ -262,13 +264,12 @@ WORK_EXPONENTS = {counter: dict(_GRAPH_EXPONENTS) for counter in (
     "graph_vertices_nominal", "graph_vertices_created", "graph_vertices_reachable", "graph_edges_relaxed",
     "graph_edges_reachable")}
 
-#: Parameters of the decision loop, shared by DepL and best-exp.
+#: The decision loop's parameters, shared by DepL and best-exp (η, ε: the Params build_spec, place_and_allocate use).
 LOOP_PARAMS: dict[str, Param] = {
-    "eta": Param(200, int, "expanded-graph resolution η (time and loss buckets)", low=1, high=5000),
-    "epsilon": Param(0.1, float, "(1+ε) approximation of the cluster/allocation stage", low=0.0,
-                     low_inclusive=False, high=10.0),
+    "eta": ETA,
+    "epsilon": EPSILON,
     "seed": SEED.but(help="seed of the out-of-sample check and of sampled diagnostics"),
-    "check_samples": Param(20_000, int, "trajectories of the solver's own out-of-sample check", low=100),
+    "check_samples": Param(20_000, int, "trajectories of the solver's own out-of-sample check", low=MIN_SAMPLES),
     "time_limit": TIME_LIMIT.but(default=300.0),
     "memory_limit": MEMORY_LIMIT_PARAM,
     "max_retries": Param(3, int, "tightening retries after a failed out-of-sample check", low=0),
@@ -285,14 +286,14 @@ LOOP_PARAMS: dict[str, Param] = {
 
 
 def validate_loop_params(instance, p) -> None:
-    """Semantic checks of :data:`LOOP_PARAMS` the Param bounds cannot express.
+    """The check of :data:`LOOP_PARAMS` that needs the instance (each value was checked
+    against its Param when resolved): ``exhaustive`` needs |D| <= :data:`EXHAUSTIVE_MIN_MAX`.
 
     Raises
     ------
     SolverError
         Naming the offending parameter.
     """
-    validate_epsilon(p["epsilon"])
     if p["dataset_method"] == "exhaustive" and instance.n_datasets > EXHAUSTIVE_MIN_MAX:
         raise SolverError(
             f"parameter 'dataset_method': exhaustive needs |D| <= {EXHAUSTIVE_MIN_MAX}, "

@@ -60,6 +60,7 @@ import numpy as np
 from deplbench.errors import SolverError
 from deplbench.formulations.model.allocation import allocate
 from deplbench.limits import check_memory, check_time
+from deplbench.params import Param
 
 #: Largest DP table (rounded-cost buckets) before the cost unit is coarsened
 #: (the (1+ε) guarantee is then reported as lost).
@@ -340,10 +341,21 @@ def _place_subset(compute, comm, kappa, cap, clusters, time_max, eps, epoch_grou
     )
 
 
-def validate_epsilon(epsilon: float) -> None:
-    """Raises SolverError unless 0 < ε ≤ 10."""
-    if not (isinstance(epsilon, (int, float)) and 0 < epsilon <= 10 and math.isfinite(epsilon)):
-        raise SolverError(f"parameter 'epsilon': must be in (0, 10], got {epsilon!r}")
+#: The approximation parameter ε: the one declaration of its default and limits,
+#: shared by DepL's parameter table (``epsilon``) and :func:`validate_epsilon`.
+EPSILON = Param(0.1, float, "(1+ε) approximation of the cluster/allocation stage", low=0.0,
+                low_inclusive=False, high=10.0)
+
+
+def validate_epsilon(epsilon: float) -> float:
+    """ε as a float, checked against :data:`EPSILON` (0 < ε ≤ 10).
+
+    Raises
+    ------
+    SolverError
+        Naming ``epsilon``, with the message ``--param epsilon=`` gives.
+    """
+    return EPSILON.convert("epsilon", epsilon)
 
 
 def place_and_allocate(compute, comm, kappa, cap, time_max: float, epsilon: float,
@@ -382,7 +394,8 @@ def place_and_allocate(compute, comm, kappa, cap, time_max: float, epsilon: floa
         If ε is out of range.
     """
     t0 = time.perf_counter()
-    validate_epsilon(epsilon)
+    # a direct call is checked as the parameter table checks it (the same Param)
+    epsilon = validate_epsilon(epsilon)
     compute = np.asarray(compute, dtype=float)
     comm = np.asarray(comm, dtype=float)
     kappa = np.asarray(kappa, dtype=float)
@@ -434,4 +447,4 @@ def place_and_allocate(compute, comm, kappa, cap, time_max: float, epsilon: floa
     return best
 
 
-__all__ = ["PlacementResult", "place_and_allocate", "validate_epsilon", "MAX_BUCKETS"]
+__all__ = ["EPSILON", "PlacementResult", "place_and_allocate", "validate_epsilon", "MAX_BUCKETS"]

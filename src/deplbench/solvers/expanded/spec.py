@@ -26,6 +26,12 @@ import numpy as np
 
 from deplbench.errors import SolverError
 from deplbench.limits import FLOAT_BYTES, check_memory
+from deplbench.params import Param
+
+#: The resolution η of the expanded graph: the one declaration of its default and
+#: limits, shared by DepL's parameter table (``eta``) and :func:`build_spec` (a
+#: direct call refuses what ``--param eta=`` refuses, with the same message).
+ETA = Param(200, int, "expanded-graph resolution η (time and loss buckets)", low=1, high=5000)
 
 
 @dataclass(frozen=True)
@@ -165,12 +171,10 @@ def build_spec(
     Raises
     ------
     SolverError
-        If η < 1 or the shapes disagree.
+        If η or ``eta_loss`` is outside :data:`ETA`'s limits, or the shapes disagree.
     """
-    eta = int(eta)
-    eta_loss = int(eta if eta_loss is None else eta_loss)
-    if eta < 1 or eta_loss < 1:
-        raise SolverError(f"parameter 'eta': must be >= 1, got {eta}")
+    eta = ETA.convert("eta", eta)
+    eta_loss = eta if eta_loss is None else ETA.convert("eta_loss", eta_loss)
     w = np.asarray(weights, dtype=float)
     tau = np.asarray(epoch_time, dtype=float)
     run_phi = np.asarray(run_phi, dtype=float)
@@ -228,4 +232,4 @@ def build_spec(
     )
 
 
-__all__ = ["GraphSpec", "PathResult", "build_spec"]
+__all__ = ["ETA", "GraphSpec", "PathResult", "build_spec"]

@@ -1,0 +1,122 @@
+"""The adaptive yardstick's settings: one table of defaults and limits.
+
+:data:`SETTINGS` declares every setting of a bracket (default, type,
+limits, help) as a :class:`~deplbench.params.Param`, keyed by the argument
+names of :func:`~deplbench.formulations.adaptive.bracket.adaptive_bounds`.
+It is the one place they are decided: ``adaptive_bounds`` takes its
+defaults from here and checks its arguments with :func:`check_settings`;
+the ``adaptive-opt`` solver's parameter table holds these very Params
+(``time_limit`` under its name ``refine_time``); ``deplbench adaptive``
+reads its defaults and help from here and resolves its options through that
+solver table. So every front refuses the same values.
+
+Where ``deplbench adaptive`` deliberately differs from ``adaptive_bounds``
+and ``adaptive-opt`` (one grid, no clock of its own), the difference is
+named: :data:`CLI_WIDTH` and :data:`CLI_TIME_LIMIT`.
+
+This module imports no numerical library, so the command line can read it
+for ``--help``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from deplbench.errors import DeplbenchError, PlanError
+from deplbench.params import SEED, Param
+
+#: Loss buckets of the first grid when refining to a width (of the only grid otherwise).
+START_BUCKETS = 600
+#: Factor between the buckets of successive grids of the refinement.
+REFINE = 2
+#: Refinement never goes beyond this many buckets (nor beyond the memory budget).
+MAX_BUCKETS = 38_400
+#: Fresh runs certifying the policy, and runs per tuning simulation.
+RUNS, TUNE_RUNS = 100_000, 50_000
+#: Joint level of the bracket (P(success) certificate and the cost's upper bound).
+CONFIDENCE = 0.95
+#: Share of the remaining time the policy's allocation plans to use.
+RHO = 1.0
+#: Steps of the time-price (λ) and failure-price (μ) searches.
+ITERS_LAM, ITERS_MU = 6, 6
+#: ``deplbench adaptive``'s defaults where it deliberately differs from
+#: ``adaptive_bounds`` and the ``adaptive-opt`` solver (one grid, no wall-clock
+#: budget of their own): a person at a terminal gets a bracket refined to a
+#: 3 % width within 300 s, while a sweep's ``adaptive-opt`` task runs one grid
+#: under the task's own time limit unless ``width`` is given.
+CLI_WIDTH, CLI_TIME_LIMIT = 0.03, 300.0
+
+
+def _time_points(value) -> str:
+    """A grid of one remaining-time point has no step (Δ = Tmax/G with G + 1 points)."""
+    return "must be 0 (deadline priced) or an integer ≥ 2, got 1" if value == 1 else ""
+
+
+#: Every setting of a bracket, keyed by :func:`adaptive_bounds`' argument names.
+SETTINGS: dict[str, Param] = {
+    "buckets": Param(START_BUCKETS, int, "loss buckets between ℓmax and ℓ(0) (finer: narrower bracket, slower)",
+                     low=2),
+    "runs": Param(RUNS, int, "fresh closed-loop runs certifying the policy", low=100),
+    "tune_runs": Param(TUNE_RUNS, int, "runs per tuning simulation (seeds seed+1 and seed+2, never seed)", low=100),
+    "seed": SEED.but(help="seed of the certification runs"),
+    "confidence": Param(CONFIDENCE, float, "joint level of the P(success) certificate and the cost's upper "
+                        "bound (each at 1 − (1 − level)/2)", low=0.5, high=1 - 1e-9),
+    "rho": Param(RHO, float, "policy: share of the remaining time the allocation plans to use",
+                 low=0.05, high=1.0),
+    "iters_lam": Param(ITERS_LAM, int, "steps of the time-price (λ) search once E[T] − Tmax has changed sign "
+                       "(it brackets the sign first); any λ gives a valid bound", low=0),
+    "iters_mu": Param(ITERS_MU, int, "cutting-plane steps of the failure-price (μ) search (at least one); any μ "
+                      "gives a valid bound", low=0),
+    "width": Param(None, float, "target (UB − LB)/LB: refine the grid (×2 from buckets) until the estimated "
+                   "width meets it (none: one grid)", low=0.0, low_inclusive=False, nullable=True, finite=True),
+    "time_limit": Param(None, float, "wall-clock seconds for the refinement to --width (an outer stop)",
+                        low=0.0, low_inclusive=False, nullable=True),
+    "max_buckets": Param(MAX_BUCKETS, int, "finest grid the refinement may use", low=2),
+    "time_points": Param(None, int, "points of the remaining-time grid on which the deadline is carried "
+                         "(0: priced only, E[T] ≤ Tmax; none: 256, 128 or 64 where affordable)",
+                         low=0, nullable=True, check=_time_points),
+}
+
+
+class _Refused(DeplbenchError):
+    """A value :data:`SETTINGS` refuses (re-raised by each front in its own words)."""
+
+
+def refused(name: str, value: Any) -> str:
+    """Why :data:`SETTINGS` refuses ``value`` for ``name`` (a typed value, as from Python or
+    TOML: strings are not parsed), or "" when it accepts it."""
+    try:
+        SETTINGS[name].convert(name, value, strict=True, error=_Refused)
+    except _Refused as exc:
+        return str(exc).removeprefix(f"parameter {name!r}: ")
+    return ""
+
+
+def max_buckets_refused(buckets: int, max_buckets: int) -> str:
+    """Why a refinement from ``buckets`` capped at ``max_buckets`` cannot run, or ""."""
+    return f"{max_buckets} is below the first grid's {buckets} buckets" if max_buckets < buckets else ""
+
+
+def check_settings(values: dict[str, Any], error: type[DeplbenchError] = PlanError) -> None:
+    """Check :func:`adaptive_bounds`' settings against :data:`SETTINGS`.
+
+    ``max_buckets=None`` stands for :data:`MAX_BUCKETS`; a ``max_buckets``
+    below ``buckets`` is refused when a ``width`` asks for a refinement.
+
+    Raises
+    ------
+    error
+        ``"name: reason"``, one line.
+    """
+    for name, value in values.items():
+        reason = "" if name == "max_buckets" and value is None else refused(name, value)
+        if reason:
+            raise error(f"{name}: {reason}")
+    buckets, cap, width = values.get("buckets"), values.get("max_buckets"), values.get("width")
+    if width is not None and cap is not None and buckets is not None and max_buckets_refused(buckets, cap):
+        raise error(f"max_buckets: {max_buckets_refused(buckets, cap)} (buckets): the refinement to "
+                    f"width = {width:g} could not run")
+
+
+__all__ = ["CLI_TIME_LIMIT", "CLI_WIDTH", "CONFIDENCE", "ITERS_LAM", "ITERS_MU", "MAX_BUCKETS", "REFINE", "RHO",
+           "RUNS", "SETTINGS", "START_BUCKETS", "TUNE_RUNS", "check_settings", "max_buckets_refused", "refused"]

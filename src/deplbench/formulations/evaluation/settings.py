@@ -1,0 +1,108 @@
+"""Limits and defaults of the simulations that judge plans: the one place they are checked.
+
+A closed-loop simulation (:func:`~deplbench.formulations.evaluation.closed_loop.simulate`,
+:func:`deplbench.solvers.run.closed_loop`, ``deplbench simulate``, a sweep's
+``[sweep.evaluation] closed_loop`` table) takes ``runs``, ``seed`` and
+``confidence``; a static out-of-sample evaluation
+(:func:`~deplbench.formulations.evaluation.evaluate.evaluate_plan`,
+``--eval-samples``, ``deplbench library verify --samples``) takes a number of
+``samples``. Every front reads its defaults here and refuses a value with
+:func:`check_closed_loop` or :func:`check_samples`, so the limits cannot
+drift apart; each front names the field as its user wrote it (``runs``,
+``--runs``, ``sweep.evaluation.closed_loop.runs``) and raises its own error
+class.
+
+This module imports only the bottom modules (no numerical library), so the
+command line can read the defaults for ``--help``.
+"""
+
+from __future__ import annotations
+
+import math
+from numbers import Integral, Real
+from typing import Any
+
+from deplbench.errors import DeplbenchError, PlanError
+from deplbench.limits import MAX_RUNS
+
+#: Defaults of a closed-loop simulation: runs, seed, level of the intervals.
+RUNS, SEED, CONFIDENCE = 10_000, 0, 0.95
+#: Fewest runs of a closed-loop simulation (a sample variance needs two); the
+#: most is :data:`deplbench.limits.MAX_RUNS`.
+MIN_RUNS = 2
+#: Fewest out-of-sample trajectories of a static evaluation: below it the
+#: order-statistic interval on the ω-quantile is uninformative.
+MIN_SAMPLES = 100
+
+
+def _is_real(value: Any) -> bool:
+    """A real number that is not a bool (numpy's scalars included)."""
+    return isinstance(value, Real) and not isinstance(value, bool)
+
+
+def _integer(value: Any, name: str, error: type[DeplbenchError], strict: bool) -> int:
+    """``value`` as an int: a bool is never one, nor a fractional or non-finite float
+    (nor any float when ``strict``: a typed source tells 3 from 3.0)."""
+    if not _is_real(value) or (strict and not isinstance(value, Integral)):
+        raise error(f"{name}: must be an integer, got {value!r}")
+    if not isinstance(value, Integral) and not (math.isfinite(value) and float(value).is_integer()):
+        raise error(f"{name}: must be an integer, got {value!r}")
+    return int(value)
+
+
+def check_closed_loop(runs, seed, confidence, *, field: str = "{}", error: type[DeplbenchError] = PlanError,
+                      strict: bool = False) -> tuple[int, int, float]:
+    """Check a closed-loop simulation's settings; return them converted.
+
+    Parameters
+    ----------
+    runs : int
+        Simulated runs, :data:`MIN_RUNS` to :data:`~deplbench.limits.MAX_RUNS`.
+    seed : int
+        Seed of the runs, ≥ 0.
+    confidence : float
+        Level of the intervals, in (0, 1).
+    field : str, default "{}"
+        How the caller's user names a field: ``"{}"`` (a Python argument),
+        ``"--{}"`` (a flag), ``"sweep.evaluation.closed_loop.{}"`` (a sweep key).
+    error : type, default PlanError
+        The error class raised.
+    strict : bool, default False
+        Refuse a float for ``runs`` or ``seed`` even when it is integral.
+
+    Returns
+    -------
+    tuple of (int, int, float)
+
+    Raises
+    ------
+    error
+        One line naming the field.
+    """
+    runs = _integer(runs, field.format("runs"), error, strict)
+    if not MIN_RUNS <= runs <= MAX_RUNS:
+        raise error(f"{field.format('runs')}: need between {MIN_RUNS} and {MAX_RUNS} simulated runs, got {runs}")
+    seed = _integer(seed, field.format("seed"), error, strict)
+    if seed < 0:
+        raise error(f"{field.format('seed')}: must be a non-negative integer, got {seed!r}")
+    if not _is_real(confidence) or not 0 < confidence < 1:
+        raise error(f"{field.format('confidence')}: must be in (0, 1), got {confidence!r}")
+    return runs, seed, float(confidence)
+
+
+def check_samples(samples, *, field: str = "samples", error: type[DeplbenchError] = PlanError) -> int:
+    """Check a number of out-of-sample trajectories (≥ :data:`MIN_SAMPLES`); return it as an int.
+
+    Raises
+    ------
+    error
+        One line naming ``field``.
+    """
+    if isinstance(samples, bool) or not isinstance(samples, Integral):
+        raise error(f"{field}: expected an integer, got {samples!r}")
+    if samples < MIN_SAMPLES:
+        raise error(f"{field}: need at least {MIN_SAMPLES} trajectories, got {samples}")
+    return int(samples)
+
+
+__all__ = ["CONFIDENCE", "MIN_RUNS", "MIN_SAMPLES", "RUNS", "SEED", "check_closed_loop", "check_samples"]

@@ -1,0 +1,137 @@
+"""The adaptive yardstick's settings: one table of defaults and limits for every front.
+
+:data:`deplbench.formulations.adaptive.settings.SETTINGS` is the one
+declaration: ``adaptive_bounds`` (Python), the ``adaptive-opt`` solver
+(``deplbench solve --algo adaptive-opt --param``) and ``deplbench adaptive``
+refuse the same values for the same reason. The first cases below were
+limits the fronts disagreed on (runs and tune_runs ≥ 2 in Python but ≥ 100
+in the solver, ρ in (0, 1] against [0.05, 1], a confidence up to 1 against
+1 − 1e-9, an infinite width accepted by the solver only).
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import subprocess
+import sys
+
+import pytest
+
+from deplbench.cli import build_parser
+from deplbench.errors import PlanError
+from deplbench.formulations import adaptive as A
+from deplbench.formulations.adaptive import settings as S
+from deplbench.instances.model import parse_instance
+from deplbench.solvers.adaptive.optimum import AdaptiveOpt
+from tests.cli.test_cli_adaptive_options import TINY
+
+
+@pytest.fixture(scope="module")
+def tiny():
+    return parse_instance(TINY)
+
+
+@pytest.fixture(scope="module")
+def tiny_file(tiny, tmp_path_factory):
+    path = tmp_path_factory.mktemp("adaptive_settings") / "tiny.json"
+    tiny.save(path)
+    return path
+
+
+#: (adaptive_bounds argument, CLI option, value, reason)
+CASES = [
+    ("runs", "--runs", 50, "must be >= 100, got 50"),
+    ("tune_runs", "--tune-runs", 99, "must be >= 100, got 99"),
+    ("rho", "--rho", 0.01, "must be >= 0.05, got 0.01"),
+    ("confidence", "--confidence", 1 - 1e-10, f"must be <= {1 - 1e-9}, got {1 - 1e-10!r}"),
+    ("width", "--width", float("inf"), "must be finite, got inf"),
+    ("buckets", "--buckets", 1, "must be >= 2, got 1"),
+    ("time_points", "--time-points", 1, "must be 0 (deadline priced) or an integer ≥ 2, got 1"),
+    ("confidence", "--confidence", 0.4, "must be >= 0.5, got 0.4"),
+]
+
+
+@pytest.mark.parametrize("name,option,value,reason", CASES, ids=[f"{c[0]}={c[2]}" for c in CASES])
+def test_one_limit_from_the_cli_the_solver_and_the_function(tiny, tiny_file, deplbench_cli, name, option, value,
+                                                             reason):
+    status, out, err = deplbench_cli("adaptive", tiny_file, option, repr(value), "--quiet")
+    assert status == 2 and out == "" and err.count("\n") == 1 and f"'{name}'" in err and reason in err, err
+    status, out, err = deplbench_cli("solve", tiny_file, "--algo", "adaptive-opt", "--param", f"{name}={value!r}",
+                                     "--json")
+    assert status == 2 and out == "" and err.count("\n") == 1 and name in err and reason in err, err
+    with pytest.raises(PlanError) as exc:
+        A.adaptive_bounds(tiny, **{name: value})
+    assert str(exc.value) == f"{name}: {reason}"
+
+
+def test_the_time_limit_from_every_front(tiny, tiny_file, deplbench_cli):
+    status, _, err = deplbench_cli("adaptive", tiny_file, "--time-limit", "-1", "--quiet")
+    assert status == 2 and err.startswith("error: time_limit: ")
+    status, _, err = deplbench_cli("solve", tiny_file, "--algo", "adaptive-opt", "--param", "refine_time=-1")
+    assert status == 2 and "refine_time" in err and "must be > 0.0, got -1.0" in err
+    with pytest.raises(PlanError, match=r"^time_limit: must be > 0.0, got -1.0$"):
+        A.adaptive_bounds(tiny, time_limit=-1.0)
+    assert AdaptiveOpt.parameters["refine_time"] is S.SETTINGS["time_limit"]
+
+
+def test_a_finest_grid_below_the_first_from_every_front(tiny, tiny_file, deplbench_cli):
+    reason = S.max_buckets_refused(60, 10)
+    assert reason == "10 is below the first grid's 60 buckets" and S.max_buckets_refused(60, 60) == ""
+    status, _, err = deplbench_cli("adaptive", tiny_file, "--buckets", "60", "--max-buckets", "10", "--quiet")
+    assert status == 2 and err.startswith(f"error: --max-buckets: {reason} (--buckets)")
+    status, _, err = deplbench_cli("solve", tiny_file, "--algo", "adaptive-opt", "--param", "buckets=60",
+                                   "--param", "max_buckets=10", "--param", "width=0.1")
+    assert status == 2 and f"{reason} (buckets)" in err
+    with pytest.raises(PlanError, match=f"^max_buckets: {reason} \\(buckets\\)"):
+        A.adaptive_bounds(tiny, buckets=60, max_buckets=10, width=0.1)
+
+
+def test_one_set_of_defaults():
+    # adaptive_bounds' own defaults are the table's (buckets: the first grid, 600)
+    sig = inspect.signature(A.adaptive_bounds).parameters
+    for name, param in S.SETTINGS.items():
+        expected = None if name == "max_buckets" else param.default     # None: MAX_BUCKETS
+        assert sig[name].default == expected, name
+    assert S.SETTINGS["buckets"].default == S.START_BUCKETS == 600 and S.MAX_BUCKETS == 38_400
+    # the solver holds the very Params
+    for name in ("buckets", "runs", "tune_runs", "seed", "confidence", "rho", "iters_lam", "iters_mu", "width",
+                 "max_buckets", "time_points"):
+        assert AdaptiveOpt.parameters[name] is S.SETTINGS[name], name
+    # the command's defaults are read from the table; where it differs, the named constants
+    args = build_parser("adaptive").parse_args(["adaptive", "x.json"])
+    for name in ("runs", "tune_runs", "seed", "confidence", "rho", "iters_lam", "iters_mu"):
+        assert getattr(args, name) == S.SETTINGS[name].default, name
+    assert (S.CLI_WIDTH, S.CLI_TIME_LIMIT) == (0.03, 300.0)                  # docs/adaptive.md: 3 %, 300 s
+
+
+def test_the_cli_applies_its_named_defaults(tiny_file, monkeypatch):
+    from deplbench.cli import main
+
+    seen: dict = {}
+
+    def fake(*args, **kwargs):
+        seen.update(kwargs, buckets=args[1], runs=args[2])
+        raise RuntimeError("stop")
+
+    monkeypatch.setattr(A, "adaptive_bounds", fake)
+    with pytest.raises(RuntimeError, match="stop"):
+        main(["adaptive", str(tiny_file), "--quiet"])
+    assert (seen["width"], seen["time_limit"]) == (S.CLI_WIDTH, S.CLI_TIME_LIMIT)
+    assert (seen["buckets"], seen["runs"], seen["max_buckets"]) == (S.START_BUCKETS, S.RUNS, S.MAX_BUCKETS)
+
+
+def _imported(code: str) -> set[str]:
+    probe = code + "\nimport json, sys\nprint(json.dumps(sorted(sys.modules)), file=sys.stderr)\n"
+    proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, check=False)
+    return set(json.loads(proc.stderr.strip().splitlines()[-1]))
+
+
+@pytest.mark.integration
+def test_the_table_loads_no_numerical_library_nor_does_the_commands_help():
+    alone = _imported("import deplbench.formulations.adaptive.settings")
+    assert "deplbench.formulations.adaptive.settings" in alone and "numpy" not in alone
+    helped = _imported("from deplbench.cli import main\ntry:\n    main(['adaptive', '--help'])\n"
+                       "except SystemExit:\n    pass")
+    assert "deplbench.formulations.adaptive.settings" in helped
+    assert not {"scipy", "deplbench.formulations.adaptive.chain"} & helped
