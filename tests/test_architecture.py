@@ -237,6 +237,8 @@ DYNAMIC_IMPORTS: dict[str, Callable[[str], list[str]]] = {
     "deplbench.benchmarks._warm": lambda src: [m for m in _literal(src, "MODULES")
                                                if m.startswith("deplbench.")],
     "deplbench.cli": lambda src: list(_literal(src, "COMMAND_MODULES")),
+    "deplbench.formulations.adaptive": lambda src: [f"deplbench.formulations.adaptive.{m}"
+                                                    for m in _literal(src, "_MODULES")],
 }
 
 

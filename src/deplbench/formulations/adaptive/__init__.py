@@ -259,6 +259,7 @@ if TYPE_CHECKING:
 #: imported on first use (PEP 562 module ``__getattr__``), so importing
 #: :mod:`~deplbench.formulations.adaptive.settings` alone — as ``deplbench adaptive --help``
 #: does for its defaults — loads no numerical library.
+_MODULES = ("bracket", "certify", "chain", "search", "settings", "timed")
 _WHERE: dict[str, str] = {
     **dict.fromkeys(("BRACKET_STATUSES", "AdaptiveBounds", "adaptive_bounds", "cost_ucb", "largest_cost",
                      "memory_estimate", "monotone_frontier", "time_points_for", "timed_memory"), "bracket"),
