@@ -12,7 +12,8 @@ bound is 1609 at the root against the optimum 1802.63, and it stays there:
 the LP behind it (``groups``) mixes cheap infeasible two-block plans
 (i21–s25 violates 87 of the 91 scenarios of a group) with dear feasible
 three-block plans, and branching on blocks does not stop the mixing below
-the branched blocks; such a search stops at a 12.7–13.4 % gap after 60 s.
+the branched blocks, so such a search stalls far from the optimum
+(docs/performance.md, "Measurements behind design choices").
 
 What
 ----

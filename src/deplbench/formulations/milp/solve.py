@@ -131,8 +131,8 @@ def solve_milp(instance, scenarios: int = 1000, seed: int = 0, time_limit: float
         depends on it, but with a finite budget the incumbent, and so which
         plan within ``gap`` is returned, can depend on the machine's speed.
         Many short solves of one instance (the certified bracket's SAA
-        replications) gain from a small value: at S = 20 000 the default 3 s
-        are half of an AlexNet solve. The ``general`` formulation has no such
+        replications) gain from a small value (docs/performance.md, "Measurements
+        behind design choices"). The ``general`` formulation has no such
         heuristic and ignores it.
     general_settings : str, mapping or GeneralSettings, optional
         Settings of the ``general`` formulation
