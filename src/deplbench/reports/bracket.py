@@ -260,7 +260,7 @@ def beats_best_exp_bracket(df: pd.DataFrame, ratios: pd.DataFrame) -> dict:
            f"({MEDIAN_STATISTIC}); largest target-mean saving {100 * best_saving:.1f} % "
            f"({key[0]}, ℓmax = {key[1]:g}); {scale} (threshold: median saving ≥ "
            f"{100 * BEST_EXP_SAVING:g} %)")
-    neg = MedianInterval(-ci.median, -ci.high, -ci.low, ci.n, ci.level, ci.spread)
+    neg = ci.negated()
     verdict = median_verdict(neg, -BEST_EXP_SAVING)
     if verdict == NOT_DECIDED:
         txt += "; " + undecided_text(ci, BEST_EXP_SAVING)

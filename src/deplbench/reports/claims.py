@@ -418,7 +418,7 @@ def beats_best_exp(ratios: pd.DataFrame, df: pd.DataFrame | None = None) -> dict
     txt = (f"{scope}, paper's DepL vs best-exp, {txt} (threshold: median saving ≥ "
            f"{100 * BEST_EXP_SAVING:g} %)")
     # a saving "over 27 %" holds above the threshold: decide on the negated value
-    neg = MedianInterval(-ci.median, -ci.high, -ci.low, ci.n, ci.level, ci.spread)
+    neg = ci.negated()
     verdict = median_verdict(neg, -BEST_EXP_SAVING)
     if verdict == NOT_DECIDED:
         txt += "; " + undecided_text(ci, BEST_EXP_SAVING)

@@ -8,7 +8,7 @@ numbers in a report can be recomputed and tested without drawing anything.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pandas as pd
@@ -334,6 +334,8 @@ def swept_series(df: pd.DataFrame, swept: tuple[str, ...]) -> pd.Series:
 MEDIAN_LEVEL = 0.95
 #: How the interval is computed, as the report states it.
 MEDIAN_METHOD = "exact binomial order-statistic interval (distribution-free)"
+#: The method as an interval's text names it.
+MEDIAN_METHOD_SHORT = "exact binomial order-statistic interval"
 #: The asymptotic standard error of a sample median is √(π/2)·σ/√n for
 #: normal data; used only to say how many instances would decide a verdict.
 _MEDIAN_SE_FACTOR = math.sqrt(math.pi / 2.0)
@@ -346,18 +348,31 @@ class MedianInterval:
     Attributes
     ----------
     median : float
-        Sample median (of ``low_values`` and ``high_values`` averaged, for
-        bracket-valued observations).
+        Sample median of point values. For bracket-valued observations
+        [lo, hi] the true sample median is only known to lie in
+        [``median_low``, ``median_high``]; ``median`` is then the middle of
+        that bracket, used by :func:`instances_to_decide` only and never
+        printed as an estimate.
     low, high : float
         The interval's ends; ±inf when ``n`` is too small for the level
         (fewer than 6 instances at 95 %).
     n : int
         Distinct instances.
     level : float
-        The interval's guaranteed coverage (≥ the nominal level).
+        The interval's guaranteed coverage (≥ the nominal level): the
+        order-statistic event's exact probability.
     spread : float
         Sample standard deviation (NaN for n < 2), used by
         :func:`instances_to_decide`.
+    median_low, median_high : float, optional
+        The sample median's bracket: the medians of the lower and of the
+        upper ends (both ``median`` for point values).
+    nominal : float, optional
+        The level the interval was built for (:data:`MEDIAN_LEVEL`).
+    level_note : str, optional
+        Replaces the printed level when the interval's coverage is not the
+        order-statistic event's alone (a union bound over the per-instance
+        statements it rests on, e.g. the PACT matched-risk claim).
     """
 
     median: float
@@ -366,12 +381,46 @@ class MedianInterval:
     n: int
     level: float
     spread: float
+    median_low: float = math.nan
+    median_high: float = math.nan
+    nominal: float = MEDIAN_LEVEL
+    level_note: str = ""
+
+    def __post_init__(self) -> None:
+        if math.isnan(self.median_low) and math.isnan(self.median_high):
+            object.__setattr__(self, "median_low", self.median)
+            object.__setattr__(self, "median_high", self.median)
+
+    @property
+    def bracketed(self) -> bool:
+        """Whether the sample median is known only within a bracket (bracket-valued observations)."""
+        return bool(self.median_low != self.median_high) and not math.isnan(self.median_low)
+
+    def negated(self) -> MedianInterval:
+        """The interval on the median of −x (to decide "at least" against a threshold)."""
+        return replace(self, median=-self.median, low=-self.high, high=-self.low,
+                       median_low=-self.median_high, median_high=-self.median_low)
+
+    def level_text(self) -> str:
+        """``"≥ 95 % (exact 97.9 %) exact binomial order-statistic interval over 10 distinct instances"``."""
+        if self.level_note:
+            return self.level_note
+        nom = f"{100 * self.nominal:.0f} %"
+        if not (math.isfinite(self.low) and math.isfinite(self.high)):
+            return f"no {nom} order-statistic interval exists with {self.n} distinct instance(s) (6 are needed)"
+        exact = f"{100 * self.level:.1f} %"
+        lv = nom if exact == f"{100 * self.nominal:.1f} %" else f"≥ {nom} (exact {exact})"
+        return f"{lv} {MEDIAN_METHOD_SHORT} over {self.n} distinct instances"
 
     def text(self, scale: float = 1.0, unit: str = "", digits: int = 2) -> str:
-        """``"1.23 [1.10, 1.40]"`` (the interval's coverage is in the row's statistic)."""
+        """``"1.23 [1.10, 1.40] (≥ 95 % (exact 97.9 %) exact binomial order-statistic interval over 10
+        distinct instances)"``; for bracket-valued observations ``"within [1.20, 1.26], interval
+        [1.10, 1.40] (…)"`` (the sample median's bracket, then the interval on the population median)."""
         def f(x: float) -> str:
             return "−∞" if x == -math.inf else "∞" if x == math.inf else f"{scale * x:.{digits}f}"
-        return f"{f(self.median)}{unit} [{f(self.low)}{unit}, {f(self.high)}{unit}]"
+        point = (f"within [{f(self.median_low)}{unit}, {f(self.median_high)}{unit}], interval"
+                 if self.bracketed else f"{f(self.median)}{unit}")
+        return f"{point} [{f(self.low)}{unit}, {f(self.high)}{unit}] ({self.level_text()})"
 
 
 def order_statistic_rank(n: int, level: float = MEDIAN_LEVEL) -> tuple[int, float]:
@@ -424,15 +473,19 @@ def median_interval(values, high_values=None, level: float = MEDIAN_LEVEL) -> Me
     lo, hi = np.sort(lo[ok]), np.sort(hi[ok])
     n = int(lo.size)
     if n == 0:
-        return MedianInterval(math.nan, math.nan, math.nan, 0, level, math.nan)
+        return MedianInterval(math.nan, math.nan, math.nan, 0, level, math.nan, nominal=level)
+    # the sample median of the true values lies between the medians of the ends
+    # (the ends are sorted separately: the order statistics of the true values lie
+    # between theirs); its middle is no estimate and is not printed
+    m_lo, m_hi = float(np.median(lo)), float(np.median(hi))
     mid = 0.5 * (lo + hi)
-    med = float(np.median(mid))
+    med = 0.5 * (m_lo + m_hi) if m_lo != m_hi else m_lo
     with np.errstate(invalid="ignore"):
         spread = float(np.std(mid, ddof=1)) if n > 1 and np.isfinite(mid).all() else math.nan
     r, cover = order_statistic_rank(n, level)
     if r == 0:
-        return MedianInterval(med, -math.inf, math.inf, n, level, spread)
-    return MedianInterval(med, float(lo[r - 1]), float(hi[n - r]), n, cover, spread)
+        return MedianInterval(med, -math.inf, math.inf, n, level, spread, m_lo, m_hi, level)
+    return MedianInterval(med, float(lo[r - 1]), float(hi[n - r]), n, cover, spread, m_lo, m_hi, level)
 
 
 #: Verdicts of :func:`decide` (the claims audit's words).
@@ -451,9 +504,12 @@ def instances_to_decide(ci: MedianInterval, threshold: float) -> float:
     -----
     An estimate (the normal approximation to the sample median's standard
     error), not a guarantee: it says whether a verdict is a few instances
-    or orders of magnitude away.
+    or orders of magnitude away. With bracket-valued observations the
+    distance is from the threshold to the sample median's bracket (inf
+    when the bracket contains it).
     """
-    gap = abs(ci.median - threshold)
+    gap = (max(ci.median_low - threshold, threshold - ci.median_high, 0.0) if ci.bracketed
+           else abs(ci.median - threshold))
     if not (gap > 0 and math.isfinite(ci.spread)):
         return math.inf
     z = float(sps.norm.ppf(0.5 + MEDIAN_LEVEL / 2.0))
@@ -484,6 +540,6 @@ def undecided_text(ci: MedianInterval, threshold: float) -> str:
             if not math.isfinite(need) else
             f"≈ {int(need)} distinct instances would decide it at the observed spread")
     if not (math.isfinite(ci.low) and math.isfinite(ci.high)):
-        return (f"with {ci.n} distinct instance(s) no {100 * MEDIAN_LEVEL:.0f} % interval on a median "
+        return (f"with {ci.n} distinct instance(s) no {100 * ci.nominal:.0f} % interval on a median "
                 f"exists (6 are needed); {more}")
-    return f"the {100 * MEDIAN_LEVEL:.0f} % interval contains the threshold; {more}"
+    return f"the interval contains the threshold; {more}"
