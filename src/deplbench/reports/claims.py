@@ -26,6 +26,7 @@ from deplbench.reports.claims_common import (  # noqa: F401 (re-exported)
     MATCH_MEDIAN_GAP,
     MATCH_P90_GAP,
     MEDIAN_STATISTIC,
+    NOT_APPLICABLE,  # noqa: F401 (re-exported)
     NOT_DECIDED,
     QUOTES,
     SUBMODULAR_DICT_KEY,

@@ -16,7 +16,10 @@ UNDECIDED = "not decided (the reference bracket is too wide)"
 #: A claim judged on the median over distinct instances whose 95 % interval
 #: contains the threshold (the row says how many instances would decide it).
 NOT_DECIDED = "not decided (the interval contains the threshold)"
-VERDICTS = (HOLDS, FAILS, UNMEASURED, UNDECIDED, NOT_DECIDED)
+#: A comparison the rules forbid judging (SPEC §5: a mean cost is never set
+#: against plans held to an ω-quantile); its numbers stay, as description.
+NOT_APPLICABLE = "not applicable (mean vs quantile)"
+VERDICTS = (HOLDS, FAILS, UNMEASURED, UNDECIDED, NOT_DECIDED, NOT_APPLICABLE)
 
 CLAIMS_COLUMNS = ("claim", "source", "paper_says", "compared", "reference", "statistic",
                   "instances", "measured", "verdict", "evidence")
@@ -160,6 +163,7 @@ __all__ = [
     "HOLDS",
     "MATCH_MEDIAN_GAP",
     "MATCH_P90_GAP",
+    "NOT_APPLICABLE",
     "NOT_DECIDED",
     "QUOTES",
     "SUBMODULAR_DICT_KEY",
