@@ -239,9 +239,19 @@ def section_gaps(ctx: Context) -> Section:
         s.missing("No proven optimum in this store: no row of an exact solver with "
                   "status optimal, so no gap can be computed.")
     else:
-        src = opt["optimum_source"].value_counts()
-        s.note(f"{len(opt)} instance(s) have a proven optimum (sources: "
-               + ", ".join(f"{k} {v}" for k, v in src.items()) + ").")
+        proven = opt[opt["optimum_kind"] == "proven"]
+        saa = opt[opt["optimum_kind"] == "saa"]
+        src = proven["optimum_source"].value_counts()
+        txt = (f"{len(proven)} instance(s) have a proven optimum (sources: "
+               + ", ".join(f"{k} {v}" for k, v in src.items()) + ")" if len(proven)
+               else "No instance has a proven optimum")
+        if len(saa):
+            s_src = saa.groupby(["optimum_source", "optimum_scenarios"]).size()
+            txt += (f"; {len(saa)} more only an SAA optimum ("
+                    + ", ".join(f"{k} {v}, S = {sc:g}" for (k, sc), v in s_src.items())
+                    + "): exact for its scenarios, not proven for the chance-constrained problem; "
+                    "ratios to it are labelled 'vs SAA optimum'")
+        s.note(txt + ".")
     s.add(Table("gaps", "Gap to the exact solvers' optimum (SAA for the MILP) per family "
                 "and algorithm", tabs.gaps(r), tabs.GAPS_COLUMNS,
                 "gap_pct = 100·(cost/optimum − 1) over plans whose instance has an "
@@ -254,8 +264,11 @@ def section_gaps(ctx: Context) -> Section:
                 "cannot be feasible."))
     s.add(Table("oracle_agreement", "Agreement of the exact solvers",
                 tabs.oracle_agreement(df), tabs.ORACLE_COLUMNS,
-                "Where several exact solvers proved an optimum for one instance, their "
-                "relative spread (> 1e-6 = disagreeing)."))
+                "Where several exact solvers proved an optimum of the chance-constrained problem for one "
+                "instance (scenario-free: exact-static, the knapsack DP), their relative spread (> 1e-6 = "
+                "disagreeing). An SAA optimum (the MILP on S scenarios) is exact for its sample only, so it is "
+                "no oracle here: with_saa_and_exact counts the instances with both, saa_vs_exact_max_gap is the "
+                "largest |SAA optimum/proven optimum − 1| among them (a gap, not a disagreement)."))
     ms = tabs.milp_status(df)
     if ms.empty:
         s.missing("No exact-solver rows in this store (no record with exact = true): "
@@ -314,7 +327,9 @@ def section_gaps(ctx: Context) -> Section:
 
 def section_ratio(ctx: Context) -> Section:
     s = Section("ratio", "3. Competitive ratio vs η and ε",
-                "Measured cost / proven optimum of every algorithm whose records carry a "
+                "Measured cost / proven optimum (or, labelled '[vs SAA optimum (S = …)]' in the series "
+                "name and the reference column, cost / the SAA optimum where no proven one exists: "
+                "exact for its sample only, so not a competitive ratio) of every algorithm whose records carry a "
                 "resolution η (DepL's expanded graph) and allocation tolerance ε, as run, "
                 "beside Property 3's claimed ratio (1/η)(1+ε). A minimisation ratio "
                 "cannot be below 1, which the claimed formula is for every η > 1 + ε. A "

@@ -16,7 +16,7 @@ from scipy import stats as sps
 
 from deplbench.benchmarks.sgm import shifted_geomean
 from deplbench.reports.data import NON_CONFIG_KEYS, ReportError, canonical
-from deplbench.reports.reference import CERTIFIED, EXACT, SAA, references
+from deplbench.reports.reference import CERTIFIED, EXACT, SAA, reference_kind, references
 
 #: Relative tolerance under which two optima of one instance "agree".
 AGREEMENT_RTOL = 1e-6
@@ -166,7 +166,12 @@ def profile_curve(ratios: pd.Series, taus: np.ndarray) -> np.ndarray:
 
 
 OPTIMUM_COLUMNS = ("instance_key", "optimum", "optimum_source", "optimum_exp_loss",
-                   "n_oracles", "oracle_spread")
+                   "n_oracles", "oracle_spread", "optimum_kind", "optimum_scenarios",
+                   "n_proven_oracles", "proven_spread", "saa_vs_exact_gap")
+
+#: ``optimum_kind`` of an optimum proven for the chance-constrained problem,
+#: and of an SAA optimum (exact for its S scenarios only, not proven).
+PROVEN, SAA_ONLY = "proven", "saa"
 
 
 def optimum_per_instance(df: pd.DataFrame) -> pd.DataFrame:
@@ -192,7 +197,14 @@ def optimum_per_instance(df: pd.DataFrame) -> pd.DataFrame:
         names the solver, ``optimum_exp_loss`` is that row's E[ℓ(K)], and
         ``oracle_spread`` is the relative spread (max − min)/min between the
         solvers' optima, so a MILP that disagrees with the knapsack DP is
-        visible instead of averaged away.
+        visible instead of averaged away. ``optimum_kind`` is
+        :data:`PROVEN` for an exact optimum of the chance-constrained problem
+        (a scenario-free exact solver, reference exact-static) and
+        :data:`SAA_ONLY` for an SAA optimum (reference saa: exact for its
+        ``optimum_scenarios`` scenarios, not a proven optimum of the
+        problem); ``n_proven_oracles`` and ``proven_spread`` are the count
+        and spread of the proven ones alone, ``saa_vs_exact_gap`` the largest
+        relative gap of an SAA optimum to the proven one (NaN without both).
     """
     if df.empty:
         return _empty_optimum()
@@ -207,15 +219,30 @@ def optimum_per_instance(df: pd.DataFrame) -> pd.DataFrame:
     exact = exact.sort_values(["_prio", "_free", "_scen", "cost"],
                               ascending=[True, False, False, True], kind="stable")
     best = exact.groupby(["instance_key", "solver"], sort=False).head(1)
+    best = best.assign(_saa=(reference_kind(best) == SAA).to_numpy())
     rows = []
     for key, g in best.groupby("instance_key", sort=False):
         ref = g.iloc[0]  # already in priority order
-        vals = g["cost"].to_numpy(float)
-        lo = vals.min()
-        spread = float((vals.max() - lo) / abs(lo)) if lo != 0 else float(vals.max() - lo)
+        proven = g[~g["_saa"]]
+        saa = g[g["_saa"]]
+        if not proven.empty:
+            ref = proven.iloc[0]  # a proven optimum before any SAA one
+        pv = proven["cost"].to_numpy(float)
+        gap = (float(np.max(np.abs(saa["cost"].to_numpy(float) / pv[0] - 1.0)))
+               if len(pv) and len(saa) and pv[0] != 0 else math.nan)
         rows.append((key, float(ref["cost"]), ref["solver"], float(ref["exp_final_loss"]),
-                     len(g), spread))
+                     len(g), _spread(g["cost"].to_numpy(float)), SAA_ONLY if bool(ref["_saa"]) else PROVEN,
+                     float(ref["scenarios"]) if pd.notna(ref["scenarios"]) else math.nan,
+                     len(proven), _spread(pv), gap))
     return pd.DataFrame(rows, columns=list(OPTIMUM_COLUMNS))
+
+
+def _spread(vals: np.ndarray) -> float:
+    """Relative spread (max − min)/|min| (absolute when min = 0; NaN when empty)."""
+    if not len(vals):
+        return math.nan
+    lo = vals.min()
+    return float((vals.max() - lo) / abs(lo)) if lo != 0 else float(vals.max() - lo)
 
 
 def _empty_optimum() -> pd.DataFrame:
@@ -224,7 +251,12 @@ def _empty_optimum() -> pd.DataFrame:
                          "optimum_source": pd.Series(dtype=object),
                          "optimum_exp_loss": pd.Series(dtype=float),
                          "n_oracles": pd.Series(dtype=int),
-                         "oracle_spread": pd.Series(dtype=float)})
+                         "oracle_spread": pd.Series(dtype=float),
+                         "optimum_kind": pd.Series(dtype=object),
+                         "optimum_scenarios": pd.Series(dtype=float),
+                         "n_proven_oracles": pd.Series(dtype=int),
+                         "proven_spread": pd.Series(dtype=float),
+                         "saa_vs_exact_gap": pd.Series(dtype=float)})
 
 
 def with_ratios(df: pd.DataFrame) -> pd.DataFrame:
@@ -239,7 +271,8 @@ def with_ratios(df: pd.DataFrame) -> pd.DataFrame:
     """
     plans = df[df["has_plan"]].copy() if not df.empty else df.copy()
     opt = optimum_per_instance(df)
-    plans = plans.merge(opt[["instance_key", "optimum", "optimum_source", "optimum_exp_loss"]],
+    plans = plans.merge(opt[["instance_key", "optimum", "optimum_source", "optimum_exp_loss", "optimum_kind",
+                             "optimum_scenarios"]],
                         on="instance_key", how="left")
     with np.errstate(divide="ignore", invalid="ignore"):
         plans["ratio"] = plans["cost"] / plans["optimum"].where(plans["optimum"] > 0)
