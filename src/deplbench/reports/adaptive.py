@@ -52,7 +52,6 @@ import pandas as pd
 
 from deplbench.reports.claims_common import (
     MATCH_MEDIAN_GAP,
-    MEDIAN_STATISTIC,
     NOT_DECIDED,
     UNMEASURED,
     claim_row,
@@ -333,7 +332,7 @@ SUPERSEDED = "superseded by the row against the adaptive optimum"
 #: Columns of :func:`pact_matched_table`.
 PACT_MATCHED_COLUMNS = ("set", "loss_max", "instance_key", "pact_cost", "pact_level", "lb", "ub", "ub_level",
                         "gap_lo", "gap_hi", "pact_cost_low", "pact_cost_high", "pact_alpha", "ub_alpha",
-                        "method")
+                        "bracket_level", "method")
 
 #: The joint level the matched-risk PACT claim aims at (the rule of every population claim).
 PACT_JOINT_LEVEL = 0.95
@@ -342,7 +341,8 @@ PACT_JOINT_LEVEL = 0.95
 PACT_MATCHED_METHOD = ("pact_level: one-sided Clopper–Pearson lower bound on PACT's P(success) (from its successes "
                        "and runs; else the lower end of its record's two-sided interval); [pact_cost_low, "
                        "pact_cost_high]: two-sided normal-approximation (CLT) interval on PACT's mean cost; the two "
-                       "fail with probability ≤ pact_alpha together; lb proven; ub: one-sided empirical-Bernstein bound at the "
+                       "fail with probability ≤ pact_alpha together; lb proven; ub: one-sided empirical-Bernstein "
+                       "bound at the "
                        "adaptive-opt record's joint confidence 1 − ub_alpha; the row's bracket [gap_lo, gap_hi] "
                        "holds when all of them do, so with probability ≥ 1 − pact_alpha − ub_alpha (union bound)")
 
@@ -443,6 +443,7 @@ def pact_matched_table(df: pd.DataFrame) -> pd.DataFrame:
                      "pact_cost_low": c_lo, "pact_cost_high": c_hi, "pact_alpha": cp_alpha + alpha / 2.0,
                      "ub_alpha": sum(1.0 - rec["confidence"] for rec in cands),
                      "method": PACT_MATCHED_METHOD})
+        rows[-1]["bracket_level"] = 1.0 - rows[-1]["pact_alpha"] - rows[-1]["ub_alpha"]
     return (pd.DataFrame(rows, columns=list(PACT_MATCHED_COLUMNS))
             .sort_values(["loss_max", "instance_key"]).reset_index(drop=True))
 
@@ -497,13 +498,15 @@ def pact_adaptive_claim(df: pd.DataFrame, says: str, pact_claim: str) -> dict:
     reference = ("the adaptive optimum at PACT's certified level: proven LB from adaptive-opt's frontier; "
                  + ub_statement(df) + ", of a policy certified at that level or above")
     statistic = ("cost/optimum − 1: median over distinct instances, one bracket [c_low/UB − 1, c_high/LB − 1] "
-                 "per instance; the sample median is known only within [median of the lower ends, median of the upper ends] and "
+                 "per instance; the sample median is known only within [median of the lower ends, median of "
+                 "the upper ends] and "
                  "is printed as that bracket; the interval [lower end₍r₎, upper end₍n−r+1₎] is an exact binomial "
                  "order-statistic interval over the ends, which holds when the order-statistic event and every "
                  "instance's bracket hold: its level is stated by the union bound (each instance's statements "
                  "at 1 − α/n, Bonferroni, so that the whole holds at ≥ 95 % when the adaptive-opt records' "
                  "confidence allows; else the lower joint level is stated and the verdict is at that level); "
-                 f"holds / does not hold only when the interval lies wholly on one side of {100 * MATCH_MEDIAN_GAP:g} %")
+                 "holds / does not hold only when the interval lies wholly on one side of "
+                 f"{100 * MATCH_MEDIAN_GAP:g} %")
     paper_says = (says + ". The paper's 'optimum' is found with the true loss evolution (known in advance), which "
                   "no policy can attain; here the reference is the best implementable closed-loop policy at the "
                   "same certified risk")

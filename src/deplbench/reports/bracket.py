@@ -41,7 +41,7 @@ from deplbench.reports.claims import (
     paper_depl,
 )
 from deplbench.reports.claims_common import MEDIAN_STATISTIC, NOT_DECIDED, median_verdict
-from deplbench.reports.stats import MedianInterval, median_interval, undecided_text
+from deplbench.reports.stats import median_interval, undecided_text
 
 #: Registry name of the bracket algorithm.
 CERTIFIED = "milp-certified"

@@ -154,8 +154,9 @@ def property2(fits: pd.DataFrame, algorithm: str = DEPL) -> dict:
                 evidence, compared=f"'{algorithm}': work counters (diagnostics.work) where "
                 "reported, else runtime, against each size parameter with the others fixed",
                 reference="the exponent Property 2 prints (and the one its proof implies, "
-                "for η)", statistic="OLS log-log slope with a 95 % t-interval; fails when "
-                "the interval lies wholly above the exponent (for ε: below)",
+                "for η)", statistic="OLS log-log slope with a 95 % t-interval (n − 2 dof): a confidence "
+                "interval on runtimes, a fit-residual band on exact work counters (no sampling error); fails "
+                "when the interval lies wholly above the exponent (for ε: below)",
                 instances=runs)
 
 

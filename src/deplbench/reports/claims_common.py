@@ -104,7 +104,14 @@ def claim_row(claim, source, says, measured, verdict, evidence, compared="", ref
 
 
 def fmt_fit(r) -> str:
-    ci = (f"[{r.ci_low:.2f}, {r.ci_high:.2f}]" if math.isfinite(r.ci_low) else "[n/a]")
+    """``"1.98 [1.98, 1.99] (95 % fit-residual band …), 8 runs, 25–200"``: the slope, its
+    interval with its level and kind (a t confidence interval on runtimes, a fit-residual
+    band on exact work counters: column ``ci_kind``)."""
+    kind = getattr(r, "ci_kind", "") or ""
+    level = getattr(r, "ci_level", math.nan)
+    label = (f" ({100 * level:.0f} % {kind})" if kind and isinstance(level, float) and math.isfinite(level)
+             else f" ({kind})" if kind else "")
+    ci = (f"[{r.ci_low:.2f}, {r.ci_high:.2f}]{label}" if math.isfinite(r.ci_low) else "[n/a]")
     return f"{r.slope:.2f} {ci}, {int(r.points)} runs, {r.min_value:g}–{r.max_value:g}"
 
 

@@ -41,6 +41,7 @@ CLOSED_LOOP_COLUMNS = (
     "set", "loss_max", "algorithm", "mode", "static_cost", "static_quantile", "static_verdict",
     "runs", "p_success", "p_success_low", "p_success_high", "cost_mean", "cost_sem", "cost_q50",
     "cost_q99", "epochs_mean", "time_mean", "loss_quantile", "deadline_missed", "policy_calls", "sim_s",
+    "p_success_level", "p_success_method",
 )
 
 #: Columns of :func:`pact_comparison`.
@@ -93,6 +94,8 @@ def closed_loop_table(df: pd.DataFrame) -> pd.DataFrame:
                 "time_mean": (s.get("time") or {}).get("mean"), "loss_quantile": s.get("loss_quantile"),
                 "deadline_missed": s.get("deadline_missed"), "policy_calls": s.get("policy_calls"),
                 "sim_s": s.get("wall_s"),
+                "p_success_level": s.get("confidence", cl.get("confidence")),
+                "p_success_method": s.get("p_success_method") or "",
             })
     if not rows:
         return pd.DataFrame(columns=list(CLOSED_LOOP_COLUMNS))
@@ -293,27 +296,34 @@ def _adaptive_part(s: Section, ctx) -> None:
                 "at the series' true P(success); ratio_own = cost_mean / lb_own, at that confidence ≥ "
                 "cost_mean / that optimum — an estimate, as cost_mean is a sample mean. The ratio to the "
                 "optimum at ω lies in [ratio_omega_low, ratio_omega_high] = [cost/UB, cost/LB] at the "
-                "bracket's joint confidence."))
+                "bracket's joint confidence (ratio_omega_level; cost_mean taken as exact, so the ends are "
+                "estimates through it: ratio_omega_method)."))
     if m.empty:
         s.missing("No adaptive-opt record shares an instance with a closed-loop simulation: add "
                   "adaptive-opt to the sweep's PACT group (quick.toml does).")
     s.add(Table("pact_matched", "Closed-loop PACT against the adaptive optimum at PACT's certified level",
                 pact_matched_table(ctx.df), PACT_MATCHED_COLUMNS,
                 "One row per closed-loop PACT record on an instance with an adaptive bracket (the PACT claim's "
-                "data). pact_cost: closed-loop PACT's sample mean cost (an estimate); pact_level: the lower "
-                f"end of PACT's two-sided Clopper–Pearson interval on P(success) at {ci} (the point estimate "
-                "only when the record has no interval); lb: the proven bound on the adaptive optimum at that level "
-                "(frontier level ≤ pact_level); ub: the upper confidence bound on the mean cost of an "
-                "adaptive-opt policy certified at ub_level ≥ pact_level (empty when none is; " + ub + "); "
-                "PACT's excess over the optimum there lies in [gap_lo, gap_hi] = [pact_cost/ub − 1, "
-                "pact_cost/lb − 1], gap_lo = 0 without such a policy (PACT's own policy is certified at its "
+                "data). Each row's statements are made at a level chosen so that the claim's interval over "
+                "instances holds at 95 % by the union bound when the adaptive-opt records' confidence leaves "
+                "room (Bonferroni), else the claim states the lower joint level. pact_cost: closed-loop PACT's "
+                "sample mean cost (an estimate); [pact_cost_low, pact_cost_high]: a two-sided "
+                "normal-approximation (CLT) interval on its mean; pact_level: the one-sided Clopper–Pearson "
+                "lower bound on PACT's P(success) from its successes and runs (for a record without its counts: "
+                f"the lower end of its two-sided interval at {ci}); the two fail with probability ≤ pact_alpha "
+                "together. lb: the proven bound on the adaptive optimum at that level (frontier level ≤ "
+                "pact_level); ub: the upper confidence bound on the mean cost of an adaptive-opt policy "
+                "certified at ub_level ≥ pact_level (empty when none is; " + ub + "), failing with probability "
+                "≤ ub_alpha. PACT's excess over the optimum there lies in [gap_lo, gap_hi] = "
+                "[pact_cost_low/ub − 1, pact_cost_high/lb − 1] with probability ≥ bracket_level = 1 − "
+                "pact_alpha − ub_alpha; gap_lo = 0 without such a policy (PACT's own policy is certified at its "
                 "level)."))
     price = price_of_adaptivity(ctx.df)
     s.add(Table("price_of_adaptivity", "Price of adaptivity: static optimum ÷ adaptive optimum", price,
                 PRICE_COLUMNS,
                 "static_optimum: the exact static optimum (records with reference exact-static), else the "
-                "certified static bracket's UB (certified-static, labelled); price in [static/UB, static/LB] "
-                f"of the adaptive bracket (adaptive_ub: {ub})."))
+                "certified static bracket's UB (certified-static, labelled); price in [price_low, price_high] = "
+                f"[static/UB, static/LB] of the adaptive bracket at price_level (adaptive_ub: {ub})."))
     if price.empty:
         s.missing("No instance has both an adaptive bracket and a static reference (exact-static or "
                   "certified-static): the price of adaptivity is not measured.")

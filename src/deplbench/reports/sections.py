@@ -367,9 +367,10 @@ def section_complexity(ctx: Context) -> Section:
                 "vertices, branch-and-bound nodes, ...), against each size parameter on "
                 "log-log axes. A slope is fitted by OLS on log(measure) vs log(size) over "
                 "runs of one solver whose other parameters are identical (column fixed), "
-                "with a 95 % t-interval (n − 2 degrees of freedom). Counters are exact "
-                "and deterministic, so their interval only reflects departure from a power "
-                "law; runtime intervals also hold the timing noise of a shared machine. "
+                "with a 95 % t-interval (n − 2 degrees of freedom; column ci_kind). Counters are exact "
+                "and deterministic, so their interval is no confidence interval but a fit-residual band: it "
+                "only reflects departure from a power law; on runtimes it is a t confidence interval "
+                "holding the timing noise of a shared machine. "
                 "Property 2 claims O(|D|² + |M|²K²/η⁴ + 1/ε): exponent 2 for |D|, |M|, "
                 "K̄; −4 for η as printed, +4 as implied by the vertex count |M|Kη² with "
                 "O(V²); −1 for ε. A big-O exponent is an upper bound: a slope whose whole "
@@ -384,7 +385,8 @@ def section_complexity(ctx: Context) -> Section:
     s.add(Table("complexity_counters", "Work counters beside runtime", counters,
                 cx.COUNTER_COLUMNS,
                 "Per solver and size parameter: each counter's fitted slope (exact "
-                "counts) with its 95 % t-interval, beside the runtime slope on the same "
+                "counts) with its 95 % fit-residual band (t, n − 2 dof; no sampling error), "
+                "beside the runtime slope on the same "
                 "runs, the exponent Property 2 prints, and the one the algorithm's own "
                 "structure implies (for a vertex counter: |M|·K·η², DepL Sec. V)."))
     if counters.empty:
@@ -407,7 +409,7 @@ def section_complexity(ctx: Context) -> Section:
             continue
         s.add(Figure(f"complexity_{p}", f"Runtime vs {tabs.size_label(p)}", f,
                      "Points: runs of each series' largest fit group; lines: OLS fit "
-                     "(slope, 95 % CI); dashed: the claimed exponent; dotted: the "
+                     "(slope, 95 % t confidence interval, n − 2 dof); dashed: the claimed exponent; dotted: the "
                      "exponent the vertex count implies (η only)."))
     work = cx.best_fits(fits[fits["measure"] != cx.TIME], by_family=True, measure=None) \
         if not fits.empty else fits
@@ -417,7 +419,8 @@ def section_complexity(ctx: Context) -> Section:
         f = cx_fig.complexity(work, p, ctx.styles, ctx.scale)
         s.add(Figure(f"complexity_work_{p}", f"Work counted vs {tabs.size_label(p)}", f,
                      "Exact counts of diagnostics.work per run; lines: OLS fit (slope, "
-                     "95 % CI); dashed: Property 2's exponent for the runtime; dotted: "
+                     "95 % fit-residual band, t with n − 2 dof: exact counts, no confidence "
+                     "interval); dashed: Property 2's exponent for the runtime; dotted: "
                      "the exponent of the vertex count |M|·K·η² (DepL Sec. V)."))
     knap = best[is_knap & (best["parameter"] == "n_models")] if not best.empty else best
     if knap.empty:
