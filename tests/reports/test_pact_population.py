@@ -247,7 +247,7 @@ def test_matched_row_states_a_true_joint_level():
     joint = pact_joint_level(t, cover)
     assert joint < PACT_JOINT_LEVEL and joint == pytest.approx(cover - 8 * 0.05 - 0.05)
     r = rows(_with_counts(frame(), 10000))["matched"]
-    assert f"holds jointly only at ≥ {100 * joint:.1f} %" in r["measured"]
+    assert f"only ≥ {100 * joint:.1f} % jointly (union bound), below 95 %" in r["measured"]
     assert "the verdict is at that joint level" in r["measured"]
     # PACT's level is its own one-sided Clopper–Pearson bound at the allotted level
     alpha = float(t["pact_alpha"].iloc[0])
@@ -261,7 +261,7 @@ def test_matched_row_states_a_true_joint_level():
     assert pact_joint_level(t, cover) == pytest.approx(PACT_JOINT_LEVEL)
     assert t["ub_alpha"].tolist() == pytest.approx([0.001] * 8)
     r = rows(f)["matched"]
-    assert "holds jointly at ≥ 95 %" in r["measured"] and "Bonferroni" in r["measured"]
+    assert "[" in r["measured"] and "(≥ 95 % jointly (union bound, Bonferroni)" in r["measured"]
 
 
 def test_matched_row_prints_the_median_as_a_bracket():

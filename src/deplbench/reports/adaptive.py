@@ -524,16 +524,18 @@ def pact_adaptive_claim(df: pd.DataFrame, says: str, pact_claim: str) -> dict:
            f"each at ≥ {100 * (1 - alpha_p - alpha_ub):.3f} % (PACT's level and cost together at "
            f"1 − {alpha_p:.2g}, the adaptive UB at 1 − {alpha_ub:.2g})")
     met = math.isfinite(joint) and joint >= PACT_JOINT_LEVEL - 1e-12
-    note = (f"holds jointly at ≥ {100 * PACT_JOINT_LEVEL:.0f} % ({how}; Bonferroni)" if met else
-            f"holds jointly only at ≥ {100 * max(joint, 0.0):.1f} %, below {100 * PACT_JOINT_LEVEL:.0f} % ({how}: "
-            "the adaptive-opt records' own confidence leaves no room; an adaptive-opt entry with a higher "
-            "confidence parameter would give 95 %)" if math.isfinite(joint) else "")
+    note = (f"≥ {100 * PACT_JOINT_LEVEL:.0f} % jointly (union bound, Bonferroni)" if met else
+            f"only ≥ {100 * max(joint, 0.0):.1f} % jointly (union bound), below {100 * PACT_JOINT_LEVEL:.0f} %"
+            if math.isfinite(joint) else "")
     if note:
-        ci = replace(ci, level=joint, level_note=f"{MEDIAN_METHOD_SHORT} over {ci.n} distinct instances; {note}")
+        ci = replace(ci, level=joint, level_note=f"{note}: {MEDIAN_METHOD_SHORT} over {ci.n} distinct instances")
     lv = t["pact_level"].to_numpy(float)
     thr = f"threshold: median ≤ {100 * MATCH_MEDIAN_GAP:g} %"
     txt = (f"{ci.n} distinct instances: PACT's excess over the adaptive optimum at its certified P(success) "
            f"({lv.min():.4f}–{lv.max():.4f}): median {ci.text(100, ' %')} ({thr})")
+    if note:
+        txt += (f"; the interval's level: {how}" + ("" if met else "; the adaptive-opt records' own confidence "
+                "leaves no room for 95 %, an adaptive-opt entry with a higher confidence parameter would give it"))
     n_ub = int(per["has_ub"].sum())
     if n_ub:
         ub_lv = t["ub_level"].dropna().to_numpy(float)

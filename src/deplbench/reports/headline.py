@@ -178,9 +178,11 @@ def headline_table(plans: pd.DataFrame, styles: dict[str, SeriesInfo]) -> pd.Dat
     order-statistic interval on the median ratio over distinct instances
     (:func:`~deplbench.reports.stats.median_interval`; ±inf below 6
     instances), of nominal level 95 %, exact coverage ``ratio_ci_level``,
-    method ``ratio_ci_method``; ``ratio_adaptive_median`` = a static plan's cost / the
-    adaptive optimum, where one exists (in this table only: the cards
-    must fit the first screen); ``below_ub``/``below_lb`` count plans cheaper than UB /
+    method ``ratio_ci_method``; ``ratio_adaptive_median`` = the median of a
+    static plan's cost / the adaptive bracket's UB (an upper confidence
+    bound), so a lower end of its ratio to the adaptive optimum ("at least"),
+    where one exists (in this table only: the cards must fit the first screen);
+    ``below_ub``/``below_lb`` count plans cheaper than UB /
     than the proven LB; ``proven_feasible`` (exact verdict),
     ``certified_feasible`` (Clopper–Pearson verdict), ``mc_met`` of
     ``evaluated`` (Monte Carlo cross-check), ``missed`` (proven infeasible,
@@ -291,5 +293,9 @@ def headline(df: pd.DataFrame, claims: pd.DataFrame | None,
                   "Colour: green holds, red does not hold, grey not measured or "
                   "not decided. The whole reasoning is in section 5."))
     box.add(Table("headline", "Every number of the cards", table, HEADLINE_COLUMNS,
-                  collapse=True))
+                  "ratio_ci_low, ratio_ci_high: the interval on the median ratio over distinct instances "
+                  "(ratio_ci_method), exact coverage ratio_ci_level. ratio_adaptive_median: median of a static "
+                  "plan's cost / the adaptive bracket's UB, an upper confidence bound on the adaptive optimum, so "
+                  "a lower end of the ratio to it (the plan costs at least that many times the adaptive optimum, "
+                  "at the bracket's confidence).", collapse=True))
     return box

@@ -356,7 +356,8 @@ def section_ratio(ctx: Context) -> Section:
                      f"Competitive ratio vs {tabs.size_label(p)}",
                      "Left, linear axis around 1: measured median, band min–max. Right, "
                      "log-log: the same beside Property 3's (1/η)(1+ε) (dashed, ×). "
-                     "Dotted: ratio 1, the optimum.",
+                     "Dotted: ratio 1, the optimum. The optimum is proven, except for a series named "
+                     "'[vs SAA optimum (S = …)]': the SAA optimum of its instance, not proven.",
                      missing=f"Nothing to draw against {tabs.size_label(p)}.")
     return s
 
