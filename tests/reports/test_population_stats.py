@@ -114,3 +114,15 @@ def test_exact_profiles_one_problem_per_instance_failures_infinite():
     assert tab.loc["best-exp", "failures"] == 1 and tab.loc["depl", "instances"] == 3
     assert tab.loc["depl", "rho_at_1_05"] == pytest.approx(1.0)
     assert tab.loc["depl", "rho_at_1_01"] == pytest.approx(1 / 3)
+
+
+def test_bracket_failures_lower_the_stated_level():
+    from deplbench.reports.stats import with_bracket_failures
+
+    ci = median_interval(np.arange(1.0, 11.0), np.arange(1.5, 11.5))     # n = 10: 97.85 %
+    assert with_bracket_failures(ci, np.zeros(10)) is ci                 # proven brackets: unchanged
+    low = with_bracket_failures(ci, np.full(10, 0.05))                    # ten brackets at 95 % each
+    assert low.level == pytest.approx(ci.level - 0.5)
+    assert "≥ 47.9 % jointly, below 95 % (union bound" in low.text()
+    ok = with_bracket_failures(ci, np.full(10, 0.001))
+    assert ok.level == pytest.approx(ci.level - 0.01) and "below" not in ok.text()

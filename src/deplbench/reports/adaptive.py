@@ -58,7 +58,7 @@ from deplbench.reports.claims_common import (
     median_verdict,
 )
 from deplbench.reports.figures import COST_AXIS, add_legend, new_figure
-from deplbench.reports.stats import MEDIAN_METHOD_SHORT, median_interval, undecided_text
+from deplbench.reports.stats import MEDIAN_METHOD_SHORT, level_caveat, median_interval, undecided_text
 from deplbench.reports.styles import info_for, ordered
 
 ADAPTIVE = "adaptive"
@@ -550,8 +550,8 @@ def pact_adaptive_claim(df: pd.DataFrame, says: str, pact_claim: str) -> dict:
     if np.isfinite(hi).all():
         txt += f"; 90th pct of the upper ends {100 * float(np.quantile(hi, 0.9)):+.1f} % (not judged)"
     verdict = median_verdict(ci, MATCH_MEDIAN_GAP)
-    if not met and verdict != NOT_DECIDED and math.isfinite(joint):
-        txt += f"; the verdict is at that joint level ({100 * max(joint, 0.0):.1f} %), not at 95 %"
+    if verdict != NOT_DECIDED:
+        txt += level_caveat(ci)
     if verdict == NOT_DECIDED:
         txt += "; " + undecided_text(ci, MATCH_MEDIAN_GAP)
     return claim_row(claim, "PACT paper §VI-C", paper_says, txt + " (per instance: table pact_matched)", verdict,

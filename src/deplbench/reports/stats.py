@@ -521,6 +521,47 @@ def median_interval(values, high_values=None, level: float = MEDIAN_LEVEL) -> Me
     return MedianInterval(med, float(lo[r - 1]), float(hi[n - r]), n, cover, spread, m_lo, m_hi, level)
 
 
+def with_bracket_failures(ci: MedianInterval, alphas) -> MedianInterval:
+    """``ci`` at its true level when its observations are brackets that each hold only
+    with probability 1 − α_i (a certified bracket's confidence): the interval holds when
+    the order-statistic event and every bracket hold, so at ≥ level − Σ α_i (union bound).
+
+    Parameters
+    ----------
+    ci : MedianInterval
+        From :func:`median_interval` over the brackets' ends.
+    alphas : array_like
+        One failure probability per bracket the interval rests on (NaN and 0
+        for a proven bracket are ignored).
+
+    Returns
+    -------
+    MedianInterval
+        ``ci`` unchanged when every bracket is proven (Σ α = 0) or no interval
+        exists; else with ``level`` the joint level and a ``level_note`` saying so.
+    """
+    a = np.asarray(alphas, dtype=float)
+    total = float(np.nansum(a[a > 0])) if a.size else 0.0
+    if total <= 0 or not (math.isfinite(ci.low) and math.isfinite(ci.high)):
+        return ci
+    joint = ci.level - total
+    k = int((a > 0).sum())
+    below = "" if joint >= ci.nominal - 1e-12 else f", below {100 * ci.nominal:.0f} %"
+    note = (f"≥ {100 * max(joint, 0.0):.1f} % jointly{below} (union bound: the order-statistic event "
+            f"{100 * ci.level:.1f} % and {k} certified bracket(s) at their confidence): "
+            f"{MEDIAN_METHOD_SHORT} over {ci.n} distinct instances")
+    return replace(ci, level=joint, level_note=note)
+
+
+def level_caveat(ci: MedianInterval) -> str:
+    """``"; the verdict is at that joint level (42.9 %), not at 95 %"`` when a union
+    bound (:func:`with_bracket_failures`) left ``ci`` below its nominal level, else ``""``."""
+    if ci.level_note and math.isfinite(ci.level) and ci.level < ci.nominal - 1e-12:
+        return (f"; the verdict is at that joint level ({100 * max(ci.level, 0.0):.1f} %), "
+                f"not at {100 * ci.nominal:.0f} %")
+    return ""
+
+
 #: Verdicts of :func:`decide` (the claims audit's words).
 DECIDE_HOLDS, DECIDE_FAILS, DECIDE_OPEN = "holds", "does not hold", "not decided"
 
