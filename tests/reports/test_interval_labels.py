@@ -136,3 +136,26 @@ def test_adaptive_tables_carry_level_and_method():
     p = price_of_adaptivity(df)
     assert len(p) and (p["price_level"] == 0.95).all() and p["price_method"].str.contains("UB").all()
     assert not math.isnan(float(p["price_low"].iloc[0]))
+
+
+def test_headline_interval_against_certified_brackets_states_the_union_bound():
+    from deplbench.reports import reference as ref_mod
+    from deplbench.reports.headline import headline_table
+    from deplbench.reports.styles import series_info
+    from tests.reports.test_report_glance import _plan
+
+    rows = []
+    for i in range(8):
+        key = f"c{i}"
+        rows += [_plan("milp-certified", key, 0.0, reference="certified-static", status="feasible",
+                       lower_bound=95.0, diagnostics={"bracket": {"confidence": 0.99,
+                                                                  "upper_bound": {"value": 100.0}}}),
+                 _plan("depl", key, 101.0 + i, status="feasible")]
+    df = prepare(pd.DataFrame(rows, columns=list(STORE_COLUMNS))).df
+    plans = ref_mod.plan_ratios(df)
+    head = headline_table(plans, series_info(df), ref_mod.references(df)).set_index("algorithm")
+    # 8 brackets at 99 % each beside the order-statistic event's 1 − 2/2⁸
+    assert head.loc["depl", "ratio_ci_level"] == pytest.approx(1 - 2 / 256 - 8 * 0.01)
+    assert "union bound" in head.loc["depl", "ratio_ci_method"]
+    plain = headline_table(plans, series_info(df)).set_index("algorithm")
+    assert plain.loc["depl", "ratio_ci_level"] == pytest.approx(1 - 2 / 256)
