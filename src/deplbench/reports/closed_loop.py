@@ -261,7 +261,7 @@ def section_closed_loop(ctx) -> Section:
                  "judged in the claims (table pact_matched). "
                  "Solid: each algorithm's static plan cost. Dashed: mean cost in closed loop — "
                  "the algorithm's own policy where it has one, else its plan stopped at ℓmax; "
-                 "bars ± 1.96 standard errors over the runs."
+                 "bars ± 1.96 standard errors over the runs (a 95 % normal-approximation interval on the mean)."
                  + (f" Left out: {', '.join(sorted(stricter))} (adaptive-opt at a stricter level than ω, "
                     "for the matched-risk claim; table pact_matched)." if stricter else ""),
                  missing=f"No closed-loop simulation on the {PACT_SET} set.")
