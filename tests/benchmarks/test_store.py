@@ -344,3 +344,19 @@ def test_the_record_verdict_follows_a_proof_over_a_wrong_monte_carlo_certificate
     cols = record_mod.evaluation_columns(ev.to_dict())
     assert (cols["verdict"], cols["certified_verdict"]) == ("feasible", "certified feasible")
     assert cols["ci_level"] == 0.95 and cols["ci_method"] == ev.ci_method != record_mod.DEFAULT_CI_METHOD
+
+
+def test_every_exported_interval_states_its_level_and_method():
+    """violation_ub/lb and the closed-loop P(success) interval carry their level and method."""
+    ev = {"quantile": 9.0, "quantile_ci": [8.5, 9.5], "confidence": 0.95, "exact": False,
+          "violation_ub": 0.004, "violation_lb": 0.001, "violation_ub_level": 0.95}
+    cols = record_mod.evaluation_columns(ev)
+    assert "one-sided" in cols["violation_ub_method"] and "upper" in cols["violation_ub_method"]
+    assert cols["violation_lb"] == 0.001 and cols["violation_lb_level"] == 0.95
+    assert "one-sided" in cols["violation_lb_method"] and "lower" in cols["violation_lb_method"]
+    assert record_mod.evaluation_columns({**ev, "exact": True})["violation_ub_method"].startswith("exact")
+    cl = {"confidence": 0.95, "policy": {"runs": 100, "p_success": 0.99, "p_success_ci": [0.94, 0.999],
+                                         "p_success_method": "Clopper–Pearson, two-sided, level 0.95"}}
+    c = record_mod.closed_loop_columns(cl)
+    assert c["cl_p_success_level"] == 0.95 and c["cl_p_success_method"].startswith("Clopper–Pearson, two-sided")
+    assert {"violation_ub_method", "violation_lb_level", "cl_p_success_method"} <= set(COLUMNS)

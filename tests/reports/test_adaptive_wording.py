@@ -87,7 +87,9 @@ def test_built_report_labels_the_adaptive_upper_bound_with_its_level(tmp_path):
     assert "≥ the true ratio" not in risk and "policy's mean cost UB" not in risk
     assert "an estimate" in risk
     pact = md["pact_matched"].split("\n\n")[1]
-    assert "a sample mean" in pact and "Clopper–Pearson interval on P(success) at level 0.95" in pact
+    assert "sample mean cost (an estimate)" in pact and "normal-approximation (CLT) interval on its mean" in pact
+    assert "one-sided Clopper–Pearson lower bound on PACT's P(success)" in pact
+    assert "two-sided interval at level 0.95" in pact and "bracket_level = 1 − pact_alpha − ub_alpha" in pact
     html = (tmp_path / "index.html").read_text(encoding="utf-8")
     assert "empirical-Bernstein upper confidence bound" in html
     claims = summary.claims

@@ -61,10 +61,34 @@ def test_decide_and_instances_to_decide():
     near, far = instances_to_decide(ci, 0.45), instances_to_decide(ci, 0.1)
     assert near > far >= 6                       # closer to the threshold: more instances
     assert instances_to_decide(ci, ci.median) == math.inf
-    # wide brackets around a median far from the threshold: the spread of the midpoints alone
-    # would ask for 6, but the 8 at hand do not decide it, so more than 8 are needed
+    # wide brackets: the distance counts from the threshold to the sample median's bracket
+    # [median(lo), median(hi)], not to its middle, and never fewer than the 8 at hand + 1
     wide = median_interval(np.linspace(0.0, 0.07, 8), np.linspace(0.3, 0.6, 8))
-    assert decide(wide, 0.02) == DECIDE_OPEN and instances_to_decide(wide, 0.02) == 9
+    assert decide(wide, 0.02) == DECIDE_OPEN and instances_to_decide(wide, 0.02) > 9
+    assert instances_to_decide(wide, 0.2) == math.inf      # inside the median's bracket
+
+
+def test_bracketed_median_is_printed_as_a_bracket_not_a_midpoint():
+    lo = np.array([0.04, 0.06, 0.08, 0.10, 0.10, 0.11, 0.14, 0.17, 0.21, 0.03])
+    hi = lo + np.array([0.10, 0.09, 0.07, 0.11, 0.12, 0.11, 0.11, 0.11, 0.12, 0.11])
+    ci = median_interval(lo, hi)
+    assert ci.bracketed and ci.median_low == pytest.approx(np.median(lo))
+    assert ci.median_high == pytest.approx(np.median(hi))
+    txt = ci.text(100, " %")
+    assert txt.startswith(f"within [{100 * np.median(lo):.2f} %, {100 * np.median(hi):.2f} %], interval [")
+    assert f"{100 * 0.5 * (np.median(lo) + np.median(hi)):.2f} %" not in txt
+    # the interval's level and method are printed, with the exact coverage at n = 10
+    assert "≥ 95 % (exact 97.9 %) exact binomial order-statistic interval over 10 distinct instances" in txt
+
+
+def test_point_median_text_states_level_and_method():
+    ci = median_interval(np.linspace(1.0, 2.0, 8))
+    assert not ci.bracketed
+    assert ci.text() == ("1.50 [1.00, 2.00] (≥ 95 % (exact 99.2 %) exact binomial order-statistic interval "
+                         "over 8 distinct instances)")
+    assert "no 95 % order-statistic interval exists" in median_interval([1.0, 2.0]).text()
+    neg = ci.negated()
+    assert (neg.low, neg.high, neg.median_low, neg.median_high) == (-2.0, -1.0, -1.5, -1.5)
 
 
 def test_exact_profiles_one_problem_per_instance_failures_infinite():
@@ -95,3 +119,15 @@ def test_exact_profiles_one_problem_per_instance_failures_infinite():
     assert tab.loc["best-exp", "failures"] == 1 and tab.loc["depl", "instances"] == 3
     assert tab.loc["depl", "rho_at_1_05"] == pytest.approx(1.0)
     assert tab.loc["depl", "rho_at_1_01"] == pytest.approx(1 / 3)
+
+
+def test_bracket_failures_lower_the_stated_level():
+    from deplbench.reports.stats import with_bracket_failures
+
+    ci = median_interval(np.arange(1.0, 11.0), np.arange(1.5, 11.5))     # n = 10: 97.85 %
+    assert with_bracket_failures(ci, np.zeros(10)) is ci                 # proven brackets: unchanged
+    low = with_bracket_failures(ci, np.full(10, 0.05))                    # ten brackets at 95 % each
+    assert low.level == pytest.approx(ci.level - 0.5)
+    assert "≥ 47.9 % jointly, below 95 % (union bound" in low.text()
+    ok = with_bracket_failures(ci, np.full(10, 0.001))
+    assert ok.level == pytest.approx(ci.level - 0.01) and "below" not in ok.text()

@@ -708,13 +708,32 @@ def test_optimum_priority_and_disagreement():
     assert len(knap) == 8
     assert (knap["optimum_source"] == "knapsack-dp").all() and (knap["n_oracles"] == 2).all()
     assert (knap["oracle_spread"] < 1e-9).all()
-    # a MILP that disagrees with the DP shows up instead of being averaged away
+    assert (knap["optimum_kind"] == "proven").all() and (knap["n_proven_oracles"] == 1).all()
+    # a MILP (an SAA optimum: exact for its scenarios only) far from the DP shows up as a
+    # gap, instead of being averaged away, and is no exact oracle that "disagrees"
     bad = make_frame()
     i = bad.index[(bad["family"] == "knapsack") & (bad["algorithm"] == "milp")][0]
     bad.loc[i, "cost"] = bad.loc[i, "cost"] * 1.5
     agree = tabs.oracle_agreement(prepare(bad).df).set_index("family")
-    assert agree.loc["knapsack", "disagreeing"] == 1
-    assert agree.loc["knapsack", "max_relative_spread"] == pytest.approx(0.5)
+    assert agree.loc["knapsack", "disagreeing"] == 0 and agree.loc["knapsack", "with_two_oracles"] == 0
+    assert agree.loc["knapsack", "with_saa_and_exact"] == 8
+    assert agree.loc["knapsack", "saa_vs_exact_max_gap"] == pytest.approx(0.5)
+
+
+def test_saa_optimum_is_not_called_proven():
+    """An instance whose only optimum is an SAA one (the MILP on S scenarios): the
+    section-2 note does not count it as proven, and its competitive-ratio rows say
+    they are against the SAA optimum."""
+    df = prepare(make_frame()).df
+    opt = optimum_per_instance(df)
+    saa = opt[opt["optimum_kind"] == "saa"]
+    assert len(saa) and (saa["optimum_source"] == "milp").all() and saa["optimum_scenarios"].notna().all()
+    from deplbench.reports.stats import with_ratios
+
+    t = tabs.ratio_vs(with_ratios(df))
+    vs_saa = t[t["reference"].str.startswith("SAA optimum")]
+    assert len(vs_saa) and vs_saa["algorithm"].str.contains(r"\[vs SAA optimum \(S = ", regex=True).all()
+    assert (t.loc[~t.index.isin(vs_saa.index), "reference"] == "proven optimum").all()
 
 
 def test_submodularity_keys_and_sampled_checks():

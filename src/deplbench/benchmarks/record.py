@@ -152,6 +152,13 @@ class TaskRecord:
     violation_ub: float | None = _col("real", "certified upper bound on P(ℓ(K) > ℓmax) "
                                               "(filled when the evaluation provides it)")
     violation_ub_level: float | None = _col("real", "confidence of violation_ub")
+    violation_ub_method: str | None = _col("text", "how violation_ub was built (one-sided exact "
+                                                   "Clopper–Pearson upper bound, or exact)")
+    violation_lb: float | None = _col("real", "lower confidence bound on P(ℓ(K) > ℓmax) (filled "
+                                              "when the evaluation provides it)")
+    violation_lb_level: float | None = _col("real", "confidence of violation_lb")
+    violation_lb_method: str | None = _col("text", "how violation_lb was built (one-sided exact "
+                                                   "Clopper–Pearson lower bound, or exact)")
     certified_verdict: str | None = _col("text", "verdict from violation_ub/violation_lb vs 1 − ω "
                                                  "(Clopper-Pearson at violation_ub_level), or the exact "
                                                  "bounds' where they decide (when provided)")
@@ -169,6 +176,8 @@ class TaskRecord:
     cl_p_success_low: float | None = _col("real", "lower end of its two-sided Clopper–Pearson "
                                                   "interval at closed_loop.confidence")
     cl_p_success_high: float | None = _col("real", "upper end of that interval")
+    cl_p_success_level: float | None = _col("real", "level of that interval (closed_loop.confidence)")
+    cl_p_success_method: str | None = _col("text", "how that interval was built")
     cl_cost_mean: float | None = _col("real", "mean cost (2) actually spent per run")
     cl_cost_q99: float | None = _col("real", "99th percentile of the cost per run")
     cl_epochs_mean: float | None = _col("real", "mean epochs per run")
@@ -320,8 +329,9 @@ def evaluation_columns(evaluation: Mapping[str, Any] | None) -> dict:
     (:mod:`deplbench.formulations.evaluation.evaluate`): ``quantile``, ``quantile_ci``,
     ``confidence``, ``verdict``, ``samples``, ``seed``, ``exact``,
     ``expected_loss``, ``constraints_ok``; and, when present, ``ci_method``,
-    ``violation_ub``, ``violation_ub_level`` (or ``violation_ub_confidence``)
-    and ``certified_verdict``.
+    ``violation_ub``, ``violation_ub_level`` (or ``violation_ub_confidence``),
+    ``violation_lb`` and ``certified_verdict``; the bounds' methods are
+    stated from ``exact``.
     """
     ev = dict(evaluation or {})
     if not ev:
@@ -340,6 +350,16 @@ def evaluation_columns(evaluation: Mapping[str, Any] | None) -> dict:
         "violation_ub_level": ev.get("violation_ub_level", ev.get("violation_ub_confidence")),
         "certified_verdict": ev.get("certified_verdict"),
     }
+    if ev.get("violation_ub") is not None:
+        level = out["violation_ub_level"]
+        exact = bool(ev.get("exact"))
+        out["violation_ub_method"] = ("exact (every random term a point mass)" if exact else
+                                      "one-sided exact Clopper–Pearson upper bound on the evaluator's draws")
+        if ev.get("violation_lb") is not None:
+            out.update(violation_lb=ev["violation_lb"], violation_lb_level=level,
+                       violation_lb_method=("exact (every random term a point mass)" if exact else
+                                            "one-sided exact Clopper–Pearson lower bound on the evaluator's "
+                                            "draws"))
     return out
 
 
@@ -354,6 +374,8 @@ def closed_loop_columns(closed_loop: Mapping[str, Any] | None) -> dict:
     ci = s.get("p_success_ci") or (None, None)
     return {"cl_mode": mode, "cl_runs": s.get("runs"), "cl_p_success": s.get("p_success"),
             "cl_p_success_low": ci[0], "cl_p_success_high": ci[1],
+            "cl_p_success_level": s.get("confidence", cl.get("confidence")),
+            "cl_p_success_method": s.get("p_success_method"),
             "cl_cost_mean": (s.get("cost") or {}).get("mean"), "cl_cost_q99": (s.get("cost") or {}).get("q99"),
             "cl_epochs_mean": (s.get("epochs") or {}).get("mean"), "cl_loss_quantile": s.get("loss_quantile")}
 

@@ -41,7 +41,7 @@ from deplbench.reports.claims import (
     paper_depl,
 )
 from deplbench.reports.claims_common import MEDIAN_STATISTIC, NOT_DECIDED, median_verdict
-from deplbench.reports.stats import MedianInterval, median_interval, undecided_text
+from deplbench.reports.stats import level_caveat, median_interval, undecided_text, with_bracket_failures
 
 #: Registry name of the bracket algorithm.
 CERTIFIED = "milp-certified"
@@ -218,7 +218,9 @@ def matches_optimum_bracket(df: pd.DataFrame, ratios: pd.DataFrame) -> dict:
     per = sub.assign(_hi=sub["cost_over_lb"] - 1.0,
                      _lo=(sub["cost_over_ub"] - 1.0).fillna(0.0)).groupby("instance_key")[["_lo", "_hi"]].median()
     lo, hi = per["_lo"].to_numpy(float), per["_hi"].to_numpy(float)
-    ci = median_interval(lo, hi)
+    # each instance's bracket holds at its confidence: the interval at the union bound
+    conf = sub.groupby("instance_key")["lb_confidence"].min().reindex(per.index)
+    ci = with_bracket_failures(median_interval(lo, hi), 1.0 - conf.to_numpy(float))
     verdict = median_verdict(ci, MATCH_MEDIAN_GAP)
     conf = float(np.nanmin(sub["lb_confidence"])) if sub["lb_confidence"].notna().any() else math.nan
     txt = (f"{scope}, {len(sub)}/{n_all} DepL plans certified feasible on {ci.n} distinct instances; gap "
@@ -227,6 +229,8 @@ def matches_optimum_bracket(df: pd.DataFrame, ratios: pd.DataFrame) -> dict:
            f"{100 * float(np.quantile(hi, 0.9)):.2f} % (not judged)")
     if verdict == NOT_DECIDED:
         txt += "; " + undecided_text(ci, MATCH_MEDIAN_GAP)
+    else:
+        txt += level_caveat(ci)
     return _claim(claim, yard, txt, verdict)
 
 
@@ -260,7 +264,7 @@ def beats_best_exp_bracket(df: pd.DataFrame, ratios: pd.DataFrame) -> dict:
            f"({MEDIAN_STATISTIC}); largest target-mean saving {100 * best_saving:.1f} % "
            f"({key[0]}, ℓmax = {key[1]:g}); {scale} (threshold: median saving ≥ "
            f"{100 * BEST_EXP_SAVING:g} %)")
-    neg = MedianInterval(-ci.median, -ci.high, -ci.low, ci.n, ci.level, ci.spread)
+    neg = ci.negated()
     verdict = median_verdict(neg, -BEST_EXP_SAVING)
     if verdict == NOT_DECIDED:
         txt += "; " + undecided_text(ci, BEST_EXP_SAVING)

@@ -16,7 +16,10 @@ UNDECIDED = "not decided (the reference bracket is too wide)"
 #: A claim judged on the median over distinct instances whose 95 % interval
 #: contains the threshold (the row says how many instances would decide it).
 NOT_DECIDED = "not decided (the interval contains the threshold)"
-VERDICTS = (HOLDS, FAILS, UNMEASURED, UNDECIDED, NOT_DECIDED)
+#: A comparison the rules forbid judging (SPEC §5: a mean cost is never set
+#: against plans held to an ω-quantile); its numbers stay, as description.
+NOT_APPLICABLE = "not applicable (mean vs quantile)"
+VERDICTS = (HOLDS, FAILS, UNMEASURED, UNDECIDED, NOT_DECIDED, NOT_APPLICABLE)
 
 CLAIMS_COLUMNS = ("claim", "source", "paper_says", "compared", "reference", "statistic",
                   "instances", "measured", "verdict", "evidence")
@@ -101,7 +104,14 @@ def claim_row(claim, source, says, measured, verdict, evidence, compared="", ref
 
 
 def fmt_fit(r) -> str:
-    ci = (f"[{r.ci_low:.2f}, {r.ci_high:.2f}]" if math.isfinite(r.ci_low) else "[n/a]")
+    """``"1.98 [1.98, 1.99] (95 % fit-residual band …), 8 runs, 25–200"``: the slope, its
+    interval with its level and kind (a t confidence interval on runtimes, a fit-residual
+    band on exact work counters: column ``ci_kind``)."""
+    kind = getattr(r, "ci_kind", "") or ""
+    level = getattr(r, "ci_level", math.nan)
+    label = (f" ({100 * level:.0f} % {kind})" if kind and isinstance(level, float) and math.isfinite(level)
+             else f" ({kind})" if kind else "")
+    ci = (f"[{r.ci_low:.2f}, {r.ci_high:.2f}]{label}" if math.isfinite(r.ci_low) else "[n/a]")
     return f"{r.slope:.2f} {ci}, {int(r.points)} runs, {r.min_value:g}–{r.max_value:g}"
 
 
@@ -160,6 +170,7 @@ __all__ = [
     "HOLDS",
     "MATCH_MEDIAN_GAP",
     "MATCH_P90_GAP",
+    "NOT_APPLICABLE",
     "NOT_DECIDED",
     "QUOTES",
     "SUBMODULAR_DICT_KEY",

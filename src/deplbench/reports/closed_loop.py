@@ -41,13 +41,14 @@ CLOSED_LOOP_COLUMNS = (
     "set", "loss_max", "algorithm", "mode", "static_cost", "static_quantile", "static_verdict",
     "runs", "p_success", "p_success_low", "p_success_high", "cost_mean", "cost_sem", "cost_q50",
     "cost_q99", "epochs_mean", "time_mean", "loss_quantile", "deadline_missed", "policy_calls", "sim_s",
+    "p_success_level", "p_success_method",
 )
 
 #: Columns of :func:`pact_comparison`.
 PACT_COMPARISON_COLUMNS = (
     "loss_max", "pact_open", "pact_closed", "pact_closed_sem", "pact_closed_p_success", "optimum",
     "optimum_status", "optimum_stopped", "static_learn", "static_learn_stopped", "one_switch",
-    "one_switch_stopped", "instance_key")
+    "one_switch_stopped", "instance_key", "optimum_source")
 
 #: The PACT paper's set and the algorithms its claim names (registry names).
 PACT_SET = "pact-vgg11"
@@ -93,6 +94,8 @@ def closed_loop_table(df: pd.DataFrame) -> pd.DataFrame:
                 "time_mean": (s.get("time") or {}).get("mean"), "loss_quantile": s.get("loss_quantile"),
                 "deadline_missed": s.get("deadline_missed"), "policy_calls": s.get("policy_calls"),
                 "sim_s": s.get("wall_s"),
+                "p_success_level": s.get("confidence", cl.get("confidence")),
+                "p_success_method": s.get("p_success_method") or "",
             })
     if not rows:
         return pd.DataFrame(columns=list(CLOSED_LOOP_COLUMNS))
@@ -109,10 +112,10 @@ def pact_comparison(df: pd.DataFrame) -> pd.DataFrame:
     optimum's, StaticLearn's and OneSwitch's plans (static cost, and mean
     cost when stopped at ℓmax in closed loop).
 
-    The optimum is the exact solver's plan on the same instance: the exact
-    static optimum (``milp-exact``) where it ran, else the SAA optimum
+    The optimum is the exact static optimum (``milp-exact``, proven) where
+    it ran, else the SAA optimum of an exact solver on its own scenarios
     (status optimal preferred; a time-limited incumbent is used and flagged
-    in ``optimum_status``).
+    in ``optimum_status``); ``optimum_source`` names which.
     """
     cols = list(PACT_COMPARISON_COLUMNS)
     if df.empty:
@@ -132,6 +135,7 @@ def pact_comparison(df: pd.DataFrame) -> pd.DataFrame:
         row["loss_max"] = float(lm)
         row["instance_key"] = key
         row["optimum_status"] = ""
+        row["optimum_source"] = ""
         p = g[g["solver"] == PACT]
         if not p.empty:
             r = p.iloc[0]
@@ -148,6 +152,13 @@ def pact_comparison(df: pd.DataFrame) -> pd.DataFrame:
                            _o=(ex["status"] != "optimal").astype(int)).sort_values(["_k", "_o", "cost"])
             r = ex.iloc[0]
             row["optimum"], row["optimum_status"] = r["cost"], r["status"]
+            if r["_k"] == 0:
+                what = "exact static optimum, proven"
+            elif pd.notna(r["scenarios"]):
+                what = f"SAA optimum, S = {r['scenarios']:g}, not proven"
+            else:
+                what = str(reference_kind(ex.iloc[:1]).iloc[0]) or "no proof"
+            row["optimum_source"] = f"{r['solver']} ({what})"
             row["optimum_stopped"] = stopped(r)
         for name, key in ((STATIC_LEARN, "static_learn"), (ONE_SWITCH, "one_switch")):
             h = g[g["solver"] == name]
@@ -228,7 +239,9 @@ def section_closed_loop(ctx) -> Section:
                 PACT_COMPARISON_COLUMNS,
                 "pact_open = PACT's static plan (re-planned from robust predictions); pact_closed = "
                 "mean cost of closed-loop PACT (± pact_closed_sem); *_stopped = that plan's mean cost "
-                "when stopped at ℓmax in closed loop; optimum = the exact solver's plan (SAA)."))
+                "when stopped at ℓmax in closed loop; optimum = the exact static optimum of the instance "
+                "(milp-exact, proven), else the SAA optimum of an exact solver on its own scenarios (not a "
+                "proven optimum of the chance-constrained problem); optimum_source says which."))
     if comp.empty:
         s.missing(f"No plan on the {PACT_SET} set: PACT's Fig. 6 (left) cannot be drawn.")
     from deplbench.reports.adaptive import stricter_level_series
@@ -248,7 +261,7 @@ def section_closed_loop(ctx) -> Section:
                  "judged in the claims (table pact_matched). "
                  "Solid: each algorithm's static plan cost. Dashed: mean cost in closed loop — "
                  "the algorithm's own policy where it has one, else its plan stopped at ℓmax; "
-                 "bars ± 1.96 standard errors over the runs."
+                 "bars ± 1.96 standard errors over the runs (a 95 % normal-approximation interval on the mean)."
                  + (f" Left out: {', '.join(sorted(stricter))} (adaptive-opt at a stricter level than ω, "
                     "for the matched-risk claim; table pact_matched)." if stricter else ""),
                  missing=f"No closed-loop simulation on the {PACT_SET} set.")
@@ -283,27 +296,34 @@ def _adaptive_part(s: Section, ctx) -> None:
                 "at the series' true P(success); ratio_own = cost_mean / lb_own, at that confidence ≥ "
                 "cost_mean / that optimum — an estimate, as cost_mean is a sample mean. The ratio to the "
                 "optimum at ω lies in [ratio_omega_low, ratio_omega_high] = [cost/UB, cost/LB] at the "
-                "bracket's joint confidence."))
+                "bracket's joint confidence (ratio_omega_level; cost_mean taken as exact, so the ends are "
+                "estimates through it: ratio_omega_method)."))
     if m.empty:
         s.missing("No adaptive-opt record shares an instance with a closed-loop simulation: add "
                   "adaptive-opt to the sweep's PACT group (quick.toml does).")
     s.add(Table("pact_matched", "Closed-loop PACT against the adaptive optimum at PACT's certified level",
                 pact_matched_table(ctx.df), PACT_MATCHED_COLUMNS,
                 "One row per closed-loop PACT record on an instance with an adaptive bracket (the PACT claim's "
-                "data). pact_cost: closed-loop PACT's sample mean cost (an estimate); pact_level: the lower "
-                f"end of PACT's two-sided Clopper–Pearson interval on P(success) at {ci} (the point estimate "
-                "only when the record has no interval); lb: the proven bound on the adaptive optimum at that level "
-                "(frontier level ≤ pact_level); ub: the upper confidence bound on the mean cost of an "
-                "adaptive-opt policy certified at ub_level ≥ pact_level (empty when none is; " + ub + "); "
-                "PACT's excess over the optimum there lies in [gap_lo, gap_hi] = [pact_cost/ub − 1, "
-                "pact_cost/lb − 1], gap_lo = 0 without such a policy (PACT's own policy is certified at its "
+                "data). Each row's statements are made at a level chosen so that the claim's interval over "
+                "instances holds at 95 % by the union bound when the adaptive-opt records' confidence leaves "
+                "room (Bonferroni), else the claim states the lower joint level. pact_cost: closed-loop PACT's "
+                "sample mean cost (an estimate); [pact_cost_low, pact_cost_high]: a two-sided "
+                "normal-approximation (CLT) interval on its mean; pact_level: the one-sided Clopper–Pearson "
+                "lower bound on PACT's P(success) from its successes and runs (for a record without its counts: "
+                f"the lower end of its two-sided interval at {ci}); the two fail with probability ≤ pact_alpha "
+                "together. lb: the proven bound on the adaptive optimum at that level (frontier level ≤ "
+                "pact_level); ub: the upper confidence bound on the mean cost of an adaptive-opt policy "
+                "certified at ub_level ≥ pact_level (empty when none is; " + ub + "), failing with probability "
+                "≤ ub_alpha. PACT's excess over the optimum there lies in [gap_lo, gap_hi] = "
+                "[pact_cost_low/ub − 1, pact_cost_high/lb − 1] with probability ≥ bracket_level = 1 − "
+                "pact_alpha − ub_alpha; gap_lo = 0 without such a policy (PACT's own policy is certified at its "
                 "level)."))
     price = price_of_adaptivity(ctx.df)
     s.add(Table("price_of_adaptivity", "Price of adaptivity: static optimum ÷ adaptive optimum", price,
                 PRICE_COLUMNS,
                 "static_optimum: the exact static optimum (records with reference exact-static), else the "
-                "certified static bracket's UB (certified-static, labelled); price in [static/UB, static/LB] "
-                f"of the adaptive bracket (adaptive_ub: {ub})."))
+                "certified static bracket's UB (certified-static, labelled); price in [price_low, price_high] = "
+                f"[static/UB, static/LB] of the adaptive bracket at price_level (adaptive_ub: {ub})."))
     if price.empty:
         s.missing("No instance has both an adaptive bracket and a static reference (exact-static or "
                   "certified-static): the price of adaptivity is not measured.")

@@ -81,7 +81,8 @@ ASYMPTOTIC_REGIME: dict[str, str] = {"epsilon": "small"}
 
 FIT_COLUMNS = ("source", "family", "series", "algorithm", "measure", "parameter", "fixed",
                "points", "distinct_values", "min_value", "max_value", "slope", "ci_low",
-               "ci_high", "r2", "method", "claimed_exponent", "implied_exponent", "verdict")
+               "ci_high", "r2", "method", "claimed_exponent", "implied_exponent", "verdict",
+               "ci_level", "ci_kind")
 
 #: Columns kept beside FIT_COLUMNS for drawing (not written to the CSV).
 FIT_EXTRA_COLUMNS = ("intercept", "x_values", "y_values")
@@ -97,6 +98,15 @@ MIN_VERDICT_POINTS = 4
 
 #: The measure of a runtime fit (a counter's fit is named after the counter).
 TIME = "time"
+
+#: Level of the interval on every slope (two-sided, t with n − 2 degrees of freedom).
+SLOPE_LEVEL = 0.95
+#: What [ci_low, ci_high] is (column ``ci_kind``): on runtimes a t confidence
+#: interval (timing noise is a sampling error); on work counters, exact and
+#: deterministic, there is no sampling error, and the same computation is
+#: only a band measuring the departure from a power law.
+CI_KIND_TIME = "t confidence interval (n − 2 dof)"
+CI_KIND_COUNTER = "fit-residual band (t, n − 2 dof; exact counts, not a confidence interval)"
 
 
 def _empty(columns) -> pd.DataFrame:
@@ -328,6 +338,7 @@ def _fit_group(source, fam, alg, p, measure, s, g, x, y, ip, declared,
         # Property 2 bounds the runtime; a counter is judged against the
         # same exponent (the runtime is at least the work counted)
         "verdict": exponent_verdict(fit, claimed, ASYMPTOTIC_REGIME.get(p, "large")),
+        "ci_level": SLOPE_LEVEL, "ci_kind": CI_KIND_TIME if measure == TIME else CI_KIND_COUNTER,
         "intercept": fit.intercept, "x_values": np.asarray(x, float),
         "y_values": np.asarray(y, float)}
 

@@ -190,7 +190,7 @@ VARIANCE_COLUMNS = ("model", "epochs", "runs", "observed_var", "predicted_var_in
                     "ci_high", "level", "method")
 REPLAY_COLUMNS = ("loss_max", "solver", "status", "cost", "epochs", "sequence", "model_violation_lo",
                   "model_violation_hi", "model_verdict", "final_loss_mean", "final_loss_q", "runs", "violations",
-                  "rate", "ci_low", "ci_high", "verdict", "wall_seconds")
+                  "rate", "ci_low", "ci_high", "verdict", "wall_seconds", "ci_level", "ci_method")
 
 
 def _frame(rows: list[dict], columns: tuple[str, ...]) -> pd.DataFrame:
@@ -240,13 +240,15 @@ def _tables(a: dict, replays: list[dict]) -> list[Table]:
         rows = [{"loss_max": rp["instance"]["loss_max"],
                  "model_violation_lo": (r.get("model_violation") or [None, None])[0],
                  "model_violation_hi": (r.get("model_violation") or [None, None])[1],
-                 "ci_low": (r.get("ci") or [None, None])[0], "ci_high": (r.get("ci") or [None, None])[1], **r}
+                 "ci_low": (r.get("ci") or [None, None])[0], "ci_high": (r.get("ci") or [None, None])[1],
+                 "ci_level": r.get("level"),
+                 "ci_method": f"{r['method']}, two-sided" if r.get("method") else "", **r}
                 for rp in replays for r in rp["rows"]]
         out.append(Table("measured_replay", "Plans replayed on held-out real training runs",
                          _frame(rows, REPLAY_COLUMNS), REPLAY_COLUMNS,
                          "model_violation: rigorous bounds on P(ℓ(K) > ℓmax) under the instance's eq. (8) law; "
-                         "rate: measured share of held-out runs above ℓmax with its Clopper–Pearson 95 % "
-                         "interval; verdict against 1 − ω."))
+                         "rate: measured share of held-out runs above ℓmax with its two-sided Clopper–Pearson "
+                         "interval [ci_low, ci_high] at ci_level (ci_method); verdict against 1 − ω."))
     return out
 
 

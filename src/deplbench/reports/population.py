@@ -14,13 +14,15 @@ ratios).
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pandas as pd
 from matplotlib.ticker import FixedLocator, FuncFormatter, NullFormatter
 
 from deplbench.reports.figures import PANEL, Styles, add_legend, new_figure
 from deplbench.reports.reference import EXACT, references
-from deplbench.reports.stats import median_interval, profile_curve
+from deplbench.reports.stats import MEDIAN_METHOD_SHORT, median_interval, profile_curve
 from deplbench.reports.styles import info_for, ordered
 
 #: A series enters a set's profile when it ran on at least this share of
@@ -37,7 +39,7 @@ TICKS = (0.98, 1.0, 1.01, 1.02, 1.05, 1.1, 1.2, 1.5, 2.0, 3.0, 5.0, 10.0)
 TAUS = (1.001, 1.01, 1.05, 1.1, 1.5)
 
 PROFILE_COLUMNS = ("set", "algorithm", "instances", "failures", "median_ratio", "ci_low",
-                   "ci_high", *(f"rho_at_{t:g}".replace(".", "_") for t in TAUS))
+                   "ci_high", *(f"rho_at_{t:g}".replace(".", "_") for t in TAUS), "ci_level", "ci_method")
 
 
 def exact_profile_matrices(plans: pd.DataFrame, df: pd.DataFrame) -> dict[str, pd.DataFrame]:
@@ -95,7 +97,10 @@ def exact_profile_table(mats: dict[str, pd.DataFrame]) -> pd.DataFrame:
             rows.append({"set": name, "algorithm": alg, "instances": len(r),
                          "failures": int((~np.isfinite(r)).sum()), "median_ratio": ci.median,
                          "ci_low": ci.low, "ci_high": ci.high,
-                         **{c: float(v) for c, v in zip(PROFILE_COLUMNS[7:], rho)}})
+                         **{c: float(v) for c, v in zip(PROFILE_COLUMNS[7:7 + len(TAUS)], rho)},
+                         "ci_level": ci.level if math.isfinite(ci.low) else math.nan,
+                         "ci_method": f"{MEDIAN_METHOD_SHORT} on the median over distinct instances, nominal "
+                                      f"{100 * ci.nominal:.0f} % (ci_level: exact coverage)"})
     return pd.DataFrame(rows, columns=list(PROFILE_COLUMNS))
 
 

@@ -8,7 +8,7 @@ numbers in a report can be recomputed and tested without drawing anything.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pandas as pd
@@ -16,7 +16,7 @@ from scipy import stats as sps
 
 from deplbench.benchmarks.sgm import shifted_geomean
 from deplbench.reports.data import NON_CONFIG_KEYS, ReportError, canonical
-from deplbench.reports.reference import CERTIFIED, EXACT, SAA, references
+from deplbench.reports.reference import CERTIFIED, EXACT, SAA, reference_kind, references
 
 #: Relative tolerance under which two optima of one instance "agree".
 AGREEMENT_RTOL = 1e-6
@@ -166,7 +166,12 @@ def profile_curve(ratios: pd.Series, taus: np.ndarray) -> np.ndarray:
 
 
 OPTIMUM_COLUMNS = ("instance_key", "optimum", "optimum_source", "optimum_exp_loss",
-                   "n_oracles", "oracle_spread")
+                   "n_oracles", "oracle_spread", "optimum_kind", "optimum_scenarios",
+                   "n_proven_oracles", "proven_spread", "saa_vs_exact_gap")
+
+#: ``optimum_kind`` of an optimum proven for the chance-constrained problem,
+#: and of an SAA optimum (exact for its S scenarios only, not proven).
+PROVEN, SAA_ONLY = "proven", "saa"
 
 
 def optimum_per_instance(df: pd.DataFrame) -> pd.DataFrame:
@@ -192,7 +197,14 @@ def optimum_per_instance(df: pd.DataFrame) -> pd.DataFrame:
         names the solver, ``optimum_exp_loss`` is that row's E[ℓ(K)], and
         ``oracle_spread`` is the relative spread (max − min)/min between the
         solvers' optima, so a MILP that disagrees with the knapsack DP is
-        visible instead of averaged away.
+        visible instead of averaged away. ``optimum_kind`` is
+        :data:`PROVEN` for an exact optimum of the chance-constrained problem
+        (a scenario-free exact solver, reference exact-static) and
+        :data:`SAA_ONLY` for an SAA optimum (reference saa: exact for its
+        ``optimum_scenarios`` scenarios, not a proven optimum of the
+        problem); ``n_proven_oracles`` and ``proven_spread`` are the count
+        and spread of the proven ones alone, ``saa_vs_exact_gap`` the largest
+        relative gap of an SAA optimum to the proven one (NaN without both).
     """
     if df.empty:
         return _empty_optimum()
@@ -207,15 +219,30 @@ def optimum_per_instance(df: pd.DataFrame) -> pd.DataFrame:
     exact = exact.sort_values(["_prio", "_free", "_scen", "cost"],
                               ascending=[True, False, False, True], kind="stable")
     best = exact.groupby(["instance_key", "solver"], sort=False).head(1)
+    best = best.assign(_saa=(reference_kind(best) == SAA).to_numpy())
     rows = []
     for key, g in best.groupby("instance_key", sort=False):
         ref = g.iloc[0]  # already in priority order
-        vals = g["cost"].to_numpy(float)
-        lo = vals.min()
-        spread = float((vals.max() - lo) / abs(lo)) if lo != 0 else float(vals.max() - lo)
+        proven = g[~g["_saa"]]
+        saa = g[g["_saa"]]
+        if not proven.empty:
+            ref = proven.iloc[0]  # a proven optimum before any SAA one
+        pv = proven["cost"].to_numpy(float)
+        gap = (float(np.max(np.abs(saa["cost"].to_numpy(float) / pv[0] - 1.0)))
+               if len(pv) and len(saa) and pv[0] != 0 else math.nan)
         rows.append((key, float(ref["cost"]), ref["solver"], float(ref["exp_final_loss"]),
-                     len(g), spread))
+                     len(g), _spread(g["cost"].to_numpy(float)), SAA_ONLY if bool(ref["_saa"]) else PROVEN,
+                     float(ref["scenarios"]) if pd.notna(ref["scenarios"]) else math.nan,
+                     len(proven), _spread(pv), gap))
     return pd.DataFrame(rows, columns=list(OPTIMUM_COLUMNS))
+
+
+def _spread(vals: np.ndarray) -> float:
+    """Relative spread (max − min)/|min| (absolute when min = 0; NaN when empty)."""
+    if not len(vals):
+        return math.nan
+    lo = vals.min()
+    return float((vals.max() - lo) / abs(lo)) if lo != 0 else float(vals.max() - lo)
 
 
 def _empty_optimum() -> pd.DataFrame:
@@ -224,7 +251,12 @@ def _empty_optimum() -> pd.DataFrame:
                          "optimum_source": pd.Series(dtype=object),
                          "optimum_exp_loss": pd.Series(dtype=float),
                          "n_oracles": pd.Series(dtype=int),
-                         "oracle_spread": pd.Series(dtype=float)})
+                         "oracle_spread": pd.Series(dtype=float),
+                         "optimum_kind": pd.Series(dtype=object),
+                         "optimum_scenarios": pd.Series(dtype=float),
+                         "n_proven_oracles": pd.Series(dtype=int),
+                         "proven_spread": pd.Series(dtype=float),
+                         "saa_vs_exact_gap": pd.Series(dtype=float)})
 
 
 def with_ratios(df: pd.DataFrame) -> pd.DataFrame:
@@ -239,7 +271,8 @@ def with_ratios(df: pd.DataFrame) -> pd.DataFrame:
     """
     plans = df[df["has_plan"]].copy() if not df.empty else df.copy()
     opt = optimum_per_instance(df)
-    plans = plans.merge(opt[["instance_key", "optimum", "optimum_source", "optimum_exp_loss"]],
+    plans = plans.merge(opt[["instance_key", "optimum", "optimum_source", "optimum_exp_loss", "optimum_kind",
+                             "optimum_scenarios"]],
                         on="instance_key", how="left")
     with np.errstate(divide="ignore", invalid="ignore"):
         plans["ratio"] = plans["cost"] / plans["optimum"].where(plans["optimum"] > 0)
@@ -334,6 +367,8 @@ def swept_series(df: pd.DataFrame, swept: tuple[str, ...]) -> pd.Series:
 MEDIAN_LEVEL = 0.95
 #: How the interval is computed, as the report states it.
 MEDIAN_METHOD = "exact binomial order-statistic interval (distribution-free)"
+#: The method as an interval's text names it.
+MEDIAN_METHOD_SHORT = "exact binomial order-statistic interval"
 #: The asymptotic standard error of a sample median is √(π/2)·σ/√n for
 #: normal data; used only to say how many instances would decide a verdict.
 _MEDIAN_SE_FACTOR = math.sqrt(math.pi / 2.0)
@@ -346,18 +381,31 @@ class MedianInterval:
     Attributes
     ----------
     median : float
-        Sample median (of ``low_values`` and ``high_values`` averaged, for
-        bracket-valued observations).
+        Sample median of point values. For bracket-valued observations
+        [lo, hi] the true sample median is only known to lie in
+        [``median_low``, ``median_high``]; ``median`` is then the middle of
+        that bracket, used by :func:`instances_to_decide` only and never
+        printed as an estimate.
     low, high : float
         The interval's ends; ±inf when ``n`` is too small for the level
         (fewer than 6 instances at 95 %).
     n : int
         Distinct instances.
     level : float
-        The interval's guaranteed coverage (≥ the nominal level).
+        The interval's guaranteed coverage (≥ the nominal level): the
+        order-statistic event's exact probability.
     spread : float
         Sample standard deviation (NaN for n < 2), used by
         :func:`instances_to_decide`.
+    median_low, median_high : float, optional
+        The sample median's bracket: the medians of the lower and of the
+        upper ends (both ``median`` for point values).
+    nominal : float, optional
+        The level the interval was built for (:data:`MEDIAN_LEVEL`).
+    level_note : str, optional
+        Replaces the printed level when the interval's coverage is not the
+        order-statistic event's alone (a union bound over the per-instance
+        statements it rests on, e.g. the PACT matched-risk claim).
     """
 
     median: float
@@ -366,12 +414,46 @@ class MedianInterval:
     n: int
     level: float
     spread: float
+    median_low: float = math.nan
+    median_high: float = math.nan
+    nominal: float = MEDIAN_LEVEL
+    level_note: str = ""
+
+    def __post_init__(self) -> None:
+        if math.isnan(self.median_low) and math.isnan(self.median_high):
+            object.__setattr__(self, "median_low", self.median)
+            object.__setattr__(self, "median_high", self.median)
+
+    @property
+    def bracketed(self) -> bool:
+        """Whether the sample median is known only within a bracket (bracket-valued observations)."""
+        return bool(self.median_low != self.median_high) and not math.isnan(self.median_low)
+
+    def negated(self) -> MedianInterval:
+        """The interval on the median of −x (to decide "at least" against a threshold)."""
+        return replace(self, median=-self.median, low=-self.high, high=-self.low,
+                       median_low=-self.median_high, median_high=-self.median_low)
+
+    def level_text(self) -> str:
+        """``"≥ 95 % (exact 97.9 %) exact binomial order-statistic interval over 10 distinct instances"``."""
+        if self.level_note:
+            return self.level_note
+        nom = f"{100 * self.nominal:.0f} %"
+        if not (math.isfinite(self.low) and math.isfinite(self.high)):
+            return f"no {nom} order-statistic interval exists with {self.n} distinct instance(s) (6 are needed)"
+        exact = f"{100 * self.level:.1f} %"
+        lv = nom if exact == f"{100 * self.nominal:.1f} %" else f"≥ {nom} (exact {exact})"
+        return f"{lv} {MEDIAN_METHOD_SHORT} over {self.n} distinct instances"
 
     def text(self, scale: float = 1.0, unit: str = "", digits: int = 2) -> str:
-        """``"1.23 [1.10, 1.40]"`` (the interval's coverage is in the row's statistic)."""
+        """``"1.23 [1.10, 1.40] (≥ 95 % (exact 97.9 %) exact binomial order-statistic interval over 10
+        distinct instances)"``; for bracket-valued observations ``"within [1.20, 1.26], interval
+        [1.10, 1.40] (…)"`` (the sample median's bracket, then the interval on the population median)."""
         def f(x: float) -> str:
             return "−∞" if x == -math.inf else "∞" if x == math.inf else f"{scale * x:.{digits}f}"
-        return f"{f(self.median)}{unit} [{f(self.low)}{unit}, {f(self.high)}{unit}]"
+        point = (f"within [{f(self.median_low)}{unit}, {f(self.median_high)}{unit}], interval"
+                 if self.bracketed else f"{f(self.median)}{unit}")
+        return f"{point} [{f(self.low)}{unit}, {f(self.high)}{unit}] ({self.level_text()})"
 
 
 def order_statistic_rank(n: int, level: float = MEDIAN_LEVEL) -> tuple[int, float]:
@@ -424,15 +506,60 @@ def median_interval(values, high_values=None, level: float = MEDIAN_LEVEL) -> Me
     lo, hi = np.sort(lo[ok]), np.sort(hi[ok])
     n = int(lo.size)
     if n == 0:
-        return MedianInterval(math.nan, math.nan, math.nan, 0, level, math.nan)
+        return MedianInterval(math.nan, math.nan, math.nan, 0, level, math.nan, nominal=level)
+    # the sample median of the true values lies between the medians of the ends
+    # (the ends are sorted separately: the order statistics of the true values lie
+    # between theirs); its middle is no estimate and is not printed
+    m_lo, m_hi = float(np.median(lo)), float(np.median(hi))
     mid = 0.5 * (lo + hi)
-    med = float(np.median(mid))
+    med = 0.5 * (m_lo + m_hi) if m_lo != m_hi else m_lo
     with np.errstate(invalid="ignore"):
         spread = float(np.std(mid, ddof=1)) if n > 1 and np.isfinite(mid).all() else math.nan
     r, cover = order_statistic_rank(n, level)
     if r == 0:
-        return MedianInterval(med, -math.inf, math.inf, n, level, spread)
-    return MedianInterval(med, float(lo[r - 1]), float(hi[n - r]), n, cover, spread)
+        return MedianInterval(med, -math.inf, math.inf, n, level, spread, m_lo, m_hi, level)
+    return MedianInterval(med, float(lo[r - 1]), float(hi[n - r]), n, cover, spread, m_lo, m_hi, level)
+
+
+def with_bracket_failures(ci: MedianInterval, alphas) -> MedianInterval:
+    """``ci`` at its true level when its observations are brackets that each hold only
+    with probability 1 − α_i (a certified bracket's confidence): the interval holds when
+    the order-statistic event and every bracket hold, so at ≥ level − Σ α_i (union bound).
+
+    Parameters
+    ----------
+    ci : MedianInterval
+        From :func:`median_interval` over the brackets' ends.
+    alphas : array_like
+        One failure probability per bracket the interval rests on (NaN and 0
+        for a proven bracket are ignored).
+
+    Returns
+    -------
+    MedianInterval
+        ``ci`` unchanged when every bracket is proven (Σ α = 0) or no interval
+        exists; else with ``level`` the joint level and a ``level_note`` saying so.
+    """
+    a = np.asarray(alphas, dtype=float)
+    total = float(np.nansum(a[a > 0])) if a.size else 0.0
+    if total <= 0 or not (math.isfinite(ci.low) and math.isfinite(ci.high)):
+        return ci
+    joint = ci.level - total
+    k = int((a > 0).sum())
+    below = "" if joint >= ci.nominal - 1e-12 else f", below {100 * ci.nominal:.0f} %"
+    note = (f"≥ {100 * max(joint, 0.0):.1f} % jointly{below} (union bound: the order-statistic event "
+            f"{100 * ci.level:.1f} % and {k} certified bracket(s) at their confidence): "
+            f"{MEDIAN_METHOD_SHORT} over {ci.n} distinct instances")
+    return replace(ci, level=joint, level_note=note)
+
+
+def level_caveat(ci: MedianInterval) -> str:
+    """``"; the verdict is at that joint level (42.9 %), not at 95 %"`` when a union
+    bound (:func:`with_bracket_failures`) left ``ci`` below its nominal level, else ``""``."""
+    if ci.level_note and math.isfinite(ci.level) and ci.level < ci.nominal - 1e-12:
+        return (f"; the verdict is at that joint level ({100 * max(ci.level, 0.0):.1f} %), "
+                f"not at {100 * ci.nominal:.0f} %")
+    return ""
 
 
 #: Verdicts of :func:`decide` (the claims audit's words).
@@ -451,9 +578,12 @@ def instances_to_decide(ci: MedianInterval, threshold: float) -> float:
     -----
     An estimate (the normal approximation to the sample median's standard
     error), not a guarantee: it says whether a verdict is a few instances
-    or orders of magnitude away.
+    or orders of magnitude away. With bracket-valued observations the
+    distance is from the threshold to the sample median's bracket (inf
+    when the bracket contains it).
     """
-    gap = abs(ci.median - threshold)
+    gap = (max(ci.median_low - threshold, threshold - ci.median_high, 0.0) if ci.bracketed
+           else abs(ci.median - threshold))
     if not (gap > 0 and math.isfinite(ci.spread)):
         return math.inf
     z = float(sps.norm.ppf(0.5 + MEDIAN_LEVEL / 2.0))
@@ -484,6 +614,6 @@ def undecided_text(ci: MedianInterval, threshold: float) -> str:
             if not math.isfinite(need) else
             f"≈ {int(need)} distinct instances would decide it at the observed spread")
     if not (math.isfinite(ci.low) and math.isfinite(ci.high)):
-        return (f"with {ci.n} distinct instance(s) no {100 * MEDIAN_LEVEL:.0f} % interval on a median "
+        return (f"with {ci.n} distinct instance(s) no {100 * ci.nominal:.0f} % interval on a median "
                 f"exists (6 are needed); {more}")
-    return f"the {100 * MEDIAN_LEVEL:.0f} % interval contains the threshold; {more}"
+    return f"the interval contains the threshold; {more}"

@@ -291,6 +291,8 @@ def test_bracket_report_ratios_and_rejudged_claims():
     rows[0]["lower_bound"] = 995.0
     m2 = rb.rejudged_claims(population(rows)).set_index("claim")
     assert m2.loc["Figs. 5–6: DepL virtually matches the optimum", "verdict"] == HOLDS
+    # six certified brackets at their confidence: the interval's level is the union bound
+    assert "jointly" in m2.loc["Figs. 5–6: DepL virtually matches the optimum", "measured"]
     rows[1]["cost"] = 1100.0   # 10 % above UB: fails whatever z* is in the bracket
     m3 = rb.rejudged_claims(population(rows)).set_index("claim")
     assert m3.loc["Figs. 5–6: DepL virtually matches the optimum", "verdict"] == FAILS
