@@ -238,7 +238,7 @@ def test_matched_row_states_a_true_joint_level():
     from scipy import stats as sps
 
     from deplbench.reports.adaptive import PACT_JOINT_LEVEL, pact_joint_level
-    from deplbench.reports.stats import order_statistic_rank
+    from deplbench.reports.median import order_statistic_rank
 
     # adaptive-opt records at the default confidence 0.95: 8 × 5 % leaves no room
     df = prepare(_with_counts(frame(), 10000)).df

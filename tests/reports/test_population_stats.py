@@ -8,7 +8,7 @@ from itertools import product
 import numpy as np
 import pytest
 
-from deplbench.reports.stats import (
+from deplbench.reports.median import (
     DECIDE_FAILS,
     DECIDE_HOLDS,
     DECIDE_OPEN,
@@ -122,7 +122,7 @@ def test_exact_profiles_one_problem_per_instance_failures_infinite():
 
 
 def test_bracket_failures_lower_the_stated_level():
-    from deplbench.reports.stats import with_bracket_failures
+    from deplbench.reports.median import with_bracket_failures
 
     ci = median_interval(np.arange(1.0, 11.0), np.arange(1.5, 11.5))     # n = 10: 97.85 %
     assert with_bracket_failures(ci, np.zeros(10)) is ci                 # proven brackets: unchanged

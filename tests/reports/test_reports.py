@@ -32,12 +32,7 @@ from deplbench.reports.build import ReportOptions, build_report
 from deplbench.reports.data import STORE_COLUMNS, ReportError, load_bench_json, prepare
 from deplbench.reports.headline import CLAIM_GLANCE_COLUMNS, GLANCE_COLUMNS, HEADLINE_COLUMNS
 from deplbench.reports.solvers import SOLVER_COLUMNS
-from deplbench.reports.stats import (
-    loglog_fit,
-    optimum_per_instance,
-    performance_profile,
-    shifted_geometric_mean,
-)
+from deplbench.reports.stats import loglog_fit, optimum_per_instance, performance_profile, shifted_geometric_mean
 from deplbench.reports.styles import PALETTE, SHADES, fallback_style, series_info, shade
 
 SECTION_IDS = ("data", "paper", "gaps", "ratio", "complexity", "claims", "closed_loop", "anytime", "timing",

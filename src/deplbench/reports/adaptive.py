@@ -58,7 +58,7 @@ from deplbench.reports.claims_common import (
     median_verdict,
 )
 from deplbench.reports.figures import COST_AXIS, add_legend, new_figure
-from deplbench.reports.stats import MEDIAN_METHOD_SHORT, level_caveat, median_interval, undecided_text
+from deplbench.reports.median import MEDIAN_METHOD_SHORT, level_caveat, median_interval, undecided_text
 from deplbench.reports.styles import info_for, ordered
 
 ADAPTIVE = "adaptive"
@@ -357,7 +357,7 @@ def _pact_budget(t: pd.DataFrame, adap: dict) -> tuple[float, float, float]:
     shared evenly by the PACT rows (Bonferroni). With nothing left, each row
     gets (1 − level)/rows and the claim states the lower joint level.
     """
-    from deplbench.reports.stats import order_statistic_rank
+    from deplbench.reports.median import order_statistic_rank
 
     n = int(t["instance_key"].nunique())
     _, cover = order_statistic_rank(n, PACT_JOINT_LEVEL)
@@ -478,7 +478,7 @@ def pact_adaptive_claim(df: pd.DataFrame, says: str, pact_claim: str) -> dict:
 
     The verdict is the rule of every population claim: an exact
     order-statistic interval on the median excess over distinct instances
-    (:func:`~deplbench.reports.stats.median_interval`, over the brackets'
+    (:func:`~deplbench.reports.median.median_interval`, over the brackets'
     ends). That interval holds when the order-statistic event and every
     instance's bracket hold, so its level is the union bound
     (:func:`pact_joint_level`): every instance's statements are made at

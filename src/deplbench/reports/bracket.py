@@ -41,7 +41,7 @@ from deplbench.reports.claims import (
     paper_depl,
 )
 from deplbench.reports.claims_common import MEDIAN_STATISTIC, NOT_DECIDED, median_verdict
-from deplbench.reports.stats import level_caveat, median_interval, undecided_text, with_bracket_failures
+from deplbench.reports.median import level_caveat, median_interval, undecided_text, with_bracket_failures
 
 #: Registry name of the bracket algorithm.
 CERTIFIED = "milp-certified"

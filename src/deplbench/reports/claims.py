@@ -49,6 +49,13 @@ from deplbench.reports.complexity import (
     TIME,
     best_fits,
 )
+from deplbench.reports.median import (
+    MedianInterval,
+    level_caveat,
+    median_interval,
+    undecided_text,
+    with_bracket_failures,
+)
 from deplbench.reports.reference import (
     CERTIFIED,
     EXACT,
@@ -57,14 +64,7 @@ from deplbench.reports.reference import (
     plan_ratios,
     references,
 )
-from deplbench.reports.stats import (
-    MedianInterval,
-    level_caveat,
-    median_interval,
-    reference_config,
-    undecided_text,
-    with_bracket_failures,
-)
+from deplbench.reports.stats import reference_config
 from deplbench.reports.tables import RATIO_RTOL, property3_bound, size_label
 
 
@@ -342,7 +342,7 @@ def matches_optimum(ratios: pd.DataFrame, df: pd.DataFrame | None = None) -> dic
     the whole interval is above, else not decided (with the number of
     instances that would decide it). Against a certified bracket each
     instance contributes [cost/UB − 1, cost/LB − 1] and the interval is
-    taken over the ends (:func:`~deplbench.reports.stats.median_interval`).
+    taken over the ends (:func:`~deplbench.reports.median.median_interval`).
     The 90th percentile is reported beside it, not judged (no 95 % interval
     on it exists below 29 instances).
     """

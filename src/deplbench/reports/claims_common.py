@@ -139,9 +139,9 @@ def matches_verdict(lo, hi, undecided: str = UNDECIDED) -> tuple[str, tuple[floa
 
 
 def median_verdict(ci, threshold: float, holds_below: bool = True) -> str:
-    """The claims-audit verdict of a :class:`~deplbench.reports.stats.MedianInterval`
-    against ``threshold`` (:func:`~deplbench.reports.stats.decide`)."""
-    from deplbench.reports.stats import DECIDE_FAILS, DECIDE_HOLDS, decide
+    """The claims-audit verdict of a :class:`~deplbench.reports.median.MedianInterval`
+    against ``threshold`` (:func:`~deplbench.reports.median.decide`)."""
+    from deplbench.reports.median import DECIDE_FAILS, DECIDE_HOLDS, decide
 
     v = decide(ci, threshold, holds_below)
     return HOLDS if v == DECIDE_HOLDS else FAILS if v == DECIDE_FAILS else NOT_DECIDED

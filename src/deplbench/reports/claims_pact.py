@@ -1,7 +1,7 @@
 """PACT's Fig. 6 claim in the claims audit (PACT paper Sec. VI-C): three rows,
 each judged over the distinct instances of the PACT set, one value each,
 with a 95 % exact order-statistic interval on the median
-(:func:`~deplbench.reports.stats.median_interval`), the rule of every
+(:func:`~deplbench.reports.median.median_interval`), the rule of every
 population claim of :mod:`deplbench.reports.claims`.
 
 1. against the adaptive optimum at matched risk
@@ -32,7 +32,7 @@ from deplbench.reports.claims_common import (
     claim_row,
     median_verdict,
 )
-from deplbench.reports.stats import median_interval, undecided_text
+from deplbench.reports.median import median_interval, undecided_text
 
 PACT_CLAIM = "PACT Fig. 6: PACT closely matches the optimum and outperforms StaticLearn and OneSwitch"
 
@@ -57,7 +57,7 @@ def _pact_verdict(comp: pd.DataFrame, col: str) -> tuple[str, str, int]:
 
     The claim has three parts, each judged with the rule of every
     population claim (a 95 % exact order-statistic interval on the median
-    over distinct instances, :func:`~deplbench.reports.stats.median_interval`):
+    over distinct instances, :func:`~deplbench.reports.median.median_interval`):
     "closely matches the optimum" on the gap to the exact optimum (holds
     when the interval lies wholly at or below :data:`MATCH_MEDIAN_GAP`);
     "outperforms StaticLearn" and "outperforms OneSwitch" on the paired

@@ -23,6 +23,13 @@ import pandas as pd
 
 from deplbench.reports.data import PAPER_SETS
 from deplbench.reports.elements import Section, Table
+from deplbench.reports.median import (
+    MEDIAN_LEVEL,
+    MEDIAN_METHOD_SHORT,
+    MedianInterval,
+    median_interval,
+    with_bracket_failures,
+)
 from deplbench.reports.reference import (
     ADAPTIVE,
     CERTIFIED,
@@ -33,13 +40,6 @@ from deplbench.reports.reference import (
     per_instance,
     plan_ratios,
     references,
-)
-from deplbench.reports.stats import (
-    MEDIAN_LEVEL,
-    MEDIAN_METHOD_SHORT,
-    MedianInterval,
-    median_interval,
-    with_bracket_failures,
 )
 from deplbench.reports.styles import SeriesInfo, ordered
 
@@ -186,10 +186,10 @@ def headline_table(plans: pd.DataFrame, styles: dict[str, SeriesInfo],
     optimum for a policy), ``ratio_lb_median`` = cost / LB (an upper bound on
     the true ratio); ``ratio_ci_low``/``ratio_ci_high`` = the exact
     order-statistic interval on the median ratio over distinct instances
-    (:func:`~deplbench.reports.stats.median_interval`; ±inf below 6
+    (:func:`~deplbench.reports.median.median_interval`; ±inf below 6
     instances), of nominal level 95 %, exact coverage ``ratio_ci_level``
     (with ``refs``, against certified or adaptive brackets: the union bound
-    over the brackets' confidence, :func:`~deplbench.reports.stats.with_bracket_failures`),
+    over the brackets' confidence, :func:`~deplbench.reports.median.with_bracket_failures`),
     method ``ratio_ci_method``; ``ratio_adaptive_median`` = the median of a
     static plan's cost / the adaptive bracket's UB (an upper confidence
     bound), so a lower end of its ratio to the adaptive optimum ("at least"),

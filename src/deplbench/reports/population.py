@@ -21,8 +21,9 @@ import pandas as pd
 from matplotlib.ticker import FixedLocator, FuncFormatter, NullFormatter
 
 from deplbench.reports.figures import PANEL, Styles, add_legend, new_figure
+from deplbench.reports.median import MEDIAN_METHOD_SHORT, median_interval
 from deplbench.reports.reference import EXACT, references
-from deplbench.reports.stats import MEDIAN_METHOD_SHORT, median_interval, profile_curve
+from deplbench.reports.stats import profile_curve
 from deplbench.reports.styles import info_for, ordered
 
 #: A series enters a set's profile when it ran on at least this share of
