@@ -604,3 +604,85 @@ def test_library_check_reports_a_broken_model_file_as_a_mismatch(tmp_path, monke
     assert main(["library", "check", str(lib), "--model", "pwl", "--time-limit", "5", "--json"]) == 1
     doc = _strict_loads(capsys.readouterr().out)
     assert doc["summary"][0]["mismatches"] == 1
+
+
+# ---- outputs that cannot be written, empty output paths ----------------------------------------------
+
+
+def _knapsack(tmp_path) -> Path:
+    from tests.instance_data import two_model_data
+
+    inst = tmp_path / "i.json"
+    inst.write_text(json.dumps(two_model_data()), encoding="utf-8")
+    return inst
+
+
+@pytest.mark.parametrize("where", ["proc", "folder", "missing"])
+def test_solve_write_lp_that_cannot_be_written_is_refused_up_front(tmp_path, capsys, where):
+    """``--write-lp`` into /proc, onto a folder or into a missing folder: one
+    line naming the option, exit 2, before the solve (nothing on stdout)."""
+    (tmp_path / "dir.lp").mkdir()
+    target = {"proc": "/proc/deplbench-model.lp", "folder": str(tmp_path / "dir.lp"),
+              "missing": str(tmp_path / "absent" / "m.lp")}[where]
+    inst = _knapsack(tmp_path)
+    assert main(["solve", str(inst), "--algo", "milp", "--scenarios", "10", "--eval-samples", "100",
+                 "--write-lp", target]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err.count("\n") == 1
+    assert err.startswith(f"error: --write-lp {target}: cannot write (")
+    assert not os.path.isfile(target)
+
+
+def test_write_lp_checks_the_writers_status(tmp_path, monkeypatch):
+    """Past the up-front check (a file system that fails only on write), the
+    HiGHS writer's status is read: an unwritten model is an error naming
+    write_lp, never a silent success."""
+    from deplbench.formulations.milp import options, solve_milp
+    from tests.milp_instances import tiny_instance
+
+    monkeypatch.setattr(options, "unwritable", lambda path: "")
+    with pytest.raises(SolverError, match=r"write_lp: cannot write '/proc/deplbench-m\.lp'"):
+        solve_milp(tiny_instance(0), scenarios=10, write_lp="/proc/deplbench-m.lp", time_limit=None)
+
+
+def test_api_solve_write_lp_unwritable_raises(tmp_path):
+    from deplbench import solve
+    from tests.milp_instances import tiny_instance
+
+    with pytest.raises(SolverError, match=r"write_lp.*cannot write \(no such file"):
+        solve(tiny_instance(0), "milp", write_lp="/proc/deplbench-x.lp", eval_samples=100)
+
+
+def test_unwritable_leaves_no_file_and_keeps_an_existing_one(tmp_path):
+    from deplbench.files import unwritable
+
+    assert unwritable(tmp_path / "new.lp") == "" and not (tmp_path / "new.lp").exists()
+    old = tmp_path / "old.lp"
+    old.write_text("kept", encoding="utf-8")
+    assert unwritable(old) == "" and old.read_text(encoding="utf-8") == "kept"
+    assert unwritable(tmp_path) == "is a directory"
+    assert "does not exist" in unwritable(tmp_path / "no" / "x.lp")
+
+
+@pytest.mark.parametrize("argv", [
+    ["solve", "{inst}", "--algo", "one-switch", "--eval-samples", "100", "-o", ""],
+    ["solve", "{inst}", "--algo", "milp", "--write-lp", ""],
+    ["certify", "{inst}", "-o", ""],
+    ["generate", "knapsack", "-o", ""],
+    ["schema", "-o", ""],
+    ["export", "{inst}", "--format", "csv", "-o", ""],
+    ["report", "{inst}", "--out", ""],
+    ["fit", "{inst}", "-o", ""],
+    ["library", "build", "--out", ""],
+    ["run", "{inst}", "--db", ""],
+])
+def test_every_output_option_refuses_an_empty_path(tmp_path, capsys, argv):
+    """``-o ''`` names no file: every output option refuses it the same way
+    (exit 2, one line naming the option) instead of writing nothing and
+    exiting 0."""
+    inst = _knapsack(tmp_path)
+    with pytest.raises(SystemExit) as exc:
+        main([a.replace("{inst}", str(inst)) for a in argv])
+    assert exc.value.code == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err.count("\n") == 1 and "empty path" in err

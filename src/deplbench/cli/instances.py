@@ -21,6 +21,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from deplbench.cli.messages import output_path
 from deplbench.errors import DeplbenchError, InstanceError
 
 #: CLI flag → (generator parameter, family that accepts it).
@@ -96,7 +97,7 @@ def register(subparsers) -> None:
                         "writes DIR/<generator>[-<family>]-seed<N>.json for each into -o DIR")
     g.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
                    help="family parameter (repeatable), e.g. loss_max=5 horizon=50")
-    g.add_argument("-o", "--output", metavar="FILE", help="output file (default: standard output); "
+    g.add_argument("-o", "--output", type=output_path, metavar="FILE", help="output file (default: standard output); "
                    "with --seeds, the output directory (created if its parent exists)")
     g.set_defaults(func=run_generate)
 
@@ -106,7 +107,7 @@ def register(subparsers) -> None:
     v.set_defaults(func=run_validate)
 
     s = subparsers.add_parser("schema", help="print the JSON Schema of the instance format")
-    s.add_argument("-o", "--output", metavar="FILE", help="output file (default: standard output)")
+    s.add_argument("-o", "--output", type=output_path, metavar="FILE", help="output file (default: standard output)")
     s.set_defaults(func=run_schema)
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import errno
 import os
 
-__all__ = ["os_error_message"]
+__all__ = ["os_error_message", "output_path"]
 
 
 def os_error_message(exc: OSError) -> str:
@@ -45,3 +45,22 @@ def os_error_message(exc: OSError) -> str:
     if not files:
         return problem
     return f"{' -> '.join(files)}: {problem}"
+
+
+def output_path(text: str) -> str:
+    """argparse ``type`` of every output option (``-o``, ``--out``, ``--write-lp``).
+
+    An empty path names no file: without this check a command given ``-o ''``
+    would take it as "no output" and exit 0 having written nothing.
+
+    Raises
+    ------
+    argparse.ArgumentTypeError
+        For ``""`` (argparse then prints one ``error:`` line naming the
+        option, exit status 2).
+    """
+    import argparse
+
+    if not text.strip():
+        raise argparse.ArgumentTypeError("empty path: give the name of the file to write")
+    return text

@@ -10,6 +10,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from deplbench.cli.messages import output_path
+
 
 def register(subparsers) -> None:
     """Add the ``report`` sub-command to the ``deplbench`` parser."""
@@ -20,7 +22,7 @@ def register(subparsers) -> None:
                     "tables/*.csv|md, manifest.json): the papers' figures, optimality "
                     "gaps, competitive ratio, complexity fits and the claims audit.")
     p.add_argument("db", metavar="DB", help="results store written by `deplbench run`")
-    p.add_argument("--out", required=True, metavar="DIR", help="output folder")
+    p.add_argument("--out", type=output_path, required=True, metavar="DIR", help="output folder")
     p.add_argument("--bench-json", metavar="DIR", default=None,
                    help="pytest-benchmark JSON file or folder (make bench writes "
                         "results/bench/)")

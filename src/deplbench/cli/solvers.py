@@ -6,7 +6,7 @@ import argparse
 import sys
 import textwrap
 
-from deplbench.cli.messages import os_error_message
+from deplbench.cli.messages import os_error_message, output_path
 from deplbench.errors import SolverError
 
 #: Dedicated flags of ``solve`` → solver parameter names.
@@ -345,14 +345,14 @@ def register(subparsers) -> None:
     p.add_argument("--solver", metavar="NAME",
                    help="MILP solver of an exact algorithm: highs, scip or pyomo:NAME (a Pyomo SolverFactory "
                         "solver, e.g. pyomo:cbc); listed below with what is available here")
-    p.add_argument("--write-lp", metavar="FILE", help="write the MILP model to FILE (.lp or .mps)")
+    p.add_argument("--write-lp", type=output_path, metavar="FILE", help="write the MILP model to FILE (.lp or .mps)")
     p.add_argument("--eta", help="DepL resolution η")
     p.add_argument("--epsilon", help="DepL allocation accuracy ε")
     p.add_argument("--eval-samples", type=int, default=50_000, metavar="N",
                    help="out-of-sample trajectories (default 50000)")
     p.add_argument("--eval-seed", type=int, default=0, metavar="N",
                    help="seed of the out-of-sample evaluation (default 0)")
-    p.add_argument("-o", "--output", metavar="FILE", help="also write the result record as JSON")
+    p.add_argument("-o", "--output", type=output_path, metavar="FILE", help="also write the result record as JSON")
     p.add_argument("--json", action="store_true", help="print the result record as one JSON object")
     p.set_defaults(func=_cmd_solve)
 
