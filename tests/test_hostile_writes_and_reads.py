@@ -686,3 +686,96 @@ def test_every_output_option_refuses_an_empty_path(tmp_path, capsys, argv):
     assert exc.value.code == 2
     out, err = capsys.readouterr()
     assert out == "" and err.count("\n") == 1 and "empty path" in err
+
+
+# ---- a store in a read-only folder ----------------------------------------------------------------
+
+
+def _read_only_folder(monkeypatch, folder: Path) -> None:
+    """Make ``folder`` behave as a read-only mount for SQLite without root:
+    ``access(2)`` says not writable, and a WAL reader that would need to
+    create the ``-shm`` index there fails as SQLite does ("unable to open
+    database file"); an ``immutable=1`` reader needs no side file and works."""
+    from deplbench.benchmarks import store as store_mod
+
+    real_connect = sqlite3.connect
+    real_writable = store_mod._folder_writable
+
+    def connect(database, *args, uri=False, **kwargs):
+        text = str(database)
+        if uri and "mode=ro" in text and "immutable=1" not in text:
+            # a URI whose file cannot be opened: the error a missing -shm gives
+            return real_connect(f"file:{folder}/no-such-dir/x?mode=ro", *args, uri=True, **kwargs)
+        return real_connect(database, *args, uri=uri, **kwargs)
+
+    monkeypatch.setattr(sqlite3, "connect", connect)
+    monkeypatch.setattr(store_mod, "_folder_writable",
+                        lambda p: False if Path(p).resolve() == folder.resolve() else real_writable(p))
+
+
+def test_store_in_a_read_only_folder_is_readable(tmp_path, monkeypatch, capsys):
+    db = _store(tmp_path)
+    _read_only_folder(monkeypatch, tmp_path)
+    out = tmp_path.parent / f"{tmp_path.name}-out.csv"
+    try:
+        assert main(["export", str(db), "--format", "csv", "-o", str(out)]) == 0
+        assert "k1" in out.read_text(encoding="utf-8")
+    finally:
+        out.unlink(missing_ok=True)
+    assert "wrote 1 rows" in capsys.readouterr().err
+
+
+def test_store_in_a_read_only_folder_with_a_wal_file_is_refused_not_read_partly(tmp_path, monkeypatch):
+    from deplbench.benchmarks.store import ResultsStore
+
+    db = _store(tmp_path)
+    Path(f"{db}-wal").write_bytes(b"\0" * 64)
+    _read_only_folder(monkeypatch, tmp_path)
+    with pytest.raises(SweepError, match=r"read-only and it holds unmerged rows in s\.sqlite-wal"):
+        ResultsStore(db, readonly=True)
+
+
+def test_run_into_a_read_only_folder_says_so(tmp_path, monkeypatch, capsys):
+    from deplbench.benchmarks.store import ResultsStore
+
+    db = _store(tmp_path)
+    _read_only_folder(monkeypatch, tmp_path)
+    with pytest.raises(SweepError, match="is read-only") as exc:
+        ResultsStore(db)
+    assert "not a usable SQLite database" not in str(exc.value)
+
+
+_MINI_SWEEP = ('[sweep]\nname="m"\nevaluation={samples=200,seed=0}\n[[instances]]\nid="k"\n'
+               'family="knapsack"\nparams={n_items=4}\nseeds=[0]\n[[algorithms]]\nname="knapsack-dp"\n')
+
+
+@pytest.mark.integration
+def test_store_on_a_read_only_mount_is_exported_and_run_is_refused(tmp_path):
+    """The real case: a store on a read-only bind mount (needs a private mount
+    namespace: root and ``unshare -m``; skipped otherwise)."""
+    import shutil
+    import subprocess
+    import sys
+
+    if shutil.which("unshare") is None or os.geteuid() != 0:
+        pytest.skip("needs root and unshare(1) for a read-only bind mount")
+    probe = subprocess.run(["unshare", "-m", "true"], capture_output=True)
+    if probe.returncode != 0:
+        pytest.skip(f"unshare -m is not allowed here ({probe.stderr.decode().strip()})")
+    ro = tmp_path / "ro"
+    ro.mkdir()
+    sweep = tmp_path / "mini.toml"
+    sweep.write_text(_MINI_SWEEP, encoding="utf-8")
+    db = ro / "store.sqlite"
+    cmd = [sys.executable, "-m", "deplbench"]
+    subprocess.run([*cmd, "run", str(sweep), "--db", str(db), "--workers", "1", "--no-progress"],
+                   check=True, capture_output=True)
+    script = (f"mount --bind {ro} {ro} && mount -o remount,bind,ro {ro} && "
+              f"{' '.join(cmd)} export {db} --format csv -o {tmp_path / 'x.csv'}; echo rc=$?; "
+              f"{' '.join(cmd)} run {sweep} --db {db} --workers 1 --no-progress; echo rc=$?")
+    done = subprocess.run(["unshare", "-m", "sh", "-c", script], capture_output=True, text=True)
+    if "mount:" in done.stderr and "rc=" not in done.stdout:
+        pytest.skip(f"cannot make a read-only bind mount here ({done.stderr.strip()})")
+    assert done.stdout.split() == ["rc=0", "rc=2"], (done.stdout, done.stderr)
+    assert "knapsack-dp" in (tmp_path / "x.csv").read_text(encoding="utf-8")
+    assert "is read-only" in done.stderr and "not a usable SQLite database" not in done.stderr
