@@ -779,3 +779,33 @@ def test_store_on_a_read_only_mount_is_exported_and_run_is_refused(tmp_path):
     assert done.stdout.split() == ["rc=0", "rc=2"], (done.stdout, done.stderr)
     assert "knapsack-dp" in (tmp_path / "x.csv").read_text(encoding="utf-8")
     assert "is read-only" in done.stderr and "not a usable SQLite database" not in done.stderr
+
+
+# ---- report --bench-json naming one unusable file --------------------------------------------------
+
+
+@pytest.mark.parametrize("content,why", [
+    (b"\xff", "not a UTF-8 text file"),
+    (b"[1, 2]", "no 'benchmarks' list"),
+    (b'{"name": "an instance", "models": []}', "no 'benchmarks' list"),
+])
+def test_report_bench_json_naming_one_unusable_file_is_an_input_error(tmp_path, capsys, content, why):
+    db = _store(tmp_path)
+    bench = tmp_path / "bench.json"
+    bench.write_bytes(content)
+    assert main(["report", str(db), "--out", str(tmp_path / "rep"), "--bench-json", str(bench)]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err.count("\n") == 1
+    assert err.startswith(f"error: --bench-json {bench}: not a pytest-benchmark JSON file") and why in err
+    assert not (tmp_path / "rep").exists()
+
+
+def test_report_bench_json_folder_still_skips_bad_files(tmp_path):
+    """In a folder, other JSON files are skipped (a note in the report), not refused."""
+    from deplbench.cli.reports import _check_bench_file
+    from deplbench.reports.data import load_bench_json
+
+    (tmp_path / "other.json").write_text("[1, 2]", encoding="utf-8")
+    _check_bench_file(str(tmp_path))          # no error
+    frame, notes = load_bench_json(tmp_path)
+    assert frame.empty and any("other.json: not a pytest-benchmark JSON file" in n for n in notes)
