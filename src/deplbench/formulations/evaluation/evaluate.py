@@ -36,6 +36,11 @@ Monte Carlo statements as the independent cross-check. Otherwise
 (``verdict_basis`` = ``"monte_carlo"``; ``"deterministic"`` for a plan of
 point masses, whose one trajectory is exact).
 
+A plan that breaks a hard constraint (4)–(6) is infeasible whatever its
+loss quantile: ``verdict`` is then ``"infeasible"`` with ``verdict_basis``
+``"constraints"`` (checked exactly), while ``mc_verdict`` and the quantile
+fields still say what the loss alone would give.
+
 The per-epoch mean and 1st/99th percentiles of ℓ(k), k = 0..K, are returned
 for the paper's Fig. 9.
 
@@ -89,6 +94,7 @@ VIOLATION_BOUNDS_METHOD = "Clopper-Pearson (exact binomial), each bound one-side
 BASIS_EXACT = "exact"                  # the rigorous bounds of exact_violation (a proof)
 BASIS_DETERMINISTIC = "deterministic"  # point masses only: the one trajectory is exact
 BASIS_MONTE_CARLO = "monte_carlo"      # the Monte Carlo statements (estimate / certificate at a level)
+BASIS_CONSTRAINTS = "constraints"      # a hard constraint (4)-(6) is broken: infeasible, checked exactly
 
 
 @dataclass
@@ -111,7 +117,9 @@ class Evaluation:
         Its interval at level ``confidence``, built as ``ci_method`` says
         (two-sided distribution-free order statistics; zero width when exact).
     verdict : str
-        ``"feasible"`` / ``"infeasible"`` / ``"undecided"``: the quantile
+        ``"feasible"`` / ``"infeasible"`` / ``"undecided"``: the plan as a
+        whole. ``"infeasible"`` when it breaks a constraint (4)–(6)
+        (``verdict_basis`` ``"constraints"``); otherwise the quantile
         constraint (3), decided by the exact bounds where they decide
         (``verdict_basis`` ``"exact"``), else the Monte Carlo estimate
         ``mc_verdict``.
@@ -135,8 +143,9 @@ class Evaluation:
     violation_lo, violation_hi, quantile_lo, quantile_hi, exact_verdict
         Bounds computed without sampling (``exact=True``): proofs, no level.
     verdict_basis : str
-        What decided ``verdict`` and ``certified_verdict``: ``"exact"``,
-        ``"deterministic"`` or ``"monte_carlo"``. Every Clopper–Pearson
+        What decided ``verdict`` and ``certified_verdict``: ``"constraints"``
+        (a broken constraint (4)–(6)), ``"exact"``, ``"deterministic"`` or
+        ``"monte_carlo"``. Every Clopper–Pearson
         certificate holds at its level for its one plan only (module docstring).
     """
 
@@ -439,11 +448,12 @@ def _follow_proof(ev: Evaluation, chance_verdict: str) -> None:
     if chance_verdict not in (PROVEN_FEASIBLE, PROVEN_INFEASIBLE):
         return
     proven_ok = chance_verdict == PROVEN_FEASIBLE
-    ev.verdict = "feasible" if proven_ok else "infeasible"
     ev.feasible = ev.constraints_ok and proven_ok
     # broken constraints (4)-(6) are certain too: they keep the plan infeasible
     ev.certified_verdict = CERTIFIED_FEASIBLE if ev.feasible else CERTIFIED_INFEASIBLE
-    ev.verdict_basis = BASIS_EXACT
+    if ev.constraints_ok:
+        ev.verdict = "feasible" if proven_ok else "infeasible"
+        ev.verdict_basis = BASIS_EXACT
 
 
 #: Memory the evaluator may use for trajectories (bytes): the blocks are
@@ -544,7 +554,8 @@ def _simulate_and_judge(instance, plan, models, gammas, n, rng, exact, trajector
         constraints_ok=not violations,
         quantile=quantile,
         quantile_ci=ci,
-        verdict=verdict,
+        # a broken constraint (4)-(6) makes the plan infeasible whatever its quantile
+        verdict="infeasible" if violations else verdict,
         feasible=(not violations) and verdict == "feasible",
         mc_verdict=verdict,
         expected_loss=float(mean[-1]),
@@ -566,7 +577,8 @@ def _simulate_and_judge(instance, plan, models, gammas, n, rng, exact, trajector
         certified_verdict=certified,
         mc_certified_verdict=certified,
         ci_method=CI_METHOD_DETERMINISTIC if exact else CI_METHOD,
-        verdict_basis=BASIS_DETERMINISTIC if exact else BASIS_MONTE_CARLO,
+        verdict_basis=(BASIS_CONSTRAINTS if violations else BASIS_DETERMINISTIC if exact
+                       else BASIS_MONTE_CARLO),
     )
 
 
@@ -595,4 +607,4 @@ def _certify(finals, n, exact, instance, threshold, confidence, violations):
 
 __all__ = ["Evaluation", "evaluate_plan", "attach_exact", "plan_indices", "transfer_cost", "simulate_trajectories",
            "MEMORY_BUDGET", "order_statistic_ci", "CI_METHOD", "CI_METHOD_DETERMINISTIC",
-           "VIOLATION_BOUNDS_METHOD", "BASIS_EXACT", "BASIS_DETERMINISTIC", "BASIS_MONTE_CARLO"]
+           "VIOLATION_BOUNDS_METHOD", "BASIS_CONSTRAINTS", "BASIS_EXACT", "BASIS_DETERMINISTIC", "BASIS_MONTE_CARLO"]
