@@ -633,6 +633,20 @@ def test_solve_write_lp_that_cannot_be_written_is_refused_up_front(tmp_path, cap
     assert not os.path.isfile(target)
 
 
+@pytest.mark.system_packages
+def test_solve_write_lp_unwritable_through_pyomo_cbc_is_refused(tmp_path, capsys):
+    """The Pyomo route (--solver pyomo:cbc) is checked the same way."""
+    import shutil
+
+    if shutil.which("cbc") is None:
+        pytest.skip("the CBC executable is absent (Debian package coinor-cbc)")
+    inst = _knapsack(tmp_path)
+    assert main(["solve", str(inst), "--algo", "milp", "--scenarios", "10", "--eval-samples", "100",
+                 "--solver", "pyomo:cbc", "--write-lp", "/proc/deplbench-model.lp"]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err == "error: --write-lp /proc/deplbench-model.lp: cannot write (no such file or directory)\n"
+
+
 def test_write_lp_checks_the_writers_status(tmp_path, monkeypatch):
     """Past the up-front check (a file system that fails only on write), the
     HiGHS writer's status is read: an unwritten model is an error naming
@@ -750,6 +764,7 @@ _MINI_SWEEP = ('[sweep]\nname="m"\nevaluation={samples=200,seed=0}\n[[instances]
 
 
 @pytest.mark.integration
+@pytest.mark.slow
 def test_store_on_a_read_only_mount_is_exported_and_run_is_refused(tmp_path):
     """The real case: a store on a read-only bind mount (needs a private mount
     namespace: root and ``unshare -m``; skipped otherwise)."""
@@ -809,3 +824,70 @@ def test_report_bench_json_folder_still_skips_bad_files(tmp_path):
     _check_bench_file(str(tmp_path))          # no error
     frame, notes = load_bench_json(tmp_path)
     assert frame.empty and any("other.json: not a pytest-benchmark JSON file" in n for n in notes)
+
+
+# ---- the Python API: instances changed in code, arguments of the wrong type ------------------------
+
+
+@pytest.mark.parametrize("update,field", [
+    ({"omega": 5.0}, "omega"), ({"omega": math.nan}, "omega"), ({"loss_max": 1e9}, "loss_max"),
+    ({"horizon": 0}, "horizon"), ({"time_max": -1.0}, "time_max"),
+])
+def test_api_rechecks_an_instance_changed_in_code(update, field):
+    """``model_copy(update=...)`` skips pydantic's validation: solve(),
+    evaluate_plan() and closed_loop() check again and name the field
+    (not ``cannot convert float NaN to integer`` from inside a solve)."""
+    from deplbench import closed_loop, evaluate_plan, solve
+    from deplbench.errors import InstanceError
+    from tests.milp_instances import tiny_instance
+
+    good = tiny_instance(0)
+    result = solve(good, "one-switch", eval_samples=100)
+    bad = good.model_copy(update=update)
+    for call in (lambda: solve(bad, "milp", scenarios=10, eval_samples=100),
+                 lambda: evaluate_plan(bad, result.plan, samples=100),
+                 lambda: closed_loop(bad, result, runs=10)):
+        with pytest.raises(InstanceError, match=rf"^instance: {field}: "):
+            call()
+
+
+def test_api_rechecks_a_model_appended_in_code():
+    from deplbench import evaluate_plan, solve
+    from deplbench.errors import InstanceError
+    from tests.milp_instances import tiny_instance
+
+    inst = tiny_instance(0)
+    result = solve(inst, "one-switch", eval_samples=100)
+    inst.models.append(inst.models[0])
+    with pytest.raises(InstanceError, match=r"instance: models: duplicate names"):
+        solve(inst, "one-switch", eval_samples=100)
+    with pytest.raises(InstanceError, match=r"instance: models: duplicate names"):
+        evaluate_plan(inst, result.plan, samples=100)
+
+
+@pytest.mark.parametrize("loader,error", [
+    ("load_instance", "InstanceError"), ("load_plan", "PlanError"), ("load_sweep", "SweepError"),
+])
+@pytest.mark.parametrize("value", [None, 3, {"a": 1}])
+def test_api_loaders_refuse_a_non_path_naming_the_argument(loader, error, value):
+    import deplbench
+
+    with pytest.raises(getattr(deplbench, error), match=r"^path: expected a file name .*got "):
+        getattr(deplbench, loader)(value)
+
+
+def test_api_closed_loop_names_a_misplaced_argument():
+    from deplbench import closed_loop
+    from tests.milp_instances import tiny_instance
+
+    inst = tiny_instance(0)
+    with pytest.raises(SolverError, match=r"^result: expected the SolveResult of solve\(\), got str"):
+        closed_loop(inst, "pact")
+    with pytest.raises(SolverError, match=r"^instance: expected an Instance"):
+        closed_loop({"omega": 0.9}, None)
+
+
+def test_run_names_a_directory_given_as_the_sweep(tmp_path, capsys):
+    assert main(["run", str(tmp_path), "--dry-run"]) == 2
+    err = capsys.readouterr().err
+    assert err.strip() == f"error: sweep file {tmp_path}: is a directory (give the sweep's .toml file)"
