@@ -891,3 +891,27 @@ def test_run_names_a_directory_given_as_the_sweep(tmp_path, capsys):
     assert main(["run", str(tmp_path), "--dry-run"]) == 2
     err = capsys.readouterr().err
     assert err.strip() == f"error: sweep file {tmp_path}: is a directory (give the sweep's .toml file)"
+
+
+# ---- one value per parameter: --param twice, or beside its flag ------------------------------------
+
+
+@pytest.mark.parametrize("argv,message", [
+    (["solve", "{inst}", "--algo", "milp", "--scenarios", "1000", "--param", "scenarios=50"],
+     "error: --scenarios: also given as --param scenarios"),
+    (["solve", "{inst}", "--algo", "milp", "--param", "scenarios=50", "--scenarios", "1000"],
+     "error: --scenarios: also given as --param scenarios"),
+    (["solve", "{inst}", "--algo", "milp", "--param", "scenarios=50", "--param", "scenarios=60"],
+     "error: --param scenarios: given twice"),
+    (["simulate", "{inst}", "--algo", "milp", "--param", "scenarios=50", "--param", "scenarios=60"],
+     "error: --param scenarios: given twice"),
+    (["simulate", "{inst}", "--algo", "milp", "--param", "time-limit=5", "--param", "time_limit=6"],
+     "error: --param time_limit: given twice"),
+    (["generate", "knapsack", "--param", "n_items=5", "--param", "n_items=6"],
+     "error: --param n_items: given twice"),
+])
+def test_a_parameter_given_twice_is_refused_whatever_the_order(tmp_path, capsys, argv, message):
+    inst = _knapsack(tmp_path)
+    assert main([a.replace("{inst}", str(inst)) for a in argv]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err == message + "\n"

@@ -21,7 +21,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from deplbench.cli.messages import output_path
+from deplbench.cli.messages import output_path, split_params
 from deplbench.errors import DeplbenchError, InstanceError
 
 #: CLI flag → (generator parameter, family that accepts it).
@@ -50,16 +50,7 @@ def parse_params(pairs: list[str]) -> dict[str, Any]:
     InstanceError
         For an entry without ``=`` or a key given twice.
     """
-    params: dict[str, Any] = {}
-    for pair in pairs:
-        key, sep, value = pair.partition("=")
-        key = key.strip().replace("-", "_")
-        if not sep or not key:
-            raise InstanceError(f"--param {pair!r}: expected KEY=VALUE")
-        if key in params:
-            raise InstanceError(f"--param {key}: given twice")
-        params[key] = _parse_value(value.strip())
-    return params
+    return {key: _parse_value(value) for key, value in split_params(pairs, InstanceError).items()}
 
 
 def _families_epilog() -> str:

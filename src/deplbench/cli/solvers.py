@@ -6,7 +6,7 @@ import argparse
 import sys
 import textwrap
 
-from deplbench.cli.messages import os_error_message, output_path
+from deplbench.cli.messages import os_error_message, output_path, split_params
 from deplbench.errors import SolverError
 
 #: Dedicated flags of ``solve`` → solver parameter names.
@@ -40,18 +40,14 @@ def parse_kv(items: list[str]) -> dict[str, str]:
     Raises
     ------
     SolverError
-        An item without ``=`` or without a key, naming ``--param`` (exit 2).
+        An item without ``=`` or without a key, or a key given twice,
+        naming ``--param`` (exit 2).
     """
-    out = {}
-    for item in items or []:
-        key, sep, value = item.partition("=")
-        if not sep or not key:
-            raise SolverError(f"--param: expected key=value, got {item!r}")
-        key = key.strip().replace("-", "_")
+    out = split_params(items, SolverError, "--param: expected key=value, got {item!r}")
+    for key in out:
         if key in RESERVED_PARAMS:
             # solve()'s own arguments: passing one as a parameter would be a TypeError deep inside
             raise SolverError(f"--param: {key!r} is not an algorithm parameter ({RESERVED_PARAMS[key]})")
-        out[key] = value.strip()
     return out
 
 
@@ -76,6 +72,8 @@ def _cmd_solve(args) -> int:
         flag = "--" + attr.replace("_", "-")
         if pname not in cls.parameters:
             raise SolverError(f"{flag}: algorithm {args.algo!r} has no parameter {pname!r}")
+        if pname in params:        # as generate: one value, never "the last one wins"
+            raise SolverError(f"{flag}: also given as --param {pname}")
         params[pname] = value
         given_as[pname] = flag
     try:
