@@ -44,7 +44,8 @@ def _adapter(name: str):
         from deplbench.instances.model import Instance
 
         field = Instance.model_fields[name]
-        _ADAPTERS[name] = TypeAdapter(Annotated[(field.annotation, *field.metadata)])
+        declared: Any = Annotated[(field.annotation, *field.metadata)]    # the type with its ranges
+        _ADAPTERS[name] = TypeAdapter(declared)
     return _ADAPTERS[name]
 
 
