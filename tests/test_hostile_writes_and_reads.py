@@ -671,6 +671,7 @@ def test_unwritable_leaves_no_file_and_keeps_an_existing_one(tmp_path):
     from deplbench.files import unwritable
 
     assert unwritable(tmp_path / "new.lp") == "" and not (tmp_path / "new.lp").exists()
+    assert list(tmp_path.iterdir()) == []          # its probe file is gone too
     old = tmp_path / "old.lp"
     old.write_text("kept", encoding="utf-8")
     assert unwritable(old) == "" and old.read_text(encoding="utf-8") == "kept"

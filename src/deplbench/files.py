@@ -21,6 +21,7 @@ named (``export``, ``report``, ``fit``, ``solve --write-lp``, a sweep's
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import io
 import os
@@ -96,8 +97,11 @@ def unwritable(path: Any) -> str:
     Asked before a command does any work, so that a long solve does not end
     in a file that was never written. Permission bits alone do not answer
     it (root may write anywhere the permissions say, yet not into ``/proc``
-    or a read-only mount), so a missing file is created and removed again;
-    an existing one is opened for appending, which leaves it unchanged.
+    or a read-only mount), so the file system itself is asked: an existing
+    file is opened for appending (which leaves it unchanged), and for a new
+    one a uniquely named probe file is created and removed in its folder
+    (never the target itself: tasks running side by side may check the same
+    path).
 
     Returns
     -------
@@ -106,6 +110,8 @@ def unwritable(path: Any) -> str:
         operating system's reason (``"permission denied"``, ``"read-only
         file system"``, ...); ``""`` when the file can be written.
     """
+    import tempfile
+
     text = os.fspath(path)
     if not text:
         return "empty path"
@@ -114,19 +120,22 @@ def unwritable(path: Any) -> str:
     parent = os.path.dirname(os.path.abspath(text))
     if not os.path.isdir(parent):
         return f"directory {parent} does not exist"
-    existed = os.path.lexists(text)
+    if os.path.exists(text):
+        try:
+            # O_NONBLOCK: a named pipe without a reader fails at once instead of hanging
+            os.close(os.open(text, os.O_WRONLY | os.O_APPEND | os.O_NONBLOCK))
+            return ""
+        except FileNotFoundError:
+            pass                      # removed meanwhile: the folder decides
+        except OSError as exc:
+            return (exc.strerror or str(exc)).lower()
     try:
-        # O_NONBLOCK: a named pipe without a reader fails at once instead of hanging
-        flags = os.O_WRONLY | os.O_APPEND | os.O_NONBLOCK | (0 if existed else os.O_CREAT | os.O_EXCL)
-        fd = os.open(text, flags, 0o644)
+        fd, probe = tempfile.mkstemp(prefix=".deplbench-probe-", dir=parent)
     except OSError as exc:
         return (exc.strerror or str(exc)).lower()
     os.close(fd)
-    if not existed:
-        try:
-            os.unlink(text)
-        except OSError:
-            pass
+    with contextlib.suppress(OSError):
+        os.unlink(probe)
     return ""
 
 
