@@ -604,3 +604,315 @@ def test_library_check_reports_a_broken_model_file_as_a_mismatch(tmp_path, monke
     assert main(["library", "check", str(lib), "--model", "pwl", "--time-limit", "5", "--json"]) == 1
     doc = _strict_loads(capsys.readouterr().out)
     assert doc["summary"][0]["mismatches"] == 1
+
+
+# ---- outputs that cannot be written, empty output paths ----------------------------------------------
+
+
+def _knapsack(tmp_path) -> Path:
+    from tests.instance_data import two_model_data
+
+    inst = tmp_path / "i.json"
+    inst.write_text(json.dumps(two_model_data()), encoding="utf-8")
+    return inst
+
+
+@pytest.mark.parametrize("where", ["proc", "folder", "missing"])
+def test_solve_write_lp_that_cannot_be_written_is_refused_up_front(tmp_path, capsys, where):
+    """``--write-lp`` into /proc, onto a folder or into a missing folder: one
+    line naming the option, exit 2, before the solve (nothing on stdout)."""
+    (tmp_path / "dir.lp").mkdir()
+    target = {"proc": "/proc/deplbench-model.lp", "folder": str(tmp_path / "dir.lp"),
+              "missing": str(tmp_path / "absent" / "m.lp")}[where]
+    inst = _knapsack(tmp_path)
+    assert main(["solve", str(inst), "--algo", "milp", "--scenarios", "10", "--eval-samples", "100",
+                 "--write-lp", target]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err.count("\n") == 1
+    assert err.startswith(f"error: --write-lp {target}: cannot write (")
+    assert not os.path.isfile(target)
+
+
+@pytest.mark.system_packages
+def test_solve_write_lp_unwritable_through_pyomo_cbc_is_refused(tmp_path, capsys):
+    """The Pyomo route (--solver pyomo:cbc) is checked the same way."""
+    import shutil
+
+    if shutil.which("cbc") is None:
+        pytest.skip("the CBC executable is absent (Debian package coinor-cbc)")
+    inst = _knapsack(tmp_path)
+    assert main(["solve", str(inst), "--algo", "milp", "--scenarios", "10", "--eval-samples", "100",
+                 "--solver", "pyomo:cbc", "--write-lp", "/proc/deplbench-model.lp"]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err == "error: --write-lp /proc/deplbench-model.lp: cannot write (no such file or directory)\n"
+
+
+def test_write_lp_checks_the_writers_status(tmp_path, monkeypatch):
+    """Past the up-front check (a file system that fails only on write), the
+    HiGHS writer's status is read: an unwritten model is an error naming
+    write_lp, never a silent success."""
+    from deplbench.formulations.milp import options, solve_milp
+    from tests.milp_instances import tiny_instance
+
+    monkeypatch.setattr(options, "unwritable", lambda path: "")
+    with pytest.raises(SolverError, match=r"write_lp: cannot write '/proc/deplbench-m\.lp'"):
+        solve_milp(tiny_instance(0), scenarios=10, write_lp="/proc/deplbench-m.lp", time_limit=None)
+
+
+def test_api_solve_write_lp_unwritable_raises(tmp_path):
+    from deplbench import solve
+    from tests.milp_instances import tiny_instance
+
+    with pytest.raises(SolverError, match=r"write_lp.*cannot write \(no such file"):
+        solve(tiny_instance(0), "milp", write_lp="/proc/deplbench-x.lp", eval_samples=100)
+
+
+def test_unwritable_leaves_no_file_and_keeps_an_existing_one(tmp_path):
+    from deplbench.files import unwritable
+
+    assert unwritable(tmp_path / "new.lp") == "" and not (tmp_path / "new.lp").exists()
+    assert list(tmp_path.iterdir()) == []          # its probe file is gone too
+    old = tmp_path / "old.lp"
+    old.write_text("kept", encoding="utf-8")
+    assert unwritable(old) == "" and old.read_text(encoding="utf-8") == "kept"
+    assert unwritable(tmp_path) == "is a directory"
+    assert "does not exist" in unwritable(tmp_path / "no" / "x.lp")
+
+
+@pytest.mark.parametrize("argv", [
+    ["solve", "{inst}", "--algo", "one-switch", "--eval-samples", "100", "-o", ""],
+    ["solve", "{inst}", "--algo", "milp", "--write-lp", ""],
+    ["certify", "{inst}", "-o", ""],
+    ["generate", "knapsack", "-o", ""],
+    ["schema", "-o", ""],
+    ["export", "{inst}", "--format", "csv", "-o", ""],
+    ["report", "{inst}", "--out", ""],
+    ["fit", "{inst}", "-o", ""],
+    ["library", "build", "--out", ""],
+    ["run", "{inst}", "--db", ""],
+])
+def test_every_output_option_refuses_an_empty_path(tmp_path, capsys, argv):
+    """``-o ''`` names no file: every output option refuses it the same way
+    (exit 2, one line naming the option) instead of writing nothing and
+    exiting 0."""
+    inst = _knapsack(tmp_path)
+    with pytest.raises(SystemExit) as exc:
+        main([a.replace("{inst}", str(inst)) for a in argv])
+    assert exc.value.code == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err.count("\n") == 1 and "empty path" in err
+
+
+# ---- a store in a read-only folder ----------------------------------------------------------------
+
+
+def _read_only_folder(monkeypatch, folder: Path) -> None:
+    """Make ``folder`` behave as a read-only mount for SQLite without root:
+    ``access(2)`` says not writable, and a WAL reader that would need to
+    create the ``-shm`` index there fails as SQLite does ("unable to open
+    database file"); an ``immutable=1`` reader needs no side file and works."""
+    from deplbench.benchmarks import store as store_mod
+
+    real_connect = sqlite3.connect
+    real_writable = store_mod._folder_writable
+
+    def connect(database, *args, uri=False, **kwargs):
+        text = str(database)
+        if uri and "mode=ro" in text and "immutable=1" not in text:
+            # a URI whose file cannot be opened: the error a missing -shm gives
+            return real_connect(f"file:{folder}/no-such-dir/x?mode=ro", *args, uri=True, **kwargs)
+        return real_connect(database, *args, uri=uri, **kwargs)
+
+    monkeypatch.setattr(sqlite3, "connect", connect)
+    monkeypatch.setattr(store_mod, "_folder_writable",
+                        lambda p: False if Path(p).resolve() == folder.resolve() else real_writable(p))
+
+
+def test_store_in_a_read_only_folder_is_readable(tmp_path, monkeypatch, capsys):
+    db = _store(tmp_path)
+    _read_only_folder(monkeypatch, tmp_path)
+    out = tmp_path.parent / f"{tmp_path.name}-out.csv"
+    try:
+        assert main(["export", str(db), "--format", "csv", "-o", str(out)]) == 0
+        assert "k1" in out.read_text(encoding="utf-8")
+    finally:
+        out.unlink(missing_ok=True)
+    assert "wrote 1 rows" in capsys.readouterr().err
+
+
+def test_store_in_a_read_only_folder_with_a_wal_file_is_refused_not_read_partly(tmp_path, monkeypatch):
+    from deplbench.benchmarks.store import ResultsStore
+
+    db = _store(tmp_path)
+    Path(f"{db}-wal").write_bytes(b"\0" * 64)
+    _read_only_folder(monkeypatch, tmp_path)
+    with pytest.raises(SweepError, match=r"read-only and it holds unmerged rows in s\.sqlite-wal"):
+        ResultsStore(db, readonly=True)
+
+
+def test_run_into_a_read_only_folder_says_so(tmp_path, monkeypatch, capsys):
+    from deplbench.benchmarks.store import ResultsStore
+
+    db = _store(tmp_path)
+    _read_only_folder(monkeypatch, tmp_path)
+    with pytest.raises(SweepError, match="is read-only") as exc:
+        ResultsStore(db)
+    assert "not a usable SQLite database" not in str(exc.value)
+
+
+_MINI_SWEEP = ('[sweep]\nname="m"\nevaluation={samples=200,seed=0}\n[[instances]]\nid="k"\n'
+               'family="knapsack"\nparams={n_items=4}\nseeds=[0]\n[[algorithms]]\nname="knapsack-dp"\n')
+
+
+@pytest.mark.integration
+@pytest.mark.slow
+def test_store_on_a_read_only_mount_is_exported_and_run_is_refused(tmp_path):
+    """The real case: a store on a read-only bind mount (needs a private mount
+    namespace: root and ``unshare -m``; skipped otherwise)."""
+    import shutil
+    import subprocess
+    import sys
+
+    if shutil.which("unshare") is None or os.geteuid() != 0:
+        pytest.skip("needs root and unshare(1) for a read-only bind mount")
+    probe = subprocess.run(["unshare", "-m", "true"], capture_output=True)
+    if probe.returncode != 0:
+        pytest.skip(f"unshare -m is not allowed here ({probe.stderr.decode().strip()})")
+    ro = tmp_path / "ro"
+    ro.mkdir()
+    sweep = tmp_path / "mini.toml"
+    sweep.write_text(_MINI_SWEEP, encoding="utf-8")
+    db = ro / "store.sqlite"
+    cmd = [sys.executable, "-m", "deplbench"]
+    subprocess.run([*cmd, "run", str(sweep), "--db", str(db), "--workers", "1", "--no-progress"],
+                   check=True, capture_output=True)
+    script = (f"mount --bind {ro} {ro} && mount -o remount,bind,ro {ro} && "
+              f"{' '.join(cmd)} export {db} --format csv -o {tmp_path / 'x.csv'}; echo rc=$?; "
+              f"{' '.join(cmd)} run {sweep} --db {db} --workers 1 --no-progress; echo rc=$?")
+    done = subprocess.run(["unshare", "-m", "sh", "-c", script], capture_output=True, text=True)
+    if "mount:" in done.stderr and "rc=" not in done.stdout:
+        pytest.skip(f"cannot make a read-only bind mount here ({done.stderr.strip()})")
+    assert done.stdout.split() == ["rc=0", "rc=2"], (done.stdout, done.stderr)
+    assert "knapsack-dp" in (tmp_path / "x.csv").read_text(encoding="utf-8")
+    assert "is read-only" in done.stderr and "not a usable SQLite database" not in done.stderr
+
+
+# ---- report --bench-json naming one unusable file --------------------------------------------------
+
+
+@pytest.mark.parametrize("content,why", [
+    (b"\xff", "not a UTF-8 text file"),
+    (b"[1, 2]", "no 'benchmarks' list"),
+    (b'{"name": "an instance", "models": []}', "no 'benchmarks' list"),
+])
+def test_report_bench_json_naming_one_unusable_file_is_an_input_error(tmp_path, capsys, content, why):
+    db = _store(tmp_path)
+    bench = tmp_path / "bench.json"
+    bench.write_bytes(content)
+    assert main(["report", str(db), "--out", str(tmp_path / "rep"), "--bench-json", str(bench)]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err.count("\n") == 1
+    assert err.startswith(f"error: --bench-json {bench}: not a pytest-benchmark JSON file") and why in err
+    assert not (tmp_path / "rep").exists()
+
+
+def test_report_bench_json_folder_still_skips_bad_files(tmp_path):
+    """In a folder, other JSON files are skipped (a note in the report), not refused."""
+    from deplbench.cli.reports import _check_bench_file
+    from deplbench.reports.data import load_bench_json
+
+    (tmp_path / "other.json").write_text("[1, 2]", encoding="utf-8")
+    _check_bench_file(str(tmp_path))          # no error
+    frame, notes = load_bench_json(tmp_path)
+    assert frame.empty and any("other.json: not a pytest-benchmark JSON file" in n for n in notes)
+
+
+# ---- the Python API: instances changed in code, arguments of the wrong type ------------------------
+
+
+@pytest.mark.parametrize("update,field", [
+    ({"omega": 5.0}, "omega"), ({"omega": math.nan}, "omega"), ({"loss_max": 1e9}, "loss_max"),
+    ({"horizon": 0}, "horizon"), ({"time_max": -1.0}, "time_max"),
+])
+def test_api_rechecks_an_instance_changed_in_code(update, field):
+    """``model_copy(update=...)`` skips pydantic's validation: solve(),
+    evaluate_plan() and closed_loop() check again and name the field
+    (not ``cannot convert float NaN to integer`` from inside a solve)."""
+    from deplbench import closed_loop, evaluate_plan, solve
+    from deplbench.errors import InstanceError
+    from tests.milp_instances import tiny_instance
+
+    good = tiny_instance(0)
+    result = solve(good, "one-switch", eval_samples=100)
+    bad = good.model_copy(update=update)
+    for call in (lambda: solve(bad, "milp", scenarios=10, eval_samples=100),
+                 lambda: evaluate_plan(bad, result.plan, samples=100),
+                 lambda: closed_loop(bad, result, runs=10)):
+        with pytest.raises(InstanceError, match=rf"^instance: {field}: "):
+            call()
+
+
+def test_api_rechecks_a_model_appended_in_code():
+    from deplbench import evaluate_plan, solve
+    from deplbench.errors import InstanceError
+    from tests.milp_instances import tiny_instance
+
+    inst = tiny_instance(0)
+    result = solve(inst, "one-switch", eval_samples=100)
+    inst.models.append(inst.models[0])
+    with pytest.raises(InstanceError, match=r"instance: models: duplicate names"):
+        solve(inst, "one-switch", eval_samples=100)
+    with pytest.raises(InstanceError, match=r"instance: models: duplicate names"):
+        evaluate_plan(inst, result.plan, samples=100)
+
+
+@pytest.mark.parametrize("loader,error", [
+    ("load_instance", "InstanceError"), ("load_plan", "PlanError"), ("load_sweep", "SweepError"),
+])
+@pytest.mark.parametrize("value", [None, 3, {"a": 1}])
+def test_api_loaders_refuse_a_non_path_naming_the_argument(loader, error, value):
+    import deplbench
+
+    with pytest.raises(getattr(deplbench, error), match=r"^path: expected a file name .*got "):
+        getattr(deplbench, loader)(value)
+
+
+def test_api_closed_loop_names_a_misplaced_argument():
+    from deplbench import closed_loop
+    from tests.milp_instances import tiny_instance
+
+    inst = tiny_instance(0)
+    with pytest.raises(SolverError, match=r"^result: expected the SolveResult of solve\(\), got str"):
+        closed_loop(inst, "pact")
+    with pytest.raises(SolverError, match=r"^instance: expected an Instance"):
+        closed_loop({"omega": 0.9}, None)
+
+
+def test_run_names_a_directory_given_as_the_sweep(tmp_path, capsys):
+    assert main(["run", str(tmp_path), "--dry-run"]) == 2
+    err = capsys.readouterr().err
+    assert err.strip() == f"error: sweep file {tmp_path}: is a directory (give the sweep's .toml file)"
+
+
+# ---- one value per parameter: --param twice, or beside its flag ------------------------------------
+
+
+@pytest.mark.parametrize("argv,message", [
+    (["solve", "{inst}", "--algo", "milp", "--scenarios", "1000", "--param", "scenarios=50"],
+     "error: --scenarios: also given as --param scenarios"),
+    (["solve", "{inst}", "--algo", "milp", "--param", "scenarios=50", "--scenarios", "1000"],
+     "error: --scenarios: also given as --param scenarios"),
+    (["solve", "{inst}", "--algo", "milp", "--param", "scenarios=50", "--param", "scenarios=60"],
+     "error: --param scenarios: given twice"),
+    (["simulate", "{inst}", "--algo", "milp", "--param", "scenarios=50", "--param", "scenarios=60"],
+     "error: --param scenarios: given twice"),
+    (["simulate", "{inst}", "--algo", "milp", "--param", "time-limit=5", "--param", "time_limit=6"],
+     "error: --param time_limit: given twice"),
+    (["generate", "knapsack", "--param", "n_items=5", "--param", "n_items=6"],
+     "error: --param n_items: given twice"),
+])
+def test_a_parameter_given_twice_is_refused_whatever_the_order(tmp_path, capsys, argv, message):
+    inst = _knapsack(tmp_path)
+    assert main([a.replace("{inst}", str(inst)) for a in argv]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err == message + "\n"

@@ -9,6 +9,8 @@ named (``export``, ``report``, ``fit``, ``solve --write-lp``, a sweep's
   and refused when it *is* one of the command's inputs, or a folder that
   *contains* one (SQLite's ``-wal``/``-shm``/``-journal`` side files count
   as the store);
+* :func:`unwritable` — why a file the command will write cannot be
+  written (a folder, a missing or read-only folder), asked before any work;
 * :func:`confined` — a path written inside a run's folder stays inside it
   after resolving symbolic links (a link ``run/out`` → ``/elsewhere`` is
   refused);
@@ -19,6 +21,7 @@ named (``export``, ``report``, ``fit``, ``solve --write-lp``, a sweep's
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import io
 import os
@@ -28,7 +31,7 @@ from typing import Any
 from deplbench.errors import DeplbenchError
 
 __all__ = ["FORMULA_PREFIXES", "SQLITE_SIDE_FILES", "confined", "refuse_overwrite", "safe_cell",
-           "safe_text", "store_files", "write_csv", "csv_text"]
+           "safe_text", "store_files", "unwritable", "write_csv", "csv_text"]
 
 #: First characters that make a spreadsheet read a cell as a formula (OWASP, CSV injection).
 FORMULA_PREFIXES = ("=", "+", "-", "@", "\t", "\r")
@@ -86,6 +89,54 @@ def refuse_overwrite(output: Any, inputs: Iterable[Any], option: str, error: typ
         if os.path.commonpath([out, src]) == out and src != out:
             raise error(f"{option} {os.fspath(output)}: contains the input {os.fspath(inp)}; writing there "
                         "could replace it (choose a folder outside the inputs)")
+
+
+def unwritable(path: Any) -> str:
+    """Why the file ``path`` cannot be written, or ``""`` when it can.
+
+    Asked before a command does any work, so that a long solve does not end
+    in a file that was never written. Permission bits alone do not answer
+    it (root may write anywhere the permissions say, yet not into ``/proc``
+    or a read-only mount), so the file system itself is asked: an existing
+    file is opened for appending (which leaves it unchanged), and for a new
+    one a uniquely named probe file is created and removed in its folder
+    (never the target itself: tasks running side by side may check the same
+    path).
+
+    Returns
+    -------
+    str
+        ``"is a directory"``, ``"directory /x does not exist"``, or the
+        operating system's reason (``"permission denied"``, ``"read-only
+        file system"``, ...); ``""`` when the file can be written.
+    """
+    import tempfile
+
+    text = os.fspath(path)
+    if not text:
+        return "empty path"
+    if os.path.isdir(text):
+        return "is a directory"
+    parent = os.path.dirname(os.path.abspath(text))
+    if not os.path.isdir(parent):
+        return f"directory {parent} does not exist"
+    if os.path.exists(text):
+        try:
+            # O_NONBLOCK: a named pipe without a reader fails at once instead of hanging
+            os.close(os.open(text, os.O_WRONLY | os.O_APPEND | os.O_NONBLOCK))
+            return ""
+        except FileNotFoundError:
+            pass                      # removed meanwhile: the folder decides
+        except OSError as exc:
+            return (exc.strerror or str(exc)).lower()
+    try:
+        fd, probe = tempfile.mkstemp(prefix=".deplbench-probe-", dir=parent)
+    except OSError as exc:
+        return (exc.strerror or str(exc)).lower()
+    os.close(fd)
+    with contextlib.suppress(OSError):
+        os.unlink(probe)
+    return ""
 
 
 def confined(root: Any, path: Any, what: str, error: type[DeplbenchError]) -> str:

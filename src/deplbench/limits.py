@@ -203,6 +203,27 @@ def read_bytes(path, what: str, error: type[DeplbenchError], limit: int = MAX_IN
     return data
 
 
+def as_path(path, argument: str, error: type[DeplbenchError]):
+    """``path`` as a :class:`pathlib.Path`, after checking it is one.
+
+    The loaders of the Python API (``load_instance``, ``load_plan``,
+    ``load_sweep``) take a file name; anything else (``None``, an open
+    file, a dict) is refused naming the argument, instead of a
+    ``TypeError`` from :mod:`pathlib`.
+
+    Raises
+    ------
+    error
+        ``"path: expected a file name (str or os.PathLike), got NoneType"``.
+    """
+    import os
+    from pathlib import Path
+
+    if not isinstance(path, (str, os.PathLike)):
+        raise error(f"{argument}: expected a file name (str or os.PathLike), got {type(path).__name__}")
+    return Path(path)
+
+
 def read_text(path, what: str, error: type[DeplbenchError], limit: int = MAX_INPUT_BYTES) -> str:
     """:func:`read_bytes` decoded as UTF-8 (a one-line error naming the byte otherwise)."""
     data = read_bytes(path, what, error, limit)
@@ -358,7 +379,7 @@ def check_time(where: str) -> None:
         raise TimeLimitReached(f"time limit {_LIMIT.get():g} s reached ({where}); no plan")
 
 
-__all__ = ["MEMORY_BUDGET_GIB", "FLOAT_BYTES", "MAX_THREADS", "MAX_WORKERS", "MAX_RUNS", "MAX_REPLICATIONS",
+__all__ = ["as_path", "MEMORY_BUDGET_GIB", "FLOAT_BYTES", "MAX_THREADS", "MAX_WORKERS", "MAX_RUNS", "MAX_REPLICATIONS",
            "MAX_BOOTSTRAP", "MAX_SWEEP_TASKS", "MAX_INPUT_BYTES", "MAX_UNCOMPRESSED_BYTES", "check_file_size",
            "check_gzip_size", "gunzip", "read_bytes", "read_text", "MemoryLimitExceeded",
            "TimeLimitReached", "check_memory", "memory_budget", "memory_budget_gib", "MEMORY_LIMIT_PARAM",

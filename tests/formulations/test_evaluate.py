@@ -253,12 +253,28 @@ def test_a_proof_of_infeasibility_decides_and_broken_constraints_stay_infeasible
     ev = evaluate_plan(inst, plan([("m", "A", 5.0)], {"A": ["d0"]}), samples=1000, trajectory=False, exact=True)
     assert (ev.exact_verdict, ev.verdict, ev.certified_verdict, ev.verdict_basis) == (
         "proven infeasible", "infeasible", "certified infeasible", "exact")
-    # a plan breaking (4) (time 4/0.3 > Tmax = 10) whose quantile is proven fine: verdict feasible, the plan not
+    # a plan breaking (4) (time 4/0.3 > Tmax = 10) whose quantile is proven fine: the plan is infeasible
+    # (verdict and its basis say so), the quantile's own statements stay beside it
     data["loss_max"] = 9.6
     inst = parse_instance(data)
     ev = evaluate_plan(inst, plan([("m", "A", 0.3)], {"A": ["d0"]}), samples=1000, trajectory=False, exact=True)
-    assert ev.violations and ev.verdict == "feasible" and ev.verdict_basis == "exact"
+    assert ev.violations and ev.verdict == "infeasible" and ev.verdict_basis == "constraints"
+    assert ev.mc_verdict == "feasible" and ev.violation_hi <= 1 - inst.omega
     assert not ev.feasible and ev.certified_verdict == "certified infeasible"
+    assert ev.exact_verdict == "proven infeasible"
+
+
+@pytest.mark.parametrize("exact", [False, True])
+def test_a_plan_breaking_hard_constraints_is_never_verdict_feasible(exact):
+    """A negative allocation and Tmax broken: the JSON's ``verdict`` alone must
+    not read "feasible" (the quantile estimate stays in ``mc_verdict``)."""
+    data = random_instance(0.9)
+    data["loss_max"] = 9.6
+    inst = parse_instance(data)
+    bad = plan([("m", "A", -1.0), ("m", "A", 5.0)], {"A": ["d0"]})
+    d = evaluate_plan(inst, bad, samples=500, trajectory=False, exact=exact).to_dict()
+    assert d["violations"] and d["verdict"] == "infeasible" and d["feasible"] is False
+    assert d["verdict_basis"] == "constraints"
 
 
 def test_an_undecided_proof_leaves_the_monte_carlo_verdict(monkeypatch):

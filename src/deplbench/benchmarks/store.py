@@ -107,6 +107,61 @@ def is_failure(record: Mapping[str, Any]) -> bool:
     return bool(record.get("error")) or record.get("status") == "error"
 
 
+def _folder_writable(folder: Path) -> bool:
+    """Whether files can be created in ``folder`` (``access(2)`` also reports
+    a read-only mount, where root's permission bits mean nothing)."""
+    return os.access(folder, os.W_OK)
+
+
+def _open_readonly(path: Path) -> sqlite3.Connection:
+    """A read-only connection to the store at ``path``.
+
+    The store runs in WAL mode, and a WAL reader needs the ``-shm`` index
+    beside the database: in a folder where it cannot be created (a read-only
+    mount, a folder of another user) ``mode=ro`` fails with "unable to open
+    database file". Such a store is then opened ``immutable=1``, which reads
+    the database file alone without locks. That is only right when no writer
+    is active, which a read-only folder guarantees (no writer could create
+    the ``-wal`` file there either); a ``-wal`` file left beside it holds
+    committed rows an immutable reader would not see, so that case is
+    refused rather than read incompletely.
+
+    Raises
+    ------
+    SweepError
+        For a read-only folder that holds the store's ``-wal`` file.
+    sqlite3.DatabaseError
+        For a file that is not an SQLite database (the caller names it).
+    """
+    uri = path.resolve().as_uri()
+    conn = None
+    try:
+        conn = sqlite3.connect(f"{uri}?mode=ro", uri=True, timeout=30.0)
+        conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+        return conn
+    except sqlite3.OperationalError:
+        if conn is not None:
+            conn.close()
+        if _folder_writable(path.parent):
+            raise
+    wal = Path(f"{path}-wal")
+    if wal.exists() and wal.stat().st_size > 0:
+        raise SweepError(f"results store {path}: its folder {path.parent} is read-only and it holds "
+                         f"unmerged rows in {wal.name}, which cannot be read without writing beside it "
+                         "(copy the store and its -wal file to a writable folder)")
+    return sqlite3.connect(f"{uri}?mode=ro&immutable=1", uri=True, timeout=30.0)
+
+
+def _refuse_read_only_folder(path: Path) -> None:
+    """A store is written with side files (``-wal``, ``-shm``) beside it: a
+    read-only folder is named as such, not reported as a corrupt database."""
+    if not _folder_writable(path.parent):
+        raise SweepError(f"results store {path}: its folder {path.parent} is read-only (a store is "
+                         "written with -wal and -shm files beside it; choose a writable folder with --db)")
+    if path.exists() and not os.access(path, os.W_OK):
+        raise SweepError(f"results store {path}: the file is read-only (a run adds its results to it)")
+
+
 class ResultsStore:
     """SQLite results store (see the module docstring for the guarantees).
 
@@ -144,10 +199,10 @@ class ResultsStore:
             if readonly:
                 if not self.path.is_file():
                     raise SweepError(f"results store not found: {self.path}")
-                self._conn = sqlite3.connect(f"{self.path.resolve().as_uri()}?mode=ro",
-                                             uri=True, timeout=30.0)
+                self._conn = _open_readonly(self.path)
             else:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
+                _refuse_read_only_folder(self.path)
                 self._conn = sqlite3.connect(str(self.path), timeout=30.0)
                 # Never add our tables to someone else's database: a file
                 # with tables but no `results` is refused before any write.

@@ -98,7 +98,7 @@ from deplbench.benchmarks.validate import check_names as _check_names
 from deplbench.errors import SweepError
 from deplbench.files import confined
 from deplbench.jsonio import canonical_json  # noqa: F401 - re-exported: part of this module's API
-from deplbench.limits import MAX_SWEEP_TASKS, check_file_size, read_bytes
+from deplbench.limits import MAX_SWEEP_TASKS, as_path, check_file_size, read_bytes
 
 #: Directory of the sweeps shipped with the package (``deplbench run quick``).
 PACKAGED_SWEEPS = Path(__file__).resolve().parent / "sweeps"
@@ -382,13 +382,15 @@ def resolve_sweep_path(path: str | os.PathLike) -> Path:
     SweepError
         If neither exists.
     """
-    candidate = Path(path)
+    candidate = as_path(path, "path", SweepError)
     if candidate.exists() and not candidate.is_dir():   # a device or FIFO is refused by the read
         return candidate
     name = candidate.name if candidate.suffix == ".toml" else candidate.name + ".toml"
     packaged = PACKAGED_SWEEPS / name
     if len(candidate.parts) == 1 and packaged.is_file():
         return packaged
+    if candidate.is_dir():
+        raise SweepError(f"sweep file {path}: is a directory (give the sweep's .toml file)")
     raise SweepError(f"sweep file not found: {path}")
 
 

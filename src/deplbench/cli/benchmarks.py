@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from deplbench.cli.messages import output_path
 from deplbench.errors import SweepError
 
 
@@ -30,7 +31,7 @@ def register(subparsers) -> None:
     run.add_argument("sweep", metavar="SWEEP.toml",
                      help="sweep file, or the name of a packaged sweep (quick, paper, "
                           "complexity, knapsack)")
-    run.add_argument("--db", default=None, metavar="DB",
+    run.add_argument("--db", type=output_path, default=None, metavar="DB",
                      help="SQLite results store (created if missing); required, except with --dry-run, "
                           "where it is only read to count the tasks already done (without it none is)")
     run.add_argument("--workers", type=int, default=None, metavar="N",
@@ -70,7 +71,7 @@ def register(subparsers) -> None:
     export.add_argument("--format", required=True, choices=("csv", "parquet"),
                         help="output format (parquet needs pyarrow; the same columns as csv, a "
                              "param_* column mixing value types as JSON text)")
-    export.add_argument("-o", "--output", required=True, metavar="FILE", help="output file")
+    export.add_argument("-o", "--output", type=output_path, required=True, metavar="FILE", help="output file")
     export.add_argument("--latest", action="store_true",
                         help="only the last attempt of each task")
     export.set_defaults(func=_export)

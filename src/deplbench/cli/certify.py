@@ -9,6 +9,7 @@ the UB plan; ``--json`` prints the whole record as one JSON object. See
 
 from __future__ import annotations
 
+from deplbench.cli.messages import output_path
 from deplbench.errors import SolverError
 from deplbench.jsonio import print_json, write_json
 from deplbench.limits import MAX_WORKERS
@@ -209,7 +210,7 @@ def register(subparsers) -> None:
                    help=f"N'2 fresh draws per stage-2 test (default {DEFAULT_REFINE_VALIDATION})")
     g.add_argument("--refine-candidates", type=int, default=DEFAULT_REFINE_CANDIDATES,
                    help=f"at most this many stage-2 tests (default {DEFAULT_REFINE_CANDIDATES})")
-    p.add_argument("-o", "--output", help="also write the bracket record as JSON")
+    p.add_argument("-o", "--output", type=output_path, help="also write the bracket record as JSON")
     p.add_argument("--json", action="store_true", help="print one JSON object on stdout")
     p.add_argument("--quiet", action="store_true",
                    help="no progress bar (there is none either when stderr is not a terminal)")

@@ -16,6 +16,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from deplbench.cli.messages import output_path
+
 
 def register(subparsers) -> None:
     """Add the ``fit`` sub-command to the deplbench CLI."""
@@ -35,8 +37,10 @@ def register(subparsers) -> None:
                      "model size and compute (default: the realistic --family instance)")
     src.add_argument("--family", default="alexnet", help="realistic family used when --base is absent "
                      "(default: alexnet)")
-    p.add_argument("-o", "--output", required=True, metavar="INSTANCE.json", help="output instance file")
-    p.add_argument("--report", metavar="DIR", help="write the fit report (PNG figures, fit-report.json) here")
+    p.add_argument("-o", "--output", type=output_path, required=True, metavar="INSTANCE.json",
+                   help="output instance file")
+    p.add_argument("--report", type=output_path, metavar="DIR",
+                   help="write the fit report (PNG figures, fit-report.json) here")
     p.add_argument("--alpha", type=float, default=0.05, help="KS significance level (default 0.05)")
     p.add_argument("--ks-bootstrap", type=int, default=0, metavar="N",
                    help="parametric-bootstrap replicates for the X fits' KS p-values (default 0: plain KS)")

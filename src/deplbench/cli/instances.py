@@ -21,6 +21,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from deplbench.cli.messages import output_path, split_params
 from deplbench.errors import DeplbenchError, InstanceError
 
 #: CLI flag → (generator parameter, family that accepts it).
@@ -49,16 +50,7 @@ def parse_params(pairs: list[str]) -> dict[str, Any]:
     InstanceError
         For an entry without ``=`` or a key given twice.
     """
-    params: dict[str, Any] = {}
-    for pair in pairs:
-        key, sep, value = pair.partition("=")
-        key = key.strip().replace("-", "_")
-        if not sep or not key:
-            raise InstanceError(f"--param {pair!r}: expected KEY=VALUE")
-        if key in params:
-            raise InstanceError(f"--param {key}: given twice")
-        params[key] = _parse_value(value.strip())
-    return params
+    return {key: _parse_value(value) for key, value in split_params(pairs, InstanceError).items()}
 
 
 def _families_epilog() -> str:
@@ -96,7 +88,7 @@ def register(subparsers) -> None:
                         "writes DIR/<generator>[-<family>]-seed<N>.json for each into -o DIR")
     g.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
                    help="family parameter (repeatable), e.g. loss_max=5 horizon=50")
-    g.add_argument("-o", "--output", metavar="FILE", help="output file (default: standard output); "
+    g.add_argument("-o", "--output", type=output_path, metavar="FILE", help="output file (default: standard output); "
                    "with --seeds, the output directory (created if its parent exists)")
     g.set_defaults(func=run_generate)
 
@@ -106,7 +98,7 @@ def register(subparsers) -> None:
     v.set_defaults(func=run_validate)
 
     s = subparsers.add_parser("schema", help="print the JSON Schema of the instance format")
-    s.add_argument("-o", "--output", metavar="FILE", help="output file (default: standard output)")
+    s.add_argument("-o", "--output", type=output_path, metavar="FILE", help="output file (default: standard output)")
     s.set_defaults(func=run_schema)
 
 

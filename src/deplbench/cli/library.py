@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from deplbench.cli.messages import output_path
 from deplbench.jsonio import print_json
 
 
@@ -39,7 +40,8 @@ def register(subparsers) -> None:
                                    "for pwl.solu and each instance with deplbench's exact solver for "
                                    "minlp.solu, bracket each true optimum (true_optimum.csv), and write "
                                    "library.csv / library.md and manifest.json. Progress goes to stderr.")
-    b.add_argument("--out", required=True, metavar="DIR", help="output directory (created; must be empty)")
+    b.add_argument("--out", type=output_path, required=True, metavar="DIR",
+                   help="output directory (created; must be empty)")
     b.add_argument("--size", choices=("small", "full"), default="small",
                    help="small: a couple of minutes to build (default); full: every entry")
     b.add_argument("--time-limit", type=float, default=60.0, metavar="T",

@@ -20,6 +20,7 @@ import json
 import sys
 from pathlib import Path
 
+from deplbench.cli.messages import output_path
 from deplbench.errors import DeplbenchError
 
 
@@ -35,19 +36,20 @@ def register(subparsers) -> None:
                     "paper's Fig. 4 on the logs, test independence, replay proven plans on held-out runs.")
     sub = p.add_subparsers(dest="measure_command", required=True, metavar="{run,analyse,refit,replay}")
     r = sub.add_parser("run", help="train the experiment and write the logs + provenance")
-    r.add_argument("-o", "--output", required=True, metavar="LOGS.csv[.gz]")
+    r.add_argument("-o", "--output", type=output_path, required=True, metavar="LOGS.csv[.gz]")
     r.add_argument("--tiny", action="store_true", help="a few epochs, two seeds per batch (a smoke test)")
     r.add_argument("--threads", type=int, default=1, help="PyTorch threads (default 1; fixes the summation order)")
     r.set_defaults(func=run_measure)
     a = sub.add_parser("analyse", help="Fig. 4 fits, alternatives, KS grid and autocorrelation of the logs")
     a.add_argument("logs", nargs="?", default=None, help="logs (default: the shipped measurement)")
     a.add_argument("--json", action="store_true", help="print one JSON object")
-    a.add_argument("--report", metavar="DIR", help="write the Fig. 4 PNGs and analysis.json here")
+    a.add_argument("--report", type=output_path, metavar="DIR", help="write the Fig. 4 PNGs and analysis.json here")
     a.add_argument("--bootstrap", type=int, default=1000, help="bootstrap replicates of the ACF interval")
     a.set_defaults(func=run_analyse)
     f = sub.add_parser("refit", help="refit the shipped measured instance (deplbench fit on the shipped logs)")
     f.add_argument("logs", nargs="?", default=None, help="logs (default: the shipped measurement)")
-    f.add_argument("-o", "--output", default=None, help="instance file (default: the shipped digits-mlp-fit.json); "
+    f.add_argument("-o", "--output", type=output_path, default=None,
+                   help="instance file (default: the shipped digits-mlp-fit.json); "
                    "eq. (8) as stated goes beside it as <name>-eq8.json")
     f.set_defaults(func=run_refit)
     q = sub.add_parser("replay", help="plan on the measured instance, train the plans on held-out seeds")
@@ -61,7 +63,7 @@ def register(subparsers) -> None:
     q.add_argument("--loss-max", type=float, default=None, metavar="L",
                    help="ℓmax of the measured instance (default: the family's, 0.3)")
     q.add_argument("--merge", action="store_true", help="merge into --output: replace only these solvers' rows")
-    q.add_argument("-o", "--output", default=None, metavar="REPLAY.json")
+    q.add_argument("-o", "--output", type=output_path, default=None, metavar="REPLAY.json")
     q.set_defaults(func=run_replay)
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import errno
 import os
 
-__all__ = ["os_error_message"]
+__all__ = ["os_error_message", "output_path", "split_params"]
 
 
 def os_error_message(exc: OSError) -> str:
@@ -45,3 +45,55 @@ def os_error_message(exc: OSError) -> str:
     if not files:
         return problem
     return f"{' -> '.join(files)}: {problem}"
+
+
+def output_path(text: str) -> str:
+    """argparse ``type`` of every output option (``-o``, ``--out``, ``--write-lp``).
+
+    An empty path names no file: without this check a command given ``-o ''``
+    would take it as "no output" and exit 0 having written nothing.
+
+    Raises
+    ------
+    argparse.ArgumentTypeError
+        For ``""`` (argparse then prints one ``error:`` line naming the
+        option, exit status 2).
+    """
+    import argparse
+
+    if not text.strip():
+        raise argparse.ArgumentTypeError("empty path: give the name of the file to write")
+    return text
+
+
+def split_params(items, error, malformed: str = "--param {item!r}: expected KEY=VALUE") -> dict[str, str]:
+    """``--param KEY=VALUE`` items as {key: text}: the one parser of every command with ``--param``.
+
+    Keys have ``-`` turned into ``_`` (``--param time-limit=5``); values stay
+    text (each command converts them). A key given twice is refused rather
+    than the last one silently winning.
+
+    Parameters
+    ----------
+    items : list of str
+        The ``--param`` values as typed.
+    error : type
+        The :class:`~deplbench.errors.DeplbenchError` subclass raised.
+    malformed : str
+        The message for an item without ``=`` or a key (``{item!r}`` is filled in).
+
+    Raises
+    ------
+    error
+        ``--param scenarios: given twice``, or ``malformed``.
+    """
+    out: dict[str, str] = {}
+    for item in items or []:
+        key, sep, value = item.partition("=")
+        key = key.strip().replace("-", "_")
+        if not sep or not key:
+            raise error(malformed.format(item=item))
+        if key in out:
+            raise error(f"--param {key}: given twice")
+        out[key] = value.strip()
+    return out

@@ -10,6 +10,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from deplbench.cli.messages import output_path
+
 
 def register(subparsers) -> None:
     """Add the ``report`` sub-command to the ``deplbench`` parser."""
@@ -20,7 +22,7 @@ def register(subparsers) -> None:
                     "tables/*.csv|md, manifest.json): the papers' figures, optimality "
                     "gaps, competitive ratio, complexity fits and the claims audit.")
     p.add_argument("db", metavar="DB", help="results store written by `deplbench run`")
-    p.add_argument("--out", required=True, metavar="DIR", help="output folder")
+    p.add_argument("--out", type=output_path, required=True, metavar="DIR", help="output folder")
     p.add_argument("--bench-json", metavar="DIR", default=None,
                    help="pytest-benchmark JSON file or folder (make bench writes "
                         "results/bench/)")
@@ -36,10 +38,37 @@ def register(subparsers) -> None:
     p.set_defaults(func=_run)
 
 
+def _check_bench_file(bench_json: str | None) -> None:
+    """A ``--bench-json`` naming one file must be a pytest-benchmark file.
+
+    When scanning a folder, files that are not are skipped with a note in
+    the report (a folder may hold other JSON); but a single file the user
+    named that cannot be used is the user's input error, not a note in the
+    HTML that exit status 0 would hide.
+
+    Raises
+    ------
+    ReportError
+        ``--bench-json FILE: not a pytest-benchmark JSON file (...)``.
+    """
+    from pathlib import Path
+
+    from deplbench.reports.data import ReportError, load_bench_json
+
+    if bench_json is None or not Path(bench_json).is_file():
+        return          # a folder, or a missing path (load_bench_json names it)
+    _, notes = load_bench_json(bench_json)
+    head = f"{Path(bench_json).name}: "
+    for note in notes:
+        if note.startswith(head):
+            raise ReportError(f"--bench-json {bench_json}: {note[len(head):]}")
+
+
 def _run(args: argparse.Namespace) -> int:
     from deplbench.cli.progress import native_output_held, progress_wanted
     from deplbench.reports.build import ReportOptions, build_report
 
+    _check_bench_file(args.bench_json)
     show = progress_wanted(args)
     opts = ReportOptions(title=args.title, sgm_shift=args.sgm_shift, scale=args.scale,
                          dpi=args.dpi, formats=("png",) if args.no_svg else ("png", "svg"),

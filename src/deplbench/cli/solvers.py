@@ -6,7 +6,7 @@ import argparse
 import sys
 import textwrap
 
-from deplbench.cli.messages import os_error_message
+from deplbench.cli.messages import os_error_message, output_path, split_params
 from deplbench.errors import SolverError
 
 #: Dedicated flags of ``solve`` → solver parameter names.
@@ -40,18 +40,14 @@ def parse_kv(items: list[str]) -> dict[str, str]:
     Raises
     ------
     SolverError
-        An item without ``=`` or without a key, naming ``--param`` (exit 2).
+        An item without ``=`` or without a key, or a key given twice,
+        naming ``--param`` (exit 2).
     """
-    out = {}
-    for item in items or []:
-        key, sep, value = item.partition("=")
-        if not sep or not key:
-            raise SolverError(f"--param: expected key=value, got {item!r}")
-        key = key.strip().replace("-", "_")
+    out = split_params(items, SolverError, "--param: expected key=value, got {item!r}")
+    for key in out:
         if key in RESERVED_PARAMS:
             # solve()'s own arguments: passing one as a parameter would be a TypeError deep inside
             raise SolverError(f"--param: {key!r} is not an algorithm parameter ({RESERVED_PARAMS[key]})")
-        out[key] = value.strip()
     return out
 
 
@@ -76,6 +72,8 @@ def _cmd_solve(args) -> int:
         flag = "--" + attr.replace("_", "-")
         if pname not in cls.parameters:
             raise SolverError(f"{flag}: algorithm {args.algo!r} has no parameter {pname!r}")
+        if pname in params:        # as generate: one value, never "the last one wins"
+            raise SolverError(f"{flag}: also given as --param {pname}")
         params[pname] = value
         given_as[pname] = flag
     try:
@@ -345,14 +343,14 @@ def register(subparsers) -> None:
     p.add_argument("--solver", metavar="NAME",
                    help="MILP solver of an exact algorithm: highs, scip or pyomo:NAME (a Pyomo SolverFactory "
                         "solver, e.g. pyomo:cbc); listed below with what is available here")
-    p.add_argument("--write-lp", metavar="FILE", help="write the MILP model to FILE (.lp or .mps)")
+    p.add_argument("--write-lp", type=output_path, metavar="FILE", help="write the MILP model to FILE (.lp or .mps)")
     p.add_argument("--eta", help="DepL resolution η")
     p.add_argument("--epsilon", help="DepL allocation accuracy ε")
     p.add_argument("--eval-samples", type=int, default=50_000, metavar="N",
                    help="out-of-sample trajectories (default 50000)")
     p.add_argument("--eval-seed", type=int, default=0, metavar="N",
                    help="seed of the out-of-sample evaluation (default 0)")
-    p.add_argument("-o", "--output", metavar="FILE", help="also write the result record as JSON")
+    p.add_argument("-o", "--output", type=output_path, metavar="FILE", help="also write the result record as JSON")
     p.add_argument("--json", action="store_true", help="print the result record as one JSON object")
     p.set_defaults(func=_cmd_solve)
 

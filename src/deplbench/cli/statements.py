@@ -16,6 +16,7 @@ import textwrap
 
 from deplbench.formulations.evaluation.binomial import CERTIFIED_FEASIBLE, CERTIFIED_INFEASIBLE
 from deplbench.formulations.evaluation.evaluate import (
+    BASIS_CONSTRAINTS,
     BASIS_DETERMINISTIC,
     BASIS_EXACT,
     BASIS_MONTE_CARLO,
@@ -78,7 +79,9 @@ def evaluation_statements(ev) -> list[tuple[str, str]]:
     elif d.get("exact_reason") not in (None, "not requested"):
         out.append(("exact", f"none ({d['exact_reason']})"))
     verdict = d.get("verdict")
-    if basis == BASIS_EXACT:
+    if basis == BASIS_CONSTRAINTS:
+        text = f"{verdict}: the plan breaks constraints (4)-(6) (checked exactly, whatever the loss)"
+    elif basis == BASIS_EXACT:
         text = f"{verdict}, proven by the exact bounds (no sampling"
         mc_cert = d.get("mc_certified_verdict")
         if (mc in ("feasible", "infeasible") and mc != verdict) or (
@@ -90,7 +93,7 @@ def evaluation_statements(ev) -> list[tuple[str, str]]:
         text = f"{verdict} (exact: deterministic plan)"
     else:
         text = f"{verdict} (Monte Carlo estimate, not a proof)"
-    if d.get("violations"):
+    if d.get("violations") and basis != BASIS_CONSTRAINTS:
         text += "; the plan breaks constraints (4)-(6), so it is infeasible"
     out.append(("verdict", text))
     return out

@@ -48,7 +48,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, PrivateAttr,
 from deplbench.errors import DeplbenchError, InstanceError
 from deplbench.instances import datalaw
 from deplbench.instances.distributions import Distribution
-from deplbench.limits import read_text
+from deplbench.limits import as_path, read_text
 
 FORMAT_VERSION: Final = 1
 #: Largest accepted horizon K̄. Every layer allocates arrays with a K̄ axis
@@ -513,7 +513,7 @@ def load_instance(path: str | Path) -> Instance:
     InstanceError
         If the file is missing, is not JSON, or is not a valid instance.
     """
-    path = Path(path)
+    path = as_path(path, "path", InstanceError)
     data = read_json(path, what="instance")
     try:
         return parse_instance(data)

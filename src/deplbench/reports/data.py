@@ -360,6 +360,8 @@ def load_bench_json(directory: str | Path | None) -> tuple[pd.DataFrame, list[st
     for f in files:
         try:
             doc = json.loads(read_text(f, "benchmark JSON", ReportError))
+            if not isinstance(doc, dict) or "benchmarks" not in doc:
+                raise TypeError("no 'benchmarks' list at its top level")
             benches = doc["benchmarks"]
             if not isinstance(benches, list):
                 raise TypeError("'benchmarks' is not a list")

@@ -35,6 +35,7 @@ from typing import Any
 from deplbench.errors import DeplbenchError, SolverError
 from deplbench.formulations.evaluation.closed_loop import FixedPlanPolicy, StopAtTarget, simulate
 from deplbench.formulations.evaluation.evaluate import evaluate_plan
+from deplbench.formulations.evaluation.instance_check import check_instance
 from deplbench.formulations.evaluation.settings import CONFIDENCE, MIN_SAMPLES, RUNS, SEED, check_closed_loop
 from deplbench.formulations.model.plan import Plan
 from deplbench.formulations.model.preprocess import reduce_instance
@@ -67,6 +68,7 @@ def check_solve_arguments(instance, algorithm, evaluate, eval_samples, eval_seed
     if not isinstance(instance, Instance):
         raise SolverError(f"instance: expected an Instance (deplbench.instances.model), "
                           f"got {type(instance).__name__}")
+    check_instance(instance)          # one built or changed in code: every rule again (instance_check)
     for name, value in (("evaluate", evaluate), ("eval_samples", eval_samples), ("eval_seed", eval_seed)):
         EVALUATION_PARAMETERS[name].convert(name, value, strict=True)
     if isinstance(algorithm, str):
@@ -132,6 +134,9 @@ def solve(
     SolverError
         Unknown algorithm or invalid parameters — the caller's mistake. Any
         failure inside the algorithm becomes a result with status ``error``.
+    InstanceError
+        An instance built or changed in code that breaks the format's rules
+        (``model_copy(update={"omega": 5.0})``), naming the field.
     """
     cls = check_solve_arguments(instance, algorithm, evaluate, eval_samples, eval_seed)
     resolved = cls.resolve_params(params)
@@ -279,15 +284,28 @@ def closed_loop(instance, result: SolveResult, algorithm: str | type[Solver] | N
     Raises
     ------
     SolverError
-        Unknown algorithm. PlanError: invalid runs/seed/confidence.
+        Unknown algorithm, or an argument of the wrong type (naming it).
+        PlanError: invalid runs/seed/confidence. InstanceError: an instance
+        that breaks the format's rules.
     """
     runs, seed, confidence = check_closed_loop(runs, seed, confidence)
+    if not isinstance(instance, Instance):
+        raise SolverError(f"instance: expected an Instance (deplbench.instances.model), "
+                          f"got {type(instance).__name__}")
+    if not isinstance(result, SolveResult):
+        raise SolverError(f"result: expected the SolveResult of solve(), got {type(result).__name__}"
+                          + (f" (the algorithm goes in the third argument: closed_loop(instance, "
+                             f"result, {result!r}))" if isinstance(result, str) else ""))
+    check_instance(instance)
     if algorithm is None:
         algorithm = result.algorithm
     if isinstance(algorithm, str):
         cls = get_solver(algorithm)
-    else:
+    elif isinstance(algorithm, type) and issubclass(algorithm, Solver):
         cls = algorithm
+    else:
+        raise SolverError(f"algorithm: expected a registry name or a Solver subclass, "
+                          f"got {type(algorithm).__name__}")
     out: dict[str, Any] = {"runs": int(runs), "seed": int(seed), "confidence": float(confidence),
                            "plan": None, "plan_stopped": None, "policy": None}
     if result.plan is not None:

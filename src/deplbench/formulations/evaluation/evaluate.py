@@ -34,7 +34,8 @@ added, and where they decide, the proof wins: ``verdict``,
 Monte Carlo statements as the independent cross-check. Otherwise
 ``verdict``/``certified_verdict`` are the Monte Carlo ones
 (``verdict_basis`` = ``"monte_carlo"``; ``"deterministic"`` for a plan of
-point masses, whose one trajectory is exact).
+point masses, whose one trajectory is exact; ``"constraints"`` for a plan
+breaking (4)–(6), infeasible whatever its quantile).
 
 The per-epoch mean and 1st/99th percentiles of ℓ(k), k = 0..K, are returned
 for the paper's Fig. 9.
@@ -69,6 +70,7 @@ from deplbench.formulations.evaluation.exact_violation import (
     ExactUnavailable,
     violation_bounds,
 )
+from deplbench.formulations.evaluation.instance_check import check_instance
 from deplbench.formulations.evaluation.settings import check_samples
 from deplbench.formulations.model.allocation import TIME_RTOL, epoch_parameters
 from deplbench.formulations.model.plan import Plan, check_plan_names, datasets_loc, parse_plan
@@ -89,6 +91,7 @@ VIOLATION_BOUNDS_METHOD = "Clopper-Pearson (exact binomial), each bound one-side
 BASIS_EXACT = "exact"                  # the rigorous bounds of exact_violation (a proof)
 BASIS_DETERMINISTIC = "deterministic"  # point masses only: the one trajectory is exact
 BASIS_MONTE_CARLO = "monte_carlo"      # the Monte Carlo statements (estimate / certificate at a level)
+BASIS_CONSTRAINTS = "constraints"      # a hard constraint (4)-(6) is broken: infeasible, checked exactly
 
 
 @dataclass
@@ -111,10 +114,9 @@ class Evaluation:
         Its interval at level ``confidence``, built as ``ci_method`` says
         (two-sided distribution-free order statistics; zero width when exact).
     verdict : str
-        ``"feasible"`` / ``"infeasible"`` / ``"undecided"``: the quantile
-        constraint (3), decided by the exact bounds where they decide
-        (``verdict_basis`` ``"exact"``), else the Monte Carlo estimate
-        ``mc_verdict``.
+        ``"feasible"`` / ``"infeasible"`` / ``"undecided"``: ``"infeasible"`` when the plan breaks
+        (4)–(6) (basis ``"constraints"``), else the quantile constraint (3), decided by the
+        exact bounds where they decide (basis ``"exact"``), else the estimate ``mc_verdict``.
     feasible : bool
         The constraints (4)–(6) hold and ``verdict`` is ``"feasible"``.
     mc_verdict : str
@@ -135,9 +137,9 @@ class Evaluation:
     violation_lo, violation_hi, quantile_lo, quantile_hi, exact_verdict
         Bounds computed without sampling (``exact=True``): proofs, no level.
     verdict_basis : str
-        What decided ``verdict`` and ``certified_verdict``: ``"exact"``,
-        ``"deterministic"`` or ``"monte_carlo"``. Every Clopper–Pearson
-        certificate holds at its level for its one plan only (module docstring).
+        What decided ``verdict`` and ``certified_verdict``: ``"constraints"`` (a broken
+        constraint (4)–(6)), ``"exact"``, ``"deterministic"`` or ``"monte_carlo"``. Every
+        Clopper–Pearson certificate holds at its level for its one plan only (module docstring).
     """
 
     cost: float
@@ -439,11 +441,12 @@ def _follow_proof(ev: Evaluation, chance_verdict: str) -> None:
     if chance_verdict not in (PROVEN_FEASIBLE, PROVEN_INFEASIBLE):
         return
     proven_ok = chance_verdict == PROVEN_FEASIBLE
-    ev.verdict = "feasible" if proven_ok else "infeasible"
     ev.feasible = ev.constraints_ok and proven_ok
     # broken constraints (4)-(6) are certain too: they keep the plan infeasible
     ev.certified_verdict = CERTIFIED_FEASIBLE if ev.feasible else CERTIFIED_INFEASIBLE
-    ev.verdict_basis = BASIS_EXACT
+    if ev.constraints_ok:
+        ev.verdict = "feasible" if proven_ok else "infeasible"
+        ev.verdict_basis = BASIS_EXACT
 
 
 #: Memory the evaluator may use for trajectories (bytes): the blocks are
@@ -463,10 +466,7 @@ def _check_arguments(instance, plan, samples, seed, confidence, trajectory):
     Every refusal names the argument (docs/DESIGN.md, "Input rules"); a
     plan may be given as a JSON-like dict.
     """
-    from deplbench.instances.model import Instance
-
-    if not isinstance(instance, Instance):
-        raise PlanError(f"instance: expected an Instance (deplbench.instances.model), got {type(instance).__name__}")
+    check_instance(instance, full=False, type_error=PlanError)     # one built or changed in code, too
     plan = parse_plan(plan)
     samples = check_samples(samples)
     if (isinstance(confidence, bool) or not isinstance(confidence, (int, float, np.floating))
@@ -544,7 +544,7 @@ def _simulate_and_judge(instance, plan, models, gammas, n, rng, exact, trajector
         constraints_ok=not violations,
         quantile=quantile,
         quantile_ci=ci,
-        verdict=verdict,
+        verdict="infeasible" if violations else verdict,     # broken (4)-(6): whatever the quantile
         feasible=(not violations) and verdict == "feasible",
         mc_verdict=verdict,
         expected_loss=float(mean[-1]),
@@ -566,7 +566,7 @@ def _simulate_and_judge(instance, plan, models, gammas, n, rng, exact, trajector
         certified_verdict=certified,
         mc_certified_verdict=certified,
         ci_method=CI_METHOD_DETERMINISTIC if exact else CI_METHOD,
-        verdict_basis=BASIS_DETERMINISTIC if exact else BASIS_MONTE_CARLO,
+        verdict_basis=BASIS_CONSTRAINTS if violations else BASIS_DETERMINISTIC if exact else BASIS_MONTE_CARLO,
     )
 
 
@@ -595,4 +595,4 @@ def _certify(finals, n, exact, instance, threshold, confidence, violations):
 
 __all__ = ["Evaluation", "evaluate_plan", "attach_exact", "plan_indices", "transfer_cost", "simulate_trajectories",
            "MEMORY_BUDGET", "order_statistic_ci", "CI_METHOD", "CI_METHOD_DETERMINISTIC",
-           "VIOLATION_BOUNDS_METHOD", "BASIS_EXACT", "BASIS_DETERMINISTIC", "BASIS_MONTE_CARLO"]
+           "VIOLATION_BOUNDS_METHOD", "BASIS_CONSTRAINTS", "BASIS_EXACT", "BASIS_DETERMINISTIC", "BASIS_MONTE_CARLO"]

@@ -244,9 +244,21 @@ class HighsBackend:
         self._named = True
 
     def write(self, path: str) -> None:
+        """Write the model to ``path`` (.lp or .mps by its name).
+
+        Raises
+        ------
+        OSError
+            When HiGHS reports that it could not write the file, or the file is
+            not there afterwards: the caller names the file to the user.
+        """
         self.name_rows_and_columns()
         with quiet_stdout():
-            self.h.writeModel(str(path))
+            status = self.h.writeModel(str(path))
+        # HiGHS reports an unwritable file only through its status (a warning
+        # is a written file with a remark, e.g. names it had to shorten)
+        if status == self.highspy.HighsStatus.kError or not os.path.exists(path):
+            raise OSError(f"HiGHS could not write the model (status {status.name})")
 
     def add_cut(self, cols, vals, lo) -> None:
         self.h.addRow(float(lo), self.highspy.kHighsInf, len(cols), np.asarray(cols, np.int32),

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 
+from deplbench.files import unwritable
 from deplbench.formulations.model.scenarios import LOSS_TOL
 from deplbench.limits import MAX_THREADS, MEMORY_BUDGET_GIB, MEMORY_LIMIT_PARAM
 from deplbench.params import GAP, SEED, TIME_LIMIT, Param
@@ -68,8 +69,10 @@ def _lp_file(path: str) -> str:
     ext = os.path.splitext(path)[1].lower()
     if ext not in (".lp", ".mps"):
         return f"file name must end in .lp or .mps, got {path!r}"
-    parent = os.path.dirname(os.path.abspath(path))
-    return "" if os.path.isdir(parent) else f"directory {parent!r} does not exist"
+    # asked before the build and the solve: a model file that cannot be
+    # written must not cost the solve and then be lost (or silently missing)
+    reason = unwritable(path)
+    return f"cannot write ({reason})" if reason else ""
 
 
 def option_table(formulations) -> dict[str, Param]:

@@ -22,6 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictStr, ValidationError
 
 from deplbench.errors import PlanError
 from deplbench.instances.model import check_shape, format_validation_error, key_loc, read_json, reject_unknown_fields
+from deplbench.limits import as_path
 
 
 class Epoch(BaseModel):
@@ -124,7 +125,7 @@ def load_plan(path: str | Path) -> Plan:
         Unreadable, non-UTF-8 or invalid JSON (``NaN``/``Infinity`` included),
         or not a valid plan; every message starts with the file name.
     """
-    path = Path(path)
+    path = as_path(path, "path", PlanError)
     data = read_json(path, what="plan", error=PlanError)
     if isinstance(data, dict) and "plan" in data and "epochs" not in data:
         if data["plan"] is None:
