@@ -21,10 +21,12 @@ The rules:
   between its :data:`TAIL` and 1 − :data:`TAIL` quantiles — stay within
   ±:data:`MAX_LOSS`: finite, and small enough that the loss of K̄ epochs keeps
   a unit's resolution (binary64 resolves integers up to 2^53 ≈ 9e15);
-* ω, in (0, 1), lies in [:data:`MIN_OMEGA`, 1 − :data:`MIN_OMEGA`]: for ω
-  below 1.1e-16, 1 − ω rounds to 1 and the risk of eq. (3) is lost, and a
-  sample resolving ω or 1 − ω needs ⌈1/ω⌉ scenarios (``Instance.omega``'s
-  field bounds).
+* ω, in (0, 1), lies in [:data:`MIN_OMEGA`, 1 − :data:`MIN_OMEGA`]
+  (``Instance.omega``'s field bounds): below 1.1e-16, 1 − ω rounds to 1
+  and the risk 1 − ω of eq. (3) is lost (DepL divided by zero, the MILP's
+  ⌈1/ω⌉ overflowed); within 1e-15 of 1 the ω-quantile of a Student's t
+  jump is no longer finite for DepL's quantile transform. 1e-12 keeps a
+  margin of a thousand on both sides.
 
 Resource numbers (sizes, compute, capacities, costs, bandwidths, Tmax) may
 be as large as binary64 allows: the formulations already handle them
@@ -49,7 +51,7 @@ MAX_LOSS = 1e15
 #: The tails checked: each law's TAIL and 1 − TAIL quantiles must be finite and within ±MAX_LOSS.
 TAIL = 1e-9
 #: ω must lie in [MIN_OMEGA, 1 − MIN_OMEGA].
-MIN_OMEGA = 1e-9
+MIN_OMEGA = 1e-12
 
 
 def law_tails(law: Any) -> tuple[float, float]:
@@ -103,8 +105,8 @@ def _check_subnormal(loc: str, data: Any) -> None:
             stack.extend((f"{where}[{i}]", v) for i, v in enumerate(value))
         elif _subnormal(value):
             raise ValueError(f"{where}: {value!r} is subnormal (nonzero below {MIN_NORMAL:.3g}): it has too few "
-                             "significant bits for the products and ratios of eqs. (1)-(2); use 0 or a "
-                             "normal number (or rescale the unit)")
+                             "significant bits for the products and ratios of eqs. (1)-(2) (use 0, a "
+                             "normal number, or another unit)")
 
 
 def _check_law(loc: str, law: Any, factor: float = 1.0, what: str = "the law") -> None:
