@@ -118,6 +118,17 @@ def _check_law(loc: str, law: Any, factor: float = 1.0, what: str = "the law") -
             f"±{MAX_LOSS:g}: its loss terms overflow or lose all resolution in binary64 (rescale the loss)")
 
 
+def omega_range(value: Any) -> Any:
+    """Refuse a number ω outside [:data:`MIN_OMEGA`, 1 − :data:`MIN_OMEGA`], saying why.
+
+    ``Instance.omega``'s field bounds state the same range in the JSON schema;
+    this runs first, so that the message gives the numbers readably."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and not MIN_OMEGA <= value <= 1 - MIN_OMEGA:
+        raise ValueError(f"must lie in [{MIN_OMEGA:g}, 1 − {MIN_OMEGA:g}], got {value!r} (1 − ω must neither round "
+                         "to 1 nor leave a quantile no solver can compute: docs/instances.md, Magnitudes)")
+    return value
+
+
 def check_magnitudes(inst: Any) -> None:
     """Raise ``ValueError`` naming the field if ``inst`` breaks a rule of the module docstring.
 
@@ -146,4 +157,4 @@ def check_magnitudes(inst: Any) -> None:
         _check_law(f"switches[{i}].jump", sw.jump)
 
 
-__all__ = ["MIN_NORMAL", "MAX_LOSS", "TAIL", "MIN_OMEGA", "law_tails", "check_magnitudes"]
+__all__ = ["MIN_NORMAL", "MAX_LOSS", "TAIL", "MIN_OMEGA", "law_tails", "check_magnitudes", "omega_range"]

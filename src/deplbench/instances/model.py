@@ -48,7 +48,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, PrivateAttr,
 from deplbench.errors import DeplbenchError, InstanceError
 from deplbench.instances import datalaw
 from deplbench.instances.distributions import Distribution
-from deplbench.instances.magnitudes import MIN_OMEGA, check_magnitudes
+from deplbench.instances.magnitudes import MIN_OMEGA, check_magnitudes, omega_range
 from deplbench.limits import read_text
 
 FORMAT_VERSION: Final = 1
@@ -176,7 +176,7 @@ class Instance(_Strict):
     name: str = "instance"
     initial_loss: _Finite = Field(description="ℓ(0)")
     loss_max: _Finite = Field(description="ℓmax: the bound on the ω-quantile of ℓ(K), eq. (3)")
-    omega: _Finite = Field(ge=MIN_OMEGA, le=1 - MIN_OMEGA, description=(
+    omega: Annotated[_Finite, BeforeValidator(omega_range)] = Field(ge=MIN_OMEGA, le=1 - MIN_OMEGA, description=(
         f"ω: the quantile level of eq. (3), in [{MIN_OMEGA:g}, 1 − {MIN_OMEGA:g}] (1 − ω must not round to 1)"))
     time_max: _Finite = Field(gt=0, description="Tmax, eq. (4)")
     horizon: StrictInt = Field(ge=1, le=MAX_HORIZON, description="K̄: the largest number of epochs")
