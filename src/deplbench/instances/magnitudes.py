@@ -23,8 +23,8 @@ The rules:
   a unit's resolution (binary64 resolves integers up to 2^53 ≈ 9e15);
 * ω, in (0, 1), lies in [:data:`MIN_OMEGA`, 1 − :data:`MIN_OMEGA`]
   (``Instance.omega``'s field bounds): below 1.1e-16, 1 − ω rounds to 1
-  and the risk 1 − ω of eq. (3) is lost (DepL divided by zero, the MILP's
-  ⌈1/ω⌉ overflowed); within 1e-15 of 1 the ω-quantile of a Student's t
+  and the risk 1 − ω of eq. (3) is lost (DepL would divide by zero, the
+  MILP's ⌈1/ω⌉ would overflow); within 1e-15 of 1 the ω-quantile of a Student's t
   jump is no longer finite for DepL's quantile transform. 1e-12 keeps a
   margin of a thousand on both sides.
 
@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import math
 import sys
+from functools import lru_cache
 from statistics import NormalDist
 from typing import Any
 
@@ -54,11 +55,14 @@ TAIL = 1e-9
 MIN_OMEGA = 1e-12
 
 
+@lru_cache(maxsize=512)
 def law_tails(law: Any) -> tuple[float, float]:
     """The :data:`TAIL` and 1 − :data:`TAIL` quantiles of ``law``, ±inf where they overflow.
 
     Computed without overflow exceptions or warnings: the point of the
-    check is to find laws whose numbers overflow."""
+    check is to find laws whose numbers overflow. Cached per law (the laws
+    are frozen, hashable models): re-validating an instance with changed
+    targets, as ``with_changes`` does, costs no quantile again."""
     if isinstance(law, PointMass):
         return law.value, law.value
     if isinstance(law, Empirical):
