@@ -109,8 +109,8 @@ def _check_subnormal(loc: str, data: Any) -> None:
             stack.extend((f"{where}[{i}]", v) for i, v in enumerate(value))
         elif _subnormal(value):
             raise ValueError(f"{where}: {value!r} is subnormal (nonzero below {MIN_NORMAL:.3g}): it has too few "
-                             "significant bits for the products and ratios of eqs. (1)-(2) (use 0, a "
-                             "normal number, or another unit)")
+                             "significant bits for the products and ratios of eqs. (1)-(2) (rescale the unit, "
+                             "or use 0 where the field allows it)")
 
 
 def _check_law(loc: str, law: Any, factor: float = 1.0, what: str = "the law") -> None:
