@@ -195,3 +195,61 @@ def test_free_cluster_kappa_zero_matches_brute_force(algo):
     assert ref.status == "optimal" and ref.cost == 0.0
     assert res.status in ("optimal", "feasible"), res.message
     assert res.cost == pytest.approx(ref.cost, abs=1e-12)
+
+
+# ---- laws and magnitudes binary64 cannot compute with (instances.magnitudes) ----------------------
+
+def _scaling_file(tmp_path, name, change):
+    from deplbench.instances.generators import generate
+
+    data = json.loads(generate("scaling", horizon=6).to_json())
+    change(data)
+    path = tmp_path / name
+    path.write_text(json.dumps(data), encoding="utf-8")
+    return path
+
+
+HOSTILE_LAWS = {
+    "jump_neg": (lambda e: e["switches"][0].update(jump={"kind": "normal", "mean": -1e20, "std": 1}),
+                 "switches[0].jump"),
+    "imp_logn": (lambda e: e["models"][0].update(improvement={"kind": "lognormal", "mu": 1000, "sigma": 1}),
+                 "models[0].improvement"),
+    "imp_normal": (lambda e: e["models"][0].update(improvement={"kind": "normal", "mean": 1, "std": 1e308}),
+                   "models[0].improvement"),
+    "omega_tiny": (lambda e: e.update(omega=1e-320), "omega"),
+    "compute_tiny": (lambda e: e["models"][0].update(compute=1e-320), "models[0].compute"),
+}
+
+
+@pytest.mark.parametrize("argv", [["validate", "{f}"], ["solve", "{f}", "--algo", "milp", "--json"],
+                                  ["certify", "{f}"], ["evaluate", "{f}", "P", "--exact"]])
+@pytest.mark.parametrize("name", list(HOSTILE_LAWS))
+def test_laws_binary64_cannot_compute_with_exit_2_naming_the_field(tmp_path, capsys, name, argv):
+    """All five validated ("ok") and then crashed the solvers, the evaluation or the
+    adaptive DP, or gave a cost with a hard-constraint violation (compute 1e-320)."""
+    change, field = HOSTILE_LAWS[name]
+    path = _scaling_file(tmp_path, f"{name}.json", change)
+    assert main([a.format(f=path) for a in argv]) == 2
+    captured = capsys.readouterr()
+    lines = captured.err.strip().splitlines()
+    assert captured.out == "" and len(lines) == 1, captured.err
+    assert f": {field}: " in lines[0] and "Traceback" not in lines[0]
+
+
+def test_exact_bounds_not_computable_keep_the_json_answer(tmp_path, capsys):
+    """A jump of −1e12 validates; the exact bounds cannot resolve it and say so (they raised
+    IndexError in exact_violation._take at −1e20, with stdout empty)."""
+    path = _scaling_file(tmp_path, "far.json",
+                         lambda e: e["switches"][0].update(jump={"kind": "normal", "mean": -1e12, "std": 1}))
+    rc = main(["solve", str(path), "--algo", "one-switch", "--scenarios", "50", "--eval-samples", "500", "--json"])
+    captured = capsys.readouterr()
+    assert rc == 0 and captured.err == ""
+    out = json.loads(captured.out)
+    assert out["status"] == "feasible" and out["evaluation"]["exact_verdict"] is None
+    assert out["evaluation"]["exact_reason"].startswith("exact bounds not computable: losses of magnitude")
+
+
+def test_a_tiny_memory_limit_is_printed_with_its_digits(small_file):
+    res = solve(parse_instance(json.loads(small_file.read_text())), "milp", memory_limit=1e-9, evaluate=False)
+    assert res.status == "error" and "> memory_limit 1e-09 GiB" in res.message and "0.00 GiB" not in res.message
+    assert limits.gib_text(2.0) == "2.00" and limits.gib_text(1e-3) == "0.001" and limits.gib_text(0.0) == "0.00"

@@ -85,6 +85,11 @@ _LIMIT: contextvars.ContextVar[float | None] = contextvars.ContextVar("deplbench
 _BUDGET: contextvars.ContextVar[float | None] = contextvars.ContextVar("deplbench_memory_budget", default=None)
 
 
+def gib_text(gib: float) -> str:
+    """``gib`` for a message: two decimals, or three significant digits below 0.01 (no "0.00 GiB")."""
+    return f"{gib:.2f}" if gib >= 0.01 or gib == 0 else f"{gib:.3g}"
+
+
 def check_memory(need_bytes: float, what: str, hint: str, budget_gib: float | None = None) -> None:
     """Refuse a build whose estimated size exceeds the budget.
 
@@ -109,8 +114,8 @@ def check_memory(need_bytes: float, what: str, hint: str, budget_gib: float | No
     if budget_gib is None:
         budget_gib = memory_budget_gib()
     if need_bytes > budget_gib * 2**30:
-        raise MemoryLimitExceeded(f"{what} would need about {need_bytes / 2**30:.2f} GiB > memory budget "
-                                  f"{budget_gib:.2f} GiB (parameter memory_limit raises it); {hint}")
+        raise MemoryLimitExceeded(f"{what} would need about {gib_text(need_bytes / 2**30)} GiB > memory budget "
+                                  f"{gib_text(budget_gib)} GiB (parameter memory_limit raises it); {hint}")
 
 
 #: Largest uncompressed size of a gzip file read or handed to a solver (a
@@ -379,7 +384,8 @@ def check_time(where: str) -> None:
         raise TimeLimitReached(f"time limit {_LIMIT.get():g} s reached ({where}); no plan")
 
 
-__all__ = ["as_path", "MEMORY_BUDGET_GIB", "FLOAT_BYTES", "MAX_THREADS", "MAX_WORKERS", "MAX_RUNS", "MAX_REPLICATIONS",
+__all__ = ["as_path", "gib_text", "MEMORY_BUDGET_GIB", "FLOAT_BYTES", "MAX_THREADS", "MAX_WORKERS", "MAX_RUNS",
+           "MAX_REPLICATIONS",
            "MAX_BOOTSTRAP", "MAX_SWEEP_TASKS", "MAX_INPUT_BYTES", "MAX_UNCOMPRESSED_BYTES", "check_file_size",
            "check_gzip_size", "gunzip", "read_bytes", "read_text", "MemoryLimitExceeded",
            "TimeLimitReached", "check_memory", "memory_budget", "memory_budget_gib", "MEMORY_LIMIT_PARAM",

@@ -126,6 +126,7 @@ def test_instance_file_group(tmp_path):
     (("seeds = [0, 1]", "seeds = [0, -1]"), "instances[0].seeds[1]"),
     (("seeds = [0, 1]", 'seeds = "0"'), "instances[0].seeds"),
     (("omega = 0.99", "omega = 1.5"), "instances[0].targets.omega"),
+    (("omega = 0.99", "omega = 1e-300"), "instances[0].targets.omega"),   # 1 − ω rounds to 1
     (("loss_max = [5.0, 9.0, 13.0]", 'loss_max = ["a"]'), "instances[0].targets.loss_max[0]"),
     (("targets = {", "targets = { lmax = 1,"), "instances[0].targets.lmax"),
     (("R = [50, 100]", "R = 50"), "instances[1].grid.R"),

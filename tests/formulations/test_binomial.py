@@ -162,3 +162,21 @@ def test_a_plan_seen_above_the_risk_is_never_certified(risk):
         for conf in (0.5, 0.95, 0.999):
             assert b.clopper_pearson_upper(v, n, conf) > risk
             assert b.violation_verdict(v, n, risk, conf) != b.CERTIFIED_FEASIBLE
+
+
+def test_saa_feasibility_counts_violations_like_the_milp_at_extreme_risk():
+    """At ω = 1e-12 (γ = α = 1 − 1e-12) and S = 200 the MILP allows ⌊αS⌋ = 199 violations;
+    the 1e-9 float guard counted 200 (ρ = 1), so certify proved a lower bound above a
+    certified plan's cost ("inconsistent"). ρ is now P(Bin(200, α) ≤ 199) ≈ 2e-10."""
+    from scipy import stats as st
+
+    from deplbench.formulations.evaluation.binomial import saa_feasibility_probability
+    from deplbench.formulations.model.scenarios import allowed_violations
+
+    alpha = 1.0 - 1e-12
+    assert allowed_violations(1e-12, 200) == 199
+    assert saa_feasibility_probability(200, alpha) == pytest.approx(st.binom.cdf(199, 200, alpha))
+    assert saa_feasibility_probability(200, alpha) < 1e-9
+    # the usual levels keep the MILP's count: (1 − 0.9)·10 = 1, (1 − 0.99)·100 = 1
+    assert saa_feasibility_probability(10, 1 - 0.9) == pytest.approx(st.binom.cdf(1, 10, 1 - 0.9))
+    assert saa_feasibility_probability(100, 1 - 0.99) == pytest.approx(st.binom.cdf(1, 100, 1 - 0.99))

@@ -13,6 +13,7 @@ from deplbench.formulations.evaluation.exact_violation import (
     PROVEN_FEASIBLE,
     PROVEN_INFEASIBLE,
     ExactSettings,
+    ExactUnavailable,
     Term,
     _grid,
     bounds_for_terms,
@@ -230,3 +231,28 @@ def test_a_bound_whose_budget_ran_out_says_so_in_the_evaluation():
     assert "budget ran out" in d["exact_reason"] and ev.violation_hi - ev.violation_lo > 1e-12
     attach_exact(ev, inst, models, gams)                   # the default budget suffices here
     assert ev.exact_budget_exhausted is False and ev.violation_hi - ev.violation_lo <= 1e-4
+
+
+# ---- losses too large for the lattice's step -----------------------------------------------------
+
+def _far(mean: float) -> list[Term]:
+    return [Term(Normal(mean=mean, std=1.0), 1.0, 0.0), Term(StudentT(df=4, loc=0.1, scale=0.05), 1.0, 0.0)]
+
+
+@pytest.mark.parametrize("mean", [-1e20, -1e12, 1e20])
+def test_losses_beyond_the_lattices_resolution_are_not_computable(mean):
+    """A jump of mean −1e20 made the lattice indices exceed int64: they became
+    floats and ``_take`` raised IndexError, a traceback from ``solve``. Now the
+    bounds say why they cannot be computed (the evaluation keeps Monte Carlo)."""
+    with pytest.raises(ExactUnavailable, match=r"^exact bounds not computable: losses of magnitude"):
+        bounds_for_terms(21.0, _far(mean), 19.6, 0.9)
+
+
+def test_refining_stops_at_the_last_grid_that_resolves_the_losses():
+    """At −1e10 the first grids resolve the losses: refining towards an unreachable
+    width stops at the last of them (budget exhausted), with a rigorous verdict."""
+    b = bounds_for_terms(21.0, _far(-1e10), 19.6, 0.9, ExactSettings(target_width=1e-300))
+    assert b.exhausted and b.verdict == PROVEN_FEASIBLE
+    # ω-quantile ≈ 21 − 1e10 + 0.1 + z₀.₉ (the t term's spread is small beside the normal's)
+    assert b.p_hi <= 1e-5 and b.q_lo <= b.q_hi and abs(b.q_hi - (21.0 - 1e10 + 0.1 + 1.2816)) < 0.1
+    assert abs(b.q_hi) / b.step <= 2**41

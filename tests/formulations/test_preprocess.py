@@ -151,7 +151,7 @@ EXTREMES = [
     (("models", 0, "compute"), 1e20),
     (("models", 0, "compute"), 1e300),
     (("models", 0, "size"), 1e300),
-    (("clusters", 0, "bandwidth"), 5e-324),
+    (("clusters", 0, "bandwidth"), 1e-300),  # a subnormal one is refused at validation
     (("time_max",), 1e300),
     (("models", 0, "improvement", "shape"), 1e300),
 ]

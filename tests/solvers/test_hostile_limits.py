@@ -51,7 +51,7 @@ def test_build_spec_refuses_horizon_x_models_squared_before_allocating():
 def test_memory_limit_is_a_cap_the_user_can_raise(knapsack, algo):
     low = solve(knapsack, algo, memory_limit=1e-7, evaluate=False)
     assert low.status == "error"
-    assert "GiB > memory budget 0.00 GiB (parameter memory_limit raises it)" in low.message
+    assert "GiB > memory budget 1e-07 GiB (parameter memory_limit raises it)" in low.message
     ok = solve(knapsack, algo, evaluate=False)
     assert ok.status in ("optimal", "feasible"), ok.message
 

@@ -97,6 +97,7 @@ from deplbench.benchmarks.validate import (
 from deplbench.benchmarks.validate import check_names as _check_names
 from deplbench.errors import SweepError
 from deplbench.files import confined
+from deplbench.instances.magnitudes import MIN_OMEGA
 from deplbench.jsonio import canonical_json  # noqa: F401 - re-exported: part of this module's API
 from deplbench.limits import MAX_SWEEP_TASKS, as_path, check_file_size, read_bytes
 
@@ -806,8 +807,9 @@ def _parse_targets(targets: Any, where: str) -> dict:
             raise SweepError(f"{where}.{k}: must be a number or a non-empty list")
         for j, v in enumerate(values):
             finite_number(v, f"{where}.{k}[{j}]")
-        if k == "omega" and not all(0.0 < v < 1.0 for v in values):
-            raise SweepError(f"{where}.omega: every ω must lie in (0, 1)")
+        if k == "omega" and not all(MIN_OMEGA <= v <= 1.0 - MIN_OMEGA for v in values):
+            raise SweepError(f"{where}.omega: every ω must lie in [{MIN_OMEGA:g}, 1 − {MIN_OMEGA:g}] "
+                             "(the instance format's range)")
         if len(set(values)) != len(values):
             raise SweepError(f"{where}.{k}: duplicate values")
         out[k] = [float(v) for v in values]

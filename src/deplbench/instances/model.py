@@ -48,6 +48,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, PrivateAttr,
 from deplbench.errors import DeplbenchError, InstanceError
 from deplbench.instances import datalaw
 from deplbench.instances.distributions import Distribution
+from deplbench.instances.magnitudes import MIN_OMEGA, check_magnitudes, omega_range
 from deplbench.limits import as_path, read_text
 
 FORMAT_VERSION: Final = 1
@@ -175,7 +176,8 @@ class Instance(_Strict):
     name: str = "instance"
     initial_loss: _Finite = Field(description="ℓ(0)")
     loss_max: _Finite = Field(description="ℓmax: the bound on the ω-quantile of ℓ(K), eq. (3)")
-    omega: _Finite = Field(gt=0, lt=1, description="ω: the quantile level of eq. (3)")
+    omega: Annotated[_Finite, BeforeValidator(omega_range)] = Field(ge=MIN_OMEGA, le=1 - MIN_OMEGA, description=(
+        f"ω: the quantile level of eq. (3), in [{MIN_OMEGA:g}, 1 − {MIN_OMEGA:g}] (1 − ω must not round to 1)"))
     time_max: _Finite = Field(gt=0, description="Tmax, eq. (4)")
     horizon: StrictInt = Field(ge=1, le=MAX_HORIZON, description="K̄: the largest number of epochs")
     transfer_cost_mode: Literal["once", "per_epoch"] = "once"
@@ -192,11 +194,11 @@ class Instance(_Strict):
 
     @model_validator(mode="after")
     def _consistency(self) -> "Instance":
-        if not self.loss_max < self.initial_loss:
-            raise ValueError(
-                f"loss_max: must be below initial_loss ({self.loss_max} >= {self.initial_loss}): "
-                "the target would be met with no training"
-            )
+        if not self.loss_max < self.initial_loss:  # name ℓ(0) when it is the odd one out: a negative loss
+            raise ValueError(f"initial_loss: must be above loss_max ({self.initial_loss} <= {self.loss_max})"
+                             if self.initial_loss < 0 <= self.loss_max else f"loss_max: must be below "
+                             f"initial_loss ({self.loss_max} >= {self.initial_loss}): the target would be met "
+                             "with no training")
         for field in ("models", "clusters", "datasets"):
             dup = _duplicates(item.name for item in getattr(self, field))
             if dup:
@@ -226,6 +228,7 @@ class Instance(_Strict):
             if (tc.dataset, tc.cluster) in pairs:
                 raise ValueError(f"transfer_costs[{i}]: duplicate entry for ({tc.dataset!r}, {tc.cluster!r})")
             pairs.add((tc.dataset, tc.cluster))
+        check_magnitudes(self)  # finite, resolvable numbers in binary64 (instances.magnitudes)
         return self
 
     # ------------------------------------------------------------------ sizes
@@ -583,18 +586,6 @@ def instance_schema() -> dict:
 
 
 __all__ = [
-    "FORMAT_VERSION",
-    "MAX_HORIZON",
-    "MAX_NESTING",
-    "Instance",
-    "ModelVersion",
-    "Switch",
-    "Cluster",
-    "Dataset",
-    "TransferCost",
-    "Provenance",
-    "parse_instance",
-    "load_instance",
-    "read_json",
-    "check_shape",
+    "FORMAT_VERSION", "MAX_HORIZON", "MAX_NESTING", "Instance", "ModelVersion", "Switch", "Cluster", "Dataset",
+    "TransferCost", "Provenance", "parse_instance", "load_instance", "read_json", "check_shape",
     "instance_schema", "format_validation_error", "key_loc", "reject_unknown_fields"]

@@ -172,7 +172,7 @@ def test_memory_and_run_counts_refused_before_allocation():
         with pytest.raises(MemoryLimitExceeded, match="adaptive-opt's loss grid and runs"):
             A.adaptive_bounds(vgg, **kw)
     assert A.memory_estimate(vgg, 9600, 100_000, 50_000) < 2**30
-    with memory_budget(1e-3), pytest.raises(MemoryLimitExceeded, match="memory budget 0.00 GiB"):
+    with memory_budget(1e-3), pytest.raises(MemoryLimitExceeded, match="memory budget 0.001 GiB"):
         A.adaptive_bounds(vgg, buckets=600)
 
 

@@ -443,7 +443,7 @@ def test_unusable_configuration_is_pruned(form):
 
 
 @pytest.mark.parametrize("path,value", [
-    ("clusters.0.unit_cost", 1e300), ("models.1.size", 1e300), ("clusters.0.bandwidth", 5e-324),
+    ("clusters.0.unit_cost", 1e300), ("models.1.size", 1e300), ("clusters.0.bandwidth", 1e-300),
     ("datasets.0.size", 1e300), ("clusters.0.capacity", 1e300), ("time_max", 1e300),
 ])
 @pytest.mark.slow

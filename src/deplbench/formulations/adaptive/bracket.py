@@ -22,7 +22,7 @@ import numpy as np
 
 from deplbench.errors import PlanError
 from deplbench.formulations.adaptive.certify import frontier_levels, needed_successes, tune_policy
-from deplbench.formulations.adaptive.chain import Chain, applies, best_success
+from deplbench.formulations.adaptive.chain import Chain, applies, best_success, chain_refused
 from deplbench.formulations.adaptive.search import lower_bound_search, multires_search
 from deplbench.formulations.adaptive.settings import (  # noqa: F401 - the grid's constants, re-exported
     CONFIDENCE,
@@ -481,7 +481,7 @@ def adaptive_bounds(instance, buckets: int = START_BUCKETS, runs: int = RUNS, se
             tune_s = _time.perf_counter() - t_level - t_lb
             sim_rate = max(sum(t["runs"] for t in tl), 1) / max(tune_s, 1e-9)
         reserve = runs / sim_rate + tune_s              # the certification and one more tuning
-        if nxt > cap:
+        if nxt > cap or chain_refused(instance, nxt, opt.st):   # a finer grid's kernels would not fit
             stopped = "max_buckets"
         elif (memory_estimate(instance, nxt, runs, tune_runs) > memory_budget_gib() * 2**30
               or timed_memory_next(opt, nxt, time_points) > memory_budget_gib() * 2**30):

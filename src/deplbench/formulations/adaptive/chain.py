@@ -20,6 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import fft as sp_fft
 
+from deplbench.errors import PlanError
 from deplbench.formulations.model.allocation import TIME_RTOL
 from deplbench.instances.datalaw import compute_need
 from deplbench.instances.distributions import Empirical, PointMass
@@ -29,6 +30,10 @@ TAIL = 1e-9
 #: The same for a switch jump (Student's t tails are long: a smaller tail
 #: would make the kernel, hence every FFT, several times longer).
 TAIL_JUMP = 1e-5
+#: Most buckets one kernel or the chain may span. A law whose tails span
+#: more (a heavy tail, or a loss term huge against ℓ(0) − ℓmax) would need
+#: arrays beyond memory and FFTs beyond any time limit: refused, naming it.
+MAX_CELLS = 2**21
 #: Rounding tolerance in buckets (an atom within it of a grid point is on it).
 EPS = 1e-9
 #: Stacked quantities of a DP pass: Lagrangian value, P(fail), then the
@@ -189,8 +194,10 @@ class Chain:
         span = instance.initial_loss - instance.loss_max
         self.h = span / int(buckets)
         self.K, (self.M, self.N) = instance.horizon, self.st.compute.shape
-        jumps = [sw.jump for sw in instance.switches]
-        rise = sum(sorted((max(0.0, float(j.ppf(1 - 1e-4))) for j in jumps), reverse=True)[:self.M - 1])
+        why = chain_refused(instance, buckets, self.st)
+        if why:
+            raise PlanError(why)
+        rise = _rise(instance, self.M)
         self.L = int(buckets) + math.ceil(rise / self.h) + 1
         self.i0 = int(buckets)
         self.pairs = {(a, b): instance.switches[p].jump for (a, b), p in instance.switch_index.items()}
@@ -204,6 +211,47 @@ class Chain:
         s = (np.asarray(loss, dtype=float) - self.instance.loss_max) / self.h
         b = np.floor(s + EPS) if self.optimistic else np.ceil(s - EPS)
         return np.clip(b, 0, self.L).astype(np.int64)
+
+
+def _reach(dist, factor: float, h: float, tail: float) -> float:
+    """Buckets from 0 to the farther end of :func:`kernel`'s support (one ppf call,
+    nothing allocated): the kernel's length and the padding :func:`correlate` adds."""
+    if isinstance(dist, (PointMass, Empirical)):
+        vals = [dist.value] if isinstance(dist, PointMass) else dist.samples
+        return abs(factor) * max(abs(min(vals)), abs(max(vals))) / h
+    with np.errstate(all="ignore"):
+        q_lo, q_hi = (float(v) for v in dist.ppf([tail, 1 - tail]))
+    return abs(factor) * max(abs(q_lo), abs(q_hi)) / h
+
+
+def _rise(instance, n_models: int) -> float:
+    """How far the chain reaches above ℓ(0): the largest 1 − 1e-4 jump quantiles of M − 1 switches."""
+    jumps = [sw.jump for sw in instance.switches]
+    return sum(sorted((max(0.0, float(j.ppf(1 - 1e-4))) for j in jumps), reverse=True)[:n_models - 1])
+
+
+def chain_refused(instance, buckets: int, st: Setting | None = None) -> str:
+    """Why :class:`Chain` cannot grid ``instance`` at ``buckets``, naming the law, or "".
+
+    A kernel reaching beyond :data:`MAX_CELLS` buckets (or not finite), or
+    jumps raising the chain beyond it, would need arrays beyond memory."""
+    st = Setting.of(instance) if st is None else st
+    h = (instance.initial_loss - instance.loss_max) / int(buckets)
+    factor = np.max(np.abs(st.scale), axis=0) * float(np.max(np.abs(st.gamma)))   # largest |γ A_m decay_m(k)|
+    laws = [(f"models[{m}].improvement", m_.improvement, float(factor[m]), TAIL)
+            for m, m_ in enumerate(instance.models)]
+    laws += [(f"switches[{p}].jump", sw.jump, 1.0, TAIL_JUMP) for p, sw in enumerate(instance.switches)]
+    for where, dist, scale, tail in laws:
+        cells = _reach(dist, scale, h, tail)
+        if not cells <= MAX_CELLS:
+            return (f"{where}: its {tail:g} to 1 − {tail:g} quantiles reach {cells:.3g} loss buckets "
+                    f"(h = (ℓ(0) − ℓmax)/buckets = {h:.3g}), beyond the {MAX_CELLS} the adaptive DP "
+                    "grids (a tail that heavy, or a loss term that large against ℓ(0) − ℓmax)")
+    rise = _rise(instance, len(instance.models))
+    if not rise / h <= MAX_CELLS:
+        return (f"switches: the jumps' 1 − 1e-4 quantiles add {rise:.3g} to the loss, {rise / h:.3g} buckets "
+                f"of h = {h:.3g}: beyond the {MAX_CELLS} the adaptive DP grids")
+    return ""
 
 
 #: Unit roundoff of float64.
@@ -470,6 +518,8 @@ def _candidates(chain, ex, sw, m, N):
 
 
 __all__ = [
+    "MAX_CELLS",
+    "chain_refused",
     "EPS",
     "TAIL",
     "TAIL_JUMP",

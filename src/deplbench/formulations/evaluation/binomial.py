@@ -69,6 +69,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass
+from fractions import Fraction
 
 import numpy as np
 from scipy import stats
@@ -229,12 +230,14 @@ def saa_feasibility_probability(scenarios: int, risk: float, saa_risk: float | N
         α, the true problem's risk level (1 − ω).
     saa_risk : float, optional
         γ, the SAA's risk level (default α). ⌊γS⌋ is computed like the MILP's
-        ``allowed_violations`` (with a 1e-9 guard against round-off).
+        ``allowed_violations`` at ω = 1 − γ: exactly, on ω's shortest decimal
+        (a float guard that rounds γS up would count all S at γ = 1 − 1e-12,
+        S = 200, making ρ = 1 and the lower bound invalid).
     """
     s = _check_count("scenarios", scenarios, low=1)
     a = _check_prob("risk", risk)
     g = a if saa_risk is None else _check_prob("saa_risk", saa_risk, open_low=False)
-    allowed = int(math.floor(g * s + 1e-9))
+    allowed = min(int(math.floor((1 - Fraction(repr(1.0 - g))) * s)), s)
     return float(stats.binom.cdf(allowed, s, a))
 
 

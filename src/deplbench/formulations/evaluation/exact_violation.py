@@ -127,6 +127,13 @@ UNDECIDED = "undecided"
 
 _U = float(np.finfo(float).eps) / 2.0     # unit round-off
 _CDF_ERROR = 1e-13                          # assumed absolute error of one library CDF/pdf value
+#: Largest lattice index |ℓ/h| used: beyond it a loss value's round-off (|ℓ|·u) is no longer below
+#: 2⁻¹² of a cell, so ``floor(ℓ/h)`` may land in the wrong cell and the bounds would not be rigorous.
+_MAX_INDEX = 2**40
+
+
+class _LatticeRange(Exception):
+    """The losses are too large for the lattice step (indices beyond :data:`_MAX_INDEX`)."""
 
 
 class ExactUnavailable(Exception):
@@ -382,6 +389,9 @@ def _grid(const: float, terms: list[Term], loss_max: float, h: float, eps: float
         off_up += o_up
         keep *= 1.0 - above
         cells += w
+    if max(abs(tau), abs(off_lo), abs(off_up)) > _MAX_INDEX:
+        raise _LatticeRange(f"losses of magnitude {max(abs(tau), abs(off_lo), abs(off_up)) * h:.3g} are beyond "
+                            f"what a lattice of step {h:.3g} resolves in binary64")
     n = len(terms)
     ih = irwin_hall_cells(n)
     lo_sum, N1 = _convolve(los + [ih])
@@ -445,7 +455,13 @@ def bounds_for_terms(const: float, terms: list[Term], loss_max: float, omega: fl
             raise limits.TimeLimitReached(f"time limit {limits.time_limit_s():g} s reached (exact violation "
                                           f"bounds: the lattice at step {h:.3g} would end after it); no plan")
         t_grid = time.perf_counter()
-        g = _grid(const, terms, loss_max, h, eps)
+        try:
+            g = _grid(const, terms, loss_max, h, eps)
+        except _LatticeRange as exc:
+            if not refinements:
+                raise ExactUnavailable(f"exact bounds not computable: {exc}") from None
+            refinements, exhausted = refinements - 1, True  # keep the last grid that resolved them
+            break
         spent = time.perf_counter() - t_grid
         p_lo, p_hi = max(p_lo, g.p_lo(g.tau)), min(p_hi, g.p_hi(g.tau))
         verdict = _verdict(p_lo, p_hi, risk)

@@ -55,6 +55,7 @@ from deplbench.formulations.milp.data import Data
 from deplbench.formulations.milp.enumeration import build_enumeration
 from deplbench.formulations.milp.flow import build_flow
 from deplbench.formulations.milp.naive import build_naive
+from deplbench.limits import gib_text
 
 #: Rough bytes per non-zero of a matrix model while it is built and handed to
 #: the solver (COO blocks, CSC, the solver's own copy and presolve).
@@ -123,8 +124,8 @@ class BuildContext:
             "rows": int(rows), "columns": int(cols), "nonzeros": int(nonzeros), "bytes": int(need)}
         if need > self.memory_bytes:
             raise ModelTooLarge(
-                f"the {label} model would need about {need / 2**30:.2f} GiB ({rows:,} rows, {cols:,} columns, "
-                f"{nonzeros:,} non-zeros) > memory_limit {self.memory_bytes / 2**30:.2f} GiB; "
+                f"the {label} model would need about {gib_text(need / 2**30)} GiB ({rows:,} rows, {cols:,} columns, "
+                f"{nonzeros:,} non-zeros) > memory_limit {gib_text(self.memory_bytes / 2**30)} GiB; "
                 "use fewer scenarios, a smaller horizon or fewer clusters")
 
 

@@ -219,9 +219,9 @@ def _run_milp(instance, settings: MilpSettings, verbose: bool) -> SolveResult:
     need = data_bytes(instance, s.scenarios)
     if need > memory_bytes:
         return cut_loop_result("error", (
-            f"the in-sample scenarios would need about {need / 2**30:.2f} GiB (S = {s.scenarios} × K̄ = "
+            f"the in-sample scenarios would need about {limits.gib_text(need / 2**30)} GiB (S = {s.scenarios} × K̄ = "
             f"{instance.horizon} × {instance.n_models + len(instance.switch_pairs)} random terms) > "
-            f"memory_limit {s.memory_limit:.2f} GiB; use fewer scenarios or a smaller horizon"),
+            f"memory_limit {limits.gib_text(s.memory_limit)} GiB; use fewer scenarios or a smaller horizon"),
             params=params, diag=diag)
     try:
         res = _solve_stages(instance, s, params, verbose, memory_bytes, diag, t0)

@@ -21,7 +21,9 @@ dearest run any policy can have; no lower bound reported), ``no_solution``
 when the policy is not certified (the bound still holds) or the multipliers
 ran away (no lower bound reported), ``skipped`` on instances outside the method
 (:func:`~deplbench.formulations.adaptive.applies`), ``error`` when the loss
-grid or the runs would exceed ``memory_limit``. ``diagnostics["status"]``
+grid or the runs would exceed ``memory_limit``, or a law's kernel would reach
+beyond :data:`~deplbench.formulations.adaptive.chain.MAX_CELLS` buckets (the
+message names the law). ``diagnostics["status"]``
 is the bracket's own status (:data:`~deplbench.formulations.adaptive.BRACKET_STATUSES`:
 also ``multipliers_ran_away``, ``lambda_not_converged`` and ``bound_not_positive``) and ``message``
 its line. ``cost`` is the one-sided upper confidence bound on the certified

@@ -60,6 +60,7 @@ import time
 
 from deplbench.formulations.evaluation.binomial import clopper_pearson_upper, lower_bound_order, order_statistic_bound
 from deplbench.formulations.model.plan import parse_plan
+from deplbench.instances.magnitudes import MIN_OMEGA
 from deplbench.solvers.certify.tasks import add_candidate, bound_value, saa_task, validate_candidates
 
 
@@ -101,7 +102,9 @@ def saa_tasks(data: dict, omega: float, alpha: float, replications: int, scenari
             "stage": stage}
     tasks = [{**base, "role": "replication", "omega": float(omega), "seed": first_seed + i}
              for i in range(replications)]
-    levels = [f for f in grid for _ in range(grid_seeds)]
+    # a level tightened past the instance's ω range (ω within 1e-12 of 1) is not solved: the
+    # tightened solves only propose candidates, and such an ω would be refused at validation
+    levels = [f for f in grid if 1.0 - f * alpha <= 1.0 - MIN_OMEGA for _ in range(grid_seeds)]
     tasks += [{**base, "role": "tightened", "factor": f, "omega": 1.0 - f * alpha,
                "seed": first_seed + replications + j} for j, f in enumerate(levels)]
     return tasks

@@ -1,0 +1,164 @@
+"""Where an instance's numbers stop being computable in binary64 (docs/instances.md, "Magnitudes").
+
+Every field of an instance can be a finite JSON number and the instance still
+be one no solver can compute with: a lognormal improvement with ``mu = 1000``
+has no finite mean (``exp(1000)`` overflows), a normal law with ``std =
+1e308`` no finite variance, an inverse-gamma with shape ``1e-320`` no finite
+upper quantile, a subnormal compute need (``1e-320``) loses its precision in
+every product and ratio of eqs. (1)-(2), and a switch jump of ``-1e20`` leaves
+a loss that no longer resolves ℓmax. The line is drawn here, once, and
+:class:`~deplbench.instances.model.Instance` calls :func:`check_magnitudes`
+from its validator, so ``validate`` and every command refuse such an instance
+with one message naming the field.
+
+The rules:
+
+* no number is subnormal (nonzero with magnitude below
+  :data:`MIN_NORMAL` ≈ 2.2e-308): it carries fewer than 53 significant bits,
+  and products and ratios with it are inexact or underflow to 0;
+* ℓ(0) and ℓmax, and the per-epoch loss terms — the jump law of a switch and
+  ``loss_scale`` times the improvement law of a model (eq. (8)), each
+  between its :data:`TAIL` and 1 − :data:`TAIL` quantiles — stay within
+  ±:data:`MAX_LOSS`: finite, and small enough that the loss of K̄ epochs keeps
+  a unit's resolution (binary64 resolves integers up to 2^53 ≈ 9e15);
+* ω, in (0, 1), lies in [:data:`MIN_OMEGA`, 1 − :data:`MIN_OMEGA`]
+  (``Instance.omega``'s field bounds): below 1.1e-16, 1 − ω rounds to 1
+  and the risk 1 − ω of eq. (3) is lost (DepL would divide by zero, the
+  MILP's ⌈1/ω⌉ would overflow); within 1e-15 of 1 the ω-quantile of a Student's t
+  jump is no longer finite for DepL's quantile transform. 1e-12 keeps a
+  margin of a thousand on both sides.
+
+Resource numbers (sizes, compute, capacities, costs, bandwidths, Tmax) may
+be as large as binary64 allows: the formulations already handle them
+(``formulations.model.preprocess``).
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+from functools import lru_cache
+from statistics import NormalDist
+from typing import Any
+
+import numpy as np
+
+from deplbench.instances.distributions import Empirical, InverseGamma, LogNormal, Normal, PointMass, StudentT
+
+#: Smallest positive normal binary64 number; nonzero numbers below it are subnormal.
+MIN_NORMAL = sys.float_info.min
+#: Largest magnitude of ℓ(0), ℓmax and any per-epoch loss term's tail quantile.
+MAX_LOSS = 1e15
+#: The tails checked: each law's TAIL and 1 − TAIL quantiles must be finite and within ±MAX_LOSS.
+TAIL = 1e-9
+#: ω must lie in [MIN_OMEGA, 1 − MIN_OMEGA].
+MIN_OMEGA = 1e-12
+
+
+@lru_cache(maxsize=512)
+def law_tails(law: Any) -> tuple[float, float]:
+    """The :data:`TAIL` and 1 − :data:`TAIL` quantiles of ``law``, ±inf where they overflow.
+
+    Computed without overflow exceptions or warnings: the point of the
+    check is to find laws whose numbers overflow. Cached per law (the laws
+    are frozen, hashable models): re-validating an instance with changed
+    targets, as ``with_changes`` does, costs no quantile again."""
+    if isinstance(law, PointMass):
+        return law.value, law.value
+    if isinstance(law, Empirical):
+        return min(law.samples), max(law.samples)
+    z = NormalDist().inv_cdf(1.0 - TAIL)
+    if isinstance(law, Normal):
+        return law.mu - z * law.std, law.mu + z * law.std  # Python floats: overflow gives ±inf
+    if isinstance(law, LogNormal):
+        return _exp(law.mu - z * law.sigma), _exp(law.mu + z * law.sigma)
+    from scipy import special, stats  # imported on use: only these two kinds need it
+
+    with np.errstate(all="ignore"):
+        if isinstance(law, StudentT):
+            t = float(stats.t.ppf(1.0 - TAIL, law.df))
+            return law.loc - law.scale * t, law.loc + law.scale * t
+        if isinstance(law, InverseGamma):
+            # X = b / G, G ~ Gamma(a): X's upper quantile is b over G's lower one
+            g_lo, g_hi = (float(special.gammaincinv(law.shape, p)) for p in (TAIL, 1.0 - TAIL))
+            return _ratio(law.scale, g_hi), _ratio(law.scale, g_lo)
+    raise TypeError(f"unknown law {type(law).__name__}")  # pragma: no cover - the union is closed
+
+
+def _exp(x: float) -> float:
+    return math.exp(x) if x < 709.0 else math.inf
+
+
+def _ratio(b: float, g: float) -> float:
+    with np.errstate(all="ignore"):  # b / 0 and overflow: +inf, which the check refuses
+        return float(np.float64(b) / g) if g > 0 else math.inf
+
+
+def _subnormal(value: Any) -> bool:
+    return isinstance(value, float) and value != 0.0 and abs(value) < MIN_NORMAL
+
+
+def _check_subnormal(loc: str, data: Any) -> None:
+    """Refuse a subnormal number anywhere under ``data`` (a dumped model), naming where."""
+    stack = [(loc, data)]
+    while stack:
+        where, value = stack.pop()
+        if isinstance(value, dict):
+            stack.extend((f"{where}.{k}" if where else k, v) for k, v in value.items())
+        elif isinstance(value, (list, tuple)):
+            stack.extend((f"{where}[{i}]", v) for i, v in enumerate(value))
+        elif _subnormal(value):
+            raise ValueError(f"{where}: {value!r} is subnormal (nonzero below {MIN_NORMAL:.3g}): it has too few "
+                             "significant bits for the products and ratios of eqs. (1)-(2) (rescale the unit, "
+                             "or use 0 where the field allows it)")
+
+
+def _check_law(loc: str, law: Any, factor: float = 1.0, what: str = "the law") -> None:
+    lo, hi = law_tails(law)
+    lo, hi = lo * factor, hi * factor
+    if not (math.isfinite(lo) and math.isfinite(hi) and max(abs(lo), abs(hi)) <= MAX_LOSS):
+        raise ValueError(
+            f"{loc}: {what}'s {TAIL:g} and 1 − {TAIL:g} quantiles [{lo:.4g}, {hi:.4g}] are not within "
+            f"±{MAX_LOSS:g}: its loss terms overflow or lose all resolution in binary64 (rescale the loss)")
+
+
+def omega_range(value: Any) -> Any:
+    """Refuse a number ω outside [:data:`MIN_OMEGA`, 1 − :data:`MIN_OMEGA`], saying why.
+
+    ``Instance.omega``'s field bounds state the same range in the JSON schema;
+    this runs first, so that the message gives the numbers readably."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and not MIN_OMEGA <= value <= 1 - MIN_OMEGA:
+        raise ValueError(f"must lie in [{MIN_OMEGA:g}, 1 − {MIN_OMEGA:g}], got {value!r} (1 − ω must neither round "
+                         "to 1 nor leave a quantile no solver can compute: docs/instances.md, Magnitudes)")
+    return value
+
+
+def check_magnitudes(inst: Any) -> None:
+    """Raise ``ValueError`` naming the field if ``inst`` breaks a rule of the module docstring.
+
+    Parameters
+    ----------
+    inst : Instance
+        A structurally valid instance (its field types and bounds already checked).
+
+    Raises
+    ------
+    ValueError
+        ``<field>: ...`` for the first offending field.
+    """
+    data = inst.model_dump(by_alias=True, exclude={"provenance"})
+    _check_subnormal("", data)
+    for name in ("initial_loss", "loss_max"):
+        value = getattr(inst, name)
+        if abs(value) > MAX_LOSS:
+            raise ValueError(f"{name}: {value:g} is beyond ±{MAX_LOSS:g}: a loss that large no longer "
+                             "resolves a unit step in binary64 (rescale the loss)")
+    for i, m in enumerate(inst.models):
+        if m.loss_scale > MAX_LOSS:
+            raise ValueError(f"models[{i}].loss_scale: {m.loss_scale:g} is beyond {MAX_LOSS:g} (rescale the loss)")
+        _check_law(f"models[{i}].improvement", m.improvement, m.loss_scale, "loss_scale times the law")
+    for i, sw in enumerate(inst.switches):
+        _check_law(f"switches[{i}].jump", sw.jump)
+
+
+__all__ = ["MIN_NORMAL", "MAX_LOSS", "TAIL", "MIN_OMEGA", "law_tails", "check_magnitudes", "omega_range"]

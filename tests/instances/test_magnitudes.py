@@ -1,0 +1,108 @@
+"""The binary64 line drawn at validation (deplbench.instances.magnitudes).
+
+Each refused case validated before and then crashed a solver or the
+evaluation (``OverflowError``, ``ZeroDivisionError``, ``IndexError``) or gave
+a cost with a hard-constraint violation; now ``parse_instance`` refuses it
+with one message naming the field. The accepted cases pin the line where
+the solvers still compute.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from scipy import stats
+
+from deplbench.errors import InstanceError
+from deplbench.instances.distributions import InverseGamma, LogNormal, Normal, StudentT
+from deplbench.instances.generators import generate
+from deplbench.instances.magnitudes import MIN_OMEGA, TAIL, law_tails
+from deplbench.instances.model import instance_schema, parse_instance
+
+
+@pytest.fixture(scope="module")
+def base() -> dict:
+    return json.loads(generate("scaling", horizon=6).to_json())
+
+
+def _mutate(base: dict, change) -> dict:
+    data = json.loads(json.dumps(base))
+    change(data)
+    return data
+
+
+def _imp(law):
+    return lambda d: d["models"][0].update(improvement=law)
+
+
+REFUSED = {
+    "jump mean -1e20": (lambda d: d["switches"][0].update(jump={"kind": "normal", "mean": -1e20, "std": 1}),
+                        "switches[0].jump: "),
+    "lognormal mu 1000": (_imp({"kind": "lognormal", "mu": 1000, "sigma": 1}), "models[0].improvement: "),
+    "normal std 1e308": (_imp({"kind": "normal", "mean": 1, "std": 1e308}), "models[0].improvement: "),
+    "inverse-gamma shape 1e-320": (_imp({"kind": "inverse_gamma", "shape": 1e-320, "scale": 1}),
+                                   "models[0].improvement.shape: "),
+    "inverse-gamma shape 0.5": (_imp({"kind": "inverse_gamma", "shape": 0.5, "scale": 1}),
+                                "models[0].improvement: "),
+    "empirical 1e308": (_imp({"kind": "empirical", "samples": [1e308, 1e308]}), "models[0].improvement: "),
+    "student-t df 0.01": (lambda d: d["switches"][1].update(jump={"kind": "student_t", "df": 0.01, "scale": 1}),
+                          "switches[1].jump: "),
+    "loss_scale 1e308": (lambda d: d["models"][0].update(loss_scale=1e308), "models[0].loss_scale: "),
+    "omega 1e-320": (lambda d: d.update(omega=1e-320), "omega: "),
+    "omega 1e-300": (lambda d: d.update(omega=1e-300), "omega: "),
+    "omega 1 - 1e-13": (lambda d: d.update(omega=1 - 1e-13), "omega: "),
+    "omega 1e-13": (lambda d: d.update(omega=1e-13), "omega: "),
+    "compute 1e-320": (lambda d: d["models"][0].update(compute=1e-320), "models[0].compute: "),
+    "bandwidth 5e-324": (lambda d: d["clusters"][0].update(bandwidth=5e-324), "clusters[0].bandwidth: "),
+    "initial_loss -1": (lambda d: d.update(initial_loss=-1.0), "initial_loss: "),
+    "initial_loss 1e20": (lambda d: d.update(initial_loss=1e20), "initial_loss: "),
+}
+
+
+@pytest.mark.parametrize("case", list(REFUSED))
+def test_numbers_binary64_cannot_compute_with_are_refused_naming_the_field(base, case):
+    change, field = REFUSED[case]
+    with pytest.raises(InstanceError) as info:
+        parse_instance(_mutate(base, change))
+    msg = str(info.value)
+    assert msg.startswith(f"invalid instance: {field}"), msg
+    assert "\n" not in msg and ";" not in msg
+
+
+ACCEPTED = {
+    "jump mean -1e10": lambda d: d["switches"][0].update(jump={"kind": "normal", "mean": -1e10, "std": 1}),
+    "compute 1e-300": lambda d: d["models"][0].update(compute=1e-300),
+    "capacity 1e300": lambda d: d["clusters"][0].update(capacity=1e300),
+    "omega at its bounds": lambda d: d.update(omega=MIN_OMEGA),
+    "omega 1 - 1e-12": lambda d: d.update(omega=1 - MIN_OMEGA),
+    "size 0": lambda d: d["models"][0].update(size=0.0),
+    "inverse-gamma shape 1e300": _imp({"kind": "inverse_gamma", "shape": 1e300, "scale": 1e300}),
+}
+
+
+@pytest.mark.parametrize("case", list(ACCEPTED))
+def test_extreme_but_computable_numbers_still_validate(base, case):
+    parse_instance(_mutate(base, ACCEPTED[case]))
+
+
+def test_a_loss_max_above_a_positive_initial_loss_is_still_named_loss_max(base):
+    with pytest.raises(InstanceError, match=r"^invalid instance: loss_max: must be below initial_loss"):
+        parse_instance(_mutate(base, lambda d: d.update(loss_max=d["initial_loss"] + 1)))
+
+
+def test_the_schema_states_omegas_bounds():
+    omega = instance_schema()["properties"]["omega"]
+    assert omega["minimum"] == MIN_OMEGA and omega["maximum"] == 1 - MIN_OMEGA
+
+
+@pytest.mark.parametrize("law, frozen", [
+    (InverseGamma(shape=3.5, scale=2.0), stats.invgamma(3.5, scale=2.0)),
+    (StudentT(df=4, loc=0.2, scale=0.05), stats.t(4, loc=0.2, scale=0.05)),
+    (Normal(mean=1.0, std=0.3), stats.norm(1.0, 0.3)),
+    (LogNormal(mu=0.1, sigma=0.2), stats.lognorm(0.2, scale=1.1051709180756477)),
+])
+def test_law_tails_are_scipys_quantiles(law, frozen):
+    lo, hi = law_tails(law)
+    assert lo == pytest.approx(frozen.ppf(TAIL), rel=1e-6)
+    assert hi == pytest.approx(frozen.ppf(1 - TAIL), rel=1e-6)
