@@ -131,3 +131,5 @@ def test_bracket_failures_lower_the_stated_level():
     assert "≥ 47.9 % jointly, below 95 % (union bound" in low.text()
     ok = with_bracket_failures(ci, np.full(10, 0.001))
     assert ok.level == pytest.approx(ci.level - 0.01) and "below" not in ok.text()
+    none = with_bracket_failures(ci, np.full(10, 0.2))                     # Σα = 2: the union bound says nothing
+    assert none.level == 0.0 and "≥ 0.0 % jointly" in none.text()

@@ -457,7 +457,7 @@ PACT_MATCHED_COMPARED = ("closed-loop PACT's mean cost (through a two-sided conf
 def pact_joint_level(t: pd.DataFrame, cover: float) -> float:
     """The level at which the claim's interval holds: the order-statistic
     event's coverage minus every row's failure probability (union bound)."""
-    return float(cover - (t["pact_alpha"] + t["ub_alpha"]).sum())
+    return max(float(cover - (t["pact_alpha"] + t["ub_alpha"]).sum()), 0.0)
 
 
 def pact_adaptive_claim(df: pd.DataFrame, says: str, pact_claim: str) -> dict:

@@ -206,7 +206,7 @@ def with_bracket_failures(ci: MedianInterval, alphas) -> MedianInterval:
     note = (f"≥ {100 * max(joint, 0.0):.1f} % jointly{below} (union bound: the order-statistic event "
             f"{100 * ci.level:.1f} % and {k} certified bracket(s) at their confidence): "
             f"{MEDIAN_METHOD_SHORT} over {ci.n} distinct instances")
-    return replace(ci, level=joint, level_note=note)
+    return replace(ci, level=max(joint, 0.0), level_note=note)     # a level, never below 0
 
 
 def level_caveat(ci: MedianInterval) -> str:

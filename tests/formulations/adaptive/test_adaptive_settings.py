@@ -144,3 +144,17 @@ def test_lazy_names_come_from_the_declared_modules():
     assert set(A._WHERE.values()) <= set(A._MODULES)
     for name in A._WHERE:
         assert getattr(A, name) is not None
+
+
+def test_solver_omega_follows_the_instance_formats_range():
+    """adaptive-opt's ``omega`` (a stricter level than the instance's) is refused where the
+    instance format refuses ω (instances.magnitudes), naming the parameter, not later
+    as an invalid instance inside the solve."""
+    from deplbench.errors import SolverError
+    from deplbench.instances.magnitudes import MIN_OMEGA
+
+    assert AdaptiveOpt.resolve_params({"omega": MIN_OMEGA})["omega"] == MIN_OMEGA
+    assert AdaptiveOpt.resolve_params({"omega": 1 - MIN_OMEGA})["omega"] == 1 - MIN_OMEGA
+    for bad in (MIN_OMEGA / 10, 1 - MIN_OMEGA / 10):
+        with pytest.raises(SolverError, match="omega"):
+            AdaptiveOpt.resolve_params({"omega": bad})

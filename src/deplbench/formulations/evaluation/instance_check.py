@@ -91,8 +91,10 @@ def check_instance(instance: Any, *, full: bool = True,
         try:
             _adapter(name).validate_python(getattr(instance, name))
         except ValidationError as exc:
-            raise InstanceError(f"instance: {name}: {exc.errors()[0]['msg']}, "
-                                f"got {getattr(instance, name)!r}") from None
+            msg = exc.errors()[0]["msg"]
+            if msg.startswith("Value error, "):     # our own rule: it states the value already
+                raise InstanceError(f"instance: {name}: {msg[len('Value error, '):]}") from None
+            raise InstanceError(f"instance: {name}: {msg}, got {getattr(instance, name)!r}") from None
     if not instance.loss_max < instance.initial_loss:
         raise InstanceError(f"instance: loss_max: must be below initial_loss "
                             f"({instance.loss_max} >= {instance.initial_loss})")

@@ -6,11 +6,14 @@ A closed-loop simulation (:func:`~deplbench.formulations.evaluation.closed_loop.
 ``confidence``; a static out-of-sample evaluation
 (:func:`~deplbench.formulations.evaluation.evaluate.evaluate_plan`,
 ``--eval-samples``, ``deplbench library verify --samples``) takes a number of
-``samples``. Every front reads its defaults here and refuses a value with
-:func:`check_closed_loop` or :func:`check_samples`, so the limits cannot
-drift apart; each front names the field as its user wrote it (``runs``,
-``--runs``, ``sweep.evaluation.closed_loop.runs``) and raises its own error
-class.
+``samples``. Every closed-loop front reads its defaults here and refuses a
+value with :func:`check_closed_loop`; every count of samples is refused below
+:data:`MIN_SAMPLES` (:func:`check_samples`, or ``solve``'s ``eval_samples``
+parameter, whose bound is that constant), so the limits cannot drift apart.
+Each front names the field as its user wrote it (``runs``, ``--runs``,
+``sweep.evaluation.closed_loop.runs``) and raises its own error class. The
+default number of samples is each command's own (stated in its ``--help``):
+a solve's evaluation, a simulation and a full evaluation differ in cost.
 
 This module imports only the bottom modules (no numerical library), so the
 command line can read the defaults for ``--help``.

@@ -42,6 +42,7 @@ import math
 from deplbench.formulations import adaptive
 from deplbench.formulations.adaptive.settings import SETTINGS, max_buckets_refused
 from deplbench.formulations.model.result import SolveResult
+from deplbench.instances.magnitudes import MIN_OMEGA
 from deplbench.limits import MEMORY_LIMIT_PARAM
 from deplbench.params import Param
 from deplbench.solvers.base import PlotStyle, Solver
@@ -65,8 +66,8 @@ class AdaptiveOpt(Solver):
         **{k: SETTINGS[k] for k in ("buckets", "runs", "tune_runs", "seed", "confidence", "rho", "iters_lam",
                                     "iters_mu")},
         "omega": Param(None, float, "target P(success) (default: the instance's ω); a stricter level brackets "
-                       "the optimum where a policy such as PACT is certified", low=0.0, high=1.0,
-                       low_inclusive=False, high_inclusive=False, nullable=True),
+                       "the optimum where a policy such as PACT is certified", low=MIN_OMEGA,
+                       high=1.0 - MIN_OMEGA, nullable=True),
         "width": SETTINGS["width"],
         "refine_time": SETTINGS["time_limit"],
         "max_buckets": SETTINGS["max_buckets"],
