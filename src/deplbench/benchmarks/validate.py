@@ -121,7 +121,7 @@ def _check_evaluation_memory(samples: int, horizon: int, where: str) -> None:
         from deplbench.formulations.evaluation.evaluate import MEMORY_BUDGET
     except ImportError:
         return
-    per = 16 + (horizon + 1) * 24      # as formulations.evaluation.evaluate._check_memory, with bands
+    per = 16 + (horizon + 1) * 24      # as formulations.evaluation.evaluate.check_evaluation_memory, with bands
     if samples * per > MEMORY_BUDGET:
         raise SweepError(f"sweep.evaluation.samples: {samples} trajectories of up to {horizon} epochs "
                          f"({where}) need {samples * per / 2**30:.3g} GiB, over the evaluator's "

@@ -34,7 +34,7 @@ from typing import Any
 
 from deplbench.errors import DeplbenchError, SolverError
 from deplbench.formulations.evaluation.closed_loop import FixedPlanPolicy, StopAtTarget, simulate
-from deplbench.formulations.evaluation.evaluate import evaluate_plan
+from deplbench.formulations.evaluation.evaluate import check_evaluation_memory, evaluate_plan
 from deplbench.formulations.evaluation.instance_check import check_instance
 from deplbench.formulations.evaluation.settings import CONFIDENCE, MIN_SAMPLES, RUNS, SEED, check_closed_loop
 from deplbench.formulations.model.plan import Plan
@@ -71,6 +71,8 @@ def check_solve_arguments(instance, algorithm, evaluate, eval_samples, eval_seed
     check_instance(instance)          # one built or changed in code: every rule again (instance_check)
     for name, value in (("evaluate", evaluate), ("eval_samples", eval_samples), ("eval_seed", eval_seed)):
         EVALUATION_PARAMETERS[name].convert(name, value, strict=True)
+    if evaluate:        # the final losses alone must fit: refused before the solve, not after it
+        check_evaluation_memory(eval_samples, 0, False, field="eval_samples", error=SolverError)
     if isinstance(algorithm, str):
         return get_solver(algorithm)
     if isinstance(algorithm, type) and issubclass(algorithm, Solver):

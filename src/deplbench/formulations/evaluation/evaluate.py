@@ -54,7 +54,7 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 from scipy import stats
 
-from deplbench.errors import PlanError
+from deplbench.errors import DeplbenchError, PlanError
 from deplbench.formulations.evaluation.binomial import (
     CERTIFIED_FEASIBLE,
     CERTIFIED_INFEASIBLE,
@@ -388,7 +388,7 @@ def evaluate_plan(
     )
     rng = np.random.default_rng([int(seed), OUT_OF_SAMPLE])
     n = 1 if is_exact else int(samples)
-    _check_memory(n, plan.n_epochs, trajectory)
+    check_evaluation_memory(n, plan.n_epochs, trajectory)
     try:
         ev = _simulate_and_judge(instance, plan, models, gammas, n, rng, is_exact, trajectory, seed, confidence,
                                  violations, time, compute_cost, transfer)
@@ -482,13 +482,15 @@ def _check_arguments(instance, plan, samples, seed, confidence, trajectory):
     return plan, int(samples), int(seed), float(confidence)
 
 
-def _check_memory(n: int, n_epochs: int, trajectory: bool) -> None:
-    """Refuse, naming ``samples``, a simulation that would not fit the budget."""
+def check_evaluation_memory(n: int, n_epochs: int, trajectory: bool, field: str = "samples",
+                            error: type[DeplbenchError] = PlanError) -> None:
+    """Refuse, naming ``field``, a simulation beyond the budget (``n_epochs = 0``: the final losses alone)."""
     width = n_epochs + 1
     need = n * 16 + (n * width * _BYTES_PER_VALUE if trajectory else 0)   # final losses, sorted copy
     if need > MEMORY_BUDGET:
         per = 16 + (width * _BYTES_PER_VALUE if trajectory else 0)
-        raise PlanError(f"samples: {n} trajectories of {n_epochs} epochs need {need / 2**30:.3g} GiB"
+        of = f" of {n_epochs} epochs" if n_epochs else ""
+        raise error(f"{field}: {n} trajectories{of} need {need / 2**30:.3g} GiB"
                         + (" with the per-epoch bands" if trajectory else "")
                         + f" (budget {MEMORY_BUDGET / 2**30:g} GiB); use at most {MEMORY_BUDGET // per} samples")
 
@@ -593,6 +595,6 @@ def _certify(finals, n, exact, instance, threshold, confidence, violations):
     return count, ub, lb, certified
 
 
-__all__ = ["Evaluation", "evaluate_plan", "attach_exact", "plan_indices", "transfer_cost", "simulate_trajectories",
-           "MEMORY_BUDGET", "order_statistic_ci", "CI_METHOD", "CI_METHOD_DETERMINISTIC",
+__all__ = ["Evaluation", "evaluate_plan", "check_evaluation_memory", "attach_exact", "plan_indices", "transfer_cost",
+           "simulate_trajectories", "MEMORY_BUDGET", "order_statistic_ci", "CI_METHOD", "CI_METHOD_DETERMINISTIC",
            "VIOLATION_BOUNDS_METHOD", "BASIS_CONSTRAINTS", "BASIS_EXACT", "BASIS_DETERMINISTIC", "BASIS_MONTE_CARLO"]
