@@ -267,3 +267,23 @@ def test_matched_row_states_a_true_joint_level():
 def test_matched_row_prints_the_median_as_a_bracket():
     r = rows(frame(matched=(0.8, 1.0)))["matched"]
     assert "median within [" in r["measured"] and "], interval [" in r["measured"]
+
+
+def test_order_statistic_rank_leaves_room_for_the_brackets():
+    """The matched-risk claim's interval holds when the order-statistic event and every
+    bracket hold. At n = 37 the narrowest 95 % rank covers only 95.3 %, which 37 adaptive
+    records at confidence 0.9997 (Σ 1 − c = 0.0111) would push below 95 %: the rank is
+    chosen for 95 % + 2·Σ(1 − c), leaving as much again for PACT's statements."""
+    from deplbench.reports.adaptive import PACT_JOINT_LEVEL, order_level
+    from deplbench.reports.median import order_statistic_rank
+
+    ub = 37 * 0.0003
+    level = order_level(37, ub)
+    r, cover = order_statistic_rank(37, level)
+    assert level == pytest.approx(PACT_JOINT_LEVEL + 2 * ub) and cover >= level
+    assert cover - PACT_JOINT_LEVEL - ub >= ub                     # PACT's share left
+    assert order_statistic_rank(37, PACT_JOINT_LEVEL)[1] - PACT_JOINT_LEVEL < ub   # the 95 % rank would not do
+    # the demo's ten instances at confidence 0.999: the same rank as for 95 %
+    assert order_statistic_rank(10, order_level(10, 0.01))[0] == order_statistic_rank(10, PACT_JOINT_LEVEL)[0]
+    # no rank reaches it (tiny n): the 95 % rule
+    assert order_level(6, 0.05) == PACT_JOINT_LEVEL
