@@ -50,6 +50,7 @@ from dataclasses import replace
 import numpy as np
 import pandas as pd
 
+from deplbench.formulations.evaluation.binomial import clopper_pearson_lower
 from deplbench.reports.claims_common import (
     MATCH_MEDIAN_GAP,
     NOT_DECIDED,
@@ -431,7 +432,7 @@ def pact_matched_table(df: pd.DataFrame) -> pd.DataFrame:
         n_runs, k = r["runs"], r["successes"]
         if math.isfinite(n_runs) and math.isfinite(k) and n_runs > 0:
             # one-sided Clopper–Pearson lower bound at 1 − α/2 (0 successes: 0)
-            level = float(sps.beta.ppf(alpha / 2.0, k, n_runs - k + 1)) if k > 0 else 0.0
+            level = clopper_pearson_lower(int(k), int(n_runs), 1.0 - alpha / 2.0)
             cp_alpha = alpha / 2.0
         else:
             # a record without its counts: the lower end of its own two-sided interval

@@ -40,7 +40,6 @@ from deplbench.formulations.evaluation.settings import CONFIDENCE, MIN_SAMPLES, 
 from deplbench.formulations.model.plan import Plan
 from deplbench.formulations.model.preprocess import reduce_instance
 from deplbench.formulations.model.result import SolveResult
-from deplbench.instances.model import Instance
 from deplbench.limits import TimeLimitReached, deadline, memory_budget
 from deplbench.params import Param
 from deplbench.solvers.base import Solver
@@ -65,14 +64,17 @@ def check_solve_arguments(instance, algorithm, evaluate, eval_samples, eval_seed
     so a wrong value fails before the run rather than as a status ``error``
     record or a TypeError from deep inside.
     """
-    if not isinstance(instance, Instance):
-        raise SolverError(f"instance: expected an Instance (deplbench.instances.model), "
-                          f"got {type(instance).__name__}")
-    check_instance(instance)          # one built or changed in code: every rule again (instance_check)
+    # one built or changed in code: every rule again (instance_check), its type first
+    check_instance(instance, type_error=SolverError)
     for name, value in (("evaluate", evaluate), ("eval_samples", eval_samples), ("eval_seed", eval_seed)):
         EVALUATION_PARAMETERS[name].convert(name, value, strict=True)
     if evaluate:        # the final losses alone must fit: refused before the solve, not after it
         check_evaluation_memory(eval_samples, 0, False, field="eval_samples", error=SolverError)
+    return _solver_class(algorithm)
+
+
+def _solver_class(algorithm) -> type[Solver]:
+    """The Solver subclass ``algorithm`` names (a registry name) or is; SolverError otherwise."""
     if isinstance(algorithm, str):
         return get_solver(algorithm)
     if isinstance(algorithm, type) and issubclass(algorithm, Solver):
@@ -291,23 +293,12 @@ def closed_loop(instance, result: SolveResult, algorithm: str | type[Solver] | N
         that breaks the format's rules.
     """
     runs, seed, confidence = check_closed_loop(runs, seed, confidence)
-    if not isinstance(instance, Instance):
-        raise SolverError(f"instance: expected an Instance (deplbench.instances.model), "
-                          f"got {type(instance).__name__}")
+    check_instance(instance, type_error=SolverError)
     if not isinstance(result, SolveResult):
         raise SolverError(f"result: expected the SolveResult of solve(), got {type(result).__name__}"
                           + (f" (the algorithm goes in the third argument: closed_loop(instance, "
                              f"result, {result!r}))" if isinstance(result, str) else ""))
-    check_instance(instance)
-    if algorithm is None:
-        algorithm = result.algorithm
-    if isinstance(algorithm, str):
-        cls = get_solver(algorithm)
-    elif isinstance(algorithm, type) and issubclass(algorithm, Solver):
-        cls = algorithm
-    else:
-        raise SolverError(f"algorithm: expected a registry name or a Solver subclass, "
-                          f"got {type(algorithm).__name__}")
+    cls = _solver_class(result.algorithm if algorithm is None else algorithm)
     out: dict[str, Any] = {"runs": int(runs), "seed": int(seed), "confidence": float(confidence),
                            "plan": None, "plan_stopped": None, "policy": None}
     if result.plan is not None:
