@@ -58,6 +58,7 @@ from deplbench.reports.claims_common import (
     claim_row,
     median_verdict,
 )
+from deplbench.reports.data import finite_or
 from deplbench.reports.figures import COST_AXIS, add_legend, new_figure
 from deplbench.reports.median import MEDIAN_METHOD_SHORT, level_caveat, median_interval, undecided_text
 from deplbench.reports.styles import info_for, ordered
@@ -121,14 +122,6 @@ def ci_level_text(levels) -> str:
             "(1 + ci_level)/2 lower bound)")
 
 
-def _num(v, default: float) -> float:
-    try:
-        v = float(v)
-    except (TypeError, ValueError):
-        return default
-    return v if math.isfinite(v) else default
-
-
 def _set_of(row) -> str:
     return row["paper_set"] if row.get("paper_set") else str(row.get("family") or "")
 
@@ -158,7 +151,7 @@ def adaptive_rows(df: pd.DataFrame) -> dict:
                "p_success": d.get("p_success", math.nan),
                "certified": bool(d.get("certified", p_lo >= target)),
                # the joint confidence of the record's UB and P(success) certificate
-               "confidence": _num(d.get("confidence", (r.get("params_d") or {}).get("confidence")), 0.95),
+               "confidence": finite_or(d.get("confidence", (r.get("params_d") or {}).get("confidence")), 0.95),
                "frontier": [(float(f["omega"]), float(f["lower_bound"])) for f in d.get("frontier") or []
                             if f.get("lower_bound") is not None] + [(target, float(r["lower_bound"]))]}
         e = out.setdefault(r["instance_key"], {"records": [], "omega": float(r["omega"])})
@@ -247,8 +240,8 @@ def matched_risk_table(df: pd.DataFrame) -> pd.DataFrame:
                              "ub_omega": a["ub"], "ratio_omega_low": cost / a["ub"],
                              "ratio_omega_high": cost / a["lb"] if a["lb"] > 0 else math.nan,
                              "instance_key": r["instance_key"],
-                             "runs": _num(s.get("runs"), math.nan), "successes": _num(s.get("successes"), math.nan),
-                             "cost_sem": _num(s.get("cost_sem"), math.nan),
+                             "runs": finite_or(s.get("runs")), "successes": finite_or(s.get("successes")),
+                             "cost_sem": finite_or(s.get("cost_sem")),
                              "p_success_method": str(s.get("p_success_method") or ""),
                              "ratio_omega_level": a.get("confidence", math.nan),
                              "ratio_omega_method": RATIO_OMEGA_METHOD})

@@ -41,6 +41,7 @@ from deplbench.reports.claims import (
     paper_depl,
 )
 from deplbench.reports.claims_common import MEDIAN_STATISTIC, NOT_DECIDED, median_verdict
+from deplbench.reports.data import finite_or
 from deplbench.reports.median import level_caveat, median_interval, undecided_text, with_bracket_failures
 
 #: Registry name of the bracket algorithm.
@@ -54,14 +55,6 @@ BRACKET_COLUMNS = ("set", "loss_max", "instance_key", "lb", "ub", "width", "conf
 RATIO_COLUMNS = ("set", "loss_max", "instance_key", "algorithm", "cost", "certified_verdict",
                  "cost_over_ub", "cost_over_lb", "lb_confidence", "cost_over_saa_opt", "saa_scenarios")
 CLAIM_COLUMNS = ("claim", "yardstick", "measured", "verdict")
-
-
-def _num(v) -> float:
-    try:
-        v = float(v)
-    except (TypeError, ValueError):
-        return math.nan
-    return v if math.isfinite(v) else math.nan
 
 
 def _set_of(row) -> str:
@@ -96,13 +89,13 @@ def bracket_table(df: pd.DataFrame) -> pd.DataFrame:
         b: dict = diag["bracket"] if isinstance(diag.get("bracket"), dict) else {}
         lower = b.get("lower_bound") or {}
         upper = b.get("upper_bound") or {}
-        lb, ub = _num(r.get("lower_bound")), _num(upper.get("value", r.get("cost")))
+        lb, ub = finite_or(r.get("lower_bound")), finite_or(upper.get("value", r.get("cost")))
         if not upper:
             ub = math.nan
         rows.append({
-            "set": _set_of(r), "loss_max": _num(r.get("loss_max")), "instance_key": r.get("instance_key"),
+            "set": _set_of(r), "loss_max": finite_or(r.get("loss_max")), "instance_key": r.get("instance_key"),
             "lb": lb, "ub": ub, "width": (ub - lb) / ub if ub > 0 and math.isfinite(lb) else math.nan,
-            "confidence": _num(b.get("confidence")), "lb_confidence": _num(lower.get("confidence")),
+            "confidence": finite_or(b.get("confidence")), "lb_confidence": finite_or(lower.get("confidence")),
             "lb_method": str(lower.get("method", "")), "ub_method": str(upper.get("method", "")),
             "status": str(b.get("status", r.get("status", ""))),
         })
@@ -134,7 +127,7 @@ def _saa_optima(df: pd.DataFrame) -> dict:
             else pd.Series(np.nan, index=rows.index))
     rows = rows.assign(_prio=prio.fillna(np.inf)).sort_values(["_scen", "_prio"], ascending=[False, True],
                                                               kind="stable")
-    return {key: (float(grp["cost"].iloc[0]), _num(grp["_scen"].iloc[0]))
+    return {key: (float(grp["cost"].iloc[0]), finite_or(grp["_scen"].iloc[0]))
             for key, grp in rows.groupby("instance_key", sort=False)}
 
 
@@ -158,7 +151,7 @@ def bracket_ratio_table(df: pd.DataFrame, brackets: pd.DataFrame | None = None) 
     rows = []
     for _, r in plans.iterrows():
         b = by_key.loc[r["instance_key"]]
-        cost = _num(r["cost"])
+        cost = finite_or(r["cost"])
         verdict = r.get("certified_verdict") or "not evaluated"
         ok = verdict == CERTIFIED_FEASIBLE
         opt, s = saa.get(r["instance_key"], (math.nan, math.nan))

@@ -404,7 +404,17 @@ def bench_algorithm(name: str, fullname: str = "", group: str = "") -> str:
     return base or "benchmark"
 
 
-__all__ = ["STORE_COLUMNS", "JSON_COLUMNS", "NUMERIC_COLUMNS", "PLAN_STATUSES",
+def finite_or(v, default: float = math.nan) -> float:
+    """``v`` as a float when it is a finite number (a store cell may be None, NaN,
+    text or a number), else ``default``."""
+    try:
+        v = float(v)
+    except (TypeError, ValueError):
+        return default
+    return v if math.isfinite(v) else default
+
+
+__all__ = ["finite_or", "STORE_COLUMNS", "JSON_COLUMNS", "NUMERIC_COLUMNS", "PLAN_STATUSES",
            "SIZE_PARAMETERS", "SIZE_LABELS", "PAPER_SETS", "NON_CONFIG_KEYS",
            "ReportError", "ReportData", "validate_frame", "load_store", "parse_json",
            "canonical", "variant_tag", "config_labels", "prepare",

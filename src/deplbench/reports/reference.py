@@ -48,6 +48,8 @@ import math
 import numpy as np
 import pandas as pd
 
+from deplbench.reports.data import finite_or
+
 #: The reference kinds a record may declare (``Solver.reference``).
 EXACT, CERTIFIED, ADAPTIVE, SAA = "exact-static", "certified-static", "adaptive", "saa"
 
@@ -63,14 +65,6 @@ REFERENCE_COLUMNS = ("instance_key", "kind", "ub", "lb", "source", "confidence")
 PLAN_COLUMNS = ("group", "algorithm", "instance_key", "loss_max", "omega", "cost", "policy",
                 "reference", "ratio_ub", "ratio_lb", "ratio_saa", "feasibility", "mc_met",
                 "missed", "p_success", "ratio_adaptive")
-
-
-def _num(v) -> float:
-    try:
-        v = float(v)
-    except (TypeError, ValueError):
-        return math.nan
-    return v if math.isfinite(v) else math.nan
 
 
 def _field(row, name: str):
@@ -105,7 +99,7 @@ def reference_kind(df: pd.DataFrame) -> pd.Series:
 def _at_own_level(diag: dict, row) -> bool:
     """Whether an adaptive-opt record brackets the optimum at its instance's ω
     (its target ``diagnostics["omega"]``, when recorded, equals the row's ω)."""
-    target, omega = _num(diag.get("omega")), _num(row.get("omega"))
+    target, omega = finite_or(diag.get("omega")), finite_or(row.get("omega"))
     return math.isnan(target) or math.isnan(omega) or abs(target - omega) <= 1e-12
 
 
@@ -140,9 +134,9 @@ def references(df: pd.DataFrame) -> pd.DataFrame:
             continue
         b = diag.get("bracket") if isinstance(diag.get("bracket"), dict) else {}
         # a bracket without a certified plan has no UB (its row's cost is not one)
-        ub = (_num((b.get("upper_bound") or {}).get("value", math.nan)) if b
-              else _num(r["cost"]))
-        lb = _num(r["lower_bound"])
+        ub = (finite_or((b.get("upper_bound") or {}).get("value", math.nan)) if b
+              else finite_or(r["cost"]))
+        lb = finite_or(r["lower_bound"])
         if k == SAA:
             if r["status"] != "optimal":
                 continue
@@ -152,12 +146,12 @@ def references(df: pd.DataFrame) -> pd.DataFrame:
         if math.isnan(ub) and math.isnan(lb):
             continue
         # a certified bracket's own level; an adaptive bracket's joint one (UB and P(success) together)
-        conf = (_num(b.get("confidence")) if b else _num(diag.get("confidence")) if k == ADAPTIVE
+        conf = (finite_or(b.get("confidence")) if b else finite_or(diag.get("confidence")) if k == ADAPTIVE
                 else math.nan)
         rows.append({"instance_key": r["instance_key"], "kind": k, "ub": ub, "lb": lb,
                      "source": r["algorithm"], "confidence": conf,
                      "_w": (ub - lb) / ub if ub > 0 and not math.isnan(lb) else math.inf,
-                     "_s": -_num(r["scenarios"]) if k == SAA else 0.0})
+                     "_s": -finite_or(r["scenarios"]) if k == SAA else 0.0})
     if not rows:
         return pd.DataFrame(columns=list(REFERENCE_COLUMNS))
     out = pd.DataFrame(rows).fillna({"_s": 0.0})
@@ -169,7 +163,7 @@ def _feasibility(r) -> tuple[str, float, bool]:
     """(feasibility text, Monte Carlo met (1/0/NaN), missed ℓmax) of one plan."""
     exact = _field(r, "exact_verdict")
     cert = _field(r, "certified_verdict")
-    q, lm = _num(r.get("quantile_oos")), _num(r.get("loss_max"))
+    q, lm = finite_or(r.get("quantile_oos")), finite_or(r.get("loss_max"))
     mc = float(q <= lm) if not (math.isnan(q) or math.isnan(lm)) else math.nan
     if exact == PROVEN_FEASIBLE:
         return PROVEN_FEASIBLE, mc, False
@@ -211,10 +205,10 @@ def plan_ratios(df: pd.DataFrame) -> pd.DataFrame:
           refs[["instance_key", "kind", "ub", "lb"]].itertuples(index=False, name=None)}
     rows = []
     for _, r in df[df["has_plan"]].iterrows():
-        key, cost = r["instance_key"], _num(r["cost"])
-        policy = r.get("cl_mode") == "policy" and not math.isnan(_num(r.get("cl_cost_mean")))
+        key, cost = r["instance_key"], finite_or(r["cost"])
+        policy = r.get("cl_mode") == "policy" and not math.isnan(finite_or(r.get("cl_cost_mean")))
         if policy:
-            cost = _num(r.get("cl_cost_mean"))
+            cost = finite_or(r.get("cl_cost_mean"))
             kinds = (ADAPTIVE,)
         else:
             kinds = (EXACT, CERTIFIED)
@@ -227,21 +221,21 @@ def plan_ratios(df: pd.DataFrame) -> pd.DataFrame:
         # a static plan beside the adaptive optimum too (the value of observing the loss)
         adaptive = math.nan if policy else by.get((key, ADAPTIVE), (math.nan, math.nan))[0]
         feas, mc, missed = _feasibility(r)
-        ps = _num(r.get("cl_p_success")) if policy else math.nan
+        ps = finite_or(r.get("cl_p_success")) if policy else math.nan
         if policy:
-            om = _num(r.get("omega"))
-            lo = _num(r.get("cl_p_success_low"))
+            om = finite_or(r.get("omega"))
+            lo = finite_or(r.get("cl_p_success_low"))
             # NaN compares False: an unknown ω or P(success) never passes
             feas = ("certified P(success) ≥ ω" if lo >= om
                     else "P(success) estimate ≥ ω" if ps >= om
                     else "not simulated" if math.isnan(ps) else "P(success) < ω")
             missed = feas == "P(success) < ω"
         rows.append({"group": _group_of(r), "algorithm": r["algorithm"], "instance_key": key,
-                     "loss_max": _num(r["loss_max"]), "omega": _num(r.get("omega")),
+                     "loss_max": finite_or(r["loss_max"]), "omega": finite_or(r.get("omega")),
                      "cost": cost, "policy": bool(policy), "reference": ref,
                      "ratio_ub": cost / ub if ub > 0 else math.nan,
                      "ratio_lb": cost / lb if lb > 0 else math.nan,
-                     "ratio_saa": _num(r["cost"]) / saa if saa > 0 else math.nan,
+                     "ratio_saa": finite_or(r["cost"]) / saa if saa > 0 else math.nan,
                      "feasibility": feas, "mc_met": mc, "missed": bool(missed),
                      "p_success": ps,
                      "ratio_adaptive": cost / adaptive if adaptive > 0 else math.nan})
