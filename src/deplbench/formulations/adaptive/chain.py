@@ -26,6 +26,8 @@ from deplbench.instances.datalaw import compute_need
 from deplbench.instances.distributions import Empirical, PointMass
 
 #: Tail mass of a continuous run term (X) binned at the safe end of its kernel.
+#: The level of the binary64 check (``instances.magnitudes.TAIL``), but its
+#: own choice: the kernels' accuracy, not the validation line.
 TAIL = 1e-9
 #: The same for a switch jump (Student's t tails are long: a smaller tail
 #: would make the kernel, hence every FFT, several times longer).
@@ -150,7 +152,7 @@ def kernel(dist, factor: float, h: float, optimistic: bool, tail: float = TAIL) 
         lo = int(t.min())
         p = np.bincount(t - lo, minlength=int(t.max()) - lo + 1).astype(float) / t.size
         return Kernel(lo, p)
-    q_lo, q_hi = (float(v) for v in dist.ppf([tail, 1 - tail]))
+    q_lo, q_hi = dist.tails(tail)
     a, b = sorted((factor * q_lo / h, factor * q_hi / h))
     lo, hi = math.floor(a), math.ceil(b)
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -214,13 +216,10 @@ class Chain:
 
 
 def _reach(dist, factor: float, h: float, tail: float) -> float:
-    """Buckets from 0 to the farther end of :func:`kernel`'s support (one ppf call,
-    nothing allocated): the kernel's length and the padding :func:`correlate` adds."""
-    if isinstance(dist, (PointMass, Empirical)):
-        vals = [dist.value] if isinstance(dist, PointMass) else dist.samples
-        return abs(factor) * max(abs(min(vals)), abs(max(vals))) / h
-    with np.errstate(all="ignore"):
-        q_lo, q_hi = (float(v) for v in dist.ppf([tail, 1 - tail]))
+    """Buckets from 0 to the farther end of :func:`kernel`'s support (the law's
+    tails, nothing allocated; an atomic law's are its extreme atoms): the
+    kernel's length and the padding :func:`correlate` adds."""
+    q_lo, q_hi = dist.tails(tail)
     return abs(factor) * max(abs(q_lo), abs(q_hi)) / h
 
 
