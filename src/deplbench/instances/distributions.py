@@ -79,8 +79,20 @@ class _Dist(BaseModel):
         return float(_scipy_law(self).var())
 
     def tails(self, p: float) -> tuple[float, float]:
-        """The ``p`` and ``1 − p`` quantiles (0 < p < 1/2), ±inf where they overflow.
+        """The ``p`` and ``1 − p`` quantiles, ±inf where they overflow.
 
+        Parameters
+        ----------
+        p : float
+            The tail mass, in (0, 1/2).
+
+        Returns
+        -------
+        (float, float)
+            The lower and upper quantile (Python floats).
+
+        Notes
+        -----
         The one computation of a law's tails: the binary64 check of
         :mod:`deplbench.instances.magnitudes` and the kernels of the adaptive
         chain both take them from here. An atomic law (point mass,
@@ -94,15 +106,24 @@ class _Dist(BaseModel):
         return float(lo), float(hi)
 
     def tail_bound(self, p: float) -> float:
-        """A bound B ≥ max(|lo|, |hi|) of :meth:`tails` from a closed form, without SciPy.
+        """A bound on the magnitude of :meth:`tails`, from a closed form, without SciPy.
 
-        ``inf`` where no closed form gives one (or it overflows). A law
-        whose bound clears a limit has tails within it, so the binary64
-        check of :mod:`deplbench.instances.magnitudes` computes the tails
-        (and imports SciPy, ~0.3 s) only for a law its bound does not clear.
+        Parameters
+        ----------
+        p : float
+            The tail mass, in (0, 1/2).
+
+        Returns
+        -------
+        float
+            B ≥ max(|lo|, |hi|) of ``tails(p)``; ``inf`` where no closed form
+            gives one (or it overflows).
 
         Notes
         -----
+        A law whose bound clears a limit has its tails within it, so the
+        binary64 check of :mod:`deplbench.instances.magnitudes` computes the
+        tails (and imports SciPy) only for a law its bound does not clear.
         The upper quantile is computed at ``fl(1 − p)``, whose tail mass is
         ``p`` up to 2⁻⁵³: the bounds hold at the mass ``p − 2⁻⁵²`` and carry
         a relative slack of 1e-9 for the quantile functions' rounding.
