@@ -199,7 +199,7 @@ class Chain:
         why = chain_refused(instance, buckets, self.st)
         if why:
             raise PlanError(why)
-        rise = _rise(instance, self.M)
+        rise = jump_rise(instance, self.M)
         self.L = int(buckets) + math.ceil(rise / self.h) + 1
         self.i0 = int(buckets)
         self.pairs = {(a, b): instance.switches[p].jump for (a, b), p in instance.switch_index.items()}
@@ -223,8 +223,21 @@ def _reach(dist, factor: float, h: float, tail: float) -> float:
     return abs(factor) * max(abs(q_lo), abs(q_hi)) / h
 
 
-def _rise(instance, n_models: int) -> float:
-    """How far the chain reaches above ℓ(0): the largest 1 − 1e-4 jump quantiles of M − 1 switches."""
+def jump_rise(instance, n_models: int) -> float:
+    """How far the chain reaches above ℓ(0): the largest 1 − 1e-4 jump quantiles of M − 1 switches.
+
+    Parameters
+    ----------
+    instance : Instance
+    n_models : int
+        M: a run switches at most M − 1 times.
+
+    Returns
+    -------
+    float
+        The loss headroom above ℓ(0) that :class:`Chain` grids (and
+        :func:`~deplbench.formulations.adaptive.bracket.memory_estimate` counts).
+    """
     jumps = [sw.jump for sw in instance.switches]
     return sum(sorted((max(0.0, float(j.ppf(1 - 1e-4))) for j in jumps), reverse=True)[:n_models - 1])
 
@@ -246,7 +259,7 @@ def chain_refused(instance, buckets: int, st: Setting | None = None) -> str:
             return (f"{where}: its {tail:g} to 1 − {tail:g} quantiles reach {cells:.3g} loss buckets "
                     f"(h = (ℓ(0) − ℓmax)/buckets = {h:.3g}), beyond the {MAX_CELLS} the adaptive DP "
                     "grids (a tail that heavy, or a loss term that large against ℓ(0) − ℓmax)")
-    rise = _rise(instance, len(instance.models))
+    rise = jump_rise(instance, len(instance.models))
     if not rise / h <= MAX_CELLS:
         return (f"switches: the jumps' 1 − 1e-4 quantiles add {rise:.3g} to the loss, {rise / h:.3g} buckets "
                 f"of h = {h:.3g}: beyond the {MAX_CELLS} the adaptive DP grids")
@@ -519,6 +532,7 @@ def _candidates(chain, ex, sw, m, N):
 __all__ = [
     "MAX_CELLS",
     "chain_refused",
+    "jump_rise",
     "EPS",
     "TAIL",
     "TAIL_JUMP",
