@@ -9,7 +9,11 @@ the solvers still compute.
 
 from __future__ import annotations
 
+import gc
 import json
+import subprocess
+import sys
+import weakref
 
 import pytest
 from scipy import stats
@@ -106,3 +110,61 @@ def test_law_tails_are_scipys_quantiles(law, frozen):
     lo, hi = law_tails(law)
     assert lo == pytest.approx(frozen.ppf(TAIL), rel=1e-6)
     assert hi == pytest.approx(frozen.ppf(1 - TAIL), rel=1e-6)
+
+
+#: Laws around the ±MAX_LOSS line (loss_scale 1): a normal whose 1 − TAIL
+#: quantile is the line up to a relative 1e-6 / 1e-12 either way, laws the
+#: closed-form bound does not clear but whose tails are within the line
+#: (Student's t, df 0.5 and 1.5), and laws beyond it.
+_Z = 5.997807015007686      # the standard normal's 1 − 1e-9 quantile
+NEAR_THE_LINE = (
+    [Normal(mean=0.0, std=1e15 / _Z * (1 + eps)) for eps in (-1e-6, -1e-12, 1e-12, 1e-6)]
+    + [StudentT(df=0.5, scale=1e-3), StudentT(df=1.5, scale=1e8), StudentT(df=0.5, scale=1.0),
+       InverseGamma(shape=0.6, scale=1.0), InverseGamma(shape=0.8, scale=1.0), LogNormal(mu=28.0, sigma=1.0),
+       LogNormal(mu=29.0, sigma=1.0), Normal(mean=-1e15, std=1e-3)]
+)
+
+
+@pytest.mark.parametrize("i", range(len(NEAR_THE_LINE)))
+def test_the_verdict_is_the_one_of_the_computed_tails(base, i):
+    # Validation settles most laws on their closed-form bound; near the line
+    # the verdict must still be exactly that of the tails themselves.
+    law = NEAR_THE_LINE[i]
+    lo, hi = law_tails(law)
+    within = max(abs(lo), abs(hi)) <= 1e15
+    data = _mutate(base, lambda d: d["models"][0].update(loss_scale=1.0, improvement=law.model_dump(by_alias=True)))
+    if within:
+        parse_instance(data)
+    else:
+        with pytest.raises(InstanceError, match=r"^invalid instance: models\[0\]\.improvement: "):
+            parse_instance(data)
+
+
+def test_both_verdicts_occur_near_the_line():
+    verdicts = {max(abs(v) for v in law_tails(law)) <= 1e15 for law in NEAR_THE_LINE}
+    assert verdicts == {True, False}
+
+
+def test_validation_keeps_no_empirical_sample_alive(base):
+    # A cache keyed on the laws kept every validated empirical law (and its
+    # samples) alive for the life of the process.
+    data = _mutate(base, _imp({"kind": "empirical", "samples": [1.0 + i * 1e-6 for i in range(10_000)]}))
+    inst = parse_instance(data)
+    ref = weakref.ref(inst.models[0].improvement)
+    inst.with_changes(omega=0.5)
+    del inst
+    gc.collect()
+    assert ref() is None
+
+
+@pytest.mark.integration
+def test_loading_an_instance_with_t_and_inverse_gamma_laws_imports_no_scipy(tmp_path):
+    # SciPy costs ~0.3 s to import; the binary64 check clears these laws on their closed-form bound.
+    path = tmp_path / "alexnet.json"
+    path.write_text(generate("realistic", family="alexnet").to_json())
+    assert '"student_t"' in path.read_text() and '"inverse_gamma"' in path.read_text()
+    code = ("import sys\nfrom deplbench.instances.model import load_instance\n"
+            f"load_instance({str(path)!r})\nprint('scipy' in sys.modules)\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "False"

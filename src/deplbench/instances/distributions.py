@@ -8,7 +8,8 @@ distribution. Every distribution is a small pydantic model, discriminated by
 ``kind`` in JSON, with a vectorised interface:
 
 ``sample(rng, size)``, ``mean()``, ``var()``, ``ppf(q)``, ``cdf(x)``,
-``is_deterministic``.
+``is_deterministic``, and the two tail quantiles ``tails(p)`` with a
+SciPy-free bound on them, ``tail_bound(p)``.
 
 Examples
 --------
@@ -24,6 +25,7 @@ from __future__ import annotations
 
 import math
 from functools import lru_cache
+from statistics import NormalDist
 from typing import Annotated, Literal, Union
 
 import numpy as np
@@ -32,6 +34,10 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 #: Parameters are strict JSON numbers: ``true`` or ``"0.5"`` is refused, not
 #: coerced (docs/instances.md §1).
 _Finite = Annotated[float, Field(allow_inf_nan=False, strict=True)]
+#: Relative slack of :meth:`_Dist.tail_bound` over the closed form it
+#: evaluates: room for the quantile functions' own rounding error, so that
+#: the bound also holds for the computed :meth:`_Dist.tails`.
+_BOUND_SLACK = 1e-9
 
 
 @lru_cache(maxsize=512)
@@ -72,8 +78,76 @@ class _Dist(BaseModel):
     def var(self) -> float:
         return float(_scipy_law(self).var())
 
+    def tails(self, p: float) -> tuple[float, float]:
+        """The ``p`` and ``1 − p`` quantiles, ±inf where they overflow.
+
+        Parameters
+        ----------
+        p : float
+            The tail mass, in (0, 1/2).
+
+        Returns
+        -------
+        (float, float)
+            The lower and upper quantile (Python floats).
+
+        Notes
+        -----
+        The one computation of a law's tails: the binary64 check of
+        :mod:`deplbench.instances.magnitudes` and the kernels of the adaptive
+        chain both take them from here. An atomic law (point mass,
+        empirical) gives its smallest and largest atom whatever ``p``: the
+        check must see every atom, and the chain's kernels keep them all.
+        Overflow raises no warning: finding laws whose tails overflow is what
+        the check is for.
+        """
+        with np.errstate(all="ignore"):
+            lo, hi = self.ppf([p, 1.0 - p])
+        return float(lo), float(hi)
+
+    def tail_bound(self, p: float) -> float:
+        """A bound on the magnitude of :meth:`tails`, from a closed form, without SciPy.
+
+        Parameters
+        ----------
+        p : float
+            The tail mass, in (0, 1/2).
+
+        Returns
+        -------
+        float
+            B ≥ max(|lo|, |hi|) of ``tails(p)``; ``inf`` where no closed form
+            gives one (or it overflows).
+
+        Notes
+        -----
+        A law whose bound clears a limit has its tails within it, so the
+        binary64 check of :mod:`deplbench.instances.magnitudes` computes the
+        tails (and imports SciPy) only for a law its bound does not clear.
+        The upper quantile is computed at ``fl(1 − p)``, whose tail mass is
+        ``p`` up to 2⁻⁵³: the bounds hold at the mass ``p − 2⁻⁵²`` and carry
+        a relative slack of 1e-9 for the quantile functions' rounding.
+        """
+        return math.inf
+
     def _frozen(self):  # pragma: no cover - overridden
         raise NotImplementedError
+
+
+def _bound_mass(p: float) -> float:
+    """The tail mass :meth:`_Dist.tail_bound` bounds at (its Notes): ``p`` less 2⁻⁵², or 0."""
+    return max(0.0, p - 2.0**-52)
+
+
+def _slack(x: float) -> float:
+    return x * (1.0 + _BOUND_SLACK)
+
+
+def _exp_or_inf(x: float) -> float:
+    try:
+        return math.exp(x)
+    except OverflowError:
+        return math.inf
 
 
 class InverseGamma(_Dist):
@@ -120,6 +194,17 @@ class InverseGamma(_Dist):
         m = self.scale / (self.shape - 1.0)  # mean²/(a−2) as m·(m/(a−2)): no float ** overflow (shape 1e300)
         return m * (m / (self.shape - 2.0))
 
+    def tail_bound(self, p: float) -> float:
+        # X = b/G with G ~ Gamma(a, 1), and P(G ≤ g) ≤ g^a/Γ(a + 1) (e^(−t) ≤ 1
+        # under the integral): G's p-quantile is at least g* = (p Γ(a + 1))^(1/a),
+        # so X's upper quantile is at most b/g*; X > 0 bounds the lower one by it.
+        q = _bound_mass(p)
+        try:
+            log_g = (math.log(q) + math.lgamma(self.shape + 1.0)) / self.shape
+        except (OverflowError, ValueError):     # q = 0, or Γ(a + 1) beyond binary64
+            return math.inf
+        return _slack(_exp_or_inf(math.log(self.scale) - log_g))
+
     def sample(self, rng: np.random.Generator, size) -> np.ndarray:
         # X = b / G with G ~ Gamma(a, 1): the same law as scipy's
         # invgamma.rvs in one vectorised numpy draw, without scipy's per-call
@@ -148,6 +233,24 @@ class StudentT(_Dist):
             return math.inf
         return self.scale**2 * self.df / (self.df - 2.0)
 
+    def tail_bound(self, p: float) -> float:
+        # Markov on |T|^r for 0 < r < df: P(T ≥ t) = P(|T| ≥ t)/2 ≤ E|T|^r/(2t^r),
+        # so the standard t's upper quantile is at most (E|T|^r/(2p))^(1/r).
+        # r = 2 (E T² = df/(df − 2)) for df > 2; else r = 0.9 df, with
+        # E|T|^r = df^(r/2) Γ((r + 1)/2) Γ((df − r)/2) / (√π Γ(df/2)).
+        q, df = _bound_mass(p), self.df
+        try:
+            if df > 2:
+                r, log_m = 2.0, math.log(df / (df - 2.0))
+            else:
+                r = 0.9 * df
+                log_m = (0.5 * r * math.log(df) + math.lgamma(0.5 * (r + 1.0)) + math.lgamma(0.5 * (df - r))
+                         - 0.5 * math.log(math.pi) - math.lgamma(0.5 * df))
+            t = _exp_or_inf((log_m - math.log(2.0 * q)) / r)
+        except (OverflowError, ValueError):     # q = 0, or a Γ beyond binary64
+            return math.inf
+        return _slack(abs(self.loc) + self.scale * t)
+
     def sample(self, rng: np.random.Generator, size) -> np.ndarray:
         return self.loc + self.scale * rng.standard_t(self.df, size)
 
@@ -171,6 +274,12 @@ class Normal(_Dist):
     def var(self) -> float:
         return self.std**2
 
+    def tail_bound(self, p: float) -> float:
+        q = _bound_mass(p)
+        if q <= 0:
+            return math.inf
+        return _slack(abs(self.mu) - NormalDist().inv_cdf(q) * self.std)   # μ ± z σ (Python floats: ±inf on overflow)
+
     def sample(self, rng: np.random.Generator, size) -> np.ndarray:
         return rng.normal(self.mu, self.std, size)
 
@@ -186,6 +295,18 @@ class LogNormal(_Dist):
         from scipy import stats  # imported on use: loading an instance need not import scipy
 
         return stats.lognorm(self.sigma, scale=math.exp(self.mu))
+
+    def tails(self, p: float) -> tuple[float, float]:
+        try:
+            return super().tails(p)
+        except OverflowError:   # exp(mu) beyond binary64: SciPy's law (scale exp(mu)) cannot be built
+            return _exp_or_inf(self.mu + NormalDist().inv_cdf(p) * self.sigma), math.inf
+
+    def tail_bound(self, p: float) -> float:
+        q = _bound_mass(p)
+        if q <= 0:
+            return math.inf
+        return _slack(_exp_or_inf(self.mu - NormalDist().inv_cdf(q) * self.sigma))   # both tails are positive
 
     def sample(self, rng: np.random.Generator, size) -> np.ndarray:
         return rng.lognormal(self.mu, self.sigma, size)
@@ -213,6 +334,12 @@ class PointMass(_Dist):
 
     def ppf(self, q):
         return np.full(np.shape(q), self.value, dtype=float) if np.ndim(q) else self.value
+
+    def tails(self, p: float) -> tuple[float, float]:
+        return self.value, self.value
+
+    def tail_bound(self, p: float) -> float:
+        return abs(self.value)
 
     def mean(self) -> float:
         return self.value
@@ -268,6 +395,13 @@ class Empirical(_Dist):
         idx = np.clip(np.ceil(q * s.size).astype(int) - 1, 0, s.size - 1)
         out = s[idx]
         return out if out.ndim else float(out)
+
+    def tails(self, p: float) -> tuple[float, float]:
+        return min(self.samples), max(self.samples)
+
+    def tail_bound(self, p: float) -> float:
+        lo, hi = self.tails(p)
+        return max(abs(lo), abs(hi))
 
     def mean(self) -> float:
         return float(self._array().mean())

@@ -37,13 +37,7 @@ from __future__ import annotations
 
 import math
 import sys
-from functools import lru_cache
-from statistics import NormalDist
 from typing import Any
-
-import numpy as np
-
-from deplbench.instances.distributions import Empirical, InverseGamma, LogNormal, Normal, PointMass, StudentT
 
 #: Smallest positive normal binary64 number; nonzero numbers below it are subnormal.
 MIN_NORMAL = sys.float_info.min
@@ -55,43 +49,16 @@ TAIL = 1e-9
 MIN_OMEGA = 1e-12
 
 
-@lru_cache(maxsize=512)
 def law_tails(law: Any) -> tuple[float, float]:
     """The :data:`TAIL` and 1 − :data:`TAIL` quantiles of ``law``, ±inf where they overflow.
 
-    Computed without overflow exceptions or warnings: the point of the
-    check is to find laws whose numbers overflow. Cached per law (the laws
-    are frozen, hashable models): re-validating an instance with changed
-    targets, as ``with_changes`` does, costs no quantile again."""
-    if isinstance(law, PointMass):
-        return law.value, law.value
-    if isinstance(law, Empirical):
-        return min(law.samples), max(law.samples)
-    z = NormalDist().inv_cdf(1.0 - TAIL)
-    if isinstance(law, Normal):
-        return law.mu - z * law.std, law.mu + z * law.std  # Python floats: overflow gives ±inf
-    if isinstance(law, LogNormal):
-        return _exp(law.mu - z * law.sigma), _exp(law.mu + z * law.sigma)
-    from scipy import special, stats  # imported on use: only these two kinds need it
-
-    with np.errstate(all="ignore"):
-        if isinstance(law, StudentT):
-            t = float(stats.t.ppf(1.0 - TAIL, law.df))
-            return law.loc - law.scale * t, law.loc + law.scale * t
-        if isinstance(law, InverseGamma):
-            # X = b / G, G ~ Gamma(a): X's upper quantile is b over G's lower one
-            g_lo, g_hi = (float(special.gammaincinv(law.shape, p)) for p in (TAIL, 1.0 - TAIL))
-            return _ratio(law.scale, g_hi), _ratio(law.scale, g_lo)
-    raise TypeError(f"unknown law {type(law).__name__}")  # pragma: no cover - the union is closed
-
-
-def _exp(x: float) -> float:
-    return math.exp(x) if x < 709.0 else math.inf
-
-
-def _ratio(b: float, g: float) -> float:
-    with np.errstate(all="ignore"):  # b / 0 and overflow: +inf, which the check refuses
-        return float(np.float64(b) / g) if g > 0 else math.inf
+    The law's own ``tails`` method (:mod:`deplbench.instances.distributions`:
+    one computation, shared with the adaptive chain's kernels), without
+    overflow warnings: the point of the check is to find laws whose numbers
+    overflow. Nothing is cached: the check asks for the tails only of a law
+    its closed-form bound does not clear (``tail_bound``), and a cache keyed
+    on the laws would keep every validated empirical sample alive."""
+    return law.tails(TAIL)
 
 
 def _subnormal(value: Any) -> bool:
@@ -114,6 +81,12 @@ def _check_subnormal(loc: str, data: Any) -> None:
 
 
 def _check_law(loc: str, law: Any, factor: float = 1.0, what: str = "the law") -> None:
+    # The law's closed-form bound on its tails clears every law of a computable
+    # instance without SciPy; the tails themselves (SciPy's quantile functions
+    # for a continuous law) are computed only for a law the bound does not clear,
+    # so the verdict is the tails' and the message gives them.
+    if law.tail_bound(TAIL) * abs(factor) <= MAX_LOSS:
+        return
     lo, hi = law_tails(law)
     lo, hi = lo * factor, hi * factor
     if not (math.isfinite(lo) and math.isfinite(hi) and max(abs(lo), abs(hi)) <= MAX_LOSS):

@@ -39,6 +39,8 @@ HUGE = {
                              "models[0].improvement: "),
     "heavy inverse-gamma tail": ("models.0.improvement", {"kind": "inverse_gamma", "shape": 1.5, "scale": 1.0},
                                  "models[0].improvement: "),
+    "empirical jump atom -1e12": ("switches.0.jump", {"kind": "empirical", "samples": [0.0, -1e12]},
+                                  "switches[0].jump: "),
 }
 
 

@@ -22,7 +22,7 @@ import numpy as np
 
 from deplbench.errors import PlanError
 from deplbench.formulations.adaptive.certify import frontier_levels, needed_successes, tune_policy
-from deplbench.formulations.adaptive.chain import Chain, applies, best_success, chain_refused
+from deplbench.formulations.adaptive.chain import Chain, applies, best_success, chain_refused, jump_rise
 from deplbench.formulations.adaptive.search import lower_bound_search, multires_search
 from deplbench.formulations.adaptive.settings import (  # noqa: F401 - the grid's constants, re-exported
     CONFIDENCE,
@@ -79,7 +79,7 @@ def memory_estimate(instance, buckets: int, runs: int, tune_runs: int) -> float:
     """
     K, M, N = int(instance.horizon), len(instance.models), int(instance.n_clusters)
     span = float(instance.initial_loss - instance.loss_max)
-    rise = sum(sorted((max(0.0, float(sw.jump.ppf(1 - 1e-4))) for sw in instance.switches), reverse=True)[:M - 1])
+    rise = jump_rise(instance, M)
     L1 = float(buckets) * (1.0 + rise / span) + 2.0 if span > 0 else float(buckets) + 2.0
     tables = 4 * 16.0 * K * (M + 1) * L1
     fft = 6 * 8.0 * M * N * 5 * 2 * L1

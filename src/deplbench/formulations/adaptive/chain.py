@@ -26,6 +26,8 @@ from deplbench.instances.datalaw import compute_need
 from deplbench.instances.distributions import Empirical, PointMass
 
 #: Tail mass of a continuous run term (X) binned at the safe end of its kernel.
+#: The level of the binary64 check (``instances.magnitudes.TAIL``), but its
+#: own choice: the kernels' accuracy, not the validation line.
 TAIL = 1e-9
 #: The same for a switch jump (Student's t tails are long: a smaller tail
 #: would make the kernel, hence every FFT, several times longer).
@@ -150,7 +152,7 @@ def kernel(dist, factor: float, h: float, optimistic: bool, tail: float = TAIL) 
         lo = int(t.min())
         p = np.bincount(t - lo, minlength=int(t.max()) - lo + 1).astype(float) / t.size
         return Kernel(lo, p)
-    q_lo, q_hi = (float(v) for v in dist.ppf([tail, 1 - tail]))
+    q_lo, q_hi = dist.tails(tail)
     a, b = sorted((factor * q_lo / h, factor * q_hi / h))
     lo, hi = math.floor(a), math.ceil(b)
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -197,7 +199,7 @@ class Chain:
         why = chain_refused(instance, buckets, self.st)
         if why:
             raise PlanError(why)
-        rise = _rise(instance, self.M)
+        rise = jump_rise(instance, self.M)
         self.L = int(buckets) + math.ceil(rise / self.h) + 1
         self.i0 = int(buckets)
         self.pairs = {(a, b): instance.switches[p].jump for (a, b), p in instance.switch_index.items()}
@@ -214,18 +216,28 @@ class Chain:
 
 
 def _reach(dist, factor: float, h: float, tail: float) -> float:
-    """Buckets from 0 to the farther end of :func:`kernel`'s support (one ppf call,
-    nothing allocated): the kernel's length and the padding :func:`correlate` adds."""
-    if isinstance(dist, (PointMass, Empirical)):
-        vals = [dist.value] if isinstance(dist, PointMass) else dist.samples
-        return abs(factor) * max(abs(min(vals)), abs(max(vals))) / h
-    with np.errstate(all="ignore"):
-        q_lo, q_hi = (float(v) for v in dist.ppf([tail, 1 - tail]))
+    """Buckets from 0 to the farther end of :func:`kernel`'s support (the law's
+    tails, nothing allocated; an atomic law's are its extreme atoms): the
+    kernel's length and the padding :func:`correlate` adds."""
+    q_lo, q_hi = dist.tails(tail)
     return abs(factor) * max(abs(q_lo), abs(q_hi)) / h
 
 
-def _rise(instance, n_models: int) -> float:
-    """How far the chain reaches above ℓ(0): the largest 1 − 1e-4 jump quantiles of M − 1 switches."""
+def jump_rise(instance, n_models: int) -> float:
+    """How far the chain reaches above ℓ(0): the largest 1 − 1e-4 jump quantiles of M − 1 switches.
+
+    Parameters
+    ----------
+    instance : Instance
+    n_models : int
+        M: a run switches at most M − 1 times.
+
+    Returns
+    -------
+    float
+        The loss headroom above ℓ(0) that :class:`Chain` grids (and
+        :func:`~deplbench.formulations.adaptive.bracket.memory_estimate` counts).
+    """
     jumps = [sw.jump for sw in instance.switches]
     return sum(sorted((max(0.0, float(j.ppf(1 - 1e-4))) for j in jumps), reverse=True)[:n_models - 1])
 
@@ -247,7 +259,7 @@ def chain_refused(instance, buckets: int, st: Setting | None = None) -> str:
             return (f"{where}: its {tail:g} to 1 − {tail:g} quantiles reach {cells:.3g} loss buckets "
                     f"(h = (ℓ(0) − ℓmax)/buckets = {h:.3g}), beyond the {MAX_CELLS} the adaptive DP "
                     "grids (a tail that heavy, or a loss term that large against ℓ(0) − ℓmax)")
-    rise = _rise(instance, len(instance.models))
+    rise = jump_rise(instance, len(instance.models))
     if not rise / h <= MAX_CELLS:
         return (f"switches: the jumps' 1 − 1e-4 quantiles add {rise:.3g} to the loss, {rise / h:.3g} buckets "
                 f"of h = {h:.3g}: beyond the {MAX_CELLS} the adaptive DP grids")
@@ -520,6 +532,7 @@ def _candidates(chain, ex, sw, m, N):
 __all__ = [
     "MAX_CELLS",
     "chain_refused",
+    "jump_rise",
     "EPS",
     "TAIL",
     "TAIL_JUMP",
