@@ -194,5 +194,16 @@ def test_a_certified_bracket_without_its_confidence_leaves_the_level_not_computa
             assert "level not computable: 1 of its 8 bracket(s)" in row["measured"]
             assert "decides nothing" in row["measured"]
             assert math.isnan(level) and method.startswith("level not computable")
+            assert "[1.000, 1.012] (level not computable)" in head.loc["depl", "vs_reference"]
         else:
             assert level == pytest.approx(1 - 2 / 256 - 8 * 0.01)
+
+
+def test_the_glance_prints_a_one_sided_interval_as_such():
+    """Ten instances, three brackets without a positive LB: the interval [2, ∞] exists (not "n < 6")."""
+    from deplbench.reports.headline import _ci_text
+    from deplbench.reports.median import median_interval
+
+    lo = np.arange(1.0, 11.0)
+    assert _ci_text(median_interval(lo, np.where(lo > 7, math.inf, lo + 0.5))) == " [2.000, ∞]"
+    assert _ci_text(median_interval([1.0, 2.0])) == " [n < 6]"
