@@ -497,10 +497,10 @@ def pact_adaptive_claim(df: pd.DataFrame, says: str, pact_claim: str) -> dict:
     (:func:`~deplbench.reports.median.median_interval`, over the brackets'
     ends). That interval holds when the order-statistic event and every
     instance's bracket hold, so its level is the union bound
-    (:func:`~deplbench.reports.median.with_bracket_failures`): every instance's statements are made at
-    1 − α/n (:func:`_pact_budget`) so that it is ≥ 95 % when the
-    adaptive-opt records' confidence leaves room, else the lower level is
-    stated and the verdict is at that level. The sample median is printed
+    (:func:`~deplbench.reports.median.with_bracket_failures`): every
+    instance's statements are made at 1 − α/n (:func:`_pact_budget`) so
+    that it is ≥ 95 % when the adaptive-opt records' confidence leaves
+    room, else the lower level is stated and the verdict is at that level. The sample median is printed
     as the bracket [median of the lower ends, median of the upper ends],
     not a point. Holds when it lies wholly at or below the "virtually matches"
     threshold (median ≤ :data:`MATCH_MEDIAN_GAP`), does not hold when it
@@ -549,7 +549,7 @@ def pact_adaptive_claim(df: pd.DataFrame, says: str, pact_claim: str) -> dict:
     ci = median_interval(per["gap_lo"].to_numpy(float), per["gap_hi"].to_numpy(float), level=level)
     # the union bound over the order-statistic event and every row's statements
     joint = (with_bracket_failures(ci, (t["pact_alpha"] + t["ub_alpha"]).to_numpy(float)).level
-             if math.isfinite(ci.low) else math.nan)
+             if ci.exists else math.nan)
     alpha_p, alpha_ub = float(t["pact_alpha"].max()), float(t["ub_alpha"].max())
     how = (f"union bound: the order-statistic event ({100 * ci.level:.2f} %) and every instance's bracket, "
            f"each at ≥ {100 * (1 - alpha_p - alpha_ub):.3f} % (PACT's level and cost together at "
