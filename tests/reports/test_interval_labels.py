@@ -159,3 +159,51 @@ def test_headline_interval_against_certified_brackets_states_the_union_bound():
     assert "union bound" in head.loc["depl", "ratio_ci_method"]
     plain = headline_table(plans, series_info(df)).set_index("algorithm")
     assert plain.loc["depl", "ratio_ci_level"] == pytest.approx(1 - 2 / 256)
+
+
+def test_a_certified_bracket_without_its_confidence_leaves_the_level_not_computable():
+    """Eight tight certified brackets, one of which states no confidence: the union
+    bound cannot be computed, so the claim is not decided and the glance's level is
+    NaN with the reason, never the level of the seven others."""
+    from deplbench.reports import claims as claims_mod
+    from deplbench.reports import reference as ref_mod
+    from deplbench.reports.claims_common import NO_LEVEL
+    from deplbench.reports.headline import headline_table
+    from deplbench.reports.stats import with_ratios
+    from deplbench.reports.styles import series_info
+    from tests.reports.test_report_glance import _plan
+
+    def frame(missing: tuple[int, ...]) -> pd.DataFrame:
+        rows = []
+        for i in range(8):
+            b = {"upper_bound": {"value": 100.0}} | ({} if i in missing else {"confidence": 0.99})
+            rows += [_plan("milp-certified", f"c{i}", 0.0, reference="certified-static", status="feasible",
+                           lower_bound=99.5, diagnostics={"bracket": b}),
+                     _plan("depl", f"c{i}", 100.0 + 0.1 * i, status="feasible",
+                           certified_verdict="certified feasible")]
+        return prepare(pd.DataFrame(rows, columns=list(STORE_COLUMNS))).df
+
+    for missing, verdict in (((), claims_mod.HOLDS), ((3,), NO_LEVEL)):
+        df = frame(missing)
+        row = claims_mod.matches_optimum(with_ratios(df), df)
+        assert row["verdict"] == verdict, row["measured"]
+        plans = ref_mod.plan_ratios(df)
+        head = headline_table(plans, series_info(df), ref_mod.references(df)).set_index("algorithm")
+        level, method = head.loc["depl", ["ratio_ci_level", "ratio_ci_method"]]
+        if missing:
+            assert "level not computable: 1 of its 8 bracket(s)" in row["measured"]
+            assert "decides nothing" in row["measured"]
+            assert math.isnan(level) and method.startswith("level not computable")
+            assert "[1.000, 1.012] (level not computable)" in head.loc["depl", "vs_reference"]
+        else:
+            assert level == pytest.approx(1 - 2 / 256 - 8 * 0.01)
+
+
+def test_the_glance_prints_a_one_sided_interval_as_such():
+    """Ten instances, three brackets without a positive LB: the interval [2, ∞] exists (not "n < 6")."""
+    from deplbench.reports.headline import _ci_text
+    from deplbench.reports.median import median_interval
+
+    lo = np.arange(1.0, 11.0)
+    assert _ci_text(median_interval(lo, np.where(lo > 7, math.inf, lo + 0.5))) == " [2.000, ∞]"
+    assert _ci_text(median_interval([1.0, 2.0])) == " [n < 6]"

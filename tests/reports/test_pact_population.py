@@ -237,14 +237,17 @@ def test_matched_row_states_a_true_joint_level():
     its level is the union bound, not the order-statistic event's 95 %."""
     from scipy import stats as sps
 
-    from deplbench.reports.adaptive import PACT_JOINT_LEVEL, pact_joint_level
+    from deplbench.reports.adaptive import PACT_JOINT_LEVEL
     from deplbench.reports.median import order_statistic_rank
+
+    def joint_level(t, cover):        # the union bound, computed here independently
+        return cover - float((t["pact_alpha"] + t["ub_alpha"]).sum())
 
     # adaptive-opt records at the default confidence 0.95: 8 × 5 % leaves no room
     df = prepare(_with_counts(frame(), 10000)).df
     t = pact_matched_table(df)
     _, cover = order_statistic_rank(8)
-    joint = pact_joint_level(t, cover)
+    joint = joint_level(t, cover)
     assert joint < PACT_JOINT_LEVEL and joint == pytest.approx(cover - 8 * 0.05 - 0.05)
     r = rows(_with_counts(frame(), 10000))["matched"]
     assert f"only ≥ {100 * joint:.1f} % jointly (union bound), below 95 %" in r["measured"]
@@ -258,10 +261,12 @@ def test_matched_row_states_a_true_joint_level():
     f["diagnostics"] = [({**(json.loads(d) if isinstance(d, str) else d), "confidence": 0.999}
                          if a == "adaptive-opt" else d) for a, d in zip(f["algorithm"], f["diagnostics"])]
     t = pact_matched_table(prepare(f).df)
-    assert pact_joint_level(t, cover) == pytest.approx(PACT_JOINT_LEVEL)
+    assert joint_level(t, cover) == pytest.approx(PACT_JOINT_LEVEL)
     assert t["ub_alpha"].tolist() == pytest.approx([0.001] * 8)
     r = rows(f)["matched"]
     assert "[" in r["measured"] and "(≥ 95 % jointly (union bound, Bonferroni)" in r["measured"]
+    # 95 % reached: no caveat against the order-statistic rank's own coverage (96.6 % here)
+    assert "the verdict is at that joint level" not in r["measured"] and "not at 97 %" not in r["measured"]
 
 
 def test_matched_row_prints_the_median_as_a_bracket():
@@ -287,3 +292,61 @@ def test_order_statistic_rank_leaves_room_for_the_brackets():
     assert order_statistic_rank(10, order_level(10, 0.01))[0] == order_statistic_rank(10, PACT_JOINT_LEVEL)[0]
     # no rank reaches it (tiny n): the 95 % rule
     assert order_level(6, 0.05) == PACT_JOINT_LEVEL
+
+
+def _policy_field(df: pd.DataFrame, instances, **fields) -> pd.DataFrame:
+    """PACT's closed-loop policy summary on ``instances`` with ``fields`` replaced."""
+    df = df.copy()
+    for i, (alg, sha, cl) in enumerate(zip(df["algorithm"], df["instance_sha"], df["closed_loop"])):
+        if alg == "pact" and sha in instances:
+            cl = json.loads(cl) if isinstance(cl, str) else json.loads(json.dumps(cl))
+            cl["policy"].update(fields)
+            df.at[df.index[i], "closed_loop"] = cl
+    return df
+
+
+def test_pact_cost_without_a_standard_error_has_no_interval():
+    """No cost_sem (or a single run) gives no interval on PACT's mean cost, not one of
+    width 0: the row's bracket is NaN with the reason, the claim leaves the instance out."""
+    base = _with_counts(frame(), 10000)
+    t = pact_matched_table(prepare(_policy_field(base, {"v-0.15-1"}, cost_sem=None)).df).set_index("instance_key")
+    row = t.loc["v-0.15-1"]
+    for col in ("pact_cost_low", "pact_cost_high", "gap_lo", "gap_hi", "bracket_level"):
+        assert math.isnan(row[col]), col
+    assert row["pact_cost"] == pytest.approx(1.01 * 1500 * 1.01)           # the estimate is kept
+    assert row["method"].startswith("not computable (cost_sem missing")
+    others = t.drop(index="v-0.15-1")
+    assert (others["pact_cost_low"] < others["pact_cost"]).all() and others["bracket_level"].notna().all()
+    r = rows(_policy_field(base, {"v-0.15-1"}, cost_sem=None))["matched"]
+    assert r["instances"] == 7 and r["measured"].startswith("7 distinct instances: ")
+    assert "1 instance(s) left out: no interval on PACT's mean cost" in r["measured"]
+
+    one = pact_matched_table(prepare(_policy_field(base, {"v-0.3-0"}, runs=1, successes=1)).df)
+    assert one.set_index("instance_key").loc["v-0.3-0", "method"].startswith("not computable (1 run(s)")
+
+    everywhere = {f"v-{lm}-{i}" for lm, _ in TARGETS for i in range(4)}
+    r = rows(_policy_field(base, everywhere, cost_sem=None))["matched"]
+    assert r["verdict"] == claims_mod.UNMEASURED and r["instances"] == 0
+    assert "none with an interval on PACT's mean cost" in r["measured"]
+
+
+def test_the_matched_claim_computes_its_budget_once(monkeypatch):
+    """Each row's UB candidates and the order-statistic level are computed once for the
+    table and the claim, and the joint level comes from median.with_bracket_failures."""
+    from deplbench.reports import adaptive, median
+
+    calls = {"cands": 0, "order_level": 0, "union": 0}
+
+    def count(name, fn):
+        def wrapped(*a, **k):
+            calls[name] += 1
+            return fn(*a, **k)
+        return wrapped
+
+    monkeypatch.setattr(adaptive, "_ub_candidates", count("cands", adaptive._ub_candidates))
+    monkeypatch.setattr(adaptive, "order_level", count("order_level", adaptive.order_level))
+    monkeypatch.setattr(median, "with_bracket_failures", count("union", median.with_bracket_failures))
+    df = prepare(_with_counts(frame(), 10000)).df
+    r = adaptive.pact_adaptive_claim(df, "says", "claim")
+    assert r["instances"] == 8
+    assert calls == {"cands": 8, "order_level": 1, "union": 1}

@@ -133,3 +133,38 @@ def test_bracket_failures_lower_the_stated_level():
     assert ok.level == pytest.approx(ci.level - 0.01) and "below" not in ok.text()
     none = with_bracket_failures(ci, np.full(10, 0.2))                     # Σα = 2: the union bound says nothing
     assert none.level == 0.0 and "≥ 0.0 % jointly" in none.text()
+
+
+def test_a_bracket_without_a_stated_confidence_leaves_the_level_not_computable():
+    """A NaN failure probability is an unproven bracket, not a proven one: the
+    union bound cannot be computed, the interval says so and decides nothing."""
+    from deplbench.reports.claims_common import NO_LEVEL, median_verdict
+    from deplbench.reports.median import level_caveat, undecided_text, with_bracket_failures
+
+    ci = median_interval(np.arange(1.0, 11.0), np.arange(1.5, 11.5))     # n = 10: 97.85 %
+    alphas = np.full(10, 0.001)
+    alphas[3] = math.nan                                                  # one bracket states no confidence
+    out = with_bracket_failures(ci, alphas)
+    assert math.isnan(out.level) and (out.low, out.high) == (ci.low, ci.high)
+    assert "level not computable: 1 of its 10 bracket(s) without a stated confidence" in out.text()
+    # the interval lies wholly above 0.5, yet no verdict at an unknown level
+    assert decide(ci, 0.5) == DECIDE_FAILS and decide(out, 0.5) == DECIDE_OPEN
+    assert median_verdict(out, 0.5) == NO_LEVEL
+    assert "not computable" in level_caveat(out) and "not computable" in undecided_text(out, 0.5)
+    # every bracket stated: the union bound as before
+    assert with_bracket_failures(ci, np.full(10, 0.001)).level == pytest.approx(ci.level - 0.01)
+
+
+def test_a_one_sided_interval_rests_on_the_brackets_too():
+    """Brackets without a positive lower bound have upper end +inf; the interval
+    [x, ∞] still exists and holds only with every bracket (union bound)."""
+    from deplbench.reports.median import with_bracket_failures
+
+    lo = np.arange(1.0, 11.0)
+    hi = np.where(lo > 7, math.inf, lo + 0.5)                          # three unbounded brackets
+    ci = median_interval(lo, hi)
+    assert ci.exists and math.isfinite(ci.low) and ci.high == math.inf
+    assert "no 95 % order-statistic interval exists" not in ci.text()
+    out = with_bracket_failures(ci, np.full(10, 0.05))
+    assert out.level == pytest.approx(ci.level - 0.5) and "≥ 47.9 % jointly, below 95 %" in out.text()
+    assert not median_interval([1.0, 2.0, 3.0]).exists                  # n < 6: no interval at all

@@ -49,6 +49,7 @@ from dataclasses import replace
 
 import numpy as np
 import pandas as pd
+from scipy import stats as sps
 
 from deplbench.formulations.evaluation.binomial import clopper_pearson_lower
 from deplbench.reports.claims_common import (
@@ -354,8 +355,9 @@ def order_level(n: int, ub_alpha: float) -> float:
     return PACT_JOINT_LEVEL
 
 
-def _pact_budget(t: pd.DataFrame, adap: dict) -> tuple[float, float, float]:
-    """(per-row PACT allotment α_P, Σ of the adaptive records' 1 − c, order-statistic coverage).
+def _pact_budget(n: int, ub_alphas: list[float]) -> tuple[float, float]:
+    """(per-row PACT allotment α_P, the coverage the order-statistic interval is chosen for)
+    over the ``n`` distinct instances the claim rests on, their rows' Σ(1 − c) in ``ub_alphas``.
 
     The interval on the median excess holds when the order-statistic event
     and every row's bracket hold (union bound). The adaptive-opt records'
@@ -366,16 +368,14 @@ def _pact_budget(t: pd.DataFrame, adap: dict) -> tuple[float, float, float]:
     """
     from deplbench.reports.median import order_statistic_rank
 
-    n = int(t["instance_key"].nunique())
-    ub_alpha = 0.0
-    for _, r in t.iterrows():
-        ub_alpha += sum(1.0 - rec["confidence"] for rec in _ub_candidates(adap[r["instance_key"]], r))
-    _, cover = order_statistic_rank(n, order_level(n, ub_alpha))
+    ub_alpha = sum(ub_alphas)
+    level = order_level(n, ub_alpha)
+    _, cover = order_statistic_rank(n, level)
     cover = cover if math.isfinite(cover) else 1.0
     left = (cover - PACT_JOINT_LEVEL) - ub_alpha
-    rows = max(len(t), 1)
+    rows = max(len(ub_alphas), 1)
     alpha = left / rows if left > 0 else (1.0 - PACT_JOINT_LEVEL) / rows
-    return alpha, ub_alpha, cover
+    return alpha, level
 
 
 def _ub_candidates(a: dict, r) -> list[dict]:
@@ -410,18 +410,33 @@ def pact_matched_table(df: pd.DataFrame) -> pd.DataFrame:
 
     Without an adaptive policy certified at p, ``gap_lo`` = 0: PACT's own
     policy is certified at p, so the optimum there is at most PACT's mean
-    cost.
+    cost. Without a standard error of PACT's mean cost (no ``cost_sem``, < 2
+    runs) the cost interval, the bracket and ``bracket_level`` are NaN, the
+    reason first in ``method``; the claim leaves that instance out.
     """
+    return _pact_rows(df)[0]
+
+
+def _pact_rows(df: pd.DataFrame) -> tuple[pd.DataFrame, float]:
+    """(:func:`pact_matched_table`, the coverage of its claim's order-statistic interval), one budget for both."""
     t = pact_matched(df)
     if t.empty:
-        return pd.DataFrame(columns=list(PACT_MATCHED_COLUMNS))
-    from scipy import stats as sps
-
+        return pd.DataFrame(columns=list(PACT_MATCHED_COLUMNS)), PACT_JOINT_LEVEL
     adap = adaptive_rows(df)
-    alpha, _, _ = _pact_budget(t, adap)
+    recs = t.to_dict("records")
+    cands = [_ub_candidates(adap[r["instance_key"]], r) for r in recs]
+    ub_alphas = [sum(1.0 - rec["confidence"] for rec in c) for c in cands]
+    # why a row has no interval on PACT's mean cost: the CLT interval needs the mean's standard error
+    why = ["cost_sem missing: no interval on PACT's mean cost" if not math.isfinite(r["cost_sem"]) else
+           f"{r['runs']:.0f} run(s): no standard error, no interval on PACT's mean cost" if r["runs"] < 2 else ""
+           for r in recs]
+    # the claim's interval rests on the instances whose every row has a bracket
+    out = {r["instance_key"] for r, w in zip(recs, why) if w}
+    ok = [(r["instance_key"], u) for r, u in zip(recs, ub_alphas) if r["instance_key"] not in out]
+    alpha, level_os = _pact_budget(len({k for k, _ in ok}), [u for _, u in ok])
     z = float(sps.norm.ppf(1.0 - alpha / 4.0))
     rows = []
-    for _, r in t.iterrows():
+    for r, cand, ub_alpha, no_ci in zip(recs, cands, ub_alphas, why):
         n_runs, k = r["runs"], r["successes"]
         if math.isfinite(n_runs) and math.isfinite(k) and n_runs > 0:
             # one-sided Clopper–Pearson lower bound at 1 − α/2 (0 successes: 0)
@@ -435,36 +450,30 @@ def pact_matched_table(df: pd.DataFrame) -> pd.DataFrame:
             ci_level = float(r["ci_level"]) if math.isfinite(r["ci_level"]) else 0.95
             cp_alpha = (1.0 - ci_level) / 2.0 if math.isfinite(low) else 1.0
         a = adap[r["instance_key"]]
-        cands = _ub_candidates(a, r)
-        ub_rec = min((rec for rec in cands if rec["p_success_lo"] >= level - 1e-12), default=None,
+        ub_rec = min((rec for rec in cand if rec["p_success_lo"] >= level - 1e-12), default=None,
                      key=lambda rec: rec["ub"])
         lb = lb_at(a["frontier"], level)
         ub, lvl = (ub_rec["ub"], ub_rec["p_success_lo"]) if ub_rec else (math.nan, math.nan)
         c = float(r["cost_mean"])
-        sem = float(r["cost_sem"]) if math.isfinite(r["cost_sem"]) else 0.0
+        sem = math.nan if no_ci else float(r["cost_sem"])      # no standard error: no interval, never width 0
         c_lo, c_hi = c - z * sem, c + z * sem
+        pact_alpha = cp_alpha + alpha / 2.0
         rows.append({"set": r["set"], "loss_max": r["loss_max"], "instance_key": r["instance_key"],
                      "pact_cost": c, "pact_level": level, "lb": lb, "ub": ub, "ub_level": lvl,
-                     "gap_lo": c_lo / ub - 1.0 if ub > 0 else 0.0,
-                     "gap_hi": c_hi / lb - 1.0 if lb > 0 else math.inf,
-                     "pact_cost_low": c_lo, "pact_cost_high": c_hi, "pact_alpha": cp_alpha + alpha / 2.0,
-                     "ub_alpha": sum(1.0 - rec["confidence"] for rec in cands),
-                     "method": PACT_MATCHED_METHOD})
-        rows[-1]["bracket_level"] = 1.0 - rows[-1]["pact_alpha"] - rows[-1]["ub_alpha"]
-    return (pd.DataFrame(rows, columns=list(PACT_MATCHED_COLUMNS))
-            .sort_values(["loss_max", "instance_key"]).reset_index(drop=True))
+                     "gap_lo": math.nan if no_ci else c_lo / ub - 1.0 if ub > 0 else 0.0,
+                     "gap_hi": c_hi / lb - 1.0 if lb > 0 else math.nan if no_ci else math.inf,
+                     "pact_cost_low": c_lo, "pact_cost_high": c_hi, "pact_alpha": pact_alpha, "ub_alpha": ub_alpha,
+                     "bracket_level": math.nan if no_ci else 1.0 - pact_alpha - ub_alpha,
+                     "method": (f"not computable ({no_ci}); " if no_ci else "") + PACT_MATCHED_METHOD})
+    t = (pd.DataFrame(rows, columns=list(PACT_MATCHED_COLUMNS))
+         .sort_values(["loss_max", "instance_key"]).reset_index(drop=True))
+    return t, level_os
 
 
 #: What the matched-risk row compares (its ``compared`` column).
 PACT_MATCHED_COMPARED = ("closed-loop PACT's mean cost (through a two-sided confidence interval on it) at its "
                          "certified P(success) (a one-sided Clopper–Pearson lower bound), one bracket per distinct "
                          "instance")
-
-
-def pact_joint_level(t: pd.DataFrame, cover: float) -> float:
-    """The level at which the claim's interval holds: the order-statistic
-    event's coverage minus every row's failure probability (union bound)."""
-    return max(float(cover - (t["pact_alpha"] + t["ub_alpha"]).sum()), 0.0)
 
 
 def pact_adaptive_claim(df: pd.DataFrame, says: str, pact_claim: str) -> dict:
@@ -488,15 +497,17 @@ def pact_adaptive_claim(df: pd.DataFrame, says: str, pact_claim: str) -> dict:
     (:func:`~deplbench.reports.median.median_interval`, over the brackets'
     ends). That interval holds when the order-statistic event and every
     instance's bracket hold, so its level is the union bound
-    (:func:`pact_joint_level`): every instance's statements are made at
-    1 − α/n (:func:`_pact_budget`) so that it is ≥ 95 % when the
-    adaptive-opt records' confidence leaves room, else the lower level is
-    stated and the verdict is at that level. The sample median is printed
+    (:func:`~deplbench.reports.median.with_bracket_failures`): every
+    instance's statements are made at 1 − α/n (:func:`_pact_budget`) so
+    that it is ≥ 95 % when the adaptive-opt records' confidence leaves
+    room, else the lower level is stated and the verdict is at that level. The sample median is printed
     as the bracket [median of the lower ends, median of the upper ends],
     not a point. Holds when it lies wholly at or below the "virtually matches"
     threshold (median ≤ :data:`MATCH_MEDIAN_GAP`), does not hold when it
     lies wholly above, else not decided, with the number of instances that
-    would decide it. The 90th percentile is reported, not judged.
+    would decide it. The 90th percentile is reported, not judged. An
+    instance whose bracket is not computable (no interval on PACT's mean
+    cost) is left out, and the claim says how many were.
     """
 
     claim = (pact_claim + " — against the adaptive optimum (the best policy that observes the loss) at "
@@ -517,16 +528,28 @@ def pact_adaptive_claim(df: pd.DataFrame, says: str, pact_claim: str) -> dict:
     paper_says = (says + ". The paper's 'optimum' is found with the true loss evolution (known in advance), which "
                   "no policy can attain; here the reference is the best implementable closed-loop policy at the "
                   "same certified risk")
-    t = pact_matched_table(df)
-    if t.empty:
-        return claim_row(claim, "PACT paper §VI-C", says, "no instance with both closed-loop PACT and an "
-                         "adaptive-opt bracket (quick.toml runs both on the PACT set)", UNMEASURED, evidence,
-                         compared=PACT_MATCHED_COMPARED, reference=reference, statistic="—", instances=0)
-    per = t.groupby("instance_key").agg(gap_lo=("gap_lo", "median"), gap_hi=("gap_hi", "median"),
+    from deplbench.reports.median import with_bracket_failures
+
+    t, level = _pact_rows(df)
+    # an instance counts only when every one of its rows has a bracket (the median over
+    # its configurations is unknown when one of them is)
+    per = t.groupby("instance_key").agg(gap_lo=("gap_lo", lambda g: g.median(skipna=False)),
+                                        gap_hi=("gap_hi", lambda g: g.median(skipna=False)),
                                         has_ub=("ub", lambda u: bool(np.isfinite(u.to_numpy(float)).any())))
-    ci = median_interval(per["gap_lo"].to_numpy(float), per["gap_hi"].to_numpy(float),
-                         level=order_level(len(per), float(t["ub_alpha"].sum())))
-    joint = pact_joint_level(t, ci.level) if math.isfinite(ci.low) else math.nan
+    left_out = int((per["gap_lo"].isna() | per["gap_hi"].isna()).sum())
+    per = per[per["gap_lo"].notna() & per["gap_hi"].notna()]
+    if per.empty:
+        why = (f"{left_out} instance(s) with closed-loop PACT and an adaptive-opt bracket, none with an interval on "
+               "PACT's mean cost (no cost_sem or fewer than 2 runs; table pact_matched, column method)" if left_out
+               else "no instance with both closed-loop PACT and an adaptive-opt bracket (quick.toml runs both on "
+               "the PACT set)")
+        return claim_row(claim, "PACT paper §VI-C", says, why, UNMEASURED, evidence, compared=PACT_MATCHED_COMPARED,
+                         reference=reference, statistic="—", instances=0)
+    t = t[t["instance_key"].isin(per.index)]
+    ci = median_interval(per["gap_lo"].to_numpy(float), per["gap_hi"].to_numpy(float), level=level)
+    # the union bound over the order-statistic event and every row's statements
+    joint = (with_bracket_failures(ci, (t["pact_alpha"] + t["ub_alpha"]).to_numpy(float)).level
+             if ci.exists else math.nan)
     alpha_p, alpha_ub = float(t["pact_alpha"].max()), float(t["ub_alpha"].max())
     how = (f"union bound: the order-statistic event ({100 * ci.level:.2f} %) and every instance's bracket, "
            f"each at ≥ {100 * (1 - alpha_p - alpha_ub):.3f} % (PACT's level and cost together at "
@@ -536,7 +559,8 @@ def pact_adaptive_claim(df: pd.DataFrame, says: str, pact_claim: str) -> dict:
             f"only ≥ {100 * max(joint, 0.0):.1f} % jointly (union bound), below {100 * PACT_JOINT_LEVEL:.0f} %"
             if math.isfinite(joint) else "")
     if note:
-        ci = replace(ci, level=joint, level_note=f"{note}: {MEDIAN_METHOD_SHORT} over {ci.n} distinct instances")
+        ci = replace(ci, level=joint, nominal=PACT_JOINT_LEVEL,     # aimed at 95 % jointly, not at the rank's
+                     level_note=f"{note}: {MEDIAN_METHOD_SHORT} over {ci.n} distinct instances")
     lv = t["pact_level"].to_numpy(float)
     thr = f"threshold: median ≤ {100 * MATCH_MEDIAN_GAP:g} %"
     txt = (f"{ci.n} distinct instances: PACT's excess over the adaptive optimum at its certified P(success) "
@@ -550,6 +574,9 @@ def pact_adaptive_claim(df: pd.DataFrame, says: str, pact_claim: str) -> dict:
         txt += (f"; an adaptive policy certified at PACT's level (≥ {ub_lv.min():.4f}) on {n_ub}/{ci.n} instances, "
                 f"PACT at least {100 * float(np.median(per.loc[per['has_ub'], 'gap_lo'])):+.1f} % above it "
                 "(median of the lower ends)")
+    if left_out:
+        txt += (f"; {left_out} instance(s) left out: no interval on PACT's mean cost there (no cost_sem or fewer "
+                "than 2 runs; table pact_matched, column method)")
     if n_ub < ci.n:
         txt += (f"; on {ci.n - n_ub} instance(s) no adaptive policy is certified at PACT's level: lower end 0 "
                 "there (PACT's own policy is), an adaptive-opt task with parameter omega at or above that level "
@@ -568,14 +595,6 @@ def pact_adaptive_claim(df: pd.DataFrame, says: str, pact_claim: str) -> dict:
 
 
 __all__ = ["SUPERSEDED", "bracket_confidences", "ci_level_text", "matched_bracket", "ub_statement",
-    "pact_adaptive_claim", "pact_matched_table", "stricter_level_series",
-    "PACT_MATCHED_COLUMNS",
-    "MATCHED_COLUMNS",
-    "PRICE_COLUMNS",
-    "adaptive_rows",
-    "frontier_figure",
-    "lb_at",
-    "matched_risk_table",
-    "pact_matched",
-    "price_of_adaptivity",
-]
+           "pact_adaptive_claim", "pact_matched_table", "stricter_level_series", "PACT_MATCHED_COLUMNS",
+           "MATCHED_COLUMNS", "PRICE_COLUMNS", "adaptive_rows", "frontier_figure", "lb_at", "matched_risk_table",
+           "pact_matched", "price_of_adaptivity"]

@@ -16,10 +16,13 @@ UNDECIDED = "not decided (the reference bracket is too wide)"
 #: A claim judged on the median over distinct instances whose 95 % interval
 #: contains the threshold (the row says how many instances would decide it).
 NOT_DECIDED = "not decided (the interval contains the threshold)"
+#: A claim judged on the median over distinct instances whose interval rests on a
+#: bracket without a stated confidence: the interval's level is not computable.
+NO_LEVEL = "not decided (the interval's level is not computable)"
 #: A comparison the rules forbid judging (SPEC §5: a mean cost is never set
 #: against plans held to an ω-quantile); its numbers stay, as description.
 NOT_APPLICABLE = "not applicable (mean vs quantile)"
-VERDICTS = (HOLDS, FAILS, UNMEASURED, UNDECIDED, NOT_DECIDED, NOT_APPLICABLE)
+VERDICTS = (HOLDS, FAILS, UNMEASURED, UNDECIDED, NOT_DECIDED, NO_LEVEL, NOT_APPLICABLE)
 
 CLAIMS_COLUMNS = ("claim", "source", "paper_says", "compared", "reference", "statistic",
                   "instances", "measured", "verdict", "evidence")
@@ -140,9 +143,12 @@ def matches_verdict(lo, hi, undecided: str = UNDECIDED) -> tuple[str, tuple[floa
 
 def median_verdict(ci, threshold: float, holds_below: bool = True) -> str:
     """The claims-audit verdict of a :class:`~deplbench.reports.median.MedianInterval`
-    against ``threshold`` (:func:`~deplbench.reports.median.decide`)."""
+    against ``threshold`` (:func:`~deplbench.reports.median.decide`); :data:`NO_LEVEL`
+    when the interval exists but its level is not computable (NaN)."""
     from deplbench.reports.median import DECIDE_FAILS, DECIDE_HOLDS, decide
 
+    if ci.exists and math.isnan(ci.level):
+        return NO_LEVEL
     v = decide(ci, threshold, holds_below)
     return HOLDS if v == DECIDE_HOLDS else FAILS if v == DECIDE_FAILS else NOT_DECIDED
 
@@ -172,6 +178,7 @@ __all__ = [
     "MATCH_P90_GAP",
     "NOT_APPLICABLE",
     "NOT_DECIDED",
+    "NO_LEVEL",
     "QUOTES",
     "SUBMODULAR_DICT_KEY",
     "UNDECIDED",

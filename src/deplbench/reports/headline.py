@@ -84,9 +84,11 @@ def _ci_text(ci: MedianInterval | None) -> str:
     (level ≥ 95 %, stated in the card's caption and in ``ratio_ci_level``)."""
     if ci is None or ci.n == 0:
         return ""
-    if not (math.isfinite(ci.low) and math.isfinite(ci.high)):
+    if not ci.exists:
         return " [n < 6]"
-    return f" [{_fmt(ci.low)}, {_fmt(ci.high)}]"
+    # an upper end of +inf: brackets without a positive LB; NaN level: a bracket states no confidence
+    high = _fmt(ci.high) if math.isfinite(ci.high) else "∞"
+    return f" [{_fmt(ci.low)}, {high}]" + (" (level not computable)" if math.isnan(ci.level) else "")
 
 
 def _vs_reference(kind: str, ub: np.ndarray, lb: np.ndarray, n: int, inst: int,

@@ -81,6 +81,7 @@ _VERDICT_CLASS = {"holds": "v-holds", "does not hold": "v-fails",
                   "not decided (the reference bracket is too wide)": "v-unmeasured",
                   "not decided by the bracket (too wide)": "v-unmeasured",
                   "not decided (the interval contains the threshold)": "v-unmeasured",
+                  "not decided (the interval's level is not computable)": "v-unmeasured",
                   "not applicable (mean vs quantile)": "v-unmeasured",
                   "consistent": "v-holds", "contradicts": "v-fails"}
 

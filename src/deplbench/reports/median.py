@@ -49,7 +49,9 @@ class MedianInterval:
         Distinct instances.
     level : float
         The interval's guaranteed coverage (≥ the nominal level): the
-        order-statistic event's exact probability.
+        order-statistic event's exact probability; after
+        :func:`with_bracket_failures` the joint level, NaN when it is not
+        computable (a bracket without a stated confidence).
     spread : float
         Sample standard deviation (NaN for n < 2), used by
         :func:`instances_to_decide`.
@@ -81,6 +83,13 @@ class MedianInterval:
             object.__setattr__(self, "median_high", self.median)
 
     @property
+    def exists(self) -> bool:
+        """Whether there is an interval: n ≥ 1 and not both ends infinite (an upper end
+        of +inf, from brackets without a positive lower bound, leaves a one-sided one)."""
+        return self.n > 0 and not (math.isnan(self.low) or math.isnan(self.high)
+                                   or (math.isinf(self.low) and math.isinf(self.high)))
+
+    @property
     def bracketed(self) -> bool:
         """Whether the sample median is known only within a bracket (bracket-valued observations)."""
         return bool(self.median_low != self.median_high) and not math.isnan(self.median_low)
@@ -95,7 +104,7 @@ class MedianInterval:
         if self.level_note:
             return self.level_note
         nom = f"{100 * self.nominal:.0f} %"
-        if not (math.isfinite(self.low) and math.isfinite(self.high)):
+        if not self.exists:
             return f"no {nom} order-statistic interval exists with {self.n} distinct instance(s) (6 are needed)"
         exact = f"{100 * self.level:.1f} %"
         lv = nom if exact == f"{100 * self.nominal:.1f} %" else f"≥ {nom} (exact {exact})"
@@ -177,6 +186,11 @@ def median_interval(values, high_values=None, level: float = MEDIAN_LEVEL) -> Me
     return MedianInterval(med, float(lo[r - 1]), float(hi[n - r]), n, cover, spread, m_lo, m_hi, level)
 
 
+#: Why an interval whose level is not computable decides nothing (:func:`with_bracket_failures`).
+_NO_LEVEL_TEXT = ("its level is not computable (a bracket it rests on states no confidence), so it decides "
+                  "nothing; a stated confidence on every bracket would decide it")
+
+
 def with_bracket_failures(ci: MedianInterval, alphas) -> MedianInterval:
     """``ci`` at its true level when its observations are brackets that each hold only
     with probability 1 − α_i (a certified bracket's confidence): the interval holds when
@@ -187,18 +201,34 @@ def with_bracket_failures(ci: MedianInterval, alphas) -> MedianInterval:
     ci : MedianInterval
         From :func:`median_interval` over the brackets' ends.
     alphas : array_like
-        One failure probability per bracket the interval rests on (NaN and 0
-        for a proven bracket are ignored).
+        One failure probability per bracket the interval rests on: 0 for a
+        proven bracket, NaN for one whose confidence is not stated (unproven:
+        its failure probability is unknown).
 
     Returns
     -------
     MedianInterval
         ``ci`` unchanged when every bracket is proven (Σ α = 0) or no interval
         exists; else with ``level`` the joint level and a ``level_note`` saying so.
+        With a NaN α the joint level is not computable: ``level`` is NaN and
+        ``level_note`` says why (:func:`decide` then decides nothing).
+
+    Notes
+    -----
+    The union bound needs every bracket's failure probability; leaving out an
+    unknown one would state a level the interval does not have.
     """
-    a = np.asarray(alphas, dtype=float)
-    total = float(np.nansum(a[a > 0])) if a.size else 0.0
-    if total <= 0 or not (math.isfinite(ci.low) and math.isfinite(ci.high)):
+    a = np.asarray(alphas, dtype=float).ravel()
+    if not ci.exists:                  # a one-sided interval [x, ∞] rests on the brackets too
+        return ci
+    unknown = int((~np.isfinite(a)).sum())
+    if unknown:
+        note = (f"level not computable: {unknown} of its {a.size} bracket(s) without a stated confidence "
+                f"(unproven, failure probability unknown; the union bound needs every one): "
+                f"{MEDIAN_METHOD_SHORT} over {ci.n} distinct instances")
+        return replace(ci, level=math.nan, level_note=note)
+    total = float(a[a > 0].sum())
+    if total <= 0:
         return ci
     joint = ci.level - total
     k = int((a > 0).sum())
@@ -211,7 +241,10 @@ def with_bracket_failures(ci: MedianInterval, alphas) -> MedianInterval:
 
 def level_caveat(ci: MedianInterval) -> str:
     """``"; the verdict is at that joint level (42.9 %), not at 95 %"`` when a union
-    bound (:func:`with_bracket_failures`) left ``ci`` below its nominal level, else ``""``."""
+    bound (:func:`with_bracket_failures`) left ``ci`` below its nominal level, why it
+    decides nothing when that level is not computable, else ``""``."""
+    if ci.level_note and math.isnan(ci.level):
+        return "; " + _NO_LEVEL_TEXT
     if ci.level_note and math.isfinite(ci.level) and ci.level < ci.nominal - 1e-12:
         return (f"; the verdict is at that joint level ({100 * max(ci.level, 0.0):.1f} %), "
                 f"not at {100 * ci.nominal:.0f} %")
@@ -252,8 +285,10 @@ def instances_to_decide(ci: MedianInterval, threshold: float) -> float:
 def decide(ci: MedianInterval, threshold: float, holds_below: bool = True) -> str:
     """``holds`` / ``does not hold`` only when the interval lies wholly on
     one side of ``threshold`` (below it holds when ``holds_below``), else
-    ``not decided``. An empty interval (n = 0) is not decided."""
-    if ci.n == 0 or math.isnan(ci.low):
+    ``not decided``. An empty interval (n = 0) is not decided, nor one whose
+    level is not computable (NaN, :func:`with_bracket_failures`): it states
+    nothing at any confidence."""
+    if ci.n == 0 or math.isnan(ci.low) or math.isnan(ci.level):
         return DECIDE_OPEN
     if ci.high <= threshold:
         return DECIDE_HOLDS if holds_below else DECIDE_FAILS
@@ -265,11 +300,14 @@ def decide(ci: MedianInterval, threshold: float, holds_below: bool = True) -> st
 def undecided_text(ci: MedianInterval, threshold: float) -> str:
     """``"not decided: the interval contains the threshold; ≈ N distinct
     instances would decide it at the observed spread"``."""
+    if math.isnan(ci.level) and ci.exists:
+        # more instances would not help: the unknown is a bracket's confidence
+        return _NO_LEVEL_TEXT
     need = instances_to_decide(ci, threshold)
     more = ("no number of instances would at the observed spread (the median sits on the threshold)"
             if not math.isfinite(need) else
             f"≈ {int(need)} distinct instances would decide it at the observed spread")
-    if not (math.isfinite(ci.low) and math.isfinite(ci.high)):
+    if not ci.exists:
         return (f"with {ci.n} distinct instance(s) no {100 * ci.nominal:.0f} % interval on a median "
                 f"exists (6 are needed); {more}")
     return f"the interval contains the threshold; {more}"
