@@ -265,6 +265,18 @@ def test_grid_values_are_checked_one_by_one(tmp_path):
         load_sweep(path)
 
 
+def test_combinations_only_the_settings_object_checks_are_refused_at_load(tmp_path):
+    # the MILP's solver against its formulation is checked by build_settings, not by a
+    # Param: the sweep must refuse it before any task runs, as `solve` does
+    path = tmp_path / "s.toml"
+    path.write_text(VALUES.replace("ALGO", "milp").replace(
+        "params = { PARAMS }", 'grid = { formulation = ["fast", "naive"] }\nparams = { solver = "scip" }'))
+    with pytest.raises(SweepError, match=r"^algorithms\[0\]\.params at grid point \{'formulation': 'naive'\}: "
+                                         r"solver: 'scip' solves the matrix formulations") as info:
+        load_sweep(path)
+    assert "\n" not in str(info.value)
+
+
 def test_combinations_of_parameters_are_checked_at_every_grid_point(tmp_path):
     # through the solver's own resolve_params (Solver.check_params), so --dry-run catches them
     path = tmp_path / "s.toml"

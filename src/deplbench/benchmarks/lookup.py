@@ -24,7 +24,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, cast
 
-from deplbench.errors import SweepError
+from deplbench.errors import DeplbenchError, SweepError
 
 #: Environment variable naming plugin modules (module names or ``.py`` paths,
 #: separated by ``os.pathsep``). A plugin may define ``ALGORITHMS`` —
@@ -169,15 +169,31 @@ def parameter_specs(name: str) -> dict | None:
 
 
 def parameter_resolver(name: str) -> Callable | None:
-    """The solver's own ``resolve_params`` (every value, then the combination:
-    :meth:`~deplbench.solvers.base.Solver.check_params`), or None (a plugin
-    algorithm, or no registry)."""
+    """The solver's own checks of one parameter point, as ``solve`` makes them before a
+    run: ``resolve_params`` (every value, then the combination,
+    :meth:`~deplbench.solvers.base.Solver.check_params`), then ``build_settings``
+    (the combinations only a settings object checks, e.g. the MILP's solver against
+    its formulation, or a solver not installed), its error raised as ``error``.
+    None for a plugin algorithm, or with no registry."""
     if name in plugin_table("ALGORITHMS"):
         return None
     registry = _registry()
     if registry is None:
         return None
-    return getattr(registry.get_solver(name), "resolve_params", None)
+    cls = registry.get_solver(name)
+    resolve = getattr(cls, "resolve_params", None)
+    build = getattr(cls, "build_settings", None)
+    if resolve is None or build is None:
+        return resolve
+
+    def check(point: Mapping[str, Any], *, strict: bool = False, error: type[Exception] = SweepError) -> Any:
+        resolved = resolve(point, strict=strict, error=error)
+        try:
+            return build(resolved)
+        except DeplbenchError as exc:
+            raise error(str(exc)) from None
+
+    return check
 
 
 def solver_info(name: str) -> dict:
