@@ -833,6 +833,7 @@ def test_report_bench_json_folder_still_skips_bad_files(tmp_path):
 @pytest.mark.parametrize("update,field", [
     ({"omega": 5.0}, "omega"), ({"omega": math.nan}, "omega"), ({"loss_max": 1e9}, "loss_max"),
     ({"horizon": 0}, "horizon"), ({"time_max": -1.0}, "time_max"),
+    ({"initial_loss": -1.0, "loss_max": 0.0}, "initial_loss"), ({"initial_loss": 1e300}, "initial_loss"),
 ])
 def test_api_rechecks_an_instance_changed_in_code(update, field):
     """``model_copy(update=...)`` skips pydantic's validation: solve(),
