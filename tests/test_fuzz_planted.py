@@ -349,5 +349,24 @@ def test_planted_non_finite_solution_value_is_refused_naming_line_and_variable(t
     prop()
 
 
+# ---- the mutation run stays applicable ------------------------------------------------------------
+
+def test_every_mutation_of_the_mutation_run_applies_to_the_source():
+    """Each of ``perf/mutate_validation.py``'s mutations finds its source text
+    exactly once: a check renamed or moved would otherwise leave its mutation
+    "not applied" and the check unprotected without anyone noticing."""
+    import importlib.util
+    from pathlib import Path
+
+    script = Path(__file__).resolve().parents[1] / "perf" / "mutate_validation.py"
+    spec = importlib.util.spec_from_file_location("mutate_validation", script)
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    stale = [(name, problem) for name, rel, old, new, *_ in mod.MUTATIONS for path, o, n in mod.edits(rel, old, new)
+             if (problem := mod.mutated((mod.ROOT / "src" / path).read_text(encoding="utf-8"), o, n)[1])]
+    assert not stale, f"update MUTATIONS in perf/mutate_validation.py: {stale}"
+
+
 if __name__ == "__main__":  # pragma: no cover
     pytest.main([__file__])
