@@ -24,6 +24,7 @@ import pandas as pd
 from scipy import stats
 
 from deplbench.instances.generators.measured import DATA_DIR
+from deplbench.jsonio import number_text
 from deplbench.reports.claims_common import CLAIMS_COLUMNS, FAILS, HOLDS, UNDECIDED, UNMEASURED, claim_row
 from deplbench.reports.elements import Section, Table
 
@@ -103,9 +104,9 @@ def replay_claim(replays: list[dict | None]) -> dict:
                 if r.get("model_verdict") == "proven feasible" and "verdict" in r}
     return claim_row("Proven plans meet ℓmax in real training", "DepL eq. (3), (8)", QUOTE_REPLAY, text, verdict,
                      f"{present[0]['seeds']['count']} held-out seeds per plan on {inst['name']} (ω = "
-                     f"{inst['omega']:g}); a two-sided 95 % Clopper–Pearson interval per plan, no multiplicity "
-                     f"correction (any plan wholly above 1 − ω decides 'does not hold'; 'holds' needs every "
-                     f"plan wholly below); {len(distinct)} distinct plans",
+                     f"{number_text(inst['omega'])}); a two-sided 95 % Clopper–Pearson interval per plan, no "
+                     f"multiplicity correction (any plan wholly above 1 − ω decides 'does not hold'; 'holds' needs "
+                     f"every plan wholly below); {len(distinct)} distinct plans",
                      compared="violation rate of replayed plans",
                      reference=f"1 − ω = {1 - inst['omega']:.2g}", statistic="share of runs with ℓ(K) > ℓmax",
                      instances=len(distinct))
