@@ -96,8 +96,8 @@ def replay_claim(replays: list[dict | None]) -> dict:
                          "no shipped replay with a plan proven feasible", UNMEASURED, "run `make replay`")
     verdicts = [c["verdict"] for c in claims]
     verdict = FAILS if "does not hold" in verdicts else HOLDS if set(verdicts) == {"holds"} else UNDECIDED
-    text = " | ".join(f"ℓmax = {rp['instance']['loss_max']:g}: {rp['claim']['verdict']} ({rp['claim']['text']})"
-                      for rp in present if rp["claim"]["plans"])
+    text = " | ".join(f"ℓmax = {number_text(rp['instance']['loss_max'])}: {rp['claim']['verdict']} "
+                      f"({rp['claim']['text']})" for rp in present if rp["claim"]["plans"])
     inst = present[0]["instance"]
     # solvers that return the same model sequence replay the same plan: counted once
     distinct = {(rp["instance"]["loss_max"], r["sequence"]) for rp in present for r in rp.get("rows", [])
