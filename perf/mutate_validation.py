@@ -11,6 +11,7 @@ Usage::
 
     python perf/mutate_validation.py            # all mutations, a table on stdout
     python perf/mutate_validation.py --list     # the mutations only
+    python perf/mutate_validation.py --check    # every mutation finds its source text (no tests run)
 
 The result and the command are recorded in docs/mutation.md.
 """
