@@ -263,9 +263,9 @@ def test_usage_errors_are_one_line_with_status_2(args, needle, deplbench_cli):
 
 
 def test_validate_prints_each_number_as_it_is(tmp_path, deplbench_cli):
-    """``:g`` keeps six digits: it printed ω = 0.999999999999 as ``ω=1`` (a
-    level the format refuses) and ℓ(0) = 10.0000001 beside ℓmax = 10 as two
-    equal losses. The summary shows the numbers themselves."""
+    """The summary shows the numbers themselves: with six digits (``:g``)
+    ω = 0.999999999999 would read ``ω=1`` (a level the format refuses) and
+    ℓ(0) = 10.0000001 beside ℓmax = 10 two equal losses."""
     data = {**base_instance(), "omega": 0.999999999999, "initial_loss": 10.0000001, "loss_max": 10.0,
             "time_max": 12.3456789}
     path = write_json(tmp_path / "near.json", data)

@@ -120,8 +120,8 @@ def test_a_deterministic_plan_is_not_called_an_estimate():
 
 
 def test_the_statements_show_omega_and_the_target_as_they_are():
-    """ω close to 1 and ℓmax are inputs: printed with ``:g`` or ``.6g``, ω =
-    0.9999999 read "ω = 1" and ℓmax = 5.0000001 read "5"."""
+    """ω close to 1 and ℓmax are inputs, shown as they are: with six digits
+    (``:g``, ``.6g``) ω = 0.9999999 would read "ω = 1" and ℓmax = 5.0000001 "5"."""
     from deplbench.cli.statements import evaluation_statements
     from deplbench.instances.model import parse_instance
     from tests.formulations.test_evaluate import det_instance

@@ -213,7 +213,7 @@ def test_report_rows_judge_the_shipped_measurement():
 
 
 def test_replay_claim_shows_the_targets_as_they_are():
-    """ω close to 1 and ℓmax printed with ``:g`` read "ω = 1" and two ℓmax values as one."""
+    """ω and ℓmax shown as they are: with six digits (``:g``) ω close to 1 would read "ω = 1" and two ℓmax as one."""
     from deplbench.reports.measured import replay_claim
 
     rows = [{"instance": {"name": "m", "loss_max": lm, "omega": 0.999999999999}, "seeds": {"count": 1000},

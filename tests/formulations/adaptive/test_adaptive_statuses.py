@@ -60,7 +60,7 @@ def test_target_the_deadline_makes_unreachable_is_unreachable():
 
 
 def test_unreachable_line_states_omega_and_tmax_as_they_are():
-    """``:g`` printed ω = 0.999999999 as "ω = 1" (a level the format refuses) and Tmax to six digits."""
+    """ω and Tmax as they are: with six digits (``:g``) ω = 0.999999999 would read "ω = 1" (refused by the format)."""
     inst = parse_instance(dict(LATE, omega=0.999999999, time_max=0.1234567891))
     b = A.adaptive_bounds(inst, buckets=6, runs=200, tune_runs=200)
     assert b.status == "unreachable"
