@@ -11,6 +11,7 @@ Usage::
 
     python perf/mutate_validation.py            # all mutations, a table on stdout
     python perf/mutate_validation.py --list     # the mutations only
+    python perf/mutate_validation.py --check    # every mutation finds its source text (no tests run)
 
 The result and the command are recorded in docs/mutation.md.
 """
@@ -28,6 +29,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 MODEL = "deplbench/instances/model.py"
+MAGNITUDES = "deplbench/instances/magnitudes.py"
+INSTANCE_CHECK = "deplbench/formulations/evaluation/instance_check.py"
 SWEEP = "deplbench/benchmarks/sweep.py"
 VALIDATE = "deplbench/benchmarks/validate.py"
 LIMITS = "deplbench/limits.py"
@@ -45,29 +48,53 @@ HOSTILE_IO = ["tests/test_hostile_writes_and_reads.py"]
 PLANTED_SOLUTION = ["tests/test_fuzz_planted.py::"
                     "test_planted_non_finite_solution_value_is_refused_naming_line_and_variable"]
 PLANTED_MANIFEST = ["tests/test_fuzz_planted.py::test_planted_invalid_manifest_is_refused_naming_the_field"]
+#: ω's range: the planted property plants ω outside (0, 1); the magnitude tests state the [1e-12, 1 − 1e-12] edges.
+OMEGA_TESTS = ["tests/test_fuzz_planted.py", "tests/instances/test_magnitudes.py"]
+#: The re-check of an instance changed in code against load_instance's messages.
+QUICK_TESTS = ["tests/formulations/evaluation/test_instance_check.py"]
 PLANTED_GLOB = ["tests/test_fuzz_planted.py::test_planted_invalid_glob_sweep_is_refused_naming_the_field"]
 
 #: (name, file under src/, exact source text, its replacement[, the tests that must
-#: kill it — default TESTS]): one check each.
+#: kill it — default TESTS]): one check each. A check stated in two places has
+#: tuples of files, texts and replacements, deleted together.
 MUTATIONS = [
-    ("capacity > 0", MODEL, 'capacity: float = Field(gt=0, ', 'capacity: float = Field('),
-    ("bandwidth > 0", MODEL, 'bandwidth: float = Field(gt=0, ', 'bandwidth: float = Field('),
-    ("unit_cost >= 0", MODEL, 'unit_cost: float = Field(ge=0, ', 'unit_cost: float = Field('),
-    ("compute > 0", MODEL, 'compute: float = Field(gt=0, ', 'compute: float = Field('),
-    ("loss_scale > 0", MODEL, 'loss_scale: float = Field(gt=0, ', 'loss_scale: float = Field('),
-    ("model size >= 0", MODEL, 'size: float = Field(ge=0, description="s(m)', 'size: float = Field(description="s(m)'),
-    ("dataset size > 0", MODEL, '    size: float = Field(gt=0, **_FINITE)', '    size: float = Field(**_FINITE)'),
-    ("usefulness > 0", MODEL, 'usefulness: float = Field(gt=0, ', 'usefulness: float = Field('),
-    ("0 < omega", MODEL, 'omega: float = Field(gt=0, lt=1, ', 'omega: float = Field(lt=1, '),
-    ("omega < 1", MODEL, 'omega: float = Field(gt=0, lt=1, ', 'omega: float = Field(gt=0, '),
-    ("time_max > 0", MODEL, 'time_max: float = Field(gt=0, ', 'time_max: float = Field('),
+    ("capacity > 0", MODEL, 'capacity: _Finite = Field(gt=0, ', 'capacity: _Finite = Field('),
+    ("bandwidth > 0", MODEL, 'bandwidth: _Finite = Field(gt=0, ', 'bandwidth: _Finite = Field('),
+    ("unit_cost >= 0", MODEL, 'unit_cost: _Finite = Field(ge=0, ', 'unit_cost: _Finite = Field('),
+    ("compute > 0", MODEL, 'compute: _Finite = Field(gt=0, ', 'compute: _Finite = Field('),
+    ("loss_scale > 0", MODEL, 'loss_scale: _Finite = Field(gt=0, ', 'loss_scale: _Finite = Field('),
+    ("model size >= 0", MODEL, 'size: _Finite = Field(ge=0, description="s(m)',
+     'size: _Finite = Field(description="s(m)'),
+    ("dataset size > 0", MODEL, '    size: _Finite = Field(gt=0)\n', '    size: _Finite = Field()\n'),
+    ("usefulness > 0", MODEL, 'usefulness: _Finite = Field(gt=0)', 'usefulness: _Finite = Field()'),
+    # ω's range is stated twice (the field's bounds, for the schema, and omega_range, for the message): both go
+    ("omega >= MIN_OMEGA", (MODEL, MAGNITUDES),
+     ('= Field(ge=MIN_OMEGA, le=1 - MIN_OMEGA, ', 'not MIN_OMEGA <= value <= 1 - MIN_OMEGA:'),
+     ('= Field(le=1 - MIN_OMEGA, ', 'not value <= 1 - MIN_OMEGA:'), OMEGA_TESTS),
+    ("omega <= 1 - MIN_OMEGA", (MODEL, MAGNITUDES),
+     ('= Field(ge=MIN_OMEGA, le=1 - MIN_OMEGA, ', 'not MIN_OMEGA <= value <= 1 - MIN_OMEGA:'),
+     ('= Field(ge=MIN_OMEGA, ', 'not MIN_OMEGA <= value:'), OMEGA_TESTS),
+    ("time_max > 0", MODEL, 'time_max: _Finite = Field(gt=0, ', 'time_max: _Finite = Field('),
     ("horizon >= 1", MODEL, 'horizon: StrictInt = Field(ge=1, ', 'horizon: StrictInt = Field('),
-    ("loss_max < initial_loss", MODEL, 'if not self.loss_max < self.initial_loss:', 'if False:'),
-    ("duplicate names", MODEL, '            if dup:\n                raise ValueError(f"{field}: duplicate names',
-     '            if False:\n                raise ValueError(f"{field}: duplicate names'),
+    ("loss_max < initial_loss", MODEL, '    if not inst.loss_max < inst.initial_loss:', '    if False:'),
+    ("duplicate names", MODEL, '        if dup:\n            raise ValueError(f"{field}: duplicate names',
+     '        if False:\n            raise ValueError(f"{field}: duplicate names'),
     ("switch model known", MODEL, 'if getattr(sw, attr) not in model_names:', 'if False:'),
+    ("switch to itself", MODEL, 'if sw.from_model == sw.to_model:', 'if False:'),
+    ("duplicate switch", MODEL, 'if (sw.from_model, sw.to_model) in seen:', 'if False:'),
     ("transfer dataset known", MODEL, 'if tc.dataset not in dataset_names:', 'if False:'),
     ("transfer cluster known", MODEL, 'if tc.cluster not in cluster_names:', 'if False:'),
+    ("duplicate transfer entry", MODEL, 'if (tc.dataset, tc.cluster) in pairs:', 'if False:'),
+    ("magnitudes: loss within MAX_LOSS", MAGNITUDES, '        if abs(value) > MAX_LOSS:', '        if False:'),
+    ("magnitudes: no subnormal number", MAGNITUDES, '        elif _subnormal(value):', '        elif False:'),
+    # the quick re-check before every evaluate_plan of an instance changed in code: each rule it applies
+    ("quick check: declared ranges", INSTANCE_CHECK,
+     '        _scalar_model().model_validate({name: getattr(instance, name) for name in SCALAR_FIELDS})\n', '',
+     QUICK_TESTS),
+    ("quick check: loss_max < initial_loss", INSTANCE_CHECK, '        check_targets(instance)\n', '', QUICK_TESTS),
+    ("quick check: unique names", INSTANCE_CHECK, '        check_unique_names(instance)\n', '', QUICK_TESTS),
+    ("quick check: magnitudes", INSTANCE_CHECK, '        check_target_magnitudes(instance)\n', '', QUICK_TESTS),
+    ("full check: text rule", INSTANCE_CHECK, '            check_shape(data)\n', '', QUICK_TESTS),
     ("sweep: duplicate group id", SWEEP, 'if gid in ids[:i]:', 'if False:'),
     ("sweep: unknown group in algorithms", SWEEP, 'if not isinstance(g, str) or g not in ids:',
      'if not isinstance(g, str):'),
@@ -115,17 +142,38 @@ MUTATIONS = [
 ]
 
 
-def run_one(name: str, rel: str, old: str, new: str, timeout: float,
+Edit = str | tuple[str, ...]
+
+
+def edits(rel: Edit, old: Edit, new: Edit) -> list[tuple[str, str, str]]:
+    """A mutation's (file, source text, replacement) edits.
+
+    One check enforced in two places (a field's bounds and a validator
+    stating them readably) is deleted in both, else its mutant survives
+    for the wrong reason: ``rel``, ``old`` and ``new`` are then tuples."""
+    if isinstance(rel, tuple):
+        return list(zip(rel, old, new))
+    return [(rel, str(old), str(new))]
+
+
+def mutated(text: str, old: str, new: str) -> tuple[str, str]:
+    """``text`` with ``old`` replaced by ``new``, and "" or why it cannot be (not found exactly once)."""
+    if text.count(old) != 1:
+        return text, f"source text {old.strip().splitlines()[0]!r} found {text.count(old)} times"
+    return text.replace(old, new), ""
+
+
+def run_one(name: str, rel: Edit, old: Edit, new: Edit, timeout: float,
             tests: list[str] | None = None) -> tuple[str, float, str]:
     """Apply one mutation to a copy of src/, run the tests; (verdict, seconds, detail)."""
     with tempfile.TemporaryDirectory(prefix="deplbench-mutant-") as tmp:
         src = Path(tmp) / "src"
         shutil.copytree(ROOT / "src", src, ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
-        target = src / rel
-        text = target.read_text(encoding="utf-8")
-        if text.count(old) != 1:
-            return "not applied", 0.0, f"source text found {text.count(old)} times in {rel}"
-        target.write_text(text.replace(old, new), encoding="utf-8")
+        for path, o, n in edits(rel, old, new):
+            text, problem = mutated((src / path).read_text(encoding="utf-8"), o, n)
+            if problem:
+                return "not applied", 0.0, f"{problem} in {path}"
+            (src / path).write_text(text, encoding="utf-8")
         env = {**os.environ, "PYTHONPATH": str(src), "PYTHONDONTWRITEBYTECODE": "1"}
         t0 = time.perf_counter()
         try:
@@ -142,6 +190,9 @@ def run_one(name: str, rel: str, old: str, new: str, timeout: float,
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(allow_abbrev=False, description=__doc__.splitlines()[0])
     parser.add_argument("--list", action="store_true", help="list the mutations and exit")
+    parser.add_argument("--check", action="store_true",
+                        help="only check that every mutation applies to the current source (no tests run); "
+                             "exit 1 if one does not")
     parser.add_argument("--timeout", type=float, default=600.0, help="seconds per mutant test run")
     parser.add_argument("--only", metavar="TEXT", action="append",
                         help="run only the mutations whose name contains TEXT (repeatable)")
@@ -149,8 +200,17 @@ def main(argv: list[str] | None = None) -> int:
     chosen = [m for m in MUTATIONS if not args.only or any(t in m[0] for t in args.only)]
     if args.list:
         for name, rel, *_ in chosen:
-            print(f"{name:45s} {rel}")
+            print(f"{name:45s} {' + '.join(rel) if isinstance(rel, tuple) else rel}")
         return 0
+    if args.check:
+        stale = 0
+        for name, rel, old, new, *_ in chosen:
+            problems = [f"{p} in {path}" for path, o, n in edits(rel, old, new)
+                        if (p := mutated((ROOT / "src" / path).read_text(encoding="utf-8"), o, n)[1])]
+            stale += bool(problems)
+            print(f"{name:45s} {'not applied: ' + '; '.join(problems) if problems else 'applies'}")
+        print(f"{len(chosen) - stale}/{len(chosen)} mutations apply")
+        return 1 if stale else 0
     killed = 0
     print(f"{'mutation':45s} {'verdict':12s} {'s':>6s}  tests")
     for name, rel, old, new, *tests in chosen:

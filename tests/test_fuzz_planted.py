@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import copy
 import json
+import math
 
 import pytest
 from hypothesis import given
@@ -23,6 +24,7 @@ from hypothesis import strategies as st
 from deplbench.benchmarks.sweep import parse_sweep
 from deplbench.errors import InstanceError, SweepError
 from deplbench.instances.generators import generate
+from deplbench.instances.magnitudes import MAX_LOSS, MIN_NORMAL
 from deplbench.instances.model import parse_instance
 from tests.fuzz_common import fuzz_settings
 from tests.instance_data import base_instance
@@ -94,6 +96,49 @@ def _unknown_transfer_ref(draw, data):
     return f"transfer_costs[{len(data['transfer_costs']) - 1}].{attr}"
 
 
+@st.composite
+def _switch_to_itself(draw, data):
+    if not data.get("switches"):
+        name = data["models"][0]["name"]
+        data["switches"] = [{"from_model": name, "to_model": name, "jump": {"kind": "point", "value": 0.0}}]
+        return "switches[0]"
+    i = draw(st.integers(0, len(data["switches"]) - 1))
+    data["switches"][i]["to_model"] = data["switches"][i]["from_model"]
+    return f"switches[{i}]"
+
+
+@st.composite
+def _duplicate_switch(draw, data):
+    """A copy of a switch appended (a model pair appears twice): the copy is named."""
+    if not data.get("switches"):
+        a, b = (m["name"] for m in data["models"][:2])
+        data["switches"] = [{"from_model": a, "to_model": b, "jump": {"kind": "point", "value": 0.0}}]
+    data["switches"].append(copy.deepcopy(draw(st.sampled_from(data["switches"]))))
+    return f"switches[{len(data['switches']) - 1}]"
+
+
+@st.composite
+def _duplicate_transfer_entry(draw, data):
+    entries = data.setdefault("transfer_costs", [])
+    if not entries:
+        entries.append({"dataset": data["datasets"][0]["name"], "cluster": data["clusters"][0]["name"], "cost": 1.0})
+    entry = copy.deepcopy(draw(st.sampled_from(entries)))
+    entry["cost"] = draw(st.floats(0.0, 1e6, allow_nan=False))
+    entries.append(entry)
+    return f"transfer_costs[{len(entries) - 1}]"
+
+
+@st.composite
+def _loss_beyond_max(draw, data):
+    """ℓ(0) above +MAX_LOSS or ℓmax below −MAX_LOSS (ℓmax < ℓ(0) still holds)."""
+    big = draw(st.floats(min_value=math.nextafter(MAX_LOSS, math.inf), allow_nan=False, allow_infinity=False))
+    field = draw(st.sampled_from(["initial_loss", "loss_max"]))
+    data[field] = big if field == "initial_loss" else -big
+    return field
+
+
+_subnormal = st.floats(min_value=math.ulp(0.0), max_value=math.nextafter(MIN_NORMAL, 0.0), allow_subnormal=True)
+
 #: (kind, planter): each planter breaks exactly one rule and returns the field it broke.
 INSTANCE_PLANTS = {
     "capacity <= 0": _plant_list_field("clusters", "capacity", _nonpos),
@@ -111,6 +156,11 @@ INSTANCE_PLANTS = {
     "duplicate name": _duplicate_name,
     "unknown switch model": _unknown_switch_model,
     "unknown transfer reference": _unknown_transfer_ref,
+    "switch to itself": _switch_to_itself,
+    "duplicate switch": _duplicate_switch,
+    "duplicate transfer entry": _duplicate_transfer_entry,
+    "loss beyond MAX_LOSS": _loss_beyond_max,
+    "subnormal number": _plant_list_field("clusters", "unit_cost", _subnormal),
 }
 
 
@@ -347,6 +397,25 @@ def test_planted_non_finite_solution_value_is_refused_naming_line_and_variable(t
         path.write_text(text, encoding="utf-8")
         refused_naming(lambda _: read_sol(str(path)), None, field, SolverError)
     prop()
+
+
+# ---- the mutation run stays applicable ------------------------------------------------------------
+
+def test_every_mutation_of_the_mutation_run_applies_to_the_source():
+    """Each of ``perf/mutate_validation.py``'s mutations finds its source text
+    exactly once: a check renamed or moved would otherwise leave its mutation
+    "not applied" and the check unprotected without anyone noticing."""
+    import importlib.util
+    from pathlib import Path
+
+    script = Path(__file__).resolve().parents[1] / "perf" / "mutate_validation.py"
+    spec = importlib.util.spec_from_file_location("mutate_validation", script)
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    stale = [(name, problem) for name, rel, old, new, *_ in mod.MUTATIONS for path, o, n in mod.edits(rel, old, new)
+             if (problem := mod.mutated((mod.ROOT / "src" / path).read_text(encoding="utf-8"), o, n)[1])]
+    assert not stale, f"update MUTATIONS in perf/mutate_validation.py: {stale}"
 
 
 if __name__ == "__main__":  # pragma: no cover

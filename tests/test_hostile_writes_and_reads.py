@@ -707,14 +707,17 @@ def test_every_output_option_refuses_an_empty_path(tmp_path, capsys, argv):
 
 
 def _read_only_folder(monkeypatch, folder: Path) -> None:
-    """Make ``folder`` behave as a read-only mount for SQLite without root:
-    ``access(2)`` says not writable, and a WAL reader that would need to
-    create the ``-shm`` index there fails as SQLite does ("unable to open
-    database file"); an ``immutable=1`` reader needs no side file and works."""
-    from deplbench.benchmarks import store as store_mod
+    """Make ``folder`` behave as a read-only mount without a mount (or root,
+    where permission bits mean nothing): creating a file there fails with
+    EROFS while ``access(2)`` still says writable, as on a root-squashed or
+    read-only network mount; a WAL reader that would need to create the
+    ``-shm`` index there fails as SQLite does ("unable to open database
+    file"); an ``immutable=1`` reader needs no side file and works."""
+    import errno
+    import tempfile
 
     real_connect = sqlite3.connect
-    real_writable = store_mod._folder_writable
+    real_mkstemp = tempfile.mkstemp
 
     def connect(database, *args, uri=False, **kwargs):
         text = str(database)
@@ -723,9 +726,14 @@ def _read_only_folder(monkeypatch, folder: Path) -> None:
             return real_connect(f"file:{folder}/no-such-dir/x?mode=ro", *args, uri=True, **kwargs)
         return real_connect(database, *args, uri=uri, **kwargs)
 
+    def mkstemp(*args, dir=None, **kwargs):
+        if dir is not None and Path(dir).resolve() == folder.resolve():
+            raise OSError(errno.EROFS, "Read-only file system", str(dir))
+        return real_mkstemp(*args, dir=dir, **kwargs)
+
     monkeypatch.setattr(sqlite3, "connect", connect)
-    monkeypatch.setattr(store_mod, "_folder_writable",
-                        lambda p: False if Path(p).resolve() == folder.resolve() else real_writable(p))
+    monkeypatch.setattr(tempfile, "mkstemp", mkstemp)
+    assert os.access(folder, os.W_OK)       # the permission bits would call it writable
 
 
 def test_store_in_a_read_only_folder_is_readable(tmp_path, monkeypatch, capsys):
@@ -755,9 +763,39 @@ def test_run_into_a_read_only_folder_says_so(tmp_path, monkeypatch, capsys):
 
     db = _store(tmp_path)
     _read_only_folder(monkeypatch, tmp_path)
-    with pytest.raises(SweepError, match="is read-only") as exc:
+    with pytest.raises(SweepError, match=r"its folder .* is read-only \(read-only file system; ") as exc:
         ResultsStore(db)
     assert "not a usable SQLite database" not in str(exc.value)
+
+
+def test_store_file_sqlite_opens_read_only_is_named_as_such(tmp_path, monkeypatch):
+    """A store file SQLite can open only read-only (its fallback when the file
+    refuses writing) is named as read-only, not as a corrupt database; the
+    check is SQLite's own, so no second descriptor of the store is opened."""
+    from deplbench.benchmarks.store import ResultsStore
+
+    db = _store(tmp_path)
+    real_connect = sqlite3.connect
+    monkeypatch.setattr(sqlite3, "connect", lambda database, *a, uri=False, **k: real_connect(
+        f"{Path(database).resolve().as_uri()}?mode=ro", *a, uri=True, **k) if not uri else real_connect(
+        database, *a, uri=uri, **k))
+    with pytest.raises(SweepError, match=r"s\.sqlite: the file is read-only \(a run adds its results") as exc:
+        ResultsStore(db)
+    assert "not a usable SQLite database" not in str(exc.value)
+    monkeypatch.undo()
+    with ResultsStore(db, readonly=True) as store:      # still readable
+        assert len(store.frame()) == 1
+
+
+def test_folder_probe_is_the_one_of_every_output(tmp_path, monkeypatch):
+    """``unwritable`` (solve --write-lp, export) and the store ask the same
+    probe: a folder the file system refuses is refused by both."""
+    from deplbench.files import folder_unwritable, unwritable
+
+    assert folder_unwritable(tmp_path) == "" and not list(tmp_path.iterdir())
+    assert folder_unwritable(tmp_path / "no") == f"directory {tmp_path / 'no'} does not exist"
+    _read_only_folder(monkeypatch, tmp_path)
+    assert folder_unwritable(tmp_path) == unwritable(tmp_path / "x.csv") == "read-only file system"
 
 
 _MINI_SWEEP = ('[sweep]\nname="m"\nevaluation={samples=200,seed=0}\n[[instances]]\nid="k"\n'
@@ -833,6 +871,7 @@ def test_report_bench_json_folder_still_skips_bad_files(tmp_path):
 @pytest.mark.parametrize("update,field", [
     ({"omega": 5.0}, "omega"), ({"omega": math.nan}, "omega"), ({"loss_max": 1e9}, "loss_max"),
     ({"horizon": 0}, "horizon"), ({"time_max": -1.0}, "time_max"),
+    ({"initial_loss": -1.0, "loss_max": 0.0}, "initial_loss"), ({"initial_loss": 1e300}, "initial_loss"),
 ])
 def test_api_rechecks_an_instance_changed_in_code(update, field):
     """``model_copy(update=...)`` skips pydantic's validation: solve(),

@@ -11,6 +11,7 @@ named (``export``, ``report``, ``fit``, ``solve --write-lp``, a sweep's
   as the store);
 * :func:`unwritable` — why a file the command will write cannot be
   written (a folder, a missing or read-only folder), asked before any work;
+  :func:`folder_unwritable`, its probe, asks the same of a folder;
 * :func:`confined` — a path written inside a run's folder stays inside it
   after resolving symbolic links (a link ``run/out`` → ``/elsewhere`` is
   refused);
@@ -30,7 +31,7 @@ from typing import Any
 
 from deplbench.errors import DeplbenchError
 
-__all__ = ["FORMULA_PREFIXES", "SQLITE_SIDE_FILES", "confined", "refuse_overwrite", "safe_cell",
+__all__ = ["FORMULA_PREFIXES", "SQLITE_SIDE_FILES", "confined", "folder_unwritable", "refuse_overwrite", "safe_cell",
            "safe_text", "store_files", "unwritable", "write_csv", "csv_text"]
 
 #: First characters that make a spreadsheet read a cell as a formula (OWASP, CSV injection).
@@ -110,8 +111,6 @@ def unwritable(path: Any) -> str:
         operating system's reason (``"permission denied"``, ``"read-only
         file system"``, ...); ``""`` when the file can be written.
     """
-    import tempfile
-
     text = os.fspath(path)
     if not text:
         return "empty path"
@@ -129,8 +128,33 @@ def unwritable(path: Any) -> str:
             pass                      # removed meanwhile: the folder decides
         except OSError as exc:
             return (exc.strerror or str(exc)).lower()
+    return folder_unwritable(parent)
+
+
+def folder_unwritable(folder: Any) -> str:
+    """Why no file can be created in ``folder``, or ``""`` when one can.
+
+    The probe of :func:`unwritable` for a new file: a uniquely named file is
+    created and removed in ``folder``, so the file system answers (a
+    read-only mount, a folder of another user, root on a server that maps
+    root to nobody), not the permission bits ``os.access`` reads. Used
+    wherever a command needs to create files in a folder (the results
+    store's ``-wal`` and ``-shm`` files).
+
+    Returns
+    -------
+    str
+        ``"directory /x does not exist"``, or the operating system's reason
+        (``"permission denied"``, ``"read-only file system"``, ...); ``""``
+        when a file can be created there.
+    """
+    import tempfile
+
+    text = os.fspath(folder)
+    if not os.path.isdir(text):
+        return f"directory {text} does not exist"
     try:
-        fd, probe = tempfile.mkstemp(prefix=".deplbench-probe-", dir=parent)
+        fd, probe = tempfile.mkstemp(prefix=".deplbench-probe-", dir=text)
     except OSError as exc:
         return (exc.strerror or str(exc)).lower()
     os.close(fd)

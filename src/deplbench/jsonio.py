@@ -31,6 +31,7 @@ __all__ = [
     "dumps",
     "write_json",
     "NONFINITE_SUFFIX",
+    "number_text",
 ]
 
 
@@ -259,3 +260,37 @@ def canonical_json(value: Any) -> str:
     so does the solver's parameter validation.
     """
     return json.dumps(value, sort_keys=True, separators=(",", ":"), allow_nan=False)
+
+
+def number_text(value: Any) -> str:
+    """A number as text that reads back as the same number: the shortest repr that round-trips.
+
+    ``f"{x:g}"`` keeps six significant digits, so it shows ω = 0.999999999999
+    as ``1`` (a level the format refuses) and ℓmax = 10.0000001 beside ℓ(0) =
+    10 as two equal numbers. Messages and summaries that show an input
+    number use this instead: what is printed is the number itself.
+
+    Parameters
+    ----------
+    value : int, float or numpy number
+
+    Returns
+    -------
+    str
+        ``repr(float(value))`` (``"0.999999999999"``, ``"1e-12"``,
+        ``"inf"``, ``"nan"``), an integral float below 1e16 without its
+        ``.0`` (``"10"``, as ``:g`` prints it), an integer as ``str``.
+
+    Examples
+    --------
+    >>> number_text(0.999999999999), number_text(10.0), number_text(np.float64(0.9)), number_text(3)
+    ('0.999999999999', '10', '0.9', '3')
+    """
+    if isinstance(value, (bool, np.bool_)):
+        return str(bool(value))
+    if isinstance(value, (int, np.integer)):
+        return str(int(value))
+    value = float(value)
+    if value.is_integer() and abs(value) < 1e16:
+        return str(int(value))
+    return repr(value)

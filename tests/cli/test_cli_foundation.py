@@ -260,3 +260,15 @@ def test_usage_errors_are_one_line_with_status_2(args, needle, deplbench_cli):
     assert status == 2 and out == ""
     lines = err.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: ") and needle in lines[0], err
+
+
+def test_validate_prints_each_number_as_it_is(tmp_path, deplbench_cli):
+    """The summary shows the numbers themselves: with six digits (``:g``)
+    ω = 0.999999999999 would read ``ω=1`` (a level the format refuses) and
+    ℓ(0) = 10.0000001 beside ℓmax = 10 two equal losses."""
+    data = {**base_instance(), "omega": 0.999999999999, "initial_loss": 10.0000001, "loss_max": 10.0,
+            "time_max": 12.3456789}
+    path = write_json(tmp_path / "near.json", data)
+    status, out, err = deplbench_cli("validate", path)
+    assert status == 0 and err == ""
+    assert out.rstrip().endswith("ω=0.999999999999, ℓ(0)=10.0000001, ℓmax=10, Tmax=12.3456789")

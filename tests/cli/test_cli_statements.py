@@ -117,3 +117,17 @@ def test_a_deterministic_plan_is_not_called_an_estimate():
         said = dict(evaluation_statements(ev))
         assert "exact: every random term is a point mass" in said["quantile"]
         assert "estimate" not in said and "interval" not in said and "Monte Carlo" not in said["verdict"]
+
+
+def test_the_statements_show_omega_and_the_target_as_they_are():
+    """ω close to 1 and ℓmax are inputs, shown as they are: with six digits
+    (``:g``, ``.6g``) ω = 0.9999999 would read "ω = 1" and ℓmax = 5.0000001 "5"."""
+    from deplbench.cli.statements import evaluation_statements
+    from deplbench.instances.model import parse_instance
+    from tests.formulations.test_evaluate import det_instance
+
+    inst = parse_instance({**det_instance(), "omega": 0.9999999})
+    inst = inst.with_changes(loss_max=inst.loss_max + 1e-7)
+    said = dict(evaluation_statements(evaluate_plan(inst, plan([("m", "A", 2.0)], {"A": ["d0"]}), samples=100)))
+    assert "(ω = 0.9999999; exact" in said["quantile"]
+    assert said["quantile"].endswith(f"target ℓmax = {inst.loss_max!r}") and len(repr(inst.loss_max)) > 8

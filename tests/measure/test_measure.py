@@ -212,6 +212,17 @@ def test_report_rows_judge_the_shipped_measurement():
     assert replay_claim(shipped)["instances"] == len(set(proven)) < len(proven)
 
 
+def test_replay_claim_shows_the_targets_as_they_are():
+    """ω and ℓmax shown as they are: with six digits (``:g``) ω close to 1 would read "ω = 1" and two ℓmax as one."""
+    from deplbench.reports.measured import replay_claim
+
+    rows = [{"instance": {"name": "m", "loss_max": lm, "omega": 0.999999999999}, "seeds": {"count": 1000},
+             "claim": {"verdict": "holds", "plans": 1, "text": ""}, "rows": []} for lm in (0.3, 0.30000001)]
+    row = replay_claim(rows)
+    said = " ".join(str(v) for v in row.values())
+    assert "(ω = 0.999999999999)" in said and "ℓmax = 0.3:" in said and "ℓmax = 0.30000001:" in said
+
+
 # ------------------------------------------------------------- analysis
 def test_autocorrelation_finds_planted_dependence_and_not_its_absence():
     from deplbench.measure.analysis import lag_autocorrelation

@@ -46,7 +46,14 @@ from deplbench.benchmarks import leases as _leases
 from deplbench.benchmarks import record as _record
 from deplbench.benchmarks.record import json_default  # noqa: F401 - public re-export
 from deplbench.errors import SweepError
-from deplbench.files import FORMULA_PREFIXES, refuse_overwrite, safe_cell, store_files, write_csv  # noqa: F401
+from deplbench.files import (  # noqa: F401
+    FORMULA_PREFIXES,
+    folder_unwritable,
+    refuse_overwrite,
+    safe_cell,
+    store_files,
+    write_csv,
+)
 
 #: The stored columns, in order: the fields of
 #: :class:`~deplbench.benchmarks.record.TaskRecord` (their kinds and
@@ -107,12 +114,6 @@ def is_failure(record: Mapping[str, Any]) -> bool:
     return bool(record.get("error")) or record.get("status") == "error"
 
 
-def _folder_writable(folder: Path) -> bool:
-    """Whether files can be created in ``folder`` (``access(2)`` also reports
-    a read-only mount, where root's permission bits mean nothing)."""
-    return os.access(folder, os.W_OK)
-
-
 def _open_readonly(path: Path) -> sqlite3.Connection:
     """A read-only connection to the store at ``path``.
 
@@ -142,7 +143,7 @@ def _open_readonly(path: Path) -> sqlite3.Connection:
     except sqlite3.OperationalError:
         if conn is not None:
             conn.close()
-        if _folder_writable(path.parent):
+        if not folder_unwritable(path.parent):
             raise
     wal = Path(f"{path}-wal")
     if wal.exists() and wal.stat().st_size > 0:
@@ -153,13 +154,15 @@ def _open_readonly(path: Path) -> sqlite3.Connection:
 
 
 def _refuse_read_only_folder(path: Path) -> None:
-    """A store is written with side files (``-wal``, ``-shm``) beside it: a
-    read-only folder is named as such, not reported as a corrupt database."""
-    if not _folder_writable(path.parent):
-        raise SweepError(f"results store {path}: its folder {path.parent} is read-only (a store is "
+    """A store is written with side files (``-wal``, ``-shm``) beside it: a read-only folder is named as such,
+    not reported as a corrupt database. The folder is probed as every output's is (``files.folder_unwritable``:
+    the file system answers, not permission bits). The store file is not opened here: closing a second descriptor
+    of a database drops the POSIX locks SQLite holds on it in this process; SQLite's own open, which falls back
+    to read-only, answers for the file (``SQLITE_READONLY`` in ``ResultsStore.__init__``)."""
+    reason = folder_unwritable(path.parent)
+    if reason:
+        raise SweepError(f"results store {path}: its folder {path.parent} is read-only ({reason}; a store is "
                          "written with -wal and -shm files beside it; choose a writable folder with --db)")
-    if path.exists() and not os.access(path, os.W_OK):
-        raise SweepError(f"results store {path}: the file is read-only (a run adds its results to it)")
 
 
 class ResultsStore:
@@ -223,6 +226,9 @@ class ResultsStore:
             self._check_schema()
         except sqlite3.DatabaseError as exc:
             self.close()
+            if not readonly and str(getattr(exc, "sqlite_errorname", "")).startswith("SQLITE_READONLY"):
+                raise SweepError(f"results store {self.path}: the file is read-only (a run adds its results to "
+                                 f"it; SQLite: {exc})") from None
             raise SweepError(f"results store {self.path}: not a usable SQLite database ({exc})") from exc
         except SweepError:
             self.close()

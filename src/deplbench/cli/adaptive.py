@@ -39,7 +39,7 @@ from deplbench.formulations.adaptive.settings import (
     max_buckets_refused,
     refused,
 )
-from deplbench.jsonio import print_json
+from deplbench.jsonio import number_text, print_json
 
 #: CLI option → adaptive-opt parameter.
 OPTIONS = ("buckets", "runs", "tune_runs", "seed", "confidence", "rho", "iters_lam", "iters_mu", "width",
@@ -159,7 +159,7 @@ def _num(v, fmt: str = ".6g") -> str:
 
 
 def _print_text(r: dict) -> None:
-    print(f"instance     {r['instance']}  (ω = {r['omega']:g}, ℓmax = {r['loss_max']:g})")
+    print(f"instance     {r['instance']}  (ω = {number_text(r['omega'])}, ℓmax = {number_text(r['loss_max'])})")
     print(f"status       {r['status']}" + (f": {r['message']}" if r["message"] else ""))
     if r["status"] == "unreachable":
         return

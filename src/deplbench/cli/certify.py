@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from deplbench.cli.messages import output_path
 from deplbench.errors import SolverError
-from deplbench.jsonio import print_json, write_json
+from deplbench.jsonio import number_text, print_json, write_json
 from deplbench.limits import MAX_WORKERS
 
 
@@ -98,7 +98,7 @@ def _cmd_certify(args) -> int:
 
 def _print_text(b: dict) -> None:
     lo, up = b["lower_bound"], b["upper_bound"]
-    print(f"instance    {b['instance']}  (ω = {b['omega']}, ℓmax = {b['loss_max']:g})")
+    print(f"instance    {b['instance']}  (ω = {number_text(b['omega'])}, ℓmax = {number_text(b['loss_max'])})")
     print(f"status      {b['status']}: {b['message']}")
     if lo["value"] is not None:
         print(f"LB          {lo['value']:.6g}  at confidence {lo['confidence']:.4g}  [{lo['method']}]")

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import argparse
 
-from deplbench.jsonio import print_json
+from deplbench.jsonio import number_text, print_json
 
 
 def register(subparsers) -> None:
@@ -114,7 +114,7 @@ def _print_exact(ev, args) -> int:
         else:
             print(f"violation      P(ℓ(K) > {ev.loss_max:.6g}) ∈ [{ev.violation_lo:.6g}, {ev.violation_hi:.6g}]"
                   f"  (1 − ω = {1.0 - ev.omega:.6g})")
-            print(f"quantile       ℓ_{ev.omega:g}(K) ∈ [{ev.quantile_lo:.6g}, {ev.quantile_hi:.6g}]")
+            print(f"quantile       ℓ_{number_text(ev.omega)}(K) ∈ [{ev.quantile_lo:.6g}, {ev.quantile_hi:.6g}]")
             print(f"exact verdict  {verdict}" + (f" ({ev.exact_reason})" if ev.exact_reason else ""))
         print("monte carlo (cross-check; estimates, and certificates at their level):")
         print("\n".join("  " + line for line in _summary(ev, cross_check=True).splitlines()))

@@ -215,6 +215,7 @@ def run_validate(args: argparse.Namespace) -> int:
     summary unless ``--quiet``.
     """
     from deplbench.instances.model import load_instance
+    from deplbench.jsonio import number_text as num  # :g would print ω = 0.999999999999 as 1
 
     status = 0
     for name in args.files:
@@ -228,7 +229,8 @@ def run_validate(args: argparse.Namespace) -> int:
         if not args.quiet:
             print(f"ok: {name}: {inst.name!r} — {inst.n_models} models, {len(inst.switches)} switches, "
                   f"{inst.n_clusters} clusters, {inst.n_datasets} datasets, K̄={inst.horizon}, "
-                  f"ω={inst.omega:g}, ℓ(0)={inst.initial_loss:g}, ℓmax={inst.loss_max:g}, Tmax={inst.time_max:g}")
+                  f"ω={num(inst.omega)}, ℓ(0)={num(inst.initial_loss)}, ℓmax={num(inst.loss_max)}, "
+                  f"Tmax={num(inst.time_max)}")
     return status
 
 

@@ -23,6 +23,7 @@ from deplbench.formulations.evaluation.evaluate import (
     CI_METHOD,
     Evaluation,
 )
+from deplbench.jsonio import number_text
 
 
 def evaluation_statements(ev) -> list[tuple[str, str]]:
@@ -52,11 +53,12 @@ def evaluation_statements(ev) -> list[tuple[str, str]]:
     lo, hi = d["quantile_ci"]
     out = []
     if basis == BASIS_DETERMINISTIC or d.get("exact"):    # point masses: the one trajectory is exact
-        out.append(("quantile", f"{d['quantile']:.6g} (ω = {d['omega']:g}; exact: every random term is a point "
-                                f"mass, one trajectory); target ℓmax = {d['loss_max']:.6g}"))
+        out.append(("quantile", f"{d['quantile']:.6g} (ω = {number_text(d['omega'])}; exact: every random term "
+                                f"is a point mass, one trajectory); target ℓmax = {number_text(d['loss_max'])}"))
     else:
-        out.append(("quantile", f"{d['quantile']:.6g} (ω = {d['omega']:g}; Monte Carlo estimate from "
-                                f"{d['samples']} draws, seed {d['seed']}); target ℓmax = {d['loss_max']:.6g}"))
+        out.append(("quantile", f"{d['quantile']:.6g} (ω = {number_text(d['omega'])}; Monte Carlo estimate "
+                                f"from {d['samples']} draws, seed {d['seed']}); target ℓmax = "
+                                f"{number_text(d['loss_max'])}"))
         out.append(("interval", f"[{lo:.6g}, {hi:.6g}] at level {level:g} "
                                 f"({d.get('ci_method') or CI_METHOD})"))
         where = {"feasible": "the interval lies at or below ℓmax", "infeasible": "the interval lies above ℓmax",

@@ -39,6 +39,8 @@ import math
 import sys
 from typing import Any
 
+from deplbench.jsonio import number_text
+
 #: Smallest positive normal binary64 number; nonzero numbers below it are subnormal.
 MIN_NORMAL = sys.float_info.min
 #: Largest magnitude of ℓ(0), ℓmax and any per-epoch loss term's tail quantile.
@@ -47,6 +49,8 @@ MAX_LOSS = 1e15
 TAIL = 1e-9
 #: ω must lie in [MIN_OMEGA, 1 − MIN_OMEGA].
 MIN_OMEGA = 1e-12
+#: The instance's top-level numbers (its targets ℓ(0), ℓmax, ω, Tmax).
+TARGET_NUMBERS = ("initial_loss", "loss_max", "omega", "time_max")
 
 
 def law_tails(law: Any) -> tuple[float, float]:
@@ -106,6 +110,27 @@ def omega_range(value: Any) -> Any:
     return value
 
 
+def check_target_magnitudes(inst: Any) -> None:
+    """The rules of the module docstring on the top-level numbers (:data:`TARGET_NUMBERS`) alone.
+
+    Part of :func:`check_magnitudes`; cheap whatever the instance's size, so
+    an instance changed in code is checked with it before every evaluation
+    (``formulations.evaluation.instance_check``).
+
+    Raises
+    ------
+    ValueError
+        ``<field>: ...`` for the first offending field.
+    """
+    for name in TARGET_NUMBERS:
+        _check_subnormal(name, getattr(inst, name))
+    for name in ("initial_loss", "loss_max"):
+        value = getattr(inst, name)
+        if abs(value) > MAX_LOSS:
+            raise ValueError(f"{name}: {number_text(value)} is beyond ±{MAX_LOSS:g}: a loss that large no longer "
+                             "resolves a unit step in binary64 (rescale the loss)")
+
+
 def check_magnitudes(inst: Any) -> None:
     """Raise ``ValueError`` naming the field if ``inst`` breaks a rule of the module docstring.
 
@@ -119,19 +144,16 @@ def check_magnitudes(inst: Any) -> None:
     ValueError
         ``<field>: ...`` for the first offending field.
     """
-    data = inst.model_dump(by_alias=True, exclude={"provenance"})
-    _check_subnormal("", data)
-    for name in ("initial_loss", "loss_max"):
-        value = getattr(inst, name)
-        if abs(value) > MAX_LOSS:
-            raise ValueError(f"{name}: {value:g} is beyond ±{MAX_LOSS:g}: a loss that large no longer "
-                             "resolves a unit step in binary64 (rescale the loss)")
+    check_target_magnitudes(inst)
+    _check_subnormal("", inst.model_dump(by_alias=True, exclude={"provenance", *TARGET_NUMBERS}))
     for i, m in enumerate(inst.models):
         if m.loss_scale > MAX_LOSS:
-            raise ValueError(f"models[{i}].loss_scale: {m.loss_scale:g} is beyond {MAX_LOSS:g} (rescale the loss)")
+            raise ValueError(f"models[{i}].loss_scale: {number_text(m.loss_scale)} is beyond {MAX_LOSS:g} "
+                             "(rescale the loss)")
         _check_law(f"models[{i}].improvement", m.improvement, m.loss_scale, "loss_scale times the law")
     for i, sw in enumerate(inst.switches):
         _check_law(f"switches[{i}].jump", sw.jump)
 
 
-__all__ = ["MIN_NORMAL", "MAX_LOSS", "TAIL", "MIN_OMEGA", "law_tails", "check_magnitudes", "omega_range"]
+__all__ = ["MIN_NORMAL", "MAX_LOSS", "TAIL", "MIN_OMEGA", "TARGET_NUMBERS", "law_tails", "check_magnitudes",
+           "check_target_magnitudes", "omega_range"]

@@ -194,15 +194,8 @@ class Instance(_Strict):
 
     @model_validator(mode="after")
     def _consistency(self) -> "Instance":
-        if not self.loss_max < self.initial_loss:  # name ℓ(0) when it is the odd one out: a negative loss
-            raise ValueError(f"initial_loss: must be above loss_max ({self.initial_loss} <= {self.loss_max})"
-                             if self.initial_loss < 0 <= self.loss_max else f"loss_max: must be below "
-                             f"initial_loss ({self.loss_max} >= {self.initial_loss}): the target would be met "
-                             "with no training")
-        for field in ("models", "clusters", "datasets"):
-            dup = _duplicates(item.name for item in getattr(self, field))
-            if dup:
-                raise ValueError(f"{field}: duplicate names {dup}")
+        check_targets(self)
+        check_unique_names(self)
         model_names = {m.name for m in self.models}
         seen = set()
         for i, sw in enumerate(self.switches):
@@ -369,6 +362,23 @@ class Instance(_Strict):
         return out
 
 
+def check_targets(inst: Any) -> None:
+    """ℓmax < ℓ(0) (eq. (3)), else ``ValueError`` naming the field: ℓ(0) when it is the odd one out (negative)."""
+    if not inst.loss_max < inst.initial_loss:
+        raise ValueError(f"initial_loss: must be above loss_max ({inst.initial_loss} <= {inst.loss_max})"
+                         if inst.initial_loss < 0 <= inst.loss_max else f"loss_max: must be below "
+                         f"initial_loss ({inst.loss_max} >= {inst.initial_loss}): the target would be met "
+                         "with no training")
+
+
+def check_unique_names(inst: Any) -> None:
+    """No two models, clusters or datasets of one name, else ``ValueError`` naming the list."""
+    for field in ("models", "clusters", "datasets"):
+        dup = _duplicates(item.name for item in getattr(inst, field))
+        if dup:
+            raise ValueError(f"{field}: duplicate names {dup}")
+
+
 def _duplicates(names) -> list[str]:
     """The names occurring more than once, sorted: one pass with a set.
 
@@ -498,7 +508,6 @@ def check_shape(data: Any, *, root: str = "instance", error: type[DeplbenchError
         stack.extend((v, depth + 1, child) for child, v in items)
 
 
-
 def load_instance(path: str | Path) -> Instance:
     """Read and validate an instance JSON file.
 
@@ -587,5 +596,5 @@ def instance_schema() -> dict:
 
 __all__ = [
     "FORMAT_VERSION", "MAX_HORIZON", "MAX_NESTING", "Instance", "ModelVersion", "Switch", "Cluster", "Dataset",
-    "TransferCost", "Provenance", "parse_instance", "load_instance", "read_json", "check_shape",
-    "instance_schema", "format_validation_error", "key_loc", "reject_unknown_fields"]
+    "TransferCost", "Provenance", "parse_instance", "load_instance", "read_json", "check_shape", "check_targets",
+    "check_unique_names", "instance_schema", "format_validation_error", "key_loc", "reject_unknown_fields"]

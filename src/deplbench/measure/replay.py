@@ -24,6 +24,7 @@ import numpy as np
 
 from deplbench.formulations.evaluation.binomial import clopper_pearson_lower, clopper_pearson_upper
 from deplbench.formulations.model.scenarios import loss_threshold
+from deplbench.jsonio import number_text
 
 #: Level of the Clopper–Pearson intervals.
 LEVEL = 0.95
@@ -208,8 +209,8 @@ def claim_verdict(rows: list[dict]) -> dict:
 def format_table(result: dict) -> str:
     """Text table of :func:`replay_plans`' result."""
     inst = result["instance"]
-    lines = [f"{inst['name']}: lmax={inst['loss_max']:g}, omega={inst['omega']:g}; {result['seeds']['count']} "
-             f"held-out seeds from {result['seeds']['first']}; {result['wall_seconds']} s"]
+    lines = [f"{inst['name']}: lmax={number_text(inst['loss_max'])}, omega={number_text(inst['omega'])}; "
+             f"{result['seeds']['count']} held-out seeds from {result['seeds']['first']}; {result['wall_seconds']} s"]
     for r in result["rows"]:
         if "verdict" not in r:
             lines.append(f"  {r['solver']:<12} {r['status']}: {r['message']}")

@@ -24,6 +24,7 @@ import pandas as pd
 from scipy import stats
 
 from deplbench.instances.generators.measured import DATA_DIR
+from deplbench.jsonio import number_text
 from deplbench.reports.claims_common import CLAIMS_COLUMNS, FAILS, HOLDS, UNDECIDED, UNMEASURED, claim_row
 from deplbench.reports.elements import Section, Table
 
@@ -95,17 +96,17 @@ def replay_claim(replays: list[dict | None]) -> dict:
                          "no shipped replay with a plan proven feasible", UNMEASURED, "run `make replay`")
     verdicts = [c["verdict"] for c in claims]
     verdict = FAILS if "does not hold" in verdicts else HOLDS if set(verdicts) == {"holds"} else UNDECIDED
-    text = " | ".join(f"ℓmax = {rp['instance']['loss_max']:g}: {rp['claim']['verdict']} ({rp['claim']['text']})"
-                      for rp in present if rp["claim"]["plans"])
+    text = " | ".join(f"ℓmax = {number_text(rp['instance']['loss_max'])}: {rp['claim']['verdict']} "
+                      f"({rp['claim']['text']})" for rp in present if rp["claim"]["plans"])
     inst = present[0]["instance"]
     # solvers that return the same model sequence replay the same plan: counted once
     distinct = {(rp["instance"]["loss_max"], r["sequence"]) for rp in present for r in rp.get("rows", [])
                 if r.get("model_verdict") == "proven feasible" and "verdict" in r}
     return claim_row("Proven plans meet ℓmax in real training", "DepL eq. (3), (8)", QUOTE_REPLAY, text, verdict,
                      f"{present[0]['seeds']['count']} held-out seeds per plan on {inst['name']} (ω = "
-                     f"{inst['omega']:g}); a two-sided 95 % Clopper–Pearson interval per plan, no multiplicity "
-                     f"correction (any plan wholly above 1 − ω decides 'does not hold'; 'holds' needs every "
-                     f"plan wholly below); {len(distinct)} distinct plans",
+                     f"{number_text(inst['omega'])}); a two-sided 95 % Clopper–Pearson interval per plan, no "
+                     f"multiplicity correction (any plan wholly above 1 − ω decides 'does not hold'; 'holds' needs "
+                     f"every plan wholly below); {len(distinct)} distinct plans",
                      compared="violation rate of replayed plans",
                      reference=f"1 − ω = {1 - inst['omega']:.2g}", statistic="share of runs with ℓ(K) > ℓmax",
                      instances=len(distinct))

@@ -59,6 +59,15 @@ def test_target_the_deadline_makes_unreachable_is_unreachable():
     assert A.timed_best_success(chain, 64)[0] <= b.refinement["best_success"] + 1e-9
 
 
+def test_unreachable_line_states_omega_and_tmax_as_they_are():
+    """ω and Tmax as they are: with six digits (``:g``) ω = 0.999999999 would read "ω = 1" (refused by the format)."""
+    inst = parse_instance(dict(LATE, omega=0.999999999, time_max=0.1234567891))
+    b = A.adaptive_bounds(inst, buckets=6, runs=200, tune_runs=200)
+    assert b.status == "unreachable"
+    assert b.message.startswith("no policy reaches P(success) ≥ ω = 0.999999999 within Tmax = 0.1234567891: "
+                                "no epoch fits in it")
+
+
 def test_timed_best_success_is_the_untimed_one_when_the_deadline_is_loose():
     inst = parse_instance(dict(LATE, time_max=1e6))
     chain = A.Chain(inst, 12, optimistic=True)

@@ -47,6 +47,7 @@ from deplbench.formulations.adaptive.timed import (
 )
 from deplbench.formulations.evaluation.binomial import clopper_pearson_lower
 from deplbench.formulations.evaluation.closed_loop import BLOCK, simulate
+from deplbench.jsonio import number_text
 from deplbench.limits import check_memory, memory_budget_gib
 
 #: Statuses of a bracket (:attr:`AdaptiveBounds.status`); when several apply the
@@ -397,10 +398,10 @@ def adaptive_bounds(instance, buckets: int = START_BUCKETS, runs: int = RUNS, se
     fastest = opt.st.fastest_epoch()
     if not fastest <= opt.st.time_max:
         # ℓ(0) > ℓmax (applies), so a run that cannot finish one epoch within Tmax never succeeds
-        line = (f"no policy reaches P(success) ≥ ω = {omega:g} within Tmax = {instance.time_max:g}: no epoch "
-                f"fits in it (the fastest, at x = r, takes {fastest:.6g})")
+        line = (f"no policy reaches P(success) ≥ ω = {number_text(omega)} within Tmax = "
+                f"{number_text(instance.time_max)}: no epoch fits in it (the fastest, at x = r, takes {fastest:.6g})")
     elif reach + reach_err < omega:
-        line = (f"no policy reaches P(success) ≥ ω = {omega:g}: the optimistic chain's best is {reach:.6g} "
+        line = (f"no policy reaches P(success) ≥ ω = {number_text(omega)}: the optimistic chain's best is {reach:.6g} "
                 f"(deadline and cost ignored; {buckets} loss buckets)")
     elif g0:
         check_memory(timed_memory(opt, g0), f"adaptive-opt's carried deadline ({g0} time points, {buckets} buckets)",
@@ -410,9 +411,9 @@ def adaptive_bounds(instance, buckets: int = START_BUCKETS, runs: int = RUNS, se
         reach, reach_err = timed_best_success(opt, g0)
         timed_check = True
         if reach + reach_err < omega:
-            line = (f"no policy reaches P(success) ≥ ω = {omega:g} within Tmax = {instance.time_max:g}: the "
-                    f"optimistic chain's best is {reach:.6g} (deadline carried on {g0} time points, cost "
-                    f"ignored; {buckets} loss buckets)")
+            line = (f"no policy reaches P(success) ≥ ω = {number_text(omega)} within Tmax = "
+                    f"{number_text(instance.time_max)}: the optimistic chain's best is {reach:.6g} (deadline "
+                    f"carried on {g0} time points, cost ignored; {buckets} loss buckets)")
     if line:
         return AdaptiveBounds(
             lower_bound=math.inf, upper_bound=math.nan, cost_mean=math.nan, p_success=math.nan,
@@ -532,10 +533,10 @@ def adaptive_bounds(instance, buckets: int = START_BUCKETS, runs: int = RUNS, se
     if math.isfinite(lower) and lower > ceiling:
         # weak duality: a feasible problem's optimum is at most its dearest run, so a proven
         # bound beyond that proves that no policy is feasible
-        messages.append(("unreachable", f"no policy reaches P(success) ≥ ω = {omega:g} within Tmax = "
-                         f"{instance.time_max:g}: the proven lower bound {lower:.6g} (λ = {best.lam:.4g}, μ = "
-                         f"{best.mu:.4g}) exceeds {ceiling:.6g}, the dearest run any policy can have (K̄ epochs "
-                         f"at x = r on the dearest cluster)"))
+        messages.append(("unreachable", f"no policy reaches P(success) ≥ ω = {number_text(omega)} within Tmax = "
+                         f"{number_text(instance.time_max)}: the proven lower bound {lower:.6g} (λ = "
+                         f"{best.lam:.4g}, μ = {best.mu:.4g}) exceeds {ceiling:.6g}, the dearest run any policy "
+                         f"can have (K̄ epochs at x = r on the dearest cluster)"))
     elif best.mu >= RUNAWAY * opt.st.cost_scale() and best.p_fail > 1.0 - omega + best.err_fail:
         # μ grown to its cap with ω still missed, yet the bound proves nothing beyond the dearest run
         what = ("the policy certified shows ω is reachable" if certified
@@ -546,11 +547,11 @@ def adaptive_bounds(instance, buckets: int = START_BUCKETS, runs: int = RUNS, se
     if not search.lam_converged and priced >= lower:
         pb = search.best
         messages.append(("lambda_not_converged", f"the time-price search did not converge (E[T] = "
-                         f"{pb.time:.6g} against Tmax = {instance.time_max:g} at λ = {pb.lam:.4g}); "
+                         f"{pb.time:.6g} against Tmax = {number_text(instance.time_max)} at λ = {pb.lam:.4g}); "
                          f"the lower bound {lower:.6g} is valid but may be loose"))
     if not certified:
         messages.append(("not_certified", f"the policy's P(success) ≥ ω is not certified (lower bound "
-                         f"{p_lo:.4f} < ω = {omega:g})"))
+                         f"{p_lo:.4f} < ω = {number_text(omega)})"))
     messages.sort(key=lambda m: BRACKET_STATUSES.index(m[0]))      # the first in BRACKET_STATUSES is reported
     status = messages[0][0] if messages else "certified"
     lines = [m for _, m in messages]
