@@ -3,6 +3,9 @@ receding-horizon DepL, the sweep option and the report section."""
 
 from __future__ import annotations
 
+import json
+import math
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -12,6 +15,7 @@ from deplbench.formulations.evaluation.closed_loop import (
     BLOCK,
     STOP,
     ClosedLoopPolicy,
+    ClosedLoopResult,
     Decision,
     FixedPlanPolicy,
     StopAtTarget,
@@ -95,6 +99,37 @@ def test_simulator_accounts_time_cost_and_success(vgg):
     assert np.all(res.final_loss[res.success] <= vgg.loss_max)
     lo, hi = s["p_success_ci"]
     assert lo <= s["p_success"] <= hi and "Clopper" in s["p_success_method"]
+
+
+def _runs(costs) -> ClosedLoopResult:
+    n = len(costs)
+    return ClosedLoopResult(policy="p", runs=n, seed=0, confidence=0.95, loss_max=0.3, omega=0.99,
+                            time_max=300.0, final_loss=np.full(n, 0.2), cost=np.asarray(costs, float),
+                            epochs=np.full(n, 30), time=np.full(n, 200.0), success=np.ones(n, bool),
+                            deadline_missed=np.zeros(n, bool), horizon_hit=np.zeros(n, bool),
+                            invalid=np.zeros(n, int))
+
+
+def test_one_run_has_no_standard_error_and_it_travels_as_null(tmp_path):
+    """A standard error needs two runs: one run's cost_sem is NaN (not computable), never 0,
+    and the JSON writer, the results store and the report table carry it without crashing."""
+    from deplbench.benchmarks.store import ResultsStore
+    from deplbench.jsonio import dumps
+    from deplbench.reports.closed_loop import closed_loop_table
+    from deplbench.reports.data import prepare
+    from tests.benchmarks.test_store import record
+
+    assert _runs([100.0, 104.0]).summary()["cost_sem"] == pytest.approx(2.0)   # s = 2√2, /√2
+    s = _runs([100.0]).summary()
+    assert math.isnan(s["cost_sem"]) and s["cost"]["mean"] == 100.0
+    out = json.loads(dumps(s))
+    assert out["cost_sem"] is None and out["cost_sem_nonfinite"] == "nan"
+    with ResultsStore(tmp_path / "r.sqlite") as store:
+        assert store.add(record("a", closed_loop={"plan": s, "plan_stopped": None, "policy": None}))
+        df = store.frame()
+    t = closed_loop_table(prepare(df).df)
+    assert list(t["mode"]) == ["plan"] and t["cost_mean"].iloc[0] == 100.0
+    assert pd.isna(t["cost_sem"].iloc[0])
 
 
 def test_bad_arguments_name_the_field(vgg, plan):

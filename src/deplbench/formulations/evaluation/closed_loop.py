@@ -81,6 +81,7 @@ docs/DESIGN.md, "Closed-loop evaluation", relates this to problem (2)–(6).
 
 from __future__ import annotations
 
+import math
 import time as _time
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
@@ -333,7 +334,9 @@ class ClosedLoopResult:
             "loss": dist(self.final_loss),
             "violations": viol, "violation_ub": clopper_pearson_upper(viol, n, conf),
             "cost": dist(self.cost), "epochs": dist(self.epochs), "time": dist(self.time),
-            "cost_sem": float(self.cost.std(ddof=1) / np.sqrt(n)) if n > 1 else 0.0,
+            # one run has no sample standard deviation: the standard error is not computable
+            # (NaN, written null with "cost_sem_nonfinite": "nan"), never a certain 0
+            "cost_sem": float(self.cost.std(ddof=1) / np.sqrt(n)) if n > 1 else math.nan,
             "deadline_missed": int(self.deadline_missed.sum()),
             "horizon_hit": int(self.horizon_hit.sum()), "invalid_actions": int(self.invalid.sum()),
             "policy_calls": int(self.policy_calls), "wall_s": float(self.wall_s),
