@@ -233,8 +233,8 @@ def test_task_record_carries_the_closed_loop_columns():
 
 
 def _summary(cost_mean, p=1.0, sem=0.5):
-    return {"runs": 1000, "p_success": p, "p_success_ci": [p - 0.01, p], "cost": {"mean": cost_mean,
-            "q50": cost_mean, "q99": cost_mean}, "cost_sem": sem, "epochs": {"mean": 30.0},
+    return {"runs": 1000, "p_success": p, "p_success_ci": [p - 0.01, p], "confidence": 0.95,
+            "cost": {"mean": cost_mean, "q50": cost_mean, "q99": cost_mean}, "cost_sem": sem, "epochs": {"mean": 30.0},
             "time": {"mean": 900.0}, "loss_quantile": 0.1, "deadline_missed": 0, "policy_calls": 40,
             "wall_s": 0.1, "policy_info": {}}
 
@@ -263,7 +263,7 @@ def pact_frame(pact_closed=(1.01, 0.99), one_switch=1.05, adaptive=None, seeds=4
                          "reference": "certified-static" if alg == "milp" else ""})
         if adaptive:
             lb, ub = adaptive[0] * opt, adaptive[1] * opt
-            diag = {"p_success_lo": 0.991, "p_success": 0.995,
+            diag = {"p_success_lo": 0.991, "p_success": 0.995, "confidence": 0.95,
                     "frontier": [{"omega": 0.9, "lower_bound": 0.9 * lb}, {"omega": 0.99, "lower_bound": lb},
                                  {"omega": 0.999, "lower_bound": 1.02 * lb}]}
             pol = _summary(ub, p=0.995)

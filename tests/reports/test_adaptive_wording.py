@@ -66,7 +66,26 @@ def test_ub_statement_gives_method_and_level():
     assert "level 97.5 %, 95 % jointly" in one and "Clopper–Pearson" in one and "union bound" in one
     two = ub_statement(prepare(frame((0.95, 0.99))).df)
     assert "1 − (1 − c)/2" in two and "c = 0.95, 0.99" in two
-    assert "c = 0.95 by default: 97.5 %" in ub_statement(None)
+    # a level is read from the records, never assumed: without records none is named
+    assert "0.95" not in ub_statement(None) and "97.5" not in ub_statement(None)
+
+
+def test_a_record_without_its_confidence_has_no_level():
+    """An adaptive-opt record that states no confidence has an unknown level (NaN, "not
+    computable"), never an assumed 0.95: in the caption and in the tables' level columns."""
+    from deplbench.reports.adaptive import adaptive_rows, price_of_adaptivity
+
+    df = prepare(frame((None,))).df
+    text = ub_statement(df)
+    assert "1 record(s) state no c: level not computable" in text and "97.5" not in text
+    assert "c = 0.95; 1 record(s) state no c" in ub_statement(prepare(frame((0.95, None))).df)
+    assert pd.isna(adaptive_rows(df)["v-0.15-0"]["confidence"])
+    m = matched_risk_table(df)
+    assert not m.empty and m["ratio_omega_level"].isna().all()
+    price = price_of_adaptivity(df)
+    assert len(price) == 1 and pd.isna(price["price_level"].iloc[0])
+    # stated: the level is the record's
+    assert adaptive_rows(prepare(frame((0.99,))).df)["v-0.15-0"]["confidence"] == 0.99
     assert ci_level_text([0.95, 0.95]) == "level 0.95 (its lower end a one-sided 97.5 % lower bound)"
 
 

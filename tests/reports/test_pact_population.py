@@ -22,7 +22,8 @@ TARGETS = ((0.15, 1500.0), (0.3, 880.0))
 
 
 def _summary(cost, p=1.0, low=0.9996, sem=0.5):
-    return {"runs": 10000, "p_success": p, "p_success_ci": [low, 1.0],
+    # every level stated, as the simulator and the adaptive-opt solver write them
+    return {"runs": 10000, "p_success": p, "p_success_ci": [low, 1.0], "confidence": 0.95,
             "cost": {"mean": cost, "q50": cost, "q99": cost}, "cost_sem": sem, "epochs": {"mean": 30.0},
             "time": {"mean": 900.0}, "loss_quantile": 0.1, "deadline_missed": 0, "policy_calls": 40,
             "wall_s": 0.1, "policy_info": {}}
@@ -30,6 +31,7 @@ def _summary(cost, p=1.0, low=0.9996, sem=0.5):
 
 def _adaptive(base, key, lb, ub, omega, p_lo, frontier):
     diag = {"omega": omega, "p_success_lo": p_lo, "p_success": min(1.0, p_lo + 1e-4), "certified": True,
+            "confidence": 0.95,
             "frontier": [{"omega": w, "lower_bound": b} for w, b in frontier]}
     label = "adaptive-opt" if omega == base["omega"] else "adaptive-opt-matched"
     return {**base, "key": key, "algorithm": "adaptive-opt", "label": label, "exact": False, "cost": ub,
@@ -330,10 +332,51 @@ def test_pact_cost_without_a_standard_error_has_no_interval():
     assert "none with an interval on PACT's mean cost" in r["measured"]
 
 
+def _without(df: pd.DataFrame, field: str, instances, algorithm: str) -> pd.DataFrame:
+    """``df`` with ``field`` dropped from the diagnostics (adaptive-opt) or the closed-loop
+    policy summary (PACT) of ``algorithm``'s records on ``instances``."""
+    df = df.copy()
+    col = "diagnostics" if algorithm == "adaptive-opt" else "closed_loop"
+    for i, (alg, sha, v) in enumerate(zip(df["algorithm"], df["instance_sha"], df[col])):
+        if alg == algorithm and sha in instances:
+            v = json.loads(v) if isinstance(v, str) else json.loads(json.dumps(v))
+            (v if col == "diagnostics" else v["policy"]).pop(field)
+            df.at[df.index[i], col] = v
+    return df
+
+
+def test_a_record_without_its_confidence_makes_the_level_not_computable():
+    """A missing confidence is unknown, never 0.95: the row's bracket level is NaN with the
+    reason in ``method`` and the claim's joint level is not computable, so it decides nothing."""
+    from deplbench.reports.claims_common import NO_LEVEL
+
+    base = _with_counts(frame(matched=(0.8, 0.81)), 10000)
+    assert rows(base)["matched"]["verdict"] != NO_LEVEL                     # all stated: a level
+    df = _without(base, "confidence", {"v-0.15-1"}, "adaptive-opt")
+    t = pact_matched_table(prepare(df).df).set_index("instance_key")
+    row = t.loc["v-0.15-1"]
+    assert math.isnan(row["ub_alpha"]) and math.isnan(row["bracket_level"])
+    assert row["method"].startswith("level not computable (an adaptive-opt record its UB may come from states "
+                                    "no confidence)")
+    assert math.isfinite(row["gap_lo"]) and math.isfinite(row["gap_hi"])  # the numbers stay
+    others = t.drop(index="v-0.15-1")
+    assert others["bracket_level"].notna().all() and not others["method"].str.startswith("level").any()
+    r = rows(df)["matched"]
+    assert r["verdict"] == NO_LEVEL and r["instances"] == 8
+    assert "its level is not computable (a bracket it rests on states no confidence)" in r["measured"]
+
+    # PACT's own interval without its level (and without its success counts): the same rule
+    pact = _without(frame(matched=(0.8, 0.81)), "confidence", {"v-0.3-2"}, "pact")
+    t = pact_matched_table(prepare(pact).df).set_index("instance_key")
+    assert math.isnan(t.loc["v-0.3-2", "pact_alpha"]) and math.isnan(t.loc["v-0.3-2", "bracket_level"])
+    assert "PACT's record states neither its success counts nor its interval's level" in t.loc["v-0.3-2", "method"]
+    assert rows(pact)["matched"]["verdict"] == NO_LEVEL
+
+
 def test_the_matched_claim_computes_its_budget_once(monkeypatch):
     """Each row's UB candidates and the order-statistic level are computed once for the
     table and the claim, and the joint level comes from median.with_bracket_failures."""
-    from deplbench.reports import adaptive, median
+    from deplbench.reports import adaptive, claims_pact, median
 
     calls = {"cands": 0, "order_level": 0, "union": 0}
 
@@ -347,6 +390,6 @@ def test_the_matched_claim_computes_its_budget_once(monkeypatch):
     monkeypatch.setattr(adaptive, "order_level", count("order_level", adaptive.order_level))
     monkeypatch.setattr(median, "with_bracket_failures", count("union", median.with_bracket_failures))
     df = prepare(_with_counts(frame(), 10000)).df
-    r = adaptive.pact_adaptive_claim(df, "says", "claim")
+    r = claims_pact.pact_adaptive_claim(df, "says", "claim")
     assert r["instances"] == 8
     assert calls == {"cands": 8, "order_level": 1, "union": 1}

@@ -45,23 +45,14 @@ Bernstein bounds and sample variance penalization", COLT 2009, Thm 4.
 from __future__ import annotations
 
 import math
-from dataclasses import replace
 
 import numpy as np
 import pandas as pd
 from scipy import stats as sps
 
 from deplbench.formulations.evaluation.binomial import clopper_pearson_lower
-from deplbench.reports.claims_common import (
-    MATCH_MEDIAN_GAP,
-    NOT_DECIDED,
-    UNMEASURED,
-    claim_row,
-    median_verdict,
-)
 from deplbench.reports.data import finite_or
 from deplbench.reports.figures import COST_AXIS, add_legend, new_figure
-from deplbench.reports.median import MEDIAN_METHOD_SHORT, level_caveat, median_interval, undecided_text
 from deplbench.reports.styles import info_for, ordered
 
 ADAPTIVE = "adaptive"
@@ -83,29 +74,37 @@ def _pct(x: float) -> str:
     return f"{100 * x:.4g} %"
 
 
+def _stated(d) -> bool:
+    return isinstance(d, dict) and isinstance(d.get("confidence"), (int, float)) and math.isfinite(d["confidence"])
+
+
 def bracket_confidences(df: pd.DataFrame) -> list[float]:
-    """The distinct joint confidences of the adaptive-opt records in ``df`` (sorted)."""
+    """The distinct joint confidences the adaptive-opt records in ``df`` state (sorted)."""
     if df.empty or "reference" not in df or "diagnostics_d" not in df:
         return []
-    out = {float(d["confidence"]) for d in df.loc[df["reference"] == ADAPTIVE, "diagnostics_d"]
-           if isinstance(d, dict) and isinstance(d.get("confidence"), (int, float))}
-    return sorted(out)
+    return sorted({float(d["confidence"]) for d in df.loc[df["reference"] == ADAPTIVE, "diagnostics_d"]
+                   if _stated(d)})
 
 
 def ub_statement(df: pd.DataFrame | None = None) -> str:
     """What an adaptive-opt record's UB is, with its method and level (captions, column notes).
 
     The level is read from the records' joint confidence c (one value: stated
-    as a number; several or none: as 1 − (1 − c)/2 with the values or the
-    default). :mod:`deplbench.formulations.adaptive`, "Certified upper bound".
+    as a number; several or none: as 1 − (1 − c)/2 with the values). A record
+    that states no confidence has a level that is not computable, never an
+    assumed one. :mod:`deplbench.formulations.adaptive`, "Certified upper bound".
     """
     confs = bracket_confidences(df) if df is not None else []
-    if len(confs) == 1:
+    unstated = (0 if df is None or df.empty or "reference" not in df or "diagnostics_d" not in df else
+                sum(not _stated(d) for d in df.loc[df["reference"] == ADAPTIVE, "diagnostics_d"]))
+    if len(confs) == 1 and not unstated:
         c = confs[0]
         level = f"level {_pct(1 - (1 - c) / 2)}, {_pct(c)} jointly"
     else:
-        given = ("c = " + ", ".join(f"{c:g}" for c in confs)) if confs else "c = 0.95 by default: 97.5 %"
-        level = f"level 1 − (1 − c)/2 for the record's confidence c ({given}), c jointly"
+        given = [("c = " + ", ".join(f"{c:g}" for c in confs)) if confs else "",
+                 f"{unstated} record(s) state no c: level not computable" if unstated else "",
+                 "" if confs or unstated else "the parameter confidence each record states"]
+        level = f"level 1 − (1 − c)/2 for the record's confidence c ({'; '.join(g for g in given if g)}), c jointly"
     return ("UB = the one-sided empirical-Bernstein upper confidence bound (Maurer & Pontil 2009) on the "
             f"certified adaptive policy's mean cost, at {level} with the one-sided Clopper–Pearson lower bound "
             "on its P(success) (union bound); a bound, not a sample mean")
@@ -151,8 +150,9 @@ def adaptive_rows(df: pd.DataFrame) -> dict:
         rec = {"omega": target, "lb": float(r["lower_bound"]), "ub": float(r["cost"]), "p_success_lo": p_lo,
                "p_success": d.get("p_success", math.nan),
                "certified": bool(d.get("certified", p_lo >= target)),
-               # the joint confidence of the record's UB and P(success) certificate
-               "confidence": finite_or(d.get("confidence", (r.get("params_d") or {}).get("confidence")), 0.95),
+               # the joint confidence of the record's UB and P(success) certificate; a record
+               # that states none has an unknown one (NaN: its level is not computable), never a default
+               "confidence": finite_or(d.get("confidence", (r.get("params_d") or {}).get("confidence"))),
                "frontier": [(float(f["omega"]), float(f["lower_bound"])) for f in d.get("frontier") or []
                             if f.get("lower_bound") is not None] + [(target, float(r["lower_bound"]))]}
         e = out.setdefault(r["instance_key"], {"records": [], "omega": float(r["omega"])})
@@ -414,10 +414,15 @@ def pact_matched_table(df: pd.DataFrame) -> pd.DataFrame:
     runs) the cost interval, the bracket and ``bracket_level`` are NaN, the
     reason first in ``method``; the claim leaves that instance out.
     """
-    return _pact_rows(df)[0]
+    return pact_matched_rows(df)[0]
 
 
-def _pact_rows(df: pd.DataFrame) -> tuple[pd.DataFrame, float]:
+#: Why a row's ``bracket_level`` is not computable (its ``method``): a statement without a stated level.
+_NO_UB_LEVEL = "an adaptive-opt record its UB may come from states no confidence"
+_NO_PACT_LEVEL = "PACT's record states neither its success counts nor its interval's level"
+
+
+def pact_matched_rows(df: pd.DataFrame) -> tuple[pd.DataFrame, float]:
     """(:func:`pact_matched_table`, the coverage of its claim's order-statistic interval), one budget for both."""
     t = pact_matched(df)
     if t.empty:
@@ -447,8 +452,8 @@ def _pact_rows(df: pd.DataFrame) -> tuple[pd.DataFrame, float]:
             # (one-sided at (1 + ci_level)/2), counted at that level in the union bound
             low = r["p_success_low"]
             level = float(low) if low is not None and math.isfinite(low) else float(r["p_success"])
-            ci_level = float(r["ci_level"]) if math.isfinite(r["ci_level"]) else 0.95
-            cp_alpha = (1.0 - ci_level) / 2.0 if math.isfinite(low) else 1.0
+            # (a record that states no level: its failure probability is unknown, NaN)
+            cp_alpha = (1.0 - r["ci_level"]) / 2.0 if math.isfinite(low) else 1.0
         a = adap[r["instance_key"]]
         ub_rec = min((rec for rec in cand if rec["p_success_lo"] >= level - 1e-12), default=None,
                      key=lambda rec: rec["ub"])
@@ -458,143 +463,21 @@ def _pact_rows(df: pd.DataFrame) -> tuple[pd.DataFrame, float]:
         sem = math.nan if no_ci else float(r["cost_sem"])      # no standard error: no interval, never width 0
         c_lo, c_hi = c - z * sem, c + z * sem
         pact_alpha = cp_alpha + alpha / 2.0
+        unknown = [w for w, a in ((_NO_UB_LEVEL, ub_alpha), (_NO_PACT_LEVEL, cp_alpha)) if math.isnan(a)]
         rows.append({"set": r["set"], "loss_max": r["loss_max"], "instance_key": r["instance_key"],
                      "pact_cost": c, "pact_level": level, "lb": lb, "ub": ub, "ub_level": lvl,
                      "gap_lo": math.nan if no_ci else c_lo / ub - 1.0 if ub > 0 else 0.0,
                      "gap_hi": c_hi / lb - 1.0 if lb > 0 else math.nan if no_ci else math.inf,
                      "pact_cost_low": c_lo, "pact_cost_high": c_hi, "pact_alpha": pact_alpha, "ub_alpha": ub_alpha,
                      "bracket_level": math.nan if no_ci else 1.0 - pact_alpha - ub_alpha,
-                     "method": (f"not computable ({no_ci}); " if no_ci else "") + PACT_MATCHED_METHOD})
+                     "method": (f"not computable ({no_ci}); " if no_ci else "")
+                     + (f"level not computable ({'; '.join(unknown)}); " if unknown else "") + PACT_MATCHED_METHOD})
     t = (pd.DataFrame(rows, columns=list(PACT_MATCHED_COLUMNS))
          .sort_values(["loss_max", "instance_key"]).reset_index(drop=True))
     return t, level_os
 
 
-#: What the matched-risk row compares (its ``compared`` column).
-PACT_MATCHED_COMPARED = ("closed-loop PACT's mean cost (through a two-sided confidence interval on it) at its "
-                         "certified P(success) (a one-sided Clopper–Pearson lower bound), one bracket per distinct "
-                         "instance")
-
-
-def pact_adaptive_claim(df: pd.DataFrame, says: str, pact_claim: str) -> dict:
-    """PACT Fig. 6 re-judged against the adaptive optimum at matched risk.
-
-    PACT's "optimum" is, in its text, found with the true loss evolution
-    (an orchestrator knowing each run's losses in advance): no policy can
-    attain it. The implementable reference is the best closed-loop policy
-    with the same P(success). What is compared, per distinct instance
-    (:func:`pact_matched_table`; several PACT records of one instance count
-    once, the median of their ends): closed-loop PACT's mean cost c at its
-    *certified* level p against the adaptive optimum at that same level,
-    bracketed by LB(p) (proven) and UB(p) (the upper confidence bound on the
-    mean cost of an adaptive policy certified at ≥ p, when a record reaches
-    that level; :func:`ub_statement`); PACT's excess lies in
-    [c/UB(p) − 1, c/LB(p) − 1], with lower end 0 where no adaptive policy is
-    certified at p (PACT's own policy is).
-
-    The verdict is the rule of every population claim: an exact
-    order-statistic interval on the median excess over distinct instances
-    (:func:`~deplbench.reports.median.median_interval`, over the brackets'
-    ends). That interval holds when the order-statistic event and every
-    instance's bracket hold, so its level is the union bound
-    (:func:`~deplbench.reports.median.with_bracket_failures`): every
-    instance's statements are made at 1 − α/n (:func:`_pact_budget`) so
-    that it is ≥ 95 % when the adaptive-opt records' confidence leaves
-    room, else the lower level is stated and the verdict is at that level. The sample median is printed
-    as the bracket [median of the lower ends, median of the upper ends],
-    not a point. Holds when it lies wholly at or below the "virtually matches"
-    threshold (median ≤ :data:`MATCH_MEDIAN_GAP`), does not hold when it
-    lies wholly above, else not decided, with the number of instances that
-    would decide it. The 90th percentile is reported, not judged. An
-    instance whose bracket is not computable (no interval on PACT's mean
-    cost) is left out, and the claim says how many were.
-    """
-
-    claim = (pact_claim + " — against the adaptive optimum (the best policy that observes the loss) at "
-             "matched risk: PACT at its certified P(success), the adaptive bracket at that same level")
-    evidence = "tables pact_matched, matched_risk, price_of_adaptivity; figure adaptive_frontier"
-    reference = ("the adaptive optimum at PACT's certified level: proven LB from adaptive-opt's frontier; "
-                 + ub_statement(df) + ", of a policy certified at that level or above")
-    statistic = ("cost/optimum − 1: median over distinct instances, one bracket [c_low/UB − 1, c_high/LB − 1] "
-                 "per instance; the sample median is known only within [median of the lower ends, median of "
-                 "the upper ends] and "
-                 "is printed as that bracket; the interval [lower end₍r₎, upper end₍n−r+1₎] is an exact binomial "
-                 "order-statistic interval over the ends, which holds when the order-statistic event and every "
-                 "instance's bracket hold: its level is stated by the union bound (each instance's statements "
-                 "at 1 − α/n, Bonferroni, so that the whole holds at ≥ 95 % when the adaptive-opt records' "
-                 "confidence allows; else the lower joint level is stated and the verdict is at that level); "
-                 "holds / does not hold only when the interval lies wholly on one side of "
-                 f"{100 * MATCH_MEDIAN_GAP:g} %")
-    paper_says = (says + ". The paper's 'optimum' is found with the true loss evolution (known in advance), which "
-                  "no policy can attain; here the reference is the best implementable closed-loop policy at the "
-                  "same certified risk")
-    from deplbench.reports.median import with_bracket_failures
-
-    t, level = _pact_rows(df)
-    # an instance counts only when every one of its rows has a bracket (the median over
-    # its configurations is unknown when one of them is)
-    per = t.groupby("instance_key").agg(gap_lo=("gap_lo", lambda g: g.median(skipna=False)),
-                                        gap_hi=("gap_hi", lambda g: g.median(skipna=False)),
-                                        has_ub=("ub", lambda u: bool(np.isfinite(u.to_numpy(float)).any())))
-    left_out = int((per["gap_lo"].isna() | per["gap_hi"].isna()).sum())
-    per = per[per["gap_lo"].notna() & per["gap_hi"].notna()]
-    if per.empty:
-        why = (f"{left_out} instance(s) with closed-loop PACT and an adaptive-opt bracket, none with an interval on "
-               "PACT's mean cost (no cost_sem or fewer than 2 runs; table pact_matched, column method)" if left_out
-               else "no instance with both closed-loop PACT and an adaptive-opt bracket (quick.toml runs both on "
-               "the PACT set)")
-        return claim_row(claim, "PACT paper §VI-C", says, why, UNMEASURED, evidence, compared=PACT_MATCHED_COMPARED,
-                         reference=reference, statistic="—", instances=0)
-    t = t[t["instance_key"].isin(per.index)]
-    ci = median_interval(per["gap_lo"].to_numpy(float), per["gap_hi"].to_numpy(float), level=level)
-    # the union bound over the order-statistic event and every row's statements
-    joint = (with_bracket_failures(ci, (t["pact_alpha"] + t["ub_alpha"]).to_numpy(float)).level
-             if ci.exists else math.nan)
-    alpha_p, alpha_ub = float(t["pact_alpha"].max()), float(t["ub_alpha"].max())
-    how = (f"union bound: the order-statistic event ({100 * ci.level:.2f} %) and every instance's bracket, "
-           f"each at ≥ {100 * (1 - alpha_p - alpha_ub):.3f} % (PACT's level and cost together at "
-           f"1 − {alpha_p:.2g}, the adaptive UB at 1 − {alpha_ub:.2g})")
-    met = math.isfinite(joint) and joint >= PACT_JOINT_LEVEL - 1e-12
-    note = (f"≥ {100 * PACT_JOINT_LEVEL:.0f} % jointly (union bound, Bonferroni)" if met else
-            f"only ≥ {100 * max(joint, 0.0):.1f} % jointly (union bound), below {100 * PACT_JOINT_LEVEL:.0f} %"
-            if math.isfinite(joint) else "")
-    if note:
-        ci = replace(ci, level=joint, nominal=PACT_JOINT_LEVEL,     # aimed at 95 % jointly, not at the rank's
-                     level_note=f"{note}: {MEDIAN_METHOD_SHORT} over {ci.n} distinct instances")
-    lv = t["pact_level"].to_numpy(float)
-    thr = f"threshold: median ≤ {100 * MATCH_MEDIAN_GAP:g} %"
-    txt = (f"{ci.n} distinct instances: PACT's excess over the adaptive optimum at its certified P(success) "
-           f"({lv.min():.4f}–{lv.max():.4f}): median {ci.text(100, ' %')} ({thr})")
-    if note:
-        txt += (f"; the interval's level: {how}" + ("" if met else "; the adaptive-opt records' own confidence "
-                "leaves no room for 95 %, an adaptive-opt entry with a higher confidence parameter would give it"))
-    n_ub = int(per["has_ub"].sum())
-    if n_ub:
-        ub_lv = t["ub_level"].dropna().to_numpy(float)
-        txt += (f"; an adaptive policy certified at PACT's level (≥ {ub_lv.min():.4f}) on {n_ub}/{ci.n} instances, "
-                f"PACT at least {100 * float(np.median(per.loc[per['has_ub'], 'gap_lo'])):+.1f} % above it "
-                "(median of the lower ends)")
-    if left_out:
-        txt += (f"; {left_out} instance(s) left out: no interval on PACT's mean cost there (no cost_sem or fewer "
-                "than 2 runs; table pact_matched, column method)")
-    if n_ub < ci.n:
-        txt += (f"; on {ci.n - n_ub} instance(s) no adaptive policy is certified at PACT's level: lower end 0 "
-                "there (PACT's own policy is), an adaptive-opt task with parameter omega at or above that level "
-                "would give it")
-    hi = per["gap_hi"].to_numpy(float)
-    if np.isfinite(hi).all():
-        txt += f"; 90th pct of the upper ends {100 * float(np.quantile(hi, 0.9)):+.1f} % (not judged)"
-    verdict = median_verdict(ci, MATCH_MEDIAN_GAP)
-    if verdict != NOT_DECIDED:
-        txt += level_caveat(ci)
-    if verdict == NOT_DECIDED:
-        txt += "; " + undecided_text(ci, MATCH_MEDIAN_GAP)
-    return claim_row(claim, "PACT paper §VI-C", paper_says, txt + " (per instance: table pact_matched)", verdict,
-                     evidence, compared=PACT_MATCHED_COMPARED, reference=reference, statistic=statistic,
-                     instances=ci.n)
-
-
 __all__ = ["SUPERSEDED", "bracket_confidences", "ci_level_text", "matched_bracket", "ub_statement",
-           "pact_adaptive_claim", "pact_matched_table", "stricter_level_series", "PACT_MATCHED_COLUMNS",
+           "pact_matched_rows", "pact_matched_table", "stricter_level_series", "PACT_MATCHED_COLUMNS",
            "MATCHED_COLUMNS", "PRICE_COLUMNS", "adaptive_rows", "frontier_figure", "lb_at", "matched_risk_table",
            "pact_matched", "price_of_adaptivity"]
