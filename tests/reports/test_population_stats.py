@@ -68,6 +68,35 @@ def test_decide_and_instances_to_decide():
     assert instances_to_decide(wide, 0.2) == math.inf      # inside the median's bracket
 
 
+def test_undecided_text_gives_the_true_reason_when_no_count_is_estimated():
+    """No number of instances would decide it: the text says why (the median on the threshold,
+    the threshold inside the median's bracket, a one-sided bracket, too few instances)."""
+    from deplbench.reports.median import undecided_text
+
+    def why(ci, threshold):
+        assert decide(ci, threshold) == DECIDE_OPEN and instances_to_decide(ci, threshold) == math.inf
+        return undecided_text(ci, threshold)
+
+    on = why(median_interval(np.linspace(0.0, 1.0, 9)), 0.5)
+    assert on.endswith("no number of instances can be estimated: the median sits on the threshold")
+    # one bracket has no finite upper end: the spread is NaN, the median's bracket lies above 0.02
+    lo = np.linspace(0.0, 0.07, 8) + 0.05
+    hi = lo + 0.02
+    hi[-1] = math.inf
+    lo[:2] = -0.01                                # the interval reaches below the threshold
+    one = median_interval(lo, hi)
+    assert one.median_low > 0.02 and math.isnan(one.spread)
+    text = why(one, 0.02)
+    assert "the spread is not computable, an instance's bracket being one-sided (upper end +∞)" in text
+    assert "sits on the threshold" not in text
+    # every upper end +∞: the median's bracket [m, ∞] contains the threshold
+    all_inf = median_interval(np.linspace(-0.01, 0.03, 8), np.full(8, math.inf))
+    text = why(all_inf, 0.02)
+    assert "the sample median's bracket contains the threshold, a one-sided bracket (upper end +∞)" in text
+    assert "sits on the threshold" not in text
+    assert "with 1 distinct instance(s) there is no spread" in why(median_interval([0.01]), 0.02)
+
+
 def test_bracketed_median_is_printed_as_a_bracket_not_a_midpoint():
     lo = np.array([0.04, 0.06, 0.08, 0.10, 0.10, 0.11, 0.14, 0.17, 0.21, 0.03])
     hi = lo + np.array([0.10, 0.09, 0.07, 0.11, 0.12, 0.11, 0.11, 0.11, 0.12, 0.11])

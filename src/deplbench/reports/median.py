@@ -297,14 +297,29 @@ def decide(ci: MedianInterval, threshold: float, holds_below: bool = True) -> st
     return DECIDE_OPEN
 
 
+def _no_count_reason(ci: MedianInterval, threshold: float) -> str:
+    """Why :func:`instances_to_decide` gives no number (inf), in the order it checks."""
+    if ci.n < 2:
+        return f"with {ci.n} distinct instance(s) there is no spread to extrapolate from"
+    if ci.bracketed and ci.median_low <= threshold <= ci.median_high:
+        one_sided = ", a one-sided bracket (upper end +∞)" if ci.median_high == math.inf else ""
+        return f"the sample median's bracket contains the threshold{one_sided}"
+    if not ci.bracketed and ci.median == threshold:
+        return "the median sits on the threshold"
+    # with n ≥ 2 the spread is NaN only when a bracket has no finite upper end (median_interval)
+    return "the spread is not computable, an instance's bracket being one-sided (upper end +∞)"
+
+
 def undecided_text(ci: MedianInterval, threshold: float) -> str:
     """``"not decided: the interval contains the threshold; ≈ N distinct
-    instances would decide it at the observed spread"``."""
+    instances would decide it at the observed spread"``; without a number,
+    the reason (the median on the threshold, a one-sided bracket, too few
+    instances)."""
     if math.isnan(ci.level) and ci.exists:
         # more instances would not help: the unknown is a bracket's confidence
         return _NO_LEVEL_TEXT
     need = instances_to_decide(ci, threshold)
-    more = ("no number of instances would at the observed spread (the median sits on the threshold)"
+    more = (f"no number of instances can be estimated: {_no_count_reason(ci, threshold)}"
             if not math.isfinite(need) else
             f"≈ {int(need)} distinct instances would decide it at the observed spread")
     if not ci.exists:
