@@ -32,6 +32,7 @@ __all__ = [
     "write_json",
     "NONFINITE_SUFFIX",
     "number_text",
+    "number_beside",
 ]
 
 
@@ -293,4 +294,53 @@ def number_text(value: Any) -> str:
     value = float(value)
     if value.is_integer() and abs(value) < 1e16:
         return str(int(value))
+    return repr(value)
+
+
+def number_beside(value: Any, other: Any, digits: int = 6) -> str:
+    """A computed number printed beside a number it is compared with, on the right side of it.
+
+    ``f"{p:.6g}"`` prints a P(success) of 0.98999999 as ``0.99``, so a line
+    saying that it falls short of ω = 0.99 reads "0.99 < ω = 0.99". This
+    prints ``value`` with ``digits`` significant digits, or with as many
+    more as it takes for the printed number to compare with ``other`` as
+    ``value`` itself does (below, equal or above): the one place where a
+    computed value shown next to its threshold gets its digits.
+
+    Parameters
+    ----------
+    value : float or numpy number
+        The computed value (a probability, a time).
+    other : float or numpy number
+        What it is compared with in the same line (ω, Tmax), which is printed
+        with :func:`number_text`.
+    digits : int, default 6
+        Significant digits when they already keep the order.
+
+    Returns
+    -------
+    str
+        ``f"{value:.{d}g}"`` for the smallest ``d ≥ digits`` that keeps the
+        order (at most 17, where every float reads back as itself); a
+        non-finite ``value`` or ``other``: ``f"{value:.{digits}g}"``.
+
+    Examples
+    --------
+    >>> number_beside(0.98999999, 0.99), number_beside(0.75, 0.99), number_beside(0.99, 0.99)
+    ('0.98999999', '0.75', '0.99')
+    >>> number_beside(0.9912345678, 0.9912345, digits=4)
+    '0.991235'
+    """
+    value, other = float(value), float(other)
+    if not (math.isfinite(value) and math.isfinite(other)):
+        return f"{value:.{digits}g}"
+
+    def side(x: float) -> int:
+        return (x > other) - (x < other)
+
+    want = side(value)
+    for d in range(max(int(digits), 1), 18):
+        text = f"{value:.{d}g}"
+        if side(float(text)) == want:
+            return text
     return repr(value)

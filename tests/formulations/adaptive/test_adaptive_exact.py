@@ -163,6 +163,26 @@ def test_unreachable_target_has_its_status_and_line():
     assert A.adaptive_bounds(inst2, buckets=6, runs=500, tune_runs=500).status != "unreachable"
 
 
+def test_a_best_just_below_omega_is_printed_below_it(monkeypatch):
+    """ω = 0.99 and an optimistic best P(success) of 0.98999999: six significant digits
+    would print "best is 0.99" beside ω = 0.99; the line prints a number visibly below ω."""
+    from deplbench.formulations.adaptive import bracket
+    from deplbench.jsonio import number_beside
+
+    inst = boundary(*LAWS[0], 1.0, 50.0)[0].with_changes(omega=0.99)
+    monkeypatch.setattr(bracket, "best_success", lambda chain: (0.98999999, 0.0))
+    b = A.adaptive_bounds(inst, buckets=6, runs=500, tune_runs=500)
+    assert b.status == "unreachable"
+    assert "ω = 0.99: the optimistic chain's best is 0.98999999 (deadline" in b.message
+    # the helper keeps the order of value and threshold, with no more digits than that needs
+    for v, w in ((0.98999999, 0.99), (0.9899999999999, 0.99), (0.990000001, 0.99), (1 - 1e-12, 1 - 1e-13),
+                 (0.989999995, 0.98999999), (4.0000001, 4.0)):
+        shown = float(number_beside(v, w))
+        assert (shown < w, shown == w, shown > w) == (v < w, v == w, v > w), (v, w)
+    assert number_beside(0.75, 0.99) == "0.75" and number_beside(0.123456789, 0.9) == "0.123457"
+    assert number_beside(0.99, 0.99) == "0.99" and number_beside(0.98765, 0.99, 4) == "0.9877"
+
+
 def test_memory_and_run_counts_refused_before_allocation():
     from deplbench.instances.generators import generate
     from deplbench.limits import MemoryLimitExceeded, memory_budget

@@ -47,7 +47,7 @@ from deplbench.formulations.adaptive.timed import (
 )
 from deplbench.formulations.evaluation.binomial import clopper_pearson_lower
 from deplbench.formulations.evaluation.closed_loop import BLOCK, simulate
-from deplbench.jsonio import number_text
+from deplbench.jsonio import number_beside, number_text
 from deplbench.limits import check_memory, memory_budget_gib
 
 #: Statuses of a bracket (:attr:`AdaptiveBounds.status`); when several apply the
@@ -399,10 +399,11 @@ def adaptive_bounds(instance, buckets: int = START_BUCKETS, runs: int = RUNS, se
     if not fastest <= opt.st.time_max:
         # ℓ(0) > ℓmax (applies), so a run that cannot finish one epoch within Tmax never succeeds
         line = (f"no policy reaches P(success) ≥ ω = {number_text(omega)} within Tmax = "
-                f"{number_text(instance.time_max)}: no epoch fits in it (the fastest, at x = r, takes {fastest:.6g})")
+                f"{number_text(instance.time_max)}: no epoch fits in it (the fastest, at x = r, takes "
+                f"{number_beside(fastest, instance.time_max)})")
     elif reach + reach_err < omega:
-        line = (f"no policy reaches P(success) ≥ ω = {number_text(omega)}: the optimistic chain's best is {reach:.6g} "
-                f"(deadline and cost ignored; {buckets} loss buckets)")
+        line = (f"no policy reaches P(success) ≥ ω = {number_text(omega)}: the optimistic chain's best is "
+                f"{number_beside(reach, omega)} (deadline and cost ignored; {buckets} loss buckets)")
     elif g0:
         check_memory(timed_memory(opt, g0), f"adaptive-opt's carried deadline ({g0} time points, {buckets} buckets)",
                      "use fewer time points (--time-points 0: the deadline priced only)")
@@ -412,8 +413,9 @@ def adaptive_bounds(instance, buckets: int = START_BUCKETS, runs: int = RUNS, se
         timed_check = True
         if reach + reach_err < omega:
             line = (f"no policy reaches P(success) ≥ ω = {number_text(omega)} within Tmax = "
-                    f"{number_text(instance.time_max)}: the optimistic chain's best is {reach:.6g} (deadline "
-                    f"carried on {g0} time points, cost ignored; {buckets} loss buckets)")
+                    f"{number_text(instance.time_max)}: the optimistic chain's best is "
+                    f"{number_beside(reach, omega)} (deadline carried on {g0} time points, cost ignored; "
+                    f"{buckets} loss buckets)")
     if line:
         return AdaptiveBounds(
             lower_bound=math.inf, upper_bound=math.nan, cost_mean=math.nan, p_success=math.nan,
@@ -542,8 +544,9 @@ def adaptive_bounds(instance, buckets: int = START_BUCKETS, runs: int = RUNS, se
         what = ("the policy certified shows ω is reachable" if certified
                 else "ω may be out of reach within Tmax, but that is not proven")
         messages.append(("multipliers_ran_away", f"the multiplier search ran away (λ = {best.lam:.4g}, μ = "
-                         f"{best.mu:.4g}, its cap, with the chain's P(fail) {best.p_fail:.6g} still above "
-                         f"1 − ω): the bound {lower:.6g} is valid but no cost estimate ({what})"))
+                         f"{best.mu:.4g}, its cap, with the chain's P(fail) "
+                         f"{number_beside(best.p_fail, 1.0 - omega)} still above 1 − ω): the bound {lower:.6g} "
+                         f"is valid but no cost estimate ({what})"))
     if not search.lam_converged and priced >= lower:
         pb = search.best
         messages.append(("lambda_not_converged", f"the time-price search did not converge (E[T] = "
@@ -551,7 +554,7 @@ def adaptive_bounds(instance, buckets: int = START_BUCKETS, runs: int = RUNS, se
                          f"the lower bound {lower:.6g} is valid but may be loose"))
     if not certified:
         messages.append(("not_certified", f"the policy's P(success) ≥ ω is not certified (lower bound "
-                         f"{p_lo:.4f} < ω = {number_text(omega)})"))
+                         f"{number_beside(p_lo, omega, 4)} < ω = {number_text(omega)})"))
     messages.sort(key=lambda m: BRACKET_STATUSES.index(m[0]))      # the first in BRACKET_STATUSES is reported
     status = messages[0][0] if messages else "certified"
     lines = [m for _, m in messages]
