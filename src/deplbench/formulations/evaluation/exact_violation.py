@@ -284,8 +284,9 @@ def _cells(jl: int, ju: int, h: float, term: Term, cdf, sf, dens):
 
 
 def discretise_all(terms: list[Term], h: float, eps: float) -> list:
-    """:func:`_cells` of every term, with one library call per distinct law
-    (the laws are shared by every epoch of a model: batching is the speed)."""
+    """:func:`_cells` of every term, with one library call per distinct law (its
+    ``tails(ε)``, then its cdf, sf and pdf on the grid; the laws are shared by
+    every epoch of a model: batching is the speed)."""
     out: list = [None] * len(terms)
     groups: dict = {}
     for i, t in enumerate(terms):
@@ -294,7 +295,7 @@ def discretise_all(terms: list[Term], h: float, eps: float) -> list:
         else:
             groups.setdefault(t.dist, []).append(i)
     for dist, idx in groups.items():
-        qx = np.asarray(dist.ppf(np.array([eps, 1.0 - eps])), dtype=float)
+        qx = np.array(dist.tails(eps))          # the law's ε and 1 − ε quantiles
         spans, zs = [], []
         for i in idx:
             t = terms[i]
@@ -497,7 +498,7 @@ def term_iqrs(terms: list[Term]) -> list[float]:
 
 
 def term_cells(terms: list[Term], h: float, eps: float) -> np.ndarray:
-    """Lattice cells of each term at step h (ppf once per distinct law), before
+    """Lattice cells of each term at step h (``tails(ε)`` once per distinct law), before
     discretising: what :func:`discretise_all` will allocate, for memory checks."""
     ends: dict = {}
     out = np.empty(len(terms))
@@ -506,7 +507,7 @@ def term_cells(terms: list[Term], h: float, eps: float) -> np.ndarray:
             span = abs(t.a) * (max(t.dist.samples) - min(t.dist.samples))
         else:
             if t.dist not in ends:
-                ends[t.dist] = np.asarray(t.dist.ppf(np.array([eps, 1.0 - eps])), dtype=float)
+                ends[t.dist] = t.dist.tails(eps)
             lo, hi = ends[t.dist]
             span = abs(t.a) * (hi - lo)
         out[i] = span / h + 2.0
@@ -514,7 +515,7 @@ def term_cells(terms: list[Term], h: float, eps: float) -> np.ndarray:
 
 
 def _cells_estimate(terms: list[Term], h: float, eps: float) -> float:
-    """Lattice cells of all terms at step h (ppf once per distinct law)."""
+    """Lattice cells of all terms at step h (``tails(ε)`` once per distinct law)."""
     return float(term_cells(terms, h, eps).sum())
 
 
