@@ -480,4 +480,4 @@ def pact_matched_rows(df: pd.DataFrame) -> tuple[pd.DataFrame, float]:
 __all__ = ["SUPERSEDED", "bracket_confidences", "ci_level_text", "matched_bracket", "ub_statement",
            "pact_matched_rows", "pact_matched_table", "stricter_level_series", "PACT_MATCHED_COLUMNS",
            "MATCHED_COLUMNS", "PRICE_COLUMNS", "adaptive_rows", "frontier_figure", "lb_at", "matched_risk_table",
-           "pact_matched", "price_of_adaptivity"]
+           "pact_matched", "price_of_adaptivity", "PACT_JOINT_LEVEL"]
