@@ -400,3 +400,22 @@ def test_fig6_left_splits_more_than_six_algorithms_into_panels():
     fig = fig6_left(pd.DataFrame(rows, columns=list(CLOSED_LOOP_COLUMNS)), {}, 0.4)
     panels = [ax for ax in fig.axes if ax.lines]
     assert len(panels) == 2 and all(len(ax.lines) <= MAX_SERIES for ax in panels)
+
+
+def test_fig6_left_draws_no_error_bar_without_a_standard_error():
+    """A closed-loop point whose cost_sem is not computable (one run) gets no bar, not one of width 0."""
+    import math
+
+    from matplotlib.collections import LineCollection
+
+    from deplbench.reports.closed_loop import CLOSED_LOOP_COLUMNS, fig6_left
+
+    rows = [{**dict.fromkeys(CLOSED_LOOP_COLUMNS), "set": "pact-vgg11", "loss_max": lm, "algorithm": "pact",
+             "mode": "policy", "cost_mean": 100.0, "cost_sem": sem} for lm, sem in ((0.15, math.nan), (0.3, 2.0))]
+    fig = fig6_left(pd.DataFrame(rows, columns=list(CLOSED_LOOP_COLUMNS)), {}, 0.4)
+    bars = [c for ax in fig.axes for c in ax.collections if isinstance(c, LineCollection)]
+    assert len(bars) == 1
+    segments = bars[0].get_segments()
+    drawn = [seg for seg in segments if len(seg)]
+    assert len(segments) == 2 and len(drawn) == 1
+    assert float(drawn[0][1][1] - drawn[0][0][1]) == pytest.approx(2 * 1.96 * 2.0)     # ± 1.96 s.e.

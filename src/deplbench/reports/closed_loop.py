@@ -203,7 +203,9 @@ def _fig6_series(ax, g: pd.DataFrame, alg: str, st) -> None:
         cl, what = g[g["mode"] == "plan_stopped"], "plan stopped at ℓmax"
     cl = cl.sort_values("loss_max")
     if not cl.empty:
-        tag(list(ax.errorbar(cl["loss_max"], cl["cost_mean"], yerr=1.96 * cl["cost_sem"].fillna(0.0),
+        # no standard error (one run, none recorded): no bar at that point, never one of width 0
+        sem = pd.to_numeric(cl["cost_sem"], errors="coerce").to_numpy(float)
+        tag(list(ax.errorbar(cl["loss_max"], cl["cost_mean"], yerr=1.96 * sem,
                              color=st.colour, marker=st.marker, ls="--", ms=3, capsize=2,
                              label=f"{alg}: {what}").lines[:1]), alg)
 
