@@ -84,8 +84,13 @@ def test_a_record_without_its_confidence_has_no_level():
     assert not m.empty and m["ratio_omega_level"].isna().all()
     price = price_of_adaptivity(df)
     assert len(price) == 1 and pd.isna(price["price_level"].iloc[0])
-    # stated: the level is the record's
+    # stated: the level is the record's, in its diagnostics or else in its parameters
     assert adaptive_rows(prepare(frame((0.99,))).df)["v-0.15-0"]["confidence"] == 0.99
+    by_param = frame((None,))
+    by_param["params"] = [{"confidence": 0.99} if a == "adaptive-opt" else {} for a in by_param["algorithm"]]
+    df = prepare(by_param).df
+    assert adaptive_rows(df)["v-0.15-0"]["confidence"] == 0.99
+    assert "level 99.5 %, 99 % jointly" in ub_statement(df) and "state no c" not in ub_statement(df)
     assert ci_level_text([0.95, 0.95]) == "level 0.95 (its lower end a one-sided 97.5 % lower bound)"
 
 

@@ -74,16 +74,25 @@ def _pct(x: float) -> str:
     return f"{100 * x:.4g} %"
 
 
-def _stated(d) -> bool:
-    return isinstance(d, dict) and isinstance(d.get("confidence"), (int, float)) and math.isfinite(d["confidence"])
+def record_confidence(diagnostics, params) -> float:
+    """An adaptive-opt record's joint confidence c (its UB and P(success) certificate together):
+    ``diagnostics["confidence"]``, else the parameter ``confidence``; NaN when it states
+    none (its level is then not computable, never a default)."""
+    c = (diagnostics if isinstance(diagnostics, dict) else {}).get("confidence")
+    return finite_or((params if isinstance(params, dict) else {}).get("confidence") if c is None else c)
+
+
+def _record_confidences(df: pd.DataFrame | None) -> list[float]:
+    if df is None or df.empty or "reference" not in df or "diagnostics_d" not in df:
+        return []
+    a = df[df["reference"] == ADAPTIVE]
+    params = a["params_d"] if "params_d" in a else [None] * len(a)
+    return [record_confidence(d, p) for d, p in zip(a["diagnostics_d"], params)]
 
 
 def bracket_confidences(df: pd.DataFrame) -> list[float]:
     """The distinct joint confidences the adaptive-opt records in ``df`` state (sorted)."""
-    if df.empty or "reference" not in df or "diagnostics_d" not in df:
-        return []
-    return sorted({float(d["confidence"]) for d in df.loc[df["reference"] == ADAPTIVE, "diagnostics_d"]
-                   if _stated(d)})
+    return sorted({c for c in _record_confidences(df) if math.isfinite(c)})
 
 
 def ub_statement(df: pd.DataFrame | None = None) -> str:
@@ -95,8 +104,7 @@ def ub_statement(df: pd.DataFrame | None = None) -> str:
     assumed one. :mod:`deplbench.formulations.adaptive`, "Certified upper bound".
     """
     confs = bracket_confidences(df) if df is not None else []
-    unstated = (0 if df is None or df.empty or "reference" not in df or "diagnostics_d" not in df else
-                sum(not _stated(d) for d in df.loc[df["reference"] == ADAPTIVE, "diagnostics_d"]))
+    unstated = sum(math.isnan(c) for c in _record_confidences(df))
     if len(confs) == 1 and not unstated:
         c = confs[0]
         level = f"level {_pct(1 - (1 - c) / 2)}, {_pct(c)} jointly"
@@ -150,9 +158,7 @@ def adaptive_rows(df: pd.DataFrame) -> dict:
         rec = {"omega": target, "lb": float(r["lower_bound"]), "ub": float(r["cost"]), "p_success_lo": p_lo,
                "p_success": d.get("p_success", math.nan),
                "certified": bool(d.get("certified", p_lo >= target)),
-               # the joint confidence of the record's UB and P(success) certificate; a record
-               # that states none has an unknown one (NaN: its level is not computable), never a default
-               "confidence": finite_or(d.get("confidence", (r.get("params_d") or {}).get("confidence"))),
+               "confidence": record_confidence(d, r.get("params_d")),
                "frontier": [(float(f["omega"]), float(f["lower_bound"])) for f in d.get("frontier") or []
                             if f.get("lower_bound") is not None] + [(target, float(r["lower_bound"]))]}
         e = out.setdefault(r["instance_key"], {"records": [], "omega": float(r["omega"])})
@@ -480,4 +486,4 @@ def pact_matched_rows(df: pd.DataFrame) -> tuple[pd.DataFrame, float]:
 __all__ = ["SUPERSEDED", "bracket_confidences", "ci_level_text", "matched_bracket", "ub_statement",
            "pact_matched_rows", "pact_matched_table", "stricter_level_series", "PACT_MATCHED_COLUMNS",
            "MATCHED_COLUMNS", "PRICE_COLUMNS", "adaptive_rows", "frontier_figure", "lb_at", "matched_risk_table",
-           "pact_matched", "price_of_adaptivity", "PACT_JOINT_LEVEL"]
+           "pact_matched", "price_of_adaptivity", "PACT_JOINT_LEVEL", "record_confidence"]
