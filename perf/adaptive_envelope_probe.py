@@ -50,28 +50,43 @@ from deplbench.instances.generators import generate
 
 def continuation(E: np.ndarray, Ea: np.ndarray, lams: np.ndarray, u: np.ndarray) -> np.ndarray:
     """Lower bound on inf_u λ_j u + E(u) per (row, j, bucket) from E on the u grid (R, U, L1),
-    floored by Ea (R, J, L1) = E α_j(s′)."""
-    du = u[1] - u[0]
-    S = np.diff(E, axis=1) / du                                  # secant slopes (R, U−1, L1)
-    pad = np.full_like(S[:, :1], np.nan)
-    SA = np.concatenate([pad, S[:, :-1]], axis=1)                # left neighbour's secant
-    SB = np.concatenate([S[:, 1:], pad], axis=1)                 # right neighbour's secant
-    ul, ur = u[:-1][None, :, None], u[1:][None, :, None]
+    floored by Ea (R, J, L1) = E α_j(s′).
+
+    E is convex in u, so for each λ_j only the two intervals beside the grid minimiser
+    u_l* (l* = the number of secants steeper than −λ_j) can hold the infimum; on each the
+    extended secants of its neighbours bound E from below."""
+    U = u.size
+    S = np.diff(E, axis=1) / (u[1] - u[0])                       # secant slopes (R, U−1, L1)
     out = np.empty_like(Ea)
     for j, lam in enumerate(lams):
-        sa, sb = SA + lam, SB + lam
-        fa, fb = E[:, :-1] + lam * ul, E[:, 1:] + lam * ur
-
-        def lower(x, sa=sa, sb=sb, fa=fa, fb=fb):
-            a, b = fa + sa * (x - ul), fb + sb * (x - ur)
-            return np.maximum(np.nan_to_num(a, nan=-np.inf), np.nan_to_num(b, nan=-np.inf))
-
-        with np.errstate(invalid="ignore", divide="ignore"):
-            ux = (fb - sb * ur - fa + sa * ul) / (sa - sb)      # where the two secants cross
-        ux = np.where(np.isfinite(ux), np.clip(ux, ul, ur), ul)
-        lb = np.minimum(np.minimum(lower(ul + 0 * ux), lower(ur + 0 * ux)), lower(ux))
-        out[:, j] = lb.min(axis=1)
+        star = np.sum(S + lam < 0, axis=1)                       # (R, L1): grid minimiser's index
+        best = np.full(star.shape, np.inf)
+        for iv in (np.maximum(star - 1, 0), np.minimum(star, U - 2)):
+            best = np.minimum(best, _interval_bound(E, S, lam, u, iv))
+        out[:, j] = best
     return np.maximum(out, Ea)
+
+
+def _interval_bound(E, S, lam, u, iv):
+    """min over [u_iv, u_iv+1] of the larger of the two neighbouring secants of λu + E, extended."""
+    U = u.size
+
+    def at(a, k):
+        return np.take_along_axis(a, np.clip(k, 0, a.shape[1] - 1)[:, None, :], axis=1)[:, 0, :]
+
+    ul, ur = u[iv], u[iv + 1]
+    fa, fb = at(E, iv) + lam * ul, at(E, iv + 1) + lam * ur
+    sa = np.where(iv >= 1, at(S, iv - 1) + lam, np.nan)           # left neighbour's secant, valid right of u_iv
+    sb = np.where(iv <= U - 3, at(S, iv + 1) + lam, np.nan)       # right neighbour's secant, valid left of u_iv+1
+
+    def lower(x):
+        a, b = fa + sa * (x - ul), fb + sb * (x - ur)
+        return np.maximum(np.nan_to_num(a, nan=-np.inf), np.nan_to_num(b, nan=-np.inf))
+
+    with np.errstate(invalid="ignore", divide="ignore"):
+        ux = (fb - sb * ur - fa + sa * ul) / (sa - sb)            # where the two secants cross
+    ux = np.where(np.isfinite(ux), np.clip(ux, ul, ur), ul)
+    return np.minimum(np.minimum(lower(ul), lower(ur)), lower(ux))
 
 
 def envelope_pass(chain: Chain, mu: float, lams: np.ndarray, points: int) -> np.ndarray:
