@@ -275,6 +275,11 @@ def test_combinations_only_the_settings_object_checks_are_refused_at_load(tmp_pa
                                          r"solver: 'scip' solves the matrix formulations") as info:
         load_sweep(path)
     assert "\n" not in str(info.value)
+    # the same combination reached through a solvers axis instead of a grid
+    path.write_text(VALUES.replace("ALGO", "milp").replace(
+        "params = { PARAMS }", 'params = { formulation = "naive" }\nsolvers = ["highs", "scip"]'))
+    with pytest.raises(SweepError, match=r"^algorithms\[0\]\.params at grid point \{'solver': 'scip'\}: "):
+        load_sweep(path)
 
 
 def test_combinations_of_parameters_are_checked_at_every_grid_point(tmp_path):

@@ -169,29 +169,34 @@ def parameter_specs(name: str) -> dict | None:
 
 
 def parameter_resolver(name: str) -> Callable | None:
-    """The solver's own checks of one parameter point, as ``solve`` makes them before a
-    run: ``resolve_params`` (every value, then the combination,
-    :meth:`~deplbench.solvers.base.Solver.check_params`), then ``build_settings``
-    (the combinations only a settings object checks, e.g. the MILP's solver against
-    its formulation, or a solver not installed), its error raised as ``error``.
-    None for a plugin algorithm, or with no registry."""
+    """The solver's own ``resolve_params`` (every value, then the combination:
+    :meth:`~deplbench.solvers.base.Solver.check_params`), or None (a plugin
+    algorithm, or no registry)."""
     if name in plugin_table("ALGORITHMS"):
         return None
     registry = _registry()
     if registry is None:
         return None
-    cls = registry.get_solver(name)
-    resolve = getattr(cls, "resolve_params", None)
-    build = getattr(cls, "build_settings", None)
-    if resolve is None or build is None:
-        return resolve
+    return getattr(registry.get_solver(name), "resolve_params", None)
 
-    def check(point: Mapping[str, Any], *, strict: bool = False, error: type[Exception] = SweepError) -> Any:
-        resolved = resolve(point, strict=strict, error=error)
+
+def settings_builder(name: str) -> Callable | None:
+    """The checks ``solve`` makes of one parameter point before a run: the solver's
+    ``resolve_params``, then its ``build_settings`` (the combinations only a settings
+    object checks, e.g. the MILP's solver against its formulation), any error raised
+    as :class:`~deplbench.errors.SweepError`. None for a plugin algorithm, with no
+    registry, or for a solver without ``build_settings``."""
+    resolve = parameter_resolver(name)
+    registry = _registry()
+    build = getattr(registry.get_solver(name), "build_settings", None) if resolve and registry else None
+    if resolve is None or build is None:
+        return None
+
+    def check(point: Mapping[str, Any]) -> Any:
         try:
-            return build(resolved)
+            return build(resolve(point, strict=True, error=SweepError))
         except DeplbenchError as exc:
-            raise error(str(exc)) from None
+            raise SweepError(str(exc)) from None
 
     return check
 

@@ -18,10 +18,11 @@ naming the field, e.g. ``algorithms[1].solvers[2]``.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterator
 from typing import Any
 
-from deplbench.benchmarks.lookup import algorithm_parameters
+from deplbench.benchmarks.lookup import algorithm_parameters, settings_builder
 from deplbench.benchmarks.validate import require_str
 from deplbench.errors import SweepError
 from deplbench.formulations.milp.peers import availability, known_solvers
@@ -93,6 +94,30 @@ def check_solvers(groups: tuple, algorithms: tuple) -> None:
                 raise SweepError(f"algorithms[{i}].{field}: solver {name!r} is not available here: {why}")
 
 
+def check_settings(groups: tuple, algorithms: tuple) -> None:
+    """Every parameter point of every ``[[algorithms]]`` entry, with each solver of the
+    axes it runs with, builds its settings as ``solve`` would before the run
+    (:func:`~deplbench.benchmarks.lookup.settings_builder`): a combination only the
+    settings object refuses fails the sweep at load, naming the grid point, not
+    every task at run time. Runs after :func:`check_solvers` (names and availability
+    are refused there, naming their field)."""
+    for i, algo in enumerate(algorithms):
+        build = settings_builder(algo.name)
+        if build is None:
+            continue
+        axes = {solver_axis(g, algo) for g in groups if algo.instances is None or g.id in algo.instances}
+        names = list(algo.grid)
+        for combo in itertools.product(*(algo.grid[a] for a in names)):
+            base = {**algo.params, **dict(zip(names, combo))}
+            for point in {tuple(sorted(p.items())): p for ax in axes for p in with_solvers(iter([base]), ax)}.values():
+                try:
+                    build(point)
+                except SweepError as exc:
+                    at = {k: v for k, v in point.items() if k in names or (k == "solver" and k not in algo.params)}
+                    where = f" at grid point {at}" if at else ""
+                    raise SweepError(f"algorithms[{i}].params{where}: {exc}") from None
+
+
 def solver_axis(group, algo) -> tuple | None:
     """The solvers ``algo`` runs with on ``group``: its own axis, else the
     group's when it takes a ``solver`` parameter and sets none; None: once."""
@@ -114,4 +139,5 @@ def with_solvers(points: Iterator[dict], solvers: tuple | None) -> Iterator[dict
             yield {**point, "solver": name}
 
 
-__all__ = ["entry_solvers", "parse_solvers", "takes_solver", "check_solvers", "solver_axis", "with_solvers"]
+__all__ = ["entry_solvers", "parse_solvers", "takes_solver", "check_solvers", "check_settings", "solver_axis",
+           "with_solvers"]

@@ -515,6 +515,7 @@ def parse_sweep(
         check_parameters(algorithms)
         check_evaluation(evaluation)   # through solve()'s own parameters
         _axis.check_solvers(groups, algorithms)
+        _axis.check_settings(groups, algorithms)
     return Sweep(name=name, description=description, time_limit_s=time_limit,
                  evaluation=dict(evaluation), instances=groups,
                  algorithms=algorithms, source=source, text=text)
