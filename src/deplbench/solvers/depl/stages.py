@@ -576,8 +576,7 @@ def result_from(name: str, instance, out: Outcome, guarantee: str) -> SolveResul
     """
     diag = out.diag
     diag["guarantee"] = guarantee
-    if out.plan is None:
-        # a heuristic's search ran dry: that proves nothing about (2)-(6) (docs/DESIGN.md, "no_solution")
+    if out.plan is None:   # an empty heuristic search proves nothing about (3)-(6): docs/DESIGN.md
         return SolveResult(algorithm=name, status="no_solution", message=out.reason, diagnostics=jsonable(diag))
     cand, info = out.chosen
     diag["allocation"] = info
