@@ -157,7 +157,7 @@ def test_one_success_per_key_but_failures_are_history(tmp_path):
 
 
 @pytest.mark.parametrize("rec, failed", [
-    ({"status": "feasible"}, False), ({"status": "infeasible"}, False),
+    ({"status": "feasible"}, False), ({"status": "infeasible"}, False), ({"status": "no_solution"}, False),
     ({"status": "time_limit"}, False), ({"status": "error"}, True),
     ({"status": None, "error": "crash: died"}, True),
 ])

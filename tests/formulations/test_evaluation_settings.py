@@ -67,7 +67,7 @@ def test_one_closed_loop_limit_from_every_front(inst, inst_file, deplbench_cli, 
     assert str(exc.value) == f"sweep.evaluation.closed_loop.{name}: {reason}"
     # closed_loop(): refused before anything is simulated, even with no plan to simulate
     # (it checked nothing then before, and had no upper limit on runs)
-    empty = SolveResult(algorithm="one-switch", status="infeasible")
+    empty = SolveResult(algorithm="one-switch", status="no_solution")
     with pytest.raises(PlanError) as exc:
         closed_loop(inst, empty, **{name: value})
     assert str(exc.value) == f"{name}: {reason}"

@@ -285,5 +285,5 @@ def test_solvers_run_on_the_measured_family():
     depl = solve(inst, "depl", eval_samples=2000)
     assert depl.status == "feasible" and depl.plan is not None
     assert set(depl.plan.models) <= {"p25", "p50", "p75"}
-    assert solve(inst, "best-exp", evaluate=False).status in ("feasible", "infeasible")
+    assert solve(inst, "best-exp", evaluate=False).status in ("feasible", "no_solution")
     assert solve(generate("measured", law="fit"), "milp-exact").status == "skipped"   # empirical X can be < 0

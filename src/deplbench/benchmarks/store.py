@@ -108,8 +108,8 @@ def is_failure(record: Mapping[str, Any]) -> bool:
 
     A failure is a task that did not produce a judgeable answer: it raised,
     timed out or died (``error`` is set), or the solver itself reported
-    status ``error``. ``infeasible`` and ``time_limit`` are answers, not
-    failures.
+    status ``error``. ``infeasible``, ``no_solution`` and ``time_limit`` are
+    answers, not failures.
     """
     return bool(record.get("error")) or record.get("status") == "error"
 

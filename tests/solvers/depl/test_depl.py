@@ -101,17 +101,18 @@ def test_depl_plan_passes_the_evaluator(alexnet9, rounding):
 
 
 @pytest.mark.slow
-def test_unreachable_target_is_reported_infeasible(alexnet9):
+def test_unreachable_target_is_reported_no_solution(alexnet9):
+    """DepL finding no path proves nothing: no_solution, not infeasible (docs/DESIGN.md)."""
     inst = alexnet9.with_changes(loss_max=0.5)
     res = solve(inst, "depl", check_samples=2000)
-    assert res.status == "infeasible" and res.plan is None
+    assert res.status == "no_solution" and res.plan is None
     assert "no model path" in res.message
 
 
 @pytest.mark.slow
 def test_out_of_sample_failure_tightens_and_retries(alexnet9):
     """With the expected loss as surrogate the first plan misses the quantile
-    target; DepL must tighten ℓmax and retry, or report infeasible."""
+    target; DepL must tighten ℓmax and retry, or report no_solution."""
     res = solve(alexnet9, "depl", quantile_method="expected", max_retries=6, check_samples=20_000)
     d = res.diagnostics
     assert len(d["retries"]) >= 1
@@ -119,7 +120,7 @@ def test_out_of_sample_failure_tightens_and_retries(alexnet9):
     assert res.status == "feasible" and res.evaluation["feasible"]
     assert d["loss_max_effective"] < alexnet9.loss_max
     res0 = solve(alexnet9, "depl", quantile_method="expected", max_retries=0, check_samples=20_000)
-    assert res0.status == "infeasible" and res0.plan is None
+    assert res0.status == "no_solution" and res0.plan is None
     assert "out-of-sample" in res0.message
 
 
@@ -170,7 +171,7 @@ def test_dataset_blacklist_backtrack():
     assert res.status == "feasible" and res.plan.datasets == {"A": ["d1"]}
     assert res.plan.n_epochs == 10
     res0 = solve(inst, "depl", max_backtracks=0)
-    assert res0.status == "infeasible"
+    assert res0.status == "no_solution"     # the d1 plan above exists: nothing was proven
 
 
 @pytest.mark.slow
@@ -197,7 +198,7 @@ def test_allocation_failure_blacklists_the_path(monkeypatch, alexnet9):
 def test_datasets_family_with_transfer_costs_runs():
     inst = generate("datasets", n_datasets=4, seed=1)
     res = solve(inst, "depl", check_samples=5000)
-    assert res.status in ("feasible", "infeasible"), res.message
+    assert res.status in ("feasible", "no_solution"), res.message
     assert res.diagnostics["submodularity"]["exhaustive"]
     if res.status == "feasible":
         assert res.evaluation["feasible"]

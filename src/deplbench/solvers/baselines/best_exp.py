@@ -13,7 +13,8 @@ DepL:
   expected-loss model (largest expected loss decrease in that epoch, switch
   jump included), the ω-quantile of every extension length simulated at once
   on its own stream, each candidate re-allocated by stage 3 and confirmed by
-  the out-of-sample check; horizon or deadline exhausted → ``infeasible``.
+  the out-of-sample check; horizon or deadline exhausted → ``no_solution``
+  (the heuristic found no plan; infeasibility is not proven).
 
 Its parameters are the loop's (:data:`~deplbench.solvers.depl.stages.LOOP_PARAMS`);
 DepL's surrogate parameters (``quantile_method``, ``n_theta``,

@@ -332,9 +332,14 @@ def cheapest_cluster(instance, setting: DataSetting, model: int) -> int:
     return int(order[0])
 
 
-def infeasible(message: str, **diagnostics) -> SolveResult:
-    """A result with status ``infeasible``, the reason and the diagnostics."""
-    return SolveResult(algorithm="", status="infeasible", message=message, diagnostics=diagnostics)
+def no_solution(message: str, **diagnostics) -> SolveResult:
+    """A result with status ``no_solution``, the reason and the diagnostics.
+
+    A baseline that finds no plan in its strategy family has not proven that
+    no plan meets (3)-(6): ``infeasible`` is reserved for proofs (docs/DESIGN.md,
+    "Result record"), which the exact solvers give.
+    """
+    return SolveResult(algorithm="", status="no_solution", message=message, diagnostics=diagnostics)
 
 
 def success(instance, plan: Plan, **diagnostics) -> SolveResult:
@@ -365,8 +370,8 @@ __all__ = [
     "in_sample_scenarios_checked",
     "scenario_bytes",
     "TIME_LIMIT_PARAM",
-    "infeasible",
     "is_deterministic",
+    "no_solution",
     "oos_checker",
     "saa_quantile",
     "success",

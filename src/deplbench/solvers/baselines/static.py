@@ -26,7 +26,8 @@ stream (pass = verdict ``feasible``: the confidence interval of the
 ω-quantile lies at or below ℓmax, DepL's rule), and, when the check fails, keeps training exactly like ``best-exp``
 (DepL paper Sec. VI-B: "it trains on until the quantile target is actually
 met") or moves to the next candidate; if nothing passes within the horizon
-and the deadline the result is ``infeasible`` with the reason.
+and the deadline the result is ``no_solution`` with the reason (the baseline
+found no plan in its strategy family; infeasibility is not proven).
 
 Every plan's allocation is the exact real-x optimum of
 :func:`~deplbench.formulations.model.allocation.allocate` for its discrete choices,
@@ -66,8 +67,8 @@ from deplbench.solvers.baselines.common import (  # noqa: F401 - re-exported (ol
     expected_improvement,
     in_sample_scenarios,
     in_sample_scenarios_checked,
-    infeasible,
     is_deterministic,
+    no_solution,
     oos_checker,
     saa_quantile,
     success,
@@ -175,7 +176,7 @@ class OneSwitch(Solver):
                                 candidates.append((cost, si, m1, n1, m2, n2, int(k1), k2))
         diag = {"candidates": len(candidates), "scenarios": S, "dataset_subsets": len(settings)}
         if not candidates:
-            return infeasible(
+            return no_solution(
                 "no plan with at most one model switch meets the ω-quantile target on the in-sample "
                 f"scenarios within K̄ = {K} epochs and Tmax = {instance.time_max}", **diag)
         candidates.sort(key=lambda c: c[0])
@@ -198,7 +199,7 @@ class OneSwitch(Solver):
                     epochs_before=k1, epochs_after=k2_final, trained_on=added,
                     datasets=list(settings[si].subset), oos_checks=check.used, last_check=check.last,
                 )
-        return infeasible(
+        return no_solution(
             "every SAA-feasible one-switch plan failed the out-of-sample check "
             f"({check.used} checks; last: {reason or check.last})", **diag, oos_checks=check.used)
 
@@ -282,11 +283,11 @@ class StaticLearn(Solver):
         else:
             chains = model_chains(instance)
             if not chains:
-                return infeasible(
+                return no_solution(
                     "no order of all models is allowed by the switch table "
                     "(StaticLearn uses every model; try mode=single)")
             if instance.n_models > K:
-                return infeasible(f"StaticLearn uses all {instance.n_models} models but K̄ = {K}")
+                return no_solution(f"StaticLearn uses all {instance.n_models} models but K̄ = {K}")
         ex = np.array([expected_improvement(m.improvement) for m in instance.models])
         tol = params["share_tolerance"]
         candidates = []  # (cost, chain, counts, setting index, cluster tuple)
@@ -317,7 +318,7 @@ class StaticLearn(Solver):
         diag = {"candidates": len(candidates), "chains": len(chains), "scenarios": scen.n_scenarios,
                 "mode": params["mode"]}
         if not candidates:
-            return infeasible(
+            return no_solution(
                 "no StaticLearn schedule (" + params["mode"] + f", share tolerance {tol:g}) meets the "
                 f"ω-quantile target on the in-sample scenarios within K̄ = {K} and Tmax = {instance.time_max}",
                 **diag)
@@ -337,7 +338,7 @@ class StaticLearn(Solver):
                     chain_clusters=[instance.clusters[n].name for n in cl],
                     datasets=list(settings[si].subset), oos_checks=check.used, last_check=check.last,
                 )
-        return infeasible(
+        return no_solution(
             f"every SAA-feasible StaticLearn schedule failed the out-of-sample check ({check.used} checks; "
             f"last: {check.last})", **diag, oos_checks=check.used)
 

@@ -473,8 +473,10 @@ class MilpCertified(Solver):
 
     ``status`` is ``feasible`` when a plan is certified (``message`` states the
     bracket, its confidence and method; ``diagnostics["bracket"]`` holds the
-    full record of :func:`certify`), ``infeasible`` with the reason when no
-    candidate could be certified (``lower_bound`` still set when LB exists).
+    full record of :func:`certify`), ``infeasible`` when the lower bound proves
+    the problem infeasible (+∞, with certainty or at its stated confidence),
+    else ``no_solution`` with the reason when no candidate could be certified
+    (``lower_bound`` still set when LB exists).
     """
 
     name: ClassVar[str] = "milp-certified"
@@ -563,7 +565,10 @@ def bracket_result(bracket: dict) -> SolveResult:
         return SolveResult(algorithm=MilpCertified.name, status="error", message=bracket["message"],
                            diagnostics=diag)
     if upper is None:
-        return SolveResult(algorithm=MilpCertified.name, status="infeasible", message=bracket["message"],
+        # infeasible only with the LB's proof (+inf: the SAA replication has no plan, at its
+        # confidence); no candidate certified is no plan found, not a proof (docs/DESIGN.md)
+        status = "infeasible" if bracket["status"] == "infeasible" else "no_solution"
+        return SolveResult(algorithm=MilpCertified.name, status=status, message=bracket["message"],
                            lower_bound=lb, diagnostics=diag)
     return SolveResult(algorithm=MilpCertified.name, status="feasible", message=bracket["message"],
                        plan=parse_plan(upper["plan"]), cost=upper["value"], lower_bound=lb,

@@ -36,7 +36,8 @@ DepL decouples the decisions of problem (2)–(6) and iterates between them:
    ``feasible``) makes DepL lower its effective ℓmax by the observed excess
    (upper end of the quantile interval minus ℓmax, plus the interval's
    width) and retry, at most ``max_retries`` times; then it reports
-   ``infeasible`` rather than return a plan that fails.
+   ``no_solution`` (no plan found, infeasibility not proven) rather than
+   return a plan that fails.
 
 6. **Calibration** (``calibrate=True``; off by default). The proven
    surrogate is conservative: on the realistic AlexNet instance the plan's
@@ -88,7 +89,7 @@ then "trains on until the quantile target is actually met": it appends epochs
 of its best expected-loss model (largest expected loss decrease in that
 epoch, switch jump included) until the simulated ω-quantile is ≤ ℓmax,
 re-allocates x exactly, and confirms with the evaluator (adding epochs while
-the evaluator disagrees); horizon or deadline exhausted → ``infeasible``.
+the evaluator disagrees); horizon or deadline exhausted → ``no_solution``.
 
 Diagnostics (``SolveResult.diagnostics``): dataset choice and its objective,
 submodularity check, min-norm vs exhaustive, per-θ graph sizes

@@ -30,7 +30,7 @@ At epoch k with observed loss ℓ(k), elapsed time T(k), current model m:
   (k, m, n, ⌈ℓ/δℓ⌉δℓ, ⌈T/δT⌉δT) with δℓ = (ℓ(0) − ℓmax)/``memo_loss`` and
   δT = Tmax/``memo_time``, at the cell's upper corner (more loss, less
   time: conservative) and shared by all runs in it.
-* **No plan** from a cell (DepL infeasible there): the run keeps its current
+* **No plan** from a cell (DepL's ``no_solution`` there): the run keeps its current
   plan; past the end of a plan it trains on with the plan's last epoch.
 
 References

@@ -576,8 +576,8 @@ def result_from(name: str, instance, out: Outcome, guarantee: str) -> SolveResul
     """
     diag = out.diag
     diag["guarantee"] = guarantee
-    if out.plan is None:
-        return SolveResult(algorithm=name, status="infeasible", message=out.reason, diagnostics=jsonable(diag))
+    if out.plan is None:   # an empty heuristic search proves nothing about (3)-(6): docs/DESIGN.md
+        return SolveResult(algorithm=name, status="no_solution", message=out.reason, diagnostics=jsonable(diag))
     cand, info = out.chosen
     diag["allocation"] = info
     diag["loss_max_effective"] = out.loss_max_eff

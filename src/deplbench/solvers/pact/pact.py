@@ -109,7 +109,8 @@ How each element maps onto this suite (every interpretation we made)
   confidence interval of the ω-quantile lies at or below ℓmax, the rule
   DepL uses); if either misses, PACT trains on with its last action, as
   best-exp does and as PACT itself would when the observed loss is still
-  above target; horizon or deadline exhausted → ``infeasible``.
+  above target; horizon or deadline exhausted → ``no_solution`` (no plan
+  found; infeasibility is not proven).
 * **Datasets**: PACT's nodes own their data; here one dataset set S is given
   to every training cluster and PACT runs once per candidate S
   (:func:`~deplbench.solvers.baselines.static.dataset_subsets`), keeping the
@@ -147,7 +148,7 @@ from deplbench.solvers.baselines.common import (
     data_setting,
     dataset_subsets,
     in_sample_scenarios,
-    infeasible,
+    no_solution,
     oos_checker,
     success,
     train_on,
@@ -332,7 +333,7 @@ class Pact(Solver):
                 "work_exponents": WORK_EXPONENTS}
         if not runs:
             first = next(iter(graph_info.values()))
-            return infeasible(first["reason"], **diag)
+            return no_solution(first["reason"], **diag)
         runs.sort(key=lambda r: r[0])
         check = oos_checker(instance, params)
         reason = ""
@@ -346,8 +347,8 @@ class Pact(Solver):
                     pact_cost=cost, trained_on=added, decisions=res.decisions,
                     oos_checks=check.used, last_check=check.last,
                 )
-        return infeasible(f"PACT's plans did not meet the target when trained on: {reason}", **diag,
-                          oos_checks=check.used)
+        return no_solution(f"PACT's plans did not meet the target when trained on: {reason}", **diag,
+                           oos_checks=check.used)
 
     @staticmethod
     def _robust_graph(instance, st: DataSetting, params) -> tuple[ExpandedGraph, list[float]]:

@@ -1,0 +1,108 @@
+"""A heuristic that finds no plan says ``no_solution``, never the proof word ``infeasible``.
+
+docs/DESIGN.md, "Result record": ``infeasible`` is a proof (an exact solver's,
+the preprocessing's, a certified bound's); ``no_solution`` is "no plan found,
+infeasibility not proven". On a tiny AlexNet instance (DepL Table I, K̄ = 5)
+at ℓmax = 17.5 the exact solvers prove a plan feasible (cost 433.3: five
+epochs of one model), while each heuristic family below finds none. At
+ℓmax = 17.0 the exact solvers prove infeasibility and the heuristics still
+only say ``no_solution``: the word belongs to the proof, not to the outcome.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from deplbench.instances.generators import generate
+from deplbench.reports.data import prepare
+from deplbench.solvers.run import solve
+
+TINY = dict(family="alexnet", horizon=5, n_a=1, n_b=1, omega=0.9, time_max=20.0)
+
+#: (algorithm, parameters) of every non-exact family, with the parameters under
+#: which it finds no plan on the ℓmax = 17.5 instance.
+HEURISTICS = [
+    ("depl", {}),
+    ("depl-receding", {}),
+    ("depl-proven", {}),
+    ("best-exp", {}),
+    # PACT's default robust quantile finds a plan here; at 0.999 its graph has no path
+    ("pact", {"robust_quantile": 0.999, "min_robust_quantile": 0.999}),
+    ("static-learn", {}),                       # K̄ = 5: no equal-share chain of all three models
+    ("one-switch", {"allow_no_switch": False}),  # the optimum uses one model throughout
+    # a bracket too small to certify any candidate: a lower bound, no plan, no proof
+    ("milp-certified", {"replications": 4, "risk_grid": "0.8", "grid_seeds": 1, "validation": 100,
+                        "target_width": 0.0, "scenarios": 60, "seed": 3}),
+]
+
+
+@pytest.fixture(scope="module")
+def feasible_tiny():
+    """ℓmax = 17.5: milp-exact proves a plan feasible (rigorous violation bounds)."""
+    return generate("realistic", loss_max=17.5, **TINY)
+
+
+@pytest.fixture(scope="module")
+def proven_plan(feasible_tiny):
+    res = solve(feasible_tiny, "milp-exact", eval_samples=2000)
+    assert res.status == "optimal" and res.plan is not None, res.message
+    assert res.evaluation["exact_verdict"] == "proven feasible"
+    return res
+
+
+@pytest.mark.parametrize("algo, params", HEURISTICS, ids=[a for a, _ in HEURISTICS])
+def test_heuristic_without_a_plan_says_no_solution_where_a_plan_is_proven(feasible_tiny, proven_plan,
+                                                                           algo, params):
+    res = solve(feasible_tiny, algo, evaluate=False, **params)
+    assert res.plan is None
+    assert res.status == "no_solution", (algo, res.status, res.message)
+    assert res.message                                   # the reason it found none
+    if res.lower_bound is not None:                      # milp-certified keeps its bound
+        assert res.lower_bound <= proven_plan.cost * (1 + 1e-9)
+
+
+def test_the_same_heuristics_find_a_plan_with_their_defaults_where_they_can(feasible_tiny, proven_plan):
+    """The parameters above are what empties the search: with its defaults PACT finds
+    a plan, never cheaper than the proven optimum."""
+    res = solve(feasible_tiny, "pact", evaluate=False)
+    assert res.status == "feasible" and res.cost >= proven_plan.cost * (1 - 1e-9)
+
+
+def test_only_the_exact_solver_says_infeasible_where_infeasibility_is_proven():
+    inst = generate("realistic", loss_max=17.0, **TINY)
+    exact = solve(inst, "milp-exact", evaluate=False)
+    assert exact.status == "infeasible"
+    for algo, params in HEURISTICS[:4]:
+        res = solve(inst, algo, evaluate=False, **params)
+        assert res.status == "no_solution", (algo, res.status, res.message)
+
+
+def test_preprocessing_proof_stays_infeasible_for_a_heuristic():
+    """Nothing fits Tmax even at full capacity: a proof, whichever solver runs."""
+    inst = generate("realistic", loss_max=17.5, **{**TINY, "time_max": 1e-6})
+    res = solve(inst, "depl", evaluate=False)
+    assert res.status == "infeasible" and "no usable" in res.message
+
+
+def _row(algorithm, status, *, exact=False, plan=None, diagnostics=None) -> dict:
+    import json
+    return {"key": f"k-{algorithm}-{status}", "algorithm": algorithm, "exact": int(exact), "status": status,
+            "plan": json.dumps(plan) if plan else None,
+            "diagnostics": json.dumps(diagnostics or {}), "runtime_s": 0.1}
+
+
+def test_report_reads_old_heuristic_infeasible_as_no_solution():
+    """Stores written before this rule hold ``infeasible`` from heuristics: read as
+    ``no_solution`` with a note; proofs (exact solvers, preprocessing, a broken plan) stay."""
+    import pandas as pd
+
+    rows = [_row("depl", "infeasible"), _row("static-learn", "infeasible"),
+            _row("milp-exact", "infeasible", exact=True),
+            _row("one-switch", "infeasible", diagnostics={"preprocess": {"reason": "no usable models"}}),
+            _row("pact", "infeasible", plan={"epochs": []}),            # a returned plan broke (4)-(6)
+            _row("adaptive-opt", "infeasible")]
+    data = prepare(pd.DataFrame(rows))
+    got = dict(zip(data.df["solver"], data.df["status"]))
+    assert got == {"depl": "no_solution", "static-learn": "no_solution", "milp-exact": "infeasible",
+                   "one-switch": "infeasible", "pact": "infeasible", "adaptive-opt": "infeasible"}
+    assert any("2 row(s) of heuristics record status 'infeasible'" in n for n in data.notes)
