@@ -14,7 +14,6 @@ from __future__ import annotations
 import pytest
 
 from deplbench.instances.generators import generate
-from deplbench.reports.data import prepare
 from deplbench.solvers.run import solve
 
 TINY = dict(family="alexnet", horizon=5, n_a=1, n_b=1, omega=0.9, time_max=20.0)
@@ -82,27 +81,3 @@ def test_preprocessing_proof_stays_infeasible_for_a_heuristic():
     inst = generate("realistic", loss_max=17.5, **{**TINY, "time_max": 1e-6})
     res = solve(inst, "depl", evaluate=False)
     assert res.status == "infeasible" and "no usable" in res.message
-
-
-def _row(algorithm, status, *, exact=False, plan=None, diagnostics=None) -> dict:
-    import json
-    return {"key": f"k-{algorithm}-{status}", "algorithm": algorithm, "exact": int(exact), "status": status,
-            "plan": json.dumps(plan) if plan else None,
-            "diagnostics": json.dumps(diagnostics or {}), "runtime_s": 0.1}
-
-
-def test_report_reads_old_heuristic_infeasible_as_no_solution():
-    """Stores written before this rule hold ``infeasible`` from heuristics: read as
-    ``no_solution`` with a note; proofs (exact solvers, preprocessing, a broken plan) stay."""
-    import pandas as pd
-
-    rows = [_row("depl", "infeasible"), _row("static-learn", "infeasible"),
-            _row("milp-exact", "infeasible", exact=True),
-            _row("one-switch", "infeasible", diagnostics={"preprocess": {"reason": "no usable models"}}),
-            _row("pact", "infeasible", plan={"epochs": []}),            # a returned plan broke (4)-(6)
-            _row("adaptive-opt", "infeasible")]
-    data = prepare(pd.DataFrame(rows))
-    got = dict(zip(data.df["solver"], data.df["status"]))
-    assert got == {"depl": "no_solution", "static-learn": "no_solution", "milp-exact": "infeasible",
-                   "one-switch": "infeasible", "pact": "infeasible", "adaptive-opt": "infeasible"}
-    assert any("2 row(s) of heuristics record status 'infeasible'" in n for n in data.notes)

@@ -47,12 +47,6 @@ TEXT_COLUMNS: tuple[str, ...] = tuple(
 #: hold an incumbent; it counts as a plan only if it has a cost).
 PLAN_STATUSES = frozenset({"optimal", "feasible", "time_limit"})
 
-#: Heuristics whose "no plan found" is ``no_solution`` (docs/DESIGN.md,
-#: "Result record"). Stores written before that rule may hold ``infeasible``
-#: from them without a proof; :func:`prepare` reads those as ``no_solution``.
-NO_PROOF_SOLVERS = frozenset({"depl", "depl-proven", "depl-receding", "best-exp", "pact",
-                              "static-learn", "one-switch"})
-
 #: Size parameters of Property 2 (plus |N| and S): each is a record column
 #: of the same name (sizes of the built instance; η, ε, S as run).
 SIZE_PARAMETERS: tuple[str, ...] = ("eta", "epsilon", "n_models", "horizon", "n_datasets",
@@ -303,17 +297,6 @@ def prepare(frame: pd.DataFrame, source: str = "<DataFrame>") -> ReportData:
     if unknown:
         notes.append(f"{unknown} row(s) do not record whether their solver is exact "
                      "(column 'exact'); they never serve as a proven optimum")
-
-    # An old heuristic "infeasible" with no plan and no preprocessing proof (nothing usable
-    # within Tmax) proved nothing: the same run now records no_solution.
-    legacy = obj(st == "infeasible" and sv in NO_PROOF_SOLVERS and not ex and not pl
-                 and not (dg.get("preprocess") or {}).get("reason")
-                 for st, sv, ex, pl, dg in zip(df["status"], df["solver"], df["is_exact"], df["plan_d"],
-                                               df["diagnostics_d"])).astype(bool)
-    if legacy.any():
-        df.loc[legacy, "status"] = "no_solution"
-        notes.append(f"{int(legacy.sum())} row(s) of heuristics record status 'infeasible' without a proof "
-                     "(stores written before heuristics said no_solution): read as 'no_solution'")
 
     # Pairing identity: the instance as solved (targets and variants
     # applied). A row without it is paired with nothing.
