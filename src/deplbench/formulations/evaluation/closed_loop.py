@@ -329,8 +329,9 @@ class ClosedLoopResult:
             "successes": k, "p_success": k / n,
             "p_success_ci": [clopper_pearson_lower(k, n, side), clopper_pearson_upper(k, n, side)],
             "p_success_method": f"Clopper–Pearson, two-sided, level {conf:g}",
-            "loss_quantile": float(finals[rank - 1]), "loss_quantile_ci": list(q_ci),
-            "loss_quantile_method": "order-statistic (distribution-free, binomial)",
+            # an end the runs are too few for is infinite, at the level of what is left
+            "loss_quantile": float(finals[rank - 1]), "loss_quantile_ci": [q_ci.low, q_ci.high],
+            "loss_quantile_ci_level": q_ci.level, "loss_quantile_method": q_ci.method,
             "loss": dist(self.final_loss),
             "violations": viol, "violation_ub": clopper_pearson_upper(viol, n, conf),
             "cost": dist(self.cost), "epochs": dist(self.epochs), "time": dist(self.time),
