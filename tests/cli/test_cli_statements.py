@@ -54,6 +54,32 @@ def test_solve_prints_the_proof_beside_the_monte_carlo_estimate(tmp_path, deplbe
     assert "estimate undecided (Monte Carlo estimate" in text and "verdict feasible, proven by the exact" in text
 
 
+@pytest.mark.slow
+def test_too_few_draws_are_not_called_feasible_at_095(tmp_path, deplbench_cli):
+    # the MILP's plan on pact-vgg11 violates with probability 0.0194 > 1 − ω = 0.01 (exact
+    # bounds); 100 draws are too few for an upper end on the 0.99-quantile at level 0.95
+    inst, res = tmp_path / "vgg.json", tmp_path / "vggmilp.json"
+    for args in (("generate", "realistic", "--family", "pact-vgg11", "-o", inst),
+                 ("solve", inst, "--algo", "milp", "-o", res)):
+        status, _, err = deplbench_cli(*args)
+        assert status == 0, err
+    args = ("evaluate", inst, res, "--samples", 100, "--seed", 0, "--check")
+    status, out, _ = deplbench_cli(*args)
+    text = " ".join(out.split())
+    assert status == 1 and "feasible yes" not in text
+    assert ", +∞) at level 0.9816 (order-statistic" in text and "one-sided lower bound" in text
+    assert "estimate undecided" in text and "verdict undecided (Monte Carlo estimate" in text
+    assert "at level 0.95" not in text.split("certified")[0]        # the interval no longer claims it
+    status, out, _ = deplbench_cli(*args, "--exact")
+    text = " ".join(out.split())
+    assert status == 1 and "exact verdict proven infeasible" in text
+    assert "verdict infeasible, proven by the exact bounds" in text
+    status, out, _ = deplbench_cli(*args[:-1], "--json")
+    ev = json.loads(out)
+    assert ev["quantile_ci"][1] is None and ev["quantile_ci_nonfinite"] == {"1": "inf"}
+    assert ev["verdict"] == "undecided" and ev["quantile_ci_level"] > 0.98
+
+
 def test_evaluate_names_the_estimate_and_lets_the_proof_decide(tmp_path, deplbench_cli):
     ipath, ppath = tmp_path / "inst.json", tmp_path / "plan.json"
     near_boundary_instance().save(ipath)
