@@ -54,7 +54,8 @@ def _cmd_simulate(args) -> int:
     ev = result.evaluation or {}
     out = {"algorithm": result.algorithm, "status": result.status, "message": result.message,
            "static": {"cost": result.cost, "quantile": ev.get("quantile"), "quantile_ci": ev.get("quantile_ci"),
-                      "quantile_ci_level": ev.get("quantile_ci_level", ev.get("confidence")), "quantile_ci_method": ev.get("ci_method"),
+                      "quantile_ci_level": ev.get("quantile_ci_level", ev.get("confidence")),
+                      "quantile_ci_method": ev.get("ci_method"),
                       "verdict": ev.get("verdict"), "verdict_basis": ev.get("verdict_basis"),
                       "epochs": ev.get("epochs")},
            "closed_loop": cl}

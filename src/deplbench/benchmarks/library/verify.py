@@ -198,8 +198,9 @@ def _plan_report(inst, model, x: np.ndarray, samples: int, seed: int) -> dict:
     # instance's laws allow them; otherwise exact_reason says why not
     ev = evaluate_plan(inst, plan, samples=samples, seed=seed, trajectory=False, exact=True).to_dict()
     keep = ("cost", "verdict", "verdict_basis", "feasible", "quantile", "quantile_ci", "quantile_ci_level",
-            "confidence", "ci_method", "samples", "exact", "mc_verdict", "certified_verdict", "mc_certified_verdict", "violation_count",
-            "violation_lb", "violation_ub", "violation_lo", "violation_hi", "exact_verdict", "exact_reason")
+            "confidence", "ci_method", "samples", "exact", "mc_verdict", "certified_verdict", "mc_certified_verdict",
+            "violation_count", "violation_lb", "violation_ub", "violation_lo", "violation_hi", "exact_verdict",
+            "exact_reason")
     return {"decoded": True, "epochs": plan.n_epochs, "exact_cost": choice.cost,
             "in_sample_violations": int(choice.violations) * (data.S_nominal if data.deterministic else 1),
             "allowed_violations": int(data.p), "plan": plan.to_dict(),
