@@ -82,7 +82,9 @@ def _cmd_solve(args) -> int:
             instance, args.algo, eval_samples=args.eval_samples, eval_seed=args.eval_seed, **params
         )
     except SolverError as exc:
-        raise SolverError(_as_given(str(exc), params, given_as)) from None
+        own = {"eval_samples": args.eval_samples, "eval_seed": args.eval_seed}     # solve()'s own, as flags
+        flags = {**given_as, "eval_samples": "--eval-samples", "eval_seed": "--eval-seed"}
+        raise SolverError(_as_given(str(exc), {**params, **own}, flags)) from None
     record = result.to_dict()
     if args.output:
         try:
