@@ -6,7 +6,7 @@ import argparse
 import textwrap
 from typing import Any
 
-from deplbench.cli.solvers import _as_given, parse_kv, solver_used
+from deplbench.cli.solvers import as_given, parse_kv, solver_used
 from deplbench.errors import SolverError
 from deplbench.formulations.evaluation.settings import CONFIDENCE, RUNS, SEED, check_closed_loop, check_samples
 from deplbench.jsonio import print_json
@@ -50,7 +50,7 @@ def _cmd_simulate(args) -> int:
             result = solve(instance, args.algorithm, eval_samples=args.eval_samples, eval_seed=args.seed,
                            **params)
         except SolverError as exc:      # solve()'s own arguments, named as the flags that gave them
-            raise SolverError(_as_given(str(exc), {"eval_samples": args.eval_samples, "eval_seed": args.seed},
+            raise SolverError(as_given(str(exc), {"eval_samples": args.eval_samples, "eval_seed": args.seed},
                                         {"eval_samples": "--eval-samples", "eval_seed": "--seed"})) from None
         stages.stage(f"closed loop, {args.runs} runs")
         cl = closed_loop(instance, result, args.algorithm, runs=args.runs, seed=args.seed,

@@ -84,7 +84,7 @@ def _cmd_solve(args) -> int:
     except SolverError as exc:
         own = {"eval_samples": args.eval_samples, "eval_seed": args.eval_seed}     # solve()'s own, as flags
         flags = {**given_as, "eval_samples": "--eval-samples", "eval_seed": "--eval-seed"}
-        raise SolverError(_as_given(str(exc), {**params, **own}, flags)) from None
+        raise SolverError(as_given(str(exc), {**params, **own}, flags)) from None
     record = result.to_dict()
     if args.output:
         try:
@@ -295,7 +295,7 @@ def _show(value) -> str:
     return "none" if value is None else f"{value:g}" if isinstance(value, float) else str(value)
 
 
-def _as_given(message: str, params: dict, given_as: dict[str, str]) -> str:
+def as_given(message: str, params: dict, given_as: dict[str, str]) -> str:
     """A parameter's refusal, naming the option as the user typed it.
 
     ``parameter 'write_lp': ...`` (a :class:`~deplbench.params.Param`'s

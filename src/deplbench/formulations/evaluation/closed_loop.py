@@ -93,7 +93,8 @@ from deplbench.formulations.evaluation.binomial import clopper_pearson_lower, cl
 
 # the evaluator's own interval and index mapping: a fixed plan's numbers must
 # be the static evaluator's, bit for bit
-from deplbench.formulations.evaluation.evaluate import order_statistic_ci, plan_indices
+from deplbench.formulations.evaluation.evaluate import plan_indices
+from deplbench.formulations.evaluation.quantile_ci import order_statistic_ci
 from deplbench.formulations.evaluation.settings import CONFIDENCE, RUNS, SEED, check_closed_loop
 from deplbench.formulations.model.allocation import TIME_RTOL
 from deplbench.formulations.model.plan import Plan

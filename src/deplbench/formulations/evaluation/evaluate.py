@@ -12,10 +12,8 @@ gets a verdict:
 ``infeasible`` the whole interval lies above ℓmax;
 ``undecided``  the interval straddles ℓmax (more samples would tell).
 
-With too few draws for the level (n = 100 at ω = 0.99: the upper end would
-be X₍₁₀₁₎) the interval is one-sided, its missing end infinite, at the
-coverage of the tail it keeps (``quantile_ci_level``, ``ci_method``): it can
-then never say ``feasible`` (nor, without a lower end, ``infeasible``).
+With too few draws for an end (:mod:`~deplbench.formulations.evaluation.quantile_ci`)
+that end is infinite: a one-sided interval never says ``feasible`` (no upper end).
 
 That verdict is a Monte Carlo *estimate* (``mc_verdict``). A plan whose
 random terms are all point masses is evaluated exactly (one trajectory, an
@@ -65,7 +63,6 @@ from deplbench.formulations.evaluation.binomial import (
     NOT_CERTIFIED,
     clopper_pearson_lower,
     clopper_pearson_upper,
-    quantile_ci_ranks,
 )
 from deplbench.formulations.evaluation.exact_violation import (
     PROVEN_FEASIBLE,
@@ -76,6 +73,7 @@ from deplbench.formulations.evaluation.exact_violation import (
     violation_bounds,
 )
 from deplbench.formulations.evaluation.instance_check import check_instance
+from deplbench.formulations.evaluation.quantile_ci import CI_METHOD, QuantileInterval, order_statistic_ci
 from deplbench.formulations.evaluation.settings import check_samples
 from deplbench.formulations.model.allocation import TIME_RTOL, epoch_parameters
 from deplbench.formulations.model.plan import Plan, check_plan_names, datasets_loc, parse_plan
@@ -85,18 +83,6 @@ from deplbench.limits import MEMORY_BUDGET_GIB
 #: Trajectories simulated per block: bounds memory at ~block·K·8 bytes.
 _BLOCK = 25_000
 
-#: ``ci_method`` of a sampled evaluation: the interval [X_(l), X_(u)] of
-#: :func:`order_statistic_ci`, α/2 in each tail.
-CI_METHOD = "order-statistic (distribution-free, binomial), two-sided"
-#: ``ci_method`` when the upper rank would exceed the draws: [X_(l), +inf).
-CI_METHOD_LOWER = ("order-statistic (distribution-free, binomial), one-sided lower bound: too few draws "
-                   "for an upper end at this level (it would be past the sample maximum)")
-#: ``ci_method`` when the lower rank would be below 1: (-inf, X_(u)].
-CI_METHOD_UPPER = ("order-statistic (distribution-free, binomial), one-sided upper bound: too few draws "
-                   "for a lower end at this level (it would be below the sample minimum)")
-#: ``ci_method`` when neither end exists: the whole line, of coverage 1.
-CI_METHOD_NONE = ("order-statistic (distribution-free, binomial): too few draws for either end at this "
-                  "level, no interval (the whole line)")
 #: ``ci_method`` of a plan whose random terms are all point masses.
 CI_METHOD_DETERMINISTIC = "exact (every random term a point mass: one trajectory)"
 #: ``violation_bounds_method``: how ``violation_lb``/``violation_ub`` are built.
@@ -124,14 +110,9 @@ class Evaluation:
     constraints_ok : bool
     quantile : float
         The out-of-sample ω-quantile of ℓ(K) (a Monte Carlo estimate).
-    quantile_ci : tuple of float
-        Its interval at level ``quantile_ci_level``, built as ``ci_method`` says
-        (two-sided distribution-free order statistics; one-sided, an end infinite,
-        when the draws are too few for that end; zero width when exact).
-    quantile_ci_level : float
-        A coverage ``quantile_ci`` is guaranteed (distribution-free): ``confidence``
-        when two-sided; the exact binomial coverage, ≥ ``confidence``, of a
-        one-sided interval; 1 when exact.
+    quantile_ci, quantile_ci_level : tuple of float, float
+        Its interval as ``ci_method`` says (zero width when exact; an end infinite when the draws are too
+        few for it) and a coverage it is guaranteed: ``confidence``, or the exact one (≥ it) if one-sided.
     verdict : str
         ``"feasible"`` / ``"infeasible"`` / ``"undecided"``: ``"infeasible"`` when the plan breaks
         (4)–(6) (basis ``"constraints"``), else the quantile constraint (3), decided by the
@@ -291,64 +272,6 @@ def _check_constraints(instance, plan: Plan, models, clusters) -> tuple[list[str
             violations.append(f"{datasets_loc(cluster)}: holds data but does not train in every epoch "
                               "(eq. (6) as printed)")
     return violations, time
-
-
-@dataclass(frozen=True)
-class QuantileInterval:
-    """An interval on the ω-quantile, the level it is guaranteed, and how it was built.
-
-    Attributes
-    ----------
-    low, high : float
-        Its ends, −∞ / +∞ where the draws are too few for that end.
-    level : float
-        A coverage it is guaranteed for every law (``confidence`` when two-sided,
-        else the exact binomial coverage of what is left, ≥ ``confidence``).
-    method : str
-        :data:`CI_METHOD`, :data:`CI_METHOD_LOWER`, :data:`CI_METHOD_UPPER` or :data:`CI_METHOD_NONE`.
-    """
-
-    low: float
-    high: float
-    level: float
-    method: str
-
-
-def order_statistic_ci(sorted_values: np.ndarray, omega: float, confidence: float) -> QuantileInterval:
-    """Distribution-free interval [X_(l), X_(u)] for the ω-quantile of sorted draws.
-
-    The ranks are those of :func:`~deplbench.formulations.evaluation.binomial.quantile_ci_ranks`
-    (α/2 in each tail). A rank past the draws is not clamped to the sample
-    extreme, which would keep the stated level without its coverage (at
-    n = 100, ω = 0.99 the "95 %" interval [X_(97), X_(100)] covers with
-    probability 0.62): that end becomes infinite and the level is the one-sided
-    coverage that remains.
-
-    Parameters
-    ----------
-    sorted_values : ndarray
-        The n ≥ 1 draws in increasing order.
-    omega : float
-        The quantile's level.
-    confidence : float
-        The two-sided interval's level 1 − α.
-
-    Returns
-    -------
-    QuantileInterval
-
-    References
-    ----------
-    Hahn & Meeker, *Statistical Intervals*, Sec. 5.2.
-    """
-    n = int(sorted_values.size)
-    r = quantile_ci_ranks(n, omega, confidence)
-    low = float(sorted_values[r.low - 1]) if r.low >= 1 else -np.inf
-    high = float(sorted_values[r.high - 1]) if r.high <= n else np.inf
-    if r.two_sided:
-        return QuantileInterval(low, high, float(confidence), CI_METHOD)
-    method = CI_METHOD_NONE if r.low < 1 and r.high > n else CI_METHOD_LOWER if r.low >= 1 else CI_METHOD_UPPER
-    return QuantileInterval(low, high, r.coverage, method)
 
 
 def simulate_trajectories(instance, models, gammas, n: int, rng: np.random.Generator) -> np.ndarray:
@@ -552,11 +475,8 @@ def _check_arguments(instance, plan, samples, seed, confidence, trajectory):
 
 def check_evaluation_memory(n: int, n_epochs: int, trajectory: bool, field: str = "samples",
                             error: type[DeplbenchError] = PlanError, at_least: bool = False) -> None:
-    """Refuse, naming ``field``, a simulation beyond the budget (``n_epochs = 0``: the final losses alone).
-
-    ``at_least``: ``n_epochs`` is only a lower bound on the plan's length (the
-    plan is not yet known): the refusal then says that longer plans need more.
-    """
+    """Refuse, naming ``field``, a simulation beyond the budget (``n_epochs = 0``: the final losses alone;
+    ``at_least``: ``n_epochs`` only bounds the plan's length from below, the plan not yet known)."""
     width = n_epochs + 1
     need = n * 16 + (n * width * _BYTES_PER_VALUE if trajectory else 0)   # final losses, sorted copy
     if need > MEMORY_BUDGET:
@@ -594,8 +514,8 @@ def _simulate_and_judge(instance, plan, models, gammas, n, rng, exact, trajector
     finals.sort()
     rank = quantile_rank(instance.omega, n)
     quantile = float(finals[rank - 1])
-    qi = (QuantileInterval(quantile, quantile, 1.0, CI_METHOD_DETERMINISTIC) if exact
-          else order_statistic_ci(finals, instance.omega, confidence))
+    qi = QuantileInterval(quantile, quantile, confidence, CI_METHOD_DETERMINISTIC) if exact else (
+        order_statistic_ci(finals, instance.omega, confidence))
     ci = (qi.low, qi.high)
     threshold = loss_threshold(instance.loss_max)
     # an infinite end (too few draws for it) never decides: the interval then straddles ℓmax
@@ -675,5 +595,5 @@ def _certify(finals, n, exact, instance, threshold, confidence, violations):
 
 __all__ = ["Evaluation", "evaluate_plan", "check_evaluation_memory", "attach_exact", "plan_indices", "transfer_cost",
            "simulate_trajectories", "MEMORY_BUDGET", "order_statistic_ci", "QuantileInterval", "CI_METHOD",
-           "CI_METHOD_LOWER", "CI_METHOD_UPPER", "CI_METHOD_NONE", "CI_METHOD_DETERMINISTIC",
+           "CI_METHOD_DETERMINISTIC",
            "VIOLATION_BOUNDS_METHOD", "BASIS_CONSTRAINTS", "BASIS_EXACT", "BASIS_DETERMINISTIC", "BASIS_MONTE_CARLO"]
