@@ -21,22 +21,26 @@ def test_solve_prints_the_proof_beside_the_monte_carlo_estimate(tmp_path, deplbe
 
     ipath, rpath = tmp_path / "pact.json", tmp_path / "result.json"
     generate("realistic", family="pact-vgg11", horizon=30).save(ipath)
-    # 100 draws of eval seed 1: the Monte Carlo interval straddles ℓmax,
-    # while the exact bounds prove the milp-exact plan feasible
+    # 100 draws of eval seed 1: too few for an upper end at ω = 0.99, so the Monte Carlo
+    # interval is one-sided and straddles ℓmax, while the exact bounds prove the
+    # milp-exact plan feasible
     status, out, err = deplbench_cli("solve", ipath, "--algo", "milp-exact", "--eval-samples", 100,
                                      "--eval-seed", 1, "-o", rpath)
     assert status == 0, err
     text = " ".join(out.split())
     assert "Monte Carlo estimate from 100 draws, seed 1" in text
-    assert "at level 0.95 (order-statistic (distribution-free, binomial), two-sided)" in text
+    # [X_(97), +∞): the level of the one tail it keeps, 1 − P(Bin(100, 0.99) ≤ 96), not 0.95
+    assert ", +∞) at level 0.9816 (order-statistic (distribution-free, binomial), one-sided lower bound" in text
     assert "estimate undecided (Monte Carlo estimate: the interval straddles ℓmax)" in text
     assert "certified not certified at level 0.95 (one-sided Clopper-Pearson on the same draws: 1 of 100" in text
     assert "exact proven feasible (a proof, no sampling" in text
     assert "verdict feasible, proven by the exact bounds" in text
     assert "-> undecided" not in out
     record = json.loads(rpath.read_text())
-    assert record["quantile_ci_level"] == 0.95 and "order-statistic" in record["quantile_ci_method"]
+    assert record["quantile_ci_level"] == pytest.approx(0.98162596, abs=1e-8)
+    assert "one-sided lower bound" in record["quantile_ci_method"]
     assert len(record["quantile_ci"]) == 2                               # the old keys stay
+    assert record["quantile_ci"][1] is None and record["quantile_ci_nonfinite"] == {"1": "inf"}
     assert (record["verdict"], record["verdict_basis"]) == ("feasible", "exact")
     ev = record["evaluation"]
     assert (ev["mc_verdict"], ev["exact_verdict"], ev["certified_verdict"]) == (
@@ -48,6 +52,32 @@ def test_solve_prints_the_proof_beside_the_monte_carlo_estimate(tmp_path, deplbe
     assert status == 0, err
     text = " ".join(out.split())
     assert "estimate undecided (Monte Carlo estimate" in text and "verdict feasible, proven by the exact" in text
+
+
+@pytest.mark.slow
+def test_too_few_draws_are_not_called_feasible_at_095(tmp_path, deplbench_cli):
+    # the MILP's plan on pact-vgg11 violates with probability 0.0194 > 1 − ω = 0.01 (exact
+    # bounds); 100 draws are too few for an upper end on the 0.99-quantile at level 0.95
+    inst, res = tmp_path / "vgg.json", tmp_path / "vggmilp.json"
+    for args in (("generate", "realistic", "--family", "pact-vgg11", "-o", inst),
+                 ("solve", inst, "--algo", "milp", "-o", res)):
+        status, _, err = deplbench_cli(*args)
+        assert status == 0, err
+    args = ("evaluate", inst, res, "--samples", 100, "--seed", 0, "--check")
+    status, out, _ = deplbench_cli(*args)
+    text = " ".join(out.split())
+    assert status == 1 and "feasible yes" not in text
+    assert ", +∞) at level 0.9816 (order-statistic" in text and "one-sided lower bound" in text
+    assert "estimate undecided" in text and "verdict undecided (Monte Carlo estimate" in text
+    assert "at level 0.95" not in text.split("certified")[0]        # the interval no longer claims it
+    status, out, _ = deplbench_cli(*args, "--exact")
+    text = " ".join(out.split())
+    assert status == 1 and "exact verdict proven infeasible" in text
+    assert "verdict infeasible, proven by the exact bounds" in text
+    status, out, _ = deplbench_cli(*args[:-1], "--json")
+    ev = json.loads(out)
+    assert ev["quantile_ci"][1] is None and ev["quantile_ci_nonfinite"] == {"1": "inf"}
+    assert ev["verdict"] == "undecided" and ev["quantile_ci_level"] > 0.98
 
 
 def test_evaluate_names_the_estimate_and_lets_the_proof_decide(tmp_path, deplbench_cli):

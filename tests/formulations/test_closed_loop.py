@@ -54,6 +54,17 @@ def test_fixed_plan_gives_the_static_evaluators_quantile_exactly(vgg, plan):
     assert other["loss_quantile"] != s["loss_quantile"]
 
 
+def test_too_few_runs_give_a_one_sided_loss_quantile_interval(vgg, plan):
+    # 50 runs at ω = 0.99: no order statistic is an upper end at 0.95, so none is stated
+    s = simulate(vgg, FixedPlanPolicy(vgg, plan), runs=50, seed=0).summary()
+    lo, hi = s["loss_quantile_ci"]
+    assert hi == math.inf and lo <= s["loss_quantile"] and "one-sided lower bound" in s["loss_quantile_method"]
+    assert s["loss_quantile_ci_level"] >= 0.95
+    big = simulate(vgg, FixedPlanPolicy(vgg, plan), runs=3000, seed=0).summary()
+    assert math.isfinite(big["loss_quantile_ci"][1]) and big["loss_quantile_ci_level"] == 0.95
+    assert "two-sided" in big["loss_quantile_method"]
+
+
 def test_fixed_plan_matches_across_evaluator_blocks(vgg, plan):
     n = BLOCK + 500                       # two blocks, as the evaluator draws them
     ev = evaluate_plan(vgg, plan, samples=n, seed=1, trajectory=False)

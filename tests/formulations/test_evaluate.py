@@ -303,3 +303,77 @@ def test_every_evaluation_names_its_interval_method_and_basis():
     det = evaluate_plan(parse_instance(det_instance()), plan([("m", "A", 2.0)], {"A": ["d0"]}), samples=100)
     assert det.ci_method == CI_METHOD_DETERMINISTIC and det.verdict_basis == "deterministic"
 
+
+
+# ------------------------------------------------ the order-statistic interval at small samples
+
+
+def _ranks(ci, n: int) -> tuple[int, int]:
+    """The ranks of an interval on the draws 1..n (an infinite end: rank 0 or n + 1)."""
+    return (0 if ci.low == -math.inf else int(ci.low)), (n + 1 if ci.high == math.inf else int(ci.high))
+
+
+def _coverage(lo: int, hi: int, n: int, omega: float) -> float:
+    """P(X_(lo) ≤ ξ_ω ≤ X_(hi)) for a continuous law: 1 − P(B ≤ lo − 1) − P(B ≥ hi), B ~ Bin(n, ω)."""
+    return 1.0 - stats.binom.cdf(lo - 1, n, omega) - (stats.binom.sf(hi - 1, n, omega) if hi <= n else 0.0)
+
+
+@pytest.mark.parametrize("n", [100, 300, 2000])
+@pytest.mark.parametrize("omega", [0.99, 0.999])
+@pytest.mark.parametrize("confidence", [0.9, 0.95])
+def test_quantile_interval_has_the_level_it_states(n, omega, confidence):
+    from deplbench.formulations.evaluation.evaluate import CI_METHOD, order_statistic_ci
+
+    ci = order_statistic_ci(np.arange(1.0, n + 1), omega, confidence)
+    lo, hi = _ranks(ci, n)
+    cover = _coverage(lo, hi, n, omega)
+    assert cover >= ci.level - 1e-12 and ci.level >= confidence
+    # an end is infinite only where no order statistic would do: X_(n) is too low at α/2
+    assert (hi == n + 1) == (stats.binom.sf(n - 1, n, omega) > (1 - confidence) / 2)
+    assert (ci.method == CI_METHOD) == (hi <= n and lo >= 1)
+    if hi == n + 1:                                   # one-sided: its level is the exact coverage
+        assert "one-sided lower bound" in ci.method and ci.level == pytest.approx(cover, abs=1e-12)
+    # the ends are tight: one rank further in breaks the α/2 tail
+    assert stats.binom.cdf(lo, n, omega) > (1 - confidence) / 2
+    assert hi == n + 1 or stats.binom.sf(hi - 2, n, omega) > (1 - confidence) / 2
+
+
+def test_quantile_interval_coverage_by_simulation():
+    # independent of the binomial law: 20000 samples of 100 uniforms, ω = 0.99
+    from deplbench.formulations.evaluation.evaluate import order_statistic_ci
+
+    n, omega, reps = 100, 0.99, 20_000
+    u = np.sort(np.random.default_rng(7).random((reps, n)), axis=1)
+    ci = order_statistic_ci(np.arange(1.0, n + 1), omega, 0.95)
+    lo, hi = _ranks(ci, n)
+    low = u[:, lo - 1] if lo >= 1 else np.full(reps, -np.inf)
+    high = u[:, hi - 1] if hi <= n else np.full(reps, np.inf)
+    hit = float(np.mean((low <= omega) & (omega <= high)))
+    # 4 standard errors below the stated level; the clamped [X_(97), X_(100)] hits 0.62
+    assert hit >= ci.level - 4 * math.sqrt(ci.level * (1 - ci.level) / reps)
+    clamped = float(np.mean((low <= omega) & (omega <= u[:, n - 1])))
+    assert clamped < 0.7
+
+
+@pytest.mark.parametrize("samples, verdict", [(100, "undecided"), (300, "undecided"), (2000, "feasible")])
+def test_too_few_draws_for_an_upper_end_never_say_feasible(samples, verdict):
+    # ℓ(1) = 10 − X, X ~ IG(12, 11), and ℓmax = 9.9 (X ≥ 0.1) above every draw in
+    # practice: any finite upper end would say "feasible"
+    inst = parse_instance(random_instance(0.99))
+    ev = evaluate_plan(inst, plan([("m", "A", 5.0)], {"A": ["d0"]}), samples=samples, seed=0)
+    assert ev.mc_verdict == ev.verdict == verdict and ev.feasible == (verdict == "feasible")
+    lo, hi = ev.quantile_ci
+    if verdict == "undecided":
+        assert hi == math.inf and lo <= ev.quantile and "one-sided" in ev.ci_method
+        r = int(stats.binom.ppf(0.025, samples, 0.99))
+        assert ev.quantile_ci_level == pytest.approx(stats.binom.sf(r - 1, samples, 0.99), abs=1e-9)
+        assert ev.to_dict()["quantile_ci_level"] > 0.95
+    else:
+        assert lo <= ev.quantile <= hi <= 9.9 and ev.quantile_ci_level == 0.95 and "two-sided" in ev.ci_method
+
+
+def test_too_few_draws_still_say_infeasible_from_the_lower_end():
+    # ℓmax below every draw: the one-sided [X_(l), +∞) lies above it at its level
+    inst = parse_instance(random_instance(0.99) | {"loss_max": 5.0})
+    ev = evaluate_plan(inst, plan([("m", "A", 5.0)], {"A": ["d0"]}), samples=100, seed=0)
+    assert ev.quantile_ci[1] == math.inf and ev.quantile_ci[0] > 5.0 and ev.verdict == "infeasible"

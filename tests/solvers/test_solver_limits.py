@@ -210,3 +210,37 @@ def test_the_stop_message_names_the_limit_that_stopped_the_run():
     with limits.deadline(EXPIRED), limits.deadline(20.0):
         with pytest.raises(limits.TimeLimitReached, match=r"^time limit 1e-12 s reached \(inner loop\)"):
             limits.check_time("inner loop")
+
+
+def test_eval_samples_beyond_the_budget_are_refused_before_the_solve(alexnet, monkeypatch):
+    from deplbench.errors import SolverError
+    from deplbench.solvers.registry import get_solver
+
+    def never(*args, **kwargs):
+        raise AssertionError("the solver ran")
+
+    monkeypatch.setattr(get_solver("depl"), "run_settings", never)
+    # 10^8 trajectories with the per-epoch bands: 64 bytes each for the shortest (1-epoch) plan
+    with pytest.raises(SolverError, match=r"^eval_samples: 100000000 trajectories of at least 1 epoch need 5\.96 GiB "
+                                          r"with the per-epoch bands \(budget 2 GiB\); use at most 33554432 samples "
+                                          r"\(fewer for longer plans\)$"):
+        solve(alexnet, "depl", eval_samples=100_000_000)
+    # without evaluation nothing is simulated: nothing to refuse, the solver runs (here: crashes, as data)
+    res = solve(alexnet, "depl", evaluate=False, eval_samples=100_000_000)
+    assert res.status == "error" and "the solver ran" in res.message
+
+
+def test_eval_samples_too_many_for_the_returned_plan_name_eval_samples(alexnet):
+    # 2·10^6 fit a 1-epoch plan but not the 50 epochs depl returns: known only after the solve
+    res = solve(alexnet, "depl", eval_samples=2_000_000)
+    assert res.status == "error" and res.plan is not None and res.plan.n_epochs > 1
+    assert res.message.startswith("the returned plan could not be evaluated: eval_samples: 2000000 trajectories of "
+                                  f"{res.plan.n_epochs} epochs need")
+
+
+def test_a_deterministic_instance_is_not_refused_for_bands_it_never_draws():
+    from tests.formulations.test_evaluate import det_instance
+
+    inst = parse_instance(det_instance())                   # every random term a point mass
+    res = solve(inst, "depl", eval_samples=100_000_000)     # one trajectory is evaluated, exactly
+    assert res.status != "error" and res.evaluation["samples"] == 1

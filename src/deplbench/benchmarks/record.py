@@ -341,7 +341,7 @@ def evaluation_columns(evaluation: Mapping[str, Any] | None) -> dict:
     out = {
         "quantile_oos": ev.get("quantile_oos", ev.get("quantile")),
         "quantile_ci_low": low, "quantile_ci_high": high,
-        "ci_level": ev.get("ci_level", ev.get("confidence")),
+        "ci_level": ev.get("ci_level", ev.get("quantile_ci_level", ev.get("confidence"))),
         "ci_method": ev.get("ci_method") or (DEFAULT_CI_METHOD if low is not None else None),
         "verdict": ev.get("verdict"), "eval_samples": ev.get("samples"),
         "eval_seed": ev.get("seed"), "eval_exact": ev.get("exact"),

@@ -6,7 +6,7 @@ import argparse
 import textwrap
 from typing import Any
 
-from deplbench.cli.solvers import parse_kv, solver_used
+from deplbench.cli.solvers import as_given, parse_kv, solver_used
 from deplbench.errors import SolverError
 from deplbench.formulations.evaluation.settings import CONFIDENCE, RUNS, SEED, check_closed_loop, check_samples
 from deplbench.jsonio import print_json
@@ -46,15 +46,20 @@ def _cmd_simulate(args) -> int:
     with native_output_held(show) as stream, \
             Stages(show, "simulate", ["solve", "closed loop"], stream=stream) as stages:
         stages.stage(f"solve with {args.algorithm}")
-        result = solve(instance, args.algorithm, eval_samples=args.eval_samples, eval_seed=args.seed,
-                       **params)
+        try:
+            result = solve(instance, args.algorithm, eval_samples=args.eval_samples, eval_seed=args.seed,
+                           **params)
+        except SolverError as exc:      # solve()'s own arguments, named as the flags that gave them
+            raise SolverError(as_given(str(exc), {"eval_samples": args.eval_samples, "eval_seed": args.seed},
+                                        {"eval_samples": "--eval-samples", "eval_seed": "--seed"})) from None
         stages.stage(f"closed loop, {args.runs} runs")
         cl = closed_loop(instance, result, args.algorithm, runs=args.runs, seed=args.seed,
                          confidence=args.confidence)
     ev = result.evaluation or {}
     out = {"algorithm": result.algorithm, "status": result.status, "message": result.message,
            "static": {"cost": result.cost, "quantile": ev.get("quantile"), "quantile_ci": ev.get("quantile_ci"),
-                      "quantile_ci_level": ev.get("confidence"), "quantile_ci_method": ev.get("ci_method"),
+                      "quantile_ci_level": ev.get("quantile_ci_level", ev.get("confidence")),
+                      "quantile_ci_method": ev.get("ci_method"),
                       "verdict": ev.get("verdict"), "verdict_basis": ev.get("verdict_basis"),
                       "epochs": ev.get("epochs")},
            "closed_loop": cl}

@@ -82,7 +82,9 @@ def _cmd_solve(args) -> int:
             instance, args.algo, eval_samples=args.eval_samples, eval_seed=args.eval_seed, **params
         )
     except SolverError as exc:
-        raise SolverError(_as_given(str(exc), params, given_as)) from None
+        own = {"eval_samples": args.eval_samples, "eval_seed": args.eval_seed}     # solve()'s own, as flags
+        flags = {**given_as, "eval_samples": "--eval-samples", "eval_seed": "--eval-seed"}
+        raise SolverError(as_given(str(exc), {**params, **own}, flags)) from None
     record = result.to_dict()
     if args.output:
         try:
@@ -293,7 +295,7 @@ def _show(value) -> str:
     return "none" if value is None else f"{value:g}" if isinstance(value, float) else str(value)
 
 
-def _as_given(message: str, params: dict, given_as: dict[str, str]) -> str:
+def as_given(message: str, params: dict, given_as: dict[str, str]) -> str:
     """A parameter's refusal, naming the option as the user typed it.
 
     ``parameter 'write_lp': ...`` (a :class:`~deplbench.params.Param`'s
@@ -317,7 +319,8 @@ def register(subparsers) -> None:
             "Run one algorithm on an instance and judge the plan it returns out of sample: cost "
             "(2), the hard constraints (4)-(6), and the quantile constraint (3): a Monte Carlo "
             "estimate of the ω-quantile of the final loss from --eval-samples fresh trajectories "
-            "with its 0.95 distribution-free order-statistic interval, a one-sided "
+            "with its 0.95 distribution-free order-statistic interval (one-sided, at the level of "
+            "the end it keeps, when the draws are too few for the other), a one-sided "
             "Clopper-Pearson certificate at 0.95 on the same draws, and, where the laws allow, "
             "the exact violation bounds (no sampling), whose verdict decides. Prints a summary "
             "saying which statement is which, or with --json the result record as one JSON "

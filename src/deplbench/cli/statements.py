@@ -12,6 +12,7 @@ docstring).
 
 from __future__ import annotations
 
+import math
 import textwrap
 
 from deplbench.formulations.evaluation.binomial import CERTIFIED_FEASIBLE, CERTIFIED_INFEASIBLE
@@ -59,7 +60,10 @@ def evaluation_statements(ev) -> list[tuple[str, str]]:
         out.append(("quantile", f"{d['quantile']:.6g} (ω = {number_text(d['omega'])}; Monte Carlo estimate "
                                 f"from {d['samples']} draws, seed {d['seed']}); target ℓmax = "
                                 f"{number_text(d['loss_max'])}"))
-        out.append(("interval", f"[{lo:.6g}, {hi:.6g}] at level {level:g} "
+        ci_level = float(d.get("quantile_ci_level") or level)      # a one-sided interval states its own
+        left = "(−∞" if lo == -math.inf else f"[{lo:.6g}"
+        right = "+∞)" if hi == math.inf else f"{hi:.6g}]"
+        out.append(("interval", f"{left}, {right} at level {ci_level:.4g} "
                                 f"({d.get('ci_method') or CI_METHOD})"))
         where = {"feasible": "the interval lies at or below ℓmax", "infeasible": "the interval lies above ℓmax",
                  "undecided": "the interval straddles ℓmax"}.get(mc, "")

@@ -19,6 +19,8 @@ from dataclasses import dataclass, replace
 import numpy as np
 from scipy import stats as sps
 
+from deplbench.formulations.evaluation.binomial import quantile_ci_ranks
+
 #: Level of every interval on a median in the claims and the glance.
 MEDIAN_LEVEL = 0.95
 #: How the interval is computed, as the report states it.
@@ -133,13 +135,14 @@ def order_statistic_rank(n: int, level: float = MEDIAN_LEVEL) -> tuple[int, floa
     """
     if n < 1:
         return 0, math.nan
-    r = int(sps.binom.ppf((1.0 - level) / 2.0, n, 0.5))
-    # ppf gives the smallest r with P(B ≤ r) ≥ α/2; the rank below it is safe
-    while r >= 1 and 1.0 - 2.0 * float(sps.binom.cdf(r - 1, n, 0.5)) < level:
-        r -= 1
-    if r < 1:
+    if level >= 1.0:        # no finite interval reaches certainty
         return 0, 1.0
-    return r, 1.0 - 2.0 * float(sps.binom.cdf(r - 1, n, 0.5))
+    # the one rank rule of every order-statistic interval (formulations.evaluation.binomial):
+    # at ω = ½ its upper rank is n − r + 1 by symmetry
+    ranks = quantile_ci_ranks(n, 0.5, level)
+    if ranks.low < 1:
+        return 0, 1.0
+    return ranks.low, ranks.coverage
 
 
 def median_interval(values, high_values=None, level: float = MEDIAN_LEVEL) -> MedianInterval:

@@ -68,8 +68,14 @@ def check_solve_arguments(instance, algorithm, evaluate, eval_samples, eval_seed
     check_instance(instance, type_error=SolverError)
     for name, value in (("evaluate", evaluate), ("eval_samples", eval_samples), ("eval_seed", eval_seed)):
         EVALUATION_PARAMETERS[name].convert(name, value, strict=True)
-    if evaluate:        # the final losses alone must fit: refused before the solve, not after it
+    if evaluate:        # refused before the solve, not after it
         check_evaluation_memory(eval_samples, 0, False, field="eval_samples", error=SolverError)
+        random = (any(not m.improvement.is_deterministic for m in instance.models)
+                  or any(not s.jump.is_deterministic for s in instance.switches))
+        if random:
+            # _judge keeps the per-epoch bands, and a plan has at least one epoch (ℓmax < ℓ(0));
+            # a longer plan's own need is known only after the solve
+            check_evaluation_memory(eval_samples, 1, True, field="eval_samples", error=SolverError, at_least=True)
     return _solver_class(algorithm)
 
 
@@ -248,10 +254,13 @@ def _judge(instance, result: SolveResult, plan: Plan, eval_samples: int, eval_se
             result.status = "infeasible"
             result.message = "the returned plan violates hard constraints: " + "; ".join(ev.violations[:3])
     except DeplbenchError as exc:
-        result.diagnostics["evaluation_error"] = str(exc)
+        why = str(exc)
+        if why.startswith("samples: "):         # the evaluator's samples are solve()'s eval_samples
+            why = "eval_samples: " + why[len("samples: "):]
+        result.diagnostics["evaluation_error"] = why
         result.diagnostics["reported_status"] = result.status
         result.status = "error"
-        result.message = f"the returned plan could not be evaluated: {exc}"
+        result.message = f"the returned plan could not be evaluated: {why}"
     result.diagnostics["eval_s"] = time.perf_counter() - t0
 
 

@@ -197,9 +197,10 @@ def _plan_report(inst, model, x: np.ndarray, samples: int, seed: int) -> dict:
     # exact=True: the rigorous violation bounds (no sampling) where the
     # instance's laws allow them; otherwise exact_reason says why not
     ev = evaluate_plan(inst, plan, samples=samples, seed=seed, trajectory=False, exact=True).to_dict()
-    keep = ("cost", "verdict", "verdict_basis", "feasible", "quantile", "quantile_ci", "confidence", "ci_method",
-            "samples", "exact", "mc_verdict", "certified_verdict", "mc_certified_verdict", "violation_count",
-            "violation_lb", "violation_ub", "violation_lo", "violation_hi", "exact_verdict", "exact_reason")
+    keep = ("cost", "verdict", "verdict_basis", "feasible", "quantile", "quantile_ci", "quantile_ci_level",
+            "confidence", "ci_method", "samples", "exact", "mc_verdict", "certified_verdict", "mc_certified_verdict",
+            "violation_count", "violation_lb", "violation_ub", "violation_lo", "violation_hi", "exact_verdict",
+            "exact_reason")
     return {"decoded": True, "epochs": plan.n_epochs, "exact_cost": choice.cost,
             "in_sample_violations": int(choice.violations) * (data.S_nominal if data.deterministic else 1),
             "allowed_violations": int(data.p), "plan": plan.to_dict(),
@@ -301,7 +302,8 @@ def _monte_carlo_line(oos: dict) -> str:
     and its interval's level and method, the estimate's verdict, the
     Clopper–Pearson certificate at its level."""
     ci, level = oos.get("quantile_ci"), oos.get("confidence")
-    interval = (f"; CI {ci} at level {level} ({oos.get('ci_method') or 'order-statistic'})" if ci else "")
+    ci_level = oos.get("quantile_ci_level", level)      # a one-sided interval states its own
+    interval = (f"; CI {ci} at level {ci_level} ({oos.get('ci_method') or 'order-statistic'})" if ci else "")
     mc = oos.get("mc_verdict", oos.get("verdict"))
     cert = oos.get("mc_certified_verdict", oos.get("certified_verdict"))
     return (f"out of sample (Monte Carlo, {oos.get('samples')} draws): quantile estimate {oos.get('quantile')!r}"

@@ -333,6 +333,96 @@ def min_replications(scenarios: int, risk: float, confidence: float = 0.95,
     return max(1, math.ceil(math.log(1.0 - conf) / math.log1p(-r) - 1e-12))
 
 
+@dataclass(frozen=True)
+class QuantileRanks:
+    """Ranks of the distribution-free interval [X₍low₎, X₍high₎] on an ω-quantile
+    (:func:`quantile_ci_ranks`), with X₍0₎ = −∞ and X₍n+1₎ = +∞.
+
+    Attributes
+    ----------
+    low : int
+        Rank of the lower end, 0 when no sample is low enough (the lower end is −∞).
+    high : int
+        Rank of the upper end, ``n + 1`` when no sample is high enough (the upper end is +∞).
+    coverage : float
+        Exact binomial coverage 1 − P(B ≤ low − 1) − P(B ≥ high), B ~ Bin(n, ω):
+        the interval's coverage for a continuous law, a lower bound on it otherwise.
+    n : int
+    """
+
+    low: int
+    high: int
+    coverage: float
+    n: int
+
+    @property
+    def two_sided(self) -> bool:
+        """Both ends are order statistics (neither is infinite)."""
+        return self.low >= 1 and self.high <= self.n
+
+
+def quantile_ci_ranks(n: int, omega: float, confidence: float = 0.95) -> QuantileRanks:
+    """Ranks of the distribution-free two-sided interval on the ω-quantile, α/2 in each tail.
+
+    The lower rank is the largest l with P(B ≤ l − 1) ≤ α/2 and the upper rank
+    the smallest u with P(B ≥ u) ≤ α/2, B ~ Bin(n, ω) the number of draws at
+    or below the quantile, α = 1 − ``confidence``. When n is too small one of
+    them falls outside 1..n: that end is then infinite (rank 0 or n + 1) and
+    the interval is one-sided, with the coverage of the tail it keeps (≥ 1 − α/2),
+    never the clamped sample extreme at a level it does not have.
+
+    Parameters
+    ----------
+    n : int
+        Number of draws, ≥ 1.
+    omega : float
+        The quantile's level ω in (0, 1).
+    confidence : float, default 0.95
+        1 − α, in (0, 1).
+
+    Returns
+    -------
+    QuantileRanks
+        Its ``coverage`` is ≥ ``confidence`` in every case.
+
+    Raises
+    ------
+    BoundError
+        If an argument is out of range.
+
+    References
+    ----------
+    G. J. Hahn and W. Q. Meeker, *Statistical Intervals*, Wiley 1991, Sec. 5.2
+    (distribution-free intervals for a quantile); W. J. Conover, *Practical
+    Nonparametric Statistics*, 3rd ed., Wiley 1999, Sec. 3.2.
+
+    Examples
+    --------
+    >>> r = quantile_ci_ranks(100, 0.99, 0.95)          # X₍101₎ would be needed above
+    >>> r.low, r.high, r.two_sided, round(r.coverage, 4)
+    (97, 101, False, 0.9816)
+    """
+    n = _check_count("n", n, low=1)
+    w = _check_prob("omega", omega)
+    conf = _check_prob("confidence", confidence)
+    tail = (1.0 - conf) / 2.0
+    cdf, sf = stats.binom.cdf, stats.binom.sf
+    # ppf/isf search in floating point and may land one off: settle each rank on the cdf/sf itself
+    low = max(0, min(n, int(stats.binom.ppf(tail, n, w))))
+    while low >= 1 and cdf(low - 1, n, w) > tail:
+        low -= 1
+    while low < n and cdf(low, n, w) <= tail:
+        low += 1
+    high = max(1, min(n + 1, int(stats.binom.isf(tail, n, w)) + 1))
+    while high <= n and sf(high - 1, n, w) > tail:        # sf(u − 1) = P(B ≥ u)
+        high += 1
+    while high >= 2 and sf(high - 2, n, w) <= tail:
+        high -= 1
+    miss_low = float(cdf(low - 1, n, w)) if low >= 1 else 0.0
+    miss_high = float(sf(high - 1, n, w)) if high <= n else 0.0
+    return QuantileRanks(low, high, 1.0 - miss_low - miss_high, n)
+
+
 def order_statistic_bound(values, order: int | None) -> float:
     """v₍L₎ of ``values`` (+∞ entries allowed: infeasible SAAs); −∞ if ``order`` is None."""
     v = np.sort(np.asarray(values, dtype=float))
@@ -348,6 +438,6 @@ def order_statistic_bound(values, order: int | None) -> float:
 __all__ = [
     "BoundError", "clopper_pearson_upper", "clopper_pearson_lower", "violation_verdict",
     "max_certifiable_violations", "bonferroni", "saa_feasibility_probability", "LowerBoundOrder",
-    "lower_bound_order", "min_replications", "order_statistic_bound", "VERDICTS",
+    "lower_bound_order", "min_replications", "order_statistic_bound", "QuantileRanks", "quantile_ci_ranks", "VERDICTS",
     "CERTIFIED_FEASIBLE", "NOT_CERTIFIED", "CERTIFIED_INFEASIBLE",
 ]

@@ -93,7 +93,8 @@ from deplbench.formulations.evaluation.binomial import clopper_pearson_lower, cl
 
 # the evaluator's own interval and index mapping: a fixed plan's numbers must
 # be the static evaluator's, bit for bit
-from deplbench.formulations.evaluation.evaluate import order_statistic_ci, plan_indices
+from deplbench.formulations.evaluation.evaluate import plan_indices
+from deplbench.formulations.evaluation.quantile_ci import order_statistic_ci
 from deplbench.formulations.evaluation.settings import CONFIDENCE, RUNS, SEED, check_closed_loop
 from deplbench.formulations.model.allocation import TIME_RTOL
 from deplbench.formulations.model.plan import Plan
@@ -329,8 +330,9 @@ class ClosedLoopResult:
             "successes": k, "p_success": k / n,
             "p_success_ci": [clopper_pearson_lower(k, n, side), clopper_pearson_upper(k, n, side)],
             "p_success_method": f"Clopper–Pearson, two-sided, level {conf:g}",
-            "loss_quantile": float(finals[rank - 1]), "loss_quantile_ci": list(q_ci),
-            "loss_quantile_method": "order-statistic (distribution-free, binomial)",
+            # an end the runs are too few for is infinite, at the level of what is left
+            "loss_quantile": float(finals[rank - 1]), "loss_quantile_ci": [q_ci.low, q_ci.high],
+            "loss_quantile_ci_level": q_ci.level, "loss_quantile_method": q_ci.method,
             "loss": dist(self.final_loss),
             "violations": viol, "violation_ub": clopper_pearson_upper(viol, n, conf),
             "cost": dist(self.cost), "epochs": dist(self.epochs), "time": dist(self.time),

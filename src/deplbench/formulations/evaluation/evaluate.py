@@ -12,6 +12,9 @@ gets a verdict:
 ``infeasible`` the whole interval lies above ℓmax;
 ``undecided``  the interval straddles ℓmax (more samples would tell).
 
+With too few draws for an end (:mod:`~deplbench.formulations.evaluation.quantile_ci`)
+that end is infinite: a one-sided interval never says ``feasible`` (no upper end).
+
 That verdict is a Monte Carlo *estimate* (``mc_verdict``). A plan whose
 random terms are all point masses is evaluated exactly (one trajectory, an
 interval of zero width).
@@ -52,7 +55,6 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 
 import numpy as np
-from scipy import stats
 
 from deplbench.errors import DeplbenchError, PlanError
 from deplbench.formulations.evaluation.binomial import (
@@ -71,6 +73,7 @@ from deplbench.formulations.evaluation.exact_violation import (
     violation_bounds,
 )
 from deplbench.formulations.evaluation.instance_check import check_instance
+from deplbench.formulations.evaluation.quantile_ci import CI_METHOD, QuantileInterval, order_statistic_ci
 from deplbench.formulations.evaluation.settings import check_samples
 from deplbench.formulations.model.allocation import TIME_RTOL, epoch_parameters
 from deplbench.formulations.model.plan import Plan, check_plan_names, datasets_loc, parse_plan
@@ -80,9 +83,6 @@ from deplbench.limits import MEMORY_BUDGET_GIB
 #: Trajectories simulated per block: bounds memory at ~block·K·8 bytes.
 _BLOCK = 25_000
 
-#: ``ci_method`` of a sampled evaluation: the interval [X_(l), X_(u)] of
-#: :func:`order_statistic_ci`, α/2 in each tail.
-CI_METHOD = "order-statistic (distribution-free, binomial), two-sided"
 #: ``ci_method`` of a plan whose random terms are all point masses.
 CI_METHOD_DETERMINISTIC = "exact (every random term a point mass: one trajectory)"
 #: ``violation_bounds_method``: how ``violation_lb``/``violation_ub`` are built.
@@ -110,9 +110,9 @@ class Evaluation:
     constraints_ok : bool
     quantile : float
         The out-of-sample ω-quantile of ℓ(K) (a Monte Carlo estimate).
-    quantile_ci : tuple of float
-        Its interval at level ``confidence``, built as ``ci_method`` says
-        (two-sided distribution-free order statistics; zero width when exact).
+    quantile_ci, quantile_ci_level : tuple of float, float
+        Its interval as ``ci_method`` says (zero width when exact; an end infinite when the draws are too
+        few for it) and a coverage it is guaranteed: ``confidence``, or the exact one (≥ it) if one-sided.
     verdict : str
         ``"feasible"`` / ``"infeasible"`` / ``"undecided"``: ``"infeasible"`` when the plan breaks
         (4)–(6) (basis ``"constraints"``), else the quantile constraint (3), decided by the
@@ -195,6 +195,7 @@ class Evaluation:
     mc_certified_verdict: str | None = None
     mc_verdict: str | None = None
     ci_method: str = CI_METHOD
+    quantile_ci_level: float | None = None
     violation_bounds_method: str = VIOLATION_BOUNDS_METHOD
     verdict_basis: str = BASIS_MONTE_CARLO
 
@@ -271,16 +272,6 @@ def _check_constraints(instance, plan: Plan, models, clusters) -> tuple[list[str
             violations.append(f"{datasets_loc(cluster)}: holds data but does not train in every epoch "
                               "(eq. (6) as printed)")
     return violations, time
-
-
-def order_statistic_ci(sorted_values: np.ndarray, omega: float, confidence: float) -> tuple[float, float]:
-    """Distribution-free interval [X_(l), X_(u)] for the ω-quantile."""
-    n = sorted_values.size
-    alpha = 1.0 - confidence
-    lo = int(stats.binom.ppf(alpha / 2, n, omega))          # 1-based rank
-    hi = int(stats.binom.ppf(1 - alpha / 2, n, omega)) + 1
-    lo, hi = min(max(lo, 1), n), min(max(hi, 1), n)
-    return float(sorted_values[lo - 1]), float(sorted_values[hi - 1])
 
 
 def simulate_trajectories(instance, models, gammas, n: int, rng: np.random.Generator) -> np.ndarray:
@@ -483,16 +474,19 @@ def _check_arguments(instance, plan, samples, seed, confidence, trajectory):
 
 
 def check_evaluation_memory(n: int, n_epochs: int, trajectory: bool, field: str = "samples",
-                            error: type[DeplbenchError] = PlanError) -> None:
-    """Refuse, naming ``field``, a simulation beyond the budget (``n_epochs = 0``: the final losses alone)."""
+                            error: type[DeplbenchError] = PlanError, at_least: bool = False) -> None:
+    """Refuse, naming ``field``, a simulation beyond the budget (``n_epochs = 0``: the final losses alone;
+    ``at_least``: ``n_epochs`` only bounds the plan's length from below, the plan not yet known)."""
     width = n_epochs + 1
     need = n * 16 + (n * width * _BYTES_PER_VALUE if trajectory else 0)   # final losses, sorted copy
     if need > MEMORY_BUDGET:
         per = 16 + (width * _BYTES_PER_VALUE if trajectory else 0)
-        of = f" of {n_epochs} epochs" if n_epochs else ""
+        of = (f" of at least {n_epochs} epoch{'s' * (n_epochs != 1)}" if at_least
+              else f" of {n_epochs} epochs" if n_epochs else "")
         raise error(f"{field}: {n} trajectories{of} need {need / 2**30:.3g} GiB"
                         + (" with the per-epoch bands" if trajectory else "")
-                        + f" (budget {MEMORY_BUDGET / 2**30:g} GiB); use at most {MEMORY_BUDGET // per} samples")
+                        + f" (budget {MEMORY_BUDGET / 2**30:g} GiB); use at most {MEMORY_BUDGET // per} samples"
+                        + (" (fewer for longer plans)" if at_least else ""))
 
 
 def _simulate_and_judge(instance, plan, models, gammas, n, rng, exact, trajectory, seed, confidence,
@@ -520,8 +514,11 @@ def _simulate_and_judge(instance, plan, models, gammas, n, rng, exact, trajector
     finals.sort()
     rank = quantile_rank(instance.omega, n)
     quantile = float(finals[rank - 1])
-    ci = (quantile, quantile) if exact else order_statistic_ci(finals, instance.omega, confidence)
+    qi = QuantileInterval(quantile, quantile, confidence, CI_METHOD_DETERMINISTIC) if exact else (
+        order_statistic_ci(finals, instance.omega, confidence))
+    ci = (qi.low, qi.high)
     threshold = loss_threshold(instance.loss_max)
+    # an infinite end (too few draws for it) never decides: the interval then straddles ℓmax
     if ci[1] <= threshold:
         verdict = "feasible"
     elif ci[0] > threshold:
@@ -567,7 +564,8 @@ def _simulate_and_judge(instance, plan, models, gammas, n, rng, exact, trajector
         violation_ub_level=float(confidence),
         certified_verdict=certified,
         mc_certified_verdict=certified,
-        ci_method=CI_METHOD_DETERMINISTIC if exact else CI_METHOD,
+        ci_method=qi.method,
+        quantile_ci_level=qi.level,
         verdict_basis=BASIS_CONSTRAINTS if violations else BASIS_DETERMINISTIC if exact else BASIS_MONTE_CARLO,
     )
 
@@ -596,5 +594,6 @@ def _certify(finals, n, exact, instance, threshold, confidence, violations):
 
 
 __all__ = ["Evaluation", "evaluate_plan", "check_evaluation_memory", "attach_exact", "plan_indices", "transfer_cost",
-           "simulate_trajectories", "MEMORY_BUDGET", "order_statistic_ci", "CI_METHOD", "CI_METHOD_DETERMINISTIC",
+           "simulate_trajectories", "MEMORY_BUDGET", "order_statistic_ci", "QuantileInterval", "CI_METHOD",
+           "CI_METHOD_DETERMINISTIC",
            "VIOLATION_BOUNDS_METHOD", "BASIS_CONSTRAINTS", "BASIS_EXACT", "BASIS_DETERMINISTIC", "BASIS_MONTE_CARLO"]

@@ -131,7 +131,7 @@ class SolveResult:
             "quantile_ci": ev.get("quantile_ci"),
             # the interval's level and method, and what decided the verdict
             # (a proof, or the Monte Carlo estimate): evaluation.evaluate
-            "quantile_ci_level": ev.get("confidence"),
+            "quantile_ci_level": ev.get("quantile_ci_level", ev.get("confidence")),
             "quantile_ci_method": ev.get("ci_method"),
             "verdict": ev.get("verdict"),
             "verdict_basis": ev.get("verdict_basis"),

@@ -1,0 +1,94 @@
+"""The distribution-free interval on the ω-quantile of Monte Carlo draws.
+
+[X₍l₎, X₍u₎] from the order statistics of n sorted draws, α/2 in each tail
+(:func:`~deplbench.formulations.evaluation.binomial.quantile_ci_ranks`). When
+the draws are too few for an end at the level (n = 100 at ω = 0.99: the upper
+rank would be 101) that end is infinite and the interval states the coverage
+of the tail it keeps, never the clamped sample extreme at a level it does not
+have (the "0.95" interval [X₍97₎, X₍100₎] covers with probability 0.62).
+
+References
+----------
+G. J. Hahn and W. Q. Meeker, *Statistical Intervals*, Wiley 1991, Sec. 5.2.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from deplbench.formulations.evaluation.binomial import quantile_ci_ranks
+
+#: ``ci_method`` of a sampled evaluation: the interval [X_(l), X_(u)] of
+#: :func:`order_statistic_ci`, α/2 in each tail.
+CI_METHOD = "order-statistic (distribution-free, binomial), two-sided"
+#: ``ci_method`` when the upper rank would exceed the draws: [X_(l), +inf).
+CI_METHOD_LOWER = ("order-statistic (distribution-free, binomial), one-sided lower bound: too few draws "
+                   "for an upper end at this level (it would be past the sample maximum)")
+#: ``ci_method`` when the lower rank would be below 1: (-inf, X_(u)].
+CI_METHOD_UPPER = ("order-statistic (distribution-free, binomial), one-sided upper bound: too few draws "
+                   "for a lower end at this level (it would be below the sample minimum)")
+#: ``ci_method`` when neither end exists: the whole line, of coverage 1.
+CI_METHOD_NONE = ("order-statistic (distribution-free, binomial): too few draws for either end at this "
+                  "level, no interval (the whole line)")
+@dataclass(frozen=True)
+class QuantileInterval:
+    """An interval on the ω-quantile, the level it is guaranteed, and how it was built.
+
+    Attributes
+    ----------
+    low, high : float
+        Its ends, −∞ / +∞ where the draws are too few for that end.
+    level : float
+        A coverage it is guaranteed for every law (``confidence`` when two-sided,
+        else the exact binomial coverage of what is left, ≥ ``confidence``).
+    method : str
+        :data:`CI_METHOD`, :data:`CI_METHOD_LOWER`, :data:`CI_METHOD_UPPER` or :data:`CI_METHOD_NONE`.
+    """
+
+    low: float
+    high: float
+    level: float
+    method: str
+
+
+def order_statistic_ci(sorted_values: np.ndarray, omega: float, confidence: float) -> QuantileInterval:
+    """Distribution-free interval [X_(l), X_(u)] for the ω-quantile of sorted draws.
+
+    The ranks are those of :func:`~deplbench.formulations.evaluation.binomial.quantile_ci_ranks`
+    (α/2 in each tail). A rank past the draws is not clamped to the sample
+    extreme, which would keep the stated level without its coverage (at
+    n = 100, ω = 0.99 the "95 %" interval [X_(97), X_(100)] covers with
+    probability 0.62): that end becomes infinite and the level is the one-sided
+    coverage that remains.
+
+    Parameters
+    ----------
+    sorted_values : ndarray
+        The n ≥ 1 draws in increasing order.
+    omega : float
+        The quantile's level.
+    confidence : float
+        The two-sided interval's level 1 − α.
+
+    Returns
+    -------
+    QuantileInterval
+
+    References
+    ----------
+    Hahn & Meeker, *Statistical Intervals*, Sec. 5.2.
+    """
+    n = int(sorted_values.size)
+    r = quantile_ci_ranks(n, omega, confidence)
+    low = float(sorted_values[r.low - 1]) if r.low >= 1 else -np.inf
+    high = float(sorted_values[r.high - 1]) if r.high <= n else np.inf
+    if r.two_sided:
+        return QuantileInterval(low, high, float(confidence), CI_METHOD)
+    method = CI_METHOD_NONE if r.low < 1 and r.high > n else CI_METHOD_LOWER if r.low >= 1 else CI_METHOD_UPPER
+    return QuantileInterval(low, high, r.coverage, method)
+
+
+__all__ = ["QuantileInterval", "order_statistic_ci", "CI_METHOD", "CI_METHOD_LOWER", "CI_METHOD_UPPER",
+           "CI_METHOD_NONE"]
