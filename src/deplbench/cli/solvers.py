@@ -70,6 +70,8 @@ def _cmd_solve(args) -> int:
         if value is None:
             continue
         flag = "--" + attr.replace("_", "-")
+        if attr == "time_limit" and pname not in cls.parameters and cls.clock in cls.parameters:
+            pname = cls.clock      # the solver's own name for its time budget (adaptive-opt: refine_time)
         if pname not in cls.parameters:
             raise SolverError(f"{flag}: algorithm {args.algo!r} has no parameter {pname!r}")
         if pname in params:        # as generate: one value, never "the last one wins"
@@ -334,7 +336,10 @@ def register(subparsers) -> None:
     # converts and checks each one once (solve()), naming the flag on refusal.
     p.add_argument("--scenarios", metavar="S", help="in-sample scenarios S")
     p.add_argument("--seed", metavar="N", help="seed of the algorithm's own draws")
-    p.add_argument("--time-limit", metavar="SEC", help="time limit in seconds (none: no limit)")
+    p.add_argument("--time-limit", metavar="SEC",
+                   help="time limit in seconds (none: no limit); sets the algorithm's time budget, its parameter "
+                        "time_limit or, where it has none, its clock (adaptive-opt: refine_time, the outer stop "
+                        "of its refinement to --param width, as `deplbench adaptive --time-limit`)")
     p.add_argument("--gap", help="relative optimality gap tolerance")
     p.add_argument("--formulation", metavar="NAME",
                    help="MILP formulation: fast, counts, enumeration, flow, naive or general (fast picks counts, "
