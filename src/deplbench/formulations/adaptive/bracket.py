@@ -211,8 +211,8 @@ def time_points_for(chain: Chain, time_points: int | None) -> int:
     """Points of the remaining-time grid the bracket uses on ``chain`` (0: the deadline priced only).
 
     None: the finest of :data:`~deplbench.formulations.adaptive.timed.TIME_POINTS` (256, 128, 64)
-    whose pass costs at most :data:`~deplbench.formulations.adaptive.timed.TIMED_WORK`
-    multiply–adds (:func:`~deplbench.formulations.adaptive.timed.timed_work`), else 0."""
+    whose pass costs at most :data:`~deplbench.formulations.adaptive.timed.TIMED_WORK` multiply–adds
+    (:func:`~deplbench.formulations.adaptive.timed.timed_work`), else 0; the bracket asks on its first grid."""
     if time_points is None:
         return next((g for g in TIME_POINTS if timed_work(chain, g) <= TIMED_WORK), 0)
     return int(time_points)
@@ -353,8 +353,8 @@ def adaptive_bounds(instance, buckets: int = START_BUCKETS, runs: int = RUNS, se
         (:mod:`~deplbench.formulations.adaptive.timed`): the lower bound is then
         the larger of the priced and the carried bounds (both valid) and the
         certified policy reads its tables (:class:`~deplbench.formulations.adaptive.certify.TimedPolicy`).
-        0: the deadline priced only. None (default): G = 256, 128 or 64, the
-        finest whose pass is cheap (:func:`time_points_for`), else 0.
+        0: the deadline priced only. None (default): G = 256, 128 or 64, the finest whose
+        pass is cheap on the first grid (:func:`time_points_for`), else 0, kept on finer grids.
 
     Returns
     -------
@@ -394,6 +394,7 @@ def adaptive_bounds(instance, buckets: int = START_BUCKETS, runs: int = RUNS, se
                         f"multiply–adds per pass, at least {timed_seconds(opt, g0, iters_mu):.3g} s for the "
                         f"grid's passes, beyond time_limit = {time_limit:g} s; use fewer time points or buckets "
                         f"(0: the deadline priced only; default: chosen where affordable)")
+    time_points = g0        # a default G is chosen on the first grid and kept (the refinement's clock weighs it)
     line, timed_check = "", False
     fastest = opt.st.fastest_epoch()
     if not fastest <= opt.st.time_max:
