@@ -13,6 +13,7 @@ import pytest
 
 from deplbench.formulations import adaptive as A
 from deplbench.formulations.adaptive import bracket
+from deplbench.formulations.adaptive.settings import ITERS_MU
 from deplbench.instances.generators import generate
 from deplbench.instances.model import parse_instance
 from tests.cli.test_cli_adaptive_options import TINY
@@ -32,6 +33,9 @@ def test_a_small_instance_carries_the_deadline_by_default(seed):
     finer = [p for p in A.TIME_POINTS if p > g]
     assert all(A.timed_work(chain, p) > A.TIMED_WORK for p in finer)
     assert A.time_points_for(chain, 0) == 0 and A.time_points_for(chain, 16) == 16     # explicit G as given
+    # a time limit its passes cannot fit in (a least time, at a rate above any core's) prices it instead
+    need = A.timed_seconds(chain, g, ITERS_MU)
+    assert A.time_points_for(chain, None, need) == g and A.time_points_for(chain, None, need / 2) == 0
 
 
 @pytest.mark.parametrize("family,loss_max", REALISTIC, ids=[f"{f}-{lm:g}" for f, lm in REALISTIC])
