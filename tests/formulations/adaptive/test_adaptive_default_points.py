@@ -69,3 +69,14 @@ def test_a_refinement_keeps_the_first_grids_time_points(monkeypatch):
     b = A.adaptive_bounds(inst, buckets=30, runs=300, tune_runs=300, width=1e-9, max_buckets=60)
     assert [lv["buckets"] for lv in b.refinement["levels"]] == [30, 60]
     assert [p for _, p in seen] == [g, g] and b.multipliers["time_points"] == g
+
+
+def test_the_help_states_the_work_limit_in_force(capsys):
+    from deplbench.cli import main
+    from deplbench.formulations.adaptive.settings import SETTINGS
+
+    limit = f"{A.TIMED_WORK:g}".replace("e+0", "e")        # 2.5e8
+    assert limit in SETTINGS["time_points"].help
+    with pytest.raises(SystemExit):
+        main(["adaptive", "--help"])
+    assert limit in capsys.readouterr().out
