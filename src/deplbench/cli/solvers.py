@@ -101,7 +101,10 @@ def _cmd_solve(args) -> int:
             print(f"cost        {result.cost:.6g}")
         if result.lower_bound is not None:
             gap = result.gap if result.gap is not None else float("nan")
-            print(f"lower bound {result.lower_bound:.6g}   gap {gap:.3g}")
+            width = (result.diagnostics or {}).get("width") if getattr(cls, "reference", "") == "adaptive" else None
+            # an adaptive bracket's width is (UB − LB)/LB (`deplbench adaptive`), the record's gap (UB − LB)/UB
+            print(f"lower bound {result.lower_bound:.6g}   gap {gap:.3g}"
+                  + (f" (UB − LB)/UB, width {width:.3g} (UB − LB)/LB" if isinstance(width, float) else ""))
         print(f"runtime     {result.runtime_s:.3f} s")
         if ev:
             from deplbench.cli.statements import statement_lines

@@ -65,6 +65,11 @@ def test_solve_time_limit_is_the_solvers_clock(tiny_file, capsys):
     assert main(argv) == 0
     record = json.loads(capsys.readouterr().out)
     assert record["status"] == "feasible" and record["params"]["refine_time"] == 20.0
+    # the text names both relative differences
+    assert main([a for a in argv if a != "--json"]) == 0
+    line = next(ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("lower bound"))
+    width = record["diagnostics"]["width"]
+    assert line.endswith(f"gap {record['gap']:.3g} (UB − LB)/UB, width {width:.3g} (UB − LB)/LB"), line
 
 
 @pytest.mark.parametrize("extra, words", [

@@ -67,11 +67,12 @@ def certified_statement(b, lb: float | None) -> str:
         One line; the ``message`` of a ``feasible`` result.
     """
     c = b.certification
-    level = number_text(c.get("level_each", 1.0 - (1.0 - b.confidence) / 2.0))
+    level = c.get("level_each", 1.0 - (1.0 - b.confidence) / 2.0)
     line = (f"cost = one-sided upper confidence bound on the certified policy's mean cost (empirical Bernstein, "
-            f"sample mean {b.cost_mean:.6g} over {c.get('kept_runs')} fresh runs), P(success) ≥ "
-            f"{b.p_success_lo:.5f} certified (one-sided Clopper–Pearson) against ω = {number_text(b.omega)}; "
-            f"both hold jointly at confidence {number_text(b.confidence)} (union bound, {level} each)")
+            f"on the {c.get('kept_runs')} of {c.get('runs')} fresh runs not given up; sample mean "
+            f"{b.cost_mean:.6g}), P(success) ≥ {b.p_success_lo:.5f} certified (one-sided Clopper–Pearson) "
+            f"against ω = {number_text(b.omega)}; both hold jointly at confidence {number_text(b.confidence)} "
+            f"(union bound, {level:g} each)")
     if lb is None:
         return line + "; no lower bound"
     gap = SolveResult.relative_gap(b.upper_bound, lb)
