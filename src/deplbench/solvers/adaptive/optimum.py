@@ -26,7 +26,8 @@ beyond :data:`~deplbench.formulations.adaptive.chain.MAX_CELLS` buckets (the
 message names the law). ``diagnostics["status"]``
 is the bracket's own status (:data:`~deplbench.formulations.adaptive.BRACKET_STATUSES`:
 also ``multipliers_ran_away``, ``lambda_not_converged`` and ``bound_not_positive``) and ``message``
-its line. ``cost`` is the one-sided upper confidence bound on the certified
+its line; a certified result's ``message`` states what its numbers are first
+(:func:`certified_statement`). ``cost`` is the one-sided upper confidence bound on the certified
 policy's mean cost (joint with the P(success) certificate at
 ``confidence``); ``diagnostics["cost_mean"]`` the sample mean.
 
