@@ -238,7 +238,9 @@ def register(subparsers) -> None:
                    help="policy: share of the remaining time planned (default %(default)g)")
     p.add_argument("--time-points", dest="time_points", type=int,
                    help="carry the deadline on a grid of this many remaining-time points (0: price it only; "
-                        "default: 256, 128 or 64 where affordable, i.e. small instances)")
+                        "default: the finest of 256, 128, 64 whose pass on the first grid costs <= 2.5e8 "
+                        "multiply-adds and fits --time-limit, kept on finer grids, e.g. 2 models and 2 clusters "
+                        "at K = 6; else 0, as on the realistic families; docs/adaptive.md)")
     # What the two numbers control (formulations/adaptive: search.py's BRACKET_STEPS, LAM_RTOL and
     # COARSE, bracket.py's warm starts): any multiplier gives a valid bound, the steps only tighten it.
     p.add_argument("--iters-lam", dest="iters_lam", type=int, metavar="N", default=SETTINGS["iters_lam"].default,

@@ -70,6 +70,8 @@ def _cmd_solve(args) -> int:
         if value is None:
             continue
         flag = "--" + attr.replace("_", "-")
+        if attr == "time_limit" and pname not in cls.parameters and cls.clock in cls.parameters:
+            pname = cls.clock      # the solver's own name for its time budget (adaptive-opt: refine_time)
         if pname not in cls.parameters:
             raise SolverError(f"{flag}: algorithm {args.algo!r} has no parameter {pname!r}")
         if pname in params:        # as generate: one value, never "the last one wins"
@@ -101,7 +103,10 @@ def _cmd_solve(args) -> int:
             print(f"cost        {result.cost:.6g}")
         if result.lower_bound is not None:
             gap = result.gap if result.gap is not None else float("nan")
-            print(f"lower bound {result.lower_bound:.6g}   gap {gap:.3g}")
+            width = (result.diagnostics or {}).get("width") if getattr(cls, "reference", "") == "adaptive" else None
+            # an adaptive bracket's width is (UB − LB)/LB (`deplbench adaptive`), the record's gap (UB − LB)/UB
+            print(f"lower bound {result.lower_bound:.6g}   gap {gap:.3g}"
+                  + (f" (UB − LB)/UB, width {width:.3g} (UB − LB)/LB" if isinstance(width, float) else ""))
         print(f"runtime     {result.runtime_s:.3f} s")
         if ev:
             from deplbench.cli.statements import statement_lines
@@ -337,7 +342,10 @@ def register(subparsers) -> None:
     # converts and checks each one once (solve()), naming the flag on refusal.
     p.add_argument("--scenarios", metavar="S", help="in-sample scenarios S")
     p.add_argument("--seed", metavar="N", help="seed of the algorithm's own draws")
-    p.add_argument("--time-limit", metavar="SEC", help="time limit in seconds (none: no limit)")
+    p.add_argument("--time-limit", metavar="SEC",
+                   help="time limit in seconds (none: no limit); sets the algorithm's time budget, its parameter "
+                        "time_limit or, where it has none, its clock (adaptive-opt: refine_time, the outer stop "
+                        "of its refinement to --param width, as `deplbench adaptive --time-limit`)")
     p.add_argument("--gap", help="relative optimality gap tolerance")
     p.add_argument("--formulation", metavar="NAME",
                    help="MILP formulation: fast, counts, enumeration, flow, naive or general (fast picks counts, "

@@ -123,7 +123,8 @@ class Solver:
     #: The parameter that is the whole solve's wall-clock deadline (the one
     #: clock, :mod:`deplbench.limits`). ``time_limit`` for most solvers; a
     #: solver whose ``time_limit`` bounds one inner solve names its outer
-    #: budget instead (``milp-certified``: ``total_time_limit``).
+    #: budget instead (``milp-certified``: ``total_time_limit``), and so does a solver with
+    #: no ``time_limit`` (``adaptive-opt``: ``refine_time``); ``solve --time-limit`` sets it then.
     clock: ClassVar[str] = "time_limit"
 
     def run(self, instance, **params) -> SolveResult:

@@ -123,7 +123,7 @@ How the deadline (eq. (4)) is handled: what is exact and what is relaxed
 ---------------------------------------------------------------------------
 *Carried* (:mod:`~deplbench.formulations.adaptive.timed`, used where a pass
 is affordable: :func:`time_points_for`). The remaining time τ is a state
-on the grid τ_j = jΔ (Δ = Tmax/G; by default G = 256, 128 or 64, the finest that is cheap) and only the
+on the grid τ_j = jΔ (Δ = Tmax/G; by default the finest of 256, 128, 64 cheap on the first grid) and only the
 failure is priced: V₀(μ) − μ(1 − ω) is a proven bound for every μ ≥ 0.
 *Exact* there: "T ≤ Tmax on every run", the capacity x ≤ r, the
 communication time s/b, the chance constraint (μ with Beutler–Ross

@@ -207,14 +207,14 @@ def _predicted_ucb(share: dict, q: float, runs: int, alpha: float) -> float:
     return (1.0 - q) * (share["cost_mean"] + margin)
 
 
-def time_points_for(chain: Chain, time_points: int | None) -> int:
-    """Points of the remaining-time grid the bracket uses on ``chain`` (0: the deadline priced only).
-
-    None: the finest of :data:`~deplbench.formulations.adaptive.timed.TIME_POINTS` (256, 128, 64)
-    whose pass costs at most :data:`~deplbench.formulations.adaptive.timed.TIMED_WORK`
-    multiply–adds (:func:`~deplbench.formulations.adaptive.timed.timed_work`), else 0."""
+def time_points_for(chain: Chain, time_points: int | None, time_limit: float | None = None,
+                    iters_mu: int = ITERS_MU) -> int:
+    """Points of the remaining-time grid on ``chain`` (0: the deadline priced only). None: the finest of
+    :data:`~.timed.TIME_POINTS` (256, 128, 64) whose pass costs ≤ :data:`~.timed.TIMED_WORK` multiply–adds
+    (:func:`~.timed.timed_work`) and whose passes' least time (:func:`~.timed.timed_seconds`) fits ``time_limit``."""
     if time_points is None:
-        return next((g for g in TIME_POINTS if timed_work(chain, g) <= TIMED_WORK), 0)
+        g = next((g for g in TIME_POINTS if timed_work(chain, g) <= TIMED_WORK), 0)
+        return g if time_limit is None or timed_seconds(chain, g, iters_mu) <= time_limit else 0
     return int(time_points)
 
 
@@ -343,7 +343,7 @@ def adaptive_bounds(instance, buckets: int = START_BUCKETS, runs: int = RUNS, se
         started is finished, and the certification runs after it). An explicit
         ``time_points`` whose first grid's carried passes cannot fit in it
         (:func:`~deplbench.formulations.adaptive.timed.timed_seconds`) is refused
-        up front.
+        up front; a default one is not chosen.
     max_buckets : int, optional
         Finest grid the refinement may use (default :data:`MAX_BUCKETS`).
     progress : callable, optional
@@ -353,8 +353,8 @@ def adaptive_bounds(instance, buckets: int = START_BUCKETS, runs: int = RUNS, se
         (:mod:`~deplbench.formulations.adaptive.timed`): the lower bound is then
         the larger of the priced and the carried bounds (both valid) and the
         certified policy reads its tables (:class:`~deplbench.formulations.adaptive.certify.TimedPolicy`).
-        0: the deadline priced only. None (default): G = 256, 128 or 64, the
-        finest whose pass is cheap (:func:`time_points_for`), else 0.
+        0: the deadline priced only. None (default): G = 256, 128 or 64, the finest whose
+        pass is cheap on the first grid (:func:`time_points_for`), else 0, kept on finer grids.
 
     Returns
     -------
@@ -388,12 +388,13 @@ def adaptive_bounds(instance, buckets: int = START_BUCKETS, runs: int = RUNS, se
     level = 1.0 - alpha
     opt = Chain(instance, buckets, optimistic=True)
     reach, reach_err = best_success(opt)
-    g0 = time_points_for(opt, time_points)
+    g0 = time_points_for(opt, time_points, time_limit, iters_mu)     # a default G is chosen on the first grid
     if time_points and time_limit is not None and timed_seconds(opt, g0, iters_mu) > time_limit:
         raise PlanError(f"time_points: {g0} time points at {buckets} buckets cost {timed_work(opt, g0):.2g} "
                         f"multiply–adds per pass, at least {timed_seconds(opt, g0, iters_mu):.3g} s for the "
                         f"grid's passes, beyond time_limit = {time_limit:g} s; use fewer time points or buckets "
                         f"(0: the deadline priced only; default: chosen where affordable)")
+    time_points = g0        # and kept on finer grids (the refinement's clock weighs their passes)
     line, timed_check = "", False
     fastest = opt.st.fastest_epoch()
     if not fastest <= opt.st.time_max:

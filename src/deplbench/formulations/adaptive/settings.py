@@ -73,7 +73,8 @@ SETTINGS: dict[str, Param] = {
                         low=0.0, low_inclusive=False, nullable=True),
     "max_buckets": Param(MAX_BUCKETS, int, "finest grid the refinement may use", low=2),
     "time_points": Param(None, int, "points of the remaining-time grid on which the deadline is carried "
-                         "(0: priced only, E[T] ≤ Tmax; none: 256, 128 or 64 where affordable)",
+                         "(0: priced only, E[T] ≤ Tmax; none: the finest of 256, 128, 64 whose pass on the first grid "
+                         "costs ≤ 2.5e8 multiply–adds and fits the time limit, else 0; docs/adaptive.md)",
                          low=0, nullable=True, check=_time_points),
 }
 

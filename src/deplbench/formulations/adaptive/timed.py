@@ -70,8 +70,11 @@ from deplbench.formulations.adaptive.search import MU_PROBE, Search, best_mu
 #: whose pass costs at most :data:`TIMED_WORK` (:func:`timed_work`).
 TIME_POINTS = (256, 128, 64)
 #: Work (multiply–adds, :func:`timed_work`) of one pass above which the bracket does
-#: not carry the deadline by default.
-TIMED_WORK = 1e7
+#: not carry the deadline by default, judged on its first grid: chosen so that a grid's
+#: carried passes (:func:`timed_seconds`) take a few CPU seconds (docs/adaptive.md), which
+#: carries the deadline on small instances (2 models, 2 clusters, K̄ = 6 at 600 buckets and
+#: G = 64) and leaves it priced on the realistic families (K̄ = 100: over 2.5e9 at G = 64).
+TIMED_WORK = 2.5e8
 #: Multiply–adds per second assumed when an explicit time grid is weighed against a time
 #: limit (:func:`timed_seconds`): set above what a core does, so that only a grid that
 #: cannot fit on any machine is refused.

@@ -26,7 +26,8 @@ beyond :data:`~deplbench.formulations.adaptive.chain.MAX_CELLS` buckets (the
 message names the law). ``diagnostics["status"]``
 is the bracket's own status (:data:`~deplbench.formulations.adaptive.BRACKET_STATUSES`:
 also ``multipliers_ran_away``, ``lambda_not_converged`` and ``bound_not_positive``) and ``message``
-its line. ``cost`` is the one-sided upper confidence bound on the certified
+its line; a certified result's ``message`` states what its numbers are first
+(:func:`certified_statement`). ``cost`` is the one-sided upper confidence bound on the certified
 policy's mean cost (joint with the P(success) certificate at
 ``confidence``); ``diagnostics["cost_mean"]`` the sample mean.
 
@@ -43,9 +44,42 @@ from deplbench.formulations import adaptive
 from deplbench.formulations.adaptive.settings import SETTINGS, max_buckets_refused
 from deplbench.formulations.model.result import SolveResult
 from deplbench.instances.magnitudes import MIN_OMEGA
+from deplbench.jsonio import number_text
 from deplbench.limits import MEMORY_LIMIT_PARAM
 from deplbench.params import Param
 from deplbench.solvers.base import PlotStyle, Solver
+
+
+def certified_statement(b, lb: float | None) -> str:
+    """What a certified bracket's numbers are, in one line: the cost an upper confidence
+    bound, the certified P(success), the joint level and method, and the width as
+    ``deplbench adaptive`` reports it beside the record's ``gap``.
+
+    Parameters
+    ----------
+    b : AdaptiveBounds
+        A certified bracket (:func:`~deplbench.formulations.adaptive.adaptive_bounds`).
+    lb : float or None
+        The lower bound the result reports (None when it reports none).
+
+    Returns
+    -------
+    str
+        One line; the ``message`` of a ``feasible`` result.
+    """
+    c = b.certification
+    level = c.get("level_each", 1.0 - (1.0 - b.confidence) / 2.0)
+    line = (f"cost = one-sided upper confidence bound on the certified policy's mean cost (empirical Bernstein, "
+            f"on the {c.get('kept_runs')} of {c.get('runs')} fresh runs not given up; sample mean "
+            f"{b.cost_mean:.6g}), P(success) ≥ {b.p_success_lo:.5f} certified (one-sided Clopper–Pearson) "
+            f"against ω = {number_text(b.omega)}; both hold jointly at confidence {number_text(b.confidence)} "
+            f"(union bound, {level:g} each)")
+    if lb is None:
+        return line + "; no lower bound"
+    gap = SolveResult.relative_gap(b.upper_bound, lb)
+    return (line + f"; lower bound proven (weak duality, deadline {b.multipliers.get('deadline', 'priced')}); "
+            f"width (UB − LB)/LB = {100 * b.width:.3g} % as `deplbench adaptive` reports it, "
+            f"gap (UB − LB)/UB = {100 * (gap or 0.0):.3g} %")
 
 
 class AdaptiveOpt(Solver):
@@ -61,7 +95,11 @@ class AdaptiveOpt(Solver):
                    "policy with P(success) ≥ ω")
     #: The bracket's settings as :data:`~deplbench.formulations.adaptive.settings.SETTINGS`
     #: declares them (the very Params: one set of defaults and limits), ``time_limit`` under
-    #: the name ``refine_time`` (the solve's own ``time_limit`` is the task's clock), and ω.
+    #: the name ``refine_time``, and ω.
+    #: The solve's clock is ``refine_time``, the bracket's own budget (as ``deplbench adaptive
+    #: --time-limit``): ``solve --time-limit`` sets it, an outer stop on the refinement to
+    #: ``width`` (the bracket stops refining before it, then certifies once).
+    clock = "refine_time"
     parameters = {
         **{k: SETTINGS[k] for k in ("buckets", "runs", "tune_runs", "seed", "confidence", "rho", "iters_lam",
                                     "iters_mu")},
@@ -108,7 +146,10 @@ class AdaptiveOpt(Solver):
         lb = (b.lower_bound if math.isfinite(b.lower_bound) and b.lower_bound > 0
               and b.status not in ("multipliers_ran_away", "unreachable") else None)
         ub = b.upper_bound if b.certified and math.isfinite(b.upper_bound) else None
-        return SolveResult(algorithm=self.name, status=status, message=b.message, cost=ub,
+        message = b.message
+        if ub is not None:
+            message = certified_statement(b, lb) + (f"; {b.message}" if b.message else "")
+        return SolveResult(algorithm=self.name, status=status, message=message, cost=ub,
                            lower_bound=lb, diagnostics={k: v for k, v in d.items()
                                                         if k not in ("lower_bound", "upper_bound")})
 
