@@ -189,3 +189,15 @@ def test_dry_run_estimates_time_from_matching_stored_runs(tmp_path, capsys):
     assert "estimated time: 39 s of task time for the 6 of 9 tasks" in out and "3 tasks without" in out
     assert cli_main(["run", str(tmp_path / "e.toml"), "--db", str(tmp_path / "new.sqlite"), "--dry-run"]) == 0
     assert "estimated time" not in capsys.readouterr().out     # no store: no estimate line
+
+
+def test_the_generator_checks_and_takes_no_option_for_a_path(tmp_path, capsys):
+    from deplbench.benchmarks.sweep_docs import main
+
+    out = tmp_path / "sweeps.md"
+    assert main([str(out), "--check"]) == 1                     # missing: stale
+    assert main([str(out)]) == 0 and out.read_text(encoding="utf-8") == render()
+    assert main([str(out), "--check"]) == 0
+    with pytest.raises(SystemExit):
+        main(["--nosuch"])                                       # an option is never a file name
+    assert not (tmp_path / "--nosuch").exists()

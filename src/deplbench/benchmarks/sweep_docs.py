@@ -14,6 +14,7 @@ what this writes, and loads every TOML example in it.
 
 from __future__ import annotations
 
+import argparse
 import sys
 from pathlib import Path
 
@@ -180,10 +181,19 @@ def toml_examples(text: str) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = sys.argv[1:] if argv is None else argv
-    out = Path(args[0]) if args else Path("docs/sweeps.md")
-    out.write_text(render(), encoding="utf-8")
-    print(f"wrote {out}", file=sys.stderr)
+    """Write the sweep reference (``--check``: only say whether it is current; status 1 when not)."""
+    ap = argparse.ArgumentParser(allow_abbrev=False, prog="python -m deplbench.benchmarks.sweep_docs",
+                                 description="Write docs/sweeps.md from the tables that validate sweep files.")
+    ap.add_argument("out", nargs="?", default="docs/sweeps.md", type=Path, help="file to write (docs/sweeps.md)")
+    ap.add_argument("--check", action="store_true", help="do not write; exit 1 when the file is stale")
+    opts = ap.parse_args(argv)
+    text = render()
+    if opts.check:
+        current = opts.out.exists() and opts.out.read_text(encoding="utf-8") == text
+        print(f"{opts.out}: {'current' if current else 'stale, run python -m deplbench.benchmarks.sweep_docs'}")
+        return 0 if current else 1
+    opts.out.write_text(text, encoding="utf-8")
+    print(f"wrote {opts.out}", file=sys.stderr)
     return 0
 
 
