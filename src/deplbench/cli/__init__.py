@@ -230,7 +230,7 @@ def stdout_only_for_output() -> Iterator[None]:
 
 
 def one_line(exc: BaseException) -> str:
-    """``exc``'s message on one line, whitespace collapsed: a library's text
+    r"""``exc``'s message on one line, whitespace collapsed: a library's text
     (pandas' tokenizer ends its message with a newline) must not break the
     CLI's error contract of one ``error: ...`` line.
 
