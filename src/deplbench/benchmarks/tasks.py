@@ -34,7 +34,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from deplbench import __version__
+from deplbench import __version__, limits
 from deplbench.benchmarks import record as _record
 from deplbench.benchmarks.lookup import (  # noqa: F401 - public names, re-exported
     PLUGIN_ENV,
@@ -302,8 +302,8 @@ def _stop_note(record: dict, stop: float | None, limit: Any) -> None:
     if isinstance(own, (int, float)) and own <= stop:
         return                      # the solver's own limit came first
     record["diagnostics"] = {**(record.get("diagnostics") or {}), "task_stop_s": stop}
-    note = (f"stopped at {stop:g} s by the task's hard limit of {float(limit):g} s "
-            "(sweep time_limit_s), before the solver's own time_limit")
+    note = (f"stopped at {stop:g} s by the task's hard limit of {float(limit):g} s (sweep time_limit_s)"
+            + (f", before the solver's own {clock}" if clock else ""))
     record["message"] = f"{record.get('message') or 'time limit reached'}; {note}"
 
 
@@ -321,9 +321,16 @@ def run_task(task: Mapping[str, Any]) -> dict:
         A record for :meth:`deplbench.benchmarks.store.ResultsStore.add`.
         On an exception: ``status = "error"``, ``error`` = the exception and
         its traceback.
-    """
-    from deplbench import limits
 
+    Notes
+    -----
+    The instance build and the solve run under the task's outer stop
+    (:func:`solver_stop_s` of ``time_limit_s``), a margin before the
+    executor's hard kill: a solver that reaches it returns status
+    ``time_limit`` with what it has (the message says the task's limit
+    stopped it), and ``TimeLimitReached`` raised by a plugin is recorded
+    as ``time_limit`` too. The judging of the plan runs outside the stop.
+    """
     started = now_iso()
     t0 = time.perf_counter()
     record = base_record(task, started_at=started)
