@@ -5,6 +5,8 @@ runs this file in CI. Usage::
 
     python examples/python_api.py [WORKDIR]     # default: a new temporary directory
 
+WORKDIR is created (with its parents) if it does not exist.
+
 The ``if __name__ == "__main__":`` guard is needed: the sweep runner starts
 worker processes, which import the main module.
 """
@@ -63,5 +65,18 @@ def main(work: Path) -> None:
           .to_string(index=False))
 
 
+def work_folder(arg: str) -> Path:
+    """The folder WORKDIR, created with its parents; one line and exit status 2 if it cannot be."""
+    path = Path(arg)
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:      # a file of that name, no permission, ...
+        print(f"error: {path}: cannot use it as the work folder ({exc.strerror or exc})", file=sys.stderr)
+        raise SystemExit(2) from None
+    return path
+
+
 if __name__ == "__main__":
+    if len(sys.argv) > 1:
+        work_folder(sys.argv[1])
     main(Path(sys.argv[1]) if len(sys.argv) > 1 else Path(tempfile.mkdtemp(prefix="deplbench-")))

@@ -36,7 +36,8 @@ def test_readme_section_is_the_example_script():
 
 @pytest.mark.integration
 def test_example_script_runs(tmp_path):
-    p = subprocess.run([sys.executable, str(EXAMPLE), str(tmp_path)], capture_output=True, text=True,
+    work = tmp_path / "new" / "api"     # README: `python examples/python_api.py DIR`, DIR created
+    p = subprocess.run([sys.executable, str(EXAMPLE), str(work)], capture_output=True, text=True,
                        cwd=tmp_path, timeout=900)
     assert p.returncode == 0, p.stderr[-2000:]
     out = p.stdout
@@ -44,7 +45,7 @@ def test_example_script_runs(tmp_path):
     m = re.search(r"MILP: optimal cost ([0-9.]+) ratio DepL/MILP ([0-9.]+)", out)
     assert m and float(m.group(2)) >= 1.0 - 1e-9          # DepL never beats the exact optimum
     # The store the script wrote loads with the documented call.
-    df = ResultsStore(tmp_path / "results.sqlite", readonly=True).frame()
+    df = ResultsStore(work / "results.sqlite", readonly=True).frame()
     assert len(df) == 6 and set(df["algorithm"]) == {"depl", "knapsack-dp"}
     assert (df["status"].isin(["optimal", "feasible"])).all()
     depl = df[df["algorithm"] == "depl"]
@@ -53,3 +54,13 @@ def test_example_script_runs(tmp_path):
     for _sha, g in df.groupby("instance_sha"):
         dp = g.loc[g["algorithm"] == "knapsack-dp", "cost"].iloc[0]
         assert (g["cost"] >= dp * (1 - 1e-9)).all()
+
+
+@pytest.mark.integration
+def test_example_script_refuses_an_unusable_folder_on_one_line(tmp_path):
+    taken = tmp_path / "a-file"
+    taken.write_text("not a folder")
+    p = subprocess.run([sys.executable, str(EXAMPLE), str(taken / "api")], capture_output=True, text=True,
+                       cwd=tmp_path, timeout=900)
+    assert p.returncode == 2 and p.stdout == ""
+    assert p.stderr == f"error: {taken / 'api'}: cannot use it as the work folder (Not a directory)\n"

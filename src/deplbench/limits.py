@@ -348,6 +348,26 @@ def deadline(time_limit: float | None):
         _LIMIT.reset(tok_l)
 
 
+@contextlib.contextmanager
+def no_deadline():
+    """Run the body outside every enclosing :func:`deadline`.
+
+    For the harness's own work after a solver returned: judging its plan
+    out of sample (:func:`~deplbench.solvers.run.solve`) is not the
+    solver's work, so neither the solver's ``time_limit`` nor an outer stop
+    around the solve (a sweep task's, :func:`deplbench.benchmarks.tasks.run_task`)
+    may cut it short and turn a returned plan into an error. A sweep task's
+    hard kill still bounds it.
+    """
+    tok_d = _DEADLINE.set(math.inf)
+    tok_l = _LIMIT.set(None)
+    try:
+        yield
+    finally:
+        _DEADLINE.reset(tok_d)
+        _LIMIT.reset(tok_l)
+
+
 def time_left() -> float:
     """Seconds until the current deadline (``inf`` without one)."""
     return _DEADLINE.get() - time.perf_counter()
@@ -390,4 +410,4 @@ __all__ = ["as_path", "gib_text", "MEMORY_BUDGET_GIB", "FLOAT_BYTES", "MAX_THREA
            "check_gzip_size", "gunzip", "read_bytes", "read_text", "MemoryLimitExceeded",
            "TimeLimitReached", "check_memory", "memory_budget", "memory_budget_gib", "MEMORY_LIMIT_PARAM",
            "TIME_LIMIT_PARAM",
-           "deadline", "time_left", "time_limit_s", "expired", "check_time"]
+           "deadline", "no_deadline", "time_left", "time_limit_s", "expired", "check_time"]

@@ -555,3 +555,18 @@ def test_true_optimum_prefers_milp_exact_where_it_applies(monkeypatch):
     assert row["method"] == "certified" and row["confidence"] == 0.95
     assert row["note"].startswith("not a knapsack instance")
     assert row["lower"] <= row["value"] <= row["upper"]
+
+
+@pytest.mark.integration
+@pytest.mark.slow
+def test_library_build_prints_no_highs_banner(tmp_path):
+    # docs/usage.md: HiGHS's banner is printed only when a solver log is asked
+    # for. A process of its own: highspy prints it once, at the first Highs().
+    out = tmp_path / "lib"
+    p = subprocess.run([sys.executable, "-m", "deplbench", "library", "build", "--out", str(out),
+                        "--only", "knapsack-uncorrelated-n10", "--quiet"],
+                       capture_output=True, text=True, timeout=900)
+    assert p.returncode == 0, p.stderr[-2000:]
+    assert "HiGHS" not in p.stderr and "HiGHS" not in p.stdout, p.stderr
+    assert p.stdout.startswith("wrote 1 instances")
+    assert (out / "pwl.solu").is_file()

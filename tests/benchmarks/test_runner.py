@@ -70,9 +70,23 @@ PLUGIN = textwrap.dedent('''
                 "plan": {"epochs": [{"model": "m0", "cluster": "A", "allocation": 1.0}],
                          "datasets": {"A": ["d"]}}}
 
+    def patient(instance, seconds=60.0, mode="check"):
+        # A solver that honours the deadline of deplbench.limits: it raises
+        # at the stop ("check") or returns what it has ("return").
+        from deplbench import limits
+        t0 = time.perf_counter()
+        while time.perf_counter() - t0 < seconds:
+            if mode == "check":
+                limits.check_time("test-patient's loop")
+            elif limits.expired():
+                return {"algorithm": "test-patient", "status": "time_limit", "cost": 5.0,
+                        "lower_bound": 4.0, "message": f"time limit {limits.time_limit_s():g} s reached"}
+            time.sleep(0.01)
+        return {"algorithm": "test-patient", "status": "feasible", "cost": 1.0}
+
     FAMILIES = {"test-tiny": tiny}
-    ALGORITHMS = {"test-work": work}
-    ALGORITHM_PARAMETERS = {"test-work": ["delay", "mode"]}
+    ALGORITHMS = {"test-work": work, "test-patient": patient}
+    ALGORITHM_PARAMETERS = {"test-work": ["delay", "mode"], "test-patient": ["seconds", "mode"]}
 ''')
 
 
@@ -450,6 +464,78 @@ def test_task_error_paths_never_raise(plugin):
     assert rec["status"] == "feasible" and rec["loss_max"] == 8.0 and rec["omega"] == 0.9
 
 
+def test_the_solver_is_stopped_before_the_hard_limit_and_keeps_what_it_has(plugin):
+    # Killed at time_limit_s, a task keeps nothing; the solver is stopped a
+    # margin before (tasks.solver_stop_s) under the deadline every solver reads.
+    base = {"key": "k", "sweep": "s", "group": "g", "family": "test-tiny",
+            "instance_params": {}, "instance_seed": 0, "targets": {},
+            "algorithm": "test-patient", "label": "x", "params": {"mode": "return"}, "evaluation": {},
+            "time_limit_s": 1.0}
+    assert task_mod.solver_stop_s(1.0) == 0.5
+    kept = task_mod.run_task(base)
+    assert kept["status"] == "time_limit" and not kept["error"]
+    assert (kept["cost"], kept["lower_bound"]) == (5.0, 4.0)
+    assert kept["message"].startswith("time limit 0.5 s reached; stopped at 0.5 s by the task's hard "
+                                      "limit of 1 s (sweep time_limit_s)")
+    assert kept["diagnostics"]["task_stop_s"] == 0.5
+    assert 0.5 <= kept["wall_s"] < 60.0
+    # a loop that raises at the stop: status time_limit (an answer), not error
+    raised = task_mod.run_task({**base, "params": {"mode": "check"}})
+    assert raised["status"] == "time_limit" and not raised["error"]
+    assert raised["message"].startswith("time limit 0.5 s reached (test-patient's loop)")
+    # done before the stop: untouched
+    quick = task_mod.run_task({**base, "params": {"mode": "return", "seconds": 0.0}})
+    assert quick["status"] == "feasible" and quick["message"] == ""
+    assert "task_stop_s" not in (quick["diagnostics"] or {})
+
+
+def test_a_registry_solver_stops_at_the_task_stop_not_its_own_limit():
+    # milp-exact's own time_limit is 300 s; a stop already passed ends it at
+    # its first check, with status time_limit and the note naming the task's limit.
+    task = {"key": "k-stop", "sweep": "s", "group": "g", "family": "scaling",
+            "instance_params": {"n_models": 2, "horizon": 6}, "instance_seed": 0, "targets": {},
+            "algorithm": "milp-exact", "label": "milp-exact", "params": {}, "evaluation": {},
+            "time_limit_s": 1e-9}
+    rec = task_mod.run_task(task)
+    assert rec["status"] == "time_limit" and not rec["error"], rec["message"]
+    assert rec["params"]["time_limit"] == 300.0
+    assert "by the task's hard limit of 1e-09 s" in rec["message"]
+    own = task_mod.run_task({**task, "time_limit_s": 60.0, "params": {"time_limit": 1e-9}})
+    assert own["status"] == "time_limit" and "hard limit" not in own["message"]
+
+
+def test_dry_run_warns_when_the_hard_limit_is_below_the_solvers_own(tmp_path, plugin, capsys):
+    sweep_file = write_sweep(tmp_path, """
+        [sweep]
+        time_limit_s = 3
+        [[instances]]
+        id = "tiny"
+        family = "test-tiny"
+        [[algorithms]]
+        name = "milp-exact"
+        [[algorithms]]
+        name = "milp-exact"
+        label = "capped"
+        params = { time_limit = 2.0 }
+        [[algorithms]]
+        name = "depl"
+        grid = { time_limit = [1.0, 10.0] }
+        [[algorithms]]
+        name = "test-work"
+    """)
+    assert cli_main(["run", str(sweep_file), "--dry-run"]) == 0
+    out, err = capsys.readouterr()
+    lines = err.splitlines()
+    assert lines == [
+        "warning: the hard task limit time_limit_s = 3 s is below the solver's own time_limit = 10 s of depl: "
+        "the solver is stopped at 2 s with status time_limit and what it has (raise time_limit_s or lower "
+        "time_limit to run it as its parameters say)",
+        "warning: the hard task limit time_limit_s = 3 s is below the solver's own time_limit = 300 s of "
+        "milp-exact: the solver is stopped at 2 s with status time_limit and what it has (raise time_limit_s "
+        "or lower time_limit to run it as its parameters say)"]
+    assert "warning" not in out and "5 to run" in out
+
+
 # --------------------------------------------------------------------------
 # exit status, dry run, file moves
 
@@ -599,6 +685,28 @@ def test_a_result_outside_the_record_schema_is_a_failed_row(tmp_path, plugin):
     bad = frame[frame["param_mode"] == "badstatus"]
     assert len(bad) == 1 and bad["status"].iloc[0] == "error"
     assert "record.status" in bad["error"].iloc[0]
+
+
+@pytest.mark.integration
+def test_a_sweep_task_under_a_short_hard_limit_returns_time_limit_not_timeout(tmp_path, plugin):
+    sweep = load_sweep(write_sweep(tmp_path, """
+        [sweep]
+        time_limit_s = 1.5
+        [[instances]]
+        id = "tiny"
+        family = "test-tiny"
+        [[algorithms]]
+        name = "test-patient"
+        params = { mode = "return" }
+    """))
+    with ResultsStore(tmp_path / "r.sqlite") as store:
+        summary = run_sweep(sweep, store, LocalExecutor(workers=1), progress=False)
+        frame = store.frame()
+    assert (summary.ok, summary.failed) == (1, 0)
+    row = frame.iloc[0]
+    assert row["status"] == "time_limit" and row["error"] is None
+    assert (row["cost"], row["lower_bound"]) == (5.0, 4.0)
+    assert "hard limit of 1.5 s" in row["message"]
 
 
 @pytest.mark.slow

@@ -161,3 +161,27 @@ def test_the_statements_show_omega_and_the_target_as_they_are():
     said = dict(evaluation_statements(evaluate_plan(inst, plan([("m", "A", 2.0)], {"A": ["d0"]}), samples=100)))
     assert "(ω = 0.9999999; exact" in said["quantile"]
     assert said["quantile"].endswith(f"target ℓmax = {inst.loss_max!r}") and len(repr(inst.loss_max)) > 8
+
+
+def test_certify_page_chains_solve_into_evaluate_and_names_the_output_fields(tmp_path, deplbench_cli):
+    # docs/certify.md: the solve writes the result file the evaluate reads, and
+    # the comment names fields the evaluation's --json output has
+    from pathlib import Path
+
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "certify.md").read_text(encoding="utf-8")
+    solve_line = next(ln for ln in doc.splitlines() if ln.startswith("deplbench solve") and "milp-exact" in ln)
+    eval_line = next(ln for ln in doc.splitlines() if ln.startswith("deplbench evaluate") and "--exact" in ln)
+    solve_args, eval_args = solve_line.split("#")[0].split(), eval_line.split("#")[0].split()
+    assert solve_args[solve_args.index("-o") + 1] == eval_args[3]         # result.json
+    ipath, ppath = tmp_path / "inst.json", tmp_path / "plan.json"
+    near_boundary_instance().save(ipath)
+    write_json(ppath, plan([("m", "A", 5.0)], {"A": ["d0"]}).to_dict())
+    status, out, err = deplbench_cli("evaluate", ipath, ppath, *eval_args[4:], "--samples", 1000)
+    assert status == 0, err
+    d = json.loads(out)
+    named = []                                  # "violation_lo/hi" names violation_lo and violation_hi
+    for token in eval_line.split("#")[1].replace(",", " ").split():
+        first, *others = token.split("/")
+        named += [first] + [f"{first.rsplit('_', 1)[0]}_{o}" for o in others]
+    assert sorted(named) == ["quantile_hi", "quantile_lo", "verdict", "violation_hi", "violation_lo"]
+    assert all(d.get(k) is not None for k in named), d

@@ -408,3 +408,20 @@ def test_loss_changes_beyond_float_range_name_the_field(scale):
     d = -scale * (1 + 0.1 * np.random.default_rng(0).random(k.size)) / np.sqrt(k)
     with pytest.raises(LogError, match=r"^loss: model 'm' .* rescale the log's loss column$"):
         fit_decay(k, d, "m")
+
+
+def test_a_ragged_text_file_is_refused_on_one_line(tmp_path, deplbench_cli):
+    # pandas' tokenizer message ends with a newline: the error stays one line
+    from deplbench.instances.fit.logs import read_logs
+
+    path = tmp_path / "notes.txt"
+    path.write_text("a,b\n1,2\n1,2,3,4,5\n")
+    with pytest.raises(DeplbenchError) as info:
+        read_logs(path)
+    assert "\n" not in str(info.value)
+    assert str(info.value).endswith("not a valid CSV file (Error tokenizing data. C error: Expected 2 fields "
+                                    "in line 3, saw 5)")
+    status, out, err = deplbench_cli("fit", path, "--family", "alexnet", "-o", tmp_path / "f.json")
+    assert status == 2 and out == ""
+    assert err.count("\n") == 1 and err.startswith("error: ") and err.endswith("saw 5)\n")
+    assert not (tmp_path / "f.json").exists()

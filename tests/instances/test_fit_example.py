@@ -51,3 +51,17 @@ def test_example_log_is_reproducible(tmp_path):
                        capture_output=True, text=True)
     assert p.returncode == 0, p.stderr
     assert out.read_bytes() == LOG.read_bytes()
+
+
+def test_the_pages_give_the_shipped_real_logs_run_count():
+    import re
+
+    import pandas as pd
+
+    runs = pd.read_csv(ROOT / "src" / "deplbench" / "instances" / "data" / "measured" / "digits-mlp.csv.gz",
+                       usecols=["run"])["run"].nunique()
+    fit = (ROOT / "docs" / "fit.md").read_text(encoding="utf-8")
+    measured = (ROOT / "docs" / "measured.md").read_text(encoding="utf-8")
+    said = re.search(r"its pruned versions, ([\d,]+) runs\)", fit)
+    assert said and int(said.group(1).replace(",", "")) == runs == 3072
+    assert f"{runs:,} runs, seeds 0 … {runs - 1:,}" in measured

@@ -6,7 +6,10 @@ writes the results store. Each task runs in a process of its own under a
 **hard** wall-clock limit: when the limit passes, the process is terminated
 (SIGTERM, then SIGKILL after :data:`KILL_GRACE_S`) and a record with
 ``status = "error"`` and an ``error`` starting with ``timeout:`` is produced
-instead, so a hung solver costs its time limit and nothing more. A process
+instead, so a hung solver costs its time limit and nothing more. A solver
+that reads the deadline of :mod:`deplbench.limits` is stopped before that,
+inside the task (:func:`deplbench.benchmarks.tasks.solver_stop_s`), and its
+record keeps what it found (status ``time_limit``). A process
 that dies (segfault, OOM killer) yields a record starting with ``crash:``.
 
 * :class:`LocalExecutor` — ``--workers N``: up to N concurrent processes

@@ -201,6 +201,32 @@ def settings_builder(name: str) -> Callable | None:
     return check
 
 
+def solver_clock(name: str) -> str | None:
+    """The parameter that is ``name``'s own wall-clock limit (the solver
+    class's ``clock``, ``time_limit`` for most), or None (a plugin algorithm,
+    no registry, or a solver without one)."""
+    if name in plugin_table("ALGORITHMS"):
+        return None
+    registry = _registry()
+    if registry is None:
+        return None
+    solver = registry.get_solver(name)
+    clock = getattr(solver, "clock", None)
+    return clock if isinstance(clock, str) and clock in (getattr(solver, "parameters", None) or {}) else None
+
+
+def own_time_limit(name: str, params: Mapping[str, Any]) -> tuple[str, float | None] | None:
+    """``(parameter, seconds)``: the solver's own wall-clock limit at ``params``
+    (its default when not given; None seconds: no limit), or None when
+    ``name`` declares none (:func:`solver_clock`)."""
+    clock = solver_clock(name)
+    resolve = parameter_resolver(name)
+    if clock is None or resolve is None:
+        return None
+    value = resolve(dict(params)).get(clock)
+    return clock, None if value is None else float(value)
+
+
 def solver_info(name: str) -> dict:
     """The record columns an algorithm's metadata gives.
 

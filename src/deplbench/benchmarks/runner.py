@@ -256,6 +256,51 @@ def _still_held(store: ResultsStore, held: list[Task], since: int, summary: RunS
     return again
 
 
+def limit_warnings(sweep: Sweep) -> list[str]:
+    """Warnings for the algorithm entries whose hard task limit is below
+    their solver's own time limit.
+
+    The executor kills a task at its ``time_limit_s``; the solver is stopped
+    a margin before (:func:`~deplbench.benchmarks.tasks.solver_stop_s`) and
+    returns status ``time_limit`` with what it has. A solver whose own limit
+    (``time_limit``, or its clock parameter) is above the hard limit — the
+    exact MILP's default is 300 s, a sweep's ``time_limit_s`` may be less —
+    is then not run as its parameters say: said before the run, on stderr,
+    one line per (hard limit, own limit) naming the entries.
+    A solver without a limit of its own is not flagged (the sweep's limit is
+    then the only one). Plugin algorithms declare no limit and are skipped.
+
+    Returns
+    -------
+    list of str
+        ``"warning: ..."`` lines naming both limits, the stop and the entries.
+    """
+    from deplbench.benchmarks.lookup import own_time_limit
+    from deplbench.benchmarks.sweep import grid_points
+    from deplbench.errors import DeplbenchError
+
+    later: dict[tuple, list[str]] = {}     # (hard limit, stop, clock, own limit) -> entry labels
+    for algo in sweep.algorithms:
+        stop = task_mod.solver_stop_s(algo.time_limit_s)
+        for params in grid_points(algo.params, algo.grid):
+            try:
+                own = own_time_limit(algo.name, params)
+            except DeplbenchError:
+                continue                    # refused at load already; nothing to compare
+            if own is not None and own[1] is not None and own[1] > algo.time_limit_s:
+                labels = later.setdefault((algo.time_limit_s, stop, *own), [])
+                if algo.label not in labels:
+                    labels.append(algo.label)
+    lines = []
+    for (limit, stop, clock, seconds), labels in sorted(later.items()):
+        names = ", ".join(labels[:5]) + (f" and {len(labels) - 5} more" if len(labels) > 5 else "")
+        lines.append(f"warning: the hard task limit time_limit_s = {limit:g} s is below the solver's own "
+                     f"{clock} = {seconds:g} s of {names}: the solver is stopped at {stop:g} s with status "
+                     f"time_limit and what it has (raise time_limit_s or lower {clock} to run it as its "
+                     "parameters say)")
+    return lines
+
+
 @dataclass
 class DryRun:
     """What :func:`dry_run` found: the counts a real run would start from."""

@@ -37,6 +37,13 @@ count as done; without it, none does). An unknown key or a bad value is a
 one-line error naming it, e.g. `algorithms[2].grid.eta`. The packaged
 sweeps are in `perf/sweeps/` (`quick.toml` is `make demo`).
 
+Each task runs in a process of its own, killed at its hard limit
+`time_limit_s`. Its solver is stopped before that (1 s before, or 5 % of
+the limit if more, at most half of it) and returns status `time_limit`
+with its incumbent and bound, so a task that runs out of time keeps what it
+found. Where the hard limit is below a solver's own `time_limit` (the
+exact MILP's default is 300 s), `run` and `run --dry-run` say so on stderr.
+
 ## A minimal sweep
 
 ```toml

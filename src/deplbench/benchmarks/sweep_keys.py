@@ -37,7 +37,8 @@ SWEEP_KEYS: dict[str, dict[str, SweepKey]] = {
     "sweep": {
         "name": SweepKey("string", "the file's stem", "the sweep's name (stored with every row)", '"quick"'),
         "description": SweepKey("string", '""', "free text", '"demo"'),
-        "time_limit_s": SweepKey("number", "600", "hard wall-clock limit per task, seconds (> 0, ≤ 10⁶)", "120"),
+        "time_limit_s": SweepKey("number", "600", "hard wall-clock limit per task, seconds (> 0, ≤ 10⁶); the solver is "
+                              "stopped a margin before it, with status time_limit and what it has", "120"),
         "evaluation": SweepKey("table", "{}", "out-of-sample judging of every plan ([sweep.evaluation])",
                                "{ samples = 20000, seed = 0 }"),
         "repetitions": SweepKey("integer", "1", "runs of every task (1..1000), each stored as a row of its "

@@ -34,7 +34,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from deplbench import __version__
+from deplbench import __version__, limits
 from deplbench.benchmarks import record as _record
 from deplbench.benchmarks.lookup import (  # noqa: F401 - public names, re-exported
     PLUGIN_ENV,
@@ -47,6 +47,7 @@ from deplbench.benchmarks.lookup import (  # noqa: F401 - public names, re-expor
     parameter_resolver,
     parameter_specs,
     plugin_table,
+    solver_clock,
     solver_info,
 )
 from deplbench.benchmarks.record import json_default
@@ -169,7 +170,10 @@ def _solve(instance, task: Mapping[str, Any]) -> dict:
         settings = closed_loop_settings(task)
         if settings is not None:
             out = result.to_dict()
-            out["closed_loop"] = _closed_loop(instance, result, name, settings)
+            from deplbench.limits import no_deadline
+
+            with no_deadline():     # the harness's simulation, not the solver's work
+                out["closed_loop"] = _closed_loop(instance, result, name, settings)
             return out
     return result if isinstance(result, dict) else result.to_dict()
 
@@ -257,6 +261,52 @@ def _evaluation_kwargs(solve: Callable, task: Mapping[str, Any]) -> dict:
     return out
 
 
+#: A task's solver is stopped this many seconds before its hard limit (at
+#: least; :func:`solver_stop_s`): time for the solver to notice the stop and
+#: return its incumbent and bound, for the out-of-sample judging of the plan
+#: and for the record's hand-over, before the executor kills the process.
+STOP_MARGIN_S = 1.0
+#: ... or this share of the hard limit, when larger (long limits, large instances to judge).
+STOP_MARGIN_SHARE = 0.05
+
+
+def solver_stop_s(time_limit_s: float) -> float:
+    """Seconds after a task's start at which its solver is stopped.
+
+    The executor kills a task at its hard limit ``time_limit_s``
+    (:mod:`deplbench.benchmarks.executors`), and a killed task keeps
+    nothing. So the solver runs under an outer wall-clock stop before it
+    (:func:`deplbench.limits.deadline`, the one clock every solver reads;
+    its own ``time_limit`` still applies when it ends first): at the stop
+    it returns status ``time_limit`` with its incumbent and bound. The
+    margin is :data:`STOP_MARGIN_S` or :data:`STOP_MARGIN_SHARE` of the
+    limit, whichever is larger, and never more than half the limit.
+
+    >>> solver_stop_s(3), solver_stop_s(600), solver_stop_s(1)
+    (2.0, 570.0, 0.5)
+    """
+    t = float(time_limit_s)
+    return max(0.5 * t, t - max(STOP_MARGIN_S, STOP_MARGIN_SHARE * t))
+
+
+def _stop_note(record: dict, stop: float | None, limit: Any) -> None:
+    """Say in a ``time_limit`` record that the task's outer stop, not the
+    solver's own limit, ended the solve (``diagnostics["task_stop_s"]``)."""
+    if stop is None or record.get("status") != "time_limit":
+        return
+    try:
+        clock = solver_clock(record["algorithm"])
+    except DeplbenchError:
+        clock = None
+    own = (record.get("params") or {}).get(clock or "time_limit")
+    if isinstance(own, (int, float)) and own <= stop:
+        return                      # the solver's own limit came first
+    record["diagnostics"] = {**(record.get("diagnostics") or {}), "task_stop_s": stop}
+    note = (f"stopped at {stop:g} s by the task's hard limit of {float(limit):g} s (sweep time_limit_s)"
+            + (f", before the solver's own {clock}" if clock else ""))
+    record["message"] = f"{record.get('message') or 'time limit reached'}; {note}"
+
+
 def run_task(task: Mapping[str, Any]) -> dict:
     """Execute one task; never raises.
 
@@ -271,16 +321,34 @@ def run_task(task: Mapping[str, Any]) -> dict:
         A record for :meth:`deplbench.benchmarks.store.ResultsStore.add`.
         On an exception: ``status = "error"``, ``error`` = the exception and
         its traceback.
+
+    Notes
+    -----
+    The instance build and the solve run under the task's outer stop
+    (:func:`solver_stop_s` of ``time_limit_s``), a margin before the
+    executor's hard kill: a solver that reaches it returns status
+    ``time_limit`` with what it has (the message says the task's limit
+    stopped it), and ``TimeLimitReached`` raised by a plugin is recorded
+    as ``time_limit`` too. The judging of the plan runs outside the stop.
     """
     started = now_iso()
     t0 = time.perf_counter()
     record = base_record(task, started_at=started)
     instance = None
+    limit = task.get("time_limit_s")
+    stop = solver_stop_s(limit) if isinstance(limit, (int, float)) and limit > 0 else None
     try:
-        instance = build_instance(task)
-        record.update(_record.instance_columns(instance))
-        result = _solve(instance, task)
+        # the outer stop (solver_stop_s) counts from here, as the kill counts from the start
+        with limits.deadline(stop):
+            instance = build_instance(task)
+            record.update(_record.instance_columns(instance))
+            result = _solve(instance, task)
         fill_from_result(record, result)
+        _stop_note(record, stop, limit)
+    except limits.TimeLimitReached as exc:      # a plugin's check_time(): an answer, no plan
+        record["status"] = "time_limit"
+        record["message"] = str(exc)
+        _stop_note(record, stop, limit)
     except Exception as exc:  # noqa: BLE001 - a task must never take the sweep down
         record["status"] = "error"
         user = isinstance(exc, DeplbenchError)

@@ -229,6 +229,17 @@ def stdout_only_for_output() -> Iterator[None]:
             real.close()
 
 
+def one_line(exc: BaseException) -> str:
+    r"""``exc``'s message on one line, whitespace collapsed: a library's text
+    (pandas' tokenizer ends its message with a newline) must not break the
+    CLI's error contract of one ``error: ...`` line.
+
+    >>> one_line(ValueError("Expected 2 fields in line 3, saw 5\n"))
+    'Expected 2 fields in line 3, saw 5'
+    """
+    return " ".join(str(exc).split())
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run ``deplbench`` with ``argv``.
 
@@ -254,7 +265,7 @@ def main(argv: list[str] | None = None) -> int:
         with stdout_only_for_output():
             return int(args.func(args) or 0)
     except DeplbenchError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"error: {one_line(exc)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
@@ -271,7 +282,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     except ValueError as exc:
         # Value errors raised by libraries on the user's numbers: one line.
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"error: {one_line(exc)}", file=sys.stderr)
         return 2
 
 

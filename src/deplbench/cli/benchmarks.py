@@ -80,7 +80,7 @@ def register(subparsers) -> None:
 def _run(args: argparse.Namespace) -> int:
     """Run (or dry-run) a sweep; exit status 1 when any task failed."""
     from deplbench.benchmarks.executors import DaskExecutor, LocalExecutor
-    from deplbench.benchmarks.runner import dry_run, run_sweep
+    from deplbench.benchmarks.runner import dry_run, limit_warnings, run_sweep
     from deplbench.benchmarks.store import ResultsStore
     from deplbench.benchmarks.sweep import load_sweep, select
 
@@ -101,6 +101,8 @@ def _run(args: argparse.Namespace) -> int:
     # Validated completely here (every parameter value, every instance built
     # with its targets), so --dry-run catches what would fail for input reasons.
     sweep = select(load_sweep(args.sweep), algorithms=args.algo, instances=args.instance)
+    for line in limit_warnings(sweep):
+        print(line, file=sys.stderr)
     if args.dry_run:
         # Never creates the database: an existing one is only read; without --db nothing is done yet.
         report = dry_run(sweep, args.db, executor.describe(), retry_failed=args.retry_failed,

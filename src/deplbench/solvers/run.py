@@ -40,7 +40,7 @@ from deplbench.formulations.evaluation.settings import CONFIDENCE, MIN_SAMPLES, 
 from deplbench.formulations.model.plan import Plan
 from deplbench.formulations.model.preprocess import reduce_instance
 from deplbench.formulations.model.result import SolveResult
-from deplbench.limits import TimeLimitReached, deadline, memory_budget
+from deplbench.limits import TimeLimitReached, deadline, memory_budget, no_deadline
 from deplbench.params import Param
 from deplbench.solvers.base import Solver
 from deplbench.solvers.registry import get_solver
@@ -147,6 +147,15 @@ def solve(
     InstanceError
         An instance built or changed in code that breaks the format's rules
         (``model_copy(update={"omega": 5.0})``), naming the field.
+
+    Notes
+    -----
+    A caller's :func:`deplbench.limits.deadline` around the call (a sweep
+    task's outer stop, :func:`deplbench.benchmarks.tasks.run_task`) bounds
+    the solver as its own ``time_limit`` does: whichever ends first stops
+    it, with status ``time_limit`` and what it has. The out-of-sample
+    judging of the returned plan runs outside both
+    (:func:`deplbench.limits.no_deadline`).
     """
     cls = check_solve_arguments(instance, algorithm, evaluate, eval_samples, eval_seed)
     resolved = cls.resolve_params(params)
@@ -197,7 +206,9 @@ def solve(
     result.params = {**resolved, **result.params}
     result.variants = variants
     if evaluate and result.plan is not None:
-        _judge(instance, result, result.plan, eval_samples, eval_seed)
+        # the judging is the harness's, not the solver's: no deadline around the solve cuts it
+        with no_deadline():
+            _judge(instance, result, result.plan, eval_samples, eval_seed)
     if result.gap is None and result.lower_bound is not None:
         result.gap = SolveResult.relative_gap(result.cost, result.lower_bound)
     return result

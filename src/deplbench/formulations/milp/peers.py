@@ -95,8 +95,9 @@ def availability(name: str) -> tuple[bool, str]:
         import pyomo.environ  # noqa: F401 - registers the solver plugins
         from pyomo.opt import SolverFactory
 
-        # appsi_highs constructs a Highs object here, whose banner goes to fd 1
-        with quiet_pyomo(), quiet_stdout():
+        # appsi_highs constructs a Highs object here, whose banner goes to fd 1:
+        # an availability probe, with no log anyone asked for
+        with quiet_pyomo(), quiet_stdout(discard=True):
             opt = SolverFactory(inner)
             ok = bool(opt.available(exception_flag=False))
             if ok and hasattr(opt, "license_is_valid"):

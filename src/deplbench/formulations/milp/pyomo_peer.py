@@ -85,7 +85,7 @@ class PyomoPeerBackend(PyomoModelBackend):
         # solve_milp checks the name first (peers.check_solver), so its family is known.
         self.family = cast(str, pyomo_family(self.name))
         self.spec = PYOMO_FAMILIES[self.family]
-        with quiet_pyomo(), quiet_stdout():
+        with quiet_pyomo(), quiet_stdout(discard=not verbose):    # appsi_highs: HiGHS's banner
             self.opt = SolverFactory(self.name)
         self._attach(pyomo_model, xvars, threads, seed)
         self.objective = next(pyomo_model.component_data_objects(self.pe.Objective, active=True))
@@ -146,7 +146,8 @@ class PyomoPeerBackend(PyomoModelBackend):
         limit = max(float(time_left), 1.0 if self.family == "cbc" else 1e-3) \
             if math.isfinite(time_left) else None
         try:
-            with quiet_stdout(), quiet_pyomo():
+            # appsi constructs a Highs() (its banner) per solve; the log only when asked for (tee)
+            with quiet_stdout(discard=not self.verbose), quiet_pyomo():
                 res = self.opt.solve(self.model, load_solutions=False, tee=self.verbose, timelimit=limit,
                                      options=opts)
         except subprocess.TimeoutExpired:

@@ -301,7 +301,7 @@ def write_pwl_mps(model: SaaModel, path: str) -> tuple[int, int, int]:
 
     A, lo, hi, names = model.pwl_rows()
     Ac = A.tocsc()
-    with quiet_stdout():
+    with quiet_stdout(discard=True):    # the banner: no solver log is asked for (output_flag off)
         h = highspy.Highs()
     h.setOptionValue("output_flag", False)
     lp = highspy.HighsLp()

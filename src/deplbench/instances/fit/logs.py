@@ -97,7 +97,8 @@ def read_logs(path: str | os.PathLike) -> Logs:
     except pd.errors.EmptyDataError:
         raise LogError(f"{path}: empty log file (expected a header {','.join(REQUIRED_COLUMNS)})") from None
     except (pd.errors.ParserError, UnicodeDecodeError) as exc:
-        raise LogError(f"{path}: not a valid CSV file ({exc})") from None
+        # pandas' tokenizer message ends with a newline (and may hold more): one line
+        raise LogError(f"{path}: not a valid CSV file ({' '.join(str(exc).split())})") from None
     return Logs(frame=validate_logs(frame, source=str(path)), sha256=digest, source=path.name)
 
 
