@@ -212,7 +212,6 @@ def test_the_stop_message_names_the_limit_that_stopped_the_run():
             limits.check_time("inner loop")
 
 
-<<<<<<< HEAD
 def test_eval_samples_beyond_the_budget_are_refused_before_the_solve(alexnet, monkeypatch):
     from deplbench.errors import SolverError
     from deplbench.solvers.registry import get_solver
@@ -245,7 +244,8 @@ def test_a_deterministic_instance_is_not_refused_for_bands_it_never_draws():
     inst = parse_instance(det_instance())                   # every random term a point mass
     res = solve(inst, "depl", eval_samples=100_000_000)     # one trajectory is evaluated, exactly
     assert res.status != "error" and res.evaluation["samples"] == 1
-=======
+
+
 def test_an_enclosing_deadline_stops_the_solver_but_not_the_judging(alexnet):
     # A sweep task runs solve() under an outer stop (benchmarks.tasks.run_task):
     # it bounds the solver like its own time_limit, while the out-of-sample
@@ -283,4 +283,3 @@ def test_no_deadline_lifts_every_enclosing_scope_and_restores_it():
         assert limits.time_limit_s() == EXPIRED
         with pytest.raises(limits.TimeLimitReached):
             limits.check_time("restored")
->>>>>>> fix-small
