@@ -504,6 +504,7 @@ def test_a_registry_solver_stops_at_the_task_stop_not_its_own_limit():
     assert own["status"] == "time_limit" and "hard limit" not in own["message"]
 
 
+@pytest.mark.integration
 def test_dry_run_warns_when_the_hard_limit_is_below_the_solvers_own(tmp_path, plugin, capsys):
     sweep_file = write_sweep(tmp_path, """
         [sweep]
