@@ -137,18 +137,21 @@ def available_algorithms() -> set[str]:
     return names
 
 
+def _solver_class(name: str) -> Any:
+    """The registered solver class of ``name``, or None for a plugin algorithm or with
+    no registry (the one lookup every question below starts from)."""
+    if name in plugin_table("ALGORITHMS"):
+        return None
+    registry = _registry()
+    return None if registry is None else registry.get_solver(name)
+
+
 def algorithm_parameters(name: str) -> set[str] | None:
     """Parameter names ``name`` accepts, or None if it does not declare them."""
     plugin = plugin_table("ALGORITHM_PARAMETERS")
     if name in plugin:
         return set(plugin[name])
-    if name in plugin_table("ALGORITHMS"):
-        return None
-    registry = _registry()
-    if registry is None:
-        return None
-    solver = registry.get_solver(name)
-    params = getattr(solver, "parameters", None)
+    params = getattr(_solver_class(name), "parameters", None)
     return set(params) if params is not None else None
 
 
@@ -157,14 +160,9 @@ def parameter_specs(name: str) -> dict | None:
 
     None when the algorithm declares names only (a plugin) or nothing.
     """
-    if name in plugin_table("ALGORITHMS"):
-        return None
-    registry = _registry()
-    if registry is None:
-        return None
     # The solver class's own Param objects (solver_info() holds only their
     # descriptions): the one conversion path, deplbench.params.Param.convert.
-    params = getattr(registry.get_solver(name), "parameters", None)
+    params = getattr(_solver_class(name), "parameters", None)
     return dict(params) if isinstance(params, Mapping) else None
 
 
@@ -172,12 +170,7 @@ def parameter_resolver(name: str) -> Callable | None:
     """The solver's own ``resolve_params`` (every value, then the combination:
     :meth:`~deplbench.solvers.base.Solver.check_params`), or None (a plugin
     algorithm, or no registry)."""
-    if name in plugin_table("ALGORITHMS"):
-        return None
-    registry = _registry()
-    if registry is None:
-        return None
-    return getattr(registry.get_solver(name), "resolve_params", None)
+    return getattr(_solver_class(name), "resolve_params", None)
 
 
 def settings_builder(name: str) -> Callable | None:
@@ -186,9 +179,9 @@ def settings_builder(name: str) -> Callable | None:
     object checks, e.g. the MILP's solver against its formulation), any error raised
     as :class:`~deplbench.errors.SweepError`. None for a plugin algorithm, with no
     registry, or for a solver without ``build_settings``."""
-    resolve = parameter_resolver(name)
-    registry = _registry()
-    build = getattr(registry.get_solver(name), "build_settings", None) if resolve and registry else None
+    solver = _solver_class(name)
+    resolve = getattr(solver, "resolve_params", None)
+    build = getattr(solver, "build_settings", None)
     if resolve is None or build is None:
         return None
 
@@ -205,12 +198,7 @@ def solver_clock(name: str) -> str | None:
     """The parameter that is ``name``'s own wall-clock limit (the solver
     class's ``clock``, ``time_limit`` for most), or None (a plugin algorithm,
     no registry, or a solver without one)."""
-    if name in plugin_table("ALGORITHMS"):
-        return None
-    registry = _registry()
-    if registry is None:
-        return None
-    solver = registry.get_solver(name)
+    solver = _solver_class(name)
     clock = getattr(solver, "clock", None)
     return clock if isinstance(clock, str) and clock in (getattr(solver, "parameters", None) or {}) else None
 
