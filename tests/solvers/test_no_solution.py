@@ -56,6 +56,8 @@ def test_heuristic_without_a_plan_says_no_solution_where_a_plan_is_proven(feasib
     assert res.plan is None
     assert res.status == "no_solution", (algo, res.status, res.message)
     assert res.message                                   # the reason it found none
+    if algo == "one-switch":                             # the search it ran, as its parameters say
+        assert "exactly one model switch" in res.message, res.message
     if res.lower_bound is not None:                      # milp-certified keeps its bound
         assert res.lower_bound <= proven_plan.cost * (1 + 1e-9)
 

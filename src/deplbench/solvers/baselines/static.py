@@ -176,8 +176,9 @@ class OneSwitch(Solver):
                                 candidates.append((cost, si, m1, n1, m2, n2, int(k1), k2))
         diag = {"candidates": len(candidates), "scenarios": S, "dataset_subsets": len(settings)}
         if not candidates:
+            switches = "at most one model switch" if params["allow_no_switch"] else "exactly one model switch"
             return no_solution(
-                "no plan with at most one model switch meets the ω-quantile target on the in-sample "
+                f"no plan with {switches} meets the ω-quantile target on the in-sample "
                 f"scenarios within K̄ = {K} epochs and Tmax = {instance.time_max}", **diag)
         candidates.sort(key=lambda c: c[0])
         check = oos_checker(instance, params)
