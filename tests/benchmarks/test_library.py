@@ -570,3 +570,13 @@ def test_library_build_prints_no_highs_banner(tmp_path):
     assert "HiGHS" not in p.stderr and "HiGHS" not in p.stdout, p.stderr
     assert p.stdout.startswith("wrote 1 instances")
     assert (out / "pwl.solu").is_file()
+
+
+def test_verify_prints_an_end_too_few_draws_fix_as_infinite():
+    # an order-statistic end beyond the draws is infinite; in JSON it is null
+    from deplbench.benchmarks.library.verify import _monte_carlo_line
+
+    for end in (None, float("inf")):
+        line = _monte_carlo_line({"quantile_ci": [0.2867, end], "quantile_ci_level": 0.9816, "confidence": 0.95,
+                                  "ci_method": "one-sided lower bound", "samples": 100, "quantile": 0.29})
+        assert "CI [0.2867, +∞) at level 0.9816" in line and "None" not in line and "inf]" not in line
