@@ -578,5 +578,6 @@ def test_verify_prints_an_end_too_few_draws_fix_as_infinite():
 
     for end in (None, float("inf")):
         line = _monte_carlo_line({"quantile_ci": [0.2867, end], "quantile_ci_level": 0.9816, "confidence": 0.95,
-                                  "ci_method": "one-sided lower bound", "samples": 100, "quantile": 0.29})
+                                  "ci_method": "one-sided lower bound", "samples": 100, "quantile": 0.29,
+                                  "mc_verdict": "undecided", "mc_certified_verdict": "not certified"})
         assert "CI [0.2867, +∞) at level 0.9816" in line and "None" not in line and "inf]" not in line
