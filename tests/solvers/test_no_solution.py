@@ -83,3 +83,34 @@ def test_preprocessing_proof_stays_infeasible_for_a_heuristic():
     inst = generate("realistic", loss_max=17.5, **{**TINY, "time_max": 1e-6})
     res = solve(inst, "depl", evaluate=False)
     assert res.status == "infeasible" and "no usable" in res.message
+
+
+@pytest.mark.parametrize("algo", ["depl", "best-exp", "static-learn", "one-switch", "pact"])
+def test_a_check_with_too_few_draws_for_an_upper_end_still_accepts_a_plan_no_draw_misses(algo):
+    """ω = 0.9999 with the default 20,000 check draws: the interval has no upper end
+    (ω > 0.025^(1/20000)), so it never says "feasible"; the heuristics' checks accept a
+    plan none of whose draws misses ℓmax (evaluation/quantile_ci.check_accepts), and
+    DepL's retry never computes an infinite target. Every plan found is proven feasible
+    or cheaper than nothing the exact optimum proves."""
+    inst = generate("scaling", n_models=1, n_clusters=1, horizon=6, seed=0).with_changes(omega=0.9999,
+                                                                                          loss_max=19.5)
+    exact = solve(inst, "milp-exact", eval_samples=2000)
+    assert exact.status == "optimal"
+    res = solve(inst, algo, eval_samples=2000)
+    assert res.status == "feasible" and res.plan is not None, (algo, res.status, res.message)
+    assert res.cost >= exact.cost * (1 - 1e-9)
+
+
+def test_the_check_rule_on_a_one_sided_interval():
+    from types import SimpleNamespace as E
+
+    from deplbench.formulations.evaluation.quantile_ci import check_accepts, check_excess
+
+    inf = float("inf")
+    one_sided = dict(constraints_ok=True, verdict="undecided", quantile_ci=(18.2, inf), quantile=18.3, loss_max=19.5)
+    assert check_accepts(E(**one_sided, violation_count=0))
+    assert not check_accepts(E(**one_sided, violation_count=1))
+    assert not check_accepts(E(**{**one_sided, "constraints_ok": False}, violation_count=0))
+    two_sided = dict(one_sided, quantile_ci=(18.2, 19.6))
+    assert not check_accepts(E(**two_sided, violation_count=0))       # a real upper end above ℓmax decides
+    assert check_excess(E(**one_sided)) == pytest.approx((18.3 - 19.5, 0.1))

@@ -90,5 +90,35 @@ def order_statistic_ci(sorted_values: np.ndarray, omega: float, confidence: floa
     return QuantileInterval(low, high, r.coverage, method)
 
 
-__all__ = ["QuantileInterval", "order_statistic_ci", "CI_METHOD", "CI_METHOD_LOWER", "CI_METHOD_UPPER",
-           "CI_METHOD_NONE"]
+def check_accepts(ev) -> bool:
+    """A heuristic's out-of-sample check of its own candidate plan (DepL Fig. 3's last box,
+    best-exp's and the baselines' checks): the plan meets (4)–(6) and its evaluation
+    ``ev`` (an :class:`~deplbench.formulations.evaluation.evaluate.Evaluation`) is
+    ``feasible`` — the whole interval at or below ℓmax — or, where the draws are too
+    few for an upper end at the level (ω close to 1: the interval is one-sided), none
+    of the draws misses ℓmax.
+
+    That second rule is the sample maximum at or below ℓmax, what these checks
+    applied before the interval stopped clamping its upper rank to the draws: an
+    acceptance rule of the algorithm, not a statement at any level. What the draws
+    support is stated by the plan's own evaluation, made afterwards on fresh draws.
+    """
+    if not ev.constraints_ok:
+        return False
+    if ev.verdict == "feasible":
+        return True
+    return ev.verdict == "undecided" and not np.isfinite(ev.quantile_ci[1]) and ev.violation_count == 0
+
+
+def check_excess(ev) -> tuple[float, float]:
+    """(how far the check's upper end is above ℓmax, the interval's width), finite: an
+    infinite upper end (too few draws) is replaced by the quantile estimate, so a
+    heuristic that tightens its target by them (DepL's retry) moves it by a number."""
+    lo, hi = ev.quantile_ci
+    hi = hi if np.isfinite(hi) else ev.quantile
+    lo = lo if np.isfinite(lo) else ev.quantile
+    return hi - ev.loss_max, hi - lo
+
+
+__all__ = ["QuantileInterval", "order_statistic_ci", "check_accepts", "check_excess", "CI_METHOD",
+           "CI_METHOD_LOWER", "CI_METHOD_UPPER", "CI_METHOD_NONE"]

@@ -33,6 +33,7 @@ from typing import Any, cast
 import numpy as np
 
 from deplbench.formulations.evaluation.evaluate import evaluate_plan, simulate_trajectories
+from deplbench.formulations.evaluation.quantile_ci import check_accepts
 from deplbench.formulations.model.result import SolveResult
 from deplbench.formulations.model.scenarios import quantile_rank
 from deplbench.limits import FLOAT_BYTES, check_memory
@@ -113,7 +114,7 @@ class BestExp(Solver):
 
             def check(candidate):
                 ev = evaluate_plan(instance, candidate, samples=n, seed=check_seed(p["seed"]), trajectory=False)
-                return bool(ev.feasible)
+                return check_accepts(ev)
 
             res = train_on(models, ext, lambda j: q[j], instance.loss_max, build, check,
                            what=f"best-exp's {K}-epoch plan")

@@ -39,6 +39,7 @@ import numpy as np
 
 from deplbench import limits
 from deplbench.formulations.evaluation.evaluate import evaluate_plan, transfer_cost
+from deplbench.formulations.evaluation.quantile_ci import check_accepts
 from deplbench.formulations.model.allocation import allocate
 from deplbench.formulations.model.plan import Epoch, Plan
 from deplbench.formulations.model.result import SolveResult
@@ -277,7 +278,7 @@ class OosCheck:
                      "violations": ev.violations}
         if not ev.constraints_ok:
             return False
-        return True if self.samples == 0 else ev.verdict == "feasible"
+        return True if self.samples == 0 else check_accepts(ev)
 
 
 def oos_checker(instance, params) -> OosCheck:

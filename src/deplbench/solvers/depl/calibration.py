@@ -22,6 +22,7 @@ import numpy as np
 from scipy import stats
 
 from deplbench.formulations.evaluation.evaluate import evaluate_plan, simulate_trajectories, transfer_cost
+from deplbench.formulations.evaluation.quantile_ci import check_accepts
 from deplbench.formulations.model.scenarios import LOSS_TOL, ScenarioSampler, loss_threshold, quantile_rank
 from deplbench.solvers.depl.stages import check_seed, stage2, stage3, surrogates
 
@@ -295,8 +296,8 @@ def _test_cheapest(ctx: Context, pool: list, estimates: dict, eval0, level: floa
         out.info["tests"].append({"seed": _calibration_seed(ctx.seed, j), "samples": ev.samples,
                                   "epochs": plan.n_epochs, "cost": ev.cost, "quantile": ev.quantile,
                                   "quantile_ci": list(ev.quantile_ci), "verdict": ev.verdict,
-                                  "param": cand.bound.param, "passed": bool(ev.feasible)})
-        if ev.feasible:
+                                  "param": cand.bound.param, "passed": check_accepts(ev)})
+        if check_accepts(ev):
             out.improved, out.plan, out.evaluation, out.chosen = True, plan, ev, (cand, info)
             out.target = float(cand.quantile_bound)
             return

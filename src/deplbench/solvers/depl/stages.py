@@ -25,6 +25,7 @@ import numpy as np
 
 from deplbench.errors import SolverError
 from deplbench.formulations.evaluation.evaluate import evaluate_plan
+from deplbench.formulations.evaluation.quantile_ci import check_accepts, check_excess
 from deplbench.formulations.evaluation.settings import MIN_SAMPLES
 from deplbench.formulations.model.allocation import allocate
 from deplbench.formulations.model.plan import Epoch, Plan
@@ -423,11 +424,10 @@ def decide(instance, p: dict, method: str, *, n_theta: int = 1, tail_share: floa
         ev = evaluate_plan(instance, plan, samples=p["check_samples"], seed=check_seed(p["seed"]),
                            trajectory=False)
         diag["stage_seconds"]["evaluation"] += time.perf_counter() - t0
-        if ev.feasible:
+        if check_accepts(ev):
             out.plan, out.evaluation = plan, ev
             break
-        excess = ev.quantile_ci[1] - instance.loss_max
-        width = ev.quantile_ci[1] - ev.quantile_ci[0]
+        excess, width = check_excess(ev)
         diag["retries"].append({"loss_max_eff": loss_max_eff, "quantile": ev.quantile,
                                 "quantile_ci": list(ev.quantile_ci), "verdict": ev.verdict,
                                 "violations": ev.violations})
