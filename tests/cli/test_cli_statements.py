@@ -185,3 +185,13 @@ def test_certify_page_chains_solve_into_evaluate_and_names_the_output_fields(tmp
         named += [first] + [f"{first.rsplit('_', 1)[0]}_{o}" for o in others]
     assert sorted(named) == ["quantile_hi", "quantile_lo", "verdict", "violation_hi", "violation_lo"]
     assert all(d.get(k) is not None for k in named), d
+
+
+def test_an_interval_level_close_to_1_is_never_printed_as_1():
+    # `evaluate --confidence 0.99999` printed "at level 1", a certainty no interval has
+    from deplbench.cli.statements import evaluation_statements
+
+    p = plan([("m", "A", 5.0)], {"A": ["d0"]})
+    ev = evaluate_plan(near_boundary_instance(), p, samples=2000, seed=278, confidence=0.99999, trajectory=False)
+    level = dict(evaluation_statements(ev))["interval"].split(" at level ")[1].split(" ")[0]
+    assert float(level) < 1.0 and float(level) >= 0.99999, level

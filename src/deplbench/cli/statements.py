@@ -24,7 +24,7 @@ from deplbench.formulations.evaluation.evaluate import (
     CI_METHOD,
     Evaluation,
 )
-from deplbench.jsonio import number_text
+from deplbench.jsonio import number_beside, number_text
 
 
 def evaluation_statements(ev) -> list[tuple[str, str]]:
@@ -63,7 +63,7 @@ def evaluation_statements(ev) -> list[tuple[str, str]]:
         ci_level = float(d.get("quantile_ci_level") or level)      # a one-sided interval states its own
         left = "(−∞" if lo == -math.inf else f"[{lo:.6g}"
         right = "+∞)" if hi == math.inf else f"{hi:.6g}]"
-        out.append(("interval", f"{left}, {right} at level {ci_level:.4g} "
+        out.append(("interval", f"{left}, {right} at level {number_beside(ci_level, 1.0, 4)} "
                                 f"({d.get('ci_method') or CI_METHOD})"))
         where = {"feasible": "the interval lies at or below ℓmax", "infeasible": "the interval lies above ℓmax",
                  "undecided": "the interval straddles ℓmax"}.get(mc, "")

@@ -89,3 +89,16 @@ def test_solve_help_says_what_time_limit_sets(capsys):
         main(["solve", "--help"])
     out = " ".join(capsys.readouterr().out.split())
     assert "adaptive-opt: refine_time" in out
+
+
+@pytest.mark.parametrize("p_lo, omega, shown", [(0.9999631, 0.999962, "0.999963"), (0.9999951, 0.999995, "0.99999")])
+def test_the_certified_level_prints_on_its_side_of_omega_and_below_1(p_lo, omega, shown):
+    from types import SimpleNamespace
+
+    from deplbench.solvers.adaptive.optimum import certified_statement
+
+    b = SimpleNamespace(certification={"kept_runs": 99_000, "runs": 100_000, "level_each": 0.975}, confidence=0.95,
+                        cost_mean=100.0, p_success_lo=p_lo, omega=omega, upper_bound=101.0, multipliers={})
+    line = certified_statement(b, None)
+    got = line.split("P(success) ≥ ")[1].split(" ")[0]
+    assert float(got) >= omega and float(got) < 1.0 and got.startswith(shown), line

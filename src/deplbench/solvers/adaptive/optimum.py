@@ -44,7 +44,7 @@ from deplbench.formulations import adaptive
 from deplbench.formulations.adaptive.settings import SETTINGS, max_buckets_refused
 from deplbench.formulations.model.result import SolveResult
 from deplbench.instances.magnitudes import MIN_OMEGA
-from deplbench.jsonio import number_text
+from deplbench.jsonio import number_beside, number_text
 from deplbench.limits import MEMORY_LIMIT_PARAM
 from deplbench.params import Param
 from deplbench.solvers.base import PlotStyle, Solver
@@ -69,9 +69,11 @@ def certified_statement(b, lb: float | None) -> str:
     """
     c = b.certification
     level = c.get("level_each", 1.0 - (1.0 - b.confidence) / 2.0)
+    # on its side of ω and below 1 (a certified bound is never a certainty)
+    p_lo = max((number_beside(b.p_success_lo, b.omega, 5), number_beside(b.p_success_lo, 1.0, 5)), key=len)
     line = (f"cost = one-sided upper confidence bound on the certified policy's mean cost (empirical Bernstein, "
             f"on the {c.get('kept_runs')} of {c.get('runs')} fresh runs not given up; sample mean "
-            f"{b.cost_mean:.6g}), P(success) ≥ {b.p_success_lo:.5f} certified (one-sided Clopper–Pearson) "
+            f"{b.cost_mean:.6g}), P(success) ≥ {p_lo} certified (one-sided Clopper–Pearson) "
             f"against ω = {number_text(b.omega)}; both hold jointly at confidence {number_text(b.confidence)} "
             f"(union bound, {level:g} each)")
     if lb is None:
