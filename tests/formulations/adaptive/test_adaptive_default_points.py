@@ -33,9 +33,14 @@ def test_a_small_instance_carries_the_deadline_by_default(seed):
     finer = [p for p in A.TIME_POINTS if p > g]
     assert all(A.timed_work(chain, p) > A.TIMED_WORK for p in finer)
     assert A.time_points_for(chain, 0) == 0 and A.time_points_for(chain, 16) == 16     # explicit G as given
-    # a time limit its passes cannot fit in (a least time, at a rate above any core's) prices it instead
-    need = A.timed_seconds(chain, g, ITERS_MU)
-    assert A.time_points_for(chain, None, need) == g and A.time_points_for(chain, None, need / 2) == 0
+    # a time limit the passes cannot fit in (a least time, at a rate above any core's) takes the
+    # finest coarser grid that fits, and prices the deadline only when none does
+    need = {p: A.timed_seconds(chain, p, ITERS_MU) for p in A.TIME_POINTS}
+    assert A.time_points_for(chain, None, need[g]) == g
+    coarser = [p for p in A.TIME_POINTS if p < g]
+    if coarser:
+        assert A.time_points_for(chain, None, need[coarser[0]]) == coarser[0]
+    assert A.time_points_for(chain, None, need[min(A.TIME_POINTS)] / 2) == 0
 
 
 @pytest.mark.parametrize("family,loss_max", REALISTIC, ids=[f"{f}-{lm:g}" for f, lm in REALISTIC])
@@ -80,3 +85,14 @@ def test_the_help_states_the_work_limit_in_force(capsys):
     with pytest.raises(SystemExit):
         main(["adaptive", "--help"])
     assert limit in capsys.readouterr().out
+
+
+def test_a_time_limit_too_short_for_the_finest_grid_takes_a_coarser_one():
+    # 1 model, 1 cluster: every grid of TIME_POINTS is affordable by work; a limit that only the
+    # coarser ones fit must not price the deadline (the help: "the finest ... that fits")
+    inst = generate("scaling", n_models=1, n_clusters=1, horizon=6, seed=0)
+    chain = A.Chain(inst, A.START_BUCKETS, optimistic=True)
+    finest = A.time_points_for(chain, None)
+    assert finest == max(A.TIME_POINTS)
+    for p in sorted(A.TIME_POINTS)[:-1]:
+        assert A.time_points_for(chain, None, A.timed_seconds(chain, p, ITERS_MU)) == p

@@ -213,8 +213,8 @@ def time_points_for(chain: Chain, time_points: int | None, time_limit: float | N
     :data:`~.timed.TIME_POINTS` (256, 128, 64) whose pass costs ≤ :data:`~.timed.TIMED_WORK` multiply–adds
     (:func:`~.timed.timed_work`) and whose passes' least time (:func:`~.timed.timed_seconds`) fits ``time_limit``."""
     if time_points is None:
-        g = next((g for g in TIME_POINTS if timed_work(chain, g) <= TIMED_WORK), 0)
-        return g if time_limit is None or timed_seconds(chain, g, iters_mu) <= time_limit else 0
+        return next((g for g in TIME_POINTS if timed_work(chain, g) <= TIMED_WORK
+                     and (time_limit is None or timed_seconds(chain, g, iters_mu) <= time_limit)), 0)
     return int(time_points)
 
 
