@@ -522,19 +522,27 @@ def test_dry_run_warns_when_the_hard_limit_is_below_the_solvers_own(tmp_path, pl
         name = "depl"
         grid = { time_limit = [1.0, 10.0] }
         [[algorithms]]
+        name = "milp-exact"
+        label = "between"
+        params = { time_limit = 2.9 }
+        [[algorithms]]
         name = "test-work"
     """)
     assert cli_main(["run", str(sweep_file), "--dry-run"]) == 0
     out, err = capsys.readouterr()
     lines = err.splitlines()
+    # stopped at 2 s: a solver's own limit above the stop is cut short, even below the hard limit (2.9 s)
     assert lines == [
-        "warning: the hard task limit time_limit_s = 3 s is below the solver's own time_limit = 10 s of depl: "
-        "the solver is stopped at 2 s with status time_limit and what it has (raise time_limit_s or lower "
+        "warning: the hard task limit time_limit_s = 3 s stops the solver at 2 s, before its own time_limit = "
+        "2.9 s of between: it ends there with status time_limit and what it has (raise time_limit_s or lower "
         "time_limit to run it as its parameters say)",
-        "warning: the hard task limit time_limit_s = 3 s is below the solver's own time_limit = 300 s of "
-        "milp-exact: the solver is stopped at 2 s with status time_limit and what it has (raise time_limit_s "
+        "warning: the hard task limit time_limit_s = 3 s stops the solver at 2 s, before its own time_limit = "
+        "10 s of depl: it ends there with status time_limit and what it has (raise time_limit_s or lower "
+        "time_limit to run it as its parameters say)",
+        "warning: the hard task limit time_limit_s = 3 s stops the solver at 2 s, before its own time_limit = "
+        "300 s of milp-exact: it ends there with status time_limit and what it has (raise time_limit_s "
         "or lower time_limit to run it as its parameters say)"]
-    assert "warning" not in out and "5 to run" in out
+    assert "warning" not in out and "6 to run" in out
 
 
 # --------------------------------------------------------------------------

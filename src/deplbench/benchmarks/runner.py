@@ -287,15 +287,15 @@ def limit_warnings(sweep: Sweep) -> list[str]:
                 own = own_time_limit(algo.name, params)
             except DeplbenchError:
                 continue                    # refused at load already; nothing to compare
-            if own is not None and own[1] is not None and own[1] > algo.time_limit_s:
+            if own is not None and own[1] is not None and own[1] > stop:     # the solver is cut at the stop
                 labels = later.setdefault((algo.time_limit_s, stop, *own), [])
                 if algo.label not in labels:
                     labels.append(algo.label)
     lines = []
     for (limit, stop, clock, seconds), labels in sorted(later.items()):
         names = ", ".join(labels[:5]) + (f" and {len(labels) - 5} more" if len(labels) > 5 else "")
-        lines.append(f"warning: the hard task limit time_limit_s = {limit:g} s is below the solver's own "
-                     f"{clock} = {seconds:g} s of {names}: the solver is stopped at {stop:g} s with status "
+        lines.append(f"warning: the hard task limit time_limit_s = {limit:g} s stops the solver at {stop:g} s, "
+                     f"before its own {clock} = {seconds:g} s of {names}: it ends there with status "
                      f"time_limit and what it has (raise time_limit_s or lower {clock} to run it as its "
                      "parameters say)")
     return lines
