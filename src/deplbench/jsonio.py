@@ -297,7 +297,7 @@ def number_text(value: Any) -> str:
     return repr(value)
 
 
-def number_beside(value: Any, other: Any, digits: int = 6) -> str:
+def number_beside(value: Any, other: Any, digits: int = 6, *also: Any) -> str:
     """A computed number printed beside a number it is compared with, on the right side of it.
 
     ``f"{p:.6g}"`` prints a P(success) of 0.98999999 as ``0.99``, so a line
@@ -316,6 +316,9 @@ def number_beside(value: Any, other: Any, digits: int = 6) -> str:
         with :func:`number_text`.
     digits : int, default 6
         Significant digits when they already keep the order.
+    *also : float or numpy number
+        Further numbers the printed value must keep its order with (a
+        probability beside ω and beside 1: a bound below 1 never prints as 1).
 
     Returns
     -------
@@ -330,17 +333,20 @@ def number_beside(value: Any, other: Any, digits: int = 6) -> str:
     ('0.98999999', '0.75', '0.99')
     >>> number_beside(0.9912345678, 0.9912345, digits=4)
     '0.991235'
+    >>> number_beside(0.9999951, 0.999995, 5), number_beside(0.9999951, 0.999995, 5, 1.0)
+    ('1', '0.9999951')
     """
-    value, other = float(value), float(other)
-    if not (math.isfinite(value) and math.isfinite(other)):
+    value = float(value)
+    others = [float(o) for o in (other, *also)]
+    if not (math.isfinite(value) and all(math.isfinite(o) for o in others)):
         return f"{value:.{digits}g}"
 
-    def side(x: float) -> int:
-        return (x > other) - (x < other)
+    def sides(x: float) -> list[int]:
+        return [(x > o) - (x < o) for o in others]
 
-    want = side(value)
+    want = sides(value)
     for d in range(max(int(digits), 1), 18):
         text = f"{value:.{d}g}"
-        if side(float(text)) == want:
+        if sides(float(text)) == want:
             return text
     return repr(value)

@@ -69,8 +69,7 @@ def certified_statement(b, lb: float | None) -> str:
     """
     c = b.certification
     level = c.get("level_each", 1.0 - (1.0 - b.confidence) / 2.0)
-    # on its side of ω and below 1 (a certified bound is never a certainty)
-    p_lo = max((number_beside(b.p_success_lo, b.omega, 5), number_beside(b.p_success_lo, 1.0, 5)), key=len)
+    p_lo = number_beside(b.p_success_lo, b.omega, 5, 1.0)       # on its side of ω, and below 1
     line = (f"cost = one-sided upper confidence bound on the certified policy's mean cost (empirical Bernstein, "
             f"on the {c.get('kept_runs')} of {c.get('runs')} fresh runs not given up; sample mean "
             f"{b.cost_mean:.6g}), P(success) ≥ {p_lo} certified (one-sided Clopper–Pearson) "
