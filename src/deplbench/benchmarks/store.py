@@ -46,6 +46,7 @@ from deplbench.benchmarks import leases as _leases
 from deplbench.benchmarks import record as _record
 from deplbench.benchmarks.record import json_default  # noqa: F401 - public re-export
 from deplbench.errors import SweepError
+from deplbench.jsonio import restore_nonfinite
 from deplbench.files import (  # noqa: F401
     FORMULA_PREFIXES,
     folder_unwritable,
@@ -306,6 +307,9 @@ class ResultsStore:
             Missing ``key``, a value of the wrong kind, or a read-only store.
         """
         self._writable()
+        # a record read back from strict JSON (``solve -o``, a task's --json) has null + "<key>_nonfinite"
+        # where a number was infinite: stored as the number, an interval end +∞ is not a missing value
+        record = restore_nonfinite(dict(record))
         row = _record.TaskRecord.from_mapping(record).to_row()
         failed = int(is_failure(record))
         full = _record.dumps(dict(record))
@@ -445,7 +449,7 @@ class ResultsStore:
 
     def records(self) -> list[dict]:
         """The full stored records (the ``record`` column parsed), oldest first."""
-        return [json.loads(r[0]) for r in
+        return [restore_nonfinite(json.loads(r[0])) for r in
                 self._conn.execute("SELECT record FROM results ORDER BY attempt")]
 
 
