@@ -46,7 +46,6 @@ from deplbench.benchmarks import leases as _leases
 from deplbench.benchmarks import record as _record
 from deplbench.benchmarks.record import json_default  # noqa: F401 - public re-export
 from deplbench.errors import SweepError
-from deplbench.jsonio import restore_nonfinite
 from deplbench.files import (  # noqa: F401
     FORMULA_PREFIXES,
     folder_unwritable,
@@ -55,6 +54,7 @@ from deplbench.files import (  # noqa: F401
     store_files,
     write_csv,
 )
+from deplbench.jsonio import restore_nonfinite
 
 #: The stored columns, in order: the fields of
 #: :class:`~deplbench.benchmarks.record.TaskRecord` (their kinds and
