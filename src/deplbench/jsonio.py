@@ -33,6 +33,8 @@ __all__ = [
     "NONFINITE_SUFFIX",
     "number_text",
     "number_beside",
+    "interval_text",
+    "restore_nonfinite",
 ]
 
 
@@ -350,3 +352,91 @@ def number_beside(value: Any, other: Any, digits: int = 6, *also: Any) -> str:
         if sides(float(text)) == want:
             return text
     return repr(value)
+
+
+def interval_text(low: Any, high: Any, digits: int | None = None) -> str:
+    """An interval as text, an infinite end as ``(−∞`` or ``+∞)``: the one way every summary prints one.
+
+    An order-statistic interval's end the draws are too few for is infinite
+    (formulations/evaluation/quantile_ci.py); printed ``[0.28, inf]`` it would
+    read as a closed interval ending at a number.
+
+    Parameters
+    ----------
+    low, high : float, numpy number or None
+        The ends. None is the infinite end of its side: what a strict JSON
+        file holds where the reason (``*_nonfinite``) was not read back.
+    digits : int, optional
+        Significant digits of a finite end (``.{digits}g``); default
+        :func:`number_text`, the number itself.
+
+    Returns
+    -------
+    str
+
+    Examples
+    --------
+    >>> interval_text(0.25, float("inf")), interval_text(None, 2.0), interval_text(1 / 3, 0.5, 4)
+    ('[0.25, +∞)', '(−∞, 2]', '[0.3333, 0.5]')
+    """
+    def end(value: Any) -> str | None:
+        if value is None or (isinstance(value, (float, np.floating)) and math.isinf(value)):
+            return None
+        return number_text(value) if digits is None else f"{float(value):.{digits}g}"
+
+    lo, hi = end(low), end(high)
+    if lo is None and low is not None and float(low) > 0:       # +inf as a lower end: an empty interval
+        lo = "inf"
+    if hi is None and high is not None and float(high) < 0:
+        hi = "-inf"
+    return ("(−∞" if lo is None else f"[{lo}") + ", " + ("+∞)" if hi is None else f"{hi}]")
+
+
+def restore_nonfinite(obj: Any) -> Any:
+    """The inverse of :func:`strict_json`: every null whose sibling ``<key>_nonfinite`` gives
+    its reason becomes that float again (``inf``, ``-inf``, ``nan``), and the sibling goes.
+
+    Every reader of a file :func:`dumps` wrote (a ``solve -o`` record, a ``--json``
+    output given back) calls it, so that an interval end +∞ stays +∞ and is never
+    read as a missing value.
+
+    Parameters
+    ----------
+    obj : Any
+        Parsed JSON (dicts, lists, plain values), nested in any way.
+
+    Returns
+    -------
+    Any
+        A new object; ``obj`` itself is not changed. A ``*_nonfinite`` key whose
+        sibling is absent or not null, or whose reason is unknown, is kept as it is.
+
+    Examples
+    --------
+    >>> restore_nonfinite({"gap": None, "gap_nonfinite": "inf", "ci": [0.5, None], "ci_nonfinite": {"1": "-inf"}})
+    {'gap': inf, 'ci': [0.5, -inf]}
+    """
+    if isinstance(obj, list):
+        return [restore_nonfinite(v) for v in obj]
+    if not isinstance(obj, dict):
+        return obj
+    out = {k: restore_nonfinite(v) for k, v in obj.items()}
+    for key in [k for k in out if isinstance(k, str) and k.endswith(NONFINITE_SUFFIX)]:
+        name, why = key[: -len(NONFINITE_SUFFIX)], out[key]
+        if name not in out:
+            continue
+        if isinstance(why, str) and why in _NONFINITE and out[name] is None:
+            out[name] = _NONFINITE[why]
+            del out[key]
+        elif isinstance(why, dict) and isinstance(out[name], list) and all(
+                isinstance(r, str) and r in _NONFINITE and i.isdigit() and int(i) < len(out[name])
+                and out[name][int(i)] is None for i, r in why.items()):
+            items = list(out[name])
+            for i, r in why.items():
+                items[int(i)] = _NONFINITE[r]
+            out[name] = items
+            del out[key]
+    return out
+
+
+_NONFINITE = {"inf": math.inf, "-inf": -math.inf, "nan": math.nan}

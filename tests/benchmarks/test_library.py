@@ -581,3 +581,19 @@ def test_verify_prints_an_end_too_few_draws_fix_as_infinite():
                                   "ci_method": "one-sided lower bound", "samples": 100, "quantile": 0.29,
                                   "mc_verdict": "undecided", "mc_certified_verdict": "not certified"})
         assert "CI [0.2867, +∞) at level 0.9816" in line and "None" not in line and "inf]" not in line
+
+
+def test_verify_and_the_cli_statements_print_an_interval_alike():
+    # one helper (jsonio.interval_text): an infinite end as ±∞, also when a strict JSON file holds null
+    from deplbench.benchmarks.library.verify import _monte_carlo_line
+    from deplbench.cli.statements import evaluation_statements
+    from deplbench.jsonio import interval_text
+
+    for ci in ([0.2867, float("inf")], [0.2867, None], [float("-inf"), 0.5], [None, 0.5], [0.25, 0.5]):
+        ev = {"quantile_ci": ci, "quantile_ci_level": 0.9816, "confidence": 0.95, "omega": 0.99, "loss_max": 0.3,
+              "ci_method": "order-statistic", "samples": 100, "seed": 0, "quantile": 0.29, "exact": False,
+              "mc_verdict": "undecided", "mc_certified_verdict": "not certified", "verdict": "undecided"}
+        text = interval_text(*ci)
+        assert "inf" not in text and "None" not in text
+        assert f"CI {text} at level" in _monte_carlo_line(ev)
+        assert dict(evaluation_statements(ev))["interval"].startswith(f"{text} at level 0.9816")

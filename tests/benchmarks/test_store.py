@@ -360,3 +360,31 @@ def test_every_exported_interval_states_its_level_and_method():
     c = record_mod.closed_loop_columns(cl)
     assert c["cl_p_success_level"] == 0.95 and c["cl_p_success_method"].startswith("Clopper–Pearson, two-sided")
     assert {"violation_ub_method", "violation_lb_level", "cl_p_success_method"} <= set(COLUMNS)
+
+
+def test_an_infinite_interval_end_read_back_from_strict_json_stays_infinite_through_the_store(tmp_path):
+    # `solve -o` and --json write +inf as null with "<key>_nonfinite": "inf" (jsonio); a store
+    # (and the report reading it) that took the null for a missing value would lose the one-sided interval
+    from deplbench.jsonio import dumps
+    from deplbench.reports.data import prepare
+
+    ev = {"quantile": 8.9, "quantile_ci": [8.8, math.inf], "confidence": 0.95, "quantile_ci_level": 0.98,
+          "verdict": "undecided", "samples": 100, "seed": 0, "exact": False}
+    strict = json.loads(dumps(record("a", quantile_ci_high=math.inf, evaluation=ev)))
+    assert strict["quantile_ci_high"] is None and strict["evaluation"]["quantile_ci"] == [8.8, None]
+    with ResultsStore(tmp_path / "r.sqlite") as store:
+        assert store.add(strict)
+        frame = store.frame()
+        rec = store.records()[0]
+    assert frame["quantile_ci_high"].iloc[0] == math.inf and frame["quantile_ci_low"].iloc[0] == 8.8
+    assert rec["quantile_ci_high"] == math.inf and "quantile_ci_high_nonfinite" not in rec
+    assert rec["evaluation"]["quantile_ci"] == [8.8, math.inf]
+    df = prepare(frame).df
+    assert df["quantile_ci_high"].iloc[0] == math.inf
+
+
+def test_a_report_reads_an_infinite_end_a_json_cell_kept_as_null_with_its_reason():
+    from deplbench.reports.data import parse_json
+
+    cell = json.dumps({"quantile_ci": [8.8, None], "quantile_ci_nonfinite": {"1": "inf"}})
+    assert parse_json(cell) == ({"quantile_ci": [8.8, math.inf]}, True)

@@ -1,6 +1,7 @@
 """Core primitives: exact allocation, scenario streams, result record, solver interface."""
 
 import json
+import math
 
 import numpy as np
 import pytest
@@ -104,6 +105,15 @@ def test_result_round_trip():
     assert back.plan == plan and back.cost == 1.5
     with pytest.raises(ValueError):
         SolveResult(algorithm="x", status="done")
+
+
+def test_result_read_back_from_strict_json_keeps_an_infinite_interval_end():
+    # `solve -o` writes +inf as null with "quantile_ci_nonfinite" (jsonio.dumps)
+    from deplbench.jsonio import dumps
+
+    r = SolveResult(algorithm="x", status="feasible", evaluation={"quantile_ci": [0.25, math.inf], "quantile": 0.3})
+    back = SolveResult.from_dict(json.loads(dumps(r.to_dict())))
+    assert back.evaluation["quantile_ci"] == [0.25, math.inf] and "quantile_ci_nonfinite" not in back.evaluation
 
 
 class _Crashing(Solver):

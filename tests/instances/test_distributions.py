@@ -8,8 +8,17 @@ import math
 
 import numpy as np
 import pytest
+from pydantic import ValidationError
 
-from deplbench.instances.distributions import Empirical, InverseGamma, LogNormal, Normal, PointMass, StudentT
+from deplbench.instances.distributions import (
+    MIN_STUDENT_DF,
+    Empirical,
+    InverseGamma,
+    LogNormal,
+    Normal,
+    PointMass,
+    StudentT,
+)
 from deplbench.instances.model import parse_instance
 from tests.instance_data import base_instance
 
@@ -52,7 +61,8 @@ def test_an_instance_with_an_empirical_law_round_trips_and_hashes():
 _SPREAD = (1e-30, 1e-3, 0.5, 1.0, 2.0, 2.5, 4.0, 30.0, 1e6, 1e300)
 TAIL_LAWS = (
     [InverseGamma(shape=a, scale=b) for a in _SPREAD for b in (1e-3, 1.0, 1e6)]
-    + [StudentT(df=df, loc=loc, scale=s) for df in _SPREAD for loc, s in ((0.0, 1.0), (-3.0, 0.05), (1e10, 1e3))]
+    + [StudentT(df=df, loc=loc, scale=s) for df in (MIN_STUDENT_DF,) + tuple(d for d in _SPREAD if d >= MIN_STUDENT_DF)
+       for loc, s in ((0.0, 1.0), (-3.0, 0.05), (1e10, 1e3))]
     + [Normal(mean=m, std=s) for m in (0.0, -1e14) for s in (1e-3, 1.0, 1e13, 1e308)]
     + [LogNormal(mu=m, sigma=s) for m in (-5.0, 0.0, 30.0) for s in (0.01, 1.0, 4.0, 100.0)]
 )
@@ -88,3 +98,22 @@ def test_an_atomic_laws_tails_are_its_extreme_atoms_at_any_level():
     for p in (1e-9, 1e-5, 0.25):
         assert e.tails(p) == (-3.0, 1_999_997.0) and e.tail_bound(p) == 1_999_997.0
     assert PointMass(value=-2.5).tails(0.1) == (-2.5, -2.5) and PointMass(value=-2.5).tail_bound(0.1) == 2.5
+
+
+@pytest.mark.parametrize("df", [1e-300, 1e-3, 0.1, 0.124])
+def test_student_t_below_the_df_floor_is_refused_naming_df(df):
+    # SciPy's t.ppf returns finite, wrong quantiles there (6.7e3 at df = 1e-300 for every p ≤ 0.01)
+    with pytest.raises(ValidationError) as err:
+        StudentT(df=df, scale=1.0)
+    assert err.value.errors()[0]["loc"] == ("df",) and f"{MIN_STUDENT_DF:g}" in str(err.value)
+
+
+@pytest.mark.parametrize("df", [MIN_STUDENT_DF, 0.3, 1.0, 4.0, 1e6])
+def test_student_t_quantiles_are_exact_from_the_df_floor_on(df):
+    # the floor's promise: t.cdf(t.ppf(p)) = p for every tail mass down to 1e-16
+    law = StudentT(df=df, scale=1e-300)
+    p = np.logspace(-16, np.log10(0.5), 60)
+    q = np.asarray(law.ppf(p))
+    assert np.all(np.isfinite(q))
+    np.testing.assert_allclose(law.cdf(q), p, rtol=1e-12)
+    np.testing.assert_allclose(law.sf(-q), p, rtol=1e-12)

@@ -130,3 +130,41 @@ def test_the_glance_reference_states_the_adaptive_bracket_s_confidence():
     assert refs.loc[refs["kind"] == "adaptive", "confidence"].tolist() == [0.95]
     line = _reference_line("pact-vgg11", plan_ratios(df), refs)
     assert "adaptive optimum (adaptive-opt) on 1/1 instances, confidence ≥ 0.95" in line
+
+
+def test_the_closed_loop_captions_give_the_level_the_records_state():
+    """A sweep run at closed_loop.confidence = 0.9: no caption names the 0.95 default."""
+    from deplbench.reports.adaptive import levels_text
+    from deplbench.reports.closed_loop import closed_loop_table
+
+    assert ci_level_text([0.9, 0.9]) == "level 0.9 (its lower end a one-sided 95 % lower bound)"
+    assert ci_level_text([0.9, 0.99]).startswith("levels differ (ci_level: 0.9, 0.99)")
+    assert "0.95" not in ci_level_text([]) and "default" not in ci_level_text([])
+    assert levels_text([0.9, None]) == "level 0.9 (1 record(s) state no level)"
+    df = prepare(frame()).df
+    df["closed_loop_d"] = [{k: (dict(v, confidence=0.9) if isinstance(v, dict) else v) for k, v in cl.items()}
+                           for cl in df["closed_loop_d"]]
+    assert set(closed_loop_table(df)["p_success_level"]) == {0.9}
+    assert set(matched_risk_table(df)["ci_level"]) == {0.9}
+    # a series that states no level of its own takes its simulation's (closed_loop()'s "confidence")
+    df["closed_loop_d"] = [{"confidence": 0.9, **{k: ({x: y for x, y in v.items() if x != "confidence"}
+                                                       if isinstance(v, dict) else v) for k, v in cl.items()}}
+                           for cl in df["closed_loop_d"]]
+    assert set(matched_risk_table(df)["ci_level"]) == {0.9}
+
+
+def test_the_closed_loop_table_caption_states_the_records_level(monkeypatch):
+    from types import SimpleNamespace
+
+    from deplbench.reports import adaptive, closed_loop
+
+    for module, name in ((closed_loop, "fig6_left"), (adaptive, "frontier_figure")):   # captions only
+        monkeypatch.setattr(module, name, lambda *a, **k: None)
+    df = prepare(frame()).df
+    df["closed_loop_d"] = [{k: (dict(v, confidence=0.9) if isinstance(v, dict) else v) for k, v in cl.items()}
+                           for cl in df["closed_loop_d"]]
+    s = closed_loop.section_closed_loop(SimpleNamespace(df=df, styles={}, scale=0.4))
+    captions = {e.name: e.caption for e in s.elements if hasattr(e, "caption") and hasattr(e, "name")}
+    assert "Clopper–Pearson interval at level 0.9;" in captions["closed_loop"]
+    assert "at level 0.9 (its lower end a one-sided 95 % lower bound)" in captions["matched_risk"]
+    assert "default 0.95" not in captions["closed_loop"] + captions["matched_risk"]

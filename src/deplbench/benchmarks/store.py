@@ -54,6 +54,7 @@ from deplbench.files import (  # noqa: F401
     store_files,
     write_csv,
 )
+from deplbench.jsonio import restore_nonfinite
 
 #: The stored columns, in order: the fields of
 #: :class:`~deplbench.benchmarks.record.TaskRecord` (their kinds and
@@ -306,6 +307,9 @@ class ResultsStore:
             Missing ``key``, a value of the wrong kind, or a read-only store.
         """
         self._writable()
+        # a record read back from strict JSON (``solve -o``, a task's --json) has null + "<key>_nonfinite"
+        # where a number was infinite: stored as the number, an interval end +∞ is not a missing value
+        record = restore_nonfinite(dict(record))
         row = _record.TaskRecord.from_mapping(record).to_row()
         failed = int(is_failure(record))
         full = _record.dumps(dict(record))
@@ -445,7 +449,7 @@ class ResultsStore:
 
     def records(self) -> list[dict]:
         """The full stored records (the ``record`` column parsed), oldest first."""
-        return [json.loads(r[0]) for r in
+        return [restore_nonfinite(json.loads(r[0])) for r in
                 self._conn.execute("SELECT record FROM results ORDER BY attempt")]
 
 

@@ -22,6 +22,7 @@ from pathlib import Path
 
 from deplbench.cli.messages import output_path
 from deplbench.errors import DeplbenchError
+from deplbench.jsonio import restore_nonfinite
 
 
 class MeasureError(DeplbenchError, ValueError):
@@ -145,7 +146,7 @@ def run_replay(args: argparse.Namespace) -> int:
         if not sep:
             raise MeasureError(f"--result: expected NAME=FILE, got {item!r}")
         try:
-            given[name] = json.loads(Path(path).read_text())
+            given[name] = restore_nonfinite(json.loads(Path(path).read_text()))     # a `solve -o` record
         except (OSError, ValueError) as exc:
             raise MeasureError(f"--result {item}: cannot read a result record ({exc})") from None
     partial = Path(args.output + ".partial") if args.output else None

@@ -12,7 +12,6 @@ docstring).
 
 from __future__ import annotations
 
-import math
 import textwrap
 
 from deplbench.formulations.evaluation.binomial import CERTIFIED_FEASIBLE, CERTIFIED_INFEASIBLE
@@ -24,7 +23,7 @@ from deplbench.formulations.evaluation.evaluate import (
     CI_METHOD,
     Evaluation,
 )
-from deplbench.jsonio import number_beside, number_text
+from deplbench.jsonio import interval_text, number_beside, number_text
 
 
 def evaluation_statements(ev) -> list[tuple[str, str]]:
@@ -61,9 +60,7 @@ def evaluation_statements(ev) -> list[tuple[str, str]]:
                                 f"from {d['samples']} draws, seed {d['seed']}); target ℓmax = "
                                 f"{number_text(d['loss_max'])}"))
         ci_level = float(d.get("quantile_ci_level") or level)      # a one-sided interval states its own
-        left = "(−∞" if lo == -math.inf else f"[{lo:.6g}"
-        right = "+∞)" if hi == math.inf else f"{hi:.6g}]"
-        out.append(("interval", f"{left}, {right} at level {number_beside(ci_level, 1.0, 4)} "
+        out.append(("interval", f"{interval_text(lo, hi, 6)} at level {number_beside(ci_level, 1.0, 4)} "
                                 f"({d.get('ci_method') or CI_METHOD})"))
         where = {"feasible": "the interval lies at or below ℓmax", "infeasible": "the interval lies above ℓmax",
                  "undecided": "the interval straddles ℓmax"}.get(mc, "")

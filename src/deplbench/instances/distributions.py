@@ -212,13 +212,34 @@ class InverseGamma(_Dist):
         return self.scale / rng.standard_gamma(self.shape, size)
 
 
+#: Smallest accepted ``df`` of :class:`StudentT`. The t law's p-quantile grows
+#: like p^(−1/df), and SciPy's ``t.ppf`` returns wrong finite numbers (capped
+#: near 2e153, e.g. 6.7e3 at df = 1e-300 for every p ≤ 0.01) once the true
+#: quantile passes about 1e150. At df ≥ 1/8 every tail mass down to 1e-16 (below
+#: which 1 − p rounds to 1 in binary64) has its quantile within 1e130, and
+#: ``t.cdf(t.ppf(p)) = p`` to 1e-15 relative (docs/instances.md §1).
+MIN_STUDENT_DF = 0.125
+
+
 class StudentT(_Dist):
-    """Student's t with ``df`` degrees of freedom, location and scale."""
+    """Student's t with ``df`` degrees of freedom, location and scale.
+
+    ``df`` ≥ :data:`MIN_STUDENT_DF`: below it the quantiles that the binary64
+    check and the exact bounds read (:meth:`tails`) are not computable.
+    """
 
     kind: Literal["student_t"] = "student_t"
     df: _Finite = Field(gt=0)
     loc: _Finite = Field(default=0.0)
     scale: _Finite = Field(gt=0)
+
+    @field_validator("df")
+    @classmethod
+    def _computable(cls, value: float) -> float:
+        if value < MIN_STUDENT_DF:
+            raise ValueError(f"must be at least {MIN_STUDENT_DF:g}, got {value!r}: below it the law's quantiles "
+                             "(of order p^(-1/df)) exceed what SciPy's t.ppf computes correctly in binary64")
+        return value
 
     def _frozen(self):
         from scipy import stats  # imported on use: loading an instance need not import scipy
@@ -425,6 +446,7 @@ __all__ = [
     "Distribution",
     "InverseGamma",
     "StudentT",
+    "MIN_STUDENT_DF",
     "Normal",
     "LogNormal",
     "PointMass",

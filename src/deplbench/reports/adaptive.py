@@ -118,16 +118,33 @@ def ub_statement(df: pd.DataFrame | None = None) -> str:
             "on its P(success) (union bound); a bound, not a sample mean")
 
 
-def ci_level_text(levels) -> str:
-    """The level of the closed-loop series' two-sided Clopper–Pearson intervals, for a caption."""
-    lv = sorted({float(x) for x in levels if x is not None and math.isfinite(float(x))})
+def stated_levels(levels) -> tuple[list[float], int]:
+    """The distinct finite levels the records state (sorted) and how many records state none."""
+    vals = [None if x is None else float(x) for x in levels]
+    lv = sorted({x for x in vals if x is not None and math.isfinite(x)})
+    return lv, sum(x is None or not math.isfinite(x) for x in vals)
+
+
+def levels_text(levels, column: str = "ci_level") -> str:
+    """The level the records state, for a caption: the one level, or "levels differ" with
+    each; never an assumed default (a record that states none is counted as such)."""
+    lv, none = stated_levels(levels)
+    missing = f"{none} record(s) state no level" if none else ""
     if len(lv) == 1:
-        return f"level {lv[0]:g} (its lower end a one-sided {_pct((1 + lv[0]) / 2)} lower bound)"
+        return f"level {lv[0]:g}" + (f" ({missing})" if missing else "")
     if lv:
-        return ("level ci_level (here " + ", ".join(f"{x:g}" for x in lv) + "; the lower end a one-sided "
-                "(1 + ci_level)/2 lower bound)")
-    return ("level ci_level (the sweep's closed_loop.confidence, default 0.95; the lower end a one-sided "
-            "(1 + ci_level)/2 lower bound)")
+        return (f"levels differ ({column}: " + ", ".join(f"{x:g}" for x in lv)
+                + (f"; {missing}" if missing else "") + ")")
+    return f"level {column} (" + (missing or "no record to state one") + ")"
+
+
+def ci_level_text(levels) -> str:
+    """The level of the closed-loop series' two-sided Clopper–Pearson intervals, for a caption:
+    the level the records state (:func:`levels_text`)."""
+    lv, _ = stated_levels(levels)
+    if len(lv) == 1:
+        return f"{levels_text(levels)} (its lower end a one-sided {_pct((1 + lv[0]) / 2)} lower bound)"
+    return f"{levels_text(levels)} (the lower end a one-sided (1 + ci_level)/2 lower bound)"
 
 
 def _set_of(row) -> str:
@@ -238,7 +255,7 @@ def matched_risk_table(df: pd.DataFrame) -> pd.DataFrame:
                 # at the certified lower end, not the point estimate: LB(low) ≤ the optimum at
                 # the true P(success) whenever that is ≥ low (the optimum is monotone in the level)
                 own = lb_at(a["frontier"], low) if math.isfinite(low) else math.nan
-                level = s.get("confidence")
+                level = s.get("confidence", cl.get("confidence"))      # the series' own, else the simulation's
                 rows.append({"set": _set_of(r), "loss_max": r["loss_max"], "algorithm": r["algorithm"],
                              "series": series, "p_success": p, "p_success_low": low,
                              "ci_level": float(level) if level is not None else math.nan,
@@ -483,7 +500,7 @@ def pact_matched_rows(df: pd.DataFrame) -> tuple[pd.DataFrame, float]:
     return t, level_os
 
 
-__all__ = ["SUPERSEDED", "bracket_confidences", "ci_level_text", "matched_bracket", "ub_statement",
-           "pact_matched_rows", "pact_matched_table", "stricter_level_series", "PACT_MATCHED_COLUMNS",
+__all__ = ["SUPERSEDED", "bracket_confidences", "ci_level_text", "levels_text", "stated_levels", "matched_bracket",
+           "ub_statement", "pact_matched_rows", "pact_matched_table", "stricter_level_series", "PACT_MATCHED_COLUMNS",
            "MATCHED_COLUMNS", "PRICE_COLUMNS", "adaptive_rows", "frontier_figure", "lb_at", "matched_risk_table",
            "pact_matched", "price_of_adaptivity", "PACT_JOINT_LEVEL", "record_confidence"]

@@ -229,12 +229,15 @@ def section_closed_loop(ctx) -> Section:
         s.missing("No record carries a closed-loop simulation: run a sweep with "
                   "[sweep.evaluation] closed_loop = { runs = 10000, seed = 0 } (quick.toml and "
                   "paper.toml do so for the PACT set).")
+    from deplbench.reports.adaptive import levels_text
+
     s.add(Table("closed_loop", "Closed loop beside static, per task and series", t,
                 CLOSED_LOOP_COLUMNS,
                 "static_*: the record's static evaluation of the plan. mode: plan / plan_stopped / "
                 "policy (module reports/closed_loop.py). p_success with its two-sided "
-                "Clopper–Pearson interval (level: the sweep's closed_loop.confidence, default "
-                "0.95); cost_mean ± cost_sem (standard error), quantiles over runs; loss_quantile "
+                "Clopper–Pearson interval at "
+                f"{levels_text(t['p_success_level'] if not t.empty else (), 'p_success_level')}"
+                "; cost_mean ± cost_sem (standard error), quantiles over runs; loss_quantile "
                 "= ω-quantile of ℓ(K) over the runs; sim_s = simulation wall time."))
     comp = pact_comparison(ctx.df)
     s.add(Table("pact_comparison", "PACT's setting (PACT Fig. 6 left): costs per target", comp,

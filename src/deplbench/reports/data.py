@@ -24,6 +24,7 @@ import pandas as pd
 
 from deplbench.benchmarks import record as _record
 from deplbench.errors import DeplbenchError
+from deplbench.jsonio import restore_nonfinite
 from deplbench.limits import read_text
 
 #: Store columns: the fields of the task record, in order (defined once, by
@@ -186,7 +187,8 @@ def parse_json(value: Any) -> tuple[dict, bool]:
             return {}, False
         if parsed is None:
             return {}, True
-        return (parsed, True) if isinstance(parsed, dict) else ({}, False)
+        # a cell stored from strict JSON keeps null + "<key>_nonfinite": ±inf again, never a missing value
+        return (restore_nonfinite(parsed), True) if isinstance(parsed, dict) else ({}, False)
     return {}, False
 
 

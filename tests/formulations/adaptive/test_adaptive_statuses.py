@@ -17,11 +17,13 @@ from __future__ import annotations
 import copy
 import json
 import math
+import re
 
 import pytest
 
 from deplbench.formulations import adaptive as A
 from deplbench.instances.model import parse_instance
+from deplbench.jsonio import number_text
 
 _CLUSTERS = [{"name": "C0", "capacity": 0.5, "unit_cost": 3.0, "bandwidth": 2.0},
              {"name": "C1", "capacity": 0.5, "unit_cost": 3.0, "bandwidth": 2.0}]
@@ -85,7 +87,43 @@ def test_a_proven_bound_above_the_dearest_run_proves_unreachable():
     assert b.status == "unreachable" and not b.certified
     assert b.lower_bound > A.largest_cost(inst)
     assert b.message.startswith("no policy reaches P(success) ≥ ω = 0.9 within Tmax = 4: the proven lower bound")
-    assert f"exceeds {A.largest_cost(inst):g}, the dearest run any policy can have" in b.message
+    assert f"exceeds {number_text(A.largest_cost(inst))}, the dearest run any policy can have" in b.message
+
+
+def _printed_after(text: str, prefix: str) -> float:
+    return float(re.search(re.escape(prefix) + r" ([-+0-9.eE]+)", text).group(1))
+
+
+def test_a_bound_just_above_the_dearest_run_prints_above_it(monkeypatch):
+    # ``:.6g`` printed a bound 1e-9 above the ceiling as the same number: "1234.57 exceeds 1234.57"
+    from deplbench.formulations.adaptive import bracket
+
+    inst = parse_instance(LATE)
+    kw = dict(buckets=6, runs=200, tune_runs=200, time_points=0, iters_lam=1, iters_mu=1)
+    lower = A.adaptive_bounds(inst, **kw).lower_bound
+    ceiling = lower * (1 - 1e-9)
+    monkeypatch.setattr(bracket, "largest_cost", lambda instance: ceiling)
+    b = A.adaptive_bounds(inst, **kw)
+    assert b.status == "unreachable" and b.lower_bound == lower
+    assert _printed_after(b.message, "the proven lower bound") > _printed_after(b.message, ") exceeds")
+    assert f"exceeds {number_text(ceiling)}," in b.message
+
+
+def test_a_runaway_bound_just_below_the_dearest_run_prints_below_it(monkeypatch):
+    from deplbench.formulations.adaptive import bracket, search
+
+    monkeypatch.setattr(bracket, "RUNAWAY", 0.0)
+    monkeypatch.setattr(search, "MU_CAP", 1e-12)
+    monkeypatch.setattr(bracket, "largest_cost", lambda instance: math.inf)
+    inst = parse_instance(LATE)
+    kw = dict(buckets=6, runs=200, tune_runs=200, time_points=0, iters_lam=1, iters_mu=1)
+    lower = A.adaptive_bounds(inst, **kw).lower_bound
+    ceiling = lower * (1 + 1e-9)
+    monkeypatch.setattr(bracket, "largest_cost", lambda instance: ceiling)
+    b = A.adaptive_bounds(inst, **kw)
+    assert b.status == "multipliers_ran_away" and b.lower_bound == lower
+    assert _printed_after(b.message, "): the bound") < _printed_after(b.message, "and not above")
+    assert f"not above {number_text(ceiling)}, the dearest run (" in b.message
 
 
 def test_runaway_multipliers_below_the_dearest_run_are_a_distinct_status(monkeypatch):

@@ -23,6 +23,7 @@ from deplbench.formulations.exact.knapsack import knapsack_optimum_from_instance
 from deplbench.formulations.model.allocation import allocate
 from deplbench.formulations.model.scenarios import ScenarioSampler, allowed_violations
 from deplbench.instances.generators import generate
+from deplbench.instances.model import parse_instance
 from deplbench.solvers.exact.brute_force import search as brute_force_search
 from deplbench.solvers.run import solve
 from tests.milp_instances import tiny_instance
@@ -260,6 +261,26 @@ def test_infeasible_quantile_has_a_reason():
     r = milp.solve_milp(inst, scenarios=50, time_limit=None)
     assert r.status == "infeasible" and r.plan is None
     assert "quantile" in r.message and "ℓmax" in r.message
+
+
+def test_an_infeasible_saa_says_it_proves_nothing_about_eq3():
+    # no plan on these scenarios is a proof about the SAA problem only; with point masses
+    # (every scenario the one trajectory) it is a proof about (3) itself
+    inst = tiny_instance(0, horizon=3, loss_max=0.5)
+    for form in ("fast", "general"):
+        r = milp.solve_milp(inst, scenarios=50, time_limit=None, formulation=form)
+        assert r.status == "infeasible" and r.diagnostics["infeasibility"] == "saa"
+        assert r.message.startswith("no plan meets the quantile constraint on these 50 scenarios (the SAA "
+                                    "problem); this does not prove eq. (3) infeasible (no plan of at most"), r.message
+        assert "\n" not in r.message
+    data = json.loads(inst.to_json())
+    for m in data["models"]:
+        m["improvement"] = {"kind": "point", "value": 1.0}
+    for sw in data["switches"]:
+        sw["jump"] = {"kind": "point", "value": 0.0}
+    r = milp.solve_milp(parse_instance(data), scenarios=50, time_limit=None)
+    assert r.status == "infeasible" and r.diagnostics["infeasibility"] == "instance"
+    assert "SAA" not in r.message and "quantile" in r.message
 
 
 def test_infeasible_time_has_a_reason():

@@ -34,6 +34,7 @@ import numpy as np
 from deplbench.benchmarks.library.build import KINDS, library_files
 from deplbench.benchmarks.library.solu import read_solu
 from deplbench.errors import SolverError
+from deplbench.jsonio import interval_text
 from deplbench.limits import read_bytes
 
 #: Feasibility tolerance of rows, bounds and cones (relative to max(1, |rhs|)).
@@ -303,21 +304,12 @@ def _monte_carlo_line(oos: dict) -> str:
     Clopper–Pearson certificate at its level."""
     ci, level = oos.get("quantile_ci"), oos.get("confidence")
     ci_level = oos.get("quantile_ci_level", level)      # a one-sided interval states its own
-    interval = (f"; CI {_interval_text(ci)} at level {ci_level} ({oos.get('ci_method') or 'order-statistic'})"
+    interval = (f"; CI {interval_text(*ci)} at level {ci_level} ({oos.get('ci_method') or 'order-statistic'})"
                 if ci else "")
     mc = oos.get("mc_verdict", oos.get("verdict"))
     cert = oos.get("mc_certified_verdict", oos.get("certified_verdict"))
     return (f"out of sample (Monte Carlo, {oos.get('samples')} draws): quantile estimate {oos.get('quantile')!r}"
             f"{interval}; estimate {mc}; {cert} at level {level} (one-sided Clopper-Pearson)")
-
-
-def _interval_text(ci) -> str:
-    """``[lo, hi]``, an end the draws were too few for as ±∞ (an infinite end travels
-    through JSON as null: evaluation/quantile_ci.py)."""
-    lo, hi = (None if v is None or not math.isfinite(float(v)) else float(v) for v in ci)
-    left = "(−∞" if lo is None else f"[{lo!r}"
-    right = "+∞)" if hi is None else f"{hi!r}]"
-    return f"{left}, {right}"
 
 
 def _exact_line(oos: dict) -> str:

@@ -537,17 +537,17 @@ def adaptive_bounds(instance, buckets: int = START_BUCKETS, runs: int = RUNS, se
         # weak duality: a feasible problem's optimum is at most its dearest run, so a proven
         # bound beyond that proves that no policy is feasible
         messages.append(("unreachable", f"no policy reaches P(success) ≥ ω = {number_text(omega)} within Tmax = "
-                         f"{number_text(instance.time_max)}: the proven lower bound {lower:.6g} (λ = "
-                         f"{best.lam:.4g}, μ = {best.mu:.4g}) exceeds {ceiling:.6g}, the dearest run any policy "
-                         f"can have (K̄ epochs at x = r on the dearest cluster)"))
+                         f"{number_text(instance.time_max)}: the proven lower bound {number_beside(lower, ceiling)} "
+                         f"(λ = {best.lam:.4g}, μ = {best.mu:.4g}) exceeds {number_text(ceiling)}, the dearest run "
+                         f"any policy can have (K̄ epochs at x = r on the dearest cluster)"))
     elif best.mu >= RUNAWAY * opt.st.cost_scale() and best.p_fail > 1.0 - omega + best.err_fail:
         # μ grown to its cap with ω still missed, yet the bound proves nothing beyond the dearest run
         what = ("the policy certified shows ω is reachable" if certified
                 else "ω may be out of reach within Tmax, but that is not proven")
         messages.append(("multipliers_ran_away", f"the multiplier search ran away (λ = {best.lam:.4g}, μ = "
-                         f"{best.mu:.4g}, its cap, with the chain's P(fail) "
-                         f"{number_beside(best.p_fail, 1.0 - omega)} still above 1 − ω): the bound {lower:.6g} "
-                         f"is valid but no cost estimate ({what})"))
+                         f"{best.mu:.4g}, its cap, with the chain's P(fail) {number_beside(best.p_fail, 1.0 - omega)}"
+                         f" still above 1 − ω): the bound {number_beside(lower, ceiling)} is valid but no cost "
+                         f"estimate, and not above {number_text(ceiling)}, the dearest run ({what})"))
     if not search.lam_converged and priced >= lower:
         pb = search.best
         messages.append(("lambda_not_converged", f"the time-price search did not converge (E[T] = "

@@ -474,19 +474,18 @@ def _check_arguments(instance, plan, samples, seed, confidence, trajectory):
 
 
 def check_evaluation_memory(n: int, n_epochs: int, trajectory: bool, field: str = "samples",
-                            error: type[DeplbenchError] = PlanError, at_least: bool = False) -> None:
+                            error: type[DeplbenchError] = PlanError, up_to: bool = False) -> None:
     """Refuse, naming ``field``, a simulation beyond the budget (``n_epochs = 0``: the final losses alone;
-    ``at_least``: ``n_epochs`` only bounds the plan's length from below, the plan not yet known)."""
+    ``up_to``: ``n_epochs`` is K̄, the longest plan the instance allows, the plan not yet known)."""
     width = n_epochs + 1
     need = n * 16 + (n * width * _BYTES_PER_VALUE if trajectory else 0)   # final losses, sorted copy
     if need > MEMORY_BUDGET:
         per = 16 + (width * _BYTES_PER_VALUE if trajectory else 0)
-        of = (f" of at least {n_epochs} epoch{'s' * (n_epochs != 1)}" if at_least
+        of = (f" of up to K̄ = {n_epochs} epochs (the longest plan the instance allows)" if up_to
               else f" of {n_epochs} epochs" if n_epochs else "")
         raise error(f"{field}: {n} trajectories{of} need {need / 2**30:.3g} GiB"
                         + (" with the per-epoch bands" if trajectory else "")
-                        + f" (budget {MEMORY_BUDGET / 2**30:g} GiB); use at most {MEMORY_BUDGET // per} samples"
-                        + (" (fewer for longer plans)" if at_least else ""))
+                        + f" (budget {MEMORY_BUDGET / 2**30:g} GiB); use at most {MEMORY_BUDGET // per} samples")
 
 
 def _simulate_and_judge(instance, plan, models, gammas, n, rng, exact, trajectory, seed, confidence,

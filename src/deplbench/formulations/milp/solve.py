@@ -149,7 +149,8 @@ def solve_milp(instance, scenarios: int = 1000, seed: int = 0, time_limit: float
         found, or none, and the bound), ``feasible`` (a plan whose optimality
         the cut loop could not prove for a reason other than time, e.g. the
         node limit, said in ``message``), ``infeasible`` (``message`` says
-        why) or ``error`` (never with a cost). ``cost`` is the exact real-x
+        why, and that no plan on the S scenarios proves nothing about eq. (3):
+        :func:`saa_infeasible`) or ``error`` (never with a cost). ``cost`` is the exact real-x
         cost of ``plan``. ``diagnostics`` holds the work counters (n_vars,
         n_cons, n_nonzeros, nodes, lp_iterations, rounds, cuts_added; exact
         and deterministic), timings (build_s, solve_s, total_s,
@@ -198,7 +199,32 @@ def run_milp(instance, settings: MilpSettings, verbose: bool = False) -> SolveRe
         As :func:`solve_milp`. Never raises for an instance.
     """
     with limits.deadline(settings.time_limit):
-        return _run_milp(instance, settings, verbose)
+        res = _run_milp(instance, settings, verbose)
+    return saa_infeasible(instance, settings.scenarios, res)
+
+
+def saa_infeasible(instance, scenarios: int, res: SolveResult) -> SolveResult:
+    """``res`` (in place) with an ``infeasible`` message that says what it proves.
+
+    The MILP decides the SAA problem: no plan meets the quantile on its S
+    in-sample scenarios. That is a proof about those scenarios only: the
+    chance constraint (3) may still hold for some plan (DepL paper eq. (3);
+    docs/DESIGN.md, "Result record"). It is a proof about (3) itself where
+    every law is a point mass (every scenario is the one trajectory) or where
+    no epoch fits Tmax at all (``diagnostics["infeasibility"] == "instance"``).
+    ``diagnostics["infeasibility"]`` records which.
+    """
+    if res.status != "infeasible":
+        return res
+    deterministic = all(m.improvement.is_deterministic for m in instance.models) and all(
+        sw.jump.is_deterministic for sw in instance.switches)
+    if deterministic or res.diagnostics.get("infeasibility") == "instance":
+        res.diagnostics["infeasibility"] = "instance"
+        return res
+    res.diagnostics["infeasibility"] = "saa"
+    res.message = (f"no plan meets the quantile constraint on these {scenarios} scenarios (the SAA problem); "
+                   f"this does not prove eq. (3) infeasible ({res.message})")
+    return res
 
 
 def _run_milp(instance, settings: MilpSettings, verbose: bool) -> SolveResult:
@@ -309,6 +335,8 @@ def _solve_stages(instance, settings: MilpSettings, params, verbose, memory_byte
     bounds = structural_bounds(data, tight=budget > 0, bigm=False, heuristic_budget=budget)
     if bounds.infeasible:
         diag["build_s"] = time.perf_counter() - t0
+        # no epoch fits Tmax: no plan at all, whatever the scenarios (eqs. (4)-(5))
+        diag["infeasibility"] = "saa" if math.isfinite(data.fastest) else "instance"
         return cut_loop_result("infeasible", bounds.infeasible, params=params, diag=diag)
     if bounds.incumbent is not None:
         diag["pruned_dear_configurations"] = data.prune_dearer_than(bounds.incumbent.cost)

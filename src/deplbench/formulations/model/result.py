@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from deplbench.formulations.model.plan import Plan, parse_plan
-from deplbench.jsonio import finite_number
+from deplbench.jsonio import finite_number, restore_nonfinite
 
 STATUSES = ("optimal", "feasible", "time_limit", "infeasible", "no_solution", "error", "skipped")
 
@@ -144,6 +144,9 @@ class SolveResult:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "SolveResult":
+        """The result of :meth:`to_dict`, also as read back from strict JSON (``solve -o``):
+        a null with its ``<key>_nonfinite`` reason is the non-finite number again."""
+        data = restore_nonfinite(data)
         return cls(
             algorithm=data["algorithm"],
             status=data["status"],

@@ -30,8 +30,10 @@ class Milp(Solver):
     ``status`` is ``optimal`` when (cost − bound)/cost ≤ ``gap``, otherwise
     ``time_limit`` (with the best plan and bound so far), ``feasible`` (a plan
     whose optimality is unproven for a reason said in the message, e.g. the
-    node limit), ``infeasible`` (with the reason) or ``error`` (never with a
-    cost). Optimality refers to the S in-sample scenarios
+    node limit), ``infeasible`` (with the reason: no plan on the S scenarios,
+    a proof about the SAA problem only, as the message says, unless every law
+    is a point mass; :func:`~deplbench.formulations.milp.solve.saa_infeasible`)
+    or ``error`` (never with a cost). Optimality refers to the S in-sample scenarios
     drawn with ``seed``; the returned plan is judged out-of-sample by
     :func:`deplbench.solvers.run.solve`.
     """
