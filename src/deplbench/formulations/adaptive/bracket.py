@@ -14,8 +14,7 @@ from __future__ import annotations
 
 import functools
 import math
-import time as _time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from types import SimpleNamespace
 
 import numpy as np
@@ -23,7 +22,7 @@ import numpy as np
 from deplbench.errors import PlanError
 from deplbench.formulations.adaptive.certify import frontier_levels, needed_successes, tune_policy
 from deplbench.formulations.adaptive.chain import Chain, applies, best_success, chain_refused, jump_rise
-from deplbench.formulations.adaptive.search import lower_bound_search, multires_search
+from deplbench.formulations.adaptive.search import Search, SearchStopped, lower_bound_search, multires_search
 from deplbench.formulations.adaptive.settings import (  # noqa: F401 - the grid's constants, re-exported
     CONFIDENCE,
     ITERS_LAM,
@@ -48,12 +47,21 @@ from deplbench.formulations.adaptive.timed import (
 from deplbench.formulations.evaluation.binomial import clopper_pearson_lower
 from deplbench.formulations.evaluation.closed_loop import BLOCK, simulate
 from deplbench.jsonio import number_beside, number_text
-from deplbench.limits import check_memory, memory_budget_gib
+from deplbench.limits import (
+    TimeLimitReached,
+    check_memory,
+    check_time,
+    deadline,
+    memory_budget_gib,
+    now,
+    time_left,
+    time_limit_s,
+)
 
 #: Statuses of a bracket (:attr:`AdaptiveBounds.status`); when several apply the
 #: first in this order is reported (every line is kept in ``messages``).
-BRACKET_STATUSES = ("certified", "unreachable", "multipliers_ran_away", "bound_not_positive", "lambda_not_converged",
-                    "not_certified")
+BRACKET_STATUSES = ("certified", "unreachable", "time_limit", "multipliers_ran_away", "bound_not_positive",
+                    "lambda_not_converged", "not_certified")
 #: A failure price μ at or above RUNAWAY times the instance's cost scale
 #: (:meth:`~deplbench.formulations.adaptive.chain.Setting.cost_scale`) whose pass still misses ω
 #: counts as run away (the μ search stops growing it at :data:`~deplbench.formulations.adaptive.search.MU_CAP`
@@ -207,6 +215,53 @@ def _predicted_ucb(share: dict, q: float, runs: int, alpha: float) -> float:
     return (1.0 - q) * (share["cost_mean"] + margin)
 
 
+#: Least factor by which the refinement predicts a grid's search time to grow on the next,
+#: twice finer grid (a pass is an FFT correlation per row: a little over ×2); the measured
+#: ratio of the last two grids replaces it when larger (:func:`next_grid_fits`).
+GROWTH = 2.5
+
+
+def next_grid_fits(left: float, grid_s: list[float], tune_s: list[float], cert_s: float) -> tuple[bool, float]:
+    """Whether the refinement may start the next grid, and the seconds it predicts for the rest.
+
+    The rest is the next grid's search, its tuning and the final certification
+    (done once, at the end, whatever the grid): the last grid's search time
+    ``grid_s[-1]`` times max(:data:`GROWTH`, ``grid_s[-1] / grid_s[-2]``) — the
+    ratio measured between the last two grids, which under a machine's load
+    can exceed the arithmetic's ×2 —, the last tuning's time ``tune_s[-1]``
+    times max(1, ``tune_s[-1] / tune_s[-2]``), and ``cert_s``.
+
+    Parameters
+    ----------
+    left : float
+        Seconds until the deadline (:func:`deplbench.limits.time_left`: the
+        bracket's ``time_limit`` or an outer stop, whichever ends first; inf without one).
+    grid_s : list of float
+        Seconds of each grid's multiplier searches so far (the last grid's last).
+    tune_s : list of float
+        Seconds of each tuning so far (the last one's last; empty: none yet).
+    cert_s : float
+        Predicted seconds of the certification (its runs at the tuning's simulation rate).
+
+    Returns
+    -------
+    (bool, float)
+        True when the prediction ends within ``left``; the prediction.
+
+    Notes
+    -----
+    What it guarantees: the refinement never *starts* a grid predicted to
+    end, certification included, after the deadline. The prediction comes
+    from times measured in the same run; every DP pass and tuning simulation
+    still checks the deadline before it starts (:func:`adaptive_bounds`).
+    """
+    ratio = grid_s[-1] / grid_s[-2] if len(grid_s) >= 2 and grid_s[-2] > 0 else 0.0
+    tune_ratio = tune_s[-1] / tune_s[-2] if len(tune_s) >= 2 and tune_s[-2] > 0 else 1.0
+    need = (max(GROWTH, ratio) * grid_s[-1] + (max(1.0, tune_ratio) * tune_s[-1] if tune_s else 0.0)
+            + cert_s)
+    return need <= left, need
+
+
 def time_points_for(chain: Chain, time_points: int | None, time_limit: float | None = None,
                     iters_mu: int = ITERS_MU) -> int:
     """Points of the remaining-time grid on ``chain`` (0: the deadline priced only). None: the finest of
@@ -245,7 +300,10 @@ def _search_at(instance, chain: Chain, omega: float, iters_lam: int, iters_mu: i
         return multires_search(instance, chain, omega, iters_lam, iters_mu)
     s = lower_bound_search(chain, omega, 2, max(2, iters_mu - 2), lam0=warm.lam, mu0=warm.mu, step=1.5)
     if not s.lam_converged:
-        full = lower_bound_search(chain, omega, iters_lam, iters_mu, lam0=warm.lam, mu0=warm.mu)
+        try:
+            full = lower_bound_search(chain, omega, iters_lam, iters_mu, lam0=warm.lam, mu0=warm.mu)
+        except SearchStopped as exc:            # the warm-started passes are valid bounds too
+            raise SearchStopped(str(exc), s.passes + exc.passes) from None
         full.passes = s.passes + full.passes
         s = full
     return s
@@ -278,6 +336,12 @@ def _policy_mu(search, warm) -> float:
         tm = search.chain.st.time_max
         return max(max(search.extra, key=lambda p: p.bound(search.omega, tm)).mu, 1e-6)
     return max(warm.mu, 1e-6)
+
+
+def _left_or_none() -> float | None:
+    """Seconds until the deadline in force, None without one."""
+    left = time_left()
+    return None if math.isinf(left) else max(left, 0.0)
 
 
 def _quiet(f):
@@ -382,13 +446,88 @@ def adaptive_bounds(instance, buckets: int = START_BUCKETS, runs: int = RUNS, se
     check_memory(memory_estimate(instance, buckets, runs, tune_runs),
                  f"adaptive-opt's loss grid and runs (buckets = {buckets}, K̄ = {instance.horizon}, "
                  f"runs = {max(runs, tune_runs)})", "use fewer buckets or runs")
+    state = _Progress(now())
+    with deadline(time_limit):
+        try:
+            return _bracket(instance, buckets, runs, seed, confidence, tune_runs, rho, iters_lam, iters_mu, width,
+                            time_limit, max_buckets, progress, time_points, state)
+        except TimeLimitReached as exc:
+            return _stopped(instance, state, exc, confidence, width, time_limit)
+
+
+@dataclass
+class _Progress:
+    """What :func:`_bracket` has finished so far, for the result of a stopped run (:func:`_stopped`)."""
+
+    t0: float
+    #: The optimistic chain of the grid being worked on.
+    opt: Chain | None = None
+    #: Every finished DP pass of the multiplier searches, priced and carried (tables dropped):
+    #: each is a valid lower bound at every ω, whatever its grid.
+    priced: list = field(default_factory=list)
+    carried: list = field(default_factory=list)
+    levels: list = field(default_factory=list)
+    log: list = field(default_factory=list)
+    cap: int | None = None
+
+
+def _light(passes) -> list:
+    """Passes without their policy tables (only their bounds are read)."""
+    return [replace(p, action=None, remaining=None) for p in passes]
+
+
+def _stopped(instance, state: _Progress, exc: TimeLimitReached, confidence: float, width: float | None,
+             time_limit: float | None) -> AdaptiveBounds:
+    """The bracket of a run the deadline stopped: status ``time_limit``, the best lower bound
+    of every pass finished (each is valid; :class:`~.search.SearchStopped` hands over those of
+    the search it stopped), no upper bound (no policy certified), and one line saying what
+    stopped it and what is kept."""
+    omega = float(instance.omega)
+    priced, carried = list(state.priced), list(state.carried)
+    if isinstance(exc, SearchStopped):
+        (carried if exc.carried else priced).extend(_light(exc.passes))
+    opt = state.opt
+    proven = priced + carried
+    lower, best, frontier = -math.inf, None, []
+    if opt is not None and proven:
+        tm = opt.st.time_max
+        best = max(proven, key=lambda p: p.bound(omega, tm))
+        lower = best.bound(omega, tm)
+        frontier = monotone_frontier(Search(opt, omega, passes=priced, extra=carried), omega)
+    kept = (f"the lower bound {lower:.6g} of the best of {len(proven)} DP passes finished is kept (proven)"
+            if math.isfinite(lower) else "no DP pass finished, so no lower bound")
+    line = f"{exc}; {kept}; no upper bound (no policy certified)"
+    line = line.replace("; no plan;", ";")
+    levels = state.levels
+    return AdaptiveBounds(
+        lower_bound=lower, upper_bound=math.nan, cost_mean=math.nan, p_success=math.nan, p_success_lo=math.nan,
+        certified=False, frontier=frontier,
+        multipliers={} if best is None else {
+            "lambda": best.lam, "mu": best.mu, "rounding_bound": best.err,
+            "lower_bound_source": "carried" if any(best is p for p in carried) else "priced",
+            "deadline": "carried" if carried else "priced (E[T] ≤ Tmax relaxation)"},
+        grid={} if opt is None else {"buckets": int(opt.i0), "loss_step": float(opt.h),
+                                     "states": int(opt.K * opt.M * (opt.L + 1))},
+        certification={}, tuning=state.log,
+        work={"dp_passes": len(proven), "grids_s": sum(lv["seconds"] for lv in levels),
+              "total_s": now() - state.t0},
+        status="time_limit", message=line, messages=[line], confidence=confidence, omega=omega,
+        refinement={"width_target": width, "stopped_by": "time_limit", "levels": levels, "time_limit": time_limit,
+                    "max_buckets": state.cap if width is not None else None})
+
+
+def _bracket(instance, buckets: int, runs: int, seed: int, confidence: float, tune_runs: int, rho: float,
+             iters_lam: int, iters_mu: int, width: float | None, time_limit: float | None,
+             max_buckets: int | None, progress, time_points: int | None, state: _Progress) -> AdaptiveBounds:
+    """The body of :func:`adaptive_bounds` under its deadline; what it finishes is kept in ``state``."""
     say = progress or (lambda line: None)
-    omega, t0 = float(instance.omega), _time.perf_counter()
+    omega, t0 = float(instance.omega), state.t0
     alpha = (1.0 - confidence) / 2.0                    # each of the two statements of the bracket
     level = 1.0 - alpha
-    opt = Chain(instance, buckets, optimistic=True)
+    opt = state.opt = Chain(instance, buckets, optimistic=True)
     reach, reach_err = best_success(opt)
-    g0 = time_points_for(opt, time_points, time_limit, iters_mu)     # a default G is chosen on the first grid
+    # a default G is chosen on the first grid, within the time left (the time limit, or an outer stop)
+    g0 = time_points_for(opt, time_points, _left_or_none(), iters_mu)
     if time_points and time_limit is not None and timed_seconds(opt, g0, iters_mu) > time_limit:
         raise PlanError(f"time_points: {g0} time points at {buckets} buckets cost {timed_work(opt, g0):.2g} "
                         f"multiply–adds per pass, at least {timed_seconds(opt, g0, iters_mu):.3g} s for the "
@@ -410,6 +549,7 @@ def adaptive_bounds(instance, buckets: int = START_BUCKETS, runs: int = RUNS, se
                      "use fewer time points (--time-points 0: the deadline priced only)")
         # the deadline carried on every run (one P(fail)-only pass): a target the deadline
         # makes unreachable is proven so here, before any multiplier search can run away
+        check_time(f"adaptive-opt, before the deadline-aware reachability pass on {buckets} buckets")
         reach, reach_err = timed_best_success(opt, g0)
         timed_check = True
         if reach + reach_err < omega:
@@ -423,26 +563,29 @@ def adaptive_bounds(instance, buckets: int = START_BUCKETS, runs: int = RUNS, se
             p_success_lo=math.nan, certified=False, frontier=[], multipliers={},
             grid={"buckets": int(buckets), "loss_step": float(opt.h), "states": int(opt.K * opt.M * (opt.L + 1))},
             certification={}, tuning=[], work={"dp_passes": int(timed_check),
-                                               "total_s": _time.perf_counter() - t0},
+                                               "total_s": now() - t0},
             status="unreachable", message=line, messages=[line], confidence=confidence, omega=omega,
             refinement={"best_success": reach, "best_success_error": reach_err,
                         "time_points": g0 if timed_check else 0})
     target = tuning_target(omega, runs, tune_runs, level)
-    cap = MAX_BUCKETS if max_buckets is None else int(max_buckets)
-    levels: list[dict] = []
-    log: list = []
+    cap = state.cap = MAX_BUCKETS if max_buckets is None else int(max_buckets)
+    levels: list[dict] = state.levels
+    log: list = state.log
     warm, search, policy, est_ub, stopped = None, None, None, math.inf, "one grid"
     carried: tuple = ([], 0, 0)                         # the last carried-deadline passes, G, buckets
-    tune_s, sim_rate = 0.0, 1.0
+    grid_s: list[float] = []                            # each grid's search seconds
+    tune_s: list[float] = []                            # each tuning's seconds
+    sim_rate = math.inf                                 # tuning runs simulated per second
     n_passes, coarse_passes = int(timed_check), 0      # the deadline-aware check is a pass too
     pes = None
     kept_log: list = []                                 # the tuning entries of the policy certified
     b = int(buckets)
     while True:
-        t_level = _time.perf_counter()
+        t_level = now()
         if b != buckets:
-            opt = Chain(instance, b, optimistic=True)
+            opt = state.opt = Chain(instance, b, optimistic=True)
         search = _search_at(instance, opt, omega, iters_lam, iters_mu, warm)
+        state.priced.extend(_light(search.passes))
         n_passes += len(search.passes)
         coarse_passes += search.coarse_passes
         warm = search.best
@@ -451,11 +594,13 @@ def adaptive_bounds(instance, buckets: int = START_BUCKETS, runs: int = RUNS, se
             check_memory(timed_memory(opt, g), f"adaptive-opt's carried deadline ({g} time points, {b} buckets)",
                          "use fewer time points (--time-points 0: the deadline priced only)")
             timed = timed_search(opt, omega, g, iters_mu + 2)
+            state.carried.extend(_light(timed.passes))
             carried = better_carried(carried, timed, b)     # any grid's passes bound the same optimum
             n_passes += len(timed.passes)
         search.extra = carried[0]
         lb = search.bound()
-        t_lb = _time.perf_counter() - t_level
+        t_lb = now() - t_level
+        grid_s.append(t_lb)
         tuned = False
         est_w = (est_ub - lb) / lb if lb > 0 and math.isfinite(est_ub) else math.inf
         # re-tune when the target looks within reach, when the bound has stalled (the gap
@@ -463,16 +608,19 @@ def adaptive_bounds(instance, buckets: int = START_BUCKETS, runs: int = RUNS, se
         stalled = bool(levels) and lb - levels[-1]["lower_bound"] < 0.25 * (est_ub - lb)
         since = next((i for i, lv in enumerate(reversed(levels)) if lv["tuned"]), len(levels))
         if width is None or policy is None or est_w <= 2 * width or stalled or since >= 1:
+            t_tune = now()
             pes = Chain(instance, b, optimistic=False)
             policy, tl, est_ub, kept_log = _tune(instance, pes, search, warm, g, target, tune_runs, seed, rho, runs,
                                              alpha)
             log.extend(dict(t, buckets=b) for t in tl)
+            tune_s.append(now() - t_tune)
+            sim_rate = sum(t["runs"] for t in tl) / max(tune_s[-1], 1e-9)
             tuned = True
             est_w = (est_ub - lb) / lb if lb > 0 and math.isfinite(est_ub) else math.inf
-        elapsed = _time.perf_counter() - t0
+        elapsed = now() - t0
         levels.append({"buckets": b, "lower_bound": lb, "upper_bound_estimate": est_ub, "width_estimate": est_w,
                        "tuned": tuned, "lambda_converged": search.lam_converged, "dp_passes": len(search.passes),
-                       "seconds": _time.perf_counter() - t_level})
+                       "seconds": now() - t_level})
         say(f"adaptive: {b} buckets: LB {lb:.6g}, UB ≈ {est_ub:.6g} (predicted from tuning runs), width ≈ "
             f"{100 * est_w:.3g} %, {elapsed:.1f} s")
         if width is None:
@@ -481,24 +629,23 @@ def adaptive_bounds(instance, buckets: int = START_BUCKETS, runs: int = RUNS, se
             stopped = "width"
             break
         nxt = b * REFINE
-        if tuned:
-            tune_s = _time.perf_counter() - t_level - t_lb
-            sim_rate = max(sum(t["runs"] for t in tl), 1) / max(tune_s, 1e-9)
-        reserve = runs / sim_rate + tune_s              # the certification and one more tuning
         if nxt > cap or chain_refused(instance, nxt, opt.st):   # a finer grid's kernels would not fit
             stopped = "max_buckets"
         elif (memory_estimate(instance, nxt, runs, tune_runs) > memory_budget_gib() * 2**30
               or timed_memory_next(opt, nxt, time_points) > memory_budget_gib() * 2**30):
             stopped = "memory_limit"
-        elif time_limit is not None and elapsed + 2.5 * t_lb + reserve > time_limit:
+        elif not next_grid_fits(time_left(), grid_s, tune_s, runs / sim_rate)[0]:
             stopped = "time_limit"
         else:
             b = nxt
             continue
         if not tuned:                                   # the policy of the finest grid
+            t_tune = now()
             pes = Chain(instance, b, optimistic=False)
             policy, tl, _, kept_log = _tune(instance, pes, search, warm, g, target, tune_runs, seed, rho, runs, alpha)
             log.extend(dict(t, buckets=b) for t in tl)
+            tune_s.append(now() - t_tune)
+            sim_rate = sum(t["runs"] for t in tl) / max(tune_s[-1], 1e-9)
         break
     # the pass whose bound is reported (priced or carried): its multipliers and rounding are reported with it
     tm = opt.st.time_max
@@ -513,6 +660,13 @@ def adaptive_bounds(instance, buckets: int = START_BUCKETS, runs: int = RUNS, se
     if seen:
         c_max = min(c_max, BUDGET * seen[-1])
         policy = policy.with_budget(c_max)
+    # the certification is one simulation, finished once started: it starts only when predicted
+    # (at the tuning's rate) to end before the deadline
+    left, cert_s = time_left(), runs / sim_rate
+    check_time(f"adaptive-opt, before certifying the policy of {b} buckets")
+    if cert_s > left:
+        raise TimeLimitReached(f"time limit {time_limit_s():g} s: certifying the policy on {runs} runs would take "
+                               f"about {cert_s:.3g} s at the tuning's rate, beyond the {max(left, 0.0):.3g} s left")
     res = simulate(instance, policy, runs, seed, level)
     # The certified policy is the mix: give up at once with probability q, else run
     # the chain's policy π. The runs the index sequence keeps are i.i.d. runs of π
@@ -590,11 +744,12 @@ def adaptive_bounds(instance, buckets: int = START_BUCKETS, runs: int = RUNS, se
                        "largest_cost": c_max, "deadline_missed": int(res.deadline_missed.sum())},
         tuning=log,
         work={"dp_passes": n_passes + len(log), "coarse_dp_passes": coarse_passes, "grids_s": t_lb_total,
-              "total_s": _time.perf_counter() - t0},
+              "total_s": now() - t0},
         status=status, message=lines[0] if lines else "", messages=lines, confidence=confidence,
         refinement=refinement, omega=omega)
 
 
-__all__ = ["BRACKET_STATUSES", "BUDGET", "MAX_BUCKETS", "START_BUCKETS", "AdaptiveBounds", "adaptive_bounds",
+__all__ = ["BRACKET_STATUSES", "BUDGET", "GROWTH", "MAX_BUCKETS", "START_BUCKETS", "AdaptiveBounds",
+           "adaptive_bounds", "next_grid_fits",
            "cost_ucb", "largest_cost", "memory_estimate", "monotone_frontier", "time_points_for", "timed_memory",
            "tuning_target"]

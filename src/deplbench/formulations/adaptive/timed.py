@@ -286,12 +286,15 @@ def timed_best_success(chain: Chain, points: int = TIME_POINTS[0]) -> tuple[floa
 class TimedSearch(Search):
     """The failure-price search on the carried-deadline DP (λ = 0; every pass a bound at every ω)."""
 
+    carried = True
+
     def __init__(self, chain: Chain, omega: float, points: int = TIME_POINTS[0]):
         super().__init__(chain, omega)
         self.points = int(points)
         self.lam_converged = True                          # no time price to search
 
     def run(self, lam: float, mu: float) -> Pass:
+        self.check()
         p = timed_dp(self.chain, mu, self.points)
         self.passes.append(p)
         return p
@@ -304,6 +307,7 @@ def timed_search(chain: Chain, omega: float, points: int = TIME_POINTS[0], iters
     Any μ ≥ 0 gives a valid bound; ``mu0`` only warm-starts."""
     s = TimedSearch(chain, omega, points)
     if not mu0:
+        s.check()
         scale = chain.st.cost_scale()
         p = timed_dp(chain, MU_PROBE * scale, points)
         mu0 = max(1e-10 * scale, p.cost)                   # μ of the order of a run's cost
