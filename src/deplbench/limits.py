@@ -88,13 +88,13 @@ class TimeLimitReached(DeplbenchError):
 _DEADLINE: contextvars.ContextVar[float] = contextvars.ContextVar("deplbench_deadline", default=math.inf)
 _LIMIT: contextvars.ContextVar[float | None] = contextvars.ContextVar("deplbench_time_limit", default=None)
 _BUDGET: contextvars.ContextVar[float | None] = contextvars.ContextVar("deplbench_memory_budget", default=None)
-_CLOCK: contextvars.ContextVar[Callable[[], float]] = contextvars.ContextVar("deplbench_clock",
-                                                                            default=time.perf_counter)
+_CLOCK: contextvars.ContextVar[Callable[[], float] | None] = contextvars.ContextVar("deplbench_clock", default=None)
 
 
 def now() -> float:
     """Seconds on the clock every deadline reads (``time.perf_counter`` unless :func:`use_clock` set another)."""
-    return _CLOCK.get()()
+    clock = _CLOCK.get()
+    return time.perf_counter() if clock is None else clock()
 
 
 @contextlib.contextmanager

@@ -266,7 +266,7 @@ def time_points_for(chain: Chain, time_points: int | None, time_limit: float | N
                     iters_mu: int = ITERS_MU) -> int:
     """Points of the remaining-time grid on ``chain`` (0: the deadline priced only). None: the finest of
     :data:`~.timed.TIME_POINTS` (256, 128, 64) whose pass costs ≤ :data:`~.timed.TIMED_WORK` multiply–adds
-    (:func:`~.timed.timed_work`) and whose passes' least time (:func:`~.timed.timed_seconds`) fits ``time_limit``."""
+    (:func:`~.timed.timed_work`) and whose passes' predicted time (:func:`~.timed.timed_seconds`) fits ``time_limit``."""
     if time_points is None:
         return next((g for g in TIME_POINTS if timed_work(chain, g) <= TIMED_WORK
                      and (time_limit is None or timed_seconds(chain, g, iters_mu) <= time_limit)), 0)
@@ -530,7 +530,7 @@ def _bracket(instance, buckets: int, runs: int, seed: int, confidence: float, tu
     g0 = time_points_for(opt, time_points, _left_or_none(), iters_mu)
     if time_points and time_limit is not None and timed_seconds(opt, g0, iters_mu) > time_limit:
         raise PlanError(f"time_points: {g0} time points at {buckets} buckets cost {timed_work(opt, g0):.2g} "
-                        f"multiply–adds per pass, at least {timed_seconds(opt, g0, iters_mu):.3g} s for the "
+                        f"multiply–adds per pass, about {timed_seconds(opt, g0, iters_mu):.3g} s for the "
                         f"grid's passes, beyond time_limit = {time_limit:g} s; use fewer time points or buckets "
                         f"(0: the deadline priced only; default: chosen where affordable)")
     time_points = g0        # and kept on finer grids (the refinement's clock weighs their passes)
