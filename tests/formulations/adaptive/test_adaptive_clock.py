@@ -99,6 +99,7 @@ def test_a_deadline_before_any_pass_keeps_no_bound(inst, clock, monkeypatch):
     assert res.status == "time_limit" and res.lower_bound is None and res.cost is None
 
 
+@pytest.mark.slow
 def test_the_time_limit_stops_between_tuning_simulations(inst, clock, monkeypatch):
     """The search finished (its bound kept whole); the tuning is stopped between simulations."""
     full = adaptive_bounds(inst, **SMALL)
@@ -118,6 +119,7 @@ def test_the_time_limit_stops_between_tuning_simulations(inst, clock, monkeypatc
     assert b.to_dict()["upper_bound"] is None
 
 
+@pytest.mark.slow
 def test_the_certification_starts_only_when_predicted_to_end_in_time(inst, clock, monkeypatch):
     """Tuning simulations cost 1 s each on the clock: the certification's runs are predicted
     at that rate and it is not started when they would end after the limit."""
