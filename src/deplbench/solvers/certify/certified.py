@@ -169,6 +169,14 @@ def certify(instance, settings: CertifySettings | None = None, *, candidates: Ma
           time is left; a validation test starting after 90 % of it is
           skipped (its plan is not certified; it still counts in T).
 
+        An outer deadline around the call (:func:`deplbench.limits.deadline`:
+        a sweep task's stop, :func:`~deplbench.benchmarks.tasks.solver_stop_s`)
+        is honoured the same way when it comes first: no SAA solve or
+        validation test starts after it (a test or solve already running
+        finishes, a solve within its own limit), stage 2 does not start, and
+        the record's ``stopped`` says what was cut; the bracket is then what
+        the finished work gives, still valid at its stated confidence.
+
     Returns
     -------
     dict
@@ -179,7 +187,8 @@ def certify(instance, settings: CertifySettings | None = None, *, candidates: Ma
         (UB − LB)/UB, ``confidence``, ``beta`` (the split of β), ``stages``
         (width after each stage, whether and why stage 2 ran), ``status``,
         ``message``, ``replications`` and ``candidates`` (every SAA optimum,
-        bound, test and timing) and ``runtime_s``.
+        bound, test and timing), ``runtime_s`` and ``stopped`` (None, or the
+        line saying what an outer deadline cut short).
 
     Raises
     ------
@@ -225,6 +234,12 @@ def certify(instance, settings: CertifySettings | None = None, *, candidates: Ma
         run.stages.append({"stage": 2, "ran": False, "reason": f"total_time_limit {total:g} s used up by "
                            "stage 1", "beta_lower": run.betas["lower_stages"][1],
                            "beta_upper": run.betas["upper_stages"][1]})
+    elif need and limits.expired():
+        need = False
+        run.cut.append("stage 2 not started")
+        run.stages.append({"stage": 2, "ran": False, "reason": f"time limit {limits.time_limit_s():g} s reached "
+                           "after stage 1", "beta_lower": run.betas["lower_stages"][1],
+                           "beta_upper": run.betas["upper_stages"][1]})
     elif refining and not need and width1 is not None:
         run.stages.append({"stage": 2, "ran": False, "reason": f"stage-1 width {100 * width1:.3g} % ≤ target "
                            f"{100 * target:.3g} %", "beta_lower": run.betas["lower_stages"][1],
@@ -259,11 +274,36 @@ class _Run:
     #: processes): SAA solves end by 80 % of it, no test starts after 90 %.
     ends_at: float | None = None
     tests_end: float | None = None
+    #: What an outer deadline cut short (:func:`_stops`), for the record's ``stopped``.
+    cut: list = field(default_factory=list)
 
     @property
     def validation_seed(self) -> int:
         """Seed of the stage-1 draws (stage 2: this plus 1)."""
         return self.settings.seed + VALIDATION_SEED_OFFSET
+
+
+def _stops(run: _Run, share: float | None) -> tuple[float | None, str]:
+    """The ``time.time()`` instant after which no SAA solve or test starts, and what sets it.
+
+    ``share`` is the share of ``total_time_limit`` the phase may use (an
+    instant, or None); the deadline in force (:func:`deplbench.limits.time_left`,
+    read on its clock: the solve's own ``total_time_limit`` or an outer stop
+    around it, a sweep task's) replaces it when it comes first. An instant on
+    the wall clock, because the tasks may run in other processes.
+    """
+    left = limits.time_left()
+    if not math.isinf(left):
+        at = time.time() + left
+        if share is None or at < share:
+            return at, f"time limit {limits.time_limit_s():g} s"
+    return share, "total_time_limit"
+
+
+def _count_cut(run: _Run, stop: str, what: str, n: int) -> None:
+    """Record ``n`` SAA solves or tests not started because of an outer deadline (``stop``)."""
+    if n and stop != "total_time_limit":
+        run.cut.append(f"{n} {what} not started")
 
 
 def _stage_one(run: _Run, candidates: Mapping[str, Plan] | None) -> tuple[dict, dict | None, list]:
@@ -272,9 +312,11 @@ def _stage_one(run: _Run, candidates: Mapping[str, Plan] | None) -> tuple[dict, 
     beta_l1, beta_u1 = run.betas["lower_stages"][0], run.betas["upper_stages"][0]
     tasks = saa_tasks(run.data, run.instance.omega, run.alpha, s.replications, s.scenarios, s.risk_grid,
                       s.grid_seeds, s.seed, s.time_limit, s.gap, stage=1)
+    ends, stop = _stops(run, run.ends_at)
     for task in tasks:
-        task["ends_at"] = run.ends_at
+        task["ends_at"], task["stop"] = ends, stop
     results, wall = run_saa(run.mapper, tasks)
+    _count_cut(run, stop, "SAA solves", _not_started(results, stop))
     run.timing["saa_solves_wall"] += wall
     run.results += results
     run.reps = [r for r in results if r["role"] == "replication"]
@@ -286,8 +328,10 @@ def _stage_one(run: _Run, candidates: Mapping[str, Plan] | None) -> tuple[dict, 
         if key is not None:
             run.pool[key]["stage"] = 1
     t0 = time.perf_counter()
+    ends, stop = _stops(run, run.tests_end)
     judged, upper = judge(run.mapper, run.data, list(run.pool.values()), s.validation, run.validation_seed,
-                          beta_u1, run.exact, "stage 1", run.tests_end)
+                          beta_u1, run.exact, "stage 1", ends, stop)
+    _count_cut(run, stop, "validation tests", _skipped(judged, stop))
     run.timing["validation"] += time.perf_counter() - t0
     run.stages.append({"stage": 1, "lower": lower1["value"], "upper": upper["value"] if upper else None,
                        "width": _width(lower1["value"], upper), "beta_lower": beta_l1, "beta_upper": beta_u1,
@@ -306,9 +350,11 @@ def _stage_two(run: _Run, upper: dict | None, judged: list, width1: float | None
     first = s.seed + s.replications + len(s.risk_grid) * s.grid_seeds
     tasks2 = saa_tasks(run.data, run.instance.omega, run.alpha, s.refine_replications, s2, s.refine_risk_grid,
                        s.refine_grid_seeds, first, s.time_limit, s.gap, stage=2)
+    ends, stop = _stops(run, run.ends_at)
     for task in tasks2:
-        task["ends_at"] = run.ends_at
+        task["ends_at"], task["stop"] = ends, stop
     results2, wall = run_saa(run.mapper, tasks2)
+    _count_cut(run, stop, "stage-2 SAA solves", _not_started(results2, stop))
     run.timing["saa_solves_wall"] += wall
     run.results += results2
     reps2 = [r for r in results2 if r["role"] == "replication"]
@@ -318,15 +364,18 @@ def _stage_two(run: _Run, upper: dict | None, judged: list, width1: float | None
     # Screen the new plans on the stage-1 draws (independent of the stage-2
     # draws): a selection aid, never a certificate.
     t0 = time.perf_counter()
+    ends, stop = _stops(run, run.tests_end)
     screened = validate_candidates(run.mapper, run.data, [run.pool[k] for k in new_keys], s.validation,
-                                    run.validation_seed, 1.0 - beta_u1, run.tests_end)
+                                    run.validation_seed, 1.0 - beta_u1, ends, stop)
     for c in screened:
         c["certified"], c["test"] = False, "screened on the stage-1 draws (no certificate)"
     chosen = select_for_refinement(judged + screened, upper["value"] if upper else None, run.alpha,
                                    s.refine_validation, beta_u2, s.refine_candidates)
+    ends, stop = _stops(run, run.tests_end)
     judged2, upper2 = judge(run.mapper, run.data, [_unjudged(c) for c in chosen], s.refine_validation,
                             run.validation_seed + 1, beta_u2, run.exact, "stage 2",
-                            run.tests_end) if chosen else ([], None)
+                            ends, stop) if chosen else ([], None)
+    _count_cut(run, stop, "stage-2 validation tests", _skipped(judged2, stop))
     run.timing["validation"] += time.perf_counter() - t0
     if upper2 is not None and (upper is None or upper2["value"] < upper["value"]):
         upper = upper2
@@ -338,6 +387,16 @@ def _stage_two(run: _Run, upper: dict | None, judged: list, width1: float | None
                        "tests": len(judged2), "screened": len(screened),
                        "elapsed_s": time.perf_counter() - run.t_start})
     return lower2, upper, judged + screened + judged2
+
+
+def _not_started(results: list[dict], stop: str) -> int:
+    """SAA solves skipped because ``stop`` had passed (tasks.saa_task)."""
+    return sum(r.get("message") == f"{stop} reached before this SAA solve" for r in results)
+
+
+def _skipped(judged: list[dict], stop: str) -> int:
+    """Validation tests skipped because ``stop`` had passed (tasks.validation_task)."""
+    return sum(str(c.get("skipped", "")).startswith(f"{stop} reached") for c in judged)
 
 
 def _bracket_record(run: _Run, lower: dict, upper: dict | None, judged: list, refining: bool,
@@ -366,6 +425,8 @@ def _bracket_record(run: _Run, lower: dict, upper: dict | None, judged: list, re
         "replications": [{k: v for k, v in r.items() if k != "plan"} for r in run.reps],
         "candidates": [{k: v for k, v in c.items() if k != "plan"} for c in judged],
         "settings": {**s.record(), "saa_heuristic_time": SAA_HEURISTIC_TIME},
+        "stopped": (f"time limit {limits.time_limit_s():g} s reached during the bracket: "
+                    + ", ".join(run.cut)) if run.cut else None,
         "runtime_s": {"total": time.perf_counter() - t_start, **run.timing,
                       "saa_solves_sum": sum(r["runtime_s"] for r in run.results),
                       "cpu": sum(r["cpu_s"] for r in run.results) + sum(c["cpu_s"] for c in judged)},
@@ -477,6 +538,9 @@ class MilpCertified(Solver):
     the problem infeasible (+∞, with certainty or at its stated confidence),
     else ``no_solution`` with the reason when no candidate could be certified
     (``lower_bound`` still set when LB exists).
+    ``time_limit`` when an outer deadline (a sweep task's stop) cut the
+    bracket short (``diagnostics["bracket"]["stopped"]`` says what): the
+    plan and bounds the finished work certifies, if any.
     """
 
     name: ClassVar[str] = "milp-certified"
@@ -561,6 +625,15 @@ def bracket_result(bracket: dict) -> SolveResult:
     lb = lower["value"] if lower["value"] is not None and math.isfinite(lower["value"]) else None
     diag = {"bracket": bracket, "certified": bracket["status"], "width": bracket["width"],
             "anytime": bracket_events(bracket)}
+    if bracket.get("stopped"):
+        # an outer deadline cut the bracket short: what the finished work gives, status time_limit
+        lb_ok = bracket["status"] not in ("error",)
+        return SolveResult(algorithm=MilpCertified.name, status="time_limit",
+                           message=f"{bracket['stopped']}; {bracket['message']}",
+                           plan=parse_plan(upper["plan"]) if upper is not None else None,
+                           cost=upper["value"] if upper is not None else None,
+                           lower_bound=lb if lb_ok else None,
+                           gap=bracket["width"] if upper is not None else None, diagnostics=diag)
     if bracket["status"] == "error":       # no usable replication: no statement at all, never "infeasible"
         return SolveResult(algorithm=MilpCertified.name, status="error", message=bracket["message"],
                            diagnostics=diag)
