@@ -288,12 +288,14 @@ def _stops(run: _Run, share: float | None) -> tuple[float | None, str]:
 
     ``share`` is the share of ``total_time_limit`` the phase may use (an
     instant, or None); the deadline in force (:func:`deplbench.limits.time_left`,
-    read on its clock: the solve's own ``total_time_limit`` or an outer stop
-    around it, a sweep task's) replaces it when it comes first. An instant on
-    the wall clock, because the tasks may run in other processes.
+    read on its clock: an outer stop around the solve, a sweep task's)
+    replaces it when it comes first. The solve's own deadline,
+    ``total_time_limit`` itself, is left to the shares. An instant on the
+    wall clock, because the tasks may run in other processes.
     """
     left = limits.time_left()
-    if not math.isinf(left):
+    # the solve's own deadline is total_time_limit itself, which the shares already end before
+    if not math.isinf(left) and limits.time_limit_s() != run.settings.total_time_limit:
         at = time.time() + left
         if share is None or at < share:
             return at, f"time limit {limits.time_limit_s():g} s"
