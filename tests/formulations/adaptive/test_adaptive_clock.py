@@ -148,11 +148,11 @@ def test_the_certification_starts_only_when_predicted_to_end_in_time(inst, clock
 
 
 @pytest.mark.parametrize("grid_s,tune_s,cert_s,need", [
-    ([1.0], [0.5], 1.0, GROWTH * 1.0 + 0.5 + 1.0),            # one grid: the least growth
-    ([1.0, 2.0], [0.5], 0.0, GROWTH * 2.0 + 0.5),             # ×2 measured: still the least growth
-    ([1.0, 4.0], [0.5], 0.0, 4.0 * 4.0 + 0.5),                # ×4 measured (a loaded machine): ×4
-    ([1.0, 4.0], [0.5, 1.5], 2.0, 4.0 * 4.0 + 3.0 * 1.5 + 2.0),   # the tuning's own growth too
-    ([1.0, 4.0], [2.0, 1.0], 2.0, 4.0 * 4.0 + 1.0 + 2.0),     # a faster tuning is not extrapolated down
+    ([1.0], [0.5], 1.0, GROWTH * (1.0 + 0.5) + 1.0),          # one grid: the least growth
+    ([1.0, 2.0], [0.5], 0.0, GROWTH * (2.0 + 0.5)),           # ×2 measured: still the least growth
+    ([1.0, 4.0], [0.5], 0.0, 4.0 * (4.0 + 0.5)),              # ×4 measured (a loaded machine): ×4
+    ([1.0, 4.0], [0.5, 1.5], 2.0, 4.0 * (4.0 + 1.5) + 2.0),   # the last tuning's time, the certification's
+    ([2.0, 1.0], [], 0.0, GROWTH * 1.0),                      # a faster grid is not extrapolated down
 ])
 def test_the_next_grid_is_started_only_when_predicted_to_end_in_time(grid_s, tune_s, cert_s, need):
     assert next_grid_fits(need, grid_s, tune_s, cert_s) == (True, pytest.approx(need))

@@ -224,12 +224,13 @@ GROWTH = 2.5
 def next_grid_fits(left: float, grid_s: list[float], tune_s: list[float], cert_s: float) -> tuple[bool, float]:
     """Whether the refinement may start the next grid, and the seconds it predicts for the rest.
 
-    The rest is the next grid's search, its tuning and the final certification
-    (done once, at the end, whatever the grid): the last grid's search time
-    ``grid_s[-1]`` times max(:data:`GROWTH`, ``grid_s[-1] / grid_s[-2]``) — the
-    ratio measured between the last two grids, which under a machine's load
-    can exceed the arithmetic's ×2 —, the last tuning's time ``tune_s[-1]``
-    times max(1, ``tune_s[-1] / tune_s[-2]``), and ``cert_s``.
+    The rest is the next grid's search and tuning, and the final certification
+    (done once, at the end, whatever the grid): g × (``grid_s[-1]`` +
+    ``tune_s[-1]``) + ``cert_s``, with g = max(:data:`GROWTH`,
+    ``grid_s[-1] / grid_s[-2]``) — the growth of the search time measured
+    between the last two grids, which under a machine's load can exceed the
+    arithmetic's ×2. The tuning is scaled by the same g: its DP passes grow
+    as the search's do, its simulations do not, so this errs on the long side.
 
     Parameters
     ----------
@@ -241,7 +242,8 @@ def next_grid_fits(left: float, grid_s: list[float], tune_s: list[float], cert_s
     tune_s : list of float
         Seconds of each tuning so far (the last one's last; empty: none yet).
     cert_s : float
-        Predicted seconds of the certification (its runs at the tuning's simulation rate).
+        Predicted seconds of the certification: its runs at the simulation rate
+        of the last tuning (whose time includes its DP passes: again on the long side).
 
     Returns
     -------
@@ -256,9 +258,7 @@ def next_grid_fits(left: float, grid_s: list[float], tune_s: list[float], cert_s
     still checks the deadline before it starts (:func:`adaptive_bounds`).
     """
     ratio = grid_s[-1] / grid_s[-2] if len(grid_s) >= 2 and grid_s[-2] > 0 else 0.0
-    tune_ratio = tune_s[-1] / tune_s[-2] if len(tune_s) >= 2 and tune_s[-2] > 0 else 1.0
-    need = (max(GROWTH, ratio) * grid_s[-1] + (max(1.0, tune_ratio) * tune_s[-1] if tune_s else 0.0)
-            + cert_s)
+    need = max(GROWTH, ratio) * (grid_s[-1] + (tune_s[-1] if tune_s else 0.0)) + cert_s
     return need <= left, need
 
 
