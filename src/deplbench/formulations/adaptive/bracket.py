@@ -266,7 +266,8 @@ def time_points_for(chain: Chain, time_points: int | None, time_limit: float | N
                     iters_mu: int = ITERS_MU) -> int:
     """Points of the remaining-time grid on ``chain`` (0: the deadline priced only). None: the finest of
     :data:`~.timed.TIME_POINTS` (256, 128, 64) whose pass costs ≤ :data:`~.timed.TIMED_WORK` multiply–adds
-    (:func:`~.timed.timed_work`) and whose passes' predicted time (:func:`~.timed.timed_seconds`) fits ``time_limit``."""
+    (:func:`~.timed.timed_work`) and whose passes' predicted time (:func:`~.timed.timed_seconds`) fits
+    ``time_limit``."""
     if time_points is None:
         return next((g for g in TIME_POINTS if timed_work(chain, g) <= TIMED_WORK
                      and (time_limit is None or timed_seconds(chain, g, iters_mu) <= time_limit)), 0)
@@ -395,19 +396,28 @@ def adaptive_bounds(instance, buckets: int = START_BUCKETS, runs: int = RUNS, se
         warm-started from the last grid's multipliers) until the *estimated*
         width — LB against the upper bound predicted from the tuning seeds
         (:func:`_predicted_ucb`: their mean cost plus the confidence margin the
-        certification runs would add) — is ≤ ``width``, or ``time_limit``
-        would be passed by the next grid, or
+        certification runs would add) — is ≤ ``width``, or the next grid is
+        predicted to end after the deadline (:func:`next_grid_fits`), or
         the next grid exceeds the memory budget or ``max_buckets``
         (``refinement["stopped_by"]`` says which). Only then is the final
         policy certified, once, on the certification seed: the stopping rule
         never looks at the certification draws, so one certificate at the
         stated level is valid. None: one grid.
     time_limit : float, optional
-        Wall-clock seconds for the refinement (an outer stop: a grid once
-        started is finished, and the certification runs after it). An explicit
-        ``time_points`` whose first grid's carried passes cannot fit in it
-        (:func:`~deplbench.formulations.adaptive.timed.timed_seconds`) is refused
-        up front; a default one is not chosen.
+        Wall-clock seconds, the outer stop of the whole bracket (with any
+        enclosing :func:`deplbench.limits.deadline`, e.g. a sweep task's stop,
+        whichever ends first; read on :func:`deplbench.limits.now`, so a test
+        can inject the clock). Checked before every DP pass of the searches and
+        every tuning pass and simulation: past it the result has status
+        ``time_limit``, the best lower bound of the passes finished (each one
+        proven) and no upper bound. The certification, one simulation finished
+        once started, starts only when predicted (at the tuning's simulation
+        rate) to end before the deadline; the refinement starts a grid only when
+        :func:`next_grid_fits`. A run therefore passes the limit by at most one
+        DP pass or tuning simulation, or the error of the certification's
+        prediction. An explicit ``time_points`` whose first grid's carried passes
+        cannot fit in it (:func:`~deplbench.formulations.adaptive.timed.timed_seconds`)
+        is refused up front; a default one is not chosen.
     max_buckets : int, optional
         Finest grid the refinement may use (default :data:`MAX_BUCKETS`).
     progress : callable, optional
@@ -424,7 +434,8 @@ def adaptive_bounds(instance, buckets: int = START_BUCKETS, runs: int = RUNS, se
     -------
     AdaptiveBounds
         ``status``, one of :data:`BRACKET_STATUSES` (package docstring, "Statuses"):
-        "unreachable" (proven; when no epoch fits in Tmax or the optimistic chain's
+        "time_limit" (stopped by the deadline: the best proven bound so far, nothing
+        certified), "unreachable" (proven; when no epoch fits in Tmax or the optimistic chain's
         highest P(success) is below ω no search is run and LB = +inf; else the
         proven LB exceeds the dearest run any policy can have), "multipliers_ran_away",
         "bound_not_positive", "lambda_not_converged", "not_certified" or "certified".
