@@ -14,15 +14,28 @@ from __future__ import annotations
 
 import functools
 import math
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from types import SimpleNamespace
 
 import numpy as np
 
 from deplbench.errors import PlanError
-from deplbench.formulations.adaptive.certify import frontier_levels, needed_successes, tune_policy
-from deplbench.formulations.adaptive.chain import Chain, applies, best_success, chain_refused, jump_rise
-from deplbench.formulations.adaptive.search import Search, SearchStopped, lower_bound_search, multires_search
+from deplbench.formulations.adaptive.budget import (  # noqa: F401 - re-exported
+    GROWTH,
+    RUN_BYTES,
+    Progress,
+    check_certification,
+    left_or_none,
+    light,
+    memory_estimate,
+    monotone_frontier,
+    next_grid_fits,
+    stopped_fields,
+    timed_memory,
+)
+from deplbench.formulations.adaptive.certify import needed_successes, tune_policy
+from deplbench.formulations.adaptive.chain import Chain, applies, best_success, chain_refused
+from deplbench.formulations.adaptive.search import SearchStopped, lower_bound_search, multires_search
 from deplbench.formulations.adaptive.settings import (  # noqa: F401 - the grid's constants, re-exported
     CONFIDENCE,
     ITERS_LAM,
@@ -47,16 +60,7 @@ from deplbench.formulations.adaptive.timed import (
 from deplbench.formulations.evaluation.binomial import clopper_pearson_lower
 from deplbench.formulations.evaluation.closed_loop import BLOCK, simulate
 from deplbench.jsonio import number_beside, number_text
-from deplbench.limits import (
-    TimeLimitReached,
-    check_memory,
-    check_time,
-    deadline,
-    memory_budget_gib,
-    now,
-    time_left,
-    time_limit_s,
-)
+from deplbench.limits import TimeLimitReached, check_memory, check_time, deadline, memory_budget_gib, now, time_left
 
 #: Statuses of a bracket (:attr:`AdaptiveBounds.status`); when several apply the
 #: first in this order is reported (every line is kept in ``messages``).
@@ -70,32 +74,6 @@ RUNAWAY = 1e10
 #: The certified policy's cost budget, as a multiple of the largest cost seen on the
 #: tuning seeds (:meth:`AdaptivePolicy.with_budget`).
 BUDGET = 2.0
-#: Bytes per simulated run kept until the end (loss, cost, time, epochs, flags), counted twice
-#: (the blocks and their concatenation).
-RUN_BYTES = 2 * (4 * 8 + 4)
-
-
-def memory_estimate(instance, buckets: int, runs: int, tune_runs: int) -> float:
-    """Peak bytes of :func:`adaptive_bounds` at one grid, estimated from the shapes alone.
-
-    The largest arrays: the pessimistic chain's policy tables (action int32 and three
-    float32 remaining-time moments per state, (K̄, |M| + 1, L + 1)), three of them alive
-    while the policy is tuned plus one for the certified policy; one DP epoch's stacked
-    FFT operands (|M|·|N| rows of five quantities over an FFT length ≤ 2(L + 1), real,
-    complex and output copies); the simulated runs' records. L is the grid's buckets
-    plus the switch-jump headroom, computed as :class:`~deplbench.formulations.adaptive.chain.Chain`
-    does (no kernel is built).
-    """
-    K, M, N = int(instance.horizon), len(instance.models), int(instance.n_clusters)
-    span = float(instance.initial_loss - instance.loss_max)
-    rise = jump_rise(instance, M)
-    L1 = float(buckets) * (1.0 + rise / span) + 2.0 if span > 0 else float(buckets) + 2.0
-    tables = 4 * 16.0 * K * (M + 1) * L1
-    fft = 6 * 8.0 * M * N * 5 * 2 * L1
-    sims = RUN_BYTES * float(max(runs, tune_runs))
-    return tables + fft + sims
-
-
 def cost_ucb(costs: np.ndarray, scale: float, c_max: float, delta: float) -> tuple[float, float]:
     """One-sided upper confidence bound at level 1 − δ on the mean of ``scale``·X, X ∈ [0, c_max] i.i.d.
 
@@ -178,16 +156,6 @@ class AdaptiveBounds:
                 "work": self.work}
 
 
-def monotone_frontier(search, omega: float) -> list[dict]:
-    """The proven frontier at :func:`frontier_levels`: at each level the best bound at that
-    level or any looser one (the optimum does not decrease with the required P(success))."""
-    out, best = [], -math.inf
-    for w in frontier_levels(omega):
-        best = max(best, search.bound(w))
-        out.append({"omega": w, "lower_bound": best})
-    return out
-
-
 def _validate(instance, settings: dict) -> None:
     """Check :func:`adaptive_bounds`'s arguments (the instance, then :data:`~.settings.SETTINGS`,
     :func:`~.settings.check_settings`); raise PlanError naming the field."""
@@ -215,53 +183,6 @@ def _predicted_ucb(share: dict, q: float, runs: int, alpha: float) -> float:
     return (1.0 - q) * (share["cost_mean"] + margin)
 
 
-#: Least factor by which the refinement predicts a grid's search time to grow on the next,
-#: twice finer grid (a pass is an FFT correlation per row: a little over ×2); the measured
-#: ratio of the last two grids replaces it when larger (:func:`next_grid_fits`).
-GROWTH = 2.5
-
-
-def next_grid_fits(left: float, grid_s: list[float], tune_s: list[float], cert_s: float) -> tuple[bool, float]:
-    """Whether the refinement may start the next grid, and the seconds it predicts for the rest.
-
-    The rest is the next grid's search and tuning, and the final certification
-    (done once, at the end, whatever the grid): g × (``grid_s[-1]`` +
-    ``tune_s[-1]``) + ``cert_s``, with g = max(:data:`GROWTH`,
-    ``grid_s[-1] / grid_s[-2]``) — the growth of the search time measured
-    between the last two grids, which under a machine's load can exceed the
-    arithmetic's ×2. The tuning is scaled by the same g: its DP passes grow
-    as the search's do, its simulations do not, so this errs on the long side.
-
-    Parameters
-    ----------
-    left : float
-        Seconds until the deadline (:func:`deplbench.limits.time_left`: the
-        bracket's ``time_limit`` or an outer stop, whichever ends first; inf without one).
-    grid_s : list of float
-        Seconds of each grid's multiplier searches so far (the last grid's last).
-    tune_s : list of float
-        Seconds of each tuning so far (the last one's last; empty: none yet).
-    cert_s : float
-        Predicted seconds of the certification: its runs at the simulation rate
-        of the last tuning (whose time includes its DP passes: again on the long side).
-
-    Returns
-    -------
-    (bool, float)
-        True when the prediction ends within ``left``; the prediction.
-
-    Notes
-    -----
-    What it guarantees: the refinement never *starts* a grid predicted to
-    end, certification included, after the deadline. The prediction comes
-    from times measured in the same run; every DP pass and tuning simulation
-    still checks the deadline before it starts (:func:`adaptive_bounds`).
-    """
-    ratio = grid_s[-1] / grid_s[-2] if len(grid_s) >= 2 and grid_s[-2] > 0 else 0.0
-    need = max(GROWTH, ratio) * (grid_s[-1] + (tune_s[-1] if tune_s else 0.0)) + cert_s
-    return need <= left, need
-
-
 def time_points_for(chain: Chain, time_points: int | None, time_limit: float | None = None,
                     iters_mu: int = ITERS_MU) -> int:
     """Points of the remaining-time grid on ``chain`` (0: the deadline priced only). None: the finest of
@@ -272,14 +193,6 @@ def time_points_for(chain: Chain, time_points: int | None, time_limit: float | N
         return next((g for g in TIME_POINTS if timed_work(chain, g) <= TIMED_WORK
                      and (time_limit is None or timed_seconds(chain, g, iters_mu) <= time_limit)), 0)
     return int(time_points)
-
-
-def timed_memory(chain: Chain, points: int) -> float:
-    """Peak bytes of the carried-deadline passes: three policy tables (two int32 per state and
-    time point) and one epoch's FFT operands (rows × time points × 2 quantities, six copies)."""
-    g1, l1 = float(points + 1), float(chain.L + 1)
-    rows = chain.M * chain.N + len(chain.kj) * chain.N
-    return 3 * 8.0 * chain.K * (chain.M + 1) * g1 * l1 + 6 * 8.0 * rows * g1 * 2 * 2 * l1
 
 
 def timed_memory_next(chain: Chain, buckets: int, time_points: int | None) -> float:
@@ -337,12 +250,6 @@ def _policy_mu(search, warm) -> float:
         tm = search.chain.st.time_max
         return max(max(search.extra, key=lambda p: p.bound(search.omega, tm)).mu, 1e-6)
     return max(warm.mu, 1e-6)
-
-
-def _left_or_none() -> float | None:
-    """Seconds until the deadline in force, None without one."""
-    left = time_left()
-    return None if math.isinf(left) else max(left, 0.0)
 
 
 def _quiet(f):
@@ -404,18 +311,11 @@ def adaptive_bounds(instance, buckets: int = START_BUCKETS, runs: int = RUNS, se
         never looks at the certification draws, so one certificate at the
         stated level is valid. None: one grid.
     time_limit : float, optional
-        Wall-clock seconds, the outer stop of the whole bracket (with any
-        enclosing :func:`deplbench.limits.deadline`, e.g. a sweep task's stop,
-        whichever ends first; read on :func:`deplbench.limits.now`, so a test
-        can inject the clock). Checked before every DP pass of the searches and
-        every tuning pass and simulation: past it the result has status
-        ``time_limit``, the best lower bound of the passes finished (each one
-        proven) and no upper bound. The certification, one simulation finished
-        once started, starts only when predicted (at the tuning's simulation
-        rate) to end before the deadline; the refinement starts a grid only when
-        :func:`next_grid_fits`. A run therefore passes the limit by at most one
-        DP pass or tuning simulation, or the error of the certification's
-        prediction. An explicit ``time_points`` whose first grid's carried passes
+        Wall-clock seconds, the outer stop of the whole bracket (or an enclosing
+        deadline, a sweep task's stop, when that ends first): past it the result
+        has status ``time_limit``, the best proven lower bound so far and no
+        upper bound (what is guaranteed: :mod:`~deplbench.formulations.adaptive.budget`).
+        An explicit ``time_points`` whose first grid's carried passes
         cannot fit in it (:func:`~deplbench.formulations.adaptive.timed.timed_seconds`)
         is refused up front; a default one is not chosen.
     max_buckets : int, optional
@@ -457,79 +357,18 @@ def adaptive_bounds(instance, buckets: int = START_BUCKETS, runs: int = RUNS, se
     check_memory(memory_estimate(instance, buckets, runs, tune_runs),
                  f"adaptive-opt's loss grid and runs (buckets = {buckets}, K̄ = {instance.horizon}, "
                  f"runs = {max(runs, tune_runs)})", "use fewer buckets or runs")
-    state = _Progress(now())
+    state = Progress(now())
     with deadline(time_limit):
         try:
             return _bracket(instance, buckets, runs, seed, confidence, tune_runs, rho, iters_lam, iters_mu, width,
                             time_limit, max_buckets, progress, time_points, state)
         except TimeLimitReached as exc:
-            return _stopped(instance, state, exc, confidence, width, time_limit)
-
-
-@dataclass
-class _Progress:
-    """What :func:`_bracket` has finished so far, for the result of a stopped run (:func:`_stopped`)."""
-
-    t0: float
-    #: The optimistic chain of the grid being worked on.
-    opt: Chain | None = None
-    #: Every finished DP pass of the multiplier searches, priced and carried (tables dropped):
-    #: each is a valid lower bound at every ω, whatever its grid.
-    priced: list = field(default_factory=list)
-    carried: list = field(default_factory=list)
-    levels: list = field(default_factory=list)
-    log: list = field(default_factory=list)
-    cap: int | None = None
-
-
-def _light(passes) -> list:
-    """Passes without their policy tables (only their bounds are read)."""
-    return [replace(p, action=None, remaining=None) for p in passes]
-
-
-def _stopped(instance, state: _Progress, exc: TimeLimitReached, confidence: float, width: float | None,
-             time_limit: float | None) -> AdaptiveBounds:
-    """The bracket of a run the deadline stopped: status ``time_limit``, the best lower bound
-    of every pass finished (each is valid; :class:`~.search.SearchStopped` hands over those of
-    the search it stopped), no upper bound (no policy certified), and one line saying what
-    stopped it and what is kept."""
-    omega = float(instance.omega)
-    priced, carried = list(state.priced), list(state.carried)
-    if isinstance(exc, SearchStopped):
-        (carried if exc.carried else priced).extend(_light(exc.passes))
-    opt = state.opt
-    proven = priced + carried
-    lower, best, frontier = -math.inf, None, []
-    if opt is not None and proven:
-        tm = opt.st.time_max
-        best = max(proven, key=lambda p: p.bound(omega, tm))
-        lower = best.bound(omega, tm)
-        frontier = monotone_frontier(Search(opt, omega, passes=priced, extra=carried), omega)
-    kept = (f"the lower bound {lower:.6g} of the best of {len(proven)} DP passes finished is kept (proven)"
-            if math.isfinite(lower) else "no DP pass finished, so no lower bound")
-    line = f"{exc}; {kept}; no upper bound (no policy certified)"
-    line = line.replace("; no plan;", ";")
-    levels = state.levels
-    return AdaptiveBounds(
-        lower_bound=lower, upper_bound=math.nan, cost_mean=math.nan, p_success=math.nan, p_success_lo=math.nan,
-        certified=False, frontier=frontier,
-        multipliers={} if best is None else {
-            "lambda": best.lam, "mu": best.mu, "rounding_bound": best.err,
-            "lower_bound_source": "carried" if any(best is p for p in carried) else "priced",
-            "deadline": "carried" if carried else "priced (E[T] ≤ Tmax relaxation)"},
-        grid={} if opt is None else {"buckets": int(opt.i0), "loss_step": float(opt.h),
-                                     "states": int(opt.K * opt.M * (opt.L + 1))},
-        certification={}, tuning=state.log,
-        work={"dp_passes": len(proven), "grids_s": sum(lv["seconds"] for lv in levels),
-              "total_s": now() - state.t0},
-        status="time_limit", message=line, messages=[line], confidence=confidence, omega=omega,
-        refinement={"width_target": width, "stopped_by": "time_limit", "levels": levels, "time_limit": time_limit,
-                    "max_buckets": state.cap if width is not None else None})
+            return AdaptiveBounds(**stopped_fields(instance, state, exc, confidence, width, time_limit))
 
 
 def _bracket(instance, buckets: int, runs: int, seed: int, confidence: float, tune_runs: int, rho: float,
              iters_lam: int, iters_mu: int, width: float | None, time_limit: float | None,
-             max_buckets: int | None, progress, time_points: int | None, state: _Progress) -> AdaptiveBounds:
+             max_buckets: int | None, progress, time_points: int | None, state: Progress) -> AdaptiveBounds:
     """The body of :func:`adaptive_bounds` under its deadline; what it finishes is kept in ``state``."""
     say = progress or (lambda line: None)
     omega, t0 = float(instance.omega), state.t0
@@ -538,7 +377,7 @@ def _bracket(instance, buckets: int, runs: int, seed: int, confidence: float, tu
     opt = state.opt = Chain(instance, buckets, optimistic=True)
     reach, reach_err = best_success(opt)
     # a default G is chosen on the first grid, within the time left (the time limit, or an outer stop)
-    g0 = time_points_for(opt, time_points, _left_or_none(), iters_mu)
+    g0 = time_points_for(opt, time_points, left_or_none(), iters_mu)
     if time_points and time_limit is not None and timed_seconds(opt, g0, iters_mu) > time_limit:
         raise PlanError(f"time_points: {g0} time points at {buckets} buckets cost {timed_work(opt, g0):.2g} "
                         f"multiply–adds per pass, about {timed_seconds(opt, g0, iters_mu):.3g} s for the "
@@ -596,7 +435,7 @@ def _bracket(instance, buckets: int, runs: int, seed: int, confidence: float, tu
         if b != buckets:
             opt = state.opt = Chain(instance, b, optimistic=True)
         search = _search_at(instance, opt, omega, iters_lam, iters_mu, warm)
-        state.priced.extend(_light(search.passes))
+        state.priced.extend(light(search.passes))
         n_passes += len(search.passes)
         coarse_passes += search.coarse_passes
         warm = search.best
@@ -605,7 +444,7 @@ def _bracket(instance, buckets: int, runs: int, seed: int, confidence: float, tu
             check_memory(timed_memory(opt, g), f"adaptive-opt's carried deadline ({g} time points, {b} buckets)",
                          "use fewer time points (--time-points 0: the deadline priced only)")
             timed = timed_search(opt, omega, g, iters_mu + 2)
-            state.carried.extend(_light(timed.passes))
+            state.carried.extend(light(timed.passes))
             carried = better_carried(carried, timed, b)     # any grid's passes bound the same optimum
             n_passes += len(timed.passes)
         search.extra = carried[0]
@@ -671,13 +510,7 @@ def _bracket(instance, buckets: int, runs: int, seed: int, confidence: float, tu
     if seen:
         c_max = min(c_max, BUDGET * seen[-1])
         policy = policy.with_budget(c_max)
-    # the certification is one simulation, finished once started: it starts only when predicted
-    # (at the tuning's rate) to end before the deadline
-    left, cert_s = time_left(), runs / sim_rate
-    check_time(f"adaptive-opt, before certifying the policy of {b} buckets")
-    if cert_s > left:
-        raise TimeLimitReached(f"time limit {time_limit_s():g} s: certifying the policy on {runs} runs would take "
-                               f"about {cert_s:.3g} s at the tuning's rate, beyond the {max(left, 0.0):.3g} s left")
+    check_certification(runs, runs / sim_rate, b)
     res = simulate(instance, policy, runs, seed, level)
     # The certified policy is the mix: give up at once with probability q, else run
     # the chain's policy π. The runs the index sequence keeps are i.i.d. runs of π

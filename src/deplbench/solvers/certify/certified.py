@@ -81,6 +81,7 @@ from deplbench.solvers.certify.refine import (
     select_for_refinement,
     split_beta,
 )
+from deplbench.solvers.certify.result import NAME, bracket_events, bracket_result  # noqa: F401 - re-exported
 from deplbench.solvers.certify.settings import (  # noqa: F401 - the defaults, re-exported
     DEFAULT_CONFIDENCE,
     DEFAULT_GRID_SEEDS,
@@ -108,10 +109,13 @@ from deplbench.solvers.certify.tasks import (
     add_candidate,
     dask_map,
     is_deterministic,
+    not_started,
     parse_risk_grid,
     process_map,
     saa_task,
     sequential_map,
+    skipped_tests,
+    stop_instant,
     validate_candidates,
     validation_task,
 )
@@ -283,25 +287,6 @@ class _Run:
         return self.settings.seed + VALIDATION_SEED_OFFSET
 
 
-def _stops(run: _Run, share: float | None) -> tuple[float | None, str]:
-    """The ``time.time()`` instant after which no SAA solve or test starts, and what sets it.
-
-    ``share`` is the share of ``total_time_limit`` the phase may use (an
-    instant, or None); the deadline in force (:func:`deplbench.limits.time_left`,
-    read on its clock: an outer stop around the solve, a sweep task's)
-    replaces it when it comes first. The solve's own deadline,
-    ``total_time_limit`` itself, is left to the shares. An instant on the
-    wall clock, because the tasks may run in other processes.
-    """
-    left = limits.time_left()
-    # the solve's own deadline is total_time_limit itself, which the shares already end before
-    if not math.isinf(left) and limits.time_limit_s() != run.settings.total_time_limit:
-        at = time.time() + left
-        if share is None or at < share:
-            return at, f"time limit {limits.time_limit_s():g} s"
-    return share, "total_time_limit"
-
-
 def _count_cut(run: _Run, stop: str, what: str, n: int) -> None:
     """Record ``n`` SAA solves or tests not started because of an outer deadline (``stop``)."""
     if n and stop != "total_time_limit":
@@ -314,11 +299,11 @@ def _stage_one(run: _Run, candidates: Mapping[str, Plan] | None) -> tuple[dict, 
     beta_l1, beta_u1 = run.betas["lower_stages"][0], run.betas["upper_stages"][0]
     tasks = saa_tasks(run.data, run.instance.omega, run.alpha, s.replications, s.scenarios, s.risk_grid,
                       s.grid_seeds, s.seed, s.time_limit, s.gap, stage=1)
-    ends, stop = _stops(run, run.ends_at)
+    ends, stop = stop_instant(run.ends_at, run.settings.total_time_limit)
     for task in tasks:
         task["ends_at"], task["stop"] = ends, stop
     results, wall = run_saa(run.mapper, tasks)
-    _count_cut(run, stop, "SAA solves", _not_started(results, stop))
+    _count_cut(run, stop, "SAA solves", not_started(results, stop))
     run.timing["saa_solves_wall"] += wall
     run.results += results
     run.reps = [r for r in results if r["role"] == "replication"]
@@ -330,10 +315,10 @@ def _stage_one(run: _Run, candidates: Mapping[str, Plan] | None) -> tuple[dict, 
         if key is not None:
             run.pool[key]["stage"] = 1
     t0 = time.perf_counter()
-    ends, stop = _stops(run, run.tests_end)
+    ends, stop = stop_instant(run.tests_end, run.settings.total_time_limit)
     judged, upper = judge(run.mapper, run.data, list(run.pool.values()), s.validation, run.validation_seed,
                           beta_u1, run.exact, "stage 1", ends, stop)
-    _count_cut(run, stop, "validation tests", _skipped(judged, stop))
+    _count_cut(run, stop, "validation tests", skipped_tests(judged, stop))
     run.timing["validation"] += time.perf_counter() - t0
     run.stages.append({"stage": 1, "lower": lower1["value"], "upper": upper["value"] if upper else None,
                        "width": _width(lower1["value"], upper), "beta_lower": beta_l1, "beta_upper": beta_u1,
@@ -352,11 +337,11 @@ def _stage_two(run: _Run, upper: dict | None, judged: list, width1: float | None
     first = s.seed + s.replications + len(s.risk_grid) * s.grid_seeds
     tasks2 = saa_tasks(run.data, run.instance.omega, run.alpha, s.refine_replications, s2, s.refine_risk_grid,
                        s.refine_grid_seeds, first, s.time_limit, s.gap, stage=2)
-    ends, stop = _stops(run, run.ends_at)
+    ends, stop = stop_instant(run.ends_at, run.settings.total_time_limit)
     for task in tasks2:
         task["ends_at"], task["stop"] = ends, stop
     results2, wall = run_saa(run.mapper, tasks2)
-    _count_cut(run, stop, "stage-2 SAA solves", _not_started(results2, stop))
+    _count_cut(run, stop, "stage-2 SAA solves", not_started(results2, stop))
     run.timing["saa_solves_wall"] += wall
     run.results += results2
     reps2 = [r for r in results2 if r["role"] == "replication"]
@@ -366,18 +351,18 @@ def _stage_two(run: _Run, upper: dict | None, judged: list, width1: float | None
     # Screen the new plans on the stage-1 draws (independent of the stage-2
     # draws): a selection aid, never a certificate.
     t0 = time.perf_counter()
-    ends, stop = _stops(run, run.tests_end)
+    ends, stop = stop_instant(run.tests_end, run.settings.total_time_limit)
     screened = validate_candidates(run.mapper, run.data, [run.pool[k] for k in new_keys], s.validation,
                                     run.validation_seed, 1.0 - beta_u1, ends, stop)
     for c in screened:
         c["certified"], c["test"] = False, "screened on the stage-1 draws (no certificate)"
     chosen = select_for_refinement(judged + screened, upper["value"] if upper else None, run.alpha,
                                    s.refine_validation, beta_u2, s.refine_candidates)
-    ends, stop = _stops(run, run.tests_end)
+    ends, stop = stop_instant(run.tests_end, run.settings.total_time_limit)
     judged2, upper2 = judge(run.mapper, run.data, [_unjudged(c) for c in chosen], s.refine_validation,
                             run.validation_seed + 1, beta_u2, run.exact, "stage 2",
                             ends, stop) if chosen else ([], None)
-    _count_cut(run, stop, "stage-2 validation tests", _skipped(judged2, stop))
+    _count_cut(run, stop, "stage-2 validation tests", skipped_tests(judged2, stop))
     run.timing["validation"] += time.perf_counter() - t0
     if upper2 is not None and (upper is None or upper2["value"] < upper["value"]):
         upper = upper2
@@ -389,16 +374,6 @@ def _stage_two(run: _Run, upper: dict | None, judged: list, width1: float | None
                        "tests": len(judged2), "screened": len(screened),
                        "elapsed_s": time.perf_counter() - run.t_start})
     return lower2, upper, judged + screened + judged2
-
-
-def _not_started(results: list[dict], stop: str) -> int:
-    """SAA solves skipped because ``stop`` had passed (tasks.saa_task)."""
-    return sum(r.get("message") == f"{stop} reached before this SAA solve" for r in results)
-
-
-def _skipped(judged: list[dict], stop: str) -> int:
-    """Validation tests skipped because ``stop`` had passed (tasks.validation_task)."""
-    return sum(str(c.get("skipped", "")).startswith(f"{stop} reached") for c in judged)
 
 
 def _bracket_record(run: _Run, lower: dict, upper: dict | None, judged: list, refining: bool,
@@ -545,7 +520,7 @@ class MilpCertified(Solver):
     plan and bounds the finished work certifies, if any.
     """
 
-    name: ClassVar[str] = "milp-certified"
+    name: ClassVar[str] = NAME
     label: ClassVar[str] = "MILP bracket (certified)"
     description: ClassVar[str] = ("certified bracket on the chance-constrained optimum: LB from M SAA "
                                   "replications, plan = cheapest Clopper-Pearson-certified candidate")
@@ -598,56 +573,6 @@ def candidate_plans(instance, algorithms: str) -> tuple[dict[str, Plan], dict[st
         else:
             failed[name] = f"{res.status}: {res.message}"
     return plans, failed
-
-
-def bracket_events(bracket: dict) -> list:
-    """Anytime record of a bracket (reports/anytime.py): [elapsed s, UB, LB]
-    after each stage, then the final bracket (LB combined over the stages).
-
-    The bounds are the statistical ones of the bracket (each at its stage's
-    share of the confidence, the last at the stated joint confidence), not
-    deterministic solver bounds.
-    """
-    def num(v):
-        return float(v) if v is not None and math.isfinite(v) else None
-
-    events = [[round(float(s["elapsed_s"]), 6), num(s.get("upper")), num(s.get("lower"))]
-              for s in bracket.get("stages", ()) if "elapsed_s" in s]
-    total = (bracket.get("runtime_s") or {}).get("total")
-    upper = bracket.get("upper_bound") or {}
-    if total is not None:
-        events.append([round(float(total), 6), num(upper.get("value")),
-                       num((bracket.get("lower_bound") or {}).get("value"))])
-    return events
-
-
-def bracket_result(bracket: dict) -> SolveResult:
-    """The :class:`SolveResult` of ``milp-certified`` for a :func:`certify` record."""
-    upper, lower = bracket["upper_bound"], bracket["lower_bound"]
-    lb = lower["value"] if lower["value"] is not None and math.isfinite(lower["value"]) else None
-    diag = {"bracket": bracket, "certified": bracket["status"], "width": bracket["width"],
-            "anytime": bracket_events(bracket)}
-    if bracket.get("stopped"):
-        # an outer deadline cut the bracket short: what the finished work gives, status time_limit
-        lb_ok = bracket["status"] not in ("error",)
-        return SolveResult(algorithm=MilpCertified.name, status="time_limit",
-                           message=f"{bracket['stopped']}; {bracket['message']}",
-                           plan=parse_plan(upper["plan"]) if upper is not None else None,
-                           cost=upper["value"] if upper is not None else None,
-                           lower_bound=lb if lb_ok else None,
-                           gap=bracket["width"] if upper is not None else None, diagnostics=diag)
-    if bracket["status"] == "error":       # no usable replication: no statement at all, never "infeasible"
-        return SolveResult(algorithm=MilpCertified.name, status="error", message=bracket["message"],
-                           diagnostics=diag)
-    if upper is None:
-        # infeasible only with the LB's proof (+inf: the SAA replication has no plan, at its
-        # confidence); no candidate certified is no plan found, not a proof (docs/DESIGN.md)
-        status = "infeasible" if bracket["status"] == "infeasible" else "no_solution"
-        return SolveResult(algorithm=MilpCertified.name, status=status, message=bracket["message"],
-                           lower_bound=lb, diagnostics=diag)
-    return SolveResult(algorithm=MilpCertified.name, status="feasible", message=bracket["message"],
-                       plan=parse_plan(upper["plan"]), cost=upper["value"], lower_bound=lb,
-                       gap=bracket["width"], diagnostics=diag)
 
 
 __all__ = ["certify", "candidate_names_refused", "CertifySettings", "CertifiedSettings", "MilpCertified",

@@ -20,6 +20,7 @@ import math
 import time
 from collections.abc import Callable, Iterable
 
+from deplbench import limits
 from deplbench.errors import SolverError
 from deplbench.formulations.evaluation.binomial import CERTIFIED_FEASIBLE
 from deplbench.formulations.evaluation.evaluate import evaluate_plan
@@ -177,6 +178,35 @@ def validate_candidates(mapper, data, candidates, validation, seed, confidence_e
             for c, r in zip(candidates, results)]
 
 
+def stop_instant(share: float | None, total_time_limit: float | None) -> tuple[float | None, str]:
+    """The ``time.time()`` instant after which no SAA solve or test starts, and what sets it.
+
+    ``share`` is the share of ``total_time_limit`` a phase may use (an
+    instant, or None); the deadline in force (:func:`deplbench.limits.time_left`,
+    read on its clock: an outer stop around the solve, a sweep task's)
+    replaces it when it comes first. The solve's own deadline,
+    ``total_time_limit`` itself, is left to the shares. An instant on the
+    wall clock, because the tasks may run in other processes.
+    """
+    left = limits.time_left()
+    # the solve's own deadline is total_time_limit itself, which the shares already end before
+    if not math.isinf(left) and limits.time_limit_s() != total_time_limit:
+        at = time.time() + left
+        if share is None or at < share:
+            return at, f"time limit {limits.time_limit_s():g} s"
+    return share, "total_time_limit"
+
+
+def not_started(results: list[dict], stop: str) -> int:
+    """SAA solves skipped because ``stop`` had passed (:func:`saa_task`)."""
+    return sum(r.get("message") == f"{stop} reached before this SAA solve" for r in results)
+
+
+def skipped_tests(judged: list[dict], stop: str) -> int:
+    """Validation tests skipped because ``stop`` had passed (:func:`validation_task`)."""
+    return sum(str(c.get("skipped", "")).startswith(f"{stop} reached") for c in judged)
+
+
 def add_candidate(pool: dict, plan: Plan, label: str, role: str, omega) -> str | None:
     """Identical plans are tested once (fewer tests, milder Bonferroni).
     Returns the pool key of a new plan, None for one already there."""
@@ -189,5 +219,5 @@ def add_candidate(pool: dict, plan: Plan, label: str, role: str, omega) -> str |
 
 
 __all__ = ["Mapper", "process_map", "dask_map", "is_deterministic", "parse_risk_grid", "saa_task",
-           "validation_task",
+           "validation_task", "stop_instant", "not_started", "skipped_tests",
            "SAA_HEURISTIC_TIME", "add_candidate", "bound_value", "sequential_map", "validate_candidates"]
