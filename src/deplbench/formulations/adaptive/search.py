@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 import numpy as np
 
@@ -52,6 +53,9 @@ class Search:
     #: :mod:`~deplbench.formulations.adaptive.timed`): counted in :meth:`bound`, not in :attr:`best`.
     extra: list = field(default_factory=list)
 
+    #: Whether the passes carry the deadline (a :class:`~.timed.TimedSearch`).
+    carried: ClassVar[bool] = False
+
     def check(self) -> None:
         """The outer stop, read between two passes: raise :class:`SearchStopped` with the
         passes so far once the deadline has passed."""
@@ -60,9 +64,6 @@ class Search:
                        f"{self.chain.i0} buckets")
         except TimeLimitReached as exc:
             raise SearchStopped(str(exc), self.passes, carried=self.carried) from None
-
-    #: Whether the passes carry the deadline (a :class:`~.timed.TimedSearch`).
-    carried = False
 
     def run(self, lam: float, mu: float) -> Pass:
         self.check()
