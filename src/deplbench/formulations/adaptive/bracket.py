@@ -464,7 +464,7 @@ def _bracket(instance, buckets: int, runs: int, seed: int, confidence: float, tu
                                              alpha)
             log.extend(dict(t, buckets=b) for t in tl)
             tune_s.append(now() - t_tune)
-            sim_rate = sum(t["runs"] for t in tl) / max(tune_s[-1], 1e-9)
+            sim_rate = max(sum(t["runs"] for t in tl), 1) / max(tune_s[-1], 1e-9)
             tuned = True
             est_w = (est_ub - lb) / lb if lb > 0 and math.isfinite(est_ub) else math.inf
         elapsed = now() - t0
@@ -495,7 +495,7 @@ def _bracket(instance, buckets: int, runs: int, seed: int, confidence: float, tu
             policy, tl, _, kept_log = _tune(instance, pes, search, warm, g, target, tune_runs, seed, rho, runs, alpha)
             log.extend(dict(t, buckets=b) for t in tl)
             tune_s.append(now() - t_tune)
-            sim_rate = sum(t["runs"] for t in tl) / max(tune_s[-1], 1e-9)
+            sim_rate = max(sum(t["runs"] for t in tl), 1) / max(tune_s[-1], 1e-9)
         break
     # the pass whose bound is reported (priced or carried): its multipliers and rounding are reported with it
     tm = opt.st.time_max
