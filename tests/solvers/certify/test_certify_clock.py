@@ -151,3 +151,15 @@ def test_an_outer_stop_that_is_not_reached_changes_nothing():
     assert bracket["stopped"] is None and bracket["status"] == free["status"]
     assert bracket["upper_bound"]["value"] == free["upper_bound"]["value"]
     assert certified.bracket_result(bracket).status == certified.bracket_result(free).status
+
+
+def test_stage_two_does_not_start_after_an_outer_stop():
+    inst = _two_model()
+    clock = _Clock()
+    with limits.use_clock(clock), limits.deadline(10.0):
+        bracket = certified.certify(inst, map=_map_costing(clock, 20.0), **{**SETTINGS, "target_width": 1e-9})
+    stage2 = bracket["stages"][-1]
+    assert stage2["stage"] == 2 and stage2["ran"] is False
+    assert stage2["reason"] == "time limit 10 s reached after stage 1"
+    assert bracket["stopped"].endswith("validation tests not started, stage 2 not started")
+    assert not bracket["saa_optima_stage2"]
