@@ -16,6 +16,10 @@ A bottom helper shared by the formulations and the solvers (it imports only
   :class:`TimeLimitReached`, which :func:`~deplbench.solvers.run.solve`
   turns into status ``time_limit`` with the message and no plan. The check is
   a context variable read and one clock call: cheap enough for every layer.
+  The clock is :func:`now` (``time.perf_counter`` unless a scope of
+  :func:`use_clock` injects another, as the tests do to decide a stop
+  without real timing); every deadline, and every solver that weighs its
+  own time against one, reads it.
 * **Files.** Every reader of a user's file goes through :func:`read_bytes`
   (or :func:`read_text`): a path that is not a regular file (``/dev/zero``,
   a FIFO) is refused from its ``stat``, the size is checked before and
@@ -30,6 +34,7 @@ import contextlib
 import contextvars
 import math
 import time
+from collections.abc import Callable
 
 from deplbench.errors import DeplbenchError, SolverError
 from deplbench.params import TIME_LIMIT, Param
@@ -83,6 +88,31 @@ class TimeLimitReached(DeplbenchError):
 _DEADLINE: contextvars.ContextVar[float] = contextvars.ContextVar("deplbench_deadline", default=math.inf)
 _LIMIT: contextvars.ContextVar[float | None] = contextvars.ContextVar("deplbench_time_limit", default=None)
 _BUDGET: contextvars.ContextVar[float | None] = contextvars.ContextVar("deplbench_memory_budget", default=None)
+_CLOCK: contextvars.ContextVar[Callable[[], float] | None] = contextvars.ContextVar("deplbench_clock", default=None)
+
+
+def now() -> float:
+    """Seconds on the clock every deadline reads (``time.perf_counter`` unless :func:`use_clock` set another)."""
+    clock = _CLOCK.get()
+    return time.perf_counter() if clock is None else clock()
+
+
+@contextlib.contextmanager
+def use_clock(clock: Callable[[], float]):
+    """Run the body with ``clock`` (a callable returning seconds) as the clock of :func:`now`.
+
+    A settings scope, never a module global: :func:`deadline`,
+    :func:`time_left`, :func:`expired`, :func:`check_time` and the solvers
+    that weigh their own time (``adaptive-opt``'s refinement, ``milp-certified``'s
+    validation) read it. Tests inject a clock they advance themselves, so a
+    stopping rule is proven without real timing. Open it outside the
+    :func:`deadline` it should govern (the deadline is set on this clock).
+    """
+    token = _CLOCK.set(clock)
+    try:
+        yield
+    finally:
+        _CLOCK.reset(token)
 
 
 def gib_text(gib: float) -> str:
@@ -336,7 +366,7 @@ def deadline(time_limit: float | None):
     ``time_limit`` is in force only when its deadline comes first.
     """
     limit = None if time_limit is None else float(time_limit)
-    end = math.inf if limit is None else time.perf_counter() + limit
+    end = math.inf if limit is None else now() + limit
     outer = _DEADLINE.get()
     # on a tie the outer scope's limit stays: it is the one the user set first
     tok_d = _DEADLINE.set(end if end < outer else outer)
@@ -370,7 +400,7 @@ def no_deadline():
 
 def time_left() -> float:
     """Seconds until the current deadline (``inf`` without one)."""
-    return _DEADLINE.get() - time.perf_counter()
+    return _DEADLINE.get() - now()
 
 
 def time_limit_s() -> float | None:
@@ -388,7 +418,7 @@ def time_limit_s() -> float | None:
 
 def expired() -> bool:
     """Whether the current deadline has passed (never without one)."""
-    return time.perf_counter() > _DEADLINE.get()
+    return now() > _DEADLINE.get()
 
 
 def check_time(where: str) -> None:
@@ -400,7 +430,7 @@ def check_time(where: str) -> None:
         The loop that noticed, for the message (e.g. ``"expanded-graph DP, layer 812"``).
     """
     end = _DEADLINE.get()
-    if end != math.inf and time.perf_counter() >= end:
+    if end != math.inf and now() >= end:
         raise TimeLimitReached(f"time limit {_LIMIT.get():g} s reached ({where}); no plan")
 
 
@@ -410,4 +440,4 @@ __all__ = ["as_path", "gib_text", "MEMORY_BUDGET_GIB", "FLOAT_BYTES", "MAX_THREA
            "check_gzip_size", "gunzip", "read_bytes", "read_text", "MemoryLimitExceeded",
            "TimeLimitReached", "check_memory", "memory_budget", "memory_budget_gib", "MEMORY_LIMIT_PARAM",
            "TIME_LIMIT_PARAM",
-           "deadline", "no_deadline", "time_left", "time_limit_s", "expired", "check_time"]
+           "deadline", "no_deadline", "time_left", "time_limit_s", "expired", "check_time", "now", "use_clock"]

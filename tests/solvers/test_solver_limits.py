@@ -10,6 +10,7 @@ that the first check in the solver's loop has already passed it.
 from __future__ import annotations
 
 import json
+import math
 import tracemalloc
 
 import numpy as np
@@ -305,3 +306,19 @@ def test_no_deadline_lifts_every_enclosing_scope_and_restores_it():
         assert limits.time_limit_s() == EXPIRED
         with pytest.raises(limits.TimeLimitReached):
             limits.check_time("restored")
+
+
+def test_an_injected_clock_drives_every_deadline():
+    """limits.use_clock: deadline, time_left, expired and check_time read the injected
+    clock (no waiting), and the scope restores the real one."""
+    t = [100.0]
+    with limits.use_clock(lambda: t[0]):
+        assert limits.now() == 100.0
+        with limits.deadline(10.0):
+            assert limits.time_left() == 10.0 and not limits.expired()
+            limits.check_time("before")
+            t[0] = 110.0
+            assert limits.time_left() == 0.0
+            with pytest.raises(limits.TimeLimitReached, match=r"time limit 10 s reached \(after\)"):
+                limits.check_time("after")
+    assert limits.now() != 100.0 and math.isinf(limits.time_left())

@@ -15,7 +15,8 @@ Exit status 0 when the bracket is certified (status ``certified``); 1 for
 every other status of
 :data:`~deplbench.formulations.adaptive.BRACKET_STATUSES`, with its one
 line on stderr (:data:`FAILURE_STATUSES`): ``unreachable`` (no policy
-reaches ω), ``multipliers_ran_away`` (ω looks out of reach but is not
+reaches ω), ``time_limit`` (``--time-limit`` passed before the bracket was
+done: the best proven lower bound so far, no upper bound), ``multipliers_ran_away`` (ω looks out of reach but is not
 proven so; the bound is no cost estimate), ``bound_not_positive``,
 ``lambda_not_converged`` (the bound is valid but may be loose),
 ``not_certified`` (the policy's P(success) ≥ ω is not certified); 2 on bad
@@ -51,7 +52,7 @@ WIDTH, TIME_LIMIT = CLI_WIDTH, CLI_TIME_LIMIT
 #: every status of :data:`deplbench.formulations.adaptive.BRACKET_STATUSES` but
 #: ``certified`` (kept here so that ``--help`` imports no numerical library; a test
 #: checks the two lists agree).
-FAILURE_STATUSES = ("unreachable", "multipliers_ran_away", "bound_not_positive", "lambda_not_converged",
+FAILURE_STATUSES = ("unreachable", "time_limit", "multipliers_ran_away", "bound_not_positive", "lambda_not_converged",
                     "not_certified")
 #: Spellings of ``--time-limit`` that mean no limit (as :data:`deplbench.params.TIME_LIMIT` reads them).
 NO_LIMIT = ("inf", "+inf", "infinity", "none", "null")
@@ -163,8 +164,15 @@ def _print_text(r: dict) -> None:
     print(f"status       {r['status']}" + (f": {r['message']}" if r["message"] else ""))
     if r["status"] == "unreachable":
         return
-    c = r["certification"]
     m = r["multipliers"]
+    if r["status"] == "time_limit":
+        if m:
+            print(f"LB           {_num(r['lower_bound'])}  proven (the best DP pass finished, from the "
+                  f"{m['lower_bound_source']} pass at λ = {m['lambda']:.4g}, μ = {m['mu']:.4g})")
+        print("UB           none: no policy was certified before the time limit")
+        _print_refinement(r, None)
+        return
+    c = r["certification"]
     what = ("valid by weak duality but no cost estimate: the multipliers ran away (status line)"
             if r["status"] == "multipliers_ran_away" else "proven")
     print(f"LB           {_num(r['lower_bound'])}  {what} (optimistic loss grid, weak duality, less a bound "
@@ -180,13 +188,7 @@ def _print_text(r: dict) -> None:
     w = r["width"]
     print(f"width        {_num(None if w is None else 100 * w, '.3g')} %  (UB − LB)/LB, joint confidence "
           f"{r['confidence']:g} (union bound over the P(success) and cost statements)")
-    ref = r["refinement"]
-    if ref.get("width_target") is not None:
-        target = 100 * ref["width_target"]
-        met = w is not None and math.isfinite(w) and w <= ref["width_target"]
-        grids = ", ".join(str(lv["buckets"]) for lv in ref["levels"])
-        print(f"refinement   target {target:.3g} % {'met' if met else 'NOT met'}; stopped by {ref['stopped_by']} "
-              f"(grids {grids})")
+    _print_refinement(r, w)
     verdict = "certified" if r["certified"] else "NOT certified"
     print(f"P(success)   {r['p_success']:.5f}, ≥ {r['p_success_lo']:.5f} ({c['method']}): {verdict} ≥ ω")
     g = r["grid"]
@@ -196,6 +198,16 @@ def _print_text(r: dict) -> None:
     for f in r["frontier"]:
         mark = "  ← ω" if abs(f["omega"] - r["omega"]) < 1e-12 else ""
         print(f"             P(success) ≥ {f['omega']:<8g} cost ≥ {_num(f['lower_bound'])}{mark}")
+
+
+def _print_refinement(r: dict, w: float | None) -> None:
+    ref = r["refinement"]
+    if ref.get("width_target") is not None:
+        target = 100 * ref["width_target"]
+        met = w is not None and math.isfinite(w) and w <= ref["width_target"]
+        grids = ", ".join(str(lv["buckets"]) for lv in ref["levels"]) or "none finished"
+        print(f"refinement   target {target:.3g} % {'met' if met else 'NOT met'}; stopped by {ref['stopped_by']} "
+              f"(grids {grids})")
 
 
 def register(subparsers) -> None:
@@ -214,7 +226,8 @@ def register(subparsers) -> None:
     p.add_argument("--width", type=float, help=f"target (UB - LB)/LB as a fraction (default {CLI_WIDTH:g} = "
                                                f"{100 * CLI_WIDTH:g} %%); not with --one-grid")
     p.add_argument("--time-limit", dest="time_limit", metavar="SEC",
-                   help="seconds for the refinement, an outer stop; an explicit --time-points whose passes "
+                   help="seconds for the whole bracket, an outer stop (status time_limit with the best proven "
+                        "bound so far); the refinement plans its grids by it; an explicit --time-points whose passes "
                         f"cannot fit in it is refused up front (default {CLI_TIME_LIMIT:g}; inf or none: no limit)")
     p.add_argument("--one-grid", dest="one_grid", action="store_true",
                    help="no refinement: one grid of --buckets (refused with --width or --max-buckets)")

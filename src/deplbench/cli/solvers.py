@@ -345,7 +345,7 @@ def register(subparsers) -> None:
     p.add_argument("--time-limit", metavar="SEC",
                    help="time limit in seconds (none: no limit); sets the algorithm's time budget, its parameter "
                         "time_limit or, where it has none, its clock (adaptive-opt: refine_time, the outer stop "
-                        "of its refinement to --param width, as `deplbench adaptive --time-limit`)")
+                        "of its whole solve, as `deplbench adaptive --time-limit`)")
     p.add_argument("--gap", help="relative optimality gap tolerance")
     p.add_argument("--formulation", metavar="NAME",
                    help="MILP formulation: fast, counts, enumeration, flow, naive or general (fast picks counts, "

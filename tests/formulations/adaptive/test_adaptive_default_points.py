@@ -33,7 +33,7 @@ def test_a_small_instance_carries_the_deadline_by_default(seed):
     finer = [p for p in A.TIME_POINTS if p > g]
     assert all(A.timed_work(chain, p) > A.TIMED_WORK for p in finer)
     assert A.time_points_for(chain, 0) == 0 and A.time_points_for(chain, 16) == 16     # explicit G as given
-    # a time limit the passes cannot fit in (a least time, at a rate above any core's) takes the
+    # a time limit the passes cannot fit in (predicted at the measured rate's low end) takes the
     # finest coarser grid that fits, and prices the deadline only when none does
     need = {p: A.timed_seconds(chain, p, ITERS_MU) for p in A.TIME_POINTS}
     assert A.time_points_for(chain, None, need[g]) == g

@@ -84,3 +84,82 @@ def test_milp_certified_takes_one_frozen_settings_object(monkeypatch):
     with pytest.raises(SolverError, match="probe"):
         MilpCertified().run_settings(generate("knapsack", seed=0, n_items=4), settings)
     assert seen["settings"] is settings.certify
+
+
+class _Clock:
+    """An injected clock (:func:`deplbench.limits.use_clock`) that only the test advances."""
+
+    def __init__(self) -> None:
+        self.t = 0.0
+
+    def __call__(self) -> float:
+        return self.t
+
+
+def _map_costing(clock: _Clock, saa_seconds: float):
+    """A sequential map on which the SAA solves take ``saa_seconds`` in all on ``clock``."""
+    from deplbench.solvers.certify.tasks import saa_task
+
+    def mapper(fn, tasks):
+        out = [fn(t) for t in tasks]
+        if fn is saa_task:
+            clock.t += saa_seconds
+        return out
+    return mapper
+
+
+def _two_model():
+    from deplbench.instances.model import parse_instance
+    from tests.instance_data import two_model_data
+    return parse_instance(two_model_data())
+
+
+SETTINGS = dict(replications=3, scenarios=50, validation=2000, risk_grid=(0.9,), grid_seeds=1, target_width=None,
+                time_limit=30.0)
+
+
+def test_validation_respects_an_outer_stop_passed_during_the_saa_solves():
+    """A sweep task's stop (an outer deadline) passed while the SAA solves ran: no validation test
+    starts after it, and the result is status time_limit with the bracket the finished work
+    gives (its lower bound, no certified plan)."""
+    inst = _two_model()
+    free = certified.certify(inst, **SETTINGS)
+    assert free["upper_bound"] is not None and free["stopped"] is None       # unstopped: a plan is certified
+    clock = _Clock()
+    with limits.use_clock(clock), limits.deadline(10.0):
+        bracket = certified.certify(inst, map=_map_costing(clock, 20.0), **SETTINGS)
+    cands = bracket["candidates"]
+    assert cands and all(c["certified"] is False and c["draws"] == 100 for c in cands)
+    assert all(c["skipped"] == "time limit 10 s reached before this test (not certified)" for c in cands)
+    assert bracket["upper_bound"] is None and bracket["stopped"] == (
+        f"time limit 10 s reached during the bracket: {len(cands)} validation tests not started")
+    # the SAA solves finished before the stop: the same lower bound as without it
+    assert bracket["lower_bound"]["value"] == free["lower_bound"]["value"]
+    res = certified.bracket_result(bracket)
+    assert res.status == "time_limit" and res.plan is None and res.cost is None
+    assert res.lower_bound == pytest.approx(free["lower_bound"]["value"])
+    assert res.message.startswith("time limit 10 s reached during the bracket: ") and "\n" not in res.message
+
+
+@pytest.mark.slow
+def test_an_outer_stop_that_is_not_reached_changes_nothing():
+    inst = _two_model()
+    free = certified.certify(inst, **SETTINGS)
+    clock = _Clock()
+    with limits.use_clock(clock), limits.deadline(30.0):
+        bracket = certified.certify(inst, map=_map_costing(clock, 20.0), **SETTINGS)
+    assert bracket["stopped"] is None and bracket["status"] == free["status"]
+    assert bracket["upper_bound"]["value"] == free["upper_bound"]["value"]
+    assert certified.bracket_result(bracket).status == certified.bracket_result(free).status
+
+
+def test_stage_two_does_not_start_after_an_outer_stop():
+    inst = _two_model()
+    clock = _Clock()
+    with limits.use_clock(clock), limits.deadline(10.0):
+        bracket = certified.certify(inst, map=_map_costing(clock, 20.0), **{**SETTINGS, "target_width": 1e-9})
+    stage2 = bracket["stages"][-1]
+    assert stage2["stage"] == 2 and stage2["ran"] is False
+    assert stage2["reason"] == "time limit 10 s reached after stage 1"
+    assert bracket["stopped"].endswith("validation tests not started, stage 2 not started")
+    assert not bracket["saa_optima_stage2"]

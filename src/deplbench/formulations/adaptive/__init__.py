@@ -95,13 +95,20 @@ on the kept runs) and the mean cost is (1 − q) times theirs.
 
 **Refinement to a width.** With ``width`` the grid is doubled, each search
 warm-started from the last grid's multipliers, until the width estimated
-on tuning runs is within it, or the time, memory budget or ``max_buckets``
-would be passed; the policy of the last grid is then certified once, so
-the stopping rule never sees the certification draws.
+on tuning runs is within it, or the next grid is predicted to end,
+certification included, after the time limit
+(:func:`~deplbench.formulations.adaptive.bracket.next_grid_fits`), or the
+memory budget or ``max_buckets`` would be passed; the policy of the last
+grid is then certified once, so the stopping rule never sees the
+certification draws.
 
 **Statuses** (:data:`BRACKET_STATUSES`; when several apply, the first in
 that order is reported and every line kept), each with one line:
-``unreachable`` — proven: no epoch fits in Tmax, or the optimistic chain's
+``time_limit`` — the time limit (or an outer stop, a sweep task's) passed
+before the bracket was done: checked before every DP pass and tuning
+simulation, it keeps the best proven lower bound of the passes finished
+and certifies nothing (the certification starts only when predicted to
+end in time); ``unreachable`` — proven: no epoch fits in Tmax, or the optimistic chain's
 highest P(success), deadline and cost ignored — or, where the time grid is
 affordable, with the deadline carried on every run
 (:func:`timed_best_success`) — is below ω (nothing else is computed), or

@@ -14,16 +14,28 @@ from __future__ import annotations
 
 import functools
 import math
-import time as _time
 from dataclasses import dataclass, field
 from types import SimpleNamespace
 
 import numpy as np
 
 from deplbench.errors import PlanError
-from deplbench.formulations.adaptive.certify import frontier_levels, needed_successes, tune_policy
-from deplbench.formulations.adaptive.chain import Chain, applies, best_success, chain_refused, jump_rise
-from deplbench.formulations.adaptive.search import lower_bound_search, multires_search
+from deplbench.formulations.adaptive.budget import (  # noqa: F401 - re-exported
+    GROWTH,
+    RUN_BYTES,
+    Progress,
+    check_certification,
+    left_or_none,
+    light,
+    memory_estimate,
+    monotone_frontier,
+    next_grid_fits,
+    stopped_fields,
+    timed_memory,
+)
+from deplbench.formulations.adaptive.certify import needed_successes, tune_policy
+from deplbench.formulations.adaptive.chain import Chain, applies, best_success, chain_refused
+from deplbench.formulations.adaptive.search import SearchStopped, lower_bound_search, multires_search
 from deplbench.formulations.adaptive.settings import (  # noqa: F401 - the grid's constants, re-exported
     CONFIDENCE,
     ITERS_LAM,
@@ -48,12 +60,12 @@ from deplbench.formulations.adaptive.timed import (
 from deplbench.formulations.evaluation.binomial import clopper_pearson_lower
 from deplbench.formulations.evaluation.closed_loop import BLOCK, simulate
 from deplbench.jsonio import number_beside, number_text
-from deplbench.limits import check_memory, memory_budget_gib
+from deplbench.limits import TimeLimitReached, check_memory, check_time, deadline, memory_budget_gib, now, time_left
 
 #: Statuses of a bracket (:attr:`AdaptiveBounds.status`); when several apply the
 #: first in this order is reported (every line is kept in ``messages``).
-BRACKET_STATUSES = ("certified", "unreachable", "multipliers_ran_away", "bound_not_positive", "lambda_not_converged",
-                    "not_certified")
+BRACKET_STATUSES = ("certified", "unreachable", "time_limit", "multipliers_ran_away", "bound_not_positive",
+                    "lambda_not_converged", "not_certified")
 #: A failure price μ at or above RUNAWAY times the instance's cost scale
 #: (:meth:`~deplbench.formulations.adaptive.chain.Setting.cost_scale`) whose pass still misses ω
 #: counts as run away (the μ search stops growing it at :data:`~deplbench.formulations.adaptive.search.MU_CAP`
@@ -62,32 +74,6 @@ RUNAWAY = 1e10
 #: The certified policy's cost budget, as a multiple of the largest cost seen on the
 #: tuning seeds (:meth:`AdaptivePolicy.with_budget`).
 BUDGET = 2.0
-#: Bytes per simulated run kept until the end (loss, cost, time, epochs, flags), counted twice
-#: (the blocks and their concatenation).
-RUN_BYTES = 2 * (4 * 8 + 4)
-
-
-def memory_estimate(instance, buckets: int, runs: int, tune_runs: int) -> float:
-    """Peak bytes of :func:`adaptive_bounds` at one grid, estimated from the shapes alone.
-
-    The largest arrays: the pessimistic chain's policy tables (action int32 and three
-    float32 remaining-time moments per state, (K̄, |M| + 1, L + 1)), three of them alive
-    while the policy is tuned plus one for the certified policy; one DP epoch's stacked
-    FFT operands (|M|·|N| rows of five quantities over an FFT length ≤ 2(L + 1), real,
-    complex and output copies); the simulated runs' records. L is the grid's buckets
-    plus the switch-jump headroom, computed as :class:`~deplbench.formulations.adaptive.chain.Chain`
-    does (no kernel is built).
-    """
-    K, M, N = int(instance.horizon), len(instance.models), int(instance.n_clusters)
-    span = float(instance.initial_loss - instance.loss_max)
-    rise = jump_rise(instance, M)
-    L1 = float(buckets) * (1.0 + rise / span) + 2.0 if span > 0 else float(buckets) + 2.0
-    tables = 4 * 16.0 * K * (M + 1) * L1
-    fft = 6 * 8.0 * M * N * 5 * 2 * L1
-    sims = RUN_BYTES * float(max(runs, tune_runs))
-    return tables + fft + sims
-
-
 def cost_ucb(costs: np.ndarray, scale: float, c_max: float, delta: float) -> tuple[float, float]:
     """One-sided upper confidence bound at level 1 − δ on the mean of ``scale``·X, X ∈ [0, c_max] i.i.d.
 
@@ -170,16 +156,6 @@ class AdaptiveBounds:
                 "work": self.work}
 
 
-def monotone_frontier(search, omega: float) -> list[dict]:
-    """The proven frontier at :func:`frontier_levels`: at each level the best bound at that
-    level or any looser one (the optimum does not decrease with the required P(success))."""
-    out, best = [], -math.inf
-    for w in frontier_levels(omega):
-        best = max(best, search.bound(w))
-        out.append({"omega": w, "lower_bound": best})
-    return out
-
-
 def _validate(instance, settings: dict) -> None:
     """Check :func:`adaptive_bounds`'s arguments (the instance, then :data:`~.settings.SETTINGS`,
     :func:`~.settings.check_settings`); raise PlanError naming the field."""
@@ -211,19 +187,12 @@ def time_points_for(chain: Chain, time_points: int | None, time_limit: float | N
                     iters_mu: int = ITERS_MU) -> int:
     """Points of the remaining-time grid on ``chain`` (0: the deadline priced only). None: the finest of
     :data:`~.timed.TIME_POINTS` (256, 128, 64) whose pass costs ≤ :data:`~.timed.TIMED_WORK` multiply–adds
-    (:func:`~.timed.timed_work`) and whose passes' least time (:func:`~.timed.timed_seconds`) fits ``time_limit``."""
+    (:func:`~.timed.timed_work`) and whose passes' predicted time (:func:`~.timed.timed_seconds`) fits
+    ``time_limit``."""
     if time_points is None:
         return next((g for g in TIME_POINTS if timed_work(chain, g) <= TIMED_WORK
                      and (time_limit is None or timed_seconds(chain, g, iters_mu) <= time_limit)), 0)
     return int(time_points)
-
-
-def timed_memory(chain: Chain, points: int) -> float:
-    """Peak bytes of the carried-deadline passes: three policy tables (two int32 per state and
-    time point) and one epoch's FFT operands (rows × time points × 2 quantities, six copies)."""
-    g1, l1 = float(points + 1), float(chain.L + 1)
-    rows = chain.M * chain.N + len(chain.kj) * chain.N
-    return 3 * 8.0 * chain.K * (chain.M + 1) * g1 * l1 + 6 * 8.0 * rows * g1 * 2 * 2 * l1
 
 
 def timed_memory_next(chain: Chain, buckets: int, time_points: int | None) -> float:
@@ -245,7 +214,10 @@ def _search_at(instance, chain: Chain, omega: float, iters_lam: int, iters_mu: i
         return multires_search(instance, chain, omega, iters_lam, iters_mu)
     s = lower_bound_search(chain, omega, 2, max(2, iters_mu - 2), lam0=warm.lam, mu0=warm.mu, step=1.5)
     if not s.lam_converged:
-        full = lower_bound_search(chain, omega, iters_lam, iters_mu, lam0=warm.lam, mu0=warm.mu)
+        try:
+            full = lower_bound_search(chain, omega, iters_lam, iters_mu, lam0=warm.lam, mu0=warm.mu)
+        except SearchStopped as exc:            # the warm-started passes are valid bounds too
+            raise SearchStopped(str(exc), s.passes + exc.passes) from None
         full.passes = s.passes + full.passes
         s = full
     return s
@@ -331,19 +303,21 @@ def adaptive_bounds(instance, buckets: int = START_BUCKETS, runs: int = RUNS, se
         warm-started from the last grid's multipliers) until the *estimated*
         width — LB against the upper bound predicted from the tuning seeds
         (:func:`_predicted_ucb`: their mean cost plus the confidence margin the
-        certification runs would add) — is ≤ ``width``, or ``time_limit``
-        would be passed by the next grid, or
+        certification runs would add) — is ≤ ``width``, or the next grid is
+        predicted to end after the deadline (:func:`next_grid_fits`), or
         the next grid exceeds the memory budget or ``max_buckets``
         (``refinement["stopped_by"]`` says which). Only then is the final
         policy certified, once, on the certification seed: the stopping rule
         never looks at the certification draws, so one certificate at the
         stated level is valid. None: one grid.
     time_limit : float, optional
-        Wall-clock seconds for the refinement (an outer stop: a grid once
-        started is finished, and the certification runs after it). An explicit
-        ``time_points`` whose first grid's carried passes cannot fit in it
-        (:func:`~deplbench.formulations.adaptive.timed.timed_seconds`) is refused
-        up front; a default one is not chosen.
+        Wall-clock seconds, the outer stop of the whole bracket (or an enclosing
+        deadline, a sweep task's stop, when that ends first): past it the result
+        has status ``time_limit``, the best proven lower bound so far and no
+        upper bound (what is guaranteed: :mod:`~deplbench.formulations.adaptive.budget`).
+        An explicit ``time_points`` whose first grid's carried passes
+        cannot fit in it (:func:`~deplbench.formulations.adaptive.timed.timed_seconds`)
+        is refused up front; a default one is not chosen.
     max_buckets : int, optional
         Finest grid the refinement may use (default :data:`MAX_BUCKETS`).
     progress : callable, optional
@@ -360,7 +334,8 @@ def adaptive_bounds(instance, buckets: int = START_BUCKETS, runs: int = RUNS, se
     -------
     AdaptiveBounds
         ``status``, one of :data:`BRACKET_STATUSES` (package docstring, "Statuses"):
-        "unreachable" (proven; when no epoch fits in Tmax or the optimistic chain's
+        "time_limit" (stopped by the deadline: the best proven bound so far, nothing
+        certified), "unreachable" (proven; when no epoch fits in Tmax or the optimistic chain's
         highest P(success) is below ω no search is run and LB = +inf; else the
         proven LB exceeds the dearest run any policy can have), "multipliers_ran_away",
         "bound_not_positive", "lambda_not_converged", "not_certified" or "certified".
@@ -382,16 +357,30 @@ def adaptive_bounds(instance, buckets: int = START_BUCKETS, runs: int = RUNS, se
     check_memory(memory_estimate(instance, buckets, runs, tune_runs),
                  f"adaptive-opt's loss grid and runs (buckets = {buckets}, K̄ = {instance.horizon}, "
                  f"runs = {max(runs, tune_runs)})", "use fewer buckets or runs")
+    state = Progress(now())
+    with deadline(time_limit):
+        try:
+            return _bracket(instance, buckets, runs, seed, confidence, tune_runs, rho, iters_lam, iters_mu, width,
+                            time_limit, max_buckets, progress, time_points, state)
+        except TimeLimitReached as exc:
+            return AdaptiveBounds(**stopped_fields(instance, state, exc, confidence, width, time_limit))
+
+
+def _bracket(instance, buckets: int, runs: int, seed: int, confidence: float, tune_runs: int, rho: float,
+             iters_lam: int, iters_mu: int, width: float | None, time_limit: float | None,
+             max_buckets: int | None, progress, time_points: int | None, state: Progress) -> AdaptiveBounds:
+    """The body of :func:`adaptive_bounds` under its deadline; what it finishes is kept in ``state``."""
     say = progress or (lambda line: None)
-    omega, t0 = float(instance.omega), _time.perf_counter()
+    omega, t0 = float(instance.omega), state.t0
     alpha = (1.0 - confidence) / 2.0                    # each of the two statements of the bracket
     level = 1.0 - alpha
-    opt = Chain(instance, buckets, optimistic=True)
+    opt = state.opt = Chain(instance, buckets, optimistic=True)
     reach, reach_err = best_success(opt)
-    g0 = time_points_for(opt, time_points, time_limit, iters_mu)     # a default G is chosen on the first grid
+    # a default G is chosen on the first grid, within the time left (the time limit, or an outer stop)
+    g0 = time_points_for(opt, time_points, left_or_none(), iters_mu)
     if time_points and time_limit is not None and timed_seconds(opt, g0, iters_mu) > time_limit:
         raise PlanError(f"time_points: {g0} time points at {buckets} buckets cost {timed_work(opt, g0):.2g} "
-                        f"multiply–adds per pass, at least {timed_seconds(opt, g0, iters_mu):.3g} s for the "
+                        f"multiply–adds per pass, about {timed_seconds(opt, g0, iters_mu):.3g} s for the "
                         f"grid's passes, beyond time_limit = {time_limit:g} s; use fewer time points or buckets "
                         f"(0: the deadline priced only; default: chosen where affordable)")
     time_points = g0        # and kept on finer grids (the refinement's clock weighs their passes)
@@ -410,6 +399,7 @@ def adaptive_bounds(instance, buckets: int = START_BUCKETS, runs: int = RUNS, se
                      "use fewer time points (--time-points 0: the deadline priced only)")
         # the deadline carried on every run (one P(fail)-only pass): a target the deadline
         # makes unreachable is proven so here, before any multiplier search can run away
+        check_time(f"adaptive-opt, before the deadline-aware reachability pass on {buckets} buckets")
         reach, reach_err = timed_best_success(opt, g0)
         timed_check = True
         if reach + reach_err < omega:
@@ -423,26 +413,29 @@ def adaptive_bounds(instance, buckets: int = START_BUCKETS, runs: int = RUNS, se
             p_success_lo=math.nan, certified=False, frontier=[], multipliers={},
             grid={"buckets": int(buckets), "loss_step": float(opt.h), "states": int(opt.K * opt.M * (opt.L + 1))},
             certification={}, tuning=[], work={"dp_passes": int(timed_check),
-                                               "total_s": _time.perf_counter() - t0},
+                                               "total_s": now() - t0},
             status="unreachable", message=line, messages=[line], confidence=confidence, omega=omega,
             refinement={"best_success": reach, "best_success_error": reach_err,
                         "time_points": g0 if timed_check else 0})
     target = tuning_target(omega, runs, tune_runs, level)
-    cap = MAX_BUCKETS if max_buckets is None else int(max_buckets)
-    levels: list[dict] = []
-    log: list = []
+    cap = state.cap = MAX_BUCKETS if max_buckets is None else int(max_buckets)
+    levels: list[dict] = state.levels
+    log: list = state.log
     warm, search, policy, est_ub, stopped = None, None, None, math.inf, "one grid"
     carried: tuple = ([], 0, 0)                         # the last carried-deadline passes, G, buckets
-    tune_s, sim_rate = 0.0, 1.0
+    grid_s: list[float] = []                            # each grid's search seconds
+    tune_s: list[float] = []                            # each tuning's seconds
+    sim_rate = math.inf                                 # tuning runs simulated per second
     n_passes, coarse_passes = int(timed_check), 0      # the deadline-aware check is a pass too
     pes = None
     kept_log: list = []                                 # the tuning entries of the policy certified
     b = int(buckets)
     while True:
-        t_level = _time.perf_counter()
+        t_level = now()
         if b != buckets:
-            opt = Chain(instance, b, optimistic=True)
+            opt = state.opt = Chain(instance, b, optimistic=True)
         search = _search_at(instance, opt, omega, iters_lam, iters_mu, warm)
+        state.priced.extend(light(search.passes))
         n_passes += len(search.passes)
         coarse_passes += search.coarse_passes
         warm = search.best
@@ -451,11 +444,13 @@ def adaptive_bounds(instance, buckets: int = START_BUCKETS, runs: int = RUNS, se
             check_memory(timed_memory(opt, g), f"adaptive-opt's carried deadline ({g} time points, {b} buckets)",
                          "use fewer time points (--time-points 0: the deadline priced only)")
             timed = timed_search(opt, omega, g, iters_mu + 2)
+            state.carried.extend(light(timed.passes))
             carried = better_carried(carried, timed, b)     # any grid's passes bound the same optimum
             n_passes += len(timed.passes)
         search.extra = carried[0]
         lb = search.bound()
-        t_lb = _time.perf_counter() - t_level
+        t_lb = now() - t_level
+        grid_s.append(t_lb)
         tuned = False
         est_w = (est_ub - lb) / lb if lb > 0 and math.isfinite(est_ub) else math.inf
         # re-tune when the target looks within reach, when the bound has stalled (the gap
@@ -463,16 +458,19 @@ def adaptive_bounds(instance, buckets: int = START_BUCKETS, runs: int = RUNS, se
         stalled = bool(levels) and lb - levels[-1]["lower_bound"] < 0.25 * (est_ub - lb)
         since = next((i for i, lv in enumerate(reversed(levels)) if lv["tuned"]), len(levels))
         if width is None or policy is None or est_w <= 2 * width or stalled or since >= 1:
+            t_tune = now()
             pes = Chain(instance, b, optimistic=False)
             policy, tl, est_ub, kept_log = _tune(instance, pes, search, warm, g, target, tune_runs, seed, rho, runs,
                                              alpha)
             log.extend(dict(t, buckets=b) for t in tl)
+            tune_s.append(now() - t_tune)
+            sim_rate = max(sum(t["runs"] for t in tl), 1) / max(tune_s[-1], 1e-9)
             tuned = True
             est_w = (est_ub - lb) / lb if lb > 0 and math.isfinite(est_ub) else math.inf
-        elapsed = _time.perf_counter() - t0
+        elapsed = now() - t0
         levels.append({"buckets": b, "lower_bound": lb, "upper_bound_estimate": est_ub, "width_estimate": est_w,
                        "tuned": tuned, "lambda_converged": search.lam_converged, "dp_passes": len(search.passes),
-                       "seconds": _time.perf_counter() - t_level})
+                       "seconds": now() - t_level})
         say(f"adaptive: {b} buckets: LB {lb:.6g}, UB ≈ {est_ub:.6g} (predicted from tuning runs), width ≈ "
             f"{100 * est_w:.3g} %, {elapsed:.1f} s")
         if width is None:
@@ -481,24 +479,23 @@ def adaptive_bounds(instance, buckets: int = START_BUCKETS, runs: int = RUNS, se
             stopped = "width"
             break
         nxt = b * REFINE
-        if tuned:
-            tune_s = _time.perf_counter() - t_level - t_lb
-            sim_rate = max(sum(t["runs"] for t in tl), 1) / max(tune_s, 1e-9)
-        reserve = runs / sim_rate + tune_s              # the certification and one more tuning
         if nxt > cap or chain_refused(instance, nxt, opt.st):   # a finer grid's kernels would not fit
             stopped = "max_buckets"
         elif (memory_estimate(instance, nxt, runs, tune_runs) > memory_budget_gib() * 2**30
               or timed_memory_next(opt, nxt, time_points) > memory_budget_gib() * 2**30):
             stopped = "memory_limit"
-        elif time_limit is not None and elapsed + 2.5 * t_lb + reserve > time_limit:
+        elif not next_grid_fits(time_left(), grid_s, tune_s, runs / sim_rate)[0]:
             stopped = "time_limit"
         else:
             b = nxt
             continue
         if not tuned:                                   # the policy of the finest grid
+            t_tune = now()
             pes = Chain(instance, b, optimistic=False)
             policy, tl, _, kept_log = _tune(instance, pes, search, warm, g, target, tune_runs, seed, rho, runs, alpha)
             log.extend(dict(t, buckets=b) for t in tl)
+            tune_s.append(now() - t_tune)
+            sim_rate = max(sum(t["runs"] for t in tl), 1) / max(tune_s[-1], 1e-9)
         break
     # the pass whose bound is reported (priced or carried): its multipliers and rounding are reported with it
     tm = opt.st.time_max
@@ -513,6 +510,7 @@ def adaptive_bounds(instance, buckets: int = START_BUCKETS, runs: int = RUNS, se
     if seen:
         c_max = min(c_max, BUDGET * seen[-1])
         policy = policy.with_budget(c_max)
+    check_certification(runs, runs / sim_rate, b)
     res = simulate(instance, policy, runs, seed, level)
     # The certified policy is the mix: give up at once with probability q, else run
     # the chain's policy π. The runs the index sequence keeps are i.i.d. runs of π
@@ -590,11 +588,12 @@ def adaptive_bounds(instance, buckets: int = START_BUCKETS, runs: int = RUNS, se
                        "largest_cost": c_max, "deadline_missed": int(res.deadline_missed.sum())},
         tuning=log,
         work={"dp_passes": n_passes + len(log), "coarse_dp_passes": coarse_passes, "grids_s": t_lb_total,
-              "total_s": _time.perf_counter() - t0},
+              "total_s": now() - t0},
         status=status, message=lines[0] if lines else "", messages=lines, confidence=confidence,
         refinement=refinement, omega=omega)
 
 
-__all__ = ["BRACKET_STATUSES", "BUDGET", "MAX_BUCKETS", "START_BUCKETS", "AdaptiveBounds", "adaptive_bounds",
+__all__ = ["BRACKET_STATUSES", "BUDGET", "GROWTH", "MAX_BUCKETS", "START_BUCKETS", "AdaptiveBounds",
+           "adaptive_bounds", "next_grid_fits",
            "cost_ucb", "largest_cost", "memory_estimate", "monotone_frontier", "time_points_for", "timed_memory",
            "tuning_target"]

@@ -20,6 +20,7 @@ from deplbench.formulations.adaptive.timed import TimeGrid, timed_dp
 from deplbench.formulations.evaluation.binomial import clopper_pearson_lower
 from deplbench.formulations.evaluation.closed_loop import STOP, ClosedLoopPolicy, Decision, simulate
 from deplbench.formulations.model.allocation import TIME_RTOL
+from deplbench.limits import check_time
 
 #: Factors of ``rho`` tried in turn when tuning the failure price alone does not
 #: reach the target success rate (runs that miss the deadline).
@@ -234,7 +235,9 @@ def _viable_mu(chain: Chain, lam: float, mu: float, steps: int = 12, points: int
 
 
 def _pass(chain: Chain, lam: float, mu: float, points: int | None) -> Pass:
-    """A pessimistic pass with its tables: priced (λ) or, with ``points``, the deadline carried."""
+    """A pessimistic pass with its tables: priced (λ) or, with ``points``, the deadline carried
+    (after checking the deadline, :func:`deplbench.limits.check_time`)."""
+    check_time(f"adaptive-opt's policy tuning, before a DP pass on {chain.i0} buckets")
     if points:
         return timed_dp(chain, mu, points, keep=True)
     return dp(chain, lam, mu, keep=True)
@@ -257,9 +260,10 @@ def tune_policy(instance, chain: Chain, lam: float, mu: float, target: float, tu
     grid of that many points; λ and ``rho`` unused).
     Returns (policy, tuning log, whether the target was met).
     """
-    log = []
+    log: list[dict] = []
 
     def run(pol, seed, what):
+        check_time(f"adaptive-opt's policy tuning, before simulation {len(log) + 1} ({tune_runs} runs)")
         r = simulate(instance, pol, tune_runs, seed)
         p_hat, c_hat = r.successes / r.runs, float(r.cost.mean())
         log.append({"mu": pol.pass_.mu, "rho": pol.rho, "give_up": pol.give_up, "seed": seed, "runs": tune_runs,

@@ -12,10 +12,28 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 import numpy as np
 
 from deplbench.formulations.adaptive.chain import Chain, Pass, dp
+from deplbench.limits import TimeLimitReached, check_time
+
+
+class SearchStopped(TimeLimitReached):
+    """The deadline (:mod:`deplbench.limits`) passed between two DP passes of a search.
+
+    ``passes`` are the passes the stopped search had made (with those of a
+    coarser grid it started from): each is a valid bound at every ω (weak
+    duality; the optimistic chain of any grid relaxes the same problem), so
+    the caller returns the best of them. ``carried`` says whether they carry
+    the deadline (:mod:`~deplbench.formulations.adaptive.timed`).
+    """
+
+    def __init__(self, message: str, passes: list, carried: bool = False):
+        super().__init__(message)
+        self.passes = list(passes)
+        self.carried = carried
 
 # --------------------------------------------------------------------------
 # the multiplier search (lower bound)
@@ -35,7 +53,20 @@ class Search:
     #: :mod:`~deplbench.formulations.adaptive.timed`): counted in :meth:`bound`, not in :attr:`best`.
     extra: list = field(default_factory=list)
 
+    #: Whether the passes carry the deadline (a :class:`~.timed.TimedSearch`).
+    carried: ClassVar[bool] = False
+
+    def check(self) -> None:
+        """The outer stop, read between two passes: raise :class:`SearchStopped` with the
+        passes so far once the deadline has passed."""
+        try:
+            check_time(f"adaptive-opt's multiplier search, before DP pass {len(self.passes) + 1} on "
+                       f"{self.chain.i0} buckets")
+        except TimeLimitReached as exc:
+            raise SearchStopped(str(exc), self.passes, carried=self.carried) from None
+
     def run(self, lam: float, mu: float) -> Pass:
+        self.check()
         p = dp(self.chain, lam, mu)
         self.passes.append(p)
         return p
@@ -154,6 +185,8 @@ def lower_bound_search(chain: Chain, omega: float, iters_lam: int = 6, iters_mu:
     tm = st.time_max
     lam = lam0 or lam_guess(chain)
     scale = st.cost_scale()
+    if not mu0:
+        s.check()
     mu = mu0 if mu0 else max(1e-10 * scale, dp(chain, lam, MU_PROBE * scale).cost)   # μ of the order of a run's cost
     lo, hi = 0.0, math.inf                         # E[T] > Tmax at lo, ≤ Tmax at hi
     refine = 0
@@ -201,7 +234,10 @@ def multires_search(instance, chain: Chain, omega: float, iters_lam: int, iters_
         return lower_bound_search(chain, omega, iters_lam, iters_mu)
     coarse = lower_bound_search(Chain(instance, buckets // COARSE, chain.optimistic), omega, iters_lam, iters_mu)
     c = coarse.best
-    fine = lower_bound_search(chain, omega, 2, max(2, iters_mu - 2), lam0=c.lam, mu0=c.mu, step=1.5)
+    try:
+        fine = lower_bound_search(chain, omega, 2, max(2, iters_mu - 2), lam0=c.lam, mu0=c.mu, step=1.5)
+    except SearchStopped as exc:       # the coarse passes are valid bounds too
+        raise SearchStopped(str(exc), coarse.passes + exc.passes) from None
     fine.coarse_passes = len(coarse.passes)
     if not fine.lam_converged and coarse.lam_converged:
         # the warm start's two steps may not re-close the bracket; the bound is valid anyway
@@ -209,5 +245,6 @@ def multires_search(instance, chain: Chain, omega: float, iters_lam: int, iters_
     return fine
 
 
-__all__ = ["BRACKET_STEPS", "COARSE", "LAM_JUMP", "LAM_RTOL", "MU_CAP", "MU_PROBE", "MU_RTOL", "Search", "best_mu",
+__all__ = ["BRACKET_STEPS", "COARSE", "LAM_JUMP", "LAM_RTOL", "MU_CAP", "MU_PROBE", "MU_RTOL", "Search",
+           "SearchStopped", "best_mu",
            "lam_guess", "lower_bound_search", "multires_search"]

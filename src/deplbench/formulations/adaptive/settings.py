@@ -69,7 +69,8 @@ SETTINGS: dict[str, Param] = {
                       "gives a valid bound", low=0),
     "width": Param(None, float, "target (UB − LB)/LB: refine the grid (×2 from buckets) until the estimated "
                    "width meets it (none: one grid)", low=0.0, low_inclusive=False, nullable=True, finite=True),
-    "time_limit": Param(None, float, "wall-clock seconds for the refinement to --width (an outer stop)",
+    "time_limit": Param(None, float, "wall-clock seconds, the outer stop of the whole bracket (status time_limit "
+                        "with the best proven bound so far); the refinement to --width plans its grids by it",
                         low=0.0, low_inclusive=False, nullable=True),
     "max_buckets": Param(MAX_BUCKETS, int, "finest grid the refinement may use", low=2),
     "time_points": Param(None, int, "points of the remaining-time grid on which the deadline is carried "

@@ -17,7 +17,14 @@ Status: ``feasible`` when the policy's P(success) ≥ ω is certified,
 ``infeasible`` when no policy reaches ω at all, proven (bracket status
 ``unreachable``: no epoch fits in Tmax, the optimistic chain's best
 P(success), deadline ignored or carried, is below ω, or the bound exceeds the
-dearest run any policy can have; no lower bound reported), ``no_solution``
+dearest run any policy can have; no lower bound reported), ``time_limit``
+when the time limit (``refine_time``, which ``solve --time-limit`` sets) or an
+outer stop (a sweep task's, :func:`~deplbench.benchmarks.tasks.solver_stop_s`)
+passed before the bracket was done: checked before every DP pass of the
+multiplier search and every tuning simulation, and the certification starts
+only when predicted to end in time; the best proven lower bound of the passes
+finished is kept, no upper bound (``cost`` None) and the message says what
+stopped it. ``no_solution``
 when the policy is not certified (the bound still holds) or the multipliers
 ran away (no lower bound reported), ``skipped`` on instances outside the method
 (:func:`~deplbench.formulations.adaptive.applies`), ``error`` when the loss
@@ -98,8 +105,8 @@ class AdaptiveOpt(Solver):
     #: declares them (the very Params: one set of defaults and limits), ``time_limit`` under
     #: the name ``refine_time``, and ω.
     #: The solve's clock is ``refine_time``, the bracket's own budget (as ``deplbench adaptive
-    #: --time-limit``): ``solve --time-limit`` sets it, an outer stop on the refinement to
-    #: ``width`` (the bracket stops refining before it, then certifies once).
+    #: --time-limit``): ``solve --time-limit`` sets it, the outer stop of the whole solve (status
+    #: ``time_limit`` with the bound so far), which the refinement to ``width`` also plans by.
     clock = "refine_time"
     parameters = {
         **{k: SETTINGS[k] for k in ("buckets", "runs", "tune_runs", "seed", "confidence", "rho", "iters_lam",
@@ -142,7 +149,9 @@ class AdaptiveOpt(Solver):
         # Only "unreachable" is a proof that no policy exists (the optimistic
         # chain's best P(success) is below ω); a policy that was not certified
         # proves nothing, and its cost bounds nothing.
-        status = "feasible" if b.certified else "infeasible" if b.status == "unreachable" else "no_solution"
+        # A run the deadline stopped keeps its proven bound and certifies nothing.
+        status = ("feasible" if b.certified else "infeasible" if b.status == "unreachable"
+                  else "time_limit" if b.status == "time_limit" else "no_solution")
         # a bound from multipliers that ran away is no cost reference
         lb = (b.lower_bound if math.isfinite(b.lower_bound) and b.lower_bound > 0
               and b.status not in ("multipliers_ran_away", "unreachable") else None)

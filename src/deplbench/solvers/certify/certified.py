@@ -81,6 +81,7 @@ from deplbench.solvers.certify.refine import (
     select_for_refinement,
     split_beta,
 )
+from deplbench.solvers.certify.result import NAME, bracket_events, bracket_result  # noqa: F401 - re-exported
 from deplbench.solvers.certify.settings import (  # noqa: F401 - the defaults, re-exported
     DEFAULT_CONFIDENCE,
     DEFAULT_GRID_SEEDS,
@@ -108,10 +109,13 @@ from deplbench.solvers.certify.tasks import (
     add_candidate,
     dask_map,
     is_deterministic,
+    not_started,
     parse_risk_grid,
     process_map,
     saa_task,
     sequential_map,
+    skipped_tests,
+    stop_instant,
     validate_candidates,
     validation_task,
 )
@@ -169,6 +173,14 @@ def certify(instance, settings: CertifySettings | None = None, *, candidates: Ma
           time is left; a validation test starting after 90 % of it is
           skipped (its plan is not certified; it still counts in T).
 
+        An outer deadline around the call (:func:`deplbench.limits.deadline`:
+        a sweep task's stop, :func:`~deplbench.benchmarks.tasks.solver_stop_s`)
+        is honoured the same way when it comes first: no SAA solve or
+        validation test starts after it (a test or solve already running
+        finishes, a solve within its own limit), stage 2 does not start, and
+        the record's ``stopped`` says what was cut; the bracket is then what
+        the finished work gives, still valid at its stated confidence.
+
     Returns
     -------
     dict
@@ -179,7 +191,8 @@ def certify(instance, settings: CertifySettings | None = None, *, candidates: Ma
         (UB − LB)/UB, ``confidence``, ``beta`` (the split of β), ``stages``
         (width after each stage, whether and why stage 2 ran), ``status``,
         ``message``, ``replications`` and ``candidates`` (every SAA optimum,
-        bound, test and timing) and ``runtime_s``.
+        bound, test and timing), ``runtime_s`` and ``stopped`` (None, or the
+        line saying what an outer deadline cut short).
 
     Raises
     ------
@@ -225,6 +238,12 @@ def certify(instance, settings: CertifySettings | None = None, *, candidates: Ma
         run.stages.append({"stage": 2, "ran": False, "reason": f"total_time_limit {total:g} s used up by "
                            "stage 1", "beta_lower": run.betas["lower_stages"][1],
                            "beta_upper": run.betas["upper_stages"][1]})
+    elif need and limits.expired():
+        need = False
+        run.cut.append("stage 2 not started")
+        run.stages.append({"stage": 2, "ran": False, "reason": f"time limit {limits.time_limit_s():g} s reached "
+                           "after stage 1", "beta_lower": run.betas["lower_stages"][1],
+                           "beta_upper": run.betas["upper_stages"][1]})
     elif refining and not need and width1 is not None:
         run.stages.append({"stage": 2, "ran": False, "reason": f"stage-1 width {100 * width1:.3g} % ≤ target "
                            f"{100 * target:.3g} %", "beta_lower": run.betas["lower_stages"][1],
@@ -259,11 +278,19 @@ class _Run:
     #: processes): SAA solves end by 80 % of it, no test starts after 90 %.
     ends_at: float | None = None
     tests_end: float | None = None
+    #: What an outer deadline cut short (:func:`_stops`), for the record's ``stopped``.
+    cut: list = field(default_factory=list)
 
     @property
     def validation_seed(self) -> int:
         """Seed of the stage-1 draws (stage 2: this plus 1)."""
         return self.settings.seed + VALIDATION_SEED_OFFSET
+
+
+def _count_cut(run: _Run, stop: str, what: str, n: int) -> None:
+    """Record ``n`` SAA solves or tests not started because of an outer deadline (``stop``)."""
+    if n and stop != "total_time_limit":
+        run.cut.append(f"{n} {what} not started")
 
 
 def _stage_one(run: _Run, candidates: Mapping[str, Plan] | None) -> tuple[dict, dict | None, list]:
@@ -272,9 +299,11 @@ def _stage_one(run: _Run, candidates: Mapping[str, Plan] | None) -> tuple[dict, 
     beta_l1, beta_u1 = run.betas["lower_stages"][0], run.betas["upper_stages"][0]
     tasks = saa_tasks(run.data, run.instance.omega, run.alpha, s.replications, s.scenarios, s.risk_grid,
                       s.grid_seeds, s.seed, s.time_limit, s.gap, stage=1)
+    ends, stop = stop_instant(run.ends_at, run.settings.total_time_limit)
     for task in tasks:
-        task["ends_at"] = run.ends_at
+        task["ends_at"], task["stop"] = ends, stop
     results, wall = run_saa(run.mapper, tasks)
+    _count_cut(run, stop, "SAA solves", not_started(results, stop))
     run.timing["saa_solves_wall"] += wall
     run.results += results
     run.reps = [r for r in results if r["role"] == "replication"]
@@ -286,8 +315,10 @@ def _stage_one(run: _Run, candidates: Mapping[str, Plan] | None) -> tuple[dict, 
         if key is not None:
             run.pool[key]["stage"] = 1
     t0 = time.perf_counter()
+    ends, stop = stop_instant(run.tests_end, run.settings.total_time_limit)
     judged, upper = judge(run.mapper, run.data, list(run.pool.values()), s.validation, run.validation_seed,
-                          beta_u1, run.exact, "stage 1", run.tests_end)
+                          beta_u1, run.exact, "stage 1", ends, stop)
+    _count_cut(run, stop, "validation tests", skipped_tests(judged, stop))
     run.timing["validation"] += time.perf_counter() - t0
     run.stages.append({"stage": 1, "lower": lower1["value"], "upper": upper["value"] if upper else None,
                        "width": _width(lower1["value"], upper), "beta_lower": beta_l1, "beta_upper": beta_u1,
@@ -306,9 +337,11 @@ def _stage_two(run: _Run, upper: dict | None, judged: list, width1: float | None
     first = s.seed + s.replications + len(s.risk_grid) * s.grid_seeds
     tasks2 = saa_tasks(run.data, run.instance.omega, run.alpha, s.refine_replications, s2, s.refine_risk_grid,
                        s.refine_grid_seeds, first, s.time_limit, s.gap, stage=2)
+    ends, stop = stop_instant(run.ends_at, run.settings.total_time_limit)
     for task in tasks2:
-        task["ends_at"] = run.ends_at
+        task["ends_at"], task["stop"] = ends, stop
     results2, wall = run_saa(run.mapper, tasks2)
+    _count_cut(run, stop, "stage-2 SAA solves", not_started(results2, stop))
     run.timing["saa_solves_wall"] += wall
     run.results += results2
     reps2 = [r for r in results2 if r["role"] == "replication"]
@@ -318,15 +351,18 @@ def _stage_two(run: _Run, upper: dict | None, judged: list, width1: float | None
     # Screen the new plans on the stage-1 draws (independent of the stage-2
     # draws): a selection aid, never a certificate.
     t0 = time.perf_counter()
+    ends, stop = stop_instant(run.tests_end, run.settings.total_time_limit)
     screened = validate_candidates(run.mapper, run.data, [run.pool[k] for k in new_keys], s.validation,
-                                    run.validation_seed, 1.0 - beta_u1, run.tests_end)
+                                    run.validation_seed, 1.0 - beta_u1, ends, stop)
     for c in screened:
         c["certified"], c["test"] = False, "screened on the stage-1 draws (no certificate)"
     chosen = select_for_refinement(judged + screened, upper["value"] if upper else None, run.alpha,
                                    s.refine_validation, beta_u2, s.refine_candidates)
+    ends, stop = stop_instant(run.tests_end, run.settings.total_time_limit)
     judged2, upper2 = judge(run.mapper, run.data, [_unjudged(c) for c in chosen], s.refine_validation,
                             run.validation_seed + 1, beta_u2, run.exact, "stage 2",
-                            run.tests_end) if chosen else ([], None)
+                            ends, stop) if chosen else ([], None)
+    _count_cut(run, stop, "stage-2 validation tests", skipped_tests(judged2, stop))
     run.timing["validation"] += time.perf_counter() - t0
     if upper2 is not None and (upper is None or upper2["value"] < upper["value"]):
         upper = upper2
@@ -366,6 +402,8 @@ def _bracket_record(run: _Run, lower: dict, upper: dict | None, judged: list, re
         "replications": [{k: v for k, v in r.items() if k != "plan"} for r in run.reps],
         "candidates": [{k: v for k, v in c.items() if k != "plan"} for c in judged],
         "settings": {**s.record(), "saa_heuristic_time": SAA_HEURISTIC_TIME},
+        "stopped": (f"time limit {limits.time_limit_s():g} s reached during the bracket: "
+                    + ", ".join(run.cut)) if run.cut else None,
         "runtime_s": {"total": time.perf_counter() - t_start, **run.timing,
                       "saa_solves_sum": sum(r["runtime_s"] for r in run.results),
                       "cpu": sum(r["cpu_s"] for r in run.results) + sum(c["cpu_s"] for c in judged)},
@@ -477,9 +515,12 @@ class MilpCertified(Solver):
     the problem infeasible (+∞, with certainty or at its stated confidence),
     else ``no_solution`` with the reason when no candidate could be certified
     (``lower_bound`` still set when LB exists).
+    ``time_limit`` when an outer deadline (a sweep task's stop) cut the
+    bracket short (``diagnostics["bracket"]["stopped"]`` says what): the
+    plan and bounds the finished work certifies, if any.
     """
 
-    name: ClassVar[str] = "milp-certified"
+    name: ClassVar[str] = NAME
     label: ClassVar[str] = "MILP bracket (certified)"
     description: ClassVar[str] = ("certified bracket on the chance-constrained optimum: LB from M SAA "
                                   "replications, plan = cheapest Clopper-Pearson-certified candidate")
@@ -532,47 +573,6 @@ def candidate_plans(instance, algorithms: str) -> tuple[dict[str, Plan], dict[st
         else:
             failed[name] = f"{res.status}: {res.message}"
     return plans, failed
-
-
-def bracket_events(bracket: dict) -> list:
-    """Anytime record of a bracket (reports/anytime.py): [elapsed s, UB, LB]
-    after each stage, then the final bracket (LB combined over the stages).
-
-    The bounds are the statistical ones of the bracket (each at its stage's
-    share of the confidence, the last at the stated joint confidence), not
-    deterministic solver bounds.
-    """
-    def num(v):
-        return float(v) if v is not None and math.isfinite(v) else None
-
-    events = [[round(float(s["elapsed_s"]), 6), num(s.get("upper")), num(s.get("lower"))]
-              for s in bracket.get("stages", ()) if "elapsed_s" in s]
-    total = (bracket.get("runtime_s") or {}).get("total")
-    upper = bracket.get("upper_bound") or {}
-    if total is not None:
-        events.append([round(float(total), 6), num(upper.get("value")),
-                       num((bracket.get("lower_bound") or {}).get("value"))])
-    return events
-
-
-def bracket_result(bracket: dict) -> SolveResult:
-    """The :class:`SolveResult` of ``milp-certified`` for a :func:`certify` record."""
-    upper, lower = bracket["upper_bound"], bracket["lower_bound"]
-    lb = lower["value"] if lower["value"] is not None and math.isfinite(lower["value"]) else None
-    diag = {"bracket": bracket, "certified": bracket["status"], "width": bracket["width"],
-            "anytime": bracket_events(bracket)}
-    if bracket["status"] == "error":       # no usable replication: no statement at all, never "infeasible"
-        return SolveResult(algorithm=MilpCertified.name, status="error", message=bracket["message"],
-                           diagnostics=diag)
-    if upper is None:
-        # infeasible only with the LB's proof (+inf: the SAA replication has no plan, at its
-        # confidence); no candidate certified is no plan found, not a proof (docs/DESIGN.md)
-        status = "infeasible" if bracket["status"] == "infeasible" else "no_solution"
-        return SolveResult(algorithm=MilpCertified.name, status=status, message=bracket["message"],
-                           lower_bound=lb, diagnostics=diag)
-    return SolveResult(algorithm=MilpCertified.name, status="feasible", message=bracket["message"],
-                       plan=parse_plan(upper["plan"]), cost=upper["value"], lower_bound=lb,
-                       gap=bracket["width"], diagnostics=diag)
 
 
 __all__ = ["certify", "candidate_names_refused", "CertifySettings", "CertifiedSettings", "MilpCertified",

@@ -161,13 +161,14 @@ def add_saa_plans(pool: dict, results: list[dict], stage: int) -> list[str]:
 
 
 def judge(mapper, data: dict, entries: list[dict], draws: int, vseed: int, beta_u: float, exact: bool,
-          validation_label: str, ends_at: float | None = None) -> tuple[list[dict], dict | None]:
+          validation_label: str, ends_at: float | None = None,
+          stop: str = "total_time_limit") -> tuple[list[dict], dict | None]:
     """Test every entry on the same ``draws`` fresh draws at β_U/T each (Bonferroni);
     the judged entries (cheapest first) and the cheapest certified one as an
     UB record, or None."""
     tests = max(1, len(entries))
     conf_each = 1.0 - beta_u / tests
-    judged = validate_candidates(mapper, data, entries, draws, vseed, conf_each, ends_at)
+    judged = validate_candidates(mapper, data, entries, draws, vseed, conf_each, ends_at, stop)
     for c in judged:
         c["test"] = validation_label
     judged.sort(key=lambda c: c["cost"])

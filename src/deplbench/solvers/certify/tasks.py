@@ -20,6 +20,7 @@ import math
 import time
 from collections.abc import Callable, Iterable
 
+from deplbench import limits
 from deplbench.errors import SolverError
 from deplbench.formulations.evaluation.binomial import CERTIFIED_FEASIBLE
 from deplbench.formulations.evaluation.evaluate import evaluate_plan
@@ -95,13 +96,13 @@ def saa_task(task: dict) -> dict:
     from deplbench.instances.model import parse_instance
 
     time_limit = task["time_limit"]
-    if task.get("ends_at") is not None:     # the bracket's total_time_limit, as a wall-clock instant
+    if task.get("ends_at") is not None:     # the bracket's total_time_limit or outer stop, a wall-clock instant
         left = task["ends_at"] - time.time()
         time_limit = left if time_limit is None else min(time_limit, left)
         if time_limit <= 0:
             return {"role": task["role"], "factor": task.get("factor"), "seed": task["seed"],
                     "omega": task["omega"], "scenarios": task["scenarios"], "status": "time_limit",
-                    "message": "total_time_limit reached before this SAA solve", "cost": None,
+                    "message": f"{task.get('stop', 'total_time_limit')} reached before this SAA solve", "cost": None,
                     "lower_bound": None, "plan": None, "runtime_s": 0.0, "cpu_s": 0.0}
     inst = parse_instance(task["instance"])
     if task["omega"] != inst.omega:
@@ -149,14 +150,14 @@ def validation_task(task: dict) -> dict:
     inst = parse_instance(task["instance"])
     t0, c0 = time.perf_counter(), time.process_time()
     late = task.get("ends_at") is not None and time.time() >= task["ends_at"]
-    # Past the bracket's total_time_limit: cost and constraints only (100 draws), never a certificate.
+    # Past the bracket's total_time_limit or outer stop: cost and constraints only (100 draws), never a certificate.
     ev = evaluate_plan(inst, parse_plan(task["plan"]), samples=100 if late else task["validation"],
                        seed=task["seed"], confidence=task["confidence"], trajectory=False)
     if late:
         return {"cost": ev.cost, "constraints_ok": ev.constraints_ok, "violation_count": ev.violation_count,
                 "draws": ev.samples, "violation_ub": ev.violation_ub, "validation_seed": task["seed"],
                 "test_confidence": task["confidence"], "certified": False,
-                "skipped": "total_time_limit reached before this test (not certified)",
+                "skipped": f"{task.get('stop', 'total_time_limit')} reached before this test (not certified)",
                 "runtime_s": time.perf_counter() - t0, "cpu_s": time.process_time() - c0}
     return {"cost": ev.cost, "constraints_ok": ev.constraints_ok, "violation_count": ev.violation_count,
             "draws": ev.samples, "violation_ub": ev.violation_ub, "validation_seed": task["seed"],
@@ -166,14 +167,44 @@ def validation_task(task: dict) -> dict:
 
 
 def validate_candidates(mapper, data, candidates, validation, seed, confidence_each,
-                        ends_at: float | None = None) -> list[dict]:
+                        ends_at: float | None = None, stop: str = "total_time_limit") -> list[dict]:
     """Judge every distinct candidate on the same N′ validation draws (a test
-    starting after ``ends_at``, a ``time.time()`` instant, is skipped)."""
+    starting after ``ends_at``, a ``time.time()`` instant, is skipped; ``stop``
+    names what set it, for the test's ``skipped`` line)."""
     tasks = [{"instance": data, "plan": c["plan"].to_dict(), "validation": validation, "seed": seed,
-              "confidence": confidence_each, "ends_at": ends_at} for c in candidates]
+              "confidence": confidence_each, "ends_at": ends_at, "stop": stop} for c in candidates]
     results = list(mapper(validation_task, tasks)) if tasks else []
     return [{**{k: v for k, v in c.items() if k != "plan"}, "plan": c["plan"].to_dict(), **r}
             for c, r in zip(candidates, results)]
+
+
+def stop_instant(share: float | None, total_time_limit: float | None) -> tuple[float | None, str]:
+    """The ``time.time()`` instant after which no SAA solve or test starts, and what sets it.
+
+    ``share`` is the share of ``total_time_limit`` a phase may use (an
+    instant, or None); the deadline in force (:func:`deplbench.limits.time_left`,
+    read on its clock: an outer stop around the solve, a sweep task's)
+    replaces it when it comes first. The solve's own deadline,
+    ``total_time_limit`` itself, is left to the shares. An instant on the
+    wall clock, because the tasks may run in other processes.
+    """
+    left = limits.time_left()
+    # the solve's own deadline is total_time_limit itself, which the shares already end before
+    if not math.isinf(left) and limits.time_limit_s() != total_time_limit:
+        at = time.time() + left
+        if share is None or at < share:
+            return at, f"time limit {limits.time_limit_s():g} s"
+    return share, "total_time_limit"
+
+
+def not_started(results: list[dict], stop: str) -> int:
+    """SAA solves skipped because ``stop`` had passed (:func:`saa_task`)."""
+    return sum(r.get("message") == f"{stop} reached before this SAA solve" for r in results)
+
+
+def skipped_tests(judged: list[dict], stop: str) -> int:
+    """Validation tests skipped because ``stop`` had passed (:func:`validation_task`)."""
+    return sum(str(c.get("skipped", "")).startswith(f"{stop} reached") for c in judged)
 
 
 def add_candidate(pool: dict, plan: Plan, label: str, role: str, omega) -> str | None:
@@ -188,5 +219,5 @@ def add_candidate(pool: dict, plan: Plan, label: str, role: str, omega) -> str |
 
 
 __all__ = ["Mapper", "process_map", "dask_map", "is_deterministic", "parse_risk_grid", "saa_task",
-           "validation_task",
+           "validation_task", "stop_instant", "not_started", "skipped_tests",
            "SAA_HEURISTIC_TIME", "add_candidate", "bound_value", "sequential_map", "validate_candidates"]

@@ -1,0 +1,210 @@
+"""The adaptive reference, part 6: what a bracket may spend — memory and time.
+
+Memory is estimated from the shapes before anything is allocated
+(:func:`memory_estimate`, :func:`timed_memory`). Time: the bracket's
+``time_limit`` is the outer stop of the whole solve, read with any
+enclosing deadline (a sweep task's stop) on :func:`deplbench.limits.now`,
+whose clock a test can inject (:func:`deplbench.limits.use_clock`). Every
+DP pass and tuning simulation checks it before it starts; a stopped run
+keeps what it finished (:class:`Progress`, :func:`stopped_fields`), and the
+refinement starts a grid only when its predicted end fits (:func:`next_grid_fits`).
+
+What is guaranteed: past the deadline no DP pass, tuning simulation or
+grid starts, and the result has status ``time_limit`` with the best lower
+bound of the passes finished (each one proven) and no upper bound; the
+certification, one simulation finished once started, starts only when
+predicted to end in time (:func:`check_certification`). A run therefore
+passes its limit by at most one DP pass or tuning simulation, or the error
+of that prediction. Other guarantees: package docstring
+(:mod:`deplbench.formulations.adaptive`).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field, replace
+
+from deplbench.formulations.adaptive.certify import frontier_levels
+from deplbench.formulations.adaptive.chain import Chain, jump_rise
+from deplbench.formulations.adaptive.search import Search, SearchStopped
+from deplbench.limits import TimeLimitReached, check_time, now, time_left, time_limit_s
+
+#: Bytes per simulated run kept until the end (loss, cost, time, epochs, flags), counted twice
+#: (the blocks and their concatenation).
+RUN_BYTES = 2 * (4 * 8 + 4)
+
+
+def memory_estimate(instance, buckets: int, runs: int, tune_runs: int) -> float:
+    """Peak bytes of :func:`~.bracket.adaptive_bounds` at one grid, estimated from the shapes alone.
+
+    The largest arrays: the pessimistic chain's policy tables (action int32 and three
+    float32 remaining-time moments per state, (K̄, |M| + 1, L + 1)), three of them alive
+    while the policy is tuned plus one for the certified policy; one DP epoch's stacked
+    FFT operands (|M|·|N| rows of five quantities over an FFT length ≤ 2(L + 1), real,
+    complex and output copies); the simulated runs' records. L is the grid's buckets
+    plus the switch-jump headroom, computed as :class:`~deplbench.formulations.adaptive.chain.Chain`
+    does (no kernel is built).
+    """
+    K, M, N = int(instance.horizon), len(instance.models), int(instance.n_clusters)
+    span = float(instance.initial_loss - instance.loss_max)
+    rise = jump_rise(instance, M)
+    L1 = float(buckets) * (1.0 + rise / span) + 2.0 if span > 0 else float(buckets) + 2.0
+    tables = 4 * 16.0 * K * (M + 1) * L1
+    fft = 6 * 8.0 * M * N * 5 * 2 * L1
+    sims = RUN_BYTES * float(max(runs, tune_runs))
+    return tables + fft + sims
+
+
+def timed_memory(chain: Chain, points: int) -> float:
+    """Peak bytes of the carried-deadline passes: three policy tables (two int32 per state and
+    time point) and one epoch's FFT operands (rows × time points × 2 quantities, six copies)."""
+    g1, l1 = float(points + 1), float(chain.L + 1)
+    rows = chain.M * chain.N + len(chain.kj) * chain.N
+    return 3 * 8.0 * chain.K * (chain.M + 1) * g1 * l1 + 6 * 8.0 * rows * g1 * 2 * 2 * l1
+
+
+def monotone_frontier(search, omega: float) -> list[dict]:
+    """The proven frontier at :func:`frontier_levels`: at each level the best bound at that
+    level or any looser one (the optimum does not decrease with the required P(success))."""
+    out, best = [], -math.inf
+    for w in frontier_levels(omega):
+        best = max(best, search.bound(w))
+        out.append({"omega": w, "lower_bound": best})
+    return out
+
+
+#: Least factor by which the refinement predicts a grid's search time to grow on the next,
+#: twice finer grid (a pass is an FFT correlation per row: a little over ×2); the measured
+#: ratio of the last two grids replaces it when larger (:func:`next_grid_fits`).
+GROWTH = 2.5
+
+
+def next_grid_fits(left: float, grid_s: list[float], tune_s: list[float], cert_s: float) -> tuple[bool, float]:
+    """Whether the refinement may start the next grid, and the seconds it predicts for the rest.
+
+    The rest is the next grid's search and tuning, and the final certification
+    (done once, at the end, whatever the grid): g × (``grid_s[-1]`` +
+    ``tune_s[-1]``) + ``cert_s``, with g = max(:data:`GROWTH`,
+    ``grid_s[-1] / grid_s[-2]``) — the growth of the search time measured
+    between the last two grids, which under a machine's load can exceed the
+    arithmetic's ×2. The tuning is scaled by the same g: its DP passes grow
+    as the search's do, its simulations do not, so this errs on the long side.
+
+    Parameters
+    ----------
+    left : float
+        Seconds until the deadline (:func:`deplbench.limits.time_left`: the
+        bracket's ``time_limit`` or an outer stop, whichever ends first; inf without one).
+    grid_s : list of float
+        Seconds of each grid's multiplier searches so far (the last grid's last).
+    tune_s : list of float
+        Seconds of each tuning so far (the last one's last; empty: none yet).
+    cert_s : float
+        Predicted seconds of the certification: its runs at the simulation rate
+        of the last tuning (whose time includes its DP passes: again on the long side).
+
+    Returns
+    -------
+    (bool, float)
+        True when the prediction ends within ``left``; the prediction.
+
+    Notes
+    -----
+    What it guarantees: the refinement never *starts* a grid predicted to
+    end, certification included, after the deadline. The prediction comes
+    from times measured in the same run; every DP pass and tuning simulation
+    still checks the deadline before it starts (:func:`~.bracket.adaptive_bounds`).
+    """
+    ratio = grid_s[-1] / grid_s[-2] if len(grid_s) >= 2 and grid_s[-2] > 0 else 0.0
+    need = max(GROWTH, ratio) * (grid_s[-1] + (tune_s[-1] if tune_s else 0.0)) + cert_s
+    return need <= left, need
+
+
+def check_certification(runs: int, cert_s: float, buckets: int) -> None:
+    """Refuse to start the certification past the deadline or when it is predicted to end after it.
+
+    The certification is one simulation of ``runs`` runs, finished once
+    started, so it starts only when its predicted ``cert_s`` seconds (the runs
+    at the tuning's simulation rate) fit in the time left.
+
+    Raises
+    ------
+    TimeLimitReached
+        The deadline passed, or ``cert_s`` exceeds the time left (the message says both numbers).
+    """
+    check_time(f"adaptive-opt, before certifying the policy of {buckets} buckets")
+    left = time_left()
+    if cert_s > left:
+        raise TimeLimitReached(f"time limit {time_limit_s():g} s: certifying the policy on {runs} runs would take "
+                               f"about {cert_s:.3g} s at the tuning's rate, beyond the {max(left, 0.0):.3g} s left")
+
+
+def left_or_none() -> float | None:
+    """Seconds until the deadline in force, None without one."""
+    left = time_left()
+    return None if math.isinf(left) else max(left, 0.0)
+
+
+@dataclass
+class Progress:
+    """What the bracket has finished so far, for the result of a stopped run (:func:`stopped_fields`)."""
+
+    t0: float
+    #: The optimistic chain of the grid being worked on.
+    opt: Chain | None = None
+    #: Every finished DP pass of the multiplier searches, priced and carried (tables dropped):
+    #: each is a valid lower bound at every ω, whatever its grid.
+    priced: list = field(default_factory=list)
+    carried: list = field(default_factory=list)
+    levels: list = field(default_factory=list)
+    log: list = field(default_factory=list)
+    cap: int | None = None
+
+
+def light(passes) -> list:
+    """Passes without their policy tables (only their bounds are read)."""
+    return [replace(p, action=None, remaining=None) for p in passes]
+
+
+def stopped_fields(instance, state: Progress, exc: TimeLimitReached, confidence: float, width: float | None,
+                   time_limit: float | None) -> dict:
+    """The fields of the :class:`~.bracket.AdaptiveBounds` of a run the deadline stopped:
+    status ``time_limit``, the best lower bound of every pass finished (each is valid;
+    :class:`~.search.SearchStopped` hands over those of the search it stopped), no upper
+    bound (no policy certified), and one line saying what stopped it and what is kept."""
+    omega = float(instance.omega)
+    priced, carried = list(state.priced), list(state.carried)
+    if isinstance(exc, SearchStopped):
+        (carried if exc.carried else priced).extend(light(exc.passes))
+    opt = state.opt
+    proven = priced + carried
+    lower, best, frontier = -math.inf, None, []
+    if opt is not None and proven:
+        tm = opt.st.time_max
+        best = max(proven, key=lambda p: p.bound(omega, tm))
+        lower = best.bound(omega, tm)
+        frontier = monotone_frontier(Search(opt, omega, passes=priced, extra=carried), omega)
+    kept = (f"the lower bound {lower:.6g} of the best of {len(proven)} DP passes finished is kept (proven)"
+            if math.isfinite(lower) else "no DP pass finished, so no lower bound")
+    line = f"{exc}; {kept}; no upper bound (no policy certified)"
+    line = line.replace("; no plan;", ";")
+    levels = state.levels
+    return dict(
+        lower_bound=lower, upper_bound=math.nan, cost_mean=math.nan, p_success=math.nan, p_success_lo=math.nan,
+        certified=False, frontier=frontier,
+        multipliers={} if best is None else {
+            "lambda": best.lam, "mu": best.mu, "rounding_bound": best.err,
+            "lower_bound_source": "carried" if any(best is p for p in carried) else "priced",
+            "deadline": "carried" if carried else "priced (E[T] ≤ Tmax relaxation)"},
+        grid={} if opt is None else {"buckets": int(opt.i0), "loss_step": float(opt.h),
+                                     "states": int(opt.K * opt.M * (opt.L + 1))},
+        certification={}, tuning=state.log,
+        work={"dp_passes": len(proven), "grids_s": sum(lv["seconds"] for lv in levels),
+              "total_s": now() - state.t0},
+        status="time_limit", message=line, messages=[line], confidence=confidence, omega=omega,
+        refinement={"width_target": width, "stopped_by": "time_limit", "levels": levels, "time_limit": time_limit,
+                    "max_buckets": state.cap if width is not None else None})
+
+
+__all__ = ["GROWTH", "RUN_BYTES", "Progress", "check_certification", "left_or_none", "light", "memory_estimate",
+           "monotone_frontier", "next_grid_fits", "stopped_fields", "timed_memory"]

@@ -1,0 +1,193 @@
+"""The adaptive bracket's clock: its time limit (and any outer stop) stops the whole solve.
+
+Every test runs on an injected clock (:func:`deplbench.limits.use_clock`) that
+only the test advances — by a set number of seconds per DP pass, tuning
+simulation or grid — so each decision is proven without real timing and
+holds on any machine at any load.
+"""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from deplbench import limits
+from deplbench.formulations.adaptive import bracket, certify, search
+from deplbench.formulations.adaptive.bracket import GROWTH, adaptive_bounds, next_grid_fits
+from deplbench.instances.model import parse_instance
+from deplbench.solvers.run import solve
+from tests.cli.test_cli_adaptive_options import TINY
+
+SMALL = dict(buckets=60, runs=1000, tune_runs=500)
+
+
+class FakeClock:
+    """Seconds that pass only when the test says so."""
+
+    def __init__(self) -> None:
+        self.t = 0.0
+
+    def __call__(self) -> float:
+        return self.t
+
+    def advance(self, seconds: float) -> None:
+        self.t += seconds
+
+
+@pytest.fixture
+def inst():
+    return parse_instance(TINY)
+
+
+@pytest.fixture
+def clock():
+    fake = FakeClock()
+    with limits.use_clock(fake):
+        yield fake
+
+
+def _timed_passes(monkeypatch, clock, seconds: float) -> list:
+    """Every priced DP pass of the search costs ``seconds`` on ``clock``; the passes made, in order."""
+    made = []
+    real = search.dp
+
+    def dp(chain, lam, mu, keep=False):
+        p = real(chain, lam, mu, keep)
+        made.append((chain, p))
+        clock.advance(seconds)
+        return p
+
+    monkeypatch.setattr(search, "dp", dp)
+    return made
+
+
+def test_the_time_limit_stops_one_grid_between_dp_passes_and_keeps_the_best_bound(inst, clock, monkeypatch):
+    """adaptive-opt's default (one grid, no width): ``solve --time-limit`` stops the search,
+    status time_limit, the best proven bound of the passes finished, no upper bound."""
+    full = solve(inst, "adaptive-opt", evaluate=False, **SMALL)
+    assert full.status == "feasible" and full.lower_bound is not None       # unstopped: certified
+    made = _timed_passes(monkeypatch, clock, 1.0)
+    res = solve(inst, "adaptive-opt", evaluate=False, refine_time=5.5, **SMALL)
+    assert res.status == "time_limit" and res.cost is None and res.plan is None, res.message
+    # six passes at 1 s each (the first, μ's probe, is no bound): stopped before the seventh
+    assert len(made) == 6 and clock.t == 6.0
+    tm = made[0][0].st.time_max
+    kept = max(p.bound(inst.omega, tm) for _, p in made[1:])
+    assert res.lower_bound == kept and 0 < kept <= full.lower_bound
+    assert "\n" not in res.message
+    assert res.message.startswith("time limit 5.5 s reached (adaptive-opt's multiplier search, before DP pass 6 "
+                                  "on 60 buckets)")
+    assert "lower bound" in res.message and "no upper bound (no policy certified)" in res.message
+    d = res.diagnostics
+    assert d["status"] == "time_limit" and d["certified"] is False and not d["certification"]
+    assert d["refinement"]["stopped_by"] == "time_limit"
+    # the frontier is proven too: at ω it is the bound kept
+    at_omega = [f["lower_bound"] for f in d["frontier"] if f["omega"] == pytest.approx(inst.omega)]
+    assert at_omega == [kept]
+
+
+def test_a_deadline_before_any_pass_keeps_no_bound(inst, clock, monkeypatch):
+    _timed_passes(monkeypatch, clock, 1.0)
+    clock.advance(100.0)
+    with limits.deadline(50.0):
+        clock.advance(60.0)
+        b = adaptive_bounds(inst, **SMALL)
+    assert b.status == "time_limit" and b.lower_bound == -math.inf and not b.certified
+    assert "no DP pass finished, so no lower bound" in b.message
+    res = solve(inst, "adaptive-opt", evaluate=False, refine_time=1e-9, **SMALL)
+    assert res.status == "time_limit" and res.lower_bound is None and res.cost is None
+
+
+@pytest.mark.slow
+def test_the_time_limit_stops_between_tuning_simulations(inst, clock, monkeypatch):
+    """The search finished (its bound kept whole); the tuning is stopped between simulations."""
+    full = adaptive_bounds(inst, **SMALL)
+    sims = []
+    real = certify.simulate
+
+    def simulate(instance, policy, runs, seed, *args, **kwargs):
+        sims.append(seed)
+        clock.advance(100.0)
+        return real(instance, policy, runs, seed, *args, **kwargs)
+
+    monkeypatch.setattr(certify, "simulate", simulate)
+    b = adaptive_bounds(inst, time_limit=150.0, **SMALL)
+    assert len(sims) == 2 and b.status == "time_limit" and not b.certified
+    assert b.message.startswith("time limit 150 s reached (adaptive-opt's policy tuning, before simulation 3 ")
+    assert b.lower_bound == full.lower_bound          # every pass of the search finished
+    assert b.to_dict()["upper_bound"] is None
+
+
+@pytest.mark.slow
+def test_the_certification_starts_only_when_predicted_to_end_in_time(inst, clock, monkeypatch):
+    """Tuning simulations cost 1 s each on the clock: the certification's runs are predicted
+    at that rate and it is not started when they would end after the limit."""
+    sims = []
+    real = certify.simulate
+
+    def simulate(instance, policy, runs, seed, *args, **kwargs):
+        sims.append(runs)
+        clock.advance(1.0)
+        return real(instance, policy, runs, seed, *args, **kwargs)
+
+    monkeypatch.setattr(certify, "simulate", simulate)
+    free = adaptive_bounds(inst, **SMALL)
+    assert free.certified
+    tuned_at = clock.t                              # tuning took len(sims) s, the rest none
+    rate = sum(sims) / len(sims)                    # runs per second
+    cert_s = SMALL["runs"] / rate
+    clock.t = 0.0
+    short = adaptive_bounds(inst, time_limit=tuned_at + 0.5 * cert_s, **SMALL)
+    assert short.status == "time_limit" and not short.certified
+    assert f"certifying the policy on {SMALL['runs']} runs would take about {cert_s:.3g} s" in short.message
+    assert short.lower_bound == free.lower_bound
+    clock.t = 0.0
+    enough = adaptive_bounds(inst, time_limit=tuned_at + 1.5 * cert_s, **SMALL)
+    assert enough.certified and enough.upper_bound == free.upper_bound
+
+
+@pytest.mark.parametrize("grid_s,tune_s,cert_s,need", [
+    ([1.0], [0.5], 1.0, GROWTH * (1.0 + 0.5) + 1.0),          # one grid: the least growth
+    ([1.0, 2.0], [0.5], 0.0, GROWTH * (2.0 + 0.5)),           # ×2 measured: still the least growth
+    ([1.0, 4.0], [0.5], 0.0, 4.0 * (4.0 + 0.5)),              # ×4 measured (a loaded machine): ×4
+    ([1.0, 4.0], [0.5, 1.5], 2.0, 4.0 * (4.0 + 1.5) + 2.0),   # the last tuning's time, the certification's
+    ([2.0, 1.0], [], 0.0, GROWTH * 1.0),                      # a faster grid is not extrapolated down
+])
+def test_the_next_grid_is_started_only_when_predicted_to_end_in_time(grid_s, tune_s, cert_s, need):
+    assert next_grid_fits(need, grid_s, tune_s, cert_s) == (True, pytest.approx(need))
+    assert next_grid_fits(need * (1 - 1e-9), grid_s, tune_s, cert_s)[0] is False
+    assert next_grid_fits(math.inf, grid_s, tune_s, cert_s)[0] is True
+
+
+def test_the_refinement_never_starts_a_grid_predicted_to_end_after_the_limit(inst, clock, monkeypatch):
+    """Grids whose search takes 1, 4, 16 s (×4 each: a machine under load) and tunings of
+    1 s: after the second grid the measured ×4 predicts the third to end after the limit
+    of 20 s, so the refinement stops there and certifies, within the limit. (A rule with a
+    fixed ×2.5 would have started the third grid and ended past 22 s.)"""
+    real_search, real_tune, real_sim = bracket._search_at, bracket._tune, bracket.simulate
+    grids, rate = [], {}
+
+    def search_at(instance, chain, *args, **kwargs):
+        s = real_search(instance, chain, *args, **kwargs)
+        clock.advance(4.0 ** len(grids))
+        grids.append(chain.i0)
+        return s
+
+    def tune(*args, **kwargs):
+        out = real_tune(*args, **kwargs)
+        clock.advance(1.0)
+        rate["runs/s"] = sum(t["runs"] for t in out[1]) / 1.0
+        return out
+
+    def simulate(instance, policy, runs, *args, **kwargs):      # the certification, at the tuning's rate
+        clock.advance(runs / rate["runs/s"])
+        return real_sim(instance, policy, runs, *args, **kwargs)
+
+    monkeypatch.setattr(bracket, "_search_at", search_at)
+    monkeypatch.setattr(bracket, "_tune", tune)
+    monkeypatch.setattr(bracket, "simulate", simulate)
+    b = adaptive_bounds(inst, buckets=30, runs=1000, tune_runs=500, width=1e-6, time_limit=20.0)
+    assert grids == [30, 60] and b.refinement["stopped_by"] == "time_limit"
+    assert b.certified and b.status != "time_limit"
+    assert clock.t <= 20.0
