@@ -51,7 +51,7 @@ REFUSED = {
                                 "models[0].improvement: "),
     "empirical 1e308": (_imp({"kind": "empirical", "samples": [1e308, 1e308]}), "models[0].improvement: "),
     "student-t df 0.01": (lambda d: d["switches"][1].update(jump={"kind": "student_t", "df": 0.01, "scale": 1}),
-                          "switches[1].jump: "),
+                          "switches[1].jump.student_t.df: "),
     "loss_scale 1e308": (lambda d: d["models"][0].update(loss_scale=1e308), "models[0].loss_scale: "),
     "omega 1e-320": (lambda d: d.update(omega=1e-320), "omega: "),
     "omega 1e-300": (lambda d: d.update(omega=1e-300), "omega: "),
