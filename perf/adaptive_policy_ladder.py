@@ -79,8 +79,11 @@ class Ladder(AdaptivePolicy):
         self.lo = self.zero if late_only else 0
         self.safety = float(safety)
         self.priced_tabs = [self.chain.st.priced(p.lam)[:2] for p in passes]
+        self.acts = [p.action for p in passes if p.action is not None]
+        self.rems = [p.remaining for p in passes if p.remaining is not None]
+        assert len(self.acts) == len(self.rems) == len(passes)           # every pass keeps its tables
         ch = self.chain
-        root_rem = passes[zero].remaining[0, ch.M, ch.i0].astype(float)        # type: ignore[index]
+        root_rem = self.rems[zero][0, ch.M, ch.i0].astype(float)
         self.calib = self._stat(root_rem[None, :])[0] / (ch.st.time_max / (1 + TIME_RTOL))
         self.counts = np.zeros(len(passes), dtype=np.int64)
         self.changed = 0                  # decisions whose action differs from the λ* table's
@@ -93,16 +96,17 @@ class Ladder(AdaptivePolicy):
     def _table_actions(self, state, k, m, b):
         tau = self.chain.st.time_max / (1 + TIME_RTOL) - state.time
         cands = range(self.lo, len(self.passes))
-        stats = np.stack([self._stat(self.passes[j].remaining[k, m, b].astype(float)) for j in cands])  # type: ignore[index]
-        fits = stats <= (self.calib * self.safety * tau)[None, :]
+        stats = np.stack([self._stat(self.rems[j][k, m, b].astype(float)) for j in cands])
+        # the relative slack keeps the root on λ* (stat₀ / τ₀ · τ₀ may round below stat₀)
+        fits = stats <= (self.calib * self.safety * tau * (1.0 + 1e-9))[None, :]
         # the cheapest table (smallest λ) that fits; the dearest when none does
         j = np.where(fits.any(axis=0), np.argmax(fits, axis=0), len(cands) - 1) + self.lo
         self.counts += np.bincount(j, minlength=len(self.passes))
         act = np.empty(j.size, dtype=np.int64)
         for t in np.unique(j):
             sel = j == t
-            act[sel] = self.passes[t].action[k, m, b[sel]]                       # type: ignore[index]
-        self.changed += int(np.count_nonzero(act != self.passes[self.zero].action[k, m, b]))  # type: ignore[index]
+            act[sel] = self.acts[t][k, m, b[sel]]
+        self.changed += int(np.count_nonzero(act != self.acts[self.zero][k, m, b]))
         return act, j
 
     def _epoch_allocation(self, state, go, k, m, b, a, where, m2, n2) -> np.ndarray:
@@ -111,7 +115,7 @@ class Ladder(AdaptivePolicy):
         out = np.empty(jg.size)
         for t in np.unique(jg):
             sel = jg == t
-            rem = self.passes[t].remaining[k, m, bg[sel]].astype(float)         # type: ignore[index]
+            rem = self.rems[t][k, m, bg[sel]].astype(float)
             x_t, tc_t = self.priced_tabs[t]
             ms, ns = m2[sel], n2[sel]
             left = st.time_max / (1 + TIME_RTOL) - elapsed[sel] - rem[:, 1]
@@ -206,9 +210,10 @@ def main() -> None:
                             diff = pol_l.changed / max(1, pol_l.counts.sum())
                             if p >= target:       # below the target no give-up share can make up for it
                                 rows.append((c / p, ratio, J, mu_rule, stat, late, safety))
+                            below = "" if p >= target else " (below target)"
                             print(f"ρ {ratio:g} J {J} μ {mu_rule} stat {stat} {'late' if late else 'both'} "
                                   f"safety {safety:g}: P(success) {p:.4f}, mean cost {c:.2f}, cost/P(success) "
-                                  f"{c / p:.2f}{'' if p >= target else ' (below target)'} ({100 * (c / p / score0 - 1):+.2f} % vs current, "
+                                  f"{c / p:.2f}{below} ({100 * (c / p / score0 - 1):+.2f} % vs current, "
                                   f"{100 * (c / p / lb - 1):+.2f} % of LB; decisions off λ*'s table {100 * off:.1f} %, "
                                   f"acting otherwise {100 * diff:.2f} %; "
                                   f"ladder {len(passes) - 1} passes, {dpt:.0f} CPU-s)", flush=True)
