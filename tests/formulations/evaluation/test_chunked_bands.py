@@ -113,12 +113,16 @@ def test_the_default_eval_samples_on_a_random_instance_of_horizon_3000_are_accep
     assert not evaluate_module._bands_kept(DEFAULT_EVAL_SAMPLES, 3000, evaluate_module.MEMORY_BUDGET)
     cls = check_solve_arguments(inst, "depl", True, DEFAULT_EVAL_SAMPLES, 0)
     assert cls.name == "depl"
-    # beyond what fits beside one block of 25,000 × 3001 values: a one-line refusal naming the argument
+    # beyond what fits beside one block of 25,000 × 3001 values, with chunks of ⌈3001 / 64⌉ = 47 columns
+    # (at most MAX_BAND_CHUNKS re-simulations): a one-line refusal naming the argument
+    assert evaluate_module.MAX_BAND_CHUNKS == 64
     with pytest.raises(SolverError, match=r"^eval_samples: 20000000 trajectories of up to K̄ = 3000 epochs "
-                                          r"\(the longest plan the instance allows\) need 2.27 GiB with the per-epoch "
-                                          r"bands \(budget 2 GiB\); use at most 10840114 samples$"):
+                                          r"\(the longest plan the instance allows\) need 16 GiB with the per-epoch "
+                                          r"bands \(budget 2 GiB\); use at most 451671 samples$"):
         check_solve_arguments(inst, "depl", True, 20_000_000, 0)
-    assert check_solve_arguments(inst, "depl", True, 10_840_114, 0) is cls
+    assert check_solve_arguments(inst, "depl", True, 451_671, 0) is cls
+    with pytest.raises(SolverError, match="use at most 451671 samples"):
+        check_solve_arguments(inst, "depl", True, 451_672, 0)
 
 
 def test_the_sweep_check_is_the_evaluators_rule():
@@ -132,3 +136,27 @@ def test_the_sweep_check_is_the_evaluators_rule():
         check_evaluation_memory(20_000_000, 3000, True, field="sweep.evaluation.samples", error=SolverError,
                                 up_to=True)
     assert msg == f"{same.value} (instances[0])"
+
+
+def test_the_bands_are_never_computed_in_more_than_max_band_chunks(monkeypatch):
+    # each chunk re-simulates every trajectory: a budget that leaves room for fewer than
+    # ⌈(K + 1) / MAX_BAND_CHUNKS⌉ columns is refused rather than run (K + 1) / 2 times over
+    monkeypatch.setattr(evaluate_module, "_BLOCK", 100)
+    n = 500
+    inst = _instance(horizon=200)
+    p = plan([("m", "A", 0.05)] * 65 + [("p", "A", 0.05)] * 65, {"A": ["d0"]})
+    width = p.n_epochs + 1
+    assert -(-width // evaluate_module.MAX_BAND_CHUNKS) == 3
+    base = n * 16 + 100 * width * 24
+    sizes = _counting(monkeypatch)
+    with memory_budget((base + 2 * n * 16) / 2**30), pytest.raises(PlanError, match=r"^samples: 500 trajectories "):
+        evaluate_plan(inst, p, samples=n, seed=2)
+    assert sizes == []                                   # refused before any draw
+    with memory_budget((base + 3 * n * 16) / 2**30):
+        chunked = evaluate_plan(inst, p, samples=n, seed=2)
+    chunks = len(sizes) // 5 - 1
+    assert chunks == -(-width // 3) and chunks <= evaluate_module.MAX_BAND_CHUNKS
+    monkeypatch.undo()
+    monkeypatch.setattr(evaluate_module, "_BLOCK", 100)
+    whole = evaluate_plan(inst, p, samples=n, seed=2)
+    assert chunked.to_dict() == whole.to_dict()

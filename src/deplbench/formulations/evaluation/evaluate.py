@@ -456,6 +456,13 @@ _BYTES_PER_VALUE = 8 * 3
 _BYTES_PER_FINAL = _BYTES_PER_CHUNK_VALUE = 8 * 2
 
 
+#: Most epoch chunks the per-epoch bands are computed in when the trajectories
+#: do not fit whole: each chunk re-simulates every trajectory, so this bounds
+#: the bands' cost at (1 + MAX_BAND_CHUNKS) × the simulation time; a sample
+#: count that would need more is refused like one beyond the budget.
+MAX_BAND_CHUNKS = 64
+
+
 def _budget() -> int:
     """Bytes the evaluator may hold at once: the :func:`deplbench.limits.memory_budget` scope's budget."""
     return int(memory_budget_gib() * 2**30)
@@ -476,14 +483,20 @@ def _bands_kept(n: int, n_epochs: int, budget: int) -> bool:
     return n * (_BYTES_PER_FINAL + (n_epochs + 1) * _BYTES_PER_VALUE) <= budget
 
 
+def _min_chunk(n_epochs: int) -> int:
+    """The fewest epoch columns per chunk: at most :data:`MAX_BAND_CHUNKS` chunks."""
+    return -(-(n_epochs + 1) // MAX_BAND_CHUNKS)
+
+
 def _band_chunk(n: int, n_epochs: int, budget: int) -> int:
     """Epoch columns per chunk of the bands computed by re-simulation: the
     most that fit in ``budget`` beside the finals and one block, at most the
-    plan's ``n_epochs + 1``; 0 when not even one column fits."""
+    plan's ``n_epochs + 1``; 0 when fewer than :func:`_min_chunk` fit."""
     width = n_epochs + 1
     block_bytes = min(n, _block_size(n_epochs)) * width * _BYTES_PER_VALUE
     free = budget - n * _BYTES_PER_FINAL - block_bytes
-    return int(max(0, min(width, free // (n * _BYTES_PER_CHUNK_VALUE))))
+    chunk = int(max(0, min(width, free // (n * _BYTES_PER_CHUNK_VALUE))))
+    return chunk if chunk >= _min_chunk(n_epochs) else 0
 
 
 def _evaluation_bytes(n: int, n_epochs: int, trajectory: bool, budget: int) -> int:
@@ -491,14 +504,15 @@ def _evaluation_bytes(n: int, n_epochs: int, trajectory: bool, budget: int) -> i
 
     Without the bands: the finals alone (the blocks are sized to the budget
     on their own). With them: every trajectory kept, or, when that does not
-    fit, the finals, one block and a chunk of one epoch column.
+    fit, the finals, one block and the narrowest chunk (:func:`_min_chunk`).
     """
     finals = n * _BYTES_PER_FINAL
     if not trajectory:
         return finals
     width = n_epochs + 1
     kept = finals + n * width * _BYTES_PER_VALUE
-    chunked = finals + min(n, _block_size(n_epochs)) * width * _BYTES_PER_VALUE + n * _BYTES_PER_CHUNK_VALUE
+    chunked = (finals + min(n, _block_size(n_epochs)) * width * _BYTES_PER_VALUE
+               + n * _min_chunk(n_epochs) * _BYTES_PER_CHUNK_VALUE)
     return min(kept, chunked)
 
 
@@ -509,8 +523,9 @@ def _max_samples(n_epochs: int, trajectory: bool, budget: int) -> int:
     width = n_epochs + 1
     kept = budget // (_BYTES_PER_FINAL + width * _BYTES_PER_VALUE)
     block = _block_size(n_epochs)
-    # beyond one block: the finals and one column per trajectory beside a full block
-    chunked = (budget - block * width * _BYTES_PER_VALUE) // (_BYTES_PER_FINAL + _BYTES_PER_CHUNK_VALUE)
+    # beyond one block: the finals and the narrowest chunk beside a full block
+    chunked = ((budget - block * width * _BYTES_PER_VALUE)
+               // (_BYTES_PER_FINAL + _min_chunk(n_epochs) * _BYTES_PER_CHUNK_VALUE))
     return int(max(kept, chunked if chunked > block else 0))
 
 
@@ -545,7 +560,9 @@ def check_evaluation_memory(n: int, n_epochs: int, trajectory: bool, field: str 
     (``n`` × 16 B) and, with the per-epoch bands (``trajectory``), either
     every trajectory or, when they do not fit, one block and one chunk of
     epoch columns (:func:`_simulate_and_judge`). So the bands are refused
-    only when the finals and one block leave no room for one column.
+    only when the finals and one block leave no room for a chunk of
+    ⌈(``n_epochs`` + 1) / :data:`MAX_BAND_CHUNKS`⌉ columns (a bound on the
+    re-simulations, each costing one simulation of every trajectory).
 
     Parameters
     ----------
@@ -598,7 +615,8 @@ def _simulate_and_judge(instance, plan, models, gammas, n, rng, exact, trajector
     (the same generator state and size), and a percentile along the
     samples axis is taken column by column. They cost one more
     simulation of every trajectory per chunk: (1 + chunks) × the
-    simulation time, with chunks = ⌈(K + 1) / columns per chunk⌉.
+    simulation time, with chunks = ⌈(K + 1) / columns per chunk⌉ ≤
+    :data:`MAX_BAND_CHUNKS`.
     """
     finals = np.empty(n)
     mean = np.zeros(plan.n_epochs + 1)
