@@ -437,7 +437,9 @@ def test_long_plans_are_simulated_in_bounded_blocks(monkeypatch):
     import deplbench.formulations.evaluation.evaluate as evaluate_module
 
     plan = {"epochs": [{"model": "big", "cluster": "A", "allocation": 1.0}] * 99, "datasets": {"A": ["d0"]}}
-    monkeypatch.setattr(evaluate_module, "MEMORY_BUDGET", 2**20)
+    import deplbench.formulations.evaluation.memory as memory_module
+
+    monkeypatch.setattr(memory_module, "MEMORY_BUDGET", 2**20)
     sizes = []
     real = evaluate_module.simulate_trajectories
 

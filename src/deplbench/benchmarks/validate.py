@@ -117,9 +117,9 @@ def check_evaluation(evaluation: Mapping, where: str = "sweep.evaluation") -> No
 def _check_evaluation_memory(samples: int, horizon: int, where: str) -> None:
     """Refuse ``samples`` whose trajectories of up to K̄ epochs cannot be evaluated
     within the evaluator's memory budget (they would fail every task): the
-    evaluator's own rule (:func:`~deplbench.formulations.evaluation.evaluate.check_evaluation_memory`)."""
+    evaluator's own rule (:func:`~deplbench.formulations.evaluation.memory.check_evaluation_memory`)."""
     try:
-        from deplbench.formulations.evaluation.evaluate import check_evaluation_memory
+        from deplbench.formulations.evaluation.memory import check_evaluation_memory
     except ImportError:
         return
     try:

@@ -2,8 +2,8 @@
 
 When the trajectories do not fit the budget whole, the evaluator computes
 the 1 %/99 % bands in chunks of epoch columns, re-simulating every block
-from its recorded generator state (formulations.evaluation.evaluate,
-``_chunked_bands``). The budget is shrunk through the
+from its recorded generator state (formulations.evaluation.memory,
+``chunked_bands``). The budget is shrunk through the
 :func:`deplbench.limits.memory_budget` scope, never by allocating GiBs.
 """
 
@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 import deplbench.formulations.evaluation.evaluate as evaluate_module
+import deplbench.formulations.evaluation.memory as memory_module
 from deplbench.benchmarks.validate import _check_evaluation_memory
 from deplbench.errors import PlanError, SolverError, SweepError
 from deplbench.formulations.evaluation.evaluate import check_evaluation_memory, evaluate_plan
@@ -47,7 +48,7 @@ def _counting(monkeypatch) -> list[int]:
 
 
 def test_bands_in_three_or_more_chunks_equal_the_bands_kept_whole_bit_for_bit(monkeypatch):
-    monkeypatch.setattr(evaluate_module, "_BLOCK", BLOCK)
+    monkeypatch.setattr(memory_module, "_BLOCK", BLOCK)
     sizes = _counting(monkeypatch)
     inst, p = _instance(), _plan()
     whole = evaluate_plan(inst, p, samples=N, seed=5)
@@ -75,7 +76,7 @@ def test_bands_in_three_or_more_chunks_equal_the_bands_kept_whole_bit_for_bit(mo
 
 
 def test_the_finals_quantile_and_interval_do_not_depend_on_the_bands(monkeypatch):
-    monkeypatch.setattr(evaluate_module, "_BLOCK", BLOCK)
+    monkeypatch.setattr(memory_module, "_BLOCK", BLOCK)
     inst, p = _instance(), _plan()
     bare = evaluate_plan(inst, p, samples=N, seed=8, trajectory=False)
     with memory_budget((N * 16 + BLOCK * 13 * 24 + 2 * N * 16) / 2**30):
@@ -87,7 +88,7 @@ def test_the_finals_quantile_and_interval_do_not_depend_on_the_bands(monkeypatch
 
 
 def test_bands_are_refused_only_when_not_one_column_fits_beside_the_finals_and_a_block(monkeypatch):
-    monkeypatch.setattr(evaluate_module, "_BLOCK", BLOCK)
+    monkeypatch.setattr(memory_module, "_BLOCK", BLOCK)
     inst, p = _instance(), _plan()
     width = p.n_epochs + 1
     one_column = N * 16 + BLOCK * width * 24 + N * 16
@@ -110,12 +111,12 @@ def test_the_default_eval_samples_on_a_random_instance_of_horizon_3000_are_accep
     inst = _instance(horizon=3000)
     assert DEFAULT_EVAL_SAMPLES == 50_000
     # every trajectory kept would need 50,000 × (16 + 3001·24) B = 3.35 GiB > 2 GiB
-    assert not evaluate_module._bands_kept(DEFAULT_EVAL_SAMPLES, 3000, evaluate_module.MEMORY_BUDGET)
+    assert not memory_module.bands_kept(DEFAULT_EVAL_SAMPLES, 3000, memory_module.MEMORY_BUDGET)
     cls = check_solve_arguments(inst, "depl", True, DEFAULT_EVAL_SAMPLES, 0)
     assert cls.name == "depl"
     # beyond what fits beside one block of 25,000 × 3001 values, with chunks of ⌈3001 / 64⌉ = 47 columns
     # (at most MAX_BAND_CHUNKS re-simulations): a one-line refusal naming the argument
-    assert evaluate_module.MAX_BAND_CHUNKS == 64
+    assert memory_module.MAX_BAND_CHUNKS == 64
     with pytest.raises(SolverError, match=r"^eval_samples: 20000000 trajectories of up to K̄ = 3000 epochs "
                                           r"\(the longest plan the instance allows\) need 16 GiB with the per-epoch "
                                           r"bands \(budget 2 GiB\); use at most 451671 samples$"):
@@ -141,12 +142,12 @@ def test_the_sweep_check_is_the_evaluators_rule():
 def test_the_bands_are_never_computed_in_more_than_max_band_chunks(monkeypatch):
     # each chunk re-simulates every trajectory: a budget that leaves room for fewer than
     # ⌈(K + 1) / MAX_BAND_CHUNKS⌉ columns is refused rather than run (K + 1) / 2 times over
-    monkeypatch.setattr(evaluate_module, "_BLOCK", 100)
+    monkeypatch.setattr(memory_module, "_BLOCK", 100)
     n = 500
     inst = _instance(horizon=200)
     p = plan([("m", "A", 0.05)] * 65 + [("p", "A", 0.05)] * 65, {"A": ["d0"]})
     width = p.n_epochs + 1
-    assert -(-width // evaluate_module.MAX_BAND_CHUNKS) == 3
+    assert -(-width // memory_module.MAX_BAND_CHUNKS) == 3
     base = n * 16 + 100 * width * 24
     sizes = _counting(monkeypatch)
     with memory_budget((base + 2 * n * 16) / 2**30), pytest.raises(PlanError, match=r"^samples: 500 trajectories "):
@@ -155,8 +156,8 @@ def test_the_bands_are_never_computed_in_more_than_max_band_chunks(monkeypatch):
     with memory_budget((base + 3 * n * 16) / 2**30):
         chunked = evaluate_plan(inst, p, samples=n, seed=2)
     chunks = len(sizes) // 5 - 1
-    assert chunks == -(-width // 3) and chunks <= evaluate_module.MAX_BAND_CHUNKS
+    assert chunks == -(-width // 3) and chunks <= memory_module.MAX_BAND_CHUNKS
     monkeypatch.undo()
-    monkeypatch.setattr(evaluate_module, "_BLOCK", 100)
+    monkeypatch.setattr(memory_module, "_BLOCK", 100)
     whole = evaluate_plan(inst, p, samples=n, seed=2)
     assert chunked.to_dict() == whole.to_dict()

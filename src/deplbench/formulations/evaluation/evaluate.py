@@ -56,7 +56,7 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
-from deplbench.errors import DeplbenchError, PlanError
+from deplbench.errors import PlanError
 from deplbench.formulations.evaluation.binomial import (
     CERTIFIED_FEASIBLE,
     CERTIFIED_INFEASIBLE,
@@ -73,15 +73,21 @@ from deplbench.formulations.evaluation.exact_violation import (
     violation_bounds,
 )
 from deplbench.formulations.evaluation.instance_check import check_instance
+from deplbench.formulations.evaluation.memory import (
+    BYTES_PER_VALUE,
+    MEMORY_BUDGET,
+    band_chunk,
+    bands_kept,
+    block_size,
+    budget_bytes,
+    check_evaluation_memory,
+    chunked_bands,
+)
 from deplbench.formulations.evaluation.quantile_ci import CI_METHOD, QuantileInterval, order_statistic_ci
 from deplbench.formulations.evaluation.settings import check_samples
 from deplbench.formulations.model.allocation import TIME_RTOL, epoch_parameters
 from deplbench.formulations.model.plan import Plan, check_plan_names, datasets_loc, parse_plan
 from deplbench.formulations.model.scenarios import OUT_OF_SAMPLE, loss_threshold, quantile_rank
-from deplbench.limits import MEMORY_BUDGET_GIB, memory_budget_gib
-
-#: Trajectories simulated per block (at most; fewer for long plans, :func:`_block_size`).
-_BLOCK = 25_000
 
 #: ``ci_method`` of a plan whose random terms are all point masses.
 CI_METHOD_DETERMINISTIC = "exact (every random term a point mass: one trajectory)"
@@ -440,95 +446,6 @@ def _follow_proof(ev: Evaluation, chance_verdict: str) -> None:
         ev.verdict_basis = BASIS_EXACT
 
 
-#: The suite's one budget in bytes (deplbench.limits). It fixes the block
-#: layout of the out-of-sample stream (:func:`_block_size`); what the
-#: evaluator may hold at once is the budget of the current
-#: :func:`deplbench.limits.memory_budget` scope (:func:`_budget`), this one
-#: by default. Beyond it a simulation is refused naming ``samples`` rather
-#: than letting the kernel kill the process (docs/DESIGN.md, "Input rules").
-MEMORY_BUDGET = int(MEMORY_BUDGET_GIB * 2**30)
-#: Bytes per trajectory value at the peak: the draws, the steps and the
-#: trajectory itself (blocks); the kept blocks, their concatenation and
-#: the percentile's copy (bands kept whole).
-_BYTES_PER_VALUE = 8 * 3
-#: Bytes per final loss (the finals and their sorted copy) and per value of
-#: a band chunk (the chunk and the percentile's copy).
-_BYTES_PER_FINAL = _BYTES_PER_CHUNK_VALUE = 8 * 2
-
-
-#: Most epoch chunks the per-epoch bands are computed in when the trajectories
-#: do not fit whole: each chunk re-simulates every trajectory, so this bounds
-#: the bands' cost at (1 + MAX_BAND_CHUNKS) × the simulation time; a sample
-#: count that would need more is refused like one beyond the budget.
-MAX_BAND_CHUNKS = 64
-
-
-def _budget() -> int:
-    """Bytes the evaluator may hold at once: the :func:`deplbench.limits.memory_budget` scope's budget."""
-    return int(memory_budget_gib() * 2**30)
-
-
-def _block_size(n_epochs: int) -> int:
-    """Trajectories per simulated block of a plan of ``n_epochs`` epochs.
-
-    The blocks fix which draw goes to which trajectory, so they are sized
-    from the constant :data:`MEMORY_BUDGET`, never from a scope's budget:
-    the numbers of an evaluation do not depend on a budget set around it.
-    """
-    return max(1, min(_BLOCK, MEMORY_BUDGET // ((n_epochs + 1) * _BYTES_PER_VALUE)))
-
-
-def _bands_kept(n: int, n_epochs: int, budget: int) -> bool:
-    """Whether the finals and every trajectory fit in ``budget`` (the bands in one pass)."""
-    return n * (_BYTES_PER_FINAL + (n_epochs + 1) * _BYTES_PER_VALUE) <= budget
-
-
-def _min_chunk(n_epochs: int) -> int:
-    """The fewest epoch columns per chunk: at most :data:`MAX_BAND_CHUNKS` chunks."""
-    return -(-(n_epochs + 1) // MAX_BAND_CHUNKS)
-
-
-def _band_chunk(n: int, n_epochs: int, budget: int) -> int:
-    """Epoch columns per chunk of the bands computed by re-simulation: the
-    most that fit in ``budget`` beside the finals and one block, at most the
-    plan's ``n_epochs + 1``; 0 when fewer than :func:`_min_chunk` fit."""
-    width = n_epochs + 1
-    block_bytes = min(n, _block_size(n_epochs)) * width * _BYTES_PER_VALUE
-    free = budget - n * _BYTES_PER_FINAL - block_bytes
-    chunk = int(max(0, min(width, free // (n * _BYTES_PER_CHUNK_VALUE))))
-    return chunk if chunk >= _min_chunk(n_epochs) else 0
-
-
-def _evaluation_bytes(n: int, n_epochs: int, trajectory: bool, budget: int) -> int:
-    """The least memory an evaluation of ``n`` trajectories needs at once (bytes).
-
-    Without the bands: the finals alone (the blocks are sized to the budget
-    on their own). With them: every trajectory kept, or, when that does not
-    fit, the finals, one block and the narrowest chunk (:func:`_min_chunk`).
-    """
-    finals = n * _BYTES_PER_FINAL
-    if not trajectory:
-        return finals
-    width = n_epochs + 1
-    kept = finals + n * width * _BYTES_PER_VALUE
-    chunked = (finals + min(n, _block_size(n_epochs)) * width * _BYTES_PER_VALUE
-               + n * _min_chunk(n_epochs) * _BYTES_PER_CHUNK_VALUE)
-    return min(kept, chunked)
-
-
-def _max_samples(n_epochs: int, trajectory: bool, budget: int) -> int:
-    """The largest sample count :func:`_evaluation_bytes` fits in ``budget``."""
-    if not trajectory:
-        return budget // _BYTES_PER_FINAL
-    width = n_epochs + 1
-    kept = budget // (_BYTES_PER_FINAL + width * _BYTES_PER_VALUE)
-    block = _block_size(n_epochs)
-    # beyond one block: the finals and the narrowest chunk beside a full block
-    chunked = ((budget - block * width * _BYTES_PER_VALUE)
-               // (_BYTES_PER_FINAL + _min_chunk(n_epochs) * _BYTES_PER_CHUNK_VALUE))
-    return int(max(kept, chunked if chunked > block else 0))
-
-
 def _check_arguments(instance, plan, samples, seed, confidence, trajectory):
     """Validated ``(plan, samples, seed, confidence)`` of :func:`evaluate_plan`.
 
@@ -545,89 +462,30 @@ def _check_arguments(instance, plan, samples, seed, confidence, trajectory):
             or not float(seed).is_integer() or seed < 0):
         # numpy's own message ("expected non-negative integer") names no field.
         raise PlanError(f"seed: must be a non-negative integer, got {seed!r}")
-    if (plan.n_epochs + 1) * _BYTES_PER_VALUE > MEMORY_BUDGET:
+    if (plan.n_epochs + 1) * BYTES_PER_VALUE > MEMORY_BUDGET:
         raise PlanError(f"epochs: {plan.n_epochs} epochs are too many to simulate within "
                         f"{MEMORY_BUDGET / 2**30:g} GiB")
     return plan, int(samples), int(seed), float(confidence)
-
-
-def check_evaluation_memory(n: int, n_epochs: int, trajectory: bool, field: str = "samples",
-                            error: type[DeplbenchError] = PlanError, up_to: bool = False) -> None:
-    """Refuse, naming ``field``, an evaluation that cannot fit the memory budget.
-
-    What must be held at once is sized against the budget of the current
-    :func:`deplbench.limits.memory_budget` scope: the final losses
-    (``n`` × 16 B) and, with the per-epoch bands (``trajectory``), either
-    every trajectory or, when they do not fit, one block and one chunk of
-    epoch columns (:func:`_simulate_and_judge`). So the bands are refused
-    only when the finals and one block leave no room for a chunk of
-    ⌈(``n_epochs`` + 1) / :data:`MAX_BAND_CHUNKS`⌉ columns (a bound on the
-    re-simulations, each costing one simulation of every trajectory).
-
-    Parameters
-    ----------
-    n : int
-        Trajectories.
-    n_epochs : int
-        The plan's epochs (0: the final losses alone); with ``up_to``, K̄,
-        the longest plan the instance allows, the plan not yet known.
-    trajectory : bool
-        Whether the per-epoch bands are computed.
-    field : str, default "samples"
-        The argument or flag the message names.
-    error : type, default PlanError
-    up_to : bool, default False
-
-    Raises
-    ------
-    error
-        One line: the memory needed, the budget and the largest count that fits.
-    """
-    budget = _budget()
-    need = _evaluation_bytes(n, n_epochs, trajectory, budget)
-    if need > budget:
-        of = (f" of up to K̄ = {n_epochs} epochs (the longest plan the instance allows)" if up_to
-              else f" of {n_epochs} epochs" if n_epochs else "")
-        raise error(f"{field}: {n} trajectories{of} need {need / 2**30:.3g} GiB"
-                    + (" with the per-epoch bands" if trajectory else "")
-                    + f" (budget {budget / 2**30:g} GiB); use at most "
-                    f"{_max_samples(n_epochs, trajectory, budget)} samples")
 
 
 def _simulate_and_judge(instance, plan, models, gammas, n, rng, exact, trajectory, seed, confidence,
                         violations, time, compute_cost, transfer) -> Evaluation:
     """The Monte-Carlo part of :func:`evaluate_plan` (inputs already validated).
 
-    The trajectories are simulated in blocks (:func:`_block_size`); the
-    finals and the per-epoch mean are accumulated block by block. The
-    per-epoch 1 %/99 % bands are exact percentiles over all ``n``
-    trajectories: when every trajectory fits the budget
-    (:func:`check_evaluation_memory`) the blocks are kept and the bands
-    taken in one pass; otherwise each block's generator state is recorded
-    and the bands are computed in chunks of epoch columns
-    (:func:`_chunked_bands`), every block re-simulated from its state per
-    chunk.
-
-    Notes
-    -----
-    The chunked bands are the same numbers, bit for bit, as the bands kept
-    whole: a re-simulated block draws the same values in the same order
-    (the same generator state and size), and a percentile along the
-    samples axis is taken column by column. They cost one more
-    simulation of every trajectory per chunk: (1 + chunks) × the
-    simulation time, with chunks = ⌈(K + 1) / columns per chunk⌉ ≤
-    :data:`MAX_BAND_CHUNKS`.
+    The per-epoch bands are kept whole when they fit the budget, else computed in epoch chunks by
+    re-simulating every block from its recorded generator state: the same numbers bit for bit, at
+    (1 + chunks) × the simulation time (:mod:`~deplbench.formulations.evaluation.memory`).
     """
     finals = np.empty(n)
     mean = np.zeros(plan.n_epochs + 1)
     p01: np.ndarray | None = None
     p99: np.ndarray | None = None
-    budget = _budget()
-    kept = trajectory and _bands_kept(n, plan.n_epochs, budget)
+    budget = budget_bytes()
+    kept = trajectory and bands_kept(n, plan.n_epochs, budget)
     keep: list[np.ndarray] = []           # the trajectories, when the bands fit whole
     states: list[dict] = []               # each block's generator state, when the bands need chunks
     # Blocks bound the memory: 25,000 trajectories of a 10^5-epoch plan would need 60 GB.
-    block = _block_size(plan.n_epochs)
+    block = block_size(plan.n_epochs)
     for start in range(0, n, block):
         size = min(block, n - start)
         if trajectory and not kept:
@@ -644,8 +502,9 @@ def _simulate_and_judge(instance, plan, models, gammas, n, rng, exact, trajector
         p01, p99 = np.percentile(allt, [1, 99], axis=0)
         del allt, keep
     elif trajectory:
-        chunk = _band_chunk(n, plan.n_epochs, budget)
-        p01, p99 = _chunked_bands(instance, models, gammas, n, block, states, type(rng.bit_generator), chunk)
+        chunk = band_chunk(n, plan.n_epochs, budget)
+        p01, p99 = chunked_bands(lambda size, gen: simulate_trajectories(instance, models, gammas, size, gen),
+                                 n, plan.n_epochs + 1, block, states, type(rng.bit_generator), chunk)
     finals.sort()
     rank = quantile_rank(instance.omega, n)
     quantile = float(finals[rank - 1])
@@ -703,35 +562,6 @@ def _simulate_and_judge(instance, plan, models, gammas, n, rng, exact, trajector
         quantile_ci_level=qi.level,
         verdict_basis=BASIS_CONSTRAINTS if violations else BASIS_DETERMINISTIC if exact else BASIS_MONTE_CARLO,
     )
-
-
-def _chunked_bands(instance, models, gammas, n: int, block: int, states: list[dict], bit_generator,
-                   chunk: int) -> tuple[np.ndarray, np.ndarray]:
-    """The per-epoch 1st/99th percentiles of ℓ(k) over ``n`` trajectories, ``chunk`` epoch columns at a time.
-
-    For each chunk [e0, e1) every block is re-simulated from its recorded
-    generator state ``states[i]`` (block ``i`` holds trajectories
-    ``i·block`` to ``min(n, (i + 1)·block)``), only its columns e0..e1 are
-    kept, and the percentiles are taken over them: the same draws in the
-    same order as the first pass, so the same numbers as the bands kept
-    whole. Memory: one block and one ``n`` × ``chunk`` chunk at a time.
-    """
-    width = models.size + 1
-    p01, p99 = np.empty(width), np.empty(width)
-    gen = np.random.Generator(bit_generator())
-    for e0 in range(0, width, chunk):
-        e1 = min(width, e0 + chunk)
-        cols = np.empty((n, e1 - e0))
-        for i, state in enumerate(states):
-            start = i * block
-            size = min(block, n - start)
-            gen.bit_generator.state = state
-            traj = simulate_trajectories(instance, models, gammas, size, gen)
-            cols[start:start + size] = traj[:, e0:e1]
-            del traj                      # one block at a time
-        p01[e0:e1], p99[e0:e1] = np.percentile(cols, [1, 99], axis=0)
-        del cols                          # one chunk at a time
-    return p01, p99
 
 
 def _certify(finals, n, exact, instance, threshold, confidence, violations):
