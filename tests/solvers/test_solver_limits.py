@@ -135,7 +135,7 @@ def test_expired_deadline_gives_status_time_limit(alexnet, algo):
 def test_depl_horizon_100000_stops_in_its_transform_loop(huge):
     # Bounded memory (blocks) and the deadline checked per block: the
     # horizon-100000 transform stops at the limit rather than running on.
-    # (no plan to judge; the default 50,000 evaluation draws of up to K̄ = 10^5 epochs are refused up front)
+    # (no plan to judge: evaluate=False)
     res = solve(huge, "depl", time_limit=EXPIRED, evaluate=False)
     assert res.status == "time_limit"
     assert "quantile transform" in res.message or "decision loop" in res.message
@@ -222,10 +222,11 @@ def test_eval_samples_beyond_the_budget_are_refused_before_the_solve(alexnet, mo
         raise AssertionError("the solver ran")
 
     monkeypatch.setattr(get_solver("depl"), "run_settings", never)
-    # 10^8 trajectories with the per-epoch bands: 16 + 101·24 bytes each for a plan of K̄ = 100 epochs
+    # 10^8 trajectories with the per-epoch bands of a plan of K̄ = 100 epochs, in at most 64 epoch
+    # chunks: the finals (16 B each), one block of 25,000 × 101 values (24 B each) and 2 columns (16 B each)
     with pytest.raises(SolverError, match=r"^eval_samples: 100000000 trajectories of up to K̄ = 100 epochs \(the "
-                                          r"longest plan the instance allows\) need 227 GiB with the per-epoch bands "
-                                          r"\(budget 2 GiB\); use at most 880116 samples$"):
+                                          r"longest plan the instance allows\) need 4.53 GiB with the per-epoch bands "
+                                          r"\(budget 2 GiB\); use at most 43476742 samples$"):
         solve(alexnet, "depl", eval_samples=100_000_000)
     # without evaluation nothing is simulated: nothing to refuse, the solver runs (here: crashes, as data)
     res = solve(alexnet, "depl", evaluate=False, eval_samples=100_000_000)
@@ -233,8 +234,8 @@ def test_eval_samples_beyond_the_budget_are_refused_before_the_solve(alexnet, mo
 
 
 def test_eval_samples_too_many_for_a_long_plan_are_refused_before_the_solve(alexnet, monkeypatch):
-    # 2·10^6 fit a 1-epoch plan but not the 50 epochs depl returns: sized for K̄ before the solve,
-    # never a status error after it with the solve's work lost
+    # 66·10^6 fit a 1-epoch plan (one column beside a block of 25,000 × 2 values) but not one of
+    # K̄ = 100 epochs: sized for K̄ before the solve, never a status error after it with the solve's work lost
     from deplbench.errors import SolverError
     from deplbench.solvers.registry import get_solver
     from deplbench.solvers.run import check_solve_arguments
@@ -243,22 +244,24 @@ def test_eval_samples_too_many_for_a_long_plan_are_refused_before_the_solve(alex
         raise AssertionError("the solver ran")
 
     monkeypatch.setattr(get_solver("depl"), "run_settings", never)
-    with pytest.raises(SolverError, match=r"^eval_samples: 2000000 trajectories of up to K̄ = 100 epochs .*; use at "
-                                          r"most 880116 samples$"):
-        solve(alexnet, "depl", eval_samples=2_000_000)
+    with pytest.raises(SolverError, match=r"^eval_samples: 66000000 trajectories of up to K̄ = 100 epochs .*; use at "
+                                          r"most 43476742 samples$"):
+        solve(alexnet, "depl", eval_samples=66_000_000)
+    from deplbench.formulations.evaluation.evaluate import check_evaluation_memory
+    check_evaluation_memory(66_000_000, 1, True)
     # the count the message offers is accepted, one more is not
-    assert check_solve_arguments(alexnet, "depl", True, 880_116, 0) is get_solver("depl")
-    with pytest.raises(SolverError, match="use at most 880116 samples"):
-        check_solve_arguments(alexnet, "depl", True, 880_117, 0)
+    assert check_solve_arguments(alexnet, "depl", True, 43_476_742, 0) is get_solver("depl")
+    with pytest.raises(SolverError, match="use at most 43476742 samples"):
+        check_solve_arguments(alexnet, "depl", True, 43_476_743, 0)
 
 
 def test_the_cli_names_eval_samples_and_the_count_that_fits(tmp_path, alexnet, deplbench_cli):
     path = tmp_path / "alexnet.json"
     alexnet.save(path)
-    status, out, err = deplbench_cli("solve", path, "--algo", "depl", "--eval-samples", 2_000_000)
+    status, out, err = deplbench_cli("solve", path, "--algo", "depl", "--eval-samples", 66_000_000)
     assert status == 2 and out == ""
-    assert err.count("\n") == 1 and "--eval-samples: 2000000 trajectories of up to K̄ = 100 epochs" in err
-    assert "use at most 880116 samples" in err and "Traceback" not in err
+    assert err.count("\n") == 1 and "--eval-samples: 66000000 trajectories of up to K̄ = 100 epochs" in err
+    assert "use at most 43476742 samples" in err and "Traceback" not in err
 
 
 def test_a_deterministic_instance_is_not_refused_for_bands_it_never_draws():

@@ -115,17 +115,18 @@ def check_evaluation(evaluation: Mapping, where: str = "sweep.evaluation") -> No
 
 
 def _check_evaluation_memory(samples: int, horizon: int, where: str) -> None:
-    """Refuse ``samples`` whose trajectories of K̄ epochs cannot be evaluated
-    within the evaluator's memory budget (they would fail every task)."""
+    """Refuse ``samples`` whose trajectories of up to K̄ epochs cannot be evaluated
+    within the evaluator's memory budget (they would fail every task): the
+    evaluator's own rule (:func:`~deplbench.formulations.evaluation.memory.check_evaluation_memory`)."""
     try:
-        from deplbench.formulations.evaluation.evaluate import MEMORY_BUDGET
+        from deplbench.formulations.evaluation.memory import check_evaluation_memory
     except ImportError:
         return
-    per = 16 + (horizon + 1) * 24      # as formulations.evaluation.evaluate.check_evaluation_memory, with bands
-    if samples * per > MEMORY_BUDGET:
-        raise SweepError(f"sweep.evaluation.samples: {samples} trajectories of up to {horizon} epochs "
-                         f"({where}) need {samples * per / 2**30:.3g} GiB, over the evaluator's "
-                         f"{MEMORY_BUDGET / 2**30:g} GiB; use at most {MEMORY_BUDGET // per}")
+    try:
+        check_evaluation_memory(samples, horizon, True, field="sweep.evaluation.samples", error=SweepError,
+                                up_to=True)
+    except SweepError as exc:
+        raise SweepError(f"{exc} ({where})") from None
 
 
 def check_parameters(algorithms: Iterable) -> None:

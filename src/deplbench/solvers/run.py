@@ -73,9 +73,10 @@ def check_solve_arguments(instance, algorithm, evaluate, eval_samples, eval_seed
         random = (any(not m.improvement.is_deterministic for m in instance.models)
                   or any(not s.jump.is_deterministic for s in instance.switches))
         if random:
-            # _judge keeps the per-epoch bands of the returned plan, which has at most K̄ epochs
-            # (constraint (5)): sized for K̄ here, so that a count too large for the returned plan
-            # never fails after the solve (status error, the solve's work lost), and every
+            # _judge computes the per-epoch bands of the returned plan, which has at most K̄ epochs
+            # (constraint (5)): sized for K̄ here (the finals and one block, the bands in epoch chunks
+            # when the trajectories do not fit whole), so that a count too large for the returned
+            # plan never fails after the solve (status error, the solve's work lost), and every
             # algorithm's plan on this instance is judged with the same count
             check_evaluation_memory(eval_samples, instance.horizon, True, field="eval_samples", error=SolverError,
                                     up_to=True)

@@ -56,7 +56,7 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
-from deplbench.errors import DeplbenchError, PlanError
+from deplbench.errors import PlanError
 from deplbench.formulations.evaluation.binomial import (
     CERTIFIED_FEASIBLE,
     CERTIFIED_INFEASIBLE,
@@ -73,15 +73,21 @@ from deplbench.formulations.evaluation.exact_violation import (
     violation_bounds,
 )
 from deplbench.formulations.evaluation.instance_check import check_instance
+from deplbench.formulations.evaluation.memory import (
+    BYTES_PER_VALUE,
+    MEMORY_BUDGET,
+    band_chunk,
+    bands_kept,
+    block_size,
+    budget_bytes,
+    check_evaluation_memory,
+    chunked_bands,
+)
 from deplbench.formulations.evaluation.quantile_ci import CI_METHOD, QuantileInterval, order_statistic_ci
 from deplbench.formulations.evaluation.settings import check_samples
 from deplbench.formulations.model.allocation import TIME_RTOL, epoch_parameters
 from deplbench.formulations.model.plan import Plan, check_plan_names, datasets_loc, parse_plan
 from deplbench.formulations.model.scenarios import OUT_OF_SAMPLE, loss_threshold, quantile_rank
-from deplbench.limits import MEMORY_BUDGET_GIB
-
-#: Trajectories simulated per block: bounds memory at ~block·K·8 bytes.
-_BLOCK = 25_000
 
 #: ``ci_method`` of a plan whose random terms are all point masses.
 CI_METHOD_DETERMINISTIC = "exact (every random term a point mass: one trajectory)"
@@ -440,17 +446,6 @@ def _follow_proof(ev: Evaluation, chance_verdict: str) -> None:
         ev.verdict_basis = BASIS_EXACT
 
 
-#: Memory the evaluator may use for trajectories (bytes): the blocks are
-#: sized to it, and the per-epoch bands (which keep every trajectory) are
-#: refused beyond it with a message naming ``samples`` rather than letting
-#: the kernel kill the process (docs/DESIGN.md, "Input rules").
-MEMORY_BUDGET = int(MEMORY_BUDGET_GIB * 2**30)  # the suite's one budget (deplbench.limits)
-#: Bytes per trajectory value at the peak: the draws, the steps and the
-#: trajectory itself (blocks); the kept blocks, their concatenation and
-#: the percentile's copy (bands).
-_BYTES_PER_VALUE = 8 * 3
-
-
 def _check_arguments(instance, plan, samples, seed, confidence, trajectory):
     """Validated ``(plan, samples, seed, confidence)`` of :func:`evaluate_plan`.
 
@@ -467,49 +462,49 @@ def _check_arguments(instance, plan, samples, seed, confidence, trajectory):
             or not float(seed).is_integer() or seed < 0):
         # numpy's own message ("expected non-negative integer") names no field.
         raise PlanError(f"seed: must be a non-negative integer, got {seed!r}")
-    if (plan.n_epochs + 1) * _BYTES_PER_VALUE > MEMORY_BUDGET:
+    if (plan.n_epochs + 1) * BYTES_PER_VALUE > MEMORY_BUDGET:
         raise PlanError(f"epochs: {plan.n_epochs} epochs are too many to simulate within "
                         f"{MEMORY_BUDGET / 2**30:g} GiB")
     return plan, int(samples), int(seed), float(confidence)
 
 
-def check_evaluation_memory(n: int, n_epochs: int, trajectory: bool, field: str = "samples",
-                            error: type[DeplbenchError] = PlanError, up_to: bool = False) -> None:
-    """Refuse, naming ``field``, a simulation beyond the budget (``n_epochs = 0``: the final losses alone;
-    ``up_to``: ``n_epochs`` is K̄, the longest plan the instance allows, the plan not yet known)."""
-    width = n_epochs + 1
-    need = n * 16 + (n * width * _BYTES_PER_VALUE if trajectory else 0)   # final losses, sorted copy
-    if need > MEMORY_BUDGET:
-        per = 16 + (width * _BYTES_PER_VALUE if trajectory else 0)
-        of = (f" of up to K̄ = {n_epochs} epochs (the longest plan the instance allows)" if up_to
-              else f" of {n_epochs} epochs" if n_epochs else "")
-        raise error(f"{field}: {n} trajectories{of} need {need / 2**30:.3g} GiB"
-                        + (" with the per-epoch bands" if trajectory else "")
-                        + f" (budget {MEMORY_BUDGET / 2**30:g} GiB); use at most {MEMORY_BUDGET // per} samples")
-
-
 def _simulate_and_judge(instance, plan, models, gammas, n, rng, exact, trajectory, seed, confidence,
                         violations, time, compute_cost, transfer) -> Evaluation:
-    """The Monte-Carlo part of :func:`evaluate_plan` (inputs already validated)."""
+    """The Monte-Carlo part of :func:`evaluate_plan` (inputs already validated).
+
+    The per-epoch bands are kept whole when they fit the budget, else computed in epoch chunks by
+    re-simulating every block from its recorded generator state: the same numbers bit for bit, at
+    (1 + chunks) × the simulation time (:mod:`~deplbench.formulations.evaluation.memory`).
+    """
     finals = np.empty(n)
     mean = np.zeros(plan.n_epochs + 1)
     p01: np.ndarray | None = None
     p99: np.ndarray | None = None
-    keep: list[np.ndarray] = []           # the trajectories, kept only when asked for
-    # Blocks sized to the memory budget: 25,000 trajectories of a 10^5-epoch
-    # plan would need 60 GB.
-    block = max(1, min(_BLOCK, MEMORY_BUDGET // ((plan.n_epochs + 1) * _BYTES_PER_VALUE)))
+    budget = budget_bytes()
+    kept = trajectory and bands_kept(n, plan.n_epochs, budget)
+    keep: list[np.ndarray] = []           # the trajectories, when the bands fit whole
+    states: list[dict] = []               # each block's generator state, when the bands need chunks
+    # Blocks bound the memory: 25,000 trajectories of a 10^5-epoch plan would need 60 GB.
+    block = block_size(plan.n_epochs)
     for start in range(0, n, block):
         size = min(block, n - start)
+        if trajectory and not kept:
+            states.append(rng.bit_generator.state)
         traj = simulate_trajectories(instance, models, gammas, size, rng)
         finals[start:start + size] = traj[:, -1]
         mean += traj.sum(axis=0)
-        if trajectory:
+        if kept:
             keep.append(traj)
+        del traj                          # one block at a time
     mean /= n
-    if trajectory:
+    if kept:
         allt = keep[0] if len(keep) == 1 else np.concatenate(keep)
         p01, p99 = np.percentile(allt, [1, 99], axis=0)
+        del allt, keep
+    elif trajectory:
+        chunk = band_chunk(n, plan.n_epochs, budget)
+        p01, p99 = chunked_bands(lambda size, gen: simulate_trajectories(instance, models, gammas, size, gen),
+                                 n, plan.n_epochs + 1, block, states, type(rng.bit_generator), chunk)
     finals.sort()
     rank = quantile_rank(instance.omega, n)
     quantile = float(finals[rank - 1])
