@@ -114,17 +114,15 @@ def check_evaluation(evaluation: Mapping, where: str = "sweep.evaluation") -> No
                 raise SweepError(f"{where}.{ours}: {exc}") from None
 
 
-def _check_evaluation_memory(samples: int, horizon: int, where: str) -> None:
-    """Refuse ``samples`` whose trajectories of up to K̄ epochs cannot be evaluated
-    within the evaluator's memory budget (they would fail every task): the
-    evaluator's own rule (:func:`~deplbench.formulations.evaluation.memory.check_evaluation_memory`)."""
+def _check_evaluation_memory(samples: int, instance, where: str) -> None:
+    """Refuse ``samples`` whose judging of a returned plan cannot fit the evaluator's memory
+    budget on ``instance`` (it would fail every task): the rule :func:`~deplbench.solvers.run.solve`
+    applies before its solve (:func:`~deplbench.solvers.run.check_eval_samples`: the per-epoch
+    bands of up to K̄ epochs only where a law is random)."""
+    from deplbench.solvers.run import check_eval_samples
+
     try:
-        from deplbench.formulations.evaluation.memory import check_evaluation_memory
-    except ImportError:
-        return
-    try:
-        check_evaluation_memory(samples, horizon, True, field="sweep.evaluation.samples", error=SweepError,
-                                up_to=True)
+        check_eval_samples(instance, samples, field="sweep.evaluation.samples", error=SweepError)
     except SweepError as exc:
         raise SweepError(f"{exc} ({where})") from None
 
@@ -230,7 +228,7 @@ def check_instances(tasks: Iterable, groups: Iterable | None = None) -> int:
         samples = (task.evaluation or {}).get("samples")
         horizon = getattr(instance, "horizon", None)
         if isinstance(samples, int) and isinstance(horizon, int):
-            _check_evaluation_memory(samples, horizon, _where(task, index))
+            _check_evaluation_memory(samples, instance, _where(task, index))
     return len(seen)
 
 

@@ -69,18 +69,29 @@ def check_solve_arguments(instance, algorithm, evaluate, eval_samples, eval_seed
     for name, value in (("evaluate", evaluate), ("eval_samples", eval_samples), ("eval_seed", eval_seed)):
         EVALUATION_PARAMETERS[name].convert(name, value, strict=True)
     if evaluate:        # refused before the solve, not after it
-        check_evaluation_memory(eval_samples, 0, False, field="eval_samples", error=SolverError)
-        random = (any(not m.improvement.is_deterministic for m in instance.models)
-                  or any(not s.jump.is_deterministic for s in instance.switches))
-        if random:
-            # _judge computes the per-epoch bands of the returned plan, which has at most K̄ epochs
-            # (constraint (5)): sized for K̄ here (the finals and one block, the bands in epoch chunks
-            # when the trajectories do not fit whole), so that a count too large for the returned
-            # plan never fails after the solve (status error, the solve's work lost), and every
-            # algorithm's plan on this instance is judged with the same count
-            check_evaluation_memory(eval_samples, instance.horizon, True, field="eval_samples", error=SolverError,
-                                    up_to=True)
+        check_eval_samples(instance, eval_samples)
     return _solver_class(algorithm)
+
+
+def check_eval_samples(instance, eval_samples: int, field: str = "eval_samples",
+                       error: type[DeplbenchError] = SolverError) -> None:
+    """Refuse, naming ``field``, an ``eval_samples`` whose judging of a returned plan would not fit the
+    evaluator's memory rule (:func:`~deplbench.formulations.evaluation.memory.check_evaluation_memory`).
+
+    The one rule for :func:`solve` and a sweep's load check (``sweep.evaluation.samples``): the final
+    losses always; the per-epoch bands only where a law is random (else one trajectory is
+    evaluated, exactly), sized for K̄ epochs, the longest plan the instance allows (constraint (5)).
+    """
+    check_evaluation_memory(eval_samples, 0, False, field=field, error=error)
+    random = (any(not m.improvement.is_deterministic for m in instance.models)
+              or any(not s.jump.is_deterministic for s in instance.switches))
+    if random:
+        # _judge computes the per-epoch bands of the returned plan, which has at most K̄ epochs
+        # (constraint (5)): sized for K̄ here (the finals and one block, the bands in epoch chunks
+        # when the trajectories do not fit whole), so that a count too large for the returned
+        # plan never fails after the solve (status error, the solve's work lost), and every
+        # algorithm's plan on this instance is judged with the same count
+        check_evaluation_memory(eval_samples, instance.horizon, True, field=field, error=error, up_to=True)
 
 
 def _solver_class(algorithm) -> type[Solver]:
@@ -339,4 +350,5 @@ def closed_loop(instance, result: SolveResult, algorithm: str | type[Solver] | N
     return out
 
 
-__all__ = ["solve", "closed_loop", "check_solve_arguments", "DEFAULT_EVAL_SAMPLES", "EVALUATION_PARAMETERS"]
+__all__ = ["solve", "closed_loop", "check_solve_arguments", "check_eval_samples", "DEFAULT_EVAL_SAMPLES",
+           "EVALUATION_PARAMETERS"]

@@ -191,3 +191,52 @@ def test_the_refinement_never_starts_a_grid_predicted_to_end_after_the_limit(ins
     assert grids == [30, 60] and b.refinement["stopped_by"] == "time_limit"
     assert b.certified and b.status != "time_limit"
     assert clock.t <= 20.0
+
+
+def test_a_tuning_from_an_earlier_grid_is_scaled_for_every_grid_since():
+    # the last grid not tuned: its tuning time is two grids old, and the next grid's grows by g per grid
+    assert next_grid_fits(math.inf, [1.0, 2.0], [1.0], 0.5, tune_steps=2)[1] == pytest.approx(
+        GROWTH * 2.0 + GROWTH ** 2 * 1.0 + 0.5)
+    assert next_grid_fits(math.inf, [1.0, 2.0], [1.0], 0.5)[1] == pytest.approx(GROWTH * (2.0 + 1.0) + 0.5)
+
+
+def test_the_refinement_scales_a_tuning_skipped_on_the_last_grid(clock, monkeypatch):
+    """Searches of 1, 2, 4 s and tunings that grow as they do (1 s at 30 buckets, 4 s at 120):
+    the 60-bucket grid is not tuned (the bound gains, the predicted UB is far), so the tuning
+    the 120-bucket grid would need is two grids older than its search. Predicted at one
+    growth step (7.5 s + the certification) the third grid would start and end past the limit,
+    certifying nothing; at two steps (11.25 s + it) the refinement stops and certifies at 60."""
+    from tests.instance_data import two_model_data
+
+    inst = parse_instance(two_model_data())
+    real_search, real_tune, real_sim = bracket._search_at, bracket._tune, bracket.simulate
+    grids, tuned, rate = [], [], {}
+
+    def search_at(instance, chain, *args, **kwargs):
+        s = real_search(instance, chain, *args, **kwargs)
+        clock.advance(2.0 ** len(grids))
+        grids.append(chain.i0)
+        return s
+
+    def tune(instance, pes, search, *args, **kwargs):
+        policy, tl, _, kept = real_tune(instance, pes, search, *args, **kwargs)
+        cost = 2.0 ** (len(grids) - 1)                          # grows as the search does
+        clock.advance(cost)
+        tuned.append(pes.i0)
+        rate["runs/s"] = sum(t["runs"] for t in tl) / cost
+        # a predicted UB 40 % above the bound: far from the width, yet not stalled
+        return policy, tl, 1.4 * search.bound(), kept
+
+    def simulate(instance, policy, runs, *args, **kwargs):    # the certification, at the tuning's rate
+        clock.advance(runs / rate["runs/s"])
+        return real_sim(instance, policy, runs, *args, **kwargs)
+
+    monkeypatch.setattr(bracket, "_search_at", search_at)
+    monkeypatch.setattr(bracket, "_tune", tune)
+    monkeypatch.setattr(bracket, "simulate", simulate)
+    b = adaptive_bounds(inst, buckets=30, runs=100, tune_runs=500, width=1e-6, time_limit=11.75, time_points=0)
+    cert_s = 100 / (sum(t["runs"] for t in b.tuning if t["buckets"] == 30) / 1.0)
+    assert cert_s <= 0.25                                      # the window the limit is set in holds
+    assert [lv["tuned"] for lv in b.refinement["levels"]] == [True, False]
+    assert grids == [30, 60] and tuned == [30, 60] and b.refinement["stopped_by"] == "time_limit"
+    assert b.status != "time_limit" and b.certification and clock.t <= 11.75

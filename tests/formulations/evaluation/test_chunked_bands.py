@@ -127,9 +127,11 @@ def test_the_default_eval_samples_on_a_random_instance_of_horizon_3000_are_accep
 
 
 def test_the_sweep_check_is_the_evaluators_rule():
-    _check_evaluation_memory(DEFAULT_EVAL_SAMPLES, 3000, "instances[0]")    # refused by the old copy of the rule
+    inst = _instance(horizon=3000)
+    # 50,000 × 3001 values do not fit whole, but do in epoch chunks beside one block: accepted
+    _check_evaluation_memory(DEFAULT_EVAL_SAMPLES, inst, "instances[0]")
     with pytest.raises(SweepError) as info:
-        _check_evaluation_memory(20_000_000, 3000, "instances[0]")
+        _check_evaluation_memory(20_000_000, inst, "instances[0]")
     msg = str(info.value)
     assert msg.startswith("sweep.evaluation.samples: 20000000 trajectories of up to K̄ = 3000 epochs")
     assert msg.endswith("samples (instances[0])") and "\n" not in msg
@@ -137,6 +139,19 @@ def test_the_sweep_check_is_the_evaluators_rule():
         check_evaluation_memory(20_000_000, 3000, True, field="sweep.evaluation.samples", error=SolverError,
                                 up_to=True)
     assert msg == f"{same.value} (instances[0])"
+
+
+def test_the_sweep_check_accepts_what_solve_accepts_on_a_deterministic_instance():
+    # every law a point mass: one trajectory is judged, whatever eval_samples, so solve() checks
+    # the final losses only; the sweep's load check applies the same rule, not samples × K̄
+    from tests.formulations.test_evaluate import det_instance
+
+    inst = parse_instance({**det_instance(), "horizon": 3000})
+    assert check_solve_arguments(inst, "depl", True, 20_000_000, 0).name == "depl"
+    _check_evaluation_memory(20_000_000, inst, "instances[0]")
+    with pytest.raises(SweepError, match=r"^sweep\.evaluation\.samples: 2000000000 trajectories need .* "
+                                         r"\(instances\[0\]\)$"):
+        _check_evaluation_memory(2_000_000_000, inst, "instances[0]")     # the finals alone: 30 GiB
 
 
 def test_the_bands_are_never_computed_in_more_than_max_band_chunks(monkeypatch):

@@ -46,3 +46,32 @@ def test_adaptive_opt_honours_the_sweep_tasks_stop(monkeypatch):
     assert "stopped at 9 s by the task's hard limit of 10 s (sweep time_limit_s), before the solver's own " \
            "refine_time" in rec["message"]
     assert rec["diagnostics"]["task_stop_s"] == 9.0
+
+
+def test_a_stopped_run_has_no_closed_loop_policy_to_simulate(monkeypatch):
+    """A run the time limit stopped keeps the bound's multipliers but tuned no policy: the
+    closed-loop simulation (``deplbench simulate``, a sweep's closed_loop) has no policy
+    series, rather than failing on the policy's missing prices."""
+    from deplbench.formulations.model.result import SolveResult
+    from deplbench.instances.model import parse_instance
+    from deplbench.solvers.run import closed_loop, solve
+    from tests.cli.test_cli_adaptive_options import TINY
+
+    clock = _Clock()
+    real = search.dp
+
+    def dp(*args, **kwargs):
+        clock.t += 1.0
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(search, "dp", dp)
+    inst = parse_instance(TINY)
+    with limits.use_clock(clock):
+        res = solve(inst, "adaptive-opt", evaluate=False, refine_time=5.5, buckets=60, runs=1000, tune_runs=500)
+    assert res.status == "time_limit" and res.lower_bound is not None
+    assert res.diagnostics["multipliers"] and "mu_policy" not in res.diagnostics["multipliers"]
+    out = closed_loop(inst, res, runs=200)
+    assert out["policy"] is None and out["plan"] is None
+    # read back from its JSON (a sweep's stored record, `simulate`'s solve): the same
+    again = closed_loop(inst, SolveResult.from_dict(res.to_dict()), runs=200)
+    assert again["policy"] is None

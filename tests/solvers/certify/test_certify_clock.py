@@ -163,3 +163,32 @@ def test_stage_two_does_not_start_after_an_outer_stop():
     assert stage2["reason"] == "time limit 10 s reached after stage 1"
     assert bracket["stopped"].endswith("validation tests not started, stage 2 not started")
     assert not bracket["saa_optima_stage2"]
+
+
+def test_a_stopped_brackets_advice_names_the_time_limit_not_n_prime():
+    """Tests skipped by the stop certify nothing whatever N′ or the risk grid: the line says so."""
+    inst = _two_model()
+    clock = _Clock()
+    with limits.use_clock(clock), limits.deadline(10.0):
+        bracket = certified.certify(inst, map=_map_costing(clock, 20.0), **{**SETTINGS, "replications": 6})
+    n = len(bracket["candidates"])
+    assert bracket["status"] == "lower bound only" and n > 0
+    assert bracket["message"].endswith(f"no candidate plan certified feasible (the tests of {n} candidate(s) were "
+                                       "skipped, the time limit having passed; raise it)")
+    assert "validation N′" not in bracket["message"]
+
+
+def test_replications_never_started_are_not_blamed_on_the_per_solve_time_limit():
+    """An outer stop passed before any SAA solve: no replication, status error, and the advice is
+    the limit that stopped them, not time_limit (per solve), scenarios or the horizon."""
+    inst = _two_model()
+    clock = _Clock()
+    with limits.use_clock(clock), limits.deadline(10.0):
+        clock.t = 11.0
+        bracket = certified.certify(inst, **SETTINGS)
+    assert bracket["status"] == "error" and bracket["upper_bound"] is None
+    assert all(r["message"] == "time limit 10 s reached before this SAA solve" for r in bracket["replications"])
+    assert bracket["message"].endswith("none was started before the time limit named; raise that limit")
+    assert "raise time_limit" not in bracket["message"] and "\n" not in bracket["message"]
+    res = certified.bracket_result(bracket)
+    assert res.status == "time_limit" and res.plan is None and res.lower_bound is None

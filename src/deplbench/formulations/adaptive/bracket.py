@@ -425,6 +425,7 @@ def _bracket(instance, buckets: int, runs: int, seed: int, confidence: float, tu
     carried: tuple = ([], 0, 0)                         # the last carried-deadline passes, G, buckets
     grid_s: list[float] = []                            # each grid's search seconds
     tune_s: list[float] = []                            # each tuning's seconds
+    tune_b = int(buckets)                               # the grid of the last tuning
     sim_rate = math.inf                                 # tuning runs simulated per second
     n_passes, coarse_passes = int(timed_check), 0      # the deadline-aware check is a pass too
     pes = None
@@ -464,6 +465,7 @@ def _bracket(instance, buckets: int, runs: int, seed: int, confidence: float, tu
                                              alpha)
             log.extend(dict(t, buckets=b) for t in tl)
             tune_s.append(now() - t_tune)
+            tune_b = b
             sim_rate = max(sum(t["runs"] for t in tl), 1) / max(tune_s[-1], 1e-9)
             tuned = True
             est_w = (est_ub - lb) / lb if lb > 0 and math.isfinite(est_ub) else math.inf
@@ -484,7 +486,8 @@ def _bracket(instance, buckets: int, runs: int, seed: int, confidence: float, tu
         elif (memory_estimate(instance, nxt, runs, tune_runs) > memory_budget_gib() * 2**30
               or timed_memory_next(opt, nxt, time_points) > memory_budget_gib() * 2**30):
             stopped = "memory_limit"
-        elif not next_grid_fits(time_left(), grid_s, tune_s, runs / sim_rate)[0]:
+        elif not next_grid_fits(time_left(), grid_s, tune_s, runs / sim_rate,
+                                round(math.log(nxt / tune_b, REFINE)))[0]:
             stopped = "time_limit"
         else:
             b = nxt

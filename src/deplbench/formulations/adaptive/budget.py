@@ -79,16 +79,18 @@ def monotone_frontier(search, omega: float) -> list[dict]:
 GROWTH = 2.5
 
 
-def next_grid_fits(left: float, grid_s: list[float], tune_s: list[float], cert_s: float) -> tuple[bool, float]:
+def next_grid_fits(left: float, grid_s: list[float], tune_s: list[float], cert_s: float,
+                   tune_steps: int = 1) -> tuple[bool, float]:
     """Whether the refinement may start the next grid, and the seconds it predicts for the rest.
 
     The rest is the next grid's search and tuning, and the final certification
-    (done once, at the end, whatever the grid): g × (``grid_s[-1]`` +
-    ``tune_s[-1]``) + ``cert_s``, with g = max(:data:`GROWTH`,
+    (done once, at the end, whatever the grid): g × ``grid_s[-1]`` +
+    g^``tune_steps`` × ``tune_s[-1]`` + ``cert_s``, with g = max(:data:`GROWTH`,
     ``grid_s[-1] / grid_s[-2]``) — the growth of the search time measured
     between the last two grids, which under a machine's load can exceed the
-    arithmetic's ×2. The tuning is scaled by the same g: its DP passes grow
-    as the search's do, its simulations do not, so this errs on the long side.
+    arithmetic's ×2. The tuning is scaled by the same g for every grid
+    between the last tuning's and the next: its DP passes grow as the
+    search's do, its simulations do not, so this errs on the long side.
 
     Parameters
     ----------
@@ -102,6 +104,9 @@ def next_grid_fits(left: float, grid_s: list[float], tune_s: list[float], cert_s
     cert_s : float
         Predicted seconds of the certification: its runs at the simulation rate
         of the last tuning (whose time includes its DP passes: again on the long side).
+    tune_steps : int, default 1
+        Grids (×2 each) from the last tuning's grid to the next one: 2 when the
+        last grid was not tuned (the refinement tunes at least every second grid).
 
     Returns
     -------
@@ -116,7 +121,8 @@ def next_grid_fits(left: float, grid_s: list[float], tune_s: list[float], cert_s
     still checks the deadline before it starts (:func:`~.bracket.adaptive_bounds`).
     """
     ratio = grid_s[-1] / grid_s[-2] if len(grid_s) >= 2 and grid_s[-2] > 0 else 0.0
-    need = max(GROWTH, ratio) * (grid_s[-1] + (tune_s[-1] if tune_s else 0.0)) + cert_s
+    g = max(GROWTH, ratio)
+    need = g * grid_s[-1] + g ** max(int(tune_steps), 1) * (tune_s[-1] if tune_s else 0.0) + cert_s
     return need <= left, need
 
 

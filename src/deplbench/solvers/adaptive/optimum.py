@@ -167,9 +167,10 @@ class AdaptiveOpt(Solver):
         """The certified policy, rebuilt from ``diagnostics["multipliers"]`` (its own time and
         failure prices ``lambda_policy`` and ``mu_policy`` — not the bound's pass, which may be
         another one —, ρ, rescaling rule or time grid, and share given up at once; None
-        without them) on the grid the bracket ended on."""
+        without them) on the grid the bracket ended on. None too for a run the time limit
+        stopped (status ``time_limit``): its multipliers are the bound's alone, no policy was tuned."""
         mult = (result.diagnostics or {}).get("multipliers")
-        if not mult or not adaptive.applies(instance)[0]:
+        if not mult or "mu_policy" not in mult or not adaptive.applies(instance)[0]:
             return None
         p = self.resolve_params(params)
         buckets = ((result.diagnostics or {}).get("grid") or {}).get("buckets") or p["buckets"]

@@ -386,7 +386,8 @@ def _bracket_record(run: _Run, lower: dict, upper: dict | None, judged: list, re
     width = _width(lower["value"], upper)
     if refining and run.stages[-1].get("ran"):
         run.stages[-1]["width"] = width
-    status, message = _status(lower, upper, width, exact, s.confidence, s.seed)
+    skipped = sum(bool(c.get("skipped")) for c in judged)
+    status, message = _status(lower, upper, width, exact, s.confidence, s.seed, skipped)
     if upper is None and not any(not r["value_kind"].startswith("trivial") for r in run.reps):
         status, message = "error", _no_usable_replication(run.reps)
     judged.sort(key=lambda c: c["cost"])
@@ -414,9 +415,14 @@ def _no_usable_replication(reps: list[dict]) -> str:
     """The reason no bound exists when every SAA replication failed or stopped
     without a proven bound (their 0 would be a vacuous lower bound)."""
     reasons = sorted({f"{r['status']}: {r['message']}" for r in reps})
+    # a replication never started (saa_task: total_time_limit or an outer stop had passed) is
+    # helped by neither a larger per-solve time_limit nor a smaller model: only by that limit
+    if all(str(r.get("message", "")).endswith("reached before this SAA solve") for r in reps):
+        advice = "none was started before the time limit named; raise that limit"
+    else:
+        advice = "raise time_limit, or use fewer scenarios or a smaller horizon"
     return (f"no usable SAA replication: all {len(reps)} replications failed or stopped without a proven "
-            f"bound ({'; '.join(reasons[:2])}); raise time_limit, or use fewer scenarios or a smaller "
-            "horizon")
+            f"bound ({'; '.join(reasons[:2])}); {advice}")
 
 
 def _unjudged(c: dict) -> dict:
@@ -462,9 +468,9 @@ def fresh_seed(seed: int) -> int:
     return int(seed) + 2 * VALIDATION_SEED_OFFSET + 2
 
 
-def _status(lower, upper, width, exact, confidence, seed: int = 0) -> tuple[str, str]:
+def _status(lower, upper, width, exact, confidence, seed: int = 0, skipped: int = 0) -> tuple[str, str]:
     """``bracket`` / ``upper bound only`` / ``lower bound only`` / ``infeasible`` / ``none``
-    (or ``inconsistent``), with a sentence."""
+    (or ``inconsistent``), with a sentence (``skipped``: candidates whose test a time limit skipped)."""
     lb = lower["value"]
     if lb is not None and math.isinf(lb) and upper is None:
         conf = "with certainty" if exact else f"at confidence {lower['confidence']:.4g}"
@@ -484,8 +490,11 @@ def _status(lower, upper, width, exact, confidence, seed: int = 0) -> tuple[str,
         return "upper bound only", (f"plan certified feasible (cost {upper['value']:.6g}); no lower bound: "
                                     + lower["method"])
     if lb is not None:
+        # a test the time limit skipped certifies nothing whatever N′ and the risk grid
+        why = (f"the tests of {skipped} candidate(s) were skipped, the time limit having passed; raise it"
+               if skipped else "raise validation N′ or tighten the risk grid")
         return "lower bound only", (f"optimum ≥ {lb:.6g} at confidence {lower['confidence']:.4g}; no candidate "
-                                    "plan certified feasible (raise validation N′ or tighten the risk grid)")
+                                    f"plan certified feasible ({why})")
     return "none", "neither bound could be established: " + lower["method"]
 
 
