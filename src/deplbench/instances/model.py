@@ -37,7 +37,6 @@ Examples
 
 from __future__ import annotations
 
-import json
 from functools import cached_property
 from pathlib import Path
 from typing import Annotated, Any, Final, Literal
@@ -45,11 +44,12 @@ from typing import Annotated, Any, Final, Literal
 import numpy as np
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, PrivateAttr, ValidationError, model_validator
 
-from deplbench.errors import DeplbenchError, InstanceError
+from deplbench.errors import InstanceError
 from deplbench.instances import datalaw
 from deplbench.instances.distributions import Distribution
+from deplbench.instances.jsondoc import MAX_NESTING, check_shape, key_loc, read_json, reject_unknown_fields
 from deplbench.instances.magnitudes import MIN_OMEGA, check_magnitudes, omega_range
-from deplbench.limits import as_path, read_text
+from deplbench.limits import as_path
 
 FORMAT_VERSION: Final = 1
 #: Largest accepted horizon K̄. Every layer allocates arrays with a K̄ axis
@@ -57,13 +57,6 @@ FORMAT_VERSION: Final = 1
 #: validation and then exhaust memory (the process is killed, no message);
 #: 10^5 epochs is three orders of magnitude beyond the paper's K̄ = 100.
 MAX_HORIZON = 100_000
-#: Deepest nesting of lists/objects accepted in an instance. The format itself
-#: needs 4 levels (``models[0].improvement.samples[0]``); free-form provenance
-#: gets room to spare. Deeper data could be validated but not written back
-#: (pydantic's serialiser stops at its own depth limit) and, read from a file,
-#: would exhaust Python's recursion limit in ``json`` (a 5,000-deep file
-#: raises RecursionError there).
-MAX_NESTING = 64
 #: Number fields are strict (docs/instances.md §1): a JSON number and nothing
 #: else. Without ``strict`` pydantic reads ``true`` as 1 and ``"0.9"`` as 0.9,
 #: silently.
@@ -223,6 +216,14 @@ class Instance(_Strict):
             pairs.add((tc.dataset, tc.cluster))
         check_magnitudes(self)  # finite, resolvable numbers in binary64 (instances.magnitudes)
         return self
+
+    @property
+    def is_deterministic(self) -> bool:
+        """Whether every random term of eq. (8) — each model's improvement and each switch's
+        jump — is a point mass: every plan's loss trajectory is then one exact path, so one
+        scenario is every scenario and one trajectory judges a plan exactly."""
+        return (all(m.improvement.is_deterministic for m in self.models)
+                and all(sw.jump.is_deterministic for sw in self.switches))
 
     # ------------------------------------------------------------------ sizes
     @property
@@ -442,72 +443,6 @@ def parse_instance(data: Any) -> Instance:
         raise InstanceError(f"invalid instance: {format_validation_error(exc)}") from None
 
 
-def reject_unknown_fields(data: dict, fields, root: str, error: type[DeplbenchError]) -> None:
-    """An unknown top-level key is named as such before anything inside it
-    is looked at (else a problem in its value would be reported under a
-    location the format does not have)."""
-    for key in data:
-        if key not in fields:
-            shown = repr(key).encode("ascii", "backslashreplace").decode() if isinstance(key, str) else repr(key)
-            raise error(f"{root}: unknown field {shown} (not part of the format, whose fields are {', '.join(fields)})")
-
-
-def _check_text(loc: str, text: str, what: str = "text", *, root: str = "instance",
-                error: type[DeplbenchError] = InstanceError) -> None:
-    """Refuse text that cannot be written as UTF-8 (a lone surrogate such as
-    ``"\\ud800"``, which JSON's ``\\u`` escapes can carry): it would validate and
-    then fail when the instance is saved or stored."""
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError as exc:
-        raise error(f"{loc or root}: {what} is not valid Unicode (character {exc.start}: "
-                    f"{exc.reason})") from None
-
-
-def key_loc(loc: str, key: Any, root: str = "instance") -> str:
-    """``loc.key``, or ``loc['key']`` for a key that is not an ASCII identifier."""
-    if isinstance(key, str) and key.isidentifier() and key.isascii():
-        return f"{loc}.{key}" if loc else key
-    return f"{loc or root}[{key!r}]"
-
-
-def check_shape(data: Any, *, root: str = "instance", error: type[DeplbenchError] = InstanceError) -> None:
-    """Refuse data nested deeper than :data:`MAX_NESTING`, or text that is not
-    valid Unicode, naming where.
-
-    Iterative (an explicit stack), so any depth is measured without
-    recursion. Shared by every JSON format of the package (instances,
-    plans: ``root`` names the document, ``error`` is the class raised).
-
-    Raises
-    ------
-    error
-        ``<location>: nested more than 64 levels deep ...`` or ``<location>:
-        text is not valid Unicode ...``.
-    """
-    stack: list[tuple[Any, int, str]] = [(data, 0, "")]
-    while stack:
-        value, depth, loc = stack.pop()
-        if isinstance(value, str):
-            _check_text(loc, value, root=root, error=error)
-            continue
-        if isinstance(value, dict):
-            for key in value:
-                if isinstance(key, str):
-                    _check_text(loc or root, key, what="a key", root=root, error=error)
-            items = ((key_loc(loc, k, root), v) for k, v in value.items())
-        elif isinstance(value, (list, tuple)):
-            items = ((f"{loc}[{i}]", v) for i, v in enumerate(value))
-        else:
-            continue
-        if depth >= MAX_NESTING:
-            if len(loc) > 80:  # cut at a segment boundary, so the location stays readable
-                loc = loc[:max(loc.rfind("[", 0, 80), loc.rfind(".", 0, 80))] + "…"
-            raise error(f"{loc}: nested more than {MAX_NESTING} levels deep (the {root} format "
-                        "never needs more than a few)")
-        stack.extend((v, depth + 1, child) for child, v in items)
-
-
 def load_instance(path: str | Path) -> Instance:
     """Read and validate an instance JSON file.
 
@@ -531,57 +466,6 @@ def load_instance(path: str | Path) -> Instance:
         return parse_instance(data)
     except InstanceError as exc:
         raise InstanceError(f"{path}: {exc}") from None
-
-
-def read_json(path: str | Path, *, what: str = "instance",
-              error: type[DeplbenchError] = InstanceError) -> Any:
-    """The JSON value of a file, every failure one line naming the file.
-
-    Parameters
-    ----------
-    path : path-like
-    what : str
-        The document's kind, for messages (``"instance"``, ``"plan"``).
-    error : type
-        The :class:`~deplbench.errors.DeplbenchError` subclass raised.
-
-    Raises
-    ------
-    error
-        Unreadable or non-UTF-8 file, invalid JSON, the non-JSON constants
-        ``NaN``/``Infinity`` that Python's ``json`` accepts, or nesting too
-        deep for the parser (a ``RecursionError`` otherwise).
-    """
-    path = Path(path)
-    text = read_text(path, what, error)
-    try:
-        return json.loads(text, parse_constant=lambda name: _reject_constant(name, what),
-                          object_pairs_hook=_unique_keys)
-    except RecursionError:
-        raise error(f"{path}: JSON nested too deeply to read (a {what} needs a few levels, "
-                    f"the limit is {MAX_NESTING})") from None
-    except json.JSONDecodeError as exc:
-        raise error(f"{path}: not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})") from None
-    except ValueError as exc:
-        raise error(f"{path}: {exc}") from None
-
-
-def _unique_keys(pairs: list) -> dict:
-    # Python's json keeps the last of two equal keys silently: a duplicated
-    # field (two "omega") would hide which value was meant.
-    out = {}
-    for key, value in pairs:
-        if key in out:
-            raise ValueError(f"duplicate key {key!r} in one JSON object")
-        out[key] = value
-    return out
-
-
-def _reject_constant(name: str, what: str = "instance"):
-    # Python's json accepts NaN/Infinity, which are not JSON and would slip
-    # non-finite numbers past the format.
-    raise ValueError(f"non-finite number {name} is not allowed in an {what}" if what[0] in "aeiou"
-                     else f"non-finite number {name} is not allowed in a {what}")
 
 
 def instance_schema() -> dict:

@@ -83,9 +83,7 @@ def check_eval_samples(instance, eval_samples: int, field: str = "eval_samples",
     evaluated, exactly), sized for K̄ epochs, the longest plan the instance allows (constraint (5)).
     """
     check_evaluation_memory(eval_samples, 0, False, field=field, error=error)
-    random = (any(not m.improvement.is_deterministic for m in instance.models)
-              or any(not s.jump.is_deterministic for s in instance.switches))
-    if random:
+    if not instance.is_deterministic:
         # _judge computes the per-epoch bands of the returned plan, which has at most K̄ epochs
         # (constraint (5)): sized for K̄ here (the finals and one block, the bands in epoch chunks
         # when the trajectories do not fit whole), so that a count too large for the returned

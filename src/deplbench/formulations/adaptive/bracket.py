@@ -22,7 +22,6 @@ import numpy as np
 from deplbench.errors import PlanError
 from deplbench.formulations.adaptive.budget import (  # noqa: F401 - re-exported
     GROWTH,
-    RUN_BYTES,
     Progress,
     check_certification,
     left_or_none,
@@ -372,8 +371,7 @@ def _bracket(instance, buckets: int, runs: int, seed: int, confidence: float, tu
     """The body of :func:`adaptive_bounds` under its deadline; what it finishes is kept in ``state``."""
     say = progress or (lambda line: None)
     omega, t0 = float(instance.omega), state.t0
-    alpha = (1.0 - confidence) / 2.0                    # each of the two statements of the bracket
-    level = 1.0 - alpha
+    level = 1.0 - (alpha := (1.0 - confidence) / 2.0)      # alpha: each of the bracket's two statements
     opt = state.opt = Chain(instance, buckets, optimistic=True)
     reach, reach_err = best_success(opt)
     # a default G is chosen on the first grid, within the time left (the time limit, or an outer stop)

@@ -200,16 +200,10 @@ def general_applies(instance) -> tuple[bool, str]:
 # =============================================================================
 
 
-def _all_constant(instance) -> bool:
-    """Every loss term a constant: one scenario is every scenario."""
-    return all(m.improvement.is_deterministic for m in instance.models) and all(
-        sw.jump.is_deterministic for sw in instance.switches)
-
-
 def general_memory_need(instance, scenarios: int) -> float:
     """Bytes of the bound tables: (K̄+1)·nμ·S·|M|·(γ-groups ≤ |N|) floats, about
     three alive at once (S = 1 when every term is a constant, as the solve draws)."""
-    S = 1 if _all_constant(instance) else int(scenarios)
+    S = 1 if instance.is_deterministic else int(scenarios)
     return 3.0 * 8 * (instance.horizon + 1) * len(MU_FACTORS) * S * instance.n_models * instance.n_clusters
 
 
@@ -231,7 +225,7 @@ def _setup(instance, settings: GeneralSolveSettings, params, t0):
         return SolveResult(algorithm="milp", status="error", params=params, diagnostics=diag, message=(
             f"the general formulation's bound tables would need about {need / 2**30:.1f} GiB > "
             f"{MEMORY_LIMIT_GIB:g} GiB (S = {scenarios}, K̄ = {inst.horizon}); use fewer scenarios"))
-    deterministic = _all_constant(inst)
+    deterministic = inst.is_deterministic
     S = 1 if deterministic else int(scenarios)
     p = 0 if deterministic else allowed_violations(inst.omega, S)
     sc = ScenarioSampler(inst, settings.seed).in_sample(S)

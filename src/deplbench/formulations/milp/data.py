@@ -54,9 +54,7 @@ def data_bytes(instance, n_scenarios: int) -> int:
     scenarios (sorted once more inside ``np.unique``): about four float64
     arrays of S·K̄·(|M|+|P|). Point masses are drawn once (S = 1).
     """
-    deterministic = all(m.improvement.is_deterministic for m in instance.models) and all(
-        sw.jump.is_deterministic for sw in instance.switches)
-    S = 1 if deterministic else int(n_scenarios)
+    S = 1 if instance.is_deterministic else int(n_scenarios)
     width = int(instance.horizon) * (instance.n_models + len(instance.switch_pairs))
     return 4 * 8 * S * width
 
@@ -194,8 +192,7 @@ class Data:
         #: so one is drawn (identical to any of the S) and none may be violated
         #: (⌊(1−ω)S⌋ < S for ω > 0).
         self.S_nominal = int(n_scenarios)
-        self.deterministic = all(m.improvement.is_deterministic for m in inst.models) and all(
-            sw.jump.is_deterministic for sw in inst.switches)
+        self.deterministic = inst.is_deterministic
         self.S = 1 if self.deterministic else self.S_nominal
         self.p = 0 if self.deterministic else allowed_violations(inst.omega, self.S)
         self.K = int(inst.horizon)

@@ -216,9 +216,7 @@ def saa_infeasible(instance, scenarios: int, res: SolveResult) -> SolveResult:
     """
     if res.status != "infeasible":
         return res
-    deterministic = all(m.improvement.is_deterministic for m in instance.models) and all(
-        sw.jump.is_deterministic for sw in instance.switches)
-    if deterministic or res.diagnostics.get("infeasibility") == "instance":
+    if instance.is_deterministic or res.diagnostics.get("infeasibility") == "instance":
         res.diagnostics["infeasibility"] = "instance"
         return res
     res.diagnostics["infeasibility"] = "saa"

@@ -89,7 +89,7 @@ def scenario_bytes(instance, scenarios: int, extra_columns: int = 0) -> int:
     once (S = 1), as :func:`in_sample_scenarios` does. ``extra_columns``
     adds a caller's own (S, K̄+1) arrays.
     """
-    S = 1 if is_deterministic(instance) else int(scenarios)
+    S = 1 if instance.is_deterministic else int(scenarios)
     columns = 2 * instance.n_models + len(instance.switches) + 1 + int(extra_columns)
     return FLOAT_BYTES * S * (int(instance.horizon) + 1) * columns
 
@@ -110,16 +110,9 @@ def in_sample_scenarios_checked(instance, scenarios: int, seed: int, who: str, e
     return in_sample_scenarios(instance, scenarios, seed)
 
 
-def is_deterministic(instance) -> bool:
-    """True when every random term is a point mass (one scenario suffices)."""
-    return all(m.improvement.is_deterministic for m in instance.models) and all(
-        s.jump.is_deterministic for s in instance.switches
-    )
-
-
 def in_sample_scenarios(instance, scenarios: int, seed: int):
     """The SAA scenarios (stream 0 of ``seed``); one scenario if deterministic."""
-    n = 1 if is_deterministic(instance) else int(scenarios)
+    n = 1 if instance.is_deterministic else int(scenarios)
     return ScenarioSampler(instance, seed).in_sample(n)
 
 
@@ -371,7 +364,6 @@ __all__ = [
     "in_sample_scenarios_checked",
     "scenario_bytes",
     "TIME_LIMIT_PARAM",
-    "is_deterministic",
     "no_solution",
     "oos_checker",
     "saa_quantile",

@@ -67,7 +67,6 @@ from deplbench.solvers.baselines.common import (  # noqa: F401 - re-exported (ol
     expected_improvement,
     in_sample_scenarios,
     in_sample_scenarios_checked,
-    is_deterministic,
     no_solution,
     oos_checker,
     saa_quantile,

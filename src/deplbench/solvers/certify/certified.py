@@ -108,7 +108,6 @@ from deplbench.solvers.certify.tasks import (
     Mapper,
     add_candidate,
     dask_map,
-    is_deterministic,
     not_started,
     parse_risk_grid,
     process_map,
@@ -215,7 +214,7 @@ def certify(instance, settings: CertifySettings | None = None, *, candidates: Ma
         raise SolverError(f"{sorted(options)[0]}: give certify's settings either as a CertifySettings "
                           "or as keywords, not both")
     t_start = time.perf_counter()
-    exact = is_deterministic(instance)
+    exact = instance.is_deterministic   # every term a point mass: the SAA is then exact
     if exact:
         # One scenario is the distribution: the SAA is the true problem.
         settings = dataclasses.replace(settings, replications=1, scenarios=1, risk_grid=(),
@@ -586,7 +585,7 @@ def candidate_plans(instance, algorithms: str) -> tuple[dict[str, Plan], dict[st
 
 __all__ = ["certify", "candidate_names_refused", "CertifySettings", "CertifiedSettings", "MilpCertified",
            "bracket_result", "candidate_plans",
-           "process_map", "dask_map", "saa_task", "validation_task", "is_deterministic", "parse_risk_grid",
+           "process_map", "dask_map", "saa_task", "validation_task", "parse_risk_grid",
            "DEFAULT_CONFIDENCE", "DEFAULT_REPLICATIONS", "DEFAULT_SCENARIOS", "DEFAULT_VALIDATION",
            "DEFAULT_RISK_GRID", "DEFAULT_GRID_SEEDS", "DEFAULT_TIME_LIMIT", "DEFAULT_TARGET_WIDTH",
            "DEFAULT_REFINE_SHARE", "DEFAULT_REFINE_REPLICATIONS", "DEFAULT_REFINE_SCENARIOS_FACTOR",

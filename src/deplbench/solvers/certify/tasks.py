@@ -63,12 +63,6 @@ def dask_map(client) -> Mapper:
     return run
 
 
-def is_deterministic(instance) -> bool:
-    """True when every random loss term is a point mass (the SAA is then exact)."""
-    return all(m.improvement.is_deterministic for m in instance.models) and all(
-        sw.jump.is_deterministic for sw in instance.switches)
-
-
 def parse_risk_grid(text: str) -> tuple[float, ...]:
     """``"0.9,0.8"`` → (0.9, 0.8); an empty string gives no tightened level."""
     items = [t.strip() for t in str(text).split(",") if t.strip()]
@@ -218,6 +212,6 @@ def add_candidate(pool: dict, plan: Plan, label: str, role: str, omega) -> str |
     return key
 
 
-__all__ = ["Mapper", "process_map", "dask_map", "is_deterministic", "parse_risk_grid", "saa_task",
+__all__ = ["Mapper", "process_map", "dask_map", "parse_risk_grid", "saa_task",
            "validation_task", "stop_instant", "not_started", "skipped_tests",
            "SAA_HEURISTIC_TIME", "add_candidate", "bound_value", "sequential_map", "validate_candidates"]
