@@ -265,3 +265,32 @@ def test_a_tiny_memory_limit_is_printed_with_its_digits(small_file):
     res = solve(parse_instance(json.loads(small_file.read_text())), "milp", memory_limit=1e-9, evaluate=False)
     assert res.status == "error" and "> memory_limit 1e-09 GiB" in res.message and "0.00 GiB" not in res.message
     assert limits.gib_text(2.0) == "2.00" and limits.gib_text(1e-3) == "0.001" and limits.gib_text(0.0) == "0.00"
+
+
+# ---- an integer parameter given as text is that integer, or refused --------------------------
+
+@pytest.mark.parametrize("text, value", [("9007199254740993", 9007199254740993), ("2.0", 2), ("1e3", 1000),
+                                         ("18446744073709551617", 2**64 + 1)])
+def test_an_integer_given_in_digits_is_read_exactly(text, value):
+    """Read through a float, 2**53 + 1 became 2**53 (a different seed run and recorded, silently)."""
+    from deplbench.params import SEED
+
+    assert SEED.convert("seed", text) == value
+
+
+@pytest.mark.parametrize("given", ["1e300", "1e16", 1e300, 2.0**53])
+def test_a_float_past_2_53_is_refused_where_an_integer_is_declared(given):
+    """1e300 is not the integer 10**300 (int(1e300) has other digits): no float names one integer past 2**53."""
+    from deplbench.params import SEED
+
+    with pytest.raises(SolverError, match=r"^parameter 'seed': expected int, got .*write the integer in digits"):
+        SEED.convert("seed", given)
+
+
+def test_solve_records_the_seed_given_in_digits(small_file, capsys):
+    assert main(["solve", str(small_file), "--algo", "milp", "--scenarios", "20", "--seed", "9007199254740993",
+                 "--eval-samples", "200", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["params"]["seed"] == 9007199254740993
+    assert main(["solve", str(small_file), "--algo", "milp", "--seed", "1e300"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("error: --seed 1e300: expected int"), err
