@@ -360,3 +360,42 @@ def test_every_exported_interval_states_its_level_and_method():
     c = record_mod.closed_loop_columns(cl)
     assert c["cl_p_success_level"] == 0.95 and c["cl_p_success_method"].startswith("Clopper–Pearson, two-sided")
     assert {"violation_ub_method", "violation_lb_level", "cl_p_success_method"} <= set(COLUMNS)
+
+
+def _stamped(tmp_path, version: str):
+    path = tmp_path / f"v{len(list(tmp_path.iterdir()))}.sqlite"
+    with ResultsStore(path) as store:
+        store.add(record("k"))
+    conn = sqlite3.connect(path)
+    conn.execute("UPDATE meta SET value = ? WHERE name = 'schema_version'", (version,))
+    conn.commit()
+    conn.close()
+    return path
+
+
+@pytest.mark.parametrize("version, message", [
+    ("999", r"schema version 999 was written by a newer deplbench \(this one reads versions up to 2\)"),
+    ("abc", r"meta.schema_version 'abc' is not a schema version"),
+    ("²", r"meta.schema_version '²' is not a schema version"),
+])
+def test_a_store_of_a_newer_or_unknown_schema_is_refused_and_left_alone(tmp_path, version, message):
+    """A newer store was read as if it were this version's, and a run into it re-stamped it with version 2."""
+    path = _stamped(tmp_path, version)
+    for readonly in (True, False):
+        with pytest.raises(SweepError, match=message):
+            ResultsStore(path, readonly=readonly)
+    conn = sqlite3.connect(path)
+    assert conn.execute("SELECT value FROM meta WHERE name = 'schema_version'").fetchone() == (version,)
+    assert conn.execute("SELECT count(*) FROM results").fetchone() == (1,)
+    conn.close()
+
+
+def test_a_store_of_an_older_schema_version_is_still_read_and_migrated(tmp_path):
+    path = _stamped(tmp_path, "1")
+    with ResultsStore(path, readonly=True) as ro:
+        assert ro.count() == 1
+    with ResultsStore(path) as store:
+        assert store.add(record("k2"))
+    conn = sqlite3.connect(path)
+    assert conn.execute("SELECT value FROM meta WHERE name = 'schema_version'").fetchone() == ("2",)
+    conn.close()
