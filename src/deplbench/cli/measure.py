@@ -95,8 +95,56 @@ def run_measure(args: argparse.Namespace) -> int:
     return 0
 
 
+def _check_analyse(args: argparse.Namespace) -> None:
+    """Refuse an ``analyse`` option no analysis can use, naming it.
+
+    Raises
+    ------
+    MeasureError
+        ``--bootstrap`` outside [1, MAX_BOOTSTRAP]: no replicate leaves the
+        percentile interval undefined, and the replicates are drawn as one
+        array (replicates × runs).
+    """
+    from deplbench.limits import MAX_BOOTSTRAP
+
+    if not 1 <= args.bootstrap <= MAX_BOOTSTRAP:
+        raise MeasureError(f"--bootstrap: must be in [1, {MAX_BOOTSTRAP}] replicates, got {args.bootstrap}")
+
+
+def _check_replay(args: argparse.Namespace, solvers: list[str]) -> None:
+    """Refuse a ``replay`` option before anything is trained, naming it.
+
+    Raises
+    ------
+    MeasureError
+        ``--seeds`` or ``--threads`` below 1, no ``--solvers``, an unknown
+        solver name, a ``--result`` for a solver not replayed (it would be
+        ignored), ``--merge`` without an existing ``--output``.
+    """
+    if args.seeds < 1:
+        raise MeasureError(f"--seeds: must be >= 1, got {args.seeds}")
+    if args.threads < 1:
+        raise MeasureError(f"--threads: must be >= 1, got {args.threads}")
+    if not solvers:
+        raise MeasureError(f"--solvers: names no algorithm, got {args.solvers!r}")
+    from deplbench.solvers.registry import registered
+
+    unknown = [s for s in solvers if s not in registered()]
+    if unknown:
+        raise MeasureError(f"--solvers: unknown algorithm(s) {', '.join(map(repr, unknown))} "
+                           f"(registered: {', '.join(registered())})")
+    for item in args.result:
+        name = item.partition("=")[0]
+        if name not in solvers:
+            raise MeasureError(f"--result {item}: {name!r} is not among --solvers ({', '.join(solvers)}), "
+                               "so its result would not be used")
+    if args.merge and not (args.output and Path(args.output).is_file()):
+        raise MeasureError("--merge: needs an existing --output file")
+
+
 def run_analyse(args: argparse.Namespace) -> int:
     """Handler of ``deplbench measure analyse``."""
+    _check_analyse(args)
     from deplbench.measure import analysis
 
     result = analysis.analyse(args.logs, bootstrap=args.bootstrap)
@@ -131,14 +179,11 @@ def run_refit(args: argparse.Namespace) -> int:
 
 def run_replay(args: argparse.Namespace) -> int:
     """Handler of ``deplbench measure replay``."""
-    if args.seeds < 1:
-        raise MeasureError(f"--seeds: must be >= 1, got {args.seeds}")
-    if args.merge and not (args.output and Path(args.output).is_file()):
-        raise MeasureError("--merge: needs an existing --output file")
+    solvers = [s.strip() for s in args.solvers.split(",") if s.strip()]
+    _check_replay(args, solvers)
     _need_torch()
     from deplbench.measure import replay
 
-    solvers = [s.strip() for s in args.solvers.split(",") if s.strip()]
     given = {}
     for item in args.result:
         name, sep, path = item.partition("=")
