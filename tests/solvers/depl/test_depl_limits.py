@@ -63,7 +63,9 @@ CASES = [
     ("n_theta", 0, "must be >= 1, got 0", _build_bounds),
     ("tail_share", 0.0, "must be > 0.0, got 0.0", _build_bounds),
     ("eta", 0, "must be >= 1, got 0", _build_spec),
-    ("epsilon", 0.0, "must be > 0.0, got 0.0", _place),
+    ("epsilon", 0.0, "must be >= 1e-12, got 0.0", _place),
+    # 1 + 1e-16 rounds to 1: the (1+ε') levels had no step and DepL ended in status error (ZeroDivisionError)
+    ("epsilon", 1e-16, "must be >= 1e-12, got 1e-16", _place),
 ]
 
 
@@ -86,7 +88,8 @@ def test_the_table_holds_the_declarations_the_functions_check():
     assert params["n_theta"] is N_THETA and params["tail_share"] is TAIL_SHARE
 
 
-@pytest.mark.parametrize("n_theta,tail_share,eta,epsilon", [(1, 0.99, 1, 10.0), (64, 1e-9, 5000, 1e-9)])
+@pytest.mark.parametrize("n_theta,tail_share,eta,epsilon", [(1, 0.99, 1, 10.0), (64, 1e-9, 5000, 1e-9),
+                                                                (64, 1e-9, 5000, 1e-12)])
 def test_the_limits_themselves_are_accepted_by_the_direct_call(inst, n_theta, tail_share, eta, epsilon):
     assert len(_build_bounds(inst, "n_theta", n_theta)) >= 1
     assert len(_build_bounds(inst, "tail_share", tail_share)) >= 1
