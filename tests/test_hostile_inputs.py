@@ -294,3 +294,18 @@ def test_solve_records_the_seed_given_in_digits(small_file, capsys):
     assert main(["solve", str(small_file), "--algo", "milp", "--seed", "1e300"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and err.startswith("error: --seed 1e300: expected int"), err
+
+
+def test_a_cluster_whose_plans_cost_inf_is_refused_before_any_solve(tmp_path, capsys):
+    """unit_cost 1e308 on a knapsack instance's one cluster: the MILP answered
+    `feasible` with cost inf and gap nan; now the instance is refused naming the field."""
+    from deplbench.instances.generators import generate
+
+    data = json.loads(generate("knapsack", n_items=3, horizon=4, seed=0).to_json())
+    data["clusters"][0]["unit_cost"] = 1e308
+    path = tmp_path / "k.json"
+    path.write_text(json.dumps(data), encoding="utf-8")
+    assert main(["solve", str(path), "--algo", "milp", "--scenarios", "5", "--json"]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == "" and captured.err.count("\n") == 1
+    assert "clusters[0].unit_cost: 1e+308 × K̄ × the least compute" in captured.err, captured.err
