@@ -95,3 +95,22 @@ def test_the_limits_themselves_are_accepted_by_the_direct_call(inst, n_theta, ta
     assert len(_build_bounds(inst, "tail_share", tail_share)) >= 1
     assert _build_spec(inst, "eta", eta).n_time == eta
     assert _place(inst, "epsilon", epsilon).feasible
+
+
+@pytest.mark.parametrize("algo", ["depl", "best-exp"])
+def test_a_dear_most_capable_cluster_does_not_overflow_the_model_path(algo):
+    """κ = 1e306 on the most capable cluster (valid: a plan there costs ~1e308 per epoch):
+    √(c·κ) overflowed, every edge weight was inf and DepL answered no_solution; the plan
+    must be the one found at κ = 1e300, where the cluster is just as unaffordable."""
+    from deplbench.formulations.model.allocation import sqrt_product
+
+    base = generate("realistic", family="alexnet")
+    results = []
+    for kappa in (1e300, 1e306):
+        clusters = [c.model_copy(update={"unit_cost": kappa}) if i == 0 else c
+                    for i, c in enumerate(base.clusters)]
+        results.append(solve(base.with_changes(clusters=clusters), algo, evaluate=False))
+    assert [r.status for r in results] == ["feasible", "feasible"], [r.message for r in results]
+    assert results[1].cost == results[0].cost and results[1].plan == results[0].plan
+    assert sqrt_product([260.0], 1e306)[0] == pytest.approx(np.sqrt(260.0) * 1e153)
+    assert sqrt_product([4.0, 9.0], [1.0, 4.0]).tolist() == [2.0, 6.0]
