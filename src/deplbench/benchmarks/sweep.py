@@ -87,12 +87,12 @@ from deplbench.benchmarks.validate import (
     check_parameters,
     check_time_limit,
     finite_number,
-    nonnegative_int,
     positive_int,
     reject_unknown,
     require_finite,
     require_str,
     require_table,
+    seed_int,
 )
 from deplbench.benchmarks.validate import check_names as _check_names
 from deplbench.errors import SweepError
@@ -484,7 +484,7 @@ def parse_sweep(
     if "samples" in evaluation:
         positive_int(evaluation["samples"], "sweep.evaluation.samples")
     if "seed" in evaluation:
-        nonnegative_int(evaluation["seed"], "sweep.evaluation.seed")
+        seed_int(evaluation["seed"], "sweep.evaluation.seed")
     if "closed_loop" in evaluation:
         from deplbench.benchmarks.tasks import check_closed_loop
         check_closed_loop(evaluation["closed_loop"], "sweep.evaluation.closed_loop")
@@ -598,7 +598,7 @@ def _parse_instance_group(entry: Any, where: str, base_dir: Path) -> InstanceGro
     if not isinstance(seeds, list) or not seeds:
         raise SweepError(f"{where}.seeds: must be a non-empty list of integers")
     for j, s in enumerate(seeds):
-        nonnegative_int(s, f"{where}.seeds[{j}]")
+        seed_int(s, f"{where}.seeds[{j}]")
     if len(set(seeds)) != len(seeds):
         raise SweepError(f"{where}.seeds: duplicate seeds")
     targets = _parse_targets(entry.get("targets", {}), f"{where}.targets")
