@@ -139,6 +139,9 @@ def test_instance_file_group(tmp_path):
     (('instances = ["ks"]', 'instances = ["nope"]'), "algorithms[1].instances[0]"),
     (('[[algorithms]]\nname = "depl"', '[[algorithms]]\nnme = "depl"'), "algorithms[0].nme"),
     (("time_limit_s = 5", "time_limit_s = true"), "algorithms[1].time_limit_s"),
+    # one series per label in a report: depl's and the DP's rows were averaged as one "algorithm"
+    (('name = "knapsack-dp"', 'name = "knapsack-dp"\nlabel = "depl"'),
+     "algorithms[1].label: 'depl' is already the label of algorithms[0] (algorithm 'depl')"),
 ])
 def test_invalid_sweeps_name_the_key(edit, where):
     old, new = edit

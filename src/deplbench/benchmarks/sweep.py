@@ -510,6 +510,7 @@ def parse_sweep(
     )
     _check_task_count(groups, algorithms, head.get("max_tasks", MAX_SWEEP_TASKS))
     _check_output_paths(algorithms)
+    _check_labels(algorithms)
     if check_names:
         _check_names(groups, algorithms)
         check_parameters(algorithms)
@@ -519,6 +520,24 @@ def parse_sweep(
     return Sweep(name=name, description=description, time_limit_s=time_limit,
                  evaluation=dict(evaluation), instances=groups,
                  algorithms=algorithms, source=source, text=text)
+
+
+def _check_labels(algorithms: tuple) -> None:
+    """One algorithm per label: a report draws one series per ``label`` (``reports.data``), so
+    two algorithms under one label would be averaged and ranked as one.
+
+    Raises
+    ------
+    SweepError
+        ``algorithms[i].label`` naming the entry whose algorithm already has that label.
+    """
+    owner: dict[str, tuple[int, str]] = {}
+    for i, algo in enumerate(algorithms):
+        j, name = owner.setdefault(algo.label, (i, algo.name))
+        if name != algo.name:
+            raise SweepError(f"algorithms[{i}].label: {algo.label!r} is already the label of algorithms[{j}] "
+                             f"(algorithm {name!r}); a report draws one series per label, so {algo.name!r} and "
+                             f"{name!r} would be mixed (give each its own label)")
 
 
 #: Solver parameters that name a file the task writes (defined beside the task runner that checks them again).
