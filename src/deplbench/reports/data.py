@@ -238,6 +238,30 @@ def config_labels(df: pd.DataFrame, by: tuple[str, ...] = ("family", "algorithm"
     return labels
 
 
+def separate_shared_labels(series: pd.Series, solvers: pd.Series) -> tuple[pd.Series, dict[str, list[str]]]:
+    """Series names with every label that holds rows of several solvers split per solver.
+
+    A report draws one series per label; a sweep refuses two algorithms under
+    one label, but two sweeps run into one store (or an edited store) can still
+    give one label to rows of different algorithms. Those rows are renamed
+    ``"<label> (<solver>)"`` so that no table or claim averages two algorithms.
+
+    Returns
+    -------
+    tuple of (pandas.Series, dict)
+        The series names (unchanged where a label has one solver), and
+        ``{label: [solvers]}`` of the labels that were split.
+    """
+    owners: dict[str, set[str]] = {}
+    for label, solver in zip(series, solvers):
+        owners.setdefault(label, set()).add(solver)
+    shared = {label: sorted(s) for label, s in owners.items() if len(s) > 1}
+    if not shared:
+        return series, {}
+    renamed = [f"{label} ({solver})" if label in shared else label for label, solver in zip(series, solvers)]
+    return pd.Series(renamed, index=series.index, dtype=object), shared
+
+
 def prepare(frame: pd.DataFrame, source: str = "<DataFrame>") -> ReportData:
     """Normalise a store frame for the report builders.
 
@@ -291,6 +315,11 @@ def prepare(frame: pd.DataFrame, source: str = "<DataFrame>") -> ReportData:
     # (e.g. "depl-calibrated"), by default the registry name.
     df["solver"] = df["algorithm"]
     df["algorithm"] = obj(lbl or alg for lbl, alg in zip(df["label"], df["solver"]))
+    df["algorithm"], shared = separate_shared_labels(df["algorithm"], df["solver"])
+    for label, solvers in shared.items():
+        notes.append(f"label {label!r} holds rows of {len(solvers)} algorithms ({', '.join(solvers)}; written by "
+                     f"different sweeps into one store): they are drawn as separate series "
+                     f"{', '.join(repr(f'{label} ({s})') for s in solvers)}, never averaged as one")
     df["is_exact"] = obj(bool(v) if not pd.isna(v) else False
                          for v in df["exact"]).astype(bool)
     unknown = int((df["exact"].isna() & (df["solver"] != "")).sum()) if not df.empty else 0
