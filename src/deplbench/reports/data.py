@@ -169,6 +169,20 @@ def load_store(path: str | Path) -> pd.DataFrame:
         raise ReportError(f"DB: cannot read results store {path}: {exc}") from exc
 
 
+def text_cell_notes(path: str | Path) -> list[str]:
+    """Notes on a store's numeric cells that hold text (a hand-edited or foreign store).
+
+    The frame reads such a cell as missing; ``export`` warns about it, and the
+    report says so too, instead of leaving a row out of every table silently.
+    """
+    from deplbench.benchmarks.store import ResultsStore, text_in_numbers
+
+    with ResultsStore(path, readonly=True) as store:
+        bad = text_in_numbers(store._conn)
+    return [f"{n} stored row(s) of column {col!r} hold text, not a number: read as missing values"
+            for col, n in bad.items()]
+
+
 def parse_json(value: Any) -> tuple[dict, bool]:
     """Parse one JSON cell into a dict; returns (dict, ok). Empty cells are ok."""
     if isinstance(value, dict):
