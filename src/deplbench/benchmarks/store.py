@@ -181,15 +181,13 @@ class ResultsStore:
     ------
     SweepError
         The file is missing (``readonly``), is not an SQLite database, is
-        a database without the store's ``results`` table, or is stamped with
-        a schema version that is newer or not a whole number.
+        a database without the store's ``results`` table, or is of a newer schema.
 
     Notes
     -----
     A store written by an older schema gets the new columns added (NULL in
     its old rows) when opened for writing; opened read-only, the missing
-    columns read as NULL. A store of a newer schema (``meta.schema_version``
-    above :data:`SCHEMA_VERSION`) is refused either way.
+    columns read as NULL. A newer one is refused (``record.check_schema_version``).
     """
 
     def __init__(self, path: str | os.PathLike, *, readonly: bool = False) -> None:
@@ -205,7 +203,7 @@ class ResultsStore:
                 if not self.path.is_file():
                     raise SweepError(f"results store not found: {self.path}")
                 self._conn = _open_readonly(self.path)
-                self._check_version()
+                _record.check_schema_version(self._conn, f"results store {self.path}", SCHEMA_VERSION)
             else:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
                 _refuse_read_only_folder(self.path)
@@ -217,8 +215,7 @@ class ResultsStore:
                 if tables and "results" not in tables:
                     raise SweepError(f"results store {self.path}: no `results` table "
                                      "(not a deplbench store)")
-                # before the migration below, which would stamp a newer store with this version
-                self._check_version()
+                _record.check_schema_version(self._conn, f"results store {self.path}", SCHEMA_VERSION)
                 # WAL: a reader (a report run while a sweep writes) never blocks
                 # the writer; FULL: a commit is on disk before insert() returns.
                 self._conn.execute("PRAGMA journal_mode=WAL")
@@ -266,33 +263,6 @@ class ResultsStore:
                 self._conn.execute(f"ALTER TABLE results ADD COLUMN {c} {kind}")
         self._conn.execute("INSERT OR REPLACE INTO meta VALUES ('schema_version', ?)",
                            (SCHEMA_VERSION,))
-
-    def _check_version(self) -> None:
-        """Refuse a store whose ``meta.schema_version`` this code cannot read.
-
-        An older store (a smaller version, or none: no ``meta`` table yet) is
-        read with its missing columns NULL and migrated when written; a newer
-        one may hold columns or meanings this code does not know, and writing
-        to it would stamp it with the older version.
-
-        Raises
-        ------
-        SweepError
-            A version that is not a whole number, or one above :data:`SCHEMA_VERSION`.
-        """
-        if self._conn.execute("SELECT 1 FROM sqlite_master WHERE type='table' AND name='meta'").fetchone() is None:
-            return
-        row = self._conn.execute("SELECT value FROM meta WHERE name='schema_version'").fetchone()
-        if row is None:
-            return
-        text = str(row[0]).strip()
-        if not (text.isascii() and text.isdigit()):
-            raise SweepError(f"results store {self.path}: meta.schema_version {row[0]!r} is not a schema version "
-                             "(a whole number); not a store deplbench wrote?")
-        if int(text) > int(SCHEMA_VERSION):
-            raise SweepError(f"results store {self.path}: schema version {int(text)} was written by a newer "
-                             f"deplbench (this one reads versions up to {SCHEMA_VERSION}); upgrade deplbench "
-                             "to read or add to it")
 
     def _check_schema(self) -> None:
         cols = self._columns()

@@ -178,7 +178,7 @@ def text_cell_notes(path: str | Path) -> list[str]:
     from deplbench.benchmarks.store import ResultsStore, text_in_numbers
 
     with ResultsStore(path, readonly=True) as store:
-        bad = text_in_numbers(store._conn)
+        bad = text_in_numbers(store._conn) if store._conn is not None else {}
     return [f"{n} stored row(s) of column {col!r} hold text, not a number: read as missing values"
             for col, n in bad.items()]
 
@@ -459,6 +459,6 @@ def finite_or(v, default: float = math.nan) -> float:
 
 __all__ = ["finite_or", "STORE_COLUMNS", "JSON_COLUMNS", "NUMERIC_COLUMNS", "PLAN_STATUSES",
            "SIZE_PARAMETERS", "SIZE_LABELS", "PAPER_SETS", "NON_CONFIG_KEYS",
-           "ReportError", "ReportData", "validate_frame", "load_store", "parse_json",
-           "canonical", "variant_tag", "config_labels", "prepare",
+           "ReportError", "ReportData", "validate_frame", "load_store", "text_cell_notes",
+           "separate_shared_labels", "parse_json", "canonical", "variant_tag", "config_labels", "prepare",
            "load_bench_json", "bench_algorithm"]

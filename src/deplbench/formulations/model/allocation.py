@@ -220,4 +220,5 @@ def plan_from_choices(instance, models, clusters, datasets) -> Plan | None:
     return Plan(epochs=epochs, datasets={k: list(v) for k, v in datasets.items() if v})
 
 
-__all__ = ["Allocation", "allocate", "epoch_parameters", "allocation_for_choices", "plan_from_choices", "TIME_RTOL"]
+__all__ = ["Allocation", "allocate", "sqrt_product", "epoch_parameters", "allocation_for_choices",
+           "plan_from_choices", "TIME_RTOL"]
