@@ -47,6 +47,7 @@ def test_run_without_db_is_one_line_exit_2(tmp_path, deplbench_cli):
     assert status == 2 and err.startswith("error: --db: "), err
 
 
+@pytest.mark.integration   # `run` starts task processes when a check is missing (the code before this one)
 def test_show_tasks_without_dry_run_is_refused_before_anything_runs(tmp_path, deplbench_cli):
     """--show-tasks without --dry-run was ignored: the sweep ran in full and listed nothing."""
     db = tmp_path / "x.sqlite"
