@@ -309,3 +309,22 @@ def test_a_cluster_whose_plans_cost_inf_is_refused_before_any_solve(tmp_path, ca
     captured = capsys.readouterr()
     assert captured.out == "" and captured.err.count("\n") == 1
     assert "clusters[0].unit_cost: 1e+308 × K̄ × the least compute" in captured.err, captured.err
+
+
+@pytest.mark.parametrize("given", [2**63, -(2**63), "18446744073709551616"])
+def test_an_integer_parameter_beyond_64_bits_is_refused(given):
+    """scenarios = 2**64 in a sweep passed --dry-run, failed its task, and then its row could not be
+    stored: an OverflowError traceback out of the runner, and the other tasks' rows lost with it."""
+    from deplbench.params import MAX_INT, Param
+
+    unbounded = Param(1, int, "a count with no upper bound of its own")
+    with pytest.raises(SolverError, match=r"^parameter 'n': must lie within ±\(2\*\*63 − 1\)"):
+        unbounded.convert("n", given)
+    assert unbounded.convert("n", MAX_INT) == MAX_INT and unbounded.convert("n", -MAX_INT) == -MAX_INT
+
+
+def test_a_sweep_with_2_64_scenarios_is_refused_at_load():
+    sweep = {"sweep": {"name": "s"}, "instances": [{"id": "k", "family": "knapsack", "params": {"n_items": 3}}],
+             "algorithms": [{"name": "milp", "params": {"scenarios": 2**64}}]}
+    with pytest.raises(SweepError, match=r"^algorithms\[0\]\.params\.scenarios: .*within ±\(2\*\*63 − 1\)"):
+        parse_sweep(sweep)

@@ -46,6 +46,10 @@ from deplbench.errors import DeplbenchError, SolverError
 
 _TRUE = ("1", "true", "yes", "on")
 _FALSE = ("0", "false", "no", "off")
+#: Largest integer a parameter may take: task records keep integers in SQLite's
+#: signed 64 bits (2**64 scenarios loaded, failed the task, and then its row could
+#: not be stored: an OverflowError out of the runner).
+MAX_INT = 2**63 - 1
 #: 2**53: every integer below it is a binary64 float exactly; from it on, a
 #: float stands for several integers (so never for "the integer given").
 _EXACT_FLOAT_INTS = 2.0**53
@@ -165,7 +169,7 @@ class Param:
         return value
 
     def _check_bounds(self, name: str, value: Any, error: builtins.type[DeplbenchError], of: str) -> None:
-        """NaN, ±inf (when ``finite``) and the bounds, for one number."""
+        """NaN, ±inf (when ``finite``), the bounds, and an int's 64 bits (:data:`MAX_INT`), for one number."""
         if isinstance(value, float) and math.isnan(value):
             # NaN passes every bound comparison; reject it here by name.
             raise error(f"parameter {name!r}: {of}expected a number, got nan")
@@ -177,6 +181,9 @@ class Param:
         if self.high is not None and (value > self.high or (not self.high_inclusive and value == self.high)):
             op = "<=" if self.high_inclusive else "<"
             raise error(f"parameter {name!r}: {of}must be {op} {self.high}, got {value!r}")
+        if isinstance(value, int) and not isinstance(value, bool) and not -MAX_INT <= value <= MAX_INT:
+            raise error(f"parameter {name!r}: {of}must lie within ±(2**63 − 1), got {value} (results are stored "
+                        "with 64-bit integers)")
 
     def _coerce(self, value: Any) -> Any:
         """``value`` as ``self.type``; ValueError/TypeError when it is not one."""

@@ -74,6 +74,10 @@ def test_record_rejects_wrong_kinds_naming_the_column(tmp_path):
             store.add(record("a", cost="cheap"))
         with pytest.raises(SweepError, match="record.epochs"):
             store.add(record("a", epochs=2.5))
+        # beyond SQLite's 64-bit INTEGER: an OverflowError the runner did not catch (it stores a
+        # SweepError's attempt as failed and goes on)
+        with pytest.raises(SweepError, match="record.scenarios: expected int, got 18446744073709551616"):
+            store.add(record("a", scenarios=2**64))
         assert store.count() == 0
 
 

@@ -257,6 +257,8 @@ def convert(name: str, kind: str, value: Any) -> Any:
             if isinstance(value, float):
                 if not value.is_integer():
                     raise ValueError(value)
+            if not -(2**63) <= int(value) < 2**63:
+                raise OverflowError(value)     # SQLite's INTEGER: storing it would raise out of the runner
             return int(value)
         if kind == "bool":
             return bool(value)
