@@ -307,3 +307,21 @@ def test_cli_measure_refuses_options_no_run_can_use(capsys, argv, message):
     captured = capsys.readouterr()
     assert captured.out == "" and captured.err.count("\n") == 1
     assert captured.err.startswith("error: ") and message in captured.err, captured.err
+
+
+def test_cli_measure_outputs_never_replace_their_inputs(tmp_path, capsys):
+    """`measure refit LOGS -o LOGS` would write the fitted instance over the logs, and
+    `replay --result depl=R -o R` the replay over the result it reads."""
+    from deplbench.cli import main
+
+    logs = tmp_path / "logs.csv"
+    logs.write_text("run,epoch,model,loss\n", encoding="utf-8")
+    result = tmp_path / "r.json"
+    result.write_text("{}", encoding="utf-8")
+    for argv in (["refit", str(logs), "-o", str(logs)],
+                 ["replay", "--solvers", "depl", "--result", f"depl={result}", "-o", str(result)]):
+        assert main(["measure", *argv]) == 2
+        captured = capsys.readouterr()
+        assert captured.out == "" and captured.err.count("\n") == 1
+        assert captured.err.startswith("error: --output ") and "is the input" in captured.err, captured.err
+    assert logs.read_text(encoding="utf-8") == "run,epoch,model,loss\n" and result.read_text(encoding="utf-8") == "{}"

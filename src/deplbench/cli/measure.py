@@ -140,6 +140,11 @@ def _check_replay(args: argparse.Namespace, solvers: list[str]) -> None:
                                "so its result would not be used")
     if args.merge and not (args.output and Path(args.output).is_file()):
         raise MeasureError("--merge: needs an existing --output file")
+    if args.output:
+        from deplbench.files import refuse_overwrite
+
+        given = [item.partition("=")[2] for item in args.result if item.partition("=")[2]]
+        refuse_overwrite(args.output, given, "--output", MeasureError)
 
 
 def run_analyse(args: argparse.Namespace) -> int:
@@ -171,6 +176,10 @@ def run_refit(args: argparse.Namespace) -> int:
         if not (out.parent if str(out.parent) else Path(".")).is_dir():
             raise MeasureError(f"--output {out}: directory {out.parent} does not exist")
         eq8_out = out.with_name(out.name.removesuffix(".json") + "-eq8.json")
+        from deplbench.files import refuse_overwrite
+
+        for written in (out, eq8_out):     # the fitted instances must not replace the logs they come from
+            refuse_overwrite(written, [args.logs or analysis.default_logs_path()], "--output", MeasureError)
     instance, eq8, fit = analysis.refit(args.logs, args.output, eq8_out)
     print(f"fitted {len(fit.models)} models, {len(fit.switches)} switch pairs from {fit.n_runs} runs; wrote "
           f"{args.output or 'the shipped fit'}")

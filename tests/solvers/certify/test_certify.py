@@ -183,6 +183,8 @@ def test_cli_json_and_bad_option(tmp_path, capsys):
     (["--validation", str(10**15)], "validation"),
     (["-o", "DIR"], "-o"),
     (["-o", "DIR/missing/b.json"], "-o"),
+    # the instance itself: the bracket's JSON replaced it once the bracket was done
+    (["-o", "INSTANCE"], "is the input"),
     (["--with", "depl,nope"], "--with depl,nope: unknown algorithm 'nope'"),
     (["--with", "milp-certified"], "--with milp-certified: 'milp-certified' cannot be its own candidate"),
 ])
@@ -191,6 +193,7 @@ def test_cli_refuses_what_it_can_check_before_solving(tmp_path, capsys, monkeypa
     SAA solve (planted: a solve raises); the base code refused them only after
     the bracket was computed (32–70 s), --validation under the name "samples"."""
     from deplbench.cli import main
+    from deplbench.instances.model import load_instance
     from deplbench.solvers.certify import certified
 
     path = tmp_path / "k.json"
@@ -203,11 +206,12 @@ def test_cli_refuses_what_it_can_check_before_solving(tmp_path, capsys, monkeypa
 
     monkeypatch.setattr(certified, "candidate_plans", no_solve)
     monkeypatch.setattr(certified, "certify", no_solve)
-    argv = [a.replace("DIR", str(tmp_path / "full")) for a in args]
+    argv = [a.replace("DIR", str(tmp_path / "full")).replace("INSTANCE", str(path)) for a in args]
     code = main(["certify", str(path), "--replications", "2", "--scenarios", "5", *argv])
     captured = capsys.readouterr()
     assert code == 2 and captured.out == "", captured
     assert captured.err.strip().count("\n") == 0 and field in captured.err
+    assert load_instance(path).name.startswith("knapsack")      # the instance file is intact
 
 
 # ------------------------------------------------------------- report section
