@@ -582,8 +582,7 @@ def adaptive_bounds(instance, buckets: int = START_BUCKETS, runs: int = RUNS, se
                        "level_each": level,
                        "method": f"(1 − give_up) × one-sided Clopper–Pearson lower bound at level "
                                  f"{number_text(level)} on the fresh runs not given up (seed {seed}; the policy "
-                                 f"was tuned on seeds "
-                                 f"{seed + 1} and {seed + 2})",
+                                 f"was tuned on seeds {seed + 1} and {seed + 2})",
                        "cost_method": f"(1 − give_up) × one-sided empirical-Bernstein upper bound (Maurer & "
                                       f"Pontil 2009) at level {number_text(level)} on the runs not given up, costs in "
                                       f"[0, {c_max:.6g}] (the policy's cost budget); jointly with P(success) at "
