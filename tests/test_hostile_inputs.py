@@ -265,3 +265,66 @@ def test_a_tiny_memory_limit_is_printed_with_its_digits(small_file):
     res = solve(parse_instance(json.loads(small_file.read_text())), "milp", memory_limit=1e-9, evaluate=False)
     assert res.status == "error" and "> memory_limit 1e-09 GiB" in res.message and "0.00 GiB" not in res.message
     assert limits.gib_text(2.0) == "2.00" and limits.gib_text(1e-3) == "0.001" and limits.gib_text(0.0) == "0.00"
+
+
+# ---- an integer parameter given as text is that integer, or refused --------------------------
+
+@pytest.mark.parametrize("text, value", [("9007199254740993", 9007199254740993), ("2.0", 2), ("1e3", 1000),
+                                         ("4611686018427387905", 2**62 + 1)])
+def test_an_integer_given_in_digits_is_read_exactly(text, value):
+    """Read through a float, 2**53 + 1 became 2**53 (a different seed run and recorded, silently)."""
+    from deplbench.params import SEED
+
+    assert SEED.convert("seed", text) == value
+
+
+@pytest.mark.parametrize("given", ["1e300", "1e16", 1e300, 2.0**53])
+def test_a_float_past_2_53_is_refused_where_an_integer_is_declared(given):
+    """1e300 is not the integer 10**300 (int(1e300) has other digits): no float names one integer past 2**53."""
+    from deplbench.params import SEED
+
+    with pytest.raises(SolverError, match=r"^parameter 'seed': expected int, got .*write the integer in digits"):
+        SEED.convert("seed", given)
+
+
+def test_solve_records_the_seed_given_in_digits(small_file, capsys):
+    assert main(["solve", str(small_file), "--algo", "milp", "--scenarios", "20", "--seed", "9007199254740993",
+                 "--eval-samples", "200", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["params"]["seed"] == 9007199254740993
+    assert main(["solve", str(small_file), "--algo", "milp", "--seed", "1e300"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("error: --seed 1e300: expected int"), err
+
+
+def test_a_cluster_whose_plans_cost_inf_is_refused_before_any_solve(tmp_path, capsys):
+    """unit_cost 1e308 on a knapsack instance's one cluster: the MILP answered
+    `feasible` with cost inf and gap nan; now the instance is refused naming the field."""
+    from deplbench.instances.generators import generate
+
+    data = json.loads(generate("knapsack", n_items=3, horizon=4, seed=0).to_json())
+    data["clusters"][0]["unit_cost"] = 1e308
+    path = tmp_path / "k.json"
+    path.write_text(json.dumps(data), encoding="utf-8")
+    assert main(["solve", str(path), "--algo", "milp", "--scenarios", "5", "--json"]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == "" and captured.err.count("\n") == 1
+    assert "clusters[0].unit_cost: 1e+308 × K̄ × the least compute" in captured.err, captured.err
+
+
+@pytest.mark.parametrize("given", [2**63, -(2**63), "18446744073709551616"])
+def test_an_integer_parameter_beyond_64_bits_is_refused(given):
+    """scenarios = 2**64 in a sweep passed --dry-run, failed its task, and then its row could not be
+    stored: an OverflowError traceback out of the runner, and the other tasks' rows lost with it."""
+    from deplbench.params import MAX_INT, Param
+
+    unbounded = Param(1, int, "a count with no upper bound of its own")
+    with pytest.raises(SolverError, match=r"^parameter 'n': must lie within ±\(2\*\*63 − 1\)"):
+        unbounded.convert("n", given)
+    assert unbounded.convert("n", MAX_INT) == MAX_INT and unbounded.convert("n", -MAX_INT) == -MAX_INT
+
+
+def test_a_sweep_with_2_64_scenarios_is_refused_at_load():
+    sweep = {"sweep": {"name": "s"}, "instances": [{"id": "k", "family": "knapsack", "params": {"n_items": 3}}],
+             "algorithms": [{"name": "milp", "params": {"scenarios": 2**64}}]}
+    with pytest.raises(SweepError, match=r"^algorithms\[0\]\.params\.scenarios: .*within ±\(2\*\*63 − 1\)"):
+        parse_sweep(sweep)

@@ -46,6 +46,26 @@ from deplbench.errors import DeplbenchError, SolverError
 
 _TRUE = ("1", "true", "yes", "on")
 _FALSE = ("0", "false", "no", "off")
+#: Largest integer a parameter may take: task records keep integers in SQLite's
+#: signed 64 bits (2**64 scenarios loaded, failed the task, and then its row could
+#: not be stored: an OverflowError out of the runner).
+MAX_INT = 2**63 - 1
+#: 2**53: every integer below it is a binary64 float exactly; from it on, a
+#: float stands for several integers (so never for "the integer given").
+_EXACT_FLOAT_INTS = 2.0**53
+
+
+class _InexactInt(ValueError):
+    """A float from 2**53 on given where an integer is declared."""
+
+
+def _int_text(text: str) -> int | float:
+    """A command-line integer: its digits exactly (``int``), else its float
+    value (``"2.0"``, ``"1e3"``) for :meth:`Param._coerce` to check."""
+    try:
+        return int(text)
+    except ValueError:
+        return float(text)
 
 
 @dataclass(frozen=True)
@@ -134,6 +154,9 @@ class Param:
             raise error(f"parameter {name!r}: expected int, got the float {value!r}")
         try:
             value = self._coerce(value)
+        except _InexactInt:
+            raise error(f"parameter {name!r}: expected int, got {value!r}, a float that stands for many "
+                        "integers from 2**53 on (write the integer in digits)") from None
         except (TypeError, ValueError, OverflowError):
             raise error(f"parameter {name!r}: expected {expected}, got {value!r}") from None
         if self.choices is not None and value not in self.choices:
@@ -146,7 +169,7 @@ class Param:
         return value
 
     def _check_bounds(self, name: str, value: Any, error: builtins.type[DeplbenchError], of: str) -> None:
-        """NaN, ±inf (when ``finite``) and the bounds, for one number."""
+        """NaN, ±inf (when ``finite``), the bounds, and an int's 64 bits (:data:`MAX_INT`), for one number."""
         if isinstance(value, float) and math.isnan(value):
             # NaN passes every bound comparison; reject it here by name.
             raise error(f"parameter {name!r}: {of}expected a number, got nan")
@@ -158,6 +181,9 @@ class Param:
         if self.high is not None and (value > self.high or (not self.high_inclusive and value == self.high)):
             op = "<=" if self.high_inclusive else "<"
             raise error(f"parameter {name!r}: {of}must be {op} {self.high}, got {value!r}")
+        if isinstance(value, int) and not isinstance(value, bool) and not -MAX_INT <= value <= MAX_INT:
+            raise error(f"parameter {name!r}: {of}must lie within ±(2**63 − 1), got {value} (results are stored "
+                        "with 64-bit integers)")
 
     def _coerce(self, value: Any) -> Any:
         """``value`` as ``self.type``; ValueError/TypeError when it is not one."""
@@ -185,10 +211,16 @@ class Param:
             raise TypeError(value)
         if self.type is int:
             # A CLI string "1.5" must not be truncated to 1 silently, so
-            # strings go through the same integrality check as floats.
-            number = float(value) if isinstance(value, str) else value
+            # strings go through the same integrality check as floats. Digits
+            # are read as an exact integer first: through a float,
+            # "9007199254740993" would become ...992 (a different seed).
+            number = _int_text(value) if isinstance(value, str) else value
             if isinstance(number, float) and not number.is_integer():
                 raise ValueError(value)
+            if isinstance(number, float) and abs(number) >= _EXACT_FLOAT_INTS:
+                # 1e300 is not the integer 10**300, and 1e16 + 1 rounds to 1e16:
+                # past 2**53 a float does not name the integer the user meant.
+                raise _InexactInt(value)
             if not isinstance(number, (int, float)) and not hasattr(number, "__index__"):
                 raise TypeError(value)
             return int(number)

@@ -74,6 +74,10 @@ def test_record_rejects_wrong_kinds_naming_the_column(tmp_path):
             store.add(record("a", cost="cheap"))
         with pytest.raises(SweepError, match="record.epochs"):
             store.add(record("a", epochs=2.5))
+        # beyond SQLite's 64-bit INTEGER: an OverflowError the runner did not catch (it stores a
+        # SweepError's attempt as failed and goes on)
+        with pytest.raises(SweepError, match="record.scenarios: expected int, got 18446744073709551616"):
+            store.add(record("a", scenarios=2**64))
         assert store.count() == 0
 
 
@@ -388,3 +392,42 @@ def test_a_report_reads_an_infinite_end_a_json_cell_kept_as_null_with_its_reason
 
     cell = json.dumps({"quantile_ci": [8.8, None], "quantile_ci_nonfinite": {"1": "inf"}})
     assert parse_json(cell) == ({"quantile_ci": [8.8, math.inf]}, True)
+
+
+def _stamped(tmp_path, version: str):
+    path = tmp_path / f"v{len(list(tmp_path.iterdir()))}.sqlite"
+    with ResultsStore(path) as store:
+        store.add(record("k"))
+    conn = sqlite3.connect(path)
+    conn.execute("UPDATE meta SET value = ? WHERE name = 'schema_version'", (version,))
+    conn.commit()
+    conn.close()
+    return path
+
+
+@pytest.mark.parametrize("version, message", [
+    ("999", r"schema version 999 was written by a newer deplbench \(this one reads versions up to 2\)"),
+    ("abc", r"meta.schema_version 'abc' is not a schema version"),
+    ("²", r"meta.schema_version '²' is not a schema version"),
+])
+def test_a_store_of_a_newer_or_unknown_schema_is_refused_and_left_alone(tmp_path, version, message):
+    """A newer store was read as if it were this version's, and a run into it re-stamped it with version 2."""
+    path = _stamped(tmp_path, version)
+    for readonly in (True, False):
+        with pytest.raises(SweepError, match=message):
+            ResultsStore(path, readonly=readonly)
+    conn = sqlite3.connect(path)
+    assert conn.execute("SELECT value FROM meta WHERE name = 'schema_version'").fetchone() == (version,)
+    assert conn.execute("SELECT count(*) FROM results").fetchone() == (1,)
+    conn.close()
+
+
+def test_a_store_of_an_older_schema_version_is_still_read_and_migrated(tmp_path):
+    path = _stamped(tmp_path, "1")
+    with ResultsStore(path, readonly=True) as ro:
+        assert ro.count() == 1
+    with ResultsStore(path) as store:
+        assert store.add(record("k2"))
+    conn = sqlite3.connect(path)
+    assert conn.execute("SELECT value FROM meta WHERE name = 'schema_version'").fetchone() == ("2",)
+    conn.close()

@@ -125,6 +125,9 @@ def test_instance_file_group(tmp_path):
     (('id = "ks"', 'id = "alex"'), "instances[1].id"),
     (("seeds = [0, 1]", "seeds = [0, -1]"), "instances[0].seeds[1]"),
     (("seeds = [0, 1]", 'seeds = "0"'), "instances[0].seeds"),
+    # 2**64 loaded, ran, and its row could not be stored (OverflowError out of the runner)
+    (("seeds = [0, 1]", "seeds = [0, 18446744073709551616]"), "instances[0].seeds[1]: must be at most 2**63 − 1"),
+    (("seed = 3", "seed = 9223372036854775808"), "sweep.evaluation.seed: must be at most 2**63 − 1"),
     (("omega = 0.99", "omega = 1.5"), "instances[0].targets.omega"),
     (("omega = 0.99", "omega = 1e-300"), "instances[0].targets.omega"),   # 1 − ω rounds to 1
     (("loss_max = [5.0, 9.0, 13.0]", 'loss_max = ["a"]'), "instances[0].targets.loss_max[0]"),
@@ -136,6 +139,9 @@ def test_instance_file_group(tmp_path):
     (('instances = ["ks"]', 'instances = ["nope"]'), "algorithms[1].instances[0]"),
     (('[[algorithms]]\nname = "depl"', '[[algorithms]]\nnme = "depl"'), "algorithms[0].nme"),
     (("time_limit_s = 5", "time_limit_s = true"), "algorithms[1].time_limit_s"),
+    # one series per label in a report: depl's and the DP's rows were averaged as one "algorithm"
+    (('name = "knapsack-dp"', 'name = "knapsack-dp"\nlabel = "depl"'),
+     "algorithms[1].label: 'depl' is already the label of algorithms[0] (algorithm 'depl')"),
 ])
 def test_invalid_sweeps_name_the_key(edit, where):
     old, new = edit
@@ -429,3 +435,15 @@ def test_solver_axis_checks_availability_and_the_algorithm_at_load(monkeypatch):
                         lambda name: (False, "not installed") if name == "scip" else peers.availability(name))
     with pytest.raises(SweepError, match=r"^algorithms\[0\]\.solvers\[1\]: solver 'scip' is not available here"):
         _axis(milp_extra='solvers = ["highs", "scip"]', check_names=True)
+
+
+def test_the_largest_seed_a_sweep_accepts_is_stored(tmp_path):
+    """2**63 − 1 is accepted at load and its row fits the store's INTEGER column."""
+    from deplbench.benchmarks.store import ResultsStore
+    from tests.benchmarks.test_store import record
+
+    text = BASE.replace("seeds = [0, 1]", "seeds = [9223372036854775807]", 1)
+    assert {t.instance_seed for t in parse(text).tasks() if t.group == "alex"} == {2**63 - 1}
+    with ResultsStore(tmp_path / "s.sqlite") as store:
+        assert store.add(record("k", instance_seed=2**63 - 1, eval_seed=2**63 - 1))
+        assert store.frame()["instance_seed"].tolist() == [2**63 - 1]

@@ -272,3 +272,29 @@ def test_validate_prints_each_number_as_it_is(tmp_path, deplbench_cli):
     status, out, err = deplbench_cli("validate", path)
     assert status == 0 and err == ""
     assert out.rstrip().endswith("ω=0.999999999999, ℓ(0)=10.0000001, ℓmax=10, Tmax=12.3456789")
+
+
+@pytest.mark.parametrize("argv, option", [
+    (["solve", "k.json", "--algo", "depl", "--algo", "milp"], "--algo"),
+    (["solve", "k.json", "--algo", "milp", "--scenarios", "50", "--scenarios=60"], "--scenarios"),
+    (["simulate", "k.json", "--algo", "depl", "--algorithm", "milp"], "--algorithm/--algo"),
+    (["certify", "k.json", "--confidence", "0.9", "--confidence", "0.95"], "--confidence"),
+])
+def test_a_single_valued_option_given_twice_is_refused(capsys, argv, option):
+    """argparse kept the last value (`--algo depl --algo milp` ran milp) while `--param k=…`
+    twice was refused; refused before any file is read."""
+    from deplbench.cli import main
+
+    with pytest.raises(SystemExit) as info:
+        main(argv)
+    captured = capsys.readouterr()
+    assert info.value.code == 2 and captured.out == "" and captured.err.count("\n") == 1
+    assert f"argument {option}: given twice (one value per option)" in captured.err, captured.err
+
+
+def test_repeatable_options_still_repeat_and_leave_no_trace_in_the_namespace():
+    from deplbench.cli import build_parser
+
+    args = build_parser().parse_args(["library", "check", "lib", "--only", "a", "--only", "b"])
+    assert args.only == ["a", "b"]
+    assert not any(name.startswith("_") for name in vars(args))

@@ -45,3 +45,15 @@ def test_run_without_db_is_one_line_exit_2(tmp_path, deplbench_cli):
     # refused before the sweep is read: a missing sweep file still names --db
     status, _, err = deplbench_cli("run", tmp_path / "missing.toml")
     assert status == 2 and err.startswith("error: --db: "), err
+
+
+@pytest.mark.integration   # `run` starts task processes when a check is missing (the code before this one)
+def test_show_tasks_without_dry_run_is_refused_before_anything_runs(tmp_path, deplbench_cli):
+    """--show-tasks without --dry-run was ignored: the sweep ran in full and listed nothing."""
+    db = tmp_path / "x.sqlite"
+    status, out, err = deplbench_cli("run", tmp_path / "missing.toml", "--db", db, "--show-tasks", "3")
+    assert status == 2 and out == ""
+    assert err.startswith("error: --show-tasks: lists the tasks of a --dry-run") and err.count("\n") == 1, err
+    assert not db.exists()
+    status, out, err = deplbench_cli("run", tmp_path / "missing.toml", "--dry-run", "--show-tasks", "-1")
+    assert status == 2 and err.startswith("error: --show-tasks: must be 0 or more, got -1"), err

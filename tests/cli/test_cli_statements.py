@@ -7,6 +7,7 @@ decides where it exists (docs/certify.md)."""
 from __future__ import annotations
 
 import json
+import math
 
 import pytest
 
@@ -195,3 +196,15 @@ def test_an_interval_level_close_to_1_is_never_printed_as_1():
     ev = evaluate_plan(near_boundary_instance(), p, samples=2000, seed=278, confidence=0.99999, trajectory=False)
     level = dict(evaluation_statements(ev))["interval"].split(" at level ")[1].split(" ")[0]
     assert float(level) < 1.0 and float(level) >= 0.99999, level
+
+
+def test_a_level_near_1_is_printed_as_given_never_as_1():
+    """`{level:g}` printed a certificate at level 1 − 1e-16 as "at level 1" (certainty)."""
+    from deplbench.cli.statements import evaluation_statements
+
+    ev = {"confidence": 0.9999999999999999, "omega": 0.99, "verdict_basis": "monte_carlo", "mc_verdict": "undecided",
+          "quantile": 8.7, "quantile_ci": [8.6, math.inf], "quantile_ci_level": 0.9999999999999999, "samples": 1000,
+          "seed": 0, "loss_max": 9.0, "certified_verdict": "not certified", "violation_count": 1,
+          "violation_lb": 1e-19, "violation_ub": 0.04, "violations": []}
+    said = dict(evaluation_statements(ev))
+    assert said["certified"].startswith("not certified at level 0.9999999999999999 (one-sided"), said["certified"]

@@ -50,8 +50,10 @@ BAD = [
     ("runs", 1, f"need between 2 and {limits.MAX_RUNS} simulated runs, got 1"),
     ("runs", limits.MAX_RUNS + 1, f"need between 2 and {limits.MAX_RUNS} simulated runs, got {limits.MAX_RUNS + 1}"),
     ("seed", -1, "must be a non-negative integer, got -1"),
-    ("confidence", 1.0, "must be in (0, 1), got 1.0"),
-    ("confidence", 0.0, "must be in (0, 1), got 0.0"),
+    ("confidence", 1.0, "must be in (0, 1 − 1e-12], got 1.0"),
+    ("confidence", 0.0, "must be in (0, 1 − 1e-12], got 0.0"),
+    # (1 + level)/2 rounded to 1: the simulation ran, then its Clopper–Pearson end said "got 1.0"
+    ("confidence", 1 - 1e-16, "must be in (0, 1 − 1e-12], got 0.9999999999999999"),
 ]
 
 

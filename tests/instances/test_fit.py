@@ -425,3 +425,15 @@ def test_a_ragged_text_file_is_refused_on_one_line(tmp_path, deplbench_cli):
     assert status == 2 and out == ""
     assert err.count("\n") == 1 and err.startswith("error: ") and err.endswith("saw 5)\n")
     assert not (tmp_path / "f.json").exists()
+
+
+@pytest.mark.parametrize("family", ["alexnet", "mobilenet"])
+def test_fit_base_and_family_together_are_refused_whatever_the_family(tmp_path, deplbench_cli, family):
+    """`--base X --family alexnet` passed argparse's exclusive group (the value was its default)
+    and --family was silently ignored; `--family mobilenet` was already refused."""
+    base = tmp_path / "b.json"
+    base.write_text("{}", encoding="utf-8")
+    status, out, err = deplbench_cli("fit", tmp_path / "log.csv", "--base", base, "--family", family,
+                                     "-o", tmp_path / "f.json")
+    assert status == 2 and out == ""
+    assert "argument --family: not allowed with argument --base" in err and err.count("\n") == 1, err

@@ -61,6 +61,10 @@ REFUSED = {
     "bandwidth 5e-324": (lambda d: d["clusters"][0].update(bandwidth=5e-324), "clusters[0].bandwidth: "),
     "initial_loss -1": (lambda d: d.update(initial_loss=-1.0), "initial_loss: "),
     "initial_loss 1e20": (lambda d: d.update(initial_loss=1e20), "initial_loss: "),
+    # every plan on the cluster cost inf: the MILP called one feasible (gap nan), DepL gave a wrong reason
+    "unit_cost 1e308": (lambda d: d["clusters"][0].update(unit_cost=1e308), "clusters[0].unit_cost: "),
+    # finite for one epoch (≈ 1.5e308), not for K̄ = 6 of them
+    "unit_cost 5e307": (lambda d: d["clusters"][1].update(unit_cost=5e307), "clusters[1].unit_cost: "),
 }
 
 
@@ -82,6 +86,11 @@ ACCEPTED = {
     "omega 1 - 1e-12": lambda d: d.update(omega=1 - MIN_OMEGA),
     "size 0": lambda d: d["models"][0].update(size=0.0),
     "inverse-gamma shape 1e300": _imp({"kind": "inverse_gamma", "shape": 1e300, "scale": 1e300}),
+    "unit_cost 1e300": lambda d: d["clusters"][0].update(unit_cost=1e300),
+    "Tmax 1e308": lambda d: d.update(time_max=1e308),
+    # no epoch meets Tmax on any cluster: preprocessing's "infeasible, with the reason", not a refusal
+    "dataset size 1e308": lambda d: [ds.update(size=1e308) for ds in d["datasets"]],
+    "unit_cost 1e308 on a cluster no epoch fits": lambda d: d["clusters"][0].update(unit_cost=1e308, capacity=1e-300),
 }
 
 

@@ -287,3 +287,41 @@ def test_solvers_run_on_the_measured_family():
     assert set(depl.plan.models) <= {"p25", "p50", "p75"}
     assert solve(inst, "best-exp", evaluate=False).status in ("feasible", "no_solution")
     assert solve(generate("measured", law="fit"), "milp-exact").status == "skipped"   # empirical X can be < 0
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["analyse", "--bootstrap", "0"], "--bootstrap: must be in [1, 100000] replicates, got 0"),
+    (["analyse", "--bootstrap", "-1"], "--bootstrap: must be in [1, 100000] replicates, got -1"),
+    (["analyse", "--bootstrap", "100000001"], "--bootstrap: must be in [1, 100000] replicates"),
+    (["replay", "--threads", "0"], "--threads: must be >= 1, got 0"),
+    (["replay", "--solvers", " , "], "--solvers: names no algorithm"),
+    (["replay", "--solvers", "depl,nope"], "--solvers: unknown algorithm(s) 'nope'"),
+    (["replay", "--solvers", "depl", "--result", "milp=r.json"], "'milp' is not among --solvers (depl)"),
+])
+def test_cli_measure_refuses_options_no_run_can_use(capsys, argv, message):
+    """--bootstrap 0 ended in an IndexError traceback and -1 in numpy's "negative dimensions";
+    --solvers '' replayed nothing with exit 0; --threads 0 reached torch; an unused --result was ignored."""
+    from deplbench.cli import main
+
+    assert main(["measure", *argv]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == "" and captured.err.count("\n") == 1
+    assert captured.err.startswith("error: ") and message in captured.err, captured.err
+
+
+def test_cli_measure_outputs_never_replace_their_inputs(tmp_path, capsys):
+    """`measure refit LOGS -o LOGS` would write the fitted instance over the logs, and
+    `replay --result depl=R -o R` the replay over the result it reads."""
+    from deplbench.cli import main
+
+    logs = tmp_path / "logs.csv"
+    logs.write_text("run,epoch,model,loss\n", encoding="utf-8")
+    result = tmp_path / "r.json"
+    result.write_text("{}", encoding="utf-8")
+    for argv in (["refit", str(logs), "-o", str(logs)],
+                 ["replay", "--solvers", "depl", "--result", f"depl={result}", "-o", str(result)]):
+        assert main(["measure", *argv]) == 2
+        captured = capsys.readouterr()
+        assert captured.out == "" and captured.err.count("\n") == 1
+        assert captured.err.startswith("error: --output ") and "is the input" in captured.err, captured.err
+    assert logs.read_text(encoding="utf-8") == "run,epoch,model,loss\n" and result.read_text(encoding="utf-8") == "{}"

@@ -207,3 +207,17 @@ def test_the_glance_prints_a_one_sided_interval_as_such():
     lo = np.arange(1.0, 11.0)
     assert _ci_text(median_interval(lo, np.where(lo > 7, math.inf, lo + 0.5))) == " [2.000, ∞]"
     assert _ci_text(median_interval([1.0, 2.0])) == " [n < 6]"
+
+
+def test_a_label_shared_by_two_algorithms_is_split_never_averaged():
+    """Two sweeps into one store gave the MILP's rows the label "depl": the report drew one
+    series "depl" (4 runs, DepL's style) out of both algorithms' costs."""
+    from tests.reports.test_report_glance import _plan
+
+    rows = [_plan("depl", "a", 110.0, label="depl"), _plan("milp", "a", 100.0, label="depl", exact=True),
+            _plan("depl", "b", 120.0, label="depl-eta"), _plan("depl", "c", 130.0)]
+    data = prepare(pd.DataFrame(rows, columns=list(STORE_COLUMNS)))
+    # the unlabelled DepL row is series "depl" too (a label defaults to the registry name)
+    assert data.df["algorithm"].tolist() == ["depl (depl)", "depl (milp)", "depl-eta", "depl (depl)"]
+    assert data.df.groupby("algorithm")["solver"].nunique().max() == 1
+    assert any("label 'depl' holds rows of 2 algorithms (depl, milp" in n for n in data.notes), data.notes

@@ -824,3 +824,24 @@ def test_no_report_module_imports_the_solver_layer():
                 names = [node.module or ""]
             for n in names:
                 assert not n.startswith("deplbench.solvers"), f"{path.name} imports {n}"
+
+
+@pytest.mark.slow
+def test_report_says_when_stored_numbers_are_text(tmp_path):
+    """A cost stored as text was read as missing and the report said nothing (export warned)."""
+    import sqlite3
+
+    from deplbench.benchmarks.store import ResultsStore
+    from tests.benchmarks.test_store import record
+
+    db = tmp_path / "s.sqlite"
+    with ResultsStore(db) as store:
+        store.add(record("k1"))
+        store.add(record("k2"))
+    conn = sqlite3.connect(db)
+    conn.execute("UPDATE results SET cost = 'abc' WHERE key = 'k1'")
+    conn.commit()
+    conn.close()
+    build_report(db, tmp_path / "rep", options=ReportOptions(formats=("png",), progress=False))
+    page = (tmp_path / "rep" / "index.html").read_text(encoding="utf-8")
+    assert "1 stored row(s) of column &#x27;cost&#x27; hold text, not a number: read as missing values" in page

@@ -257,6 +257,8 @@ def convert(name: str, kind: str, value: Any) -> Any:
             if isinstance(value, float):
                 if not value.is_integer():
                     raise ValueError(value)
+            if not -(2**63) <= int(value) < 2**63:
+                raise OverflowError(value)     # SQLite's INTEGER: storing it would raise out of the runner
             return int(value)
         if kind == "bool":
             return bool(value)
@@ -388,7 +390,43 @@ def describe_columns() -> str:
     return "\n".join(lines)
 
 
-__all__ = ["TaskRecord", "COLUMNS", "KIND", "DOC", "JSON_COLUMNS", "REAL_COLUMNS",
+
+def check_schema_version(conn: Any, where: str, current: str) -> None:
+    """Refuse a store whose ``meta.schema_version`` this code cannot read.
+
+    An older store (a smaller version, or none: no ``meta`` table yet) is read
+    with its missing columns NULL and migrated when written. A newer one may
+    hold columns or meanings this code does not know, and a run into it would
+    stamp it with the older version (checked before that migration).
+
+    Parameters
+    ----------
+    conn : sqlite3.Connection
+        The open store.
+    where : str
+        How messages name the store.
+    current : str
+        The version this code writes (``store.SCHEMA_VERSION``).
+
+    Raises
+    ------
+    SweepError
+        A version that is not a whole number, or one above ``current``.
+    """
+    if conn.execute("SELECT 1 FROM sqlite_master WHERE type='table' AND name='meta'").fetchone() is None:
+        return
+    row = conn.execute("SELECT value FROM meta WHERE name='schema_version'").fetchone()
+    if row is None:
+        return
+    text = str(row[0]).strip()
+    if not (text.isascii() and text.isdigit()):
+        raise SweepError(f"{where}: meta.schema_version {row[0]!r} is not a schema version (a whole number); "
+                         "not a store deplbench wrote?")
+    if int(text) > int(current):
+        raise SweepError(f"{where}: schema version {int(text)} was written by a newer deplbench (this one reads "
+                         f"versions up to {current}); upgrade deplbench to read or add to it")
+
+__all__ = ["TaskRecord", "check_schema_version", "COLUMNS", "KIND", "DOC", "JSON_COLUMNS", "REAL_COLUMNS",
            "INT_COLUMNS", "BOOL_COLUMNS", "STATUSES", "convert", "dumps", "json_default",
            "instance_columns", "parameter_columns", "evaluation_columns", "closed_loop_columns",
            "describe_columns"]

@@ -181,14 +181,14 @@ class ResultsStore:
     Raises
     ------
     SweepError
-        The file is missing (``readonly``), is not an SQLite database, or is
-        a database without the store's ``results`` table.
+        The file is missing (``readonly``), is not an SQLite database, is
+        a database without the store's ``results`` table, or is of a newer schema.
 
     Notes
     -----
     A store written by an older schema gets the new columns added (NULL in
     its old rows) when opened for writing; opened read-only, the missing
-    columns read as NULL.
+    columns read as NULL. A newer one is refused (``record.check_schema_version``).
     """
 
     def __init__(self, path: str | os.PathLike, *, readonly: bool = False) -> None:
@@ -204,6 +204,7 @@ class ResultsStore:
                 if not self.path.is_file():
                     raise SweepError(f"results store not found: {self.path}")
                 self._conn = _open_readonly(self.path)
+                _record.check_schema_version(self._conn, f"results store {self.path}", SCHEMA_VERSION)
             else:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
                 _refuse_read_only_folder(self.path)
@@ -215,6 +216,7 @@ class ResultsStore:
                 if tables and "results" not in tables:
                     raise SweepError(f"results store {self.path}: no `results` table "
                                      "(not a deplbench store)")
+                _record.check_schema_version(self._conn, f"results store {self.path}", SCHEMA_VERSION)
                 # WAL: a reader (a report run while a sweep writes) never blocks
                 # the writer; FULL: a commit is on disk before insert() returns.
                 self._conn.execute("PRAGMA journal_mode=WAL")

@@ -87,12 +87,12 @@ from deplbench.benchmarks.validate import (
     check_parameters,
     check_time_limit,
     finite_number,
-    nonnegative_int,
     positive_int,
     reject_unknown,
     require_finite,
     require_str,
     require_table,
+    seed_int,
 )
 from deplbench.benchmarks.validate import check_names as _check_names
 from deplbench.errors import SweepError
@@ -484,7 +484,7 @@ def parse_sweep(
     if "samples" in evaluation:
         positive_int(evaluation["samples"], "sweep.evaluation.samples")
     if "seed" in evaluation:
-        nonnegative_int(evaluation["seed"], "sweep.evaluation.seed")
+        seed_int(evaluation["seed"], "sweep.evaluation.seed")
     if "closed_loop" in evaluation:
         from deplbench.benchmarks.tasks import check_closed_loop
         check_closed_loop(evaluation["closed_loop"], "sweep.evaluation.closed_loop")
@@ -510,6 +510,7 @@ def parse_sweep(
     )
     _check_task_count(groups, algorithms, head.get("max_tasks", MAX_SWEEP_TASKS))
     _check_output_paths(algorithms)
+    _check_labels(algorithms)
     if check_names:
         _check_names(groups, algorithms)
         check_parameters(algorithms)
@@ -519,6 +520,24 @@ def parse_sweep(
     return Sweep(name=name, description=description, time_limit_s=time_limit,
                  evaluation=dict(evaluation), instances=groups,
                  algorithms=algorithms, source=source, text=text)
+
+
+def _check_labels(algorithms: tuple) -> None:
+    """One algorithm per label: a report draws one series per ``label`` (``reports.data``), so
+    two algorithms under one label would be averaged and ranked as one.
+
+    Raises
+    ------
+    SweepError
+        ``algorithms[i].label`` naming the entry whose algorithm already has that label.
+    """
+    owner: dict[str, tuple[int, str]] = {}
+    for i, algo in enumerate(algorithms):
+        j, name = owner.setdefault(algo.label, (i, algo.name))
+        if name != algo.name:
+            raise SweepError(f"algorithms[{i}].label: {algo.label!r} is already the label of algorithms[{j}] "
+                             f"(algorithm {name!r}); a report draws one series per label, so {algo.name!r} and "
+                             f"{name!r} would be mixed (give each its own label)")
 
 
 #: Solver parameters that name a file the task writes (defined beside the task runner that checks them again).
@@ -598,7 +617,7 @@ def _parse_instance_group(entry: Any, where: str, base_dir: Path) -> InstanceGro
     if not isinstance(seeds, list) or not seeds:
         raise SweepError(f"{where}.seeds: must be a non-empty list of integers")
     for j, s in enumerate(seeds):
-        nonnegative_int(s, f"{where}.seeds[{j}]")
+        seed_int(s, f"{where}.seeds[{j}]")
     if len(set(seeds)) != len(seeds):
         raise SweepError(f"{where}.seeds: duplicate seeds")
     targets = _parse_targets(entry.get("targets", {}), f"{where}.targets")

@@ -77,8 +77,8 @@ SWEEP_KEYS: dict[str, dict[str, SweepKey]] = {
     },
     "algorithms": {
         "name": SweepKey("string", "required", "registry name (`deplbench algorithms`) or oracle", '"depl"'),
-        "label": SweepKey("string", "the name", "display label, to tell entries of one algorithm apart",
-                          '"depl-eta"'),
+        "label": SweepKey("string", "the name", "display label, to tell entries of one algorithm apart; one "
+                          "algorithm per label (a report draws one series per label)", '"depl-eta"'),
         "params": SweepKey("table", "{}", "fixed solver parameters (checked against the solver's table)",
                            "{ epsilon = 0.1 }"),
         "grid": SweepKey("table of arrays", "{}", "solver parameters to vary (cartesian product)",

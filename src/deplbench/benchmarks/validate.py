@@ -338,6 +338,24 @@ def nonnegative_int(value: Any, where: str) -> int:
     return value
 
 
+#: Largest seed a sweep may name: seeds are stored in the results store's
+#: INTEGER columns (``instance_seed``, ``eval_seed``), SQLite's signed 64 bits.
+MAX_SEED = 2**63 - 1
+
+
+def seed_int(value: Any, where: str) -> int:
+    """A seed of a sweep: an integer in [0, :data:`MAX_SEED`].
+
+    A TOML integer has no bound in Python; 2**64 was accepted at load, ran,
+    and then its row could not be stored (``OverflowError`` out of the runner).
+    """
+    nonnegative_int(value, where)
+    if value > MAX_SEED:
+        raise SweepError(f"{where}: must be at most 2**63 − 1 = {MAX_SEED} (the results store keeps seeds as "
+                         f"64-bit integers), got {value}")
+    return value
+
+
 __all__ = ["check_names", "check_parameters", "check_instances", "check_evaluation",
-           "check_time_limit", "finite_number", "nonnegative_int", "positive_int", "reject_unknown",
+           "check_time_limit", "finite_number", "nonnegative_int", "positive_int", "reject_unknown", "seed_int",
            "require_finite", "require_str", "require_table"]

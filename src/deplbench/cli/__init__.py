@@ -86,6 +86,23 @@ def _epilog() -> str:
     return "\n".join(lines)
 
 
+#: Namespace attribute holding the single-valued options given so far in one parse.
+_GIVEN = "_deplbench_options_given"
+
+
+class _StoreOnce(argparse._StoreAction):
+    """A single-valued option given twice is refused, as ``--param key=…`` twice is:
+    argparse keeps the last value, so ``--algo depl --algo milp`` ran milp and
+    ``--scenarios 50 --scenarios 60`` solved with 60, the first value dropped unsaid."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        given = namespace.__dict__.setdefault(_GIVEN, set())
+        if self.dest in given:
+            parser.error(f"argument {'/'.join(self.option_strings)}: given twice (one value per option)")
+        given.add(self.dest)
+        super().__call__(parser, namespace, values, option_string)
+
+
 class _OneLineErrorParser(argparse.ArgumentParser):
     """An argument parser whose usage errors are one line on stderr with exit
     status 2 (the CLI's error contract), e.g. ``error: deplbench validate:
@@ -95,11 +112,21 @@ class _OneLineErrorParser(argparse.ArgumentParser):
     Option prefixes are not accepted (``allow_abbrev=False``): argparse
     would otherwise read ``--bucket 100`` as ``--buckets 100``, and a new
     option sharing a prefix would silently change what an old command
-    line means."""
+    line means. A single-valued option may be given once (:class:`_StoreOnce`)."""
 
     def __init__(self, *args, **kwargs):
         kwargs.setdefault("allow_abbrev", False)
         super().__init__(*args, **kwargs)
+
+    def add_argument(self, *args, **kwargs):  # noqa: D102 - argparse's method
+        if args and str(args[0]).startswith("-") and kwargs.get("action", "store") == "store":
+            kwargs["action"] = _StoreOnce
+        return super().add_argument(*args, **kwargs)
+
+    def parse_known_args(self, args=None, namespace=None):  # noqa: D102 - argparse's method
+        parsed, rest = super().parse_known_args(args, namespace)
+        parsed.__dict__.pop(_GIVEN, None)
+        return parsed, rest
 
     def error(self, message: str):  # noqa: D102 - argparse's hook
         sys.stderr.write(f"error: {self.prog}: {message} (see {self.prog} --help)\n")

@@ -58,7 +58,7 @@ def register(subparsers) -> None:
                           "every instance built with its targets), count the tasks and list "
                           "the first of those to run (--show-tasks); runs nothing and never "
                           "creates DB (--db is optional here)")
-    run.add_argument("--show-tasks", type=int, default=20, metavar="N",
+    run.add_argument("--show-tasks", type=int, default=None, metavar="N",
                      help="with --dry-run: list the first N tasks to run, one line each "
                           "(default 20; 0: counts only)")
     run.set_defaults(func=_run)
@@ -77,6 +77,31 @@ def register(subparsers) -> None:
     export.set_defaults(func=_export)
 
 
+#: Tasks ``run --dry-run`` lists when ``--show-tasks`` is not given.
+SHOW_TASKS = 20
+
+
+def _check_run_args(args: argparse.Namespace) -> None:
+    """Refuse ``run`` options that contradict each other, naming the option (before any work).
+
+    Raises
+    ------
+    SweepError
+        No ``--db`` for a real run, ``--workers`` with Dask, ``--show-tasks``
+        without ``--dry-run`` (it would be ignored) or below 0.
+    """
+    if args.db is None and not args.dry_run:
+        raise SweepError("--db: a results store is required to run a sweep (only --dry-run works without one)")
+    if (args.dask_scheduler is not None or args.dask_local is not None) and args.workers is not None:
+        raise SweepError("--workers: applies to local runs; with Dask the cluster decides")
+    if args.show_tasks is not None:
+        if not args.dry_run:
+            raise SweepError("--show-tasks: lists the tasks of a --dry-run and a real run lists none; "
+                             "add --dry-run or drop --show-tasks")
+        if args.show_tasks < 0:
+            raise SweepError(f"--show-tasks: must be 0 or more, got {args.show_tasks}")
+
+
 def _run(args: argparse.Namespace) -> int:
     """Run (or dry-run) a sweep; exit status 1 when any task failed."""
     from deplbench.benchmarks.executors import DaskExecutor, LocalExecutor
@@ -84,11 +109,8 @@ def _run(args: argparse.Namespace) -> int:
     from deplbench.benchmarks.store import ResultsStore
     from deplbench.benchmarks.sweep import load_sweep, select
 
-    if args.db is None and not args.dry_run:
-        raise SweepError("--db: a results store is required to run a sweep (only --dry-run works without one)")
+    _check_run_args(args)
     dask = args.dask_scheduler is not None or args.dask_local is not None
-    if dask and args.workers is not None:
-        raise SweepError("--workers: applies to local runs; with Dask the cluster decides")
     executor: DaskExecutor | LocalExecutor
     if dask:
         executor = DaskExecutor(scheduler=args.dask_scheduler, local_workers=args.dask_local)
@@ -107,9 +129,7 @@ def _run(args: argparse.Namespace) -> int:
         # Never creates the database: an existing one is only read; without --db nothing is done yet.
         report = dry_run(sweep, args.db, executor.describe(), retry_failed=args.retry_failed,
                          check_instances=False)
-        if args.show_tasks < 0:
-            raise SweepError(f"--show-tasks: must be 0 or more, got {args.show_tasks}")
-        print(report.text(show=args.show_tasks))
+        print(report.text(show=SHOW_TASKS if args.show_tasks is None else args.show_tasks))
         return 0
     from deplbench.cli.progress import native_output_held, progress_wanted
 

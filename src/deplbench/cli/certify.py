@@ -35,11 +35,15 @@ def _counting(inner, bar, sequential: bool):
     return run
 
 
-def _check_output(path: str) -> None:
-    """Refuse ``-o`` before any solve when it cannot be written: a directory, or
-    a file in a folder that does not exist (a bracket takes minutes)."""
+def _check_output(path: str, instance: str) -> None:
+    """Refuse ``-o`` before any solve when it cannot be written: a directory, a
+    file in a folder that does not exist (a bracket takes minutes), or the
+    instance file itself (the bracket's JSON would replace it)."""
     from pathlib import Path
 
+    from deplbench.files import refuse_overwrite
+
+    refuse_overwrite(path, [instance], "-o", SolverError)
     out = Path(path)
     if out.is_dir():
         raise SolverError(f"-o: {path} is a directory; give a file name for the bracket's JSON")
@@ -60,11 +64,11 @@ def _cmd_certify(args) -> int:
     )
     from deplbench.solvers.certify.settings import CertifySettings
 
+    if args.output:
+        _check_output(args.output, args.instance)
     instance = load_instance(args.instance)
     if not 1 <= args.workers <= MAX_WORKERS:
         raise SolverError(f"--workers: must be in [1, {MAX_WORKERS}], got {args.workers}")
-    if args.output:
-        _check_output(args.output)
     refused = candidate_names_refused(args.with_algorithms or "")
     if refused:
         raise SolverError(f"--with {args.with_algorithms}: {refused}")

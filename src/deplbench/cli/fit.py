@@ -35,7 +35,9 @@ def register(subparsers) -> None:
     src = p.add_mutually_exclusive_group()
     src.add_argument("--base", metavar="INSTANCE", help="instance supplying clusters, costs, datasets, targets, "
                      "model size and compute (default: the realistic --family instance)")
-    src.add_argument("--family", default="alexnet", help="realistic family used when --base is absent "
+    # default None, not "alexnet": argparse lets a mutually exclusive option through when its value
+    # is the default object, so `--base X --family alexnet` would pass with --family ignored
+    src.add_argument("--family", default=None, help="realistic family used when --base is absent "
                      "(default: alexnet)")
     p.add_argument("-o", "--output", type=output_path, required=True, metavar="INSTANCE.json",
                    help="output instance file")
@@ -79,7 +81,7 @@ def run_fit(args: argparse.Namespace) -> int:
             raise fitlib.LogError(f"--output {out}: is the {name} input file; write the instance elsewhere")
     base = load_instance(args.base) if args.base else None
     instance, fit = fitlib.fit_instance(
-        args.logs, base=base, base_label=str(args.base or ""), family=args.family, name=args.name,
+        args.logs, base=base, base_label=str(args.base or ""), family=args.family or "alexnet", name=args.name,
         data_gamma=args.data_gamma, loss_max=args.loss_max, alpha=args.alpha, ks_bootstrap=args.ks_bootstrap,
         seed=args.seed, max_empirical=args.max_empirical, min_switch_samples=args.min_switch_samples,
     )

@@ -96,8 +96,61 @@ def run_measure(args: argparse.Namespace) -> int:
     return 0
 
 
+def _check_analyse(args: argparse.Namespace) -> None:
+    """Refuse an ``analyse`` option no analysis can use, naming it.
+
+    Raises
+    ------
+    MeasureError
+        ``--bootstrap`` outside [1, MAX_BOOTSTRAP]: no replicate leaves the
+        percentile interval undefined, and the replicates are drawn as one
+        array (replicates × runs).
+    """
+    from deplbench.limits import MAX_BOOTSTRAP
+
+    if not 1 <= args.bootstrap <= MAX_BOOTSTRAP:
+        raise MeasureError(f"--bootstrap: must be in [1, {MAX_BOOTSTRAP}] replicates, got {args.bootstrap}")
+
+
+def _check_replay(args: argparse.Namespace, solvers: list[str]) -> None:
+    """Refuse a ``replay`` option before anything is trained, naming it.
+
+    Raises
+    ------
+    MeasureError
+        ``--seeds`` or ``--threads`` below 1, no ``--solvers``, an unknown
+        solver name, a ``--result`` for a solver not replayed (it would be
+        ignored), ``--merge`` without an existing ``--output``.
+    """
+    if args.seeds < 1:
+        raise MeasureError(f"--seeds: must be >= 1, got {args.seeds}")
+    if args.threads < 1:
+        raise MeasureError(f"--threads: must be >= 1, got {args.threads}")
+    if not solvers:
+        raise MeasureError(f"--solvers: names no algorithm, got {args.solvers!r}")
+    from deplbench.solvers.registry import registered
+
+    unknown = [s for s in solvers if s not in registered()]
+    if unknown:
+        raise MeasureError(f"--solvers: unknown algorithm(s) {', '.join(map(repr, unknown))} "
+                           f"(registered: {', '.join(registered())})")
+    for item in args.result:
+        name = item.partition("=")[0]
+        if name not in solvers:
+            raise MeasureError(f"--result {item}: {name!r} is not among --solvers ({', '.join(solvers)}), "
+                               "so its result would not be used")
+    if args.merge and not (args.output and Path(args.output).is_file()):
+        raise MeasureError("--merge: needs an existing --output file")
+    if args.output:
+        from deplbench.files import refuse_overwrite
+
+        given = [item.partition("=")[2] for item in args.result if item.partition("=")[2]]
+        refuse_overwrite(args.output, given, "--output", MeasureError)
+
+
 def run_analyse(args: argparse.Namespace) -> int:
     """Handler of ``deplbench measure analyse``."""
+    _check_analyse(args)
     from deplbench.measure import analysis
 
     result = analysis.analyse(args.logs, bootstrap=args.bootstrap)
@@ -124,6 +177,10 @@ def run_refit(args: argparse.Namespace) -> int:
         if not (out.parent if str(out.parent) else Path(".")).is_dir():
             raise MeasureError(f"--output {out}: directory {out.parent} does not exist")
         eq8_out = out.with_name(out.name.removesuffix(".json") + "-eq8.json")
+        from deplbench.files import refuse_overwrite
+
+        for written in (out, eq8_out):     # the fitted instances must not replace the logs they come from
+            refuse_overwrite(written, [args.logs or analysis.default_logs_path()], "--output", MeasureError)
     instance, eq8, fit = analysis.refit(args.logs, args.output, eq8_out)
     print(f"fitted {len(fit.models)} models, {len(fit.switches)} switch pairs from {fit.n_runs} runs; wrote "
           f"{args.output or 'the shipped fit'}")
@@ -132,14 +189,11 @@ def run_refit(args: argparse.Namespace) -> int:
 
 def run_replay(args: argparse.Namespace) -> int:
     """Handler of ``deplbench measure replay``."""
-    if args.seeds < 1:
-        raise MeasureError(f"--seeds: must be >= 1, got {args.seeds}")
-    if args.merge and not (args.output and Path(args.output).is_file()):
-        raise MeasureError("--merge: needs an existing --output file")
+    solvers = [s.strip() for s in args.solvers.split(",") if s.strip()]
+    _check_replay(args, solvers)
     _need_torch()
     from deplbench.measure import replay
 
-    solvers = [s.strip() for s in args.solvers.split(",") if s.strip()]
     given = {}
     for item in args.result:
         name, sep, path = item.partition("=")

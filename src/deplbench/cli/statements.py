@@ -68,8 +68,8 @@ def evaluation_statements(ev) -> list[tuple[str, str]]:
         cert = d.get("mc_certified_verdict", d.get("certified_verdict"))
         if cert is not None and d.get("violation_count") is not None:
             why = ("; constraints (4)-(6) broken" if d.get("violations") else "")
-            out.append(("certified", f"{cert} at level {level:g} (one-sided Clopper-Pearson on the same draws: "
-                                     f"{d['violation_count']} of {d['samples']} exceed ℓmax, "
+            out.append(("certified", f"{cert} at level {number_text(level)} (one-sided Clopper-Pearson on the same "
+                                     f"draws: {d['violation_count']} of {d['samples']} exceed ℓmax, "
                                      f"P(ℓ(K) > ℓmax) in [{d['violation_lb']:.4g}, {d['violation_ub']:.4g}] "
                                      f"against 1 − ω = {risk:.4g}{why})"))
     exact = d.get("exact_verdict")
@@ -90,7 +90,7 @@ def evaluation_statements(ev) -> list[tuple[str, str]]:
         if (mc in ("feasible", "infeasible") and mc != verdict) or (
                 mc_cert in (CERTIFIED_FEASIBLE, CERTIFIED_INFEASIBLE) and mc_cert != d.get("certified_verdict")):
             text += (f"; the Monte Carlo statements above contradict it: an estimate, and a certificate at "
-                     f"level {level:g}, which is wrong for up to a share {1 - level:.2g} of plans")
+                     f"level {number_text(level)}, which is wrong for up to a share {1 - level:.2g} of plans")
         text += ")"
     elif basis == BASIS_DETERMINISTIC:
         text = f"{verdict} (exact: deterministic plan)"

@@ -30,7 +30,15 @@ The rules:
 
 Resource numbers (sizes, compute, capacities, costs, bandwidths, Tmax) may
 be as large as binary64 allows: the formulations already handle them
-(``formulations.model.preprocess``).
+(``formulations.model.preprocess``). One product of them must stay finite:
+
+* K̄ times the cost of the cheapest epoch a cluster can run, K̄ · κ(n) ·
+  c_m · σ_d / Tmax (the least compute need c(m, {d}) at the slowest
+  allocation x = c/Tmax that still meets the deadline, eqs. (1), (4)), at
+  its smallest over the models and datasets: the cost of the cheapest plan
+  of K̄ epochs on that cluster. When it overflows, plans on the cluster cost
+  "inf": the MILP reported such a plan ``feasible`` with cost inf and gap
+  nan, DepL ``no_solution`` for a reason that was not the real one.
 """
 
 from __future__ import annotations
@@ -38,6 +46,8 @@ from __future__ import annotations
 import math
 import sys
 from typing import Any
+
+import numpy as np
 
 from deplbench.jsonio import number_text
 
@@ -49,6 +59,8 @@ MAX_LOSS = 1e15
 TAIL = 1e-9
 #: ω must lie in [MIN_OMEGA, 1 − MIN_OMEGA].
 MIN_OMEGA = 1e-12
+#: log of the largest finite binary64 number.
+_LOG_MAX = math.log(sys.float_info.max)
 #: The instance's top-level numbers (its targets ℓ(0), ℓmax, ω, Tmax).
 TARGET_NUMBERS = ("initial_loss", "loss_max", "omega", "time_max")
 
@@ -131,6 +143,35 @@ def check_target_magnitudes(inst: Any) -> None:
                              "resolves a unit step in binary64 (rescale the loss)")
 
 
+def _check_epoch_costs(inst: Any) -> None:
+    """Refuse a cluster whose cheapest plan of K̄ epochs costs more than binary64 holds (module docstring).
+
+    Only epochs that can meet Tmax on the cluster count (c(m, {d})/r + s/b ≤
+    Tmax): an epoch that cannot is ``formulations.model.preprocess``'s to
+    remove, with its reason. Summed in logarithms, so nothing overflows here.
+    """
+    log_need = (np.log([m.compute for m in inst.models])[:, None]
+                + np.log([d.size for d in inst.datasets])[None, :])          # log c(m, {d})
+    log_fixed = math.log(inst.horizon) - math.log(inst.time_max)
+    top_cost = max((c.unit_cost for c in inst.clusters), default=0.0)
+    if top_cost == 0 or math.log(top_cost) + log_fixed + float(log_need.max()) < _LOG_MAX:
+        return    # even the dearest cluster's dearest such plan is finite
+    size = np.array([m.size for m in inst.models])[:, None]
+    for i, c in enumerate(inst.clusters):
+        if c.unit_cost == 0:
+            continue
+        with np.errstate(over="ignore"):
+            fits = np.exp(log_need - math.log(c.capacity)) + size / c.bandwidth <= inst.time_max * (1 + 1e-9)
+        if not fits.any():
+            continue
+        log_cost = math.log(c.unit_cost) + log_fixed + float(log_need[fits].min())
+        if log_cost >= _LOG_MAX:
+            raise ValueError(
+                f"clusters[{i}].unit_cost: {number_text(c.unit_cost)} × K̄ × the least compute of an epoch that "
+                f"fits / Tmax (≈ 10^{log_cost / math.log(10):.1f}) overflows binary64: plans on this cluster would "
+                "cost inf (rescale the cost unit)")
+
+
 def check_magnitudes(inst: Any) -> None:
     """Raise ``ValueError`` naming the field if ``inst`` breaks a rule of the module docstring.
 
@@ -153,6 +194,7 @@ def check_magnitudes(inst: Any) -> None:
         _check_law(f"models[{i}].improvement", m.improvement, m.loss_scale, "loss_scale times the law")
     for i, sw in enumerate(inst.switches):
         _check_law(f"switches[{i}].jump", sw.jump)
+    _check_epoch_costs(inst)
 
 
 __all__ = ["MIN_NORMAL", "MAX_LOSS", "TAIL", "MIN_OMEGA", "TARGET_NUMBERS", "law_tails", "check_magnitudes",

@@ -38,7 +38,7 @@ from deplbench.reports.bracket import (
     RATIO_COLUMNS,
     bracket_section,
 )
-from deplbench.reports.data import ReportError, load_bench_json, load_store, prepare
+from deplbench.reports.data import ReportError, load_bench_json, load_store, prepare, text_cell_notes
 from deplbench.reports.elements import Figure, Note, Section, Table, markdown_table
 from deplbench.reports.headline import headline
 from deplbench.reports.html import render
@@ -286,6 +286,7 @@ def build_report(source, out_dir: str | Path, bench_json: str | Path | None = No
                           f"path of a results store, got {type(source).__name__}")
     else:
         data = prepare(load_store(source), source=str(source))
+        data.notes.extend(text_cell_notes(source))
         say(f"read {source}")
     bench, bench_notes = load_bench_json(bench_json)
     out, work = _prepare_out(out_dir)

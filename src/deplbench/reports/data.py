@@ -170,6 +170,20 @@ def load_store(path: str | Path) -> pd.DataFrame:
         raise ReportError(f"DB: cannot read results store {path}: {exc}") from exc
 
 
+def text_cell_notes(path: str | Path) -> list[str]:
+    """Notes on a store's numeric cells that hold text (a hand-edited or foreign store).
+
+    The frame reads such a cell as missing; ``export`` warns about it, and the
+    report says so too, instead of leaving a row out of every table silently.
+    """
+    from deplbench.benchmarks.store import ResultsStore, text_in_numbers
+
+    with ResultsStore(path, readonly=True) as store:
+        bad = text_in_numbers(store._conn) if store._conn is not None else {}
+    return [f"{n} stored row(s) of column {col!r} hold text, not a number: read as missing values"
+            for col, n in bad.items()]
+
+
 def parse_json(value: Any) -> tuple[dict, bool]:
     """Parse one JSON cell into a dict; returns (dict, ok). Empty cells are ok."""
     if isinstance(value, dict):
@@ -240,6 +254,30 @@ def config_labels(df: pd.DataFrame, by: tuple[str, ...] = ("family", "algorithm"
     return labels
 
 
+def separate_shared_labels(series: pd.Series, solvers: pd.Series) -> tuple[pd.Series, dict[str, list[str]]]:
+    """Series names with every label that holds rows of several solvers split per solver.
+
+    A report draws one series per label; a sweep refuses two algorithms under
+    one label, but two sweeps run into one store (or an edited store) can still
+    give one label to rows of different algorithms. Those rows are renamed
+    ``"<label> (<solver>)"`` so that no table or claim averages two algorithms.
+
+    Returns
+    -------
+    tuple of (pandas.Series, dict)
+        The series names (unchanged where a label has one solver), and
+        ``{label: [solvers]}`` of the labels that were split.
+    """
+    owners: dict[str, set[str]] = {}
+    for label, solver in zip(series, solvers):
+        owners.setdefault(label, set()).add(solver)
+    shared = {label: sorted(s) for label, s in owners.items() if len(s) > 1}
+    if not shared:
+        return series, {}
+    renamed = [f"{label} ({solver})" if label in shared else label for label, solver in zip(series, solvers)]
+    return pd.Series(renamed, index=series.index, dtype=object), shared
+
+
 def prepare(frame: pd.DataFrame, source: str = "<DataFrame>") -> ReportData:
     """Normalise a store frame for the report builders.
 
@@ -293,6 +331,11 @@ def prepare(frame: pd.DataFrame, source: str = "<DataFrame>") -> ReportData:
     # (e.g. "depl-calibrated"), by default the registry name.
     df["solver"] = df["algorithm"]
     df["algorithm"] = obj(lbl or alg for lbl, alg in zip(df["label"], df["solver"]))
+    df["algorithm"], shared = separate_shared_labels(df["algorithm"], df["solver"])
+    for label, solvers in shared.items():
+        notes.append(f"label {label!r} holds rows of {len(solvers)} algorithms ({', '.join(solvers)}; written by "
+                     f"different sweeps into one store): they are drawn as separate series "
+                     f"{', '.join(repr(f'{label} ({s})') for s in solvers)}, never averaged as one")
     df["is_exact"] = obj(bool(v) if not pd.isna(v) else False
                          for v in df["exact"]).astype(bool)
     unknown = int((df["exact"].isna() & (df["solver"] != "")).sum()) if not df.empty else 0
@@ -418,6 +461,6 @@ def finite_or(v, default: float = math.nan) -> float:
 
 __all__ = ["finite_or", "STORE_COLUMNS", "JSON_COLUMNS", "NUMERIC_COLUMNS", "PLAN_STATUSES",
            "SIZE_PARAMETERS", "SIZE_LABELS", "PAPER_SETS", "NON_CONFIG_KEYS",
-           "ReportError", "ReportData", "validate_frame", "load_store", "parse_json",
-           "canonical", "variant_tag", "config_labels", "prepare",
+           "ReportError", "ReportData", "validate_frame", "load_store", "text_cell_notes",
+           "separate_shared_labels", "parse_json", "canonical", "variant_tag", "config_labels", "prepare",
            "load_bench_json", "bench_algorithm"]

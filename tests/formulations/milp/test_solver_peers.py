@@ -130,6 +130,18 @@ def test_scip_refuses_naive_but_pyomo_peers_take_it():
         check_solver("pyomo:appsi_highs", backend="pyomo")
 
 
+@pytest.mark.parametrize("solver", ["scip", "pyomo:cbc", "pyomo:appsi_highs"])
+def test_only_highs_runs_the_general_formulation_refused_before_the_solve(solver):
+    """`--formulation general --solver scip` passed the check and ended as status error (exit 1)
+    after the scenarios were drawn; like naive with SCIP, it is an input contradiction (exit 2)."""
+    with pytest.raises(SolverError, match=f"^solver: '{solver}' cannot run the 'general' formulation"):
+        check_solver(solver, formulation="general")
+    check_solver("highs", formulation="general")
+    inst = tiny_instance(0)
+    with pytest.raises(SolverError, match="cannot run the 'general' formulation"):
+        milp.solve_milp(inst, formulation="general", solver=solver)
+
+
 def test_an_absent_solver_is_unavailable_with_the_reason(monkeypatch):
     """A SolverFactory name of a known family whose solver is not installed
     (no GLPK executable on the path here)."""

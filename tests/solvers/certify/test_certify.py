@@ -183,6 +183,8 @@ def test_cli_json_and_bad_option(tmp_path, capsys):
     (["--validation", str(10**15)], "validation"),
     (["-o", "DIR"], "-o"),
     (["-o", "DIR/missing/b.json"], "-o"),
+    # the instance itself: the bracket's JSON replaced it once the bracket was done
+    (["-o", "INSTANCE"], "is the input"),
     (["--with", "depl,nope"], "--with depl,nope: unknown algorithm 'nope'"),
     (["--with", "milp-certified"], "--with milp-certified: 'milp-certified' cannot be its own candidate"),
 ])
@@ -191,6 +193,7 @@ def test_cli_refuses_what_it_can_check_before_solving(tmp_path, capsys, monkeypa
     SAA solve (planted: a solve raises); the base code refused them only after
     the bracket was computed (32–70 s), --validation under the name "samples"."""
     from deplbench.cli import main
+    from deplbench.instances.model import load_instance
     from deplbench.solvers.certify import certified
 
     path = tmp_path / "k.json"
@@ -203,11 +206,12 @@ def test_cli_refuses_what_it_can_check_before_solving(tmp_path, capsys, monkeypa
 
     monkeypatch.setattr(certified, "candidate_plans", no_solve)
     monkeypatch.setattr(certified, "certify", no_solve)
-    argv = [a.replace("DIR", str(tmp_path / "full")) for a in args]
+    argv = [a.replace("DIR", str(tmp_path / "full")).replace("INSTANCE", str(path)) for a in args]
     code = main(["certify", str(path), "--replications", "2", "--scenarios", "5", *argv])
     captured = capsys.readouterr()
     assert code == 2 and captured.out == "", captured
     assert captured.err.strip().count("\n") == 0 and field in captured.err
+    assert load_instance(path).name.startswith("knapsack")      # the instance file is intact
 
 
 # ------------------------------------------------------------- report section
@@ -468,3 +472,33 @@ def test_candidate_algorithms_are_checked_with_the_parameters():
     with pytest.raises(SolverError, match=r"^parameter 'algorithms': 'milp-certified' cannot be its own"):
         MilpCertified.resolve_params({"algorithms": "milp-certified"})
     assert MilpCertified.resolve_params({"algorithms": "depl,pact"})["algorithms"] == "depl,pact"
+
+
+@pytest.mark.parametrize("kwargs, field", [
+    (dict(confidence=1 - 1e-16), "confidence"),
+    (dict(refine_share=1e-300), "refine_share"),
+    (dict(refine_share=1 - 1e-16), "refine_share"),
+    (dict(lb_share=1e-17), "lb_share"),
+])
+def test_a_risk_split_binary64_cannot_state_is_refused_naming_the_field(kwargs, field):
+    """β = 1 − confidence split until a stage's test confidence rounds to 1 passed the
+    bounds and ended in "confidence: must be in (0, 1), got 1.0" (a value nobody gave)."""
+    from deplbench.solvers.certify.settings import CertifySettings
+
+    for build in (lambda: CertifySettings(**kwargs), lambda: CertifySettings.from_options(**kwargs)):
+        with pytest.raises(SolverError, match=f"^{field}: the smallest share of β .* is below 1e-12"):
+            build()
+    # without stage 2 (target_width 0) refine_share splits nothing, so it cannot be too small
+    if field == "refine_share":
+        assert CertifySettings(target_width=0.0, **kwargs).refine_share == kwargs["refine_share"]
+
+
+def test_cli_certify_names_a_confidence_too_near_1(tmp_path, capsys):
+    from deplbench.cli import main
+
+    path = tmp_path / "a.json"
+    generate("realistic", family="alexnet", horizon=5).save(path)
+    assert main(["certify", str(path), "--confidence", "0.9999999999999999"]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == "" and captured.err.count("\n") == 1
+    assert captured.err.startswith("error: confidence: the smallest share of β"), captured.err

@@ -63,7 +63,9 @@ CASES = [
     ("n_theta", 0, "must be >= 1, got 0", _build_bounds),
     ("tail_share", 0.0, "must be > 0.0, got 0.0", _build_bounds),
     ("eta", 0, "must be >= 1, got 0", _build_spec),
-    ("epsilon", 0.0, "must be > 0.0, got 0.0", _place),
+    ("epsilon", 0.0, "must be >= 1e-12, got 0.0", _place),
+    # 1 + 1e-16 rounds to 1: the (1+ε') levels had no step and DepL ended in status error (ZeroDivisionError)
+    ("epsilon", 1e-16, "must be >= 1e-12, got 1e-16", _place),
 ]
 
 
@@ -86,9 +88,29 @@ def test_the_table_holds_the_declarations_the_functions_check():
     assert params["n_theta"] is N_THETA and params["tail_share"] is TAIL_SHARE
 
 
-@pytest.mark.parametrize("n_theta,tail_share,eta,epsilon", [(1, 0.99, 1, 10.0), (64, 1e-9, 5000, 1e-9)])
+@pytest.mark.parametrize("n_theta,tail_share,eta,epsilon", [(1, 0.99, 1, 10.0), (64, 1e-9, 5000, 1e-9),
+                                                                (64, 1e-9, 5000, 1e-12)])
 def test_the_limits_themselves_are_accepted_by_the_direct_call(inst, n_theta, tail_share, eta, epsilon):
     assert len(_build_bounds(inst, "n_theta", n_theta)) >= 1
     assert len(_build_bounds(inst, "tail_share", tail_share)) >= 1
     assert _build_spec(inst, "eta", eta).n_time == eta
     assert _place(inst, "epsilon", epsilon).feasible
+
+
+@pytest.mark.parametrize("algo", ["depl", "best-exp"])
+def test_a_dear_most_capable_cluster_does_not_overflow_the_model_path(algo):
+    """κ = 1e306 on the most capable cluster (valid: a plan there costs ~1e308 per epoch):
+    √(c·κ) overflowed, every edge weight was inf and DepL answered no_solution; the plan
+    must be the one found at κ = 1e300, where the cluster is just as unaffordable."""
+    from deplbench.formulations.model.allocation import sqrt_product
+
+    base = generate("realistic", family="alexnet")
+    results = []
+    for kappa in (1e300, 1e306):
+        clusters = [c.model_copy(update={"unit_cost": kappa}) if i == 0 else c
+                    for i, c in enumerate(base.clusters)]
+        results.append(solve(base.with_changes(clusters=clusters), algo, evaluate=False))
+    assert [r.status for r in results] == ["feasible", "feasible"], [r.message for r in results]
+    assert results[1].cost == results[0].cost and results[1].plan == results[0].plan
+    assert sqrt_product([260.0], 1e306)[0] == pytest.approx(np.sqrt(260.0) * 1e153)
+    assert sqrt_product([4.0, 9.0], [1.0, 4.0]).tolist() == [2.0, 6.0]

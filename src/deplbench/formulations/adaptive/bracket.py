@@ -579,13 +579,13 @@ def _bracket(instance, buckets: int, runs: int, seed: int, confidence: float, tu
         grid={"buckets": int(opt.i0), "loss_step": float(opt.h), "states": int(opt.K * opt.M * (opt.L + 1))},
         certification={"runs": runs, "seed": seed, "kept_runs": n_kept, "successes": k, "confidence": confidence,
                        "level_each": level,
-                       "method": f"(1 − give_up) × one-sided Clopper–Pearson lower bound at level {level:g} on "
-                                 f"the fresh runs not given up (seed {seed}; the policy was tuned on seeds "
-                                 f"{seed + 1} and {seed + 2})",
+                       "method": f"(1 − give_up) × one-sided Clopper–Pearson lower bound at level "
+                                 f"{number_text(level)} on the fresh runs not given up (seed {seed}; the policy "
+                                 f"was tuned on seeds {seed + 1} and {seed + 2})",
                        "cost_method": f"(1 − give_up) × one-sided empirical-Bernstein upper bound (Maurer & "
-                                      f"Pontil 2009) at level {level:g} on the runs not given up, costs in "
+                                      f"Pontil 2009) at level {number_text(level)} on the runs not given up, costs in "
                                       f"[0, {c_max:.6g}] (the policy's cost budget); jointly with P(success) at "
-                                      f"{confidence:g} (union bound)",
+                                      f"{number_text(confidence)} (union bound)",
                        "largest_cost": c_max, "deadline_missed": int(res.deadline_missed.sum())},
         tuning=log,
         work={"dp_passes": n_passes + len(log), "coarse_dp_passes": coarse_passes, "grids_s": t_lb_total,

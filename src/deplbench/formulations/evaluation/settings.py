@@ -36,6 +36,10 @@ MIN_RUNS = 2
 #: Fewest out-of-sample trajectories of a static evaluation: below it the
 #: order-statistic interval on the ω-quantile is uninformative.
 MIN_SAMPLES = 100
+#: Highest level of a closed-loop interval: a two-sided interval leaves
+#: (1 − level)/2 in each tail, and 1 − that must stay below 1 in binary64
+#: (at 1 − 1e-16 it rounds to 1); 1e-12 is the margin ω keeps (``MIN_OMEGA``).
+MAX_CONFIDENCE = 1 - 1e-12
 
 
 def _is_real(value: Any) -> bool:
@@ -64,7 +68,7 @@ def check_closed_loop(runs, seed, confidence, *, field: str = "{}", error: type[
     seed : int
         Seed of the runs, ≥ 0.
     confidence : float
-        Level of the intervals, in (0, 1).
+        Level of the intervals, in (0, :data:`MAX_CONFIDENCE`].
     field : str, default "{}"
         How the caller's user names a field: ``"{}"`` (a Python argument),
         ``"--{}"`` (a flag), ``"sweep.evaluation.closed_loop.{}"`` (a sweep key).
@@ -88,8 +92,8 @@ def check_closed_loop(runs, seed, confidence, *, field: str = "{}", error: type[
     seed = _integer(seed, field.format("seed"), error, strict)
     if seed < 0:
         raise error(f"{field.format('seed')}: must be a non-negative integer, got {seed!r}")
-    if not _is_real(confidence) or not 0 < confidence < 1:
-        raise error(f"{field.format('confidence')}: must be in (0, 1), got {confidence!r}")
+    if not _is_real(confidence) or not 0 < confidence <= MAX_CONFIDENCE:
+        raise error(f"{field.format('confidence')}: must be in (0, 1 − 1e-12], got {confidence!r}")
     return runs, seed, float(confidence)
 
 

@@ -157,7 +157,8 @@ def check_solver(name, option: str = "solver", formulation: str | None = None,
         ``"--solver"``, ``"algorithms[0].solvers[1]"``).
     formulation : str, optional
         The formulation asked for; ``"naive"`` is a Pyomo model, which SCIP
-        does not take (HiGHS and the Pyomo peers do).
+        does not take (HiGHS and the Pyomo peers do); ``"general"`` is a
+        branch-and-bound of its own on HiGHS, which only ``highs`` runs.
     backend : str
         ``"pyomo"`` routes HiGHS through Pyomo; only ``solver="highs"`` takes it.
 
@@ -174,6 +175,9 @@ def check_solver(name, option: str = "solver", formulation: str | None = None,
     if name == "scip" and formulation == "naive":
         raise SolverError(f"{option}: 'scip' solves the matrix formulations; naive is a Pyomo model "
                           "(use highs or a pyomo: solver)")
+    if name != "highs" and formulation == "general":
+        raise SolverError(f"{option}: {name!r} cannot run the 'general' formulation (a branch-and-bound of its "
+                          "own on HiGHS, not a matrix model; use highs)")
     if name != "highs" and backend != "highs":
         raise SolverError(f"{option}: {name!r} reads the model itself; backend='pyomo' only routes HiGHS "
                           "(use backend='highs' with it)")

@@ -125,7 +125,7 @@ def allocate(compute, comm_time, unit_cost, capacity, time_max: float) -> Alloca
     if paid.any():
         free_time = float(np.sum(c[~paid] / r[~paid]))
         cp, kp, rp = c[paid], kappa[paid], r[paid]
-        root = np.sqrt(cp * kp)
+        root = sqrt_product(cp, kp)
         brk = rp * np.sqrt(kp / cp)               # θ at which epoch k hits r_k
         order = np.argsort(brk, kind="stable")
         brk_s, root_s, cap_time_s = brk[order], root[order], (cp / rp)[order]
@@ -145,14 +145,31 @@ def allocate(compute, comm_time, unit_cost, capacity, time_max: float) -> Alloca
         x[paid] = xp
         capped[paid] = xp >= rp * (1 - 1e-12)
     total_time = float(np.sum(c / x) + comm.sum())
+    with np.errstate(over="ignore"):
+        # beyond binary64 the cost is inf, and inf is the answer (the dearer option loses), not a warning
+        cost = float(np.sum(kappa * x))
     return Allocation(
         x=x,
-        cost=float(np.sum(kappa * x)),
+        cost=cost,
         time=total_time,
         feasible=True,
         time_price=theta * theta,
         capped=capped,
     )
+
+
+def sqrt_product(a, b) -> np.ndarray:
+    """√(a·b) elementwise, as √a·√b where the product overflows.
+
+    a·b overflows for numbers the instance format accepts (a unit cost of
+    1e306 times a compute need of 260), and the inf, then inf − inf = nan in
+    the water-filling sums, left DepL without a path. Where the product is
+    finite the result is √(a·b) itself, so no finite case changes.
+    """
+    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    with np.errstate(over="ignore"):
+        product = a * b
+    return np.where(np.isfinite(product), np.sqrt(product), np.sqrt(a) * np.sqrt(b))
 
 
 def epoch_parameters(instance, models, clusters, datasets) -> tuple[np.ndarray, ...]:
@@ -203,4 +220,5 @@ def plan_from_choices(instance, models, clusters, datasets) -> Plan | None:
     return Plan(epochs=epochs, datasets={k: list(v) for k, v in datasets.items() if v})
 
 
-__all__ = ["Allocation", "allocate", "epoch_parameters", "allocation_for_choices", "plan_from_choices", "TIME_RTOL"]
+__all__ = ["Allocation", "allocate", "sqrt_product", "epoch_parameters", "allocation_for_choices",
+           "plan_from_choices", "TIME_RTOL"]

@@ -21,11 +21,13 @@ deplbench.errors.SolverError: parameter 'confidence': must be < 1.0, got 1.2
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from deplbench import limits
+from deplbench.errors import SolverError
 from deplbench.params import SEED, TIME_LIMIT, Param, resolve, trusted
 
 DEFAULT_CONFIDENCE = 0.95
@@ -118,6 +120,42 @@ SETTINGS_PARAMETERS: dict[str, Param] = {
 }
 
 
+#: Smallest risk one stage of one bound may be given (β·share·share, :func:`check_risk_split`):
+#: it is split further among that stage's tests, and 1 − each test's share must stay below
+#: 1 in binary64 (1 − 1e-16 rounds to 1); 1e-12 leaves room for a thousand tests and more.
+MIN_STAGE_RISK = 1e-12
+
+
+def check_risk_split(confidence: float, lb_share: float, refine_share: float, target_width: float | None) -> None:
+    """Refuse settings whose split of β = 1 − confidence leaves a stage a risk binary64 cannot state.
+
+    β goes to the lower and the upper bound (``lb_share``), and each side's
+    to stage 1 and stage 2 (``refine_share``, when ``target_width`` lets
+    stage 2 run; :func:`~deplbench.solvers.certify.refine.split_beta`).
+    Each piece must be at least :data:`MIN_STAGE_RISK`: a confidence of
+    1 − 1e-16 or a share of 1e-17 made a stage's test confidence round to 1.
+
+    Raises
+    ------
+    SolverError
+        Naming ``confidence``, ``lb_share`` or ``refine_share``, whichever is
+        the nearest its edge.
+    """
+    beta = 1.0 - confidence
+    shares = {"lb_share": min(lb_share, 1.0 - lb_share)}
+    if target_width:
+        shares["refine_share"] = min(refine_share, 1.0 - refine_share)
+    smallest = beta * math.prod(shares.values())
+    if smallest >= MIN_STAGE_RISK:
+        return
+    pieces = {"confidence": beta, **shares}
+    name = min(pieces, key=lambda k: pieces[k])
+    raise SolverError(f"{name}: the smallest share of β = 1 − confidence it leaves one stage of one bound, "
+                      f"{smallest:.3g}, is below {MIN_STAGE_RISK:g}, so a test's confidence would round to 1 "
+                      f"(confidence {confidence!r}, lb_share {lb_share!r}, refine_share {refine_share!r}; "
+                      "use a lower confidence or shares nearer 0.5)")
+
+
 @dataclass(frozen=True)
 class CertifySettings:
     """Every setting of :func:`~deplbench.solvers.certify.certified.certify`, checked
@@ -149,19 +187,24 @@ class CertifySettings:
         checked = resolve(SETTINGS_PARAMETERS, dataclasses.asdict(self), owner="certify", strict=True)
         for name, value in checked.items():
             object.__setattr__(self, name, value)
+        self._check_split()
+
+    def _check_split(self) -> CertifySettings:
+        check_risk_split(self.confidence, self.lb_share, self.refine_share, self.target_width)
+        return self
 
     @classmethod
     def from_options(cls, **options: Any) -> CertifySettings:
         """The settings from keyword options (typed values), each checked once;
         an unknown name is refused naming it."""
-        return trusted(cls, resolve(SETTINGS_PARAMETERS, options, owner="certify", strict=True))
+        return trusted(cls, resolve(SETTINGS_PARAMETERS, options, owner="certify", strict=True))._check_split()
 
     @classmethod
     def from_resolved(cls, resolved: Mapping[str, Any]) -> CertifySettings:
         """The settings from values :func:`deplbench.params.resolve` already checked
         against :data:`SETTINGS_PARAMETERS` (the ``milp-certified`` solver's); keys
         that are not settings (``algorithms``, ``workers``) are left out."""
-        return trusted(cls, {k: v for k, v in resolved.items() if k in SETTINGS_PARAMETERS})
+        return trusted(cls, {k: v for k, v in resolved.items() if k in SETTINGS_PARAMETERS})._check_split()
 
     @property
     def stage2_scenarios(self) -> int:

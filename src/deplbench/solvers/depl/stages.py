@@ -27,7 +27,7 @@ from deplbench.errors import SolverError
 from deplbench.formulations.evaluation.evaluate import evaluate_plan
 from deplbench.formulations.evaluation.quantile_ci import check_accepts, check_excess
 from deplbench.formulations.evaluation.settings import MIN_SAMPLES
-from deplbench.formulations.model.allocation import allocate
+from deplbench.formulations.model.allocation import allocate, sqrt_product
 from deplbench.formulations.model.plan import Epoch, Plan
 from deplbench.formulations.model.result import SolveResult
 from deplbench.formulations.model.scenarios import LOSS_TOL
@@ -121,7 +121,7 @@ def stage2(instance, gamma: float, volume: float, method: str, eta: int, n_theta
     tau = comp / instance.capacity[n_star] + comm
     kappa = float(instance.unit_cost[n_star])
     # κ* = 0 would make every path free: keep sqrt(c) as the tie-breaking proxy.
-    root = np.sqrt(comp * (kappa if kappa > 0 else 1.0))
+    root = sqrt_product(comp, kappa if kappa > 0 else 1.0)
     m_star = _reference_model(instance)
     # The water-filling cost of a path is W²/(Tmax − C), C its communication
     # time: not additive. Its tangent at a reference path (W0, C0) is, up to a

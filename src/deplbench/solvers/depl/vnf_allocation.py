@@ -341,14 +341,17 @@ def _place_subset(compute, comm, kappa, cap, clusters, time_max, eps, epoch_grou
     )
 
 
+#: Smallest ε: the levels grow by 1 + ε' = √(1 + ε), which must stay above 1 in
+#: binary64 (below ε ≈ 2.2e-16 it rounds to 1 and the grid has no step); 1e-12
+#: keeps a margin of a thousand, as ``MIN_OMEGA`` does for ω.
+MIN_EPSILON = 1e-12
 #: The approximation parameter ε: the one declaration of its default and limits,
 #: shared by DepL's parameter table (``epsilon``) and :func:`validate_epsilon`.
-EPSILON = Param(0.1, float, "(1+ε) approximation of the cluster/allocation stage", low=0.0,
-                low_inclusive=False, high=10.0)
+EPSILON = Param(0.1, float, "(1+ε) approximation of the cluster/allocation stage", low=MIN_EPSILON, high=10.0)
 
 
 def validate_epsilon(epsilon: float) -> float:
-    """ε as a float, checked against :data:`EPSILON` (0 < ε ≤ 10).
+    """ε as a float, checked against :data:`EPSILON` (:data:`MIN_EPSILON` ≤ ε ≤ 10).
 
     Raises
     ------
