@@ -309,8 +309,7 @@ class ResultsStore:
             Missing ``key``, a value of the wrong kind, or a read-only store.
         """
         self._writable()
-        # a record read back from strict JSON (``solve -o``, a task's --json) has null + "<key>_nonfinite"
-        # where a number was infinite: stored as the number, an interval end +∞ is not a missing value
+        # strict JSON (``solve -o``, --json) writes an infinite number as null + "<key>_nonfinite": not missing
         record = restore_nonfinite(dict(record))
         row = _record.TaskRecord.from_mapping(record).to_row()
         failed = int(is_failure(record))
