@@ -26,6 +26,8 @@ def inst_file(tmp_path_factory):
     ("=3", "--param: expected key=value, got '=3'"),
     # the dash is read as an underscore: the solver names the key it got
     ("no-such=1", "has no parameter 'no_such'"),
+    # an empty value is shown as such, not as a blank before the colon
+    ("scenarios=", "--param scenarios '': expected int, got ''"),
 ])
 def test_bad_param_items_are_one_line_exit_2(inst_file, capsys, command, item, match):
     assert main([command, str(inst_file), "--algo", "one-switch", "--param", item]) == 2

@@ -50,8 +50,9 @@ def _cmd_simulate(args) -> int:
             result = solve(instance, args.algorithm, eval_samples=args.eval_samples, eval_seed=args.seed,
                            **params)
         except SolverError as exc:      # solve()'s own arguments, named as the flags that gave them
-            raise SolverError(as_given(str(exc), {"eval_samples": args.eval_samples, "eval_seed": args.seed},
-                                        {"eval_samples": "--eval-samples", "eval_seed": "--seed"})) from None
+            raise SolverError(as_given(str(exc), {**params, "eval_samples": args.eval_samples, "eval_seed": args.seed},
+                                       {**{k: f"--param {k}" for k in params}, "eval_samples": "--eval-samples",
+                                        "eval_seed": "--seed"})) from None
         stages.stage(f"closed loop, {args.runs} runs")
         cl = closed_loop(instance, result, args.algorithm, runs=args.runs, seed=args.seed,
                          confidence=args.confidence)

@@ -310,7 +310,8 @@ def as_given(message: str, params: dict, given_as: dict[str, str]) -> str:
     for name, flag in given_as.items():
         head = f"parameter {name!r}: "
         if message.startswith(head):
-            return f"{flag} {params[name]}: {message[len(head):]}"
+            shown = params[name] if str(params[name]) else "''"     # an empty value stays visible
+            return f"{flag} {shown}: {message[len(head):]}"
         if message.startswith(f"{name}: "):
             return f"{flag}: {message[len(name) + 2:]}"
     return message

@@ -95,7 +95,7 @@ def _printed_after(text: str, prefix: str) -> float:
 
 
 def test_a_bound_just_above_the_dearest_run_prints_above_it(monkeypatch):
-    # ``:.6g`` printed a bound 1e-9 above the ceiling as the same number: "1234.57 exceeds 1234.57"
+    # six significant digits would print a bound 1e-9 above the ceiling as the same number: "1234.57 exceeds 1234.57"
     from deplbench.formulations.adaptive import bracket
 
     inst = parse_instance(LATE)
