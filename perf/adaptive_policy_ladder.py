@@ -171,6 +171,8 @@ def main() -> None:
     ap.add_argument("--tables", action="store_true", help="print how each table differs from the λ* one")
     ap.add_argument("--stats", default="rms,mean")
     ap.add_argument("--safety", default="1.0")
+    ap.add_argument("--mu-scan", help="instead of the ladder: the one-table policy at μ*·f for each f given "
+                                      "(comma-separated), from give-up-all to failing almost no run")
     a = ap.parse_args()
     inst = generate("realistic", family=a.family, loss_max=a.loss_max)
     omega, load0 = float(inst.omega), os.getloadavg()[0]
@@ -190,6 +192,18 @@ def main() -> None:
     score0 = c / p
     print(f"current rule (one table at λ*): P(success) {p:.4f}, mean cost {c:.2f}, cost/P(success) {score0:.2f} "
           f"({100 * (score0 / lb - 1):+.2f} % of LB)", flush=True)
+    if a.mu_scan:
+        for f in map(float, a.mu_scan.split(",")):
+            one = AdaptivePolicy(pol.chain, dp(pes, base.lam, base.mu * f, keep=True), pol.rho, scaling="rms",
+                                 give_up=0.0, coin_seed=pol.coin_seed)
+            r = simulate(inst, one, a.runs, a.seed + 88)
+            p, c = r.successes / r.runs, float(r.cost.mean())
+            score = (f"cost/P(success) {c / p:.2f} ({100 * (c / p / score0 - 1):+.2f} % vs current)" if p
+                     else "no success")
+            print(f"μ* × {f:g}: P(success) {p:.4f}, mean cost {c:.2f}, {score}"
+                  + ("" if p >= target else " (below target)"), flush=True)
+        print(f"1-minute load {load0:.1f}→{os.getloadavg()[0]:.1f}; {time.process_time() - t0:.0f} CPU-s in all")
+        return
     rows = []
     for ratio in map(float, a.ratios.split(",")):
         for J in map(int, a.steps.split(",")):
