@@ -21,16 +21,21 @@ class _Clock:
         return self.t
 
 
-@pytest.mark.slow
-def test_adaptive_opt_honours_the_sweep_tasks_stop(monkeypatch):
-    clock = _Clock()
-    real = search.dp
+def _pass_clock(monkeypatch) -> _Clock:
+    """A clock that one DP pass of the multiplier search advances by one second."""
+    clock, real = _Clock(), search.dp
 
     def dp(*args, **kwargs):
         clock.t += 1.0
         return real(*args, **kwargs)
 
     monkeypatch.setattr(search, "dp", dp)
+    return clock
+
+
+@pytest.mark.slow
+def test_adaptive_opt_honours_the_sweep_tasks_stop(monkeypatch):
+    clock = _pass_clock(monkeypatch)
     task = {"key": "k-adaptive", "sweep": "s", "group": "g", "family": "scaling",
             "instance_params": {"n_models": 1, "n_clusters": 1, "horizon": 6}, "instance_seed": 0, "targets": {},
             "algorithm": "adaptive-opt", "label": "adaptive-opt",
@@ -57,14 +62,7 @@ def test_a_stopped_run_has_no_closed_loop_policy_to_simulate(monkeypatch):
     from deplbench.solvers.run import closed_loop, solve
     from tests.cli.test_cli_adaptive_options import TINY
 
-    clock = _Clock()
-    real = search.dp
-
-    def dp(*args, **kwargs):
-        clock.t += 1.0
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(search, "dp", dp)
+    clock = _pass_clock(monkeypatch)
     inst = parse_instance(TINY)
     with limits.use_clock(clock):
         res = solve(inst, "adaptive-opt", evaluate=False, refine_time=5.5, buckets=60, runs=1000, tune_runs=500)
