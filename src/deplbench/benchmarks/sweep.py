@@ -617,7 +617,7 @@ def _parse_instance_group(entry: Any, where: str, base_dir: Path) -> InstanceGro
     if not isinstance(seeds, list) or not seeds:
         raise SweepError(f"{where}.seeds: must be a non-empty list of integers")
     for j, s in enumerate(seeds):
-        seed_int(s, f"{where}.seeds[{j}]")
+        seed_int(s, f"{where}.seed" if "seed" in entry else f"{where}.seeds[{j}]")   # the key as written
     if len(set(seeds)) != len(seeds):
         raise SweepError(f"{where}.seeds: duplicate seeds")
     targets = _parse_targets(entry.get("targets", {}), f"{where}.targets")
