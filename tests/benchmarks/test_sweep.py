@@ -145,6 +145,9 @@ def test_instance_file_group(tmp_path):
     # one series per label in a report: depl's and the DP's rows were averaged as one "algorithm"
     (('name = "knapsack-dp"', 'name = "knapsack-dp"\nlabel = "depl"'),
      "algorithms[1].label: 'depl' is already the label of algorithms[0] (algorithm 'depl')"),
+    # the later entry has no `label` key (its label is its name): the key to change is the earlier one's
+    (('name = "depl"\n', 'name = "depl"\nlabel = "knapsack-dp"\n'),
+     "algorithms[0].label: 'knapsack-dp' is the name of the algorithm of algorithms[1], but algorithms[0] runs 'depl'"),
 ])
 def test_invalid_sweeps_name_the_key(edit, where):
     old, new = edit

@@ -534,6 +534,12 @@ def _check_labels(algorithms: tuple) -> None:
     owner: dict[str, tuple[int, str]] = {}
     for i, algo in enumerate(algorithms):
         j, name = owner.setdefault(algo.label, (i, algo.name))
+        if name != algo.name and algo.label == algo.name:
+            # this entry's label is its own name (often the default, no `label` key): the earlier
+            # entry is the one whose label names another algorithm
+            raise SweepError(f"algorithms[{j}].label: {algo.label!r} is the name of the algorithm of "
+                             f"algorithms[{i}], but algorithms[{j}] runs {name!r}; a report draws one series "
+                             f"per label, so they would be mixed (give algorithms[{j}] its own label)")
         if name != algo.name:
             raise SweepError(f"algorithms[{i}].label: {algo.label!r} is already the label of algorithms[{j}] "
                              f"(algorithm {name!r}); a report draws one series per label, so {algo.name!r} and "
