@@ -128,6 +128,9 @@ def test_instance_file_group(tmp_path):
     # 2**64 loaded, ran, and its row could not be stored (OverflowError out of the runner)
     (("seeds = [0, 1]", "seeds = [0, 18446744073709551616]"), "instances[0].seeds[1]: must be at most 2**63 − 1"),
     (("seed = 3", "seed = 9223372036854775808"), "sweep.evaluation.seed: must be at most 2**63 − 1"),
+    # one seed given as `seed` is named as written, not as a `seeds` list the sweep does not have
+    (("seeds = [0, 1]", "seed = 18446744073709551616"), "instances[0].seed: must be at most 2**63 − 1"),
+    (("seeds = [0, 1]", "seed = -1"), "instances[0].seed: "),
     (("omega = 0.99", "omega = 1.5"), "instances[0].targets.omega"),
     (("omega = 0.99", "omega = 1e-300"), "instances[0].targets.omega"),   # 1 − ω rounds to 1
     (("loss_max = [5.0, 9.0, 13.0]", 'loss_max = ["a"]'), "instances[0].targets.loss_max[0]"),
@@ -142,6 +145,9 @@ def test_instance_file_group(tmp_path):
     # one series per label in a report: depl's and the DP's rows were averaged as one "algorithm"
     (('name = "knapsack-dp"', 'name = "knapsack-dp"\nlabel = "depl"'),
      "algorithms[1].label: 'depl' is already the label of algorithms[0] (algorithm 'depl')"),
+    # the later entry has no `label` key (its label is its name): the key to change is the earlier one's
+    (('name = "depl"\n', 'name = "depl"\nlabel = "knapsack-dp"\n'),
+     "algorithms[0].label: 'knapsack-dp' is the name of the algorithm of algorithms[1], but algorithms[0] runs 'depl'"),
 ])
 def test_invalid_sweeps_name_the_key(edit, where):
     old, new = edit

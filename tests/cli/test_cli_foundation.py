@@ -279,6 +279,10 @@ def test_validate_prints_each_number_as_it_is(tmp_path, deplbench_cli):
     (["solve", "k.json", "--algo", "milp", "--scenarios", "50", "--scenarios=60"], "--scenarios"),
     (["simulate", "k.json", "--algo", "depl", "--algorithm", "milp"], "--algorithm/--algo"),
     (["certify", "k.json", "--confidence", "0.9", "--confidence", "0.95"], "--confidence"),
+    # options of an argument group or a mutually exclusive group (their add_argument is the group's)
+    (["certify", "k.json", "--refine-share", "0.3", "--refine-share", "0.4"], "--refine-share"),
+    (["fit", "logs.csv", "-o", "f.json", "--family", "alexnet", "--family", "mobilenet"], "--family"),
+    (["run", "s.toml", "--dry-run", "--dask-local", "1", "--dask-local", "2"], "--dask-local"),
 ])
 def test_a_single_valued_option_given_twice_is_refused(capsys, argv, option):
     """argparse kept the last value (`--algo depl --algo milp` ran milp) while `--param k=…`
@@ -297,4 +301,5 @@ def test_repeatable_options_still_repeat_and_leave_no_trace_in_the_namespace():
 
     args = build_parser().parse_args(["library", "check", "lib", "--only", "a", "--only", "b"])
     assert args.only == ["a", "b"]
+    assert build_parser().parse_args(["certify", "k.json", "--refine-share", "0.3"]).refine_share == 0.3
     assert not any(name.startswith("_") for name in vars(args))

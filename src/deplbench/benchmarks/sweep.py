@@ -534,6 +534,12 @@ def _check_labels(algorithms: tuple) -> None:
     owner: dict[str, tuple[int, str]] = {}
     for i, algo in enumerate(algorithms):
         j, name = owner.setdefault(algo.label, (i, algo.name))
+        if name != algo.name and algo.label == algo.name:
+            # this entry's label is its own name (often the default, no `label` key): the earlier
+            # entry is the one whose label names another algorithm
+            raise SweepError(f"algorithms[{j}].label: {algo.label!r} is the name of the algorithm of "
+                             f"algorithms[{i}], but algorithms[{j}] runs {name!r}; a report draws one series "
+                             f"per label, so they would be mixed (give algorithms[{j}] its own label)")
         if name != algo.name:
             raise SweepError(f"algorithms[{i}].label: {algo.label!r} is already the label of algorithms[{j}] "
                              f"(algorithm {name!r}); a report draws one series per label, so {algo.name!r} and "
@@ -617,7 +623,7 @@ def _parse_instance_group(entry: Any, where: str, base_dir: Path) -> InstanceGro
     if not isinstance(seeds, list) or not seeds:
         raise SweepError(f"{where}.seeds: must be a non-empty list of integers")
     for j, s in enumerate(seeds):
-        seed_int(s, f"{where}.seeds[{j}]")
+        seed_int(s, f"{where}.seed" if "seed" in entry else f"{where}.seeds[{j}]")   # the key as written
     if len(set(seeds)) != len(seeds):
         raise SweepError(f"{where}.seeds: duplicate seeds")
     targets = _parse_targets(entry.get("targets", {}), f"{where}.targets")

@@ -48,7 +48,7 @@ SWEEP_KEYS: dict[str, dict[str, SweepKey]] = {
     },
     "sweep.evaluation": {
         "samples": SweepKey("integer", "the solver's default", "evaluation samples per plan (> 0)", "20000"),
-        "seed": SweepKey("integer", "0", "seed of the evaluation draws (≥ 0)", "0"),
+        "seed": SweepKey("integer", "0", "seed of the evaluation draws (0 to 2**63 − 1)", "0"),
         "closed_loop": SweepKey("table", "absent (no closed loop)",
                                 "also simulate plans closed loop: runs, seed, confidence, sets",
                                 '{ runs = 10000, seed = 0, sets = ["pact-vgg11"] }'),
@@ -68,7 +68,7 @@ SWEEP_KEYS: dict[str, dict[str, SweepKey]] = {
         "params": SweepKey("table", "{}", "fixed generator parameters", '{ family = "alexnet" }'),
         "grid": SweepKey("table of arrays", "{}", "generator parameters to vary (cartesian product)",
                          "{ n_items = [10, 20] }"),
-        "seeds": SweepKey("array of integers", "[0]", "generator seeds", "[0, 1, 2]"),
+        "seeds": SweepKey("array of integers", "[0]", "generator seeds (each 0 to 2**63 − 1)", "[0, 1, 2]"),
         "seed": SweepKey("integer", "0", "one generator seed (instead of seeds)", "3"),
         "targets": SweepKey("table", "{}", "ℓmax and ω overrides, each a number or an array (cartesian product)",
                             "{ loss_max = [5.0, 9.0], omega = 0.99 }"),

@@ -96,6 +96,8 @@ class _StoreOnce(argparse._StoreAction):
     ``--scenarios 50 --scenarios 60`` solved with 60, the first value dropped unsaid."""
 
     def __call__(self, parser, namespace, values, option_string=None):
+        if not self.option_strings:     # a positional is read once by construction
+            return super().__call__(parser, namespace, values, option_string)
         given = namespace.__dict__.setdefault(_GIVEN, set())
         if self.dest in given:
             parser.error(f"argument {'/'.join(self.option_strings)}: given twice (one value per option)")
@@ -117,11 +119,10 @@ class _OneLineErrorParser(argparse.ArgumentParser):
     def __init__(self, *args, **kwargs):
         kwargs.setdefault("allow_abbrev", False)
         super().__init__(*args, **kwargs)
-
-    def add_argument(self, *args, **kwargs):  # noqa: D102 - argparse's method
-        if args and str(args[0]).startswith("-") and kwargs.get("action", "store") == "store":
-            kwargs["action"] = _StoreOnce
-        return super().add_argument(*args, **kwargs)
+        # The store action is replaced in the parser's registry, not in its add_argument: argument
+        # groups and mutually exclusive groups share the registry but have add_argument of their own.
+        self.register("action", None, _StoreOnce)
+        self.register("action", "store", _StoreOnce)
 
     def parse_known_args(self, args=None, namespace=None):  # noqa: D102 - argparse's method
         parsed, rest = super().parse_known_args(args, namespace)

@@ -35,8 +35,10 @@ be as large as binary64 allows: the formulations already handle them
 * K̄ times the cost of the cheapest epoch a cluster can run, K̄ · κ(n) ·
   c_m · σ_d / Tmax (the least compute need c(m, {d}) at the slowest
   allocation x = c/Tmax that still meets the deadline, eqs. (1), (4)), at
-  its smallest over the models and datasets: the cost of the cheapest plan
-  of K̄ epochs on that cluster. When it overflows, plans on the cluster cost
+  its smallest over the models and datasets. It is not the cost of a plan of
+  K̄ epochs (they share Tmax: K epochs of one model cost K² times one epoch
+  alone) and bounds the cheapest epoch only; a plan of several epochs or of
+  a dearer model can still overflow. When it overflows, plans on the cluster cost
   "inf": the MILP reported such a plan ``feasible`` with cost inf and gap
   nan, DepL ``no_solution`` for a reason that was not the real one.
 """
@@ -144,7 +146,7 @@ def check_target_magnitudes(inst: Any) -> None:
 
 
 def _check_epoch_costs(inst: Any) -> None:
-    """Refuse a cluster whose cheapest plan of K̄ epochs costs more than binary64 holds (module docstring).
+    """Refuse a cluster on which K̄ times its cheapest epoch costs more than binary64 holds (module docstring).
 
     Only epochs that can meet Tmax on the cluster count (c(m, {d})/r + s/b ≤
     Tmax): an epoch that cannot is ``formulations.model.preprocess``'s to
