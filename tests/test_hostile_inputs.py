@@ -311,6 +311,26 @@ def test_a_cluster_whose_plans_cost_inf_is_refused_before_any_solve(tmp_path, ca
     assert "clusters[0].unit_cost: 1e+308 × K̄ × the least compute" in captured.err, captured.err
 
 
+@pytest.mark.parametrize("algorithm", [pytest.param("milp", marks=pytest.mark.slow), "depl"])
+def test_a_plan_whose_cost_overflows_is_an_error_not_a_feasible_inf(algorithm):
+    """unit_cost 3.75e306 passes the instance's rule (its cheapest plan is finite), but the plans the
+    solvers return sum past 1.8e308: they said `feasible` with cost inf and gap nan."""
+    import warnings
+
+    from deplbench.instances.generators import generate
+    from deplbench.instances.model import parse_instance
+    from deplbench.solvers.run import solve
+
+    data = json.loads(generate("knapsack", seed=0).to_json())
+    data["clusters"][0]["unit_cost"] = 3.75e306
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)       # numpy's overflow notes on the way
+        res = solve(parse_instance(data), algorithm, evaluate=False)
+    assert res.status == "error", (res.status, res.cost, res.message)
+    assert res.message.startswith("cost: the plan's cost (2) is inf in binary64"), res.message
+    assert res.to_dict()["status"] == "error"
+
+
 @pytest.mark.parametrize("given", [2**63, -(2**63), "18446744073709551616"])
 def test_an_integer_parameter_beyond_64_bits_is_refused(given):
     """scenarios = 2**64 in a sweep passed --dry-run, failed its task, and then its row could not be

@@ -28,6 +28,7 @@ Examples
 
 from __future__ import annotations
 
+import math
 import time
 import traceback
 from typing import Any
@@ -218,6 +219,7 @@ def solve(
     result.runtime_s = elapsed
     result.params = {**resolved, **result.params}
     result.variants = variants
+    _refuse_overflowed_cost(result)
     if evaluate and result.plan is not None:
         # the judging is the harness's, not the solver's: no deadline around the solve cuts it
         with no_deadline():
@@ -225,6 +227,22 @@ def solve(
     if result.gap is None and result.lower_bound is not None:
         result.gap = SolveResult.relative_gap(result.cost, result.lower_bound)
     return result
+
+
+def _refuse_overflowed_cost(result: SolveResult) -> None:
+    """A cost (2) that binary64 cannot hold is an error, not a number.
+
+    The instance's magnitude rules refuse a cluster whose cheapest plan
+    already overflows (:mod:`deplbench.instances.magnitudes`), but a longer
+    or dearer plan can still sum past 1.8e308: its cost would be ``inf``, its
+    gap ``nan`` and every comparison with it meaningless, under a status
+    (``optimal``, ``feasible``) that claims a usable answer.
+    """
+    if result.status != "error" and result.cost is not None and not math.isfinite(result.cost):
+        result.message = (f"cost: the plan's cost (2) is {result.cost} in binary64 (the sum of κ(n)·x over its "
+                          "epochs overflows); rescale the money unit of the instance (clusters[i].unit_cost, "
+                          f"transfer costs)" + (f"; the solver said: {result.message}" if result.message else ""))
+        result.status = "error"
 
 
 def memory_error_message(algorithm: str, instance, params: dict, exc: BaseException) -> str:
