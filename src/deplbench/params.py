@@ -342,4 +342,4 @@ def resolve(parameters: Mapping[str, Param], given: Mapping[str, Any], *, owner:
             for key, spec in parameters.items()}
 
 
-__all__ = ["GAP", "SEED", "TIME_LIMIT", "Param", "resolve", "trusted"]
+__all__ = ["GAP", "MAX_INT", "SEED", "TIME_LIMIT", "Param", "resolve", "trusted"]

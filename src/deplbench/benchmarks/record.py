@@ -35,6 +35,7 @@ from typing import Any
 from deplbench.errors import SweepError
 from deplbench.formulations.model.result import STATUSES as _SOLVER_STATUSES
 from deplbench.jsonio import json_default  # the one numpy/pydantic-aware json.dumps hook
+from deplbench.params import MAX_INT
 
 #: What a record's ``status`` may be (the solver statuses of
 #: ``formulations.model.result.STATUSES``; ``None`` only while a task runs).
@@ -257,7 +258,7 @@ def convert(name: str, kind: str, value: Any) -> Any:
             if isinstance(value, float):
                 if not value.is_integer():
                     raise ValueError(value)
-            if not -(2**63) <= int(value) < 2**63:
+            if not -MAX_INT - 1 <= int(value) <= MAX_INT:
                 raise OverflowError(value)     # SQLite's INTEGER: storing it would raise out of the runner
             return int(value)
         if kind == "bool":

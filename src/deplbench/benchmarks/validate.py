@@ -28,6 +28,7 @@ from typing import Any
 
 from deplbench.benchmarks import tasks as task_mod
 from deplbench.errors import DeplbenchError, SweepError
+from deplbench.params import MAX_INT
 
 
 def check_names(groups: tuple, algorithms: tuple) -> None:
@@ -339,8 +340,9 @@ def nonnegative_int(value: Any, where: str) -> int:
 
 
 #: Largest seed a sweep may name: seeds are stored in the results store's
-#: INTEGER columns (``instance_seed``, ``eval_seed``), SQLite's signed 64 bits.
-MAX_SEED = 2**63 - 1
+#: INTEGER columns (``instance_seed``, ``eval_seed``), SQLite's signed 64 bits,
+#: as every integer parameter is (:data:`deplbench.params.MAX_INT`).
+MAX_SEED = MAX_INT
 
 
 def seed_int(value: Any, where: str) -> int:
