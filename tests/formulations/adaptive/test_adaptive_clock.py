@@ -62,6 +62,20 @@ def _timed_passes(monkeypatch, clock, seconds: float) -> list:
     return made
 
 
+def _timed_simulations(monkeypatch, clock, seconds: float) -> list:
+    """Every tuning or certification simulation costs ``seconds`` on ``clock``; (runs, seed) of each, in order."""
+    made = []
+    real = certify.simulate
+
+    def simulate(instance, policy, runs, seed, *args, **kwargs):
+        made.append((runs, seed))
+        clock.advance(seconds)
+        return real(instance, policy, runs, seed, *args, **kwargs)
+
+    monkeypatch.setattr(certify, "simulate", simulate)
+    return made
+
+
 def test_the_time_limit_stops_one_grid_between_dp_passes_and_keeps_the_best_bound(inst, clock, monkeypatch):
     """adaptive-opt's default (one grid, no width): ``solve --time-limit`` stops the search,
     status time_limit, the best proven bound of the passes finished, no upper bound."""
@@ -103,15 +117,7 @@ def test_a_deadline_before_any_pass_keeps_no_bound(inst, clock, monkeypatch):
 def test_the_time_limit_stops_between_tuning_simulations(inst, clock, monkeypatch):
     """The search finished (its bound kept whole); the tuning is stopped between simulations."""
     full = adaptive_bounds(inst, **SMALL)
-    sims = []
-    real = certify.simulate
-
-    def simulate(instance, policy, runs, seed, *args, **kwargs):
-        sims.append(seed)
-        clock.advance(100.0)
-        return real(instance, policy, runs, seed, *args, **kwargs)
-
-    monkeypatch.setattr(certify, "simulate", simulate)
+    sims = _timed_simulations(monkeypatch, clock, 100.0)
     b = adaptive_bounds(inst, time_limit=150.0, **SMALL)
     assert len(sims) == 2 and b.status == "time_limit" and not b.certified
     assert b.message.startswith("time limit 150 s reached (adaptive-opt's policy tuning, before simulation 3 ")
@@ -123,19 +129,11 @@ def test_the_time_limit_stops_between_tuning_simulations(inst, clock, monkeypatc
 def test_the_certification_starts_only_when_predicted_to_end_in_time(inst, clock, monkeypatch):
     """Tuning simulations cost 1 s each on the clock: the certification's runs are predicted
     at that rate and it is not started when they would end after the limit."""
-    sims = []
-    real = certify.simulate
-
-    def simulate(instance, policy, runs, seed, *args, **kwargs):
-        sims.append(runs)
-        clock.advance(1.0)
-        return real(instance, policy, runs, seed, *args, **kwargs)
-
-    monkeypatch.setattr(certify, "simulate", simulate)
+    sims = _timed_simulations(monkeypatch, clock, 1.0)
     free = adaptive_bounds(inst, **SMALL)
     assert free.certified
     tuned_at = clock.t                              # tuning took len(sims) s, the rest none
-    rate = sum(sims) / len(sims)                    # runs per second
+    rate = sum(r for r, _ in sims) / len(sims)      # runs per second
     cert_s = SMALL["runs"] / rate
     clock.t = 0.0
     short = adaptive_bounds(inst, time_limit=tuned_at + 0.5 * cert_s, **SMALL)
