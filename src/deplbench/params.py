@@ -47,7 +47,7 @@ from deplbench.errors import DeplbenchError, SolverError
 _TRUE = ("1", "true", "yes", "on")
 _FALSE = ("0", "false", "no", "off")
 #: Largest integer a parameter may take: task records keep integers in SQLite's
-#: signed 64 bits (2**64 scenarios loaded, failed the task, and then its row could
+#: signed 64 bits (a task with 2**64 scenarios would fail, and then its row could
 #: not be stored: an OverflowError out of the runner).
 MAX_INT = 2**63 - 1
 #: 2**53: every integer below it is a binary64 float exactly; from it on, a

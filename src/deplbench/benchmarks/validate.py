@@ -348,7 +348,7 @@ MAX_SEED = MAX_INT
 def seed_int(value: Any, where: str) -> int:
     """A seed of a sweep: an integer in [0, :data:`MAX_SEED`].
 
-    A TOML integer has no bound in Python; 2**64 was accepted at load, ran,
+    A TOML integer has no bound in Python: unchecked, 2**64 would load and run,
     and then its row could not be stored (``OverflowError`` out of the runner).
     """
     nonnegative_int(value, where)
