@@ -20,18 +20,11 @@ estimate on ``--runs`` runs, not a certified bound.
 
 from __future__ import annotations
 
-import argparse
-import os
-
 import numpy as np
+from adaptive_probe import probe_parser, tuned
 
-from deplbench.formulations.adaptive.bracket import tuning_target
-from deplbench.formulations.adaptive.certify import AdaptivePolicy, tune_policy
-from deplbench.formulations.adaptive.chain import Chain
-from deplbench.formulations.adaptive.search import multires_search
-from deplbench.formulations.evaluation.closed_loop import simulate
+from deplbench.formulations.adaptive.certify import AdaptivePolicy
 from deplbench.formulations.model.allocation import TIME_RTOL
-from deplbench.instances.generators import generate
 
 
 class Blend(AdaptivePolicy):
@@ -55,30 +48,16 @@ class Blend(AdaptivePolicy):
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--family", default="alexnet")
-    ap.add_argument("--loss-max", type=float, default=9.0)
-    ap.add_argument("--buckets", type=int, default=2400)
-    ap.add_argument("--runs", type=int, default=20000, help="runs per tuning simulation and per variant")
-    ap.add_argument("--seed", type=int, default=11)
-    a = ap.parse_args()
-    inst = generate("realistic", family=a.family, loss_max=a.loss_max)
-    omega, load0 = float(inst.omega), os.getloadavg()[0]
-    opt, pes = Chain(inst, a.buckets, optimistic=True), Chain(inst, a.buckets, optimistic=False)
-    search = multires_search(inst, opt, omega, 6, 6)
-    lb, best = search.bound(), search.best
-    target = tuning_target(omega, 100_000, 50_000, 0.975)
-    pol, _, _ = tune_policy(inst, pes, best.lam, best.mu, target, a.runs, a.seed, 1.0)
-    print(f"{a.family} ℓmax {a.loss_max:g}, {a.buckets} buckets: proven LB {lb:.2f}; "
-          f"tuned target P(success) {target:.4f}")
+    a = probe_parser(__doc__).parse_args()
+    t = tuned(a)
+    print(f"{a.family} ℓmax {a.loss_max:g}, {a.buckets} buckets: proven LB {t.lb:.2f}; "
+          f"tuned target P(success) {t.target:.4f}")
     for theta in (0.0, 0.5, 1.0, 1.5, 2.0, 3.0):
         for rho in (1.0, 0.98):
-            r = simulate(inst, Blend(pol, theta, rho), a.runs, a.seed + 88)
-            p, c = r.successes / r.runs, float(r.cost.mean())
+            p, c = t.score(Blend(t.policy, theta, rho), a)
             print(f"θ {theta:g} ρ {rho:g}: P(success) {p:.4f}, mean cost {c:.2f}, cost/P(success) {c / p:.2f} "
-                  f"({100 * (c / p / lb - 1):+.2f} % of LB)")
-    print(f"1-minute load {load0:.1f}→{os.getloadavg()[0]:.1f}")
-
+                  f"({100 * (c / p / t.lb - 1):+.2f} % of LB)")
+    print(t.done())
 
 if __name__ == "__main__":
     main()

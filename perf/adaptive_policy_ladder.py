@@ -50,19 +50,15 @@ after.
 
 from __future__ import annotations
 
-import argparse
-import os
 import time
 
 import numpy as np
+from adaptive_probe import probe_parser, tuned
 
-from deplbench.formulations.adaptive.bracket import tuning_target
-from deplbench.formulations.adaptive.certify import AdaptivePolicy, tune_policy
+from deplbench.formulations.adaptive.certify import AdaptivePolicy
 from deplbench.formulations.adaptive.chain import Chain, Pass, dp
-from deplbench.formulations.adaptive.search import Search, best_mu, multires_search
-from deplbench.formulations.evaluation.closed_loop import simulate
+from deplbench.formulations.adaptive.search import Search, best_mu
 from deplbench.formulations.model.allocation import TIME_RTOL
-from deplbench.instances.generators import generate
 
 
 class Ladder(AdaptivePolicy):
@@ -158,12 +154,7 @@ def table_report(passes: list[Pass], zero: int) -> str:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--family", default="alexnet")
-    ap.add_argument("--loss-max", type=float, default=9.0)
-    ap.add_argument("--buckets", type=int, default=2400)
-    ap.add_argument("--runs", type=int, default=20000, help="runs per tuning simulation and per variant")
-    ap.add_argument("--seed", type=int, default=11)
+    ap = probe_parser(__doc__)
     ap.add_argument("--ratios", default="1.25,1.5", help="ladder ratios ρ, comma-separated")
     ap.add_argument("--steps", default="4,8", help="ladder half-lengths J, comma-separated")
     ap.add_argument("--mu", default="keep,match,scaled",
@@ -174,21 +165,14 @@ def main() -> None:
     ap.add_argument("--mu-scan", help="instead of the ladder: the one-table policy at μ*·f for each f given "
                                       "(comma-separated), from give-up-all to failing almost no run")
     a = ap.parse_args()
-    inst = generate("realistic", family=a.family, loss_max=a.loss_max)
-    omega, load0 = float(inst.omega), os.getloadavg()[0]
-    t0 = time.process_time()
-    opt, pes = Chain(inst, a.buckets, optimistic=True), Chain(inst, a.buckets, optimistic=False)
-    search = multires_search(inst, opt, omega, 6, 6)
-    lb, best = search.bound(), search.best
-    target = tuning_target(omega, 100_000, 50_000, 0.975)
-    pol, _, _ = tune_policy(inst, pes, best.lam, max(best.mu, 1e-6), target, a.runs, a.seed, 1.0)
+    t = tuned(a)
+    pes, lb, target, pol = t.pes, t.lb, t.target, t.policy
     base = pol.pass_
     print(f"{a.family} ℓmax {a.loss_max:g}, {a.buckets} buckets: proven LB {lb:.2f}; tuned target P(success) "
           f"{target:.4f}; tuned pass λ* {base.lam:.4g}, μ {base.mu:.4g}, chain P(fail) {base.p_fail:.3g}, "
-          f"rho {pol.rho:g} ({time.process_time() - t0:.0f} CPU-s)", flush=True)
+          f"rho {pol.rho:g} ({time.process_time() - t.t0:.0f} CPU-s)", flush=True)
     ref = AdaptivePolicy(pol.chain, base, pol.rho, scaling="rms", give_up=0.0, coin_seed=pol.coin_seed)
-    r = simulate(inst, ref, a.runs, a.seed + 88)
-    p, c = r.successes / r.runs, float(r.cost.mean())
+    p, c = t.score(ref, a)
     score0 = c / p
     print(f"current rule (one table at λ*): P(success) {p:.4f}, mean cost {c:.2f}, cost/P(success) {score0:.2f} "
           f"({100 * (score0 / lb - 1):+.2f} % of LB)", flush=True)
@@ -196,13 +180,12 @@ def main() -> None:
         for f in map(float, a.mu_scan.split(",")):
             one = AdaptivePolicy(pol.chain, dp(pes, base.lam, base.mu * f, keep=True), pol.rho, scaling="rms",
                                  give_up=0.0, coin_seed=pol.coin_seed)
-            r = simulate(inst, one, a.runs, a.seed + 88)
-            p, c = r.successes / r.runs, float(r.cost.mean())
+            p, c = t.score(one, a)
             score = (f"cost/P(success) {c / p:.2f} ({100 * (c / p / score0 - 1):+.2f} % vs current)" if p
                      else "no success")
             print(f"μ* × {f:g}: P(success) {p:.4f}, mean cost {c:.2f}, {score}"
                   + ("" if p >= target else " (below target)"), flush=True)
-        print(f"1-minute load {load0:.1f}→{os.getloadavg()[0]:.1f}; {time.process_time() - t0:.0f} CPU-s in all")
+        print(t.done())
         return
     rows = []
     for ratio in map(float, a.ratios.split(",")):
@@ -217,8 +200,7 @@ def main() -> None:
                     for late in (True, False):
                         for safety in map(float, a.safety.split(",")):
                             pol_l = Ladder(pol, passes, zero, stat, late, safety)
-                            r = simulate(inst, pol_l, a.runs, a.seed + 88)
-                            p, c = r.successes / r.runs, float(r.cost.mean())
+                            p, c = t.score(pol_l, a)
                             used = pol_l.counts / max(1, pol_l.counts.sum())
                             off = 1.0 - float(used[zero])
                             diff = pol_l.changed / max(1, pol_l.counts.sum())
@@ -235,7 +217,7 @@ def main() -> None:
         s, *cfg = min(rows)
         print(f"best at or above the target: {cfg} cost/P(success) {s:.2f} ({100 * (s / score0 - 1):+.2f} % vs "
               "current)")
-    print(f"1-minute load {load0:.1f}→{os.getloadavg()[0]:.1f}; {time.process_time() - t0:.0f} CPU-s in all")
+    print(t.done())
 
 
 if __name__ == "__main__":

@@ -1,0 +1,74 @@
+"""The common start of the adaptive policy probes (``adaptive_policy_blend.py``, ``adaptive_policy_ladder.py``).
+
+Both measure another rule for the certified policy of ``deplbench adaptive``
+against the current one on the same fresh runs: the same options, the same
+instance, the policy tuned as :func:`~deplbench.formulations.adaptive.bracket.adaptive_bounds`
+tunes it, and one score — mean cost / P(success), the cost of the
+Beutler–Ross mix that gives up exactly the surplus over the target (the
+score :func:`~deplbench.formulations.adaptive.certify.tune_policy` ranks
+candidates by). Imported by the probes as a sibling module (``python
+perf/<probe>.py`` puts ``perf/`` on the path).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import time
+from dataclasses import dataclass
+
+from deplbench.formulations.adaptive.bracket import tuning_target
+from deplbench.formulations.adaptive.certify import AdaptivePolicy, tune_policy
+from deplbench.formulations.adaptive.chain import Chain
+from deplbench.formulations.adaptive.search import multires_search
+from deplbench.formulations.evaluation.closed_loop import simulate
+from deplbench.instances.generators import generate
+
+#: Offset of the fresh runs' seed from the tuning seed: no run is shared with the tuning.
+FRESH = 88
+
+
+def probe_parser(doc: str) -> argparse.ArgumentParser:
+    """The options every policy probe takes (instance, grid, runs, seed)."""
+    ap = argparse.ArgumentParser(description=doc.split("\n")[0])
+    ap.add_argument("--family", default="alexnet")
+    ap.add_argument("--loss-max", type=float, default=9.0)
+    ap.add_argument("--buckets", type=int, default=2400)
+    ap.add_argument("--runs", type=int, default=20000, help="runs per tuning simulation and per variant")
+    ap.add_argument("--seed", type=int, default=11)
+    return ap
+
+
+@dataclass
+class Tuned:
+    """The instance, its pessimistic chain, the proven bound and the policy tuned on it."""
+
+    instance: object
+    pes: Chain
+    lb: float
+    target: float
+    policy: AdaptivePolicy
+    load0: float
+    t0: float
+
+    def score(self, policy, a) -> tuple[float, float]:
+        """(P(success), mean cost) of ``policy`` on the probe's fresh runs."""
+        r = simulate(self.instance, policy, a.runs, a.seed + FRESH)
+        return r.successes / r.runs, float(r.cost.mean())
+
+    def done(self) -> str:
+        """The closing line: the 1-minute load before and after, and the CPU seconds since the start."""
+        load = f"1-minute load {self.load0:.1f}→{os.getloadavg()[0]:.1f}"
+        return f"{load}; {time.process_time() - self.t0:.0f} CPU-s in all"
+
+
+def tuned(a) -> Tuned:
+    """The proven bound on ``a.buckets`` buckets and the policy tuned as ``adaptive_bounds`` tunes it."""
+    inst = generate("realistic", family=a.family, loss_max=a.loss_max)
+    omega, load0, t0 = float(inst.omega), os.getloadavg()[0], time.process_time()
+    opt, pes = Chain(inst, a.buckets, optimistic=True), Chain(inst, a.buckets, optimistic=False)
+    search = multires_search(inst, opt, omega, 6, 6)
+    best = search.best
+    target = tuning_target(omega, 100_000, 50_000, 0.975)
+    pol, _, _ = tune_policy(inst, pes, best.lam, max(best.mu, 1e-6), target, a.runs, a.seed, 1.0)
+    return Tuned(inst, pes, search.bound(), target, pol, load0, t0)
