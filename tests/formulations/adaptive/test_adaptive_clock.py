@@ -158,19 +158,38 @@ def test_the_next_grid_is_started_only_when_predicted_to_end_in_time(grid_s, tun
     assert next_grid_fits(math.inf, grid_s, tune_s, cert_s)[0] is True
 
 
+def _timed_searches(monkeypatch, clock, growth: float) -> list:
+    """The i-th grid's multiplier search costs ``growth``**i s on ``clock``; the grids searched, in order."""
+    grids, real = [], bracket._search_at
+
+    def search_at(instance, chain, *args, **kwargs):
+        s = real(instance, chain, *args, **kwargs)
+        clock.advance(growth ** len(grids))
+        grids.append(chain.i0)
+        return s
+
+    monkeypatch.setattr(bracket, "_search_at", search_at)
+    return grids
+
+
+def _certification_at_tuning_rate(monkeypatch, clock, rate: dict) -> None:
+    """The certification's simulation costs its runs at ``rate["runs/s"]`` (set by the tuning) on ``clock``."""
+    real = bracket.simulate
+
+    def simulate(instance, policy, runs, *args, **kwargs):
+        clock.advance(runs / rate["runs/s"])
+        return real(instance, policy, runs, *args, **kwargs)
+
+    monkeypatch.setattr(bracket, "simulate", simulate)
+
+
 def test_the_refinement_never_starts_a_grid_predicted_to_end_after_the_limit(inst, clock, monkeypatch):
     """Grids whose search takes 1, 4, 16 s (×4 each: a machine under load) and tunings of
     1 s: after the second grid the measured ×4 predicts the third to end after the limit
     of 20 s, so the refinement stops there and certifies, within the limit. (A rule with a
     fixed ×2.5 would have started the third grid and ended past 22 s.)"""
-    real_search, real_tune, real_sim = bracket._search_at, bracket._tune, bracket.simulate
-    grids, rate = [], {}
-
-    def search_at(instance, chain, *args, **kwargs):
-        s = real_search(instance, chain, *args, **kwargs)
-        clock.advance(4.0 ** len(grids))
-        grids.append(chain.i0)
-        return s
+    real_tune, rate = bracket._tune, {}
+    grids = _timed_searches(monkeypatch, clock, 4.0)
 
     def tune(*args, **kwargs):
         out = real_tune(*args, **kwargs)
@@ -178,13 +197,8 @@ def test_the_refinement_never_starts_a_grid_predicted_to_end_after_the_limit(ins
         rate["runs/s"] = sum(t["runs"] for t in out[1]) / 1.0
         return out
 
-    def simulate(instance, policy, runs, *args, **kwargs):      # the certification, at the tuning's rate
-        clock.advance(runs / rate["runs/s"])
-        return real_sim(instance, policy, runs, *args, **kwargs)
-
-    monkeypatch.setattr(bracket, "_search_at", search_at)
     monkeypatch.setattr(bracket, "_tune", tune)
-    monkeypatch.setattr(bracket, "simulate", simulate)
+    _certification_at_tuning_rate(monkeypatch, clock, rate)
     b = adaptive_bounds(inst, buckets=30, runs=1000, tune_runs=500, width=1e-6, time_limit=20.0)
     assert grids == [30, 60] and b.refinement["stopped_by"] == "time_limit"
     assert b.certified and b.status != "time_limit"
@@ -207,14 +221,8 @@ def test_the_refinement_scales_a_tuning_skipped_on_the_last_grid(clock, monkeypa
     from tests.instance_data import two_model_data
 
     inst = parse_instance(two_model_data())
-    real_search, real_tune, real_sim = bracket._search_at, bracket._tune, bracket.simulate
-    grids, tuned, rate = [], [], {}
-
-    def search_at(instance, chain, *args, **kwargs):
-        s = real_search(instance, chain, *args, **kwargs)
-        clock.advance(2.0 ** len(grids))
-        grids.append(chain.i0)
-        return s
+    real_tune, tuned, rate = bracket._tune, [], {}
+    grids = _timed_searches(monkeypatch, clock, 2.0)
 
     def tune(instance, pes, search, *args, **kwargs):
         policy, tl, _, kept = real_tune(instance, pes, search, *args, **kwargs)
@@ -225,13 +233,8 @@ def test_the_refinement_scales_a_tuning_skipped_on_the_last_grid(clock, monkeypa
         # a predicted UB 40 % above the bound: far from the width, yet not stalled
         return policy, tl, 1.4 * search.bound(), kept
 
-    def simulate(instance, policy, runs, *args, **kwargs):    # the certification, at the tuning's rate
-        clock.advance(runs / rate["runs/s"])
-        return real_sim(instance, policy, runs, *args, **kwargs)
-
-    monkeypatch.setattr(bracket, "_search_at", search_at)
     monkeypatch.setattr(bracket, "_tune", tune)
-    monkeypatch.setattr(bracket, "simulate", simulate)
+    _certification_at_tuning_rate(monkeypatch, clock, rate)
     b = adaptive_bounds(inst, buckets=30, runs=100, tune_runs=500, width=1e-6, time_limit=11.75, time_points=0)
     cert_s = 100 / (sum(t["runs"] for t in b.tuning if t["buckets"] == 30) / 1.0)
     assert cert_s <= 0.25                                      # the window the limit is set in holds
