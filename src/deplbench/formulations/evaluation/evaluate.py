@@ -74,7 +74,7 @@ from deplbench.formulations.evaluation.exact_violation import (
 )
 from deplbench.formulations.evaluation.instance_check import check_instance
 from deplbench.formulations.evaluation.memory import (
-    BYTES_PER_VALUE,
+    LAYOUT_BYTES_PER_VALUE,
     MEMORY_BUDGET,
     band_chunk,
     bands_kept,
@@ -285,15 +285,35 @@ def simulate_trajectories(instance, models, gammas, n: int, rng: np.random.Gener
 
     Draws are grouped by model (one vectorised draw per model version and per
     switch pair), in model/switch index order so the stream is reproducible.
+    Each epoch's step is 0 − γ A_m decay_m(k) X (eq. (8)), plus the switch jump,
+    summed from ℓ(0).
+
+    Memory: at most two values per trajectory value at once
+    (:data:`~deplbench.formulations.evaluation.memory.BLOCK_BYTES_PER_VALUE`), a
+    law's own temporaries included. The models' draws (each scaled in place) are
+    all made before the trajectory array exists and moved into it one model at a
+    time; the jumps are added and the running sum taken in place. The operations
+    and their order are those of the step-array form, so every value is the same.
     """
     models = np.asarray(models, dtype=int)
     K = models.size
-    steps = np.zeros((n, K))
+    draws: list[tuple[np.ndarray, np.ndarray]] = []
     if K:
         scale = gammas * instance.run_scale_for(models.size)[np.arange(models.size), models]
         for m in np.unique(models):
             cols = np.nonzero(models == m)[0]
-            steps[:, cols] -= scale[cols] * instance.models[m].improvement.sample(rng, (n, cols.size))
+            d = np.asarray(instance.models[m].improvement.sample(rng, (n, cols.size)), dtype=float)
+            np.multiply(scale[cols], d, out=d)
+            np.subtract(0.0, d, out=d)                 # the step 0 − scale·X, as from a zero step array
+            draws.append((cols, d))
+            del d
+    traj = np.empty((n, K + 1))
+    traj[:, 0] = instance.initial_loss
+    while draws:                                       # every epoch is one model's: each column set once
+        cols, d = draws.pop(0)
+        traj[:, 1 + cols] = d
+        del d
+    if K:
         switch_epochs = [k for k in range(1, K) if models[k] != models[k - 1]]
         by_pair: dict[int, list[int]] = {}
         for k in switch_epochs:
@@ -303,11 +323,9 @@ def simulate_trajectories(instance, models, gammas, n: int, rng: np.random.Gener
             if p is not None:
                 by_pair.setdefault(p, []).append(k)
         for p in sorted(by_pair):
-            cols = np.array(by_pair[p])
-            steps[:, cols] += instance.switches[p].jump.sample(rng, (n, cols.size))
-    traj = np.empty((n, K + 1))
-    traj[:, 0] = instance.initial_loss
-    np.cumsum(steps, axis=1, out=traj[:, 1:])
+            cols = 1 + np.array(by_pair[p])
+            traj[:, cols] += instance.switches[p].jump.sample(rng, (n, cols.size))
+    np.cumsum(traj[:, 1:], axis=1, out=traj[:, 1:])
     traj[:, 1:] += instance.initial_loss
     return traj
 
@@ -462,7 +480,7 @@ def _check_arguments(instance, plan, samples, seed, confidence, trajectory):
             or not float(seed).is_integer() or seed < 0):
         # numpy's own message ("expected non-negative integer") names no field.
         raise PlanError(f"seed: must be a non-negative integer, got {seed!r}")
-    if (plan.n_epochs + 1) * BYTES_PER_VALUE > MEMORY_BUDGET:
+    if (plan.n_epochs + 1) * LAYOUT_BYTES_PER_VALUE > MEMORY_BUDGET:
         raise PlanError(f"epochs: {plan.n_epochs} epochs are too many to simulate within "
                         f"{MEMORY_BUDGET / 2**30:g} GiB")
     return plan, int(samples), int(seed), float(confidence)
