@@ -147,11 +147,11 @@ def test_the_default_eval_samples_accept_a_plan_of_4000_epochs():
     assert old_need > 2 * 2**30                           # what the old accounting refused
     check_evaluation_memory(DEFAULT_EVAL_SAMPLES, 4000, True)
     assert check_solve_arguments(inst, "depl", True, DEFAULT_EVAL_SAMPLES, 0).name == "depl"
-    # the largest horizon the default fits now: the finals, one block at 16 B per value and
-    # chunks of ⌈(K̄ + 1)/64⌉ columns within 2 GiB
-    check_evaluation_memory(DEFAULT_EVAL_SAMPLES, 57_215, True)
-    with pytest.raises(PlanError, match=r"^samples: 50000 trajectories of 57216 epochs need "):
-        check_evaluation_memory(DEFAULT_EVAL_SAMPLES, 57_216, True)
+    # the first horizon the default no longer fits: the finals, one block at 16 B per value and
+    # a chunk of ⌈(K̄ + 1)/64⌉ columns pass 2 GiB
+    check_evaluation_memory(DEFAULT_EVAL_SAMPLES, 57_166, True)
+    with pytest.raises(PlanError, match=r"^samples: 50000 trajectories of 57167 epochs need "):
+        check_evaluation_memory(DEFAULT_EVAL_SAMPLES, 57_167, True)
 
 
 @pytest.mark.slow

@@ -5,17 +5,19 @@ Memory is estimated from the shapes before anything is allocated
 ``time_limit`` is the outer stop of the whole solve, read with any
 enclosing deadline (a sweep task's stop) on :func:`deplbench.limits.now`,
 whose clock a test can inject (:func:`deplbench.limits.use_clock`). Every
-DP pass and tuning simulation checks it before it starts; a stopped run
-keeps what it finished (:class:`Progress`, :func:`stopped_fields`), and the
-refinement starts a grid only when its predicted end fits (:func:`next_grid_fits`).
+grid build (:func:`~.chain.build_chain`), DP pass and tuning simulation
+checks it before it starts, and the two reachability passes (run before
+any bound exists) before every backward step; a stopped run keeps what it
+finished (:class:`Progress`, :func:`stopped_fields`), and the refinement
+starts a grid only when its predicted end fits (:func:`next_grid_fits`).
 
-What is guaranteed: past the deadline no DP pass, tuning simulation or
-grid starts, and the result has status ``time_limit`` with the best lower
-bound of the passes finished (each one proven) and no upper bound; the
-certification, one simulation finished once started, starts only when
-predicted to end in time (:func:`check_certification`). A run therefore
-passes its limit by at most one DP pass or tuning simulation, or the error
-of that prediction. Other guarantees: package docstring
+What is guaranteed: past the deadline no grid build, DP pass, step of a
+reachability pass or tuning simulation starts, and the result has status
+``time_limit`` with the best lower bound of the passes finished (each one
+proven) and no upper bound; the certification, one simulation finished
+once started, starts only when predicted to end in time
+(:func:`check_certification`). A run therefore passes its limit by at most
+one grid build, DP pass or tuning simulation, or the error of that prediction. Other guarantees: package docstring
 (:mod:`deplbench.formulations.adaptive`).
 """
 

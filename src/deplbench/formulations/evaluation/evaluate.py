@@ -284,47 +284,36 @@ def simulate_trajectories(instance, models, gammas, n: int, rng: np.random.Gener
     """Loss trajectories ℓ(0..K), shape (n, K+1), for a fixed model sequence.
 
     Draws are grouped by model (one vectorised draw per model version and per
-    switch pair), in model/switch index order so the stream is reproducible.
-    Each epoch's step is 0 − γ A_m decay_m(k) X (eq. (8)), plus the switch jump,
-    summed from ℓ(0).
-
-    Memory: at most two values per trajectory value at once
-    (:data:`~deplbench.formulations.evaluation.memory.BLOCK_BYTES_PER_VALUE`), a
-    law's own temporaries included. The models' draws (each scaled in place) are
-    all made before the trajectory array exists and moved into it one model at a
-    time; the jumps are added and the running sum taken in place. The operations
-    and their order are those of the step-array form, so every value is the same.
+    switch pair), in model/switch index order so the stream is reproducible. Step k is
+    0 − γ A_m decay_m(k) X plus the switch jump (eq. (8)), summed from ℓ(0): the draws are
+    scaled in place, moved into the trajectory and summed there, so at most two values per
+    value are held (``memory.BLOCK_BYTES_PER_VALUE``), a law's temporaries included.
     """
     models = np.asarray(models, dtype=int)
     K = models.size
     draws: list[tuple[np.ndarray, np.ndarray]] = []
+    by_pair: dict[int, list[int]] = {}
     if K:
-        scale = gammas * instance.run_scale_for(models.size)[np.arange(models.size), models]
+        scale = gammas * instance.run_scale_for(K)[np.arange(K), models]
         for m in np.unique(models):
             cols = np.nonzero(models == m)[0]
             d = np.asarray(instance.models[m].improvement.sample(rng, (n, cols.size)), dtype=float)
-            np.multiply(scale[cols], d, out=d)
-            np.subtract(0.0, d, out=d)                 # the step 0 − scale·X, as from a zero step array
+            np.subtract(0.0, np.multiply(scale[cols], d, out=d), out=d)    # as from a zero step array
             draws.append((cols, d))
-            del d
+        for k in range(1, K):
+            # a forbidden switch has no jump law: the plan is reported infeasible, simulated without it
+            p = instance.switch_index.get((int(models[k - 1]), int(models[k]))) if models[k] != models[k - 1] else None
+            if p is not None:
+                by_pair.setdefault(p, []).append(k)
     traj = np.empty((n, K + 1))
     traj[:, 0] = instance.initial_loss
     while draws:                                       # every epoch is one model's: each column set once
         cols, d = draws.pop(0)
         traj[:, 1 + cols] = d
         del d
-    if K:
-        switch_epochs = [k for k in range(1, K) if models[k] != models[k - 1]]
-        by_pair: dict[int, list[int]] = {}
-        for k in switch_epochs:
-            p = instance.switch_index.get((int(models[k - 1]), int(models[k])))
-            # A forbidden switch has no jump law; such a plan is already
-            # reported infeasible, so its loss is simulated without the jump.
-            if p is not None:
-                by_pair.setdefault(p, []).append(k)
-        for p in sorted(by_pair):
-            cols = 1 + np.array(by_pair[p])
-            traj[:, cols] += instance.switches[p].jump.sample(rng, (n, cols.size))
+    for p in sorted(by_pair):
+        cols = 1 + np.array(by_pair[p])
+        traj[:, cols] += instance.switches[p].jump.sample(rng, (n, cols.size))
     np.cumsum(traj[:, 1:], axis=1, out=traj[:, 1:])
     traj[:, 1:] += instance.initial_loss
     return traj
