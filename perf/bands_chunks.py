@@ -15,6 +15,7 @@ from __future__ import annotations
 import time
 
 from deplbench.formulations.evaluation.evaluate import evaluate_plan
+from deplbench.formulations.evaluation.memory import BLOCK_BYTES_PER_VALUE
 from deplbench.formulations.model.plan import Plan
 from deplbench.instances.model import parse_instance
 from deplbench.limits import memory_budget
@@ -46,8 +47,8 @@ def main() -> None:
     t0 = time.process_time()
     whole = evaluate_plan(inst, plan, samples=SAMPLES, seed=1)
     t1 = time.process_time()
-    # the finals (16 B each), one block (24 B per value) and 101 columns (16 B per value): 4 chunks
-    budget = SAMPLES * 16 + BLOCK * width * 24 + 101 * SAMPLES * 16
+    # the finals (16 B each), one block (BLOCK_BYTES_PER_VALUE) and 101 columns (16 B per value): 4 chunks
+    budget = SAMPLES * 16 + BLOCK * width * BLOCK_BYTES_PER_VALUE + 101 * SAMPLES * 16
     with memory_budget(budget / 2**30):
         t2 = time.process_time()
         chunked = evaluate_plan(inst, plan, samples=SAMPLES, seed=1)

@@ -170,6 +170,13 @@ def _print_text(r: dict) -> None:
             print(f"LB           {_num(r['lower_bound'])}  proven (the best DP pass finished, from the "
                   f"{m['lower_bound_source']} pass at λ = {m['lambda']:.4g}, μ = {m['mu']:.4g})")
         print("UB           none: no policy was certified before the time limit")
+        g, on = r["grid"], r["refinement"].get("stopped_on_grid")
+        if g:
+            print(f"grid         the bound's: {g['buckets']} loss buckets (step {g['loss_step']:.4g})"
+                  + (f", {g['time_points']} time points" if g.get("time_points") else ""))
+        if on:
+            print(f"stopped on   {on['buckets']} loss buckets (step {on['loss_step']:.4g}); "
+                  f"{r['work']['dp_passes']} DP passes finished, {r['work']['total_s']:.1f} s")
         _print_refinement(r, None)
         return
     c = r["certification"]

@@ -241,3 +241,95 @@ def test_the_refinement_scales_a_tuning_skipped_on_the_last_grid(clock, monkeypa
     assert [lv["tuned"] for lv in b.refinement["levels"]] == [True, False]
     assert grids == [30, 60] and tuned == [30, 60] and b.refinement["stopped_by"] == "time_limit"
     assert b.status != "time_limit" and b.certification and clock.t <= 11.75
+
+
+def test_a_stop_during_the_first_grid_build_is_seen_before_the_reachability_pass(inst, clock, monkeypatch):
+    """The first grid's build takes 10 s on the clock: the reachability pass (the optimistic
+    chain's best P(success)) does not start, and the line says no bound exists yet."""
+    from deplbench.formulations.adaptive import chain as chain_mod
+
+    real, reach = chain_mod.Chain, []
+
+    class SlowChain(real):                       # type: ignore[misc,valid-type]
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            clock.advance(10.0)
+
+    monkeypatch.setattr(chain_mod, "Chain", SlowChain)
+    monkeypatch.setattr(bracket, "best_success", lambda chain: reach.append(chain) or (1.0, 0.0))
+    b = adaptive_bounds(inst, time_limit=5.0, **SMALL)
+    assert b.status == "time_limit" and not reach
+    assert b.message.startswith("time limit 5 s reached (adaptive-opt, before the reachability pass (the optimistic "
+                                "chain's best P(success)) on 60 buckets); no DP pass finished, so no lower bound")
+    assert b.lower_bound == -math.inf and b.grid == {}
+    assert b.refinement["stopped_on_grid"]["buckets"] == 60
+
+
+def test_a_stop_passed_before_the_first_grid_builds_nothing(inst, clock, monkeypatch):
+    built = []
+    real = bracket.build_chain
+    monkeypatch.setattr(bracket, "build_chain", lambda *a, **k: built.append(a) or real(*a, **k))
+    with limits.deadline(5.0):
+        clock.advance(6.0)
+        b = adaptive_bounds(inst, **SMALL)
+    assert b.status == "time_limit" and len(built) == 1          # entered, refused before the kernels
+    assert b.message.startswith("time limit 5 s reached (adaptive-opt, before building the optimistic loss grid "
+                                "of 60 buckets)")
+    assert b.grid == {} and b.refinement["stopped_on_grid"] is None
+
+
+def test_the_reachability_pass_checks_the_stop_between_its_steps(inst, clock, monkeypatch):
+    """Each correlation of the reachability pass costs 1 s: a limit of 1.5 s stops it after its
+    first backward step (TINY: K̄ = 2), not after the whole pass."""
+    from deplbench.formulations.adaptive import chain as chain_mod
+
+    real = chain_mod.correlate_rows
+
+    def correlate_rows(*args, **kwargs):
+        clock.advance(1.0)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(chain_mod, "correlate_rows", correlate_rows)
+    b = adaptive_bounds(inst, time_limit=1.5, **SMALL)
+    assert b.status == "time_limit"
+    assert b.message.startswith("time limit 1.5 s reached (adaptive-opt's reachability pass on 60 buckets, backward "
+                                "step 2 of 2)")
+    assert "no DP pass finished, so no lower bound" in b.message
+
+
+def test_the_deadline_aware_reachability_pass_checks_the_stop_between_its_steps(inst, clock, monkeypatch):
+    """The deadline carried (TINY affords a time grid by default): each of its correlations costs
+    1 s, the optimistic chain's pass none; a limit of 0.5 s stops it after its first step."""
+    from deplbench.formulations.adaptive import timed
+
+    real = timed.correlate
+
+    def correlate(*args, **kwargs):
+        clock.advance(1.0)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(timed, "correlate", correlate)
+    b = adaptive_bounds(inst, time_limit=0.5, **SMALL)
+    assert b.status == "time_limit", b.message
+    assert b.message.startswith("time limit 0.5 s reached (adaptive-opt's deadline-aware reachability pass on 60 "
+                                "buckets, backward step 2 of 2)")
+
+
+def test_a_stopped_record_names_the_grid_of_its_bound_and_the_grid_it_stopped_on(inst, clock, monkeypatch):
+    """400 buckets: the multiplier search runs on a grid 8× coarser first (50 buckets); the stop
+    passes as that search ends, so the bound kept is a 50-bucket pass while 400 was worked on."""
+    real = search.lower_bound_search
+
+    def lower_bound_search(chain, *args, **kwargs):
+        s = real(chain, *args, **kwargs)
+        if chain.i0 == 50:
+            clock.advance(100.0)
+        return s
+
+    monkeypatch.setattr(search, "lower_bound_search", lower_bound_search)
+    b = adaptive_bounds(inst, buckets=400, runs=1000, tune_runs=500, time_limit=50.0, time_points=0)
+    assert b.status == "time_limit" and math.isfinite(b.lower_bound), b.message
+    assert b.grid["buckets"] == 50 and b.grid["loss_step"] == pytest.approx(0.75 / 50)
+    assert b.refinement["stopped_on_grid"]["buckets"] == 400
+    d = b.to_dict()
+    assert d["grid"] == b.grid and d["refinement"]["stopped_on_grid"] == b.refinement["stopped_on_grid"]

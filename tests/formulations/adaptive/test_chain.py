@@ -69,3 +69,18 @@ def test_adaptive_cli_exits_2_with_one_line(base, tmp_path, capsys):
     assert rc == 2 and captured.out == ""
     lines = captured.err.strip().splitlines()
     assert len(lines) == 1 and "switches[0].jump: " in lines[0], captured.err
+
+
+def test_every_pass_names_the_grid_it_ran_on():
+    """A stopped bracket reports the grid of the pass whose bound it keeps (``Pass.grid``)."""
+    from deplbench.formulations.adaptive.chain import dp
+    from deplbench.formulations.adaptive.timed import timed_dp
+    from deplbench.instances.model import parse_instance
+    from tests.cli.test_cli_adaptive_options import TINY
+
+    inst = parse_instance(TINY)
+    for buckets in (30, 60):
+        opt = Chain(inst, buckets, optimistic=True)
+        assert opt.grid() == {"buckets": buckets, "loss_step": 0.75 / buckets, "states": 2 * 2 * (opt.L + 1)}
+        assert dp(opt, 1.0, 10.0).grid == opt.grid()
+        assert timed_dp(opt, 10.0, 16).grid == {**opt.grid(), "time_points": 16}

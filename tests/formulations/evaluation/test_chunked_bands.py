@@ -55,7 +55,7 @@ def test_bands_in_three_or_more_chunks_equal_the_bands_kept_whole_bit_for_bit(mo
     assert sizes == [BLOCK] * 6 + [200]                  # kept whole: one pass, nothing re-simulated
     width = p.n_epochs + 1
     # room for the finals, one block and 4 epoch columns: not for every trajectory
-    budget = N * 16 + BLOCK * width * 24 + 4 * N * 16
+    budget = N * 16 + BLOCK * width * memory_module.BLOCK_BYTES_PER_VALUE + 4 * N * 16
     assert N * (16 + width * 24) > budget
     sizes.clear()
     with memory_budget(budget / 2**30):
@@ -79,7 +79,7 @@ def test_the_finals_quantile_and_interval_do_not_depend_on_the_bands(monkeypatch
     monkeypatch.setattr(memory_module, "_BLOCK", BLOCK)
     inst, p = _instance(), _plan()
     bare = evaluate_plan(inst, p, samples=N, seed=8, trajectory=False)
-    with memory_budget((N * 16 + BLOCK * 13 * 24 + 2 * N * 16) / 2**30):
+    with memory_budget((N * 16 + BLOCK * 13 * memory_module.BLOCK_BYTES_PER_VALUE + 2 * N * 16) / 2**30):
         chunked = evaluate_plan(inst, p, samples=N, seed=8)
     assert len(chunked.p99) == 13 and bare.p99 == []
     for key in ("quantile", "quantile_ci", "expected_loss", "violation_count", "violation_lb", "violation_ub",
@@ -91,7 +91,7 @@ def test_bands_are_refused_only_when_not_one_column_fits_beside_the_finals_and_a
     monkeypatch.setattr(memory_module, "_BLOCK", BLOCK)
     inst, p = _instance(), _plan()
     width = p.n_epochs + 1
-    one_column = N * 16 + BLOCK * width * 24 + N * 16
+    one_column = N * 16 + BLOCK * width * memory_module.BLOCK_BYTES_PER_VALUE + N * 16
     with memory_budget(one_column / 2**30 * (1 - 1e-9)):
         with pytest.raises(PlanError, match=r"^samples: 2000 trajectories of 12 epochs need .* GiB with the "
                                             r"per-epoch bands \(budget .* GiB\); use at most (\d+) samples$") as info:
@@ -114,16 +114,18 @@ def test_the_default_eval_samples_on_a_random_instance_of_horizon_3000_are_accep
     assert not memory_module.bands_kept(DEFAULT_EVAL_SAMPLES, 3000, memory_module.MEMORY_BUDGET)
     cls = check_solve_arguments(inst, "depl", True, DEFAULT_EVAL_SAMPLES, 0)
     assert cls.name == "depl"
-    # beyond what fits beside one block of 25,000 × 3001 values, with chunks of ⌈3001 / 64⌉ = 47 columns
-    # (at most MAX_BAND_CHUNKS re-simulations): a one-line refusal naming the argument
-    assert memory_module.MAX_BAND_CHUNKS == 64
+    # beyond what fits beside one block of 25,000 × 3001 values (16 B each at its peak), with chunks of
+    # ⌈3001 / 64⌉ = 47 columns (at most MAX_BAND_CHUNKS re-simulations): a one-line refusal naming the
+    # argument; (2 GiB − 25,000 × 3001 × 16 B) / (16 B + 47 × 16 B) = 1,233,181 samples fit
+    assert memory_module.MAX_BAND_CHUNKS == 64 and memory_module.BLOCK_BYTES_PER_VALUE == 16
+    assert (2**31 - 25_000 * 3001 * 16) // (16 + 47 * 16) == 1_233_181
     with pytest.raises(SolverError, match=r"^eval_samples: 20000000 trajectories of up to K̄ = 3000 epochs "
-                                          r"\(the longest plan the instance allows\) need 16 GiB with the per-epoch "
-                                          r"bands \(budget 2 GiB\); use at most 451671 samples$"):
+                                          r"\(the longest plan the instance allows\) need 15.4 GiB with the per-epoch "
+                                          r"bands \(budget 2 GiB\); use at most 1233181 samples$"):
         check_solve_arguments(inst, "depl", True, 20_000_000, 0)
-    assert check_solve_arguments(inst, "depl", True, 451_671, 0) is cls
-    with pytest.raises(SolverError, match="use at most 451671 samples"):
-        check_solve_arguments(inst, "depl", True, 451_672, 0)
+    assert check_solve_arguments(inst, "depl", True, 1_233_181, 0) is cls
+    with pytest.raises(SolverError, match="use at most 1233181 samples"):
+        check_solve_arguments(inst, "depl", True, 1_233_182, 0)
 
 
 def test_the_sweep_check_is_the_evaluators_rule():
@@ -163,7 +165,7 @@ def test_the_bands_are_never_computed_in_more_than_max_band_chunks(monkeypatch):
     p = plan([("m", "A", 0.05)] * 65 + [("p", "A", 0.05)] * 65, {"A": ["d0"]})
     width = p.n_epochs + 1
     assert -(-width // memory_module.MAX_BAND_CHUNKS) == 3
-    base = n * 16 + 100 * width * 24
+    base = n * 16 + 100 * width * memory_module.BLOCK_BYTES_PER_VALUE
     sizes = _counting(monkeypatch)
     with memory_budget((base + 2 * n * 16) / 2**30), pytest.raises(PlanError, match=r"^samples: 500 trajectories "):
         evaluate_plan(inst, p, samples=n, seed=2)

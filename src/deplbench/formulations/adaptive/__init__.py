@@ -105,10 +105,12 @@ certification draws.
 **Statuses** (:data:`BRACKET_STATUSES`; when several apply, the first in
 that order is reported and every line kept), each with one line:
 ``time_limit`` — the time limit (or an outer stop, a sweep task's) passed
-before the bracket was done: checked before every DP pass and tuning
+before the bracket was done: checked before every grid is built, every
+backward step of the reachability passes, every DP pass and tuning
 simulation, it keeps the best proven lower bound of the passes finished
-and certifies nothing (the certification starts only when predicted to
-end in time); ``unreachable`` — proven: no epoch fits in Tmax, or the optimistic chain's
+(``grid`` names that pass's grid, ``refinement["stopped_on_grid"]`` the one
+worked on) and certifies nothing (the certification starts only when
+predicted to end in time); ``unreachable`` — proven: no epoch fits in Tmax, or the optimistic chain's
 highest P(success), deadline and cost ignored — or, where the time grid is
 affordable, with the deadline carried on every run
 (:func:`timed_best_success`) — is below ω (nothing else is computed), or

@@ -12,7 +12,6 @@ allocating. Guarantees: package docstring (:mod:`deplbench.formulations.adaptive
 
 from __future__ import annotations
 
-import functools
 import math
 from dataclasses import dataclass, field
 from types import SimpleNamespace
@@ -29,11 +28,12 @@ from deplbench.formulations.adaptive.budget import (  # noqa: F401 - re-exported
     memory_estimate,
     monotone_frontier,
     next_grid_fits,
+    quiet,
     stopped_fields,
     timed_memory,
 )
 from deplbench.formulations.adaptive.certify import needed_successes, tune_policy
-from deplbench.formulations.adaptive.chain import Chain, applies, best_success, chain_refused
+from deplbench.formulations.adaptive.chain import Chain, applies, best_success, build_chain, chain_refused
 from deplbench.formulations.adaptive.search import SearchStopped, lower_bound_search, multires_search
 from deplbench.formulations.adaptive.settings import (  # noqa: F401 - the grid's constants, re-exported
     CONFIDENCE,
@@ -251,16 +251,7 @@ def _policy_mu(search, warm) -> float:
     return max(warm.mu, 1e-6)
 
 
-def _quiet(f):
-    """Run ``f`` with numpy's floating-point warnings off (an overflow ends as a status line)."""
-    @functools.wraps(f)
-    def run(*args, **kwargs):
-        with np.errstate(over="ignore", invalid="ignore", divide="ignore", under="ignore"):
-            return f(*args, **kwargs)
-    return run
-
-
-@_quiet
+@quiet
 def adaptive_bounds(instance, buckets: int = START_BUCKETS, runs: int = RUNS, seed: int = 0,
                     confidence: float = CONFIDENCE, tune_runs: int = TUNE_RUNS, rho: float = RHO,
                     iters_lam: int = ITERS_LAM, iters_mu: int = ITERS_MU, width: float | None = None,
@@ -372,7 +363,9 @@ def _bracket(instance, buckets: int, runs: int, seed: int, confidence: float, tu
     say = progress or (lambda line: None)
     omega, t0 = float(instance.omega), state.t0
     level = 1.0 - (alpha := (1.0 - confidence) / 2.0)      # alpha: each of the bracket's two statements
-    opt = state.opt = Chain(instance, buckets, optimistic=True)
+    opt = state.opt = build_chain(instance, buckets, optimistic=True)
+    check_time(f"adaptive-opt, before the reachability pass (the optimistic chain's best P(success)) on {buckets} "
+               "buckets")
     reach, reach_err = best_success(opt)
     # a default G is chosen on the first grid, within the time left (the time limit, or an outer stop)
     g0 = time_points_for(opt, time_points, left_or_none(), iters_mu)
@@ -409,7 +402,7 @@ def _bracket(instance, buckets: int, runs: int, seed: int, confidence: float, tu
         return AdaptiveBounds(
             lower_bound=math.inf, upper_bound=math.nan, cost_mean=math.nan, p_success=math.nan,
             p_success_lo=math.nan, certified=False, frontier=[], multipliers={},
-            grid={"buckets": int(buckets), "loss_step": float(opt.h), "states": int(opt.K * opt.M * (opt.L + 1))},
+            grid=opt.grid(),
             certification={}, tuning=[], work={"dp_passes": int(timed_check),
                                                "total_s": now() - t0},
             status="unreachable", message=line, messages=[line], confidence=confidence, omega=omega,
@@ -432,7 +425,7 @@ def _bracket(instance, buckets: int, runs: int, seed: int, confidence: float, tu
     while True:
         t_level = now()
         if b != buckets:
-            opt = state.opt = Chain(instance, b, optimistic=True)
+            opt = state.opt = build_chain(instance, b, optimistic=True)
         search = _search_at(instance, opt, omega, iters_lam, iters_mu, warm)
         state.priced.extend(light(search.passes))
         n_passes += len(search.passes)
@@ -458,7 +451,7 @@ def _bracket(instance, buckets: int, runs: int, seed: int, confidence: float, tu
         since = next((i for i, lv in enumerate(reversed(levels)) if lv["tuned"]), len(levels))
         if width is None or policy is None or est_w <= 2 * width or stalled or since >= 1:
             t_tune = now()
-            pes = Chain(instance, b, optimistic=False)
+            pes = build_chain(instance, b, optimistic=False)
             policy, tl, est_ub, kept_log = _tune(instance, pes, search, warm, g, target, tune_runs, seed, rho, runs,
                                              alpha)
             log.extend(dict(t, buckets=b) for t in tl)
@@ -492,7 +485,7 @@ def _bracket(instance, buckets: int, runs: int, seed: int, confidence: float, tu
             continue
         if not tuned:                                   # the policy of the finest grid
             t_tune = now()
-            pes = Chain(instance, b, optimistic=False)
+            pes = build_chain(instance, b, optimistic=False)
             policy, tl, _, kept_log = _tune(instance, pes, search, warm, g, target, tune_runs, seed, rho, runs, alpha)
             log.extend(dict(t, buckets=b) for t in tl)
             tune_s.append(now() - t_tune)
@@ -576,7 +569,7 @@ def _bracket(instance, buckets: int, runs: int, seed: int, confidence: float, tu
                      "lower_bound_carried": max((p.bound(omega, opt.st.time_max) for p in search.extra),
                                                 default=None),
                      "rounding_bound": best.err, "lower_bound_source": source},
-        grid={"buckets": int(opt.i0), "loss_step": float(opt.h), "states": int(opt.K * opt.M * (opt.L + 1))},
+        grid=opt.grid(),
         certification={"runs": runs, "seed": seed, "kept_runs": n_kept, "successes": k, "confidence": confidence,
                        "level_each": level,
                        "method": f"(1 − give_up) × one-sided Clopper–Pearson lower bound at level "

@@ -5,24 +5,29 @@ Memory is estimated from the shapes before anything is allocated
 ``time_limit`` is the outer stop of the whole solve, read with any
 enclosing deadline (a sweep task's stop) on :func:`deplbench.limits.now`,
 whose clock a test can inject (:func:`deplbench.limits.use_clock`). Every
-DP pass and tuning simulation checks it before it starts; a stopped run
-keeps what it finished (:class:`Progress`, :func:`stopped_fields`), and the
-refinement starts a grid only when its predicted end fits (:func:`next_grid_fits`).
+grid build (:func:`~.chain.build_chain`), DP pass and tuning simulation
+checks it before it starts, and the two reachability passes (run before
+any bound exists) before every backward step; a stopped run keeps what it
+finished (:class:`Progress`, :func:`stopped_fields`), and the refinement
+starts a grid only when its predicted end fits (:func:`next_grid_fits`).
 
-What is guaranteed: past the deadline no DP pass, tuning simulation or
-grid starts, and the result has status ``time_limit`` with the best lower
-bound of the passes finished (each one proven) and no upper bound; the
-certification, one simulation finished once started, starts only when
-predicted to end in time (:func:`check_certification`). A run therefore
-passes its limit by at most one DP pass or tuning simulation, or the error
-of that prediction. Other guarantees: package docstring
+What is guaranteed: past the deadline no grid build, DP pass, step of a
+reachability pass or tuning simulation starts, and the result has status
+``time_limit`` with the best lower bound of the passes finished (each one
+proven) and no upper bound; the certification, one simulation finished
+once started, starts only when predicted to end in time
+(:func:`check_certification`). A run therefore passes its limit by at most
+one grid build, DP pass or tuning simulation, or the error of that prediction. Other guarantees: package docstring
 (:mod:`deplbench.formulations.adaptive`).
 """
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass, field, replace
+
+import numpy as np
 
 from deplbench.formulations.adaptive.certify import frontier_levels
 from deplbench.formulations.adaptive.chain import Chain, jump_rise
@@ -145,6 +150,15 @@ def check_certification(runs: int, cert_s: float, buckets: int) -> None:
                                f"about {cert_s:.3g} s at the tuning's rate, beyond the {max(left, 0.0):.3g} s left")
 
 
+def quiet(f):
+    """Run ``f`` with numpy's floating-point warnings off (an overflow ends as a status line)."""
+    @functools.wraps(f)
+    def run(*args, **kwargs):
+        with np.errstate(over="ignore", invalid="ignore", divide="ignore", under="ignore"):
+            return f(*args, **kwargs)
+    return run
+
+
 def left_or_none() -> float | None:
     """Seconds until the deadline in force, None without one."""
     left = time_left()
@@ -156,7 +170,7 @@ class Progress:
     """What the bracket has finished so far, for the result of a stopped run (:func:`stopped_fields`)."""
 
     t0: float
-    #: The optimistic chain of the grid being worked on.
+    #: The optimistic chain of the grid being worked on (None before the first is built).
     opt: Chain | None = None
     #: Every finished DP pass of the multiplier searches, priced and carried (tables dropped):
     #: each is a valid lower bound at every ω, whatever its grid.
@@ -177,7 +191,12 @@ def stopped_fields(instance, state: Progress, exc: TimeLimitReached, confidence:
     """The fields of the :class:`~.bracket.AdaptiveBounds` of a run the deadline stopped:
     status ``time_limit``, the best lower bound of every pass finished (each is valid;
     :class:`~.search.SearchStopped` hands over those of the search it stopped), no upper
-    bound (no policy certified), and one line saying what stopped it and what is kept."""
+    bound (no policy certified), and one line saying what stopped it and what is kept.
+
+    ``grid`` is the loss grid of the pass whose bound is kept (with ``time_points`` for a
+    carried pass; empty without a bound): any grid's pass bounds the same optimum, so it
+    may be coarser than the grid being worked on, which ``refinement["stopped_on_grid"]``
+    names (None when the stop came before the first grid was built)."""
     omega = float(instance.omega)
     priced, carried = list(state.priced), list(state.carried)
     if isinstance(exc, SearchStopped):
@@ -202,15 +221,17 @@ def stopped_fields(instance, state: Progress, exc: TimeLimitReached, confidence:
             "lambda": best.lam, "mu": best.mu, "rounding_bound": best.err,
             "lower_bound_source": "carried" if any(best is p for p in carried) else "priced",
             "deadline": "carried" if carried else "priced (E[T] ≤ Tmax relaxation)"},
-        grid={} if opt is None else {"buckets": int(opt.i0), "loss_step": float(opt.h),
-                                     "states": int(opt.K * opt.M * (opt.L + 1))},
+        # the grid of the pass whose bound is reported (a coarser grid's, or an earlier
+        # one's, when the stop came on a finer grid); the grid worked on is stopped_on_grid
+        grid={} if best is None else dict(best.grid),
         certification={}, tuning=state.log,
         work={"dp_passes": len(proven), "grids_s": sum(lv["seconds"] for lv in levels),
               "total_s": now() - state.t0},
         status="time_limit", message=line, messages=[line], confidence=confidence, omega=omega,
         refinement={"width_target": width, "stopped_by": "time_limit", "levels": levels, "time_limit": time_limit,
-                    "max_buckets": state.cap if width is not None else None})
+                    "max_buckets": state.cap if width is not None else None,
+                    "stopped_on_grid": None if opt is None else opt.grid()})
 
 
 __all__ = ["GROWTH", "RUN_BYTES", "Progress", "check_certification", "left_or_none", "light", "memory_estimate",
-           "monotone_frontier", "next_grid_fits", "stopped_fields", "timed_memory"]
+           "monotone_frontier", "next_grid_fits", "quiet", "stopped_fields", "timed_memory"]

@@ -15,7 +15,7 @@ it on the same chain.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 from scipy import fft as sp_fft
@@ -24,6 +24,7 @@ from deplbench.errors import PlanError
 from deplbench.formulations.model.allocation import TIME_RTOL
 from deplbench.instances.datalaw import compute_need
 from deplbench.instances.distributions import Empirical, PointMass
+from deplbench.limits import check_time
 
 #: Tail mass of a continuous run term (X) binned at the safe end of its kernel.
 #: The level of the binary64 check (``instances.magnitudes.TAIL``), but its
@@ -208,11 +209,29 @@ class Chain:
                    for k in range(self.K)]
         self.kj = {ab: kernel(d, 1.0, self.h, optimistic, TAIL_JUMP) for ab, d in self.pairs.items()}
 
+    def grid(self) -> dict:
+        """The loss grid as a result names it: buckets between ℓmax and ℓ(0), step h, states."""
+        return {"buckets": int(self.i0), "loss_step": float(self.h), "states": int(self.K * self.M * (self.L + 1))}
+
     def bucket(self, loss) -> np.ndarray:
         """The observed loss's bucket in this chain (0 = success), clipped to L."""
         s = (np.asarray(loss, dtype=float) - self.instance.loss_max) / self.h
         b = np.floor(s + EPS) if self.optimistic else np.ceil(s - EPS)
         return np.clip(b, 0, self.L).astype(np.int64)
+
+
+def build_chain(instance, buckets: int, optimistic: bool) -> Chain:
+    """:class:`Chain` after checking the deadline (:func:`deplbench.limits.check_time`).
+
+    Every grid the bracket builds goes through here, so a stop that passed while
+    the previous step ran is seen before the kernels are built. The build itself
+    is K̄·|M|·|N| kernels of at most :data:`MAX_CELLS` cells, short against a DP
+    pass on the same grid (docs/adaptive.md, "The time limit"), so it is not
+    checked between its epochs.
+    """
+    kind = "optimistic" if optimistic else "pessimistic"
+    check_time(f"adaptive-opt, before building the {kind} loss grid of {int(buckets)} buckets")
+    return Chain(instance, buckets, optimistic)
 
 
 def _reach(dist, factor: float, h: float, tail: float) -> float:
@@ -347,6 +366,8 @@ class Pass:
     remaining: np.ndarray | None = None  # (K, M+1, L+1, 3): E[Tc], E[Ts], E[Tc²] from there (incl. this epoch)
     err: float = 0.0      # proven bound on |computed V₀ − exact V₀| (rounding, :func:`dp`)
     err_fail: float = 0.0  # the same for P(fail)
+    #: The loss grid of the chain the pass ran on (:meth:`Chain.grid`; a carried pass adds its time points).
+    grid: dict = field(default_factory=dict)
 
     def bound(self, omega: float, time_max: float) -> float:
         """V₀ − μ(1 − ω) − λ Tmax, less the rounding of the pass and of this
@@ -430,7 +451,7 @@ def dp(chain: Chain, lam: float, mu: float, keep: bool = False) -> Pass:
         nxt = cur[:M]
     t_root = float(root[2:4].sum() if keep else root[2])
     return Pass(lam, mu, float(root[V]), float(root[F]), t_root,
-                float(root[V] - lam * t_root - mu * root[F]), act, rem, float(err[V]), float(err[F]))
+                float(root[V] - lam * t_root - mu * root[F]), act, rem, float(err[V]), float(err[F]), chain.grid())
 
 
 def best_success(chain: Chain) -> tuple[float, float]:
@@ -441,6 +462,10 @@ def best_success(chain: Chain) -> tuple[float, float]:
     On the optimistic chain every true policy is matched by a chain policy
     succeeding at least as often (package docstring, relaxation 1), so a
     target ω above p + err is reached by no policy of the instance.
+
+    It is the bracket's first pass, before any bound exists, and as long as a
+    priced pass's correlations: the deadline (:func:`deplbench.limits.check_time`)
+    is checked before every epoch, so a stop is not passed by a whole pass.
     """
     M, N, L1 = chain.M, chain.N, chain.L + 1
     usable = chain.st.usable
@@ -450,6 +475,8 @@ def best_success(chain: Chain) -> tuple[float, float]:
     top = None if chain.optimistic else np.ones(1)
     err = np.zeros(1)
     for k in range(chain.K - 1, -1, -1):
+        check_time(f"adaptive-opt's reachability pass on {chain.i0} buckets, backward step {chain.K - k} "
+                   f"of {chain.K}")
         tops = nxt[:, :, -1] if top is None else np.broadcast_to(top, (M, 1))
         ex, err_ex = correlate_rows(np.repeat(nxt, N, axis=0),
                                     [chain.kx[k][m][n] for m in range(M) for n in range(N)],
@@ -531,6 +558,7 @@ def _candidates(chain, ex, sw, m, N):
 
 __all__ = [
     "MAX_CELLS",
+    "build_chain",
     "chain_refused",
     "jump_rise",
     "EPS",

@@ -16,7 +16,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from deplbench.formulations.adaptive.chain import Chain, Pass, dp
+from deplbench.formulations.adaptive.chain import Chain, Pass, build_chain, dp
 from deplbench.limits import TimeLimitReached, check_time
 
 
@@ -232,7 +232,8 @@ def multires_search(instance, chain: Chain, omega: float, iters_lam: int, iters_
     buckets = chain.i0
     if buckets < COARSE * 50:
         return lower_bound_search(chain, omega, iters_lam, iters_mu)
-    coarse = lower_bound_search(Chain(instance, buckets // COARSE, chain.optimistic), omega, iters_lam, iters_mu)
+    coarse = lower_bound_search(build_chain(instance, buckets // COARSE, chain.optimistic), omega, iters_lam,
+                                iters_mu)
     c = coarse.best
     try:
         fine = lower_bound_search(chain, omega, 2, max(2, iters_mu - 2), lam0=c.lam, mu0=c.mu, step=1.5)

@@ -65,6 +65,7 @@ import numpy as np
 
 from deplbench.formulations.adaptive.chain import UNIT, Chain, F, Pass, V, correlate
 from deplbench.formulations.adaptive.search import MU_PROBE, Search, best_mu
+from deplbench.limits import check_time
 
 #: Points of the remaining-time grid by default (G; Δ = Tmax/G): the finest of these
 #: whose pass costs at most :data:`TIMED_WORK` (:func:`timed_work`).
@@ -162,7 +163,7 @@ def _correlate_err(f, kernels, tops, err_in):
 
 
 def timed_dp(chain: Chain, mu: float, points: int = TIME_POINTS[0], keep: bool = False,
-             fail_only: bool = False) -> Pass:
+             fail_only: bool = False, where: str | None = None) -> Pass:
     """Backward DP of the chain with the remaining time carried on a grid, failure priced at μ.
 
     Returns a :class:`~deplbench.formulations.adaptive.chain.Pass` with λ = 0
@@ -171,7 +172,9 @@ def timed_dp(chain: Chain, mu: float, points: int = TIME_POINTS[0], keep: bool =
     ``action`` (K̄, |M| + 1, G + 1, L + 1) — m'·N + n' or −1 to stop — and
     ``remaining`` the lag d (same shape; the epoch plans dΔ of time, module docstring).
     With ``fail_only`` every allowed epoch is free, so V₀ = μ·(least P(fail) of any policy
-    of the grid chain that meets the deadline) (:func:`timed_best_success`).
+    of the grid chain that meets the deadline) (:func:`timed_best_success`). With ``where``
+    the deadline is checked before every epoch (:func:`deplbench.limits.check_time`, the
+    message naming ``where`` and the step).
     """
     grid = TimeGrid.of(chain, points)
     money, _ = grid.charges(chain)                         # (R, G+1)
@@ -191,6 +194,8 @@ def timed_dp(chain: Chain, mu: float, points: int = TIME_POINTS[0], keep: bool =
     lag = np.zeros((chain.K, M + 1, G1, L1), dtype=np.int32) if keep else None
     err = np.zeros(Q)
     for k in range(chain.K - 1, -1, -1):
+        if where is not None:
+            check_time(f"{where}, backward step {chain.K - k} of {chain.K}")
         kx_rows = [chain.kx[k][m][n] for m in range(M) for n in range(N) for _ in range(G1)]
         f = np.repeat(nxt, N, axis=0).reshape(M * N * G1, Q, L1)     # rows (m', n', j)
         tops = f[:, :, -1] if chain.optimistic else np.broadcast_to(fail, (f.shape[0], Q))
@@ -244,7 +249,7 @@ def timed_dp(chain: Chain, mu: float, points: int = TIME_POINTS[0], keep: bool =
         nxt = cur[:M]
     value, p_fail = float(root[V]), float(root[F])
     return Pass(0.0, float(mu), value, p_fail, math.nan, value - mu * p_fail, act, lag,
-                float(err[V]), float(err[F]))
+                float(err[V]), float(err[F]), {**chain.grid(), "time_points": grid.points})
 
 
 def _epoch_best(ex: np.ndarray, money: np.ndarray, off: int) -> tuple[np.ndarray, np.ndarray]:
@@ -280,9 +285,11 @@ def timed_best_success(chain: Chain, points: int = TIME_POINTS[0]) -> tuple[floa
     One :func:`timed_dp` pass with the epochs free and μ = 1 (its value is the least
     P(fail)). On the optimistic chain the grid relaxes the deadline (module docstring)
     and the loss (package docstring, relaxation 1), so a target ω above p + err is
-    reached within Tmax by no policy of the instance.
+    reached within Tmax by no policy of the instance. The deadline is checked before
+    every epoch (the bracket's reachability check, before any bound exists).
     """
-    p = timed_dp(chain, 1.0, points, fail_only=True)
+    p = timed_dp(chain, 1.0, points, fail_only=True,
+                 where=f"adaptive-opt's deadline-aware reachability pass on {chain.i0} buckets")
     return 1.0 - p.value, p.err + UNIT
 
 

@@ -74,7 +74,7 @@ from deplbench.formulations.evaluation.exact_violation import (
 )
 from deplbench.formulations.evaluation.instance_check import check_instance
 from deplbench.formulations.evaluation.memory import (
-    BYTES_PER_VALUE,
+    LAYOUT_BYTES_PER_VALUE,
     MEMORY_BUDGET,
     band_chunk,
     bands_kept,
@@ -284,30 +284,37 @@ def simulate_trajectories(instance, models, gammas, n: int, rng: np.random.Gener
     """Loss trajectories ℓ(0..K), shape (n, K+1), for a fixed model sequence.
 
     Draws are grouped by model (one vectorised draw per model version and per
-    switch pair), in model/switch index order so the stream is reproducible.
+    switch pair), in model/switch index order so the stream is reproducible. Step k is
+    0 − γ A_m decay_m(k) X plus the switch jump (eq. (8)), summed from ℓ(0): the draws are
+    scaled in place, moved into the trajectory and summed there, so at most two values per
+    value are held (``memory.BLOCK_BYTES_PER_VALUE``), a law's temporaries included.
     """
     models = np.asarray(models, dtype=int)
     K = models.size
-    steps = np.zeros((n, K))
+    draws: list[tuple[np.ndarray, np.ndarray]] = []
+    by_pair: dict[int, list[int]] = {}
     if K:
-        scale = gammas * instance.run_scale_for(models.size)[np.arange(models.size), models]
+        scale = gammas * instance.run_scale_for(K)[np.arange(K), models]
         for m in np.unique(models):
             cols = np.nonzero(models == m)[0]
-            steps[:, cols] -= scale[cols] * instance.models[m].improvement.sample(rng, (n, cols.size))
-        switch_epochs = [k for k in range(1, K) if models[k] != models[k - 1]]
-        by_pair: dict[int, list[int]] = {}
-        for k in switch_epochs:
-            p = instance.switch_index.get((int(models[k - 1]), int(models[k])))
-            # A forbidden switch has no jump law; such a plan is already
-            # reported infeasible, so its loss is simulated without the jump.
+            d = np.asarray(instance.models[m].improvement.sample(rng, (n, cols.size)), dtype=float)
+            np.subtract(0.0, np.multiply(scale[cols], d, out=d), out=d)    # as from a zero step array
+            draws.append((cols, d))
+        for k in range(1, K):
+            # a forbidden switch has no jump law: the plan is reported infeasible, simulated without it
+            p = instance.switch_index.get((int(models[k - 1]), int(models[k]))) if models[k] != models[k - 1] else None
             if p is not None:
                 by_pair.setdefault(p, []).append(k)
-        for p in sorted(by_pair):
-            cols = np.array(by_pair[p])
-            steps[:, cols] += instance.switches[p].jump.sample(rng, (n, cols.size))
     traj = np.empty((n, K + 1))
     traj[:, 0] = instance.initial_loss
-    np.cumsum(steps, axis=1, out=traj[:, 1:])
+    while draws:                                       # every epoch is one model's: each column set once
+        cols, d = draws.pop(0)
+        traj[:, 1 + cols] = d
+        del d
+    for p in sorted(by_pair):
+        cols = 1 + np.array(by_pair[p])
+        traj[:, cols] += instance.switches[p].jump.sample(rng, (n, cols.size))
+    np.cumsum(traj[:, 1:], axis=1, out=traj[:, 1:])
     traj[:, 1:] += instance.initial_loss
     return traj
 
@@ -462,7 +469,7 @@ def _check_arguments(instance, plan, samples, seed, confidence, trajectory):
             or not float(seed).is_integer() or seed < 0):
         # numpy's own message ("expected non-negative integer") names no field.
         raise PlanError(f"seed: must be a non-negative integer, got {seed!r}")
-    if (plan.n_epochs + 1) * BYTES_PER_VALUE > MEMORY_BUDGET:
+    if (plan.n_epochs + 1) * LAYOUT_BYTES_PER_VALUE > MEMORY_BUDGET:
         raise PlanError(f"epochs: {plan.n_epochs} epochs are too many to simulate within "
                         f"{MEMORY_BUDGET / 2**30:g} GiB")
     return plan, int(samples), int(seed), float(confidence)

@@ -31,10 +31,18 @@ _BLOCK = 25_000
 #: by default. Beyond it a simulation is refused naming ``samples`` rather
 #: than letting the kernel kill the process (docs/DESIGN.md, "Input rules").
 MEMORY_BUDGET = int(MEMORY_BUDGET_GIB * 2**30)
-#: Bytes per trajectory value at the peak: the draws, the steps and the
-#: trajectory itself (blocks); the kept blocks, their concatenation and
-#: the percentile's copy (bands kept whole).
+#: Bytes per trajectory value when the bands are kept whole: the kept blocks,
+#: their concatenation and the percentile's copy.
 BYTES_PER_VALUE = 8 * 3
+#: Bytes per trajectory value at the peak of simulating one block: the draws and
+#: the trajectory, a law's own temporaries included
+#: (:func:`~deplbench.formulations.evaluation.evaluate.simulate_trajectories`).
+BLOCK_BYTES_PER_VALUE = 8 * 2
+#: Bytes per trajectory value by which :func:`block_size` divides the budget: part of
+#: the block layout, so never changed with the simulation's memory. The layout fixes
+#: which draw goes to which trajectory; a new value would change the numbers of every
+#: evaluation of a plan long enough for a block of fewer than 25,000 trajectories.
+LAYOUT_BYTES_PER_VALUE = 8 * 3
 #: Bytes per final loss (the finals and their sorted copy) and per value of
 #: a band chunk (the chunk and the percentile's copy).
 _BYTES_PER_FINAL = _BYTES_PER_CHUNK_VALUE = 8 * 2
@@ -56,10 +64,13 @@ def block_size(n_epochs: int) -> int:
     """Trajectories per simulated block of a plan of ``n_epochs`` epochs.
 
     The blocks fix which draw goes to which trajectory, so they are sized
-    from the constant :data:`MEMORY_BUDGET`, never from a scope's budget:
-    the numbers of an evaluation do not depend on a budget set around it.
+    from constants alone (:data:`MEMORY_BUDGET`, :data:`LAYOUT_BYTES_PER_VALUE`),
+    never from a scope's budget: the numbers of an evaluation do not depend on a
+    budget set around it, nor on the machine. One block takes at most
+    :data:`BLOCK_BYTES_PER_VALUE` per value, two thirds of the budget, which leaves
+    the rest for the final losses and a chunk of the bands (:func:`band_chunk`).
     """
-    return max(1, min(_BLOCK, MEMORY_BUDGET // ((n_epochs + 1) * BYTES_PER_VALUE)))
+    return max(1, min(_BLOCK, MEMORY_BUDGET // ((n_epochs + 1) * LAYOUT_BYTES_PER_VALUE)))
 
 
 def bands_kept(n: int, n_epochs: int, budget: int) -> bool:
@@ -77,7 +88,7 @@ def band_chunk(n: int, n_epochs: int, budget: int) -> int:
     most that fit in ``budget`` beside the finals and one block, at most the
     plan's ``n_epochs + 1``; 0 when fewer than :func:`min_chunk` fit."""
     width = n_epochs + 1
-    block_bytes = min(n, block_size(n_epochs)) * width * BYTES_PER_VALUE
+    block_bytes = min(n, block_size(n_epochs)) * width * BLOCK_BYTES_PER_VALUE
     free = budget - n * _BYTES_PER_FINAL - block_bytes
     chunk = int(max(0, min(width, free // (n * _BYTES_PER_CHUNK_VALUE))))
     return chunk if chunk >= min_chunk(n_epochs) else 0
@@ -95,7 +106,7 @@ def evaluation_bytes(n: int, n_epochs: int, trajectory: bool, budget: int) -> in
         return finals
     width = n_epochs + 1
     kept = finals + n * width * BYTES_PER_VALUE
-    chunked = (finals + min(n, block_size(n_epochs)) * width * BYTES_PER_VALUE
+    chunked = (finals + min(n, block_size(n_epochs)) * width * BLOCK_BYTES_PER_VALUE
                + n * min_chunk(n_epochs) * _BYTES_PER_CHUNK_VALUE)
     return min(kept, chunked)
 
@@ -108,7 +119,7 @@ def max_samples(n_epochs: int, trajectory: bool, budget: int) -> int:
     kept = budget // (_BYTES_PER_FINAL + width * BYTES_PER_VALUE)
     block = block_size(n_epochs)
     # beyond one block: the finals and the narrowest chunk beside a full block
-    chunked = ((budget - block * width * BYTES_PER_VALUE)
+    chunked = ((budget - block * width * BLOCK_BYTES_PER_VALUE)
                // (_BYTES_PER_FINAL + min_chunk(n_epochs) * _BYTES_PER_CHUNK_VALUE))
     return int(max(kept, chunked if chunked > block else 0))
 
@@ -204,6 +215,7 @@ def chunked_bands(simulate: Callable[[int, np.random.Generator], np.ndarray], n:
     return p01, p99
 
 
-__all__ = ["MEMORY_BUDGET", "MAX_BAND_CHUNKS", "BYTES_PER_VALUE", "budget_bytes", "block_size", "bands_kept",
+__all__ = ["MEMORY_BUDGET", "MAX_BAND_CHUNKS", "BYTES_PER_VALUE", "BLOCK_BYTES_PER_VALUE", "LAYOUT_BYTES_PER_VALUE",
+           "budget_bytes", "block_size", "bands_kept",
            "min_chunk", "band_chunk", "evaluation_bytes", "max_samples", "check_evaluation_memory",
            "chunked_bands"]

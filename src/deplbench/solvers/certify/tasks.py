@@ -34,8 +34,32 @@ def sequential_map(fn, tasks):
     return [fn(t) for t in tasks]
 
 
-def process_map(workers: int) -> Mapper:
-    """A ``map`` running tasks on a local pool of ``workers`` processes."""
+#: Seconds a local pool is assumed to take before its first task can start: the
+#: forkserver's start and its import of this module (the solver stack), which its
+#: workers then inherit (measured on a quiet and a loaded machine: docs/certify.md).
+#: A later pool of the same process forks from the running server at a fraction of
+#: that, but the rule does not count on it.
+POOL_START_S = 2.0
+
+
+def seconds_to_stop(tasks: list) -> float:
+    """Seconds until the first stop the tasks obey: the deadline in force
+    (:func:`deplbench.limits.time_left`) or the earliest ``ends_at`` a task carries (a
+    ``time.time()`` instant, :func:`stop_instant`); inf without either, negative once passed."""
+    left = limits.time_left()
+    ends = [t["ends_at"] for t in tasks if isinstance(t, dict) and t.get("ends_at") is not None]
+    return min(left, min(ends) - time.time()) if ends else left
+
+
+def process_map(workers: int, start_s: float = POOL_START_S) -> Mapper:
+    """A ``map`` running tasks on a local pool of ``workers`` processes.
+
+    The pool is started only when its work can start before the tasks' stop
+    (:func:`seconds_to_stop` above ``start_s``, default :data:`POOL_START_S`); otherwise,
+    as with one worker or one task, the tasks run in this process, each checking its
+    stop before it starts (:func:`saa_task`, :func:`validation_task`): a pool whose
+    start-up alone would pass the stop would only delay the result, never add work.
+    """
     if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
         raise SolverError(f"workers: must be an integer >= 1, got {workers!r}")
 
@@ -44,10 +68,12 @@ def process_map(workers: int) -> Mapper:
         from concurrent.futures import ProcessPoolExecutor
 
         tasks = list(tasks)
-        if workers == 1 or len(tasks) <= 1:
+        if workers == 1 or len(tasks) <= 1 or not seconds_to_stop(tasks) > start_s:
             return sequential_map(fn, tasks)
-        with ProcessPoolExecutor(max_workers=min(workers, len(tasks)),
-                                 mp_context=mp.get_context("forkserver")) as pool:
+        ctx = mp.get_context("forkserver")
+        # the server imports the solver stack once; every worker (and a later pool's) forks warm
+        ctx.set_forkserver_preload([__name__])
+        with ProcessPoolExecutor(max_workers=min(workers, len(tasks)), mp_context=ctx) as pool:
             return list(pool.map(fn, tasks))
 
     return run
@@ -212,6 +238,6 @@ def add_candidate(pool: dict, plan: Plan, label: str, role: str, omega) -> str |
     return key
 
 
-__all__ = ["Mapper", "process_map", "dask_map", "parse_risk_grid", "saa_task",
+__all__ = ["Mapper", "POOL_START_S", "process_map", "seconds_to_stop", "dask_map", "parse_risk_grid", "saa_task",
            "validation_task", "stop_instant", "not_started", "skipped_tests",
            "SAA_HEURISTIC_TIME", "add_candidate", "bound_value", "sequential_map", "validate_candidates"]
