@@ -154,14 +154,17 @@ def test_the_default_eval_samples_accept_a_plan_of_4000_epochs():
         check_evaluation_memory(DEFAULT_EVAL_SAMPLES, 57_167, True)
 
 
-@pytest.mark.slow
-def test_a_plan_of_4000_epochs_is_evaluated_with_its_bands_beyond_the_old_limit():
-    """22,400 trajectories of 4000 epochs: more than fit whole (22,360) and, beside one block of the
-    old accounting, refused before; now evaluated in epoch chunks with the default budget."""
-    inst = _instance(horizon=4000, p={"kind": "normal", "mean": 0.01, "std": 0.001})
-    p = plan([("p", "A", 0.002)] * 4000, {"A": ["d0"]})              # normal draws: the cheapest law
-    n = 22_400
-    assert not memory_module.bands_kept(n, 4000, memory_module.MEMORY_BUDGET)
+def test_a_plan_beyond_one_block_is_evaluated_with_its_bands(monkeypatch):
+    """With the budget scaled down 512 times, 2,000 trajectories of 400 epochs fill more than one
+    block whole (the bands do not fit): evaluated in epoch chunks, as a 4000-epoch plan with
+    22,400 samples is under the default budget, and every band ordered."""
+    budget = memory_module.MEMORY_BUDGET // 512
+    for mod in (memory_module, evaluate_module):
+        monkeypatch.setattr(mod, "MEMORY_BUDGET", budget)
+    inst = _instance(horizon=400, p={"kind": "normal", "mean": 0.01, "std": 0.001})
+    p = plan([("p", "A", 0.002)] * 400, {"A": ["d0"]})              # normal draws: the cheapest law
+    n = 2_000
+    assert not memory_module.bands_kept(n, 400, budget)
     ev = evaluate_plan(inst, p, samples=n, seed=1)
-    assert ev.samples == n and len(ev.p01) == len(ev.p99) == len(ev.mean) == 4001
+    assert ev.samples == n and len(ev.p01) == len(ev.p99) == len(ev.mean) == 401
     assert all(lo <= hi for lo, hi in zip(ev.p01, ev.p99))
