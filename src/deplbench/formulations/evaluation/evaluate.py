@@ -88,6 +88,7 @@ from deplbench.formulations.evaluation.settings import check_samples
 from deplbench.formulations.model.allocation import TIME_RTOL, epoch_parameters
 from deplbench.formulations.model.plan import Plan, check_plan_names, datasets_loc, parse_plan
 from deplbench.formulations.model.scenarios import OUT_OF_SAMPLE, loss_threshold, quantile_rank
+from deplbench.params import seed_refusal
 
 #: ``ci_method`` of a plan whose random terms are all point masses.
 CI_METHOD_DETERMINISTIC = "exact (every random term a point mass: one trajectory)"
@@ -459,9 +460,12 @@ def _check_arguments(instance, plan, samples, seed, confidence, trajectory):
             or not 0 < confidence < 1):
         raise PlanError(f"confidence: must be a number in (0, 1), got {confidence!r}")
     if (isinstance(seed, bool) or not isinstance(seed, (int, np.integer, float))
-            or not float(seed).is_integer() or seed < 0):
+            or (isinstance(seed, float) and not seed.is_integer())):
         # numpy's own message ("expected non-negative integer") names no field.
         raise PlanError(f"seed: must be a non-negative integer, got {seed!r}")
+    reason = seed_refusal(int(seed))    # every seed's rule: the store keeps 64-bit integers
+    if reason:
+        raise PlanError(f"seed: {reason}")
     if (plan.n_epochs + 1) * BYTES_PER_VALUE > MEMORY_BUDGET:
         raise PlanError(f"epochs: {plan.n_epochs} epochs are too many to simulate within "
                         f"{MEMORY_BUDGET / 2**30:g} GiB")

@@ -27,6 +27,7 @@ from typing import Any
 
 from deplbench.errors import DeplbenchError, PlanError
 from deplbench.limits import MAX_RUNS
+from deplbench.params import seed_refusal
 
 #: Defaults of a closed-loop simulation: runs, seed, level of the intervals.
 RUNS, SEED, CONFIDENCE = 10_000, 0, 0.95
@@ -66,7 +67,7 @@ def check_closed_loop(runs, seed, confidence, *, field: str = "{}", error: type[
     runs : int
         Simulated runs, :data:`MIN_RUNS` to :data:`~deplbench.limits.MAX_RUNS`.
     seed : int
-        Seed of the runs, ≥ 0.
+        Seed of the runs, 0 to 2**63 − 1 (:data:`deplbench.params.MAX_SEED`).
     confidence : float
         Level of the intervals, in (0, :data:`MAX_CONFIDENCE`].
     field : str, default "{}"
@@ -90,8 +91,9 @@ def check_closed_loop(runs, seed, confidence, *, field: str = "{}", error: type[
     if not MIN_RUNS <= runs <= MAX_RUNS:
         raise error(f"{field.format('runs')}: need between {MIN_RUNS} and {MAX_RUNS} simulated runs, got {runs}")
     seed = _integer(seed, field.format("seed"), error, strict)
-    if seed < 0:
-        raise error(f"{field.format('seed')}: must be a non-negative integer, got {seed!r}")
+    reason = seed_refusal(seed)     # the rule of every seed: the store keeps 64-bit integers
+    if reason:
+        raise error(f"{field.format('seed')}: {reason}")
     if not _is_real(confidence) or not 0 < confidence <= MAX_CONFIDENCE:
         raise error(f"{field.format('confidence')}: must be in (0, 1 − 1e-12], got {confidence!r}")
     return runs, seed, float(confidence)
