@@ -597,3 +597,38 @@ def test_verify_and_the_cli_statements_print_an_interval_alike():
         assert "inf" not in text and "None" not in text
         assert f"CI {text} at level" in _monte_carlo_line(ev)
         assert dict(evaluation_statements(ev))["interval"].startswith(f"{text} at level 0.9816")
+
+
+def test_cli_check_that_skips_every_solve_fails_with_one_line(lib, capfd):
+    """HiGHS reads no MINLP file: every solve skipped used to exit 0 with "skipped None" progress
+    lines; nothing checked is no success for a CI job (exit 1 and one line saying why)."""
+    assert main(["library", "check", str(lib), "--model", "minlp"]) == 1
+    out, err = capfd.readouterr()
+    assert "skipped (HiGHS solves no nonlinear" in out
+    assert "None" not in err, err
+    (last,) = [line for line in err.splitlines() if line.startswith("nothing checked")]
+    assert last == ("nothing checked: no solve was compared with a .solu value (of 2: 2 skipped (highs on minlp: "
+                    "HiGHS solves no nonlinear (cone) rows: run it on the PWL MILP))")
+    assert main(["library", "check", str(lib), "--model", "minlp", "--json"]) == 1
+    out, err = capfd.readouterr()
+    assert json.loads(out)["nothing_checked"] == last and err.count("nothing checked") == 1
+    # one solve compared is a check: the skipped MINLP beside it does not fail it
+    assert main(["library", "check", str(lib), "--only", "knapsack-uncorrelated-n10", "--time-limit", "600"]) == 0
+    assert "nothing checked" not in capfd.readouterr().err
+
+
+def test_cli_check_of_a_library_without_model_files_fails(tmp_path, capfd):
+    (tmp_path / "manifest.json").write_text('{"entries": []}')
+    for _, _, solu_name in KINDS.values():
+        (tmp_path / solu_name).write_text("")
+    assert main(["library", "check", str(tmp_path)]) == 1
+    out, err = capfd.readouterr()
+    assert err.strip() == ("nothing checked: no instance of the library has a model file of the kinds asked for "
+                           "(minlp.solu, pwl.solu list none)"), err
+
+
+def test_check_help_documents_the_exit_status_of_an_empty_check(capsys):
+    with pytest.raises(SystemExit):
+        main(["library", "check", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "Exit status 1 on any mismatch, and when nothing was checked" in text
