@@ -303,6 +303,11 @@ def test_verify_cli_exit_status_and_errors(lib, tmp_path, capfd):
     assert "not in the pwl model" in capfd.readouterr().err
     assert main(["library", "verify", str(lib), "nope", str(sol)]) == 2
     assert "name: 'nope' is not an instance" in capfd.readouterr().err
+    (tmp_path / "empty.sol").write_text("# nothing here\n\n")     # read as all zeros, it was judged
+    assert main(["library", "verify", str(lib), name, str(tmp_path / "empty.sol")]) == 2
+    captured = capfd.readouterr()
+    assert captured.out == "" and captured.err.count("\n") == 1
+    assert captured.err.startswith(f"error: solution: {tmp_path / 'empty.sol'}: the file holds no"), captured.err
     ref = read_sol(str(sol))
     (tmp_path / "neg.sol").write_text("".join(f"{k} {-1.0 if k.startswith('t_') else v!r}\n"
                                               for k, v in ref.items()))
@@ -325,6 +330,17 @@ def test_read_sol_formats(tmp_path):
     f.write_text("x 1\nx 2\n")
     with pytest.raises(SolverError, match="given twice"):
         read_sol(str(f))
+    # SCIP lists no variable of an all-zero solution: its objective header makes it one
+    f.write_text("solution status: optimal\nobjective value: 0\n")
+    assert read_sol(str(f)) == {}
+    # nothing a solver wrote was read as "every variable 0"
+    for text, what in [("", "is empty"), (" \n\t\n", "holds only blank lines"),
+                       ("# a comment\n\n  # another\n", "holds no `name value` line and no objective"),
+                       ("solution status: optimal\n", "holds no `name value` line and no objective")]:
+        f.write_text(text)
+        with pytest.raises(SolverError) as exc:
+            read_sol(str(f))
+        assert str(exc.value).startswith(f"solution: {f}: the file {what}"), (text, exc.value)
 
 
 # ------------------------------------------------------------------- check

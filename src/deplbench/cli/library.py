@@ -85,11 +85,11 @@ def register(subparsers) -> None:
 
     v = sub.add_parser("verify", help="check an outside solver's solution file against a library model",
                        description="Read SOLUTION_FILE (one `name value` line per variable, as SCIP, MIPLIB "
-                                   "and HiGHS write; missing variables are 0) and judge it against the PWL "
-                                   "MILP or the MINLP of NAME: bounds, integrality, rows and cones within "
-                                   "1e-6 (the violated ones by name), objective, gap to the .solu value, and "
-                                   "the plan it encodes (exact cost, out-of-sample verdict). Exit status 1 "
-                                   "when the solution is infeasible.")
+                                   "and HiGHS write; missing variables are 0, an empty file is refused) and "
+                                   "judge it against the PWL MILP or the MINLP of NAME: bounds, integrality, "
+                                   "rows and cones within 1e-6 (the violated ones by name), objective, gap to "
+                                   "the .solu value, and the plan it encodes (exact cost, out-of-sample "
+                                   "verdict). Exit status 1 when the solution is infeasible.")
     v.add_argument("dir", metavar="DIR", help="a library directory")
     v.add_argument("name", metavar="NAME", help="an instance of the library")
     v.add_argument("solution", metavar="SOLUTION_FILE", help="the solution (.sol)")
