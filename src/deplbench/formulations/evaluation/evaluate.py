@@ -528,9 +528,10 @@ def _simulate_and_judge(instance, plan, models, gammas, n, rng, exact, trajector
     per_model_cost: dict[str, float] = {}
     for e, _m in zip(plan.epochs, models):
         per_model_epochs[e.model] = per_model_epochs.get(e.model, 0) + 1
-        per_model_cost[e.model] = per_model_cost.get(e.model, 0.0) + float(
-            instance.unit_cost[instance.cluster_index[e.cluster]] * e.allocation
-        )
+        with np.errstate(over="ignore"):    # κ·x past binary64 is inf, reported as such (JSON null)
+            per_model_cost[e.model] = per_model_cost.get(e.model, 0.0) + float(
+                instance.unit_cost[instance.cluster_index[e.cluster]] * e.allocation
+            )
     return Evaluation(
         cost=compute_cost + transfer,
         compute_cost=compute_cost,
