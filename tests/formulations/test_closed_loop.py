@@ -433,7 +433,7 @@ def test_fig6_left_draws_no_error_bar_without_a_standard_error():
 
 
 def test_closed_loop_quantiles_keep_infinite_values_infinite():
-    from deplbench.formulations.evaluation.closed_loop import _quantile
+    from deplbench.formulations.evaluation.quantile_ci import sample_quantile as _quantile
 
     inf = np.inf
     for a, q in [([1.0, 2.0, 3.0, 4.0], 0.5), ([0.5, 7.0, 2.0], 0.9), ([3.0], 0.1)]:
@@ -442,3 +442,4 @@ def test_closed_loop_quantiles_keep_infinite_values_infinite():
     assert _quantile(np.array([1.0, inf]), 0.5) == inf
     assert _quantile(np.array([1.0, 2.0, inf]), 0.25) == 1.5
     assert _quantile(np.array([1.0, 2.0, inf]), 0.5) == 2.0
+    assert _quantile(np.array([-inf, 1.0]), 0.5) == -inf

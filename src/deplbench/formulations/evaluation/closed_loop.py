@@ -94,7 +94,7 @@ from deplbench.formulations.evaluation.binomial import clopper_pearson_lower, cl
 # the evaluator's own interval and index mapping: a fixed plan's numbers must
 # be the static evaluator's, bit for bit
 from deplbench.formulations.evaluation.evaluate import plan_indices
-from deplbench.formulations.evaluation.quantile_ci import order_statistic_ci
+from deplbench.formulations.evaluation.quantile_ci import order_statistic_ci, sample_quantile, standard_error
 from deplbench.formulations.evaluation.settings import CONFIDENCE, RUNS, SEED, check_closed_loop
 from deplbench.formulations.model.allocation import TIME_RTOL
 from deplbench.formulations.model.plan import Plan
@@ -322,7 +322,7 @@ class ClosedLoopResult:
         def dist(a):
             a = np.asarray(a, dtype=float)
             return {"mean": float(a.mean()), "min": float(a.min()), "max": float(a.max()),
-                    **{f"q{round(100 * q):02d}": _quantile(a, q) for q in QUANTILES}}
+                    **{f"q{round(100 * q):02d}": sample_quantile(a, q) for q in QUANTILES}}
 
         return {
             "policy": self.policy, "runs": n, "seed": self.seed, "confidence": conf,
@@ -338,39 +338,12 @@ class ClosedLoopResult:
             "cost": dist(self.cost), "epochs": dist(self.epochs), "time": dist(self.time),
             # one run has no sample standard deviation: the standard error is not computable
             # (NaN, written null with "cost_sem_nonfinite": "nan"), never a certain 0
-            "cost_sem": _sem(self.cost) if n > 1 else math.nan,
+            "cost_sem": standard_error(self.cost) if n > 1 else math.nan,
             "deadline_missed": int(self.deadline_missed.sum()),
             "horizon_hit": int(self.horizon_hit.sum()), "invalid_actions": int(self.invalid.sum()),
             "policy_calls": int(self.policy_calls), "wall_s": float(self.wall_s),
             "policy_info": dict(self.policy_info),
         }
-
-
-def _quantile(a: np.ndarray, q: float) -> float:
-    """numpy's (linear) ``q``-quantile of ``a``, where infinite values are kept infinite.
-
-    Costs past binary64 and times of invalid actions are inf; numpy
-    interpolates between two order statistics as a + t·(b − a), which is
-    inf − inf = nan (and a RuntimeWarning) when both are inf. The quantile of
-    such values is inf; between a finite and an infinite one it is inf too.
-    """
-    if np.isfinite(a).all():
-        return float(np.quantile(a, q))
-    s = np.sort(a)
-    h = (s.size - 1) * q
-    lo, hi = int(math.floor(h)), int(math.ceil(h))
-    if s[lo] == s[hi]:
-        return float(s[lo])
-    return float(s[lo] + (h - lo) * (s[hi] - s[lo]))
-
-
-def _sem(a: np.ndarray) -> float:
-    """Standard error of the mean of ``a``; nan (written null) when a value is not
-    finite: the spread of costs past binary64 is not a number, and numpy would say
-    so through a RuntimeWarning (inf − inf)."""
-    if not np.isfinite(a).all():
-        return math.nan
-    return float(a.std(ddof=1) / np.sqrt(a.size))
 
 
 # --------------------------------------------------------------------------

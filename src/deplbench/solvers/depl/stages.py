@@ -216,10 +216,7 @@ def _transfer_fn(instance, dataset_idx, n_epochs: int):
     factor = n_epochs if instance.transfer_cost_mode == "per_epoch" else 1
 
     def cost(clusters):
-        # transfer costs summing past binary64 are inf: that cluster set is never chosen
-        # over a finite one, and an inf plan cost is reported by the solve's cost check
-        with np.errstate(over="ignore"):
-            return float(factor * beta[list(clusters)].sum())
+        return float(factor * beta[list(clusters)].sum())
 
     return cost
 

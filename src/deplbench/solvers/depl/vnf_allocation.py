@@ -436,8 +436,15 @@ def place_and_allocate(compute, comm, kappa, cap, time_max: float, epsilon: floa
     # (LB_S + transfer(S)); a subset skipped because its transfer cost alone
     # exceeds the incumbent contributes transfer(S) (LB_S >= 0).
     lower = math.inf
+
+    def transfer(clusters) -> float:
+        # transfer costs summing past binary64 are inf: such a set is never chosen over a
+        # finite one, and an inf plan cost is reported by the solve's cost check (solvers.run)
+        with np.errstate(over="ignore"):
+            return float(subset_cost(clusters)) if subset_cost is not None else 0.0
+
     for sub in subsets:
-        fixed = float(subset_cost(sub)) if subset_cost is not None else 0.0
+        fixed = transfer(sub)
         if best.feasible and fixed >= best.grid_cost:
             lower = min(lower, fixed)
             continue
@@ -449,7 +456,7 @@ def place_and_allocate(compute, comm, kappa, cap, time_max: float, epsilon: floa
         lower = min(lower, res.lower_bound + fixed)
         used = tuple(sorted(set(res.clusters.tolist())))
         # Charge what is actually used (a subset of ``sub``).
-        res.grid_cost += float(subset_cost(used)) if subset_cost is not None else 0.0
+        res.grid_cost += transfer(used)
         if not best.feasible or res.grid_cost < best.grid_cost:
             res.states = max(res.states, best.states)
             best = res
