@@ -399,19 +399,23 @@ def _overflowing_instance(tmp_path, family: str = "knapsack"):
 
 
 @pytest.mark.filterwarnings("error::RuntimeWarning")
-@pytest.mark.parametrize("algorithm", ["depl", "best-exp", "pact", "one-switch", "static-learn",
+@pytest.mark.parametrize("algorithm", ["depl", "best-exp", "pact", "one-switch", "static-learn", "knapsack-dp",
                                        pytest.param("milp", marks=pytest.mark.slow),
                                        pytest.param("depl-proven", marks=pytest.mark.slow)])
 def test_costs_past_binary64_reach_stderr_as_no_numpy_warning(tmp_path, deplbench_cli, algorithm):
     """numpy's overflow RuntimeWarnings (vnf_allocation, bounds, pact.graph's float32 risk table,
     the baselines' weights, the evaluator) reached stderr beside the result: where the overflow is
-    expected and handled (an inf cost, reported by the solve's cost check) they are silenced there."""
+    expected and handled (an inf cost, reported by the solve's cost check) they are silenced there.
+    knapsack-dp said `infeasible` ("no multiset ... reaches the covering target") for an optimum
+    that exists but costs more than binary64 holds."""
     status, out, err = deplbench_cli("solve", _overflowing_instance(tmp_path), "--algo", algorithm, "--json")
     assert err == "", err
     result = json.loads(out)
     assert status == (1 if result["status"] == "error" else 0), (status, result["status"])
     if result["status"] == "error":
         assert result["message"].startswith("cost: the plan's cost (2) is inf in binary64"), result["message"]
+    if algorithm == "knapsack-dp":
+        assert result["status"] == "error" and result["plan"] is not None, result
 
 
 @pytest.mark.slow
