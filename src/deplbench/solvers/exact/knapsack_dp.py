@@ -76,8 +76,8 @@ class KnapsackDP(Solver):
                                lower_bound=math.inf, diagnostics=diag)
         cluster = instance.clusters[0].name
         dataset = instance.datasets[0].name
-        # a finite optimum comes with its sequence and allocation
-        sequence, allocation = cast(list, sol.sequence), cast(Any, sol.allocation)
+        # an optimum comes with its sequence and allocation
+        sequence, allocation = sol.sequence, cast(Any, sol.allocation)
         plan = Plan(epochs=[Epoch(model=instance.models[m].name, cluster=cluster, allocation=float(x))
                             for m, x in zip(sequence, allocation)],
                     datasets={cluster: [dataset]})
