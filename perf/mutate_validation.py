@@ -41,6 +41,7 @@ STORE = "deplbench/benchmarks/store.py"
 REPORT = "deplbench/reports/build.py"
 FILES = "deplbench/files.py"
 JSONIO = "deplbench/jsonio.py"
+PARAMS = "deplbench/params.py"
 #: The tests of a mutation without its own list.
 TESTS = ["tests/test_fuzz_planted.py"]
 #: The hostile writer/reader regressions and the planted properties beside them.
@@ -103,8 +104,9 @@ MUTATIONS = [
      'if False:'),
     ("sweep: seeds >= 0", SWEEP, '        seed_int(s, f"{where}.seed" if "seed" in entry else f"{where}.seeds[{j}]")',
      '        pass'),
-    ("sweep: seeds <= 2**63 - 1", VALIDATE, '    if value > MAX_SEED:', '    if False:',
-     ["tests/benchmarks/test_sweep.py::test_invalid_sweeps_name_the_key"]),
+    ("seeds <= 2**63 - 1 (every reader)", PARAMS, '    if value > MAX_SEED:', '    if False:',
+     ["tests/benchmarks/test_sweep.py::test_invalid_sweeps_name_the_key",
+      "tests/test_hostile_inputs.py::test_every_seed_reader_keeps_one_rule"]),
     ("sweep: output path under the run folder", SWEEP, '    _check_output_paths(algorithms)\n', ''),
     ("sweep: time limit > 0", VALIDATE, '    v = _positive_number(value, where)\n    if v > MAX_TIME_LIMIT_S:',
      '    v = float(value)\n    if v > MAX_TIME_LIMIT_S:'),

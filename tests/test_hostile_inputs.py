@@ -331,20 +331,107 @@ def test_a_plan_whose_cost_overflows_is_an_error_not_a_feasible_inf(algorithm):
     assert res.to_dict()["status"] == "error"
 
 
-@pytest.mark.parametrize("given", [2**63, -(2**63), "18446744073709551616"])
+@pytest.mark.parametrize("given", [2**63, -(2**63) - 1, "18446744073709551616"])
 def test_an_integer_parameter_beyond_64_bits_is_refused(given):
     """scenarios = 2**64 in a sweep passed --dry-run, failed its task, and then its row could not be
     stored: an OverflowError traceback out of the runner, and the other tasks' rows lost with it."""
-    from deplbench.params import MAX_INT, Param
+    from deplbench.params import MAX_INT, MIN_INT, Param
 
     unbounded = Param(1, int, "a count with no upper bound of its own")
-    with pytest.raises(SolverError, match=r"^parameter 'n': must lie within ±\(2\*\*63 − 1\)"):
+    with pytest.raises(SolverError, match=r"^parameter 'n': must lie within \[−2\*\*63, 2\*\*63 − 1\]"):
         unbounded.convert("n", given)
-    assert unbounded.convert("n", MAX_INT) == MAX_INT and unbounded.convert("n", -MAX_INT) == -MAX_INT
+    # the rule is SQLite's INTEGER, the same as the store's columns: both ends are accepted
+    assert unbounded.convert("n", MAX_INT) == MAX_INT and unbounded.convert("n", MIN_INT) == MIN_INT == -(2**63)
 
 
 def test_a_sweep_with_2_64_scenarios_is_refused_at_load():
     sweep = {"sweep": {"name": "s"}, "instances": [{"id": "k", "family": "knapsack", "params": {"n_items": 3}}],
              "algorithms": [{"name": "milp", "params": {"scenarios": 2**64}}]}
-    with pytest.raises(SweepError, match=r"^algorithms\[0\]\.params\.scenarios: .*within ±\(2\*\*63 − 1\)"):
+    with pytest.raises(SweepError, match=r"^algorithms\[0\]\.params\.scenarios: .*within \[−2\*\*63, 2\*\*63 − 1\]"):
         parse_sweep(sweep)
+
+
+def test_every_seed_reader_keeps_one_rule():
+    """A seed is an integer in [0, 2**63 − 1] wherever it is read (params.seed_refusal): a closed-loop
+    seed, an evaluation's and a fit's had no upper bound (a 2**64 ran, and SQLite's json_extract
+    read the one kept in the store's JSON back as a float)."""
+    from deplbench.benchmarks.validate import seed_int
+    from deplbench.errors import PlanError
+    from deplbench.formulations.evaluation.evaluate import evaluate_plan
+    from deplbench.formulations.evaluation.settings import check_closed_loop
+    from deplbench.formulations.model.plan import Epoch, Plan
+    from deplbench.instances.fit.logs import LogError
+    from deplbench.instances.fit.pipeline import fit_logs
+    from deplbench.params import MAX_SEED, SEED, seed_refusal
+
+    assert MAX_SEED == 2**63 - 1 and seed_refusal(0) == seed_refusal(MAX_SEED) == ""
+    inst = parse_instance(two_model_data())
+    plan = Plan(epochs=[Epoch(model=inst.models[0].name, cluster=inst.clusters[0].name, allocation=1.0)])
+    readers = {
+        "solver parameter": lambda s: SEED.convert("seed", s),
+        "sweep seed": lambda s: seed_int(s, "seed"),
+        "closed loop": lambda s: check_closed_loop(10, s, 0.95)[1],
+        "evaluate_plan": lambda s: evaluate_plan(inst, plan, samples=100, seed=s).seed,
+    }
+    for name, read in readers.items():
+        assert read(MAX_SEED) == MAX_SEED, name
+        for bad in (MAX_SEED + 1, 2**64, -1):
+            with pytest.raises((SolverError, SweepError, PlanError), match=r"seed'?: must ") as exc:
+                read(bad)
+            assert str(exc.value).count("\n") == 0, (name, bad)
+            if bad > MAX_SEED and name != "solver parameter":
+                assert str(exc.value).endswith(seed_refusal(bad)), (name, exc.value)
+    with pytest.raises(LogError, match=r"^seed: must be at most 2\*\*63 − 1 .* got 18446744073709551616$"):
+        fit_logs(None, seed=2**64)      # refused before the logs are read
+
+
+def _overflowing_instance(tmp_path, family: str = "knapsack"):
+    """A unit cost the instance rule accepts (its cheapest epoch is finite) while the plans the
+    solvers return cost more than binary64 holds."""
+    from deplbench.instances.generators import generate
+
+    data = json.loads(generate(family, seed=0).to_json())
+    for cluster in data["clusters"]:
+        cluster["unit_cost"] = 3.75e306 if family == "knapsack" else cluster["unit_cost"] * 1e306
+    path = tmp_path / f"{family}-overflow.json"
+    path.write_text(json.dumps(data), encoding="utf-8")
+    return path
+
+
+@pytest.mark.filterwarnings("error::RuntimeWarning")
+@pytest.mark.parametrize("algorithm", ["depl", "best-exp", "pact", "one-switch", "static-learn", "knapsack-dp",
+                                       pytest.param("milp", marks=pytest.mark.slow),
+                                       pytest.param("depl-proven", marks=pytest.mark.slow)])
+def test_costs_past_binary64_reach_stderr_as_no_numpy_warning(tmp_path, deplbench_cli, algorithm):
+    """numpy's overflow RuntimeWarnings (vnf_allocation, bounds, pact.graph's float32 risk table,
+    the baselines' weights, the evaluator) reached stderr beside the result: where the overflow is
+    expected and handled (an inf cost, reported by the solve's cost check) they are silenced there.
+    knapsack-dp said `infeasible` ("no multiset ... reaches the covering target") for an optimum
+    that exists but costs more than binary64 holds."""
+    status, out, err = deplbench_cli("solve", _overflowing_instance(tmp_path), "--algo", algorithm, "--json")
+    assert err == "", err
+    result = json.loads(out)
+    assert status == (1 if result["status"] == "error" else 0), (status, result["status"])
+    if result["status"] == "error":
+        assert result["message"].startswith("cost: the plan's cost (2) is inf in binary64"), result["message"]
+    if algorithm == "knapsack-dp":
+        assert result["status"] == "error" and result["plan"] is not None, result
+
+
+@pytest.mark.slow
+@pytest.mark.filterwarnings("error::RuntimeWarning")
+def test_a_simulation_of_inf_costs_reports_inf_quantiles_without_warnings(tmp_path, deplbench_cli):
+    """Every run's cost inf: np.quantile said nan (inf − inf) with a RuntimeWarning; the q50 of
+    infinite costs is inf."""
+    status, out, err = deplbench_cli("simulate", _overflowing_instance(tmp_path, "scaling"), "--algo", "depl",
+                                     "--runs", 20, "--eval-samples", 100, "--json")
+    assert err == "", err
+    cost = json.loads(out)["closed_loop"]["plan"]["cost"]
+    assert all(cost[f"{k}_nonfinite"] == "inf" for k in ("mean", "q10", "q50", "q90", "q99")), cost
+
+
+@pytest.mark.integration
+def test_solve_on_overflowing_costs_writes_nothing_to_stderr(tmp_path, deplbench_cli):
+    p = deplbench_cli.process("solve", _overflowing_instance(tmp_path), "--algo", "depl")
+    assert p.returncode == 1 and p.stderr == "", p.stderr
+    assert "status      error  (cost: the plan's cost (2) is inf in binary64" in p.stdout, p.stdout

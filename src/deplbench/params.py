@@ -46,13 +46,47 @@ from deplbench.errors import DeplbenchError, SolverError
 
 _TRUE = ("1", "true", "yes", "on")
 _FALSE = ("0", "false", "no", "off")
-#: Largest integer a parameter may take: task records keep integers in SQLite's
-#: signed 64 bits (a task with 2**64 scenarios would fail, and then its row could
-#: not be stored: an OverflowError out of the runner).
+#: The integers a parameter, a seed or a task record's column may take: what
+#: SQLite's INTEGER holds, a signed 64-bit integer in [MIN_INT, MAX_INT]. A
+#: task with 2**64 scenarios would fail, and then its row could not be stored
+#: (an OverflowError out of the runner); a 2**64 kept inside a JSON column is
+#: read back by SQLite's ``json_extract`` as the float 1.8446744073709552e+19.
+MIN_INT = -(2**63)
 MAX_INT = 2**63 - 1
+#: Largest seed: a seed is an integer in [0, MAX_SEED], every reader's rule
+#: (:func:`seed_refusal`).
+MAX_SEED = MAX_INT
 #: 2**53: every integer below it is a binary64 float exactly; from it on, a
 #: float stands for several integers (so never for "the integer given").
 _EXACT_FLOAT_INTS = 2.0**53
+
+
+def int_refusal(value: int) -> str:
+    """Why the integer ``value`` cannot be stored, or ``""`` when it can.
+
+    The one rule for every integer a results store keeps (:data:`MIN_INT` to
+    :data:`MAX_INT`); callers prefix the field's name.
+    """
+    if MIN_INT <= value <= MAX_INT:
+        return ""
+    return (f"must lie within [−2**63, 2**63 − 1], got {value} (results are stored with 64-bit integers, "
+            "SQLite's INTEGER)")
+
+
+def seed_refusal(value: int) -> str:
+    """Why the integer ``value`` is not a seed, or ``""`` when it is.
+
+    The one rule for every seed (a generator's, a solver's, an evaluation's,
+    a closed-loop simulation's): an integer in [0, :data:`MAX_SEED`]. numpy's
+    ``SeedSequence`` would take any non-negative integer, but the results
+    store keeps seeds as 64-bit integers. Callers prefix the field's name.
+    """
+    if value < 0:
+        return f"must be a non-negative integer, got {value!r}"
+    if value > MAX_SEED:
+        return (f"must be at most 2**63 − 1 = {MAX_SEED} (the results store keeps seeds as 64-bit integers), "
+                f"got {value}")
+    return ""
 
 
 class _InexactInt(ValueError):
@@ -169,7 +203,7 @@ class Param:
         return value
 
     def _check_bounds(self, name: str, value: Any, error: builtins.type[DeplbenchError], of: str) -> None:
-        """NaN, ±inf (when ``finite``), the bounds, and an int's 64 bits (:data:`MAX_INT`), for one number."""
+        """NaN, ±inf (when ``finite``), the bounds, and an int's 64 bits (:func:`int_refusal`), for one number."""
         if isinstance(value, float) and math.isnan(value):
             # NaN passes every bound comparison; reject it here by name.
             raise error(f"parameter {name!r}: {of}expected a number, got nan")
@@ -181,9 +215,9 @@ class Param:
         if self.high is not None and (value > self.high or (not self.high_inclusive and value == self.high)):
             op = "<=" if self.high_inclusive else "<"
             raise error(f"parameter {name!r}: {of}must be {op} {self.high}, got {value!r}")
-        if isinstance(value, int) and not isinstance(value, bool) and not -MAX_INT <= value <= MAX_INT:
-            raise error(f"parameter {name!r}: {of}must lie within ±(2**63 − 1), got {value} (results are stored "
-                        "with 64-bit integers)")
+        reason = int_refusal(value) if isinstance(value, int) and not isinstance(value, bool) else ""
+        if reason:
+            raise error(f"parameter {name!r}: {of}{reason}")
 
     def _coerce(self, value: Any) -> Any:
         """``value`` as ``self.type``; ValueError/TypeError when it is not one."""
@@ -342,4 +376,5 @@ def resolve(parameters: Mapping[str, Param], given: Mapping[str, Any], *, owner:
             for key, spec in parameters.items()}
 
 
-__all__ = ["GAP", "MAX_INT", "SEED", "TIME_LIMIT", "Param", "resolve", "trusted"]
+__all__ = ["GAP", "MAX_INT", "MAX_SEED", "MIN_INT", "SEED", "TIME_LIMIT", "Param", "int_refusal", "resolve",
+           "seed_refusal", "trusted"]

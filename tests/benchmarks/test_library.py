@@ -303,6 +303,11 @@ def test_verify_cli_exit_status_and_errors(lib, tmp_path, capfd):
     assert "not in the pwl model" in capfd.readouterr().err
     assert main(["library", "verify", str(lib), "nope", str(sol)]) == 2
     assert "name: 'nope' is not an instance" in capfd.readouterr().err
+    (tmp_path / "empty.sol").write_text("# nothing here\n\n")     # read as all zeros, it was judged
+    assert main(["library", "verify", str(lib), name, str(tmp_path / "empty.sol")]) == 2
+    captured = capfd.readouterr()
+    assert captured.out == "" and captured.err.count("\n") == 1
+    assert captured.err.startswith(f"error: solution: {tmp_path / 'empty.sol'}: the file holds no"), captured.err
     ref = read_sol(str(sol))
     (tmp_path / "neg.sol").write_text("".join(f"{k} {-1.0 if k.startswith('t_') else v!r}\n"
                                               for k, v in ref.items()))
@@ -325,6 +330,17 @@ def test_read_sol_formats(tmp_path):
     f.write_text("x 1\nx 2\n")
     with pytest.raises(SolverError, match="given twice"):
         read_sol(str(f))
+    # SCIP lists no variable of an all-zero solution: its objective header makes it one
+    f.write_text("solution status: optimal\nobjective value: 0\n")
+    assert read_sol(str(f)) == {}
+    # nothing a solver wrote was read as "every variable 0"
+    for text, what in [("", "is empty"), (" \n\t\n", "holds only blank lines"),
+                       ("# a comment\n\n  # another\n", "holds no `name value` line and no objective"),
+                       ("solution status: optimal\n", "holds no `name value` line and no objective")]:
+        f.write_text(text)
+        with pytest.raises(SolverError) as exc:
+            read_sol(str(f))
+        assert str(exc.value).startswith(f"solution: {f}: the file {what}"), (text, exc.value)
 
 
 # ------------------------------------------------------------------- check
@@ -597,3 +613,38 @@ def test_verify_and_the_cli_statements_print_an_interval_alike():
         assert "inf" not in text and "None" not in text
         assert f"CI {text} at level" in _monte_carlo_line(ev)
         assert dict(evaluation_statements(ev))["interval"].startswith(f"{text} at level 0.9816")
+
+
+def test_cli_check_that_skips_every_solve_fails_with_one_line(lib, capfd):
+    """HiGHS reads no MINLP file: every solve skipped used to exit 0 with "skipped None" progress
+    lines; nothing checked is no success for a CI job (exit 1 and one line saying why)."""
+    assert main(["library", "check", str(lib), "--model", "minlp"]) == 1
+    out, err = capfd.readouterr()
+    assert "skipped (HiGHS solves no nonlinear" in out
+    assert "None" not in err, err
+    (last,) = [line for line in err.splitlines() if line.startswith("nothing checked")]
+    assert last == ("nothing checked: no solve was compared with a .solu value (of 2: 2 skipped (highs on minlp: "
+                    "HiGHS solves no nonlinear (cone) rows: run it on the PWL MILP))")
+    assert main(["library", "check", str(lib), "--model", "minlp", "--json"]) == 1
+    out, err = capfd.readouterr()
+    assert json.loads(out)["nothing_checked"] == last and err.count("nothing checked") == 1
+    # one solve compared is a check: the skipped MINLP beside it does not fail it
+    assert main(["library", "check", str(lib), "--only", "knapsack-uncorrelated-n10", "--time-limit", "600"]) == 0
+    assert "nothing checked" not in capfd.readouterr().err
+
+
+def test_cli_check_of_a_library_without_model_files_fails(tmp_path, capfd):
+    (tmp_path / "manifest.json").write_text('{"entries": []}')
+    for _, _, solu_name in KINDS.values():
+        (tmp_path / solu_name).write_text("")
+    assert main(["library", "check", str(tmp_path)]) == 1
+    out, err = capfd.readouterr()
+    assert err.strip() == ("nothing checked: no instance of the library has a model file of the kinds asked for "
+                           "(minlp.solu, pwl.solu list none)"), err
+
+
+def test_check_help_documents_the_exit_status_of_an_empty_check(capsys):
+    with pytest.raises(SystemExit):
+        main(["library", "check", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "Exit status 1 on any mismatch, and when nothing was checked" in text

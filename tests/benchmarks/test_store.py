@@ -76,9 +76,22 @@ def test_record_rejects_wrong_kinds_naming_the_column(tmp_path):
             store.add(record("a", epochs=2.5))
         # beyond SQLite's 64-bit INTEGER: an OverflowError the runner did not catch (it stores a
         # SweepError's attempt as failed and goes on)
-        with pytest.raises(SweepError, match="record.scenarios: expected int, got 18446744073709551616"):
+        with pytest.raises(SweepError, match=r"^record.scenarios: must lie within \[−2\*\*63, 2\*\*63 − 1\], "
+                                             "got 18446744073709551616"):
             store.add(record("a", scenarios=2**64))
+        with pytest.raises(SweepError, match=r"^record.scenarios: must lie within .*got -9223372036854775809"):
+            store.add(record("a", scenarios=-(2**63) - 1))
         assert store.count() == 0
+
+
+def test_record_int_columns_hold_sqlites_whole_integer_range(tmp_path):
+    # params.MIN_INT..MAX_INT is SQLite's INTEGER: both ends are stored and read back exactly
+    from deplbench.params import MAX_INT, MIN_INT
+
+    with ResultsStore(tmp_path / "r.sqlite") as store:
+        assert store.add(record("a", scenarios=MIN_INT))
+        assert store.add(record("b", scenarios=MAX_INT))
+        assert sorted(store.frame()["scenarios"].tolist()) == [MIN_INT, MAX_INT]
 
 
 def test_params_parameter_columns_keep_one_value_per_cell(tmp_path):

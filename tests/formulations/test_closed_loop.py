@@ -430,3 +430,16 @@ def test_fig6_left_draws_no_error_bar_without_a_standard_error():
     drawn = [seg for seg in segments if len(seg)]
     assert len(segments) == 2 and len(drawn) == 1
     assert float(drawn[0][1][1] - drawn[0][0][1]) == pytest.approx(2 * 1.96 * 2.0)     # ± 1.96 s.e.
+
+
+def test_closed_loop_quantiles_keep_infinite_values_infinite():
+    from deplbench.formulations.evaluation.quantile_ci import sample_quantile as _quantile
+
+    inf = np.inf
+    for a, q in [([1.0, 2.0, 3.0, 4.0], 0.5), ([0.5, 7.0, 2.0], 0.9), ([3.0], 0.1)]:
+        assert _quantile(np.array(a), q) == float(np.quantile(a, q))      # finite: numpy's own number
+    assert _quantile(np.array([inf, inf, inf]), 0.5) == inf
+    assert _quantile(np.array([1.0, inf]), 0.5) == inf
+    assert _quantile(np.array([1.0, 2.0, inf]), 0.25) == 1.5
+    assert _quantile(np.array([1.0, 2.0, inf]), 0.5) == 2.0
+    assert _quantile(np.array([-inf, 1.0]), 0.5) == -inf

@@ -214,6 +214,25 @@ def test_load_plan_rejects_non_utf8_file_by_name(tmp_path):
         load_plan(path)
 
 
+@pytest.mark.parametrize("text", ["{}", '{"datasets": {}}', '{"status": "feasible", "plan": {}}'])
+def test_a_plan_without_epochs_is_refused_not_read_as_no_epochs(tmp_path, deplbench_cli, text):
+    """{} was read as the plan of no epochs and judged (cost 0, verdict infeasible, exit 0/1):
+    an empty or truncated object is no plan anyone wrote. "epochs": [] stays the empty plan."""
+    from deplbench.formulations.model.plan import load_plan, parse_plan
+
+    inst = tmp_path / "inst.json"
+    parse_instance(det_instance()).save(inst)
+    path = tmp_path / "plan.json"
+    path.write_text(text)
+    reason = "plan: missing field 'epochs' (a plan of no epochs is written \"epochs\": [])"
+    with pytest.raises(PlanError) as exc:
+        load_plan(path)
+    assert str(exc.value) == f"{path}: {reason}"
+    status, out, err = deplbench_cli("evaluate", inst, path, "--samples", 100)
+    assert (status, out, err) == (2, "", f"error: {path}: {reason}\n")
+    assert parse_plan({"epochs": []}).n_epochs == 0
+
+
 def near_boundary_instance():
     """One epoch of ℓ(1) = 10 − X, X ~ IG(12, 11), ω = 0.9 and ℓmax set so
     that P(ℓ(1) > ℓmax) = F_X(10 − ℓmax) = 0.0950005 < 1 − ω = 0.1: feasible,

@@ -50,6 +50,11 @@ BAD = [
     ("runs", 1, f"need between 2 and {limits.MAX_RUNS} simulated runs, got 1"),
     ("runs", limits.MAX_RUNS + 1, f"need between 2 and {limits.MAX_RUNS} simulated runs, got {limits.MAX_RUNS + 1}"),
     ("seed", -1, "must be a non-negative integer, got -1"),
+    # every seed's rule (params.seed_refusal): a 2**64 ran, and the store's JSON kept a number SQLite reads as a float
+    ("seed", 2**64, "must be at most 2**63 − 1 = 9223372036854775807 (the results store keeps seeds as 64-bit "
+                    "integers), got 18446744073709551616"),
+    ("seed", 2**63, "must be at most 2**63 − 1 = 9223372036854775807 (the results store keeps seeds as 64-bit "
+                    "integers), got 9223372036854775808"),
     ("confidence", 1.0, "must be in (0, 1 − 1e-12], got 1.0"),
     ("confidence", 0.0, "must be in (0, 1 − 1e-12], got 0.0"),
     # (1 + level)/2 rounded to 1: the simulation ran, then its Clopper–Pearson end said "got 1.0"

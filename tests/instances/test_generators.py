@@ -445,3 +445,48 @@ def test_measured_cached_reads_return_copies():
     fit["models"].clear()
     fit["initial_loss"] = 0.0
     assert _fitted("eq8")["models"] and measured(seed=0).to_json() == before
+
+
+@pytest.mark.parametrize("value", [1e-300, 1e300, 1e-308, 1.7e308])
+def test_a_refused_family_parameter_is_named_as_the_user_set_it(value):
+    """Every numeric family parameter at a tiny or huge value: an instance, or an error naming that
+    parameter, never a generated field the user did not write (knapsack's time_max=1e-300 was
+    refused as `clusters[0].capacity`, scaling's max_transfer_cost as `transfer_costs[1].cost`)
+    and never a numpy RuntimeWarning."""
+    import warnings
+
+    from deplbench.instances.generators import available_families, family_parameters
+
+    checked = 0
+    for family in available_families():
+        for name, default in family_parameters(family).items():
+            if isinstance(default, str):
+                continue
+            checked += 1
+            with warnings.catch_warnings():
+                warnings.simplefilter("error")
+                # knapsack's widest items (R = 10**7) make its capacity overflow at time_max = 1e-300
+                extra = {"R": 10**7} if family == "knapsack" and name != "R" else {}
+                try:
+                    generate(family, **extra, **{name: value})
+                except InstanceError as exc:
+                    msg = str(exc)
+                    assert msg.startswith((f"parameter {name!r}: ", f"invalid instance: {name}: ")), (family, msg)
+    assert checked >= 25
+
+
+@pytest.mark.parametrize("family, params, start", [
+    ("knapsack", {"time_max": 1e-300, "R": 10**7},
+     "parameter 'time_max': 1e-300 gives a cluster capacity 2·K̄·max w²/time_max that overflows binary64"),
+    ("scaling", {"max_transfer_cost": 1e-308},
+     "parameter 'max_transfer_cost': 1e-308 gives a transfer cost β(d, n) ~ U(0, max_transfer_cost)·σ_d of "),
+    ("scaling", {"max_transfer_cost": 1.7e308},
+     "parameter 'max_transfer_cost': 1.7e+308 gives a transfer cost β(d, n) ~ U(0, max_transfer_cost)·σ_d that "
+     "overflows binary64"),
+    ("knapsack", {"horizon": 10**6}, "parameter 'horizon': must be <= 100000, got 1000000"),
+])
+def test_a_derived_field_out_of_binary64_names_the_parameter(deplbench_cli, family, params, start):
+    argv = [a for k, v in params.items() for a in ("--param", f"{k}={v!r}")]
+    status, out, err = deplbench_cli("generate", family, *argv)
+    assert (status, out) == (2, "") and err.count("\n") == 1, err
+    assert err.startswith(f"error: {start}"), err

@@ -309,6 +309,24 @@ def test_cli_measure_refuses_options_no_run_can_use(capsys, argv, message):
     assert captured.err.startswith("error: ") and message in captured.err, captured.err
 
 
+@pytest.mark.parametrize("text, message", [
+    ("{}", "not a result record (a JSON object with 'status' and 'plan'"),
+    ("[]", "not a result record (a JSON object with 'status' and 'plan'"),
+    ('{"status": "feasible", "plan": {}}', "plan: missing field 'epochs'"),
+])
+def test_cli_replay_refuses_what_is_not_a_result_record(tmp_path, capsys, text, message):
+    """{} was replayed as a solver of status None with no plan, and a JSON list ended in an
+    AttributeError traceback; both are refused before anything is trained."""
+    from deplbench.cli import main
+
+    result = tmp_path / "r.json"
+    result.write_text(text, encoding="utf-8")
+    assert main(["measure", "replay", "--solvers", "depl", "--result", f"depl={result}"]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == "" and captured.err.count("\n") == 1
+    assert captured.err.startswith(f"error: --result depl={result}: {message}"), captured.err
+
+
 def test_cli_measure_outputs_never_replace_their_inputs(tmp_path, capsys):
     """`measure refit LOGS -o LOGS` would write the fitted instance over the logs, and
     `replay --result depl=R -o R` the replay over the result it reads."""

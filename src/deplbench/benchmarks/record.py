@@ -35,7 +35,7 @@ from typing import Any
 from deplbench.errors import SweepError
 from deplbench.formulations.model.result import STATUSES as _SOLVER_STATUSES
 from deplbench.jsonio import json_default  # the one numpy/pydantic-aware json.dumps hook
-from deplbench.params import MAX_INT
+from deplbench.params import int_refusal
 
 #: What a record's ``status`` may be (the solver statuses of
 #: ``formulations.model.result.STATUSES``; ``None`` only while a task runs).
@@ -250,6 +250,7 @@ def convert(name: str, kind: str, value: Any) -> Any:
     """
     if value is None:
         return None
+    reason = ""
     try:
         if kind == "real":
             v = float(value)
@@ -258,15 +259,19 @@ def convert(name: str, kind: str, value: Any) -> Any:
             if isinstance(value, float):
                 if not value.is_integer():
                     raise ValueError(value)
-            if not -MAX_INT - 1 <= int(value) <= MAX_INT:
-                raise OverflowError(value)     # SQLite's INTEGER: storing it would raise out of the runner
-            return int(value)
+            number = int(value)
+            # SQLite's INTEGER: storing a wider one would raise out of the runner
+            reason = int_refusal(number)
+            if not reason:
+                return number
         if kind == "bool":
             return bool(value)
         if kind == "text":
             return value if isinstance(value, str) else str(value)
     except (TypeError, ValueError, OverflowError):
         raise SweepError(f"record.{name}: expected {kind}, got {value!r}") from None
+    if reason:
+        raise SweepError(f"record.{name}: {reason}")
     if kind == "json" and isinstance(value, str):
         try:
             return json.loads(value)

@@ -28,7 +28,7 @@ from typing import Any
 
 from deplbench.benchmarks import tasks as task_mod
 from deplbench.errors import DeplbenchError, SweepError
-from deplbench.params import MAX_INT
+from deplbench.params import seed_refusal
 
 
 def check_names(groups: tuple, algorithms: tuple) -> None:
@@ -339,22 +339,18 @@ def nonnegative_int(value: Any, where: str) -> int:
     return value
 
 
-#: Largest seed a sweep may name: seeds are stored in the results store's
-#: INTEGER columns (``instance_seed``, ``eval_seed``), SQLite's signed 64 bits,
-#: as every integer parameter is (:data:`deplbench.params.MAX_INT`).
-MAX_SEED = MAX_INT
-
-
 def seed_int(value: Any, where: str) -> int:
-    """A seed of a sweep: an integer in [0, :data:`MAX_SEED`].
+    """A seed of a sweep: an integer in [0, :data:`~deplbench.params.MAX_SEED`]
+    (:func:`deplbench.params.seed_refusal`, every seed's rule).
 
     A TOML integer has no bound in Python: unchecked, 2**64 would load and run,
     and then its row could not be stored (``OverflowError`` out of the runner).
     """
-    nonnegative_int(value, where)
-    if value > MAX_SEED:
-        raise SweepError(f"{where}: must be at most 2**63 − 1 = {MAX_SEED} (the results store keeps seeds as "
-                         f"64-bit integers), got {value}")
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise SweepError(f"{where}: must be a non-negative integer, got {value!r}")
+    reason = seed_refusal(value)
+    if reason:
+        raise SweepError(f"{where}: {reason}")
     return value
 
 

@@ -67,7 +67,8 @@ def register(subparsers) -> None:
                                    "its best solution, within --tolerance). Prints one line per instance and "
                                    "a solver-vs-solver table: solved within the limit, shifted geometric "
                                    "mean of time (shift 10 s), mean gap at the limit. Exit status 1 on any "
-                                   "mismatch.")
+                                   "mismatch, and when nothing was checked (every solve skipped, or none "
+                                   "compared with a .solu value): one line on stderr says why.")
     c.add_argument("dir", metavar="DIR", help="a library directory written by `deplbench library build`")
     c.add_argument("--solver", action="append", metavar="NAME",
                    help="highs (default), scip or pyomo:NAME; repeat to compare (a solver that cannot read a "
@@ -84,11 +85,11 @@ def register(subparsers) -> None:
 
     v = sub.add_parser("verify", help="check an outside solver's solution file against a library model",
                        description="Read SOLUTION_FILE (one `name value` line per variable, as SCIP, MIPLIB "
-                                   "and HiGHS write; missing variables are 0) and judge it against the PWL "
-                                   "MILP or the MINLP of NAME: bounds, integrality, rows and cones within "
-                                   "1e-6 (the violated ones by name), objective, gap to the .solu value, and "
-                                   "the plan it encodes (exact cost, out-of-sample verdict). Exit status 1 "
-                                   "when the solution is infeasible.")
+                                   "and HiGHS write; missing variables are 0, an empty file is refused) and "
+                                   "judge it against the PWL MILP or the MINLP of NAME: bounds, integrality, "
+                                   "rows and cones within 1e-6 (the violated ones by name), objective, gap to "
+                                   "the .solu value, and the plan it encodes (exact cost, out-of-sample "
+                                   "verdict). Exit status 1 when the solution is infeasible.")
     v.add_argument("dir", metavar="DIR", help="a library directory")
     v.add_argument("name", metavar="NAME", help="an instance of the library")
     v.add_argument("solution", metavar="SOLUTION_FILE", help="the solution (.sol)")
@@ -174,8 +175,8 @@ def _check_solvers(solvers: list[str]) -> None:
 
 
 def run_check(args: argparse.Namespace) -> int:
-    """Handler of ``deplbench library check``; exit status 1 on any mismatch."""
-    from deplbench.benchmarks.library import check_library, format_check
+    """Handler of ``deplbench library check``; exit status 1 on any mismatch or when nothing was checked."""
+    from deplbench.benchmarks.library import check_library, format_check, nothing_checked
     from deplbench.benchmarks.library.table import SUMMARY_HEAD, align_table, summary_row
 
     solvers = list(dict.fromkeys(args.solver or ["highs"]))
@@ -184,15 +185,20 @@ def run_check(args: argparse.Namespace) -> int:
     runs = [check_library(args.dir, solver=s, time_limit=args.time_limit, gap=args.gap, rel_tol=args.tolerance,
                           only=args.only, progress=_progress, kind=k) for k in kinds for s in solvers]
     summaries = [r["summary"] for r in runs]
+    empty = nothing_checked(runs)
     if args.json:
         print_json({"library": args.dir, "library_version": runs[0]["library_version"], "runs": runs,
-                    "summary": summaries})
+                    "summary": summaries, "nothing_checked": empty or None})
     else:
         for r in runs:
             print(format_check(r))
             print()
         if len(runs) > 1:
             print(align_table([SUMMARY_HEAD] + [summary_row(s) for s in summaries]))
+    if empty:
+        # a check that compared nothing proved nothing: a CI job must not pass on it
+        print(empty, file=sys.stderr)
+        return 1
     return 1 if any(s["mismatches"] for s in summaries) else 0
 
 

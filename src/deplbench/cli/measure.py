@@ -187,22 +187,45 @@ def run_refit(args: argparse.Namespace) -> int:
     return 0
 
 
+def _result_record(item: str) -> dict:
+    """The ``solve -o`` record of ``--result NAME=FILE``, its plan checked.
+
+    Raises
+    ------
+    MeasureError
+        Not NAME=FILE, an unreadable file, or not a result record: ``{}`` or
+        a record without ``status`` would be replayed as a solver that found
+        no plan, and a JSON list failed with a traceback.
+    """
+    from deplbench.errors import PlanError
+    from deplbench.formulations.model.plan import parse_plan
+
+    name, sep, path = item.partition("=")
+    if not sep:
+        raise MeasureError(f"--result: expected NAME=FILE, got {item!r}")
+    try:
+        record = restore_nonfinite(json.loads(Path(path).read_text()))     # a `solve -o` record
+    except (OSError, ValueError) as exc:
+        raise MeasureError(f"--result {item}: cannot read a result record ({exc})") from None
+    if not isinstance(record, dict) or not isinstance(record.get("status"), str) or "plan" not in record:
+        raise MeasureError(f"--result {item}: not a result record (a JSON object with 'status' and 'plan', as "
+                           "`deplbench solve -o` writes)")
+    if record["plan"] is not None:
+        try:
+            parse_plan(record["plan"])
+        except PlanError as exc:
+            raise MeasureError(f"--result {item}: {exc}") from None
+    return record
+
+
 def run_replay(args: argparse.Namespace) -> int:
     """Handler of ``deplbench measure replay``."""
     solvers = [s.strip() for s in args.solvers.split(",") if s.strip()]
     _check_replay(args, solvers)
+    given = {item.partition("=")[0]: _result_record(item) for item in args.result}
     _need_torch()
     from deplbench.measure import replay
 
-    given = {}
-    for item in args.result:
-        name, sep, path = item.partition("=")
-        if not sep:
-            raise MeasureError(f"--result: expected NAME=FILE, got {item!r}")
-        try:
-            given[name] = restore_nonfinite(json.loads(Path(path).read_text()))     # a `solve -o` record
-        except (OSError, ValueError) as exc:
-            raise MeasureError(f"--result {item}: cannot read a result record ({exc})") from None
     partial = Path(args.output + ".partial") if args.output else None
 
     def save(res: dict) -> None:

@@ -17,7 +17,7 @@ SOL`` front this package (docs/library.md says what every file means). Modules:
 
 from deplbench.benchmarks.library.build import KINDS, MANIFEST, SOLU, TRUTH, build_library, library_files
 from deplbench.benchmarks.library.catalog import ENTRIES, LIBRARY_VERSION, SIZES, LibraryEntry, entries
-from deplbench.benchmarks.library.check import SHIFT_S, check_library, shifted_geomean, summarise
+from deplbench.benchmarks.library.check import SHIFT_S, check_library, nothing_checked, shifted_geomean, summarise
 from deplbench.benchmarks.library.mps import MPS_SOLVERS, MpsOutcome, solve_mps
 from deplbench.benchmarks.library.solu import SoluEntry, SoluError, agrees, read_solu, write_solu
 from deplbench.benchmarks.library.table import format_check, write_tables
@@ -25,6 +25,6 @@ from deplbench.benchmarks.library.verify import read_sol, verify_solution
 
 __all__ = ["KINDS", "TRUTH", "read_sol", "verify_solution", "MANIFEST", "SOLU", "build_library", "library_files",
            "ENTRIES", "LIBRARY_VERSION", "SIZES",
-           "LibraryEntry", "entries", "SHIFT_S", "check_library", "shifted_geomean", "summarise",
+           "LibraryEntry", "entries", "SHIFT_S", "check_library", "nothing_checked", "shifted_geomean", "summarise",
            "MPS_SOLVERS", "MpsOutcome", "solve_mps", "SoluEntry", "SoluError", "agrees", "read_solu",
            "write_solu", "format_check", "write_tables"]

@@ -152,9 +152,10 @@ def check_library(root: str, solver: str = "highs", time_limit: float = 60.0, ga
         ``{"library", "library_version", "solver", "model", "version", "time_limit", "gap",
         "tolerance", "instances": [per-instance outcome with "agrees" and "reason"],
         "summary": {"solver", "model", "version", "instances", "solved", "skipped",
-        "shifted_geomean_s", "mean_gap_unsolved", "mismatches", "errors"}}``. An
+        "shifted_geomean_s", "mean_gap_unsolved", "compared", "mismatches", "errors"}}``. An
         instance is *solved* when the solver proved optimality within
-        ``gap`` inside the limit and agrees with the .solu.
+        ``gap`` inside the limit and agrees with the .solu; *compared* when
+        its outcome was judged against the .solu (agreeing or not).
 
     Raises
     ------
@@ -204,14 +205,54 @@ def check_library(root: str, solver: str = "highs", time_limit: float = 60.0, ga
                        reason=why)
         rows.append(row)
         if progress is not None:
-            ok = row["agrees"]
-            progress(f"{name} ({kind}): {solver} {row['status']} {row['primal']} in {row['seconds']:.2f} s; "
-                     f"{'agrees' if ok else 'MISMATCH' if ok is False else 'not compared'} ({row['reason']})")
+            progress(_progress_line(name, kind, solver, row))
     summary = summarise(rows, solver, version, float(time_limit))
     summary["model"] = kind
     return {"library": str(root), "library_version": manifest.get("library_version"), "solver": solver,
             "model": kind, "version": version, "time_limit": float(time_limit), "gap": float(gap),
             "tolerance": float(rel_tol), "instances": rows, "summary": summary}
+
+
+def _progress_line(name: str, kind: str, solver: str, row: dict) -> str:
+    """One instance's progress line; a skipped solve says only why (it has no value or time)."""
+    head = f"{name} ({kind}): {solver} {row['status']}"
+    if row["status"] == "skipped":
+        return f"{head} ({row['reason']})"
+    ok = row["agrees"]
+    value = "" if row["primal"] is None else f" {row['primal']!r}"
+    return (f"{head}{value} in {row['seconds']:.2f} s; "
+            f"{'agrees' if ok else 'MISMATCH' if ok is False else 'not compared'} ({row['reason']})")
+
+
+def nothing_checked(runs: list[dict]) -> str:
+    """Why the runs of one ``check`` compared no solve with a ``.solu`` value ("" when one was).
+
+    A check that compared nothing proved nothing: every solve skipped (no
+    asked solver reads the files), none compared (``=unkn=`` lines, no value
+    within the limit), or no instance with a model file. ``deplbench library
+    check`` prints this line and exits with status 1, so that a CI job does
+    not pass on an empty check.
+
+    Parameters
+    ----------
+    runs : list of dict
+        Outputs of :func:`check_library`.
+    """
+    summaries = [r["summary"] for r in runs]
+    if any(s["compared"] for s in summaries):
+        return ""
+    solves = sum(s["instances"] + s["skipped"] for s in summaries)
+    if not solves:
+        files = ", ".join(sorted({KINDS[r["model"]][2] for r in runs}))
+        return ("nothing checked: no instance of the library has a model file of the kinds asked for "
+                f"({files} list none)")
+    skipped = sum(s["skipped"] for s in summaries)
+    parts = [f"{skipped} skipped ("
+             + "; ".join(f"{s['solver']} on {s['model']}: {s['skip_reason']}" for s in summaries if s["skipped"])
+             + ")"] if skipped else []
+    if solves > skipped:
+        parts.append(f"{solves - skipped} with no value to compare")
+    return f"nothing checked: no solve was compared with a .solu value (of {solves}: {', '.join(parts)})"
 
 
 def summarise(rows: list[dict], solver: str, version: str, time_limit: float) -> dict:
@@ -225,8 +266,9 @@ def summarise(rows: list[dict], solver: str, version: str, time_limit: float) ->
             "skipped": len(skipped), "skip_reason": skipped[0]["reason"] if skipped else "",
             "shifted_geomean_s": shifted_geomean(times) if rows else math.nan, "shift_s": SHIFT_S,
             "mean_gap_unsolved": (sum(gaps) / len(gaps)) if gaps else None,
+            "compared": sum(1 for r in rows if r["agrees"] is not None),
             "mismatches": sum(1 for r in rows if r["agrees"] is False),
             "errors": sum(1 for r in rows if r["status"] == "error")}
 
 
-__all__ = ["READS", "SHIFT_S", "check_library", "shifted_geomean", "skip_reason", "summarise"]
+__all__ = ["READS", "SHIFT_S", "check_library", "nothing_checked", "shifted_geomean", "skip_reason", "summarise"]

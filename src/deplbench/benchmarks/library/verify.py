@@ -44,6 +44,8 @@ INT_TOL = 1e-6
 #: Violations listed by name (the count says how many there are in all).
 MAX_LISTED = 10
 
+#: A solver's objective header: SCIP ``objective value: 3``, MIPLIB ``=obj= 3``, HiGHS ``Objective 3``.
+_OBJECTIVE = re.compile(r"^(?:objective value:|=obj=|objective)\s*[-+]?\.?[0-9]", re.IGNORECASE)
 _SKIP = ("=obj=", "objective", "solution", "model", "feasible", "infeasible", "optimal", "mip_rel_gap",
          "t ", "primal", "dual", "status")
 
@@ -51,11 +53,20 @@ _SKIP = ("=obj=", "objective", "solution", "model", "feasible", "infeasible", "o
 def read_sol(path: str) -> dict[str, float]:
     """``{name: value}`` of a ``.sol`` file (see the module docstring).
 
+    A file with no ``name value`` line is a solution only when a solver's
+    header gives its objective (SCIP's ``objective value:``, MIPLIB's
+    ``=obj=``, HiGHS's ``Objective``): SCIP lists no variable of an all-zero
+    solution. An empty file, or one of comments and blank lines only, is
+    refused: read as "every variable 0" it would be judged as a solution no
+    solver wrote.
+
     Raises
     ------
     SolverError
-        When the file is missing, a value is not a number, or a name is
-        given twice (the message names the file and line).
+        When the file is missing, empty or holds no solution (only
+        comments, blank lines or headers without an objective), a value is
+        not a number, or a name is given twice (the message names the file
+        and line).
     """
     if not os.path.exists(path):
         raise SolverError(f"solution: no file {str(path)!r}")
@@ -88,6 +99,11 @@ def read_sol(path: str) -> dict[str, float]:
         if parts[0] in out:
             raise SolverError(f"solution: {path}, line {i + 1}: variable {parts[0]!r} given twice")
         out[parts[0]] = value
+    if not out and not any(_OBJECTIVE.match(t.strip()) for t in lines):
+        what = ("is empty" if not lines else "holds only blank lines" if not any(t.strip() for t in lines) else
+                "holds no `name value` line and no objective (only comments, blank lines or headers)")
+        raise SolverError(f"solution: {path}: the file {what}; a solution lists one `name value` line per "
+                          "nonzero variable")
     return out
 
 

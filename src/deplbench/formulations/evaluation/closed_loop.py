@@ -94,7 +94,7 @@ from deplbench.formulations.evaluation.binomial import clopper_pearson_lower, cl
 # the evaluator's own interval and index mapping: a fixed plan's numbers must
 # be the static evaluator's, bit for bit
 from deplbench.formulations.evaluation.evaluate import plan_indices
-from deplbench.formulations.evaluation.quantile_ci import order_statistic_ci
+from deplbench.formulations.evaluation.quantile_ci import order_statistic_ci, sample_quantile, standard_error
 from deplbench.formulations.evaluation.settings import CONFIDENCE, RUNS, SEED, check_closed_loop
 from deplbench.formulations.model.allocation import TIME_RTOL
 from deplbench.formulations.model.plan import Plan
@@ -322,7 +322,7 @@ class ClosedLoopResult:
         def dist(a):
             a = np.asarray(a, dtype=float)
             return {"mean": float(a.mean()), "min": float(a.min()), "max": float(a.max()),
-                    **{f"q{round(100 * q):02d}": float(np.quantile(a, q)) for q in QUANTILES}}
+                    **{f"q{round(100 * q):02d}": sample_quantile(a, q) for q in QUANTILES}}
 
         return {
             "policy": self.policy, "runs": n, "seed": self.seed, "confidence": conf,
@@ -338,7 +338,7 @@ class ClosedLoopResult:
             "cost": dist(self.cost), "epochs": dist(self.epochs), "time": dist(self.time),
             # one run has no sample standard deviation: the standard error is not computable
             # (NaN, written null with "cost_sem_nonfinite": "nan"), never a certain 0
-            "cost_sem": float(self.cost.std(ddof=1) / np.sqrt(n)) if n > 1 else math.nan,
+            "cost_sem": standard_error(self.cost) if n > 1 else math.nan,
             "deadline_missed": int(self.deadline_missed.sum()),
             "horizon_hit": int(self.horizon_hit.sum()), "invalid_actions": int(self.invalid.sum()),
             "policy_calls": int(self.policy_calls), "wall_s": float(self.wall_s),
@@ -540,7 +540,8 @@ def _simulate_block(instance, policy, st: _Setting, n: int, draws, fresh, rs, ca
         with np.errstate(divide="ignore", invalid="ignore"):
             dt = np.where(nx > 0, st.compute[nm, nc] / np.where(nx > 0, nx, 1.0), np.inf) + st.comm[nm, nc]
         time[go] += dt
-        cost[go] += instance.unit_cost[nc] * np.maximum(nx, 0.0)
+        with np.errstate(over="ignore"):    # κ·x past binary64: the run's cost is inf, summarised as such
+            cost[go] += instance.unit_cost[nc] * np.maximum(nx, 0.0)
         epochs[go] += 1
         model[go], cluster[go], tag[go] = nm, nc, nt
         over = go[time[go] > tmax]

@@ -84,7 +84,7 @@ from deplbench.formulations.evaluation.memory import (
     chunked_bands,
 )
 from deplbench.formulations.evaluation.quantile_ci import CI_METHOD, QuantileInterval, order_statistic_ci
-from deplbench.formulations.evaluation.settings import check_samples
+from deplbench.formulations.evaluation.settings import check_samples, check_seed
 from deplbench.formulations.model.allocation import TIME_RTOL, epoch_parameters
 from deplbench.formulations.model.plan import Plan, check_plan_names, datasets_loc, parse_plan
 from deplbench.formulations.model.scenarios import OUT_OF_SAMPLE, loss_threshold, quantile_rank
@@ -465,10 +465,7 @@ def _check_arguments(instance, plan, samples, seed, confidence, trajectory):
     if (isinstance(confidence, bool) or not isinstance(confidence, (int, float, np.floating))
             or not 0 < confidence < 1):
         raise PlanError(f"confidence: must be a number in (0, 1), got {confidence!r}")
-    if (isinstance(seed, bool) or not isinstance(seed, (int, np.integer, float))
-            or not float(seed).is_integer() or seed < 0):
-        # numpy's own message ("expected non-negative integer") names no field.
-        raise PlanError(f"seed: must be a non-negative integer, got {seed!r}")
+    seed = check_seed(seed)    # numpy's own message ("expected non-negative integer") names no field
     if (plan.n_epochs + 1) * LAYOUT_BYTES_PER_VALUE > MEMORY_BUDGET:
         raise PlanError(f"epochs: {plan.n_epochs} epochs are too many to simulate within "
                         f"{MEMORY_BUDGET / 2**30:g} GiB")
@@ -531,9 +528,10 @@ def _simulate_and_judge(instance, plan, models, gammas, n, rng, exact, trajector
     per_model_cost: dict[str, float] = {}
     for e, _m in zip(plan.epochs, models):
         per_model_epochs[e.model] = per_model_epochs.get(e.model, 0) + 1
-        per_model_cost[e.model] = per_model_cost.get(e.model, 0.0) + float(
-            instance.unit_cost[instance.cluster_index[e.cluster]] * e.allocation
-        )
+        with np.errstate(over="ignore"):    # κ·x past binary64 is inf, reported as such (JSON null)
+            per_model_cost[e.model] = per_model_cost.get(e.model, 0.0) + float(
+                instance.unit_cost[instance.cluster_index[e.cluster]] * e.allocation
+            )
     return Evaluation(
         cost=compute_cost + transfer,
         compute_cost=compute_cost,

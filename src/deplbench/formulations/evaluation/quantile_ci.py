@@ -14,6 +14,7 @@ G. J. Hahn and W. Q. Meeker, *Statistical Intervals*, Wiley 1991, Sec. 5.2.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -120,5 +121,36 @@ def check_excess(ev) -> tuple[float, float]:
     return hi - ev.loss_max, hi - lo
 
 
-__all__ = ["QuantileInterval", "order_statistic_ci", "check_accepts", "check_excess", "CI_METHOD",
-           "CI_METHOD_LOWER", "CI_METHOD_UPPER", "CI_METHOD_NONE"]
+def sample_quantile(a: np.ndarray, q: float) -> float:
+    """numpy's (linear) ``q``-quantile of ``a``, where infinite values are kept infinite.
+
+    Costs past binary64 and times of invalid actions are inf; numpy
+    interpolates between two order statistics as a + t·(b − a), which is
+    inf − inf = nan (and a RuntimeWarning) when both are inf. The quantile of
+    such values is inf; strictly between a finite and an infinite one it is
+    that infinity too (nan only between −inf and +inf).
+    """
+    if np.isfinite(a).all():
+        return float(np.quantile(a, q))
+    s = np.sort(a)
+    h = (s.size - 1) * q
+    lo, hi = int(math.floor(h)), int(math.ceil(h))
+    low, high = float(s[lo]), float(s[hi])
+    if low == high:
+        return low
+    if math.isinf(low) or math.isinf(high):
+        return math.nan if math.isinf(low) and math.isinf(high) else (low if math.isinf(low) else high)
+    return low + (h - lo) * (high - low)
+
+
+def standard_error(a: np.ndarray) -> float:
+    """Standard error of the mean of ``a``; nan (written null) when a value is not
+    finite: the spread of costs past binary64 is not a number, and numpy would say
+    so through a RuntimeWarning (inf − inf)."""
+    if not np.isfinite(a).all():
+        return math.nan
+    return float(a.std(ddof=1) / np.sqrt(a.size))
+
+
+__all__ = ["QuantileInterval", "order_statistic_ci", "check_accepts", "check_excess", "sample_quantile",
+           "standard_error", "CI_METHOD", "CI_METHOD_LOWER", "CI_METHOD_UPPER", "CI_METHOD_NONE"]

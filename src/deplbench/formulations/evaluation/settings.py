@@ -27,6 +27,7 @@ from typing import Any
 
 from deplbench.errors import DeplbenchError, PlanError
 from deplbench.limits import MAX_RUNS
+from deplbench.params import seed_refusal
 
 #: Defaults of a closed-loop simulation: runs, seed, level of the intervals.
 RUNS, SEED, CONFIDENCE = 10_000, 0, 0.95
@@ -66,7 +67,7 @@ def check_closed_loop(runs, seed, confidence, *, field: str = "{}", error: type[
     runs : int
         Simulated runs, :data:`MIN_RUNS` to :data:`~deplbench.limits.MAX_RUNS`.
     seed : int
-        Seed of the runs, ≥ 0.
+        Seed of the runs, 0 to 2**63 − 1 (:data:`deplbench.params.MAX_SEED`).
     confidence : float
         Level of the intervals, in (0, :data:`MAX_CONFIDENCE`].
     field : str, default "{}"
@@ -89,12 +90,21 @@ def check_closed_loop(runs, seed, confidence, *, field: str = "{}", error: type[
     runs = _integer(runs, field.format("runs"), error, strict)
     if not MIN_RUNS <= runs <= MAX_RUNS:
         raise error(f"{field.format('runs')}: need between {MIN_RUNS} and {MAX_RUNS} simulated runs, got {runs}")
-    seed = _integer(seed, field.format("seed"), error, strict)
-    if seed < 0:
-        raise error(f"{field.format('seed')}: must be a non-negative integer, got {seed!r}")
+    seed = check_seed(seed, field=field.format("seed"), error=error, strict=strict)
     if not _is_real(confidence) or not 0 < confidence <= MAX_CONFIDENCE:
         raise error(f"{field.format('confidence')}: must be in (0, 1 − 1e-12], got {confidence!r}")
     return runs, seed, float(confidence)
+
+
+def check_seed(seed, *, field: str = "seed", error: type[DeplbenchError] = PlanError, strict: bool = False) -> int:
+    """A seed as an int: an integer (a bool is not one) within the rule of every seed
+    (:func:`deplbench.params.seed_refusal`: the store keeps 64-bit integers); else ``error``
+    naming ``field``."""
+    seed = _integer(seed, field, error, strict)
+    reason = seed_refusal(seed)
+    if reason:
+        raise error(f"{field}: {reason}")
+    return seed
 
 
 def check_samples(samples, *, field: str = "samples", error: type[DeplbenchError] = PlanError) -> int:
@@ -112,4 +122,4 @@ def check_samples(samples, *, field: str = "samples", error: type[DeplbenchError
     return int(samples)
 
 
-__all__ = ["CONFIDENCE", "MIN_RUNS", "MIN_SAMPLES", "RUNS", "SEED", "check_closed_loop", "check_samples"]
+__all__ = ["CONFIDENCE", "MIN_RUNS", "MIN_SAMPLES", "RUNS", "SEED", "check_closed_loop", "check_samples", "check_seed"]

@@ -36,6 +36,7 @@ import numpy as np
 from deplbench import limits
 from deplbench.formulations.milp.data import Choice, Data
 from deplbench.formulations.milp.options import BIGM_SLACK, BuildTimeout
+from deplbench.formulations.model.allocation import sqrt_product
 from deplbench.formulations.model.last_block import shortest_last_block
 from deplbench.formulations.model.scenarios import loss_threshold
 
@@ -127,7 +128,11 @@ def block_heuristic(data: Data, k_min: int, k_max: int):
             slack = data.T - data.comm[models, n, s_idx].sum()
             if slack <= 0:
                 continue
-            if best[0] is not None and np.sum(np.sqrt(c * kap)) ** 2 / slack >= best[0].cost:
+            # the real-x cost (Σ sqrt(c·κ))²/slack of these models on n; a square past
+            # binary64 is inf (no plan on n is cheaper than the best found)
+            with np.errstate(over="ignore"):
+                bound = np.sum(sqrt_product(c, kap)) ** 2 / slack
+            if best[0] is not None and bound >= best[0].cost:
                 continue
             ch = data.evaluate(models, classes, np.full(models.size, n), {n: s_idx})
             if ch.violations <= data.p and ch.feasible_time and (best[0] is None or ch.cost < best[0].cost):

@@ -310,7 +310,8 @@ class Data:
         1e9 (the solver's matrix would then hold meaningless magnitudes)."""
         floor = self.cost_floor()[self.usable]
         floor = floor[floor > 0]
-        return bool(floor.size) and (not np.isfinite(floor).all() or floor.max() > 1e9 * floor.min())
+        with np.errstate(over="ignore"):    # 1e9 × a floor near 1e308 is inf: no finite max exceeds it
+            return bool(floor.size) and (not np.isfinite(floor).all() or floor.max() > 1e9 * floor.min())
 
     # ------------------------------------------------------------- cost cuts
     def g(self, lam: float) -> np.ndarray:
@@ -346,8 +347,10 @@ class Data:
         lams = self.cut_grid(self.lam_reference(max(1, self.K // 2)))
         g = np.stack([np.where(self.usable, self.g(lam), np.inf).reshape(self.M, -1).min(axis=1)
                       for lam in lams], axis=1)
-        # a model no configuration can run: 1e300 keeps 0·g = 0 for plans without it
-        return np.where(np.isfinite(g), g, 1e300), lams * self.T
+        # a model no configuration can run: 1e300 keeps 0·g = 0 for plans without it;
+        # λ·Tmax past binary64 (prices of costs near 1e308) is inf: that bound is -inf, never the max
+        with np.errstate(over="ignore"):
+            return np.where(np.isfinite(g), g, 1e300), lams * self.T
 
     def g_min(self, lam: float) -> float:
         """min_j g_j(λ) over usable configurations (inf when none is usable)."""
@@ -369,7 +372,10 @@ class Data:
     def cut_grid(self, lam_ref: float) -> np.ndarray:
         half = (self.n_cuts - 1) // 2
         ratio = CUT_SPAN ** (1.0 / half)
-        return lam_ref * ratio ** np.arange(-half, half + 1)
+        # prices of costs near 1e308 overflow to inf: a cut at λ = inf bounds nothing, and a
+        # plan whose cost is inf is reported as an error by the solve's cost check (solvers.run)
+        with np.errstate(over="ignore"):
+            return lam_ref * ratio ** np.arange(-half, half + 1)
 
     def lam_reference(self, n_epochs: float) -> float:
         """A typical price: uncapped closed form for n epochs of a median config."""

@@ -297,8 +297,10 @@ class MatrixFormulation:
         """(cols, vals, lo) of the cut θ ≥ Σ g(λ) N − λT."""
         d = self.data
         g = d.g(lam).ravel()
+        with np.errstate(over="ignore"):    # λ·Tmax past binary64 (λ = inf, see Data.cut_grid): a vacuous row
+            lo = -lam * d.T
         return (np.concatenate([[self.theta], self.N.ravel()]).astype(np.int32),
-                np.concatenate([[1.0], -g]), -lam * d.T)
+                np.concatenate([[1.0], -g]), lo)
 
     def _cut_grid_rows(self) -> None:
         for lam in self.data.cut_grid(self.bounds.lam):
@@ -318,7 +320,9 @@ class MatrixFormulation:
                 x[self.H[n, s]] = d.beta[n, s] * ch.models.size
         theta = ch.alloc.cost
         for lam in self.cut_lams():
-            theta = max(theta, float(np.sum(d.g(lam) * N) - lam * d.T))
+            # at λ = inf (costs near 1e308, Data.cut_grid) the cut is inf·0 = nan: max() keeps theta
+            with np.errstate(over="ignore", invalid="ignore"):
+                theta = max(theta, float(np.sum(d.g(lam) * N) - lam * d.T))
         x[self.theta] = theta
 
     def _start_violations(self, x: np.ndarray, ch: Choice) -> None:

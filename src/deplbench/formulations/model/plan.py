@@ -92,13 +92,19 @@ def parse_plan(data: Any) -> Plan:
     ------
     PlanError
         Naming each offending field as the instance format does
-        (``epochs[2].allocation: ...``, ``datasets['A 1']: ...``).
+        (``epochs[2].allocation: ...``, ``datasets['A 1']: ...``); an
+        object without ``epochs`` (``{}``) is refused, not read as the
+        plan of no epochs.
     """
     if isinstance(data, Plan):
         return data
     if not isinstance(data, dict):
         raise PlanError(f"plan: expected a JSON object, got {type(data).__name__}")
     reject_unknown_fields(data, Plan.model_fields, "plan", PlanError)
+    if "epochs" not in data:
+        # {} (an empty or truncated file's object) would otherwise be read as
+        # the plan of no epochs and judged as if a solver had written it
+        raise PlanError("plan: missing field 'epochs' (a plan of no epochs is written \"epochs\": [])")
     check_shape(data, root="plan", error=PlanError)
     try:
         return Plan.model_validate(data)

@@ -20,6 +20,7 @@ from deplbench.instances.fit.distfit import DistFit, fit_improvement, fit_switch
 from deplbench.instances.fit.logs import LogError, Logs, loss_changes, read_logs
 from deplbench.jsonio import optional_float as _num
 from deplbench.limits import MAX_BOOTSTRAP
+from deplbench.params import seed_refusal
 
 
 # -------------------------------------------------------------- full fit
@@ -104,9 +105,12 @@ def fit_logs(
         decrease).
     """
     _validate_settings(alpha, ks_bootstrap, max_empirical, min_switch_samples, min_epochs)
-    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
         # numpy's own message ("expected non-negative integer") names no field.
         raise LogError(f"seed: must be an integer >= 0, got {seed!r}")
+    reason = seed_refusal(int(seed))    # every seed's rule: [0, 2**63 − 1]
+    if reason:
+        raise LogError(f"seed: {reason}")
     ch = loss_changes(logs)
     rng = np.random.default_rng(seed)
     order = list(dict.fromkeys(logs.frame["model"][logs.frame["epoch"] >= 1]))

@@ -15,6 +15,7 @@ from typing import Any
 
 from deplbench.errors import InstanceError
 from deplbench.instances.distributions import InverseGamma
+from deplbench.instances.magnitudes import MIN_NORMAL
 from deplbench.instances.model import Instance, parse_instance
 from deplbench.params import Param
 
@@ -86,6 +87,29 @@ def float_param(name: str, value: Any, *, gt: float | None = None, ge: float | N
         if bound is not None and not ok():
             raise InstanceError(f"parameter {name!r}: must be {text}, got {out:g}")
     return out
+
+
+def derived_number(value: float, what: str, param: str, given: float) -> float:
+    """``value``, a number of the instance computed from the user's parameter ``param``.
+
+    A parameter can be a valid number and still give a field binary64 cannot
+    hold (docs/instances.md, "Magnitudes"): inf, or a subnormal that
+    :func:`~deplbench.instances.magnitudes.check_magnitudes` refuses. The
+    message names the parameter the user set and what it gave, not the
+    generated field (``clusters[0].capacity``) the user never wrote.
+
+    Raises
+    ------
+    InstanceError
+        ``parameter 'time_max': 1e-307 gives a cluster capacity 2·K̄·max w²/time_max that overflows …``.
+    """
+    if not math.isfinite(value):
+        why = "that overflows binary64"
+    elif value != 0 and abs(value) < MIN_NORMAL:
+        why = f"of {value:.3g}, subnormal in binary64 (below {MIN_NORMAL:.3g}: too few significant bits)"
+    else:
+        return value
+    raise InstanceError(f"parameter {param!r}: {given:g} gives {what} {why}; choose a value nearer 1")
 
 
 def choice_param(name: str, value: Any, choices) -> str:

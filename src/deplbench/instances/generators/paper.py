@@ -35,7 +35,7 @@ from deplbench.instances.generators.variants import (
     draw_pact,
     first_reachable,
 )
-from deplbench.instances.model import Instance
+from deplbench.instances.model import MAX_HORIZON, Instance
 
 # ---------------------------------------------------------------------------
 # The papers' numbers
@@ -390,7 +390,7 @@ def realistic(*, family: str = "alexnet", n_a: int | None = None, n_b: int | Non
     switches = choice_param("switches", switches, SWITCH_MODES)
     seed = seed_param(seed)
     omega = float_param("omega", omega, gt=0.0, lt=1.0)
-    horizon = int_param("horizon", horizon, 1)
+    horizon = int_param("horizon", horizon, 1, MAX_HORIZON)
     is_pact = family == "pact-vgg11"
     if is_pact and (n_a is not None or n_b is not None):
         raise InstanceError("parameter n_a/n_b: the pact-vgg11 family has fixed gold/silver/bronze clusters")

@@ -15,13 +15,14 @@ from deplbench.errors import InstanceError
 from deplbench.instances.generators.common import (
     build_instance,
     choice_param,
+    derived_number,
     float_param,
     generator_doc,
     instance_data,
     int_param,
     seed_param,
 )
-from deplbench.instances.model import Instance
+from deplbench.instances.model import MAX_HORIZON, Instance
 
 #: Pisinger's classes (Pisinger 2005, "Where are the hard knapsack problems?").
 KNAPSACK_CLASSES = (
@@ -150,14 +151,15 @@ def knapsack(*, item_class: str = "uncorrelated", n_items: int = 10, R: int = 10
     item_class = choice_param("item_class", item_class, KNAPSACK_CLASSES)
     n_items = int_param("n_items", n_items, 1, 200)
     R = int_param("R", R, 10, 10**7)
-    horizon = int_param("horizon", horizon, 1)
+    horizon = int_param("horizon", horizon, 1, MAX_HORIZON)
     target_fraction = float_param("target_fraction", target_fraction, gt=0.0, le=1.0)
     time_max = float_param("time_max", time_max, gt=0.0)
     seed = seed_param(seed)
     rng = np.random.default_rng(seed)
     w, v = knapsack_items(item_class, n_items, R, rng)
     target = max(1, math.ceil(target_fraction * horizon * int(v.max()) - 1e-9))
-    capacity = 2.0 * horizon * float(w.max()) ** 2 / time_max
+    capacity = derived_number(2.0 * horizon * float(w.max()) ** 2 / time_max,
+                              "a cluster capacity 2·K̄·max w²/time_max", "time_max", time_max)
     width = len(str(n_items - 1))
     names = [f"item{i:0{width}d}" for i in range(n_items)]
     models = [{

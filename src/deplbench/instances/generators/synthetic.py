@@ -20,6 +20,7 @@ from deplbench.instances.generators.common import (
     SWITCH_MODES,
     build_instance,
     choice_param,
+    derived_number,
     float_param,
     generator_doc,
     instance_data,
@@ -141,7 +142,12 @@ def _transfer_costs(beta: np.ndarray | None, datasets: list[dict], clusters: lis
     """β(d, n) = beta[d, n] · σ_d (none when ``max_transfer_cost`` is 0; ``beta`` is then not drawn)."""
     if max_transfer_cost <= 0 or beta is None:
         return []
-    return [{"dataset": d["name"], "cluster": c["name"], "cost": significant(beta[i, j] * d["size"])}
+    # Python floats: a product past binary64 is inf without numpy's overflow warning,
+    # and derived_number then refuses it naming the parameter the user set.
+    return [{"dataset": d["name"], "cluster": c["name"],
+             "cost": derived_number(significant(float(beta[i, j]) * d["size"]),
+                                    "a transfer cost β(d, n) ~ U(0, max_transfer_cost)·σ_d", "max_transfer_cost",
+                                    max_transfer_cost)}
             for i, d in enumerate(datasets) for j, c in enumerate(clusters)]
 
 

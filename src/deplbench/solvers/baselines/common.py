@@ -40,7 +40,7 @@ import numpy as np
 from deplbench import limits
 from deplbench.formulations.evaluation.evaluate import evaluate_plan, transfer_cost
 from deplbench.formulations.evaluation.quantile_ci import check_accepts
-from deplbench.formulations.model.allocation import allocate
+from deplbench.formulations.model.allocation import allocate, sqrt_product
 from deplbench.formulations.model.plan import Epoch, Plan
 from deplbench.formulations.model.result import SolveResult
 from deplbench.formulations.model.scenarios import ScenarioSampler, quantile_rank
@@ -186,7 +186,7 @@ def data_setting(instance, subset) -> DataSetting:
     compute = compute_need(instance.model_compute, volume)
     comm = instance.model_size[:, None] / instance.bandwidth[None, :]
     tau = compute[:, None] / instance.capacity[None, :] + comm
-    weight = np.sqrt(compute[:, None] * instance.unit_cost[None, :])
+    weight = sqrt_product(compute[:, None], instance.unit_cost[None, :])
     return DataSetting(tuple(subset), float(gamma), compute, comm, tau, weight)
 
 
@@ -212,9 +212,10 @@ def choice_cost(instance, setting: DataSetting, models, clusters):
         return alloc, math.inf
     beta = instance.transfer_matrix
     held = [instance.dataset_index[d] for d in setting.subset]
-    once = float(sum(beta[d, n] for n in set(clusters.tolist()) for d in held))
-    mult = models.size if instance.transfer_cost_mode == "per_epoch" else 1
-    return alloc, alloc.cost + once * mult
+    with np.errstate(over="ignore"):    # past binary64 the cost is inf: the choice ranks last
+        once = float(sum(beta[d, n] for n in set(clusters.tolist()) for d in held))
+        mult = models.size if instance.transfer_cost_mode == "per_epoch" else 1
+        return alloc, alloc.cost + once * mult
 
 
 def build_plan(instance, setting: DataSetting, models, clusters) -> Plan | None:

@@ -135,9 +135,10 @@ class _Judge:
         if key not in self.costs:
             ch, inst = self.ch, self.inst
             plan, _ = stage3(inst, list(key), ch.names, ch.subset, ch.volume, self.p["epsilon"], True)
-            c = math.inf if plan is None else float(
-                sum(inst.unit_cost[inst.cluster_index[e.cluster]] * e.allocation for e in plan.epochs)
-                + transfer_cost(inst, plan))
+            with np.errstate(over="ignore"):   # past binary64 the cost is inf: that sequence ranks last
+                c = math.inf if plan is None else float(
+                    sum(inst.unit_cost[inst.cluster_index[e.cluster]] * e.allocation for e in plan.epochs)
+                    + transfer_cost(inst, plan))
             self.costs[key] = (c, plan)
         return self.costs[key]
 

@@ -144,7 +144,11 @@ def _options(c: float, comm: np.ndarray, kappa: np.ndarray, cap: np.ndarray, clu
         if kappa[n] == 0:
             x = x[:1]  # a free cluster: full capacity is both fastest and free
         ts.append(c / x + comm[n])
-        ps.append(kappa[n] * x)
+        # κ(n)·x past binary64 (a huge unit cost) is inf: such an option is never
+        # cheaper than a finite one, and a plan left with an inf cost is reported
+        # as an error by the solve's cost check (solvers.run), not as a number
+        with np.errstate(over="ignore"):
+            ps.append(kappa[n] * x)
         ns.append(np.full(x.size, n))
         xs.append(x)
     if not ts:
@@ -178,7 +182,8 @@ def _lagrangian(groups, counts, time_max: float):
     if res is None:
         return None
     lb, ub = res
-    return lb * pscale, ub * pscale
+    with np.errstate(over="ignore"):    # costs past binary64: inf, reported by the solve's cost check
+        return lb * pscale, ub * pscale
 
 
 def _lagrangian_unit(groups, counts):
@@ -234,7 +239,11 @@ def _dp(groups, epoch_group, time_max: float, eps2: float, lb: float, ub: float)
         # A zero lower bound: every option of some group is free; round on UB.
         u = max(ub, 1e-300) * eps2 / K
         guarantee = lb > 0 or ub == 0
-    ratio = ub / u if ub > 0 else 0.0   # may be inf for a tiny unit: compare before any int()
+    # may be inf for a tiny unit, and nan when the bounds are inf (costs past binary64): both
+    # take the capped branch below, compared before any int(); an inf plan cost is then
+    # reported by the solve's cost check (solvers.run)
+    with np.errstate(invalid="ignore"):
+        ratio = ub / u if ub > 0 else 0.0
     n_buckets = int(math.ceil(ratio)) + K + 1 if ratio < MAX_BUCKETS else MAX_BUCKETS + 1
     if n_buckets > MAX_BUCKETS:
         u = ub / (MAX_BUCKETS - K - 1)
@@ -334,7 +343,8 @@ def _place_subset(compute, comm, kappa, cap, clusters, time_max, eps, epoch_grou
         return PlacementResult(False, reason="no rounded-cost solution fits Tmax", states=states)
     cl = np.array([groups[g][2][o] for g, o in zip(epoch_group, picks)], dtype=int)
     x = np.array([groups[g][3][o] for g, o in zip(epoch_group, picks)], dtype=float)
-    cost = float(np.sum(kappa[cl] * x))
+    with np.errstate(over="ignore"):    # past binary64: inf, reported by the solve's cost check
+        cost = float(np.sum(kappa[cl] * x))
     return PlacementResult(
         True, clusters=cl, x=x, grid_cost=cost, lower_bound=lb / (1.0 + eps1), guarantee=guarantee,
         states=states, buckets=n_buckets, options=sum(g[0].size for g in groups),
@@ -426,8 +436,15 @@ def place_and_allocate(compute, comm, kappa, cap, time_max: float, epsilon: floa
     # (LB_S + transfer(S)); a subset skipped because its transfer cost alone
     # exceeds the incumbent contributes transfer(S) (LB_S >= 0).
     lower = math.inf
+
+    def transfer(clusters) -> float:
+        # transfer costs summing past binary64 are inf: such a set is never chosen over a
+        # finite one, and an inf plan cost is reported by the solve's cost check (solvers.run)
+        with np.errstate(over="ignore"):
+            return float(subset_cost(clusters)) if subset_cost is not None else 0.0
+
     for sub in subsets:
-        fixed = float(subset_cost(sub)) if subset_cost is not None else 0.0
+        fixed = transfer(sub)
         if best.feasible and fixed >= best.grid_cost:
             lower = min(lower, fixed)
             continue
@@ -439,7 +456,7 @@ def place_and_allocate(compute, comm, kappa, cap, time_max: float, epsilon: floa
         lower = min(lower, res.lower_bound + fixed)
         used = tuple(sorted(set(res.clusters.tolist())))
         # Charge what is actually used (a subset of ``sub``).
-        res.grid_cost += float(subset_cost(used)) if subset_cost is not None else 0.0
+        res.grid_cost += transfer(used)
         if not best.feasible or res.grid_cost < best.grid_cost:
             res.states = max(res.states, best.states)
             best = res

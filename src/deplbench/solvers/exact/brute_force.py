@@ -37,7 +37,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from deplbench.formulations.model.allocation import allocate
+from deplbench.formulations.model.allocation import allocate, sqrt_product
 from deplbench.formulations.model.plan import Epoch, Plan
 from deplbench.formulations.model.result import SolveResult
 from deplbench.formulations.model.scenarios import ScenarioSampler, allowed_violations, loss_threshold
@@ -123,7 +123,10 @@ def search(instance, scenarios: int, seed: int):
                     if slack <= 0:
                         continue
                     kappa = instance.unit_cost[c]
-                    if np.sum(np.sqrt(compute * kappa)) ** 2 / slack + transfer >= best_cost:
+                    # a square past binary64 is an inf bound: such a plan is never the cheapest
+                    with np.errstate(over="ignore"):
+                        bound = np.sum(sqrt_product(compute, kappa)) ** 2 / slack + transfer
+                    if bound >= best_cost:
                         continue
                     key = (models, tuple(gamma[c]))
                     ok = quantile_cache.get(key)

@@ -69,15 +69,15 @@ class KnapsackDP(Solver):
         stale = provenance_mismatch(instance, prob)
         if stale is not None:
             diag["provenance_mismatch"] = stale
-        if not math.isfinite(sol.cost):
+        if sol.sequence is None:
             return SolveResult(algorithm=self.name, status="infeasible",
                                message=(f"no multiset of at most {prob.max_items} epochs reaches the covering "
                                         f"target ℓ(0) − ℓmax = {prob.target:g}"),
                                lower_bound=math.inf, diagnostics=diag)
         cluster = instance.clusters[0].name
         dataset = instance.datasets[0].name
-        # a finite optimum comes with its sequence and allocation
-        sequence, allocation = cast(list, sol.sequence), cast(Any, sol.allocation)
+        # an optimum comes with its sequence and allocation
+        sequence, allocation = sol.sequence, cast(Any, sol.allocation)
         plan = Plan(epochs=[Epoch(model=instance.models[m].name, cluster=cluster, allocation=float(x))
                             for m, x in zip(sequence, allocation)],
                     datasets={cluster: [dataset]})
@@ -85,8 +85,11 @@ class KnapsackDP(Solver):
         message = "covering-knapsack DP optimum"
         if stale is not None:
             message += " (provenance.items are stale; solved from the models)"
+        # an optimum past binary64 (κ(Σw)²/Tmax = inf) keeps its plan: the solve's cost check
+        # reports it as an error, never as "no multiset reaches the target"
         return SolveResult(algorithm=self.name, status="optimal", message=message, plan=plan,
-                           cost=sol.cost, lower_bound=sol.cost, gap=0.0, diagnostics=diag)
+                           cost=sol.cost, lower_bound=sol.cost, gap=0.0 if math.isfinite(sol.cost) else None,
+                           diagnostics=diag)
 
 
 __all__ = ["KnapsackDP"]

@@ -150,6 +150,14 @@ class ExpandedGraph:
             self.dt = np.ceil(tau / self.gT - CEIL_EPS).astype(np.int64)
         self.dt = np.where(self.usable, self.dt, self.Tb)      # unusable: always out of range
         self.weight = setting.weight
+        # The risk table (via_costs) is kept in float32, whose range ends at
+        # 3.4e38 (2**128): weights of a unit cost past ~1e70 would turn its
+        # sums of at most K̄ weights into inf there. They are stored times a
+        # power of two (exact) that brings K̄·max weight to 2**100 at most,
+        # and divided by it where read (:data:`via_scale`).
+        finite = self.weight[np.isfinite(self.weight) & (self.weight > 0)]
+        top = math.log2(float(finite.max())) + math.log2(max(K, 1)) if finite.size else 0.0
+        self.via_scale = 2.0 ** -math.ceil(top - 100) if top > 100 else 1.0
         self.comm = setting.comm
         self.time_collapsed = self.Tb == 1
         self.time_max = instance.time_max * (1 + 1e-9)
@@ -220,7 +228,8 @@ class ExpandedGraph:
 
     def via_costs(self, m0: int) -> list[np.ndarray]:
         """Jvia[e][m, n, b, t]: cheapest weight from a vertex to Ω through a
-        vertex of model ``m0`` (Alg. 3 line 11), for every layer e = 0..K̄."""
+        vertex of model ``m0`` (Alg. 3 line 11), for every layer e = 0..K̄,
+        as float32 times :attr:`via_scale` (divide by it to read a weight)."""
         if m0 in self._via_cache:
             return self._via_cache[m0]
         M, N, Lb, Tb, K = self.M, self.N, self.Lb, self.Tb, self.K
@@ -229,7 +238,7 @@ class ExpandedGraph:
         V_next = np.full((M, N, Lb, Tb), _INF)
         V_next[m0] = J_next[m0]
         layers: list[np.ndarray] = [None] * (K + 1)  # type: ignore[list-item]
-        layers[K] = V_next.astype(np.float32)
+        layers[K] = (V_next * self.via_scale).astype(np.float32)
         for e in range(K - 1, -1, -1):
             check_time(f"PACT risk-term DP, layer {e} of {K}")
             J = np.full((M, N, Lb, Tb), _INF)
@@ -253,7 +262,7 @@ class ExpandedGraph:
             J[:, :, 0, :] = 0.0                      # feasible vertices are joined to Ω
             V[:, :, 0, :] = _INF                     # ... but only through model m0
             V[m0] = J[m0]
-            layers[e] = V.astype(np.float32)
+            layers[e] = (V * self.via_scale).astype(np.float32)
             J_next, V_next = J, V
         # Bounded memory: keep the layers of at most _VIA_KEEP current models
         # (the closed-loop policy alternates between models; the open loop
@@ -531,7 +540,9 @@ def score_paths(graph: ExpandedGraph, paths: dict, e: int, m: int | None, b: int
     inst = graph.instance
     W, C, Le, Lr, first = paths["W"], paths["C"], paths["Le"], paths["Lr"], paths["first"]
     denom = inst.time_max - C_prefix - C
-    with np.errstate(divide="ignore", invalid="ignore"):
+    # a square past binary64 is an inf cost (a path no finite plan prefers; an inf plan cost
+    # is reported by the solve's cost check, solvers.run)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         cost = np.where(denom > 0, (W_prefix + W) ** 2 / np.where(denom > 0, denom, 1.0), _INF)
         opp = np.where(Lr < 0, Le / np.where(Lr < 0, Lr, -1.0), 1.0)
     opp = np.maximum(opp, 1.0)
@@ -543,7 +554,7 @@ def score_paths(graph: ExpandedGraph, paths: dict, e: int, m: int | None, b: int
         for a in np.unique(first):
             a2, an = int(a // graph.N), int(a % graph.N)
             b1, t1 = graph.landing(e, m, b, t, a2, an)
-            wr[first == a] = graph.weight[a2, an] + float(via[a2, an, b1, t1])
+            wr[first == a] = graph.weight[a2, an] + float(via[a2, an, b1, t1]) / graph.via_scale
         with np.errstate(divide="ignore", invalid="ignore"):
             ratio = np.where(W > 0, wr / np.where(W > 0, W, 1.0), 1.0)
         risk = np.where(np.isfinite(wr), np.maximum(ratio, 1.0), irreversible_risk)
