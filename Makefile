@@ -138,7 +138,8 @@ measure-setup: $(STAMP)
 
 measure: measure-setup
 	$(VENV)/bin/deplbench measure run -o $(MEASURED)/digits-mlp.csv.gz
-	$(VENV)/bin/deplbench measure refit
+	$(VENV)/bin/deplbench measure refit $(MEASURED)/digits-mlp.csv.gz -o $(MEASURED)/digits-mlp-fit.json \
+	    --eq8-output $(MEASURED)/digits-mlp-eq8.json
 	$(VENV)/bin/deplbench measure analyse --json > $(MEASURED)/digits-mlp-analysis.json
 
 replay: measure-setup
