@@ -110,6 +110,7 @@ targets: $(STAMP)
 
 # The last line says how to call deplbench yourself: it lives in .venv.
 demo: $(STAMP)
+	mkdir -p results
 	$(VENV)/bin/deplbench run perf/sweeps/quick.toml --db results/demo.sqlite
 	$(VENV)/bin/deplbench report results/demo.sqlite --out reports/demo
 	@echo "demo: open reports/demo/index.html; to run deplbench yourself: . $(VENV)/bin/activate (or call $(VENV)/bin/deplbench)"
@@ -118,6 +119,7 @@ demo: $(STAMP)
 # measurement, with its load: docs/performance.md); on a Dask
 # cluster, run the sweeps with --dask-scheduler ADDR, then this target.
 reproduce: $(STAMP)
+	mkdir -p results
 	$(VENV)/bin/deplbench run perf/sweeps/paper.toml --db results/full.sqlite
 	$(VENV)/bin/deplbench run perf/sweeps/complexity.toml --db results/full.sqlite
 	$(VENV)/bin/deplbench run perf/sweeps/knapsack.toml --db results/full.sqlite
