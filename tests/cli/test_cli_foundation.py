@@ -265,7 +265,7 @@ def test_usage_errors_are_one_line_with_status_2(args, needle, deplbench_cli):
 @pytest.mark.parametrize("args,command,unknown", [
     (("validate", "--json", "alexnet.json"), "deplbench validate", "--json"),
     (("certify", "x.json", "--width", "0.01"), "deplbench certify", "--width 0.01"),
-    (("measure", "refit", "--bogus"), "deplbench measure refit", "--bogus"),
+    (("measure", "refit", "-o", "fit.json", "--bogus"), "deplbench measure refit", "--bogus"),
 ])
 def test_an_unknown_option_is_refused_by_the_sub_command_naming_it(args, command, unknown, deplbench_cli):
     # argparse hands a sub-command's unknown options to the top-level parser,

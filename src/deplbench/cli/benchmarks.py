@@ -33,8 +33,9 @@ def register(subparsers) -> None:
                      help="sweep file, or the name of a packaged sweep (quick, paper, "
                           "complexity, knapsack)")
     run.add_argument("--db", type=output_path, default=None, metavar="DB",
-                     help="SQLite results store (created if missing, in a folder that exists); required, except with --dry-run, "
-                          "where it is only read to count the tasks already done (without it none is)")
+                     help="SQLite results store (created if missing, in a folder that exists); required, "
+                          "except with --dry-run, where it is only read to count the tasks already done "
+                          "(without it none is)")
     run.add_argument("--workers", type=int, default=None, metavar="N",
                      help="local task processes (default: usable CPU cores)")
     run.add_argument("--retry-failed", action="store_true",
