@@ -110,6 +110,7 @@ targets: $(STAMP)
 
 # The last line says how to call deplbench yourself: it lives in .venv.
 demo: $(STAMP)
+	mkdir -p results
 	$(VENV)/bin/deplbench run perf/sweeps/quick.toml --db results/demo.sqlite
 	$(VENV)/bin/deplbench report results/demo.sqlite --out reports/demo
 	@echo "demo: open reports/demo/index.html; to run deplbench yourself: . $(VENV)/bin/activate (or call $(VENV)/bin/deplbench)"
@@ -118,6 +119,7 @@ demo: $(STAMP)
 # measurement, with its load: docs/performance.md); on a Dask
 # cluster, run the sweeps with --dask-scheduler ADDR, then this target.
 reproduce: $(STAMP)
+	mkdir -p results
 	$(VENV)/bin/deplbench run perf/sweeps/paper.toml --db results/full.sqlite
 	$(VENV)/bin/deplbench run perf/sweeps/complexity.toml --db results/full.sqlite
 	$(VENV)/bin/deplbench run perf/sweeps/knapsack.toml --db results/full.sqlite
@@ -138,7 +140,8 @@ measure-setup: $(STAMP)
 
 measure: measure-setup
 	$(VENV)/bin/deplbench measure run -o $(MEASURED)/digits-mlp.csv.gz
-	$(VENV)/bin/deplbench measure refit
+	$(VENV)/bin/deplbench measure refit $(MEASURED)/digits-mlp.csv.gz -o $(MEASURED)/digits-mlp-fit.json \
+	    --eq8-output $(MEASURED)/digits-mlp-eq8.json
 	$(VENV)/bin/deplbench measure analyse --json > $(MEASURED)/digits-mlp-analysis.json
 
 replay: measure-setup

@@ -111,3 +111,47 @@ def test_readme_is_a_front_door_whose_links_resolve():
     for page in sorted((ROOT / "docs").glob("*.md")):
         if page.name not in {"index.md", "api.md", "cli.md", "changelog.md", "contributing.md"}:
             assert f"(docs/{page.name})" in readme, f"README's documentation index omits docs/{page.name}"
+
+
+#: Options whose value a command writes (a file, or a folder for --out).
+_WRITES = frozenset({"-o", "--output", "--out", "--db", "--eq8-output"})
+#: What a command reads: a path argument with one of these endings.
+_READ_SUFFIXES = (".json", ".csv", ".csv.gz", ".sqlite", ".toml")
+
+
+def _glance_blocks() -> list[tuple[str, str]]:
+    """``(page, block)`` of the command blocks a reader pastes as they are."""
+    usage = (ROOT / "docs" / "usage.md").read_text(encoding="utf-8")
+    glance = usage.split("## The CLI at a glance", 1)[1]
+    instances = (ROOT / "docs" / "instances.md").read_text(encoding="utf-8")
+    return [("usage.md", glance.split("```sh\n", 1)[1].split("```", 1)[0]),
+            ("instances.md", instances.split("```\n", 1)[1].split("```", 1)[0])]
+
+
+@pytest.mark.parametrize("page, block", _glance_blocks(), ids=["usage.md", "instances.md"])
+def test_cli_at_a_glance_reads_only_files_an_earlier_line_wrote(page, block):
+    """Pasted in order from a clone's root, each command of the block finds its
+    input files: in the repository or written by an earlier line (`-o`, `>`,
+    `--db`), and a store's folder exists (`run --db` creates the file only).
+    The blocks read vgg.json, logs.csv and plan.json that nothing wrote."""
+    import shlex
+
+    made: set[str] = set()
+    folders = {"", "."}
+    problems = []
+    for line in block.splitlines():
+        for command in line.split(" #", 1)[0].split("&&"):
+            words = shlex.split(command)
+            if words[:2] == ["mkdir", "-p"]:
+                folders.update(words[2:])
+                continue
+            for i, word in enumerate(words):
+                before = words[i - 1] if i else ""
+                if before in _WRITES or before == ">":
+                    if before == "--db" and str(Path(word).parent) not in folders | made:
+                        problems.append(f"{command.strip()}: folder {Path(word).parent} does not exist yet")
+                    made.add(word)
+                    made.add(str(Path(word).parent))
+                elif word.endswith(_READ_SUFFIXES) and word not in made and not (ROOT / word).exists():
+                    problems.append(f"{command.strip()}: reads {word}, which no earlier line writes")
+    assert not problems, f"docs/{page}: " + "; ".join(problems)

@@ -95,6 +95,33 @@ def test_plugin_is_listed_with_its_declared_metadata(plugin_env):
     assert PLUGIN not in {r["name"] for r in json.loads(bare.stdout)}
 
 
+def doc_algorithms_outputs() -> list[tuple[str, str]]:
+    """``(command, output)`` of each ``$ deplbench algorithms ...`` line of the doc's console blocks."""
+    text = DOC.read_text(encoding="utf-8")
+    found = []
+    for block in re.findall(r"```console\n(.*?)```", text, flags=re.S):
+        for m in re.finditer(r"^\$ (deplbench algorithms[^\n]*)\n(.*?)(?=^\$ |\Z)", block, flags=re.S | re.M):
+            found.append((m.group(1), m.group(2)))
+    return found
+
+
+def test_the_doc_shows_what_algorithms_prints_for_the_plugin(plugin_env):
+    """The doc showed parameters under `deplbench algorithms | grep -A2 steady-greedy`,
+    where the listing has none (they appear with `deplbench algorithms steady-greedy`)."""
+    env, tmp = plugin_env["env"], plugin_env["tmp"]
+    shown = doc_algorithms_outputs()
+    assert len(shown) >= 2, shown
+    for command, output in shown:
+        args, _, grep = command.removeprefix("deplbench ").partition(" | grep ")
+        proc = run(args.split(), env, tmp)
+        assert proc.returncode == 0, proc.stderr
+        printed = proc.stdout
+        if grep:
+            assert not grep.startswith("-"), f"{command}: the check reads a plain `| grep WORD` only"
+            printed = "".join(line for line in printed.splitlines(keepends=True) if grep in line)
+        assert printed == output, f"{command}: the doc shows\n{output}\nthe command prints\n{printed}"
+
+
 def test_plugin_solves_and_its_parameters_are_validated(plugin_env):
     env, tmp = plugin_env["env"], plugin_env["tmp"]
     inst = tmp / "alexnet.json"

@@ -262,6 +262,20 @@ def test_usage_errors_are_one_line_with_status_2(args, needle, deplbench_cli):
     assert len(lines) == 1 and lines[0].startswith("error: ") and needle in lines[0], err
 
 
+@pytest.mark.parametrize("args,command,unknown", [
+    (("validate", "--json", "alexnet.json"), "deplbench validate", "--json"),
+    (("certify", "x.json", "--width", "0.01"), "deplbench certify", "--width 0.01"),
+    (("measure", "refit", "-o", "fit.json", "--bogus"), "deplbench measure refit", "--bogus"),
+])
+def test_an_unknown_option_is_refused_by_the_sub_command_naming_it(args, command, unknown, deplbench_cli):
+    # argparse hands a sub-command's unknown options to the top-level parser,
+    # whose message named only `deplbench` and pointed at `deplbench --help`.
+    status, out, err = deplbench_cli(*args)
+    assert status == 2 and out == ""
+    assert err.startswith(f"error: {command}: unrecognized arguments: {unknown} "), err
+    assert err.rstrip().endswith(f"(see {command} --help)") and err.count("\n") == 1, err
+
+
 def test_validate_prints_each_number_as_it_is(tmp_path, deplbench_cli):
     """The summary shows the numbers themselves: with six digits (``:g``)
     ω = 0.999999999999 would read ``ω=1`` (a level the format refuses) and

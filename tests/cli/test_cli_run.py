@@ -57,3 +57,20 @@ def test_show_tasks_without_dry_run_is_refused_before_anything_runs(tmp_path, de
     assert not db.exists()
     status, out, err = deplbench_cli("run", tmp_path / "missing.toml", "--dry-run", "--show-tasks", "-1")
     assert status == 2 and err.startswith("error: --show-tasks: must be 0 or more, got -1"), err
+
+
+@pytest.mark.integration   # `run` starts task processes when a check is missing (the code before this one)
+def test_db_in_a_folder_that_does_not_exist_is_refused_and_not_created(tmp_path, deplbench_cli):
+    """`run --db /nonexist/x.sqlite` created /nonexist/ and ran, while every other output option
+    (`export -o`, `generate -o`) refuses a folder that does not exist."""
+    sweep = tmp_path / "s.toml"
+    sweep.write_text(SWEEP)
+    db = tmp_path / "typo" / "x.sqlite"
+    status, out, err = deplbench_cli("run", sweep, "--db", db)
+    assert status == 2 and out == ""
+    assert err == f"error: --db {db}: directory {db.parent} does not exist\n", err
+    assert not db.parent.exists()
+    # a dry run only reads the store: a missing one counts no task as done, and nothing is created
+    status, out, err = deplbench_cli("run", sweep, "--db", db, "--dry-run")
+    assert status == 0 and "2 to run" in out.splitlines()[0], err
+    assert not db.parent.exists()

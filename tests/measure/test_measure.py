@@ -277,6 +277,56 @@ def test_refit_of_the_shipped_logs_gives_the_shipped_instances(tmp_path):
     assert json.loads((tmp_path / "fit-eq8.json").read_text()) == json.loads(EQ8_FILE.read_text())
 
 
+def test_analysis_summary_states_each_intervals_level_and_method():
+    """The text summary printed the variance ratio's interval bare, though the
+    analysis carries its level and method."""
+    from deplbench.jsonio import restore_nonfinite
+    from deplbench.measure.analysis import format_summary
+
+    summary = restore_nonfinite(json.loads((LOGS_FILE.parent / "digits-mlp-analysis.json").read_text()))
+    summary["variance"][0]["level"] = 0.9      # the level printed is the record's, not a constant
+    lines = format_summary(summary).splitlines()
+    variance = [line for line in lines if line.startswith("final-loss variance ")]
+    assert len(variance) == len(summary["variance"]) > 0
+    for line, v in zip(variance, summary["variance"]):
+        assert f"({100 * v['level']:g}% {v['method']}; {v['runs']} runs)" in line, line
+    assert "(90% " in variance[0]
+    for key, r in summary["independence"].items():
+        line = next(x for x in lines if x.startswith(f"{key}: "))
+        assert f"({100 * r['level']:.0f}% {r['method']}, " in line, line
+
+
+def test_cli_refit_writes_only_the_files_named_and_names_them(tmp_path, capsys, monkeypatch):
+    """`measure refit` without -o wrote over the package's shipped fit, and with
+    -o fit.json it also wrote fit-eq8.json without saying so."""
+    from deplbench.cli import main
+    from deplbench.measure import analysis
+
+    written = []
+
+    class Fit:
+        models, switches, n_runs = {"a": 0}, {}, 3
+
+    monkeypatch.setattr(analysis, "refit", lambda logs, out, eq8: written.append((out, eq8)) or (None, None, Fit))
+    with pytest.raises(SystemExit) as exc:
+        main(["measure", "refit"])
+    assert exc.value.code == 2 and "-o/--output" in capsys.readouterr().err and not written
+    fit = tmp_path / "fit.json"
+    assert main(["measure", "refit", "-o", str(fit)]) == 0
+    assert written.pop() == (fit, tmp_path / "fit-eq8.json")
+    out = capsys.readouterr().out
+    assert f"wrote {fit} " in out and f"{tmp_path / 'fit-eq8.json'} " in out, out
+    eq8 = tmp_path / "paper.json"
+    assert main(["measure", "refit", "-o", str(fit), "--eq8-output", str(eq8)]) == 0
+    assert written.pop() == (fit, eq8) and f"{eq8} " in capsys.readouterr().out
+    for argv, message in ((["--eq8-output", str(fit)], "--eq8-output"),
+                          (["--eq8-output", str(tmp_path / "none" / "e.json")], "does not exist")):
+        assert main(["measure", "refit", "-o", str(fit), *argv]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith("error: --eq8-output ") and message in err and err.count("\n") == 1, err
+    assert not written
+
+
 @pytest.mark.slow
 def test_solvers_run_on_the_measured_family():
     from deplbench.solvers.run import solve

@@ -105,6 +105,21 @@ class _StoreOnce(argparse._StoreAction):
         super().__call__(parser, namespace, values, option_string)
 
 
+class _SubParsersNamingTheCommand(argparse._SubParsersAction):
+    """Options a sub-command does not know are refused by that sub-command's
+    parser, so the error names it (``deplbench validate: unrecognized
+    arguments: --json (see deplbench validate --help)``). argparse leaves
+    them to the top-level parser, whose message names only ``deplbench``."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        super().__call__(parser, namespace, values, option_string)
+        unknown = getattr(namespace, argparse._UNRECOGNIZED_ARGS_ATTR, None)
+        if unknown:
+            # the innermost sub-command refuses first (``measure refit``): each
+            # level's parser runs its own sub-command's parser before returning
+            self._name_parser_map[values[0]].error(f"unrecognized arguments: {' '.join(unknown)}")
+
+
 class _OneLineErrorParser(argparse.ArgumentParser):
     """An argument parser whose usage errors are one line on stderr with exit
     status 2 (the CLI's error contract), e.g. ``error: deplbench validate:
@@ -123,6 +138,7 @@ class _OneLineErrorParser(argparse.ArgumentParser):
         # groups and mutually exclusive groups share the registry but have add_argument of their own.
         self.register("action", None, _StoreOnce)
         self.register("action", "store", _StoreOnce)
+        self.register("action", "parsers", _SubParsersNamingTheCommand)
 
     def parse_known_args(self, args=None, namespace=None):  # noqa: D102 - argparse's method
         parsed, rest = super().parse_known_args(args, namespace)

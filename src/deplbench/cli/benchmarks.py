@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 from deplbench.cli.messages import output_path
 from deplbench.errors import SweepError
@@ -32,8 +33,9 @@ def register(subparsers) -> None:
                      help="sweep file, or the name of a packaged sweep (quick, paper, "
                           "complexity, knapsack)")
     run.add_argument("--db", type=output_path, default=None, metavar="DB",
-                     help="SQLite results store (created if missing); required, except with --dry-run, "
-                          "where it is only read to count the tasks already done (without it none is)")
+                     help="SQLite results store (created if missing, in a folder that exists); required, "
+                          "except with --dry-run, where it is only read to count the tasks already done "
+                          "(without it none is)")
     run.add_argument("--workers", type=int, default=None, metavar="N",
                      help="local task processes (default: usable CPU cores)")
     run.add_argument("--retry-failed", action="store_true",
@@ -87,11 +89,17 @@ def _check_run_args(args: argparse.Namespace) -> None:
     Raises
     ------
     SweepError
-        No ``--db`` for a real run, ``--workers`` with Dask, ``--show-tasks``
+        No ``--db`` for a real run, or one in a folder that does not exist, ``--workers`` with Dask, ``--show-tasks``
         without ``--dry-run`` (it would be ignored) or below 0.
     """
     if args.db is None and not args.dry_run:
         raise SweepError("--db: a results store is required to run a sweep (only --dry-run works without one)")
+    if args.db is not None and not args.dry_run:
+        # As every output option: the store file is created, its folder is not (a typo in
+        # the folder would otherwise leave the results somewhere no one looks).
+        folder = Path(args.db).parent
+        if not (folder if str(folder) else Path(".")).is_dir():
+            raise SweepError(f"--db {args.db}: directory {folder} does not exist")
     if (args.dask_scheduler is not None or args.dask_local is not None) and args.workers is not None:
         raise SweepError("--workers: applies to local runs; with Dask the cluster decides")
     if args.show_tasks is not None:

@@ -4,12 +4,15 @@ Usage::
 
     deplbench measure run -o LOGS.csv.gz [--tiny] [--threads N]   # needs the extra `measure`
     deplbench measure analyse [LOGS.csv.gz] [--json] [--report DIR]
+    deplbench measure refit [LOGS.csv.gz] -o FIT.json [--eq8-output EQ8.json]
     deplbench measure replay [--seeds N] [--loss-max L] [-o REPLAY.json]   # needs the extra `measure`
 
 ``run`` trains the network (:mod:`deplbench.measure.experiment`) and writes
 the long CSV ``deplbench fit`` reads plus a provenance JSON; ``analyse``
 reproduces the paper's Fig. 4 and the independence test on logs (default:
-the shipped measurement, no training library needed); ``replay`` plans on
+the shipped measurement, no training library needed); ``refit`` writes the
+two fitted instances to the files named (never to the shipped data unless
+named); ``replay`` plans on
 the measured instance and trains each plan on held-out seeds.
 """
 
@@ -47,11 +50,16 @@ def register(subparsers) -> None:
     a.add_argument("--report", type=output_path, metavar="DIR", help="write the Fig. 4 PNGs and analysis.json here")
     a.add_argument("--bootstrap", type=int, default=1000, help="bootstrap replicates of the ACF interval")
     a.set_defaults(func=run_analyse)
-    f = sub.add_parser("refit", help="refit the shipped measured instance (deplbench fit on the shipped logs)")
+    f = sub.add_parser("refit", help="refit the measured instance (deplbench fit on the measured logs)",
+                       description="Fit the measured instance to the logs: deplbench fit's own (-o) and "
+                                   "eq. (8) as the paper states it (--eq8-output). Both files are new "
+                                   "files of yours; to refresh the shipped fit, name its files explicitly "
+                                   "(make measure does).")
     f.add_argument("logs", nargs="?", default=None, help="logs (default: the shipped measurement)")
-    f.add_argument("-o", "--output", type=output_path, default=None,
-                   help="instance file (default: the shipped digits-mlp-fit.json); "
-                   "eq. (8) as stated goes beside it as <name>-eq8.json")
+    f.add_argument("-o", "--output", type=output_path, required=True, metavar="FIT.json",
+                   help="the fitted instance (deplbench fit's laws)")
+    f.add_argument("--eq8-output", type=output_path, default=None, metavar="EQ8.json",
+                   help="the instance with eq. (8)'s laws as stated (default: beside -o as <name>-eq8.json)")
     f.set_defaults(func=run_refit)
     q = sub.add_parser("replay", help="plan on the measured instance, train the plans on held-out seeds")
     q.add_argument("--seeds", type=int, default=1000, help="held-out runs per plan (default 1000)")
@@ -169,21 +177,22 @@ def run_analyse(args: argparse.Namespace) -> int:
 
 def run_refit(args: argparse.Namespace) -> int:
     """Handler of ``deplbench measure refit``."""
+    from deplbench.files import refuse_overwrite
     from deplbench.measure import analysis
 
-    eq8_out = None
-    if args.output:
-        out = Path(args.output)
-        if not (out.parent if str(out.parent) else Path(".")).is_dir():
-            raise MeasureError(f"--output {out}: directory {out.parent} does not exist")
-        eq8_out = out.with_name(out.name.removesuffix(".json") + "-eq8.json")
-        from deplbench.files import refuse_overwrite
-
-        for written in (out, eq8_out):     # the fitted instances must not replace the logs they come from
-            refuse_overwrite(written, [args.logs or analysis.default_logs_path()], "--output", MeasureError)
-    instance, eq8, fit = analysis.refit(args.logs, args.output, eq8_out)
+    out = Path(args.output)
+    eq8_out = Path(args.eq8_output) if args.eq8_output else analysis.eq8_path_beside(out)
+    option = "--output" if args.eq8_output is None else "--eq8-output"
+    for flag, written in (("--output", out), (option, eq8_out)):
+        if not (written.parent if str(written.parent) else Path(".")).is_dir():
+            raise MeasureError(f"{flag} {written}: directory {written.parent} does not exist")
+        # the fitted instances must not replace the logs they come from
+        refuse_overwrite(written, [args.logs or analysis.default_logs_path()], flag, MeasureError)
+    if out.resolve() == eq8_out.resolve():
+        raise MeasureError(f"--eq8-output {eq8_out}: is the --output file; the two fits need two files")
+    instance, eq8, fit = analysis.refit(args.logs, out, eq8_out)
     print(f"fitted {len(fit.models)} models, {len(fit.switches)} switch pairs from {fit.n_runs} runs; wrote "
-          f"{args.output or 'the shipped fit'}")
+          f"{out} (deplbench fit's laws) and {eq8_out} (eq. (8) as stated)")
     return 0
 
 

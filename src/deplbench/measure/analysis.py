@@ -28,6 +28,7 @@ from __future__ import annotations
 import math
 import os
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 from scipy import stats
@@ -231,8 +232,9 @@ def final_variance(logs: Logs, fit: FitResult) -> list[dict]:
     prediction with independent multipliers, Σ_k (A/√(k+B))² · Var(X).
 
     Var(X) is the sample variance of the version's multipliers; the ratio's
-    interval is the F-test's exact 95 % interval for a variance ratio under
-    normality (level and method stated with it).
+    interval is the chi-square interval of the observed variance under
+    normality of the final loss, the prediction held fixed (level and method
+    stated with it).
     """
     f = logs.frame
     out = []
@@ -311,7 +313,9 @@ def analyse(logs_path: str | os.PathLike | None = None, *, bootstrap: int = 1000
 
 
 def format_summary(s: dict) -> str:
-    """A short text summary of :meth:`Analysis.summary`."""
+    """A short text summary of :meth:`Analysis.summary`; every interval with its level and method."""
+    from deplbench.jsonio import interval_text
+
     c = s["fig4_centre"]
     lines = [f"logs {s['logs']} ({s['runs']} runs, {s['rows']} rows, sha256 {s['logs_sha256'][:12]}...)",
              f"Fig. 4 centre: inverse-gamma accepted (KS p >= {c['alpha']}) in {c['invgamma_accepted']} of "
@@ -330,7 +334,8 @@ def format_summary(s: dict) -> str:
                      f"({100 * r['level']:.0f}% {r['method']}, {r['pairs']} pairs)")
     for v in s["variance"]:
         lines.append(f"final-loss variance {v['model']}: observed/predicted = {v['ratio']:.3g} "
-                     f"[{v['ci'][0]:.3g}, {v['ci'][1]:.3g}]")
+                     f"{interval_text(v['ci'][0], v['ci'][1], 3)} ({100 * v['level']:g}% {v['method']}; "
+                     f"{v['runs']} runs)")
     return "\n".join(lines)
 
 
@@ -338,16 +343,31 @@ __all__ = ["Analysis", "analyse", "fit_family", "compare_families", "grid_pvalue
            "final_variance", "format_summary", "default_logs_path", "ALTERNATIVES", "ALPHA"]
 
 
-def refit(logs_path: str | os.PathLike | None = None, output: str | os.PathLike | None = None,
-          eq8_output: str | os.PathLike | None = None):
-    """``deplbench fit`` on the measured logs with the measured base; writes the shipped fits.
+def eq8_path_beside(output: str | os.PathLike) -> Path:
+    """Where :func:`refit` writes the eq. (8) instance by default: ``<name>-eq8.json`` beside ``output``."""
+    out = Path(output)
+    return out.with_name(out.name.removesuffix(".json") + "-eq8.json")
 
-    Two instances are written: ``deplbench fit``'s own (``digits-mlp-fit.json``:
-    the empirical sample wherever KS rejects) and the paper's law
-    (``digits-mlp-eq8.json``): X_m ~ inverse-gamma moment-matched to the
-    measured multipliers' mean and variance (as the paper's Table I reports
-    X) and l_sw ~ the maximum-likelihood Student's t, whether or not KS
-    accepts them. Plans "proven under eq. (8)" are proven on the latter.
+
+def refit(logs_path: str | os.PathLike | None, output: str | os.PathLike,
+          eq8_output: str | os.PathLike | None = None):
+    """``deplbench fit`` on the measured logs with the measured base; writes the two fits.
+
+    Two instances are written: ``deplbench fit``'s own to ``output`` (the
+    empirical sample wherever KS rejects; shipped as ``digits-mlp-fit.json``)
+    and the paper's law to ``eq8_output`` (default :func:`eq8_path_beside`;
+    shipped as ``digits-mlp-eq8.json``): X_m ~ inverse-gamma moment-matched
+    to the measured multipliers' mean and variance (as the paper's Table I
+    reports X) and l_sw ~ the maximum-likelihood Student's t, whether or not
+    KS accepts them. Plans "proven under eq. (8)" are proven on the latter.
+    Nothing is written to the shipped files unless they are named.
+
+    Parameters
+    ----------
+    logs_path : path or None
+        Logs in ``deplbench fit``'s long format; None: the shipped measurement.
+    output, eq8_output : path
+        The two instance files written.
 
     Returns
     -------
@@ -355,7 +375,7 @@ def refit(logs_path: str | os.PathLike | None = None, output: str | os.PathLike 
     """
     from deplbench.instances.fit import fit_instance, write_instance_atomic
     from deplbench.instances.generators.common import inverse_gamma, student_t
-    from deplbench.instances.generators.measured import EQ8_FILE, FIT_FILE, MEASURED_LOSS_MAX, measured_base
+    from deplbench.instances.generators.measured import MEASURED_LOSS_MAX, measured_base
     from deplbench.instances.model import parse_instance
 
     instance, fit = fit_instance(logs_path or default_logs_path(), base=measured_base(),
@@ -375,7 +395,7 @@ def refit(logs_path: str | os.PathLike | None = None, output: str | os.PathLike 
         "measured multipliers, l_sw ~ maximum-likelihood Student's t, whatever the KS tests say "
         "(docs/measured.md)"] + list(data["provenance"]["assumptions"])
     eq8 = parse_instance(data)
-    for inst, path in ((instance, output or FIT_FILE), (eq8, eq8_output or EQ8_FILE)):
+    for inst, path in ((instance, output), (eq8, eq8_output or eq8_path_beside(output))):
         write_instance_atomic(inst, path)
         os.chmod(path, 0o644)
     return instance, eq8, fit
