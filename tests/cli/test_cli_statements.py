@@ -208,3 +208,44 @@ def test_a_level_near_1_is_printed_as_given_never_as_1():
           "violation_lb": 1e-19, "violation_ub": 0.04, "violations": []}
     said = dict(evaluation_statements(ev))
     assert said["certified"].startswith("not certified at level 0.9999999999999999 (one-sided"), said["certified"]
+
+
+def test_a_broken_constraint_is_certain_and_the_certificate_is_about_the_chance_constraint(tmp_path, deplbench_cli):
+    """A plan with an allocation −5 breaks (4)-(6): that is certain (no level), named in the verdict;
+    the Clopper-Pearson certificate beside it speaks of the chance constraint (3) alone, and here
+    says it holds (the old line read "certified infeasible at level 0.95 (… in [x, y] against
+    1 − ω …)" with an interval that says the opposite)."""
+    from deplbench.instances.model import parse_instance
+    from tests.formulations.test_evaluate import random_instance
+
+    data = random_instance(0.9)
+    data["loss_max"] = 9.6                       # P(ℓ(1) > ℓmax) ≈ 0.003 ≪ 1 − ω = 0.1
+    ipath, ppath = tmp_path / "inst.json", tmp_path / "bad.json"
+    parse_instance(data).save(ipath)
+    write_json(ppath, plan([("m", "A", -5.0)], {"A": ["d0"]}).to_dict())
+    for extra in ((), ("--exact",)):
+        status, out, err = deplbench_cli("evaluate", ipath, ppath, "--samples", 1000, "--seed", 0, *extra)
+        assert status == 0, err
+        text = " ".join(out.split())
+        assert "verdict infeasible: constraints (4)-(6) broken (epochs[0].allocation: must be > 0 (got -5.0);" in text
+        assert "certain (checked exactly, no sampling, no level)" in text
+        assert "certified infeasible" not in text and "(4)-(6) broken)" not in text.split("verdict")[0]
+        assert ("certified chance constraint (3) alone: certified feasible at level 0.95 (one-sided "
+                "Clopper-Pearson") in text
+        assert "feasible no" in text
+    status, out, _ = deplbench_cli("evaluate", ipath, ppath, "--samples", 1000, "--seed", 0, "--json")
+    d = json.loads(out)
+    # the plan's verdicts say infeasible (certain: basis "constraints"); the certificate on (3) is its own
+    assert (d["verdict"], d["certified_verdict"], d["verdict_basis"]) == (
+        "infeasible", "certified infeasible", "constraints")
+    assert d["mc_certified_verdict"] == "certified feasible" and d["violation_ub"] <= 0.1
+    assert d["feasible"] is False and d["constraints_ok"] is False
+
+
+def test_a_long_list_of_broken_constraints_is_cut_with_its_count():
+    from deplbench.cli.statements import BROKEN_SHOWN, broken_text
+
+    broken = [f"epochs[{k}].allocation: must be > 0 (got -1.0)" for k in range(BROKEN_SHOWN + 2)]
+    text = broken_text(broken)
+    assert text.count("must be > 0") == BROKEN_SHOWN and text.endswith("; and 2 more")
+    assert broken_text(broken[:1]) == broken[0]
