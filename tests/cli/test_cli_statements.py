@@ -249,3 +249,48 @@ def test_a_long_list_of_broken_constraints_is_cut_with_its_count():
     text = broken_text(broken)
     assert text.count("must be > 0") == BROKEN_SHOWN and text.endswith("; and 2 more")
     assert broken_text(broken[:1]) == broken[0]
+
+
+def test_simulate_labels_adaptive_opt_cost_as_a_bound_on_its_policy_not_a_static_plan():
+    """adaptive-opt returns a policy, no plan: its cost is the upper confidence bound on the
+    policy's mean cost, never "static plan cost"; a static solver's plan keeps its line."""
+    from deplbench.cli.simulate import _bound_line, policy_cost_bound
+    from deplbench.formulations.model.result import SolveResult
+
+    res = SolveResult(algorithm="adaptive-opt", status="feasible", cost=430.056, lower_bound=400.0,
+                      diagnostics={"confidence": 0.95, "cost_mean": 428.1, "certification": {"level_each": 0.975}})
+    b = policy_cost_bound(res, "adaptive")
+    assert b is not None
+    assert (b["upper_bound"], b["level"], b["joint_level"], b["sample_mean"]) == (430.056, 0.975, 0.95, 428.1)
+    line = _bound_line(b)
+    assert line.startswith("policy cost    ≤ 430.056: upper confidence bound on its policy's mean cost at level "
+                           "0.975 (0.95 jointly with its P(success)); sample mean 428.1; no static plan")
+    assert "static plan    cost" not in line
+    # without the certification's own level: 1 − (1 − joint)/2 each (the union bound it was built with)
+    res.diagnostics = {"confidence": 0.9}
+    assert policy_cost_bound(res, "adaptive")["level"] == pytest.approx(0.95)
+    # a result with a plan, or from a solver that is no adaptive reference, has no policy bound
+    assert policy_cost_bound(res, "") is None
+    assert policy_cost_bound(SolveResult(algorithm="adaptive-opt", status="no_solution"), "adaptive") is None
+
+
+@pytest.mark.slow
+def test_simulate_adaptive_opt_text_and_json(tmp_path, deplbench_cli):
+    from deplbench.instances.generators import generate
+
+    path = tmp_path / "vgg.json"
+    generate("realistic", family="pact-vgg11", horizon=20, loss_max=0.8, time_max=300.0).save(path)
+    args = ("simulate", path, "--algo", "adaptive-opt", "--runs", 100, "--eval-samples", 500, "--quiet",
+            "--param", "runs=2000", "--param", "tune_runs=500", "--param", "buckets=100")
+    status, out, err = deplbench_cli(*args)
+    assert status == 0, err
+    assert "static plan    cost" not in out and "policy cost    ≤ " in out
+    assert "plan           (none: no static plan)" in out
+    status, out, err = deplbench_cli(*args, "--json")
+    assert status == 0, err
+    d = json.loads(out)
+    assert d["static"] is None and d["status"] == "feasible"
+    pc = d["policy_cost"]
+    assert pc["joint_level"] == 0.95 and pc["level"] == pytest.approx(0.975)
+    # an upper confidence bound on the mean: above the sample mean it rests on
+    assert pc["upper_bound"] >= pc["sample_mean"] > 0
