@@ -42,7 +42,8 @@ def policy_cost_bound(result, reference: str) -> dict | None:
     if reference != "adaptive" or result.plan is not None or result.cost is None:
         return None
     diag = result.diagnostics or {}
-    cert = diag.get("certification") if isinstance(diag.get("certification"), dict) else {}
+    found = diag.get("certification")
+    cert: dict = found if isinstance(found, dict) else {}
     joint = diag.get("confidence")
     each = cert.get("level_each", 1.0 - (1.0 - joint) / 2.0 if isinstance(joint, (int, float)) else None)
     return {"upper_bound": result.cost, "level": each, "joint_level": joint,
