@@ -605,3 +605,45 @@ def test_below_ub_is_not_flagged_against_the_adaptive_optimum():
     assert "below UB" not in _vs_reference(ADAPTIVE, ub, lb, 1, 1, 1, 0)
     assert "below UB" in _vs_reference(CERTIFIED, ub, lb, 1, 1, 1, 0)
     assert "below LB" in _vs_reference(ADAPTIVE, np.array([0.9]), np.array([0.95]), 1, 1, 1, 1)
+
+
+def _adaptive_set_frame(n: int, confidence=0.95) -> pd.DataFrame:
+    """``n`` PACT-set instances, each with an exact static optimum 500, an adaptive bracket
+    [380, 400] at ``confidence`` and a OneSwitch plan at 550."""
+    pact = dict(instance_set="pact-vgg11", loss_max=0.3)
+    rows = []
+    for i in range(n):
+        key = f"p{i}"
+        rows += [_plan("milp-exact", key, 500.0, reference="exact-static", status="optimal",
+                       lower_bound=500.0, exact=True, **pact),
+                 _plan("adaptive-opt", key, 400.0, reference="adaptive", status="feasible",
+                       lower_bound=380.0, diagnostics={"confidence": confidence}, **pact),
+                 _plan("one-switch", key, 550.0, status="feasible", quantile_oos=0.2, **pact)]
+    return pd.DataFrame(rows, columns=list(STORE_COLUMNS))
+
+
+@pytest.mark.parametrize("n, level", [(3, 0.85), (10, 0.5), (25, 0.0)])
+def test_the_ratio_to_the_adaptive_optimum_states_its_joint_level(n, level):
+    """The median of cost / adaptive UB is a lower end of the median ratio when every bracket
+    holds: 1 − Σ (1 − 0.95) jointly (union bound), not each bracket's 95 %."""
+    from deplbench.reports.headline import headline
+    from deplbench.reports.reference import plan_ratios, references
+
+    df = prepare(_adaptive_set_frame(n)).df
+    head = headline_table(plan_ratios(df), series_info(df), references(df)).set_index("algorithm")
+    assert head.loc["one-switch", "ratio_adaptive_median"] == pytest.approx(550 / 400)
+    assert head.loc["one-switch", "ratio_adaptive_level"] == pytest.approx(level)
+    assert head.loc["milp-exact", "ratio_adaptive_level"] == pytest.approx(level)
+    caption = next(t.caption for t in headline(df, None, series_info(df)).elements
+                   if getattr(t, "name", "") == "headline")
+    assert "at the bracket's confidence" not in caption and "ratio_adaptive_level" in caption
+    assert f"Here: ≥ {100 * level:.1f} %." in caption
+
+
+def test_an_adaptive_level_without_a_stated_confidence_is_not_computable():
+    from deplbench.reports.reference import plan_ratios, references
+
+    df = prepare(_adaptive_set_frame(2, confidence=None)).df
+    head = headline_table(plan_ratios(df), series_info(df), references(df)).set_index("algorithm")
+    assert head.loc["one-switch", "ratio_adaptive_median"] == pytest.approx(550 / 400)
+    assert np.isnan(head.loc["one-switch", "ratio_adaptive_level"])
