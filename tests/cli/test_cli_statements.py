@@ -240,6 +240,16 @@ def test_a_broken_constraint_is_certain_and_the_certificate_is_about_the_chance_
         "infeasible", "certified infeasible", "constraints")
     assert d["mc_certified_verdict"] == "certified feasible" and d["violation_ub"] <= 0.1
     assert d["feasible"] is False and d["constraints_ok"] is False
+    # solve's summary prints the exact bounds too: as bounds on (3) alone, not as the plan's verdict
+    from deplbench.cli.statements import evaluation_statements
+
+    ev = evaluate_plan(parse_instance(data), plan([("m", "A", -5.0)], {"A": ["d0"]}), samples=1000,
+                       trajectory=False, exact=True)
+    said = dict(evaluation_statements(ev))
+    assert ev.exact_verdict == "proven infeasible" and ev.violation_hi <= 0.1
+    assert said["exact"].startswith("chance constraint (3) alone: P(ℓ(K) > ℓmax) in [")
+    assert said["exact"].endswith("(a proof, no sampling)")
+    assert said["verdict"].startswith("infeasible: constraints (4)-(6) broken (epochs[0].allocation")
 
 
 def test_a_long_list_of_broken_constraints_is_cut_with_its_count():
