@@ -27,10 +27,8 @@ Sec. 4). Each such statement is one-sided at level ``confidence``: it is
 wrong with probability at most 1 − ``confidence`` for that one plan, so over
 many plans up to about a share 1 − ``confidence`` of the certificates may be
 wrong (a plan whose violation probability is just below 1 − ω is now and
-then "certified infeasible" by chance). It is about the chance constraint
-(3) alone: a plan breaking (4)–(6) is infeasible with certainty, at no
-level, and says so in ``verdict`` and ``certified_verdict`` (basis
-``"constraints"``), never in ``mc_certified_verdict``.
+then "certified infeasible" by chance). It is about (3) alone: a broken
+(4)–(6) is certain, at no level (``verdict_basis`` ``"constraints"``).
 
 With ``exact=True`` the rigorous bounds of
 :mod:`~deplbench.formulations.evaluation.exact_violation` (no sampling) are
@@ -202,9 +200,8 @@ class Evaluation:
     exact_target_width: float | None = None
     #: The Clopper–Pearson verdict at ``confidence`` on the chance constraint (3)
     #: alone: "certified feasible" (upper bound ≤ 1 − ω), "certified infeasible"
-    #: (lower bound > 1 − ω) or "not certified". Broken constraints (4)–(6) are
-    #: certain, not a statement at a level: ``verdict`` and ``certified_verdict``
-    #: carry them (``verdict_basis`` "constraints").
+    #: (lower bound > 1 − ω) or "not certified". A broken (4)–(6) is certain, no
+    #: statement at a level: ``verdict`` and ``certified_verdict`` carry it.
     mc_certified_verdict: str | None = None
     mc_verdict: str | None = None
     ci_method: str = CI_METHOD
