@@ -234,7 +234,7 @@ GLANCE_LEGEND = (
     "Reading the cards: cost / reference = median over instances of cost ÷ the instance's "
     "proven reference (a–b: cost/UB–cost/LB of a certified bracket; (adaptive): a policy's mean "
     "cost ÷ the adaptive optimum); on n/N: a reference exists on n of the N instances it ran on, "
-    "(k no plan): k runs without a plan, counted in every /N; "
+    "(k no plan): k runs without a plan, which the verdict and proven counts include; "
     "⚑ k below opt. or LB: k plans cheaper than a proven optimum or bound (they cannot be "
     "feasible); ⚑ k below UB: k plans cheaper than the best certified plan (their own verdict "
     "decides; not flagged against the adaptive optimum); proven = exact bounds, "
