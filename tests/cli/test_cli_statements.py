@@ -208,3 +208,99 @@ def test_a_level_near_1_is_printed_as_given_never_as_1():
           "violation_lb": 1e-19, "violation_ub": 0.04, "violations": []}
     said = dict(evaluation_statements(ev))
     assert said["certified"].startswith("not certified at level 0.9999999999999999 (one-sided"), said["certified"]
+
+
+def test_a_broken_constraint_is_certain_and_the_certificate_is_about_the_chance_constraint(tmp_path, deplbench_cli):
+    """A plan with an allocation −5 breaks (4)-(6): that is certain (no level), named in the verdict;
+    the Clopper-Pearson certificate beside it speaks of the chance constraint (3) alone, and here
+    says it holds (the old line read "certified infeasible at level 0.95 (… in [x, y] against
+    1 − ω …)" with an interval that says the opposite)."""
+    from deplbench.instances.model import parse_instance
+    from tests.formulations.test_evaluate import random_instance
+
+    data = random_instance(0.9)
+    data["loss_max"] = 9.6                       # P(ℓ(1) > ℓmax) ≈ 0.003 ≪ 1 − ω = 0.1
+    ipath, ppath = tmp_path / "inst.json", tmp_path / "bad.json"
+    parse_instance(data).save(ipath)
+    write_json(ppath, plan([("m", "A", -5.0)], {"A": ["d0"]}).to_dict())
+    for extra in ((), ("--exact",)):
+        status, out, err = deplbench_cli("evaluate", ipath, ppath, "--samples", 1000, "--seed", 0, *extra)
+        assert status == 0, err
+        text = " ".join(out.split())
+        assert "verdict infeasible: constraints (4)-(6) broken (epochs[0].allocation: must be > 0 (got -5.0);" in text
+        assert "certain (checked exactly, no sampling, no level)" in text
+        assert "certified infeasible" not in text and "(4)-(6) broken)" not in text.split("verdict")[0]
+        assert ("certified chance constraint (3) alone: certified feasible at level 0.95 (one-sided "
+                "Clopper-Pearson") in text
+        assert "feasible no" in text
+    status, out, _ = deplbench_cli("evaluate", ipath, ppath, "--samples", 1000, "--seed", 0, "--json")
+    d = json.loads(out)
+    # the plan's verdicts say infeasible (certain: basis "constraints"); the certificate on (3) is its own
+    assert (d["verdict"], d["certified_verdict"], d["verdict_basis"]) == (
+        "infeasible", "certified infeasible", "constraints")
+    assert d["mc_certified_verdict"] == "certified feasible" and d["violation_ub"] <= 0.1
+    assert d["feasible"] is False and d["constraints_ok"] is False
+    # solve's summary prints the exact bounds too: as bounds on (3) alone, not as the plan's verdict
+    from deplbench.cli.statements import evaluation_statements
+
+    ev = evaluate_plan(parse_instance(data), plan([("m", "A", -5.0)], {"A": ["d0"]}), samples=1000,
+                       trajectory=False, exact=True)
+    said = dict(evaluation_statements(ev))
+    assert ev.exact_verdict == "proven infeasible" and ev.violation_hi <= 0.1
+    assert said["exact"].startswith("chance constraint (3) alone: P(ℓ(K) > ℓmax) in [")
+    assert said["exact"].endswith("(a proof, no sampling)")
+    assert said["verdict"].startswith("infeasible: constraints (4)-(6) broken (epochs[0].allocation")
+
+
+def test_a_long_list_of_broken_constraints_is_cut_with_its_count():
+    from deplbench.cli.statements import BROKEN_SHOWN, broken_text
+
+    broken = [f"epochs[{k}].allocation: must be > 0 (got -1.0)" for k in range(BROKEN_SHOWN + 2)]
+    text = broken_text(broken)
+    assert text.count("must be > 0") == BROKEN_SHOWN and text.endswith("; and 2 more")
+    assert broken_text(broken[:1]) == broken[0]
+
+
+def test_simulate_labels_adaptive_opt_cost_as_a_bound_on_its_policy_not_a_static_plan():
+    """adaptive-opt returns a policy, no plan: its cost is the upper confidence bound on the
+    policy's mean cost, never "static plan cost"; a static solver's plan keeps its line."""
+    from deplbench.cli.simulate import _bound_line, policy_cost_bound
+    from deplbench.formulations.model.result import SolveResult
+
+    res = SolveResult(algorithm="adaptive-opt", status="feasible", cost=430.056, lower_bound=400.0,
+                      diagnostics={"confidence": 0.95, "cost_mean": 428.1, "certification": {"level_each": 0.975}})
+    b = policy_cost_bound(res, "adaptive")
+    assert b is not None
+    assert (b["upper_bound"], b["level"], b["joint_level"], b["sample_mean"]) == (430.056, 0.975, 0.95, 428.1)
+    line = _bound_line(b)
+    assert line.startswith("policy cost    ≤ 430.056: upper confidence bound on its policy's mean cost at level "
+                           "0.975 (0.95 jointly with its P(success)); sample mean 428.1; no static plan")
+    assert "static plan    cost" not in line
+    # without the certification's own level: 1 − (1 − joint)/2 each (the union bound it was built with)
+    res.diagnostics = {"confidence": 0.9}
+    assert policy_cost_bound(res, "adaptive")["level"] == pytest.approx(0.95)
+    # a result with a plan, or from a solver that is no adaptive reference, has no policy bound
+    assert policy_cost_bound(res, "") is None
+    assert policy_cost_bound(SolveResult(algorithm="adaptive-opt", status="no_solution"), "adaptive") is None
+
+
+@pytest.mark.slow
+def test_simulate_adaptive_opt_text_and_json(tmp_path, deplbench_cli):
+    from deplbench.instances.generators import generate
+
+    path = tmp_path / "vgg.json"
+    generate("realistic", family="pact-vgg11", horizon=20, loss_max=0.8, time_max=300.0).save(path)
+    args = ("simulate", path, "--algo", "adaptive-opt", "--runs", 100, "--eval-samples", 500, "--quiet",
+            "--param", "runs=2000", "--param", "tune_runs=500", "--param", "buckets=100")
+    status, out, err = deplbench_cli(*args)
+    assert status == 0, err
+    assert "static plan    cost" not in out and "policy cost    ≤ " in out
+    assert "plan           (none: no static plan)" in out
+    status, out, err = deplbench_cli(*args, "--json")
+    assert status == 0, err
+    d = json.loads(out)
+    assert d["static"] is None and d["status"] == "feasible"
+    pc = d["policy_cost"]
+    assert pc["joint_level"] == 0.95 and pc["level"] == pytest.approx(0.975)
+    # an upper confidence bound on the mean: above the sample mean it rests on
+    assert pc["upper_bound"] >= pc["sample_mean"] > 0

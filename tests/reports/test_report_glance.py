@@ -605,3 +605,132 @@ def test_below_ub_is_not_flagged_against_the_adaptive_optimum():
     assert "below UB" not in _vs_reference(ADAPTIVE, ub, lb, 1, 1, 1, 0)
     assert "below UB" in _vs_reference(CERTIFIED, ub, lb, 1, 1, 1, 0)
     assert "below LB" in _vs_reference(ADAPTIVE, np.array([0.9]), np.array([0.95]), 1, 1, 1, 1)
+
+
+def _adaptive_set_frame(n: int, confidence=0.95) -> pd.DataFrame:
+    """``n`` PACT-set instances, each with an exact static optimum 500, an adaptive bracket
+    [380, 400] at ``confidence`` and a OneSwitch plan at 550."""
+    pact = dict(instance_set="pact-vgg11", loss_max=0.3)
+    rows = []
+    for i in range(n):
+        key = f"p{i}"
+        rows += [_plan("milp-exact", key, 500.0, reference="exact-static", status="optimal",
+                       lower_bound=500.0, exact=True, **pact),
+                 _plan("adaptive-opt", key, 400.0, reference="adaptive", status="feasible",
+                       lower_bound=380.0, diagnostics={"confidence": confidence}, **pact),
+                 _plan("one-switch", key, 550.0, status="feasible", quantile_oos=0.2, **pact)]
+    return pd.DataFrame(rows, columns=list(STORE_COLUMNS))
+
+
+@pytest.mark.parametrize("n, level", [(3, 0.85), (10, 0.5), (25, 0.0)])
+def test_the_ratio_to_the_adaptive_optimum_states_its_joint_level(n, level):
+    """The median of cost / adaptive UB is a lower end of the median ratio when every bracket
+    holds: 1 − Σ (1 − 0.95) jointly (union bound), not each bracket's 95 %."""
+    from deplbench.reports.headline import headline
+    from deplbench.reports.reference import plan_ratios, references
+
+    df = prepare(_adaptive_set_frame(n)).df
+    head = headline_table(plan_ratios(df), series_info(df), references(df)).set_index("algorithm")
+    assert head.loc["one-switch", "ratio_adaptive_median"] == pytest.approx(550 / 400)
+    assert head.loc["one-switch", "ratio_adaptive_level"] == pytest.approx(level)
+    assert head.loc["milp-exact", "ratio_adaptive_level"] == pytest.approx(level)
+    caption = next(t.caption for t in headline(df, None, series_info(df)).elements
+                   if getattr(t, "name", "") == "headline")
+    assert "at the bracket's confidence" not in caption and "ratio_adaptive_level" in caption
+    assert f"Here: ≥ {100 * level:.1f} %." in caption
+
+
+def test_an_adaptive_level_without_a_stated_confidence_is_not_computable():
+    from deplbench.reports.reference import plan_ratios, references
+
+    df = prepare(_adaptive_set_frame(2, confidence=None)).df
+    head = headline_table(plan_ratios(df), series_info(df), references(df)).set_index("algorithm")
+    assert head.loc["one-switch", "ratio_adaptive_median"] == pytest.approx(550 / 400)
+    assert np.isnan(head.loc["one-switch", "ratio_adaptive_level"])
+
+
+# --------------------------------------------------------------------------
+# runs without a plan
+
+
+def _runs_frame() -> pd.DataFrame:
+    """Three PACT-set instances with an exact optimum 500; StaticLearn returns a plan on two and
+    no plan on the third (and is skipped, not run, on a fourth); a series that never found a plan."""
+    pact = dict(instance_set="pact-vgg11", loss_max=0.3)
+    proven = {"exact_verdict": "proven feasible"}
+    rows = []
+    for i in range(3):
+        key = f"r{i}"
+        rows.append(_plan("milp-exact", key, 500.0, reference="exact-static", status="optimal",
+                          lower_bound=500.0, exact=True, evaluation=proven, **pact))
+        rows.append(_plan("static-learn", key, 550.0, status="feasible", quantile_oos=0.2,
+                          evaluation=proven, **pact) if i < 2 else
+                    _plan("static-learn", key, None, status="no_solution", **pact))
+    rows.append(_plan("static-learn", "r3", None, status="skipped", **pact))
+    rows.append(_plan("one-switch", "r0", None, status="no_solution", **pact))
+    return pd.DataFrame(rows, columns=list(STORE_COLUMNS))
+
+
+def test_a_run_without_a_plan_stays_in_every_count():
+    """"feasible 2/2 … on 2/2" hid StaticLearn's third run, which returned no plan: N counts
+    every run of the series and the card says how many had none."""
+    from deplbench.reports.html import _glance_class
+    from deplbench.reports.reference import plan_ratios, references, series_runs
+
+    df = prepare(_runs_frame()).df
+    runs = series_runs(df)
+    assert len(runs[runs["algorithm"] == "static-learn"]) == 3          # the skipped one is not a run
+    head = headline_table(plan_ratios(df), series_info(df), references(df), runs).set_index("algorithm")
+    sl = head.loc["static-learn"]
+    assert (sl["plans"], sl["runs"], sl["no_plan"], sl["instances"], sl["with_reference"]) == (2, 3, 1, 3, 2)
+    assert sl["vs_reference"] == "1.100 [n < 6] on 2/3 (1 no plan)"
+    assert sl["verdict"] == "feasible 2/3" and sl["feasible"].startswith("2 proven/3")
+    assert _glance_class("verdict", sl["verdict"]) == "v-unmeasured"    # not green: a run found nothing
+    ex = head.loc["milp-exact"]
+    assert ex["verdict"] == "feasible 3/3" and _glance_class("verdict", ex["verdict"]) == "v-holds"
+    assert ex["vs_reference"] == "1.000 [n < 6] on 3/3"
+    # a series with runs and no plan at all still has its row
+    one = head.loc["one-switch"]
+    assert (one["plans"], one["runs"], one["no_plan"]) == (0, 1, 1)
+    assert one["verdict"] == "no plan 1/1" and one["vs_reference"] == "no reference on 0/1 (1 no plan)"
+    # without the runs, the plans are taken as all of them (the old count)
+    old = headline_table(plan_ratios(df), series_info(df)).set_index("algorithm")
+    assert old.loc["static-learn", "verdict"] == "feasible 2/2" and "one-switch" not in old.index
+
+
+@pytest.mark.slow
+def test_readme_and_usage_glance_tables_are_the_demo_store_report():
+    """README's and docs/usage.md's glance table: each cell is the demo report's card cell
+    (tests/demo_store.py), with "on N/N" left out only where nothing is missing."""
+    import tempfile
+    from pathlib import Path
+
+    from deplbench.reports.data import load_store
+    from deplbench.reports.reference import plan_ratios, references, series_runs
+    from tests.demo_store import unpack
+
+    with tempfile.TemporaryDirectory() as tmp:
+        df = prepare(load_store(unpack(Path(tmp)))).df
+    head = headline_table(plan_ratios(df), series_info(df), references(df), series_runs(df))
+    cells = {(s, a): v for s, a, v in zip(head["set"], head["algorithm"], head["vs_reference"])}
+    sets = {"AlexNet": "alexnet", "MobileNet": "mobilenet", "PACT-VGG11": "pact-vgg11"}
+    series = {"DepL": "depl", "best-exp": "best-exp", "OneSwitch": "one-switch",
+              "StaticLearn": "static-learn", "PACT (static plan)": "pact"}
+    root = Path(__file__).resolve().parents[2]
+    for doc in (root / "README.md", root / "docs" / "usage.md"):
+        lines = doc.read_text(encoding="utf-8").splitlines()
+        top = lines.index("| set | DepL | best-exp | OneSwitch | StaticLearn | PACT (static plan) |")
+        header = [c.strip() for c in lines[top].strip("|").split("|")]
+        checked = 0
+        for line in lines[top + 2:top + 5]:
+            row = [c.strip() for c in line.strip("|").split("|")]
+            for name, cell in zip(header[1:], row[1:]):
+                if cell == "—" or cell.startswith("closed loop"):
+                    continue
+                want = cells[(sets[row[0]], series[name])]
+                m = re.search(r" on (\d+)/(\d+)$", want)
+                if m and m.group(1) == m.group(2):
+                    want = want[:m.start()]
+                assert cell == want, (doc.name, row[0], name)
+                checked += 1
+        assert checked == 12, doc.name

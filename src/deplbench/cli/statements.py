@@ -67,13 +67,19 @@ def evaluation_statements(ev) -> list[tuple[str, str]]:
         out.append(("estimate", f"{mc} (Monte Carlo estimate: {where})" if where else f"{mc} (Monte Carlo)"))
         cert = d.get("mc_certified_verdict", d.get("certified_verdict"))
         if cert is not None and d.get("violation_count") is not None:
-            why = ("; constraints (4)-(6) broken" if d.get("violations") else "")
-            out.append(("certified", f"{cert} at level {number_text(level)} (one-sided Clopper-Pearson on the same "
-                                     f"draws: {d['violation_count']} of {d['samples']} exceed ℓmax, "
+            # a certificate is about the chance constraint (3) only; a broken (4)-(6) is no
+            # statement at a level, and the verdict below says it
+            about = "chance constraint (3) alone: " if d.get("violations") else ""
+            out.append(("certified", f"{about}{cert} at level {number_text(level)} (one-sided Clopper-Pearson on "
+                                     f"the same draws: {d['violation_count']} of {d['samples']} exceed ℓmax, "
                                      f"P(ℓ(K) > ℓmax) in [{d['violation_lb']:.4g}, {d['violation_ub']:.4g}] "
-                                     f"against 1 − ω = {risk:.4g}{why})"))
+                                     f"against 1 − ω = {risk:.4g})"))
     exact = d.get("exact_verdict")
-    if exact is not None and d.get("violation_lo") is not None:
+    if exact is not None and d.get("violation_lo") is not None and d.get("violations"):
+        # the exact verdict of a plan breaking (4)-(6) is that certainty; the bounds are about (3) alone
+        out.append(("exact", f"chance constraint (3) alone: P(ℓ(K) > ℓmax) in [{d['violation_lo']:.6g}, "
+                             f"{d['violation_hi']:.6g}] against 1 − ω = {risk:.4g} (a proof, no sampling)"))
+    elif exact is not None and d.get("violation_lo") is not None:
         out.append(("exact", f"{exact} (a proof, no sampling: P(ℓ(K) > ℓmax) in [{d['violation_lo']:.6g}, "
                              f"{d['violation_hi']:.6g}] against 1 − ω = {risk:.4g}"
                              + (f"; {d['exact_reason']}" if d.get("exact_reason") else "") + ")"))
@@ -83,7 +89,8 @@ def evaluation_statements(ev) -> list[tuple[str, str]]:
         out.append(("exact", f"none ({d['exact_reason']})"))
     verdict = d.get("verdict")
     if basis == BASIS_CONSTRAINTS:
-        text = f"{verdict}: the plan breaks constraints (4)-(6) (checked exactly, whatever the loss)"
+        text = (f"{verdict}: constraints (4)-(6) broken ({broken_text(d.get('violations') or [])}); certain "
+                "(checked exactly, no sampling, no level), whatever the loss")
     elif basis == BASIS_EXACT:
         text = f"{verdict}, proven by the exact bounds (no sampling"
         mc_cert = d.get("mc_certified_verdict")
@@ -102,6 +109,17 @@ def evaluation_statements(ev) -> list[tuple[str, str]]:
     return out
 
 
+#: Broken constraints named in a verdict line; the rest are counted (the full list follows it).
+BROKEN_SHOWN = 3
+
+
+def broken_text(violations: list[str]) -> str:
+    """The broken constraints (4)-(6), named: the first :data:`BROKEN_SHOWN`, then how many more."""
+    shown = "; ".join(violations[:BROKEN_SHOWN])
+    more = len(violations) - BROKEN_SHOWN
+    return shown + (f"; and {more} more" if more > 0 else "")
+
+
 def statement_lines(ev, width: int = 12) -> list[str]:
     """The statements of :func:`evaluation_statements`, one labelled paragraph
     each, wrapped at 78 columns under a ``width``-wide label."""
@@ -112,4 +130,4 @@ def statement_lines(ev, width: int = 12) -> list[str]:
     return lines
 
 
-__all__ = ["evaluation_statements", "statement_lines"]
+__all__ = ["BROKEN_SHOWN", "broken_text", "evaluation_statements", "statement_lines"]

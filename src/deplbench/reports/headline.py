@@ -40,12 +40,13 @@ from deplbench.reports.reference import (
     per_instance,
     plan_ratios,
     references,
+    series_runs,
 )
 from deplbench.reports.styles import SeriesInfo, ordered
 
-HEADLINE_COLUMNS = ("set", "algorithm", "plans", "instances", "reference", "with_reference",
+HEADLINE_COLUMNS = ("set", "algorithm", "plans", "runs", "no_plan", "instances", "reference", "with_reference",
                     "ratio_ref_median", "ratio_ref_min", "ratio_ref_max", "ratio_lb_median",
-                    "ratio_ci_low", "ratio_ci_high", "ratio_adaptive_median",
+                    "ratio_ci_low", "ratio_ci_high", "ratio_adaptive_median", "ratio_adaptive_level",
                     "below_ub", "below_lb", "proven_feasible", "certified_feasible",
                     "mc_met", "evaluated", "missed", "ratio_saa_median", "vs_reference",
                     "feasible", "verdict", "cost_over_saa_optimum", "ratio_ci_level", "ratio_ci_method")
@@ -61,16 +62,17 @@ GLANCE_HEADERS = {"algorithm": "algorithm", "vs_reference": "cost / reference",
 
 CLAIM_GLANCE_COLUMNS = ("claim", "verdict", "measured")
 
-#: Verdict classes of the algorithm rows (html.py colours them).
-ALL_FEASIBLE, SOME_MISS = "feasible", "misses ℓmax"
+#: Verdict classes of the algorithm rows (html.py colours them; "feasible k/N" is
+#: green only when k = N, every run having returned a plan).
+ALL_FEASIBLE, SOME_MISS, NO_PLAN = "feasible", "misses ℓmax", "no plan"
 
 _KIND_TEXT = {EXACT: "exact optimum", CERTIFIED: "certified bracket",
               ADAPTIVE: "adaptive optimum", "": "no proven reference"}
 
 
-def _groups(plans: pd.DataFrame) -> list[str]:
+def _groups(*frames: pd.DataFrame) -> list[str]:
     """Paper sets first (in :data:`PAPER_SETS` order), else families."""
-    present = set(plans["group"])
+    present = {g for f in frames for g in f["group"]}
     sets = [s for s in PAPER_SETS if s in present]
     return sets or sorted(present)
 
@@ -91,12 +93,18 @@ def _ci_text(ci: MedianInterval | None) -> str:
     return f" [{_fmt(ci.low)}, {high}]" + (" (level not computable)" if math.isnan(ci.level) else "")
 
 
+def _no_plan_text(no_plan: int) -> str:
+    return f" ({no_plan} no plan)" if no_plan else ""
+
+
 def _vs_reference(kind: str, ub: np.ndarray, lb: np.ndarray, n: int, inst: int,
-                  below_ub: int, below_lb: int, ci: MedianInterval | None = None) -> str:
+                  below_ub: int, below_lb: int, ci: MedianInterval | None = None, no_plan: int = 0) -> str:
     """"1.021 [1.010, 1.035]" (exact), "1.021–1.090 […]" (cost/UB–cost/LB),
-    the 95 % interval on the median over instances, flags appended."""
+    the 95 % interval on the median over instances, "on n/N" (n instances with
+    that reference of the N the series ran on) and the runs that returned no
+    plan, flags appended."""
     if not ub.size:
-        return "no reference"
+        return "no reference" + (f" on 0/{inst}" if no_plan else "") + _no_plan_text(no_plan)
     mu = float(np.median(ub))
     ml = float(np.median(lb)) if lb.size else math.nan
     same = not np.isfinite(ml) or abs(ml - mu) <= RATIO_TOL * mu
@@ -104,7 +112,7 @@ def _vs_reference(kind: str, ub: np.ndarray, lb: np.ndarray, n: int, inst: int,
     txt = (_fmt(mu) if same or _fmt(ml) == _fmt(mu) else f"{_fmt(mu)}–{_fmt(ml)}") + _ci_text(ci)
     if kind == ADAPTIVE:
         txt += " (adaptive)"
-    txt += f" on {n}/{inst}"
+    txt += f" on {n}/{inst}" + _no_plan_text(no_plan)
     # below the proven LB: that plan cannot be feasible (for an exact optimum
     # solved to optimality LB = UB = the optimum); below UB only: cheaper than
     # the best plan found, which proves nothing about its own feasibility
@@ -118,8 +126,29 @@ def _vs_reference(kind: str, ub: np.ndarray, lb: np.ndarray, n: int, inst: int,
     return txt
 
 
-def _row(name: str, alg: str, ga: pd.DataFrame, conf: dict | None = None) -> dict:
-    inst = ga["instance_key"].nunique()
+def joint_level(keys, kind: str, conf: dict | None) -> float:
+    """The level at which a statement resting on every listed instance's ``kind`` bracket holds:
+    1 − Σ (1 − confidence) over them (union bound; each bracket fails with probability at most
+    1 − its confidence), at least 0; NaN when a bracket states no confidence (unknown failure
+    probability) or there is none."""
+    keys = list(keys)
+    if not keys or not conf:
+        return math.nan
+    alphas = np.array([1.0 - conf.get((k, kind), math.nan) for k in keys], float)
+    if not np.isfinite(alphas).all():
+        return math.nan
+    return max(0.0, 1.0 - float(alphas.sum()))
+
+
+def _row(name: str, alg: str, ga: pd.DataFrame, conf: dict | None = None,
+         runs: pd.DataFrame | None = None) -> dict:
+    """One card row: ``ga`` the series' plans in the group, ``runs`` all its runs there
+    (:func:`~deplbench.reports.reference.series_runs`; None: the plans are all its runs)."""
+    # N counts every instance the series ran on, and every run: one that returned no plan
+    # stays in the denominators (else "feasible 9/9" hides a 10th run without a plan)
+    no_plan = int((~runs["has_plan"].astype(bool)).sum()) if runs is not None else 0
+    keys = set(ga["instance_key"]) | (set(runs["instance_key"]) if runs is not None else set())
+    inst = len(keys)
     kinds = ga.loc[ga["reference"] != "", "reference"]
     kind = kinds.value_counts().index[0] if len(kinds) else ""
     gk = ga[ga["reference"] == kind] if kind else ga.iloc[0:0]
@@ -143,21 +172,29 @@ def _row(name: str, alg: str, ga: pd.DataFrame, conf: dict | None = None) -> dic
     saa = per_instance(ga, "ratio_saa")
     adaptive = (per_instance(ga, "ratio_adaptive") if "ratio_adaptive" in ga
                 else np.array([], float))
+    # the median of per-instance lower ends is a lower end of the median ratio when every
+    # adaptive bracket's UB holds: jointly, by the union bound over those brackets
+    adaptive_level = (joint_level(ga.loc[ga["ratio_adaptive"].notna(), "instance_key"].unique(), ADAPTIVE, conf)
+                      if adaptive.size else math.nan)
     n = len(ga)
+    total = n + no_plan                  # every run of the series in this group
     ok = proven + cert + policy_ok
     if missed:
-        verdict = f"{SOME_MISS} {missed}/{n}"
+        verdict = f"{SOME_MISS} {missed}/{total}"
+    elif n == 0:
+        verdict = f"{NO_PLAN} {no_plan}/{total}"
     elif ok == n:
-        verdict = f"{ALL_FEASIBLE} {n}/{n}"
+        verdict = f"{ALL_FEASIBLE} {n}/{total}"
     else:
-        verdict = f"unproven {n - ok}/{n}"
+        verdict = f"unproven {n - ok}/{total}"
     mc = f" · MC {int(ev.sum())}/{len(ev)}" if len(ev) else ""
     parts = [f"{proven} proven"] * bool(proven) + [f"{cert} cert."] * bool(cert)
-    feasible = ((" + ".join(parts) or "0") + f"/{n}" if not policy_ok
-                else f"{policy_ok}/{n} P(success) ≥ ω cert.") + mc
+    feasible = ((" + ".join(parts) or "0") + f"/{total}" if not policy_ok
+                else f"{policy_ok}/{total} P(success) ≥ ω cert.") + mc
     saa_txt = "–" if not saa.size else _fmt(float(np.median(saa)))
     return {
-        "set": name, "algorithm": alg, "plans": n, "instances": inst, "reference": kind,
+        "set": name, "algorithm": alg, "plans": n, "runs": total, "no_plan": no_plan, "instances": inst,
+        "reference": kind,
         "with_reference": int(gk["instance_key"].nunique()),
         "ratio_ref_median": float(np.median(ub)) if ub.size else math.nan,
         "ratio_ref_min": float(ub.min()) if ub.size else math.nan,
@@ -170,17 +207,25 @@ def _row(name: str, alg: str, ga: pd.DataFrame, conf: dict | None = None) -> dic
                              f"nominal {100 * MEDIAN_LEVEL:.0f} % (ratio_ci_level: exact coverage)")
                             + "; per instance the ends cost/UB, cost/LB" if ci is not None and ci.n else ""),
         "ratio_adaptive_median": float(np.median(adaptive)) if adaptive.size else math.nan,
+        "ratio_adaptive_level": adaptive_level,
         "below_ub": below_ub, "below_lb": below_lb, "proven_feasible": proven,
         "certified_feasible": cert, "mc_met": int(ev.sum()), "evaluated": len(ev),
         "missed": missed, "ratio_saa_median": float(np.median(saa)) if saa.size else math.nan,
         "vs_reference": _vs_reference(kind, ub, lb, int(gk["instance_key"].nunique()), inst,
-                                      below_ub, below_lb, ci),
+                                      below_ub, below_lb, ci, no_plan),
         "feasible": feasible, "verdict": verdict, "cost_over_saa_optimum": saa_txt}
 
 
 def headline_table(plans: pd.DataFrame, styles: dict[str, SeriesInfo],
-                   refs: pd.DataFrame | None = None) -> pd.DataFrame:
+                   refs: pd.DataFrame | None = None, runs: pd.DataFrame | None = None) -> pd.DataFrame:
     """One row per (group, series): ratios to the proven reference, feasibility.
+
+    ``runs`` (:func:`~deplbench.reports.reference.series_runs`) are every run,
+    with a plan or not: ``runs`` counts them, ``no_plan`` those that returned
+    none, ``instances`` the distinct instances the series ran on (N of "on
+    n/N"); the verdict and feasibility counts are out of ``runs``, so a run
+    without a plan is never dropped from them. Without ``runs`` the plans are
+    taken as every run.
 
     Ratios are medians over distinct instances (a series' configurations on
     one instance count once). ``ratio_ref_*`` = cost / UB of the reference
@@ -195,7 +240,10 @@ def headline_table(plans: pd.DataFrame, styles: dict[str, SeriesInfo],
     method ``ratio_ci_method``; ``ratio_adaptive_median`` = the median of a
     static plan's cost / the adaptive bracket's UB (an upper confidence
     bound), so a lower end of its ratio to the adaptive optimum ("at least"),
-    where one exists (in this table only: the cards must fit the first screen);
+    where one exists (in this table only: the cards must fit the first screen),
+    holding jointly at ``ratio_adaptive_level`` = 1 − Σ (1 − confidence) over
+    those brackets (union bound, :func:`joint_level`: 50 % for ten at 0.95),
+    not at each bracket's confidence;
     ``below_ub``/``below_lb`` count plans cheaper than UB /
     than the proven LB; ``proven_feasible`` (exact verdict),
     ``certified_feasible`` (Clopper–Pearson verdict), ``mc_met`` of
@@ -204,16 +252,33 @@ def headline_table(plans: pd.DataFrame, styles: dict[str, SeriesInfo],
     ``ratio_saa_median`` = cost / SAA optimum (S scenarios), the sample's
     optimum and not the problem's.
     """
-    if plans.empty:
+    if plans.empty and (runs is None or runs.empty):
         return pd.DataFrame({c: pd.Series(dtype=object) for c in HEADLINE_COLUMNS})
     conf = ({(k, kd): float(c) for k, kd, c in zip(refs["instance_key"], refs["kind"], refs["confidence"])}
             if refs is not None and not refs.empty else {})
     rows = []
-    for name in _groups(plans):
+    for name in _groups(plans, *([runs] if runs is not None else [])):
         g = plans[plans["group"] == name]
-        for alg in ordered(g["algorithm"], styles):
-            rows.append(_row(name, alg, g[g["algorithm"] == alg], conf))
+        gr = runs[runs["group"] == name] if runs is not None else None
+        algs = list(g["algorithm"]) + (list(gr["algorithm"]) if gr is not None else [])
+        for alg in ordered(algs, styles):
+            rows.append(_row(name, alg, g[g["algorithm"] == alg], conf,
+                             gr[gr["algorithm"] == alg] if gr is not None else None))
     return pd.DataFrame(rows, columns=list(HEADLINE_COLUMNS))
+
+
+def _adaptive_levels_text(table: pd.DataFrame) -> str:
+    """`` Here: 50.0 % (10 brackets).``: the joint levels of this table's ratio_adaptive_median."""
+    if table.empty or "ratio_adaptive_level" not in table:
+        return ""
+    lv = table.loc[table["ratio_adaptive_median"].notna(), "ratio_adaptive_level"].astype(float)
+    if lv.empty:
+        return ""
+    if lv.isna().any():
+        return " Here: not computable for some rows (a bracket states no confidence)."
+    lo, hi = float(lv.min()), float(lv.max())
+    return (f" Here: ≥ {100 * lo:.1f} %." if abs(hi - lo) < 1e-12
+            else f" Here: ≥ {100 * lo:.1f} % to ≥ {100 * hi:.1f} % by row.")
 
 
 def _reference_line(name: str, g: pd.DataFrame, refs: pd.DataFrame) -> str:
@@ -286,7 +351,9 @@ def headline(df: pd.DataFrame, claims: pd.DataFrame | None,
                   f"on the median over the n distinct instances, level ≥ {100 * MEDIAN_LEVEL:.0f} % (its exact "
                   "coverage, e.g. 99.2 % at n = 8 and 97.9 % at n = 10, in headline.csv ratio_ci_level; against "
                   "certified or adaptive brackets, which hold only at their confidence, the lower union-bound "
-                  "level stated there); none for n < 6], on n/N instances with that reference. "
+                  "level stated there); none for n < 6], on n/N: n instances with that reference of the N "
+                  "the series ran on, (k no plan): k of its runs returned no plan; the verdict and the proven "
+                  "and certified counts are out of all its runs (MC: out of the plans evaluated). "
                   "Feasible = proven (exact "
                   "probabilities) or certified (Clopper–Pearson); MC = the Monte Carlo "
                   "cross-check. The SAA ratio divides by the optimum of the MILP's own "
@@ -297,7 +364,7 @@ def headline(df: pd.DataFrame, claims: pd.DataFrame | None,
                   "not flagged against the adaptive optimum).")
     plans = plan_ratios(df)
     refs = references(df)
-    table = headline_table(plans, styles, refs)
+    table = headline_table(plans, styles, refs, series_runs(df))
     if table.empty:
         box.missing("No plan in this store: nothing to summarise.")
     else:
@@ -313,6 +380,8 @@ def headline(df: pd.DataFrame, claims: pd.DataFrame | None,
                   "ratio_ci_low, ratio_ci_high: the interval on the median ratio over distinct instances "
                   "(ratio_ci_method), exact coverage ratio_ci_level. ratio_adaptive_median: median of a static "
                   "plan's cost / the adaptive bracket's UB, an upper confidence bound on the adaptive optimum, so "
-                  "a lower end of the ratio to it (the plan costs at least that many times the adaptive optimum, "
-                  "at the bracket's confidence).", collapse=True))
+                  "a lower end of the ratio to it: the plan costs at least that many times the adaptive optimum "
+                  "(median over instances) when every one of those brackets holds, i.e. at the joint level "
+                  "ratio_adaptive_level = 1 − Σ (1 − confidence) (union bound; 50 % for 10 brackets at 0.95), "
+                  "not at one bracket's confidence." + _adaptive_levels_text(table), collapse=True))
     return box

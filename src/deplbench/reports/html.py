@@ -171,7 +171,9 @@ def _glance_class(col: str, value: str) -> str:
         if value in _VERDICT_CLASS:
             return _VERDICT_CLASS[value]
         if value.startswith("feasible"):
-            return "v-holds"
+            # "feasible 9/10": a run returned no plan, so not every run holds
+            m = re.fullmatch(r"feasible (\d+)/(\d+)", value)
+            return "v-holds" if m is None or m.group(1) == m.group(2) else "v-unmeasured"
         if value.startswith("misses"):
             return "v-fails"
         return "v-unmeasured"
@@ -231,7 +233,8 @@ def _csv(t: Table) -> str:
 GLANCE_LEGEND = (
     "Reading the cards: cost / reference = median over instances of cost ÷ the instance's "
     "proven reference (a–b: cost/UB–cost/LB of a certified bracket; (adaptive): a policy's mean "
-    "cost ÷ the adaptive optimum); on n/N: a reference exists on n of the N instances; "
+    "cost ÷ the adaptive optimum); on n/N: a reference exists on n of the N instances it ran on, "
+    "(k no plan): k runs without a plan, which the verdict and proven counts include; "
     "⚑ k below opt. or LB: k plans cheaper than a proven optimum or bound (they cannot be "
     "feasible); ⚑ k below UB: k plans cheaper than the best certified plan (their own verdict "
     "decides; not flagged against the adaptive optimum); proven = exact bounds, "

@@ -242,6 +242,35 @@ def plan_ratios(df: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=list(PLAN_COLUMNS))
 
 
+#: Columns of :func:`series_runs`.
+RUN_COLUMNS = ("group", "algorithm", "instance_key", "has_plan", "status")
+
+
+def series_runs(df: pd.DataFrame) -> pd.DataFrame:
+    """Every run of every series, with a plan or without one.
+
+    :func:`plan_ratios` keeps the runs that returned a plan (or a policy's
+    cost); a summary that counts "n of N" needs the others too, so that a
+    series that found no plan on an instance is not counted as if it had
+    never run there. Runs with status ``skipped`` (the method does not apply
+    to the instance) are not runs and are left out.
+
+    Returns
+    -------
+    pandas.DataFrame
+        :data:`RUN_COLUMNS`, one row per run; ``group`` as in
+        :func:`plan_ratios` (paper set, else family).
+    """
+    if df.empty:
+        return pd.DataFrame(columns=list(RUN_COLUMNS))
+    ran = df[df["status"] != "skipped"]
+    return pd.DataFrame({"group": [p or f for p, f in zip(ran["paper_set"], ran["family"])],
+                         "algorithm": ran["algorithm"].to_numpy(),
+                         "instance_key": ran["instance_key"].to_numpy(),
+                         "has_plan": ran["has_plan"].to_numpy(bool),
+                         "status": ran["status"].to_numpy()}, columns=list(RUN_COLUMNS))
+
+
 def per_instance(frame: pd.DataFrame, value: str, by: tuple[str, ...] = ("instance_key",)
                  ) -> np.ndarray:
     """``value`` with one entry per distinct instance (the median over the
@@ -260,12 +289,14 @@ __all__ = [
     "CERTIFIED_FEASIBLE",
     "EXACT",
     "PLAN_COLUMNS",
+    "RUN_COLUMNS",
     "PROVEN_FEASIBLE",
     "PROVEN_INFEASIBLE",
     "REFERENCE_COLUMNS",
     "SAA",
     "per_instance",
     "plan_ratios",
+    "series_runs",
     "reference_kind",
     "references",
 ]

@@ -27,7 +27,8 @@ Sec. 4). Each such statement is one-sided at level ``confidence``: it is
 wrong with probability at most 1 − ``confidence`` for that one plan, so over
 many plans up to about a share 1 − ``confidence`` of the certificates may be
 wrong (a plan whose violation probability is just below 1 − ω is now and
-then "certified infeasible" by chance).
+then "certified infeasible" by chance). It is about (3) alone: a broken
+(4)–(6) is certain, at no level (``verdict_basis`` ``"constraints"``).
 
 With ``exact=True`` the rigorous bounds of
 :mod:`~deplbench.formulations.evaluation.exact_violation` (no sampling) are
@@ -137,9 +138,11 @@ class Evaluation:
         (``violation_bounds_method``); ``mc_certified_verdict`` says what
         they certify at that level.
     certified_verdict : str
-        ``mc_certified_verdict``, unless the exact bounds decide: then a
-        proof stands in for the certificate ("certified feasible" when
-        proven feasible, "certified infeasible" when proven infeasible).
+        ``mc_certified_verdict``, unless something certain decides: a broken
+        constraint (4)–(6) ("certified infeasible", with certainty rather than
+        at a level; basis ``"constraints"``), or the exact bounds, a proof
+        ("certified feasible" when proven feasible, "certified infeasible"
+        when proven infeasible).
     violation_lo, violation_hi, quantile_lo, quantile_hi, exact_verdict
         Bounds computed without sampling (``exact=True``): proofs, no level.
     verdict_basis : str
@@ -195,9 +198,10 @@ class Evaluation:
     #: (``exact_reason`` says by how much).
     exact_budget_exhausted: bool | None = None
     exact_target_width: float | None = None
-    #: The Clopper–Pearson verdict at ``confidence``: "certified feasible" (upper
-    #: bound ≤ 1 − ω and (4)–(6) hold), "certified infeasible" (lower bound >
-    #: 1 − ω, or (4)–(6) broken) or "not certified".
+    #: The Clopper–Pearson verdict at ``confidence`` on the chance constraint (3)
+    #: alone: "certified feasible" (upper bound ≤ 1 − ω), "certified infeasible"
+    #: (lower bound > 1 − ω) or "not certified". A broken (4)–(6) is certain, no
+    #: statement at a level: ``verdict`` and ``certified_verdict`` carry it.
     mc_certified_verdict: str | None = None
     mc_verdict: str | None = None
     ci_method: str = CI_METHOD
@@ -523,7 +527,7 @@ def _simulate_and_judge(instance, plan, models, gammas, n, rng, exact, trajector
         verdict = "infeasible"
     else:
         verdict = "undecided"
-    n_viol, v_ub, v_lb, certified = _certify(finals, n, exact, instance, threshold, confidence, violations)
+    n_viol, v_ub, v_lb, certified = _certify(finals, n, exact, instance, threshold, confidence)
     per_model_epochs: dict[str, int] = {}
     per_model_cost: dict[str, float] = {}
     for e, _m in zip(plan.epochs, models):
@@ -561,7 +565,8 @@ def _simulate_and_judge(instance, plan, models, gammas, n, rng, exact, trajector
         violation_ub=v_ub,
         violation_lb=v_lb,
         violation_ub_level=float(confidence),
-        certified_verdict=certified,
+        # a broken (4)-(6) is certain: it decides the plan's verdict, not the certificate on (3)
+        certified_verdict=CERTIFIED_INFEASIBLE if violations else certified,
         mc_certified_verdict=certified,
         ci_method=qi.method,
         quantile_ci_level=qi.level,
@@ -569,8 +574,9 @@ def _simulate_and_judge(instance, plan, models, gammas, n, rng, exact, trajector
     )
 
 
-def _certify(finals, n, exact, instance, threshold, confidence, violations):
-    """Violation count and Clopper–Pearson verdict on P(ℓ(K) > ℓmax) ≤ 1 − ω.
+def _certify(finals, n, exact, instance, threshold, confidence):
+    """Violation count and Clopper–Pearson verdict on P(ℓ(K) > ℓmax) ≤ 1 − ω
+    (the chance constraint (3) alone; constraints (4)–(6) are judged apart).
 
     The draws are the evaluator's own, made after the plan was fixed, so the
     exact binomial bounds apply (``formulations.evaluation.binomial``). A plan whose
@@ -583,7 +589,7 @@ def _certify(finals, n, exact, instance, threshold, confidence, violations):
         ub = clopper_pearson_upper(count, n, confidence)
         lb = clopper_pearson_lower(count, n, confidence)
     risk = 1.0 - float(instance.omega)
-    if violations or lb > risk:
+    if lb > risk:
         certified = CERTIFIED_INFEASIBLE
     elif ub <= risk:
         certified = CERTIFIED_FEASIBLE
