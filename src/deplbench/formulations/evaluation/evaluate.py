@@ -287,12 +287,10 @@ def _check_constraints(instance, plan: Plan, models, clusters) -> tuple[list[str
 def simulate_trajectories(instance, models, gammas, n: int, rng: np.random.Generator) -> np.ndarray:
     """Loss trajectories ℓ(0..K), shape (n, K+1), for a fixed model sequence.
 
-    Draws are grouped by model (one vectorised draw per model version and per
-    switch pair), in model/switch index order so the stream is reproducible. Step k is
-    0 − γ A_m decay_m(k) X plus the switch jump (eq. (8)), summed from ℓ(0): the draws are
-    scaled in place, moved into the trajectory and summed there, so at most two values per
-    value are held (``memory.BLOCK_BYTES_PER_VALUE``), a law's temporaries included.
-    """
+    Draws are grouped by model (one vectorised draw per model version and per switch pair), in
+    model/switch index order so the stream is reproducible. Step k is −γ A_m decay_m(k) X plus the
+    switch jump (eq. (8)), summed from ℓ(0); the draws are scaled in place, moved into the trajectory
+    and summed there: at most two values per value held (``memory.BLOCK_BYTES_PER_VALUE``)."""
     models = np.asarray(models, dtype=int)
     K = models.size
     draws: list[tuple[np.ndarray, np.ndarray]] = []
@@ -438,14 +436,11 @@ def attach_exact(ev: Evaluation, instance, models, gammas, settings: ExactSettin
 
 
 def _follow_proof(ev: Evaluation, chance_verdict: str) -> None:
-    """Let a decided exact verdict on the chance constraint (3) decide
-    ``verdict``, ``feasible`` and ``certified_verdict`` (in place).
-
-    The Monte Carlo statements stay in ``mc_verdict`` and
-    ``mc_certified_verdict``: an estimate, and a certificate that is wrong
-    with probability up to 1 − ``confidence``, whereas the exact bounds are
-    a proof (:mod:`~deplbench.formulations.evaluation.exact_violation`).
-    """
+    """Let a decided exact verdict on the chance constraint (3) decide ``verdict``, ``feasible``
+    and ``certified_verdict`` (in place). The Monte Carlo statements stay in ``mc_verdict`` and
+    ``mc_certified_verdict``: an estimate, and a certificate wrong with probability up to
+    1 − ``confidence``, whereas the exact bounds are a proof
+    (:mod:`~deplbench.formulations.evaluation.exact_violation`)."""
     if chance_verdict not in (PROVEN_FEASIBLE, PROVEN_INFEASIBLE):
         return
     proven_ok = chance_verdict == PROVEN_FEASIBLE
