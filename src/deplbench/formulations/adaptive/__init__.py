@@ -145,7 +145,13 @@ communication binding, a policy tree costs W/τ with
 W = (√(κc) + √E[W′])² (0 at a stop), but its value W/τ + μF depends on τ
 through μτ — the failure price does not scale with 1/τ — so the best
 tree changes with τ and τ stays in the state; where x ≤ r binds or
-s > 0 the tree's value is not W/τ at all. The carried bound gives away at
+s > 0 the tree's value is not W/τ at all. (Kept as the convex set of a
+state's (W, F) pairs — a policy may randomise — through its support
+function min W + νF at a set of slopes ν, τ does factor out, and s > 0
+enters through a tangent A/d + b ≤ κc/(d − s) of an epoch's money in
+its duration d: ``perf/adaptive_waterfill_probe.py`` measures that
+route; its rounding is not bounded, so it gives no bound here:
+docs/adaptive.md, "Further routes".) The carried bound gives away at
 most Δ of time per epoch (tested against independent exact optima: within
 1.5·K̄Δ/Tmax of them; measured gaps in docs/adaptive.md).
 
