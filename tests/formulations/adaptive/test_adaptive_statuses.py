@@ -22,6 +22,7 @@ import re
 import pytest
 
 from deplbench.formulations import adaptive as A
+from deplbench.instances.generators import generate
 from deplbench.instances.model import parse_instance
 from deplbench.jsonio import number_text
 
@@ -299,3 +300,19 @@ def test_the_bracket_scales_with_the_unit_cost(factor):
     assert b0.status == b1.status == "certified", b1.message
     assert b1.lower_bound / factor == pytest.approx(b0.lower_bound, rel=1e-9)
     assert b1.upper_bound / factor == pytest.approx(b0.upper_bound, rel=1e-9)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("unit", [1e100, 1e160, 1e300])
+def test_a_cost_unit_near_binary64s_limit_changes_no_relative_number(unit):
+    """κ scaled by 1e100 to 1e300: λ passes 10³⁰ and the squares of the DP's values and of the
+    runs' costs pass binary64, yet the bracket is the unscaled one times the unit (the λ span
+    follows the first price; the FFT rounding bound's 2-norm and the cost statistics are computed
+    scaled), not a weaker bound, a -inf one or an upper bound at the policy's budget."""
+    base = generate("knapsack", seed=0, n_items=3, horizon=4)
+    big = base.with_changes(clusters=[c.model_copy(update={"unit_cost": c.unit_cost * unit}) for c in base.clusters])
+    kw = dict(buckets=60, runs=2000, tune_runs=1000, time_points=0)
+    a, b = A.adaptive_bounds(base, **kw), A.adaptive_bounds(big, **kw)
+    assert a.status == b.status == "certified"
+    assert b.lower_bound == pytest.approx(a.lower_bound * unit, rel=1e-6)
+    assert b.upper_bound == pytest.approx(a.upper_bound * unit, rel=1e-9)

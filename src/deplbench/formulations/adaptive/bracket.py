@@ -32,7 +32,7 @@ from deplbench.formulations.adaptive.budget import (  # noqa: F401 - re-exported
     stopped_fields,
     timed_memory,
 )
-from deplbench.formulations.adaptive.certify import needed_successes, tune_policy
+from deplbench.formulations.adaptive.certify import cost_moments, needed_successes, tune_policy
 from deplbench.formulations.adaptive.chain import Chain, applies, best_success, build_chain, chain_refused
 from deplbench.formulations.adaptive.search import SearchStopped, lower_bound_search, multires_search
 from deplbench.formulations.adaptive.settings import (  # noqa: F401 - the grid's constants, re-exported
@@ -88,9 +88,9 @@ def cost_ucb(costs: np.ndarray, scale: float, c_max: float, delta: float) -> tup
     n = int(costs.size)
     if n < 2:
         return (scale * float(costs.mean()) if n else 0.0), math.inf
-    mean, var = float(costs.mean()), float(costs.var(ddof=1))
+    mean, sd = cost_moments(costs)
     ln = math.log(2.0 / delta)
-    ub = mean + math.sqrt(2.0 * var * ln / n) + 7.0 * c_max * ln / (3.0 * (n - 1))
+    ub = mean + sd * math.sqrt(2.0 * ln / n) + 7.0 * c_max * ln / (3.0 * (n - 1))
     return scale * mean, scale * min(ub, c_max)
 
 
@@ -178,7 +178,7 @@ def _predicted_ucb(share: dict, q: float, runs: int, alpha: float) -> float:
     An estimate from tuning draws only: it decides the refinement, never the bracket."""
     n = max(2.0, (1.0 - q) * runs)
     ln = math.log(2.0 / alpha)
-    margin = math.sqrt(2.0 * share["cost_var"] * ln / n) + 7.0 * BUDGET * share["cost_max"] * ln / (3.0 * (n - 1))
+    margin = share["cost_sd"] * math.sqrt(2.0 * ln / n) + 7.0 * BUDGET * share["cost_max"] * ln / (3.0 * (n - 1))
     return (1.0 - q) * (share["cost_mean"] + margin)
 
 

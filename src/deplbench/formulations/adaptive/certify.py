@@ -34,6 +34,25 @@ GOLDEN = (math.sqrt(5.0) - 1.0) / 2.0
 SCALINGS = ("rms", "mean")
 
 
+def cost_moments(costs: np.ndarray) -> tuple[float, float]:
+    """Sample mean and standard deviation (n − 1 denominator) of runs' costs (≥ 0).
+
+    Where the plain sum or squares pass binary64 (costs near 1e154 and up),
+    they are computed on the costs divided by their largest and scaled back,
+    so an instance's cost unit does not turn them into inf; elsewhere they are
+    numpy's. The deviation is inf for fewer than two costs."""
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        mean = float(costs.mean()) if costs.size else 0.0
+        var = float(costs.var(ddof=1)) if costs.size > 1 else math.inf
+    if costs.size < 2 or (math.isfinite(mean) and math.isfinite(var)):
+        return mean, math.sqrt(var)
+    top = float(np.max(costs))
+    if not (math.isfinite(top) and top > 0):
+        return mean, math.inf
+    y = costs / top
+    return top * float(y.mean()), top * math.sqrt(float(y.var(ddof=1)))
+
+
 class AdaptivePolicy(ClosedLoopPolicy):
     """The policy of a (pessimistic) chain pass, run in the closed-loop simulator.
 
@@ -265,10 +284,10 @@ def tune_policy(instance, chain: Chain, lam: float, mu: float, target: float, tu
     def run(pol, seed, what):
         check_time(f"adaptive-opt's policy tuning, before simulation {len(log) + 1} ({tune_runs} runs)")
         r = simulate(instance, pol, tune_runs, seed)
-        p_hat, c_hat = r.successes / r.runs, float(r.cost.mean())
+        p_hat, (c_hat, c_sd) = r.successes / r.runs, cost_moments(r.cost)
         log.append({"mu": pol.pass_.mu, "rho": pol.rho, "give_up": pol.give_up, "seed": seed, "runs": tune_runs,
                     "p_success": p_hat, "cost_mean": c_hat, "cost_max": float(r.cost.max()),
-                    "cost_var": float(r.cost.var(ddof=1)), "role": what})
+                    "cost_sd": c_sd, "role": what})
         return p_hat, c_hat
 
     mu_c, first = _viable_mu(chain, lam, mu, points=points)
@@ -290,5 +309,5 @@ def tune_policy(instance, chain: Chain, lam: float, mu: float, target: float, tu
     return pol, log, False
 
 
-__all__ = ["GOLDEN", "MU_FACTORS", "SCALINGS", "AdaptivePolicy", "TimedPolicy", "frontier_levels", "needed_successes",
-           "tune_policy"]
+__all__ = ["GOLDEN", "MU_FACTORS", "SCALINGS", "AdaptivePolicy", "TimedPolicy", "cost_moments", "frontier_levels",
+           "needed_successes", "tune_policy"]

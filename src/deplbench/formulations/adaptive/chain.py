@@ -312,8 +312,13 @@ def fft_error(ext: np.ndarray, ker: np.ndarray, pinf: np.ndarray, nfft: int) -> 
     stages = math.log2(n) + 2.0
     eta = FFT_ETA * UNIT
     delta = stages * eta / (1.0 - stages * eta)
-    a2 = np.sqrt(np.einsum("bqn,bqn->bq", ext, ext))
     amax = np.max(np.abs(ext), axis=-1)
+    with np.errstate(over="ignore"):
+        a2 = np.sqrt(np.einsum("bqn,bqn->bq", ext, ext))
+    big = ~np.isfinite(a2) & np.isfinite(amax) & (amax > 0)
+    if big.any():   # squares past binary64 (costs near 1e154): the 2-norm scaled by max|a|
+        rows = ext[big] / amax[big][:, None]
+        a2[big] = amax[big] * np.sqrt(np.einsum("rn,rn->r", rows, rows))
     b1, b2 = ker.sum(axis=-1), np.sqrt(np.einsum("bp,bp->b", ker, ker))
     fft = (3.0 * delta + 4.0 * UNIT) * (1.0 + delta) ** 2 * a2 * (b1 + math.sqrt(n) * b2)[:, None]
     return fft + UNIT * (4.0 * ker.shape[-1] + pinf + 1.0)[:, None] * amax

@@ -149,6 +149,9 @@ def best_mu(search: Search, lam: float, omega: float, guess: float | None, iters
 #: sign yet (bracketing; each step moves λ by the fixed-point factor, at most
 #: :data:`LAM_JUMP` either way).
 BRACKET_STEPS, LAM_JUMP = 40, 1e4
+#: λ is searched within this span, widened to hold the first price :func:`lam_guess` times it
+#: (cost units of 10¹⁰⁰ and more move λ past 10³⁰; money per time is λ's unit).
+LAM_SPAN = (1e-30, 1e30)
 
 
 def lam_guess(chain: Chain) -> float:
@@ -183,7 +186,8 @@ def lower_bound_search(chain: Chain, omega: float, iters_lam: int = 6, iters_mu:
     s = Search(chain, omega)
     st = chain.st
     tm = st.time_max
-    lam = lam0 or lam_guess(chain)
+    ref = lam_guess(chain)
+    lam = lam0 or ref
     scale = st.cost_scale()
     if not mu0:
         s.check()
@@ -212,7 +216,7 @@ def lower_bound_search(chain: Chain, omega: float, iters_lam: int = 6, iters_mu:
         nxt = min(max(nxt, lam / jump), lam * jump)
         if not lo < nxt < hi:
             nxt = math.sqrt(lo * hi) if math.isfinite(hi) and lo > 0 else nxt
-        if nxt < 1e-30 or nxt > 1e30:
+        if nxt < LAM_SPAN[0] * min(1.0, ref) or nxt > LAM_SPAN[1] * max(1.0, ref):
             if hi < math.inf and lo == 0:
                 s.lam_converged = True             # E[T] ≤ Tmax as λ → 0: the deadline does not bind
             break
@@ -246,6 +250,6 @@ def multires_search(instance, chain: Chain, omega: float, iters_lam: int, iters_
     return fine
 
 
-__all__ = ["BRACKET_STEPS", "COARSE", "LAM_JUMP", "LAM_RTOL", "MU_CAP", "MU_PROBE", "MU_RTOL", "Search",
+__all__ = ["BRACKET_STEPS", "COARSE", "LAM_JUMP", "LAM_SPAN", "LAM_RTOL", "MU_CAP", "MU_PROBE", "MU_RTOL", "Search",
            "SearchStopped", "best_mu",
            "lam_guess", "lower_bound_search", "multires_search"]
