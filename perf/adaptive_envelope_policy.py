@@ -173,6 +173,7 @@ class EnvelopePolicy(ClosedLoopPolicy):
         self.table, self.chain, self.name = table, table.chain, name
         self.give_up, self.budget, self.reference_plan = float(give_up), float(budget), None
         self.u0 = float(np.random.default_rng([int(coin_seed), 28]).random())
+        self.guarded = 0           # decisions to train turned into stops: the epoch would not end by Tmax
 
     def datasets(self) -> dict[str, list[str]]:
         inst = self.chain.instance
@@ -203,7 +204,9 @@ class EnvelopePolicy(ClosedLoopPolicy):
         m2, n2 = np.maximum(a, 0) // ch.N, np.maximum(a, 0) % ch.N
         room = tau - st.comm[m2, n2]
         # never start an epoch that cannot end by Tmax, even at x = r
-        a = np.where(room >= tb.tmin[m2, n2] * (1 - 1e-12), a, -1)
+        fits = room >= tb.tmin[m2, n2] * (1 - 1e-12)
+        self.guarded += int(np.sum((a >= 0) & ~fits))
+        a = np.where(fits, a, -1)
         go = a >= 0
         if not go.any():
             return out
@@ -225,15 +228,20 @@ def score(t, policy, a) -> dict:
     with np.errstate(divide="ignore", invalid="ignore"):
         hind = np.where(rec.root_sum > 0, rec.root_sum ** 2 / (tm - rec.comm), 0.0)
     p, c = r.successes / r.runs, float(r.cost.mean())
+    failed = ~r.success & (r.epochs > 0)
     return {"p": p, "cost": c, "score": c / p if p > 0 else math.inf, "late": int(r.deadline_missed.sum()),
-            "invalid": int(r.invalid.sum()), "hindsight": float(hind.mean())}
+            "invalid": int(r.invalid.sum()), "hindsight": float(hind.mean()), "failed_trained": int(failed.sum()),
+            "failed_money": float(r.cost[failed].sum() / max(r.cost.sum(), 1e-300)),
+            "guarded": getattr(policy, "guarded", 0)}
 
 
 def line(name: str, s: dict, lb: float, target: float, ref: float | None = None) -> str:
     below = " (below the target)" if s["p"] < target else ""
     vs = "" if ref is None else f", {100 * (s['score'] / ref - 1):+.2f} % vs the current rule"
     return (f"{name}: P(success) {s['p']:.4f}{below}, mean cost {s['cost']:.2f}, cost/P(success) {s['score']:.2f} "
-            f"({100 * (s['score'] / lb - 1):+.2f} % of LB{vs}), late {s['late']}, invalid {s['invalid']}; "
+            f"({100 * (s['score'] / lb - 1):+.2f} % of LB{vs}), late {s['late']}, invalid {s['invalid']}, "
+            f"failed after training {s['failed_trained']} ({100 * s['failed_money']:.2f} % of the money; "
+            f"{s['guarded']} stopped as no epoch would end by Tmax); "
             f"hindsight-allocated {s['hindsight']:.2f} (policy − it {100 * (s['cost'] - s['hindsight']) / lb:.2f} %,"
             f" it − LB {100 * (s['hindsight'] / lb - 1):.2f} % of LB)")
 
@@ -244,6 +252,8 @@ def main() -> None:
     ap.add_argument("--time-points", type=int, default=128, help="U: points of the u grid of the envelope pass")
     ap.add_argument("--slopes", type=int, default=64, help="J: tangent slopes per state")
     ap.add_argument("--ratio", type=float, default=1.025, help="ratio of consecutive slopes, centred on λ*")
+    ap.add_argument("--zero-slope", action="store_true",
+                    help="add the slope λ = 0 (a flat line: the value with unlimited time) to the J slopes")
     ap.add_argument("--taus", type=int, default=0, help="G: remaining-time grid of the table (default U)")
     ap.add_argument("--mu-factors", default="1", help="failure prices of the envelope pass, as factors of "
                                                       "the tuned μ (comma-separated)")
@@ -257,6 +267,8 @@ def main() -> None:
     s0 = score(t, ref, a)
     print(line("current rule (one table at λ*)", s0, t.lb, t.target), flush=True)
     lams = base.lam * a.ratio ** (np.arange(a.slopes) - a.slopes // 2)
+    if a.zero_slope:
+        lams = np.concatenate([[0.0], lams])
     for f in map(float, a.mu_factors.split(",")):
         c0, w0 = time.process_time(), time.perf_counter()
         table = EnvelopeTable(t.pes, base.mu * f, a.time_points, a.taus or a.time_points)
@@ -264,8 +276,8 @@ def main() -> None:
         c1 = time.process_time()
         s = score(t, EnvelopePolicy(table, coin_seed=t.policy.coin_seed), a)
         moves = float(np.mean(table.action[:, :, 1:] != table.action[:, :, 1:, -1:]))
-        print(line(f"envelope policy, μ × {f:g} (U {a.time_points}, J {a.slopes} × {a.ratio:g}, "
-                   f"G {table.tau.size})", s, t.lb, t.target, s0["score"]) +
+        print(line(f"envelope policy, μ × {f:g} (U {a.time_points}, J {a.slopes} × {a.ratio:g}"
+                   f"{' + λ 0' if a.zero_slope else ''}, G {table.tau.size})", s, t.lb, t.target, s0["score"]) +
               f"; pass + table {c1 - c0:.1f} CPU-s ({time.perf_counter() - w0:.0f} s wall with the runs), "
               f"table {(table.action.nbytes + table.after.nbytes) / 2**20:.0f} MiB, "
               f"{100 * moves:.1f} % of (state, τ) entries act otherwise than at τ = Tmax, "
