@@ -41,6 +41,15 @@ allocated in hindsight (``adaptive_gap_sources.py``), so that "policy −
 hindsight" (allocation not knowing the run's length) and "hindsight − LB"
 (epochs chosen, bound) separate.
 
+The slopes: J of them, λ*·ρ^j around λ*, and with ``--zero-slope`` the flat
+line λ = 0 (the value with unlimited time; exact for a state that stops).
+Their span matters to the policy, not only to the bound: the envelope is
+too low where a state is short of time (its value rises to μ as τ shrinks
+far faster than the steepest slope kept), so a policy reading it plans to
+leave too little time and fails runs after training them; slopes spanning
+×20 or more each way (ρ 1.1 with J 64) avoid most of that.
+``--mu-factors`` runs the pass at other failure prices (one pass each).
+
 What it is not: a bound. Every number is an estimate on ``--runs`` runs;
 the envelope is a lower approximation of each state's value in τ (its
 convex envelope, within the slopes kept), so the policy's Q values are
