@@ -3,6 +3,9 @@
 Run (from the repository root)::
 
     python perf/adaptive_envelope_policy.py --family pact-vgg11 --loss-max 0.3 --buckets 300
+    python perf/adaptive_envelope_policy.py --buckets 600 --ratio 1.1 --zero-slope   # wider slopes
+
+Measured table and what it decides: docs/adaptive.md, "Further routes".
 
 The certified policy of ``deplbench adaptive``
 (:class:`~deplbench.formulations.adaptive.certify.AdaptivePolicy`) reads one
