@@ -89,8 +89,15 @@ def _interval_bound(E, S, lam, u, iv):
     return np.minimum(np.minimum(lower(ul), lower(ur)), lower(ux))
 
 
-def envelope_pass(chain: Chain, mu: float, lams: np.ndarray, points: int) -> np.ndarray:
-    """α_j at the root (J,), by the recursion of the module docstring."""
+def envelope_pass(chain: Chain, mu: float, lams: np.ndarray, points: int, hook=None) -> np.ndarray:
+    """α_j at the root (J,), by the recursion of the module docstring.
+
+    On a pessimistic chain a loss above the grid is a failure (μ at every τ), as in
+    :func:`~deplbench.formulations.adaptive.chain.dp`; on the optimistic one it reads
+    the clamped top bucket. ``hook(k, ex, sw)``, if given, sees each epoch's
+    continuations E(u) on the u grid before their infimum is taken: ``ex`` (M·N, U, L1)
+    per action (m', n') without a switch, ``sw`` {(m, m′): (N, U, L1)} with one
+    (perf/adaptive_envelope_policy.py reads its policy from them)."""
     st, M, N, L1 = chain.st, chain.M, chain.N, chain.L + 1
     u = np.linspace(0.0, st.time_max, points)
     stage = np.empty((len(lams), M, N))
@@ -101,17 +108,25 @@ def envelope_pass(chain: Chain, mu: float, lams: np.ndarray, points: int) -> np.
     stop = np.full(L1, mu)
     stop[0] = 0.0
     nxt = np.broadcast_to(stop, (M, len(lams), L1)).copy()
+
+    def top(f):
+        return f[:, :, -1] if chain.optimistic else np.full(f.shape[:2], mu)
+
     for k in range(chain.K - 1, -1, -1):
         kers = [chain.kx[k][m][n] for m in range(M) for n in range(N)]
         env = np.max(nxt[:, :, None, :] - lams[None, :, None, None] * u[None, None, :, None], axis=1)
         f, fa = np.repeat(env, N, axis=0), np.repeat(nxt, N, axis=0)
-        ex, exa = correlate_rows(f, kers, f[:, :, -1]), correlate_rows(fa, kers, fa[:, :, -1])
+        ex, exa = correlate_rows(f, kers, top(f)), correlate_rows(fa, kers, top(fa))
         cand = {None: continuation(ex, exa, lams, u)[:, :, :] + stage[:, :, None]}
+        seen = {}
         for (a, b), kj in chain.kj.items():
             rows, rowsa = ex[b * N:(b + 1) * N], exa[b * N:(b + 1) * N]
-            e = correlate_rows(rows, [kj] * N, rows[:, :, -1])
-            ea = correlate_rows(rowsa, [kj] * N, rowsa[:, :, -1])
+            e = correlate_rows(rows, [kj] * N, top(rows))
+            ea = correlate_rows(rowsa, [kj] * N, top(rowsa))
             cand[(a, b)] = continuation(e, ea, lams, u) + stage[b * N:(b + 1) * N, :, None]
+            seen[(a, b)] = e
+        if hook is not None:
+            hook(k, ex, seen)
         cur = np.empty((M + 1, len(lams), L1))
         for m in range(M + 1):                                   # m = M: no model yet
             blocks = [cand[None][b * N:(b + 1) * N] if (m == M or b == m) else cand[(m, b)]
