@@ -55,11 +55,18 @@ def _old_simulate(instance, models, gammas, n, rng):
     return traj
 
 
-def _instance(horizon: int = 40, **laws):
-    """Both models random (inverse gamma, empirical), the switch jump Student t."""
+def _instance(horizon: int = 40, back=None, **laws):
+    """Both models random (inverse gamma, empirical), the switch jump Student t; with ``back`` a
+    p → m switch too, with that jump law."""
     data = {**random_instance(0.9), "horizon": horizon}
     data["models"][1]["improvement"] = laws.get("p", {"kind": "empirical", "samples": [0.2, 0.5, 0.9, 1.4]})
+    if back is not None:
+        data["switches"].append({**data["switches"][0], "from_model": "p", "to_model": "m", "jump": back})
     return parse_instance(data)
+
+
+#: A jump law whose sampler makes temporaries of the sample's size.
+INV_GAMMA_JUMP = {"kind": "inverse_gamma", "shape": 12.0, "scale": 0.1}
 
 
 PLANS = {
@@ -84,6 +91,16 @@ def test_the_trajectories_are_the_old_ones_bit_for_bit(name):
         new = evaluate_module.simulate_trajectories(inst, models, gammas, 301, np.random.default_rng(seed))
         old = _old_simulate(inst, models, gammas, 301, np.random.default_rng(seed))
         assert new.shape == old.shape and new.tobytes() == old.tobytes()
+
+
+def test_a_plan_switching_both_ways_at_every_epoch_draws_the_old_trajectories():
+    inst = _instance(horizon=60, back=INV_GAMMA_JUMP)
+    models, _, gammas = evaluate_module.plan_indices(inst, plan([("m", "A", 5.0), ("p", "A", 5.0)] * 30,
+                                                                 {"A": ["d0"]}))
+    for seed in (0, 7):
+        new = evaluate_module.simulate_trajectories(inst, models, gammas, 301, np.random.default_rng(seed))
+        old = _old_simulate(inst, models, gammas, 301, np.random.default_rng(seed))
+        assert new.tobytes() == old.tobytes()
 
 
 @pytest.mark.parametrize("name", ["one switch", "back and forth"])
@@ -119,10 +136,10 @@ def test_an_evaluation_that_fitted_before_gives_the_same_numbers(monkeypatch, na
 def test_simulating_a_block_holds_two_values_per_trajectory_value():
     """Measured with tracemalloc (numpy reports its buffers to it): the block's peak is within the
     accounted BLOCK_BYTES_PER_VALUE, laws' own temporaries included; the old form held 20–32 B."""
-    inst = _instance(horizon=400, p={"kind": "student_t", "df": 5.0, "loc": 1.0, "scale": 0.1})
-    n = 400
+    inst = _instance(horizon=400, back=INV_GAMMA_JUMP, p={"kind": "student_t", "df": 5.0, "loc": 1.0, "scale": 0.1})
+    n = 2000      # the per-epoch bookkeeping is then a small share of the values
     for epochs in ([("m", "A", 0.2)] * 400, [("m", "A", 0.2)] * 200 + [("p", "A", 0.2)] * 200,
-                   [("p", "A", 0.2)] * 400):
+                   [("p", "A", 0.2)] * 400, [("m", "A", 0.2), ("p", "A", 0.2)] * 200):
         models, _, gammas = evaluate_module.plan_indices(inst, plan(epochs, {"A": ["d0"]}))
         values = n * (models.size + 1)
         for simulate, most in ((evaluate_module.simulate_trajectories, memory_module.BLOCK_BYTES_PER_VALUE),

@@ -226,20 +226,15 @@ def plan_indices(instance, plan: Plan) -> tuple[np.ndarray, np.ndarray, np.ndarr
     check_plan_names(instance, plan)
     models = np.array([instance.model_index[e.model] for e in plan.epochs], dtype=int)
     clusters = np.array([instance.cluster_index[e.cluster] for e in plan.epochs], dtype=int)
-    gammas = np.array(
-        [instance.data_effect(plan.datasets.get(e.cluster, []))[1] for e in plan.epochs], dtype=float
-    )
+    gammas = np.array([instance.data_effect(plan.datasets.get(e.cluster, []))[1] for e in plan.epochs], dtype=float)
     return models, clusters, gammas
 
 
 def transfer_cost(instance, plan: Plan) -> float:
     """The β term of objective (2) under the instance's ``transfer_cost_mode``."""
     beta = instance.transfer_matrix
-    once = sum(
-        beta[instance.dataset_index[d], instance.cluster_index[c]]
-        for c, held in plan.datasets.items()
-        for d in held
-    )
+    once = sum(beta[instance.dataset_index[d], instance.cluster_index[c]]
+               for c, held in plan.datasets.items() for d in held)
     # The printed eq. (2) has β inside Σ_k: paid again every active epoch.
     return float(once * (plan.n_epochs if instance.transfer_cost_mode == "per_epoch" else 1))
 
@@ -289,8 +284,9 @@ def simulate_trajectories(instance, models, gammas, n: int, rng: np.random.Gener
 
     Draws are grouped by model (one vectorised draw per model version and per switch pair), in
     model/switch index order so the stream is reproducible. Step k is −γ A_m decay_m(k) X plus the
-    switch jump (eq. (8)), summed from ℓ(0); the draws are scaled in place, moved into the trajectory
-    and summed there: at most two values per value held (``memory.BLOCK_BYTES_PER_VALUE``)."""
+    switch jump (eq. (8)), summed from ℓ(0); the draws are scaled in place, the jumps added to them, and
+    moved into the trajectory and summed there: at most two values per value held
+    (``memory.BLOCK_BYTES_PER_VALUE``)."""
     models = np.asarray(models, dtype=int)
     K = models.size
     draws: list[tuple[np.ndarray, np.ndarray]] = []
@@ -307,15 +303,19 @@ def simulate_trajectories(instance, models, gammas, n: int, rng: np.random.Gener
             p = instance.switch_index.get((int(models[k - 1]), int(models[k]))) if models[k] != models[k - 1] else None
             if p is not None:
                 by_pair.setdefault(p, []).append(k)
+    at = {int(c): (i, j) for i, (cols, _) in enumerate(draws) for j, c in enumerate(cols)}
+    for p in sorted(by_pair):     # into the model draws, before the trajectory exists: a pair has ≤ K/2 jumps
+        jumps = instance.switches[p].jump.sample(rng, (n, len(by_pair[p])))
+        for jj, k in enumerate(by_pair[p]):
+            i, j = at[k]
+            draws[i][1][:, j] += jumps[:, jj]
+        del jumps
     traj = np.empty((n, K + 1))
     traj[:, 0] = instance.initial_loss
     while draws:                                       # every epoch is one model's: each column set once
         cols, d = draws.pop(0)
         traj[:, 1 + cols] = d
         del d
-    for p in sorted(by_pair):
-        cols = 1 + np.array(by_pair[p])
-        traj[:, cols] += instance.switches[p].jump.sample(rng, (n, cols.size))
     np.cumsum(traj[:, 1:], axis=1, out=traj[:, 1:])
     traj[:, 1:] += instance.initial_loss
     return traj
