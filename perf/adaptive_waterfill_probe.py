@@ -26,17 +26,22 @@ support function σ_s(ν) = min_{(W,F) ∈ P(s)} W + νF at J slopes ν:
   σ = ν, and the success bucket σ = 0.
 
 At the root (τ = Tmax), for a policy with F ≤ 1 − ω: cost = W/Tmax ≥
-(σ(ν) − ν(1 − ω))/Tmax for every ν. Relaxed: the loss grid (optimistic,
+(σ(ν) − ν(1 − ω))/Tmax for every ν. Communication time s enters through
+the tangent A/d + b ≤ κc/(d − s) of an epoch's money in its duration d
+at the priced epoch's d₀ (:func:`epoch_terms`); b, a constant, is carried
+beside F as G = F + B/μ at a failure price μ, so the root value is
+σ(μ·Tmax)/Tmax − μ(1 − ω), μ searched by golden section
+(``--no-comm`` drops communication instead: s ~ 0 for the priced bound
+too, and the root takes the best ν). Relaxed: the loss grid (optimistic,
 as the package's bound), the J slopes, the capacity (ignored) and the
-communication time (dropped; or make it ~0 with ``--no-comm``, which also
-sets the package's priced bound and policy on the same instance).
-Exact: "T ≤ Tmax on every run" and the chance constraint (randomised).
+tangent. Exact: "T ≤ Tmax on every run" and the chance constraint
+(randomised). ``--check-exact`` compares it with independent exact optima
+of tiny lattice instances, which have no communication time: the tangent
+is checked only by the inequality it rests on (the tests).
 
-What it is not: not a proven bound (its rounding is not bounded, the
-breakpoints are taken from consecutive tangents), a measurement. It
-prints the priced bound, this bound, and (with ``--policy``) the
-certified policy's cost from ``deplbench adaptive --one-grid`` on the same
-grid, CPU seconds and the 1-minute load.
+What it is not: not a proven bound (its rounding is not bounded), a
+measurement. It prints the priced bound, this one, the failure price, CPU
+seconds and the 1-minute load.
 """
 
 from __future__ import annotations

@@ -19,6 +19,7 @@ import json
 import math
 import re
 
+import numpy as np
 import pytest
 
 from deplbench.formulations import adaptive as A
@@ -316,3 +317,14 @@ def test_a_cost_unit_near_binary64s_limit_changes_no_relative_number(unit):
     assert a.status == b.status == "certified"
     assert b.lower_bound == pytest.approx(a.lower_bound * unit, rel=1e-6)
     assert b.upper_bound == pytest.approx(a.upper_bound * unit, rel=1e-9)
+
+
+@pytest.mark.parametrize("unit", [1e-170, 1e-60, 1.0, 1e160, 1e300])
+def test_cost_moments_follow_the_cost_unit(unit):
+    """The runs' mean and deviation behind the upper bound scale with the unit: squares that
+    would underflow (a deviation of 0 makes the empirical-Bernstein bound too small) or overflow
+    are computed scaled."""
+    from deplbench.formulations.adaptive.certify import cost_moments
+    mean, sd = cost_moments(np.array([1.0, 2.0, 3.0, 4.0]) * unit)
+    assert mean == pytest.approx(2.5 * unit, rel=1e-12)
+    assert sd == pytest.approx(math.sqrt(5.0 / 3.0) * unit, rel=1e-12)

@@ -37,16 +37,17 @@ SCALINGS = ("rms", "mean")
 def cost_moments(costs: np.ndarray) -> tuple[float, float]:
     """Sample mean and standard deviation (n − 1 denominator) of runs' costs (≥ 0).
 
-    Where the plain sum or squares pass binary64 (costs near 1e154 and up),
-    they are computed on the costs divided by their largest and scaled back,
-    so an instance's cost unit does not turn them into inf; elsewhere they are
-    numpy's. The deviation is inf for fewer than two costs."""
-    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+    Where the plain sum or squares would pass binary64 or underflow (the
+    largest cost above 1e150 or below 1e-140), they are computed on the costs
+    divided by their largest and scaled back, so an instance's cost unit turns
+    them neither into inf nor into 0; elsewhere they are numpy's. The deviation
+    is inf for fewer than two costs."""
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore", under="ignore"):
         mean = float(costs.mean()) if costs.size else 0.0
         var = float(costs.var(ddof=1)) if costs.size > 1 else math.inf
-    if costs.size < 2 or (math.isfinite(mean) and math.isfinite(var)):
+    top = float(np.max(costs)) if costs.size else 0.0
+    if costs.size < 2 or (math.isfinite(mean) and math.isfinite(var) and (top == 0 or 1e-140 <= top <= 1e150)):
         return mean, math.sqrt(var)
-    top = float(np.max(costs))
     if not (math.isfinite(top) and top > 0):
         return mean, math.inf
     y = costs / top

@@ -315,8 +315,8 @@ def fft_error(ext: np.ndarray, ker: np.ndarray, pinf: np.ndarray, nfft: int) -> 
     amax = np.max(np.abs(ext), axis=-1)
     with np.errstate(over="ignore"):
         a2 = np.sqrt(np.einsum("bqn,bqn->bq", ext, ext))
-    big = ~np.isfinite(a2) & np.isfinite(amax) & (amax > 0)
-    if big.any():   # squares past binary64 (costs near 1e154): the 2-norm scaled by max|a|
+    big = (~np.isfinite(a2) | (amax < 1e-140)) & np.isfinite(amax) & (amax > 0)
+    if big.any():   # squares past binary64 or underflowing (costs near 1e154, 1e-154): scaled by max|a|
         rows = ext[big] / amax[big][:, None]
         a2[big] = amax[big] * np.sqrt(np.einsum("rn,rn->r", rows, rows))
     b1, b2 = ker.sum(axis=-1), np.sqrt(np.einsum("bp,bp->b", ker, ker))
