@@ -71,7 +71,9 @@ def process_map(workers: int, start_s: float = POOL_START_S) -> Mapper:
         if workers == 1 or len(tasks) <= 1 or not seconds_to_stop(tasks) > start_s:
             return sequential_map(fn, tasks)
         ctx = mp.get_context("forkserver")
-        # the server imports the solver stack once; every worker (and a later pool's) forks warm
+        # the server imports the solver stack once; every worker (and a later pool's) forks warm.
+        # A process-wide setting of multiprocessing's forkserver, set on purpose: it decides only
+        # what the server imports before it forks (start-up time), never what a task computes.
         ctx.set_forkserver_preload([__name__])
         with ProcessPoolExecutor(max_workers=min(workers, len(tasks)), mp_context=ctx) as pool:
             return list(pool.map(fn, tasks))
