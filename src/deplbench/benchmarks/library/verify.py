@@ -325,7 +325,8 @@ def _monte_carlo_line(oos: dict) -> str:
     mc = oos.get("mc_verdict", oos.get("verdict"))
     cert = oos.get("mc_certified_verdict", oos.get("certified_verdict"))
     return (f"out of sample (Monte Carlo, {oos.get('samples')} draws): quantile estimate {oos.get('quantile')!r}"
-            f"{interval}; estimate {mc}; {cert} at level {level} (one-sided Clopper-Pearson)")
+            f"{interval}; estimate {mc}; chance constraint (3) alone: {cert} at level {level} "
+            "(one-sided Clopper-Pearson)")
 
 
 def _exact_line(oos: dict) -> str:
