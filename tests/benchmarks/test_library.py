@@ -649,11 +649,3 @@ def test_check_help_documents_the_exit_status_of_an_empty_check(capsys):
     text = " ".join(capsys.readouterr().out.split())
     assert "Exit status 1 on any mismatch, and when nothing was checked" in text
 
-
-def test_verify_says_its_monte_carlo_certificate_is_about_the_chance_constraint_alone():
-    """A plan that breaks (4)-(6) is infeasible whatever the certificate on (3) says: the line
-    names what the Clopper-Pearson statement is about, as `evaluate` does."""
-    from deplbench.benchmarks.library.verify import _monte_carlo_line
-    line = _monte_carlo_line({"samples": 100, "quantile": 1.0, "mc_verdict": "feasible",
-                              "mc_certified_verdict": "certified feasible", "confidence": 0.95})
-    assert "chance constraint (3) alone: certified feasible at level 0.95" in line

@@ -115,8 +115,8 @@ def test_library_verify_names_each_statement():
                               "verdict": "feasible", "mc_certified_verdict": "not certified",
                               "certified_verdict": "certified feasible"})
     assert line == ("out of sample (Monte Carlo, 500 draws): quantile estimate 0.29; CI [0.28, 0.3] at level "
-                    "0.95 (order-statistic); estimate undecided; not certified at level 0.95 (one-sided "
-                    "Clopper-Pearson)")
+                    "0.95 (order-statistic); estimate undecided; chance constraint (3) alone: not certified at "
+                    "level 0.95 (one-sided Clopper-Pearson)")
 
 
 def test_the_statements_say_what_each_number_is():
