@@ -187,33 +187,80 @@ def run_refit(args: argparse.Namespace) -> int:
     return 0
 
 
+def read_result_records(items: list[str], instance) -> dict[str, dict]:
+    """The ``--result NAME=FILE`` records of ``replay``, checked before anything is trained.
+
+    Each file must be what ``deplbench solve --json -o FILE`` writes: a JSON
+    object with a ``status`` of :data:`~deplbench.formulations.model.result.STATUSES`
+    and a ``plan`` (an object, or null when the solve found none) whose
+    models, clusters and datasets are the measured instance's.
+
+    Returns
+    -------
+    dict
+        Solver name → the record, its ``plan`` parsed.
+
+    Raises
+    ------
+    MeasureError
+        Naming ``--result NAME=FILE`` and what is wrong: not NAME=FILE, an
+        unreadable or non-JSON file, another kind of document (an instance,
+        a list), an unknown status, a plan that is invalid or names what the
+        instance does not have.
+    """
+    from deplbench.errors import PlanError
+    from deplbench.formulations.model.plan import check_plan_names, parse_plan
+    from deplbench.formulations.model.result import STATUSES
+    from deplbench.instances.jsondoc import read_json
+
+    given: dict[str, dict] = {}
+    for item in items:
+        name, sep, path = item.partition("=")
+        if not sep or not name or not path:
+            raise MeasureError(f"--result: expected NAME=FILE, got {item!r}")
+        flag = f"--result {item}"
+        try:
+            rec = read_json(path, what="result record", error=MeasureError)
+        except MeasureError as exc:
+            raise MeasureError(f"{flag}: cannot read a result record ({exc})") from None
+        rec = restore_nonfinite(rec)
+        if not isinstance(rec, dict):
+            raise MeasureError(f"{flag}: expected a result record (a JSON object, as `deplbench solve --json -o "
+                               f"FILE` writes), got {type(rec).__name__}")
+        if rec.get("status") not in STATUSES or "plan" not in rec:
+            missing = [k for k in ("status", "plan") if k not in rec]
+            why = (f"no {' or '.join(repr(k) for k in missing)} key" if missing
+                   else f"status {rec['status']!r} is not one of {', '.join(STATUSES)}")
+            raise MeasureError(f"{flag}: not a result record of `deplbench solve` ({why})")
+        if rec["plan"] is not None:
+            try:
+                plan = parse_plan(rec["plan"])
+                check_plan_names(instance, plan)
+            except PlanError as exc:
+                raise MeasureError(f"{flag}: {exc} (the plan must be for the measured instance "
+                                   f"{instance.name!r})") from None
+            rec = {**rec, "plan": plan}
+        given[name] = rec
+    return given
+
+
 def run_replay(args: argparse.Namespace) -> int:
     """Handler of ``deplbench measure replay``."""
     solvers = [s.strip() for s in args.solvers.split(",") if s.strip()]
     _check_replay(args, solvers)
+    from deplbench.instances.generators import generate
+
+    instance = generate("measured") if args.loss_max is None else generate("measured", loss_max=args.loss_max)
+    given = read_result_records(args.result, instance)
     _need_torch()
     from deplbench.measure import replay
 
-    given = {}
-    for item in args.result:
-        name, sep, path = item.partition("=")
-        if not sep:
-            raise MeasureError(f"--result: expected NAME=FILE, got {item!r}")
-        try:
-            given[name] = restore_nonfinite(json.loads(Path(path).read_text()))     # a `solve -o` record
-        except (OSError, ValueError) as exc:
-            raise MeasureError(f"--result {item}: cannot read a result record ({exc})") from None
     partial = Path(args.output + ".partial") if args.output else None
 
     def save(res: dict) -> None:
         if partial is not None:
             partial.write_text(json.dumps(res, indent=2) + "\n")
 
-    instance = None
-    if args.loss_max is not None:
-        from deplbench.instances.generators import generate
-
-        instance = generate("measured", loss_max=args.loss_max)
     result = replay.replay_plans(solvers, n_seeds=args.seeds, threads=args.threads, results=given,
                                  instance=instance,
                                  progress=lambda m: print(m, file=sys.stderr), on_row=save)

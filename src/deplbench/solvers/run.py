@@ -28,7 +28,9 @@ Examples
 
 from __future__ import annotations
 
+import contextlib
 import math
+import sys
 import time
 import traceback
 from typing import Any
@@ -182,18 +184,31 @@ def solve(
         return declined
     start = time.perf_counter()
     reduction = None
+    # The algorithm gets its own deep copy: the plan is judged on the caller's instance, which
+    # an algorithm that changes what it was given (object.__setattr__ on the frozen model, a
+    # list inside it) must not change under the judge (a larger Tmax would hide a breach of (4)).
+    work = instance.model_copy(deep=True)
     try:
-        # Unusable models/clusters/datasets never reach a solver (see
-        # formulations.model.preprocess); names are kept, so the plan needs no mapping.
-        reduction = reduce_instance(instance) if cls.preprocess else None
-        if reduction is not None and reduction.instance is None:
-            result = SolveResult(algorithm=cls.name, status="infeasible", message=reduction.reason)
-        else:
-            # The solver's clock parameter (time_limit, or an outer budget where time_limit bounds
-            # one inner solve) sets the deadline every check_time() reads (deplbench.limits): the
-            # one clock of the solve: every layer below reads this deadline.
-            with deadline(resolved.get(cls.clock)), memory_budget(resolved.get("memory_limit")):
-                result = cls().run_settings(reduction.instance if reduction is not None else instance, settings)
+        # A solver's banner or a user's print() goes to stderr: stdout carries only what the
+        # caller asked for (one JSON object under --json).
+        with contextlib.redirect_stdout(sys.stderr):
+            # Unusable models/clusters/datasets never reach a solver (see
+            # formulations.model.preprocess); names are kept, so the plan needs no mapping.
+            reduction = reduce_instance(work) if cls.preprocess else None
+            if reduction is not None and reduction.instance is None:
+                result = SolveResult(algorithm=cls.name, status="infeasible", message=reduction.reason)
+            else:
+                # The solver's clock parameter (time_limit, or an outer budget where time_limit bounds
+                # one inner solve) sets the deadline every check_time() reads (deplbench.limits): the
+                # one clock of the solve: every layer below reads this deadline.
+                with deadline(resolved.get(cls.clock)), memory_budget(resolved.get("memory_limit")):
+                    result = cls().run_settings(reduction.instance if reduction is not None else work, settings)
+    except SystemExit as exc:
+        # sys.exit() inside an algorithm would end the command (or a sweep's task) with status 0
+        # and no output: it is the algorithm's failure, recorded as data like any other
+        result = SolveResult(algorithm=cls.name, status="error",
+                             message=f"{cls.__name__}.run called sys.exit({exc.code!r}) instead of returning "
+                                     "a SolveResult")
     except TimeLimitReached as exc:  # a heuristic's deadline (deplbench.limits): no plan
         result = SolveResult(algorithm=cls.name, status="time_limit", message=str(exc))
     except DeplbenchError as exc:
@@ -219,14 +234,27 @@ def solve(
     result.runtime_s = elapsed
     result.params = {**resolved, **result.params}
     result.variants = variants
-    _refuse_overflowed_cost(result)
+    _refuse_claimed_optimality(cls, result)
     if evaluate and result.plan is not None:
         # the judging is the harness's, not the solver's: no deadline around the solve cuts it
         with no_deadline():
             _judge(instance, result, result.plan, eval_samples, eval_seed)
+    _refuse_overflowed_cost(result)
     if result.gap is None and result.lower_bound is not None:
         result.gap = SolveResult.relative_gap(result.cost, result.lower_bound)
     return result
+
+
+def _refuse_claimed_optimality(cls: type[Solver], result: SolveResult) -> None:
+    """Status ``optimal`` is a proof only exact methods give (docs/extending.md):
+    from an algorithm that declares ``exact = False`` it is recorded as ``feasible``,
+    the claim kept in ``diagnostics["reported_status"]``, so no report takes a
+    heuristic's plan for the reference optimum."""
+    if result.status == "optimal" and not cls.exact:
+        result.diagnostics["reported_status"] = "optimal"
+        result.status = "feasible"
+        note = f"status optimal recorded as feasible: {cls.name} declares exact = False"
+        result.message = f"{note}; {result.message}" if result.message else note
 
 
 def _refuse_overflowed_cost(result: SolveResult) -> None:
@@ -239,9 +267,15 @@ def _refuse_overflowed_cost(result: SolveResult) -> None:
     (``optimal``, ``feasible``) that claims a usable answer.
     """
     if result.status != "error" and result.cost is not None and not math.isfinite(result.cost):
-        result.message = (f"cost: the plan's cost (2) is {result.cost} in binary64 (the sum of κ(n)·x over its "
-                          "epochs overflows); rescale the money unit of the instance (clusters[i].unit_cost, "
-                          f"transfer costs)" + (f"; the solver said: {result.message}" if result.message else ""))
+        if math.isnan(result.cost):
+            # nan is no sum of finite positive terms: the algorithm's own number, not an overflow
+            why = "cost: the algorithm reported a cost of nan" + (
+                "" if result.plan is None else " (and its plan was not evaluated to replace it)")
+        else:
+            why = (f"cost: the plan's cost (2) is {result.cost} in binary64 (the sum of κ(n)·x over its "
+                   "epochs overflows); rescale the money unit of the instance (clusters[i].unit_cost, "
+                   "transfer costs)")
+        result.message = why + (f"; the solver said: {result.message}" if result.message else "")
         result.status = "error"
 
 
@@ -285,8 +319,16 @@ def _judge(instance, result: SolveResult, plan: Plan, eval_samples: int, eval_se
         result.evaluation = ev.to_dict()
         if result.cost is None:
             result.cost = ev.cost
-        elif abs(ev.cost - result.cost) > 1e-6 * max(1.0, abs(ev.cost)):
+        elif ev.cost != result.cost and not abs(ev.cost - result.cost) <= 1e-6 * max(1.0, abs(ev.cost)):  # nan too
+            # The record's cost is objective (2) of the plan it holds, whatever the algorithm
+            # said: a report ranks algorithms by it. The claim is kept beside it.
             result.diagnostics["cost_mismatch"] = {"reported": result.cost, "evaluated": ev.cost}
+            note = (f"cost: the algorithm reported {result.cost!r}, the plan's objective (2) is {ev.cost!r}; "
+                    "recorded the evaluated cost")
+            result.message = f"{note}; {result.message}" if result.message else note
+            result.cost = ev.cost
+            if result.lower_bound is not None:      # a gap the algorithm gave was against its own cost
+                result.gap = SolveResult.relative_gap(result.cost, result.lower_bound)
         if ev.violations and result.status in ("optimal", "feasible", "time_limit"):
             # The contract: a returned plan passes the hard constraints
             # (4)-(6) or the record says infeasible. (An out-of-sample
