@@ -1,0 +1,207 @@
+"""A user's algorithm that misbehaves (docs/extending.md): the record stays true.
+
+`solve()` judges what an algorithm returns; these algorithms break the
+contract in the ways a plug-in can — printing on stdout, calling
+``sys.exit``, changing the instance it was given, reporting a cost that is
+not its plan's, claiming ``optimal`` without declaring ``exact`` — and each
+test checks that the record and the command's output say what happened,
+instead of a silent wrong number, a broken ``--json`` or an exit 0 with
+nothing printed. The in-process tests pass the classes to ``solve()``; the
+CLI tests register them through a hand-written entry point (a
+``.dist-info`` folder on ``sys.path``), the same path an installed plug-in
+takes.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+import textwrap
+
+import pytest
+
+from deplbench.formulations.model.allocation import plan_from_choices
+from deplbench.formulations.model.result import SolveResult
+from deplbench.instances.model import parse_instance
+from deplbench.params import Param
+from deplbench.solvers import registry
+from deplbench.solvers.base import PlotStyle, Solver
+from deplbench.solvers.run import solve
+from tests.instance_data import base_instance
+
+
+def deterministic_instance():
+    """Point-mass laws: a plan's verdict and cost are exact (one trajectory)."""
+    data = base_instance()
+    for m in data["models"]:
+        m["improvement"] = {"kind": "point", "value": 1.0}
+    data["switches"] = []
+    return parse_instance(data)
+
+
+def one_model_plan(instance, epochs: int):
+    """``epochs`` epochs of the first model on cluster A, at the allocation meeting Tmax exactly."""
+    model, cluster = instance.models[0].name, instance.clusters[0].name
+    return plan_from_choices(instance, [model] * epochs, [cluster] * epochs,
+                             {cluster: [d.name for d in instance.datasets]})
+
+
+class _Base(Solver):
+    label = "user"
+    description = "a user's algorithm that breaks the contract"
+    exact = False
+    style = PlotStyle(colour="#123456", marker="o", linestyle="-")
+    parameters = {"seed": Param(0, int, "seed", low=0)}
+
+
+class Prints(_Base):
+    name = "user-prints"
+
+    def run(self, instance, seed):
+        print("chatter from a user's algorithm")
+        return SolveResult(self.name, "feasible", plan=one_model_plan(instance, 3))
+
+
+class Exits(_Base):
+    name = "user-exits"
+
+    def run(self, instance, seed):
+        sys.exit(0)
+
+
+class WidensTmax(_Base):
+    """Plans one epoch against a Tmax it raised on the instance it was given."""
+
+    name = "user-widens-tmax"
+
+    def run(self, instance, seed):
+        object.__setattr__(instance, "time_max", instance.time_max * 1000)
+        return SolveResult(self.name, "feasible", plan=one_model_plan(instance, 1))
+
+
+def reporting(claimed: float) -> type[Solver]:
+    """An algorithm returning a feasible plan with the cost ``claimed`` (0.001, nan) and the bound 0."""
+
+    class ReportsCost(_Base):
+        name = "user-reports-cost"
+
+        def run(self, instance, seed):
+            return SolveResult(self.name, "feasible", plan=one_model_plan(instance, 3), cost=claimed,
+                               lower_bound=0.0)
+
+    return ReportsCost
+
+
+class ClaimsOptimal(_Base):
+    name = "user-claims-optimal"
+
+    def run(self, instance, seed):
+        return SolveResult(self.name, "optimal", plan=one_model_plan(instance, 3))
+
+
+def test_print_inside_an_algorithm_goes_to_stderr(capsys):
+    res = solve(deterministic_instance(), Prints, eval_samples=1000)
+    captured = capsys.readouterr()
+    assert res.status == "feasible"
+    assert captured.out == "" and "chatter from a user's algorithm" in captured.err
+
+
+def test_sys_exit_inside_an_algorithm_is_a_status_error_record():
+    res = solve(deterministic_instance(), Exits, eval_samples=1000)
+    assert res.status == "error" and res.plan is None
+    assert "sys.exit(0)" in res.message
+
+
+def test_an_algorithm_that_changes_its_instance_is_judged_on_the_callers():
+    inst = deterministic_instance()
+    tmax = inst.time_max
+    res = solve(inst, WidensTmax, eval_samples=1000)
+    assert inst.time_max == tmax                          # the caller's instance is untouched
+    # one epoch of the whole work within 1000 Tmax breaks (4) of the real instance
+    assert res.status == "infeasible" and "Tmax" in res.message
+    assert res.evaluation["feasible"] is False
+
+
+@pytest.mark.parametrize("claimed", [0.001, math.nan, -5.0])
+def test_the_record_cost_is_the_plans_objective_whatever_the_algorithm_says(claimed):
+    inst = deterministic_instance()
+    res = solve(inst, reporting(claimed), eval_samples=1000)
+    plan_cost = res.evaluation["cost"]
+    assert res.status == "feasible" and math.isfinite(plan_cost) and plan_cost > 0.1
+    assert res.cost == plan_cost
+    reported = res.diagnostics["cost_mismatch"]["reported"]
+    assert reported == claimed or (math.isnan(claimed) and math.isnan(reported))
+    assert "the algorithm reported" in res.message
+    assert res.gap == pytest.approx(1.0)                  # (cost − 0) / cost, against the evaluated cost
+
+
+def test_an_unevaluated_nan_cost_is_an_error_that_does_not_blame_an_overflow():
+    res = solve(deterministic_instance(), reporting(math.nan), evaluate=False)
+    assert res.status == "error" and "reported a cost of nan" in res.message
+    assert "overflow" not in res.message
+
+
+def test_optimal_from_an_algorithm_that_is_not_exact_is_recorded_as_feasible():
+    res = solve(deterministic_instance(), ClaimsOptimal, eval_samples=1000)
+    assert res.status == "feasible" and res.diagnostics["reported_status"] == "optimal"
+    assert "declares exact = False" in res.message
+
+
+# ------------------------------------------------------------ through the CLI
+PLUGIN_MODULE = textwrap.dedent('''
+    import sys
+    from deplbench.formulations.model.result import SolveResult
+    from deplbench.params import Param
+    from deplbench.solvers.base import PlotStyle, Solver
+    from tests.solvers.test_user_algorithms import one_model_plan
+
+    class _Base(Solver):
+        label = "user"
+        description = "a user's algorithm"
+        exact = False
+        style = PlotStyle(colour="#123456", marker="o", linestyle="-")
+        parameters = {"seed": Param(0, int, "seed", low=0)}
+
+    class Prints(_Base):
+        name = "hunt-prints"
+        def run(self, instance, seed):
+            print("chatter from a user's algorithm")
+            return SolveResult(self.name, "feasible", plan=one_model_plan(instance, 3))
+
+    class Exits(_Base):
+        name = "hunt-exits"
+        def run(self, instance, seed):
+            sys.exit(0)
+''')
+
+
+@pytest.fixture
+def entry_point_plugin(tmp_path, monkeypatch):
+    """A plug-in installed the way pip leaves one: a module and its ``.dist-info`` on sys.path."""
+    site = tmp_path / "site"
+    info = site / "hunt_plugin-0.1.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: hunt-plugin\nVersion: 0.1\n", encoding="utf-8")
+    (info / "entry_points.txt").write_text(
+        "[deplbench.solvers]\nhunt-prints = hunt_plugin:Prints\nhunt-exits = hunt_plugin:Exits\n", encoding="utf-8")
+    (site / "hunt_plugin.py").write_text(PLUGIN_MODULE, encoding="utf-8")
+    monkeypatch.syspath_prepend(str(site))
+    registry.refresh()
+    yield
+    sys.modules.pop("hunt_plugin", None)
+    monkeypatch.undo()
+    registry.refresh()
+
+
+def test_cli_json_stays_one_object_and_a_plugins_exit_is_reported(entry_point_plugin, deplbench_cli, tmp_path):
+    path = tmp_path / "inst.json"
+    path.write_text(deterministic_instance().model_dump_json(by_alias=True), encoding="utf-8")
+    status, out, err = deplbench_cli("solve", path, "--algo", "hunt-prints", "--json", "--eval-samples", 1000)
+    assert status == 0, err
+    assert json.loads(out)["status"] == "feasible"        # stdout is the one JSON object, nothing else
+    assert "chatter from a user's algorithm" in err
+    status, out, err = deplbench_cli("solve", path, "--algo", "hunt-exits", "--json", "--eval-samples", 1000)
+    assert status == 1, (out, err)                        # a failed solve, not exit 0 with nothing
+    rec = json.loads(out)
+    assert rec["status"] == "error" and "sys.exit(0)" in rec["message"]
