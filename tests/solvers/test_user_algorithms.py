@@ -148,6 +148,53 @@ def test_optimal_from_an_algorithm_that_is_not_exact_is_recorded_as_feasible():
     assert "declares exact = False" in res.message
 
 
+def returning(make) -> type[Solver]:
+    """An algorithm whose record is ``make(plan)`` for a 3-epoch plan of the instance."""
+
+    class Returns(_Base):
+        name = "user-returns"
+
+        def run(self, instance, seed):
+            return make(one_model_plan(instance, 3))
+
+    return Returns
+
+
+def _with_status_none(plan):
+    res = SolveResult("user-returns", "feasible", plan=plan)
+    res.status = None                                     # set after the constructor's check
+    return res
+
+
+@pytest.mark.parametrize("make, message", [
+    (lambda plan: SolveResult("user-returns", "feasible", plan=plan.model_dump()),
+     "returned a plan of type dict, not a Plan"),          # was an AttributeError traceback
+    (lambda plan: SolveResult("user-returns", "feasible", plan=plan, cost="cheap"),
+     "returned cost = 'cheap', not a number"),             # was a TypeError traceback
+    (lambda plan: SolveResult("user-returns", "feasible", plan=plan, lower_bound=True),
+     "returned lower_bound = True, not a number"),
+    (_with_status_none, "returned status None, not one of optimal"),   # was printed, exit 0
+    (lambda plan: SolveResult("user-returns", "feasible", plan=plan, diagnostics=[1]),
+     "returned diagnostics of type list, not a dict"),
+])
+def test_a_record_that_breaks_the_contract_is_a_status_error_naming_the_field(make, message):
+    res = solve(deterministic_instance(), returning(make), eval_samples=1000)
+    assert res.status == "error" and res.plan is None, res.message
+    assert res.message.startswith("Returns.run ") and message in res.message
+
+
+def test_diagnostics_json_cannot_hold_are_kept_as_text_with_the_plan():
+    """An arbitrary object in diagnostics ended `solve --json` in a TypeError traceback."""
+    import numpy as np
+
+    make = lambda plan: SolveResult("user-returns", "feasible", plan=plan,  # noqa: E731
+                                    diagnostics={"obj": object(), "arr": np.arange(2)})
+    res = solve(deterministic_instance(), returning(make), eval_samples=1000)
+    assert res.status == "feasible" and res.plan is not None
+    assert res.diagnostics["obj"].startswith("<object object") and res.diagnostics["arr"] == [0, 1]
+    json.dumps(res.to_dict())
+
+
 # ------------------------------------------------------------ through the CLI
 PLUGIN_MODULE = textwrap.dedent('''
     import sys

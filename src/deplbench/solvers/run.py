@@ -29,7 +29,9 @@ Examples
 from __future__ import annotations
 
 import contextlib
+import json
 import math
+import numbers
 import sys
 import time
 import traceback
@@ -42,7 +44,8 @@ from deplbench.formulations.evaluation.instance_check import check_instance
 from deplbench.formulations.evaluation.settings import CONFIDENCE, MIN_SAMPLES, RUNS, SEED, check_closed_loop
 from deplbench.formulations.model.plan import Plan
 from deplbench.formulations.model.preprocess import reduce_instance
-from deplbench.formulations.model.result import SolveResult
+from deplbench.formulations.model.result import STATUSES, SolveResult
+from deplbench.jsonio import dumps, json_default
 from deplbench.limits import TimeLimitReached, deadline, memory_budget, no_deadline
 from deplbench.params import Param
 from deplbench.solvers.base import Solver
@@ -225,9 +228,7 @@ def solve(
             diagnostics={"traceback": traceback.format_exc(limit=20)},
         )
     elapsed = time.perf_counter() - start
-    if not isinstance(result, SolveResult):
-        result = SolveResult(algorithm=cls.name, status="error",
-                             message=f"{cls.__name__}.run returned {type(result).__name__}, not a SolveResult")
+    result = check_returned(cls, result)
     if reduction is not None and (reduction.changed or reduction.instance is None):
         result.diagnostics["preprocess"] = reduction.summary()
     result.algorithm = cls.name
@@ -242,6 +243,47 @@ def solve(
     _refuse_overflowed_cost(result)
     if result.gap is None and result.lower_bound is not None:
         result.gap = SolveResult.relative_gap(result.cost, result.lower_bound)
+    return result
+
+
+def check_returned(cls: type[Solver], result: Any) -> SolveResult:
+    """The record an algorithm returned, or a status-``error`` record naming the field it got wrong.
+
+    The contract of ``run()`` (docs/extending.md) checked field by field, so
+    that a user's algorithm cannot end the command in a traceback, print a
+    status that is none of :data:`~deplbench.formulations.model.result.STATUSES`
+    with exit 0, or hand a report a cost that is not a number. A
+    diagnostics or params value JSON cannot hold (an arbitrary object) is
+    kept as its ``repr``, as the results store keeps it
+    (:func:`~deplbench.jsonio.json_default`), rather than losing the plan.
+    """
+    def failed(why: str) -> SolveResult:
+        return SolveResult(algorithm=cls.name, status="error", message=f"{cls.__name__}.run returned {why}")
+
+    if not isinstance(result, SolveResult):
+        return failed(f"{type(result).__name__}, not a SolveResult")
+    if result.status not in STATUSES:
+        return failed(f"status {result.status!r}, not one of {', '.join(STATUSES)}")
+    if result.plan is not None and not isinstance(result.plan, Plan):
+        return failed(f"a plan of type {type(result.plan).__name__}, not a Plan "
+                      "(deplbench.formulations.model.plan.parse_plan builds one from a dict)")
+    for name in ("cost", "lower_bound", "gap"):
+        value = getattr(result, name)
+        if value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, numbers.Real):
+            return failed(f"{name} = {value!r}, not a number")
+        setattr(result, name, float(value))         # numpy scalars too: the record holds floats
+    if not isinstance(result.message, str):
+        return failed(f"message = {result.message!r}, not a str")
+    for name in ("params", "diagnostics"):
+        value = getattr(result, name)
+        if not isinstance(value, dict):
+            return failed(f"{name} of type {type(value).__name__}, not a dict")
+        try:
+            dumps(value)
+        except (TypeError, ValueError):
+            setattr(result, name, json.loads(dumps(value, default=json_default)))
     return result
 
 
@@ -408,5 +450,5 @@ def closed_loop(instance, result: SolveResult, algorithm: str | type[Solver] | N
     return out
 
 
-__all__ = ["solve", "closed_loop", "check_solve_arguments", "check_eval_samples", "DEFAULT_EVAL_SAMPLES",
+__all__ = ["solve", "closed_loop", "check_solve_arguments", "check_returned", "check_eval_samples", "DEFAULT_EVAL_SAMPLES",
            "EVALUATION_PARAMETERS"]
