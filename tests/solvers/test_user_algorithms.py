@@ -195,6 +195,37 @@ def test_diagnostics_json_cannot_hold_are_kept_as_text_with_the_plan():
     json.dumps(res.to_dict())
 
 
+class PolicyRaises(_Base):
+    name = "user-policy-raises"
+
+    def run(self, instance, seed):
+        return SolveResult(self.name, "feasible", plan=one_model_plan(instance, 3))
+
+    def closed_loop_policy(self, instance, result, **params):
+        raise RuntimeError("policy boom")
+
+
+class PolicyOfTheWrongType(PolicyRaises):
+    name = "user-policy-wrong-type"
+
+    def closed_loop_policy(self, instance, result, **params):
+        return "not a policy"
+
+
+@pytest.mark.parametrize("cls, message", [
+    (PolicyRaises, "PolicyRaises.closed_loop_policy: RuntimeError: policy boom"),
+    (PolicyOfTheWrongType, "returned str, not a ClosedLoopPolicy"),    # was an AttributeError traceback
+])
+def test_a_failing_closed_loop_policy_keeps_the_plans_simulations(cls, message):
+    from deplbench.solvers.run import closed_loop
+
+    inst = deterministic_instance()
+    res = solve(inst, cls, eval_samples=1000)
+    out = closed_loop(inst, res, cls, runs=50)
+    assert out["policy"] is None and message in out["policy_error"]
+    assert out["plan"]["runs"] == 50 and out["plan_stopped"] is not None
+
+
 # ------------------------------------------------------------ through the CLI
 PLUGIN_MODULE = textwrap.dedent('''
     import sys
@@ -220,6 +251,11 @@ PLUGIN_MODULE = textwrap.dedent('''
         name = "hunt-exits"
         def run(self, instance, seed):
             sys.exit(0)
+
+    class PolicyRaises(Prints):
+        name = "hunt-policy-raises"
+        def closed_loop_policy(self, instance, result, **params):
+            raise RuntimeError("policy boom")
 ''')
 
 
@@ -231,7 +267,8 @@ def entry_point_plugin(tmp_path, monkeypatch):
     info.mkdir(parents=True)
     (info / "METADATA").write_text("Metadata-Version: 2.1\nName: hunt-plugin\nVersion: 0.1\n", encoding="utf-8")
     (info / "entry_points.txt").write_text(
-        "[deplbench.solvers]\nhunt-prints = hunt_plugin:Prints\nhunt-exits = hunt_plugin:Exits\n", encoding="utf-8")
+        "[deplbench.solvers]\nhunt-prints = hunt_plugin:Prints\nhunt-exits = hunt_plugin:Exits\n"
+        "hunt-policy-raises = hunt_plugin:PolicyRaises\n", encoding="utf-8")
     (site / "hunt_plugin.py").write_text(PLUGIN_MODULE, encoding="utf-8")
     monkeypatch.syspath_prepend(str(site))
     registry.refresh()
@@ -252,3 +289,14 @@ def test_cli_json_stays_one_object_and_a_plugins_exit_is_reported(entry_point_pl
     assert status == 1, (out, err)                        # a failed solve, not exit 0 with nothing
     rec = json.loads(out)
     assert rec["status"] == "error" and "sys.exit(0)" in rec["message"]
+
+
+def test_cli_simulate_reports_a_failing_policy_in_its_record(entry_point_plugin, deplbench_cli, tmp_path):
+    """A RuntimeError in a plug-in's closed_loop_policy ended `simulate` in a traceback."""
+    path = tmp_path / "inst.json"
+    path.write_text(deterministic_instance().model_dump_json(by_alias=True), encoding="utf-8")
+    status, out, err = deplbench_cli("simulate", path, "--algo", "hunt-policy-raises", "--json", "--runs", 50,
+                                     "--eval-samples", 1000)
+    assert status == 1 and "Traceback" not in err, err
+    cl = json.loads(out)["closed_loop"]
+    assert "RuntimeError: policy boom" in cl["policy_error"] and cl["plan"]["runs"] == 50

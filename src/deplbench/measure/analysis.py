@@ -28,6 +28,7 @@ from __future__ import annotations
 import math
 import os
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 from scipy import stats
@@ -219,9 +220,9 @@ def lag_autocorrelation(run: np.ndarray, epoch: np.ndarray, v: np.ndarray, lag: 
     runs, rid = np.unique(run, return_inverse=True)
     num = np.bincount(rid[j], weights=c[j] * c[j + lag], minlength=runs.size)
     den = np.bincount(rid, weights=c * c, minlength=runs.size)
-    out = {"lag": lag, "estimate": None, "ci": [None, None], "level": LEVEL,
-           "method": f"percentile bootstrap over runs ({bootstrap} replicates)", "pairs": int(j.size),
-           "runs": int(runs.size), "independent": None}
+    out: dict[str, Any] = {"lag": lag, "estimate": None, "ci": [None, None], "level": LEVEL,
+                           "method": f"percentile bootstrap over runs ({bootstrap} replicates)", "pairs": int(j.size),
+                           "runs": int(runs.size), "independent": None}
     # r is 0/0 without a pair of epochs lag apart, or when the series has no spread (one seed per
     # configuration leaves no noise around the mean curve): nothing is measured, and an interval
     # of nan must not read as "not independent"

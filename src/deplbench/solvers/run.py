@@ -38,7 +38,7 @@ import traceback
 from typing import Any
 
 from deplbench.errors import DeplbenchError, SolverError
-from deplbench.formulations.evaluation.closed_loop import FixedPlanPolicy, StopAtTarget, simulate
+from deplbench.formulations.evaluation.closed_loop import ClosedLoopPolicy, FixedPlanPolicy, StopAtTarget, simulate
 from deplbench.formulations.evaluation.evaluate import check_evaluation_memory, evaluate_plan
 from deplbench.formulations.evaluation.instance_check import check_instance
 from deplbench.formulations.evaluation.settings import CONFIDENCE, MIN_SAMPLES, RUNS, SEED, check_closed_loop
@@ -418,7 +418,11 @@ def closed_loop(instance, result: SolveResult, algorithm: str | type[Solver] | N
     -------
     dict
         ``{"runs", "seed", "confidence", "plan", "plan_stopped", "policy"}``,
-        each simulation as its ``summary()`` (None when not applicable).
+        each simulation as its ``summary()`` (None when not applicable); and
+        ``policy_error`` when the algorithm's ``closed_loop_policy`` (or the
+        policy while simulated) raised, or returned something other than a
+        :class:`~deplbench.formulations.evaluation.closed_loop.ClosedLoopPolicy`:
+        the plan's simulations are kept, ``policy`` is None.
 
     Raises
     ------
@@ -443,12 +447,21 @@ def closed_loop(instance, result: SolveResult, algorithm: str | type[Solver] | N
         out["plan_stopped"] = simulate(instance, stopped, runs, seed, confidence).summary()
     # a policy may exist without a static plan (adaptive-opt's); every other
     # closed_loop_policy returns None when the run returned no plan
-    policy = cls().closed_loop_policy(instance, result, **{k: v for k, v in (result.params or {}).items()
-                                                          if k in cls.parameters})
-    if policy is not None:
-        out["policy"] = simulate(instance, policy, runs, seed, confidence).summary()
+    try:
+        with contextlib.redirect_stdout(sys.stderr):        # as in solve(): stdout is the caller's
+            policy = cls().closed_loop_policy(instance, result, **{k: v for k, v in (result.params or {}).items()
+                                                                  if k in cls.parameters})
+            if policy is not None and not isinstance(policy, ClosedLoopPolicy):
+                raise TypeError(f"returned {type(policy).__name__}, not a ClosedLoopPolicy")
+            if policy is not None:
+                out["policy"] = simulate(instance, policy, runs, seed, confidence).summary()
+    except DeplbenchError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - the algorithm's own code: its failure is data
+        # the plan's simulations above are kept; the record says the policy failed and why
+        out["policy_error"] = f"{cls.__name__}.closed_loop_policy: {type(exc).__name__}: {exc}"
     return out
 
 
-__all__ = ["solve", "closed_loop", "check_solve_arguments", "check_returned", "check_eval_samples", "DEFAULT_EVAL_SAMPLES",
-           "EVALUATION_PARAMETERS"]
+__all__ = ["solve", "closed_loop", "check_solve_arguments", "check_returned", "check_eval_samples",
+           "DEFAULT_EVAL_SAMPLES", "EVALUATION_PARAMETERS"]
