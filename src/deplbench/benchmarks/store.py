@@ -501,6 +501,31 @@ def text_in_numbers(conn: sqlite3.Connection) -> dict[str, int]:
     return bad
 
 
+#: Statuses whose row holds the plan an algorithm returned, and so its cost (2).
+PLAN_STATUSES = ("optimal", "feasible", "time_limit")
+
+
+def costless_plans(conn: sqlite3.Connection) -> int:
+    """Rows of a :data:`PLAN_STATUSES` status that hold a plan but no finite cost:
+    ±inf, or empty (SQLite stores nan as NULL). No solve writes one (a cost
+    that overflows is status ``error``); a hand-edited or foreign store can,
+    and every cost table would leave such a row out without a word."""
+    cols = {r[1] for r in conn.execute("PRAGMA table_info(results)")}
+    if not {"status", "cost", "plan"} <= cols:
+        return 0
+    marks = ", ".join("?" * len(PLAN_STATUSES))
+    return int(conn.execute(
+        f"SELECT COUNT(*) FROM results WHERE status IN ({marks}) AND plan IS NOT NULL "
+        "AND plan NOT IN ('', 'null') AND (cost IS NULL OR (typeof(cost) = 'real' AND abs(cost) > 1.7976931348623157e308))",
+        PLAN_STATUSES).fetchone()[0])
+
+
+def costless_plans_note(n: int) -> str:
+    """The one sentence ``export`` and ``report`` say about :func:`costless_plans`."""
+    return (f"{n} stored row(s) of status {'/'.join(PLAN_STATUSES)} hold a plan but no finite cost (inf, or "
+            "empty where nan was stored; a hand-edited or foreign store): no cost figure can count them")
+
+
 def export(path: str | os.PathLike, out: str | os.PathLike, fmt: str, *,
            latest: bool = False, warn=None) -> int:
     """Write a store's :meth:`~ResultsStore.frame` to CSV or Parquet.
@@ -547,10 +572,13 @@ def export(path: str | os.PathLike, out: str | os.PathLike, fmt: str, *,
     with ResultsStore(path, readonly=True) as store:
         frame = store.frame(latest=latest)
         bad = text_in_numbers(store._conn)
+        costless = costless_plans(store._conn) if store._conn is not None else 0
     for col, n in bad.items():
         if warn is not None:
             warn(f"warning: {n} stored row(s) of column {col!r} hold text, not a number; exported as "
                  "missing values")
+    if costless and warn is not None:
+        warn(f"warning: {costless_plans_note(costless)}")
     if fmt == "csv":
         write_csv(frame, out)
     else:
