@@ -516,7 +516,8 @@ def costless_plans(conn: sqlite3.Connection) -> int:
     marks = ", ".join("?" * len(PLAN_STATUSES))
     return int(conn.execute(
         f"SELECT COUNT(*) FROM results WHERE status IN ({marks}) AND plan IS NOT NULL "
-        "AND plan NOT IN ('', 'null') AND (cost IS NULL OR (typeof(cost) = 'real' AND abs(cost) > 1.7976931348623157e308))",
+        "AND plan NOT IN ('', 'null') "
+        "AND (cost IS NULL OR (typeof(cost) = 'real' AND abs(cost) > 1.7976931348623157e308))",
         PLAN_STATUSES).fetchone()[0])
 
 
