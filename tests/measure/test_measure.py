@@ -428,3 +428,22 @@ def test_cli_replay_refuses_a_result_record_before_training(tmp_path, deplbench_
                                      "--seeds", 1)
     assert status == 2 and out == "" and err.count("\n") == 1, err
     assert err.startswith(f"error: --result depl={path}: ") and message in err, err
+
+
+@pytest.mark.parametrize("target, argv, message", [
+    ("{}", ["--seeds", "1000"], "is not a replay written by `deplbench measure replay -o`"),   # KeyError traceback
+    ("shipped", ["--seeds", "2"], "replays seeds {'first': 1000000, 'count': 1000}, this run "
+                                  "{'first': 1000000, 'count': 2} (give the same --seeds)"),
+    ("shipped", ["--seeds", "1000", "--loss-max", "0.25"], "replays instance {'name': 'measured-digits-mlp', "
+                                                           "'loss_max': 0.3"),
+])
+def test_cli_replay_merge_target_is_checked_before_training(tmp_path, deplbench_cli, target, argv, message):
+    """A --merge target that is not a replay, or one of other seeds or another ℓmax, failed only
+    after every plan was trained (a KeyError traceback, or "the replays differ"), the new rows lost."""
+    from deplbench.reports.measured import REPLAY_FILE
+
+    out = tmp_path / "replay.json"
+    out.write_text(REPLAY_FILE.read_text() if target == "shipped" else target, encoding="utf-8")
+    status, stdout, err = deplbench_cli("measure", "replay", "--solvers", "depl", "--merge", "-o", out, *argv)
+    assert status == 2 and stdout == "" and err.count("\n") == 1, err
+    assert err.startswith("error: --merge: ") and message in err, err

@@ -252,6 +252,7 @@ def run_replay(args: argparse.Namespace) -> int:
 
     instance = generate("measured") if args.loss_max is None else generate("measured", loss_max=args.loss_max)
     given = read_result_records(args.result, instance)
+    old = read_merge_target(args.output, instance, args.seeds) if args.merge else None
     _need_torch()
     from deplbench.measure import replay
 
@@ -264,14 +265,48 @@ def run_replay(args: argparse.Namespace) -> int:
     result = replay.replay_plans(solvers, n_seeds=args.seeds, threads=args.threads, results=given,
                                  instance=instance,
                                  progress=lambda m: print(m, file=sys.stderr), on_row=save)
-    if partial is not None:
-        partial.unlink(missing_ok=True)
-    if args.merge:
-        result = replay.merge(json.loads(Path(args.output).read_text()), result)
+    if old is not None:
+        result = replay.merge(old, result)
     if args.output:
         Path(args.output).write_text(json.dumps(result, indent=2) + "\n")
+    if partial is not None:         # only once the output holds every row
+        partial.unlink(missing_ok=True)
     print(replay.format_table(result))
     return 0
 
 
-__all__ = ["register", "run_measure", "run_analyse", "run_replay", "MeasureError"]
+def read_merge_target(path: str, instance, seeds: int) -> dict:
+    """The replay ``--merge`` adds rows to, checked before anything is trained.
+
+    A file that is not a replay (``{}``, a list, a result record) ended the
+    command in a ``KeyError`` traceback, and a replay of another instance or
+    seed count in "the replays differ", each after every plan had been
+    trained and with the new rows lost.
+
+    Raises
+    ------
+    MeasureError
+        Naming ``--merge``: not a replay of ``measure replay -o``, or one of
+        another instance (name, ℓmax, ω) or other held-out seeds.
+    """
+    from deplbench.instances.jsondoc import read_json
+    from deplbench.measure.experiment import REPLAY_SEED_BASE
+
+    old = read_json(path, what="replay", error=MeasureError)
+    keys = ("instance", "seeds", "rows", "wall_seconds")
+    if not isinstance(old, dict) or any(k not in old for k in keys) or not isinstance(old["rows"], list) \
+            or not all(isinstance(r, dict) and "solver" in r for r in old["rows"]):
+        raise MeasureError(f"--merge: {path} is not a replay written by `deplbench measure replay -o` "
+                           f"(a JSON object with {', '.join(keys)}; every row names its solver)")
+    here = {"name": instance.name, "loss_max": instance.loss_max, "omega": instance.omega}
+    if old["instance"] != here:
+        raise MeasureError(f"--merge: {path} replays instance {old['instance']}, this run {here} "
+                           "(give the same --loss-max)")
+    if old["seeds"] != {"first": REPLAY_SEED_BASE, "count": seeds}:
+        raise MeasureError(f"--merge: {path} replays seeds {old['seeds']}, this run "
+                           f"{{'first': {REPLAY_SEED_BASE}, 'count': {seeds}}} (give the same --seeds)")
+    return old
+
+
+__all__ = ["register", "run_measure", "run_analyse", "run_replay", "read_result_records", "read_merge_target",
+           "MeasureError"]
