@@ -195,6 +195,29 @@ def test_diagnostics_json_cannot_hold_are_kept_as_text_with_the_plan():
     json.dumps(res.to_dict())
 
 
+class PlansPastTheHorizon(_Base):
+    """500 epochs on an instance of K̄ = 5."""
+
+    name = "user-plans-past-the-horizon"
+
+    def run(self, instance, seed):
+        plan = one_model_plan(instance, 1)
+        return SolveResult(self.name, "feasible", plan=plan.model_copy(update={"epochs": plan.epochs * 500}))
+
+
+def test_a_plan_past_the_horizon_too_long_to_simulate_is_infeasible_not_an_error():
+    """eval_samples is sized for K̄ epochs: the judging of a far longer plan ran out of budget and the
+    record said status error, "use at most N samples", for a plan that plainly breaks (5)."""
+    from deplbench.limits import memory_budget
+
+    inst = parse_instance(base_instance())            # random laws: the plan is simulated, with its bands
+    with memory_budget(1 / 1024):                       # 1 MiB: K̄ + 1 columns fit, 501 do not
+        res = solve(inst, PlansPastTheHorizon, eval_samples=1000)
+    assert res.status == "infeasible", res.message
+    assert "epochs: 500 epochs exceed the horizon K̄ = 5 (not simulated: eval_samples:" in res.message
+    assert res.diagnostics["reported_status"] == "feasible"
+
+
 class PolicyRaises(_Base):
     name = "user-policy-raises"
 

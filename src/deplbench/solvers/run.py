@@ -385,8 +385,15 @@ def _judge(instance, result: SolveResult, plan: Plan, eval_samples: int, eval_se
             why = "eval_samples: " + why[len("samples: "):]
         result.diagnostics["evaluation_error"] = why
         result.diagnostics["reported_status"] = result.status
-        result.status = "error"
-        result.message = f"the returned plan could not be evaluated: {why}"
+        if plan.n_epochs > instance.horizon:
+            # eval_samples is sized for K̄ epochs (check_eval_samples): a longer plan may not fit, but it
+            # breaks (5) whatever the simulation would say; "use fewer samples" would hide the verdict
+            result.status = "infeasible"
+            result.message = (f"the returned plan violates hard constraints: epochs: {plan.n_epochs} epochs exceed "
+                              f"the horizon K̄ = {instance.horizon} (not simulated: {why})")
+        else:
+            result.status = "error"
+            result.message = f"the returned plan could not be evaluated: {why}"
     result.diagnostics["eval_s"] = time.perf_counter() - t0
 
 
