@@ -447,3 +447,13 @@ def test_cli_replay_merge_target_is_checked_before_training(tmp_path, deplbench_
     status, stdout, err = deplbench_cli("measure", "replay", "--solvers", "depl", "--merge", "-o", out, *argv)
     assert status == 2 and stdout == "" and err.count("\n") == 1, err
     assert err.startswith("error: --merge: ") and message in err, err
+
+
+def test_the_independence_claim_of_an_unmeasurable_analysis_is_not_measured():
+    from deplbench.reports.claims_common import UNMEASURED
+    from deplbench.reports.measured import independence_claim
+
+    noise = {"lag": 1, "estimate": None, "ci": [None, None], "level": 0.95, "method": "m", "pairs": 8,
+             "runs": 2, "independent": None, "note": "not measurable: the series has no spread"}
+    row = independence_claim({"independence": {"noise_lag1": noise}})
+    assert row["verdict"] == UNMEASURED and "no spread" in row["measured"]
