@@ -279,6 +279,14 @@ PLUGIN_MODULE = textwrap.dedent('''
         name = "hunt-policy-raises"
         def closed_loop_policy(self, instance, result, **params):
             raise RuntimeError("policy boom")
+
+    class BadPriority(Prints):
+        name = "hunt-bad-priority"
+        reference_priority = "x"
+
+    class BadDefault(Prints):
+        name = "hunt-bad-default"
+        parameters = {"seed": Param(-5, int, "seed", low=0)}
 ''')
 
 
@@ -291,7 +299,8 @@ def entry_point_plugin(tmp_path, monkeypatch):
     (info / "METADATA").write_text("Metadata-Version: 2.1\nName: hunt-plugin\nVersion: 0.1\n", encoding="utf-8")
     (info / "entry_points.txt").write_text(
         "[deplbench.solvers]\nhunt-prints = hunt_plugin:Prints\nhunt-exits = hunt_plugin:Exits\n"
-        "hunt-policy-raises = hunt_plugin:PolicyRaises\n", encoding="utf-8")
+        "hunt-policy-raises = hunt_plugin:PolicyRaises\nhunt-bad-priority = hunt_plugin:BadPriority\n"
+        "hunt-bad-default = hunt_plugin:BadDefault\n", encoding="utf-8")
     (site / "hunt_plugin.py").write_text(PLUGIN_MODULE, encoding="utf-8")
     monkeypatch.syspath_prepend(str(site))
     registry.refresh()
@@ -323,3 +332,22 @@ def test_cli_simulate_reports_a_failing_policy_in_its_record(entry_point_plugin,
     assert status == 1 and "Traceback" not in err, err
     cl = json.loads(out)["closed_loop"]
     assert "RuntimeError: policy boom" in cl["policy_error"] and cl["plan"]["runs"] == 50
+
+
+def test_a_plugin_with_bad_metadata_is_listed_unavailable_not_the_end_of_the_listing(entry_point_plugin,
+                                                                                     deplbench_cli, tmp_path):
+    """reference_priority = "x" on one plug-in stopped `deplbench algorithms` (and --json) with
+    "error: invalid literal for int() with base 10: 'x'"; a default failing its own Param ran."""
+    status, out, err = deplbench_cli("algorithms")
+    assert status == 0, err
+    lines = {line.split()[0]: line for line in out.splitlines() if line and not line.startswith(" ")}
+    assert "unavailable" not in lines["depl"] and "unavailable" not in lines["hunt-prints"]
+    assert "BadPriority.reference_priority = 'x': expected an int" in lines["hunt-bad-priority"]
+    assert ("BadDefault.parameters['seed']: its default -5 fails its own declaration"
+            in lines["hunt-bad-default"])
+    status, out, err = deplbench_cli("algorithms", "--json")
+    assert status == 0 and json.loads(out), err
+    path = tmp_path / "inst.json"
+    path.write_text(deterministic_instance().model_dump_json(by_alias=True), encoding="utf-8")
+    status, _, err = deplbench_cli("solve", path, "--algo", "hunt-bad-default")
+    assert status == 2 and "its default -5 fails its own declaration" in err
