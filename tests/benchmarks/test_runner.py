@@ -751,3 +751,37 @@ def test_a_declined_task_is_stored_as_skipped_not_failed(tmp_path):
     with ResultsStore(tmp_path / "r.sqlite") as store:
         store.add(rec, task=task)
         assert store.finished_keys() == {"k-skip"} and store.failed_keys() == set()
+
+
+def test_rows_stopped_by_a_shorter_hard_limit_are_named_when_reused(tmp_path, plugin):
+    """The task key leaves time_limit_s out, so a sweep re-run with a longer limit reused the rows
+    that had stopped at the shorter one and said only "1 already done"."""
+    from deplbench.benchmarks.runner import dry_run, stopped_by_a_shorter_limit
+    from tests.benchmarks.test_store import record
+
+    body = """
+        [sweep]
+        time_limit_s = {limit}
+        [[instances]]
+        id = "tiny"
+        family = "test-tiny"
+        [[algorithms]]
+        name = "test-work"
+    """
+    short = load_sweep(write_sweep(tmp_path, body.format(limit=2), "short.toml"))
+    longer = load_sweep(write_sweep(tmp_path, body.format(limit=20), "long.toml"))
+    (task,) = short.tasks()
+    assert [t.key for t in longer.tasks()] == [task.key]
+    db = tmp_path / "s.sqlite"
+    with ResultsStore(db) as store:
+        store.add(record(task.key, status="time_limit"), task={"time_limit_s": 2.0})
+        assert stopped_by_a_shorter_limit(longer.tasks(), store) == 1
+        assert stopped_by_a_shorter_limit(short.tasks(), store) == 0        # the same limit: nothing to say
+        summary = run_sweep(longer, store, LocalExecutor(workers=1), progress=False)
+    assert summary.already_done == 1 and summary.ran == 0 and summary.shorter_limit == 1
+    assert "note: 1 task(s) already done stopped at a time limit under a smaller time_limit_s" in summary.text("s")
+    dry = dry_run(longer, db, check_instances=False)
+    assert dry.shorter_limit == 1 and "run into a new store to give them the longer limit" in dry.text()
+    with ResultsStore(db) as store:                 # a row that did not stop at its limit: reused silently
+        store.add(record("other", status="feasible"), task={"time_limit_s": 2.0})
+        assert store.time_limited_keys() == {task.key: 2.0}

@@ -68,6 +68,8 @@ class RunSummary:
     failed: int = 0
     duplicates: int = 0
     elsewhere: int = 0
+    #: of ``already_done``, rows that stopped at a time limit under a smaller time_limit_s
+    shorter_limit: int = 0
     elapsed_s: float = 0.0
     failures: list = field(default_factory=list)
     solvers: dict = field(default_factory=dict)
@@ -87,11 +89,34 @@ class RunSummary:
                  + (", solvers used: " + ", ".join(f"{k} ×{v}" for k, v in sorted(self.solvers.items()))
                     if self.solvers else "")
                  + f" ({self.elapsed_s:.1f} s)"]
+        if self.shorter_limit:
+            lines.append(shorter_limit_note(self.shorter_limit))
         for label, key, err in self.failures[:10]:
             lines.append(f"  failed {label} [{key}]: {err}")
         if len(self.failures) > 10:
             lines.append(f"  ... and {len(self.failures) - 10} more")
         return "\n".join(lines)
+
+
+def stopped_by_a_shorter_limit(tasks: list[Task], store: ResultsStore | None) -> int:
+    """Tasks counted as done whose stored row stopped at a time limit under a smaller
+    hard limit ``time_limit_s`` than the task's now.
+
+    The task key leaves the limit out (two sweeps share a row), so a sweep
+    re-run with a larger ``time_limit_s`` would reuse those rows as they
+    are and say only "already done": the count lets the summary say so.
+    """
+    if store is None:
+        return 0
+    limited = store.time_limited_keys()
+    return sum(1 for t in tasks if t.key in limited and limited[t.key] < t.time_limit_s)
+
+
+def shorter_limit_note(n: int) -> str:
+    """The line ``run`` and ``run --dry-run`` print about :func:`stopped_by_a_shorter_limit`."""
+    return (f"note: {n} task(s) already done stopped at a time limit under a smaller time_limit_s than "
+            "this sweep's: their rows are reused as they are, not run again (run into a new store "
+            "to give them the longer limit)")
 
 
 def select_tasks(tasks: list[Task], store: ResultsStore | None, *,
@@ -157,7 +182,8 @@ def run_sweep(sweep: Sweep, store: ResultsStore, executor, *, retry_failed: bool
     owner = owner or leases.Owner()
     tasks = sweep.tasks()
     todo, n_done, n_failed = select_tasks(tasks, store, retry_failed=retry_failed)
-    summary = RunSummary(total=len(tasks), already_done=n_done, skipped_failed=n_failed)
+    summary = RunSummary(total=len(tasks), already_done=n_done, skipped_failed=n_failed,
+                         shorter_limit=stopped_by_a_shorter_limit(tasks, store))
     since = store.last_attempt()
     store.add_run(sweep=sweep.name, source=sweep.source, sweep_text=sweep.text,
                   started_at=task_mod.now_iso(), tasks=len(tasks), todo=len(todo),
@@ -318,6 +344,8 @@ class DryRun:
     todo_lines: tuple[str, ...] = ()
     #: no results store was given: no task counts as done
     no_store: bool = False
+    #: of ``already_done``, rows that stopped at a time limit under a smaller time_limit_s
+    shorter_limit: int = 0
 
     def text(self, show: int = 20) -> str:
         """The counts and estimate, then the first ``show`` tasks to run
@@ -339,6 +367,8 @@ class DryRun:
         line = (f"sweep {self.name}: {self.total} tasks, {done}, "
                 f"{self.skipped_failed} failed before, {self.todo} to run on "
                 f"{self.executor or 'the default executor'}{checked}")
+        if self.shorter_limit:
+            line += "\n" + shorter_limit_note(self.shorter_limit)
         e = self.estimate
         if not self.todo or e is None:      # nothing to run, or no store to estimate from
             return line
@@ -454,9 +484,12 @@ def dry_run(sweep: Sweep, db: str | os.PathLike | None, executor_description: st
         with ResultsStore(path, readonly=True) as store:
             todo, done, failed = select_tasks(tasks, store, retry_failed=retry_failed)
             estimate = estimate_time(todo, store)
+            shorter = stopped_by_a_shorter_limit(tasks, store)
     else:
         todo, done, failed = select_tasks(tasks, None, retry_failed=retry_failed)
+        shorter = 0
     n_checked = _check(todo) if check_instances else None
     return DryRun(name=sweep.name, total=len(tasks), already_done=done, skipped_failed=failed,
                   todo=len(todo), instances_checked=n_checked, executor=executor_description,
-                  estimate=estimate, todo_lines=tuple(describe_task(t) for t in todo), no_store=path is None)
+                  estimate=estimate, todo_lines=tuple(describe_task(t) for t in todo), no_store=path is None,
+                  shorter_limit=shorter)

@@ -380,6 +380,17 @@ class ResultsStore:
         """Keys with a successful row (skipped on resume)."""
         return {r[0] for r in self._conn.execute("SELECT key FROM results WHERE failed = 0")}
 
+    def time_limited_keys(self) -> dict[str, float]:
+        """Keys whose successful row stopped at a time limit (status ``time_limit``), with the
+        hard limit ``time_limit_s`` of the task that wrote it (rows without one left out)."""
+        out: dict[str, float] = {}
+        for key, limit in self._conn.execute(
+                "SELECT key, json_extract(task, '$.time_limit_s') FROM results "
+                "WHERE failed = 0 AND status = 'time_limit' AND json_valid(task)"):
+            if isinstance(limit, (int, float)) and not isinstance(limit, bool):
+                out[key] = max(out.get(key, 0.0), float(limit))
+        return out
+
     def failed_keys(self) -> set[str]:
         """Keys with failed attempts only (retried with ``--retry-failed``)."""
         return {r[0] for r in self._conn.execute(
