@@ -457,3 +457,15 @@ def test_the_independence_claim_of_an_unmeasurable_analysis_is_not_measured():
              "runs": 2, "independent": None, "note": "not measurable: the series has no spread"}
     row = independence_claim({"independence": {"noise_lag1": noise}})
     assert row["verdict"] == UNMEASURED and "no spread" in row["measured"]
+
+
+def test_cli_refit_of_other_logs_needs_an_output(tmp_path, deplbench_cli):
+    """Without -o, `measure refit LOGS` wrote its fit over the package's shipped measured
+    instances (what `generate measured` reads), whatever logs it was given."""
+    before = (FIT_FILE.read_bytes(), EQ8_FILE.read_bytes())
+    logs = tmp_path / "mine.csv"
+    logs.write_text("run,epoch,model,loss\n", encoding="utf-8")
+    status, out, err = deplbench_cli("measure", "refit", logs)
+    assert status == 2 and out == "" and err.count("\n") == 1
+    assert err.startswith(f"error: --output: needed to refit {logs}"), err
+    assert (FIT_FILE.read_bytes(), EQ8_FILE.read_bytes()) == before

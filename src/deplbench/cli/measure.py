@@ -50,8 +50,8 @@ def register(subparsers) -> None:
     f = sub.add_parser("refit", help="refit the shipped measured instance (deplbench fit on the shipped logs)")
     f.add_argument("logs", nargs="?", default=None, help="logs (default: the shipped measurement)")
     f.add_argument("-o", "--output", type=output_path, default=None,
-                   help="instance file (default: the shipped digits-mlp-fit.json); "
-                   "eq. (8) as stated goes beside it as <name>-eq8.json")
+                   help="instance file (default: the shipped digits-mlp-fit.json, only when refitting the "
+                   "shipped logs); eq. (8) as stated goes beside it as <name>-eq8.json")
     f.set_defaults(func=run_refit)
     q = sub.add_parser("replay", help="plan on the measured instance, train the plans on held-out seeds")
     q.add_argument("--seeds", type=int, default=1000, help="held-out runs per plan (default 1000)")
@@ -171,6 +171,12 @@ def run_refit(args: argparse.Namespace) -> int:
     """Handler of ``deplbench measure refit``."""
     from deplbench.measure import analysis
 
+    shipped = Path(analysis.default_logs_path()).resolve()
+    if args.logs and not args.output and Path(args.logs).resolve() != shipped:
+        # without -o the fit replaces the package's shipped instances, which `generate measured`
+        # reads for every later use: only the shipped logs may write them (`make measure`)
+        raise MeasureError(f"--output: needed to refit {args.logs} (without it, refit writes the shipped "
+                           "measured instances of the package, which only the shipped logs produce)")
     eq8_out = None
     if args.output:
         out = Path(args.output)
