@@ -438,7 +438,7 @@ def test_plans_stored_without_a_finite_cost_are_named_by_export_and_report(tmp_p
     ("no reference", blank ratios) and exported without a word."""
     import lzma
 
-    from deplbench.benchmarks.store import costless_plans
+    from deplbench.benchmarks.store_audit import costless_plans
     from deplbench.reports.data import text_cell_notes
     from tests.demo_store import FIXTURE
 

@@ -45,6 +45,7 @@ from typing import Any
 from deplbench.benchmarks import leases as _leases
 from deplbench.benchmarks import record as _record
 from deplbench.benchmarks.record import json_default  # noqa: F401 - public re-export
+from deplbench.benchmarks.store_audit import costless_plans, costless_plans_note, text_in_numbers
 from deplbench.errors import SweepError
 from deplbench.files import (  # noqa: F401
     FORMULA_PREFIXES,
@@ -493,49 +494,6 @@ def expand_params(column) -> Any:
             cells.append(v)
         data[PARAM_PREFIX + name] = pd.Series(cells, index=column.index, dtype=object)
     return pd.DataFrame(data, index=column.index)
-
-
-#: Numeric columns whose stored cells are checked for text on export.
-NUMERIC_CHECKED = ("cost", "lower_bound", "gap", "runtime_s")
-
-
-def text_in_numbers(conn: sqlite3.Connection) -> dict[str, int]:
-    """Stored cells of numeric columns that hold text (a hand-edited or
-    foreign store): the frame would read them as missing, silently."""
-    cols = {r[1] for r in conn.execute("PRAGMA table_info(results)")}
-    bad = {}
-    for col in NUMERIC_CHECKED:
-        if col in cols:
-            n = conn.execute(f"SELECT COUNT(*) FROM results WHERE typeof({col}) = 'text'").fetchone()[0]
-            if n:
-                bad[col] = int(n)
-    return bad
-
-
-#: Statuses whose row holds the plan an algorithm returned, and so its cost (2).
-PLAN_STATUSES = ("optimal", "feasible", "time_limit")
-
-
-def costless_plans(conn: sqlite3.Connection) -> int:
-    """Rows of a :data:`PLAN_STATUSES` status that hold a plan but no finite cost:
-    ±inf, or empty (SQLite stores nan as NULL). No solve writes one (a cost
-    that overflows is status ``error``); a hand-edited or foreign store can,
-    and every cost table would leave such a row out without a word."""
-    cols = {r[1] for r in conn.execute("PRAGMA table_info(results)")}
-    if not {"status", "cost", "plan"} <= cols:
-        return 0
-    marks = ", ".join("?" * len(PLAN_STATUSES))
-    return int(conn.execute(
-        f"SELECT COUNT(*) FROM results WHERE status IN ({marks}) AND plan IS NOT NULL "
-        "AND plan NOT IN ('', 'null') "
-        "AND (cost IS NULL OR (typeof(cost) = 'real' AND abs(cost) > 1.7976931348623157e308))",
-        PLAN_STATUSES).fetchone()[0])
-
-
-def costless_plans_note(n: int) -> str:
-    """The one sentence ``export`` and ``report`` say about :func:`costless_plans`."""
-    return (f"{n} stored row(s) of status {'/'.join(PLAN_STATUSES)} hold a plan but no finite cost (inf, or "
-            "empty where nan was stored; a hand-edited or foreign store): no cost figure can count them")
 
 
 def export(path: str | os.PathLike, out: str | os.PathLike, fmt: str, *,

@@ -177,7 +177,8 @@ def text_cell_notes(path: str | Path) -> list[str]:
     The frame reads such a cell as missing; ``export`` warns about it, and the
     report says so too, instead of leaving a row out of every table silently.
     """
-    from deplbench.benchmarks.store import ResultsStore, costless_plans, costless_plans_note, text_in_numbers
+    from deplbench.benchmarks.store import ResultsStore
+    from deplbench.benchmarks.store_audit import costless_plans, costless_plans_note, text_in_numbers
 
     with ResultsStore(path, readonly=True) as store:
         bad = text_in_numbers(store._conn) if store._conn is not None else {}
