@@ -176,11 +176,31 @@ def _with_status_none(plan):
     (_with_status_none, "returned status None, not one of optimal"),   # was printed, exit 0
     (lambda plan: SolveResult("user-returns", "feasible", plan=plan, diagnostics=[1]),
      "returned diagnostics of type list, not a dict"),
+    (lambda plan: SolveResult("user-returns", "feasible", plan=plan.model_copy(update={"epochs": [
+        e.model_copy(update={"allocation": math.nan}) for e in plan.epochs]})),   # model_copy skips the checks
+     "returned a plan that is not valid: invalid plan: epochs[0].allocation: Input should be a finite number"),
 ])
 def test_a_record_that_breaks_the_contract_is_a_status_error_naming_the_field(make, message):
     res = solve(deterministic_instance(), returning(make), eval_samples=1000)
     assert res.status == "error" and res.plan is None, res.message
     assert res.message.startswith("Returns.run ") and message in res.message
+
+
+def test_a_plan_whose_evaluated_cost_overflows_is_an_error_even_when_the_algorithm_gave_no_cost():
+    """With cost=None the judge filled in the evaluated cost, inf, and the record said feasible
+    (the overflow check ran only on the algorithm's own number, before the judging)."""
+    import warnings
+
+    from deplbench.instances.generators import generate
+
+    data = json.loads(generate("knapsack", seed=0).to_json())
+    data["clusters"][0]["unit_cost"] = 3.75e306       # valid: the cheapest epoch costs less than 1.8e308
+    make = lambda plan: SolveResult("user-returns", "feasible", plan=plan)  # noqa: E731
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        res = solve(parse_instance(data), returning(make), eval_samples=1000)
+    assert res.status == "error" and res.cost == math.inf
+    assert res.message.startswith("cost: the plan's cost (2) is inf in binary64"), res.message
 
 
 def test_diagnostics_json_cannot_hold_are_kept_as_text_with_the_plan():

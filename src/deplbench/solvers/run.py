@@ -37,12 +37,12 @@ import time
 import traceback
 from typing import Any
 
-from deplbench.errors import DeplbenchError, SolverError
+from deplbench.errors import DeplbenchError, PlanError, SolverError
 from deplbench.formulations.evaluation.closed_loop import ClosedLoopPolicy, FixedPlanPolicy, StopAtTarget, simulate
 from deplbench.formulations.evaluation.evaluate import check_evaluation_memory, evaluate_plan
 from deplbench.formulations.evaluation.instance_check import check_instance
 from deplbench.formulations.evaluation.settings import CONFIDENCE, MIN_SAMPLES, RUNS, SEED, check_closed_loop
-from deplbench.formulations.model.plan import Plan
+from deplbench.formulations.model.plan import Plan, parse_plan
 from deplbench.formulations.model.preprocess import reduce_instance
 from deplbench.formulations.model.result import STATUSES, SolveResult
 from deplbench.jsonio import dumps, json_default
@@ -240,7 +240,11 @@ def solve(
         # the judging is the harness's, not the solver's: no deadline around the solve cuts it
         with no_deadline():
             _judge(instance, result, result.plan, eval_samples, eval_seed)
-    _refuse_overflowed_cost(result)
+        # the evaluated cost, once the verdict is in: a plan breaking (4)-(6) stays infeasible
+        if result.status in ("optimal", "feasible", "time_limit"):
+            _refuse_overflowed_cost(result)
+    else:
+        _refuse_overflowed_cost(result)
     if result.gap is None and result.lower_bound is not None:
         result.gap = SolveResult.relative_gap(result.cost, result.lower_bound)
     return result
@@ -267,6 +271,11 @@ def check_returned(cls: type[Solver], result: Any) -> SolveResult:
     if result.plan is not None and not isinstance(result.plan, Plan):
         return failed(f"a plan of type {type(result.plan).__name__}, not a Plan "
                       "(deplbench.formulations.model.plan.parse_plan builds one from a dict)")
+    if result.plan is not None:
+        try:        # model_copy(update=...) skips the Plan's own checks: they run here
+            parse_plan(result.plan.model_dump(warnings=False))
+        except PlanError as exc:
+            return failed(f"a plan that is not valid: {exc}")
     for name in ("cost", "lower_bound", "gap"):
         value = getattr(result, name)
         if value is None:
