@@ -78,13 +78,21 @@ def _need_torch() -> None:
                            "(or `make measure-setup`)") from None
 
 
+def _check_threads(threads: int) -> None:
+    """``--threads`` of ``run`` and ``replay`` in [1, MAX_THREADS]: 100000 ended in an ImportError
+    traceback (the thread pools could not be mapped), 4096 ran a smoke test for minutes."""
+    from deplbench.limits import MAX_THREADS
+
+    if not 1 <= threads <= MAX_THREADS:
+        raise MeasureError(f"--threads: must be in [1, {MAX_THREADS}], got {threads}")
+
+
 def run_measure(args: argparse.Namespace) -> int:
     """Handler of ``deplbench measure run``."""
     out = Path(args.output)
     if not (out.parent if str(out.parent) else Path(".")).is_dir():
         raise MeasureError(f"--output {out}: directory {out.parent} does not exist")
-    if args.threads < 1:
-        raise MeasureError(f"--threads: must be >= 1, got {args.threads}")
+    _check_threads(args.threads)
     _need_torch()
     from deplbench.measure import experiment
 
@@ -124,8 +132,7 @@ def _check_replay(args: argparse.Namespace, solvers: list[str]) -> None:
     """
     if args.seeds < 1:
         raise MeasureError(f"--seeds: must be >= 1, got {args.seeds}")
-    if args.threads < 1:
-        raise MeasureError(f"--threads: must be >= 1, got {args.threads}")
+    _check_threads(args.threads)
     if not solvers:
         raise MeasureError(f"--solvers: names no algorithm, got {args.solvers!r}")
     from deplbench.solvers.registry import registered
