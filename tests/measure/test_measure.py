@@ -295,6 +295,7 @@ def test_solvers_run_on_the_measured_family():
     (["analyse", "--bootstrap", "100000001"], "--bootstrap: must be in [1, 100000] replicates"),
     (["replay", "--threads", "0"], "--threads: must be in [1, 256], got 0"),
     (["replay", "--threads", "100000"], "--threads: must be in [1, 256], got 100000"),
+    (["replay", "--seeds", "1000000000"], "--seeds: must be in [1, 100000], got 1000000000"),
     (["run", "-o", "logs.csv", "--threads", "100000"], "--threads: must be in [1, 256], got 100000"),
     (["replay", "--solvers", " , "], "--solvers: names no algorithm"),
     (["replay", "--solvers", "depl,nope"], "--solvers: unknown algorithm(s) 'nope'"),

@@ -130,8 +130,10 @@ def _check_replay(args: argparse.Namespace, solvers: list[str]) -> None:
         solver name, a ``--result`` for a solver not replayed (it would be
         ignored), ``--merge`` without an existing ``--output``.
     """
-    if args.seeds < 1:
-        raise MeasureError(f"--seeds: must be >= 1, got {args.seeds}")
+    from deplbench.limits import MAX_REPLAY_SEEDS
+
+    if not 1 <= args.seeds <= MAX_REPLAY_SEEDS:     # 10**9 ended in a MemoryError traceback (the seed list)
+        raise MeasureError(f"--seeds: must be in [1, {MAX_REPLAY_SEEDS}], got {args.seeds}")
     _check_threads(args.threads)
     if not solvers:
         raise MeasureError(f"--solvers: names no algorithm, got {args.solvers!r}")
