@@ -437,8 +437,8 @@ def check_time(where: str) -> None:
 
 
 __all__ = ["as_path", "gib_text", "MEMORY_BUDGET_GIB", "FLOAT_BYTES", "MAX_THREADS", "MAX_WORKERS", "MAX_RUNS",
-           "MAX_REPLICATIONS",
-           "MAX_BOOTSTRAP", "MAX_REPLAY_SEEDS", "MAX_SWEEP_TASKS", "MAX_INPUT_BYTES", "MAX_UNCOMPRESSED_BYTES", "check_file_size",
+           "MAX_REPLICATIONS", "MAX_REPLAY_SEEDS",
+           "MAX_BOOTSTRAP", "MAX_SWEEP_TASKS", "MAX_INPUT_BYTES", "MAX_UNCOMPRESSED_BYTES", "check_file_size",
            "check_gzip_size", "gunzip", "read_bytes", "read_text", "MemoryLimitExceeded",
            "TimeLimitReached", "check_memory", "memory_budget", "memory_budget_gib", "MEMORY_LIMIT_PARAM",
            "TIME_LIMIT_PARAM",
