@@ -785,3 +785,72 @@ def test_rows_stopped_by_a_shorter_hard_limit_are_named_when_reused(tmp_path, pl
     with ResultsStore(db) as store:                 # a row that did not stop at its limit: reused silently
         store.add(record("other", status="feasible"), task={"time_limit_s": 2.0})
         assert store.time_limited_keys() == {task.key: 2.0}
+
+
+class _InlineExecutor:
+    """Runs each task in this process (no pool): the store's side of the runner under test."""
+
+    def describe(self) -> str:
+        return "inline"
+
+    def run(self, tasks):
+        for task in tasks:
+            yield task, task_mod.run_task(task.to_dict())
+
+
+def _locked_for(store, calls: int, monkeypatch):
+    """Make ``store.add`` raise SQLite's "database is locked" ``calls`` times (-1: always)."""
+    import sqlite3
+
+    real, seen = store.add, []
+
+    def add(*args, **kwargs):
+        seen.append(1)
+        if calls < 0 or len(seen) <= calls:
+            raise sqlite3.OperationalError("database is locked")
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(store, "add", add)
+    return seen
+
+
+def test_a_store_locked_by_another_process_is_waited_for(tmp_path, plugin, monkeypatch, capsys):
+    """A store kept locked past SQLite's 30 s busy timeout (an open transaction in another program)
+    ended the run in an OperationalError traceback, the finished record lost."""
+    from deplbench.benchmarks import runner as runner_mod
+
+    monkeypatch.setattr(runner_mod, "STORE_RETRY_S", 0.0)
+    sweep = load_sweep(write_sweep(tmp_path, """
+        [[instances]]
+        id = "tiny"
+        family = "test-tiny"
+        [[algorithms]]
+        name = "test-work"
+    """))
+    with ResultsStore(tmp_path / "s.sqlite") as store:
+        seen = _locked_for(store, 2, monkeypatch)
+        summary = run_sweep(sweep, store, _InlineExecutor(), progress=False)
+        assert summary.ok == 1 and len(seen) == 3 and store.count() == 1
+    assert capsys.readouterr().err.count("is locked by another process") == 2
+
+
+def test_a_store_locked_for_good_stops_the_run_with_the_finished_record_saved(tmp_path, plugin, monkeypatch):
+    from deplbench.benchmarks import runner as runner_mod
+
+    monkeypatch.setattr(runner_mod, "STORE_WAIT_S", 0.0)
+    sweep = load_sweep(write_sweep(tmp_path, """
+        [[instances]]
+        id = "tiny"
+        family = "test-tiny"
+        [[algorithms]]
+        name = "test-work"
+    """))
+    db = tmp_path / "s.sqlite"
+    with ResultsStore(db) as store:
+        _locked_for(store, -1, monkeypatch)
+        with pytest.raises(runner_mod.StoreLocked, match=r"locked by another process .* the finished record of "
+                                                         r"test-work .* is in .*s\.sqlite\.unstored/"):
+            run_sweep(sweep, store, _InlineExecutor(), progress=False)
+    (saved,) = (tmp_path / "s.sqlite.unstored").iterdir()
+    kept = json.loads(saved.read_text())
+    assert kept["record"]["status"] == "feasible" and kept["task"]["key"] == kept["record"]["key"]

@@ -16,9 +16,11 @@ tasks other runners hold, and takes over those whose owner died.
 from __future__ import annotations
 
 import os
+import sqlite3
 import sys
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TextIO
 
 from deplbench.benchmarks import leases
@@ -29,6 +31,12 @@ from deplbench.errors import SweepError
 
 #: Seconds between looks at tasks other runners hold.
 POLL_S = 0.25
+#: How long, in all, a runner waits for a results store another process keeps locked (an
+#: open transaction in a database browser) before it stops; each try already waits the
+#: connection's busy timeout (30 s). A runner's own transactions last milliseconds.
+STORE_WAIT_S = 300.0
+#: Pause between two tries.
+STORE_RETRY_S = 1.0
 
 
 @dataclass
@@ -200,7 +208,7 @@ def run_sweep(sweep: Sweep, store: ResultsStore, executor, *, retry_failed: bool
 
     def claimed(candidates):
         for task in candidates:
-            if store.claim(task.key, owner, since_attempt=since):
+            if _waiting(store, lambda key=task.key: store.claim(key, owner, since_attempt=since)):
                 yield task
             else:
                 held.append(task)
@@ -220,9 +228,62 @@ def run_sweep(sweep: Sweep, store: ResultsStore, executor, *, retry_failed: bool
                 pending, held[:] = _still_held(store, held, since, summary, bar), []
     finally:
         bar.close()
-        store.release_all(owner)
+        try:
+            store.release_all(owner)
+        except sqlite3.OperationalError:
+            pass        # still locked by another process: the leases expire on their own (leases.py)
     summary.elapsed_s = time.monotonic() - t0
     return summary
+
+
+class StoreLocked(SweepError):
+    """The results store stayed locked by another process past :data:`STORE_WAIT_S`."""
+
+
+def _waiting(store: ResultsStore, call):
+    """``call()`` (a write to ``store``), tried again while another process keeps the store locked.
+
+    Raises
+    ------
+    StoreLocked
+        Still locked after :data:`STORE_WAIT_S`: one line naming the store,
+        instead of an ``OperationalError`` traceback.
+    """
+    start = time.monotonic()
+    while True:
+        try:
+            return call()
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) and "busy" not in str(exc):
+                raise
+            waited = time.monotonic() - start
+            if waited >= STORE_WAIT_S:
+                raise StoreLocked(f"results store {store.path}: locked by another process for {waited:.0f} s "
+                                 f"({exc}); close the program holding it and run again") from None
+            print(f"waiting: results store {store.path} is locked by another process ({waited:.0f} s)",
+                  file=sys.stderr)
+            time.sleep(STORE_RETRY_S)
+
+
+def _store_record(store: ResultsStore, record: dict, task: Task, owner) -> bool:
+    """:meth:`ResultsStore.add`, waiting out a lock (:func:`_waiting`); if the store stays
+    locked, the finished record is written beside it (``<store>.unstored/<key>.json``, the task
+    and the record) before the run stops, so no finished result is lost."""
+    try:
+        return _waiting(store, lambda: store.add(record, task=task.to_dict(), lease_owner=owner.id))
+    except StoreLocked as exc:
+        from deplbench.jsonio import dumps, json_default
+
+        folder = Path(f"{store.path}.unstored")
+        path = folder / f"{task.key}-{int(time.time())}.json"
+        try:
+            folder.mkdir(exist_ok=True)
+            path.write_text(dumps({"task": task.to_dict(), "record": record}, indent=2,
+                                  default=json_default) + "\n", encoding="utf-8")
+        except OSError as why:
+            raise StoreLocked(f"{exc}; the finished record of {task.label} [{task.key}] could not be saved "
+                              f"either ({why})") from None
+        raise StoreLocked(f"{exc}; the finished record of {task.label} [{task.key}] is in {path}") from None
 
 
 def _execute(executor, tasks, store: ResultsStore, owner, summary: RunSummary, bar) -> None:
@@ -231,7 +292,9 @@ def _execute(executor, tasks, store: ResultsStore, owner, summary: RunSummary, b
     try:
         for task, record in results:
             try:
-                stored = store.add(record, task=task.to_dict(), lease_owner=owner.id)
+                stored = _store_record(store, record, task, owner)
+            except StoreLocked:
+                raise
             except SweepError as exc:
                 # A result that does not fit the record schema (a wrong
                 # status, a cost that is not a number) is a failed attempt,
@@ -239,7 +302,7 @@ def _execute(executor, tasks, store: ResultsStore, owner, summary: RunSummary, b
                 record = task_mod.failure_record(
                     task, f"invalid result: {exc}", started_at=record.get("started_at")
                     or task_mod.now_iso(), wall_s=float(record.get("wall_s") or 0.0))
-                stored = store.add(record, task=task.to_dict(), lease_owner=owner.id)
+                stored = _store_record(store, record, task, owner)
             summary.ran += 1
             diag = record.get("diagnostics")
             if isinstance(diag, dict) and isinstance(diag.get("solver"), str):
@@ -473,8 +536,6 @@ def dry_run(sweep: Sweep, db: str | os.PathLike | None, executor_description: st
         An instance cannot be built (naming the group and the reason), or
         the store is unusable.
     """
-    from pathlib import Path
-
     from deplbench.benchmarks.validate import check_instances as _check
 
     tasks = sweep.tasks()
