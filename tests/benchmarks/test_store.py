@@ -459,3 +459,21 @@ def test_plans_stored_without_a_finite_cost_are_named_by_export_and_report(tmp_p
     demo = tmp_path / "demo.sqlite"                       # a real store: nothing to say
     demo.write_bytes(lzma.decompress(FIXTURE.read_bytes()))
     assert text_cell_notes(demo) == []
+
+
+def test_a_store_locked_by_another_process_is_said_to_be_locked_not_unusable(tmp_path, monkeypatch):
+    """It said "not a usable SQLite database (database is locked)", as for a broken file."""
+    db = tmp_path / "s.sqlite"
+    with ResultsStore(db) as store:
+        store.add(record("k1"))
+    real = sqlite3.connect
+    monkeypatch.setattr(sqlite3, "connect", lambda *a, **k: real(*a, **{**k, "timeout": 0.05}))
+    holder = real(db, isolation_level=None)
+    holder.execute("BEGIN EXCLUSIVE")
+    try:
+        with pytest.raises(SweepError, match=r"s\.sqlite: locked by another process for over 30 s "
+                                             r"\(database is locked\)$"):
+            ResultsStore(db)
+    finally:
+        holder.execute("COMMIT")
+        holder.close()

@@ -233,7 +233,8 @@ class ResultsStore:
             if not readonly and str(getattr(exc, "sqlite_errorname", "")).startswith("SQLITE_READONLY"):
                 raise SweepError(f"results store {self.path}: the file is read-only (a run adds its results to "
                                  f"it; SQLite: {exc})") from None
-            raise SweepError(f"results store {self.path}: not a usable SQLite database ({exc})") from exc
+            why = "locked by another process for over 30 s" if "locked" in str(exc) else "not a usable SQLite database"
+            raise SweepError(f"results store {self.path}: {why} ({exc})") from exc
         except SweepError:
             self.close()
             raise
