@@ -422,10 +422,15 @@ def _solve_record(tmp_path, name: str, record) -> str:
     ({"status": "feasible", "plan": {"epochs": [{"model": "p50", "cluster": "A", "allocation": "1"}],
                                      "datasets": {}}}, "invalid plan: epochs[0].allocation"),
     ("{", "cannot read a result record"),
+    ({"status": "feasible", "plan": {"epochs": [{"model": "p50", "cluster": "A1", "allocation": 1e-3}] * 3,
+                                     "datasets": {"A1": ["d0"]}}},      # the names fit, Tmax does not
+     "the plan breaks constraints (4)-(6) of the measured instance 'measured-digits-mlp': time: total"),
 ])
 def test_cli_replay_refuses_a_result_record_before_training(tmp_path, deplbench_cli, record, message):
     """A JSON list ended in an AttributeError traceback; an instance file (no status, no plan)
-    was replayed as a row of status None. Refused before anything is trained (no torch needed)."""
+    was replayed as a row of status None; a plan solved on another measured instance (same names,
+    another Tmax) was replayed as a plan of this one. Refused before anything is trained (no torch
+    needed)."""
     path = _solve_record(tmp_path, "r.json", record)
     status, out, err = deplbench_cli("measure", "replay", "--solvers", "depl", "--result", f"depl={path}",
                                      "--seeds", 1)

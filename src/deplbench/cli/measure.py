@@ -208,7 +208,8 @@ def read_result_records(items: list[str], instance) -> dict[str, dict]:
     Each file must be what ``deplbench solve --json -o FILE`` writes: a JSON
     object with a ``status`` of :data:`~deplbench.formulations.model.result.STATUSES`
     and a ``plan`` (an object, or null when the solve found none) whose
-    models, clusters and datasets are the measured instance's.
+    models, clusters and datasets are the measured instance's, and which
+    meets its constraints (4)–(6).
 
     Returns
     -------
@@ -224,6 +225,8 @@ def read_result_records(items: list[str], instance) -> dict[str, dict]:
         instance does not have.
     """
     from deplbench.errors import PlanError
+    from deplbench.formulations.evaluation.evaluate import evaluate_plan
+    from deplbench.formulations.evaluation.settings import MIN_SAMPLES
     from deplbench.formulations.model.plan import check_plan_names, parse_plan
     from deplbench.formulations.model.result import STATUSES
     from deplbench.instances.jsondoc import read_json
@@ -254,6 +257,12 @@ def read_result_records(items: list[str], instance) -> dict[str, dict]:
             except PlanError as exc:
                 raise MeasureError(f"{flag}: {exc} (the plan must be for the measured instance "
                                    f"{instance.name!r})") from None
+            # a plan of another measured instance (another seed: other clusters, Tmax) can name the same
+            # models and clusters; replayed, it would be judged as a plan of this one
+            broken = evaluate_plan(instance, plan, samples=MIN_SAMPLES, trajectory=False).violations
+            if broken:
+                raise MeasureError(f"{flag}: the plan breaks constraints (4)-(6) of the measured instance "
+                                   f"{instance.name!r}: {'; '.join(broken[:2])} (solved on another instance?)")
             rec = {**rec, "plan": plan}
         given[name] = rec
     return given
