@@ -69,7 +69,7 @@ MAX_RUNS = 1_000_000
 MAX_REPLICATIONS = 10_000
 #: Parametric-bootstrap replicates of a KS p-value (``fit --ks-bootstrap``).
 MAX_BOOTSTRAP = 100_000
-#: Held-out training runs per plan of ``measure replay --seeds`` (1,000 take about 7 minutes on 2 cores).
+#: Held-out training runs per plan of ``measure replay --seeds`` (each seed trains the whole plan once).
 MAX_REPLAY_SEEDS = 100_000
 #: Tasks one sweep may expand to unless its ``sweep.max_tasks`` raises the cap.
 MAX_SWEEP_TASKS = 100_000
