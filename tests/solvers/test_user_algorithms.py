@@ -238,6 +238,38 @@ def test_a_plan_past_the_horizon_too_long_to_simulate_is_infeasible_not_an_error
     assert res.diagnostics["reported_status"] == "feasible"
 
 
+def with_hook(hook: str, body) -> type[Solver]:
+    """An algorithm whose classmethod ``hook`` (check_params, build_settings) is ``body``."""
+
+    class Hooked(_Base):
+        name = "user-hooked"
+
+        def run(self, instance, seed):
+            return SolveResult(self.name, "feasible", plan=one_model_plan(instance, 3))
+
+    setattr(Hooked, hook, classmethod(body))
+    return Hooked
+
+
+def _raise_key_error(cls, resolved):
+    raise KeyError("oops")
+
+
+@pytest.mark.parametrize("hook, body, message", [
+    ("check_params", _raise_key_error, "algorithm 'user-hooked': check_params failed (KeyError: 'oops')"),
+    ("check_params", lambda cls, resolved: "no", "check_params returned 'no', not None or (name, reason)"),
+    ("build_settings", _raise_key_error, "algorithm 'user-hooked': build_settings failed (KeyError: 'oops')"),
+])
+def test_a_failing_parameter_hook_is_one_error_naming_the_algorithm(hook, body, message):
+    """A KeyError in a plug-in's check_params or build_settings ended `solve` and `run --dry-run` in a
+    traceback; a check_params returning a string said "too many values to unpack (expected 2)"."""
+    from deplbench.errors import SolverError
+
+    with pytest.raises(SolverError) as info:
+        solve(deterministic_instance(), with_hook(hook, body), eval_samples=1000)
+    assert str(info.value) == message or message in str(info.value)
+
+
 class PolicyRaises(_Base):
     name = "user-policy-raises"
 
@@ -307,6 +339,12 @@ PLUGIN_MODULE = textwrap.dedent('''
     class BadDefault(Prints):
         name = "hunt-bad-default"
         parameters = {"seed": Param(-5, int, "seed", low=0)}
+
+    class BadBuild(Prints):
+        name = "hunt-bad-build"
+        @classmethod
+        def build_settings(cls, resolved):
+            raise TypeError("bad build")
 ''')
 
 
@@ -320,7 +358,7 @@ def entry_point_plugin(tmp_path, monkeypatch):
     (info / "entry_points.txt").write_text(
         "[deplbench.solvers]\nhunt-prints = hunt_plugin:Prints\nhunt-exits = hunt_plugin:Exits\n"
         "hunt-policy-raises = hunt_plugin:PolicyRaises\nhunt-bad-priority = hunt_plugin:BadPriority\n"
-        "hunt-bad-default = hunt_plugin:BadDefault\n", encoding="utf-8")
+        "hunt-bad-default = hunt_plugin:BadDefault\nhunt-bad-build = hunt_plugin:BadBuild\n", encoding="utf-8")
     (site / "hunt_plugin.py").write_text(PLUGIN_MODULE, encoding="utf-8")
     monkeypatch.syspath_prepend(str(site))
     registry.refresh()
@@ -371,3 +409,22 @@ def test_a_plugin_with_bad_metadata_is_listed_unavailable_not_the_end_of_the_lis
     path.write_text(deterministic_instance().model_dump_json(by_alias=True), encoding="utf-8")
     status, _, err = deplbench_cli("solve", path, "--algo", "hunt-bad-default")
     assert status == 2 and "its default -5 fails its own declaration" in err
+
+
+def test_a_sweep_of_a_plugin_whose_settings_hook_fails_is_refused_at_load(entry_point_plugin, deplbench_cli,
+                                                                          tmp_path):
+    sweep = tmp_path / "s.toml"
+    sweep.write_text(textwrap.dedent("""
+        [sweep]
+        name = "hooks"
+        [[instances]]
+        id = "k"
+        family = "knapsack"
+        params = { n_items = 4, horizon = 4 }
+        [[algorithms]]
+        name = "hunt-bad-build"
+    """), encoding="utf-8")
+    status, out, err = deplbench_cli("run", sweep, "--dry-run")
+    assert status == 2 and out == "" and err.count("\n") == 1, err
+    assert err == ("error: algorithms[0].params: algorithm 'hunt-bad-build': build_settings failed "
+                   "(TypeError: bad build)\n")

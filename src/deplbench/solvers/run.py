@@ -179,7 +179,7 @@ def solve(
     cls = check_solve_arguments(instance, algorithm, evaluate, eval_samples, eval_seed)
     resolved = cls.resolve_params(params)
     # built once, before the run: a combination the Param table cannot check is the caller's error
-    settings = cls.build_settings(resolved)
+    settings = cls.settings_of(resolved)
     variants = {"transfer_cost_mode": instance.transfer_cost_mode, "data_rule": instance.data_rule}
     declined = _declined(cls, instance)
     if declined is not None:
