@@ -169,6 +169,12 @@ def solve(
 
     Notes
     -----
+    The algorithm runs on a deep copy of ``instance``, with its standard
+    output sent to standard error; what it returns is checked field by field
+    (:func:`check_returned`), the record's ``cost`` is the returned plan's
+    objective (2) as evaluated, and ``optimal`` from a class that does not
+    declare ``exact`` is recorded as ``feasible`` (docs/extending.md).
+
     A caller's :func:`deplbench.limits.deadline` around the call (a sweep
     task's outer stop, :func:`deplbench.benchmarks.tasks.run_task`) bounds
     the solver as its own ``time_limit`` does: whichever ends first stops
