@@ -126,7 +126,7 @@ def _check_replay(args: argparse.Namespace, solvers: list[str]) -> None:
     Raises
     ------
     MeasureError
-        ``--seeds`` or ``--threads`` below 1, no ``--solvers``, an unknown
+        ``--seeds`` or ``--threads`` outside their bounds, no ``--solvers``, an unknown
         solver name, a ``--result`` for a solver not replayed (it would be
         ignored), ``--merge`` without an existing ``--output``.
     """
@@ -221,8 +221,8 @@ def read_result_records(items: list[str], instance) -> dict[str, dict]:
     MeasureError
         Naming ``--result NAME=FILE`` and what is wrong: not NAME=FILE, an
         unreadable or non-JSON file, another kind of document (an instance,
-        a list), an unknown status, a plan that is invalid or names what the
-        instance does not have.
+        a list), an unknown status, a plan that is invalid, names what the
+        instance does not have or breaks its constraints (4)–(6).
     """
     from deplbench.errors import PlanError
     from deplbench.formulations.evaluation.evaluate import evaluate_plan
