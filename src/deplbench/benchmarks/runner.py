@@ -33,7 +33,7 @@ from deplbench.errors import SweepError
 POLL_S = 0.25
 #: How long, in all, a runner waits for a results store another process keeps locked (an
 #: open transaction in a database browser) before it stops; each try already waits the
-#: connection's busy timeout (30 s). A runner's own transactions last milliseconds.
+#: connection's busy timeout (30 s). A runner's own transactions write one row each.
 STORE_WAIT_S = 300.0
 #: Pause between two tries.
 STORE_RETRY_S = 1.0
@@ -193,9 +193,9 @@ def run_sweep(sweep: Sweep, store: ResultsStore, executor, *, retry_failed: bool
     summary = RunSummary(total=len(tasks), already_done=n_done, skipped_failed=n_failed,
                          shorter_limit=stopped_by_a_shorter_limit(tasks, store))
     since = store.last_attempt()
-    store.add_run(sweep=sweep.name, source=sweep.source, sweep_text=sweep.text,
-                  started_at=task_mod.now_iso(), tasks=len(tasks), todo=len(todo),
-                  executor=executor.describe(), env=task_mod.environment())
+    _waiting(store, lambda: store.add_run(sweep=sweep.name, source=sweep.source, sweep_text=sweep.text,
+                                          started_at=task_mod.now_iso(), tasks=len(tasks), todo=len(todo),
+                                          executor=executor.describe(), env=task_mod.environment()))
     if not todo:
         summary.elapsed_s = time.monotonic() - t0
         return summary
