@@ -777,7 +777,7 @@ def test_rows_stopped_by_a_shorter_hard_limit_are_named_when_reused(tmp_path, pl
         store.add(record(task.key, status="time_limit"), task={"time_limit_s": 2.0})
         assert stopped_by_a_shorter_limit(longer.tasks(), store) == 1
         assert stopped_by_a_shorter_limit(short.tasks(), store) == 0        # the same limit: nothing to say
-        summary = run_sweep(longer, store, LocalExecutor(workers=1), progress=False)
+        summary = run_sweep(longer, store, _InlineExecutor(), progress=False)
     assert summary.already_done == 1 and summary.ran == 0 and summary.shorter_limit == 1
     assert "note: 1 task(s) already done stopped at a time limit under a smaller time_limit_s" in summary.text("s")
     dry = dry_run(longer, db, check_instances=False)

@@ -411,8 +411,10 @@ def test_a_plugin_with_bad_metadata_is_listed_unavailable_not_the_end_of_the_lis
     assert status == 2 and "its default -5 fails its own declaration" in err
 
 
-def test_a_sweep_of_a_plugin_whose_settings_hook_fails_is_refused_at_load(entry_point_plugin, deplbench_cli,
-                                                                          tmp_path):
+def test_a_sweep_of_a_plugin_whose_settings_hook_fails_is_refused_at_load(entry_point_plugin, tmp_path):
+    from deplbench.benchmarks.sweep import load_sweep
+    from deplbench.errors import SweepError
+
     sweep = tmp_path / "s.toml"
     sweep.write_text(textwrap.dedent("""
         [sweep]
@@ -424,7 +426,7 @@ def test_a_sweep_of_a_plugin_whose_settings_hook_fails_is_refused_at_load(entry_
         [[algorithms]]
         name = "hunt-bad-build"
     """), encoding="utf-8")
-    status, out, err = deplbench_cli("run", sweep, "--dry-run")
-    assert status == 2 and out == "" and err.count("\n") == 1, err
-    assert err == ("error: algorithms[0].params: algorithm 'hunt-bad-build': build_settings failed "
-                   "(TypeError: bad build)\n")
+    with pytest.raises(SweepError) as info:           # what `run --dry-run` prints after "error: "
+        load_sweep(sweep)
+    assert str(info.value) == ("algorithms[0].params: algorithm 'hunt-bad-build': build_settings failed "
+                               "(TypeError: bad build)")
