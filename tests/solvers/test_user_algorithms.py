@@ -203,6 +203,17 @@ def test_a_plan_whose_evaluated_cost_overflows_is_an_error_even_when_the_algorit
     assert res.message.startswith("cost: the plan's cost (2) is inf in binary64"), res.message
 
 
+def test_an_evaluation_the_algorithm_brings_is_dropped():
+    """A record with no plan but an `evaluation` of its own said verdict feasible, quantile 0.1."""
+    make = lambda plan: SolveResult("user-returns", "no_solution", message="none found",  # noqa: E731
+                                    evaluation={"verdict": "feasible", "quantile": 0.1, "feasible": True})
+    res = solve(deterministic_instance(), returning(make), eval_samples=1000)
+    record = res.to_dict()
+    assert res.status == "no_solution" and res.evaluation is None
+    assert record["verdict"] is None and record["quantile_oos"] is None
+    assert "evaluation_dropped" in res.diagnostics
+
+
 def test_diagnostics_json_cannot_hold_are_kept_as_text_with_the_plan():
     """An arbitrary object in diagnostics ended `solve --json` in a TypeError traceback."""
     import numpy as np

@@ -299,6 +299,11 @@ def check_returned(cls: type[Solver], result: Any) -> SolveResult:
             dumps(value)
         except (TypeError, ValueError):
             setattr(result, name, json.loads(dumps(value, default=json_default)))
+    if result.evaluation is not None:
+        # the out-of-sample judgement is the harness's (_judge): one an algorithm brings would stand,
+        # verdict and quantile, in the record of a plan nobody evaluated
+        result.diagnostics["evaluation_dropped"] = "the algorithm's own evaluation (the judging is deplbench's)"
+        result.evaluation = None
     return result
 
 
