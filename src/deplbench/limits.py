@@ -69,6 +69,8 @@ MAX_RUNS = 1_000_000
 MAX_REPLICATIONS = 10_000
 #: Parametric-bootstrap replicates of a KS p-value (``fit --ks-bootstrap``).
 MAX_BOOTSTRAP = 100_000
+#: Held-out training runs per plan of ``measure replay --seeds`` (each seed trains the whole plan once).
+MAX_REPLAY_SEEDS = 100_000
 #: Tasks one sweep may expand to unless its ``sweep.max_tasks`` raises the cap.
 MAX_SWEEP_TASKS = 100_000
 #: Largest input file read whole (instance, plan, sweep, training log, a
@@ -435,7 +437,7 @@ def check_time(where: str) -> None:
 
 
 __all__ = ["as_path", "gib_text", "MEMORY_BUDGET_GIB", "FLOAT_BYTES", "MAX_THREADS", "MAX_WORKERS", "MAX_RUNS",
-           "MAX_REPLICATIONS",
+           "MAX_REPLICATIONS", "MAX_REPLAY_SEEDS",
            "MAX_BOOTSTRAP", "MAX_SWEEP_TASKS", "MAX_INPUT_BYTES", "MAX_UNCOMPRESSED_BYTES", "check_file_size",
            "check_gzip_size", "gunzip", "read_bytes", "read_text", "MemoryLimitExceeded",
            "TimeLimitReached", "check_memory", "memory_budget", "memory_budget_gib", "MEMORY_LIMIT_PARAM",

@@ -751,3 +751,106 @@ def test_a_declined_task_is_stored_as_skipped_not_failed(tmp_path):
     with ResultsStore(tmp_path / "r.sqlite") as store:
         store.add(rec, task=task)
         assert store.finished_keys() == {"k-skip"} and store.failed_keys() == set()
+
+
+def test_rows_stopped_by_a_shorter_hard_limit_are_named_when_reused(tmp_path, plugin):
+    """The task key leaves time_limit_s out, so a sweep re-run with a longer limit reused the rows
+    that had stopped at the shorter one and said only "1 already done"."""
+    from deplbench.benchmarks.runner import dry_run, stopped_by_a_shorter_limit
+    from tests.benchmarks.test_store import record
+
+    body = """
+        [sweep]
+        time_limit_s = {limit}
+        [[instances]]
+        id = "tiny"
+        family = "test-tiny"
+        [[algorithms]]
+        name = "test-work"
+    """
+    short = load_sweep(write_sweep(tmp_path, body.format(limit=2), "short.toml"))
+    longer = load_sweep(write_sweep(tmp_path, body.format(limit=20), "long.toml"))
+    (task,) = short.tasks()
+    assert [t.key for t in longer.tasks()] == [task.key]
+    db = tmp_path / "s.sqlite"
+    with ResultsStore(db) as store:
+        store.add(record(task.key, status="time_limit"), task={"time_limit_s": 2.0})
+        assert stopped_by_a_shorter_limit(longer.tasks(), store) == 1
+        assert stopped_by_a_shorter_limit(short.tasks(), store) == 0        # the same limit: nothing to say
+        summary = run_sweep(longer, store, _InlineExecutor(), progress=False)
+    assert summary.already_done == 1 and summary.ran == 0 and summary.shorter_limit == 1
+    assert "note: 1 task(s) already done stopped at a time limit under a smaller time_limit_s" in summary.text("s")
+    dry = dry_run(longer, db, check_instances=False)
+    assert dry.shorter_limit == 1 and "run into a new store to give them the longer limit" in dry.text()
+    with ResultsStore(db) as store:                 # a row that did not stop at its limit: reused silently
+        store.add(record("other", status="feasible"), task={"time_limit_s": 2.0})
+        assert store.time_limited_keys() == {task.key: 2.0}
+
+
+class _InlineExecutor:
+    """Runs each task in this process (no pool): the store's side of the runner under test."""
+
+    def describe(self) -> str:
+        return "inline"
+
+    def run(self, tasks):
+        for task in tasks:
+            yield task, task_mod.run_task(task.to_dict())
+
+
+def _locked_for(store, calls: int, monkeypatch):
+    """Make ``store.add`` raise SQLite's "database is locked" ``calls`` times (-1: always)."""
+    import sqlite3
+
+    real, seen = store.add, []
+
+    def add(*args, **kwargs):
+        seen.append(1)
+        if calls < 0 or len(seen) <= calls:
+            raise sqlite3.OperationalError("database is locked")
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(store, "add", add)
+    return seen
+
+
+def test_a_store_locked_by_another_process_is_waited_for(tmp_path, plugin, monkeypatch, capsys):
+    """A store kept locked past SQLite's 30 s busy timeout (an open transaction in another program)
+    ended the run in an OperationalError traceback, the finished record lost."""
+    from deplbench.benchmarks import runner as runner_mod
+
+    monkeypatch.setattr(runner_mod, "STORE_RETRY_S", 0.0)
+    sweep = load_sweep(write_sweep(tmp_path, """
+        [[instances]]
+        id = "tiny"
+        family = "test-tiny"
+        [[algorithms]]
+        name = "test-work"
+    """))
+    with ResultsStore(tmp_path / "s.sqlite") as store:
+        seen = _locked_for(store, 2, monkeypatch)
+        summary = run_sweep(sweep, store, _InlineExecutor(), progress=False)
+        assert summary.ok == 1 and len(seen) == 3 and store.count() == 1
+    assert capsys.readouterr().err.count("is locked by another process") == 2
+
+
+def test_a_store_locked_for_good_stops_the_run_with_the_finished_record_saved(tmp_path, plugin, monkeypatch):
+    from deplbench.benchmarks import runner as runner_mod
+
+    monkeypatch.setattr(runner_mod, "STORE_WAIT_S", 0.0)
+    sweep = load_sweep(write_sweep(tmp_path, """
+        [[instances]]
+        id = "tiny"
+        family = "test-tiny"
+        [[algorithms]]
+        name = "test-work"
+    """))
+    db = tmp_path / "s.sqlite"
+    with ResultsStore(db) as store:
+        _locked_for(store, -1, monkeypatch)
+        with pytest.raises(runner_mod.StoreLocked, match=r"locked by another process .* the finished record of "
+                                                         r"test-work .* is in .*s\.sqlite\.unstored/"):
+            run_sweep(sweep, store, _InlineExecutor(), progress=False)
+    (saved,) = (tmp_path / "s.sqlite.unstored").iterdir()
+    kept = json.loads(saved.read_text())
+    assert kept["record"]["status"] == "feasible" and kept["task"]["key"] == kept["record"]["key"]

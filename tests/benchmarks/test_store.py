@@ -444,3 +444,49 @@ def test_a_store_of_an_older_schema_version_is_still_read_and_migrated(tmp_path)
     conn = sqlite3.connect(path)
     assert conn.execute("SELECT value FROM meta WHERE name = 'schema_version'").fetchone() == ("2",)
     conn.close()
+
+
+def test_plans_stored_without_a_finite_cost_are_named_by_export_and_report(tmp_path):
+    """A feasible row with cost inf (or nan, stored as NULL) was left out of every report table
+    ("no reference", blank ratios) and exported without a word."""
+    import lzma
+
+    from deplbench.benchmarks.store_audit import costless_plans
+    from deplbench.reports.data import text_cell_notes
+    from tests.demo_store import FIXTURE
+
+    db = tmp_path / "s.sqlite"
+    with ResultsStore(db) as store:
+        store.add(record("inf", cost=math.inf))
+        store.add(record("nan", cost=math.nan))
+        store.add(record("ok"))
+        store.add(record("no-plan", status="error", cost=None, plan=None))
+    with sqlite3.connect(db) as conn:
+        assert costless_plans(conn) == 2
+    warnings: list[str] = []
+    assert export(db, tmp_path / "s.csv", "csv", warn=warnings.append) == 4
+    assert warnings == ["warning: 2 stored row(s) of status optimal/feasible/time_limit hold a plan but no finite "
+                        "cost (inf, or empty where nan was stored; a hand-edited or foreign store): no cost figure "
+                        "can count them"]
+    assert text_cell_notes(db) == [warnings[0].removeprefix("warning: ")]
+    demo = tmp_path / "demo.sqlite"                       # a real store: nothing to say
+    demo.write_bytes(lzma.decompress(FIXTURE.read_bytes()))
+    assert text_cell_notes(demo) == []
+
+
+def test_a_store_locked_by_another_process_is_said_to_be_locked_not_unusable(tmp_path, monkeypatch):
+    """It said "not a usable SQLite database (database is locked)", as for a broken file."""
+    db = tmp_path / "s.sqlite"
+    with ResultsStore(db) as store:
+        store.add(record("k1"))
+    real = sqlite3.connect
+    monkeypatch.setattr(sqlite3, "connect", lambda *a, **k: real(*a, **{**k, "timeout": 0.05}))
+    holder = real(db, isolation_level=None)
+    holder.execute("BEGIN EXCLUSIVE")
+    try:
+        with pytest.raises(SweepError, match=r"s\.sqlite: locked by another process for over 30 s "
+                                             r"\(database is locked\)$"):
+            ResultsStore(db)
+    finally:
+        holder.execute("COMMIT")
+        holder.close()

@@ -427,6 +427,28 @@ def test_a_ragged_text_file_is_refused_on_one_line(tmp_path, deplbench_cli):
     assert not (tmp_path / "f.json").exists()
 
 
+@pytest.mark.parametrize("header, named, columns", [
+    ("run,epoch,model,loss,loss", "loss", "4 and 5"),       # pandas kept the first and renamed the other
+    ("run,epoch,model,loss,loss ", "loss", "4 and 5"),      # equal up to a space: a TypeError traceback
+    ("run,epoch,epoch,model,loss", "epoch", "2 and 3"),
+])
+def test_a_required_column_named_twice_is_refused(tmp_path, small_logs, deplbench_cli, header, named, columns):
+    from deplbench.instances.fit.logs import LogError, read_logs
+
+    rows = small_logs.astype(str)[["run", "epoch", "model", "loss"]].to_dict("records")
+    body = "\n".join(",".join(r[name.strip()] for name in header.split(",")) for r in rows)
+    path = tmp_path / "twice.csv"
+    path.write_text(header + "\n" + body + "\n", encoding="utf-8")
+    with pytest.raises(LogError, match=rf"column '{named}': named twice in the header \(columns {columns}\)"):
+        read_logs(path)
+    status, out, err = deplbench_cli("fit", path, "--family", "alexnet", "-o", tmp_path / "f.json")
+    assert status == 2 and out == "" and err.count("\n") == 1 and f"column '{named}': named twice" in err
+    # a repeated column that is not one of the four is only ignored, as every extra column
+    path.write_text("run,epoch,model,loss,note,note\n" + "\n".join(",".join([*r.values(), "a", "b"]) for r in rows)
+                    + "\n", encoding="utf-8")
+    assert len(read_logs(path).frame) == len(small_logs)
+
+
 @pytest.mark.parametrize("family", ["alexnet", "mobilenet"])
 def test_fit_base_and_family_together_are_refused_whatever_the_family(tmp_path, deplbench_cli, family):
     """`--base X --family alexnet` passed argparse's exclusive group (the value was its default)

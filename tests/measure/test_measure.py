@@ -343,7 +343,10 @@ def test_solvers_run_on_the_measured_family():
     (["analyse", "--bootstrap", "0"], "--bootstrap: must be in [1, 100000] replicates, got 0"),
     (["analyse", "--bootstrap", "-1"], "--bootstrap: must be in [1, 100000] replicates, got -1"),
     (["analyse", "--bootstrap", "100000001"], "--bootstrap: must be in [1, 100000] replicates"),
-    (["replay", "--threads", "0"], "--threads: must be >= 1, got 0"),
+    (["replay", "--threads", "0"], "--threads: must be in [1, 256], got 0"),
+    (["replay", "--threads", "100000"], "--threads: must be in [1, 256], got 100000"),
+    (["replay", "--seeds", "1000000000"], "--seeds: must be in [1, 100000], got 1000000000"),
+    (["run", "-o", "logs.csv", "--threads", "100000"], "--threads: must be in [1, 256], got 100000"),
     (["replay", "--solvers", " , "], "--solvers: names no algorithm"),
     (["replay", "--solvers", "depl,nope"], "--solvers: unknown algorithm(s) 'nope'"),
     (["replay", "--solvers", "depl", "--result", "milp=r.json"], "'milp' is not among --solvers (depl)"),
@@ -360,8 +363,8 @@ def test_cli_measure_refuses_options_no_run_can_use(capsys, argv, message):
 
 
 @pytest.mark.parametrize("text, message", [
-    ("{}", "not a result record (a JSON object with 'status' and 'plan'"),
-    ("[]", "not a result record (a JSON object with 'status' and 'plan'"),
+    ("{}", "not a result record of `deplbench solve` (no 'status' or 'plan' key)"),
+    ("[]", "expected a result record (a JSON object, as `deplbench solve --json -o FILE` writes), got list"),
     ('{"status": "feasible", "plan": {}}', "plan: missing field 'epochs'"),
 ])
 def test_cli_replay_refuses_what_is_not_a_result_record(tmp_path, capsys, text, message):
@@ -393,3 +396,152 @@ def test_cli_measure_outputs_never_replace_their_inputs(tmp_path, capsys):
         assert captured.out == "" and captured.err.count("\n") == 1
         assert captured.err.startswith("error: --output ") and "is the input" in captured.err, captured.err
     assert logs.read_text(encoding="utf-8") == "run,epoch,model,loss\n" and result.read_text(encoding="utf-8") == "{}"
+
+
+# --------------------------------------------- logs the analysis cannot measure
+def test_autocorrelation_of_a_series_without_spread_is_not_measured():
+    """One seed per configuration leaves no noise around the mean curve: r = 0/0. It was
+    printed as nan and reported ``independent: false``, a verdict nothing measured."""
+    import warnings
+
+    from deplbench.measure.analysis import lag_autocorrelation
+
+    run = np.repeat(np.array(["a", "b"]), 5)
+    epoch = np.tile(np.arange(1, 6), 2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")              # no 0/0 RuntimeWarning on stderr either
+        r = lag_autocorrelation(run, epoch, np.zeros(10), 1, bootstrap=50)
+        assert r["estimate"] is None and r["ci"] == [None, None] and r["independent"] is None
+        assert r["note"].startswith("not measurable: the series has no spread") and r["pairs"] == 8
+        r = lag_autocorrelation(run, epoch, np.arange(10.0), 7, bootstrap=50)      # no pair 7 epochs apart
+        assert r["independent"] is None and "no two non-switch epochs 7 apart" in r["note"]
+
+
+def test_final_variance_of_a_single_run_is_not_measured():
+    """A sample variance needs two runs: with one, the ratio and its interval were nan."""
+    import types
+    import warnings
+
+    import pandas as pd
+
+    from deplbench.measure.analysis import final_variance
+
+    frame = pd.DataFrame({"run": ["s-full-0"] * 3 + ["s-p50-0"] * 3 + ["s-p50-1"] * 3,
+                          "epoch": [0, 1, 2] * 3, "model": ["", "full", "full"] + ["", "p50", "p50"] * 2,
+                          "loss": [2.0, 1.5, 1.2, 2.0, 1.6, 1.3, 2.0, 1.7, 1.5]})
+    model = types.SimpleNamespace(decay=types.SimpleNamespace(A=0.5, B=0.0),
+                                  improvement=types.SimpleNamespace(data=np.array([0.8, 1.0, 1.2])))
+    fit = types.SimpleNamespace(models={"full": model, "p50": model})
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        full, p50 = final_variance(types.SimpleNamespace(frame=frame), fit)
+    assert full["runs"] == 1 and full["ratio"] is None and full["ci"] == [None, None]
+    assert full["note"].startswith("not measurable: 1 run(s) with both epoch 0 and epoch 2")
+    assert p50["runs"] == 2 and p50["ratio"] == pytest.approx(p50["observed_var"] / p50["predicted_var_independent"])
+    assert p50["observed_var"] == pytest.approx(0.02) and "note" not in p50
+
+
+def test_a_two_stage_run_id_with_a_non_numeric_k1_names_the_run():
+    """It ended as "error: invalid literal for int() with base 10: 'x'", naming nothing."""
+    import types
+
+    import pandas as pd
+
+    from deplbench.measure.analysis import _cells
+
+    logs = types.SimpleNamespace(frame=pd.DataFrame({"run": ["t-p25-10-p36-0", "t-p25-x-p36-1"]}),
+                                 source="logs.csv")
+    with pytest.raises(LogError, match=r"^logs.csv: column 'run': two-stage run 't-p25-x-p36-1' has K1 = 'x'"):
+        _cells(logs)
+
+
+@pytest.mark.slow
+def test_cli_analyse_of_one_seed_per_configuration_says_what_it_cannot_measure(tmp_path, deplbench_cli):
+    import pandas as pd
+
+    frame = pd.read_csv(LOGS_FILE, dtype={"model": str}, keep_default_na=False)
+    config = frame["run"].str.rsplit("-", n=1).str[0]
+    first = frame.groupby(config)["run"].transform("min")        # one seed of every configuration
+    path = tmp_path / "one-seed.csv"
+    frame[frame["run"] == first].to_csv(path, index=False)
+    status, out, err = deplbench_cli("measure", "analyse", path, "--bootstrap", 50)
+    assert status == 0, err
+    assert "nan" not in out and "noise_lag1: not measurable: the series has no spread" in out
+    assert "final-loss variance full: not measurable: 1 run(s)" in out
+    status, out, _ = deplbench_cli("measure", "analyse", path, "--bootstrap", 50, "--json")
+    noise = json.loads(out)["independence"]["noise_lag1"]
+    assert status == 0 and noise["independent"] is None and noise["estimate"] is None
+
+
+# ------------------------------------------------ replay: the --result records
+def _solve_record(tmp_path, name: str, record) -> str:
+    path = tmp_path / name
+    path.write_text(record if isinstance(record, str) else json.dumps(record), encoding="utf-8")
+    return str(path)
+
+
+@pytest.mark.parametrize("record, message", [
+    ([1, 2], "expected a result record (a JSON object, as `deplbench solve --json -o FILE` writes), got list"),
+    ({"name": "an instance", "models": []}, "not a result record of `deplbench solve` (no 'status' or 'plan' key)"),
+    ({"status": "great", "plan": None}, "status 'great' is not one of optimal, feasible"),
+    ({"status": "feasible", "plan": {"epochs": [{"model": "intermediate", "cluster": "A", "allocation": 1.0}],
+                                     "datasets": {}}},
+     "epochs[0].model: unknown model 'intermediate' (the plan must be for the measured instance"),
+    ({"status": "feasible", "plan": {"epochs": [{"model": "p50", "cluster": "A", "allocation": "1"}],
+                                     "datasets": {}}}, "invalid plan: epochs[0].allocation"),
+    ("{", "cannot read a result record"),
+    ({"status": "feasible", "plan": {"epochs": [{"model": "p50", "cluster": "A1", "allocation": 1e-3}] * 3,
+                                     "datasets": {"A1": ["d0"]}}},      # the names fit, Tmax does not
+     "the plan breaks constraints (4)-(6) of the measured instance 'measured-digits-mlp': time: total"),
+])
+def test_cli_replay_refuses_a_result_record_before_training(tmp_path, deplbench_cli, record, message):
+    """A JSON list ended in an AttributeError traceback; an instance file (no status, no plan)
+    was replayed as a row of status None; a plan solved on another measured instance (same names,
+    another Tmax) was replayed as a plan of this one. Refused before anything is trained (no torch
+    needed)."""
+    path = _solve_record(tmp_path, "r.json", record)
+    status, out, err = deplbench_cli("measure", "replay", "--solvers", "depl", "--result", f"depl={path}",
+                                     "--seeds", 1)
+    assert status == 2 and out == "" and err.count("\n") == 1, err
+    assert err.startswith(f"error: --result depl={path}: ") and message in err, err
+
+
+@pytest.mark.parametrize("target, argv, message", [
+    ("{}", ["--seeds", "1000"], "is not a replay written by `deplbench measure replay -o`"),   # KeyError traceback
+    ("shipped", ["--seeds", "2"], "replays seeds {'first': 1000000, 'count': 1000}, this run "
+                                  "{'first': 1000000, 'count': 2} (give the same --seeds)"),
+    ("shipped", ["--seeds", "1000", "--loss-max", "0.25"], "replays instance {'name': 'measured-digits-mlp', "
+                                                           "'loss_max': 0.3"),
+])
+def test_cli_replay_merge_target_is_checked_before_training(tmp_path, deplbench_cli, target, argv, message):
+    """A --merge target that is not a replay, or one of other seeds or another ℓmax, failed only
+    after every plan was trained (a KeyError traceback, or "the replays differ"), the new rows lost."""
+    from deplbench.reports.measured import REPLAY_FILE
+
+    out = tmp_path / "replay.json"
+    out.write_text(REPLAY_FILE.read_text() if target == "shipped" else target, encoding="utf-8")
+    status, stdout, err = deplbench_cli("measure", "replay", "--solvers", "depl", "--merge", "-o", out, *argv)
+    assert status == 2 and stdout == "" and err.count("\n") == 1, err
+    assert err.startswith("error: --merge: ") and message in err, err
+
+
+def test_the_independence_claim_of_an_unmeasurable_analysis_is_not_measured():
+    from deplbench.reports.claims_common import UNMEASURED
+    from deplbench.reports.measured import independence_claim
+
+    noise = {"lag": 1, "estimate": None, "ci": [None, None], "level": 0.95, "method": "m", "pairs": 8,
+             "runs": 2, "independent": None, "note": "not measurable: the series has no spread"}
+    row = independence_claim({"independence": {"noise_lag1": noise}})
+    assert row["verdict"] == UNMEASURED and "no spread" in row["measured"]
+
+
+def test_cli_refit_of_other_logs_needs_an_output(tmp_path, deplbench_cli):
+    """Without -o, `measure refit LOGS` wrote its fit over the package's shipped measured
+    instances (what `generate measured` reads), whatever logs it was given."""
+    before = (FIT_FILE.read_bytes(), EQ8_FILE.read_bytes())
+    logs = tmp_path / "mine.csv"
+    logs.write_text("run,epoch,model,loss\n", encoding="utf-8")
+    status, out, err = deplbench_cli("measure", "refit", logs)
+    assert status == 2 and out == "" and err.count("\n") == 1
+    assert err.startswith("error: deplbench measure refit: ") and "-o/--output" in err, err
+    assert (FIT_FILE.read_bytes(), EQ8_FILE.read_bytes()) == before

@@ -190,6 +190,8 @@ def settings_builder(name: str) -> Callable | None:
             return build(resolve(point, strict=True, error=SweepError))
         except DeplbenchError as exc:
             raise SweepError(str(exc)) from None
+        except Exception as exc:  # noqa: BLE001 - a plug-in's hook: named in one line, never a traceback
+            raise SweepError(f"algorithm {name!r}: build_settings failed ({type(exc).__name__}: {exc})") from None
 
     return check
 

@@ -16,9 +16,11 @@ tasks other runners hold, and takes over those whose owner died.
 from __future__ import annotations
 
 import os
+import sqlite3
 import sys
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TextIO
 
 from deplbench.benchmarks import leases
@@ -29,6 +31,12 @@ from deplbench.errors import SweepError
 
 #: Seconds between looks at tasks other runners hold.
 POLL_S = 0.25
+#: How long, in all, a runner waits for a results store another process keeps locked (an
+#: open transaction in a database browser) before it stops; each try already waits the
+#: connection's busy timeout (30 s). A runner's own transactions write one row each.
+STORE_WAIT_S = 300.0
+#: Pause between two tries.
+STORE_RETRY_S = 1.0
 
 
 @dataclass
@@ -68,6 +76,8 @@ class RunSummary:
     failed: int = 0
     duplicates: int = 0
     elsewhere: int = 0
+    #: of ``already_done``, rows that stopped at a time limit under a smaller time_limit_s
+    shorter_limit: int = 0
     elapsed_s: float = 0.0
     failures: list = field(default_factory=list)
     solvers: dict = field(default_factory=dict)
@@ -87,11 +97,34 @@ class RunSummary:
                  + (", solvers used: " + ", ".join(f"{k} ×{v}" for k, v in sorted(self.solvers.items()))
                     if self.solvers else "")
                  + f" ({self.elapsed_s:.1f} s)"]
+        if self.shorter_limit:
+            lines.append(shorter_limit_note(self.shorter_limit))
         for label, key, err in self.failures[:10]:
             lines.append(f"  failed {label} [{key}]: {err}")
         if len(self.failures) > 10:
             lines.append(f"  ... and {len(self.failures) - 10} more")
         return "\n".join(lines)
+
+
+def stopped_by_a_shorter_limit(tasks: list[Task], store: ResultsStore | None) -> int:
+    """Tasks counted as done whose stored row stopped at a time limit under a smaller
+    hard limit ``time_limit_s`` than the task's now.
+
+    The task key leaves the limit out (two sweeps share a row), so a sweep
+    re-run with a larger ``time_limit_s`` would reuse those rows as they
+    are and say only "already done": the count lets the summary say so.
+    """
+    if store is None:
+        return 0
+    limited = store.time_limited_keys()
+    return sum(1 for t in tasks if t.key in limited and limited[t.key] < t.time_limit_s)
+
+
+def shorter_limit_note(n: int) -> str:
+    """The line ``run`` and ``run --dry-run`` print about :func:`stopped_by_a_shorter_limit`."""
+    return (f"note: {n} task(s) already done stopped at a time limit under a smaller time_limit_s than "
+            "this sweep's: their rows are reused as they are, not run again (run into a new store "
+            "to give them the longer limit)")
 
 
 def select_tasks(tasks: list[Task], store: ResultsStore | None, *,
@@ -157,11 +190,12 @@ def run_sweep(sweep: Sweep, store: ResultsStore, executor, *, retry_failed: bool
     owner = owner or leases.Owner()
     tasks = sweep.tasks()
     todo, n_done, n_failed = select_tasks(tasks, store, retry_failed=retry_failed)
-    summary = RunSummary(total=len(tasks), already_done=n_done, skipped_failed=n_failed)
+    summary = RunSummary(total=len(tasks), already_done=n_done, skipped_failed=n_failed,
+                         shorter_limit=stopped_by_a_shorter_limit(tasks, store))
     since = store.last_attempt()
-    store.add_run(sweep=sweep.name, source=sweep.source, sweep_text=sweep.text,
-                  started_at=task_mod.now_iso(), tasks=len(tasks), todo=len(todo),
-                  executor=executor.describe(), env=task_mod.environment())
+    _waiting(store, lambda: store.add_run(sweep=sweep.name, source=sweep.source, sweep_text=sweep.text,
+                                          started_at=task_mod.now_iso(), tasks=len(tasks), todo=len(todo),
+                                          executor=executor.describe(), env=task_mod.environment()))
     if not todo:
         summary.elapsed_s = time.monotonic() - t0
         return summary
@@ -174,7 +208,7 @@ def run_sweep(sweep: Sweep, store: ResultsStore, executor, *, retry_failed: bool
 
     def claimed(candidates):
         for task in candidates:
-            if store.claim(task.key, owner, since_attempt=since):
+            if _waiting(store, lambda key=task.key: store.claim(key, owner, since_attempt=since)):
                 yield task
             else:
                 held.append(task)
@@ -194,9 +228,62 @@ def run_sweep(sweep: Sweep, store: ResultsStore, executor, *, retry_failed: bool
                 pending, held[:] = _still_held(store, held, since, summary, bar), []
     finally:
         bar.close()
-        store.release_all(owner)
+        try:
+            store.release_all(owner)
+        except sqlite3.OperationalError:
+            pass        # still locked by another process: the leases expire on their own (leases.py)
     summary.elapsed_s = time.monotonic() - t0
     return summary
+
+
+class StoreLocked(SweepError):
+    """The results store stayed locked by another process past :data:`STORE_WAIT_S`."""
+
+
+def _waiting(store: ResultsStore, call):
+    """``call()`` (a write to ``store``), tried again while another process keeps the store locked.
+
+    Raises
+    ------
+    StoreLocked
+        Still locked after :data:`STORE_WAIT_S`: one line naming the store,
+        instead of an ``OperationalError`` traceback.
+    """
+    start = time.monotonic()
+    while True:
+        try:
+            return call()
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) and "busy" not in str(exc):
+                raise
+            waited = time.monotonic() - start
+            if waited >= STORE_WAIT_S:
+                raise StoreLocked(f"results store {store.path}: locked by another process for {waited:.0f} s "
+                                 f"({exc}); close the program holding it and run again") from None
+            print(f"waiting: results store {store.path} is locked by another process ({waited:.0f} s)",
+                  file=sys.stderr)
+            time.sleep(STORE_RETRY_S)
+
+
+def _store_record(store: ResultsStore, record: dict, task: Task, owner) -> bool:
+    """:meth:`ResultsStore.add`, waiting out a lock (:func:`_waiting`); if the store stays
+    locked, the finished record is written beside it (``<store>.unstored/<key>.json``, the task
+    and the record) before the run stops, so no finished result is lost."""
+    try:
+        return _waiting(store, lambda: store.add(record, task=task.to_dict(), lease_owner=owner.id))
+    except StoreLocked as exc:
+        from deplbench.jsonio import dumps, json_default
+
+        folder = Path(f"{store.path}.unstored")
+        path = folder / f"{task.key}-{int(time.time())}.json"
+        try:
+            folder.mkdir(exist_ok=True)
+            path.write_text(dumps({"task": task.to_dict(), "record": record}, indent=2,
+                                  default=json_default) + "\n", encoding="utf-8")
+        except OSError as why:
+            raise StoreLocked(f"{exc}; the finished record of {task.label} [{task.key}] could not be saved "
+                              f"either ({why})") from None
+        raise StoreLocked(f"{exc}; the finished record of {task.label} [{task.key}] is in {path}") from None
 
 
 def _execute(executor, tasks, store: ResultsStore, owner, summary: RunSummary, bar) -> None:
@@ -205,7 +292,9 @@ def _execute(executor, tasks, store: ResultsStore, owner, summary: RunSummary, b
     try:
         for task, record in results:
             try:
-                stored = store.add(record, task=task.to_dict(), lease_owner=owner.id)
+                stored = _store_record(store, record, task, owner)
+            except StoreLocked:
+                raise
             except SweepError as exc:
                 # A result that does not fit the record schema (a wrong
                 # status, a cost that is not a number) is a failed attempt,
@@ -213,7 +302,7 @@ def _execute(executor, tasks, store: ResultsStore, owner, summary: RunSummary, b
                 record = task_mod.failure_record(
                     task, f"invalid result: {exc}", started_at=record.get("started_at")
                     or task_mod.now_iso(), wall_s=float(record.get("wall_s") or 0.0))
-                stored = store.add(record, task=task.to_dict(), lease_owner=owner.id)
+                stored = _store_record(store, record, task, owner)
             summary.ran += 1
             diag = record.get("diagnostics")
             if isinstance(diag, dict) and isinstance(diag.get("solver"), str):
@@ -318,6 +407,8 @@ class DryRun:
     todo_lines: tuple[str, ...] = ()
     #: no results store was given: no task counts as done
     no_store: bool = False
+    #: of ``already_done``, rows that stopped at a time limit under a smaller time_limit_s
+    shorter_limit: int = 0
 
     def text(self, show: int = 20) -> str:
         """The counts and estimate, then the first ``show`` tasks to run
@@ -339,6 +430,8 @@ class DryRun:
         line = (f"sweep {self.name}: {self.total} tasks, {done}, "
                 f"{self.skipped_failed} failed before, {self.todo} to run on "
                 f"{self.executor or 'the default executor'}{checked}")
+        if self.shorter_limit:
+            line += "\n" + shorter_limit_note(self.shorter_limit)
         e = self.estimate
         if not self.todo or e is None:      # nothing to run, or no store to estimate from
             return line
@@ -443,8 +536,6 @@ def dry_run(sweep: Sweep, db: str | os.PathLike | None, executor_description: st
         An instance cannot be built (naming the group and the reason), or
         the store is unusable.
     """
-    from pathlib import Path
-
     from deplbench.benchmarks.validate import check_instances as _check
 
     tasks = sweep.tasks()
@@ -454,9 +545,12 @@ def dry_run(sweep: Sweep, db: str | os.PathLike | None, executor_description: st
         with ResultsStore(path, readonly=True) as store:
             todo, done, failed = select_tasks(tasks, store, retry_failed=retry_failed)
             estimate = estimate_time(todo, store)
+            shorter = stopped_by_a_shorter_limit(tasks, store)
     else:
         todo, done, failed = select_tasks(tasks, None, retry_failed=retry_failed)
+        shorter = 0
     n_checked = _check(todo) if check_instances else None
     return DryRun(name=sweep.name, total=len(tasks), already_done=done, skipped_failed=failed,
                   todo=len(todo), instances_checked=n_checked, executor=executor_description,
-                  estimate=estimate, todo_lines=tuple(describe_task(t) for t in todo), no_store=path is None)
+                  estimate=estimate, todo_lines=tuple(describe_task(t) for t in todo), no_store=path is None,
+                  shorter_limit=shorter)

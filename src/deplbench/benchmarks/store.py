@@ -45,6 +45,7 @@ from typing import Any
 from deplbench.benchmarks import leases as _leases
 from deplbench.benchmarks import record as _record
 from deplbench.benchmarks.record import json_default  # noqa: F401 - public re-export
+from deplbench.benchmarks.store_audit import costless_plans, costless_plans_note, text_in_numbers
 from deplbench.errors import SweepError
 from deplbench.files import (  # noqa: F401
     FORMULA_PREFIXES,
@@ -232,7 +233,8 @@ class ResultsStore:
             if not readonly and str(getattr(exc, "sqlite_errorname", "")).startswith("SQLITE_READONLY"):
                 raise SweepError(f"results store {self.path}: the file is read-only (a run adds its results to "
                                  f"it; SQLite: {exc})") from None
-            raise SweepError(f"results store {self.path}: not a usable SQLite database ({exc})") from exc
+            why = "locked by another process for over 30 s" if "locked" in str(exc) else "not a usable SQLite database"
+            raise SweepError(f"results store {self.path}: {why} ({exc})") from exc
         except SweepError:
             self.close()
             raise
@@ -380,6 +382,17 @@ class ResultsStore:
         """Keys with a successful row (skipped on resume)."""
         return {r[0] for r in self._conn.execute("SELECT key FROM results WHERE failed = 0")}
 
+    def time_limited_keys(self) -> dict[str, float]:
+        """Keys whose successful row stopped at a time limit (status ``time_limit``), with the
+        hard limit ``time_limit_s`` of the task that wrote it (rows without one left out)."""
+        out: dict[str, float] = {}
+        for key, limit in self._conn.execute(
+                "SELECT key, json_extract(task, '$.time_limit_s') FROM results "
+                "WHERE failed = 0 AND status = 'time_limit' AND json_valid(task)"):
+            if isinstance(limit, (int, float)) and not isinstance(limit, bool):
+                out[key] = max(out.get(key, 0.0), float(limit))
+        return out
+
     def failed_keys(self) -> set[str]:
         """Keys with failed attempts only (retried with ``--retry-failed``)."""
         return {r[0] for r in self._conn.execute(
@@ -484,23 +497,6 @@ def expand_params(column) -> Any:
     return pd.DataFrame(data, index=column.index)
 
 
-#: Numeric columns whose stored cells are checked for text on export.
-NUMERIC_CHECKED = ("cost", "lower_bound", "gap", "runtime_s")
-
-
-def text_in_numbers(conn: sqlite3.Connection) -> dict[str, int]:
-    """Stored cells of numeric columns that hold text (a hand-edited or
-    foreign store): the frame would read them as missing, silently."""
-    cols = {r[1] for r in conn.execute("PRAGMA table_info(results)")}
-    bad = {}
-    for col in NUMERIC_CHECKED:
-        if col in cols:
-            n = conn.execute(f"SELECT COUNT(*) FROM results WHERE typeof({col}) = 'text'").fetchone()[0]
-            if n:
-                bad[col] = int(n)
-    return bad
-
-
 def export(path: str | os.PathLike, out: str | os.PathLike, fmt: str, *,
            latest: bool = False, warn=None) -> int:
     """Write a store's :meth:`~ResultsStore.frame` to CSV or Parquet.
@@ -547,10 +543,13 @@ def export(path: str | os.PathLike, out: str | os.PathLike, fmt: str, *,
     with ResultsStore(path, readonly=True) as store:
         frame = store.frame(latest=latest)
         bad = text_in_numbers(store._conn)
+        costless = costless_plans(store._conn) if store._conn is not None else 0
     for col, n in bad.items():
         if warn is not None:
             warn(f"warning: {n} stored row(s) of column {col!r} hold text, not a number; exported as "
                  "missing values")
+    if costless and warn is not None:
+        warn(f"warning: {costless_plans_note(costless)}")
     if fmt == "csv":
         write_csv(frame, out)
     else:

@@ -86,13 +86,21 @@ def _need_torch() -> None:
                            "(or `make measure-setup`)") from None
 
 
+def _check_threads(threads: int) -> None:
+    """``--threads`` of ``run`` and ``replay`` in [1, MAX_THREADS]: 100000 ended in an ImportError
+    traceback (the thread pools could not be mapped), 4096 ran a smoke test for minutes."""
+    from deplbench.limits import MAX_THREADS
+
+    if not 1 <= threads <= MAX_THREADS:
+        raise MeasureError(f"--threads: must be in [1, {MAX_THREADS}], got {threads}")
+
+
 def run_measure(args: argparse.Namespace) -> int:
     """Handler of ``deplbench measure run``."""
     out = Path(args.output)
     if not (out.parent if str(out.parent) else Path(".")).is_dir():
         raise MeasureError(f"--output {out}: directory {out.parent} does not exist")
-    if args.threads < 1:
-        raise MeasureError(f"--threads: must be >= 1, got {args.threads}")
+    _check_threads(args.threads)
     _need_torch()
     from deplbench.measure import experiment
 
@@ -126,14 +134,15 @@ def _check_replay(args: argparse.Namespace, solvers: list[str]) -> None:
     Raises
     ------
     MeasureError
-        ``--seeds`` or ``--threads`` below 1, no ``--solvers``, an unknown
+        ``--seeds`` or ``--threads`` outside their bounds, no ``--solvers``, an unknown
         solver name, a ``--result`` for a solver not replayed (it would be
         ignored), ``--merge`` without an existing ``--output``.
     """
-    if args.seeds < 1:
-        raise MeasureError(f"--seeds: must be >= 1, got {args.seeds}")
-    if args.threads < 1:
-        raise MeasureError(f"--threads: must be >= 1, got {args.threads}")
+    from deplbench.limits import MAX_REPLAY_SEEDS
+
+    if not 1 <= args.seeds <= MAX_REPLAY_SEEDS:     # 10**9 ended in a MemoryError traceback (the seed list)
+        raise MeasureError(f"--seeds: must be in [1, {MAX_REPLAY_SEEDS}], got {args.seeds}")
+    _check_threads(args.threads)
     if not solvers:
         raise MeasureError(f"--solvers: names no algorithm, got {args.solvers!r}")
     from deplbench.solvers.registry import registered
@@ -196,42 +205,81 @@ def run_refit(args: argparse.Namespace) -> int:
     return 0
 
 
-def _result_record(item: str) -> dict:
-    """The ``solve -o`` record of ``--result NAME=FILE``, its plan checked.
+def read_result_records(items: list[str], instance) -> dict[str, dict]:
+    """The ``--result NAME=FILE`` records of ``replay``, checked before anything is trained.
+
+    Each file must be what ``deplbench solve --json -o FILE`` writes: a JSON
+    object with a ``status`` of :data:`~deplbench.formulations.model.result.STATUSES`
+    and a ``plan`` (an object, or null when the solve found none) whose
+    models, clusters and datasets are the measured instance's, and which
+    meets its constraints (4)–(6).
+
+    Returns
+    -------
+    dict
+        Solver name → the record, its ``plan`` parsed.
 
     Raises
     ------
     MeasureError
-        Not NAME=FILE, an unreadable file, or not a result record: ``{}`` or
-        a record without ``status`` would be replayed as a solver that found
-        no plan, and a JSON list failed with a traceback.
+        Naming ``--result NAME=FILE`` and what is wrong: not NAME=FILE, an
+        unreadable or non-JSON file, another kind of document (an instance,
+        a list), an unknown status, a plan that is invalid, names what the
+        instance does not have or breaks its constraints (4)–(6).
     """
     from deplbench.errors import PlanError
-    from deplbench.formulations.model.plan import parse_plan
+    from deplbench.formulations.evaluation.evaluate import evaluate_plan
+    from deplbench.formulations.evaluation.settings import MIN_SAMPLES
+    from deplbench.formulations.model.plan import check_plan_names, parse_plan
+    from deplbench.formulations.model.result import STATUSES
+    from deplbench.instances.jsondoc import read_json
 
-    name, sep, path = item.partition("=")
-    if not sep:
-        raise MeasureError(f"--result: expected NAME=FILE, got {item!r}")
-    try:
-        record = restore_nonfinite(json.loads(Path(path).read_text()))     # a `solve -o` record
-    except (OSError, ValueError) as exc:
-        raise MeasureError(f"--result {item}: cannot read a result record ({exc})") from None
-    if not isinstance(record, dict) or not isinstance(record.get("status"), str) or "plan" not in record:
-        raise MeasureError(f"--result {item}: not a result record (a JSON object with 'status' and 'plan', as "
-                           "`deplbench solve -o` writes)")
-    if record["plan"] is not None:
+    given: dict[str, dict] = {}
+    for item in items:
+        name, sep, path = item.partition("=")
+        if not sep or not name or not path:
+            raise MeasureError(f"--result: expected NAME=FILE, got {item!r}")
+        flag = f"--result {item}"
         try:
-            parse_plan(record["plan"])
-        except PlanError as exc:
-            raise MeasureError(f"--result {item}: {exc}") from None
-    return record
+            rec = read_json(path, what="result record", error=MeasureError)
+        except MeasureError as exc:
+            raise MeasureError(f"{flag}: cannot read a result record ({exc})") from None
+        rec = restore_nonfinite(rec)
+        if not isinstance(rec, dict):
+            raise MeasureError(f"{flag}: expected a result record (a JSON object, as `deplbench solve --json -o "
+                               f"FILE` writes), got {type(rec).__name__}")
+        if rec.get("status") not in STATUSES or "plan" not in rec:
+            missing = [k for k in ("status", "plan") if k not in rec]
+            why = (f"no {' or '.join(repr(k) for k in missing)} key" if missing
+                   else f"status {rec['status']!r} is not one of {', '.join(STATUSES)}")
+            raise MeasureError(f"{flag}: not a result record of `deplbench solve` ({why})")
+        if rec["plan"] is not None:
+            try:
+                plan = parse_plan(rec["plan"])
+                check_plan_names(instance, plan)
+            except PlanError as exc:
+                raise MeasureError(f"{flag}: {exc} (the plan must be for the measured instance "
+                                   f"{instance.name!r})") from None
+            # a plan of another measured instance (another seed: other clusters, Tmax) can name the same
+            # models and clusters; replayed, it would be judged as a plan of this one
+            broken = evaluate_plan(instance, plan, samples=MIN_SAMPLES, trajectory=False).violations
+            if broken:
+                raise MeasureError(f"{flag}: the plan breaks constraints (4)-(6) of the measured instance "
+                                   f"{instance.name!r}: {'; '.join(broken[:2])} (solved on another instance?)")
+            rec = {**rec, "plan": plan}
+        given[name] = rec
+    return given
 
 
 def run_replay(args: argparse.Namespace) -> int:
     """Handler of ``deplbench measure replay``."""
     solvers = [s.strip() for s in args.solvers.split(",") if s.strip()]
     _check_replay(args, solvers)
-    given = {item.partition("=")[0]: _result_record(item) for item in args.result}
+    from deplbench.instances.generators import generate
+
+    instance = generate("measured") if args.loss_max is None else generate("measured", loss_max=args.loss_max)
+    given = read_result_records(args.result, instance)
+    old = read_merge_target(args.output, instance, args.seeds) if args.merge else None
     _need_torch()
     from deplbench.measure import replay
 
@@ -241,22 +289,51 @@ def run_replay(args: argparse.Namespace) -> int:
         if partial is not None:
             partial.write_text(json.dumps(res, indent=2) + "\n")
 
-    instance = None
-    if args.loss_max is not None:
-        from deplbench.instances.generators import generate
-
-        instance = generate("measured", loss_max=args.loss_max)
     result = replay.replay_plans(solvers, n_seeds=args.seeds, threads=args.threads, results=given,
                                  instance=instance,
                                  progress=lambda m: print(m, file=sys.stderr), on_row=save)
-    if partial is not None:
-        partial.unlink(missing_ok=True)
-    if args.merge:
-        result = replay.merge(json.loads(Path(args.output).read_text()), result)
+    if old is not None:
+        result = replay.merge(old, result)
     if args.output:
         Path(args.output).write_text(json.dumps(result, indent=2) + "\n")
+    if partial is not None:         # only once the output holds every row
+        partial.unlink(missing_ok=True)
     print(replay.format_table(result))
     return 0
 
 
-__all__ = ["register", "run_measure", "run_analyse", "run_replay", "MeasureError"]
+def read_merge_target(path: str, instance, seeds: int) -> dict:
+    """The replay ``--merge`` adds rows to, checked before anything is trained.
+
+    A file that is not a replay (``{}``, a list, a result record) ended the
+    command in a ``KeyError`` traceback, and a replay of another instance or
+    seed count in "the replays differ", each after every plan had been
+    trained and with the new rows lost.
+
+    Raises
+    ------
+    MeasureError
+        Naming ``--merge``: not a replay of ``measure replay -o``, or one of
+        another instance (name, ℓmax, ω) or other held-out seeds.
+    """
+    from deplbench.instances.jsondoc import read_json
+    from deplbench.measure.experiment import REPLAY_SEED_BASE
+
+    old = read_json(path, what="replay", error=MeasureError)
+    keys = ("instance", "seeds", "rows", "wall_seconds")
+    if not isinstance(old, dict) or any(k not in old for k in keys) or not isinstance(old["rows"], list) \
+            or not all(isinstance(r, dict) and "solver" in r for r in old["rows"]):
+        raise MeasureError(f"--merge: {path} is not a replay written by `deplbench measure replay -o` "
+                           f"(a JSON object with {', '.join(keys)}; every row names its solver)")
+    here = {"name": instance.name, "loss_max": instance.loss_max, "omega": instance.omega}
+    if old["instance"] != here:
+        raise MeasureError(f"--merge: {path} replays instance {old['instance']}, this run {here} "
+                           "(give the same --loss-max)")
+    if old["seeds"] != {"first": REPLAY_SEED_BASE, "count": seeds}:
+        raise MeasureError(f"--merge: {path} replays seeds {old['seeds']}, this run "
+                           f"{{'first': {REPLAY_SEED_BASE}, 'count': {seeds}}} (give the same --seeds)")
+    return old
+
+
+__all__ = ["register", "run_measure", "run_analyse", "run_replay", "read_result_records", "read_merge_target",
+           "MeasureError"]

@@ -119,8 +119,9 @@ def _cmd_simulate(args) -> int:
         no_plan = "(none: no static plan)" if result.plan is None else "(none)"
         print(_line("plan", cl["plan"], no_plan))
         print(_line("plan stopped", cl["plan_stopped"], no_plan))
-        print(_line("own policy", cl["policy"]))
-    return 0 if result.status != "error" else 1
+        print(_line("own policy", cl["policy"]) if "policy_error" not in cl
+              else f"{'own policy':<14} failed: {cl['policy_error']}")
+    return 0 if result.status != "error" and "policy_error" not in cl else 1
 
 
 def register(subparsers) -> None:

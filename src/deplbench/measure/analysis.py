@@ -29,6 +29,7 @@ import math
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from scipy import stats
@@ -142,6 +143,9 @@ def _cells(logs: Logs) -> dict[tuple, np.ndarray]:
     for r in runs:
         parts = str(r).split("-")
         if len(parts) == 5 and parts[0] == "t":
+            if not parts[2].isdigit():
+                raise LogError(f"{logs.source}: column 'run': two-stage run {r!r} has K1 = {parts[2]!r}, not a "
+                               "whole number of epochs (ids t-F1-K1-F2-seed)")
             out.setdefault((parts[1], int(parts[2]), parts[3]), []).append(r)
     return {k: np.array(v) for k, v in out.items()}
 
@@ -217,14 +221,28 @@ def lag_autocorrelation(run: np.ndarray, epoch: np.ndarray, v: np.ndarray, lag: 
     runs, rid = np.unique(run, return_inverse=True)
     num = np.bincount(rid[j], weights=c[j] * c[j + lag], minlength=runs.size)
     den = np.bincount(rid, weights=c * c, minlength=runs.size)
+    out: dict[str, Any] = {"lag": lag, "estimate": None, "ci": [None, None], "level": LEVEL,
+                           "method": f"percentile bootstrap over runs ({bootstrap} replicates)", "pairs": int(j.size),
+                           "runs": int(runs.size), "independent": None}
+    # r is 0/0 without a pair of epochs lag apart, or when the series has no spread (one seed per
+    # configuration leaves no noise around the mean curve): nothing is measured, and an interval
+    # of nan must not read as "not independent"
+    if j.size == 0:
+        return {**out, "note": f"not measurable: no two non-switch epochs {lag} apart within a run"}
+    if not den.sum() > 0:
+        return {**out, "note": "not measurable: the series has no spread (e.g. one seed per configuration "
+                               "leaves no noise around the mean curve)"}
     est = float(num.sum() / den.sum())
     rng = np.random.default_rng(seed)
     idx = rng.integers(0, runs.size, size=(bootstrap, runs.size))
-    reps = num[idx].sum(axis=1) / den[idx].sum(axis=1)
+    num_b, den_b = num[idx].sum(axis=1), den[idx].sum(axis=1)
+    # a replicate that drew only runs without spread has no r: left out, and counted
+    reps = num_b[den_b > 0] / den_b[den_b > 0]
     lo, hi = np.quantile(reps, [(1 - LEVEL) / 2, (1 + LEVEL) / 2])
-    return {"lag": lag, "estimate": est, "ci": [float(lo), float(hi)], "level": LEVEL,
-            "method": f"percentile bootstrap over runs ({bootstrap} replicates)", "pairs": int(j.size),
-            "runs": int(runs.size), "independent": bool(lo <= 0.0 <= hi)}
+    out.update({"estimate": est, "ci": [float(lo), float(hi)], "independent": bool(lo <= 0.0 <= hi)})
+    if reps.size < bootstrap:
+        out["note"] = f"{bootstrap - reps.size} of {bootstrap} replicates drew only runs without spread: left out"
+    return out
 
 
 def final_variance(logs: Logs, fit: FitResult) -> list[dict]:
@@ -249,15 +267,25 @@ def final_variance(logs: Logs, fit: FitResult) -> list[dict]:
         start = runs[runs["epoch"] == 0].set_index("run")["loss"]
         change = (end - start).dropna().to_numpy()
         k = np.arange(1, k_max + 1)
-        var_x = float(np.var(mf.improvement.data, ddof=1))
+        data = np.asarray(mf.improvement.data, dtype=float)
+        var_x = float(np.var(data, ddof=1)) if data.size > 1 else 0.0
         predicted = float(np.sum(mf.decay.A ** 2 / (k + mf.decay.B)) * var_x)
-        observed = float(np.var(change, ddof=1))
         n = change.size
-        lo, hi = (observed / predicted) / stats.chi2.ppf([(1 + LEVEL) / 2, (1 - LEVEL) / 2], n - 1) * (n - 1)
-        out.append({"model": name, "epochs": k_max, "runs": int(n), "observed_var": observed,
-                    "predicted_var_independent": predicted, "ratio": observed / predicted,
-                    "ci": [float(lo), float(hi)], "level": LEVEL,
-                    "method": "chi-square interval of a variance (normal final loss), prediction fixed"})
+        row = {"model": name, "epochs": k_max, "runs": int(n), "observed_var": None,
+               "predicted_var_independent": predicted, "ratio": None, "ci": [None, None], "level": LEVEL,
+               "method": "chi-square interval of a variance (normal final loss), prediction fixed"}
+        # a sample variance needs two runs with both ℓ(0) and ℓ(K), and the ratio a positive prediction
+        if n < 2:
+            row["note"] = (f"not measurable: {n} run(s) with both epoch 0 and epoch {k_max}; "
+                           "a variance needs at least 2")
+        elif not predicted > 0:
+            row["observed_var"] = float(np.var(change, ddof=1))
+            row["note"] = "not measurable: eq. (8) predicts no spread (the multipliers have no variance)"
+        else:
+            observed = float(np.var(change, ddof=1))
+            lo, hi = (observed / predicted) / stats.chi2.ppf([(1 + LEVEL) / 2, (1 - LEVEL) / 2], n - 1) * (n - 1)
+            row.update({"observed_var": observed, "ratio": observed / predicted, "ci": [float(lo), float(hi)]})
+        out.append(row)
     return out
 
 
@@ -330,9 +358,15 @@ def format_summary(s: dict) -> str:
                      f"{(sw['p_value'] or 0):.3g} mean jump {sw['mean_jump']:.3g} (positive in "
                      f"{100 * sw['positive_share']:.0f}%)")
     for key, r in s["independence"].items():
+        if r["estimate"] is None:
+            lines.append(f"{key}: {r['note']} ({r['pairs']} pairs)")
+            continue
         lines.append(f"{key}: r={r['estimate']:+.3f} [{r['ci'][0]:+.3f}, {r['ci'][1]:+.3f}] "
                      f"({100 * r['level']:.0f}% {r['method']}, {r['pairs']} pairs)")
     for v in s["variance"]:
+        if v["ratio"] is None:
+            lines.append(f"final-loss variance {v['model']}: {v['note']}")
+            continue
         lines.append(f"final-loss variance {v['model']}: observed/predicted = {v['ratio']:.3g} "
                      f"{interval_text(v['ci'][0], v['ci'][1], 3)} ({100 * v['level']:g}% {v['method']}; "
                      f"{v['runs']} runs)")

@@ -45,7 +45,7 @@ from deplbench.reports.html import render
 from deplbench.reports.readability import figure_problems
 from deplbench.reports.sections import SECTION_BUILDERS, Context
 from deplbench.reports.stats import with_ratios
-from deplbench.reports.styles import series_info
+from deplbench.reports.styles import drop_unusable_styles, series_info
 
 #: Re-exported for callers of the old single-module layout.
 __all__ = ["ReportOptions", "ReportSummary", "build_report", "validate_options",
@@ -306,6 +306,7 @@ def _build(data, bench, bench_notes, bench_json, out: Path, work: Path, opts: Re
 
     notes = list(data.notes) + bench_notes
     df = data.df
+    notes.extend(drop_unusable_styles(df))
     say(f"{len(df)} row(s): optima and ratios")
     ratios = with_ratios(df)
     say("complexity fits")

@@ -171,17 +171,20 @@ def load_store(path: str | Path) -> pd.DataFrame:
 
 
 def text_cell_notes(path: str | Path) -> list[str]:
-    """Notes on a store's numeric cells that hold text (a hand-edited or foreign store).
+    """Notes on a store's numeric cells that hold text, and on plans stored without a
+    finite cost (a hand-edited or foreign store).
 
     The frame reads such a cell as missing; ``export`` warns about it, and the
     report says so too, instead of leaving a row out of every table silently.
     """
-    from deplbench.benchmarks.store import ResultsStore, text_in_numbers
+    from deplbench.benchmarks.store import ResultsStore
+    from deplbench.benchmarks.store_audit import costless_plans, costless_plans_note, text_in_numbers
 
     with ResultsStore(path, readonly=True) as store:
         bad = text_in_numbers(store._conn) if store._conn is not None else {}
-    return [f"{n} stored row(s) of column {col!r} hold text, not a number: read as missing values"
-            for col, n in bad.items()]
+        costless = costless_plans(store._conn) if store._conn is not None else 0
+    return ([f"{n} stored row(s) of column {col!r} hold text, not a number: read as missing values"
+             for col, n in bad.items()] + ([costless_plans_note(costless)] if costless else []))
 
 
 def parse_json(value: Any) -> tuple[dict, bool]:

@@ -77,6 +77,9 @@ def independence_claim(a: dict | None) -> dict:
                          UNMEASURED, "run `deplbench measure analyse`")
     r = a["independence"]["noise_lag1"]
     lo, hi = r["ci"]
+    if r["estimate"] is None or lo is None or hi is None:
+        return claim_row("Per-epoch terms independent", "DepL paper eq. (8)", QUOTE_INDEP,
+                         r.get("note", "not measurable"), UNMEASURED, f"{r['pairs']} pairs in {r['runs']} runs")
     verdict = HOLDS if lo <= 0 <= hi else FAILS
     return claim_row("Per-epoch terms independent", "DepL paper eq. (8)", QUOTE_INDEP,
                      f"lag-1 autocorrelation of the per-epoch loss change around its mean curve r = "

@@ -17,7 +17,9 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 import pandas as pd
-from matplotlib.colors import to_hex, to_rgb
+from matplotlib.colors import is_color_like, to_hex, to_rgb
+from matplotlib.lines import Line2D
+from matplotlib.markers import MarkerStyle
 
 #: Fallback colours, markers and line styles (matplotlib's tab10 and friends).
 PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b",
@@ -74,6 +76,50 @@ def _declared(style: Mapping | None) -> tuple[str, str, str] | None:
     marker: str = style["marker"] if isinstance(style.get("marker"), str) else "o"
     ls: str = style["linestyle"] if isinstance(style.get("linestyle"), str) else "-"
     return colour, marker, ls
+
+
+def style_problem(style: Mapping | None) -> str | None:
+    """Why matplotlib cannot draw a record's declared style, or None when it can (or none is declared).
+
+    A style reaches the store from the solver class (a plug-in's
+    :class:`~deplbench.solvers.base.PlotStyle` is not checked against
+    matplotlib) or from a hand-edited store.
+    """
+    declared = _declared(style)
+    if declared is None:
+        return None
+    colour, marker, linestyle = declared
+    if not is_color_like(colour):
+        return f"colour {colour!r} is not a matplotlib colour"
+    try:
+        MarkerStyle(marker)
+    except (ValueError, TypeError):
+        return f"marker {marker!r} is not a matplotlib marker"
+    try:
+        Line2D([], [], linestyle=linestyle)  # type: ignore[arg-type]  # checking any text is the point
+    except (ValueError, TypeError):
+        return f"linestyle {linestyle!r} is not a matplotlib line style"
+    return None
+
+
+def drop_unusable_styles(df: pd.DataFrame) -> list[str]:
+    """Replace, in ``df["style_d"]``, every style matplotlib cannot draw by none (the
+    :func:`fallback_style` is used), and say which: one bad colour made every figure,
+    and with it the whole report, fail ("Invalid RGBA argument")."""
+    if df.empty or "style_d" not in df:
+        return []
+    problems = [style_problem(s) for s in df["style_d"]]
+    bad = [i for i, why in enumerate(problems) if why is not None]
+    if not bad:
+        return []
+    notes = []
+    for solver, why in sorted({(str(df["solver"].iat[i]), problems[i]) for i in bad}):
+        notes.append(f"algorithm {solver!r}: the stored style's {why}; drawn with a fallback style")
+    col = list(df["style_d"])
+    for i in bad:
+        col[i] = {}
+    df["style_d"] = pd.Series(col, index=df.index, dtype=object)
+    return notes
 
 
 def series_info(df: pd.DataFrame) -> dict[str, SeriesInfo]:

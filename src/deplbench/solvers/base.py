@@ -140,7 +140,7 @@ class Solver:
         if type(self).run_settings is Solver.run_settings:
             raise NotImplementedError(f"{type(self).__name__} defines neither run nor run_settings")
         resolved = self.resolve_params(params)
-        settings = self.build_settings(resolved)
+        settings = self.settings_of(resolved)
         with limits.deadline(resolved.get(self.clock)), limits.memory_budget(resolved.get("memory_limit")):
             return self.run_settings(instance, settings)
 
@@ -208,11 +208,37 @@ class Solver:
         message form, so a refusal is the caller's error before any work.
         """
         resolved = resolve(cls.parameters, params, owner=f"algorithm {cls.name!r}", strict=strict, error=error)
-        refused = cls.check_params(resolved)
+        try:
+            refused = cls.check_params(resolved)
+        except DeplbenchError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - a plug-in's hook: named in one line, never a traceback
+            raise error(f"algorithm {cls.name!r}: check_params failed ({type(exc).__name__}: {exc})") from None
         if refused:
+            if not (isinstance(refused, tuple) and len(refused) == 2):
+                raise error(f"algorithm {cls.name!r}: check_params returned {refused!r}, not None or "
+                            "(name, reason)")
             name, reason = refused
             raise error(f"parameter {name!r}: {reason}")
         return resolved
+
+    @classmethod
+    def settings_of(cls, resolved: dict[str, Any], error: type[DeplbenchError] = SolverError) -> Any:
+        """:meth:`build_settings`, with a failure of a plug-in's own hook named in one line.
+
+        Raises
+        ------
+        DeplbenchError
+            What ``build_settings`` raises for a refused combination, or
+            ``error`` naming the algorithm when it fails otherwise (a
+            ``TypeError`` in a user's hook, not a traceback).
+        """
+        try:
+            return cls.build_settings(resolved)
+        except DeplbenchError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - a plug-in's hook: named in one line, never a traceback
+            raise error(f"algorithm {cls.name!r}: build_settings failed ({type(exc).__name__}: {exc})") from None
 
     @classmethod
     def check_params(cls, resolved: dict[str, Any]) -> tuple[str, str] | None:

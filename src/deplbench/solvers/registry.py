@@ -149,6 +149,41 @@ def _check_class(name: str, cls: Any) -> None:
     bad = [k for k, p in dict(cls.parameters).items() if not isinstance(p, Param)]
     if bad:
         raise SolverError(f"algorithm {name!r}: parameter {bad[0]!r} is not declared with deplbench.params.Param")
+    problem = _metadata_problem(cls)
+    if problem:
+        raise SolverError(f"algorithm {name!r}: {cls.__qualname__}.{problem}")
+
+
+def _metadata_problem(cls: Any) -> str | None:
+    """What is wrong with a Solver subclass's declared metadata, or None.
+
+    The runner stores the metadata in every task record and ``deplbench
+    algorithms`` lists it: a ``reference_priority`` of ``"x"`` stopped the
+    whole listing with "invalid literal for int()", and a default that fails
+    its own ``Param`` (``Param(-5, int, low=0)``) ran unchecked.
+    """
+    from deplbench.errors import DeplbenchError
+    from deplbench.solvers.base import REFERENCE_KINDS, PlotStyle
+
+    for attr, kind in (("label", str), ("description", str), ("clock", str), ("exact", bool),
+                       ("preprocess", bool)):
+        value = getattr(cls, attr)
+        if not isinstance(value, kind):
+            return f"{attr} = {value!r}: expected a {kind.__name__}"
+    if isinstance(cls.reference_priority, bool) or not isinstance(cls.reference_priority, int):
+        return f"reference_priority = {cls.reference_priority!r}: expected an int"
+    if cls.reference not in REFERENCE_KINDS:
+        return f"reference = {cls.reference!r}: expected one of {', '.join(map(repr, REFERENCE_KINDS))}"
+    if cls.style is not None and not isinstance(cls.style, PlotStyle):
+        return f"style = {cls.style!r}: expected a deplbench.solvers.base.PlotStyle or None"
+    for key, param in dict(cls.parameters).items():
+        if param.default is None:
+            continue
+        try:
+            param.convert(key, param.default, strict=True)
+        except DeplbenchError as exc:
+            return f"parameters[{key!r}]: its default {param.default!r} fails its own declaration ({exc})"
+    return None
 
 
 def get_solver(name: str) -> type[Solver]:

@@ -28,19 +28,24 @@ Examples
 
 from __future__ import annotations
 
+import contextlib
+import json
 import math
+import numbers
+import sys
 import time
 import traceback
 from typing import Any
 
-from deplbench.errors import DeplbenchError, SolverError
-from deplbench.formulations.evaluation.closed_loop import FixedPlanPolicy, StopAtTarget, simulate
+from deplbench.errors import DeplbenchError, PlanError, SolverError
+from deplbench.formulations.evaluation.closed_loop import ClosedLoopPolicy, FixedPlanPolicy, StopAtTarget, simulate
 from deplbench.formulations.evaluation.evaluate import check_evaluation_memory, evaluate_plan
 from deplbench.formulations.evaluation.instance_check import check_instance
 from deplbench.formulations.evaluation.settings import CONFIDENCE, MIN_SAMPLES, RUNS, SEED, check_closed_loop
-from deplbench.formulations.model.plan import Plan
+from deplbench.formulations.model.plan import Plan, parse_plan
 from deplbench.formulations.model.preprocess import reduce_instance
-from deplbench.formulations.model.result import SolveResult
+from deplbench.formulations.model.result import STATUSES, SolveResult
+from deplbench.jsonio import dumps, json_default
 from deplbench.limits import TimeLimitReached, deadline, memory_budget, no_deadline
 from deplbench.params import Param
 from deplbench.solvers.base import Solver
@@ -164,6 +169,12 @@ def solve(
 
     Notes
     -----
+    The algorithm runs on a deep copy of ``instance``, with its standard
+    output sent to standard error; what it returns is checked field by field
+    (:func:`check_returned`), the record's ``cost`` is the returned plan's
+    objective (2) as evaluated, and ``optimal`` from a class that does not
+    declare ``exact`` is recorded as ``feasible`` (docs/extending.md).
+
     A caller's :func:`deplbench.limits.deadline` around the call (a sweep
     task's outer stop, :func:`deplbench.benchmarks.tasks.run_task`) bounds
     the solver as its own ``time_limit`` does: whichever ends first stops
@@ -174,7 +185,7 @@ def solve(
     cls = check_solve_arguments(instance, algorithm, evaluate, eval_samples, eval_seed)
     resolved = cls.resolve_params(params)
     # built once, before the run: a combination the Param table cannot check is the caller's error
-    settings = cls.build_settings(resolved)
+    settings = cls.settings_of(resolved)
     variants = {"transfer_cost_mode": instance.transfer_cost_mode, "data_rule": instance.data_rule}
     declined = _declined(cls, instance)
     if declined is not None:
@@ -182,18 +193,31 @@ def solve(
         return declined
     start = time.perf_counter()
     reduction = None
+    # The algorithm gets its own deep copy: the plan is judged on the caller's instance, which
+    # an algorithm that changes what it was given (object.__setattr__ on the frozen model, a
+    # list inside it) must not change under the judge (a larger Tmax would hide a breach of (4)).
+    work = instance.model_copy(deep=True)
     try:
-        # Unusable models/clusters/datasets never reach a solver (see
-        # formulations.model.preprocess); names are kept, so the plan needs no mapping.
-        reduction = reduce_instance(instance) if cls.preprocess else None
-        if reduction is not None and reduction.instance is None:
-            result = SolveResult(algorithm=cls.name, status="infeasible", message=reduction.reason)
-        else:
-            # The solver's clock parameter (time_limit, or an outer budget where time_limit bounds
-            # one inner solve) sets the deadline every check_time() reads (deplbench.limits): the
-            # one clock of the solve: every layer below reads this deadline.
-            with deadline(resolved.get(cls.clock)), memory_budget(resolved.get("memory_limit")):
-                result = cls().run_settings(reduction.instance if reduction is not None else instance, settings)
+        # A solver's banner or a user's print() goes to stderr: stdout carries only what the
+        # caller asked for (one JSON object under --json).
+        with contextlib.redirect_stdout(sys.stderr):
+            # Unusable models/clusters/datasets never reach a solver (see
+            # formulations.model.preprocess); names are kept, so the plan needs no mapping.
+            reduction = reduce_instance(work) if cls.preprocess else None
+            if reduction is not None and reduction.instance is None:
+                result = SolveResult(algorithm=cls.name, status="infeasible", message=reduction.reason)
+            else:
+                # The solver's clock parameter (time_limit, or an outer budget where time_limit bounds
+                # one inner solve) sets the deadline every check_time() reads (deplbench.limits): the
+                # one clock of the solve: every layer below reads this deadline.
+                with deadline(resolved.get(cls.clock)), memory_budget(resolved.get("memory_limit")):
+                    result = cls().run_settings(reduction.instance if reduction is not None else work, settings)
+    except SystemExit as exc:
+        # sys.exit() inside an algorithm would end the command (or a sweep's task) with status 0
+        # and no output: it is the algorithm's failure, recorded as data like any other
+        result = SolveResult(algorithm=cls.name, status="error",
+                             message=f"{cls.__name__}.run called sys.exit({exc.code!r}) instead of returning "
+                                     "a SolveResult")
     except TimeLimitReached as exc:  # a heuristic's deadline (deplbench.limits): no plan
         result = SolveResult(algorithm=cls.name, status="time_limit", message=str(exc))
     except DeplbenchError as exc:
@@ -210,23 +234,89 @@ def solve(
             diagnostics={"traceback": traceback.format_exc(limit=20)},
         )
     elapsed = time.perf_counter() - start
-    if not isinstance(result, SolveResult):
-        result = SolveResult(algorithm=cls.name, status="error",
-                             message=f"{cls.__name__}.run returned {type(result).__name__}, not a SolveResult")
+    result = check_returned(cls, result)
     if reduction is not None and (reduction.changed or reduction.instance is None):
         result.diagnostics["preprocess"] = reduction.summary()
     result.algorithm = cls.name
     result.runtime_s = elapsed
     result.params = {**resolved, **result.params}
     result.variants = variants
-    _refuse_overflowed_cost(result)
+    _refuse_claimed_optimality(cls, result)
     if evaluate and result.plan is not None:
         # the judging is the harness's, not the solver's: no deadline around the solve cuts it
         with no_deadline():
             _judge(instance, result, result.plan, eval_samples, eval_seed)
+        # the evaluated cost, once the verdict is in: a plan breaking (4)-(6) stays infeasible
+        if result.status in ("optimal", "feasible", "time_limit"):
+            _refuse_overflowed_cost(result)
+    else:
+        _refuse_overflowed_cost(result)
     if result.gap is None and result.lower_bound is not None:
         result.gap = SolveResult.relative_gap(result.cost, result.lower_bound)
     return result
+
+
+def check_returned(cls: type[Solver], result: Any) -> SolveResult:
+    """The record an algorithm returned, or a status-``error`` record naming the field it got wrong.
+
+    The contract of ``run()`` (docs/extending.md) checked field by field, so
+    that a user's algorithm cannot end the command in a traceback, print a
+    status that is none of :data:`~deplbench.formulations.model.result.STATUSES`
+    with exit 0, or hand a report a cost that is not a number. A
+    diagnostics or params value JSON cannot hold (an arbitrary object) is
+    kept as its ``repr``, as the results store keeps it
+    (:func:`~deplbench.jsonio.json_default`), rather than losing the plan.
+    """
+    def failed(why: str) -> SolveResult:
+        return SolveResult(algorithm=cls.name, status="error", message=f"{cls.__name__}.run returned {why}")
+
+    if not isinstance(result, SolveResult):
+        return failed(f"{type(result).__name__}, not a SolveResult")
+    if result.status not in STATUSES:
+        return failed(f"status {result.status!r}, not one of {', '.join(STATUSES)}")
+    if result.plan is not None and not isinstance(result.plan, Plan):
+        return failed(f"a plan of type {type(result.plan).__name__}, not a Plan "
+                      "(deplbench.formulations.model.plan.parse_plan builds one from a dict)")
+    if result.plan is not None:
+        try:        # model_copy(update=...) skips the Plan's own checks: they run here
+            parse_plan(result.plan.model_dump(warnings=False))
+        except PlanError as exc:
+            return failed(f"a plan that is not valid: {exc}")
+    for name in ("cost", "lower_bound", "gap"):
+        value = getattr(result, name)
+        if value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, numbers.Real):
+            return failed(f"{name} = {value!r}, not a number")
+        setattr(result, name, float(value))         # numpy scalars too: the record holds floats
+    if not isinstance(result.message, str):
+        return failed(f"message = {result.message!r}, not a str")
+    for name in ("params", "diagnostics"):
+        value = getattr(result, name)
+        if not isinstance(value, dict):
+            return failed(f"{name} of type {type(value).__name__}, not a dict")
+        try:
+            dumps(value)
+        except (TypeError, ValueError):
+            setattr(result, name, json.loads(dumps(value, default=json_default)))
+    if result.evaluation is not None:
+        # the out-of-sample judgement is the harness's (_judge): one an algorithm brings would stand,
+        # verdict and quantile, in the record of a plan nobody evaluated
+        result.diagnostics["evaluation_dropped"] = "the algorithm's own evaluation (the judging is deplbench's)"
+        result.evaluation = None
+    return result
+
+
+def _refuse_claimed_optimality(cls: type[Solver], result: SolveResult) -> None:
+    """Status ``optimal`` is a proof only exact methods give (docs/extending.md):
+    from an algorithm that declares ``exact = False`` it is recorded as ``feasible``,
+    the claim kept in ``diagnostics["reported_status"]``, so no report takes a
+    heuristic's plan for the reference optimum."""
+    if result.status == "optimal" and not cls.exact:
+        result.diagnostics["reported_status"] = "optimal"
+        result.status = "feasible"
+        note = f"status optimal recorded as feasible: {cls.name} declares exact = False"
+        result.message = f"{note}; {result.message}" if result.message else note
 
 
 def _refuse_overflowed_cost(result: SolveResult) -> None:
@@ -239,9 +329,15 @@ def _refuse_overflowed_cost(result: SolveResult) -> None:
     (``optimal``, ``feasible``) that claims a usable answer.
     """
     if result.status != "error" and result.cost is not None and not math.isfinite(result.cost):
-        result.message = (f"cost: the plan's cost (2) is {result.cost} in binary64 (the sum of κ(n)·x over its "
-                          "epochs overflows); rescale the money unit of the instance (clusters[i].unit_cost, "
-                          f"transfer costs)" + (f"; the solver said: {result.message}" if result.message else ""))
+        if math.isnan(result.cost):
+            # nan is no sum of finite positive terms: the algorithm's own number, not an overflow
+            why = "cost: the algorithm reported a cost of nan" + (
+                "" if result.plan is None else " (and its plan was not evaluated to replace it)")
+        else:
+            why = (f"cost: the plan's cost (2) is {result.cost} in binary64 (the sum of κ(n)·x over its "
+                   "epochs overflows); rescale the money unit of the instance (clusters[i].unit_cost, "
+                   "transfer costs)")
+        result.message = why + (f"; the solver said: {result.message}" if result.message else "")
         result.status = "error"
 
 
@@ -285,8 +381,16 @@ def _judge(instance, result: SolveResult, plan: Plan, eval_samples: int, eval_se
         result.evaluation = ev.to_dict()
         if result.cost is None:
             result.cost = ev.cost
-        elif abs(ev.cost - result.cost) > 1e-6 * max(1.0, abs(ev.cost)):
+        elif ev.cost != result.cost and not abs(ev.cost - result.cost) <= 1e-6 * max(1.0, abs(ev.cost)):  # nan too
+            # The record's cost is objective (2) of the plan it holds, whatever the algorithm
+            # said: a report ranks algorithms by it. The claim is kept beside it.
             result.diagnostics["cost_mismatch"] = {"reported": result.cost, "evaluated": ev.cost}
+            note = (f"cost: the algorithm reported {result.cost!r}, the plan's objective (2) is {ev.cost!r}; "
+                    "recorded the evaluated cost")
+            result.message = f"{note}; {result.message}" if result.message else note
+            result.cost = ev.cost
+            if result.lower_bound is not None:      # a gap the algorithm gave was against its own cost
+                result.gap = SolveResult.relative_gap(result.cost, result.lower_bound)
         if ev.violations and result.status in ("optimal", "feasible", "time_limit"):
             # The contract: a returned plan passes the hard constraints
             # (4)-(6) or the record says infeasible. (An out-of-sample
@@ -301,8 +405,15 @@ def _judge(instance, result: SolveResult, plan: Plan, eval_samples: int, eval_se
             why = "eval_samples: " + why[len("samples: "):]
         result.diagnostics["evaluation_error"] = why
         result.diagnostics["reported_status"] = result.status
-        result.status = "error"
-        result.message = f"the returned plan could not be evaluated: {why}"
+        if plan.n_epochs > instance.horizon:
+            # eval_samples is sized for K̄ epochs (check_eval_samples): a longer plan may not fit, but it
+            # breaks (5) whatever the simulation would say; "use fewer samples" would hide the verdict
+            result.status = "infeasible"
+            result.message = (f"the returned plan violates hard constraints: epochs: {plan.n_epochs} epochs exceed "
+                              f"the horizon K̄ = {instance.horizon} (not simulated: {why})")
+        else:
+            result.status = "error"
+            result.message = f"the returned plan could not be evaluated: {why}"
     result.diagnostics["eval_s"] = time.perf_counter() - t0
 
 
@@ -334,7 +445,11 @@ def closed_loop(instance, result: SolveResult, algorithm: str | type[Solver] | N
     -------
     dict
         ``{"runs", "seed", "confidence", "plan", "plan_stopped", "policy"}``,
-        each simulation as its ``summary()`` (None when not applicable).
+        each simulation as its ``summary()`` (None when not applicable); and
+        ``policy_error`` when the algorithm's ``closed_loop_policy`` (or the
+        policy while simulated) raised, or returned something other than a
+        :class:`~deplbench.formulations.evaluation.closed_loop.ClosedLoopPolicy`:
+        the plan's simulations are kept, ``policy`` is None.
 
     Raises
     ------
@@ -359,12 +474,21 @@ def closed_loop(instance, result: SolveResult, algorithm: str | type[Solver] | N
         out["plan_stopped"] = simulate(instance, stopped, runs, seed, confidence).summary()
     # a policy may exist without a static plan (adaptive-opt's); every other
     # closed_loop_policy returns None when the run returned no plan
-    policy = cls().closed_loop_policy(instance, result, **{k: v for k, v in (result.params or {}).items()
-                                                          if k in cls.parameters})
-    if policy is not None:
-        out["policy"] = simulate(instance, policy, runs, seed, confidence).summary()
+    try:
+        with contextlib.redirect_stdout(sys.stderr):        # as in solve(): stdout is the caller's
+            policy = cls().closed_loop_policy(instance, result, **{k: v for k, v in (result.params or {}).items()
+                                                                  if k in cls.parameters})
+            if policy is not None and not isinstance(policy, ClosedLoopPolicy):
+                raise TypeError(f"returned {type(policy).__name__}, not a ClosedLoopPolicy")
+            if policy is not None:
+                out["policy"] = simulate(instance, policy, runs, seed, confidence).summary()
+    except DeplbenchError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - the algorithm's own code: its failure is data
+        # the plan's simulations above are kept; the record says the policy failed and why
+        out["policy_error"] = f"{cls.__name__}.closed_loop_policy: {type(exc).__name__}: {exc}"
     return out
 
 
-__all__ = ["solve", "closed_loop", "check_solve_arguments", "check_eval_samples", "DEFAULT_EVAL_SAMPLES",
-           "EVALUATION_PARAMETERS"]
+__all__ = ["solve", "closed_loop", "check_solve_arguments", "check_returned", "check_eval_samples",
+           "DEFAULT_EVAL_SAMPLES", "EVALUATION_PARAMETERS"]

@@ -94,12 +94,36 @@ def read_logs(path: str | os.PathLike) -> Logs:
         # Everything as text first, so that "abc" (non-numeric) and "" (missing)
         # can be told apart and reported with their line numbers.
         frame = pd.read_csv(io.BytesIO(data), dtype=str, keep_default_na=False, skipinitialspace=True)
+        # the header as written: pandas renames a repeated name ("loss", "loss.1") before anyone sees it
+        header = pd.read_csv(io.BytesIO(data), header=None, nrows=1, dtype=str, keep_default_na=False,
+                             skipinitialspace=True).iloc[0].tolist()
     except pd.errors.EmptyDataError:
         raise LogError(f"{path}: empty log file (expected a header {','.join(REQUIRED_COLUMNS)})") from None
     except (pd.errors.ParserError, UnicodeDecodeError) as exc:
         # pandas' tokenizer message ends with a newline (and may hold more): one line
         raise LogError(f"{path}: not a valid CSV file ({' '.join(str(exc).split())})") from None
+    check_header(header, source=str(path))
     return Logs(frame=validate_logs(frame, source=str(path)), sha256=digest, source=path.name)
+
+
+def check_header(names: list, source: str = "logs") -> None:
+    """Refuse a header that names a required column twice (spaces around a name ignored).
+
+    Two ``loss`` columns leave it unsaid which one holds the loss: pandas
+    would keep the first and rename the other, and two names equal only up
+    to spaces would reach the fit as one column holding two (a crash).
+
+    Raises
+    ------
+    LogError
+        ``column 'loss': named twice in the header (columns 4 and 5)``.
+    """
+    seen: dict[str, int] = {}
+    for i, name in enumerate(str(c).strip() for c in names):
+        if name in seen and name in REQUIRED_COLUMNS:
+            raise LogError(f"{source}: column {name!r}: named twice in the header (columns {seen[name] + 1} and "
+                           f"{i + 1}); which one is meant is not said")
+        seen[name] = i
 
 
 def validate_logs(frame: pd.DataFrame, source: str = "logs") -> pd.DataFrame:
@@ -126,6 +150,7 @@ def validate_logs(frame: pd.DataFrame, source: str = "logs") -> pd.DataFrame:
         negative or fractional epoch, a missing model on a training epoch, a
         duplicate or missing epoch within a run, or fewer than two runs.
     """
+    check_header(list(frame.columns), source)
     frame = frame.rename(columns=lambda c: str(c).strip())
     missing = [c for c in REQUIRED_COLUMNS if c not in frame.columns]
     if missing:
