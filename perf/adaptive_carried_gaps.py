@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-from fractions import Fraction
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -24,7 +23,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from deplbench.formulations import adaptive as A  # noqa: E402 - after the path set-up
-from tests.formulations.adaptive.exact_lattice import LAWS, SCALES, boundary, exact_optimum  # noqa: E402
+from tests.formulations.adaptive.exact_lattice import boundary_cases  # noqa: E402 - after the path set-up
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -33,18 +32,10 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--buckets", type=int, default=6, help="loss buckets of both bounds (default 6)")
     args = ap.parse_args(argv)
     car, pri = [], []
-    for law in LAWS:
-        for kappa, tm in SCALES:
-            inst, pmax = boundary(*law, kappa, tm)
-            for w in (pmax, pmax - Fraction(1, 8)):
-                iw = inst.with_changes(omega=float(w))
-                opt = exact_optimum(iw, w)
-                if opt is None:
-                    continue
-                o = float(opt)
-                ch = A.Chain(iw, args.buckets, optimistic=True)
-                car.append((o - A.timed_search(ch, iw.omega, args.time_points).bound()) / o)
-                pri.append((o - A.lower_bound_search(ch, iw.omega, 6, 6).bound()) / o)
+    for iw, _, o in boundary_cases():
+        ch = A.Chain(iw, args.buckets, optimistic=True)
+        car.append((o - A.timed_search(ch, iw.omega, args.time_points).bound()) / o)
+        pri.append((o - A.lower_bound_search(ch, iw.omega, 6, 6).bound()) / o)
     print(f"{len(car)} instances; below the exact optimum: carried (G = {args.time_points}) "
           f"{100 * min(car):.2f}-{100 * max(car):.2f} %, priced {100 * min(pri):.2f}-{100 * max(pri):.2f} %")
 

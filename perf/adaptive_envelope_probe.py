@@ -37,11 +37,11 @@ the 1-minute load.
 
 from __future__ import annotations
 
-import argparse
 import os
 import time
 
 import numpy as np
+from adaptive_probe import instance_parser
 
 from deplbench.formulations.adaptive.chain import Chain, correlate_rows
 from deplbench.formulations.adaptive.search import lower_bound_search
@@ -141,10 +141,7 @@ def envelope_pass(chain: Chain, mu: float, lams: np.ndarray, points: int, hook=N
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--family", default="pact-vgg11")
-    ap.add_argument("--loss-max", type=float, default=0.3)
-    ap.add_argument("--buckets", type=int, default=300)
+    ap = instance_parser(__doc__ or "", "pact-vgg11", 0.3, 300)
     ap.add_argument("--time-points", type=int, default=128, help="U: points of the u grid")
     ap.add_argument("--slopes", type=int, default=64, help="J: tangent slopes per state")
     ap.add_argument("--ratio", type=float, default=1.025, help="ratio of consecutive slopes, centred on the priced λ")

@@ -28,12 +28,18 @@ from deplbench.instances.generators import generate
 FRESH = 88
 
 
+def instance_parser(doc: str, family: str, loss_max: float, buckets: int) -> argparse.ArgumentParser:
+    """The options every adaptive probe takes: the realistic instance and its loss grid."""
+    ap = argparse.ArgumentParser(description=doc.split("\n")[0])
+    ap.add_argument("--family", default=family)
+    ap.add_argument("--loss-max", type=float, default=loss_max)
+    ap.add_argument("--buckets", type=int, default=buckets)
+    return ap
+
+
 def probe_parser(doc: str) -> argparse.ArgumentParser:
     """The options every policy probe takes (instance, grid, runs, seed)."""
-    ap = argparse.ArgumentParser(description=doc.split("\n")[0])
-    ap.add_argument("--family", default="alexnet")
-    ap.add_argument("--loss-max", type=float, default=9.0)
-    ap.add_argument("--buckets", type=int, default=2400)
+    ap = instance_parser(doc, "alexnet", 9.0, 2400)
     ap.add_argument("--runs", type=int, default=20000, help="runs per tuning simulation and per variant")
     ap.add_argument("--seed", type=int, default=11)
     return ap

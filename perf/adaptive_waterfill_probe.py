@@ -46,14 +46,13 @@ seconds and the 1-minute load.
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 import time
-from fractions import Fraction
 from pathlib import Path
 
 import numpy as np
+from adaptive_probe import instance_parser
 
 from deplbench.formulations.adaptive.chain import Chain, _switch_values, correlate_rows
 from deplbench.formulations.adaptive.search import lower_bound_search
@@ -154,22 +153,15 @@ def check_exact() -> None:
     root_dir = Path(__file__).resolve().parents[1]
     if str(root_dir) not in sys.path:
         sys.path.insert(0, str(root_dir))
-    from tests.formulations.adaptive.exact_lattice import LAWS, SCALES, boundary, exact_optimum
+    from tests.formulations.adaptive.exact_lattice import boundary_cases
     wf_gap, pri_gap = [], []
-    for law in LAWS:
-        for kappa, tm in SCALES:
-            inst, pmax = boundary(*law, kappa, tm)
-            for w in (pmax, pmax - Fraction(1, 8)):
-                iw = inst.with_changes(omega=float(w))
-                opt = exact_optimum(iw, w)
-                if opt is None:
-                    continue
-                o, ch = float(opt), Chain(iw, 6, optimistic=True)
-                pri = lower_bound_search(ch, iw.omega, 6, 6)
-                nus = np.concatenate([[0.0], max(pri.best.mu, 1e-9) * ch.st.time_max * np.geomspace(1e-8, 1e4, 400)])
-                wf = float(((waterfill_pass(ch, nus) - nus * (1 - iw.omega)) / ch.st.time_max).max())
-                wf_gap.append((wf - o) / o)
-                pri_gap.append((pri.bound() - o) / o)
+    for iw, _, o in boundary_cases():
+        ch = Chain(iw, 6, optimistic=True)
+        pri = lower_bound_search(ch, iw.omega, 6, 6)
+        nus = np.concatenate([[0.0], max(pri.best.mu, 1e-9) * ch.st.time_max * np.geomspace(1e-8, 1e4, 400)])
+        wf = float(((waterfill_pass(ch, nus) - nus * (1 - iw.omega)) / ch.st.time_max).max())
+        wf_gap.append((wf - o) / o)
+        pri_gap.append((pri.bound() - o) / o)
     above = sum(g > 1e-9 for g in wf_gap)
     print(f"{len(wf_gap)} instances; against the exact optimum: water-filling {100 * min(wf_gap):+.3f} to "
           f"{100 * max(wf_gap):+.4f} % ({above} above it by more than 1e-9), priced {100 * min(pri_gap):+.2f} to "
@@ -177,10 +169,7 @@ def check_exact() -> None:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--family", default="pact-vgg11")
-    ap.add_argument("--loss-max", type=float, default=0.3)
-    ap.add_argument("--buckets", type=int, default=300)
+    ap = instance_parser(__doc__ or "", "pact-vgg11", 0.3, 300)
     ap.add_argument("--slopes", type=int, default=64, help="J: slopes ν of the support function")
     ap.add_argument("--span", type=float, default=1e4, help="ν from ν*/span to ν*·10, geometric")
     ap.add_argument("--mu-steps", type=int, default=6, help="golden-section steps on μ (with communication)")

@@ -141,4 +141,17 @@ def boundary(a, b, horizon, kappa, time_max, cap=1e3):
     return inst.with_changes(omega=float(pmax)), pmax
 
 
-__all__ = ["PREC", "LAWS", "SCALES", "exact_front", "exact_optimum", "lattice", "boundary"]
+def boundary_cases():
+    """Every law and scale at ω = its highest reachable P(success) and 1/8 below it, where that is
+    reachable: (instance at ω, ω as a fraction, the exact optimum as a float)."""
+    for law in LAWS:
+        for kappa, tm in SCALES:
+            inst, pmax = boundary(*law, kappa, tm)
+            for w in (pmax, pmax - Fraction(1, 8)):
+                iw = inst.with_changes(omega=float(w))
+                opt = exact_optimum(iw, w)
+                if opt is not None:
+                    yield iw, w, float(opt)
+
+
+__all__ = ["PREC", "LAWS", "SCALES", "exact_front", "exact_optimum", "lattice", "boundary", "boundary_cases"]

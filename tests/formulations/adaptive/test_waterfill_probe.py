@@ -11,6 +11,7 @@ bound there, and the communication tangent lies below an epoch's money.
 from __future__ import annotations
 
 import importlib.util
+import sys
 from fractions import Fraction
 from pathlib import Path
 
@@ -26,6 +27,8 @@ PROBE = Path(__file__).resolve().parents[3] / "perf" / "adaptive_waterfill_probe
 
 @pytest.fixture(scope="module")
 def probe():
+    if str(PROBE.parent) not in sys.path:     # the probe imports its sibling adaptive_probe, as when run
+        sys.path.insert(0, str(PROBE.parent))
     spec = importlib.util.spec_from_file_location("adaptive_waterfill_probe", PROBE)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
