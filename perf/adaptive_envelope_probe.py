@@ -41,11 +41,9 @@ import os
 import time
 
 import numpy as np
-from adaptive_probe import instance_parser
+from adaptive_probe import instance_parser, priced_search
 
 from deplbench.formulations.adaptive.chain import Chain, correlate_rows
-from deplbench.formulations.adaptive.search import lower_bound_search
-from deplbench.instances.generators import generate
 
 
 def continuation(E: np.ndarray, Ea: np.ndarray, lams: np.ndarray, u: np.ndarray) -> np.ndarray:
@@ -146,18 +144,14 @@ def main() -> None:
     ap.add_argument("--slopes", type=int, default=64, help="J: tangent slopes per state")
     ap.add_argument("--ratio", type=float, default=1.025, help="ratio of consecutive slopes, centred on the priced λ")
     a = ap.parse_args()
-    inst = generate("realistic", family=a.family, loss_max=a.loss_max)
-    omega, load0 = float(inst.omega), os.getloadavg()[0]
-    chain = Chain(inst, a.buckets, optimistic=True)
-    t0 = time.process_time()
-    search = lower_bound_search(chain, omega)
-    best, t1 = search.best, time.process_time()
+    inst, chain, search, searched, load0 = priced_search(a)
+    omega, best, t1 = float(inst.omega), search.best, time.process_time()
     lams = best.lam * a.ratio ** (np.arange(a.slopes) - a.slopes // 2)
     root = envelope_pass(chain, best.mu, lams, a.time_points)
     env = float(np.max(root - lams * chain.st.time_max) - best.mu * (1.0 - omega))
     t2, priced = time.process_time(), search.bound()
     print(f"{a.family} ℓmax {a.loss_max:g}, {a.buckets} buckets, U {a.time_points}, J {a.slopes} × {a.ratio:g}: "
-          f"priced {priced:.3f} ({t1 - t0:.1f} CPU-s, {len(search.passes)} passes), envelope {env:.3f} "
+          f"priced {priced:.3f} ({searched:.1f} CPU-s, {len(search.passes)} passes), envelope {env:.3f} "
           f"({t2 - t1:.1f} CPU-s, one pass), gain {100 * (env / priced - 1):.3f} %, "
           f"1-minute load {load0:.1f}→{os.getloadavg()[0]:.1f}")
 

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from deplbench.formulations.adaptive.bracket import tuning_target
 from deplbench.formulations.adaptive.certify import AdaptivePolicy, tune_policy
 from deplbench.formulations.adaptive.chain import Chain
-from deplbench.formulations.adaptive.search import multires_search
+from deplbench.formulations.adaptive.search import Search, lower_bound_search, multires_search
 from deplbench.formulations.evaluation.closed_loop import simulate
 from deplbench.instances.generators import generate
 
@@ -35,6 +35,20 @@ def instance_parser(doc: str, family: str, loss_max: float, buckets: int) -> arg
     ap.add_argument("--loss-max", type=float, default=loss_max)
     ap.add_argument("--buckets", type=int, default=buckets)
     return ap
+
+
+def priced_search(a: argparse.Namespace, adjust=None) -> tuple[object, Chain, Search, float, float]:
+    """The realistic instance of :func:`instance_parser`'s options, its optimistic chain (``adjust``
+    applied to it first) and the priced λ–μ search on it; with the search's CPU seconds and the
+    1-minute load before."""
+    inst = generate("realistic", family=a.family, loss_max=a.loss_max)
+    load0 = os.getloadavg()[0]
+    chain = Chain(inst, a.buckets, optimistic=True)
+    if adjust is not None:
+        adjust(chain)
+    t0 = time.process_time()
+    search = lower_bound_search(chain, float(inst.omega))
+    return inst, chain, search, time.process_time() - t0, load0
 
 
 def probe_parser(doc: str) -> argparse.ArgumentParser:

@@ -52,11 +52,10 @@ import time
 from pathlib import Path
 
 import numpy as np
-from adaptive_probe import instance_parser
+from adaptive_probe import instance_parser, priced_search
 
 from deplbench.formulations.adaptive.chain import Chain, _switch_values, correlate_rows
 from deplbench.formulations.adaptive.search import lower_bound_search
-from deplbench.instances.generators import generate
 
 
 def epoch_support(S: np.ndarray, nus: np.ndarray, root_a: np.ndarray, floor: bool) -> np.ndarray:
@@ -181,14 +180,10 @@ def main() -> None:
     if a.check_exact:
         check_exact()
         return
-    inst = generate("realistic", family=a.family, loss_max=a.loss_max)
-    omega, load0 = float(inst.omega), os.getloadavg()[0]
-    chain = Chain(inst, a.buckets, optimistic=True)
-    if a.no_comm:
+    def no_comm(chain: Chain) -> None:
         chain.st.comm = chain.st.comm * 1e-9
-    t0 = time.process_time()
-    search = lower_bound_search(chain, omega)
-    best, t1 = search.best, time.process_time()
+    inst, chain, search, searched, load0 = priced_search(a, no_comm if a.no_comm else None)
+    omega, best, t1 = float(inst.omega), search.best, time.process_time()
     tmax = chain.st.time_max
     x_free = np.sqrt(best.lam * chain.st.compute / chain.st.kappa[None, :])
     capped = int(np.sum(chain.st.usable & (x_free > chain.st.cap[None, :])))
@@ -222,7 +217,7 @@ def main() -> None:
         wf, where = memo[zbest], f"μ/μ* = {np.exp(zbest) / best.mu:.3g} ({len(memo)} passes)"
     t2, priced = time.process_time(), search.bound()
     print(f"{a.family} ℓmax {a.loss_max:g}{' (no comm)' if a.no_comm else ''}, {a.buckets} buckets, "
-          f"J {a.slopes}: priced {priced:.3f} (λ {best.lam:.4g}, μ {best.mu:.4g}; {t1 - t0:.1f} CPU-s; "
+          f"J {a.slopes}: priced {priced:.3f} (λ {best.lam:.4g}, μ {best.mu:.4g}; {searched:.1f} CPU-s; "
           f"{capped} pairs capped at x*), water-filling {wf:.3f} at {where} ({t2 - t1:.1f} CPU-s), "
           f"gain {100 * (wf / priced - 1):+.3f} %, 1-minute load {load0:.1f}→{os.getloadavg()[0]:.1f}")
 
