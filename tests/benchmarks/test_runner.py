@@ -105,6 +105,15 @@ def write_sweep(tmp_path: Path, body: str, name: str = "s.toml") -> Path:
     return path
 
 
+#: One task: test-work on the tiny instance.
+TINY_WORK = """
+    [[instances]]
+    id = "tiny"
+    family = "test-tiny"
+    [[algorithms]]
+    name = "test-work"
+"""
+
 #: test-work as it is and as a variant that raises (the TOML tail of a sweep).
 WORK_AND_RAISE = """
     [[algorithms]]
@@ -820,13 +829,7 @@ def test_a_store_locked_by_another_process_is_waited_for(tmp_path, plugin, monke
     from deplbench.benchmarks import runner as runner_mod
 
     monkeypatch.setattr(runner_mod, "STORE_RETRY_S", 0.0)
-    sweep = load_sweep(write_sweep(tmp_path, """
-        [[instances]]
-        id = "tiny"
-        family = "test-tiny"
-        [[algorithms]]
-        name = "test-work"
-    """))
+    sweep = load_sweep(write_sweep(tmp_path, TINY_WORK))
     with ResultsStore(tmp_path / "s.sqlite") as store:
         seen = _locked_for(store, 2, monkeypatch)
         summary = run_sweep(sweep, store, _InlineExecutor(), progress=False)
@@ -838,13 +841,7 @@ def test_a_store_locked_for_good_stops_the_run_with_the_finished_record_saved(tm
     from deplbench.benchmarks import runner as runner_mod
 
     monkeypatch.setattr(runner_mod, "STORE_WAIT_S", 0.0)
-    sweep = load_sweep(write_sweep(tmp_path, """
-        [[instances]]
-        id = "tiny"
-        family = "test-tiny"
-        [[algorithms]]
-        name = "test-work"
-    """))
+    sweep = load_sweep(write_sweep(tmp_path, TINY_WORK))
     db = tmp_path / "s.sqlite"
     with ResultsStore(db) as store:
         _locked_for(store, -1, monkeypatch)
