@@ -44,7 +44,7 @@ from deplbench.jsonio import number_text, print_json
 
 #: CLI option → adaptive-opt parameter.
 OPTIONS = ("buckets", "runs", "tune_runs", "seed", "confidence", "rho", "iters_lam", "iters_mu", "width",
-           "max_buckets", "memory_limit", "omega", "time_points")
+           "max_buckets", "memory_limit", "omega", "time_points", "slopes")
 #: The CLI's defaults where they deliberately differ from the solver's: a target width and a
 #: time for it (:data:`~deplbench.formulations.adaptive.settings.CLI_WIDTH`, ``CLI_TIME_LIMIT``).
 WIDTH, TIME_LIMIT = CLI_WIDTH, CLI_TIME_LIMIT
@@ -143,7 +143,7 @@ def _cmd_adaptive(args) -> int:
         b = adaptive_bounds(instance, p["buckets"], p["runs"], p["seed"], p["confidence"], p["tune_runs"],
                             p["rho"], p["iters_lam"], p["iters_mu"], width=p["width"],
                             time_limit=tl, max_buckets=p["max_buckets"],
-                            progress=progress, time_points=p["time_points"])
+                            progress=progress, time_points=p["time_points"], slopes=p["slopes"])
     record = {"instance": instance.name, "omega": instance.omega, "loss_max": instance.loss_max, **b.to_dict()}
     if args.json:
         print_json(record, strict=True)
@@ -261,6 +261,10 @@ def register(subparsers) -> None:
                         "default: the finest of 256, 128, 64 whose pass on the first grid costs <= 2.5e8 "
                         "multiply-adds and fits --time-limit, kept on finer grids, e.g. 2 models and 2 clusters "
                         "at K = 6; else 0, as on the realistic families; docs/adaptive.md)")
+    p.add_argument("--slopes", type=int, default=SETTINGS["slopes"].default,
+                   help="slopes of the water-filling lower bound, which carries the deadline exactly on every run "
+                        "(capacity relaxed); the bound is the larger of it and the others (0: not computed; "
+                        "default %(default)s; docs/adaptive.md)")
     # What the two numbers control (formulations/adaptive: search.py's BRACKET_STEPS, LAM_RTOL and
     # COARSE, bracket.py's warm starts): any multiplier gives a valid bound, the steps only tighten it.
     p.add_argument("--iters-lam", dest="iters_lam", type=int, metavar="N", default=SETTINGS["iters_lam"].default,

@@ -342,10 +342,16 @@ def test_statuses_each_with_its_line(monkeypatch):
     assert b.status == "lambda_not_converged" and b.message.startswith("the time-price search did not converge")
     assert b.certified and b.messages == [b.message]
     # with the deadline carried the λ search only matters when the priced bound is the larger
-    b = A.adaptive_bounds(inst, buckets=60, runs=1000, tune_runs=500, time_points=64)
+    b = A.adaptive_bounds(inst, buckets=60, runs=1000, tune_runs=500, time_points=64, slopes=0)
     m = b.multipliers
     assert m["time_points"] == 64 and m["lower_bound_carried"] > m["lower_bound_priced"]
     assert b.status == "certified" and b.lower_bound == m["lower_bound_carried"]
+    # the water-filling bound rests on λ (its tangent): it keeps the status when it is the larger
+    b = A.adaptive_bounds(inst, buckets=60, runs=1000, tune_runs=500, time_points=64)
+    m = b.multipliers
+    assert m["lower_bound_source"] == "waterfill" and b.lower_bound == m["lower_bound_waterfill"]
+    assert m["lower_bound_waterfill"] > max(m["lower_bound_carried"], m["lower_bound_priced"])
+    assert b.status == "lambda_not_converged"
 
     def negative(*a, **k):
         s = stuck(*a, **k)
@@ -354,10 +360,11 @@ def test_statuses_each_with_its_line(monkeypatch):
         return s
 
     monkeypatch.setattr(certify, "_search_at", negative)
-    b = A.adaptive_bounds(inst, buckets=60, runs=1000, tune_runs=500, time_points=0)
+    b = A.adaptive_bounds(inst, buckets=60, runs=1000, tune_runs=500, time_points=0, slopes=0)
     assert b.status == "bound_not_positive" and len(b.messages) == 2
     assert math.isinf(b.width)
-    r = A.adaptive_bounds(inst, buckets=60, runs=1000, tune_runs=500, max_buckets=120, width=1e-4, time_points=0)
+    r = A.adaptive_bounds(inst, buckets=60, runs=1000, tune_runs=500, max_buckets=120, width=1e-4, time_points=0,
+                          slopes=0)
     assert r.refinement["stopped_by"] == "max_buckets" and r.grid["buckets"] == 120
 
 

@@ -166,7 +166,7 @@ def test_cli_time_points_option(tmp_path, capsys):
     path = tmp_path / "tiny.json"
     inst.with_changes(omega=0.5).save(path)
     common = ["adaptive", str(path), "--one-grid", "--buckets", "6", "--runs", "500", "--tune-runs", "500",
-              "--json", "--quiet"]
+              "--json", "--quiet", "--slopes", "0"]
     main([*common, "--time-points", "0"])
     priced = json.loads(capsys.readouterr().out)
     assert priced["multipliers"]["deadline"].startswith("priced") and priced["multipliers"]["time_points"] == 0
@@ -176,5 +176,12 @@ def test_cli_time_points_option(tmp_path, capsys):
     assert m["deadline"].startswith("carried on 64 time points") and m["time_points"] == 64
     assert carried["lower_bound"] == max(m["lower_bound_priced"], m["lower_bound_carried"])
     assert carried["lower_bound"] > priced["lower_bound"] == m["lower_bound_priced"]
+    # the water-filling bound beside them (the default --slopes): the largest of the three is reported
+    main([*common[:-2], "--time-points", "64"])
+    both = json.loads(capsys.readouterr().out)
+    m = both["multipliers"]
+    assert m["deadline"].startswith("carried on 64 time points at 6 buckets; carried exactly by water-filling "
+                                    "(64 slopes")
+    assert both["lower_bound"] == max(m["lower_bound_priced"], m["lower_bound_carried"], m["lower_bound_waterfill"])
     assert main([*common, "--time-points", "1"]) == 2
     assert "parameter 'time_points': must be 0 (deadline priced) or an integer ≥ 2, got 1" in capsys.readouterr().err

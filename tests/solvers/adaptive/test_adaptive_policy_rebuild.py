@@ -18,15 +18,19 @@ from deplbench.solvers.adaptive.optimum import AdaptiveOpt
 
 
 @pytest.mark.slow
-def test_rebuilt_policy_reproduces_the_certification_when_the_bound_is_carried():
+@pytest.mark.parametrize(("slopes", "source"), [(0, "carried"), (64, "waterfill")])
+def test_rebuilt_policy_reproduces_the_certification_when_the_bound_is_carried(slopes, source):
     inst = generate("knapsack")
     solver = AdaptiveOpt()
-    params = dict(buckets=40, runs=2000, tune_runs=2000, time_points=32)
+    params = dict(buckets=40, runs=2000, tune_runs=2000, time_points=32, slopes=slopes)
     res = solver.run(inst, **params)
     mult, cert = res.diagnostics["multipliers"], res.diagnostics["certification"]
-    # the case the rebuild must handle: bound from the carried pass, the priced policy kept
-    assert mult["lower_bound_source"] == "carried" and mult["time_points_policy"] == 0, mult
-    assert mult["lambda_policy"] > 0 and mult["lambda"] == 0.0, mult
+    # the case the rebuild must handle: bound from another pass (carried: λ = 0; water-filling:
+    # its own μ), the priced policy kept
+    assert mult["lower_bound_source"] == source and mult["time_points_policy"] == 0, mult
+    assert mult["lambda_policy"] > 0 and mult["mu_policy"] != mult["mu"], mult
+    if source == "carried":
+        assert mult["lambda"] == 0.0, mult
     pol = solver.closed_loop_policy(inst, res, **params)
     sim = simulate(inst, pol, cert["runs"], cert["seed"])
     assert int(sim.success.sum()) == cert["successes"] > 0

@@ -23,6 +23,7 @@ from deplbench.formulations.adaptive.budget import (  # noqa: F401 - re-exported
     GROWTH,
     Progress,
     check_certification,
+    deadline_line,
     left_or_none,
     light,
     memory_estimate,
@@ -32,7 +33,7 @@ from deplbench.formulations.adaptive.budget import (  # noqa: F401 - re-exported
     stopped_fields,
     timed_memory,
 )
-from deplbench.formulations.adaptive.certify import cost_moments, needed_successes, tune_policy
+from deplbench.formulations.adaptive.certify import cost_ucb, needed_successes, tune_policy
 from deplbench.formulations.adaptive.chain import Chain, applies, best_success, build_chain, chain_refused
 from deplbench.formulations.adaptive.search import SearchStopped, lower_bound_search, multires_search
 from deplbench.formulations.adaptive.settings import (  # noqa: F401 - the grid's constants, re-exported
@@ -43,6 +44,7 @@ from deplbench.formulations.adaptive.settings import (  # noqa: F401 - the grid'
     REFINE,
     RHO,
     RUNS,
+    SLOPES,
     START_BUCKETS,
     TUNE_RUNS,
     check_settings,
@@ -56,6 +58,7 @@ from deplbench.formulations.adaptive.timed import (
     timed_seconds,
     timed_work,
 )
+from deplbench.formulations.adaptive.waterfill import grid_passes, water_fields, waterfill_memory
 from deplbench.formulations.evaluation.binomial import clopper_pearson_lower
 from deplbench.formulations.evaluation.closed_loop import BLOCK, simulate
 from deplbench.jsonio import number_beside, number_text
@@ -73,25 +76,6 @@ RUNAWAY = 1e10
 #: The certified policy's cost budget, as a multiple of the largest cost seen on the
 #: tuning seeds (:meth:`AdaptivePolicy.with_budget`).
 BUDGET = 2.0
-def cost_ucb(costs: np.ndarray, scale: float, c_max: float, delta: float) -> tuple[float, float]:
-    """One-sided upper confidence bound at level 1 − δ on the mean of ``scale``·X, X ∈ [0, c_max] i.i.d.
-
-    Empirical Bernstein (Maurer & Pontil 2009, Thm 4, rescaled from [0, 1]):
-    E X ≤ X̄ + sqrt(2 V ln(2/δ)/n) + 7 c_max ln(2/δ) / (3(n − 1)), V the sample
-    variance (n − 1 denominator). Returns (scale·X̄, scale·bound).
-
-    References
-    ----------
-    A. Maurer and M. Pontil, "Empirical Bernstein bounds and sample variance
-    penalization", COLT 2009, Theorem 4.
-    """
-    n = int(costs.size)
-    if n < 2:
-        return (scale * float(costs.mean()) if n else 0.0), math.inf
-    mean, sd = cost_moments(costs)
-    ln = math.log(2.0 / delta)
-    ub = mean + sd * math.sqrt(2.0 * ln / n) + 7.0 * c_max * ln / (3.0 * (n - 1))
-    return scale * mean, scale * min(ub, c_max)
 
 
 def largest_cost(instance) -> float:
@@ -256,7 +240,7 @@ def adaptive_bounds(instance, buckets: int = START_BUCKETS, runs: int = RUNS, se
                     confidence: float = CONFIDENCE, tune_runs: int = TUNE_RUNS, rho: float = RHO,
                     iters_lam: int = ITERS_LAM, iters_mu: int = ITERS_MU, width: float | None = None,
                     time_limit: float | None = None, max_buckets: int | None = None,
-                    progress=None, time_points: int | None = None) -> AdaptiveBounds:
+                    progress=None, time_points: int | None = None, slopes: int = SLOPES) -> AdaptiveBounds:
     """Lower bound, certified policy and cost–risk frontier of ``instance`` (module docstring).
 
     Every setting's default and limits are those of
@@ -319,6 +303,10 @@ def adaptive_bounds(instance, buckets: int = START_BUCKETS, runs: int = RUNS, se
         certified policy reads its tables (:class:`~deplbench.formulations.adaptive.certify.TimedPolicy`).
         0: the deadline priced only. None (default): G = 256, 128 or 64, the finest whose
         pass is cheap on the first grid (:func:`time_points_for`), else 0, kept on finer grids.
+    slopes : int
+        Slopes J of the water-filling bound (:mod:`~deplbench.formulations.adaptive.waterfill`, the
+        deadline carried exactly), on every grid whose pass fits the memory budget
+        (:func:`~deplbench.formulations.adaptive.waterfill.grid_passes`); 0: not computed.
 
     Returns
     -------
@@ -343,7 +331,7 @@ def adaptive_bounds(instance, buckets: int = START_BUCKETS, runs: int = RUNS, se
     """
     _validate(instance, dict(buckets=buckets, runs=runs, seed=seed, confidence=confidence, tune_runs=tune_runs,
                              rho=rho, iters_lam=iters_lam, iters_mu=iters_mu, width=width, time_limit=time_limit,
-                             max_buckets=max_buckets, time_points=time_points))
+                             max_buckets=max_buckets, time_points=time_points, slopes=slopes))
     check_memory(memory_estimate(instance, buckets, runs, tune_runs),
                  f"adaptive-opt's loss grid and runs (buckets = {buckets}, K̄ = {instance.horizon}, "
                  f"runs = {max(runs, tune_runs)})", "use fewer buckets or runs")
@@ -351,14 +339,15 @@ def adaptive_bounds(instance, buckets: int = START_BUCKETS, runs: int = RUNS, se
     with deadline(time_limit):
         try:
             return _bracket(instance, buckets, runs, seed, confidence, tune_runs, rho, iters_lam, iters_mu, width,
-                            time_limit, max_buckets, progress, time_points, state)
+                            time_limit, max_buckets, progress, time_points, state, slopes)
         except TimeLimitReached as exc:
             return AdaptiveBounds(**stopped_fields(instance, state, exc, confidence, width, time_limit))
 
 
 def _bracket(instance, buckets: int, runs: int, seed: int, confidence: float, tune_runs: int, rho: float,
              iters_lam: int, iters_mu: int, width: float | None, time_limit: float | None,
-             max_buckets: int | None, progress, time_points: int | None, state: Progress) -> AdaptiveBounds:
+             max_buckets: int | None, progress, time_points: int | None, state: Progress,
+             slopes: int = SLOPES) -> AdaptiveBounds:
     """The body of :func:`adaptive_bounds` under its deadline; what it finishes is kept in ``state``."""
     say = progress or (lambda line: None)
     omega, t0 = float(instance.omega), state.t0
@@ -414,6 +403,7 @@ def _bracket(instance, buckets: int, runs: int, seed: int, confidence: float, tu
     log: list = state.log
     warm, search, policy, est_ub, stopped = None, None, None, math.inf, "one grid"
     carried: tuple = ([], 0, 0)                         # the last carried-deadline passes, G, buckets
+    water, ratio = None, None                           # the best water-filling pass, its failure price's ratio
     grid_s: list[float] = []                            # each grid's search seconds
     tune_s: list[float] = []                            # each tuning's seconds
     tune_b = int(buckets)                               # the grid of the last tuning
@@ -440,6 +430,13 @@ def _bracket(instance, buckets: int, runs: int, seed: int, confidence: float, tu
             carried = better_carried(carried, timed, b)     # any grid's passes bound the same optimum
             n_passes += len(timed.passes)
         search.extra = carried[0]
+        if slopes and waterfill_memory(opt, slopes) <= memory_budget_gib() * 2**30:
+            wps, ratio = grid_passes(opt, omega, warm, slopes, ratio)
+            state.water.extend(wps)
+            n_passes += len(wps)
+            # any grid's pass bounds the same optimum
+            water = max(wps + ([water] if water else []), key=lambda p: p.bound(omega, opt.st.time_max))
+        search.water = [water] if water else []
         lb = search.bound()
         t_lb = now() - t_level
         grid_s.append(t_lb)
@@ -493,8 +490,9 @@ def _bracket(instance, buckets: int, runs: int, seed: int, confidence: float, tu
         break
     # the pass whose bound is reported (priced or carried): its multipliers and rounding are reported with it
     tm = opt.st.time_max
-    best = max(search.passes + search.extra, key=lambda p: p.bound(omega, tm))
-    source = "carried" if any(best is p for p in search.extra) else "priced"
+    best = max(search.passes + search.extra + search.water, key=lambda p: p.bound(omega, tm))
+    source = ("carried" if any(best is p for p in search.extra)
+              else "waterfill" if best is water else "priced")
     t_lb_total = sum(lv["seconds"] for lv in levels)
     # The cost range of the upper confidence bound: BUDGET × the largest cost of the
     # tuning runs of the policy certified (tuning seeds only), enforced by the policy itself;
@@ -532,15 +530,16 @@ def _bracket(instance, buckets: int, runs: int, seed: int, confidence: float, tu
                          f"{number_text(instance.time_max)}: the proven lower bound {number_beside(lower, ceiling)} "
                          f"(λ = {best.lam:.4g}, μ = {best.mu:.4g}) exceeds {number_text(ceiling)}, the dearest run "
                          f"any policy can have (K̄ epochs at x = r on the dearest cluster)"))
-    elif best.mu >= RUNAWAY * opt.st.cost_scale() and best.p_fail > 1.0 - omega + best.err_fail:
+    elif (pb := search.best).mu >= RUNAWAY * opt.st.cost_scale() and pb.p_fail > 1.0 - omega + pb.err_fail:
         # μ grown to its cap with ω still missed, yet the bound proves nothing beyond the dearest run
         what = ("the policy certified shows ω is reachable" if certified
                 else "ω may be out of reach within Tmax, but that is not proven")
-        messages.append(("multipliers_ran_away", f"the multiplier search ran away (λ = {best.lam:.4g}, μ = "
-                         f"{best.mu:.4g}, its cap, with the chain's P(fail) {number_beside(best.p_fail, 1.0 - omega)}"
+        messages.append(("multipliers_ran_away", f"the multiplier search ran away (λ = {pb.lam:.4g}, μ = "
+                         f"{pb.mu:.4g}, its cap, with the chain's P(fail) {number_beside(pb.p_fail, 1.0 - omega)}"
                          f" still above 1 − ω): the bound {number_beside(lower, ceiling)} is valid but no cost "
                          f"estimate, and not above {number_text(ceiling)}, the dearest run ({what})"))
-    if not search.lam_converged and priced >= lower:
+    # the λ search sets the priced bound and the water-filling tangent; the carried bound needs no λ
+    if not search.lam_converged and source != "carried":
         pb = search.best
         messages.append(("lambda_not_converged", f"the time-price search did not converge (E[T] = "
                          f"{pb.time:.6g} against Tmax = {number_text(instance.time_max)} at λ = {pb.lam:.4g}); "
@@ -561,13 +560,12 @@ def _bracket(instance, buckets: int, runs: int, seed: int, confidence: float, tu
                      "mu_policy": policy.pass_.mu, "rho_policy": policy.rho,
                      "give_up": policy.give_up, "scaling": policy.scaling, "budget": policy.budget,
                      "lambda_converged": search.lam_converged,
-                     "deadline": (f"carried on {carried[1]} time points at {carried[2]} buckets (lower bound: the "
-                                  f"larger of the carried and the priced bounds)" if carried[1]
-                                  else "priced (E[T] ≤ Tmax relaxation)"),
+                     "deadline": deadline_line(carried[1], carried[2], water),
                      "time_points": carried[1], "time_points_policy": getattr(policy, "points", 0),
                      "lower_bound_priced": priced,
                      "lower_bound_carried": max((p.bound(omega, opt.st.time_max) for p in search.extra),
                                                 default=None),
+                     **water_fields(water, ratio, omega, tm),
                      "rounding_bound": best.err, "lower_bound_source": source},
         grid=opt.grid(),
         certification={"runs": runs, "seed": seed, "kept_runs": n_kept, "successes": k, "confidence": confidence,

@@ -176,6 +176,8 @@ class Progress:
     #: each is a valid lower bound at every ω, whatever its grid.
     priced: list = field(default_factory=list)
     carried: list = field(default_factory=list)
+    #: Every finished water-filling pass (:mod:`~deplbench.formulations.adaptive.waterfill`).
+    water: list = field(default_factory=list)
     levels: list = field(default_factory=list)
     log: list = field(default_factory=list)
     cap: int | None = None
@@ -184,6 +186,21 @@ class Progress:
 def light(passes) -> list:
     """Passes without their policy tables (only their bounds are read)."""
     return [replace(p, action=None, remaining=None) for p in passes]
+
+
+def deadline_line(points: int, buckets: int, water) -> str:
+    """How the deadline was handled, for ``multipliers["deadline"]``: priced always, carried on a time
+    grid of ``points`` at ``buckets`` where affordable, carried exactly by the water-filling pass
+    ``water`` where computed; the bound is the largest."""
+    parts = []
+    if points:
+        parts.append(f"carried on {points} time points at {buckets} buckets")
+    if water is not None:
+        parts.append(f"carried exactly by water-filling ({water.slopes} slopes, capacity relaxed) at "
+                     f"{water.grid.get('buckets')} buckets")
+    if not parts:
+        return "priced (E[T] ≤ Tmax relaxation)"
+    return "; ".join(parts) + "; and priced (E[T] ≤ Tmax relaxation): the lower bound is the largest of these"
 
 
 def stopped_fields(instance, state: Progress, exc: TimeLimitReached, confidence: float, width: float | None,
@@ -202,13 +219,14 @@ def stopped_fields(instance, state: Progress, exc: TimeLimitReached, confidence:
     if isinstance(exc, SearchStopped):
         (carried if exc.carried else priced).extend(light(exc.passes))
     opt = state.opt
-    proven = priced + carried
+    water = list(state.water)
+    proven = priced + carried + water
     lower, best, frontier = -math.inf, None, []
     if opt is not None and proven:
         tm = opt.st.time_max
         best = max(proven, key=lambda p: p.bound(omega, tm))
         lower = best.bound(omega, tm)
-        frontier = monotone_frontier(Search(opt, omega, passes=priced, extra=carried), omega)
+        frontier = monotone_frontier(Search(opt, omega, passes=priced, extra=carried, water=water), omega)
     kept = (f"the lower bound {lower:.6g} of the best of {len(proven)} DP passes finished is kept (proven)"
             if math.isfinite(lower) else "no DP pass finished, so no lower bound")
     line = f"{exc}; {kept}; no upper bound (no policy certified)"
@@ -219,8 +237,11 @@ def stopped_fields(instance, state: Progress, exc: TimeLimitReached, confidence:
         certified=False, frontier=frontier,
         multipliers={} if best is None else {
             "lambda": best.lam, "mu": best.mu, "rounding_bound": best.err,
-            "lower_bound_source": "carried" if any(best is p for p in carried) else "priced",
-            "deadline": "carried" if carried else "priced (E[T] ≤ Tmax relaxation)"},
+            "lower_bound_source": ("carried" if any(best is p for p in carried)
+                                   else "waterfill" if any(best is p for p in water) else "priced"),
+            "deadline": deadline_line(max((p.grid.get("time_points", 0) for p in carried), default=0),
+                                      best.grid.get("buckets", 0), max(water, key=lambda p: p.bound(omega, tm))
+                                      if water else None)},
         # the grid of the pass whose bound is reported (a coarser grid's, or an earlier
         # one's, when the stop came on a finer grid); the grid worked on is stopped_on_grid
         grid={} if best is None else dict(best.grid),
@@ -234,4 +255,4 @@ def stopped_fields(instance, state: Progress, exc: TimeLimitReached, confidence:
 
 
 __all__ = ["GROWTH", "RUN_BYTES", "Progress", "check_certification", "left_or_none", "light", "memory_estimate",
-           "monotone_frontier", "next_grid_fits", "quiet", "stopped_fields", "timed_memory"]
+           "deadline_line", "monotone_frontier", "next_grid_fits", "quiet", "stopped_fields", "timed_memory"]

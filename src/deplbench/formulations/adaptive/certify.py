@@ -54,6 +54,27 @@ def cost_moments(costs: np.ndarray) -> tuple[float, float]:
     return top * float(y.mean()), top * math.sqrt(float(y.var(ddof=1)))
 
 
+def cost_ucb(costs: np.ndarray, scale: float, c_max: float, delta: float) -> tuple[float, float]:
+    """One-sided upper confidence bound at level 1 − δ on the mean of ``scale``·X, X ∈ [0, c_max] i.i.d.
+
+    Empirical Bernstein (Maurer & Pontil 2009, Thm 4, rescaled from [0, 1]):
+    E X ≤ X̄ + sqrt(2 V ln(2/δ)/n) + 7 c_max ln(2/δ) / (3(n − 1)), V the sample
+    variance (n − 1 denominator). Returns (scale·X̄, scale·bound).
+
+    References
+    ----------
+    A. Maurer and M. Pontil, "Empirical Bernstein bounds and sample variance
+    penalization", COLT 2009, Theorem 4.
+    """
+    n = int(costs.size)
+    if n < 2:
+        return (scale * float(costs.mean()) if n else 0.0), math.inf
+    mean, sd = cost_moments(costs)
+    ln = math.log(2.0 / delta)
+    ub = mean + sd * math.sqrt(2.0 * ln / n) + 7.0 * c_max * ln / (3.0 * (n - 1))
+    return scale * mean, scale * min(ub, c_max)
+
+
 class AdaptivePolicy(ClosedLoopPolicy):
     """The policy of a (pessimistic) chain pass, run in the closed-loop simulator.
 
@@ -310,5 +331,5 @@ def tune_policy(instance, chain: Chain, lam: float, mu: float, target: float, tu
     return pol, log, False
 
 
-__all__ = ["GOLDEN", "MU_FACTORS", "SCALINGS", "AdaptivePolicy", "TimedPolicy", "cost_moments", "frontier_levels",
-           "needed_successes", "tune_policy"]
+__all__ = ["GOLDEN", "MU_FACTORS", "SCALINGS", "AdaptivePolicy", "TimedPolicy", "cost_moments", "cost_ucb",
+           "frontier_levels", "needed_successes", "tune_policy"]

@@ -52,6 +52,9 @@ class Search:
     #: Passes of another valid bound at every ω (the deadline carried,
     #: :mod:`~deplbench.formulations.adaptive.timed`): counted in :meth:`bound`, not in :attr:`best`.
     extra: list = field(default_factory=list)
+    #: Water-filling passes (:mod:`~deplbench.formulations.adaptive.waterfill`, the deadline carried
+    #: exactly): valid at every ω, counted in :meth:`bound`.
+    water: list = field(default_factory=list)
 
     #: Whether the passes carry the deadline (a :class:`~.timed.TimedSearch`).
     carried: ClassVar[bool] = False
@@ -77,9 +80,9 @@ class Search:
         return max(self.passes, key=lambda p: p.bound(self.omega, tm))
 
     def bound(self, omega: float | None = None) -> float:
-        """max over the passes (and :attr:`extra`) of V₀ − μ(1 − ω) − λ Tmax (a proven lower bound)."""
+        """max over the passes (and :attr:`extra`, :attr:`water`) of their proven lower bounds."""
         w = self.omega if omega is None else omega
-        return max(p.bound(w, self.chain.st.time_max) for p in self.passes + self.extra)
+        return max(p.bound(w, self.chain.st.time_max) for p in self.passes + self.extra + self.water)
 
     def priced_bound(self, omega: float | None = None) -> float:
         """The bound of the priced passes alone (the deadline relaxed to E[T] ≤ Tmax)."""

@@ -37,6 +37,8 @@ RUNS, TUNE_RUNS = 100_000, 50_000
 CONFIDENCE = 0.95
 #: Share of the remaining time the policy's allocation plans to use.
 RHO = 1.0
+#: Slopes J of the water-filling bound's support functions (waterfill.py; 0: off).
+SLOPES = 64
 #: Steps of the time-price (λ) and failure-price (μ) searches.
 ITERS_LAM, ITERS_MU = 6, 6
 #: ``deplbench adaptive``'s defaults where it deliberately differs from
@@ -45,6 +47,11 @@ ITERS_LAM, ITERS_MU = 6, 6
 #: 3 % width within 300 s, while a sweep's ``adaptive-opt`` task runs one grid
 #: under the task's own time limit unless ``width`` is given.
 CLI_WIDTH, CLI_TIME_LIMIT = 0.03, 300.0
+
+
+def _slopes(value) -> str:
+    """Fewer than 16 slopes over the span of 10³ leave consecutive ones a factor 2 or more apart."""
+    return f"must be 0 (no water-filling bound) or an integer ≥ 16, got {value}" if 0 < value < 16 else ""
 
 
 def _time_points(value) -> str:
@@ -77,6 +84,9 @@ SETTINGS: dict[str, Param] = {
                          "(0: priced only, E[T] ≤ Tmax; none: the finest of 256, 128, 64 whose pass on the first grid "
                          "costs ≤ 2.5e8 multiply–adds and fits the time limit, else 0; docs/adaptive.md)",
                          low=0, nullable=True, check=_time_points),
+    "slopes": Param(SLOPES, int, "slopes of the water-filling lower bound, which carries the deadline exactly "
+                    "(capacity relaxed): the bound is the larger of it and the others (0: not computed; "
+                    "docs/adaptive.md)", low=0, high=1024, check=_slopes),
 }
 
 
@@ -121,4 +131,5 @@ def check_settings(values: dict[str, Any], error: type[DeplbenchError] = PlanErr
 
 
 __all__ = ["CLI_TIME_LIMIT", "CLI_WIDTH", "CONFIDENCE", "ITERS_LAM", "ITERS_MU", "MAX_BUCKETS", "REFINE", "RHO",
-           "RUNS", "SETTINGS", "START_BUCKETS", "TUNE_RUNS", "check_settings", "max_buckets_refused", "refused"]
+           "RUNS", "SETTINGS", "SLOPES", "START_BUCKETS", "TUNE_RUNS", "check_settings", "max_buckets_refused",
+           "refused"]

@@ -1,0 +1,393 @@
+"""The adaptive reference, part 6: the deadline carried exactly, by water-filling.
+
+What is bounded. The adaptive optimum (package docstring) from below, with
+"T ≤ Tmax on every run" kept exactly where the priced bound relaxes it to
+E[T] ≤ Tmax. A policy tree run with remaining time τ whose epochs' money is
+at least A/d + b in their duration d (a tangent of κc/(d − s), eq. (2)
+with the communication time s of eq. (4)), its time allocated optimally,
+pays W/τ + B with W = (√A + √E[W′])² at a trained epoch (W′ its
+children's) and 0 at a stop: min over d of A/d + E[W′]/(τ − d), the
+water-filling of the deadline. Time therefore leaves the state. At a
+failure price μ, with G = F + B/μ (F = P(fail)), a state offers the set
+of its (W, G) pairs, convex because a policy may randomise; it is kept as
+its support function σ(ν) = min W + νG at J slopes 0 = ν₀ < … < ν_J = ν*
+= μ·Tmax:
+
+* the children's sum is the expectation of their support functions: the
+  priced DP's FFT correlations (:func:`~deplbench.formulations.adaptive.chain.correlate_rows`),
+  one per slope;
+* an epoch: W = min over t ∈ (0, 1) of A/t + y/(1 − t) (t its share of
+  the time), so σ_parent(ν) = min_t A/t + σ_sum(ν(1 − t))/(1 − t) + νb/μ;
+  σ_sum is replaced by the linear interpolation of its values at the
+  slopes (below it: σ_sum is concave), on whose segment c (line y_c +
+  D_c ν′) the least over t is at least (√A + √y_c)² + νD_c when y_c ≥ 0
+  and A + ν(y_c/ν_c + D_c) otherwise (:func:`epoch_support`);
+* a stop is (W, G) = (0, 1): σ = ν; the success bucket σ = 0.
+
+At the root, for every policy with P(fail) ≤ 1 − ω: E[cost] ≥
+σ_root(ν*)/Tmax − μ(1 − ω) (weak duality, every μ ≥ 0).
+
+Relaxed: the loss grid (the optimistic chain, as the priced bound), the
+J slopes (interpolation from below), the capacity x ≤ r (ignored) and the
+communication time (the tangent at the priced epoch's duration d₀, exact
+to second order in d − d₀). Exact: the deadline on every run and the
+chance constraint (randomised). Model switches are the priced DP's (their
+jump kernel, no cost of their own).
+
+Rounding (the pass's guarantee holds in the arithmetic actually done).
+Every value of the state is kept ≤ its exact value plus η·ν, ν its slope:
+a correlation adds :func:`~deplbench.formulations.adaptive.chain.fft_error`
+(its own rounding, the kernels' probabilities included) and maps η to
+η·(its mass); the epoch's step is rounded downwards term by term
+(:func:`epoch_support`) and, being the least of a shift-equivariant
+family, maps "≤ exact + η·ν" to itself (adding ην′ to σ_sum adds ην to
+every candidate); minima are exact. :meth:`WaterPass.bound` subtracts
+η·ν* and the rounding of the final expression. σ(0) = 0 is exact (every
+W ≥ 0 and the stop has W = 0), so the interpolation's first segment goes
+through the origin.
+
+References
+----------
+DepL paper, eq. (2) (cost), eq. (3) (chance constraint), eq. (4) (deadline);
+the water-filling lead and its exactness question: issue #38. Measured
+gains: docs/adaptive.md, "Further routes".
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+from typing import ClassVar
+
+import numpy as np
+
+from deplbench.formulations.adaptive.chain import UNIT, Chain, correlate_rows
+from deplbench.formulations.adaptive.settings import SLOPES
+from deplbench.limits import check_time
+
+#: The geometric slopes span ν*/SPAN to ν*: a run's later epochs see ν* times the share of Tmax left.
+SPAN = 1e3
+
+
+def tangent_terms(chain: Chain, lam: float) -> tuple[np.ndarray, np.ndarray]:
+    """Per (m, n): A and b with A/d + b ≤ κc/(d − s) for every duration d > s.
+
+    The tangent of the convex κc/(d − s) at the priced epoch's d₀ = c/x*(λ) + s
+    (:meth:`~deplbench.formulations.adaptive.chain.Setting.priced`): A = κc·(d₀/(d₀ − s))²,
+    b = −κc·s/(d₀ − s)²; the curve lies above it everywhere (it touches at d₀ only). Both are
+    lowered by a few ulps so that the rounding of their evaluation cannot lift A/d + b above
+    the curve. Unusable pairs: A = inf."""
+    st = chain.st
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        kc = st.kappa[None, :] * st.compute
+        _, tc, _ = st.priced(lam)
+        A = kc * ((tc + st.comm) / tc) ** 2 * (1.0 - 16.0 * UNIT)
+        b = -kc * st.comm / tc ** 2
+        b = b - 16.0 * UNIT * (np.abs(b) + kc / tc)
+    ok = st.usable & np.isfinite(A) & np.isfinite(b)
+    return np.where(ok, A, np.inf), np.where(ok, b, 0.0)
+
+
+def epoch_support(S: np.ndarray, nus: np.ndarray, A: np.ndarray) -> np.ndarray:
+    """A lower bound on min_t A/t + Ŝ(ν_i(1 − t))/(1 − t) for every slope ν_i, in floating point.
+
+    Parameters
+    ----------
+    S : ndarray, (R, J, L1)
+        The children's sum at the slopes ``nus`` (S[:, 0] = 0: σ(0) = 0).
+    nus : ndarray, (J,)
+        0 = ν₀ < ν₁ < … , consecutive ratios below 2 (their differences are exact).
+    A : ndarray, (R,)
+        The epoch's A per row (inf: unusable).
+
+    Returns
+    -------
+    ndarray, (R, J, L1)
+        Each value at most the exact one for the linear interpolation of S (so at most the
+        exact one for any concave σ ≥ S): every candidate line is rounded downwards.
+
+    Notes
+    -----
+    Segment c of the interpolation is the line y_c + D_c ν′ on [ν_c, ν_(c+1)]. For t with
+    ν(1 − t) on it, A/t + (y_c + D_c ν(1 − t))/(1 − t) = A/t + y_c/(1 − t) + νD_c, whose least
+    over all t is (√A + √y_c)² + νD_c when y_c ≥ 0; when y_c < 0 (c ≥ 1), A/t ≥ A and
+    y_c/(1 − t) ≥ y_c ν/ν_c on the segment give A + ν(y_c/ν_c + D_c). Each candidate is a line
+    H_c + ν P_c in ν; the value at ν_i is the least over c < i (the segments below ν_i).
+    """
+    R, J, L1 = S.shape
+    T = np.ascontiguousarray(S.transpose(1, 0, 2)).reshape(J, R * L1)
+    seg = segments(T, nus)
+    out = envelope(*lines(seg, np.repeat(np.asarray(A, dtype=float), L1)), nus)
+    return out.reshape(J, R, L1).transpose(1, 0, 2)
+
+
+def segments(T: np.ndarray, nus: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The interpolation's segments of the columns of T (J, C) as lines rounded downwards:
+    intercepts y (J − 1, C), slopes D and, where y < 0, the slope q of the line A + νq
+    (:func:`epoch_support`, Notes). Shared by every epoch reading the same expectation."""
+    u = UNIT
+    T = T.copy()
+    T[0] = 0.0
+    nu = nus[:, None]
+    D = np.diff(T, axis=0)
+    D /= np.diff(nus)[:, None]                                  # exact differences: Sterbenz (ratios < 2), ν₀ = 0
+    y = T[:-1] - nu[:-1] * D
+    np.minimum(y, T[1:] - nu[1:] * D, out=y)                    # the line below both points
+    mag = np.abs(T[:-1])
+    mag += np.abs(T[1:])
+    mag += nu[1:] * np.abs(D)
+    y -= 4.0 * u * mag                                          # their rounding: 3u of these terms
+    del mag
+    # segment 0 goes through the origin (σ(0) = 0 exactly): y = 0, slope lowered to stay below S₁
+    y[0] = 0.0
+    D[0] -= 4.0 * u * np.abs(D[0])
+    neg = y < 0.0
+    q = D
+    if neg.any():
+        # y < 0: the line A + ν(y/ν_c + D); ν_c > 0 there (c ≥ 1)
+        nc = np.where(nus[:-1] > 0, nus[:-1], 1.0)[:, None]
+        yq = y / nc
+        q = yq + D
+        q -= 4.0 * u * (np.abs(yq) + np.abs(D))
+        q = np.where(neg, q, D)
+    return y, D, q
+
+
+def lines(seg: tuple, a: np.ndarray | float) -> tuple[np.ndarray, np.ndarray]:
+    """The candidate lines H + νP of an epoch with tangent term ``a`` (per column or one) on the
+    segments ``seg`` (:func:`segments`): H = (√A + √y)² and P = D where y ≥ 0, H = A and P = q
+    where y < 0, each rounded downwards; A = inf: every H inf."""
+    u = UNIT
+    y, D, q = seg
+    a = np.asarray(a, dtype=float)
+    if not np.isfinite(a).any():
+        return np.full_like(y, np.inf), D
+    with np.errstate(invalid="ignore", over="ignore"):
+        H = np.sqrt(np.maximum(y, 0.0))
+        H += np.sqrt(a)
+        H *= H
+        H *= 1.0 - 8.0 * u                                     # (√A + √y)²: five roundings
+        if q is not D:
+            neg = y < 0.0
+            H = np.where(neg, a * (1.0 - 8.0 * u), H)
+            return H, q
+    return H, D
+
+
+def envelope(H: np.ndarray, P: np.ndarray, nus: np.ndarray) -> np.ndarray:
+    """min over segments c < i of H_c + ν_i P_c at every slope ν_i (J, C), 0 at ν₀, rounded downwards.
+
+    Segment c = i − d is scanned by offsets d, all slopes at once (J(J − 1)/2 candidates a column;
+    every one is needed: the least need not be near ν_i, nor unique)."""
+    J = nus.size
+    nu = nus[:, None]
+    best = np.full((J, H.shape[1]), np.inf)
+    best[0] = 0.0
+    with np.errstate(invalid="ignore"):
+        for d in range(1, J):
+            np.minimum(best[d:], H[:J - d] + nu[d:] * P[:J - d], out=best[d:])
+        # rounding of H + νP and of the minimum's comparisons: 4u of the candidate's terms
+        slack = np.abs(best)
+        slack += 2.0 * nu * np.abs(P).max(axis=0)
+        slack[~np.isfinite(best)] = 0.0                      # an unusable epoch stays +inf
+        best -= 4.0 * UNIT * slack
+    return best
+
+
+@dataclass
+class WaterPass:
+    """One water-filling pass at failure price μ (tangent at time price λ)."""
+
+    lam: float
+    mu: float
+    nu: float              # ν* = μ·Tmax as computed: the root's slope
+    value: float           # σ_root(ν*) as computed
+    eta: float             # the rounding bound per unit of slope (module docstring)
+    b_sum: float           # K̄·max |b|: bounds Σ|b| along a run
+    slopes: int
+    err: float             # η·ν*/Tmax: the rounding bound in cost units, as a priced pass's
+    grid: dict = field(default_factory=dict)
+    seconds: float = 0.0
+
+    #: Read where a priced :class:`~deplbench.formulations.adaptive.chain.Pass` is: no policy, no P(fail).
+    p_fail: ClassVar[float] = math.nan
+    err_fail: ClassVar[float] = 0.0
+
+    def bound(self, omega: float, time_max: float) -> float:
+        """σ_root(ν*)/Tmax − μ(1 − ω) less the pass's rounding: a valid lower bound at every ω."""
+        risk = self.nu / time_max * (1.0 - omega)
+        v = self.value - self.eta * self.nu
+        raw = v / time_max - risk
+        return raw - 8.0 * UNIT * (abs(v) / time_max + risk + self.b_sum)
+
+
+def _kernel_key(k) -> tuple:
+    return (k.lo, k.p_inf, k.p.tobytes())
+
+
+def _classes(A: np.ndarray, b: np.ndarray, mu: float) -> list[tuple[float, float]]:
+    """The distinct (A, b/μ) of one model's clusters, dominated ones (A and b both at least
+    another's) left out: their candidates are never below that one's. Unusable (A = inf): none."""
+    pairs = sorted({(float(a), float(bb)) for a, bb in zip(A, b) if math.isfinite(a)})
+    kept: list[tuple[float, float]] = []
+    for a, bb in pairs:                       # by A ascending: kept if its b is below every kept one's
+        if all(bb < kb for _, kb in kept):
+            kept.append((a, bb))
+    return [(a, bb / mu) for a, bb in kept]
+
+
+def waterfill_pass(chain: Chain, mu: float, lam: float, slopes: int = SLOPES, span: float = SPAN) -> WaterPass:
+    """The water-filling bound's pass on the optimistic ``chain`` at failure price ``mu``,
+    the communication's tangent taken at the priced epochs of time price ``lam`` (module docstring).
+
+    One expectation per (model, distinct kernel) rather than per (model, cluster): clusters whose
+    epochs share a kernel differ only in A and b, which enter after it (the capacity, where
+    clusters may also differ, is relaxed). The deadline (:func:`deplbench.limits.check_time`) is
+    read before every epoch."""
+    t0 = time.process_time()
+    st, M, N, L1 = chain.st, chain.M, chain.N, chain.L + 1
+    tmax = st.time_max
+    nu_star = float(mu * tmax)
+    if not (math.isfinite(nu_star) and nu_star > 0):
+        raise ValueError(f"mu: the root's slope μ·Tmax = {nu_star!r} must be positive and finite")
+    if not span ** (1.0 / max(slopes - 2, 1)) < 2.0:
+        raise ValueError(f"slopes: {slopes} slopes over a span of {span:g} leave consecutive ratios ≥ 2")
+    geo = nu_star * np.geomspace(1.0 / span, 1.0, slopes - 1)
+    geo[-1] = nu_star
+    nus = np.concatenate([[0.0], geo])
+    J, nu = nus.size, nus[:, None]
+    A, b = tangent_terms(chain, lam)
+    stop = np.broadcast_to(nu, (J, L1)).copy()                       # give up: (W, G) = (0, 1)
+    stop[:, 0] = 0.0                                                   # the success bucket
+    nxt = np.broadcast_to(stop, (M, J, L1)).copy()                    # k = K̄: must stop
+    eta = 0.0
+    pos = nus > 0
+    classes = [_classes(A[m], b[m], mu) for m in range(M)]
+
+    def block(S: np.ndarray, m: int) -> np.ndarray:
+        """Least over model m's cluster classes of the epoch's support from the sum S (J, L1)."""
+        seg = segments(S, nus)
+        out = np.full((J, L1), np.inf)
+        for a, lin in classes[m]:
+            v = envelope(*lines(seg, a), nus)
+            own = nu * lin
+            v += own - 2.0 * UNIT * np.abs(own)                          # the epoch's own G, rounded down
+            v -= 2.0 * UNIT * np.abs(v)                                    # and the sum's rounding
+            np.minimum(out, v, out=out)
+        return out
+
+    for k in range(chain.K - 1, -1, -1):
+        check_time(f"adaptive-opt's water-filling pass on {chain.i0} buckets, backward step {chain.K - k} "
+                   f"of {chain.K}")
+        # one row per (model, distinct kernel): the expectation of the next state's support
+        rows: list[int] = []
+        kers, of = [], {}
+        for m in range(M):
+            for n in range(N):
+                key = (m, _kernel_key(chain.kx[k][m][n]))
+                if key not in of:
+                    of[key] = len(rows)
+                    rows.append(m)
+                    kers.append(chain.kx[k][m][n])
+        f = nxt[rows]
+        ex, err = correlate_rows(f, kers, f[:, :, -1], eta * nus)
+        eta_k = float(np.max(err[:, pos] / nus[pos]))
+        by_model = [[r for r, m in enumerate(rows) if m == mm] for mm in range(M)]
+        stay = []
+        for m in range(M):
+            stay.append(np.min([block(ex[r], m) for r in by_model[m]], axis=0) if classes[m] else None)
+        moved = {}
+        for (a, bb), kj in chain.kj.items():
+            if not classes[bb]:
+                continue
+            rr = by_model[bb]
+            e_sw, err_sw = correlate_rows(ex[rr], [kj] * len(rr), ex[rr][:, :, -1], err[rr].max(axis=0))
+            eta_k = max(eta_k, float(np.max(err_sw[:, pos] / nus[pos])))
+            moved[(a, bb)] = np.min([block(e, bb) for e in e_sw], axis=0)
+        eta = eta_k
+        cur = np.empty((M + 1, J, L1))
+        for m in range(M + 1):                                         # m = M: no model yet
+            v = stop.copy()
+            for bb in range(M):
+                w = stay[bb] if (m == M or bb == m) else moved.get((m, bb))
+                if w is not None:
+                    np.minimum(v, w, out=v)
+            v[:, 0] = 0.0
+            v[0] = 0.0
+            cur[m] = v
+        if k == 0:
+            return WaterPass(lam, mu, nu_star, float(cur[M, -1, chain.i0]), eta,
+                             float(chain.K * np.max(np.abs(b), initial=0.0)), slopes, eta * nu_star / tmax,
+                             dict(chain.grid(), slopes=slopes), time.process_time() - t0)
+        nxt = cur[:M]
+    raise AssertionError("horizon 0")
+
+
+#: The failure price of the first grid's passes is searched, as a ratio to the priced search's μ, by
+#: golden section on log μ over this range (RATIO_STEPS passes): the bound is concave in μ, falls
+#: steeply below its best and gently above it. A coarser grid would not do: its best ratio lies lower
+#: (0.44 at 150 buckets against 0.58–0.60 at 600 and 2400 on PACT-VGG11 ℓmax 0.3, docs/adaptive.md).
+RATIO_SPAN, RATIO_STEPS = (0.45, 1.1), 5
+#: Finer grids take one pass at the ratio found times LEAN (the gentle side of the best).
+LEAN = 1.03
+
+
+def grid_passes(chain: Chain, omega: float, warm, slopes: int, ratio: float | None) -> tuple[list, float]:
+    """The water-filling passes of one grid of the refinement, from its priced search's best pass
+    ``warm`` (its λ for the tangent, its μ as the reference): on the first grid (``ratio`` None) the
+    failure price's search (:func:`waterfill_ratio`), on a finer one a pass at the ratio found times
+    :data:`LEAN`. Returns the passes and the ratio."""
+    mu0 = max(warm.mu, 1e-9 * chain.st.cost_scale())
+    if ratio is None:
+        ratio, wps = waterfill_ratio(chain, omega, warm.lam, mu0, slopes)
+        return wps, ratio
+    return [waterfill_pass(chain, ratio * LEAN * mu0, warm.lam, slopes)], ratio
+
+
+def water_fields(water, ratio: float | None, omega: float, time_max: float) -> dict:
+    """The bracket's ``multipliers`` entries of its best water-filling pass (None: not computed)."""
+    return {"lower_bound_waterfill": None if water is None else water.bound(omega, time_max),
+            "waterfill": None if water is None else {
+                "slopes": water.slopes, "buckets": water.grid.get("buckets"), "mu": water.mu,
+                "lambda_tangent": water.lam, "mu_ratio": ratio, "rounding_bound": water.err}}
+
+
+def waterfill_memory(chain: Chain, slopes: int) -> float:
+    """Peak bytes of a pass: the FFT operands of one epoch (rows × J × ~2(L + 1), six copies, rows the
+    models and switches), the next and current states and one block's lines (about 14 (J, L + 1) arrays)."""
+    rows = chain.M + len(chain.kj)
+    l1 = float(chain.L + 1)
+    return 8.0 * slopes * l1 * (12.0 * rows + 2.0 * chain.M + 14.0)
+
+
+def waterfill_ratio(chain: Chain, omega: float, lam: float, mu: float, slopes: int = SLOPES) -> tuple[float, list]:
+    """The ratio to ``mu`` of the failure price at which the water-filling bound on ``chain`` is best,
+    found by golden section (:data:`RATIO_SPAN`, :data:`RATIO_STEPS` passes). Returns the ratio and
+    the passes (each a valid bound at every ω)."""
+    ch = chain
+    g = (math.sqrt(5.0) - 1.0) / 2.0
+    lo, hi = math.log(RATIO_SPAN[0]), math.log(RATIO_SPAN[1])
+    memo: dict[float, WaterPass] = {}
+    tm = ch.st.time_max
+
+    def val(z: float) -> float:
+        if z not in memo:
+            memo[z] = waterfill_pass(ch, mu * math.exp(z), lam, slopes)
+        return memo[z].bound(omega, tm)
+
+    c, d = hi - g * (hi - lo), lo + g * (hi - lo)
+    while len(memo) < RATIO_STEPS:
+        if val(c) >= val(d):
+            hi, d = d, c
+            c = hi - g * (hi - lo)
+        else:
+            lo, c = c, d
+            d = lo + g * (hi - lo)
+    z = max(memo, key=lambda k: memo[k].bound(omega, tm))
+    return math.exp(z), list(memo.values())
+
+
+__all__ = ["LEAN", "RATIO_SPAN", "RATIO_STEPS", "SLOPES", "SPAN", "WaterPass", "envelope", "epoch_support",
+           "grid_passes", "lines", "segments", "tangent_terms", "water_fields", "waterfill_memory", "waterfill_pass",
+           "waterfill_ratio"]
