@@ -124,7 +124,8 @@ but no cost estimate, and ω not proven out of reach); ``bound_not_positive``
 ``lambda_not_converged`` (the bound is valid but may be loose);
 ``not_certified``; ``certified``. The reported multipliers and
 rounding bound are those of the pass that gives the bound
-(``multipliers["lower_bound_source"]``: ``priced`` or ``carried``). Memory is
+(``multipliers["lower_bound_source"]``: ``priced``, ``carried`` or
+``waterfill``). Memory is
 estimated from the shapes and refused above the budget before anything
 is allocated (:func:`memory_estimate`).
 
@@ -139,21 +140,23 @@ communication time s/b, the chance constraint (μ with Beutler–Ross
 randomisation), the switch rules and the horizon. *Relaxed*: the loss
 rounded down to its grid (relaxation 1) and at most Δ of time per epoch
 (a landing between grid points is credited the grid point above, the
-epoch charged for the longest time that lands there). Why a grid rather
-than the water-filling factorisation: with neither capacity nor
-communication binding, a policy tree costs W/τ with
-W = (√(κc) + √E[W′])² (0 at a stop), but its value W/τ + μF depends on τ
-through μτ — the failure price does not scale with 1/τ — so the best
-tree changes with τ and τ stays in the state; where x ≤ r binds or
-s > 0 the tree's value is not W/τ at all. (Kept as the convex set of a
-state's (W, F) pairs — a policy may randomise — through its support
-function min W + νF at a set of slopes ν, τ does factor out, and s > 0
-enters through a tangent A/d + b ≤ κc/(d − s) of an epoch's money in
-its duration d: ``perf/adaptive_waterfill_probe.py`` measures that
-route; its rounding is not bounded, so it gives no bound here:
-docs/adaptive.md, "Further routes".) The carried bound gives away at
-most Δ of time per epoch (tested against independent exact optima: within
-1.5·K̄Δ/Tmax of them; measured gaps in docs/adaptive.md).
+epoch charged for the longest time that lands there). The carried bound
+gives away at most Δ of time per epoch (tested against independent exact
+optima: within 1.5·K̄Δ/Tmax of them; measured gaps in docs/adaptive.md).
+
+*Carried exactly, by water-filling* (:mod:`~deplbench.formulations.adaptive.waterfill`,
+computed on every grid whose pass fits the memory budget; ``slopes`` 0
+turns it off). With the time allocated optimally a policy tree costs W/τ
+with W = (√A + √E[W′])² (0 at a stop); kept as the convex set of a state's
+(W, F) pairs through its support function at J slopes, time leaves the
+state. *Exact* there: "T ≤ Tmax on every run", the chance constraint
+(randomised), the switch rules and the horizon. *Relaxed*: the loss grid
+(relaxation 1), the slopes (interpolated from below), the capacity x ≤ r
+(ignored) and the communication time (a tangent A/d + b ≤ κc/(d − s) of
+an epoch's money at the priced epoch's duration). A pass costs about
+what a priced multiplier search on the same grid costs (one FFT
+correlation per model and slope; clusters share their kernel). Its
+rounding is bounded like a priced pass's (module docstring there).
 
 *Priced* (:func:`lower_bound_search`, always computed). λ·(T − Tmax)
 relaxes "T ≤ Tmax on every run" to "E[T] ≤ Tmax": valid, but it
@@ -163,14 +166,14 @@ constraint, the per-epoch allocation min_{0<x≤r} κx + λ(c/x + s/b), the
 switch rules and the horizon; on grid-aligned lattice laws with a
 single decisive epoch it equals the exact optimum to 10⁻⁹ (tested).
 
-The reported bound is the larger (:attr:`AdaptiveBounds.multipliers`
-says which was computed: ``deadline``, ``lower_bound_priced``,
-``lower_bound_carried``). A carried pass costs K̄·rows·(G + 1)·L·G/2 and
-G + 1 times the FFTs of a priced one: on the realistic families'
-grids (K̄ = 100, hundreds to tens of thousands of buckets) it is not
-affordable, and the per-epoch slack Δ would have to be ≪ Tmax/(epochs run)
-— there the deadline is priced only, and the width that finer loss
-grids do not remove still contains the pricing gap (docs/adaptive.md).
+The reported bound is the largest (:attr:`AdaptiveBounds.multipliers`
+says which were computed: ``deadline``, ``lower_bound_priced``,
+``lower_bound_carried``, ``lower_bound_waterfill``). A time-grid pass costs
+K̄·rows·(G + 1)·L·G/2 and G + 1 times the FFTs of a priced one: on the
+realistic families' grids (K̄ = 100, hundreds to tens of thousands of
+buckets) it is not affordable, and the per-epoch slack Δ would have to be
+≪ Tmax/(epochs run); there the water-filling bound carries the deadline
+(docs/adaptive.md: it gains 1.3–3.7 % over the priced bound on the same grid).
 
 In the certified policy every run enforces the deadline itself. With
 the deadline carried, :class:`TimedPolicy` reads the pessimistic grid's

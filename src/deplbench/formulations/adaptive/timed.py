@@ -9,13 +9,15 @@ time remains. An epoch of action (m', n') with compute time t and
 communication time s = size/b moves τ to τ − t − s; its money is
 κc/t (x = c/t, eq. (2)), allowed when x ≤ r, i.e. t ≥ c/r.
 
-Why a grid and not the water-filling factorisation. With no capacity and
-no communication time, a policy tree π with remaining time τ costs W_π/τ
-(W = 0 at a stop, (√(κc) + √E[W′])² at a trained epoch), so its value is
-W_π/τ + μF_π: the best tree depends on τ through μτ (the failure price
-does not scale with 1/τ), hence τ — or ν = μτ — stays a state variable.
-Where x ≤ r binds or s > 0 the per-tree value is not W/τ at all. The grid
-handles all three exactly up to its rounding, which is chosen per chain:
+Beside the water-filling bound (:mod:`~deplbench.formulations.adaptive.waterfill`).
+With no capacity and no communication time, a policy tree π with remaining
+time τ costs W_π/τ (W = 0 at a stop, (√(κc) + √E[W′])² at a trained
+epoch), so its value W_π/τ + μF_π depends on τ through μτ; the
+water-filling bound keeps each state's whole set of (W, F) pairs (its
+support function) so that τ leaves the state, and relaxes the capacity and
+the communication time (a tangent). The grid here keeps both exactly, up to
+its rounding, which is chosen per chain — what it gives away instead is
+time per epoch, so it pays on short horizons:
 
 *Optimistic* (lower bound). The true remaining time τ at a grid state is
 ≤ τ_j. A true epoch with compute time t lands at τ′ = τ − s − t; let τ_i

@@ -62,7 +62,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from deplbench.formulations.adaptive.chain import UNIT, Chain, correlate_rows
+from deplbench.formulations.adaptive.chain import UNIT, Chain, build_chain, correlate_rows
 from deplbench.formulations.adaptive.settings import SLOPES
 from deplbench.limits import check_time
 
@@ -325,10 +325,12 @@ def waterfill_pass(chain: Chain, mu: float, lam: float, slopes: int = SLOPES, sp
 
 
 #: The failure price of the first grid's passes is searched, as a ratio to the priced search's μ, by
-#: golden section on log μ over this range (RATIO_STEPS passes): the bound is concave in μ, falls
-#: steeply below its best and gently above it. A coarser grid would not do: its best ratio lies lower
-#: (0.44 at 150 buckets against 0.58–0.60 at 600 and 2400 on PACT-VGG11 ℓmax 0.3, docs/adaptive.md).
-RATIO_SPAN, RATIO_STEPS = (0.45, 1.1), 5
+#: golden section on log μ over this range (RATIO_STEPS passes) on a grid of RATIO_BUCKETS (or the
+#: first grid, when coarser): the bound is concave in μ, falls steeply below its best and gently above
+#: it. The best ratio does not move with the loss grid from 300 buckets up (0.584 at 300 and 600 on
+#: PACT-VGG11 ℓmax 0.3, 0.58–0.60 at 2400), but does with the slopes (0.78 at J = 32), so the search
+#: uses the slopes of the bound.
+RATIO_SPAN, RATIO_STEPS, RATIO_BUCKETS = (0.45, 1.1), 5, 300
 #: Finer grids take one pass at the ratio found times LEAN (the gentle side of the best).
 LEAN = 1.03
 
@@ -336,13 +338,17 @@ LEAN = 1.03
 def grid_passes(chain: Chain, omega: float, warm, slopes: int, ratio: float | None) -> tuple[list, float]:
     """The water-filling passes of one grid of the refinement, from its priced search's best pass
     ``warm`` (its λ for the tangent, its μ as the reference): on the first grid (``ratio`` None) the
-    failure price's search (:func:`waterfill_ratio`), on a finer one a pass at the ratio found times
-    :data:`LEAN`. Returns the passes and the ratio."""
+    failure price's search (:func:`waterfill_ratio`, on :data:`RATIO_BUCKETS` buckets), then a pass
+    at the ratio found times :data:`LEAN`. Returns the passes (each a valid bound at every ω,
+    whatever its grid) and the ratio."""
     mu0 = max(warm.mu, 1e-9 * chain.st.cost_scale())
+    wps: list = []
     if ratio is None:
-        ratio, wps = waterfill_ratio(chain, omega, warm.lam, mu0, slopes)
-        return wps, ratio
-    return [waterfill_pass(chain, ratio * LEAN * mu0, warm.lam, slopes)], ratio
+        coarse = chain if chain.i0 <= RATIO_BUCKETS else build_chain(chain.instance, RATIO_BUCKETS, True)
+        ratio, wps = waterfill_ratio(coarse, omega, warm.lam, mu0, slopes)
+        if coarse is chain:
+            return wps, ratio
+    return [*wps, waterfill_pass(chain, ratio * LEAN * mu0, warm.lam, slopes)], ratio
 
 
 def water_fields(water, ratio: float | None, omega: float, time_max: float) -> dict:
@@ -388,6 +394,6 @@ def waterfill_ratio(chain: Chain, omega: float, lam: float, mu: float, slopes: i
     return math.exp(z), list(memo.values())
 
 
-__all__ = ["LEAN", "RATIO_SPAN", "RATIO_STEPS", "SLOPES", "SPAN", "WaterPass", "envelope", "epoch_support",
-           "grid_passes", "lines", "segments", "tangent_terms", "water_fields", "waterfill_memory", "waterfill_pass",
-           "waterfill_ratio"]
+__all__ = ["LEAN", "RATIO_BUCKETS", "RATIO_SPAN", "RATIO_STEPS", "SLOPES", "SPAN", "WaterPass", "envelope",
+           "epoch_support", "grid_passes", "lines", "segments", "tangent_terms", "water_fields", "waterfill_memory",
+           "waterfill_pass", "waterfill_ratio"]
