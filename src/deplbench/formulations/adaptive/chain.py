@@ -579,6 +579,7 @@ __all__ = [
     "applies",
     "best_success",
     "correlate",
+    "correlate_rows",
     "dp",
     "fft_error",
     "kernel",

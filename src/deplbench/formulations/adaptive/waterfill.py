@@ -49,8 +49,8 @@ through the origin.
 References
 ----------
 DepL paper, eq. (2) (cost), eq. (3) (chance constraint), eq. (4) (deadline);
-the water-filling lead and its exactness question: issue #38. Measured
-gains: docs/adaptive.md, "Further routes".
+measured gains: docs/adaptive.md, "The deadline carried exactly, by
+water-filling".
 """
 
 from __future__ import annotations
