@@ -391,6 +391,13 @@ def dp(chain: Chain, lam: float, mu: float, keep: bool = False) -> Pass:
     communication apart plus the second moment of the remaining compute
     time, for the policy's time rescaling. The money cost is V − λT − μF.
 
+    Each epoch correlates one next-state row per distinct (model, kernel)
+    (:func:`distinct_rows`: one per model when γ does not depend on the
+    cluster) and every action (m', n') reads its row's result; the switch
+    jumps are correlated once per distinct row too. The outputs are those of
+    one correlation per action, bit for bit (each row is transformed on its
+    own, over the same padded kernel span; the tests compare the two).
+
     Rounding: alongside, a bound E_k (per quantity) on the sup over states of
     |computed − exact| is carried backwards. The terminal values (0, μ, 1)
     are exact; a correlation maps an error E to at most E·(‖p‖₁ + p_inf)
@@ -424,10 +431,10 @@ def dp(chain: Chain, lam: float, mu: float, keep: bool = False) -> Pass:
     err = np.zeros(Q)                                      # sup-norm error of nxt, per quantity
     for k in range(chain.K - 1, -1, -1):
         tops = nxt[:, :, -1] if top is None else np.broadcast_to(top, (M, Q))
-        f = np.repeat(nxt, N, axis=0)                      # rows (m', n')
-        ex, err_ex = correlate_rows(f, [chain.kx[k][m][n] for m in range(M) for n in range(N)],
-                                    np.repeat(tops, N, axis=0), err)     # (M·N, Q, L1)
-        sw, err_sw = _switch_values(chain, ex, top, err_ex)
+        models, kers, index = distinct_rows(chain, k)
+        ex_u, err_u = correlate_rows(nxt[models], kers, tops[models], err)
+        sw, err_sw = _switch_values(chain, ex_u, top, err_u, index)
+        ex, err_ex = ex_u[index], err_u[index]             # rows (m', n'): (M·N, Q, L1)
         # the epoch's own cost and time after the expectations (mass sent to
         # −∞ is left out of a kernel, but its epoch is still paid); unusable
         # pairs priced out after the FFTs (an inf would spoil them)
@@ -463,7 +470,8 @@ def best_success(chain: Chain) -> tuple[float, float]:
     """The chain's highest P(success) over all policies, deadline and cost ignored,
     with a bound on its rounding error: (p, err).
 
-    Backward DP on P(fail) alone (same kernels, same correlations as :func:`dp`).
+    Backward DP on P(fail) alone (same kernels, same correlations as :func:`dp`,
+    one per distinct row).
     On the optimistic chain every true policy is matched by a chain policy
     succeeding at least as often (package docstring, relaxation 1), so a
     target ω above p + err is reached by no policy of the instance.
@@ -483,10 +491,10 @@ def best_success(chain: Chain) -> tuple[float, float]:
         check_time(f"adaptive-opt's reachability pass on {chain.i0} buckets, backward step {chain.K - k} "
                    f"of {chain.K}")
         tops = nxt[:, :, -1] if top is None else np.broadcast_to(top, (M, 1))
-        ex, err_ex = correlate_rows(np.repeat(nxt, N, axis=0),
-                                    [chain.kx[k][m][n] for m in range(M) for n in range(N)],
-                                    np.repeat(tops, N, axis=0), err)
-        sw, err_sw = _switch_values(chain, ex, top, err_ex)
+        models, kers, index = distinct_rows(chain, k)
+        ex_u, err_u = correlate_rows(nxt[models], kers, tops[models], err)
+        sw, err_sw = _switch_values(chain, ex_u, top, err_u, index)
+        ex, err_ex = ex_u[index], err_u[index]
         ex[~usable.reshape(M * N)] = np.inf
         for (a, b) in sw:
             sw[(a, b)][~usable[b]] = np.inf
@@ -513,6 +521,45 @@ def _add_epoch(ex: np.ndarray, here: np.ndarray, keep: bool) -> np.ndarray:
     return ex
 
 
+def _kernel_key(k: Kernel) -> tuple:
+    """A kernel's content (start, mass at +∞, probabilities): equal keys, equal correlations."""
+    return (k.lo, k.p_inf, k.p.shape, k.p.tobytes())
+
+
+def distinct_rows(chain: Chain, k: int) -> tuple[np.ndarray, list[Kernel], np.ndarray]:
+    """The distinct (model m', run-term kernel) pairs of epoch ``k``: the correlations a DP step needs.
+
+    Every action (m', n') correlates the next state's row of model m' with the kernel
+    ``chain.kx[k][m'][n']``; clusters whose kernels are equal in value (γ(n) equal for every
+    n, as :meth:`Setting.of` sets it) need the correlation only once. Rows are in model order,
+    each model's in cluster order of first appearance.
+
+    Returns
+    -------
+    models : (R,) int
+        The model m' of each distinct row (the next-state row it reads).
+    kernels : list of R :class:`Kernel`
+        Its kernel.
+    index : (M·N,) int
+        For every action row m'·N + n', its distinct row: the expectations of all
+        actions are ``ex[index]`` when ``ex`` holds the R distinct ones.
+    """
+    M, N = chain.M, chain.N
+    of: dict[tuple, int] = {}
+    models: list[int] = []
+    kernels: list[Kernel] = []
+    index = np.empty(M * N, dtype=np.intp)
+    for m in range(M):
+        for n in range(N):
+            kx = chain.kx[k][m][n]
+            j = of.setdefault((m, _kernel_key(kx)), len(models))
+            if j == len(models):
+                models.append(m)
+                kernels.append(kx)
+            index[m * N + n] = j
+    return np.array(models, dtype=np.intp), kernels, index
+
+
 def correlate_rows(f, kernels, tops, err_in=None):
     """:func:`correlate` with one ``top`` row per leading row. With ``err_in``
     (Q,) — a bound on the error of f and of the tops, per quantity — also
@@ -532,17 +579,26 @@ def correlate_rows(f, kernels, tops, err_in=None):
     return out if err is None else (out, err)
 
 
-def _switch_values(chain, ex, top, err_ex):
+def _switch_values(chain, ex, top, err_ex, index=None):
     """E over the switch jump of the run-term expectation: {(m, m'): (N, Q, L1)},
-    and the bound on their rounding error, {(m, m'): (N, Q)}."""
+    and the bound on their rounding error, {(m, m'): (N, Q)}.
+
+    ``ex``, ``err_ex``: the run-term expectations and their error bounds, one row per
+    (m', n') (M·N rows), or with ``index`` (:func:`distinct_rows`) one per distinct row,
+    ``index`` giving each (m', n')'s. Each distinct row is correlated once: clusters
+    reading the same row get the same values."""
     N = chain.N
+    if index is None:
+        index = np.arange(chain.M * N)
     out, err = {}, {}
     for (a, b), kj in chain.kj.items():
-        rows = ex[b * N:(b + 1) * N]
+        uniq, back = np.unique(index[b * N:(b + 1) * N], return_inverse=True)
+        rows = ex[uniq]
         # above the grid: optimistic = the clamped top row; pessimistic = failure
-        t = rows[:, :, -1] if top is None else np.broadcast_to(top, (N, rows.shape[1]))
-        e_in = err_ex[b * N:(b + 1) * N].max(axis=0)
-        out[(a, b)], err[(a, b)] = correlate_rows(rows, [kj] * N, t, e_in)
+        t = rows[:, :, -1] if top is None else np.broadcast_to(top, (uniq.size, rows.shape[1]))
+        e_in = err_ex[uniq].max(axis=0)
+        o, e = correlate_rows(rows, [kj] * uniq.size, t, e_in)
+        out[(a, b)], err[(a, b)] = o[back], e[back]
     return out, err
 
 
@@ -579,6 +635,7 @@ __all__ = [
     "applies",
     "best_success",
     "correlate",
+    "distinct_rows",
     "dp",
     "fft_error",
     "kernel",
