@@ -9,8 +9,10 @@ did before: :func:`every_row` put in place of ``distinct_rows``, so that the pas
 ``correlate_rows`` on the repeated rows. Every field of every pass — the priced
 :func:`dp` (with and without its tables), :func:`best_success`, the carried-deadline
 :func:`timed_dp` and :func:`timed_best_success` — must be bit for bit the reference's, on
-the realistic families (K̄ cut so that the policy neither always nor never trains) and on
-a chain whose kernels do differ across clusters.
+the realistic families (K̄ cut so that the policy neither always nor never trains), on a
+fine grid whose rows pass numpy's 8192-element reduction buffer, and on a chain whose
+kernels do differ across clusters. That needs a correlation's rounding bound to depend on
+its own row alone, not on the rest of its batch: checked directly at the end.
 """
 
 from __future__ import annotations
@@ -141,3 +143,30 @@ def test_kernels_that_differ_across_clusters_are_correlated_apart(monkeypatch):
     plain = dp(_edited(inst, False), 1.0, MU_PROBE * ch.st.cost_scale())
     assert new["dp"].value < plain.value               # the faster cluster is used: the edit matters
     assert np.isin(new["dp"].action, [3 * m + 1 for m in range(ch.M)]).any()
+
+
+@pytest.mark.slow
+def test_a_fine_grid_is_bit_identical_too(monkeypatch, count_rows):
+    """MobileNet at 9600 buckets (K̄ = 3): rows of ~16,000 cells and a switch kernel of
+    13,441, longer than numpy's 8192-element reduction buffer (:func:`chain._sum_squares`)."""
+    inst = generate("realistic", family="mobilenet", loss_max=13.0).with_changes(horizon=3)
+    ch = Chain(inst, 9600, optimistic=True)
+    assert ch.L > 8192 and max(k.p.size for k in ch.kj.values()) > 8192
+    new = passes(ch)
+    assert_bit_identical(new, reference_passes(ch, monkeypatch))
+
+
+@pytest.mark.parametrize("Q", [1, 3])
+def test_a_rows_correlation_and_bound_do_not_depend_on_its_batch(Q):
+    """Rows and kernels longer than 8192 cells: each row's output, bound and mass are the same
+    correlated alone as in a batch (a kernel repeated over rows, others distinct)."""
+    rng = np.random.default_rng(5)
+    n, P, B = 9000, 8500, 5
+    f = rng.random((B, Q, n))
+    top = rng.random(Q)
+    base = [Kernel(-P // 2, p / p.sum() * 0.999, 0.001) for p in rng.random((3, P))]
+    kers = [base[0], base[1], base[0], base[2], base[1]]
+    out, err, mass = chain_mod.correlate(f, kers, top, with_error=True)
+    for j in range(B):
+        o, e, m = chain_mod.correlate(f[j:j + 1], [kers[j]], top, with_error=True)
+        assert np.array_equal(o[0], out[j]) and np.array_equal(e[0], err[j]) and m[0] == mass[j], j

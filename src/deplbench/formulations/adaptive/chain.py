@@ -293,8 +293,29 @@ UNIT = float(np.finfo(float).eps) / 2
 FFT_ETA = 16.0
 
 
-def fft_error(ext: np.ndarray, ker: np.ndarray, pinf: np.ndarray, nfft: int) -> np.ndarray:
+def _sum_squares(x: np.ndarray) -> np.ndarray:
+    """Σ x² over the last axis, each leading row of ``x`` summed on its own: (B, ..., n) → (B, ...).
+
+    Row by row because ``np.einsum`` sums a batch in pieces of its 8192-element
+    buffer, which straddle rows longer than that when the rows are not
+    separated by another axis: a row's sum, hence its correlation's bound,
+    would depend on the other rows of its batch."""
+    sub = "bqn,bqn->bq" if x.ndim == 3 else "bn,bn->b"
+    out = np.empty(x.shape[:-1])
+    with np.errstate(over="ignore"):
+        for b in range(x.shape[0]):
+            out[b] = np.einsum(sub, x[b:b + 1], x[b:b + 1])[0]
+    return out
+
+
+def fft_error(ext: np.ndarray, ker: np.ndarray, pinf: np.ndarray, nfft: int,
+              rows: np.ndarray | None = None) -> np.ndarray:
     """A-priori bound on |computed − exact| of every output of :func:`correlate`, per (row, quantity).
+
+    ``ext`` (B, Q, n): the padded rows; ``ker`` (B, P) their kernels, or with
+    ``rows`` (B,) the distinct kernels (U, P), row b's being ``ker[rows[b]]``;
+    ``pinf`` (B,) the masses at +∞. Each row's bound depends on that row and
+    its kernel alone, not on the rest of the batch.
 
     FFT convolution (Higham, *Accuracy and Stability of Numerical Algorithms*,
     2nd ed. 2002, Thm 24.2 and §24.1): with δ = s·η/(1 − s·η), s = log₂ n + 2
@@ -313,13 +334,14 @@ def fft_error(ext: np.ndarray, ker: np.ndarray, pinf: np.ndarray, nfft: int) -> 
     eta = FFT_ETA * UNIT
     delta = stages * eta / (1.0 - stages * eta)
     amax = np.max(np.abs(ext), axis=-1)
-    with np.errstate(over="ignore"):
-        a2 = np.sqrt(np.einsum("bqn,bqn->bq", ext, ext))
+    a2 = np.sqrt(_sum_squares(ext))
     big = (~np.isfinite(a2) | (amax < 1e-140)) & np.isfinite(amax) & (amax > 0)
     if big.any():   # squares past binary64 or underflowing (costs near 1e154, 1e-154): scaled by max|a|
-        rows = ext[big] / amax[big][:, None]
-        a2[big] = amax[big] * np.sqrt(np.einsum("rn,rn->r", rows, rows))
-    b1, b2 = ker.sum(axis=-1), np.sqrt(np.einsum("bp,bp->b", ker, ker))
+        scaled = ext[big] / amax[big][:, None]
+        a2[big] = amax[big] * np.sqrt(_sum_squares(scaled))
+    b1, b2 = ker.sum(axis=-1), np.sqrt(_sum_squares(ker))
+    if rows is not None:
+        b1, b2 = b1[rows], b2[rows]
     fft = (3.0 * delta + 4.0 * UNIT) * (1.0 + delta) ** 2 * a2 * (b1 + math.sqrt(n) * b2)[:, None]
     return fft + UNIT * (4.0 * ker.shape[-1] + pinf + 1.0)[:, None] * amax
 
@@ -330,7 +352,8 @@ def correlate(f: np.ndarray, kernels: list[Kernel], top: np.ndarray, with_error:
     f : (B, Q, L+1) stacked quantities; below bucket 0 reads f[..., 0]
     (success), above L reads ``top`` (Q,), or (B, Q) one per row — the
     clamped f[..., L] for the optimistic chain, failure for the pessimistic
-    one. Batched FFT. With
+    one. Batched FFT; a kernel given for several rows (the same object) is
+    transformed once. With
     ``with_error`` also returns (B, Q): :func:`fft_error`'s bound on the
     rounding error of each row (rounding only; f's own error is propagated
     by the caller) and the kernels' total masses ‖p‖₁ + p_inf (B,).
@@ -343,18 +366,21 @@ def correlate(f: np.ndarray, kernels: list[Kernel], top: np.ndarray, with_error:
     tt = top[None, :] if top.ndim == 1 else top            # (1 or B, Q)
     ext = np.concatenate([np.repeat(f[..., :1], A, axis=-1), f,
                           np.broadcast_to(tt[:, :, None], (B, Q, Bp))], axis=-1)
-    ker = np.zeros((B, P))
-    pinf = np.zeros(B)
-    for j, k in enumerate(kernels):
+    of: dict[int, int] = {}
+    rows = np.array([of.setdefault(id(k), len(of)) for k in kernels], dtype=np.intp)
+    distinct = list({id(k): k for k in kernels}.values())  # in the order of ``of``
+    ker = np.zeros((len(distinct), P))
+    for j, k in enumerate(distinct):
         ker[j, k.lo - lo:k.lo - lo + k.p.size] = k.p
-        pinf[j] = k.p_inf
+    pinf = np.array([k.p_inf for k in distinct], dtype=float)[rows]
     nfft = sp_fft.next_fast_len(ext.shape[-1] + P, real=True)
-    conv = sp_fft.irfft(sp_fft.rfft(ext, nfft) * sp_fft.rfft(ker[:, ::-1], nfft)[:, None, :], nfft)
+    ker_hat = sp_fft.rfft(ker[:, ::-1], nfft)[rows]
+    conv = sp_fft.irfft(sp_fft.rfft(ext, nfft) * ker_hat[:, None, :], nfft)
     start = lo + A + P - 1
     out = conv[..., start:start + L1] + pinf[:, None, None] * tt[:, :, None]
     if not with_error:
         return out
-    return out, fft_error(ext, ker, pinf, nfft), ker.sum(axis=-1) + pinf
+    return out, fft_error(ext, ker, pinf, nfft, rows), ker.sum(axis=-1)[rows] + pinf
 
 
 @dataclass
