@@ -29,7 +29,7 @@ whether each variant's bound and passes (λ, μ, V₀ and its rounding bound) ar
 ``after``'s bit for bit (``every-row`` must be), and the 1-minute load before
 and after. An older ``before`` may differ in the last bits of the rounding
 bounds on grids whose rows pass 8192 cells: its norms depended on the other
-rows of a batch (:func:`deplbench.formulations.adaptive.chain._sum_squares`).
+rows of a batch (:func:`deplbench.formulations.adaptive.correlation._sum_squares`).
 """
 
 from __future__ import annotations

@@ -23,6 +23,7 @@ import numpy as np
 import pytest
 
 from deplbench.formulations.adaptive import chain as chain_mod
+from deplbench.formulations.adaptive import correlation as correlation_mod
 from deplbench.formulations.adaptive import timed as timed_mod
 from deplbench.formulations.adaptive.chain import Chain, Kernel, best_success, distinct_rows, dp, kernel
 from deplbench.formulations.adaptive.search import MU_PROBE
@@ -79,13 +80,13 @@ def assert_bit_identical(new: dict, ref: dict) -> None:
 def count_rows(monkeypatch):
     """The rows each :func:`correlate` call of the passes transforms, in order."""
     rows: list[int] = []
-    real = chain_mod.correlate
+    real = correlation_mod.correlate
 
     def counted(f, *a, **k):
         rows.append(f.shape[0])
         return real(f, *a, **k)
 
-    monkeypatch.setattr(chain_mod, "correlate", counted)
+    monkeypatch.setattr(correlation_mod, "correlate", counted)      # correlate_rows' (dp, best_success)
     monkeypatch.setattr(timed_mod, "correlate", counted)
     return rows
 
@@ -148,7 +149,7 @@ def test_kernels_that_differ_across_clusters_are_correlated_apart(monkeypatch):
 @pytest.mark.slow
 def test_a_fine_grid_is_bit_identical_too(monkeypatch, count_rows):
     """MobileNet at 9600 buckets (K̄ = 3): rows of ~16,000 cells and a switch kernel of
-    13,441, longer than numpy's 8192-element reduction buffer (:func:`chain._sum_squares`)."""
+    13,441, longer than numpy's 8192-element reduction buffer (:func:`correlation._sum_squares`)."""
     inst = generate("realistic", family="mobilenet", loss_max=13.0).with_changes(horizon=3)
     ch = Chain(inst, 9600, optimistic=True)
     assert ch.L > 8192 and max(k.p.size for k in ch.kj.values()) > 8192
@@ -166,7 +167,7 @@ def test_a_rows_correlation_and_bound_do_not_depend_on_its_batch(Q):
     top = rng.random(Q)
     base = [Kernel(-P // 2, p / p.sum() * 0.999, 0.001) for p in rng.random((3, P))]
     kers = [base[0], base[1], base[0], base[2], base[1]]
-    out, err, mass = chain_mod.correlate(f, kers, top, with_error=True)
+    out, err, mass = correlation_mod.correlate(f, kers, top, with_error=True)
     for j in range(B):
-        o, e, m = chain_mod.correlate(f[j:j + 1], [kers[j]], top, with_error=True)
+        o, e, m = correlation_mod.correlate(f[j:j + 1], [kers[j]], top, with_error=True)
         assert np.array_equal(o[0], out[j]) and np.array_equal(e[0], err[j]) and m[0] == mass[j], j

@@ -65,7 +65,8 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from deplbench.formulations.adaptive.chain import UNIT, Chain, F, Pass, V, correlate, distinct_rows
+from deplbench.formulations.adaptive.chain import Chain, F, Pass, V, distinct_rows
+from deplbench.formulations.adaptive.correlation import UNIT, correlate
 from deplbench.formulations.adaptive.search import MU_PROBE, Search, best_mu
 from deplbench.limits import check_time
 
