@@ -4,6 +4,7 @@ Run::
 
     python perf/adaptive_distinct_rows.py
     python perf/adaptive_distinct_rows.py --before-src /tmp/before/src   # also an older checkout
+    python perf/adaptive_distinct_rows.py --cases timed:0 --buckets 600   # carried-deadline passes
 
 The DP passes (:func:`~deplbench.formulations.adaptive.chain.dp`) correlate
 one next-state row per distinct (model, kernel)
@@ -22,6 +23,9 @@ warm-started on the grid) on the optimistic chain, per instance and grid:
 * ``before`` (with ``--before-src``): the search run from another source tree,
   e.g. the commit before the change exported with
   ``git archive COMMIT src | tar -x -C /tmp/before``.
+
+The case ``timed:0`` times three carried-deadline passes (:data:`TIMED_POINTS`) on a
+small instance instead (:func:`worker`).
 
 Each variant runs in a fresh process, the order alternating between cases;
 it prints the CPU seconds of each, the ratios to ``after``, the bound and
@@ -44,6 +48,8 @@ from pathlib import Path
 
 SRC = Path(__file__).resolve().parents[1] / "src"
 DEFAULT_CASES = "pact-vgg11:0.3,alexnet:9,mobilenet:13"
+#: Time points of the carried-deadline passes timed with ``--cases timed:0 --buckets 600``.
+TIMED_POINTS = (64, 128, 256)
 
 
 def every_row(chain, k: int):
@@ -56,7 +62,12 @@ def every_row(chain, k: int):
 
 
 def worker(family: str, loss_max: float, buckets: int, variant: str) -> dict:
-    """One search in this process: CPU seconds, the bound and every pass's (λ, μ, V₀, err)."""
+    """One search in this process: CPU seconds, the bound and every pass's (λ, μ, V₀, err).
+
+    Family ``timed``: instead, one carried-deadline pass (:func:`timed_dp`) at each of
+    ``TIMED_POINTS`` on a small instance (``generate("scaling", n_models=2, n_clusters=2,
+    horizon=6)``, the size on which the bracket carries the deadline), at μ = 10 × the
+    cost scale."""
     from deplbench.formulations.adaptive import chain as chain_mod
     from deplbench.formulations.adaptive.chain import Chain
     from deplbench.formulations.adaptive.search import multires_search
@@ -65,6 +76,20 @@ def worker(family: str, loss_max: float, buckets: int, variant: str) -> dict:
 
     if variant == "every-row":
         chain_mod.distinct_rows = every_row
+        try:
+            from deplbench.formulations.adaptive import timed as timed_mod
+            timed_mod.distinct_rows = every_row
+        except ImportError:
+            pass
+    if family == "timed":
+        from deplbench.formulations.adaptive.timed import timed_dp
+
+        chain = Chain(generate("scaling", n_models=2, n_clusters=2, horizon=6, seed=0), buckets, optimistic=True)
+        mu = 10.0 * chain.st.cost_scale()
+        t0 = time.process_time()
+        ps = [timed_dp(chain, mu, g) for g in TIMED_POINTS]
+        return {"cpu": time.process_time() - t0, "bound": ps[-1].value,           # V₀ at G = 256
+                "passes": [[p.lam, p.mu, p.value, p.err] for p in ps]}
     inst = generate("realistic", family=family, loss_max=loss_max)
     chain = Chain(inst, buckets, optimistic=True)
     t0 = time.process_time()
@@ -120,7 +145,9 @@ def main() -> None:
         res = {v: run(v, src, case) for v, src in order}
         ref = res["after"]
         cpu = [res[v]["cpu"] for v in names]
-        print(f"| {case[0]} ℓmax {case[1]:g} | {case[2]} | " + " | ".join(f"{c:.1f}" for c in cpu) + " | "
+        label = ("timed_dp, scaling 2×2, K̄ = 6, G = " + "/".join(map(str, TIMED_POINTS)) if case[0] == "timed"
+                 else f"{case[0]} ℓmax {case[1]:g}")
+        print(f"| {label} | {case[2]} | " + " | ".join(f"{c:.1f}" for c in cpu) + " | "
               + " | ".join(f"{c / cpu[0]:.2f}" for c in cpu[1:]) + f" | {ref['bound']:.6g} | "
               + "; ".join(f"{v}: {compare(res[v], ref)}" for v in names[1:]) + " |", flush=True)
     print(f"1-minute load {load0:.1f}→{os.getloadavg()[0]:.1f}")
