@@ -51,7 +51,7 @@ the result valid in floating point:
    actually done: every pass carries an a-priori bound on its rounding
    error (:func:`~deplbench.formulations.adaptive.chain.dp`; the FFT
    correlations bounded after Higham 2002, Thm 24.2, with
-   :func:`~deplbench.formulations.adaptive.chain.fft_error`; terminal values
+   :func:`~deplbench.formulations.adaptive.correlation.fft_error`; terminal values
    exact, a correlation with kernel mass ≤ 1 does not amplify an error, the
    minimum is 1-Lipschitz) and :meth:`Pass.bound` subtracts it, together
    with the rounding of V₀ − μ(1 − ω) − λTmax itself. Why subtract rather
@@ -191,7 +191,9 @@ the bracket at a vanishing grid step (perf/adaptive_targets.py measures
 width against the step; README, "The adaptive yardstick").
 
 Modules: :mod:`~deplbench.formulations.adaptive.chain` (the rounded chain,
-its DP and rounding bound), :mod:`~deplbench.formulations.adaptive.search`
+its DP and rounding bound), :mod:`~deplbench.formulations.adaptive.correlation`
+(the DP's batched FFT correlations and their rounding bound),
+:mod:`~deplbench.formulations.adaptive.search`
 (the multipliers), :mod:`~deplbench.formulations.adaptive.timed` (the
 deadline carried), :mod:`~deplbench.formulations.adaptive.certify` (the
 policy and its tuning), :mod:`~deplbench.formulations.adaptive.bracket`
@@ -204,8 +206,11 @@ Scope (:func:`applies`): one dataset (held by every cluster, β = 0), the
 intended data rule (eq. (6) lets the cluster change), continuous or
 discrete loss terms. Other instances are declined with the reason.
 
-Complexity: a DP pass is K̄·|M|(1 + |M|)·|N| FFT correlations of length
-~L (the buckets); batched per epoch with numpy's rfft.
+Complexity: a DP pass is at most K̄·|M|(1 + |M|)·|N| FFT correlations of
+length ~L (the buckets), one per distinct (model, kernel) row
+(:func:`~deplbench.formulations.adaptive.chain.distinct_rows`): K̄·|M|(1 + |M|)
+when the kernels do not depend on the cluster (γ one number, as on every
+generated instance); batched per epoch with scipy's rfft.
 
 References
 ----------
@@ -242,16 +247,14 @@ if TYPE_CHECKING:
         TAIL,
         TAIL_JUMP,
         Chain,
-        Kernel,
         Pass,
         Setting,
         applies,
         best_success,
-        correlate,
         dp,
-        fft_error,
         kernel,
     )
+    from deplbench.formulations.adaptive.correlation import Kernel, correlate, fft_error
     from deplbench.formulations.adaptive.search import (
         COARSE,
         Search,
@@ -277,13 +280,14 @@ if TYPE_CHECKING:
 #: imported on first use (PEP 562 module ``__getattr__``), so importing
 #: :mod:`~deplbench.formulations.adaptive.settings` alone — as ``deplbench adaptive --help``
 #: does for its defaults — loads no numerical library.
-_MODULES = ("bracket", "certify", "chain", "search", "settings", "timed")
+_MODULES = ("bracket", "certify", "chain", "correlation", "search", "settings", "timed")
 _WHERE: dict[str, str] = {
     **dict.fromkeys(("BRACKET_STATUSES", "AdaptiveBounds", "adaptive_bounds", "cost_ucb", "largest_cost",
                      "memory_estimate", "monotone_frontier", "time_points_for", "timed_memory"), "bracket"),
     **dict.fromkeys(("AdaptivePolicy", "TimedPolicy", "frontier_levels", "tune_policy"), "certify"),
-    **dict.fromkeys(("TAIL", "TAIL_JUMP", "Chain", "Kernel", "Pass", "Setting", "applies", "best_success",
-                     "correlate", "dp", "fft_error", "kernel"), "chain"),
+    **dict.fromkeys(("TAIL", "TAIL_JUMP", "Chain", "Pass", "Setting", "applies", "best_success", "dp", "kernel"),
+                    "chain"),
+    **dict.fromkeys(("Kernel", "correlate", "fft_error"), "correlation"),
     **dict.fromkeys(("COARSE", "Search", "best_mu", "lam_guess", "lower_bound_search", "multires_search"), "search"),
     **dict.fromkeys(("TIME_POINTS", "TIMED_WORK", "TimedSearch", "TimeGrid", "timed_best_success", "timed_dp",
                      "timed_search", "timed_seconds", "timed_work"), "timed"),

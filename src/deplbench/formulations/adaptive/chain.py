@@ -18,9 +18,15 @@ import math
 from dataclasses import dataclass, field
 
 import numpy as np
-from scipy import fft as sp_fft
 
 from deplbench.errors import PlanError
+from deplbench.formulations.adaptive.correlation import (  # noqa: F401 - correlate, fft_error re-exported
+    UNIT,
+    Kernel,
+    correlate,
+    correlate_rows,
+    fft_error,
+)
 from deplbench.formulations.model.allocation import TIME_RTOL
 from deplbench.instances.datalaw import compute_need
 from deplbench.instances.distributions import Empirical, PointMass
@@ -125,17 +131,6 @@ class Setting:
 # --------------------------------------------------------------------------
 # kernels: the distribution of a rounded loss term, in buckets
 # --------------------------------------------------------------------------
-
-
-@dataclass
-class Kernel:
-    """P(rounded step = lo + t) = p[t]; ``p_inf`` the mass at +∞ (fail, pessimistic
-    chain only). Mass at −∞ (optimistic chain only) is simply left out: it
-    lands in the success bucket, whose value is 0."""
-
-    lo: int
-    p: np.ndarray
-    p_inf: float = 0.0
 
 
 def kernel(dist, factor: float, h: float, optimistic: bool, tail: float = TAIL) -> Kernel:
@@ -285,78 +280,6 @@ def chain_refused(instance, buckets: int, st: Setting | None = None) -> str:
     return ""
 
 
-#: Unit roundoff of float64.
-UNIT = float(np.finfo(float).eps) / 2
-#: Relative error of one FFT stage (butterfly and twiddle), in units of
-#: :data:`UNIT`: Higham's η = μ + γ₄(√2 + μ) ≈ 6.7u for radix 2 with twiddles
-#: accurate to u, taken 16u for pocketfft's radix-3/4/5 butterflies.
-FFT_ETA = 16.0
-
-
-def fft_error(ext: np.ndarray, ker: np.ndarray, pinf: np.ndarray, nfft: int) -> np.ndarray:
-    """A-priori bound on |computed − exact| of every output of :func:`correlate`, per (row, quantity).
-
-    FFT convolution (Higham, *Accuracy and Stability of Numerical Algorithms*,
-    2nd ed. 2002, Thm 24.2 and §24.1): with δ = s·η/(1 − s·η), s = log₂ n + 2
-    stages (the real transforms' pre/post twiddle counted as two more),
-    ‖fl(FFT a) − FFT a‖₂ ≤ δ√n‖a‖₂; the pointwise complex product adds 3u
-    (√2·γ₂, Higham §3.6) and the inverse transform δ again, so every output
-    is within (3δ + 4u)(1 + δ)²·‖a‖₂·(‖b‖₁ + √n‖b‖₂) of the exact
-    correlation of the stored operands (|b̂ⱼ| ≤ ‖b‖₁ and
-    ‖â‖∞ ≤ √n‖a‖₂ bound the cross terms). Added: the kernel probabilities
-    themselves (a count divided by the sample size, or a difference of two
-    c.d.f. values, assumed within 2 ulps each) — 4u·P·max|a| — and the
-    mass at +∞ times ``top`` — u·p_inf·max|a|.
-    """
-    n = int(nfft)
-    stages = math.log2(n) + 2.0
-    eta = FFT_ETA * UNIT
-    delta = stages * eta / (1.0 - stages * eta)
-    amax = np.max(np.abs(ext), axis=-1)
-    with np.errstate(over="ignore"):
-        a2 = np.sqrt(np.einsum("bqn,bqn->bq", ext, ext))
-    big = (~np.isfinite(a2) | (amax < 1e-140)) & np.isfinite(amax) & (amax > 0)
-    if big.any():   # squares past binary64 or underflowing (costs near 1e154, 1e-154): scaled by max|a|
-        rows = ext[big] / amax[big][:, None]
-        a2[big] = amax[big] * np.sqrt(np.einsum("rn,rn->r", rows, rows))
-    b1, b2 = ker.sum(axis=-1), np.sqrt(np.einsum("bp,bp->b", ker, ker))
-    fft = (3.0 * delta + 4.0 * UNIT) * (1.0 + delta) ** 2 * a2 * (b1 + math.sqrt(n) * b2)[:, None]
-    return fft + UNIT * (4.0 * ker.shape[-1] + pinf + 1.0)[:, None] * amax
-
-
-def correlate(f: np.ndarray, kernels: list[Kernel], top: np.ndarray, with_error: bool = False):
-    """E[f(clip(i + step))] for i = 0..L, one kernel per leading row.
-
-    f : (B, Q, L+1) stacked quantities; below bucket 0 reads f[..., 0]
-    (success), above L reads ``top`` (Q,), or (B, Q) one per row — the
-    clamped f[..., L] for the optimistic chain, failure for the pessimistic
-    one. Batched FFT. With
-    ``with_error`` also returns (B, Q): :func:`fft_error`'s bound on the
-    rounding error of each row (rounding only; f's own error is propagated
-    by the caller) and the kernels' total masses ‖p‖₁ + p_inf (B,).
-    """
-    B, Q, L1 = f.shape
-    lo = min(k.lo for k in kernels)
-    hi = max(k.lo + k.p.size - 1 for k in kernels)
-    P = hi - lo + 1
-    A, Bp = max(0, -lo), max(0, hi)
-    tt = top[None, :] if top.ndim == 1 else top            # (1 or B, Q)
-    ext = np.concatenate([np.repeat(f[..., :1], A, axis=-1), f,
-                          np.broadcast_to(tt[:, :, None], (B, Q, Bp))], axis=-1)
-    ker = np.zeros((B, P))
-    pinf = np.zeros(B)
-    for j, k in enumerate(kernels):
-        ker[j, k.lo - lo:k.lo - lo + k.p.size] = k.p
-        pinf[j] = k.p_inf
-    nfft = sp_fft.next_fast_len(ext.shape[-1] + P, real=True)
-    conv = sp_fft.irfft(sp_fft.rfft(ext, nfft) * sp_fft.rfft(ker[:, ::-1], nfft)[:, None, :], nfft)
-    start = lo + A + P - 1
-    out = conv[..., start:start + L1] + pinf[:, None, None] * tt[:, :, None]
-    if not with_error:
-        return out
-    return out, fft_error(ext, ker, pinf, nfft), ker.sum(axis=-1) + pinf
-
-
 @dataclass
 class Pass:
     """One DP pass at (λ, μ): root values and, when kept, the policy tables."""
@@ -391,6 +314,13 @@ def dp(chain: Chain, lam: float, mu: float, keep: bool = False) -> Pass:
     communication apart plus the second moment of the remaining compute
     time, for the policy's time rescaling. The money cost is V − λT − μF.
 
+    Each epoch correlates one next-state row per distinct (model, kernel)
+    (:func:`distinct_rows`: one per model when γ does not depend on the
+    cluster) and every action (m', n') reads its row's result; the switch
+    jumps are correlated once per distinct row too. The outputs are those of
+    one correlation per action, bit for bit (each row is transformed on its
+    own, over the same padded kernel span; the tests compare the two).
+
     Rounding: alongside, a bound E_k (per quantity) on the sup over states of
     |computed − exact| is carried backwards. The terminal values (0, μ, 1)
     are exact; a correlation maps an error E to at most E·(‖p‖₁ + p_inf)
@@ -424,10 +354,10 @@ def dp(chain: Chain, lam: float, mu: float, keep: bool = False) -> Pass:
     err = np.zeros(Q)                                      # sup-norm error of nxt, per quantity
     for k in range(chain.K - 1, -1, -1):
         tops = nxt[:, :, -1] if top is None else np.broadcast_to(top, (M, Q))
-        f = np.repeat(nxt, N, axis=0)                      # rows (m', n')
-        ex, err_ex = correlate_rows(f, [chain.kx[k][m][n] for m in range(M) for n in range(N)],
-                                    np.repeat(tops, N, axis=0), err)     # (M·N, Q, L1)
-        sw, err_sw = _switch_values(chain, ex, top, err_ex)
+        models, kers, index = distinct_rows(chain, k)
+        ex_u, err_u = correlate_rows(nxt[models], kers, tops[models], err)
+        sw, err_sw = _switch_values(chain, ex_u, top, err_u, index)
+        ex, err_ex = ex_u[index], err_u[index]             # rows (m', n'): (M·N, Q, L1)
         # the epoch's own cost and time after the expectations (mass sent to
         # −∞ is left out of a kernel, but its epoch is still paid); unusable
         # pairs priced out after the FFTs (an inf would spoil them)
@@ -463,7 +393,8 @@ def best_success(chain: Chain) -> tuple[float, float]:
     """The chain's highest P(success) over all policies, deadline and cost ignored,
     with a bound on its rounding error: (p, err).
 
-    Backward DP on P(fail) alone (same kernels, same correlations as :func:`dp`).
+    Backward DP on P(fail) alone (same kernels, same correlations as :func:`dp`,
+    one per distinct row).
     On the optimistic chain every true policy is matched by a chain policy
     succeeding at least as often (package docstring, relaxation 1), so a
     target ω above p + err is reached by no policy of the instance.
@@ -483,10 +414,10 @@ def best_success(chain: Chain) -> tuple[float, float]:
         check_time(f"adaptive-opt's reachability pass on {chain.i0} buckets, backward step {chain.K - k} "
                    f"of {chain.K}")
         tops = nxt[:, :, -1] if top is None else np.broadcast_to(top, (M, 1))
-        ex, err_ex = correlate_rows(np.repeat(nxt, N, axis=0),
-                                    [chain.kx[k][m][n] for m in range(M) for n in range(N)],
-                                    np.repeat(tops, N, axis=0), err)
-        sw, err_sw = _switch_values(chain, ex, top, err_ex)
+        models, kers, index = distinct_rows(chain, k)
+        ex_u, err_u = correlate_rows(nxt[models], kers, tops[models], err)
+        sw, err_sw = _switch_values(chain, ex_u, top, err_u, index)
+        ex, err_ex = ex_u[index], err_u[index]
         ex[~usable.reshape(M * N)] = np.inf
         for (a, b) in sw:
             sw[(a, b)][~usable[b]] = np.inf
@@ -513,36 +444,65 @@ def _add_epoch(ex: np.ndarray, here: np.ndarray, keep: bool) -> np.ndarray:
     return ex
 
 
-def correlate_rows(f, kernels, tops, err_in=None):
-    """:func:`correlate` with one ``top`` row per leading row. With ``err_in``
-    (Q,) — a bound on the error of f and of the tops, per quantity — also
-    returns the bound on the outputs' error, (B, Q): err_in times the kernel's
-    mass plus the rounding of the correlation."""
-    out = np.empty_like(f)
-    err = np.empty(f.shape[:2]) if err_in is not None else None
-    uniq = {}
-    for j, t in enumerate(map(tuple, tops)):
-        uniq.setdefault(t, []).append(j)
-    for t, rows in uniq.items():
-        if err is None:
-            out[rows] = correlate(f[rows], [kernels[j] for j in rows], np.array(t))
-        else:
-            out[rows], e, mass = correlate(f[rows], [kernels[j] for j in rows], np.array(t), with_error=True)
-            err[rows] = e + mass[:, None] * err_in[None, :]
-    return out if err is None else (out, err)
+def _kernel_key(k: Kernel) -> tuple:
+    """A kernel's content (start, mass at +∞, probabilities): equal keys, equal correlations."""
+    return (k.lo, k.p_inf, k.p.shape, k.p.tobytes())
 
 
-def _switch_values(chain, ex, top, err_ex):
+def distinct_rows(chain: Chain, k: int) -> tuple[np.ndarray, list[Kernel], np.ndarray]:
+    """The distinct (model m', run-term kernel) pairs of epoch ``k``: the correlations a DP step needs.
+
+    Every action (m', n') correlates the next state's row of model m' with the kernel
+    ``chain.kx[k][m'][n']``; clusters whose kernels are equal in value (γ(n) equal for every
+    n, as :meth:`Setting.of` sets it) need the correlation only once. Rows are in model order,
+    each model's in cluster order of first appearance.
+
+    Returns
+    -------
+    models : (R,) int
+        The model m' of each distinct row (the next-state row it reads).
+    kernels : list of R :class:`Kernel`
+        Its kernel.
+    index : (M·N,) int
+        For every action row m'·N + n', its distinct row: the expectations of all
+        actions are ``ex[index]`` when ``ex`` holds the R distinct ones.
+    """
+    M, N = chain.M, chain.N
+    of: dict[tuple, int] = {}
+    models: list[int] = []
+    kernels: list[Kernel] = []
+    index = np.empty(M * N, dtype=np.intp)
+    for m in range(M):
+        for n in range(N):
+            kx = chain.kx[k][m][n]
+            j = of.setdefault((m, _kernel_key(kx)), len(models))
+            if j == len(models):
+                models.append(m)
+                kernels.append(kx)
+            index[m * N + n] = j
+    return np.array(models, dtype=np.intp), kernels, index
+
+
+def _switch_values(chain, ex, top, err_ex, index=None):
     """E over the switch jump of the run-term expectation: {(m, m'): (N, Q, L1)},
-    and the bound on their rounding error, {(m, m'): (N, Q)}."""
+    and the bound on their rounding error, {(m, m'): (N, Q)}.
+
+    ``ex``, ``err_ex``: the run-term expectations and their error bounds, one row per
+    (m', n') (M·N rows), or with ``index`` (:func:`distinct_rows`) one per distinct row,
+    ``index`` giving each (m', n')'s. Each distinct row is correlated once: clusters
+    reading the same row get the same values."""
     N = chain.N
+    if index is None:
+        index = np.arange(chain.M * N)
     out, err = {}, {}
     for (a, b), kj in chain.kj.items():
-        rows = ex[b * N:(b + 1) * N]
+        uniq, back = np.unique(index[b * N:(b + 1) * N], return_inverse=True)
+        rows = ex[uniq]
         # above the grid: optimistic = the clamped top row; pessimistic = failure
-        t = rows[:, :, -1] if top is None else np.broadcast_to(top, (N, rows.shape[1]))
-        e_in = err_ex[b * N:(b + 1) * N].max(axis=0)
-        out[(a, b)], err[(a, b)] = correlate_rows(rows, [kj] * N, t, e_in)
+        t = rows[:, :, -1] if top is None else np.broadcast_to(top, (uniq.size, rows.shape[1]))
+        e_in = err_ex[uniq].max(axis=0)
+        o, e = correlate_rows(rows, [kj] * uniq.size, t, e_in)
+        out[(a, b)], err[(a, b)] = o[back], e[back]
     return out, err
 
 
@@ -579,7 +539,7 @@ __all__ = [
     "applies",
     "best_success",
     "correlate",
-    "correlate_rows",
+    "distinct_rows",
     "dp",
     "fft_error",
     "kernel",

@@ -51,11 +51,13 @@ allows; the FFT correlations and the sums carry the rounding bound of
 :meth:`~deplbench.formulations.adaptive.chain.Pass.bound` subtracts it
 (with λ = 0).
 
-Cost: a pass is K̄ epochs of (|M|·|N| + switches·|N|)·(G + 1) FFT
-correlations of length ~L plus a (G + 1)²/2 min-plus step per row and
-bucket: affordable on small instances (:func:`timed_work`), not on the
-realistic families' fine grids, where the bracket keeps the priced bound
-alone (and says so).
+Cost: a pass is K̄ epochs of at most (|M|·|N| + switches·|N|)·(G + 1) FFT
+correlations of length ~L (one per distinct (model, kernel) row and grid
+point, :func:`~deplbench.formulations.adaptive.chain.distinct_rows`: |M| + switches
+rows when the kernels do not depend on the cluster) plus a (G + 1)²/2
+min-plus step per (m', n') row and bucket: affordable on small instances
+(:func:`timed_work`), not on the realistic families' fine grids, where the
+bracket keeps the priced bound alone (and says so).
 """
 
 from __future__ import annotations
@@ -65,7 +67,8 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from deplbench.formulations.adaptive.chain import UNIT, Chain, F, Pass, V, correlate
+from deplbench.formulations.adaptive.chain import Chain, F, Pass, V, distinct_rows
+from deplbench.formulations.adaptive.correlation import UNIT, correlate
 from deplbench.formulations.adaptive.search import MU_PROBE, Search, best_mu
 from deplbench.limits import check_time
 
@@ -90,7 +93,10 @@ TIMED_EXTRA_PASSES = 6
 
 
 def timed_work(chain: Chain, points: int) -> float:
-    """Multiply–adds of one :func:`timed_dp` pass: K̄ · rows · (G + 1) · (L + 1) · ((G + 1)/2 + log₂ L)."""
+    """Multiply–adds of one :func:`timed_dp` pass: K̄ · rows · (G + 1) · (L + 1) · ((G + 1)/2 + log₂ L).
+
+    rows = (|M| + switches)·|N|, the min-plus steps' rows; the FFTs' part counted on as many
+    rows, an upper bound when clusters share their kernels (module docstring, Cost)."""
     rows = chain.M * chain.N + len(chain.kj) * chain.N
     g1 = int(points) + 1
     return float(chain.K * rows * g1 * (chain.L + 1)) * (g1 / 2.0 + math.log2(chain.L + 2))
@@ -198,20 +204,26 @@ def timed_dp(chain: Chain, mu: float, points: int = TIME_POINTS[0], keep: bool =
     for k in range(chain.K - 1, -1, -1):
         if where is not None:
             check_time(f"{where}, backward step {chain.K - k} of {chain.K}")
-        kx_rows = [chain.kx[k][m][n] for m in range(M) for n in range(N) for _ in range(G1)]
-        f = np.repeat(nxt, N, axis=0).reshape(M * N * G1, Q, L1)     # rows (m', n', j)
+        # one correlation per distinct (model, kernel) and grid point, read back by every
+        # cluster sharing it (chain.distinct_rows)
+        models, kers, index = distinct_rows(chain, k)
+        R = models.size
+        kx_rows = [kx for kx in kers for _ in range(G1)]
+        f = nxt[models].reshape(R * G1, Q, L1)                       # rows (distinct row, j)
         tops = f[:, :, -1] if chain.optimistic else np.broadcast_to(fail, (f.shape[0], Q))
-        ex, e_ex = _correlate_err(f, kx_rows, tops, err)
-        ex = ex.reshape(M * N, G1, Q, L1)
-        e_ex = e_ex.reshape(M * N, G1, Q).max(axis=1)                # (M·N, Q)
+        ex_u, e_u = _correlate_err(f, kx_rows, tops, err)
+        ex_u = ex_u.reshape(R, G1, Q, L1)
+        e_u = e_u.reshape(R, G1, Q).max(axis=1)                      # (R, Q)
+        ex, e_ex = ex_u[index], e_u[index]                           # rows (m', n'): (M·N, G1, Q, L1)
         sw, e_sw = {}, {}
         for (a, b), kj in chain.kj.items():
-            rows = ex[b * N:(b + 1) * N].reshape(N * G1, Q, L1)
-            t = rows[:, :, -1] if chain.optimistic else np.broadcast_to(fail, (N * G1, Q))
-            e_in = e_ex[b * N:(b + 1) * N].max(axis=0)
-            o, e = _correlate_err(rows, [kj] * (N * G1), t, e_in)
-            sw[(a, b)] = o.reshape(N, G1, Q, L1)
-            e_sw[(a, b)] = e.reshape(N, G1, Q).max(axis=1)
+            uniq, back = np.unique(index[b * N:(b + 1) * N], return_inverse=True)
+            rows = ex_u[uniq].reshape(uniq.size * G1, Q, L1)
+            t = rows[:, :, -1] if chain.optimistic else np.broadcast_to(fail, (uniq.size * G1, Q))
+            e_in = e_u[uniq].max(axis=0)
+            o, e = _correlate_err(rows, [kj] * (uniq.size * G1), t, e_in)
+            sw[(a, b)] = o.reshape(uniq.size, G1, Q, L1)[back]
+            e_sw[(a, b)] = e.reshape(uniq.size, G1, Q).max(axis=1)[back]
         best_all = _epoch_best(ex, money, off)                       # (M·N, G1, Q, L1), lags
         best_sw = {ab: _epoch_best(v, money[ab[1] * N:(ab[1] + 1) * N], off) for ab, v in sw.items()}
         # rounding of adding the charge (≤ 2μ) to an expectation: u·(2μ + max|ex|), twice for safety

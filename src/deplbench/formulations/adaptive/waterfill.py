@@ -62,7 +62,8 @@ from typing import ClassVar
 
 import numpy as np
 
-from deplbench.formulations.adaptive.chain import UNIT, Chain, build_chain, correlate_rows
+from deplbench.formulations.adaptive.chain import Chain, build_chain, distinct_rows
+from deplbench.formulations.adaptive.correlation import UNIT, correlate_rows
 from deplbench.formulations.adaptive.search import lower_bound_search
 from deplbench.formulations.adaptive.settings import SLOPES
 from deplbench.limits import check_time
@@ -223,10 +224,6 @@ class WaterPass:
         return raw - 8.0 * UNIT * (abs(v) / time_max + risk + self.b_sum)
 
 
-def _kernel_key(k) -> tuple:
-    return (k.lo, k.p_inf, k.p.tobytes())
-
-
 def _classes(A: np.ndarray, b: np.ndarray, mu: float) -> list[tuple[float, float]]:
     """The distinct (A, b/μ) of one model's clusters, dominated ones (A and b both at least
     another's) left out: their candidates are never below that one's. Unusable (A = inf): none."""
@@ -247,7 +244,7 @@ def waterfill_pass(chain: Chain, mu: float, lam: float, slopes: int = SLOPES, sp
     clusters may also differ, is relaxed). The deadline (:func:`deplbench.limits.check_time`) is
     read before every epoch."""
     t0 = time.process_time()
-    st, M, N, L1 = chain.st, chain.M, chain.N, chain.L + 1
+    st, M, L1 = chain.st, chain.M, chain.L + 1
     tmax = st.time_max
     nu_star = float(mu * tmax)
     if not (math.isfinite(nu_star) and nu_star > 0):
@@ -282,15 +279,7 @@ def waterfill_pass(chain: Chain, mu: float, lam: float, slopes: int = SLOPES, sp
         check_time(f"adaptive-opt's water-filling pass on {chain.i0} buckets, backward step {chain.K - k} "
                    f"of {chain.K}")
         # one row per (model, distinct kernel): the expectation of the next state's support
-        rows: list[int] = []
-        kers, of = [], {}
-        for m in range(M):
-            for n in range(N):
-                key = (m, _kernel_key(chain.kx[k][m][n]))
-                if key not in of:
-                    of[key] = len(rows)
-                    rows.append(m)
-                    kers.append(chain.kx[k][m][n])
+        rows, kers, _ = distinct_rows(chain, k)
         f = nxt[rows]
         ex, err = correlate_rows(f, kers, f[:, :, -1], eta * nus)
         eta_k = float(np.max(err[:, pos] / nus[pos]))
