@@ -243,6 +243,42 @@ def test_the_refinement_scales_a_tuning_skipped_on_the_last_grid(clock, monkeypa
     assert b.status != "time_limit" and b.certification and clock.t <= 11.75
 
 
+def test_a_stop_with_no_time_to_tune_the_last_grid_certifies_the_last_tuned_policy(clock, monkeypatch):
+    """As above, but tuning the 60-bucket grid is predicted (the growth taken ×10⁶ here) to pass the
+    limit: the refinement certifies the 30-bucket grid's policy instead of ending with nothing, says so
+    in ``buckets_policy``, and the solver rebuilds that policy on its own grid: run on the certification
+    seed, it succeeds on exactly the runs the certificate counted."""
+    from types import SimpleNamespace
+
+    from deplbench.formulations.evaluation.closed_loop import simulate
+    from deplbench.solvers.adaptive.optimum import AdaptiveOpt
+    from tests.instance_data import two_model_data
+
+    inst = parse_instance(two_model_data())
+    real_tune, tuned, rate = bracket._tune, [], {}
+    grids = _timed_searches(monkeypatch, clock, 2.0)
+
+    def tune(instance, pes, search, *args, **kwargs):
+        policy, tl, _, kept = real_tune(instance, pes, search, *args, **kwargs)
+        clock.advance(1.0)
+        tuned.append(pes.i0)
+        rate["runs/s"] = sum(t["runs"] for t in tl) / 1.0
+        return policy, tl, 1.4 * search.bound(), kept
+
+    monkeypatch.setattr(bracket, "_tune", tune)
+    monkeypatch.setattr(bracket, "GROWTH", 1e6)
+    _certification_at_tuning_rate(monkeypatch, clock, rate)
+    b = adaptive_bounds(inst, buckets=30, runs=100, tune_runs=500, width=1e-6, time_limit=11.75, time_points=0)
+    assert grids == [30, 60] and tuned == [30] and b.refinement["stopped_by"] == "time_limit"
+    assert b.status != "time_limit" and b.certified and b.grid["buckets"] == 60
+    assert b.multipliers["buckets_policy"] == 30
+    res = SimpleNamespace(diagnostics=b.to_dict())
+    pol = AdaptiveOpt().closed_loop_policy(inst, res, buckets=30, runs=100, tune_runs=500, time_points=0)
+    assert pol.chain.i0 == 30
+    sim = simulate(inst, pol, b.certification["runs"], b.certification["seed"])
+    assert int(sim.success.sum()) == b.certification["successes"]
+
+
 def test_a_stop_during_the_first_grid_build_is_seen_before_the_reachability_pass(inst, clock, monkeypatch):
     """The first grid's build takes 10 s on the clock: the reachability pass (the optimistic
     chain's best P(success)) does not start, and the line says no bound exists yet."""

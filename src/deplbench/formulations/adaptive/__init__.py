@@ -99,8 +99,9 @@ on tuning runs is within it, or the next grid is predicted to end,
 certification included, after the time limit
 (:func:`~deplbench.formulations.adaptive.bracket.next_grid_fits`), or the
 memory budget or ``max_buckets`` would be passed; the policy of the last
-grid is then certified once, so the stopping rule never sees the
-certification draws.
+grid is then certified once (the last tuned grid's when tuning the last
+one and certifying would pass the time limit: ``multipliers["buckets_policy"]``),
+so the stopping rule never sees the certification draws.
 
 **Statuses** (:data:`BRACKET_STATUSES`; when several apply, the first in
 that order is reported and every line kept), each with one line:

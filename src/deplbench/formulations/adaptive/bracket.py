@@ -483,12 +483,16 @@ def _bracket(instance, buckets: int, runs: int, seed: int, confidence: float, tu
         else:
             b = nxt
             continue
-        if not tuned:                                   # the policy of the finest grid
+        # the policy of the finest grid — unless its tuning (predicted as next_grid_fits does) and the
+        # certification would pass the time left: then the last tuned grid's policy is certified
+        retune = GROWTH ** max(round(math.log(b / tune_b, REFINE)), 1) * tune_s[-1] + runs / sim_rate
+        if not tuned and retune <= time_left():
             t_tune = now()
             pes = build_chain(instance, b, optimistic=False)
             policy, tl, _, kept_log = _tune(instance, pes, search, warm, g, target, tune_runs, seed, rho, runs, alpha)
             log.extend(dict(t, buckets=b) for t in tl)
             tune_s.append(now() - t_tune)
+            tune_b = b
             sim_rate = max(sum(t["runs"] for t in tl), 1) / max(tune_s[-1], 1e-9)
         break
     # the pass whose bound is reported (priced or carried): its multipliers and rounding are reported with it
@@ -560,7 +564,7 @@ def _bracket(instance, buckets: int, runs: int, seed: int, confidence: float, tu
         p_success=(1.0 - q) * k / max(n_kept, 1), p_success_lo=p_lo, certified=certified,
         frontier=monotone_frontier(search, omega),
         multipliers={"lambda": best.lam, "mu": best.mu, "lambda_policy": policy.pass_.lam,
-                     "mu_policy": policy.pass_.mu, "rho_policy": policy.rho,
+                     "mu_policy": policy.pass_.mu, "rho_policy": policy.rho, "buckets_policy": tune_b,
                      "give_up": policy.give_up, "scaling": policy.scaling, "budget": policy.budget,
                      "lambda_converged": search.lam_converged,
                      "deadline": deadline_line(carried[1], carried[2], water),

@@ -168,13 +168,16 @@ class AdaptiveOpt(Solver):
         """The certified policy, rebuilt from ``diagnostics["multipliers"]`` (its own time and
         failure prices ``lambda_policy`` and ``mu_policy`` — not the bound's pass, which may be
         another one —, ρ, rescaling rule or time grid, and share given up at once; None
-        without them) on the grid the bracket ended on. None too for a run the time limit
+        without them) on the grid it was tuned on (``buckets_policy``). None too for a run the time limit
         stopped (status ``time_limit``): its multipliers are the bound's alone, no policy was tuned."""
         mult = (result.diagnostics or {}).get("multipliers")
         if not mult or "mu_policy" not in mult or not adaptive.applies(instance)[0]:
             return None
         p = self.resolve_params(params)
-        buckets = ((result.diagnostics or {}).get("grid") or {}).get("buckets") or p["buckets"]
+        # the grid of the policy's tuning (a coarser one than the bound's when the time limit left no
+        # time to tune on the finest)
+        buckets = (mult.get("buckets_policy") or ((result.diagnostics or {}).get("grid") or {}).get("buckets")
+                   or p["buckets"])
         chain = adaptive.Chain(instance, int(buckets), optimistic=False)
         if mult.get("time_points_policy"):
             g = int(mult["time_points_policy"])
