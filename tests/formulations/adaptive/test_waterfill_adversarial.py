@@ -20,14 +20,14 @@ today; fixing the defect turns them into failures to be unmarked).
 from __future__ import annotations
 
 import math
-from decimal import Decimal
+from decimal import Decimal, getcontext
 from fractions import Fraction
 
 import numpy as np
 import pytest
 
 from deplbench.formulations import adaptive as A
-from deplbench.formulations.adaptive.waterfill import waterfill_pass
+from deplbench.formulations.adaptive.waterfill import epoch_support, waterfill_pass
 from deplbench.formulations.model.allocation import TIME_RTOL
 from deplbench.instances.model import parse_instance
 from tests.formulations.adaptive.exact_lattice import LAWS, exact_front, exact_optimum, lattice
@@ -231,3 +231,52 @@ def test_the_bound_is_never_nan(nu_star):
     except ValueError:
         return                                  # refused with a message: as good as a number
     assert not math.isnan(b)
+
+
+
+def _exact_least(col: np.ndarray, nus: np.ndarray, a: float, i: int) -> Decimal:
+    """inf over t ∈ (0, 1) of A/t + L(ν(1 − t))/(1 − t), L the linear interpolation of ``col`` at
+    ``nus`` and ν = nus[i], in 50-digit decimals: per segment c < i (the line y + Dν′ of its end
+    points, u = 1 − t with ν·u on it) f(u) = A/(1 − u) + y/u + νD, convex for y > 0 (least at
+    u* = √y/(√A + √y) clipped to the segment) and increasing in u for y ≤ 0 (least at its left end)."""
+    getcontext().prec = 50
+    nu, A_ = Decimal(float(nus[i])), Decimal(float(a))
+    best = None
+    for c in range(i):
+        n0, n1 = Decimal(float(nus[c])), Decimal(float(nus[c + 1]))
+        s0, s1 = Decimal(float(col[c])), Decimal(float(col[c + 1]))
+        slope = (s1 - s0) / (n1 - n0)
+        y = s0 - n0 * slope
+        lo, hi = n0 / nu, min(n1, nu) / nu
+        if y > 0:
+            u = min(max(y.sqrt() / (A_.sqrt() + y.sqrt()), lo), hi)
+        else:
+            u = lo
+        v = A_ / (1 - u) + (y / u if u > 0 else Decimal(0)) + nu * slope
+        best = v if best is None else min(best, v)
+    assert best is not None
+    return best
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_the_epoch_step_is_below_the_exact_least_over_the_time_share_to_the_last_bit(seed):
+    """Against the exact least in 50-digit decimals (not a grid of t): rough, partly negative input
+    (G < 0 where b < 0, as with communication time; non-concave, as rounding may leave it), near
+    linear input (the slopes' differences cancel), A from 10⁻⁸ to 10⁸ times the values, the slopes
+    at the default ratio or ten times apart (the step does not rest on exact slope differences)."""
+    rng = np.random.default_rng(seed)
+    for ratio_span, J in ((1e3, 16), (1e6, 7)):
+        nus = np.concatenate([[0.0], np.geomspace(1.0 / ratio_span, 1.0, J - 1)]) * 10.0 ** rng.uniform(-6, 6)
+        scale = 10.0 ** rng.uniform(-6, 6)
+        rough = np.cumsum(rng.uniform(-1.0, 1.0, J)) * nus * scale
+        near_linear = (0.7 + 1e-12 * rng.standard_normal(J)) * nus * scale
+        concave = np.min(rng.uniform(0.0, 2.0, 5)[:, None] * scale * nus[-1]
+                         + nus[None, :] * rng.uniform(-0.5, 1.0, 5)[:, None] * scale, axis=0)
+        for col in (rough, near_linear, np.minimum(concave, nus * scale)):
+            col = col.copy()
+            col[0] = 0.0
+            for a in np.array([1e-8, 1e-2, 1.0, 1e2, 1e8]) * scale * nus[-1]:
+                out = epoch_support(col[None, :, None], nus, np.array([a]))[0, :, 0]
+                assert out[0] == 0.0
+                for i in range(1, J):
+                    assert Decimal(float(out[i])) <= _exact_least(col, nus, a, i), (a, i)
