@@ -13,8 +13,9 @@ Every check compares the bound with a value it must not exceed:
   (equal to it at K̄ = 1); with a second cluster, each cluster's own such value;
 * a free cluster (κ = 0): the optimum is 0.
 
-The xfail tests are reproducers of defects found in review (strict: they fail
-today; fixing the defect turns them into failures to be unmarked).
+The last tests reproduce defects found in review (a usable pair dropped where
+the tangent price made its tangent non-finite; a bad tangent price accepted; NaN
+bounds at extreme failure prices) and keep them fixed.
 """
 
 from __future__ import annotations
@@ -182,7 +183,7 @@ def test_no_switches_and_a_dominated_cluster_never_above_the_exact_optimum():
 
 
 # --------------------------------------------------------------------------
-# reproducers of defects (xfail, strict)
+# defects found in review (fixed; these keep them fixed)
 # --------------------------------------------------------------------------
 
 
@@ -197,9 +198,6 @@ def _first_case(kappa=1.0, time_max=50.0, compute_factor=1.0, cap=1e3):
     return inst, float(exact_optimum(inst, pmax))
 
 
-@pytest.mark.xfail(strict=True, reason="tangent_terms: at λ = 0 the priced compute time c/1e-300 overflows "
-                   "for c > 1.8e8, A = NaN, and the usable pair is dropped as if unusable: the bound "
-                   "(750.0 at μ = 10³) exceeds the exact optimum (0.16)")
 def test_a_zero_tangent_price_on_a_large_compute_need_stays_below_the_optimum():
     # κc = 2 and 1 as in the lattice (compute ×10⁹, κ = 10⁻⁹), capacity far above any allocation
     inst, opt = _first_case(kappa=1e-9, compute_factor=1e9, cap=1e15)
@@ -207,9 +205,6 @@ def test_a_zero_tangent_price_on_a_large_compute_need_stays_below_the_optimum():
     assert _bound(ch, 1e3, 0.0, 16) <= opt
 
 
-@pytest.mark.xfail(strict=True, reason="waterfill_pass does not check lam: a negative or NaN λ makes every "
-                   "tangent NaN, every pair is dropped, the root can only stop and the bound is μω "
-                   "(0.42 at the priced μ = 0.57, 424 at 10³ times it, against the exact optimum 0.16)")
 @pytest.mark.parametrize("lam", [-1.0, math.nan])
 def test_a_bad_tangent_price_is_refused_with_the_field_named(lam):
     inst, _ = _first_case()
@@ -218,9 +213,6 @@ def test_a_bad_tangent_price_is_refused_with_the_field_named(lam):
         waterfill_pass(ch, 1.0, lam)
 
 
-@pytest.mark.xfail(strict=True, reason="ν* = μ·Tmax is checked positive and finite only: at ν* ≈ 1e-320 "
-                   "(subnormal slopes, equal ones, 0/0) and ν* ≈ 1e307 (the FFT overflows, inf·0) the "
-                   "pass's value and bound are NaN, which max(..., key=bound) keeps when it comes first")
 @pytest.mark.parametrize("nu_star", [1e-321, 5e307])
 def test_the_bound_is_never_nan(nu_star):
     inst, _ = _first_case()

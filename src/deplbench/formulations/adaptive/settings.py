@@ -50,7 +50,8 @@ CLI_WIDTH, CLI_TIME_LIMIT = 0.03, 300.0
 
 
 def _slopes(value) -> str:
-    """Fewer than 16 slopes over the span of 10³ leave consecutive ones a factor 2 or more apart."""
+    """Fewer than 16 slopes over the span of 10³ leave consecutive ones a factor 2 or more apart: a
+    valid bound still, but too coarse to gain on the priced one (J 32 is already below it)."""
     return f"must be 0 (no water-filling bound) or an integer ≥ 16, got {value}" if 0 < value < 16 else ""
 
 

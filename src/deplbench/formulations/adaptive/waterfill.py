@@ -10,7 +10,7 @@ children's) and 0 at a stop: min over d of A/d + E[W′]/(τ − d), the
 water-filling of the deadline. Time therefore leaves the state. At a
 failure price μ, with G = F + B/μ (F = P(fail)), a state offers the set
 of its (W, G) pairs, convex because a policy may randomise; it is kept as
-its support function σ(ν) = min W + νG at J slopes 0 = ν₀ < … < ν_J = ν*
+its support function σ(ν) = min W + νG at J slopes 0 = ν₀ < … < ν_(J−1) = ν*
 = μ·Tmax:
 
 * the children's sum is the expectation of their support functions: the
@@ -70,6 +70,9 @@ from deplbench.limits import check_time
 
 #: The geometric slopes span ν*/SPAN to ν*: a run's later epochs see ν* times the share of Tmax left.
 SPAN = 1e3
+#: ν* = μ·Tmax must lie here: below, the slopes ν*/SPAN… become subnormal; above, the FFT of
+#: the stop values (ν) overflows.
+NU_RANGE = (1e-280, 1e280)
 
 
 def tangent_terms(chain: Chain, lam: float) -> tuple[np.ndarray, np.ndarray]:
@@ -79,7 +82,9 @@ def tangent_terms(chain: Chain, lam: float) -> tuple[np.ndarray, np.ndarray]:
     (:meth:`~deplbench.formulations.adaptive.chain.Setting.priced`): A = κc·(d₀/(d₀ − s))²,
     b = −κc·s/(d₀ − s)²; the curve lies above it everywhere (it touches at d₀ only). Both are
     lowered by a few ulps so that the rounding of their evaluation cannot lift A/d + b above
-    the curve. Unusable pairs: A = inf."""
+    the curve. Where that tangent is not finite (a priced compute time that under- or
+    overflows), the pair keeps (κc, 0): κc/d ≤ κc/(d − s) too — a usable pair is never dropped.
+    Unusable pairs: A = inf."""
     st = chain.st
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         kc = st.kappa[None, :] * st.compute
@@ -87,8 +92,10 @@ def tangent_terms(chain: Chain, lam: float) -> tuple[np.ndarray, np.ndarray]:
         A = kc * ((tc + st.comm) / tc) ** 2 * (1.0 - 16.0 * UNIT)
         b = -kc * st.comm / tc ** 2
         b = b - 16.0 * UNIT * (np.abs(b) + kc / tc)
-    ok = st.usable & np.isfinite(A) & np.isfinite(b)
-    return np.where(ok, A, np.inf), np.where(ok, b, 0.0)
+    tangent = np.isfinite(A) & np.isfinite(b)
+    A = np.where(tangent, A, kc * (1.0 - 16.0 * UNIT))
+    b = np.where(tangent, b, 0.0)
+    return np.where(st.usable, A, np.inf), np.where(st.usable, b, 0.0)
 
 
 def epoch_support(S: np.ndarray, nus: np.ndarray, A: np.ndarray) -> np.ndarray:
@@ -99,7 +106,7 @@ def epoch_support(S: np.ndarray, nus: np.ndarray, A: np.ndarray) -> np.ndarray:
     S : ndarray, (R, J, L1)
         The children's sum at the slopes ``nus`` (S[:, 0] = 0: σ(0) = 0).
     nus : ndarray, (J,)
-        0 = ν₀ < ν₁ < … , consecutive ratios below 2 (their differences are exact).
+        0 = ν₀ < ν₁ < … (any spacing: each segment's line is taken below both its end points).
     A : ndarray, (R,)
         The epoch's A per row (inf: unusable).
 
@@ -133,7 +140,7 @@ def segments(T: np.ndarray, nus: np.ndarray) -> tuple[np.ndarray, np.ndarray, np
     T[0] = 0.0
     nu = nus[:, None]
     D = np.diff(T, axis=0)
-    D /= np.diff(nus)[:, None]                                  # exact differences: Sterbenz (ratios < 2), ν₀ = 0
+    D /= np.diff(nus)[:, None]                   # any rounding here is absorbed: y is lowered below both points
     y = T[:-1] - nu[:-1] * D
     np.minimum(y, T[1:] - nu[1:] * D, out=y)                    # the line below both points
     mag = np.abs(T[:-1])
@@ -206,9 +213,13 @@ class WaterPass:
     nu: float              # ν* = μ·Tmax as computed: the root's slope
     value: float           # σ_root(ν*) as computed
     eta: float             # the rounding bound per unit of slope (module docstring)
-    b_sum: float           # K̄·max |b|: bounds Σ|b| along a run
+    #: K̄·max |b| ≥ Σ|b| along a run: the scale of the own terms' last rounding and of the mismatch
+    #: E[B]·(1 − ν*/(μ·Tmax)) between ν* = fl(μ·Tmax) and μ·Tmax, both covered by :meth:`bound`'s margin.
+    b_sum: float
     slopes: int
     err: float             # η·ν*/Tmax: the rounding bound in cost units, as a priced pass's
+    #: The chain's Tmax the pass ran with (the setting's, slightly above the instance's): the bound's.
+    time_max: float
     grid: dict = field(default_factory=dict)
     seconds: float = 0.0
 
@@ -216,12 +227,18 @@ class WaterPass:
     p_fail: ClassVar[float] = math.nan
     err_fail: ClassVar[float] = 0.0
 
-    def bound(self, omega: float, time_max: float) -> float:
-        """σ_root(ν*)/Tmax − μ(1 − ω) less the pass's rounding: a valid lower bound at every ω."""
-        risk = self.nu / time_max * (1.0 - omega)
+    def bound(self, omega: float, time_max: float | None = None) -> float:
+        """σ_root(ν*)/Tmax − μ(1 − ω) less the pass's rounding: a valid lower bound at every ω.
+
+        Tmax is the pass's own (:attr:`time_max`; ``time_max`` is accepted as a priced pass's
+        ``bound`` takes it, and ignored: another value would not bound). −inf when the pass's
+        value is not finite (ν* beyond what binary64 carries)."""
+        tm = self.time_max
+        risk = self.nu / tm * (1.0 - omega)
         v = self.value - self.eta * self.nu
-        raw = v / time_max - risk
-        return raw - 8.0 * UNIT * (abs(v) / time_max + risk + self.b_sum)
+        raw = v / tm - risk
+        out = raw - 8.0 * UNIT * (abs(v) / tm + risk + self.b_sum + self.err)
+        return out if math.isfinite(out) else -math.inf
 
 
 def _classes(A: np.ndarray, b: np.ndarray, mu: float) -> list[tuple[float, float]]:
@@ -247,10 +264,15 @@ def waterfill_pass(chain: Chain, mu: float, lam: float, slopes: int = SLOPES, sp
     st, M, L1 = chain.st, chain.M, chain.L + 1
     tmax = st.time_max
     nu_star = float(mu * tmax)
-    if not (math.isfinite(nu_star) and nu_star > 0):
-        raise ValueError(f"mu: the root's slope μ·Tmax = {nu_star!r} must be positive and finite")
+    if not NU_RANGE[0] <= nu_star <= NU_RANGE[1]:
+        raise ValueError(f"mu: the root's slope μ·Tmax = {nu_star!r} is outside [{NU_RANGE[0]:g}, "
+                         f"{NU_RANGE[1]:g}], where its slopes and their FFTs stay normal binary64 numbers")
+    if not lam >= 0.0:
+        raise ValueError(f"lam: the tangent's time price must be ≥ 0, got {lam!r}")
     if not span ** (1.0 / max(slopes - 2, 1)) < 2.0:
-        raise ValueError(f"slopes: {slopes} slopes over a span of {span:g} leave consecutive ratios ≥ 2")
+        # a sharpness rule, not a validity one: every segment's line lies below both its end points
+        raise ValueError(f"slopes: {slopes} slopes over a span of {span:g} leave consecutive ratios ≥ 2 "
+                         "(too coarse to be useful)")
     geo = nu_star * np.geomspace(1.0 / span, 1.0, slopes - 1)
     geo[-1] = nu_star
     nus = np.concatenate([[0.0], geo])
@@ -270,8 +292,8 @@ def waterfill_pass(chain: Chain, mu: float, lam: float, slopes: int = SLOPES, sp
         for a, lin in classes[m]:
             v = envelope(*lines(seg, a), nus)
             own = nu * lin
-            v += own - 2.0 * UNIT * np.abs(own)                          # the epoch's own G, rounded down
-            v -= 2.0 * UNIT * np.abs(v)                                    # and the sum's rounding
+            v += own - 4.0 * UNIT * np.abs(own)                          # the epoch's own G, rounded down
+            v -= 3.0 * UNIT * np.abs(v)                                    # and the sum's rounding
             np.minimum(out, v, out=out)
         return out
 
@@ -308,7 +330,7 @@ def waterfill_pass(chain: Chain, mu: float, lam: float, slopes: int = SLOPES, sp
             cur[m] = v
         if k == 0:
             return WaterPass(lam, mu, nu_star, float(cur[M, -1, chain.i0]), eta,
-                             float(chain.K * np.max(np.abs(b), initial=0.0)), slopes, eta * nu_star / tmax,
+                             float(chain.K * np.max(np.abs(b), initial=0.0)), slopes, eta * nu_star / tmax, tmax,
                              dict(chain.grid(), slopes=slopes), time.process_time() - t0)
         nxt = cur[:M]
     raise AssertionError("horizon 0")
@@ -325,14 +347,24 @@ RATIO_SPAN, RATIO_STEPS, RATIO_BUCKETS = (0.45, 1.1), 5, 300
 LEAN = 1.03
 
 
-def grid_passes(chain: Chain, omega: float, warm, slopes: int, ratio: float | None) -> tuple[list, float]:
+def _reachable(mu: float, time_max: float) -> bool:
+    """Whether every failure price the search and the passes may try from ``mu`` keeps ν* in :data:`NU_RANGE`."""
+    return NU_RANGE[0] <= RATIO_SPAN[0] * mu * time_max and RATIO_SPAN[1] * LEAN * mu * time_max <= NU_RANGE[1]
+
+
+def grid_passes(chain: Chain, omega: float, warm, slopes: int,
+                ratio: float | None) -> tuple[list, float | None]:
     """The water-filling passes of one grid of the refinement, from its priced search's best pass
     ``warm`` (its λ for the tangent, its μ as the reference): on the first grid (``ratio`` None) the
-    failure price's search (:func:`waterfill_ratio`, on :data:`RATIO_BUCKETS` buckets, as a ratio to
-    that grid's own priced μ), then a pass at the ratio found times :data:`LEAN`. Returns the passes
-    (each a valid bound at every ω, whatever its grid) and the ratio."""
+    failure price's search (:func:`waterfill_ratio`, as a ratio to the priced μ of the grid it runs
+    on: this one when it has at most :data:`RATIO_BUCKETS` buckets — its passes are then this grid's
+    —, else one of :data:`RATIO_BUCKETS`), then a pass at the ratio found times :data:`LEAN`.
+    Returns the passes (each a valid bound at every ω, whatever its grid) and the ratio; none, and
+    the ratio unchanged, where the failure prices would leave :data:`NU_RANGE`."""
     floor = 1e-9 * chain.st.cost_scale()
     mu0 = max(warm.mu, floor)
+    if not _reachable(mu0, chain.st.time_max):
+        return [], ratio                        # failure prices beyond binary64's reach: not computed
     wps: list = []
     if ratio is None:
         if chain.i0 <= RATIO_BUCKETS:
@@ -342,6 +374,8 @@ def grid_passes(chain: Chain, omega: float, warm, slopes: int, ratio: float | No
         # ratio is taken to its own priced μ (a short search warm-started from this grid's)
         coarse = build_chain(chain.instance, RATIO_BUCKETS, True)
         ref = lower_bound_search(coarse, omega, 2, 4, lam0=warm.lam, mu0=mu0, step=1.5).best
+        if not _reachable(max(ref.mu, floor), coarse.st.time_max):
+            return [], ratio
         ratio, wps = waterfill_ratio(coarse, omega, ref.lam, max(ref.mu, floor), slopes)
     return [*wps, waterfill_pass(chain, ratio * LEAN * mu0, warm.lam, slopes)], ratio
 
@@ -391,6 +425,6 @@ def waterfill_ratio(chain: Chain, omega: float, lam: float, mu: float, slopes: i
     return math.exp(z), list(memo.values())
 
 
-__all__ = ["LEAN", "RATIO_BUCKETS", "RATIO_SPAN", "RATIO_STEPS", "SLOPES", "SPAN", "WaterPass", "envelope",
+__all__ = ["LEAN", "NU_RANGE", "RATIO_BUCKETS", "RATIO_SPAN", "RATIO_STEPS", "SLOPES", "SPAN", "WaterPass", "envelope",
            "epoch_support", "grid_passes", "lines", "segments", "tangent_terms", "water_fields", "waterfill_memory",
            "waterfill_pass", "waterfill_ratio"]
