@@ -438,7 +438,7 @@ def _bracket(instance, buckets: int, runs: int, seed: int, confidence: float, tu
             state.water.extend(wps)
             n_passes += len(wps)
             # any grid's pass bounds the same optimum
-            water = max(wps + ([water] if water else []), key=lambda p: p.bound(omega, opt.st.time_max))
+            water = max(wps + ([water] if water else []), key=lambda p: p.bound(omega), default=None)
         search.water = [water] if water else []
         lb = search.bound()
         t_lb = now() - t_level

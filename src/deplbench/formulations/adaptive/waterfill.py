@@ -263,10 +263,14 @@ def waterfill_pass(chain: Chain, mu: float, lam: float, slopes: int = SLOPES, sp
     t0 = time.process_time()
     st, M, L1 = chain.st, chain.M, chain.L + 1
     tmax = st.time_max
-    nu_star = float(mu * tmax)
+    # costs in a power of 2 near the instance's cost scale (exact): every value scales with it
+    unit = cost_unit(chain)
+    mu_u = mu / unit
+    nu_star = float(mu_u * tmax)
     if not NU_RANGE[0] <= nu_star <= NU_RANGE[1]:
-        raise ValueError(f"mu: the root's slope μ·Tmax = {nu_star!r} is outside [{NU_RANGE[0]:g}, "
-                         f"{NU_RANGE[1]:g}], where its slopes and their FFTs stay normal binary64 numbers")
+        raise ValueError(f"mu: the root's slope μ·Tmax = {nu_star * unit!r} is outside [{NU_RANGE[0]:g}, "
+                         f"{NU_RANGE[1]:g}] times the cost unit {unit:g}, where its slopes and their FFTs stay "
+                         "normal binary64 numbers")
     if not lam >= 0.0:
         raise ValueError(f"lam: the tangent's time price must be ≥ 0, got {lam!r}")
     if not span ** (1.0 / max(slopes - 2, 1)) < 2.0:
@@ -278,12 +282,13 @@ def waterfill_pass(chain: Chain, mu: float, lam: float, slopes: int = SLOPES, sp
     nus = np.concatenate([[0.0], geo])
     J, nu = nus.size, nus[:, None]
     A, b = tangent_terms(chain, lam)
+    A, b = A / unit, b / unit
     stop = np.broadcast_to(nu, (J, L1)).copy()                       # give up: (W, G) = (0, 1)
     stop[:, 0] = 0.0                                                   # the success bucket
     nxt = np.broadcast_to(stop, (M, J, L1)).copy()                    # k = K̄: must stop
     eta = 0.0
     pos = nus > 0
-    classes = [_classes(A[m], b[m], mu) for m in range(M)]
+    classes = [_classes(A[m], b[m], mu_u) for m in range(M)]
 
     def block(S: np.ndarray, m: int) -> np.ndarray:
         """Least over model m's cluster classes of the epoch's support from the sum S (J, L1)."""
@@ -329,8 +334,9 @@ def waterfill_pass(chain: Chain, mu: float, lam: float, slopes: int = SLOPES, sp
             v[0] = 0.0
             cur[m] = v
         if k == 0:
-            return WaterPass(lam, mu, nu_star, float(cur[M, -1, chain.i0]), eta,
-                             float(chain.K * np.max(np.abs(b), initial=0.0)), slopes, eta * nu_star / tmax, tmax,
+            nu_c = nu_star * unit                       # back to the instance's cost unit: exact
+            return WaterPass(lam, mu, nu_c, float(cur[M, -1, chain.i0]) * unit, eta,
+                             float(chain.K * np.max(np.abs(b), initial=0.0)) * unit, slopes, eta * nu_c / tmax, tmax,
                              dict(chain.grid(), slopes=slopes), time.process_time() - t0)
         nxt = cur[:M]
     raise AssertionError("horizon 0")
@@ -347,9 +353,17 @@ RATIO_SPAN, RATIO_STEPS, RATIO_BUCKETS = (0.45, 1.1), 5, 300
 LEAN = 1.03
 
 
-def _reachable(mu: float, time_max: float) -> bool:
-    """Whether every failure price the search and the passes may try from ``mu`` keeps ν* in :data:`NU_RANGE`."""
-    return NU_RANGE[0] <= RATIO_SPAN[0] * mu * time_max and RATIO_SPAN[1] * LEAN * mu * time_max <= NU_RANGE[1]
+def cost_unit(chain: Chain) -> float:
+    """The power of 2 nearest the instance's cost scale (:meth:`~.chain.Setting.cost_scale`): a pass
+    computes in it, so that its numbers do not depend on the unit of cost (scaling by it is exact)."""
+    return 2.0 ** round(math.log2(chain.st.cost_scale()))
+
+
+def _reachable(chain: Chain, mu: float) -> bool:
+    """Whether every failure price the search and the passes may try from ``mu`` keeps ν* (in the
+    pass's cost unit) in :data:`NU_RANGE`."""
+    nu = mu / cost_unit(chain) * chain.st.time_max
+    return NU_RANGE[0] <= RATIO_SPAN[0] * nu and RATIO_SPAN[1] * LEAN * nu <= NU_RANGE[1]
 
 
 def grid_passes(chain: Chain, omega: float, warm, slopes: int,
@@ -363,7 +377,7 @@ def grid_passes(chain: Chain, omega: float, warm, slopes: int,
     the ratio unchanged, where the failure prices would leave :data:`NU_RANGE`."""
     floor = 1e-9 * chain.st.cost_scale()
     mu0 = max(warm.mu, floor)
-    if not _reachable(mu0, chain.st.time_max):
+    if not _reachable(chain, mu0):
         return [], ratio                        # failure prices beyond binary64's reach: not computed
     wps: list = []
     if ratio is None:
@@ -374,7 +388,7 @@ def grid_passes(chain: Chain, omega: float, warm, slopes: int,
         # ratio is taken to its own priced μ (a short search warm-started from this grid's)
         coarse = build_chain(chain.instance, RATIO_BUCKETS, True)
         ref = lower_bound_search(coarse, omega, 2, 4, lam0=warm.lam, mu0=mu0, step=1.5).best
-        if not _reachable(max(ref.mu, floor), coarse.st.time_max):
+        if not _reachable(coarse, max(ref.mu, floor)):
             return [], ratio
         ratio, wps = waterfill_ratio(coarse, omega, ref.lam, max(ref.mu, floor), slopes)
     return [*wps, waterfill_pass(chain, ratio * LEAN * mu0, warm.lam, slopes)], ratio
@@ -425,6 +439,6 @@ def waterfill_ratio(chain: Chain, omega: float, lam: float, mu: float, slopes: i
     return math.exp(z), list(memo.values())
 
 
-__all__ = ["LEAN", "NU_RANGE", "RATIO_BUCKETS", "RATIO_SPAN", "RATIO_STEPS", "SLOPES", "SPAN", "WaterPass", "envelope",
-           "epoch_support", "grid_passes", "lines", "segments", "tangent_terms", "water_fields", "waterfill_memory",
-           "waterfill_pass", "waterfill_ratio"]
+__all__ = ["LEAN", "NU_RANGE", "RATIO_BUCKETS", "RATIO_SPAN", "RATIO_STEPS", "SLOPES", "SPAN", "WaterPass",
+           "cost_unit", "envelope", "epoch_support", "grid_passes", "lines", "segments", "tangent_terms",
+           "water_fields", "waterfill_memory", "waterfill_pass", "waterfill_ratio"]
