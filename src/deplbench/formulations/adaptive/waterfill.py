@@ -44,7 +44,10 @@ family, maps "≤ exact + η·ν" to itself (adding ην′ to σ_sum adds ην 
 every candidate); minima are exact. :meth:`WaterPass.bound` subtracts
 η·ν* and the rounding of the final expression. σ(0) = 0 is exact (every
 W ≥ 0 and the stop has W = 0), so the interpolation's first segment goes
-through the origin.
+through the origin. A pass computes in a power of 2 near the instance's
+cost scale (:func:`cost_unit`; scaling by it is exact), so that neither its
+bound nor the failure prices it can take (:data:`NU_RANGE`) depend on the
+unit of cost.
 
 References
 ----------
