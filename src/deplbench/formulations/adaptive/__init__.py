@@ -174,7 +174,7 @@ K̄·rows·(G + 1)·L·G/2 and G + 1 times the FFTs of a priced one: on the
 realistic families' grids (K̄ = 100, hundreds to tens of thousands of
 buckets) it is not affordable, and the per-epoch slack Δ would have to be
 ≪ Tmax/(epochs run); there the water-filling bound carries the deadline
-(docs/adaptive.md: it gains 1.3–3.7 % over the priced bound on the same grid).
+(its gain over the priced bound on the same grid: docs/adaptive.md).
 
 In the certified policy every run enforces the deadline itself. With
 the deadline carried, :class:`TimedPolicy` reads the pessimistic grid's

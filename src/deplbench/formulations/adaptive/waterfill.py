@@ -348,9 +348,9 @@ def waterfill_pass(chain: Chain, mu: float, lam: float, slopes: int = SLOPES, sp
 #: The failure price of the first grid's passes is searched, as a ratio to the priced search's μ, by
 #: golden section on log μ over this range (RATIO_STEPS passes) on a grid of RATIO_BUCKETS (or the
 #: first grid, when coarser): the bound is concave in μ, falls steeply below its best and gently above
-#: it. The best ratio does not move with the loss grid from 300 buckets up (0.584 at 300 and 600 on
-#: PACT-VGG11 ℓmax 0.3, 0.58–0.60 at 2400), but does with the slopes (0.78 at J = 32), so the search
-#: uses the slopes of the bound.
+#: it. The best ratio does not move with the loss grid from 300 buckets up, but does with the slopes
+#: (measured: docs/adaptive.md, "The deadline carried exactly, by water-filling"), so the search uses
+#: the slopes of the bound.
 RATIO_SPAN, RATIO_STEPS, RATIO_BUCKETS = (0.45, 1.1), 5, 300
 #: Finer grids take one pass at the ratio found times LEAN (the gentle side of the best).
 LEAN = 1.03
@@ -407,9 +407,8 @@ def water_fields(water, ratio: float | None, omega: float, time_max: float) -> d
 
 def waterfill_memory(chain: Chain, slopes: int) -> float:
     """Peak bytes of a pass: the FFT operands of one epoch (rows × J × ~2(L + 1), three copies, rows the
-    models and switches), the next and current states and one block's lines (about 14 (J, L + 1) arrays).
-    Above what was measured: PACT-VGG11 at 4800 buckets, 0.18 GiB against a peak RSS 0.12 GiB above the
-    process's before the pass."""
+    models and switches), the next and current states and one block's lines (about 14 (J, L + 1) arrays);
+    above a measured pass's peak (docs/adaptive.md, "The deadline carried exactly, by water-filling")."""
     rows = chain.M + len(chain.kj)
     l1 = float(chain.L + 1)
     return 8.0 * slopes * l1 * (6.0 * rows + 2.0 * chain.M + 14.0)
