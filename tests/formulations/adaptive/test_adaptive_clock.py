@@ -369,3 +369,26 @@ def test_a_stopped_record_names_the_grid_of_its_bound_and_the_grid_it_stopped_on
     assert b.refinement["stopped_on_grid"]["buckets"] == 400
     d = b.to_dict()
     assert d["grid"] == b.grid and d["refinement"]["stopped_on_grid"] == b.refinement["stopped_on_grid"]
+
+
+def test_a_stop_during_the_water_filling_search_keeps_its_finished_passes(inst, clock, monkeypatch):
+    """Each water-filling pass costs 1 s (the priced ones none): a limit of 2.5 s stops the search of
+    its failure price during its fourth pass; the three finished are proven bounds and kept."""
+    from deplbench.formulations.adaptive import waterfill
+
+    real, made = waterfill.waterfill_pass, []
+
+    def waterfill_pass(*args, **kwargs):
+        p = real(*args, **kwargs)
+        made.append(p)
+        clock.advance(1.0)
+        return p
+
+    monkeypatch.setattr(waterfill, "waterfill_pass", waterfill_pass)
+    b = adaptive_bounds(inst, time_limit=2.5, time_points=0, **SMALL)
+    assert b.status == "time_limit" and len(made) == 3
+    assert "carried exactly by water-filling" in b.multipliers["deadline"]      # the three are in the record
+    best = max(p.bound(inst.omega) for p in made)
+    assert b.lower_bound >= best
+    assert (b.multipliers["lower_bound_source"] == "waterfill") == (b.lower_bound == best)
+    assert b.frontier and b.frontier[-1]["lower_bound"] >= best

@@ -434,8 +434,7 @@ def _bracket(instance, buckets: int, runs: int, seed: int, confidence: float, tu
             n_passes += len(timed.passes)
         search.extra = carried[0]
         if slopes and waterfill_memory(opt, slopes) <= memory_budget_gib() * 2**30:
-            wps, ratio = grid_passes(opt, omega, warm, slopes, ratio)
-            state.water.extend(wps)
+            wps, ratio = grid_passes(opt, omega, warm, slopes, ratio, keep=state.water)
             n_passes += len(wps)
             # any grid's pass bounds the same optimum
             water = max(wps + ([water] if water else []), key=lambda p: p.bound(omega), default=None)

@@ -370,14 +370,15 @@ def _reachable(chain: Chain, mu: float) -> bool:
 
 
 def grid_passes(chain: Chain, omega: float, warm, slopes: int,
-                ratio: float | None) -> tuple[list, float | None]:
+                ratio: float | None, keep: list | None = None) -> tuple[list, float | None]:
     """The water-filling passes of one grid of the refinement, from its priced search's best pass
     ``warm`` (its λ for the tangent, its μ as the reference): on the first grid (``ratio`` None) the
     failure price's search (:func:`waterfill_ratio`, as a ratio to the priced μ of the grid it runs
     on: this one when it has at most :data:`RATIO_BUCKETS` buckets — its passes are then this grid's
     —, else one of :data:`RATIO_BUCKETS`), then a pass at the ratio found times :data:`LEAN`.
-    Returns the passes (each a valid bound at every ω, whatever its grid) and the ratio; none, and
-    the ratio unchanged, where the failure prices would leave :data:`NU_RANGE`."""
+    Returns the passes (each a valid bound at every ω, whatever its grid; each also appended to
+    ``keep`` as it ends) and the ratio; none, and the ratio unchanged, where the failure prices
+    would leave :data:`NU_RANGE`."""
     floor = 1e-9 * chain.st.cost_scale()
     mu0 = max(warm.mu, floor)
     if not _reachable(chain, mu0):
@@ -385,7 +386,7 @@ def grid_passes(chain: Chain, omega: float, warm, slopes: int,
     wps: list = []
     if ratio is None:
         if chain.i0 <= RATIO_BUCKETS:
-            ratio, wps = waterfill_ratio(chain, omega, warm.lam, mu0, slopes)
+            ratio, wps = waterfill_ratio(chain, omega, warm.lam, mu0, slopes, keep)
             return wps, ratio
         # the ratio carries over between grids, the price itself does not: the coarse grid's
         # ratio is taken to its own priced μ (a short search warm-started from this grid's)
@@ -393,8 +394,11 @@ def grid_passes(chain: Chain, omega: float, warm, slopes: int,
         ref = lower_bound_search(coarse, omega, 2, 4, lam0=warm.lam, mu0=mu0, step=1.5).best
         if not _reachable(coarse, max(ref.mu, floor)):
             return [], ratio
-        ratio, wps = waterfill_ratio(coarse, omega, ref.lam, max(ref.mu, floor), slopes)
-    return [*wps, waterfill_pass(chain, ratio * LEAN * mu0, warm.lam, slopes)], ratio
+        ratio, wps = waterfill_ratio(coarse, omega, ref.lam, max(ref.mu, floor), slopes, keep)
+    last = waterfill_pass(chain, ratio * LEAN * mu0, warm.lam, slopes)
+    if keep is not None:
+        keep.append(last)
+    return [*wps, last], ratio
 
 
 def water_fields(water, ratio: float | None, omega: float, time_max: float) -> dict:
@@ -414,10 +418,12 @@ def waterfill_memory(chain: Chain, slopes: int) -> float:
     return 8.0 * slopes * l1 * (6.0 * rows + 2.0 * chain.M + 14.0)
 
 
-def waterfill_ratio(chain: Chain, omega: float, lam: float, mu: float, slopes: int = SLOPES) -> tuple[float, list]:
+def waterfill_ratio(chain: Chain, omega: float, lam: float, mu: float, slopes: int = SLOPES,
+                    keep: list | None = None) -> tuple[float, list]:
     """The ratio to ``mu`` of the failure price at which the water-filling bound on ``chain`` is best,
     found by golden section (:data:`RATIO_SPAN`, :data:`RATIO_STEPS` passes). Returns the ratio and
-    the passes (each a valid bound at every ω)."""
+    the passes (each a valid bound at every ω); each is also appended to ``keep`` as it ends, so a
+    time limit passed during the search loses none."""
     ch = chain
     g = (math.sqrt(5.0) - 1.0) / 2.0
     lo, hi = math.log(RATIO_SPAN[0]), math.log(RATIO_SPAN[1])
@@ -427,6 +433,8 @@ def waterfill_ratio(chain: Chain, omega: float, lam: float, mu: float, slopes: i
     def val(z: float) -> float:
         if z not in memo:
             memo[z] = waterfill_pass(ch, mu * math.exp(z), lam, slopes)
+            if keep is not None:
+                keep.append(memo[z])
         return memo[z].bound(omega, tm)
 
     c, d = hi - g * (hi - lo), lo + g * (hi - lo)
