@@ -20,9 +20,10 @@ buckets as ``deplbench adaptive`` does):
   all of the above.
 
 The grid table runs PACT-VGG11 ℓmax 0.3 on one grid at several loss steps h:
-the width that does not shrink with h is what pricing the deadline (instead
-of carrying the remaining time in the state) and the policy's time
-rescaling cost, plus the confidence bounds.
+the width that does not shrink with h is what the policy's time rescaling
+and the lower bound's remaining relaxations (capacity, the communication
+tangent, the slopes of the water-filling bound) cost, plus the confidence
+bounds.
 
 Every row records the status, what stopped the refinement, the grids, the
 wall and CPU seconds and the 1-minute load average before and after

@@ -257,7 +257,7 @@ def register(subparsers) -> None:
     p.add_argument("--rho", type=float, default=SETTINGS["rho"].default,
                    help="policy: share of the remaining time planned (default %(default)g)")
     p.add_argument("--time-points", dest="time_points", type=int,
-                   help="carry the deadline on a grid of this many remaining-time points (0: price it only; "
+                   help="carry the deadline on a grid of this many remaining-time points (0: no time grid; "
                         "default: the finest of 256, 128, 64 whose pass on the first grid costs <= 2.5e8 "
                         "multiply-adds and fits --time-limit, kept on finer grids, e.g. 2 models and 2 clusters "
                         "at K = 6; else 0, as on the realistic families; docs/adaptive.md)")

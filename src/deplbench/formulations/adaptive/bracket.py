@@ -171,7 +171,7 @@ def _predicted_ucb(share: dict, q: float, runs: int, alpha: float) -> float:
 
 def time_points_for(chain: Chain, time_points: int | None, time_limit: float | None = None,
                     iters_mu: int = ITERS_MU) -> int:
-    """Points of the remaining-time grid on ``chain`` (0: the deadline priced only). None: the finest of
+    """Points of the remaining-time grid on ``chain`` (0: no time grid). None: the finest of
     :data:`~.timed.TIME_POINTS` (256, 128, 64) whose pass costs ≤ :data:`~.timed.TIMED_WORK` multiply–adds
     (:func:`~.timed.timed_work`) and whose passes' predicted time (:func:`~.timed.timed_seconds`) fits
     ``time_limit``."""
@@ -304,8 +304,9 @@ def adaptive_bounds(instance, buckets: int = START_BUCKETS, runs: int = RUNS, se
         (:mod:`~deplbench.formulations.adaptive.timed`): the lower bound is then
         the larger of the priced and the carried bounds (both valid) and the
         certified policy reads its tables (:class:`~deplbench.formulations.adaptive.certify.TimedPolicy`).
-        0: the deadline priced only. None (default): G = 256, 128 or 64, the finest whose
-        pass is cheap on the first grid (:func:`time_points_for`), else 0, kept on finer grids.
+        0: no time grid (the deadline priced, and carried by water-filling unless ``slopes`` is 0).
+        None (default): G = 256, 128 or 64, the finest whose pass is cheap on the first grid
+        (:func:`time_points_for`), else 0, kept on finer grids.
     slopes : int
         Slopes J of the water-filling bound (:mod:`~deplbench.formulations.adaptive.waterfill`, the
         deadline carried exactly), on every grid whose pass fits the memory budget
@@ -365,7 +366,7 @@ def _bracket(instance, buckets: int, runs: int, seed: int, confidence: float, tu
         raise PlanError(f"time_points: {g0} time points at {buckets} buckets cost {timed_work(opt, g0):.2g} "
                         f"multiply–adds per pass, about {timed_seconds(opt, g0, iters_mu):.3g} s for the "
                         f"grid's passes, beyond time_limit = {time_limit:g} s; use fewer time points or buckets "
-                        f"(0: the deadline priced only; default: chosen where affordable)")
+                        f"(0: no time grid; default: chosen where affordable)")
     time_points = g0        # and kept on finer grids (the refinement's clock weighs their passes)
     line, timed_check = "", False
     fastest = opt.st.fastest_epoch()
@@ -379,7 +380,7 @@ def _bracket(instance, buckets: int, runs: int, seed: int, confidence: float, tu
                 f"{number_beside(reach, omega)} (deadline and cost ignored; {buckets} loss buckets)")
     elif g0:
         check_memory(timed_memory(opt, g0), f"adaptive-opt's carried deadline ({g0} time points, {buckets} buckets)",
-                     "use fewer time points (--time-points 0: the deadline priced only)")
+                     "use fewer time points (--time-points 0: no time grid)")
         # the deadline carried on every run (one P(fail)-only pass): a target the deadline
         # makes unreachable is proven so here, before any multiplier search can run away
         check_time(f"adaptive-opt, before the deadline-aware reachability pass on {buckets} buckets")
@@ -427,7 +428,7 @@ def _bracket(instance, buckets: int, runs: int, seed: int, confidence: float, tu
         g = time_points_for(opt, time_points)
         if g:
             check_memory(timed_memory(opt, g), f"adaptive-opt's carried deadline ({g} time points, {b} buckets)",
-                         "use fewer time points (--time-points 0: the deadline priced only)")
+                         "use fewer time points (--time-points 0: no time grid)")
             timed = timed_search(opt, omega, g, iters_mu + 2)
             state.carried.extend(light(timed.passes))
             carried = better_carried(carried, timed, b)     # any grid's passes bound the same optimum

@@ -82,7 +82,8 @@ SETTINGS: dict[str, Param] = {
                         low=0.0, low_inclusive=False, nullable=True),
     "max_buckets": Param(MAX_BUCKETS, int, "finest grid the refinement may use", low=2),
     "time_points": Param(None, int, "points of the remaining-time grid on which the deadline is carried "
-                         "(0: priced only, E[T] ≤ Tmax; none: the finest of 256, 128, 64 whose pass on the first grid "
+                         "(0: none — the deadline priced, E[T] ≤ Tmax, and carried by water-filling unless "
+                         "slopes = 0; none: the finest of 256, 128, 64 whose pass on the first grid "
                          "costs ≤ 2.5e8 multiply–adds and fits the time limit, else 0; docs/adaptive.md)",
                          low=0, nullable=True, check=_time_points),
     "slopes": Param(SLOPES, int, "slopes of the water-filling lower bound, which carries the deadline exactly "
