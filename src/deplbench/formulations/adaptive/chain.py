@@ -356,7 +356,7 @@ def dp(chain: Chain, lam: float, mu: float, keep: bool = False) -> Pass:
         tops = nxt[:, :, -1] if top is None else np.broadcast_to(top, (M, Q))
         models, kers, index = distinct_rows(chain, k)
         ex_u, err_u = correlate_rows(nxt[models], kers, tops[models], err)
-        sw, err_sw = _switch_values(chain, ex_u, top, err_u, index)
+        sw, err_sw = switch_values(chain, ex_u, top, err_u, index)
         ex, err_ex = ex_u[index], err_u[index]             # rows (m', n'): (M·N, Q, L1)
         # the epoch's own cost and time after the expectations (mass sent to
         # −∞ is left out of a kernel, but its epoch is still paid); unusable
@@ -416,7 +416,7 @@ def best_success(chain: Chain) -> tuple[float, float]:
         tops = nxt[:, :, -1] if top is None else np.broadcast_to(top, (M, 1))
         models, kers, index = distinct_rows(chain, k)
         ex_u, err_u = correlate_rows(nxt[models], kers, tops[models], err)
-        sw, err_sw = _switch_values(chain, ex_u, top, err_u, index)
+        sw, err_sw = switch_values(chain, ex_u, top, err_u, index)
         ex, err_ex = ex_u[index], err_u[index]
         ex[~usable.reshape(M * N)] = np.inf
         for (a, b) in sw:
@@ -483,14 +483,15 @@ def distinct_rows(chain: Chain, k: int) -> tuple[np.ndarray, list[Kernel], np.nd
     return np.array(models, dtype=np.intp), kernels, index
 
 
-def _switch_values(chain, ex, top, err_ex, index=None):
+def switch_values(chain, ex, top, err_ex, index=None, per_cluster=True):
     """E over the switch jump of the run-term expectation: {(m, m'): (N, Q, L1)},
     and the bound on their rounding error, {(m, m'): (N, Q)}.
 
     ``ex``, ``err_ex``: the run-term expectations and their error bounds, one row per
     (m', n') (M·N rows), or with ``index`` (:func:`distinct_rows`) one per distinct row,
     ``index`` giving each (m', n')'s. Each distinct row is correlated once: clusters
-    reading the same row get the same values."""
+    reading the same row get the same values. ``per_cluster`` False: one row per distinct
+    row of model m' instead of one per cluster (in the order of their ids)."""
     N = chain.N
     if index is None:
         index = np.arange(chain.M * N)
@@ -502,7 +503,7 @@ def _switch_values(chain, ex, top, err_ex, index=None):
         t = rows[:, :, -1] if top is None else np.broadcast_to(top, (uniq.size, rows.shape[1]))
         e_in = err_ex[uniq].max(axis=0)
         o, e = correlate_rows(rows, [kj] * uniq.size, t, e_in)
-        out[(a, b)], err[(a, b)] = o[back], e[back]
+        out[(a, b)], err[(a, b)] = (o[back], e[back]) if per_cluster else (o, e)
     return out, err
 
 
@@ -540,6 +541,7 @@ __all__ = [
     "best_success",
     "correlate",
     "distinct_rows",
+    "switch_values",
     "dp",
     "fft_error",
     "kernel",

@@ -65,7 +65,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from deplbench.formulations.adaptive.chain import Chain, build_chain, distinct_rows
+from deplbench.formulations.adaptive.chain import Chain, build_chain, distinct_rows, switch_values
 from deplbench.formulations.adaptive.correlation import UNIT, correlate_rows
 from deplbench.formulations.adaptive.search import lower_bound_search
 from deplbench.formulations.adaptive.settings import SLOPES
@@ -309,23 +309,14 @@ def waterfill_pass(chain: Chain, mu: float, lam: float, slopes: int = SLOPES, sp
         check_time(f"adaptive-opt's water-filling pass on {chain.i0} buckets, backward step {chain.K - k} "
                    f"of {chain.K}")
         # one row per (model, distinct kernel): the expectation of the next state's support
-        rows, kers, _ = distinct_rows(chain, k)
+        rows, kers, index = distinct_rows(chain, k)
         f = nxt[rows]
         ex, err = correlate_rows(f, kers, f[:, :, -1], eta * nus)
-        eta_k = float(np.max(err[:, pos] / nus[pos]))
-        by_model = [[r for r, m in enumerate(rows) if m == mm] for mm in range(M)]
-        stay = []
-        for m in range(M):
-            stay.append(np.min([block(ex[r], m) for r in by_model[m]], axis=0) if classes[m] else None)
-        moved = {}
-        for (a, bb), kj in chain.kj.items():
-            if not classes[bb]:
-                continue
-            rr = by_model[bb]
-            e_sw, err_sw = correlate_rows(ex[rr], [kj] * len(rr), ex[rr][:, :, -1], err[rr].max(axis=0))
-            eta_k = max(eta_k, float(np.max(err_sw[:, pos] / nus[pos])))
-            moved[(a, bb)] = np.min([block(e, bb) for e in e_sw], axis=0)
-        eta = eta_k
+        sw, err_sw = switch_values(chain, ex, None, err, index, per_cluster=False)
+        eta = max(float(np.max(e[:, pos] / nus[pos])) for e in [err, *err_sw.values()])
+        stay = [np.min([block(ex[r], m) for r in np.flatnonzero(rows == m)], axis=0) if classes[m] else None
+                for m in range(M)]
+        moved = {ab: np.min([block(e, ab[1]) for e in v], axis=0) for ab, v in sw.items() if classes[ab[1]]}
         cur = np.empty((M + 1, J, L1))
         for m in range(M + 1):                                         # m = M: no model yet
             v = stop.copy()
