@@ -314,34 +314,18 @@ def test_a_failing_closed_loop_policy_keeps_the_plans_simulations(cls, message):
 
 # ------------------------------------------------------------ through the CLI
 PLUGIN_MODULE = textwrap.dedent('''
-    import sys
-    from deplbench.formulations.model.result import SolveResult
     from deplbench.params import Param
-    from deplbench.solvers.base import PlotStyle, Solver
-    from tests.solvers.test_user_algorithms import one_model_plan
+    from tests.solvers import test_user_algorithms as user
 
-    class _Base(Solver):
-        label = "user"
-        description = "a user's algorithm"
-        exact = False
-        style = PlotStyle(colour="#123456", marker="o", linestyle="-")
-        parameters = {"seed": Param(0, int, "seed", low=0)}
-
-    class Prints(_Base):
+    class Prints(user.Prints):
         name = "hunt-prints"
-        def run(self, instance, seed):
-            print("chatter from a user's algorithm")
-            return SolveResult(self.name, "feasible", plan=one_model_plan(instance, 3))
 
-    class Exits(_Base):
+    class Exits(user.Exits):
         name = "hunt-exits"
-        def run(self, instance, seed):
-            sys.exit(0)
 
     class PolicyRaises(Prints):
         name = "hunt-policy-raises"
-        def closed_loop_policy(self, instance, result, **params):
-            raise RuntimeError("policy boom")
+        closed_loop_policy = user.PolicyRaises.closed_loop_policy
 
     class BadPriority(Prints):
         name = "hunt-bad-priority"
