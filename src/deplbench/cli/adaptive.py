@@ -215,8 +215,10 @@ def _print_refinement(r: dict, w: float | None) -> None:
         target = 100 * ref["width_target"]
         met = w is not None and math.isfinite(w) and w <= ref["width_target"]
         grids = ", ".join(str(lv["buckets"]) for lv in ref["levels"]) or "none finished"
+        finer = ", ".join(str(x["buckets"]) + ("" if x["finished"] else " stopped by the time limit")
+                          for x in ref.get("bound_only") or [])
         print(f"refinement   target {target:.3g} % {'met' if met else 'NOT met'}; stopped by {ref['stopped_by']} "
-              f"(grids {grids})")
+              f"(grids {grids})" + (f"; then the lower bound alone on {finer}" if finer else ""))
 
 
 def register(subparsers) -> None:

@@ -3,7 +3,7 @@
 After the certification, finer grids get one water-filling pass each (the certified policy does not
 change): each pass is a valid bound on the same optimum, so the bracket may only gain; a pass the
 time limit stops is dropped and the certified bracket stays as it was; a grid starts only while
-GROWTH × the last pass's seconds fits the time left, and only while the passes keep raising the
+FINER_GROWTH × the last pass's seconds fits the time left, and only while the passes keep raising the
 bound. Run on an injected clock, so every decision holds at any load.
 """
 
@@ -16,7 +16,7 @@ import pytest
 from deplbench import limits
 from deplbench.formulations import adaptive as A
 from deplbench.formulations.adaptive import budget, waterfill
-from deplbench.formulations.adaptive.budget import GROWTH, finer_bounds
+from deplbench.formulations.adaptive.budget import FINER_GROWTH, finer_bounds
 from deplbench.instances.generators import generate
 from tests.formulations.adaptive.test_adaptive_clock import FakeClock
 
@@ -56,7 +56,7 @@ def test_each_finer_grid_raises_the_bound_and_the_finest_that_did_is_returned(st
 def test_no_grid_starts_when_growth_times_the_last_pass_does_not_fit_the_time_left(start):
     clock = FakeClock()
     with limits.use_clock(clock), limits.deadline(10.0):
-        fine, tried, keep, _ = _run(start, last_s=10.0 / GROWTH + 0.01)
+        fine, tried, keep, _ = _run(start, last_s=10.0 / FINER_GROWTH + 0.01)
     assert tried == [] and keep == [] and fine is start[1]
 
 
