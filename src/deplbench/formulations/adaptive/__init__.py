@@ -104,7 +104,7 @@ one and certifying would pass the time limit: ``multipliers["buckets_policy"]``)
 so the stopping rule never sees the certification draws. When the time limit
 stopped it short of the width, the time left after the certification goes to
 the lower bound alone (:func:`~deplbench.formulations.adaptive.budget.finer_bounds`):
-one water-filling pass on each finer grid while the last pass's time × GROWTH
+one water-filling pass on each finer grid while the last pass's time × FINER_GROWTH
 fits and each raises the bound; a pass the limit stops is dropped, the
 certified bracket kept (``refinement["bound_only"]``). Finer grids would not
 change the certified policy (docs/adaptive.md, "Where the width comes from"),

@@ -332,6 +332,6 @@ def stopped_fields(instance, state: Progress, exc: TimeLimitReached, confidence:
                     "stopped_on_grid": None if opt is None else opt.grid()})
 
 
-__all__ = ["BUDGET", "FINER_GAIN", "FINER_GROWTH", "GROWTH", "RUN_BYTES", "Progress", "check_certification", "deadline_line",
-           "finer_bounds", "largest_cost", "left_or_none", "light", "memory_estimate", "monotone_frontier",
-           "next_grid_fits", "predicted_ucb", "quiet", "stopped_fields", "timed_memory"]
+__all__ = ["BUDGET", "FINER_GAIN", "FINER_GROWTH", "GROWTH", "RUN_BYTES", "Progress", "check_certification",
+           "deadline_line", "finer_bounds", "largest_cost", "left_or_none", "light", "memory_estimate",
+           "monotone_frontier", "next_grid_fits", "predicted_ucb", "quiet", "stopped_fields", "timed_memory"]
