@@ -28,7 +28,9 @@ bounds.
 Every row records the status, what stopped the refinement, the grids, the
 wall and CPU seconds and the 1-minute load average before and after
 (``os.getloadavg``): on a shared machine wall time is inflated by the load;
-CPU seconds are not. Writes ``results/bench/adaptive_targets.json``
+CPU seconds are not. ``--threads`` (default 0: one per core, as ``deplbench
+adaptive``) sets the water-filling pass's threads: the numbers are the same
+for any value, the wall time is not (CPU seconds count every thread's). Writes ``results/bench/adaptive_targets.json``
 (``--out``) after every row and prints a table.
 """
 
@@ -41,6 +43,7 @@ import time
 from pathlib import Path
 
 from deplbench.formulations.adaptive import START_BUCKETS, adaptive_bounds
+from deplbench.formulations.adaptive.settings import CLI_THREADS, threads_for
 from deplbench.instances.generators import generate
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -54,19 +57,21 @@ GRID = (150, 300, 600, 1200, 2400, 4800, 9600)
 
 
 def measure(family: str, loss_max: float, runs: int, tune_runs: int, width: float | None = None,
-            time_limit: float | None = None, buckets: int = START_BUCKETS) -> dict:
+            time_limit: float | None = None, buckets: int = START_BUCKETS, threads: int = CLI_THREADS) -> dict:
     inst = generate("realistic", family=family, loss_max=loss_max)
     load0 = os.getloadavg()[0]
     w0, c0 = time.perf_counter(), time.process_time()
-    b = adaptive_bounds(inst, buckets=buckets, runs=runs, tune_runs=tune_runs, width=width, time_limit=time_limit)
+    b = adaptive_bounds(inst, buckets=buckets, runs=runs, tune_runs=tune_runs, width=width, time_limit=time_limit,
+                        threads=threads)
     wall, cpu = time.perf_counter() - w0, time.process_time() - c0
     ref = b.refinement
     return {"family": family, "loss_max": loss_max, "status": b.status, "buckets": b.grid["buckets"],
             "grids": [lv["buckets"] for lv in ref.get("levels", [])], "stopped_by": ref.get("stopped_by"),
+            "bound_only": [(r["buckets"], r["finished"]) for r in ref.get("bound_only", [])],
             "loss_step": b.grid["loss_step"], "lower_bound": b.lower_bound, "upper_bound": b.upper_bound,
             "cost_mean": b.cost_mean, "width": b.width, "p_success_lo": b.p_success_lo, "certified": b.certified,
-            "dp_passes": b.work["dp_passes"], "wall_s": wall, "cpu_s": cpu, "load_before": load0,
-            "load_after": os.getloadavg()[0]}
+            "dp_passes": b.work["dp_passes"], "threads": threads_for(threads), "wall_s": wall, "cpu_s": cpu,
+            "load_before": load0, "load_after": os.getloadavg()[0]}
 
 
 def main() -> None:
@@ -75,6 +80,8 @@ def main() -> None:
     ap.add_argument("--cases", help="comma-separated family:ℓmax pairs (default: all nine)")
     ap.add_argument("--runs", type=int, default=100_000, help="certification runs (default 100000)")
     ap.add_argument("--tune-runs", type=int, default=50_000, help="runs per tuning simulation (default 50000)")
+    ap.add_argument("--threads", type=int, default=CLI_THREADS,
+                    help="threads of the water-filling pass (default 0: one per core, as `deplbench adaptive`)")
     ap.add_argument("--out", default=str(ROOT / "results" / "bench" / "adaptive_targets.json"))
     args = ap.parse_args()
     cases = CASES if not args.cases else [(f, float(lm)) for f, lm in (c.split(":") for c in args.cases.split(","))]
@@ -91,7 +98,7 @@ def main() -> None:
             continue
         for family, lm in cases:
             width, seconds = goal(family)
-            r = measure(family, lm, args.runs, args.tune_runs, width, seconds)
+            r = measure(family, lm, args.runs, args.tune_runs, width, seconds, threads=args.threads)
             r.update(part=part, target_width=width, target_wall_s=seconds,
                      met=bool(r["width"] <= width and r["wall_s"] <= seconds))
             out[part].append(r)
@@ -99,7 +106,7 @@ def main() -> None:
             _print(r)
     if args.only in (None, "grid"):
         for buckets in GRID:
-            r = measure("pact-vgg11", 0.3, args.runs, args.tune_runs, buckets=buckets)
+            r = measure("pact-vgg11", 0.3, args.runs, args.tune_runs, buckets=buckets, threads=args.threads)
             r["part"] = "grid"
             out["grid"].append(r)
             save()
@@ -111,7 +118,8 @@ def _print(r: dict) -> None:
     print(f"{r['part']:<8} {r['family']:<11} ℓmax {r['loss_max']:<5g} {r['status']:<12} buckets {r['buckets']:>5} "
           f"(stopped by {r['stopped_by']})  LB {r['lower_bound']:9.2f}  UB {r['upper_bound']:9.2f}  width "
           f"{100 * r['width']:6.2f} %  P(success) ≥ {r['p_success_lo']:.4f}  {r['wall_s']:7.1f} s wall, "
-          f"{r['cpu_s']:7.1f} s CPU, load {r['load_before']:.1f}→{r['load_after']:.1f}{met}", flush=True)
+          f"{r['cpu_s']:7.1f} s CPU, {r['threads']} threads, load {r['load_before']:.1f}→{r['load_after']:.1f}{met}",
+          flush=True)
 
 
 if __name__ == "__main__":

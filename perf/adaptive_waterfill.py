@@ -4,6 +4,7 @@ Run::
 
     python perf/adaptive_waterfill.py --family pact-vgg11 --loss-max 0.3 --buckets 600
     python perf/adaptive_waterfill.py --buckets 600 --slopes 32,48,64,96 --ratio 0.579
+    python perf/adaptive_waterfill.py --buckets 9600 --ratio 0.6 --threads 1,2
 
 For one realistic instance and grid: the priced multiplier search
 (:func:`~deplbench.formulations.adaptive.search.multires_search`, the
@@ -13,7 +14,10 @@ at the failure price ``--ratio`` times the priced μ, or at the ratio the
 bracket's own search finds (``grid_passes``: golden section on 300 buckets,
 then one pass on the grid). Prints both bounds (each proven, rounding
 subtracted), the gain, the water-filling pass's CPU seconds and the
-1-minute load before and after.
+1-minute load before and after. With ``--threads T1,T2,…`` the last pass is
+run again on each number of threads, side by side in one run: its wall
+seconds, their ratio to the first's, and whether the bound is the same to
+the last bit (it must be).
 """
 
 from __future__ import annotations
@@ -34,6 +38,7 @@ def main() -> None:
     ap.add_argument("--slopes", default="64", help="comma-separated J (default 64)")
     ap.add_argument("--span", type=float, default=SPAN, help=f"ν*/span to ν* (default {SPAN:g})")
     ap.add_argument("--ratio", type=float, default=None, help="μ/μ_priced (default: searched as the bracket does)")
+    ap.add_argument("--threads", default="", help="comma-separated thread counts to time the last pass on")
     a = ap.parse_args()
     inst = generate("realistic", family=a.family, loss_max=a.loss_max)
     omega = float(inst.omega)
@@ -54,6 +59,14 @@ def main() -> None:
         wf = wp.bound(omega, chain.st.time_max)
         print(f"  J {J}, span {a.span:g}: water-filling {wf:.3f} at {where}, gain {100 * (wf / priced - 1):+.3f} %, "
               f"last pass {wp.seconds:.1f} CPU-s, all {time.process_time() - t1:.1f} CPU-s")
+        walls: list[float] = []
+        for t in (int(x) for x in a.threads.split(",") if x):
+            w0 = time.perf_counter()
+            again = waterfill_pass(chain, wp.mu, wp.lam, J, a.span, threads=t)
+            walls.append(time.perf_counter() - w0)
+            same = again.bound(omega, chain.st.time_max) == wf and again.eta == wp.eta
+            print(f"    {t} thread(s): {walls[-1]:.2f} s wall (×{walls[0] / walls[-1]:.2f} against the first), "
+                  f"{again.seconds:.1f} CPU-s, bound the same to the last bit: {'yes' if same else 'NO'}")
     print(f"1-minute load {load0:.1f}→{os.getloadavg()[0]:.1f}")
 
 

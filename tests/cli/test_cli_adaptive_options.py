@@ -91,6 +91,17 @@ def test_default_finest_grid_is_never_below_the_first(tiny, bounds_args):
     assert bounds_args["max_buckets"] == A.MAX_BUCKETS
 
 
+def test_threads_default_to_every_core_and_a_bad_count_is_refused(tiny, bounds_args, capsys):
+    with pytest.raises(_Called):
+        main(["adaptive", tiny, "--buckets", "6", *SMALL])
+    assert bounds_args["threads"] == 0                    # one per core: the command runs alone
+    with pytest.raises(_Called):
+        main(["adaptive", tiny, "--buckets", "6", "--threads", "1", *SMALL])
+    assert bounds_args["threads"] == 1
+    err = _refused(capsys, ["adaptive", tiny, "--threads", "-1", *SMALL])
+    assert err.startswith("error: ") and "threads" in err
+
+
 @pytest.mark.parametrize("text", ["inf", "none", "INF"])
 def test_time_limit_inf_or_none_is_no_limit(tiny, bounds_args, text):
     with pytest.raises(_Called):

@@ -53,12 +53,24 @@ BAD_INPUTS = [
     (("transfer_costs", 0, "cluster"), "Z", "transfer_costs[0].cluster"),
     (("datasets", 0, "size"), 0.0, "datasets[0].size"),
     (("clusters",), _DELETE, "clusters"),
+    # names label table rows, CSV rows and one-line messages: blank or with control characters, refused
+    (("name",), "", "name"),
+    (("name",), "   ", "name"),
+    (("name",), "a\nb", "name"),
+    (("models", 0, "name"), "\t", "models[0].name"),
+    (("clusters", 0, "name"), "A\x7f", "clusters[0].name"),
+    (("datasets", 0, "name"), " ", "datasets[0].name"),
 ]
 
 
 def test_base_instance_is_valid():
     inst = parse_instance(base_instance())
     assert inst.n_models == 2 and inst.switch_pairs == [(0, 1)]
+
+
+def test_names_with_inner_spaces_and_any_script_are_accepted():
+    inst = parse_instance(mutated(("name",), "VGG-11 prune à 30 % — ε"))
+    assert inst.name == "VGG-11 prune à 30 % — ε"
 
 
 @pytest.mark.parametrize("path, value, field", BAD_INPUTS, ids=[b[2] + "-" + repr(b[1])[:10] for b in BAD_INPUTS])

@@ -32,6 +32,7 @@ import math
 import sys
 
 from deplbench.formulations.adaptive.settings import (
+    CLI_THREADS,
     CLI_TIME_LIMIT,
     CLI_WIDTH,
     MAX_BUCKETS,
@@ -44,7 +45,7 @@ from deplbench.jsonio import number_text, print_json
 
 #: CLI option → adaptive-opt parameter.
 OPTIONS = ("buckets", "runs", "tune_runs", "seed", "confidence", "rho", "iters_lam", "iters_mu", "width",
-           "max_buckets", "memory_limit", "omega", "time_points", "slopes")
+           "max_buckets", "memory_limit", "omega", "time_points", "slopes", "threads")
 #: The CLI's defaults where they deliberately differ from the solver's: a target width and a
 #: time for it (:data:`~deplbench.formulations.adaptive.settings.CLI_WIDTH`, ``CLI_TIME_LIMIT``).
 WIDTH, TIME_LIMIT = CLI_WIDTH, CLI_TIME_LIMIT
@@ -143,7 +144,8 @@ def _cmd_adaptive(args) -> int:
         b = adaptive_bounds(instance, p["buckets"], p["runs"], p["seed"], p["confidence"], p["tune_runs"],
                             p["rho"], p["iters_lam"], p["iters_mu"], width=p["width"],
                             time_limit=tl, max_buckets=p["max_buckets"],
-                            progress=progress, time_points=p["time_points"], slopes=p["slopes"])
+                            progress=progress, time_points=p["time_points"], slopes=p["slopes"],
+                            threads=p["threads"])
     record = {"instance": instance.name, "omega": instance.omega, "loss_max": instance.loss_max, **b.to_dict()}
     if args.json:
         print_json(record, strict=True)
@@ -213,8 +215,10 @@ def _print_refinement(r: dict, w: float | None) -> None:
         target = 100 * ref["width_target"]
         met = w is not None and math.isfinite(w) and w <= ref["width_target"]
         grids = ", ".join(str(lv["buckets"]) for lv in ref["levels"]) or "none finished"
+        finer = ", ".join(str(x["buckets"]) + ("" if x["finished"] else " stopped by the time limit")
+                          for x in ref.get("bound_only") or [])
         print(f"refinement   target {target:.3g} % {'met' if met else 'NOT met'}; stopped by {ref['stopped_by']} "
-              f"(grids {grids})")
+              f"(grids {grids})" + (f"; then the lower bound alone on {finer}" if finer else ""))
 
 
 def register(subparsers) -> None:
@@ -265,6 +269,10 @@ def register(subparsers) -> None:
                    help="slopes of the water-filling lower bound, which carries the deadline exactly on every run "
                         "(capacity relaxed); the bound is the larger of it and the others (0: not computed; "
                         "default %(default)s; docs/adaptive.md)")
+    p.add_argument("--threads", type=int, default=CLI_THREADS,
+                   help="threads of the water-filling pass on grids of >= 2048 loss cells (0: one per core "
+                        "available, the default here; adaptive-opt's default in a sweep is 1); the bracket is "
+                        "the same, bit for bit, for any number")
     # What the two numbers control (formulations/adaptive: search.py's BRACKET_STEPS, LAM_RTOL and
     # COARSE, bracket.py's warm starts): any multiplier gives a valid bound, the steps only tighten it.
     p.add_argument("--iters-lam", dest="iters_lam", type=int, metavar="N", default=SETTINGS["iters_lam"].default,

@@ -42,7 +42,16 @@ from pathlib import Path
 from typing import Annotated, Any, Final, Literal
 
 import numpy as np
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, PrivateAttr, ValidationError, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    ValidationError,
+    model_validator,
+)
 
 from deplbench.errors import InstanceError
 from deplbench.instances import datalaw
@@ -80,6 +89,20 @@ def _not_bool(value: Any) -> Any:
 StrictInt = Annotated[int, BeforeValidator(_plain_int), Field(strict=True)]
 
 
+def _printable_name(value: str) -> str:
+    # names label rows of tables, CSV files and one-line messages: a blank one
+    # would leave an empty label, a control character would break the line
+    if not value.strip():
+        raise ValueError(f"must not be blank, got {value!r}")
+    if any(ord(ch) < 32 or ord(ch) == 127 for ch in value):
+        raise ValueError(f"must not hold control characters (tab, newline, ...), got {value!r}")
+    return value
+
+
+#: A name: non-empty, not only white space, no control character.
+Name = Annotated[str, Field(min_length=1), AfterValidator(_printable_name)]
+
+
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -92,7 +115,7 @@ class ModelVersion(_Strict):
     (``"none"``, the deterministic knapsack reduction of Property 1).
     """
 
-    name: str = Field(min_length=1)
+    name: Name
     size: _Finite = Field(ge=0, description="s(m): model size, eq. (1) numerator of the communication term")
     compute: _Finite = Field(gt=0, description="c_m: per-epoch compute need on one reference dataset")
     loss_scale: _Finite = Field(gt=0, description="A_m of eq. (8)")
@@ -112,7 +135,7 @@ class Switch(_Strict):
 class Cluster(_Strict):
     """A training cluster n ∈ N: capacity r(n), unit cost κ(n), bandwidth b(n)."""
 
-    name: str = Field(min_length=1)
+    name: Name
     capacity: _Finite = Field(gt=0, description="r(n), eq. (5)")
     unit_cost: _Finite = Field(ge=0, description="κ(n), eq. (2)")
     bandwidth: _Finite = Field(gt=0, description="b(n), eq. (1)")
@@ -121,7 +144,7 @@ class Cluster(_Strict):
 class Dataset(_Strict):
     """A dataset d ∈ D: size σ_d and usefulness u_d (see ``datalaw``)."""
 
-    name: str = Field(min_length=1)
+    name: Name
     size: _Finite = Field(gt=0)
     usefulness: _Finite = Field(gt=0)
 
@@ -166,7 +189,7 @@ class Instance(_Strict):
     """
 
     format_version: Annotated[Literal[1], BeforeValidator(_not_bool)] = FORMAT_VERSION
-    name: str = "instance"
+    name: Name = "instance"
     initial_loss: _Finite = Field(description="ℓ(0)")
     loss_max: _Finite = Field(description="ℓmax: the bound on the ω-quantile of ℓ(K), eq. (3)")
     omega: Annotated[_Finite, BeforeValidator(omega_range)] = Field(ge=MIN_OMEGA, le=1 - MIN_OMEGA, description=(

@@ -101,7 +101,14 @@ certification included, after the time limit
 memory budget or ``max_buckets`` would be passed; the policy of the last
 grid is then certified once (the last tuned grid's when tuning the last
 one and certifying would pass the time limit: ``multipliers["buckets_policy"]``),
-so the stopping rule never sees the certification draws.
+so the stopping rule never sees the certification draws. When the time limit
+stopped it short of the width, the time left after the certification goes to
+the lower bound alone (:func:`~deplbench.formulations.adaptive.budget.finer_bounds`):
+one water-filling pass on each finer grid while the last pass's time × FINER_GROWTH
+fits and each raises the bound; a pass the limit stops is dropped, the
+certified bracket kept (``refinement["bound_only"]``). Finer grids would not
+change the certified policy (docs/adaptive.md, "Where the width comes from"),
+and any grid's pass bounds the same optimum.
 
 **Statuses** (:data:`BRACKET_STATUSES`; when several apply, the first in
 that order is reported and every line kept), each with one line:

@@ -20,15 +20,19 @@ import numpy as np
 
 from deplbench.errors import PlanError
 from deplbench.formulations.adaptive.budget import (  # noqa: F401 - re-exported
+    BUDGET,
     GROWTH,
     Progress,
     check_certification,
     deadline_line,
+    finer_bounds,
+    largest_cost,
     left_or_none,
     light,
     memory_estimate,
     monotone_frontier,
     next_grid_fits,
+    predicted_ucb,
     quiet,
     stopped_fields,
     timed_memory,
@@ -46,8 +50,10 @@ from deplbench.formulations.adaptive.settings import (  # noqa: F401 - the grid'
     RUNS,
     SLOPES,
     START_BUCKETS,
+    THREADS,
     TUNE_RUNS,
     check_settings,
+    threads_for,
 )
 from deplbench.formulations.adaptive.timed import (
     TIME_POINTS,
@@ -73,16 +79,6 @@ BRACKET_STATUSES = ("certified", "unreachable", "time_limit", "multipliers_ran_a
 #: counts as run away (the μ search stops growing it at :data:`~deplbench.formulations.adaptive.search.MU_CAP`
 #: times the scale).
 RUNAWAY = 1e10
-#: The certified policy's cost budget, as a multiple of the largest cost seen on the
-#: tuning seeds (:meth:`AdaptivePolicy.with_budget`).
-BUDGET = 2.0
-
-
-def largest_cost(instance) -> float:
-    """Largest cost any run of an :class:`AdaptivePolicy` can have: K̄ epochs at x ≤ r(n)
-    on the dearest usable cluster (the allocation is capped at r, eq. (2))."""
-    kr = np.asarray(instance.unit_cost, dtype=float) * np.asarray(instance.capacity, dtype=float)
-    return float(instance.horizon) * float(kr.max()) if kr.size else 0.0
 
 
 @dataclass
@@ -155,20 +151,6 @@ def tuning_target(omega: float, runs: int, tune_runs: int, level: float) -> floa
     return min(1.0, need / runs + 2.0 * math.sqrt(omega * (1 - omega) * (1.0 / tune_runs + 1.0 / runs)))
 
 
-def _predicted_ucb(share: dict, q: float, runs: int, alpha: float) -> float:
-    """The upper confidence bound the certification would give if its runs looked like
-    the tuning run ``share``: (1 − q)·(mean + the empirical-Bernstein margin of
-    :func:`cost_ucb` at n = (1 − q)·runs, range BUDGET × the run's largest cost), plus two
-    standard errors of the difference between the tuning's mean and the certification's
-    (the certified width then meets a target the prediction met, but for a 2.3 % chance).
-    An estimate from tuning draws only: it decides the refinement, never the bracket."""
-    n = max(2.0, (1.0 - q) * runs)
-    ln = math.log(2.0 / alpha)
-    margin = share["cost_sd"] * math.sqrt(2.0 * ln / n) + 7.0 * BUDGET * share["cost_max"] * ln / (3.0 * (n - 1))
-    drift = 2.0 * share["cost_sd"] * math.sqrt(1.0 / max(share["runs"], 2) + 1.0 / n)
-    return (1.0 - q) * (share["cost_mean"] + margin + drift)
-
-
 def time_points_for(chain: Chain, time_points: int | None, time_limit: float | None = None,
                     iters_mu: int = ITERS_MU) -> int:
     """Points of the remaining-time grid on ``chain`` (0: no time grid). None: the finest of
@@ -222,7 +204,7 @@ def _tune(instance, pes: Chain, search, warm, g: int, target: float, tune_runs: 
         pol, tl, _ = tune_policy(instance, pes, warm.lam, mu, target, tune_runs, seed + 1, rho, coin_seed=seed,
                                  points=pts or None)
         share = [t for t in tl if t["role"] == "share"]
-        est = _predicted_ucb(share[-1], pol.give_up, runs, alpha) if share else math.inf
+        est = predicted_ucb(share[-1], pol.give_up, runs, alpha) if share else math.inf
         cands.append((est, len(cands), pol, [dict(t, policy="carried" if pts else "priced") for t in tl]))
     best = min(cands, key=lambda c: (c[0], c[1]))
     log = [t for c in cands if c is not best for t in c[3]] + best[3]
@@ -243,7 +225,8 @@ def adaptive_bounds(instance, buckets: int = START_BUCKETS, runs: int = RUNS, se
                     confidence: float = CONFIDENCE, tune_runs: int = TUNE_RUNS, rho: float = RHO,
                     iters_lam: int = ITERS_LAM, iters_mu: int = ITERS_MU, width: float | None = None,
                     time_limit: float | None = None, max_buckets: int | None = None,
-                    progress=None, time_points: int | None = None, slopes: int = SLOPES) -> AdaptiveBounds:
+                    progress=None, time_points: int | None = None, slopes: int = SLOPES,
+                    threads: int = THREADS) -> AdaptiveBounds:
     """Lower bound, certified policy and cost–risk frontier of ``instance`` (module docstring).
 
     Every setting's default and limits are those of
@@ -311,6 +294,8 @@ def adaptive_bounds(instance, buckets: int = START_BUCKETS, runs: int = RUNS, se
         Slopes J of the water-filling bound (:mod:`~deplbench.formulations.adaptive.waterfill`, the
         deadline carried exactly), on every grid whose pass fits the memory budget
         (:func:`~deplbench.formulations.adaptive.waterfill.grid_passes`); 0: not computed.
+    threads : int
+        Threads of the water-filling pass (0: one per core available); the result is the same.
 
     Returns
     -------
@@ -335,7 +320,7 @@ def adaptive_bounds(instance, buckets: int = START_BUCKETS, runs: int = RUNS, se
     """
     _validate(instance, dict(buckets=buckets, runs=runs, seed=seed, confidence=confidence, tune_runs=tune_runs,
                              rho=rho, iters_lam=iters_lam, iters_mu=iters_mu, width=width, time_limit=time_limit,
-                             max_buckets=max_buckets, time_points=time_points, slopes=slopes))
+                             max_buckets=max_buckets, time_points=time_points, slopes=slopes, threads=threads))
     check_memory(memory_estimate(instance, buckets, runs, tune_runs),
                  f"adaptive-opt's loss grid and runs (buckets = {buckets}, K̄ = {instance.horizon}, "
                  f"runs = {max(runs, tune_runs)})", "use fewer buckets or runs")
@@ -343,7 +328,7 @@ def adaptive_bounds(instance, buckets: int = START_BUCKETS, runs: int = RUNS, se
     with deadline(time_limit):
         try:
             return _bracket(instance, buckets, runs, seed, confidence, tune_runs, rho, iters_lam, iters_mu, width,
-                            time_limit, max_buckets, progress, time_points, state, slopes)
+                            time_limit, max_buckets, progress, time_points, state, slopes, threads_for(threads))
         except TimeLimitReached as exc:
             return AdaptiveBounds(**stopped_fields(instance, state, exc, confidence, width, time_limit))
 
@@ -351,7 +336,7 @@ def adaptive_bounds(instance, buckets: int = START_BUCKETS, runs: int = RUNS, se
 def _bracket(instance, buckets: int, runs: int, seed: int, confidence: float, tune_runs: int, rho: float,
              iters_lam: int, iters_mu: int, width: float | None, time_limit: float | None,
              max_buckets: int | None, progress, time_points: int | None, state: Progress,
-             slopes: int = SLOPES) -> AdaptiveBounds:
+             slopes: int = SLOPES, threads: int = 1) -> AdaptiveBounds:
     """The body of :func:`adaptive_bounds` under its deadline; what it finishes is kept in ``state``."""
     say = progress or (lambda line: None)
     omega, t0 = float(instance.omega), state.t0
@@ -407,7 +392,7 @@ def _bracket(instance, buckets: int, runs: int, seed: int, confidence: float, tu
     log: list = state.log
     warm, search, policy, est_ub, stopped = None, None, None, math.inf, "one grid"
     carried: tuple = ([], 0, 0)                         # the last carried-deadline passes, G, buckets
-    water, ratio = None, None                           # the best water-filling pass, its failure price's ratio
+    water, ratio, wf_s = None, None, math.inf           # the best water-filling pass, its μ's ratio, wall s
     grid_s: list[float] = []                            # each grid's search seconds
     tune_s: list[float] = []                            # each tuning's seconds
     tune_b = int(buckets)                               # the grid of the last tuning
@@ -435,7 +420,9 @@ def _bracket(instance, buckets: int, runs: int, seed: int, confidence: float, tu
             n_passes += len(timed.passes)
         search.extra = carried[0]
         if slopes and waterfill_memory(opt, slopes) <= memory_budget_gib() * 2**30:
-            wps, ratio = grid_passes(opt, omega, warm, slopes, ratio, keep=state.water)
+            wf_s = now()
+            wps, ratio = grid_passes(opt, omega, warm, slopes, ratio, keep=state.water, threads=threads)
+            wf_s = now() - wf_s
             n_passes += len(wps)
             # any grid's pass bounds the same optimum
             water = max(wps + ([water] if water else []), key=lambda p: p.bound(omega), default=None)
@@ -495,11 +482,6 @@ def _bracket(instance, buckets: int, runs: int, seed: int, confidence: float, tu
             tune_b = b
             sim_rate = max(sum(t["runs"] for t in tl), 1) / max(tune_s[-1], 1e-9)
         break
-    # the pass whose bound is reported (priced or carried): its multipliers and rounding are reported with it
-    tm = opt.st.time_max
-    best = max(search.passes + search.extra + search.water, key=lambda p: p.bound(omega, tm))
-    source = ("carried" if any(best is p for p in search.extra)
-              else "waterfill" if best is water else "priced")
     t_lb_total = sum(lv["seconds"] for lv in levels)
     # The cost range of the upper confidence bound: BUDGET × the largest cost of the
     # tuning runs of the policy certified (tuning seeds only), enforced by the policy itself;
@@ -520,6 +502,16 @@ def _bracket(instance, buckets: int, runs: int, seed: int, confidence: float, tu
     n_kept, k = int(kept.sum()), int(res.success[kept].sum())
     p_lo = (1.0 - q) * clopper_pearson_lower(k, n_kept, level) if n_kept else 0.0
     mean, ucb = cost_ucb(res.cost[kept], 1.0 - q, c_max, alpha)
+    # the time a stopped refinement has left goes to the bound alone (the certified policy would not change)
+    short = stopped == "time_limit" and ucb > (1.0 + (width or 0.0)) * search.bound()
+    opt, finer = (finer_bounds(opt, b, omega, search.bound(), warm, slopes, ratio, state.water, threads, cap, wf_s,
+                               runs, tune_runs, say) if short else (opt, []))
+    water = max(state.water, key=lambda p: p.bound(omega), default=None)
+    search.water = [water] if water else []
+    # the pass whose bound is reported (priced or carried): its multipliers and rounding are reported with it
+    tm = opt.st.time_max
+    best = max(search.passes + search.extra + search.water, key=lambda p: p.bound(omega, tm))
+    source = "carried" if any(best is p for p in search.extra) else "waterfill" if best is water else "priced"
     lower = search.bound()
     priced = search.priced_bound()
     certified = bool(p_lo >= omega)
@@ -558,7 +550,7 @@ def _bracket(instance, buckets: int, runs: int, seed: int, confidence: float, tu
     status = messages[0][0] if messages else "certified"
     lines = [m for _, m in messages]
     refinement = {"width_target": width, "stopped_by": stopped, "levels": levels, "time_limit": time_limit,
-                  "max_buckets": cap if width is not None else None}
+                  "max_buckets": cap if width is not None else None, "bound_only": finer}
     return AdaptiveBounds(
         lower_bound=lower, upper_bound=ucb, cost_mean=mean,
         p_success=(1.0 - q) * k / max(n_kept, 1), p_success_lo=p_lo, certified=certified,

@@ -30,13 +30,22 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from deplbench.formulations.adaptive.certify import frontier_levels
-from deplbench.formulations.adaptive.chain import Chain, jump_rise
+from deplbench.formulations.adaptive.chain import Chain, build_chain, chain_refused, jump_rise
 from deplbench.formulations.adaptive.search import Search, SearchStopped
-from deplbench.limits import TimeLimitReached, check_time, now, time_left, time_limit_s
+from deplbench.formulations.adaptive.settings import REFINE
+from deplbench.formulations.adaptive.waterfill import grid_passes, waterfill_memory
+from deplbench.limits import TimeLimitReached, check_time, memory_budget_gib, now, time_left, time_limit_s
 
 #: Bytes per simulated run kept until the end (loss, cost, time, epochs, flags), counted twice
 #: (the blocks and their concatenation).
 RUN_BYTES = 2 * (4 * 8 + 4)
+
+
+def largest_cost(instance) -> float:
+    """Largest cost any run of an :class:`AdaptivePolicy` can have: K̄ epochs at x ≤ r(n)
+    on the dearest usable cluster (the allocation is capped at r, eq. (2))."""
+    kr = np.asarray(instance.unit_cost, dtype=float) * np.asarray(instance.capacity, dtype=float)
+    return float(instance.horizon) * float(kr.max()) if kr.size else 0.0
 
 
 def memory_estimate(instance, buckets: int, runs: int, tune_runs: int) -> float:
@@ -78,6 +87,9 @@ def monotone_frontier(search, omega: float) -> list[dict]:
     return out
 
 
+#: The certified policy's cost budget, as a multiple of the largest cost seen on the
+#: tuning seeds (:meth:`AdaptivePolicy.with_budget`).
+BUDGET = 2.0
 #: Least factor by which the refinement predicts a grid's search time to grow on the next,
 #: twice finer grid (a pass is an FFT correlation per row: a little over ×2); the measured
 #: ratio of the last two grids replaces it when larger (:func:`next_grid_fits`).
@@ -148,6 +160,72 @@ def check_certification(runs: int, cert_s: float, buckets: int) -> None:
     if cert_s > left:
         raise TimeLimitReached(f"time limit {time_limit_s():g} s: certifying the policy on {runs} runs would take "
                                f"about {cert_s:.3g} s at the tuning's rate, beyond the {max(left, 0.0):.3g} s left")
+
+
+def predicted_ucb(share: dict, q: float, runs: int, alpha: float) -> float:
+    """The upper confidence bound the certification would give if its runs looked like
+    the tuning run ``share``: (1 − q)·(mean + the empirical-Bernstein margin of
+    :func:`cost_ucb` at n = (1 − q)·runs, range BUDGET × the run's largest cost), plus two
+    standard errors of the difference between the tuning's mean and the certification's
+    (the certified width then meets a target the prediction met, but for a 2.3 % chance).
+    An estimate from tuning draws only: it decides the refinement, never the bracket."""
+    n = max(2.0, (1.0 - q) * runs)
+    ln = math.log(2.0 / alpha)
+    margin = share["cost_sd"] * math.sqrt(2.0 * ln / n) + 7.0 * BUDGET * share["cost_max"] * ln / (3.0 * (n - 1))
+    drift = 2.0 * share["cost_sd"] * math.sqrt(1.0 / max(share["runs"], 2) + 1.0 / n)
+    return (1.0 - q) * (share["cost_mean"] + margin + drift)
+
+
+#: A lower-bound-only grid (:func:`finer_bounds`) is followed by a finer one only when it raised the
+#: bound by more than this share of it: below, the grid no longer matters (a rounding-level change).
+FINER_GAIN = 1e-6
+#: Factor by which :func:`finer_bounds` predicts a water-filling pass's time to grow on a twice finer
+#: grid: its steps are linear in the buckets, its FFTs a little over (measured ×2.1–2.3 from 2400 to
+#: 9600 buckets on PACT-VGG11). A pass predicted short of the truth is dropped at the limit: it costs
+#: the time left, never the bracket.
+FINER_GROWTH = 2.2
+
+
+def finer_bounds(chain: Chain, buckets: int, omega: float, lb: float, warm, slopes: int, ratio: float | None,
+                 keep: list, threads: int, cap: int, last_s: float, runs: int, tune_runs: int,
+                 say) -> tuple[Chain, list]:
+    """The time a refinement stopped by its time limit has left after the certification, spent on the
+    lower bound alone (finer grids would not change the certified policy: docs/adaptive.md).
+
+    One water-filling pass on each finer grid (×:data:`REFINE` from ``buckets``), at the failure
+    price's ``ratio`` and the multipliers of the last grid's search ``warm`` (any gives a valid bound
+    on the same optimum), each started only while :data:`FINER_GROWTH` × the last pass's wall seconds
+    (``last_s``) fits the time left, the grid ``cap``, the kernels and the memory budget, and while
+    each raises the bound (from ``lb``) by more than :data:`FINER_GAIN` of it. A pass the time limit
+    stops is dropped (the bracket, certified already, keeps what it had); every finished one is
+    appended to ``keep``. Returns the chain of the finest pass that raised the bound (else
+    ``chain``) and one record per grid tried: buckets, its bound (None: not finished), whether it
+    finished, wall seconds."""
+    tried: list[dict] = []
+    b, fine, budget = int(buckets), chain, memory_budget_gib() * 2**30
+    inst = chain.instance
+    while slopes and ratio is not None:
+        nxt, t = b * REFINE, now()
+        if (nxt > cap or chain_refused(inst, nxt, chain.st) or memory_estimate(inst, nxt, runs, tune_runs) > budget
+                or not FINER_GROWTH * last_s <= time_left()):
+            break
+        try:
+            grid = build_chain(inst, nxt, optimistic=True)
+            if waterfill_memory(grid, slopes) > budget:
+                break
+            wps, _ = grid_passes(grid, omega, warm, slopes, ratio, keep=keep, threads=threads)
+        except TimeLimitReached:
+            tried.append({"buckets": nxt, "lower_bound": None, "finished": False, "seconds": now() - t})
+            break
+        if not wps:
+            break
+        last_s, got = now() - t, wps[-1].bound(omega)
+        tried.append({"buckets": nxt, "lower_bound": got, "finished": True, "seconds": last_s})
+        say(f"adaptive: {nxt} buckets, lower bound only: LB (water-filling) {got:.6g}, {last_s:.1f} s")
+        if not got > lb + FINER_GAIN * abs(lb):
+            break
+        fine, b, lb = grid, nxt, got
+    return fine, tried
 
 
 def quiet(f):
@@ -254,5 +332,6 @@ def stopped_fields(instance, state: Progress, exc: TimeLimitReached, confidence:
                     "stopped_on_grid": None if opt is None else opt.grid()})
 
 
-__all__ = ["GROWTH", "RUN_BYTES", "Progress", "check_certification", "left_or_none", "light", "memory_estimate",
-           "deadline_line", "monotone_frontier", "next_grid_fits", "quiet", "stopped_fields", "timed_memory"]
+__all__ = ["BUDGET", "FINER_GAIN", "FINER_GROWTH", "GROWTH", "RUN_BYTES", "Progress", "check_certification",
+           "deadline_line", "finer_bounds", "largest_cost", "left_or_none", "light", "memory_estimate",
+           "monotone_frontier", "next_grid_fits", "predicted_ucb", "quiet", "stopped_fields", "timed_memory"]

@@ -20,6 +20,7 @@ for ``--help``.
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from deplbench.errors import DeplbenchError, PlanError
@@ -39,6 +40,9 @@ CONFIDENCE = 0.95
 RHO = 1.0
 #: Slopes J of the water-filling bound's support functions (waterfill.py; 0: off).
 SLOPES = 64
+#: Threads of the water-filling pass's epoch steps (0: one per core available to the process). The
+#: bracket is the same, bit for bit, for any number; a sweep's tasks run side by side on one each.
+THREADS = 1
 #: Steps of the time-price (λ) and failure-price (μ) searches.
 ITERS_LAM, ITERS_MU = 6, 6
 #: ``deplbench adaptive``'s defaults where it deliberately differs from
@@ -47,6 +51,21 @@ ITERS_LAM, ITERS_MU = 6, 6
 #: 3 % width within 300 s, while a sweep's ``adaptive-opt`` task runs one grid
 #: under the task's own time limit unless ``width`` is given.
 CLI_WIDTH, CLI_TIME_LIMIT = 0.03, 300.0
+#: ``deplbench adaptive`` runs alone: every core available (0) unless ``--threads`` says otherwise.
+CLI_THREADS = 0
+
+
+def cores() -> int:
+    """The cores this process may run on (its CPU affinity where the system reports one)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return max(1, os.cpu_count() or 1)
+
+
+def threads_for(threads: int) -> int:
+    """The number of threads a ``threads`` setting asks for: itself, or :func:`cores` for 0."""
+    return int(threads) if threads else cores()
 
 
 def _slopes(value) -> str:
@@ -89,6 +108,8 @@ SETTINGS: dict[str, Param] = {
     "slopes": Param(SLOPES, int, "slopes of the water-filling lower bound, which carries the deadline exactly "
                     "(capacity relaxed): the bound is the larger of it and the others (0: not computed; "
                     "docs/adaptive.md)", low=0, high=1024, check=_slopes),
+    "threads": Param(THREADS, int, "threads of the water-filling pass on grids of ≥ 2048 loss cells (0: one per "
+                     "core available); the bracket is the same, bit for bit, for any number", low=0, high=256),
 }
 
 
@@ -132,6 +153,6 @@ def check_settings(values: dict[str, Any], error: type[DeplbenchError] = PlanErr
                     f"width = {width:g} could not run")
 
 
-__all__ = ["CLI_TIME_LIMIT", "CLI_WIDTH", "CONFIDENCE", "ITERS_LAM", "ITERS_MU", "MAX_BUCKETS", "REFINE", "RHO",
-           "RUNS", "SETTINGS", "SLOPES", "START_BUCKETS", "TUNE_RUNS", "check_settings", "max_buckets_refused",
-           "refused"]
+__all__ = ["CLI_THREADS", "CLI_TIME_LIMIT", "CLI_WIDTH", "CONFIDENCE", "ITERS_LAM", "ITERS_MU", "MAX_BUCKETS",
+           "REFINE", "RHO", "RUNS", "SETTINGS", "SLOPES", "START_BUCKETS", "THREADS", "TUNE_RUNS", "check_settings",
+           "cores", "max_buckets_refused", "refused", "threads_for"]

@@ -60,6 +60,8 @@ from __future__ import annotations
 
 import math
 import time
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from typing import ClassVar
 
@@ -73,6 +75,9 @@ from deplbench.limits import check_time
 
 #: The geometric slopes span ν*/SPAN to ν*: a run's later epochs see ν* times the share of Tmax left.
 SPAN = 1e3
+#: Grids of fewer loss cells than this are not split between threads (the split would cost more than
+#: it saves).
+SPLIT_CELLS = 2048
 #: ν* = μ·Tmax must lie here: below, the slopes ν*/SPAN… become subnormal; above, the FFT of
 #: the stop values (ν) overflows.
 NU_RANGE = (1e-280, 1e280)
@@ -255,21 +260,27 @@ def _classes(A: np.ndarray, b: np.ndarray, mu: float) -> list[tuple[float, float
     return [(a, bb / mu) for a, bb in kept]
 
 
-def waterfill_pass(chain: Chain, mu: float, lam: float, slopes: int = SLOPES, span: float = SPAN) -> WaterPass:
+def waterfill_pass(chain: Chain, mu: float, lam: float, slopes: int = SLOPES, span: float = SPAN,
+                   threads: int = 1) -> WaterPass:
     """The water-filling bound's pass on the optimistic ``chain`` at failure price ``mu``,
     the communication's tangent taken at the priced epochs of time price ``lam`` (module docstring).
+
+    ``threads`` > 1 (on grids of at least :data:`SPLIT_CELLS` loss cells): each epoch's steps
+    (:func:`segments`, :func:`lines`, :func:`envelope`) are split by loss bucket between that many
+    threads. Each reads its own bucket alone, in elementwise operations and exact minima, so the
+    pass is the same, bit for bit, for any number of threads (tested). The correlations stay whole:
+    an FFT batch split differently may round its rows differently.
 
     One expectation per (model, distinct kernel) rather than per (model, cluster): clusters whose
     epochs share a kernel differ only in A and b, which enter after it (the capacity, where
     clusters may also differ, is relaxed). The deadline (:func:`deplbench.limits.check_time`) is
     read before every epoch."""
     t0 = time.process_time()
-    st, M, L1 = chain.st, chain.M, chain.L + 1
-    tmax = st.time_max
+    L1 = chain.L + 1
     # costs in a power of 2 near the instance's cost scale (exact): every value scales with it
     unit = cost_unit(chain)
     mu_u = mu / unit
-    nu_star = float(mu_u * tmax)
+    nu_star = float(mu_u * chain.st.time_max)
     if not NU_RANGE[0] <= nu_star <= NU_RANGE[1]:
         raise ValueError(f"mu: the root's slope μ·Tmax = {nu_star * unit!r} is outside [{NU_RANGE[0]:g}, "
                          f"{NU_RANGE[1]:g}] times the cost unit {unit:g}, where its slopes and their FFTs stay "
@@ -283,9 +294,21 @@ def waterfill_pass(chain: Chain, mu: float, lam: float, slopes: int = SLOPES, sp
     geo = nu_star * np.geomspace(1.0 / span, 1.0, slopes - 1)
     geo[-1] = nu_star
     nus = np.concatenate([[0.0], geo])
-    J, nu = nus.size, nus[:, None]
     A, b = tangent_terms(chain, lam)
-    A, b = A / unit, b / unit
+    parts = max(1, min(int(threads), L1 // (SPLIT_CELLS // 2))) if L1 >= SPLIT_CELLS else 1
+    with ThreadPoolExecutor(parts) if parts > 1 else nullcontext() as pool:
+        return _backward(chain, mu, lam, slopes, unit, nus, A / unit, b / unit, pool, parts, t0)
+
+
+def _backward(chain: Chain, mu: float, lam: float, slopes: int, unit: float, nus: np.ndarray, A: np.ndarray,
+              b: np.ndarray, pool, parts: int, t0: float) -> WaterPass:
+    """:func:`waterfill_pass`' backward recursion (A, b in the cost ``unit``), with its thread ``pool``
+    (None: one thread) and the ``parts`` its epochs' steps are split into."""
+    st, M, L1 = chain.st, chain.M, chain.L + 1
+    tmax, mu_u = st.time_max, mu / unit
+    cuts = np.linspace(0, L1, parts + 1).astype(int)
+    nu_star = float(nus[-1])
+    J, nu = nus.size, nus[:, None]
     stop = np.broadcast_to(nu, (J, L1)).copy()                       # give up: (W, G) = (0, 1)
     stop[:, 0] = 0.0                                                   # the success bucket
     nxt = np.broadcast_to(stop, (M, J, L1)).copy()                    # k = K̄: must stop
@@ -294,9 +317,20 @@ def waterfill_pass(chain: Chain, mu: float, lam: float, slopes: int = SLOPES, sp
     classes = [_classes(A[m], b[m], mu_u) for m in range(M)]
 
     def block(S: np.ndarray, m: int) -> np.ndarray:
-        """Least over model m's cluster classes of the epoch's support from the sum S (J, L1)."""
+        """Least over model m's cluster classes of the epoch's support from the sum S (J, L1),
+        its loss buckets split between the pool's threads."""
+        if pool is None:
+            return columns(S, m)
+        out = np.empty((J, L1))
+        jobs = [(a, z, pool.submit(columns, S[:, a:z], m)) for a, z in zip(cuts[:-1], cuts[1:])]
+        for a, z, job in jobs:
+            out[:, a:z] = job.result()
+        return out
+
+    def columns(S: np.ndarray, m: int) -> np.ndarray:
+        """:func:`block` on some loss buckets: every step below reads its own bucket alone."""
         seg = segments(S, nus)
-        out = np.full((J, L1), np.inf)
+        out = np.full(S.shape, np.inf)
         for a, lin in classes[m]:
             v = envelope(*lines(seg, a), nus)
             own = nu * lin
@@ -361,7 +395,7 @@ def _reachable(chain: Chain, mu: float) -> bool:
 
 
 def grid_passes(chain: Chain, omega: float, warm, slopes: int,
-                ratio: float | None, keep: list | None = None) -> tuple[list, float | None]:
+                ratio: float | None, keep: list | None = None, threads: int = 1) -> tuple[list, float | None]:
     """The water-filling passes of one grid of the refinement, from its priced search's best pass
     ``warm`` (its λ for the tangent, its μ as the reference): on the first grid (``ratio`` None) the
     failure price's search (:func:`waterfill_ratio`, as a ratio to the priced μ of the grid it runs
@@ -369,7 +403,7 @@ def grid_passes(chain: Chain, omega: float, warm, slopes: int,
     —, else one of :data:`RATIO_BUCKETS`), then a pass at the ratio found times :data:`LEAN`.
     Returns the passes (each a valid bound at every ω, whatever its grid; each also appended to
     ``keep`` as it ends) and the ratio; none, and the ratio unchanged, where the failure prices
-    would leave :data:`NU_RANGE`."""
+    would leave :data:`NU_RANGE`. ``threads``: :func:`waterfill_pass`'."""
     floor = 1e-9 * chain.st.cost_scale()
     mu0 = max(warm.mu, floor)
     if not _reachable(chain, mu0):
@@ -377,7 +411,7 @@ def grid_passes(chain: Chain, omega: float, warm, slopes: int,
     wps: list = []
     if ratio is None:
         if chain.i0 <= RATIO_BUCKETS:
-            ratio, wps = waterfill_ratio(chain, omega, warm.lam, mu0, slopes, keep)
+            ratio, wps = waterfill_ratio(chain, omega, warm.lam, mu0, slopes, keep, threads)
             return wps, ratio
         # the ratio carries over between grids, the price itself does not: the coarse grid's
         # ratio is taken to its own priced μ (a short search warm-started from this grid's)
@@ -385,8 +419,8 @@ def grid_passes(chain: Chain, omega: float, warm, slopes: int,
         ref = lower_bound_search(coarse, omega, 2, 4, lam0=warm.lam, mu0=mu0, step=1.5).best
         if not _reachable(coarse, max(ref.mu, floor)):
             return [], ratio
-        ratio, wps = waterfill_ratio(coarse, omega, ref.lam, max(ref.mu, floor), slopes, keep)
-    last = waterfill_pass(chain, ratio * LEAN * mu0, warm.lam, slopes)
+        ratio, wps = waterfill_ratio(coarse, omega, ref.lam, max(ref.mu, floor), slopes, keep, threads)
+    last = waterfill_pass(chain, ratio * LEAN * mu0, warm.lam, slopes, threads=threads)
     if keep is not None:
         keep.append(last)
     return [*wps, last], ratio
@@ -410,7 +444,7 @@ def waterfill_memory(chain: Chain, slopes: int) -> float:
 
 
 def waterfill_ratio(chain: Chain, omega: float, lam: float, mu: float, slopes: int = SLOPES,
-                    keep: list | None = None) -> tuple[float, list]:
+                    keep: list | None = None, threads: int = 1) -> tuple[float, list]:
     """The ratio to ``mu`` of the failure price at which the water-filling bound on ``chain`` is best,
     found by golden section (:data:`RATIO_SPAN`, :data:`RATIO_STEPS` passes). Returns the ratio and
     the passes (each a valid bound at every ω); each is also appended to ``keep`` as it ends, so a
@@ -423,7 +457,7 @@ def waterfill_ratio(chain: Chain, omega: float, lam: float, mu: float, slopes: i
 
     def val(z: float) -> float:
         if z not in memo:
-            memo[z] = waterfill_pass(ch, mu * math.exp(z), lam, slopes)
+            memo[z] = waterfill_pass(ch, mu * math.exp(z), lam, slopes, threads=threads)
             if keep is not None:
                 keep.append(memo[z])
         return memo[z].bound(omega, tm)
@@ -440,6 +474,7 @@ def waterfill_ratio(chain: Chain, omega: float, lam: float, mu: float, slopes: i
     return math.exp(z), list(memo.values())
 
 
-__all__ = ["LEAN", "NU_RANGE", "RATIO_BUCKETS", "RATIO_SPAN", "RATIO_STEPS", "SLOPES", "SPAN", "WaterPass",
+__all__ = ["LEAN", "NU_RANGE", "RATIO_BUCKETS", "RATIO_SPAN", "RATIO_STEPS", "SLOPES", "SPAN", "SPLIT_CELLS",
+           "WaterPass",
            "cost_unit", "envelope", "epoch_support", "grid_passes", "lines", "segments", "tangent_terms",
            "water_fields", "waterfill_memory", "waterfill_pass", "waterfill_ratio"]

@@ -119,6 +119,7 @@ class AdaptiveOpt(Solver):
         "max_buckets": SETTINGS["max_buckets"],
         "time_points": SETTINGS["time_points"],
         "slopes": SETTINGS["slopes"],
+        "threads": SETTINGS["threads"],
         "memory_limit": MEMORY_LIMIT_PARAM,
     }
 
@@ -145,7 +146,7 @@ class AdaptiveOpt(Solver):
         b = adaptive.adaptive_bounds(instance, p["buckets"], p["runs"], p["seed"], p["confidence"],
                                      p["tune_runs"], p["rho"], p["iters_lam"], p["iters_mu"], width=p["width"],
                                      time_limit=p["refine_time"], max_buckets=p["max_buckets"],
-                                     time_points=p["time_points"], slopes=p["slopes"])
+                                     time_points=p["time_points"], slopes=p["slopes"], threads=p["threads"])
         d = b.to_dict()
         # Only "unreachable" is a proof that no policy exists (the optimistic
         # chain's best P(success) is below ω); a policy that was not certified

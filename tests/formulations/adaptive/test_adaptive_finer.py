@@ -1,0 +1,83 @@
+"""The time a stopped refinement has left, spent on the lower bound alone (budget.finer_bounds).
+
+After the certification, finer grids get one water-filling pass each (the certified policy does not
+change): each pass is a valid bound on the same optimum, so the bracket may only gain; a pass the
+time limit stops is dropped and the certified bracket stays as it was; a grid starts only while
+FINER_GROWTH × the last pass's seconds fits the time left, and only while the passes keep raising the
+bound. Run on an injected clock, so every decision holds at any load.
+"""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from deplbench import limits
+from deplbench.formulations import adaptive as A
+from deplbench.formulations.adaptive import budget, waterfill
+from deplbench.formulations.adaptive.budget import FINER_GROWTH, finer_bounds
+from deplbench.instances.generators import generate
+from tests.formulations.adaptive.test_adaptive_clock import FakeClock
+
+
+@pytest.fixture(scope="module")
+def start():
+    inst = generate("scaling", n_models=2, n_clusters=2, horizon=6, seed=0)
+    ch = A.Chain(inst, 50, optimistic=True)
+    s = A.lower_bound_search(ch, inst.omega, 3, 3)
+    wp = waterfill.waterfill_pass(ch, 0.6 * s.best.mu, s.best.lam)
+    return inst, ch, s.best, max(s.bound(), wp.bound(inst.omega))
+
+
+def _run(start, last_s=0.0, cap=800):
+    inst, ch, warm, lb = start
+    keep: list = []
+    lines: list[str] = []
+    fine, tried = finer_bounds(ch, 50, inst.omega, lb, warm, 64, 0.6, keep, 1, cap, last_s, 1000, 1000, lines.append)
+    return fine, tried, keep, lines
+
+
+@pytest.mark.slow
+def test_each_finer_grid_raises_the_bound_and_the_finest_that_did_is_returned(start):
+    inst, ch, _, lb = start
+    fine, tried, keep, lines = _run(start)
+    assert [r["buckets"] for r in tried][:2] == [100, 200] and all(r["finished"] for r in tried)
+    bounds = [r["lower_bound"] for r in tried]
+    assert bounds[0] > lb                                   # a finer grid raises the bound here
+    raised = [r["buckets"] for r, prev in zip(tried, [lb, *bounds]) if r["lower_bound"] > prev * (1 + 1e-6)]
+    assert fine.i0 == max(raised) and fine.optimistic
+    assert len(keep) == len(tried) and len(lines) == len(tried)
+    assert tried[-1]["buckets"] <= 800
+    for p, r in zip(keep, tried):
+        assert p.bound(inst.omega) == r["lower_bound"]
+
+
+def test_no_grid_starts_when_growth_times_the_last_pass_does_not_fit_the_time_left(start):
+    clock = FakeClock()
+    with limits.use_clock(clock), limits.deadline(10.0):
+        fine, tried, keep, _ = _run(start, last_s=10.0 / FINER_GROWTH + 0.01)
+    assert tried == [] and keep == [] and fine is start[1]
+
+
+def test_a_pass_the_time_limit_stops_is_dropped_and_the_chain_kept(start, monkeypatch):
+    clock = FakeClock()
+    real = waterfill.waterfill_pass
+
+    def slow(*args, **kwargs):
+        clock.advance(100.0)                 # past the deadline: the pass's first epoch sees it
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(waterfill, "waterfill_pass", slow)
+    with limits.use_clock(clock), limits.deadline(10.0):
+        fine, tried, keep, _ = _run(start, last_s=1.0)
+    assert fine is start[1] and keep == []
+    assert tried == [{"buckets": 100, "lower_bound": None, "finished": False, "seconds": 100.0}]
+
+
+def test_nothing_runs_without_slopes_or_a_failure_price_ratio(start):
+    inst, ch, warm, lb = start
+    for slopes, ratio in ((0, 0.6), (64, None)):
+        fine, tried = finer_bounds(ch, 50, inst.omega, lb, warm, slopes, ratio, [], 1, 800, 0.0, 1000, 1000, print)
+        assert fine is ch and tried == []
+    assert math.isfinite(lb) and budget.FINER_GAIN < 1e-3
