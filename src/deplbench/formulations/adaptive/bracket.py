@@ -506,6 +506,7 @@ def _bracket(instance, buckets: int, runs: int, seed: int, confidence: float, tu
     short = stopped == "time_limit" and ucb > (1.0 + (width or 0.0)) * search.bound()
     opt, finer = (finer_bounds(opt, b, omega, search.bound(), warm, slopes, ratio, state.water, threads, cap, wf_s,
                                runs, tune_runs, say) if short else (opt, []))
+    n_passes += sum(r["finished"] for r in finer)
     water = max(state.water, key=lambda p: p.bound(omega), default=None)
     search.water = [water] if water else []
     # the pass whose bound is reported (priced or carried): its multipliers and rounding are reported with it
