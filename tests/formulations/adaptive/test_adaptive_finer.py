@@ -38,7 +38,6 @@ def _run(start, last_s=0.0, cap=800):
     return fine, tried, keep, lines
 
 
-@pytest.mark.slow
 def test_each_finer_grid_raises_the_bound_and_the_finest_that_did_is_returned(start):
     inst, ch, _, lb = start
     fine, tried, keep, lines = _run(start)
@@ -81,3 +80,39 @@ def test_nothing_runs_without_slopes_or_a_failure_price_ratio(start):
         fine, tried = finer_bounds(ch, 50, inst.omega, lb, warm, slopes, ratio, [], 1, 800, 0.0, 1000, 1000, print)
         assert fine is ch and tried == []
     assert math.isfinite(lb) and budget.FINER_GAIN < 1e-3
+
+
+def test_a_refinement_stopped_by_its_time_limit_spends_the_time_left_on_the_bound(monkeypatch):
+    """Searches of 1 and 4 s and tunings of 1 s on an injected clock: after the second grid the
+    third is predicted past the 20-s limit, the policy is certified, and the time left goes to
+    lower-bound-only water-filling passes (free on this clock) on finer grids up to the cap: the
+    bracket reports the best of them, on the grid that gave it, and the same certification."""
+    from deplbench.formulations.adaptive import bracket
+    from tests.formulations.adaptive.test_adaptive_clock import _certification_at_tuning_rate, _timed_searches
+
+    inst = generate("scaling", n_models=2, n_clusters=2, horizon=6, seed=0)
+    clock, rate = FakeClock(), {}
+    real_tune = bracket._tune
+
+    def tune(*args, **kwargs):
+        out = real_tune(*args, **kwargs)
+        clock.advance(1.0)
+        rate["runs/s"] = sum(t["runs"] for t in out[1]) / 1.0
+        return out
+
+    with limits.use_clock(clock):
+        grids = _timed_searches(monkeypatch, clock, 4.0)
+        monkeypatch.setattr(bracket, "_tune", tune)
+        _certification_at_tuning_rate(monkeypatch, clock, rate)
+        b = A.adaptive_bounds(inst, buckets=50, runs=1000, tune_runs=500, width=1e-6, time_limit=20.0,
+                              max_buckets=400, time_points=0)
+    ref = b.refinement
+    assert grids == [50, 100] and ref["stopped_by"] == "time_limit" and b.status == "certified"
+    finer = ref["bound_only"]
+    assert [r["buckets"] for r in finer][:1] == [200] and all(r["finished"] for r in finer)
+    assert all(r["buckets"] <= 400 for r in finer)
+    searched = max(lv["lower_bound"] for lv in ref["levels"])
+    assert finer[0]["lower_bound"] > searched               # the finer grid raised the bound
+    assert b.lower_bound == max(searched, *(r["lower_bound"] for r in finer))
+    assert b.grid["buckets"] == max(r["buckets"] for r in finer if r["lower_bound"] == b.lower_bound)
+    assert b.multipliers["lower_bound_source"] == "waterfill" and b.multipliers["buckets_policy"] == 100
