@@ -29,6 +29,7 @@ from adaptive_probe import instance_parser
 
 from deplbench.formulations.adaptive.chain import Chain
 from deplbench.formulations.adaptive.search import multires_search
+from deplbench.formulations.adaptive.settings import threads_for
 from deplbench.formulations.adaptive.waterfill import LEAN, SPAN, grid_passes, waterfill_pass
 from deplbench.instances.generators import generate
 
@@ -38,7 +39,8 @@ def main() -> None:
     ap.add_argument("--slopes", default="64", help="comma-separated J (default 64)")
     ap.add_argument("--span", type=float, default=SPAN, help=f"ν*/span to ν* (default {SPAN:g})")
     ap.add_argument("--ratio", type=float, default=None, help="μ/μ_priced (default: searched as the bracket does)")
-    ap.add_argument("--threads", default="", help="comma-separated thread counts to time the last pass on")
+    ap.add_argument("--threads", default="",
+                    help="comma-separated thread counts to time the last pass on (0: one per core)")
     a = ap.parse_args()
     inst = generate("realistic", family=a.family, loss_max=a.loss_max)
     omega = float(inst.omega)
@@ -62,7 +64,7 @@ def main() -> None:
         walls: list[float] = []
         for t in (int(x) for x in a.threads.split(",") if x):
             w0 = time.perf_counter()
-            again = waterfill_pass(chain, wp.mu, wp.lam, J, a.span, threads=t)
+            again = waterfill_pass(chain, wp.mu, wp.lam, J, a.span, threads=threads_for(t))
             walls.append(time.perf_counter() - w0)
             same = again.bound(omega, chain.st.time_max) == wf and again.eta == wp.eta
             print(f"    {t} thread(s): {walls[-1]:.2f} s wall (×{walls[0] / walls[-1]:.2f} against the first), "

@@ -60,6 +60,8 @@ BAD_INPUTS = [
     (("models", 0, "name"), "\t", "models[0].name"),
     (("clusters", 0, "name"), "A\x7f", "clusters[0].name"),
     (("datasets", 0, "name"), " ", "datasets[0].name"),
+    (("name",), "a\x85b", "name"),                       # C1 control (NEL): a line break to str.splitlines
+    (("models", 1, "name"), "a\u2028b", "models[1].name"),  # line separator
 ]
 
 

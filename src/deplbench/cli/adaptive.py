@@ -271,8 +271,9 @@ def register(subparsers) -> None:
                         "default %(default)s; docs/adaptive.md)")
     p.add_argument("--threads", type=int, default=CLI_THREADS,
                    help="threads of the water-filling pass on grids of >= 2048 loss cells (0: one per core "
-                        "available, the default here; adaptive-opt's default in a sweep is 1); the bracket is "
-                        "the same, bit for bit, for any number")
+                        "available, the default here; adaptive-opt's default in a sweep is 1); a pass is the "
+                        "same, bit for bit, for any number (a bracket too on the same grids; under --time-limit "
+                        "the grids reached depend on wall time)")
     # What the two numbers control (formulations/adaptive: search.py's BRACKET_STEPS, LAM_RTOL and
     # COARSE, bracket.py's warm starts): any multiplier gives a valid bound, the steps only tighten it.
     p.add_argument("--iters-lam", dest="iters_lam", type=int, metavar="N", default=SETTINGS["iters_lam"].default,

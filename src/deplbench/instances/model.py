@@ -37,6 +37,7 @@ Examples
 
 from __future__ import annotations
 
+import unicodedata
 from functools import cached_property
 from pathlib import Path
 from typing import Annotated, Any, Final, Literal
@@ -94,8 +95,9 @@ def _printable_name(value: str) -> str:
     # would leave an empty label, a control character would break the line
     if not value.strip():
         raise ValueError(f"must not be blank, got {value!r}")
-    if any(ord(ch) < 32 or ord(ch) == 127 for ch in value):
-        raise ValueError(f"must not hold control characters (tab, newline, ...), got {value!r}")
+    if any(unicodedata.category(ch) in ("Cc", "Zl", "Zp") for ch in value):
+        raise ValueError(f"must not hold control characters or line breaks (tab, newline, U+2028, ...), "
+                         f"got {value!r}")
     return value
 
 

@@ -52,6 +52,19 @@ def test_each_finer_grid_raises_the_bound_and_the_finest_that_did_is_returned(st
         assert p.bound(inst.omega) == r["lower_bound"]
 
 
+def test_a_gain_below_the_threshold_still_names_the_grid_of_the_best_bound(start):
+    """A pass that raises the bound by less than FINER_GAIN ends the loop, but its grid is the one
+    the bracket reports (its bound is the highest): ``grid`` and the bound's pass never disagree."""
+    inst, ch, warm, _ = start
+    # the pass finer_bounds makes on 100 buckets: the ratio times LEAN, as every grid after the first
+    fine100 = A.Chain(inst, 100, optimistic=True)
+    first = waterfill.waterfill_pass(fine100, 0.6 * waterfill.LEAN * warm.mu, warm.lam).bound(inst.omega)
+    lb = first * (1 - budget.FINER_GAIN / 2)           # below the pass's bound by less than the threshold
+    fine, tried = finer_bounds(ch, 50, inst.omega, lb, warm, 64, 0.6, [], 1, 800, 0.0, 1000, 1000, print)
+    assert [r["buckets"] for r in tried] == [100] and tried[0]["lower_bound"] == first
+    assert fine.i0 == 100
+
+
 def test_no_grid_starts_when_growth_times_the_last_pass_does_not_fit_the_time_left(start):
     clock = FakeClock()
     with limits.use_clock(clock), limits.deadline(10.0):
@@ -106,6 +119,14 @@ def test_a_refinement_stopped_by_its_time_limit_spends_the_time_left_on_the_boun
         _certification_at_tuning_rate(monkeypatch, clock, rate)
         b = A.adaptive_bounds(inst, buckets=50, runs=1000, tune_runs=500, width=1e-6, time_limit=20.0,
                               max_buckets=400, time_points=0)
+        # the same under an earlier outer stop (a sweep task's): its margin is kept, no bound-only grid
+        grids.clear()
+        with limits.deadline(19.5):
+            start_t = clock.t
+            outer = A.adaptive_bounds(inst, buckets=50, runs=1000, tune_runs=500, width=1e-6, time_limit=20.0,
+                                      max_buckets=400, time_points=0)
+    assert outer.refinement["stopped_by"] == "time_limit" and outer.refinement["bound_only"] == []
+    assert outer.status == "certified" and clock.t - start_t <= 19.5
     ref = b.refinement
     assert grids == [50, 100] and ref["stopped_by"] == "time_limit" and b.status == "certified"
     finer = ref["bound_only"]

@@ -51,6 +51,26 @@ def test_a_pass_is_the_same_bit_for_bit_for_any_number_of_threads_and_really_is_
         assert a.bound(0.9) == b.bound(0.9)
 
 
+def test_the_threads_run_in_the_callers_numpy_error_state(monkeypatch):
+    """Under ``adaptive_bounds``' ``quiet`` an overflow is silent on one thread; a worker thread
+    starts with numpy's defaults unless it runs in a copy of the caller's context."""
+    import numpy as np
+
+    _, ch, best = _chain(2 * W.SPLIT_CELLS + 11)
+    seen: list[str] = []
+    real = W.segments
+
+    def spy(T, nus):
+        seen.append(np.geterr()["over"])
+        return real(T, nus)
+
+    monkeypatch.setattr(W, "segments", spy)
+    monkeypatch.setattr(ch, "K", 1)                      # one epoch is enough
+    with np.errstate(over="ignore"):
+        W.waterfill_pass(ch, 0.6 * best.mu, best.lam, threads=2)
+    assert seen and set(seen) == {"ignore"}
+
+
 def test_grids_below_the_split_size_run_on_one_thread(monkeypatch):
     _, ch, best = _chain(W.SPLIT_CELLS // 4)
     made = []

@@ -295,7 +295,7 @@ def adaptive_bounds(instance, buckets: int = START_BUCKETS, runs: int = RUNS, se
         deadline carried exactly), on every grid whose pass fits the memory budget
         (:func:`~deplbench.formulations.adaptive.waterfill.grid_passes`); 0: not computed.
     threads : int
-        Threads of the water-filling pass (0: one per core available); the result is the same.
+        Threads of the water-filling pass (0: one per core available); the same result on the same grids.
 
     Returns
     -------
@@ -503,7 +503,9 @@ def _bracket(instance, buckets: int, runs: int, seed: int, confidence: float, tu
     p_lo = (1.0 - q) * clopper_pearson_lower(k, n_kept, level) if n_kept else 0.0
     mean, ucb = cost_ucb(res.cost[kept], 1.0 - q, c_max, alpha)
     # the time a stopped refinement has left goes to the bound alone (the certified policy would not change)
-    short = stopped == "time_limit" and ucb > (1.0 + (width or 0.0)) * search.bound()
+    # only the bracket's own limit: an earlier outer stop (a sweep task's) keeps its margin for what follows
+    own = time_limit is not None and time_left() >= state.t0 + time_limit - now() - 1e-6
+    short = own and stopped == "time_limit" and ucb > (1.0 + (width or 0.0)) * search.bound()
     opt, finer = (finer_bounds(opt, b, omega, search.bound(), warm, slopes, ratio, state.water, threads, cap, wf_s,
                                runs, tune_runs, say) if short else (opt, []))
     n_passes += sum(r["finished"] for r in finer)

@@ -197,10 +197,10 @@ def finer_bounds(chain: Chain, buckets: int, omega: float, lb: float, warm, slop
     on the same optimum), each started only while :data:`FINER_GROWTH` × the last pass's wall seconds
     (``last_s``) fits the time left, the grid ``cap``, the kernels and the memory budget, and while
     each raises the bound (from ``lb``) by more than :data:`FINER_GAIN` of it. A pass the time limit
-    stops is dropped (the bracket, certified already, keeps what it had); every finished one is
-    appended to ``keep``. Returns the chain of the finest pass that raised the bound (else
-    ``chain``) and one record per grid tried: buckets, its bound (None: not finished), whether it
-    finished, wall seconds."""
+    stops (or that runs out of memory) is dropped (the bracket, certified already, keeps what it had);
+    every finished one is appended to ``keep``. Returns the chain of the pass with the highest bound
+    (``chain`` when none beat ``lb``) and one record per grid tried: buckets, its bound (None: not
+    finished), whether it finished, wall seconds."""
     tried: list[dict] = []
     b, fine, budget = int(buckets), chain, memory_budget_gib() * 2**30
     inst = chain.instance
@@ -214,17 +214,19 @@ def finer_bounds(chain: Chain, buckets: int, omega: float, lb: float, warm, slop
             if waterfill_memory(grid, slopes) > budget:
                 break
             wps, _ = grid_passes(grid, omega, warm, slopes, ratio, keep=keep, threads=threads)
-        except TimeLimitReached:
+        except (TimeLimitReached, MemoryError):     # an extra the certified bracket does without
             tried.append({"buckets": nxt, "lower_bound": None, "finished": False, "seconds": now() - t})
             break
         if not wps:
             break
-        last_s, got = now() - t, wps[-1].bound(omega)
+        last_s, got, prev = now() - t, wps[-1].bound(omega), lb
         tried.append({"buckets": nxt, "lower_bound": got, "finished": True, "seconds": last_s})
         say(f"adaptive: {nxt} buckets, lower bound only: LB (water-filling) {got:.6g}, {last_s:.1f} s")
-        if not got > lb + FINER_GAIN * abs(lb):
+        if got > lb:                                # the grid of the best bound, however small the gain
+            fine, lb = grid, got
+        if not got > prev + FINER_GAIN * abs(prev):
             break
-        fine, b, lb = grid, nxt, got
+        b = nxt
     return fine, tried
 
 

@@ -40,8 +40,9 @@ CONFIDENCE = 0.95
 RHO = 1.0
 #: Slopes J of the water-filling bound's support functions (waterfill.py; 0: off).
 SLOPES = 64
-#: Threads of the water-filling pass's epoch steps (0: one per core available to the process). The
-#: bracket is the same, bit for bit, for any number; a sweep's tasks run side by side on one each.
+#: Threads of the water-filling pass's epoch steps (0: one per core available to the process). A pass is
+#: the same, bit for bit, for any number (so is a bracket on the same grids; under a time limit the grids
+#: reached depend on wall time); a sweep's tasks run side by side on one each.
 THREADS = 1
 #: Steps of the time-price (λ) and failure-price (μ) searches.
 ITERS_LAM, ITERS_MU = 6, 6
@@ -109,7 +110,8 @@ SETTINGS: dict[str, Param] = {
                     "(capacity relaxed): the bound is the larger of it and the others (0: not computed; "
                     "docs/adaptive.md)", low=0, high=1024, check=_slopes),
     "threads": Param(THREADS, int, "threads of the water-filling pass on grids of ≥ 2048 loss cells (0: one per "
-                     "core available); the bracket is the same, bit for bit, for any number", low=0, high=256),
+                     "core available); a pass is the same, bit for bit, for any number (a bracket too on the "
+                     "same grids; under a time limit the grids reached depend on wall time)", low=0, high=256),
 }
 
 

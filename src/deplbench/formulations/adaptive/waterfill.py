@@ -58,6 +58,7 @@ water-filling".
 
 from __future__ import annotations
 
+import contextvars
 import math
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -322,7 +323,9 @@ def _backward(chain: Chain, mu: float, lam: float, slopes: int, unit: float, nus
         if pool is None:
             return columns(S, m)
         out = np.empty((J, L1))
-        jobs = [(a, z, pool.submit(columns, S[:, a:z], m)) for a, z in zip(cuts[:-1], cuts[1:])]
+        # each job in a copy of this thread's context: numpy's error state (and the clock) as the caller's
+        jobs = [(a, z, pool.submit(contextvars.copy_context().run, columns, S[:, a:z], m))
+                for a, z in zip(cuts[:-1], cuts[1:])]
         for a, z, job in jobs:
             out[:, a:z] = job.result()
         return out
