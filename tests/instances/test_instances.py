@@ -62,6 +62,8 @@ BAD_INPUTS = [
     (("datasets", 0, "name"), " ", "datasets[0].name"),
     (("name",), "a\x85b", "name"),                       # C1 control (NEL): a line break to str.splitlines
     (("models", 1, "name"), "a\u2028b", "models[1].name"),  # line separator
+    (("clusters", 0, "name"), "A ", "clusters[0].name"),    # "A" and "A " would print as one name
+    (("name",), " toy", "name"),
 ]
 
 

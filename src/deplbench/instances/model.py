@@ -95,13 +95,16 @@ def _printable_name(value: str) -> str:
     # would leave an empty label, a control character would break the line
     if not value.strip():
         raise ValueError(f"must not be blank, got {value!r}")
+    if value != value.strip():
+        # "A" and "A " would count as two names yet print as one
+        raise ValueError(f"must not start or end with white space, got {value!r}")
     if any(unicodedata.category(ch) in ("Cc", "Zl", "Zp") for ch in value):
         raise ValueError(f"must not hold control characters or line breaks (tab, newline, U+2028, ...), "
                          f"got {value!r}")
     return value
 
 
-#: A name: non-empty, not only white space, no control character.
+#: A name: non-empty, no white space at either end, no control character or line break.
 Name = Annotated[str, Field(min_length=1), AfterValidator(_printable_name)]
 
 
