@@ -137,3 +137,11 @@ def test_a_refinement_stopped_by_its_time_limit_spends_the_time_left_on_the_boun
     assert b.lower_bound == max(searched, *(r["lower_bound"] for r in finer))
     assert b.grid["buckets"] == max(r["buckets"] for r in finer if r["lower_bound"] == b.lower_bound)
     assert b.multipliers["lower_bound_source"] == "waterfill" and b.multipliers["buckets_policy"] == 100
+
+
+def test_grid_limit_names_what_keeps_the_refinement_from_a_grid(start):
+    _, ch, _, _ = start
+    assert budget.grid_limit(ch, 100, 800, 1000, 1000) == ""
+    assert budget.grid_limit(ch, 1600, 800, 1000, 1000) == "max_buckets"
+    assert budget.grid_limit(ch, 100, 800, 1000, 1000, extra_bytes=1e30) == "memory_limit"
+    assert budget.grid_limit(ch, 100, 800, 10**12, 1000) == "memory_limit"      # the runs' records

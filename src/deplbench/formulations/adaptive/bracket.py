@@ -26,6 +26,7 @@ from deplbench.formulations.adaptive.budget import (  # noqa: F401 - re-exported
     check_certification,
     deadline_line,
     finer_bounds,
+    grid_limit,
     largest_cost,
     left_or_none,
     light,
@@ -38,7 +39,7 @@ from deplbench.formulations.adaptive.budget import (  # noqa: F401 - re-exported
     timed_memory,
 )
 from deplbench.formulations.adaptive.certify import cost_ucb, needed_successes, tune_policy
-from deplbench.formulations.adaptive.chain import Chain, applies, best_success, build_chain, chain_refused
+from deplbench.formulations.adaptive.chain import Chain, applies, best_success, build_chain
 from deplbench.formulations.adaptive.search import SearchStopped, lower_bound_search, multires_search
 from deplbench.formulations.adaptive.settings import (  # noqa: F401 - the grid's constants, re-exported
     CONFIDENCE,
@@ -459,11 +460,8 @@ def _bracket(instance, buckets: int, runs: int, seed: int, confidence: float, tu
             stopped = "width"
             break
         nxt = b * REFINE
-        if nxt > cap or chain_refused(instance, nxt, opt.st):   # a finer grid's kernels would not fit
-            stopped = "max_buckets"
-        elif (memory_estimate(instance, nxt, runs, tune_runs) > memory_budget_gib() * 2**30
-              or timed_memory_next(opt, nxt, time_points) > memory_budget_gib() * 2**30):
-            stopped = "memory_limit"
+        if limit := grid_limit(opt, nxt, cap, runs, tune_runs, timed_memory_next(opt, nxt, time_points)):
+            stopped = limit
         elif not next_grid_fits(time_left(), grid_s, tune_s, runs / sim_rate,
                                 round(math.log(nxt / tune_b, REFINE)))[0]:
             stopped = "time_limit"

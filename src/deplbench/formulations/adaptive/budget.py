@@ -186,6 +186,19 @@ FINER_GAIN = 1e-6
 FINER_GROWTH = 2.2
 
 
+def grid_limit(chain: Chain, buckets: int, cap: int, runs: int, tune_runs: int, extra_bytes: float = 0.0) -> str:
+    """What keeps the refinement from a grid of ``buckets`` after ``chain``'s: "max_buckets" (beyond ``cap``,
+    or its kernels would not fit), "memory_limit" (:func:`memory_estimate` plus ``extra_bytes`` beyond the
+    budget), or "" when neither does."""
+    inst = chain.instance
+    if buckets > cap or chain_refused(inst, buckets, chain.st):
+        return "max_buckets"
+    budget = memory_budget_gib() * 2**30
+    if memory_estimate(inst, buckets, runs, tune_runs) > budget or extra_bytes > budget:
+        return "memory_limit"
+    return ""
+
+
 def finer_bounds(chain: Chain, buckets: int, omega: float, lb: float, warm, slopes: int, ratio: float | None,
                  keep: list, threads: int, cap: int, last_s: float, runs: int, tune_runs: int,
                  say) -> tuple[Chain, list]:
@@ -206,8 +219,7 @@ def finer_bounds(chain: Chain, buckets: int, omega: float, lb: float, warm, slop
     inst = chain.instance
     while slopes and ratio is not None:
         nxt, t = b * REFINE, now()
-        if (nxt > cap or chain_refused(inst, nxt, chain.st) or memory_estimate(inst, nxt, runs, tune_runs) > budget
-                or not FINER_GROWTH * last_s <= time_left()):
+        if grid_limit(chain, nxt, cap, runs, tune_runs) or not FINER_GROWTH * last_s <= time_left():
             break
         try:
             grid = build_chain(inst, nxt, optimistic=True)
@@ -335,5 +347,5 @@ def stopped_fields(instance, state: Progress, exc: TimeLimitReached, confidence:
 
 
 __all__ = ["BUDGET", "FINER_GAIN", "FINER_GROWTH", "GROWTH", "RUN_BYTES", "Progress", "check_certification",
-           "deadline_line", "finer_bounds", "largest_cost", "left_or_none", "light", "memory_estimate",
+           "deadline_line", "finer_bounds", "grid_limit", "largest_cost", "left_or_none", "light", "memory_estimate",
            "monotone_frontier", "next_grid_fits", "predicted_ucb", "quiet", "stopped_fields", "timed_memory"]
