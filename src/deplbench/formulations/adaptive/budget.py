@@ -180,9 +180,9 @@ def predicted_ucb(share: dict, q: float, runs: int, alpha: float) -> float:
 #: bound by more than this share of it: below, the grid no longer matters (a rounding-level change).
 FINER_GAIN = 1e-6
 #: Factor by which :func:`finer_bounds` predicts a water-filling pass's time to grow on a twice finer
-#: grid: its steps are linear in the buckets, its FFTs a little over (measured ×2.1–2.3 from 2400 to
-#: 9600 buckets on PACT-VGG11). A pass predicted short of the truth is dropped at the limit: it costs
-#: the time left, never the bracket.
+#: grid: its steps are linear in the buckets, its FFTs a little over, and a machine's load adds more
+#: (:data:`GROWTH`'s 2.5 is the refinement's, whose misprediction would cost the bracket). A pass
+#: predicted short of the truth is dropped at the limit: it costs the time left, never the bracket.
 FINER_GROWTH = 2.2
 
 
