@@ -209,6 +209,10 @@ def _print_text(r: dict) -> None:
         print(f"             P(success) ≥ {f['omega']:<8g} cost ≥ {_num(f['lower_bound'])}{mark}")
 
 
+#: ``refinement.stopped_by`` in words, where its name alone would not say it.
+STOPS = {"policy": "the policy (a finer grid's tuning gained nothing)"}
+
+
 def _print_refinement(r: dict, w: float | None) -> None:
     ref = r["refinement"]
     if ref.get("width_target") is not None:
@@ -217,7 +221,8 @@ def _print_refinement(r: dict, w: float | None) -> None:
         grids = ", ".join(str(lv["buckets"]) for lv in ref["levels"]) or "none finished"
         finer = ", ".join(str(x["buckets"]) + ("" if x["finished"] else " stopped by the time limit")
                           for x in ref.get("bound_only") or [])
-        print(f"refinement   target {target:.3g} % {'met' if met else 'NOT met'}; stopped by {ref['stopped_by']} "
+        why = STOPS.get(ref["stopped_by"], ref["stopped_by"])
+        print(f"refinement   target {target:.3g} % {'met' if met else 'NOT met'}; stopped by {why} "
               f"(grids {grids})" + (f"; then the lower bound alone on {finer}" if finer else ""))
 
 

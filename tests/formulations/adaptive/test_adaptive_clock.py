@@ -188,14 +188,16 @@ def test_the_refinement_never_starts_a_grid_predicted_to_end_after_the_limit(ins
     1 s: after the second grid the measured ×4 predicts the third to end after the limit
     of 20 s, so the refinement stops there and certifies, within the limit. (A rule with a
     fixed ×2.5 would have started the third grid and ended past 22 s.)"""
-    real_tune, rate = bracket._tune, {}
+    real_tune, rate, tuned = bracket._tune, {}, []
     grids = _timed_searches(monkeypatch, clock, 4.0)
 
-    def tune(*args, **kwargs):
-        out = real_tune(*args, **kwargs)
+    def tune(instance, b, search, *args, **kwargs):
+        out = real_tune(instance, b, search, *args, **kwargs)
         clock.advance(1.0)
-        rate["runs/s"] = sum(t["runs"] for t in out[1]) / 1.0
-        return out
+        rate["runs/s"] = sum(t["runs"] for t in out.log) / 1.0
+        tuned.append(b)
+        # far above the bound, and each tuning gains: neither the width nor a policy stall stops it
+        return out._replace(ucb=search.bound() * (2.0 - 0.1 * len(tuned)))
 
     monkeypatch.setattr(bracket, "_tune", tune)
     _certification_at_tuning_rate(monkeypatch, clock, rate)
@@ -224,14 +226,14 @@ def test_the_refinement_scales_a_tuning_skipped_on_the_last_grid(clock, monkeypa
     real_tune, tuned, rate = bracket._tune, [], {}
     grids = _timed_searches(monkeypatch, clock, 2.0)
 
-    def tune(instance, pes, search, *args, **kwargs):
-        policy, tl, _, kept = real_tune(instance, pes, search, *args, **kwargs)
+    def tune(instance, b, search, *args, **kwargs):
+        out = real_tune(instance, b, search, *args, **kwargs)
         cost = 2.0 ** (len(grids) - 1)                          # grows as the search does
         clock.advance(cost)
-        tuned.append(pes.i0)
-        rate["runs/s"] = sum(t["runs"] for t in tl) / cost
-        # a predicted UB 40 % above the bound: far from the width, yet not stalled
-        return policy, tl, 1.4 * search.bound(), kept
+        tuned.append(b)
+        rate["runs/s"] = sum(t["runs"] for t in out.log) / cost
+        # a predicted UB 40 % above the bound, lower at every grid: far from the width, yet not stalled
+        return out._replace(ucb=1.4 * search.bound() / len(tuned))
 
     monkeypatch.setattr(bracket, "_tune", tune)
     _certification_at_tuning_rate(monkeypatch, clock, rate)
@@ -258,12 +260,12 @@ def test_a_stop_with_no_time_to_tune_the_last_grid_certifies_the_last_tuned_poli
     real_tune, tuned, rate = bracket._tune, [], {}
     grids = _timed_searches(monkeypatch, clock, 2.0)
 
-    def tune(instance, pes, search, *args, **kwargs):
-        policy, tl, _, kept = real_tune(instance, pes, search, *args, **kwargs)
+    def tune(instance, b, search, *args, **kwargs):
+        out = real_tune(instance, b, search, *args, **kwargs)
         clock.advance(1.0)
-        tuned.append(pes.i0)
-        rate["runs/s"] = sum(t["runs"] for t in tl) / 1.0
-        return policy, tl, 1.4 * search.bound(), kept
+        tuned.append(b)
+        rate["runs/s"] = sum(t["runs"] for t in out.log) / 1.0
+        return out._replace(ucb=1.4 * search.bound())
 
     monkeypatch.setattr(bracket, "_tune", tune)
     monkeypatch.setattr(bracket, "GROWTH", 1e6)

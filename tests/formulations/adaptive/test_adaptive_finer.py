@@ -2,9 +2,10 @@
 
 After the certification, finer grids get one water-filling pass each (the certified policy does not
 change): each pass is a valid bound on the same optimum, so the bracket may only gain; a pass the
-time limit stops is dropped and the certified bracket stays as it was; a grid starts only while
-FINER_GROWTH × the last pass's seconds fits the time left, and only while the passes keep raising the
-bound. Run on an injected clock, so every decision holds at any load.
+time limit stops is dropped and the certified bracket stays as it was; each pass goes to the finest
+grid ×2^j whose predicted time FINER_GROWTH^j × the last pass's seconds fits the time left, and
+passes continue only while they keep raising the bound. Run on an injected clock, so every decision
+holds at any load.
 """
 
 from __future__ import annotations
@@ -38,18 +39,32 @@ def _run(start, last_s=0.0, cap=800):
     return fine, tried, keep, lines
 
 
-def test_each_finer_grid_raises_the_bound_and_the_finest_that_did_is_returned(start):
+def test_each_pass_goes_to_the_finest_grid_predicted_to_fit_and_the_best_is_returned(start):
+    """Time left 100 s, the last pass 10 s: ×2 is predicted at 25 s, ×4 at 62.5 s, ×8 at 156.25 s, so
+    the first pass jumps from 50 to 200 buckets; it takes no time on this clock, so the next goes
+    straight to the cap (800). The first raises the bound here; the grid returned is the best one's."""
     inst, ch, _, lb = start
-    fine, tried, keep, lines = _run(start)
-    assert [r["buckets"] for r in tried][:2] == [100, 200] and all(r["finished"] for r in tried)
+    clock = FakeClock()
+    with limits.use_clock(clock), limits.deadline(100.0):
+        fine, tried, keep, lines = _run(start, last_s=10.0)
+    assert FINER_GROWTH ** 2 * 10.0 <= 100.0 < FINER_GROWTH ** 3 * 10.0
+    assert [r["buckets"] for r in tried] == [200, 800] and all(r["finished"] for r in tried)
     bounds = [r["lower_bound"] for r in tried]
-    assert bounds[0] > lb                                   # a finer grid raises the bound here
-    raised = [r["buckets"] for r, prev in zip(tried, [lb, *bounds]) if r["lower_bound"] > prev * (1 + 1e-6)]
-    assert fine.i0 == max(raised) and fine.optimistic
+    assert lb < bounds[0]                                   # a finer grid raises the bound here
+    assert fine.i0 == tried[bounds.index(max(bounds))]["buckets"] and fine.optimistic
     assert len(keep) == len(tried) and len(lines) == len(tried)
-    assert tried[-1]["buckets"] <= 800
     for p, r in zip(keep, tried):
         assert p.bound(inst.omega) == r["lower_bound"]
+
+
+def test_the_jump_stops_below_a_grid_beyond_the_memory_budget(start, monkeypatch):
+    """The budget fits the 200-bucket pass's estimate but not the 400-bucket one's: no time limit,
+    yet the pass goes to 200 buckets and no further."""
+    _, ch, _, _ = start
+    per = waterfill.waterfill_memory(ch, 64) / ch.i0
+    monkeypatch.setattr(budget, "memory_budget_gib", lambda: per * 300 / 2**30)
+    _, tried, _, _ = _run(start)
+    assert [r["buckets"] for r in tried] == [200]
 
 
 def test_a_gain_below_the_threshold_still_names_the_grid_of_the_best_bound(start):
@@ -60,7 +75,9 @@ def test_a_gain_below_the_threshold_still_names_the_grid_of_the_best_bound(start
     fine100 = A.Chain(inst, 100, optimistic=True)
     first = waterfill.waterfill_pass(fine100, 0.6 * waterfill.LEAN * warm.mu, warm.lam).bound(inst.omega)
     lb = first * (1 - budget.FINER_GAIN / 2)           # below the pass's bound by less than the threshold
-    fine, tried = finer_bounds(ch, 50, inst.omega, lb, warm, 64, 0.6, [], 1, 800, 0.0, 1000, 1000, print)
+    clock = FakeClock()
+    with limits.use_clock(clock), limits.deadline(10.0):        # 3 s a pass: ×2 fits, ×4 does not
+        fine, tried = finer_bounds(ch, 50, inst.omega, lb, warm, 64, 0.6, [], 1, 800, 3.0, 1000, 1000, print)
     assert [r["buckets"] for r in tried] == [100] and tried[0]["lower_bound"] == first
     assert fine.i0 == 100
 
@@ -82,9 +99,9 @@ def test_a_pass_the_time_limit_stops_is_dropped_and_the_chain_kept(start, monkey
 
     monkeypatch.setattr(waterfill, "waterfill_pass", slow)
     with limits.use_clock(clock), limits.deadline(10.0):
-        fine, tried, keep, _ = _run(start, last_s=1.0)
+        fine, tried, keep, _ = _run(start, last_s=1.0)       # ×4 predicted at 6.25 s: 200 buckets
     assert fine is start[1] and keep == []
-    assert tried == [{"buckets": 100, "lower_bound": None, "finished": False, "seconds": 100.0}]
+    assert tried == [{"buckets": 200, "lower_bound": None, "finished": False, "seconds": 100.0}]
 
 
 def test_nothing_runs_without_slopes_or_a_failure_price_ratio(start):
@@ -104,14 +121,16 @@ def test_a_refinement_stopped_by_its_time_limit_spends_the_time_left_on_the_boun
     from tests.formulations.adaptive.test_adaptive_clock import _certification_at_tuning_rate, _timed_searches
 
     inst = generate("scaling", n_models=2, n_clusters=2, horizon=6, seed=0)
-    clock, rate = FakeClock(), {}
+    clock, rate, tuned = FakeClock(), {}, []
     real_tune = bracket._tune
 
-    def tune(*args, **kwargs):
-        out = real_tune(*args, **kwargs)
+    def tune(instance, b, search, *args, **kwargs):
+        out = real_tune(instance, b, search, *args, **kwargs)
         clock.advance(1.0)
-        rate["runs/s"] = sum(t["runs"] for t in out[1]) / 1.0
-        return out
+        rate["runs/s"] = sum(t["runs"] for t in out.log) / 1.0
+        tuned.append(b)
+        # far above the bound, and each tuning gains: neither the width nor a policy stall stops it
+        return out._replace(ucb=search.bound() * (2.0 - 0.1 * len(tuned)))
 
     with limits.use_clock(clock):
         grids = _timed_searches(monkeypatch, clock, 4.0)
@@ -130,8 +149,8 @@ def test_a_refinement_stopped_by_its_time_limit_spends_the_time_left_on_the_boun
     ref = b.refinement
     assert grids == [50, 100] and ref["stopped_by"] == "time_limit" and b.status == "certified"
     finer = ref["bound_only"]
-    assert [r["buckets"] for r in finer][:1] == [200] and all(r["finished"] for r in finer)
-    assert all(r["buckets"] <= 400 for r in finer)
+    # the passes take no time on this clock: the first goes straight to the cap
+    assert [r["buckets"] for r in finer] == [400] and all(r["finished"] for r in finer)
     searched = max(lv["lower_bound"] for lv in ref["levels"])
     assert finer[0]["lower_bound"] > searched               # the finer grid raised the bound
     assert b.lower_bound == max(searched, *(r["lower_bound"] for r in finer))
@@ -145,3 +164,74 @@ def test_grid_limit_names_what_keeps_the_refinement_from_a_grid(start):
     assert budget.grid_limit(ch, 1600, 800, 1000, 1000) == "max_buckets"
     assert budget.grid_limit(ch, 100, 800, 1000, 1000, extra_bytes=1e30) == "memory_limit"
     assert budget.grid_limit(ch, 100, 800, 10**12, 1000) == "memory_limit"      # the runs' records
+
+
+def _tuned(ucb: float, buckets: int) -> budget.Tuned:
+    return budget.Tuned(ucb, None, [], buckets, [])       # type: ignore[arg-type]
+
+
+def test_the_policy_certified_is_the_tuning_with_the_least_predicted_upper_bound():
+    ts = [_tuned(10.0, 50), _tuned(9.0, 100), _tuned(9.5, 200)]
+    assert budget.best_tuned(ts).buckets == 100
+    assert budget.best_tuned([_tuned(9.0, 50), _tuned(9.0, 100)]).buckets == 100     # a tie: the finer grid
+    assert budget.best_tuned([_tuned(math.inf, 50)]).buckets == 50
+
+
+@pytest.mark.parametrize("ucbs, width, stalled", [
+    ([10.0], 0.02, False),                        # one tuning: nothing to compare
+    ([10.0, 9.0], 0.02, False),                   # −10 %: a gain
+    ([10.0, 9.98], 0.02, False),                  # −0.2 %: a gain
+    ([10.0, 9.995], 0.02, True),                  # −0.05 %, below POLICY_GAIN: no gain
+    ([10.0, 9.0, 9.2], 0.02, True),               # worse than the best earlier one
+    ([10.0, 10.0], None, False),                  # no width: no refinement to stop
+    ([math.inf, 12.0], 0.02, False),              # no finite estimate before: the first one is a gain
+])
+def test_a_policy_stalls_when_a_tuning_gains_less_than_a_thousandth(ucbs, width, stalled):
+    assert budget.POLICY_GAIN == 1e-3
+    assert budget.policy_stalled([_tuned(u, 50 * 2 ** i) for i, u in enumerate(ucbs)], width) is stalled
+
+
+def test_a_stalled_policy_stops_the_refinement_and_the_time_left_goes_to_the_bound(monkeypatch):
+    """Tunings predicting upper bounds X, 0.9 X, 0.95 X (X far above the bound) on grids of 50, 100, 200
+    buckets: the third gains nothing, so the refinement stops there ("policy") although the limit
+    leaves time, certifies the 100-bucket grid's policy (the least prediction) and spends the time on
+    a lower-bound-only pass, at the cap (the passes are free on this clock)."""
+    from deplbench.formulations.adaptive import bracket
+    from tests.formulations.adaptive.test_adaptive_clock import _certification_at_tuning_rate, _timed_searches
+
+    inst = generate("scaling", n_models=2, n_clusters=2, horizon=6, seed=0)
+    clock, rate, tuned = FakeClock(), {}, []
+    real_tune = bracket._tune
+
+    def tune(instance, b, search, *args, **kwargs):
+        out = real_tune(instance, b, search, *args, **kwargs)
+        clock.advance(1.0)
+        rate["runs/s"] = sum(t["runs"] for t in out.log) / 1.0
+        tuned.append(b)
+        return out._replace(ucb=1e6 * (1.0, 0.9, 0.95)[len(tuned) - 1])
+
+    with limits.use_clock(clock):
+        grids = _timed_searches(monkeypatch, clock, 1.0)
+        monkeypatch.setattr(bracket, "_tune", tune)
+        _certification_at_tuning_rate(monkeypatch, clock, rate)
+        b = A.adaptive_bounds(inst, buckets=50, runs=1000, tune_runs=500, width=0.01, time_limit=1000.0,
+                              max_buckets=800, time_points=0)
+    ref = b.refinement
+    assert grids == [50, 100, 200] and tuned == [50, 100, 200]
+    assert ref["stopped_by"] == "policy" and b.status == "certified" and clock.t < 1000.0
+    assert b.multipliers["buckets_policy"] == 100
+    finer = ref["bound_only"]
+    assert [r["buckets"] for r in finer] == [800] and finer[0]["finished"]
+    assert finer[0]["lower_bound"] > max(lv["lower_bound"] for lv in ref["levels"])
+    assert b.lower_bound == finer[0]["lower_bound"] and b.grid["buckets"] == 800
+
+
+def test_the_text_output_says_a_stalled_policy_stopped_the_refinement(capsys):
+    from deplbench.cli.adaptive import _print_refinement
+
+    r = {"refinement": {"width_target": 0.01, "stopped_by": "policy", "levels": [{"buckets": 600}, {"buckets": 1200}],
+                        "bound_only": [{"buckets": 4800, "finished": True}]}}
+    _print_refinement(r, 0.02)
+    out = capsys.readouterr().out
+    assert out.startswith("refinement   target 1 % NOT met; stopped by the policy (a finer grid's tuning gained "
+                          "nothing) (grids 600, 1200); then the lower bound alone on 4800")

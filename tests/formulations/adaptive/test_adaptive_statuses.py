@@ -226,10 +226,12 @@ def test_carried_policy_uses_a_plan_that_fills_the_deadline_at_capacity():
 def test_cost_budget_comes_from_the_certified_policys_own_tuning(monkeypatch):
     """The cost range of the certified policy is BUDGET × the largest cost of *its own* tuning
     runs; when its tuning logged none (here: the finer grid's entries stripped), the range is
-    the dearest run any policy can have, never a coarser grid's policy's."""
+    the dearest run any policy can have, never a coarser grid's policy's. (The finer grid's policy
+    is certified here although its tuning predicts nothing: ``best_tuned`` would pick the coarser.)"""
     from deplbench.formulations.adaptive import bracket
 
     real = bracket.tune_policy
+    monkeypatch.setattr(bracket, "best_tuned", lambda tunings: tunings[-1])
 
     def finer_without_share(instance, chain, *args, **kwargs):
         pol, log, extra = real(instance, chain, *args, **kwargs)

@@ -39,13 +39,17 @@ def test_a_pass_is_the_same_bit_for_bit_for_any_number_of_threads_and_really_is_
 
     monkeypatch.setattr(W, "envelope", spy)
     passes = {}
-    for t in (1, 2, 3):
+    L1 = ch.L + 1
+    assert L1 >= 2 * W.CHUNK                   # one thread's buckets are split in blocks too
+    for t in (1, 2, 3, "whole"):
         widths.clear()
-        passes[t] = W.waterfill_pass(ch, 0.6 * best.mu, best.lam, threads=t)
-        L1 = ch.L + 1
-        # one thread: whole rows; more: every step on a part of the buckets, all of them covered
-        assert set(widths) == {L1} if t == 1 else max(widths) < L1, (t, sorted(set(widths)))
-    for t in (2, 3):
+        with monkeypatch.context() as m:
+            if t == "whole":                   # one thread, no blocks: whole rows
+                m.setattr(W, "CHUNK", 10 * L1)
+            passes[t] = W.waterfill_pass(ch, 0.6 * best.mu, best.lam, threads=1 if t == "whole" else t)
+        # whole rows, or every step on a part of the buckets
+        assert set(widths) == {L1} if t == "whole" else max(widths) < L1, (t, sorted(set(widths)))
+    for t in (2, 3, "whole"):
         a, b = passes[1], passes[t]
         assert (a.value, a.eta, a.nu, a.err) == (b.value, b.eta, b.nu, b.err), t
         assert a.bound(0.9) == b.bound(0.9)

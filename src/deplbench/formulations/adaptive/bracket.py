@@ -23,6 +23,8 @@ from deplbench.formulations.adaptive.budget import (  # noqa: F401 - re-exported
     BUDGET,
     GROWTH,
     Progress,
+    Tuned,
+    best_tuned,
     check_certification,
     deadline_line,
     finer_bounds,
@@ -33,6 +35,7 @@ from deplbench.formulations.adaptive.budget import (  # noqa: F401 - re-exported
     memory_estimate,
     monotone_frontier,
     next_grid_fits,
+    policy_stalled,
     predicted_ucb,
     quiet,
     stopped_fields,
@@ -192,13 +195,12 @@ def _search_at(instance, chain: Chain, omega: float, iters_lam: int, iters_mu: i
     return s
 
 
-def _tune(instance, pes: Chain, search, warm, g: int, target: float, tune_runs: int, seed: int, rho: float,
-          runs: int, alpha: float):
-    """Tune the certified policy on ``pes`` (tuning seeds only): the priced policy and, with the
-    deadline carried on this grid (``g`` > 0), the carried one too, keeping the one whose
-    predicted upper bound (:func:`_predicted_ucb`, tuning runs) is lower. Returns (policy,
-    tuning log with the kept policy's entries last, its predicted upper bound, the kept policy's
-    entries alone)."""
+def _tune(instance, b: int, search, warm, g: int, target: float, tune_runs: int, seed: int, rho: float,
+          runs: int, alpha: float) -> Tuned:
+    """Tune the certified policy on the pessimistic chain of ``b`` buckets (tuning seeds only): the
+    priced policy and, with the deadline carried on this grid (``g`` > 0), the carried one too, keeping
+    the one whose predicted upper bound (:func:`predicted_ucb`, tuning runs) is lower."""
+    pes = build_chain(instance, b, optimistic=False)
     cands: list[tuple] = []
     for pts in ((g, 0) if g else (0,)):
         mu = _policy_mu(search, warm) if pts else max(warm.mu, 1e-6)
@@ -206,10 +208,9 @@ def _tune(instance, pes: Chain, search, warm, g: int, target: float, tune_runs: 
                                  points=pts or None)
         share = [t for t in tl if t["role"] == "share"]
         est = predicted_ucb(share[-1], pol.give_up, runs, alpha) if share else math.inf
-        cands.append((est, len(cands), pol, [dict(t, policy="carried" if pts else "priced") for t in tl]))
+        cands.append((est, len(cands), pol, [dict(t, policy="carried" if pts else "priced", buckets=b) for t in tl]))
     best = min(cands, key=lambda c: (c[0], c[1]))
-    log = [t for c in cands if c is not best for t in c[3]] + best[3]
-    return best[2], log, best[0], best[3]
+    return Tuned(best[0], best[2], best[3], b, [t for c in cands if c is not best for t in c[3]] + best[3])
 
 
 def _policy_mu(search, warm) -> float:
@@ -263,14 +264,19 @@ def adaptive_bounds(instance, buckets: int = START_BUCKETS, runs: int = RUNS, se
         Target (UB − LB)/LB. The grid is refined (×2 buckets, each search
         warm-started from the last grid's multipliers) until the *estimated*
         width — LB against the upper bound predicted from the tuning seeds
-        (:func:`_predicted_ucb`: their mean cost plus the confidence margin the
-        certification runs would add) — is ≤ ``width``, or the next grid is
-        predicted to end after the deadline (:func:`next_grid_fits`), or
-        the next grid exceeds the memory budget or ``max_buckets``
-        (``refinement["stopped_by"]`` says which). Only then is the final
-        policy certified, once, on the certification seed: the stopping rule
-        never looks at the certification draws, so one certificate at the
-        stated level is valid. None: one grid.
+        (:func:`predicted_ucb`: their mean cost plus the confidence margin the
+        certification runs would add) — is ≤ ``width`` ("width"), or the next grid is
+        predicted to end after the deadline (:func:`next_grid_fits`; "time_limit"), or
+        the next grid exceeds the memory budget or ``max_buckets`` ("memory_limit",
+        "max_buckets"), or a tuning gained nothing on the best earlier one
+        (:func:`~deplbench.formulations.adaptive.budget.policy_stalled`; "policy")
+        — ``refinement["stopped_by"]``. Then the tuned policy with the least
+        prediction (:func:`~deplbench.formulations.adaptive.budget.best_tuned`,
+        ``multipliers["buckets_policy"]``) is certified, once, on the certification
+        seed: neither rule reads those draws, so one certificate at the stated
+        level is valid. Stopped by "time_limit" or "policy" short of the width,
+        the time left goes to lower-bound-only grids (``refinement["bound_only"]``,
+        :func:`~deplbench.formulations.adaptive.budget.finer_bounds`). None: one grid.
     time_limit : float, optional
         Wall-clock seconds, the outer stop of the whole bracket (or an enclosing
         deadline, a sweep task's stop, when that ends first): past it the result
@@ -396,12 +402,21 @@ def _bracket(instance, buckets: int, runs: int, seed: int, confidence: float, tu
     water, ratio, wf_s = None, None, math.inf           # the best water-filling pass, its μ's ratio, wall s
     grid_s: list[float] = []                            # each grid's search seconds
     tune_s: list[float] = []                            # each tuning's seconds
-    tune_b = int(buckets)                               # the grid of the last tuning
+    tune_b = policy_b = int(buckets)                    # the grid of the last tuning, of the policy kept
     sim_rate = math.inf                                 # tuning runs simulated per second
     n_passes, coarse_passes = int(timed_check), 0      # the deadline-aware check is a pass too
-    pes = None
     kept_log: list = []                                 # the tuning entries of the policy certified
+    tunings: list[Tuned] = []                           # every tuning of the refinement
     b = int(buckets)
+
+    def tune_grid() -> float:
+        """Tune grid ``b`` (its search's multipliers), record it; the tuning's runs simulated per second."""
+        t_tune = now()
+        tunings.append(_tune(instance, b, search, warm, g, target, tune_runs, seed, rho, runs, alpha))
+        tune_s.append(now() - t_tune)
+        log.extend(tunings[-1].log)
+        return max(sum(t["runs"] for t in tunings[-1].log), 1) / max(tune_s[-1], 1e-9)
+
     while True:
         t_level = now()
         if b != buckets:
@@ -438,14 +453,8 @@ def _bracket(instance, buckets: int, runs: int, seed: int, confidence: float, tu
         stalled = bool(levels) and lb - levels[-1]["lower_bound"] < 0.25 * (est_ub - lb)
         since = next((i for i, lv in enumerate(reversed(levels)) if lv["tuned"]), len(levels))
         if width is None or policy is None or est_w <= 2 * width or stalled or since >= 1:
-            t_tune = now()
-            pes = build_chain(instance, b, optimistic=False)
-            policy, tl, est_ub, kept_log = _tune(instance, pes, search, warm, g, target, tune_runs, seed, rho, runs,
-                                             alpha)
-            log.extend(dict(t, buckets=b) for t in tl)
-            tune_s.append(now() - t_tune)
-            tune_b = b
-            sim_rate = max(sum(t["runs"] for t in tl), 1) / max(tune_s[-1], 1e-9)
+            sim_rate, tune_b = tune_grid(), b
+            est_ub, policy, kept_log, policy_b, _ = best_tuned(tunings)
             tuned = True
             est_w = (est_ub - lb) / lb if lb > 0 and math.isfinite(est_ub) else math.inf
         elapsed = now() - t0
@@ -458,6 +467,10 @@ def _bracket(instance, buckets: int, runs: int, seed: int, confidence: float, tu
             break
         if est_w <= width and tuned:
             stopped = "width"
+            break
+        if tuned and water is not None and water.bound(omega) >= lb and policy_stalled(tunings, width):
+            # finer grids would re-tune a policy no better: the time left goes to the bound alone
+            stopped = "policy"
             break
         nxt = b * REFINE
         if limit := grid_limit(opt, nxt, cap, runs, tune_runs, timed_memory_next(opt, nxt, time_points)):
@@ -472,13 +485,8 @@ def _bracket(instance, buckets: int, runs: int, seed: int, confidence: float, tu
         # certification would pass the time left: then the last tuned grid's policy is certified
         retune = GROWTH ** max(round(math.log(b / tune_b, REFINE)), 1) * tune_s[-1] + runs / sim_rate
         if not tuned and retune <= time_left():
-            t_tune = now()
-            pes = build_chain(instance, b, optimistic=False)
-            policy, tl, _, kept_log = _tune(instance, pes, search, warm, g, target, tune_runs, seed, rho, runs, alpha)
-            log.extend(dict(t, buckets=b) for t in tl)
-            tune_s.append(now() - t_tune)
-            tune_b = b
-            sim_rate = max(sum(t["runs"] for t in tl), 1) / max(tune_s[-1], 1e-9)
+            sim_rate, tune_b = tune_grid(), b
+            est_ub, policy, kept_log, policy_b, _ = best_tuned(tunings)
         break
     t_lb_total = sum(lv["seconds"] for lv in levels)
     # The cost range of the upper confidence bound: BUDGET × the largest cost of the
@@ -502,10 +510,11 @@ def _bracket(instance, buckets: int, runs: int, seed: int, confidence: float, tu
     mean, ucb = cost_ucb(res.cost[kept], 1.0 - q, c_max, alpha)
     # the time a stopped refinement has left goes to the bound alone (the certified policy would not change)
     # only the bracket's own limit: an earlier outer stop (a sweep task's) keeps its margin for what follows
-    own = time_limit is not None and time_left() >= state.t0 + time_limit - now() - 1e-6
-    short = own and stopped == "time_limit" and ucb > (1.0 + (width or 0.0)) * search.bound()
+    own = time_left() >= (math.inf if time_limit is None else state.t0 + time_limit - now()) - 1e-6
+    short = own and stopped in ("time_limit", "policy") and ucb > (1.0 + (width or 0.0)) * search.bound()
+    gain = levels[-1]["lower_bound"] - levels[-2]["lower_bound"] if len(levels) > 1 else 0.0
     opt, finer = (finer_bounds(opt, b, omega, search.bound(), warm, slopes, ratio, state.water, threads, cap, wf_s,
-                               runs, tune_runs, say) if short else (opt, []))
+                               runs, tune_runs, say, ucb / (1.0 + (width or 0.0)), gain) if short else (opt, []))
     n_passes += sum(r["finished"] for r in finer)
     water = max(state.water, key=lambda p: p.bound(omega), default=None)
     search.water = [water] if water else []
@@ -557,7 +566,7 @@ def _bracket(instance, buckets: int, runs: int, seed: int, confidence: float, tu
         p_success=(1.0 - q) * k / max(n_kept, 1), p_success_lo=p_lo, certified=certified,
         frontier=monotone_frontier(search, omega),
         multipliers={"lambda": best.lam, "mu": best.mu, "lambda_policy": policy.pass_.lam,
-                     "mu_policy": policy.pass_.mu, "rho_policy": policy.rho, "buckets_policy": tune_b,
+                     "mu_policy": policy.pass_.mu, "rho_policy": policy.rho, "buckets_policy": policy_b,
                      "give_up": policy.give_up, "scaling": policy.scaling, "budget": policy.budget,
                      "lambda_converged": search.lam_converged,
                      "deadline": deadline_line(carried[1], carried[2], water),

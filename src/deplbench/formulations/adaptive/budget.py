@@ -26,10 +26,11 @@ from __future__ import annotations
 import functools
 import math
 from dataclasses import dataclass, field, replace
+from typing import NamedTuple
 
 import numpy as np
 
-from deplbench.formulations.adaptive.certify import frontier_levels
+from deplbench.formulations.adaptive.certify import AdaptivePolicy, frontier_levels
 from deplbench.formulations.adaptive.chain import Chain, build_chain, chain_refused, jump_rise
 from deplbench.formulations.adaptive.search import Search, SearchStopped
 from deplbench.formulations.adaptive.settings import REFINE
@@ -176,14 +177,53 @@ def predicted_ucb(share: dict, q: float, runs: int, alpha: float) -> float:
     return (1.0 - q) * (share["cost_mean"] + margin + drift)
 
 
+class Tuned(NamedTuple):
+    """One tuning of the refinement: its predicted upper bound (:func:`predicted_ucb`, tuning runs
+    only), the policy kept, that policy's tuning entries, the grid's buckets, and every entry of the
+    tuning (the kept policy's last)."""
+
+    ucb: float
+    policy: AdaptivePolicy
+    kept: list
+    buckets: int
+    log: list
+
+
+def best_tuned(tunings: list[Tuned]) -> Tuned:
+    """The tuning whose policy the bracket certifies: the least predicted upper bound, the finer grid on
+    a tie. The choice reads tuning runs only (seeds other than the certification's), so the one
+    certificate on fresh runs stays valid whichever grid's policy it picks."""
+    return min(reversed(tunings), key=lambda t: t.ucb)
+
+
+#: A tuning that lowers the best predicted upper bound so far by less than this share of it is no
+#: gain: the policy has stalled (:func:`policy_stalled`).
+POLICY_GAIN = 1e-3
+
+
+def policy_stalled(tunings: list[Tuned], width: float | None) -> bool:
+    """Whether the last tuning left the certified policy where it was: with a target ``width``, its
+    predicted upper bound is not below the best earlier one (finite) by more than :data:`POLICY_GAIN`
+    of it.
+
+    Finer grids tune the policy on a finer pessimistic chain; once one does not gain, a refinement
+    whose bound is the water-filling one stops (``stopped_by`` "policy") and the time left goes to
+    that bound alone (:func:`finer_bounds`): on the realistic families the policy gains nothing past
+    2400–4800 buckets while the bound still rises (docs/adaptive.md, "Where the width comes from")."""
+    if width is None or len(tunings) < 2:
+        return False
+    before = min(t.ucb for t in tunings[:-1])
+    return math.isfinite(before) and not tunings[-1].ucb < before * (1.0 - POLICY_GAIN)
+
+
 #: A lower-bound-only grid (:func:`finer_bounds`) is followed by a finer one only when it raised the
 #: bound by more than this share of it: below, the grid no longer matters (a rounding-level change).
 FINER_GAIN = 1e-6
 #: Factor by which :func:`finer_bounds` predicts a water-filling pass's time to grow on a twice finer
-#: grid: its steps are linear in the buckets, its FFTs a little over, and a machine's load adds more
-#: (:data:`GROWTH`'s 2.5 is the refinement's, whose misprediction would cost the bracket). A pass
-#: predicted short of the truth is dropped at the limit: it costs the time left, never the bracket.
-FINER_GROWTH = 2.2
+#: grid: its steps are linear in the buckets, its FFTs a little over, and its arrays leave the cache
+#: (measured ×2.2–2.4 from 9600 to 38400 buckets: docs/performance.md). A pass predicted short of the
+#: truth is dropped at the limit: it costs the time left, never the bracket.
+FINER_GROWTH = 2.5
 
 
 def grid_limit(chain: Chain, buckets: int, cap: int, runs: int, tune_runs: int, extra_bytes: float = 0.0) -> str:
@@ -201,25 +241,40 @@ def grid_limit(chain: Chain, buckets: int, cap: int, runs: int, tune_runs: int, 
 
 def finer_bounds(chain: Chain, buckets: int, omega: float, lb: float, warm, slopes: int, ratio: float | None,
                  keep: list, threads: int, cap: int, last_s: float, runs: int, tune_runs: int,
-                 say) -> tuple[Chain, list]:
-    """The time a refinement stopped by its time limit has left after the certification, spent on the
-    lower bound alone (finer grids would not change the certified policy: docs/adaptive.md).
+                 say, enough: float = math.inf, gain: float = 0.0) -> tuple[Chain, list]:
+    """The time a refinement stopped short of its width (by the time limit, or by a policy that no
+    longer gains) has left after the certification, spent on the lower bound alone (finer grids would
+    not change the certified policy: docs/adaptive.md).
 
-    One water-filling pass on each finer grid (×:data:`REFINE` from ``buckets``), at the failure
-    price's ``ratio`` and the multipliers of the last grid's search ``warm`` (any gives a valid bound
-    on the same optimum), each started only while :data:`FINER_GROWTH` × the last pass's wall seconds
-    (``last_s``) fits the time left, the grid ``cap``, the kernels and the memory budget, and while
-    each raises the bound (from ``lb``) by more than :data:`FINER_GAIN` of it. A pass the time limit
-    stops (or that runs out of memory) is dropped (the bracket, certified already, keeps what it had);
-    every finished one is appended to ``keep``. Returns the chain of the pass with the highest bound
-    (``chain`` when none beat ``lb``) and one record per grid tried: buckets, its bound (None: not
-    finished), whether it finished, wall seconds."""
+    One water-filling pass per grid, at the failure price's ``ratio`` and the multipliers of the last
+    grid's search ``warm`` (any gives a valid bound on the same optimum). Each pass goes to a grid
+    ×:data:`REFINE`^j (j ≥ 1) from the last one: the coarsest whose bound is *estimated* to reach
+    ``enough`` (the bound that meets the width), else the finest whose predicted time,
+    :data:`FINER_GROWTH`^j × the last pass's wall seconds (``last_s``), fits the time left, within
+    the grid ``cap``, the kernels and the memory budget (grids in between would only spend the time
+    the finest needs). The estimate takes the bound's gains to halve with the loss step, as measured
+    (docs/adaptive.md): ``gain`` (the last doubling's) × (1 − 2^−j); it chooses a grid, never a bound.
+    Passes continue while each raises the bound (from ``lb``) by more than :data:`FINER_GAIN` of it,
+    until it reaches ``enough``. A pass the time limit stops (or that runs out of memory) is dropped (the
+    bracket, certified already, keeps what it had); every finished one is appended to ``keep``.
+    Returns the chain of the pass with the highest bound (``chain`` when none beat ``lb``) and one
+    record per grid tried: buckets, its bound (None: not finished), whether it finished, wall
+    seconds."""
     tried: list[dict] = []
     b, fine, budget = int(buckets), chain, memory_budget_gib() * 2**30
     inst = chain.instance
+    per_bucket = waterfill_memory(chain, slopes) / chain.i0 if slopes else 0.0     # L + 1 grows as the buckets
+    gain = max(gain, 0.0)
     while slopes and ratio is not None:
-        nxt, t = b * REFINE, now()
-        if grid_limit(chain, nxt, cap, runs, tune_runs) or not FINER_GROWTH * last_s <= time_left():
+        nxt, steps, t = b, 0, now()
+        while lb + gain * (1.0 - 0.5 ** steps) < enough:   # to the grid estimated to meet the width
+            cand = nxt * REFINE
+            if (grid_limit(chain, cand, cap, runs, tune_runs)
+                    or not FINER_GROWTH ** (steps + 1) * last_s <= time_left()
+                    or per_bucket * cand > budget):
+                break                                       # or the finest predicted to fit
+            nxt, steps = cand, steps + 1
+        if not steps:
             break
         try:
             grid = build_chain(inst, nxt, optimistic=True)
@@ -236,9 +291,9 @@ def finer_bounds(chain: Chain, buckets: int, omega: float, lb: float, warm, slop
         say(f"adaptive: {nxt} buckets, lower bound only: LB (water-filling) {got:.6g}, {last_s:.1f} s")
         if got > lb:                                # the grid of the best bound, however small the gain
             fine, lb = grid, got
-        if not got > prev + FINER_GAIN * abs(prev):
+        if not got > prev + FINER_GAIN * abs(prev) or lb >= enough:
             break
-        b = nxt
+        b, gain = nxt, (got - prev) / (2.0 ** steps - 1.0)  # the next doubling's, at the same halving
     return fine, tried
 
 
@@ -346,6 +401,7 @@ def stopped_fields(instance, state: Progress, exc: TimeLimitReached, confidence:
                     "stopped_on_grid": None if opt is None else opt.grid()})
 
 
-__all__ = ["BUDGET", "FINER_GAIN", "FINER_GROWTH", "GROWTH", "RUN_BYTES", "Progress", "check_certification",
-           "deadline_line", "finer_bounds", "grid_limit", "largest_cost", "left_or_none", "light", "memory_estimate",
-           "monotone_frontier", "next_grid_fits", "predicted_ucb", "quiet", "stopped_fields", "timed_memory"]
+__all__ = ["BUDGET", "FINER_GAIN", "FINER_GROWTH", "GROWTH", "POLICY_GAIN", "RUN_BYTES", "Progress", "Tuned",
+           "best_tuned", "check_certification", "deadline_line", "finer_bounds", "grid_limit", "largest_cost",
+           "left_or_none", "light", "memory_estimate", "monotone_frontier", "next_grid_fits", "policy_stalled",
+           "predicted_ucb", "quiet", "stopped_fields", "timed_memory"]
