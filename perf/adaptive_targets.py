@@ -68,7 +68,8 @@ def measure(family: str, loss_max: float, runs: int, tune_runs: int, width: floa
     return {"family": family, "loss_max": loss_max, "status": b.status, "buckets": b.grid["buckets"],
             "grids": [lv["buckets"] for lv in ref.get("levels", [])], "stopped_by": ref.get("stopped_by"),
             "bound_only": [(r["buckets"], r["finished"]) for r in ref.get("bound_only", [])],
-            "loss_step": b.grid["loss_step"], "lower_bound": b.lower_bound, "upper_bound": b.upper_bound,
+            "loss_step": b.grid["loss_step"], "buckets_policy": b.multipliers.get("buckets_policy"),
+            "lower_bound": b.lower_bound, "upper_bound": b.upper_bound,
             "cost_mean": b.cost_mean, "width": b.width, "p_success_lo": b.p_success_lo, "certified": b.certified,
             "dp_passes": b.work["dp_passes"], "threads": threads_for(threads), "wall_s": wall, "cpu_s": cpu,
             "load_before": load0, "load_after": os.getloadavg()[0]}

@@ -98,17 +98,18 @@ warm-started from the last grid's multipliers, until the width estimated
 on tuning runs is within it, or the next grid is predicted to end,
 certification included, after the time limit
 (:func:`~deplbench.formulations.adaptive.bracket.next_grid_fits`), or the
-memory budget or ``max_buckets`` would be passed, or a tuning lowered the
-predicted upper bound by less than a tenth of the width
-(:func:`~deplbench.formulations.adaptive.budget.policy_stalled`: the policy
-has stalled). The tuned policy with the least predicted upper bound is then
+memory budget or ``max_buckets`` would be passed, or (the bound being the
+water-filling one) a tuning lowered the predicted upper bound by less than
+0.1 % (:func:`~deplbench.formulations.adaptive.budget.policy_stalled`: the
+policy has stalled). The tuned policy with the least predicted upper bound is then
 certified once (``multipliers["buckets_policy"]`` names its grid), so neither
 the stopping rule nor that choice sees the certification draws. When the
 time limit or the stalled policy stopped it short of the width, the time
 left after the certification goes to the lower bound alone
 (:func:`~deplbench.formulations.adaptive.budget.finer_bounds`): one
-water-filling pass at a time, each on the finest grid ×2^j whose predicted
-time (the last pass's × FINER_GROWTH^j) fits, while each raises the bound;
+water-filling pass at a time, each on the coarsest grid ×2^j estimated to
+meet the width, else the finest whose predicted time (the last pass's ×
+FINER_GROWTH^j) fits, while each raises the bound and the width is not met;
 a pass the limit stops is dropped, the certified bracket kept
 (``refinement["bound_only"]``). Finer grids would not change the certified
 policy (docs/adaptive.md, "Where the width comes from"), and any grid's
