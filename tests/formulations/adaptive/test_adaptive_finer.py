@@ -1,11 +1,12 @@
-"""The time a stopped refinement has left, spent on the lower bound alone (budget.finer_bounds).
+"""The time a stopped refinement has left, spent on the lower bound alone (budget.finer_bounds), and
+the stop by a stalled policy (budget.policy_stalled, budget.best_tuned).
 
 After the certification, finer grids get one water-filling pass each (the certified policy does not
 change): each pass is a valid bound on the same optimum, so the bracket may only gain; a pass the
-time limit stops is dropped and the certified bracket stays as it was; each pass goes to the finest
-grid ×2^j whose predicted time FINER_GROWTH^j × the last pass's seconds fits the time left, and
-passes continue only while they keep raising the bound. Run on an injected clock, so every decision
-holds at any load.
+time limit stops is dropped and the certified bracket stays as it was; each pass goes to the coarsest
+grid ×2^j estimated to meet the width, else the finest whose predicted time FINER_GROWTH^j × the last
+pass's seconds fits the time left, and passes continue only while they keep raising the bound and
+the width is not met. Run on an injected clock, so every decision holds at any load.
 """
 
 from __future__ import annotations
@@ -166,15 +167,21 @@ def test_grid_limit_names_what_keeps_the_refinement_from_a_grid(start):
     assert budget.grid_limit(ch, 100, 800, 10**12, 1000) == "memory_limit"      # the runs' records
 
 
-def _tuned(ucb: float, buckets: int) -> budget.Tuned:
-    return budget.Tuned(ucb, None, [], buckets, [])       # type: ignore[arg-type]
+def _tuned(ucb: float, *args) -> budget.Tuned:
+    """A tuning of predicted upper bound ``ucb``: ``(buckets)`` or ``(met, buckets)``."""
+    met, buckets = args if len(args) == 2 else (True, args[0])
+    return budget.Tuned(ucb, object(), [], buckets, [], met)       # type: ignore[arg-type]
 
 
 def test_the_policy_certified_is_the_tuning_with_the_least_predicted_upper_bound():
     ts = [_tuned(10.0, 50), _tuned(9.0, 100), _tuned(9.5, 200)]
-    assert budget.best_tuned(ts).buckets == 100
-    assert budget.best_tuned([_tuned(9.0, 50), _tuned(9.0, 100)]).buckets == 100     # a tie: the finer grid
-    assert budget.best_tuned([_tuned(math.inf, 50)]).buckets == 50
+    assert budget.best_tuned(ts)[3] == 100
+    # the others' policies are dropped (their tables would only hold memory), the best's kept
+    assert [t.policy is None for t in ts] == [True, False, True]
+    assert budget.best_tuned([_tuned(9.0, 50), _tuned(9.0, 100)])[3] == 100     # a tie: the finer grid
+    assert budget.best_tuned([_tuned(math.inf, 50)])[3] == 50
+    # a tuning that met its target before a cheaper one that did not
+    assert budget.best_tuned([_tuned(10.0, 50), _tuned(5.0, False, 100)])[3] == 50
 
 
 @pytest.mark.parametrize("ucbs, width, stalled", [
@@ -185,10 +192,13 @@ def test_the_policy_certified_is_the_tuning_with_the_least_predicted_upper_bound
     ([10.0, 9.0, 9.2], 0.02, True),               # worse than the best earlier one
     ([10.0, 10.0], None, False),                  # no width: no refinement to stop
     ([math.inf, 12.0], 0.02, False),              # no finite estimate before: the first one is a gain
+    ([10.0, (10.0, False)], 0.02, False),         # the last tuning missed its target: keep refining
+    ([(9.0, False), 10.0], 0.02, False),          # no earlier tuning met its target: nothing to compare
 ])
 def test_a_policy_stalls_when_a_tuning_gains_less_than_a_thousandth(ucbs, width, stalled):
     assert budget.POLICY_GAIN == 1e-3
-    assert budget.policy_stalled([_tuned(u, 50 * 2 ** i) for i, u in enumerate(ucbs)], width) is stalled
+    ts = [_tuned(*u, 50 * 2 ** i) if isinstance(u, tuple) else _tuned(u, 50 * 2 ** i) for i, u in enumerate(ucbs)]
+    assert budget.policy_stalled(ts, width) is stalled
 
 
 def test_a_stalled_policy_stops_the_refinement_and_the_time_left_goes_to_the_bound(monkeypatch):
@@ -224,6 +234,40 @@ def test_a_stalled_policy_stops_the_refinement_and_the_time_left_goes_to_the_bou
     assert [r["buckets"] for r in finer] == [800] and finer[0]["finished"]
     assert finer[0]["lower_bound"] > max(lv["lower_bound"] for lv in ref["levels"])
     assert b.lower_bound == finer[0]["lower_bound"] and b.grid["buckets"] == 800
+    # the cost range is the certified (100-bucket) policy's own: BUDGET × its tuning's largest cost
+    own = [t["cost_max"] for t in b.tuning if t["buckets"] == 100 and t["role"] == "share" and t["cost_max"] > 0]
+    last = [t["cost_max"] for t in b.tuning if t["buckets"] == 200 and t["role"] == "share" and t["cost_max"] > 0]
+    assert own and last and own[-1] != last[-1]
+    assert b.certification["largest_cost"] == min(A.largest_cost(inst), budget.BUDGET * own[-1])
+
+
+def test_the_pass_goes_to_the_coarsest_grid_estimated_to_meet_the_width_and_stops_there(start):
+    """With the last doubling's gain G, ×2 is estimated at LB + G/2 and ×4 at LB + 3G/4: ``enough`` set
+    between them takes the pass to 200 buckets (not the cap, 800, though the time allows it), and a
+    bound reaching ``enough`` ends the passes. A gain of nothing starts no pass."""
+    inst, ch, warm, lb = start
+    fine200 = A.Chain(inst, 200, optimistic=True)
+    b200 = waterfill.waterfill_pass(fine200, 0.6 * waterfill.LEAN * warm.mu, warm.lam).bound(inst.omega)
+    enough = b200 * (1 - 1e-9)
+    assert enough > lb
+    gain = (enough - lb) / 0.6
+    fine, tried = finer_bounds(ch, 50, inst.omega, lb, warm, 64, 0.6, [], 1, 800, 0.0, 1000, 1000, print,
+                               enough, gain)
+    assert [r["buckets"] for r in tried] == [200] and tried[0]["lower_bound"] == b200 and fine.i0 == 200
+    fine, tried = finer_bounds(ch, 50, inst.omega, lb, warm, 64, 0.6, [], 1, 800, 0.0, 1000, 1000, print,
+                               math.inf, 0.0)
+    assert tried == [] and fine is ch
+
+
+def test_the_bracket_spends_its_time_on_the_bound_only_under_its_own_limit():
+    assert budget.own_limit(None)                             # no limit at all
+    with limits.deadline(20.0):
+        assert budget.own_limit(20.0) and not budget.own_limit(None)
+        with limits.deadline(20.0):                           # a solver's scope with the same limit, just before
+            assert budget.own_limit(20)
+    with limits.deadline(19.5):                               # an earlier outer stop: its margin is kept
+        with limits.deadline(20.0):
+            assert not budget.own_limit(20.0)
 
 
 def test_the_text_output_says_a_stalled_policy_stopped_the_refinement(capsys):

@@ -231,7 +231,7 @@ def test_cost_budget_comes_from_the_certified_policys_own_tuning(monkeypatch):
     from deplbench.formulations.adaptive import bracket
 
     real = bracket.tune_policy
-    monkeypatch.setattr(bracket, "best_tuned", lambda tunings: tunings[-1])
+    monkeypatch.setattr(bracket, "best_tuned", lambda ts: (ts[-1].ucb, ts[-1].policy, ts[-1].kept, ts[-1].buckets))
 
     def finer_without_share(instance, chain, *args, **kwargs):
         pol, log, extra = real(instance, chain, *args, **kwargs)

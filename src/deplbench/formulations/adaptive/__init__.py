@@ -99,13 +99,16 @@ on tuning runs is within it, or the next grid is predicted to end,
 certification included, after the time limit
 (:func:`~deplbench.formulations.adaptive.bracket.next_grid_fits`), or the
 memory budget or ``max_buckets`` would be passed, or (the bound being the
-water-filling one) a tuning lowered the predicted upper bound by less than
-0.1 % (:func:`~deplbench.formulations.adaptive.budget.policy_stalled`: the
-policy has stalled). The tuned policy with the least predicted upper bound is then
-certified once (``multipliers["buckets_policy"]`` names its grid), so neither
-the stopping rule nor that choice sees the certification draws. When the
-time limit or the stalled policy stopped it short of the width, the time
-left after the certification goes to the lower bound alone
+water-filling one, the time limit the bracket's own or none:
+:func:`~deplbench.formulations.adaptive.budget.own_limit`) a tuning lowered
+the predicted upper bound by less than 0.1 %
+(:func:`~deplbench.formulations.adaptive.budget.policy_stalled`: the policy
+has stalled). The tuned policy that met its tuning target with the least
+predicted upper bound is then certified once (``multipliers["buckets_policy"]``
+names its grid), so neither the stopping rule nor that choice sees the
+certification draws. When the time limit or the stalled policy stopped it
+short of the width, the time left after the certification goes to the lower
+bound alone
 (:func:`~deplbench.formulations.adaptive.budget.finer_bounds`): one
 water-filling pass at a time, each on the coarsest grid ×2^j estimated to
 meet the width, else the finest whose predicted time (the last pass's ×

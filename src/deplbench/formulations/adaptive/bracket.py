@@ -35,6 +35,7 @@ from deplbench.formulations.adaptive.budget import (  # noqa: F401 - re-exported
     memory_estimate,
     monotone_frontier,
     next_grid_fits,
+    own_limit,
     policy_stalled,
     predicted_ucb,
     quiet,
@@ -204,13 +205,14 @@ def _tune(instance, b: int, search, warm, g: int, target: float, tune_runs: int,
     cands: list[tuple] = []
     for pts in ((g, 0) if g else (0,)):
         mu = _policy_mu(search, warm) if pts else max(warm.mu, 1e-6)
-        pol, tl, _ = tune_policy(instance, pes, warm.lam, mu, target, tune_runs, seed + 1, rho, coin_seed=seed,
-                                 points=pts or None)
+        pol, tl, met = tune_policy(instance, pes, warm.lam, mu, target, tune_runs, seed + 1, rho, coin_seed=seed,
+                                   points=pts or None)
         share = [t for t in tl if t["role"] == "share"]
         est = predicted_ucb(share[-1], pol.give_up, runs, alpha) if share else math.inf
-        cands.append((est, len(cands), pol, [dict(t, policy="carried" if pts else "priced", buckets=b) for t in tl]))
-    best = min(cands, key=lambda c: (c[0], c[1]))
-    return Tuned(best[0], best[2], best[3], b, [t for c in cands if c is not best for t in c[3]] + best[3])
+        cands.append((est, len(cands), pol, [dict(t, policy="carried" if pts else "priced", buckets=b) for t in tl],
+                      bool(met)))
+    best = min(cands, key=lambda c: (not c[4], c[0], c[1]))
+    return Tuned(best[0], best[2], best[3], b, [t for c in cands if c is not best for t in c[3]] + best[3], best[4])
 
 
 def _policy_mu(search, warm) -> float:
@@ -394,6 +396,7 @@ def _bracket(instance, buckets: int, runs: int, seed: int, confidence: float, tu
             refinement={"best_success": reach, "best_success_error": reach_err,
                         "time_points": g0 if timed_check else 0})
     target = tuning_target(omega, runs, tune_runs, level)
+    own = own_limit(time_limit)             # the time left is the bracket's to spend on the bound alone
     cap = state.cap = MAX_BUCKETS if max_buckets is None else int(max_buckets)
     levels: list[dict] = state.levels
     log: list = state.log
@@ -409,13 +412,14 @@ def _bracket(instance, buckets: int, runs: int, seed: int, confidence: float, tu
     tunings: list[Tuned] = []                           # every tuning of the refinement
     b = int(buckets)
 
-    def tune_grid() -> float:
-        """Tune grid ``b`` (its search's multipliers), record it; the tuning's runs simulated per second."""
+    def tune_grid() -> tuple:
+        """Tune grid ``b`` (its search's multipliers) and record it: the tuning's runs simulated per second,
+        then the tuning to certify (:func:`~deplbench.formulations.adaptive.budget.best_tuned`)."""
         t_tune = now()
         tunings.append(_tune(instance, b, search, warm, g, target, tune_runs, seed, rho, runs, alpha))
         tune_s.append(now() - t_tune)
         log.extend(tunings[-1].log)
-        return max(sum(t["runs"] for t in tunings[-1].log), 1) / max(tune_s[-1], 1e-9)
+        return max(sum(t["runs"] for t in tunings[-1].log), 1) / max(tune_s[-1], 1e-9), *best_tuned(tunings)
 
     while True:
         t_level = now()
@@ -453,8 +457,7 @@ def _bracket(instance, buckets: int, runs: int, seed: int, confidence: float, tu
         stalled = bool(levels) and lb - levels[-1]["lower_bound"] < 0.25 * (est_ub - lb)
         since = next((i for i, lv in enumerate(reversed(levels)) if lv["tuned"]), len(levels))
         if width is None or policy is None or est_w <= 2 * width or stalled or since >= 1:
-            sim_rate, tune_b = tune_grid(), b
-            est_ub, policy, kept_log, policy_b, _ = best_tuned(tunings)
+            (sim_rate, est_ub, policy, kept_log, policy_b), tune_b = tune_grid(), b
             tuned = True
             est_w = (est_ub - lb) / lb if lb > 0 and math.isfinite(est_ub) else math.inf
         elapsed = now() - t0
@@ -468,7 +471,7 @@ def _bracket(instance, buckets: int, runs: int, seed: int, confidence: float, tu
         if est_w <= width and tuned:
             stopped = "width"
             break
-        if tuned and water is not None and water.bound(omega) >= lb and policy_stalled(tunings, width):
+        if own and tuned and water is not None and water.bound(omega) >= lb and policy_stalled(tunings, width):
             # finer grids would re-tune a policy no better: the time left goes to the bound alone
             stopped = "policy"
             break
@@ -481,12 +484,11 @@ def _bracket(instance, buckets: int, runs: int, seed: int, confidence: float, tu
         else:
             b = nxt
             continue
-        # the policy of the finest grid — unless its tuning (predicted as next_grid_fits does) and the
-        # certification would pass the time left: then the last tuned grid's policy is certified
+        # the finest grid is tuned too, unless its tuning (predicted as next_grid_fits does) and the
+        # certification would pass the time left; the best-predicted tuned policy is certified
         retune = GROWTH ** max(round(math.log(b / tune_b, REFINE)), 1) * tune_s[-1] + runs / sim_rate
         if not tuned and retune <= time_left():
-            sim_rate, tune_b = tune_grid(), b
-            est_ub, policy, kept_log, policy_b, _ = best_tuned(tunings)
+            (sim_rate, est_ub, policy, kept_log, policy_b), tune_b = tune_grid(), b
         break
     t_lb_total = sum(lv["seconds"] for lv in levels)
     # The cost range of the upper confidence bound: BUDGET × the largest cost of the
@@ -497,7 +499,7 @@ def _bracket(instance, buckets: int, runs: int, seed: int, confidence: float, tu
     if seen:
         c_max = min(c_max, BUDGET * seen[-1])
         policy = policy.with_budget(c_max)
-    check_certification(runs, runs / sim_rate, b)
+    check_certification(runs, runs / sim_rate, policy_b)
     res = simulate(instance, policy, runs, seed, level)
     # The certified policy is the mix: give up at once with probability q, else run
     # the chain's policy π. The runs the index sequence keeps are i.i.d. runs of π
@@ -509,10 +511,8 @@ def _bracket(instance, buckets: int, runs: int, seed: int, confidence: float, tu
     p_lo = (1.0 - q) * clopper_pearson_lower(k, n_kept, level) if n_kept else 0.0
     mean, ucb = cost_ucb(res.cost[kept], 1.0 - q, c_max, alpha)
     # the time a stopped refinement has left goes to the bound alone (the certified policy would not change)
-    # only the bracket's own limit: an earlier outer stop (a sweep task's) keeps its margin for what follows
-    own = time_left() >= (math.inf if time_limit is None else state.t0 + time_limit - now()) - 1e-6
     short = own and stopped in ("time_limit", "policy") and ucb > (1.0 + (width or 0.0)) * search.bound()
-    gain = levels[-1]["lower_bound"] - levels[-2]["lower_bound"] if len(levels) > 1 else 0.0
+    gain = levels[-1]["lower_bound"] - levels[-2]["lower_bound"] if len(levels) > 1 else None
     opt, finer = (finer_bounds(opt, b, omega, search.bound(), warm, slopes, ratio, state.water, threads, cap, wf_s,
                                runs, tune_runs, say, ucb / (1.0 + (width or 0.0)), gain) if short else (opt, []))
     n_passes += sum(r["finished"] for r in finer)

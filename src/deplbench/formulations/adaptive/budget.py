@@ -179,21 +179,30 @@ def predicted_ucb(share: dict, q: float, runs: int, alpha: float) -> float:
 
 class Tuned(NamedTuple):
     """One tuning of the refinement: its predicted upper bound (:func:`predicted_ucb`, tuning runs
-    only), the policy kept, that policy's tuning entries, the grid's buckets, and every entry of the
-    tuning (the kept policy's last)."""
+    only), the policy kept (None once another tuning's is preferred: :func:`best_tuned`), that
+    policy's tuning entries, the grid's buckets, every entry of the tuning (the kept policy's last)
+    and whether it met its tuning target."""
 
     ucb: float
-    policy: AdaptivePolicy
+    policy: AdaptivePolicy | None
     kept: list
     buckets: int
     log: list
+    met: bool = True
 
 
-def best_tuned(tunings: list[Tuned]) -> Tuned:
-    """The tuning whose policy the bracket certifies: the least predicted upper bound, the finer grid on
-    a tie. The choice reads tuning runs only (seeds other than the certification's), so the one
-    certificate on fresh runs stays valid whichever grid's policy it picks."""
-    return min(reversed(tunings), key=lambda t: t.ucb)
+def best_tuned(tunings: list[Tuned]) -> tuple[float, AdaptivePolicy, list, int]:
+    """The tuning whose policy the bracket certifies: one that met its tuning target before one that
+    did not, then the least predicted upper bound, then the finer grid. The choice reads tuning runs
+    only (seeds other than the certification's), so the one certificate on fresh runs stays valid
+    whichever grid's policy it picks. Returns its predicted upper bound, policy, policy's tuning
+    entries and grid; the other tunings' policies are dropped from ``tunings`` (their tables would
+    only hold memory)."""
+    best = min(reversed(tunings), key=lambda t: (not t.met, t.ucb))
+    tunings[:] = [t if t is best else t._replace(policy=None, kept=[]) for t in tunings]
+    if best.policy is None:
+        raise ValueError("tunings: the best tuning's policy was dropped")
+    return best.ucb, best.policy, best.kept, best.buckets
 
 
 #: A tuning that lowers the best predicted upper bound so far by less than this share of it is no
@@ -202,17 +211,17 @@ POLICY_GAIN = 1e-3
 
 
 def policy_stalled(tunings: list[Tuned], width: float | None) -> bool:
-    """Whether the last tuning left the certified policy where it was: with a target ``width``, its
-    predicted upper bound is not below the best earlier one (finite) by more than :data:`POLICY_GAIN`
-    of it.
+    """Whether the last tuning left the certified policy where it was: with a target ``width``, it
+    met its tuning target and its predicted upper bound is not below the best earlier one that met
+    its own (finite) by more than :data:`POLICY_GAIN` of it.
 
     Finer grids tune the policy on a finer pessimistic chain; once one does not gain, a refinement
     whose bound is the water-filling one stops (``stopped_by`` "policy") and the time left goes to
     that bound alone (:func:`finer_bounds`): on the realistic families the policy gains nothing past
     2400–4800 buckets while the bound still rises (docs/adaptive.md, "Where the width comes from")."""
-    if width is None or len(tunings) < 2:
+    if width is None or len(tunings) < 2 or not tunings[-1].met:
         return False
-    before = min(t.ucb for t in tunings[:-1])
+    before = min((t.ucb for t in tunings[:-1] if t.met), default=math.inf)
     return math.isfinite(before) and not tunings[-1].ucb < before * (1.0 - POLICY_GAIN)
 
 
@@ -241,7 +250,7 @@ def grid_limit(chain: Chain, buckets: int, cap: int, runs: int, tune_runs: int, 
 
 def finer_bounds(chain: Chain, buckets: int, omega: float, lb: float, warm, slopes: int, ratio: float | None,
                  keep: list, threads: int, cap: int, last_s: float, runs: int, tune_runs: int,
-                 say, enough: float = math.inf, gain: float = 0.0) -> tuple[Chain, list]:
+                 say, enough: float = math.inf, gain: float | None = None) -> tuple[Chain, list]:
     """The time a refinement stopped short of its width (by the time limit, or by a policy that no
     longer gains) has left after the certification, spent on the lower bound alone (finer grids would
     not change the certified policy: docs/adaptive.md).
@@ -252,11 +261,13 @@ def finer_bounds(chain: Chain, buckets: int, omega: float, lb: float, warm, slop
     ``enough`` (the bound that meets the width), else the finest whose predicted time,
     :data:`FINER_GROWTH`^j × the last pass's wall seconds (``last_s``), fits the time left, within
     the grid ``cap``, the kernels and the memory budget (grids in between would only spend the time
-    the finest needs). The estimate takes the bound's gains to halve with the loss step, as measured
-    (docs/adaptive.md): ``gain`` (the last doubling's) × (1 − 2^−j); it chooses a grid, never a bound.
-    Passes continue while each raises the bound (from ``lb``) by more than :data:`FINER_GAIN` of it,
-    until it reaches ``enough``. A pass the time limit stops (or that runs out of memory) is dropped (the
-    bracket, certified already, keeps what it had); every finished one is appended to ``keep``.
+    the finest needs). The estimate extrapolates the gains of the refinement's grids, which about
+    halved with each doubling (docs/adaptive.md, "Where the width comes from"): ``gain`` (the last
+    doubling's; None: unknown) × (1 − 2^−j); it chooses a grid, never a bound. A known ``gain`` of at
+    most :data:`FINER_GAIN` of the bound starts no pass. Passes continue while each raises the bound
+    (from ``lb``) by more than :data:`FINER_GAIN` of it, until it reaches ``enough``. A pass the time
+    limit stops (or that runs out of memory) is dropped (the bracket, certified already, keeps what
+    it had); every finished one is appended to ``keep``.
     Returns the chain of the pass with the highest bound (``chain`` when none beat ``lb``) and one
     record per grid tried: buckets, its bound (None: not finished), whether it finished, wall
     seconds."""
@@ -264,7 +275,9 @@ def finer_bounds(chain: Chain, buckets: int, omega: float, lb: float, warm, slop
     b, fine, budget = int(buckets), chain, memory_budget_gib() * 2**30
     inst = chain.instance
     per_bucket = waterfill_memory(chain, slopes) / chain.i0 if slopes else 0.0     # L + 1 grows as the buckets
-    gain = max(gain, 0.0)
+    if gain is not None and math.isfinite(gain) and not gain > FINER_GAIN * abs(lb):
+        return fine, tried                           # the last doubling gained nothing: nor would finer grids
+    gain = gain if gain is not None and math.isfinite(gain) else 0.0
     while slopes and ratio is not None:
         nxt, steps, t = b, 0, now()
         while lb + gain * (1.0 - 0.5 ** steps) < enough:   # to the grid estimated to meet the width
@@ -304,6 +317,15 @@ def quiet(f):
         with np.errstate(over="ignore", invalid="ignore", divide="ignore", under="ignore"):
             return f(*args, **kwargs)
     return run
+
+
+def own_limit(time_limit: float | None) -> bool:
+    """Whether the bracket's own ``time_limit`` (or none) is the limit in force
+    (:func:`deplbench.limits.time_limit_s`): then the time it has left may go to the bound alone
+    (:func:`finer_bounds`), and a stalled policy may end the refinement for it. An earlier outer stop
+    with a limit of its own (a sweep task's) keeps its margin for what follows. A solver's scope
+    opened with the same limit just before counts as the bracket's own."""
+    return time_limit_s() == (None if time_limit is None else float(time_limit))
 
 
 def left_or_none() -> float | None:
@@ -403,5 +425,5 @@ def stopped_fields(instance, state: Progress, exc: TimeLimitReached, confidence:
 
 __all__ = ["BUDGET", "FINER_GAIN", "FINER_GROWTH", "GROWTH", "POLICY_GAIN", "RUN_BYTES", "Progress", "Tuned",
            "best_tuned", "check_certification", "deadline_line", "finer_bounds", "grid_limit", "largest_cost",
-           "left_or_none", "light", "memory_estimate", "monotone_frontier", "next_grid_fits", "policy_stalled",
-           "predicted_ucb", "quiet", "stopped_fields", "timed_memory"]
+           "left_or_none", "light", "memory_estimate", "monotone_frontier", "next_grid_fits", "own_limit",
+           "policy_stalled", "predicted_ucb", "quiet", "stopped_fields", "timed_memory"]

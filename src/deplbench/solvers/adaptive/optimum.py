@@ -175,8 +175,8 @@ class AdaptiveOpt(Solver):
         if not mult or "mu_policy" not in mult or not adaptive.applies(instance)[0]:
             return None
         p = self.resolve_params(params)
-        # the grid of the policy's tuning (a coarser one than the bound's when the time limit left no
-        # time to tune on the finest)
+        # the grid of the policy's tuning (a coarser one than the bound's when a coarser grid's tuning
+        # predicted the lower upper bound, or the time limit left no time to tune on the finest)
         buckets = (mult.get("buckets_policy") or ((result.diagnostics or {}).get("grid") or {}).get("buckets")
                    or p["buckets"])
         chain = adaptive.Chain(instance, int(buckets), optimistic=False)
