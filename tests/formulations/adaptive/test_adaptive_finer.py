@@ -113,15 +113,13 @@ def test_nothing_runs_without_slopes_or_a_failure_price_ratio(start):
     assert math.isfinite(lb) and budget.FINER_GAIN < 1e-3
 
 
-def test_a_refinement_stopped_by_its_time_limit_spends_the_time_left_on_the_bound(monkeypatch):
-    """Searches of 1 and 4 s and tunings of 1 s on an injected clock: after the second grid the
-    third is predicted past the 20-s limit, the policy is certified, and the time left goes to
-    lower-bound-only water-filling passes (free on this clock) on finer grids up to the cap: the
-    bracket reports the best of them, on the grid that gave it, and the same certification."""
+def _clocked(monkeypatch, growth: float, ucb) -> tuple:
+    """The scaling instance, and stubs on an injected clock: the i-th grid's search takes growth**i s, a
+    tuning 1 s, the certification its runs at the tuning's rate; the n-th tuning's predicted upper
+    bound is ``ucb(search, n)``. Returns the instance, the clock and the grids searched and tuned."""
     from deplbench.formulations.adaptive import bracket
     from tests.formulations.adaptive.test_adaptive_clock import _certification_at_tuning_rate, _timed_searches
 
-    inst = generate("scaling", n_models=2, n_clusters=2, horizon=6, seed=0)
     clock, rate, tuned = FakeClock(), {}, []
     real_tune = bracket._tune
 
@@ -130,13 +128,22 @@ def test_a_refinement_stopped_by_its_time_limit_spends_the_time_left_on_the_boun
         clock.advance(1.0)
         rate["runs/s"] = sum(t["runs"] for t in out.log) / 1.0
         tuned.append(b)
-        # far above the bound, and each tuning gains: neither the width nor a policy stall stops it
-        return out._replace(ucb=search.bound() * (2.0 - 0.1 * len(tuned)))
+        return out._replace(ucb=ucb(search, len(tuned)))
 
+    grids = _timed_searches(monkeypatch, clock, growth)
+    monkeypatch.setattr(bracket, "_tune", tune)
+    _certification_at_tuning_rate(monkeypatch, clock, rate)
+    return generate("scaling", n_models=2, n_clusters=2, horizon=6, seed=0), clock, grids, tuned
+
+
+def test_a_refinement_stopped_by_its_time_limit_spends_the_time_left_on_the_bound(monkeypatch):
+    """Searches of 1 and 4 s and tunings of 1 s on an injected clock: after the second grid the
+    third is predicted past the 20-s limit, the policy is certified, and the time left goes to
+    lower-bound-only water-filling passes (free on this clock) on finer grids up to the cap: the
+    bracket reports the best of them, on the grid that gave it, and the same certification."""
+    # predictions far above the bound, each tuning gaining: neither the width nor a policy stall stops it
+    inst, clock, grids, _ = _clocked(monkeypatch, 4.0, lambda search, n: search.bound() * (2.0 - 0.1 * n))
     with limits.use_clock(clock):
-        grids = _timed_searches(monkeypatch, clock, 4.0)
-        monkeypatch.setattr(bracket, "_tune", tune)
-        _certification_at_tuning_rate(monkeypatch, clock, rate)
         b = A.adaptive_bounds(inst, buckets=50, runs=1000, tune_runs=500, width=1e-6, time_limit=20.0,
                               max_buckets=400, time_points=0)
         # the same under an earlier outer stop (a sweep task's): its margin is kept, no bound-only grid
@@ -206,24 +213,8 @@ def test_a_stalled_policy_stops_the_refinement_and_the_time_left_goes_to_the_bou
     buckets: the third gains nothing, so the refinement stops there ("policy") although the limit
     leaves time, certifies the 100-bucket grid's policy (the least prediction) and spends the time on
     a lower-bound-only pass, at the cap (the passes are free on this clock)."""
-    from deplbench.formulations.adaptive import bracket
-    from tests.formulations.adaptive.test_adaptive_clock import _certification_at_tuning_rate, _timed_searches
-
-    inst = generate("scaling", n_models=2, n_clusters=2, horizon=6, seed=0)
-    clock, rate, tuned = FakeClock(), {}, []
-    real_tune = bracket._tune
-
-    def tune(instance, b, search, *args, **kwargs):
-        out = real_tune(instance, b, search, *args, **kwargs)
-        clock.advance(1.0)
-        rate["runs/s"] = sum(t["runs"] for t in out.log) / 1.0
-        tuned.append(b)
-        return out._replace(ucb=1e6 * (1.0, 0.9, 0.95)[len(tuned) - 1])
-
+    inst, clock, grids, tuned = _clocked(monkeypatch, 1.0, lambda search, n: 1e6 * (1.0, 0.9, 0.95)[n - 1])
     with limits.use_clock(clock):
-        grids = _timed_searches(monkeypatch, clock, 1.0)
-        monkeypatch.setattr(bracket, "_tune", tune)
-        _certification_at_tuning_rate(monkeypatch, clock, rate)
         b = A.adaptive_bounds(inst, buckets=50, runs=1000, tune_runs=500, width=0.01, time_limit=1000.0,
                               max_buckets=800, time_points=0)
     ref = b.refinement
