@@ -217,8 +217,8 @@ def policy_stalled(tunings: list[Tuned], width: float | None) -> bool:
 
     Finer grids tune the policy on a finer pessimistic chain; once one does not gain, a refinement
     whose bound is the water-filling one stops (``stopped_by`` "policy") and the time left goes to
-    that bound alone (:func:`finer_bounds`): on the realistic families the policy gains nothing past
-    2400–4800 buckets while the bound still rises (docs/adaptive.md, "Where the width comes from")."""
+    that bound alone (:func:`finer_bounds`): on the realistic families the policy stops gaining on
+    coarse grids while the bound still rises (docs/adaptive.md, "Where the width comes from")."""
     if width is None or len(tunings) < 2 or not tunings[-1].met:
         return False
     before = min((t.ucb for t in tunings[:-1] if t.met), default=math.inf)
@@ -230,8 +230,8 @@ def policy_stalled(tunings: list[Tuned], width: float | None) -> bool:
 FINER_GAIN = 1e-6
 #: Factor by which :func:`finer_bounds` predicts a water-filling pass's time to grow on a twice finer
 #: grid: its steps are linear in the buckets, its FFTs a little over, and its arrays leave the cache
-#: (measured ×2.2–2.4 from 9600 to 38400 buckets: docs/performance.md). A pass predicted short of the
-#: truth is dropped at the limit: it costs the time left, never the bracket.
+#: (measured with ``perf/adaptive_pass_scaling.py``: docs/performance.md). A pass predicted short of
+#: the truth is dropped at the limit: it costs the time left, never the bracket.
 FINER_GROWTH = 2.5
 
 
