@@ -311,7 +311,9 @@ def _backward(chain: Chain, mu: float, lam: float, slopes: int, unit: float, nus
     (None: one thread) and the ``parts`` its epochs' steps are split into."""
     st, M, L1 = chain.st, chain.M, chain.L + 1
     tmax, mu_u = st.time_max, mu / unit
-    cuts = np.linspace(0, L1, parts + 1).astype(int)
+    # every part in blocks of at least CHUNK loss buckets (its whole share when fewer than twice), the
+    # same number per part so that the threads share them evenly
+    cuts = np.linspace(0, L1, parts * max(1, L1 // parts // CHUNK) + 1).astype(int)
     nu_star = float(nus[-1])
     J, nu = nus.size, nus[:, None]
     stop = np.broadcast_to(nu, (J, L1)).copy()                       # give up: (W, G) = (0, 1)
@@ -322,11 +324,13 @@ def _backward(chain: Chain, mu: float, lam: float, slopes: int, unit: float, nus
     classes = [_classes(A[m], b[m], mu_u) for m in range(M)]
 
     def block(S: np.ndarray, m: int) -> np.ndarray:
-        """Least over model m's cluster classes of the epoch's support from the sum S (J, L1),
-        its loss buckets split between the pool's threads."""
-        if pool is None:
-            return columns(S, m)
+        """Least over model m's cluster classes of the epoch's support from the sum S (J, L1), on its
+        blocks of loss buckets, shared between the pool's threads."""
         out = np.empty((J, L1))
+        if pool is None:
+            for a, z in zip(cuts[:-1], cuts[1:]):
+                out[:, a:z] = columns(S[:, a:z], m)
+            return out
         # each job in a copy of this thread's context: numpy's error state (and the clock) as the caller's
         jobs = [(a, z, pool.submit(contextvars.copy_context().run, columns, S[:, a:z], m))
                 for a, z in zip(cuts[:-1], cuts[1:])]
@@ -335,19 +339,15 @@ def _backward(chain: Chain, mu: float, lam: float, slopes: int, unit: float, nus
         return out
 
     def columns(S: np.ndarray, m: int) -> np.ndarray:
-        """:func:`block` on some loss buckets: every step below reads its own bucket alone, so
-        they run on blocks of about :data:`CHUNK` buckets (no value changes)."""
+        """:func:`block` on one block of loss buckets: every step below reads its own bucket alone."""
+        seg = segments(S, nus)
         out = np.full(S.shape, np.inf)
-        cut = np.linspace(0, S.shape[1], max(1, S.shape[1] // CHUNK) + 1).astype(int)
-        for a0, z0 in zip(cut[:-1], cut[1:]):
-            part, dst = S[:, a0:z0], out[:, a0:z0]
-            seg = segments(part, nus)
-            for a, lin in classes[m]:
-                v = envelope(*lines(seg, a), nus)
-                own = nu * lin
-                v += own - 4.0 * UNIT * np.abs(own)                      # the epoch's own G, rounded down
-                v -= 3.0 * UNIT * np.abs(v)                                # and the sum's rounding
-                np.minimum(dst, v, out=dst)
+        for a, lin in classes[m]:
+            v = envelope(*lines(seg, a), nus)
+            own = nu * lin
+            v += own - 4.0 * UNIT * np.abs(own)                          # the epoch's own G, rounded down
+            v -= 3.0 * UNIT * np.abs(v)                                    # and the sum's rounding
+            np.minimum(out, v, out=out)
         return out
 
     for k in range(chain.K - 1, -1, -1):
