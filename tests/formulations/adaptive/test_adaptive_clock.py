@@ -278,8 +278,8 @@ def test_a_stop_with_no_time_to_tune_the_last_grid_certifies_the_last_tuned_poli
     assert b.multipliers["buckets_policy"] == 30
     res = SimpleNamespace(diagnostics=b.to_dict())
     pol = AdaptiveOpt().closed_loop_policy(inst, res, buckets=30, runs=100, tune_runs=500, time_points=0)
-    assert pol.chain.i0 == 30
-    sim = simulate(inst, pol, b.certification["runs"], b.certification["seed"])
+    assert pol.chain.i0 == 30 and pol.give_up == b.multipliers["give_up"]
+    sim = simulate(inst, pol.with_give_up(0.0), b.certification["runs"], b.certification["seed"])
     assert int(sim.success.sum()) == b.certification["successes"]
 
 

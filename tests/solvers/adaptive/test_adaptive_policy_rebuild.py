@@ -4,7 +4,8 @@ The sweeps and report section 6 simulate the policy rebuilt from the result's
 ``multipliers`` (:meth:`AdaptiveOpt.closed_loop_policy`). The bound may come
 from another pass than the policy's — the deadline carried (λ = 0) while the
 tuning kept the priced policy — so the rebuild must use the policy's own
-prices: rebuilt and run on the certification seed, it must succeed on exactly
+prices: rebuilt and run on the certification seed (without the share it gives
+up at once, which is read from the certificate), it must succeed on exactly
 the runs the certificate counted.
 """
 
@@ -32,5 +33,7 @@ def test_rebuilt_policy_reproduces_the_certification_when_the_bound_is_carried(s
     if source == "carried":
         assert mult["lambda"] == 0.0, mult
     pol = solver.closed_loop_policy(inst, res, **params)
-    sim = simulate(inst, pol, cert["runs"], cert["seed"])
+    # the certificate counts the runs of π itself; the mix gives up its share q on top of them
+    assert pol.give_up == mult["give_up"]
+    sim = simulate(inst, pol.with_give_up(0.0), cert["runs"], cert["seed"])
     assert int(sim.success.sum()) == cert["successes"] > 0

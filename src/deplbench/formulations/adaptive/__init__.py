@@ -84,14 +84,16 @@ the upper confidence bound is the bracket's UB. Tuning (tuning seeds only):
 the chain's policies at a few failure prices from the pessimistic chain's
 critical one up are simulated and the one with least cost/P(success) is
 kept; the risk budget it leaves is spent as at the critical multiplier of
-Beutler & Ross: a share q of the runs (picked by a low-discrepancy
-sequence over run indices, independent of the draws) stops at once, cost 0,
-with q set on a second tuning seed so that the mix's P(success) is the least
-rate that certifies plus two standard errors. The certified policy is that
-mix: give up with probability q, else run the chain's policy π. The runs
-the index sequence keeps are i.i.d. runs of π (the picks depend on no
-draw), so P(success) = (1 − q)·p(π) ≥ (1 − q)·(the Clopper–Pearson bound
-on the kept runs) and the mean cost is (1 − q) times theirs.
+Beutler & Ross: a share q of the runs stops at once, cost 0. The certified
+policy is that mix: give up with probability q, else run the chain's policy
+π. Every fresh run is a run of π, and q is set *after* them from their
+Clopper–Pearson bound p_lo, q = 1 − ω/p_lo (:func:`~.certify.certify_mix`):
+on the event that both statements hold for π, the mix succeeds with
+probability (1 − q)·p(π) ≥ (1 − q)·p_lo ≥ ω and costs (1 − q)·E[cost of π]
+≤ (1 − q)·UCB, whatever q is, so a share read from the same runs keeps the
+joint level; its P(success) is certified at ω itself, with no margin
+spent on tuning noise. The tuning predicts q the same way from its own runs
+(:func:`~deplbench.formulations.adaptive.budget.predicted_ucb`).
 
 **Refinement to a width.** With ``width`` the grid is doubled, each search
 warm-started from the last grid's multipliers, until the width estimated

@@ -42,7 +42,7 @@ from deplbench.formulations.adaptive.budget import (  # noqa: F401 - re-exported
     stopped_fields,
     timed_memory,
 )
-from deplbench.formulations.adaptive.certify import cost_ucb, needed_successes, tune_policy
+from deplbench.formulations.adaptive.certify import certify_mix, cost_ucb, needed_successes, tune_policy
 from deplbench.formulations.adaptive.chain import Chain, applies, best_success, build_chain
 from deplbench.formulations.adaptive.search import SearchStopped, lower_bound_search, multires_search
 from deplbench.formulations.adaptive.settings import (  # noqa: F401 - the grid's constants, re-exported
@@ -70,8 +70,7 @@ from deplbench.formulations.adaptive.timed import (
     timed_work,
 )
 from deplbench.formulations.adaptive.waterfill import grid_passes, water_fields, waterfill_memory
-from deplbench.formulations.evaluation.binomial import clopper_pearson_lower
-from deplbench.formulations.evaluation.closed_loop import BLOCK, simulate
+from deplbench.formulations.evaluation.closed_loop import simulate
 from deplbench.jsonio import number_beside, number_text
 from deplbench.limits import TimeLimitReached, check_memory, check_time, deadline, memory_budget_gib, now, time_left
 
@@ -208,7 +207,7 @@ def _tune(instance, b: int, search, warm, g: int, target: float, tune_runs: int,
         pol, tl, met = tune_policy(instance, pes, warm.lam, mu, target, tune_runs, seed + 1, rho, coin_seed=seed,
                                    points=pts or None)
         share = [t for t in tl if t["role"] == "share"]
-        est = predicted_ucb(share[-1], pol.give_up, runs, alpha) if share else math.inf
+        est = predicted_ucb(share[-1], float(instance.omega), runs, alpha) if share else math.inf
         cands.append((est, len(cands), pol, [dict(t, policy="carried" if pts else "priced", buckets=b) for t in tl],
                       bool(met)))
     best = min(cands, key=lambda c: (not c[4], c[0], c[1]))
@@ -500,16 +499,11 @@ def _bracket(instance, buckets: int, runs: int, seed: int, confidence: float, tu
         c_max = min(c_max, BUDGET * seen[-1])
         policy = policy.with_budget(c_max)
     check_certification(runs, runs / sim_rate, policy_b)
-    res = simulate(instance, policy, runs, seed, level)
-    # The certified policy is the mix: give up at once with probability q, else run
-    # the chain's policy π. The runs the index sequence keeps are i.i.d. runs of π
-    # (the picks do not depend on any draw), so P(success) = (1 − q)·p(π) is bounded
-    # by (1 − q)·CP(successes of the kept runs) and E[cost] = (1 − q)·E[cost of π].
-    q = policy.give_up
-    kept = ~policy.gives_up(np.arange(runs) % BLOCK) if q > 0 else np.ones(runs, dtype=bool)
-    n_kept, k = int(kept.sum()), int(res.success[kept].sum())
-    p_lo = (1.0 - q) * clopper_pearson_lower(k, n_kept, level) if n_kept else 0.0
-    mean, ucb = cost_ucb(res.cost[kept], 1.0 - q, c_max, alpha)
+    # The certified policy is the mix: give up at once with probability q, else run the chain's
+    # policy π. Every fresh run is a run of π; q is set from their certificate (certify_mix).
+    res = simulate(instance, policy.with_give_up(0.0), runs, seed, level)
+    q, p_lo, k, mean, ucb = certify_mix(res.success, res.cost, omega, level, c_max, alpha)
+    policy = policy.with_give_up(q)
     # the time a stopped refinement has left goes to the bound alone (the certified policy would not change)
     short = own and stopped in ("time_limit", "policy") and ucb > (1.0 + (width or 0.0)) * search.bound()
     gain = levels[-1]["lower_bound"] - levels[-2]["lower_bound"] if len(levels) > 1 else None
@@ -563,7 +557,7 @@ def _bracket(instance, buckets: int, runs: int, seed: int, confidence: float, tu
                   "max_buckets": cap if width is not None else None, "bound_only": finer}
     return AdaptiveBounds(
         lower_bound=lower, upper_bound=ucb, cost_mean=mean,
-        p_success=(1.0 - q) * k / max(n_kept, 1), p_success_lo=p_lo, certified=certified,
+        p_success=(1.0 - q) * k / runs, p_success_lo=p_lo, certified=certified,
         frontier=monotone_frontier(search, omega),
         multipliers={"lambda": best.lam, "mu": best.mu, "lambda_policy": policy.pass_.lam,
                      "mu_policy": policy.pass_.mu, "rho_policy": policy.rho, "buckets_policy": policy_b,
@@ -577,13 +571,14 @@ def _bracket(instance, buckets: int, runs: int, seed: int, confidence: float, tu
                      **water_fields(water, ratio, omega, tm),
                      "rounding_bound": best.err, "lower_bound_source": source},
         grid=opt.grid(),
-        certification={"runs": runs, "seed": seed, "kept_runs": n_kept, "successes": k, "confidence": confidence,
+        certification={"runs": runs, "seed": seed, "kept_runs": runs, "successes": k, "confidence": confidence,
                        "level_each": level,
                        "method": f"(1 − give_up) × one-sided Clopper–Pearson lower bound at level "
-                                 f"{number_text(level)} on the fresh runs not given up (seed {seed}; the policy "
-                                 f"was tuned on seeds {seed + 1} and {seed + 2})",
+                                 f"{number_text(level)} on the fresh runs of the policy (seed {seed}; the policy "
+                                 f"was tuned on seeds {seed + 1} and {seed + 2}), give_up = 1 − ω / that bound, "
+                                 f"set after the runs (valid whatever the share)",
                        "cost_method": f"(1 − give_up) × one-sided empirical-Bernstein upper bound (Maurer & "
-                                      f"Pontil 2009) at level {number_text(level)} on the runs not given up, costs in "
+                                      f"Pontil 2009) at level {number_text(level)} on the same runs, costs in "
                                       f"[0, {c_max:.6g}] (the policy's cost budget); jointly with P(success) at "
                                       f"{number_text(confidence)} (union bound)",
                        "largest_cost": c_max, "deadline_missed": int(res.deadline_missed.sum())},

@@ -30,11 +30,12 @@ from typing import NamedTuple
 
 import numpy as np
 
-from deplbench.formulations.adaptive.certify import AdaptivePolicy, frontier_levels
+from deplbench.formulations.adaptive.certify import AdaptivePolicy, frontier_levels, give_up_share
 from deplbench.formulations.adaptive.chain import Chain, build_chain, chain_refused, jump_rise
 from deplbench.formulations.adaptive.search import Search, SearchStopped
 from deplbench.formulations.adaptive.settings import REFINE
 from deplbench.formulations.adaptive.waterfill import grid_passes, waterfill_memory
+from deplbench.formulations.evaluation.binomial import clopper_pearson_lower
 from deplbench.limits import TimeLimitReached, check_time, memory_budget_gib, now, time_left, time_limit_s
 
 #: Bytes per simulated run kept until the end (loss, cost, time, epochs, flags), counted twice
@@ -163,18 +164,23 @@ def check_certification(runs: int, cert_s: float, buckets: int) -> None:
                                f"about {cert_s:.3g} s at the tuning's rate, beyond the {max(left, 0.0):.3g} s left")
 
 
-def predicted_ucb(share: dict, q: float, runs: int, alpha: float) -> float:
-    """The upper confidence bound the certification would give if its runs looked like
-    the tuning run ``share``: (1 − q)·(mean + the empirical-Bernstein margin of
-    :func:`cost_ucb` at n = (1 − q)·runs, range BUDGET × the run's largest cost), plus two
-    standard errors of the difference between the tuning's mean and the certification's
-    (the certified width then meets a target the prediction met, but for a 2.3 % chance).
-    An estimate from tuning draws only: it decides the refinement, never the bracket."""
-    n = max(2.0, (1.0 - q) * runs)
+def predicted_ucb(share: dict, omega: float, runs: int, alpha: float) -> float:
+    """The upper confidence bound the certification would give if its runs looked like the
+    tuning run ``share`` (:func:`~.certify.certify_mix`): (1 − q)·(mean + the empirical-Bernstein
+    margin of :func:`cost_ucb` at n = ``runs``, range BUDGET × the run's largest cost), plus two
+    standard errors of the difference between the tuning's mean and the certification's, with
+    q = :func:`~.certify.give_up_share` of the Clopper–Pearson bound (level 1 − ``alpha``) at the
+    tuning's P(success) less two standard errors of that difference too (the certified width then
+    meets a target the prediction met, but for a 2.3 % chance on either side). An estimate from
+    tuning draws only: it decides the refinement, never the bracket."""
+    n = max(2.0, float(runs))
     ln = math.log(2.0 / alpha)
     margin = share["cost_sd"] * math.sqrt(2.0 * ln / n) + 7.0 * BUDGET * share["cost_max"] * ln / (3.0 * (n - 1))
-    drift = 2.0 * share["cost_sd"] * math.sqrt(1.0 / max(share["runs"], 2) + 1.0 / n)
-    return (1.0 - q) * (share["cost_mean"] + margin + drift)
+    spread = 2.0 * math.sqrt(1.0 / max(share["runs"], 2) + 1.0 / n)
+    p = share["p_success"]
+    p_cert = min(1.0, max(0.0, p - spread * math.sqrt(p * (1.0 - p))))
+    q = give_up_share(clopper_pearson_lower(math.floor(p_cert * runs), runs, 1.0 - alpha), omega)
+    return (1.0 - q) * (share["cost_mean"] + margin + spread * share["cost_sd"])
 
 
 class Tuned(NamedTuple):

@@ -75,6 +75,46 @@ def cost_ucb(costs: np.ndarray, scale: float, c_max: float, delta: float) -> tup
     return scale * mean, scale * min(ub, c_max)
 
 
+def give_up_share(p_lo: float, omega: float) -> float:
+    """The share q of runs a certified mix gives up at once so that (1 − q)·``p_lo`` ≥ ``omega``
+    holds in exact arithmetic for the float q returned: 1 − ω/p_lo less 10⁻¹² (which covers the
+    rounding of the two operations, ≤ 3u); 0 when ``p_lo`` ≤ ω (nothing to give)."""
+    if not p_lo > omega:
+        return 0.0
+    return max(0.0, (1.0 - omega / p_lo) - 1e-12)
+
+
+def certify_mix(success: np.ndarray, cost: np.ndarray, omega: float, level: float, c_max: float,
+                alpha: float) -> tuple[float, float, int, float, float]:
+    """The certificate of the policy π from its fresh runs (``success``, ``cost``), and of the mix
+    that gives up a share q of its runs at once, q set from that certificate.
+
+    With probability at least ``level`` the one-sided Clopper–Pearson bound p_lo ≤ P(success of π);
+    with probability at least 1 − ``alpha`` the empirical-Bernstein bound U ≥ E[cost of π]
+    (:func:`cost_ucb`, costs in [0, ``c_max``]); both jointly with the sum of the two risks (union
+    bound). On that event, for *any* q ∈ [0, 1) — in particular q = :func:`give_up_share` of p_lo,
+    read from these very runs — the mix succeeds with probability (1 − q)·P(success of π) ≥
+    (1 − q)·p_lo ≥ ω and costs (1 − q)·E[cost of π] ≤ (1 − q)·U on average (a run given up costs 0).
+    So the share is chosen after the runs, and the whole sample certifies π.
+
+    Returns
+    -------
+    q : float
+        The share given up (0 when p_lo < ω: not certified).
+    p_lo : float
+        The mix's certified P(success): ω when a share is given up ((1 − q)·p_lo ≥ ω holds exactly),
+        else p_lo itself.
+    successes : int
+    mean, ucb : float
+        (1 − q) × the sample mean cost and × U.
+    """
+    n, k = int(success.size), int(np.count_nonzero(success))
+    cp = clopper_pearson_lower(k, n, level) if n else 0.0
+    q = give_up_share(cp, omega)
+    mean, ucb = cost_ucb(cost, 1.0 - q, c_max, alpha)
+    return q, (omega if q > 0 else cp), k, mean, ucb
+
+
 class AdaptivePolicy(ClosedLoopPolicy):
     """The policy of a (pessimistic) chain pass, run in the closed-loop simulator.
 
@@ -296,7 +336,9 @@ def tune_policy(instance, chain: Chain, lam: float, mu: float, target: float, tu
     with least estimated cost/P(success) — the cost of the mix that gives up
     exactly the surplus — is kept. Its P(success) p is re-estimated on
     ``tune_seed + 1`` (draws that played no part in the choice) and the share
-    given up is q = 1 − target/p, so the mix's P(success) (1 − q)·p is ≈ target.
+    given up is q = 1 − target/p, so the mix's P(success) (1 − q)·p is ≈ target
+    (the tuning's mix: the bracket certifies π and sets its own share from that
+    certificate, :func:`certify_mix`).
     With ``points`` the candidates are :class:`TimedPolicy` (the deadline carried on a
     grid of that many points; λ and ``rho`` unused).
     Returns (policy, tuning log, whether the target was met).
@@ -331,5 +373,5 @@ def tune_policy(instance, chain: Chain, lam: float, mu: float, target: float, tu
     return pol, log, False
 
 
-__all__ = ["GOLDEN", "MU_FACTORS", "SCALINGS", "AdaptivePolicy", "TimedPolicy", "cost_moments", "cost_ucb",
-           "frontier_levels", "needed_successes", "tune_policy"]
+__all__ = ["GOLDEN", "MU_FACTORS", "SCALINGS", "AdaptivePolicy", "TimedPolicy", "certify_mix", "cost_moments",
+           "cost_ucb", "frontier_levels", "give_up_share", "needed_successes", "tune_policy"]
