@@ -41,7 +41,7 @@ from deplbench.formulations.adaptive.settings import (
     max_buckets_refused,
     refused,
 )
-from deplbench.jsonio import number_text, print_json
+from deplbench.jsonio import number_beside, number_text, print_json
 
 #: CLI option → adaptive-opt parameter.
 OPTIONS = ("buckets", "runs", "tune_runs", "seed", "confidence", "rho", "iters_lam", "iters_mu", "width",
@@ -199,7 +199,8 @@ def _print_text(r: dict) -> None:
           f"{r['confidence']:g} (union bound over the P(success) and cost statements)")
     _print_refinement(r, w)
     verdict = "certified" if r["certified"] else "NOT certified"
-    print(f"P(success)   {r['p_success']:.5f}, ≥ {r['p_success_lo']:.5f} ({c['method']}): {verdict} ≥ ω")
+    print(f"P(success)   {r['p_success']:.5f}, ≥ {number_beside(r['p_success_lo'], r['omega'], 5, 1.0)} "
+          f"({c['method']}): {verdict} ≥ ω")
     g = r["grid"]
     print(f"grid         {g['buckets']} loss buckets (step {g['loss_step']:.4g}), {g['states']} states; "
           f"{r['work']['dp_passes']} DP passes, {r['work']['total_s']:.1f} s")

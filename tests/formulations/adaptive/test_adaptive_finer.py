@@ -68,6 +68,17 @@ def test_the_jump_stops_below_a_grid_beyond_the_memory_budget(start, monkeypatch
     assert [r["buckets"] for r in tried] == [200]
 
 
+def test_a_grid_beyond_the_budget_once_built_is_recorded_and_the_pass_goes_one_coarser(start, monkeypatch):
+    """The per-bucket estimate fits the cap (800 buckets, no time limit) but the chain built at 800
+    needs more: that grid is recorded unfinished, the pass runs at 400 and no later pass goes back to
+    800."""
+    real = waterfill.waterfill_memory
+    monkeypatch.setattr(budget, "waterfill_memory", lambda ch, j: math.inf if ch.i0 >= 800 else real(ch, j))
+    _, tried, keep, _ = _run(start)
+    assert [(r["buckets"], r["finished"]) for r in tried] == [(800, False), (400, True)]
+    assert tried[0]["lower_bound"] is None and len(keep) == 1
+
+
 def test_a_gain_below_the_threshold_still_names_the_grid_of_the_best_bound(start):
     """A pass that raises the bound by less than FINER_GAIN ends the loop, but its grid is the one
     the bracket reports (its bound is the highest): ``grid`` and the bound's pass never disagree."""

@@ -149,8 +149,9 @@ def _validate(instance, settings: dict) -> None:
 
 
 def tuning_target(omega: float, runs: int, tune_runs: int, level: float) -> float:
-    """The P(success) the tuning aims the policy's mix at: the least rate ``runs`` draws certify
-    at ``level`` (:func:`needed_successes`) plus two standard errors of both samples."""
+    """The P(success) a tuned candidate policy must reach on its tuning runs: the least rate ``runs``
+    draws certify at ``level`` (:func:`needed_successes`) plus two standard errors of both samples
+    (a filter: the share the certified mix gives up is set from its certificate, :func:`certify_mix`)."""
     need = needed_successes(runs, omega, level)
     return min(1.0, need / runs + 2.0 * math.sqrt(omega * (1 - omega) * (1.0 / tune_runs + 1.0 / runs)))
 
@@ -252,8 +253,8 @@ def adaptive_bounds(instance, buckets: int = START_BUCKETS, runs: int = RUNS, se
     tune_runs : int
         Runs per tuning simulation; tuning seeds are σ + 1 and σ + 2 — never σ,
         so certification draws are independent of those the policy was built from.
-        The tuning aims the mix's P(success) at the least rate that certifies
-        on ``runs`` draws plus two standard errors of both samples.
+        A candidate policy is kept only if its tuning runs reach the least rate
+        that certifies on ``runs`` draws plus two standard errors of both samples.
     rho : float
         Share of the remaining time the policy's allocation plans to use; when
         no candidate reaches the tuning target, ρ times :data:`RHO_FALLBACK`
@@ -487,7 +488,7 @@ def _bracket(instance, buckets: int, runs: int, seed: int, confidence: float, tu
         # certification would pass the time left; the best-predicted tuned policy is certified
         retune = GROWTH ** max(round(math.log(b / tune_b, REFINE)), 1) * tune_s[-1] + runs / sim_rate
         if not tuned and retune <= time_left():
-            (sim_rate, est_ub, policy, kept_log, policy_b), tune_b = tune_grid(), b
+            (sim_rate, _, policy, kept_log, policy_b), tune_b = tune_grid(), b
         break
     t_lb_total = sum(lv["seconds"] for lv in levels)
     # The cost range of the upper confidence bound: BUDGET × the largest cost of the
@@ -575,8 +576,9 @@ def _bracket(instance, buckets: int, runs: int, seed: int, confidence: float, tu
                        "level_each": level,
                        "method": f"(1 − give_up) × one-sided Clopper–Pearson lower bound at level "
                                  f"{number_text(level)} on the fresh runs of the policy (seed {seed}; the policy "
-                                 f"was tuned on seeds {seed + 1} and {seed + 2}), give_up = 1 − ω / that bound, "
-                                 f"set after the runs (valid whatever the share)",
+                                 f"was tuned on seeds {seed + 1} and {seed + 2}); give_up, set after the runs, "
+                                 f"is the largest share with (1 − give_up) × that bound ≥ ω (0 when the bound is "
+                                 f"below ω), so the mix is certified at ω (valid whatever the share)",
                        "cost_method": f"(1 − give_up) × one-sided empirical-Bernstein upper bound (Maurer & "
                                       f"Pontil 2009) at level {number_text(level)} on the same runs, costs in "
                                       f"[0, {c_max:.6g}] (the policy's cost budget); jointly with P(success) at "

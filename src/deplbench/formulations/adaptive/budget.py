@@ -265,15 +265,16 @@ def finer_bounds(chain: Chain, buckets: int, omega: float, lb: float, warm, slop
     grid's search ``warm`` (any gives a valid bound on the same optimum). Each pass goes to a grid
     ×:data:`REFINE`^j (j ≥ 1) from the last one: the coarsest whose bound is *estimated* to reach
     ``enough`` (the bound that meets the width), else the finest whose predicted time,
-    :data:`FINER_GROWTH`^j × the last pass's wall seconds (``last_s``), fits the time left, within
-    the grid ``cap``, the kernels and the memory budget (grids in between would only spend the time
-    the finest needs). The estimate extrapolates the gains of the refinement's grids, which about
-    halved with each doubling (docs/adaptive.md, "Where the width comes from"): ``gain`` (the last
-    doubling's; None: unknown) × (1 − 2^−j); it chooses a grid, never a bound. A known ``gain`` of at
-    most :data:`FINER_GAIN` of the bound starts no pass. Passes continue while each raises the bound
-    (from ``lb``) by more than :data:`FINER_GAIN` of it, until it reaches ``enough``. A pass the time
-    limit stops (or that runs out of memory) is dropped (the bracket, certified already, keeps what
-    it had); every finished one is appended to ``keep``.
+    :data:`FINER_GROWTH`^j × the last pass's wall seconds (``last_s``), fits the time left, within the
+    grid ``cap``, the kernels and the memory budget (grids in between would only spend the time the
+    finest needs; a grid whose built chain needs more memory than the per-bucket estimate said is
+    recorded unfinished and caps the passes, which try the grid one coarser). The estimate extrapolates
+    the gains of the refinement's grids, which about halved with each doubling (docs/adaptive.md, "Where
+    the width comes from"): ``gain`` (the last doubling's; None: unknown) × (1 − 2^−j); it chooses a
+    grid, never a bound. A known ``gain`` of at most :data:`FINER_GAIN` of the bound starts no pass.
+    Passes continue while each raises the bound (from ``lb``) by more than :data:`FINER_GAIN` of it,
+    until it reaches ``enough``. A pass the time limit stops (or that runs out of memory) is dropped
+    (the bracket, certified already, keeps what it had); every finished one is appended to ``keep``.
     Returns the chain of the pass with the highest bound (``chain`` when none beat ``lb``) and one
     record per grid tried: buckets, its bound (None: not finished), whether it finished, wall
     seconds."""
@@ -297,7 +298,13 @@ def finer_bounds(chain: Chain, buckets: int, omega: float, lb: float, warm, slop
             break
         try:
             grid = build_chain(inst, nxt, optimistic=True)
-            if waterfill_memory(grid, slopes) > budget:
+            while waterfill_memory(grid, slopes) > budget:      # beyond the per-bucket estimate: no pass
+                tried.append({"buckets": nxt, "lower_bound": None, "finished": False, "seconds": now() - t})
+                cap, nxt, steps = nxt // REFINE, nxt // REFINE, steps - 1     # nor any finer; one coarser
+                if not steps:
+                    break
+                grid = build_chain(inst, nxt, optimistic=True)
+            if not steps:
                 break
             wps, _ = grid_passes(grid, omega, warm, slopes, ratio, keep=keep, threads=threads)
         except (TimeLimitReached, MemoryError):     # an extra the certified bracket does without

@@ -2,8 +2,9 @@
 
 :class:`AdaptivePolicy` runs a pessimistic chain's tables in the closed-loop
 simulator (allocation rescaled to the run's remaining time, a cost budget);
-:func:`tune_policy` chooses its failure price and the share of runs it gives
-up at once (Beutler–Ross) on tuning seeds only. The bracket is assembled in
+:func:`tune_policy` chooses its failure price on tuning seeds only;
+:func:`certify_mix` certifies it on fresh runs and sets the share of runs it
+gives up at once (Beutler–Ross) from that certificate. The bracket is assembled in
 :mod:`deplbench.formulations.adaptive.bracket`. Guarantees: package
 docstring (:mod:`deplbench.formulations.adaptive`).
 """
@@ -281,7 +282,8 @@ class TimedPolicy(AdaptivePolicy):
 
 def frontier_levels(omega: float) -> list[float]:
     """ω and levels around it: 1 − (1 − ω)·{10, 5, 2, 1, 1/2, 1/5, 1/10, 1/100}, kept in (0, 1)
-    (the strict ones let a policy certified far above ω be judged at its own level)."""
+    (the strict ones give the bound at a stricter level, where a policy certified there, e.g. a
+    record with a stricter ``omega``, is judged)."""
     out = sorted({round(1.0 - (1.0 - omega) * f, 12) for f in (10, 5, 2, 1, 0.5, 0.2, 0.1, 0.01)})
     return [w for w in out if 0.0 < w < 1.0]
 
