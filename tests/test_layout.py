@@ -25,6 +25,7 @@ CROSS_CUTTING = frozenset({
     "test_blas_threads.py",      # the bottom module deplbench.blas_threads
     "test_changelog_moves.py",   # CHANGELOG.md's moved-paths lists against the tree
     "test_code_comments.py",
+    "test_cores.py",             # the bottom module deplbench.limits' core count, read by two layers
     "test_docs_site.py",
     "test_doctests.py",
     "test_fuzz_planted.py",      # validation properties across instances, sweeps and the library

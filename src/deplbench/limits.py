@@ -20,6 +20,9 @@ A bottom helper shared by the formulations and the solvers (it imports only
   :func:`use_clock` injects another, as the tests do to decide a stop
   without real timing); every deadline, and every solver that weighs its
   own time against one, reads it.
+* **Cores.** :func:`cores` is what a default worker or thread count reads: the
+  CPU affinity, further capped by a cgroup v2 CPU quota (a container's
+  ``cpu.max``), so a default never oversubscribes the CPU time granted.
 * **Files.** Every reader of a user's file goes through :func:`read_bytes`
   (or :func:`read_text`): a path that is not a regular file (``/dev/zero``,
   a FIFO) is refused from its ``stat``, the size is checked before and
@@ -33,6 +36,7 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import math
+import os
 import time
 from collections.abc import Callable
 
@@ -91,6 +95,28 @@ _DEADLINE: contextvars.ContextVar[float] = contextvars.ContextVar("deplbench_dea
 _LIMIT: contextvars.ContextVar[float | None] = contextvars.ContextVar("deplbench_time_limit", default=None)
 _BUDGET: contextvars.ContextVar[float | None] = contextvars.ContextVar("deplbench_memory_budget", default=None)
 _CLOCK: contextvars.ContextVar[Callable[[], float] | None] = contextvars.ContextVar("deplbench_clock", default=None)
+
+
+#: The cgroup v2 file holding this process's CPU quota ("QUOTA PERIOD", or "max PERIOD": none).
+CPU_MAX = "/sys/fs/cgroup/cpu.max"
+
+
+def cores() -> int:
+    """The cores this process may use, at least 1: its CPU affinity (the system's count where none is
+    reported), capped at ⌈quota/period⌉ of a cgroup v2 CPU quota (:data:`CPU_MAX`) when one is set;
+    an unreadable or malformed quota file is ignored."""
+    try:
+        n = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        n = os.cpu_count() or 1
+    try:
+        with open(CPU_MAX, encoding="ascii") as f:
+            quota, period = f.read().split()[:2]
+        if quota != "max" and int(period) > 0 and int(quota) > 0:
+            n = min(n, math.ceil(int(quota) / int(period)))
+    except (OSError, ValueError):
+        pass
+    return max(1, n)
 
 
 def now() -> float:
@@ -436,8 +462,8 @@ def check_time(where: str) -> None:
         raise TimeLimitReached(f"time limit {_LIMIT.get():g} s reached ({where}); no plan")
 
 
-__all__ = ["as_path", "gib_text", "MEMORY_BUDGET_GIB", "FLOAT_BYTES", "MAX_THREADS", "MAX_WORKERS", "MAX_RUNS",
-           "MAX_REPLICATIONS", "MAX_REPLAY_SEEDS",
+__all__ = ["CPU_MAX", "as_path", "cores", "gib_text", "MEMORY_BUDGET_GIB", "FLOAT_BYTES", "MAX_THREADS", "MAX_WORKERS",
+           "MAX_RUNS", "MAX_REPLICATIONS", "MAX_REPLAY_SEEDS",
            "MAX_BOOTSTRAP", "MAX_SWEEP_TASKS", "MAX_INPUT_BYTES", "MAX_UNCOMPRESSED_BYTES", "check_file_size",
            "check_gzip_size", "gunzip", "read_bytes", "read_text", "MemoryLimitExceeded",
            "TimeLimitReached", "check_memory", "memory_budget", "memory_budget_gib", "MEMORY_LIMIT_PARAM",

@@ -56,7 +56,7 @@ from typing import Any
 from deplbench.benchmarks import tasks as task_mod
 from deplbench.benchmarks.sweep import Task
 from deplbench.errors import SweepError
-from deplbench.limits import MAX_WORKERS
+from deplbench.limits import MAX_WORKERS, cores
 
 #: Module the forkserver imports once (it imports the solver stack, each
 #: import guarded), so forked workers start warm.
@@ -68,11 +68,8 @@ KILL_GRACE_S = 0.5
 
 
 def default_workers() -> int:
-    """Usable CPU cores (affinity-aware), at least 1."""
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except AttributeError:  # pragma: no cover - non-Linux
-        return max(1, os.cpu_count() or 1)
+    """Usable CPU cores (:func:`deplbench.limits.cores`: the affinity, capped by a cgroup CPU quota), at least 1."""
+    return cores()
 
 
 def limit_threads() -> None:

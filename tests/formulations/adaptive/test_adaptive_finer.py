@@ -59,13 +59,27 @@ def test_each_pass_goes_to_the_finest_grid_predicted_to_fit_and_the_best_is_retu
 
 
 def test_the_jump_stops_below_a_grid_beyond_the_memory_budget(start, monkeypatch):
-    """The budget fits the 200-bucket pass's estimate but not the 400-bucket one's: no time limit,
-    yet the pass goes to 200 buckets and no further."""
+    """The budget fits the 200-bucket pass's estimate and the certification's runs held, but not the
+    400-bucket one's: no time limit, yet the pass goes to 200 buckets and no further."""
     _, ch, _, _ = start
     per = waterfill.waterfill_memory(ch, 64) / ch.i0
-    monkeypatch.setattr(budget, "memory_budget_gib", lambda: per * 300 / 2**30)
+    alive = budget.RUN_BYTES * 1000                      # the certification's runs, still held
+    monkeypatch.setattr(budget, "memory_budget_gib", lambda: (per * 300 + alive) / 2**30)
     _, tried, _, _ = _run(start)
     assert [r["buckets"] for r in tried] == [200]
+    # room for a 200-bucket pass but not for it and the runs held: the pass goes to 100 only
+    monkeypatch.setattr(budget, "memory_budget_gib", lambda: (per * 200 + alive / 2) / 2**30)
+    _, tried, _, _ = _run(start)
+    assert [r["buckets"] for r in tried] == [100]
+
+
+def test_a_bound_only_grid_is_not_refused_for_the_policy_tables_it_never_builds(start, monkeypatch):
+    """The refinement's memory estimate counts the policy tables a tuned grid builds; a pass of the
+    lower bound alone builds none: with that estimate beyond any budget, the passes still go to the
+    cap."""
+    monkeypatch.setattr(budget, "memory_estimate", lambda *a, **k: math.inf)
+    _, tried, _, _ = _run(start)
+    assert [r["buckets"] for r in tried] == [800] and tried[0]["finished"]
 
 
 def test_a_grid_beyond_the_budget_once_built_is_recorded_and_the_pass_goes_one_coarser(start, monkeypatch):

@@ -266,15 +266,17 @@ def finer_bounds(chain: Chain, buckets: int, omega: float, lb: float, warm, slop
     ×:data:`REFINE`^j (j ≥ 1) from the last one: the coarsest whose bound is *estimated* to reach
     ``enough`` (the bound that meets the width), else the finest whose predicted time,
     :data:`FINER_GROWTH`^j × the last pass's wall seconds (``last_s``), fits the time left, within the
-    grid ``cap``, the kernels and the memory budget (grids in between would only spend the time the
-    finest needs; a grid whose built chain needs more memory than the per-bucket estimate said is
-    recorded unfinished and caps the passes, which try the grid one coarser). The estimate extrapolates
-    the gains of the refinement's grids, which about halved with each doubling (docs/adaptive.md, "Where
-    the width comes from"): ``gain`` (the last doubling's; None: unknown) × (1 − 2^−j); it chooses a
-    grid, never a bound. A known ``gain`` of at most :data:`FINER_GAIN` of the bound starts no pass.
-    Passes continue while each raises the bound (from ``lb``) by more than :data:`FINER_GAIN` of it,
-    until it reaches ``enough``. A pass the time limit stops (or that runs out of memory) is dropped
-    (the bracket, certified already, keeps what it had); every finished one is appended to ``keep``.
+    grid ``cap``, the kernels and the memory budget (the pass's arrays, :func:`waterfill_memory`, and
+    the certification's runs still held; no policy is tuned there; grids in between would only spend the
+    time the finest needs; a grid whose built chain needs more memory than the per-bucket estimate said
+    is recorded unfinished and caps the passes, which try the grid one coarser). The estimate
+    extrapolates the gains of the refinement's grids, which about halved with each doubling
+    (docs/adaptive.md, "Where the width comes from"): ``gain`` (the last doubling's; None: unknown) × (1
+    − 2^−j); it chooses a grid, never a bound. A known ``gain`` of at most :data:`FINER_GAIN` of the
+    bound starts no pass. Passes continue while each raises the bound (from ``lb``) by more than
+    :data:`FINER_GAIN` of it, until it reaches ``enough``. A pass the time limit stops (or that runs out
+    of memory) is dropped (the bracket, certified already, keeps what it had); every finished one is
+    appended to ``keep``.
     Returns the chain of the pass with the highest bound (``chain`` when none beat ``lb``) and one
     record per grid tried: buckets, its bound (None: not finished), whether it finished, wall
     seconds."""
@@ -282,6 +284,7 @@ def finer_bounds(chain: Chain, buckets: int, omega: float, lb: float, warm, slop
     b, fine, budget = int(buckets), chain, memory_budget_gib() * 2**30
     inst = chain.instance
     per_bucket = waterfill_memory(chain, slopes) / chain.i0 if slopes else 0.0     # L + 1 grows as the buckets
+    alive = RUN_BYTES * float(max(runs, tune_runs))     # the certification's runs, alive until the bracket ends
     if gain is not None and math.isfinite(gain) and not gain > FINER_GAIN * abs(lb):
         return fine, tried                           # the last doubling gained nothing: nor would finer grids
     gain = gain if gain is not None and math.isfinite(gain) else 0.0
@@ -289,16 +292,17 @@ def finer_bounds(chain: Chain, buckets: int, omega: float, lb: float, warm, slop
         nxt, steps, t = b, 0, now()
         while lb + gain * (1.0 - 0.5 ** steps) < enough:   # to the grid estimated to meet the width
             cand = nxt * REFINE
-            if (grid_limit(chain, cand, cap, runs, tune_runs)
+            # no policy is tuned on these grids: only the pass's arrays and the runs kept count
+            if (cand > cap or chain_refused(inst, cand, chain.st)
                     or not FINER_GROWTH ** (steps + 1) * last_s <= time_left()
-                    or per_bucket * cand > budget):
+                    or per_bucket * cand + alive > budget):
                 break                                       # or the finest predicted to fit
             nxt, steps = cand, steps + 1
         if not steps:
             break
         try:
             grid = build_chain(inst, nxt, optimistic=True)
-            while waterfill_memory(grid, slopes) > budget:      # beyond the per-bucket estimate: no pass
+            while waterfill_memory(grid, slopes) + alive > budget:     # beyond the per-bucket estimate
                 tried.append({"buckets": nxt, "lower_bound": None, "finished": False, "seconds": now() - t})
                 cap, nxt, steps = nxt // REFINE, nxt // REFINE, steps - 1     # nor any finer; one coarser
                 if not steps:

@@ -20,10 +20,10 @@ for ``--help``.
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
 from deplbench.errors import DeplbenchError, PlanError
+from deplbench.limits import cores
 from deplbench.params import SEED, Param
 
 #: Loss buckets of the first grid when refining to a width (of the only grid otherwise).
@@ -56,16 +56,8 @@ CLI_WIDTH, CLI_TIME_LIMIT = 0.03, 300.0
 CLI_THREADS = 0
 
 
-def cores() -> int:
-    """The cores this process may run on (its CPU affinity where the system reports one)."""
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except (AttributeError, OSError):
-        return max(1, os.cpu_count() or 1)
-
-
 def threads_for(threads: int) -> int:
-    """The number of threads a ``threads`` setting asks for: itself, or :func:`cores` for 0."""
+    """The number of threads a ``threads`` setting asks for: itself, or :func:`deplbench.limits.cores` for 0."""
     return int(threads) if threads else cores()
 
 
