@@ -64,6 +64,10 @@ BAD_INPUTS = [
     (("models", 1, "name"), "a\u2028b", "models[1].name"),  # line separator
     (("clusters", 0, "name"), "A ", "clusters[0].name"),    # "A" and "A " would print as one name
     (("name",), " toy", "name"),
+    (("name",), "\u200b", "name"),                        # a zero-width space alone prints nothing
+    (("models", 0, "name"), "\u200b\u2060 ", "models[0].name"),
+    (("clusters", 0, "name"), "A\u200b", "clusters[0].name"),  # prints as "A"
+    (("datasets", 0, "name"), "\ufeffd0", "datasets[0].name"),  # a BOM in front
 ]
 
 
@@ -75,6 +79,8 @@ def test_base_instance_is_valid():
 def test_names_with_inner_spaces_and_any_script_are_accepted():
     inst = parse_instance(mutated(("name",), "VGG-11 prune à 30 % — ε"))
     assert inst.name == "VGG-11 prune à 30 % — ε"
+    # an inner joiner (emoji sequences, some scripts) is part of a visible name
+    assert parse_instance(mutated(("name",), "a\u200db")).name == "a\u200db"
 
 
 @pytest.mark.parametrize("path, value, field", BAD_INPUTS, ids=[b[2] + "-" + repr(b[1])[:10] for b in BAD_INPUTS])

@@ -90,14 +90,19 @@ def _not_bool(value: Any) -> Any:
 StrictInt = Annotated[int, BeforeValidator(_plain_int), Field(strict=True)]
 
 
+#: Characters that print nothing: white space and format characters (zero-width space U+200B, joiners,
+#: the BOM, bidirectional marks).
+_INVISIBLE = ("Zs", "Cf")
+
+
 def _printable_name(value: str) -> str:
     # names label rows of tables, CSV files and one-line messages: a blank one
     # would leave an empty label, a control character would break the line
-    if not value.strip():
-        raise ValueError(f"must not be blank, got {value!r}")
-    if value != value.strip():
-        # "A" and "A " would count as two names yet print as one
-        raise ValueError(f"must not start or end with white space, got {value!r}")
+    if not value.strip() or all(unicodedata.category(ch) in _INVISIBLE for ch in value):
+        raise ValueError(f"must not be blank (only white space or invisible characters), got {value!r}")
+    if value != value.strip() or unicodedata.category(value[0]) == "Cf" or unicodedata.category(value[-1]) == "Cf":
+        # "A" and "A " (or "A" + U+200B) would count as two names yet print as one
+        raise ValueError(f"must not start or end with white space or an invisible character, got {value!r}")
     if any(unicodedata.category(ch) in ("Cc", "Zl", "Zp") for ch in value):
         raise ValueError(f"must not hold control characters or line breaks (tab, newline, U+2028, ...), "
                          f"got {value!r}")
