@@ -189,7 +189,7 @@ def _print_text(r: dict) -> None:
           f"λ = {m['lambda']:.4g}, μ = {m['mu']:.4g}); deadline {m['deadline']}")
     if r["certified"]:
         print(f"UB           {_num(r['upper_bound'])}  upper confidence bound on the certified policy's mean cost "
-              f"(mean {_num(r['cost_mean'])} from {c['runs']} fresh runs, × (1 − give_up); "
+              f"(the mix's mean {_num(r['cost_mean'])}: (1 − give_up) × the mean of {c['runs']} fresh runs; "
               f"{c['cost_method']})")
     else:
         print(f"UB           none: the policy is NOT certified, so its cost ({_num(r['uncertified_policy_cost'])}, "

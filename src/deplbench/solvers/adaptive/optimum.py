@@ -78,7 +78,7 @@ def certified_statement(b, lb: float | None) -> str:
     level = c.get("level_each", 1.0 - (1.0 - b.confidence) / 2.0)
     p_lo = number_beside(b.p_success_lo, b.omega, 5, 1.0)       # on its side of ω, and below 1
     line = (f"cost = one-sided upper confidence bound on the certified policy's mean cost (empirical Bernstein, "
-            f"on {c.get('runs')} fresh runs, × (1 − the share given up); sample mean "
+            f"on {c.get('runs')} fresh runs, × (1 − the share given up); the mix's sample mean "
             f"{b.cost_mean:.6g}), P(success) ≥ {p_lo} certified (one-sided Clopper–Pearson) "
             f"against ω = {number_text(b.omega)}; both hold jointly at confidence {number_text(b.confidence)} "
             f"(union bound, {level:g} each)")
