@@ -271,8 +271,8 @@ def finer_bounds(chain: Chain, buckets: int, omega: float, lb: float, warm, slop
     time the finest needs; a grid whose built chain needs more memory than the per-bucket estimate said
     is recorded unfinished and caps the passes, which try the grid one coarser). The estimate
     extrapolates the gains of the refinement's grids, which about halved with each doubling
-    (docs/adaptive.md, "Where the width comes from"): ``gain`` (the last doubling's; None: unknown) × (1
-    − 2^−j); it chooses a grid, never a bound. A known ``gain`` of at most :data:`FINER_GAIN` of the
+    (docs/adaptive.md, "Where the width comes from"): ``gain`` (the last doubling's; None: unknown)
+    × (1 − 2^−j); it chooses a grid, never a bound. A known ``gain`` of at most :data:`FINER_GAIN` of the
     bound starts no pass. Passes continue while each raises the bound (from ``lb``) by more than
     :data:`FINER_GAIN` of it, until it reaches ``enough``. A pass the time limit stops (or that runs out
     of memory) is dropped (the bracket, certified already, keeps what it had); every finished one is
