@@ -956,3 +956,73 @@ def test_a_parameter_given_twice_is_refused_whatever_the_order(tmp_path, capsys,
     assert main([a.replace("{inst}", str(inst)) for a in argv]) == 2
     out, err = capsys.readouterr()
     assert out == "" and err == message + "\n"
+
+
+# ---- found by a fuzz of every command: each a one-line error naming what to fix -------------------
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="no /dev/full on this system")
+def test_export_to_a_full_device_names_the_output(tmp_path, capsys):
+    db = _store(tmp_path)
+    assert main(["export", str(db), "--format", "csv", "-o", "/dev/full"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("error: -o /dev/full: cannot write (No space left"), err
+
+
+@pytest.mark.parametrize("kind", ["deep", "device"])
+def test_report_bench_json_deep_or_not_a_file_is_one_line(tmp_path, capsys, kind):
+    db = _store(tmp_path)
+    if kind == "deep":       # a RecursionError traceback out of the report
+        bench = tmp_path / "deep.json"
+        bench.write_text("[" * 10000 + "]" * 10000, encoding="utf-8")
+        why = "not a pytest-benchmark JSON file (JSON nested too deeply to read)"
+    else:                    # /dev/zero was read as an empty folder: no data and no word
+        bench = Path("/dev/zero")
+        why = "is neither a regular file nor a folder"
+    assert main(["report", str(db), "--out", str(tmp_path / "rep"), "--bench-json", str(bench)]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err.count("\n") == 1 and why in err and "--bench-json" in err, err
+
+
+def test_report_bench_json_folder_with_no_json_gets_a_note(tmp_path):
+    from deplbench.reports.data import load_bench_json
+
+    frame, notes = load_bench_json(tmp_path)
+    assert frame.empty and notes == [f"no *.json files under {tmp_path}"]
+
+
+def test_measure_replay_result_without_a_file_says_the_form(tmp_path, capsys):
+    assert main(["measure", "replay", "--result", "foo"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--result: expected NAME=FILE, got 'foo'" in err, err
+
+
+@pytest.mark.parametrize("text,where", [
+    ('{"name": "x", "models": [{"a": 1}, {"b": [1, NaN]}]}', "models[1].b[1]: non-finite number NaN"),
+    ('{"omega": -Infinity}', "omega: non-finite number -Infinity"),
+    ('{"a b": Infinity}', "instance['a b']: non-finite number Infinity"),
+    ("NaN", "<root>: non-finite number NaN"),
+])
+def test_a_non_finite_constant_is_named_where_it_stands(tmp_path, capsys, text, where):
+    path = tmp_path / "n.json"
+    path.write_text(text, encoding="utf-8")
+    assert main(["validate", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"{path}: {where} is not allowed in an instance" in err, err
+
+
+def test_an_unknown_switch_model_lists_a_dozen_names_not_every_one():
+    """A 5,000-model instance's message stays one short line: a dozen names and how many more."""
+    from deplbench.errors import InstanceError
+    from deplbench.instances.model import parse_instance
+    from tests.instance_data import two_model_data
+
+    data = two_model_data()
+    model = data["models"][0]
+    data["models"] = [{**model, "name": f"m{i:04d}"} for i in range(5000)]
+    data["switches"] = [{**data["switches"][0], "from_model": "nobody", "to_model": "m0001"}]
+    with pytest.raises(InstanceError) as info:
+        parse_instance(data)
+    msg = str(info.value)
+    assert "switches[0].from_model: unknown model 'nobody'" in msg
+    assert "'m0011', ... and 4988 more]" in msg and "m0012" not in msg and len(msg) < 600, msg

@@ -81,7 +81,7 @@ def test_plugin_is_listed_with_its_declared_metadata(plugin_env):
     env, tmp = plugin_env["env"], plugin_env["tmp"]
     proc = run(["algorithms", "--json"], env, tmp)
     assert proc.returncode == 0, proc.stderr
-    rows = {r["name"]: r for r in json.loads(proc.stdout)}
+    rows = {r["name"]: r for r in json.loads(proc.stdout)["algorithms"]}
     assert PLUGIN in rows, sorted(rows)
     row = rows[PLUGIN]
     assert row["available"] and row["label"] == LABEL and row["exact"] is False
@@ -92,7 +92,7 @@ def test_plugin_is_listed_with_its_declared_metadata(plugin_env):
     assert text.returncode == 0 and PLUGIN in text.stdout
     # without the package on the path it is simply not there
     bare = run(["algorithms", "--json"], {k: v for k, v in env.items() if k != "PYTHONPATH"}, tmp)
-    assert PLUGIN not in {r["name"] for r in json.loads(bare.stdout)}
+    assert PLUGIN not in {r["name"] for r in json.loads(bare.stdout)["algorithms"]}
 
 
 def doc_algorithms_outputs() -> list[tuple[str, str]]:

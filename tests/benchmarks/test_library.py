@@ -315,6 +315,25 @@ def test_verify_cli_exit_status_and_errors(lib, tmp_path, capfd):
     assert "bound: t_" in capfd.readouterr().out
 
 
+def test_verify_names_an_edited_instance_file(lib, tmp_path, capfd):
+    """An instance edited after the build is named as such (its SHA-256 against the manifest's), not
+    blamed on another code version."""
+    import shutil
+
+    name = "knapsack-uncorrelated-n10"
+    sol = _highs_sol(lib, name, tmp_path / "ref.sol")
+    copy = tmp_path / "lib"
+    shutil.copytree(lib, copy)
+    path = copy / "instances" / f"{name}.json"
+    data = json.loads(path.read_text(encoding="utf-8"))
+    data["omega"] = 0.5
+    path.write_text(json.dumps(data), encoding="utf-8")
+    assert main(["library", "verify", str(copy), name, str(sol), "--samples", "500"]) == 2
+    err = capfd.readouterr().err
+    assert err.count("\n") == 1 and f"instances/{name}.json of {name!r} is not the file the library was built " \
+        "with" in err and "another code version" not in err, err
+
+
 def test_read_sol_formats(tmp_path):
     f = tmp_path / "a.sol"
     f.write_text("solution status: optimal\nobjective value: 3\nx 1 \t(obj:1)\ny 2\n")

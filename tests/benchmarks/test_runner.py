@@ -591,8 +591,13 @@ def test_dry_run_builds_every_instance_and_never_creates_the_db(tmp_path, plugin
     assert not db.exists() and not db.parent.exists()
     good = write_sweep(tmp_path, _kill_sweep(2, delay=0.0), name="good.toml")
     assert cli_main(["run", str(good), "--db", str(db), "--dry-run"]) == 0
-    assert "2 to run" in capsys.readouterr().out
+    out, err = capsys.readouterr()
+    assert "2 to run" in out
+    # the preview says what the run would refuse (the store's folder is not created)
+    assert f"warning: --db {db}: directory {db.parent} does not exist; the run itself will refuse it" in err
     assert not db.exists()
+    assert cli_main(["run", str(good), "--db", str(db)]) == 2
+    assert f"error: --db {db}: directory {db.parent} does not exist" in capsys.readouterr().err
 
 
 @pytest.mark.integration

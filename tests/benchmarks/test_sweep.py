@@ -142,6 +142,12 @@ def test_instance_file_group(tmp_path):
     (('instances = ["ks"]', 'instances = ["nope"]'), "algorithms[1].instances[0]"),
     (('[[algorithms]]\nname = "depl"', '[[algorithms]]\nnme = "depl"'), "algorithms[0].nme"),
     (("time_limit_s = 5", "time_limit_s = true"), "algorithms[1].time_limit_s"),
+    # names, ids and labels label table rows, CSV cells and one-line messages (a description may span lines)
+    (('name = "demo"', 'name = "de\\u0000mo"'), "sweep.name: must not hold control characters"),
+    (('name = "demo"', 'name = "de\\nmo"'), "sweep.name: must not hold control characters"),
+    (('id = "alex"', 'id = "al\\u2028ex"'), "instances[0].id: must not hold control characters"),
+    (('name = "knapsack-dp"', 'name = "knapsack-dp"\nlabel = "dp\\tfast"'),
+     "algorithms[1].label: must not hold control characters"),
     # one series per label in a report: depl's and the DP's rows were averaged as one "algorithm"
     (('name = "knapsack-dp"', 'name = "knapsack-dp"\nlabel = "depl"'),
      "algorithms[1].label: 'depl' is already the label of algorithms[0] (algorithm 'depl')"),
@@ -155,6 +161,11 @@ def test_invalid_sweeps_name_the_key(edit, where):
     with pytest.raises(SweepError) as info:
         parse(BASE.replace(old, new, 1))
     assert str(info.value).startswith(where), str(info.value)
+
+
+def test_a_description_may_span_lines():
+    assert parse(BASE.replace('name = "demo"', 'name = "demo"\ndescription = """two\nlines"""', 1)).description \
+        == "two\nlines"
 
 
 def test_missing_sections_and_bad_toml(tmp_path):

@@ -58,7 +58,7 @@ LIBRARY_ENTRY = "scaling-m3-n2-k10"
 JSON_COMMANDS = {
     "solve-milp": (["solve", "{instance}", "--algo", "milp", "--eval-samples", "500", "--json"], dict),
     "solve-depl": (["solve", "{instance}", "--algo", "depl", "--eval-samples", "500", "--json"], dict),
-    "algorithms": (["algorithms", "--json"], list),
+    "algorithms": (["algorithms", "--json"], dict),
     "evaluate": (["evaluate", "{instance}", "{result}", "--samples", "500", "--json"], dict),
     "certify": (["certify", "{instance}", "--replications", "2", "--scenarios", "20",
                  "--validation", "200", "--grid-seeds", "1", "--risk-grid", "1", "--json"], dict),
@@ -112,6 +112,14 @@ def test_json_stdout_is_one_document(case, files, deplbench_cli):
     assert proc.stdout.endswith("}\n" if kind is dict else "]\n")
     if case == "solve-milp":
         assert doc["algorithm"] == "milp" and doc["status"] == "optimal"
+    if case == "algorithms":        # the algorithms and the MILP solvers, as the text lists both
+        assert "depl" in {r["name"] for r in doc["algorithms"]}
+        assert "pyomo:appsi_highs" in {r["name"] for r in doc["solvers"]}
+
+
+def test_every_json_command_prints_one_object():
+    """``--json`` is one JSON object on every command (an array would break that contract)."""
+    assert {case: kind for case, (_, kind) in JSON_COMMANDS.items() if kind is not dict} == {}
 
 
 def test_c_level_writes_go_to_stderr(tmp_path):

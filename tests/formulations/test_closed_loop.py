@@ -217,6 +217,14 @@ def test_sweep_option_validated_with_named_fields():
         with pytest.raises(SweepError, match=f"closed_loop.{field}"):
             parse_sweep({**base, "sweep": {"evaluation": {"closed_loop": bad}}})
     assert check_closed_loop({})["runs"] == 10_000
+    # a misspelt set would simulate nothing, silently: refused at load, naming the entry and the sweep's sets
+    with pytest.raises(SweepError) as exc:
+        parse_sweep({**base, "sweep": {"evaluation": {"closed_loop": {"runs": 100, "sets": ["p", "pp"]}}}})
+    assert str(exc.value) == "sweep.evaluation.closed_loop.sets[1]: unknown instance set 'pp' (the sweep's: 'p')"
+    named = {**base, "instances": [{**base["instances"][0], "set": "fig5"}]}
+    assert parse_sweep({**named, "sweep": {"evaluation": {"closed_loop": {"sets": ["fig5"]}}}})
+    with pytest.raises(SweepError, match=r"sets\[0\]: unknown instance set 'p' \(the sweep's: 'fig5'\)"):
+        parse_sweep({**named, "sweep": {"evaluation": {"closed_loop": {"sets": ["p"]}}}})
 
 
 def test_task_record_carries_the_closed_loop_columns():

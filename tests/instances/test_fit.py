@@ -240,6 +240,17 @@ def test_cli_bad_input_no_traceback_and_output_untouched(tmp_path, good_logs, de
     assert not list(tmp_path.glob(".out.json.*"))
 
 
+@pytest.mark.integration
+@pytest.mark.parametrize("name", ["", "   "])
+def test_cli_fit_refuses_a_blank_name(tmp_path, good_logs, deplbench_cli, name):
+    """A blank --name was silently replaced by the default: the user asked for a name."""
+    logs = tmp_path / "logs.csv"
+    good_logs.to_csv(logs, index=False)
+    r = deplbench_cli.process("fit", logs, "-o", tmp_path / "out.json", "--name", name)
+    assert r.returncode == 2 and r.stdout == "" and r.stderr.count("\n") == 1, r.stderr
+    assert r.stderr.startswith("error: --name: must not be blank") and not (tmp_path / "out.json").exists()
+
+
 @pytest.mark.parametrize("algo", ["depl", "milp"])
 def test_fitted_instance_solves(good_fit, algo):
     """A fitted instance is solvable by the registry's DepL and MILP, and the

@@ -114,3 +114,23 @@ def test_the_check_rule_on_a_one_sided_interval():
     two_sided = dict(one_sided, quantile_ci=(18.2, 19.6))
     assert not check_accepts(E(**two_sided, violation_count=0))       # a real upper end above ℓmax decides
     assert check_excess(E(**one_sided)) == pytest.approx((18.3 - 19.5, 0.1))
+
+
+@pytest.mark.parametrize("value", [-1.0, 0.0])
+@pytest.mark.parametrize("algorithm", ["depl", "depl-receding", "depl-proven", "best-exp"])
+def test_the_decision_loop_declines_a_valid_instance_whose_training_never_helps(algorithm, value):
+    """Stage 1 (Sec. IV-A) sizes the training by E[X] of the most complex model: with E[X] ≤ 0 (a
+    valid instance) the loop's heuristics decline it (``skipped``, the reason naming the field), not
+    ``error``: the instance's validation accepts it, so it is no bad input."""
+    from deplbench.instances.model import parse_instance
+    from deplbench.solvers.depl.dataset_selection import stage_one_applies
+    from tests.instance_data import two_model_data
+
+    data = two_model_data()
+    for m in data["models"]:
+        m["improvement"] = {"kind": "point", "value": value}
+    inst = parse_instance(data)
+    res = solve(inst, algorithm, evaluate=False)
+    assert res.status == "skipped", (res.status, res.message)
+    assert "dataset selection (Sec. IV-A) does not apply" in res.message and ".improvement" in res.message
+    assert stage_one_applies(parse_instance(two_model_data())) == (True, "")     # E[X] = 1: applies

@@ -550,10 +550,10 @@ def export(path: str | os.PathLike, out: str | os.PathLike, fmt: str, *,
                  "missing values")
     if costless and warn is not None:
         warn(f"warning: {costless_plans_note(costless)}")
-    if fmt == "csv":
-        write_csv(frame, out)
-    else:
-        parquet_safe(frame).to_parquet(out, index=False)
+    try:                            # a full disk, a read-only file system: name the file the user gave
+        write_csv(frame, out) if fmt == "csv" else parquet_safe(frame).to_parquet(out, index=False)
+    except OSError as exc:
+        raise SweepError(f"-o {out}: cannot write ({exc.strerror or exc})") from None
     return len(frame)
 
 

@@ -474,7 +474,7 @@ def parse_sweep(
     name = head.get("name", default_name)
     require_str(name, "sweep.name")
     description = head.get("description", "")
-    require_str(description, "sweep.description", allow_empty=True)
+    require_str(description, "sweep.description", allow_empty=True, one_line=False)
     time_limit = check_time_limit(head.get("time_limit_s", DEFAULT_TIME_LIMIT_S),
                                   "sweep.time_limit_s")
     repetitions = _repetitions(head.get("repetitions", 1), "sweep.repetitions")
@@ -500,6 +500,7 @@ def parse_sweep(
     for i, gid in enumerate(ids):
         if gid in ids[:i]:
             raise SweepError(f"instances[{i}].id: duplicate id {gid!r}")
+    _check_loop_sets(evaluation.get("closed_loop"), groups)
 
     raw_algorithms = data.get("algorithms")
     if not isinstance(raw_algorithms, list) or not raw_algorithms:
@@ -520,6 +521,26 @@ def parse_sweep(
     return Sweep(name=name, description=description, time_limit_s=time_limit,
                  evaluation=dict(evaluation), instances=groups,
                  algorithms=algorithms, source=source, text=text)
+
+
+def _check_loop_sets(settings: Any, groups: tuple) -> None:
+    """Every instance set named in ``sweep.evaluation.closed_loop.sets`` is one of the sweep's (a misspelt
+    one would silently simulate nothing: ``benchmarks.tasks.closed_loop_settings``).
+
+    Raises
+    ------
+    SweepError
+        Naming the entry and the sweep's sets.
+    """
+    sets = settings.get("sets") if isinstance(settings, Mapping) else None
+    if not isinstance(sets, list):
+        return
+    known = sorted({g.set or g.id for g in groups})
+    for j, name in enumerate(sets):
+        if name not in known:
+            shown = ", ".join(map(repr, known[:12])) + (", ..." if len(known) > 12 else "")
+            raise SweepError(f"sweep.evaluation.closed_loop.sets[{j}]: unknown instance set {name!r} "
+                             f"(the sweep's: {shown})")
 
 
 def _check_labels(algorithms: tuple) -> None:

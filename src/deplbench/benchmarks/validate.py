@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import unicodedata
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -281,9 +282,20 @@ def reject_unknown(table: Mapping, allowed: set, prefix: str) -> None:
             raise SweepError(f"{where} (allowed: {', '.join(sorted(allowed))})")
 
 
-def require_str(value: Any, where: str, *, allow_empty: bool = False) -> None:
+def require_str(value: Any, where: str, *, allow_empty: bool = False, one_line: bool = True) -> None:
+    """A string; non-empty unless ``allow_empty``; with ``one_line`` (names, ids, labels, paths: they
+    label table rows, CSV cells and one-line messages) no control character or line break.
+
+    Raises
+    ------
+    SweepError
+        Naming ``where``.
+    """
     if not isinstance(value, str) or (not allow_empty and not value.strip()):
         raise SweepError(f"{where}: must be a non-empty string")
+    if one_line and any(unicodedata.category(ch) in ("Cc", "Zl", "Zp") for ch in value):
+        raise SweepError(f"{where}: must not hold control characters or line breaks (tab, newline, U+2028, "
+                         f"...), got {value!r}")
 
 
 def require_finite(value: Any, where: str) -> None:

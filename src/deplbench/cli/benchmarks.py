@@ -94,12 +94,16 @@ def _check_run_args(args: argparse.Namespace) -> None:
     """
     if args.db is None and not args.dry_run:
         raise SweepError("--db: a results store is required to run a sweep (only --dry-run works without one)")
-    if args.db is not None and not args.dry_run:
+    if args.db is not None:
         # As every output option: the store file is created, its folder is not (a typo in
-        # the folder would otherwise leave the results somewhere no one looks).
+        # the folder would otherwise leave the results somewhere no one looks). A dry run
+        # needs no store, but previews the run: it warns of the refusal to come.
         folder = Path(args.db).parent
         if not (folder if str(folder) else Path(".")).is_dir():
-            raise SweepError(f"--db {args.db}: directory {folder} does not exist")
+            if not args.dry_run:
+                raise SweepError(f"--db {args.db}: directory {folder} does not exist")
+            print(f"warning: --db {args.db}: directory {folder} does not exist; the run itself will refuse it "
+                  "(create the folder first)", file=sys.stderr)
     if (args.dask_scheduler is not None or args.dask_local is not None) and args.workers is not None:
         raise SweepError("--workers: applies to local runs; with Dask the cluster decides")
     if args.show_tasks is not None:

@@ -152,7 +152,9 @@ def _check_replay(args: argparse.Namespace, solvers: list[str]) -> None:
         raise MeasureError(f"--solvers: unknown algorithm(s) {', '.join(map(repr, unknown))} "
                            f"(registered: {', '.join(registered())})")
     for item in args.result:
-        name = item.partition("=")[0]
+        name, sep, path = item.partition("=")
+        if not sep or not name or not path:
+            raise MeasureError(f"--result: expected NAME=FILE, got {item!r}")
         if name not in solvers:
             raise MeasureError(f"--result {item}: {name!r} is not among --solvers ({', '.join(solvers)}), "
                                "so its result would not be used")

@@ -19,7 +19,10 @@ def _check(args) -> None:
     """Refuse bad numbers before any work, naming the flag (exit 2): the limits
     every front shares (:mod:`deplbench.formulations.evaluation.settings`)."""
     check_closed_loop(args.runs, args.seed, args.confidence, field="--{}", error=SolverError)
-    check_samples(args.eval_samples, field="--eval-samples", error=SolverError)
+    # a refusal of the default names it as one: the user did not type --eval-samples
+    args.eval_flag = "--eval-samples" if args.eval_samples is not None else f"--eval-samples (default {EVAL_SAMPLES})"
+    args.eval_samples = EVAL_SAMPLES if args.eval_samples is None else args.eval_samples
+    check_samples(args.eval_samples, field=args.eval_flag, error=SolverError)
 
 
 def _line(name: str, s: dict | None, none: str = "(none)") -> str:
@@ -82,7 +85,7 @@ def _cmd_simulate(args) -> int:
                            **params)
         except SolverError as exc:      # solve()'s own arguments, named as the flags that gave them
             raise SolverError(as_given(str(exc), {**params, "eval_samples": args.eval_samples, "eval_seed": args.seed},
-                                       {**{k: f"--param {k}" for k in params}, "eval_samples": "--eval-samples",
+                                       {**{k: f"--param {k}" for k in params}, "eval_samples": args.eval_flag,
                                         "eval_seed": "--seed"})) from None
         stages.stage(f"closed loop, {args.runs} runs")
         cl = closed_loop(instance, result, args.algorithm, runs=args.runs, seed=args.seed,
@@ -147,7 +150,7 @@ def register(subparsers) -> None:
                    help=f"seed of the runs and of the static evaluation (default {SEED})")
     p.add_argument("--confidence", type=float, default=CONFIDENCE, metavar="P",
                    help=f"level of the intervals (default {CONFIDENCE:g})")
-    p.add_argument("--eval-samples", type=int, default=EVAL_SAMPLES, metavar="N",
+    p.add_argument("--eval-samples", type=int, default=None, metavar="N",
                    help=f"static out-of-sample trajectories (default {EVAL_SAMPLES})")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("--quiet", action="store_true",

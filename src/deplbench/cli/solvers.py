@@ -63,6 +63,9 @@ def _cmd_solve(args) -> int:
 
     instance = load_instance(args.instance)
     cls = get_solver(args.algo)
+    # a refusal of the default names it as one: the user did not type --eval-samples
+    eval_flag = "--eval-samples" if args.eval_samples is not None else f"--eval-samples (default {EVAL_SAMPLES})"
+    args.eval_samples = EVAL_SAMPLES if args.eval_samples is None else args.eval_samples
     params = parse_kv(args.param)
     given_as = {name: f"--param {name}" for name in params}     # how the user named each parameter
     for attr, pname in _FLAG_PARAMS.items():
@@ -85,7 +88,7 @@ def _cmd_solve(args) -> int:
         )
     except SolverError as exc:
         own = {"eval_samples": args.eval_samples, "eval_seed": args.eval_seed}     # solve()'s own, as flags
-        flags = {**given_as, "eval_samples": "--eval-samples", "eval_seed": "--eval-seed"}
+        flags = {**given_as, "eval_samples": eval_flag, "eval_seed": "--eval-seed"}
         raise SolverError(as_given(str(exc), {**params, **own}, flags)) from None
     record = result.to_dict()
     if args.output:
@@ -185,7 +188,7 @@ def _cmd_algorithms(args) -> int:
         from deplbench.jsonio import print_json
     if args.solvers:
         if args.json:
-            print_json(_solver_table(args.check), indent=2)
+            print_json({"solvers": _solver_table(args.check)}, indent=2)
         else:
             print("\n".join(_solver_lines(args.check)))
         return 0
@@ -193,7 +196,9 @@ def _cmd_algorithms(args) -> int:
     if args.name is not None:
         rows = [_one_algorithm(rows, args.name)]
     if args.json:
-        print_json(rows if args.name is None else rows[0], indent=2)
+        # one JSON object, as every --json: the algorithms and the MILP solvers, as the text lists them
+        print_json({"algorithms": rows, "solvers": _solver_table(args.check)} if args.name is None else rows[0],
+                   indent=2)
         return 0
     if args.name is not None:
         print("\n".join(_parameter_lines(rows[0])))
@@ -300,6 +305,10 @@ def _show(value) -> str:
     return "none" if value is None else f"{value:g}" if isinstance(value, float) else str(value)
 
 
+#: ``solve --eval-samples``' default.
+EVAL_SAMPLES = 50_000
+
+
 def as_given(message: str, params: dict, given_as: dict[str, str]) -> str:
     """A parameter's refusal, naming the option as the user typed it.
 
@@ -358,8 +367,8 @@ def register(subparsers) -> None:
     p.add_argument("--write-lp", type=output_path, metavar="FILE", help="write the MILP model to FILE (.lp or .mps)")
     p.add_argument("--eta", help="DepL resolution η")
     p.add_argument("--epsilon", help="DepL allocation accuracy ε")
-    p.add_argument("--eval-samples", type=int, default=50_000, metavar="N",
-                   help="out-of-sample trajectories (default 50000)")
+    p.add_argument("--eval-samples", type=int, default=None, metavar="N",
+                   help=f"out-of-sample trajectories (default {EVAL_SAMPLES})")
     p.add_argument("--eval-seed", type=int, default=0, metavar="N",
                    help="seed of the out-of-sample evaluation (default 0)")
     p.add_argument("-o", "--output", type=output_path, metavar="FILE", help="also write the result record as JSON")
@@ -372,7 +381,9 @@ def register(subparsers) -> None:
                                           "algorithm's parameters (type, default, meaning).")
     a.add_argument("name", nargs="?", metavar="NAME",
                    help="show this algorithm's parameters (default: the short list of every algorithm)")
-    a.add_argument("--json", action="store_true", help="print the list as one JSON array")
+    a.add_argument("--json", action="store_true",
+                   help='print one JSON object: {"algorithms": [...], "solvers": [...]} (with --solvers, only '
+                        '"solvers"; with NAME, that algorithm\'s object)')
     a.add_argument("--solvers", action="store_true",
                    help="list only the MILP solvers (--solver) and which are available here")
     a.add_argument("--check", action="store_true",

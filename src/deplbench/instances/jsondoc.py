@@ -113,9 +113,14 @@ def read_json(path: str | Path, *, what: str = "instance",
     """
     path = Path(path)
     text = read_text(path, what, error)
+    seen: list[_NonFinite] = []
     try:
-        return json.loads(text, parse_constant=lambda name: _reject_constant(name, what),
-                          object_pairs_hook=_unique_keys)
+        doc = json.loads(text, parse_constant=lambda name: seen.append(_NonFinite(name)) or seen[-1],
+                         object_pairs_hook=_unique_keys)
+        if seen:        # named where it stands: the parser's hook does not know the field
+            loc, name = _find_nonfinite(doc, "", what)
+            _reject_constant(name, what, loc or "<root>")
+        return doc
     except RecursionError:
         raise error(f"{path}: JSON nested too deeply to read (a {what} needs a few levels, "
                     f"the limit is {MAX_NESTING})") from None
@@ -136,11 +141,33 @@ def _unique_keys(pairs: list) -> dict:
     return out
 
 
-def _reject_constant(name: str, what: str = "instance"):
+class _NonFinite:
+    """Where the parser met ``NaN``/``Infinity``/``-Infinity``, kept until the field is found."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+
+def _find_nonfinite(doc: Any, loc: str, what: str) -> tuple[str, str]:
+    """The location (as :func:`key_loc` writes it) and the text of the first :class:`_NonFinite` in ``doc``."""
+    if isinstance(doc, _NonFinite):
+        return loc, doc.name
+    items = doc.items() if isinstance(doc, dict) else enumerate(doc) if isinstance(doc, list) else ()
+    for key, value in items:
+        if isinstance(value, (dict, list, _NonFinite)):
+            found = _find_nonfinite(value, f"{loc or '<root>'}[{key}]" if isinstance(key, int)
+                                    else key_loc(loc, key, what), what)
+            if found[1]:
+                return found
+    return loc, ""
+
+
+def _reject_constant(name: str, what: str = "instance", loc: str = ""):
     # Python's json accepts NaN/Infinity, which are not JSON and would slip
     # non-finite numbers past the format.
-    raise ValueError(f"non-finite number {name} is not allowed in an {what}" if what[0] in "aeiou"
-                     else f"non-finite number {name} is not allowed in a {what}")
+    where = f"{loc}: " if loc else ""
+    raise ValueError(f"{where}non-finite number {name} is not allowed in an {what}" if what[0] in "aeiou"
+                     else f"{where}non-finite number {name} is not allowed in a {what}")
 
 
 __all__ = ["MAX_NESTING", "check_shape", "key_loc", "read_json", "reject_unknown_fields"]

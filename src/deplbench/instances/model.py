@@ -109,6 +109,14 @@ def _printable_name(value: str) -> str:
     return value
 
 
+def _first_names(names, shown: int = 12) -> str:
+    """The sorted names, the first ``shown`` of them and how many more: a message stays one readable line
+    whatever the instance's size."""
+    names = sorted(names)
+    more = len(names) - shown
+    return repr(names[:shown])[:-1] + (f", ... and {more} more]" if more > 0 else "]")
+
+
 #: A name: non-empty, no white space at either end, no control character or line break.
 Name = Annotated[str, Field(min_length=1), AfterValidator(_printable_name)]
 
@@ -229,7 +237,7 @@ class Instance(_Strict):
                 if getattr(sw, attr) not in model_names:
                     raise ValueError(
                         f"switches[{i}].{attr}: unknown model {getattr(sw, attr)!r} "
-                        f"(models are {sorted(model_names)})"
+                        f"(models are {_first_names(model_names)})"
                     )
             if sw.from_model == sw.to_model:
                 raise ValueError(f"switches[{i}]: a switch from {sw.from_model!r} to itself is implicit, remove it")

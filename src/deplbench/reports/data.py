@@ -403,11 +403,19 @@ def load_bench_json(directory: str | Path | None) -> tuple[pd.DataFrame, list[st
     path = Path(directory)
     if not path.exists():
         raise ReportError(f"--bench-json: no such file or directory {path}")
+    if not (path.is_file() or path.is_dir()):
+        raise ReportError(f"--bench-json: {path} is neither a regular file nor a folder (a device, FIFO or "
+                          "socket)")
     files = [path] if path.is_file() else sorted(path.rglob("*.json"))
+    if not files:
+        notes.append(f"no *.json files under {path}")
     rows = []
     for f in files:
         try:
-            doc = json.loads(read_text(f, "benchmark JSON", ReportError))
+            try:
+                doc = json.loads(read_text(f, "benchmark JSON", ReportError))
+            except RecursionError:
+                raise ValueError("JSON nested too deeply to read") from None
             if not isinstance(doc, dict) or "benchmarks" not in doc:
                 raise TypeError("no 'benchmarks' list at its top level")
             benches = doc["benchmarks"]

@@ -178,3 +178,21 @@ def test_the_bands_are_never_computed_in_more_than_max_band_chunks(monkeypatch):
     monkeypatch.setattr(memory_module, "_BLOCK", 100)
     whole = evaluate_plan(inst, p, samples=n, seed=2)
     assert chunked.to_dict() == whole.to_dict()
+
+
+@pytest.mark.parametrize("command,default", [("solve", DEFAULT_EVAL_SAMPLES), ("simulate", 20_000)])
+def test_a_refused_default_sample_count_is_named_as_the_default(tmp_path, capsys, command, default):
+    """The user who typed no --eval-samples is told the default was refused, not an option they never gave."""
+    from deplbench.cli import main
+    from deplbench.cli.solvers import EVAL_SAMPLES
+
+    assert EVAL_SAMPLES == DEFAULT_EVAL_SAMPLES     # the CLI's default is solve()'s
+    path = tmp_path / "inst.json"
+    _instance(horizon=3000).save(path)
+    with memory_budget(0.05):
+        assert main([command, str(path), "--algo", "depl"]) == 2
+        out, err = capsys.readouterr()
+        assert out == "" and err.count("\n") == 1
+        assert err.startswith(f"error: --eval-samples (default {default}): {default} trajectories"), err
+        assert main([command, str(path), "--algo", "depl", "--eval-samples", str(default)]) == 2
+        assert capsys.readouterr().err.startswith(f"error: --eval-samples: {default} trajectories")

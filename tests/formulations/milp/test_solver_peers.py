@@ -333,12 +333,12 @@ def test_cli_solve_with_a_pyomo_peer_records_it(inst_file, capsys):
 
 def test_cli_lists_solvers_and_availability(capsys):
     assert cli_main(["algorithms", "--solvers", "--json"]) == 0
-    rows = {r["name"]: r for r in json.loads(capsys.readouterr().out)}
+    rows = {r["name"]: r for r in json.loads(capsys.readouterr().out)["solvers"]}
     assert rows["pyomo:appsi_highs"]["available"] and rows["highs"]["available"]
     assert rows["scip"]["available"] == (availability("scip")[0])
     assert not any(r["checked"] for r in rows.values())        # looked up, not asked
     assert cli_main(["algorithms", "--solvers", "--check", "--json"]) == 0
-    checked = {r["name"]: r for r in json.loads(capsys.readouterr().out)}
+    checked = {r["name"]: r for r in json.loads(capsys.readouterr().out)["solvers"]}
     assert list(checked) == list(rows) and all(r["checked"] for r in checked.values())
     assert checked["pyomo:appsi_highs"]["version"].startswith("pyomo 6") and "appsi_highs" in \
         checked["pyomo:appsi_highs"]["version"]

@@ -25,6 +25,7 @@ rather than judged against a different model.
 
 from __future__ import annotations
 
+import hashlib
 import math
 import os
 import re
@@ -113,7 +114,16 @@ def rebuild_model(root: str, rec: dict, tolerance: float):
     from deplbench.formulations.milp.saa_model import build_saa_model, model_digest
     from deplbench.instances.model import load_instance
 
-    inst = load_instance(os.path.join(root, rec["instance"]))
+    path = os.path.join(root, rec["instance"])
+    want = rec.get("instance_sha256")
+    if want is not None and os.path.isfile(path):
+        # an edited instance file changes the model too: say which file, not "another code version"
+        with open(path, "rb") as fh:
+            if hashlib.sha256(fh.read()).hexdigest() != want:
+                raise SolverError(f"library: {rec['instance']} of {rec['name']!r} is not the file the library "
+                                  "was built with (its SHA-256 differs from the manifest's instance_sha256); "
+                                  "restore it or rebuild the library")
+    inst = load_instance(path)
     with quiet_stdout():
         model = build_saa_model(inst, rec["scenarios"], rec.get("seed", 0), rec.get("formulation") or "fast",
                                 pwl_tolerance=tolerance)

@@ -39,6 +39,7 @@ from deplbench.formulations.model.scenarios import quantile_rank
 from deplbench.limits import FLOAT_BYTES, check_memory
 from deplbench.solvers.base import PlotStyle, Solver
 from deplbench.solvers.baselines.train_on import train_on
+from deplbench.solvers.depl.dataset_selection import stage_one_applies
 from deplbench.solvers.depl.stages import LOOP_PARAMS, check_seed, decide, result_from, stage3, validate_loop_params
 
 
@@ -75,6 +76,11 @@ class BestExp(Solver):
     style = PlotStyle("#ff7f0e", "o", "-")
     description = "best-exp: expected-loss model path, then trains on until the quantile target is met"
     parameters = dict(LOOP_PARAMS)
+
+    @classmethod
+    def applies(cls, instance) -> tuple[bool, str]:
+        """DepL's loop, so DepL's scope (:func:`~deplbench.solvers.depl.dataset_selection.stage_one_applies`)."""
+        return stage_one_applies(instance)
 
     def run_settings(self, instance, settings) -> SolveResult:
         """Solve with the parameters :func:`~deplbench.solvers.run.solve` resolved once

@@ -515,8 +515,25 @@ class SubsetRanker:
         return node.subset, node.value
 
 
+def stage_one_applies(instance) -> tuple[bool, str]:
+    """Whether the decision loop's stage 1 (Sec. IV-A) applies to ``instance``, and if not, why.
+
+    Stage 1 sizes the training by the most complex model's mean improvement E[X]
+    (:meth:`DataObjective.from_instance`); where that is not positive and finite (a valid instance
+    whose training never lowers the loss on average) there is nothing to size it by. DepL and
+    best-exp, which share the loop, then decline the instance (status ``skipped``) with this reason
+    rather than fail.
+    """
+    try:
+        DataObjective.from_instance(instance)
+    except InstanceError as exc:
+        return False, f"the decision loop's dataset selection (Sec. IV-A) does not apply: {exc}"
+    return True, ""
+
+
 __all__ = [
     "DataObjective",
+    "stage_one_applies",
     "min_norm_point",
     "minimize_restricted",
     "minimize_min_norm",

@@ -108,6 +108,7 @@ import time
 from deplbench.formulations.model.result import SolveResult
 from deplbench.solvers.base import Param, PlotStyle, Solver
 from deplbench.solvers.depl.calibration import CALIBRATION_CONFIDENCE, CALIBRATION_STEPS, Context, calibrate
+from deplbench.solvers.depl.dataset_selection import stage_one_applies
 from deplbench.solvers.depl.quantile_transform import N_THETA, QUANTILE_METHOD, TAIL_SHARE
 from deplbench.solvers.depl.stages import (
     LOOP_PARAMS,
@@ -154,6 +155,12 @@ class DepL(Solver):
     style = PlotStyle("#2ca02c", "^", "-")
     description = "DepL heuristic: submodular dataset selection, expanded-graph model path, (1+ε) allocation"
     parameters = _parameters()
+
+    @classmethod
+    def applies(cls, instance) -> tuple[bool, str]:
+        """Declined where stage 1 (Sec. IV-A) has nothing to size the training by
+        (:func:`~deplbench.solvers.depl.dataset_selection.stage_one_applies`)."""
+        return stage_one_applies(instance)
 
     @staticmethod
     def _validate(instance, p) -> None:

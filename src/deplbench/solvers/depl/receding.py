@@ -182,6 +182,11 @@ class DepLReceding(Solver):
         "memo_time": Param(10, int, "closed loop: elapsed-time cells up to Tmax for the re-plan memo", low=1),
     }
 
+    @classmethod
+    def applies(cls, instance) -> tuple[bool, str]:
+        """DepL's (:meth:`DepL.applies`): its static plan is DepL's."""
+        return DepL.applies(instance)
+
     def run_settings(self, instance, settings):
         """DepL with its share of the parameters resolved once (passed on, not resolved again)."""
         res = DepL().run_settings(instance, {k: v for k, v in settings.items() if k in DepL.parameters})
