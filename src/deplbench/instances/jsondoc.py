@@ -114,9 +114,13 @@ def read_json(path: str | Path, *, what: str = "instance",
     path = Path(path)
     text = read_text(path, what, error)
     seen: list[_NonFinite] = []
+
+    def constant(name: str) -> _NonFinite:
+        seen.append(_NonFinite(name))
+        return seen[-1]
+
     try:
-        doc = json.loads(text, parse_constant=lambda name: seen.append(_NonFinite(name)) or seen[-1],
-                         object_pairs_hook=_unique_keys)
+        doc = json.loads(text, parse_constant=constant, object_pairs_hook=_unique_keys)
         if seen:        # named where it stands: the parser's hook does not know the field
             loc, name = _find_nonfinite(doc, "", what)
             _reject_constant(name, what, loc or "<root>")

@@ -215,7 +215,7 @@ def _kept_units(w: torch.Tensor, keep: int) -> torch.Tensor:
         with torch.no_grad():
             lin.weight.copy_(w[s].T)
         prune.ln_structured(lin, "weight", amount=n_out - keep, n=2, dim=0)
-        mask: torch.Tensor = lin.weight_mask  # type: ignore[assignment]  # buffer set by ln_structured
+        mask = lin.get_buffer("weight_mask")      # the buffer ln_structured registers (a Tensor, typed so)
         out.append(torch.nonzero(mask[:, 0], as_tuple=False).flatten())
     return torch.stack(out)
 
