@@ -10,6 +10,7 @@ from __future__ import annotations
 import gzip
 import importlib.util
 import json
+import math
 
 import numpy as np
 import pytest
@@ -268,13 +269,37 @@ def test_cli_measure_refuses_bad_options_in_one_line(tmp_path, capsys):
     assert "--seeds" in err[0] and "does not exist" in err[1] and "--merge" in err[2]
 
 
+def _same_up_to(a, b, rel: float, path: str = "") -> list[str]:
+    """Where two JSON documents differ: keys, lengths, types and text exactly, floats beyond ``rel``."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        if a.keys() != b.keys():
+            return [f"{path}: keys {sorted(a)} != {sorted(b)}"]
+        return [d for k in a for d in _same_up_to(a[k], b[k], rel, f"{path}.{k}")]
+    if isinstance(a, list) and isinstance(b, list):
+        if len(a) != len(b):
+            return [f"{path}: {len(a)} != {len(b)} items"]
+        return [d for i, (x, y) in enumerate(zip(a, b)) for d in _same_up_to(x, y, rel, f"{path}[{i}]")]
+    if isinstance(a, float) and isinstance(b, float):
+        return [] if math.isclose(a, b, rel_tol=rel, abs_tol=1e-300) else [f"{path}: {a!r} != {b!r}"]
+    return [] if (type(a), a) == (type(b), b) else [f"{path}: {a!r} != {b!r}"]
+
+
 @pytest.mark.slow
 def test_refit_of_the_shipped_logs_gives_the_shipped_instances(tmp_path):
+    """The refit is the shipped instance up to the optimisers' stopping points, which the BLAS kernel
+    a CPU selects moves (by up to ~5e-4 relative on these logs: a likelihood flat in loc and scale);
+    every law, decision and text is the same. A likelihood flat in df gives the cap on every kernel
+    (``distfit.FLAT_DF``; the optimiser alone stopped at df 681 on one kernel, 1000 on another)."""
     from deplbench.cli import main
+    from deplbench.instances.fit.distfit import MAX_DF
 
     assert main(["measure", "refit", "-o", str(tmp_path / "fit.json")]) == 0
-    assert json.loads((tmp_path / "fit.json").read_text()) == json.loads(FIT_FILE.read_text())
-    assert json.loads((tmp_path / "fit-eq8.json").read_text()) == json.loads(EQ8_FILE.read_text())
+    for mine, shipped in (("fit.json", FIT_FILE), ("fit-eq8.json", EQ8_FILE)):
+        got, want = json.loads((tmp_path / mine).read_text()), json.loads(shipped.read_text())
+        assert not _same_up_to(got, want, 2e-3), _same_up_to(got, want, 2e-3)[:5]
+        capped = [[sw["params"].get("df") == MAX_DF for sw in doc["provenance"]["fit"]["switches"]]
+                  for doc in (got, want)]
+        assert capped[0] == capped[1] and any(capped[0])      # the same jumps taken as normal, exactly
 
 
 def test_analysis_summary_states_each_intervals_level_and_method():
