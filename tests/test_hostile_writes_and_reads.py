@@ -496,6 +496,7 @@ def _entry(**over) -> dict:
     ([_entry(), _entry()], r"entries\[1\].name: 'a' appears twice"),
     ([_entry(scenarios="many")], r"entries\[0\].scenarios"),
     ([_entry(instance=7)], r"entries\[0\].instance: expected a relative file path"),
+    ([_entry(instance_sha256=5)], r"entries\[0\].instance_sha256: expected a string, got int"),
 ])
 def test_manifest_is_validated_with_one_line_naming_the_field(tmp_path, capsys, entries, message):
     from deplbench.benchmarks.library.build import library_files
@@ -1002,6 +1003,7 @@ def test_measure_replay_result_without_a_file_says_the_form(tmp_path, capsys):
     ('{"omega": -Infinity}', "omega: non-finite number -Infinity"),
     ('{"a b": Infinity}', "instance['a b']: non-finite number Infinity"),
     ("NaN", "<root>: non-finite number NaN"),
+    ('[{"a": 1}, {"a": NaN}]', "[1].a: non-finite number NaN"),      # check_shape's form of a location
 ])
 def test_a_non_finite_constant_is_named_where_it_stands(tmp_path, capsys, text, where):
     path = tmp_path / "n.json"
@@ -1026,3 +1028,12 @@ def test_an_unknown_switch_model_lists_a_dozen_names_not_every_one():
     msg = str(info.value)
     assert "switches[0].from_model: unknown model 'nobody'" in msg
     assert "'m0011', ... and 4988 more]" in msg and "m0012" not in msg and len(msg) < 600, msg
+
+
+def test_a_non_finite_constant_nested_too_deeply_gets_the_nesting_line(tmp_path, capsys):
+    """The nesting is checked first: the location of a NaN 900 lists deep would be a 2,800-character line."""
+    path = tmp_path / "deep.json"
+    path.write_text('{"name": "x", "provenance": ' + "[" * 900 + "NaN" + "]" * 900 + "}", encoding="utf-8")
+    assert main(["validate", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "nested more than 64 levels deep" in err and len(err) < 300, err

@@ -143,9 +143,11 @@ def test_instance_file_group(tmp_path):
     (('[[algorithms]]\nname = "depl"', '[[algorithms]]\nnme = "depl"'), "algorithms[0].nme"),
     (("time_limit_s = 5", "time_limit_s = true"), "algorithms[1].time_limit_s"),
     # names, ids and labels label table rows, CSV cells and one-line messages (a description may span lines)
-    (('name = "demo"', 'name = "de\\u0000mo"'), "sweep.name: must not hold control characters"),
+    (('name = "demo"', 'name = "de\\u0000mo"'), "sweep.name: must not hold control characters or line breaks "
+                                                "(tab, newline, U+2028, ...); character 2 is U+0000"),
     (('name = "demo"', 'name = "de\\nmo"'), "sweep.name: must not hold control characters"),
-    (('id = "alex"', 'id = "al\\u2028ex"'), "instances[0].id: must not hold control characters"),
+    (('id = "alex"', 'id = "al\\u2028ex"'), "instances[0].id: must not hold control characters or line breaks "
+                                            "(tab, newline, U+2028, ...); character 2 is U+2028"),
     (('name = "knapsack-dp"', 'name = "knapsack-dp"\nlabel = "dp\\tfast"'),
      "algorithms[1].label: must not hold control characters"),
     # one series per label in a report: depl's and the DP's rows were averaged as one "algorithm"

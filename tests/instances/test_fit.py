@@ -473,9 +473,9 @@ def test_fit_base_and_family_together_are_refused_whatever_the_family(tmp_path, 
 
 
 def test_a_switch_jump_with_a_flat_likelihood_in_df_is_given_the_cap(monkeypatch):
-    """Where the likelihood at the cap is within FLAT_DF of the optimum's, the fit reports the cap (not
-    wherever the optimiser stopped in the flat part, which the CPU's BLAS kernel decided); heavy tails
-    keep their small df."""
+    """Where the likelihood at the cap is within FLAT_DF nats of the optimum's, the fit reports the cap
+    (not wherever the optimiser stopped in the flat part, which the CPU's BLAS kernel decided), in any
+    unit of loss; heavy tails keep their small df."""
     from deplbench.instances.distributions import InverseGamma
     from deplbench.instances.fit import distfit
 
@@ -485,9 +485,10 @@ def test_a_switch_jump_with_a_flat_likelihood_in_df_is_given_the_cap(monkeypatch
     run = c * x.ppf(rng.random(300))
     normal = rng.normal(0.1, 0.02, 300) - run
     heavy = 0.1 + 0.02 * rng.standard_t(3.0, 300) - run
+    assert distfit.FLAT_DF == 0.01
+    for k in (1.0, 1e3, 1e-3):                                 # the gap is in nats: no unit moves it
+        assert distfit.fit_switch(k * normal, k * c, x).params["df"] == distfit.MAX_DF
+    assert distfit.fit_switch(heavy, c, x).params["df"] < 10.0   # a real gain is kept
     monkeypatch.setattr(distfit, "FLAT_DF", 0.0)
     free = distfit.fit_switch(normal, c, x).params["df"]
-    assert 2.1 < free < distfit.MAX_DF                       # this sample's optimum: an interior df
-    monkeypatch.setattr(distfit, "FLAT_DF", 1e-2)             # its gain over the cap is below 1 % of the NLL
-    assert distfit.fit_switch(normal, c, x).params["df"] == distfit.MAX_DF
-    assert distfit.fit_switch(heavy, c, x).params["df"] < 10.0   # a real gain is kept
+    assert 2.1 < free < distfit.MAX_DF                       # without the rule: an interior df of this sample

@@ -293,9 +293,10 @@ def require_str(value: Any, where: str, *, allow_empty: bool = False, one_line: 
     """
     if not isinstance(value, str) or (not allow_empty and not value.strip()):
         raise SweepError(f"{where}: must be a non-empty string")
-    if one_line and any(unicodedata.category(ch) in ("Cc", "Zl", "Zp") for ch in value):
+    bad = next((i for i, ch in enumerate(value) if unicodedata.category(ch) in ("Cc", "Zl", "Zp")), None)
+    if one_line and bad is not None:     # named by position: the value itself may be long
         raise SweepError(f"{where}: must not hold control characters or line breaks (tab, newline, U+2028, "
-                         f"...), got {value!r}")
+                         f"...); character {bad} is U+{ord(value[bad]):04X}")
 
 
 def require_finite(value: Any, where: str) -> None:

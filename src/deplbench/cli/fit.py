@@ -80,7 +80,7 @@ def run_fit(args: argparse.Namespace) -> int:
         if given and out.exists() and Path(given).exists() and out.resolve() == Path(given).resolve():
             raise fitlib.LogError(f"--output {out}: is the {name} input file; write the instance elsewhere")
     if args.name is not None and not args.name.strip():
-        # an empty --name was silently replaced by the default: the user asked for a name
+        # a blank name labels the instance with nothing one can see; omitting --name gives the default
         raise fitlib.LogError(f"--name: must not be blank, got {args.name!r} (omit it for the default <base>-fit)")
     base = load_instance(args.base) if args.base else None
     instance, fit = fitlib.fit_instance(

@@ -122,6 +122,7 @@ def read_json(path: str | Path, *, what: str = "instance",
     try:
         doc = json.loads(text, parse_constant=constant, object_pairs_hook=_unique_keys)
         if seen:        # named where it stands: the parser's hook does not know the field
+            check_shape(doc, root=what, error=error)        # the nesting first: the search then stays short
             loc, name = _find_nonfinite(doc, "", what)
             _reject_constant(name, what, loc or "<root>")
         return doc
@@ -159,8 +160,8 @@ def _find_nonfinite(doc: Any, loc: str, what: str) -> tuple[str, str]:
     items = doc.items() if isinstance(doc, dict) else enumerate(doc) if isinstance(doc, list) else ()
     for key, value in items:
         if isinstance(value, (dict, list, _NonFinite)):
-            found = _find_nonfinite(value, f"{loc or '<root>'}[{key}]" if isinstance(key, int)
-                                    else key_loc(loc, key, what), what)
+            found = _find_nonfinite(value, f"{loc}[{key}]" if isinstance(key, int) else key_loc(loc, key, what),
+                                    what)
             if found[1]:
                 return found
     return loc, ""

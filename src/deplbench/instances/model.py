@@ -109,7 +109,7 @@ def _printable_name(value: str) -> str:
     return value
 
 
-def _first_names(names, shown: int = 12) -> str:
+def first_names(names, shown: int = 12) -> str:
     """The sorted names, the first ``shown`` of them and how many more: a message stays one readable line
     whatever the instance's size."""
     names = sorted(names)
@@ -237,7 +237,7 @@ class Instance(_Strict):
                 if getattr(sw, attr) not in model_names:
                     raise ValueError(
                         f"switches[{i}].{attr}: unknown model {getattr(sw, attr)!r} "
-                        f"(models are {_first_names(model_names)})"
+                        f"(models are {first_names(model_names)})"
                     )
             if sw.from_model == sw.to_model:
                 raise ValueError(f"switches[{i}]: a switch from {sw.from_model!r} to itself is implicit, remove it")
@@ -522,4 +522,5 @@ def instance_schema() -> dict:
 __all__ = [
     "FORMAT_VERSION", "MAX_HORIZON", "MAX_NESTING", "Instance", "ModelVersion", "Switch", "Cluster", "Dataset",
     "TransferCost", "Provenance", "parse_instance", "load_instance", "read_json", "check_shape", "check_targets",
-    "check_unique_names", "instance_schema", "format_validation_error", "key_loc", "reject_unknown_fields"]
+    "check_unique_names", "instance_schema", "format_validation_error", "key_loc", "reject_unknown_fields",
+    "first_names"]

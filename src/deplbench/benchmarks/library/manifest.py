@@ -121,7 +121,7 @@ def validate_manifest(manifest, root: str, label: str = "manifest.json") -> dict
             value = rec.get(field)
             if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < low):
                 raise SolverError(f"{at}.{field}: expected an integer ≥ {low}, got {value!r}")
-        for field in ("formulation", "model_sha256", "note"):
+        for field in ("formulation", "model_sha256", "instance_sha256", "note"):
             value = rec.get(field)
             if value is not None and not isinstance(value, str):
                 raise SolverError(f"{at}.{field}: expected a string, got {_type_name(value)}")

@@ -117,12 +117,12 @@ def rebuild_model(root: str, rec: dict, tolerance: float):
     path = os.path.join(root, rec["instance"])
     want = rec.get("instance_sha256")
     if want is not None and os.path.isfile(path):
-        # an edited instance file changes the model too: say which file, not "another code version"
-        with open(path, "rb") as fh:
-            if hashlib.sha256(fh.read()).hexdigest() != want:
-                raise SolverError(f"library: {rec['instance']} of {rec['name']!r} is not the file the library "
-                                  "was built with (its SHA-256 differs from the manifest's instance_sha256); "
-                                  "restore it or rebuild the library")
+        # an edited instance file changes the model too: name the file, the change the user can undo
+        # (the bounded read every user file goes through)
+        if hashlib.sha256(read_bytes(path, "instance", SolverError, decompress=False)).hexdigest() != want:
+            raise SolverError(f"library: {rec['instance']} of {rec['name']!r} is not the file the library "
+                              "was built with (its SHA-256 differs from the manifest's instance_sha256); "
+                              "restore it or rebuild the library")
     inst = load_instance(path)
     with quiet_stdout():
         model = build_saa_model(inst, rec["scenarios"], rec.get("seed", 0), rec.get("formulation") or "fast",

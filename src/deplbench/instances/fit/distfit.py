@@ -23,9 +23,10 @@ from deplbench.jsonio import optional_float as _num
 SWITCH_NODES = 64
 #: Largest degrees of freedom of a fitted switch jump (Student's t): beyond, it is a normal law.
 MAX_DF = 1e3
-#: A fitted df below MAX_DF whose negative log-likelihood beats MAX_DF's by at most this share of it
-#: (1 + |NLL|) is reported as MAX_DF: the likelihood is flat there (:func:`fit_switch`).
-FLAT_DF = 1e-6
+#: A fitted df whose log-likelihood beats MAX_DF's (loc and scale refitted) by at most this many nats
+#: is reported as MAX_DF (:func:`fit_switch`): a likelihood-ratio statistic of 0.02 is no evidence of
+#: heavy tails, and a gap in nats does not depend on the loss's unit.
+FLAT_DF = 0.01
 
 
 # ------------------------------------------------------ distribution fits
@@ -294,12 +295,13 @@ def fit_switch(
     assert best is not None      # the loop above ran at least once
     df, loc, scale = math.exp(best.x[0]), float(best.x[1]), math.exp(best.x[2])
     # Near-normal jumps leave the likelihood flat in df: where the optimiser stops there depends on
-    # the last bits of its arithmetic (the BLAS kernel a CPU selects moved df from 1000 to 681 on the
-    # shipped logs). A df whose likelihood beats the cap's (loc and scale refitted) by less than
-    # FLAT_DF of the NLL is no evidence of heavy tails: the cap is reported, on every machine.
+    # the last bits of its arithmetic (the BLAS kernel a CPU selects gave df 681 or 1000 on the
+    # measured logs). A df whose likelihood beats the cap's (loc and scale refitted) by at most
+    # FLAT_DF nats is no evidence of heavy tails: the cap is reported, on every machine. (A fit at
+    # the bound comes back as exp(log(1000)) < 1000 and is refitted at the cap too.)
     cap = optimize.minimize(lambda th: nll([math.log(MAX_DF), th[0], th[1]]), x0=[loc, math.log(scale)],
                             method="L-BFGS-B", bounds=bounds[1:])
-    if df < MAX_DF and cap.fun - best.fun <= FLAT_DF * (1.0 + abs(best.fun)):
+    if df < MAX_DF and math.isfinite(cap.fun) and cap.fun - best.fun <= FLAT_DF:
         df, loc, scale = MAX_DF, float(cap.x[0]), math.exp(cap.x[1])
     u = special.stdtr(df, (shifted - loc) / scale).mean(axis=1)
     ks = stats.kstest(u, "uniform")

@@ -18,6 +18,7 @@ from deplbench.errors import DeplbenchError
 from deplbench.instances.fit.decay import MIN_EPOCHS, DecayFit, fit_decay, multipliers
 from deplbench.instances.fit.distfit import DistFit, fit_improvement, fit_switch
 from deplbench.instances.fit.logs import LogError, Logs, loss_changes, read_logs
+from deplbench.instances.model import first_names
 from deplbench.jsonio import optional_float as _num
 from deplbench.limits import MAX_BOOTSTRAP
 from deplbench.params import seed_refusal
@@ -224,7 +225,7 @@ def build_instance(
     if unknown:
         raise LogError(
             f"column 'model': {', '.join(repr(m) for m in unknown)} not in the base instance "
-            f"{base.name!r} (its models are {sorted(base_models)}); a model's size and compute come from the "
+            f"{base.name!r} (its models are {first_names(base_models)}); a model's size and compute come from the "
             "base: pass --base with matching model names"
         )
     models = []
