@@ -128,6 +128,14 @@ def _check_analyse(args: argparse.Namespace) -> None:
         raise MeasureError(f"--bootstrap: must be in [1, {MAX_BOOTSTRAP}] replicates, got {args.bootstrap}")
 
 
+def _split_result(item: str) -> tuple[str, str]:
+    """``--result NAME=FILE`` as (NAME, FILE); anything else is refused naming the option."""
+    name, sep, path = item.partition("=")
+    if not sep or not name or not path:
+        raise MeasureError(f"--result: expected NAME=FILE, got {item!r}")
+    return name, path
+
+
 def _check_replay(args: argparse.Namespace, solvers: list[str]) -> None:
     """Refuse a ``replay`` option before anything is trained, naming it.
 
@@ -152,9 +160,7 @@ def _check_replay(args: argparse.Namespace, solvers: list[str]) -> None:
         raise MeasureError(f"--solvers: unknown algorithm(s) {', '.join(map(repr, unknown))} "
                            f"(registered: {', '.join(registered())})")
     for item in args.result:
-        name, sep, path = item.partition("=")
-        if not sep or not name or not path:
-            raise MeasureError(f"--result: expected NAME=FILE, got {item!r}")
+        name, _ = _split_result(item)
         if name not in solvers:
             raise MeasureError(f"--result {item}: {name!r} is not among --solvers ({', '.join(solvers)}), "
                                "so its result would not be used")
@@ -238,9 +244,7 @@ def read_result_records(items: list[str], instance) -> dict[str, dict]:
 
     given: dict[str, dict] = {}
     for item in items:
-        name, sep, path = item.partition("=")
-        if not sep or not name or not path:
-            raise MeasureError(f"--result: expected NAME=FILE, got {item!r}")
+        name, path = _split_result(item)
         flag = f"--result {item}"
         try:
             rec = read_json(path, what="result record", error=MeasureError)
