@@ -50,7 +50,7 @@ test: lint
 	$(PY) -m pytest tests -q $(XDIST) $(PYTEST_ARGS)
 	@echo "test: done; deplbench is in $(VENV): . $(VENV)/bin/activate (or call $(VENV)/bin/deplbench)"
 
-# The quick loop (under a minute: 45 s of CPU): every layer, without the
+# The quick loop (a minute or less on 2 cores: docs/performance.md): every layer, without the
 # tests marked slow or integration (marked where each is defined; see tests/conftest.py).
 test-fast: $(STAMP)
 	$(PY) -m pytest tests -q $(XDIST) -m "not slow and not integration" $(PYTEST_ARGS)
