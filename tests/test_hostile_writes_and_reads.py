@@ -1037,3 +1037,21 @@ def test_a_non_finite_constant_nested_too_deeply_gets_the_nesting_line(tmp_path,
     assert main(["validate", str(path)]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "nested more than 64 levels deep" in err and len(err) < 300, err
+
+
+@pytest.mark.parametrize("value", ["-inf", "-Infinity", "-1e3", "-nan", "-.5"])
+def test_a_negative_special_number_is_read_as_the_options_value(tmp_path, capsys, value):
+    """argparse took -inf (or -1e3) for an option ("expected one argument"); it is the option's value, and
+    the option's own check refuses it, naming it."""
+    from tests.instance_data import two_model_data
+
+    inst = tmp_path / "i.json"
+    inst.write_text(json.dumps(two_model_data()), encoding="utf-8")
+    assert main(["adaptive", str(inst), "--time-limit", value]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "time_limit: must be positive seconds" in err and repr(value) in err, err
+    with pytest.raises(SystemExit) as stop:          # argparse's own refusal of an int: exit status 2
+        main(["generate", "scaling", "--seed", value, "-o", str(tmp_path / "g.json")])
+    assert stop.value.code == 2
+    err = capsys.readouterr().err
+    assert "argument --seed: invalid int value" in err and "expected one argument" not in err, err

@@ -13,6 +13,7 @@ import argparse
 import contextlib
 import importlib
 import os
+import re
 import sys
 import textwrap
 from collections.abc import Iterator
@@ -120,6 +121,10 @@ class _SubParsersNamingTheCommand(argparse._SubParsersAction):
             self._name_parser_map[values[0]].error(f"unrecognized arguments: {' '.join(unknown)}")
 
 
+#: What argparse takes for a negative number rather than an option (see _OneLineErrorParser).
+_NEGATIVE_NUMBER = re.compile(r"^-(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$|^-(inf|infinity|nan)$", re.IGNORECASE)
+
+
 class _OneLineErrorParser(argparse.ArgumentParser):
     """An argument parser whose usage errors are one line on stderr with exit
     status 2 (the CLI's error contract), e.g. ``error: deplbench validate:
@@ -139,6 +144,10 @@ class _OneLineErrorParser(argparse.ArgumentParser):
         self.register("action", None, _StoreOnce)
         self.register("action", "store", _StoreOnce)
         self.register("action", "parsers", _SubParsersNamingTheCommand)
+        # A value such as -inf, -1e3 or -nan is read as the option's value (argparse's own pattern
+        # knows only -1 and -1.5, and took -inf for an option: "expected one argument"), so that the
+        # option's own check refuses it, naming it. No option of the CLI looks like a number.
+        self._negative_number_matcher = _NEGATIVE_NUMBER
 
     def parse_known_args(self, args=None, namespace=None):  # noqa: D102 - argparse's method
         parsed, rest = super().parse_known_args(args, namespace)
