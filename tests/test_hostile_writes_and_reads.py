@@ -977,7 +977,7 @@ def test_report_bench_json_deep_or_not_a_file_is_one_line(tmp_path, capsys, kind
         bench = tmp_path / "deep.json"
         bench.write_text("[" * 10000 + "]" * 10000, encoding="utf-8")
         why = "not a pytest-benchmark JSON file (JSON nested too deeply to read)"
-    else:                    # /dev/zero was read as an empty folder: no data and no word
+    else:                    # a device is neither a file nor a folder of benchmark files
         bench = Path("/dev/zero")
         why = "is neither a regular file nor a folder"
     assert main(["report", str(db), "--out", str(tmp_path / "rep"), "--bench-json", str(bench)]) == 2
@@ -1041,7 +1041,7 @@ def test_a_non_finite_constant_nested_too_deeply_gets_the_nesting_line(tmp_path,
 
 @pytest.mark.parametrize("value", ["-inf", "-Infinity", "-1e3", "-nan", "-.5"])
 def test_a_negative_special_number_is_read_as_the_options_value(tmp_path, capsys, value):
-    """argparse took -inf (or -1e3) for an option ("expected one argument"); it is the option's value, and
+    """-inf (or -1e3) is the option's value, not another option ("expected one argument"), and
     the option's own check refuses it, naming it."""
     from tests.instance_data import two_model_data
 

@@ -243,7 +243,7 @@ def test_cli_bad_input_no_traceback_and_output_untouched(tmp_path, good_logs, de
 @pytest.mark.integration
 @pytest.mark.parametrize("name", ["", "   "])
 def test_cli_fit_refuses_a_blank_name(tmp_path, good_logs, deplbench_cli, name):
-    """A blank --name was silently replaced by the default: the user asked for a name."""
+    """A blank --name is refused: the user asked for a name, and a blank one labels nothing."""
     logs = tmp_path / "logs.csv"
     good_logs.to_csv(logs, index=False)
     r = deplbench_cli.process("fit", logs, "-o", tmp_path / "out.json", "--name", name)

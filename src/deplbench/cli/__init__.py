@@ -145,7 +145,7 @@ class _OneLineErrorParser(argparse.ArgumentParser):
         self.register("action", "store", _StoreOnce)
         self.register("action", "parsers", _SubParsersNamingTheCommand)
         # A value such as -inf, -1e3 or -nan is read as the option's value (argparse's own pattern
-        # knows only -1 and -1.5, and took -inf for an option: "expected one argument"), so that the
+        # knows only -1 and -1.5 and reads -inf as an option: "expected one argument"), so that the
         # option's own check refuses it, naming it. No option of the CLI looks like a number.
         self._negative_number_matcher = _NEGATIVE_NUMBER
 

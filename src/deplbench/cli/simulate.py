@@ -6,7 +6,7 @@ import argparse
 import textwrap
 from typing import Any
 
-from deplbench.cli.solvers import as_given, parse_kv, solver_used
+from deplbench.cli.solvers import as_given, eval_samples_given, parse_kv, solver_used
 from deplbench.errors import SolverError
 from deplbench.formulations.evaluation.settings import CONFIDENCE, RUNS, SEED, check_closed_loop, check_samples
 from deplbench.jsonio import print_json
@@ -19,9 +19,7 @@ def _check(args) -> None:
     """Refuse bad numbers before any work, naming the flag (exit 2): the limits
     every front shares (:mod:`deplbench.formulations.evaluation.settings`)."""
     check_closed_loop(args.runs, args.seed, args.confidence, field="--{}", error=SolverError)
-    # a refusal of the default names it as one: the user did not type --eval-samples
-    args.eval_flag = "--eval-samples" if args.eval_samples is not None else f"--eval-samples (default {EVAL_SAMPLES})"
-    args.eval_samples = EVAL_SAMPLES if args.eval_samples is None else args.eval_samples
+    args.eval_samples, args.eval_flag = eval_samples_given(args.eval_samples, EVAL_SAMPLES)
     check_samples(args.eval_samples, field=args.eval_flag, error=SolverError)
 
 

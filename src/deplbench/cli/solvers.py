@@ -63,9 +63,7 @@ def _cmd_solve(args) -> int:
 
     instance = load_instance(args.instance)
     cls = get_solver(args.algo)
-    # a refusal of the default names it as one: the user did not type --eval-samples
-    eval_flag = "--eval-samples" if args.eval_samples is not None else f"--eval-samples (default {EVAL_SAMPLES})"
-    args.eval_samples = EVAL_SAMPLES if args.eval_samples is None else args.eval_samples
+    args.eval_samples, eval_flag = eval_samples_given(args.eval_samples, EVAL_SAMPLES)
     params = parse_kv(args.param)
     given_as = {name: f"--param {name}" for name in params}     # how the user named each parameter
     for attr, pname in _FLAG_PARAMS.items():
@@ -307,6 +305,14 @@ def _show(value) -> str:
 
 #: ``solve --eval-samples``' default.
 EVAL_SAMPLES = 50_000
+
+
+def eval_samples_given(value: int | None, default: int) -> tuple[int, str]:
+    """``--eval-samples`` as given (None: not typed) → the count and how a refusal names it: a refused
+    default is named as one, since the user did not type the option."""
+    if value is None:
+        return default, f"--eval-samples (default {default})"
+    return value, "--eval-samples"
 
 
 def as_given(message: str, params: dict, given_as: dict[str, str]) -> str:
