@@ -78,6 +78,19 @@ def test_bad_parameters_name_the_field(family, params, field):
         generate(family, **params)
 
 
+@pytest.mark.parametrize("family,key", [(fam, key) for fam in available_families()
+                                         for key, default in family_parameters(fam).items() if default is None])
+@pytest.mark.parametrize("text", ["none", "None", "null"])
+def test_none_as_text_is_the_default_of_a_parameter_whose_default_is_none(family, key, text):
+    """The CLI's help shows such a default as ``(None)``: ``--param KEY=none`` means it, byte for byte."""
+    assert generate(family, **{key: text}).to_json() == generate(family).to_json()
+
+
+def test_none_as_text_is_refused_where_the_default_is_a_value():
+    with pytest.raises(InstanceError, match="parameter 'omega': a value is required"):
+        generate("realistic", omega="none")
+
+
 # ----------------------------------------------------------------- realistic
 
 
