@@ -1,6 +1,6 @@
 """Every figure of the report can be read: the readability check
-(deplbench.reports.readability) finds planted faults, and finds none in a
-report of the demo sweep's real rows (tests/demo_store.py)."""
+(deplbench.reports.readability) finds planted faults (its check on the demo
+sweep's real rows is in test_demo_report.py)."""
 
 from __future__ import annotations
 
@@ -88,34 +88,6 @@ def test_every_figure_of_a_synthetic_report_is_readable(tmp_path):
                            options=ReportOptions(formats=("png",), dpi=60))
     assert summary.errors == [] and summary.figures
     assert summary.figure_problems == []
-
-
-@pytest.fixture(scope="module")
-def demo(tmp_path_factory):
-    from deplbench.reports.build import ReportOptions
-    from tests.demo_store import unpack
-
-    out = tmp_path_factory.mktemp("demo-figures")
-    summary = build_report(unpack(out), out / "report",
-                           options=ReportOptions(formats=("png",), dpi=80))
-    assert summary.errors == []
-    return out / "report", summary
-
-
-@pytest.mark.slow
-def test_every_figure_of_the_demo_report_is_readable(demo):
-    """Drawn at the report's own scale: no text clipped, one colour per
-    algorithm (its palette colour), at most six algorithms per panel, no
-    empty panel; Fig. 9 per algorithm; every empty table said in one line."""
-    out, summary = demo
-    assert summary.figure_problems == []
-    assert {"fig9_trajectories_alexnet", "anytime_gap", "complexity_work_eta",
-            "complexity_knapsack"} <= set(summary.figures)
-    text = (out / "index.html").read_text(encoding="utf-8")
-    assert "This table is empty" not in text
-    for name in ("milp_time_limit", "solver_comparison", "price_of_adaptivity"):
-        if pd.read_csv(out / "tables" / f"{name}.csv").empty:
-            assert f'<p class="omitted" id="table-{name}">' in text, name
 
 
 def test_trajectories_are_small_multiples_per_algorithm():

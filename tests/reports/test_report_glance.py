@@ -197,73 +197,12 @@ def test_glance_cells_on_the_first_screen(report):
     _check_first_screen(report / "index.html", report / "tables")
 
 
-@pytest.fixture(scope="module", params=["fixture", "make-demo"])
-def demo_report(request, tmp_path_factory):
-    """A report of the demo sweep's real rows: built here from the committed
-    store (tests/demo_store.py; what CI's fresh clone checks), and the one
-    `make demo` wrote to reports/demo when it exists."""
-    from pathlib import Path
-
-    from deplbench.reports.build import ReportOptions
-    from tests.demo_store import unpack
-
-    _need_chromium()
-    if request.param == "make-demo":
-        demo = Path(__file__).resolve().parents[2] / "reports" / "demo"
-        if not (demo / "index.html").is_file():
-            pytest.skip("no demo report at reports/demo (make demo writes it); the "
-                        "committed demo store is checked instead")
-        return demo
-    out = tmp_path_factory.mktemp("demo")
-    summary = build_report(unpack(out), out / "report", options=ReportOptions(formats=("png",)))
-    assert summary.errors == []
-    return out / "report"
-
-
-@pytest.mark.slow
-def test_demo_report_glance_on_the_first_screen(demo_report):
-    """The same check on the demo sweep's report."""
-    _check_first_screen(demo_report / "index.html", demo_report / "tables")
-    legend = browser_boxes(demo_report / "index.html", "#glance-legend", 1440, 900)
-    assert legend and legend[0]["bottom"] <= 900
-
-
 def browser_boxes(index, selector, width, height):
     from deplbench.reports import browser
 
     got = browser.element_boxes(index, selector, width, height)
     assert got["w"] == width
     return got["boxes"]
-
-
-@pytest.mark.slow
-def test_demo_report_on_a_phone(demo_report):
-    """At 390 px the claims audit stacks (each row's verdict first, inside
-    the screen), a figure is no wider than the screen and links to itself
-    at full size, and nothing scrolls sideways."""
-    from deplbench.reports import browser
-
-    index = demo_report / "index.html"
-    boxes = browser_boxes(index, "#table-claims_audit td, figure a.full > img", 390, 844)
-    cells = [b for b in boxes if b["tag"] == "td"]
-    verdicts = [b for b in cells if "c-verdict" in b["cls"].split()]
-    claim_cells = [b for b in cells if "c-claim" in b["cls"].split()]
-    claims = len(pd.read_csv(demo_report / "tables" / "claims_audit.csv"))
-    assert len(verdicts) == len(claim_cells) == claims > 0
-    for b in cells:
-        assert 0 <= b["left"] and b["right"] <= 390, b
-    # stacked: each row's verdict is its first line, above its claim
-    for v, c in zip(verdicts, claim_cells):
-        assert v["row"] == c["row"] and v["bottom"] <= c["top"] + 1, (v, c)
-    figs = [b for b in boxes if b["tag"] == "img"]
-    assert figs, "no figure in the demo report"
-    for b in figs:
-        assert 0 <= b["left"] and b["right"] <= 390, b
-    html_text = index.read_text(encoding="utf-8")
-    first = re.search(r'<a class="full" href="(figures/[^"]+\.png)"[^>]*><img src="\1"', html_text)
-    assert first and (demo_report / first.group(1)).is_file()
-    scroll, viewport = browser.page_width(index, 390)
-    assert viewport == 390 and scroll <= 390
 
 
 def test_reference_column_in_the_record():

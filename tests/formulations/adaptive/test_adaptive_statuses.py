@@ -288,18 +288,27 @@ def test_a_finest_grid_below_the_first_is_refused_from_python_too():
     assert AdaptiveOpt.resolve_params({"buckets": 12, "max_buckets": 8})["width"] is None   # one grid: no cap used
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("factor", [1e-6, 1e13])
-def test_the_bracket_scales_with_the_unit_cost(factor):
-    # The multiplier search's caps and first probe are relative to the instance's cost scale:
-    # multiplying every κ by a constant multiplies the bracket by it, status unchanged.
+_UNIT_COST_BRACKET = dict(buckets=150, runs=2000, tune_runs=2000)
+
+
+@pytest.fixture(scope="module")
+def vgg_unit_bracket():
+    """PACT-VGG11 and its bracket at unit cost 1, computed once for every factor below."""
     from deplbench.instances.generators import generate
 
     base = generate("realistic", family="pact-vgg11")
+    return base, A.adaptive_bounds(base, **_UNIT_COST_BRACKET)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("factor", [1e-6, 1e13])
+def test_the_bracket_scales_with_the_unit_cost(factor, vgg_unit_bracket):
+    # The multiplier search's caps and first probe are relative to the instance's cost scale:
+    # multiplying every κ by a constant multiplies the bracket by it, status unchanged.
+    base, b0 = vgg_unit_bracket
     scaled = base.with_changes(clusters=[c.__class__(**{**c.__dict__, "unit_cost": c.unit_cost * factor})
                                          for c in base.clusters])
-    common = dict(buckets=150, runs=2000, tune_runs=2000)
-    b0, b1 = A.adaptive_bounds(base, **common), A.adaptive_bounds(scaled, **common)
+    b1 = A.adaptive_bounds(scaled, **_UNIT_COST_BRACKET)
     assert b0.status == b1.status == "certified", b1.message
     assert b1.lower_bound / factor == pytest.approx(b0.lower_bound, rel=1e-9)
     assert b1.upper_bound / factor == pytest.approx(b0.upper_bound, rel=1e-9)

@@ -115,7 +115,7 @@ def test_model_block_search_tunes_its_switch_first_bound_and_equals_brute_force(
     """Two γ-groups (``pairs.PairSearch``, whose completions switch model first): the
     re-tuned rows are used (``tuned_rows``) and the optimum is brute force's, and the
     same without them and without their warm starts (``node_warm_start``)."""
-    inst = tiny_instance(seed=0, n_datasets=3, n_clusters=2, horizon=6, n_models=3, all_switches=True)
+    inst = tiny_instance(seed=0, n_datasets=2, n_clusters=2, horizon=6, n_models=3, all_switches=True)
     S = 40
     best, _, _ = brute_force(inst, S, 0)
     tuned = solve_general(inst, scenarios=S, time_limit=None)
