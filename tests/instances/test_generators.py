@@ -80,15 +80,29 @@ def test_bad_parameters_name_the_field(family, params, field):
 
 @pytest.mark.parametrize("family,key", [(fam, key) for fam in available_families()
                                          for key, default in family_parameters(fam).items() if default is None])
-@pytest.mark.parametrize("text", ["none", "None", "null"])
-def test_none_as_text_is_the_default_of_a_parameter_whose_default_is_none(family, key, text):
-    """The CLI's help shows such a default as ``(None)``: ``--param KEY=none`` means it, byte for byte."""
-    assert generate(family, **{key: text}).to_json() == generate(family).to_json()
+@pytest.mark.parametrize("text", ["none", "None", "NONE", "null"])
+def test_none_as_text_is_the_default_of_a_parameter_whose_default_is_none(family, key, text, tmp_path):
+    """``deplbench generate --help`` shows such a default as ``(None)``: ``--param KEY=none`` means
+    it, byte for byte (``null`` is JSON's)."""
+    from deplbench.cli import main
+
+    out = tmp_path / "i.json"
+    assert main(["generate", family, "--param", f"{key}={text}", "-o", str(out)]) == 0
+    assert out.read_text(encoding="utf-8") == generate(family).to_json()
 
 
-def test_none_as_text_is_refused_where_the_default_is_a_value():
-    with pytest.raises(InstanceError, match="parameter 'omega': a value is required"):
-        generate("realistic", omega="none")
+def test_none_as_text_is_refused_where_the_default_is_a_value(capsys):
+    from deplbench.cli import main
+
+    assert main(["generate", "realistic", "--param", "omega=none"]) == 2
+    captured = capsys.readouterr()
+    assert captured.err.strip() == "error: parameter 'omega': a value is required" and captured.out == ""
+
+
+def test_a_sweep_file_leaves_a_none_default_out_rather_than_write_it_as_text():
+    """Typed sources stay typed: the text "none" is not the default there (the key is left out)."""
+    with pytest.raises(InstanceError, match="loss_max"):
+        generate("realistic", loss_max="none")
 
 
 # ----------------------------------------------------------------- realistic

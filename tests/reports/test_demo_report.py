@@ -56,6 +56,7 @@ def test_every_figure_of_the_demo_report_is_readable(demo):
             assert f'<p class="omitted" id="table-{name}">' in text, name
 
 
+@pytest.mark.system_packages
 @pytest.mark.slow
 def test_demo_report_glance_on_the_first_screen(demo_report):
     """The glance check of test_report_glance.py on the demo sweep's report."""
@@ -64,6 +65,7 @@ def test_demo_report_glance_on_the_first_screen(demo_report):
     assert legend and legend[0]["bottom"] <= 900
 
 
+@pytest.mark.system_packages
 @pytest.mark.slow
 def test_demo_report_on_a_phone(demo_report):
     """At 390 px the claims audit stacks (each row's verdict first, inside

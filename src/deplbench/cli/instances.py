@@ -123,9 +123,14 @@ def run_generate(args: argparse.Namespace) -> int:
     InstanceError
         Unknown or misplaced parameters, or values out of range.
     """
-    from deplbench.instances.generators import generate
+    from deplbench.instances.generators import family_parameters, generate
 
     params = parse_params(args.param)
+    # The help shows a default of None as "(None)": typed as it reads (any case), it means that
+    # default. Sweep files stay typed (leave the key out there).
+    defaults = family_parameters(args.generator)
+    params = {key: None if (isinstance(value, str) and value.lower() == "none" and key in defaults
+                            and defaults[key] is None) else value for key, value in params.items()}
     for flag, (name, family) in _FAMILY_FLAGS.items():
         value = getattr(args, flag, None)
         if value is None:

@@ -172,13 +172,6 @@ def _timed_searches(monkeypatch, clock, growth: float) -> list:
     return grids
 
 
-def _no_bound_only_passes(monkeypatch) -> None:
-    """The lower-bound-only passes after the certification (``budget.finer_bounds``, tested in
-    test_adaptive_finer.py) are left out: a water-filling pass takes no time on the fake clock,
-    so they would be predicted to fit and run to the finest grid allowed, at their real cost."""
-    monkeypatch.setattr(bracket, "finer_bounds", lambda opt, *args: (opt, []))
-
-
 def _certification_at_tuning_rate(monkeypatch, clock, rate: dict) -> None:
     """The certification's simulation costs its runs at ``rate["runs/s"]`` (set by the tuning) on ``clock``."""
     real = bracket.simulate
@@ -244,8 +237,10 @@ def test_the_refinement_scales_a_tuning_skipped_on_the_last_grid(clock, monkeypa
 
     monkeypatch.setattr(bracket, "_tune", tune)
     _certification_at_tuning_rate(monkeypatch, clock, rate)
-    _no_bound_only_passes(monkeypatch)
-    b = adaptive_bounds(inst, buckets=30, runs=100, tune_runs=500, width=1e-6, time_limit=11.75, time_points=0)
+    # max_buckets: a water-filling pass takes no time on the fake clock, so the bound-only passes
+    # after the certification would be predicted to fit on any grid; the cap keeps them small
+    b = adaptive_bounds(inst, buckets=30, runs=100, tune_runs=500, width=1e-6, time_limit=11.75, time_points=0,
+                        max_buckets=240)
     cert_s = 100 / (sum(t["runs"] for t in b.tuning if t["buckets"] == 30) / 1.0)
     assert cert_s <= 0.25                                      # the window the limit is set in holds
     assert [lv["tuned"] for lv in b.refinement["levels"]] == [True, False]
@@ -278,11 +273,12 @@ def test_a_stop_with_no_time_to_tune_the_last_grid_certifies_the_last_tuned_poli
     monkeypatch.setattr(bracket, "_tune", tune)
     monkeypatch.setattr(bracket, "GROWTH", 1e6)
     _certification_at_tuning_rate(monkeypatch, clock, rate)
-    _no_bound_only_passes(monkeypatch)
-    b = adaptive_bounds(inst, buckets=30, runs=100, tune_runs=500, width=1e-6, time_limit=11.75, time_points=0)
+    b = adaptive_bounds(inst, buckets=30, runs=100, tune_runs=500, width=1e-6, time_limit=11.75, time_points=0,
+                        max_buckets=240)                      # the cap: as in the test above
     assert grids == [30, 60] and tuned == [30] and b.refinement["stopped_by"] == "time_limit"
     assert b.status != "time_limit" and b.certified
-    assert b.grid["buckets"] == 60                             # the grid reported is the last one searched
+    # the grid reported is the bound-only pass's, finer than the policy's, which is rebuilt below
+    assert b.grid["buckets"] == 240 and b.refinement["bound_only"][0]["finished"]
     assert b.multipliers["buckets_policy"] == 30
     res = SimpleNamespace(diagnostics=b.to_dict())
     pol = AdaptiveOpt().closed_loop_policy(inst, res, buckets=30, runs=100, tune_runs=500, time_points=0)

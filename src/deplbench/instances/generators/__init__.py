@@ -120,10 +120,6 @@ def generate(family: str, /, *, seed: int = 0, **params: Any) -> Instance:
     if unknown:
         raise InstanceError(
             f"parameter {unknown[0]}: unknown for family {family!r} (known: {', '.join(known)})")
-    # A parameter whose default is None (shown as "(None)" in the CLI's help)
-    # takes "none"/"null" as that default, as every Param does (params.Param.convert).
-    params = {key: None if known[key] is None and isinstance(value, str) and value.lower() in ("none", "null")
-              else value for key, value in params.items()}
     return fn(seed=seed, **params)
 
 
