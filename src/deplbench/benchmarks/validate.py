@@ -293,8 +293,9 @@ def require_str(value: Any, where: str, *, allow_empty: bool = False, one_line: 
     """
     if not isinstance(value, str) or (not allow_empty and not value.strip()):
         raise SweepError(f"{where}: must be a non-empty string")
-    bad = next((i for i, ch in enumerate(value) if unicodedata.category(ch) in ("Cc", "Zl", "Zp")), None)
-    if one_line and bad is not None:     # named by position: the value itself may be long
+    bad = next((i for i, ch in enumerate(value) if unicodedata.category(ch) in ("Cc", "Zl", "Zp")),
+               None) if one_line else None
+    if bad is not None:                  # named by position: the value itself may be long
         raise SweepError(f"{where}: must not hold control characters or line breaks (tab, newline, U+2028, "
                          f"...); character {bad} is U+{ord(value[bad]):04X}")
 
