@@ -295,8 +295,8 @@ def fit_switch(
     assert best is not None      # the loop above ran at least once
     df, loc, scale = math.exp(best.x[0]), float(best.x[1]), math.exp(best.x[2])
     # Near-normal jumps leave the likelihood flat in df: where the optimiser stops there depends on
-    # the last bits of its arithmetic (the BLAS kernel a CPU selects gave df 681 or 1000 on the
-    # measured logs). A df whose likelihood beats the cap's (loc and scale refitted) by at most
+    # the last bits of its arithmetic, e.g. on the BLAS kernel a CPU selects (docs/fit.md, "Method").
+    # A df whose likelihood beats the cap's (loc and scale refitted) by at most
     # FLAT_DF nats is no evidence of heavy tails: the cap is reported, on every machine. (A fit at
     # the bound comes back as exp(log(1000)) < 1000 and is refitted at the cap too.)
     cap = optimize.minimize(lambda th: nll([math.log(MAX_DF), th[0], th[1]]), x0=[loc, math.log(scale)],
