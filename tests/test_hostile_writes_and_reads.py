@@ -1049,7 +1049,7 @@ def test_a_negative_special_number_is_read_as_the_options_value(tmp_path, capsys
     inst.write_text(json.dumps(two_model_data()), encoding="utf-8")
     assert main(["adaptive", str(inst), "--time-limit", value]) == 2
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "time_limit: must be positive seconds" in err and repr(value) in err, err
+    assert err.count("\n") == 1 and err.startswith(f"error: --time-limit {value}: ") and "got" in err, err
     with pytest.raises(SystemExit) as stop:          # argparse's own refusal of an int: exit status 2
         main(["generate", "scaling", "--seed", value, "-o", str(tmp_path / "g.json")])
     assert stop.value.code == 2

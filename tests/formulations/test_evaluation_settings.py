@@ -83,6 +83,11 @@ def test_one_closed_loop_limit_from_every_front(inst, inst_file, deplbench_cli, 
     with pytest.raises(PlanError) as exc:
         simulate(inst, FixedPlanPolicy(inst, plan), **{name: value})
     assert str(exc.value) == f"{name}: {reason}"
+    # evaluate_plan(): its interval's level by the same rule (its seed too)
+    if name in ("seed", "confidence"):
+        with pytest.raises(PlanError) as exc:
+            evaluate_plan(inst, plan, samples=200, **{name: value})
+        assert str(exc.value) == f"{name}: {reason}"
 
 
 def test_a_sweep_keeps_tomls_types():

@@ -38,8 +38,6 @@ from deplbench.formulations.adaptive.settings import (
     MAX_BUCKETS,
     SETTINGS,
     START_BUCKETS,
-    max_buckets_refused,
-    refused,
 )
 from deplbench.jsonio import number_beside, number_text, print_json
 
@@ -55,42 +53,15 @@ WIDTH, TIME_LIMIT = CLI_WIDTH, CLI_TIME_LIMIT
 #: checks the two lists agree).
 FAILURE_STATUSES = ("unreachable", "time_limit", "multipliers_ran_away", "bound_not_positive", "lambda_not_converged",
                     "not_certified")
-#: Spellings of ``--time-limit`` that mean no limit (as :data:`deplbench.params.TIME_LIMIT` reads them).
-NO_LIMIT = ("inf", "+inf", "infinity", "none", "null")
 
 
-def time_limit_arg(text: str | None) -> float | None:
-    """``--time-limit`` as seconds: the default when absent, None (no limit) for
-    ``inf`` or ``none``, else a positive finite number (the limits of
-    ``adaptive_bounds``' ``time_limit``, :data:`~deplbench.formulations.adaptive.settings.SETTINGS`).
-
-    Raises
-    ------
-    SolverError
-        Anything else, naming ``time_limit`` (exit status 2).
-    """
-    from deplbench.errors import SolverError
-
-    if text is None:
-        return TIME_LIMIT
-    if text.strip().lower() in NO_LIMIT:
-        return None
-    try:
-        value = float(text)
-    except ValueError:
-        value = math.nan
-    if math.isinf(value) or refused("time_limit", value):
-        raise SolverError(f"time_limit: must be positive seconds, or inf / none for no limit, got {text!r}")
-    return value
-
-
-def refuse_conflicts(args, start_buckets: int) -> None:
+def refuse_conflicts(args) -> None:
     """Options that contradict each other: one line naming both (exit status 2).
 
     ``--one-grid`` runs no refinement, so a target ``--width`` or a finest grid
-    ``--max-buckets`` would be silently ignored; a ``--max-buckets`` below the
-    first grid (``--buckets``, default ``start_buckets``) would be exceeded by
-    that grid itself.
+    ``--max-buckets`` would be silently ignored. (A ``--max-buckets`` below the
+    first grid is the solver's own check:
+    :func:`~deplbench.formulations.adaptive.settings.refinement_refused`.)
 
     Raises
     ------
@@ -103,36 +74,55 @@ def refuse_conflicts(args, start_buckets: int) -> None:
             if getattr(args, name) is not None:
                 raise SolverError(f"--one-grid and {opt} contradict each other: --one-grid runs one grid of "
                                   f"--buckets with no refinement, so {opt} would be ignored; drop one of them")
-        return
-    first = args.buckets if args.buckets is not None else start_buckets
-    reason = "" if args.max_buckets is None else max_buckets_refused(first, args.max_buckets)
-    if reason:
-        given = "--buckets" if args.buckets is not None else f"--buckets (default {start_buckets})"
-        raise SolverError(f"--max-buckets: {reason} ({given}); give --max-buckets ≥ --buckets")
 
 
-def _cmd_adaptive(args) -> int:
+def resolve_options(args) -> dict:
+    """The options as ``adaptive-opt``'s resolved parameters: every value checked once, by the
+    solver's own table (:data:`~deplbench.formulations.adaptive.settings.SETTINGS`), a refusal
+    naming the option as typed (``--time-limit -1: must be > 0.0, got -1.0``).
+
+    ``--time-limit`` is read as ``solve --time-limit`` reads it (the solver's ``refine_time``:
+    ``inf`` or ``none`` for no limit); absent, it is :data:`TIME_LIMIT`. Without ``--one-grid``
+    the refinement's defaults are filled in: ``--width`` :data:`WIDTH`, ``--buckets``
+    :data:`~deplbench.formulations.adaptive.settings.START_BUCKETS`, and a finest grid never
+    below the first.
+
+    Raises
+    ------
+    SolverError
+        One line naming the option (exit status 2).
+    """
+    from deplbench.cli.solvers import as_given
     from deplbench.errors import SolverError
-    from deplbench.formulations.adaptive import adaptive_bounds
-    from deplbench.instances.model import load_instance
-    from deplbench.limits import memory_budget
     from deplbench.solvers.adaptive.optimum import AdaptiveOpt
 
-    refuse_conflicts(args, START_BUCKETS)
-    tl = time_limit_arg(args.time_limit)
+    refuse_conflicts(args)
     given = {k: getattr(args, k) for k in OPTIONS if getattr(args, k) is not None}
+    flags = {k: "--" + k.replace("_", "-") for k in given}
+    given["refine_time"] = TIME_LIMIT if args.time_limit is None else args.time_limit
+    flags["refine_time"] = "--time-limit" if args.time_limit is not None else f"--time-limit (default {TIME_LIMIT:g})"
     if not args.one_grid:
         given.setdefault("width", WIDTH)
         given.setdefault("buckets", START_BUCKETS)
         # the default finest grid is never below the first one asked for
         given.setdefault("max_buckets", max(MAX_BUCKETS, given["buckets"]))
-    p = AdaptiveOpt.resolve_params(given, strict=True, error=SolverError)
+    try:
+        return AdaptiveOpt.resolve_params(given, error=SolverError)
+    except SolverError as exc:
+        raise SolverError(as_given(str(exc), given, flags)) from None
+
+
+def _cmd_adaptive(args) -> int:
+    from deplbench.errors import SolverError
+    from deplbench.instances.model import load_instance
+    from deplbench.limits import memory_budget
+    from deplbench.solvers.adaptive.optimum import AdaptiveOpt, bracket
+
+    p = resolve_options(args)
     instance = load_instance(args.instance)
     ok, why = AdaptiveOpt.applies(instance)
     if not ok:
         raise SolverError(f"instance: {why}")
-    if p["omega"] is not None:
-        instance = instance.with_changes(omega=p["omega"])
 
     quiet = bool(args.quiet)
 
@@ -141,11 +131,7 @@ def _cmd_adaptive(args) -> int:
             print(line, file=sys.stderr, flush=True)
 
     with memory_budget(p["memory_limit"]):
-        b = adaptive_bounds(instance, p["buckets"], p["runs"], p["seed"], p["confidence"], p["tune_runs"],
-                            p["rho"], p["iters_lam"], p["iters_mu"], width=p["width"],
-                            time_limit=tl, max_buckets=p["max_buckets"],
-                            progress=progress, time_points=p["time_points"], slopes=p["slopes"],
-                            threads=p["threads"])
+        instance, b = bracket(instance, p, progress)
     record = {"instance": instance.name, "omega": instance.omega, "loss_max": instance.loss_max, **b.to_dict()}
     if args.json:
         print_json(record, strict=True)

@@ -295,11 +295,10 @@ def test_cli_adaptive_json_text_and_bad_input(tmp_path, capsys):
     assert main(["adaptive", str(path), "--buckets", "1"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "buckets" in err[0]
-    for bad, name in ((["--width", "0"], "width"), (["--time-limit", "-1"], "time_limit"),
-                      (["--omega", "1.5"], "omega")):
+    for bad in (["--width", "0"], ["--time-limit", "-1"], ["--omega", "1.5"]):
         assert main(["adaptive", str(path), *bad]) == 2
         err = capsys.readouterr().err.strip().splitlines()
-        assert len(err) == 1 and name in err[0]
+        assert len(err) == 1 and err[0].startswith(f"error: {bad[0]} "), err
     for bad in (["--buckets", "1000000000"], ["--runs", "10000000000"]):
         assert main(["adaptive", str(path), *bad]) == 2
         err = capsys.readouterr().err.strip().splitlines()

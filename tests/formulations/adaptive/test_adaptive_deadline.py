@@ -184,4 +184,4 @@ def test_cli_time_points_option(tmp_path, capsys):
                                     "(64 slopes")
     assert both["lower_bound"] == max(m["lower_bound_priced"], m["lower_bound_carried"], m["lower_bound_waterfill"])
     assert main([*common, "--time-points", "1"]) == 2
-    assert "parameter 'time_points': must be 0 (deadline priced) or an integer ≥ 2, got 1" in capsys.readouterr().err
+    assert "--time-points 1: must be 0 (deadline priced) or an integer ≥ 2, got 1" in capsys.readouterr().err

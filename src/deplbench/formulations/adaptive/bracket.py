@@ -284,7 +284,7 @@ def adaptive_bounds(instance, buckets: int = START_BUCKETS, runs: int = RUNS, se
         deadline, a sweep task's stop, when that ends first): past it the result
         has status ``time_limit``, the best proven lower bound so far and no
         upper bound (what is guaranteed: :mod:`~deplbench.formulations.adaptive.budget`).
-        An explicit ``time_points`` whose first grid's carried passes
+        ``inf`` is no limit, as None. An explicit ``time_points`` whose first grid's carried passes
         cannot fit in it (:func:`~deplbench.formulations.adaptive.timed.timed_seconds`)
         is refused up front; a default one is not chosen.
     max_buckets : int, optional
@@ -330,6 +330,8 @@ def adaptive_bounds(instance, buckets: int = START_BUCKETS, runs: int = RUNS, se
     _validate(instance, dict(buckets=buckets, runs=runs, seed=seed, confidence=confidence, tune_runs=tune_runs,
                              rho=rho, iters_lam=iters_lam, iters_mu=iters_mu, width=width, time_limit=time_limit,
                              max_buckets=max_buckets, time_points=time_points, slopes=slopes, threads=threads))
+    if time_limit is not None and math.isinf(time_limit):
+        time_limit = None       # no limit: then the bracket's own, for the time left to the bound (own_limit)
     check_memory(memory_estimate(instance, buckets, runs, tune_runs),
                  f"adaptive-opt's loss grid and runs (buckets = {buckets}, K̄ = {instance.horizon}, "
                  f"runs = {max(runs, tune_runs)})", "use fewer buckets or runs")

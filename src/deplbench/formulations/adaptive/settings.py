@@ -121,16 +121,26 @@ def refused(name: str, value: Any) -> str:
     return ""
 
 
-def max_buckets_refused(buckets: int, max_buckets: int) -> str:
-    """Why a refinement from ``buckets`` capped at ``max_buckets`` cannot run, or ""."""
-    return f"{max_buckets} is below the first grid's {buckets} buckets" if max_buckets < buckets else ""
+def refinement_refused(buckets: int | None, max_buckets: int | None, width: float | None) -> str:
+    """Why a refinement to ``width`` from ``buckets`` capped at ``max_buckets`` cannot run, or "".
+
+    The one statement of this rule for every front (:func:`check_settings`, the
+    ``adaptive-opt`` solver's ``check_params``, ``deplbench adaptive``): a finest
+    grid below the first would be passed by that grid itself. One grid
+    (``width`` None) uses no cap, so nothing is refused then.
+    """
+    if width is None or buckets is None or max_buckets is None or max_buckets >= buckets:
+        return ""
+    return (f"{max_buckets} is below the first grid's {buckets} buckets, so the refinement to "
+            f"width = {width:g} could not run")
 
 
 def check_settings(values: dict[str, Any], error: type[DeplbenchError] = PlanError) -> None:
     """Check :func:`adaptive_bounds`' settings against :data:`SETTINGS`.
 
     ``max_buckets=None`` stands for :data:`MAX_BUCKETS`; a ``max_buckets``
-    below ``buckets`` is refused when a ``width`` asks for a refinement.
+    below ``buckets`` is refused when a ``width`` asks for a refinement
+    (:func:`refinement_refused`).
 
     Raises
     ------
@@ -141,12 +151,11 @@ def check_settings(values: dict[str, Any], error: type[DeplbenchError] = PlanErr
         reason = "" if name == "max_buckets" and value is None else refused(name, value)
         if reason:
             raise error(f"{name}: {reason}")
-    buckets, cap, width = values.get("buckets"), values.get("max_buckets"), values.get("width")
-    if width is not None and cap is not None and buckets is not None and max_buckets_refused(buckets, cap):
-        raise error(f"max_buckets: {max_buckets_refused(buckets, cap)} (buckets): the refinement to "
-                    f"width = {width:g} could not run")
+    reason = refinement_refused(values.get("buckets"), values.get("max_buckets"), values.get("width"))
+    if reason:
+        raise error(f"max_buckets: {reason}")
 
 
 __all__ = ["CLI_THREADS", "CLI_TIME_LIMIT", "CLI_WIDTH", "CONFIDENCE", "ITERS_LAM", "ITERS_MU", "MAX_BUCKETS",
            "REFINE", "RHO", "RUNS", "SETTINGS", "SLOPES", "START_BUCKETS", "THREADS", "TUNE_RUNS", "check_settings",
-           "cores", "max_buckets_refused", "refused", "threads_for"]
+           "cores", "refinement_refused", "refused", "threads_for"]

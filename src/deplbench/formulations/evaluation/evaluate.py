@@ -85,7 +85,7 @@ from deplbench.formulations.evaluation.memory import (
     chunked_bands,
 )
 from deplbench.formulations.evaluation.quantile_ci import CI_METHOD, QuantileInterval, order_statistic_ci
-from deplbench.formulations.evaluation.settings import check_samples, check_seed
+from deplbench.formulations.evaluation.settings import check_confidence, check_samples, check_seed
 from deplbench.formulations.model.allocation import TIME_RTOL, epoch_parameters
 from deplbench.formulations.model.plan import Plan, check_plan_names, datasets_loc, parse_plan
 from deplbench.formulations.model.scenarios import OUT_OF_SAMPLE, loss_threshold, quantile_rank
@@ -461,14 +461,12 @@ def _check_arguments(instance, plan, samples, seed, confidence, trajectory):
     check_instance(instance, full=False, type_error=PlanError)     # one built or changed in code, too
     plan = parse_plan(plan)
     samples = check_samples(samples)
-    if (isinstance(confidence, bool) or not isinstance(confidence, (int, float, np.floating))
-            or not 0 < confidence < 1):
-        raise PlanError(f"confidence: must be a number in (0, 1), got {confidence!r}")
+    confidence = check_confidence(confidence)
     seed = check_seed(seed)    # numpy's own message ("expected non-negative integer") names no field
     if (plan.n_epochs + 1) * LAYOUT_BYTES_PER_VALUE > MEMORY_BUDGET:
         raise PlanError(f"epochs: {plan.n_epochs} epochs are too many to simulate within "
                         f"{MEMORY_BUDGET / 2**30:g} GiB")
-    return plan, int(samples), int(seed), float(confidence)
+    return plan, int(samples), int(seed), confidence
 
 
 def _simulate_and_judge(instance, plan, models, gammas, n, rng, exact, trajectory, seed, confidence,

@@ -91,9 +91,15 @@ def check_closed_loop(runs, seed, confidence, *, field: str = "{}", error: type[
     if not MIN_RUNS <= runs <= MAX_RUNS:
         raise error(f"{field.format('runs')}: need between {MIN_RUNS} and {MAX_RUNS} simulated runs, got {runs}")
     seed = check_seed(seed, field=field.format("seed"), error=error, strict=strict)
+    return runs, seed, check_confidence(confidence, field=field.format("confidence"), error=error)
+
+
+def check_confidence(confidence, *, field: str = "confidence", error: type[DeplbenchError] = PlanError) -> float:
+    """A level of an evaluation's intervals, static or closed loop: a real number in
+    (0, :data:`MAX_CONFIDENCE`] (a bool is not one); else ``error`` naming ``field``."""
     if not _is_real(confidence) or not 0 < confidence <= MAX_CONFIDENCE:
-        raise error(f"{field.format('confidence')}: must be in (0, 1 − 1e-12], got {confidence!r}")
-    return runs, seed, float(confidence)
+        raise error(f"{field}: must be in (0, 1 − 1e-12], got {confidence!r}")
+    return float(confidence)
 
 
 def check_seed(seed, *, field: str = "seed", error: type[DeplbenchError] = PlanError, strict: bool = False) -> int:
@@ -122,4 +128,5 @@ def check_samples(samples, *, field: str = "samples", error: type[DeplbenchError
     return int(samples)
 
 
-__all__ = ["CONFIDENCE", "MIN_RUNS", "MIN_SAMPLES", "RUNS", "SEED", "check_closed_loop", "check_samples", "check_seed"]
+__all__ = ["CONFIDENCE", "MIN_RUNS", "MIN_SAMPLES", "RUNS", "SEED", "check_closed_loop", "check_confidence",
+           "check_samples", "check_seed"]

@@ -105,7 +105,7 @@ import math
 import numpy as np
 
 from deplbench import limits
-from deplbench.formulations.general.minplus import jump_table, step_min
+from deplbench.formulations.general.minplus import backward_minplus
 from deplbench.formulations.model.scenarios import loss_threshold
 
 #: Rows per group read first by ``GroupTables.group_bounds`` when it may skip candidates.
@@ -448,18 +448,15 @@ class GroupTables:
     def __init__(self, pool: GroupPool, search):
         self.pool, self.search = pool, search
         P = pool.prob
-        K, nv = search.kmax, search.nv
+        K = search.kmax
         self.Pi, self.starts = pool.Pi, pool.starts
         R = self.Pi.shape[0]
         a, J = pool.a[:, :K], pool.J[:, :K]
         # The pool's draws as they are now, with Pi and starts: the switch
         # layers built later must use the same rows even if the pool grows.
         self._a, self._J = a, J
-        V = np.zeros((K + 1, R, nv))
         enter = search.w[None, None, :] - search.vgamma[None, None, :] * a[:, :, search.vm]   # (R, K, nv)
-        for k in range(K - 1, -1, -1):
-            # one epoch's jumps at a time: (R, ·, ·), not (R, K, ·, ·)
-            V[k] = np.minimum(step_min(search, enter[:, k] + V[k + 1], jump_table(search, J[:, k, :])), 0.0)
+        V = backward_minplus(search, enter, J)
         # (k, v) → (R,) contiguous for the node bound
         self.V = np.ascontiguousarray(V.transpose(0, 2, 1))            # (K+1, nv, R)
         if K >= 1:

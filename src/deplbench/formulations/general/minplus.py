@@ -76,13 +76,33 @@ def largest_decrease(search) -> np.ndarray:
     the μ → ∞ end of the per-scenario DP (a backward min-plus recursion over
     ``search``'s epoch × virtual-model graph, forbidden switches at +∞)."""
     P = search.prob
-    S, nv, K = P.S, search.nv, search.kmax
-    Dn = np.zeros((K + 1, S, nv))
-    gain = search.vgamma[None, None, :] * P.a[:, :K, search.vm]                   # (S, K, nv)
+    gain = search.vgamma[None, None, :] * P.a[:, :search.kmax, search.vm]          # (S, K, nv)
+    return backward_minplus(search, -gain, P.J)
+
+
+def backward_minplus(search, enter: np.ndarray, jumps: np.ndarray) -> np.ndarray:
+    """V (kmax+1, R, nv): the least value of any completion from (k, v), stopping (0) included.
+
+    V[kmax] = 0 and V[k] = min(0, min over the successors u of v of
+    ``enter[:, k, u]`` + V[k+1, :, u] + jump(v → u)) — the backward min-plus
+    recursion over ``search``'s epoch × virtual-model graph, forbidden
+    switches at +∞, row by row of R draws (scenarios, or a pool's rows).
+
+    Parameters
+    ----------
+    search
+        The search whose graph is walked (:func:`step_min`).
+    enter : ndarray, shape (R, ≥ kmax, nv)
+        The value of training each virtual model at each epoch.
+    jumps : ndarray, shape (R, ≥ kmax, P)
+        Each row's switch jumps per epoch (:func:`jump_table`'s input).
+    """
+    K = search.kmax
+    V = np.zeros((K + 1, enter.shape[0], search.nv))
     for k in range(K - 1, -1, -1):
-        # one epoch's jumps at a time: (S, ·, ·), not (S, K, ·, ·)
-        Dn[k] = np.minimum(step_min(search, -gain[:, k] + Dn[k + 1], jump_table(search, P.J[:, k, :])), 0.0)
-    return Dn
+        # one epoch's jumps at a time: (R, ·, ·), not (R, K, ·, ·)
+        V[k] = np.minimum(step_min(search, enter[:, k] + V[k + 1], jump_table(search, jumps[:, k, :])), 0.0)
+    return V
 
 
-__all__ = ["jump_table", "largest_decrease", "model_jumps", "step_min"]
+__all__ = ["backward_minplus", "jump_table", "largest_decrease", "model_jumps", "step_min"]

@@ -48,7 +48,7 @@ from __future__ import annotations
 import math
 
 from deplbench.formulations import adaptive
-from deplbench.formulations.adaptive.settings import SETTINGS, max_buckets_refused
+from deplbench.formulations.adaptive.settings import SETTINGS, refinement_refused
 from deplbench.formulations.model.result import SolveResult
 from deplbench.instances.magnitudes import MIN_OMEGA
 from deplbench.jsonio import number_beside, number_text
@@ -90,6 +90,36 @@ def certified_statement(b, lb: float | None) -> str:
             f"gap (UB − LB)/UB = {100 * (gap or 0.0):.3g} %")
 
 
+def bracket(instance, settings, progress=None):
+    """The bracket on ``instance`` with the solver's resolved ``settings``: the one call of
+    :func:`~deplbench.formulations.adaptive.adaptive_bounds` of ``adaptive-opt`` and
+    ``deplbench adaptive``.
+
+    Parameters
+    ----------
+    instance : Instance
+        An instance the method applies to (:func:`~deplbench.formulations.adaptive.applies`).
+    settings : mapping
+        :meth:`AdaptiveOpt.resolve_params`' output; ``omega``, when given, replaces the
+        instance's ω, and ``refine_time`` is the bracket's ``time_limit``.
+    progress : callable, optional
+        Called with one line per grid of the refinement.
+
+    Returns
+    -------
+    (Instance, AdaptiveBounds)
+        The instance bracketed (its ω the level used) and its bracket.
+    """
+    p = settings
+    if p["omega"] is not None:
+        instance = instance.with_changes(omega=p["omega"])
+    b = adaptive.adaptive_bounds(instance, p["buckets"], p["runs"], p["seed"], p["confidence"], p["tune_runs"],
+                                 p["rho"], p["iters_lam"], p["iters_mu"], width=p["width"],
+                                 time_limit=p["refine_time"], max_buckets=p["max_buckets"], progress=progress,
+                                 time_points=p["time_points"], slopes=p["slopes"], threads=p["threads"])
+    return instance, b
+
+
 class AdaptiveOpt(Solver):
     """Bracket on the adaptive optimum and its certified policy (module docstring)."""
 
@@ -125,10 +155,8 @@ class AdaptiveOpt(Solver):
 
     @classmethod
     def check_params(cls, resolved):
-        reason = max_buckets_refused(resolved["buckets"], resolved["max_buckets"])
-        if resolved["width"] is not None and reason:
-            return "max_buckets", f"{reason} (buckets): the refinement could not run"
-        return None
+        reason = refinement_refused(resolved["buckets"], resolved["max_buckets"], resolved["width"])
+        return ("max_buckets", reason) if reason else None
 
     @classmethod
     def applies(cls, instance) -> tuple[bool, str]:
@@ -137,16 +165,10 @@ class AdaptiveOpt(Solver):
     def run_settings(self, instance, settings) -> SolveResult:
         """Solve with the parameters :func:`~deplbench.solvers.run.solve` resolved once
         (:meth:`run` is the keyword front: it resolves them first)."""
-        p = dict(settings)
         ok, why = adaptive.applies(instance)
         if not ok:
             return SolveResult(algorithm=self.name, status="skipped", message=why)
-        if p["omega"] is not None:
-            instance = instance.with_changes(omega=p["omega"])
-        b = adaptive.adaptive_bounds(instance, p["buckets"], p["runs"], p["seed"], p["confidence"],
-                                     p["tune_runs"], p["rho"], p["iters_lam"], p["iters_mu"], width=p["width"],
-                                     time_limit=p["refine_time"], max_buckets=p["max_buckets"],
-                                     time_points=p["time_points"], slopes=p["slopes"], threads=p["threads"])
+        _, b = bracket(instance, settings)
         d = b.to_dict()
         # Only "unreachable" is a proof that no policy exists (the optimistic
         # chain's best P(success) is below ω); a policy that was not certified
@@ -193,4 +215,4 @@ class AdaptiveOpt(Solver):
                                        coin_seed=p["seed"], budget=mult.get("budget") or math.inf)
 
 
-__all__ = ["AdaptiveOpt"]
+__all__ = ["AdaptiveOpt", "bracket", "certified_statement"]
