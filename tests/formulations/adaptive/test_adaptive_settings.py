@@ -162,3 +162,24 @@ def test_solver_omega_follows_the_instance_formats_range():
     for bad in (MIN_OMEGA / 10, 1 - MIN_OMEGA / 10):
         with pytest.raises(SolverError, match="omega"):
             AdaptiveOpt.resolve_params({"omega": bad})
+
+
+def test_an_infinite_time_limit_is_no_limit_and_the_brackets_own(tiny, monkeypatch):
+    """``time_limit = inf`` (``solve --time-limit inf``) is read as None: the record says no limit,
+    and the bracket counts it as its own (``own_limit``), so a stalled policy may end the refinement
+    and the time left go to the bound, as with none."""
+    import deplbench.formulations.adaptive.bracket as bracket_module
+
+    seen = []
+    real = bracket_module.own_limit
+
+    def spy(limit):
+        seen.append((limit, real(limit)))
+        return real(limit)
+
+    monkeypatch.setattr(bracket_module, "own_limit", spy)
+    records = [A.adaptive_bounds(tiny, buckets=6, width=0.5, runs=300, tune_runs=300, time_limit=t).to_dict()
+               for t in (float("inf"), None)]
+    assert [r["refinement"]["time_limit"] for r in records] == [None, None]
+    assert records[0]["lower_bound"] == records[1]["lower_bound"]
+    assert seen and all(limit is None and own for limit, own in seen), seen
