@@ -1,4 +1,4 @@
-"""Hostile input, round two: file hygiene (docs/DESIGN.md, "Input rules").
+"""Hostile input: file hygiene (docs/DESIGN.md, "Input rules").
 
 Outputs a sweep names stay under the run's folder; every file read whole has
 a size limit; duplicate JSON keys, formula-like CSV cells and mathtext labels

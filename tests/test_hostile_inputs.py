@@ -1,11 +1,11 @@
-"""Hostile input, round two: statuses that do not mislead, reserved names,
-bounds at load (docs/DESIGN.md, "Limits").
+"""Hostile input: statuses that do not mislead, reserved names, bounds at
+load (docs/DESIGN.md, "Limits").
 
-Each test fails on the code before the fix: the 1e-9 guard that rounded
-⌊(1−ω)S⌋ up to S, ``milp-certified`` reporting ``infeasible`` when no SAA
-replication ran, ``--param eval_seed=…`` ending in a TypeError, unbounded
-counts accepted at load, and the (1+ε) allocation DP taking log(0) when a
-free cluster makes the best cost 0.
+The rules checked: ⌊(1−ω)S⌋ is exact (no tolerance rounds it up to S),
+``milp-certified`` reports ``error`` with the reason, not ``infeasible``,
+when no SAA replication ran, a reserved name such as ``--param eval_seed=…``
+is refused in one line with exit 2, counts are bounded at load, and the (1+ε) allocation DP
+handles a free cluster whose best cost is 0 (no log(0)).
 """
 
 from __future__ import annotations
@@ -48,7 +48,7 @@ def test_allowed_violations_equals_exact_integer_floor_over_many_omega_and_s():
 @pytest.mark.parametrize("omega,s,count", [(1e-12, 1000, 999), (0.99, 100, 1), (0.9, 10, 1),
                                            (0.95, 20, 1), (1 - 1e-9, 10**9, 1), (0.5, 1, 0)])
 def test_allowed_violations_known_values(omega, s, count):
-    # (1 − 1e-12)·1000 = 999.999999999: the old +1e-9 guard made it 1000 (every scenario may miss)
+    # (1 − 1e-12)·1000 = 999.999999999 is 999: a +1e-9 guard would make it 1000 (every scenario may miss)
     assert allowed_violations(omega, s) == count
 
 
@@ -198,7 +198,7 @@ def test_fit_bootstrap_has_an_upper_bound(tmp_path):
 @pytest.mark.parametrize("algo", ["depl", "best-exp"])
 def test_free_cluster_kappa_zero_matches_brute_force(algo):
     """κ = 0 on a cluster: the best cost is 0, and the allocation DP's cost cap
-    upper·(1+ε)/κ of every paid cluster is 0 (log(0) before the fix)."""
+    upper·(1+ε)/κ of every paid cluster is 0, and the DP takes no log(0)."""
     data = two_model_data()
     data["clusters"][1]["unit_cost"] = 0.0
     inst = parse_instance(data)
@@ -297,8 +297,9 @@ def test_solve_records_the_seed_given_in_digits(small_file, capsys):
 
 
 def test_a_cluster_whose_plans_cost_inf_is_refused_before_any_solve(tmp_path, capsys):
-    """unit_cost 1e308 on a knapsack instance's one cluster: the MILP answered
-    `feasible` with cost inf and gap nan; now the instance is refused naming the field."""
+    """unit_cost 1e308 on a knapsack instance's one cluster: every plan would cost inf
+    (the MILP would answer `feasible` with cost inf and gap nan), so the instance is
+    refused naming the field."""
     from deplbench.instances.generators import generate
 
     data = json.loads(generate("knapsack", n_items=3, horizon=4, seed=0).to_json())

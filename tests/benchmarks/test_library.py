@@ -635,8 +635,8 @@ def test_verify_and_the_cli_statements_print_an_interval_alike():
 
 
 def test_cli_check_that_skips_every_solve_fails_with_one_line(lib, capfd):
-    """HiGHS reads no MINLP file: every solve skipped used to exit 0 with "skipped None" progress
-    lines; nothing checked is no success for a CI job (exit 1 and one line saying why)."""
+    """HiGHS reads no MINLP file, so every solve is skipped; nothing checked is no success for a
+    CI job: exit 1 and one line saying why, and no "skipped None" progress lines."""
     assert main(["library", "check", str(lib), "--model", "minlp"]) == 1
     out, err = capfd.readouterr()
     assert "skipped (HiGHS solves no nonlinear" in out

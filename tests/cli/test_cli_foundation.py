@@ -183,7 +183,7 @@ def _one_error_line(err: str) -> str:
 ])
 def test_solve_bad_write_lp_is_input_error(args, fragments, knapsack_file, tmp_path, deplbench_cli):
     """A bad --write-lp is the user's input: exit 2, one line naming the
-    option, nothing on stdout (it used to be a solve with status error, exit 1)."""
+    option, nothing on stdout (not a solve with status error, exit 1)."""
     args = [a.format(tmp=tmp_path) for a in args]
     status, out, err = deplbench_cli("solve", knapsack_file, "--algo", "milp", *args)
     assert status == 2 and out == ""

@@ -70,7 +70,7 @@ def test_too_few_draws_are_not_called_feasible_at_095(tmp_path, deplbench_cli):
     assert status == 1 and "feasible yes" not in text
     assert ", +∞) at level 0.9816 (order-statistic" in text and "one-sided lower bound" in text
     assert "estimate undecided" in text and "verdict undecided (Monte Carlo estimate" in text
-    assert "at level 0.95" not in text.split("certified")[0]        # the interval no longer claims it
+    assert "at level 0.95" not in text.split("certified")[0]        # the interval does not claim it
     status, out, _ = deplbench_cli(*args, "--exact")
     text = " ".join(out.split())
     assert status == 1 and "exact verdict proven infeasible" in text
@@ -213,8 +213,8 @@ def test_a_level_near_1_is_printed_as_given_never_as_1():
 def test_a_broken_constraint_is_certain_and_the_certificate_is_about_the_chance_constraint(tmp_path, deplbench_cli):
     """A plan with an allocation −5 breaks (4)-(6): that is certain (no level), named in the verdict;
     the Clopper-Pearson certificate beside it speaks of the chance constraint (3) alone, and here
-    says it holds (the old line read "certified infeasible at level 0.95 (… in [x, y] against
-    1 − ω …)" with an interval that says the opposite)."""
+    says it holds (never "certified infeasible at level 0.95 (… in [x, y] against 1 − ω …)"
+    beside an interval that says the opposite)."""
     from deplbench.instances.model import parse_instance
     from tests.formulations.test_evaluate import random_instance
 

@@ -165,9 +165,9 @@ def test_a_plan_seen_above_the_risk_is_never_certified(risk):
 
 
 def test_saa_feasibility_counts_violations_like_the_milp_at_extreme_risk():
-    """At ω = 1e-12 (γ = α = 1 − 1e-12) and S = 200 the MILP allows ⌊αS⌋ = 199 violations;
-    the 1e-9 float guard counted 200 (ρ = 1), so certify proved a lower bound above a
-    certified plan's cost ("inconsistent"). ρ is now P(Bin(200, α) ≤ 199) ≈ 2e-10."""
+    """At ω = 1e-12 (γ = α = 1 − 1e-12) and S = 200 the MILP allows ⌊αS⌋ = 199 violations,
+    and ρ = P(Bin(200, α) ≤ 199) ≈ 2e-10 counts the same 199: a count of 200 (ρ = 1)
+    would let certify prove a lower bound above a certified plan's cost ("inconsistent")."""
     from scipy import stats as st
 
     from deplbench.formulations.evaluation.binomial import saa_feasibility_probability

@@ -137,7 +137,7 @@ def test_solve_turns_crash_into_error_record_and_checks_params():
 
 
 def test_param_convert_rejects_fractional_int_strings_and_nan():
-    # "1.5" for an int parameter used to be truncated to 1 without a word.
+    # "1.5" for an int parameter is refused, not truncated to 1 without a word.
     assert Param(3, int, low=1).convert("level", "2") == 2
     assert Param(3, int, low=1).convert("level", "2.0") == 2
     with pytest.raises(SolverError, match="level"):

@@ -214,7 +214,7 @@ def test_a_bound_whose_budget_ran_out_says_so_in_the_evaluation():
     """The precision budget runs out before the promised width (planted: a target
     of 1e-12 and a small max_work; the issue's case is a Cauchy jump at the
     default settings, 1.3 GB): the evaluation, and its JSON, say so with the width
-    reached. On the base code nothing in the result said the budget ran out."""
+    reached."""
     import json
 
     from deplbench.formulations.evaluation.evaluate import attach_exact, evaluate_plan, plan_indices
@@ -241,9 +241,9 @@ def _far(mean: float) -> list[Term]:
 
 @pytest.mark.parametrize("mean", [-1e20, -1e12, 1e20])
 def test_losses_beyond_the_lattices_resolution_are_not_computable(mean):
-    """A jump of mean −1e20 made the lattice indices exceed int64: they became
-    floats and ``_take`` raised IndexError, a traceback from ``solve``. Now the
-    bounds say why they cannot be computed (the evaluation keeps Monte Carlo)."""
+    """A jump of mean −1e20 puts the lattice indices beyond int64 (as floats
+    ``_take`` would raise IndexError, a traceback from ``solve``): the bounds
+    say why they cannot be computed (the evaluation keeps Monte Carlo)."""
     with pytest.raises(ExactUnavailable, match=r"^exact bounds not computable: losses of magnitude"):
         bounds_for_terms(21.0, _far(mean), 19.6, 0.9)
 

@@ -190,9 +190,9 @@ def _boundary(loss_max=BOUNDARY_LOSS_MAX):
 
 def test_a_prefix_refined_infeasible_at_every_length_leaves_the_enumeration():
     """The refinement proves the last undecided length of a prefix infeasible with
-    no c_U: on the base code c_L became K̄ + 1 and the MILP crashed (status error,
-    "IndexError: index 3 is out of bounds for axis 1 with size 3"); every sequence is
-    then proven infeasible, so the answer is ``infeasible``."""
+    no c_U: the prefix leaves the enumeration (its c_L is not set to K̄ + 1, which
+    would index past the lattice), every sequence is then proven infeasible, and
+    the answer is ``infeasible``, not an error."""
     from deplbench.formulations.exact.static import SpectralLattice, solve_exact_static
 
     inst = _boundary()
@@ -206,8 +206,9 @@ def test_a_prefix_refined_infeasible_at_every_length_leaves_the_enumeration():
 
 def test_undecided_at_the_precision_is_no_solution_not_infeasible():
     """A refinement budget too small to decide the boundary plan (planted: a
-    max_work below the coarsest grid): the base code said ``infeasible`` ("no
-    sequence proven feasible at this precision"); undecided is not infeasible."""
+    max_work below the coarsest grid): the answer is ``no_solution``, not
+    ``infeasible``: no sequence proven feasible at this precision is not a proof
+    that none is."""
     from deplbench.formulations.exact.static import solve_exact_static
 
     inst = _boundary()
@@ -244,8 +245,8 @@ class _Planted:
 def test_a_deadline_in_any_phase_is_time_limit_never_infeasible(monkeypatch, where, phase):
     """The deadline (deplbench.limits.check_time, planted) falls in each phase in
     turn: the answer is ``time_limit`` naming the phase, with whatever bracket was
-    proven. On the base code no phase read the limits deadline (the planted stop
-    never fired: status infeasible / optimal)."""
+    proven. Every phase reads the limits deadline, so the planted stop fires in
+    each (never status infeasible or optimal)."""
     from deplbench import limits
     from deplbench.formulations.exact.static import solve_exact_static
 
@@ -260,8 +261,9 @@ def test_a_deadline_in_any_phase_is_time_limit_never_infeasible(monkeypatch, whe
 
 def test_a_deadline_inside_the_milp_is_time_limit_never_infeasible(monkeypatch):
     """The deadline falls inside the MILP's master solve (the cut loop reads
-    limits.time_left, planted at 0): the base code read "no bound, no plan" as
-    every sequence proven infeasible (issue: AlexNet ℓmax = 7 under a time limit)."""
+    limits.time_left, planted at 0): "no bound, no plan" from a stopped master is
+    ``time_limit`` in the MILP phase, not every sequence proven infeasible (seen on
+    AlexNet ℓmax = 7 under a time limit)."""
     from deplbench import limits
     from deplbench.formulations.exact.static import solve_exact_static
 
@@ -293,8 +295,8 @@ def test_a_deadline_after_a_proven_plan_keeps_the_bracket(monkeypatch):
 def test_one_verdict_per_plan_at_the_boundary():
     """A plan only a refinement proves feasible (ℓmax 2·10⁻⁶ above the boundary):
     milp-exact returns it, and ``evaluate --exact`` (the shared decision) calls it
-    proven feasible too. On the base code milp-exact said optimal on a plan
-    ``evaluate --exact`` called "undecided" (issue: MobileNet ℓmax = 5)."""
+    proven feasible too: milp-exact never calls optimal a plan ``evaluate --exact``
+    calls "undecided" (seen on MobileNet ℓmax = 5)."""
     inst = _boundary(BOUNDARY_LOSS_MAX + 2e-6)
     res = solve(inst, "milp-exact", eval_samples=1000)
     assert res.status == "optimal" and res.plan is not None, res.message
@@ -303,9 +305,10 @@ def test_one_verdict_per_plan_at_the_boundary():
 
 
 def test_a_deterministic_loss_above_loss_max_is_never_proven_feasible():
-    """Every term a point mass, final loss 10⁻¹⁰·ℓmax above ℓmax: the base code's
-    tolerance 10⁻⁹·max(1, |ℓmax|) called it proven feasible (p = 0; true P = 1) in
-    violation_bounds and in the lattice, and milp-exact returned it."""
+    """Every term a point mass, final loss 10⁻¹⁰·ℓmax above ℓmax: the true P is 1,
+    so violation_bounds calls it proven infeasible and the lattice not proven
+    feasible (a tolerance of 10⁻⁹·max(1, |ℓmax|) would give p = 0), and any plan
+    milp-exact returns is proven feasible."""
     from deplbench.formulations.evaluation.exact_violation import sequence_terms
     from deplbench.formulations.exact.static import SpectralLattice
     from deplbench.instances.generators import generate
@@ -402,8 +405,8 @@ def _check_against_oracle(seed: int):
                                           pytest.param(5, "infeasible", marks=pytest.mark.slow)])
 def test_against_the_oracle_fast_sample(seed, expect):
     """The cheap subset: no feasible plan (seed 1), and a boundary instance whose
-    refinement proves every sequence infeasible (seed 5; the base code crashed on
-    this class with an IndexError, status error)."""
+    refinement proves every sequence infeasible (seed 5: the class where a prefix
+    proven infeasible at every length leaves the enumeration)."""
     assert _check_against_oracle(seed)[1] == expect
 
 
@@ -418,9 +421,9 @@ def test_against_the_oracle_random_sample():
 
 
 def test_the_lattice_memory_is_estimated_and_refused_before_allocation():
-    """AlexNet at K̄ = 2000 (Tmax long enough for every epoch): the base code grew
-    past 8 GB until killed (it had no memory_limit); the estimate (about 12.5 GiB)
-    is refused at once, naming memory_limit, and a raised limit is honoured."""
+    """AlexNet at K̄ = 2000 (Tmax long enough for every epoch): the lattice would
+    grow past 8 GB; the estimate (about 12.5 GiB) is refused at once, naming
+    memory_limit, and a raised limit is honoured."""
     import resource
 
     from deplbench.instances.generators import generate

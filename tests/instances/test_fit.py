@@ -407,9 +407,8 @@ def test_instance_layer_never_imports_matplotlib():
 
 @pytest.mark.parametrize("scale", [1e-310, 1e300])
 def test_loss_changes_beyond_float_range_name_the_field(scale):
-    """Loss changes whose squares under/overflow: the base code raised scipy's
-    "Initial guess is outside of provided bounds" (no field, exit as an error);
-    now a LogError naming the loss column and the model."""
+    """Loss changes whose squares under/overflow: a LogError naming the loss column and
+    the model, not scipy's "Initial guess is outside of provided bounds" (no field)."""
     import numpy as np
 
     from deplbench.instances.fit.decay import fit_decay

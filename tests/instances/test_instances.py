@@ -48,7 +48,7 @@ BAD_INPUTS = [
     (("switches", 0, "jump", "df"), 0.0, "switches[0].jump.student_t.df"),
     (("models", 1, "improvement"), {"kind": "gamma", "value": 1}, "models[1].improvement"),
     (("horizon",), 0, "horizon"),
-    # A validated K̄ of 10^9 used to pass and then exhaust memory in every layer.
+    # K̄ = 10^9, if accepted, would exhaust memory in every layer.
     (("horizon",), 10**9, "horizon"),
     (("transfer_costs", 0, "cluster"), "Z", "transfer_costs[0].cluster"),
     (("datasets", 0, "size"), 0.0, "datasets[0].size"),

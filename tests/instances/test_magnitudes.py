@@ -1,10 +1,10 @@
 """The binary64 line drawn at validation (deplbench.instances.magnitudes).
 
-Each refused case validated before and then crashed a solver or the
-evaluation (``OverflowError``, ``ZeroDivisionError``, ``IndexError``) or gave
-a cost with a hard-constraint violation; now ``parse_instance`` refuses it
-with one message naming the field. The accepted cases pin the line where
-the solvers still compute.
+Each refused case, if accepted, would crash a solver or the evaluation
+(``OverflowError``, ``ZeroDivisionError``, ``IndexError``) or give a cost
+with a hard-constraint violation; ``parse_instance`` refuses it with one
+message naming the field. The accepted cases pin the line where the solvers
+still compute.
 """
 
 from __future__ import annotations

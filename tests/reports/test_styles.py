@@ -1,9 +1,9 @@
 """Series styles from the records (deplbench.reports.styles): a style matplotlib cannot draw.
 
 A plug-in's PlotStyle is stored as declared, and a store can be edited by
-hand: one colour matplotlib does not know ("banana") made every figure, and
-with it the whole report, fail with "error: Invalid RGBA argument: 'banana'"
-(exit 2). Such a style is now replaced by the fallback, with a note.
+hand: one colour matplotlib does not know ("banana") would make every figure,
+and with it the whole report, fail with "error: Invalid RGBA argument:
+'banana'" (exit 2). Such a style is replaced by the fallback, with a note.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Hostile input, round two: a memory estimate before every large allocation
+"""Hostile input: a memory estimate before every large allocation
 and ``--time-limit`` in every solver (docs/DESIGN.md, "Limits").
 
 No test measures wall-clock time: an expired deadline is a limit so small

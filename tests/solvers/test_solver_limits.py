@@ -144,8 +144,8 @@ def test_depl_horizon_100000_stops_in_its_transform_loop(huge):
 @pytest.mark.parametrize("algo, default", [("depl", 300.0), ("depl-receding", 300.0), ("depl-proven", 300.0),
                                             ("milp-exact", 300.0), ("one-switch", None)])
 def test_default_time_limits(alexnet, algo, default):
-    """DepL's family takes the exact solvers' default of 300 s (a 100,000-epoch
-    horizon ran unbounded on the base code, where depl's default was none)."""
+    """DepL's family takes the exact solvers' default of 300 s (without a default
+    limit a 100,000-epoch horizon runs unbounded)."""
     from deplbench.solvers.registry import get_solver
 
     assert get_solver(algo).parameters["time_limit"].default == default
@@ -172,8 +172,8 @@ def test_loop_checks_use_the_deadline_not_the_clock_alone(alexnet, monkeypatch):
 
 
 def test_an_unguarded_memory_error_is_one_line_naming_the_sizes(alexnet, monkeypatch):
-    """A MemoryError no estimate caught: the base code's message was numpy's raw
-    text ("MemoryError: Unable to allocate 266. TiB ..."), naming no field."""
+    """A MemoryError no estimate caught: one line naming the sizes, not numpy's raw
+    text ("MemoryError: Unable to allocate 266. TiB ..."), which names no field."""
     from deplbench.solvers.registry import get_solver
 
     cls = get_solver("one-switch")

@@ -87,8 +87,9 @@ def _need_torch() -> None:
 
 
 def _check_threads(threads: int) -> None:
-    """``--threads`` of ``run`` and ``replay`` in [1, MAX_THREADS]: 100000 ended in an ImportError
-    traceback (the thread pools could not be mapped), 4096 ran a smoke test for minutes."""
+    """``--threads`` of ``run`` and ``replay`` in [1, MAX_THREADS]: far more threads than that cannot
+    map their thread pools (the training library fails to import), and thousands make a smoke
+    test take minutes."""
     from deplbench.limits import MAX_THREADS
 
     if not 1 <= threads <= MAX_THREADS:
@@ -148,7 +149,7 @@ def _check_replay(args: argparse.Namespace, solvers: list[str]) -> None:
     """
     from deplbench.limits import MAX_REPLAY_SEEDS
 
-    if not 1 <= args.seeds <= MAX_REPLAY_SEEDS:     # 10**9 ended in a MemoryError traceback (the seed list)
+    if not 1 <= args.seeds <= MAX_REPLAY_SEEDS:     # the seed list is held in memory: 10**9 seeds exhaust it
         raise MeasureError(f"--seeds: must be in [1, {MAX_REPLAY_SEEDS}], got {args.seeds}")
     _check_threads(args.threads)
     if not solvers:

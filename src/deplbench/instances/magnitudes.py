@@ -39,8 +39,9 @@ be as large as binary64 allows: the formulations already handle them
   K̄ epochs (they share Tmax: K epochs of one model cost K² times one epoch
   alone) and bounds the cheapest epoch only; a plan of several epochs or of
   a dearer model can still overflow. When it overflows, plans on the cluster cost
-  "inf": the MILP reported such a plan ``feasible`` with cost inf and gap
-  nan, DepL ``no_solution`` for a reason that was not the real one.
+  "inf": without this check the MILP would report such a plan ``feasible``
+  with cost inf and gap nan, and DepL ``no_solution`` for a reason other
+  than the real one.
 """
 
 from __future__ import annotations

@@ -2,10 +2,10 @@
 
 A jump of mean −1e12 or a normal improvement of std 1e13 validates (both stay
 within ±1e15) but spans ~1e13 buckets of h = (ℓ(0) − ℓmax)/buckets: building
-the kernels ran out of memory (``_ArrayMemoryError``), and a heavy inverse-gamma
-tail (shape 1.5, 1e7 buckets) ran past any time limit. Now ``Chain`` raises
-PlanError naming the law before allocating, and ``deplbench adaptive`` exits 2
-with that one line.
+its kernels would run out of memory, and a heavy inverse-gamma tail (shape 1.5,
+1e7 buckets) would run past any time limit. ``Chain`` raises PlanError naming
+the law before allocating, and ``deplbench adaptive`` exits 2 with that one
+line.
 """
 
 from __future__ import annotations

@@ -135,7 +135,7 @@ def test_an_evaluation_that_fitted_before_gives_the_same_numbers(monkeypatch, na
 
 def test_simulating_a_block_holds_two_values_per_trajectory_value():
     """Measured with tracemalloc (numpy reports its buffers to it): the block's peak is within the
-    accounted BLOCK_BYTES_PER_VALUE, laws' own temporaries included; the old form held 20–32 B."""
+    accounted BLOCK_BYTES_PER_VALUE, laws' own temporaries included; the old form holds 20–32 B."""
     inst = _instance(horizon=400, back=INV_GAMMA_JUMP, p={"kind": "student_t", "df": 5.0, "loc": 1.0, "scale": 0.1})
     n = 2000      # the per-epoch bookkeeping is then a small share of the values
     for epochs in ([("m", "A", 0.2)] * 400, [("m", "A", 0.2)] * 200 + [("p", "A", 0.2)] * 200,
@@ -155,13 +155,13 @@ def test_simulating_a_block_holds_two_values_per_trajectory_value():
 
 
 def test_the_default_eval_samples_accept_a_plan_of_4000_epochs():
-    """The old rule refused 50,000 samples beyond K̄ = 3503: one block of 25,000 (K̄ = 3503) or of the whole
-    budget's worth (K̄ ≥ 3579) at 24 B per value left no room for the bands' chunk."""
+    """The old rule refuses 50,000 samples beyond K̄ = 3503: one block of 25,000 (K̄ = 3503) or of the whole
+    budget's worth (K̄ ≥ 3579) at 24 B per value leaves no room for the bands' chunk."""
     inst = _instance(horizon=4000)
     assert DEFAULT_EVAL_SAMPLES == 50_000
     old_block = _old_block_size(4000)
     old_need = DEFAULT_EVAL_SAMPLES * 16 + old_block * 4001 * 24 + DEFAULT_EVAL_SAMPLES * (-(-4001 // 64)) * 16
-    assert old_need > 2 * 2**30                           # what the old accounting refused
+    assert old_need > 2 * 2**30                           # what the old accounting refuses
     check_evaluation_memory(DEFAULT_EVAL_SAMPLES, 4000, True)
     assert check_solve_arguments(inst, "depl", True, DEFAULT_EVAL_SAMPLES, 0).name == "depl"
     # the first horizon the default no longer fits: the finals, one block at 16 B per value and

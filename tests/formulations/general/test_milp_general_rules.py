@@ -5,8 +5,8 @@ Independent check: ``solvers/brute_force.search`` enumerates every plan
 rule (6) as the instance reads it; it shares no code with the general
 search. The grid covers data rule × transfer-cost mode × 1–3 clusters ×
 acyclic/cyclic switch graphs over seeded tiny instances. Under the printed
-rule with several clusters a plan trains on one cluster only; a seed that
-ignored this once returned a two-cluster plan cheaper than the optimum.
+rule with several clusters a plan trains on one cluster only; a seed plan
+that ignores this is cheaper than the optimum and would prune it.
 """
 
 from __future__ import annotations
@@ -52,7 +52,7 @@ def _check(inst):
 
 
 def test_printed_rule_two_clusters_cyclic_reproduction():
-    """Seed 8: the all-cluster seed plan (11 % below the optimum) used to prune the optimum."""
+    """Seed 8: the all-cluster seed plan is 11 % below the optimum and must not prune it."""
     inst = tiny_instance(seed=8, n_datasets=1, n_clusters=2, horizon=4, n_models=3, all_switches=True,
                          rule="printed")
     best, _, _ = search(inst, S, 0)
@@ -76,8 +76,9 @@ def test_printed_rule_reproduction_through_the_milp_route():
 @pytest.mark.slow
 @pytest.mark.parametrize("rule,transfer,n_clusters,cyclic", GRID)
 def test_equals_brute_force_one_seed(rule, transfer, n_clusters, cyclic):
-    """Seed 8 failed under the printed rule with 2 clusters (cyclic) and 3 clusters (acyclic)
-    before the fix; seed 7 with 3 clusters (acyclic) too (in the slow set)."""
+    """Seed 8 covers the printed rule's cases where an all-cluster seed plan lies below the
+    optimum: 2 clusters (cyclic) and 3 clusters (acyclic); seed 7 with 3 clusters (acyclic)
+    is in the many-seeds set."""
     _check(_instance(rule, transfer, n_clusters, cyclic, seed=8))
 
 

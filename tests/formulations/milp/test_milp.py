@@ -182,9 +182,10 @@ def test_knapsack_dp_between_bound_and_cost(item_class, seed):
 @pytest.mark.parametrize("backend", ["highs", "pyomo"])
 @pytest.mark.slow
 def test_knapsack_weakly_seed0_is_solved_to_the_dp_optimum(backend):
-    """Regression: HiGHS 1.16 ended this master in "Solve error" (θ accepted
-    1e-6 below a λ cut, then its final check saw 1.00001e-6 > 1e-6), which
-    left no plan; the master is now solved again with tighter tolerances."""
+    """HiGHS 1.16 ends this master in "Solve error" (θ accepted 1e-6 below a
+    λ cut, then its final check sees 1.00001e-6 > 1e-6), which leaves no plan;
+    the master is solved again with tighter tolerances
+    (``backends.solver_tolerances``) and reaches the DP optimum."""
     inst = generate("knapsack", item_class="weakly", n_items=10, seed=0)
     dp = knapsack_optimum_from_instance(inst)
     r = milp.solve_milp(inst, scenarios=1, seed=0, time_limit=None, backend=backend)
@@ -469,9 +470,9 @@ def test_unusable_configuration_is_pruned(form):
 ])
 @pytest.mark.slow
 def test_extreme_values_give_the_brute_force_answer(path, value):
-    """Such values gave "HiGHS stopped with model status 'Empty'"
-    while still reporting a cost; now optimal = brute force, or infeasible
-    with a reason when nothing fits (never an error with a number)."""
+    """Magnitudes near the ends of binary64 give optimal = brute force, or
+    infeasible with a reason when nothing fits: never a HiGHS status such as
+    'Empty' reported with a cost."""
     inst = _mutated(0, **{path: value})
     bf_cost, bf_plan, _ = brute_force_search(inst, 20, 0)
     for form in ("fast", "flow"):
@@ -525,8 +526,9 @@ def test_near_infinite_capacity_and_zero_size():
 @pytest.mark.parametrize("omega", [1e-12, 0.01])
 @pytest.mark.slow
 def test_tiny_omega_makes_the_quantile_vacuous(omega):
-    """ω = 1e-12 gives ⌊(1−ω)S + 1e-9⌋ = S allowed violations and
-    an IndexError in the K range; every scenario may now exceed ℓmax."""
+    """ω = 1e-12 allows ⌊(1−ω)S⌋ = S − 1 violations (not S: no tolerance rounds
+    it up), so the quantile stays in the K range and both formulations give
+    the brute-force optimum."""
     inst = _mutated(1, omega=omega)
     S = 20
     assert allowed_violations(omega, S) >= S - 1
@@ -538,9 +540,8 @@ def test_tiny_omega_makes_the_quantile_vacuous(omega):
 
 
 def test_memory_is_estimated_before_building():
-    """Horizon 100000 at S = 1000 once ran the kernel out of memory;
-    the scenario arrays alone would take ~18 GiB, so the solve refuses at
-    once with a message naming the sizes."""
+    """Horizon 100000 at S = 1000: the scenario arrays alone would take ~18 GiB,
+    so the solve refuses at once with a message naming the sizes."""
     inst = _mutated(0, horizon=100_000)
     r = milp.solve_milp(inst, scenarios=1000, time_limit=None)
     assert r.status == "error" and r.cost is None

@@ -190,8 +190,8 @@ def test_cli_json_and_bad_option(tmp_path, capsys):
 ])
 def test_cli_refuses_what_it_can_check_before_solving(tmp_path, capsys, monkeypatch, args, field):
     """--validation 1e15 and an -o that cannot be written are refused before any
-    SAA solve (planted: a solve raises); the base code refused them only after
-    the bracket was computed (32–70 s), --validation under the name "samples"."""
+    SAA solve (planted: a solve raises), not after the bracket is computed
+    (32–70 s), and --validation is named as given, not "samples"."""
     from deplbench.cli import main
     from deplbench.instances.model import load_instance
     from deplbench.solvers.certify import certified

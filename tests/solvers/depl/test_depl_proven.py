@@ -25,8 +25,8 @@ def test_depl_proven_is_proven_feasible_and_no_dearer_than_depl():
 
 def test_finding_no_plan_is_no_solution_not_infeasible():
     """DepL's Chernoff surrogate finds no plan on an instance milp-exact solves
-    (ℓmax 0.05 above a boundary): the base code answered ``infeasible`` — a
-    heuristic that finds nothing has not proven infeasibility."""
+    (ℓmax 0.05 above a boundary): the answer is ``no_solution``, not
+    ``infeasible`` — a heuristic that finds nothing has not proven infeasibility."""
     from tests.formulations.test_milp_exact import BOUNDARY_LOSS_MAX, _boundary
 
     inst = _boundary(BOUNDARY_LOSS_MAX + 0.05)
@@ -39,7 +39,7 @@ def test_finding_no_plan_is_no_solution_not_infeasible():
 def test_a_deadline_in_the_proof_stage_keeps_depls_plan(monkeypatch):
     """The deadline falls in depl-proven's probes (planted at its first check): the
     result is time_limit with DepL's own (Chernoff-proven) plan, not a crash or
-    an empty result. On the base code the probes read no deadline."""
+    an empty result: the probes read the deadline."""
     from deplbench import limits
 
     inst = generate("realistic", family="alexnet", horizon=20, omega=0.9, loss_max=14.0)

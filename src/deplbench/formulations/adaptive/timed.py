@@ -83,9 +83,8 @@ TIME_POINTS = (256, 128, 64)
 TIMED_WORK = 2.5e8
 #: Multiply–adds per second assumed when a time grid is weighed against the time left
 #: (:func:`timed_seconds`: an explicit one is refused, a default one not chosen): the low
-#: end of the 5–8·10⁸ a core of the shared test machine was measured to do
-#: (docs/adaptive.md), so that the prediction errs on the long side and a grid
-#: chosen by it fits in the time limit.
+#: end of a core's measured rate (docs/adaptive.md, "What is relaxed"), so
+#: that the prediction errs on the long side and a grid chosen by it fits in the time limit.
 TIMED_RATE = 5e8
 #: Carried-deadline passes of one grid besides the μ search's: the deadline-aware
 #: best-success check and the carried policy's tuning.

@@ -65,8 +65,9 @@ independent draws, so it stays about 8 % below the optimum even on the
 optimum's own assignment, and about 200 leaves (almost all two-cluster) lie
 below the incumbent. What proves them is the search that follows, not this
 bound: a two-cluster leaf is searched over model blocks with epoch counts
-per cluster, without enumerating interleavings (``pairs``; it took
-20–35 k interleaving nodes per leaf before, about 30 block nodes now), and
+per cluster, without enumerating interleavings (``pairs``: tens of block
+nodes per leaf where the interleaving search, ``pair_search=False``, takes
+tens of thousands), and
 blocks of neighbouring two-cluster assignments are discarded together by
 their corner (``pair_groups``). The optimum, 1469.43, is a
 two-cluster plan (43 epochs of "intermediate", 6 of them on B1 holding d8

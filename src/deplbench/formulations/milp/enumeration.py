@@ -155,7 +155,7 @@ def pareto_sequences(seqs: list, M: int) -> tuple[list, np.ndarray]:
         return [], np.zeros((0, M))
     counts = np.array([np.bincount(s, minlength=M) for s in seqs], dtype=float)
     order = np.lexsort(counts.T[::-1])
-    kept = np.empty((len(seqs), M))      # preallocated: growing it row by row was quadratic
+    kept = np.empty((len(seqs), M))      # preallocated: growing it row by row would be quadratic
     keep: list = []
     for i in order:
         c = counts[i]
