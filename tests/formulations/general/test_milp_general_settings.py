@@ -42,6 +42,7 @@ def test_settings_fields_are_the_declared_parameters():
     ("max_blocks=7", "max_blocks"),
     ("short_plans=perhaps", "short_plans"),
     ("short_plans", "short_plans"),
+    ("max_blocks=8, max_blocks=9", "'max_blocks' given twice"),     # one value each, never the last one wins
 ])
 def test_bad_settings_are_one_line_errors_naming_the_option(given, name):
     with pytest.raises(SolverError) as err:

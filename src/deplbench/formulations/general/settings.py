@@ -134,8 +134,12 @@ class GeneralSettings:
             bad = [item for item in pairs if "=" not in item]
             if bad:
                 raise SolverError(f"general_settings: expected NAME=VALUE, got {bad[0]!r}")
-            given = dict(item.split("=", 1) for item in pairs)
-            given = {k.strip(): v.strip() for k, v in given.items()}
+            split = [(k.strip(), v.strip()) for k, v in (item.split("=", 1) for item in pairs)]
+            keys = [k for k, _ in split]
+            twice = next((k for i, k in enumerate(keys) if k in keys[:i]), None)
+            if twice is not None:        # one value per option, never "the last one wins"
+                raise SolverError(f"general_settings: {twice!r} given twice")
+            given = dict(split)
         if not isinstance(given, Mapping):
             raise SolverError(f"general_settings: expected a mapping of option = value, got {given!r}")
         try:
