@@ -41,7 +41,7 @@ from deplbench.benchmarks.validate import (
 from deplbench.benchmarks.validate import check_names as _check_names
 from deplbench.errors import SweepError
 from deplbench.files import confined
-from deplbench.instances.magnitudes import MIN_OMEGA
+from deplbench.instances.magnitudes import omega_range
 from deplbench.jsonio import canonical_json
 from deplbench.limits import MAX_SWEEP_TASKS
 
@@ -365,9 +365,12 @@ def _parse_targets(targets: Any, where: str) -> dict:
             raise SweepError(f"{where}.{k}: must be a number or a non-empty list")
         for j, v in enumerate(values):
             finite_number(v, f"{where}.{k}[{j}]")
-        if k == "omega" and not all(MIN_OMEGA <= v <= 1.0 - MIN_OMEGA for v in values):
-            raise SweepError(f"{where}.omega: every ω must lie in [{MIN_OMEGA:g}, 1 − {MIN_OMEGA:g}] "
-                             "(the instance format's range)")
+        if k == "omega":
+            for v in values:
+                try:
+                    omega_range(v)   # the instance format's range, one rule with load_instance's
+                except ValueError as exc:
+                    raise SweepError(f"{where}.omega: {exc}") from None
         if len(set(values)) != len(values):
             raise SweepError(f"{where}.{k}: duplicate values")
         out[k] = [float(v) for v in values]
