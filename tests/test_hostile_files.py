@@ -72,8 +72,8 @@ def test_files_above_the_size_limit_are_refused_naming_file_and_limit(tmp_path, 
         from deplbench.instances.fit.logs import LogError, read_logs
         call, error = (lambda: read_logs(big)), LogError
     else:
-        from deplbench.benchmarks import sweep as sweep_mod
-        call, error = (lambda: sweep_mod._file_sha256(str(big))), SweepError
+        from deplbench.benchmarks.sweep_expand import file_sha256
+        call, error = (lambda: file_sha256(str(big))), SweepError
     with pytest.raises(error) as err:
         call()
     msg = str(err.value)

@@ -76,7 +76,7 @@ PUBLIC_API: dict[str, str] = {
     "Solver": "deplbench.solvers.base",
     # benchmarks: sweeps and the results store
     "load_sweep": "deplbench.benchmarks.sweep",
-    "Sweep": "deplbench.benchmarks.sweep",
+    "Sweep": "deplbench.benchmarks.sweep_expand",
     "run_sweep": "deplbench.benchmarks.runner",
     "ResultsStore": "deplbench.benchmarks.store",
     "LocalExecutor": "deplbench.benchmarks.executors",

@@ -131,8 +131,10 @@ def test_instance_file_group(tmp_path):
     # one seed given as `seed` is named as written, not as a `seeds` list the sweep does not have
     (("seeds = [0, 1]", "seed = 18446744073709551616"), "instances[0].seed: must be at most 2**63 − 1"),
     (("seeds = [0, 1]", "seed = -1"), "instances[0].seed: "),
-    (("omega = 0.99", "omega = 1.5"), "instances[0].targets.omega"),
-    (("omega = 0.99", "omega = 1e-300"), "instances[0].targets.omega"),   # 1 − ω rounds to 1
+    # the instance format's rule and message (instances.magnitudes.omega_range), under the sweep's key
+    (("omega = 0.99", "omega = 1.5"), "instances[0].targets.omega: must lie in [1e-12, 1 − 1e-12], got 1.5 ("),
+    (("omega = 0.99", "omega = [0.9, 1e-300]"),                           # 1 − ω rounds to 1
+     "instances[0].targets.omega: must lie in [1e-12, 1 − 1e-12], got 1e-300 (1 − ω must neither round to 1"),
     (("loss_max = [5.0, 9.0, 13.0]", 'loss_max = ["a"]'), "instances[0].targets.loss_max[0]"),
     (("targets = {", "targets = { lmax = 1,"), "instances[0].targets.lmax"),
     (("R = [50, 100]", "R = 50"), "instances[1].grid.R"),

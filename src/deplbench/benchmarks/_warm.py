@@ -31,7 +31,7 @@ MODULES = (
     "deplbench.formulations.milp", "deplbench.solvers.registry",
     "deplbench.benchmarks.tasks",
     # The task process's own entry point (executors._local_child): without
-    # it every task would import it, and sweep/validate/tomllib with it, after
+    # it every task would import it, and sweep_expand/validate with it, after
     # the fork, paying that import once per task instead of once per run.
     "deplbench.benchmarks.executors",
 )

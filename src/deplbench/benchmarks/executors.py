@@ -1,6 +1,6 @@
 """Where tasks run: a local process pool or a Dask cluster.
 
-Both executors take :class:`~deplbench.benchmarks.sweep.Task` objects and
+Both executors take :class:`~deplbench.benchmarks.sweep_expand.Task` objects and
 yield one record per task, as tasks finish, to the single process that
 writes the results store. Each task runs in a process of its own under a
 **hard** wall-clock limit: when the limit passes, the process is terminated
@@ -54,7 +54,7 @@ from pathlib import Path
 from typing import Any
 
 from deplbench.benchmarks import tasks as task_mod
-from deplbench.benchmarks.sweep import Task
+from deplbench.benchmarks.sweep_expand import Task
 from deplbench.errors import SweepError
 from deplbench.limits import MAX_WORKERS, cores
 

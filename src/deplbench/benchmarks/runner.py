@@ -26,7 +26,7 @@ from typing import TextIO
 from deplbench.benchmarks import leases
 from deplbench.benchmarks import tasks as task_mod
 from deplbench.benchmarks.store import ResultsStore, is_failure
-from deplbench.benchmarks.sweep import Sweep, Task
+from deplbench.benchmarks.sweep_expand import Sweep, Task, grid_points
 from deplbench.errors import SweepError
 
 #: Seconds between looks at tasks other runners hold.
@@ -365,7 +365,6 @@ def limit_warnings(sweep: Sweep) -> list[str]:
         ``"warning: ..."`` lines naming both limits, the stop and the entries.
     """
     from deplbench.benchmarks.lookup import own_time_limit
-    from deplbench.benchmarks.sweep import grid_points
     from deplbench.errors import DeplbenchError
 
     later: dict[tuple, list[str]] = {}     # (hard limit, stop, clock, own limit) -> entry labels

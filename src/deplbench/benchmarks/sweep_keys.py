@@ -1,5 +1,5 @@
 """Every key a sweep file may hold: the table the sweep parser checks keys
-against (:mod:`deplbench.benchmarks.sweep`) and ``docs/sweeps.md`` is
+against (:mod:`deplbench.benchmarks.sweep_parse`) and ``docs/sweeps.md`` is
 generated from (:mod:`deplbench.benchmarks.sweep_docs`), so the reference
 cannot list a key the parser refuses or miss one it accepts.
 

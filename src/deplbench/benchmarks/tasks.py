@@ -74,7 +74,7 @@ def build_instance(task: Mapping[str, Any]):
     Parameters
     ----------
     task : mapping
-        A :class:`~deplbench.benchmarks.sweep.Task` dict.
+        A :class:`~deplbench.benchmarks.sweep_expand.Task` dict.
 
     Returns
     -------
@@ -313,7 +313,7 @@ def run_task(task: Mapping[str, Any]) -> dict:
     Parameters
     ----------
     task : mapping
-        A :class:`~deplbench.benchmarks.sweep.Task` dict.
+        A :class:`~deplbench.benchmarks.sweep_expand.Task` dict.
 
     Returns
     -------

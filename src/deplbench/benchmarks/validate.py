@@ -1,6 +1,6 @@
 """Deep validation of a sweep: every value checked before anything runs.
 
-:func:`~deplbench.benchmarks.sweep.parse_sweep` checks a sweep's structure
+:func:`~deplbench.benchmarks.sweep_parse.parse_sweep` checks a sweep's structure
 and names; this module checks its *values* the way the run would use them,
 so that ``deplbench run --dry-run`` catches everything that would otherwise
 become failed rows for input reasons:

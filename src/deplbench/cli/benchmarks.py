@@ -119,7 +119,8 @@ def _run(args: argparse.Namespace) -> int:
     from deplbench.benchmarks.executors import DaskExecutor, LocalExecutor
     from deplbench.benchmarks.runner import dry_run, limit_warnings, run_sweep
     from deplbench.benchmarks.store import ResultsStore
-    from deplbench.benchmarks.sweep import load_sweep, select
+    from deplbench.benchmarks.sweep import load_sweep
+    from deplbench.benchmarks.sweep_expand import select
 
     _check_run_args(args)
     dask = args.dask_scheduler is not None or args.dask_local is not None
