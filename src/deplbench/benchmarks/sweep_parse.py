@@ -289,7 +289,6 @@ def _parse_instance_group(entry: Any, where: str, base_dir: Path) -> InstanceGro
                          paths=paths)
 
 
-
 #: Most runs of one task a sweep may ask for.
 MAX_REPETITIONS = 1000
 
