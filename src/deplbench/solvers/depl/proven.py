@@ -10,7 +10,7 @@ Algorithm
    :data:`STEPS` probes each); a probe passes when the rigorous bound of
    :mod:`deplbench.formulations.evaluation.exact_violation` proves the path feasible
    (p_hi ≤ 1 − ω), not on a sampled test. Verdicts are read on one
-   :class:`~deplbench.formulations.exact.static.SpectralLattice` of the
+   :class:`~deplbench.formulations.exact.lattice.SpectralLattice` of the
    instance (milliseconds); a path it leaves undecided is judged alone on
    finer grids only if its cost floor is below the cheapest proven one.
 3. Local descent from the :data:`STARTS` proven paths of lowest cost floor
@@ -50,7 +50,7 @@ from deplbench.formulations.evaluation.exact_violation import (
     plan_violation_bounds,
     violation_bounds,
 )
-from deplbench.formulations.exact.static import SpectralLattice
+from deplbench.formulations.exact.lattice import SpectralLattice
 from deplbench.formulations.milp.data import Data
 from deplbench.formulations.model.result import SolveResult
 from deplbench.solvers.base import Param, PlotStyle
