@@ -1013,6 +1013,19 @@ def test_a_non_finite_constant_is_named_where_it_stands(tmp_path, capsys, text, 
     assert err.count("\n") == 1 and f"{path}: {where} is not allowed in an instance" in err, err
 
 
+@pytest.mark.parametrize("text,where", [
+    ('{"name": "x", "horizon": ' + "9" * 5000 + "}", "horizon: an integer of 5000 digits"),
+    ('{"models": [{"a": -' + "1" * 4301 + "}]}", "models[0].a: an integer of 4301 digits"),
+])
+def test_an_integer_beyond_pythons_digit_limit_is_named_where_it_stands(tmp_path, capsys, text, where):
+    """Python's int() refuses over 4300 digits with a line naming no field and a Python call."""
+    path = tmp_path / "n.json"
+    path.write_text(text, encoding="utf-8")
+    assert main(["validate", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"{path}: {where}, beyond any number" in err and "sys." not in err, err
+
+
 def test_an_unknown_switch_model_lists_a_dozen_names_not_every_one():
     """A 5,000-model instance's message stays one short line: a dozen names and how many more."""
     from deplbench.errors import InstanceError
@@ -1055,3 +1068,16 @@ def test_a_negative_special_number_is_read_as_the_options_value(tmp_path, capsys
     assert stop.value.code == 2
     err = capsys.readouterr().err
     assert "argument --seed: invalid int value" in err and "expected one argument" not in err, err
+
+
+@pytest.mark.parametrize("title", ["a\x1b[31mb", "line\nbreak", "tab\there", "para\u2029graph"])
+def test_a_report_title_with_a_control_character_is_refused(tmp_path, capsys, title):
+    """The title is the page's one-line ``<title>`` and heading: a control character or line break is
+    refused before the store is read (exit 2, one line naming ``title`` and the character)."""
+    db = tmp_path / "s.sqlite"
+    db.write_bytes(b"")
+    rep = tmp_path / "rep"
+    assert main(["report", str(db), "--out", str(rep), "--title", title, "--quiet"]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err.count("\n") == 1 and err.startswith("error: title: must not hold control"), err
+    assert not rep.exists()

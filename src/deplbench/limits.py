@@ -199,7 +199,7 @@ def _regular_size(path, what: str, error: type[DeplbenchError], limit: int) -> i
     except (OSError, ValueError) as exc:
         raise error(f"{path}: cannot read {what} file ({getattr(exc, 'strerror', None) or exc})") from None
     if _stat.S_ISDIR(st.st_mode):
-        raise error(f"{path}: is a directory, not a {what} file")
+        raise error(f"{path}: is a directory, not {'an' if what[:1] in 'aeiou' else 'a'} {what} file")
     if not _stat.S_ISREG(st.st_mode):
         raise error(f"{path}: not a regular file (a device, FIFO or socket); the {what} must be a regular file")
     if st.st_size > limit:

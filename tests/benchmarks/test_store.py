@@ -469,6 +469,11 @@ def test_plans_stored_without_a_finite_cost_are_named_by_export_and_report(tmp_p
                         "cost (inf, or empty where nan was stored; a hand-edited or foreign store): no cost figure "
                         "can count them"]
     assert text_cell_notes(db) == [warnings[0].removeprefix("warning: ")]
+    # the report's frame leaves them out, as the note says: no inf in any cost sum or spread
+    from deplbench.reports.data import load_store, prepare
+
+    frame = prepare(load_store(db), source=str(db)).df
+    assert frame["cost"].isna().sum() == 3 and np.isfinite(frame["cost"].dropna()).all()
     demo = tmp_path / "demo.sqlite"                       # a real store: nothing to say
     demo.write_bytes(lzma.decompress(FIXTURE.read_bytes()))
     assert text_cell_notes(demo) == []

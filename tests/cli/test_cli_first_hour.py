@@ -71,3 +71,13 @@ def test_saa_hint_only_for_an_saa_plan_optimal_in_sample_and_infeasible_out_of_s
     assert saa_hint(r, "") == ""                                  # not an SAA solver
     assert saa_hint(SimpleNamespace(**{**vars(r), "evaluation": {"verdict": "feasible"}}), "saa") == ""
     assert saa_hint(SimpleNamespace(**{**vars(r), "status": "feasible"}), "saa") == ""
+
+
+def test_dry_run_names_each_grid_point(capsys, tmp_path):
+    """Two tasks of one group that differ only in a generator parameter of its grid are two lines."""
+    sweep = tmp_path / "s.toml"
+    sweep.write_text('[sweep]\nname = "s"\n[[instances]]\nid = "k"\nfamily = "knapsack"\n'
+                     'grid = { n_items = [3, 4] }\n[[algorithms]]\nname = "depl"\n', encoding="utf-8")
+    assert cli_main(["run", str(sweep), "--dry-run", "--show-tasks", "5"]) == 0
+    tasks = [x.strip() for x in capsys.readouterr().out.splitlines() if x.startswith("  ")]
+    assert tasks == ["depl on k seed 0 (n_items=3)", "depl on k seed 0 (n_items=4)"]

@@ -216,6 +216,8 @@ def test_file_system_errors_are_one_line(tmp_path, knapsack_file, deplbench_cli)
     assert status == 2 and out == ""
     line = _one_error_line(err)
     assert str(tmp_path) in line and "is a directory" in line
+    status, _, err = deplbench_cli("validate", tmp_path)
+    assert status == 2 and _one_error_line(err).endswith("is a directory, not an instance file")
     # A file where a directory is expected, in solve's -o (checked after the solve).
     (tmp_path / "afile").write_text("x")
     status, out, err = deplbench_cli("solve", knapsack_file, "--algo", "knapsack-dp",

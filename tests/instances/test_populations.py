@@ -113,7 +113,9 @@ def test_cli_writes_a_population_in_one_call(tmp_path, capsys):
     files = sorted(out.iterdir())
     assert [f.name for f in files] == [f"realistic-mobilenet-seed00{s}.json" for s in range(1, 5)]
     assert files[1].read_text() == generate("realistic", family="mobilenet", seed=2, loss_max=7).to_json()
-    capsys.readouterr()
+    assert capsys.readouterr().err.startswith(f"wrote 4 instances to {out}/ (realistic-mobilenet-seed001.json … ")
+    assert main(["generate", "knapsack", "--seeds", "0,0", "-o", str(tmp_path / "one")]) == 0   # distinct seeds
+    assert capsys.readouterr().err == f"wrote 1 instance to {tmp_path / 'one'}/ (knapsack-seed000.json)\n"
     assert main(["generate", "realistic", "--family", "alexnet", "--seeds", "3-1", "-o", str(out)]) == 2
     err = capsys.readouterr().err.strip()
     assert err.count("\n") == 0 and err.startswith("error: --seeds")

@@ -444,11 +444,13 @@ class DryRun:
 
 
 def describe_task(task) -> str:
-    """One line naming a task: its entry's label, instance group and seed,
-    targets, parameters and repetition (what a dry run lists)."""
+    """One line naming a task: its entry's label, instance group, seed and generator
+    parameters (a grid's point), targets, parameters and repetition (what a dry run lists)."""
     parts = [task.label or task.algorithm, f"on {task.group}"]
     if task.instance_seed is not None:
         parts.append(f"seed {task.instance_seed}")
+    if task.instance_params and task.instance_path is None:
+        parts.append("(" + ", ".join(f"{k}={v}" for k, v in sorted(task.instance_params.items())) + ")")
     parts += [f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}"
               for k, v in sorted((task.targets or {}).items())]
     params = ", ".join(f"{k}={v}" for k, v in sorted((task.params or {}).items()))

@@ -208,7 +208,8 @@ def _generate_population(args: argparse.Namespace, params: dict[str, Any]) -> in
     out.mkdir(exist_ok=True)
     for name, text in texts:
         _write(text, str(out / name))
-    print(f"wrote {len(texts)} instances to {out}/ ({texts[0][0]} … {texts[-1][0]})", file=sys.stderr)
+    names = texts[0][0] if len(texts) == 1 else f"{texts[0][0]} … {texts[-1][0]}"
+    print(f"wrote {len(texts)} instance{'s' if len(texts) > 1 else ''} to {out}/ ({names})", file=sys.stderr)
     return 0
 
 

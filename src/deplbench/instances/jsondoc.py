@@ -119,11 +119,21 @@ def read_json(path: str | Path, *, what: str = "instance",
         seen.append(_NonFinite(name))
         return seen[-1]
 
+    def integer(digits: str) -> int | _NonFinite:
+        # beyond Python's own limit int() raises a message naming no field (and a Python call)
+        if len(digits) <= MAX_INT_DIGITS:
+            return int(digits)
+        seen.append(_NonFinite(f"an integer of {len(digits.lstrip('-'))} digits"))
+        return seen[-1]
+
     try:
-        doc = json.loads(text, parse_constant=constant, object_pairs_hook=_unique_keys)
+        doc = json.loads(text, parse_constant=constant, parse_int=integer, object_pairs_hook=_unique_keys)
         if seen:        # named where it stands: the parser's hook does not know the field
             check_shape(doc, root=what, error=error)        # the nesting first: the search then stays short
             loc, name = _find_nonfinite(doc, "", what)
+            if name.startswith("an integer of"):
+                raise ValueError(f"{loc or '<root>'}: {name}, beyond any number the {what} format holds "
+                                 "(integers are at most 64 bits)")
             _reject_constant(name, what, loc or "<root>")
         return doc
     except RecursionError:
@@ -146,8 +156,14 @@ def _unique_keys(pairs: list) -> dict:
     return out
 
 
+#: Digits of the longest integer literal read as a number: Python's own limit on converting text to
+#: int (``sys.get_int_max_str_digits``' default); a longer one is named where it stands.
+MAX_INT_DIGITS = 4300
+
+
 class _NonFinite:
-    """Where the parser met ``NaN``/``Infinity``/``-Infinity``, kept until the field is found."""
+    """Where the parser met ``NaN``/``Infinity``/``-Infinity`` (or an integer of more than
+    :data:`MAX_INT_DIGITS` digits), kept until the field is found."""
 
     def __init__(self, name: str) -> None:
         self.name = name

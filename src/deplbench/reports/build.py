@@ -22,6 +22,7 @@ import sys
 import tempfile
 import time
 import traceback
+import unicodedata
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -120,6 +121,10 @@ def validate_options(opts: ReportOptions) -> None:
     """Raise :class:`ReportError` naming the first invalid option."""
     if not isinstance(opts.title, str) or not opts.title.strip():
         raise ReportError("title: must be a non-empty string")
+    bad = next((i for i, ch in enumerate(opts.title) if unicodedata.category(ch) in ("Cc", "Zl", "Zp")), None)
+    if bad is not None:         # the page's <title> and heading are one line (named by position: it may be long)
+        raise ReportError(f"title: must not hold control characters or line breaks; character {bad} is "
+                          f"U+{ord(opts.title[bad]):04X}")
     if not (isinstance(opts.sgm_shift, (int, float)) and math.isfinite(opts.sgm_shift)
             and opts.sgm_shift > 0):
         raise ReportError(f"sgm_shift: must be a positive number of seconds, got "

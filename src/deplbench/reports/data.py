@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from deplbench.benchmarks import record as _record
@@ -320,6 +321,9 @@ def prepare(frame: pd.DataFrame, source: str = "<DataFrame>") -> ReportData:
         df[c] = obj("" if pd.isna(v) else str(v) for v in df[c])
     for c in NUMERIC_COLUMNS:
         df[c] = pd.to_numeric(df[c].astype(object), errors="coerce").astype(float)
+    # No solve stores an infinite cost (an overflow is status error): a hand-edited or foreign
+    # store's ±inf is no cost, left out of every cost figure as text_cell_notes says.
+    df.loc[np.isinf(df["cost"].to_numpy(float)), "cost"] = np.nan
     df["instance_seed"] = obj("" if pd.isna(v) else str(v) for v in df["instance_seed"])
 
     for c in JSON_COLUMNS:
