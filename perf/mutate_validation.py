@@ -106,7 +106,7 @@ MUTATIONS = [
     ("seeds <= 2**63 - 1 (every reader)", PARAMS, '    if value > MAX_SEED:', '    if False:',
      ["tests/benchmarks/test_sweep.py::test_invalid_sweeps_name_the_key",
       "tests/test_hostile_inputs.py::test_every_seed_reader_keeps_one_rule"]),
-    ("sweep: output path under the run folder", SWEEP, '    _check_output_paths(algorithms)\n', ''),
+    ("sweep: output path under the run folder", SWEEP, '    _check_output_paths(algorithms, groups, source)\n', ''),
     ("sweep: time limit > 0", VALIDATE, '    v = _positive_number(value, where)\n    if v > MAX_TIME_LIMIT_S:',
      '    v = float(value)\n    if v > MAX_TIME_LIMIT_S:'),
     # hostile writes and reads: each check with the regressions and properties that state it

@@ -200,8 +200,55 @@ def test_fit_refuses_to_overwrite_its_input(tmp_path, capsys):
     log = tmp_path / "log.csv"
     log.write_text(LOG, encoding="utf-8")
     assert main(["fit", str(log), "-o", str(log)]) == 2
-    assert "is the logs input file" in capsys.readouterr().err
+    assert "is the input" in capsys.readouterr().err
     assert log.read_text(encoding="utf-8") == LOG
+
+
+@pytest.mark.parametrize("case", ["report-name", "report-dot", "report-holds-base", "report-parent"])
+def test_fit_refuses_a_report_folder_that_holds_an_input(tmp_path, monkeypatch, deplbench_cli, case):
+    """``fit LOG --report DIR`` with the log in DIR under a name the report writes
+    (``fit-report.json``) replaced the log by the report, exit 0; ``--report .``
+    beside the log, or a folder holding the ``--base`` instance, was accepted too.
+    Refused before the fit, as ``report --out`` is: one line naming ``--report``."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "r").mkdir()
+    (tmp_path / "b").mkdir()
+    (tmp_path / "b" / "base.json").write_text(json.dumps(two_model_data()), encoding="utf-8")
+    log = {"report-name": Path("r") / "fit-report.json", "report-dot": Path("log.csv"),
+           "report-holds-base": Path("log.csv"), "report-parent": Path("r") / "log.csv"}[case]
+    log.write_text(LOG, encoding="utf-8")
+    report = {"report-name": "r", "report-dot": ".", "report-holds-base": "b", "report-parent": str(tmp_path)}[case]
+    base = ["--base", "b/base.json"] if case == "report-holds-base" else []
+    before = sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*"))
+    status, out, err = deplbench_cli("fit", log, *base, "-o", "fitted.json", "--report", report)
+    assert status == 2 and out == "" and err.count("\n") == 1, err
+    assert err.startswith(f"error: --report {report}: contains the input "), err
+    assert log.read_text(encoding="utf-8") == LOG
+    assert sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*")) == before     # nothing written
+
+
+@pytest.mark.parametrize("case, message", [
+    ("output-folder", "error: --output {tmp}/r: cannot write (is a directory)"),
+    ("output-link", "error: --output {tmp}/link.json: is the input {tmp}/log.csv"),
+    ("output-base", "error: --output {tmp}/b.json: is the input {tmp}/b.json"),
+    ("report-file", "error: --report {tmp}/log.csv: is a file; give a folder for the report"),
+])
+def test_fit_checks_its_outputs_against_its_inputs_before_the_fit(tmp_path, deplbench_cli, case, message):
+    """``-o`` a folder failed only after the fit; ``-o`` a link to the log or the ``--base``
+    instance itself replaced it; ``--report`` an existing file failed after the fit."""
+    log = tmp_path / "log.csv"
+    log.write_text(LOG, encoding="utf-8")
+    (tmp_path / "r").mkdir()
+    (tmp_path / "link.json").symlink_to(log)
+    (tmp_path / "b.json").write_text(json.dumps(two_model_data()), encoding="utf-8")
+    argv = {"output-folder": ["-o", tmp_path / "r"], "output-link": ["-o", tmp_path / "link.json"],
+            "output-base": ["--base", tmp_path / "b.json", "-o", tmp_path / "b.json"],
+            "report-file": ["-o", tmp_path / "f.json", "--report", log]}[case]
+    status, out, err = deplbench_cli("fit", log, *argv)
+    assert status == 2 and out == "" and err.count("\n") == 1, err
+    assert err.startswith(message.format(tmp=tmp_path)), err
+    assert log.read_text(encoding="utf-8") == LOG and not (tmp_path / "f.json").exists()
+    assert json.loads((tmp_path / "b.json").read_text(encoding="utf-8")) == two_model_data()
 
 
 def test_log_epoch_1e20_is_one_error_on_the_right_line(tmp_path):

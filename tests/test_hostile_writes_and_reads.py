@@ -634,6 +634,47 @@ def test_solve_write_lp_that_cannot_be_written_is_refused_up_front(tmp_path, cap
     assert not os.path.isfile(target)
 
 
+@pytest.mark.parametrize("case", ["instance", "link-to-instance", "param", "output", "output-dotted"])
+def test_solve_write_lp_over_the_instance_or_the_result_is_refused_before_solving(tmp_path, monkeypatch,
+                                                                                   deplbench_cli, case):
+    """``solve inst.lp --write-lp inst.lp`` wrote the model over the instance it read, and
+    ``--write-lp same.lp -o same.lp`` the result over the model, both with exit 0. Refused
+    before the solve: one line naming how the model file was given."""
+    import deplbench.solvers.run as run_mod
+
+    monkeypatch.setattr(run_mod, "solve", lambda *a, **k: pytest.fail("solved before the refusal"))
+    monkeypatch.chdir(tmp_path)
+    inst = tmp_path / "inst.lp"
+    inst.write_bytes(_knapsack(tmp_path).read_bytes())
+    Path("link.lp").symlink_to(inst)
+    argv, message = {
+        "instance": (["--write-lp", "inst.lp"], "--write-lp inst.lp: is the input inst.lp;"),
+        "link-to-instance": (["--write-lp", "link.lp"], "--write-lp link.lp: is the input inst.lp;"),
+        "param": (["--param", "write_lp=inst.lp"], "--param write_lp inst.lp: is the input inst.lp;"),
+        "output": (["--write-lp", "same.lp", "-o", "same.lp"], "--write-lp same.lp: is the -o file same.lp;"),
+        "output-dotted": (["--write-lp", "./same.lp", "-o", "same.lp"], "--write-lp ./same.lp: is the -o file"),
+    }[case]
+    before = inst.read_bytes()
+    status, out, err = deplbench_cli("solve", "inst.lp", "--algo", "milp", "--eval-samples", 100, *argv)
+    assert status == 2 and out == "" and err.count("\n") == 1, err
+    assert err.startswith(f"error: {message}"), err
+    assert inst.read_bytes() == before and not Path("same.lp").exists()
+
+
+def test_sweep_write_lp_over_an_instance_file_is_refused_at_load(tmp_path, monkeypatch):
+    """A sweep whose instance file ``i.lp`` is also its ``write_lp`` ran, and the first task
+    replaced the instance by the model file."""
+    from deplbench.benchmarks.sweep import load_sweep
+
+    monkeypatch.chdir(tmp_path)
+    sweep = _write_lp_sweep(tmp_path, "i.lp")
+    sweep.write_text(sweep.read_text(encoding="utf-8").replace('path = "i.json"', 'path = "i.lp"'), encoding="utf-8")
+    (tmp_path / "i.json").rename(tmp_path / "i.lp")
+    with pytest.raises(SweepError, match=r"^algorithms\[0\]\.params\.write_lp i\.lp: is the input .*i\.lp;"):
+        load_sweep(sweep)
+    load_sweep(_write_lp_sweep(tmp_path, "model.lp"))          # another file: fine
+
+
 @pytest.mark.system_packages
 def test_solve_write_lp_unwritable_through_pyomo_cbc_is_refused(tmp_path, capsys):
     """The Pyomo route (--solver pyomo:cbc) is checked the same way."""

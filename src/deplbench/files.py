@@ -2,8 +2,8 @@
 
 A bottom module (it imports only :mod:`deplbench.errors`, and pandas inside
 :func:`write_csv`) shared by every command that writes a file the user
-named (``export``, ``report``, ``fit``, ``solve --write-lp``, a sweep's
-``write_lp``):
+named (``export``, ``report``, ``fit``, ``measure``, ``solve
+--write-lp``, a sweep's ``write_lp``):
 
 * :func:`refuse_overwrite` — an output is resolved (``..``, symbolic links)
   and refused when it *is* one of the command's inputs, or a folder that

@@ -423,6 +423,111 @@ def test_cli_measure_outputs_never_replace_their_inputs(tmp_path, capsys):
     assert logs.read_text(encoding="utf-8") == "run,epoch,model,loss\n" and result.read_text(encoding="utf-8") == "{}"
 
 
+@pytest.mark.parametrize("case", ["named-as-output", "folder-of-logs", "folder-of-shipped", "a-file"])
+def test_cli_analyse_report_never_replaces_its_logs(tmp_path, monkeypatch, deplbench_cli, case):
+    """`measure analyse ma/analysis.json --report ma` wrote its analysis.json over the logs it
+    read, exit 0; `--report .` beside the logs, or a folder holding the shipped logs, was accepted
+    too. Refused before the analysis, one line naming --report; a file as --report as well."""
+    from deplbench.measure import analysis
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(analysis, "analyse", lambda *a, **k: pytest.fail("analysed before the refusal"))
+    (tmp_path / "ma").mkdir()
+    logs = {"named-as-output": "ma/analysis.json", "folder-of-logs": "logs.csv.gz", "a-file": "logs.csv.gz",
+            "folder-of-shipped": None}[case]
+    report = {"named-as-output": "ma", "folder-of-logs": ".", "a-file": "logs.csv.gz",
+              "folder-of-shipped": str(LOGS_FILE.parent.parent)}[case]
+    if logs is not None:
+        (tmp_path / logs).write_bytes(LOGS_FILE.read_bytes())
+    before = LOGS_FILE.read_bytes()
+    status, out, err = deplbench_cli("measure", "analyse", *([logs] if logs else []), "--report", report)
+    assert status == 2 and out == "" and err.count("\n") == 1, err
+    why = "is a file; give a folder" if case == "a-file" else "contains the input"
+    assert err.startswith(f"error: --report {report}: {why}"), err
+    assert (tmp_path / logs if logs else LOGS_FILE).read_bytes() == before
+    assert not (tmp_path / "ma" / "fig4.png").exists() and not (tmp_path / "fig4.png").exists()
+
+
+def test_cli_refit_and_replay_never_replace_the_shipped_measured_instance(tmp_path, monkeypatch, deplbench_cli):
+    """`measure replay -o` the shipped eq. (8) instance or provenance, which the replay plans on,
+    and `measure refit -o` the provenance its base is built from, were accepted."""
+    from deplbench.measure import analysis, replay
+
+    monkeypatch.setattr(analysis, "refit", lambda *a: pytest.fail("refitted before the refusal"))
+    monkeypatch.setattr(replay, "replay_plans", lambda *a, **k: pytest.fail("replayed before the refusal"))
+    before = {p: p.read_bytes() for p in (EQ8_FILE, PROVENANCE_FILE)}
+    for argv, shipped in ((["refit", "-o", PROVENANCE_FILE], PROVENANCE_FILE),
+                          (["refit", "-o", tmp_path / "f.json", "--eq8-output", PROVENANCE_FILE], PROVENANCE_FILE),
+                          (["replay", "--solvers", "depl", "-o", EQ8_FILE], EQ8_FILE),
+                          (["replay", "--solvers", "depl", "-o", PROVENANCE_FILE], PROVENANCE_FILE)):
+        status, out, err = deplbench_cli("measure", *argv)
+        assert status == 2 and out == "" and err.count("\n") == 1, err
+        assert f": is the input {shipped};" in err, err
+    assert {p: p.read_bytes() for p in before} == before
+    assert not any(p.name.endswith(".partial") for p in EQ8_FILE.parent.iterdir())
+
+
+@pytest.mark.parametrize("where", ["folder", "missing-folder", "under-a-file", "proc"])
+def test_cli_replay_output_that_cannot_be_written_is_refused_before_training(tmp_path, monkeypatch,
+                                                                            deplbench_cli, where):
+    """`replay -o DIR` trained every plan, then failed, leaving DIR.partial beside it (`-o /tmp`
+    created /tmp.partial); `-o FILE/x` named FILE/x.partial in its error. Refused before
+    anything is planned or trained, naming the path given; no .partial anywhere."""
+    from deplbench.measure import replay
+
+    monkeypatch.setattr(replay, "replay_plans", lambda *a, **k: pytest.fail("replayed before the refusal"))
+    (tmp_path / "dir").mkdir()
+    (tmp_path / "file").write_text("x", encoding="utf-8")
+    target = {"folder": tmp_path / "dir", "missing-folder": tmp_path / "none" / "r.json",
+              "under-a-file": tmp_path / "file" / "r.json", "proc": "/proc/deplbench-replay.json"}[where]
+    status, out, err = deplbench_cli("measure", "replay", "--solvers", "depl", "--seeds", 2, "-o", target)
+    assert status == 2 and out == "" and err.count("\n") == 1, err
+    assert err.startswith(f"error: --output {target}: cannot write ("), err
+    assert ".partial" not in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["dir", "file"] and not list((tmp_path / "dir").iterdir())
+
+
+def test_cli_run_output_folder_is_refused_before_training(tmp_path, monkeypatch, deplbench_cli):
+    """`measure run -o DIR` trained the whole protocol, then failed writing the logs."""
+    from deplbench.cli import measure as measure_cli
+
+    monkeypatch.setattr(measure_cli, "_need_torch", lambda: pytest.fail("reached the training"))
+    status, out, err = deplbench_cli("measure", "run", "--tiny", "-o", tmp_path)
+    assert status == 2 and out == "" and err == f"error: --output {tmp_path}: cannot write (is a directory)\n", err
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("fails", [False, True])
+def test_cli_replay_leaves_no_partial_file(tmp_path, monkeypatch, deplbench_cli, fails):
+    """The rows so far go to OUT.partial while the replay runs; it is removed when the replay
+    ends, written or failed (a failure left it beside the output)."""
+    from deplbench.cli import measure as measure_cli
+    from deplbench.errors import DeplbenchError
+    from deplbench.measure import replay
+    from deplbench.reports.measured import REPLAY_FILE
+
+    shipped = json.loads(REPLAY_FILE.read_text(encoding="utf-8"))
+    out = tmp_path / "replay.json"
+    seen = []
+
+    def fake(solvers, *, on_row, **kwargs):
+        on_row({**shipped, "rows": shipped["rows"][:1]})
+        seen.append(sorted(p.name for p in tmp_path.iterdir()))
+        if fails:
+            raise DeplbenchError("training failed")
+        return shipped
+
+    monkeypatch.setattr(measure_cli, "_need_torch", lambda: None)
+    monkeypatch.setattr(replay, "replay_plans", fake)
+    status, stdout, err = deplbench_cli("measure", "replay", "--solvers", "depl", "--seeds", 2, "-o", out)
+    assert seen == [["replay.json.partial"]]                   # kept while the run goes on
+    assert sorted(p.name for p in tmp_path.iterdir()) == ([] if fails else ["replay.json"])
+    if fails:
+        assert status == 2 and err == "error: training failed\n", err
+    else:
+        assert status == 0 and json.loads(out.read_text(encoding="utf-8")) == shipped
+
+
 # --------------------------------------------- logs the analysis cannot measure
 def test_autocorrelation_of_a_series_without_spread_is_not_measured():
     """One seed per configuration leaves no noise around the mean curve: r = 0/0. It was

@@ -40,7 +40,7 @@ from deplbench.benchmarks.validate import (
 )
 from deplbench.benchmarks.validate import check_names as _check_names
 from deplbench.errors import SweepError
-from deplbench.files import confined
+from deplbench.files import confined, refuse_overwrite
 from deplbench.instances.magnitudes import omega_range
 from deplbench.jsonio import canonical_json
 from deplbench.limits import MAX_SWEEP_TASKS
@@ -120,7 +120,7 @@ def parse_sweep(
         for i, entry in enumerate(raw_algorithms)
     )
     _check_task_count(groups, algorithms, head.get("max_tasks", MAX_SWEEP_TASKS))
-    _check_output_paths(algorithms)
+    _check_output_paths(algorithms, groups, source)
     _check_labels(algorithms)
     if check_names:
         _check_names(groups, algorithms)
@@ -181,14 +181,17 @@ def _check_labels(algorithms: tuple) -> None:
 OUTPUT_PARAMS = _OUTPUT_PARAMS
 
 
-def _check_output_paths(algorithms: tuple) -> None:
-    """Every output file a sweep names stays under the run's folder.
+def _check_output_paths(algorithms: tuple, groups: tuple = (), source: str | None = None) -> None:
+    """Every output file a sweep names stays under the run's folder and is none of its inputs.
 
     Sweeps are shared files: an absolute path or a ``..`` component would let
     one write anywhere, so both are refused at load, naming the field; so is
     a path that leaves the folder through a symbolic link once resolved
-    (the task checks again before it writes, :func:`.tasks.confine_outputs`).
+    (the task checks again before it writes, :func:`.tasks.confine_outputs`),
+    and one that is an instance file of ``groups`` or the sweep file
+    ``source`` (a model file written over the instance the next task reads).
     """
+    inputs = [p for g in groups for p in (g.paths or ((g.path,) if g.path else ()))] + ([source] if source else [])
     for i, algo in enumerate(algorithms):
         for section, table in (("params", algo.params), ("grid", algo.grid)):
             for key in OUTPUT_PARAMS:
@@ -207,6 +210,7 @@ def _check_output_paths(algorithms: tuple) -> None:
                                          f"folder (a relative path without '..'), got {value!r}")
                     # a symbolic link inside the folder (out -> /elsewhere) must not carry the write out
                     confined(os.getcwd(), value, where, SweepError)
+                    refuse_overwrite(value, inputs, where, SweepError)
 
 
 def _check_task_count(groups: tuple, algorithms: tuple, cap: Any) -> None:

@@ -72,13 +72,7 @@ def run_fit(args: argparse.Namespace) -> int:
     from deplbench.instances.model import load_instance
 
     out = Path(args.output)
-    # Check the destination before spending time on the fit.
-    if not (out.parent if str(out.parent) else Path(".")).is_dir():
-        raise fitlib.LogError(f"--output {out}: directory {out.parent} does not exist")
-    for name, given in (("logs", args.logs), ("--base", args.base)):
-        # never overwrite an input (fit X -o X would replace the training log by the instance)
-        if given and out.exists() and Path(given).exists() and out.resolve() == Path(given).resolve():
-            raise fitlib.LogError(f"--output {out}: is the {name} input file; write the instance elsewhere")
+    _check_outputs(args, out, fitlib.LogError)
     if args.name is not None and not args.name.strip():
         # a blank name labels the instance with nothing one can see; omitting --name gives the default
         raise fitlib.LogError(f"--name: must not be blank, got {args.name!r} (omit it for the default <base>-fit)")
@@ -98,6 +92,43 @@ def run_fit(args: argparse.Namespace) -> int:
         print(f"report: {len(files)} files in {args.report}")
     print(f"wrote {out}")
     return 0
+
+
+def _check_outputs(args: argparse.Namespace, out: Path, error: type) -> None:
+    """Refuse ``-o`` and ``--report`` before the fit, naming the option.
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        The parsed options (``logs``, ``base``, ``report``).
+    out : Path
+        The instance file ``-o`` names.
+    error : type
+        The :class:`~deplbench.errors.DeplbenchError` subclass raised.
+
+    Raises
+    ------
+    error
+        ``-o`` in a missing folder, a folder or an unwritable file; ``-o``
+        that is the logs or the ``--base`` instance; ``--report`` that is a
+        file, or a folder holding the logs or the base (the report's
+        ``fit-report.json`` and PNGs would replace an input of that name).
+    """
+    from deplbench.files import refuse_overwrite, unwritable
+
+    inputs = [p for p in (args.logs, args.base) if p]
+    if not (out.parent if str(out.parent) else Path(".")).is_dir():
+        raise error(f"--output {out}: directory {out.parent} does not exist")
+    # never overwrite an input (fit X -o X would replace the training log by the instance)
+    refuse_overwrite(out, inputs, "--output", error)
+    reason = unwritable(out)
+    if reason:
+        raise error(f"--output {out}: cannot write ({reason})")
+    if args.report:
+        report = Path(args.report)
+        if report.exists() and not report.is_dir():
+            raise error(f"--report {report}: is a file; give a folder for the report")
+        refuse_overwrite(report, inputs, "--report", error)
 
 
 def _summary(instance, fit) -> None:

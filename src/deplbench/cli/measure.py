@@ -101,6 +101,11 @@ def run_measure(args: argparse.Namespace) -> int:
     out = Path(args.output)
     if not (out.parent if str(out.parent) else Path(".")).is_dir():
         raise MeasureError(f"--output {out}: directory {out.parent} does not exist")
+    from deplbench.files import unwritable
+
+    reason = unwritable(out)
+    if reason:          # a folder, a read-only file: known before the training, not after it
+        raise MeasureError(f"--output {out}: cannot write ({reason})")
     _check_threads(args.threads)
     _need_torch()
     from deplbench.measure import experiment
@@ -121,12 +126,22 @@ def _check_analyse(args: argparse.Namespace) -> None:
     MeasureError
         ``--bootstrap`` outside [1, MAX_BOOTSTRAP]: no replicate leaves the
         percentile interval undefined, and the replicates are drawn as one
-        array (replicates × runs).
+        array (replicates × runs). ``--report`` that is a file, or a folder
+        holding the logs (its ``analysis.json`` and ``fig4.png`` would
+        replace an input of that name).
     """
     from deplbench.limits import MAX_BOOTSTRAP
 
     if not 1 <= args.bootstrap <= MAX_BOOTSTRAP:
         raise MeasureError(f"--bootstrap: must be in [1, {MAX_BOOTSTRAP}] replicates, got {args.bootstrap}")
+    if args.report:
+        from deplbench.files import refuse_overwrite
+        from deplbench.measure.analysis import default_logs_path
+
+        report = Path(args.report)
+        if report.exists() and not report.is_dir():
+            raise MeasureError(f"--report {report}: is a file; give a folder for the figures")
+        refuse_overwrite(report, [args.logs or default_logs_path()], "--report", MeasureError)
 
 
 def _split_result(item: str) -> tuple[str, str]:
@@ -168,10 +183,27 @@ def _check_replay(args: argparse.Namespace, solvers: list[str]) -> None:
     if args.merge and not (args.output and Path(args.output).is_file()):
         raise MeasureError("--merge: needs an existing --output file")
     if args.output:
-        from deplbench.files import refuse_overwrite
+        from deplbench.files import refuse_overwrite, unwritable
 
+        reason = unwritable(args.output)
+        if reason:      # asked here: training first would end in a replay that is never written
+            raise MeasureError(f"--output {args.output}: cannot write ({reason})")
         given = [item.partition("=")[2] for item in args.result if item.partition("=")[2]]
-        refuse_overwrite(args.output, given, "--output", MeasureError)
+        refuse_overwrite(args.output, [*given, *_measured_instance_files()], "--output", MeasureError)
+
+
+def _provenance_file() -> str:
+    """The shipped provenance ``refit``'s base instance is built from (its versions' sizes and FLOPs)."""
+    from deplbench.instances.generators.measured import PROVENANCE_FILE
+
+    return str(PROVENANCE_FILE)
+
+
+def _measured_instance_files() -> list[str]:
+    """The shipped files the measured instance is built from (``replay`` and ``refit`` read them)."""
+    from deplbench.instances.generators.measured import EQ8_FILE, PROVENANCE_FILE
+
+    return [str(EQ8_FILE), str(PROVENANCE_FILE)]
 
 
 def run_analyse(args: argparse.Namespace) -> int:
@@ -204,8 +236,9 @@ def run_refit(args: argparse.Namespace) -> int:
     for flag, written in (("--output", out), (option, eq8_out)):
         if not (written.parent if str(written.parent) else Path(".")).is_dir():
             raise MeasureError(f"{flag} {written}: directory {written.parent} does not exist")
-        # the fitted instances must not replace the logs they come from
-        refuse_overwrite(written, [args.logs or analysis.default_logs_path()], flag, MeasureError)
+        # the fitted instances must not replace the logs they come from, nor the provenance of the base
+        refuse_overwrite(written, [args.logs or analysis.default_logs_path(), _provenance_file()], flag,
+                         MeasureError)
     if out.resolve() == eq8_out.resolve():
         raise MeasureError(f"--eq8-output {eq8_out}: is the --output file; the two fits need two files")
     instance, eq8, fit = analysis.refit(args.logs, out, eq8_out)
@@ -294,19 +327,37 @@ def run_replay(args: argparse.Namespace) -> int:
 
     def save(res: dict) -> None:
         if partial is not None:
-            partial.write_text(json.dumps(res, indent=2) + "\n")
+            _write_replay(partial, res, args.output)
 
-    result = replay.replay_plans(solvers, n_seeds=args.seeds, threads=args.threads, results=given,
-                                 instance=instance,
-                                 progress=lambda m: print(m, file=sys.stderr), on_row=save)
-    if old is not None:
-        result = replay.merge(old, result)
-    if args.output:
-        Path(args.output).write_text(json.dumps(result, indent=2) + "\n")
-    if partial is not None:         # only once the output holds every row
-        partial.unlink(missing_ok=True)
+    try:
+        result = replay.replay_plans(solvers, n_seeds=args.seeds, threads=args.threads, results=given,
+                                     instance=instance,
+                                     progress=lambda m: print(m, file=sys.stderr), on_row=save)
+        if old is not None:
+            result = replay.merge(old, result)
+        if args.output:
+            _write_replay(Path(args.output), result, args.output)
+    finally:
+        # the rows so far, kept while the run goes on; gone once it ends, whether written or failed
+        if partial is not None:
+            partial.unlink(missing_ok=True)
     print(replay.format_table(result))
     return 0
+
+
+def _write_replay(path: Path, result: dict, given: str) -> None:
+    """Write a replay (or its rows so far) to ``path``, a failure named as ``--output`` and the path given.
+
+    Raises
+    ------
+    MeasureError
+        ``--output PATH: cannot write (...)``: a full disk, a folder removed
+        during the run.
+    """
+    try:
+        path.write_text(json.dumps(result, indent=2) + "\n")
+    except OSError as exc:      # the reason alone: the file named is the one the user gave
+        raise MeasureError(f"--output {given}: cannot write ({(exc.strerror or str(exc)).lower()})") from None
 
 
 def read_merge_target(path: str, instance, seeds: int) -> dict:

@@ -79,6 +79,8 @@ def _cmd_solve(args) -> int:
             raise SolverError(f"{flag}: also given as --param {pname}")
         params[pname] = value
         given_as[pname] = flag
+    if params.get("write_lp"):      # before the solve: the model file must not replace what the run reads or writes
+        _check_model_file(params["write_lp"], given_as["write_lp"], args.instance, args.output)
     try:
         # solve() checks every parameter once, before the run: a refusal is the user's input (exit 2)
         result = solve(
@@ -120,6 +122,41 @@ def _cmd_solve(args) -> int:
             if hint:
                 print(textwrap.fill(hint, 78, initial_indent="note        ", subsequent_indent=" " * 12))
     return 0 if result.status != "error" else 1
+
+
+def _check_model_file(path: str, flag: str, instance: str, output: str | None) -> None:
+    """Refuse a model file (``--write-lp``) that is the instance read or the ``-o`` file written.
+
+    Parameters
+    ----------
+    path : str
+        The model file to write.
+    flag : str
+        How the user named it (``--write-lp``, ``--param write_lp``).
+    instance : str
+        The instance file the solve reads.
+    output : str or None
+        The result file ``-o`` names, if any.
+
+    Raises
+    ------
+    SolverError
+        ``--write-lp inst.lp: is the input inst.lp ...`` (the path resolved:
+        ``..``, symbolic and hard links), or ``--write-lp m.lp: is the -o
+        file m.lp ...`` (the result would replace the model).
+    """
+    import os
+
+    from deplbench.files import refuse_overwrite
+
+    refuse_overwrite(path, [instance], flag, SolverError)
+    if output is None:
+        return
+    same = os.path.realpath(path) == os.path.realpath(output)
+    if not same and os.path.exists(path) and os.path.exists(output):
+        same = os.path.samefile(path, output)
+    if same:
+        raise SolverError(f"{flag} {path}: is the -o file {output}; the model and the result need two files")
 
 
 def saa_hint(result, reference: str) -> str:
