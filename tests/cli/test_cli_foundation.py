@@ -218,13 +218,15 @@ def test_file_system_errors_are_one_line(tmp_path, knapsack_file, deplbench_cli)
     assert str(tmp_path) in line and "is a directory" in line
     status, _, err = deplbench_cli("validate", tmp_path)
     assert status == 2 and _one_error_line(err).endswith("is a directory, not an instance file")
-    # A file where a directory is expected, in solve's -o (checked after the solve).
+    # A file where a directory is expected, in solve's -o (checked before the solve), and a folder.
     (tmp_path / "afile").write_text("x")
-    status, out, err = deplbench_cli("solve", knapsack_file, "--algo", "knapsack-dp",
-                                     "--eval-samples", 100, "-o", tmp_path / "afile" / "r.json")
-    assert status == 2 and out == ""
-    line = _one_error_line(err)
-    assert "--output" in line and "afile" in line and "not a directory" in line
+    (tmp_path / "adir").mkdir()
+    for bad, why in ((tmp_path / "afile" / "r.json", f"directory {tmp_path / 'afile'} does not exist"),
+                     (tmp_path / "adir", "is a directory")):
+        status, out, err = deplbench_cli("solve", knapsack_file, "--algo", "knapsack-dp",
+                                         "--eval-samples", 100, "-o", bad)
+        assert status == 2 and out == ""
+        assert _one_error_line(err) == f"error: -o {bad}: cannot write ({why})"
 
 
 def test_main_help_documents_exit_statuses(deplbench_cli):
