@@ -21,6 +21,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from deplbench.benchmarks.library import LIBRARY_VERSION
 from deplbench.benchmarks.sweep import parse_sweep
 from deplbench.errors import InstanceError, SweepError
 from deplbench.instances.generators import generate
@@ -325,7 +326,7 @@ def test_planted_invalid_glob_sweep_is_refused_naming_the_field(tmp_path_factory
 # ---- the library's manifest and an outside solver's solution ------------------------------------
 
 def _valid_manifest() -> dict:
-    return {"library_version": "1", "pwl_tolerance": 1e-4,
+    return {"library_version": LIBRARY_VERSION, "pwl_tolerance": 1e-4,
             "entries": [{"name": f"e{i}", "instance": f"instances/e{i}.json", "pwl": f"pwl/e{i}.mps.gz",
                          "minlp": f"minlp/e{i}.nl.gz", "minlp_files": [f"minlp/e{i}.nl.gz", f"minlp/e{i}.gms.gz"],
                          "scenarios": 10, "seed": 0, "formulation": "fast"} for i in range(3)]}

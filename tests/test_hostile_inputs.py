@@ -89,11 +89,13 @@ def test_milp_certified_without_usable_replication_is_error(huge_two_model):
 def test_certify_cli_gives_the_real_reason(huge_two_model, tmp_path, capsys):
     path = tmp_path / "huge.json"
     huge_two_model.save(path)
-    rc = main(["certify", str(path), "--scenarios", "2000", "--replications", "3", "--risk-grid", "",
+    # every SAA solve would fail for its memory estimate: refused up front with that reason (exit 2)
+    rc = main(["certify", str(path), "--scenarios", "2000", "--replications", "3", "--risk-grid", "0.9",
                "--target-width", "0", "--json"])
-    out = json.loads(capsys.readouterr().out)
-    assert rc == 1 and out["status"] == "error"
-    assert "raise validation" not in out["message"] and "fewer scenarios" in out["message"]
+    captured = capsys.readouterr()
+    assert rc == 2 and captured.out == "" and captured.err.count("\n") == 1
+    assert "raise validation" not in captured.err and "fewer scenarios" in captured.err, captured.err
+    assert captured.err.startswith("error: --scenarios: every SAA solve would fail"), captured.err
 
 
 # ---- finding 6: solve()'s own argument names are not algorithm parameters ------------------------
@@ -262,8 +264,13 @@ def test_exact_bounds_not_computable_keep_the_json_answer(tmp_path, capsys):
 
 
 def test_a_tiny_memory_limit_is_printed_with_its_digits(small_file):
-    res = solve(parse_instance(json.loads(small_file.read_text())), "milp", memory_limit=1e-9, evaluate=False)
-    assert res.status == "error" and "> memory_limit 1e-09 GiB" in res.message and "0.00 GiB" not in res.message
+    # a limit no instance's scenarios fit is refused before the run, naming scenarios and the limit
+    with pytest.raises(SolverError) as exc:
+        solve(parse_instance(json.loads(small_file.read_text())), "milp", memory_limit=1e-9, evaluate=False)
+    assert "> memory_limit 1e-09 GiB" in str(exc.value) and "0.00 GiB" not in str(exc.value)
+    res = solve(parse_instance(json.loads(small_file.read_text())), "milp", memory_limit=1e-6, scenarios=10,
+                evaluate=False)
+    assert res.status == "error" and "> memory_limit 1e-06 GiB" in res.message and "0.00 GiB" not in res.message
     assert limits.gib_text(2.0) == "2.00" and limits.gib_text(1e-3) == "0.001" and limits.gib_text(0.0) == "0.00"
 
 

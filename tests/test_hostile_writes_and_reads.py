@@ -22,6 +22,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from deplbench.benchmarks.library import LIBRARY_VERSION
 from deplbench.cli import main
 from deplbench.errors import SolverError, SweepError
 
@@ -475,7 +476,7 @@ def _fake_library(tmp_path: Path, entries) -> Path:
     (lib / "instances").mkdir(parents=True, exist_ok=True)
     for name in ("pwl.solu", "minlp.solu"):
         (lib / name).write_text("", encoding="utf-8")
-    (lib / "manifest.json").write_text(json.dumps({"library_version": "x", "pwl_tolerance": 1e-4,
+    (lib / "manifest.json").write_text(json.dumps({"library_version": LIBRARY_VERSION, "pwl_tolerance": 1e-4,
                                                    "entries": entries}), encoding="utf-8")
     return lib
 

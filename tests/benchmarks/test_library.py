@@ -362,6 +362,43 @@ def test_read_sol_formats(tmp_path):
         assert str(exc.value).startswith(f"solution: {f}: the file {what}"), (text, exc.value)
 
 
+def test_read_sol_refuses_a_line_that_is_not_name_value(tmp_path):
+    """A name without its value was skipped: a file of names alone was judged as the all-zero
+    solution (exit status 1, variables_given 0)."""
+    f = tmp_path / "a.sol"
+    f.write_text("objective value: 3\nx 1\ny\nz 2\n")
+    with pytest.raises(SolverError) as exc:
+        read_sol(str(f))
+    assert str(exc.value) == f"solution: {f}, line 3: 'y' is not a `name value` line (a name without a value?)"
+    f.write_bytes(b"x 1\nu_k1\x1b[31m_m0\n")                 # the text escaped, never echoed raw
+    with pytest.raises(SolverError, match=r"line 2: 'u_k1\\x1b\[31m_m0' is not") as exc:
+        read_sol(str(f))
+    assert "\x1b" not in str(exc.value)
+
+
+@pytest.mark.parametrize("text", ["objective value: 364.97\n", "=obj= 3\n", "solution status: optimal\n"
+                                  "objective value: 1e3\n"])
+def test_read_sol_refuses_a_nonzero_objective_without_values(tmp_path, text):
+    """Only an objective of 0 (SCIP's all-zero solution) stands for "every variable 0"."""
+    f = tmp_path / "a.sol"
+    f.write_text(text)
+    with pytest.raises(SolverError, match="the file holds no `name value` line, and its objective header is not 0"):
+        read_sol(str(f))
+    f.write_text("objective value: 0\n")
+    assert read_sol(str(f)) == {}
+
+
+def test_unknown_solution_names_are_escaped():
+    from types import SimpleNamespace
+
+    from deplbench.benchmarks.library.verify import _vector
+
+    model = SimpleNamespace(col_names=["x", "y"])
+    with pytest.raises(SolverError) as exc:
+        _vector(model, "pwl", {"x": 1.0, "u_k1\x1b[31m_m0": 1.0})
+    assert "'u_k1\\x1b[31m_m0'" in str(exc.value) and "\x1b" not in str(exc.value)
+
+
 # ------------------------------------------------------------------- check
 def test_pwl_file_solved_by_highs_and_scip_agree(tmp_path):
     """knapsack-weakly-n10 (HiGHS #2782 on the old first-master file): the
@@ -478,6 +515,14 @@ def test_cli_tampered_value_exit_status_1(lib, tmp_path, capfd):
     assert "mismatch: scaling-any-m2-n2-k8" in capfd.readouterr().out
 
 
+def _stub_manifest() -> str:
+    """A manifest of the current version with one entry that has no model file."""
+    from deplbench.benchmarks.library import LIBRARY_VERSION
+
+    return json.dumps({"library_version": LIBRARY_VERSION, "entries": [
+        {"name": "a", "instance": "instances/a.json", "pwl": None, "minlp": None}]})
+
+
 def test_cli_bad_input_is_one_line(tmp_path, capfd):
     assert main(["library", "check", str(tmp_path / "nope")]) == 2
     err = capfd.readouterr().err.strip()
@@ -488,7 +533,7 @@ def test_cli_bad_input_is_one_line(tmp_path, capfd):
     err = capfd.readouterr().err
     assert "out: directory" in err and "not empty" in err
     (tmp_path / "bad.solu").write_text("=opt= a x\n")
-    (tmp_path / "full" / "manifest.json").write_text('{"entries": []}')
+    (tmp_path / "full" / "manifest.json").write_text(_stub_manifest())
     for _, _, solu_name in KINDS.values():
         shutil.copy(tmp_path / "bad.solu", tmp_path / "full" / solu_name)
     assert main(["library", "check", str(tmp_path / "full")]) == 2
@@ -653,7 +698,7 @@ def test_cli_check_that_skips_every_solve_fails_with_one_line(lib, capfd):
 
 
 def test_cli_check_of_a_library_without_model_files_fails(tmp_path, capfd):
-    (tmp_path / "manifest.json").write_text('{"entries": []}')
+    (tmp_path / "manifest.json").write_text(_stub_manifest())       # one entry, no model file
     for _, _, solu_name in KINDS.values():
         (tmp_path / solu_name).write_text("")
     assert main(["library", "check", str(tmp_path)]) == 1
@@ -668,3 +713,68 @@ def test_check_help_documents_the_exit_status_of_an_empty_check(capsys):
     text = " ".join(capsys.readouterr().out.split())
     assert "Exit status 1 on any mismatch, and when nothing was checked" in text
 
+
+
+# ------------------------------------------- one entry, no true optimum: seconds to build
+ONE = "scaling-any-m2-n2-k8"
+
+
+@pytest.fixture(scope="module")
+def one_lib(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("one")
+    build_library(str(root), only=[ONE], time_limit=30.0, overwrite=True, true_optimum=False)
+    return root
+
+
+def test_check_reports_a_missing_model_file_as_missing(one_lib, tmp_path):
+    """It was "highs error in 5.00 s" at --time-limit 5 (seconds = the limit) though no solver ran."""
+    root = _copy(one_lib, tmp_path)
+    (root / "pwl" / f"{ONE}.mps.gz").unlink()
+    lines: list[str] = []
+    res = check_library(str(root), time_limit=5.0, kind="pwl", progress=lines.append)
+    (row,) = res["instances"]
+    assert row["status"] == "missing" and row["agrees"] is False and row["seconds"] < 1.0
+    assert row["reason"] == f"listed in pwl.solu but its pwl file pwl/{ONE}.mps.gz is missing"
+    assert lines == [f"{ONE} (pwl): MISSING, not solved ({row['reason']})"]
+    s = res["summary"]
+    assert s["missing"] == 1 and s["mismatches"] == 1 and s["errors"] == 0 and math.isnan(s["shifted_geomean_s"])
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"entries": []}, "manifest.json: entries: the manifest lists no entries"),
+    ({"library_version": "99"}, "manifest.json: library_version: '99' is not a library version this deplbench "
+                                "reads (known: '2')"),
+    ({"library_version": None}, "manifest.json: library_version: None is not a library version"),
+])
+def test_check_refuses_an_empty_or_unknown_manifest_exit_2(one_lib, tmp_path, capsys, change, message):
+    """An empty entries list was reported as "MISMATCH (listed in pwl.solu but its pwl file is missing)";
+    library_version "99" was accepted with exit status 0."""
+    root = _copy(one_lib, tmp_path)
+    data = _manifest(root)
+    data.update(change)
+    (root / "manifest.json").write_text(json.dumps(data))
+    assert main(["library", "check", str(root), "--model", "pwl", "--time-limit", "5"]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == "" and captured.err.count("\n") == 1 and message in captured.err, captured.err
+
+
+def test_check_names_a_solu_line_the_manifest_does_not_list(one_lib, tmp_path):
+    root = _copy(one_lib, tmp_path)
+    data = _manifest(root)
+    data["entries"][0]["name"] = "other"
+    (root / "manifest.json").write_text(json.dumps(data))
+    (row,) = check_library(str(root), time_limit=5.0, kind="pwl")["instances"]
+    assert row["status"] == "missing" and row["reason"] == "listed in pwl.solu but not among the entries of " \
+        "manifest.json"
+
+
+def test_build_quiet_prints_no_progress_and_force_removes_a_stale_truth_table(one_lib, tmp_path, capfd):
+    """--quiet still printed the [1/1] lines; --force --no-true-optimum left the earlier true_optimum.csv
+    while the manifest said "true_optimum": null."""
+    root = _copy(one_lib, tmp_path)
+    (root / TRUTH).write_text("name,lower,upper\nstale,1,2\n")
+    assert main(["library", "build", "--out", str(root), "--only", ONE, "--time-limit", "30", "--force",
+                 "--no-true-optimum", "--quiet"]) == 0
+    captured = capfd.readouterr()
+    assert captured.err == "" and captured.out.startswith("wrote 1 instances"), captured.err
+    assert not (root / TRUTH).exists() and _manifest(root)["true_optimum"] is None

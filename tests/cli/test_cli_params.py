@@ -63,3 +63,15 @@ def test_eval_samples_beyond_the_memory_budget_are_refused_naming_the_flag(inst_
                    "samples\n"), err
     status, out, err = deplbench_cli(command, inst_file, "--algo", "one-switch", "--eval-samples", 0)
     assert status == 2 and "--eval-samples" in err and "eval_samples" not in err, err
+
+
+@pytest.mark.parametrize("algo", ["milp", "milp-certified"])
+def test_scenarios_no_instance_could_hold_are_refused_before_the_run_exit_2(inst_file, deplbench_cli, algo):
+    # 32 bytes per scenario, epoch and random term: S = 10^10 needs ≥ 298 GiB on any instance; it
+    # was run to a status-error result (exit status 1)
+    status, out, err = deplbench_cli("solve", inst_file, "--algo", algo, "--scenarios", 10_000_000_000, "--json")
+    assert status == 2 and out == "", (out, err)
+    assert err.count("\n") == 1 and "scenarios" in err and "298.02 GiB" in err, err
+    # a tiny memory_limit no instance's scenarios fit: refused too, naming both
+    status, out, err = deplbench_cli("solve", inst_file, "--algo", "milp", "--param", "memory_limit=1e-9")
+    assert status == 2 and "scenarios" in err and "> memory_limit 1e-09 GiB" in err and "0.00 GiB" not in err, err

@@ -52,6 +52,17 @@ def _check_output(path: str, instance: str) -> None:
         raise SolverError(f"-o: the folder {parent} of {path} does not exist")
 
 
+def _check_scenario_memory(instance, settings) -> None:
+    """``--scenarios``: every stage-1 SAA solve would end with status ``error`` for its
+    memory estimate on this instance (and the bracket with none): refused up front,
+    as ``--validation`` is above its cap (exit status 2)."""
+    from deplbench.formulations.milp.solve import scenario_memory_problem
+
+    why = scenario_memory_problem(instance, settings.scenarios)
+    if why:
+        raise SolverError(f"--scenarios: every SAA solve would fail: {why}")
+
+
 def _cmd_certify(args) -> int:
     from deplbench.cli.progress import counter, native_output_held, progress_wanted
     from deplbench.instances.model import load_instance
@@ -84,6 +95,7 @@ def _cmd_certify(args) -> int:
                 refine_share=args.refine_share, refine_replications=args.refine_replications,
                 refine_scenarios=args.refine_scenarios, refine_validation=args.refine_validation,
                 refine_candidates=args.refine_candidates, total_time_limit=args.total_time_limit)
+            _check_scenario_memory(instance, settings)
             extra, failed = candidate_plans(instance, args.with_algorithms or "")
             bracket = certify(instance, settings, candidates=extra,
                               map=_counting(process_map(args.workers), bar, args.workers == 1))
@@ -209,7 +221,7 @@ def register(subparsers) -> None:
     g.add_argument("--refine-replications", type=int, default=DEFAULT_REFINE_REPLICATIONS,
                    help=f"M2 stage-2 replications (default {DEFAULT_REFINE_REPLICATIONS})")
     g.add_argument("--refine-scenarios", type=int, default=None,
-                   help="S2 scenarios per stage-2 SAA solve (default: 10*S)")
+                   help="S2 scenarios per stage-2 SAA solve (default, or 0: 10*S)")
     g.add_argument("--refine-validation", type=int, default=DEFAULT_REFINE_VALIDATION,
                    help=f"N'2 fresh draws per stage-2 test (default {DEFAULT_REFINE_VALIDATION})")
     g.add_argument("--refine-candidates", type=int, default=DEFAULT_REFINE_CANDIDATES,

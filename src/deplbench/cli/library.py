@@ -56,7 +56,8 @@ def register(subparsers) -> None:
                    help="skip the true-optimum brackets (true_optimum.csv; certify runs SAA replications)")
     b.add_argument("--json", action="store_true", help="print the manifest as one JSON object")
     b.add_argument("--quiet", action="store_true",
-                   help="no progress bar (there is none either when stderr is not a terminal)")
+                   help="no progress on stderr: neither the bar nor the per-instance lines printed instead "
+                        "of it when stderr is not a terminal")
     b.set_defaults(func=run_build)
 
     c = sub.add_parser("check", help="re-solve the library's model files and compare with the .solu files",
@@ -104,10 +105,12 @@ def _progress(line: str) -> None:
     print(line, file=sys.stderr, flush=True)
 
 
-def _build_progress(total: int, show: bool, stream):
+def _build_progress(total: int, show: bool, stream, quiet: bool = False):
     """(callback, close): a tqdm bar on ``stream`` (the real stderr while
     native output is held) when ``show``, plain lines otherwise (logs,
-    pipes, --quiet)."""
+    pipes); nothing at all under --quiet (``quiet``)."""
+    if quiet:
+        return None, lambda: None
     if not show:
         return _progress, lambda: None
     from deplbench.cli.progress import counter
@@ -135,7 +138,7 @@ def run_build(args: argparse.Namespace) -> int:
     # while the bar shows, what HiGHS and SCIP print from C (the "Running
     # HiGHS" banner) goes to the null device instead of through the bar
     with native_output_held(show) as stream:
-        step, close = _build_progress(total, show, stream)
+        step, close = _build_progress(total, show, stream, quiet=args.quiet)
         try:
             manifest = build_library(args.out, size=args.size, time_limit=args.time_limit, gap=args.gap,
                                      overwrite=args.force, only=args.only, progress=step,

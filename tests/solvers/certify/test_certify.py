@@ -148,6 +148,10 @@ def test_process_map_gives_the_same_bracket():
     (dict(refine_validation=10**15), "refine_validation"),
     (dict(refine_candidates=0), "refine_candidates"),
     (dict(refine_scenarios=-1), "refine_scenarios"),       # 0, like none, means 10·S
+    # S whose scenario arrays exceed the memory budget on any instance: refused before any solve
+    (dict(scenarios=10**12), "scenarios"),
+    (dict(scenarios=10**7), "scenarios"),                  # S₂ = 10·S, when stage 2 may run
+    (dict(scenarios=100, refine_scenarios=10**9), "refine_scenarios"),
     (dict(refine_replications=0), "refine_replications"),
     (dict(refine_risk_grid=(0.0,)), "refine_risk_grid"),
 ])
@@ -502,3 +506,44 @@ def test_cli_certify_names_a_confidence_too_near_1(tmp_path, capsys):
     captured = capsys.readouterr()
     assert captured.out == "" and captured.err.count("\n") == 1
     assert captured.err.startswith("error: confidence: the smallest share of β"), captured.err
+
+
+@pytest.mark.parametrize("grid, message", [
+    ("", "--risk-grid: expected one or more comma-separated factors in (0, 1], got '' (no tightened level)"),
+    (",,,", "--risk-grid: expected one or more comma-separated factors in (0, 1], got ',,,'"),
+    ("0.9,,0.8", "--risk-grid: item 2 of '0.9,,0.8' is empty"),
+    ("0.9,x", "--risk-grid: expected comma-separated numbers"),
+])
+def test_cli_refuses_an_empty_risk_grid_exit_2(tmp_path, capsys, grid, message):
+    """An empty grid silently dropped every tightened candidate (exit status 0)."""
+    from deplbench.cli import main
+
+    path = tmp_path / "k.json"
+    generate("knapsack", n_items=4, horizon=4, seed=0).save(path)
+    assert main(["certify", str(path), "--risk-grid", grid, "--replications", "2", "--scenarios", "5"]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == "" and captured.err.count("\n") == 1 and message in captured.err, captured.err
+    assert certified_tasks.parse_risk_grid(" 0.9, 0.8 ") == (0.9, 0.8)
+
+
+def test_cli_refuses_scenarios_beyond_the_memory_budget_exit_2(tmp_path, capsys):
+    """Every SAA solve would end in status error (rc 1, "no usable SAA replication"): refused up front,
+    from the instance's own estimate (S × K̄ × random terms), as --validation is above its cap."""
+    from deplbench.cli import main
+
+    path = tmp_path / "s.json"
+    generate("scaling", n_models=2, n_clusters=2, horizon=8, seed=0).save(path)
+    assert main(["certify", str(path), "--scenarios", "10000000", "--target-width", "0", "--json"]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == "" and captured.err.count("\n") == 1, captured.err
+    assert captured.err.startswith("error: --scenarios: every SAA solve would fail: the in-sample scenarios would "
+                                   "need about"), captured.err
+    assert main(["certify", str(path), "--scenarios", "1000000000000", "--json"]) == 2
+    assert "parameter 'scenarios'" in capsys.readouterr().err
+
+
+def test_refine_scenarios_zero_is_the_documented_default():
+    """0, like none, means S₂ = 10·S: the CLI help and docs/certify.md say so."""
+    from deplbench.solvers.certify.settings import CertifySettings
+
+    assert CertifySettings.from_options(scenarios=30, refine_scenarios=0).stage2_scenarios == 300

@@ -184,6 +184,9 @@ def build_library(out: str, size: str = "small", time_limit: float = 60.0, gap: 
     write_tables(str(root), records)
     if true_optimum:
         write_truth_table(str(root / TRUTH), [r["true_optimum"] for r in records if r.get("true_optimum")])
+    elif os.path.lexists(root / TRUTH):
+        # an earlier build's brackets (--force over a library) are not this build's: the manifest says none
+        (root / TRUTH).unlink()
     return manifest
 
 

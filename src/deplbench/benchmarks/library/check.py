@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import math
 import os
+import time
 
 from deplbench.benchmarks.library.build import KINDS, library_files
 from deplbench.benchmarks.library.mps import MPS_SOLVERS, check_fraction, check_seconds, solve_mps
@@ -152,7 +153,7 @@ def check_library(root: str, solver: str = "highs", time_limit: float = 60.0, ga
         ``{"library", "library_version", "solver", "model", "version", "time_limit", "gap",
         "tolerance", "instances": [per-instance outcome with "agrees" and "reason"],
         "summary": {"solver", "model", "version", "instances", "solved", "skipped",
-        "shifted_geomean_s", "mean_gap_unsolved", "compared", "mismatches", "errors"}}``. An
+        "shifted_geomean_s", "mean_gap_unsolved", "compared", "mismatches", "errors", "missing"}}``. An
         instance is *solved* when the solver proved optimality within
         ``gap`` inside the limit and agrees with the .solu; *compared* when
         its outcome was judged against the .solu (agreeing or not).
@@ -181,17 +182,24 @@ def check_library(root: str, solver: str = "highs", time_limit: float = 60.0, ga
     version = ""
     for name in names:
         entry = solu[name]
+        t0 = time.perf_counter()
         row = {"name": name, "solu_tag": entry.tag, "solu_value": entry.value}
         rel = files.get(name)
         path = os.path.join(root, rel) if isinstance(rel, str) else None
         if skip:
             row.update(status="skipped", primal=None, dual=None, gap=None, seconds=0.0, nodes=None,
                        agrees=None, reason=skip)
+        elif name not in recs:
+            # the .solu and the manifest disagree: no file to look for, no solve
+            row.update(status="missing", primal=None, dual=None, gap=None, seconds=_since(t0), nodes=None,
+                       agrees=False, reason=f"listed in {solu_name} but not among the entries of manifest.json")
         elif path is None or not os.path.lexists(path):
-            row.update(status="error", primal=None, dual=None, gap=None, seconds=float(time_limit),
-                       nodes=None, agrees=False, reason=f"listed in {solu_name} but its {kind} file is missing")
+            what = f"its {kind} file {rel} is missing" if isinstance(rel, str) else \
+                f"manifest.json gives it no {kind} file"
+            row.update(status="missing", primal=None, dual=None, gap=None, seconds=_since(t0), nodes=None,
+                       agrees=False, reason=f"listed in {solu_name} but {what}")
         elif (bad := _file_problem(recs[name], kind, path, float(time_limit))):
-            row.update(status="error", primal=None, dual=None, gap=None, seconds=float(time_limit),
+            row.update(status="error", primal=None, dual=None, gap=None, seconds=_since(t0),
                        nodes=None, agrees=False, reason=bad)
         else:
             out = _solve(root, recs[name], path, solver, kind, float(time_limit), float(gap), tol)
@@ -213,11 +221,19 @@ def check_library(root: str, solver: str = "highs", time_limit: float = 60.0, ga
             "tolerance": float(rel_tol), "instances": rows, "summary": summary}
 
 
+def _since(t0: float) -> float:
+    """Seconds since ``t0``, as a row's ``seconds`` (what the check took, not a solve's limit)."""
+    return round(time.perf_counter() - t0, 3)
+
+
 def _progress_line(name: str, kind: str, solver: str, row: dict) -> str:
-    """One instance's progress line; a skipped solve says only why (it has no value or time)."""
+    """One instance's progress line; a skipped solve says only why (it has no value or time), a
+    missing file that no solver ran."""
     head = f"{name} ({kind}): {solver} {row['status']}"
     if row["status"] == "skipped":
         return f"{head} ({row['reason']})"
+    if row["status"] == "missing":
+        return f"{name} ({kind}): MISSING, not solved ({row['reason']})"
     ok = row["agrees"]
     value = "" if row["primal"] is None else f" {row['primal']!r}"
     return (f"{head}{value} in {row['seconds']:.2f} s; "
@@ -260,15 +276,18 @@ def summarise(rows: list[dict], solver: str, version: str, time_limit: float) ->
     skipped = [r for r in rows if r["status"] == "skipped"]
     rows = [r for r in rows if r["status"] != "skipped"]
     solved = [r for r in rows if r["status"] == "optimal" and r["agrees"] is not False]
-    times = [min(r["seconds"], time_limit) if r in solved else time_limit for r in rows]
+    # a missing file was never solved: it counts as unsolved, but not at the time limit in the mean
+    times = [min(r["seconds"], time_limit) if r in solved else time_limit
+             for r in rows if r["status"] != "missing"]
     gaps = [r["gap"] for r in rows if r not in solved and r.get("gap") is not None and math.isfinite(r["gap"])]
     return {"solver": solver, "version": version, "instances": len(rows), "solved": len(solved),
             "skipped": len(skipped), "skip_reason": skipped[0]["reason"] if skipped else "",
-            "shifted_geomean_s": shifted_geomean(times) if rows else math.nan, "shift_s": SHIFT_S,
+            "shifted_geomean_s": shifted_geomean(times) if times else math.nan, "shift_s": SHIFT_S,
             "mean_gap_unsolved": (sum(gaps) / len(gaps)) if gaps else None,
             "compared": sum(1 for r in rows if r["agrees"] is not None),
             "mismatches": sum(1 for r in rows if r["agrees"] is False),
-            "errors": sum(1 for r in rows if r["status"] == "error")}
+            "errors": sum(1 for r in rows if r["status"] == "error"),
+            "missing": sum(1 for r in rows if r["status"] == "missing")}
 
 
 __all__ = ["READS", "SHIFT_S", "check_library", "nothing_checked", "shifted_geomean", "skip_reason", "summarise"]

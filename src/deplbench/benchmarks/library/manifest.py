@@ -5,7 +5,8 @@ come from anywhere), so :func:`validate_manifest` checks its shape and
 types and confines every path it names to the library: a relative path
 without ``..``, not absolute, and not leading through a symbolic link
 anywhere (the resolved file must be the file the path names inside the
-library). Each violation is one line naming the field, e.g.
+library). Its ``library_version`` must be one this code reads
+(:data:`KNOWN_VERSIONS`) and it must list at least one entry. Each violation is one line naming the field, e.g.
 ``manifest.json: entries[0]: expected an object, got int``.
 """
 
@@ -15,8 +16,12 @@ import math
 import os
 import re
 
+from deplbench.benchmarks.library.catalog import LIBRARY_VERSION
 from deplbench.errors import SolverError
 
+#: The library versions this code reads: the one it writes (the catalog's, raised with every
+#: change of the entries or of how they are written, so an older library is refused, not misread).
+KNOWN_VERSIONS = (LIBRARY_VERSION,)
 #: An entry's name: a plain file stem (it becomes instances/<name>.json, pwl/<name>.mps.gz, ...).
 NAME = re.compile(r"[A-Za-z0-9_+-][A-Za-z0-9._+-]*")
 #: Entry fields that name a file inside the library (None when the entry has no such file).
@@ -89,9 +94,16 @@ def validate_manifest(manifest, root: str, label: str = "manifest.json") -> dict
     """
     if not isinstance(manifest, dict):
         raise SolverError(f"{label}: expected a JSON object, got {_type_name(manifest)}")
+    version = manifest.get("library_version")
+    if version not in KNOWN_VERSIONS:
+        raise SolverError(f"{label}: library_version: {version!r} is not a library version this deplbench reads "
+                          f"(known: {', '.join(map(repr, KNOWN_VERSIONS))}); rebuild the library with "
+                          "`deplbench library build`")
     entries = manifest.get("entries")
     if not isinstance(entries, list):
         raise SolverError(f"{label}: entries: expected a list of objects, got {_type_name(entries)}")
+    if not entries:
+        raise SolverError(f"{label}: entries: the manifest lists no entries (an empty library); rebuild it")
     tol = manifest.get("pwl_tolerance", 1e-4)
     if isinstance(tol, bool) or not isinstance(tol, (int, float)) or not (math.isfinite(tol) and 0 < tol < 1):
         raise SolverError(f"{label}: pwl_tolerance: expected a number in (0, 1), got {tol!r}")
@@ -130,4 +142,4 @@ def validate_manifest(manifest, root: str, label: str = "manifest.json") -> dict
     return manifest
 
 
-__all__ = ["NAME", "PATH_FIELDS", "confined", "validate_manifest"]
+__all__ = ["KNOWN_VERSIONS", "NAME", "PATH_FIELDS", "confined", "validate_manifest"]

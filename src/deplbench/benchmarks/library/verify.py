@@ -2,8 +2,8 @@
 
 One job: read a solution in the usual ``.sol`` form — one ``name value``
 line per variable, as SCIP, MIPLIB's checker and HiGHS (its ``# Columns``
-section) write; comment and header lines are skipped, variables not listed
-are 0 — and judge it against the instance's model of the named kind:
+section) write; comment and header lines are skipped, any other line that is
+not ``name value`` is refused, variables not listed are 0 — and judge it against the instance's model of the named kind:
 
 * **feasibility**: every bound, every integrality (|x − round x| ≤
   :data:`INT_TOL`), every linear row and, for the MINLP, every cone row
@@ -47,6 +47,8 @@ MAX_LISTED = 10
 
 #: A solver's objective header: SCIP ``objective value: 3``, MIPLIB ``=obj= 3``, HiGHS ``Objective 3``.
 _OBJECTIVE = re.compile(r"^(?:objective value:|=obj=|objective)\s*[-+]?\.?[0-9]", re.IGNORECASE)
+#: The same header with its value.
+_OBJECTIVE_VALUE = re.compile(r"^(?:objective value:|=obj=|objective)\s*([-+]?\.?[0-9]\S*)", re.IGNORECASE)
 _SKIP = ("=obj=", "objective", "solution", "model", "feasible", "infeasible", "optimal", "mip_rel_gap",
          "t ", "primal", "dual", "status")
 
@@ -55,19 +57,22 @@ def read_sol(path: str) -> dict[str, float]:
     """``{name: value}`` of a ``.sol`` file (see the module docstring).
 
     A file with no ``name value`` line is a solution only when a solver's
-    header gives its objective (SCIP's ``objective value:``, MIPLIB's
+    header gives its objective as 0 (SCIP's ``objective value:``, MIPLIB's
     ``=obj=``, HiGHS's ``Objective``): SCIP lists no variable of an all-zero
-    solution. An empty file, or one of comments and blank lines only, is
-    refused: read as "every variable 0" it would be judged as a solution no
-    solver wrote.
+    solution. Any other file giving no variable value (empty, comments and
+    blank lines only, headers only, a nonzero objective alone) is refused:
+    read as "every variable 0" it would be judged as a solution no solver
+    wrote. A line that is neither a header, a comment nor ``name value``
+    (a name without its value) is refused naming its number and text.
 
     Raises
     ------
     SolverError
-        When the file is missing, empty or holds no solution (only
-        comments, blank lines or headers without an objective), a value is
-        not a number, or a name is given twice (the message names the file
-        and line).
+        When the file is missing, empty or gives no variable value (only
+        comments, blank lines or headers without an objective of 0), a line
+        is not ``name value``, a value is not a number, or a name is given
+        twice (the message names the file and line, its text and names
+        escaped by ``repr``).
     """
     if not os.path.exists(path):
         raise SolverError(f"solution: no file {str(path)!r}")
@@ -87,7 +92,10 @@ def read_sol(path: str) -> dict[str, float]:
             continue
         parts = text.split()
         if len(parts) < 2:
-            continue
+            # a name without its value (or a value without its name) is no solution line: skipped, a
+            # file of names alone was judged as the all-zero solution
+            raise SolverError(f"solution: {path}, line {i + 1}: {lines[i]!r} is not a `name value` line "
+                              "(a name without a value?)")
         try:
             value = float(parts[1])
         except ValueError:
@@ -100,12 +108,29 @@ def read_sol(path: str) -> dict[str, float]:
         if parts[0] in out:
             raise SolverError(f"solution: {path}, line {i + 1}: variable {parts[0]!r} given twice")
         out[parts[0]] = value
-    if not out and not any(_OBJECTIVE.match(t.strip()) for t in lines):
+    if not out and not _zero_objective(lines):
         what = ("is empty" if not lines else "holds only blank lines" if not any(t.strip() for t in lines) else
+                "holds no `name value` line, and its objective header is not 0 (SCIP's all-zero solution "
+                "alone lists no variable)" if any(_OBJECTIVE.match(t.strip()) for t in lines) else
                 "holds no `name value` line and no objective (only comments, blank lines or headers)")
         raise SolverError(f"solution: {path}: the file {what}; a solution lists one `name value` line per "
                           "nonzero variable")
     return out
+
+
+def _zero_objective(lines: list[str]) -> bool:
+    """Whether a solver's objective header states 0: the one file without
+    ``name value`` lines that is a solution (SCIP lists no variable of an
+    all-zero solution, whose objective is 0). A header with another value
+    and no variable cannot be the all-zero solution: the values are missing."""
+    for t in lines:
+        m = _OBJECTIVE_VALUE.match(t.strip())
+        if m:
+            try:
+                return float(m.group(1)) == 0.0
+            except ValueError:
+                return False
+    return False
 
 
 def rebuild_model(root: str, rec: dict, tolerance: float):
@@ -143,7 +168,7 @@ def _vector(model, kind: str, values: dict) -> np.ndarray:
     bad = sorted(set(values) - set(index))
     if bad:
         raise SolverError(f"solution: {len(bad)} variable(s) not in the {kind} model of this instance, e.g. "
-                          f"{', '.join(bad[:3])}")
+                          f"{', '.join(map(repr, bad[:3]))}")
     x = np.zeros(len(model.col_names))
     for n, v in values.items():
         x[index[n]] = v

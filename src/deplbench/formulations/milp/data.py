@@ -56,7 +56,29 @@ def data_bytes(instance, n_scenarios: int) -> int:
     """
     S = 1 if instance.is_deterministic else int(n_scenarios)
     width = int(instance.horizon) * (instance.n_models + len(instance.switch_pairs))
-    return 4 * 8 * S * width
+    return SCENARIO_VALUE_BYTES * S * width
+
+
+#: Bytes :func:`data_bytes` counts per scenario, epoch and random term (four float64 arrays).
+SCENARIO_VALUE_BYTES = 4 * 8
+
+
+def scenarios_refusal(scenarios: int, memory_limit_gib: float, field: str = "scenarios",
+                      limit_name: str = "memory_limit") -> str:
+    """Why S = ``scenarios`` fits no instance's scenario arrays within ``memory_limit_gib`` ("" when
+    some instance could take it): even one epoch with one random term needs
+    :data:`SCENARIO_VALUE_BYTES` per scenario (:func:`data_bytes`). Known
+    without the instance, so a parameter check refuses it before any work;
+    the estimate of a given instance (larger by K̄·(|M| + |P|)) is the solve's.
+    """
+    from deplbench.limits import gib_text
+
+    need = SCENARIO_VALUE_BYTES * int(scenarios)
+    if need <= memory_limit_gib * 2**30:
+        return ""
+    return (f"S = {scenarios} in-sample scenarios would need at least {gib_text(need / 2**30)} GiB on any "
+            f"instance with a random term ({SCENARIO_VALUE_BYTES} bytes per scenario, epoch and term) > "
+            f"{limit_name} {gib_text(memory_limit_gib)} GiB; use fewer {field}")
 
 
 def _dominated_clusters(cap, kap, bw, beta, chunk: int = 512) -> np.ndarray:
@@ -456,4 +478,4 @@ class Choice:
 
 
 
-__all__ = ["Data", "Choice", "phi", "data_bytes", "draw_seconds"]
+__all__ = ["Data", "Choice", "phi", "SCENARIO_VALUE_BYTES", "data_bytes", "draw_seconds", "scenarios_refusal"]

@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from deplbench.errors import SolverError
 from deplbench.formulations.general.settings import GeneralSettings, GeneralSolveSettings
 from deplbench.formulations.milp.catalog import formulation_names as _formulation_names
 from deplbench.formulations.milp.options import MEMORY_LIMIT_GIB, option_table
@@ -58,6 +59,7 @@ class MilpSettings:
                 object.__setattr__(self, name, value)
         object.__setattr__(self, "general_settings", _general(self.general_settings))
         _check_solver(self.solver, self.formulation, self.backend)
+        _check_scenarios(self.scenarios, self.memory_limit)
 
     @classmethod
     def from_params(cls, given: Mapping[str, Any], *, strict: bool = False) -> MilpSettings:
@@ -82,6 +84,7 @@ class MilpSettings:
         against the formulation and backend."""
         settings = trusted(cls, {**resolved, "general_settings": _general(resolved.get("general_settings"))})
         _check_solver(settings.solver, settings.formulation, settings.backend)
+        _check_scenarios(settings.scenarios, settings.memory_limit)
         return settings
 
     def record(self) -> dict[str, Any]:
@@ -96,6 +99,17 @@ class MilpSettings:
             "scenarios": self.scenarios, "seed": self.seed, "time_limit": self.time_limit, "gap": self.gap,
             "threads": self.threads, "node_limit": self.node_limit,
             "general": self.general_settings if self.general_settings is not None else GeneralSettings()})
+
+
+def _check_scenarios(scenarios: int, memory_limit: float) -> None:
+    """Refuse an S whose scenario arrays exceed ``memory_limit`` on every instance
+    (:func:`~.data.scenarios_refusal`), before any work; a given instance's own
+    estimate stays the solve's (status ``error``)."""
+    from deplbench.formulations.milp.data import scenarios_refusal
+
+    why = scenarios_refusal(scenarios, memory_limit)
+    if why:
+        raise SolverError(f"parameter 'scenarios': {why} (or raise memory_limit)")
 
 
 def _fspath(given: dict[str, Any]) -> dict[str, Any]:

@@ -240,13 +240,9 @@ def _run_milp(instance, settings: MilpSettings, verbose: bool) -> SolveResult:
     if instance.n_datasets > MAX_DATASETS:
         return cut_loop_result("error", f"datasets: {instance.n_datasets} datasets exceed the exact MILP's limit of "
                        f"{MAX_DATASETS} (each cluster's dataset subset is enumerated)", params=params, diag=diag)
-    need = data_bytes(instance, s.scenarios)
-    if need > memory_bytes:
-        return cut_loop_result("error", (
-            f"the in-sample scenarios would need about {limits.gib_text(need / 2**30)} GiB (S = {s.scenarios} × K̄ = "
-            f"{instance.horizon} × {instance.n_models + len(instance.switch_pairs)} random terms) > "
-            f"memory_limit {limits.gib_text(s.memory_limit)} GiB; use fewer scenarios or a smaller horizon"),
-            params=params, diag=diag)
+    too_large = _scenario_message(instance, s.scenarios, s.memory_limit)
+    if too_large:
+        return cut_loop_result("error", too_large, params=params, diag=diag)
     try:
         res = _solve_stages(instance, s, params, verbose, memory_bytes, diag, t0)
     except BuildTimeout as exc:
@@ -261,6 +257,30 @@ def _run_milp(instance, settings: MilpSettings, verbose: bool) -> SolveResult:
                               f"{instance.horizon}); use fewer scenarios", params=params, diag=diag)
     res.diagnostics.setdefault("total_s", time.perf_counter() - t0)
     return res
+
+
+def _scenario_message(instance, scenarios: int, memory_limit: float) -> str:
+    """Why the in-sample scenario arrays exceed ``memory_limit`` GiB ("" when they fit)."""
+    need = data_bytes(instance, scenarios)
+    if need <= memory_limit * 2**30:
+        return ""
+    return (f"the in-sample scenarios would need about {limits.gib_text(need / 2**30)} GiB (S = {scenarios} × K̄ = "
+            f"{instance.horizon} × {instance.n_models + len(instance.switch_pairs)} random terms) > "
+            f"memory_limit {limits.gib_text(memory_limit)} GiB; use fewer scenarios or a smaller horizon")
+
+
+def scenario_memory_problem(instance, scenarios: int, memory_limit: float = MEMORY_LIMIT_GIB) -> str:
+    """Why a default MILP solve (formulation ``fast``, HiGHS) of ``instance`` with
+    S = ``scenarios`` would end with status ``error`` for its memory estimate
+    ("" when it would not): the message :func:`run_milp` gives, known before
+    any work. A front end that runs many such solves (``deplbench certify``)
+    refuses the setting up front with it instead of running them all to that
+    error. Nothing is estimated where ``fast`` runs the general block search
+    (its own budget) or the instance has too many datasets (another error).
+    """
+    if instance.n_datasets > MAX_DATASETS or _fast_uses_general(instance, scenarios, None, "highs"):
+        return ""
+    return _scenario_message(instance, scenarios, memory_limit)
 
 
 def _fast_uses_general(instance, scenarios, write_lp, solver) -> bool:
@@ -382,4 +402,4 @@ def _solve_stages(instance, settings: MilpSettings, params, verbose, memory_byte
     return res
 
 
-__all__ = ["run_milp", "solve_milp"]
+__all__ = ["run_milp", "scenario_memory_problem", "solve_milp"]

@@ -156,6 +156,32 @@ def check_risk_split(confidence: float, lb_share: float, refine_share: float, ta
                       "use a lower confidence or shares nearer 0.5)")
 
 
+def check_scenarios_memory(scenarios: int, refine_scenarios: int | None, target_width: float | None) -> None:
+    """Refuse an S (or S₂, when stage 2 may run) whose SAA solves' scenario arrays exceed the memory
+    budget on every instance (:func:`~deplbench.formulations.milp.data.scenarios_refusal`): each
+    such solve would end with status ``error``, and the bracket with none. Like N′ above
+    :data:`MAX_VALIDATION`, refused when the settings are built, before any solve.
+
+    Raises
+    ------
+    SolverError
+        Naming ``scenarios`` or ``refine_scenarios``.
+    """
+    from deplbench.formulations.milp.data import scenarios_refusal
+
+    why = scenarios_refusal(scenarios, limits.MEMORY_BUDGET_GIB, limit_name="memory budget")
+    if why:
+        raise SolverError(f"parameter 'scenarios': {why}")
+    if target_width:
+        s2 = refine_scenarios or DEFAULT_REFINE_SCENARIOS_FACTOR * scenarios
+        name = "refine_scenarios" if refine_scenarios else "scenarios"
+        why = scenarios_refusal(s2, limits.MEMORY_BUDGET_GIB, field=name, limit_name="memory budget")
+        if why:
+            raise SolverError(f"parameter {name!r}: stage 2's {why}"
+                              + ("" if refine_scenarios else f" (S₂ = {DEFAULT_REFINE_SCENARIOS_FACTOR}·S)")
+                              + "; or target_width 0: no stage 2")
+
+
 @dataclass(frozen=True)
 class CertifySettings:
     """Every setting of :func:`~deplbench.solvers.certify.certified.certify`, checked
@@ -191,6 +217,7 @@ class CertifySettings:
 
     def _check_split(self) -> CertifySettings:
         check_risk_split(self.confidence, self.lb_share, self.refine_share, self.target_width)
+        check_scenarios_memory(self.scenarios, self.refine_scenarios, self.target_width)
         return self
 
     @classmethod
@@ -243,7 +270,8 @@ class CertifiedSettings:
     workers: int = 1
 
 
-__all__ = ["CertifySettings", "CertifiedSettings", "SETTINGS_PARAMETERS", "MAX_VALIDATION", "DEFAULT_CONFIDENCE",
+__all__ = ["CertifySettings", "CertifiedSettings", "check_scenarios_memory",
+           "SETTINGS_PARAMETERS", "MAX_VALIDATION", "DEFAULT_CONFIDENCE",
            "DEFAULT_REPLICATIONS", "DEFAULT_SCENARIOS", "DEFAULT_VALIDATION", "DEFAULT_RISK_GRID", "DEFAULT_GRID_SEEDS",
            "DEFAULT_TIME_LIMIT", "VALIDATION_SEED_OFFSET", "DEFAULT_TARGET_WIDTH", "DEFAULT_REFINE_SHARE",
            "DEFAULT_REFINE_VALIDATION", "DEFAULT_REFINE_CANDIDATES", "DEFAULT_REFINE_REPLICATIONS",

@@ -91,13 +91,28 @@ def dask_map(client) -> Mapper:
     return run
 
 
-def parse_risk_grid(text: str) -> tuple[float, ...]:
-    """``"0.9,0.8"`` → (0.9, 0.8); an empty string gives no tightened level."""
-    items = [t.strip() for t in str(text).split(",") if t.strip()]
+def parse_risk_grid(text: str, field: str = "--risk-grid") -> tuple[float, ...]:
+    """``"0.9,0.8"`` → (0.9, 0.8), the command line's ``--risk-grid``.
+
+    Raises
+    ------
+    SolverError
+        Naming ``field``: an empty grid (``""``, ``",,,"``: the tightened
+        candidates would silently be dropped), an empty item (``"0.9,,0.8"``)
+        or an item that is not a number. The range (0, 1] is checked with
+        the other settings (:data:`~.settings.SETTINGS_PARAMETERS`).
+    """
+    items = [t.strip() for t in str(text).split(",")]
+    if not any(items):
+        raise SolverError(f"{field}: expected one or more comma-separated factors in (0, 1], got {text!r} "
+                          "(no tightened level)")
+    if not all(items):
+        raise SolverError(f"{field}: item {items.index('') + 1} of {text!r} is empty; expected comma-separated "
+                          "factors in (0, 1]")
     try:
         return tuple(float(t) for t in items)
     except ValueError:
-        raise SolverError(f"risk_grid: expected comma-separated numbers in (0, 1], got {text!r}") from None
+        raise SolverError(f"{field}: expected comma-separated numbers in (0, 1], got {text!r}") from None
 
 
 #: Seconds of the MILP's incumbent heuristic per SAA solve. Each replication
