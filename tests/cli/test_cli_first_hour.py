@@ -73,6 +73,7 @@ def test_saa_hint_only_for_an_saa_plan_optimal_in_sample_and_infeasible_out_of_s
     assert saa_hint(SimpleNamespace(**{**vars(r), "status": "feasible"}), "saa") == ""
 
 
+@pytest.mark.integration
 def test_dry_run_names_each_grid_point(capsys, tmp_path):
     """Two tasks of one group that differ only in a generator parameter of its grid are two lines."""
     sweep = tmp_path / "s.toml"
