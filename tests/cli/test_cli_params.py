@@ -59,7 +59,7 @@ def test_eval_samples_beyond_the_memory_budget_are_refused_naming_the_flag(inst_
     status, out, err = deplbench_cli(command, inst_file, "--algo", "one-switch", "--eval-samples", 100_000_000)
     assert status == 2 and out == "", (out, err)
     assert err == ("error: --eval-samples: 100000000 trajectories of up to K̄ = 20 epochs (the longest plan the "
-                   "instance allows) need 2.99 GiB with the per-epoch bands (budget 2 GiB); use at most 66846364 "
+                   "instance allows) need 2.99 GiB with the per-epoch bands (budget 2 GiB); use at most 66845644 "
                    "samples\n"), err
     status, out, err = deplbench_cli(command, inst_file, "--algo", "one-switch", "--eval-samples", 0)
     assert status == 2 and "--eval-samples" in err and "eval_samples" not in err, err

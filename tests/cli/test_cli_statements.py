@@ -211,7 +211,8 @@ def test_a_level_near_1_is_printed_as_given_never_as_1():
 
 
 def test_a_broken_constraint_is_certain_and_the_certificate_is_about_the_chance_constraint(tmp_path, deplbench_cli):
-    """A plan with an allocation −5 breaks (4)-(6): that is certain (no level), named in the verdict;
+    """A plan with an allocation 20 above capacity r(A) = 10 breaks (4)-(6): that is certain (no
+    level), named in the verdict;
     the Clopper-Pearson certificate beside it speaks of the chance constraint (3) alone, and here
     says it holds (never "certified infeasible at level 0.95 (… in [x, y] against 1 − ω …)"
     beside an interval that says the opposite)."""
@@ -222,12 +223,13 @@ def test_a_broken_constraint_is_certain_and_the_certificate_is_about_the_chance_
     data["loss_max"] = 9.6                       # P(ℓ(1) > ℓmax) ≈ 0.003 ≪ 1 − ω = 0.1
     ipath, ppath = tmp_path / "inst.json", tmp_path / "bad.json"
     parse_instance(data).save(ipath)
-    write_json(ppath, plan([("m", "A", -5.0)], {"A": ["d0"]}).to_dict())
+    write_json(ppath, plan([("m", "A", 20.0)], {"A": ["d0"]}).to_dict())
     for extra in ((), ("--exact",)):
         status, out, err = deplbench_cli("evaluate", ipath, ppath, "--samples", 1000, "--seed", 0, *extra)
         assert status == 0, err
         text = " ".join(out.split())
-        assert "verdict infeasible: constraints (4)-(6) broken (epochs[0].allocation: must be > 0 (got -5.0);" in text
+        assert ("verdict infeasible: constraints (4)-(6) broken (epochs[0].allocation: 20 exceeds capacity "
+                "r = 10 (eq. (5))") in text
         assert "certain (checked exactly, no sampling, no level)" in text
         assert "certified infeasible" not in text and "(4)-(6) broken)" not in text.split("verdict")[0]
         assert ("certified chance constraint (3) alone: certified feasible at level 0.95 (one-sided "
@@ -243,7 +245,7 @@ def test_a_broken_constraint_is_certain_and_the_certificate_is_about_the_chance_
     # solve's summary prints the exact bounds too: as bounds on (3) alone, not as the plan's verdict
     from deplbench.cli.statements import evaluation_statements
 
-    ev = evaluate_plan(parse_instance(data), plan([("m", "A", -5.0)], {"A": ["d0"]}), samples=1000,
+    ev = evaluate_plan(parse_instance(data), plan([("m", "A", 20.0)], {"A": ["d0"]}), samples=1000,
                        trajectory=False, exact=True)
     said = dict(evaluation_statements(ev))
     assert ev.exact_verdict == "proven infeasible" and ev.violation_hi <= 0.1

@@ -285,12 +285,12 @@ def test_a_proof_of_infeasibility_decides_and_broken_constraints_stay_infeasible
 
 @pytest.mark.parametrize("exact", [False, True])
 def test_a_plan_breaking_hard_constraints_is_never_verdict_feasible(exact):
-    """A negative allocation and Tmax broken: the JSON's ``verdict`` alone must
+    """An allocation above capacity (eq. (5)) broken: the JSON's ``verdict`` alone must
     not read "feasible" (the quantile estimate stays in ``mc_verdict``)."""
     data = random_instance(0.9)
     data["loss_max"] = 9.6
     inst = parse_instance(data)
-    bad = plan([("m", "A", -1.0), ("m", "A", 5.0)], {"A": ["d0"]})
+    bad = plan([("m", "A", 20.0), ("m", "A", 5.0)], {"A": ["d0"]})
     d = evaluate_plan(inst, bad, samples=500, trajectory=False, exact=exact).to_dict()
     assert d["violations"] and d["verdict"] == "infeasible" and d["feasible"] is False
     assert d["verdict_basis"] == "constraints"

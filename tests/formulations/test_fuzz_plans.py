@@ -452,12 +452,13 @@ def test_long_plans_are_simulated_in_bounded_blocks(monkeypatch):
     assert sum(sizes) == 2000 and len(sizes) > 1
     assert max(sizes) * 100 * 24 <= 2**20
     assert {v.split(":")[0] for v in ev.violations} >= {"epochs"} and ev.epochs == 99     # K̄ = 5
-    # what may be held at once is the scope's budget: here the finals, one block of 436 × 100 values
-    # (16 B each at its peak) and one chunk of two epoch columns do not fit 0.7 MiB
+    # what may be held at once is the scope's budget: here the plan itself (99 × EPOCH_BYTES), the
+    # finals and one block of 436 × 100 values (16 B each at its peak) do not fit 0.7 MiB; every
+    # trajectory kept (24 B a value) does for 256
     from deplbench.limits import memory_budget
 
     with memory_budget(0.7 * 2**20 / 2**30), pytest.raises(
-            PlanError, match=r"^samples: 2000 trajectories of 99 epochs need .* use at most 758 samples$"):
+            PlanError, match=r"^samples: 2000 trajectories of 99 epochs need .* use at most 256 samples$"):
         evaluate_plan(instance("base"), plan, samples=2000)
 
 

@@ -67,7 +67,8 @@ def _summary(ev, cross_check: bool = False) -> str:
         f"cost           {ev.cost:.6g}  (compute {ev.compute_cost:.6g}, transfer {ev.transfer_cost:.6g})",
         f"time           {ev.time:.6g}",
         f"epochs         {ev.epochs}  " + ", ".join(f"{m}: {n}" for m, n in ev.epochs_per_model.items()),
-        f"expected loss  {ev.expected_loss:.6g}  (Monte Carlo mean of ℓ(K))",
+        ("expected loss  " + (f"{ev.expected_loss:.6g}  (Monte Carlo mean of ℓ(K), an estimate)"
+                              if ev.expected_loss is not None else f"{ev.expected_loss_note} (no estimate)")),
     ]
     statements = statement_lines(ev, width=15)
     lines[3:3] = _without_dropped(statements, ("exact", "verdict")) if cross_check else statements

@@ -91,7 +91,8 @@ def test_bands_are_refused_only_when_not_one_column_fits_beside_the_finals_and_a
     monkeypatch.setattr(memory_module, "_BLOCK", BLOCK)
     inst, p = _instance(), _plan()
     width = p.n_epochs + 1
-    one_column = N * 16 + BLOCK * width * memory_module.BLOCK_BYTES_PER_VALUE + N * 16
+    one_column = (memory_module.epoch_bytes(p.n_epochs) + N * 16 + BLOCK * width * memory_module.BLOCK_BYTES_PER_VALUE
+                  + N * 16)
     with memory_budget(one_column / 2**30 * (1 - 1e-9)):
         with pytest.raises(PlanError, match=r"^samples: 2000 trajectories of 12 epochs need .* GiB with the "
                                             r"per-epoch bands \(budget .* GiB\); use at most (\d+) samples$") as info:
@@ -116,16 +117,17 @@ def test_the_default_eval_samples_on_a_random_instance_of_horizon_3000_are_accep
     assert cls.name == "depl"
     # beyond what fits beside one block of 25,000 × 3001 values (16 B each at its peak), with chunks of
     # ⌈3001 / 64⌉ = 47 columns (at most MAX_BAND_CHUNKS re-simulations): a one-line refusal naming the
-    # argument; (2 GiB − 25,000 × 3001 × 16 B) / (16 B + 47 × 16 B) = 1,233,181 samples fit
+    # argument; (2 GiB − 3000 × EPOCH_BYTES − 25,000 × 3001 × 16 B) / (16 B + 47 × 16 B) = 1,228,681
+    # samples fit beside the plan itself
     assert memory_module.MAX_BAND_CHUNKS == 64 and memory_module.BLOCK_BYTES_PER_VALUE == 16
-    assert (2**31 - 25_000 * 3001 * 16) // (16 + 47 * 16) == 1_233_181
+    assert (2**31 - 3000 * memory_module.EPOCH_BYTES - 25_000 * 3001 * 16) // (16 + 47 * 16) == 1_228_681
     with pytest.raises(SolverError, match=r"^eval_samples: 20000000 trajectories of up to K̄ = 3000 epochs "
                                           r"\(the longest plan the instance allows\) need 15.4 GiB with the per-epoch "
-                                          r"bands \(budget 2 GiB\); use at most 1233181 samples$"):
+                                          r"bands \(budget 2 GiB\); use at most 1228681 samples$"):
         check_solve_arguments(inst, "depl", True, 20_000_000, 0)
-    assert check_solve_arguments(inst, "depl", True, 1_233_181, 0) is cls
-    with pytest.raises(SolverError, match="use at most 1233181 samples"):
-        check_solve_arguments(inst, "depl", True, 1_233_182, 0)
+    assert check_solve_arguments(inst, "depl", True, 1_228_681, 0) is cls
+    with pytest.raises(SolverError, match="use at most 1228681 samples"):
+        check_solve_arguments(inst, "depl", True, 1_228_682, 0)
 
 
 def test_the_sweep_check_is_the_evaluators_rule():
@@ -165,7 +167,7 @@ def test_the_bands_are_never_computed_in_more_than_max_band_chunks(monkeypatch):
     p = plan([("m", "A", 0.05)] * 65 + [("p", "A", 0.05)] * 65, {"A": ["d0"]})
     width = p.n_epochs + 1
     assert -(-width // memory_module.MAX_BAND_CHUNKS) == 3
-    base = n * 16 + 100 * width * memory_module.BLOCK_BYTES_PER_VALUE
+    base = memory_module.epoch_bytes(p.n_epochs) + n * 16 + 100 * width * memory_module.BLOCK_BYTES_PER_VALUE
     sizes = _counting(monkeypatch)
     with memory_budget((base + 2 * n * 16) / 2**30), pytest.raises(PlanError, match=r"^samples: 500 trajectories "):
         evaluate_plan(inst, p, samples=n, seed=2)

@@ -165,10 +165,10 @@ def test_the_default_eval_samples_accept_a_plan_of_4000_epochs():
     check_evaluation_memory(DEFAULT_EVAL_SAMPLES, 4000, True)
     assert check_solve_arguments(inst, "depl", True, DEFAULT_EVAL_SAMPLES, 0).name == "depl"
     # the first horizon the default no longer fits: the finals, one block at 16 B per value and
-    # a chunk of ⌈(K̄ + 1)/64⌉ columns pass 2 GiB
-    check_evaluation_memory(DEFAULT_EVAL_SAMPLES, 57_166, True)
-    with pytest.raises(PlanError, match=r"^samples: 50000 trajectories of 57167 epochs need "):
-        check_evaluation_memory(DEFAULT_EVAL_SAMPLES, 57_167, True)
+    # a chunk of ⌈(K̄ + 1)/64⌉ columns pass 2 GiB beside the plan itself (memory.EPOCH_BYTES an epoch)
+    check_evaluation_memory(DEFAULT_EVAL_SAMPLES, 52_397, True)
+    with pytest.raises(PlanError, match=r"^samples: 50000 trajectories of 52398 epochs need "):
+        check_evaluation_memory(DEFAULT_EVAL_SAMPLES, 52_398, True)
 
 
 def test_a_plan_beyond_one_block_is_evaluated_with_its_bands(monkeypatch):

@@ -23,6 +23,8 @@ Modules (import a name from its module; this package imports nothing):
                          ω-quantile, no sampling: :func:`~.exact_violation.violation_bounds`,
                          :func:`~.exact_violation.plan_violation_bounds`,
                          :class:`~.exact_violation.ExactSettings`
+:mod:`.means`            whether E[ℓ(k)] exists: :func:`~.means.law_without_mean` names
+                         the first law without a finite mean
 :mod:`.settings`         the limits and defaults of runs, seed, confidence and samples,
                          checked in one place by every front:
                          :func:`~.settings.check_closed_loop`, :func:`~.settings.check_samples`

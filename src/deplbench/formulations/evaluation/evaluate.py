@@ -74,8 +74,8 @@ from deplbench.formulations.evaluation.exact_violation import (
     violation_bounds,
 )
 from deplbench.formulations.evaluation.instance_check import check_instance
+from deplbench.formulations.evaluation.means import mark_undefined_mean
 from deplbench.formulations.evaluation.memory import (
-    LAYOUT_BYTES_PER_VALUE,
     MEMORY_BUDGET,
     band_chunk,
     bands_kept,
@@ -85,9 +85,9 @@ from deplbench.formulations.evaluation.memory import (
     chunked_bands,
 )
 from deplbench.formulations.evaluation.quantile_ci import CI_METHOD, QuantileInterval, order_statistic_ci
-from deplbench.formulations.evaluation.settings import check_confidence, check_samples, check_seed
+from deplbench.formulations.evaluation.settings import MIN_SAMPLES, check_confidence, check_samples, check_seed
 from deplbench.formulations.model.allocation import TIME_RTOL, epoch_parameters
-from deplbench.formulations.model.plan import Plan, check_plan_names, datasets_loc, parse_plan
+from deplbench.formulations.model.plan import Plan, check_allocations, check_plan_names, datasets_loc, parse_plan
 from deplbench.formulations.model.scenarios import OUT_OF_SAMPLE, loss_threshold, quantile_rank
 
 #: ``ci_method`` of a plan whose random terms are all point masses.
@@ -117,6 +117,9 @@ class Evaluation:
     constraints_ok : bool
     quantile : float
         The out-of-sample ω-quantile of ℓ(K) (a Monte Carlo estimate).
+    expected_loss, expected_loss_note : float or None, str or None
+        The Monte Carlo mean of ℓ(K), an estimate; None, the note naming the law, when a law the
+        loss sums has no finite mean (E[ℓ(K)] does not exist; ``mean`` None from where it enters).
     quantile_ci, quantile_ci_level : tuple of float, float
         Its interval as ``ci_method`` says (zero width when exact; an end infinite when the draws are too
         few for it) and a coverage it is guaranteed: ``confidence``, or the exact one (≥ it) if one-sided.
@@ -162,14 +165,14 @@ class Evaluation:
     quantile_ci: tuple[float, float]
     verdict: str
     feasible: bool
-    expected_loss: float
+    expected_loss: float | None
     loss_max: float
     omega: float
     samples: int
     seed: int
     confidence: float
     exact: bool
-    mean: list[float] = field(default_factory=list)
+    mean: list[float | None] = field(default_factory=list)
     p01: list[float] = field(default_factory=list)
     p99: list[float] = field(default_factory=list)
     epochs_per_model: dict[str, int] = field(default_factory=dict)
@@ -208,6 +211,8 @@ class Evaluation:
     quantile_ci_level: float | None = None
     violation_bounds_method: str = VIOLATION_BOUNDS_METHOD
     verdict_basis: str = BASIS_MONTE_CARLO
+    #: Why ``expected_loss`` is None ("undefined: ... has no finite mean"; ``formulations.evaluation.means``).
+    expected_loss_note: str | None = None
 
     def to_dict(self) -> dict:
         d = asdict(self)
@@ -247,17 +252,14 @@ def _check_constraints(instance, plan: Plan, models, clusters) -> tuple[list[str
     allowed = instance.allowed
     for k in range(1, K):
         if not allowed[models[k - 1], models[k]]:
-            violations.append(
-                f"epochs[{k}].model: switch {plan.epochs[k - 1].model!r} -> {plan.epochs[k].model!r} is not allowed"
-            )
+            violations.append(f"epochs[{k}].model: switch {plan.epochs[k - 1].model!r} -> "
+                              f"{plan.epochs[k].model!r} is not allowed")
     compute, comm, _, capacity, _ = epoch_parameters(instance, plan.models, plan.clusters, plan.datasets)
     x = np.array(plan.allocations, dtype=float)
     for k in range(K):
         if compute[k] <= 0:
             violations.append(f"epochs[{k}].cluster: cluster {plan.epochs[k].cluster!r} trains but holds no dataset")
-        if not x[k] > 0:
-            violations.append(f"epochs[{k}].allocation: must be > 0 (got {x[k]})")
-        elif x[k] > capacity[k] * (1 + 1e-12):
+        if x[k] > capacity[k] * (1 + 1e-12):     # x > 0: check_allocations refused the rest
             violations.append(
                 f"epochs[{k}].allocation: {x[k]:.6g} exceeds capacity r = {capacity[k]:.6g} (eq. (5))"
             )
@@ -394,7 +396,7 @@ def evaluate_plan(
     )
     rng = np.random.default_rng([int(seed), OUT_OF_SAMPLE])
     n = 1 if is_exact else int(samples)
-    check_evaluation_memory(n, plan.n_epochs, trajectory)
+    check_evaluation_memory(n, plan.n_epochs, trajectory, epochs_field="epochs", least=min(n, MIN_SAMPLES))
     try:
         ev = _simulate_and_judge(instance, plan, models, gammas, n, rng, is_exact, trajectory, seed, confidence,
                                  violations, time, compute_cost, transfer)
@@ -403,6 +405,7 @@ def evaluate_plan(
             f"samples: {n} trajectories of {plan.n_epochs} epochs do not fit in memory"
             + (" with the per-epoch bands" if trajectory else "") + "; use fewer samples"
         ) from None
+    mark_undefined_mean(ev, instance, models)
     if exact:
         attach_exact(ev, instance, models, gammas)
     else:
@@ -460,12 +463,12 @@ def _check_arguments(instance, plan, samples, seed, confidence, trajectory):
     """
     check_instance(instance, full=False, type_error=PlanError)     # one built or changed in code, too
     plan = parse_plan(plan)
+    check_allocations(plan)       # a Plan built in code skips parse_plan's check
     samples = check_samples(samples)
     confidence = check_confidence(confidence)
     seed = check_seed(seed)    # numpy's own message ("expected non-negative integer") names no field
-    if (plan.n_epochs + 1) * LAYOUT_BYTES_PER_VALUE > MEMORY_BUDGET:
-        raise PlanError(f"epochs: {plan.n_epochs} epochs are too many to simulate within "
-                        f"{MEMORY_BUDGET / 2**30:g} GiB")
+    # the plan and one trajectory before any per-epoch array; samples once the laws say how many are drawn
+    check_evaluation_memory(1, plan.n_epochs, trajectory, epochs_field="epochs", least=1)
     return plan, int(samples), int(seed), confidence
 
 

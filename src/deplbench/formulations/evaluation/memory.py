@@ -46,6 +46,11 @@ LAYOUT_BYTES_PER_VALUE = 8 * 3
 #: Bytes per final loss (the finals and their sorted copy) and per value of
 #: a band chunk (the chunk and the percentile's copy).
 _BYTES_PER_FINAL = _BYTES_PER_CHUNK_VALUE = 8 * 2
+#: Bytes per epoch of the plan held beside the trajectories, whatever the sample count: the
+#: parsed plan (about 880 B an epoch of pydantic objects) and the evaluator's per-epoch arrays,
+#: lists and maps (about 110 B: indices, epoch parameters, the draws' column map, the per-epoch
+#: mean and bands as lists). Measured on a 300,000-epoch plan (peak RSS), rounded up.
+EPOCH_BYTES = 1152
 
 
 #: Most epoch chunks the per-epoch bands are computed in when the trajectories
@@ -73,9 +78,14 @@ def block_size(n_epochs: int) -> int:
     return max(1, min(_BLOCK, MEMORY_BUDGET // ((n_epochs + 1) * LAYOUT_BYTES_PER_VALUE)))
 
 
+def epoch_bytes(n_epochs: int) -> int:
+    """Bytes a plan of ``n_epochs`` epochs takes beside its trajectories (:data:`EPOCH_BYTES` each)."""
+    return n_epochs * EPOCH_BYTES
+
+
 def bands_kept(n: int, n_epochs: int, budget: int) -> bool:
-    """Whether the finals and every trajectory fit in ``budget`` (the bands in one pass)."""
-    return n * (_BYTES_PER_FINAL + (n_epochs + 1) * BYTES_PER_VALUE) <= budget
+    """Whether the plan, the finals and every trajectory fit in ``budget`` (the bands in one pass)."""
+    return epoch_bytes(n_epochs) + n * (_BYTES_PER_FINAL + (n_epochs + 1) * BYTES_PER_VALUE) <= budget
 
 
 def min_chunk(n_epochs: int) -> int:
@@ -89,7 +99,7 @@ def band_chunk(n: int, n_epochs: int, budget: int) -> int:
     plan's ``n_epochs + 1``; 0 when fewer than :func:`min_chunk` fit."""
     width = n_epochs + 1
     block_bytes = min(n, block_size(n_epochs)) * width * BLOCK_BYTES_PER_VALUE
-    free = budget - n * _BYTES_PER_FINAL - block_bytes
+    free = budget - epoch_bytes(n_epochs) - n * _BYTES_PER_FINAL - block_bytes
     chunk = int(max(0, min(width, free // (n * _BYTES_PER_CHUNK_VALUE))))
     return chunk if chunk >= min_chunk(n_epochs) else 0
 
@@ -97,13 +107,14 @@ def band_chunk(n: int, n_epochs: int, budget: int) -> int:
 def evaluation_bytes(n: int, n_epochs: int, trajectory: bool, budget: int) -> int:
     """The least memory an evaluation of ``n`` trajectories needs at once (bytes).
 
-    Without the bands: the finals alone (the blocks are sized to the budget
-    on their own). With them: every trajectory kept, or, when that does not
-    fit, the finals, one block and the narrowest chunk (:func:`min_chunk`).
+    Always the plan itself (:func:`epoch_bytes`) and the finals, and one block of
+    trajectories. With the bands: every trajectory kept, or, when that does not fit,
+    one block and the narrowest chunk (:func:`min_chunk`).
     """
-    finals = n * _BYTES_PER_FINAL
+    width = n_epochs + 1
+    finals = epoch_bytes(n_epochs) + n * _BYTES_PER_FINAL
     if not trajectory:
-        return finals
+        return finals + min(n, block_size(n_epochs)) * width * BLOCK_BYTES_PER_VALUE if n_epochs else finals
     width = n_epochs + 1
     kept = finals + n * width * BYTES_PER_VALUE
     chunked = (finals + min(n, block_size(n_epochs)) * width * BLOCK_BYTES_PER_VALUE
@@ -113,24 +124,31 @@ def evaluation_bytes(n: int, n_epochs: int, trajectory: bool, budget: int) -> in
 
 def max_samples(n_epochs: int, trajectory: bool, budget: int) -> int:
     """The largest sample count :func:`evaluation_bytes` fits in ``budget``."""
-    if not trajectory:
-        return budget // _BYTES_PER_FINAL
+    budget -= epoch_bytes(n_epochs)
     width = n_epochs + 1
-    kept = budget // (_BYTES_PER_FINAL + width * BYTES_PER_VALUE)
     block = block_size(n_epochs)
+    if not trajectory:
+        if not n_epochs:
+            return max(0, budget // _BYTES_PER_FINAL)
+        one_block = (budget - block * width * BLOCK_BYTES_PER_VALUE) // _BYTES_PER_FINAL
+        small = budget // (_BYTES_PER_FINAL + width * BLOCK_BYTES_PER_VALUE)    # fewer than a block
+        return int(max(0, min(small, block - 1) if one_block < block else one_block))
+    kept = budget // (_BYTES_PER_FINAL + width * BYTES_PER_VALUE)
     # beyond one block: the finals and the narrowest chunk beside a full block
     chunked = ((budget - block * width * BLOCK_BYTES_PER_VALUE)
                // (_BYTES_PER_FINAL + min_chunk(n_epochs) * _BYTES_PER_CHUNK_VALUE))
-    return int(max(kept, chunked if chunked > block else 0))
+    return int(max(0, kept, chunked if chunked > block else 0))
 
 
 def check_evaluation_memory(n: int, n_epochs: int, trajectory: bool, field: str = "samples",
-                            error: type[DeplbenchError] = PlanError, up_to: bool = False) -> None:
+                            error: type[DeplbenchError] = PlanError, up_to: bool = False,
+                            epochs_field: str | None = None, least: int = 1) -> None:
     """Refuse, naming ``field``, an evaluation that cannot fit the memory budget.
 
     What must be held at once is sized against the budget of the current
-    :func:`deplbench.limits.memory_budget` scope: the final losses
-    (``n`` × 16 B) and, with the per-epoch bands (``trajectory``), either
+    :func:`deplbench.limits.memory_budget` scope: the plan itself
+    (:data:`EPOCH_BYTES` an epoch), the final losses (``n`` × 16 B), one
+    block of trajectories and, with the per-epoch bands (``trajectory``), either
     every trajectory or, when they do not fit, one block and one chunk of
     epoch columns (:func:`~deplbench.formulations.evaluation.evaluate.evaluate_plan`). So the bands are refused
     only when the finals and one block leave no room for a chunk of
@@ -150,21 +168,34 @@ def check_evaluation_memory(n: int, n_epochs: int, trajectory: bool, field: str 
         The argument or flag the message names.
     error : type, default PlanError
     up_to : bool, default False
+    epochs_field : str, optional
+        The field naming the plan's length (``"epochs"``): when even ``least``
+        trajectories do not fit, the refusal names it rather than ``field``.
+    least : int, default 1
+        The fewest trajectories the caller would accept.
 
     Raises
     ------
     error
-        One line: the memory needed, the budget and the largest count that fits.
+        One line: the memory needed, the budget and the largest count that fits
+        (or, naming ``epochs_field``, that the plan is too long for any count).
     """
     budget = budget_bytes()
     need = evaluation_bytes(n, n_epochs, trajectory, budget)
     if need > budget:
+        fits = max_samples(n_epochs, trajectory, budget)
+        if epochs_field is not None and fits < least:
+            # not the sample count: the plan is too long to evaluate with the fewest samples allowed
+            raise error(f"{epochs_field}: a plan of {n_epochs} epochs is too long to evaluate within the memory "
+                        f"budget of {budget / 2**30:g} GiB: {n} trajectories need {need / 2**30:.3g} GiB"
+                        + (" with the per-epoch bands" if trajectory else "")
+                        + f", the plan itself {epoch_bytes(n_epochs) / 2**30:.3g} GiB of it"
+                        + (f" (and at most {fits} samples would fit, fewer than {least})" if fits else ""))
         of = (f" of up to K̄ = {n_epochs} epochs (the longest plan the instance allows)" if up_to
               else f" of {n_epochs} epochs" if n_epochs else "")
         raise error(f"{field}: {n} trajectories{of} need {need / 2**30:.3g} GiB"
                     + (" with the per-epoch bands" if trajectory else "")
-                    + f" (budget {budget / 2**30:g} GiB); use at most "
-                    f"{max_samples(n_epochs, trajectory, budget)} samples")
+                    + f" (budget {budget / 2**30:g} GiB); use at most {fits} samples")
 
 
 def chunked_bands(simulate: Callable[[int, np.random.Generator], np.ndarray], n: int, width: int, block: int,
@@ -215,7 +246,8 @@ def chunked_bands(simulate: Callable[[int, np.random.Generator], np.ndarray], n:
     return p01, p99
 
 
-__all__ = ["MEMORY_BUDGET", "MAX_BAND_CHUNKS", "BYTES_PER_VALUE", "BLOCK_BYTES_PER_VALUE", "LAYOUT_BYTES_PER_VALUE",
+__all__ = ["MEMORY_BUDGET", "MAX_BAND_CHUNKS", "EPOCH_BYTES", "epoch_bytes", "BYTES_PER_VALUE", "BLOCK_BYTES_PER_VALUE",
+           "LAYOUT_BYTES_PER_VALUE",
            "budget_bytes", "block_size", "bands_kept",
            "min_chunk", "band_chunk", "evaluation_bytes", "max_samples", "check_evaluation_memory",
            "chunked_bands"]

@@ -21,7 +21,14 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, StrictStr, ValidationError
 
 from deplbench.errors import PlanError
-from deplbench.instances.model import check_shape, format_validation_error, key_loc, read_json, reject_unknown_fields
+from deplbench.instances.model import (
+    MAX_HORIZON,
+    check_shape,
+    format_validation_error,
+    key_loc,
+    read_json,
+    reject_unknown_fields,
+)
 from deplbench.limits import as_path
 
 
@@ -94,7 +101,9 @@ def parse_plan(data: Any) -> Plan:
         Naming each offending field as the instance format does
         (``epochs[2].allocation: ...``, ``datasets['A 1']: ...``); an
         object without ``epochs`` (``{}``) is refused, not read as the
-        plan of no epochs.
+        plan of no epochs. A plan of more than ``MAX_HORIZON`` epochs is
+        refused too, before its objects are built: no instance admits it.
+        So is an allocation ≤ 0 (:func:`check_allocations`).
     """
     if isinstance(data, Plan):
         return data
@@ -105,11 +114,36 @@ def parse_plan(data: Any) -> Plan:
         # {} (an empty or truncated file's object) would otherwise be read as
         # the plan of no epochs and judged as if a solver had written it
         raise PlanError("plan: missing field 'epochs' (a plan of no epochs is written \"epochs\": [])")
+    epochs = data["epochs"]
+    if isinstance(epochs, list) and len(epochs) > MAX_HORIZON:
+        # no instance admits it (K̄ ≤ MAX_HORIZON), and its objects alone would take about 1 KB an epoch
+        raise PlanError(f"epochs: {len(epochs)} epochs exceed the largest horizon an instance may have "
+                        f"(K̄ ≤ {MAX_HORIZON}): infeasible on every instance, refused before it is built")
     check_shape(data, root="plan", error=PlanError)
     try:
-        return Plan.model_validate(data)
+        plan = Plan.model_validate(data)
     except ValidationError as exc:
         raise PlanError("invalid plan: " + format_validation_error(exc, root="plan")) from None
+    return check_allocations(plan)
+
+
+def check_allocations(plan: Plan) -> Plan:
+    """Refuse a plan with an allocation x(k, n) ≤ 0; return it unchanged otherwise.
+
+    Time (1) divides by x and cost (2) multiplies by it: a negative x would
+    lower the cost reported for a plan, a zero one make its time infinite.
+    No solver emits one (the allocations are the positive solution of the
+    allocation problem), so such a file is not a plan to judge.
+
+    Raises
+    ------
+    PlanError
+        ``epochs[0].allocation: must be > 0, got -5.0`` (the first offence).
+    """
+    for k, e in enumerate(plan.epochs):
+        if not e.allocation > 0:
+            raise PlanError(f"epochs[{k}].allocation: must be > 0, got {e.allocation!r}")
+    return plan
 
 
 def load_plan(path: str | Path) -> Plan:
@@ -180,4 +214,4 @@ def check_plan_names(instance, plan: Plan) -> None:
             raise PlanError(f"{loc}: a dataset is listed twice")
 
 
-__all__ = ["Epoch", "Plan", "parse_plan", "load_plan", "check_plan_names", "datasets_loc"]
+__all__ = ["Epoch", "Plan", "parse_plan", "check_allocations", "load_plan", "check_plan_names", "datasets_loc"]
