@@ -91,7 +91,8 @@ def test_every_new_path_in_the_moved_lists_exists():
 #: there, so they have no row (their changelog entry is under **Added**/**Changed**).
 CREATED_IN_PLACE = frozenset({"deplbench.formulations.evaluation.settings", "deplbench.formulations.evaluation.memory",
                               "deplbench.formulations.evaluation.instance_check",
-                              "deplbench.formulations.evaluation.quantile_ci"})
+                              "deplbench.formulations.evaluation.quantile_ci",
+                              "deplbench.formulations.evaluation.means"})
 
 
 def test_formulations_modules_are_listed_with_their_new_place():
