@@ -252,8 +252,12 @@ def jump_rise(instance, n_models: int) -> float:
         The loss headroom above ℓ(0) that :class:`Chain` grids (and
         :func:`~deplbench.formulations.adaptive.bracket.memory_estimate` counts).
     """
-    jumps = [sw.jump for sw in instance.switches]
-    return sum(sorted((max(0.0, float(j.ppf(1 - 1e-4))) for j in jumps), reverse=True)[:n_models - 1])
+    n = len(instance.switches)
+    rises = []
+    for p, sw in enumerate(instance.switches):
+        check_time(f"adaptive-opt's jump headroom, switch {p} of {n}")
+        rises.append(max(0.0, float(sw.jump.ppf(1 - 1e-4))))
+    return sum(sorted(rises, reverse=True)[:n_models - 1])
 
 
 def chain_refused(instance, buckets: int, st: Setting | None = None) -> str:

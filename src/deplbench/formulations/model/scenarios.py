@@ -31,6 +31,7 @@ from fractions import Fraction
 import numpy as np
 
 from deplbench.errors import InstanceError
+from deplbench.limits import check_time
 
 IN_SAMPLE, OUT_OF_SAMPLE = 0, 1
 
@@ -151,19 +152,24 @@ class Scenarios:
         return int(np.count_nonzero(self.final_losses(models, gammas) > loss_threshold(loss_max)))
 
 
-def _draw_columns(rng, dists, n: int, K: int) -> np.ndarray:
+def _draw_columns(rng, dists, n: int, K: int, what: str = "law") -> np.ndarray:
     """(n, K, len(dists)) draws, one column per distribution.
 
     When every distribution is a point mass (the knapsack reduction, where
     all |M|(|M|−1) switch pairs exist), the result is a read-only broadcast
     view that costs no memory; point masses never consume random numbers,
     so the stream is the same either way.
+
+    The deadline (:func:`deplbench.limits.check_time`) is checked before
+    every column: an instance with 20,000 switch laws draws for seconds
+    before any solver loop starts. ``what`` names the columns in the message.
     """
     if all(d.is_deterministic for d in dists):
         values = np.array([d.mean() for d in dists], dtype=float)
         return np.broadcast_to(values[None, None, :], (n, K, len(dists)))
     out = np.empty((n, K, len(dists)))
     for j, d in enumerate(dists):
+        check_time(f"drawing scenarios, {what} {j} of {len(dists)}")
         out[:, :, j] = d.sample(rng, (n, K))
     return out
 
@@ -189,8 +195,8 @@ class ScenarioSampler:
         else:
             rng = self.generator(stream)
             K = inst.horizon
-            improvement = _draw_columns(rng, [m.improvement for m in inst.models], n, K)
-            jump = _draw_columns(rng, [sw.jump for sw in inst.switches], n, K)
+            improvement = _draw_columns(rng, [m.improvement for m in inst.models], n, K, "model")
+            jump = _draw_columns(rng, [sw.jump for sw in inst.switches], n, K, "switch")
         return Scenarios(
             improvement=improvement,
             jump=jump,
