@@ -204,12 +204,17 @@ def test_chernoff_transform_checks_the_deadline_per_switch(many_switches, monkey
         f"quantile transform, switch {i} of {n}" for i in range(n)]
 
 
-def test_scenario_draws_check_the_deadline_per_column(many_switches):
+def test_heuristics_scenario_draws_check_the_deadline_per_column(many_switches):
+    """The heuristics' draws (baselines.common) read the deadline per law; the MILP's do not
+    (its time limit goes to the solver, which keeps a dual bound)."""
     from deplbench.formulations.model.scenarios import ScenarioSampler
+    from deplbench.solvers.baselines.common import in_sample_scenarios
 
     n = len(many_switches.switches)
     with limits.use_clock(_ticking()), limits.deadline(12 + 20.0), \
             pytest.raises(limits.TimeLimitReached, match=rf"drawing scenarios, switch 19 of {n}\)"):
+        in_sample_scenarios(many_switches, 10, 0)
+    with limits.use_clock(_ticking()), limits.deadline(5.0):
         ScenarioSampler(many_switches, 0).in_sample(10)
 
 
@@ -218,7 +223,7 @@ def test_draws_are_the_same_with_a_deadline(many_switches):
 
     free = ScenarioSampler(many_switches, 3).in_sample(20)
     with limits.deadline(1e6):
-        timed = ScenarioSampler(many_switches, 3).in_sample(20)
+        timed = ScenarioSampler(many_switches, 3).in_sample(20, checked=True)
     assert np.array_equal(free.jump, timed.jump) and np.array_equal(free.improvement, timed.improvement)
 
 
@@ -227,12 +232,14 @@ def test_pact_jump_estimates_and_adaptive_jump_headroom_check_per_switch(many_sw
     from deplbench.solvers.pact import graph
 
     n = len(many_switches.switches)
-    for module, fn, what in ((graph, lambda: graph._jump_estimates(many_switches, 0.95), "PACT switch-jump estimates"),
-                             (chain, lambda: chain.jump_rise(many_switches, 12), "adaptive-opt's jump headroom")):
+    monkeypatch.setattr(chain, "JUMP_CHECK_STRIDE", 10)
+    for module, fn, what, at in (
+            (graph, lambda: graph._jump_estimates(many_switches, 0.95), "PACT switch-jump estimates", range(n)),
+            (chain, lambda: chain.jump_rise(many_switches, 12), "adaptive-opt's jump headroom", range(10, n, 10))):
         seen = []
         monkeypatch.setattr(module, "check_time", seen.append)
         fn()
-        assert seen == [f"{what}, switch {i} of {n}" for i in range(n)]
+        assert seen == [f"{what}, switch {i} of {n}" for i in at]
 
 
 def test_static_learn_refuses_more_models_than_epochs_before_drawing(many_switches, monkeypatch):
