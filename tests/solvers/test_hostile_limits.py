@@ -17,6 +17,7 @@ import pytest
 from deplbench import limits
 from deplbench.instances.generators import generate
 from deplbench.instances.model import parse_instance
+from deplbench.solvers.depl import quantile_transform as qt
 from deplbench.solvers.run import solve
 from tests.instance_data import two_model_data
 
@@ -147,3 +148,131 @@ def test_milp_certified_total_time_limit_skips_late_tests_only():
     assert late["certified"] is False and late["draws"] == 100 and "skipped" in late
     assert on_time["draws"] == 5000 and "skipped" not in on_time
     assert late["cost"] == pytest.approx(on_time["cost"])
+
+
+# ---- many switches: every per-switch loop reads the deadline ----------------------------------------
+
+@pytest.fixture(scope="module")
+def many_switches():
+    """66 switch laws (Student's t), each with its own parameters."""
+    return generate("scaling", n_models=12, n_clusters=1, horizon=4)
+
+
+def _ticking(step: float = 1.0):
+    """A clock that advances ``step`` seconds at every read: a deadline of ``n`` s passes at the
+    ``n``-th read after it opened, whatever the machine's speed."""
+    t = [0.0]
+
+    def clock():
+        t[0] += step
+        return t[0]
+    return clock
+
+
+def test_switch_laws_are_not_frozen_scipy_laws_and_give_their_values(many_switches, monkeypatch):
+    """A frozen SciPy law costs about a millisecond to build (20 s for 20,000 switches): the laws
+    call SciPy's shared distribution objects instead, with the frozen law's values."""
+    from scipy import stats
+
+    law = many_switches.switches[0].jump
+    frozen = stats.t(law.df, loc=law.loc, scale=law.scale)
+    q = np.array([0.0, 1e-12, 0.05, 0.5, 0.95, 1.0 - 1e-4, 1.0])
+    x = np.array([-50.0, -1.0, 0.0, 0.3, 7.0])
+
+    def no_freeze(*args, **kwds):
+        raise AssertionError("a SciPy law was frozen")
+    monkeypatch.setattr(stats.t, "freeze", no_freeze)
+    fresh = type(law)(df=law.df, loc=law.loc, scale=law.scale + 1e-9)      # not in the law cache
+    assert np.isfinite(fresh.ppf(0.5))
+    assert np.array_equal(law.ppf(q), frozen.ppf(q))
+    for name in ("cdf", "sf", "pdf"):
+        assert np.array_equal(getattr(law, name)(x), getattr(frozen, name)(x))
+
+
+def test_chernoff_transform_checks_the_deadline_per_switch(many_switches, monkeypatch):
+    """Each switch's support and quantile grid (ppf calls) is preceded by a check; before,
+    the first check came after all of them (depl: 48 s past a 2 s limit on 250,000 switches)."""
+    lm = qt.LossModel.from_instance(many_switches, 1.0)
+    n = len(lm.jumps)
+    with limits.use_clock(_ticking()), limits.deadline(5.0), \
+            pytest.raises(limits.TimeLimitReached, match=rf"quantile transform, support of switch 4 of {n}\)"):
+        qt.chernoff_bound(lm, 1.0, 0.1)
+    seen = []
+    monkeypatch.setattr(qt, "check_time", seen.append)
+    qt.chernoff_bound(qt.LossModel.from_instance(many_switches, 1.0), 1.0, 0.1)
+    assert [w for w in seen if w.startswith("quantile transform, switch")] == [
+        f"quantile transform, switch {i} of {n}" for i in range(n)]
+
+
+def test_heuristics_scenario_draws_check_the_deadline_per_column(many_switches):
+    """The heuristics' draws (baselines.common) read the deadline per law; the MILP's do not
+    (its time limit goes to the solver, which keeps a dual bound)."""
+    from deplbench.formulations.model.scenarios import ScenarioSampler
+    from deplbench.solvers.baselines.common import in_sample_scenarios
+
+    n = len(many_switches.switches)
+    with limits.use_clock(_ticking()), limits.deadline(12 + 20.0), \
+            pytest.raises(limits.TimeLimitReached, match=rf"drawing scenarios, switch 19 of {n}\)"):
+        in_sample_scenarios(many_switches, 10, 0)
+    with limits.use_clock(_ticking()), limits.deadline(5.0):
+        ScenarioSampler(many_switches, 0).in_sample(10)
+
+
+def test_draws_are_the_same_with_a_deadline(many_switches):
+    from deplbench.formulations.model.scenarios import ScenarioSampler
+
+    free = ScenarioSampler(many_switches, 3).in_sample(20)
+    with limits.deadline(1e6):
+        timed = ScenarioSampler(many_switches, 3).in_sample(20, checked=True)
+    assert np.array_equal(free.jump, timed.jump) and np.array_equal(free.improvement, timed.improvement)
+
+
+def test_pact_jump_estimates_and_adaptive_jump_headroom_check_per_switch(many_switches, monkeypatch):
+    from deplbench.formulations.adaptive import chain
+    from deplbench.solvers.pact import graph
+
+    n = len(many_switches.switches)
+    monkeypatch.setattr(chain, "JUMP_CHECK_STRIDE", 10)
+    for module, fn, what, at in (
+            (graph, lambda: graph._jump_estimates(many_switches, 0.95), "PACT switch-jump estimates", range(n)),
+            (chain, lambda: chain.jump_rise(many_switches, 12), "adaptive-opt's jump headroom", range(10, n, 10))):
+        seen = []
+        monkeypatch.setattr(module, "check_time", seen.append)
+        fn()
+        assert seen == [f"{what}, switch {i} of {n}" for i in at]
+
+
+def test_static_learn_refuses_more_models_than_epochs_before_drawing(many_switches, monkeypatch):
+    from deplbench.solvers.baselines import static
+
+    def no_draw(*args, **kwargs):
+        raise AssertionError("scenarios drawn for a run refused up front")
+    monkeypatch.setattr(static, "in_sample_scenarios_checked", no_draw)
+    res = solve(many_switches, "static-learn", evaluate=False)
+    assert res.status == "no_solution" and res.message == "StaticLearn uses all 12 models but K̄ = 4"
+
+
+def test_saa_replications_stop_after_the_first_memory_refusal(many_switches, monkeypatch):
+    """Scenario arrays beyond the MILP's memory_limit: one SAA solve is refused, the others get
+    the same refusal unsolved (before: every replication parsed the instance and was refused)."""
+    from deplbench.solvers.certify import refine
+
+    calls = []
+    refusal = "the in-sample scenarios would need about 99 GiB (…) > memory_limit 2.00 GiB; use fewer scenarios"
+
+    def fake(task):
+        calls.append(task["seed"])
+        return {"role": task["role"], "factor": task.get("factor"), "seed": task["seed"], "omega": task["omega"],
+                "scenarios": task["scenarios"], "status": "error", "message": refusal, "cost": None,
+                "lower_bound": None, "plan": None, "runtime_s": 1.0, "cpu_s": 1.0}
+    monkeypatch.setattr(refine, "saa_task", fake)
+    tasks = refine.saa_tasks({}, 0.9, 0.1, 5, 10**8, (0.5,), 2, 7, 1.0, 1e-4, stage=1)
+    results, _ = refine.run_saa(lambda fn, ts: [fn(t) for t in ts], tasks, many_switches)
+    assert calls == [7]
+    assert [r["seed"] for r in results] == [t["seed"] for t in tasks]
+    assert all(r["status"] == "error" and r["message"] == refusal and r["stage"] == 1 for r in results)
+    assert all("skipped" in r for r in results[1:])
+    calls.clear()
+    small, _ = refine.run_saa(lambda fn, ts: [fn(t) for t in ts],
+                              refine.saa_tasks({}, 0.9, 0.1, 5, 100, (), 1, 7, 1.0, 1e-4, stage=1), many_switches)
+    assert calls == [7, 8, 9, 10, 11] and not any("skipped" in r for r in small)

@@ -40,14 +40,47 @@ _Finite = Annotated[float, Field(allow_inf_nan=False, strict=True)]
 _BOUND_SLACK = 1e-9
 
 
+class _BoundLaw:
+    """A SciPy distribution with its parameters bound: what ``stats.t(df, loc=…, scale=…)``
+    freezes, without freezing.
+
+    A frozen SciPy law builds a new distribution instance and its docstring
+    (the cost that dominated an instance with 20,000 switch laws before any
+    solver loop); this one calls the shared distribution object with the
+    same arguments, so every value is the frozen law's.
+    """
+
+    __slots__ = ("dist", "args", "kwds")
+
+    def __init__(self, dist, *args, **kwds):
+        self.dist, self.args, self.kwds = dist, args, kwds
+
+    def cdf(self, x):
+        return self.dist.cdf(x, *self.args, **self.kwds)
+
+    def ppf(self, q):
+        return self.dist.ppf(q, *self.args, **self.kwds)
+
+    def sf(self, x):
+        return self.dist.sf(x, *self.args, **self.kwds)
+
+    def pdf(self, x):
+        return self.dist.pdf(x, *self.args, **self.kwds)
+
+    def mean(self):
+        return self.dist.mean(*self.args, **self.kwds)
+
+    def var(self):
+        return self.dist.var(*self.args, **self.kwds)
+
+
 @lru_cache(maxsize=512)
 def _scipy_law(dist: "_Dist"):
-    """The frozen SciPy law of ``dist``, built once per distinct parameters.
+    """The SciPy law of ``dist`` (a :class:`_BoundLaw`), built once per distinct parameters.
 
-    Freezing a SciPy distribution costs milliseconds; the exact violation
-    bounds and the adaptive DP call cdf/sf/pdf thousands of times on the
-    same few laws. The models are frozen (hashable, immutable), so a cache
-    keyed on them cannot go stale."""
+    The exact violation bounds and the adaptive DP call cdf/sf/pdf thousands
+    of times on the same few laws. The models are frozen (hashable,
+    immutable), so a cache keyed on them cannot go stale."""
     return dist._frozen()
 
 
@@ -183,7 +216,7 @@ class InverseGamma(_Dist):
     def _frozen(self):
         from scipy import stats  # imported on use: loading an instance need not import scipy
 
-        return stats.invgamma(self.shape, scale=self.scale)
+        return _BoundLaw(stats.invgamma, self.shape, scale=self.scale)
 
     def mean(self) -> float:
         return self.scale / (self.shape - 1.0) if self.shape > 1 else math.inf
@@ -244,7 +277,7 @@ class StudentT(_Dist):
     def _frozen(self):
         from scipy import stats  # imported on use: loading an instance need not import scipy
 
-        return stats.t(self.df, loc=self.loc, scale=self.scale)
+        return _BoundLaw(stats.t, self.df, loc=self.loc, scale=self.scale)
 
     def mean(self) -> float:
         return self.loc if self.df > 1 else math.nan
@@ -287,7 +320,7 @@ class Normal(_Dist):
     def _frozen(self):
         from scipy import stats  # imported on use: loading an instance need not import scipy
 
-        return stats.norm(loc=self.mu, scale=self.std)
+        return _BoundLaw(stats.norm, loc=self.mu, scale=self.std)
 
     def mean(self) -> float:
         return self.mu
@@ -315,7 +348,7 @@ class LogNormal(_Dist):
     def _frozen(self):
         from scipy import stats  # imported on use: loading an instance need not import scipy
 
-        return stats.lognorm(self.sigma, scale=math.exp(self.mu))
+        return _BoundLaw(stats.lognorm, self.sigma, scale=math.exp(self.mu))
 
     def tails(self, p: float) -> tuple[float, float]:
         try:

@@ -332,12 +332,13 @@ def adaptive_bounds(instance, buckets: int = START_BUCKETS, runs: int = RUNS, se
                              max_buckets=max_buckets, time_points=time_points, slopes=slopes, threads=threads))
     if time_limit is not None and math.isinf(time_limit):
         time_limit = None       # no limit: then the bracket's own, for the time left to the bound (own_limit)
-    check_memory(memory_estimate(instance, buckets, runs, tune_runs),
-                 f"adaptive-opt's loss grid and runs (buckets = {buckets}, K̄ = {instance.horizon}, "
-                 f"runs = {max(runs, tune_runs)})", "use fewer buckets or runs")
     state = Progress(now())
     with deadline(time_limit):
         try:
+            # the estimate reads every switch law's jump quantile (chain.jump_rise), checking the deadline
+            check_memory(memory_estimate(instance, buckets, runs, tune_runs),
+                         f"adaptive-opt's loss grid and runs (buckets = {buckets}, K̄ = {instance.horizon}, "
+                         f"runs = {max(runs, tune_runs)})", "use fewer buckets or runs")
             return _bracket(instance, buckets, runs, seed, confidence, tune_runs, rho, iters_lam, iters_mu, width,
                             time_limit, max_buckets, progress, time_points, state, slopes, threads_for(threads))
         except TimeLimitReached as exc:

@@ -31,6 +31,7 @@ from fractions import Fraction
 import numpy as np
 
 from deplbench.errors import InstanceError
+from deplbench.limits import check_time
 
 IN_SAMPLE, OUT_OF_SAMPLE = 0, 1
 
@@ -151,19 +152,27 @@ class Scenarios:
         return int(np.count_nonzero(self.final_losses(models, gammas) > loss_threshold(loss_max)))
 
 
-def _draw_columns(rng, dists, n: int, K: int) -> np.ndarray:
+def _draw_columns(rng, dists, n: int, K: int, what: str = "law", checked: bool = False) -> np.ndarray:
     """(n, K, len(dists)) draws, one column per distribution.
 
     When every distribution is a point mass (the knapsack reduction, where
     all |M|(|M|−1) switch pairs exist), the result is a read-only broadcast
     view that costs no memory; point masses never consume random numbers,
     so the stream is the same either way.
+
+    With ``checked`` the deadline (:func:`deplbench.limits.check_time`) is
+    read before every column (a heuristic's draws over 20,000 switch laws
+    come before its first loop); ``what`` names the columns in the message.
+    The MILP draws unchecked: its time limit goes to the solver, which
+    returns a dual bound when it stops.
     """
     if all(d.is_deterministic for d in dists):
         values = np.array([d.mean() for d in dists], dtype=float)
         return np.broadcast_to(values[None, None, :], (n, K, len(dists)))
     out = np.empty((n, K, len(dists)))
     for j, d in enumerate(dists):
+        if checked:
+            check_time(f"drawing scenarios, {what} {j} of {len(dists)}")
         out[:, :, j] = d.sample(rng, (n, K))
     return out
 
@@ -178,19 +187,19 @@ class ScenarioSampler:
     def generator(self, stream: int) -> np.random.Generator:
         return np.random.default_rng([self.seed, stream])
 
-    def _draw(self, n: int, stream: int) -> Scenarios:
+    def _draw(self, n: int, stream: int, checked: bool = False) -> Scenarios:
         inst = self.instance
         source = getattr(inst, "scenario_source", None)
         if source is not None:
             # a reduced instance: the original's draws, its kept columns (preprocess docstring)
             origin, models, switches = source
-            full = ScenarioSampler(origin, self.seed)._draw(n, stream)
+            full = ScenarioSampler(origin, self.seed)._draw(n, stream, checked)
             improvement, jump = full.improvement[:, :, models], full.jump[:, :, switches]
         else:
             rng = self.generator(stream)
             K = inst.horizon
-            improvement = _draw_columns(rng, [m.improvement for m in inst.models], n, K)
-            jump = _draw_columns(rng, [sw.jump for sw in inst.switches], n, K)
+            improvement = _draw_columns(rng, [m.improvement for m in inst.models], n, K, "model", checked)
+            jump = _draw_columns(rng, [sw.jump for sw in inst.switches], n, K, "switch", checked)
         return Scenarios(
             improvement=improvement,
             jump=jump,
@@ -201,9 +210,10 @@ class ScenarioSampler:
             stream=stream,
         )
 
-    def in_sample(self, n_scenarios: int) -> Scenarios:
-        """The S scenarios a solver optimises over (stream 0)."""
-        return self._draw(int(n_scenarios), IN_SAMPLE)
+    def in_sample(self, n_scenarios: int, checked: bool = False) -> Scenarios:
+        """The S scenarios a solver optimises over (stream 0); ``checked``: the deadline is
+        read before every law's draws (:func:`_draw_columns`)."""
+        return self._draw(int(n_scenarios), IN_SAMPLE, checked)
 
     def out_of_sample(self, n_scenarios: int) -> Scenarios:
         """Fresh scenarios for judging a plan (stream 1)."""

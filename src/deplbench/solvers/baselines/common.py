@@ -113,7 +113,7 @@ def in_sample_scenarios_checked(instance, scenarios: int, seed: int, who: str, e
 def in_sample_scenarios(instance, scenarios: int, seed: int):
     """The SAA scenarios (stream 0 of ``seed``); one scenario if deterministic."""
     n = 1 if instance.is_deterministic else int(scenarios)
-    return ScenarioSampler(instance, seed).in_sample(n)
+    return ScenarioSampler(instance, seed).in_sample(n, checked=True)
 
 
 def dataset_subsets(instance, limit: int) -> list[tuple[str, ...]]:

@@ -273,7 +273,6 @@ class StaticLearn(Solver):
     }
 
     def run_settings(self, instance, params) -> SolveResult:
-        scen = in_sample_scenarios_checked(instance, params["scenarios"], params["seed"], "static-learn")
         K = instance.horizon
         printed = instance.data_rule == "printed"
         settings = [data_setting(instance, sub) for sub in dataset_subsets(instance, params["max_dataset_subsets"])]
@@ -288,6 +287,8 @@ class StaticLearn(Solver):
                     "(StaticLearn uses every model; try mode=single)")
             if instance.n_models > K:
                 return no_solution(f"StaticLearn uses all {instance.n_models} models but K̄ = {K}")
+        # drawn once the run is known to need them: the refusals above read no scenario
+        scen = in_sample_scenarios_checked(instance, params["scenarios"], params["seed"], "static-learn")
         ex = np.array([expected_improvement(m.improvement) for m in instance.models])
         tol = params["share_tolerance"]
         candidates = []  # (cost, chain, counts, setting index, cluster tuple)

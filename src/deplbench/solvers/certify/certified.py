@@ -301,7 +301,7 @@ def _stage_one(run: _Run, candidates: Mapping[str, Plan] | None) -> tuple[dict, 
     ends, stop = stop_instant(run.ends_at, run.settings.total_time_limit)
     for task in tasks:
         task["ends_at"], task["stop"] = ends, stop
-    results, wall = run_saa(run.mapper, tasks)
+    results, wall = run_saa(run.mapper, tasks, run.instance)
     _count_cut(run, stop, "SAA solves", not_started(results, stop))
     run.timing["saa_solves_wall"] += wall
     run.results += results
@@ -339,7 +339,7 @@ def _stage_two(run: _Run, upper: dict | None, judged: list, width1: float | None
     ends, stop = stop_instant(run.ends_at, run.settings.total_time_limit)
     for task in tasks2:
         task["ends_at"], task["stop"] = ends, stop
-    results2, wall = run_saa(run.mapper, tasks2)
+    results2, wall = run_saa(run.mapper, tasks2, run.instance)
     _count_cut(run, stop, "stage-2 SAA solves", not_started(results2, stop))
     run.timing["saa_solves_wall"] += wall
     run.results += results2

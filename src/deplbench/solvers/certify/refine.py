@@ -215,13 +215,48 @@ def select_for_refinement(candidates: list[dict], ub_value: float | None, alpha:
     return eligible[:max_tests]
 
 
-def run_saa(mapper, tasks: list[dict]) -> tuple[list[dict], float]:
-    """Run the SAA solves; (results in task order with their stage, wall seconds)."""
+#: How the MILP's refusal of its in-sample scenario arrays begins (formulations.milp.solve).
+SCENARIO_MEMORY_REFUSAL = "the in-sample scenarios would need about"
+
+
+def run_saa(mapper, tasks: list[dict], instance=None) -> tuple[list[dict], float]:
+    """Run the SAA solves; (results in task order with their stage, wall seconds).
+
+    When the MILP's scenario arrays of ``instance`` (all tasks at one S) are estimated above its
+    default ``memory_limit`` (:func:`~deplbench.formulations.milp.data.data_bytes`), every replication
+    would be refused alike, each after parsing the instance: the first task runs alone, and if the
+    MILP refused it for that memory, the others are recorded with the same refusal, unsolved
+    (``skipped``). Any other outcome runs the rest as usual.
+    """
     t0 = time.perf_counter()
-    results = list(mapper(saa_task, tasks)) if tasks else []
+    results = _first_refusal_for_all(mapper, tasks, instance)
+    if results is None:
+        results = list(mapper(saa_task, tasks)) if tasks else []
     for t, r in zip(tasks, results):
         r["stage"] = t["stage"]
     return results, time.perf_counter() - t0
+
+
+def _first_refusal_for_all(mapper, tasks: list[dict], instance) -> list[dict] | None:
+    """Every task's result when the scenario arrays are estimated above the MILP's memory_limit: the
+    first task's, then, when it was refused for that memory, the same refusal, unsolved, for the
+    others, else their own results (run after it); None, running nothing, when the estimate fits."""
+    from deplbench.formulations.milp.data import data_bytes
+    from deplbench.formulations.milp.options import MEMORY_LIMIT_GIB
+
+    if instance is None or len(tasks) < 2 or len({t["scenarios"] for t in tasks}) != 1:
+        return None
+    if data_bytes(instance, tasks[0]["scenarios"]) <= MEMORY_LIMIT_GIB * 2**30:
+        return None
+    first = list(mapper(saa_task, tasks[:1]))[0]
+    if first["status"] != "error" or not str(first["message"]).startswith(SCENARIO_MEMORY_REFUSAL):
+        return [first] + list(mapper(saa_task, tasks[1:]))
+    # the refusal reads S, K̄ and the preprocessed instance's terms, none of them the seed or ω
+    skipped = "not solved: the first SAA solve of these scenarios was refused for their memory"
+    return [first] + [{"role": t["role"], "factor": t.get("factor"), "seed": t["seed"], "omega": t["omega"],
+                       "scenarios": t["scenarios"], "status": "error", "message": first["message"], "cost": None,
+                       "lower_bound": None, "plan": None, "runtime_s": 0.0, "cpu_s": 0.0, "skipped": skipped}
+                      for t in tasks[1:]]
 
 
 __all__ = ["split_beta", "saa_tasks", "lower_from_replications", "add_saa_plans", "judge",

@@ -373,7 +373,8 @@ class LossModel:
         m = self.allowed.shape[0]
         out = np.full((m, m), np.inf)
         np.fill_diagonal(out, 0.0)
-        for (a, b), d in self.jumps.items():
+        for i, ((a, b), d) in enumerate(self.jumps.items()):
+            check_time(f"quantile transform, switch {i} of {len(self.jumps)}")
             out[a, b] = float(fn(d))
         return out
 
@@ -420,7 +421,13 @@ def chernoff_bound(lm: LossModel, theta: float, tail_share: float) -> IncrementB
     alpha = 1.0 - lm.omega
     horizon, n_models = lm.run_coef.shape
     run_trunc = [lm.truncated(d, "lower") for d in lm.improvement]
-    jump_trunc = {pair: lm.truncated(d, "upper") for pair, d in lm.jumps.items()}
+    n_jumps = len(lm.jumps)
+    jump_trunc = {}
+    # one law's support, then its quantile grid, per switch: checked per switch
+    # (20,000 switch laws take seconds before the DP's first layer)
+    for i, (pair, d) in enumerate(lm.jumps.items()):
+        check_time(f"quantile transform, support of switch {i} of {n_jumps}")
+        jump_trunc[pair] = lm.truncated(d, "upper")
     n_tr = (horizon if any(run_trunc) else 0) + (max(horizon - 1, 0) if any(jump_trunc.values()) else 0)
     alpha_tail = tail_share * alpha if n_tr else 0.0
     delta = alpha_tail / n_tr if n_tr else 0.0
@@ -433,9 +440,10 @@ def chernoff_bound(lm: LossModel, theta: float, tail_share: float) -> IncrementB
         run[:, m] = log_laplace(d, t, dl, grid) / theta
     jump = np.full((n_models, n_models), np.inf)
     np.fill_diagonal(jump, 0.0)
-    for pair, d in lm.jumps.items():
+    for i, (pair, d) in enumerate(lm.jumps.items()):
         if horizon < 2:
-            continue  # a one-epoch plan never switches: no jump to bound
+            break  # a one-epoch plan never switches: no jump to bound
+        check_time(f"quantile transform, switch {i} of {n_jumps}")
         dl = delta if jump_trunc[pair] else 0.0
         grid = lm.grid(d, "upper", dl) if _kind(d) not in _CLOSED else None
         jump[pair] = log_mgf(d, theta, dl, grid) / theta

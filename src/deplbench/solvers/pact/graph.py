@@ -63,7 +63,9 @@ def _jump_estimates(instance, q: float) -> tuple[np.ndarray, np.ndarray]:
     exp = np.full((M, M), np.nan)
     np.fill_diagonal(rob, 0.0)
     np.fill_diagonal(exp, 0.0)
-    for (i, j), sw in zip(instance.switch_pairs, instance.switches):
+    n = len(instance.switches)
+    for p, ((i, j), sw) in enumerate(zip(instance.switch_pairs, instance.switches)):
+        check_time(f"PACT switch-jump estimates, switch {p} of {n}")
         rob[i, j] = float(sw.jump.ppf(q))
         mean = sw.jump.mean()
         exp[i, j] = float(mean) if math.isfinite(mean) else float(sw.jump.ppf(0.5))
