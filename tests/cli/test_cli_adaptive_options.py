@@ -64,6 +64,8 @@ def test_max_buckets_below_the_first_grid_is_refused(tiny, capsys, argv, first):
     err = _refused(capsys, ["adaptive", tiny, *argv, *SMALL])
     assert err.startswith(f"error: --max-buckets {argv[argv.index('--max-buckets') + 1]}: ") and \
         f"first grid's {first} buckets" in err
+    # the option that set the first grid is named, default or given
+    assert err.endswith("give --max-buckets ≥ --buckets" + ("" if "--buckets" in argv else " (default 600)")), err
 
 
 class _Called(Exception):
@@ -148,3 +150,12 @@ def test_help_says_what_the_search_steps_count(capsys):
     assert f"up to {S.BRACKET_STEPS} more steps" in lam and f"{100 * S.LAM_RTOL:g} % of Tmax" in lam
     assert f">= {S.COARSE * 50} buckets" in lam and f"1/{S.COARSE} the buckets" in lam
     assert "0 acts as 1" in mu and "max(2, N - 2)" in mu
+
+
+def test_the_brackets_own_refusals_name_this_commands_options(tiny, capsys):
+    """Refused once the instance is read (a grid beyond the memory budget): the line names
+    ``--memory-limit``, not the solver parameter ``memory_limit``."""
+    err = _refused(capsys, ["adaptive", tiny, "--one-grid", "--buckets", "100000", "--memory-limit", "0.001",
+                            *SMALL])
+    assert "(--memory-limit raises it)" in err and "parameter memory_limit" not in err, err
+    assert cli_adaptive.bracket_refusal("time_points: too many", {}) == "--time-points: too many"

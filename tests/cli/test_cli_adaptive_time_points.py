@@ -40,7 +40,7 @@ def test_time_points_beyond_the_time_limit_refused_exit_2(vgg, capsys):
     assert main(["adaptive", str(vgg[1]), "--time-points", "256", "--time-limit", "60"]) == 2
     cap = capsys.readouterr()
     err = cap.err.strip()
-    assert err.count("\n") == 0 and err.startswith("error: time_points: 256 time points at 600 buckets"), err
+    assert err.count("\n") == 0 and err.startswith("error: --time-points: 256 time points at 600 buckets"), err
     assert "beyond time_limit = 60 s" in err and cap.out == ""
 
 

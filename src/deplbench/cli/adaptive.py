@@ -38,6 +38,7 @@ from deplbench.formulations.adaptive.settings import (
     MAX_BUCKETS,
     SETTINGS,
     START_BUCKETS,
+    refinement_refused,
 )
 from deplbench.jsonio import number_beside, number_text, print_json
 
@@ -79,7 +80,10 @@ def refuse_conflicts(args) -> None:
 def resolve_options(args) -> dict:
     """The options as ``adaptive-opt``'s resolved parameters: every value checked once, by the
     solver's own table (:data:`~deplbench.formulations.adaptive.settings.SETTINGS`), a refusal
-    naming the option as typed (``--time-limit -1: must be > 0.0, got -1.0``).
+    naming the option (``--time-limit -1: must be > 0.0, got -1.0``; a number as read, ``--width
+    0.0``). A ``--max-buckets`` below the first grid is the solver's rule
+    (:func:`~deplbench.formulations.adaptive.settings.refinement_refused`), said with the options
+    that set both grids.
 
     ``--time-limit`` is read as ``solve --time-limit`` reads it (the solver's ``refine_time``:
     ``inf`` or ``none`` for no limit); absent, it is :data:`TIME_LIMIT`. Without ``--one-grid``
@@ -106,14 +110,37 @@ def resolve_options(args) -> dict:
         given.setdefault("buckets", START_BUCKETS)
         # the default finest grid is never below the first one asked for
         given.setdefault("max_buckets", max(MAX_BUCKETS, given["buckets"]))
+    if not args.one_grid:
+        reason = refinement_refused(given["buckets"], given["max_buckets"], given["width"])
+        if reason:
+            first = "--buckets" if args.buckets is not None else f"--buckets (default {START_BUCKETS})"
+            raise SolverError(f"--max-buckets {given['max_buckets']}: {reason}; give --max-buckets ≥ {first}")
     try:
         return AdaptiveOpt.resolve_params(given, error=SolverError)
     except SolverError as exc:
         raise SolverError(as_given(str(exc), given, flags)) from None
 
 
+#: ``adaptive_bounds``' argument names → this command's options, for the refusals it makes
+#: once the instance is read (an explicit ``--time-points`` that cannot fit in ``--time-limit``,
+#: a grid beyond ``--memory-limit``).
+BRACKET_FLAGS = {"time_limit": "--time-limit", "time_points": "--time-points", "buckets": "--buckets",
+                 "runs": "--runs", "tune_runs": "--tune-runs", "max_buckets": "--max-buckets"}
+
+
+def bracket_refusal(message: str, p: dict) -> str:
+    """A refusal of the bracket's own, naming this command's options: ``time_points: ...``
+    becomes ``--time-points: ...`` and "parameter memory_limit raises it" "--memory-limit raises it"
+    (``p``: the resolved options, for a value the message names)."""
+    from deplbench.cli.solvers import as_given
+
+    message = message.replace("parameter memory_limit raises it", "--memory-limit raises it")
+    values = {name: p.get("refine_time" if name == "time_limit" else name) for name in BRACKET_FLAGS}
+    return as_given(message, values, BRACKET_FLAGS)
+
+
 def _cmd_adaptive(args) -> int:
-    from deplbench.errors import SolverError
+    from deplbench.errors import PlanError, SolverError
     from deplbench.instances.model import load_instance
     from deplbench.limits import memory_budget
     from deplbench.solvers.adaptive.optimum import AdaptiveOpt, bracket
@@ -130,8 +157,11 @@ def _cmd_adaptive(args) -> int:
         if not quiet:
             print(line, file=sys.stderr, flush=True)
 
-    with memory_budget(p["memory_limit"]):
-        instance, b = bracket(instance, p, progress)
+    try:
+        with memory_budget(p["memory_limit"]):
+            instance, b = bracket(instance, p, progress)
+    except (SolverError, PlanError) as exc:
+        raise SolverError(bracket_refusal(str(exc), p)) from None
     record = {"instance": instance.name, "omega": instance.omega, "loss_max": instance.loss_max, **b.to_dict()}
     if args.json:
         print_json(record, strict=True)

@@ -12,6 +12,7 @@ validation messages do (docs/instances.md §1).
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -121,9 +122,10 @@ def read_json(path: str | Path, *, what: str = "instance",
 
     def integer(digits: str) -> int | _NonFinite:
         # beyond Python's own limit int() raises a message naming no field (and a Python call)
-        if len(digits) <= MAX_INT_DIGITS:
+        n = len(digits.lstrip("-"))
+        if n <= int_digits_limit():
             return int(digits)
-        seen.append(_NonFinite(f"an integer of {len(digits.lstrip('-'))} digits"))
+        seen.append(_NonFinite(f"an integer of {n} digits"))
         return seen[-1]
 
     try:
@@ -156,14 +158,16 @@ def _unique_keys(pairs: list) -> dict:
     return out
 
 
-#: Digits of the longest integer literal read as a number: Python's own limit on converting text to
-#: int (``sys.get_int_max_str_digits``' default); a longer one is named where it stands.
-MAX_INT_DIGITS = 4300
+def int_digits_limit() -> int:
+    """Digits of the longest integer literal read as a number: Python's own limit on converting
+    text to int (``sys.get_int_max_str_digits``, 4300 by default; 0, no limit, reads as the
+    largest length); a longer one is named where it stands."""
+    return sys.get_int_max_str_digits() or sys.maxsize
 
 
 class _NonFinite:
     """Where the parser met ``NaN``/``Infinity``/``-Infinity`` (or an integer of more than
-    :data:`MAX_INT_DIGITS` digits), kept until the field is found."""
+    :func:`int_digits_limit` digits), kept until the field is found."""
 
     def __init__(self, name: str) -> None:
         self.name = name

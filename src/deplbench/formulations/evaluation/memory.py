@@ -113,12 +113,11 @@ def evaluation_bytes(n: int, n_epochs: int, trajectory: bool, budget: int) -> in
     """
     width = n_epochs + 1
     finals = epoch_bytes(n_epochs) + n * _BYTES_PER_FINAL
+    block = min(n, block_size(n_epochs)) * width * BLOCK_BYTES_PER_VALUE
     if not trajectory:
-        return finals + min(n, block_size(n_epochs)) * width * BLOCK_BYTES_PER_VALUE if n_epochs else finals
-    width = n_epochs + 1
+        return finals + block if n_epochs else finals
     kept = finals + n * width * BYTES_PER_VALUE
-    chunked = (finals + min(n, block_size(n_epochs)) * width * BLOCK_BYTES_PER_VALUE
-               + n * min_chunk(n_epochs) * _BYTES_PER_CHUNK_VALUE)
+    chunked = finals + block + n * min_chunk(n_epochs) * _BYTES_PER_CHUNK_VALUE
     return min(kept, chunked)
 
 

@@ -259,12 +259,17 @@ def _run_milp(instance, settings: MilpSettings, verbose: bool) -> SolveResult:
     return res
 
 
+#: How the refusal of the in-sample scenario arrays begins (:func:`_scenario_message`): a caller that
+#: runs many SAA solves (``milp-certified``) recognises it by this text.
+SCENARIO_MEMORY_REFUSAL = "the in-sample scenarios would need about"
+
+
 def _scenario_message(instance, scenarios: int, memory_limit: float) -> str:
     """Why the in-sample scenario arrays exceed ``memory_limit`` GiB ("" when they fit)."""
     need = data_bytes(instance, scenarios)
     if need <= memory_limit * 2**30:
         return ""
-    return (f"the in-sample scenarios would need about {limits.gib_text(need / 2**30)} GiB (S = {scenarios} × K̄ = "
+    return (f"{SCENARIO_MEMORY_REFUSAL} {limits.gib_text(need / 2**30)} GiB (S = {scenarios} × K̄ = "
             f"{instance.horizon} × {instance.n_models + len(instance.switch_pairs)} random terms) > "
             f"memory_limit {limits.gib_text(memory_limit)} GiB; use fewer scenarios or a smaller horizon")
 
@@ -402,4 +407,4 @@ def _solve_stages(instance, settings: MilpSettings, params, verbose, memory_byte
     return res
 
 
-__all__ = ["run_milp", "scenario_memory_problem", "solve_milp"]
+__all__ = ["SCENARIO_MEMORY_REFUSAL", "run_milp", "scenario_memory_problem", "solve_milp"]

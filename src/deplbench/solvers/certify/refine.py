@@ -59,6 +59,7 @@ import math
 import time
 
 from deplbench.formulations.evaluation.binomial import clopper_pearson_upper, lower_bound_order, order_statistic_bound
+from deplbench.formulations.milp.solve import SCENARIO_MEMORY_REFUSAL
 from deplbench.formulations.model.plan import parse_plan
 from deplbench.instances.magnitudes import MIN_OMEGA
 from deplbench.solvers.certify.tasks import add_candidate, bound_value, saa_task, validate_candidates
@@ -215,8 +216,6 @@ def select_for_refinement(candidates: list[dict], ub_value: float | None, alpha:
     return eligible[:max_tests]
 
 
-#: How the MILP's refusal of its in-sample scenario arrays begins (formulations.milp.solve).
-SCENARIO_MEMORY_REFUSAL = "the in-sample scenarios would need about"
 
 
 def run_saa(mapper, tasks: list[dict], instance=None) -> tuple[list[dict], float]:
