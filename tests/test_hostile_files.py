@@ -206,10 +206,10 @@ def test_fit_refuses_to_overwrite_its_input(tmp_path, capsys):
 
 @pytest.mark.parametrize("case", ["report-name", "report-dot", "report-holds-base", "report-parent"])
 def test_fit_refuses_a_report_folder_that_holds_an_input(tmp_path, monkeypatch, deplbench_cli, case):
-    """``fit LOG --report DIR`` with the log in DIR under a name the report writes
-    (``fit-report.json``) replaced the log by the report, exit 0; ``--report .``
-    beside the log, or a folder holding the ``--base`` instance, was accepted too.
-    Refused before the fit, as ``report --out`` is: one line naming ``--report``."""
+    """A ``--report`` folder that holds an input of ``fit`` (the log under a name the
+    report writes, ``fit-report.json``, which the report would replace; ``--report .``
+    beside the log; a folder holding the log or the ``--base`` instance) is refused
+    before the fit, as ``report --out`` is: one line naming ``--report``, nothing written."""
     monkeypatch.chdir(tmp_path)
     (tmp_path / "r").mkdir()
     (tmp_path / "b").mkdir()
@@ -234,8 +234,9 @@ def test_fit_refuses_a_report_folder_that_holds_an_input(tmp_path, monkeypatch, 
     ("report-file", "error: --report {tmp}/log.csv: is a file; give a folder for the report"),
 ])
 def test_fit_checks_its_outputs_against_its_inputs_before_the_fit(tmp_path, deplbench_cli, case, message):
-    """``-o`` a folder failed only after the fit; ``-o`` a link to the log or the ``--base``
-    instance itself replaced it; ``--report`` an existing file failed after the fit."""
+    """``-o`` a folder, ``-o`` a link to the log or the ``--base`` instance itself, and
+    ``--report`` an existing file are refused before the fit, exit 2, one line naming the
+    option; the log and the base instance are unchanged."""
     log = tmp_path / "log.csv"
     log.write_text(LOG, encoding="utf-8")
     (tmp_path / "r").mkdir()

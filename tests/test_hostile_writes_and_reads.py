@@ -638,9 +638,9 @@ def test_solve_write_lp_that_cannot_be_written_is_refused_up_front(tmp_path, cap
 @pytest.mark.parametrize("case", ["instance", "link-to-instance", "param", "output", "output-dotted"])
 def test_solve_write_lp_over_the_instance_or_the_result_is_refused_before_solving(tmp_path, monkeypatch,
                                                                                    deplbench_cli, case):
-    """``solve inst.lp --write-lp inst.lp`` wrote the model over the instance it read, and
-    ``--write-lp same.lp -o same.lp`` the result over the model, both with exit 0. Refused
-    before the solve: one line naming how the model file was given."""
+    """``--write-lp`` the instance ``solve`` reads (by name, through a link or as
+    ``--param write_lp``), or the file ``-o`` writes the result to, is refused before the
+    solve, exit 2: one line naming how the model file is given; nothing is written."""
     import deplbench.solvers.run as run_mod
 
     monkeypatch.setattr(run_mod, "solve", lambda *a, **k: pytest.fail("solved before the refusal"))
@@ -663,8 +663,8 @@ def test_solve_write_lp_over_the_instance_or_the_result_is_refused_before_solvin
 
 
 def test_sweep_write_lp_over_an_instance_file_is_refused_at_load(tmp_path, monkeypatch):
-    """A sweep whose instance file ``i.lp`` is also its ``write_lp`` ran, and the first task
-    replaced the instance by the model file."""
+    """A sweep whose instance file ``i.lp`` is also its ``write_lp`` is refused when it is
+    loaded, naming the parameter: its first task would replace the instance by the model file."""
     from deplbench.benchmarks.sweep import load_sweep
 
     monkeypatch.chdir(tmp_path)

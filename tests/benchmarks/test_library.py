@@ -303,7 +303,7 @@ def test_verify_cli_exit_status_and_errors(lib, tmp_path, capfd):
     assert "not in the pwl model" in capfd.readouterr().err
     assert main(["library", "verify", str(lib), "nope", str(sol)]) == 2
     assert "name: 'nope' is not an instance" in capfd.readouterr().err
-    (tmp_path / "empty.sol").write_text("# nothing here\n\n")     # read as all zeros, it was judged
+    (tmp_path / "empty.sol").write_text("# nothing here\n\n")     # read as all zeros, it would be judged
     assert main(["library", "verify", str(lib), name, str(tmp_path / "empty.sol")]) == 2
     captured = capfd.readouterr()
     assert captured.out == "" and captured.err.count("\n") == 1
@@ -352,7 +352,7 @@ def test_read_sol_formats(tmp_path):
     # SCIP lists no variable of an all-zero solution: its objective header makes it one
     f.write_text("solution status: optimal\nobjective value: 0\n")
     assert read_sol(str(f)) == {}
-    # nothing a solver wrote was read as "every variable 0"
+    # nothing a solver wrote is read as "every variable 0"
     for text, what in [("", "is empty"), (" \n\t\n", "holds only blank lines"),
                        ("# a comment\n\n  # another\n", "holds no `name value` line and no objective"),
                        ("solution status: optimal\n", "holds no `name value` line and no objective")]:
@@ -363,8 +363,8 @@ def test_read_sol_formats(tmp_path):
 
 
 def test_read_sol_refuses_a_line_that_is_not_name_value(tmp_path):
-    """A name without its value was skipped: a file of names alone was judged as the all-zero
-    solution (exit status 1, variables_given 0)."""
+    """A name without its value is refused with its line: skipping it would judge a file of names
+    alone as the all-zero solution (exit status 1, variables_given 0)."""
     f = tmp_path / "a.sol"
     f.write_text("objective value: 3\nx 1\ny\nz 2\n")
     with pytest.raises(SolverError) as exc:
@@ -727,7 +727,8 @@ def one_lib(tmp_path_factory) -> Path:
 
 
 def test_check_reports_a_missing_model_file_as_missing(one_lib, tmp_path):
-    """It was "highs error in 5.00 s" at --time-limit 5 (seconds = the limit) though no solver ran."""
+    """A listed model file that is missing is reported as missing, not solved, in well under the
+    time limit: no solver runs, so it is no "highs error" at the limit."""
     root = _copy(one_lib, tmp_path)
     (root / "pwl" / f"{ONE}.mps.gz").unlink()
     lines: list[str] = []
@@ -747,8 +748,8 @@ def test_check_reports_a_missing_model_file_as_missing(one_lib, tmp_path):
     ({"library_version": None}, "manifest.json: library_version: None is not a library version"),
 ])
 def test_check_refuses_an_empty_or_unknown_manifest_exit_2(one_lib, tmp_path, capsys, change, message):
-    """An empty entries list was reported as "MISMATCH (listed in pwl.solu but its pwl file is missing)";
-    library_version "99" was accepted with exit status 0."""
+    """A manifest listing no entries, or with a library_version this deplbench does not read, is
+    refused with exit status 2 and one line naming the field, before any instance is checked."""
     root = _copy(one_lib, tmp_path)
     data = _manifest(root)
     data.update(change)
@@ -769,8 +770,8 @@ def test_check_names_a_solu_line_the_manifest_does_not_list(one_lib, tmp_path):
 
 
 def test_build_quiet_prints_no_progress_and_force_removes_a_stale_truth_table(one_lib, tmp_path, capfd):
-    """--quiet still printed the [1/1] lines; --force --no-true-optimum left the earlier true_optimum.csv
-    while the manifest said "true_optimum": null."""
+    """--quiet prints no [1/1] lines; --force --no-true-optimum removes an earlier true_optimum.csv,
+    as the manifest says "true_optimum": null."""
     root = _copy(one_lib, tmp_path)
     (root / TRUTH).write_text("name,lower,upper\nstale,1,2\n")
     assert main(["library", "build", "--out", str(root), "--only", ONE, "--time-limit", "30", "--force",

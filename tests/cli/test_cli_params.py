@@ -67,8 +67,8 @@ def test_eval_samples_beyond_the_memory_budget_are_refused_naming_the_flag(inst_
 
 @pytest.mark.parametrize("algo", ["milp", "milp-certified"])
 def test_scenarios_no_instance_could_hold_are_refused_before_the_run_exit_2(inst_file, deplbench_cli, algo):
-    # 32 bytes per scenario, epoch and random term: S = 10^10 needs ≥ 298 GiB on any instance; it
-    # was run to a status-error result (exit status 1)
+    # 32 bytes per scenario, epoch and random term: S = 10^10 needs ≥ 298 GiB on any instance, so it
+    # is refused before the run (exit status 2), not run to a status-error result (exit status 1)
     status, out, err = deplbench_cli("solve", inst_file, "--algo", algo, "--scenarios", 10_000_000_000, "--json")
     assert status == 2 and out == "", (out, err)
     assert err.count("\n") == 1 and "scenarios" in err and "298.02 GiB" in err, err

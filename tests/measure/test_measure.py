@@ -425,9 +425,10 @@ def test_cli_measure_outputs_never_replace_their_inputs(tmp_path, capsys):
 
 @pytest.mark.parametrize("case", ["named-as-output", "folder-of-logs", "folder-of-shipped", "a-file"])
 def test_cli_analyse_report_never_replaces_its_logs(tmp_path, monkeypatch, deplbench_cli, case):
-    """`measure analyse ma/analysis.json --report ma` wrote its analysis.json over the logs it
-    read, exit 0; `--report .` beside the logs, or a folder holding the shipped logs, was accepted
-    too. Refused before the analysis, one line naming --report; a file as --report as well."""
+    """A --report folder that holds the logs the analysis reads (`measure analyse ma/analysis.json
+    --report ma`, whose analysis.json would replace the logs; `--report .` beside the logs; a folder
+    holding the shipped logs), or a file as --report, is refused before the analysis, exit 2, one
+    line naming --report; the logs are unchanged."""
     from deplbench.measure import analysis
 
     monkeypatch.chdir(tmp_path)
@@ -450,7 +451,8 @@ def test_cli_analyse_report_never_replaces_its_logs(tmp_path, monkeypatch, deplb
 
 def test_cli_refit_and_replay_never_replace_the_shipped_measured_instance(tmp_path, monkeypatch, deplbench_cli):
     """`measure replay -o` the shipped eq. (8) instance or provenance, which the replay plans on,
-    and `measure refit -o` the provenance its base is built from, were accepted."""
+    and `measure refit -o` the provenance its base is built from, are refused before the refit or
+    replay, exit 2, one line naming the input; the shipped files are unchanged."""
     from deplbench.measure import analysis, replay
 
     monkeypatch.setattr(analysis, "refit", lambda *a: pytest.fail("refitted before the refusal"))
@@ -470,9 +472,9 @@ def test_cli_refit_and_replay_never_replace_the_shipped_measured_instance(tmp_pa
 @pytest.mark.parametrize("where", ["folder", "missing-folder", "under-a-file", "proc"])
 def test_cli_replay_output_that_cannot_be_written_is_refused_before_training(tmp_path, monkeypatch,
                                                                             deplbench_cli, where):
-    """`replay -o DIR` trained every plan, then failed, leaving DIR.partial beside it (`-o /tmp`
-    created /tmp.partial); `-o FILE/x` named FILE/x.partial in its error. Refused before
-    anything is planned or trained, naming the path given; no .partial anywhere."""
+    """`replay -o` a folder, a path in a missing folder or under a file, or one that cannot be
+    created is refused before anything is planned or trained, naming the path given (not its
+    .partial); no .partial file is created anywhere."""
     from deplbench.measure import replay
 
     monkeypatch.setattr(replay, "replay_plans", lambda *a, **k: pytest.fail("replayed before the refusal"))
@@ -488,7 +490,8 @@ def test_cli_replay_output_that_cannot_be_written_is_refused_before_training(tmp
 
 
 def test_cli_run_output_folder_is_refused_before_training(tmp_path, monkeypatch, deplbench_cli):
-    """`measure run -o DIR` trained the whole protocol, then failed writing the logs."""
+    """`measure run -o DIR` is refused before any training, exit 2, one line: the logs cannot
+    be written to a folder."""
     from deplbench.cli import measure as measure_cli
 
     monkeypatch.setattr(measure_cli, "_need_torch", lambda: pytest.fail("reached the training"))
@@ -500,7 +503,7 @@ def test_cli_run_output_folder_is_refused_before_training(tmp_path, monkeypatch,
 @pytest.mark.parametrize("fails", [False, True])
 def test_cli_replay_leaves_no_partial_file(tmp_path, monkeypatch, deplbench_cli, fails):
     """The rows so far go to OUT.partial while the replay runs; it is removed when the replay
-    ends, written or failed (a failure left it beside the output)."""
+    ends, written or failed, so a failure leaves nothing beside the output."""
     from deplbench.cli import measure as measure_cli
     from deplbench.errors import DeplbenchError
     from deplbench.measure import replay

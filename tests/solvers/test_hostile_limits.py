@@ -253,8 +253,8 @@ def test_static_learn_refuses_more_models_than_epochs_before_drawing(many_switch
 
 
 def test_saa_replications_stop_after_the_first_memory_refusal(many_switches, monkeypatch):
-    """Scenario arrays beyond the MILP's memory_limit: one SAA solve is refused, the others get
-    the same refusal unsolved (before: every replication parsed the instance and was refused)."""
+    """Scenario arrays beyond the MILP's memory_limit: one SAA solve is refused and the other
+    replications are not run; each gets the same refusal, unsolved."""
     from deplbench.solvers.certify import refine
 
     calls = []

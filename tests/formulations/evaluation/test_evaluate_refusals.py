@@ -38,8 +38,7 @@ def test_a_plan_longer_than_any_horizon_is_refused_before_it_is_built():
 
 def test_the_memory_estimate_counts_the_plan_itself():
     # 100 trajectories of 3000 epochs, the bands in chunks of ⌈3001 / 64⌉ = 47 columns: the finals, one
-    # block of 100 × 3001 values (16 B each) and a chunk, and 3000 × EPOCH_BYTES for the plan, which the
-    # old rule left out
+    # block of 100 × 3001 values (16 B each) and a chunk, and 3000 × EPOCH_BYTES for the plan itself
     need = memory_module.evaluation_bytes(100, 3000, True, 2**31)
     assert need == 3000 * memory_module.EPOCH_BYTES + 100 * 16 + 100 * 3001 * 16 + 100 * 47 * 16
     assert memory_module.EPOCH_BYTES >= 1000       # measured: ~880 B of plan objects + ~110 B of arrays

@@ -128,14 +128,15 @@ def test_an_evaluation_that_fitted_before_gives_the_same_numbers(monkeypatch, na
     assert ev.mean == (mean / n).tolist()
     rank = evaluate_module.quantile_rank(inst.omega, n)
     assert ev.quantile == float(finals[rank - 1])
-    # the whole record, against the evaluator run on the old simulation
+    # the whole record, against the evaluator run on the reference simulation
     monkeypatch.setattr(evaluate_module, "simulate_trajectories", _old_simulate)
     assert evaluate_plan(inst, p, samples=n, seed=seed).to_dict() == ev.to_dict()
 
 
 def test_simulating_a_block_holds_two_values_per_trajectory_value():
     """Measured with tracemalloc (numpy reports its buffers to it): the block's peak is within the
-    accounted BLOCK_BYTES_PER_VALUE, laws' own temporaries included; the old form holds 20–32 B."""
+    accounted BLOCK_BYTES_PER_VALUE, laws' own temporaries included; the reference simulation
+    (`_old_simulate`) holds 20–32 B."""
     inst = _instance(horizon=400, back=INV_GAMMA_JUMP, p={"kind": "student_t", "df": 5.0, "loc": 1.0, "scale": 0.1})
     n = 2000      # the per-epoch bookkeeping is then a small share of the values
     for epochs in ([("m", "A", 0.2)] * 400, [("m", "A", 0.2)] * 200 + [("p", "A", 0.2)] * 200,
@@ -151,20 +152,21 @@ def test_simulating_a_block_holds_two_values_per_trajectory_value():
             if most is not None:
                 assert peak <= most * values * 1.01 + 65536
             else:
-                assert peak > 1.2 * memory_module.BLOCK_BYTES_PER_VALUE * values     # the old form held more
+                assert peak > 1.2 * memory_module.BLOCK_BYTES_PER_VALUE * values     # the reference holds more
 
 
 def test_the_default_eval_samples_accept_a_plan_of_4000_epochs():
-    """The old rule refuses 50,000 samples beyond K̄ = 3503: one block of 25,000 (K̄ = 3503) or of the whole
-    budget's worth (K̄ ≥ 3579) at 24 B per value leaves no room for the bands' chunk."""
+    """The default 50,000 samples fit a plan of K̄ = 4000 epochs, which the reference accounting
+    (`_old_block_size`, 24 B per value) refuses beyond K̄ = 3503: one block of 25,000 (K̄ = 3503) or of
+    the whole budget's worth (K̄ ≥ 3579) at 24 B per value leaves no room for the bands' chunk."""
     inst = _instance(horizon=4000)
     assert DEFAULT_EVAL_SAMPLES == 50_000
     old_block = _old_block_size(4000)
     old_need = DEFAULT_EVAL_SAMPLES * 16 + old_block * 4001 * 24 + DEFAULT_EVAL_SAMPLES * (-(-4001 // 64)) * 16
-    assert old_need > 2 * 2**30                           # what the old accounting refuses
+    assert old_need > 2 * 2**30                           # what the reference accounting refuses
     check_evaluation_memory(DEFAULT_EVAL_SAMPLES, 4000, True)
     assert check_solve_arguments(inst, "depl", True, DEFAULT_EVAL_SAMPLES, 0).name == "depl"
-    # the first horizon the default no longer fits: the finals, one block at 16 B per value and
+    # the last horizon the default fits and the first it does not: the finals, one block at 16 B per value and
     # a chunk of ⌈(K̄ + 1)/64⌉ columns pass 2 GiB beside the plan itself (memory.EPOCH_BYTES an epoch)
     check_evaluation_memory(DEFAULT_EVAL_SAMPLES, 52_397, True)
     with pytest.raises(PlanError, match=r"^samples: 50000 trajectories of 52398 epochs need "):

@@ -187,7 +187,7 @@ def test_cli_json_and_bad_option(tmp_path, capsys):
     (["--validation", str(10**15)], "validation"),
     (["-o", "DIR"], "-o"),
     (["-o", "DIR/missing/b.json"], "-o"),
-    # the instance itself: the bracket's JSON replaced it once the bracket was done
+    # the instance itself: the bracket's JSON would replace it once the bracket is done
     (["-o", "INSTANCE"], "is the input"),
     (["--with", "depl,nope"], "--with depl,nope: unknown algorithm 'nope'"),
     (["--with", "milp-certified"], "--with milp-certified: 'milp-certified' cannot be its own candidate"),

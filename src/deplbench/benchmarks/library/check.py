@@ -276,7 +276,7 @@ def summarise(rows: list[dict], solver: str, version: str, time_limit: float) ->
     skipped = [r for r in rows if r["status"] == "skipped"]
     rows = [r for r in rows if r["status"] != "skipped"]
     solved = [r for r in rows if r["status"] == "optimal" and r["agrees"] is not False]
-    # a missing file was never solved: it counts as unsolved, but not at the time limit in the mean
+    # a missing file is never solved: it counts as unsolved, but not at the time limit in the mean
     times = [min(r["seconds"], time_limit) if r in solved else time_limit
              for r in rows if r["status"] != "missing"]
     gaps = [r["gap"] for r in rows if r not in solved and r.get("gap") is not None and math.isfinite(r["gap"])]

@@ -92,8 +92,8 @@ def read_sol(path: str) -> dict[str, float]:
             continue
         parts = text.split()
         if len(parts) < 2:
-            # a name without its value (or a value without its name) is no solution line: skipped, a
-            # file of names alone was judged as the all-zero solution
+            # a name without its value (or a value without its name) is no solution line: refused,
+            # since skipping it would judge a file of names alone as the all-zero solution
             raise SolverError(f"solution: {path}, line {i + 1}: {lines[i]!r} is not a `name value` line "
                               "(a name without a value?)")
         try:
