@@ -257,8 +257,11 @@ def test_saa_replications_stop_after_the_first_memory_refusal(many_switches, mon
     replications are not run; each gets the same refusal, unsolved."""
     from deplbench.solvers.certify import refine
 
+    from deplbench.formulations.milp.solve import SCENARIO_MEMORY_REFUSAL, _scenario_message
+
     calls = []
-    refusal = "the in-sample scenarios would need about 99 GiB (…) > memory_limit 2.00 GiB; use fewer scenarios"
+    refusal = _scenario_message(many_switches, 10**9, 2.0)          # the MILP's own text, whatever its wording
+    assert refusal.startswith(SCENARIO_MEMORY_REFUSAL)
 
     def fake(task):
         calls.append(task["seed"])
