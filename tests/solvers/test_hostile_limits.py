@@ -255,9 +255,8 @@ def test_static_learn_refuses_more_models_than_epochs_before_drawing(many_switch
 def test_saa_replications_stop_after_the_first_memory_refusal(many_switches, monkeypatch):
     """Scenario arrays beyond the MILP's memory_limit: one SAA solve is refused and the other
     replications are not run; each gets the same refusal, unsolved."""
-    from deplbench.solvers.certify import refine
-
     from deplbench.formulations.milp.solve import SCENARIO_MEMORY_REFUSAL, _scenario_message
+    from deplbench.solvers.certify import refine
 
     calls = []
     refusal = _scenario_message(many_switches, 10**9, 2.0)          # the MILP's own text, whatever its wording
