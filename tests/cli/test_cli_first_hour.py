@@ -33,6 +33,10 @@ def test_algorithms_short_list_and_one_algorithms_parameters(capsys):
     assert one.startswith("depl  (heuristic)") and "eta" in one and "default=200" in one
     assert cli_main(["algorithms", "dpel"]) == 2
     assert "did you mean depl" in capsys.readouterr().err
+    assert cli_main(["algorithms", "milp", "--solvers", "--json"]) == 2      # NAME never silently dropped
+    cap = capsys.readouterr()
+    assert cap.out == "" and cap.err.startswith("error: --solvers: lists the MILP solvers, not the parameters of "
+                                                "algorithm 'milp'"), cap.err
 
 
 @pytest.mark.integration

@@ -225,6 +225,9 @@ def _cmd_algorithms(args) -> int:
     if args.json:   # numpy (for numpy values a plugin's metadata might hold): only when JSON is asked for
         from deplbench.jsonio import print_json
     if args.solvers:
+        if args.name is not None:         # one listing or the other, never NAME silently dropped
+            raise SolverError(f"--solvers: lists the MILP solvers, not the parameters of algorithm "
+                              f"{args.name!r}; drop NAME or --solvers")
         if args.json:
             print_json({"solvers": _solver_table(args.check)}, indent=2)
         else:
@@ -431,7 +434,7 @@ def register(subparsers) -> None:
                    help='print one JSON object: {"algorithms": [...], "solvers": [...]} (with --solvers, only '
                         '"solvers"; with NAME, that algorithm\'s object)')
     a.add_argument("--solvers", action="store_true",
-                   help="list only the MILP solvers (--solver) and which are available here")
+                   help="list only the MILP solvers (--solver) and which are available here (not with NAME)")
     a.add_argument("--check", action="store_true",
                    help="ask each MILP solver whether it starts (imports Pyomo and the solvers, runs their "
                         "executables: seconds) instead of looking up what it needs")
