@@ -720,6 +720,11 @@ def test_unwritable_leaves_no_file_and_keeps_an_existing_one(tmp_path):
     assert unwritable(old) == "" and old.read_text(encoding="utf-8") == "kept"
     assert unwritable(tmp_path) == "is a directory"
     assert "does not exist" in unwritable(tmp_path / "no" / "x.lp")
+    from deplbench.files import require_writable
+
+    with pytest.raises(SweepError, match=r"^-o \S+: cannot write \(is a directory\)$"):
+        require_writable(tmp_path, "-o", SweepError)
+    require_writable(old, "-o", SweepError)                  # a writable file: nothing to say
 
 
 @pytest.mark.parametrize("argv", [

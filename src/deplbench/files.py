@@ -10,7 +10,8 @@ named (``export``, ``report``, ``fit``, ``measure``, ``solve
   *contains* one (SQLite's ``-wal``/``-shm``/``-journal`` side files count
   as the store);
 * :func:`unwritable` — why a file the command will write cannot be
-  written (a folder, a missing or read-only folder), asked before any work;
+  written (a folder, a missing or read-only folder), asked before any work
+  (:func:`require_writable` refuses it, naming the option);
   :func:`folder_unwritable`, its probe, asks the same of a folder;
 * :func:`confined` — a path written inside a run's folder stays inside it
   after resolving symbolic links (a link ``run/out`` → ``/elsewhere`` is
@@ -31,8 +32,8 @@ from typing import Any
 
 from deplbench.errors import DeplbenchError
 
-__all__ = ["FORMULA_PREFIXES", "SQLITE_SIDE_FILES", "confined", "folder_unwritable", "refuse_overwrite", "safe_cell",
-           "safe_text", "store_files", "unwritable", "write_csv", "csv_text"]
+__all__ = ["FORMULA_PREFIXES", "SQLITE_SIDE_FILES", "confined", "folder_unwritable", "refuse_overwrite",
+           "require_writable", "safe_cell", "safe_text", "store_files", "unwritable", "write_csv", "csv_text"]
 
 #: First characters that make a spreadsheet read a cell as a formula (OWASP, CSV injection).
 FORMULA_PREFIXES = ("=", "+", "-", "@", "\t", "\r")
@@ -129,6 +130,19 @@ def unwritable(path: Any) -> str:
         except OSError as exc:
             return (exc.strerror or str(exc)).lower()
     return folder_unwritable(parent)
+
+
+def require_writable(path: Any, option: str, error: type[DeplbenchError]) -> None:
+    """Refuse a file the command will write that cannot be written (:func:`unwritable`), before any work.
+
+    Raises
+    ------
+    error
+        ``"-o out.json: cannot write (is a directory)"``: the option and the path as given.
+    """
+    reason = unwritable(path)
+    if reason:
+        raise error(f"{option} {os.fspath(path)}: cannot write ({reason})")
 
 
 def folder_unwritable(folder: Any) -> str:

@@ -114,16 +114,14 @@ def _check_outputs(args: argparse.Namespace, out: Path, error: type) -> None:
         file, or a folder holding the logs or the base (the report's
         ``fit-report.json`` and PNGs would replace an input of that name).
     """
-    from deplbench.files import refuse_overwrite, unwritable
+    from deplbench.files import refuse_overwrite, require_writable
 
     inputs = [p for p in (args.logs, args.base) if p]
     if not (out.parent if str(out.parent) else Path(".")).is_dir():
         raise error(f"--output {out}: directory {out.parent} does not exist")
     # never overwrite an input (fit X -o X would replace the training log by the instance)
     refuse_overwrite(out, inputs, "--output", error)
-    reason = unwritable(out)
-    if reason:
-        raise error(f"--output {out}: cannot write ({reason})")
+    require_writable(out, "--output", error)
     if args.report:
         report = Path(args.report)
         if report.exists() and not report.is_dir():

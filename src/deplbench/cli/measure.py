@@ -101,11 +101,9 @@ def run_measure(args: argparse.Namespace) -> int:
     out = Path(args.output)
     if not (out.parent if str(out.parent) else Path(".")).is_dir():
         raise MeasureError(f"--output {out}: directory {out.parent} does not exist")
-    from deplbench.files import unwritable
+    from deplbench.files import require_writable
 
-    reason = unwritable(out)
-    if reason:          # a folder, a read-only file: known before the training, not after it
-        raise MeasureError(f"--output {out}: cannot write ({reason})")
+    require_writable(out, "--output", MeasureError)     # known before the training, not after it
     _check_threads(args.threads)
     _need_torch()
     from deplbench.measure import experiment
@@ -183,11 +181,10 @@ def _check_replay(args: argparse.Namespace, solvers: list[str]) -> None:
     if args.merge and not (args.output and Path(args.output).is_file()):
         raise MeasureError("--merge: needs an existing --output file")
     if args.output:
-        from deplbench.files import refuse_overwrite, unwritable
+        from deplbench.files import refuse_overwrite, require_writable
 
-        reason = unwritable(args.output)
-        if reason:      # asked here: training first would end in a replay that is never written
-            raise MeasureError(f"--output {args.output}: cannot write ({reason})")
+        # asked here: training first would end in a replay that is never written
+        require_writable(args.output, "--output", MeasureError)
         given = [item.partition("=")[2] for item in args.result if item.partition("=")[2]]
         refuse_overwrite(args.output, [*given, *_measured_instance_files()], "--output", MeasureError)
 

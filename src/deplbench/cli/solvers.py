@@ -53,12 +53,10 @@ def parse_kv(items: list[str]) -> dict[str, str]:
 
 def _cmd_solve(args) -> int:
     if args.output:        # before the solver stack is imported: a refusal costs nothing
-        from deplbench.files import refuse_overwrite, unwritable
+        from deplbench.files import refuse_overwrite, require_writable
 
         refuse_overwrite(args.output, [args.instance], "-o", SolverError)
-        reason = unwritable(args.output)
-        if reason:         # a long solve must not end in a result that cannot be written
-            raise SolverError(f"-o {args.output}: cannot write ({reason})")
+        require_writable(args.output, "-o", SolverError)    # a long solve must not end in a lost result
     from deplbench.instances.model import load_instance
     from deplbench.jsonio import print_json, write_json
     from deplbench.solvers.registry import get_solver
