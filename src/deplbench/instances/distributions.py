@@ -44,9 +44,10 @@ class _BoundLaw:
     """A SciPy distribution with its parameters bound: what ``stats.t(df, loc=…, scale=…)``
     freezes, without freezing.
 
-    A frozen SciPy law builds a new distribution instance and its docstring,
-    about a millisecond per law; this one calls the shared distribution
-    object with the law's arguments, so every value is the frozen law's.
+    A frozen SciPy law builds a new distribution instance and its docstring
+    for every law, which dominates an instance of many switch laws; this one
+    calls the shared distribution object with the law's arguments, so every
+    value is the frozen law's.
     """
 
     __slots__ = ("dist", "args", "kwds")
