@@ -227,6 +227,48 @@ def test_draws_are_the_same_with_a_deadline(many_switches):
     assert np.array_equal(free.jump, timed.jump) and np.array_equal(free.improvement, timed.improvement)
 
 
+def test_each_law_is_drawn_into_its_own_contiguous_block(many_switches):
+    """A law's draws fill their own pages: the first law's write does not fault in the whole
+    (S, K̄, laws) array before the next deadline check (1.6 GB with 20,100 switch laws)."""
+    from deplbench.formulations.model.scenarios import ScenarioSampler
+
+    sc = ScenarioSampler(many_switches, 3).in_sample(20, checked=True)
+    assert sc.jump.shape == (20, many_switches.horizon, len(many_switches.switches))
+    assert all(sc.jump[:, :, j].flags.c_contiguous for j in range(sc.jump.shape[2]))
+    assert all(sc.improvement[:, :, m].flags.c_contiguous for m in range(sc.improvement.shape[2]))
+    # the values: each law's own draws, in the stream's order (same generator calls as a direct draw)
+    rng = ScenarioSampler(many_switches, 3).generator(0)
+    first = [m.improvement.sample(rng, (20, many_switches.horizon)) for m in many_switches.models]
+    assert np.array_equal(sc.improvement[:, :, 0], first[0])
+
+
+def test_pact_estimates_its_scenarios_before_drawing_them(many_switches):
+    """PACT's in-sample scenarios are weighed against the memory budget like the baselines'."""
+    tracemalloc.start()
+    try:
+        res = solve(many_switches, "pact", scenarios=200_000, memory_limit=0.01, evaluate=False)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert res.status == "error" and "PACT's in-sample scenarios" in res.message
+    assert "memory budget" in res.message and peak < 50 * 2**20
+
+
+def test_the_solve_deadline_counts_the_instance_copy(many_switches, monkeypatch):
+    """The time limit bounds the whole solve: the deep copy of the instance (seconds on 10^5
+    switches) is inside the deadline, so a copy that uses it up leaves the solver none."""
+    clock = [0.0]
+    real_copy = type(many_switches).model_copy
+
+    def slow_copy(self, *args, **kwds):
+        clock[0] += 10.0                  # the copy takes 10 s on this clock
+        return real_copy(self, *args, **kwds)
+    monkeypatch.setattr(type(many_switches), "model_copy", slow_copy)
+    with limits.use_clock(lambda: clock[0]):
+        res = solve(many_switches, "depl", time_limit=5.0, evaluate=False)
+    assert res.status == "time_limit" and "time limit 5 s reached" in res.message
+
+
 def test_pact_jump_estimates_and_adaptive_jump_headroom_check_per_switch(many_switches, monkeypatch):
     from deplbench.formulations.adaptive import chain
     from deplbench.solvers.pact import graph

@@ -147,7 +147,7 @@ from deplbench.solvers.baselines.common import (
     common_parameters,
     data_setting,
     dataset_subsets,
-    in_sample_scenarios,
+    in_sample_scenarios_checked,
     no_solution,
     oos_checker,
     success,
@@ -305,7 +305,7 @@ class Pact(Solver):
         """Solve with the resolved parameters, under the deadline :meth:`Solver.run` or
         :func:`~deplbench.solvers.run.solve` opened."""
         self._validate(instance, params)
-        scen = in_sample_scenarios(instance, params["scenarios"], params["seed"])
+        scen = in_sample_scenarios_checked(instance, params["scenarios"], params["seed"], "PACT")
         runs = []
         graph_info = {}
         work: dict[str, float] = {"graph_vertices": 0, "graphs_built": 0, "replans": 0, "shortest_path_calls": 0}
