@@ -401,7 +401,7 @@ def test_unknown_solution_names_are_escaped():
 
 # ------------------------------------------------------------------- check
 def test_pwl_file_solved_by_highs_and_scip_agree(tmp_path):
-    """knapsack-weakly-n10 (HiGHS #2782 on the old first-master file): the
+    """knapsack-weakly-n10 (HiGHS #2782 on a first-master file): the
     PWL file's optimum is proven by HiGHS (after at most the tolerance
     retries of solve_mps) and confirmed independently by SCIP."""
     name = "knapsack-weakly-n10"

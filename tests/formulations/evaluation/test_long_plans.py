@@ -1,11 +1,12 @@
-"""Long plans under the default evaluation, with every evaluation that fitted before unchanged.
+"""Long plans under the default evaluation, every evaluation checked against a reference simulation.
 
-The block layout (which draw goes to which trajectory) is the old rule, checked
-here against that rule written out; the simulation of a block holds two values
-per trajectory value (the draws and the trajectory) instead of three or more, so
-the final losses and a chunk of the bands fit beside one block within the
-default 2 GiB: the default 50,000 samples evaluate plans of K̄ = 4000 epochs. The
-old simulation is kept below, verbatim, as the reference for bit-for-bit checks.
+The block layout (which draw goes to which trajectory) is checked against a
+reference rule written out below; the simulation of a block holds two values
+per trajectory value (the draws and the trajectory), where the straightforward
+reference simulation below (a zero step array, then a running sum) holds three
+or more, so the final losses and a chunk of the bands fit beside one block
+within the default 2 GiB: the default 50,000 samples evaluate plans of
+K̄ = 4000 epochs. The reference simulation is the bit-for-bit check.
 """
 
 from __future__ import annotations
@@ -24,13 +25,13 @@ from deplbench.solvers.run import DEFAULT_EVAL_SAMPLES, check_solve_arguments
 from tests.formulations.test_evaluate import plan, random_instance
 
 
-def _old_block_size(n_epochs: int) -> int:
-    """The block rule as it was: at most 25,000 trajectories, the 2 GiB budget over 24 B per value."""
+def _reference_block_size(n_epochs: int) -> int:
+    """The reference block rule: at most 25,000 trajectories, the 2 GiB budget over 24 B per value."""
     return max(1, min(25_000, (2 * 2**30) // ((n_epochs + 1) * 24)))
 
 
-def _old_simulate(instance, models, gammas, n, rng):
-    """The simulation as it was (a zero step array, then ℓ(0) plus its running sum)."""
+def _reference_simulate(instance, models, gammas, n, rng):
+    """The reference simulation: a zero step array, then ℓ(0) plus its running sum."""
     models = np.asarray(models, dtype=int)
     K = models.size
     steps = np.zeros((n, K))
@@ -79,35 +80,35 @@ PLANS = {
 
 
 @pytest.mark.parametrize("n_epochs", [0, 1, 12, 3000, 3503, 3578, 3579, 4000, 20_000, 10**6, 89_478_484])
-def test_the_block_layout_is_the_old_rule(n_epochs):
-    assert memory_module.block_size(n_epochs) == _old_block_size(n_epochs)
+def test_the_block_layout_is_the_reference_rule(n_epochs):
+    assert memory_module.block_size(n_epochs) == _reference_block_size(n_epochs)
 
 
 @pytest.mark.parametrize("name", sorted(PLANS))
-def test_the_trajectories_are_the_old_ones_bit_for_bit(name):
+def test_the_trajectories_are_the_reference_ones_bit_for_bit(name):
     inst = _instance()
     models, _, gammas = evaluate_module.plan_indices(inst, plan(PLANS[name], {"A": ["d0"]}))
     for seed in (0, 7):
-        new = evaluate_module.simulate_trajectories(inst, models, gammas, 301, np.random.default_rng(seed))
-        old = _old_simulate(inst, models, gammas, 301, np.random.default_rng(seed))
-        assert new.shape == old.shape and new.tobytes() == old.tobytes()
+        got = evaluate_module.simulate_trajectories(inst, models, gammas, 301, np.random.default_rng(seed))
+        ref = _reference_simulate(inst, models, gammas, 301, np.random.default_rng(seed))
+        assert got.shape == ref.shape and got.tobytes() == ref.tobytes()
 
 
-def test_a_plan_switching_both_ways_at_every_epoch_draws_the_old_trajectories():
+def test_a_plan_switching_both_ways_at_every_epoch_draws_the_reference_trajectories():
     inst = _instance(horizon=60, back=INV_GAMMA_JUMP)
     models, _, gammas = evaluate_module.plan_indices(inst, plan([("m", "A", 5.0), ("p", "A", 5.0)] * 30,
                                                                  {"A": ["d0"]}))
     for seed in (0, 7):
-        new = evaluate_module.simulate_trajectories(inst, models, gammas, 301, np.random.default_rng(seed))
-        old = _old_simulate(inst, models, gammas, 301, np.random.default_rng(seed))
-        assert new.tobytes() == old.tobytes()
+        got = evaluate_module.simulate_trajectories(inst, models, gammas, 301, np.random.default_rng(seed))
+        ref = _reference_simulate(inst, models, gammas, 301, np.random.default_rng(seed))
+        assert got.tobytes() == ref.tobytes()
 
 
 @pytest.mark.parametrize("name", ["one switch", "back and forth"])
-def test_an_evaluation_that_fitted_before_gives_the_same_numbers(monkeypatch, name):
+def test_an_evaluation_in_several_blocks_gives_the_reference_numbers(monkeypatch, name):
     """Several blocks (the layout's budget shrunk to 64 KiB: blocks of 64 KiB / (13 × 24 B) = 210),
-    bands kept whole: every number equals the one computed here with the old block rule and
-    the old simulation."""
+    bands kept whole: every number equals the one computed here with the reference block rule and
+    the reference simulation."""
     monkeypatch.setattr(memory_module, "MEMORY_BUDGET", 2**16)
     inst, p = _instance(), plan(PLANS[name], {"A": ["d0"]})
     n, seed = 1000, 3
@@ -116,7 +117,7 @@ def test_an_evaluation_that_fitted_before_gives_the_same_numbers(monkeypatch, na
     assert block == memory_module.block_size(p.n_epochs) == 210
     rng = np.random.default_rng([seed, evaluate_module.OUT_OF_SAMPLE])
     models, _, gammas = evaluate_module.plan_indices(inst, p)
-    blocks = [_old_simulate(inst, models, gammas, min(block, n - s), rng) for s in range(0, n, block)]
+    blocks = [_reference_simulate(inst, models, gammas, min(block, n - s), rng) for s in range(0, n, block)]
     assert len(blocks) == 5
     mean = np.zeros(p.n_epochs + 1)
     for b in blocks:                                    # summed block by block, as the evaluator does
@@ -129,14 +130,14 @@ def test_an_evaluation_that_fitted_before_gives_the_same_numbers(monkeypatch, na
     rank = evaluate_module.quantile_rank(inst.omega, n)
     assert ev.quantile == float(finals[rank - 1])
     # the whole record, against the evaluator run on the reference simulation
-    monkeypatch.setattr(evaluate_module, "simulate_trajectories", _old_simulate)
+    monkeypatch.setattr(evaluate_module, "simulate_trajectories", _reference_simulate)
     assert evaluate_plan(inst, p, samples=n, seed=seed).to_dict() == ev.to_dict()
 
 
 def test_simulating_a_block_holds_two_values_per_trajectory_value():
     """Measured with tracemalloc (numpy reports its buffers to it): the block's peak is within the
     accounted BLOCK_BYTES_PER_VALUE, laws' own temporaries included; the reference simulation
-    (`_old_simulate`) holds 20–32 B."""
+    (`_reference_simulate`) holds 20–32 B."""
     inst = _instance(horizon=400, back=INV_GAMMA_JUMP, p={"kind": "student_t", "df": 5.0, "loc": 1.0, "scale": 0.1})
     n = 2000      # the per-epoch bookkeeping is then a small share of the values
     for epochs in ([("m", "A", 0.2)] * 400, [("m", "A", 0.2)] * 200 + [("p", "A", 0.2)] * 200,
@@ -144,7 +145,7 @@ def test_simulating_a_block_holds_two_values_per_trajectory_value():
         models, _, gammas = evaluate_module.plan_indices(inst, plan(epochs, {"A": ["d0"]}))
         values = n * (models.size + 1)
         for simulate, most in ((evaluate_module.simulate_trajectories, memory_module.BLOCK_BYTES_PER_VALUE),
-                               (_old_simulate, None)):
+                               (_reference_simulate, None)):
             tracemalloc.start()
             simulate(inst, models, gammas, n, np.random.default_rng(0))
             peak = tracemalloc.get_traced_memory()[1]
@@ -157,13 +158,13 @@ def test_simulating_a_block_holds_two_values_per_trajectory_value():
 
 def test_the_default_eval_samples_accept_a_plan_of_4000_epochs():
     """The default 50,000 samples fit a plan of K̄ = 4000 epochs, which the reference accounting
-    (`_old_block_size`, 24 B per value) refuses beyond K̄ = 3503: one block of 25,000 (K̄ = 3503) or of
+    (`_reference_block_size`, 24 B per value) refuses beyond K̄ = 3503: one block of 25,000 (K̄ = 3503) or of
     the whole budget's worth (K̄ ≥ 3579) at 24 B per value leaves no room for the bands' chunk."""
     inst = _instance(horizon=4000)
     assert DEFAULT_EVAL_SAMPLES == 50_000
-    old_block = _old_block_size(4000)
-    old_need = DEFAULT_EVAL_SAMPLES * 16 + old_block * 4001 * 24 + DEFAULT_EVAL_SAMPLES * (-(-4001 // 64)) * 16
-    assert old_need > 2 * 2**30                           # what the reference accounting refuses
+    ref_block = _reference_block_size(4000)
+    ref_need = DEFAULT_EVAL_SAMPLES * 16 + ref_block * 4001 * 24 + DEFAULT_EVAL_SAMPLES * (-(-4001 // 64)) * 16
+    assert ref_need > 2 * 2**30                           # what the reference accounting refuses
     check_evaluation_memory(DEFAULT_EVAL_SAMPLES, 4000, True)
     assert check_solve_arguments(inst, "depl", True, DEFAULT_EVAL_SAMPLES, 0).name == "depl"
     # the last horizon the default fits and the first it does not: the finals, one block at 16 B per value and
