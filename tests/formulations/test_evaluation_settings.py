@@ -123,3 +123,22 @@ def test_one_samples_limit_from_every_front(inst, inst_file, deplbench_cli, tmp_
     with pytest.raises(PlanError) as exc:
         evaluate_plan(inst, plan, samples=samples)
     assert str(exc.value) == f"samples: {reason}"
+
+
+def test_each_front_reads_its_default_sample_count_here():
+    """The default out-of-sample counts differ by front (their cost differs) and are declared once:
+    the functions' defaults and every command's --help read the settings' constants."""
+    from deplbench.benchmarks.library.verify import verify_solution
+    from deplbench.cli import build_parser
+    from deplbench.solvers.run import solve
+
+    assert inspect.signature(evaluate_plan).parameters["samples"].default == settings.EVALUATE_SAMPLES
+    assert inspect.signature(solve).parameters["eval_samples"].default == settings.SOLVE_SAMPLES
+    assert inspect.signature(verify_solution).parameters["samples"].default == settings.VERIFY_SAMPLES
+    parser = build_parser()
+    for argv, dest, value in ((["evaluate", "i.json", "p.json"], "samples", settings.EVALUATE_SAMPLES),
+                              (["library", "verify", "lib", "x", "s.sol"], "samples", settings.VERIFY_SAMPLES)):
+        assert getattr(parser.parse_args(argv), dest) == value
+    from deplbench.cli import simulate as simulate_cli
+    from deplbench.cli import solvers as solvers_cli
+    assert (solvers_cli.EVAL_SAMPLES, simulate_cli.EVAL_SAMPLES) == (settings.SOLVE_SAMPLES, settings.SIMULATE_SAMPLES)

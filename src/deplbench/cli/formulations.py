@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 
+from deplbench.formulations.evaluation.settings import EVALUATE_SAMPLES
 from deplbench.jsonio import number_text, print_json
 
 
@@ -44,7 +45,7 @@ def register(subparsers) -> None:
     )
     p.add_argument("instance", metavar="INSTANCE", help="instance JSON file")
     p.add_argument("plan", metavar="PLAN", help="plan JSON file (or a solver result with a 'plan' key)")
-    p.add_argument("--samples", type=int, default=100_000, help="trajectories (default 100000)")
+    p.add_argument("--samples", type=int, default=EVALUATE_SAMPLES, help=f"trajectories (default {EVALUATE_SAMPLES})")
     p.add_argument("--seed", type=int, default=0, help="seed of the out-of-sample stream (default 0)")
     p.add_argument("--confidence", type=float, default=0.95,
                    help="level of the two-sided quantile interval and of each one-sided Clopper-Pearson bound "

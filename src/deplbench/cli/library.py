@@ -21,6 +21,7 @@ import argparse
 import sys
 
 from deplbench.cli.messages import output_path
+from deplbench.formulations.evaluation.settings import VERIFY_SAMPLES
 from deplbench.jsonio import print_json
 
 
@@ -96,7 +97,8 @@ def register(subparsers) -> None:
     v.add_argument("solution", metavar="SOLUTION_FILE", help="the solution (.sol)")
     v.add_argument("--model", choices=("pwl", "minlp"), default="pwl",
                    help="the model the solution is for (default pwl: pwl/NAME.mps.gz; minlp: minlp/NAME.nl.gz)")
-    v.add_argument("--samples", type=int, default=20_000, help="out-of-sample draws judging the plan (default 20000)")
+    v.add_argument("--samples", type=int, default=VERIFY_SAMPLES,
+                   help=f"out-of-sample draws judging the plan (default {VERIFY_SAMPLES})")
     v.add_argument("--json", action="store_true", help="print one JSON object on stdout")
     v.set_defaults(func=run_verify)
 

@@ -8,11 +8,18 @@ from typing import Any
 
 from deplbench.cli.solvers import as_given, eval_samples_given, parse_kv, solver_used
 from deplbench.errors import SolverError
-from deplbench.formulations.evaluation.settings import CONFIDENCE, RUNS, SEED, check_closed_loop, check_samples
+from deplbench.formulations.evaluation.settings import (
+    CONFIDENCE,
+    RUNS,
+    SEED,
+    SIMULATE_SAMPLES,
+    check_closed_loop,
+    check_samples,
+)
 from deplbench.jsonio import print_json
 
 #: ``--eval-samples``' default: the static evaluation beside the closed loop.
-EVAL_SAMPLES = 20_000
+EVAL_SAMPLES = SIMULATE_SAMPLES
 
 
 def _check(args) -> None:

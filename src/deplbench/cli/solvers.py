@@ -8,6 +8,7 @@ import textwrap
 
 from deplbench.cli.messages import os_error_message, output_path, split_params
 from deplbench.errors import SolverError
+from deplbench.formulations.evaluation.settings import SOLVE_SAMPLES
 
 #: Dedicated flags of ``solve`` → solver parameter names.
 _FLAG_PARAMS = {
@@ -345,7 +346,7 @@ def _show(value) -> str:
 
 
 #: ``solve --eval-samples``' default.
-EVAL_SAMPLES = 50_000
+EVAL_SAMPLES = SOLVE_SAMPLES
 
 
 def eval_samples_given(value: int | None, default: int) -> tuple[int, str]:

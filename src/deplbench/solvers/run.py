@@ -41,7 +41,14 @@ from deplbench.errors import DeplbenchError, PlanError, SolverError
 from deplbench.formulations.evaluation.closed_loop import ClosedLoopPolicy, FixedPlanPolicy, StopAtTarget, simulate
 from deplbench.formulations.evaluation.evaluate import check_evaluation_memory, evaluate_plan
 from deplbench.formulations.evaluation.instance_check import check_instance
-from deplbench.formulations.evaluation.settings import CONFIDENCE, MIN_SAMPLES, RUNS, SEED, check_closed_loop
+from deplbench.formulations.evaluation.settings import (
+    CONFIDENCE,
+    MIN_SAMPLES,
+    RUNS,
+    SEED,
+    SOLVE_SAMPLES,
+    check_closed_loop,
+)
 from deplbench.formulations.model.plan import Plan, parse_plan
 from deplbench.formulations.model.preprocess import reduce_instance
 from deplbench.formulations.model.result import STATUSES, SolveResult
@@ -52,7 +59,7 @@ from deplbench.solvers.base import Solver
 from deplbench.solvers.registry import get_solver
 
 #: Default out-of-sample trajectories used to judge every returned plan.
-DEFAULT_EVAL_SAMPLES = 50_000
+DEFAULT_EVAL_SAMPLES = SOLVE_SAMPLES
 
 
 #: The evaluation arguments of :func:`solve`, checked like solver parameters.

@@ -35,6 +35,7 @@ import numpy as np
 from deplbench.benchmarks.library.build import KINDS, library_files
 from deplbench.benchmarks.library.solu import read_solu
 from deplbench.errors import SolverError
+from deplbench.formulations.evaluation.settings import VERIFY_SAMPLES
 from deplbench.jsonio import interval_text
 from deplbench.limits import read_bytes
 
@@ -259,7 +260,7 @@ def _plan_report(inst, model, x: np.ndarray, samples: int, seed: int) -> dict:
             "out_of_sample": {k: ev[k] for k in keep if k in ev}}
 
 
-def verify_solution(root: str, name: str, solution: str, kind: str = "pwl", samples: int = 20_000,
+def verify_solution(root: str, name: str, solution: str, kind: str = "pwl", samples: int = VERIFY_SAMPLES,
                     seed: int = 0) -> dict:
     """Judge the solution file ``solution`` against model ``kind`` of ``name``.
 

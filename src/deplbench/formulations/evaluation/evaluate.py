@@ -85,6 +85,7 @@ from deplbench.formulations.evaluation.memory import (
     chunked_bands,
 )
 from deplbench.formulations.evaluation.quantile_ci import CI_METHOD, QuantileInterval, order_statistic_ci
+from deplbench.formulations.evaluation.settings import EVALUATE_SAMPLES as SAMPLES
 from deplbench.formulations.evaluation.settings import MIN_SAMPLES, check_confidence, check_samples, check_seed
 from deplbench.formulations.model.allocation import TIME_RTOL, epoch_parameters
 from deplbench.formulations.model.plan import Plan, check_allocations, check_plan_names, datasets_loc, parse_plan
@@ -326,7 +327,7 @@ def simulate_trajectories(instance, models, gammas, n: int, rng: np.random.Gener
 def evaluate_plan(
     instance,
     plan: Plan,
-    samples: int = 100_000,
+    samples: int = SAMPLES,
     seed: int = 0,
     confidence: float = 0.95,
     trajectory: bool = True,
@@ -338,7 +339,7 @@ def evaluate_plan(
     ----------
     instance : Instance
     plan : Plan
-    samples : int, default 100000
+    samples : int, default 100000 (``settings.EVALUATE_SAMPLES``)
         Monte-Carlo trajectories (ignored when every random term is a point mass).
     seed : int, default 0
         Seed of the out-of-sample stream ``default_rng([seed, 1])``.
@@ -348,8 +349,7 @@ def evaluate_plan(
     trajectory : bool, default True
         Also return the per-epoch mean and 1st/99th percentiles (Fig. 9).
     exact : bool, default False
-        Also compute the rigorous bounds ``violation_lo/hi``,
-        ``quantile_lo/hi`` and ``exact_verdict``
+        Also compute the rigorous bounds ``violation_lo/hi``, ``quantile_lo/hi`` and ``exact_verdict``
         (:mod:`deplbench.formulations.evaluation.exact_violation`, default precision).
 
     Returns

@@ -31,6 +31,13 @@ from deplbench.params import seed_refusal
 
 #: Defaults of a closed-loop simulation: runs, seed, level of the intervals.
 RUNS, SEED, CONFIDENCE = 10_000, 0, 0.95
+
+#: Default out-of-sample trajectories of a static evaluation, by front (module docstring: they
+#: differ in cost): a solve's judging of its plan (``solve --eval-samples``, a sweep's default),
+#: ``deplbench evaluate`` / :func:`~deplbench.formulations.evaluation.evaluate.evaluate_plan`, and the
+#: static evaluation beside a closed-loop simulation (``simulate --eval-samples``), and a library
+#: solution's judging (``library verify --samples``).
+SOLVE_SAMPLES, EVALUATE_SAMPLES, SIMULATE_SAMPLES, VERIFY_SAMPLES = 50_000, 100_000, 20_000, 20_000
 #: Fewest runs of a closed-loop simulation (a sample variance needs two); the
 #: most is :data:`deplbench.limits.MAX_RUNS`.
 MIN_RUNS = 2
@@ -128,5 +135,6 @@ def check_samples(samples, *, field: str = "samples", error: type[DeplbenchError
     return int(samples)
 
 
-__all__ = ["CONFIDENCE", "MIN_RUNS", "MIN_SAMPLES", "RUNS", "SEED", "check_closed_loop", "check_confidence",
+__all__ = ["CONFIDENCE", "EVALUATE_SAMPLES", "MIN_RUNS", "MIN_SAMPLES", "RUNS", "SEED", "SIMULATE_SAMPLES",
+           "SOLVE_SAMPLES", "VERIFY_SAMPLES", "check_closed_loop", "check_confidence",
            "check_samples", "check_seed"]
