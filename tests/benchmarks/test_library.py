@@ -779,3 +779,21 @@ def test_build_quiet_prints_no_progress_and_force_removes_a_stale_truth_table(on
     captured = capfd.readouterr()
     assert captured.err == "" and captured.out.startswith("wrote 1 instances"), captured.err
     assert not (root / TRUTH).exists() and _manifest(root)["true_optimum"] is None
+
+
+def test_force_only_removes_the_files_the_new_manifest_no_longer_lists(one_lib, tmp_path):
+    """--force --only A over a library of B leaves exactly the files the new manifest, .solu files and
+    tables list: B's instance and model files (and the .col/.row beside its .nl) are removed, a file
+    no manifest listed is left alone."""
+    root = _copy(one_lib, tmp_path)
+    mine = root / "instances" / "mine.json"
+    mine.write_text("{}")
+    other = "knapsack-uncorrelated-n10"
+    assert main(["library", "build", "--out", str(root), "--only", other, "--time-limit", "30", "--force",
+                 "--no-true-optimum", "--quiet"]) == 0
+    (rec,) = _manifest(root)["entries"]
+    listed = {rec["instance"], rec["pwl"], *rec["minlp_files"], f"minlp/{other}.col", f"minlp/{other}.row"}
+    on_disk = {p.relative_to(root).as_posix() for sub in ("instances", "pwl", "minlp")
+               for p in (root / sub).iterdir()}
+    assert on_disk == listed | {"instances/mine.json"}, sorted(on_disk)
+    assert not list(root.rglob(f"{ONE}*")) and mine.read_text() == "{}"

@@ -52,7 +52,9 @@ def register(subparsers) -> None:
                         "(default: --time-limit)")
     b.add_argument("--gap", type=float, default=1e-6, help="relative gap of the .solu solves (default 1e-6)")
     b.add_argument("--only", action="append", metavar="NAME", help="build only this instance (repeatable)")
-    b.add_argument("--force", action="store_true", help="write into a non-empty directory")
+    b.add_argument("--force", action="store_true",
+                   help="write into a non-empty directory; the instance and model files an earlier "
+                        "manifest.json there lists and this build does not are removed")
     b.add_argument("--no-true-optimum", action="store_true",
                    help="skip the true-optimum brackets (true_optimum.csv; certify runs SAA replications)")
     b.add_argument("--json", action="store_true", help="print the manifest as one JSON object")

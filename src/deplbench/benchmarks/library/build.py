@@ -131,7 +131,9 @@ def build_library(out: str, size: str = "small", time_limit: float = 60.0, gap: 
     gap : float, default 1e-6
         Relative gap of the solves that give the .solu values.
     overwrite : bool
-        Allow a non-empty ``out``.
+        Allow a non-empty ``out``. The instance and model files that an
+        earlier manifest there lists and this build does not are removed,
+        so the directory holds what the new manifest lists.
     only : list of str, optional
         Build only the entries with these names (tests, partial rebuilds).
     progress : callable, optional
@@ -179,6 +181,7 @@ def build_library(out: str, size: str = "small", time_limit: float = 60.0, gap: 
                 "gap": float(gap), "pwl_tolerance": PWL_TOLERANCE, "highs_version": highs,
                 "solu": {k: v[2] for k, v in KINDS.items()}, "true_optimum": TRUTH if true_optimum else None,
                 "entries": records}
+    earlier = _listed_files(root)
     _write_solu_files(root, records, highs, gap, time_limit, solve_time_limit)
     write_json(root / MANIFEST, manifest)
     write_tables(str(root), records)
@@ -187,7 +190,56 @@ def build_library(out: str, size: str = "small", time_limit: float = 60.0, gap: 
     elif os.path.lexists(root / TRUTH):
         # an earlier build's brackets (--force over a library) are not this build's: the manifest says none
         (root / TRUTH).unlink()
+    _remove_unlisted(root, earlier - set().union(*map(_entry_files, records)))
     return manifest
+
+
+def _entry_files(rec: dict) -> set[str]:
+    """The files of one manifest entry, relative to the library: its instance, its model
+    files and the AMPL name files (``.col``, ``.row``) written beside its ``.nl``."""
+    out: set[str] = set()
+    for rel in (rec.get("instance"), rec.get("pwl"), rec.get("minlp"), *(rec.get("minlp_files") or ())):
+        if isinstance(rel, str):
+            out.add(rel)
+            if rel.endswith(".nl.gz"):
+                out.update(rel.removesuffix(".nl.gz") + ext for ext in (".col", ".row"))
+    return out
+
+
+def _listed_files(root: Path) -> set[str]:
+    """The files the library's manifest lists; none when it has no readable one
+    (then no file is known to be the build's, and none is removed)."""
+    from deplbench.instances.model import read_json
+
+    if not (root / MANIFEST).is_file():
+        return set()
+    try:
+        data = read_json(root / MANIFEST, what="manifest", error=SolverError)
+    except SolverError:
+        return set()
+    listed = data.get("entries") if isinstance(data, dict) else None
+    return set().union(*(_entry_files(r) for r in listed if isinstance(r, dict))) if isinstance(listed, list) \
+        else set()
+
+
+def _remove_unlisted(root: Path, rels: set[str]) -> None:
+    """Remove files an earlier build listed and this one does not (``--force --only A``
+    over a library of B), so that the directory holds what manifest.json, the .solu
+    files and the tables list. Only regular files inside the build's own folders
+    (instances/, pwl/, minlp/) are removed: a manifest is a user's input, and a path
+    it names elsewhere, or through a symbolic link, is left alone."""
+    from deplbench.benchmarks.library.manifest import confined
+
+    own = {"instances", *(k[0] for k in KINDS.values())}
+    for rel in sorted(rels):
+        if rel.replace("\\", "/").split("/", 1)[0] not in own:
+            continue
+        try:
+            path = confined(str(root), rel, f"{MANIFEST}: {rel}")
+        except SolverError:
+            continue
+        if os.path.isfile(path) and not os.path.islink(path):
+            os.unlink(path)
 
 
 def _truth(entry: LibraryEntry, rec: dict, seconds: float, settings: dict | None) -> dict:
