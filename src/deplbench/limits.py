@@ -26,7 +26,8 @@ A bottom helper shared by the formulations and the solvers (it imports only
 * **Files.** Every reader of a user's file goes through :func:`read_bytes`
   (or :func:`read_text`): a path that is not a regular file (``/dev/zero``,
   a FIFO) is refused from its ``stat``, the size is checked before and
-  during the read (:data:`MAX_INPUT_BYTES`), and a ``.gz`` file is inflated
+  during the read (:data:`MAX_INPUT_BYTES`, or a tighter bound of the
+  format's own: a plan's), and a ``.gz`` file is inflated
   in blocks up to :data:`MAX_UNCOMPRESSED_BYTES`; :func:`check_gzip_size`
   bounds a compressed file a solver reads itself.
 """
@@ -182,7 +183,8 @@ def check_memory(need_bytes: float, what: str, hint: str, budget_gib: float | No
 MAX_UNCOMPRESSED_BYTES = 1024 * 2**20
 
 
-def _regular_size(path, what: str, error: type[DeplbenchError], limit: int) -> int:
+def _regular_size(path, what: str, error: type[DeplbenchError], limit: int,
+                  limit_name: str = "deplbench.limits.MAX_INPUT_BYTES") -> int:
     """The size of ``path`` after checking it is a regular file within ``limit``.
 
     ``/dev/zero`` has size 0 and never ends; a FIFO blocks the first read
@@ -204,11 +206,12 @@ def _regular_size(path, what: str, error: type[DeplbenchError], limit: int) -> i
         raise error(f"{path}: not a regular file (a device, FIFO or socket); the {what} must be a regular file")
     if st.st_size > limit:
         raise error(f"{path}: {what} file of {st.st_size / 2**20:.0f} MiB is larger than the limit of "
-                    f"{limit / 2**20:.0f} MiB (deplbench.limits.MAX_INPUT_BYTES)")
+                    f"{limit / 2**20:.0f} MiB ({limit_name})")
     return st.st_size
 
 
-def check_file_size(path, what: str, error: type[DeplbenchError], limit: int = MAX_INPUT_BYTES) -> None:
+def check_file_size(path, what: str, error: type[DeplbenchError], limit: int = MAX_INPUT_BYTES,
+                    limit_name: str = "deplbench.limits.MAX_INPUT_BYTES") -> None:
     """Refuse a path that is not a regular file, or one larger than ``limit`` bytes.
 
     Raises
@@ -217,11 +220,11 @@ def check_file_size(path, what: str, error: type[DeplbenchError], limit: int = M
         One line naming the file: missing, a directory, not a regular file
         (``/dev/zero``, a FIFO), or its size and the limit.
     """
-    _regular_size(path, what, error, limit)
+    _regular_size(path, what, error, limit, limit_name)
 
 
 def read_bytes(path, what: str, error: type[DeplbenchError], limit: int = MAX_INPUT_BYTES,
-               decompress: bool = True) -> bytes:
+               decompress: bool = True, limit_name: str = "deplbench.limits.MAX_INPUT_BYTES") -> bytes:
     """The bytes of the regular file ``path``, never more than ``limit``.
 
     The one bounded read every reader of a user's file goes through
@@ -242,6 +245,9 @@ def read_bytes(path, what: str, error: type[DeplbenchError], limit: int = MAX_IN
     decompress : bool, default True
         Whether a ``.gz`` path is decompressed (:func:`gunzip`); a caller that
         hashes the file as stored reads it raw and decompresses it itself.
+    limit_name : str, default "deplbench.limits.MAX_INPUT_BYTES"
+        Where ``limit`` comes from, named in the refusal (a format with a
+        tighter bound of its own, such as a plan's, names that bound).
 
     Returns
     -------
@@ -252,7 +258,7 @@ def read_bytes(path, what: str, error: type[DeplbenchError], limit: int = MAX_IN
     error
         Missing, not a regular file, too large (compressed or not), unreadable.
     """
-    _regular_size(path, what, error, limit)
+    _regular_size(path, what, error, limit, limit_name)
     try:
         with open(path, "rb") as fh:
             data = fh.read(limit + 1)
@@ -260,7 +266,7 @@ def read_bytes(path, what: str, error: type[DeplbenchError], limit: int = MAX_IN
         raise error(f"{path}: cannot read {what} file ({exc.strerror or exc})") from None
     if len(data) > limit:
         raise error(f"{path}: {what} file is larger than the limit of {limit / 2**20:.0f} MiB "
-                    "(deplbench.limits.MAX_INPUT_BYTES)")
+                    f"({limit_name})")
     if decompress and str(path).endswith(".gz"):
         data = gunzip(data, path, what, error, min(limit, MAX_UNCOMPRESSED_BYTES))
     return data
@@ -287,9 +293,10 @@ def as_path(path, argument: str, error: type[DeplbenchError]):
     return Path(path)
 
 
-def read_text(path, what: str, error: type[DeplbenchError], limit: int = MAX_INPUT_BYTES) -> str:
+def read_text(path, what: str, error: type[DeplbenchError], limit: int = MAX_INPUT_BYTES,
+              limit_name: str = "deplbench.limits.MAX_INPUT_BYTES") -> str:
     """:func:`read_bytes` decoded as UTF-8 (a one-line error naming the byte otherwise)."""
-    data = read_bytes(path, what, error, limit)
+    data = read_bytes(path, what, error, limit, limit_name=limit_name)
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from deplbench.errors import DeplbenchError, InstanceError
-from deplbench.limits import read_text
+from deplbench.limits import MAX_INPUT_BYTES, read_text
 
 #: Deepest nesting of lists/objects accepted in an instance. The format itself
 #: needs 4 levels (``models[0].improvement.samples[0]``); free-form provenance
@@ -94,7 +94,8 @@ def check_shape(data: Any, *, root: str = "instance", error: type[DeplbenchError
 
 
 def read_json(path: str | Path, *, what: str = "instance",
-              error: type[DeplbenchError] = InstanceError) -> Any:
+              error: type[DeplbenchError] = InstanceError, limit: int = MAX_INPUT_BYTES,
+              limit_name: str = "deplbench.limits.MAX_INPUT_BYTES") -> Any:
     """The JSON value of a file, every failure one line naming the file.
 
     Parameters
@@ -104,16 +105,22 @@ def read_json(path: str | Path, *, what: str = "instance",
         The document's kind, for messages (``"instance"``, ``"plan"``).
     error : type
         The :class:`~deplbench.errors.DeplbenchError` subclass raised.
+    limit, limit_name : int, str
+        The largest file read and where that bound comes from
+        (:func:`deplbench.limits.read_bytes`): parsing takes several times
+        the text's size in Python objects, so a format whose documents are
+        known to be small bounds its files below the general limit.
 
     Raises
     ------
     error
-        Unreadable or non-UTF-8 file, invalid JSON, the non-JSON constants
+        Larger than ``limit`` (refused before the read), unreadable or
+        non-UTF-8 file, invalid JSON, the non-JSON constants
         ``NaN``/``Infinity`` that Python's ``json`` accepts, or nesting too
         deep for the parser (a ``RecursionError`` otherwise).
     """
     path = Path(path)
-    text = read_text(path, what, error)
+    text = read_text(path, what, error, limit, limit_name)
     seen: list[_NonFinite] = []
 
     def constant(name: str) -> _NonFinite:

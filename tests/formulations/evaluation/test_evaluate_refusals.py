@@ -2,7 +2,8 @@
 
 1. The memory rule counts the plan itself (about 1 KB an epoch of objects and per-epoch arrays)
    beside the trajectories: a plan too long for the budget is refused up front naming ``epochs``
-   and the budget; a plan longer than any horizon (``MAX_HORIZON``) is refused when parsed.
+   and the budget; a plan longer than any horizon (``MAX_HORIZON``) is refused when parsed, and a
+   plan file larger than any such plan can usefully be (``MAX_PLAN_BYTES``) before it is read.
 2. A law with no finite mean (Student t with df ≤ 1) in the loss: ``expected_loss`` is None with
    a note naming the law, never a Monte Carlo average that changes with the seed.
 3. An allocation ≤ 0 is not a plan: refused, naming ``epochs[k].allocation``.
@@ -17,7 +18,7 @@ import pytest
 import deplbench.formulations.evaluation.memory as memory_module
 from deplbench.errors import PlanError
 from deplbench.formulations.evaluation.evaluate import evaluate_plan
-from deplbench.formulations.model.plan import parse_plan
+from deplbench.formulations.model.plan import MAX_PLAN_BYTES, PLAN_EPOCH_BYTES, load_plan, parse_plan
 from deplbench.instances.model import MAX_HORIZON, parse_instance
 from deplbench.limits import memory_budget
 from tests.formulations.test_evaluate import plan, random_instance
@@ -74,6 +75,39 @@ def test_the_cli_refuses_a_plan_longer_than_any_horizon_with_exit_2(tmp_path, de
     assert status == 2 and out == ""
     assert err.startswith(f"error: {ppath}: epochs: {MAX_HORIZON + 1} epochs exceed the largest horizon")
     assert err.count("\n") == 1
+
+
+def test_a_plan_file_above_its_byte_cap_is_refused_before_it_is_read(tmp_path, deplbench_cli):
+    """Parsed, a file of tiny epochs takes about 8 bytes of objects per byte (a 256 MiB one 2.2 GB)
+    before its epoch count is known: a plan file above MAX_PLAN_BYTES is refused from its size, in
+    one line naming the file and the cap."""
+    ipath, ppath = tmp_path / "inst.json", tmp_path / "huge.json"
+    parse_instance(random_instance(0.9)).save(ipath)
+    with open(ppath, "wb") as fh:
+        fh.truncate(MAX_PLAN_BYTES + 1)                 # sparse: no disk used, and nothing is read
+    status, out, err = deplbench_cli("evaluate", ipath, ppath, "--samples", 100)
+    assert status == 2 and out == "" and err.count("\n") == 1
+    assert err.startswith(f"error: {ppath}: plan file of 98 MiB is larger than the limit of 98 MiB "
+                          "(deplbench.formulations.model.plan.MAX_PLAN_BYTES: 1024 B for each of the "
+                          f"{MAX_HORIZON} epochs a plan may have)"), err
+
+
+@pytest.mark.slow
+def test_the_longest_plan_pretty_printed_with_long_names_is_read(tmp_path):
+    """MAX_HORIZON epochs as a ``solve -o`` result holds them (indented, with the three per-epoch
+    loss bands) and model and cluster names of 400 characters: within the cap, and read."""
+    from deplbench.jsonio import write_json
+
+    name = "n" * 399
+    epochs = [{"model": name + "m", "cluster": name + "c", "allocation": 16.93908138652787}] * MAX_HORIZON
+    band = [17.267178266216774] * (MAX_HORIZON + 1)
+    path = tmp_path / "result.json"
+    write_json(path, {"algorithm": "depl", "status": "feasible",
+                      "plan": {"epochs": epochs, "datasets": {name + "c": ["d0"]}},
+                      "evaluation": {"mean": band, "p01": band, "p99": band}})
+    size = path.stat().st_size
+    assert MAX_HORIZON * 900 < size <= MAX_HORIZON * PLAN_EPOCH_BYTES <= MAX_PLAN_BYTES
+    assert load_plan(path).n_epochs == MAX_HORIZON
 
 
 # ---------------------------------------------------------------- 2. expected loss

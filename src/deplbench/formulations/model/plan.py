@@ -31,6 +31,24 @@ from deplbench.instances.model import (
 )
 from deplbench.limits import as_path
 
+#: Bytes of a plan file allowed per epoch. A pretty-printed epoch of a
+#: ``solve -o`` result (its object and its three per-epoch loss bands) takes
+#: about 200 B with short names; 1 KiB leaves some 800 B for its model and
+#: cluster names (about 400 ASCII characters each, or 65 non-ASCII ones,
+#: which JSON writes as ``\uXXXX`` escapes).
+PLAN_EPOCH_BYTES = 1024
+#: Largest plan file read: :data:`PLAN_EPOCH_BYTES` for each of the
+#: ``MAX_HORIZON`` epochs a plan may have, rounded up to whole MiB (98 MiB).
+#: Parsing builds up to about 8 bytes of Python objects per byte of text (a
+#: list of small objects), so the epoch count, known only once the file is
+#: parsed, cannot bound the memory: a 256 MiB file of tiny epochs took 2.2 GB
+#: before its count was refused, a file at this cap takes under 1 GB, and a
+#: larger one is refused from its size before it is read.
+MAX_PLAN_BYTES = -(-MAX_HORIZON * PLAN_EPOCH_BYTES // 2**20) * 2**20
+#: Where :data:`MAX_PLAN_BYTES` comes from, as a refusal names it.
+_PLAN_LIMIT_NAME = (f"deplbench.formulations.model.plan.MAX_PLAN_BYTES: {PLAN_EPOCH_BYTES} B for each of the "
+                    f"{MAX_HORIZON} epochs a plan may have")
+
 
 class Epoch(BaseModel):
     """One active epoch: model m(k), cluster n with y(k, n) = 1, allocation x(k, n).
@@ -162,11 +180,12 @@ def load_plan(path: str | Path) -> Plan:
     Raises
     ------
     PlanError
-        Unreadable, non-UTF-8 or invalid JSON (``NaN``/``Infinity`` included),
+        Larger than :data:`MAX_PLAN_BYTES` (refused before it is read),
+        unreadable, non-UTF-8 or invalid JSON (``NaN``/``Infinity`` included),
         or not a valid plan; every message starts with the file name.
     """
     path = as_path(path, "path", PlanError)
-    data = read_json(path, what="plan", error=PlanError)
+    data = read_json(path, what="plan", error=PlanError, limit=MAX_PLAN_BYTES, limit_name=_PLAN_LIMIT_NAME)
     if isinstance(data, dict) and "plan" in data and "epochs" not in data:
         if data["plan"] is None:
             raise PlanError(f"{path}: the result holds no plan (status {data.get('status')!r})")
