@@ -190,6 +190,25 @@ def test_report_is_written_whole_or_not_at_all(frame, tmp_path, monkeypatch):
     assert [p.name for p in tmp_path.iterdir()] == ["rep"]          # no half-built folder left behind
 
 
+def test_an_interrupted_atomic_write_leaves_the_file_and_no_temporary(tmp_path, monkeypatch):
+    """Ctrl-C during write_bytes_atomic (the replay's partial rows, the fit's outputs): the target keeps
+    what it held and no temporary file is left beside it."""
+    import os
+
+    from deplbench.instances.fit import write_bytes_atomic
+
+    target = tmp_path / "r.json.partial"
+    write_bytes_atomic(target, b"[1]")
+
+    def interrupted(*args):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(os, "replace", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        write_bytes_atomic(target, b"[1, 2]")
+    assert [p.name for p in tmp_path.iterdir()] == [target.name] and target.read_bytes() == b"[1]"
+
+
 # ---- finding 9: fit, logs, .solu names, the plugin hook ------------------------------------------
 
 LOG = "run,epoch,model,loss\n" + "".join(

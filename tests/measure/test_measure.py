@@ -531,6 +531,66 @@ def test_cli_replay_leaves_no_partial_file(tmp_path, monkeypatch, deplbench_cli,
         assert status == 0 and json.loads(out.read_text(encoding="utf-8")) == shipped
 
 
+@needs_torch
+@pytest.mark.slow
+@pytest.mark.parametrize("merge", [False, True])
+def test_cli_replay_interrupted_keeps_the_rows_so_far(tmp_path, monkeypatch, deplbench_cli, merge):
+    """Ctrl-C after the first plan is trained: the row kept in OUT.partial (with --merge, beside the rows
+    of OUT, so the file can replace it), its path on stderr, exit status 130, OUT untouched."""
+    import types
+
+    import deplbench.formulations.evaluation.exact_violation as exact_violation
+    from deplbench.measure import replay
+    from deplbench.reports.measured import REPLAY_FILE
+
+    shipped = json.loads(REPLAY_FILE.read_text(encoding="utf-8"))
+    trained = []
+
+    def train_finals(factors, seeds, **kwargs):          # the per-plan training run
+        if trained:
+            raise KeyboardInterrupt
+        trained.append(len(factors))
+        return np.zeros(len(seeds))
+
+    monkeypatch.setattr(replay, "train_finals", train_finals)
+    monkeypatch.setattr(exact_violation, "plan_violation_bounds",     # seconds a plan, and not the point here
+                        lambda inst, plan: types.SimpleNamespace(p_lo=0.01, p_hi=0.02, verdict="proven feasible"))
+    out = tmp_path / "replay.json"
+    if merge:
+        out.write_text(json.dumps(shipped), encoding="utf-8")
+    seeds = shipped["seeds"]["count"] if merge else 3
+    status, stdout, err = deplbench_cli("measure", "replay", "--solvers", "depl,one-switch", "--seeds", seeds,
+                                        "-o", out, *(["--merge"] if merge else []))
+    partial = tmp_path / "replay.json.partial"
+    assert status == 130 and stdout == "" and trained, err
+    assert err.splitlines()[-1] == (f"interrupted: the 1 row(s) so far are kept in {partial}"
+                                    + (f" (with the rows of {out})" if merge else "")), err
+    kept = json.loads(partial.read_text(encoding="utf-8"))
+    new = [r for r in kept["rows"] if r.get("final_loss_mean") == 0.0]
+    assert [r["solver"] for r in new] == ["depl"] and new[0]["epochs"] == trained[0]
+    if merge:
+        assert json.loads(out.read_text(encoding="utf-8")) == shipped
+        assert sorted(r["solver"] for r in kept["rows"]) == sorted(r["solver"] for r in shipped["rows"])
+    else:
+        assert not out.exists() and kept["rows"] == new
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted({out.name, partial.name} if merge else {partial.name})
+
+
+def test_cli_replay_refuses_to_overwrite_the_rows_an_interrupted_replay_kept(tmp_path, monkeypatch, deplbench_cli):
+    """OUT.partial left by an interrupted replay is refused before anything is trained, naming --output and the
+    file: the new run's first row would replace it."""
+    from deplbench.measure import replay
+
+    monkeypatch.setattr(replay, "replay_plans", lambda *a, **k: pytest.fail("replayed before the refusal"))
+    out = tmp_path / "replay.json"
+    partial = tmp_path / "replay.json.partial"
+    partial.write_text("{}", encoding="utf-8")
+    status, stdout, err = deplbench_cli("measure", "replay", "--solvers", "depl", "--seeds", 2, "-o", out)
+    assert status == 2 and stdout == "" and err == (f"error: --output {out}: {partial} holds the rows of an "
+                                                   "interrupted replay; move or remove it first\n"), err
+    assert partial.read_text(encoding="utf-8") == "{}"
+
+
 # --------------------------------------------- logs the analysis cannot measure
 def test_autocorrelation_of_a_series_without_spread_is_not_measured():
     """One seed per configuration leaves no noise around the mean curve: r = 0/0. It was

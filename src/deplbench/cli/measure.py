@@ -158,7 +158,8 @@ def _check_replay(args: argparse.Namespace, solvers: list[str]) -> None:
     MeasureError
         ``--seeds`` or ``--threads`` outside their bounds, no ``--solvers``, an unknown
         solver name, a ``--result`` for a solver not replayed (it would be
-        ignored), ``--merge`` without an existing ``--output``.
+        ignored), ``--merge`` without an existing ``--output``, an
+        ``--output`` whose ``.partial`` file is left from an interrupted replay.
     """
     from deplbench.limits import MAX_REPLAY_SEEDS
 
@@ -187,6 +188,11 @@ def _check_replay(args: argparse.Namespace, solvers: list[str]) -> None:
         require_writable(args.output, "--output", MeasureError)
         given = [item.partition("=")[2] for item in args.result if item.partition("=")[2]]
         refuse_overwrite(args.output, [*given, *_measured_instance_files()], "--output", MeasureError)
+        partial = Path(args.output + ".partial")
+        if partial.exists() or partial.is_symlink():
+            # the rows an interrupted replay kept: this run's first row would overwrite them
+            raise MeasureError(f"--output {args.output}: {partial} holds the rows of an interrupted replay; "
+                               "move or remove it first")
 
 
 def _provenance_file() -> str:
@@ -321,11 +327,15 @@ def run_replay(args: argparse.Namespace) -> int:
     from deplbench.measure import replay
 
     partial = Path(args.output + ".partial") if args.output else None
+    saved: list[int] = []          # rows in the partial file: each plan trained costs minutes
 
     def save(res: dict) -> None:
         if partial is not None:
-            _write_replay(partial, res, args.output)
+            # merged as --output would be, so the partial file can replace it
+            _write_replay(partial, res if old is None else replay.merge(old, res), args.output, whole=True)
+            saved.append(len(res["rows"]))
 
+    kept = False
     try:
         result = replay.replay_plans(solvers, n_seeds=args.seeds, threads=args.threads, results=given,
                                      instance=instance,
@@ -334,16 +344,28 @@ def run_replay(args: argparse.Namespace) -> int:
             result = replay.merge(old, result)
         if args.output:
             _write_replay(Path(args.output), result, args.output)
+    except KeyboardInterrupt:
+        if partial is None or not saved:
+            raise
+        # a user's stop, not a failure: the plans trained so far are results, kept for the user
+        kept = True
+        print(f"interrupted: the {saved[-1]} row(s) so far are kept in {partial}"
+              + (f" (with the rows of {args.output})" if old is not None else ""), file=sys.stderr)
+        return 130
     finally:
-        # the rows so far, kept while the run goes on; gone once it ends, whether written or failed
-        if partial is not None:
+        # the rows so far, kept while the run goes on; gone once it ends written or failed
+        if partial is not None and not kept:
             partial.unlink(missing_ok=True)
     print(replay.format_table(result))
     return 0
 
 
-def _write_replay(path: Path, result: dict, given: str) -> None:
+def _write_replay(path: Path, result: dict, given: str, whole: bool = False) -> None:
     """Write a replay (or its rows so far) to ``path``, a failure named as ``--output`` and the path given.
+
+    ``whole``: replace the file in one step (a temporary file renamed), as
+    the partial file is written, so that an interrupt during the write
+    leaves the rows written before, never half a file.
 
     Raises
     ------
@@ -351,8 +373,17 @@ def _write_replay(path: Path, result: dict, given: str) -> None:
         ``--output PATH: cannot write (...)``: a full disk, a folder removed
         during the run.
     """
+    text = json.dumps(result, indent=2) + "\n"
+    if whole:
+        from deplbench.instances.fit import LogError, write_bytes_atomic
+
+        try:
+            write_bytes_atomic(path, text.encode("utf-8"))
+        except LogError as exc:
+            raise MeasureError(f"--output {given}: {str(exc).removeprefix(f'{path}: ')}") from None
+        return
     try:
-        path.write_text(json.dumps(result, indent=2) + "\n")
+        path.write_text(text)
     except OSError as exc:      # the reason alone: the file named is the one the user gave
         raise MeasureError(f"--output {given}: cannot write ({(exc.strerror or str(exc)).lower()})") from None
 

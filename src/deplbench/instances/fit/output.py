@@ -56,6 +56,10 @@ def write_bytes_atomic(path: str | os.PathLike, data: bytes) -> None:
     except OSError as exc:
         Path(tmp).unlink(missing_ok=True)
         raise LogError(f"{path}: cannot write ({exc.strerror})") from None
+    except BaseException:
+        # an interrupt (Ctrl-C) during the write: the target stays as it was, with no temporary file beside it
+        Path(tmp).unlink(missing_ok=True)
+        raise
 
 
 def report_directory(directory: str | os.PathLike) -> Path:
