@@ -105,6 +105,24 @@ def register(subparsers) -> None:
     v.set_defaults(func=run_verify)
 
 
+def _check_options(args: argparse.Namespace, names: tuple[str, ...]) -> None:
+    """The numeric options through the library's declared parameters
+    (:data:`~deplbench.benchmarks.library.mps.PARAMETERS`) before anything is
+    built or solved, a refusal naming the option as typed (``--time-limit
+    0.0: must be > 0.0, got 0.0``; exit status 2)."""
+    from deplbench.benchmarks.library.mps import PARAMETERS
+    from deplbench.cli.solvers import as_given
+    from deplbench.errors import SolverError
+
+    values = {name: getattr(args, name) for name in names}
+    flags = {name: "--" + name.replace("_", "-") for name in names}
+    for name, value in values.items():
+        try:
+            PARAMETERS[name].convert(name, value, strict=True)
+        except SolverError as exc:
+            raise SolverError(as_given(str(exc), values, flags)) from None
+
+
 def _progress(line: str) -> None:
     print(line, file=sys.stderr, flush=True)
 
@@ -137,6 +155,7 @@ def run_build(args: argparse.Namespace) -> int:
     from deplbench.benchmarks.library.catalog import entries
     from deplbench.cli.progress import native_output_held, progress_wanted
 
+    _check_options(args, ("time_limit", "solve_time_limit", "gap"))
     total = len(args.only) if args.only else len(entries(args.size))
     show = progress_wanted(args)
     # while the bar shows, what HiGHS and SCIP print from C (the "Running
@@ -186,6 +205,7 @@ def run_check(args: argparse.Namespace) -> int:
     from deplbench.benchmarks.library import check_library, format_check, nothing_checked
     from deplbench.benchmarks.library.table import SUMMARY_HEAD, align_table, summary_row
 
+    _check_options(args, ("time_limit", "gap", "tolerance"))
     solvers = list(dict.fromkeys(args.solver or ["highs"]))
     _check_solvers(solvers)
     kinds = ["pwl", "minlp"] if args.model == "all" else [args.model]

@@ -43,7 +43,7 @@ from pathlib import Path
 
 from deplbench import __version__
 from deplbench.benchmarks.library.catalog import LIBRARY_VERSION, LibraryEntry, entries
-from deplbench.benchmarks.library.mps import check_fraction, check_seconds, solve_mps
+from deplbench.benchmarks.library.mps import PARAMETERS, solve_mps
 from deplbench.benchmarks.library.solu import SoluEntry, write_solu
 from deplbench.benchmarks.library.table import write_tables, write_truth_table
 from deplbench.errors import SolverError
@@ -89,11 +89,11 @@ This is NOT the chance-constrained optimum: see true_optimum.csv.""",
 }
 
 
-def _check_build_args(out, size, time_limit, gap, overwrite) -> Path:
+def _check_build_args(out, size, time_limit, gap, overwrite, solve_time_limit) -> Path:
     """Validate the arguments of :func:`build_library` (errors name the argument)."""
     entries(size)          # raises naming `size`
-    check_seconds(time_limit, "time_limit")
-    check_fraction(gap, "gap", "relative gap")
+    for name, value in (("time_limit", time_limit), ("gap", gap), ("solve_time_limit", solve_time_limit)):
+        PARAMETERS[name].convert(name, value, strict=True)
     path = Path(out)
     if path.exists() and not path.is_dir():
         raise SolverError(f"out: {str(path)!r} exists and is not a directory")
@@ -156,11 +156,9 @@ def build_library(out: str, size: str = "small", time_limit: float = 60.0, gap: 
     SolverError
         For an invalid argument (naming it) or an unknown name in ``only``.
     """
-    root = _check_build_args(out, size, time_limit, gap, overwrite)
+    root = _check_build_args(out, size, time_limit, gap, overwrite, solve_time_limit)
     if solve_time_limit is None:
         solve_time_limit = time_limit
-    else:
-        check_seconds(solve_time_limit, "solve_time_limit")
     chosen = _chosen(size, only)
     for sub in ("instances", *(k[0] for k in KINDS.values())):
         (root / sub).mkdir(parents=True, exist_ok=True)

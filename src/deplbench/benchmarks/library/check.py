@@ -24,7 +24,7 @@ import os
 import time
 
 from deplbench.benchmarks.library.build import KINDS, library_files
-from deplbench.benchmarks.library.mps import MPS_SOLVERS, check_fraction, check_seconds, solve_mps
+from deplbench.benchmarks.library.mps import MPS_SOLVERS, PARAMETERS, solve_mps
 from deplbench.benchmarks.library.solu import agrees, read_solu
 from deplbench.benchmarks.sgm import SHIFT_S, shifted_geomean  # noqa: F401 - re-exported
 from deplbench.errors import SolverError
@@ -116,9 +116,8 @@ def _check_args(solvers, time_limit, gap, rel_tol, kind="pwl") -> None:
             raise SolverError(f"solver: must be one of {list(MPS_SOLVERS)} or pyomo:NAME, got {s!r}")
     if kind not in KINDS:
         raise SolverError(f"model: must be one of {list(KINDS)}, got {kind!r}")
-    check_seconds(time_limit, "time_limit")
-    check_fraction(gap, "gap", "relative gap")
-    check_fraction(rel_tol, "tolerance", "relative tolerance")
+    for name, value in (("time_limit", time_limit), ("gap", gap), ("tolerance", rel_tol)):
+        PARAMETERS[name].convert(name, value, strict=True)
 
 
 def check_library(root: str, solver: str = "highs", time_limit: float = 60.0, gap: float = 1e-6,

@@ -22,9 +22,31 @@ from dataclasses import asdict, dataclass
 
 from deplbench.errors import SolverError
 from deplbench.formulations.milp.backends import SOLVE_ERROR_RETRIES, quiet_stdout, solver_tolerances
+from deplbench.params import Param
 
 #: Solvers that can re-solve a library file.
 MPS_SOLVERS = ("highs", "scip")
+
+#: The library's numeric arguments, each declared once with its bounds (:mod:`deplbench.params`,
+#: the one validation path). ``build_library`` and ``check_library`` check theirs through this
+#: table with typed values (``strict``: a string or a bool is not a number here), each refusal
+#: one line naming the argument and the bound; ``deplbench library`` names its option instead.
+PARAMETERS: dict[str, Param] = {
+    "time_limit": Param(60.0, float, "seconds per solve", low=0.0, low_inclusive=False, finite=True),
+    "solve_time_limit": Param(None, float, "seconds per deplbench real-x solve and true-optimum solve "
+                              "(none: time_limit)", low=0.0, low_inclusive=False, finite=True, nullable=True),
+    "gap": Param(1e-6, float, "relative gap of the solves that give the .solu values", low=0.0,
+                 low_inclusive=False, high=1.0, high_inclusive=False),
+    "tolerance": Param(1e-5, float, "relative tolerance of the comparison with a .solu value", low=0.0,
+                       low_inclusive=False, high=1.0, high_inclusive=False),
+}
+#: :func:`solve_mps`'s own: a gap of 0 asks the solver to prove the optimum exactly.
+MPS_PARAMETERS: dict[str, Param] = {
+    "time_limit": PARAMETERS["time_limit"],
+    "gap": Param(1e-6, float, "relative gap at which the solve stops (0: prove the optimum)", low=0.0,
+                 high=1.0, high_inclusive=False),
+    "threads": Param(1, int, "solver threads", low=1),
+}
 
 
 @dataclass
@@ -84,23 +106,6 @@ def relative_gap(primal: float | None, dual: float | None) -> float | None:
     return max(0.0, (primal - dual) / abs(primal))
 
 
-def check_seconds(value, name: str) -> None:
-    """Raise :class:`SolverError` naming ``name`` unless ``value`` is a
-    positive, finite number of seconds (a bool is not a number here)."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)) \
-            or not math.isfinite(value) or value <= 0:
-        raise SolverError(f"{name}: must be a positive number of seconds, got {value!r}")
-
-
-def check_fraction(value, name: str, what: str, zero: bool = False) -> None:
-    """Raise :class:`SolverError` naming ``name`` unless ``value`` is a
-    number in (0, 1), or in [0, 1) with ``zero``; ``what`` says what it is
-    ("relative gap")."""
-    number = not isinstance(value, bool) and isinstance(value, (int, float))
-    if not (number and (0 <= value if zero else 0 < value) and value < 1):
-        raise SolverError(f"{name}: must be a {what} in {'[' if zero else '('}0, 1), got {value!r}")
-
-
 def _check_args(path, solver, time_limit, gap, threads) -> None:
     """Raise :class:`SolverError` naming the first invalid argument."""
     if solver not in MPS_SOLVERS:
@@ -109,10 +114,8 @@ def _check_args(path, solver, time_limit, gap, threads) -> None:
         raise SolverError(f"path: no MPS file {str(path)!r}")
     if _is_nl(path) and solver != "scip":
         raise SolverError(f"solver: {solver!r} reads no .nl file (its model has nonlinear rows); use 'scip'")
-    check_seconds(time_limit, "time_limit")
-    check_fraction(gap, "gap", "relative gap", zero=True)
-    if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
-        raise SolverError(f"threads: must be a positive integer, got {threads!r}")
+    for name, value in (("time_limit", time_limit), ("gap", gap), ("threads", threads)):
+        MPS_PARAMETERS[name].convert(name, value, strict=True)
 
 
 def solve_mps(path: str, solver: str = "highs", time_limit: float = 60.0, gap: float = 1e-6,
@@ -310,4 +313,4 @@ def _scip_nonzeros(m) -> int:
     return total
 
 
-__all__ = ["MPS_SOLVERS", "MpsOutcome", "relative_gap", "solve_mps", "check_fraction", "check_seconds"]
+__all__ = ["MPS_PARAMETERS", "MPS_SOLVERS", "PARAMETERS", "MpsOutcome", "relative_gap", "solve_mps"]
