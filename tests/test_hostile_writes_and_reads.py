@@ -1128,3 +1128,14 @@ def test_a_report_title_with_a_control_character_is_refused(tmp_path, capsys, ti
     out, err = capsys.readouterr()
     assert out == "" and err.count("\n") == 1 and err.startswith("error: title: must not hold control"), err
     assert not rep.exists()
+
+
+def test_a_compressed_file_above_the_uncompressed_limit_is_refused_naming_that_limit(tmp_path, monkeypatch):
+    from deplbench import limits
+
+    monkeypatch.setattr(limits, "MAX_UNCOMPRESSED_BYTES", 2**20)
+    big = tmp_path / "big.mps.gz"
+    big.write_bytes(b"\x1f\x8b" + bytes(2 * 2**20))
+    with pytest.raises(SolverError, match=r"larger than the limit of 1 MiB \(deplbench\.limits\."
+                                          r"MAX_UNCOMPRESSED_BYTES\)"):
+        limits.check_gzip_size(big, "pwl model", SolverError)

@@ -355,7 +355,8 @@ def check_gzip_size(path, what: str, error: type[DeplbenchError], limit: int | N
     refuses the file without inflating anything.
     """
     limit = MAX_UNCOMPRESSED_BYTES if limit is None else limit
-    size = _regular_size(path, what, error, limit)
+    # a compressed file larger than the uncompressed limit inflates beyond it: the same limit, named
+    size = _regular_size(path, what, error, limit, "deplbench.limits.MAX_UNCOMPRESSED_BYTES")
     try:
         fh = open(path, "rb")
     except OSError as exc:
