@@ -38,7 +38,7 @@ LIMITS = "deplbench/limits.py"
 VERIFY = "deplbench/benchmarks/library/verify.py"
 MANIFEST = "deplbench/benchmarks/library/manifest.py"
 CHECK = "deplbench/benchmarks/library/check.py"
-STORE = "deplbench/benchmarks/store.py"
+EXPORT = "deplbench/benchmarks/export.py"
 REPORT = "deplbench/reports/build.py"
 FILES = "deplbench/files.py"
 JSONIO = "deplbench/jsonio.py"
@@ -134,7 +134,7 @@ MUTATIONS = [
     ("sweep: output path resolved (symlinks)", SWEEP,
      '                    confined(os.getcwd(), value, where, SweepError)\n',
      '', HOSTILE_IO),
-    ("export: output is not the store", STORE, '    refuse_overwrite(out, store_files(path), "-o", SweepError)\n', '',
+    ("export: output is not the store", EXPORT, '    refuse_overwrite(out, store_files(path), "-o", SweepError)\n', '',
      HOSTILE_IO),
     ("report: output holds no input", REPORT, '    refuse_overwrite(out_dir, inputs', '    (out_dir, inputs',
      HOSTILE_IO),

@@ -14,7 +14,8 @@ import pytest
 
 from deplbench.benchmarks import record as record_mod
 from deplbench.benchmarks import tasks as task_mod
-from deplbench.benchmarks.store import COLUMNS, ResultsStore, export, is_failure
+from deplbench.benchmarks.export import export
+from deplbench.benchmarks.store import COLUMNS, ResultsStore, is_failure
 from deplbench.errors import SweepError
 
 

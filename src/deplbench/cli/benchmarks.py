@@ -155,7 +155,7 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _export(args: argparse.Namespace) -> int:
-    from deplbench.benchmarks.store import export
+    from deplbench.benchmarks.export import export
 
     n = export(args.db, args.output, args.format, latest=args.latest,
                warn=lambda line: print(line, file=sys.stderr))
