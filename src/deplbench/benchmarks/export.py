@@ -1,7 +1,12 @@
 """``deplbench export``: a results store's frame written to CSV or Parquet.
 
 The frame is :meth:`~deplbench.benchmarks.store.ResultsStore.frame` (the
-column contract of docs/DESIGN.md, "Results store").
+column contract of docs/DESIGN.md, "Results store"). The output's format is
+the one its name says: ``--format`` may be left out when the file ends in
+``.csv`` or ``.parquet``, and a ``--format`` that contradicts the suffix is
+refused, since a ``.parquet`` file holding CSV fails in every reader that
+trusts the name (:func:`export_format`). CSV may also go to a text stream
+(``-o -``: standard output); Parquet is binary and never does.
 """
 
 from __future__ import annotations
@@ -10,16 +15,70 @@ import json
 import math
 import os
 from pathlib import Path
+from typing import Any
 
 from deplbench.benchmarks.store import ResultsStore
 from deplbench.benchmarks.store_audit import costless_plans, costless_plans_note, text_in_numbers
 from deplbench.errors import SweepError
-from deplbench.files import refuse_overwrite, store_files, write_csv
+from deplbench.files import csv_text, refuse_overwrite, store_files, write_csv
 
-__all__ = ["export", "parquet_safe"]
+__all__ = ["FORMATS", "SUFFIXES", "export", "export_format", "parquet_safe"]
+
+#: The formats ``export`` writes.
+FORMATS = ("csv", "parquet")
+#: File suffixes (compared without case) that name a format.
+SUFFIXES = {".csv": "csv", ".parquet": "parquet"}
 
 
-def export(path: str | os.PathLike, out: str | os.PathLike, fmt: str, *,
+def _is_stream(out: Any) -> bool:
+    return hasattr(out, "write")
+
+
+def export_format(out: Any, fmt: str | None) -> str:
+    """The format ``export`` writes ``out`` in: ``fmt``, or the one the suffix names.
+
+    Parameters
+    ----------
+    out : path-like or text stream
+        The output (a stream takes CSV only).
+    fmt : {"csv", "parquet"} or None
+        The format asked for; None reads it from the suffix of ``out``
+        (:data:`SUFFIXES`; a stream is CSV).
+
+    Returns
+    -------
+    str
+        ``"csv"`` or ``"parquet"``.
+
+    Raises
+    ------
+    SweepError
+        An unknown format; Parquet to a stream; no ``fmt`` and a suffix that
+        names no format; a ``fmt`` the suffix contradicts (``--format csv``
+        with ``-o r.parquet``). A suffix that names no format does not
+        contradict an explicit ``fmt``.
+    """
+    if fmt is not None and fmt not in FORMATS:
+        raise SweepError(f"--format: unknown export format {fmt!r} (use csv or parquet)")
+    if _is_stream(out):
+        if fmt == "parquet":
+            raise SweepError("-o -: standard output takes CSV, and --format parquet is binary; "
+                             "give a file (-o results.parquet) or use --format csv")
+        return "csv"
+    suffix = Path(out).suffix
+    named = SUFFIXES.get(suffix.lower())
+    if fmt is None:
+        if named is None:
+            raise SweepError(f"--format: not given, and -o {os.fspath(out)} ends in neither .csv nor .parquet; "
+                             "give --format csv or --format parquet")
+        return named
+    if named is not None and named != fmt:
+        raise SweepError(f"--format {fmt} and -o {os.fspath(out)} disagree: a {suffix} file holds {named}, not "
+                         f"{fmt}; name the file .{fmt}, or leave out --format to write {named}")
+    return fmt
+
+
+def export(path: str | os.PathLike, out: Any, fmt: str | None = None, *,
            latest: bool = False, warn=None) -> int:
     """Write a store's :meth:`~ResultsStore.frame` to CSV or Parquet.
 
@@ -27,10 +86,11 @@ def export(path: str | os.PathLike, out: str | os.PathLike, fmt: str, *,
     ----------
     path : path-like
         Existing results store.
-    out : path-like
-        Output file.
-    fmt : {"csv", "parquet"}
-        Parquet needs ``pyarrow``.
+    out : path-like or text stream
+        Output file, or a stream with ``write`` (``sys.stdout``) for CSV.
+    fmt : {"csv", "parquet"}, optional
+        The format (Parquet needs ``pyarrow``); by default the one the
+        suffix of ``out`` names (:func:`export_format`).
     latest : bool
         Only the last attempt per key.
     warn : callable, optional
@@ -45,23 +105,38 @@ def export(path: str | os.PathLike, out: str | os.PathLike, fmt: str, *,
     Raises
     ------
     SweepError
-        Unknown format, missing pyarrow, an unusable store, or an output
-        folder that does not exist.
+        An unknown or contradicted format, missing pyarrow, an unusable
+        store, or an output folder that does not exist.
     """
-    if fmt not in ("csv", "parquet"):
-        raise SweepError(f"--format: unknown export format {fmt!r} (use csv or parquet)")
+    fmt = export_format(out, fmt)
     if fmt == "parquet":
         import importlib.util
 
         if importlib.util.find_spec("pyarrow") is None:
             raise SweepError("--format parquet: needs the pyarrow package "
                              "(pip install pyarrow), or use --format csv")
+    if _is_stream(out):
+        # No OSError caught here: a reader that went away (`| head`) is the
+        # CLI's broken pipe, not a file that could not be written.
+        frame = _frame(path, latest, warn)
+        out.write(csv_text(frame))
+        return len(frame)
     out = Path(out)
     if not out.parent.is_dir():      # never create folders: a typo must not scatter files
         raise SweepError(f"-o: the folder {str(out.parent)!r} does not exist")
     if out.is_dir():
         raise SweepError(f"-o: {out} is a directory (give the name of the file to write)")
     refuse_overwrite(out, store_files(path), "-o", SweepError)
+    frame = _frame(path, latest, warn)
+    try:                            # a full disk, a read-only file system: name the file the user gave
+        write_csv(frame, out) if fmt == "csv" else parquet_safe(frame).to_parquet(out, index=False)
+    except OSError as exc:
+        raise SweepError(f"-o {out}: cannot write ({exc.strerror or exc})") from None
+    return len(frame)
+
+
+def _frame(path: str | os.PathLike, latest: bool, warn):
+    """The store's frame, with a ``warn`` line for each thing the frame hides (store_audit)."""
     with ResultsStore(path, readonly=True) as store:
         frame = store.frame(latest=latest)
         conn = store._conn
@@ -73,11 +148,7 @@ def export(path: str | os.PathLike, out: str | os.PathLike, fmt: str, *,
                  "missing values")
     if costless and warn is not None:
         warn(f"warning: {costless_plans_note(costless)}")
-    try:                            # a full disk, a read-only file system: name the file the user gave
-        write_csv(frame, out) if fmt == "csv" else parquet_safe(frame).to_parquet(out, index=False)
-    except OSError as exc:
-        raise SweepError(f"-o {out}: cannot write ({exc.strerror or exc})") from None
-    return len(frame)
+    return frame
 
 
 def parquet_safe(frame):

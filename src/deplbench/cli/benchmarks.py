@@ -5,7 +5,7 @@
     deplbench run SWEEP.toml --db results.sqlite [--workers N] [--retry-failed]
                   [--dask-scheduler ADDR | --dask-local N] [--no-progress]
     deplbench run SWEEP.toml [--db results.sqlite] --dry-run
-    deplbench export DB --format {csv,parquet} -o FILE [--latest]
+    deplbench export DB [--format {csv,parquet}] -o FILE|- [--latest]
 
 ``SWEEP`` may also name a packaged sweep (``quick``, ``paper``,
 ``complexity``, ``knapsack``). ``--db`` is required to run; a dry run
@@ -68,12 +68,15 @@ def register(subparsers) -> None:
     export = subparsers.add_parser(
         "export", help="export a results store to CSV or Parquet",
         description="Write the results store's frame (the DESIGN.md column contract) "
-                    "to a file.")
+                    "to a file, or as CSV to standard output (-o -).")
     export.add_argument("db", metavar="DB", help="SQLite results store")
-    export.add_argument("--format", required=True, choices=("csv", "parquet"),
+    export.add_argument("--format", default=None, choices=("csv", "parquet"),
                         help="output format (parquet needs pyarrow; the same columns as csv, a "
-                             "param_* column mixing value types as JSON text)")
-    export.add_argument("-o", "--output", type=output_path, required=True, metavar="FILE", help="output file")
+                             "param_* column mixing value types as JSON text); default: the one "
+                             "the -o suffix names (.csv or .parquet, csv for -o -); refused when "
+                             "the suffix names the other one")
+    export.add_argument("-o", "--output", type=output_path, required=True, metavar="FILE",
+                        help="output file; - writes CSV to standard output (parquet is refused there)")
     export.add_argument("--latest", action="store_true",
                         help="only the last attempt of each task")
     export.set_defaults(func=_export)
@@ -157,7 +160,10 @@ def _run(args: argparse.Namespace) -> int:
 def _export(args: argparse.Namespace) -> int:
     from deplbench.benchmarks.export import export
 
-    n = export(args.db, args.output, args.format, latest=args.latest,
+    # "-" is standard output, as for `generate -o -`; sys.stdout is looked up
+    # here, the real standard output while the command runs.
+    to_stdout = args.output == "-"
+    n = export(args.db, sys.stdout if to_stdout else args.output, args.format, latest=args.latest,
                warn=lambda line: print(line, file=sys.stderr))
-    print(f"wrote {n} rows to {args.output}", file=sys.stderr)
+    print(f"wrote {n} rows to {'standard output' if to_stdout else args.output}", file=sys.stderr)
     return 0
