@@ -423,6 +423,26 @@ def test_dask_scheduler_unreachable_is_a_clear_error(tmp_path, plugin):
 
 
 @pytest.mark.integration
+def test_cli_unreachable_scheduler_leaves_no_store(tmp_path, plugin, monkeypatch, capsys):
+    """The scheduler is reached before the store is created: a refused one left an empty store behind."""
+    from deplbench.benchmarks import executors as ex_mod
+
+    class QuickDask(DaskExecutor):          # the refusal in a second, not the default 20 s
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **{**kwargs, "connect_timeout_s": 1.0})
+
+    monkeypatch.setattr(ex_mod, "DaskExecutor", QuickDask)
+    sweep_file = write_sweep(tmp_path, _kill_sweep(1, delay=0.0))
+    db = tmp_path / "new.sqlite"
+    # A closed loopback port: nothing listens there.
+    rc = cli_main(["run", str(sweep_file), "--db", str(db), "--dask-scheduler", "tcp://127.0.0.1:9"])
+    err = capsys.readouterr().err
+    assert rc == 2 and err.startswith("error: --dask-scheduler: cannot reach tcp://127.0.0.1:9"), err
+    assert err.count("\n") == 1
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith("new.sqlite")) == []
+
+
+@pytest.mark.integration
 def test_cli_invalid_sweep_fails_fast_naming_the_key(tmp_path, plugin, capsys):
     bad = write_sweep(tmp_path, """
         [[instances]]

@@ -469,6 +469,20 @@ class DaskExecutor:
             _worker_context()
             _start_forkserver()
 
+    def connect(self):
+        """The client, connected (once): a scheduler that cannot be reached is refused here.
+
+        ``deplbench run`` calls it before it creates the results store, so a
+        refused scheduler leaves no empty store behind; :meth:`run` reuses
+        the client.
+
+        Raises
+        ------
+        SweepError
+            ``--dask-scheduler: cannot reach ADDR (...)``.
+        """
+        return self._client if self._client is not None else self._connect()
+
     def _connect(self):
         try:
             from distributed import Client, LocalCluster
@@ -509,7 +523,7 @@ class DaskExecutor:
         """Yield ``(task, record)`` as Dask tasks complete."""
         from distributed import as_completed
 
-        client = self._connect()
+        client = self.connect()
         pending = iter(tasks)
         by_future: dict = {}
 

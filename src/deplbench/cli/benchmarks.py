@@ -42,7 +42,8 @@ def register(subparsers) -> None:
                      help="re-run tasks whose earlier attempts all failed")
     dask = run.add_mutually_exclusive_group()
     dask.add_argument("--dask-scheduler", metavar="ADDR", default=None,
-                      help="submit tasks to a running dask.distributed scheduler")
+                      help="submit tasks to a running dask.distributed scheduler (reached before DB is "
+                           "created: one that cannot be reached is refused and leaves no DB behind)")
     dask.add_argument("--dask-local", type=int, metavar="N", default=None,
                       help="start a LocalCluster of N workers in this process (each task "
                            "still runs in a process of its own, forked warm)")
@@ -150,9 +151,16 @@ def _run(args: argparse.Namespace) -> int:
     from deplbench.cli.progress import native_output_held, progress_wanted
 
     show = progress_wanted(args)
-    with ResultsStore(args.db) as store, native_output_held(show) as stream:
-        summary = run_sweep(sweep, store, executor, retry_failed=args.retry_failed,
-                            progress=show, stream=stream)
+    try:
+        if isinstance(executor, DaskExecutor):
+            # Before the store is created: a scheduler that cannot be reached
+            # must not leave an empty results store behind.
+            executor.connect()
+        with ResultsStore(args.db) as store, native_output_held(show) as stream:
+            summary = run_sweep(sweep, store, executor, retry_failed=args.retry_failed,
+                                progress=show, stream=stream)
+    finally:
+        executor.close()
     print(summary.text(sweep.name), file=sys.stderr)
     return summary.exit_status
 
