@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import subprocess
 import sys
 
@@ -249,6 +250,23 @@ def test_cli_fit_refuses_a_blank_name(tmp_path, good_logs, deplbench_cli, name):
     r = deplbench_cli.process("fit", logs, "-o", tmp_path / "out.json", "--name", name)
     assert r.returncode == 2 and r.stdout == "" and r.stderr.count("\n") == 1, r.stderr
     assert r.stderr.startswith("error: --name: must not be blank") and not (tmp_path / "out.json").exists()
+
+
+@pytest.mark.parametrize("value", ["nan", "NaN", "inf", "-inf", "1e400"])
+def test_cli_fit_refuses_a_loss_max_that_is_not_finite(tmp_path, good_logs, deplbench_cli, value):
+    """A non-finite --loss-max was refused as "nan is not below the initial loss"; it is no number at all."""
+    logs = tmp_path / "logs.csv"
+    good_logs.to_csv(logs, index=False)
+    status, out, err = deplbench_cli("fit", logs, "-o", tmp_path / "out.json", f"--loss-max={value}")
+    assert status == 2 and out == "" and err.count("\n") == 1, err
+    assert err.startswith("error: --loss-max: must be a finite number, got "), err
+    assert not (tmp_path / "out.json").exists()
+
+
+def test_a_loss_max_that_is_not_finite_is_no_target(good_fit):
+    for value in (math.nan, math.inf, -math.inf):
+        with pytest.raises(DeplbenchError, match=r"^loss_max: must be a finite number, got "):
+            F.build_instance(good_fit, parse_instance(base_dict()), loss_max=value)
 
 
 @pytest.mark.parametrize("algo", ["depl", "milp"])

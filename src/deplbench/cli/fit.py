@@ -14,6 +14,7 @@ only after the fit (and the report, when asked for) succeeded.
 from __future__ import annotations
 
 import argparse
+import math
 from pathlib import Path
 
 from deplbench.cli.messages import output_path
@@ -50,7 +51,8 @@ def register(subparsers) -> None:
     p.add_argument("--data-gamma", type=float, default=1.0, metavar="G",
                    help="learning multiplier γ of the logs' data (datalaw); A is divided by it (default 1)")
     p.add_argument("--loss-max", type=float, default=None, metavar="L",
-                   help="override the base's loss target ℓmax (the logs' loss scale may differ)")
+                   help="override the base's loss target ℓmax (the logs' loss scale may differ): a finite number "
+                        "below the initial loss")
     p.add_argument("--name", default=None, help="instance name (default: <base>-fit)")
     p.add_argument("--max-empirical", type=int, default=1000, metavar="N",
                    help="samples kept by an empirical fallback (default 1000)")
@@ -76,6 +78,9 @@ def run_fit(args: argparse.Namespace) -> int:
     if args.name is not None and not args.name.strip():
         # a blank name labels the instance with nothing one can see; omitting --name gives the default
         raise fitlib.LogError(f"--name: must not be blank, got {args.name!r} (omit it for the default <base>-fit)")
+    if args.loss_max is not None and not math.isfinite(args.loss_max):
+        # argparse reads nan, inf and 1e400 as floats; none is a loss target
+        raise fitlib.LogError(f"--loss-max: must be a finite number, got {args.loss_max}")
     base = load_instance(args.base) if args.base else None
     instance, fit = fitlib.fit_instance(
         args.logs, base=base, base_label=str(args.base or ""), family=args.family or "alexnet", name=args.name,

@@ -211,8 +211,8 @@ def build_instance(
     Raises
     ------
     LogError
-        A logged model absent from the base, a bad ``data_gamma`` or an
-        ``loss_max`` not below ℓ(0).
+        A logged model absent from the base, a bad ``data_gamma``, a
+        ``loss_max`` that is not a finite number or not below ℓ(0).
     InstanceError
         If the result fails the instance validation (should not happen).
     """
@@ -246,7 +246,9 @@ def build_instance(
     switches += [sw.model_dump(by_alias=True) for sw in kept]
     initial = fit.initial_loss if fit.initial_loss is not None else base.initial_loss
     target = base.loss_max if loss_max is None else float(loss_max)
-    if not (math.isfinite(target) and target < initial):
+    if not math.isfinite(target):
+        raise LogError(f"loss_max: must be a finite number, got {target}")
+    if not target < initial:
         raise LogError(
             f"loss_max: {target} is not below the initial loss {initial:.6g} "
             f"({'mean epoch-0 loss of the logs' if fit.initial_loss is not None else 'from the base'}); "
