@@ -11,7 +11,8 @@ Two input styles are supported:
 
 * **lenient** (default): command-line strings such as ``eta=200`` or
   ``calibrate=yes`` are converted (``"2.0"`` → 2 for an int; ``"1.5"`` is
-  refused, never truncated);
+  refused, never truncated; so is a number with digits grouped by ``_``,
+  ``"1_0"``, which Python's ``int`` and ``float`` would read as 10);
 * **strict** (``strict=True``): typed sources (TOML, JSON) must already carry
   the declared type — a string is never coerced to a number, a boolean is
   never a number (``true`` is not 1), and a float is never an integer
@@ -91,6 +92,10 @@ def seed_refusal(value: int) -> str:
 
 class _InexactInt(ValueError):
     """A float from 2**53 on given where an integer is declared."""
+
+
+class _GroupedDigits(ValueError):
+    """A number written with ``_`` between its digits (``1_0``)."""
 
 
 def _int_text(text: str) -> int | float:
@@ -191,6 +196,9 @@ class Param:
         except _InexactInt:
             raise error(f"parameter {name!r}: expected int, got {value!r}, a float that stands for many "
                         "integers from 2**53 on (write the integer in digits)") from None
+        except _GroupedDigits:
+            raise error(f"parameter {name!r}: expected {expected}, got {value!r}: '_' between digits is refused "
+                        "(Python would drop it and read 1_0 as 10); write the number without '_'") from None
         except (TypeError, ValueError, OverflowError):
             raise error(f"parameter {name!r}: expected {expected}, got {value!r}") from None
         if self.choices is not None and value not in self.choices:
@@ -243,6 +251,10 @@ class Param:
             if isinstance(value, (int, float)) and value in (0, 1):
                 return bool(value)
             raise TypeError(value)
+        if self.type in (int, float) and isinstance(value, str) and "_" in value:
+            # int() and float() read "1_0" as 10 (PEP 515 grouping), so a
+            # typo such as 1_0 for 1.0 would pass as another number.
+            raise _GroupedDigits(value)
         if self.type is int:
             # A CLI string "1.5" must not be truncated to 1 silently, so
             # strings go through the same integrality check as floats. Digits

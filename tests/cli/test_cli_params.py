@@ -2,7 +2,9 @@
 
 Both commands read ``--param`` through ``deplbench.cli.solvers.parse_kv``;
 a malformed item is the user's input (one ``error:`` line naming
-``--param``, exit 2) and a key's ``-`` is read as ``_``.
+``--param``, exit 2) and a key's ``-`` is read as ``_``. A number's text is
+converted by ``params.Param`` for these and for ``generate``, which refuses
+digits grouped with ``_``.
 """
 
 from __future__ import annotations
@@ -34,6 +36,27 @@ def test_bad_param_items_are_one_line_exit_2(inst_file, capsys, command, item, m
     captured = capsys.readouterr()
     err = captured.err.strip()
     assert err.count("\n") == 0 and match in err, err
+    assert captured.out == ""
+
+
+@pytest.mark.parametrize("argv,match", [
+    (["solve", "{inst}", "--algo", "one-switch", "--param", "scenarios=1_000"],
+     "--param scenarios 1_000: expected int, got '1_000': '_' between digits is refused"),
+    (["simulate", "{inst}", "--algo", "one-switch", "--param", "scenarios=1_0"],
+     "--param scenarios 1_0: expected int, got '1_0': '_' between digits is refused"),
+    (["solve", "{inst}", "--algo", "one-switch", "--scenarios", "1_0"],
+     "--scenarios 1_0: expected int, got '1_0': '_' between digits is refused"),
+    (["generate", "knapsack", "--param", "horizon=1_0"],
+     "parameter 'horizon': expected int, got '1_0': '_' between digits is refused"),
+    (["generate", "realistic", "--param", "loss_max=1_0.5"],
+     "parameter 'loss_max': expected float, got '1_0.5': '_' between digits is refused"),
+])
+def test_digits_grouped_with_underscores_are_refused_naming_the_parameter(inst_file, capsys, argv, match):
+    """int() and float() read "1_0" as 10: a number on the command line was another number than typed."""
+    assert main([a.format(inst=inst_file) for a in argv]) == 2
+    captured = capsys.readouterr()
+    err = captured.err.strip()
+    assert err.count("\n") == 0 and err.startswith("error: " + match), err
     assert captured.out == ""
 
 

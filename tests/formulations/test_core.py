@@ -149,6 +149,17 @@ def test_param_convert_rejects_fractional_int_strings_and_nan():
         Param(0.1, float).convert("eps", float("nan"))
 
 
+def test_param_convert_refuses_digits_grouped_with_underscores():
+    """int() and float() read "1_0" as 10; a command-line number is its digits alone."""
+    for spec, text in ((Param(3, int), "1_0"), (Param(0.1, float), "1_0.5"), (Param(0.1, float), "1e1_0"),
+                       (Param((0.9,), tuple, item=float), "0.9,0_8")):
+        with pytest.raises(SolverError, match=r"^parameter 'p': expected \w+, got .*'_' between digits is refused"):
+            spec.convert("p", text)
+    # the numbers themselves, and strings that are no number, are unchanged
+    assert Param(3, int).convert("p", 10) == 10 and Param(0.1, float).convert("p", "10.5") == 10.5
+    assert Param("a", str).convert("p", "general_settings") == "general_settings"
+
+
 class _Overcommitting(Solver):
     """Returns a plan whose allocation exceeds the cluster's capacity (5)."""
 
