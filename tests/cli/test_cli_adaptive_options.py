@@ -126,6 +126,15 @@ def test_bad_time_limit_is_refused_naming_it(tiny, capsys, text):
     assert err.startswith(f"error: --time-limit {text}: "), err
 
 
+@pytest.mark.parametrize("argv, shown", [(["--width", "0"], "--width 0"), (["--width", "0.0"], "--width 0"),
+                                         (["--omega", "1"], "--omega 1"), (["--rho", "0"], "--rho 0"),
+                                         (["--memory-limit", "0"], "--memory-limit 0")])
+def test_a_refused_number_is_shown_in_its_shortest_form(tiny, capsys, argv, shown):
+    """argparse reads --width 0 as the float 0.0, and the refusal said "--width 0.0"."""
+    err = _refused(capsys, ["adaptive", tiny, *argv, *SMALL])
+    assert err.startswith(f"error: {shown}: must be "), err
+
+
 def _help(capsys) -> str:
     with pytest.raises(SystemExit) as exc:
         main(["adaptive", "--help"])

@@ -80,8 +80,8 @@ def refuse_conflicts(args) -> None:
 def resolve_options(args) -> dict:
     """The options as ``adaptive-opt``'s resolved parameters: every value checked once, by the
     solver's own table (:data:`~deplbench.formulations.adaptive.settings.SETTINGS`), a refusal
-    naming the option (``--time-limit -1: must be > 0.0, got -1.0``; a number as read, ``--width
-    0.0``). A ``--max-buckets`` below the first grid is the solver's rule
+    naming the option (``--time-limit -1: must be > 0.0, got -1.0``; a number in its shortest form,
+    ``--width 0``). A ``--max-buckets`` below the first grid is the solver's rule
     (:func:`~deplbench.formulations.adaptive.settings.refinement_refused`), said with the options
     that set both grids.
 

@@ -362,12 +362,20 @@ def as_given(message: str, params: dict, given_as: dict[str, str]) -> str:
 
     ``parameter 'write_lp': ...`` (a :class:`~deplbench.params.Param`'s
     message) becomes ``--write-lp FILE: ...``, and ``solver: ...`` (a check
-    across parameters) ``--solver: ...``; any other message is kept.
+    across parameters) ``--solver: ...``; any other message is kept. A value
+    argparse already read as a float is shown in its shortest form
+    (:func:`~deplbench.jsonio.number_text`): ``--width 0``, as typed, not
+    ``--width 0.0``.
     """
     for name, flag in given_as.items():
         head = f"parameter {name!r}: "
         if message.startswith(head):
-            shown = params[name] if str(params[name]) else "''"     # an empty value stays visible
+            value = params[name]
+            if isinstance(value, float):
+                from deplbench.jsonio import number_text
+
+                value = number_text(value)
+            shown = value if str(value) else "''"     # an empty value stays visible
             return f"{flag} {shown}: {message[len(head):]}"
         if message.startswith(f"{name}: "):
             return f"{flag}: {message[len(name) + 2:]}"
