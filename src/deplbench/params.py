@@ -98,6 +98,10 @@ class _GroupedDigits(ValueError):
     """A number written with ``_`` between its digits (``1_0``)."""
 
 
+#: Why a number written with ``_`` between its digits is refused, for every front that reads one.
+GROUPED_DIGITS = "'_' between digits is refused (Python would drop it and read 1_0 as 10); write the number without '_'"
+
+
 def _int_text(text: str) -> int | float:
     """A command-line integer: its digits exactly (``int``), else its float
     value (``"2.0"``, ``"1e3"``) for :meth:`Param._coerce` to check."""
@@ -197,8 +201,7 @@ class Param:
             raise error(f"parameter {name!r}: expected int, got {value!r}, a float that stands for many "
                         "integers from 2**53 on (write the integer in digits)") from None
         except _GroupedDigits:
-            raise error(f"parameter {name!r}: expected {expected}, got {value!r}: '_' between digits is refused "
-                        "(Python would drop it and read 1_0 as 10); write the number without '_'") from None
+            raise error(f"parameter {name!r}: expected {expected}, got {value!r}: {GROUPED_DIGITS}") from None
         except (TypeError, ValueError, OverflowError):
             raise error(f"parameter {name!r}: expected {expected}, got {value!r}") from None
         if self.choices is not None and value not in self.choices:
@@ -388,5 +391,5 @@ def resolve(parameters: Mapping[str, Param], given: Mapping[str, Any], *, owner:
             for key, spec in parameters.items()}
 
 
-__all__ = ["GAP", "MAX_INT", "MAX_SEED", "MIN_INT", "SEED", "TIME_LIMIT", "Param", "int_refusal", "resolve",
+__all__ = ["GAP", "GROUPED_DIGITS", "MAX_INT", "MAX_SEED", "MIN_INT", "SEED", "TIME_LIMIT", "Param", "int_refusal", "resolve",
            "seed_refusal", "trusted"]

@@ -60,6 +60,22 @@ def test_digits_grouped_with_underscores_are_refused_naming_the_parameter(inst_f
     assert captured.out == ""
 
 
+@pytest.mark.parametrize("argv,flag", [
+    (["adaptive", "{inst}", "--buckets", "1_0"], "--buckets"),
+    (["solve", "{inst}", "--algo", "depl", "--eval-samples", "1_000"], "--eval-samples"),
+    (["adaptive", "{inst}", "--width", "0.0_3"], "--width"),
+])
+def test_options_argparse_reads_refuse_grouped_digits_too(inst_file, capsys, argv, flag):
+    """Options read by argparse's type=int/float (not by a Param) refuse "1_0" the same way."""
+    with pytest.raises(SystemExit) as exc:
+        main([a.format(inst=inst_file) for a in argv])
+    assert exc.value.code == 2
+    captured = capsys.readouterr()
+    err = captured.err.strip()
+    assert err.count("\n") == 0 and f"argument {flag}: " in err and "'_' between digits is refused" in err, err
+    assert captured.out == ""
+
+
 @pytest.mark.parametrize("algo,params,match", [
     # a combination of parameters, checked where every parameter is (Solver.check_params)
     ("pact", ["min_robust_quantile=0.9", "robust_quantile=0.6"],

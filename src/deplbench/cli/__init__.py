@@ -21,6 +21,7 @@ from collections.abc import Iterator
 from deplbench import __version__
 from deplbench.cli.messages import os_error_message
 from deplbench.errors import DeplbenchError
+from deplbench.params import GROUPED_DIGITS
 
 #: Modules contributing sub-commands, in the order they appear in ``--help``.
 #: A module that is missing (a command group not installed) is skipped.
@@ -125,6 +126,19 @@ class _SubParsersNamingTheCommand(argparse._SubParsersAction):
 _NEGATIVE_NUMBER = re.compile(r"^-(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$|^-(inf|infinity|nan)$", re.IGNORECASE)
 
 
+def _ungrouped(kind: type) -> object:
+    """argparse's ``type=int`` / ``type=float`` without PEP 515 grouping: ``int("1_0")`` is 10, so a
+    typo for 1.0 would pass as another number; refused as :class:`~deplbench.params.Param` refuses it."""
+    def convert(text: str):
+        if "_" in text:
+            raise argparse.ArgumentTypeError(f"{text!r}: {GROUPED_DIGITS}")
+        try:
+            return kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"invalid {kind.__name__} value: {text!r}") from None
+    return convert
+
+
 class _OneLineErrorParser(argparse.ArgumentParser):
     """An argument parser whose usage errors are one line on stderr with exit
     status 2 (the CLI's error contract), e.g. ``error: deplbench validate:
@@ -144,6 +158,9 @@ class _OneLineErrorParser(argparse.ArgumentParser):
         self.register("action", None, _StoreOnce)
         self.register("action", "store", _StoreOnce)
         self.register("action", "parsers", _SubParsersNamingTheCommand)
+        # every option declared type=int or type=float reads its number through this registry entry
+        self.register("type", int, _ungrouped(int))
+        self.register("type", float, _ungrouped(float))
         # A value such as -inf, -1e3 or -nan is read as the option's value (argparse's own pattern
         # knows only -1 and -1.5 and reads -inf as an option: "expected one argument"), so that the
         # option's own check refuses it, naming it. No option of the CLI looks like a number.
