@@ -66,6 +66,8 @@ def test_max_buckets_below_the_first_grid_is_refused(tiny, capsys, argv, first):
         f"first grid's {first} buckets" in err
     # the option that set the first grid is named, default or given
     assert err.endswith("give --max-buckets ≥ --buckets" + ("" if "--buckets" in argv else " (default 600)")), err
+    # the width the refinement would aim at is named as the option, a default as one
+    assert "refinement to --width 0.03 (the default) could not run" in err and "width =" not in err, err
 
 
 class _Called(Exception):

@@ -114,7 +114,11 @@ def resolve_options(args) -> dict:
         reason = refinement_refused(given["buckets"], given["max_buckets"], given["width"])
         if reason:
             first = "--buckets" if args.buckets is not None else f"--buckets (default {START_BUCKETS})"
-            raise SolverError(f"--max-buckets {given['max_buckets']}: {reason}; give --max-buckets ≥ {first}")
+            if args.width is None:      # a default the user did not type is named as one
+                w = f"{given['width']:g}"
+                reason = reason.replace(f"width = {w}", f"--width {w} (the default)")
+            raise SolverError(bracket_refusal(f"--max-buckets {given['max_buckets']}: {reason}; give "
+                                              f"--max-buckets ≥ {first}", given))
     try:
         return AdaptiveOpt.resolve_params(given, error=SolverError)
     except SolverError as exc:
@@ -130,11 +134,15 @@ BRACKET_FLAGS = {"time_limit": "--time-limit", "time_points": "--time-points", "
 
 def bracket_refusal(message: str, p: dict) -> str:
     """A refusal of the bracket's own, naming this command's options: ``time_points: ...``
-    becomes ``--time-points: ...`` and "parameter memory_limit raises it" "--memory-limit raises it"
+    becomes ``--time-points: ...``, "parameter memory_limit raises it" "--memory-limit raises it" and
+    "beyond time_limit = 1.5 s" "beyond --time-limit 1.5 s"
     (``p``: the resolved options, for a value the message names)."""
     from deplbench.cli.solvers import as_given
 
     message = message.replace("parameter memory_limit raises it", "--memory-limit raises it")
+    # the settings a message quotes mid-sentence, named as this command's options
+    message = message.replace("beyond time_limit = ", "beyond --time-limit ")
+    message = message.replace("refinement to width = ", "refinement to --width ")
     values = {name: p.get("refine_time" if name == "time_limit" else name) for name in BRACKET_FLAGS}
     return as_given(message, values, BRACKET_FLAGS)
 
