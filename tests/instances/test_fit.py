@@ -254,12 +254,27 @@ def test_cli_fit_refuses_a_blank_name(tmp_path, good_logs, deplbench_cli, name):
 
 @pytest.mark.parametrize("value", ["nan", "NaN", "inf", "-inf", "1e400"])
 def test_cli_fit_refuses_a_loss_max_that_is_not_finite(tmp_path, good_logs, deplbench_cli, value):
-    """A non-finite --loss-max was refused as "nan is not below the initial loss"; it is no number at all."""
+    """A non-finite --loss-max is no loss target: refused as such, not as "not below the initial loss"."""
     logs = tmp_path / "logs.csv"
     good_logs.to_csv(logs, index=False)
     status, out, err = deplbench_cli("fit", logs, "-o", tmp_path / "out.json", f"--loss-max={value}")
     assert status == 2 and out == "" and err.count("\n") == 1, err
     assert err.startswith("error: --loss-max: must be a finite number, got "), err
+    assert not (tmp_path / "out.json").exists()
+
+
+@pytest.mark.parametrize("option, value, reason", [
+    ("--alpha", "2", "must be in (0, 1)"), ("--data-gamma", "-1", "must be a positive finite number"),
+    ("--max-empirical", "0", "must be an integer >= 1"), ("--ks-bootstrap", "-1", "must be an integer in [0, "),
+    ("--seed", "-1", "must be a non-negative integer"),
+])
+def test_cli_fit_names_the_option_it_refuses(tmp_path, good_logs, deplbench_cli, option, value, reason):
+    """The library names its argument (``alpha: ...``); the command names the option as typed."""
+    logs = tmp_path / "logs.csv"
+    good_logs.to_csv(logs, index=False)
+    status, out, err = deplbench_cli("fit", logs, "-o", tmp_path / "out.json", option, value)
+    assert status == 2 and out == "" and err.count("\n") == 1, err
+    assert err.startswith(f"error: {option} {value}: {reason}"), err
     assert not (tmp_path / "out.json").exists()
 
 

@@ -82,11 +82,14 @@ def run_fit(args: argparse.Namespace) -> int:
         # argparse reads nan, inf and 1e400 as floats; none is a loss target
         raise fitlib.LogError(f"--loss-max: must be a finite number, got {args.loss_max}")
     base = load_instance(args.base) if args.base else None
-    instance, fit = fitlib.fit_instance(
-        args.logs, base=base, base_label=str(args.base or ""), family=args.family or "alexnet", name=args.name,
-        data_gamma=args.data_gamma, loss_max=args.loss_max, alpha=args.alpha, ks_bootstrap=args.ks_bootstrap,
-        seed=args.seed, max_empirical=args.max_empirical, min_switch_samples=args.min_switch_samples,
-    )
+    try:
+        instance, fit = fitlib.fit_instance(
+            args.logs, base=base, base_label=str(args.base or ""), family=args.family or "alexnet", name=args.name,
+            data_gamma=args.data_gamma, loss_max=args.loss_max, alpha=args.alpha, ks_bootstrap=args.ks_bootstrap,
+            seed=args.seed, max_empirical=args.max_empirical, min_switch_samples=args.min_switch_samples,
+        )
+    except fitlib.LogError as exc:
+        raise fitlib.LogError(_as_option(str(exc), args)) from None
     if args.report:
         from deplbench.reports.fit_plots import write_report
 
@@ -97,6 +100,21 @@ def run_fit(args: argparse.Namespace) -> int:
         print(f"report: {len(files)} files in {args.report}")
     print(f"wrote {out}")
     return 0
+
+
+#: fit_instance's arguments → this command's options (a refusal names what the user typed).
+_FLAGS = {"alpha": "--alpha", "ks_bootstrap": "--ks-bootstrap", "seed": "--seed", "data_gamma": "--data-gamma",
+          "loss_max": "--loss-max", "max_empirical": "--max-empirical", "min_switch_samples": "--min-switch-samples"}
+
+
+def _as_option(message: str, args: argparse.Namespace) -> str:
+    """``alpha: must be in (0, 1), got 2.0`` (the library's refusal) as ``--alpha 2: must be ...``."""
+    from deplbench.jsonio import number_text
+
+    for name, flag in _FLAGS.items():
+        if message.startswith(f"{name}: "):
+            return f"{flag} {number_text(getattr(args, name))}: {message[len(name) + 2:]}"
+    return message
 
 
 def _check_outputs(args: argparse.Namespace, out: Path, error: type) -> None:
