@@ -199,6 +199,30 @@ def test_store_is_wal_with_full_sync_and_survives_reopen(tmp_path):
             ro.add(record("b"))
 
 
+def test_a_read_leaves_no_side_files_and_keeps_a_writers(tmp_path):
+    """A read-only connection to a WAL store creates ``-wal``/``-shm`` it cannot remove; reading a
+    store (export, report) leaves the folder as it found it, and never takes a writer's files."""
+    path = tmp_path / "r.sqlite"
+    with ResultsStore(path) as store:
+        store.add(record("a"))
+    side = [tmp_path / "r.sqlite-wal", tmp_path / "r.sqlite-shm"]
+    assert not any(p.exists() for p in side)
+    export(str(path), str(tmp_path / "out.csv"))
+    with ResultsStore(path, readonly=True) as ro:
+        assert ro.count() == 1
+    assert not any(p.exists() for p in side)
+    with ResultsStore(path) as writer:              # a sweep writing while a report reads
+        with ResultsStore(path, readonly=True) as ro:
+            assert ro.count() == 1
+        assert side[0].exists()
+        writer.add(record("b"))
+        other = sqlite3.connect(path)
+        assert other.execute("SELECT COUNT(*) FROM results").fetchone()[0] == 2
+        other.close()
+    with ResultsStore(path, readonly=True) as ro:
+        assert ro.count() == 2
+
+
 def test_bad_stores_are_clear_errors(tmp_path):
     with pytest.raises(SweepError, match="not found"):
         ResultsStore(tmp_path / "missing.sqlite", readonly=True)

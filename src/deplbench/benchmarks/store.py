@@ -34,6 +34,7 @@ plus one ``param_<name>`` column per solver parameter.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sqlite3
@@ -195,6 +196,8 @@ class ResultsStore:
         self.readonly = readonly
         self._conn = None
         self._present: set[str] = set()
+        # side files a read-only open creates (and cannot remove) are tidied on close, see close()
+        self._tidy = readonly and not any(Path(f"{self.path}{s}").exists() for s in ("-wal", "-shm"))
         if self.path.exists() and not self.path.is_file():
             # a device or FIFO would block or feed SQLite garbage; a folder is no store either
             raise SweepError(f"results store {self.path}: not a regular file")
@@ -246,11 +249,25 @@ class ResultsStore:
         self.close()
 
     def close(self) -> None:
-        """Close the connection (idempotent)."""
+        """Close the connection (idempotent).
+
+        A read-only connection to a WAL database creates its ``-wal`` and
+        ``-shm`` files but, unable to checkpoint, leaves them behind when it
+        closes: after a read that found none, a plain connection is opened and
+        closed, and SQLite removes them when it is the last one (it keeps them
+        while a writer, a running sweep, has the store open).
+        """
         conn = getattr(self, "_conn", None)
         if conn is not None:
             conn.close()
             self._conn = None
+            if getattr(self, "_tidy", False) and Path(f"{self.path}-wal").exists():
+                with contextlib.suppress(sqlite3.Error, OSError):
+                    tidy = sqlite3.connect(str(self.path), timeout=1.0)
+                    try:
+                        tidy.execute("SELECT count(*) FROM sqlite_master").fetchone()
+                    finally:
+                        tidy.close()
 
     def _columns(self) -> set[str]:
         return {row[1] for row in self._conn.execute("PRAGMA table_info(results)")}
