@@ -50,10 +50,14 @@ from deplbench.params import TIME_LIMIT, Param
 #: budget (formulations.evaluation.evaluate.MEMORY_BUDGET) are all read from here.
 MEMORY_BUDGET_GIB = 2.0
 
+#: Largest ``memory_limit`` (GiB, 1 PiB): the budget is counted in bytes as an integer, and no
+#: machine this suite runs on holds more; inf or 1e308 would be no number of bytes at all.
+MAX_MEMORY_GIB = 2.0**20
+
 #: The ``memory_limit`` parameter of every solver with a memory estimate (the user's cap, in GiB).
 MEMORY_LIMIT_PARAM = Param(MEMORY_BUDGET_GIB, float, "GiB the solver's largest arrays may take (estimated "
                            "before allocation); above it the result is status error with the estimate",
-                           low=0.0, low_inclusive=False)
+                           low=0.0, low_inclusive=False, high=MAX_MEMORY_GIB)
 #: The ``time_limit`` parameter of a solver that checks :func:`check_time` in its loops
 #: (the one declaration, :data:`deplbench.params.TIME_LIMIT`).
 TIME_LIMIT_PARAM = TIME_LIMIT
@@ -474,6 +478,6 @@ __all__ = ["CPU_MAX", "as_path", "cores", "gib_text", "MEMORY_BUDGET_GIB", "FLOA
            "MAX_RUNS", "MAX_REPLICATIONS", "MAX_REPLAY_SEEDS",
            "MAX_BOOTSTRAP", "MAX_SWEEP_TASKS", "MAX_INPUT_BYTES", "MAX_UNCOMPRESSED_BYTES", "check_file_size",
            "check_gzip_size", "gunzip", "read_bytes", "read_text", "MemoryLimitExceeded",
-           "TimeLimitReached", "check_memory", "memory_budget", "memory_budget_gib", "MEMORY_LIMIT_PARAM",
+           "TimeLimitReached", "check_memory", "memory_budget", "memory_budget_gib", "MEMORY_LIMIT_PARAM", "MAX_MEMORY_GIB",
            "TIME_LIMIT_PARAM",
            "deadline", "no_deadline", "time_left", "time_limit_s", "expired", "check_time", "now", "use_clock"]

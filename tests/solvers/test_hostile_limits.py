@@ -320,3 +320,22 @@ def test_saa_replications_stop_after_the_first_memory_refusal(many_switches, mon
     small, _ = refine.run_saa(lambda fn, ts: [fn(t) for t in ts],
                               refine.saa_tasks({}, 0.9, 0.1, 5, 100, (), 1, 7, 1.0, 1e-4, stage=1), many_switches)
     assert calls == [7, 8, 9, 10, 11] and not any("skipped" in r for r in small)
+
+
+@pytest.mark.parametrize("value", [float("inf"), 1e308, 2.0**20 * 1.5])
+def test_a_memory_limit_beyond_any_byte_count_is_refused_naming_it(value):
+    """memory_limit is counted in bytes as an integer: inf or 1e308 is no byte count (an OverflowError
+    inside a solver's evaluation), so it is refused up front for every solver that takes it."""
+    from deplbench.errors import SolverError
+    from deplbench.solvers.registry import available, get_solver
+
+    inst = parse_instance(two_model_data())
+    takers = [n for n in available() if "memory_limit" in get_solver(n).parameters]
+    assert {"depl", "pact", "one-switch", "milp"} <= set(takers)
+    for name in takers:
+        with pytest.raises(SolverError, match=r"memory_limit.*must be <= 1048576"):
+            solve(inst, name, memory_limit=value, evaluate=False)
+    assert solve(inst, "depl", memory_limit=2.0**20, evaluate=False).status in ("optimal", "feasible")
+    with limits.memory_budget(float("inf")):          # a scope opened from code: no OverflowError either
+        from deplbench.formulations.evaluation.memory import budget_bytes
+        assert budget_bytes() == 2**50

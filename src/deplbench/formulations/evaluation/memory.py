@@ -19,7 +19,7 @@ from collections.abc import Callable
 import numpy as np
 
 from deplbench.errors import DeplbenchError, PlanError
-from deplbench.limits import MEMORY_BUDGET_GIB, memory_budget_gib
+from deplbench.limits import MAX_MEMORY_GIB, MEMORY_BUDGET_GIB, memory_budget_gib
 
 #: Trajectories simulated per block (at most; fewer for long plans, :func:`block_size`).
 _BLOCK = 25_000
@@ -62,7 +62,7 @@ MAX_BAND_CHUNKS = 64
 
 def budget_bytes() -> int:
     """Bytes the evaluator may hold at once: the :func:`deplbench.limits.memory_budget` scope's budget."""
-    return int(memory_budget_gib() * 2**30)
+    return int(min(memory_budget_gib(), MAX_MEMORY_GIB) * 2**30)    # a scope opened with inf: no int
 
 
 def block_size(n_epochs: int) -> int:
