@@ -179,6 +179,14 @@ def _with_status_none(plan):
     (lambda plan: SolveResult("user-returns", "feasible", plan=plan.model_copy(update={"epochs": [
         e.model_copy(update={"allocation": math.nan}) for e in plan.epochs]})),   # model_copy skips the checks
      "returned a plan that is not valid: invalid plan: epochs[0].allocation: Input should be a finite number"),
+    # a bound or gap that would read as a proof: max(0, nan) is 0, and (cost − inf)/cost clamps to 0
+    (lambda plan: SolveResult("user-returns", "optimal", plan=plan, lower_bound=math.nan),
+     "returned lower_bound = nan, not a number"),
+    (lambda plan: SolveResult("user-returns", "optimal", plan=plan, lower_bound=math.inf),
+     "returned lower_bound = inf (no plan costs that much) beside a plan"),
+    (lambda plan: SolveResult("user-returns", "optimal", plan=plan, gap=math.nan), "returned gap = nan, not a number"),
+    (lambda plan: SolveResult("user-returns", "optimal", plan=plan, gap=-5.0), "returned gap = -5.0: a relative gap"),
+    (lambda plan: SolveResult("user-returns", "optimal", plan=plan, gap=math.inf), "returned gap = inf: a relative gap"),
 ])
 def test_a_record_that_breaks_the_contract_is_a_status_error_naming_the_field(make, message):
     res = solve(deterministic_instance(), returning(make), eval_samples=1000)

@@ -301,6 +301,14 @@ def check_returned(cls: type[Solver], result: Any) -> SolveResult:
         if isinstance(value, bool) or not isinstance(value, numbers.Real):
             return failed(f"{name} = {value!r}, not a number")
         setattr(result, name, float(value))         # numpy scalars too: the record holds floats
+    # a bound or gap of nan compares false with everything: max(0, nan) would record a gap of 0, a proof
+    for name in ("lower_bound", "gap"):
+        if getattr(result, name) is not None and math.isnan(getattr(result, name)):
+            return failed(f"{name} = nan, not a number")
+    if result.gap is not None and not 0.0 <= result.gap < math.inf:
+        return failed(f"gap = {result.gap!r}: a relative gap (cost − bound)/|cost| is finite and ≥ 0")
+    if result.plan is not None and result.lower_bound == math.inf:
+        return failed("lower_bound = inf (no plan costs that much) beside a plan")
     if not isinstance(result.message, str):
         return failed(f"message = {result.message!r}, not a str")
     for name in ("params", "diagnostics"):

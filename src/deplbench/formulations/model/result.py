@@ -111,7 +111,7 @@ class SolveResult:
     @staticmethod
     def relative_gap(cost: float | None, lower_bound: float | None) -> float | None:
         """(cost − bound) / |cost|, the MIP-style relative gap (0 when both are 0)."""
-        if cost is None or lower_bound is None or not math.isfinite(cost):
+        if cost is None or lower_bound is None or not math.isfinite(cost) or math.isnan(lower_bound):
             return None
         if cost == 0:
             return 0.0 if lower_bound >= 0 else None
