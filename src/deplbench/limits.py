@@ -478,6 +478,6 @@ __all__ = ["CPU_MAX", "as_path", "cores", "gib_text", "MEMORY_BUDGET_GIB", "FLOA
            "MAX_RUNS", "MAX_REPLICATIONS", "MAX_REPLAY_SEEDS",
            "MAX_BOOTSTRAP", "MAX_SWEEP_TASKS", "MAX_INPUT_BYTES", "MAX_UNCOMPRESSED_BYTES", "check_file_size",
            "check_gzip_size", "gunzip", "read_bytes", "read_text", "MemoryLimitExceeded",
-           "TimeLimitReached", "check_memory", "memory_budget", "memory_budget_gib", "MEMORY_LIMIT_PARAM", "MAX_MEMORY_GIB",
-           "TIME_LIMIT_PARAM",
+           "TimeLimitReached", "check_memory", "memory_budget", "memory_budget_gib", "MEMORY_LIMIT_PARAM",
+           "MAX_MEMORY_GIB", "TIME_LIMIT_PARAM",
            "deadline", "no_deadline", "time_left", "time_limit_s", "expired", "check_time", "now", "use_clock"]

@@ -94,6 +94,13 @@ class _InexactInt(ValueError):
     """A float from 2**53 on given where an integer is declared."""
 
 
+def _is_bool(value: Any) -> bool:
+    """Python's or numpy's boolean (``np.True_`` is no ``bool`` subclass, and ``float(np.True_)`` is 1.0);
+    numpy is not imported for this: its type is recognised by its module and name."""
+    kind = type(value)
+    return isinstance(value, bool) or (kind.__module__ == "numpy" and kind.__name__ in ("bool", "bool_"))
+
+
 class _GroupedDigits(ValueError):
     """A number written with ``_`` between its digits (``1_0``)."""
 
@@ -188,7 +195,7 @@ class Param:
         # A tuple may be written as one comma-separated string in any source ("0.9,0.8").
         if strict and isinstance(value, str) and self.type not in (str, tuple):
             raise error(f"parameter {name!r}: expected {expected}, got the string {value!r}")
-        if self.type is not bool and isinstance(value, bool):
+        if self.type is not bool and _is_bool(value):
             # bool is an int subclass: true/false would silently become 1/0.
             raise error(f"parameter {name!r}: expected {expected}, got {value!r}")
         if strict and self.type is int and isinstance(value, float):
@@ -238,7 +245,7 @@ class Param:
             elif isinstance(value, (bytes, Mapping)) or not hasattr(value, "__iter__"):
                 raise TypeError(value)
             element = Param(None, self.item or float)
-            if element.type is not bool and any(isinstance(v, bool) for v in value):
+            if element.type is not bool and any(_is_bool(v) for v in value):
                 raise TypeError(value)   # as for a single number: true is not 1
             return tuple(element._coerce(v) for v in value)
         if self.type is bool:
@@ -249,8 +256,8 @@ class Param:
                 if low in _FALSE:
                     return False
                 raise ValueError(value)
-            if isinstance(value, bool):
-                return value
+            if _is_bool(value):
+                return bool(value)
             if isinstance(value, (int, float)) and value in (0, 1):
                 return bool(value)
             raise TypeError(value)
@@ -391,5 +398,5 @@ def resolve(parameters: Mapping[str, Param], given: Mapping[str, Any], *, owner:
             for key, spec in parameters.items()}
 
 
-__all__ = ["GAP", "GROUPED_DIGITS", "MAX_INT", "MAX_SEED", "MIN_INT", "SEED", "TIME_LIMIT", "Param", "int_refusal", "resolve",
-           "seed_refusal", "trusted"]
+__all__ = ["GAP", "GROUPED_DIGITS", "MAX_INT", "MAX_SEED", "MIN_INT", "SEED", "TIME_LIMIT", "Param", "int_refusal",
+           "resolve", "seed_refusal", "trusted"]

@@ -427,3 +427,30 @@ def test_the_tolerance_on_lmax_is_defined_once():
              for i, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1)
              if pattern.search(line.split("#")[0])]
     assert found and {f.partition(":")[0] for f in found} == {"formulations/model/scenarios.py"}, found
+
+
+@pytest.mark.parametrize("kind", [float, int, tuple])
+def test_param_refuses_a_numpy_boolean_where_a_number_is_declared(kind):
+    """np.True_ is no bool subclass and float(np.True_) is 1.0: refused as True is, not read as 1."""
+    import numpy as np
+
+    from deplbench.params import Param
+
+    value = [np.True_, 1.0] if kind is tuple else np.True_
+    from deplbench.errors import SolverError
+
+    with pytest.raises(SolverError, match=r"parameter 'epsilon': expected"):
+        Param(None, kind).convert("epsilon", value)
+    assert Param(False, bool).convert("flag", np.True_) is True
+
+
+def test_solve_refuses_a_numpy_boolean_for_a_float_parameter():
+    import numpy as np
+
+    from deplbench.errors import SolverError
+    from deplbench.instances.model import parse_instance
+    from deplbench.solvers.run import solve
+    from tests.instance_data import two_model_data
+
+    with pytest.raises(SolverError, match=r"parameter 'epsilon': expected float, got np.True_"):
+        solve(parse_instance(two_model_data()), "depl", epsilon=np.True_, evaluate=False)

@@ -186,7 +186,8 @@ def _with_status_none(plan):
      "returned lower_bound = inf (no plan costs that much) beside a plan"),
     (lambda plan: SolveResult("user-returns", "optimal", plan=plan, gap=math.nan), "returned gap = nan, not a number"),
     (lambda plan: SolveResult("user-returns", "optimal", plan=plan, gap=-5.0), "returned gap = -5.0: a relative gap"),
-    (lambda plan: SolveResult("user-returns", "optimal", plan=plan, gap=math.inf), "returned gap = inf: a relative gap"),
+    (lambda plan: SolveResult("user-returns", "optimal", plan=plan, gap=math.inf),
+     "returned gap = inf: a relative gap"),
 ])
 def test_a_record_that_breaks_the_contract_is_a_status_error_naming_the_field(make, message):
     res = solve(deterministic_instance(), returning(make), eval_samples=1000)
