@@ -122,6 +122,20 @@ def test_every_json_command_prints_one_object():
     assert {case: kind for case, (_, kind) in JSON_COMMANDS.items() if kind is not dict} == {}
 
 
+def test_solve_milp_with_the_pyomo_backend_prints_one_object(tmp_path, deplbench_cli):
+    """Pyomo's appsi_highs captures the solver's output with its own fd
+    redirections and reader threads; under the command's redirections they
+    must neither deadlock nor leave a thread's traceback on stderr."""
+    inst = tmp_path / "k3.json"
+    inst.write_text(generate("knapsack", n_items=3, seed=0, horizon=3).to_json(), encoding="utf-8")
+    proc = deplbench_cli.process("solve", inst, "--algo", "milp", "--param", "backend=pyomo", "--json")
+    assert proc.returncode == 0, proc.stderr
+    assert "Traceback" not in proc.stderr and "Exception in thread" not in proc.stderr, proc.stderr
+    doc = json.loads(proc.stdout)
+    assert isinstance(doc, dict) and proc.stdout.endswith("}\n")
+    assert doc["status"] == "optimal" and doc["params"]["backend"] == "pyomo"
+
+
 def test_c_level_writes_go_to_stderr(tmp_path):
     """What a library writes to file descriptor 1 while a command runs goes
     to stderr; ``print`` (the command's own output) still reaches stdout, and

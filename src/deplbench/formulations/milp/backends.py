@@ -69,6 +69,19 @@ def quiet_stdout(discard: bool = False):
     ``discard`` is for output nobody asked for: HiGHS's banner, printed when
     a ``Highs()`` object is constructed (also when HiGHS only writes the MPS
     file SCIP reads), would otherwise break a progress bar on stderr.
+
+    ``sys.stdout`` is a stream on file descriptor 1 meanwhile, so Python-level
+    writes go where native ones go. Pyomo depends on this: its
+    ``capture_output(capture_fd=True)`` (appsi_highs's every solve) redirects
+    fds 1, 2 and the fds under ``sys.stdout`` and ``sys.stderr`` into its
+    TeeStream's pipes. Under ``redirect_stdout(sys.stderr)`` (as
+    :func:`deplbench.solvers.run.solve` runs every algorithm) both streams are
+    fd 2, which it then redirects twice, so its record of "the original fd 2"
+    is its own stdout pipe; a log handler writing to fd 2 (Pyomo's own, when
+    Pyomo was first imported under that redirect, or a root handler on
+    stderr) is pointed at a copy of that pipe and keeps it open after the
+    TeeStream closes it: the reader thread never sees end-of-file, the join
+    waits 100 s and the solve fails ("TeeStream: deadlock observed").
     """
     try:
         sys.stdout.flush()
@@ -80,6 +93,8 @@ def quiet_stdout(discard: bool = False):
     except OSError:                 # no fd 1 at all: nothing to protect
         yield
         return
+    saved_stream = sys.stdout
+    fd1 = None
     try:
         if discard:
             null = os.open(os.devnull, os.O_WRONLY)
@@ -87,8 +102,15 @@ def quiet_stdout(discard: bool = False):
             os.close(null)
         else:
             os.dup2(2, 1)
+        fd1 = open(1, "w", encoding=getattr(saved_stream, "encoding", None) or "utf-8",
+                   errors="backslashreplace", closefd=False)
+        sys.stdout = fd1
         yield
     finally:
+        if fd1 is not None:
+            with contextlib.suppress(OSError, ValueError):
+                fd1.flush()
+        sys.stdout = saved_stream
         _flush_c_stdio()
         os.dup2(saved, 1)
         os.close(saved)
