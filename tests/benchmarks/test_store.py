@@ -520,3 +520,39 @@ def test_a_store_locked_by_another_process_is_said_to_be_locked_not_unusable(tmp
     finally:
         holder.execute("COMMIT")
         holder.close()
+
+
+@pytest.mark.parametrize("value", ["1.5", "1e300", "-1e300", "9e999"])
+def test_a_non_integer_in_an_integer_column_is_read_as_missing_with_a_warning(tmp_path, value):
+    """A REAL such as 1.5 or 1e300 in an INTEGER column (a hand-edited store) made export print a
+    pandas traceback and report fail on the frame, with a RuntimeWarning from pandas on stderr."""
+    import warnings
+
+    from deplbench.benchmarks.store_audit import non_integers
+    from deplbench.reports.data import load_store, text_cell_notes
+
+    db = tmp_path / "s.sqlite"
+    with ResultsStore(db) as store:
+        store.add(record("a"))
+        store.add(record("b"))
+        store.add(record("c"))
+    with sqlite3.connect(db) as conn:
+        conn.execute(f"UPDATE results SET reference_priority = {value} WHERE key = 'a'")
+        conn.execute("UPDATE results SET reference_priority = 3.0 WHERE key = 'b'")   # integral: kept
+        conn.execute("UPDATE results SET reference_priority = 4 WHERE key = 'c'")
+        assert non_integers(conn) == {"reference_priority": 1}
+    lines: list[str] = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")              # no stray library warning either
+        assert export(db, tmp_path / "s.csv", "csv", warn=lines.append) == 3
+        frame = load_store(db)
+        notes = text_cell_notes(db)
+    assert lines == [f"warning: {db}: 1 stored row(s) of integer column 'reference_priority' hold a value "
+                     "that is not an integer; exported as missing values"]
+    assert notes == ["1 stored row(s) of integer column 'reference_priority' hold a value that is not an "
+                     "integer: read as missing values"]
+    assert frame["reference_priority"].dtype == "Int64"
+    assert frame["reference_priority"].isna().tolist() == [True, False, False]
+    assert frame["reference_priority"].iloc[1:].tolist() == [3, 4]
+    exported = pd.read_csv(tmp_path / "s.csv")
+    assert exported["reference_priority"].isna().tolist() == [True, False, False]

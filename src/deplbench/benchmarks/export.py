@@ -18,7 +18,13 @@ from pathlib import Path
 from typing import Any
 
 from deplbench.benchmarks.store import ResultsStore
-from deplbench.benchmarks.store_audit import costless_plans, costless_plans_note, text_in_numbers
+from deplbench.benchmarks.store_audit import (
+    costless_plans,
+    costless_plans_note,
+    non_integers,
+    non_integers_note,
+    text_in_numbers,
+)
 from deplbench.errors import SweepError
 from deplbench.files import csv_text, refuse_overwrite, store_files, write_csv
 
@@ -142,10 +148,14 @@ def _frame(path: str | os.PathLike, latest: bool, warn):
         conn = store._conn
         bad = text_in_numbers(conn) if conn is not None else {}
         costless = costless_plans(conn) if conn is not None else 0
+        whole = non_integers(conn) if conn is not None else {}
     for col, n in bad.items():
         if warn is not None:
             warn(f"warning: {n} stored row(s) of column {col!r} hold text, not a number; exported as "
                  "missing values")
+    for col, n in whole.items():
+        if warn is not None:
+            warn(f"warning: {path}: {non_integers_note(col, n)}; exported as missing values")
     if costless and warn is not None:
         warn(f"warning: {costless_plans_note(costless)}")
     return frame

@@ -465,7 +465,7 @@ class ResultsStore:
         for c in REAL_COLUMNS:
             frame[c] = pd.to_numeric(frame[c], errors="coerce").astype("float64")
         for c in INT_COLUMNS:
-            frame[c] = pd.to_numeric(frame[c], errors="coerce").astype("Int64")
+            frame[c] = _as_int64(pd.to_numeric(frame[c], errors="coerce"))
         for c in BOOL_COLUMNS:
             frame[c] = frame[c].map(lambda v: None if v is None or v != v else bool(v)
                                     ).astype("boolean")
@@ -480,6 +480,16 @@ class ResultsStore:
         """The full stored records (the ``record`` column parsed), oldest first."""
         return [restore_nonfinite(json.loads(r[0])) for r in
                 self._conn.execute("SELECT record FROM results ORDER BY attempt")]
+
+
+def _as_int64(values):
+    """``values`` as Int64, a value that is no int64 integer (``1.5``, ``1e300``, ±inf in a
+    hand-edited store) read as missing: store_audit.non_integers reports those cells, so the
+    frame of such a store is still read instead of failing on a cast."""
+    if values.dtype.kind == "f":
+        whole = values.abs().lt(2.0 ** 63) & values.eq(values.round())
+        values = values.where(whole)
+    return values.astype("Int64")
 
 
 def expand_params(column) -> Any:

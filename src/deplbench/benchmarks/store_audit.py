@@ -1,7 +1,8 @@
 """What a results store's cells say that its frame would hide (a hand-edited or foreign store).
 
 Read by ``export`` (a warning per finding) and by the report (a note on the
-page): text in a numeric column, read as a missing value; a plan stored
+page): text in a numeric column, or a value that is no integer in an integer
+column (``1.5``, ``1e300``), read as a missing value; a plan stored
 without a finite cost, left out of every cost figure. Each check is one SQL
 count on the ``results`` table, so a store of any size is audited cheaply.
 """
@@ -25,6 +26,30 @@ def text_in_numbers(conn: sqlite3.Connection) -> dict[str, int]:
             if n:
                 bad[col] = int(n)
     return bad
+
+
+def non_integers(conn: sqlite3.Connection) -> dict[str, int]:
+    """Stored cells of integer columns that hold no int64 integer: text, a
+    non-integral or out-of-range real, ±inf (a hand-edited or foreign store).
+    The frame reads them as missing, as it does text in a real column."""
+    from deplbench.benchmarks.record import INT_COLUMNS
+
+    cols = {r[1] for r in conn.execute("PRAGMA table_info(results)")}
+    bad = {}
+    for col in sorted(INT_COLUMNS & cols):
+        # CAST saturates at the int64 bounds, so a real beyond them (and ±inf) differs from its cast too;
+        # 2**63 itself equals its saturated cast as a float, hence the explicit bound.
+        n = conn.execute(
+            f"SELECT COUNT(*) FROM results WHERE typeof({col}) IN ('text', 'blob') OR (typeof({col}) = 'real' "
+            f"AND ({col} != CAST({col} AS INTEGER) OR abs({col}) >= 9223372036854775808.0))").fetchone()[0]
+        if n:
+            bad[col] = int(n)
+    return bad
+
+
+def non_integers_note(col: str, n: int) -> str:
+    """What ``export`` and ``report`` say about one column of :func:`non_integers`."""
+    return f"{n} stored row(s) of integer column {col!r} hold a value that is not an integer"
 
 
 #: Statuses whose row holds the plan an algorithm returned, and so its cost (2).

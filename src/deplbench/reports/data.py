@@ -179,13 +179,22 @@ def text_cell_notes(path: str | Path) -> list[str]:
     report says so too, instead of leaving a row out of every table silently.
     """
     from deplbench.benchmarks.store import ResultsStore
-    from deplbench.benchmarks.store_audit import costless_plans, costless_plans_note, text_in_numbers
+    from deplbench.benchmarks.store_audit import (
+        costless_plans,
+        costless_plans_note,
+        non_integers,
+        non_integers_note,
+        text_in_numbers,
+    )
 
     with ResultsStore(path, readonly=True) as store:
         bad = text_in_numbers(store._conn) if store._conn is not None else {}
         costless = costless_plans(store._conn) if store._conn is not None else 0
+        whole = non_integers(store._conn) if store._conn is not None else {}
     return ([f"{n} stored row(s) of column {col!r} hold text, not a number: read as missing values"
-             for col, n in bad.items()] + ([costless_plans_note(costless)] if costless else []))
+             for col, n in bad.items()]
+            + [f"{non_integers_note(col, n)}: read as missing values" for col, n in whole.items()]
+            + ([costless_plans_note(costless)] if costless else []))
 
 
 def parse_json(value: Any) -> tuple[dict, bool]:
