@@ -4,14 +4,29 @@
   graph (every successor, jumps from ``jump_index``), on random entering
   values with forbidden switches and exact ties between groups;
 * ``largest_decrease`` equals its definition's recursion over the full graph;
-* an order-invariant search (successors differ by group) takes the full graph.
+* an order-invariant search (successors differ by group) takes the full graph;
+* transfer costs near the float max (μ near it too) solve to the brute-force
+  optimum without a numpy overflow warning; an overflowed bound term bounds nothing.
 """
 
 from __future__ import annotations
 
-import numpy as np
+import math
+import warnings
 
-from deplbench.formulations.general.minplus import jump_table, largest_decrease, model_jumps, step_min
+import numpy as np
+import pytest
+
+from deplbench.formulations.general import solve_general
+from deplbench.formulations.general.minplus import (
+    as_lower_bound,
+    jump_table,
+    largest_decrease,
+    model_jumps,
+    step_min,
+)
+from deplbench.solvers.exact.brute_force import search as brute_force
+from tests.milp_instances import tiny_instance
 from tests.formulations.general.test_milp_general_pairs import _pair_search
 
 
@@ -98,3 +113,30 @@ def test_array_caches_keep_the_newest_within_their_byte_limit():
     assert 6 not in cache and list(cache) == [2, 3, 5]
     prob = type("P", (), {})()
     assert problem_cache(prob, "_x", 100) is problem_cache(prob, "_x", 100)   # one per problem
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_transfer_costs_near_the_float_max_solve_to_brute_force_without_overflow_warnings(seed):
+    """The bound tables' sums (μ near 1e308 times the loss terms) printed "overflow
+    encountered in add" on stderr for a valid instance."""
+    inst = tiny_instance(seed=seed, n_datasets=2, n_clusters=2, horizon=5, n_models=2, all_switches=True)
+    data = inst.model_dump()
+    for i, row in enumerate(data["transfer_costs"]):
+        row["cost"] = 1e308 * (0.2 + 0.1 * i)
+    inst = type(inst).model_validate(data)
+    best, _, _ = brute_force(inst, 30, 0)
+    assert math.isfinite(best) and best > 1e307
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        res = solve_general(inst, scenarios=30, time_limit=None)
+    assert res.status == "optimal", res.message
+    assert res.cost == pytest.approx(best, rel=1e-12)
+
+
+def test_an_overflowed_bound_term_becomes_minus_infinity():
+    """A +inf from a partial sum past the float max, or an inf - inf, must not prune:
+    the exact sum may be below the incumbent once the later negative terms are added."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        x = np.array([1e308, -1e308, 0.0, -np.inf, np.inf]) + np.array([1e308, -1e308, 1.0, 1.0, -np.inf])
+    out = as_lower_bound(x)
+    assert out.tolist() == [-np.inf, -np.inf, 1.0, -np.inf, -np.inf]

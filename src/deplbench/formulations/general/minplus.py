@@ -106,3 +106,17 @@ def backward_minplus(search, enter: np.ndarray, jumps: np.ndarray) -> np.ndarray
 
 
 __all__ = ["backward_minplus", "jump_table", "largest_decrease", "model_jumps", "step_min"]
+
+
+def as_lower_bound(x: np.ndarray) -> np.ndarray:
+    """``x``, Lagrangian bound terms summed under ``np.errstate(over="ignore", invalid="ignore")``,
+    with every +∞ and nan replaced by −∞ (in place).
+
+    With μ near the float max (costs near 1e308 make μ_ref that large) a partial sum can pass
+    it. Down, the saturated −∞ lies below the exact value: still a lower bound. Up, +∞ is not
+    one: a later term (−μ·decrease, μ·(L − ℓmax) < 0) could bring the exact sum back below any
+    incumbent, so a +∞ there could prune a plan better than the incumbent; an ∞ − ∞ is nan.
+    Both become −∞, which bounds nothing and so prunes nothing wrongly.
+    """
+    x[np.isnan(x) | np.isposinf(x)] = -np.inf
+    return x

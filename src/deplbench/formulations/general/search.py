@@ -44,7 +44,7 @@ from typing import Any, cast
 import numpy as np
 
 from deplbench import limits
-from deplbench.formulations.general.minplus import largest_decrease
+from deplbench.formulations.general.minplus import as_lower_bound, largest_decrease
 from deplbench.formulations.general.node_groups import combined_bound, node_tuner, tune_children
 from deplbench.formulations.general.settings import GeneralSettings
 from deplbench.formulations.model.scenarios import loss_threshold
@@ -387,12 +387,13 @@ class BlockSearch:
             Jm_fin = np.where(np.isfinite(Jm), Jm, 0.0)
             Jv_fin = np.where(np.isfinite(Jv), Jv, 0.0)
             gain = self.vgamma[None, :] * P.a[:, k, self.vm]                 # (S, nv)
-            enter = self.w[None, None, :] - mus[:, None, None] * gain[None, :, :] + V[k + 1]   # (nμ, S, nv_to)
-            full = enter[:, :, None, :] + mus[:, None, None, None] * Jv_fin[None]
+            with np.errstate(over="ignore", invalid="ignore"):              # μ near the float max
+                enter = self.w[None, None, :] - mus[:, None, None] * gain[None, :, :] + V[k + 1]   # (nμ, S, nv_to)
+                full = as_lower_bound(enter[:, :, None, :] + mus[:, None, None, None] * Jv_fin[None])
+                em = self.w[None, :] - mus[:, None] * (self.vgamma * abar[k, self.vm])[None, :] + Vm[k + 1]
+                fm = as_lower_bound(em[:, None, :] + mus[:, None, None] * Jm_fin[None])
             full = np.where(np.isfinite(Jv)[None], full, np.inf)            # forbidden switches
             V[k] = np.minimum(full.min(axis=3), 0.0)
-            em = self.w[None, :] - mus[:, None] * (self.vgamma * abar[k, self.vm])[None, :] + Vm[k + 1]
-            fm = em[:, None, :] + mus[:, None, None] * Jm_fin[None]
             fm = np.where(np.isfinite(Jm)[None], fm, np.inf)
             Vm[k] = np.minimum(fm.min(axis=2), 0.0)
             up = np.where(np.isfinite(Jv), (-gain + U[k + 1])[:, None, :] + Jv_fin, -np.inf)
@@ -437,7 +438,8 @@ class BlockSearch:
         if todo.size:
             kt, Lt = k[todo], L[:, todo]
             Vk = self.V[kt, :, :, v]                                            # (C, nμ, S)
-            cb = (Vk + self.mus[None, :, None] * (Lt.T[:, None, :] - P.lmax)).max(axis=1)   # (C, S)
+            with np.errstate(over="ignore", invalid="ignore"):
+                cb = as_lower_bound(Vk + self.mus[None, :, None] * (Lt.T[:, None, :] - P.lmax)).max(axis=1)
             np.maximum(cb, 0.0, out=cb)
             q = np.partition(cb, P.S - P.p - 1, axis=1)[:, P.S - P.p - 1]     # the (p+1)-th largest
             out[todo] = np.maximum(out[todo], np.maximum(q, self.mean_bound(kt, v, Lt)))
@@ -468,16 +470,18 @@ class BlockSearch:
         topU = np.sort(Uk, axis=1)[:, S - p:].sum(axis=1) if p else np.zeros(k.size)
         Vm = self.Vm[k, :, v]                                                # (C, nμ)
         # Vm(μ) = min_c weight(c) + μ Δ̄(c): the multiplier of the averaged row is μ/S
-        val = Vm + (self.mus[None, :] / S) * (low[:, None] - topU[:, None])
+        with np.errstate(over="ignore", invalid="ignore"):
+            val = as_lower_bound(Vm + (self.mus[None, :] / S) * (low[:, None] - topU[:, None]))
         return np.maximum(val.max(axis=1), 0.0)
 
     def scenario_root_bounds(self) -> np.ndarray:
         """cb_s at the root: the per-scenario completion bound of the empty plan (S,)."""
         P = self.prob
         # enter v at epoch 0 from the empty plan: w_v − μγ a + V[1]
-        enter = (self.w[None, None, :] - self.mus[:, None, None] * (self.vgamma[None, :] * P.a[:, 0, self.vm])[None]
-                 + self.V[1])                                                # (nμ, S, nv)
-        cbv = enter.min(axis=2) + self.mus[:, None] * (P.l0 - P.lmax)
+        with np.errstate(over="ignore", invalid="ignore"):
+            enter = (self.w[None, None, :] - self.mus[:, None, None] * (self.vgamma[None, :] * P.a[:, 0, self.vm])[None]
+                     + self.V[1])                                            # (nμ, S, nv)
+            cbv = as_lower_bound(enter.min(axis=2) + self.mus[:, None] * (P.l0 - P.lmax))
         return np.maximum(cbv.max(axis=0), 0.0)
 
     def root_bound(self, cutoff: float = math.inf) -> float:
