@@ -26,8 +26,8 @@ from deplbench.formulations.general.minplus import (
     step_min,
 )
 from deplbench.solvers.exact.brute_force import search as brute_force
-from tests.milp_instances import tiny_instance
 from tests.formulations.general.test_milp_general_pairs import _pair_search
+from tests.milp_instances import tiny_instance
 
 
 def _full_graph(search, enter, Jk):
