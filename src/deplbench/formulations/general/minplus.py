@@ -105,9 +105,6 @@ def backward_minplus(search, enter: np.ndarray, jumps: np.ndarray) -> np.ndarray
     return V
 
 
-__all__ = ["backward_minplus", "jump_table", "largest_decrease", "model_jumps", "step_min"]
-
-
 def as_lower_bound(x: np.ndarray) -> np.ndarray:
     """``x``, Lagrangian bound terms summed under ``np.errstate(over="ignore", invalid="ignore")``,
     with every +∞ and nan replaced by −∞ (in place).
@@ -120,3 +117,6 @@ def as_lower_bound(x: np.ndarray) -> np.ndarray:
     """
     x[np.isnan(x) | np.isposinf(x)] = -np.inf
     return x
+
+
+__all__ = ["as_lower_bound", "backward_minplus", "jump_table", "largest_decrease", "model_jumps", "step_min"]
