@@ -53,3 +53,28 @@ def test_batched_search_is_one_search_per_source(graph, e0, m0, n0):
         assert graph.usable[first_models, one["first"] % graph.N].all()
         assert np.all(one["T"] >= time0)
     assert found >= 1          # the case must compare some paths
+
+
+@pytest.mark.parametrize("unit_cost", [0.0, 1e-300])
+def test_a_weight_tie_keeps_the_faster_path_so_a_free_plan_is_found(unit_cost):
+    """With every epoch free (or its cost below the float resolution of the sums) the forward
+    search kept the first path found at each vertex, too slow for Tmax, and PACT said no path
+    reaches ℓmax while brute force finds a plan of that cost."""
+    from deplbench.solvers.exact.brute_force import search as brute_force
+    from deplbench.solvers.run import solve
+
+    inst = generate("scaling", n_models=2, horizon=5, seed=0)
+    data = inst.model_dump()
+    for cluster in data["clusters"]:
+        cluster["unit_cost"] = unit_cost
+    inst = type(inst).model_validate(data)
+    best, _, _ = brute_force(inst, 200, 0)
+    assert best < 1e-290
+    res = solve(inst, "pact")
+    assert res.status == "feasible", res.message
+    assert res.cost < 1e-290
+    # the kept paths of the single and the batched search agree on the tie
+    graph = ExpandedGraph(inst, data_setting(inst, inst.all_datasets), 0.95, 30, 0)
+    one = graph.feasible_paths(0, None, None, graph.b0, 0, 0.0)
+    assert one is not None and np.all(one["T"] <= graph.time_max)
+    assert _by_vertex(graph.feasible_paths_batch(0, None, None, [graph.b0], [0.0])[0]) == _by_vertex(one)

@@ -55,6 +55,23 @@ CEIL_EPS = 1e-9
 _VIA_KEEP = 4
 
 
+def _argmin_by_time(D: np.ndarray, T: np.ndarray, axis: int) -> np.ndarray:
+    """Index of the least weight ``D`` along ``axis``, the least exact time ``T`` among equal weights.
+
+    A vertex keeps one path: on a weight tie (zero-cost clusters, weights
+    below the float resolution) the first path found may be too slow to
+    finish by Tmax while a tied faster one could, so the faster one is kept.
+    """
+    tied = D == D.min(axis=axis, keepdims=True)
+    return np.argmin(np.where(tied, T, _INF), axis=axis)
+
+
+def _keeps(cand: np.ndarray, cur: np.ndarray, time: np.ndarray, cur_time: np.ndarray) -> np.ndarray:
+    """Where a candidate path replaces a vertex's kept one: less weight, or equal weight and
+    less exact time (see :func:`_argmin_by_time`)."""
+    return (cand < cur) | ((cand == cur) & (time < cur_time))
+
+
 def _jump_estimates(instance, q: float) -> tuple[np.ndarray, np.ndarray]:
     """(robust, expected) switch jumps as (|M|, |M|) arrays; 0 on the
     diagonal (staying), NaN where the switch is not allowed."""
@@ -275,11 +292,12 @@ class ExpandedGraph:
         return layers
 
     # ---------------------------------------------------- forward DP (Alg. 2)
-    def _fwd_shift(self, arr: np.ndarray, d: int, dt: int):
+    def _fwd_shift(self, arr: np.ndarray, d: int, dt: int, times: np.ndarray):
         """Scatter a source layer slice by an action: target (max(b+d, 0), t+dt).
 
         Returns the shifted distances and, for every target, the source loss
-        row (the minimum over the rows merged into the feasible bucket 0).
+        row (the minimum over the rows merged into the feasible bucket 0, the
+        least exact time ``times`` among equal distances).
         """
         Lb, Tb = arr.shape
         out = np.full((Lb, Tb), _INF)
@@ -295,7 +313,7 @@ class ExpandedGraph:
             top = min(-d, Lb - 1)
             block = src[1: top + 1]
             if block.size:
-                arg = np.argmin(block, axis=0)
+                arg = _argmin_by_time(block, times[1: top + 1, : Tb - dt], axis=0)
                 out[0, dt:] = block[arg, np.arange(block.shape[1])]
                 src_b[0, dt:] = arg + 1
         return out, src_b
@@ -321,7 +339,7 @@ class ExpandedGraph:
         with that path's exact time; an edge that would take it past Tmax is
         dropped. Every returned path is thus exactly deadline-feasible, but a
         costlier, faster path merged away at some vertex is lost (the price
-        of having no time axis).
+        of having no time axis); of paths of equal weight the faster is kept.
         """
         M, N, Tb, K = self.M, self.N, self.Tb, self.K
         if e0 >= K:
@@ -360,7 +378,7 @@ class ExpandedGraph:
                 else:
                     # The action's effect does not depend on the source cluster:
                     # keep the best source cluster per (b, t) first.
-                    arg = np.argmin(D[m], axis=0)
+                    arg = _argmin_by_time(D[m], L[4, m], axis=0)
                     Dm = np.take_along_axis(D[m], arg[None], axis=0)[0]
                     Lm = np.take_along_axis(L[:, m], arg[None, None], axis=1)[:, 0]
                     groups = [(None, Dm, Lm)]
@@ -368,7 +386,7 @@ class ExpandedGraph:
                     for m2 in np.nonzero(self.allowed[m])[0]:
                         d = int(self.db[e, m, m2])
                         for dt, n2s in self._dt_groups(m2, n):
-                            cand, sb = self._fwd_shift(Dsrc, d, dt)
+                            cand, sb = self._fwd_shift(Dsrc, d, dt, Lsrc[4])
                             if not np.isfinite(cand).any():
                                 continue
                             st = np.broadcast_to(np.clip(tcols - dt, 0, Tb - 1), sb.shape)
@@ -380,7 +398,7 @@ class ExpandedGraph:
                             labn[1] += self.change_exp[e, m, m2]
                             labn[2] += self.change_rob[e, m, m2]
                             labn[4] += self.tau[m2, n2s][:, None, None]
-                            better = (cand < Dn[m2, n2s]) & (labn[4] <= self.time_max)
+                            better = _keeps(cand, Dn[m2, n2s], labn[4], Ln[4, m2, n2s]) & (labn[4] <= self.time_max)
                             if not better.any():
                                 continue
                             Dn[m2, n2s] = np.where(better, cand, Dn[m2, n2s])
@@ -450,7 +468,7 @@ class ExpandedGraph:
                 if self.printed:
                     groups = [(n, D[:, m, n], L[:, :, m, n]) for n in range(N) if np.isfinite(D[:, m, n]).any()]
                 else:
-                    arg = np.argmin(D[:, m], axis=1)                                   # (S, Lb, Tb)
+                    arg = _argmin_by_time(D[:, m], L[4, :, m], axis=1)                 # (S, Lb, Tb)
                     Dm = np.take_along_axis(D[:, m], arg[:, None], axis=1)[:, 0]
                     Lm = np.take_along_axis(L[:, :, m], arg[None, :, None], axis=2)[:, :, 0]
                     groups = [(None, Dm, Lm)]
@@ -471,7 +489,7 @@ class ExpandedGraph:
                                 topr = min(-d, Lb - 1)
                                 block = src[:, 1: topr + 1]
                                 if block.shape[1]:
-                                    arg = np.argmin(block, axis=1)              # (S, Tb - dt)
+                                    arg = _argmin_by_time(block, Lsrc[4][:, 1: topr + 1, : Tb - dt], axis=1)
                                     cand[:, 0, dt:] = np.take_along_axis(block, arg[:, None], axis=1)[:, 0]
                                     sb[:, 0, dt:] = arg + 1
                             if not np.isfinite(cand).any():
@@ -486,7 +504,7 @@ class ExpandedGraph:
                             labn[2] += self.change_rob[e, m, m2]
                             labn[4] += self.tau[m2, n2s][None, :, None, None]
                             cur = Dn[:, m2][:, n2s]
-                            better = (cand < cur) & (labn[4] <= self.time_max)
+                            better = _keeps(cand, cur, labn[4], Ln[4][:, m2][:, n2s]) & (labn[4] <= self.time_max)
                             if not better.any():
                                 continue
                             Dn[:, m2, n2s] = np.where(better, cand, cur)
