@@ -209,8 +209,10 @@ def _regular_size(path, what: str, error: type[DeplbenchError], limit: int,
     if not _stat.S_ISREG(st.st_mode):
         raise error(f"{path}: not a regular file (a device, FIFO or socket); the {what} must be a regular file")
     if st.st_size > limit:
-        raise error(f"{path}: {what} file of {st.st_size / 2**20:.0f} MiB is larger than the limit of "
-                    f"{limit / 2**20:.0f} MiB ({limit_name})")
+        size, cap = f"{st.st_size / 2**20:.0f} MiB", f"{limit / 2**20:.0f} MiB"
+        if size == cap:             # a file just over the limit: in bytes, not "98 MiB > 98 MiB"
+            size, cap = f"{st.st_size} bytes", f"{cap} ({limit} bytes)"
+        raise error(f"{path}: {what} file of {size} is larger than the limit of {cap} ({limit_name})")
     return st.st_size
 
 

@@ -781,6 +781,20 @@ def test_build_quiet_prints_no_progress_and_force_removes_a_stale_truth_table(on
     assert not (root / TRUTH).exists() and _manifest(root)["true_optimum"] is None
 
 
+def test_force_keeps_a_file_an_edited_manifest_spells_otherwise(one_lib, tmp_path):
+    """A hand-edited manifest naming this build's own file as instances/./A.json is the same file:
+    it is compared in one spelling and never removed."""
+    root = _copy(one_lib, tmp_path)
+    data = _manifest(root)
+    (rec,) = data["entries"]
+    rec["instance"] = rec["instance"].replace("instances/", "instances/./")
+    (root / "manifest.json").write_text(json.dumps(data))
+    assert main(["library", "build", "--out", str(root), "--only", ONE, "--time-limit", "30", "--force",
+                 "--no-true-optimum", "--quiet"]) == 0
+    (new,) = _manifest(root)["entries"]
+    assert (root / new["instance"]).is_file() and (root / new["pwl"]).is_file()
+
+
 def test_force_only_removes_the_files_the_new_manifest_no_longer_lists(one_lib, tmp_path):
     """--force --only A over a library of B leaves exactly the files the new manifest, .solu files and
     tables list: B's instance and model files (and the .col/.row beside its .nl) are removed, a file

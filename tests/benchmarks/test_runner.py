@@ -424,7 +424,7 @@ def test_dask_scheduler_unreachable_is_a_clear_error(tmp_path, plugin):
 
 @pytest.mark.integration
 def test_cli_unreachable_scheduler_leaves_no_store(tmp_path, plugin, monkeypatch, capsys):
-    """The scheduler is reached before the store is created: a refused one left an empty store behind."""
+    """The scheduler is reached before the store is created: a refused one leaves no empty store behind."""
     from deplbench.benchmarks import executors as ex_mod
 
     class QuickDask(DaskExecutor):          # the refusal in a second, not the default 20 s

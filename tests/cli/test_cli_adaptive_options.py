@@ -132,7 +132,7 @@ def test_bad_time_limit_is_refused_naming_it(tiny, capsys, text):
                                          (["--omega", "1"], "--omega 1"), (["--rho", "0"], "--rho 0"),
                                          (["--memory-limit", "0"], "--memory-limit 0")])
 def test_a_refused_number_is_shown_in_its_shortest_form(tiny, capsys, argv, shown):
-    """argparse reads --width 0 as the float 0.0, and the refusal said "--width 0.0"."""
+    """argparse reads --width 0 as the float 0.0; the refusal shows it in its shortest form, "--width 0"."""
     err = _refused(capsys, ["adaptive", tiny, *argv, *SMALL])
     assert err.startswith(f"error: {shown}: must be "), err
 

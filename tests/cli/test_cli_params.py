@@ -52,7 +52,7 @@ def test_bad_param_items_are_one_line_exit_2(inst_file, capsys, command, item, m
      "parameter 'loss_max': expected float, got '1_0.5': '_' between digits is refused"),
 ])
 def test_digits_grouped_with_underscores_are_refused_naming_the_parameter(inst_file, capsys, argv, match):
-    """int() and float() read "1_0" as 10: a number on the command line was another number than typed."""
+    """int() and float() read "1_0" as 10, another number than typed: refused, naming the parameter."""
     assert main([a.format(inst=inst_file) for a in argv]) == 2
     captured = capsys.readouterr()
     err = captured.err.strip()

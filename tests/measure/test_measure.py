@@ -587,7 +587,8 @@ def test_cli_replay_refuses_to_overwrite_the_rows_an_interrupted_replay_kept(tmp
     partial.write_text("{}", encoding="utf-8")
     status, stdout, err = deplbench_cli("measure", "replay", "--solvers", "depl", "--seeds", 2, "-o", out)
     assert status == 2 and stdout == "" and err == (f"error: --output {out}: {partial} holds the rows of an "
-                                                   "interrupted replay; move or remove it first\n"), err
+                                                   f"interrupted replay; rename it to {out} to keep them (then "
+                                                   "--merge the rest of the solvers), or remove it\n"), err
     assert partial.read_text(encoding="utf-8") == "{}"
 
 

@@ -255,7 +255,7 @@ def test_pact_estimates_its_scenarios_before_drawing_them(many_switches):
 
 
 def test_the_solve_deadline_counts_the_instance_copy(many_switches, monkeypatch):
-    """The time limit bounds the whole solve: the deep copy of the instance (seconds on 10^5
+    """The time limit bounds the whole solve: the deep copy of the instance (which grows with the
     switches) is inside the deadline, so a copy that uses it up leaves the solver none."""
     clock = [0.0]
     real_copy = type(many_switches).model_copy
@@ -339,3 +339,18 @@ def test_a_memory_limit_beyond_any_byte_count_is_refused_naming_it(value):
     with limits.memory_budget(float("inf")):          # a scope opened from code: no OverflowError either
         from deplbench.formulations.evaluation.memory import budget_bytes
         assert budget_bytes() == 2**50
+
+
+def test_a_milp_whose_time_went_to_the_copy_says_so(many_switches, monkeypatch):
+    """The MILP's first check names no stage it did not reach: the time went before the build."""
+    clock = [0.0]
+    real_copy = type(many_switches).model_copy
+
+    def slow_copy(self, *args, **kwds):
+        clock[0] += 10.0
+        return real_copy(self, *args, **kwds)
+    monkeypatch.setattr(type(many_switches), "model_copy", slow_copy)
+    with limits.use_clock(lambda: clock[0]):
+        res = solve(many_switches, "milp", time_limit=5.0, evaluate=False)
+    assert res.status == "time_limit" and "no time was left when the build began" in res.message, res.message
+    assert "drawing" not in res.message

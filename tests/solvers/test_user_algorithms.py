@@ -435,3 +435,20 @@ def test_a_sweep_of_a_plugin_whose_settings_hook_fails_is_refused_at_load(entry_
         load_sweep(sweep)
     assert str(info.value) == ("algorithms[0].params: algorithm 'hunt-bad-build': build_settings failed "
                                "(TypeError: bad build)")
+
+
+@pytest.mark.parametrize("bound, gap", [(1e300, None), (-1.0, "(cost + 1)/cost"), ("cost", 0.0)])
+def test_a_bound_above_the_plans_cost_gives_no_gap(bound, gap):
+    """A lower bound above the plan's cost (beyond rounding) means the plan is not feasible or the
+    bound not valid: the record has no gap, where max(0, ·) would have said 0, a proof."""
+    ref = solve(deterministic_instance(), returning(lambda plan: SolveResult("user-returns", "feasible", plan=plan)),
+                eval_samples=1000)
+    lb = ref.cost * (1 + 1e-12) if bound == "cost" else bound
+    res = solve(deterministic_instance(),
+                returning(lambda plan: SolveResult("user-returns", "feasible", plan=plan, lower_bound=lb)),
+                eval_samples=1000)
+    assert res.status == "feasible" and res.lower_bound == lb
+    if bound == -1.0:
+        assert res.gap == pytest.approx((ref.cost + 1.0) / ref.cost)
+    else:
+        assert res.gap == gap

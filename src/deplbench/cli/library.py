@@ -108,8 +108,8 @@ def register(subparsers) -> None:
 def _check_options(args: argparse.Namespace, names: tuple[str, ...]) -> None:
     """The numeric options through the library's declared parameters
     (:data:`~deplbench.benchmarks.library.mps.PARAMETERS`) before anything is
-    built or solved, a refusal naming the option as typed (``--time-limit
-    0.0: must be > 0.0, got 0.0``; exit status 2)."""
+    built or solved, a refusal naming the option and its value in its shortest form
+    (``--time-limit 0: must be > 0.0, got 0.0``; exit status 2)."""
     from deplbench.benchmarks.library.mps import PARAMETERS
     from deplbench.cli.solvers import as_given
     from deplbench.errors import SolverError

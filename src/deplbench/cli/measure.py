@@ -72,7 +72,9 @@ def register(subparsers) -> None:
     q.add_argument("--loss-max", type=float, default=None, metavar="L",
                    help="ℓmax of the measured instance (default: the family's, 0.3)")
     q.add_argument("--merge", action="store_true", help="merge into --output: replace only these solvers' rows")
-    q.add_argument("-o", "--output", type=output_path, default=None, metavar="REPLAY.json")
+    q.add_argument("-o", "--output", type=output_path, default=None, metavar="REPLAY.json",
+                   help="write the replay here (replaced whole); the rows so far are kept in REPLAY.json.partial "
+                        "if interrupted (exit 130), and a replay does not start while that file exists")
     q.set_defaults(func=run_replay)
 
 
@@ -192,7 +194,8 @@ def _check_replay(args: argparse.Namespace, solvers: list[str]) -> None:
         if partial.exists() or partial.is_symlink():
             # the rows an interrupted replay kept: this run's first row would overwrite them
             raise MeasureError(f"--output {args.output}: {partial} holds the rows of an interrupted replay; "
-                               "move or remove it first")
+                               f"rename it to {args.output} to keep them (then --merge the rest of the "
+                               "solvers), or remove it")
 
 
 def _provenance_file() -> str:
@@ -343,7 +346,8 @@ def run_replay(args: argparse.Namespace) -> int:
         if old is not None:
             result = replay.merge(old, result)
         if args.output:
-            _write_replay(Path(args.output), result, args.output)
+            # whole: an interrupt during this write leaves OUT as it was (with --merge, its rows)
+            _write_replay(Path(args.output), result, args.output, whole=True)
     except KeyboardInterrupt:
         if partial is None or not saved:
             raise

@@ -205,8 +205,8 @@ def solve(
         # The solver's clock parameter (time_limit, or an outer budget where time_limit bounds one
         # inner solve) sets the deadline every check_time() reads (deplbench.limits): the one clock
         # of the solve, opened before the copy and the preprocessing below, which are the solve's
-        # work too (a deep copy of an instance with 10^5 switches takes seconds): the solver's own
-        # first check sees the time they took, and reports it in its own terms.
+        # work too (a deep copy grows with the switches): the solver's own first check sees the
+        # time they took, and reports it in its own terms.
         with deadline(resolved.get(cls.clock)), memory_budget(resolved.get("memory_limit")):
             # The algorithm gets its own deep copy: the plan is judged on the caller's instance,
             # which an algorithm that changes what it was given (object.__setattr__ on the frozen
@@ -264,8 +264,17 @@ def solve(
     else:
         _refuse_overflowed_cost(result)
     if result.gap is None and result.lower_bound is not None:
-        result.gap = SolveResult.relative_gap(result.cost, result.lower_bound)
+        result.gap = _gap_or_none(result.cost, result.lower_bound)
     return result
+
+
+def _gap_or_none(cost: float | None, lower_bound: float) -> float | None:
+    """The record's relative gap, or None where a bound lies above the plan's cost beyond rounding
+    (1e-9 relative, certify's tolerance): then one of the two is not what it claims (the plan not
+    feasible, or the bound not valid), and a gap clamped to 0 would read as a proof of optimality."""
+    if cost is not None and math.isfinite(cost) and lower_bound > cost + 1e-9 * max(1.0, abs(cost)):
+        return None
+    return SolveResult.relative_gap(cost, lower_bound)
 
 
 def check_returned(cls: type[Solver], result: Any) -> SolveResult:
@@ -307,7 +316,8 @@ def check_returned(cls: type[Solver], result: Any) -> SolveResult:
             return failed(f"{name} = nan, not a number")
     if result.gap is not None and not 0.0 <= result.gap < math.inf:
         return failed(f"gap = {result.gap!r}: a relative gap (cost − bound)/|cost| is finite and ≥ 0")
-    if result.plan is not None and result.lower_bound == math.inf:
+    if result.plan is not None and result.lower_bound == math.inf and result.cost != math.inf:
+        # (a cost of inf beside it is an overflow of (2), refused as such after the judging)
         return failed("lower_bound = inf (no plan costs that much) beside a plan")
     if not isinstance(result.message, str):
         return failed(f"message = {result.message!r}, not a str")
@@ -410,7 +420,7 @@ def _judge(instance, result: SolveResult, plan: Plan, eval_samples: int, eval_se
             result.message = f"{note}; {result.message}" if result.message else note
             result.cost = ev.cost
             if result.lower_bound is not None:      # a gap the algorithm gave was against its own cost
-                result.gap = SolveResult.relative_gap(result.cost, result.lower_bound)
+                result.gap = _gap_or_none(result.cost, result.lower_bound)
         if ev.violations and result.status in ("optimal", "feasible", "time_limit"):
             # The contract: a returned plan passes the hard constraints
             # (4)-(6) or the record says infeasible. (An out-of-sample

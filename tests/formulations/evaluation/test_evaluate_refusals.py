@@ -78,8 +78,8 @@ def test_the_cli_refuses_a_plan_longer_than_any_horizon_with_exit_2(tmp_path, de
 
 
 def test_a_plan_file_above_its_byte_cap_is_refused_before_it_is_read(tmp_path, deplbench_cli):
-    """Parsed, a file of tiny epochs takes about 8 bytes of objects per byte (a 256 MiB one 2.2 GB)
-    before its epoch count is known: a plan file above MAX_PLAN_BYTES is refused from its size, in
+    """Parsed, a file of tiny epochs takes about 8 bytes of objects per byte before its epoch
+    count is known: a plan file above MAX_PLAN_BYTES is refused from its size, in
     one line naming the file and the cap."""
     ipath, ppath = tmp_path / "inst.json", tmp_path / "huge.json"
     parse_instance(random_instance(0.9)).save(ipath)
@@ -87,7 +87,8 @@ def test_a_plan_file_above_its_byte_cap_is_refused_before_it_is_read(tmp_path, d
         fh.truncate(MAX_PLAN_BYTES + 1)                 # sparse: no disk used, and nothing is read
     status, out, err = deplbench_cli("evaluate", ipath, ppath, "--samples", 100)
     assert status == 2 and out == "" and err.count("\n") == 1
-    assert err.startswith(f"error: {ppath}: plan file of 98 MiB is larger than the limit of 98 MiB "
+    assert err.startswith(f"error: {ppath}: plan file of {MAX_PLAN_BYTES + 1} bytes is larger than the limit of "
+                          f"98 MiB ({MAX_PLAN_BYTES} bytes) "
                           "(deplbench.formulations.model.plan.MAX_PLAN_BYTES: 1024 B for each of the "
                           f"{MAX_HORIZON} epochs a plan may have)"), err
 

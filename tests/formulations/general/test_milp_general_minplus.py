@@ -117,8 +117,8 @@ def test_array_caches_keep_the_newest_within_their_byte_limit():
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_transfer_costs_near_the_float_max_solve_to_brute_force_without_overflow_warnings(seed):
-    """The bound tables' sums (μ near 1e308 times the loss terms) printed "overflow
-    encountered in add" on stderr for a valid instance."""
+    """The bound tables' sums (μ near 1e308 times the loss terms) pass the float max on a valid
+    instance: no "overflow encountered" warning, and the optimum is brute force's."""
     inst = tiny_instance(seed=seed, n_datasets=2, n_clusters=2, horizon=5, n_models=2, all_switches=True)
     data = inst.model_dump()
     for i, row in enumerate(data["transfer_costs"]):

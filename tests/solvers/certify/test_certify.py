@@ -547,3 +547,24 @@ def test_refine_scenarios_zero_is_the_documented_default():
     from deplbench.solvers.certify.settings import CertifySettings
 
     assert CertifySettings.from_options(scenarios=30, refine_scenarios=0).stage2_scenarios == 300
+
+
+@pytest.mark.parametrize("factor, status, gap", [(1.2, "inconsistent", None), (1 + 1e-10, "bracket", 0.0)])
+def test_a_bracket_with_lb_above_ub_is_a_record_with_no_negative_gap(monkeypatch, factor, status, gap):
+    """LB > UB (one statement failed) has no relative gap: the record keeps the plan and the advice,
+    its gap is none (within the tolerance: 0) and the signed width stays in the diagnostics."""
+    import deplbench.solvers.certify.certified as certified_mod
+
+    inst = generate("knapsack", n_items=4, seed=0)
+    real = certify(inst, replications=2, scenarios=20, validation=1000)
+    ub = real["upper_bound"]["value"]
+    lb = ub * factor
+    width = (ub - lb) / ub
+    fake = {**real, "lower_bound": {**real["lower_bound"], "value": lb}, "width": width}
+    fake["status"], fake["message"] = certified_mod._status(fake["lower_bound"], real["upper_bound"], width,
+                                                            False, 0.95, seed=0)
+    assert fake["status"] == status
+    monkeypatch.setattr(certified_mod, "certify", lambda *args, **kwds: fake)
+    res = solve(inst, "milp-certified", evaluate=False)
+    assert res.status == "feasible" and res.plan is not None and res.gap == gap, res.message
+    assert res.diagnostics["width"] == width < 0 and res.lower_bound == lb

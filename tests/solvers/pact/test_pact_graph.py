@@ -57,9 +57,9 @@ def test_batched_search_is_one_search_per_source(graph, e0, m0, n0):
 
 @pytest.mark.parametrize("unit_cost", [0.0, 1e-300])
 def test_a_weight_tie_keeps_the_faster_path_so_a_free_plan_is_found(unit_cost):
-    """With every epoch free (or its cost below the float resolution of the sums) the forward
-    search kept the first path found at each vertex, too slow for Tmax, and PACT said no path
-    reaches ℓmax while brute force finds a plan of that cost."""
+    """With every epoch free (or its cost below the float resolution of the sums) every path ties
+    in weight: the forward search keeps the faster of tied paths, so one that meets Tmax is found
+    where brute force finds a plan of that cost (the first path found may be too slow)."""
     from deplbench.solvers.exact.brute_force import search as brute_force
     from deplbench.solvers.run import solve
 

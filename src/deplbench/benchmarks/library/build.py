@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import posixpath
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -198,6 +199,8 @@ def _entry_files(rec: dict) -> set[str]:
     out: set[str] = set()
     for rel in (rec.get("instance"), rec.get("pwl"), rec.get("minlp"), *(rec.get("minlp_files") or ())):
         if isinstance(rel, str):
+            # one spelling per file: an edited manifest's instances/./A.json is this build's instances/A.json
+            rel = posixpath.normpath(rel.replace("\\", "/"))
             out.add(rel)
             if rel.endswith(".nl.gz"):
                 out.update(rel.removesuffix(".nl.gz") + ext for ext in (".col", ".row"))

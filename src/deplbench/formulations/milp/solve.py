@@ -329,6 +329,8 @@ def _solve_stages(instance, settings: MilpSettings, params, verbose, memory_byte
     s = settings
     scenarios, seed, time_limit, write_lp = s.scenarios, s.seed, s.time_limit, s.write_lp
     left = limits.time_left()
+    if left <= 0:       # spent before the build (solve() copies and preprocesses the instance inside it)
+        raise BuildTimeout("no time was left when the build began")
     if math.isfinite(left):
         est = draw_seconds(instance, scenarios)
         if est > left:

@@ -41,9 +41,9 @@ PLAN_EPOCH_BYTES = 1024
 #: ``MAX_HORIZON`` epochs a plan may have, rounded up to whole MiB (98 MiB).
 #: Parsing builds up to about 8 bytes of Python objects per byte of text (a
 #: list of small objects), so the epoch count, known only once the file is
-#: parsed, cannot bound the memory: a 256 MiB file of tiny epochs took 2.2 GB
-#: before its count was refused, a file at this cap takes under 1 GB, and a
-#: larger one is refused from its size before it is read.
+#: parsed, cannot bound the memory: a file of tiny epochs at the input limit
+#: (256 MiB) would need about 2 GB; at this cap it stays under 1 GB, and a
+#: larger file is refused from its size before it is read.
 MAX_PLAN_BYTES = -(-MAX_HORIZON * PLAN_EPOCH_BYTES // 2**20) * 2**20
 #: Where :data:`MAX_PLAN_BYTES` comes from, as a refusal names it.
 _PLAN_LIMIT_NAME = (f"deplbench.formulations.model.plan.MAX_PLAN_BYTES: {PLAN_EPOCH_BYTES} B for each of the "

@@ -38,6 +38,17 @@ def bracket_events(bracket: dict) -> list:
     return events
 
 
+def _record_gap(bracket: dict) -> float | None:
+    """The record's ``gap``: the bracket's width (UB − LB)/UB, which is negative when LB > UB. A
+    record's gap is a relative gap, ≥ 0 (:func:`~deplbench.solvers.run.check_returned`): an
+    inconsistent bracket has none (its width stays in ``diagnostics["width"]``), and a width within
+    the bracket's tolerance below 0 is 0."""
+    width = bracket["width"]
+    if width is None or bracket["status"] == "inconsistent":
+        return None
+    return max(0.0, width)
+
+
 def bracket_result(bracket: dict) -> SolveResult:
     """The :class:`SolveResult` of ``milp-certified`` for a :func:`certify` record."""
     upper, lower = bracket["upper_bound"], bracket["lower_bound"]
@@ -51,7 +62,7 @@ def bracket_result(bracket: dict) -> SolveResult:
                            plan=parse_plan(upper["plan"]) if upper is not None else None,
                            cost=upper["value"] if upper is not None else None,
                            lower_bound=lb if bracket["status"] != "error" else None,
-                           gap=bracket["width"] if upper is not None else None, diagnostics=diag)
+                           gap=_record_gap(bracket) if upper is not None else None, diagnostics=diag)
     if bracket["status"] == "error":       # no usable replication: no statement at all, never "infeasible"
         return SolveResult(algorithm=NAME, status="error", message=bracket["message"],
                            diagnostics=diag)
@@ -63,7 +74,7 @@ def bracket_result(bracket: dict) -> SolveResult:
                            lower_bound=lb, diagnostics=diag)
     return SolveResult(algorithm=NAME, status="feasible", message=bracket["message"],
                        plan=parse_plan(upper["plan"]), cost=upper["value"], lower_bound=lb,
-                       gap=bracket["width"], diagnostics=diag)
+                       gap=_record_gap(bracket), diagnostics=diag)
 
 
 __all__ = ["NAME", "bracket_events", "bracket_result"]
