@@ -64,10 +64,16 @@ def test_build_and_check_refuse_a_gap_outside_the_open_unit_interval(tmp_path, v
     assert not (tmp_path / "lib").exists()
 
 
+@pytest.fixture
+def mps(tmp_path):
+    """An empty model file: every refusal comes before it is read."""
+    path = tmp_path / "m.mps"
+    path.write_text("NAME m\nENDATA\n")
+    return path
+
+
 @pytest.mark.parametrize("value,reason", _SECONDS)
-def test_check_and_mps_solve_refuse_bad_seconds(tmp_path, value, reason):
-    mps = tmp_path / "m.mps"
-    mps.write_text("NAME m\nENDATA\n")
+def test_check_and_mps_solve_refuse_bad_seconds(tmp_path, mps, value, reason):
     with pytest.raises(SolverError) as err:
         check_library(str(tmp_path), time_limit=value)
     assert str(err.value) == f"parameter 'time_limit': {reason}"
@@ -78,9 +84,7 @@ def test_check_and_mps_solve_refuse_bad_seconds(tmp_path, value, reason):
 
 @pytest.mark.parametrize("value,reason", [(0, "must be >= 1, got 0"), (2.0, "expected int, got the float 2.0"),
                                           (True, "expected int, got True")])
-def test_mps_solve_refuses_bad_threads(tmp_path, value, reason):
-    mps = tmp_path / "m.mps"
-    mps.write_text("NAME m\nENDATA\n")
+def test_mps_solve_refuses_bad_threads(mps, value, reason):
     with pytest.raises(SolverError) as err:
         solve_mps(str(mps), threads=value)
     assert str(err.value) == f"parameter 'threads': {reason}"
