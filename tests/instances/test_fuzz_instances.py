@@ -240,3 +240,41 @@ def test_files_meet_the_contract(tmp_path_factory, data, how):
     else:
         assert how == "plain"
         _check_valid(inst)
+
+
+@pytest.mark.parametrize("field, item", [("transfer_costs", 0), ("models", 0), ("switches", {}),
+                                         ("datasets", "d")])
+def test_a_long_list_of_wrong_items_costs_one_error(field, item):
+    """A list stops at its first bad item (pydantic's FailFast): 10^5 wrong items give one short
+    error line naming the first, not 10^5 error records and a line of megabytes."""
+    from deplbench.errors import InstanceError
+    from deplbench.instances.model import parse_instance
+    from tests.instance_data import two_model_data
+
+    data = two_model_data()
+    data[field] = [item] * 100_000
+    with pytest.raises(InstanceError) as exc:
+        parse_instance(data)
+    assert f"{field}[0]" in str(exc.value) and f"{field}[1]" not in str(exc.value)
+    assert len(str(exc.value)) < 500, len(str(exc.value))
+
+
+def test_a_plan_with_many_wrong_items_costs_one_error_per_list():
+    from deplbench.errors import PlanError
+    from deplbench.formulations.model.plan import parse_plan
+
+    with pytest.raises(PlanError) as exc:
+        parse_plan({"epochs": [{"model": 1}] * 100_000, "datasets": {"c": [0] * 100_000}})
+    assert len(str(exc.value)) < 1000 and "epochs[1]" not in str(exc.value), str(exc.value)[:300]
+
+
+def test_an_error_message_lists_at_most_twenty_errors():
+    from pydantic import BaseModel, ValidationError, create_model
+
+    from deplbench.instances.model import MAX_LISTED_ERRORS, format_validation_error
+
+    many: type[BaseModel] = create_model("Many", **{f"f{i}": (int, ...) for i in range(MAX_LISTED_ERRORS + 5)})
+    with pytest.raises(ValidationError) as exc:
+        many.model_validate({})
+    text = format_validation_error(exc.value)
+    assert text.count("Field required") == MAX_LISTED_ERRORS and text.endswith("and 5 more error(s)"), text

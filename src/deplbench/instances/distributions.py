@@ -29,7 +29,7 @@ from statistics import NormalDist
 from typing import Annotated, Literal, Union
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, FailFast, Field, field_validator
 
 #: Parameters are strict JSON numbers: ``true`` or ``"0.5"`` is refused, not
 #: coerced (docs/instances.md §1).
@@ -414,7 +414,7 @@ class Empirical(_Dist):
     #: A tuple, so that the frozen model is hashable like every other law
     #: (the law cache :func:`_scipy_law` and any set or dict key need that);
     #: a JSON array or a Python list is accepted and stored as a tuple.
-    samples: tuple[Annotated[float, Field(strict=True)], ...] = Field(min_length=1)
+    samples: Annotated[tuple[Annotated[float, Field(strict=True)], ...], FailFast()] = Field(min_length=1)
 
     @field_validator("samples")
     @classmethod

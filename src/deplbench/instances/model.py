@@ -48,6 +48,7 @@ from pydantic import (
     BaseModel,
     BeforeValidator,
     ConfigDict,
+    FailFast,
     Field,
     PrivateAttr,
     ValidationError,
@@ -182,7 +183,7 @@ class Provenance(BaseModel):
     generator: str = "manual"
     parameters: dict[str, Any] = Field(default_factory=dict)
     seed: StrictInt | None = None
-    assumptions: list[str] = Field(default_factory=list)
+    assumptions: Annotated[list[str], FailFast()] = Field(default_factory=list)
 
 
 class Instance(_Strict):
@@ -216,11 +217,13 @@ class Instance(_Strict):
     horizon: StrictInt = Field(ge=1, le=MAX_HORIZON, description="K̄: the largest number of epochs")
     transfer_cost_mode: Literal["once", "per_epoch"] = "once"
     data_rule: Literal["intended", "printed"] = "intended"
-    models: list[ModelVersion] = Field(min_length=1)
-    switches: list[Switch] = Field(default_factory=list)
-    clusters: list[Cluster] = Field(min_length=1)
-    datasets: list[Dataset] = Field(min_length=1)
-    transfer_costs: list[TransferCost] = Field(default_factory=list)
+    # FailFast: a list stops at its first bad item, so a file of 10^6 wrong items costs one error, not
+    # 10^6 error records (gigabytes) and an error line of megabytes
+    models: Annotated[list[ModelVersion], FailFast()] = Field(min_length=1)
+    switches: Annotated[list[Switch], FailFast()] = Field(default_factory=list)
+    clusters: Annotated[list[Cluster], FailFast()] = Field(min_length=1)
+    datasets: Annotated[list[Dataset], FailFast()] = Field(min_length=1)
+    transfer_costs: Annotated[list[TransferCost], FailFast()] = Field(default_factory=list)
     provenance: Provenance = Field(default_factory=Provenance)
     # on a reduced instance (formulations.model.preprocess): the original and the indices of its kept
     # models and switches there, so that its scenarios are the original's (no draw shifts)
@@ -435,9 +438,14 @@ def _duplicates(names) -> list[str]:
     return sorted(dup)
 
 
+#: Most validation errors a message lists (the rest counted): the message stays one readable line.
+MAX_LISTED_ERRORS = 20
+
+
 def format_validation_error(exc: ValidationError, prefix: str = "", root: str = "instance") -> str:
     lines = []
-    for err in exc.errors():
+    errors = exc.errors()
+    for err in errors[:MAX_LISTED_ERRORS]:
         loc = ""
         parts = err["loc"]
         if err["type"] == "extra_forbidden" and parts:
@@ -462,6 +470,8 @@ def format_validation_error(exc: ValidationError, prefix: str = "", root: str = 
             lines.append(f"{prefix}{msg}" if not loc else f"{prefix}{loc}: {msg}")
         else:
             lines.append(f"{prefix}{loc or '<root>'}: {msg}")
+    if len(errors) > MAX_LISTED_ERRORS:
+        lines.append(f"and {len(errors) - MAX_LISTED_ERRORS} more error(s)")
     # "; " separates the errors, so no single message contains it.
     return "; ".join(lines)
 

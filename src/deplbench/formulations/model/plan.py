@@ -16,9 +16,9 @@ Examples
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, StrictStr, ValidationError
+from pydantic import BaseModel, ConfigDict, FailFast, Field, StrictStr, ValidationError
 
 from deplbench.errors import PlanError
 from deplbench.instances.model import (
@@ -81,8 +81,9 @@ class Plan(BaseModel):
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
-    epochs: list[Epoch] = Field(default_factory=list)
-    datasets: dict[StrictStr, list[StrictStr]] = Field(default_factory=dict)
+    # FailFast: one error per list, not one per bad item (instances.model.Instance says why)
+    epochs: Annotated[list[Epoch], FailFast()] = Field(default_factory=list)
+    datasets: dict[StrictStr, Annotated[list[StrictStr], FailFast()]] = Field(default_factory=dict)
 
     @property
     def n_epochs(self) -> int:
