@@ -146,6 +146,9 @@ class Param:
         A last check of the converted value, ``check(value) -> str``: a
         non-empty string is the reason it is refused (e.g. a file name whose
         directory does not exist).
+    high_reason : str, optional
+        Why ``high`` is where it is, said in its refusal instead of the bare
+        bound (``must be at most <high_reason>, got ...``).
     """
 
     default: Any
@@ -160,6 +163,7 @@ class Param:
     finite: bool = False
     item: builtins.type | None = None
     check: Callable[[Any], str] | None = None
+    high_reason: str = ""
 
     def convert(self, name: str, value: Any, *, strict: bool = False,
                 error: builtins.type[DeplbenchError] = SolverError) -> Any:
@@ -231,6 +235,8 @@ class Param:
             op = ">=" if self.low_inclusive else ">"
             raise error(f"parameter {name!r}: {of}must be {op} {self.low}, got {value!r}")
         if self.high is not None and (value > self.high or (not self.high_inclusive and value == self.high)):
+            if self.high_reason:
+                raise error(f"parameter {name!r}: {of}must be at most {self.high_reason}, got {value!r}")
             op = "<=" if self.high_inclusive else "<"
             raise error(f"parameter {name!r}: {of}must be {op} {self.high}, got {value!r}")
         reason = int_refusal(value) if isinstance(value, int) and not isinstance(value, bool) else ""
@@ -293,7 +299,8 @@ class Param:
 
         A solver reuses a shared declaration (:data:`TIME_LIMIT`, :data:`SEED`)
         with its own default and help text; the type and the bounds, which
-        decide what is accepted, stay the shared ones.
+        decide what is accepted, stay the shared ones (but for a seed that must
+        leave room for streams at seed + offset, :func:`offset_seed`).
         """
         return dataclasses.replace(self, **changes)
 
@@ -339,6 +346,15 @@ TIME_LIMIT = Param(None, float, "wall-clock seconds (none: no limit); past it th
                    "(docs/DESIGN.md, limits)", low=0.0, low_inclusive=False, nullable=True)
 #: ``seed``, declared once for every solver: the seed of its random draws.
 SEED = Param(0, int, "seed of the algorithm's random draws", low=0)
+
+
+def offset_seed(offset: int, stream: str, help: str) -> Param:
+    """:data:`SEED` for an algorithm that also draws from ``seed + offset`` (``stream``, e.g.
+    "the validation's stream"): a seed above ``MAX_SEED − offset`` would be accepted, then that
+    stream's seed refused, naming a value the user never typed; so it is refused up front."""
+    return SEED.but(help=help, high=MAX_SEED - offset,
+                    high_reason=f"2**63 − 1 − {offset} = {MAX_SEED - offset} so that seed + {offset}, {stream}, "
+                                "is a seed")
 #: ``gap``, declared once for the exact SAA solvers: the relative gap
 #: (UB − LB)/UB at which a plan is declared optimal.
 GAP = Param(1e-4, float, "relative optimality gap (UB − LB)/UB", low=0.0, low_inclusive=False, high=0.999999)
@@ -399,4 +415,4 @@ def resolve(parameters: Mapping[str, Param], given: Mapping[str, Any], *, owner:
 
 
 __all__ = ["GAP", "GROUPED_DIGITS", "MAX_INT", "MAX_SEED", "MIN_INT", "SEED", "TIME_LIMIT", "Param", "int_refusal",
-           "resolve", "seed_refusal", "trusted"]
+           "offset_seed", "resolve", "seed_refusal", "trusted"]

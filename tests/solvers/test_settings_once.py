@@ -22,7 +22,7 @@ from deplbench.formulations.general import GeneralSettings, GeneralSolveSettings
 from deplbench.formulations.general import solver as general_solver
 from deplbench.formulations.milp import MilpSettings, option_table, solve_milp
 from deplbench.formulations.milp import solve as milp_solve
-from deplbench.params import GAP, SEED, TIME_LIMIT, Param
+from deplbench.params import GAP, SEED, TIME_LIMIT, Param, offset_seed
 from deplbench.solvers import registry
 from deplbench.solvers import run as solvers_run
 from tests.milp_instances import tiny_instance
@@ -164,31 +164,50 @@ def _time_limit_tables():
     return tables
 
 
+def _seed_offsets():
+    """The tables whose seed leaves room for streams drawn at seed + offset: their largest offset."""
+    from deplbench.formulations.adaptive.settings import TUNING_SEED_OFFSET
+    from deplbench.solvers.certify.settings import MAX_SEED_OFFSET
+
+    return {"solver milp-certified": MAX_SEED_OFFSET, "certify": MAX_SEED_OFFSET,
+            "solver adaptive-opt": TUNING_SEED_OFFSET}
+
+
 def test_every_time_limit_seed_and_memory_limit_is_the_shared_declaration():
     tables = _time_limit_tables()
     shared = {"time_limit": TIME_LIMIT, "seed": SEED, "memory_limit": limits.MEMORY_LIMIT_PARAM}
+    offsets = _seed_offsets()
     found = collections.Counter()
     for owner, table in tables.items():
         for name, declared in shared.items():
             if name in table:
                 found[name] += 1
+                if name == "seed" and owner in offsets:
+                    declared = offset_seed(offsets[owner], "", "")
+                    assert table[name].high == declared.high and table[name].high_reason, (owner, table[name])
+                    declared = declared.but(high_reason=table[name].high_reason)
                 assert declared.same_rule(table[name]), (owner, name, table[name])
     # the walk above is not vacuous: most solvers declare them
     assert found["time_limit"] >= 8 and found["seed"] >= 8 and found["memory_limit"] >= 8, found
 
 
 def test_the_exact_solvers_share_one_gap_rule():
-    """The MILP, its keyword front and the general search accept the same gaps
-    (one rule, :data:`deplbench.params.GAP`: 0 < gap ≤ 0.999999)."""
+    """The MILP, its keyword front, the general search and the certified bracket (whose SAA
+    solves are that MILP) accept the same gaps (one rule, :data:`deplbench.params.GAP`: 0 < gap ≤ 0.999999)."""
     from deplbench.formulations.general import SOLVE_PARAMETERS
+    from deplbench.solvers.certify.settings import SETTINGS_PARAMETERS, CertifySettings
 
-    for table in (registry.get_solver("milp").parameters, option_table(("fast",)), SOLVE_PARAMETERS):
+    # milp-certified's SAA solves are this MILP: a gap it refuses would end every one in status error
+    for table in (registry.get_solver("milp").parameters, option_table(("fast",)), SOLVE_PARAMETERS,
+                  registry.get_solver("milp-certified").parameters, SETTINGS_PARAMETERS):
         assert GAP.same_rule(table["gap"])
     for gap in (0.9999995, 1.0):
         with pytest.raises(SolverError, match="^parameter 'gap'"):
             MilpSettings(gap=gap)
         with pytest.raises(SolverError, match="^parameter 'gap'"):
             GeneralSolveSettings(gap=gap)
+        with pytest.raises(SolverError, match="^parameter 'gap'"):
+            CertifySettings(gap=gap)
 
 
 def test_a_settings_object_is_checked_when_built_and_passed_whole():

@@ -49,6 +49,12 @@ CASES = [
     ("buckets", "--buckets", 1, "must be >= 2, got 1"),
     ("time_points", "--time-points", 1, "must be 0 (deadline priced) or an integer ≥ 2, got 1"),
     ("confidence", "--confidence", 0.4, "must be >= 0.5, got 0.4"),
+    # the closed-loop simulator's cap, refused before any DP work, naming the count given
+    ("runs", "--runs", 10**6 + 1, "must be <= 1000000, got 1000001"),
+    ("tune_runs", "--tune-runs", 10**6 + 1, "must be <= 1000000, got 1000001"),
+    # the tuning draws from seed + 1 and seed + 2: a seed leaving them no room is refused as typed
+    ("seed", "--seed", 2**63 - 2, "must be at most 2**63 − 1 − 2 = 9223372036854775805 so that seed + 2, the "
+     "tuning's second stream, is a seed, got 9223372036854775806"),
 ]
 
 

@@ -23,8 +23,8 @@ from __future__ import annotations
 from typing import Any
 
 from deplbench.errors import DeplbenchError, PlanError
-from deplbench.limits import cores
-from deplbench.params import SEED, Param
+from deplbench.limits import MAX_RUNS, cores
+from deplbench.params import Param, offset_seed
 
 #: Loss buckets of the first grid when refining to a width (of the only grid otherwise).
 START_BUCKETS = 600
@@ -34,6 +34,8 @@ REFINE = 2
 MAX_BUCKETS = 38_400
 #: Fresh runs certifying the policy, and runs per tuning simulation.
 RUNS, TUNE_RUNS = 100_000, 50_000
+#: The tuning simulations draw from seed + 1 and seed + 2 (bracket.py, certify.py): the largest offset.
+TUNING_SEED_OFFSET = 2
 #: Joint level of the bracket (P(success) certificate and the cost's upper bound).
 CONFIDENCE = 0.95
 #: Share of the remaining time the policy's allocation plans to use.
@@ -76,9 +78,11 @@ def _time_points(value) -> str:
 SETTINGS: dict[str, Param] = {
     "buckets": Param(START_BUCKETS, int, "loss buckets between ℓmax and ℓ(0) (finer: narrower bracket, slower)",
                      low=2),
-    "runs": Param(RUNS, int, "fresh closed-loop runs certifying the policy", low=100),
-    "tune_runs": Param(TUNE_RUNS, int, "runs per tuning simulation (seeds seed+1 and seed+2, never seed)", low=100),
-    "seed": SEED.but(help="seed of the certification runs"),
+    # high: the closed-loop simulator's own cap, so that each is refused up front naming itself
+    "runs": Param(RUNS, int, "fresh closed-loop runs certifying the policy", low=100, high=MAX_RUNS),
+    "tune_runs": Param(TUNE_RUNS, int, "runs per tuning simulation (seeds seed+1 and seed+2, never seed)", low=100,
+                       high=MAX_RUNS),
+    "seed": offset_seed(TUNING_SEED_OFFSET, "the tuning's second stream", "seed of the certification runs"),
     "confidence": Param(CONFIDENCE, float, "joint level of the P(success) certificate and the cost's upper "
                         "bound (each at 1 − (1 − level)/2)", low=0.5, high=1 - 1e-9),
     "rho": Param(RHO, float, "policy: share of the remaining time the allocation plans to use",
@@ -157,5 +161,6 @@ def check_settings(values: dict[str, Any], error: type[DeplbenchError] = PlanErr
 
 
 __all__ = ["CLI_THREADS", "CLI_TIME_LIMIT", "CLI_WIDTH", "CONFIDENCE", "ITERS_LAM", "ITERS_MU", "MAX_BUCKETS",
-           "REFINE", "RHO", "RUNS", "SETTINGS", "SLOPES", "START_BUCKETS", "THREADS", "TUNE_RUNS", "check_settings",
+           "REFINE", "RHO", "RUNS", "SETTINGS", "SLOPES", "START_BUCKETS", "THREADS", "TUNE_RUNS", "TUNING_SEED_OFFSET",
+           "check_settings",
            "cores", "refinement_refused", "refused", "threads_for"]

@@ -28,7 +28,7 @@ from typing import Any
 
 from deplbench import limits
 from deplbench.errors import SolverError
-from deplbench.params import SEED, TIME_LIMIT, Param, resolve, trusted
+from deplbench.params import GAP, TIME_LIMIT, Param, offset_seed, resolve, trusted
 
 DEFAULT_CONFIDENCE = 0.95
 #: M: with S = 2000 and β_L = 0.025, ρ ≈ 0.56 and L = 7 (the 7th smallest of
@@ -86,6 +86,13 @@ def _share(default: float, help: str) -> Param:
 #: memory budget (formulations.evaluation.evaluate.MEMORY_BUDGET), so a larger N′ is
 #: refused when the settings are built, before any SAA solve.
 MAX_VALIDATION = int(limits.MEMORY_BUDGET_GIB * 2**30) // (2 * limits.FLOAT_BYTES)
+#: Most tightened SAA solves one stage may run, len(risk_grid) × grid_seeds: as many as its
+#: replications may be (each is one SAA solve too). A stage's task list is built whole before
+#: any solve, so this keeps it ≤ 2·MAX_REPLICATIONS entries, and every SAA seed (seed … seed + 4·10⁴
+#: over both stages) below the validation's seed + VALIDATION_SEED_OFFSET.
+MAX_TIGHTENED_SOLVES = limits.MAX_REPLICATIONS
+#: The largest offset from ``seed`` a bracket draws from: stage 2's validation, one past stage 1's.
+MAX_SEED_OFFSET = VALIDATION_SEED_OFFSET + 1
 
 SETTINGS_PARAMETERS: dict[str, Param] = {
     "confidence": _share(DEFAULT_CONFIDENCE, "joint confidence 1 − β of the bracket"),
@@ -97,10 +104,13 @@ SETTINGS_PARAMETERS: dict[str, Param] = {
     "risk_grid": Param(DEFAULT_RISK_GRID, tuple, "factors f of the tightened risk levels γ = f·(1 − ω)",
                        low=0.0, low_inclusive=False, high=1.0),
     "time_limit": TIME_LIMIT.but(default=DEFAULT_TIME_LIMIT, help="seconds per SAA solve (none: no limit)"),
-    "seed": SEED.but(help="base seed of the replications (validation: seed + 1000003)"),
-    "gap": _share(1e-4, "MILP relative gap per SAA solve"),
+    "seed": offset_seed(MAX_SEED_OFFSET, "stage 2's validation stream",
+                        "base seed of the replications (validation: seed + 1000003, stage 2's + 1000004)"),
+    # the MILP's own rule: a gap it refuses would end every SAA solve in status error
+    "gap": GAP.but(help="MILP relative gap per SAA solve"),
     "lb_share": _share(0.5, "share of β spent on the lower bound"),
-    "grid_seeds": Param(DEFAULT_GRID_SEEDS, int, "SAA solves per tightened risk level", low=1),
+    "grid_seeds": Param(DEFAULT_GRID_SEEDS, int, "SAA solves per tightened risk level", low=1,
+                        high=MAX_TIGHTENED_SOLVES),
     "target_width": Param(DEFAULT_TARGET_WIDTH, float, "stage 2 runs above this relative width "
                           "(0 or None: never)", low=0.0, high=1.0, high_inclusive=False, nullable=True),
     "refine_share": _share(DEFAULT_REFINE_SHARE, "share of β_L and β_U reserved for stage 2"),
@@ -113,7 +123,8 @@ SETTINGS_PARAMETERS: dict[str, Param] = {
     "refine_candidates": Param(DEFAULT_REFINE_CANDIDATES, int, "at most this many stage-2 tests", low=1),
     "refine_risk_grid": Param(DEFAULT_REFINE_RISK_GRID, tuple, "tightened levels of the stage-2 candidates",
                               low=0.0, low_inclusive=False, high=1.0),
-    "refine_grid_seeds": Param(DEFAULT_REFINE_GRID_SEEDS, int, "stage-2 SAA solves per level", low=1),
+    "refine_grid_seeds": Param(DEFAULT_REFINE_GRID_SEEDS, int, "stage-2 SAA solves per level", low=1,
+                               high=MAX_TIGHTENED_SOLVES),
     "total_time_limit": Param(None, float, "wall seconds for the whole bracket (None: per solve only); the "
                               "SAA solves end by 80 % of it, validation tests start by 90 %", low=0.0,
                               low_inclusive=False, nullable=True),
@@ -182,6 +193,27 @@ def check_scenarios_memory(scenarios: int, refine_scenarios: int | None, target_
                               + "; or target_width 0: no stage 2")
 
 
+def check_tightened_solves(risk_grid: tuple, grid_seeds: int, refine_risk_grid: tuple, refine_grid_seeds: int,
+                           target_width: float | None) -> None:
+    """Refuse a stage whose tightened SAA solves, levels × seeds per level, exceed
+    :data:`MAX_TIGHTENED_SOLVES` (stage 2's only when ``target_width`` lets it run): its task
+    list, built whole, would take the memory and the seeds of that many solves.
+
+    Raises
+    ------
+    SolverError
+        Naming ``risk_grid`` and ``grid_seeds`` (or their ``refine_`` pair).
+    """
+    stages = [("risk_grid", risk_grid, "grid_seeds", grid_seeds)]
+    if target_width:
+        stages.append(("refine_risk_grid", refine_risk_grid, "refine_grid_seeds", refine_grid_seeds))
+    for grid_name, grid, seeds_name, seeds in stages:
+        if len(grid) * seeds > MAX_TIGHTENED_SOLVES:
+            raise SolverError(f"{grid_name} × {seeds_name}: {len(grid)} levels × {seeds} solves each = "
+                              f"{len(grid) * seeds} tightened SAA solves, above the {MAX_TIGHTENED_SOLVES} one "
+                              f"stage may run; give fewer levels or a smaller {seeds_name}")
+
+
 @dataclass(frozen=True)
 class CertifySettings:
     """Every setting of :func:`~deplbench.solvers.certify.certified.certify`, checked
@@ -218,6 +250,8 @@ class CertifySettings:
     def _check_split(self) -> CertifySettings:
         check_risk_split(self.confidence, self.lb_share, self.refine_share, self.target_width)
         check_scenarios_memory(self.scenarios, self.refine_scenarios, self.target_width)
+        check_tightened_solves(self.risk_grid, self.grid_seeds, self.refine_risk_grid, self.refine_grid_seeds,
+                               self.target_width)
         return self
 
     @classmethod
@@ -270,8 +304,8 @@ class CertifiedSettings:
     workers: int = 1
 
 
-__all__ = ["CertifySettings", "CertifiedSettings", "check_scenarios_memory",
-           "SETTINGS_PARAMETERS", "MAX_VALIDATION", "DEFAULT_CONFIDENCE",
+__all__ = ["CertifySettings", "CertifiedSettings", "check_scenarios_memory", "check_tightened_solves",
+           "SETTINGS_PARAMETERS", "MAX_VALIDATION", "MAX_TIGHTENED_SOLVES", "MAX_SEED_OFFSET", "DEFAULT_CONFIDENCE",
            "DEFAULT_REPLICATIONS", "DEFAULT_SCENARIOS", "DEFAULT_VALIDATION", "DEFAULT_RISK_GRID", "DEFAULT_GRID_SEEDS",
            "DEFAULT_TIME_LIMIT", "VALIDATION_SEED_OFFSET", "DEFAULT_TARGET_WIDTH", "DEFAULT_REFINE_SHARE",
            "DEFAULT_REFINE_VALIDATION", "DEFAULT_REFINE_CANDIDATES", "DEFAULT_REFINE_REPLICATIONS",
