@@ -101,6 +101,16 @@ def _is_bool(value: Any) -> bool:
     return isinstance(value, bool) or (kind.__module__ == "numpy" and kind.__name__ in ("bool", "bool_"))
 
 
+def _is_array(value: Any) -> bool:
+    """An array (numpy's, even 0-d, or any other library's with ``ndim`` and ``shape``), not a numpy
+    scalar. ``int(np.array(2.7))`` is 2 and ``np.array(True)`` has ``__index__``: an array is refused
+    where one value is declared, never truncated or read as a number (numpy is not imported for this:
+    a numpy scalar is recognised by ``numpy.generic`` among its classes)."""
+    if not (hasattr(value, "ndim") and hasattr(value, "shape")):
+        return False
+    return not any(c.__module__ == "numpy" and c.__name__ == "generic" for c in type(value).__mro__)
+
+
 class _GroupedDigits(ValueError):
     """A number written with ``_`` between its digits (``1_0``)."""
 
@@ -196,6 +206,9 @@ class Param:
                 return None
             raise error(f"parameter {name!r}: a value is required")
         expected = self.type.__name__
+        if self.type is not tuple and _is_array(value):
+            raise error(f"parameter {name!r}: expected {expected}, got an array, {value!r} (pass the number "
+                        "itself, e.g. x.item())")
         # A tuple may be written as one comma-separated string in any source ("0.9,0.8").
         if strict and isinstance(value, str) and self.type not in (str, tuple):
             raise error(f"parameter {name!r}: expected {expected}, got the string {value!r}")
@@ -251,8 +264,8 @@ class Param:
             elif isinstance(value, (bytes, Mapping)) or not hasattr(value, "__iter__"):
                 raise TypeError(value)
             element = Param(None, self.item or float)
-            if element.type is not bool and any(_is_bool(v) for v in value):
-                raise TypeError(value)   # as for a single number: true is not 1
+            if any(_is_array(v) or (element.type is not bool and _is_bool(v)) for v in value):
+                raise TypeError(value)   # as for a single number: true is not 1, an array is not a number
             return tuple(element._coerce(v) for v in value)
         if self.type is bool:
             if isinstance(value, str):

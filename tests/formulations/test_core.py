@@ -454,3 +454,28 @@ def test_solve_refuses_a_numpy_boolean_for_a_float_parameter():
 
     with pytest.raises(SolverError, match=r"parameter 'epsilon': expected float, got np.True_"):
         solve(parse_instance(two_model_data()), "depl", epsilon=np.True_, evaluate=False)
+
+
+@pytest.mark.parametrize(("kind", "value"), [(int, np.array(2.7)), (int, np.array(3)), (int, np.array(True)),
+                                             (float, np.array(2.7)), (bool, np.array(True)), (int, np.array([3])),
+                                             (tuple, [np.array(0.9), 0.8])])
+def test_param_refuses_an_array_where_one_number_is_declared(kind, value):
+    """int(np.array(2.7)) is 2 and np.array(True) has __index__: an array, even 0-d, is refused by name."""
+    from deplbench.params import Param
+
+    with pytest.raises(SolverError, match=r"parameter 'replications': expected .*array"):
+        Param(None, kind).convert("replications", value)
+    # numpy scalars stay numbers, and a 1-d array is still a sequence where a tuple is declared
+    assert Param(None, int).convert("n", np.int64(3)) == 3
+    assert Param(None, tuple).convert("grid", np.array([0.9, 0.8])) == (0.9, 0.8)
+
+
+def test_solve_and_generate_refuse_a_0d_array_before_any_work():
+    from deplbench.errors import InstanceError
+    from deplbench.instances.generators import generate
+
+    inst = parse_instance(two_model_data())
+    with pytest.raises(SolverError, match=r"parameter 'replications': expected int, got an array, array\(2.7\)"):
+        solve(inst, "milp-certified", replications=np.array(2.7), evaluate=False)
+    with pytest.raises(InstanceError, match=r"parameter 'seed': expected int, got an array"):
+        generate("scaling", seed=np.array(150.7), n_models=2, n_clusters=2, horizon=6)
