@@ -479,3 +479,21 @@ def test_solve_and_generate_refuse_a_0d_array_before_any_work():
         solve(inst, "milp-certified", replications=np.array(2.7), evaluate=False)
     with pytest.raises(InstanceError, match=r"parameter 'seed': expected int, got an array"):
         generate("scaling", seed=np.array(150.7), n_models=2, n_clusters=2, horizon=6)
+
+
+def test_solve_evaluates_with_the_evaluation_arguments_it_checked(monkeypatch):
+    """solve() checks eval_samples/eval_seed up front and judges with the converted values, not the raw ones."""
+    from deplbench.solvers import run
+
+    seen = {}
+    monkeypatch.setattr(run, "_judge", lambda instance, result, plan, samples, seed: seen.update(
+        samples=samples, seed=seed))
+    inst = parse_instance(two_model_data())
+    solve(inst, "one-switch", eval_samples=np.int64(150), eval_seed=np.uint8(3))
+    assert seen == {"samples": 150, "seed": 3}
+    assert type(seen["samples"]) is int and type(seen["seed"]) is int
+    seen.clear()
+    for name, value in (("eval_samples", np.array(150)), ("eval_seed", np.array(3))):
+        with pytest.raises(SolverError, match=rf"parameter '{name}': expected int, got an array"):
+            solve(inst, "one-switch", **{name: value})
+    assert seen == {}       # refused before the solve: nothing was judged

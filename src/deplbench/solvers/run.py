@@ -71,19 +71,25 @@ EVALUATION_PARAMETERS = {
 
 
 def check_solve_arguments(instance, algorithm, evaluate, eval_samples, eval_seed) -> type[Solver]:
-    """The solver class, after checking :func:`solve`'s own arguments.
+    """The solver class, after checking :func:`solve`'s own arguments (:func:`_solve_arguments`)."""
+    return _solve_arguments(instance, algorithm, evaluate, eval_samples, eval_seed)[0]
+
+
+def _solve_arguments(instance, algorithm, evaluate, eval_samples, eval_seed) -> tuple[type[Solver], bool, int, int]:
+    """The solver class and ``evaluate``, ``eval_samples``, ``eval_seed`` as checked and converted.
 
     Raises SolverError naming the argument (docs/DESIGN.md, "Input rules"),
     so a wrong value fails before the run rather than as a status ``error``
-    record or a TypeError from deep inside.
+    record or a TypeError from deep inside. :func:`solve` uses the converted
+    values, so what was checked is what the evaluation gets.
     """
     # one built or changed in code: every rule again (instance_check), its type first
     check_instance(instance, type_error=SolverError)
-    for name, value in (("evaluate", evaluate), ("eval_samples", eval_samples), ("eval_seed", eval_seed)):
-        EVALUATION_PARAMETERS[name].convert(name, value, strict=True)
-    if evaluate:        # refused before the solve, not after it
-        check_eval_samples(instance, eval_samples)
-    return _solver_class(algorithm)
+    given = {"evaluate": evaluate, "eval_samples": eval_samples, "eval_seed": eval_seed}
+    checked = {name: EVALUATION_PARAMETERS[name].convert(name, value, strict=True) for name, value in given.items()}
+    if checked["evaluate"]:        # refused before the solve, not after it
+        check_eval_samples(instance, checked["eval_samples"])
+    return _solver_class(algorithm), checked["evaluate"], checked["eval_samples"], checked["eval_seed"]
 
 
 def check_eval_samples(instance, eval_samples: int, field: str = "eval_samples",
@@ -190,7 +196,7 @@ def solve(
     judging of the returned plan runs outside both
     (:func:`deplbench.limits.no_deadline`).
     """
-    cls = check_solve_arguments(instance, algorithm, evaluate, eval_samples, eval_seed)
+    cls, evaluate, eval_samples, eval_seed = _solve_arguments(instance, algorithm, evaluate, eval_samples, eval_seed)
     resolved = cls.resolve_params(params)
     # built once, before the run: a combination the Param table cannot check is the caller's error
     settings = cls.settings_of(resolved)
