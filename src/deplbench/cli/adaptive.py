@@ -220,7 +220,7 @@ def _print_text(r: dict) -> None:
               f"mean {_num(r['cost_mean'])}) bounds nothing")
     w = r["width"]
     print(f"width        {_num(None if w is None else 100 * w, '.3g')} %  (UB − LB)/LB, joint confidence "
-          f"{r['confidence']:g} (union bound over the P(success) and cost statements)")
+          f"{number_text(r['confidence'])} (union bound over the P(success) and cost statements)")
     _print_refinement(r, w)
     verdict = "certified" if r["certified"] else "NOT certified"
     print(f"P(success)   {r['p_success']:.5f}, ≥ {number_beside(r['p_success_lo'], r['omega'], 5, 1.0)} "

@@ -117,30 +117,31 @@ def _print_text(b: dict) -> None:
     print(f"instance    {b['instance']}  (ω = {number_text(b['omega'])}, ℓmax = {number_text(b['loss_max'])})")
     print(f"status      {b['status']}: {b['message']}")
     if lo["value"] is not None:
-        print(f"LB          {lo['value']:.6g}  at confidence {lo['confidence']:.4g}  [{lo['method']}]")
+        print(f"LB          {lo['value']:.6g}  at confidence {number_text(lo['confidence'])}  [{lo['method']}]")
     else:
         print(f"LB          none  [{lo['method']}]")
     if up is not None:
-        print(f"UB          {up['value']:.6g}  at confidence {up['confidence']:.4g}  [{up['method']}]")
+        print(f"UB          {up['value']:.6g}  at confidence {number_text(up['confidence'])}  [{up['method']}]")
         print(f"            plan from {up['source']}: {up['violation_count']} of {up['draws']} draws "
-              f"exceed ℓmax, violation ≤ {up['violation_ub']:.5g} (≤ 1 − ω = {b['risk']:.4g})")
+              f"exceed ℓmax, violation ≤ {up['violation_ub']:.5g} (≤ 1 − ω = {number_text(b['risk'])})")
     else:
         print("UB          none (no candidate plan certified feasible)")
     if b["width"] is not None:
-        print(f"width       {100 * b['width']:.3g} %  (UB − LB)/UB, bracket confidence ≥ {b['confidence']:.4g}")
+        print(f"width       {100 * b['width']:.3g} %  (UB − LB)/UB, "
+              f"bracket confidence ≥ {number_text(b['confidence'])}")
     for st in b.get("stages", []):
         if st["stage"] == 1:
             w = "none" if st["width"] is None else f"{100 * st['width']:.3g} %"
-            print(f"stage 1     width {w}  (β_L1 = {st['beta_lower']:.4g}, β_U1 = {st['beta_upper']:.4g}, "
-                  f"{st['tests']} tests)")
+            print(f"stage 1     width {w}  (β_L1 = {number_text(st['beta_lower'])}, "
+                  f"β_U1 = {number_text(st['beta_upper'])}, {st['tests']} tests)")
         elif st.get("ran"):
             w = "none" if st.get("width") is None else f"{100 * st['width']:.3g} %"
             print(f"stage 2     ran ({st['reason']}): M₂ = {st['replications']} at S₂ = {st['scenarios']}, "
                   f"{st['tests']} tests on N'₂ = {st['validation']} draws; width {w}  "
-                  f"(β_L2 = {st['beta_lower']:.4g}, β_U2 = {st['beta_upper']:.4g})")
+                  f"(β_L2 = {number_text(st['beta_lower'])}, β_U2 = {number_text(st['beta_upper'])})")
         else:
-            print(f"stage 2     not run ({st['reason']}); its β share (β_L2 = {st['beta_lower']:.4g}, "
-                  f"β_U2 = {st['beta_upper']:.4g}) stays unused")
+            print(f"stage 2     not run ({st['reason']}); its β share (β_L2 = {number_text(st['beta_lower'])}, "
+                  f"β_U2 = {number_text(st['beta_upper'])}) stays unused")
     saa = [c for c in b["saa_optima"] if c is not None]
     if saa:
         print(f"SAA optima  {len(saa)} replications, min {min(saa):.6g}, max {max(saa):.6g} "

@@ -16,7 +16,7 @@ from deplbench.formulations.evaluation.settings import (
     check_closed_loop,
     check_samples,
 )
-from deplbench.jsonio import print_json
+from deplbench.jsonio import number_text, print_json
 
 #: ``--eval-samples``' default: the static evaluation beside the closed loop.
 EVAL_SAMPLES = SIMULATE_SAMPLES
@@ -62,8 +62,8 @@ def policy_cost_bound(result, reference: str) -> dict | None:
 
 
 def _bound_line(b: dict) -> str:
-    level = f" at level {b['level']:g}" if isinstance(b["level"], (int, float)) else ""
-    joint = (f" ({b['joint_level']:g} jointly with its P(success))"
+    level = f" at level {number_text(b['level'])}" if isinstance(b["level"], (int, float)) else ""
+    joint = (f" ({number_text(b['joint_level'])} jointly with its P(success))"
              if isinstance(b["joint_level"], (int, float)) else "")
     mean = f"; sample mean {b['sample_mean']:.6g}" if isinstance(b["sample_mean"], (int, float)) else ""
     return (f"policy cost    ≤ {b['upper_bound']:.6g}: upper confidence bound on its policy's mean cost"
@@ -122,7 +122,7 @@ def _cmd_simulate(args) -> int:
             from deplbench.cli.statements import statement_lines
 
             print("\n".join(statement_lines(ev, width=15)))
-        print(f"closed loop    {args.runs} runs, seed {args.seed}, intervals at {args.confidence:g} "
+        print(f"closed loop    {args.runs} runs, seed {args.seed}, intervals at {number_text(args.confidence)} "
               "(Clopper–Pearson, two-sided)")
         no_plan = "(none: no static plan)" if result.plan is None else "(none)"
         print(_line("plan", cl["plan"], no_plan))
@@ -154,7 +154,7 @@ def register(subparsers) -> None:
     p.add_argument("--seed", type=int, default=SEED, metavar="N",
                    help=f"seed of the runs and of the static evaluation (default {SEED})")
     p.add_argument("--confidence", type=float, default=CONFIDENCE, metavar="P",
-                   help=f"level of the intervals (default {CONFIDENCE:g})")
+                   help=f"level of the intervals (default {number_text(CONFIDENCE)})")
     p.add_argument("--eval-samples", type=int, default=None, metavar="N",
                    help=f"static out-of-sample trajectories (default {EVAL_SAMPLES})")
     p.add_argument("--json", action="store_true", help="print one JSON object")

@@ -97,7 +97,7 @@ def evaluation_statements(ev) -> list[tuple[str, str]]:
         if (mc in ("feasible", "infeasible") and mc != verdict) or (
                 mc_cert in (CERTIFIED_FEASIBLE, CERTIFIED_INFEASIBLE) and mc_cert != d.get("certified_verdict")):
             text += (f"; the Monte Carlo statements above contradict it: an estimate, and a certificate at "
-                     f"level {number_text(level)}, which is wrong for up to a share {1 - level:.2g} of plans")
+                     f"level {number_text(level)}, which is wrong for up to a share {number_text(1 - level)} of plans")
         text += ")"
     elif basis == BASIS_DETERMINISTIC:
         text = f"{verdict} (exact: deterministic plan)"

@@ -46,6 +46,7 @@ from deplbench.instances.fit import (
     multipliers,
     read_logs,
 )
+from deplbench.jsonio import number_text
 
 #: KS level of the paper (Sec. VI-A, footnote 2).
 ALPHA = 0.05
@@ -368,7 +369,7 @@ def format_summary(s: dict) -> str:
             lines.append(f"final-loss variance {v['model']}: {v['note']}")
             continue
         lines.append(f"final-loss variance {v['model']}: observed/predicted = {v['ratio']:.3g} "
-                     f"{interval_text(v['ci'][0], v['ci'][1], 3)} ({100 * v['level']:g}% {v['method']}; "
+                     f"{interval_text(v['ci'][0], v['ci'][1], 3)} ({number_text(100 * v['level'])}% {v['method']}; "
                      f"{v['runs']} runs)")
     return "\n".join(lines)
 

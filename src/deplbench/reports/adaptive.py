@@ -51,6 +51,7 @@ import pandas as pd
 from scipy import stats as sps
 
 from deplbench.formulations.evaluation.binomial import clopper_pearson_lower
+from deplbench.jsonio import number_text
 from deplbench.reports.data import finite_or
 from deplbench.reports.figures import COST_AXIS, add_legend, new_figure
 from deplbench.reports.styles import info_for, ordered
@@ -131,9 +132,9 @@ def levels_text(levels, column: str = "ci_level") -> str:
     lv, none = stated_levels(levels)
     missing = f"{none} record(s) state no level" if none else ""
     if len(lv) == 1:
-        return f"level {lv[0]:g}" + (f" ({missing})" if missing else "")
+        return f"level {number_text(lv[0])}" + (f" ({missing})" if missing else "")
     if lv:
-        return (f"levels differ ({column}: " + ", ".join(f"{x:g}" for x in lv)
+        return (f"levels differ ({column}: " + ", ".join(number_text(x) for x in lv)
                 + (f"; {missing}" if missing else "") + ")")
     return f"level {column} (" + (missing or "no record to state one") + ")"
 

@@ -32,6 +32,7 @@ import math
 import numpy as np
 import pandas as pd
 
+from deplbench.jsonio import number_text
 from deplbench.reports.claims import (
     BEST_EXP,
     BEST_EXP_SAVING,
@@ -218,7 +219,7 @@ def matches_optimum_bracket(df: pd.DataFrame, ratios: pd.DataFrame) -> dict:
     conf = float(np.nanmin(sub["lb_confidence"])) if sub["lb_confidence"].notna().any() else math.nan
     txt = (f"{scope}, {len(sub)}/{n_all} DepL plans certified feasible on {ci.n} distinct instances; gap "
            f"to the true optimum: median {ci.text(100, ' %')} ({MEDIAN_STATISTIC}; upper ends valid at "
-           f"confidence ≥ {conf:.3g}; threshold: median ≤ {100 * MATCH_MEDIAN_GAP:g} %); 90th pct "
+           f"confidence ≥ {number_text(conf)}; threshold: median ≤ {100 * MATCH_MEDIAN_GAP:g} %); 90th pct "
            f"{100 * float(np.quantile(hi, 0.9)):.2f} % (not judged)")
     if verdict == NOT_DECIDED:
         txt += "; " + undecided_text(ci, MATCH_MEDIAN_GAP)

@@ -21,6 +21,7 @@ import re
 import numpy as np
 import pandas as pd
 
+from deplbench.jsonio import number_text
 from deplbench.reports.data import PAPER_SETS
 from deplbench.reports.elements import Section, Table
 from deplbench.reports.median import (
@@ -291,7 +292,7 @@ def _reference_line(name: str, g: pd.DataFrame, refs: pd.DataFrame) -> str:
             continue
         src = ", ".join(sorted(set(r["source"])))
         conf = r["confidence"].dropna()
-        c = f", confidence ≥ {conf.min():.3g}" if len(conf) else ""
+        c = f", confidence ≥ {number_text(conf.min())}" if len(conf) else ""
         if kind == EXACT:
             # an exact solver stopped within a relative gap proves its optimum only to that gap
             with np.errstate(divide="ignore", invalid="ignore"):

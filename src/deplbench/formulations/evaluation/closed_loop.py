@@ -100,6 +100,7 @@ from deplbench.formulations.model.allocation import TIME_RTOL
 from deplbench.formulations.model.plan import Plan
 from deplbench.formulations.model.scenarios import OUT_OF_SAMPLE, loss_threshold, quantile_rank
 from deplbench.instances.datalaw import compute_need
+from deplbench.jsonio import number_text
 
 #: The model index of a decision that ends the run.
 STOP = -1
@@ -329,7 +330,7 @@ class ClosedLoopResult:
             "loss_max": self.loss_max, "omega": self.omega, "time_max": self.time_max,
             "successes": k, "p_success": k / n,
             "p_success_ci": [clopper_pearson_lower(k, n, side), clopper_pearson_upper(k, n, side)],
-            "p_success_method": f"Clopper–Pearson, two-sided, level {conf:g}",
+            "p_success_method": f"Clopper–Pearson, two-sided, level {number_text(conf)}",
             # an end the runs are too few for is infinite, at the level of what is left
             "loss_quantile": float(finals[rank - 1]), "loss_quantile_ci": [q_ci.low, q_ci.high],
             "loss_quantile_ci_level": q_ci.level, "loss_quantile_method": q_ci.method,

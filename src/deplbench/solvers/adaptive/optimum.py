@@ -81,7 +81,7 @@ def certified_statement(b, lb: float | None) -> str:
             f"on {c.get('runs')} fresh runs, × (1 − the share given up); the mix's sample mean "
             f"{b.cost_mean:.6g}), P(success) ≥ {p_lo} certified (one-sided Clopper–Pearson) "
             f"against ω = {number_text(b.omega)}; both hold jointly at confidence {number_text(b.confidence)} "
-            f"(union bound, {level:g} each)")
+            f"(union bound, {number_text(level)} each)")
     if lb is None:
         return line + "; no lower bound"
     gap = SolveResult.relative_gap(b.upper_bound, lb)

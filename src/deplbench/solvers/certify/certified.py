@@ -70,6 +70,7 @@ from deplbench import limits
 from deplbench.errors import SolverError
 from deplbench.formulations.model.plan import Plan, parse_plan
 from deplbench.formulations.model.result import SolveResult
+from deplbench.jsonio import number_text
 from deplbench.params import Param
 from deplbench.solvers.base import PlotStyle, Solver
 from deplbench.solvers.certify.refine import (
@@ -451,8 +452,8 @@ def _combined_lower(best: dict, lower1: dict, lower2: dict | None, betas: dict, 
     if not exact:
         out["confidence"] = 1.0 - betas["lower"]
         if refining:
-            out["method"] = (f"max over 2 stages (β_L = {betas['lower_stages'][0]:.4g} + "
-                             f"{betas['lower_stages'][1]:.4g}, Bonferroni); from stage {best['stage']}: "
+            out["method"] = (f"max over 2 stages (β_L = {number_text(betas['lower_stages'][0])} + "
+                             f"{number_text(betas['lower_stages'][1])}, Bonferroni); from stage {best['stage']}: "
                              + best["method"])
     return out
 
@@ -472,17 +473,17 @@ def _status(lower, upper, width, exact, confidence, seed: int = 0, skipped: int 
     (or ``inconsistent``), with a sentence (``skipped``: candidates whose test a time limit skipped)."""
     lb = lower["value"]
     if lb is not None and math.isinf(lb) and upper is None:
-        conf = "with certainty" if exact else f"at confidence {lower['confidence']:.4g}"
+        conf = "with certainty" if exact else f"at confidence {number_text(lower['confidence'])}"
         return "infeasible", (f"the chance-constrained problem is infeasible {conf}: the order-statistic "
                               "SAA replication has no feasible plan")
     if upper is not None and lb is not None:
         if lb > upper["value"] * (1 + 1e-9):
             return "inconsistent", (f"LB {lb:.6g} > UB {upper['value']:.6g}: one of the two statements "
-                                    f"failed (probability ≤ {1 - confidence:.3g}). A valid rerun draws a seed "
+                                    f"failed (probability ≤ {number_text(1 - confidence)}). A valid rerun draws a seed "
                                     f"stream disjoint from this one (--seed {fresh_seed(seed)}; seed + 1 would "
                                     "reuse all but one replication's scenarios) and reports both runs; rerunning "
                                     "until the bracket is consistent voids the stated confidence")
-        conf = "with certainty" if exact else f"jointly at confidence ≥ {confidence:.3g}"
+        conf = "with certainty" if exact else f"jointly at confidence ≥ {number_text(confidence)}"
         return "bracket", (f"optimum of the chance-constrained problem in [{lb:.6g}, {upper['value']:.6g}] "
                            f"{conf} (width {100 * width:.3g} %); plan certified feasible")
     if upper is not None:
@@ -492,8 +493,8 @@ def _status(lower, upper, width, exact, confidence, seed: int = 0, skipped: int 
         # a test the time limit skipped certifies nothing whatever N′ and the risk grid
         why = (f"the tests of {skipped} candidate(s) were skipped, the time limit having passed; raise it"
                if skipped else "raise validation N′ or tighten the risk grid")
-        return "lower bound only", (f"optimum ≥ {lb:.6g} at confidence {lower['confidence']:.4g}; no candidate "
-                                    f"plan certified feasible ({why})")
+        return "lower bound only", (f"optimum ≥ {lb:.6g} at confidence {number_text(lower['confidence'])}; "
+                                    f"no candidate plan certified feasible ({why})")
     return "none", "neither bound could be established: " + lower["method"]
 
 

@@ -62,6 +62,7 @@ from deplbench.formulations.evaluation.binomial import clopper_pearson_upper, lo
 from deplbench.formulations.milp.solve import SCENARIO_MEMORY_REFUSAL
 from deplbench.formulations.model.plan import parse_plan
 from deplbench.instances.magnitudes import MIN_OMEGA
+from deplbench.jsonio import number_text
 from deplbench.solvers.certify.tasks import add_candidate, bound_value, saa_task, validate_candidates
 
 
@@ -131,7 +132,7 @@ def lower_from_replications(reps: list[dict], scenarios: int, alpha: float, beta
         method = (f"Luedtke-Ahmed/Pagnoncelli-Ahmed-Shapiro: order statistic L = {order.order} of M = {m} "
                   f"SAA optima (S = {scenarios}, risk γ = α = {alpha:.6g}), ρ = {order.rho:.4f}")
     else:
-        method = (f"none: M = {m} replications are too few for confidence {1 - beta_l:.4g} "
+        method = (f"none: M = {m} replications are too few for confidence {number_text(1 - beta_l)} "
                   f"(ρ = {order.rho:.4f})")
     return {
         "stage": stage, "value": value,
@@ -183,7 +184,7 @@ def judge(mapper, data: dict, entries: list[dict], draws: int, vseed: int, beta_
              "test": validation_label,
              "method": ("exact: the plan's loss is deterministic" if exact else
                         f"one-sided Clopper-Pearson on N' = {draws} fresh draws (seed {vseed}), "
-                        f"each of T = {tests} candidates at {conf_each:.6g} (Bonferroni)")}
+                        f"each of T = {tests} candidates at {number_text(conf_each)} (Bonferroni)")}
     return judged, upper
 
 

@@ -1,0 +1,55 @@
+"""A confidence level is printed so that it reads back as itself: never rounded to 1 (jsonio.number_text)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import numpy as np
+
+from deplbench.cli.certify import _print_text
+from deplbench.cli.simulate import _bound_line
+from deplbench.formulations.evaluation.closed_loop import FixedPlanPolicy, simulate
+from deplbench.formulations.model.allocation import plan_from_choices
+from deplbench.instances.generators import generate
+from deplbench.reports.adaptive import levels_text
+from deplbench.solvers.certify.certified import _status
+
+JOINT, EACH = 0.99999999, 0.999999995
+
+
+def test_certify_status_and_text_print_each_level_as_computed(capsys):
+    lower = {"value": 250.0, "confidence": EACH, "method": "order statistic"}
+    upper = {"value": 251.0, "confidence": EACH, "method": "Clopper-Pearson", "source": "depl",
+             "violation_count": 0, "draws": 1000, "violation_ub": 0.01, "plan": {"epochs": []}}
+    status, line = _status(lower, upper, 0.004, False, JOINT)
+    assert status == "bracket" and "jointly at confidence ≥ 0.99999999 " in line
+    assert "confidence 0.999999995" in _status(lower, None, None, False, JOINT)[1]
+    b = {"instance": "x", "omega": 0.9, "loss_max": 1.0, "status": status, "message": line, "risk": 0.1,
+         "lower_bound": lower, "upper_bound": upper, "width": 0.004, "confidence": JOINT, "stages": [],
+         "saa_optima": [], "runtime_s": {"total": 0.0, "saa_solves_wall": 0.0, "validation": 0.0, "cpu": 0.0}}
+    _print_text(b)
+    out = capsys.readouterr().out
+    assert out.count("at confidence 0.999999995") == 2 and "bracket confidence ≥ 0.99999999\n" in out
+    assert not re.search(r"confidence (≥ )?1\b", out)
+
+
+def test_closed_loop_and_simulate_lines_print_the_level_as_given():
+    inst = generate("scaling", n_models=2, n_clusters=2, horizon=6)
+    plan = plan_from_choices(inst, [inst.models[0].name] * 2, [inst.clusters[0].name] * 2,
+                             {inst.clusters[0].name: [inst.datasets[0].name]})
+    s = simulate(inst, FixedPlanPolicy(inst, plan), runs=20, seed=0, confidence=0.999999999999).summary()
+    assert s["p_success_method"] == "Clopper–Pearson, two-sided, level 0.999999999999"
+    line = _bound_line({"upper_bound": 1.0, "level": EACH, "joint_level": JOINT, "sample_mean": None})
+    assert "at level 0.999999995 (0.99999999 jointly" in line
+    assert levels_text([EACH]) == "level 0.999999995"
+    assert levels_text(np.array([EACH, JOINT])).startswith("levels differ (ci_level: 0.99999999")
+
+
+def test_no_level_is_formatted_with_a_rounding_g_spec():
+    """Guard for the rule: a confidence, level or β share goes through number_text, not :g/.3g/.4g."""
+    src = Path(__file__).resolve().parents[1] / "src" / "deplbench"
+    spec = re.compile(r"\{[^{}]*(confidence|conf\b|conf_each|level|lv\b|beta)[^{}]*:\.?\d*g\}")
+    found = [f"{p.relative_to(src)}:{i}" for p in sorted(src.rglob("*.py"))
+             for i, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1) if spec.search(line)]
+    assert found == [], found
