@@ -12,7 +12,7 @@ from __future__ import annotations
 from deplbench.cli.messages import output_path
 from deplbench.errors import SolverError
 from deplbench.jsonio import number_text, print_json, write_json
-from deplbench.limits import MAX_WORKERS
+from deplbench.limits import MAX_WORKERS, deadline
 
 
 def _counting(inner, bar, sequential: bool):
@@ -96,9 +96,13 @@ def _cmd_certify(args) -> int:
                 refine_scenarios=args.refine_scenarios, refine_validation=args.refine_validation,
                 refine_candidates=args.refine_candidates, total_time_limit=args.total_time_limit)
             _check_scenario_memory(instance, settings)
-            extra, failed = candidate_plans(instance, args.with_algorithms or "")
-            bracket = certify(instance, settings, candidates=extra,
-                              map=_counting(process_map(args.workers), bar, args.workers == 1))
+            # --total-time-limit bounds the whole command, the --with candidates' solves included, as
+            # solve(..., "milp-certified") bounds them (its clock): a candidate the deadline stops
+            # contributes no plan, and certify gets what time is left
+            with deadline(settings.total_time_limit):
+                extra, failed = candidate_plans(instance, args.with_algorithms or "")
+                bracket = certify(instance, settings, candidates=extra,
+                                  map=_counting(process_map(args.workers), bar, args.workers == 1))
         finally:
             bar.close()
     if failed:

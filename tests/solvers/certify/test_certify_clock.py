@@ -192,3 +192,33 @@ def test_replications_never_started_are_not_blamed_on_the_per_solve_time_limit()
     assert "raise time_limit" not in bracket["message"] and "\n" not in bracket["message"]
     res = certified.bracket_result(bracket)
     assert res.status == "time_limit" and res.plan is None and res.lower_bound is None
+
+
+def test_the_certify_command_bounds_its_candidates_by_total_time_limit(tmp_path, monkeypatch, capsys):
+    """`certify --with ALGO --total-time-limit T`: the candidates' solves and the bracket share the one
+    deadline, as in solve(..., "milp-certified"); a fake clock, no wall time."""
+    import json
+
+    from deplbench.cli import main
+    from deplbench.formulations.model.result import SolveResult
+
+    path = tmp_path / "k.json"
+    assert main(["generate", "knapsack", "--n-items", "4", "-o", str(path)]) == 0
+    clock, seen = _Clock(), []
+
+    def candidate(instance, name, evaluate=True):
+        seen.append(("candidate", limits.time_left()))
+        clock.t += 3.0                  # the candidate's solve takes 3 of the 5 seconds
+        return SolveResult(algorithm=name, status="time_limit", message="stub: stopped")
+
+    def bracket(*args, **kwargs):
+        seen.append(("certify", limits.time_left()))
+        return {"status": "none"}
+
+    monkeypatch.setattr(certified, "solve", candidate)
+    monkeypatch.setattr(certified, "certify", bracket)
+    capsys.readouterr()
+    with limits.use_clock(clock):
+        status = main(["certify", str(path), "--with", "depl", "--total-time-limit", "5", "--json", "--quiet"])
+    assert status == 1 and seen == [("candidate", 5.0), ("certify", 2.0)]
+    assert json.loads(capsys.readouterr().out)["candidate_failures"] == {"depl": "time_limit: stub: stopped"}
