@@ -299,10 +299,12 @@ def test_cli_adaptive_json_text_and_bad_input(tmp_path, capsys):
         assert main(["adaptive", str(path), *bad]) == 2
         err = capsys.readouterr().err.strip().splitlines()
         assert len(err) == 1 and err[0].startswith(f"error: {bad[0]} "), err
-    for bad in (["--buckets", "1000000000"], ["--runs", "10000000000"]):
+    for bad in (["--buckets", "1000000000"], ["--runs", "1000000", "--memory-limit", "0.001"]):
         assert main(["adaptive", str(path), *bad]) == 2
         err = capsys.readouterr().err.strip().splitlines()
         assert len(err) == 1 and "would need about" in err[0] and "memory budget" in err[0]
+    assert main(["adaptive", str(path), "--runs", "10000000000"]) == 2     # beyond MAX_RUNS: no estimate needed
+    assert capsys.readouterr().err.strip() == "error: --runs 10000000000: must be <= 1000000, got 10000000000"
     two = tmp_path / "two.json"
     parse_instance(two_model_data(datasets=[{"name": "d0", "size": 1.0, "usefulness": 1.0},
                                             {"name": "d1", "size": 1.0, "usefulness": 1.0}])).save(two)
