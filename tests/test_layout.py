@@ -33,6 +33,7 @@ CROSS_CUTTING = frozenset({
     "test_hostile_inputs.py",
     "test_hostile_writes_and_reads.py",  # outputs over inputs, symlinks, CSV, globs, reads, JSON
     "test_layout.py",
+    "test_level_text.py",        # confidence levels as printed by solvers, commands and reports
     "test_markers.py",
     "test_plugins.py",           # a third-party solver through the entry point, docs/extending.md
     "test_public_api.py",

@@ -184,13 +184,20 @@ def test_a_best_just_below_omega_is_printed_below_it(monkeypatch):
 
 
 def test_memory_and_run_counts_refused_before_allocation():
+    from deplbench.errors import PlanError
     from deplbench.instances.generators import generate
     from deplbench.limits import MemoryLimitExceeded, memory_budget
 
     vgg = generate("realistic", family="pact-vgg11", loss_max=0.3)
-    for kw in ({"buckets": 10**9}, {"buckets": 10**7}, {"runs": 10**10}):
+    for kw in ({"buckets": 10**9}, {"buckets": 10**7}):
         with pytest.raises(MemoryLimitExceeded, match="adaptive-opt's loss grid and runs"):
             A.adaptive_bounds(vgg, **kw)
+    with pytest.raises(PlanError, match=r"^runs: must be <= 1000000, got 10000000000"):     # a count beyond MAX_RUNS
+        A.adaptive_bounds(vgg, runs=10**10)
+    # the runs' share of the estimate: 10^6 runs pass a budget that 10^5 fit in
+    assert A.memory_estimate(vgg, 600, 100_000, 50_000) < 0.05 * 2**30 < A.memory_estimate(vgg, 600, 10**6, 50_000)
+    with memory_budget(0.05), pytest.raises(MemoryLimitExceeded, match="adaptive-opt's loss grid and runs"):
+        A.adaptive_bounds(vgg, buckets=600, runs=10**6)
     assert A.memory_estimate(vgg, 9600, 100_000, 50_000) < 2**30
     with memory_budget(1e-3), pytest.raises(MemoryLimitExceeded, match="memory budget 0.001 GiB"):
         A.adaptive_bounds(vgg, buckets=600)
