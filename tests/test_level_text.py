@@ -53,3 +53,25 @@ def test_no_level_is_formatted_with_a_rounding_g_spec():
     found = [f"{p.relative_to(src)}:{i}" for p in sorted(src.rglob("*.py"))
              for i, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1) if spec.search(line)]
     assert found == [], found
+
+
+def test_a_level_as_a_percentage_is_rounded_down_never_up_to_certainty():
+    from deplbench.jsonio import level_percent
+    from deplbench.reports.median import MedianInterval, median_interval
+
+    assert [level_percent(x) for x in (0.99951, 0.9496, 0.95, 0.29)] == ["99.9", "94.9", "95.0", "29.0"]
+    assert level_percent(0.999999995, 3) == "99.999" and level_percent(1.0, 0) == "100"
+    ci = median_interval(np.arange(10.0), level=0.95)
+    assert isinstance(ci, MedianInterval)
+    from dataclasses import replace
+    txt = replace(ci, level=0.99951).level_text()
+    assert "(exact 99.9 %)" in txt and "100.0" not in txt
+
+
+def test_no_level_is_formatted_as_a_percentage_rounded_to_nearest():
+    """Guard for the rule: a level shown in percent goes through jsonio.level_percent, not 100 * x:.Nf."""
+    src = Path(__file__).resolve().parents[1] / "src" / "deplbench"
+    spec = re.compile(r"\{100 \* [^{}]*(level|joint|nominal|confidence|alpha)[^{}]*:[+]?\.\d+f\}", re.IGNORECASE)
+    found = [f"{p.relative_to(src)}:{i}" for p in sorted(src.rglob("*.py"))
+             for i, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1) if spec.search(line)]
+    assert found == [], found

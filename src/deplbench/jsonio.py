@@ -12,6 +12,7 @@ docs/DESIGN.md for the ``--json`` contract (one JSON object on stdout).
 
 from __future__ import annotations
 
+import decimal
 import json
 import math
 import sys
@@ -32,6 +33,7 @@ __all__ = [
     "write_json",
     "NONFINITE_SUFFIX",
     "number_text",
+    "level_percent",
     "number_beside",
     "interval_text",
     "restore_nonfinite",
@@ -440,3 +442,37 @@ def restore_nonfinite(obj: Any) -> Any:
 
 
 _NONFINITE = {"inf": math.inf, "-inf": -math.inf, "nan": math.nan}
+
+
+def level_percent(level: Any, decimals: int = 1) -> str:
+    """A probability that a statement holds ("≥ level"), as a percentage rounded *down*.
+
+    ``f"{100 * p:.1f}"`` rounds to nearest, so a confidence of 0.99951 reads
+    "100.0 %" — a certainty nobody proved — and 0.9496 reads "95.0 %", more
+    than was shown. A level is a lower bound on a probability, so its text
+    never exceeds it: the shortest repr of ``level`` is scaled by 100 in
+    decimal arithmetic (0.29 gives 29, not 28.999…) and cut to ``decimals``.
+
+    Parameters
+    ----------
+    level : float or numpy number
+        A probability in [0, 1]; nan and ±inf are printed as ``number_text``
+        prints them.
+    decimals : int
+        Digits after the point.
+
+    Returns
+    -------
+    str
+        The digits without the ``%`` sign.
+
+    Examples
+    --------
+    >>> level_percent(0.99951), level_percent(0.95, 0), level_percent(0.9496), level_percent(0.29, 2)
+    ('99.9', '95', '94.9', '29.00')
+    """
+    x = float(level)
+    if not math.isfinite(x):
+        return number_text(x)
+    q = decimal.Decimal(1).scaleb(-decimals)
+    return str((decimal.Decimal(repr(x)) * 100).quantize(q, rounding=decimal.ROUND_FLOOR))

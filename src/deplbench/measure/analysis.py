@@ -46,7 +46,7 @@ from deplbench.instances.fit import (
     multipliers,
     read_logs,
 )
-from deplbench.jsonio import number_text
+from deplbench.jsonio import level_percent, number_text
 
 #: KS level of the paper (Sec. VI-A, footnote 2).
 ALPHA = 0.05
@@ -363,7 +363,7 @@ def format_summary(s: dict) -> str:
             lines.append(f"{key}: {r['note']} ({r['pairs']} pairs)")
             continue
         lines.append(f"{key}: r={r['estimate']:+.3f} [{r['ci'][0]:+.3f}, {r['ci'][1]:+.3f}] "
-                     f"({100 * r['level']:.0f}% {r['method']}, {r['pairs']} pairs)")
+                     f"({level_percent(r['level'], 0)}% {r['method']}, {r['pairs']} pairs)")
     for v in s["variance"]:
         if v["ratio"] is None:
             lines.append(f"final-loss variance {v['model']}: {v['note']}")

@@ -10,6 +10,8 @@ import math
 import numpy as np
 import pandas as pd
 
+from deplbench.jsonio import level_percent
+
 HOLDS, FAILS, UNMEASURED = "holds", "does not hold", "not measured in this run"
 #: A claim measured against a bracket LB ≤ z* ≤ UB too wide to tell.
 UNDECIDED = "not decided (the reference bracket is too wide)"
@@ -112,7 +114,7 @@ def fmt_fit(r) -> str:
     band on exact work counters: column ``ci_kind``)."""
     kind = getattr(r, "ci_kind", "") or ""
     level = getattr(r, "ci_level", math.nan)
-    label = (f" ({100 * level:.0f} % {kind})" if kind and isinstance(level, float) and math.isfinite(level)
+    label = (f" ({level_percent(level, 0)} % {kind})" if kind and isinstance(level, float) and math.isfinite(level)
              else f" ({kind})" if kind else "")
     ci = (f"[{r.ci_low:.2f}, {r.ci_high:.2f}]{label}" if math.isfinite(r.ci_low) else "[n/a]")
     return f"{r.slope:.2f} {ci}, {int(r.points)} runs, {r.min_value:g}–{r.max_value:g}"

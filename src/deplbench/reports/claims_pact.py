@@ -23,6 +23,7 @@ from dataclasses import replace
 import numpy as np
 import pandas as pd
 
+from deplbench.jsonio import level_percent
 from deplbench.reports.adaptive import PACT_JOINT_LEVEL, SUPERSEDED, pact_matched_rows, ub_statement
 from deplbench.reports.claims_common import (
     FAILS,
@@ -230,12 +231,13 @@ def pact_adaptive_claim(df: pd.DataFrame, says: str, pact_claim: str) -> dict:
     union = with_bracket_failures(ci, (t["pact_alpha"] + t["ub_alpha"]).to_numpy(float))
     joint = union.level if ci.exists else math.nan
     alpha_p, alpha_ub = float(t["pact_alpha"].max()), float(t["ub_alpha"].max())
-    how = (f"union bound: the order-statistic event ({100 * ci.level:.2f} %) and every instance's bracket, "
-           f"each at ≥ {100 * (1 - alpha_p - alpha_ub):.3f} % (PACT's level and cost together at "
+    how = (f"union bound: the order-statistic event ({level_percent(ci.level, 2)} %) and every instance's bracket, "
+           f"each at ≥ {level_percent(1 - alpha_p - alpha_ub, 3)} % (PACT's level and cost together at "
            f"1 − {alpha_p:.2g}, the adaptive UB at 1 − {alpha_ub:.2g})")
     met = math.isfinite(joint) and joint >= PACT_JOINT_LEVEL - 1e-12
-    note = (f"≥ {100 * PACT_JOINT_LEVEL:.0f} % jointly (union bound, Bonferroni)" if met else
-            f"only ≥ {100 * max(joint, 0.0):.1f} % jointly (union bound), below {100 * PACT_JOINT_LEVEL:.0f} %"
+    aim = level_percent(PACT_JOINT_LEVEL, 0)
+    note = (f"≥ {aim} % jointly (union bound, Bonferroni)" if met else
+            f"only ≥ {level_percent(max(joint, 0.0))} % jointly (union bound), below {aim} %"
             if math.isfinite(joint) else "")
     if note:
         ci = replace(ci, level=joint, nominal=PACT_JOINT_LEVEL,     # aimed at 95 % jointly, not at the rank's

@@ -21,7 +21,7 @@ import re
 import numpy as np
 import pandas as pd
 
-from deplbench.jsonio import number_text
+from deplbench.jsonio import level_percent, number_text
 from deplbench.reports.data import PAPER_SETS
 from deplbench.reports.elements import Section, Table
 from deplbench.reports.median import (
@@ -205,7 +205,7 @@ def _row(name: str, alg: str, ga: pd.DataFrame, conf: dict | None = None,
         "ratio_ci_high": ci.high if ci is not None else math.nan,
         "ratio_ci_level": ci.level if ci is not None and math.isfinite(ci.low) else math.nan,
         "ratio_ci_method": ((ci.level_note or f"{MEDIAN_METHOD_SHORT} on the median over distinct instances, "
-                             f"nominal {100 * MEDIAN_LEVEL:.0f} % (ratio_ci_level: exact coverage)")
+                             f"nominal {level_percent(MEDIAN_LEVEL, 0)} % (ratio_ci_level: exact coverage)")
                             + "; per instance the ends cost/UB, cost/LB" if ci is not None and ci.n else ""),
         "ratio_adaptive_median": float(np.median(adaptive)) if adaptive.size else math.nan,
         "ratio_adaptive_level": adaptive_level,
@@ -278,8 +278,8 @@ def _adaptive_levels_text(table: pd.DataFrame) -> str:
     if lv.isna().any():
         return " Here: not computable for some rows (a bracket states no confidence)."
     lo, hi = float(lv.min()), float(lv.max())
-    return (f" Here: ≥ {100 * lo:.1f} %." if abs(hi - lo) < 1e-12
-            else f" Here: ≥ {100 * lo:.1f} % to ≥ {100 * hi:.1f} % by row.")
+    return (f" Here: ≥ {level_percent(lo)} %." if abs(hi - lo) < 1e-12
+            else f" Here: ≥ {level_percent(lo)} % to ≥ {level_percent(hi)} % by row.")
 
 
 def _reference_line(name: str, g: pd.DataFrame, refs: pd.DataFrame) -> str:
@@ -349,8 +349,8 @@ def headline(df: pd.DataFrame, claims: pd.DataFrame | None,
                   "cost/UB–cost/LB (the true ratio lies between, at the stated "
                   "confidence); a closed-loop policy's mean cost / the adaptive optimum. "
                   f"Medians over distinct instances [interval: exact binomial order-statistic interval "
-                  f"on the median over the n distinct instances, level ≥ {100 * MEDIAN_LEVEL:.0f} % (its exact "
-                  "coverage, e.g. 99.2 % at n = 8 and 97.9 % at n = 10, in headline.csv ratio_ci_level; against "
+                  f"on the median over the n distinct instances, level ≥ {level_percent(MEDIAN_LEVEL, 0)} % (its exact "
+                  "coverage, e.g. 99.2 % at n = 8 and 97.8 % at n = 10, in headline.csv ratio_ci_level; against "
                   "certified or adaptive brackets, which hold only at their confidence, the lower union-bound "
                   "level stated there); none for n < 6], on n/N: n instances with that reference of the N "
                   "the series ran on, (k no plan): k of its runs returned no plan; the verdict and the proven "

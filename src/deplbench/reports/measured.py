@@ -24,7 +24,7 @@ import pandas as pd
 from scipy import stats
 
 from deplbench.instances.generators.measured import DATA_DIR
-from deplbench.jsonio import number_text
+from deplbench.jsonio import level_percent, number_text
 from deplbench.reports.claims_common import CLAIMS_COLUMNS, FAILS, HOLDS, UNDECIDED, UNMEASURED, claim_row
 from deplbench.reports.elements import Section, Table
 
@@ -83,7 +83,7 @@ def independence_claim(a: dict | None) -> dict:
     verdict = HOLDS if lo <= 0 <= hi else FAILS
     return claim_row("Per-epoch terms independent", "DepL paper eq. (8)", QUOTE_INDEP,
                      f"lag-1 autocorrelation of the per-epoch loss change around its mean curve r = "
-                     f"{r['estimate']:+.3f} [{lo:+.3f}, {hi:+.3f}] ({100 * r['level']:.0f} % {r['method']})",
+                     f"{r['estimate']:+.3f} [{lo:+.3f}, {hi:+.3f}] ({level_percent(r['level'], 0)} % {r['method']})",
                      verdict, f"{r['pairs']} pairs in {r['runs']} runs", compared="within-run lag-1 correlation",
                      reference="0 (independence)", statistic="pooled autocorrelation", instances=r["runs"])
 

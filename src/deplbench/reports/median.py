@@ -20,6 +20,7 @@ import numpy as np
 from scipy import stats as sps
 
 from deplbench.formulations.evaluation.binomial import quantile_ci_ranks
+from deplbench.jsonio import level_percent
 
 #: Level of every interval on a median in the claims and the glance.
 MEDIAN_LEVEL = 0.95
@@ -102,18 +103,18 @@ class MedianInterval:
                        median_low=-self.median_high, median_high=-self.median_low)
 
     def level_text(self) -> str:
-        """``"≥ 95 % (exact 97.9 %) exact binomial order-statistic interval over 10 distinct instances"``."""
+        """``"≥ 95 % (exact 97.8 %) exact binomial order-statistic interval over 10 distinct instances"``."""
         if self.level_note:
             return self.level_note
-        nom = f"{100 * self.nominal:.0f} %"
+        nom = f"{level_percent(self.nominal, 0)} %"
         if not self.exists:
             return f"no {nom} order-statistic interval exists with {self.n} distinct instance(s) (6 are needed)"
-        exact = f"{100 * self.level:.1f} %"
-        lv = nom if exact == f"{100 * self.nominal:.1f} %" else f"≥ {nom} (exact {exact})"
+        exact = f"{level_percent(self.level)} %"
+        lv = nom if exact == f"{level_percent(self.nominal)} %" else f"≥ {nom} (exact {exact})"
         return f"{lv} {MEDIAN_METHOD_SHORT} over {self.n} distinct instances"
 
     def text(self, scale: float = 1.0, unit: str = "", digits: int = 2) -> str:
-        """``"1.23 [1.10, 1.40] (≥ 95 % (exact 97.9 %) exact binomial order-statistic interval over 10
+        """``"1.23 [1.10, 1.40] (≥ 95 % (exact 97.8 %) exact binomial order-statistic interval over 10
         distinct instances)"``; for bracket-valued observations ``"within [1.20, 1.26], interval
         [1.10, 1.40] (…)"`` (the sample median's bracket, then the interval on the population median)."""
         def f(x: float) -> str:
@@ -235,9 +236,9 @@ def with_bracket_failures(ci: MedianInterval, alphas) -> MedianInterval:
         return ci
     joint = ci.level - total
     k = int((a > 0).sum())
-    below = "" if joint >= ci.nominal - 1e-12 else f", below {100 * ci.nominal:.0f} %"
-    note = (f"≥ {100 * max(joint, 0.0):.1f} % jointly{below} (union bound: the order-statistic event "
-            f"{100 * ci.level:.1f} % and {k} certified bracket(s) at their confidence): "
+    below = "" if joint >= ci.nominal - 1e-12 else f", below {level_percent(ci.nominal, 0)} %"
+    note = (f"≥ {level_percent(max(joint, 0.0))} % jointly{below} (union bound: the order-statistic event "
+            f"{level_percent(ci.level)} % and {k} certified bracket(s) at their confidence): "
             f"{MEDIAN_METHOD_SHORT} over {ci.n} distinct instances")
     return replace(ci, level=max(joint, 0.0), level_note=note)     # a level, never below 0
 
@@ -249,8 +250,8 @@ def level_caveat(ci: MedianInterval) -> str:
     if ci.level_note and math.isnan(ci.level):
         return "; " + _NO_LEVEL_TEXT
     if ci.level_note and math.isfinite(ci.level) and ci.level < ci.nominal - 1e-12:
-        return (f"; the verdict is at that joint level ({100 * max(ci.level, 0.0):.1f} %), "
-                f"not at {100 * ci.nominal:.0f} %")
+        return (f"; the verdict is at that joint level ({level_percent(max(ci.level, 0.0))} %), "
+                f"not at {level_percent(ci.nominal, 0)} %")
     return ""
 
 
@@ -326,7 +327,7 @@ def undecided_text(ci: MedianInterval, threshold: float) -> str:
             if not math.isfinite(need) else
             f"≈ {int(need)} distinct instances would decide it at the observed spread")
     if not ci.exists:
-        return (f"with {ci.n} distinct instance(s) no {100 * ci.nominal:.0f} % interval on a median "
+        return (f"with {ci.n} distinct instance(s) no {level_percent(ci.nominal, 0)} % interval on a median "
                 f"exists (6 are needed); {more}")
     return f"the interval contains the threshold; {more}"
 

@@ -20,6 +20,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.ticker import FixedLocator, FuncFormatter, NullFormatter
 
+from deplbench.jsonio import level_percent
 from deplbench.reports.figures import PANEL, Styles, add_legend, new_figure
 from deplbench.reports.median import MEDIAN_METHOD_SHORT, median_interval
 from deplbench.reports.reference import EXACT, references
@@ -101,7 +102,7 @@ def exact_profile_table(mats: dict[str, pd.DataFrame]) -> pd.DataFrame:
                          **{c: float(v) for c, v in zip(PROFILE_COLUMNS[7:7 + len(TAUS)], rho)},
                          "ci_level": ci.level if math.isfinite(ci.low) else math.nan,
                          "ci_method": f"{MEDIAN_METHOD_SHORT} on the median over distinct instances, nominal "
-                                      f"{100 * ci.nominal:.0f} % (ci_level: exact coverage)"})
+                                      f"{level_percent(ci.nominal, 0)} % (ci_level: exact coverage)"})
     return pd.DataFrame(rows, columns=list(PROFILE_COLUMNS))
 
 
