@@ -55,10 +55,12 @@ BAD = [
                     "integers), got 18446744073709551616"),
     ("seed", 2**63, "must be at most 2**63 − 1 = 9223372036854775807 (the results store keeps seeds as 64-bit "
                     "integers), got 9223372036854775808"),
-    ("confidence", 1.0, "must be in (0, 1 − 1e-12], got 1.0"),
-    ("confidence", 0.0, "must be in (0, 1 − 1e-12], got 0.0"),
+    ("confidence", 1.0, "must be in [0.5, 1 − 1e-12], got 1.0"),
+    ("confidence", 0.0, "must be in [0.5, 1 − 1e-12], got 0.0"),
+    # below 1/2 a one-sided upper bound lies below its own estimate
+    ("confidence", 0.49, "must be in [0.5, 1 − 1e-12], got 0.49"),
     # (1 + level)/2 rounded to 1: the simulation ran, then its Clopper–Pearson end said "got 1.0"
-    ("confidence", 1 - 1e-16, "must be in (0, 1 − 1e-12], got 0.9999999999999999"),
+    ("confidence", 1 - 1e-16, "must be in [0.5, 1 − 1e-12], got 0.9999999999999999"),
 ]
 
 

@@ -188,7 +188,7 @@ def check_closed_loop(settings: Any, where: str = "sweep.evaluation.closed_loop"
     """Validate a sweep's closed-loop settings; return them with defaults.
 
     ``runs`` (2 to :data:`~deplbench.limits.MAX_RUNS`, default 10000),
-    ``seed`` (0 to 2**63 − 1, default 0), ``confidence`` (in (0, 1 − 1e-12], default 0.95) —
+    ``seed`` (0 to 2**63 − 1, default 0), ``confidence`` (in [0.5, 1 − 1e-12], default 0.95) —
     checked by :func:`~deplbench.formulations.evaluation.settings.check_closed_loop`,
     as every front checks them, with TOML's types kept (3.0 is no integer) —
     and ``sets`` (a list of instance sets whose tasks are simulated; default:

@@ -135,6 +135,7 @@ def test_process_map_gives_the_same_bracket():
 
 @pytest.mark.parametrize("kwargs,field", [
     (dict(confidence=1.2), "confidence"),
+    (dict(confidence=0.001), "confidence"),            # a one-sided bound below its own estimate
     (dict(replications=0), "replications"),
     (dict(validation=10), "validation"),
     (dict(risk_grid=(1.5,)), "risk_grid"),

@@ -48,6 +48,10 @@ MIN_SAMPLES = 100
 #: (1 − level)/2 in each tail, and 1 − that must stay below 1 in binary64
 #: (at 1 − 1e-16 it rounds to 1); 1e-12 is the margin ω keeps (``MIN_OMEGA``).
 MAX_CONFIDENCE = 1 - 1e-12
+#: Lowest level: a one-sided bound at a level below 1/2 lies on the wrong side
+#: of its own estimate (an upper bound on P(loss > ℓmax) below the observed
+#: frequency), and the adaptive certificate refuses the same levels.
+MIN_CONFIDENCE = 0.5
 
 
 def _is_real(value: Any) -> bool:
@@ -76,7 +80,7 @@ def check_closed_loop(runs, seed, confidence, *, field: str = "{}", error: type[
     seed : int
         Seed of the runs, 0 to 2**63 − 1 (:data:`deplbench.params.MAX_SEED`).
     confidence : float
-        Level of the intervals, in (0, :data:`MAX_CONFIDENCE`].
+        Level of the intervals, in [:data:`MIN_CONFIDENCE`, :data:`MAX_CONFIDENCE`].
     field : str, default "{}"
         How the caller's user names a field: ``"{}"`` (a Python argument),
         ``"--{}"`` (a flag), ``"sweep.evaluation.closed_loop.{}"`` (a sweep key).
@@ -103,9 +107,9 @@ def check_closed_loop(runs, seed, confidence, *, field: str = "{}", error: type[
 
 def check_confidence(confidence, *, field: str = "confidence", error: type[DeplbenchError] = PlanError) -> float:
     """A level of an evaluation's intervals, static or closed loop: a real number in
-    (0, :data:`MAX_CONFIDENCE`] (a bool is not one); else ``error`` naming ``field``."""
-    if not _is_real(confidence) or not 0 < confidence <= MAX_CONFIDENCE:
-        raise error(f"{field}: must be in (0, 1 − 1e-12], got {confidence!r}")
+    [:data:`MIN_CONFIDENCE`, :data:`MAX_CONFIDENCE`] (a bool is not one); else ``error`` naming ``field``."""
+    if not _is_real(confidence) or not MIN_CONFIDENCE <= confidence <= MAX_CONFIDENCE:
+        raise error(f"{field}: must be in [0.5, 1 − 1e-12], got {confidence!r}")
     return float(confidence)
 
 

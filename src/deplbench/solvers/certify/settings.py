@@ -95,7 +95,9 @@ MAX_TIGHTENED_SOLVES = limits.MAX_REPLICATIONS
 MAX_SEED_OFFSET = VALIDATION_SEED_OFFSET + 1
 
 SETTINGS_PARAMETERS: dict[str, Param] = {
-    "confidence": _share(DEFAULT_CONFIDENCE, "joint confidence 1 − β of the bracket"),
+    # below 1/2 a one-sided bound lies on the wrong side of its estimate (as evaluate's levels)
+    "confidence": Param(DEFAULT_CONFIDENCE, float, "joint confidence 1 − β of the bracket", low=0.5, high=1.0,
+                        high_inclusive=False),
     "replications": Param(DEFAULT_REPLICATIONS, int, "M SAA replications for the lower bound", low=1,
                           high=limits.MAX_REPLICATIONS),
     "scenarios": Param(DEFAULT_SCENARIOS, int, "S scenarios per stage-1 SAA solve", low=1),
