@@ -400,3 +400,41 @@ def test_a_stop_during_the_water_filling_search_keeps_its_finished_passes(inst, 
     assert b.lower_bound >= best
     assert (b.multipliers["lower_bound_source"] == "waterfill") == (b.lower_bound == best)
     assert b.frontier and b.frontier[-1]["lower_bound"] >= best
+
+
+@pytest.mark.parametrize("carried", [False, True])
+def test_a_stop_inside_a_dp_pass_comes_within_one_epoch_and_keeps_the_finished_passes(inst, clock, monkeypatch,
+                                                                                      carried):
+    """Each epoch of a DP pass costs 1 s on the clock (read once per epoch): a search stops
+    within one epoch of the deadline, not after the pass, and hands over the whole passes
+    finished before it, whichever way the deadline is handled; its first (probe) pass too."""
+    from deplbench.formulations.adaptive import chain as chain_mod
+    from deplbench.formulations.adaptive import timed
+
+    ch = chain_mod.build_chain(inst, 60, optimistic=True)
+    mod = timed if carried else chain_mod
+    real = mod.check_time
+
+    def check_time(where):
+        clock.advance(1.0)
+        real(where)
+
+    monkeypatch.setattr(mod, "check_time", check_time)
+    s = timed.TimedSearch(ch, inst.omega, points=4) if carried else search.Search(ch, inst.omega)
+    limit = 1.5 * ch.K                                   # one whole pass, then the deadline inside the next
+    with limits.deadline(limit):
+        s.run(0.0 if carried else 1.0, 1.0)
+        with pytest.raises(search.SearchStopped) as exc:
+            s.run(0.0 if carried else 1.0, 2.0)
+    assert clock.t <= limit + 1.0, (clock.t, limit)     # within one epoch of the deadline
+    assert "backward step" in str(exc.value)
+    assert len(exc.value.passes) == 1 and exc.value.carried == carried
+    assert math.isfinite(exc.value.passes[0].bound(inst.omega, inst.time_max))
+    # the searches' first pass, which only sets the failure price's scale, stops them the same way
+    with limits.deadline(0.5 * ch.K):
+        with pytest.raises(search.SearchStopped) as exc:
+            if carried:
+                timed.timed_search(ch, inst.omega, points=4)
+            else:
+                search.lower_bound_search(ch, inst.omega)
+    assert exc.value.passes == [] and "backward step 1 " in str(exc.value)

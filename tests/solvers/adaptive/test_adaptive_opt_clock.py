@@ -45,9 +45,10 @@ def test_adaptive_opt_honours_the_sweep_tasks_stop(monkeypatch):
     with limits.use_clock(clock):
         rec = task_mod.run_task(task)
     assert rec["status"] == "time_limit" and not rec["error"], rec["message"]
-    assert clock.t == 9.0           # the check after the ninth pass saw the stop: no pass more
+    assert clock.t == 9.0           # the ninth pass's first epoch saw the stop: no epoch more
     assert rec["lower_bound"] is not None and rec["lower_bound"] > 0 and rec.get("cost") is None
-    assert rec["message"].startswith("time limit 9 s reached (adaptive-opt's multiplier search")
+    assert rec["message"].startswith("time limit 9 s reached (adaptive-opt's DP pass on 60 buckets, backward step 1 "
+                                     "of 6)")
     assert "stopped at 9 s by the task's hard limit of 10 s (sweep time_limit_s), before the solver's own " \
            "refine_time" in rec["message"]
     assert rec["diagnostics"]["task_stop_s"] == 9.0

@@ -340,6 +340,10 @@ def dp(chain: Chain, lam: float, mu: float, keep: bool = False) -> Pass:
     so only its evaluation counts); the minimum over actions and the stop
     is 1-Lipschitz in the sup norm and adds nothing. :attr:`Pass.err` is
     E₀ for V and :meth:`Pass.bound` subtracts it.
+
+    The deadline (:func:`deplbench.limits.check_time`) is read before every
+    epoch: a pass on a fine grid takes seconds, and an outer stop comes within
+    one epoch of it.
     """
     st, M, N, L1 = chain.st, chain.M, chain.N, chain.L + 1
     _, tc, money = st.priced(lam)
@@ -363,6 +367,7 @@ def dp(chain: Chain, lam: float, mu: float, keep: bool = False) -> Pass:
     stop[:, 1:] = fail[:, None]
     err = np.zeros(Q)                                      # sup-norm error of nxt, per quantity
     for k in range(chain.K - 1, -1, -1):
+        check_time(f"adaptive-opt's DP pass on {chain.i0} buckets, backward step {chain.K - k} of {chain.K}")
         tops = nxt[:, :, -1] if top is None else np.broadcast_to(top, (M, Q))
         models, kers, index = distinct_rows(chain, k)
         ex_u, err_u = correlate_rows(nxt[models], kers, tops[models], err)

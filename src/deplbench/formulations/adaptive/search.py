@@ -68,9 +68,20 @@ class Search:
         except TimeLimitReached as exc:
             raise SearchStopped(str(exc), self.passes, carried=self.carried) from None
 
-    def run(self, lam: float, mu: float) -> Pass:
+    def within_time(self, fn, *args) -> Pass:
+        """``fn(*args)``, a DP pass, after :meth:`check`. A pass reads the deadline before
+        every epoch, so a stop inside it comes within one epoch; it stops the search the
+        same way, with the passes finished before it."""
         self.check()
-        p = dp(self.chain, lam, mu)
+        try:
+            return fn(*args)
+        except SearchStopped:
+            raise
+        except TimeLimitReached as exc:
+            raise SearchStopped(str(exc), self.passes, carried=self.carried) from None
+
+    def run(self, lam: float, mu: float) -> Pass:
+        p = self.within_time(dp, self.chain, lam, mu)
         self.passes.append(p)
         return p
 
@@ -192,9 +203,8 @@ def lower_bound_search(chain: Chain, omega: float, iters_lam: int = 6, iters_mu:
     ref = lam_guess(chain)
     lam = lam0 or ref
     scale = st.cost_scale()
-    if not mu0:
-        s.check()
-    mu = mu0 if mu0 else max(1e-10 * scale, dp(chain, lam, MU_PROBE * scale).cost)   # μ of the order of a run's cost
+    # μ of the order of a run's cost
+    mu = mu0 if mu0 else max(1e-10 * scale, s.within_time(dp, chain, lam, MU_PROBE * scale).cost)
     lo, hi = 0.0, math.inf                         # E[T] > Tmax at lo, ≤ Tmax at hi
     refine = 0
     for _ in range(iters_lam + 1 + BRACKET_STEPS):

@@ -179,9 +179,10 @@ def timed_dp(chain: Chain, mu: float, points: int = TIME_POINTS[0], keep: bool =
     ``action`` (K̄, |M| + 1, G + 1, L + 1) — m'·N + n' or −1 to stop — and
     ``remaining`` the lag d (same shape; the epoch plans dΔ of time, module docstring).
     With ``fail_only`` every allowed epoch is free, so V₀ = μ·(least P(fail) of any policy
-    of the grid chain that meets the deadline) (:func:`timed_best_success`). With ``where``
-    the deadline is checked before every epoch (:func:`deplbench.limits.check_time`, the
-    message naming ``where`` and the step).
+    of the grid chain that meets the deadline) (:func:`timed_best_success`). The deadline is
+    checked before every epoch (:func:`deplbench.limits.check_time`, the message naming
+    ``where``, by default the pass and its grids, and the step): a pass costs G + 1 times the
+    priced pass's correlations, so an outer stop comes within one epoch of it.
     """
     grid = TimeGrid.of(chain, points)
     money, _ = grid.charges(chain)                         # (R, G+1)
@@ -200,9 +201,10 @@ def timed_dp(chain: Chain, mu: float, points: int = TIME_POINTS[0], keep: bool =
     act = np.full((chain.K, M + 1, G1, L1), -1, dtype=np.int32) if keep else None
     lag = np.zeros((chain.K, M + 1, G1, L1), dtype=np.int32) if keep else None
     err = np.zeros(Q)
+    if where is None:
+        where = f"adaptive-opt's carried-deadline DP pass on {chain.i0} buckets and {points} time points"
     for k in range(chain.K - 1, -1, -1):
-        if where is not None:
-            check_time(f"{where}, backward step {chain.K - k} of {chain.K}")
+        check_time(f"{where}, backward step {chain.K - k} of {chain.K}")
         # one correlation per distinct (model, kernel) and grid point, read back by every
         # cluster sharing it (chain.distinct_rows)
         models, kers, index = distinct_rows(chain, k)
@@ -317,8 +319,7 @@ class TimedSearch(Search):
         self.lam_converged = True                          # no time price to search
 
     def run(self, lam: float, mu: float) -> Pass:
-        self.check()
-        p = timed_dp(self.chain, mu, self.points)
+        p = self.within_time(timed_dp, self.chain, mu, self.points)
         self.passes.append(p)
         return p
 
@@ -330,9 +331,8 @@ def timed_search(chain: Chain, omega: float, points: int = TIME_POINTS[0], iters
     Any μ ≥ 0 gives a valid bound; ``mu0`` only warm-starts."""
     s = TimedSearch(chain, omega, points)
     if not mu0:
-        s.check()
         scale = chain.st.cost_scale()
-        p = timed_dp(chain, MU_PROBE * scale, points)
+        p = s.within_time(timed_dp, chain, MU_PROBE * scale, points)
         mu0 = max(1e-10 * scale, p.cost)                   # μ of the order of a run's cost
     best_mu(s, 0.0, omega, mu0, iters_mu)
     return s
