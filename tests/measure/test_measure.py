@@ -531,6 +531,44 @@ def test_cli_replay_leaves_no_partial_file(tmp_path, monkeypatch, deplbench_cli,
         assert status == 0 and json.loads(out.read_text(encoding="utf-8")) == shipped
 
 
+def test_cli_replay_interrupted_while_writing_out_leaves_out_as_it_was(tmp_path, monkeypatch, deplbench_cli):
+    """Ctrl-C while OUT itself is written (--merge: OUT holds earlier rows): OUT is replaced whole or
+    not at all, so it stays byte for byte as it was, the rows are in OUT.partial, and no temporary
+    file is left beside them."""
+    import os
+
+    from deplbench.cli import measure as measure_cli
+    from deplbench.instances.fit import output
+    from deplbench.measure import replay
+    from deplbench.reports.measured import REPLAY_FILE
+
+    shipped = json.loads(REPLAY_FILE.read_text(encoding="utf-8"))
+    out = tmp_path / "replay.json"
+    before = json.dumps(shipped).encode("utf-8")
+    out.write_bytes(before)
+
+    def fake(solvers, *, on_row, **kwargs):
+        on_row({**shipped, "rows": shipped["rows"][:1]})
+        return {**shipped, "rows": shipped["rows"][:1]}
+
+    real_replace = os.replace
+
+    def replace(src, dst):
+        if os.fspath(dst) == os.fspath(out):
+            raise KeyboardInterrupt                      # after the new text is written, before it is OUT
+        real_replace(src, dst)
+
+    monkeypatch.setattr(measure_cli, "_need_torch", lambda: None)
+    monkeypatch.setattr(replay, "replay_plans", fake)
+    monkeypatch.setattr(replay, "merge", lambda old, new: old)
+    monkeypatch.setattr(output.os, "replace", replace)
+    status, stdout, err = deplbench_cli("measure", "replay", "--solvers", "depl", "--seeds",
+                                        shipped["seeds"]["count"], "-o", out, "--merge")
+    assert status == 130 and stdout == "", err
+    assert out.read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["replay.json", "replay.json.partial"]
+
+
 @needs_torch
 @pytest.mark.slow
 @pytest.mark.parametrize("merge", [False, True])
