@@ -326,3 +326,27 @@ def test_an_injected_clock_drives_every_deadline():
             with pytest.raises(limits.TimeLimitReached, match=r"time limit 10 s reached \(after\)"):
                 limits.check_time("after")
     assert limits.now() != 100.0 and math.isinf(limits.time_left())
+
+
+def test_the_milp_stops_within_one_law_of_its_scenario_draws(alexnet, monkeypatch):
+    """The draw estimate fitted the time left but the draws ran past it (a loaded machine): each
+    law's draws cost 1 s on an injected clock, and the MILP stops at the first law past the
+    deadline with status time_limit, not after drawing them all."""
+    from deplbench.formulations.milp import solve as milp_solve
+    from deplbench.formulations.model import scenarios
+
+    clock = {"t": 0.0}
+    real = scenarios.check_time
+
+    def check_time(where):
+        clock["t"] += 1.0
+        real(where)
+
+    monkeypatch.setattr(scenarios, "check_time", check_time)
+    monkeypatch.setattr(milp_solve, "draw_seconds", lambda instance, s: 0.0)
+    laws = alexnet.n_models + len(alexnet.switches)
+    assert laws >= 4
+    with limits.use_clock(lambda: clock["t"]):
+        res = solve(alexnet, "milp", time_limit=2.5, scenarios=200)
+    assert res.status == "time_limit" and "drawing the scenarios" in res.message, res.message
+    assert clock["t"] == 3.0                    # the third law's check saw the deadline: no law more

@@ -207,7 +207,9 @@ class Data:
     Configuration arrays are indexed (model m, cluster n, data class σ).
     """
 
-    def __init__(self, instance, n_scenarios: int, seed: int):
+    def __init__(self, instance, n_scenarios: int, seed: int, checked: bool = False):
+        """``checked``: the deadline (:func:`deplbench.limits.check_time`) is read before each
+        law's draws, which on a large S take seconds each (ScenarioSampler.in_sample)."""
         inst = instance
         self.inst = inst
         #: S as requested; with only point masses every scenario is the same,
@@ -225,7 +227,7 @@ class Data:
         self.l0 = float(inst.initial_loss)
         self.lmax = float(inst.loss_max)
         self.T = float(inst.time_max)
-        sc = ScenarioSampler(inst, seed).in_sample(self.S)
+        sc = ScenarioSampler(inst, seed).in_sample(self.S, checked)
         # a[s,k,m] = improvement amount at γ = 1: the run term is −γ·a.
         self.a = inst.run_scale[None, :, :] * sc.improvement
         self.J = sc.jump

@@ -336,7 +336,10 @@ def _solve_stages(instance, settings: MilpSettings, params, verbose, memory_byte
         if est > left:
             raise BuildTimeout(f"drawing the S × K̄ = {scenarios} × {instance.horizon} scenarios would take "
                                f"about {est:.0f} s here, more than the {max(left, 0):.1f} s left")
-    data = Data(instance, scenarios, seed)
+    try:
+        data = Data(instance, scenarios, seed, checked=True)
+    except limits.TimeLimitReached:     # the estimate fitted, the draws did not (a loaded machine)
+        raise BuildTimeout("drawing the scenarios") from None
     diag.update(scenarios=data.S_nominal, deterministic=data.deterministic,
                 allowed_violations=allowed_violations(instance.omega, data.S_nominal),
                 data_classes=data.Sig, unusable_configurations=int(np.count_nonzero(~data.usable)),

@@ -163,8 +163,7 @@ def _draw_columns(rng, dists, n: int, K: int, what: str = "law", checked: bool =
     With ``checked`` the deadline (:func:`deplbench.limits.check_time`) is
     read before every column (a heuristic's draws over 20,000 switch laws
     come before its first loop); ``what`` names the columns in the message.
-    The MILP draws unchecked: its time limit goes to the solver, which
-    returns a dual bound when it stops.
+    The MILP draws checked as well: its scenarios come before any bound exists.
     """
     if all(d.is_deterministic for d in dists):
         values = np.array([d.mean() for d in dists], dtype=float)
