@@ -61,6 +61,9 @@ def test_a_level_as_a_percentage_is_rounded_down_never_up_to_certainty():
 
     assert [level_percent(x) for x in (0.99951, 0.9496, 0.95, 0.29)] == ["99.9", "94.9", "95.0", "29.0"]
     assert level_percent(0.999999995, 3) == "99.999" and level_percent(1.0, 0) == "100"
+    # a level computed in binary64 just below its exact value (1 − 3 × 0.05) reads as that value
+    assert level_percent(1 - 3 * 0.05) == "85.0" and level_percent(1 - 10 * 0.05) == "50.0"
+    assert level_percent(1e300, 0) == "1" + "0" * 302 and level_percent(5e-324) == "0.0"
     ci = median_interval(np.arange(10.0), level=0.95)
     assert isinstance(ci, MedianInterval)
     from dataclasses import replace

@@ -450,8 +450,10 @@ def level_percent(level: Any, decimals: int = 1) -> str:
     ``f"{100 * p:.1f}"`` rounds to nearest, so a confidence of 0.99951 reads
     "100.0 %" — a certainty nobody proved — and 0.9496 reads "95.0 %", more
     than was shown. A level is a lower bound on a probability, so its text
-    never exceeds it: the shortest repr of ``level`` is scaled by 100 in
-    decimal arithmetic (0.29 gives 29, not 28.999…) and cut to ``decimals``.
+    never exceeds it: the shortest repr of ``level`` is rounded to 14
+    decimals (below the rounding of a sum like 1 − 3 × 0.05 =
+    0.8499999999999999, above the gap 1e-12 a level keeps to 1), scaled by
+    100 in decimal arithmetic and cut to ``decimals``.
 
     Parameters
     ----------
@@ -470,9 +472,13 @@ def level_percent(level: Any, decimals: int = 1) -> str:
     --------
     >>> level_percent(0.99951), level_percent(0.95, 0), level_percent(0.9496), level_percent(0.29, 2)
     ('99.9', '95', '94.9', '29.00')
+    >>> level_percent(1 - 3 * 0.05), level_percent(1 - 1e-12, 12)
+    ('85.0', '99.999999999900')
     """
     x = float(level)
     if not math.isfinite(x):
         return number_text(x)
     q = decimal.Decimal(1).scaleb(-decimals)
-    return str((decimal.Decimal(repr(x)) * 100).quantize(q, rounding=decimal.ROUND_FLOOR))
+    with decimal.localcontext(prec=400):            # every binary64 number, exactly (≤ 309 + 14 digits)
+        exact = decimal.Decimal(repr(x)).quantize(decimal.Decimal("1e-14"), rounding=decimal.ROUND_HALF_EVEN)
+        return str((exact * 100).quantize(q, rounding=decimal.ROUND_FLOOR))
