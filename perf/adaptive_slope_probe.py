@@ -89,37 +89,12 @@ success cell's interior as V(0+)), slopes are 0 where the stop may be optimal an
 where several actions may, and the kernels' tails (TAIL, TAIL_JUMP) as the floor chain's. Where S
 spans many buckets each is second order in h (the slope's error is O(h)·V′, times φ < 1 bucket).
 
-Measured (the two commands above, 2026-11-30, one thread, 1-minute load 5.4–9.1 from other jobs;
-CPU-s of the floor search, of one floor pass and of one probe pass; "probe" at the search's (λ, μ),
-"own μ" the best of μ × 1, 1.0025, 1.005, 1.01, 1.02; "floor needs": where lim − c/B through the
-two floor searches around it meets the probe's own-μ bound):
-
-| ℓmax | buckets | floor | probe | own μ | floor needs | CPU-s |
-|---|---|---|---|---|---|---|
-| 0.15 | 600 | 1081.62 | 1087.84 (+0.58 %) | 1087.84 (×1) | ≈ 620 | 4.1 / 0.16 / 0.67 |
-| 0.15 | 2400 | 1234.13 | 1238.94 (+0.39 %) | 1238.96 (×1.0025) | ≈ 2710 | 6.6 / 0.41 / 1.18 |
-| 0.15 | 9600 | 1265.40 | 1274.12 (+0.69 %) | 1274.20 (×1.005) | ≈ 60,000 (extrapolated) | 19.4 / 1.49 / 4.08 |
-| 0.3 | 600 | 659.78 | 659.83 (+0.01 %) | 663.64 (×1.005, +0.59 %) | ≈ 630 | 3.3 / 0.17 / 0.69 |
-| 0.3 | 2400 | 723.82 | 726.65 (+0.39 %) | 729.96 (×1.005, +0.85 %) | ≈ 3640 | 5.7 / 0.44 / 1.20 |
-| 0.3 | 9600 | 737.40 | 737.51 (+0.02 %) | 741.50 (×1.005, +0.56 %) | ≈ 87,000 (extrapolated) | 14.6 / 1.36 / 3.53 |
-
-(floor searches on 4800 / 19200 / 38400 buckets: 1255.04 / 1270.62 / 1273.25 at ℓmax 0.15, 10 /
-32 / 62 CPU-s; 732.83 / 739.70 / 740.86 at 0.3, 9 / 36 / 81 CPU-s; lim ≈ 1275.9 and 742.0. The
-fits at 600 go through 600 and 2400 buckets, where the 1/B law is rough.) At the search's μ the
-floor root value is within 0.003–0.5 % of μ, and V₀ ≤ μ caps what any bound at that μ can gain: on ℓmax
-0.3 the probe's root reaches μ there (+0.01 %), at 1.005μ it gains 0.56–0.85 %. What the probe
-loses on coarse grids is mostly step 2's jump term: at 2400 buckets (ℓmax 0.15, λ of the search,
-1.5μ, where V₀ ∈ [2574.1, 2577.4] by the probe on 9600) the probe's root is 2538.8 against the
-floor's 2533.9; the density's largest value on each cell in place of its least (not valid) would
-give 2554.4, no var correction (not valid) 2544.8, the slope of the action with the least lower
-value alone (not valid) 2539.4, the stop never a candidate (not valid) 2538.8. There the cheap
-model's late steps span some 13 buckets with a spread of 1.3: the density changes by half over
-a cell. On 9600 buckets the probe's sandwich at 1.5μ is [2574.1, 2577.4] where the floor and the
-pessimistic chain give [2565.3, 2585.8].
+Measured gains and costs: docs/adaptive.md, "Further routes, measured and not taken" (the
+first-order loss grid).
 
 Cost: each kernel's row is correlated 7 times (lower value: 2, upper value: 3, slope: 2; +1 for
 atoms) where the floor pass correlates 3 quantities with one kernel, so a probe pass costs 2.5–4
-floor passes (measured below); the kernels: 8 density evaluations a cell, K̄ × models of them.
+floor passes (measured: docs/adaptive.md); the kernels: 8 density evaluations a cell, K̄ × models of them.
 """
 
 from __future__ import annotations
