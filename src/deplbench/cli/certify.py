@@ -88,13 +88,21 @@ def _cmd_certify(args) -> int:
         bar = counter(show, "certify", unit="task", stream=stream)
         try:
             # every setting checked before any solve (the candidates' algorithms included)
-            settings = CertifySettings.from_options(
+            options = dict(
                 confidence=args.confidence, replications=args.replications, scenarios=args.scenarios,
                 validation=args.validation, risk_grid=parse_risk_grid(args.risk_grid), time_limit=args.time_limit,
                 seed=args.seed, grid_seeds=args.grid_seeds, target_width=args.target_width,
                 refine_share=args.refine_share, refine_replications=args.refine_replications,
                 refine_scenarios=args.refine_scenarios, refine_validation=args.refine_validation,
                 refine_candidates=args.refine_candidates, total_time_limit=args.total_time_limit)
+            try:
+                settings = CertifySettings.from_options(**options)
+            except SolverError as exc:          # named as typed: --seed -1, not parameter 'seed'
+                from deplbench.cli.solvers import as_given
+
+                flags = {k: "--" + k.replace("_", "-") for k in options}
+                typed = {**options, "risk_grid": args.risk_grid}
+                raise SolverError(as_given(str(exc), typed, flags)) from None
             _check_scenario_memory(instance, settings)
             # --total-time-limit bounds the whole command, the --with candidates' solves included, as
             # solve(..., "milp-certified") bounds them (its clock): a candidate the deadline stops

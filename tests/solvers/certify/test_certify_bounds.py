@@ -45,12 +45,12 @@ def _one_line_refusal(deplbench_cli, *args) -> str:
 
 
 @pytest.mark.parametrize("args, message", [
-    (["--grid-seeds", "1000000000"], f"parameter 'grid_seeds': must be <= {MAX_TIGHTENED_SOLVES}, got 1000000000"),
+    (["--grid-seeds", "1000000000"], f"--grid-seeds 1000000000: must be <= {MAX_TIGHTENED_SOLVES}, got 1000000000"),
     (["--grid-seeds", "5000"], "risk_grid × grid_seeds: 4 levels × 5000 solves each = 20000 tightened SAA solves, "
                                f"above the {MAX_TIGHTENED_SOLVES} one stage may run"),
     (["--seed", str(TOP_SEED + 1)],
-     f"parameter 'seed': must be at most 2**63 − 1 − 1000004 = {TOP_SEED} so that seed + 1000004, stage 2's "
-     f"validation stream, is a seed, got {TOP_SEED + 1}"),
+     f"--seed {TOP_SEED + 1}: must be at most 2**63 − 1 − 1000004 = {TOP_SEED} so that seed + 1000004, stage "
+     f"2's validation stream, is a seed, got {TOP_SEED + 1}"),
     (["--seed", str(MAX_SEED - 1)], f"got {MAX_SEED - 1}"),
 ])
 def test_certify_refuses_counts_and_seeds_up_front(knapsack_file, no_solve, deplbench_cli, args, message):
