@@ -20,9 +20,9 @@ What the graph guarantees
   of γ_T (Alg. 1 line 18, conservative), collapsed to one bucket when K̄
   epochs of the slowest usable (model, cluster) fit in Tmax; with
   ``time_resolution = 0`` every vertex carries the exact minimum elapsed
-  time of its least-weight path and edges past Tmax are dropped. Either way
-  every path returned by :meth:`ExpandedGraph.feasible_paths` is
-  deadline-feasible at full capacity.
+  time of its least-weight path among those that can still finish by Tmax
+  (:mod:`.deadline`). Either way every path returned by
+  :meth:`ExpandedGraph.feasible_paths` is deadline-feasible at full capacity.
 * Vertices are built only where reachable, layer by layer (the graph is a
   DAG layered by k), over (model, cluster, loss bucket, time bucket).
 
@@ -46,6 +46,7 @@ import numpy as np
 
 from deplbench.limits import FLOAT_BYTES, check_memory, check_time
 from deplbench.solvers.baselines.common import DataSetting, expected_improvement
+from deplbench.solvers.pact import deadline
 
 _INF = np.inf
 #: Round-off guard of the ceil() casts of Alg. 1 lines 17–18: an increment
@@ -192,7 +193,8 @@ class ExpandedGraph:
         # One risk-term table (K̄ + 1 float32 layers, via_costs) and a forward
         # DP's distances and labels (12 float64 layers) must fit.
         cells = M * N * self.Lb * self.Tb
-        check_memory((K + 1) * cells * 4 + 12 * cells * FLOAT_BYTES,
+        self._least: list | None = None
+        check_memory((K + 1) * cells * 4 + 12 * cells * FLOAT_BYTES + deadline.table_bytes(self),
                      f"PACT's expanded graph (K̄ = {K} layers × |M||N|·L·T = {cells} cells)",
                      "use a smaller horizon or loss_resolution/time_resolution")
 
@@ -335,11 +337,10 @@ class ExpandedGraph:
 
         Notes
         -----
-        In ``time_mode == "label"`` a vertex keeps its least-weight path only,
-        with that path's exact time; an edge that would take it past Tmax is
-        dropped. Every returned path is thus exactly deadline-feasible, but a
-        costlier, faster path merged away at some vertex is lost (the price
-        of having no time axis); of paths of equal weight the faster is kept.
+        In ``time_mode == "label"`` a vertex keeps the least-weight path that
+        can still reach ℓmax by Tmax (:mod:`.deadline`), the faster on a tie:
+        a path is found whenever one exists, but a costlier, faster one merged
+        away is lost (the price of having no time axis).
         """
         M, N, Tb, K = self.M, self.N, self.Tb, self.K
         if e0 >= K:
@@ -352,7 +353,8 @@ class ExpandedGraph:
         L = np.zeros((5, M, N, Lb, Tb))
         for m2, n2, d, cr, ce in self._first_edges(e0, m0, n0):
             b1, t1 = max(b0 + d, 0), t0 + int(self.dt[m2, n2])
-            if b1 >= Lb or t1 >= Tb or time0 + self.tau[m2, n2] > self.time_max:
+            if b1 >= Lb or t1 >= Tb or time0 + self.tau[m2, n2] + deadline.can_finish(
+                    self, e0 + 1, m2, np.array([n2]), Lb)[0, b1] > self.time_max:
                 continue
             D[m2, n2, b1, t1] = self.weight[m2, n2]
             L[:, m2, n2, b1, t1] = (self.comm[m2, n2], ce, cr, m2 * N + n2, time0 + self.tau[m2, n2])
@@ -398,7 +400,10 @@ class ExpandedGraph:
                             labn[1] += self.change_exp[e, m, m2]
                             labn[2] += self.change_rob[e, m, m2]
                             labn[4] += self.tau[m2, n2s][:, None, None]
-                            better = _keeps(cand, Dn[m2, n2s], labn[4], Ln[4, m2, n2s]) & (labn[4] <= self.time_max)
+                            # only paths that can still reach ℓmax by Tmax (.deadline)
+                            ahead = deadline.can_finish(self, e + 1, m2, n2s, Lb)[:, :, None]
+                            better = (_keeps(cand, Dn[m2, n2s], labn[4], Ln[4, m2, n2s])
+                                      & (labn[4] + ahead <= self.time_max))
                             if not better.any():
                                 continue
                             Dn[m2, n2s] = np.where(better, cand, Dn[m2, n2s])
@@ -442,7 +447,8 @@ class ExpandedGraph:
         for m2, n2, d, cr, ce in self._first_edges(e0, m0, n0):
             b1 = np.maximum(b0s + d, 0)
             t1 = int(self.dt[m2, n2])
-            ok = (b1 < Lb) & (t1 < Tb) & (time0s + self.tau[m2, n2] <= self.time_max)
+            ahead = deadline.can_finish(self, e0 + 1, m2, np.array([n2]), Lb)[0, np.minimum(b1, Lb - 1)]
+            ok = (b1 < Lb) & (t1 < Tb) & (time0s + self.tau[m2, n2] + ahead <= self.time_max)
             s_ok, b_ok = srcs[ok], b1[ok]
             D[s_ok, m2, n2, b_ok, t1] = self.weight[m2, n2]
             for j, v in enumerate((self.comm[m2, n2], ce, cr, m2 * N + n2)):
@@ -504,7 +510,9 @@ class ExpandedGraph:
                             labn[2] += self.change_rob[e, m, m2]
                             labn[4] += self.tau[m2, n2s][None, :, None, None]
                             cur = Dn[:, m2][:, n2s]
-                            better = _keeps(cand, cur, labn[4], Ln[4][:, m2][:, n2s]) & (labn[4] <= self.time_max)
+                            ahead = deadline.can_finish(self, e + 1, m2, n2s, Lb)[None, :, :, None]
+                            better = (_keeps(cand, cur, labn[4], Ln[4][:, m2][:, n2s])
+                                      & (labn[4] + ahead <= self.time_max))
                             if not better.any():
                                 continue
                             Dn[:, m2, n2s] = np.where(better, cand, cur)
@@ -524,6 +532,11 @@ class ExpandedGraph:
                             "first": lab[3, k].astype(np.int64), "T": lab[4, k], "end": where[0, k],
                             "model": where[1, k], "cluster": where[2, k], "time_bucket": where[3, k]}
         return out
+
+    def least_times(self) -> list[np.ndarray]:
+        """The least time from every vertex to ℓmax (:func:`.deadline.least_times`), built once."""
+        self._least = self._least or deadline.least_times(self)
+        return self._least
 
     def has_path(self) -> bool:
         """Whether some path from the initial vertex reaches ℓmax (Alg. 2 finds any)."""

@@ -49,14 +49,17 @@ How each element maps onto this suite (every interpretation we made)
   line 18, conservative), collapsed to one bucket when K̄ epochs of the
   slowest usable (model, cluster) fit in Tmax. ``time_resolution = 0``
   (default) drops the axis and carries each vertex's exact elapsed time as
-  a label of its least-weight path, dropping edges that pass Tmax. Why the
+  a label of its least-weight path among those that can still reach ℓmax by
+  Tmax (their time plus the vertex's least time to go,
+  :mod:`~deplbench.solvers.pact.deadline`). Why the
   default deviates: with K̄ = 100 epochs of ≈1–4 time units and Tmax = 200
   (realistic family), a γ_T coarse enough to keep |V| ∝ (Tmax/γ_T)·(ℓ(0)/γ_ℓ)
   tractable costs up to one bucket per epoch in rounding, i.e. caps plans at
   Tmax/γ_T epochs; fine enough, the graph is too big to re-plan 100 times.
-  The label mode is exact for feasibility but may lose a slower-but-cheaper
-  vs faster-but-costlier alternative merged at a vertex; the risk factor's
-  completions ignore the deadline in that mode (a relaxation).
+  The label mode is exact for feasibility (a path is found whenever one
+  exists) but may lose a faster-but-costlier alternative merged at a vertex
+  where the cheaper one can finish too; the risk factor's completions ignore
+  the deadline in that mode (a relaxation).
 * **Resolutions**: γ_ℓ = (ℓ(0) − ℓmax)/``loss_resolution`` so ℓ(0) and ℓmax
   are grid points (default max(200, 20·K̄) buckets, which bounds the
   round-up loss of a K̄-epoch path to 5% of ℓ(0) − ℓmax); γ_T =
