@@ -453,6 +453,25 @@ def test_loss_changes_beyond_float_range_name_the_field(scale):
         fit_decay(k, d, "m")
 
 
+@pytest.mark.parametrize("first", [1, 3])
+def test_rows_with_a_trailing_comma_are_refused_naming_the_line(tmp_path, first):
+    """Every row one field longer than the header: pandas took the run column as the index and
+    refused the model name as an epoch ("column 'epoch': non-numeric value ... on line 3")."""
+    from deplbench.instances.fit.logs import LogError, read_logs
+
+    rows = ["r0,0,,21.0", "r0,1,a,19.5", "r0,2,a,18.0", "r1,0,,21.0", "r1,1,a,19.6"]
+    text = "run,epoch,model,loss\n" + "".join(r + ("," if i >= first - 1 else "") + "\n" for i, r in enumerate(rows))
+    path = tmp_path / "log.csv"
+    path.write_text(text)
+    if first > 1:           # a ragged file: pandas' own message, naming the line
+        with pytest.raises(LogError, match="Expected 4 fields in line 4, saw 5"):
+            read_logs(path)
+        return
+    with pytest.raises(LogError) as info:
+        read_logs(path)
+    assert str(info.value) == f"{path}: line 2: more fields than the 4 the header names (a trailing comma?)"
+
+
 def test_a_ragged_text_file_is_refused_on_one_line(tmp_path, deplbench_cli):
     # pandas' tokenizer message ends with a newline: the error stays one line
     from deplbench.instances.fit.logs import read_logs

@@ -103,7 +103,20 @@ def read_logs(path: str | os.PathLike) -> Logs:
         # pandas' tokenizer message ends with a newline (and may hold more): one line
         raise LogError(f"{path}: not a valid CSV file ({' '.join(str(exc).split())})") from None
     check_header(header, source=str(path))
+    if not isinstance(frame.index, pd.RangeIndex):
+        # every row has more fields than the header (a trailing comma): pandas takes the first
+        # column as the index, and the fields then sit under the wrong names
+        raise LogError(f"{path}: line {_first_long_row(data, len(header))}: more fields than the "
+                       f"{len(header)} the header names (a trailing comma?)")
     return Logs(frame=validate_logs(frame, source=str(path)), sha256=digest, source=path.name)
+
+
+def _first_long_row(data: bytes, fields: int) -> int:
+    """The line number (the header is line 1) of the first row of more than ``fields`` fields."""
+    import csv
+
+    rows = csv.reader(io.StringIO(data.decode("utf-8-sig", errors="replace")))
+    return next((i for i, row in enumerate(rows, 1) if len(row) > fields), 2)
 
 
 def check_header(names: list, source: str = "logs") -> None:
