@@ -144,3 +144,15 @@ def test_each_front_reads_its_default_sample_count_here():
     from deplbench.cli import simulate as simulate_cli
     from deplbench.cli import solvers as solvers_cli
     assert (solvers_cli.EVAL_SAMPLES, simulate_cli.EVAL_SAMPLES) == (settings.SOLVE_SAMPLES, settings.SIMULATE_SAMPLES)
+
+
+@pytest.mark.parametrize("name,value", [("trajectory", "no"), ("exact", 1), ("exact", None), ("trajectory", "False")])
+def test_evaluate_plans_yes_no_arguments_are_booleans(inst, name, value):
+    """``trajectory="no"`` was read as yes (any truthy value), ``exact=None`` as no."""
+    plan = Plan(epochs=[Epoch(model=inst.models[0].name, cluster=inst.clusters[0].name, allocation=1.0)])
+    with pytest.raises(PlanError) as exc:
+        evaluate_plan(inst, plan, samples=200, **{name: value})
+    assert str(exc.value) == f"{name}: must be True or False, got {value!r}"
+    import numpy as np
+
+    assert evaluate_plan(inst, plan, samples=200, **{name: np.bool_(False)}).samples == 200

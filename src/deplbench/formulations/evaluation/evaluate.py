@@ -86,7 +86,7 @@ from deplbench.formulations.evaluation.memory import (
 )
 from deplbench.formulations.evaluation.quantile_ci import CI_METHOD, QuantileInterval, order_statistic_ci
 from deplbench.formulations.evaluation.settings import EVALUATE_SAMPLES as SAMPLES
-from deplbench.formulations.evaluation.settings import MIN_SAMPLES, check_confidence, check_samples, check_seed
+from deplbench.formulations.evaluation.settings import MIN_SAMPLES, check_evaluation, check_seed
 from deplbench.formulations.model.allocation import TIME_RTOL, epoch_parameters
 from deplbench.formulations.model.plan import Plan, check_allocations, check_plan_names, datasets_loc, parse_plan
 from deplbench.formulations.model.scenarios import OUT_OF_SAMPLE, loss_threshold, quantile_rank
@@ -377,7 +377,8 @@ def evaluate_plan(
     >>> ev.verdict, ev.constraints_ok, round(ev.cost, 2)
     ('feasible', True, 139.62)
     """
-    plan, samples, seed, confidence = _check_arguments(instance, plan, samples, seed, confidence, trajectory)
+    checked = _check_arguments(instance, plan, samples, seed, confidence, trajectory, exact)
+    plan, samples, seed, confidence, trajectory, exact = checked
     models, clusters, gammas = plan_indices(instance, plan)
     violations, time = _check_constraints(instance, plan, models, clusters)
     x = np.array(plan.allocations, dtype=float)
@@ -455,8 +456,8 @@ def _follow_proof(ev: Evaluation, chance_verdict: str) -> None:
         ev.verdict_basis = BASIS_EXACT
 
 
-def _check_arguments(instance, plan, samples, seed, confidence, trajectory):
-    """Validated ``(plan, samples, seed, confidence)`` of :func:`evaluate_plan`.
+def _check_arguments(instance, plan, samples, seed, confidence, trajectory, exact):
+    """Validated ``(plan, samples, seed, confidence, trajectory, exact)`` of :func:`evaluate_plan`.
 
     Every refusal names the argument (docs/DESIGN.md, "Input rules"); a
     plan may be given as a JSON-like dict.
@@ -464,12 +465,11 @@ def _check_arguments(instance, plan, samples, seed, confidence, trajectory):
     check_instance(instance, full=False, type_error=PlanError)     # one built or changed in code, too
     plan = parse_plan(plan)
     check_allocations(plan)       # a Plan built in code skips parse_plan's check
-    samples = check_samples(samples)
-    confidence = check_confidence(confidence)
+    samples, confidence, trajectory, exact = check_evaluation(samples, confidence, trajectory, exact)
     seed = check_seed(seed)    # numpy's own message ("expected non-negative integer") names no field
     # the plan and one trajectory before any per-epoch array; samples once the laws say how many are drawn
     check_evaluation_memory(1, plan.n_epochs, trajectory, epochs_field="epochs", least=1)
-    return plan, int(samples), int(seed), confidence
+    return plan, int(samples), int(seed), confidence, trajectory, exact
 
 
 def _simulate_and_judge(instance, plan, models, gammas, n, rng, exact, trajectory, seed, confidence,

@@ -25,6 +25,8 @@ import math
 from numbers import Integral, Real
 from typing import Any
 
+import numpy as np
+
 from deplbench.errors import DeplbenchError, PlanError
 from deplbench.limits import MAX_RUNS
 from deplbench.params import seed_refusal
@@ -113,6 +115,21 @@ def check_confidence(confidence, *, field: str = "confidence", error: type[Deplb
     return float(confidence)
 
 
+def check_flag(value, field: str, error: type[DeplbenchError] = PlanError) -> bool:
+    """A yes/no argument: ``True`` or ``False`` (numpy's too); ``"no"``, 0 or None are not,
+    where ``if value`` would read ``"no"`` as yes."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise error(f"{field}: must be True or False, got {value!r}")
+    return bool(value)
+
+
+def check_evaluation(samples, confidence, trajectory, exact) -> tuple[int, float, bool, bool]:
+    """A static evaluation's ``samples``, ``confidence`` and its two yes/no arguments, each
+    refused naming it (:class:`~deplbench.errors.PlanError`)."""
+    return (check_samples(samples), check_confidence(confidence), check_flag(trajectory, "trajectory"),
+            check_flag(exact, "exact"))
+
+
 def check_seed(seed, *, field: str = "seed", error: type[DeplbenchError] = PlanError, strict: bool = False) -> int:
     """A seed as an int: an integer (a bool is not one) within the rule of every seed
     (:func:`deplbench.params.seed_refusal`: the store keeps 64-bit integers); else ``error``
@@ -140,5 +157,5 @@ def check_samples(samples, *, field: str = "samples", error: type[DeplbenchError
 
 
 __all__ = ["CONFIDENCE", "EVALUATE_SAMPLES", "MIN_RUNS", "MIN_SAMPLES", "RUNS", "SEED", "SIMULATE_SAMPLES",
-           "SOLVE_SAMPLES", "VERIFY_SAMPLES", "check_closed_loop", "check_confidence",
+           "SOLVE_SAMPLES", "VERIFY_SAMPLES", "check_closed_loop", "check_confidence", "check_evaluation", "check_flag",
            "check_samples", "check_seed"]
