@@ -175,19 +175,26 @@ def test_solver_and_api_counts_have_upper_bounds(small_file):
         with pytest.raises(SolverError, match=name):
             solve(inst, "milp-certified", **{name: high + 1})
     from deplbench.benchmarks.executors import LocalExecutor
-    with pytest.raises(SweepError, match="--workers"):
+    with pytest.raises(SweepError, match=f"^workers: must be an integer in \\[1, {limits.MAX_WORKERS}\\]"):
         LocalExecutor(workers=limits.MAX_WORKERS + 1)
+    with pytest.raises(SweepError, match="^--workers: "):
+        LocalExecutor(workers=0, field="--workers")
+    assert LocalExecutor(workers=np.int64(2)).workers == 2            # numpy's integers, as solve() takes them
+    with pytest.raises(SweepError, match="^workers: .* got np.True_|^workers: .* got True"):
+        LocalExecutor(workers=np.True_)
 
 
 @pytest.mark.parametrize("argv,flag", [
     (["simulate", "{f}", "--algo", "one-switch", "--runs", "100000000"], "--runs"),
     (["certify", "{f}", "--replications", "100000000"], "replications"),
     (["certify", "{f}", "--workers", "100000000"], "--workers"),
+    (["run", "quick", "--workers", "100000000", "--db", "{d}"], "--workers: must be an integer"),
 ])
-def test_cli_counts_have_upper_bounds(small_file, capsys, argv, flag):
-    assert main([a.format(f=small_file) for a in argv]) == 2
+def test_cli_counts_have_upper_bounds(small_file, tmp_path, capsys, argv, flag):
+    assert main([a.format(f=small_file, d=tmp_path / "r.sqlite") for a in argv]) == 2
     err = capsys.readouterr().err.strip()
     assert err.count("\n") == 0 and flag in err, err
+    assert not (tmp_path / "r.sqlite").exists()
 
 
 def test_fit_bootstrap_has_an_upper_bound(tmp_path):

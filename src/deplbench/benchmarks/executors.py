@@ -50,6 +50,7 @@ import tempfile
 import time
 from collections.abc import Iterable, Iterator
 from multiprocessing.connection import wait
+from numbers import Integral
 from pathlib import Path
 from typing import Any
 
@@ -145,13 +146,16 @@ class LocalExecutor:
     start_method : {"forkserver", "spawn", "fork"}
         How task processes are created; ``forkserver`` is the default on
         Linux (fast and safe with a multi-threaded parent).
+    field : str
+        How a refusal of ``workers`` names it (the CLI: ``--workers``).
     """
 
-    def __init__(self, workers: int | None = None, start_method: str | None = None) -> None:
+    def __init__(self, workers: int | None = None, start_method: str | None = None, field: str = "workers") -> None:
         workers = default_workers() if workers is None else workers
-        if isinstance(workers, bool) or not isinstance(workers, int) or not 1 <= workers <= MAX_WORKERS:
-            raise SweepError(f"--workers: must be an integer in [1, {MAX_WORKERS}], got {workers!r}")
-        self.workers = workers
+        # numpy's integers are Integral, its bools (np.True_) are not
+        if isinstance(workers, bool) or not isinstance(workers, Integral) or not 1 <= workers <= MAX_WORKERS:
+            raise SweepError(f"{field}: must be an integer in [1, {MAX_WORKERS}], got {workers!r}")
+        self.workers = int(workers)
         if start_method is None:
             start_method = "forkserver" if "forkserver" in mp.get_all_start_methods() else "spawn"
         self.start_method = start_method

@@ -132,7 +132,7 @@ def _run(args: argparse.Namespace) -> int:
     if dask:
         executor = DaskExecutor(scheduler=args.dask_scheduler, local_workers=args.dask_local)
     else:
-        executor = LocalExecutor(workers=args.workers)
+        executor = LocalExecutor(workers=args.workers, field="--workers")
     if not args.dry_run:
         # The task processes' warm forkserver imports the solver stack (seconds)
         # while the sweep below is validated, not after it.
