@@ -303,8 +303,8 @@ def test_validate_prints_each_number_as_it_is(tmp_path, deplbench_cli):
     (["run", "s.toml", "--dry-run", "--dask-local", "1", "--dask-local", "2"], "--dask-local"),
 ])
 def test_a_single_valued_option_given_twice_is_refused(capsys, argv, option):
-    """argparse kept the last value (`--algo depl --algo milp` ran milp) while `--param k=…`
-    twice was refused; refused before any file is read."""
+    """argparse keeps the last value of an option given twice (`--algo depl --algo milp` would run
+    milp), as `--param k=…` twice is not: refused before any file is read."""
     from deplbench.cli import main
 
     with pytest.raises(SystemExit) as info:

@@ -1,9 +1,9 @@
 """The certified bracket's counts, gap and seed: refused before any task is built or solved.
 
-A ``grid_seeds`` of 10⁹ built a task list of 4·10⁹ entries (MemoryError after
-3.5 GB); a ``gap`` the MILP refuses ended every SAA solve in status error; a
-seed near 2**63 − 1 was accepted, then the validation's seed + 1000003
-refused, naming a value the user never typed.
+Unchecked, a ``grid_seeds`` of 10⁹ builds a task list of 4·10⁹ entries (a
+MemoryError after 3.5 GB); a ``gap`` the MILP refuses ends every SAA solve in
+status error; a seed near 2**63 − 1 leaves the validation's seed + 1000003
+past the largest seed, refused naming a value the user never typed.
 """
 
 from __future__ import annotations

@@ -1,12 +1,11 @@
 """PACT's expanded graph: the least time from each vertex to ℓmax, for the forward searches.
 
 In the label mode (``time_resolution = 0``, no time axis) a vertex of the
-forward search keeps one path, its least-weight one. A cheaper but slower
-path then shadows a faster one at the vertex where they merge; when the
-cheaper one can no longer reach ℓmax by Tmax it is dropped later, and the
-faster one, which could, is already gone: a cluster cheaper and slower than
-another (or free) made PACT say that no path reaches ℓmax within Tmax where
-one does.
+forward search keeps one path. Were it the least-weight one alone, a cheaper
+but slower path would shadow a faster one at the vertex where they merge;
+when the cheaper one cannot reach ℓmax by Tmax it is dropped later, and the
+faster one, which could, would be gone: with a cluster cheaper and slower
+than another (or free) PACT would find no path within Tmax where one exists.
 
 :func:`least_times` is the backward DP of the least exact time (the
 minimum epoch time c/r + s/b of each action, summed, as the labels are) from
