@@ -152,27 +152,41 @@ def frame():
     return make_frame()
 
 
-@pytest.mark.slow          # a whole report (matplotlib figures): 10–12 s
-def test_report_draws_a_mathtext_label_as_plain_text(frame, tmp_path):
+@pytest.fixture(scope="module")
+def mathtext_report(frame, tmp_path_factory):
+    """The report of ``frame`` with best-exp labelled ``x_{$\\frac$}`` (a mathtext parse
+    error if parsed), built once: the mathtext check reads it, and the atomicity check
+    copies it as the previous report a failing build must leave untouched."""
     from deplbench.reports.build import build_report
     from tests.reports.test_reports import SMALL
 
     df = frame.copy()
     df.loc[df["algorithm"] == "best-exp", "label"] = r"x_{$\frac$}"
-    summary = build_report(df, tmp_path / "rep", options=SMALL)
-    assert (tmp_path / "rep" / "index.html").is_file()
+    out = tmp_path_factory.mktemp("mathtext") / "rep"
+    return out, build_report(df, out, options=SMALL)
+
+
+@pytest.mark.slow          # a whole report (matplotlib figures): 10–12 s
+def test_report_draws_a_mathtext_label_as_plain_text(mathtext_report):
+    out, summary = mathtext_report
+    assert (out / "index.html").is_file()
     assert not [e for e in summary.errors if "frac" in e or "ParseException" in e or "mathtext" in e]
 
 
 @pytest.mark.slow          # a whole report (matplotlib figures): 10–12 s
-def test_report_is_written_whole_or_not_at_all(frame, tmp_path, monkeypatch):
+def test_report_is_written_whole_or_not_at_all(frame, mathtext_report, tmp_path, monkeypatch):
+    import shutil
+
     from deplbench.reports import build as build_mod
     from tests.reports.test_reports import SMALL
 
+    # the previous report: a real build (its manifest lists its files), of another label than the
+    # failing build's, so that any file the failing build replaced differs from the one kept
     out = tmp_path / "rep"
-    build_mod.build_report(frame, out, options=SMALL)
+    shutil.copytree(mathtext_report[0], out)
     before = (out / "index.html").read_text(encoding="utf-8")
     tables = sorted(p.name for p in (out / "tables").iterdir())
+    contents = {p.relative_to(out): p.read_bytes() for p in out.rglob("*") if p.is_file()}
     calls = {"n": 0}
     real = build_mod._write_figure
 
@@ -185,8 +199,10 @@ def test_report_is_written_whole_or_not_at_all(frame, tmp_path, monkeypatch):
     monkeypatch.setattr(build_mod, "_write_figure", fail_late)
     with pytest.raises(RuntimeError, match="disk full"):
         build_mod.build_report(frame, out, options=SMALL)
+    assert calls["n"] == 4                                          # three figures were written first
     assert (out / "index.html").read_text(encoding="utf-8") == before
     assert sorted(p.name for p in (out / "tables").iterdir()) == tables
+    assert {p.relative_to(out): p.read_bytes() for p in out.rglob("*") if p.is_file()} == contents
     assert [p.name for p in tmp_path.iterdir()] == ["rep"]          # no half-built folder left behind
 
 
