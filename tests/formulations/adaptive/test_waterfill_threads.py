@@ -27,8 +27,18 @@ def _chain(buckets: int):
     return inst, ch, s.best
 
 
+@pytest.fixture
+def quarter_split(monkeypatch):
+    """SPLIT_CELLS and CHUNK at a quarter of their values: a grid a quarter the size is then cut as the
+    full-size one is (the same parts per thread count, the same blocks per part), so every path of the
+    split runs, on a quarter of the work. Both are read at each call; the cuts' positions are what
+    the equality checks, not the block length."""
+    monkeypatch.setattr(W, "SPLIT_CELLS", W.SPLIT_CELLS // 4)
+    monkeypatch.setattr(W, "CHUNK", W.CHUNK // 4)
+
+
 @pytest.mark.slow
-def test_a_pass_is_the_same_bit_for_bit_for_any_number_of_threads_and_really_is_split(monkeypatch):
+def test_a_pass_is_the_same_bit_for_bit_for_any_number_of_threads_and_really_is_split(quarter_split, monkeypatch):
     _, ch, best = _chain(2 * W.SPLIT_CELLS + 11)
     widths: list[int] = []
     real = W.envelope
@@ -55,7 +65,7 @@ def test_a_pass_is_the_same_bit_for_bit_for_any_number_of_threads_and_really_is_
         assert a.bound(0.9) == b.bound(0.9)
 
 
-def test_the_threads_run_in_the_callers_numpy_error_state(monkeypatch):
+def test_the_threads_run_in_the_callers_numpy_error_state(quarter_split, monkeypatch):
     """Under ``adaptive_bounds``' ``quiet`` an overflow is silent on one thread; a worker thread
     starts with numpy's defaults unless it runs in a copy of the caller's context."""
     import numpy as np
@@ -84,7 +94,7 @@ def test_grids_below_the_split_size_run_on_one_thread(monkeypatch):
 
 
 @pytest.mark.slow
-def test_a_bracket_is_the_same_for_any_number_of_threads():
+def test_a_bracket_is_the_same_for_any_number_of_threads(quarter_split):
     inst, _, _ = _chain(50)
     kw = dict(buckets=W.SPLIT_CELLS, runs=2000, tune_runs=1000, time_points=0)
     one, two = (A.adaptive_bounds(inst, threads=t, **kw).to_dict() for t in (1, 2))
