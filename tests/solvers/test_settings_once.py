@@ -167,10 +167,12 @@ def _time_limit_tables():
 def _seed_offsets():
     """The tables whose seed leaves room for streams drawn at seed + offset: their largest offset."""
     from deplbench.formulations.adaptive.settings import TUNING_SEED_OFFSET
+    from deplbench.solvers.baselines.common import CHECK_SEED_OFFSET
     from deplbench.solvers.certify.settings import MAX_SEED_OFFSET
 
     return {"solver milp-certified": MAX_SEED_OFFSET, "certify": MAX_SEED_OFFSET,
-            "solver adaptive-opt": TUNING_SEED_OFFSET}
+            "solver adaptive-opt": TUNING_SEED_OFFSET, "solver pact": CHECK_SEED_OFFSET,
+            "solver one-switch": CHECK_SEED_OFFSET, "solver static-learn": CHECK_SEED_OFFSET}
 
 
 def test_every_time_limit_seed_and_memory_limit_is_the_shared_declaration():

@@ -46,7 +46,7 @@ from deplbench.formulations.model.result import SolveResult
 from deplbench.formulations.model.scenarios import ScenarioSampler, quantile_rank
 from deplbench.instances.datalaw import compute_need
 from deplbench.limits import FLOAT_BYTES, check_memory
-from deplbench.params import SEED, Param
+from deplbench.params import Param, offset_seed
 from deplbench.solvers.baselines.train_on import train_on as shared_train_on
 
 #: The out-of-sample check inside the baselines uses ``seed + CHECK_SEED_OFFSET``
@@ -65,7 +65,9 @@ def common_parameters() -> dict[str, Param]:
     """
     return {
         "scenarios": Param(1000, int, "in-sample scenarios S for the SAA quantile check", low=1),
-        "seed": SEED.but(help="seed of the in-sample scenarios (stream 0) and of the OOS check"),
+        "seed": offset_seed(CHECK_SEED_OFFSET, "the OOS check's stream",
+                            "seed of the in-sample scenarios (stream 0) and of the OOS check "
+                            f"(seed + {CHECK_SEED_OFFSET})"),
         "check_samples": Param(
             20_000, int, "out-of-sample trajectories of the internal feasibility check (0 = skip)", low=0
         ),

@@ -71,7 +71,7 @@ from deplbench.errors import SolverError
 from deplbench.formulations.model.plan import Plan, parse_plan
 from deplbench.formulations.model.result import SolveResult
 from deplbench.jsonio import number_text
-from deplbench.params import Param
+from deplbench.params import MAX_SEED, Param
 from deplbench.solvers.base import PlotStyle, Solver
 from deplbench.solvers.certify.refine import (
     add_saa_plans,
@@ -99,6 +99,7 @@ from deplbench.solvers.certify.settings import (  # noqa: F401 - the defaults, r
     DEFAULT_TARGET_WIDTH,
     DEFAULT_TIME_LIMIT,
     DEFAULT_VALIDATION,
+    MAX_SEED_OFFSET,
     SETTINGS_PARAMETERS,
     VALIDATION_SEED_OFFSET,
     CertifiedSettings,
@@ -464,8 +465,12 @@ def fresh_seed(seed: int) -> int:
     A run uses seeds ``seed … seed + n`` (replications, grid and stage-2
     solves; n < VALIDATION_SEED_OFFSET) and ``seed + VALIDATION_SEED_OFFSET``
     (+1 for stage 2). ``seed + 1`` would share all but one replication's
-    scenario sets; this seed shares none."""
-    return int(seed) + 2 * VALIDATION_SEED_OFFSET + 2
+    scenario sets; this seed shares none. It lies above ``seed`` unless its
+    own streams would pass the largest seed (``--seed`` is at most
+    MAX_SEED − MAX_SEED_OFFSET); it then lies as far below."""
+    step = 2 * VALIDATION_SEED_OFFSET + 2
+    up = int(seed) + step
+    return up if up <= MAX_SEED - MAX_SEED_OFFSET else int(seed) - step
 
 
 def _status(lower, upper, width, exact, confidence, seed: int = 0, skipped: int = 0) -> tuple[str, str]:

@@ -44,6 +44,7 @@ from deplbench.solvers.depl.dataset_selection import (
     submodularity_check,
 )
 from deplbench.solvers.depl.quantile_transform import LossModel, build_bounds
+from deplbench.solvers.depl.streams import check_seed
 from deplbench.solvers.depl.vnf_allocation import EPSILON, place_and_allocate
 from deplbench.solvers.expanded.graph import build_spec, solve_dp, solve_dp_labels
 from deplbench.solvers.expanded.reference import REACHABLE_COUNT_MAX, reachable_size
@@ -53,13 +54,6 @@ from deplbench.solvers.expanded.spec import ETA
 # Diagnostics as plain Python (numpy scalars/arrays would break ``json``):
 # the one JSON-cleaning function, deplbench.jsonio.to_jsonable.
 jsonable = to_jsonable
-
-
-def check_seed(seed: int) -> int:
-    """Seed of DepL's own out-of-sample check: derived from ``seed`` but never
-    equal to it, so the suite's evaluation (``eval_seed``, default 0) judges
-    the plan on draws the retry loop has not seen."""
-    return int(seed) * 7919 + 104729
 
 
 def most_capable_cluster(instance) -> int:
