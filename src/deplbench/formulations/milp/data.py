@@ -40,6 +40,7 @@ from functools import cached_property
 
 import numpy as np
 
+from deplbench import limits
 from deplbench.formulations.milp.options import CUT_RATIO, CUT_SPAN, MAX_CUT_NONZEROS
 from deplbench.formulations.model.allocation import Allocation, allocate
 from deplbench.formulations.model.plan import Epoch, Plan
@@ -207,9 +208,11 @@ class Data:
     Configuration arrays are indexed (model m, cluster n, data class σ).
     """
 
-    def __init__(self, instance, n_scenarios: int, seed: int, checked: bool = False):
+    def __init__(self, instance, n_scenarios: int, seed: int, checked: bool = False, classes=None):
         """``checked``: the deadline (:func:`deplbench.limits.check_time`) is read before each
-        law's draws, which on a large S take seconds each (ScenarioSampler.in_sample)."""
+        law's draws, which on a large S take seconds each (ScenarioSampler.in_sample).
+        ``classes``: the data classes to consider, as tuples of dataset indices (None:
+        every non-empty subset of the instance's datasets, 2^|D| − 1 of them)."""
         inst = instance
         self.inst = inst
         #: S as requested; with only point masses every scenario is the same,
@@ -238,7 +241,7 @@ class Data:
         first, mult = _distinct_rows([self.a, self.J])
         self.uniq = first          # representative scenario of each class (ascending)
         self.mult = mult
-        self._data_classes()
+        self._data_classes(classes)
         mc = inst.model_compute
         with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
             # extreme inputs (1e300, 5e-324) may overflow to inf: such
@@ -266,19 +269,24 @@ class Data:
         #: fastest epoch of any usable configuration (inf when none is usable)
         self.fastest = float(self.tmin[self.usable].min()) if self.usable.any() else math.inf
 
-    def _data_classes(self) -> None:
+    def _data_classes(self, classes=None) -> None:
         inst = self.inst
         D = inst.n_datasets
         beta = inst.transfer_matrix  # (D, N)
         raw = []
-        for size in range(1, D + 1):
-            for sub in itertools.combinations(range(D), size):
-                names = [inst.datasets[d].name for d in sub]
-                vol, gam = inst.data_effect(names)
-                raw.append((sub, vol, gam, beta[list(sub), :].sum(axis=0)))
+        subsets = (itertools.chain.from_iterable(itertools.combinations(range(D), size) for size in range(1, D + 1))
+                   if classes is None else (tuple(int(d) for d in c) for c in classes))
+        for i, sub in enumerate(subsets):
+            if i % 256 == 0:
+                limits.check_time("the data classes (dataset subsets)")
+            names = [inst.datasets[d].name for d in sub]
+            vol, gam = inst.data_effect(names)
+            raw.append((sub, vol, gam, beta[list(sub), :].sum(axis=0)))
         # Merge classes that are identical for every purpose (keep the first).
         uniq: list = []
-        for cls in raw:
+        for i, cls in enumerate(raw):
+            if i % 256 == 0:
+                limits.check_time("the data classes (dataset subsets)")
             if not any(abs(cls[1] - u[1]) <= 1e-12 * max(1, u[1]) and abs(cls[2] - u[2]) <= 1e-12 * max(1, u[2])
                        and np.allclose(cls[3], u[3], rtol=1e-12, atol=0) for u in uniq):
                 uniq.append(cls)

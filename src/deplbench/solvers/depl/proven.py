@@ -66,6 +66,8 @@ STARTS = 2
 #: Largest memory of the instance's :class:`SpectralLattice` (its spectra);
 #: beyond it every sequence is judged alone.
 LATTICE_MAX_BYTES = 256 * 2**20
+#: Most datasets whose every subset the cost floor enumerates as a data class (1023 classes).
+FLOOR_MAX_DATASETS = 10
 
 
 class _Judge:
@@ -126,9 +128,17 @@ class _Judge:
         return min((self.floor(k) for k, ok in self.verdicts.items() if ok), default=math.inf)
 
     def floor(self, key) -> float:
-        """:meth:`Data.count_floor` of ``key``'s model counts (a valid cost lower bound)."""
+        """:meth:`Data.count_floor` of ``key``'s model counts (a valid cost lower bound).
+
+        Up to :data:`FLOOR_MAX_DATASETS` datasets the floor ranges over every data class
+        (2^|D| − 1 subsets); beyond, over the chosen subset's class alone, which every
+        sequence judged here trains on (:meth:`cost`), so the bound holds for them all."""
         if self._floor is None:
-            self._floor = Data(self.inst, 1, 0)
+            inst = self.inst
+            classes = None
+            if inst.n_datasets > FLOOR_MAX_DATASETS:
+                classes = [tuple(sorted(inst.dataset_index[d] for d in self.ch.names))]
+            self._floor = Data(inst, 1, 0, classes=classes)
         return self._floor.count_floor(np.bincount(np.asarray(key, dtype=int), minlength=self.inst.n_models))
 
     def cost(self, key):
@@ -303,4 +313,4 @@ class DepLProven(DepL):
         return res
 
 
-__all__ = ["DepLProven", "STEPS", "DESCENT_CHECKS", "STARTS"]
+__all__ = ["DepLProven", "STEPS", "DESCENT_CHECKS", "FLOOR_MAX_DATASETS", "STARTS"]
