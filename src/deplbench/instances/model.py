@@ -74,6 +74,14 @@ MAX_HORIZON = 100_000
 _Finite = Annotated[float, Field(allow_inf_nan=False, strict=True)]
 
 
+def _read_only(array: np.ndarray) -> np.ndarray:
+    """``array``, read-only: an instance's cached arrays (``unit_cost``, ``capacity``, ...) are
+    shared by every later call, so an in-place change (``inst.unit_cost *= 2``) would make
+    every solve and evaluation disagree with the instance's own fields; numpy refuses it."""
+    array.setflags(write=False)
+    return array
+
+
 def _plain_int(value: Any) -> Any:
     """NumPy integers are integers (callers compute sizes with NumPy)."""
     return int(value) if isinstance(value, np.integer) else value
@@ -317,28 +325,28 @@ class Instance(_Strict):
         a = np.eye(self.n_models, dtype=bool)
         for i, j in self.switch_pairs:
             a[i, j] = True
-        return a
+        return _read_only(a)
 
     # ------------------------------------------------------------ parameters
     @cached_property
     def model_compute(self) -> np.ndarray:
-        return np.array([m.compute for m in self.models])
+        return _read_only(np.array([m.compute for m in self.models]))
 
     @cached_property
     def model_size(self) -> np.ndarray:
-        return np.array([m.size for m in self.models])
+        return _read_only(np.array([m.size for m in self.models]))
 
     @cached_property
     def capacity(self) -> np.ndarray:
-        return np.array([c.capacity for c in self.clusters])
+        return _read_only(np.array([c.capacity for c in self.clusters]))
 
     @cached_property
     def unit_cost(self) -> np.ndarray:
-        return np.array([c.unit_cost for c in self.clusters])
+        return _read_only(np.array([c.unit_cost for c in self.clusters]))
 
     @cached_property
     def bandwidth(self) -> np.ndarray:
-        return np.array([c.bandwidth for c in self.clusters])
+        return _read_only(np.array([c.bandwidth for c in self.clusters]))
 
     @cached_property
     def transfer_matrix(self) -> np.ndarray:
@@ -346,7 +354,7 @@ class Instance(_Strict):
         beta = np.zeros((self.n_datasets, self.n_clusters))
         for tc in self.transfer_costs:
             beta[self.dataset_index[tc.dataset], self.cluster_index[tc.cluster]] = tc.cost
-        return beta
+        return _read_only(beta)
 
     def decay_for(self, n_epochs: int) -> np.ndarray:
         """(n_epochs, |M|) array of decay_m(k), k = 1..n_epochs (eq. (8)).
@@ -365,13 +373,13 @@ class Instance(_Strict):
     @cached_property
     def decay_matrix(self) -> np.ndarray:
         """(K̄, |M|) array of decay_m(k) for k = 1..K̄ (eq. (8))."""
-        return self.decay_for(self.horizon)
+        return _read_only(self.decay_for(self.horizon))
 
     @cached_property
     def run_scale(self) -> np.ndarray:
         """(K̄, |M|) array of A_m · decay_m(k): the loss change at X = 1 and
         γ = 1 is ``−run_scale``."""
-        return self.decay_matrix * np.array([m.loss_scale for m in self.models])[None, :]
+        return _read_only(self.decay_matrix * np.array([m.loss_scale for m in self.models])[None, :])
 
     def data_effect(self, dataset_names) -> tuple[float, float]:
         """(volume V(S), learning multiplier γ(S)) of a dataset set (``datalaw``)."""
