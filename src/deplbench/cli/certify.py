@@ -67,6 +67,7 @@ def _cmd_certify(args) -> int:
     from deplbench.cli.progress import counter, native_output_held, progress_wanted
     from deplbench.instances.model import load_instance
     from deplbench.solvers.certify.certified import (
+        MilpCertified,
         candidate_names_refused,
         candidate_plans,
         certify,
@@ -78,6 +79,9 @@ def _cmd_certify(args) -> int:
     if args.output:
         _check_output(args.output, args.instance)
     instance = load_instance(args.instance)
+    applies, why = MilpCertified.applies(instance)
+    if not applies:    # every SAA solve would fail on it: no bracket, and an LB of no replication
+        raise SolverError(f"{args.instance}: {why}; the bracket's SAA solves are this MILP")
     if not 1 <= args.workers <= MAX_WORKERS:
         raise SolverError(f"--workers: must be in [1, {MAX_WORKERS}], got {args.workers}")
     refused = candidate_names_refused(args.with_algorithms or "")

@@ -120,6 +120,7 @@ from deplbench.solvers.certify.tasks import (
     validate_candidates,
     validation_task,
 )
+from deplbench.solvers.exact.milp import Milp
 from deplbench.solvers.registry import get_solver
 from deplbench.solvers.run import solve
 
@@ -465,12 +466,10 @@ def fresh_seed(seed: int) -> int:
     A run uses seeds ``seed … seed + n`` (replications, grid and stage-2
     solves; n < VALIDATION_SEED_OFFSET) and ``seed + VALIDATION_SEED_OFFSET``
     (+1 for stage 2). ``seed + 1`` would share all but one replication's
-    scenario sets; this seed shares none. It lies above ``seed`` unless its
-    own streams would pass the largest seed (``--seed`` is at most
-    MAX_SEED − MAX_SEED_OFFSET); it then lies as far below."""
-    step = 2 * VALIDATION_SEED_OFFSET + 2
-    up = int(seed) + step
-    return up if up <= MAX_SEED - MAX_SEED_OFFSET else int(seed) - step
+    scenario sets; this seed shares none. It lies as far below ``seed`` where above would
+    pass the largest seed a run takes (MAX_SEED − MAX_SEED_OFFSET)."""
+    up = int(seed) + 2 * VALIDATION_SEED_OFFSET + 2
+    return up if up <= MAX_SEED - MAX_SEED_OFFSET else 2 * int(seed) - up
 
 
 def _status(lower, upper, width, exact, confidence, seed: int = 0, skipped: int = 0) -> tuple[str, str]:
@@ -543,6 +542,8 @@ class MilpCertified(Solver):
     style: ClassVar[PlotStyle] = PlotStyle("#1f77b4", "*", ":")
     #: time_limit bounds each SAA solve; the bracket as a whole runs under total_time_limit.
     clock: ClassVar[str] = "total_time_limit"
+    #: the instances its SAA solves (the MILP's) apply to
+    applies = Milp.applies
     #: certify's settings (the one table, :data:`SETTINGS_PARAMETERS`) and two of the solver's own
     parameters: ClassVar[dict[str, Param]] = {
         **{name: SETTINGS_PARAMETERS[name] for name in (

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from typing import ClassVar
 
+from deplbench.formulations.general import MAX_DATASETS_GENERAL
 from deplbench.formulations.milp import FORMULATIONS, MilpSettings, option_table, run_milp
 from deplbench.formulations.model.result import SolveResult
 from deplbench.solvers.base import Param, PlotStyle, Solver
@@ -47,6 +48,16 @@ class Milp(Solver):
     style: ClassVar[PlotStyle] = PlotStyle("#1f77b4", "o", "--")
     #: The one table of the MILP's options (formulations.milp.options.option_table).
     parameters: ClassVar[dict[str, Param]] = option_table(FORMULATIONS)
+
+    @classmethod
+    def applies(cls, instance) -> tuple[bool, str]:
+        """Not beyond :data:`MAX_DATASETS_GENERAL` datasets, where no formulation applies (every
+        subset of datasets is a data class: ``fast`` and ``general`` enumerate them, the matrix
+        formulations stop at fewer)."""
+        if instance.n_datasets > MAX_DATASETS_GENERAL:
+            return False, (f"datasets: {instance.n_datasets} datasets exceed the MILP's limit of "
+                           f"{MAX_DATASETS_GENERAL} (every subset of datasets is enumerated)")
+        return True, ""
 
     @classmethod
     def build_settings(cls, resolved) -> MilpSettings:
