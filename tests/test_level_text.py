@@ -71,10 +71,18 @@ def test_a_level_as_a_percentage_is_rounded_down_never_up_to_certainty():
     assert "(exact 99.9 %)" in txt and "100.0" not in txt
 
 
+def test_the_adaptive_rows_levels_in_percent_are_rounded_down():
+    from deplbench.reports.adaptive import ci_level_text
+
+    text = ci_level_text([0.9999])
+    assert "one-sided 99.99 % lower bound" in text and "100 %" not in text
+
+
 def test_no_level_is_formatted_as_a_percentage_rounded_to_nearest():
     """Guard for the rule: a level shown in percent goes through jsonio.level_percent, not 100 * x:.Nf."""
     src = Path(__file__).resolve().parents[1] / "src" / "deplbench"
-    spec = re.compile(r"\{100 \* [^{}]*(level|joint|nominal|confidence|alpha)[^{}]*:[+]?\.\d+f\}", re.IGNORECASE)
+    spec = re.compile(r"\{100 \* [^{}]*(level|joint|nominal|confidence|alpha|\bc\b|\blv\b)[^{}]*:[+]?\.\d+[fg]\}",
+                      re.IGNORECASE)
     found = [f"{p.relative_to(src)}:{i}" for p in sorted(src.rglob("*.py"))
              for i, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1) if spec.search(line)]
     assert found == [], found

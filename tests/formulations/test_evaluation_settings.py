@@ -148,7 +148,7 @@ def test_each_front_reads_its_default_sample_count_here():
 
 @pytest.mark.parametrize("name,value", [("trajectory", "no"), ("exact", 1), ("exact", None), ("trajectory", "False")])
 def test_evaluate_plans_yes_no_arguments_are_booleans(inst, name, value):
-    """``trajectory="no"`` was read as yes (any truthy value), ``exact=None`` as no."""
+    """``if trajectory`` would read ``"no"`` as yes (any truthy value), ``exact=None`` as no."""
     plan = Plan(epochs=[Epoch(model=inst.models[0].name, cluster=inst.clusters[0].name, allocation=1.0)])
     with pytest.raises(PlanError) as exc:
         evaluate_plan(inst, plan, samples=200, **{name: value})

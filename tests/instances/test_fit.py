@@ -455,8 +455,8 @@ def test_loss_changes_beyond_float_range_name_the_field(scale):
 
 @pytest.mark.parametrize("first", [1, 3])
 def test_rows_with_a_trailing_comma_are_refused_naming_the_line(tmp_path, first):
-    """Every row one field longer than the header: pandas took the run column as the index and
-    refused the model name as an epoch ("column 'epoch': non-numeric value ... on line 3")."""
+    """Every row one field longer than the header: pandas takes the run column as the index, and
+    unchecked, the model name would be refused as an epoch ("column 'epoch': non-numeric value")."""
     from deplbench.instances.fit.logs import LogError, read_logs
 
     rows = ["r0,0,,21.0", "r0,1,a,19.5", "r0,2,a,18.0", "r1,0,,21.0", "r1,1,a,19.6"]

@@ -51,7 +51,7 @@ import pandas as pd
 from scipy import stats as sps
 
 from deplbench.formulations.evaluation.binomial import clopper_pearson_lower
-from deplbench.jsonio import number_text
+from deplbench.jsonio import level_percent, number_text
 from deplbench.reports.data import finite_or
 from deplbench.reports.figures import COST_AXIS, add_legend, new_figure
 from deplbench.reports.styles import info_for, ordered
@@ -72,7 +72,9 @@ RATIO_OMEGA_METHOD = ("cost_mean/UB, cost_mean/LB: LB proven, UB a one-sided emp
 
 
 def _pct(x: float) -> str:
-    return f"{100 * x:.4g} %"
+    """A level in percent, rounded down to two decimals, trailing zeros dropped: "97.5 %"."""
+    text = level_percent(x, 2)
+    return f"{text.rstrip('0').rstrip('.') if '.' in text else text} %"
 
 
 def record_confidence(diagnostics, params) -> float:

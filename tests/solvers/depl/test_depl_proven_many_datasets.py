@@ -1,8 +1,8 @@
 """depl-proven on instances with many datasets: its cost floor enumerates no 2^|D| subsets.
 
 The floor (``Data.count_floor``) ranges over data classes; with every
-non-empty subset of |D| datasets a class, 20 datasets are 10⁶ classes and
-50 more than memory holds, built outside any deadline check.
+non-empty subset of |D| datasets a class, 20 datasets would be 10⁶ classes
+and 50 more than memory holds, so above 10 datasets only the chosen subset is one.
 """
 
 from __future__ import annotations

@@ -338,8 +338,9 @@ def _solve_stages(instance, settings: MilpSettings, params, verbose, memory_byte
                                f"about {est:.0f} s here, more than the {max(left, 0):.1f} s left")
     try:
         data = Data(instance, scenarios, seed, checked=True)
-    except limits.TimeLimitReached:     # the estimate fitted, the draws did not (a loaded machine)
-        raise BuildTimeout("drawing the scenarios") from None
+    except limits.TimeLimitReached as exc:      # the estimate fitted, the draws (or classes) did not
+        where = str(exc).partition("(")[2].rpartition(")")[0] or "drawing the scenarios"
+        raise BuildTimeout(where) from None
     diag.update(scenarios=data.S_nominal, deterministic=data.deterministic,
                 allowed_violations=allowed_violations(instance.omega, data.S_nominal),
                 data_classes=data.Sig, unusable_configurations=int(np.count_nonzero(~data.usable)),

@@ -18,10 +18,13 @@ label mode finds a path whenever one exists. The cost of the path it keeps
 at a vertex is still the least among those that can finish from there, not
 the least of the whole search (docs: :mod:`~deplbench.solvers.pact.pact`).
 
-The tables are float32, rounded down (a candidate is never removed for a
-rounding), one (model, cluster, loss bucket) layer per epoch, a single
-cluster column where the cluster can change at every epoch (not the printed
-data rule).
+The tables are float64, one (model, cluster, loss bucket) layer per epoch,
+a single cluster column where the cluster can change at every epoch (not the
+printed data rule). Both statements above hold up to the rounding of the
+sums (a few units in the last place, the backward sums against the forward
+labels'), well inside the 10⁻⁹ relative slack of the deadline test: float32
+tables (rounded down, so still valid) would keep a label up to 6·10⁻⁸ too
+slow and lose the completeness.
 
 References
 ----------
@@ -38,12 +41,6 @@ from deplbench.limits import check_time
 _INF = np.inf
 
 
-def _down32(a: np.ndarray) -> np.ndarray:
-    """``a`` in float32, every value at most its float64 value."""
-    b = a.astype(np.float32)
-    return np.where(b.astype(np.float64) > a, np.nextafter(b, np.float32(-np.inf)), b)
-
-
 def least_times(graph) -> list[np.ndarray]:
     """T[e][m, n, b]: the least exact time from the vertex (layer e, model m, cluster n, loss
     bucket b) to a vertex of bucket 0 within the K̄ layers (inf: none); n is 0 alone unless the
@@ -53,7 +50,7 @@ def least_times(graph) -> list[np.ndarray]:
     nxt = np.full((M, cols, Lb), _INF)
     nxt[:, :, 0] = 0.0
     layers: list[np.ndarray] = [None] * (K + 1)  # type: ignore[list-item]
-    layers[K] = _down32(nxt)
+    layers[K] = nxt.copy()
     rows = np.arange(Lb)
     tau = np.where(graph.usable, graph.tau, _INF)                      # (M, N)
     for e in range(K - 1, -1, -1):
@@ -72,22 +69,22 @@ def least_times(graph) -> list[np.ndarray]:
                 else:
                     np.minimum(cur[m, 0], here.min(axis=0), out=cur[m, 0])
         cur[:, :, 0] = 0.0
-        layers[e] = _down32(cur)
+        layers[e] = cur
         nxt = cur
     return layers
 
 
 def table_bytes(graph) -> int:
     """Bytes of :func:`least_times`' layers."""
-    return (graph.K + 1) * graph.M * (graph.N if graph.printed else 1) * graph.Lb * 4
+    return (graph.K + 1) * graph.M * (graph.N if graph.printed else 1) * graph.Lb * 8
 
 
 def can_finish(graph, e: int, m2: int, n2s: np.ndarray, lb: int) -> np.ndarray:
     """(len(n2s), lb): the least time to go from layer ``e``'s vertices of model ``m2`` on the
-    clusters ``n2s``, loss buckets 0..lb − 1 (float64, to add to a label's exact time)."""
+    clusters ``n2s``, loss buckets 0..lb − 1 (to add to a label's exact time)."""
     t = graph.least_times()[e][m2]
     t = t[n2s] if graph.printed else np.broadcast_to(t[0], (len(n2s), t.shape[1]))
-    return t[:, :lb].astype(np.float64)
+    return t[:, :lb]
 
 
 __all__ = ["least_times", "can_finish", "table_bytes"]
