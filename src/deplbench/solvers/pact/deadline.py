@@ -79,7 +79,7 @@ def table_bytes(graph) -> int:
     return (graph.K + 1) * graph.M * (graph.N if graph.printed else 1) * graph.Lb * 8
 
 
-def can_finish(graph, e: int, m2: int, n2s: np.ndarray, lb: int) -> np.ndarray:
+def can_finish(graph, e: int, m2: int | np.integer, n2s: np.ndarray, lb: int) -> np.ndarray:
     """(len(n2s), lb): the least time to go from layer ``e``'s vertices of model ``m2`` on the
     clusters ``n2s``, loss buckets 0..lb − 1 (to add to a label's exact time)."""
     t = graph.least_times()[e][m2]
