@@ -25,8 +25,6 @@ import math
 from numbers import Integral, Real
 from typing import Any
 
-import numpy as np
-
 from deplbench.errors import DeplbenchError, PlanError
 from deplbench.limits import MAX_RUNS
 from deplbench.params import seed_refusal
@@ -118,6 +116,8 @@ def check_confidence(confidence, *, field: str = "confidence", error: type[Deplb
 def check_flag(value, field: str, error: type[DeplbenchError] = PlanError) -> bool:
     """A yes/no argument: ``True`` or ``False`` (numpy's too); ``"no"``, 0 or None are not,
     where ``if value`` would read ``"no"`` as yes."""
+    import numpy as np  # here: `deplbench algorithms` reads these settings without numpy
+
     if not isinstance(value, (bool, np.bool_)):
         raise error(f"{field}: must be True or False, got {value!r}")
     return bool(value)
