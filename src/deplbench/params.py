@@ -94,7 +94,7 @@ class _InexactInt(ValueError):
     """A float from 2**53 on given where an integer is declared."""
 
 
-def _is_bool(value: Any) -> bool:
+def is_bool(value: Any) -> bool:
     """Python's or numpy's boolean (``np.True_`` is no ``bool`` subclass, and ``float(np.True_)`` is 1.0);
     numpy is not imported for this: its type is recognised by its module and name."""
     kind = type(value)
@@ -212,7 +212,7 @@ class Param:
         # A tuple may be written as one comma-separated string in any source ("0.9,0.8").
         if strict and isinstance(value, str) and self.type not in (str, tuple):
             raise error(f"parameter {name!r}: expected {expected}, got the string {value!r}")
-        if self.type is not bool and _is_bool(value):
+        if self.type is not bool and is_bool(value):
             # bool is an int subclass: true/false would silently become 1/0.
             raise error(f"parameter {name!r}: expected {expected}, got {value!r}")
         if strict and self.type is int and isinstance(value, float):
@@ -264,7 +264,7 @@ class Param:
             elif isinstance(value, (bytes, Mapping)) or not hasattr(value, "__iter__"):
                 raise TypeError(value)
             element = Param(None, self.item or float)
-            if any(_is_array(v) or (element.type is not bool and _is_bool(v)) for v in value):
+            if any(_is_array(v) or (element.type is not bool and is_bool(v)) for v in value):
                 raise TypeError(value)   # as for a single number: true is not 1, an array is not a number
             return tuple(element._coerce(v) for v in value)
         if self.type is bool:
@@ -275,7 +275,7 @@ class Param:
                 if low in _FALSE:
                     return False
                 raise ValueError(value)
-            if _is_bool(value):
+            if is_bool(value):
                 return bool(value)
             if isinstance(value, (int, float)) and value in (0, 1):
                 return bool(value)
@@ -428,4 +428,4 @@ def resolve(parameters: Mapping[str, Param], given: Mapping[str, Any], *, owner:
 
 
 __all__ = ["GAP", "GROUPED_DIGITS", "MAX_INT", "MAX_SEED", "MIN_INT", "SEED", "TIME_LIMIT", "Param", "int_refusal",
-           "offset_seed", "resolve", "seed_refusal", "trusted"]
+           "is_bool", "offset_seed", "resolve", "seed_refusal", "trusted"]

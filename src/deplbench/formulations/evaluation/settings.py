@@ -27,7 +27,7 @@ from typing import Any
 
 from deplbench.errors import DeplbenchError, PlanError
 from deplbench.limits import MAX_RUNS
-from deplbench.params import seed_refusal
+from deplbench.params import is_bool, seed_refusal
 
 #: Defaults of a closed-loop simulation: runs, seed, level of the intervals.
 RUNS, SEED, CONFIDENCE = 10_000, 0, 0.95
@@ -114,11 +114,9 @@ def check_confidence(confidence, *, field: str = "confidence", error: type[Deplb
 
 
 def check_flag(value, field: str, error: type[DeplbenchError] = PlanError) -> bool:
-    """A yes/no argument: ``True`` or ``False`` (numpy's too); ``"no"``, 0 or None are not,
-    where ``if value`` would read ``"no"`` as yes."""
-    import numpy as np  # here: `deplbench algorithms` reads these settings without numpy
-
-    if not isinstance(value, (bool, np.bool_)):
+    """A yes/no argument: ``True`` or ``False`` (numpy's too, :func:`deplbench.params.is_bool`);
+    ``"no"``, 0 or None are not, where ``if value`` would read ``"no"`` as yes."""
+    if not is_bool(value):
         raise error(f"{field}: must be True or False, got {value!r}")
     return bool(value)
 
