@@ -449,7 +449,7 @@ def level_percent(level: Any, decimals: int = 1) -> str:
 
     ``f"{100 * p:.1f}"`` rounds to nearest, so a confidence of 0.99951 reads
     "100.0 %" — a certainty nobody proved — and 0.9496 reads "95.0 %", more
-    than was shown. A level is a lower bound on a probability, so its text
+    than was proven. A level is a lower bound on a probability, so its text
     never exceeds it: the shortest repr of ``level`` is rounded to 14
     decimals (below the rounding of a sum like 1 − 3 × 0.05 =
     0.8499999999999999, above the gap 1e-12 a level keeps to 1), scaled by
