@@ -965,6 +965,18 @@ def test_api_loaders_refuse_a_non_path_naming_the_argument(loader, error, value)
         getattr(deplbench, loader)(value)
 
 
+@pytest.mark.parametrize("args,field", [((None,), "path"), ((3,), "path"),
+                                        (("r.sqlite", "no"), "readonly")])
+def test_api_results_store_names_a_wrong_argument(tmp_path, monkeypatch, args, field):
+    from deplbench.benchmarks.store import ResultsStore
+
+    monkeypatch.chdir(tmp_path)
+    path, *flag = args
+    with pytest.raises(SweepError, match=rf"^{field}: expected "):
+        ResultsStore(path, **({"readonly": flag[0]} if flag else {}))
+    assert not (tmp_path / "r.sqlite").exists()
+
+
 def test_api_closed_loop_names_a_misplaced_argument():
     from deplbench import closed_loop
     from tests.milp_instances import tiny_instance

@@ -55,6 +55,8 @@ from deplbench.files import (  # noqa: F401
     write_csv,
 )
 from deplbench.jsonio import restore_nonfinite
+from deplbench.limits import as_path
+from deplbench.params import is_bool
 
 #: The stored columns, in order: the fields of
 #: :class:`~deplbench.benchmarks.record.TaskRecord` (their kinds and
@@ -181,7 +183,8 @@ class ResultsStore:
     Raises
     ------
     SweepError
-        The file is missing (``readonly``), is not an SQLite database, is
+        ``path`` is not a file name or ``readonly`` not a bool (naming the
+        argument); the file is missing (``readonly``), is not an SQLite database, is
         a database without the store's ``results`` table, or is of a newer schema.
 
     Notes
@@ -192,8 +195,12 @@ class ResultsStore:
     """
 
     def __init__(self, path: str | os.PathLike, *, readonly: bool = False) -> None:
-        self.path = Path(path)
-        self.readonly = readonly
+        # the Python API's arguments checked like the loaders' (limits.as_path): a clear refusal
+        # naming the argument, not pathlib's TypeError or a string read as a flag
+        self.path = as_path(path, "path", SweepError)
+        if not is_bool(readonly):
+            raise SweepError(f"readonly: expected True or False, got {readonly!r}")
+        self.readonly = bool(readonly)
         self._conn = None
         self._present: set[str] = set()
         # side files a read-only open creates (and cannot remove) are tidied on close, see close()
