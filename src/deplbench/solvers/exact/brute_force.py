@@ -70,6 +70,21 @@ def _model_sequences(instance, K: int):
     return seqs
 
 
+def _cluster_sequences(instance, K: int, holders: set[int], printed: bool) -> list[tuple[int, ...]]:
+    """The cluster sequences of K epochs that eq. (6) allows for the data held by ``holders``."""
+    out = []
+    for clusters in itertools.product(range(instance.n_clusters), repeat=K):
+        used = set(clusters)
+        if not used <= holders:
+            continue  # a training cluster must hold data
+        if printed and any(any(c != n for c in clusters) for n in holders):
+            continue  # eq. (6) as printed: a holder trains in every epoch
+        if not printed and not holders <= used:
+            continue  # eq. (6), intended: a holder trains at least once
+        out.append(clusters)
+    return out
+
+
 def _assignments(instance):
     """Every z(d, n): a tuple with one dataset subset (tuple of indices) per cluster."""
     D = instance.n_datasets
@@ -101,33 +116,32 @@ def search(instance, scenarios: int, seed: int):
                 once += float(beta[list(sub), n].sum())
         holders = {n for n, sub in enumerate(held) if sub}
         for K in range(1, instance.horizon + 1):
+            tuples = _cluster_sequences(instance, K, holders, printed)
+            if not tuples:
+                continue
+            C = np.array(tuples, dtype=int)
+            transfer = once * (K if per_epoch else 1)
+            kappas = instance.unit_cost[C]
             for models in _model_sequences(instance, K):
                 m = np.array(models)
                 check_time(f"brute force, {K}-epoch model sequences")
-                for clusters in itertools.product(range(instance.n_clusters), repeat=K):
-                    used = set(clusters)
-                    if not used <= holders:
-                        continue  # a training cluster must hold data
-                    if printed and any(any(c != n for c in clusters) for n in holders):
-                        continue  # eq. (6) as printed: a holder trains in every epoch
-                    if not printed and not holders <= used:
-                        continue  # eq. (6), intended: a holder trains at least once
-                    checked += 1
-                    c = np.array(clusters)
-                    transfer = once * (K if per_epoch else 1)
-                    compute = compute_need(instance.model_compute[m], volume[c])
-                    with np.errstate(over="ignore"):  # a bandwidth of 5e-324 gives inf: no slack, skipped
-                        comm = instance.model_size[m] / instance.bandwidth[c]
-                    # cheap lower bound first: uncapped closed form ≤ exact cost
-                    slack = instance.time_max - comm.sum()
-                    if slack <= 0:
-                        continue
-                    kappa = instance.unit_cost[c]
+                checked += len(tuples)
+                # the plans of one model sequence at once, row by row as one plan would be
+                # computed (rows of K ≤ 6 are summed in order), so the cheap lower bound below
+                # — uncapped closed form ≤ exact cost — prunes exactly as plan by plan
+                computes = compute_need(instance.model_compute[m][None, :], volume[C])
+                # a bandwidth of 5e-324 gives inf: no slack, skipped; the bounds of the rows
+                # without slack (divided by 0 or −inf) are never read
+                with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
+                    comms = instance.model_size[m][None, :] / instance.bandwidth[C]
+                    slacks = instance.time_max - comms.sum(axis=1)
                     # a square past binary64 is an inf bound: such a plan is never the cheapest
-                    with np.errstate(over="ignore"):
-                        bound = np.sum(sqrt_product(compute, kappa)) ** 2 / slack + transfer
-                    if bound >= best_cost:
+                    bounds = np.sum(sqrt_product(computes, kappas), axis=1) ** 2 / slacks + transfer
+                for row in np.flatnonzero(~(slacks <= 0)):
+                    if bounds[row] >= best_cost:
                         continue
+                    clusters, c = tuples[row], C[row]
+                    compute, comm, kappa = computes[row], comms[row], kappas[row]
                     key = (models, tuple(gamma[c]))
                     ok = quantile_cache.get(key)
                     if ok is None:
