@@ -18,6 +18,10 @@ instead of being skipped silently):
   counts as a Python print does (tests/cli/test_json_stdout.py runs
   commands as subprocesses).
 
+Each algorithm runs once per small instance, through that command: the
+status and constraint checks judge the :class:`SolveResult` its ``solve()``
+call returned, the JSON check what it printed.
+
 Parameters that only make runs shorter (scenario counts, time limits,
 check sample sizes) are passed to an algorithm only if it declares them.
 """
@@ -26,6 +30,7 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import dataclass
 
 import numpy as np
 import pytest
@@ -65,6 +70,9 @@ FAST = {
     "tune_runs": 500,
     "iters_lam": 3,
     "iters_mu": 3,
+    # a coarser remaining-time grid than the default's finest affordable one: the deadline is still
+    # carried (the timed DP runs), and the lower bound on these instances is the same
+    "time_points": 16,
 }
 EVAL_SAMPLES = 2000
 
@@ -119,18 +127,55 @@ def tiny_instances():
 
 
 @pytest.fixture(scope="module")
-def results(realistic_small, knapsack_small):
-    """One run of every algorithm on both small instances (shared by tests)."""
-    out = {}
+def instance_files(tmp_path_factory, realistic_small, knapsack_small) -> dict:
+    root = tmp_path_factory.mktemp("algorithms")
+    paths = {}
     for label, inst in (("realistic", realistic_small), ("knapsack", knapsack_small)):
-        for name in NAMES:
-            try:
-                get_solver(name)
-            except Exception as exc:  # noqa: BLE001 - reported by test_registry_loads
-                out[(label, name)] = exc
-                continue
-            out[(label, name)] = solve(inst, name, eval_samples=EVAL_SAMPLES, **fast_params(name))
-    return out
+        paths[label] = root / f"{label}.json"
+        inst.save(paths[label])
+    return paths
+
+
+@dataclass
+class Run:
+    """One ``deplbench solve --json`` run: exit status, fds 1 and 2 as the command left them, and the
+    result its ``solve()`` call returned (None if it returned none)."""
+
+    status: object
+    out: str
+    err: str
+    result: SolveResult | None
+
+
+@pytest.fixture(scope="module")
+def _runs() -> dict:
+    """The module's store of :func:`runs`, filled on first use."""
+    return {}
+
+
+@pytest.fixture
+def runs(_runs, instance_files, capfd) -> dict:
+    """One run of every algorithm on both small instances (shared by tests), keyed (label, name).
+
+    Function-scoped for ``capfd`` (the file-descriptor capture the command's output is read
+    with); the runs themselves are made once per module."""
+    if not _runs:
+        for label, path in instance_files.items():
+            for name in NAMES:
+                _runs[(label, name)] = _cli(path, name, capfd)
+    return _runs
+
+
+def loaded_result(runs, label: str, name: str) -> SolveResult:
+    """The run's result; the test fails if the algorithm cannot be loaded or the command returned none."""
+    try:
+        get_solver(name)
+    except Exception as exc:  # noqa: BLE001 - reported by test_registry_loads too
+        pytest.fail(f"{name} cannot be loaded: {exc}")
+    run = runs[(label, name)]
+    if run.result is None:
+        pytest.fail(f"{name}: solve() returned no result (rc={run.status}): {run.err.strip()[-300:]}")
+    return run.result
 
 
 # ---------------------------------------------------------------------- tests
@@ -143,10 +188,8 @@ def test_registry_loads(name):
 
 @pytest.mark.parametrize("label", ["realistic", "knapsack"])
 @pytest.mark.parametrize("name", NAMES)
-def test_status_and_constraints(results, realistic_small, knapsack_small, name, label):
-    res = results[(label, name)]
-    if isinstance(res, Exception):
-        pytest.fail(f"{name} cannot be loaded: {res}")
+def test_status_and_constraints(runs, realistic_small, knapsack_small, name, label):
+    res = loaded_result(runs, label, name)
     inst = realistic_small if label == "realistic" else knapsack_small
     assert res.algorithm == name
     if declined(name, inst, res):
@@ -170,11 +213,9 @@ def test_status_and_constraints(results, realistic_small, knapsack_small, name, 
 
 
 @pytest.mark.parametrize("name", NAMES)
-def test_nothing_beats_the_knapsack_dp(results, knapsack_small, name):
+def test_nothing_beats_the_knapsack_dp(runs, knapsack_small, name):
     """A deterministic plan that reaches ℓmax within Tmax costs ≥ the DP optimum."""
-    res = results[("knapsack", name)]
-    if isinstance(res, Exception):
-        pytest.fail(f"{name} cannot be loaded: {res}")
+    res = loaded_result(runs, "knapsack", name)
     optimum = knapsack_optimum_from_instance(knapsack_small)
     assert math.isfinite(optimum)
     if declined(name, knapsack_small, res):
@@ -229,31 +270,40 @@ def test_no_algorithm_beats_brute_force_on_tiny_instances(index):
     assert len(checked) >= 3, f"too few comparable plans: {checked}"
 
 
-def _cli(path, name, capfd) -> tuple[int, str, str]:
-    """``deplbench solve PATH --algo NAME --json``: (exit status, stdout, stderr) as file
-    descriptors 1 and 2 saw them."""
+def _cli(path, name, capfd) -> Run:
+    """``deplbench solve PATH --algo NAME --json``, its output as file descriptors 1 and 2 saw it and
+    the result its ``solve()`` call returned."""
+    import deplbench.solvers.run as run_module
     from deplbench.cli import main
 
     args = ["solve", str(path), "--algo", name, "--json", "--eval-samples", str(EVAL_SAMPLES)]
     for key, value in fast_params(name).items():
         args += ["--param", f"{key}={value}"]
+    returned: list[SolveResult] = []
+    real = run_module.solve
+
+    def recorded(*a, **kw):
+        returned.append(real(*a, **kw))
+        return returned[-1]
+
     capfd.readouterr()
-    try:
-        status = main(args)
-    except SystemExit as exc:            # argparse
-        status = exc.code
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(run_module, "solve", recorded)   # the command looks solve() up when it runs
+        try:
+            status = main(args)
+        except SystemExit as exc:            # argparse
+            status = exc.code
     out, err = capfd.readouterr()
-    return status, out, err
+    assert len(returned) <= 1, f"{name}: one command, {len(returned)} solves"
+    return Run(status, out, err, returned[0] if returned else None)
 
 
 @pytest.mark.parametrize("label", ["realistic", "knapsack"])
-def test_cli_solve_json_for_every_algorithm(tmp_path, realistic_small, knapsack_small, label, capfd):
+def test_cli_solve_json_for_every_algorithm(runs, realistic_small, knapsack_small, label):
     inst = realistic_small if label == "realistic" else knapsack_small
-    path = tmp_path / f"{label}.json"
-    inst.save(path)
-    runs = {name: _cli(path, name, capfd) for name in NAMES}
     failures = []
-    for name, (status, out, err) in runs.items():
+    for name in NAMES:
+        status, out, err = (getattr(runs[(label, name)], f) for f in ("status", "out", "err"))
         lines = [ln for ln in out.splitlines() if ln.strip()]
         if status not in (0, 1) or len(lines) != 1:
             failures.append(f"{name}: rc={status}, stdout lines={len(lines)}, stderr={err.strip()[-300:]}")
