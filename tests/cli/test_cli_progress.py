@@ -93,6 +93,15 @@ def _on_a_terminal(argv: list[str], cwd) -> tuple[int, str, str]:
     return proc.returncode, out, b"".join(chunks).decode(errors="replace")
 
 
+def _knapsack(tmp_path, deplbench_cli):
+    """``deplbench generate knapsack --n-items 4 --param horizon=4``, in this process: the instance the
+    commands under test read."""
+    inst = tmp_path / "k.json"
+    status, _, err = deplbench_cli("generate", "knapsack", "--n-items", "4", "--param", "horizon=4", "-o", inst)
+    assert status == 0, err
+    return inst
+
+
 def _sweep(tmp_path, solver: str) -> str:
     (tmp_path / "s.toml").write_text(textwrap.dedent(f"""
         [sweep]
@@ -133,12 +142,10 @@ def test_run_shows_a_bar_on_a_terminal_without_solver_banners(tmp_path, solver):
 
 
 @pytest.mark.integration
-def test_solve_with_scip_prints_no_highs_banner_and_names_the_solver(tmp_path):
+def test_solve_with_scip_prints_no_highs_banner_and_names_the_solver(tmp_path, deplbench_cli):
     if importlib.util.find_spec("pyscipopt") is None:
         pytest.skip("pyscipopt (the peers extra) is not installed")
-    inst = tmp_path / "k.json"
-    subprocess.run([sys.executable, "-m", "deplbench", "generate", "knapsack", "--n-items", "4",
-                    "--param", "horizon=4", "-o", str(inst)], check=True, capture_output=True)
+    inst = _knapsack(tmp_path, deplbench_cli)
     for solver in ("scip", "highs"):
         proc = subprocess.run([sys.executable, "-m", "deplbench", "solve", str(inst), "--algo", "milp",
                                "--solver", solver, "--scenarios", "20"],
@@ -149,10 +156,8 @@ def test_solve_with_scip_prints_no_highs_banner_and_names_the_solver(tmp_path):
 
 
 @pytest.mark.integration
-def test_simulate_shows_its_stages_on_a_terminal(tmp_path):
-    inst = tmp_path / "k.json"
-    subprocess.run([sys.executable, "-m", "deplbench", "generate", "knapsack", "--n-items", "4",
-                    "--param", "horizon=4", "-o", str(inst)], check=True, capture_output=True)
+def test_simulate_shows_its_stages_on_a_terminal(tmp_path, deplbench_cli):
+    inst = _knapsack(tmp_path, deplbench_cli)
     status, out, term = _on_a_terminal(["simulate", str(inst), "--algo", "knapsack-dp", "--runs", "200"],
                                        tmp_path)
     assert status == 0, term
@@ -164,10 +169,8 @@ def test_simulate_shows_its_stages_on_a_terminal(tmp_path):
 
 
 @pytest.mark.integration
-def test_certify_counts_its_tasks_on_a_terminal(tmp_path):
-    inst = tmp_path / "k.json"
-    subprocess.run([sys.executable, "-m", "deplbench", "generate", "knapsack", "--n-items", "4",
-                    "--param", "horizon=4", "-o", str(inst)], check=True, capture_output=True)
+def test_certify_counts_its_tasks_on_a_terminal(tmp_path, deplbench_cli):
+    inst = _knapsack(tmp_path, deplbench_cli)
     status, out, term = _on_a_terminal(["certify", str(inst), "--validation", "2000"], tmp_path)
     assert status in (0, 1), term
     assert "certify:" in term and "task" in term and BANNER not in term
@@ -175,13 +178,12 @@ def test_certify_counts_its_tasks_on_a_terminal(tmp_path):
 
 
 @pytest.mark.integration
-def test_adaptive_shows_its_stages_on_a_terminal(tmp_path):
-    inst = tmp_path / "p.json"
-    subprocess.run([sys.executable, "-m", "deplbench", "generate", "realistic", "--family", "pact-vgg11",
-                    "-o", str(inst)], check=True, capture_output=True)
-    # --slopes 0: the stages shown are the same; the water-filling passes would only add time
+def test_adaptive_shows_its_stages_on_a_terminal(tmp_path, deplbench_cli):
+    inst = _knapsack(tmp_path, deplbench_cli)
+    # --slopes 0 and --time-points 0 (the deadline priced, not carried): the stages shown are the same;
+    # the water-filling and deadline-carrying passes would only add time
     small = ["--one-grid", "--buckets", "40", "--runs", "2000", "--tune-runs", "2000", "--iters-lam", "2",
-             "--iters-mu", "2", "--slopes", "0"]
+             "--iters-mu", "2", "--slopes", "0", "--time-points", "0"]
     status, out, term = _on_a_terminal(["adaptive", str(inst), *small], tmp_path)
     assert status in (0, 1), term
     assert "adaptive: 40 buckets" in term

@@ -29,23 +29,28 @@ pytestmark = pytest.mark.integration
 
 @pytest.fixture(scope="module")
 def files(tmp_path_factory, deplbench_cli):
-    """A tiny knapsack instance (one cluster, K̄ = 4) and an MILP result for it."""
+    """A tiny knapsack instance (one cluster, K̄ = 4) and an MILP result for it, a library of one entry and
+    HiGHS's solution of its PWL file: inputs of the commands, made in this process (only the commands
+    under test need a process of their own)."""
+    import highspy
+
     root = tmp_path_factory.mktemp("json_stdout")
     inst = root / "k.json"
     inst.write_text(generate("knapsack", n_items=4, seed=0, horizon=4).to_json(), encoding="utf-8")
     result = root / "milp.json"
-    proc = deplbench_cli.process("solve", inst, "--algo", "milp", "--eval-samples", 500, "-o", result)
-    assert proc.returncode == 0, proc.stderr
+    status, _, err = deplbench_cli("solve", inst, "--algo", "milp", "--eval-samples", 500, "-o", result)
+    assert status == 0, err
     lib = root / "lib"
-    proc = deplbench_cli.process("library", "build", "--out", lib, "--only", LIBRARY_ENTRY, "--time-limit", 600,
-                                 "--no-true-optimum")
-    assert proc.returncode == 0, proc.stderr
+    status, _, err = deplbench_cli("library", "build", "--out", lib, "--only", LIBRARY_ENTRY, "--time-limit", 600,
+                                   "--no-true-optimum")
+    assert status == 0, err
     sol = root / "pwl.sol"             # HiGHS's solution of the PWL file, for `library verify`
-    code = ("import highspy, sys; h = highspy.Highs(); h.setOptionValue('output_flag', False); "
-            "h.readModel(sys.argv[1]); h.run(); h.writeSolution(sys.argv[2], 0)")
-    proc = subprocess.run([sys.executable, "-c", code, str(lib / "pwl" / f"{LIBRARY_ENTRY}.mps.gz"), str(sol)],
-                          capture_output=True, text=True, timeout=600, check=False)
-    assert proc.returncode == 0, proc.stderr
+    h = highspy.Highs()
+    h.setOptionValue("output_flag", False)
+    h.readModel(str(lib / "pwl" / f"{LIBRARY_ENTRY}.mps.gz"))
+    h.run()
+    h.writeSolution(str(sol), 0)
+    assert sol.is_file()
     return {"instance": inst, "result": result, "lib": lib, "tmp": root, "sol": sol}
 
 
@@ -62,8 +67,9 @@ JSON_COMMANDS = {
     "evaluate": (["evaluate", "{instance}", "{result}", "--samples", "500", "--json"], dict),
     "certify": (["certify", "{instance}", "--replications", "2", "--scenarios", "20",
                  "--validation", "200", "--grid-seeds", "1", "--risk-grid", "1", "--json"], dict),
+    # 16 time points: the deadline-carrying passes run, on a coarser grid than the default's
     "adaptive": (["adaptive", "{instance}", "--one-grid", "--buckets", "50", "--runs", "500",
-                  "--tune-runs", "200", "--json"], dict),
+                  "--tune-runs", "200", "--time-points", "16", "--json"], dict),
     "simulate": (["simulate", "{instance}", "--algo", "depl", "--runs", "500",
                   "--eval-samples", "500", "--json"], dict),
     "library-build": (["library", "build", "--out", "{tmp}/lib-json", "--only", LIBRARY_ENTRY,
