@@ -295,7 +295,7 @@ def test_simulate_adaptive_opt_text_and_json(tmp_path, deplbench_cli):
     # time_points=0: the deadline priced and carried by water-filling, not on a time grid
     # (the output is the same kind; the time grid's passes are what takes the time here)
     args = ("simulate", path, "--algo", "adaptive-opt", "--runs", 100, "--eval-samples", 500, "--quiet",
-            "--param", "runs=2000", "--param", "tune_runs=500", "--param", "buckets=100",
+            "--param", "runs=2000", "--param", "tune_runs=500", "--param", "buckets=50",
             "--param", "time_points=0")
     status, out, err = deplbench_cli(*args)
     assert status == 0, err
