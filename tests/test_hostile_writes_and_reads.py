@@ -852,7 +852,7 @@ _MINI_SWEEP = ('[sweep]\nname="m"\nevaluation={samples=200,seed=0}\n[[instances]
 
 @pytest.mark.integration
 @pytest.mark.slow
-def test_store_on_a_read_only_mount_is_exported_and_run_is_refused(tmp_path):
+def test_store_on_a_read_only_mount_is_exported_and_run_is_refused(tmp_path, deplbench_cli):
     """The real case: a store on a read-only bind mount (needs a private mount
     namespace: root and ``unshare -m``; skipped otherwise)."""
     import shutil
@@ -869,9 +869,10 @@ def test_store_on_a_read_only_mount_is_exported_and_run_is_refused(tmp_path):
     sweep = tmp_path / "mini.toml"
     sweep.write_text(_MINI_SWEEP, encoding="utf-8")
     db = ro / "store.sqlite"
+    # the store is made in this process; the commands on the read-only mount run in its namespace
+    status, _, err = deplbench_cli("run", sweep, "--db", db, "--workers", 1, "--no-progress")
+    assert status == 0, err
     cmd = [sys.executable, "-m", "deplbench"]
-    subprocess.run([*cmd, "run", str(sweep), "--db", str(db), "--workers", "1", "--no-progress"],
-                   check=True, capture_output=True)
     script = (f"mount --bind {ro} {ro} && mount -o remount,bind,ro {ro} && "
               f"{' '.join(cmd)} export {db} --format csv -o {tmp_path / 'x.csv'}; echo rc=$?; "
               f"{' '.join(cmd)} run {sweep} --db {db} --workers 1 --no-progress; echo rc=$?")

@@ -130,10 +130,10 @@ def test_schema_and_evaluate(tmp_path, deplbench_cli):
     # A solver result wrapping the plan is accepted too.
     write_json(tmp_path / "short.json", {"algorithm": "x", "status": "feasible", "plan": short.to_dict()})
 
-    proc = deplbench_cli.process("evaluate", ipath, tmp_path / "good.json", "--samples", 20000, "--seed", 1,
-                                 "--json")
-    assert proc.returncode == 0, proc.stderr
-    ev = json.loads(proc.stdout)
+    status, out, err = deplbench_cli("evaluate", ipath, tmp_path / "good.json", "--samples", 20000, "--seed", 1,
+                                     "--json")
+    assert status == 0, err
+    ev = json.loads(out)
     assert ev["verdict"] == "feasible" and ev["epochs"] == 27 and ev["samples"] == 20000
     assert ev["quantile_ci"][0] <= ev["quantile"] <= ev["quantile_ci"][1] <= 13.0
     assert len(ev["mean"]) == 28

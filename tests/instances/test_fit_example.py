@@ -16,7 +16,7 @@ LOG = ROOT / "docs" / "example_training_log.csv"
 
 
 @pytest.mark.integration
-def test_documented_command_runs_and_the_output_validates(tmp_path):
+def test_documented_command_runs_and_the_output_validates(tmp_path, deplbench_cli):
     doc = (ROOT / "docs" / "fit.md").read_text(encoding="utf-8")
     cmd = "deplbench fit docs/example_training_log.csv --family alexnet -o fitted.json --report fit-report"
     assert cmd in doc
@@ -29,9 +29,8 @@ def test_documented_command_runs_and_the_output_validates(tmp_path):
     # the fit lines go where the page says they go
     stream = "stdout" if "switch pair to stdout" in doc else "stderr"
     assert stream == "stdout" and "A=" in p.stdout and "A=" not in p.stderr
-    v = subprocess.run([sys.executable, "-m", "deplbench", "validate", str(tmp_path / "fitted.json")],
-                       capture_output=True, text=True)
-    assert v.returncode == 0, v.stderr
+    status, _, err = deplbench_cli("validate", tmp_path / "fitted.json")
+    assert status == 0, err
     fitted = load_instance(tmp_path / "fitted.json")
     truth = generate("realistic", family="alexnet")
     assert [m.name for m in fitted.models] == [m.name for m in truth.models]
