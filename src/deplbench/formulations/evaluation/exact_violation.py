@@ -305,13 +305,40 @@ def discretise_all(terms: list[Term], h: float, eps: float) -> list:
             spans.append((jl, ju))
             zs.append((np.arange(jl, ju + 1, dtype=float) * h - t.b) / t.a)
         z = np.concatenate(zs)
-        cdf, sf, pdf = (np.asarray(f(z), dtype=float) for f in (dist.cdf, dist.sf, dist.pdf))
+        cdf, sf = _cdf_sf(dist, z, [terms[i] for i in idx], spans, h)
+        pdf = np.asarray(dist.pdf(z), dtype=float)
         start = 0
         for i, (jl, ju) in zip(idx, spans):
             sl = slice(start, start + ju - jl + 1)
             out[i] = _cells(jl, ju, h, terms[i], cdf[sl], sf[sl], pdf[sl])
             start = sl.stop
     return out
+
+
+def _cdf_sf(dist, z: np.ndarray, terms: list[Term], spans: list, h: float) -> tuple[np.ndarray, np.ndarray]:
+    """The law's cdf and sf at z (the terms' grids end to end) where :func:`_cells` reads them: a term's
+    cdf below its median and sf above it, two cells past it, or every value where that misses a read.
+    The functions are elementwise: a value read is the one a call on all of z gives (NaN: never read)."""
+    med = float(np.asarray(dist.ppf(0.5)))
+    want = np.zeros((2, z.size), dtype=bool)                    # rows: X's cdf, X's sf
+    stops = np.cumsum([ju - jl + 1 for jl, ju in spans]).tolist()
+    for t, (jl, ju), stop in zip(terms, spans, stops):
+        n, mid = ju - jl + 1, (t.a * med + t.b) / h - jl        # mid: the lattice index of Y's median
+        k = min(max(math.floor(mid), 0), n - 1) if math.isfinite(mid) else n
+        want[int(t.a < 0), stop - n:stop - n + min(n, k + 3)] = True      # Y's cdf is X's sf when a < 0
+        want[int(t.a > 0), stop - n + max(0, k - 1):stop] = True
+    out = np.full((2, z.size), np.nan)
+    for f, o, w in zip((dist.cdf, dist.sf), out, want):
+        o[w] = np.asarray(f(z[w]), dtype=float)
+    for t, o, w, zt in zip(terms, *(np.split(x, stops[:-1], axis=-1) for x in (out, want, z))):
+        ycdf, ysf = o[::1 if t.a > 0 else -1]               # views of out: a term's values
+        # a cdf not computed is ≥ 0.5 where its sf is below 0.5 by far more than cdf + sf − 1 (2·_CDF_ERROR)
+        miss = np.where(ycdf[:-1] < 0.5, np.isnan(ycdf[1:]), np.isnan(ysf[:-1]) | np.isnan(ysf[1:])
+                        | (np.isnan(ycdf[:-1]) & ~(ysf[:-1] < 0.5 - 1e3 * _CDF_ERROR)))
+        if miss.any() or math.isnan(ycdf[0]) or math.isnan(ysf[-1]):
+            for f, oi, wi in zip((dist.cdf, dist.sf), o, w):
+                oi[~wi] = np.asarray(f(zt[~wi]), dtype=float)
+    return out[0], out[1]
 
 
 @lru_cache(maxsize=16)
