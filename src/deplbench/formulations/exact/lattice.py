@@ -194,9 +194,11 @@ class SpectralLattice:
         widest += sum(sorted((c[1].size for c in self.jump if c is not None), reverse=True)[:M])
         self.N = N = 2 * sfft.next_fast_len((widest + self.n_max + 3) // 2 + 1, real=True)   # even
         # tail sums straight from the spectrum (no inverse FFT): see tail()
-        self._omega = np.exp(2j * np.pi * np.arange(N) / N)
-        self._k = np.arange(1, N // 2)
-        self._inv = 1.0 / (self._omega[1:N // 2] - 1.0)
+        omega = np.exp(2j * np.pi * np.arange(N) / N)
+        self._one_minus = 1.0 - omega
+        # k·i0 < N²/2: int32 where that fits, whose floor division by a scalar (libdivide) is cheap
+        self._k = np.arange(1, N // 2, dtype=np.int32 if N * N // 2 < 2**31 else np.int64)
+        self._inv = 1.0 / (omega[1:N // 2] - 1.0)
         self.allowance = fft_allowance(N, self.n_max + 1, N) + 4 * (self.n_max + 3) * 1.2e-16 * (math.log(N) + 1)
         self._ih: dict = {}
         # spectra on first use (one rfft each): a caller judging a few sequences
@@ -243,7 +245,9 @@ class SpectralLattice:
             return float(X[0].real)
         if i0 >= N:
             return 0.0
-        g = (1.0 - self._omega[(self._k * i0) % N]) * self._inv
+        j = self._k * i0                         # 0 < i0 < N: no overflow (see __init__)
+        j -= (j // N) * N                        # (k·i0) mod N
+        g = self._one_minus[j] * self._inv
         x = X[1:N // 2]
         # real arithmetic: a complex np.dot goes through BLAS, whose call overhead dominates this short sum
         total = X[0].real * (N - i0) + 2.0 * float((x.real * g.real - x.imag * g.imag).sum())
