@@ -169,7 +169,10 @@ def sqrt_product(a, b) -> np.ndarray:
     a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
     with np.errstate(over="ignore"):
         product = a * b
-    return np.where(np.isfinite(product), np.sqrt(product), np.sqrt(a) * np.sqrt(b))
+    finite = np.isfinite(product)
+    if product.ndim and finite.all():    # the common case (once per plan in exhaustive searches)
+        return np.sqrt(product)
+    return np.where(finite, np.sqrt(product), np.sqrt(a) * np.sqrt(b))
 
 
 def epoch_parameters(instance, models, clusters, datasets) -> tuple[np.ndarray, ...]:
