@@ -363,6 +363,7 @@ def _oracle(inst):
     return best_u, best_l, every_infeasible
 
 
+@functools.cache          # deterministic per seed: seed 14 is in the sample and in the deadline test
 def _random_tiny(seed: int):
     """A random tiny instance (K̄ = 3–4, 2–3 models, inverse-gamma runs) whose ℓmax
     makes it ordinary, infeasible or at the boundary of one sequence."""
