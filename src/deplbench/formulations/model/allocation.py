@@ -170,7 +170,7 @@ def sqrt_product(a, b) -> np.ndarray:
     with np.errstate(over="ignore"):
         product = a * b
     finite = np.isfinite(product)
-    if product.ndim and finite.all():    # the common case (once per plan in exhaustive searches)
+    if product.ndim and finite.all():    # the common case: no fallback to compute
         return np.sqrt(product)
     return np.where(finite, np.sqrt(product), np.sqrt(a) * np.sqrt(b))
 
