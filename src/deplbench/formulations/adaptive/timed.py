@@ -89,6 +89,9 @@ TIMED_RATE = 5e8
 #: Carried-deadline passes of one grid besides the μ search's: the deadline-aware
 #: best-success check and the carried policy's tuning.
 TIMED_EXTRA_PASSES = 6
+#: Cells (rows × grid points × loss buckets) of one block of :func:`_epoch_best`'s min-plus step:
+#: its working arrays then stay in a core's cache.
+EPOCH_CELLS = 32768
 
 
 def timed_work(chain: Chain, points: int) -> float:
@@ -272,24 +275,39 @@ def _epoch_best(ex: np.ndarray, money: np.ndarray, off: int) -> tuple[np.ndarray
 
     ex : (R, G1, Q, L1) expectations at each landing grid point; money : (R, G1).
     Returns the chosen (R, G1, Q, L1) with the charge added to V, and the lags (R, G1, L1)
-    (lag 0 and inf where nothing is allowed)."""
+    (lag 0 and inf where nothing is allowed).
+
+    The least lag wins a tie (strict comparison, lags in ascending order). The buckets are
+    independent, so they are taken in blocks of about :data:`EPOCH_CELLS` cells copied to
+    contiguous arrays, which the loop over the lags then reads in cache; every output is the
+    same, bit for bit, whatever the blocks."""
     R, G1, Q, L1 = ex.shape
     out = np.full((R, G1, Q, L1), np.inf)
-    out[:, :, F] = 1.0
-    lag = np.zeros((R, G1, L1), dtype=np.int32)
-    for d in range(1, G1):
-        c = money[:, d]
-        if not np.isfinite(c).any():
-            continue
+    lag = np.empty((R, G1, L1), dtype=np.int32)
+    steps = [(d, money[:, d, None, None]) for d in range(1, G1) if np.isfinite(money[:, d]).any()]
+    width = max(8, EPOCH_CELLS // (R * G1))
+    for a in range(0, L1, width):
+        z = min(L1, a + width)
         # j = d − off .. G lands on j − d + off = 0 .. G − d + off
-        src = ex[:, 0:G1 - d + off]
-        js = slice(d - off, G1)
-        val = c[:, None, None] + src[:, :, V]              # (R, n_j, L1)
-        cur = out[:, js]                                   # views: updated in place
-        better = val < cur[:, :, V]
-        np.copyto(cur[:, :, V], val, where=better)
-        np.copyto(cur[:, :, F], src[:, :, F], where=better)
-        np.copyto(lag[:, js], d, where=better)
+        ex_v = np.ascontiguousarray(ex[:, :, V, a:z])
+        ex_f = np.ascontiguousarray(ex[:, :, F, a:z])
+        best_v = np.full(ex_v.shape, np.inf)
+        best_f = np.ones(ex_v.shape)
+        best_d = np.zeros(ex_v.shape, dtype=np.int32)
+        val = np.empty(ex_v.shape)
+        better = np.empty(ex_v.shape, dtype=bool)
+        for d, c in steps:
+            n = G1 - d + off
+            js = slice(d - off, G1)
+            v, b = val[:, :n], better[:, :n]
+            np.add(c, ex_v[:, :n], out=v)
+            np.less(v, best_v[:, js], out=b)
+            np.copyto(best_v[:, js], v, where=b)
+            np.copyto(best_f[:, js], ex_f[:, :n], where=b)
+            np.copyto(best_d[:, js], d, where=b)
+        out[:, :, V, a:z] = best_v
+        out[:, :, F, a:z] = best_f
+        lag[:, :, a:z] = best_d
     return out, lag
 
 
