@@ -27,8 +27,9 @@ import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import matplotlib.text as mtext
+import matplotlib as mpl
 import pandas as pd
+from matplotlib.backends.backend_agg import FigureCanvasAgg
 
 from deplbench.files import refuse_overwrite, store_files, write_csv
 from deplbench.jsonio import dumps
@@ -235,20 +236,26 @@ def _write_table(out: Path, t: Table) -> None:
 
 
 def _write_figure(out: Path, f: Figure, opts: ReportOptions) -> None:
-    # Labels come from the data (algorithm names): drawn as plain text, never
-    # parsed as mathtext, so "x_{$\\frac$}" is a label, not a parse error.
-    for text in f.fig.findobj(mtext.Text):
-        text.set_parse_math(False)
     # drawn at the dpi it is saved at, PNG last (SVG lays out at 72 dpi), so
     # the readability check measures the layout of the PNG as written
     f.fig.set_dpi(opts.dpi)
     for fmt in sorted(opts.formats, key=lambda x: x == "png"):
-        meta = {"Software": None} if fmt == "png" else {"Date": None}
         with warnings.catch_warnings():
             # small --scale figures with long legends cannot be laid out tightly;
             # matplotlib then draws them unadjusted, which is fine for a report
             warnings.filterwarnings("ignore", message="constrained_layout not applied")
-            f.fig.savefig(out / "figures" / f"{f.name}.{fmt}", dpi=opts.dpi, metadata=meta)
+            if fmt == "png":
+                # the Agg canvas draws once, laying the figure out in that draw
+                # (savefig would first draw it unrendered just to lay it out);
+                # the figure's own canvas is put back, so that the Agg canvas
+                # and its pixel buffer are freed at once
+                canvas = f.fig.canvas
+                FigureCanvasAgg(f.fig).print_png(out / "figures" / f"{f.name}.png",
+                                                 metadata={"Software": None})
+                f.fig.set_canvas(canvas)
+            else:
+                f.fig.savefig(out / "figures" / f"{f.name}.{fmt}", dpi=opts.dpi,
+                              metadata={"Date": None})
 
 
 def build_report(source, out_dir: str | Path, bench_json: str | Path | None = None,
@@ -296,7 +303,11 @@ def build_report(source, out_dir: str | Path, bench_json: str | Path | None = No
     bench, bench_notes = load_bench_json(bench_json)
     out, work = _prepare_out(out_dir)
     try:
-        summary = _build(data, bench, bench_notes, bench_json, out, work, opts, say)
+        # Labels come from the data (algorithm names): every text of every
+        # figure, tick labels made while drawing included, is plain text,
+        # never parsed as mathtext, so "x_{$\\frac$}" is a label, not a parse error.
+        with mpl.rc_context({"text.parse_math": False}):
+            summary = _build(data, bench, bench_notes, bench_json, out, work, opts, say)
     except BaseException:
         shutil.rmtree(work, ignore_errors=True)
         raise
