@@ -29,7 +29,7 @@ import numpy as np
 import pandas as pd
 from matplotlib import colormaps
 from matplotlib.figure import Figure
-from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+from matplotlib.ticker import FuncFormatter, Locator, LogLocator, NullFormatter
 
 from deplbench.reports.readability import MAX_SERIES, tag
 from deplbench.reports.stats import performance_profile, profile_curve
@@ -96,6 +96,54 @@ def add_legend(fig, axes, fontsize: float = LEGEND_PT) -> None:
                    fontsize=max(fontsize, LEGEND_PT), ncols=ncol, frameon=False)
 
 
+class InView(Locator):
+    """The ticks of ``locator`` that lie in the axis' view.
+
+    A log locator also returns the ticks of the decades on either side of
+    the view, and matplotlib makes, positions and measures a tick for each
+    of them at every layout step, then draws only those in view. Where a
+    tick's label depends on its own value alone (a NullFormatter, a
+    FuncFormatter of the value; not a ScalarFormatter, whose digits follow
+    every location), the ones outside are dropped here: the ticks drawn
+    are the same ones.
+    """
+
+    def __init__(self, locator: Locator) -> None:
+        self.locator = locator
+
+    def set_axis(self, axis) -> None:
+        super().set_axis(axis)
+        self.locator.set_axis(axis)
+
+    def __call__(self):
+        locs = np.asarray(self.locator(), float)
+        if locs.size == 0 or self.axis is None:
+            return locs
+        tr = self.axis.get_transform()
+        lo, hi = sorted(tr.transform(np.asarray(self.axis.get_view_interval(), float)))
+        t = tr.transform(locs)
+        # generous slack: what matplotlib keeps within 1e-10 of the view stays
+        slack = 1e-6 * (hi - lo)
+        return locs[(t >= lo - slack) & (t <= hi + slack)]
+
+    def tick_values(self, vmin, vmax):
+        return self.locator.tick_values(vmin, vmax)
+
+    def nonsingular(self, v0, v1):
+        return self.locator.nonsingular(v0, v1)
+
+    def view_limits(self, vmin, vmax):
+        return self.locator.view_limits(vmin, vmax)
+
+
+def unlabelled_minor_ticks(axis) -> None:
+    """No labels on ``axis``' minor ticks, and only those in view made."""
+    axis.set_minor_formatter(NullFormatter())
+    loc = axis.get_minor_locator()
+    if not isinstance(loc, InView):
+        axis.set_minor_locator(InView(loc))
+
+
 def log_axis(ax, which: str, values=None) -> None:
     """Log scale with plain tick labels (1, 2, 5, 10, ...). Over more than
     1.5 decades only the powers of ten are labelled, so labels never run
@@ -108,9 +156,9 @@ def log_axis(ax, which: str, values=None) -> None:
         v = v[np.isfinite(v) & (v > 0)]
         if v.size and v.max() / v.min() > 30:
             subs = (1.0,)
-    axis.set_major_locator(LogLocator(base=10, subs=subs))
+    axis.set_major_locator(InView(LogLocator(base=10, subs=subs)))
     axis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
-    axis.set_minor_formatter(NullFormatter())
+    unlabelled_minor_ticks(axis)
 
 
 def value_ticks(ax, values, max_ticks: int = 8) -> None:

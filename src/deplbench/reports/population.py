@@ -18,10 +18,10 @@ import math
 
 import numpy as np
 import pandas as pd
-from matplotlib.ticker import FixedLocator, FuncFormatter, NullFormatter
+from matplotlib.ticker import FixedLocator, FuncFormatter
 
 from deplbench.jsonio import level_percent
-from deplbench.reports.figures import PANEL, Styles, add_legend, new_figure
+from deplbench.reports.figures import PANEL, Styles, add_legend, new_figure, unlabelled_minor_ticks
 from deplbench.reports.median import MEDIAN_METHOD_SHORT, median_interval
 from deplbench.reports.reference import EXACT, references
 from deplbench.reports.stats import profile_curve
@@ -138,7 +138,7 @@ def exact_profiles_figure(mats: dict[str, pd.DataFrame], styles: Styles, scale: 
         ticks = ticks or [1.0]
         ax.xaxis.set_major_locator(FixedLocator(ticks))
         ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
-        ax.xaxis.set_minor_formatter(NullFormatter())
+        unlabelled_minor_ticks(ax.xaxis)
         ax.set_xlim(low, top)
         ax.set_ylim(-0.02, 1.02)
         ax.set_xlabel("τ: cost / exact optimum [–]", fontsize=8)
