@@ -235,27 +235,33 @@ def _write_table(out: Path, t: Table) -> None:
     (out / "tables" / f"{t.name}.md").write_text(md, encoding="utf-8")
 
 
-def _write_figure(out: Path, f: Figure, opts: ReportOptions) -> None:
+def _write_figure(out: Path, f: Figure, opts: ReportOptions, styles=None) -> list[str]:
+    """Write ``f`` in every format; return what makes it hard to read
+    (:func:`~deplbench.reports.readability.figure_problems` of the PNG's layout)."""
     # drawn at the dpi it is saved at, PNG last (SVG lays out at 72 dpi), so
     # the readability check measures the layout of the PNG as written
     f.fig.set_dpi(opts.dpi)
-    for fmt in sorted(opts.formats, key=lambda x: x == "png"):
-        with warnings.catch_warnings():
-            # small --scale figures with long legends cannot be laid out tightly;
-            # matplotlib then draws them unadjusted, which is fine for a report
-            warnings.filterwarnings("ignore", message="constrained_layout not applied")
-            if fmt == "png":
-                # the Agg canvas draws once, laying the figure out in that draw
-                # (savefig would first draw it unrendered just to lay it out);
-                # the figure's own canvas is put back, so that the Agg canvas
-                # and its pixel buffer are freed at once
-                canvas = f.fig.canvas
-                FigureCanvasAgg(f.fig).print_png(out / "figures" / f"{f.name}.png",
-                                                 metadata={"Software": None})
-                f.fig.set_canvas(canvas)
-            else:
-                f.fig.savefig(out / "figures" / f"{f.name}.{fmt}", dpi=opts.dpi,
-                              metadata={"Date": None})
+    # The Agg canvas draws the PNG once, laying the figure out in that draw
+    # (savefig would first draw it unrendered just to lay it out), and the
+    # readability check measures the texts with the renderer of that draw.
+    # The figure's own canvas is put back after, so that the Agg canvas and
+    # its pixel buffer are freed at once.
+    canvas = f.fig.canvas
+    agg = FigureCanvasAgg(f.fig)
+    try:
+        for fmt in sorted(opts.formats, key=lambda x: x == "png"):
+            with warnings.catch_warnings():
+                # small --scale figures with long legends cannot be laid out tightly;
+                # matplotlib then draws them unadjusted, which is fine for a report
+                warnings.filterwarnings("ignore", message="constrained_layout not applied")
+                if fmt == "png":
+                    agg.print_png(out / "figures" / f"{f.name}.png", metadata={"Software": None})
+                else:
+                    f.fig.savefig(out / "figures" / f"{f.name}.{fmt}", dpi=opts.dpi,
+                                  metadata={"Date": None})
+        return figure_problems(f.fig, styles, f.name, draw=False)
+    finally:
+        f.fig.set_canvas(canvas)
 
 
 def build_report(source, out_dir: str | Path, bench_json: str | Path | None = None,
@@ -381,10 +387,9 @@ def _build(data, bench, bench_notes, bench_json, out: Path, work: Path, opts: Re
                 if el.name == "claims_audit":
                     summary.claims = el.frame
             elif isinstance(el, Figure):
-                _write_figure(work, el, opts)
+                problems = _write_figure(work, el, opts, ctx.styles)
                 summary.figures.append(el.name)
-                summary.figure_problems += figure_problems(el.fig, ctx.styles, el.name,
-                                                           draw=False)
+                summary.figure_problems += problems
                 el.fig.clear()  # release memory: reports can hold many figures
             elif isinstance(el, Note) and el.missing:
                 summary.missing.append(el.text)
