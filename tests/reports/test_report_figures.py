@@ -1,19 +1,17 @@
 """Every figure of the report can be read: the readability check
-(deplbench.reports.readability) finds planted faults (its check on the demo
-sweep's real rows is in test_demo_report.py)."""
+(deplbench.reports.readability) finds planted faults (its check on the
+synthetic store's full report is in test_reports.py, on the demo sweep's
+real rows in test_demo_report.py)."""
 
 from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-import pytest
 from matplotlib.figure import Figure
 
 from deplbench.reports import figures as figs
-from deplbench.reports.build import build_report
 from deplbench.reports.readability import MAX_SERIES, figure_problems, tag
 from deplbench.reports.styles import SeriesInfo
-from tests.reports.test_reports import make_frame
 
 
 def _styles(**colours) -> dict[str, SeriesInfo]:
@@ -77,17 +75,6 @@ def test_chunks_are_even_and_never_over_the_limit():
         assert all(0 < len(p) <= MAX_SERIES for p in parts)
         if parts:
             assert max(map(len, parts)) - min(map(len, parts)) <= 1
-
-
-@pytest.mark.slow
-def test_every_figure_of_a_synthetic_report_is_readable(tmp_path):
-    """Plugin series, brackets and work counters (the synthetic store)."""
-    from deplbench.reports.build import ReportOptions
-
-    summary = build_report(make_frame(work=True, plugin=True, bracket=True), tmp_path,
-                           options=ReportOptions(formats=("png",), dpi=60))
-    assert summary.errors == [] and summary.figures
-    assert summary.figure_problems == []
 
 
 def test_trajectories_are_small_multiples_per_algorithm():

@@ -283,11 +283,23 @@ def full_report(tmp_path_factory):
                    "mean": 1.2e-5 * eta ** 3, "stddev": 1e-6, "rounds": 5}}
         for eta in (8, 16, 32, 64)]}))
     (bench / "junk.json").write_text("{not json")
-    opts = ReportOptions(scale=0.4, dpi=40, formats=("png", "svg"))
+    # the figures' own size (scale 1) at a low dpi: one build serves the
+    # structure checks and the readability check of every figure
+    opts = ReportOptions(dpi=60, formats=("png", "svg"))
     summary = build_report(make_frame(work=True, plugin=True, bracket=True), out,
                            bench_json=bench,
                            options=opts)
     return out, summary
+
+
+@pytest.mark.slow
+def test_every_figure_of_the_full_report_is_readable(full_report):
+    """Plugin series, brackets, work counters and benchmark timings (the
+    synthetic store) drawn at the figures' own size: the readability check
+    (deplbench.reports.readability) finds nothing."""
+    _out, summary = full_report
+    assert summary.errors == [] and summary.figures
+    assert summary.figure_problems == []
 
 
 @pytest.mark.slow
