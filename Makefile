@@ -40,16 +40,12 @@ lint: $(STAMP)
 	$(PY) -m ruff check
 	$(PY) -m mypy
 
-# The full suite on pytest-xdist workers: one per usable core plus one, at
-# most 4. A test module's tests stay in one worker, so module fixtures are
-# built once. The extra worker keeps the cores busy while a test waits on a
-# process of its own (the CLI, a killed runner, a pool), and on a machine
-# shared with another job it keeps the suite's share of the cores; at most 4
-# because some tests start process pools of their own and may use the 2 GiB
-# memory budget. Extra pytest options: PYTEST_ARGS, e.g.
-# PYTEST_ARGS='-x -k milp'; XDIST='-n 0' runs serially.
-WORKERS ?= $(shell $(PYTHON) -c "import os; print(min(4, len(os.sched_getaffinity(0)) + 1) if hasattr(os, 'sched_getaffinity') else 2)")
-XDIST ?= -n $(WORKERS) --dist loadscope
+# The full suite, on every core (pytest-xdist; a test module's tests stay in
+# one worker, so module fixtures are built once; at most 4 workers: some
+# tests start process pools of their own and may use the 2 GiB memory budget).
+# Extra pytest options: PYTEST_ARGS, e.g. PYTEST_ARGS='-x -k milp';
+# XDIST='-n 0' runs serially.
+XDIST ?= -n auto --maxprocesses=4 --dist loadscope
 test: lint
 	$(PY) -m pytest tests -q $(XDIST) $(PYTEST_ARGS)
 	@echo "test: done; deplbench is in $(VENV): . $(VENV)/bin/activate (or call $(VENV)/bin/deplbench)"
