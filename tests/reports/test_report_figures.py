@@ -102,3 +102,22 @@ def test_a_target_without_a_plan_is_said_on_the_bars():
     said = {ax.get_title(): [t.get_text() for t in ax.texts] for ax in fig.axes if ax.axison}
     assert said == {"depl": ["no plan"], "milp": []}
     assert figure_problems(fig) == []
+
+
+def test_a_report_build_leaves_matplotlib_settings_as_they_were(tmp_path):
+    """The report draws its labels as plain text through ``text.parse_math`` for the build only:
+    the user's setting is back afterwards, after a build that ends in an error too."""
+    import matplotlib as mpl
+    import pytest
+
+    from deplbench.reports.build import ReportError, ReportOptions, build_report
+    from tests.reports.test_reports import make_frame
+
+    assert mpl.rcParams["text.parse_math"] is True
+    build_report(make_frame().head(6), tmp_path / "a", options=ReportOptions(formats=("png",), scale=0.4,
+                                                                              dpi=40, progress=False))
+    assert mpl.rcParams["text.parse_math"] is True
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(ReportError):
+        build_report(make_frame().head(6), tmp_path / "file", options=ReportOptions(progress=False))
+    assert mpl.rcParams["text.parse_math"] is True

@@ -158,11 +158,11 @@ def runs(_runs, instance_files, capfd) -> dict:
     """One run of every algorithm on both small instances (shared by tests), keyed (label, name).
 
     Function-scoped for ``capfd`` (the file-descriptor capture the command's output is read
-    with); the runs themselves are made once per module."""
+    with); the runs themselves are made once per module. They are stored all together: a run
+    that raises leaves none stored, so every test shows the cause, not a missing key."""
     if not _runs:
-        for label, path in instance_files.items():
-            for name in NAMES:
-                _runs[(label, name)] = _cli(path, name, capfd)
+        _runs.update({(label, name): _cli(path, name, capfd)
+                      for label, path in instance_files.items() for name in NAMES})
     return _runs
 
 

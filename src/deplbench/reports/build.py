@@ -237,15 +237,21 @@ def _write_table(out: Path, t: Table) -> None:
 
 def _write_figure(out: Path, f: Figure, opts: ReportOptions, styles=None) -> list[str]:
     """Write ``f`` in every format; return what makes it hard to read
-    (:func:`~deplbench.reports.readability.figure_problems` of the PNG's layout)."""
+    (:func:`~deplbench.reports.readability.figure_problems`, measured on the
+    PNG's layout when PNG is among the formats).
+
+    The PNG is drawn by the Agg canvas at the report's dpi, so a user's
+    ``savefig.*`` settings (bbox, facecolor, transparency) apply to the SVG
+    only: the report's PNGs look the same on every machine."""
     # drawn at the dpi it is saved at, PNG last (SVG lays out at 72 dpi), so
     # the readability check measures the layout of the PNG as written
     f.fig.set_dpi(opts.dpi)
     # The Agg canvas draws the PNG once, laying the figure out in that draw
     # (savefig would first draw it unrendered just to lay it out), and the
-    # readability check measures the texts with the renderer of that draw.
-    # The figure's own canvas is put back after, so that the Agg canvas and
-    # its pixel buffer are freed at once.
+    # readability check measures the texts with the renderer of that draw
+    # (without PNG: with that canvas's renderer, the figure laid out by the
+    # SVG's save). The figure's own canvas is put back after, so that the Agg
+    # canvas and its pixel buffer are freed at once.
     canvas = f.fig.canvas
     agg = FigureCanvasAgg(f.fig)
     try:
@@ -254,6 +260,9 @@ def _write_figure(out: Path, f: Figure, opts: ReportOptions, styles=None) -> lis
                 # small --scale figures with long legends cannot be laid out tightly;
                 # matplotlib then draws them unadjusted, which is fine for a report
                 warnings.filterwarnings("ignore", message="constrained_layout not applied")
+                # matplotlib's note when placing a legend took a second: a matter of the
+                # machine's load, not of the figure
+                warnings.filterwarnings("ignore", message='Creating legend with loc="best" can be slow')
                 if fmt == "png":
                     agg.print_png(out / "figures" / f"{f.name}.png", metadata={"Software": None})
                 else:

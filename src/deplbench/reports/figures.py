@@ -105,7 +105,7 @@ class InView(Locator):
     tick's label depends on its own value alone (a NullFormatter, a
     FuncFormatter of the value; not a ScalarFormatter, whose digits follow
     every location), the ones outside are dropped here: the ticks drawn
-    are the same ones.
+    are the ones the wrapped locator alone gives.
     """
 
     def __init__(self, locator: Locator) -> None:

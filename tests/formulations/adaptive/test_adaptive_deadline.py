@@ -185,3 +185,30 @@ def test_cli_time_points_option(tmp_path, capsys):
     assert both["lower_bound"] == max(m["lower_bound_priced"], m["lower_bound_carried"], m["lower_bound_waterfill"])
     assert main([*common, "--time-points", "1"]) == 2
     assert "--time-points 1: must be 0 (deadline priced) or an integer ≥ 2, got 1" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("off", [0, 1])
+def test_epoch_step_is_the_same_whatever_its_blocks(monkeypatch, off):
+    """``timed._epoch_best`` takes the loss buckets in blocks of ``EPOCH_CELLS``: many blocks
+    (8 buckets each) give the chosen values, failure probabilities and lags of one block, bit
+    for bit, with ties, infinite charges, NaN and infinite expectations in the input."""
+    import numpy as np
+
+    from deplbench.formulations.adaptive import timed
+
+    rng = np.random.default_rng(3)
+    R, G1, Q, L1 = 2, 7, 2, 53
+    ex = np.round(rng.uniform(0, 4, (R, G1, Q, L1)), 1)      # rounded: many ties between lags
+    ex[0, 2, 0, 5:9] = np.inf
+    ex[1, 3, 0, 11] = np.nan
+    money = np.round(rng.uniform(0, 2, (R, G1)), 1)
+    money[:, 0] = np.inf
+    money[1, 4] = np.inf
+    monkeypatch.setattr(timed, "EPOCH_CELLS", 10 ** 9)
+    one = timed._epoch_best(ex, money, off)
+    monkeypatch.setattr(timed, "EPOCH_CELLS", 1)
+    many = timed._epoch_best(ex, money, off)
+    for a, b in zip(one, many):
+        assert a.dtype == b.dtype and a.shape == b.shape
+        assert np.array_equal(a, b, equal_nan=True)
+        assert np.array_equal(np.signbit(a), np.signbit(b))

@@ -102,3 +102,35 @@ def test_enumeration_counts_every_allowed_sequence():
                    if all(allowed[a, b] for a, b in zip(seq, seq[1:])))
     got = sum(len(brute_force._model_sequences(inst, K)) for K in range(1, 4))
     assert got == expected
+
+
+def test_bounds_of_all_cluster_sequences_are_each_plans_own():
+    """``plan_bounds`` bounds every cluster sequence of a model sequence at once; each row —
+    compute, communication, slack and bound — is bit for bit the one computed from that plan's
+    own 1-D arrays (the sum of K terms squared as a scalar), so the search prunes as plan by
+    plan. Over these rows x·x and pow(x, 2) differ on some sums (counted), so squaring the
+    array would fail here."""
+    import itertools
+
+    from deplbench.formulations.model.allocation import sqrt_product
+
+    inst = tiny_instance(seed=0, n_datasets=2, n_clusters=2, horizon=6, n_models=3, all_switches=True)
+    rng = np.random.default_rng(11)
+    rows = differ = 0
+    for K in (1, 6):
+        C = np.array(list(itertools.product(range(inst.n_clusters), repeat=K)))
+        for volume in rng.uniform(0.3, 30.0, (120 if K == 6 else 5, inst.n_clusters)):
+            m = rng.integers(0, inst.n_models, K)
+            computes, comms, slacks, bounds = brute_force.plan_bounds(inst, m, C, volume, 0.25)
+            for row, c in enumerate(C):
+                compute = inst.model_compute[m] * volume[c]
+                comm = inst.model_size[m] / inst.bandwidth[c]
+                slack = inst.time_max - comm.sum()
+                root = np.sum(sqrt_product(compute, inst.unit_cost[c]))
+                assert np.array_equal(computes[row], compute) and np.array_equal(comms[row], comm)
+                assert slacks[row] == slack
+                if slack > 0:
+                    rows += 1
+                    assert bounds[row] == root ** 2 / slack + 0.25
+                    differ += float(root) * float(root) != float(root ** 2)
+    assert rows > 1000 and differ > 0

@@ -284,9 +284,8 @@ def _cells(jl: int, ju: int, h: float, term: Term, cdf, sf, dens):
 
 
 def discretise_all(terms: list[Term], h: float, eps: float) -> list:
-    """:func:`_cells` of every term, with one library call per distinct law (its
-    ``tails(ε)``, then its cdf, sf and pdf on the grid; the laws are shared by
-    every epoch of a model: batching is the speed)."""
+    """:func:`_cells` of every term, the library called once per distinct law and function (``tails(ε)``,
+    the median, the cdf, sf and pdf on the grid where read; a model's laws are shared by its epochs)."""
     out: list = [None] * len(terms)
     groups: dict = {}
     for i, t in enumerate(terms):
@@ -317,8 +316,9 @@ def discretise_all(terms: list[Term], h: float, eps: float) -> list:
 
 def _cdf_sf(dist, z: np.ndarray, terms: list[Term], spans: list, h: float) -> tuple[np.ndarray, np.ndarray]:
     """The law's cdf and sf at z (the terms' grids end to end) where :func:`_cells` reads them: a term's
-    cdf below its median and sf above it, two cells past it, or every value where that misses a read.
-    The functions are elementwise: a value read is the one a call on all of z gives (NaN: never read)."""
+    cdf below its median and sf above it, two cells past, or all where that misses a read; a value read
+    is a call's on all of z (NaN: never read). With no cdf, :func:`_cells` branches on sf < 0.5 − 1e-10:
+    the cdf's branch while |cdf + sf − 1| ≪ 1e-10."""
     med = float(np.asarray(dist.ppf(0.5)))
     want = np.zeros((2, z.size), dtype=bool)                    # rows: X's cdf, X's sf
     stops = np.cumsum([ju - jl + 1 for jl, ju in spans]).tolist()

@@ -85,6 +85,30 @@ def _cluster_sequences(instance, K: int, holders: set[int], printed: bool) -> li
     return out
 
 
+def plan_bounds(instance, m, C, volume, transfer: float) -> tuple[np.ndarray, ...]:
+    """The plans of one model sequence ``m`` on every cluster sequence (rows of ``C``) at once.
+
+    Returns per row the compute needs and communication times of its epochs,
+    its slack Tmax − Σ comm and the cheap lower bound (Σ√(c·κ))² / slack +
+    transfer (the uncapped closed form ≤ the exact cost) that prunes it.
+    Each row's numbers are the ones a single plan's 1-D arrays give, bit for
+    bit: rows of K ≤ 6 are summed in order, and each sum is squared as a
+    scalar (libm ``pow``, where an array's ``** 2`` is x·x, which can round
+    differently), so the search prunes as plan by plan. The bound of a row
+    without slack (divided by 0 or −inf) is not meant to be read.
+    """
+    computes = compute_need(instance.model_compute[m][None, :], volume[C])
+    kappas = instance.unit_cost[C]
+    # a bandwidth of 5e-324 gives inf: no slack, skipped
+    with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
+        comms = instance.model_size[m][None, :] / instance.bandwidth[C]
+        slacks = instance.time_max - comms.sum(axis=1)
+        # a square past binary64 is an inf bound: such a plan is never the cheapest
+        squares = np.array([root ** 2 for root in np.sum(sqrt_product(computes, kappas), axis=1)])
+        bounds = squares / slacks + transfer
+    return computes, comms, slacks, bounds
+
+
 def _assignments(instance):
     """Every z(d, n): a tuple with one dataset subset (tuple of indices) per cluster."""
     D = instance.n_datasets
@@ -121,27 +145,16 @@ def search(instance, scenarios: int, seed: int):
                 continue
             C = np.array(tuples, dtype=int)
             transfer = once * (K if per_epoch else 1)
-            kappas = instance.unit_cost[C]
             for models in _model_sequences(instance, K):
                 m = np.array(models)
                 check_time(f"brute force, {K}-epoch model sequences")
                 checked += len(tuples)
-                # the plans of one model sequence at once, row by row as one plan would be
-                # computed (rows of K ≤ 6 are summed in order), so the cheap lower bound below
-                # — uncapped closed form ≤ exact cost — prunes exactly as plan by plan
-                computes = compute_need(instance.model_compute[m][None, :], volume[C])
-                # a bandwidth of 5e-324 gives inf: no slack, skipped; the bounds of the rows
-                # without slack (divided by 0 or −inf) are never read
-                with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
-                    comms = instance.model_size[m][None, :] / instance.bandwidth[C]
-                    slacks = instance.time_max - comms.sum(axis=1)
-                    # a square past binary64 is an inf bound: such a plan is never the cheapest
-                    bounds = np.sum(sqrt_product(computes, kappas), axis=1) ** 2 / slacks + transfer
+                computes, comms, slacks, bounds = plan_bounds(instance, m, C, volume, transfer)
                 for row in np.flatnonzero(~(slacks <= 0)):
                     if bounds[row] >= best_cost:
                         continue
                     clusters, c = tuples[row], C[row]
-                    compute, comm, kappa = computes[row], comms[row], kappas[row]
+                    compute, comm, kappa = computes[row], comms[row], instance.unit_cost[c]
                     key = (models, tuple(gamma[c]))
                     ok = quantile_cache.get(key)
                     if ok is None:
