@@ -80,9 +80,10 @@ SPAN = 1e3
 #: it saves).
 SPLIT_CELLS = 2048
 #: A thread's loss buckets are taken in blocks of at least this many (its whole share when fewer than
-#: twice): the epoch's steps then work in cache, which is faster on fine grids (docs/performance.md);
-#: each step reads its own bucket alone, so the blocks change no value.
-CHUNK = 4096
+#: twice): the epoch's steps then work in cache — at J = 64 slopes one (J, CHUNK) array is 0.5 MiB,
+#: and a step reads and writes a few — which is faster on fine grids (docs/performance.md); each step
+#: reads its own bucket alone, so the blocks change no value.
+CHUNK = 1024
 #: ν* = μ·Tmax must lie here: below, the slopes ν*/SPAN… become subnormal; above, the FFT of
 #: the stop values (ν) overflows.
 NU_RANGE = (1e-280, 1e280)
@@ -200,15 +201,20 @@ def lines(seg: tuple, a: np.ndarray | float) -> tuple[np.ndarray, np.ndarray]:
 def envelope(H: np.ndarray, P: np.ndarray, nus: np.ndarray) -> np.ndarray:
     """min over segments c < i of H_c + ν_i P_c at every slope ν_i (J, C), 0 at ν₀, rounded downwards.
 
-    Segment c = i − d is scanned by offsets d, all slopes at once (J(J − 1)/2 candidates a column;
-    every one is needed: the least need not be near ν_i, nor unique)."""
+    Slope by slope, the i candidate rows of its segments at once into one buffer and their least
+    (J(J − 1)/2 candidates a column; every one is needed: the least need not be near ν_i, nor
+    unique). A minimum is exact whatever the order of its candidates."""
     J = nus.size
     nu = nus[:, None]
-    best = np.full((J, H.shape[1]), np.inf)
+    best = np.empty((J, H.shape[1]))
     best[0] = 0.0
+    buf = np.empty((max(J - 1, 0), H.shape[1]))
     with np.errstate(invalid="ignore"):
-        for d in range(1, J):
-            np.minimum(best[d:], H[:J - d] + nu[d:] * P[:J - d], out=best[d:])
+        for i in range(1, J):
+            cand = buf[:i]
+            np.multiply(nus[i], P[:i], out=cand)
+            cand += H[:i]
+            np.min(cand, axis=0, out=best[i])
         # rounding of H + νP and of the minimum's comparisons: 4u of the candidate's terms
         slack = np.abs(best)
         slack += 2.0 * nu * np.abs(P).max(axis=0)
