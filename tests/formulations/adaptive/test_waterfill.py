@@ -86,6 +86,27 @@ def test_segments_lines_and_envelope_round_downwards_on_rough_input():
         assert out[i] <= _brute(S, nus, 0.7, nus[i])
 
 
+def test_the_envelope_is_the_least_candidate_of_the_segments_below_each_slope():
+    """envelope's value at ν_i is min over c < i of H_c + ν_i P_c, lowered by its rounding slack only,
+    and no row c ≥ i enters it (an unusable row, H = inf, included)."""
+    rng = np.random.default_rng(11)
+    J, C = 20, 37
+    nus = np.concatenate([[0.0], np.geomspace(1e-3, 1.0, J - 1)])
+    H = rng.uniform(0.0, 5.0, (J, C))
+    P = rng.normal(0.0, 2.0, (J, C))
+    H[rng.random((J, C)) < 0.1] = math.inf
+    out = envelope(H, P, nus)
+    ref = np.array([np.min(H[:i] + nus[i] * P[:i], axis=0) if i else np.zeros(C) for i in range(J)])
+    finite = np.isfinite(ref)
+    assert np.array_equal(np.isinf(out), ~finite)
+    assert np.all(out[finite] <= ref[finite])
+    assert np.all(out[finite] >= ref[finite] - 1e-12 * (1.0 + np.abs(ref[finite])))
+    for i in (1, 7, J - 1):
+        low = H.copy()
+        low[i:] = -1e9                                           # rows of segments at or above ν_i
+        assert np.array_equal(envelope(low, P, nus)[:i + 1], out[:i + 1])
+
+
 def test_an_unusable_epoch_offers_nothing():
     nus = np.concatenate([[0.0], np.geomspace(1e-2, 1.0, 7)])
     S = np.minimum(nus, 0.5)
