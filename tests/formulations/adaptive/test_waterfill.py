@@ -10,6 +10,7 @@ The epoch's step is checked against a brute-force minimum over the time share.
 
 from __future__ import annotations
 
+import json
 import math
 
 import numpy as np
@@ -25,6 +26,7 @@ from deplbench.formulations.adaptive.waterfill import (
     waterfill_pass,
 )
 from deplbench.instances.generators import generate
+from deplbench.instances.model import parse_instance
 from tests.formulations.adaptive.exact_lattice import boundary_cases
 
 RATIOS = [*np.geomspace(0.05, 20.0, 9), 1e6, 1e12, 1e15]
@@ -115,20 +117,41 @@ def test_an_unusable_epoch_offers_nothing():
 
 
 @pytest.mark.slow
-def test_the_communication_tangent_lies_below_an_epochs_money():
-    """A/d + b ≤ κc/(d − s) for every duration d > s of every (model, cluster), touching near the
-    priced epoch's d₀ = c/x*(λ) + s (AlexNet: communication 0.1–1 time units an epoch)."""
-    inst = generate("realistic", family="alexnet", loss_max=9)
+@pytest.mark.parametrize("family, lam", [("alexnet", 5.0), ("pact-vgg11", 1.2)])
+def test_the_communication_tangent_lies_below_an_epochs_money(family, lam):
+    """A/d + b ≤ κc/(d − s) for every duration d > s of every (model, cluster), touching at the
+    priced epoch's d₀ = c/x*(λ) + s with the capacity left out, x* = √(λc/κ), as the pass leaves it
+    out (AlexNet: communication 0.1–1 time units an epoch; PACT-VGG11 at λ = 1.2: the capacity caps
+    x* on some pairs)."""
+    inst = generate("realistic", family=family, loss_max=9 if family == "alexnet" else 0.15)
     ch = A.Chain(inst, 20, optimistic=True)
-    st, lam = ch.st, 5.0
+    st = ch.st
     a, b = tangent_terms(ch, lam)
-    _, tc, _ = st.priced(lam)
     kc, s = st.kappa[None, :] * st.compute, st.comm
+    tc = st.compute / np.sqrt(lam * st.compute / st.kappa[None, :])
     assert np.all(s > 0)
+    if family == "pact-vgg11":
+        assert np.any(st.priced(lam)[1] > tc * 1.01)           # the capacity binds on some pair
     d = s[..., None] + np.geomspace(1e-3, 1e3, 400) * tc[..., None]
     money = kc[..., None] / (d - s[..., None])
     assert np.all(a[..., None] / d + b[..., None] <= money)
     np.testing.assert_allclose(a / (tc + s) + b, kc / tc, rtol=1e-12)
+
+
+@pytest.mark.slow
+def test_a_cluster_that_differs_only_in_capacity_leaves_the_pass_as_it_is():
+    """The pass relaxes the capacity, so a copy of a cluster with a smaller r offers nothing new: its
+    epochs share the cluster's tangent (one class), and the bound is the same to the last bit."""
+    inst = generate("realistic", family="pact-vgg11", loss_max=0.15)
+    one = json.loads(inst.to_json())
+    one["clusters"] = one["clusters"][:1]
+    two = dict(one, clusters=[one["clusters"][0], dict(one["clusters"][0], name="small", capacity=5.0)])
+    chains = [A.Chain(parse_instance(d), 60, optimistic=True) for d in (one, two)]
+    s = A.lower_bound_search(chains[0], inst.omega, 3, 3).best
+    tc = chains[1].st.priced(s.lam)[1]
+    assert np.all(tc[:, 1] > tc[:, 0])                          # the small r binds on every model
+    p1, p2 = (waterfill_pass(ch, 0.6 * s.mu, s.lam) for ch in chains)
+    assert (p1.value, p1.eta) == (p2.value, p2.eta)
 
 
 @pytest.mark.slow

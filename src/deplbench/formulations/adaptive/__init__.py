@@ -171,7 +171,8 @@ state. *Exact* there: "T ≤ Tmax on every run", the chance constraint
 (randomised), the switch rules and the horizon. *Relaxed*: the loss grid
 (relaxation 1), the slopes (interpolated from below), the capacity x ≤ r
 (ignored) and the communication time (a tangent A/d + b ≤ κc/(d − s) of
-an epoch's money at the priced epoch's duration). A pass costs about
+an epoch's money at the priced epoch's duration, its capacity left out).
+A pass costs about
 what a priced multiplier search on the same grid costs (one FFT
 correlation per model and slope; clusters share their kernel). Its
 rounding is bounded like a priced pass's (module docstring there).

@@ -29,8 +29,8 @@ At the root, for every policy with P(fail) ≤ 1 − ω: E[cost] ≥
 
 Relaxed: the loss grid (the optimistic chain, as the priced bound), the
 J slopes (interpolation from below), the capacity x ≤ r (ignored) and the
-communication time (the tangent at the priced epoch's duration d₀, exact
-to second order in d − d₀). Exact: the deadline on every run and the
+communication time (the tangent at the priced epoch's duration d₀ with the
+capacity left out, exact to second order in d − d₀). Exact: the deadline on every run and the
 chance constraint (randomised). Model switches are the priced DP's (their
 jump kernel, no cost of their own).
 
@@ -92,17 +92,20 @@ NU_RANGE = (1e-280, 1e280)
 def tangent_terms(chain: Chain, lam: float) -> tuple[np.ndarray, np.ndarray]:
     """Per (m, n): A and b with A/d + b ≤ κc/(d − s) for every duration d > s.
 
-    The tangent of the convex κc/(d − s) at the priced epoch's d₀ = c/x*(λ) + s
-    (:meth:`~deplbench.formulations.adaptive.chain.Setting.priced`): A = κc·(d₀/(d₀ − s))²,
-    b = −κc·s/(d₀ − s)²; the curve lies above it everywhere (it touches at d₀ only). Both are
-    lowered by a few ulps so that the rounding of their evaluation cannot lift A/d + b above
-    the curve. Where that tangent is not finite (a priced compute time that under- or
-    overflows), the pair keeps (κc, 0): κc/d ≤ κc/(d − s) too — a usable pair is never dropped.
-    Unusable pairs: A = inf."""
+    The tangent of the convex κc/(d − s) at the priced epoch's d₀ = c/x*(λ) + s with the capacity
+    left out, x* = √(λc/κ) (:meth:`~deplbench.formulations.adaptive.chain.Setting.priced` without
+    its cap r): A = κc·(d₀/(d₀ − s))², b = −κc·s/(d₀ − s)²; the curve lies above it everywhere (it
+    touches at d₀ only), so any d₀ gives a valid pair. The pass relaxes the capacity, so it is
+    where the relaxed problem's epochs lie that the tangent should touch; a capped d₀ would also
+    give clusters that differ only in r different pairs, whose least (:func:`_classes` keeps
+    each) lies below either tangent. Both are lowered by a few ulps so that the rounding of their
+    evaluation cannot lift A/d + b above the curve. Where that tangent is not finite (λ = 0,
+    κ = 0, a compute time that under- or overflows), the pair keeps (κc, 0):
+    κc/d ≤ κc/(d − s) too — a usable pair is never dropped. Unusable pairs: A = inf."""
     st = chain.st
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         kc = st.kappa[None, :] * st.compute
-        _, tc, _ = st.priced(lam)
+        tc = np.sqrt(kc / lam)                       # c/x*, x* = √(λc/κ): the uncapped compute time
         A = kc * ((tc + st.comm) / tc) ** 2 * (1.0 - 16.0 * UNIT)
         b = -kc * st.comm / tc ** 2
         b = b - 16.0 * UNIT * (np.abs(b) + kc / tc)
