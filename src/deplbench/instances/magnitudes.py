@@ -28,9 +28,11 @@ The rules:
   jump is no longer finite for DepL's quantile transform. 1e-12 keeps a
   margin of a thousand on both sides.
 
-Resource numbers (sizes, compute, capacities, costs, bandwidths, Tmax) may
-be as large as binary64 allows: the formulations already handle them
-(``formulations.model.preprocess``). One product of them must stay finite:
+Resource numbers (sizes, compute, capacities, costs, bandwidths) may be as
+large as binary64 allows: the formulations already handle them
+(``formulations.model.preprocess``). Tmax may be up to :data:`MAX_TIME_MAX`
+= 1e308, so that Tmax·(1 + 1e-9), the bound every plan's time is compared
+with, stays finite. One product of them must stay finite:
 
 * K̄ times the cost of the cheapest epoch a cluster can run, K̄ · κ(n) ·
   c_m · σ_d / Tmax (the least compute need c(m, {d}) at the slowest
@@ -62,6 +64,10 @@ MAX_LOSS = 1e15
 TAIL = 1e-9
 #: ω must lie in [MIN_OMEGA, 1 − MIN_OMEGA].
 MIN_OMEGA = 1e-12
+#: Largest Tmax. Every total time is compared with Tmax·(1 + 1e-9) (the evaluator's slack,
+#: ``formulations.model.allocation.TIME_RTOL``), which must stay finite: past about 1.7976931e308
+#: it is inf, and a plan whose allocation makes it last forever (time inf) met the deadline.
+MAX_TIME_MAX = 1e308
 #: log of the largest finite binary64 number.
 _LOG_MAX = math.log(sys.float_info.max)
 #: The instance's top-level numbers (its targets ℓ(0), ℓmax, ω, Tmax).
@@ -139,6 +145,10 @@ def check_target_magnitudes(inst: Any) -> None:
     """
     for name in TARGET_NUMBERS:
         _check_subnormal(name, getattr(inst, name))
+    if inst.time_max > MAX_TIME_MAX:
+        raise ValueError(f"time_max: {number_text(inst.time_max)} is beyond {MAX_TIME_MAX:g}: Tmax·(1 + 1e-9), the "
+                         "bound every plan's time is compared with (eq. (4)), would be inf in binary64, met even by "
+                         "a plan that never ends (rescale the time unit)")
     for name in ("initial_loss", "loss_max"):
         value = getattr(inst, name)
         if abs(value) > MAX_LOSS:
@@ -200,5 +210,5 @@ def check_magnitudes(inst: Any) -> None:
     _check_epoch_costs(inst)
 
 
-__all__ = ["MIN_NORMAL", "MAX_LOSS", "TAIL", "MIN_OMEGA", "TARGET_NUMBERS", "law_tails", "check_magnitudes",
-           "check_target_magnitudes", "omega_range"]
+__all__ = ["MIN_NORMAL", "MAX_LOSS", "MAX_TIME_MAX", "TAIL", "MIN_OMEGA", "TARGET_NUMBERS", "law_tails",
+           "check_magnitudes", "check_target_magnitudes", "omega_range"]

@@ -192,7 +192,8 @@ def k_max_from_cost(data: Data, ub: float, lams: np.ndarray) -> int:
     for lam in lams:
         gmin = data.g_min(lam)
         if 0 < gmin < math.inf:
-            bound = (ub + lam * data.T) / gmin * (1 + 1e-12) + 1e-9
+            with np.errstate(over="ignore"):    # λ·Tmax past binary64 (a Tmax of 1e308): no finite bound, skipped
+                bound = (ub + lam * data.T) / gmin * (1 + 1e-12) + 1e-9
             if math.isfinite(bound):
                 best = min(best, int(math.floor(bound)))
     return max(best, 0)

@@ -124,7 +124,8 @@ def stage2(instance, gamma: float, volume: float, method: str, eta: int, n_theta
     # stage-1 reference (m* for K̂ epochs). λ = 0 without communication time,
     # where W²/Tmax is exact (the knapsack instances).
     budget0 = time_max - ref_epochs * comm[m_star]
-    lam = ref_epochs * root[m_star] / (2.0 * budget0) if budget0 > 0 else 0.0
+    # divided by 2 and by budget0 in turn: 2·budget0 overflows for a Tmax of 1e308 (the largest accepted)
+    lam = ref_epochs * root[m_star] / 2.0 / budget0 if budget0 > 0 else 0.0
     weights = root + lam * comm
     if bounds is None:
         bounds = surrogates(instance, gamma, method, n_theta, tail_share, ref_epochs)

@@ -275,7 +275,8 @@ def _dp(groups, epoch_group, time_max: float, eps2: float, lb: float, ub: float)
                 valid = src >= 0
                 gathers[g] = (np.where(valid, src, 0), valid, int(valid.sum()))
             src, valid, n_valid = gathers[g]
-            cand = np.where(valid, dp[src] + t[:, None], np.inf)
+            with np.errstate(over="ignore"):    # a sum of times past binary64 is inf: beyond Tmax, as it truly is
+                cand = np.where(valid, dp[src] + t[:, None], np.inf)
             o = np.argmin(cand, axis=0)
             dp = cand[o, buckets]
             choices[k] = o
@@ -291,7 +292,8 @@ def _dp(groups, epoch_group, time_max: float, eps2: float, lb: float, ub: float)
             sft = int(q[o])
             if sft >= n_buckets:
                 continue
-            cand = dp[: n_buckets - sft] + t[o]
+            with np.errstate(over="ignore"):    # as above: a sum of times past binary64 is inf
+                cand = dp[: n_buckets - sft] + t[o]
             view = new[sft:]
             better = cand < view
             np.copyto(view, cand, where=better)
