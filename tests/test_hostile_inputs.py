@@ -11,6 +11,7 @@ handles a free cluster whose best cost is 0 (no log(0)).
 from __future__ import annotations
 
 import json
+import math
 from fractions import Fraction
 
 import numpy as np
@@ -239,6 +240,8 @@ HOSTILE_LAWS = {
                    "models[0].improvement"),
     "omega_tiny": (lambda e: e.update(omega=1e-320), "omega"),
     "compute_tiny": (lambda e: e["models"][0].update(compute=1e-320), "models[0].compute"),
+    # Tmax·(1 + 1e-9) is inf: a plan of infinite time met the deadline (`evaluate --check`: feasible, exit 0)
+    "tmax_top": (lambda e: e.update(time_max=1.7976931348623157e308), "time_max"),
 }
 
 
@@ -246,8 +249,8 @@ HOSTILE_LAWS = {
                                   ["certify", "{f}"], ["evaluate", "{f}", "P", "--exact"]])
 @pytest.mark.parametrize("name", list(HOSTILE_LAWS))
 def test_laws_binary64_cannot_compute_with_exit_2_naming_the_field(tmp_path, capsys, name, argv):
-    """All five validated ("ok") and then crashed the solvers, the evaluation or the
-    adaptive DP, or gave a cost with a hard-constraint violation (compute 1e-320)."""
+    """Each validated ("ok") and then crashed the solvers, the evaluation or the adaptive DP,
+    or gave a cost with a hard-constraint violation (compute 1e-320, Tmax 1.8e308)."""
     change, field = HOSTILE_LAWS[name]
     path = _scaling_file(tmp_path, f"{name}.json", change)
     assert main([a.format(f=path) for a in argv]) == 2
@@ -255,6 +258,36 @@ def test_laws_binary64_cannot_compute_with_exit_2_naming_the_field(tmp_path, cap
     lines = captured.err.strip().splitlines()
     assert captured.out == "" and len(lines) == 1, captured.err
     assert f": {field}: " in lines[0] and "Traceback" not in lines[0]
+
+
+def test_a_plan_that_never_ends_misses_the_largest_deadline(tmp_path, capsys):
+    """At Tmax = 1e308 (the largest accepted) an allocation of 1e-307 takes time inf: (4) is broken."""
+    path = _scaling_file(tmp_path, "top.json", lambda e: e.update(time_max=1e308))
+    data = json.loads(path.read_text(encoding="utf-8"))
+    epoch = {"model": data["models"][2]["name"], "cluster": data["clusters"][0]["name"], "allocation": 1e-307}
+    plan = tmp_path / "slow.json"
+    plan.write_text(json.dumps({"epochs": [epoch] * data["horizon"],
+                                "datasets": {epoch["cluster"]: [d["name"] for d in data["datasets"]]}}))
+    assert main(["evaluate", str(path), str(plan), "--samples", "200", "--check", "--json"]) == 1
+    out = json.loads(capsys.readouterr().out)
+    assert out["feasible"] is False and any(v.startswith("time: total inf exceeds Tmax") for v in out["violations"])
+
+
+@pytest.mark.filterwarnings("error::RuntimeWarning")
+@pytest.mark.parametrize("argv", [["solve", "{f}", "--algo", "depl"], ["solve", "{f}", "--algo", "best-exp"],
+                                  ["solve", "{f}", "--algo", "milp", "--scenarios", "20"],
+                                  ["simulate", "{f}", "--algo", "depl", "--runs", "20"]])
+def test_the_largest_deadline_reaches_stderr_as_no_numpy_warning(tmp_path, deplbench_cli, argv):
+    """Tmax = 1e308: 2·Tmax (DepL's edge weight), K̄ epoch times summed in the allocation DP, λ·Tmax (the
+    MILP's epoch bound) and the closed loop's mean time pass binary64; each is handled (inf, as it
+    truly is, or the mean of values scaled down), and no numpy RuntimeWarning reached stderr."""
+    path = _scaling_file(tmp_path, "top.json", lambda e: e.update(time_max=1e308))
+    status, out, err = deplbench_cli(*[a.format(f=path) for a in argv], "--eval-samples", 200, "--json")
+    assert status == 0 and err == "", err
+    result = json.loads(out)
+    assert result["status"] in ("optimal", "feasible"), result["message"]
+    if argv[0] == "simulate":
+        assert math.isfinite(result["closed_loop"]["plan"]["time"]["mean"]), result["closed_loop"]["plan"]["time"]
 
 
 def test_exact_bounds_not_computable_keep_the_json_answer(tmp_path, capsys):
@@ -443,6 +476,34 @@ def test_a_simulation_of_inf_costs_reports_inf_quantiles_without_warnings(tmp_pa
     assert err == "", err
     cost = json.loads(out)["closed_loop"]["plan"]["cost"]
     assert all(cost[f"{k}_nonfinite"] == "inf" for k in ("mean", "q10", "q50", "q90", "q99")), cost
+
+
+@pytest.mark.parametrize("values, mean, sem", [([1e301] * 20, 1e301, 0.0), ([1e306] * 1000, 1e306, 0.0),
+                                               ([1e200, 3e200], 2e200, 1e200), ([1.0, 3.0], 2.0, 1.0)])
+def test_mean_and_standard_error_of_large_finite_values_are_finite(values, mean, sem):
+    """numpy's sum (mean) and squares (standard deviation) pass binary64 for finite values: equal costs
+    of 1e301 had the standard error inf, a thousand of 1e306 the mean inf."""
+    from deplbench.formulations.evaluation.quantile_ci import finite_mean, standard_error
+
+    a = np.array(values)
+    with np.errstate(all="raise"):
+        assert finite_mean(a) == pytest.approx(mean) and standard_error(a) == pytest.approx(sem)
+    assert finite_mean(np.array([1.0, math.inf])) == math.inf and math.isnan(standard_error(np.array([1.0, math.inf])))
+
+
+@pytest.mark.filterwarnings("error::RuntimeWarning")
+def test_a_simulation_of_costs_near_binary64_reports_a_finite_standard_error(tmp_path, deplbench_cli):
+    """Costs of about 1e301, each finite: the closed loop's cost_sem was inf (null, "inf"), with a numpy
+    overflow warning, where the plan's equal costs have the standard error 0."""
+    def dear(data):
+        for cluster in data["clusters"]:
+            cluster["unit_cost"] *= 1e300
+    path = _scaling_file(tmp_path, "dear.json", dear)
+    status, out, err = deplbench_cli("simulate", path, "--algo", "depl", "--runs", 20, "--eval-samples", 200, "--json")
+    assert status == 0 and err == "", err
+    plan = json.loads(out)["closed_loop"]["plan"]
+    assert plan["cost_sem"] == 0.0 and "cost_sem_nonfinite" not in plan, plan
+    assert plan["cost"]["mean"] == pytest.approx(plan["cost"]["min"])
 
 
 @pytest.mark.integration

@@ -94,7 +94,12 @@ from deplbench.formulations.evaluation.binomial import clopper_pearson_lower, cl
 # the evaluator's own interval and index mapping: a fixed plan's numbers must
 # be the static evaluator's, bit for bit
 from deplbench.formulations.evaluation.evaluate import plan_indices
-from deplbench.formulations.evaluation.quantile_ci import order_statistic_ci, sample_quantile, standard_error
+from deplbench.formulations.evaluation.quantile_ci import (
+    finite_mean,
+    order_statistic_ci,
+    sample_quantile,
+    standard_error,
+)
 from deplbench.formulations.evaluation.settings import CONFIDENCE, RUNS, SEED, check_closed_loop
 from deplbench.formulations.model.allocation import TIME_RTOL
 from deplbench.formulations.model.plan import Plan
@@ -322,7 +327,7 @@ class ClosedLoopResult:
 
         def dist(a):
             a = np.asarray(a, dtype=float)
-            return {"mean": float(a.mean()), "min": float(a.min()), "max": float(a.max()),
+            return {"mean": finite_mean(a), "min": float(a.min()), "max": float(a.max()),
                     **{f"q{round(100 * q):02d}": sample_quantile(a, q) for q in QUANTILES}}
 
         return {

@@ -143,14 +143,49 @@ def sample_quantile(a: np.ndarray, q: float) -> float:
     return low + (h - lo) * (high - low)
 
 
+def _scale(a: np.ndarray) -> float:
+    """The largest magnitude in ``a`` (finite values), or 0."""
+    return float(np.abs(a).max()) if a.size else 0.0
+
+
+def finite_mean(a) -> float:
+    """Mean of ``a``, finite whenever every value is.
+
+    numpy sums first, so a thousand costs of 1e306 have the mean inf (and an
+    overflow RuntimeWarning) though each is finite; such a mean is taken of
+    the values divided by the largest magnitude and scaled back. Any other
+    mean is numpy's own, bit for bit; with a value ±inf or nan it is numpy's
+    (inf, or nan written null).
+    """
+    a = np.asarray(a, dtype=float)
+    with np.errstate(over="ignore"):
+        mean = float(a.mean())
+    if math.isfinite(mean) or not np.isfinite(a).all():
+        return mean
+    scale = _scale(a)
+    return float((a / scale).mean()) * scale
+
+
 def standard_error(a: np.ndarray) -> float:
     """Standard error of the mean of ``a``; nan (written null) when a value is not
     finite: the spread of costs past binary64 is not a number, and numpy would say
-    so through a RuntimeWarning (inf − inf)."""
+    so through a RuntimeWarning (inf − inf).
+
+    Finite values give a finite error: numpy squares the deviations, which
+    overflows from about 1e154 on (the error of equal costs of 1e301 came out
+    inf, not 0), so then the values are divided by the largest magnitude
+    first, as in :func:`finite_mean`.
+    """
+    a = np.asarray(a, dtype=float)
     if not np.isfinite(a).all():
         return math.nan
-    return float(a.std(ddof=1) / np.sqrt(a.size))
+    with np.errstate(over="ignore", invalid="ignore"):
+        sem = float(a.std(ddof=1) / np.sqrt(a.size))
+    if math.isfinite(sem):
+        return sem
+    scale = _scale(a)
+    return float((a / scale).std(ddof=1) / np.sqrt(a.size)) * scale
 
 
 __all__ = ["QuantileInterval", "order_statistic_ci", "check_accepts", "check_excess", "sample_quantile",
-           "standard_error", "CI_METHOD", "CI_METHOD_LOWER", "CI_METHOD_UPPER", "CI_METHOD_NONE"]
+           "finite_mean", "standard_error", "CI_METHOD", "CI_METHOD_LOWER", "CI_METHOD_UPPER", "CI_METHOD_NONE"]
