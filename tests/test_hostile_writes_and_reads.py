@@ -635,6 +635,55 @@ def test_solve_write_lp_that_cannot_be_written_is_refused_up_front(tmp_path, cap
     assert not os.path.isfile(target)
 
 
+def _drain_later(fifo: Path, after: float) -> threading.Event:
+    """A reader that appears on ``fifo`` ``after`` seconds from now, unless the returned event is set
+    first, and drains it: a write that waits for one (the defect tested) then ends, and the test fails
+    on what the command returned instead of hanging."""
+    stop = threading.Event()
+
+    def drain():
+        if stop.wait(after):
+            return
+        try:
+            fd = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
+        except OSError:
+            return
+        try:
+            while not stop.wait(0.05):
+                with contextlib.suppress(BlockingIOError):
+                    os.read(fd, 1 << 16)
+        finally:
+            os.close(fd)
+    threading.Thread(target=drain, daemon=True).start()
+    return stop
+
+
+@pytest.mark.parametrize("argv, where", [
+    (["certify", "{inst}", "-o", "{out}"], "proc"), (["certify", "{inst}", "-o", "{out}"], "fifo"),
+    (["generate", "knapsack", "--output", "{out}"], "fifo"), (["schema", "--output", "{out}"], "fifo"),
+])
+def test_an_output_no_one_can_write_is_refused_before_any_work(tmp_path, capsys, monkeypatch, argv, where):
+    """``certify -o /proc/x.json`` ran the whole bracket and then failed, its --json output lost with it;
+    ``-o`` a named pipe no one reads made certify, generate and schema wait for a reader forever."""
+    import deplbench.solvers.certify.certified as certified
+
+    monkeypatch.setattr(certified, "certify", lambda *a, **k: pytest.fail("the bracket ran"))
+    target = "/proc/deplbench-bracket.json" if where == "proc" else str(tmp_path / "pipe")
+    stop = threading.Event()
+    if where == "fifo":
+        os.mkfifo(target)
+        stop = _drain_later(Path(target), after=10)
+    argv = [a.format(inst=_knapsack(tmp_path), out=target) for a in argv]
+    try:
+        status = main(argv)
+    finally:
+        stop.set()
+    assert status == 2
+    out, err = capsys.readouterr()
+    option = argv[-2]
+    assert out == "" and err.count("\n") == 1 and err.startswith(f"error: {option} {target}: cannot write ("), err
+
+
 @pytest.mark.parametrize("case", ["instance", "link-to-instance", "param", "output", "output-dotted"])
 def test_solve_write_lp_over_the_instance_or_the_result_is_refused_before_solving(tmp_path, monkeypatch,
                                                                                    deplbench_cli, case):

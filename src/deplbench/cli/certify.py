@@ -36,20 +36,15 @@ def _counting(inner, bar, sequential: bool):
 
 
 def _check_output(path: str, instance: str) -> None:
-    """Refuse ``-o`` before any solve when it cannot be written: a directory, a
-    file in a folder that does not exist (a bracket takes minutes), or the
-    instance file itself (the bracket's JSON would replace it)."""
-    from pathlib import Path
-
-    from deplbench.files import refuse_overwrite
+    """Refuse ``-o`` before any solve when it cannot be written (a bracket takes
+    minutes): the instance file itself (the bracket's JSON would replace it), or
+    a file :func:`~deplbench.files.unwritable` finds no way to write (a folder, a
+    missing folder, /proc, a named pipe no one reads, where the write would wait
+    forever after the bracket)."""
+    from deplbench.files import refuse_overwrite, require_writable
 
     refuse_overwrite(path, [instance], "-o", SolverError)
-    out = Path(path)
-    if out.is_dir():
-        raise SolverError(f"-o: {path} is a directory; give a file name for the bracket's JSON")
-    parent = out.parent if str(out.parent) else Path(".")
-    if not parent.is_dir():
-        raise SolverError(f"-o: the folder {parent} of {path} does not exist")
+    require_writable(path, "-o", SolverError)
 
 
 def _check_scenario_memory(instance, settings) -> None:

@@ -106,11 +106,12 @@ def _write(text: str, output: str | None) -> None:
     if output in (None, "-"):
         sys.stdout.write(text)
         return
-    path = Path(output)
-    if path.parent != Path("") and not path.parent.is_dir():
-        raise InstanceError(f"--output {output}: directory {path.parent} does not exist")
+    from deplbench.files import require_writable
+
+    # a named pipe no one reads would hold the write (and the command) forever: refused, as a folder is
+    require_writable(output, "--output", InstanceError)
     try:
-        path.write_text(text, encoding="utf-8")
+        Path(output).write_text(text, encoding="utf-8")
     except OSError as exc:
         raise InstanceError(f"--output {output}: cannot write ({exc.strerror})") from None
 
