@@ -661,10 +661,12 @@ def _drain_later(fifo: Path, after: float) -> threading.Event:
 @pytest.mark.parametrize("argv, where", [
     (["certify", "{inst}", "-o", "{out}"], "proc"), (["certify", "{inst}", "-o", "{out}"], "fifo"),
     (["generate", "knapsack", "--output", "{out}"], "fifo"), (["schema", "--output", "{out}"], "fifo"),
+    (["export", "{db}", "--format", "csv", "-o", "{out}"], "fifo"),
+    (["export", "{db}", "--format", "parquet", "-o", "{out}"], "fifo"),
 ])
 def test_an_output_no_one_can_write_is_refused_before_any_work(tmp_path, capsys, monkeypatch, argv, where):
     """``certify -o /proc/x.json`` ran the whole bracket and then failed, its --json output lost with it;
-    ``-o`` a named pipe no one reads made certify, generate and schema wait for a reader forever."""
+    ``-o`` a named pipe no one reads made certify, generate, schema and export wait for a reader forever."""
     import deplbench.solvers.certify.certified as certified
 
     monkeypatch.setattr(certified, "certify", lambda *a, **k: pytest.fail("the bracket ran"))
@@ -673,12 +675,14 @@ def test_an_output_no_one_can_write_is_refused_before_any_work(tmp_path, capsys,
     if where == "fifo":
         os.mkfifo(target)
         stop = _drain_later(Path(target), after=10)
-    argv = [a.format(inst=_knapsack(tmp_path), out=target) for a in argv]
+    files = {"inst": _knapsack(tmp_path), "db": _store(tmp_path)}
+    argv = [a.format(**files, out=target) for a in argv]
+    start = time.monotonic()
     try:
         status = main(argv)
     finally:
         stop.set()
-    assert status == 2
+    assert status == 2 and time.monotonic() - start < 8      # refused, not after waiting for the reader
     out, err = capsys.readouterr()
     option = argv[-2]
     assert out == "" and err.count("\n") == 1 and err.startswith(f"error: {option} {target}: cannot write ("), err

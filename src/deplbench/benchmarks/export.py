@@ -26,7 +26,7 @@ from deplbench.benchmarks.store_audit import (
     text_in_numbers,
 )
 from deplbench.errors import SweepError
-from deplbench.files import csv_text, refuse_overwrite, store_files, write_csv
+from deplbench.files import csv_text, refuse_overwrite, require_writable, store_files, write_csv
 
 __all__ = ["FORMATS", "SUFFIXES", "export", "export_format", "parquet_safe"]
 
@@ -112,7 +112,8 @@ def export(path: str | os.PathLike, out: Any, fmt: str | None = None, *,
     ------
     SweepError
         An unknown or contradicted format, missing pyarrow, an unusable
-        store, or an output folder that does not exist.
+        store, or an output that cannot be written (:func:`~deplbench.files.unwritable`: a missing
+        folder, a folder, a named pipe no one reads).
     """
     fmt = export_format(out, fmt)
     if fmt == "parquet":
@@ -128,10 +129,9 @@ def export(path: str | os.PathLike, out: Any, fmt: str | None = None, *,
         out.write(csv_text(frame))
         return len(frame)
     out = Path(out)
-    if not out.parent.is_dir():      # never create folders: a typo must not scatter files
-        raise SweepError(f"-o: the folder {str(out.parent)!r} does not exist")
-    if out.is_dir():
-        raise SweepError(f"-o: {out} is a directory (give the name of the file to write)")
+    # never creates folders (a typo must not scatter files); a named pipe no one reads would hold the
+    # write forever: refused before the store is read, as a folder is
+    require_writable(out, "-o", SweepError)
     refuse_overwrite(out, store_files(path), "-o", SweepError)
     frame = _frame(path, latest, warn)
     try:                            # a full disk, a read-only file system: name the file the user gave
