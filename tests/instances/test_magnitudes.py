@@ -21,7 +21,7 @@ from scipy import stats
 from deplbench.errors import InstanceError
 from deplbench.instances.distributions import InverseGamma, LogNormal, Normal, StudentT
 from deplbench.instances.generators import generate
-from deplbench.instances.magnitudes import MIN_OMEGA, TAIL, law_tails
+from deplbench.instances.magnitudes import MAX_TIME_MAX, MIN_OMEGA, TAIL, law_tails
 from deplbench.instances.model import instance_schema, parse_instance
 
 
@@ -107,6 +107,14 @@ def test_a_loss_max_above_a_positive_initial_loss_is_still_named_loss_max(base):
 def test_the_schema_states_omegas_bounds():
     omega = instance_schema()["properties"]["omega"]
     assert omega["minimum"] == MIN_OMEGA and omega["maximum"] == 1 - MIN_OMEGA
+
+
+def test_the_schema_states_the_largest_deadline_and_parsing_says_why(base):
+    assert instance_schema()["properties"]["time_max"]["maximum"] == MAX_TIME_MAX
+    parse_instance(_mutate(base, lambda d: d.update(time_max=MAX_TIME_MAX)))
+    with pytest.raises(InstanceError, match=r"^invalid instance: time_max: 1\.1e\+308 is beyond 1e\+308: "
+                                            r"Tmax·\(1 \+ 1e-9\).* would be inf"):
+        parse_instance(_mutate(base, lambda d: d.update(time_max=1.1e308)))
 
 
 @pytest.mark.parametrize("law, frozen", [

@@ -131,6 +131,22 @@ def omega_range(value: Any) -> Any:
     return value
 
 
+def _time_max_text(value: float) -> str:
+    return (f"{number_text(value)} is beyond {MAX_TIME_MAX:g}: Tmax·(1 + 1e-9), the bound every plan's time is "
+            "compared with (eq. (4)), would be inf in binary64, met even by a plan that never ends (rescale the "
+            "time unit)")
+
+
+def time_max_range(value: Any) -> Any:
+    """Refuse a number Tmax above :data:`MAX_TIME_MAX`, saying why.
+
+    ``Instance.time_max``'s field bound states the same limit in the JSON schema; this runs first, so
+    that the message says why (:func:`check_target_magnitudes` says it of an instance changed in code)."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and value > MAX_TIME_MAX:
+        raise ValueError(_time_max_text(value))
+    return value
+
+
 def check_target_magnitudes(inst: Any) -> None:
     """The rules of the module docstring on the top-level numbers (:data:`TARGET_NUMBERS`) alone.
 
@@ -146,9 +162,7 @@ def check_target_magnitudes(inst: Any) -> None:
     for name in TARGET_NUMBERS:
         _check_subnormal(name, getattr(inst, name))
     if inst.time_max > MAX_TIME_MAX:
-        raise ValueError(f"time_max: {number_text(inst.time_max)} is beyond {MAX_TIME_MAX:g}: Tmax·(1 + 1e-9), the "
-                         "bound every plan's time is compared with (eq. (4)), would be inf in binary64, met even by "
-                         "a plan that never ends (rescale the time unit)")
+        raise ValueError(f"time_max: {_time_max_text(inst.time_max)}")
     for name in ("initial_loss", "loss_max"):
         value = getattr(inst, name)
         if abs(value) > MAX_LOSS:
@@ -211,4 +225,4 @@ def check_magnitudes(inst: Any) -> None:
 
 
 __all__ = ["MIN_NORMAL", "MAX_LOSS", "MAX_TIME_MAX", "TAIL", "MIN_OMEGA", "TARGET_NUMBERS", "law_tails",
-           "check_magnitudes", "check_target_magnitudes", "omega_range"]
+           "check_magnitudes", "check_target_magnitudes", "omega_range", "time_max_range"]

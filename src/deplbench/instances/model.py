@@ -59,7 +59,7 @@ from deplbench.errors import InstanceError
 from deplbench.instances import datalaw
 from deplbench.instances.distributions import Distribution
 from deplbench.instances.jsondoc import MAX_NESTING, check_shape, key_loc, read_json, reject_unknown_fields
-from deplbench.instances.magnitudes import MIN_OMEGA, check_magnitudes, omega_range
+from deplbench.instances.magnitudes import MAX_TIME_MAX, MIN_OMEGA, check_magnitudes, omega_range, time_max_range
 from deplbench.limits import as_path
 
 FORMAT_VERSION: Final = 1
@@ -221,7 +221,8 @@ class Instance(_Strict):
     loss_max: _Finite = Field(description="ℓmax: the bound on the ω-quantile of ℓ(K), eq. (3)")
     omega: Annotated[_Finite, BeforeValidator(omega_range)] = Field(ge=MIN_OMEGA, le=1 - MIN_OMEGA, description=(
         f"ω: the quantile level of eq. (3), in [{MIN_OMEGA:g}, 1 − {MIN_OMEGA:g}] (1 − ω must not round to 1)"))
-    time_max: _Finite = Field(gt=0, description="Tmax, eq. (4)")
+    time_max: Annotated[_Finite, BeforeValidator(time_max_range)] = Field(gt=0, le=MAX_TIME_MAX, description=(
+        f"Tmax, eq. (4); at most {MAX_TIME_MAX:g}, so that Tmax·(1 + 1e-9) stays finite"))
     horizon: StrictInt = Field(ge=1, le=MAX_HORIZON, description="K̄: the largest number of epochs")
     transfer_cost_mode: Literal["once", "per_epoch"] = "once"
     data_rule: Literal["intended", "printed"] = "intended"
