@@ -688,6 +688,36 @@ def test_an_output_no_one_can_write_is_refused_before_any_work(tmp_path, capsys,
     assert out == "" and err.count("\n") == 1 and err.startswith(f"error: {option} {target}: cannot write ("), err
 
 
+@pytest.mark.parametrize("argv", [
+    ["generate", "knapsack", "--output", "{out}"], ["schema", "--output", "{out}"],
+    ["export", "{db}", "--format", "csv", "-o", "{out}"], ["solve", "{inst}", "--algo", "knapsack-dp", "-o", "{out}"],
+])
+def test_an_output_pipe_with_a_reader_gets_the_whole_output(tmp_path, capsys, argv):
+    """The check that refuses a pipe no one reads opens it for writing; closing that probe at once
+    gave a waiting reader end-of-file before the command wrote, and the write then waited forever."""
+    files = {"inst": _knapsack(tmp_path), "db": _store(tmp_path)}
+    plain = tmp_path / "plain.out"
+    assert main([a.format(**files, out=plain) for a in argv]) == 0
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    got: list[bytes] = []
+
+    def read():
+        with open(fifo, "rb") as f:                  # blocks until a writer opens the pipe
+            got.append(f.read())
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    time.sleep(0.2)                                    # the reader waits on the pipe first
+    stop = _drain_later(fifo, after=15)                # a hung write ends, and the test fails
+    try:
+        status = main([a.format(**files, out=fifo) for a in argv])
+    finally:
+        stop.set()
+    reader.join(timeout=20)
+    capsys.readouterr()
+    assert status == 0 and not reader.is_alive() and got == [plain.read_bytes()]
+
+
 @pytest.mark.parametrize("case", ["instance", "link-to-instance", "param", "output", "output-dotted"])
 def test_solve_write_lp_over_the_instance_or_the_result_is_refused_before_solving(tmp_path, monkeypatch,
                                                                                    deplbench_cli, case):

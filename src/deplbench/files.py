@@ -27,13 +27,15 @@ import contextlib
 import csv
 import io
 import os
+import stat
 from collections.abc import Iterable
 from typing import Any
 
 from deplbench.errors import DeplbenchError
 
 __all__ = ["FORMULA_PREFIXES", "SQLITE_SIDE_FILES", "confined", "folder_unwritable", "refuse_overwrite",
-           "require_writable", "safe_cell", "safe_text", "store_files", "unwritable", "write_csv", "csv_text"]
+           "release_pipes", "require_writable", "safe_cell", "safe_text", "store_files", "unwritable", "write_csv",
+           "csv_text"]
 
 #: First characters that make a spreadsheet read a cell as a formula (OWASP, CSV injection).
 FORMULA_PREFIXES = ("=", "+", "-", "@", "\t", "\r")
@@ -93,6 +95,18 @@ def refuse_overwrite(output: Any, inputs: Iterable[Any], option: str, error: typ
                         "could replace it (choose a folder outside the inputs)")
 
 
+#: Write ends of named pipes :func:`unwritable` opened; held so that no reader sees end-of-file early.
+_PIPES_HELD: list[int] = []
+
+
+def release_pipes() -> None:
+    """Close the named pipes' write ends :func:`unwritable` held, once the command has written: their
+    readers then see end-of-file (the CLI's :func:`~deplbench.cli.main` calls it as it returns)."""
+    while _PIPES_HELD:
+        with contextlib.suppress(OSError):
+            os.close(_PIPES_HELD.pop())
+
+
 def unwritable(path: Any) -> str:
     """Why the file ``path`` cannot be written, or ``""`` when it can.
 
@@ -123,7 +137,13 @@ def unwritable(path: Any) -> str:
     if os.path.exists(text):
         try:
             # O_NONBLOCK: a named pipe without a reader fails at once instead of hanging
-            os.close(os.open(text, os.O_WRONLY | os.O_APPEND | os.O_NONBLOCK))
+            fd = os.open(text, os.O_WRONLY | os.O_APPEND | os.O_NONBLOCK)
+            if stat.S_ISFIFO(os.fstat(fd).st_mode):
+                # a pipe's reader sees end-of-file when its last writer closes: this probe stays
+                # open (a silent writer) until the command has written (release_pipes)
+                _PIPES_HELD.append(fd)
+            else:
+                os.close(fd)
             return ""
         except FileNotFoundError:
             pass                      # removed meanwhile: the folder decides

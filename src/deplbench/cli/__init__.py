@@ -21,6 +21,7 @@ from collections.abc import Iterator
 from deplbench import __version__
 from deplbench.cli.messages import os_error_message
 from deplbench.errors import DeplbenchError
+from deplbench.files import release_pipes
 from deplbench.params import GROUPED_DIGITS
 
 #: Modules contributing sub-commands, in the order they appear in ``--help``.
@@ -354,6 +355,8 @@ def main(argv: list[str] | None = None) -> int:
         # Value errors raised by libraries on the user's numbers: one line.
         print(f"error: {one_line(exc)}", file=sys.stderr)
         return 2
+    finally:
+        release_pipes()
 
 
 #: The test hook that loads algorithms from any .py file (deplbench.benchmarks.lookup.PLUGIN_ENV).

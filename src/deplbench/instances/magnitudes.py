@@ -66,7 +66,7 @@ TAIL = 1e-9
 MIN_OMEGA = 1e-12
 #: Largest Tmax. Every total time is compared with Tmax·(1 + 1e-9) (the evaluator's slack,
 #: ``formulations.model.allocation.TIME_RTOL``), which must stay finite: past about 1.7976931e308
-#: it is inf, and a plan whose allocation makes it last forever (time inf) met the deadline.
+#: it is inf, and a plan whose allocation makes it last forever (time inf) would meet the deadline.
 MAX_TIME_MAX = 1e308
 #: log of the largest finite binary64 number.
 _LOG_MAX = math.log(sys.float_info.max)

@@ -138,6 +138,35 @@ def test_the_communication_tangent_lies_below_an_epochs_money(family, lam):
     np.testing.assert_allclose(a / (tc + s) + b, kc / tc, rtol=1e-12)
 
 
+def test_the_tangent_stays_below_the_money_in_exact_arithmetic_at_extreme_magnitudes():
+    """κ, c, s over 1e±150 and λ over 1e±300: every pair (A, b) as computed satisfies A/d + b ≤ κc/(d − s)
+    exactly (fractions) at durations around its tangent point and near s — where κc·s/tc² underflows
+    the pair must not keep a b that lost more than its margin covers."""
+    from fractions import Fraction as Fr
+    from types import SimpleNamespace
+
+    rng = np.random.default_rng(5)
+    checked = 0
+    for trial in range(400):
+        N = 8
+        kappa, compute, comm = (10.0 ** rng.uniform(-150, 150, (1, N)) for _ in range(3))
+        comm[0, 0] = 0.0
+        lam = float(10.0 ** rng.uniform(-300, 300)) if trial % 7 else 0.0
+        st = SimpleNamespace(kappa=kappa[0], compute=compute, comm=comm, usable=np.ones((1, N), bool))
+        a, b = tangent_terms(SimpleNamespace(st=st), lam)
+        for j in range(N):
+            kc, s = Fr(float(kappa[0, j])) * Fr(float(compute[0, j])), Fr(float(comm[0, j]))
+            with np.errstate(all="ignore"):
+                tc = float(np.sqrt(kappa[0, j] * compute[0, j] / lam)) if lam > 0 else 0.0
+            ds = [s + Fr(tc) * Fr(f) for f in (1e-3, 0.5, 1.0, 2.0, 1e3)] if 0 < tc < math.inf else []
+            ds += [s + Fr(1, 10**6) * (s or 1), s + 1, 2 * s + 1]
+            for d in ds:
+                if d > s:
+                    assert Fr(float(a[0, j])) / d + Fr(float(b[0, j])) <= kc / (d - s), (trial, j)
+                    checked += 1
+    assert checked > 20000
+
+
 @pytest.mark.slow
 def test_a_cluster_that_differs_only_in_capacity_leaves_the_pass_as_it_is():
     """The pass relaxes the capacity, so a copy of a cluster with a smaller r offers nothing new: its

@@ -107,9 +107,14 @@ def tangent_terms(chain: Chain, lam: float) -> tuple[np.ndarray, np.ndarray]:
         kc = st.kappa[None, :] * st.compute
         tc = np.sqrt(kc / lam)                       # c/x*, x* = √(λc/κ): the uncapped compute time
         A = kc * ((tc + st.comm) / tc) ** 2 * (1.0 - 16.0 * UNIT)
-        b = -kc * st.comm / tc ** 2
-        b = b - 16.0 * UNIT * (np.abs(b) + kc / tc)
-    tangent = np.isfinite(A) & np.isfinite(b)
+        ratio = kc / tc
+        b = -ratio * (st.comm / tc)                 # as two ratios: κc·s alone may underflow
+        b = b - 16.0 * UNIT * (np.abs(b) + ratio)
+    # the margins are relative: a term in the subnormal range (or flushed to 0) has lost more than they
+    # cover, so such a pair keeps the tangent-free (κc, 0)
+    tiny = np.finfo(float).tiny
+    tangent = (np.isfinite(A) & np.isfinite(b) & ((kc == 0.0) | (A >= tiny))
+               & ((st.comm == 0.0) | (ratio >= tiny) & (np.abs(b) >= tiny)))
     A = np.where(tangent, A, kc * (1.0 - 16.0 * UNIT))
     b = np.where(tangent, b, 0.0)
     return np.where(st.usable, A, np.inf), np.where(st.usable, b, 0.0)

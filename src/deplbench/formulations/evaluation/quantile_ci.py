@@ -158,7 +158,7 @@ def finite_mean(a) -> float:
     (inf, or nan written null).
     """
     a = np.asarray(a, dtype=float)
-    with np.errstate(over="ignore"):
+    with np.errstate(over="ignore", invalid="ignore"):     # inf − inf of huge values of both signs
         mean = float(a.mean())
     if math.isfinite(mean) or not np.isfinite(a).all():
         return mean
@@ -172,9 +172,9 @@ def standard_error(a: np.ndarray) -> float:
     so through a RuntimeWarning (inf − inf).
 
     Finite values give a finite error: numpy squares the deviations, which
-    overflows from about 1e154 on (the error of equal costs of 1e301 came out
-    inf, not 0), so then the values are divided by the largest magnitude
-    first, as in :func:`finite_mean`.
+    overflows from about 1e154 on (equal costs of 1e301 would give inf, not
+    0), so then the values are divided by the largest magnitude first, as in
+    :func:`finite_mean`.
     """
     a = np.asarray(a, dtype=float)
     if not np.isfinite(a).all():
