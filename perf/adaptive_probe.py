@@ -84,6 +84,11 @@ class Tuned:
 
 def tuned(a) -> Tuned:
     """The proven bound on ``a.buckets`` buckets and the policy tuned as ``adaptive_bounds`` tunes it."""
+    return tuned_with_search(a)[0]
+
+
+def tuned_with_search(a) -> tuple[Tuned, Chain, object]:
+    """:func:`tuned`, with the optimistic chain and the multiplier search it ran."""
     inst = generate("realistic", family=a.family, loss_max=a.loss_max)
     omega, load0, t0 = float(inst.omega), os.getloadavg()[0], time.process_time()
     opt, pes = Chain(inst, a.buckets, optimistic=True), Chain(inst, a.buckets, optimistic=False)
@@ -91,4 +96,4 @@ def tuned(a) -> Tuned:
     best = search.best
     target = tuning_target(omega, 100_000, 50_000, 0.975)
     pol, _, _ = tune_policy(inst, pes, best.lam, max(best.mu, 1e-6), target, a.runs, a.seed, 1.0)
-    return Tuned(inst, pes, search.bound(), target, pol, load0, t0)
+    return Tuned(inst, pes, search.bound(), target, pol, load0, t0), opt, search

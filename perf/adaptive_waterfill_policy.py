@@ -68,24 +68,22 @@ import time
 
 import numpy as np
 from adaptive_envelope_policy import _rss_mib, line, score
-from adaptive_probe import Tuned, probe_parser
+from adaptive_probe import Tuned, probe_parser, tuned_with_search
 
-from deplbench.formulations.adaptive.bracket import tuning_target
-from deplbench.formulations.adaptive.certify import AdaptivePolicy, tune_policy
+from deplbench.formulations.adaptive.certify import AdaptivePolicy
 from deplbench.formulations.adaptive.chain import Chain, correlate_rows, distinct_rows, switch_values
-from deplbench.formulations.adaptive.search import multires_search
 from deplbench.formulations.adaptive.waterfill import (
     SPAN,
     _classes,
     cost_unit,
     envelope,
     grid_passes,
+    least_action,
     lines,
     segments,
     tangent_terms,
 )
 from deplbench.formulations.evaluation.closed_loop import STOP, ClosedLoopPolicy, Decision
-from deplbench.instances.generators import generate
 
 
 class WaterTables:
@@ -141,16 +139,7 @@ class WaterTables:
             stay = [np.min([step(ex[r], m) for r in np.flatnonzero(rows == m)], axis=0) if classes[m] else None
                     for m in range(M)]
             moved = {ab: np.min([step(e, ab[1]) for e in v], axis=0) for ab, v in sw.items() if classes[ab[1]]}
-            cur = np.empty((M + 1, J, L1))
-            for m in range(M + 1):
-                v = stop.copy()
-                for bb in range(M):
-                    w = stay[bb] if (m == M or bb == m) else moved.get((m, bb))
-                    if w is not None:
-                        np.minimum(v, w, out=v)
-                v[:, 0] = 0.0
-                v[0] = 0.0
-                cur[m] = v
+            cur = least_action(stop, stay, moved)
             nxt = cur[:M]
         #: σ_root(ν*)/Tmax in the instance's cost unit: the recursion's E[cost] + μ·P(fail) (tangent money)
         self.root = float(cur[M, -1, chain.i0]) * unit / st.time_max
@@ -280,14 +269,7 @@ class WaterfillPolicy(ClosedLoopPolicy):
 
 def setup(a) -> tuple[Tuned, Chain, object]:
     """:func:`adaptive_probe.tuned`, keeping the optimistic chain and the search (for the water-filling bound)."""
-    inst = generate("realistic", family=a.family, loss_max=a.loss_max)
-    omega, load0, t0 = float(inst.omega), os.getloadavg()[0], time.process_time()
-    opt, pes = Chain(inst, a.buckets, optimistic=True), Chain(inst, a.buckets, optimistic=False)
-    search = multires_search(inst, opt, omega, 6, 6)
-    best = search.best
-    target = tuning_target(omega, 100_000, 50_000, 0.975)
-    pol, _, _ = tune_policy(inst, pes, best.lam, max(best.mu, 1e-6), target, a.runs, a.seed, 1.0)
-    return Tuned(inst, pes, search.bound(), target, pol, load0, t0), opt, search
+    return tuned_with_search(a)
 
 
 def main() -> None:

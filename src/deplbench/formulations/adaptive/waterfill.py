@@ -268,6 +268,24 @@ class WaterPass:
         return out if math.isfinite(out) else -math.inf
 
 
+def least_action(stop: np.ndarray, stay: list, moved: dict) -> np.ndarray:
+    """(M + 1, J, L + 1): per current model m (m = M: none yet) the least of the stop, model b's epoch
+    (``stay[b]``: from no model or from b itself) and the allowed switches (``moved[(m, b)]``); None:
+    no such epoch. The success bucket and the slope 0 stay 0 (σ(0) = 0)."""
+    M = len(stay)
+    cur = np.empty((M + 1, *stop.shape))
+    for m in range(M + 1):
+        v = stop.copy()
+        for bb in range(M):
+            w = stay[bb] if (m == M or bb == m) else moved.get((m, bb))
+            if w is not None:
+                np.minimum(v, w, out=v)
+        v[:, 0] = 0.0
+        v[0] = 0.0
+        cur[m] = v
+    return cur
+
+
 def _classes(A: np.ndarray, b: np.ndarray, mu: float) -> list[tuple[float, float]]:
     """The distinct (A, b/μ) of one model's clusters, dominated ones (A and b both at least
     another's) left out: their candidates are never below that one's. Unusable (A = inf): none."""
@@ -376,16 +394,7 @@ def _backward(chain: Chain, mu: float, lam: float, slopes: int, unit: float, nus
         stay = [np.min([block(ex[r], m) for r in np.flatnonzero(rows == m)], axis=0) if classes[m] else None
                 for m in range(M)]
         moved = {ab: np.min([block(e, ab[1]) for e in v], axis=0) for ab, v in sw.items() if classes[ab[1]]}
-        cur = np.empty((M + 1, J, L1))
-        for m in range(M + 1):                                         # m = M: no model yet
-            v = stop.copy()
-            for bb in range(M):
-                w = stay[bb] if (m == M or bb == m) else moved.get((m, bb))
-                if w is not None:
-                    np.minimum(v, w, out=v)
-            v[:, 0] = 0.0
-            v[0] = 0.0
-            cur[m] = v
+        cur = least_action(stop, stay, moved)
         if k == 0:
             nu_c = nu_star * unit                       # back to the instance's cost unit: exact
             return WaterPass(lam, mu, nu_c, float(cur[M, -1, chain.i0]) * unit, eta,
@@ -501,5 +510,6 @@ def waterfill_ratio(chain: Chain, omega: float, lam: float, mu: float, slopes: i
 
 __all__ = ["CHUNK", "LEAN", "NU_RANGE", "RATIO_BUCKETS", "RATIO_SPAN", "RATIO_STEPS", "SLOPES", "SPAN", "SPLIT_CELLS",
            "WaterPass",
-           "cost_unit", "envelope", "epoch_support", "grid_passes", "lines", "segments", "tangent_terms",
+           "cost_unit", "envelope", "epoch_support", "grid_passes", "least_action", "lines", "segments",
+           "tangent_terms",
            "water_fields", "waterfill_memory", "waterfill_pass", "waterfill_ratio"]
