@@ -76,7 +76,7 @@ MUTATIONS = [
     ("omega <= 1 - MIN_OMEGA", (MODEL, MAGNITUDES),
      ('= Field(ge=MIN_OMEGA, le=1 - MIN_OMEGA, ', 'not MIN_OMEGA <= value <= 1 - MIN_OMEGA:'),
      ('= Field(ge=MIN_OMEGA, ', 'not MIN_OMEGA <= value:'), OMEGA_TESTS),
-    ("time_max > 0", MODEL, 'BeforeValidator(time_max_range)] = Field(gt=0, ', 'BeforeValidator(time_max_range)] = Field('),
+    ("time_max > 0", MODEL, '(time_max_range)] = Field(gt=0, ', '(time_max_range)] = Field('),
     ("horizon >= 1", MODEL, 'horizon: StrictInt = Field(ge=1, ', 'horizon: StrictInt = Field('),
     ("loss_max < initial_loss", MODEL, '    if not inst.loss_max < inst.initial_loss:', '    if False:'),
     ("duplicate names", MODEL, '        if dup:\n            raise ValueError(f"{field}: duplicate names',
