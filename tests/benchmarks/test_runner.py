@@ -229,13 +229,20 @@ def _rows(db: Path) -> list[tuple]:
         conn.close()
 
 
+def _default_sigint() -> None:
+    """In the child before exec: Ctrl-C's default disposition. A suite started in the background of a
+    non-interactive shell (`make test &`, nohup) inherits SIGINT ignored, and Python then installs no
+    KeyboardInterrupt handler: the interrupt the tests send would be lost."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _start_cli(sweep: Path, db: Path, workers: int = 2) -> subprocess.Popen:
     return subprocess.Popen(
         # cli.main, not the installed command: only main honours the test plugin hook
         [sys.executable, "-c", "import sys; from deplbench.cli import main; sys.exit(main())", "run", str(sweep),
          "--db", str(db),
          "--workers", str(workers), "--no-progress"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=dict(os.environ))
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=dict(os.environ), preexec_fn=_default_sigint)
 
 
 def _wait_rows(db: Path, at_least: int, proc: subprocess.Popen, timeout: float = 300) -> None:
