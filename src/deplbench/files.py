@@ -117,7 +117,10 @@ def unwritable(path: Any) -> str:
     file is opened for appending (which leaves it unchanged), and for a new
     one a uniquely named probe file is created and removed in its folder
     (never the target itself: tasks running side by side may check the same
-    path).
+    path). An existing named pipe with a reader is opened for writing and
+    that end is kept open until :func:`release_pipes` (the CLI calls it as a
+    command returns; otherwise at the process's end): closing it at once
+    would give the reader end-of-file before the command has written.
 
     Returns
     -------
