@@ -233,6 +233,20 @@ def test_a_policy_stalls_when_a_tuning_gains_less_than_a_thousandth(ucbs, width,
     assert budget.policy_stalled(ts, width) is stalled
 
 
+@pytest.mark.parametrize("est_w, gain, lb, width, reach", [
+    (0.019, 0.0, 1000.0, 0.01, True),             # within twice the width
+    (0.0231, 21.88, 1270.76, 0.01, True),         # PACT-VGG11 ℓmax 0.15 at 4800 buckets: 2.31 % − 1.72 %
+    (0.0231, 5.0, 1270.76, 0.01, False),          # a small last gain: 2.31 % − 0.39 % is beyond 1 %
+    (0.03, -50.0, 1000.0, 0.01, False),           # a falling bound gains nothing
+    (0.0201, 0.0, 1000.0, 0.01, False),           # beyond twice the width, no gain
+    (math.inf, 10.0, 1000.0, 0.01, False),        # no estimate of the upper end
+    (0.015, 10.0, -3.0, 0.01, False),             # no positive bound: no relative width
+])
+def test_the_target_looks_within_reach_within_twice_the_width_or_once_the_last_gain_is_repeated(
+        est_w, gain, lb, width, reach):
+    assert budget.within_reach(est_w, gain, lb, width) is reach
+
+
 def test_a_stalled_policy_stops_the_refinement_and_the_time_left_goes_to_the_bound(monkeypatch):
     """Tunings predicting upper bounds X, 0.9 X, 0.95 X (X far above the bound) on grids of 50, 100, 200
     buckets: the third gains nothing, so the refinement stops there ("policy") although the limit

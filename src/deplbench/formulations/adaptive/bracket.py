@@ -1,13 +1,11 @@
 """The adaptive reference, part 4: the bracket, its statuses and the refinement to a width.
 
-:func:`adaptive_bounds` assembles the proven lower bound
-(:mod:`~deplbench.formulations.adaptive.search`), the policy tuned and
-certified on fresh runs (:mod:`~deplbench.formulations.adaptive.certify`:
-one-sided Clopper–Pearson on P(success), empirical Bernstein on the mean
-cost, jointly at the stated level) and the monotone cost–risk frontier;
-refines the grid to a target width; gives every result a status with one
-line; refuses grids and run counts beyond the memory budget before
-allocating. Guarantees: package docstring (:mod:`deplbench.formulations.adaptive`).
+:func:`adaptive_bounds` assembles the proven lower bound (:mod:`~deplbench.formulations.adaptive.search`),
+the policy tuned and certified on fresh runs (:mod:`~deplbench.formulations.adaptive.certify`: one-sided
+Clopper–Pearson on P(success), empirical Bernstein on the mean cost, jointly at the stated level) and the
+monotone cost–risk frontier; refines the grid to a target width; gives every result a status with one
+line; refuses grids and run counts beyond the memory budget before allocating. Guarantees: package
+docstring (:mod:`deplbench.formulations.adaptive`).
 """
 
 from __future__ import annotations
@@ -41,6 +39,7 @@ from deplbench.formulations.adaptive.budget import (  # noqa: F401 - re-exported
     quiet,
     stopped_fields,
     timed_memory,
+    within_reach,
 )
 from deplbench.formulations.adaptive.certify import certify_mix, cost_ucb, needed_successes, tune_policy
 from deplbench.formulations.adaptive.chain import Chain, applies, best_success, build_chain
@@ -455,11 +454,11 @@ def _bracket(instance, buckets: int, runs: int, seed: int, confidence: float, tu
         grid_s.append(t_lb)
         tuned = False
         est_w = (est_ub - lb) / lb if lb > 0 and math.isfinite(est_ub) else math.inf
-        # re-tune when the target looks within reach, when the bound has stalled (the gap
-        # is then the policy's), or every second grid
-        stalled = bool(levels) and lb - levels[-1]["lower_bound"] < 0.25 * (est_ub - lb)
+        # re-tune when the target looks within reach, the bound has stalled (the gap is the policy's), or every 2nd grid
+        gain = lb - levels[-1]["lower_bound"] if levels else 0.0
+        stalled = bool(levels) and gain < 0.25 * (est_ub - lb)
         since = next((i for i, lv in enumerate(reversed(levels)) if lv["tuned"]), len(levels))
-        if width is None or policy is None or est_w <= 2 * width or stalled or since >= 1:
+        if width is None or policy is None or within_reach(est_w, gain, lb, width) or stalled or since >= 1:
             (sim_rate, est_ub, policy, kept_log, policy_b), tune_b = tune_grid(), b
             tuned = True
             est_w = (est_ub - lb) / lb if lb > 0 and math.isfinite(est_ub) else math.inf

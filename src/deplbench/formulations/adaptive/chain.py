@@ -498,7 +498,7 @@ def distinct_rows(chain: Chain, k: int) -> tuple[np.ndarray, list[Kernel], np.nd
     return np.array(models, dtype=np.intp), kernels, index
 
 
-def switch_values(chain, ex, top, err_ex, index=None, per_cluster=True):
+def switch_values(chain, ex, top, err_ex, index=None, per_cluster=True, workers=1):
     """E over the switch jump of the run-term expectation: {(m, m'): (N, Q, L1)},
     and the bound on their rounding error, {(m, m'): (N, Q)}.
 
@@ -506,7 +506,9 @@ def switch_values(chain, ex, top, err_ex, index=None, per_cluster=True):
     (m', n') (M·N rows), or with ``index`` (:func:`distinct_rows`) one per distinct row,
     ``index`` giving each (m', n')'s. Each distinct row is correlated once: clusters
     reading the same row get the same values. ``per_cluster`` False: one row per distinct
-    row of model m' instead of one per cluster (in the order of their ids)."""
+    row of model m' instead of one per cluster (in the order of their ids). ``workers``: the
+    FFTs' threads (:func:`~deplbench.formulations.adaptive.correlation.correlate`: the same
+    values for any number)."""
     N = chain.N
     if index is None:
         index = np.arange(chain.M * N)
@@ -517,7 +519,7 @@ def switch_values(chain, ex, top, err_ex, index=None, per_cluster=True):
         # above the grid: optimistic = the clamped top row; pessimistic = failure
         t = rows[:, :, -1] if top is None else np.broadcast_to(top, (uniq.size, rows.shape[1]))
         e_in = err_ex[uniq].max(axis=0)
-        o, e = correlate_rows(rows, [kj] * uniq.size, t, e_in)
+        o, e = correlate_rows(rows, [kj] * uniq.size, t, e_in, workers=workers)
         out[(a, b)], err[(a, b)] = (o[back], e[back]) if per_cluster else (o, e)
     return out, err
 

@@ -94,7 +94,7 @@ def fft_error(ext: np.ndarray, ker: np.ndarray, pinf: np.ndarray, nfft: int,
     return fft + UNIT * (4.0 * ker.shape[-1] + pinf + 1.0)[:, None] * amax
 
 
-def correlate(f: np.ndarray, kernels: list[Kernel], top: np.ndarray, with_error: bool = False):
+def correlate(f: np.ndarray, kernels: list[Kernel], top: np.ndarray, with_error: bool = False, workers: int = 1):
     """E[f(clip(i + step))] for i = 0..L, one kernel per leading row.
 
     f : (B, Q, L+1) stacked quantities; below bucket 0 reads f[..., 0]
@@ -105,6 +105,9 @@ def correlate(f: np.ndarray, kernels: list[Kernel], top: np.ndarray, with_error:
     ``with_error`` also returns (B, Q): :func:`fft_error`'s bound on the
     rounding error of each row (rounding only; f's own error is propagated
     by the caller) and the kernels' total masses ‖p‖₁ + p_inf (B,).
+    ``workers``: threads of the FFTs (``scipy.fft``'s), which share out whole
+    one-dimensional transforms of the same length and plan: every row's
+    output is the same, bit for bit, for any number.
     """
     B, Q, L1 = f.shape
     lo = min(k.lo for k in kernels)
@@ -112,8 +115,16 @@ def correlate(f: np.ndarray, kernels: list[Kernel], top: np.ndarray, with_error:
     P = hi - lo + 1
     A, Bp = max(0, -lo), max(0, hi)
     tt = top[None, :] if top.ndim == 1 else top            # (1 or B, Q)
-    ext = np.concatenate([np.repeat(f[..., :1], A, axis=-1), f,
-                          np.broadcast_to(tt[:, :, None], (B, Q, Bp))], axis=-1)
+    n = A + L1 + Bp
+    nfft = sp_fft.next_fast_len(n + P, real=True)
+    # the padded rows written once, in place, into the transform's own length (zeros after them): a
+    # shorter input would be padded by a copy of its own; the transform of the same numbers
+    buf = np.empty((B, Q, nfft))
+    buf[..., :A] = f[..., :1]
+    buf[..., A:A + L1] = f
+    buf[..., A + L1:n] = tt[:, :, None]
+    buf[..., n:] = 0.0
+    ext = buf[..., :n]
     of: dict[int, int] = {}
     rows = np.array([of.setdefault(id(k), len(of)) for k in kernels], dtype=np.intp)
     distinct = list({id(k): k for k in kernels}.values())  # in the order of ``of``
@@ -121,9 +132,10 @@ def correlate(f: np.ndarray, kernels: list[Kernel], top: np.ndarray, with_error:
     for j, k in enumerate(distinct):
         ker[j, k.lo - lo:k.lo - lo + k.p.size] = k.p
     pinf = np.array([k.p_inf for k in distinct], dtype=float)[rows]
-    nfft = sp_fft.next_fast_len(ext.shape[-1] + P, real=True)
     ker_hat = sp_fft.rfft(ker[:, ::-1], nfft)[rows]
-    conv = sp_fft.irfft(sp_fft.rfft(ext, nfft) * ker_hat[:, None, :], nfft)
+    spec = sp_fft.rfft(buf, nfft, workers=workers)
+    spec *= ker_hat[:, None, :]
+    conv = sp_fft.irfft(spec, nfft, overwrite_x=True, workers=workers)
     start = lo + A + P - 1
     out = conv[..., start:start + L1] + pinf[:, None, None] * tt[:, :, None]
     if not with_error:
@@ -131,11 +143,11 @@ def correlate(f: np.ndarray, kernels: list[Kernel], top: np.ndarray, with_error:
     return out, fft_error(ext, ker, pinf, nfft, rows), ker.sum(axis=-1)[rows] + pinf
 
 
-def correlate_rows(f, kernels, tops, err_in=None):
+def correlate_rows(f, kernels, tops, err_in=None, workers: int = 1):
     """:func:`correlate` with one ``top`` row per leading row. With ``err_in``
     (Q,) — a bound on the error of f and of the tops, per quantity — also
     returns the bound on the outputs' error, (B, Q): err_in times the kernel's
-    mass plus the rounding of the correlation."""
+    mass plus the rounding of the correlation. ``workers``: :func:`correlate`'s."""
     out = np.empty_like(f)
     err = np.empty(f.shape[:2]) if err_in is not None else None
     uniq: dict[tuple, list[int]] = {}
@@ -143,9 +155,10 @@ def correlate_rows(f, kernels, tops, err_in=None):
         uniq.setdefault(t, []).append(j)
     for t, rows in uniq.items():
         if err is None:
-            out[rows] = correlate(f[rows], [kernels[j] for j in rows], np.array(t))
+            out[rows] = correlate(f[rows], [kernels[j] for j in rows], np.array(t), workers=workers)
         else:
-            out[rows], e, mass = correlate(f[rows], [kernels[j] for j in rows], np.array(t), with_error=True)
+            out[rows], e, mass = correlate(f[rows], [kernels[j] for j in rows], np.array(t), with_error=True,
+                                           workers=workers)
             err[rows] = e + mass[:, None] * err_in[None, :]
     return out if err is None else (out, err)
 

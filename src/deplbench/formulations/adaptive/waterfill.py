@@ -68,6 +68,7 @@ from typing import ClassVar
 
 import numpy as np
 
+from deplbench.formulations.adaptive import kernels
 from deplbench.formulations.adaptive.chain import Chain, build_chain, distinct_rows, switch_values
 from deplbench.formulations.adaptive.correlation import UNIT, correlate_rows
 from deplbench.formulations.adaptive.search import lower_bound_search
@@ -153,10 +154,20 @@ def epoch_support(S: np.ndarray, nus: np.ndarray, A: np.ndarray) -> np.ndarray:
     return out.reshape(J, R, L1).transpose(1, 0, 2)
 
 
-def segments(T: np.ndarray, nus: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def segments(T: np.ndarray, nus: np.ndarray, compiled: bool = True) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The interpolation's segments of the columns of T (J, C) as lines rounded downwards:
     intercepts y (J − 1, C), slopes D and, where y < 0, the slope q of the line A + νq
-    (:func:`epoch_support`, Notes). Shared by every epoch reading the same expectation."""
+    (:func:`epoch_support`, Notes). Shared by every epoch reading the same expectation.
+    ``compiled``: by :func:`~deplbench.formulations.adaptive.kernels.compiled`'s kernel where numba is
+    there (the same numbers, bit for bit); False: the numpy reference below."""
+    kern = kernels.compiled() if compiled else None
+    if kern is not None:
+        T = np.ascontiguousarray(T, dtype=float)
+        y, D = np.empty((T.shape[0] - 1, T.shape[1])), np.empty((T.shape[0] - 1, T.shape[1]))
+        q = np.empty_like(y)
+        with np.errstate(all="ignore"):
+            neg = kern.segments(T, np.ascontiguousarray(nus, dtype=float), y, D, q)
+        return (y, D, q) if neg else (y, D, D)
     u = UNIT
     T = T.copy()
     T[0] = 0.0
@@ -206,23 +217,31 @@ def lines(seg: tuple, a: np.ndarray | float) -> tuple[np.ndarray, np.ndarray]:
     return H, D
 
 
-def envelope(H: np.ndarray, P: np.ndarray, nus: np.ndarray) -> np.ndarray:
+def envelope(H: np.ndarray, P: np.ndarray, nus: np.ndarray, compiled: bool = True) -> np.ndarray:
     """min over segments c < i of H_c + ν_i P_c at every slope ν_i (J, C), 0 at ν₀, rounded downwards.
 
-    Slope by slope, the i candidate rows of its segments at once into one buffer and their least
-    (J(J − 1)/2 candidates a column; every one is needed: the least need not be near ν_i, nor
-    unique). A minimum is exact whatever the order of its candidates."""
+    Every candidate is computed (J(J − 1)/2 a column; every one is needed: the least need not be
+    near ν_i, nor unique); a minimum is exact whatever the order of its candidates. ``compiled``: the
+    candidates and their least in :func:`~deplbench.formulations.adaptive.kernels.compiled`'s loop
+    where numba is there (the same numbers, bit for bit); False: the numpy reference, slope by slope
+    the i candidate rows at once into one buffer."""
     J = nus.size
     nu = nus[:, None]
     best = np.empty((J, H.shape[1]))
-    best[0] = 0.0
-    buf = np.empty((max(J - 1, 0), H.shape[1]))
+    kern = kernels.compiled() if compiled and J > 1 else None
     with np.errstate(invalid="ignore"):
-        for i in range(1, J):
-            cand = buf[:i]
-            np.multiply(nus[i], P[:i], out=cand)
-            cand += H[:i]
-            np.min(cand, axis=0, out=best[i])
+        if kern is not None:
+            with np.errstate(all="ignore"):
+                kern.envelope(np.ascontiguousarray(H, dtype=float), np.ascontiguousarray(P, dtype=float),
+                              np.ascontiguousarray(nus, dtype=float), best)
+        else:
+            best[0] = 0.0
+            buf = np.empty((max(J - 1, 0), H.shape[1]))
+            for i in range(1, J):
+                cand = buf[:i]
+                np.multiply(nus[i], P[:i], out=cand)
+                cand += H[:i]
+                np.min(cand, axis=0, out=best[i])
         # rounding of H + νP and of the minimum's comparisons: 4u of the candidate's terms
         slack = np.abs(best)
         slack += 2.0 * nu * np.abs(P).max(axis=0)
@@ -388,8 +407,8 @@ def _backward(chain: Chain, mu: float, lam: float, slopes: int, unit: float, nus
         # one row per (model, distinct kernel): the expectation of the next state's support
         rows, kers, index = distinct_rows(chain, k)
         f = nxt[rows]
-        ex, err = correlate_rows(f, kers, f[:, :, -1], eta * nus)
-        sw, err_sw = switch_values(chain, ex, None, err, index, per_cluster=False)
+        ex, err = correlate_rows(f, kers, f[:, :, -1], eta * nus, workers=parts)
+        sw, err_sw = switch_values(chain, ex, None, err, index, per_cluster=False, workers=parts)
         eta = max(float(np.max(e[:, pos] / nus[pos])) for e in [err, *err_sw.values()])
         stay = [np.min([block(ex[r], m) for r in np.flatnonzero(rows == m)], axis=0) if classes[m] else None
                 for m in range(M)]
