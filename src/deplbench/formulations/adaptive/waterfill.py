@@ -323,9 +323,11 @@ def waterfill_pass(chain: Chain, mu: float, lam: float, slopes: int = SLOPES, sp
 
     ``threads`` > 1 (on grids of at least :data:`SPLIT_CELLS` loss cells): each epoch's steps
     (:func:`segments`, :func:`lines`, :func:`envelope`) are split by loss bucket between that many
-    threads. Each reads its own bucket alone, in elementwise operations and exact minima, so the
-    pass is the same, bit for bit, for any number of threads (tested). The correlations stay whole:
-    an FFT batch split differently may round its rows differently.
+    threads (compiled where numba is there: :mod:`~deplbench.formulations.adaptive.kernels`, the
+    numpy reference's numbers). Each reads its own bucket alone, in elementwise operations and exact
+    minima, and the correlations' FFTs share out whole transforms of one length and plan between the
+    threads (their batches stay whole: one split differently would pad to another length), so the
+    pass is the same, bit for bit, for any number of threads (tested).
 
     One expectation per (model, distinct kernel) rather than per (model, cluster): clusters whose
     epochs share a kernel differ only in A and b, which enter after it (the capacity, where
