@@ -7,7 +7,7 @@ their least per slope ν_i, so numpy writes and reads every candidate through me
 here do the very same IEEE-754 binary64 operations, element by element in the same order (one
 product, then one sum, never a fused multiply-add; minima exact, a NaN candidate making the minimum
 NaN as ``np.min`` does), in loops that keep each candidate in a register. So they give the same
-numbers, bit for bit, as the numpy reference (tested on the passes of three families and on random
+numbers, bit for bit, as the numpy reference (tested on whole passes of two families and on random
 envelopes with inf and NaN), and the pass's rounding analysis (waterfill.py, "Rounding") is theirs
 unchanged. Compiled with numba, without ``fastmath`` (which would allow contractions and reordering)
 and releasing the GIL, so that the pass's threads run them side by side.

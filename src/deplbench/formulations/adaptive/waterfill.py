@@ -376,20 +376,24 @@ def _backward(chain: Chain, mu: float, lam: float, slopes: int, unit: float, nus
     pos = nus > 0
     classes = [_classes(A[m], b[m], mu_u) for m in range(M)]
 
-    def block(S: np.ndarray, m: int) -> np.ndarray:
+    def block(S: np.ndarray, m: int):
         """Least over model m's cluster classes of the epoch's support from the sum S (J, L1), on its
-        blocks of loss buckets, shared between the pool's threads."""
+        blocks of loss buckets, shared between the pool's threads: started here, and the function
+        returned waits for the blocks and assembles them (so that this thread may work meanwhile)."""
         out = np.empty((J, L1))
         if pool is None:
             for a, z in zip(cuts[:-1], cuts[1:]):
                 out[:, a:z] = columns(S[:, a:z], m)
-            return out
+            return lambda: out
         # each job in a copy of this thread's context: numpy's error state (and the clock) as the caller's
         jobs = [(a, z, pool.submit(contextvars.copy_context().run, columns, S[:, a:z], m))
                 for a, z in zip(cuts[:-1], cuts[1:])]
-        for a, z, job in jobs:
-            out[:, a:z] = job.result()
-        return out
+
+        def done() -> np.ndarray:
+            for a, z, job in jobs:
+                out[:, a:z] = job.result()
+            return out
+        return done
 
     def columns(S: np.ndarray, m: int) -> np.ndarray:
         """:func:`block` on one block of loss buckets: every step below reads its own bucket alone."""
@@ -410,11 +414,13 @@ def _backward(chain: Chain, mu: float, lam: float, slopes: int, unit: float, nus
         rows, kers, index = distinct_rows(chain, k)
         f = nxt[rows]
         ex, err = correlate_rows(f, kers, f[:, :, -1], eta * nus, workers=parts)
+        # the epochs that stay start on the pool while this thread correlates the switch jumps
+        staying = [[block(ex[r], m) for r in np.flatnonzero(rows == m)] if classes[m] else None for m in range(M)]
         sw, err_sw = switch_values(chain, ex, None, err, index, per_cluster=False, workers=parts)
         eta = max(float(np.max(e[:, pos] / nus[pos])) for e in [err, *err_sw.values()])
-        stay = [np.min([block(ex[r], m) for r in np.flatnonzero(rows == m)], axis=0) if classes[m] else None
-                for m in range(M)]
-        moved = {ab: np.min([block(e, ab[1]) for e in v], axis=0) for ab, v in sw.items() if classes[ab[1]]}
+        moving = {ab: [block(e, ab[1]) for e in v] for ab, v in sw.items() if classes[ab[1]]}
+        stay = [None if fs is None else np.min([d() for d in fs], axis=0) for fs in staying]
+        moved = {ab: np.min([d() for d in fs], axis=0) for ab, fs in moving.items()}
         cur = least_action(stop, stay, moved)
         if k == 0:
             nu_c = nu_star * unit                       # back to the instance's cost unit: exact
