@@ -100,10 +100,18 @@ def test_quantile_bound_is_an_upper_bound_and_tight():
 
 def test_parse_seeds():
     assert parse_seeds("1-3") == [1, 2, 3]
-    assert parse_seeds("0,3-4,3") == [0, 3, 4]
+    assert parse_seeds("5,0,3-4") == [0, 3, 4, 5]
     for bad, word in (("5-3", "empty range"), ("x", "expected"), ("-1", "expected"), ("", "expected")):
         with pytest.raises(InstanceError, match=word):
             parse_seeds(bad)
+
+
+@pytest.mark.parametrize("spec, seed", [("0,0", 0), ("0,3-4,3", 3), ("1-5,4-9", 4), ("7, 7", 7),
+                                        ("0-9999,0", 0)])
+def test_parse_seeds_refuses_a_seed_listed_twice(spec, seed):
+    """One file per seed: `--seeds 0,0` wrote one instance where two were listed, without a word."""
+    with pytest.raises(InstanceError, match=f"^--seeds {spec!r}: seed {seed} is listed twice"):
+        parse_seeds(spec)
 
 
 def test_cli_writes_a_population_in_one_call(tmp_path, capsys):
@@ -114,8 +122,11 @@ def test_cli_writes_a_population_in_one_call(tmp_path, capsys):
     assert [f.name for f in files] == [f"realistic-mobilenet-seed00{s}.json" for s in range(1, 5)]
     assert files[1].read_text() == generate("realistic", family="mobilenet", seed=2, loss_max=7).to_json()
     assert capsys.readouterr().err.startswith(f"wrote 4 instances to {out}/ (realistic-mobilenet-seed001.json … ")
-    assert main(["generate", "knapsack", "--seeds", "0,0", "-o", str(tmp_path / "one")]) == 0   # distinct seeds
+    assert main(["generate", "knapsack", "--seeds", "0", "-o", str(tmp_path / "one")]) == 0
     assert capsys.readouterr().err == f"wrote 1 instance to {tmp_path / 'one'}/ (knapsack-seed000.json)\n"
+    assert main(["generate", "knapsack", "--seeds", "0,0", "-o", str(tmp_path / "twice")]) == 2
+    assert capsys.readouterr().err == "error: --seeds '0,0': seed 0 is listed twice (each seed writes one file)\n"
+    assert not (tmp_path / "twice").exists()
     assert main(["generate", "realistic", "--family", "alexnet", "--seeds", "3-1", "-o", str(out)]) == 2
     err = capsys.readouterr().err.strip()
     assert err.count("\n") == 0 and err.startswith("error: --seeds")

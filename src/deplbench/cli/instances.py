@@ -161,12 +161,15 @@ MAX_POPULATION = 10_000
 
 
 def parse_seeds(spec: str) -> list[int]:
-    """``"1-30"``, ``"0,2,5"`` or ``"0,3-5"`` → the sorted distinct seeds.
+    """``"1-30"``, ``"0,2,5"`` or ``"0,3-5"`` → the sorted seeds.
 
     Raises
     ------
     InstanceError
-        Naming ``--seeds`` for an empty, negative, reversed or malformed range.
+        Naming ``--seeds`` for an empty, negative, reversed or malformed
+        range, or a seed listed twice (``0,0``, ``1-5,3``): one file per
+        seed is written, so a repeated seed is a typo that would silently
+        give fewer instances than listed.
     """
     seeds: set[int] = set()
     for part in str(spec).split(","):
@@ -182,6 +185,10 @@ def parse_seeds(spec: str) -> list[int]:
             raise InstanceError(f"--seeds {spec!r}: seeds must be ≥ 0, got {a}")
         if b < a:
             raise InstanceError(f"--seeds {spec!r}: empty range {part!r} (end {b} < start {a})")
+        # looks through the seeds so far, never the range (1-10**12 is refused below, not iterated)
+        again = min((s for s in seeds if a <= s <= b), default=None)
+        if again is not None:
+            raise InstanceError(f"--seeds {spec!r}: seed {again} is listed twice (each seed writes one file)")
         if b - a + 1 + len(seeds) > MAX_POPULATION:
             raise InstanceError(f"--seeds {spec!r}: more than {MAX_POPULATION} seeds")
         seeds.update(range(a, b + 1))
