@@ -192,6 +192,11 @@ def test_cli_json_and_bad_option(tmp_path, capsys):
     (["-o", "INSTANCE"], "is the input"),
     (["--with", "depl,nope"], "--with depl,nope: unknown algorithm 'nope'"),
     (["--with", "milp-certified"], "--with milp-certified: 'milp-certified' cannot be its own candidate"),
+    # a stray comma is a typo, not a list with fewer candidates
+    (["--with", ","], "--with ,: an empty name in the list"),
+    (["--with", ", "], "--with , : an empty name in the list"),
+    (["--with", "depl,,best-exp"], "--with depl,,best-exp: an empty name in the list"),
+    (["--with", "depl,"], "--with depl,: an empty name in the list"),
 ])
 def test_cli_refuses_what_it_can_check_before_solving(tmp_path, capsys, monkeypatch, args, field):
     """--validation 1e15 and an -o that cannot be written are refused before any
@@ -217,6 +222,32 @@ def test_cli_refuses_what_it_can_check_before_solving(tmp_path, capsys, monkeypa
     assert code == 2 and captured.out == "", captured
     assert captured.err.strip().count("\n") == 0 and field in captured.err
     assert load_instance(path).name.startswith("knapsack")      # the instance file is intact
+
+
+@pytest.mark.parametrize("given", [[], ["--with", ""], ["--with", " "]])
+def test_cli_with_nothing_names_no_candidate(tmp_path, capsys, monkeypatch, given):
+    """``--with ""`` (the default) is no candidate algorithm, as leaving the option out is; only an
+    empty name inside a list (``a,,b``) is refused."""
+    from deplbench.cli import main
+    from deplbench.solvers.certify import certified
+
+    path = tmp_path / "k.json"
+    generate("knapsack", n_items=4, horizon=4, seed=0).save(path)
+    seen = []
+    monkeypatch.setattr(certified, "certify", lambda inst, settings, candidates, map: seen.append(candidates)
+                        or {"status": "bracket"})
+    assert main(["certify", str(path), "--json", "--quiet", *given]) == 0
+    assert seen == [{}] and json.loads(capsys.readouterr().out) == {"status": "bracket"}
+
+
+def test_solver_parameter_algorithms_refuses_an_empty_name_as_certify_with_does():
+    from deplbench.solvers.certify.certified import MilpCertified
+
+    param = MilpCertified.parameters["algorithms"]
+    assert param.convert("algorithms", "") == "" and param.convert("algorithms", "depl, best-exp") == "depl, best-exp"
+    for value in (",", "depl,,best-exp", " ,depl"):
+        with pytest.raises(SolverError, match="^parameter 'algorithms': an empty name in the list"):
+            param.convert("algorithms", value)
 
 
 # ------------------------------------------------------------- report section

@@ -503,13 +503,14 @@ def _status(lower, upper, width, exact, confidence, seed: int = 0, skipped: int 
 
 
 def _names(algorithms: str) -> list[str]:
-    return [a.strip() for a in str(algorithms).split(",") if a.strip()]
+    return [a.strip() for a in str(algorithms).split(",")] if str(algorithms).strip() else []
 
 
 def candidate_names_refused(algorithms: str) -> str:
-    """Why the comma-separated candidate ``algorithms`` are refused ("" when they are not):
-    an unknown name, or the bracket itself. Checked with the parameters, before any solve."""
+    """Why the comma-separated ``algorithms`` are refused ("" if not): an unknown or empty name, the bracket."""
     for name in _names(algorithms):
+        if not name:        # a stray comma is a typo, not a request for fewer candidates
+            return "an empty name in the list (separate the algorithms by single commas: depl,best-exp)"
         if name == MilpCertified.name:
             return f"{name!r} cannot be its own candidate"
         try:
@@ -591,10 +592,9 @@ def candidate_plans(instance, algorithms: str) -> tuple[dict[str, Plan], dict[st
 
 
 __all__ = ["certify", "candidate_names_refused", "CertifySettings", "CertifiedSettings", "MilpCertified",
-           "bracket_result", "candidate_plans",
-           "process_map", "dask_map", "saa_task", "validation_task", "parse_risk_grid",
-           "DEFAULT_CONFIDENCE", "DEFAULT_REPLICATIONS", "DEFAULT_SCENARIOS", "DEFAULT_VALIDATION",
-           "DEFAULT_RISK_GRID", "DEFAULT_GRID_SEEDS", "DEFAULT_TIME_LIMIT", "DEFAULT_TARGET_WIDTH",
-           "DEFAULT_REFINE_SHARE", "DEFAULT_REFINE_REPLICATIONS", "DEFAULT_REFINE_SCENARIOS_FACTOR",
-           "DEFAULT_REFINE_VALIDATION", "DEFAULT_REFINE_CANDIDATES", "DEFAULT_REFINE_RISK_GRID",
-           "DEFAULT_REFINE_GRID_SEEDS", "VALIDATION_SEED_OFFSET", "fresh_seed"]
+           "bracket_result", "candidate_plans", "process_map", "dask_map", "saa_task", "validation_task",
+           "parse_risk_grid", "DEFAULT_CONFIDENCE", "DEFAULT_REPLICATIONS", "DEFAULT_SCENARIOS",
+           "DEFAULT_VALIDATION", "DEFAULT_RISK_GRID", "DEFAULT_GRID_SEEDS", "DEFAULT_TIME_LIMIT",
+           "DEFAULT_TARGET_WIDTH", "DEFAULT_REFINE_SHARE", "DEFAULT_REFINE_REPLICATIONS",
+           "DEFAULT_REFINE_SCENARIOS_FACTOR", "DEFAULT_REFINE_VALIDATION", "DEFAULT_REFINE_CANDIDATES",
+           "DEFAULT_REFINE_RISK_GRID", "DEFAULT_REFINE_GRID_SEEDS", "VALIDATION_SEED_OFFSET", "fresh_seed"]
