@@ -543,3 +543,23 @@ def test_a_switch_jump_with_a_flat_likelihood_in_df_is_given_the_cap(monkeypatch
     monkeypatch.setattr(distfit, "FLAT_DF", 0.0)
     free = distfit.fit_switch(normal, c, x).params["df"]
     assert 2.1 < free < distfit.MAX_DF                       # without the rule: an interior df of this sample
+
+
+
+def test_an_atomic_write_to_a_named_pipe_writes_through_it_or_refuses_it(tmp_path):
+    """A file renamed over a named pipe replaced the pipe (its reader never got the data): the pipe is
+    written to; one no one reads is refused at once, not waited on, and stays a pipe."""
+    import os
+    import re
+
+    pipe = tmp_path / "out.json"
+    os.mkfifo(pipe)
+    with pytest.raises(F.LogError, match=rf"^{re.escape(str(pipe))}: cannot write \("):
+        F.write_bytes_atomic(pipe, b"{}")
+    reader = os.open(pipe, os.O_RDONLY | os.O_NONBLOCK)       # a reader, there before the write
+    try:
+        F.write_bytes_atomic(pipe, b"x" * 4096)              # within the pipe's buffer: no wait
+        assert os.read(reader, 1 << 16) == b"x" * 4096 and os.read(reader, 1) == b""
+    finally:
+        os.close(reader)
+    assert pipe.is_fifo() and [p.name for p in tmp_path.iterdir()] == [pipe.name]

@@ -352,6 +352,82 @@ def test_cli_refit_writes_only_the_files_named_and_names_them(tmp_path, capsys, 
     assert not written
 
 
+def _fake_fit(monkeypatch):
+    """``refit``'s fit replaced by the shipped one (the real fit takes seconds): what is tested is
+    where its two instances are written."""
+    from types import SimpleNamespace
+
+    import deplbench.instances.fit as fitlib
+    from deplbench.instances.model import load_instance
+
+    shipped = load_instance(FIT_FILE)
+    sample = SimpleNamespace(improvement=SimpleNamespace(data=np.array([0.8, 1.0, 1.1, 1.3])))
+    fit = SimpleNamespace(models={m.name: sample for m in shipped.models}, switches={}, n_runs=4)
+    monkeypatch.setattr(fitlib, "fit_instance", lambda *a, **k: (shipped, fit))
+    return shipped
+
+
+def test_cli_refit_to_a_named_pipe_with_a_reader_writes_through_it(tmp_path, capsys, monkeypatch):
+    """`measure refit -o PIPE` renamed its file over the pipe: the pipe was gone and its reader
+    waited forever. The pipe stays, and its reader gets the fitted instance."""
+    import os
+    import threading
+    import time
+
+    from deplbench.cli import main
+
+    shipped = _fake_fit(monkeypatch)
+    pipe = tmp_path / "fit.json"
+    os.mkfifo(pipe)
+    fd = os.open(pipe, os.O_RDONLY | os.O_NONBLOCK)     # the reader is there before the command starts
+    got: list[bytes] = []
+
+    def read():                 # until end-of-file after some data: every writer's end closed (20 s at most)
+        chunks, deadline = [], time.monotonic() + 20
+        try:
+            while time.monotonic() < deadline:
+                try:
+                    chunk = os.read(fd, 1 << 16)
+                except BlockingIOError:             # a writer, nothing written yet
+                    chunk = None
+                if chunk:
+                    chunks.append(chunk)
+                elif chunk == b"" and chunks:
+                    break
+                else:
+                    time.sleep(0.01)
+        finally:
+            os.close(fd)
+            got.append(b"".join(chunks))
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    assert main(["measure", "refit", "-o", str(pipe)]) == 0, capsys.readouterr().err
+    reader.join(timeout=30)
+    assert pipe.is_fifo() and not reader.is_alive()
+    assert got == [shipped.to_json().encode("utf-8")]
+    assert json.loads((tmp_path / "fit-eq8.json").read_text())["name"] == "measured-digits-mlp-eq8"
+
+
+def test_cli_refit_to_a_named_pipe_no_one_reads_is_refused_before_the_fit(tmp_path, capsys, monkeypatch):
+    """A pipe without a reader would hold the write, after the fit, forever: refused first, one line
+    naming the option, as `certify -o` and `generate -o` refuse it."""
+    import os
+
+    from deplbench.cli import main
+    from deplbench.measure import analysis
+
+    monkeypatch.setattr(analysis, "refit", lambda *a: pytest.fail("refitted before the refusal"))
+    pipe = tmp_path / "eq8.json"
+    os.mkfifo(pipe)
+    for argv, flag in ((["-o", str(pipe)], "--output"),
+                       (["-o", str(tmp_path / "fit.json"), "--eq8-output", str(pipe)], "--eq8-output")):
+        assert main(["measure", "refit", *argv]) == 2
+        captured = capsys.readouterr()
+        assert captured.out == "" and captured.err.count("\n") == 1
+        assert captured.err.startswith(f"error: {flag} {pipe}: cannot write ("), captured.err
+        assert pipe.is_fifo()
+
+
 @pytest.mark.slow
 def test_solvers_run_on_the_measured_family():
     from deplbench.solvers.run import solve

@@ -233,7 +233,7 @@ def run_analyse(args: argparse.Namespace) -> int:
 
 def run_refit(args: argparse.Namespace) -> int:
     """Handler of ``deplbench measure refit``."""
-    from deplbench.files import refuse_overwrite
+    from deplbench.files import refuse_overwrite, require_writable
     from deplbench.measure import analysis
 
     out = Path(args.output)
@@ -247,6 +247,10 @@ def run_refit(args: argparse.Namespace) -> int:
                          MeasureError)
     if out.resolve() == eq8_out.resolve():
         raise MeasureError(f"--eq8-output {eq8_out}: is the --output file; the two fits need two files")
+    for flag, written in (("--output", out), (option, eq8_out)):
+        # after the checks above, whose messages name the real problem: a named pipe no one reads would
+        # hold the write forever, and one with a reader is written to, not replaced by a file
+        require_writable(written, flag, MeasureError)
     instance, eq8, fit = analysis.refit(args.logs, out, eq8_out)
     print(f"fitted {len(fit.models)} models, {len(fit.switches)} switch pairs from {fit.n_runs} runs; wrote "
           f"{out} (deplbench fit's laws) and {eq8_out} (eq. (8) as stated)")

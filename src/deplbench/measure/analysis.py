@@ -432,5 +432,6 @@ def refit(logs_path: str | os.PathLike | None, output: str | os.PathLike,
     eq8 = parse_instance(data)
     for inst, path in ((instance, output), (eq8, eq8_output or eq8_path_beside(output))):
         write_instance_atomic(inst, path)
-        os.chmod(path, 0o644)
+        if os.path.isfile(path):    # the renamed temporary file's 0600; a named pipe keeps its owner's mode
+            os.chmod(path, 0o644)
     return instance, eq8, fit

@@ -2,9 +2,10 @@
 
 A file is written to a temporary name in its directory and renamed, so the
 target is either untouched or complete (``deplbench fit`` never leaves a
-half-written instance behind). The report's figures are drawn by
-:mod:`deplbench.reports.fit_plots` (plotting lives above the instance layer,
-docs/DESIGN.md), which writes through :func:`write_bytes_atomic` too.
+half-written instance behind); a named pipe is written to as it is. The
+report's figures are drawn by :mod:`deplbench.reports.fit_plots` (plotting
+lives above the instance layer, docs/DESIGN.md), which writes through
+:func:`write_bytes_atomic` too.
 """
 
 from __future__ import annotations
@@ -38,6 +39,11 @@ def write_instance_atomic(instance, path: str | os.PathLike) -> Path:
 def write_bytes_atomic(path: str | os.PathLike, data: bytes) -> None:
     """Write ``data`` to ``path`` via a temporary file in the same directory + rename.
 
+    An existing named pipe is written to directly: a file renamed over it
+    would replace the pipe, and its reader would never get the data. A pipe
+    no one reads is refused (the commands ask
+    :func:`~deplbench.files.require_writable` before any work).
+
     Raises
     ------
     LogError
@@ -48,6 +54,15 @@ def write_bytes_atomic(path: str | os.PathLike, data: bytes) -> None:
     parent = path.parent if str(path.parent) else Path(".")
     if not parent.is_dir():
         raise LogError(f"{path}: directory {parent} does not exist")
+    if path.is_fifo():
+        try:
+            # O_NONBLOCK: a pipe no one reads fails at once instead of holding the command forever
+            with os.fdopen(os.open(path, os.O_WRONLY | os.O_NONBLOCK), "wb") as fh:
+                os.set_blocking(fh.fileno(), True)      # the reader may take the data slower than it comes
+                fh.write(data)
+        except OSError as exc:
+            raise LogError(f"{path}: cannot write ({exc.strerror})") from None
+        return
     fd, tmp = tempfile.mkstemp(dir=parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as fh:
