@@ -80,3 +80,24 @@ def test_a_suffix_naming_no_format_needs_format(db, tmp_path, deplbench_cli):
     # an explicit --format writes any name that does not contradict it
     assert deplbench_cli("export", db, "--format", "csv", "-o", tmp_path / "r.txt")[0] == 0
     assert (tmp_path / "r.txt").read_bytes().startswith(b"key,")
+
+
+@pytest.mark.parametrize("name", ["r.sqlite", "r.sqlite-wal"])
+def test_the_store_itself_as_output_is_named_as_the_input_even_when_read_only(db, tmp_path, monkeypatch,
+                                                                              deplbench_cli, name):
+    """`export DB -o DB` on a read-only store said "cannot write (permission denied)": true, but the
+    problem is that the output is the store it reads, and a writable copy would be destroyed."""
+    import os
+
+    from deplbench import files
+
+    (tmp_path / "r.sqlite-wal").touch()
+    for side in (db, tmp_path / "r.sqlite-wal"):
+        side.chmod(0o444)
+    if os.geteuid() == 0:           # root writes a read-only file: the file system's answer to a user, stood in
+        monkeypatch.setattr(files, "unwritable", lambda path: "permission denied")
+    before = db.read_bytes()
+    status, out, err = deplbench_cli("export", db, "--format", "csv", "-o", tmp_path / name)
+    assert status == 2 and out == "" and err.count("\n") == 1, err
+    assert err.startswith(f"error: -o {tmp_path / name}: is the input {tmp_path / name};"), err
+    assert db.read_bytes() == before

@@ -129,10 +129,12 @@ def export(path: str | os.PathLike, out: Any, fmt: str | None = None, *,
         out.write(csv_text(frame))
         return len(frame)
     out = Path(out)
-    # never creates folders (a typo must not scatter files); a named pipe no one reads would hold the
-    # write forever: refused before the store is read, as a folder is
-    require_writable(out, "-o", SweepError)
+    # the store given as -o first: were it read-only, the writability check would say "permission
+    # denied", not that the output is the input. Never creates folders (a typo must not scatter files);
+    # a named pipe no one reads would hold the write forever: refused before the store is read, as a
+    # folder is
     refuse_overwrite(out, store_files(path), "-o", SweepError)
+    require_writable(out, "-o", SweepError)
     frame = _frame(path, latest, warn)
     try:                            # a full disk, a read-only file system: name the file the user gave
         write_csv(frame, out) if fmt == "csv" else parquet_safe(frame).to_parquet(out, index=False)

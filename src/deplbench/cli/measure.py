@@ -186,10 +186,11 @@ def _check_replay(args: argparse.Namespace, solvers: list[str]) -> None:
     if args.output:
         from deplbench.files import refuse_overwrite, require_writable
 
-        # asked here: training first would end in a replay that is never written
-        require_writable(args.output, "--output", MeasureError)
         given = [item.partition("=")[2] for item in args.result if item.partition("=")[2]]
         refuse_overwrite(args.output, [*given, *_measured_instance_files()], "--output", MeasureError)
+        # asked here: training first would end in a replay that is never written; after the inputs,
+        # so a read-only input given as --output is named as the input, not as "permission denied"
+        require_writable(args.output, "--output", MeasureError)
         partial = Path(args.output + ".partial")
         if partial.exists() or partial.is_symlink():
             # the rows an interrupted replay kept: this run's first row would overwrite them
