@@ -352,19 +352,26 @@ def test_cli_refit_writes_only_the_files_named_and_names_them(tmp_path, capsys, 
     assert not written
 
 
-@pytest.mark.parametrize("argv", [["refit", "-o", PROVENANCE_FILE], ["replay", "--solvers", "depl", "-o", EQ8_FILE]])
-def test_cli_measure_output_over_a_read_only_input_names_the_input(monkeypatch, deplbench_cli, argv):
+@pytest.mark.parametrize("argv, why", [
+    (["refit", "-o", PROVENANCE_FILE], f"is the input {PROVENANCE_FILE};"),
+    (["replay", "--solvers", "depl", "-o", EQ8_FILE], f"is the input {EQ8_FILE};"),
+    # a folder is no file to write, whatever it holds
+    (["replay", "--solvers", "depl", "-o", EQ8_FILE.parent], "cannot write (is a directory)"),
+])
+def test_cli_measure_output_over_a_read_only_input_names_the_input(monkeypatch, deplbench_cli, argv, why):
     """An installed package's data files are often read-only: `measure replay -o` its measured instance
     said "cannot write (permission denied)", not that the output is the file the replay reads."""
     from deplbench import files
     from deplbench.measure import analysis, replay
 
-    monkeypatch.setattr(files, "unwritable", lambda path: "permission denied")     # what a user is told
+    unwritable = files.unwritable
+    # what the file system tells a user (root writes a read-only file)
+    monkeypatch.setattr(files, "unwritable", lambda path: unwritable(path) or "permission denied")
     monkeypatch.setattr(analysis, "refit", lambda *a: pytest.fail("refitted before the refusal"))
     monkeypatch.setattr(replay, "replay_plans", lambda *a, **k: pytest.fail("replayed before the refusal"))
     status, out, err = deplbench_cli("measure", *argv)
     assert status == 2 and out == "" and err.count("\n") == 1, err
-    assert err.startswith(f"error: --output {argv[-1]}: is the input {argv[-1]};"), err
+    assert err.startswith(f"error: --output {argv[-1]}: {why}"), err
 
 
 def _fake_fit(monkeypatch):

@@ -130,10 +130,11 @@ def export(path: str | os.PathLike, out: Any, fmt: str | None = None, *,
         return len(frame)
     out = Path(out)
     # the store given as -o first: were it read-only, the writability check would say "permission
-    # denied", not that the output is the input. Never creates folders (a typo must not scatter files);
-    # a named pipe no one reads would hold the write forever: refused before the store is read, as a
-    # folder is
-    refuse_overwrite(out, store_files(path), "-o", SweepError)
+    # denied", not that the output is the input; a folder is no file to write, whatever it holds, and is
+    # refused as one. Never creates folders (a typo must not scatter files); a named pipe no one reads
+    # would hold the write forever: refused before the store is read, as a folder is
+    if not out.is_dir():
+        refuse_overwrite(out, store_files(path), "-o", SweepError)
     require_writable(out, "-o", SweepError)
     frame = _frame(path, latest, warn)
     try:                            # a full disk, a read-only file system: name the file the user gave

@@ -187,7 +187,8 @@ def _check_replay(args: argparse.Namespace, solvers: list[str]) -> None:
         from deplbench.files import refuse_overwrite, require_writable
 
         given = [item.partition("=")[2] for item in args.result if item.partition("=")[2]]
-        refuse_overwrite(args.output, [*given, *_measured_instance_files()], "--output", MeasureError)
+        if not Path(args.output).is_dir():     # a folder is refused as one below, whatever it holds
+            refuse_overwrite(args.output, [*given, *_measured_instance_files()], "--output", MeasureError)
         # asked here: training first would end in a replay that is never written; after the inputs,
         # so a read-only input given as --output is named as the input, not as "permission denied"
         require_writable(args.output, "--output", MeasureError)
