@@ -545,7 +545,6 @@ def test_a_switch_jump_with_a_flat_likelihood_in_df_is_given_the_cap(monkeypatch
     assert 2.1 < free < distfit.MAX_DF                       # without the rule: an interior df of this sample
 
 
-
 def test_an_atomic_write_to_a_named_pipe_writes_through_it_or_refuses_it(tmp_path):
     """A file renamed over a named pipe replaced the pipe (its reader never got the data): the pipe is
     written to; one no one reads is refused at once, not waited on, and stays a pipe."""

@@ -357,6 +357,7 @@ def test_cli_refit_writes_only_the_files_named_and_names_them(tmp_path, capsys, 
     (["replay", "--solvers", "depl", "-o", EQ8_FILE], f"is the input {EQ8_FILE};"),
     # a folder is no file to write, whatever it holds
     (["replay", "--solvers", "depl", "-o", EQ8_FILE.parent], "cannot write (is a directory)"),
+    (["refit", "-o", PROVENANCE_FILE.parent], "cannot write (is a directory)"),
 ])
 def test_cli_measure_output_over_a_read_only_input_names_the_input(monkeypatch, deplbench_cli, argv, why):
     """An installed package's data files are often read-only: `measure replay -o` its measured instance

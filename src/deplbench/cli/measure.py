@@ -244,9 +244,11 @@ def run_refit(args: argparse.Namespace) -> int:
     for flag, written in (("--output", out), (option, eq8_out)):
         if not (written.parent if str(written.parent) else Path(".")).is_dir():
             raise MeasureError(f"{flag} {written}: directory {written.parent} does not exist")
-        # the fitted instances must not replace the logs they come from, nor the provenance of the base
-        refuse_overwrite(written, [args.logs or analysis.default_logs_path(), _provenance_file()], flag,
-                         MeasureError)
+        # the fitted instances must not replace the logs they come from, nor the provenance of the base;
+        # a folder is refused as one below, whatever it holds
+        if not written.is_dir():
+            refuse_overwrite(written, [args.logs or analysis.default_logs_path(), _provenance_file()], flag,
+                             MeasureError)
     if out.resolve() == eq8_out.resolve():
         raise MeasureError(f"--eq8-output {eq8_out}: is the --output file; the two fits need two files")
     for flag, written in (("--output", out), (option, eq8_out)):

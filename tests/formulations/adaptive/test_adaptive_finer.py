@@ -241,6 +241,7 @@ def test_a_policy_stalls_when_a_tuning_gains_less_than_a_thousandth(ucbs, width,
     (0.0201, 0.0, 1000.0, 0.01, False),           # beyond twice the width, no gain
     (math.inf, 10.0, 1000.0, 0.01, False),        # no estimate of the upper end
     (0.015, 10.0, -3.0, 0.01, False),             # no positive bound: no relative width
+    (0.5, math.inf, 1000.0, 0.01, True),          # the grid before had no finite bound: tuned, harmless
 ])
 def test_the_target_looks_within_reach_within_twice_the_width_or_once_the_last_gain_is_repeated(
         est_w, gain, lb, width, reach):

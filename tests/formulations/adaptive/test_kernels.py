@@ -19,7 +19,12 @@ pytestmark = pytest.mark.skipif(kernels.compiled() is None, reason="numba is not
 
 
 def _same(a, b) -> bool:
-    return np.array_equal(a, b, equal_nan=True)
+    """The same binary64 numbers, bit for bit (the sign of a zero included), any NaN taken as one."""
+    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    if a.shape != b.shape or not np.array_equal(np.isnan(a), np.isnan(b)):
+        return False
+    return bool(np.array_equal(np.where(np.isnan(a), 0.0, a).view(np.uint64),
+                               np.where(np.isnan(b), 0.0, b).view(np.uint64)))
 
 
 @pytest.mark.parametrize("seed", range(6))
@@ -40,6 +45,29 @@ def test_segments_and_envelope_give_the_references_numbers_bit_for_bit(seed):
             H, P = lines(ref, float(10.0 ** rng.uniform(-3, 3)))
             H[rng.random(H.shape) < 0.05] = np.inf
             assert _same(envelope(H, P, nus), envelope(H, P, nus, compiled=False))
+
+
+def test_ties_signed_zeros_and_repeated_slopes_give_the_references_numbers():
+    """np.min keeps the later of two equal candidates (−0 after +0 gives −0), and a repeated slope
+    divides by zero: inf and NaN, as numpy gives them, not an exception."""
+    nus = np.array([0.0, 1.0, 2.0, 3.0])
+    H = np.array([[0.0, -0.0, 1.0], [-0.0, 0.0, 1.0], [0.0, -0.0, 1.0]])
+    P = np.array([[0.0, -0.0, np.nan], [-0.0, 0.0, 0.0], [0.0, 0.0, -1.0]])
+    with np.errstate(all="ignore"):
+        assert _same(envelope(H, P, nus), envelope(H, P, nus, compiled=False))
+        rep = np.array([0.0, 1.0, 1.0, 3.0])
+        T = np.array([[0.0, 0.0], [1.0, -2.0], [2.0, 5.0], [4.0, 1.0]])
+        fast, ref = segments(T, rep), segments(T, rep, compiled=False)
+        assert not np.isfinite(ref[0]).all()                      # the case is there: a division by 0
+        assert all(_same(x, z) for x, z in zip(fast, ref))
+
+
+def test_the_compiled_steps_refuse_arrays_whose_shapes_do_not_match():
+    """numba checks no bounds: a slope vector of the wrong length is refused before the loops read past it."""
+    with pytest.raises(ValueError, match="nus"):
+        segments(np.ones((5, 3)), np.linspace(0.0, 1.0, 7))
+    with pytest.raises(ValueError, match="nus"):
+        envelope(np.ones((3, 2)), np.ones((3, 2)), np.linspace(0.0, 1.0, 9))
 
 
 @pytest.mark.parametrize("family, loss_max", [("pact-vgg11", 0.15), ("mobilenet", 13.0)])

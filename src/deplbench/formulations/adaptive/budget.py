@@ -232,14 +232,14 @@ def policy_stalled(tunings: list[Tuned], width: float | None) -> bool:
 
 
 def within_reach(est_w: float, gain: float, lb: float, width: float) -> bool:
-    """Whether a grid's estimated width ``est_w`` looks within reach of the target ``width``, so that
-    the grid's policy is tuned (and a stalled one seen while time is left for the bound alone): within
-    twice the width, or within it once the bound ``lb`` has gained as much again as the last doubling of
-    the grid gave (``gain``): the gains about halve with each doubling, so that is their extrapolated
-    sum (docs/adaptive.md, "Where the width comes from")."""
-    if not (lb > 0 and math.isfinite(est_w)):
-        return False
-    return est_w <= 2.0 * width or est_w - max(gain, 0.0) / lb <= width
+    """Whether a grid's estimated width ``est_w`` looks within reach of the target ``width`` (a
+    refinement to a width; without one every grid is tuned), so that the grid's policy is tuned (and a
+    stalled one seen while time is left for the bound alone): within twice the width, or within it
+    once the bound ``lb`` has gained as much again as the last doubling of the grid gave (``gain``):
+    the gains about halve with each doubling, so that is their extrapolated sum (docs/adaptive.md,
+    "Where the width comes from"). False without a positive bound (no relative width); an infinite
+    or NaN ``est_w`` compares False, and a falling bound (``gain`` < 0) only moves the estimate away."""
+    return bool(lb > 0 and (est_w <= 2.0 * width or est_w - gain / lb <= width))
 
 
 #: A lower-bound-only grid (:func:`finer_bounds`) is followed by a finer one only when it raised the
@@ -454,4 +454,4 @@ def stopped_fields(instance, state: Progress, exc: TimeLimitReached, confidence:
 __all__ = ["BUDGET", "FINER_GAIN", "FINER_GROWTH", "GROWTH", "POLICY_GAIN", "RUN_BYTES", "Progress", "Tuned",
            "best_tuned", "check_certification", "deadline_line", "finer_bounds", "grid_limit", "largest_cost",
            "left_or_none", "light", "memory_estimate", "monotone_frontier", "next_grid_fits", "own_limit",
-           "policy_stalled", "within_reach", "predicted_ucb", "quiet", "stopped_fields", "timed_memory"]
+           "policy_stalled", "predicted_ucb", "quiet", "stopped_fields", "timed_memory", "within_reach"]

@@ -34,7 +34,8 @@ _U = float(np.finfo(float).eps) / 2
 
 def _segments(T, nus, y, D, q):                 # pragma: no cover - compiled; tested against the reference
     """:func:`~deplbench.formulations.adaptive.waterfill.segments` on T (J, C) into y, D, q (J − 1, C);
-    returns whether some y < 0 (then q holds the y < 0 lines' slopes, else q is not written)."""
+    returns whether some y < 0 (then q holds the slope of the line A + νq where y < 0 and D elsewhere;
+    else q is not written)."""
     J, C = T.shape
     u4 = 4.0 * _U
     neg = False
@@ -76,8 +77,9 @@ def _segments(T, nus, y, D, q):                 # pragma: no cover - compiled; t
 
 
 def _envelope(H, P, nus, best):                  # pragma: no cover - compiled; tested against the reference
-    """The least over c < i of H_c + ν_i P_c into best[i] (J, C), best[0] = 0; a NaN candidate makes
-    its minimum NaN (as ``np.min``). The rounding slack is the caller's."""
+    """The least over c < i of H_c + ν_i P_c into best[i] (J, C), best[0] = 0, as ``np.min`` reduces
+    them: the minimum so far first, a tie taking the later candidate (the sign of a zero), the first
+    NaN kept. The rounding slack is the caller's."""
     J, C = best.shape
     for k in range(C):
         best[0, k] = 0.0
@@ -89,18 +91,24 @@ def _envelope(H, P, nus, best):                  # pragma: no cover - compiled; 
             for k in range(C):
                 v = H[c, k] + nu * P[c, k]
                 m = best[i, k]
-                best[i, k] = v if (v < m or v != v) else m
+                best[i, k] = m if (m < v or m != m) else v
 
 
 @functools.cache
 def compiled() -> SimpleNamespace | None:
     """The compiled kernels (``segments``, ``envelope``), compiled once per process on first use;
-    None where numba cannot be imported."""
+    None where numba cannot be loaded (not installed, a numpy it does not support, its LLVM library
+    missing) or compiles nothing (``NUMBA_DISABLE_JIT``: the loops would run as Python).
+
+    ``error_model="numpy"``: a division by zero gives inf or NaN as numpy's does, not Python's
+    exception."""
     try:
         import numba
-    except ImportError:
+    except Exception:           # ImportError, or an OSError from llvmlite's shared library
         return None
-    jit = numba.njit(nogil=True, fastmath=False, cache=False)
+    if numba.config.DISABLE_JIT:
+        return None
+    jit = numba.njit(nogil=True, fastmath=False, error_model="numpy", cache=False)
     return SimpleNamespace(segments=jit(_segments), envelope=jit(_envelope))
 
 

@@ -162,6 +162,8 @@ def segments(T: np.ndarray, nus: np.ndarray, compiled: bool = True) -> tuple[np.
     there (the same numbers, bit for bit); False: the numpy reference below."""
     kern = kernels.compiled() if compiled else None
     if kern is not None:
+        if T.ndim != 2 or nus.shape != (T.shape[0],):       # the compiled loops check no bounds
+            raise ValueError(f"T {T.shape} and nus {nus.shape}: one slope per row of T")
         T = np.ascontiguousarray(T, dtype=float)
         y, D = np.empty((T.shape[0] - 1, T.shape[1])), np.empty((T.shape[0] - 1, T.shape[1]))
         q = np.empty_like(y)
@@ -229,6 +231,8 @@ def envelope(H: np.ndarray, P: np.ndarray, nus: np.ndarray, compiled: bool = Tru
     nu = nus[:, None]
     best = np.empty((J, H.shape[1]))
     kern = kernels.compiled() if compiled and J > 1 else None
+    if kern is not None and not (H.ndim == 2 and H.shape == P.shape and H.shape[0] >= J - 1):
+        raise ValueError(f"H {H.shape}, P {P.shape} and nus {nus.shape}: a line per segment below each slope")
     with np.errstate(invalid="ignore"):
         if kern is not None:
             with np.errstate(all="ignore"):
