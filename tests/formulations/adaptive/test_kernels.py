@@ -93,6 +93,17 @@ def test_without_numba_the_reference_runs(monkeypatch):
         kernels.compiled.cache_clear()
 
 
+def test_with_numbas_jit_disabled_the_reference_runs_rather_than_python_loops(monkeypatch):
+    import numba
+
+    kernels.compiled.cache_clear()
+    monkeypatch.setattr(numba.config, "DISABLE_JIT", True)
+    try:
+        assert kernels.compiled() is None
+    finally:
+        kernels.compiled.cache_clear()
+
+
 def test_the_ffts_threads_change_no_bit_of_a_correlation():
     rng = np.random.default_rng(3)
     for _ in range(20):

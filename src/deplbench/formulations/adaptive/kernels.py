@@ -106,7 +106,7 @@ def compiled() -> SimpleNamespace | None:
         import numba
     except Exception:           # ImportError, or an OSError from llvmlite's shared library
         return None
-    if numba.config.DISABLE_JIT:
+    if getattr(numba.config, "DISABLE_JIT", False):     # read at run time: numba sets it from the environment
         return None
     jit = numba.njit(nogil=True, fastmath=False, error_model="numpy", cache=False)
     return SimpleNamespace(segments=jit(_segments), envelope=jit(_envelope))
